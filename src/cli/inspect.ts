@@ -1,0 +1,5 @@
+import { LobesError } from '../util/errors.js';
+
+export async function run(_argv: string[]): Promise<number> {
+  throw new LobesError('the inspect command is not available in this build yet');
+}

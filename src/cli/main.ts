@@ -1,0 +1,62 @@
+/**
+ * The lobes command line. Each command lives in its own module under src/cli/ and is
+ * loaded only when used, so `lobes data inspect` never loads ONNX Runtime.
+ * Every command module exports `run(argv: string[]): Promise<number>` (the exit code).
+ */
+import { isLobesError } from '../util/errors.js';
+import { LOBES_VERSION } from '../version.js';
+
+const COMMANDS: Record<string, { summary: string; load: () => Promise<{ run(argv: string[]): Promise<number> }> }> = {
+  inspect: { summary: 'architecture and capture points of an ONNX model folder', load: () => import('./inspect.js') },
+  data: { summary: 'inspect or export a dataset (data inspect SPEC | data export SPEC)', load: () => import('./data.js') },
+  extract: { summary: 'run a model over a dataset and store last-token activations', load: () => import('./extract.js') },
+  merge: { summary: 'merge shard runs into one run, proving they cover every sample once', load: () => import('./merge.js') },
+  wanda: { summary: 'Wanda importance, block pooling, neuron regions and set differences', load: () => import('./wanda.js') },
+  cluster: { summary: 'seeded t-SNE and separation metrics for the labels', load: () => import('./cluster.js') },
+  report: { summary: 'self-contained HTML report of a run', load: () => import('./report.js') },
+  compare: { summary: 'side-by-side report of two runs (e.g. 8B vs 70B)', load: () => import('./compare.js') },
+  demo: { summary: 'the whole pipeline on the built-in tiny model and dataset', load: () => import('./demo.js') },
+};
+
+function usage(): string {
+  const w = Math.max(...Object.keys(COMMANDS).map((k) => k.length));
+  return [
+    `lobes ${LOBES_VERSION}: look inside local Llama-class language models`,
+    '',
+    'usage: lobes COMMAND [options]     (lobes COMMAND --help for details)',
+    '',
+    ...Object.entries(COMMANDS).map(([k, v]) => `  ${k.padEnd(w)}  ${v.summary}`),
+    '',
+  ].join('\n');
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const [cmd, ...rest] = argv;
+  if (!cmd || cmd === '--help' || cmd === '-h' || cmd === 'help') {
+    process.stdout.write(usage());
+    return cmd ? 0 : 2;
+  }
+  if (cmd === '--version' || cmd === '-V') {
+    process.stdout.write(LOBES_VERSION + '\n');
+    return 0;
+  }
+  const entry = COMMANDS[cmd];
+  if (!entry) {
+    process.stderr.write(`lobes: unknown command ${JSON.stringify(cmd)} (run lobes --help)\n`);
+    return 2;
+  }
+  try {
+    const mod = await entry.load();
+    return await mod.run(rest);
+  } catch (e) {
+    if (isLobesError(e)) {
+      process.stderr.write(`lobes ${cmd}: ${e.message}\n`);
+      if (process.env.LOBES_DEBUG && e.stack) process.stderr.write(e.stack + '\n');
+      return e.exitCode;
+    }
+    const err = e as Error;
+    process.stderr.write(`lobes ${cmd}: internal error: ${String(err?.message ?? err).split('\n')[0]} (set LOBES_DEBUG=1 for the stack trace)\n`);
+    if (process.env.LOBES_DEBUG && err?.stack) process.stderr.write(err.stack + '\n');
+    return 70;
+  }
+}

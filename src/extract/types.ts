@@ -1,0 +1,69 @@
+/**
+ * The capture engine's surface, used by `lobes extract` (src/extract/run.ts) and tests.
+ */
+import type { ModelArch } from '../store/types.js';
+
+export type Device = 'cpu' | 'cuda' | 'webgpu';
+
+/** A capture point found in the graph. */
+export interface CapturePoint {
+  /** Hook name: `final.hidden`, `layers.{i}.mlp.in`, `layers.{i}.mlp.down_in`, `layers.{i}.resid_out`. */
+  name: string;
+  /** Feature dimension. */
+  dim: number;
+  /** Name of the graph value captured (informative; not stable across exporters). */
+  value: string;
+  /** For mlp points: which projections read it, as HF names (gate_proj, up_proj, down_proj)
+   *  with the weight initializer and its layout. */
+  projections?: ProjectionRef[];
+}
+
+export interface ProjectionRef {
+  /** 'gate_proj' | 'up_proj' | 'down_proj' | attention projections later. */
+  proj: string;
+  /** Op type: MatMul, Gemm or MatMulNBits. */
+  op: string;
+  /** Initializer name(s) holding the weight (and for MatMulNBits its scales / zero points). */
+  weight: string;
+  scales?: string;
+  zeroPoints?: string;
+  /** Layout of the stored weight: 'in_out' (MatMul [d_in, d_out]), 'out_in' (Gemm transB=1 / HF), 'nbits' (MatMulNBits). */
+  layout: 'in_out' | 'out_in' | 'nbits';
+  dIn: number;
+  dOut: number;
+  /** MatMulNBits attributes. */
+  bits?: number;
+  blockSize?: number;
+}
+
+export interface ModelInfo {
+  dir: string;
+  arch: ModelArch;
+  points: CapturePoint[];
+  /** Providers this build of onnxruntime-node can use. */
+  providers: { name: string; available: boolean; note?: string }[];
+  /** Graph inputs (names, dtypes) the session needs. */
+  inputs: { name: string; dtype: string; shape: (number | string)[] }[];
+}
+
+/** A tokenized batch, padded. */
+export interface TokenBatch {
+  /** [batch, seq] token ids. */
+  inputIds: BigInt64Array;
+  /** [batch, seq] 1 for real tokens. */
+  attentionMask: BigInt64Array;
+  batch: number;
+  seq: number;
+  /** Index of each row's last real token. */
+  lastIndex: Int32Array;
+}
+
+/** One capture session over an edited graph. */
+export interface CaptureEngine {
+  readonly info: ModelInfo;
+  /** Hooks this engine outputs (a subset of info.points). */
+  readonly hooks: CapturePoint[];
+  /** Run one batch; returns float32 [batch, dim] per hook (last real token of each row). */
+  run(batch: TokenBatch): Promise<Map<string, Float32Array>>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,102 @@
+/**
+ * The run directory: the contract between every stage. See docs/run-format.md.
+ *
+ *   RUN/manifest.json          RunManifest (below)
+ *   RUN/samples.jsonl          one SampleRow per line, in dataset order
+ *   RUN/activations/...        safetensors chunks per capture point (store-internal layout)
+ *   RUN/wanda/                 written by `lobes wanda` (see src/wanda/types.ts)
+ *   RUN/cluster/               written by `lobes cluster` (see src/cluster/types.ts)
+ *
+ * Stages never re-derive paths: they call openRun() and use the RunReader.
+ */
+
+/** A capture point as stored. */
+export interface HookInfo {
+  /** `final.hidden`, `layers.{i}.mlp.in`, `layers.{i}.mlp.down_in`, `layers.{i}.resid_out`. */
+  name: string;
+  /** Feature dimension d (values are [nSamples, d]). */
+  dim: number;
+  /** Stored dtype. Readers always return float32. */
+  dtype: 'F16' | 'F32';
+}
+
+export interface SampleRow {
+  /** Row index in the activation matrices (0-based, dataset order). */
+  index: number;
+  id: string;
+  labels: Record<string, string>;
+  /** Tokens actually fed to the model (after truncation). */
+  tokens: number;
+  /** Whether --max-tokens cut the start of the text. */
+  truncated: boolean;
+}
+
+export interface RunManifest {
+  format: 'lobes-run';
+  formatVersion: number;
+  lobesVersion: string;
+  createdAt: string;
+  model: {
+    /** Model folder as given. */
+    dir: string;
+    /** sha256 of the (unedited) graph file model.onnx. */
+    graphSha256: string;
+    /** Architecture summary as printed by `lobes inspect`. */
+    arch: ModelArch;
+  };
+  tokenizer: { source: string; chatTemplate: boolean; addBos: boolean; maxTokens: number | null };
+  dataset: { spec: string; itemsSha256: string; count: number; axes: string[] };
+  capture: { points: HookInfo[]; selection: string[] };
+  dtype: 'fp16' | 'fp32';
+  provider: { device: string; deviceId: number };
+  shard: { index: number; count: number } | null;
+  counts: { samples: number; truncated: number; tokens: number };
+  timings: Record<string, number>;
+  /** Whether every sample of the (shard of the) dataset has been written. */
+  complete: boolean;
+}
+
+export interface ModelArch {
+  family: string;
+  layers: number;
+  hidden: number;
+  intermediate: number;
+  heads: number | null;
+  kvHeads: number | null;
+  vocab: number;
+  dtype: string;
+  quantization: string | null;
+}
+
+/** A block of consecutive rows of one capture point. */
+export interface RowChunk {
+  /** First row index. */
+  start: number;
+  /** Number of rows. */
+  rows: number;
+  /** [rows, dim] row-major float32. */
+  data: Float32Array;
+}
+
+/** Typed, read-only access to a run directory. */
+export interface RunReader {
+  readonly dir: string;
+  readonly manifest: RunManifest;
+  /** Rows in dataset order. */
+  readonly samples: SampleRow[];
+  /** Capture points present. */
+  hooks(): HookInfo[];
+  hook(name: string): HookInfo;
+  /** Label axes, e.g. ['aspect', 'ability', 'language']. */
+  labelAxes(): string[];
+  /** The value of one axis for every row (throws naming the axis when unknown). */
+  labels(axis: string): string[];
+  /** Row indices whose label on `axis` equals `value`. */
+  select(axis: string, value: string): Int32Array;
+  /** Rows of a hook as [rows.length, dim] float32 (all rows when omitted). Reads only those rows. */
+  read(hook: string, rows?: ArrayLike<number>): Promise<Float32Array>;
+  /** Stream a hook in row chunks with constant memory. */
+  iterate(hook: string, chunkRows?: number): AsyncIterable<RowChunk>;
+  /** Absolute path of an analysis sub-folder (created on demand), e.g. 'wanda', 'cluster'. */
+  analysisDir(name: string): string;
+}

@@ -1,0 +1,75 @@
+/** IEEE half (fp16) and bfloat16 conversion to and from float32. */
+
+const f32 = new Float32Array(1);
+const u32 = new Uint32Array(f32.buffer);
+
+/** One fp16 bit pattern to a number. */
+export function halfToFloat(h: number): number {
+  const s = (h & 0x8000) >> 15;
+  const e = (h & 0x7c00) >> 10;
+  const f = h & 0x03ff;
+  let v: number;
+  if (e === 0) v = f * 5.960464477539063e-8; // 2^-24
+  else if (e === 0x1f) v = f ? NaN : Infinity;
+  else v = (1 + f / 1024) * Math.pow(2, e - 15);
+  return s ? -v : v;
+}
+
+const HALF_TABLE = (() => {
+  const t = new Float32Array(65536);
+  for (let i = 0; i < 65536; i++) t[i] = halfToFloat(i);
+  return t;
+})();
+
+/** Decode fp16 values (little-endian uint16 bit patterns) to float32. */
+export function halfArrayToFloat(src: Uint16Array, out = new Float32Array(src.length)): Float32Array {
+  for (let i = 0; i < src.length; i++) out[i] = HALF_TABLE[src[i]];
+  return out;
+}
+
+/** Decode bfloat16 values to float32 (exact: bf16 is the top half of a float32). */
+export function bf16ArrayToFloat(src: Uint16Array, out = new Float32Array(src.length)): Float32Array {
+  const o32 = new Uint32Array(out.buffer, out.byteOffset, out.length);
+  for (let i = 0; i < src.length; i++) o32[i] = src[i] << 16;
+  return out;
+}
+
+/** Round a number to the nearest fp16 bit pattern (round half to even). */
+export function floatToHalf(x: number): number {
+  f32[0] = x;
+  const b = u32[0];
+  const sign = (b >>> 16) & 0x8000;
+  const exp = (b >>> 23) & 0xff;
+  let mant = b & 0x7fffff;
+  if (exp === 0xff) return sign | 0x7c00 | (mant ? 0x200 : 0);
+  let e = exp - 127 + 15;
+  if (e >= 0x1f) return sign | 0x7c00;
+  if (e <= 0) {
+    if (e < -10) return sign;
+    mant |= 0x800000;
+    const shift = 14 - e;
+    let h = mant >>> shift;
+    const rem = mant & ((1 << shift) - 1);
+    const half = 1 << (shift - 1);
+    if (rem > half || (rem === half && (h & 1))) h++;
+    return sign | h;
+  }
+  let h = (e << 10) | (mant >>> 13);
+  const rem = mant & 0x1fff;
+  if (rem > 0x1000 || (rem === 0x1000 && (h & 1))) h++;
+  return sign | h;
+}
+
+export function floatArrayToHalf(src: ArrayLike<number>, out = new Uint16Array(src.length)): Uint16Array {
+  for (let i = 0; i < src.length; i++) out[i] = floatToHalf(src[i]);
+  return out;
+}
+
+/** Round to bfloat16 (round half to even). */
+export function floatToBf16(x: number): number {
+  f32[0] = x;
+  const b = u32[0];
+  if ((b & 0x7f800000) === 0x7f800000 && (b & 0x7fffff)) return (b >>> 16) | 0x40;
+  const r = b + 0x7fff + ((b >>> 16) & 1);
+  return (r >>> 16) & 0xffff;
+}

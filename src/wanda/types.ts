@@ -1,0 +1,82 @@
+/**
+ * What `lobes wanda` writes to RUN/wanda/ (the report reads these; keep in sync with docs/run-format.md).
+ *
+ *   wanda/settings.json    WandaSettings
+ *   wanda/pooled.safetensors   one F32 tensor per (group, matrix), named `${group}|${matrix}`,
+ *                              shape [rowBlocks, colBlocks] in the W[d_out, d_in] convention
+ *   wanda/regions.json     WandaRegions
+ *   wanda/metrics.json     WandaMetrics        (and metrics.csv: one row per pair x metric)
+ */
+
+export interface WandaSettings {
+  by: string;
+  groups: string[];
+  /** [rows, cols] block size in W[d_out, d_in]. */
+  block: [number, number];
+  top: { kind: 'fraction' | 'count'; value: number; scope: 'matrix' | 'layer' | 'global' };
+  statistic: 'rms';
+  permutations: number;
+  seed: number;
+  weights: { source: 'onnx' | 'safetensors'; path: string };
+  resolution: 'block' | 'weight';
+}
+
+/** One scored matrix, e.g. name `layers.3.mlp.down_proj`. */
+export interface WandaMatrix {
+  name: string;
+  layer: number;
+  proj: string;
+  /** The capture point providing its input, e.g. `layers.3.mlp.down_in`. */
+  input: string;
+  dOut: number;
+  dIn: number;
+  rowBlocks: number;
+  colBlocks: number;
+}
+
+/** Block sets as sorted flat indices (row * colBlocks + col) per matrix name. */
+export type BlockSet = Record<string, number[]>;
+
+export interface WandaRegions {
+  matrices: WandaMatrix[];
+  /** Top blocks per group. */
+  regions: Record<string, BlockSet>;
+  /** Every unordered pair (a < b in `groups` order): A∖B and B∖A. */
+  differences: { a: string; b: string; aMinusB: BlockSet; bMinusA: BlockSet }[];
+}
+
+/** A metric with its permutation null. */
+export interface NullTested {
+  value: number;
+  /** Share of permutations with a value >= observed (one-sided, with +1 correction); null when R = 0. */
+  p: number | null;
+  /** Percentile of the observed value in the null distribution (0..100); null when R = 0. */
+  percentile: number | null;
+  nullMean: number | null;
+}
+
+export interface WandaPairMetrics {
+  a: string;
+  b: string;
+  jaccard: NullTested;
+  /** |A∖B| / |A| and |B∖A| / |B|. */
+  isolationAB: NullTested;
+  isolationBA: NullTested;
+  sizeAminusB: number;
+  sizeBminusA: number;
+  /** Share of blocks in the difference whose 4-neighbours are also in it. */
+  densityAminusB: NullTested;
+  densityBminusA: NullTested;
+  componentsAminusB: number;
+  componentsBminusA: number;
+  /** Difference sizes per layer and per projection. */
+  byLayerAminusB: number[];
+  byLayerBminusA: number[];
+  byProjAminusB: Record<string, number>;
+  byProjBminusA: Record<string, number>;
+}
+
+export interface WandaMetrics {
+  groups: { group: string; n: number; regionSize: number; density: number; components: number }[];
+  pairs: WandaPairMetrics[];
+}

@@ -1,0 +1,12 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    include: ['test/**/*.test.ts'],
+    testTimeout: 120_000,
+    hookTimeout: 300_000,
+    pool: 'forks',
+    // 2-core machines: keep parallelism modest so timing-sensitive work does not starve.
+    maxWorkers: 2,
+  },
+});
