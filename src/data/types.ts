@@ -33,3 +33,14 @@ export interface Dataset {
   /** Label axes present on every sample, in a stable order. */
   axes: string[];
 }
+
+/**
+ * Module contract (implemented in src/data/index.ts):
+ *   export function loadDataset(spec: string, opts?: LoadOptions): Promise<Dataset>
+ * Spec strings: builtin:NAME, socialeval:PATH[?lang=en|zh&orientation=...&aspect=...],
+ * jsonl:PATH?text=FIELD&label=FIELD[,FIELD...][&id=FIELD], csv:PATH?... (same keys).
+ */
+export interface LoadOptions {
+  /** Continue past invalid items and report them in `excluded` instead of failing. */
+  skipInvalid?: boolean;
+}

@@ -67,3 +67,53 @@ export interface CaptureEngine {
   run(batch: TokenBatch): Promise<Map<string, Float32Array>>;
   close(): Promise<void>;
 }
+
+/** Which capture families to output: final.hidden, layers.*.mlp.{in,down_in}, layers.*.resid_out. */
+export type CaptureFamily = 'final' | 'mlp' | 'resid';
+
+export interface EngineOptions {
+  capture: CaptureFamily[];
+  device: Device;
+  deviceId?: number;
+}
+
+/**
+ * Module contracts (implemented in src/extract/):
+ *   engine.ts    export function openCaptureEngine(modelDir: string, opts: EngineOptions): Promise<CaptureEngine>
+ *                export function inspectModel(modelDir: string): Promise<ModelInfo>
+ *   tokenize.ts  export function loadTokenizer(modelDir: string, opts: TokenizerOptions): Promise<LobesTokenizer>
+ *   batching.ts  export function planBatches(lengths: ArrayLike<number>, opts: BatchPlanOptions): number[][]
+ *                export function padBatch(seqs: number[][], padId: number, side: 'left' | 'right'): TokenBatch
+ *   run.ts       export function runExtract(opts: ExtractOptions): Promise<RunManifest>   (the `lobes extract` job)
+ */
+export interface TokenizerOptions {
+  /** Keep at most this many tokens, cutting from the START (the last token is what is analysed). */
+  maxTokens: number | null;
+  /** Wrap each text as a user turn with the tokenizer's chat template. */
+  chatTemplate: boolean;
+}
+
+export interface Tokenized {
+  ids: number[];
+  /** Tokens before truncation. */
+  fullLength: number;
+  truncated: boolean;
+}
+
+export interface LobesTokenizer {
+  /** Where the tokenizer came from (folder and files). */
+  source: string;
+  addBos: boolean;
+  chatTemplate: boolean;
+  padId: number;
+  /** Padding side used for batches. */
+  paddingSide: 'left' | 'right';
+  encode(text: string): Tokenized;
+}
+
+export interface BatchPlanOptions {
+  /** Max rows per batch. */
+  batch?: number;
+  /** Max padded tokens (rows × longest) per batch. */
+  tokenBudget?: number;
+}

@@ -100,3 +100,9 @@ export interface RunReader {
   /** Absolute path of an analysis sub-folder (created on demand), e.g. 'wanda', 'cluster'. */
   analysisDir(name: string): string;
 }
+
+/**
+ * Module contract (implemented in src/store/index.ts):
+ *   export function openRun(dir: string): Promise<RunReader>
+ * Writers (RunWriter, chunking, resume, merge) are store-internal and used by src/extract/run.ts.
+ */
