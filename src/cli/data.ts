@@ -1,5 +1,135 @@
-import { LobesError } from '../util/errors.js';
+import { parseCommand } from './args.js';
+import { LobesError, LobesErrors, UsageError } from '../util/errors.js';
+import { writeFileAtomicSync } from '../util/atomic.js';
+import { Progress } from '../util/progress.js';
+import { loadDataset } from '../data/index.js';
+import { summarize, formatSummary, reasonKey, type TokenLengths } from '../data/inspect.js';
+import type { Dataset } from '../data/types.js';
 
-export async function run(_argv: string[]): Promise<number> {
-  throw new LobesError('the data command is not available in this build yet');
+const inspectSpec = {
+  usage: 'lobes data inspect SPEC [--json] [--tokenizer MODEL_DIR] [--skip-invalid] [--quiet]',
+  help: `
+Load a dataset and print what it holds: the number of samples, counts per label axis and
+value (split by language when the dataset has a language axis), every excluded item with
+its reason and, with --tokenizer, the distribution of token lengths.
+
+  SPEC                 builtin:social (default set), socialeval:DIR[?lang=en|zh&orientation=self|altruism
+                       &aspect=A&composite=include&scenario=1&speaker=1&template=T],
+                       jsonl:FILE?text=F&label=F[,F...][&id=F], csv:FILE?... (see docs/datasets.md)
+  --json               print one JSON object instead of tables
+  --tokenizer DIR      model folder whose tokenizer measures the texts (no chat template, no truncation)
+  --skip-invalid       leave invalid items out (and list them) instead of failing
+  --quiet              no progress output while tokenizing
+`,
+  options: {
+    json: { type: 'boolean' as const },
+    quiet: { type: 'boolean' as const, short: 'q' },
+    tokenizer: { type: 'string' as const },
+    'skip-invalid': { type: 'boolean' as const },
+  },
+  positionals: [1, 1] as [number, number],
+};
+
+const exportSpec = {
+  usage: 'lobes data export SPEC [--out FILE.jsonl] [--skip-invalid] [--quiet]',
+  help: `
+Write the dataset's samples, one JSON object per line ({id, text, labels, provenance, extras}),
+to FILE (written atomically) or to standard output. A summary of what was excluded goes to
+standard error.
+
+  --out FILE           output file (default: standard output)
+  --skip-invalid       leave invalid items out (and list them) instead of failing
+  --quiet              no summary on standard error
+`,
+  options: {
+    out: { type: 'string' as const, short: 'o' },
+    'skip-invalid': { type: 'boolean' as const },
+    quiet: { type: 'boolean' as const, short: 'q' },
+  },
+  positionals: [1, 1] as [number, number],
+};
+
+const USAGE = 'lobes data inspect SPEC [--json] [--tokenizer DIR] | lobes data export SPEC [--out FILE.jsonl]';
+
+/** Load, printing every problem (not only the first) before failing. */
+async function load(spec: string, skipInvalid: boolean): Promise<Dataset> {
+  try {
+    return await loadDataset(spec, { skipInvalid });
+  } catch (e) {
+    if (e instanceof LobesErrors) {
+      process.stderr.write(`${e.problems.length} problem${e.problems.length === 1 ? '' : 's'} in ${spec}:\n`);
+      for (const p of e.problems) process.stderr.write(`  ${p.message}\n`);
+    }
+    throw e;
+  }
+}
+
+async function tokenLengths(ds: Dataset, modelDir: string, quiet: boolean): Promise<TokenLengths> {
+  let mod: any;
+  const where = '../extract/tokenize.js';
+  try {
+    mod = await import(where);
+  } catch (e: any) {
+    throw new LobesError(`cannot measure token lengths: the tokenizer loader is not available in this build (${String(e?.message ?? e).split('\n')[0]})`, { hint: 'run without --tokenizer' });
+  }
+  if (typeof mod.loadTokenizer !== 'function') throw new LobesError('cannot measure token lengths: the tokenizer module has no loadTokenizer', { hint: 'run without --tokenizer' });
+  const tok = await mod.loadTokenizer(modelDir, { maxTokens: null, chatTemplate: false });
+  const lengths = new Int32Array(ds.samples.length);
+  const progress = new Progress({ label: 'tokenize', total: ds.samples.length, unit: 'samples', quiet });
+  ds.samples.forEach((s, i) => {
+    const t = tok.encode(s.text);
+    lengths[i] = typeof t.fullLength === 'number' ? t.fullLength : t.ids.length;
+    progress.tick(1, { tokens: lengths[i] });
+  });
+  progress.finish();
+  return { source: String(tok.source ?? modelDir), lengths };
+}
+
+function excludedSummary(ds: Dataset): string {
+  if (ds.excluded.length === 0) return '';
+  const by = new Map<string, number>();
+  for (const e of ds.excluded) {
+      const k = e.reason.startsWith("invalid:") ? "invalid input" : reasonKey(e.reason);
+    by.set(k, (by.get(k) ?? 0) + 1);
+  }
+  const lines = [`excluded ${ds.excluded.length}:`];
+  for (const [k, n] of [...by.entries()].sort((a, b) => b[1] - a[1])) lines.push(`  ${String(n).padStart(5)}  ${k}`);
+  const invalid = ds.excluded.filter((e) => e.reason.startsWith('invalid:'));
+  if (invalid.length) {
+    lines.push(`skipped as invalid (${invalid.length}):`);
+    for (const e of invalid) lines.push(`  ${[e.file, e.where].filter(Boolean).join(': ')}: ${e.reason.slice('invalid: '.length)}`);
+  }
+  return lines.join('\n') + '\n';
+}
+
+export async function run(argv: string[]): Promise<number> {
+  const [sub, ...rest] = argv;
+  if (!sub || sub === '--help' || sub === '-h') {
+    process.stdout.write(`usage: ${USAGE}\n\n  inspect   counts per label, exclusions, token lengths\n  export    one sample per line as JSONL\n\nlobes data inspect --help, lobes data export --help for the options.\n`);
+    return sub ? 0 : 2;
+  }
+  if (sub === 'inspect') {
+    const a = parseCommand(rest, inspectSpec);
+    if (!a) return 0;
+    const ds = await load(a.positionals[0], !!a.values['skip-invalid']);
+    const tokens = a.values.tokenizer ? await tokenLengths(ds, a.values.tokenizer, !!a.values.quiet) : undefined;
+    const sum = summarize(ds, tokens);
+    if (a.values.json) process.stdout.write(JSON.stringify(sum, null, 1) + '\n');
+    else process.stdout.write(formatSummary(sum));
+    return 0;
+  }
+  if (sub === 'export') {
+    const a = parseCommand(rest, exportSpec);
+    if (!a) return 0;
+    const ds = await load(a.positionals[0], !!a.values['skip-invalid']);
+    const body = ds.samples.map((s) => JSON.stringify(s)).join('\n') + '\n';
+    if (a.values.out) writeFileAtomicSync(a.values.out, body);
+    else process.stdout.write(body);
+    if (!a.values.quiet) {
+      process.stderr.write(`${ds.spec}: ${ds.samples.length} samples${a.values.out ? ` written to ${a.values.out}` : ''}\n`);
+      process.stderr.write(excludedSummary(ds));
+    }
+    return 0;
+  }
+  throw new UsageError(`unknown data subcommand ${JSON.stringify(sub)}`, `usage: ${USAGE}`);
 }

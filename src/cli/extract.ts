@@ -1,5 +1,95 @@
-import { LobesError } from '../util/errors.js';
+import { parseCommand, intOption } from './args.js';
+import { UsageError } from '../util/errors.js';
+import { runExtract, DEFAULT_CHUNK_ROWS, DEFAULT_BATCH } from '../extract/run.js';
+import { parseShard, expandOut } from '../store/layout.js';
+import type { CaptureFamily, Device } from '../extract/types.js';
 
-export async function run(_argv: string[]): Promise<number> {
-  throw new LobesError('the extract command is not available in this build yet');
+const spec = {
+  usage: 'lobes extract --model MODEL_DIR --data SPEC --out RUN [--capture final,mlp,resid] [--device cpu|cuda|webgpu] [--device-id N] [--batch N | --token-budget N] [--max-tokens N] [--dtype fp16|fp32] [--shard i/n|auto|auto/N] [--chunk-rows N] [--chat-template] [--quiet] [--force] [--repair] [--json]',
+  help: `
+Run a model over a dataset and store the last token's activations in a run directory
+(format: docs/run-format.md). Rerunning the same command continues an interrupted run
+from its last complete chunk; a rerun with different settings is refused.
+
+  --model DIR          ONNX model folder (model.onnx and tokenizer files)
+  --data SPEC          builtin:NAME, socialeval:PATH, jsonl:PATH?text=F&label=F, csv:PATH?...
+  --out RUN            run folder to create or resume; {i} and {n} are replaced by the shard
+  --capture LIST       final (final.hidden), mlp (layers.*.mlp.in / mlp.down_in),
+                       resid (layers.*.resid_out); default final,mlp
+  --device D           cpu (default), cuda or webgpu; --device-id N picks the GPU
+  --batch N            rows per batch (default ${DEFAULT_BATCH})
+  --token-budget N     at most N padded tokens per batch (instead of, or with, --batch)
+  --max-tokens N       keep the last N tokens of each text
+  --dtype T            fp16 (default) or fp32 for the stored values
+  --shard S            i/n (0-based): this process extracts shard i of n (contiguous whole
+                       chunks of dataset order); auto: i/n from SLURM_ARRAY_TASK_ID/_MIN/
+                       _COUNT or JOB_COMPLETION_INDEX with auto/N or LOBES_SHARD_COUNT
+  --chunk-rows N       rows per chunk file (default ${DEFAULT_CHUNK_ROWS}); shards of one run need the same value
+  --chat-template      wrap each text as a user turn with the tokenizer's chat template
+  --force              start even if the disk plan says the run will not fit
+  --repair             on resume, extract bad chunk files again instead of stopping
+  --quiet              no progress output
+  --json               print the final manifest as JSON on stdout
+`,
+  options: {
+    model: { type: 'string' },
+    data: { type: 'string' },
+    out: { type: 'string' },
+    capture: { type: 'string' },
+    device: { type: 'string' },
+    'device-id': { type: 'string' },
+    batch: { type: 'string' },
+    'token-budget': { type: 'string' },
+    'max-tokens': { type: 'string' },
+    dtype: { type: 'string' },
+    shard: { type: 'string' },
+    'chunk-rows': { type: 'string' },
+    'chat-template': { type: 'boolean' },
+    quiet: { type: 'boolean', short: 'q' },
+    force: { type: 'boolean' },
+    repair: { type: 'boolean' },
+    json: { type: 'boolean' },
+  },
+  positionals: [0, 0] as [number, number],
+} as const;
+
+const FAMILIES: CaptureFamily[] = ['final', 'mlp', 'resid'];
+const DEVICES: Device[] = ['cpu', 'cuda', 'webgpu'];
+
+export async function run(argv: string[]): Promise<number> {
+  const p = parseCommand(argv, spec);
+  if (!p) return 0;
+  const v = p.values;
+  for (const k of ['model', 'data', 'out']) if (!v[k]) throw new UsageError(`--${k} is required`, `usage: ${spec.usage.slice(0, 60)}…`);
+  const capture = String(v.capture ?? 'final,mlp')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  for (const c of capture) if (!FAMILIES.includes(c as CaptureFamily)) throw new UsageError(`--capture: unknown capture family ${JSON.stringify(c)} (use ${FAMILIES.join(', ')})`);
+  if (capture.length === 0) throw new UsageError('--capture needs at least one of final, mlp, resid');
+  const device = (v.device ?? 'cpu') as Device;
+  if (!DEVICES.includes(device)) throw new UsageError(`--device must be one of ${DEVICES.join(', ')}, got ${JSON.stringify(v.device)}`);
+  const dtype = v.dtype ?? 'fp16';
+  if (dtype !== 'fp16' && dtype !== 'fp32') throw new UsageError(`--dtype must be fp16 or fp32, got ${JSON.stringify(dtype)}`);
+  const shard = parseShard(v.shard);
+  const manifest = await runExtract({
+    model: v.model,
+    data: v.data,
+    out: expandOut(v.out, shard),
+    capture: [...new Set(capture)] as CaptureFamily[],
+    device,
+    deviceId: v['device-id'] !== undefined ? intOption(v['device-id'], '--device-id', 0, 0) : undefined,
+    batch: v.batch !== undefined ? intOption(v.batch, '--batch', DEFAULT_BATCH, 1) : undefined,
+    tokenBudget: v['token-budget'] !== undefined ? intOption(v['token-budget'], '--token-budget', 0, 1) : undefined,
+    maxTokens: v['max-tokens'] !== undefined ? intOption(v['max-tokens'], '--max-tokens', 0, 1) : null,
+    dtype,
+    chatTemplate: !!v['chat-template'],
+    shard,
+    chunkRows: intOption(v['chunk-rows'], '--chunk-rows', DEFAULT_CHUNK_ROWS, 1),
+    quiet: !!v.quiet,
+    force: !!v.force,
+    repair: !!v.repair,
+  });
+  if (v.json) process.stdout.write(JSON.stringify(manifest, null, 2) + '\n');
+  return 0;
 }

@@ -1,5 +1,98 @@
-import { LobesError } from '../util/errors.js';
+import { parseCommand, intOption, numOption } from './args.js';
+import { UsageError } from '../util/errors.js';
+import { runWanda, DEFAULT_PERMUTATIONS } from '../wanda/index.js';
+import type { TopSpec } from '../wanda/regions.js';
 
-export async function run(_argv: string[]): Promise<number> {
-  throw new LobesError('the wanda command is not available in this build yet');
+const USAGE =
+  'lobes wanda RUN [--weights DIR] [--by LABEL] [--block 256] [--top FRACTION] [--top-count N] [--scope matrix|layer|global] [--permutations R] [--seed N] [--resolution block|weight] [--threads N] [--json] [--quiet]';
+
+const HELP = `
+Wanda importance per group, pooled in blocks, top-block regions per group, set differences
+between every pair of groups, and their structure metrics against a label-permutation null.
+Writes RUN/wanda/ (pooled.safetensors, regions.json, metrics.json, metrics.csv, settings.json).
+
+  --weights DIR      weights to score: a safetensors checkpoint (file, folder, or sharded with
+                     model.safetensors.index.json) or an ONNX model folder/file
+                     (default: the run's model folder)
+  --by LABEL         label axis whose values are the groups (default: aspect)
+  --block N|RxC      block size in W[d_out, d_in] (default 256)
+  --top FRACTION     keep this fraction of blocks per group (default 0.1)
+  --top-count N      keep N blocks per group instead of a fraction
+  --scope S          where the top blocks are chosen: matrix (default), layer or global
+  --permutations R   label shuffles for the null (default ${DEFAULT_PERMUTATIONS}; 0 = no null)
+  --seed N           seed of the shuffles (default 0; recorded in settings.json)
+  --resolution R     block (default): rank pooled blocks; weight: rank individual weights
+                     (top-k per matrix) and report their block shares
+  --threads N        worker threads for the weight pass (default: all cores)
+  --json             print the metrics as JSON on stdout
+  --quiet            no progress output
+`;
+
+function parseBlock(v: string | undefined): [number, number] | undefined {
+  if (v === undefined) return undefined;
+  const m = /^(\d+)(?:x(\d+))?$/.exec(v);
+  if (!m) throw new UsageError(`--block must be N or RxC (e.g. 256 or 128x256), got ${JSON.stringify(v)}`);
+  const r = Number(m[1]);
+  const c = m[2] !== undefined ? Number(m[2]) : r;
+  if (r < 1 || c < 1) throw new UsageError('--block sizes must be at least 1');
+  return [r, c];
+}
+
+export async function run(argv: string[]): Promise<number> {
+  const p = parseCommand(argv, {
+    usage: USAGE,
+    help: HELP,
+    positionals: [1, 1],
+    options: {
+      weights: { type: 'string' },
+      by: { type: 'string' },
+      block: { type: 'string' },
+      top: { type: 'string' },
+      'top-count': { type: 'string' },
+      scope: { type: 'string' },
+      permutations: { type: 'string' },
+      seed: { type: 'string' },
+      resolution: { type: 'string' },
+      threads: { type: 'string' },
+      json: { type: 'boolean' },
+      quiet: { type: 'boolean' },
+    },
+  });
+  if (!p) return 0;
+  const v = p.values;
+  if (v.top !== undefined && v['top-count'] !== undefined) throw new UsageError('give --top or --top-count, not both');
+  const scope = (v.scope ?? 'matrix') as TopSpec['scope'];
+  if (!['matrix', 'layer', 'global'].includes(scope)) throw new UsageError(`--scope must be matrix, layer or global, got ${JSON.stringify(v.scope)}`);
+  const top: Partial<TopSpec> =
+    v['top-count'] !== undefined
+      ? { kind: 'count', value: intOption(v['top-count'], '--top-count', 1, 1), scope }
+      : { kind: 'fraction', value: numOption(v.top, '--top', 0.1, 0, 1), scope };
+  const resolution = v.resolution ?? 'block';
+  if (resolution !== 'block' && resolution !== 'weight') throw new UsageError(`--resolution must be block or weight, got ${JSON.stringify(resolution)}`);
+  const res = await runWanda(p.positionals[0], {
+    weights: v.weights,
+    by: v.by,
+    block: parseBlock(v.block),
+    top,
+    permutations: intOption(v.permutations, '--permutations', DEFAULT_PERMUTATIONS, 0),
+    seed: intOption(v.seed, '--seed', 0, 0, 0xffffffff),
+    resolution,
+    threads: v.threads !== undefined ? intOption(v.threads, '--threads', 1, 1) : undefined,
+    quiet: !!v.quiet || !!v.json,
+  });
+  if (v.json) {
+    process.stdout.write(JSON.stringify({ dir: res.dir, settings: res.settings, metrics: res.metrics }, null, 1) + '\n');
+  } else {
+    const out: string[] = [`wrote ${res.dir}`, `groups (${res.settings.by}): ${res.metrics.groups.map((g) => `${g.group} (${g.n})`).join(', ')}`];
+    const fmtP = (x: number | null) => (x === null ? '' : ` p=${x.toFixed(3)}`);
+    for (const pr of res.metrics.pairs) {
+      out.push(
+        `${pr.a} vs ${pr.b}: jaccard ${pr.jaccard.value.toFixed(3)}${fmtP(pr.jaccard.pLower ?? null)}(lower), ` +
+          `isolation ${pr.isolationAB.value.toFixed(3)}${fmtP(pr.isolationAB.p)} / ${pr.isolationBA.value.toFixed(3)}${fmtP(pr.isolationBA.p)}, ` +
+          `|A\\B|=${pr.sizeAminusB} |B\\A|=${pr.sizeBminusA}`,
+      );
+    }
+    process.stdout.write(out.join('\n') + '\n');
+  }
+  return 0;
 }

@@ -19,6 +19,22 @@ export interface ClusterSettings {
   bootstrap: number;
   permutations: number;
   source: string;
+  /** Added fields (all written by lobes cluster). */
+  /** Learning rate actually used ('auto' resolved). */
+  learningRate?: number;
+  /** Iterations of early exaggeration. */
+  exaggerationIterations?: number;
+  /** Neighbours of the kNN classifier. */
+  knnK?: number;
+  /** Folds of the probe's stratified cross-validation. */
+  probeFolds?: number;
+  /** Permutations used for the probe p-value (each retrains every fold). */
+  probePermutations?: number;
+  /** Points the metrics were computed on (a seeded stratified subsample when N is larger). */
+  metricSample?: number;
+  /** Input kind: 'run' (a run directory) or 'matrix' (.npy / .safetensors). */
+  input?: 'run' | 'matrix';
+  lobesVersion?: string;
 }
 
 export interface ClusterCoords {
@@ -56,4 +72,13 @@ export interface ClusterMetrics {
   klDivergence: number;
   spaces: SpaceMetrics[];
   sweep?: { point: string; probeAccuracy: number; ci95: [number, number] | null }[];
+  /** Added fields. */
+  /** 'exact' (exact Z, N ≤ 5000) or 'barnes-hut' (Z from the quadtree, as scikit-learn reports). */
+  klMethod?: 'exact' | 'barnes-hut';
+  /** Dimensions fed to t-SNE (after PCA; equals `dim` when PCA was off). */
+  pcaDims?: number;
+  /** Points the metrics were computed on. */
+  metricSample?: number;
+  /** Seconds per stage. */
+  timings?: Record<string, number>;
 }

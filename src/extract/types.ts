@@ -75,6 +75,8 @@ export interface EngineOptions {
   capture: CaptureFamily[];
   device: Device;
   deviceId?: number;
+  /** ONNX Runtime intra-op threads (default: onnxruntime's choice). */
+  threads?: number;
 }
 
 /**

@@ -29,6 +29,10 @@ export interface SampleRow {
   tokens: number;
   /** Whether --max-tokens cut the start of the text. */
   truncated: boolean;
+  /** The text given to the tokenizer (for hover text in reports). */
+  text?: string;
+  /** Where the item came from (from the dataset, when it had any). */
+  provenance?: Record<string, string>;
 }
 
 export interface RunManifest {
@@ -54,6 +58,30 @@ export interface RunManifest {
   timings: Record<string, number>;
   /** Whether every sample of the (shard of the) dataset has been written. */
   complete: boolean;
+  /** Settings that change the stored numbers (batching changes padding and kernels). */
+  settings?: RunSettings;
+  /** Which rows of the dataset this run holds and how they are chunked. */
+  layout?: RunLayout;
+}
+
+export interface RunSettings {
+  /** --batch (max rows per batch), null when a token budget is used. */
+  batch: number | null;
+  /** --token-budget (max padded tokens per batch), null when not used. */
+  tokenBudget: number | null;
+  /** Rows per chunk file; chunk c holds dataset rows [c*chunkRows, (c+1)*chunkRows). */
+  chunkRows: number;
+}
+
+export interface RunLayout {
+  /** Rows of the whole dataset (all shards). */
+  datasetRows: number;
+  /** This run holds dataset rows [rowStart, rowEnd) (the whole dataset unless sharded). */
+  rowStart: number;
+  rowEnd: number;
+  /** Global chunk numbers [chunkStart, chunkEnd) covered. */
+  chunkStart: number;
+  chunkEnd: number;
 }
 
 export interface ModelArch {

@@ -19,6 +19,10 @@ export interface WandaSettings {
   seed: number;
   weights: { source: 'onnx' | 'safetensors'; path: string };
   resolution: 'block' | 'weight';
+  /** Samples used (a non-empty label on `by`) and samples left out (empty label). */
+  samples?: { used: number; excluded: number };
+  lobesVersion?: string;
+  createdAt?: string;
 }
 
 /** One scored matrix, e.g. name `layers.3.mlp.down_proj`. */
@@ -53,6 +57,9 @@ export interface NullTested {
   /** Percentile of the observed value in the null distribution (0..100); null when R = 0. */
   percentile: number | null;
   nullMean: number | null;
+  /** Share of permutations with a value <= observed (one-sided, +1 correction): the test for
+   *  "smaller than chance", e.g. a Jaccard overlap lower than random groups give. Null when R = 0. */
+  pLower?: number | null;
 }
 
 export interface WandaPairMetrics {
@@ -79,4 +86,20 @@ export interface WandaPairMetrics {
 export interface WandaMetrics {
   groups: { group: string; n: number; regionSize: number; density: number; components: number }[];
   pairs: WandaPairMetrics[];
+  /** Number of label permutations behind every NullTested value (0: no null). */
+  permutations?: number;
+  /** At --resolution weight: the same pair statistics counted over individual weights. */
+  weightLevel?: WandaWeightPairMetrics[];
+}
+
+/** Pair statistics over individual weights (--resolution weight; top-k per matrix). */
+export interface WandaWeightPairMetrics {
+  a: string;
+  b: string;
+  /** Selected weights per group, summed over matrices. */
+  sizeA: number;
+  sizeB: number;
+  jaccard: NullTested;
+  isolationAB: NullTested;
+  isolationBA: NullTested;
 }

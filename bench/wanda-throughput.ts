@@ -1,0 +1,177 @@
+/**
+ * Weight-pass throughput of `lobes wanda` on synthetic safetensors with Llama-3.1-8B MLP
+ * shapes (gate/up 14336×4096, down 4096×14336, bf16), against `cat FILE > /dev/null` of the
+ * same files from the page cache, in the same run. Also the per-group cost after the pass
+ * (pooling one group's scaler into every block map) and the peak RSS.
+ *
+ *   npx tsx bench/wanda-throughput.ts [--layers N] [--threads N] [--reps N] [--keep DIR]
+ *
+ * Targets: pass >= 0.5x cat, per group <= 1 ms per layer-projection, peak RSS <= 2 GB.
+ */
+import { mkdtempSync, rmSync, statSync, mkdirSync, existsSync, openSync, writeSync, closeSync, renameSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { parseArgs } from 'node:util';
+import { readSafetensorsHeader } from '../src/formats/safetensors.js';
+import { Rng } from '../src/util/rng.js';
+import { weightPass } from '../src/wanda/pass.js';
+import { poolBlocks } from '../src/wanda/stats.js';
+import type { MatrixRef } from '../src/wanda/kernel.js';
+import { defaultThreads } from '../src/util/worker.js';
+
+const { values } = parseArgs({ options: { layers: { type: 'string' }, threads: { type: 'string' }, reps: { type: 'string' }, keep: { type: 'string' } } });
+const LAYERS = Number(values.layers ?? 1);
+const REPS = Number(values.reps ?? 3);
+const HIDDEN = 4096;
+const INTER = 14336;
+const BLOCK = 256;
+
+/** Random bf16 bit patterns of N(0, ~0.02)-like magnitudes (exponent field kept in a realistic range). */
+function randomBf16(rng: Rng, n: number): Uint16Array {
+  const out = new Uint16Array(n);
+  for (let i = 0; i < n; i += 2) {
+    const r = rng.nextU32();
+    // sign | exponent 116..123 (~2^-11 .. 2^-4) | 7 mantissa bits
+    out[i] = ((r & 1) << 15) | ((116 + ((r >>> 1) & 7)) << 7) | ((r >>> 4) & 0x7f);
+    if (i + 1 < n) out[i + 1] = (((r >>> 11) & 1) << 15) | ((116 + ((r >>> 12) & 7)) << 7) | ((r >>> 15) & 0x7f);
+  }
+  return out;
+}
+
+/** Write one shard with the layer's three matrices, streaming rows (never a whole matrix in memory). */
+function generate(dir: string): string[] {
+  const rng = new Rng(2024);
+  const files: string[] = [];
+  for (let l = 0; l < LAYERS; l++) {
+    const file = path.join(dir, `model-${String(l + 1).padStart(5, '0')}-of-${String(LAYERS).padStart(5, '0')}.safetensors`);
+    files.push(file);
+    if (existsSync(file)) continue;
+    const specs = [
+      ['gate_proj', INTER, HIDDEN],
+      ['up_proj', INTER, HIDDEN],
+      ['down_proj', HIDDEN, INTER],
+    ] as const;
+    const header: Record<string, unknown> = {};
+    let off = 0;
+    for (const [proj, dOut, dIn] of specs) {
+      header[`model.layers.${l}.mlp.${proj}.weight`] = { dtype: 'BF16', shape: [dOut, dIn], data_offsets: [off, off + dOut * dIn * 2] };
+      off += dOut * dIn * 2;
+    }
+    let json = JSON.stringify(header);
+    json += ' '.repeat((8 - ((Buffer.byteLength(json) + 8) % 8)) % 8);
+    const tmp = file + '.tmp';
+    const fd = openSync(tmp, 'w');
+    const len = Buffer.alloc(8);
+    len.writeBigUInt64LE(BigInt(Buffer.byteLength(json)));
+    writeSync(fd, len);
+    writeSync(fd, Buffer.from(json));
+    for (const [, dOut, dIn] of specs) {
+      const rowsPer = 1024;
+      for (let r = 0; r < dOut; r += rowsPer) {
+        const rows = Math.min(rowsPer, dOut - r);
+        const chunk = randomBf16(rng, rows * dIn);
+        writeSync(fd, new Uint8Array(chunk.buffer));
+      }
+    }
+    closeSync(fd);
+    renameSync(tmp, file);
+  }
+  return files;
+}
+
+function matricesOf(files: string[]): MatrixRef[] {
+  const out: MatrixRef[] = [];
+  for (const file of files) {
+    const h = readSafetensorsHeader(file);
+    for (const t of h.tensors.values()) {
+      const m = /^model\.layers\.(\d+)\.mlp\.(\w+)\.weight$/.exec(t.name)!;
+      const layer = Number(m[1]);
+      const proj = m[2];
+      out.push({
+        name: `layers.${layer}.mlp.${proj}`,
+        layer,
+        proj,
+        input: proj === 'down_proj' ? `layers.${layer}.mlp.down_in` : `layers.${layer}.mlp.in`,
+        dOut: t.shape[0],
+        dIn: t.shape[1],
+        source: { kind: 'dense', tensor: t.name, dtype: 'BF16', layout: 'out_in', data: { file, offset: t.offset, byteLength: t.byteLength } },
+      });
+    }
+  }
+  return out;
+}
+
+function timeCat(files: string[]): number {
+  const t0 = process.hrtime.bigint();
+  const r = spawnSync('sh', ['-c', `cat ${files.map((f) => `'${f}'`).join(' ')} > /dev/null`]);
+  if (r.status !== 0) throw new Error(`cat failed: ${r.stderr}`);
+  return Number(process.hrtime.bigint() - t0) / 1e9;
+}
+
+async function main(): Promise<void> {
+  const dir = values.keep ?? mkdtempSync(path.join(os.tmpdir(), 'lobes-bench-wanda-'));
+  mkdirSync(dir, { recursive: true });
+  const tg = Date.now();
+  const files = generate(dir);
+  const bytes = files.reduce((a, f) => a + statSync(f).size, 0);
+  console.log(`files: ${files.length} x ${(bytes / files.length / 1e6).toFixed(0)} MB in ${dir} (generated in ${((Date.now() - tg) / 1000).toFixed(1)} s)`);
+  const matrices = matricesOf(files);
+  const weightBytes = matrices.reduce((a, m) => a + m.dOut * m.dIn * 2, 0);
+  const threads = Number(values.threads ?? (await defaultThreads()));
+
+  timeCat(files); // warm the page cache
+  const catTimes: number[] = [];
+  const passTimes: number[] = [];
+  let colsums = new Map<string, Float32Array>();
+  for (let r = 0; r < REPS; r++) {
+    catTimes.push(timeCat(files));
+    const t0 = process.hrtime.bigint();
+    colsums = await weightPass(matrices, { rowBlock: BLOCK, threads });
+    passTimes.push(Number(process.hrtime.bigint() - t0) / 1e9);
+  }
+  const cat = Math.min(...catTimes);
+  const pass = Math.min(...passTimes);
+  const catGBs = bytes / cat / 1e9;
+  const passGBs = weightBytes / pass / 1e9;
+
+  // Per-group cost: pool one group's scaler into every matrix's block map.
+  const rng = new Rng(1);
+  const sIn = Float64Array.from({ length: HIDDEN }, () => Math.abs(rng.normal()));
+  const sDown = Float64Array.from({ length: INTER }, () => Math.abs(rng.normal()));
+  const outs = matrices.map((m) => new Float32Array(Math.ceil(m.dOut / BLOCK) * Math.ceil(m.dIn / BLOCK)));
+  const GROUP_REPS = 50;
+  for (let w = 0; w < 5; w++) matrices.forEach((m, k) => poolBlocks(colsums.get(m.name)!, m.dIn === HIDDEN ? sIn : sDown, m.dOut, m.dIn, BLOCK, BLOCK, outs[k]));
+  const t1 = process.hrtime.bigint();
+  for (let r = 0; r < GROUP_REPS; r++) matrices.forEach((m, k) => poolBlocks(colsums.get(m.name)!, m.dIn === HIDDEN ? sIn : sDown, m.dOut, m.dIn, BLOCK, BLOCK, outs[k]));
+  const perGroupMs = Number(process.hrtime.bigint() - t1) / 1e6 / GROUP_REPS;
+  const perMatrixMs = perGroupMs / matrices.length;
+
+  const rssMB = process.resourceUsage().maxRSS / 1024;
+  const result = {
+    layers: LAYERS,
+    matrices: matrices.length,
+    threads,
+    cores: os.availableParallelism(),
+    weightGB: weightBytes / 1e9,
+    catSeconds: cat,
+    catGBs,
+    passSeconds: pass,
+    passGBs,
+    ratio: passGBs / catGBs,
+    perGroupMs,
+    perLayerProjectionMs: perMatrixMs,
+    peakRssMB: rssMB,
+  };
+  console.log(JSON.stringify(result, null, 1));
+  console.log(
+    `weight pass ${passGBs.toFixed(2)} GB/s vs cat ${catGBs.toFixed(2)} GB/s: ${result.ratio.toFixed(2)}x (target >= 0.5x); ` +
+      `per group ${perMatrixMs.toFixed(3)} ms per layer-projection (target <= 1 ms); peak RSS ${rssMB.toFixed(0)} MB (target <= 2048 MB)`,
+  );
+  if (!values.keep) rmSync(dir, { recursive: true, force: true });
+}
+
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});

@@ -1,0 +1,402 @@
+/**
+ * `lobes cluster`: seeded t-SNE of one capture point (or a plain matrix) and numbers for how
+ * well a label separates, in the original space (cosine and euclidean) and in the embedding.
+ *
+ *   const { settings, coords, metrics } = await runCluster('runs/8b', { by: 'aspect' });
+ *
+ * Writes RUN/cluster/ (or opts.out; for a matrix file, NAME.cluster/ beside it): settings.json,
+ * coords.json, coords.csv, metrics.json, metrics.csv and, with `sweep`, sweep.json. Everything
+ * is computed before anything is written; each file is written atomically.
+ */
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import * as path from 'node:path';
+import { LobesError } from '../util/errors.js';
+import { Rng } from '../util/rng.js';
+import { Progress } from '../util/progress.js';
+import { writeFileAtomicSync } from '../util/atomic.js';
+import { defaultThreads } from '../util/worker.js';
+import { readSafetensorsHeader, readTensorFloat32 } from '../formats/safetensors.js';
+import { LOBES_VERSION } from '../version.js';
+import type { RunReader } from '../store/types.js';
+import type { ClusterCoords, ClusterMetrics, ClusterSettings, SpaceMetrics } from './types.js';
+import { readNpy } from './npy.js';
+import { pca } from './pca.js';
+import { Tsne } from './tsne.js';
+import { checkPerplexity } from './affinity.js';
+import { probeAccuracy, spaceMetrics } from './metrics.js';
+
+export { Tsne, type TsneOptions, exactGradient, exactKl, tsneGradient } from './tsne.js';
+export { pca, type PcaResult } from './pca.js';
+export { parseNpy, readNpy, encodeNpy } from './npy.js';
+export { spaceMetrics, silhouetteSamples, daviesBouldin, knnPredict, neighboursFromDistances, distanceMatrix } from './metrics.js';
+export { crossValidatedPredictions, stratifiedFolds } from './probe.js';
+
+export interface ClusterOptions {
+  /** Labels file (one per line) for a matrix input. */
+  labels?: string;
+  /** Capture point of a run (default final.hidden); for a .safetensors matrix, the tensor name. */
+  point?: string;
+  /** Label axis of a run (default aspect). */
+  by?: string;
+  seed?: number;
+  perplexity?: number;
+  /** PCA dimensions before t-SNE (default 50; 0 = none). */
+  pca?: number;
+  theta?: number;
+  iterations?: number;
+  earlyExaggeration?: number;
+  /** Bootstrap resamples for the CIs (default 1000). */
+  bootstrap?: number;
+  /** Label permutations for the p-values (default 200). */
+  permutations?: number;
+  /** Permutations for the probe p-value (default min(permutations, 50)). */
+  probePermutations?: number;
+  /** Neighbours of the kNN classifier (default 10). */
+  knnK?: number;
+  /** Folds of the probe's cross-validation (default 5). */
+  folds?: number;
+  /** Metrics on at most this many points (seeded stratified subsample; default 2000). */
+  maxMetricPoints?: number;
+  /** Probe accuracy for every layers.{i}.resid_out (run input only). */
+  sweep?: boolean;
+  /** Output directory. */
+  out?: string;
+  /** Worker threads (default: all cores). Results do not depend on it. */
+  threads?: number;
+  /** Print no progress. */
+  quiet?: boolean;
+  /** Write nothing (library use). */
+  noWrite?: boolean;
+}
+
+export interface ClusterResult {
+  settings: ClusterSettings;
+  coords: ClusterCoords;
+  metrics: ClusterMetrics;
+  /** Directory written (null with noWrite). */
+  outDir: string | null;
+}
+
+interface LoadedInput {
+  kind: 'run' | 'matrix';
+  source: string;
+  X: Float32Array;
+  n: number;
+  d: number;
+  ids: string[];
+  labels: string[];
+  text?: string[];
+  run?: RunReader;
+  labelsWhere: string;
+  outDir: string;
+}
+
+/** Read the labels file: one label per line (a final empty line is ignored). */
+export function readLabelsFile(file: string): string[] {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (e: any) {
+    throw new LobesError(`cannot read labels file (${e.code ?? e.message})`, { file });
+  }
+  const lines = text.split('\n').map((l) => l.replace(/\r$/, ''));
+  if (lines.length && lines[lines.length - 1] === '') lines.pop();
+  lines.forEach((l, i) => {
+    if (l.trim() === '') throw new LobesError('empty label', { file, where: `line ${i + 1}`, hint: 'every row of the matrix needs a label' });
+  });
+  return lines;
+}
+
+async function loadInput(input: RunReader | string, opts: ClusterOptions): Promise<LoadedInput> {
+  if (typeof input !== 'string' || (existsSync(input) && statSync(input).isDirectory())) {
+    let run: RunReader;
+    if (typeof input === 'string') {
+      const { openRun } = await import('../store/index.js');
+      run = await openRun(input);
+    } else run = input;
+    const point = opts.point ?? 'final.hidden';
+    const by = opts.by ?? 'aspect';
+    const info = run.hook(point);
+    const labels = run.labels(by);
+    const X = await run.read(point);
+    const n = run.samples.length;
+    const text = run.samples.map((s) => s.text ?? '');
+    return {
+      kind: 'run',
+      source: run.dir,
+      X,
+      n,
+      d: info.dim,
+      ids: run.samples.map((s) => s.id),
+      labels,
+      text: text.some((t) => t.length > 0) ? text : undefined,
+      run,
+      labelsWhere: `label axis ${JSON.stringify(by)}`,
+      outDir: opts.out ?? run.analysisDir('cluster'),
+    };
+  }
+  const file = input;
+  if (!existsSync(file)) throw new LobesError('no such file or run directory', { file });
+  let X: Float32Array;
+  let n: number;
+  let d: number;
+  if (/\.npy$/i.test(file)) {
+    const m = readNpy(file);
+    X = m.data;
+    n = m.rows;
+    d = m.cols;
+  } else if (/\.safetensors$/i.test(file)) {
+    const h = readSafetensorsHeader(file);
+    const names = [...h.tensors.keys()];
+    const name = opts.point && h.tensors.has(opts.point) ? opts.point : names.length === 1 ? names[0] : undefined;
+    if (!name) {
+      throw new LobesError(`${opts.point ? `no tensor ${JSON.stringify(opts.point)}; ` : ''}the file holds ${names.length} tensors (${names.slice(0, 8).join(', ')})`, {
+        file,
+        hint: 'pick one with --point NAME',
+      });
+    }
+    const t = h.tensors.get(name)!;
+    if (t.shape.length !== 2) throw new LobesError(`tensor has shape [${t.shape.join(', ')}]; a matrix [N, d] is needed`, { file, where: name });
+    X = readTensorFloat32(h, name);
+    [n, d] = t.shape;
+  } else {
+    throw new LobesError('not a run directory, .npy or .safetensors file', { file });
+  }
+  if (!opts.labels) throw new LobesError('a matrix input needs --labels FILE (one label per line, one line per row)', { file });
+  const labels = readLabelsFile(opts.labels);
+  const base = path.basename(file).replace(/\.(npy|safetensors)$/i, '');
+  return {
+    kind: 'matrix',
+    source: path.resolve(file),
+    X,
+    n,
+    d,
+    ids: Array.from({ length: n }, (_, i) => String(i)),
+    labels,
+    labelsWhere: opts.labels,
+    outDir: opts.out ?? path.join(path.dirname(file), `${base}.cluster`),
+  };
+}
+
+function validate(inp: LoadedInput): void {
+  if (inp.labels.length !== inp.n) {
+    throw new LobesError(`label count mismatch: ${inp.labels.length} labels for ${inp.n} rows`, { file: inp.labelsWhere, hint: 'give one label per matrix row' });
+  }
+  const { X, n, d } = inp;
+  for (let t = 0; t < n * d; t++) {
+    if (!Number.isFinite(X[t])) {
+      const row = Math.floor(t / d);
+      throw new LobesError(`${Number.isNaN(X[t]) ? 'NaN' : 'infinite value'} in the matrix at row ${row} (id ${inp.ids[row]}), column ${t % d}`, { file: inp.source });
+    }
+  }
+  const classes = new Set(inp.labels);
+  if (classes.size < 2) {
+    throw new LobesError(`fewer than 2 classes: every row has the label ${JSON.stringify(inp.labels[0] ?? '')}`, { file: inp.labelsWhere, hint: 'separation needs at least two label values' });
+  }
+}
+
+/** Seeded stratified subsample of at most m rows (sorted indices). */
+export function stratifiedSample(codes: Int32Array, nClasses: number, m: number, seed: number): Int32Array {
+  const n = codes.length;
+  if (n <= m) return Int32Array.from({ length: n }, (_, i) => i);
+  const rng = new Rng(seed);
+  const picked: number[] = [];
+  const byClass: number[][] = Array.from({ length: nClasses }, () => []);
+  for (let i = 0; i < n; i++) byClass[codes[i]].push(i);
+  // largest-remainder allocation, at least one per class
+  const quota = byClass.map((rows) => Math.max(1, Math.floor((rows.length * m) / n)));
+  for (let c = 0; c < nClasses; c++) {
+    const rows = rng.shuffle(byClass[c].slice());
+    picked.push(...rows.slice(0, Math.min(quota[c], rows.length)));
+  }
+  return Int32Array.from(picked.sort((a, b) => a - b));
+}
+
+function take(X: Float32Array | Float64Array, d: number, rows: Int32Array): Float64Array {
+  const out = new Float64Array(rows.length * d);
+  rows.forEach((r, i) => {
+    for (let j = 0; j < d; j++) out[i * d + j] = X[r * d + j];
+  });
+  return out;
+}
+
+/** Run PCA, t-SNE and the metrics; write the results unless `noWrite`. */
+export async function runCluster(input: RunReader | string, opts: ClusterOptions = {}): Promise<ClusterResult> {
+  const timings: Record<string, number> = {};
+  let t0 = performance.now();
+  const lap = (name: string) => {
+    const t = performance.now();
+    timings[name] = Math.round(t - t0) / 1000;
+    t0 = t;
+  };
+  const say = (m: string) => {
+    if (!opts.quiet) process.stderr.write(`cluster: ${m}\n`);
+  };
+  const seed = opts.seed ?? 0;
+  const perplexity = opts.perplexity ?? 30;
+  const inp = await loadInput(input, opts);
+  validate(inp);
+  checkPerplexity(perplexity, inp.n);
+  lap('load');
+  const { X, n, d } = inp;
+  const classes = [...new Set(inp.labels)].sort();
+  const codeOf = new Map(classes.map((c, i) => [c, i]));
+  const codes = Int32Array.from(inp.labels, (l) => codeOf.get(l)!);
+  // PCA
+  const pcaTarget = opts.pca ?? 50;
+  let feats: Float64Array;
+  let fd: number;
+  let explained = 1;
+  if (pcaTarget > 0 && pcaTarget < d) {
+    say(`PCA ${n} × ${d} -> ${Math.min(pcaTarget, n)}`);
+    const r = pca(X, n, d, pcaTarget, { seed });
+    feats = r.scores;
+    fd = r.k;
+    explained = r.explainedVariance;
+    say(`PCA keeps ${(explained * 100).toFixed(1)}% of the variance`);
+  } else {
+    feats = Float64Array.from(X);
+    fd = d;
+  }
+  lap('pca');
+  // t-SNE
+  const threads = opts.threads ?? (await defaultThreads());
+  const tsne = await Tsne.create(feats, n, fd, { perplexity, seed, theta: opts.theta, iterations: opts.iterations, earlyExaggeration: opts.earlyExaggeration, threads }, (s) => say(s));
+  let Y: Float64Array;
+  let kl: number;
+  try {
+    tsne.init();
+    const prog = new Progress({ label: 'cluster t-SNE', total: tsne.opts.iterations, unit: 'iterations', quiet: opts.quiet });
+    await tsne.run(() => prog.tick(1));
+    prog.finish();
+    Y = tsne.embedding;
+    kl = tsne.klDivergence();
+  } finally {
+    await tsne.close();
+  }
+  lap('tsne');
+  say(`KL divergence ${kl.toFixed(4)}`);
+  // metrics on a seeded stratified subsample
+  const maxPts = opts.maxMetricPoints ?? 2000;
+  const rows = stratifiedSample(codes, classes.length, maxPts, seed);
+  const m = rows.length;
+  const sub = Int32Array.from(rows, (r) => codes[r]);
+  const Xs = take(X, d, rows);
+  const Fs = take(feats, fd, rows);
+  const Ys = take(Y, 2, rows);
+  const B = opts.bootstrap ?? 1000;
+  const R = opts.permutations ?? 200;
+  const Rp = opts.probePermutations ?? Math.min(R, 50);
+  const mopts = { k: opts.knnK ?? 10, bootstrap: B, permutations: R, probePermutations: Rp, seed, probe: { folds: opts.folds ?? 5 } };
+  const spaces: SpaceMetrics[] = [];
+  say(`metrics on ${m} points (${B} bootstrap resamples, ${R} permutations, ${Rp} for the probe)`);
+  spaces.push(spaceMetrics({ space: 'original-cosine', X: Xs, d, distance: 'cosine', probe: null }, m, sub, classes, mopts));
+  spaces.push(spaceMetrics({ space: 'original-euclidean', X: Xs, d, distance: 'euclidean', probe: { X: Fs, d: fd } }, m, sub, classes, mopts));
+  spaces.push(spaceMetrics({ space: 'embedding', X: Ys, d: 2, distance: 'euclidean', probe: { X: Ys, d: 2 } }, m, sub, classes, mopts));
+  lap('metrics');
+  // layer sweep
+  let sweep: ClusterMetrics['sweep'];
+  if (opts.sweep) {
+    if (!inp.run) throw new LobesError('--sweep needs a run directory (a matrix file has one layer)');
+    const layers = inp.run
+      .hooks()
+      .map((h) => ({ h, m: /^layers\.(\d+)\.resid_out$/.exec(h.name) }))
+      .filter((x) => x.m)
+      .sort((a, b) => Number(a.m![1]) - Number(b.m![1]));
+    if (layers.length === 0) throw new LobesError('--sweep: the run has no layers.{i}.resid_out capture points', { file: inp.source, hint: 'extract with --capture resid' });
+    sweep = [];
+    const prog = new Progress({ label: 'cluster sweep', total: layers.length, unit: 'layers', quiet: opts.quiet });
+    for (const { h } of layers) {
+      const L = await inp.run.read(h.name, rows);
+      for (let t = 0; t < L.length; t++) if (!Number.isFinite(L[t])) throw new LobesError(`non-finite value at row ${rows[Math.floor(t / h.dim)]}`, { file: inp.source, where: h.name });
+      const k = Math.min(pcaTarget > 0 ? pcaTarget : h.dim, h.dim, m);
+      const P = k < h.dim ? pca(L, m, h.dim, k, { seed }).scores : Float64Array.from(L);
+      const r = probeAccuracy(P, m, k, sub, classes.length, B, seed, { folds: opts.folds ?? 5 });
+      sweep.push({ point: h.name, probeAccuracy: r.value, ci95: r.ci95 });
+      prog.tick(1);
+    }
+    prog.finish();
+    lap('sweep');
+  }
+  const probeFolds = Math.max(2, Math.min(opts.folds ?? 5, ...classes.map((_, c) => sub.filter((v) => v === c).length)));
+  const settings: ClusterSettings = {
+    point: inp.kind === 'run' ? opts.point ?? 'final.hidden' : opts.point ?? '',
+    by: inp.kind === 'run' ? opts.by ?? 'aspect' : path.resolve(opts.labels!),
+    seed,
+    perplexity,
+    pcaDims: fd < d ? fd : 0,
+    theta: tsne.opts.theta,
+    iterations: tsne.opts.iterations,
+    earlyExaggeration: tsne.opts.earlyExaggeration,
+    bootstrap: B,
+    permutations: R,
+    source: inp.source,
+    learningRate: tsne.opts.learningRate,
+    exaggerationIterations: tsne.opts.exaggerationIterations,
+    knnK: mopts.k,
+    probeFolds,
+    probePermutations: Rp,
+    metricSample: m,
+    input: inp.kind,
+    lobesVersion: LOBES_VERSION,
+  };
+  const coords: ClusterCoords = { ids: inp.ids, labels: inp.labels, xy: Array.from(Y), ...(inp.text ? { text: inp.text } : {}) };
+  const metrics: ClusterMetrics = {
+    classes,
+    n,
+    dim: d,
+    pcaExplainedVariance: explained,
+    klDivergence: kl,
+    spaces,
+    ...(sweep ? { sweep } : {}),
+    klMethod: n <= 5000 || tsne.opts.theta === 0 ? 'exact' : 'barnes-hut',
+    pcaDims: fd,
+    metricSample: m,
+    timings,
+  };
+  let outDir: string | null = null;
+  if (!opts.noWrite) {
+    outDir = inp.outDir;
+    writeOutputs(outDir, settings, coords, metrics);
+    say(`wrote ${outDir}`);
+  }
+  return { settings, coords, metrics, outDir };
+}
+
+function csvField(s: string): string {
+  return /[",\n\r]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
+}
+
+/** Metrics as CSV rows: space,metric,value,ci_low,ci_high,p. */
+export function metricsCsv(metrics: ClusterMetrics): string {
+  const lines = ['space,metric,value,ci_low,ci_high,p'];
+  const num = (v: number | null | undefined) => (v === null || v === undefined ? '' : String(v));
+  for (const s of metrics.spaces) {
+    const main: [string, { value: number; ci95: [number, number] | null; p: number | null } | null][] = [
+      ['silhouette', s.silhouette],
+      ['knn_accuracy', s.knnAccuracy],
+      ['probe_accuracy', s.probeAccuracy],
+      ['davies_bouldin', s.daviesBouldin],
+    ];
+    for (const [name, m] of main) if (m) lines.push([s.space, name, num(m.value), num(m.ci95?.[0]), num(m.ci95?.[1]), num(m.p)].join(','));
+    for (const c of s.perClass) {
+      lines.push([s.space, csvField(`silhouette:${c.label}`), num(c.silhouette), '', '', ''].join(','));
+      lines.push([s.space, csvField(`knn_recall:${c.label}`), num(c.knnRecall), '', '', ''].join(','));
+    }
+  }
+  for (const w of metrics.sweep ?? []) lines.push(['sweep', csvField(`probe_accuracy:${w.point}`), num(w.probeAccuracy), num(w.ci95?.[0]), num(w.ci95?.[1]), ''].join(','));
+  lines.push(['embedding', 'kl_divergence', num(metrics.klDivergence), '', '', ''].join(','));
+  return lines.join('\n') + '\n';
+}
+
+function writeOutputs(dir: string, settings: ClusterSettings, coords: ClusterCoords, metrics: ClusterMetrics): void {
+  const csv = ['id,label,x,y'];
+  for (let i = 0; i < coords.ids.length; i++) csv.push([csvField(coords.ids[i]), csvField(coords.labels[i]), coords.xy[2 * i], coords.xy[2 * i + 1]].join(','));
+  writeFileAtomicSync(path.join(dir, 'settings.json'), JSON.stringify(settings, null, 2) + '\n');
+  writeFileAtomicSync(path.join(dir, 'coords.json'), JSON.stringify(coords) + '\n');
+  writeFileAtomicSync(path.join(dir, 'coords.csv'), csv.join('\n') + '\n');
+  writeFileAtomicSync(path.join(dir, 'metrics.csv'), metricsCsv(metrics));
+  if (metrics.sweep) writeFileAtomicSync(path.join(dir, 'sweep.json'), JSON.stringify(metrics.sweep, null, 2) + '\n');
+  // metrics.json last: its presence marks a complete result
+  writeFileAtomicSync(path.join(dir, 'metrics.json'), JSON.stringify(metrics, null, 2) + '\n');
+}

@@ -1,0 +1,130 @@
+/**
+ * Exact k-nearest neighbours by squared euclidean distance: brute force, four query rows
+ * per pass over the data. Ties are broken by the smaller index, and every row's result
+ * depends only on the data, so results are identical however rows are split across threads.
+ */
+
+export interface KnnResult {
+  k: number;
+  /** [n, k] neighbour indices, nearest first. */
+  indices: Int32Array;
+  /** [n, k] squared euclidean distances, ascending. */
+  dist2: Float64Array;
+}
+
+/**
+ * Neighbours of rows [start, end) of X [n, d]; writes into `indices`/`dist2` at row offsets
+ * (relative to `start` when `relative`). Distances come from |x|² + |y|² − 2 x·y with the dot
+ * products computed four query rows at a time; the k-th candidate is then re-checked with the
+ * direct difference formula so reported distances are exact.
+ */
+export function knnRows(
+  X: Float64Array | Float32Array,
+  n: number,
+  d: number,
+  k: number,
+  start: number,
+  end: number,
+  indices: Int32Array,
+  dist2: Float64Array,
+  relative = false,
+): void {
+  const sq = new Float64Array(n);
+  for (let j = 0; j < n; j++) {
+    let s = 0;
+    for (let c = 0; c < d; c++) s += X[j * d + c] * X[j * d + c];
+    sq[j] = s;
+  }
+  const heaps = Array.from({ length: 4 }, () => ({ hd: new Float64Array(k), hi: new Int32Array(k), size: 0 }));
+  for (let i0 = start; i0 < end; i0 += 4) {
+    const m = Math.min(4, end - i0);
+    for (const h of heaps) h.size = 0;
+    const q0 = i0 * d;
+    const q1 = m > 1 ? q0 + d : q0;
+    const q2 = m > 2 ? q0 + 2 * d : q0;
+    const q3 = m > 3 ? q0 + 3 * d : q0;
+    for (let j = 0; j < n; j++) {
+      const jo = j * d;
+      let s0 = 0;
+      let s1 = 0;
+      let s2 = 0;
+      let s3 = 0;
+      for (let c = 0; c < d; c++) {
+        const x = X[jo + c];
+        s0 += X[q0 + c] * x;
+        s1 += X[q1 + c] * x;
+        s2 += X[q2 + c] * x;
+        s3 += X[q3 + c] * x;
+      }
+      const sj = sq[j];
+      if (j !== i0) push(heaps[0], k, Math.max(sq[i0] + sj - 2 * s0, 0), j);
+      if (m > 1 && j !== i0 + 1) push(heaps[1], k, Math.max(sq[i0 + 1] + sj - 2 * s1, 0), j);
+      if (m > 2 && j !== i0 + 2) push(heaps[2], k, Math.max(sq[i0 + 2] + sj - 2 * s2, 0), j);
+      if (m > 3 && j !== i0 + 3) push(heaps[3], k, Math.max(sq[i0 + 3] + sj - 2 * s3, 0), j);
+    }
+    for (let r = 0; r < m; r++) {
+      const i = i0 + r;
+      const { hd, hi, size } = heaps[r];
+      // exact distances of the selected neighbours, then ascending order (ties by index)
+      for (let t = 0; t < size; t++) {
+        let s = 0;
+        for (let c = 0; c < d; c++) {
+          const a = X[i * d + c] - X[hi[t] * d + c];
+          s += a * a;
+        }
+        hd[t] = s;
+      }
+      const order = Array.from({ length: size }, (_, t) => t).sort((a, b) => hd[a] - hd[b] || hi[a] - hi[b]);
+      const ro = (relative ? i - start : i) * k;
+      for (let t = 0; t < size; t++) {
+        indices[ro + t] = hi[order[t]];
+        dist2[ro + t] = hd[order[t]];
+      }
+    }
+  }
+}
+
+function push(h: { hd: Float64Array; hi: Int32Array; size: number }, k: number, s: number, j: number): void {
+  const { hd, hi } = h;
+  if (h.size < k) {
+    let p = h.size++;
+    while (p > 0) {
+      const parent = (p - 1) >> 1;
+      if (greater(hd[parent], hi[parent], s, j)) break;
+      hd[p] = hd[parent];
+      hi[p] = hi[parent];
+      p = parent;
+    }
+    hd[p] = s;
+    hi[p] = j;
+    return;
+  }
+  if (!(s < hd[0] || (s === hd[0] && j < hi[0]))) return;
+  let p = 0;
+  for (;;) {
+    const l = 2 * p + 1;
+    if (l >= k) break;
+    const r = l + 1;
+    let c = l;
+    if (r < k && greater(hd[r], hi[r], hd[l], hi[l])) c = r;
+    if (!greater(hd[c], hi[c], s, j)) break;
+    hd[p] = hd[c];
+    hi[p] = hi[c];
+    p = c;
+  }
+  hd[p] = s;
+  hi[p] = j;
+}
+
+/** (da, ia) ranks after (db, ib): larger distance, or equal distance and larger index. */
+function greater(da: number, ia: number, db: number, ib: number): boolean {
+  return da > db || (da === db && ia > ib);
+}
+
+/** Exact kNN of all rows (single thread). */
+export function knn(X: Float64Array | Float32Array, n: number, d: number, k: number): KnnResult {
+  const indices = new Int32Array(n * k);
+  const dist2 = new Float64Array(n * k);
+  knnRows(X, n, d, k, 0, n, indices, dist2);
+  return { k, indices, dist2 };
+}

@@ -1,0 +1,335 @@
+/**
+ * How well labels separate in a space: silhouette, leave-one-out kNN accuracy, linear-probe
+ * accuracy (stratified k-fold CV), Davies–Bouldin, per-class figures and the kNN confusion
+ * matrix; seeded bootstrap 95% CIs and label-permutation p-values for silhouette, kNN and
+ * probe accuracy.
+ *
+ * Definitions (as in scikit-learn):
+ *  - silhouette s_i = (b_i − a_i) / max(a_i, b_i), a_i the mean distance to the other members
+ *    of i's class, b_i the smallest mean distance to another class; s_i = 0 when i's class
+ *    has one member. The score is the mean of s_i.
+ *  - Davies–Bouldin = mean over classes k of max_{l≠k} (S_k + S_l) / ‖c_k − c_l‖, S_k the
+ *    mean euclidean distance of class k's members to its centroid c_k (for the cosine space,
+ *    on L2-normalized rows). Lower is better.
+ *  - kNN: each point is predicted from its k nearest other points (majority vote; a tie goes
+ *    to the tied class with the nearest member among the k).
+ *  - bootstrap: the mean of the per-sample values (s_i, kNN hit, out-of-fold probe hit) over
+ *    samples drawn with replacement; 95% CI from the 2.5 and 97.5 percentiles.
+ *  - permutation p = (1 + #{null ≥ observed}) / (1 + R), labels shuffled R times.
+ */
+import { Rng } from '../util/rng.js';
+import { crossValidatedPredictions, type ProbeOptions } from './probe.js';
+import type { MetricWithCI, SpaceMetrics } from './types.js';
+
+export type Distance = 'euclidean' | 'cosine';
+
+/** Row-normalized copy (zero rows stay zero). */
+export function normalizeRows(X: Float64Array | Float32Array, n: number, d: number): Float64Array {
+  const out = new Float64Array(n * d);
+  for (let i = 0; i < n; i++) {
+    let s = 0;
+    for (let j = 0; j < d; j++) s += X[i * d + j] * X[i * d + j];
+    const inv = s > 0 ? 1 / Math.sqrt(s) : 0;
+    for (let j = 0; j < d; j++) out[i * d + j] = X[i * d + j] * inv;
+  }
+  return out;
+}
+
+/** Full distance matrix [n, n]: euclidean, or cosine distance 1 − cos. */
+export function distanceMatrix(X: Float64Array | Float32Array, n: number, d: number, metric: Distance): Float64Array {
+  const Z = metric === 'cosine' ? normalizeRows(X, n, d) : X;
+  const sq = new Float64Array(n);
+  for (let i = 0; i < n; i++) {
+    let s = 0;
+    for (let j = 0; j < d; j++) s += Z[i * d + j] * Z[i * d + j];
+    sq[i] = s;
+  }
+  const D = new Float64Array(n * n);
+  for (let i = 0; i < n; i++) {
+    const io = i * d;
+    for (let j = i + 1; j < n; j++) {
+      const jo = j * d;
+      let v: number;
+      if (metric === 'euclidean') {
+        let s0 = 0;
+        let s1 = 0;
+        let c = 0;
+        for (; c + 2 <= d; c += 2) {
+          const a = Z[io + c] - Z[jo + c];
+          const b = Z[io + c + 1] - Z[jo + c + 1];
+          s0 += a * a;
+          s1 += b * b;
+        }
+        for (; c < d; c++) {
+          const a = Z[io + c] - Z[jo + c];
+          s0 += a * a;
+        }
+        v = Math.sqrt(s0 + s1);
+      } else {
+        let dot = 0;
+        for (let c = 0; c < d; c++) dot += Z[io + c] * Z[jo + c];
+        const zero = sq[i] === 0 || sq[j] === 0;
+        v = zero ? 1 : Math.max(0, 1 - dot);
+      }
+      D[i * n + j] = v;
+      D[j * n + i] = v;
+    }
+  }
+  return D;
+}
+
+/** Per-sample silhouette values from a distance matrix. */
+export function silhouetteSamples(D: Float64Array, n: number, labels: Int32Array, nClasses: number): Float64Array {
+  const counts = new Int32Array(nClasses);
+  for (let i = 0; i < n; i++) counts[labels[i]]++;
+  const s = new Float64Array(n);
+  const sums = new Float64Array(nClasses);
+  for (let i = 0; i < n; i++) {
+    sums.fill(0);
+    const o = i * n;
+    for (let j = 0; j < n; j++) sums[labels[j]] += D[o + j];
+    const li = labels[i];
+    if (counts[li] <= 1) {
+      s[i] = 0;
+      continue;
+    }
+    const a = sums[li] / (counts[li] - 1);
+    let b = Infinity;
+    for (let c = 0; c < nClasses; c++) if (c !== li && counts[c] > 0) b = Math.min(b, sums[c] / counts[c]);
+    const m = Math.max(a, b);
+    s[i] = m > 0 && b < Infinity ? (b - a) / m : 0;
+  }
+  return s;
+}
+
+/** The k nearest other points of every row of D (ties by smaller index): [n, k]. */
+export function neighboursFromDistances(D: Float64Array, n: number, k: number): Int32Array {
+  const out = new Int32Array(n * k);
+  const bd = new Float64Array(k);
+  const bi = new Int32Array(k);
+  for (let i = 0; i < n; i++) {
+    const o = i * n;
+    let size = 0;
+    for (let j = 0; j < n; j++) {
+      if (j === i) continue;
+      const v = D[o + j];
+      // j increases, so an equal distance never displaces an earlier index
+      if (size === k && v >= bd[k - 1]) continue;
+      let p = size < k ? size++ : k - 1;
+      while (p > 0 && bd[p - 1] > v) {
+        bd[p] = bd[p - 1];
+        bi[p] = bi[p - 1];
+        p--;
+      }
+      bd[p] = v;
+      bi[p] = j;
+    }
+    for (let r = 0; r < k; r++) out[i * k + r] = bi[r];
+  }
+  return out;
+}
+
+/** Leave-one-out kNN predictions from neighbour lists. */
+export function knnPredict(nbrs: Int32Array, n: number, k: number, labels: Int32Array, nClasses: number): Int32Array {
+  const votes = new Int32Array(nClasses);
+  const first = new Int32Array(nClasses);
+  const pred = new Int32Array(n);
+  for (let i = 0; i < n; i++) {
+    votes.fill(0);
+    first.fill(k);
+    for (let r = 0; r < k; r++) {
+      const c = labels[nbrs[i * k + r]];
+      votes[c]++;
+      if (first[c] === k) first[c] = r;
+    }
+    let best = 0;
+    for (let c = 1; c < nClasses; c++) if (votes[c] > votes[best] || (votes[c] === votes[best] && first[c] < first[best])) best = c;
+    pred[i] = best;
+  }
+  return pred;
+}
+
+/** Davies–Bouldin index of X [n, d] (euclidean). */
+export function daviesBouldin(X: Float64Array | Float32Array, n: number, d: number, labels: Int32Array, nClasses: number): number {
+  const cent = new Float64Array(nClasses * d);
+  const counts = new Int32Array(nClasses);
+  for (let i = 0; i < n; i++) {
+    counts[labels[i]]++;
+    for (let j = 0; j < d; j++) cent[labels[i] * d + j] += X[i * d + j];
+  }
+  for (let c = 0; c < nClasses; c++) for (let j = 0; j < d; j++) cent[c * d + j] /= Math.max(counts[c], 1);
+  const S = new Float64Array(nClasses);
+  for (let i = 0; i < n; i++) {
+    const c = labels[i];
+    let s = 0;
+    for (let j = 0; j < d; j++) s += (X[i * d + j] - cent[c * d + j]) ** 2;
+    S[c] += Math.sqrt(s);
+  }
+  for (let c = 0; c < nClasses; c++) S[c] /= Math.max(counts[c], 1);
+  let total = 0;
+  let present = 0;
+  for (let a = 0; a < nClasses; a++) {
+    if (counts[a] === 0) continue;
+    present++;
+    let worst = 0;
+    for (let b = 0; b < nClasses; b++) {
+      if (b === a || counts[b] === 0) continue;
+      let dist = 0;
+      for (let j = 0; j < d; j++) dist += (cent[a * d + j] - cent[b * d + j]) ** 2;
+      dist = Math.sqrt(dist);
+      const r = dist > 0 ? (S[a] + S[b]) / dist : Infinity;
+      if (r > worst) worst = r;
+    }
+    total += worst;
+  }
+  return total / Math.max(present, 1);
+}
+
+function mean(a: ArrayLike<number>): number {
+  let s = 0;
+  for (let i = 0; i < a.length; i++) s += a[i];
+  return a.length ? s / a.length : 0;
+}
+
+/** Percentile bootstrap 95% CI of the mean of per-sample values. */
+export function bootstrapCI(values: ArrayLike<number>, B: number, rng: Rng): [number, number] | null {
+  const n = values.length;
+  if (B <= 0 || n === 0) return null;
+  const means = new Float64Array(B);
+  for (let b = 0; b < B; b++) {
+    let s = 0;
+    for (let t = 0; t < n; t++) s += values[rng.int(n)];
+    means[b] = s / n;
+  }
+  means.sort();
+  const q = (p: number) => {
+    const pos = p * (B - 1);
+    const lo = Math.floor(pos);
+    const hi = Math.min(lo + 1, B - 1);
+    return means[lo] + (means[hi] - means[lo]) * (pos - lo);
+  };
+  return [q(0.025), q(0.975)];
+}
+
+/** p = (1 + #{null ≥ observed}) / (1 + R). */
+export function permutationP(observed: number, nulls: ArrayLike<number>): number | null {
+  if (nulls.length === 0) return null;
+  let c = 0;
+  for (let i = 0; i < nulls.length; i++) if (nulls[i] >= observed - 1e-12) c++;
+  return (1 + c) / (1 + nulls.length);
+}
+
+export interface SpaceInput {
+  /** Space name: 'original-cosine' | 'original-euclidean' | 'embedding'. */
+  space: string;
+  /** Points [n, d] for distances. */
+  X: Float64Array | Float32Array;
+  d: number;
+  distance: Distance;
+  /** Features for the probe [n, probeDim] (null: no probe in this space). */
+  probe: { X: Float64Array; d: number } | null;
+}
+
+export interface MetricOptions {
+  /** Neighbours for the kNN classifier (default 10). */
+  k?: number;
+  bootstrap?: number;
+  permutations?: number;
+  /** Permutations for the probe (retrains every fold each time; default min(permutations, 100)). */
+  probePermutations?: number;
+  seed?: number;
+  probe?: ProbeOptions;
+}
+
+/** All metrics of one space for labels coded 0..C-1 (`classes` gives names). */
+export function spaceMetrics(input: SpaceInput, n: number, labels: Int32Array, classes: string[], opts: MetricOptions = {}): SpaceMetrics {
+  const C = classes.length;
+  const k = Math.max(1, Math.min(opts.k ?? 10, n - 1));
+  const B = opts.bootstrap ?? 1000;
+  const R = opts.permutations ?? 200;
+  const Rp = opts.probePermutations ?? Math.min(R, 100);
+  const rng = new Rng(opts.seed ?? 0);
+  const D = distanceMatrix(input.X, n, input.d, input.distance);
+  // silhouette
+  const sil = silhouetteSamples(D, n, labels, C);
+  // kNN
+  const nbrs = neighboursFromDistances(D, n, k);
+  const pred = knnPredict(nbrs, n, k, labels, C);
+  const hit = new Float64Array(n);
+  for (let i = 0; i < n; i++) hit[i] = pred[i] === labels[i] ? 1 : 0;
+  // Davies–Bouldin
+  const dbX = input.distance === 'cosine' ? normalizeRows(input.X, n, input.d) : input.X;
+  const db = daviesBouldin(dbX, n, input.d, labels, C);
+  // probe
+  let probeHit: Float64Array | null = null;
+  if (input.probe) {
+    const pp = crossValidatedPredictions(input.probe.X, n, input.probe.d, labels, C, { ...opts.probe, seed: opts.seed ?? 0 });
+    probeHit = new Float64Array(n);
+    for (let i = 0; i < n; i++) probeHit[i] = pp[i] === labels[i] ? 1 : 0;
+  }
+  // permutation nulls
+  const nullSil = new Float64Array(R);
+  const nullKnn = new Float64Array(R);
+  const perm = Int32Array.from(labels);
+  const permRng = rng.fork();
+  for (let r = 0; r < R; r++) {
+    permRng.shuffle(perm);
+    nullSil[r] = mean(silhouetteSamples(D, n, perm, C));
+    const pp = knnPredict(nbrs, n, k, perm, C);
+    let h = 0;
+    for (let i = 0; i < n; i++) if (pp[i] === perm[i]) h++;
+    nullKnn[r] = h / n;
+  }
+  let nullProbe = new Float64Array(0);
+  if (input.probe && Rp > 0) {
+    nullProbe = new Float64Array(Rp);
+    const pr = rng.fork();
+    const pl = Int32Array.from(labels);
+    for (let r = 0; r < Rp; r++) {
+      pr.shuffle(pl);
+      const pp = crossValidatedPredictions(input.probe.X, n, input.probe.d, pl, C, { ...opts.probe, seed: opts.seed ?? 0 });
+      let h = 0;
+      for (let i = 0; i < n; i++) if (pp[i] === pl[i]) h++;
+      nullProbe[r] = h / n;
+    }
+  }
+  const bootRng = rng.fork();
+  const silV = mean(sil);
+  const knnV = mean(hit);
+  const out = (value: number, per: ArrayLike<number>, nulls: ArrayLike<number>): MetricWithCI => ({
+    value,
+    ci95: bootstrapCI(per, B, bootRng),
+    p: permutationP(value, nulls),
+  });
+  const confusion = Array.from({ length: C }, () => new Array<number>(C).fill(0));
+  for (let i = 0; i < n; i++) confusion[labels[i]][pred[i]]++;
+  const perClass = classes.map((label, c) => {
+    let cnt = 0;
+    let s = 0;
+    let h = 0;
+    for (let i = 0; i < n; i++) {
+      if (labels[i] !== c) continue;
+      cnt++;
+      s += sil[i];
+      h += hit[i];
+    }
+    return { label, n: cnt, silhouette: cnt ? s / cnt : 0, knnRecall: cnt ? h / cnt : 0 };
+  });
+  return {
+    space: input.space,
+    silhouette: out(silV, sil, nullSil),
+    knnAccuracy: out(knnV, hit, nullKnn),
+    probeAccuracy: probeHit ? out(mean(probeHit), probeHit, nullProbe) : null,
+    daviesBouldin: { value: db, ci95: null, p: null },
+    perClass,
+    confusion,
+  };
+}
+
+/** Probe accuracy with a bootstrap CI only (for the layer sweep). */
+export function probeAccuracy(X: Float64Array, n: number, d: number, labels: Int32Array, nClasses: number, B: number, seed: number, probe: ProbeOptions = {}): { value: number; ci95: [number, number] | null } {
+  const pp = crossValidatedPredictions(X, n, d, labels, nClasses, { ...probe, seed });
+  const hit = new Float64Array(n);
+  for (let i = 0; i < n; i++) hit[i] = pp[i] === labels[i] ? 1 : 0;
+  return { value: mean(hit), ci95: bootstrapCI(hit, B, new Rng(seed)) };
+}

@@ -1,0 +1,342 @@
+/**
+ * PCA by seeded randomized SVD (Halko, Martinsson & Tropp 2011): a Gaussian sketch of the
+ * centred matrix, a few power iterations with re-orthonormalization, then the exact SVD
+ * of the small projected matrix (through a Jacobi eigendecomposition of B·Bᵀ).
+ * When k + oversampling reaches min(n, d) the sketch spans the whole space and the
+ * result is exact. Component signs are fixed so that each score column's largest-magnitude
+ * entry is positive, so results do not depend on the sketch.
+ */
+import { Rng } from '../util/rng.js';
+
+export interface PcaResult {
+  /** Scores [n, k] row-major (float64). Columns ordered by decreasing variance. */
+  scores: Float64Array;
+  k: number;
+  /** Variance of each component (divided by n - 1). */
+  variances: Float64Array;
+  /** Fraction of the total variance captured by the k components. */
+  explainedVariance: number;
+  totalVariance: number;
+}
+
+export interface PcaOptions {
+  seed?: number;
+  /** Power iterations (default 2). */
+  powerIterations?: number;
+  /** Extra sketch columns (default 10). */
+  oversample?: number;
+  /** 'auto' (default): exact through the covariance when d ≤ 256, randomized otherwise. */
+  method?: 'auto' | 'exact' | 'randomized';
+}
+
+/** PCA of X [n, d] (row-major) to k components. */
+export function pca(X: Float32Array | Float64Array, n: number, d: number, k: number, opts: PcaOptions = {}): PcaResult {
+  k = Math.max(1, Math.min(k, n, d));
+  const rng = new Rng(opts.seed ?? 0);
+  const q = opts.powerIterations ?? 2;
+  const l = Math.min(k + (opts.oversample ?? 10), n, d);
+  // Centre (float32 copy keeps memory at n·d·4 bytes).
+  const mean = new Float64Array(d);
+  for (let i = 0; i < n; i++) {
+    const o = i * d;
+    for (let j = 0; j < d; j++) mean[j] += X[o + j];
+  }
+  for (let j = 0; j < d; j++) mean[j] /= n;
+  const Xc = new Float32Array(n * d);
+  let total = 0;
+  for (let i = 0; i < n; i++) {
+    const o = i * d;
+    for (let j = 0; j < d; j++) {
+      const v = X[o + j] - mean[j];
+      Xc[o + j] = v;
+      total += v * v;
+    }
+  }
+  const denom = Math.max(n - 1, 1);
+  const method = opts.method ?? 'auto';
+  if (method === 'exact' || (method === 'auto' && (d <= 256 || k + (opts.oversample ?? 10) >= d))) return exactPca(Xc, n, d, k, total, denom);
+  // Sketch: Yk = Xc · Omega  [n, l]
+  const omega = new Float64Array(d * l);
+  for (let i = 0; i < omega.length; i++) omega[i] = rng.normal();
+  let Q = mulXB(Xc, n, d, omega, l);
+  orthonormalize(Q, n, l);
+  for (let it = 0; it < q; it++) {
+    const Z = mulXtB(Xc, n, d, Q, l); // [d, l]
+    orthonormalize(Z, d, l);
+    Q = mulXB(Xc, n, d, Z, l);
+    orthonormalize(Q, n, l);
+  }
+  // B = Qᵀ Xc [l, d]; B Bᵀ = (Xcᵀ Q)ᵀ (Xcᵀ Q)
+  const Zt = mulXtB(Xc, n, d, Q, l); // [d, l] = Bᵀ
+  const G = new Float64Array(l * l);
+  for (let r = 0; r < d; r++) {
+    const o = r * l;
+    for (let a = 0; a < l; a++) {
+      const v = Zt[o + a];
+      if (v === 0) continue;
+      for (let b = a; b < l; b++) G[a * l + b] += v * Zt[o + b];
+    }
+  }
+  for (let a = 0; a < l; a++) for (let b = 0; b < a; b++) G[a * l + b] = G[b * l + a];
+  const { values, vectors } = jacobiEigen(G, l);
+  // scores = Q · U[:, :k] · S  (S = sqrt(eigenvalue)); Xc·v = Q·Bv = Q·u·s
+  const scores = new Float64Array(n * k);
+  const variances = new Float64Array(k);
+  for (let c = 0; c < k; c++) {
+    const s = Math.sqrt(Math.max(values[c], 0));
+    variances[c] = values[c] / denom;
+    for (let i = 0; i < n; i++) {
+      let acc = 0;
+      const o = i * l;
+      for (let a = 0; a < l; a++) acc += Q[o + a] * vectors[a * l + c];
+      scores[i * k + c] = acc * s;
+    }
+  }
+  fixSigns(scores, n, k);
+  let captured = 0;
+  for (let c = 0; c < k; c++) captured += Math.max(values[c], 0);
+  return { scores, k, variances, explainedVariance: total > 0 ? captured / total : 0, totalVariance: total / denom };
+}
+
+/** Exact PCA through the covariance matrix (for small d). */
+function exactPca(Xc: Float32Array, n: number, d: number, k: number, total: number, denom: number): PcaResult {
+  const G = new Float64Array(d * d);
+  const row = new Float64Array(d);
+  for (let i = 0; i < n; i++) {
+    for (let j = 0; j < d; j++) row[j] = Xc[i * d + j];
+    for (let a = 0; a < d; a++) {
+      const v = row[a];
+      if (v === 0) continue;
+      const o = a * d;
+      for (let b = a; b < d; b++) G[o + b] += v * row[b];
+    }
+  }
+  for (let a = 0; a < d; a++) for (let b = 0; b < a; b++) G[a * d + b] = G[b * d + a];
+  const { values, vectors } = jacobiEigen(G, d);
+  const scores = new Float64Array(n * k);
+  const variances = new Float64Array(k);
+  let captured = 0;
+  for (let c = 0; c < k; c++) {
+    variances[c] = values[c] / denom;
+    captured += Math.max(values[c], 0);
+  }
+  for (let i = 0; i < n; i++) {
+    for (let j = 0; j < d; j++) row[j] = Xc[i * d + j];
+    for (let c = 0; c < k; c++) {
+      let acc = 0;
+      for (let j = 0; j < d; j++) acc += row[j] * vectors[j * d + c];
+      scores[i * k + c] = acc;
+    }
+  }
+  fixSigns(scores, n, k);
+  return { scores, k, variances, explainedVariance: total > 0 ? captured / total : 0, totalVariance: total / denom };
+}
+
+/** Make each score column's largest-magnitude entry positive. */
+function fixSigns(scores: Float64Array, n: number, k: number): void {
+  for (let c = 0; c < k; c++) {
+    let best = 0;
+    for (let i = 0; i < n; i++) if (Math.abs(scores[i * k + c]) > Math.abs(best)) best = scores[i * k + c];
+    if (best < 0) for (let i = 0; i < n; i++) scores[i * k + c] = -scores[i * k + c];
+  }
+}
+
+/** X [n, d] float32 times B [d, l] -> [n, l], four rows of X at a time (B streamed once per block). */
+function mulXB(X: Float32Array, n: number, d: number, B: Float64Array, l: number): Float64Array {
+  const out = new Float64Array(n * l);
+  let i = 0;
+  for (; i + 4 <= n; i += 4) {
+    const x0 = i * d;
+    const x1 = x0 + d;
+    const x2 = x1 + d;
+    const x3 = x2 + d;
+    const o0 = i * l;
+    const o1 = o0 + l;
+    const o2 = o1 + l;
+    const o3 = o2 + l;
+    for (let j = 0; j < d; j++) {
+      const a0 = X[x0 + j];
+      const a1 = X[x1 + j];
+      const a2 = X[x2 + j];
+      const a3 = X[x3 + j];
+      const bo = j * l;
+      for (let c = 0; c < l; c++) {
+        const b = B[bo + c];
+        out[o0 + c] += a0 * b;
+        out[o1 + c] += a1 * b;
+        out[o2 + c] += a2 * b;
+        out[o3 + c] += a3 * b;
+      }
+    }
+  }
+  for (; i < n; i++) {
+    const xo = i * d;
+    const oo = i * l;
+    for (let j = 0; j < d; j++) {
+      const x = X[xo + j];
+      const bo = j * l;
+      for (let c = 0; c < l; c++) out[oo + c] += x * B[bo + c];
+    }
+  }
+  return out;
+}
+
+/** Xᵀ [d, n] times B [n, l] -> [d, l], four rows of X at a time (the output streamed once per block). */
+function mulXtB(X: Float32Array, n: number, d: number, B: Float64Array, l: number): Float64Array {
+  const out = new Float64Array(d * l);
+  let i = 0;
+  for (; i + 4 <= n; i += 4) {
+    const x0 = i * d;
+    const x1 = x0 + d;
+    const x2 = x1 + d;
+    const x3 = x2 + d;
+    const b0 = i * l;
+    const b1 = b0 + l;
+    const b2 = b1 + l;
+    const b3 = b2 + l;
+    for (let j = 0; j < d; j++) {
+      const a0 = X[x0 + j];
+      const a1 = X[x1 + j];
+      const a2 = X[x2 + j];
+      const a3 = X[x3 + j];
+      const oo = j * l;
+      for (let c = 0; c < l; c++) out[oo + c] += a0 * B[b0 + c] + a1 * B[b1 + c] + a2 * B[b2 + c] + a3 * B[b3 + c];
+    }
+  }
+  for (; i < n; i++) {
+    const xo = i * d;
+    const bo = i * l;
+    for (let j = 0; j < d; j++) {
+      const x = X[xo + j];
+      const oo = j * l;
+      for (let c = 0; c < l; c++) out[oo + c] += x * B[bo + c];
+    }
+  }
+  return out;
+}
+
+/**
+ * In-place orthonormalization of the columns of A [rows, cols] by Cholesky QR applied twice
+ * (row-wise passes, cache friendly); falls back to modified Gram–Schmidt when the Gram
+ * matrix is not numerically positive definite.
+ */
+export function orthonormalize(A: Float64Array, rows: number, cols: number): void {
+  for (let pass = 0; pass < 2; pass++) {
+    const G = new Float64Array(cols * cols);
+    for (let r = 0; r < rows; r++) {
+      const o = r * cols;
+      for (let a = 0; a < cols; a++) {
+        const v = A[o + a];
+        if (v === 0) continue;
+        for (let b = a; b < cols; b++) G[a * cols + b] += v * A[o + b];
+      }
+    }
+    // Cholesky G = Rᵀ R (upper R stored in G's upper triangle)
+    let ok = true;
+    const R = new Float64Array(cols * cols);
+    for (let j = 0; j < cols && ok; j++) {
+      let s = G[j * cols + j];
+      for (let t = 0; t < j; t++) s -= R[t * cols + j] * R[t * cols + j];
+      if (!(s > 1e-12 * (G[j * cols + j] || 1))) {
+        ok = false;
+        break;
+      }
+      const rjj = Math.sqrt(s);
+      R[j * cols + j] = rjj;
+      for (let c = j + 1; c < cols; c++) {
+        let v = G[j * cols + c];
+        for (let t = 0; t < j; t++) v -= R[t * cols + j] * R[t * cols + c];
+        R[j * cols + c] = v / rjj;
+      }
+    }
+    if (!ok) {
+      gramSchmidt(A, rows, cols);
+      return;
+    }
+    // A <- A R^{-1}: solve row-wise x R = a (forward substitution over columns)
+    for (let r = 0; r < rows; r++) {
+      const o = r * cols;
+      for (let c = 0; c < cols; c++) {
+        let v = A[o + c];
+        for (let t = 0; t < c; t++) v -= A[o + t] * R[t * cols + c];
+        A[o + c] = v / R[c * cols + c];
+      }
+    }
+  }
+}
+
+/** Modified Gram–Schmidt (twice) on the columns of A [rows, cols]. */
+function gramSchmidt(A: Float64Array, rows: number, cols: number): void {
+  for (let pass = 0; pass < 2; pass++) {
+    for (let c = 0; c < cols; c++) {
+      for (let p = 0; p < c; p++) {
+        let dot = 0;
+        for (let r = 0; r < rows; r++) dot += A[r * cols + c] * A[r * cols + p];
+        for (let r = 0; r < rows; r++) A[r * cols + c] -= dot * A[r * cols + p];
+      }
+      let norm = 0;
+      for (let r = 0; r < rows; r++) norm += A[r * cols + c] * A[r * cols + c];
+      norm = Math.sqrt(norm);
+      if (norm < 1e-300) {
+        for (let r = 0; r < rows; r++) A[r * cols + c] = 0;
+      } else {
+        for (let r = 0; r < rows; r++) A[r * cols + c] /= norm;
+      }
+    }
+  }
+}
+
+/**
+ * Eigendecomposition of a symmetric matrix [m, m] by cyclic Jacobi rotations.
+ * Returns eigenvalues in decreasing order and eigenvectors as columns of `vectors` [m, m].
+ */
+export function jacobiEigen(S: Float64Array, m: number): { values: Float64Array; vectors: Float64Array } {
+  const A = Float64Array.from(S);
+  const V = new Float64Array(m * m);
+  for (let i = 0; i < m; i++) V[i * m + i] = 1;
+  let scale = 0;
+  for (let i = 0; i < m * m; i++) scale += A[i] * A[i];
+  for (let sweep = 0; sweep < 100; sweep++) {
+    let off = 0;
+    for (let p = 0; p < m; p++) for (let r = p + 1; r < m; r++) off += A[p * m + r] * A[p * m + r];
+    if (off <= 1e-30 * scale || off === 0) break;
+    for (let p = 0; p < m; p++) {
+      for (let r = p + 1; r < m; r++) {
+        const apr = A[p * m + r];
+        if (Math.abs(apr) < 1e-300) continue;
+        const app = A[p * m + p];
+        const arr = A[r * m + r];
+        const theta = (arr - app) / (2 * apr);
+        const t = Math.sign(theta || 1) / (Math.abs(theta) + Math.sqrt(theta * theta + 1));
+        const c = 1 / Math.sqrt(t * t + 1);
+        const s = t * c;
+        for (let k = 0; k < m; k++) {
+          const akp = A[k * m + p];
+          const akr = A[k * m + r];
+          A[k * m + p] = c * akp - s * akr;
+          A[k * m + r] = s * akp + c * akr;
+        }
+        for (let k = 0; k < m; k++) {
+          const apk = A[p * m + k];
+          const ark = A[r * m + k];
+          A[p * m + k] = c * apk - s * ark;
+          A[r * m + k] = s * apk + c * ark;
+        }
+        for (let k = 0; k < m; k++) {
+          const vkp = V[k * m + p];
+          const vkr = V[k * m + r];
+          V[k * m + p] = c * vkp - s * vkr;
+          V[k * m + r] = s * vkp + c * vkr;
+        }
+      }
+    }
+  }
+  const order = Array.from({ length: m }, (_, i) => i).sort((a, b) => A[b * m + b] - A[a * m + a] || a - b);
+  const values = new Float64Array(m);
+  const vectors = new Float64Array(m * m);
+  order.forEach((src, dst) => {
+    values[dst] = A[src * m + src];
+    for (let k = 0; k < m; k++) vectors[k * m + dst] = V[k * m + src];
+  });
+  return { values, vectors };
+}

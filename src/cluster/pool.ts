@@ -1,0 +1,101 @@
+/**
+ * Worker threads for t-SNE: exact kNN over row ranges and Barnes–Hut repulsion over point
+ * ranges, on SharedArrayBuffers. This thread always takes one range itself. Each point's
+ * result depends only on the inputs, never on the split, so results are identical with
+ * any number of threads.
+ */
+import { Worker } from 'node:worker_threads';
+import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { startWorker } from '../util/worker.js';
+import { knnRows, type KnnResult } from './knn.js';
+import { repulsion, type QuadTree } from './quadtree.js';
+
+export class TsnePool {
+  private constructor(private workers: Worker[]) {}
+
+  static async start(count: number): Promise<TsnePool> {
+    const workers: Worker[] = [];
+    for (let i = 0; i < count; i++) {
+      const w = spawn();
+      w.unref();
+      workers.push(w);
+    }
+    return new TsnePool(workers);
+  }
+
+  get size(): number {
+    return this.workers.length;
+  }
+
+  private call(w: Worker, msg: unknown): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const onMsg = (m: any) => {
+        w.off('error', onErr);
+        if (m && m.error) reject(new Error(m.error));
+        else resolve();
+      };
+      const onErr = (e: Error) => {
+        w.off('message', onMsg);
+        reject(e);
+      };
+      w.once('message', onMsg);
+      w.once('error', onErr);
+      w.postMessage(msg);
+    });
+  }
+
+  /** Split [0, n) into workers + 1 contiguous ranges. */
+  private ranges(n: number): [number, number][] {
+    const parts = this.workers.length + 1;
+    const out: [number, number][] = [];
+    for (let p = 0; p < parts; p++) out.push([Math.floor((p * n) / parts), Math.floor(((p + 1) * n) / parts)]);
+    return out;
+  }
+
+  async knn(X: Float64Array | Float32Array, n: number, d: number, k: number): Promise<KnnResult> {
+    const Xs = new Float64Array(new SharedArrayBuffer(n * d * 8));
+    Xs.set(X);
+    const indices = new Int32Array(new SharedArrayBuffer(n * k * 4));
+    const dist2 = new Float64Array(new SharedArrayBuffer(n * k * 8));
+    const rs = this.ranges(n);
+    const pending = this.workers.map((w, i) => this.call(w, { cmd: 'knn', X: Xs, n, d, k, start: rs[i][0], end: rs[i][1], indices, dist2 }));
+    const [s, e] = rs[rs.length - 1];
+    knnRows(Xs, n, d, k, s, e, indices, dist2);
+    await Promise.all(pending);
+    return { k, indices: Int32Array.from(indices), dist2: Float64Array.from(dist2) };
+  }
+
+  /** Repulsion for all points into F and Zi (shared arrays) from a built tree over Y (shared). */
+  async repulsion(tree: QuadTree, Y: Float64Array, n: number, theta: number, F: Float64Array, Zi: Float64Array): Promise<void> {
+    const t = tree.t;
+    const rs = this.ranges(n);
+    const pending = this.workers.map((w, i) =>
+      this.call(w, { cmd: "rep", node: t.node, child: t.child, nodes: t.nodes, Y, F, Zi, theta, start: rs[i][0], end: rs[i][1] }),
+    );
+    const [s, e] = rs[rs.length - 1];
+    repulsion(t, Y, s, e, theta, F, Zi);
+    await Promise.all(pending);
+  }
+
+  async close(): Promise<void> {
+    const ws = this.workers;
+    this.workers = [];
+    await Promise.all(ws.map((w) => w.terminate()));
+  }
+}
+
+/**
+ * Start the worker: the compiled .js when present; otherwise (TypeScript sources, e.g. under
+ * vitest) an ESM bootstrap that registers tsx's loader inside the worker and imports the .ts.
+ */
+function spawn(): Worker {
+  const url = new URL('./tsne.worker.js', import.meta.url);
+  if (existsSync(fileURLToPath(url))) return startWorker(url);
+  const req = createRequire(import.meta.url);
+  const api = pathToFileURL(req.resolve('tsx/esm/api').replace(/\.cjs$/, '.mjs')).href;
+  const target = new URL('./tsne.worker.ts', import.meta.url).href;
+  const code = `import(${JSON.stringify(api)}).then((m) => { m.register(); return import(${JSON.stringify(target)}); });`;
+  return new Worker(code, { eval: true });
+}

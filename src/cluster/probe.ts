@@ -1,0 +1,241 @@
+/**
+ * Linear probe: multinomial logistic regression with an L2 penalty, fitted by L-BFGS
+ * (deterministic), evaluated by stratified k-fold cross-validation.
+ *
+ * Objective (scikit-learn's LogisticRegression convention, C = 1 by default):
+ *   Σ_i −log softmax(W x_i + b)_{y_i}  +  ‖W‖² / (2C)      (the bias is not penalized)
+ * Features are standardized with the training fold's mean and standard deviation.
+ */
+import { Rng } from '../util/rng.js';
+
+export interface ProbeOptions {
+  /** Folds (default 5; lowered to the smallest class size, at least 2). */
+  folds?: number;
+  /** Inverse regularization strength (default 1). */
+  C?: number;
+  /** L-BFGS iterations at most (default 200). */
+  maxIter?: number;
+  seed?: number;
+}
+
+/** Stratified fold of each sample: within each class, shuffled (seeded) and dealt round-robin. */
+export function stratifiedFolds(labels: Int32Array, nClasses: number, folds: number, seed: number): Int32Array {
+  const rng = new Rng(seed);
+  const fold = new Int32Array(labels.length);
+  let offset = 0;
+  for (let c = 0; c < nClasses; c++) {
+    const idx: number[] = [];
+    for (let i = 0; i < labels.length; i++) if (labels[i] === c) idx.push(i);
+    rng.shuffle(idx);
+    idx.forEach((i, t) => (fold[i] = (t + offset) % folds));
+    offset += idx.length;
+  }
+  return fold;
+}
+
+export interface FitResult {
+  /** Weights [(d + 1), C]: rows 0..d-1 features, row d bias. */
+  W: Float64Array;
+  iterations: number;
+}
+
+/** Fit multinomial logistic regression on X [n, d] (already standardized). */
+export function fitLogistic(X: Float64Array, n: number, d: number, y: Int32Array, C: number, nClasses: number, maxIter = 200): FitResult {
+  const K = nClasses;
+  const m = (d + 1) * K;
+  const lambda = 1 / C;
+  const logits = new Float64Array(K);
+  const f = (W: Float64Array, g: Float64Array): number => {
+    g.fill(0);
+    let loss = 0;
+    for (let i = 0; i < n; i++) {
+      const xo = i * d;
+      let mx = -Infinity;
+      for (let c = 0; c < K; c++) {
+        let s = W[d * K + c];
+        for (let j = 0; j < d; j++) s += X[xo + j] * W[j * K + c];
+        logits[c] = s;
+        if (s > mx) mx = s;
+      }
+      let se = 0;
+      for (let c = 0; c < K; c++) {
+        logits[c] = Math.exp(logits[c] - mx);
+        se += logits[c];
+      }
+      loss += Math.log(se) + mx - (Math.log(logits[y[i]]) + mx);
+      for (let c = 0; c < K; c++) {
+        const r = logits[c] / se - (c === y[i] ? 1 : 0);
+        if (r === 0) continue;
+        for (let j = 0; j < d; j++) g[j * K + c] += r * X[xo + j];
+        g[d * K + c] += r;
+      }
+    }
+    for (let t = 0; t < d * K; t++) {
+      loss += 0.5 * lambda * W[t] * W[t];
+      g[t] += lambda * W[t];
+    }
+    return loss;
+  };
+  const W = new Float64Array(m);
+  const iterations = lbfgs(f, W, maxIter);
+  return { W, iterations };
+}
+
+/** Predicted class for each row of X. */
+export function predictLogistic(W: Float64Array, X: Float64Array, n: number, d: number, K: number): Int32Array {
+  const out = new Int32Array(n);
+  for (let i = 0; i < n; i++) {
+    let best = -Infinity;
+    let arg = 0;
+    for (let c = 0; c < K; c++) {
+      let s = W[d * K + c];
+      for (let j = 0; j < d; j++) s += X[i * d + j] * W[j * K + c];
+      if (s > best) {
+        best = s;
+        arg = c;
+      }
+    }
+    out[i] = arg;
+  }
+  return out;
+}
+
+/** Minimize f (returns loss, fills gradient) from x in place; returns iterations used. */
+export function lbfgs(f: (x: Float64Array, g: Float64Array) => number, x: Float64Array, maxIter: number, mem = 10, tol = 1e-6): number {
+  const m = x.length;
+  const g = new Float64Array(m);
+  let fx = f(x, g);
+  const S: Float64Array[] = [];
+  const Yv: Float64Array[] = [];
+  const rho: number[] = [];
+  const dir = new Float64Array(m);
+  const xNew = new Float64Array(m);
+  const gNew = new Float64Array(m);
+  const alpha = new Float64Array(mem);
+  let it = 0;
+  for (; it < maxIter; it++) {
+    let gmax = 0;
+    for (let t = 0; t < m; t++) gmax = Math.max(gmax, Math.abs(g[t]));
+    if (gmax < tol * Math.max(1, Math.abs(fx))) break;
+    // two-loop recursion
+    for (let t = 0; t < m; t++) dir[t] = -g[t];
+    for (let h = S.length - 1; h >= 0; h--) {
+      let a = 0;
+      for (let t = 0; t < m; t++) a += S[h][t] * dir[t];
+      a *= rho[h];
+      alpha[h] = a;
+      for (let t = 0; t < m; t++) dir[t] -= a * Yv[h][t];
+    }
+    if (S.length > 0) {
+      const h = S.length - 1;
+      let yy = 0;
+      let sy = 0;
+      for (let t = 0; t < m; t++) {
+        yy += Yv[h][t] * Yv[h][t];
+        sy += S[h][t] * Yv[h][t];
+      }
+      const gamma = sy / yy;
+      for (let t = 0; t < m; t++) dir[t] *= gamma;
+    } else {
+      const gn = Math.sqrt(g.reduce((a, v) => a + v * v, 0));
+      for (let t = 0; t < m; t++) dir[t] /= Math.max(gn, 1);
+    }
+    for (let h = 0; h < S.length; h++) {
+      let b = 0;
+      for (let t = 0; t < m; t++) b += Yv[h][t] * dir[t];
+      b *= rho[h];
+      for (let t = 0; t < m; t++) dir[t] += S[h][t] * (alpha[h] - b);
+    }
+    let slope = 0;
+    for (let t = 0; t < m; t++) slope += g[t] * dir[t];
+    if (slope >= 0) {
+      // not a descent direction: restart from steepest descent
+      S.length = 0;
+      Yv.length = 0;
+      rho.length = 0;
+      for (let t = 0; t < m; t++) dir[t] = -g[t];
+      slope = -g.reduce((a, v) => a + v * v, 0);
+    }
+    // backtracking line search (Armijo)
+    let step = 1;
+    let fNew = 0;
+    let ok = false;
+    for (let ls = 0; ls < 40; ls++) {
+      for (let t = 0; t < m; t++) xNew[t] = x[t] + step * dir[t];
+      fNew = f(xNew, gNew);
+      if (fNew <= fx + 1e-4 * step * slope) {
+        ok = true;
+        break;
+      }
+      step *= 0.5;
+    }
+    if (!ok) break;
+    const s = new Float64Array(m);
+    const yv = new Float64Array(m);
+    let sy = 0;
+    for (let t = 0; t < m; t++) {
+      s[t] = xNew[t] - x[t];
+      yv[t] = gNew[t] - g[t];
+      sy += s[t] * yv[t];
+    }
+    x.set(xNew);
+    g.set(gNew);
+    const rel = Math.abs(fx - fNew) / Math.max(1, Math.abs(fx));
+    fx = fNew;
+    if (sy > 1e-12) {
+      S.push(s);
+      Yv.push(yv);
+      rho.push(1 / sy);
+      if (S.length > mem) {
+        S.shift();
+        Yv.shift();
+        rho.shift();
+      }
+    }
+    if (rel < 1e-10) {
+      it++;
+      break;
+    }
+  }
+  return it;
+}
+
+/**
+ * Out-of-fold predictions of the probe under stratified k-fold CV.
+ * X [n, d] raw features; returns the predicted class of every sample.
+ */
+export function crossValidatedPredictions(X: Float64Array, n: number, d: number, labels: Int32Array, nClasses: number, opts: ProbeOptions = {}): Int32Array {
+  const counts = new Int32Array(nClasses);
+  for (let i = 0; i < n; i++) counts[labels[i]]++;
+  let smallest = Infinity;
+  for (let c = 0; c < nClasses; c++) if (counts[c] > 0) smallest = Math.min(smallest, counts[c]);
+  const folds = Math.max(2, Math.min(opts.folds ?? 5, smallest));
+  const fold = stratifiedFolds(labels, nClasses, folds, opts.seed ?? 0);
+  const pred = new Int32Array(n);
+  for (let f = 0; f < folds; f++) {
+    const train: number[] = [];
+    const test: number[] = [];
+    for (let i = 0; i < n; i++) (fold[i] === f ? test : train).push(i);
+    if (test.length === 0) continue;
+    const mean = new Float64Array(d);
+    const sd = new Float64Array(d);
+    for (const i of train) for (let j = 0; j < d; j++) mean[j] += X[i * d + j];
+    for (let j = 0; j < d; j++) mean[j] /= train.length;
+    for (const i of train) for (let j = 0; j < d; j++) sd[j] += (X[i * d + j] - mean[j]) ** 2;
+    for (let j = 0; j < d; j++) sd[j] = Math.sqrt(sd[j] / train.length) || 1;
+    const Xt = new Float64Array(train.length * d);
+    const yt = new Int32Array(train.length);
+    train.forEach((i, r) => {
+      yt[r] = labels[i];
+      for (let j = 0; j < d; j++) Xt[r * d + j] = (X[i * d + j] - mean[j]) / sd[j];
+    });
+    const { W } = fitLogistic(Xt, train.length, d, yt, opts.C ?? 1, nClasses, opts.maxIter ?? 200);
+    const Xs = new Float64Array(test.length * d);
+    test.forEach((i, r) => {
+      for (let j = 0; j < d; j++) Xs[r * d + j] = (X[i * d + j] - mean[j]) / sd[j];
+    });
+    const p = predictLogistic(W, Xs, test.length, d, nClasses);
+    test.forEach((i, r) => (pred[i] = p[r]));
+  }
+  return pred;
+}

@@ -1,0 +1,418 @@
+/**
+ * t-SNE (van der Maaten & Hinton 2008) with Barnes–Hut gradients (van der Maaten 2014),
+ * following scikit-learn's optimizer: early exaggeration for the first 250 iterations with
+ * momentum 0.5, then momentum 0.8; per-coordinate gains (+0.2 when the gradient changes
+ * sign against the update, ×0.8 otherwise, at least 0.01), reset when the exaggeration
+ * ends; learning rate 'auto' = max(N / early_exaggeration / 4, 50); PCA initialisation
+ * scaled to standard deviation 1e-4 on the first axis.
+ *
+ * Step-wise API:
+ *   const t = await Tsne.create(X, n, d, opts);   // kNN, perplexity calibration, P
+ *   t.init();                                      // PCA or random start
+ *   t.step();  /  await t.stepAsync();             // one iteration
+ *   await t.run((it, t) => ...)                    // all iterations with a callback
+ *   t.klDivergence(); t.embedding
+ *
+ * The gradient of KL(P‖Q) with w_ij = 1/(1+|y_i−y_j|²), Z = Σ_{k≠l} w_kl, q = w/Z:
+ *   ∂C/∂y_i = 4 Σ_j (p_ij − q_ij) w_ij (y_i − y_j)
+ *           = 4 [Σ_j p_ij w_ij (y_i − y_j) − (1/Z) Σ_j w_ij² (y_i − y_j)].
+ * The attractive sum runs over the sparse P; the repulsive sums and Z come from the
+ * quadtree (or are exact). Every reduction runs in a fixed order, so the same seed gives
+ * identical coordinates with any number of threads.
+ */
+import { LobesError } from '../util/errors.js';
+import { Rng } from '../util/rng.js';
+import { checkPerplexity, conditionalP, jointP, neighboursFor, type SparseP } from './affinity.js';
+import { knn, type KnnResult } from './knn.js';
+import { pca } from './pca.js';
+import { QuadTree, repulsion } from './quadtree.js';
+import { TsnePool } from './pool.js';
+
+export interface TsneOptions {
+  /** Effective number of neighbours (default 30). */
+  perplexity?: number;
+  /** Barnes–Hut opening angle (default 0.5); 0 runs the exact O(N²) gradient. */
+  theta?: number;
+  /** Total iterations including early exaggeration (default 1000). */
+  iterations?: number;
+  /** Factor on P during the first `exaggerationIterations` (default 12). */
+  earlyExaggeration?: number;
+  /** Iterations of early exaggeration (default 250). */
+  exaggerationIterations?: number;
+  /** Step size, or 'auto' = max(N / earlyExaggeration / 4, 50) (default 'auto'). */
+  learningRate?: number | 'auto';
+  /** Momentum during / after early exaggeration (defaults 0.5 / 0.8). */
+  momentum?: [number, number];
+  /** 'pca' (default): first two principal components scaled to std 1e-4; 'random': N(0, 1e-4²); or given [n*2]. */
+  init?: 'pca' | 'random' | Float64Array;
+  /** Seed for the random initialisation and the PCA sketch (default 0). */
+  seed?: number;
+  /** Worker threads for kNN and repulsion (default 1 = this thread only). */
+  threads?: number;
+  /** Compute KL exactly (O(N²)) when N is at most this (default 5000). */
+  exactKlLimit?: number;
+  /** Start worker threads only from this many points (default 2000; below, threads cost more than they save). */
+  poolMinPoints?: number;
+}
+
+interface Resolved {
+  perplexity: number;
+  theta: number;
+  iterations: number;
+  earlyExaggeration: number;
+  exaggerationIterations: number;
+  learningRate: number;
+  momentum: [number, number];
+  seed: number;
+  threads: number;
+  exactKlLimit: number;
+}
+
+export class Tsne {
+  readonly n: number;
+  readonly P: SparseP;
+  readonly opts: Resolved;
+  /** Current embedding, interleaved x, y. */
+  Y: Float64Array;
+  /** Iterations done. */
+  iter = 0;
+  private update: Float64Array;
+  private gains: Float64Array;
+  private grad: Float64Array;
+  private Frep: Float64Array;
+  private Zi: Float64Array;
+  private tree: QuadTree;
+  private pool: TsnePool | null;
+  private initData: Float64Array | 'pca' | 'random';
+  private X: Float64Array | Float32Array;
+  private d: number;
+  /** Z of the last gradient evaluation. */
+  lastZ = 0;
+
+  private constructor(X: Float64Array | Float32Array, n: number, d: number, P: SparseP, opts: Resolved, init: Float64Array | 'pca' | 'random', pool: TsnePool | null) {
+    this.X = X;
+    this.n = n;
+    this.d = d;
+    this.P = P;
+    this.opts = opts;
+    this.initData = init;
+    this.pool = pool;
+    const shared = pool !== null;
+    const mk = (len: number) => new Float64Array(shared ? new SharedArrayBuffer(len * 8) : new ArrayBuffer(len * 8));
+    this.Y = mk(2 * n);
+    this.Frep = mk(2 * n);
+    this.Zi = mk(n);
+    this.update = new Float64Array(2 * n);
+    this.gains = new Float64Array(2 * n).fill(1);
+    this.grad = new Float64Array(2 * n);
+    this.tree = new QuadTree(n, shared);
+  }
+
+  /** Resolve options, compute the kNN graph and the joint P. */
+  static async create(X: Float64Array | Float32Array, n: number, d: number, options: TsneOptions = {}, onStage?: (stage: string) => void): Promise<Tsne> {
+    const perplexity = options.perplexity ?? 30;
+    if (n < 4) throw new LobesError(`t-SNE needs at least 4 points, got ${n}`);
+    checkPerplexity(perplexity, n);
+    const earlyExaggeration = options.earlyExaggeration ?? 12;
+    const lr = options.learningRate ?? 'auto';
+    const opts: Resolved = {
+      perplexity,
+      theta: options.theta ?? 0.5,
+      iterations: options.iterations ?? 1000,
+      earlyExaggeration,
+      exaggerationIterations: options.exaggerationIterations ?? 250,
+      learningRate: lr === 'auto' ? Math.max(n / earlyExaggeration / 4, 50) : lr,
+      momentum: options.momentum ?? [0.5, 0.8],
+      seed: options.seed ?? 0,
+      threads: Math.max(1, options.threads ?? 1),
+      exactKlLimit: options.exactKlLimit ?? 5000,
+    };
+    if (!(opts.theta >= 0 && opts.theta <= 1)) throw new LobesError(`theta must be in [0, 1], got ${opts.theta}`);
+    if (!Number.isInteger(opts.iterations) || opts.iterations < 0) throw new LobesError(`iterations must be a non-negative integer, got ${opts.iterations}`);
+    if (!(opts.learningRate > 0)) throw new LobesError(`learning rate must be positive, got ${opts.learningRate}`);
+    const k = neighboursFor(perplexity, n);
+    const pool = opts.threads > 1 && n >= (options.poolMinPoints ?? 2000) ? await TsnePool.start(opts.threads - 1) : null;
+    try {
+      onStage?.(`nearest neighbours (k = ${k})`);
+      let nn: KnnResult;
+      if (pool) nn = await pool.knn(X, n, d, k);
+      else nn = knn(X, n, d, k);
+      onStage?.('perplexity calibration');
+      const { P: Pc } = conditionalP(nn, n, perplexity);
+      const P = jointP(nn, Pc, n);
+      const init = options.init ?? 'pca';
+      if (init instanceof Float64Array && init.length !== 2 * n) throw new LobesError(`init has ${init.length} values, expected ${2 * n}`);
+      return new Tsne(X, n, d, P, opts, init, pool);
+    } catch (e) {
+      await pool?.close();
+      throw e;
+    }
+  }
+
+  /** Set the starting embedding and reset the optimizer state. */
+  init(): void {
+    const n = this.n;
+    const Y = this.Y;
+    if (this.initData instanceof Float64Array) {
+      Y.set(this.initData);
+    } else if (this.initData === 'random') {
+      const rng = new Rng(this.opts.seed);
+      for (let i = 0; i < 2 * n; i++) Y[i] = rng.normal() * 1e-4;
+    } else {
+      const r = pca(this.X, n, this.d, 2, { seed: this.opts.seed });
+      let m = 0;
+      for (let i = 0; i < n; i++) m += r.scores[2 * i];
+      m /= n;
+      let v = 0;
+      for (let i = 0; i < n; i++) v += (r.scores[2 * i] - m) ** 2;
+      const std = Math.sqrt(v / n) || 1;
+      for (let i = 0; i < 2 * n; i++) Y[i] = (r.scores[i] / std) * 1e-4;
+    }
+    this.update.fill(0);
+    this.gains.fill(1);
+    this.iter = 0;
+  }
+
+  /** Exaggeration factor in effect at the current iteration. */
+  get exaggeration(): number {
+    return this.iter < this.opts.exaggerationIterations ? this.opts.earlyExaggeration : 1;
+  }
+
+  /** One iteration using this thread only. */
+  step(): void {
+    this.computeRepulsionLocal();
+    this.applyStep();
+  }
+
+  /** One iteration, splitting the repulsion across worker threads when there are any. */
+  async stepAsync(): Promise<void> {
+    if (!this.pool || this.opts.theta === 0) {
+      this.step();
+      return;
+    }
+    this.tree.build(this.Y, this.n);
+    await this.pool.repulsion(this.tree, this.Y, this.n, this.opts.theta, this.Frep, this.Zi);
+    this.applyStep();
+  }
+
+  /** Run the remaining iterations; `onIteration` is called after each one. */
+  async run(onIteration?: (iter: number, t: Tsne) => void | Promise<void>): Promise<Float64Array> {
+    while (this.iter < this.opts.iterations) {
+      await this.stepAsync();
+      if (onIteration) await onIteration(this.iter, this);
+    }
+    return this.Y;
+  }
+
+  /** Release worker threads. */
+  async close(): Promise<void> {
+    await this.pool?.close();
+    this.pool = null;
+  }
+
+  private computeRepulsionLocal(): void {
+    if (this.opts.theta === 0) {
+      exactRepulsion(this.Y, this.n, this.Frep, this.Zi);
+    } else {
+      this.tree.build(this.Y, this.n);
+      repulsion(this.tree.t, this.Y, 0, this.n, this.opts.theta, this.Frep, this.Zi);
+    }
+  }
+
+  /** Gradient from the repulsion already in Frep/Zi, then the gains/momentum update. */
+  private applyStep(): void {
+    const n = this.n;
+    let Z = 0;
+    for (let i = 0; i < n; i++) Z += this.Zi[i];
+    this.lastZ = Z;
+    const ex = this.exaggeration;
+    attraction(this.P, this.Y, ex, this.grad);
+    const g = this.grad;
+    const invZ = 1 / Math.max(Z, 1e-300);
+    for (let t = 0; t < 2 * n; t++) g[t] = 4 * (g[t] - this.Frep[t] * invZ);
+    const mom = this.iter < this.opts.exaggerationIterations ? this.opts.momentum[0] : this.opts.momentum[1];
+    const lr = this.opts.learningRate;
+    const up = this.update;
+    const gains = this.gains;
+    const Y = this.Y;
+    for (let t = 0; t < 2 * n; t++) {
+      let gain = gains[t];
+      gain = up[t] * g[t] < 0 ? gain + 0.2 : gain * 0.8;
+      if (gain < 0.01) gain = 0.01;
+      gains[t] = gain;
+      const u = mom * up[t] - lr * gain * g[t];
+      up[t] = u;
+      Y[t] += u;
+    }
+    this.iter++;
+    if (this.iter === this.opts.exaggerationIterations) {
+      // scikit-learn starts a fresh optimizer (zero update, unit gains) when exaggeration ends
+      up.fill(0);
+      gains.fill(1);
+    }
+  }
+
+  /** The current embedding as a copy. */
+  get embedding(): Float64Array {
+    return Float64Array.from(this.Y);
+  }
+
+  /**
+   * KL(P‖Q) of the current embedding with the unexaggerated P: exact Z when N ≤ exactKlLimit,
+   * otherwise Z from the Barnes–Hut sums (as scikit-learn reports it).
+   */
+  klDivergence(): number {
+    const n = this.n;
+    let Z: number;
+    if (n <= this.opts.exactKlLimit || this.opts.theta === 0) {
+      Z = exactZ(this.Y, n);
+    } else {
+      const tree = new QuadTree(n);
+      tree.build(this.Y, n);
+      const F = new Float64Array(2 * n);
+      const Zi = new Float64Array(n);
+      repulsion(tree.t, this.Y, 0, n, this.opts.theta, F, Zi);
+      Z = 0;
+      for (let i = 0; i < n; i++) Z += Zi[i];
+    }
+    return klWithZ(this.P, this.Y, Z);
+  }
+}
+
+/** Attractive part: out_i = ex · Σ_j p_ij w_ij (y_i − y_j). */
+export function attraction(P: SparseP, Y: Float64Array, ex: number, out: Float64Array): void {
+  const { rowPtr, cols, vals } = P;
+  for (let i = 0; i < P.n; i++) {
+    const xi = Y[2 * i];
+    const yi = Y[2 * i + 1];
+    let fx = 0;
+    let fy = 0;
+    for (let t = rowPtr[i]; t < rowPtr[i + 1]; t++) {
+      const j = cols[t];
+      const dx = xi - Y[2 * j];
+      const dy = yi - Y[2 * j + 1];
+      const pw = vals[t] / (1 + dx * dx + dy * dy);
+      fx += pw * dx;
+      fy += pw * dy;
+    }
+    out[2 * i] = ex * fx;
+    out[2 * i + 1] = ex * fy;
+  }
+}
+
+/** Exact repulsive sums (O(N²)). */
+export function exactRepulsion(Y: Float64Array, n: number, F: Float64Array, Zi: Float64Array): void {
+  for (let i = 0; i < n; i++) {
+    const xi = Y[2 * i];
+    const yi = Y[2 * i + 1];
+    let z = 0;
+    let fx = 0;
+    let fy = 0;
+    for (let j = 0; j < n; j++) {
+      if (j === i) continue;
+      const dx = xi - Y[2 * j];
+      const dy = yi - Y[2 * j + 1];
+      const w = 1 / (1 + dx * dx + dy * dy);
+      z += w;
+      fx += w * w * dx;
+      fy += w * w * dy;
+    }
+    Zi[i] = z;
+    F[2 * i] = fx;
+    F[2 * i + 1] = fy;
+  }
+}
+
+/** Z = Σ_{i≠j} 1 / (1 + |y_i − y_j|²). */
+export function exactZ(Y: Float64Array, n: number): number {
+  let z = 0;
+  for (let i = 0; i < n; i++) {
+    const xi = Y[2 * i];
+    const yi = Y[2 * i + 1];
+    let zi = 0;
+    for (let j = i + 1; j < n; j++) {
+      const dx = xi - Y[2 * j];
+      const dy = yi - Y[2 * j + 1];
+      zi += 1 / (1 + dx * dx + dy * dy);
+    }
+    z += 2 * zi;
+  }
+  return z;
+}
+
+/** KL(P‖Q) = Σ p_ij log(p_ij / q_ij) over the nonzeros of P, q_ij = w_ij / Z. */
+export function klWithZ(P: SparseP, Y: Float64Array, Z: number): number {
+  let kl = 0;
+  const { rowPtr, cols, vals } = P;
+  const logZ = Math.log(Z);
+  for (let i = 0; i < P.n; i++) {
+    for (let t = rowPtr[i]; t < rowPtr[i + 1]; t++) {
+      const p = vals[t];
+      if (p <= 0) continue;
+      const j = cols[t];
+      const dx = Y[2 * i] - Y[2 * j];
+      const dy = Y[2 * i + 1] - Y[2 * j + 1];
+      // log q = -log(1 + d²) - log Z
+      kl += p * (Math.log(p) + Math.log(1 + dx * dx + dy * dy) + logZ);
+    }
+  }
+  return kl;
+}
+
+/** Exact gradient of KL(P‖Q) for a dense P [n, n] (for tests and small N). */
+export function exactGradient(Pd: Float64Array, Y: Float64Array, n: number): Float64Array {
+  let Z = 0;
+  const W = new Float64Array(n * n);
+  for (let i = 0; i < n; i++)
+    for (let j = 0; j < n; j++) {
+      if (i === j) continue;
+      const dx = Y[2 * i] - Y[2 * j];
+      const dy = Y[2 * i + 1] - Y[2 * j + 1];
+      W[i * n + j] = 1 / (1 + dx * dx + dy * dy);
+      Z += W[i * n + j];
+    }
+  const g = new Float64Array(2 * n);
+  for (let i = 0; i < n; i++)
+    for (let j = 0; j < n; j++) {
+      if (i === j) continue;
+      const w = W[i * n + j];
+      const m = 4 * (Pd[i * n + j] - w / Z) * w;
+      g[2 * i] += m * (Y[2 * i] - Y[2 * j]);
+      g[2 * i + 1] += m * (Y[2 * i + 1] - Y[2 * j + 1]);
+    }
+  return g;
+}
+
+/** KL(P‖Q) for a dense P (exact, for tests). */
+export function exactKl(Pd: Float64Array, Y: Float64Array, n: number): number {
+  const Z = exactZ(Y, n);
+  let kl = 0;
+  for (let i = 0; i < n; i++)
+    for (let j = 0; j < n; j++) {
+      const p = Pd[i * n + j];
+      if (i === j || p <= 0) continue;
+      const dx = Y[2 * i] - Y[2 * j];
+      const dy = Y[2 * i + 1] - Y[2 * j + 1];
+      kl += p * Math.log(p / (1 / (1 + dx * dx + dy * dy) / Z));
+    }
+  return kl;
+}
+
+/** The gradient the optimizer uses (sparse P, BH or exact repulsion), exposed for tests. */
+export function tsneGradient(P: SparseP, Y: Float64Array, theta: number, exaggeration = 1): Float64Array {
+  const n = P.n;
+  const F = new Float64Array(2 * n);
+  const Zi = new Float64Array(n);
+  if (theta === 0) exactRepulsion(Y, n, F, Zi);
+  else {
+    const tree = new QuadTree(n);
+    tree.build(Y, n);
+    repulsion(tree.t, Y, 0, n, theta, F, Zi);
+  }
+  let Z = 0;
+  for (let i = 0; i < n; i++) Z += Zi[i];
+  const g = new Float64Array(2 * n);
+  attraction(P, Y, exaggeration, g);
+  for (let t = 0; t < 2 * n; t++) g[t] = 4 * (g[t] - F[t] / Z);
+  return g;
+}

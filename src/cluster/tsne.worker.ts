@@ -1,0 +1,17 @@
+/** Worker side of TsnePool: kNN row ranges and Barnes–Hut repulsion ranges. */
+import { parentPort } from 'node:worker_threads';
+import { knnRows } from './knn.js';
+import { repulsion } from './quadtree.js';
+
+parentPort!.on('message', (m: any) => {
+  try {
+    if (m.cmd === 'knn') {
+      knnRows(m.X, m.n, m.d, m.k, m.start, m.end, m.indices, m.dist2);
+    } else if (m.cmd === 'rep') {
+      repulsion({ nodes: m.nodes, node: m.node, child: m.child } as any, m.Y, m.start, m.end, m.theta, m.F, m.Zi);
+    }
+    parentPort!.postMessage({ ok: true });
+  } catch (e: any) {
+    parentPort!.postMessage({ error: String(e?.message ?? e) });
+  }
+});

@@ -1,0 +1,253 @@
+import * as path from 'node:path';
+import { LobesError, UsageError } from '../util/errors.js';
+import { aspectOf } from './bessi.js';
+import { canonicalizeAbility } from './labels.js';
+import { parseJson, readUtf8, type Problem } from './read.js';
+import { checkParams, formatSpec, type ParsedSpec } from './spec.js';
+import type { Excluded, Sample } from './types.js';
+
+/** One record of a JSONL or CSV file: its fields and the line it starts on. */
+interface Row {
+  line: number;
+  get(field: string): unknown;
+  has(field: string): boolean;
+}
+
+export interface GenericResult {
+  samples: Sample[];
+  excluded: Excluded[];
+  problems: Problem[];
+  spec: string;
+  axes: string[];
+}
+
+interface GenericSpec {
+  text: string;
+  labels: string[];
+  id?: string;
+  bessi?: string;
+}
+
+function genericSpec(p: ParsedSpec, extra: string[]): GenericSpec {
+  checkParams(p, ['text', 'label', 'id', 'bessi', ...extra]);
+  if (!p.path) throw new UsageError(`${p.kind}: needs a file path`, `e.g. ${p.kind}:data.${p.kind}?text=text&label=label`);
+  const text = p.params.get('text');
+  const label = p.params.get('label');
+  if (!text) throw new UsageError(`dataset spec ${JSON.stringify(p.raw)}: needs text=FIELD`, `e.g. ${p.kind}:${p.path}?text=text&label=label`);
+  if (!label) throw new UsageError(`dataset spec ${JSON.stringify(p.raw)}: needs label=FIELD[,FIELD...]`, `e.g. ${p.kind}:${p.path}?text=${text}&label=label`);
+  const labels = label.split(',').map((s) => s.trim()).filter(Boolean);
+  if (new Set(labels).size !== labels.length) throw new UsageError(`dataset spec ${JSON.stringify(p.raw)}: a label field is named twice`);
+  const bessi = p.params.get('bessi');
+  if (bessi !== undefined && !labels.includes(bessi)) throw new UsageError(`dataset spec ${JSON.stringify(p.raw)}: bessi=${bessi} must be one of the label fields`);
+  if (bessi !== undefined && labels.includes('aspect')) throw new UsageError(`dataset spec ${JSON.stringify(p.raw)}: bessi= adds the axis "aspect", which is already a label field`);
+  return { text, labels, id: p.params.get('id'), bessi };
+}
+
+function scalar(v: unknown): string | null {
+  if (typeof v === 'string') return v;
+  if (typeof v === 'number' && Number.isFinite(v)) return String(v);
+  if (typeof v === 'boolean') return String(v);
+  return null;
+}
+
+/** Turn rows into samples, collecting every problem (missing fields, unknown labels, duplicate ids). */
+function rowsToSamples(rows: Row[], file: string, g: GenericSpec, out: GenericResult): void {
+  const seen = new Map<string, number>();
+  const base = path.basename(file);
+  for (const row of rows) {
+    const where = `line ${row.line}`;
+    const errs: string[] = [];
+    const t = row.get(g.text);
+    let text = '';
+    if (!row.has(g.text)) errs.push(`missing field ${JSON.stringify(g.text)}`);
+    else if (typeof t !== 'string') errs.push(`field ${JSON.stringify(g.text)} is not a string`);
+    else if (t.trim() === '') errs.push(`field ${JSON.stringify(g.text)} is empty`);
+    else text = t;
+    const labels: Record<string, string> = {};
+    for (const f of g.labels) {
+      if (!row.has(f)) {
+        errs.push(`missing label field ${JSON.stringify(f)}`);
+        continue;
+      }
+      const v = scalar(row.get(f));
+      if (v === null) errs.push(`label field ${JSON.stringify(f)} is not a string or number`);
+      else if (v.trim() === '') errs.push(`label field ${JSON.stringify(f)} is empty`);
+      else labels[f] = v.trim();
+    }
+    if (g.bessi && labels[g.bessi] !== undefined) {
+      const r = canonicalizeAbility(labels[g.bessi]);
+      if (r.ability) {
+        labels[g.bessi] = r.ability;
+        labels.aspect = aspectOf(r.ability);
+      } else {
+        errs.push(`unknown label ${JSON.stringify(labels[g.bessi])} in ${JSON.stringify(g.bessi)}: ${'reason' in r ? r.reason : ''}`);
+      }
+    }
+    let id = `${base}:${row.line}`;
+    if (g.id) {
+      const v = row.has(g.id) ? scalar(row.get(g.id)) : null;
+      if (v === null || v.trim() === '') errs.push(row.has(g.id) ? `id field ${JSON.stringify(g.id)} is empty or not a string` : `missing id field ${JSON.stringify(g.id)}`);
+      else id = v.trim();
+    }
+    if (errs.length === 0) {
+      const prev = seen.get(id);
+      if (prev !== undefined) errs.push(`duplicate id ${JSON.stringify(id)} (first on line ${prev})`);
+      else seen.set(id, row.line);
+    }
+    if (errs.length) {
+      for (const e of errs) out.problems.push({ file, where, reason: e, id });
+      continue;
+    }
+    out.samples.push({ id, text, labels, provenance: { file: base, line: String(row.line) } });
+  }
+}
+
+function axesOf(g: GenericSpec): string[] {
+  return g.bessi ? [...g.labels, 'aspect'] : [...g.labels];
+}
+
+export function loadJsonl(p: ParsedSpec): GenericResult {
+  const g = genericSpec(p, []);
+  const file = p.path;
+  const out: GenericResult = { samples: [], excluded: [], problems: [], spec: formatSpec('jsonl', p.path, p.params), axes: axesOf(g) };
+  const r = readUtf8(file);
+  if ('problem' in r) {
+    if (r.problem.reason === 'no such file') throw new LobesError('no such file', { file });
+    out.problems.push(r.problem);
+    return out;
+  }
+  const lines = r.text.split('\n');
+  const rows: Row[] = [];
+  lines.forEach((ln, i) => {
+    const s = ln.replace(/\r$/, '');
+    if (s.trim() === '') return;
+    const j = parseJson(s, file, 0, `line ${i + 1}`);
+    if ('problem' in j) return out.problems.push(j.problem);
+    const v = j.value;
+    if (typeof v !== 'object' || v === null || Array.isArray(v)) return out.problems.push({ file, where: `line ${i + 1}`, reason: 'expected a JSON object' });
+    const o = v as Record<string, unknown>;
+    rows.push({ line: i + 1, get: (f) => o[f], has: (f) => Object.prototype.hasOwnProperty.call(o, f) });
+  });
+  if (rows.length === 0 && out.problems.length === 0) out.problems.push({ file, reason: 'file is empty (no JSON lines)' });
+  rowsToSamples(rows, file, g, out);
+  return out;
+}
+
+/**
+ * RFC 4180 records: comma-separated fields, optional double quotes, "" for a quote inside
+ * quotes, CRLF or LF line ends, quoted fields may span lines. Returns records with the
+ * line each starts on, or problems (unterminated quote, stray quote).
+ */
+export function parseCsv(text: string, delimiter = ','): { records: { line: number; fields: string[] }[]; problems: { line: number; reason: string }[] } {
+  const records: { line: number; fields: string[] }[] = [];
+  const problems: { line: number; reason: string }[] = [];
+  let i = 0;
+  let line = 1;
+  const n = text.length;
+  while (i < n) {
+    const start = line;
+    const fields: string[] = [];
+    let bad: string | null = null;
+    for (;;) {
+      let field = '';
+      if (text[i] === '"') {
+        i++;
+        let closed = false;
+        while (i < n) {
+          const c = text[i];
+          if (c === '"') {
+            if (text[i + 1] === '"') {
+              field += '"';
+              i += 2;
+              continue;
+            }
+            i++;
+            closed = true;
+            break;
+          }
+          if (c === '\n') line++;
+          field += c;
+          i++;
+        }
+        if (!closed) {
+          bad = 'unterminated quoted field';
+          break;
+        }
+        if (i < n && text[i] !== delimiter && text[i] !== '\n' && text[i] !== '\r') {
+          bad = 'text after a closing quote (write "" for a quote inside a quoted field)';
+          while (i < n && text[i] !== '\n') i++;
+        }
+      } else {
+        while (i < n && text[i] !== delimiter && text[i] !== '\n' && !(text[i] === '\r' && text[i + 1] === '\n')) {
+          if (text[i] === '"' && !bad) bad = 'quote inside an unquoted field (quote the whole field and write "" for the quote)';
+          field += text[i];
+          i++;
+        }
+      }
+      fields.push(field);
+      if (i < n && text[i] === delimiter) {
+        i++;
+        continue;
+      }
+      break;
+    }
+    if (text[i] === '\r' && text[i + 1] === '\n') i++;
+    if (text[i] === '\n') {
+      i++;
+      line++;
+    } else if (text[i] === '\r') i++;
+    if (bad) {
+      problems.push({ line: start, reason: bad });
+      if (bad === 'unterminated quoted field') break;
+      continue;
+    }
+    if (fields.length === 1 && fields[0] === '') continue; // blank line
+    records.push({ line: start, fields });
+  }
+  return { records, problems };
+}
+
+export function loadCsv(p: ParsedSpec): GenericResult {
+  const g = genericSpec(p, ['delimiter']);
+  const d = p.params.get('delimiter') ?? ',';
+  const delimiter = d === 'tab' || d === '\\t' ? '\t' : d === 'semicolon' ? ';' : d;
+  if (delimiter.length !== 1 || delimiter === '"' || delimiter === '\n') throw new UsageError(`dataset spec ${JSON.stringify(p.raw)}: delimiter must be one character (or tab, semicolon)`);
+  const file = p.path;
+  const out: GenericResult = { samples: [], excluded: [], problems: [], spec: formatSpec('csv', p.path, p.params), axes: axesOf(g) };
+  const r = readUtf8(file);
+  if ('problem' in r) {
+    if (r.problem.reason === 'no such file') throw new LobesError('no such file', { file });
+    out.problems.push(r.problem);
+    return out;
+  }
+  const { records, problems } = parseCsv(r.text, delimiter);
+  for (const pr of problems) out.problems.push({ file, where: `line ${pr.line}`, reason: pr.reason });
+  if (records.length === 0) {
+    if (problems.length === 0) out.problems.push({ file, reason: 'file is empty (no header row)' });
+    return out;
+  }
+  const [header, ...body] = records;
+  const cols = header.fields.map((h) => h.trim());
+  const index = new Map<string, number>();
+  cols.forEach((c, k) => {
+    if (index.has(c)) out.problems.push({ file, where: `line ${header.line}`, reason: `column ${JSON.stringify(c)} appears twice in the header` });
+    else index.set(c, k);
+  });
+  const need = [g.text, ...g.labels, ...(g.id ? [g.id] : [])];
+  const missing = need.filter((c) => !index.has(c));
+  if (missing.length) {
+    out.problems.push({ file, where: `line ${header.line}`, reason: `header has no column ${missing.map((m) => JSON.stringify(m)).join(', ')} (columns: ${cols.join(', ')})` });
+    return out;
+  }
+  if (body.length === 0) out.problems.push({ file, reason: 'file has a header but no rows' });
+  const rows: Row[] = [];
+  for (const rec of body) {
+    if (rec.fields.length !== cols.length) {
+      out.problems.push({ file, where: `line ${rec.line}`, reason: `row has ${rec.fields.length} fields, the header has ${cols.length}` });
+      continue;
+    }
+    rows.push({ line: rec.line, get: (f) => rec.fields[index.get(f)!], has: (f) => index.has(f) });
+  }
+  rowsToSamples(rows, file, g, out);
+  return out;
+}

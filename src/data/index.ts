@@ -1,0 +1,59 @@
+/**
+ * Datasets: turn a spec string into labelled Samples.
+ *   builtin:NAME                       the built-in interpersonal-ability set (builtin:social)
+ *   socialeval:PATH[?options]          SocialEval world trees (one item per skill choice)
+ *   jsonl:PATH?text=F&label=F[,F...]   one JSON object per line
+ *   csv:PATH?text=F&label=F[,F...]     RFC 4180 CSV with a header row
+ * See docs/datasets.md.
+ */
+import { LobesError, LobesErrors, UsageError } from '../util/errors.js';
+import { loadBuiltin } from './builtin.js';
+import { loadCsv, loadJsonl } from './generic.js';
+import { problemError, type Problem } from './read.js';
+import { loadSocialEval } from './socialeval.js';
+import { parseSpec } from './spec.js';
+import type { Dataset, Excluded, LoadOptions, Sample } from './types.js';
+
+export type { Dataset, Sample, Excluded, LoadOptions } from './types.js';
+export { ABILITIES, ASPECTS, aspectOf } from './bessi.js';
+export { canonicalizeAbility, normalizeLabel } from './labels.js';
+export { DEFAULT_TEMPLATE } from './template.js';
+
+/** The dataset used when none is given. */
+export const DEFAULT_DATASET = 'builtin:social';
+
+/**
+ * Load a dataset. Invalid input (unreadable or mis-encoded files, invalid JSON, missing
+ * fields, unknown labels, duplicate ids) fails with a LobesErrors listing every problem,
+ * unless opts.skipInvalid, in which case each invalid item is reported in `excluded`.
+ */
+export async function loadDataset(spec: string, opts: LoadOptions = {}): Promise<Dataset> {
+  const p = parseSpec(spec);
+  let r: { samples: Sample[]; excluded: Excluded[]; problems: Problem[]; spec: string; axes: string[] };
+  switch (p.kind) {
+    case 'builtin':
+      r = { ...loadBuiltin(p), problems: [] };
+      break;
+    case 'socialeval':
+      r = loadSocialEval(p);
+      break;
+    case 'jsonl':
+      r = loadJsonl(p);
+      break;
+    case 'csv':
+      r = loadCsv(p);
+      break;
+    default:
+      throw new UsageError(`unknown dataset kind ${JSON.stringify(p.kind)} in ${JSON.stringify(spec)}`, 'kinds: builtin, socialeval, jsonl, csv');
+  }
+  if (r.problems.length > 0) {
+    if (!opts.skipInvalid) {
+      throw new LobesErrors(`dataset ${spec} has invalid input`, r.problems.map(problemError), { hint: 'fix the input, or pass --skip-invalid to leave those items out' });
+    }
+    for (const pr of r.problems) r.excluded.push({ id: pr.id ?? [pr.file, pr.where].filter(Boolean).join(': '), file: pr.file, where: pr.where, reason: `invalid: ${pr.reason}` });
+  }
+  if (r.samples.length === 0) {
+    throw new LobesError(`dataset ${spec} has no samples${r.excluded.length ? ` (${r.excluded.length} excluded; first: ${r.excluded[0].reason})` : ''}`, { hint: 'check the filters and the input' });
+  }
+  return { spec: r.spec, samples: r.samples, excluded: r.excluded, axes: r.axes };
+}

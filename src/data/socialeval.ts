@@ -1,0 +1,320 @@
+import { readdirSync, statSync } from 'node:fs';
+import * as path from 'node:path';
+import { LobesError, UsageError } from '../util/errors.js';
+import { ABILITIES, aspectOf } from './bessi.js';
+import { canonicalizeAbility, type Resolution } from './labels.js';
+import { parseJson, readUtf8, type Problem } from './read.js';
+import { boolParam, checkParams, formatSpec, type ParsedSpec } from './spec.js';
+import { applyTemplate, templateFromSpec } from './template.js';
+import { filtersFromSpec, keep } from './filters.js';
+import type { Excluded, Sample } from './types.js';
+
+/** How the ability of one skill choice was decided (kept in extras.labelRule). */
+export interface ChoiceLabel {
+  abilities: string[];
+  rule: string;
+  /** The question's own label when it resolves to different abilities (the choice's label is used). */
+  questionSkill?: string[];
+}
+
+export interface SocialEvalLoad {
+  samples: Sample[];
+  excluded: Excluded[];
+  problems: Problem[];
+  /** Skill choices seen, per language, and how many had a single ability that resolved. */
+  stats: Record<'en' | 'zh', { choices: number; single: number; singleResolved: number; composite: number; unresolved: number }>;
+}
+
+const isObj = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
+const CJK_END = /[\u3000-\u9fff\uff00-\uffef]$/;
+const CJK_START = /^[\u3000-\u9fff\uff00-\uffef]/;
+
+/** Join pieces of a question that the published files split across list entries. */
+function joinPieces(a: string, b: string): string {
+  if (!a) return b;
+  if (/\s$/.test(a) || /^\s/.test(b) || CJK_END.test(a) || CJK_START.test(b)) return a + b;
+  return a + ' ' + b;
+}
+
+/** The parts of a "skill question" entry: question text, label fragments, explicit #skill# labels. */
+export function splitQuestion(q: unknown): { question: string; fragments: string[]; explicit: string[] } {
+  const items = typeof q === 'string' ? [q] : Array.isArray(q) ? q.filter((x): x is string => typeof x === 'string') : [];
+  let question = '';
+  const fragments: string[] = [];
+  const explicit: string[] = [];
+  let first = true;
+  for (const raw of items) {
+    const t = raw.replace(/[\u0000-\u001f]/g, ' ').trim();
+    if (!t) continue;
+    if (first) {
+      let q = t.replace(/#question#/gi, '');
+      // Labels and states written inline after the question: "...?  #skill#Teamwork Skill".
+      const st = /\s*#state#.*$/is.exec(q);
+      if (st) q = q.slice(0, st.index);
+      const sk = /\s*(?:#+skill#?|\{skill\})\s*(.*)$/is.exec(q);
+      if (sk) {
+        if (sk[1].trim()) explicit.push(sk[1].trim());
+        q = q.slice(0, sk.index);
+      }
+      question = q.trim();
+      first = false;
+      continue;
+    }
+    if (/^#state#/i.test(t)) continue;
+    const m = /^(?:#+skill#?|\{skill\}|skill#)\s*(.*)$/i.exec(t);
+    if (m) {
+      if (m[1].trim()) explicit.push(m[1].trim());
+      continue;
+    }
+    if (t.includes('#question#')) {
+      question = joinPieces(question, t.replace(/#question#/gi, '').trim());
+      continue;
+    }
+    if (/[?？]$/.test(t) || CJK_START.test(t)) {
+      question = joinPieces(question, raw.replace(/[\u0000-\u001f]/g, ' ').replace(/\s+$/, ''));
+      continue;
+    }
+    fragments.push(t);
+  }
+  return { question: question.trim(), fragments, explicit };
+}
+
+function uniq<T>(xs: T[]): T[] {
+  return [...new Set(xs)];
+}
+
+function describe(r: Resolution, raw: string): string {
+  return `label ${JSON.stringify(raw)}: ${'reason' in r ? r.reason : 'resolved'}`;
+}
+
+/**
+ * Decide the abilities of one skill choice from its labels: the choice's `skill` list, the
+ * label fragments and #skill# labels that the files put in the question list, and the
+ * question's own `skill` list. Returns the abilities or the reason the choice is left out.
+ */
+export function resolveChoiceLabels(choiceSkill: string[], questionSkill: string[], fragments: string[], explicit: string[], requireAgreement = false): ChoiceLabel | { reason: string } {
+  const rules: string[] = [];
+  const resolveList = (labels: string[], allowFragments: boolean): { abilities: string[]; failures: string[] } => {
+    const abilities: string[] = [];
+    const failures: string[] = [];
+    for (const raw of labels) {
+      const r1 = canonicalizeAbility(raw);
+      let r2: Resolution | null = null;
+      if (allowFragments && fragments.length > 0 && labels.length === 1) r2 = canonicalizeAbility(raw.replace(/\s+$/, '') + ' ' + fragments.join(' '));
+      if (r1.ability) {
+        if (r2?.ability && r2.ability !== r1.ability) {
+          failures.push(`label ${JSON.stringify(raw)} reads ${r1.ability} but with the fragment ${JSON.stringify(fragments.join(' '))} it reads ${r2.ability}`);
+          continue;
+        }
+        abilities.push(r1.ability);
+        rules.push(r1.rule);
+      } else if (r2?.ability) {
+        abilities.push(r2.ability);
+        rules.push('completed from question list');
+      } else failures.push(describe(r1, raw));
+    }
+    return { abilities: uniq(abilities), failures };
+  };
+
+  const primary = choiceSkill.filter((s) => s.trim() !== '');
+  const secondaryRaw = questionSkill.filter((s) => s.trim() !== '');
+  const secondary = resolveList(secondaryRaw.length ? secondaryRaw : explicit, secondaryRaw.length > 0);
+  if (primary.length === 0) {
+    if (secondaryRaw.length === 0 && explicit.length === 0) return { reason: 'no skill label on the choice or its question' };
+    if (secondary.failures.length) return { reason: `choice has no skill label; question ${secondary.failures.join('; ')}` };
+    return { abilities: secondary.abilities.sort(), rule: 'from question skill: ' + uniq(rules).join('+') };
+  }
+  const main = resolveList(primary, true);
+  if (main.failures.length === 0) {
+    // The choice's label is the item's label; the question's own label, when it resolves
+    // to something else, is recorded (and with agree=1 the choice is left out).
+    let disagreement: string | undefined;
+    if (secondary.failures.length === 0 && secondary.abilities.length > 0) {
+      const a = [...main.abilities].sort().join('|');
+      const b = [...secondary.abilities].sort().join('|');
+      if (a !== b) disagreement = `labels disagree: choice says ${main.abilities.join(' + ')}, question says ${secondary.abilities.join(' + ')}`;
+    }
+    if (disagreement && requireAgreement) return { reason: disagreement + ' (agree=1)' };
+    return { abilities: main.abilities.sort(), rule: uniq(rules).join('+'), ...(disagreement ? { questionSkill: secondary.abilities } : {}) };
+  }
+  // Fall back on the question's label when the choice label cannot be read.
+  if (secondary.failures.length === 0 && secondary.abilities.length > 0 && secondary.abilities.length >= main.abilities.length && main.abilities.every((a) => secondary.abilities.includes(a))) {
+    return { abilities: secondary.abilities.sort(), rule: 'from question skill' };
+  }
+  return { reason: main.failures.join('; ') };
+}
+
+/** One file's language and orientation from its name: `[self,altruism]_en_...` / `_cn_`. */
+export function fileFacts(file: string): { language?: 'en' | 'zh'; orientation?: string } {
+  const base = path.basename(file);
+  const language = /_en_/i.test(base) ? 'en' : /_(cn|zh)_/i.test(base) ? 'zh' : undefined;
+  const m = /^\[\s*(-?[01])\s*,\s*(-?[01])\s*\]/.exec(base);
+  return { language, orientation: m ? `[${Number(m[1])},${Number(m[2])}]` : undefined };
+}
+
+function listFiles(p: string): string[] {
+  let st;
+  try {
+    st = statSync(p);
+  } catch {
+    throw new LobesError('no such file or folder', { file: p, hint: 'socialeval:PATH takes the worldtree_data folder or one of its .json files' });
+  }
+  if (st.isFile()) return [p];
+  const files = readdirSync(p).filter((n) => n.toLowerCase().endsWith('.json')).sort().map((n) => path.join(p, n));
+  if (files.length === 0) throw new LobesError('folder has no .json world-tree files', { file: p });
+  return files;
+}
+
+export interface SocialEvalOptions {
+  template: string;
+  includeComposite: boolean;
+  /** Leave out choices whose question label resolves to different abilities. */
+  requireAgreement?: boolean;
+}
+
+/** Read every world-tree file under `root`; nothing is filtered here. */
+export function readSocialEval(root: string, opts: SocialEvalOptions): SocialEvalLoad {
+  const out: SocialEvalLoad = {
+    samples: [],
+    excluded: [],
+    problems: [],
+    stats: { en: { choices: 0, single: 0, singleResolved: 0, composite: 0, unresolved: 0 }, zh: { choices: 0, single: 0, singleResolved: 0, composite: 0, unresolved: 0 } },
+  };
+  const seen = new Map<string, string>();
+  for (const file of listFiles(root)) {
+    const shown = file;
+    const facts = fileFacts(file);
+    const stem = path.basename(file).replace(/\.json$/i, '');
+    const bad = (where: string | undefined, reason: string, id?: string) => out.problems.push({ file: shown, where, reason, id });
+    if (!facts.language) bad(undefined, 'file name has neither _en_ nor _cn_, so its language is unknown (name files like [1,0]_en_example_3.json)');
+    if (!facts.orientation) bad(undefined, 'file name does not start with the [self,altruism] orientation, e.g. [1,-1]_en_example_0.json');
+    const r = readUtf8(file);
+    if ('problem' in r) {
+      out.problems.push(r.problem);
+      continue;
+    }
+    if (r.text.trim() === '') {
+      bad(undefined, 'file is empty');
+      continue;
+    }
+    const j = parseJson(r.text, shown);
+    if ('problem' in j) {
+      out.problems.push(j.problem);
+      continue;
+    }
+    if (!facts.language || !facts.orientation) continue;
+    const doc = j.value;
+    if (!isObj(doc)) {
+      bad(undefined, 'expected a JSON object with "interactive_plot"');
+      continue;
+    }
+    const plot = doc.interactive_plot;
+    if (!Array.isArray(plot)) {
+      bad('interactive_plot', plot === undefined ? 'missing field "interactive_plot"' : '"interactive_plot" is not a list');
+      continue;
+    }
+    const scenario = typeof doc.scenario === 'string' ? doc.scenario.trim() : '';
+    // Some published trees have "scenario": null; with a template that uses {scenario} their items are left out.
+    const noScenario = opts.template.includes('{scenario}') && !scenario;
+    const lang = facts.language;
+    plot.forEach((node, ni) => {
+      if (!isObj(node)) return bad(`interactive_plot[${ni}]`, 'node is not an object');
+      const nodeId = typeof node.cid === 'number' || typeof node.cid === 'string' ? String(node.cid) : null;
+      if (nodeId === null) return bad(`interactive_plot[${ni}]`, 'node has no "cid"');
+      const choices = node.choices;
+      if (choices === undefined) return;
+      if (!Array.isArray(choices)) return bad(`node ${nodeId}`, '"choices" is not a list');
+      choices.forEach((ch, ci) => {
+        if (!isObj(ch)) return bad(`node ${nodeId}, choice #${ci}`, 'choice is not an object');
+        if (ch.type !== 'skill choice') return;
+        const choiceId = typeof ch.cid === 'number' || typeof ch.cid === 'string' ? String(ch.cid) : `#${ci}`;
+        const where = `node ${nodeId}, choice ${choiceId}`;
+        const id = `${stem}/${nodeId}/${choiceId}`;
+        out.stats[lang].choices++;
+        const prev = seen.get(id);
+        if (prev) return bad(where, `duplicate item id ${id} (also at ${prev})`, id);
+        seen.set(id, `${shown}: ${where}`);
+        const exclude = (reason: string) => out.excluded.push({ id, file: shown, where, reason });
+        // Labels.
+        if (ch.skill !== undefined && !(Array.isArray(ch.skill) && ch.skill.every((s) => typeof s === 'string'))) {
+          return bad(where, '"skill" is not a list of strings', id);
+        }
+        const choiceSkill = (ch.skill as string[] | undefined) ?? [];
+        const confusion = Array.isArray(ch.confusion) ? ch.confusion.filter(isObj) : [];
+        const sq = confusion.find((c) => c.type === 'skill question');
+        const qs = sq ? splitQuestion(sq.question) : { question: '', fragments: [], explicit: [] };
+        const qSkill = sq && Array.isArray(sq.skill) ? sq.skill.filter((s): s is string => typeof s === 'string') : [];
+        const lab = resolveChoiceLabels(choiceSkill, qSkill, qs.fragments, qs.explicit, opts.requireAgreement);
+        const distinctRaw = new Set(choiceSkill.map((s) => canonicalizeAbility(s).ability ?? s.trim().toLowerCase()).filter(Boolean));
+        const single = 'abilities' in lab ? lab.abilities.length === 1 : distinctRaw.size <= 1;
+        if (single) out.stats[lang].single++;
+        if ('reason' in lab) {
+          out.stats[lang].unresolved++;
+          return exclude(lab.reason);
+        }
+        if (single) out.stats[lang].singleResolved++;
+        else out.stats[lang].composite++;
+        if (!single && !opts.includeComposite) return exclude(`composite: ${lab.abilities.join(' + ')} (add composite=include to keep)`);
+        if (noScenario) return exclude('the world tree has no scenario and the template uses {scenario}');
+        // Question.
+        if (!sq) return exclude('no skill question');
+        if (!qs.question) return exclude('skill question is empty');
+        // Utterance.
+        const content = ch.content;
+        let speaker = '';
+        let response = '';
+        if (isObj(content)) {
+          if (content.role === 'stage') return exclude('stage placeholder: the choice carries no utterance');
+          if (typeof content.content !== 'string') return bad(where, 'choice "content" has no text', id);
+          speaker = typeof content.role === 'string' ? content.role : '';
+          response = content.content;
+        } else if (Array.isArray(content)) {
+          const parts = content.filter((c): c is Record<string, unknown> => isObj(c) && typeof c.content === 'string' && c.role !== 'state' && c.role !== 'stage');
+          if (parts.length === 0) return exclude('choice content holds no utterance (only state/stage entries)');
+          speaker = typeof parts[0].role === 'string' ? parts[0].role : '';
+          response = parts.map((c) => c.content as string).join(' ');
+        } else return bad(where, content === undefined ? 'choice has no "content"' : 'choice "content" is neither an object nor a list', id);
+        response = response.trim();
+        if (!response) return exclude('the correct utterance is empty');
+        const distractors = confusion
+          .filter((c) => c.type === 'skill confusion' && isObj(c.content) && typeof (c.content as any).content === 'string')
+          .map((c) => ((c.content as any).content as string).trim());
+        const ability = lab.abilities.join(' + ');
+        const aspects = uniq(lab.abilities.map(aspectOf));
+        out.samples.push({
+          id,
+          text: applyTemplate(opts.template, { question: qs.question, response, speaker, scenario }),
+          labels: { aspect: aspects.join(' + '), ability, language: lang, orientation: facts.orientation! },
+          provenance: { file: path.basename(file), node: nodeId, choice: choiceId },
+          extras: { question: qs.question, response, speaker, distractors, rawSkill: choiceSkill, labelRule: lab.rule, ...(lab.questionSkill ? { questionSkill: lab.questionSkill } : {}) },
+        });
+      });
+    });
+  }
+  return out;
+}
+
+export const SOCIALEVAL_KEYS = ['lang', 'orientation', 'aspect', 'ability', 'composite', 'agree', 'template', 'scenario', 'speaker'];
+
+export function loadSocialEval(p: ParsedSpec): { samples: Sample[]; excluded: Excluded[]; problems: Problem[]; spec: string; axes: string[] } {
+  checkParams(p, SOCIALEVAL_KEYS);
+  if (!p.path) throw new UsageError('socialeval: needs a path', 'e.g. socialeval:../shared/socialeval/worldtree_data?lang=en');
+  const includeComposite = boolParam(p, 'composite');
+  const template = templateFromSpec(p, (k) => boolParam(p, k));
+  const filters = filtersFromSpec(p, ABILITIES.map((a) => a.name));
+  const r = readSocialEval(p.path, { template, includeComposite, requireAgreement: boolParam(p, 'agree') });
+  const samples = r.samples.filter((s) => keep(s, filters));
+  const excluded = r.excluded.filter((e) => {
+    // Keep exclusions of the selected language/orientation only.
+    const facts = fileFacts(e.file ?? '');
+    if (filters.lang && facts.language !== filters.lang) return false;
+    if (filters.orientation && facts.orientation) {
+      const m = /^\[(-?\d),(-?\d)\]$/.exec(facts.orientation)!;
+      if (filters.orientation === 'self' && m[1] !== '1') return false;
+      if (filters.orientation === 'altruism' && m[2] !== '1') return false;
+      if (filters.orientation.startsWith('[') && filters.orientation !== facts.orientation) return false;
+    }
+    return true;
+  });
+  return { samples, excluded, problems: r.problems, spec: formatSpec('socialeval', p.path, p.params), axes: ['aspect', 'ability', 'language', 'orientation'] };
+}

@@ -1,0 +1,379 @@
+/**
+ * Capture-point discovery by graph structure.
+ *
+ * Per decoder layer: the MLP (gate and up projections reading the same value, an activation
+ * on the gate — Sigmoid·x or a fused op — their product, the down projection reading it) and
+ * the residual sum the down projection flows into (an Add, or the sum output of a
+ * Skip(Simplified)LayerNormalization). Finally the lm_head projection feeding a graph output;
+ * its input is the final normalized hidden state. Layers are numbered along the residual
+ * stream. Names of nodes and values are never looked at.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { ModelArch } from '../store/types.js';
+import type { CapturePoint, ProjectionRef } from './types.js';
+import { LobesError } from '../util/errors.js';
+import { GraphIndex, PASSTHROUGH } from '../onnx/graph.js';
+import { attrInt, dataTypeName, getAttr, type LoadedModel, type NodeProto } from '../onnx/model.js';
+
+/** A projection: a matrix product with a constant weight. */
+export interface Projection extends Omit<ProjectionRef, 'proj'> {
+  node: NodeProto;
+  /** Activation input value. */
+  x: string;
+  /** Output value. */
+  y: string;
+  /** ONNX data type of the weight (scales for MatMulNBits). */
+  weightType: number | undefined;
+}
+
+/** Where a capture point's tensor comes from. */
+export type PointSource = { kind: 'value'; value: string } | { kind: 'sum'; inputs: string[] };
+
+export interface DiscoveredPoint extends CapturePoint {
+  source: PointSource;
+  /** Layer index, or -1 for final.hidden. */
+  layer: number;
+}
+
+export interface MlpMatch {
+  gate: Projection;
+  up: Projection;
+  down: Projection;
+  act: string;
+  /** Input value of the gate projection (the MLP input). */
+  input: string;
+  resid: PointSource | null;
+  /** A value downstream of the residual sum, used to check layer order. */
+  residAnchor: string | null;
+}
+
+export interface Discovery {
+  arch: ModelArch;
+  points: DiscoveredPoint[];
+  mlps: MlpMatch[];
+  lmHead: Projection;
+  /** Activation function found in the MLPs. */
+  activation: string;
+  index: GraphIndex;
+}
+
+const FUSED_ACT: Record<string, string> = {
+  Silu: 'silu',
+  Swish: 'silu',
+  QuickGelu: 'quick_gelu',
+  Gelu: 'gelu',
+  FastGelu: 'gelu',
+  BiasGelu: 'gelu',
+  Relu: 'relu',
+  Mish: 'mish',
+};
+
+const SKIP_NORMS = new Set(['SkipSimplifiedLayerNormalization', 'SkipLayerNormalization']);
+
+/** The projection computed by node `n`, or null. */
+export function asProjection(g: GraphIndex, n: NodeProto): Projection | null {
+  const dom = n.domain ?? '';
+  if ((n.opType === 'MatMul' && dom === '') || (n.opType === 'Gemm' && dom === '')) {
+    if (n.opType === 'Gemm' && attrInt(n, 'transA', 0) !== 0) return null;
+    let w = n.input[1];
+    if (!w) return null;
+    let transposed = n.opType === 'Gemm' && attrInt(n, 'transB', 0) === 1;
+    // Look through Cast/Identity and a 2-D Transpose to the stored weight.
+    for (let k = 0; k < 4; k++) {
+      if (g.constTensor(w)) break;
+      const p = g.prod(w);
+      if (!p || p.domain) return null;
+      if (PASSTHROUGH.has(p.opType)) w = p.input[0]!;
+      else if (p.opType === 'Transpose') {
+        const perm = getAttr(p, 'perm')?.ints?.map(Number);
+        if (perm && !(perm.length === 2 && perm[0] === 1 && perm[1] === 0)) return null;
+        transposed = !transposed;
+        w = p.input[0]!;
+      } else return null;
+    }
+    const t = g.constTensor(w);
+    if (!t || t.dims.length !== 2) return null;
+    const [r, c] = t.dims as [number, number];
+    return {
+      node: n,
+      op: n.opType,
+      weight: w!,
+      layout: transposed ? 'out_in' : 'in_out',
+      dIn: transposed ? c : r,
+      dOut: transposed ? r : c,
+      x: n.input[0]!,
+      y: n.output[0]!,
+      weightType: t.dataType,
+    };
+  }
+  if (n.opType === 'MatMulNBits' && dom === 'com.microsoft') {
+    const w = n.input[1];
+    const t = g.constTensor(w);
+    if (!w || !t) return null;
+    const scales = n.input[2] || undefined;
+    const zp = n.input[3] || undefined;
+    const st = g.constTensor(scales);
+    const ref: Projection = {
+      node: n,
+      op: 'MatMulNBits',
+      weight: w,
+      layout: 'nbits',
+      dIn: attrInt(n, 'K', 0),
+      dOut: attrInt(n, 'N', 0),
+      bits: attrInt(n, 'bits', 4),
+      blockSize: attrInt(n, 'block_size', 32),
+      x: n.input[0]!,
+      y: n.output[0]!,
+      weightType: st?.dataType,
+    };
+    if (scales) ref.scales = scales;
+    if (zp) ref.zeroPoints = zp;
+    return ref;
+  }
+  return null;
+}
+
+/** If `a` is act(g) (fused op or g·Sigmoid(g), possibly g·Sigmoid(α·g)), return [g, act name]. */
+function activationOf(g: GraphIndex, a: string): [string, string] | null {
+  const p = g.prod(g.skipBack(a));
+  if (!p) return null;
+  const fused = FUSED_ACT[p.opType];
+  if (fused) return [p.input[0]!, fused];
+  if (p.opType === 'Mul' && !p.domain) {
+    for (let k = 0; k < 2; k++) {
+      const s = g.prod(g.skipBack(p.input[k]!));
+      const x = g.skipBack(p.input[1 - k]!);
+      if (!s || s.opType !== 'Sigmoid' || s.domain) continue;
+      const sin = g.skipBack(s.input[0]!);
+      if (sin === x) return [p.input[1 - k]!, 'silu'];
+      // Sigmoid(α·x): QuickGelu-style.
+      const m = g.prod(sin);
+      if (m && m.opType === 'Mul' && !m.domain) {
+        for (let j = 0; j < 2; j++) {
+          if (g.skipBack(m.input[j]!) === x && g.constNumbers(m.input[1 - j]!)?.length === 1) return [p.input[1 - k]!, 'quick_gelu'];
+        }
+      }
+    }
+  }
+  return null;
+}
+
+function residualAfter(g: GraphIndex, down: Projection): { src: PointSource; anchor: string } | null {
+  for (const [c, v] of g.consThrough(down.y)) {
+    if (c.opType === 'Add' && !c.domain) {
+      return { src: { kind: 'value', value: c.output[0]! }, anchor: c.output[0]! };
+    }
+    if (SKIP_NORMS.has(c.opType) && c.domain === 'com.microsoft') {
+      const at = c.input.indexOf(v);
+      if (at !== 0 && at !== 1) continue;
+      if (c.output[3]) return { src: { kind: 'value', value: c.output[3] }, anchor: c.output[3] };
+      // The sum is not an output of this node (the last layer): rebuild it as input + skip (+ bias).
+      const bias = c.opType === 'SkipSimplifiedLayerNormalization' ? c.input[3] : c.input[4];
+      const inputs = [c.input[0]!, c.input[1]!];
+      if (bias) inputs.push(bias);
+      return { src: { kind: 'sum', inputs }, anchor: c.output[0]! };
+    }
+  }
+  return null;
+}
+
+function readJson(p: string): any {
+  try {
+    return existsSync(p) ? JSON.parse(readFileSync(p, 'utf8')) : null;
+  } catch {
+    return null;
+  }
+}
+
+function shortDtype(t: number | undefined): string {
+  const n = dataTypeName(t);
+  return n === 'float32' ? 'fp32' : n === 'float16' ? 'fp16' : n === 'bfloat16' ? 'bf16' : n;
+}
+
+function unsupported(file: string, what: string, hint?: string): LobesError {
+  return new LobesError(`unsupported graph: ${what}`, {
+    file,
+    hint: hint ?? 'lobes needs a Llama-class decoder (gate/up/down MLP, residual stream, lm_head); run `lobes inspect` for details',
+  });
+}
+
+/** Find every capture point of a loaded model. Throws a LobesError naming the missing part. */
+export function discover(m: LoadedModel, modelDir: string): Discovery {
+  const file = m.file;
+  const g = new GraphIndex(m.model.graph!);
+
+  const projs = new Map<NodeProto, Projection>();
+  for (const n of g.nodes) {
+    const p = asProjection(g, n);
+    if (p) projs.set(n, p);
+  }
+  if (projs.size === 0) throw unsupported(file, 'no projections (MatMul, Gemm or MatMulNBits with a constant weight) found');
+  const projOf = (v: string): Projection | undefined => {
+    const n = g.prod(g.skipBack(v));
+    return n ? projs.get(n) : undefined;
+  };
+
+  // MLPs: Mul(act(gate(x)), up(x)) read by a down projection.
+  const mlps: MlpMatch[] = [];
+  let sawGateUp = false;
+  for (const n of g.nodes) {
+    if (n.opType !== 'Mul' || n.domain || n.input.length !== 2) continue;
+    let match: Omit<MlpMatch, 'down' | 'resid' | 'residAnchor'> | null = null;
+    for (let k = 0; k < 2 && !match; k++) {
+      const up = projOf(n.input[1 - k]!);
+      const act = activationOf(g, n.input[k]!);
+      if (!up || !act) continue;
+      const gate = projOf(act[0]);
+      if (!gate || gate === up) continue;
+      if (g.skipBack(gate.x) !== g.skipBack(up.x)) continue;
+      match = { gate, up, act: act[1], input: gate.x };
+    }
+    if (!match) continue;
+    sawGateUp = true;
+    const downs = g.consThrough(n.output[0]!).map(([c]) => projs.get(c)).filter((p): p is Projection => !!p);
+    if (downs.length !== 1) continue;
+    const down = downs[0]!;
+    const r = residualAfter(g, down);
+    mlps.push({ ...match, down, resid: r?.src ?? null, residAnchor: r?.anchor ?? null });
+  }
+  if (mlps.length === 0) {
+    throw unsupported(
+      file,
+      sawGateUp
+        ? 'found gate ⊙ up products but no down projection reading one'
+        : 'no gated MLP found (no Mul of an activated projection (gate: Sigmoid·x or Silu/QuickGelu/Gelu) with a second projection (up) of the same input)',
+    );
+  }
+  mlps.sort((a, b) => g.order.get(a.down.node)! - g.order.get(b.down.node)!);
+
+  // Order along the residual stream: each layer's MLP input must descend from the previous layer's residual sum.
+  for (let i = 0; i < mlps.length; i++) {
+    const l = mlps[i]!;
+    if (!l.resid || !l.residAnchor) {
+      throw unsupported(file, `layer ${i}: the down projection output does not flow into a residual Add or SkipSimplifiedLayerNormalization`);
+    }
+    if (i > 0 && !g.reaches(mlps[i - 1]!.residAnchor!, l.input)) {
+      throw unsupported(file, `layer ${i}: its MLP input does not descend from the residual stream of layer ${i - 1}`);
+    }
+  }
+  const hidden = mlps[0]!.gate.dIn;
+  const intermediate = mlps[0]!.gate.dOut;
+  for (const [i, l] of mlps.entries()) {
+    if (l.gate.dIn !== hidden || l.up.dIn !== hidden || l.down.dOut !== hidden || l.gate.dOut !== intermediate || l.up.dOut !== intermediate || l.down.dIn !== intermediate) {
+      throw unsupported(file, `layer ${i}: MLP shapes differ from layer 0 (gate ${l.gate.dIn}→${l.gate.dOut}, up ${l.up.dIn}→${l.up.dOut}, down ${l.down.dIn}→${l.down.dOut})`);
+    }
+  }
+
+  // lm_head: the projection after the last layer whose output reaches a graph output.
+  const lastAnchor = mlps[mlps.length - 1]!.residAnchor!;
+  const mlpNodes = new Set(mlps.flatMap((l) => [l.gate.node, l.up.node, l.down.node]));
+  let lmHead: Projection | null = null;
+  for (const out of g.graph.output) {
+    if (!out.name) continue;
+    const src = g.prod(g.skipBack(out.name, new Set(['Cast', 'Identity', 'Reshape', 'Squeeze', 'Unsqueeze'])));
+    const p = src ? projs.get(src) : undefined;
+    if (!p || mlpNodes.has(p.node) || p.dIn !== hidden) continue;
+    if (!g.reaches(lastAnchor, p.x)) continue;
+    if (!lmHead || p.dOut > lmHead.dOut) lmHead = p;
+  }
+  if (!lmHead) throw unsupported(file, `no lm_head: no projection of width ${hidden} after the last layer feeds a graph output`);
+
+  // Architecture.
+  const cfg = readJson(join(modelDir, 'config.json'));
+  const genai = readJson(join(modelDir, 'genai_config.json'))?.model;
+  let heads: number | null = cfg?.num_attention_heads ?? genai?.decoder?.num_attention_heads ?? null;
+  let kvHeads: number | null = cfg?.num_key_value_heads ?? genai?.decoder?.num_key_value_heads ?? null;
+  if (heads === null || kvHeads === null) {
+    for (const n of g.nodes) {
+      if (n.domain !== 'com.microsoft') continue;
+      if (n.opType === 'GroupQueryAttention') {
+        heads ??= attrInt(n, 'num_heads', 0) || null;
+        kvHeads ??= attrInt(n, 'kv_num_heads', 0) || null;
+        break;
+      }
+      if (n.opType === 'MultiHeadAttention' || n.opType === 'Attention') {
+        heads ??= attrInt(n, 'num_heads', 0) || null;
+        break;
+      }
+    }
+  }
+  const past = [...g.inputs.values()].filter((v) => (v.type?.tensorType?.shape?.dim.length ?? 0) === 4 && isPastInput(g, v.name!));
+  if (past.length) {
+    const s = g.shapeOf(past[0]!.name!)!;
+    if (kvHeads === null && typeof s[1] === 'number') kvHeads = s[1];
+    if (heads === null && typeof s[3] === 'number' && s[3] > 0) heads = hidden / s[3];
+  }
+  if (heads !== null && kvHeads === null && past.length === 0) kvHeads = heads;
+  const nbits = mlps[0]!.gate.op === 'MatMulNBits' ? mlps[0]!.gate : null;
+  const arch: ModelArch = {
+    family: String(cfg?.model_type ?? genai?.type ?? 'llama'),
+    layers: mlps.length,
+    hidden,
+    intermediate,
+    heads,
+    kvHeads,
+    vocab: lmHead.dOut,
+    dtype: shortDtype(mlps[0]!.gate.weightType),
+    quantization: nbits ? `int${nbits.bits} (MatMulNBits, block ${nbits.blockSize})` : null,
+  };
+
+  const ref = (proj: string, p: Projection): ProjectionRef => {
+    const r: ProjectionRef = { proj, op: p.op, weight: p.weight, layout: p.layout, dIn: p.dIn, dOut: p.dOut };
+    if (p.scales) r.scales = p.scales;
+    if (p.zeroPoints) r.zeroPoints = p.zeroPoints;
+    if (p.bits !== undefined) r.bits = p.bits;
+    if (p.blockSize !== undefined) r.blockSize = p.blockSize;
+    return r;
+  };
+  const points: DiscoveredPoint[] = [];
+  points.push({
+    name: 'final.hidden',
+    dim: hidden,
+    value: lmHead.x,
+    projections: [ref('lm_head', lmHead)],
+    source: { kind: 'value', value: lmHead.x },
+    layer: -1,
+  });
+  mlps.forEach((l, i) => {
+    points.push({
+      name: `layers.${i}.mlp.in`,
+      dim: hidden,
+      value: l.input,
+      projections: [ref('gate_proj', l.gate), ref('up_proj', l.up)],
+      source: { kind: 'value', value: l.input },
+      layer: i,
+    });
+    points.push({
+      name: `layers.${i}.mlp.down_in`,
+      dim: intermediate,
+      value: l.down.x,
+      projections: [ref('down_proj', l.down)],
+      source: { kind: 'value', value: l.down.x },
+      layer: i,
+    });
+    const rs = l.resid!;
+    points.push({
+      name: `layers.${i}.resid_out`,
+      dim: hidden,
+      value: rs.kind === 'value' ? rs.value : `lobes.layers.${i}.resid_out`,
+      source: rs,
+      layer: i,
+    });
+  });
+  return { arch, points, mlps, lmHead, activation: mlps[0]!.act, index: g };
+}
+
+/**
+ * Whether a 4-D graph input is a KV-cache input: it feeds an attention op (directly or via
+ * Concat) — judged by structure, not by its name.
+ */
+export function isPastInput(g: GraphIndex, name: string): boolean {
+  const shape = g.shapeOf(name);
+  if (!shape || shape.length !== 4) return false;
+  for (const [c] of g.consThrough(name)) {
+    if (c.domain === 'com.microsoft' && /Attention$/.test(c.opType)) return true;
+    if (c.opType === 'Concat' && !c.domain) return true;
+  }
+  return false;
+}

@@ -1,0 +1,270 @@
+/**
+ * The capture engine: load a model's graph (never its weights into JS), find the capture
+ * points, rewrite the graph so each hook leaves the session as float32 [batch, dim] at each
+ * row's last real token, and run batches through ONNX Runtime.
+ */
+import * as ort from 'onnxruntime-node';
+import type { CaptureEngine, CaptureFamily, CapturePoint, EngineOptions, ModelInfo, TokenBatch } from './types.js';
+import { LobesError } from '../util/errors.js';
+import { DataType, dataTypeName, encodeModel, loadModel, type LoadedModel, type ValueInfo } from '../onnx/model.js';
+import { discover, isPastInput, type DiscoveredPoint, type Discovery } from './discover.js';
+import { buildCaptureModel } from './surgery.js';
+import { executionProviders, listProviders, sessionError } from './providers.js';
+
+export interface Analysis {
+  loaded: LoadedModel;
+  disc: Discovery;
+  info: ModelInfo;
+}
+
+function inputShape(v: ValueInfo): (number | string)[] {
+  return (v.type?.tensorType?.shape?.dim ?? []).map((d) => (d.dimValue !== undefined ? Number(d.dimValue) : d.dimParam ?? '?'));
+}
+
+/** Load and analyse a model folder (or .onnx file). */
+export function analyseModel(modelDir: string): Analysis {
+  const loaded = loadModel(modelDir);
+  const disc = discover(loaded, modelDir.endsWith('.onnx') ? loaded.dir : modelDir);
+  const info: ModelInfo = {
+    dir: modelDir,
+    arch: disc.arch,
+    points: disc.points.map(publicPoint),
+    providers: listProviders(),
+    inputs: loaded.model.graph!.input.map((v) => ({
+      name: v.name ?? '',
+      dtype: dataTypeName(v.type?.tensorType?.elemType),
+      shape: inputShape(v),
+    })),
+  };
+  return { loaded, disc, info };
+}
+
+function publicPoint(p: DiscoveredPoint): CapturePoint {
+  const out: CapturePoint = { name: p.name, dim: p.dim, value: p.value };
+  if (p.projections) out.projections = p.projections;
+  return out;
+}
+
+/** Architecture, capture points and providers of a model. */
+export async function inspectModel(modelDir: string): Promise<ModelInfo> {
+  return analyseModel(modelDir).info;
+}
+
+/** Capture family of a hook name. */
+export function familyOf(hook: string): CaptureFamily {
+  if (hook === 'final.hidden') return 'final';
+  if (hook.endsWith('.resid_out')) return 'resid';
+  return 'mlp';
+}
+
+type InputRole = 'ids' | 'mask' | 'pos' | 'past';
+
+interface FeedPlan {
+  name: string;
+  role: InputRole;
+  type: ort.Tensor.Type;
+  /** For past inputs: [kvHeads, headDim]. */
+  kv?: [number, number];
+}
+
+const ORT_TYPES: Record<number, ort.Tensor.Type> = {
+  [DataType.FLOAT]: 'float32',
+  [DataType.FLOAT16]: 'float16',
+  [DataType.INT64]: 'int64',
+  [DataType.INT32]: 'int32',
+  [DataType.BFLOAT16]: 'bfloat16' as ort.Tensor.Type,
+};
+
+function planInputs(a: Analysis): { plans: FeedPlan[]; mask: string | null } {
+  const g = a.disc.index;
+  const plans: FeedPlan[] = [];
+  let mask: string | null = null;
+  const file = a.loaded.file;
+  for (const v of a.loaded.model.graph!.input) {
+    const name = v.name!;
+    if (a.loaded.initializers.has(name)) continue; // old-style inputs with initializer defaults
+    const et = v.type?.tensorType?.elemType;
+    const type = et !== undefined ? ORT_TYPES[et] : undefined;
+    if (!type) throw new LobesError(`graph input ${name} has unsupported type ${dataTypeName(et)}`, { file });
+    if (isPastInput(g, name)) {
+      const s = g.shapeOf(name)!;
+      const kvh = typeof s[1] === 'number' ? s[1] : a.disc.arch.kvHeads;
+      const hd = typeof s[3] === 'number' ? s[3] : a.disc.arch.heads ? a.disc.arch.hidden / a.disc.arch.heads : null;
+      if (!kvh || !hd) throw new LobesError(`cannot tell the KV-cache shape of graph input ${name} (declared ${JSON.stringify(s)})`, { file });
+      plans.push({ name, role: 'past', type, kv: [kvh, hd] });
+    } else if (name === 'input_ids') plans.push({ name, role: 'ids', type });
+    else if (name === 'attention_mask') {
+      plans.push({ name, role: 'mask', type });
+      mask = name;
+    } else if (name === 'position_ids') plans.push({ name, role: 'pos', type });
+    else {
+      throw new LobesError(`graph input ${name} is not one lobes can feed (input_ids, attention_mask, position_ids, past_key_values.*)`, { file });
+    }
+  }
+  if (!plans.some((p) => p.role === 'ids')) throw new LobesError('the graph has no input_ids input', { file });
+  return { plans, mask };
+}
+
+function intTensor(type: ort.Tensor.Type, data: BigInt64Array, dims: number[]): ort.Tensor {
+  if (type === 'int64') return new ort.Tensor('int64', data, dims);
+  return new ort.Tensor('int32', Int32Array.from(data, (x) => Number(x)), dims);
+}
+
+function emptyPast(type: ort.Tensor.Type, dims: number[]): ort.Tensor {
+  switch (type) {
+    case 'float32':
+      return new ort.Tensor('float32', new Float32Array(0), dims);
+    case 'float16':
+      return new ort.Tensor('float16', new Uint16Array(0), dims);
+    default:
+      return new ort.Tensor(type as any, new Uint16Array(0) as any, dims);
+  }
+}
+
+/** HF-style position ids: cumulative count of real tokens minus one (0 on padding). */
+export function positionIds(mask: BigInt64Array, batch: number, seq: number): BigInt64Array {
+  const out = new BigInt64Array(batch * seq);
+  for (let b = 0; b < batch; b++) {
+    let c = 0;
+    for (let s = 0; s < seq; s++) {
+      const i = b * seq + s;
+      if (mask[i]) c++;
+      out[i] = BigInt(Math.max(c - 1, 0));
+    }
+  }
+  return out;
+}
+
+function checkBatch(b: TokenBatch, file: string): void {
+  if (b.batch < 1 || b.seq < 1) throw new LobesError(`empty batch (${b.batch}×${b.seq})`, { file });
+  if (b.inputIds.length !== b.batch * b.seq || b.attentionMask.length !== b.batch * b.seq) {
+    throw new LobesError(`batch arrays do not match ${b.batch}×${b.seq}`, { file });
+  }
+  for (let r = 0; r < b.batch; r++) {
+    let any = false;
+    for (let s = 0; s < b.seq; s++) if (b.attentionMask[r * b.seq + s]) any = true;
+    if (!any) throw new LobesError(`batch row ${r} has no real tokens (empty input)`, { file });
+  }
+}
+
+class OrtCaptureEngine implements CaptureEngine {
+  constructor(
+    readonly info: ModelInfo,
+    readonly hooks: CapturePoint[],
+    private readonly session: ort.InferenceSession,
+    private readonly plans: FeedPlan[],
+    private readonly outputs: Map<string, string>,
+    private readonly maskInput: string,
+    private readonly maskAdded: boolean,
+    private readonly file: string,
+  ) {}
+
+  private feeds(b: TokenBatch): Record<string, ort.Tensor> {
+    const feeds: Record<string, ort.Tensor> = {};
+    const dims = [b.batch, b.seq];
+    const wanted = new Set(this.session.inputNames);
+    for (const p of this.plans) {
+      if (!wanted.has(p.name)) continue;
+      if (p.role === 'ids') feeds[p.name] = intTensor(p.type, b.inputIds, dims);
+      else if (p.role === 'mask') feeds[p.name] = intTensor(p.type, b.attentionMask, dims);
+      else if (p.role === 'pos') feeds[p.name] = intTensor(p.type, positionIds(b.attentionMask, b.batch, b.seq), dims);
+      else feeds[p.name] = emptyPast(p.type, [b.batch, p.kv![0], 0, p.kv![1]]);
+    }
+    if (this.maskAdded && wanted.has(this.maskInput)) feeds[this.maskInput] = new ort.Tensor('int64', b.attentionMask, dims);
+    return feeds;
+  }
+
+  async run(b: TokenBatch): Promise<Map<string, Float32Array>> {
+    checkBatch(b, this.file);
+    if (this.maskAdded) {
+      // The graph cannot mask padding: run padded rows one at a time, unpadded.
+      let padded = false;
+      for (let i = 0; i < b.attentionMask.length; i++) if (!b.attentionMask[i]) padded = true;
+      if (padded && b.batch > 1) return this.runRows(b);
+    }
+    let out: ort.InferenceSession.OnnxValueMapType;
+    try {
+      out = await this.session.run(this.feeds(b));
+    } catch (e) {
+      throw new LobesError(`onnxruntime failed on a ${b.batch}×${b.seq} batch: ${String((e as Error).message ?? e).split('\n')[0]}`, { file: this.file });
+    }
+    const res = new Map<string, Float32Array>();
+    for (const h of this.hooks) {
+      const t = out[this.outputs.get(h.name)!]!;
+      res.set(h.name, t.data as Float32Array);
+    }
+    return res;
+  }
+
+  private async runRows(b: TokenBatch): Promise<Map<string, Float32Array>> {
+    const res = new Map<string, Float32Array>(this.hooks.map((h) => [h.name, new Float32Array(b.batch * h.dim)]));
+    for (let r = 0; r < b.batch; r++) {
+      const ids: bigint[] = [];
+      for (let s = 0; s < b.seq; s++) if (b.attentionMask[r * b.seq + s]) ids.push(b.inputIds[r * b.seq + s]!);
+      const one: TokenBatch = {
+        inputIds: BigInt64Array.from(ids),
+        attentionMask: new BigInt64Array(ids.length).fill(1n),
+        batch: 1,
+        seq: ids.length,
+        lastIndex: Int32Array.of(ids.length - 1),
+      };
+      const o = await this.run(one);
+      for (const h of this.hooks) res.get(h.name)!.set(o.get(h.name)!, r * h.dim);
+    }
+    return res;
+  }
+
+  async close(): Promise<void> {
+    await this.session.release();
+  }
+}
+
+/** Open a capture session on a model folder (or .onnx file). */
+export async function openCaptureEngine(modelDir: string, opts: EngineOptions): Promise<CaptureEngine> {
+  const a = analyseModel(modelDir);
+  const fams = new Set(opts.capture);
+  if (fams.size === 0) throw new LobesError('nothing to capture (no capture families selected)');
+  const hooks = a.disc.points.filter((p) => fams.has(familyOf(p.name)));
+  const { plans, mask } = planInputs(a);
+  const surg = buildCaptureModel(a.loaded.model, hooks, mask);
+  const bytes = encodeModel(surg.model);
+  const eps = executionProviders(opts.device, opts.deviceId ?? 0);
+  const so: ort.InferenceSession.SessionOptions = {
+    executionProviders: eps,
+    graphOptimizationLevel: 'all',
+    logSeverityLevel: 3,
+    extra: { session: { model_external_initializers_file_folder_path: a.loaded.dir } },
+  } as ort.InferenceSession.SessionOptions;
+  if (opts.threads) so.intraOpNumThreads = opts.threads;
+  let session: ort.InferenceSession;
+  try {
+    session = await ort.InferenceSession.create(bytes, so);
+  } catch (e) {
+    throw sessionError(e, opts.device, a.loaded.file);
+  }
+  return new OrtCaptureEngine(a.info, hooks.map(publicPoint), session, plans, surg.outputs, surg.maskInput, surg.maskAdded, a.loaded.file);
+}
+
+/** Open a plain session on the unmodified model (for references and benchmarks). */
+export async function openPlainSession(modelDir: string, device: EngineOptions['device'] = 'cpu', deviceId = 0, threads?: number): Promise<{ session: ort.InferenceSession; feeds: (b: TokenBatch) => Record<string, ort.Tensor> }> {
+  const a = analyseModel(modelDir);
+  const { plans } = planInputs(a);
+  const session = await ort.InferenceSession.create(a.loaded.file, {
+    executionProviders: executionProviders(device, deviceId),
+    graphOptimizationLevel: 'all',
+    logSeverityLevel: 3,
+    ...(threads ? { intraOpNumThreads: threads } : {}),
+  });
+  const feeds = (b: TokenBatch) => {
+    const f: Record<string, ort.Tensor> = {};
+    const dims = [b.batch, b.seq];
+    for (const p of plans) {
+      if (p.role === 'ids') f[p.name] = intTensor(p.type, b.inputIds, dims);
+      else if (p.role === 'mask') f[p.name] = intTensor(p.type, b.attentionMask, dims);
+      else if (p.role === 'pos') f[p.name] = intTensor(p.type, positionIds(b.attentionMask, b.batch, b.seq), dims);
+      else f[p.name] = emptyPast(p.type, [b.batch, p.kv![0], 0, p.kv![1]]);
+    }
+    return f;
+  };
+  return { session, feeds };
+}

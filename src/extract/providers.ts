@@ -1,0 +1,71 @@
+/**
+ * Execution providers: which ones this build of onnxruntime-node can use, and session
+ * options for a device. A requested provider that is missing is an error that says what to
+ * install; lobes never falls back to the CPU silently.
+ */
+import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import * as ort from 'onnxruntime-node';
+import { LobesError } from '../util/errors.js';
+import type { Device } from './types.js';
+
+export const CUDA_INSTALL_HINT = 'install the CUDA provider on a GPU box with internet: npm rebuild onnxruntime-node --onnxruntime-node-install=cuda12';
+
+function bindingDir(): string | null {
+  try {
+    const req = createRequire(import.meta.url);
+    const pkg = dirname(req.resolve('onnxruntime-node/package.json'));
+    return join(pkg, 'bin', 'napi-v6', process.platform, process.arch);
+  } catch {
+    return null;
+  }
+}
+
+export interface ProviderStatus {
+  name: string;
+  available: boolean;
+  note?: string;
+}
+
+/** Providers of this onnxruntime-node build and whether each can be used. */
+export function listProviders(): ProviderStatus[] {
+  const backends: { name: string; bundled: boolean }[] = (ort as any).listSupportedBackends?.() ?? [{ name: 'cpu', bundled: true }];
+  const dir = bindingDir();
+  const out: ProviderStatus[] = [];
+  for (const b of backends) {
+    if (b.name === 'cpu') out.push({ name: 'cpu', available: true });
+    else if (b.name === 'cuda') {
+      const lib = dir ? join(dir, process.platform === 'win32' ? 'onnxruntime_providers_cuda.dll' : 'libonnxruntime_providers_cuda.so') : null;
+      const ok = b.bundled || (lib !== null && existsSync(lib));
+      out.push(ok ? { name: 'cuda', available: true, note: 'needs an NVIDIA GPU with CUDA 12 and cuDNN 9' } : { name: 'cuda', available: false, note: CUDA_INSTALL_HINT });
+    } else if (b.name === 'webgpu') {
+      out.push({ name: 'webgpu', available: b.bundled, note: b.bundled ? 'needs a GPU adapter (Vulkan on Linux) at run time' : 'not in this build' });
+    } else {
+      out.push({ name: b.name, available: false, note: 'not used by lobes' });
+    }
+  }
+  return out;
+}
+
+/** Execution-provider list for a device; throws an actionable error when it is missing. */
+export function executionProviders(device: Device, deviceId = 0): ort.InferenceSession.ExecutionProviderConfig[] {
+  const st = listProviders().find((p) => p.name === device);
+  if (device === 'cpu') return ['cpu'];
+  if (!st || !st.available) {
+    throw new LobesError(`the ${device} execution provider is not available in this onnxruntime-node build`, {
+      hint: device === 'cuda' ? CUDA_INSTALL_HINT : 'use --device cpu, or an onnxruntime-node build with WebGPU',
+    });
+  }
+  if (device === 'cuda') return [{ name: 'cuda', deviceId } as any];
+  return [{ name: 'webgpu', deviceId } as any];
+}
+
+/** Wrap a session-creation failure for `device` into a one-line actionable error. */
+export function sessionError(e: unknown, device: Device, file: string): LobesError {
+  const msg = String((e as Error)?.message ?? e).split('\n')[0]!.slice(0, 400);
+  let hint: string | undefined;
+  if (device === 'cuda' && /cuda|cudnn|libcu|provider/i.test(msg)) hint = `CUDA provider failed to load; ${CUDA_INSTALL_HINT}, and check the CUDA 12 / cuDNN 9 libraries`;
+  else if (device === 'webgpu' && /webgpu|adapter|dawn|vulkan/i.test(msg)) hint = 'no usable WebGPU adapter; check the GPU driver (Vulkan) or use --device cpu/cuda';
+  return new LobesError(`onnxruntime could not create a ${device} session: ${msg}`, { file, hint });
+}

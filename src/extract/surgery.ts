@@ -1,0 +1,141 @@
+/**
+ * Graph surgery for capture: add nodes that select each row's last real token (from the
+ * attention mask, correct for left and right padding), cast to float32 in-graph, make those
+ * the only graph outputs, and prune everything the new outputs do not need (lm_head, logits,
+ * KV-cache outputs are dropped where possible). Weights stay where they are: the edited graph
+ * keeps the same external-data references.
+ */
+import type { GraphProto, ModelProto, NodeProto, TensorProto, ValueInfo } from '../onnx/model.js';
+import { DataType, makeNode, makeTensor, makeValueInfo } from '../onnx/model.js';
+import { LobesError } from '../util/errors.js';
+import type { DiscoveredPoint } from './discover.js';
+
+export const OUT_PREFIX = 'lobes.out.';
+const P = 'lobes.sel.';
+
+export interface SurgeryResult {
+  model: ModelProto;
+  /** Hook name → graph output name. */
+  outputs: Map<string, string>;
+  /** Name of the mask input the selection reads. */
+  maskInput: string;
+  /** True when the graph had no mask input and one was added only for the selection. */
+  maskAdded: boolean;
+}
+
+function opsetOf(model: ModelProto, domain = ''): number {
+  for (const o of model.opsetImport) if ((o.domain ?? '') === domain) return Number(o.version ?? 1);
+  return 0;
+}
+
+/** Every value read by a node, including outer-scope values its subgraphs read. */
+function nodeReads(n: NodeProto, out: string[] = []): string[] {
+  for (const i of n.input) if (i) out.push(i);
+  for (const a of n.attribute) {
+    const gs: GraphProto[] = [];
+    if (a.g) gs.push(a.g);
+    if (a.graphs) gs.push(...a.graphs);
+    for (const sg of gs) for (const sn of sg.node) nodeReads(sn, out);
+  }
+  return out;
+}
+
+/**
+ * Build the capture graph. `maskInput` is the graph input holding the attention mask
+ * (int64 or int32 [batch, seq]); when the graph has none, pass null and an input
+ * `lobes.attention_mask` is added for the selection.
+ */
+export function buildCaptureModel(model: ModelProto, hooks: DiscoveredPoint[], maskInput: string | null): SurgeryResult {
+  if (hooks.length === 0) throw new LobesError('no capture points selected');
+  const g = model.graph!;
+  const opset = opsetOf(model);
+  if (opset < 11) throw new LobesError(`the model's ONNX opset ${opset} is older than 11, which lobes needs`);
+  const nodes: NodeProto[] = [...g.node];
+  const inits: TensorProto[] = [...g.initializer];
+  const inputs: ValueInfo[] = [...g.input];
+  let maskAdded = false;
+  let mask = maskInput;
+  if (!mask) {
+    mask = 'lobes.attention_mask';
+    inputs.push(makeValueInfo(mask, DataType.INT64, ['batch', 'sequence']));
+    maskAdded = true;
+  }
+  const maskType = inputs.find((v) => v.name === mask)?.type?.tensorType?.elemType ?? DataType.INT64;
+
+  const c64 = (name: string, vals: number[], dims: number[]) => {
+    inits.push(makeTensor(P + name, DataType.INT64, dims, BigInt64Array.from(vals.map(BigInt))));
+    return P + name;
+  };
+  const zero = c64('zero', [0], []);
+  const one = c64('one', [1], []);
+  const add = (op: string, ins: string[], out: string, attrs: Record<string, any> = {}) => {
+    nodes.push(makeNode(op, ins, [P + out], attrs, undefined, P + out));
+    return P + out;
+  };
+
+  // last[b] = max_t mask[b,t]·t ; flat[b] = b·T + last[b]
+  const m64 = maskType === DataType.INT64 ? mask : add('Cast', [mask], 'mask_i64', { to: DataType.INT64 });
+  const shape = add('Shape', [m64], 'mask_shape');
+  const T = add('Gather', [shape, one], 'T', { axis: 0 });
+  const B = add('Gather', [shape, zero], 'B', { axis: 0 });
+  const ar = add('Range', [zero, T, one], 'arange_T');
+  const weighted = add('Mul', [m64, ar], 'mask_pos');
+  let last: string;
+  if (opset >= 18) last = add('ReduceMax', [weighted, c64('axes1', [1], [1])], 'last', { keepdims: 0 });
+  else last = add('ReduceMax', [weighted], 'last', { keepdims: 0, axes: [1] });
+  const rows = add('Range', [zero, B, one], 'arange_B');
+  const rowStart = add('Mul', [rows, T], 'row_start');
+  const flat = add('Add', [rowStart, last], 'flat_index');
+
+  const outputs = new Map<string, string>();
+  const outInfos: ValueInfo[] = [];
+  for (const h of hooks) {
+    const key = h.name.replace(/[^A-Za-z0-9_.]/g, '_');
+    let v: string;
+    if (h.source.kind === 'value') v = h.source.value;
+    else {
+      v = h.source.inputs[0]!;
+      for (let i = 1; i < h.source.inputs.length; i++) v = add('Add', [v, h.source.inputs[i]!], `${key}.sum${i}`);
+    }
+    const shp = c64(`${key}.shape`, [-1, h.dim], [2]);
+    const flat2 = add('Reshape', [v, shp], `${key}.rows`);
+    const sel = add('Gather', [flat2, flat], `${key}.last`, { axis: 0 });
+    const outName = OUT_PREFIX + h.name;
+    nodes.push(makeNode('Cast', [sel], [outName], { to: DataType.FLOAT }, undefined, outName));
+    outputs.set(h.name, outName);
+    outInfos.push(makeValueInfo(outName, DataType.FLOAT, ['batch', h.dim]));
+  }
+
+  // Prune: keep only nodes the new outputs need.
+  const need = new Set<string>(outInfos.map((o) => o.name!));
+  const producer = new Map<string, NodeProto>();
+  for (const n of nodes) for (const o of n.output) if (o) producer.set(o, n);
+  const keep = new Set<NodeProto>();
+  const stack = [...need];
+  while (stack.length) {
+    const v = stack.pop()!;
+    const p = producer.get(v);
+    if (!p || keep.has(p)) continue;
+    keep.add(p);
+    for (const i of nodeReads(p)) {
+      if (!need.has(i)) {
+        need.add(i);
+        stack.push(i);
+      }
+    }
+  }
+  const keptNodes = nodes.filter((n) => keep.has(n));
+  const keptInits = inits.filter((t) => t.name !== undefined && need.has(t.name));
+  const keptInputs = inputs.filter((v) => v.name !== undefined && need.has(v.name));
+  const keptInfo = g.valueInfo.filter((v) => v.name !== undefined && need.has(v.name));
+
+  const graph: GraphProto = {
+    ...g,
+    node: keptNodes,
+    initializer: keptInits,
+    input: keptInputs,
+    output: outInfos,
+    valueInfo: keptInfo,
+  };
+  return { model: { ...model, graph }, outputs, maskInput: mask, maskAdded };
+}

@@ -1,0 +1,27 @@
+/** Generated test models: the generator, its tokenizer, the model cache and planting. */
+export {
+  generateParams,
+  buildGraph,
+  configJson,
+  BLOCK as PLANT_BLOCK,
+  type TinyLlamaOptions,
+  type TinyLlamaParams,
+  type LayerParams,
+  type PlantSpec,
+  type PlantedGroup,
+  type QuantMatrix,
+  quantizeMatrix,
+} from './tinyllama.js';
+export { buildTokenizer, encodeBpe, trainBpe, type BpeTokenizer } from './tokenizer.js';
+export {
+  writeModelFolder,
+  ensureGeneratedModel,
+  ensureModelFromSpec,
+  generatedModelParams,
+  modelCacheDir,
+  GENERATED_MODELS,
+  GENERATOR_VERSION,
+  type GeneratedModelSpec,
+  type WriteOptions,
+} from './write.js';
+export { readPlant, plantedSamples, type PlantInfo, type PlantedSampleOptions } from './plant.js';

@@ -1,0 +1,99 @@
+/**
+ * Assemble one self-contained report page: inlined Plotly, the data as a JSON block
+ * (every `<` written as \u003c, so no string can close the block), and the page script.
+ * Nothing from a run is ever interpolated into HTML or JavaScript source.
+ */
+import { readFileSync, existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import * as path from 'node:path';
+import { LobesError } from '../util/errors.js';
+import { LOBES_VERSION } from '../version.js';
+import { CLIENT_JS } from './client.js';
+import type { RunPayload } from './payload.js';
+import type { Comparison } from './compare.js';
+
+export interface PagePayload {
+  title: string;
+  generatedBy: string;
+  runs: RunPayload[];
+  comparison: Comparison | null;
+}
+
+let plotlyCache: string | null = null;
+
+/** The Plotly bundle's source (the minified build when the package ships one). */
+export function plotlySource(): string {
+  if (plotlyCache !== null) return plotlyCache;
+  const require = createRequire(import.meta.url);
+  let main: string;
+  try {
+    main = require.resolve('plotly.js-dist');
+  } catch {
+    throw new LobesError('cannot find the plotly.js-dist package', { hint: 'reinstall lobes (npm install)' });
+  }
+  const dir = path.dirname(main);
+  const min = path.join(dir, 'plotly.min.js');
+  let src = readFileSync(existsSync(min) ? min : main, 'utf8');
+  // A literal "</script" or "<!--" would end or confuse the inline script element.
+  src = src.replace(/<\/(script)/gi, '<\\/$1').replace(/<!--/g, '<\\!--');
+  plotlyCache = src;
+  return src;
+}
+
+/** JSON for a <script type="application/json"> block: safe against `</script>` and comment tricks. */
+export function jsonForScript(value: unknown): string {
+  return JSON.stringify(value)
+    .replace(/</g, '\\u003c')
+    .replace(/>/g, '\\u003e')
+    .replace(/&/g, '\\u0026')
+    .replace(/\u2028/g, '\\u2028')
+    .replace(/\u2029/g, '\\u2029');
+}
+
+const CSS = `
+:root { --fg: #1d232b; --muted: #5b6572; --line: #d9dde3; --warn-bg: #fff4d6; --warn-line: #e0b44c; }
+* { box-sizing: border-box; }
+body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: var(--fg); margin: 0; background: #fafbfc; }
+header { padding: 18px 28px 6px; background: #fff; border-bottom: 1px solid var(--line); }
+h1 { font-size: 22px; margin: 0 0 8px; }
+h2 { font-size: 18px; margin: 26px 0 10px; border-bottom: 1px solid var(--line); padding-bottom: 4px; }
+h3 { font-size: 15px; margin: 10px 0 6px; }
+h4 { font-size: 14px; margin: 14px 0 6px; }
+main { padding: 0 28px 40px; }
+.cols { display: grid; gap: 18px; }
+.fig { background: #fff; border: 1px solid var(--line); border-radius: 4px; min-height: 200px; }
+.warning { background: var(--warn-bg); border-left: 4px solid var(--warn-line); padding: 8px 12px; margin: 8px 0; }
+.meta, .hint, .missing { color: var(--muted); }
+.hint { margin-left: 12px; font-size: 12px; }
+.pairbar { margin: 6px 0 10px; }
+select { font: inherit; padding: 3px 6px; max-width: 60ch; }
+table { border-collapse: collapse; margin: 6px 0 10px; background: #fff; font-size: 13px; }
+th, td { border: 1px solid var(--line); padding: 3px 7px; text-align: left; vertical-align: top; }
+th { background: #f0f2f5; font-weight: 600; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+table.prov td:first-child { color: var(--muted); white-space: nowrap; }
+table.prov td { word-break: break-all; }
+table.prov thead { display: none; }
+details { margin: 6px 0; }
+.cols > div { min-width: 0; overflow-x: auto; }
+`;
+
+/** The whole page. */
+export function renderPage(payload: PagePayload): string {
+  return [
+    '<!doctype html>',
+    '<html lang="en"><head><meta charset="utf-8">',
+    '<meta name="viewport" content="width=device-width, initial-scale=1">',
+    `<meta name="generator" content="lobes ${LOBES_VERSION.replace(/[^0-9A-Za-z.+-]/g, '')}">`,
+    '<title>lobes report</title>',
+    `<style>${CSS}</style>`,
+    `<script>${plotlySource()}</script>`,
+    '</head><body>',
+    '<header><h1 id="title"></h1><div id="notes"></div></header>',
+    '<main id="app"></main>',
+    `<script type="application/json" id="lobes-data">${jsonForScript(payload)}</script>`,
+    `<script>${CLIENT_JS.replace(/<\/(script)/gi, '<\\/$1')}</script>`,
+    '</body></html>',
+    '',
+  ].join('\n');
+}

@@ -1,0 +1,224 @@
+/**
+ * Load everything a report shows from a run directory into one ReportModel:
+ * the manifest and samples (the run contract, src/store/types.ts), RUN/wanda/ (src/wanda/types.ts)
+ * and RUN/cluster/ (src/cluster/types.ts). Analyses that were not run are `null`; files that
+ * exist but break their contract are errors naming the file and the place.
+ */
+import { existsSync, readFileSync, statSync, realpathSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import * as path from 'node:path';
+import { LobesError } from '../util/errors.js';
+import { PACKAGE_ROOT } from '../version.js';
+import { readSafetensorsHeader, readTensorFloat32, type StHeader } from '../formats/safetensors.js';
+import type { RunManifest, SampleRow } from '../store/types.js';
+import { readManifest, readSamples } from '../store/index.js';
+import type { WandaSettings, WandaRegions, WandaMetrics, WandaMatrix } from '../wanda/types.js';
+import type { ClusterSettings, ClusterCoords, ClusterMetrics } from '../cluster/types.js';
+
+export interface WandaData {
+  dir: string;
+  settings: WandaSettings;
+  regions: WandaRegions;
+  metrics: WandaMetrics | null;
+  /** Pooled block scores of one group for one matrix, [rowBlocks * colBlocks]; null when pooled.safetensors is absent. */
+  pooled: ((group: string, matrix: string) => Float32Array | null) | null;
+}
+
+export interface ClusterData {
+  dir: string;
+  settings: ClusterSettings | null;
+  coords: ClusterCoords;
+  metrics: ClusterMetrics | null;
+}
+
+export interface ReportModel {
+  /** Absolute run directory. */
+  dir: string;
+  /** Short display name (the folder name unless given). */
+  name: string;
+  manifest: RunManifest;
+  samples: SampleRow[];
+  wanda: WandaData | null;
+  cluster: ClusterData | null;
+  /** True when the run's model is the package's random-weights demo model (models/tiny-llama). */
+  randomModel: boolean;
+}
+
+export interface LoadOptions {
+  /** Display name (default: the folder name). */
+  name?: string;
+  /** Cluster results folder (default RUN/cluster). */
+  clusterDir?: string;
+}
+
+/** The package's built-in random-weights model folder. */
+export const BUILTIN_MODEL_DIR = path.join(PACKAGE_ROOT, 'models', 'tiny-llama');
+
+function readJson(file: string): any {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (e: any) {
+    throw new LobesError(`cannot read (${e.code ?? e.message})`, { file });
+  }
+  try {
+    return JSON.parse(text);
+  } catch (e: any) {
+    throw new LobesError(`invalid JSON: ${String(e.message).split('\n')[0]}`, { file });
+  }
+}
+
+function need(cond: unknown, file: string, where: string, cause: string): asserts cond {
+  if (!cond) throw new LobesError(cause, { file, where });
+}
+
+const isObj = (v: unknown): v is Record<string, any> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const isStrArr = (v: unknown): v is string[] => Array.isArray(v) && v.every((s) => typeof s === 'string');
+
+/**
+ * Manifest and samples through the store's readers (src/store). The report reads no activations,
+ * so it opens runs whose activations are gone or that were never extracted here (e.g. copied results).
+ */
+export function readRunBasics(dir: string): { manifest: RunManifest; samples: SampleRow[] } {
+  const manifest = readManifest(dir);
+  const samples = existsSync(path.join(dir, 'samples.jsonl')) ? readSamples(dir) : [];
+  return { manifest, samples };
+}
+
+function loadWanda(dir: string): WandaData | null {
+  const wd = path.join(dir, 'wanda');
+  const rf = path.join(wd, 'regions.json');
+  if (!existsSync(rf)) return null;
+  const sfile = path.join(wd, 'settings.json');
+  const settings = readJson(sfile);
+  need(isObj(settings) && isStrArr(settings.groups) && typeof settings.by === 'string', sfile, 'groups', 'settings need "by" (string) and "groups" (string array)');
+  const regions = readJson(rf);
+  need(isObj(regions) && Array.isArray(regions.matrices), rf, 'matrices', 'expected a "matrices" array');
+  const names = new Set<string>();
+  const sizes = new Map<string, number>();
+  regions.matrices.forEach((m: any, i: number) => {
+    const ok =
+      isObj(m) && typeof m.name === 'string' && typeof m.proj === 'string' && Number.isInteger(m.layer) &&
+      Number.isInteger(m.rowBlocks) && Number.isInteger(m.colBlocks) && m.rowBlocks > 0 && m.colBlocks > 0;
+    need(ok, rf, `matrices[${i}]`, 'a matrix needs name, layer, proj, rowBlocks and colBlocks');
+    need(!names.has(m.name), rf, `matrices[${i}]`, `duplicate matrix ${JSON.stringify(m.name)}`);
+    names.add(m.name);
+    sizes.set(m.name, m.rowBlocks * m.colBlocks);
+  });
+  const checkSet = (set: any, where: string) => {
+    need(isObj(set), rf, where, 'expected an object of matrix name to block indices');
+    for (const [k, v] of Object.entries(set)) {
+      const n = sizes.get(k);
+      need(n !== undefined, rf, `${where}.${k}`, 'unknown matrix (not in "matrices")');
+      need(Array.isArray(v), rf, `${where}.${k}`, 'expected an array of block indices');
+      for (let i = 0; i < (v as any[]).length; i++) {
+        const x = (v as any[])[i];
+        if (!(Number.isInteger(x) && x >= 0 && x < n)) {
+          throw new LobesError(`block index ${JSON.stringify(x)} out of range 0..${n - 1}`, { file: rf, where: `${where}.${k}[${i}]` });
+        }
+      }
+    }
+  };
+  need(isObj(regions.regions), rf, 'regions', 'expected a "regions" object');
+  for (const [g, set] of Object.entries(regions.regions)) checkSet(set, `regions.${g}`);
+  need(Array.isArray(regions.differences), rf, 'differences', 'expected a "differences" array');
+  regions.differences.forEach((d: any, i: number) => {
+    need(isObj(d) && typeof d.a === 'string' && typeof d.b === 'string', rf, `differences[${i}]`, 'a difference needs string "a" and "b"');
+    checkSet(d.aMinusB, `differences[${i}].aMinusB`);
+    checkSet(d.bMinusA, `differences[${i}].bMinusA`);
+  });
+  const mfile = path.join(wd, 'metrics.json');
+  let metrics: WandaMetrics | null = null;
+  if (existsSync(mfile)) {
+    const m = readJson(mfile);
+    need(isObj(m) && Array.isArray(m.pairs) && Array.isArray(m.groups), mfile, 'pairs', 'expected "groups" and "pairs" arrays');
+    metrics = m as WandaMetrics;
+  }
+  const pfile = path.join(wd, 'pooled.safetensors');
+  let pooled: WandaData['pooled'] = null;
+  if (existsSync(pfile)) {
+    const h: StHeader = readSafetensorsHeader(pfile);
+    pooled = (group, matrix) => {
+      const name = `${group}|${matrix}`;
+      const t = h.tensors.get(name);
+      if (!t) return null;
+      const n = sizes.get(matrix);
+      const numel = t.shape.reduce((a, b) => a * b, 1);
+      if (n !== undefined && numel !== n) {
+        throw new LobesError(`shape ${JSON.stringify(t.shape)} does not match the ${n} blocks of the matrix in regions.json`, { file: pfile, where: name });
+      }
+      return readTensorFloat32(h, name);
+    };
+  }
+  return { dir: wd, settings: settings as WandaSettings, regions: regions as WandaRegions, metrics, pooled };
+}
+
+function loadCluster(cd: string): ClusterData | null {
+  const cf = path.join(cd, 'coords.json');
+  if (!existsSync(cf)) return null;
+  const c = readJson(cf);
+  need(isObj(c) && isStrArr(c.ids) && isStrArr(c.labels) && Array.isArray(c.xy), cf, 'ids', 'expected "ids", "labels" (strings) and "xy" (numbers)');
+  need(c.labels.length === c.ids.length, cf, 'labels', `${c.labels.length} labels for ${c.ids.length} ids`);
+  need(c.xy.length === 2 * c.ids.length, cf, 'xy', `${c.xy.length} coordinates for ${c.ids.length} points (expected x, y interleaved)`);
+  for (let i = 0; i < c.xy.length; i++) {
+    if (typeof c.xy[i] !== 'number' || !Number.isFinite(c.xy[i])) throw new LobesError(`coordinate ${JSON.stringify(c.xy[i])} is not a finite number`, { file: cf, where: `xy[${i}]` });
+  }
+  if (c.text !== undefined) need(isStrArr(c.text) && c.text.length === c.ids.length, cf, 'text', `"text" must hold one string per point`);
+  const sf = path.join(cd, 'settings.json');
+  const mf = path.join(cd, 'metrics.json');
+  let metrics: ClusterMetrics | null = null;
+  if (existsSync(mf)) {
+    const m = readJson(mf);
+    need(isObj(m) && Array.isArray(m.spaces) && isStrArr(m.classes), mf, 'spaces', 'expected "classes" and "spaces" arrays');
+    metrics = m as ClusterMetrics;
+  }
+  return { dir: cd, settings: existsSync(sf) ? (readJson(sf) as ClusterSettings) : null, coords: c as ClusterCoords, metrics };
+}
+
+function sha256File(file: string): string | null {
+  try {
+    return createHash('sha256').update(readFileSync(file)).digest('hex');
+  } catch {
+    return null;
+  }
+}
+
+/** Whether a manifest's model is the package's random-weights model (by path, else by graph hash). */
+export function isBuiltinRandomModel(manifest: RunManifest, runDir: string): boolean {
+  const given = manifest?.model?.dir;
+  if (typeof given !== 'string' || !given) return false;
+  const canon = (p: string) => {
+    try {
+      return realpathSync(p);
+    } catch {
+      return path.resolve(p);
+    }
+  };
+  const builtin = canon(BUILTIN_MODEL_DIR);
+  if (canon(given) === builtin || canon(path.resolve(runDir, given)) === builtin) return true;
+  const graph = path.join(BUILTIN_MODEL_DIR, 'model.onnx');
+  if (manifest.model.graphSha256 && existsSync(graph) && statSync(graph).size < 64 * 1024 * 1024) {
+    return sha256File(graph) === manifest.model.graphSha256;
+  }
+  return false;
+}
+
+/** Load a run directory for the report. */
+export async function loadRun(dir: string, opts: LoadOptions = {}): Promise<ReportModel> {
+  const abs = path.resolve(dir);
+  if (!existsSync(abs) || !statSync(abs).isDirectory()) {
+    throw new LobesError('run directory not found', { file: dir, hint: 'pass the folder written by lobes extract' });
+  }
+  const { manifest, samples } = readRunBasics(abs);
+  return {
+    dir: abs,
+    name: opts.name ?? path.basename(abs),
+    manifest,
+    samples,
+    wanda: loadWanda(abs),
+    cluster: loadCluster(opts.clusterDir ? path.resolve(opts.clusterDir) : path.join(abs, 'cluster')),
+    randomModel: isBuiltinRandomModel(manifest, abs),
+  };
+}
+
+export type { WandaMatrix };

@@ -1,0 +1,270 @@
+/**
+ * The data a report page carries: a compact, JSON-serializable view of a ReportModel.
+ *
+ * Neuron regions are stored as bitsets (base64) over one flat block index space per run:
+ * projection p, layer slot l, block k (row-major in W[d_out, d_in] blocks) sits at
+ *   offset[p] + l * blocks[p] + k,
+ * so 80 layers x 3 projections x 3,584 blocks cost 107 KB per set. Where pooled scores exist,
+ * each group also carries one byte per block: the block's importance percentile within its
+ * matrix (0..255), which colours the heatmaps on a scale that is comparable across models.
+ */
+import type { ReportModel } from './load.js';
+import type { WandaMatrix, WandaPairMetrics, BlockSet } from '../wanda/types.js';
+import type { ClusterMetrics, ClusterSettings } from '../cluster/types.js';
+import type { WandaMetrics, WandaSettings } from '../wanda/types.js';
+
+export interface ScatterPayload {
+  groups: string[];
+  /** Group index per point. */
+  g: number[];
+  x: number[];
+  y: number[];
+  /** Hover text per point, already escaped for Plotly's text renderer. */
+  hover: string[];
+  by: string;
+}
+
+export interface WandaPayload {
+  by: string;
+  groups: string[];
+  /** Projection names in display order (gate, up, down, then any others). */
+  projs: string[];
+  /** Layer numbers in display order (one heatmap row each). */
+  layers: number[];
+  /** Per projection: block grid and flat offset. */
+  grid: { rowBlocks: number; colBlocks: number; blocks: number; offset: number }[];
+  /** Total bits in one set. */
+  total: number;
+  /** Bitset of (projection, layer) slots that have a matrix; slot index p * layers.length + l. */
+  present: string;
+  /** Per group: importance percentile bytes (base64), or null when pooled scores are absent. */
+  pct: Record<string, string> | null;
+  /** Per group: the region bitset. */
+  regions: Record<string, string>;
+  pairs: { a: string; b: string; ab: string; ba: string; nAB: number; nBA: number; metrics: WandaPairMetrics | null }[];
+  metrics: WandaMetrics | null;
+  settings: WandaSettings;
+}
+
+export interface RunPayload {
+  name: string;
+  randomModel: boolean;
+  provenance: [string, string][];
+  scatter: ScatterPayload | null;
+  cluster: { metrics: ClusterMetrics | null; settings: ClusterSettings | null } | null;
+  wanda: WandaPayload | null;
+}
+
+const PROJ_ORDER = ['gate_proj', 'up_proj', 'down_proj'];
+
+function b64(bytes: Uint8Array): string {
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64');
+}
+
+const round = (v: number, d: number) => {
+  const f = 10 ** d;
+  return Math.round(v * f) / f;
+};
+
+export function provenanceOf(model: ReportModel): [string, string][] {
+  const m: any = model.manifest;
+  const out: [string, string][] = [];
+  const add = (k: string, v: unknown) => {
+    if (v === undefined || v === null || v === '') return;
+    out.push([k, typeof v === 'string' ? v : JSON.stringify(v)]);
+  };
+  add('run', model.dir);
+  add('created', m.createdAt);
+  add('lobes version', m.lobesVersion);
+  add('model', m.model?.dir);
+  add('model graph sha256', m.model?.graphSha256);
+  const a = m.model?.arch;
+  if (a) add('architecture', `${a.family ?? '?'}: ${a.layers} layers, hidden ${a.hidden}, intermediate ${a.intermediate}, vocab ${a.vocab}, ${a.dtype}${a.quantization ? `, ${a.quantization}` : ''}`);
+  if (m.tokenizer) add('tokenizer', `${m.tokenizer.source}; chat template ${m.tokenizer.chatTemplate ? 'on' : 'off'}; BOS ${m.tokenizer.addBos ? 'added' : 'not added'}; max tokens ${m.tokenizer.maxTokens ?? 'none'}`);
+  if (m.dataset) {
+    add('dataset', m.dataset.spec);
+    add('dataset items sha256', m.dataset.itemsSha256);
+    add('label axes', Array.isArray(m.dataset.axes) ? m.dataset.axes.join(', ') : m.dataset.axes);
+  }
+  if (m.counts) add('samples', `${m.counts.samples} (${m.counts.truncated} truncated, ${m.counts.tokens} tokens)`);
+  add('dtype', m.dtype);
+  if (m.provider) add('device', `${m.provider.device}${m.provider.deviceId ? ` #${m.provider.deviceId}` : ''}`);
+  if (m.shard) add('shard', `${m.shard.index + 1} of ${m.shard.count}`);
+  if (m.capture?.selection) add('captured', m.capture.selection.join(', '));
+  add('complete', m.complete === undefined ? undefined : m.complete ? 'yes' : 'no');
+  const w = model.wanda?.settings;
+  if (w) {
+    add('wanda', `by ${w.by}; block ${w.block?.join('x')}; top ${w.top?.kind} ${w.top?.value} per ${w.top?.scope}; ${w.permutations} permutations; seed ${w.seed}; weights ${w.weights?.source} ${w.weights?.path}`);
+  }
+  const c = model.cluster?.settings;
+  if (c) {
+    add('cluster', `point ${c.point}; by ${c.by}; seed ${c.seed}; perplexity ${c.perplexity}; PCA ${c.pcaDims}; theta ${c.theta}; ${c.iterations} iterations; ${c.bootstrap} bootstrap; ${c.permutations} permutations`);
+  }
+  return out;
+}
+
+/** Escape for Plotly's text renderer (which reads a small HTML subset): show the string as typed. */
+export function plotlyText(s: string): string {
+  return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+}
+
+/** Hover text for one item: escaped, wrapped at ~70 characters, cut at 600. */
+export function hoverText(id: string, label: string, text: string | undefined): string {
+  const lines = [`<b>${plotlyText(label)}</b>`, plotlyText(id)];
+  if (text) {
+    let t = text.length > 600 ? text.slice(0, 600) + '…' : text;
+    t = t.replace(/\s+/g, ' ').trim();
+    let line = '';
+    for (const word of t.split(' ')) {
+      if (line && line.length + word.length + 1 > 70) {
+        lines.push(plotlyText(line));
+        line = '';
+      }
+      line = line ? `${line} ${word}` : word;
+    }
+    if (line) lines.push(plotlyText(line));
+  }
+  return lines.join('<br>');
+}
+
+function scatterPayload(model: ReportModel): ScatterPayload | null {
+  const c = model.cluster;
+  if (!c) return null;
+  const { coords } = c;
+  const groups: string[] = c.metrics?.classes?.slice() ?? [];
+  const index = new Map(groups.map((g, i) => [g, i]));
+  for (const l of coords.labels) if (!index.has(l)) index.set(l, groups.push(l) - 1);
+  const n = coords.ids.length;
+  const x = new Array<number>(n);
+  const y = new Array<number>(n);
+  const g = new Array<number>(n);
+  for (let i = 0; i < n; i++) {
+    x[i] = round(coords.xy[2 * i]!, 4);
+    y[i] = round(coords.xy[2 * i + 1]!, 4);
+    g[i] = index.get(coords.labels[i]!)!;
+  }
+  // Item text: from coords.json, else from the run's samples (SampleRow.text) by id.
+  let text: (string | undefined)[] | undefined = coords.text;
+  if (!text) {
+    const byId = new Map<string, string>();
+    for (const s of model.samples as (typeof model.samples[number] & { text?: string })[]) if (typeof s.text === 'string') byId.set(s.id, s.text);
+    if (byId.size) text = coords.ids.map((id) => byId.get(id));
+  }
+  const hover = coords.ids.map((id, i) => hoverText(id, coords.labels[i]!, text?.[i]));
+  return { groups, g, x, y, hover, by: c.settings?.by ?? 'label' };
+}
+
+class Bits {
+  readonly bytes: Uint8Array;
+  count = 0;
+  constructor(n: number) {
+    this.bytes = new Uint8Array((n + 7) >> 3);
+  }
+  set(i: number): void {
+    const m = 1 << (i & 7);
+    if (!(this.bytes[i >> 3]! & m)) {
+      this.bytes[i >> 3]! |= m;
+      this.count++;
+    }
+  }
+}
+
+function wandaPayload(model: ReportModel): WandaPayload | null {
+  const w = model.wanda;
+  if (!w) return null;
+  const mats = w.regions.matrices;
+  const projs = [...new Set(mats.map((m) => m.proj))].sort((a, b) => {
+    const ia = PROJ_ORDER.indexOf(a);
+    const ib = PROJ_ORDER.indexOf(b);
+    return (ia < 0 ? 99 : ia) - (ib < 0 ? 99 : ib) || (a < b ? -1 : a > b ? 1 : 0);
+  });
+  const layers = [...new Set(mats.map((m) => m.layer))].sort((a, b) => a - b);
+  const layerIdx = new Map(layers.map((l, i) => [l, i]));
+  const grid: WandaPayload['grid'] = [];
+  let offset = 0;
+  for (const p of projs) {
+    const ms = mats.filter((m) => m.proj === p);
+    // Display grid of a projection: its largest matrix (all layers share one shape in Llama models).
+    let rb = 0;
+    let cb = 0;
+    for (const m of ms) if (m.rowBlocks * m.colBlocks > rb * cb) [rb, cb] = [m.rowBlocks, m.colBlocks];
+    grid.push({ rowBlocks: rb, colBlocks: cb, blocks: rb * cb, offset });
+    offset += layers.length * rb * cb;
+  }
+  const total = offset;
+  const place = new Map<string, { base: number; m: WandaMatrix }>();
+  const present = new Bits(projs.length * layers.length);
+  for (const m of mats) {
+    const p = projs.indexOf(m.proj);
+    const l = layerIdx.get(m.layer)!;
+    place.set(m.name, { base: grid[p]!.offset + l * grid[p]!.blocks, m });
+    present.set(p * layers.length + l);
+  }
+  const toBits = (set: BlockSet | undefined): Bits => {
+    const bits = new Bits(total);
+    if (!set) return bits;
+    for (const [name, idx] of Object.entries(set)) {
+      const pl = place.get(name);
+      if (!pl) continue;
+      for (const k of idx) bits.set(pl.base + k);
+    }
+    return bits;
+  };
+  const groups = w.settings.groups;
+  const regions: Record<string, string> = {};
+  for (const g of groups) regions[g] = b64(toBits(w.regions.regions[g]).bytes);
+  let pct: Record<string, string> | null = null;
+  if (w.pooled) {
+    pct = {};
+    for (const g of groups) {
+      const bytes = new Uint8Array(total);
+      let any = false;
+      for (const { base, m } of place.values()) {
+        const s = w.pooled(g, m.name);
+        if (!s) continue;
+        any = true;
+        percentileBytes(s, bytes, base);
+      }
+      if (any) pct[g] = b64(bytes);
+    }
+    if (!Object.keys(pct).length) pct = null;
+  }
+  const metricsFor = (a: string, b: string) => w.metrics?.pairs.find((p) => p.a === a && p.b === b) ?? null;
+  const pairs = w.regions.differences.map((d) => {
+    const ab = toBits(d.aMinusB);
+    const ba = toBits(d.bMinusA);
+    return { a: d.a, b: d.b, ab: b64(ab.bytes), ba: b64(ba.bytes), nAB: ab.count, nBA: ba.count, metrics: metricsFor(d.a, d.b) };
+  });
+  return { by: w.settings.by, groups, projs, layers, grid, total, present: b64(present.bytes), pct, regions, pairs, metrics: w.metrics, settings: w.settings };
+}
+
+/**
+ * Write each block's rank percentile within `s` (0 = least important, 255 = most) to out[base + k].
+ * Ties share the lowest rank of their run.
+ */
+export function percentileBytes(s: Float32Array, out: Uint8Array, base: number): void {
+  const n = s.length;
+  if (n === 1) {
+    out[base] = 255;
+    return;
+  }
+  const order = new Uint32Array(n);
+  for (let i = 0; i < n; i++) order[i] = i;
+  order.sort((i, j) => s[i]! - s[j]!);
+  let r = 0;
+  for (let k = 0; k < n; k++) {
+    if (k > 0 && s[order[k]!]! !== s[order[k - 1]!]!) r = k;
+    out[base + order[k]!] = Math.round((255 * r) / (n - 1));
+  }
+}
+
+export function runPayload(model: ReportModel): RunPayload {
+  return {
+    name: model.name,
+    randomModel: model.randomModel,
+    provenance: provenanceOf(model),
+    scatter: scatterPayload(model),
+    cluster: model.cluster ? { metrics: model.cluster.metrics, settings: model.cluster.settings } : null,
+    wanda: wandaPayload(model),
+  };
+}

@@ -1,0 +1,27 @@
+/**
+ * The run directory store (format: docs/run-format.md).
+ *   openRun(dir)        typed, read-only access for every later stage
+ *   verifyRun(dir)      hash every chunk file against the index
+ *   mergeRuns(...)      join shard runs into one (used by `lobes merge`)
+ */
+import type { RunReader } from './types.js';
+import { openRunDir, type OpenRunOptions } from './reader.js';
+
+export type { OpenRunOptions } from './reader.js';
+export { Run, readSamples } from './reader.js';
+export { readManifest } from './writer.js';
+export { readChunkIndex, type ChunkIndex, type ChunkEntry, type ChunkFile } from './chunks.js';
+export { parseShard, shardRange, expandOut, chunkRelPath, FORMAT_VERSION, type ShardSpec, type ShardRange } from './layout.js';
+export { differences } from './identity.js';
+export { mergeRuns, type MergeOptions } from './merge.js';
+
+/** Open a finished run directory (or an unfinished one with allowIncomplete). */
+export async function openRun(dir: string, opts?: OpenRunOptions): Promise<RunReader> {
+  return openRunDir(dir, opts);
+}
+
+/** Hash every chunk file of a run against its index; throws naming each bad file. Returns the number of files checked. */
+export async function verifyRun(dir: string): Promise<number> {
+  const r = await openRunDir(dir, { allowIncomplete: true });
+  return r.verify();
+}

@@ -1,0 +1,114 @@
+/**
+ * Paths and chunk geometry of a run directory (see docs/run-format.md).
+ *
+ * Chunk c of a dataset holds rows [c*K, min((c+1)*K, N)) for K = chunkRows, whatever the
+ * shard: a shard is a contiguous range of whole chunks, so the chunk files of shards are
+ * the chunk files of a single run and merging is a copy.
+ */
+import * as path from 'node:path';
+import { UsageError } from '../util/errors.js';
+
+export const FORMAT_VERSION = 1;
+export const MANIFEST = 'manifest.json';
+export const SAMPLES = 'samples.jsonl';
+export const ACTIVATIONS = 'activations';
+export const INDEX = 'activations/index.json';
+
+/** Relative path (from RUN/activations) of one chunk file of one hook. */
+export function chunkRelPath(hook: string, chunk: number): string {
+  return `${hook}/chunk-${String(chunk).padStart(6, '0')}.safetensors`;
+}
+
+export function chunkAbsPath(runDir: string, hook: string, chunk: number): string {
+  return path.join(runDir, ACTIVATIONS, chunkRelPath(hook, chunk));
+}
+
+/** Hook names become folder names: refuse anything that could escape the folder. */
+export function checkHookName(name: string): void {
+  if (!/^[A-Za-z0-9_][A-Za-z0-9_.-]*$/.test(name) || name.includes('..')) {
+    throw new UsageError(`capture point name ${JSON.stringify(name)} cannot be stored (letters, digits, '.', '_' and '-' only)`);
+  }
+}
+
+export function chunkCount(rows: number, chunkRows: number): number {
+  return Math.ceil(rows / chunkRows);
+}
+
+export interface ShardSpec {
+  index: number;
+  count: number;
+}
+
+export interface ShardRange {
+  chunkStart: number;
+  chunkEnd: number;
+  rowStart: number;
+  rowEnd: number;
+}
+
+/**
+ * The rows of shard i of n: chunks [floor(i*C/n), floor((i+1)*C/n)) of the C chunks of the
+ * dataset, i.e. a contiguous split of dataset order on chunk boundaries.
+ */
+export function shardRange(datasetRows: number, chunkRows: number, shard: ShardSpec | null): ShardRange {
+  const c = chunkCount(datasetRows, chunkRows);
+  const [i, n] = shard ? [shard.index, shard.count] : [0, 1];
+  const chunkStart = Math.floor((i * c) / n);
+  const chunkEnd = Math.floor(((i + 1) * c) / n);
+  return {
+    chunkStart,
+    chunkEnd,
+    rowStart: Math.min(chunkStart * chunkRows, datasetRows),
+    rowEnd: Math.min(chunkEnd * chunkRows, datasetRows),
+  };
+}
+
+/**
+ * Parse --shard: `i/n` (0-based i), `auto` or `auto/N`.
+ * auto reads Slurm job arrays (SLURM_ARRAY_TASK_ID, SLURM_ARRAY_TASK_MIN, SLURM_ARRAY_TASK_STEP,
+ * SLURM_ARRAY_TASK_COUNT) or a Kubernetes Indexed Job (JOB_COMPLETION_INDEX with the count
+ * from auto/N or LOBES_SHARD_COUNT).
+ */
+export function parseShard(spec: string | undefined, env: NodeJS.ProcessEnv = process.env): ShardSpec | null {
+  if (spec === undefined || spec === '') return null;
+  const m = /^(\d+)\/(\d+)$/.exec(spec);
+  if (m) return checkShard(Number(m[1]), Number(m[2]), `--shard ${spec}`);
+  const a = /^auto(?:\/(\d+))?$/.exec(spec);
+  if (!a) throw new UsageError(`--shard must be i/n (0-based, e.g. 0/4), auto or auto/N, got ${JSON.stringify(spec)}`);
+  const given = a[1] !== undefined ? Number(a[1]) : undefined;
+  const int = (name: string): number | undefined => {
+    const v = env[name];
+    if (v === undefined || v === '') return undefined;
+    if (!/^\d+$/.test(v)) throw new UsageError(`--shard auto: ${name}=${JSON.stringify(v)} is not a non-negative integer`);
+    return Number(v);
+  };
+  const slurmId = int('SLURM_ARRAY_TASK_ID');
+  if (slurmId !== undefined) {
+    const min = int('SLURM_ARRAY_TASK_MIN') ?? 0;
+    const step = int('SLURM_ARRAY_TASK_STEP') ?? 1;
+    const count = given ?? int('SLURM_ARRAY_TASK_COUNT');
+    if (count === undefined) throw new UsageError('--shard auto: SLURM_ARRAY_TASK_ID is set but SLURM_ARRAY_TASK_COUNT is not', 'use --shard auto/N');
+    if (step < 1 || (slurmId - min) % step !== 0) throw new UsageError(`--shard auto: SLURM_ARRAY_TASK_ID=${slurmId} is not MIN=${min} plus a multiple of STEP=${step}`);
+    return checkShard((slurmId - min) / step, count, `--shard auto (SLURM_ARRAY_TASK_ID=${slurmId}, MIN=${min}, STEP=${step}, COUNT=${count})`);
+  }
+  const k8s = int('JOB_COMPLETION_INDEX');
+  if (k8s !== undefined) {
+    const count = given ?? int('LOBES_SHARD_COUNT');
+    if (count === undefined) throw new UsageError('--shard auto: JOB_COMPLETION_INDEX is set but the shard count is unknown', 'use --shard auto/N (N = the Job\'s completions) or set LOBES_SHARD_COUNT');
+    return checkShard(k8s, count, `--shard auto (JOB_COMPLETION_INDEX=${k8s}, count ${count})`);
+  }
+  throw new UsageError('--shard auto: neither SLURM_ARRAY_TASK_ID (Slurm job array) nor JOB_COMPLETION_INDEX (Kubernetes Indexed Job) is set', 'use --shard i/n');
+}
+
+function checkShard(index: number, count: number, what: string): ShardSpec {
+  if (!Number.isSafeInteger(count) || count < 1) throw new UsageError(`${what}: the shard count must be at least 1`);
+  if (!Number.isSafeInteger(index) || index < 0 || index >= count) throw new UsageError(`${what}: shard index ${index} is outside 0..${count - 1} (indices are 0-based)`);
+  return { index, count };
+}
+
+/** Substitute {i} and {n} in an --out path with the shard index and count. */
+export function expandOut(out: string, shard: ShardSpec | null): string {
+  if (!/\{[in]\}/.test(out)) return out;
+  if (!shard) throw new UsageError(`--out ${out} uses {i}/{n} but no --shard is given`);
+  return out.replace(/\{i\}/g, String(shard.index)).replace(/\{n\}/g, String(shard.count));
+}

@@ -1,0 +1,287 @@
+/**
+ * The analysis after the weight pass, on in-memory inputs: group statistics, pooled maps,
+ * regions, set differences, metrics and the permutation null. Needs only C (the column
+ * sums of |W| per row block) and the activations; it never touches the weights.
+ *
+ *   pooled_g[bi, bj] = (1 / area) * Σ_{j∈bj} s_g[j] * C[bi, j]
+ *
+ * Labellings (the observed one, then R seeded shuffles of the group labels over the used
+ * samples, which keep every group's size) are processed in batches: each batch reads each
+ * capture point once and accumulates x^2 sums for all its labellings together.
+ */
+import { LobesError } from '../util/errors.js';
+import { Rng } from '../util/rng.js';
+
+import { groupSquareSums, rmsScaler, poolBlocks, type ActivationSource } from './stats.js';
+import { selectTop, minus, jaccard, size, density, components, toBlockSet, distribution, type Masks, type TopSpec } from './regions.js';
+import type { WandaMatrix, WandaRegions, WandaMetrics, WandaPairMetrics, NullTested } from './types.js';
+
+export interface AnalyzeInput {
+  /** Matrices in output order; `input` names the capture point feeding each. */
+  matrices: WandaMatrix[];
+  /** C per matrix name: Float32Array [rowBlocks * dIn] for the row-block height block[0]. */
+  colsums: Map<string, Float32Array>;
+  source: ActivationSource;
+  /** Group label per sample; '' leaves the sample out. */
+  labels: string[];
+  /** Group order (default: sorted distinct non-empty labels). */
+  groups?: string[];
+}
+
+export interface AnalyzeOptions {
+  /** [rows, cols] block size. */
+  block: [number, number];
+  top: TopSpec;
+  permutations: number;
+  seed: number;
+  /** Memory for one batch of labellings' pooled maps (default 256 MiB). */
+  batchBytes?: number;
+  /** Called after each labelling (0 = observed) is finished. */
+  onLabeling?: (done: number, total: number) => void;
+}
+
+/** Metrics tested against the null, per pair. */
+export const NULL_METRICS = ['jaccard', 'isolationAB', 'isolationBA', 'densityAminusB', 'densityBminusA'] as const;
+export type NullMetric = (typeof NULL_METRICS)[number];
+
+export interface AnalyzeResult {
+  groups: string[];
+  counts: number[];
+  /** Observed pooled maps, key `${group}|${matrix}`, [rowBlocks, colBlocks]. */
+  pooled: Map<string, Float32Array>;
+  regions: WandaRegions;
+  metrics: WandaMetrics;
+  /** Null distributions per pair index and metric (length R). */
+  nulls: Record<NullMetric, Float64Array>[];
+}
+
+export function matrixInfo(name: string, layer: number, proj: string, input: string, dOut: number, dIn: number, block: [number, number]): WandaMatrix {
+  return { name, layer, proj, input, dOut, dIn, rowBlocks: Math.ceil(dOut / block[0]), colBlocks: Math.ceil(dIn / block[1]) };
+}
+
+/** Group index per sample (-1 when left out) and the group order. */
+export function encodeLabels(labels: string[], groups?: string[]): { groups: string[]; index: Int32Array; counts: number[] } {
+  const gs = groups ?? [...new Set(labels.filter((l) => l !== ''))].sort();
+  const pos = new Map(gs.map((g, i) => [g, i]));
+  const index = new Int32Array(labels.length);
+  const counts = new Array<number>(gs.length).fill(0);
+  labels.forEach((l, r) => {
+    const g = l === '' ? -1 : pos.get(l);
+    if (g === undefined) index[r] = -1;
+    else {
+      index[r] = g;
+      if (g >= 0) counts[g]++;
+    }
+  });
+  return { groups: gs, index, counts };
+}
+
+/** Groups of the labels, requiring at least two non-empty groups. */
+export function checkedGroups(labels: string[], groups?: string[]): { groups: string[]; index: Int32Array; counts: number[] } {
+  const enc = encodeLabels(labels, groups);
+  const G = enc.groups.length;
+  if (G < 2) throw new LobesError(`need at least 2 groups to compare, found ${G} (${enc.groups.map((g) => JSON.stringify(g)).join(', ') || 'none'})`, { hint: 'choose another --by axis' });
+  enc.counts.forEach((c, g) => {
+    if (c === 0) throw new LobesError(`group ${JSON.stringify(enc.groups[g])} has no samples`);
+  });
+  return enc;
+}
+
+/** Every matrix's input must be captured with dim = d_in. */
+export function checkDims(matrices: WandaMatrix[], source: ActivationSource): void {
+  for (const m of matrices) {
+    const d = source.dim(m.input);
+    if (d === null) throw new LobesError(`capture point ${m.input} (input of ${m.name}) is not in the run`, { file: source.where });
+    if (d !== m.dIn) throw new LobesError(`weights of ${m.name} have d_in=${m.dIn} but capture point ${m.input} has dim ${d}`, { file: source.where, hint: 'the weights do not belong to the model of this run' });
+  }
+}
+
+/** Null summary of an observed value against R permutation values. */
+export function nullTest(value: number, nulls: Float64Array | null): NullTested {
+  if (!nulls || nulls.length === 0) return { value, p: null, percentile: null, nullMean: null, pLower: null };
+  let ge = 0, le = 0, lt = 0, eq = 0, sum = 0;
+  for (const v of nulls) {
+    if (v >= value) ge++;
+    if (v <= value) le++;
+    if (v < value) lt++;
+    if (v === value) eq++;
+    sum += v;
+  }
+  const R = nulls.length;
+  return { value, p: (1 + ge) / (R + 1), percentile: (100 * (lt + 0.5 * eq)) / R, nullMean: sum / R, pLower: (1 + le) / (R + 1) };
+}
+
+export async function analyze(input: AnalyzeInput, opts: AnalyzeOptions): Promise<AnalyzeResult> {
+  const { matrices, colsums, source } = input;
+  const [rb, cb] = opts.block;
+  if (input.labels.length !== source.n) throw new LobesError(`${input.labels.length} labels for ${source.n} samples`);
+  const enc = checkedGroups(input.labels, input.groups);
+  const G = enc.groups.length;
+  for (const m of matrices) {
+    const C = colsums.get(m.name);
+    if (!C) throw new LobesError(`no weight column sums for ${m.name}`);
+    if (C.length !== Math.ceil(m.dOut / rb) * m.dIn) throw new LobesError(`column sums of ${m.name} have ${C.length} values, expected ${Math.ceil(m.dOut / rb)} x ${m.dIn}`);
+  }
+  checkDims(matrices, source);
+  const R = opts.permutations;
+  const total = R + 1;
+  const totalBlocks = matrices.reduce((a, m) => a + m.rowBlocks * m.colBlocks, 0);
+  const maxD = matrices.reduce((a, m) => Math.max(a, m.dIn), 0);
+  const perLabeling = G * (totalBlocks * 4 + maxD * 8);
+  const B = Math.max(1, Math.min(total, Math.floor((opts.batchBytes ?? 256 << 20) / perLabeling)));
+
+  const gen = labelingGenerator(enc.index, source.n, opts.seed);
+  const pairs = pairList(G);
+  const nullVals = emptyNulls(pairs.length, R);
+
+  const hooks = [...new Set(matrices.map((m) => m.input))];
+  let observed: { pooled: Float32Array[][]; masks: Masks[] } | null = null;
+  let done = 0;
+
+  for (let l0 = 0; l0 < total; l0 += B) {
+    const nb = Math.min(B, total - l0);
+    const labelings: Int32Array[] = [];
+    for (let t = 0; t < nb; t++) labelings.push(gen());
+    // pooled[t][g][m]
+    const pooled: Float32Array[][][] = labelings.map(() => Array.from({ length: G }, () => new Array<Float32Array>(matrices.length)));
+    for (const hook of hooks) {
+      const d = source.dim(hook)!;
+      const sums = await groupSquareSums(source, hook, labelings, G);
+      const s = new Float64Array(d);
+      for (let t = 0; t < nb; t++) {
+        for (let g = 0; g < G; g++) {
+          rmsScaler(sums[t], g, d, enc.counts[g], s);
+          matrices.forEach((m, k) => {
+            if (m.input === hook) pooled[t][g][k] = poolBlocks(colsums.get(m.name)!, s, m.dOut, m.dIn, rb, cb);
+          });
+        }
+      }
+    }
+    for (let t = 0; t < nb; t++) {
+      const l = l0 + t;
+      const masks = pooled[t].map((sc) => selectTop(sc, matrices, opts.top));
+      if (l === 0) observed = { pooled: pooled[t], masks };
+      else recordNull(nullVals, pairs, masks, matrices, l - 1);
+      done++;
+      opts.onLabeling?.(done, total);
+    }
+  }
+
+  return summarize(enc, matrices, observed!.pooled, observed!.masks, R > 0 ? nullVals : null);
+}
+
+/** Seeded labellings: the observed one first, then shuffles of the used samples' groups. */
+export function labelingGenerator(index: Int32Array, n: number, seed: number): () => Int32Array {
+  const used: number[] = [];
+  index.forEach((g, r) => g >= 0 && used.push(r));
+  const usedGroups = Int32Array.from(used.map((r) => index[r]));
+  const rng = new Rng(seed);
+  let first = true;
+  return () => {
+    if (first) {
+      first = false;
+      return index;
+    }
+    const perm = rng.shuffle(usedGroups.slice());
+    const L = new Int32Array(n).fill(-1);
+    for (let u = 0; u < used.length; u++) L[used[u]] = perm[u];
+    return L;
+  };
+}
+
+export function pairList(G: number): [number, number][] {
+  const pairs: [number, number][] = [];
+  for (let a = 0; a < G; a++) for (let b = a + 1; b < G; b++) pairs.push([a, b]);
+  return pairs;
+}
+
+export function emptyNulls(nPairs: number, R: number): Record<NullMetric, Float64Array>[] {
+  return Array.from({ length: nPairs }, () => Object.fromEntries(NULL_METRICS.map((k) => [k, new Float64Array(R)])) as Record<NullMetric, Float64Array>);
+}
+
+export function recordNull(nullVals: Record<NullMetric, Float64Array>[], pairs: [number, number][], masks: Masks[], matrices: WandaMatrix[], r: number): void {
+  pairs.forEach(([a, b], p) => {
+    const v = pairValues(masks[a], masks[b], matrices);
+    for (const k of NULL_METRICS) nullVals[p][k][r] = v[k];
+  });
+}
+
+/** Outputs from the observed pooled maps and masks and the null distributions. */
+export function summarize(
+  enc: { groups: string[]; counts: number[] },
+  matrices: WandaMatrix[],
+  obsPooled: Float32Array[][],
+  obsMasks: Masks[],
+  nulls: Record<NullMetric, Float64Array>[] | null,
+): AnalyzeResult {
+  const obs = { pooled: obsPooled, masks: obsMasks };
+  const pairs = pairList(enc.groups.length);
+  const R = nulls?.[0]?.jaccard.length ?? 0;
+  const nullVals = nulls ?? emptyNulls(pairs.length, 0);
+  const pooledOut = new Map<string, Float32Array>();
+  enc.groups.forEach((g, gi) => matrices.forEach((m, k) => pooledOut.set(`${g}|${m.name}`, obs.pooled[gi][k])));
+  const regions: WandaRegions = {
+    matrices,
+    regions: Object.fromEntries(enc.groups.map((g, gi) => [g, toBlockSet(obs.masks[gi], matrices)])),
+    differences: pairs.map(([a, b]) => ({
+      a: enc.groups[a],
+      b: enc.groups[b],
+      aMinusB: toBlockSet(minus(obs.masks[a], obs.masks[b]), matrices),
+      bMinusA: toBlockSet(minus(obs.masks[b], obs.masks[a]), matrices),
+    })),
+  };
+  const pairMetrics: WandaPairMetrics[] = pairs.map(([a, b], p) => {
+    const A = obs.masks[a];
+    const Bm = obs.masks[b];
+    const amb = minus(A, Bm);
+    const bma = minus(Bm, A);
+    const v = pairValues(A, Bm, matrices);
+    const nv = R > 0 ? nullVals[p] : null;
+    const da = distribution(amb, matrices);
+    const db = distribution(bma, matrices);
+    return {
+      a: enc.groups[a],
+      b: enc.groups[b],
+      jaccard: nullTest(v.jaccard, nv?.jaccard ?? null),
+      isolationAB: nullTest(v.isolationAB, nv?.isolationAB ?? null),
+      isolationBA: nullTest(v.isolationBA, nv?.isolationBA ?? null),
+      sizeAminusB: size(amb),
+      sizeBminusA: size(bma),
+      densityAminusB: nullTest(v.densityAminusB, nv?.densityAminusB ?? null),
+      densityBminusA: nullTest(v.densityBminusA, nv?.densityBminusA ?? null),
+      componentsAminusB: components(amb, matrices),
+      componentsBminusA: components(bma, matrices),
+      byLayerAminusB: da.byLayer,
+      byLayerBminusA: db.byLayer,
+      byProjAminusB: da.byProj,
+      byProjBminusA: db.byProj,
+    };
+  });
+  const metrics: WandaMetrics = {
+    groups: enc.groups.map((g, gi) => ({
+      group: g,
+      n: enc.counts[gi],
+      regionSize: size(obs.masks[gi]),
+      density: density(obs.masks[gi], matrices),
+      components: components(obs.masks[gi], matrices),
+    })),
+    pairs: pairMetrics,
+    permutations: R,
+  };
+  return { groups: enc.groups, counts: enc.counts, pooled: pooledOut, regions, metrics, nulls: nullVals };
+}
+
+
+function pairValues(A: Masks, B: Masks, matrices: WandaMatrix[]): Record<NullMetric, number> {
+  const amb = minus(A, B);
+  const bma = minus(B, A);
+  const sa = size(A);
+  const sb = size(B);
+  return {
+    jaccard: jaccard(A, B),
+    isolationAB: sa === 0 ? 0 : size(amb) / sa,
+    isolationBA: sb === 0 ? 0 : size(bma) / sb,
+    densityAminusB: density(amb, matrices),
+    densityBminusA: density(bma, matrices),
+  };
+}

@@ -1,0 +1,483 @@
+/**
+ * The weight pass: for one matrix W[d_out, d_in] and a row-block height `rb`, compute
+ *
+ *   C[bi, j] = Σ_{i ∈ row block bi} |W[i, j]|        (shape [rowBlocks, d_in])
+ *
+ * from the stored bytes, whatever the storage: dense F32/F16/BF16 in HF layout [d_out, d_in]
+ * ('out_in'), dense in ONNX MatMul layout [d_in, d_out] ('in_out'), or com.microsoft
+ * MatMulNBits 4-bit blocks ('nbits'). Everything here is plain functions over typed arrays
+ * so that worker threads and tests share one implementation. Rows are streamed in chunks:
+ * the full matrix is never decoded at once.
+ */
+import { openSync, readSync, closeSync } from 'node:fs';
+import { LobesError } from '../util/errors.js';
+import { halfToFloat, halfArrayToFloat } from '../util/half.js';
+import { simdKernel } from './simd.js';
+
+export type DenseDtype = 'F32' | 'F16' | 'BF16';
+
+/** Bytes held in a file range, or in memory (inline ONNX initializers). */
+export type ByteRange = { file: string; offset: number; byteLength: number } | { bytes: Uint8Array };
+
+export interface DenseWeight {
+  kind: 'dense';
+  /** Tensor/initializer name (for messages). */
+  tensor: string;
+  dtype: DenseDtype;
+  /** 'out_in': [d_out, d_in] row-major (HF, Gemm transB=1); 'in_out': [d_in, d_out] (ONNX MatMul). */
+  layout: 'out_in' | 'in_out';
+  data: ByteRange;
+}
+
+export interface NBitsWeight {
+  kind: 'nbits';
+  tensor: string;
+  /** B: uint8 [N = d_out, nBlocks, blobSize], blobSize = blockSize * bits / 8. */
+  data: ByteRange;
+  /** scales: [N * nBlocks] (or [N, nBlocks]) in F32 or F16. */
+  scales: { tensor: string; dtype: 'F32' | 'F16'; data: ByteRange };
+  /** zero points: packed uint8 ([N, ceil(nBlocks * bits / 8)]) or unpacked float [N * nBlocks]. Absent: 2^(bits-1). */
+  zeroPoints?: { tensor: string; dtype: 'U8' | 'F32' | 'F16'; data: ByteRange };
+  bits: number;
+  blockSize: number;
+}
+
+export type WeightSource = DenseWeight | NBitsWeight;
+
+/** One matrix to score, in the W[d_out, d_in] convention. */
+export interface MatrixRef {
+  /** e.g. `layers.3.mlp.down_proj`. */
+  name: string;
+  layer: number;
+  /** HF projection name: gate_proj, up_proj, down_proj, q_proj, ... */
+  proj: string;
+  /** Capture point providing the input, e.g. `layers.3.mlp.down_in`. */
+  input: string;
+  dOut: number;
+  dIn: number;
+  source: WeightSource;
+}
+
+export const DTYPE_SIZE: Record<DenseDtype, number> = { F32: 4, F16: 2, BF16: 2 };
+
+/** |x| for every fp16 / bf16 bit pattern with the sign bit cleared (index = bits & 0x7fff). */
+let ABS_HALF: Float32Array | null = null;
+let ABS_BF16: Float32Array | null = null;
+function absHalfTable(): Float32Array {
+  if (!ABS_HALF) {
+    ABS_HALF = new Float32Array(32768);
+    for (let i = 0; i < 32768; i++) ABS_HALF[i] = halfToFloat(i);
+  }
+  return ABS_HALF;
+}
+function absBf16Table(): Float32Array {
+  if (!ABS_BF16) {
+    ABS_BF16 = new Float32Array(32768);
+    const u = new Uint32Array(ABS_BF16.buffer);
+    for (let i = 0; i < 32768; i++) u[i] = i << 16;
+  }
+  return ABS_BF16;
+}
+
+/** Sequential reader over a ByteRange with one reusable buffer. */
+export class RangeReader {
+  private fd: number | null = null;
+  constructor(private readonly range: ByteRange, private readonly what: string) {
+    if ('file' in range) {
+      try {
+        this.fd = openSync(range.file, 'r');
+      } catch (e: any) {
+        throw new LobesError(`cannot open weight file (${e.code ?? e.message})`, { file: range.file, where: what });
+      }
+    }
+  }
+  get byteLength(): number {
+    return 'file' in this.range ? this.range.byteLength : this.range.bytes.byteLength;
+  }
+  /** Read [start, start+len) of the range into `out` (from index 0). */
+  read(start: number, len: number, out: Uint8Array): Uint8Array {
+    if (start < 0 || start + len > this.byteLength) throw new LobesError(`read [${start}, ${start + len}) past the ${this.byteLength} bytes of the tensor`, { where: this.what });
+    if ('bytes' in this.range) {
+      out.set(this.range.bytes.subarray(start, start + len));
+      return out.subarray(0, len);
+    }
+    const file = this.range.file;
+    let got = 0;
+    while (got < len) {
+      const n = readSync(this.fd!, out, got, len - got, this.range.offset + start + got);
+      if (n === 0) throw new LobesError(`unexpected end of file at byte ${this.range.offset + start + got} (tensor data cut short)`, { file, where: this.what });
+      got += n;
+    }
+    return out.subarray(0, len);
+  }
+  /** The whole range as one fresh array. */
+  readAll(): Uint8Array {
+    const out = new Uint8Array(new ArrayBuffer(this.byteLength));
+    return this.read(0, this.byteLength, out);
+  }
+  close(): void {
+    if (this.fd !== null) closeSync(this.fd);
+    this.fd = null;
+  }
+}
+
+function subRange(r: ByteRange, off: number, len: number): ByteRange {
+  return 'file' in r ? { file: r.file, offset: r.offset + off, byteLength: len } : { bytes: r.bytes.subarray(off, off + len) };
+}
+
+/**
+ * Rows [r0, r1) of a matrix as a matrix of its own (HF layout or MatMulNBits only: their
+ * stored rows are output rows). With r0 a multiple of the row-block height, its column sums
+ * are row blocks r0/rb ... of the whole matrix's.
+ */
+export function rowSlice(m: MatrixRef, r0: number, r1: number): MatrixRef {
+  const s = m.source;
+  const rows = r1 - r0;
+  if (s.kind === 'dense') {
+    if (s.layout !== 'out_in') throw new Error('rowSlice needs the out_in layout');
+    const rowBytes = m.dIn * DTYPE_SIZE[s.dtype];
+    return { ...m, dOut: rows, source: { ...s, data: subRange(s.data, r0 * rowBytes, rows * rowBytes) } };
+  }
+  const nBlocks = Math.ceil(m.dIn / s.blockSize);
+  const rowBytes = nBlocks * ((s.blockSize * s.bits) / 8);
+  const sSize = s.scales.dtype === 'F32' ? 4 : 2;
+  let zeroPoints = s.zeroPoints;
+  if (zeroPoints) {
+    const zr = zeroPoints.dtype === 'U8' ? Math.ceil((nBlocks * s.bits) / 8) : nBlocks * (zeroPoints.dtype === 'F32' ? 4 : 2);
+    zeroPoints = { ...zeroPoints, data: subRange(zeroPoints.data, r0 * zr, rows * zr) };
+  }
+  return {
+    ...m,
+    dOut: rows,
+    source: { ...s, data: subRange(s.data, r0 * rowBytes, rows * rowBytes), scales: { ...s.scales, data: subRange(s.scales.data, r0 * nBlocks * sSize, rows * nBlocks * sSize) }, zeroPoints },
+  };
+}
+
+export function expectedBytes(m: MatrixRef): number {
+  const s = m.source;
+  if (s.kind === 'dense') return m.dOut * m.dIn * DTYPE_SIZE[s.dtype];
+  const nBlocks = Math.ceil(m.dIn / s.blockSize);
+  return m.dOut * nBlocks * ((s.blockSize * s.bits) / 8);
+}
+
+export interface ColsumOptions {
+  /** Row-block height (block rows in W[d_out, d_in]). */
+  rowBlock: number;
+  /** Bytes per read (default 8 MiB). */
+  chunkBytes?: number;
+  /** Use the WebAssembly SIMD kernel where it applies (default true; results are identical). */
+  simd?: boolean;
+}
+
+/**
+ * C[bi, j] = Σ_{i∈bi} |W_ij| as float64 [rowBlocks, dIn], streaming the matrix in row chunks.
+ * Throws naming the tensor when its byte length does not fit the shape, or when W holds NaN/Inf.
+ */
+export function columnBlockSums(m: MatrixRef, opts: ColsumOptions): Float64Array {
+  const rb = opts.rowBlock;
+  const rowBlocks = Math.ceil(m.dOut / rb);
+  const C = new Float64Array(rowBlocks * m.dIn);
+  const s = m.source;
+  const want = expectedBytes(m);
+  const reader = new RangeReader(s.data, s.tensor);
+  try {
+    if (reader.byteLength !== want) {
+      throw new LobesError(`holds ${reader.byteLength} bytes but [d_out=${m.dOut}, d_in=${m.dIn}] needs ${want}`, { where: `tensor ${JSON.stringify(s.tensor)}` });
+    }
+    if (s.kind === 'dense' && s.layout === 'out_in' && s.dtype !== 'F16' && opts.simd !== false && simdKernel()) simdColsums(m, s, reader, C, rb, opts.chunkBytes ?? 8 << 20);
+    else if (s.kind === 'dense') denseColsums(m, s, reader, C, rb, opts.chunkBytes ?? 8 << 20);
+    else nbitsColsums(m, s, reader, C, rb, opts.chunkBytes ?? 8 << 20);
+  } finally {
+    reader.close();
+  }
+  for (let k = 0; k < C.length; k++) {
+    if (!Number.isFinite(C[k])) {
+      throw new LobesError(`weights contain NaN or Inf (row block ${Math.floor(k / m.dIn)}, input feature ${k % m.dIn})`, { where: `tensor ${JSON.stringify(s.tensor)} (${m.name})` });
+    }
+  }
+  return C;
+}
+
+/**
+ * The same sums as denseColsums for dense BF16/F32 rows in the HF layout, with the rows read
+ * straight into WebAssembly memory and summed by the SIMD kernel (bit-identical results).
+ */
+function simdColsums(m: MatrixRef, s: DenseWeight, reader: RangeReader, C: Float64Array, rb: number, chunkBytes: number): void {
+  const k = simdKernel()!;
+  const esize = DTYPE_SIZE[s.dtype];
+  const per = 16 / esize; // values per vector
+  const dIn = m.dIn;
+  const nvec = Math.floor(dIn / per);
+  const rowBytes = dIn * esize;
+  const rowsPerChunk = Math.max(1, Math.min(m.dOut, Math.floor(chunkBytes / rowBytes)));
+  const cOff = 0;
+  const cBytes = C.length * 8;
+  const bufOff = Math.ceil(cBytes / 16) * 16;
+  k.ensure(bufOff + rowsPerChunk * rowBytes);
+  new Float64Array(k.memory.buffer, cOff, C.length).fill(0);
+  const run = s.dtype === 'BF16' ? k.bf16 : k.f32;
+  const table = s.dtype === 'BF16' ? absBf16Table() : null;
+  for (let r0 = 0; r0 < m.dOut; r0 += rowsPerChunk) {
+    const nr = Math.min(rowsPerChunk, m.dOut - r0);
+    reader.read(r0 * rowBytes, nr * rowBytes, new Uint8Array(k.memory.buffer, bufOff, nr * rowBytes));
+    // Rows of one row block at a time.
+    for (let r = 0; r < nr; ) {
+      const bi = Math.floor((r0 + r) / rb);
+      const end = Math.min(nr, (bi + 1) * rb - r0);
+      if (nvec > 0) run(bufOff + r * rowBytes, end - r, rowBytes, nvec, cOff + bi * dIn * 8);
+      if (nvec * per < dIn) {
+        const acc = new Float64Array(k.memory.buffer, cOff + bi * dIn * 8, dIn);
+        if (table) {
+          const u16 = new Uint16Array(k.memory.buffer, bufOff, nr * dIn);
+          for (let rr = r; rr < end; rr++) for (let j = nvec * per; j < dIn; j++) acc[j] += table[u16[rr * dIn + j] & 0x7fff];
+        } else {
+          const f32 = new Float32Array(k.memory.buffer, bufOff, nr * dIn);
+          for (let rr = r; rr < end; rr++) for (let j = nvec * per; j < dIn; j++) acc[j] += Math.abs(f32[rr * dIn + j]);
+        }
+      }
+      r = end;
+    }
+  }
+  C.set(new Float64Array(k.memory.buffer, cOff, C.length));
+}
+
+function denseColsums(m: MatrixRef, s: DenseWeight, reader: RangeReader, C: Float64Array, rb: number, chunkBytes: number): void {
+  const esize = DTYPE_SIZE[s.dtype];
+  // Stored rows: out_in -> d_out rows of d_in; in_out -> d_in rows of d_out.
+  const storedRows = s.layout === 'out_in' ? m.dOut : m.dIn;
+  const storedCols = s.layout === 'out_in' ? m.dIn : m.dOut;
+  const rowBytes = storedCols * esize;
+  const rowsPerChunk = Math.max(1, Math.floor(chunkBytes / rowBytes));
+  const buf = new Uint8Array(new ArrayBuffer(Math.min(rowsPerChunk, storedRows) * rowBytes));
+  const table = s.dtype === 'F16' ? absHalfTable() : s.dtype === 'BF16' ? absBf16Table() : null;
+  const dIn = m.dIn;
+  for (let r0 = 0; r0 < storedRows; r0 += rowsPerChunk) {
+    const nr = Math.min(rowsPerChunk, storedRows - r0);
+    const bytes = reader.read(r0 * rowBytes, nr * rowBytes, buf);
+    if (s.layout === 'out_in') {
+      // Row i of W adds |W[i, :]| to C[bi, :].
+      if (table) {
+        const u16 = new Uint16Array(bytes.buffer, bytes.byteOffset, nr * storedCols);
+        for (let r = 0; r < nr; r++) {
+          const cb = Math.floor((r0 + r) / rb) * dIn;
+          const base = r * dIn;
+          for (let j = 0; j < dIn; j++) C[cb + j] += table[u16[base + j] & 0x7fff];
+        }
+      } else {
+        const f32 = new Float32Array(bytes.buffer, bytes.byteOffset, nr * storedCols);
+        for (let r = 0; r < nr; r++) {
+          const cb = Math.floor((r0 + r) / rb) * dIn;
+          const base = r * dIn;
+          for (let j = 0; j < dIn; j++) C[cb + j] += Math.abs(f32[base + j]);
+        }
+      }
+    } else {
+      // Stored row j holds W[:, j] (length d_out): sum each row block's segment in order.
+      const dOut = m.dOut;
+      const u16 = table ? new Uint16Array(bytes.buffer, bytes.byteOffset, nr * storedCols) : null;
+      const f32 = table ? null : new Float32Array(bytes.buffer, bytes.byteOffset, nr * storedCols);
+      for (let r = 0; r < nr; r++) {
+        const j = r0 + r;
+        const base = r * dOut;
+        for (let i0 = 0, bi = 0; i0 < dOut; i0 += rb, bi++) {
+          const i1 = Math.min(dOut, i0 + rb);
+          let acc = 0;
+          if (u16) for (let i = i0; i < i1; i++) acc += table![u16[base + i] & 0x7fff];
+          else for (let i = i0; i < i1; i++) acc += Math.abs(f32![base + i]);
+          C[bi * dIn + j] += acc;
+        }
+      }
+    }
+  }
+}
+
+/** Decode a small float tensor (scales, float zero points) to float32. */
+function decodeSmall(bytes: Uint8Array, dtype: 'F32' | 'F16'): Float32Array {
+  const a = bytes.byteOffset % 4 === 0 ? bytes : bytes.slice();
+  if (dtype === 'F32') return new Float32Array(a.buffer, a.byteOffset, a.byteLength >> 2);
+  return halfArrayToFloat(new Uint16Array(a.buffer, a.byteOffset, a.byteLength >> 1));
+}
+
+/** Scales and zero points of a MatMulNBits weight as float32 [N * nBlocks]. */
+export function nbitsParams(m: MatrixRef, s: NBitsWeight): { scales: Float32Array; zeros: Float32Array; nBlocks: number; blobSize: number } {
+  if (s.bits !== 4 && s.bits !== 8 && s.bits !== 2) throw new LobesError(`MatMulNBits with bits=${s.bits} is not supported (2, 4 or 8)`, { where: `tensor ${JSON.stringify(s.tensor)}` });
+  if (s.blockSize < 16 || (s.blockSize & (s.blockSize - 1)) !== 0) throw new LobesError(`MatMulNBits block_size ${s.blockSize} is not a power of two >= 16`, { where: `tensor ${JSON.stringify(s.tensor)}` });
+  const N = m.dOut;
+  const nBlocks = Math.ceil(m.dIn / s.blockSize);
+  const blobSize = (s.blockSize * s.bits) / 8;
+  const sr = new RangeReader(s.scales.data, s.scales.tensor);
+  let scales: Float32Array;
+  try {
+    const need = N * nBlocks * (s.scales.dtype === 'F32' ? 4 : 2);
+    if (sr.byteLength !== need) throw new LobesError(`scales hold ${sr.byteLength} bytes but N=${N} x ${nBlocks} blocks of ${s.scales.dtype} need ${need}`, { where: `tensor ${JSON.stringify(s.scales.tensor)}` });
+    scales = decodeSmall(sr.readAll(), s.scales.dtype);
+  } finally {
+    sr.close();
+  }
+  const zeros = new Float32Array(N * nBlocks);
+  if (!s.zeroPoints) {
+    zeros.fill(1 << (s.bits - 1));
+  } else {
+    const zr = new RangeReader(s.zeroPoints.data, s.zeroPoints.tensor);
+    try {
+      const zdt = s.zeroPoints.dtype;
+      if (zdt === 'U8') {
+        const perRow = Math.ceil((nBlocks * s.bits) / 8);
+        if (zr.byteLength !== N * perRow) throw new LobesError(`zero points hold ${zr.byteLength} bytes but N=${N} rows of ${perRow} packed bytes are needed`, { where: `tensor ${JSON.stringify(s.zeroPoints.tensor)}` });
+        const zb = zr.readAll();
+        const mask = (1 << s.bits) - 1;
+        for (let n = 0; n < N; n++) {
+          for (let b = 0; b < nBlocks; b++) {
+            const bit = b * s.bits;
+            const byte = zb[n * perRow + (bit >> 3)];
+            zeros[n * nBlocks + b] = (byte >> (bit & 7)) & mask;
+          }
+        }
+      } else {
+        const need = N * nBlocks * (zdt === 'F32' ? 4 : 2);
+        if (zr.byteLength !== need) throw new LobesError(`zero points hold ${zr.byteLength} bytes but ${need} are needed`, { where: `tensor ${JSON.stringify(s.zeroPoints.tensor)}` });
+        zeros.set(decodeSmall(zr.readAll(), zdt));
+      }
+    } finally {
+      zr.close();
+    }
+  }
+  return { scales, zeros, nBlocks, blobSize };
+}
+
+/**
+ * Dequantize rows [n0, n0+rows) of a MatMulNBits weight into out [rows, dIn] (W[d_out, d_in]):
+ * W[n, k] = (q[n, k] - zero[n, k / blockSize]) * scale[n, k / blockSize], q packed low bits first.
+ */
+export function dequantRows(
+  blob: Uint8Array,
+  n0: number,
+  rows: number,
+  dIn: number,
+  bits: number,
+  blockSize: number,
+  nBlocks: number,
+  blobSize: number,
+  scales: Float32Array,
+  zeros: Float32Array,
+  out: Float32Array,
+): void {
+  const mask = (1 << bits) - 1;
+  const perByte = 8 / bits;
+  for (let r = 0; r < rows; r++) {
+    const n = n0 + r;
+    const rowBase = r * nBlocks * blobSize;
+    for (let b = 0; b < nBlocks; b++) {
+      const sc = scales[n * nBlocks + b];
+      const zp = zeros[n * nBlocks + b];
+      const k0 = b * blockSize;
+      const kEnd = Math.min(dIn, k0 + blockSize);
+      const bb = rowBase + b * blobSize;
+      for (let k = k0; k < kEnd; k++) {
+        const t = k - k0;
+        const byte = blob[bb + Math.floor(t / perByte)];
+        const q = (byte >> ((t % perByte) * bits)) & mask;
+        out[r * dIn + k] = (q - zp) * sc;
+      }
+    }
+  }
+}
+
+/** Dequantize a whole MatMulNBits weight to float32 [d_out, d_in] (tests, small models). */
+export function dequantizeNBits(m: MatrixRef): Float32Array {
+  const s = m.source;
+  if (s.kind !== 'nbits') throw new LobesError(`${m.name} is not a MatMulNBits weight`);
+  const p = nbitsParams(m, s);
+  const r = new RangeReader(s.data, s.tensor);
+  try {
+    const need = m.dOut * p.nBlocks * p.blobSize;
+    if (r.byteLength !== need) throw new LobesError(`holds ${r.byteLength} bytes but ${need} are needed`, { where: `tensor ${JSON.stringify(s.tensor)}` });
+    const out = new Float32Array(m.dOut * m.dIn);
+    dequantRows(r.readAll(), 0, m.dOut, m.dIn, s.bits, s.blockSize, p.nBlocks, p.blobSize, p.scales, p.zeros, out);
+    return out;
+  } finally {
+    r.close();
+  }
+}
+
+function nbitsColsums(m: MatrixRef, s: NBitsWeight, reader: RangeReader, C: Float64Array, rb: number, chunkBytes: number): void {
+  const p = nbitsParams(m, s);
+  const rowBytes = p.nBlocks * p.blobSize;
+  const rowsPerChunk = Math.max(1, Math.floor(chunkBytes / rowBytes));
+  const buf = new Uint8Array(new ArrayBuffer(Math.min(rowsPerChunk, m.dOut) * rowBytes));
+  const w = new Float32Array(Math.min(rowsPerChunk, m.dOut) * m.dIn);
+  const dIn = m.dIn;
+  for (let n0 = 0; n0 < m.dOut; n0 += rowsPerChunk) {
+    const nr = Math.min(rowsPerChunk, m.dOut - n0);
+    const bytes = reader.read(n0 * rowBytes, nr * rowBytes, buf);
+    dequantRows(bytes, n0, nr, dIn, s.bits, s.blockSize, p.nBlocks, p.blobSize, p.scales, p.zeros, w);
+    for (let r = 0; r < nr; r++) {
+      const cb = Math.floor((n0 + r) / rb) * dIn;
+      const base = r * dIn;
+      for (let j = 0; j < dIn; j++) C[cb + j] += Math.abs(w[base + j]);
+    }
+  }
+}
+
+/**
+ * Read a dense or NBits matrix's rows [r0, r0+rows) of W[d_out, d_in] as float32 (weight resolution).
+ * For the 'in_out' layout the rows are gathered column-wise from the stored [d_in, d_out] rows.
+ */
+export class MatrixRowReader {
+  private readonly reader: RangeReader;
+  private nb: ReturnType<typeof nbitsParams> | null = null;
+  private inOut: Float32Array | null = null;
+  constructor(private readonly m: MatrixRef) {
+    this.reader = new RangeReader(m.source.data, m.source.tensor);
+    const want = expectedBytes(m);
+    if (this.reader.byteLength !== want) {
+      this.reader.close();
+      throw new LobesError(`holds ${this.reader.byteLength} bytes but [d_out=${m.dOut}, d_in=${m.dIn}] needs ${want}`, { where: `tensor ${JSON.stringify(m.source.tensor)}` });
+    }
+    if (m.source.kind === 'nbits') this.nb = nbitsParams(m, m.source);
+  }
+  rows(r0: number, nr: number, out: Float32Array): Float32Array {
+    const m = this.m;
+    const s = m.source;
+    const o = out.subarray(0, nr * m.dIn);
+    if (s.kind === 'nbits') {
+      const p = this.nb!;
+      const rowBytes = p.nBlocks * p.blobSize;
+      const bytes = this.reader.read(r0 * rowBytes, nr * rowBytes, new Uint8Array(nr * rowBytes));
+      dequantRows(bytes, r0, nr, m.dIn, s.bits, s.blockSize, p.nBlocks, p.blobSize, p.scales, p.zeros, o);
+      return o;
+    }
+    const es = DTYPE_SIZE[s.dtype];
+    if (s.layout === 'out_in') {
+      const bytes = this.reader.read(r0 * m.dIn * es, nr * m.dIn * es, new Uint8Array(nr * m.dIn * es));
+      decodeInto(bytes, s.dtype, o);
+      return o;
+    }
+    // in_out: decode the whole matrix once (used for small/inline ONNX weights), then gather.
+    if (!this.inOut) {
+      this.inOut = new Float32Array(m.dIn * m.dOut);
+      decodeInto(this.reader.readAll(), s.dtype, this.inOut);
+    }
+    const T = this.inOut;
+    for (let r = 0; r < nr; r++) for (let j = 0; j < m.dIn; j++) o[r * m.dIn + j] = T[j * m.dOut + r0 + r];
+    return o;
+  }
+  close(): void {
+    this.reader.close();
+  }
+}
+
+function decodeInto(bytes: Uint8Array, dtype: DenseDtype, out: Float32Array): void {
+  const a = bytes.byteOffset % 4 === 0 ? bytes : bytes.slice();
+  if (dtype === 'F32') {
+    out.set(new Float32Array(a.buffer, a.byteOffset, a.byteLength >> 2));
+    return;
+  }
+  const u16 = new Uint16Array(a.buffer, a.byteOffset, a.byteLength >> 1);
+  if (dtype === 'BF16') {
+    const o32 = new Uint32Array(out.buffer, out.byteOffset, u16.length);
+    for (let i = 0; i < u16.length; i++) o32[i] = u16[i] << 16;
+  } else {
+    halfArrayToFloat(u16, out as Float32Array<ArrayBuffer>);
+  }
+}

@@ -1,0 +1,124 @@
+/**
+ * The one streaming pass over the weights: C[bi, j] = Σ_{i∈bi} |W_ij| for every matrix,
+ * spread over worker threads (one matrix per job, so at most `threads` matrices are being
+ * read at any time). Every group, regrouping and permutation afterwards needs only C.
+ */
+import { Worker as NodeWorker } from 'node:worker_threads';
+import { existsSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import * as path from 'node:path';
+import { startWorker, defaultThreads } from '../util/worker.js';
+import { LobesError } from '../util/errors.js';
+import { columnBlockSums, expectedBytes, rowSlice, type MatrixRef } from './kernel.js';
+import type { Worker } from 'node:worker_threads';
+
+export interface WeightPassOptions {
+  /** Row-block height. */
+  rowBlock: number;
+  /** Worker threads (default: all cores). 0 or 1 with small inputs computes on the calling thread. */
+  threads?: number;
+  chunkBytes?: number;
+  /** Called after each piece of work with the weight bytes it covered. */
+  onMatrix?: (m: MatrixRef, bytes: number) => void;
+}
+
+/** Below this many weight bytes in total the pass runs on the calling thread (worker start-up costs more). */
+const INLINE_BYTES = 16 << 20;
+
+export async function weightPass(matrices: MatrixRef[], opts: WeightPassOptions): Promise<Map<string, Float32Array>> {
+  const out = new Map<string, Float32Array>();
+  const total = matrices.reduce((a, m) => a + expectedBytes(m), 0);
+  const threads = Math.min(opts.threads ?? (await defaultThreads()), matrices.length);
+  if (threads <= 1 || (opts.threads === undefined && total < INLINE_BYTES)) {
+    for (const m of matrices) {
+      out.set(m.name, Float32Array.from(columnBlockSums(m, { rowBlock: opts.rowBlock, chunkBytes: opts.chunkBytes })));
+      opts.onMatrix?.(m, expectedBytes(m));
+    }
+    return out;
+  }
+  // Jobs: row slices of whole row blocks (about 4 per thread over all bytes) so that threads
+  // stay busy to the end; matrices stored [d_in, d_out] are one job each.
+  const target = Math.max(1, Math.ceil(total / (threads * 4)));
+  const jobs: { m: number; ref: MatrixRef; bi0: number }[] = [];
+  matrices.forEach((m, k) => {
+    const bytes = expectedBytes(m);
+    const rb = opts.rowBlock;
+    const blocks = Math.ceil(m.dOut / rb);
+    const sliceable = m.source.kind === 'nbits' || m.source.layout === 'out_in';
+    const parts = sliceable ? Math.min(blocks, Math.max(1, Math.round(bytes / target))) : 1;
+    for (let p = 0; p < parts; p++) {
+      const b0 = Math.floor((p * blocks) / parts);
+      const b1 = Math.floor(((p + 1) * blocks) / parts);
+      if (b1 <= b0) continue;
+      const ref = parts === 1 ? m : rowSlice(m, b0 * rb, Math.min(m.dOut, b1 * rb));
+      jobs.push({ m: k, ref, bi0: b0 });
+    }
+  });
+  const partial = matrices.map((m) => new Float32Array(Math.ceil(m.dOut / opts.rowBlock) * m.dIn));
+  const remaining = matrices.map((_, k) => jobs.filter((j) => j.m === k).length);
+  const workers: Worker[] = [];
+  try {
+    let next = 0;
+    let failed: Error | null = null;
+    await new Promise<void>((resolve, reject) => {
+      let running = 0;
+      const dispatch = (w: Worker) => {
+        if (failed) return;
+        if (next >= jobs.length) {
+          if (running === 0) resolve();
+          return;
+        }
+        const id = next++;
+        running++;
+        w.postMessage({ id, matrix: jobs[id].ref, rowBlock: opts.rowBlock, chunkBytes: opts.chunkBytes });
+      };
+      for (let t = 0; t < Math.min(threads, jobs.length); t++) {
+        const w = startColsumWorker();
+        workers.push(w);
+        w.on('message', (msg: any) => {
+          running--;
+          if (msg.error) {
+            failed = msg.error.lobes ? new LobesError(msg.error.message, { exitCode: msg.error.exitCode }) : new Error(msg.error.message);
+            reject(failed);
+            return;
+          }
+          const job = jobs[msg.id];
+          const m = matrices[job.m];
+          partial[job.m].set(msg.C as Float32Array, job.bi0 * m.dIn);
+          opts.onMatrix?.(m, expectedBytes(job.ref));
+          if (--remaining[job.m] === 0) out.set(m.name, partial[job.m]);
+          if (next >= jobs.length && running === 0) resolve();
+          else dispatch(w);
+        });
+        w.on('error', (e) => {
+          failed = e;
+          reject(e);
+        });
+      }
+      for (const w of workers) dispatch(w);
+    });
+  } finally {
+    await Promise.all(workers.map((w) => w.terminate()));
+  }
+  for (const m of matrices) if (!out.has(m.name)) throw new Error(`weight pass: no result for ${m.name}`);
+  return out;
+}
+
+/**
+ * Start the column-sum worker: the built module when it exists (dist/), else the TypeScript
+ * source with tsx registered inside the worker first (`--import tsx` in a worker's execArgv
+ * does not take effect for the worker's entry module on Node 20).
+ */
+function startColsumWorker(): Worker {
+  const url = new URL('./colsum.worker.js', import.meta.url);
+  if (existsSync(fileURLToPath(url))) return startWorker(url);
+  const ts = fileURLToPath(url).replace(/\.js$/, '.ts');
+  const req = createRequire(import.meta.url);
+  const pkgFile = req.resolve('tsx/package.json');
+  const pkg = JSON.parse(readFileSync(pkgFile, 'utf8'));
+  const rel = pkg.exports?.['./esm/api']?.import?.default ?? './dist/esm/api/index.mjs';
+  const api = pathToFileURL(path.join(path.dirname(pkgFile), rel)).href;
+  const code = `import(${JSON.stringify(api)}).then((m) => { m.register(); return import(${JSON.stringify(pathToFileURL(ts).href)}); });`;
+  return new NodeWorker(code, { eval: true });
+}

@@ -1,0 +1,129 @@
+/**
+ * The activation statistic. For a labelling L (a group index per sample, -1 = left out) and
+ * a capture point with d features, the Wanda scaler of group g is
+ *
+ *   s_g[j] = sqrt( mean_{r : L[r] = g} x[r, j]^2 )
+ *
+ * (locuslab/wanda's scaler_row, one token per sample). Several labellings (the observed one
+ * and a batch of permutations) are accumulated in one streaming read of the activations.
+ */
+import { LobesError } from '../util/errors.js';
+import type { RowChunk, RunReader } from '../store/types.js';
+
+/** What the analysis needs from a run: per-sample activations of its capture points. */
+export interface ActivationSource {
+  /** Number of samples (rows). */
+  readonly n: number;
+  /** Feature dimension of a capture point, or null when it was not captured. */
+  dim(hook: string): number | null;
+  /** Rows of a capture point in order, in chunks. */
+  iterate(hook: string, chunkRows?: number): AsyncIterable<RowChunk>;
+  /** Sample ids for messages (optional). */
+  ids?: string[];
+  /** Where the activations live (for messages). */
+  where?: string;
+}
+
+/** Activations held in memory: hook -> [n, dim] row-major float32. */
+export function memorySource(n: number, hooks: Record<string, { dim: number; data: Float32Array }>, ids?: string[]): ActivationSource {
+  for (const [h, v] of Object.entries(hooks)) {
+    if (v.data.length !== n * v.dim) throw new LobesError(`activations of ${h} have ${v.data.length} values, expected ${n} x ${v.dim}`);
+  }
+  return {
+    n,
+    ids,
+    where: 'activations in memory',
+    dim: (h) => hooks[h]?.dim ?? null,
+    async *iterate(h, chunkRows = 1024) {
+      const v = hooks[h];
+      if (!v) throw new LobesError(`capture point ${h} not found`);
+      for (let s = 0; s < n; s += chunkRows) {
+        const rows = Math.min(chunkRows, n - s);
+        yield { start: s, rows, data: v.data.subarray(s * v.dim, (s + rows) * v.dim) };
+      }
+    },
+  };
+}
+
+/** Adapter from a run directory reader. */
+export function runSource(run: RunReader): ActivationSource {
+  const dims = new Map(run.hooks().map((h) => [h.name, h.dim]));
+  return {
+    n: run.samples.length,
+    ids: run.samples.map((s) => s.id),
+    where: run.dir,
+    dim: (h) => dims.get(h) ?? null,
+    iterate: (h, chunkRows) => run.iterate(h, chunkRows),
+  };
+}
+
+/**
+ * Sums of x^2 per group for each labelling: returns, per labelling, Float64Array [G * d].
+ * Throws naming the capture point and sample when an activation is NaN or Inf.
+ */
+export async function groupSquareSums(src: ActivationSource, hook: string, labelings: Int32Array[], G: number): Promise<Float64Array[]> {
+  const d = src.dim(hook);
+  if (d === null) throw new LobesError(`capture point ${hook} is not in the run`, { file: src.where });
+  const sums = labelings.map(() => new Float64Array(G * d));
+  const x2 = new Float64Array(d);
+  let seen = 0;
+  for await (const chunk of src.iterate(hook, Math.max(1, Math.floor((4 << 20) / (4 * d))))) {
+    const data = chunk.data;
+    if (data.length !== chunk.rows * d) throw new LobesError(`chunk at row ${chunk.start} has ${data.length} values, expected ${chunk.rows} x ${d}`, { file: src.where, where: hook });
+    for (let r = 0; r < chunk.rows; r++) {
+      const row = chunk.start + r;
+      const base = r * d;
+      for (let j = 0; j < d; j++) {
+        const v = data[base + j];
+        x2[j] = v * v;
+      }
+      for (let j = 0; j < d; j++) {
+        if (!Number.isFinite(x2[j])) {
+          const id = src.ids?.[row];
+          throw new LobesError(`activation is ${Number.isNaN(data[base + j]) ? 'NaN' : 'Inf (or overflows when squared)'} at feature ${j}`, {
+            file: src.where,
+            where: `${hook}, row ${row}${id !== undefined ? ` (sample ${JSON.stringify(id)})` : ''}`,
+            hint: 'the capture produced non-finite values; re-run extract with --dtype fp32 or check the model',
+          });
+        }
+      }
+      for (let l = 0; l < labelings.length; l++) {
+        const g = labelings[l][row];
+        if (g < 0) continue;
+        const S = sums[l];
+        const o = g * d;
+        for (let j = 0; j < d; j++) S[o + j] += x2[j];
+      }
+    }
+    seen += chunk.rows;
+  }
+  if (seen !== src.n) throw new LobesError(`capture point ${hook} has ${seen} rows but the run has ${src.n} samples`, { file: src.where });
+  return sums;
+}
+
+/** s_g = sqrt(sum / count) for group g of one labelling's sums. */
+export function rmsScaler(sums: Float64Array, g: number, d: number, count: number, out = new Float64Array(d)): Float64Array {
+  const o = g * d;
+  const inv = count > 0 ? 1 / count : 0;
+  for (let j = 0; j < d; j++) out[j] = Math.sqrt(sums[o + j] * inv);
+  return out;
+}
+
+/** Pooled block scores from C [rowBlocks, dIn] and s [dIn]: mean of |W_ij| s_j over each block's true area. */
+export function poolBlocks(C: Float32Array, s: ArrayLike<number>, dOut: number, dIn: number, rb: number, cb: number, out?: Float32Array): Float32Array {
+  const R = Math.ceil(dOut / rb);
+  const K = Math.ceil(dIn / cb);
+  const res = out ?? new Float32Array(R * K);
+  for (let bi = 0; bi < R; bi++) {
+    const h = Math.min(rb, dOut - bi * rb);
+    const row = bi * dIn;
+    for (let bj = 0; bj < K; bj++) {
+      const j0 = bj * cb;
+      const j1 = Math.min(dIn, j0 + cb);
+      let acc = 0;
+      for (let j = j0; j < j1; j++) acc += s[j] * C[row + j];
+      res[bi * K + bj] = acc / (h * (j1 - j0));
+    }
+  }
+  return res;
+}

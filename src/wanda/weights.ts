@@ -1,0 +1,263 @@
+/**
+ * Weight sources: which matrices to score and where their bytes are.
+ *
+ *  - the run's capture points decide the matrices: `layers.{i}.mlp.in` feeds gate_proj and
+ *    up_proj, `layers.{i}.mlp.down_in` feeds down_proj; `layers.{i}.attn.in` (q/k/v_proj)
+ *    and `layers.{i}.attn.o_in` (o_proj) when a run has them;
+ *  - a Hugging Face safetensors folder (one file, several, or model.safetensors.index.json)
+ *    names them `model.layers.{i}.mlp.{gate,up,down}_proj.weight` ([d_out, d_in]);
+ *  - an ONNX model names them through the capture points' ProjectionRefs (src/extract),
+ *    stored as MatMul [d_in, d_out], Gemm/HF [d_out, d_in] or MatMulNBits blocks.
+ *
+ * Only headers and graph metadata are read here; the bytes are read by the weight pass.
+ */
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import * as path from 'node:path';
+import { LobesError } from '../util/errors.js';
+import { readSafetensorsHeader, type StHeader } from '../formats/safetensors.js';
+import type { MatrixRef, DenseDtype, ByteRange, WeightSource } from './kernel.js';
+import type { ProjectionRef } from '../extract/types.js';
+import type { LoadedModel, TensorProto } from '../onnx/model.js';
+
+/** A matrix wanted by the analysis (from the run's capture points). */
+export interface WantedMatrix {
+  name: string;
+  layer: number;
+  proj: string;
+  input: string;
+  /** Input dimension from the capture point. */
+  dIn: number;
+}
+
+const HOOK_PROJS: { re: RegExp; projs: string[] }[] = [
+  { re: /^layers\.(\d+)\.mlp\.in$/, projs: ['gate_proj', 'up_proj'] },
+  { re: /^layers\.(\d+)\.mlp\.down_in$/, projs: ['down_proj'] },
+  { re: /^layers\.(\d+)\.attn\.in$/, projs: ['q_proj', 'k_proj', 'v_proj'] },
+  { re: /^layers\.(\d+)\.attn\.o_in$/, projs: ['o_proj'] },
+];
+
+/** HF module path of a projection. */
+export function hfModule(proj: string): string {
+  return ['q_proj', 'k_proj', 'v_proj', 'o_proj'].includes(proj) ? 'self_attn' : 'mlp';
+}
+
+/** The matrices whose inputs a run captured, ordered by layer, then gate, up, down, q, k, v, o. */
+export function wantedMatrices(hooks: { name: string; dim: number }[]): WantedMatrix[] {
+  const out: WantedMatrix[] = [];
+  for (const h of hooks) {
+    for (const { re, projs } of HOOK_PROJS) {
+      const m = re.exec(h.name);
+      if (!m) continue;
+      const layer = Number(m[1]);
+      for (const proj of projs) out.push({ name: `layers.${layer}.${hfModule(proj)}.${proj}`, layer, proj, input: h.name, dIn: h.dim });
+    }
+  }
+  const order = ['gate_proj', 'up_proj', 'down_proj', 'q_proj', 'k_proj', 'v_proj', 'o_proj'];
+  return out.sort((a, b) => a.layer - b.layer || order.indexOf(a.proj) - order.indexOf(b.proj));
+}
+
+// ---------------------------------------------------------------------------------------
+// safetensors folders
+
+export interface SafetensorsCheckpoint {
+  dir: string;
+  /** Tensor name -> header of the file holding it. */
+  tensors: Map<string, StHeader>;
+}
+
+/** Is this a folder (or file) with safetensors weights? */
+export function isSafetensorsPath(p: string): boolean {
+  if (!existsSync(p)) return false;
+  if (statSync(p).isFile()) return p.endsWith('.safetensors');
+  return readdirSync(p).some((f) => f.endsWith('.safetensors'));
+}
+
+/** Open a checkpoint: a .safetensors file, or a folder with model.safetensors.index.json or *.safetensors. */
+export function openSafetensorsCheckpoint(p: string): SafetensorsCheckpoint {
+  if (!existsSync(p)) throw new LobesError('no such file or folder', { file: p });
+  const tensors = new Map<string, StHeader>();
+  const add = (file: string) => {
+    const h = readSafetensorsHeader(file);
+    for (const name of h.tensors.keys()) tensors.set(name, h);
+    return h;
+  };
+  if (statSync(p).isFile()) {
+    add(p);
+    return { dir: path.dirname(p), tensors };
+  }
+  const index = path.join(p, 'model.safetensors.index.json');
+  if (existsSync(index)) {
+    let map: Record<string, string>;
+    try {
+      map = JSON.parse(readFileSync(index, 'utf8')).weight_map;
+    } catch (e: any) {
+      throw new LobesError(`not valid JSON (${e.message})`, { file: index });
+    }
+    if (!map || typeof map !== 'object') throw new LobesError('has no "weight_map" object', { file: index });
+    const headers = new Map<string, StHeader>();
+    for (const [name, shard] of Object.entries(map)) {
+      if (typeof shard !== 'string' || shard.includes('..') || path.isAbsolute(shard)) throw new LobesError(`bad shard file name ${JSON.stringify(shard)}`, { file: index, where: name });
+      const file = path.join(p, shard);
+      if (!headers.has(file)) {
+        if (!existsSync(file)) throw new LobesError(`shard ${shard} listed in the index is missing`, { file: index, where: name });
+        headers.set(file, readSafetensorsHeader(file));
+      }
+      const h = headers.get(file)!;
+      if (!h.tensors.has(name)) throw new LobesError(`the index puts ${name} in ${shard}, but that file does not hold it`, { file });
+      tensors.set(name, h);
+    }
+    return { dir: p, tensors };
+  }
+  const files = readdirSync(p).filter((f) => f.endsWith('.safetensors')).sort();
+  if (files.length === 0) throw new LobesError('no .safetensors file in the folder', { file: p });
+  for (const f of files) add(path.join(p, f));
+  return { dir: p, tensors };
+}
+
+function stDtype(d: string, file: string, name: string): DenseDtype {
+  if (d === 'F32' || d === 'F16' || d === 'BF16') return d;
+  throw new LobesError(`weight dtype ${d} is not supported (F32, F16 or BF16)`, { file, where: name });
+}
+
+/** Locate every wanted matrix in a safetensors checkpoint; missing tensors and shape mismatches are errors. */
+export function safetensorsMatrices(ck: SafetensorsCheckpoint, wanted: WantedMatrix[]): MatrixRef[] {
+  const missing: string[] = [];
+  const out: MatrixRef[] = [];
+  for (const w of wanted) {
+    const candidates = [`model.layers.${w.layer}.${hfModule(w.proj)}.${w.proj}.weight`, `layers.${w.layer}.${hfModule(w.proj)}.${w.proj}.weight`];
+    const tname = candidates.find((c) => ck.tensors.has(c));
+    if (!tname) {
+      missing.push(candidates[0]);
+      continue;
+    }
+    const h = ck.tensors.get(tname)!;
+    const t = h.tensors.get(tname)!;
+    if (t.shape.length !== 2) throw new LobesError(`expected a 2-D weight, got shape ${JSON.stringify(t.shape)}`, { file: h.file, where: tname });
+    const [dOut, dIn] = t.shape;
+    if (dIn !== w.dIn) {
+      throw new LobesError(`weight shape [${dOut}, ${dIn}] has d_in=${dIn} but the run captured ${w.input} with dim ${w.dIn}`, {
+        file: h.file,
+        where: tname,
+        hint: 'the checkpoint does not belong to the model of this run',
+      });
+    }
+    out.push({
+      name: w.name,
+      layer: w.layer,
+      proj: w.proj,
+      input: w.input,
+      dOut,
+      dIn,
+      source: { kind: 'dense', tensor: tname, dtype: stDtype(t.dtype, h.file, tname), layout: 'out_in', data: { file: h.file, offset: t.offset, byteLength: t.byteLength } },
+    });
+  }
+  if (missing.length) {
+    throw new LobesError(`${missing.length} weight tensor${missing.length === 1 ? '' : 's'} missing: ${missing.slice(0, 3).join(', ')}${missing.length > 3 ? ', ...' : ''}`, {
+      file: ck.dir,
+      hint: 'the run captured inputs of these projections; pass the checkpoint of the same model with --weights',
+    });
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------
+// ONNX models
+
+const ONNX_FLOAT: Record<number, DenseDtype> = { 1: 'F32', 10: 'F16', 16: 'BF16' };
+
+/** Where an initializer's bytes are: its external-data range, a range of the graph file, or a copy. */
+export function initializerRange(m: LoadedModel, name: string): ByteRange {
+  const ext = m.external.get(name);
+  if (ext) return { file: ext.path, offset: ext.offset, byteLength: ext.length };
+  const t = m.initializers.get(name);
+  if (!t) throw new LobesError(`initializer ${JSON.stringify(name)} not found`, { file: m.file });
+  const raw = t.rawData;
+  if (raw && raw.buffer === m.bytes.buffer) {
+    const offset = raw.byteOffset - m.bytes.byteOffset;
+    if (offset >= 0 && offset + raw.byteLength <= m.bytes.byteLength) return { file: m.file, offset, byteLength: raw.byteLength };
+  }
+  if (raw) return { bytes: raw.slice() };
+  if (t.floatData) return { bytes: new Uint8Array(t.floatData.buffer.slice(t.floatData.byteOffset, t.floatData.byteOffset + t.floatData.byteLength)) };
+  if (t.int32Data && (t.dataType === 10 || t.dataType === 16)) {
+    const u = new Uint16Array(t.int32Data.length);
+    t.int32Data.forEach((v, i) => (u[i] = Number(v) & 0xffff));
+    return { bytes: new Uint8Array(u.buffer) };
+  }
+  if (t.int32Data && t.dataType === 2) return { bytes: Uint8Array.from(t.int32Data, (v) => Number(v) & 0xff) };
+  throw new LobesError(`initializer ${JSON.stringify(name)} has no data this reader understands`, { file: m.file });
+}
+
+function initializer(m: LoadedModel, name: string, what: string): TensorProto {
+  const t = m.initializers.get(name);
+  if (!t) throw new LobesError(`${what} initializer ${JSON.stringify(name)} not found`, { file: m.file, hint: 'the graph does not hold this weight as an initializer' });
+  return t;
+}
+
+/** Weight source of one ProjectionRef. */
+export function onnxWeightSource(m: LoadedModel, p: ProjectionRef): WeightSource {
+  const where = `initializer ${JSON.stringify(p.weight)}`;
+  const t = initializer(m, p.weight, p.proj);
+  if (p.layout === 'nbits') {
+    if (t.dataType !== 2) throw new LobesError(`MatMulNBits weight has type ${t.dataType}, expected uint8`, { file: m.file, where });
+    if (!p.scales) throw new LobesError('MatMulNBits weight without scales', { file: m.file, where });
+    const st = initializer(m, p.scales, 'scales');
+    const sdt = st.dataType === 1 ? 'F32' : st.dataType === 10 ? 'F16' : null;
+    if (!sdt) throw new LobesError(`MatMulNBits scales of type ${st.dataType} are not supported (float32 or float16)`, { file: m.file, where: p.scales });
+    let zeroPoints: { tensor: string; dtype: 'U8' | 'F32' | 'F16'; data: ByteRange } | undefined;
+    if (p.zeroPoints) {
+      const zt = initializer(m, p.zeroPoints, 'zero points');
+      const zdt = zt.dataType === 2 ? 'U8' : zt.dataType === 1 ? 'F32' : zt.dataType === 10 ? 'F16' : null;
+      if (!zdt) throw new LobesError(`MatMulNBits zero points of type ${zt.dataType} are not supported`, { file: m.file, where: p.zeroPoints });
+      zeroPoints = { tensor: p.zeroPoints, dtype: zdt, data: initializerRange(m, p.zeroPoints) };
+    }
+    return {
+      kind: 'nbits',
+      tensor: p.weight,
+      data: initializerRange(m, p.weight),
+      scales: { tensor: p.scales, dtype: sdt, data: initializerRange(m, p.scales) },
+      zeroPoints,
+      bits: p.bits ?? 4,
+      blockSize: p.blockSize ?? 32,
+    };
+  }
+  const dtype = ONNX_FLOAT[t.dataType ?? 0];
+  if (!dtype) throw new LobesError(`weight of ONNX type ${t.dataType} is not supported (float32, float16, bfloat16, or MatMulNBits)`, { file: m.file, where });
+  const dims = t.dims.map(Number);
+  const expect = p.layout === 'in_out' ? [p.dIn, p.dOut] : [p.dOut, p.dIn];
+  if (dims.length !== 2 || dims[0] !== expect[0] || dims[1] !== expect[1]) {
+    throw new LobesError(`initializer shape ${JSON.stringify(dims)} does not match the ${p.layout} layout of [d_out=${p.dOut}, d_in=${p.dIn}]`, { file: m.file, where });
+  }
+  return { kind: 'dense', tensor: p.weight, dtype, layout: p.layout, data: initializerRange(m, p.weight) };
+}
+
+/**
+ * Matrices of an ONNX model for the wanted list, from the capture points' ProjectionRefs
+ * (ModelInfo.points from inspectModel).
+ */
+export function onnxMatrices(m: LoadedModel, points: { name: string; dim: number; projections?: ProjectionRef[] }[], wanted: WantedMatrix[]): MatrixRef[] {
+  const byHook = new Map(points.map((p) => [p.name, p]));
+  const out: MatrixRef[] = [];
+  const missing: string[] = [];
+  for (const w of wanted) {
+    const pt = byHook.get(w.input);
+    const ref = pt?.projections?.find((p) => p.proj === w.proj);
+    if (!ref) {
+      missing.push(w.name);
+      continue;
+    }
+    if (ref.dIn !== w.dIn) {
+      throw new LobesError(`weight ${JSON.stringify(ref.weight)} has d_in=${ref.dIn} but the run captured ${w.input} with dim ${w.dIn}`, {
+        file: m.file,
+        hint: 'the model does not match the run',
+      });
+    }
+    out.push({ name: w.name, layer: w.layer, proj: w.proj, input: w.input, dOut: ref.dOut, dIn: ref.dIn, source: onnxWeightSource(m, ref) });
+  }
+  if (missing.length) {
+    throw new LobesError(`no weight found in the graph for ${missing.length} projection${missing.length === 1 ? '' : 's'}: ${missing.slice(0, 3).join(', ')}${missing.length > 3 ? ', ...' : ''}`, {
+      file: m.file,
+      hint: 'pass a safetensors checkpoint of the same model with --weights',
+    });
+  }
+  return out;
+}

@@ -1,0 +1,267 @@
+import { describe, it, expect } from 'vitest';
+import { Matrix, SingularValueDecomposition } from 'ml-matrix';
+import { Rng } from '../../src/util/rng.js';
+import { Tsne, exactGradient, exactKl, tsneGradient, exactRepulsion, klWithZ, exactZ } from '../../src/cluster/tsne.js';
+import { conditionalP, jointP, denseP, checkPerplexity, neighboursFor } from '../../src/cluster/affinity.js';
+import { knn } from '../../src/cluster/knn.js';
+import { pca } from '../../src/cluster/pca.js';
+import { QuadTree, repulsion } from '../../src/cluster/quadtree.js';
+import { silhouetteSamples, distanceMatrix } from '../../src/cluster/metrics.js';
+
+function blobs(n: number, d: number, C: number, sep: number, seed: number): { X: Float64Array; lab: Int32Array } {
+  const rng = new Rng(seed);
+  const cen = new Float64Array(C * d).map(() => rng.normal() * sep);
+  const X = new Float64Array(n * d);
+  const lab = new Int32Array(n);
+  for (let i = 0; i < n; i++) {
+    lab[i] = i % C;
+    for (let j = 0; j < d; j++) X[i * d + j] = cen[lab[i] * d + j] + rng.normal();
+  }
+  return { X, lab };
+}
+
+function randomY(n: number, seed: number, scale = 3): Float64Array {
+  const rng = new Rng(seed);
+  return new Float64Array(2 * n).map(() => rng.normal() * scale);
+}
+
+/** Independent dense P: bisection on sigma per row over all other points, then (P + Pᵀ)/2N. */
+function referenceP(X: Float64Array, n: number, d: number, perplexity: number): Float64Array {
+  const P = new Float64Array(n * n);
+  for (let i = 0; i < n; i++) {
+    const d2: number[] = [];
+    for (let j = 0; j < n; j++) {
+      let s = 0;
+      for (let c = 0; c < d; c++) s += (X[i * d + c] - X[j * d + c]) ** 2;
+      d2.push(s);
+    }
+    let lo = 1e-10;
+    let hi = 1e10;
+    let row: number[] = [];
+    for (let it = 0; it < 200; it++) {
+      const sigma2 = Math.sqrt(lo * hi);
+      const w = d2.map((v, j) => (j === i ? 0 : Math.exp(-v / sigma2)));
+      const Z = w.reduce((a, b) => a + b, 0);
+      row = w.map((v) => v / Z);
+      const H = -row.reduce((a, p) => a + (p > 0 ? p * Math.log(p) : 0), 0);
+      if (H > Math.log(perplexity)) hi = sigma2;
+      else lo = sigma2;
+    }
+    for (let j = 0; j < n; j++) P[i * n + j] = row[j];
+  }
+  const J = new Float64Array(n * n);
+  for (let i = 0; i < n; i++) for (let j = 0; j < n; j++) J[i * n + j] = (P[i * n + j] + P[j * n + i]) / (2 * n);
+  return J;
+}
+
+function sparseFor(X: Float64Array, n: number, d: number, perplexity: number) {
+  const nn = knn(X, n, d, neighboursFor(perplexity, n));
+  const { P } = conditionalP(nn, n, perplexity);
+  return jointP(nn, P, n);
+}
+
+describe('affinities', () => {
+  it('match an independent dense computation when k covers all points', () => {
+    const n = 30;
+    const { X } = blobs(n, 5, 3, 2, 1);
+    const perp = 8; // k = min(29, 25) -> use perplexity 9.5 so k = 29 covers all
+    const P = denseP(sparseFor(X, n, 5, 9.5));
+    const ref = referenceP(X, n, 5, 9.5);
+    let maxErr = 0;
+    for (let t = 0; t < n * n; t++) maxErr = Math.max(maxErr, Math.abs(P[t] - ref[t]));
+    expect(maxErr).toBeLessThan(1e-6);
+    expect(perp).toBe(8);
+  });
+  it('row entropies equal log(perplexity); P is symmetric and sums to 1', () => {
+    const n = 200;
+    const { X } = blobs(n, 10, 4, 3, 2);
+    const nn = knn(X, n, 10, neighboursFor(20, n));
+    const { P: Pc } = conditionalP(nn, n, 20);
+    for (let i = 0; i < n; i += 17) {
+      let H = 0;
+      for (let t = 0; t < nn.k; t++) {
+        const p = Pc[i * nn.k + t];
+        if (p > 0) H -= p * Math.log(p);
+      }
+      expect(Math.abs(H - Math.log(20))).toBeLessThan(1e-4);
+    }
+    const J = denseP(jointP(nn, Pc, n));
+    let sum = 0;
+    for (let i = 0; i < n; i++) for (let j = 0; j < n; j++) {
+      sum += J[i * n + j];
+      expect(J[i * n + j]).toBeCloseTo(J[j * n + i], 15);
+    }
+    expect(sum).toBeCloseTo(1, 12);
+  });
+  it('exact kNN matches a sort of all distances', () => {
+    const n = 120;
+    const { X } = blobs(n, 17, 3, 1, 3);
+    const r = knn(X, n, 17, 7);
+    for (const i of [0, 5, 77, 119]) {
+      const all = Array.from({ length: n }, (_, j) => j).filter((j) => j !== i);
+      const dist = (j: number) => { let s = 0; for (let c = 0; c < 17; c++) s += (X[i * 17 + c] - X[j * 17 + c]) ** 2; return s; };
+      all.sort((a, b) => dist(a) - dist(b) || a - b);
+      expect(Array.from(r.indices.subarray(i * 7, i * 7 + 7))).toEqual(all.slice(0, 7));
+      expect(r.dist2[i * 7 + 6]).toBeCloseTo(dist(all[6]), 10);
+    }
+  });
+  it('perplexity too large for N is an error that names it', () => {
+    expect(() => checkPerplexity(30, 50)).toThrow(/perplexity 30 is too large for 50 points.*--perplexity 16/);
+    expect(() => checkPerplexity(16, 50)).not.toThrow();
+  });
+});
+
+describe('gradient', () => {
+  it('exact gradient matches numerical differentiation of KL', () => {
+    const n = 15;
+    const { X } = blobs(n, 4, 3, 2, 4);
+    const Pd = referenceP(X, n, 4, 4);
+    const Y = randomY(n, 5, 1);
+    const g = exactGradient(Pd, Y, n);
+    const h = 1e-6;
+    for (let t = 0; t < 2 * n; t++) {
+      const Yp = Float64Array.from(Y);
+      const Ym = Float64Array.from(Y);
+      Yp[t] += h;
+      Ym[t] -= h;
+      const num = (exactKl(Pd, Yp, n) - exactKl(Pd, Ym, n)) / (2 * h);
+      expect(Math.abs(g[t] - num)).toBeLessThan(1e-6 * Math.max(1, Math.abs(num)));
+    }
+  });
+  it('sparse-P gradient with exact repulsion equals the dense exact gradient; KL agrees', () => {
+    const n = 60;
+    const { X } = blobs(n, 6, 3, 2, 6);
+    const P = sparseFor(X, n, 6, 10);
+    const Y = randomY(n, 7);
+    const g0 = tsneGradient(P, Y, 0);
+    const g1 = exactGradient(denseP(P), Y, n);
+    for (let t = 0; t < 2 * n; t++) expect(g0[t]).toBeCloseTo(g1[t], 12);
+    expect(klWithZ(P, Y, exactZ(Y, n))).toBeCloseTo(exactKl(denseP(P), Y, n), 10);
+  });
+  it('Barnes–Hut repulsion equals exact at theta 0 and is close for small theta', () => {
+    const n = 500;
+    const Y = randomY(n, 8, 10);
+    Y[6] = Y[0]; // a duplicate point
+    Y[7] = Y[1];
+    const Fe = new Float64Array(2 * n);
+    const Ze = new Float64Array(n);
+    exactRepulsion(Y, n, Fe, Ze);
+    const tree = new QuadTree(n);
+    tree.build(Y, n);
+    for (const [theta, tol] of [[0, 1e-12], [0.1, 2e-3], [0.5, 3e-2]] as const) {
+      const F = new Float64Array(2 * n);
+      const Zi = new Float64Array(n);
+      repulsion(tree.t, Y, 0, n, theta, F, Zi);
+      let num = 0;
+      let den = 0;
+      for (let t = 0; t < 2 * n; t++) {
+        num += (F[t] - Fe[t]) ** 2;
+        den += Fe[t] ** 2;
+      }
+      const zs = Zi.reduce((a, b) => a + b, 0);
+      const ze = Ze.reduce((a, b) => a + b, 0);
+      expect(Math.sqrt(num / den)).toBeLessThan(tol);
+      expect(Math.abs(zs - ze) / ze).toBeLessThan(tol);
+    }
+    // the full BH gradient at small theta is close to the exact gradient
+    const { X } = blobs(n, 5, 4, 2, 9);
+    const P = sparseFor(X, n, 5, 15);
+    const ge = tsneGradient(P, Y, 0);
+    const gb = tsneGradient(P, Y, 0.2);
+    let num = 0;
+    let den = 0;
+    for (let t = 0; t < 2 * n; t++) {
+      num += (gb[t] - ge[t]) ** 2;
+      den += ge[t] ** 2;
+    }
+    expect(Math.sqrt(num / den)).toBeLessThan(5e-3);
+  });
+});
+
+describe('PCA', () => {
+  function svdOf(X: Float64Array, n: number, d: number) {
+    const M = new Matrix(n, d);
+    const mean = new Float64Array(d);
+    for (let i = 0; i < n; i++) for (let j = 0; j < d; j++) mean[j] += X[i * d + j] / n;
+    let total = 0;
+    for (let i = 0; i < n; i++) for (let j = 0; j < d; j++) {
+      const v = X[i * d + j] - mean[j];
+      M.set(i, j, v);
+      total += v * v;
+    }
+    return { svd: new SingularValueDecomposition(M), total };
+  }
+  function check(r: ReturnType<typeof pca>, svd: SingularValueDecomposition, n: number, comps: number, digits: number) {
+    const s = svd.diagonal;
+    const U = svd.leftSingularVectors;
+    for (let c = 0; c < comps; c++) {
+      expect(r.variances[c]).toBeCloseTo((s[c] * s[c]) / (n - 1), digits);
+      let dot = 0;
+      let nrm = 0;
+      for (let i = 0; i < n; i++) {
+        dot += r.scores[i * r.k + c] * U.get(i, c) * s[c];
+        nrm += (U.get(i, c) * s[c]) ** 2;
+      }
+      expect(Math.abs(dot) / nrm).toBeCloseTo(1, digits);
+    }
+  }
+  it('is exact (vs ml-matrix SVD) when the sketch spans the space', () => {
+    const n = 80;
+    const d = 30;
+    const { X } = blobs(n, d, 4, 2, 10);
+    const r = pca(X, n, d, 20, { seed: 3, method: 'randomized' }); // 20 + 10 oversampling = d: the sketch spans the space
+    const { svd, total } = svdOf(X, n, d);
+    check(r, svd, n, 20, 5); // the centred copy is float32: agreement to ~1e-8 relative
+    const top = svd.diagonal.slice(0, 20).reduce((a, v) => a + v * v, 0);
+    expect(r.explainedVariance).toBeCloseTo(top / total, 7);
+  });
+  it('recovers the dominant components of a larger matrix by randomized SVD, seeded', () => {
+    const n = 150;
+    const d = 120;
+    const { X } = blobs(n, d, 6, 3, 13);
+    const r = pca(X, n, d, 5, { seed: 4, method: 'randomized' });
+    const { svd } = svdOf(X, n, d);
+    check(r, svd, n, 5, 4); // 5 blob directions dominate: converge to 1e-4
+    expect(Array.from(pca(X, n, d, 5, { seed: 4, method: 'randomized' }).scores)).toEqual(Array.from(r.scores));
+    check(pca(X, n, d, 8, { method: 'exact' }), svd, n, 8, 5);
+  });
+});
+
+describe('t-SNE', () => {
+  it('same seed gives identical coordinates, with and without worker threads', async () => {
+    const n = 300;
+    const { X } = blobs(n, 10, 3, 3, 11);
+    const run = async (threads: number) => {
+      const t = await Tsne.create(X, n, 10, { perplexity: 15, iterations: 120, seed: 5, threads, poolMinPoints: 0 });
+      t.init();
+      await t.run();
+      await t.close();
+      return t.embedding;
+    };
+    const a = await run(1);
+    const b = await run(1);
+    const c = await run(3);
+    expect(Array.from(a)).toEqual(Array.from(b));
+    expect(Array.from(a)).toEqual(Array.from(c));
+  });
+  it('separates well-separated clusters, lowers KL, follows the step API', async () => {
+    const n = 240;
+    const { X, lab } = blobs(n, 20, 4, 4, 12);
+    const t = await Tsne.create(X, n, 20, { perplexity: 20, iterations: 500, seed: 1 });
+    t.init();
+    expect(t.opts.learningRate).toBe(50); // max(240/12/4, 50)
+    let sd = 0;
+    for (let i = 0; i < n; i++) sd += t.Y[2 * i] ** 2;
+    expect(Math.sqrt(sd / n)).toBeCloseTo(1e-4, 5); // PCA init scaled to std 1e-4
+    t.step();
+    expect(t.iter).toBe(1);
+    const kls: number[] = [];
+    await t.run((it) => {
+      if (it === 300 || it === 500) kls.push(t.klDivergence());
+    });
+    expect(kls[1]).toBeLessThan(kls[0] + 1e-9);
+    const Y = t.embedding;
+    const s = silhouetteSamples(distanceMatrix(Y, n, 2, 'euclidean'), n, lab, 4).reduce((a, b) => a + b, 0) / n;
+    expect(s).toBeGreaterThan(0.7);
+  });
+});

@@ -1,0 +1,129 @@
+import { describe, it, expect } from 'vitest';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { planBatches, padBatch } from '../../src/extract/batching.js';
+import { positionIds, openCaptureEngine } from '../../src/extract/engine.js';
+import { loadTokenizer } from '../../src/extract/tokenize.js';
+import { listProviders } from '../../src/extract/providers.js';
+import { Rng } from '../../src/util/rng.js';
+import { GENAI, hasGenai, expectLobesError } from './helpers.js';
+
+describe('planBatches', () => {
+  it('covers every item once, respects rows and token budget, groups similar lengths', () => {
+    const rng = new Rng(7);
+    const lengths = Array.from({ length: 500 }, () => 1 + rng.int(300));
+    const plan = planBatches(lengths, { batch: 8, tokenBudget: 1024 });
+    const seen = new Int32Array(lengths.length);
+    for (const b of plan) {
+      expect(b.length).toBeGreaterThan(0);
+      expect(b.length).toBeLessThanOrEqual(8);
+      const longest = Math.max(...b.map((i) => lengths[i]!));
+      if (b.length > 1) expect(b.length * longest).toBeLessThanOrEqual(1024);
+      for (const i of b) seen[i]!++;
+    }
+    expect(Array.from(seen).every((c) => c === 1)).toBe(true);
+    // Sorted by length: padding waste is small compared with dataset order.
+    const waste = (bs: number[][]) => bs.reduce((s, b) => s + b.length * Math.max(...b.map((i) => lengths[i]!)) - b.reduce((t, i) => t + lengths[i]!, 0), 0);
+    const naive: number[][] = [];
+    for (let i = 0; i < lengths.length; i += 8) naive.push(Array.from({ length: Math.min(8, lengths.length - i) }, (_, k) => i + k));
+    expect(waste(plan)).toBeLessThan(waste(naive) / 5);
+    // Deterministic.
+    expect(planBatches(lengths, { batch: 8, tokenBudget: 1024 })).toEqual(plan);
+  });
+
+  it('an item longer than the budget gets a batch of its own; empty items are errors', async () => {
+    expect(planBatches([5, 100, 5], { batch: 4, tokenBudget: 50 })).toEqual([[1], [0, 2]]);
+    const e = await expectLobesError(() => planBatches([3, 0, 2], { batch: 4 }));
+    expect(e.message).toMatch(/item 1 has 0 tokens \(empty input\)/);
+  });
+});
+
+describe('padBatch and position ids', () => {
+  it('pads left and right with correct masks and last indices', () => {
+    const l = padBatch([[5, 6, 7], [8]], 0, 'left');
+    expect(Array.from(l.inputIds, Number)).toEqual([5, 6, 7, 0, 0, 8]);
+    expect(Array.from(l.attentionMask, Number)).toEqual([1, 1, 1, 0, 0, 1]);
+    expect(Array.from(l.lastIndex)).toEqual([2, 2]);
+    const r = padBatch([[5, 6, 7], [8]], 9, 'right');
+    expect(Array.from(r.inputIds, Number)).toEqual([5, 6, 7, 8, 9, 9]);
+    expect(Array.from(r.lastIndex)).toEqual([2, 0]);
+    expect(Array.from(positionIds(l.attentionMask, 2, 3), Number)).toEqual([0, 1, 2, 0, 0, 0]);
+    expect(Array.from(positionIds(r.attentionMask, 2, 3), Number)).toEqual([0, 1, 2, 0, 0, 0]);
+  });
+
+  it('empty rows are errors', async () => {
+    expect((await expectLobesError(() => padBatch([[1], []], 0, 'left'))).message).toMatch(/row 1 has no tokens/);
+    await expectLobesError(() => padBatch([], 0, 'left'));
+  });
+});
+
+describe.skipIf(!hasGenai)('tokenizer from the model folder', () => {
+  it('adds BOS as configured and truncates from the start, keeping BOS', async () => {
+    const t = await loadTokenizer(GENAI, { maxTokens: null, chatTemplate: false });
+    expect(t.addBos).toBe(true);
+    const full = t.encode('one two three four five six seven eight nine ten');
+    expect(full.ids[0]).toBe(1);
+    expect(full.truncated).toBe(false);
+    const t5 = await loadTokenizer(GENAI, { maxTokens: 5, chatTemplate: false });
+    const cut = t5.encode('one two three four five six seven eight nine ten');
+    expect(cut.truncated).toBe(true);
+    expect(cut.fullLength).toBe(full.ids.length);
+    expect(cut.ids).toEqual([1, ...full.ids.slice(-4)]);
+    const chat = await loadTokenizer(GENAI, { maxTokens: null, chatTemplate: true });
+    const c = chat.encode('Hello');
+    // Llama-2 template: <s>[INST] Hello [/INST]
+    expect(c.ids[0]).toBe(1);
+    expect(c.ids.length).toBeGreaterThan(t.encode('Hello').ids.length + 3);
+  });
+
+  it('missing tokenizer files name the folder', async () => {
+    const d = mkdtempSync(join(tmpdir(), 'lobes-tok-'));
+    try {
+      const e = await expectLobesError(loadTokenizer(d, { maxTokens: null, chatTemplate: false }));
+      expect(e.message).toContain(d);
+      expect(e.message).toMatch(/no tokenizer\.json/);
+      writeFileSync(join(d, 'tokenizer.json'), '{"not": "a tokenizer"');
+      const e2 = await expectLobesError(loadTokenizer(d, { maxTokens: null, chatTemplate: false }));
+      expect(e2.message).toContain(d);
+    } finally {
+      rmSync(d, { recursive: true, force: true });
+    }
+  });
+});
+
+describe.skipIf(!hasGenai)('engine bad input', () => {
+  it('an empty row and an empty batch are one-line errors', async () => {
+    const eng = await openCaptureEngine(GENAI, { capture: ['final'], device: 'cpu' });
+    try {
+      const b = padBatch([[1, 2, 3], [4]], 0, 'left');
+      b.attentionMask.fill(0n, 3, 6);
+      expect((await expectLobesError(eng.run(b))).message).toMatch(/row 1 has no real tokens \(empty input\)/);
+      await expectLobesError(eng.run({ inputIds: new BigInt64Array(0), attentionMask: new BigInt64Array(0), batch: 0, seq: 0, lastIndex: new Int32Array(0) }));
+    } finally {
+      await eng.close();
+    }
+  });
+
+  it('a missing CUDA provider is an actionable error, not a CPU fallback', async () => {
+    const cuda = listProviders().find((p) => p.name === 'cuda');
+    if (cuda?.available) {
+      console.log('skipping: this build has the CUDA provider');
+      return;
+    }
+    const e = await expectLobesError(openCaptureEngine(GENAI, { capture: ['final'], device: 'cuda' }));
+    expect(e.message).toMatch(/cuda execution provider is not available/);
+    expect(e.message).toContain('npm rebuild onnxruntime-node --onnxruntime-node-install=cuda12');
+  });
+
+  it('capture only a subset of families', async () => {
+    const eng = await openCaptureEngine(GENAI, { capture: ['resid'], device: 'cpu' });
+    try {
+      expect(eng.hooks.map((h) => h.name)).toEqual(['layers.0.resid_out', 'layers.1.resid_out']);
+      const out = await eng.run(padBatch([[1, 2, 3]], 0, 'left'));
+      expect([...out.keys()]).toEqual(['layers.0.resid_out', 'layers.1.resid_out']);
+    } finally {
+      await eng.close();
+    }
+  });
+});

@@ -1,0 +1,109 @@
+/**
+ * End to end through the command line with the real pieces: the built-in model
+ * (models/tiny-llama), the built-in dataset, ONNX Runtime on CPU.
+ */
+import { describe, it, expect, beforeAll } from 'vitest';
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { openRun } from '../../src/store/index.js';
+import { diffTrees, parseSafetensors } from '../store/independent.js';
+
+const ROOT = path.resolve(__dirname, '../..');
+const MODEL = path.join(ROOT, 'models/tiny-llama');
+const BIN = path.join(ROOT, 'src/cli/bin.ts');
+const HAVE = existsSync(path.join(MODEL, 'model.onnx'));
+if (!HAVE) console.log(`skipping CLI extract tests: ${MODEL}/model.onnx is missing (regenerate with npx tsx models/generate.ts)`);
+
+const COMMON = ['--model', MODEL, '--data', 'builtin:social', '--capture', 'final,mlp', '--batch', '4', '--chunk-rows', '6', '--quiet'];
+
+function lobes(args: string[], env: NodeJS.ProcessEnv = {}) {
+  const r = spawnSync(process.execPath, ['--import', 'tsx', BIN, ...args], { cwd: ROOT, env: { ...process.env, ...env }, encoding: 'utf8' });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+function listed(run: string): number {
+  try {
+    return JSON.parse(readFileSync(path.join(run, 'activations/index.json'), 'utf8')).chunks.length;
+  } catch {
+    return 0;
+  }
+}
+
+describe.skipIf(!HAVE)('lobes extract / merge on the built-in model', () => {
+  let root: string;
+  let single: string;
+  beforeAll(() => {
+    root = mkdtempSync(path.join(tmpdir(), 'lobes-cli-'));
+    single = path.join(root, 'single');
+    const r = lobes(['extract', ...COMMON, '--out', single, '--json']);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    const m = JSON.parse(r.stdout);
+    expect(m.complete).toBe(true);
+  });
+
+  it('writes a run the reader and an independent safetensors parser agree on', async () => {
+    const run = await openRun(single);
+    expect(run.samples.length).toBe(run.manifest.dataset.count);
+    expect(run.hooks().map((h) => h.name)).toContain('final.hidden');
+    const h = run.hook('layers.1.mlp.in');
+    const all = await run.read(h.name);
+    const t = parseSafetensors(path.join(single, 'activations', h.name, 'chunk-000003.safetensors')).tensors[h.name];
+    expect(t.shape).toEqual([6, h.dim]);
+    expect(Array.from(all.subarray(18 * h.dim, 24 * h.dim))).toEqual(Array.from(t.values));
+    expect(all.every(Number.isFinite)).toBe(true);
+  });
+
+  it('kill -9 of the CLI mid-way, then the same command: byte-identical to the uninterrupted run', async () => {
+    const out = path.join(root, 'killed');
+    const args = ['extract', ...COMMON, '--out', out];
+    const killedAt = await new Promise<number>((resolve, reject) => {
+      const child = spawn(process.execPath, ['--import', 'tsx', BIN, ...args], { cwd: ROOT, stdio: 'ignore' });
+      let sent = false;
+      const t = setInterval(() => {
+        const n = listed(out);
+        if (!sent && n >= 4) {
+          sent = true;
+          child.kill('SIGKILL');
+        }
+      }, 3);
+      child.on('exit', (code, signal) => {
+        clearInterval(t);
+        signal === 'SIGKILL' ? resolve(listed(out)) : reject(new Error(`extract finished (code ${code}) before it could be killed`));
+      });
+    });
+    const total = Math.ceil((await openRun(single)).samples.length / 6);
+    expect(killedAt).toBeGreaterThanOrEqual(4);
+    expect(killedAt).toBeLessThan(total);
+    const r = lobes(args);
+    expect(r.code).toBe(0);
+    expect(diffTrees(single, out, 'activations')).toEqual([]);
+    expect(readFileSync(path.join(out, 'samples.jsonl'))).toEqual(readFileSync(path.join(single, 'samples.jsonl')));
+  });
+
+  it('three Slurm array tasks (--shard auto, ids 1..3) merged equal the single run', () => {
+    const pattern = path.join(root, 'shard-{i}-of-{n}');
+    for (const id of [1, 2, 3]) {
+      const r = lobes(['extract', ...COMMON, '--shard', 'auto', '--out', pattern], { SLURM_ARRAY_TASK_ID: String(id), SLURM_ARRAY_TASK_MIN: '1', SLURM_ARRAY_TASK_COUNT: '3' });
+      expect(r.stderr).toBe('');
+      expect(r.code).toBe(0);
+    }
+    const shards = [0, 1, 2].map((i) => path.join(root, `shard-${i}-of-3`));
+    const merged = path.join(root, 'merged');
+    const bad = lobes(['merge', shards[0], shards[2], '--out', merged, '--quiet']);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toMatch(/^lobes merge: shards do not cover the dataset: rows \d+\.\.\d+ of 150 are in no shard; missing shard 1\/3/);
+    const r = lobes(['merge', ...shards, '--out', merged, '--quiet']);
+    expect(r.code).toBe(0);
+    expect(diffTrees(single, merged, 'activations')).toEqual([]);
+  });
+
+  it('a rerun with other settings fails with a one-line message saying what differs', () => {
+    const r = lobes(['extract', ...COMMON, '--dtype', 'fp32', '--max-tokens', '12', '--out', single]);
+    expect(r.code).toBe(1);
+    expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    expect(r.stderr).toMatch(/^lobes extract: .*single\/manifest\.json: this run folder was made with different settings: max tokens \(--max-tokens\) is "null" in .* but "12" in this command; stored dtype \(--dtype\) is "fp16" .* but "fp32" in this command/);
+  });
+});

@@ -1,0 +1,175 @@
+/// <reference lib="dom" />
+/**
+ * The report in real headless Chromium (Debian's chromium via playwright-core).
+ * Skips, saying why, when no browser is installed.
+ */
+import { describe, it, expect, beforeAll, afterAll } from 'vitest';
+import { mkdtempSync, readFileSync, readdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { writeSyntheticRun } from '../../src/report/synthetic.js';
+import { writeReport, writeCompare, exportFigures, launchChromium, chromiumProblem, loadRun, compareRuns, type Browser } from '../../src/report/index.js';
+import { decodePng, distinctColours } from './png.js';
+
+const problem = chromiumProblem();
+if (problem) console.log(`report browser tests skipped: ${problem} (install Debian's chromium or set LOBES_CHROMIUM)`);
+
+const tmp = mkdtempSync(path.join(tmpdir(), 'lobes-report-browser-'));
+const EVIL_TEXT = '<script>window.__pwned=1</script> and "><img src=x onerror="window.__pwned=2">';
+const EVIL_GROUP = '"><img src=x onerror="window.__pwned=3">';
+
+async function open(browser: Browser, file: string) {
+  const page = await browser.context.newPage();
+  const problems: string[] = [];
+  page.on('console', (m: any) => { if (m.type() === 'error' || m.type() === 'warning') problems.push(`${m.type()}: ${m.text()}`); });
+  page.on('pageerror', (e: Error) => problems.push(`pageerror: ${e.message}`));
+  await page.goto(pathToFileURL(file).href, { waitUntil: 'load' });
+  await page.waitForFunction(() => (globalThis as any).lobesReport?.ready === true || document.documentElement.getAttribute('data-ready') === 'error', null, { timeout: 60_000 });
+  return { page, problems };
+}
+
+describe.skipIf(!!problem)('report in headless Chromium', () => {
+  let browser: Browser;
+  let runDir: string;
+  let file: string;
+  beforeAll(async () => {
+    runDir = writeSyntheticRun(path.join(tmp, 'run'), {
+      groups: ['Cooperation', EVIL_GROUP, 'Innovation'], layers: 6, seed: 4, sweep: true,
+      text: (i, g) => (i === 4 ? EVIL_TEXT : `item ${i} of ${g}`),
+    });
+    file = await writeReport(runDir, path.join(tmp, 'report.html'));
+    browser = await launchChromium();
+  });
+  afterAll(async () => {
+    await browser?.close();
+  });
+
+  it('loads without console errors and every figure has data', async () => {
+    const { page, problems } = await open(browser, file);
+    const samples = readFileSync(path.join(runDir, 'samples.jsonl'), 'utf8').trim().split('\n').length;
+    const regions = JSON.parse(readFileSync(path.join(runDir, 'wanda', 'regions.json'), 'utf8'));
+    const ids: string[] = await page.evaluate(() => (globalThis as any).lobesReport.figureIds());
+    expect(ids).toEqual(['scatter', 'sweep', 'pair-1', 'pair-2', 'pair-3']);
+    // scatter: one trace per group, every sample plotted once
+    const sc = await page.evaluate(() => {
+      const gd: any = document.querySelector('[data-figure="scatter"]');
+      return gd.data.map((t: any) => ({ n: t.x.length, ny: t.y.length, type: t.type }));
+    });
+    expect(sc.length).toBe(3);
+    expect(sc.reduce((s: number, t: any) => s + t.n, 0)).toBe(samples);
+    for (const t of sc) expect(t.ny).toBe(t.n);
+    // each pair drawn on demand: 6 heatmaps (3 projections x 2 directions) whose coloured cells count the difference blocks
+    for (let k = 0; k < 3; k++) {
+      await page.evaluate((k: number) => (globalThis as any).lobesReport.showPair(k), k);
+      const cells: number[] = await page.evaluate((k: number) => {
+        const gd: any = document.querySelector(`[data-figure="pair-${k + 1}"]`);
+        return gd.data.map((t: any) => t.z.reduce((s: number, row: any[]) => s + row.filter((v) => v !== null).length, 0));
+      }, k);
+      expect(cells.length).toBe(6);
+      const d = regions.differences[k];
+      const count = (set: Record<string, number[]>, proj: string) =>
+        Object.entries(set).filter(([name]) => name.endsWith(proj)).reduce((s, [, v]) => s + v.length, 0);
+      expect(cells).toEqual(['gate_proj', 'up_proj', 'down_proj'].flatMap((p) => [count(d.aMinusB, p), count(d.bMinusA, p)]));
+      expect(cells.every((c) => c > 0)).toBe(true);
+    }
+    const sweep = await page.evaluate(() => (document.querySelector('[data-figure="sweep"]') as any).data[0].y.length);
+    expect(sweep).toBe(6);
+    expect(problems).toEqual([]);
+    await page.close();
+  });
+
+  it('shows hostile dataset strings as text and runs none of them', async () => {
+    const { page, problems } = await open(browser, file);
+    // hover the planted item (sample 4 belongs to group index 1)
+    const hover = await page.evaluate(async () => {
+      const gd: any = document.querySelector('[data-figure="scatter"]');
+      const ci = gd.data.findIndex((t: any) => t.text.some((s: string) => s.includes('__pwned=1')));
+      const pi = gd.data[ci].text.findIndex((s: string) => s.includes('__pwned=1'));
+      (globalThis as any).Plotly.Fx.hover(gd, [{ curveNumber: ci, pointNumber: pi }]);
+      await new Promise((r) => setTimeout(r, 100));
+      return document.querySelector('.hoverlayer')!.textContent;
+    });
+    expect(hover).toContain('<script>window.__pwned=1</script>');
+    expect(hover).toContain('"><img src=x');
+    const legend = await page.evaluate(() => document.querySelector('.legend')!.textContent);
+    expect(legend).toContain(EVIL_GROUP);
+    const cells = await page.evaluate(() => Array.from(document.querySelectorAll('td')).map((td) => td.textContent));
+    expect(cells).toContain(EVIL_GROUP);
+    const options = await page.evaluate(() => Array.from(document.querySelectorAll('#pair-select option')).map((o) => o.textContent));
+    expect(options[0]).toBe(`1. Cooperation vs ${EVIL_GROUP}`);
+    await page.evaluate(() => (globalThis as any).lobesReport.showPair(2));
+    expect(await page.evaluate(() => document.querySelectorAll('img').length)).toBe(0);
+    expect(await page.evaluate(() => (globalThis as any).__pwned)).toBeUndefined();
+    expect(problems).toEqual([]);
+    await page.close();
+  });
+
+  it('a 2,000-sample report is interactive within 3 s', async () => {
+    const big = writeSyntheticRun(path.join(tmp, 'big'), { samplesPerGroup: 400, layers: 32, seed: 8, grid: { gate_proj: [56, 16], up_proj: [56, 16], down_proj: [16, 56] } });
+    const f = await writeReport(big, path.join(tmp, 'big.html'));
+    const { page, problems } = await open(browser, f);
+    const [startMs, readyMs]: number[] = await page.evaluate(() => [(globalThis as any).lobesReport.startMs, (globalThis as any).lobesReport.readyMs]);
+    const t0 = Date.now();
+    const hovered = await page.evaluate(async () => {
+      const gd: any = document.querySelector('[data-figure="scatter"]');
+      (globalThis as any).Plotly.Fx.hover(gd, [{ curveNumber: 2, pointNumber: 10 }]);
+      await (globalThis as any).lobesReport.showPair(5);
+      return { hover: document.querySelector('.hoverlayer')!.textContent, n: gd.data.reduce((s: number, t: any) => s + t.x.length, 0) };
+    });
+    const interactMs = Date.now() - t0;
+    console.log(`2,000-sample report: ready ${readyMs.toFixed(0)} ms after navigation start (Plotly loaded at ${startMs.toFixed(0)} ms); hover + pair switch ${interactMs} ms`);
+    expect(hovered.n).toBe(2000);
+    expect(hovered.hover).toContain('item-');
+    // The page's own work (data, tables, scatter, first pair's heatmaps) fits in the 3 s budget; the whole load,
+    // dominated by evaluating the inlined Plotly bundle, gets a generous bound on a shared test machine.
+    expect(readyMs - startMs).toBeLessThan(3000);
+    expect(readyMs).toBeLessThan(9000);
+    expect(interactMs).toBeLessThan(3000);
+    expect(problems).toEqual([]);
+    await page.close();
+  });
+
+  it('exports every figure as a non-blank PNG of the requested size, and as SVG', async () => {
+    const png = path.join(tmp, 'png');
+    const svg = path.join(tmp, 'svg');
+    const files = await exportFigures(file, { png, svg, width: 640, height: 420 });
+    expect(readdirSync(png).sort()).toEqual(['pair-1.png', 'pair-2.png', 'pair-3.png', 'scatter.png', 'sweep.png']);
+    expect(files.length).toBe(10);
+    for (const f of readdirSync(png)) {
+      const img = decodePng(readFileSync(path.join(png, f)));
+      expect([img.width, img.height]).toEqual([640, 420]);
+      expect(distinctColours(img)).toBeGreaterThan(8);
+    }
+    for (const f of readdirSync(svg)) {
+      const text = readFileSync(path.join(svg, f), 'utf8');
+      expect(text.startsWith('<svg')).toBe(true);
+      expect(text).toMatch(/width="640"/);
+      expect(text).not.toMatch(/<img/i); // hostile labels are text nodes (escaped), never elements
+    }
+  });
+
+  it('compare page: both runs side by side on one colour scale, and the full metrics table', async () => {
+    const a = writeSyntheticRun(path.join(tmp, 'a'), { layers: 4, seed: 31 });
+    const b = writeSyntheticRun(path.join(tmp, 'b'), { layers: 8, seed: 32, grid: { gate_proj: [12, 4], up_proj: [12, 4], down_proj: [4, 12] } });
+    const f = await writeCompare(a, b, path.join(tmp, 'compare.html'));
+    const { page, problems } = await open(browser, f);
+    const ids: string[] = await page.evaluate(() => (globalThis as any).lobesReport.figureIds());
+    expect(ids.filter((i) => i.endsWith('scatter'))).toEqual(['run1-scatter', 'run2-scatter']);
+    expect(ids.filter((i) => i.includes('pair-')).length).toBe(20);
+    const axes = await page.evaluate(() =>
+      ['run1-pair-1', 'run2-pair-1'].map((id) => {
+        const gd: any = document.querySelector(`[data-figure="${id}"]`);
+        return { cmin: gd.layout.coloraxis.cmin, cmax: gd.layout.coloraxis.cmax, rows: gd.data[0].z.length };
+      }),
+    );
+    expect(axes[0]!.cmin).toBe(axes[1]!.cmin);
+    expect(axes[0]!.cmax).toBe(axes[1]!.cmax);
+    expect(axes.map((x: any) => x.rows)).toEqual([4, 8]);
+    const expected = compareRuns(await loadRun(a), await loadRun(b));
+    const rows = await page.evaluate(() => document.querySelectorAll('table.compare tbody tr').length);
+    expect(rows).toBe(expected.rows.length);
+    expect(problems).toEqual([]);
+    await page.close();
+  });
+});

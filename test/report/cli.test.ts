@@ -1,0 +1,71 @@
+import { describe, it, expect } from 'vitest';
+import { mkdtempSync, existsSync, readFileSync, readdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { main } from '../../src/cli/main.js';
+import { writeSyntheticRun } from '../../src/report/synthetic.js';
+
+const tmp = mkdtempSync(path.join(tmpdir(), 'lobes-report-cli-'));
+
+async function cli(argv: string[]): Promise<{ code: number; out: string; err: string }> {
+  let out = '';
+  let err = '';
+  const wo = process.stdout.write.bind(process.stdout);
+  const we = process.stderr.write.bind(process.stderr);
+  (process.stdout as any).write = (s: string) => ((out += s), true);
+  (process.stderr as any).write = (s: string) => ((err += s), true);
+  try {
+    const code = await main(argv);
+    return { code, out, err };
+  } finally {
+    (process.stdout as any).write = wo;
+    (process.stderr as any).write = we;
+  }
+}
+
+describe('lobes report / compare command line', () => {
+  const run = writeSyntheticRun(path.join(tmp, 'run'), { layers: 3, seed: 2 });
+  const run2 = writeSyntheticRun(path.join(tmp, 'run2'), { layers: 5, seed: 3 });
+
+  it('writes RUN/report.html by default and --out elsewhere, with --json', async () => {
+    const a = await cli(['report', run]);
+    expect(a.code).toBe(0);
+    expect(a.out).toBe(`report: ${path.join(run, 'report.html')}\n`);
+    const html = readFileSync(path.join(run, 'report.html'), 'utf8');
+    expect(html.startsWith('<!doctype html>')).toBe(true);
+    const payload = JSON.parse(html.slice(html.indexOf('id="lobes-data">') + 16, html.indexOf('</script>', html.indexOf('id="lobes-data">'))));
+    expect(payload.runs[0].wanda.pairs.length).toBe(10);
+    expect(payload.runs[0].scatter.hover.length).toBe(100);
+    // self-contained: no external resource of any kind
+    expect(html).not.toMatch(/<script[^>]+src=|<link[^>]+href=|@import/);
+    const out = path.join(tmp, 'sub', 'r.html');
+    const b = await cli(['report', run, '--out', out, '--json']);
+    expect(b.code).toBe(0);
+    expect(JSON.parse(b.out)).toEqual({ report: out, figures: [] });
+    expect(existsSync(out)).toBe(true);
+  });
+
+  it('compare writes one page for two runs', async () => {
+    const out = path.join(tmp, 'cmp.html');
+    const r = await cli(['compare', run, run2, '--out', out]);
+    expect(r.code).toBe(0);
+    const html = readFileSync(out, 'utf8');
+    const payload = JSON.parse(html.slice(html.indexOf('id="lobes-data">') + 16, html.indexOf('</script>', html.indexOf('id="lobes-data">'))));
+    expect(payload.runs.map((x: any) => x.name)).toEqual(['run', 'run2']);
+    expect(payload.comparison.rows.length).toBeGreaterThan(100);
+  });
+
+  it('fails with one line naming the cause: not a run, missing browser, bad flag', async () => {
+    const a = await cli(['report', path.join(tmp, 'nope')]);
+    expect(a.code).toBe(1);
+    expect(a.err).toBe(`lobes report: ${path.join(tmp, 'nope')}: run directory not found (pass the folder written by lobes extract)\n`);
+    const png = path.join(tmp, 'png');
+    const b = await cli(['report', run, '--png', png, '--chromium', '/nonexistent/chromium']);
+    expect(b.code).toBe(1);
+    expect(b.err).toBe('lobes report: headless Chromium not found at /nonexistent/chromium (install it (Debian: apt-get install chromium) or pass --chromium PATH / set LOBES_CHROMIUM)\n');
+    expect(existsSync(png) ? readdirSync(png) : []).toEqual([]);
+    const c = await cli(['compare', run]);
+    expect(c.code).toBe(2);
+    expect(c.err.split('\n').length).toBe(2);
+  });
+});

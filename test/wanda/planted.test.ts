@@ -1,0 +1,166 @@
+/**
+ * Planted ground truth on synthetic inputs: a Llama-shaped MLP (2 layers, hidden 64,
+ * intermediate 128, 16×16 blocks) whose weight blocks [G, F] (gate/up) and [F, G] (down)
+ * are amplified, and activations where one group's samples are amplified on the matching
+ * features. These activations are constructed directly (not captured from a model); the
+ * end-to-end path through extract is in e2e.test.ts.
+ */
+import { describe, it, expect } from 'vitest';
+import * as path from 'node:path';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { analyze, matrixInfo } from '../../src/wanda/analyze.js';
+import { memorySource } from '../../src/wanda/stats.js';
+import { runWanda } from '../../src/wanda/index.js';
+import { readSafetensorsHeader, readTensorFloat32 } from '../../src/formats/safetensors.js';
+import type { WandaMatrix } from '../../src/wanda/types.js';
+import { syntheticModel, syntheticActivations, writeCheckpoint, writeRun, tmpDir, naivePooled, type Plant } from './helpers.js';
+import { openSafetensorsCheckpoint } from '../../src/wanda/weights.js';
+
+const BLOCK = 16;
+const H = 64;
+const I = 128;
+const LAYERS = 2;
+// Two planted groups with their own blocks; C is unplanted. The weight gain (2) is below the
+// activation gain (4), so a group's own column outranks the other group's amplified block.
+const PLANTS: Plant[] = [
+  { group: 'A', hiddenBlock: 1, interBlock: 2, weightGain: 2, activationGain: 4 },
+  { group: 'B', hiddenBlock: 3, interBlock: 5, weightGain: 2, activationGain: 4 },
+];
+const PLANT = PLANTS[0];
+const PLANT_OPTS = { block: BLOCK, plants: PLANTS };
+const labels = Array.from({ length: 90 }, (_, r) => ['A', 'B', 'C'][r % 3]);
+
+function colsumsOf(model: ReturnType<typeof syntheticModel>, rb: number, LAYERS = model.layers): { infos: WandaMatrix[]; colsums: Map<string, Float32Array> } {
+  const infos: WandaMatrix[] = [];
+  const colsums = new Map<string, Float32Array>();
+  for (let l = 0; l < LAYERS; l++) {
+    for (const proj of ['gate_proj', 'up_proj', 'down_proj']) {
+      const { w, dOut, dIn } = model.weights.get(`model.layers.${l}.mlp.${proj}.weight`)!;
+      const name = `layers.${l}.mlp.${proj}`;
+      infos.push(matrixInfo(name, l, proj, proj === 'down_proj' ? `layers.${l}.mlp.down_in` : `layers.${l}.mlp.in`, dOut, dIn, [rb, rb]));
+      const C = new Float32Array(Math.ceil(dOut / rb) * dIn);
+      for (let i = 0; i < dOut; i++) for (let j = 0; j < dIn; j++) C[Math.floor(i / rb) * dIn + j] += Math.abs(w[i * dIn + j]);
+      colsums.set(name, C);
+    }
+  }
+  return { infos, colsums };
+}
+
+function plantedIndex(m: WandaMatrix, p: Plant = PLANT): number {
+  return m.proj === 'down_proj' ? p.hiddenBlock * m.colBlocks + p.interBlock : p.interBlock * m.colBlocks + p.hiddenBlock;
+}
+
+describe('planted neurons (synthetic activations)', () => {
+  it('the planted group\'s set difference recovers the planted blocks with p < 0.01', async () => {
+    const model = syntheticModel(11, LAYERS, H, I, PLANT_OPTS);
+    const hooks = syntheticActivations(12, model, labels, PLANT_OPTS);
+    const { infos, colsums } = colsumsOf(model, BLOCK);
+    const res = await analyze(
+      { matrices: infos, colsums, source: memorySource(labels.length, hooks), labels },
+      { block: [BLOCK, BLOCK], top: { kind: 'fraction', value: 0.1, scope: 'matrix' }, permutations: 199, seed: 1 },
+    );
+    expect(res.groups).toEqual(['A', 'B', 'C']);
+    // Pooled maps agree with the naive computation from the activations.
+    const x = hooks['layers.0.mlp.in'];
+    const s = new Float64Array(H);
+    const rowsA = labels.flatMap((l, r) => (l === 'A' ? [r] : []));
+    for (let j = 0; j < H; j++) s[j] = Math.sqrt(rowsA.reduce((a, r) => a + x.data[r * H + j] ** 2, 0) / rowsA.length);
+    const gw = model.weights.get('model.layers.0.mlp.gate_proj.weight')!;
+    const naive = naivePooled(gw.w, gw.dOut, gw.dIn, s, BLOCK, BLOCK);
+    const got = res.pooled.get('A|layers.0.mlp.gate_proj')!;
+    for (let k = 0; k < naive.length; k++) expect(got[k]).toBeCloseTo(naive[k], 5);
+
+    // A∖B holds A's planted block and B∖A holds B's, in every matrix.
+    const d = res.regions.differences.find((x) => x.a === 'A' && x.b === 'B')!;
+    for (const m of infos) {
+      expect(d.aMinusB[m.name]).toContain(plantedIndex(m, PLANTS[0]));
+      expect(d.bMinusA[m.name]).toContain(plantedIndex(m, PLANTS[1]));
+      expect(d.bMinusA[m.name]).not.toContain(plantedIndex(m, PLANTS[0]));
+      expect(res.regions.regions.A[m.name]).toContain(plantedIndex(m, PLANTS[0]));
+    }
+    const pm = res.metrics.pairs.find((p) => p.a === 'A' && p.b === 'B')!;
+    expect(pm.isolationAB.value).toBeGreaterThan(0.5);
+    expect(pm.isolationAB.p!).toBeLessThan(0.01);
+    expect(pm.isolationBA.p!).toBeLessThan(0.01);
+    expect(pm.jaccard.pLower!).toBeLessThan(0.01);
+    expect(pm.byProjAminusB.gate_proj).toBeGreaterThan(0);
+    expect(pm.byLayerAminusB.length).toBe(LAYERS);
+    // Against the unplanted group C, A's region is isolated beyond chance too.
+    const ac = res.metrics.pairs.find((p) => p.a === 'A' && p.b === 'C')!;
+    expect(ac.isolationAB.p!).toBeLessThan(0.01);
+  });
+
+  it('unplanted random weights and group-independent activations report no significance', async () => {
+    const model = syntheticModel(21, LAYERS, H, I, { block: BLOCK });
+    const hooks = syntheticActivations(22, model, labels, { block: BLOCK });
+    const { infos, colsums } = colsumsOf(model, BLOCK);
+    const res = await analyze(
+      { matrices: infos, colsums, source: memorySource(labels.length, hooks), labels },
+      { block: [BLOCK, BLOCK], top: { kind: 'fraction', value: 0.1, scope: 'matrix' }, permutations: 199, seed: 1 },
+    );
+    for (const p of res.metrics.pairs) {
+      expect(p.isolationAB.p!).toBeGreaterThan(0.01);
+      expect(p.isolationBA.p!).toBeGreaterThan(0.01);
+      expect(p.jaccard.pLower!).toBeGreaterThan(0.01);
+    }
+  });
+
+  it('the null is reproducible from the seed and independent of the batch size', async () => {
+    const model = syntheticModel(31, 1, H, I, PLANT_OPTS);
+    const hooks = syntheticActivations(32, model, labels, PLANT_OPTS);
+    const { infos, colsums } = colsumsOf(model, BLOCK);
+    const run = (batchBytes?: number) =>
+      analyze({ matrices: infos.filter((m) => m.layer === 0), colsums, source: memorySource(labels.length, { 'layers.0.mlp.in': hooks['layers.0.mlp.in'], 'layers.0.mlp.down_in': hooks['layers.0.mlp.down_in'] }), labels }, { block: [BLOCK, BLOCK], top: { kind: 'count', value: 4, scope: 'global' }, permutations: 30, seed: 7, batchBytes });
+    const a = await run();
+    const b = await run(1); // one labelling per batch
+    expect(Array.from(b.nulls[0].jaccard)).toEqual(Array.from(a.nulls[0].jaccard));
+    expect(b.metrics).toEqual(a.metrics);
+  });
+});
+
+describe('runWanda over a run directory and a safetensors checkpoint', () => {
+  it('writes pooled maps, regions, metrics and settings atomically', async () => {
+    const dir = tmpDir();
+    const model = syntheticModel(41, LAYERS, H, I, PLANT_OPTS);
+    const hooks = syntheticActivations(42, model, labels, PLANT_OPTS);
+    const ck = path.join(dir, 'ckpt');
+    writeCheckpoint(ck, model, 'BF16', 2);
+    const runDir = path.join(dir, 'run');
+    writeRun(runDir, labels.map((l, i) => ({ aspect: l, parity: i % 2 ? 'odd' : 'even' })), hooks);
+    const res = await runWanda(runDir, { weights: ck, block: BLOCK, permutations: 99, seed: 5, quiet: true });
+    const out = path.join(runDir, 'wanda');
+    expect(res.dir).toBe(out);
+    expect(readdirSync(out).sort()).toEqual(['metrics.csv', 'metrics.json', 'pooled.safetensors', 'regions.json', 'settings.json']);
+    expect(readdirSync(runDir).filter((f) => f.startsWith('.wanda'))).toEqual([]);
+    const settings = JSON.parse(readFileSync(path.join(out, 'settings.json'), 'utf8'));
+    expect(settings).toMatchObject({ by: 'aspect', groups: ['A', 'B', 'C'], block: [16, 16], seed: 5, permutations: 99, statistic: 'rms', resolution: 'block', weights: { source: 'safetensors' } });
+    expect(JSON.parse(readFileSync(path.join(out, 'regions.json'), 'utf8'))).toEqual(res.regions);
+    expect(JSON.parse(readFileSync(path.join(out, 'metrics.json'), 'utf8'))).toEqual(JSON.parse(JSON.stringify(res.metrics)));
+    const csv = readFileSync(path.join(out, 'metrics.csv'), 'utf8').trim().split('\n');
+    expect(csv[0]).toBe('a,b,metric,value,p,p_lower,percentile,null_mean');
+    expect(csv.length).toBe(1 + 3 * 9);
+    // pooled.safetensors holds group|matrix maps equal to the naive computation on the bf16 weights.
+    const h = readSafetensorsHeader(path.join(out, 'pooled.safetensors'));
+    expect(h.tensors.size).toBe(3 * 6);
+    expect(h.tensors.get('A|layers.1.mlp.down_proj')!.shape).toEqual([4, 8]);
+    const pooled = readTensorFloat32(h, 'C|layers.1.mlp.up_proj');
+    const ckh = openSafetensorsCheckpoint(ck).tensors.get('model.layers.1.mlp.up_proj.weight')!;
+    const w = readTensorFloat32(ckh, 'model.layers.1.mlp.up_proj.weight');
+    const x = hooks['layers.1.mlp.in'];
+    const rowsC = labels.flatMap((l, r) => (l === 'C' ? [r] : []));
+    const s = Array.from({ length: H }, (_, j) => Math.sqrt(rowsC.reduce((a, r) => a + x.data[r * H + j] ** 2, 0) / rowsC.length));
+    const naive = naivePooled(w, I, H, s, BLOCK, BLOCK);
+    for (let k = 0; k < naive.length; k++) expect(pooled[k]).toBeCloseTo(naive[k], 5);
+    // Planted blocks recovered through the whole path.
+    const d = res.regions.differences.find((x) => x.a === 'A' && x.b === 'B')!;
+    expect(d.aMinusB['layers.0.mlp.gate_proj']).toContain(PLANT.interBlock * 4 + PLANT.hiddenBlock);
+    expect(res.metrics.pairs[0].isolationAB.p!).toBeLessThan(0.02);
+
+    // Regrouping by another axis replaces the folder.
+    const res2 = await runWanda(runDir, { weights: ck, by: 'parity', block: BLOCK, permutations: 0, quiet: true });
+    expect(res2.settings.groups).toEqual(['even', 'odd']);
+    expect(JSON.parse(readFileSync(path.join(out, 'settings.json'), 'utf8')).by).toBe('parity');
+    expect(res2.metrics.pairs[0].jaccard.p).toBeNull();
+    expect(existsSync(path.join(out, 'pooled.safetensors'))).toBe(true);
+  });
+});
