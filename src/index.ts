@@ -18,3 +18,8 @@ export { openRun, verifyRun, mergeRuns, readManifest, parseShard, shardRange } f
 export { runExtract, type ExtractOptions } from './extract/run.js';
 export { loadRun, runPayload, compareRuns, reportHtml, compareHtml, writeReport, writeCompare, exportFigures, type ReportModel, type RunPayload, type Comparison, type ComparisonRow } from './report/index.js';
 export { writeSyntheticRun, type SyntheticRunOptions } from './report/synthetic.js';
+export { openCaptureEngine, inspectModel, openPlainSession, positionIds } from './extract/engine.js';
+export { loadTokenizer } from './extract/tokenize.js';
+export { planBatches, padBatch } from './extract/batching.js';
+export { listProviders } from './extract/providers.js';
+export { runWanda, locateWeights, metricsCsv, analyze, weightPass, columnBlockSums, dequantizeNBits, memorySource, runSource, poolBlocks, DEFAULT_TOP, DEFAULT_PERMUTATIONS, type WandaOptions, type WandaResult, type MatrixRef, type ActivationSource } from './wanda/index.js';

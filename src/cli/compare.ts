@@ -1,5 +1,5 @@
 import { parseCommand, intOption } from './args.js';
-import { writeCompare, exportFigures } from '../report/index.js';
+import { writeCompare, exportFigures, requireChromium } from '../report/index.js';
 
 const SPEC = {
   usage: 'lobes compare RUN_A RUN_B [--out FILE.html] [--png DIR] [--svg DIR] [--chromium PATH]',
@@ -26,6 +26,8 @@ export async function run(argv: string[]): Promise<number> {
   const v = args.values;
   const width = intOption(v.width, '--width', 1200, 50, 10000);
   const height = intOption(v.height, '--height', 800, 50, 10000);
+  // A missing browser fails before anything is written.
+  if (v.png || v.svg) requireChromium(v.chromium);
   const file = await writeCompare(args.positionals[0]!, args.positionals[1]!, v.out);
   const figures = await exportFigures(file, {
     png: v.png, svg: v.svg, width, height, chromium: v.chromium,

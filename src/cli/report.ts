@@ -1,8 +1,8 @@
 import { parseCommand, intOption } from './args.js';
-import { writeReport, exportFigures } from '../report/index.js';
+import { writeReport, exportFigures, requireChromium } from '../report/index.js';
 
 const SPEC = {
-  usage: 'lobes report RUN [--out FILE.html] [--png DIR] [--svg DIR] [--width N] [--height N] [--chromium PATH] [--cluster-dir DIR]',
+  usage: 'lobes report RUN [--out FILE.html] [--png DIR] [--svg DIR] [--width N] [--height N] [--chromium PATH] [--cluster-dir DIR] [--json]',
   help: `
 Write one self-contained HTML report of a run (opens offline): the t-SNE scatter coloured by
 group (RUN/cluster), the neuron-region heatmaps of every pair of groups with their metrics and
@@ -29,6 +29,8 @@ export async function run(argv: string[]): Promise<number> {
   const v = args.values;
   const width = intOption(v.width, '--width', 1200, 50, 10000);
   const height = intOption(v.height, '--height', 800, 50, 10000);
+  // A missing browser fails before anything is written.
+  if (v.png || v.svg) requireChromium(v.chromium);
   const file = await writeReport(args.positionals[0]!, v.out, { clusterDir: v['cluster-dir'] });
   const figures = await exportFigures(file, {
     png: v.png, svg: v.svg, width, height, chromium: v.chromium,

@@ -11,6 +11,8 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { startWorker } from '../util/worker.js';
 import { knnRows, type KnnResult } from './knn.js';
 import { repulsion, type QuadTree } from './quadtree.js';
+import { attraction } from './tsne.js';
+import type { SparseP } from './affinity.js';
 
 export class TsnePool {
   private constructor(private workers: Worker[]) {}
@@ -67,15 +69,19 @@ export class TsnePool {
     return { k, indices: Int32Array.from(indices), dist2: Float64Array.from(dist2) };
   }
 
-  /** Repulsion for all points into F and Zi (shared arrays) from a built tree over Y (shared). */
-  async repulsion(tree: QuadTree, Y: Float64Array, n: number, theta: number, F: Float64Array, Zi: Float64Array): Promise<void> {
+  /**
+   * Repulsion (F, Zi) from a built tree over Y, and the attractive sums (A, scaled by `ex`),
+   * for all points; all arrays shared.
+   */
+  async gradientParts(tree: QuadTree, Y: Float64Array, n: number, theta: number, F: Float64Array, Zi: Float64Array, P: SparseP, ex: number, A: Float64Array): Promise<void> {
     const t = tree.t;
     const rs = this.ranges(n);
     const pending = this.workers.map((w, i) =>
-      this.call(w, { cmd: "rep", node: t.node, child: t.child, nodes: t.nodes, Y, F, Zi, theta, start: rs[i][0], end: rs[i][1] }),
+      this.call(w, { cmd: 'grad', node: t.node, child: t.child, nodes: t.nodes, Y, F, Zi, theta, start: rs[i][0], end: rs[i][1], order: tree.order, P, ex, A }),
     );
     const [s, e] = rs[rs.length - 1];
-    repulsion(t, Y, s, e, theta, F, Zi);
+    repulsion(t, Y, s, e, theta, F, Zi, tree.order);
+    attraction(P, Y, ex, A, s, e);
     await Promise.all(pending);
   }
 

@@ -39,10 +39,15 @@ export class QuadTree {
   private cap: number;
   /** Bumped whenever the arrays are reallocated (workers must be sent the new buffers). */
   generation = 0;
+  /** Point indices in Morton (Z-curve) order of the last build: nearby points are adjacent. */
+  order: Int32Array;
+  private keys: Float64Array;
 
   constructor(n: number, readonly shared = false) {
     this.cap = Math.max(64, 4 * n + 16);
     this.t = alloc(this.cap, shared);
+    this.order = new Int32Array(shared ? new SharedArrayBuffer(n * 4) : new ArrayBuffer(n * 4));
+    this.keys = new Float64Array(n);
   }
 
   private grow(): void {
@@ -74,7 +79,23 @@ export class QuadTree {
     const hw0 = Math.max(maxX - minX, maxY - minY, 1e-12) * 0.5 * (1 + 1e-6) + 1e-12;
     this.t.nodes = 0;
     this.newNode((minX + maxX) / 2, (minY + maxY) / 2, hw0);
-    for (let i = 0; i < n; i++) this.insert(Y[2 * i], Y[2 * i + 1]);
+    // Morton order: inserting and traversing spatially adjacent points one after another keeps
+    // the tree's nodes and the traversals cache-friendly. The tree itself does not depend on it.
+    if (this.keys.length < n) this.keys = new Float64Array(n);
+    if (this.order.length < n) this.order = new Int32Array(this.shared ? new SharedArrayBuffer(n * 4) : new ArrayBuffer(n * 4));
+    const sx = 32767 / Math.max(maxX - minX, 1e-300);
+    const sy = 32767 / Math.max(maxY - minY, 1e-300);
+    const keys = this.keys.subarray(0, n);
+    for (let i = 0; i < n; i++) {
+      const code = interleave(Math.floor((Y[2 * i] - minX) * sx)) | (interleave(Math.floor((Y[2 * i + 1] - minY) * sy)) << 1);
+      keys[i] = (code >>> 0) * 4194304 + i;
+    }
+    keys.sort();
+    for (let t = 0; t < n; t++) {
+      const i = keys[t] % 4194304;
+      this.order[t] = i;
+      this.insert(Y[2 * i], Y[2 * i + 1]);
+    }
     const { geom, count, node } = this.t;
     for (let id = 0; id < this.t.nodes; id++) {
       const c = count[id];
@@ -151,19 +172,30 @@ export class QuadTree {
   }
 }
 
+/** Spread the low 15 bits of v to the even bit positions. */
+function interleave(v: number): number {
+  v &= 0x7fff;
+  v = (v | (v << 8)) & 0x00ff00ff;
+  v = (v | (v << 4)) & 0x0f0f0f0f;
+  v = (v | (v << 2)) & 0x33333333;
+  v = (v | (v << 1)) & 0x55555555;
+  return v;
+}
+
 /**
- * Barnes–Hut repulsion for points [start, end): for each i, Zi[i] = Σ_{j≠i} w_ij and
+ * Barnes–Hut repulsion for points [start, end) (positions in `order` when given): for each i, Zi[i] = Σ_{j≠i} w_ij and
  * F[2i..2i+1] = Σ_{j≠i} w_ij² (y_i − y_j), with w = 1 / (1 + |y_i − y_j|²), summarizing a
  * cell by its centre of mass when (cell width)² < θ² · (distance to it)².
  * Each point's sums depend only on the tree and y_i, so any split into ranges gives the
  * same numbers.
  */
-export function repulsion(t: TreeArrays, Y: Float64Array, start: number, end: number, theta: number, F: Float64Array, Zi: Float64Array): void {
+export function repulsion(t: TreeArrays, Y: Float64Array, start: number, end: number, theta: number, F: Float64Array, Zi: Float64Array, order?: Int32Array): void {
   const node = t.node;
   const child = t.child;
   const th2 = theta * theta;
   const stack = new Int32Array(4 * MAX_DEPTH + 8);
-  for (let i = start; i < end; i++) {
+  for (let t0 = start; t0 < end; t0++) {
+    const i = order ? order[t0] : t0;
     const xi = Y[2 * i];
     const yi = Y[2 * i + 1];
     let z = 0;

@@ -79,6 +79,7 @@ export class Tsne {
   private update: Float64Array;
   private gains: Float64Array;
   private grad: Float64Array;
+  private attr: Float64Array;
   private Frep: Float64Array;
   private Zi: Float64Array;
   private tree: QuadTree;
@@ -105,6 +106,7 @@ export class Tsne {
     this.update = new Float64Array(2 * n);
     this.gains = new Float64Array(2 * n).fill(1);
     this.grad = new Float64Array(2 * n);
+    this.attr = mk(2 * n);
     this.tree = new QuadTree(n, shared);
   }
 
@@ -139,7 +141,8 @@ export class Tsne {
       else nn = knn(X, n, d, k);
       onStage?.('perplexity calibration');
       const { P: Pc } = conditionalP(nn, n, perplexity);
-      const P = jointP(nn, Pc, n);
+      let P = jointP(nn, Pc, n);
+      if (pool) P = shareP(P);
       const init = options.init ?? 'pca';
       if (init instanceof Float64Array && init.length !== 2 * n) throw new LobesError(`init has ${init.length} values, expected ${2 * n}`);
       return new Tsne(X, n, d, P, opts, init, pool);
@@ -191,8 +194,8 @@ export class Tsne {
       return;
     }
     this.tree.build(this.Y, this.n);
-    await this.pool.repulsion(this.tree, this.Y, this.n, this.opts.theta, this.Frep, this.Zi);
-    this.applyStep();
+    await this.pool.gradientParts(this.tree, this.Y, this.n, this.opts.theta, this.Frep, this.Zi, this.P, this.exaggeration, this.attr);
+    this.applyStep(true);
   }
 
   /** Run the remaining iterations; `onIteration` is called after each one. */
@@ -215,19 +218,19 @@ export class Tsne {
       exactRepulsion(this.Y, this.n, this.Frep, this.Zi);
     } else {
       this.tree.build(this.Y, this.n);
-      repulsion(this.tree.t, this.Y, 0, this.n, this.opts.theta, this.Frep, this.Zi);
+      repulsion(this.tree.t, this.Y, 0, this.n, this.opts.theta, this.Frep, this.Zi, this.tree.order);
     }
   }
 
   /** Gradient from the repulsion already in Frep/Zi, then the gains/momentum update. */
-  private applyStep(): void {
+  private applyStep(attractionDone = false): void {
     const n = this.n;
     let Z = 0;
     for (let i = 0; i < n; i++) Z += this.Zi[i];
     this.lastZ = Z;
-    const ex = this.exaggeration;
-    attraction(this.P, this.Y, ex, this.grad);
     const g = this.grad;
+    if (attractionDone) g.set(this.attr);
+    else attraction(this.P, this.Y, this.exaggeration, g);
     const invZ = 1 / Math.max(Z, 1e-300);
     for (let t = 0; t < 2 * n; t++) g[t] = 4 * (g[t] - this.Frep[t] * invZ);
     const mom = this.iter < this.opts.exaggerationIterations ? this.opts.momentum[0] : this.opts.momentum[1];
@@ -279,10 +282,21 @@ export class Tsne {
   }
 }
 
+/** A copy of P on SharedArrayBuffers (for worker threads). */
+function shareP(P: SparseP): SparseP {
+  const rowPtr = new Int32Array(new SharedArrayBuffer(P.rowPtr.byteLength));
+  const cols = new Int32Array(new SharedArrayBuffer(P.cols.byteLength));
+  const vals = new Float64Array(new SharedArrayBuffer(P.vals.byteLength));
+  rowPtr.set(P.rowPtr);
+  cols.set(P.cols);
+  vals.set(P.vals);
+  return { n: P.n, rowPtr, cols, vals };
+}
+
 /** Attractive part: out_i = ex · Σ_j p_ij w_ij (y_i − y_j). */
-export function attraction(P: SparseP, Y: Float64Array, ex: number, out: Float64Array): void {
+export function attraction(P: SparseP, Y: Float64Array, ex: number, out: Float64Array, start = 0, end = P.n): void {
   const { rowPtr, cols, vals } = P;
-  for (let i = 0; i < P.n; i++) {
+  for (let i = start; i < end; i++) {
     const xi = Y[2 * i];
     const yi = Y[2 * i + 1];
     let fx = 0;

@@ -2,13 +2,15 @@
 import { parentPort } from 'node:worker_threads';
 import { knnRows } from './knn.js';
 import { repulsion } from './quadtree.js';
+import { attraction } from './tsne.js';
 
 parentPort!.on('message', (m: any) => {
   try {
     if (m.cmd === 'knn') {
       knnRows(m.X, m.n, m.d, m.k, m.start, m.end, m.indices, m.dist2);
-    } else if (m.cmd === 'rep') {
-      repulsion({ nodes: m.nodes, node: m.node, child: m.child } as any, m.Y, m.start, m.end, m.theta, m.F, m.Zi);
+    } else if (m.cmd === 'grad') {
+      repulsion({ nodes: m.nodes, node: m.node, child: m.child } as any, m.Y, m.start, m.end, m.theta, m.F, m.Zi, m.order);
+      attraction(m.P, m.Y, m.ex, m.A, m.start, m.end);
     }
     parentPort!.postMessage({ ok: true });
   } catch (e: any) {

@@ -8,7 +8,7 @@ import type { CaptureEngine, CaptureFamily, CapturePoint, EngineOptions, ModelIn
 import { LobesError } from '../util/errors.js';
 import { DataType, dataTypeName, encodeModel, loadModel, type LoadedModel, type ValueInfo } from '../onnx/model.js';
 import { discover, isPastInput, type DiscoveredPoint, type Discovery } from './discover.js';
-import { buildCaptureModel } from './surgery.js';
+import { buildCaptureModel, type InGraphPast } from './surgery.js';
 import { executionProviders, listProviders, sessionError } from './providers.js';
 
 export interface Analysis {
@@ -72,12 +72,12 @@ const ORT_TYPES: Record<number, ort.Tensor.Type> = {
   [DataType.FLOAT16]: 'float16',
   [DataType.INT64]: 'int64',
   [DataType.INT32]: 'int32',
-  [DataType.BFLOAT16]: 'bfloat16' as ort.Tensor.Type,
 };
 
-function planInputs(a: Analysis): { plans: FeedPlan[]; mask: string | null } {
+function planInputs(a: Analysis): { plans: FeedPlan[]; mask: string | null; inGraphPast: InGraphPast[] } {
   const g = a.disc.index;
   const plans: FeedPlan[] = [];
+  const inGraphPast: InGraphPast[] = [];
   let mask: string | null = null;
   const file = a.loaded.file;
   for (const v of a.loaded.model.graph!.input) {
@@ -85,14 +85,18 @@ function planInputs(a: Analysis): { plans: FeedPlan[]; mask: string | null } {
     if (a.loaded.initializers.has(name)) continue; // old-style inputs with initializer defaults
     const et = v.type?.tensorType?.elemType;
     const type = et !== undefined ? ORT_TYPES[et] : undefined;
-    if (!type) throw new LobesError(`graph input ${name} has unsupported type ${dataTypeName(et)}`, { file });
     if (isPastInput(g, name)) {
       const s = g.shapeOf(name)!;
       const kvh = typeof s[1] === 'number' ? s[1] : a.disc.arch.kvHeads;
       const hd = typeof s[3] === 'number' ? s[3] : a.disc.arch.heads ? a.disc.arch.hidden / a.disc.arch.heads : null;
       if (!kvh || !hd) throw new LobesError(`cannot tell the KV-cache shape of graph input ${name} (declared ${JSON.stringify(s)})`, { file });
-      plans.push({ name, role: 'past', type, kv: [kvh, hd] });
-    } else if (name === 'input_ids') plans.push({ name, role: 'ids', type });
+      // bfloat16 (and other types JavaScript cannot hold) are made in-graph instead of fed.
+      if (type) plans.push({ name, role: 'past', type, kv: [kvh, hd] });
+      else inGraphPast.push({ name, elemType: et ?? DataType.FLOAT, kv: [kvh, hd] });
+      continue;
+    }
+    if (!type) throw new LobesError(`graph input ${name} has unsupported type ${dataTypeName(et)}`, { file });
+    if (name === 'input_ids') plans.push({ name, role: 'ids', type });
     else if (name === 'attention_mask') {
       plans.push({ name, role: 'mask', type });
       mask = name;
@@ -102,7 +106,7 @@ function planInputs(a: Analysis): { plans: FeedPlan[]; mask: string | null } {
     }
   }
   if (!plans.some((p) => p.role === 'ids')) throw new LobesError('the graph has no input_ids input', { file });
-  return { plans, mask };
+  return { plans, mask, inGraphPast };
 }
 
 function intTensor(type: ort.Tensor.Type, data: BigInt64Array, dims: number[]): ort.Tensor {
@@ -225,8 +229,8 @@ export async function openCaptureEngine(modelDir: string, opts: EngineOptions): 
   const fams = new Set(opts.capture);
   if (fams.size === 0) throw new LobesError('nothing to capture (no capture families selected)');
   const hooks = a.disc.points.filter((p) => fams.has(familyOf(p.name)));
-  const { plans, mask } = planInputs(a);
-  const surg = buildCaptureModel(a.loaded.model, hooks, mask);
+  const { plans, mask, inGraphPast } = planInputs(a);
+  const surg = buildCaptureModel(a.loaded.model, hooks, mask, inGraphPast);
   const bytes = encodeModel(surg.model);
   const eps = executionProviders(opts.device, opts.deviceId ?? 0);
   const so: ort.InferenceSession.SessionOptions = {

@@ -6,7 +6,7 @@
  * keeps the same external-data references.
  */
 import type { GraphProto, ModelProto, NodeProto, TensorProto, ValueInfo } from '../onnx/model.js';
-import { DataType, makeNode, makeTensor, makeValueInfo } from '../onnx/model.js';
+import { DataType, dataTypeSize, makeNode, makeTensor, makeValueInfo } from '../onnx/model.js';
 import { LobesError } from '../util/errors.js';
 import type { DiscoveredPoint } from './discover.js';
 
@@ -45,14 +45,22 @@ function nodeReads(n: NodeProto, out: string[] = []): string[] {
  * (int64 or int32 [batch, seq]); when the graph has none, pass null and an input
  * `lobes.attention_mask` is added for the selection.
  */
-export function buildCaptureModel(model: ModelProto, hooks: DiscoveredPoint[], maskInput: string | null): SurgeryResult {
+export interface InGraphPast {
+  /** Graph input to replace by an in-graph empty tensor [batch, kvHeads, 0, headDim]. */
+  name: string;
+  elemType: number;
+  kv: [number, number];
+}
+
+export function buildCaptureModel(model: ModelProto, hooks: DiscoveredPoint[], maskInput: string | null, inGraphPast: InGraphPast[] = []): SurgeryResult {
   if (hooks.length === 0) throw new LobesError('no capture points selected');
   const g = model.graph!;
   const opset = opsetOf(model);
   if (opset < 11) throw new LobesError(`the model's ONNX opset ${opset} is older than 11, which lobes needs`);
   const nodes: NodeProto[] = [...g.node];
   const inits: TensorProto[] = [...g.initializer];
-  const inputs: ValueInfo[] = [...g.input];
+  const pastNames = new Set(inGraphPast.map((p) => p.name));
+  const inputs: ValueInfo[] = g.input.filter((v) => !pastNames.has(v.name ?? ''));
   let maskAdded = false;
   let mask = maskInput;
   if (!mask) {
@@ -86,6 +94,16 @@ export function buildCaptureModel(model: ModelProto, hooks: DiscoveredPoint[], m
   const rows = add('Range', [zero, B, one], 'arange_B');
   const rowStart = add('Mul', [rows, T], 'row_start');
   const flat = add('Add', [rowStart, last], 'flat_index');
+
+  // Empty KV-cache tensors built in-graph (for dtypes JavaScript cannot feed, e.g. bfloat16).
+  if (inGraphPast.length) {
+    const B1 = add('Reshape', [B, c64('shape1', [1], [1])], 'B1');
+    for (const [i, p] of inGraphPast.entries()) {
+      const shp = add('Concat', [B1, c64(`past${i}.tail`, [p.kv[0], 0, p.kv[1]], [3])], `past${i}.shape`, { axis: 0 });
+      const zero = makeTensor(`${P}past${i}.zero`, p.elemType, [1], new Uint8Array(Math.max(1, Math.ceil(dataTypeSize(p.elemType)))));
+      nodes.push(makeNode('ConstantOfShape', [shp], [p.name], { value: zero }, undefined, `${P}past${i}`));
+    }
+  }
 
   const outputs = new Map<string, string>();
   const outInfos: ValueInfo[] = [];

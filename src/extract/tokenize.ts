@@ -55,6 +55,7 @@ export async function loadTokenizer(modelDir: string, opts: TokenizerOptions): P
   const maxTokens = opts.maxTokens;
 
   const encode = (text: string): Tokenized => {
+    if (typeof text !== 'string' || text.trim() === '') throw new LobesError('empty text: nothing to analyse');
     let ids: number[];
     if (opts.chatTemplate) {
       const s: string = tok.apply_chat_template([{ role: 'user', content: text }], { tokenize: false, add_generation_prompt: true });

@@ -29,14 +29,20 @@ export interface Browser {
   close(): Promise<void>;
 }
 
-/** Launch headless Chromium with a fresh profile (removed on close). */
-export async function launchChromium(given?: string): Promise<Browser> {
+/** The browser executable, or a one-line error saying how to get one. */
+export function requireChromium(given?: string): string {
   const exe = chromiumPath(given);
   if (!existsSync(exe)) {
     throw new LobesError(`headless Chromium not found at ${exe}`, {
       hint: 'install it (Debian: apt-get install chromium) or pass --chromium PATH / set LOBES_CHROMIUM',
     });
   }
+  return exe;
+}
+
+/** Launch headless Chromium with a fresh profile (removed on close). */
+export async function launchChromium(given?: string): Promise<Browser> {
+  const exe = requireChromium(given);
   const { chromium } = await import('playwright-core');
   const profile = mkdtempSync(path.join(tmpdir(), 'lobes-chromium-'));
   let context: any;

@@ -103,7 +103,7 @@ export const CLIENT_JS = String.raw`
       var x = [], y = [], t = [];
       for (var i = 0; i < s.g.length; i++) if (s.g[i] === gi) { x.push(s.x[i]); y.push(s.y[i]); t.push(s.hover[i]); }
       return {
-        type: s.g.length > 20000 ? 'scattergl' : 'scatter', mode: 'markers', name: esc(g) + ' (' + x.length + ')',
+        type: s.g.length > 50000 ? 'scattergl' : 'scatter', mode: 'markers', name: esc(g) + ' (' + x.length + ')',
         x: x, y: y, text: t, hovertemplate: '%{text}<extra></extra>',
         marker: { size: s.g.length > 3000 ? 4 : 6, opacity: 0.8, color: groupColour[g] }
       };
@@ -170,14 +170,14 @@ export const CLIENT_JS = String.raw`
       for (var c = 0; c < 2; c++) {
         var d = dirs[c], k = r * 2 + c + 1, ax = k === 1 ? '' : String(k);
         var pct = shaded ? bytes(w.pct[d.g]) : null;
-        var z = new Array(nL);
+        var z = new Array(nL), shown = 0;
         for (var li = 0; li < nL; li++) {
           var row = new Array(gr.blocks);
           var has = bit(present, r * nL + li);
           var base = gr.offset + li * gr.blocks;
           for (var b = 0; b < gr.blocks; b++) {
             var i = base + b;
-            row[b] = has && bit(d.bits, i) ? (pct ? pct[i] / 255 : 1) : null;
+            if (has && bit(d.bits, i)) { row[b] = pct ? pct[i] / 255 : 1; shown++; } else row[b] = null;
           }
           z[li] = row;
         }
@@ -189,7 +189,7 @@ export const CLIENT_JS = String.raw`
           range: [-0.5, gr.blocks - 0.5], title: { text: esc(w.projs[r]) + ' block (' + gr.rowBlocks + '×' + gr.colBlocks + ', row-major)', font: { size: 11 }, standoff: 4 } };
         layout['yaxis' + ax] = { domain: [y1 - rh, y1], anchor: 'x' + ax, showgrid: false, zeroline: false,
           title: { text: 'layer', font: { size: 11 } }, autorange: 'reversed', tickformat: 'd', dtick: nL <= 12 ? 1 : undefined };
-        ann.push({ text: '<b>' + d.label + '</b> · ' + esc(w.projs[r]) + (r === 0 ? ' (' + d.n + ' blocks)' : ''),
+        ann.push({ text: '<b>' + d.label + '</b> · ' + esc(w.projs[r]) + ': ' + shown + ' blocks' + (r === 0 ? ' (' + d.n + ' in all)' : ''),
           xref: 'paper', yref: 'paper', x: x0 + cw / 2, y: y1 + 0.01, xanchor: 'center', yanchor: 'bottom', showarrow: false, font: { size: 12 } });
       }
     }

@@ -38,6 +38,8 @@ export interface AnalyzeOptions {
   batchBytes?: number;
   /** Called after each labelling (0 = observed) is finished. */
   onLabeling?: (done: number, total: number) => void;
+  /** Called after each read of one capture point for one batch of labellings. */
+  onStep?: (done: number, total: number) => void;
 }
 
 /** Metrics tested against the null, per pair. */
@@ -137,6 +139,8 @@ export async function analyze(input: AnalyzeInput, opts: AnalyzeOptions): Promis
   const hooks = [...new Set(matrices.map((m) => m.input))];
   let observed: { pooled: Float32Array[][]; masks: Masks[] } | null = null;
   let done = 0;
+  let steps = 0;
+  const totalSteps = Math.ceil(total / B) * hooks.length;
 
   for (let l0 = 0; l0 < total; l0 += B) {
     const nb = Math.min(B, total - l0);
@@ -156,6 +160,7 @@ export async function analyze(input: AnalyzeInput, opts: AnalyzeOptions): Promis
           });
         }
       }
+      opts.onStep?.(++steps, totalSteps);
     }
     for (let t = 0; t < nb; t++) {
       const l = l0 + t;

@@ -143,7 +143,7 @@ export async function runWanda(run: RunReader | string, opts: WandaOptions = {})
 
   let result: AnalyzeResult;
   let weightLevel: WandaMetrics['weightLevel'];
-  const labProgress = new Progress({ label: 'wanda null', total: permutations + 1, unit: 'labellings', quiet: opts.quiet });
+  const labProgress = new Progress({ label: 'wanda groups and null', total: permutations + 1, unit: 'labellings', quiet: opts.quiet });
   if (resolution === 'block') {
     const passProgress = new Progress({ label: 'wanda weights', total: Math.round(totalBytes / 1e6), unit: 'MB', quiet: opts.quiet });
     const colsums = await weightPass(matrices, {
@@ -152,7 +152,14 @@ export async function runWanda(run: RunReader | string, opts: WandaOptions = {})
       onMatrix: (_m, bytes) => passProgress.tick(bytes / 1e6),
     });
     passProgress.finish();
-    result = await analyze({ matrices: infos, colsums, source, labels }, { block, top, permutations, seed, onLabeling: (d) => labProgress.set(d) });
+    // One step = one read of a capture point for a batch of labellings (observed + permutations).
+    let steps: Progress | null = null;
+    const onStep = (done: number, total: number) => {
+      steps ??= new Progress({ label: 'wanda activations', total, unit: 'capture-point reads', quiet: opts.quiet });
+      steps.set(done);
+    };
+    result = await analyze({ matrices: infos, colsums, source, labels }, { block, top, permutations, seed, onLabeling: (d) => labProgress.set(d), onStep });
+    (steps as Progress | null)?.finish();
   } else {
     const w = await analyzeWeights({ matrices, infos, source, labels }, { block, top, permutations, seed, onLabeling: (d) => labProgress.set(d) });
     result = w.result;

@@ -160,10 +160,16 @@ export function expectedBytes(m: MatrixRef): number {
   return m.dOut * nBlocks * ((s.blockSize * s.bits) / 8);
 }
 
+/**
+ * Bytes per read. Small enough that a chunk is still in the CPU cache when it is summed
+ * right after the read (1 MiB measured faster than 8 MiB), large enough to amortize calls.
+ */
+export const CHUNK_BYTES = 1 << 20;
+
 export interface ColsumOptions {
   /** Row-block height (block rows in W[d_out, d_in]). */
   rowBlock: number;
-  /** Bytes per read (default 8 MiB). */
+  /** Bytes per read (default CHUNK_BYTES). */
   chunkBytes?: number;
   /** Use the WebAssembly SIMD kernel where it applies (default true; results are identical). */
   simd?: boolean;
@@ -184,9 +190,9 @@ export function columnBlockSums(m: MatrixRef, opts: ColsumOptions): Float64Array
     if (reader.byteLength !== want) {
       throw new LobesError(`holds ${reader.byteLength} bytes but [d_out=${m.dOut}, d_in=${m.dIn}] needs ${want}`, { where: `tensor ${JSON.stringify(s.tensor)}` });
     }
-    if (s.kind === 'dense' && s.layout === 'out_in' && s.dtype !== 'F16' && opts.simd !== false && simdKernel()) simdColsums(m, s, reader, C, rb, opts.chunkBytes ?? 8 << 20);
-    else if (s.kind === 'dense') denseColsums(m, s, reader, C, rb, opts.chunkBytes ?? 8 << 20);
-    else nbitsColsums(m, s, reader, C, rb, opts.chunkBytes ?? 8 << 20);
+    if (s.kind === 'dense' && s.layout === 'out_in' && s.dtype !== 'F16' && opts.simd !== false && simdKernel()) simdColsums(m, s, reader, C, rb, opts.chunkBytes ?? CHUNK_BYTES);
+    else if (s.kind === 'dense') denseColsums(m, s, reader, C, rb, opts.chunkBytes ?? CHUNK_BYTES);
+    else nbitsColsums(m, s, reader, C, rb, opts.chunkBytes ?? CHUNK_BYTES);
   } finally {
     reader.close();
   }
@@ -215,7 +221,13 @@ function simdColsums(m: MatrixRef, s: DenseWeight, reader: RangeReader, C: Float
   const bufOff = Math.ceil(cBytes / 16) * 16;
   k.ensure(bufOff + rowsPerChunk * rowBytes);
   new Float64Array(k.memory.buffer, cOff, C.length).fill(0);
-  const run = s.dtype === 'BF16' ? k.bf16 : k.f32;
+  const run1 = s.dtype === 'BF16' ? k.bf16 : k.f32;
+  const run2 = s.dtype === 'BF16' ? k.bf16x2 : k.f32x2;
+  const run = (src: number, nrows: number, rowBytes: number, nv: number, acc: number) => {
+    const even = nrows & ~1;
+    if (even > 0) run2(src, even, rowBytes, nv, acc);
+    if (even < nrows) run1(src + even * rowBytes, 1, rowBytes, nv, acc);
+  };
   const table = s.dtype === 'BF16' ? absBf16Table() : null;
   for (let r0 = 0; r0 < m.dOut; r0 += rowsPerChunk) {
     const nr = Math.min(rowsPerChunk, m.dOut - r0);

@@ -75,6 +75,8 @@ describe.skipIf(!hasGenai)('tokenizer from the model folder', () => {
     // Llama-2 template: <s>[INST] Hello [/INST]
     expect(c.ids[0]).toBe(1);
     expect(c.ids.length).toBeGreaterThan(t.encode('Hello').ids.length + 3);
+    // An empty text is an error, not a lone BOS.
+    expect((await expectLobesError(() => t.encode('  \n'))).message).toMatch(/empty text/);
   });
 
   it('missing tokenizer files name the folder', async () => {

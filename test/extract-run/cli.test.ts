@@ -2,9 +2,9 @@
  * End to end through the command line with the real pieces: the built-in model
  * (models/tiny-llama), the built-in dataset, ONNX Runtime on CPU.
  */
-import { describe, it, expect, beforeAll } from 'vitest';
+import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, existsSync } from 'node:fs';
+import { mkdtempSync, readFileSync, existsSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { openRun } from '../../src/store/index.js';
@@ -23,6 +23,15 @@ function lobes(args: string[], env: NodeJS.ProcessEnv = {}) {
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
+function lobesAsync(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number | null; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', BIN, ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (d) => (stderr += d));
+    child.on('exit', (code) => resolve({ code, stderr }));
+  });
+}
+
 function listed(run: string): number {
   try {
     return JSON.parse(readFileSync(path.join(run, 'activations/index.json'), 'utf8')).chunks.length;
@@ -38,11 +47,12 @@ describe.skipIf(!HAVE)('lobes extract / merge on the built-in model', () => {
     root = mkdtempSync(path.join(tmpdir(), 'lobes-cli-'));
     single = path.join(root, 'single');
     const r = lobes(['extract', ...COMMON, '--out', single, '--json']);
+    expect(r.code, r.stderr).toBe(0);
     expect(r.stderr).toBe('');
-    expect(r.code).toBe(0);
     const m = JSON.parse(r.stdout);
     expect(m.complete).toBe(true);
   });
+  afterAll(() => rmSync(root, { recursive: true, force: true }));
 
   it('writes a run the reader and an independent safetensors parser agree on', async () => {
     const run = await openRun(single);
@@ -78,17 +88,19 @@ describe.skipIf(!HAVE)('lobes extract / merge on the built-in model', () => {
     expect(killedAt).toBeGreaterThanOrEqual(4);
     expect(killedAt).toBeLessThan(total);
     const r = lobes(args);
-    expect(r.code).toBe(0);
+    expect(r.code, r.stderr).toBe(0);
     expect(diffTrees(single, out, 'activations')).toEqual([]);
     expect(readFileSync(path.join(out, 'samples.jsonl'))).toEqual(readFileSync(path.join(single, 'samples.jsonl')));
   });
 
-  it('three Slurm array tasks (--shard auto, ids 1..3) merged equal the single run', () => {
+  it('three Slurm array tasks (--shard auto, ids 1..3, run concurrently) merged equal the single run', async () => {
     const pattern = path.join(root, 'shard-{i}-of-{n}');
-    for (const id of [1, 2, 3]) {
-      const r = lobes(['extract', ...COMMON, '--shard', 'auto', '--out', pattern], { SLURM_ARRAY_TASK_ID: String(id), SLURM_ARRAY_TASK_MIN: '1', SLURM_ARRAY_TASK_COUNT: '3' });
+    const tasks = await Promise.all(
+      [1, 2, 3].map((id) => lobesAsync(['extract', ...COMMON, '--shard', 'auto', '--out', pattern], { SLURM_ARRAY_TASK_ID: String(id), SLURM_ARRAY_TASK_MIN: '1', SLURM_ARRAY_TASK_COUNT: '3' })),
+    );
+    for (const r of tasks) {
+      expect(r.code, r.stderr).toBe(0);
       expect(r.stderr).toBe('');
-      expect(r.code).toBe(0);
     }
     const shards = [0, 1, 2].map((i) => path.join(root, `shard-${i}-of-3`));
     const merged = path.join(root, 'merged');
@@ -96,7 +108,7 @@ describe.skipIf(!HAVE)('lobes extract / merge on the built-in model', () => {
     expect(bad.code).toBe(1);
     expect(bad.stderr).toMatch(/^lobes merge: shards do not cover the dataset: rows \d+\.\.\d+ of 150 are in no shard; missing shard 1\/3/);
     const r = lobes(['merge', ...shards, '--out', merged, '--quiet']);
-    expect(r.code).toBe(0);
+    expect(r.code, r.stderr).toBe(0);
     expect(diffTrees(single, merged, 'activations')).toEqual([]);
   });
 

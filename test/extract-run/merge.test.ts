@@ -1,5 +1,5 @@
-import { describe, it, expect, beforeAll } from 'vitest';
-import { mkdtempSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
+import { describe, it, expect, beforeAll, afterAll } from 'vitest';
+import { mkdtempSync, readFileSync, writeFileSync, existsSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { runExtract, type ExtractOptions } from '../../src/extract/run.js';
@@ -24,6 +24,7 @@ describe('shards and merge', () => {
     single = path.join(root, 'single');
     await runExtract({ model, data: 'fake', out: single, chunkRows: K, batch: 3, quiet: true, deps: fakeDeps(N) });
   });
+  afterAll(() => rmSync(root, { recursive: true, force: true }));
 
   it('three shards merged equal a single run byte for byte', async () => {
     const shards = [await shard(0, 3), await shard(1, 3), await shard(2, 3)];

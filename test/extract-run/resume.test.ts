@@ -1,6 +1,6 @@
-import { describe, it, expect, beforeAll } from 'vitest';
+import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync, existsSync, readdirSync, statSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync, existsSync, readdirSync, statSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { runExtract } from '../../src/extract/run.js';
@@ -53,6 +53,7 @@ describe('crash safety: kill -9 and resume', () => {
     reference = path.join(root, 'reference');
     await runExtract({ model, data: 'fake', out: reference, chunkRows: K, batch: 3, quiet: true, deps: fakeDeps(N) });
   });
+  afterAll(() => rmSync(root, { recursive: true, force: true }));
 
   it('a run killed twice mid-way and resumed equals an uninterrupted run byte for byte', async () => {
     const out = path.join(root, 'killed');

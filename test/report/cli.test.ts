@@ -60,10 +60,12 @@ describe('lobes report / compare command line', () => {
     expect(a.code).toBe(1);
     expect(a.err).toBe(`lobes report: ${path.join(tmp, 'nope')}: run directory not found (pass the folder written by lobes extract)\n`);
     const png = path.join(tmp, 'png');
-    const b = await cli(['report', run, '--png', png, '--chromium', '/nonexistent/chromium']);
+    const target = path.join(tmp, 'never.html');
+    const b = await cli(['report', run, '--out', target, '--png', png, '--chromium', '/nonexistent/chromium']);
     expect(b.code).toBe(1);
     expect(b.err).toBe('lobes report: headless Chromium not found at /nonexistent/chromium (install it (Debian: apt-get install chromium) or pass --chromium PATH / set LOBES_CHROMIUM)\n');
     expect(existsSync(png) ? readdirSync(png) : []).toEqual([]);
+    expect(existsSync(target)).toBe(false); // nothing written when the browser is missing
     const c = await cli(['compare', run]);
     expect(c.code).toBe(2);
     expect(c.err.split('\n').length).toBe(2);

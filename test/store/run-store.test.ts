@@ -1,5 +1,5 @@
-import { describe, it, expect, beforeAll } from 'vitest';
-import { mkdtempSync, readFileSync, writeFileSync, truncateSync, statSync } from 'node:fs';
+import { describe, it, expect, beforeAll, afterAll } from 'vitest';
+import { mkdtempSync, readFileSync, writeFileSync, truncateSync, statSync, rmSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
@@ -50,6 +50,7 @@ describe('run directory: write, parse independently, read', () => {
     await runExtract({ model, data: 'fake', out: run16, dtype: 'fp16', chunkRows: K, batch: BATCH, quiet: true, deps: fakeDeps(N) });
     exp = await expected(N, K, BATCH);
   });
+  afterAll(() => rmSync(root, { recursive: true, force: true }));
 
   it('chunk files parse with an independent safetensors reader and hold the exact values (fp32)', () => {
     const files = listFiles(path.join(run32, 'activations'));

@@ -1,0 +1,89 @@
+import { describe, it, expect } from 'vitest';
+import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { DataType, loadModel, makeNode, makeTensor, readInitializerFloat32, writeModel, type ModelProto } from '../../src/onnx/model.js';
+import { inspectModel, openCaptureEngine } from '../../src/extract/engine.js';
+import { padBatch } from '../../src/extract/batching.js';
+import { relErr } from './helpers.js';
+
+const TINY = resolve(import.meta.dirname, '../../models/tiny-llama');
+const BLOCK = 32;
+
+/** Symmetric int4 block quantization of W [K, N] (in_out) in MatMulNBits layout; returns also the dequantized W. */
+function quantize(W: Float32Array, K: number, N: number) {
+  const kb = Math.ceil(K / BLOCK);
+  const blob = (BLOCK * 4) / 8;
+  const packed = new Uint8Array(N * kb * blob);
+  const scales = new Float32Array(N * kb);
+  const deq = new Float32Array(K * N);
+  for (let n = 0; n < N; n++) {
+    for (let b = 0; b < kb; b++) {
+      let amax = 0;
+      for (let k = b * BLOCK; k < Math.min(K, (b + 1) * BLOCK); k++) amax = Math.max(amax, Math.abs(W[k * N + n]!));
+      const s = amax / 7 || 1;
+      scales[n * kb + b] = s;
+      for (let j = 0; j < BLOCK; j++) {
+        const k = b * BLOCK + j;
+        const q = k < K ? Math.max(0, Math.min(15, Math.round(W[k * N + n]! / s) + 8)) : 8;
+        if (k < K) deq[k * N + n] = (q - 8) * s;
+        const byte = (n * kb + b) * blob + (j >> 1);
+        packed[byte] = packed[byte]! | (j & 1 ? q << 4 : q);
+      }
+    }
+  }
+  return { packed, scales, deq, kb, blob };
+}
+
+describe('MatMulNBits (int4) projections', () => {
+  it('are discovered with their quantization and capture like the dequantized fp32 model', async () => {
+    const info = await inspectModel(TINY);
+    const src = loadModel(TINY);
+    const qModel: ModelProto = structuredClone(src.model);
+    const dqModel: ModelProto = structuredClone(src.model);
+    const mlpWeights = new Set(info.points.flatMap((p) => (p.name.includes('.mlp.') ? p.projections!.map((r) => r.weight) : [])));
+    expect(mlpWeights.size).toBe(6);
+    const qg = qModel.graph!;
+    const dg = dqModel.graph!;
+    for (let i = 0; i < qg.node.length; i++) {
+      const n = qg.node[i]!;
+      if (n.opType !== 'MatMul' || !mlpWeights.has(n.input[1]!)) continue;
+      const w = n.input[1]!;
+      const t = src.initializers.get(w)!;
+      const [K, N] = t.dims as [number, number];
+      const q = quantize(readInitializerFloat32(src, w), K, N);
+      qg.node[i] = makeNode('MatMulNBits', [n.input[0]!, `${w}.q4`, `${w}.scales`], n.output, { K, N, bits: 4, block_size: BLOCK }, 'com.microsoft');
+      qg.initializer = qg.initializer.filter((x) => x.name !== w);
+      qg.initializer.push(makeTensor(`${w}.q4`, DataType.UINT8, [N, q.kb, q.blob], q.packed), makeTensor(`${w}.scales`, DataType.FLOAT, [N * q.kb], q.scales));
+      dg.initializer = dg.initializer.map((x) => (x.name === w ? makeTensor(w, DataType.FLOAT, [K, N], q.deq) : x));
+    }
+    if (!qModel.opsetImport.some((o) => o.domain === 'com.microsoft')) qModel.opsetImport.push({ domain: 'com.microsoft', version: 1 });
+    const d = mkdtempSync(join(tmpdir(), 'lobes-q4-'));
+    const dq = mkdtempSync(join(tmpdir(), 'lobes-dq-'));
+    try {
+      writeModel(join(d, 'model.onnx'), qModel);
+      writeModel(join(dq, 'model.onnx'), dqModel);
+      for (const f of ['tokenizer.json', 'tokenizer_config.json', 'config.json']) copyFileSync(join(TINY, f), join(d, f));
+      const qi = await inspectModel(d);
+      expect(qi.arch.quantization).toBe('int4 (MatMulNBits, block 32)');
+      expect(qi.arch.layers).toBe(info.arch.layers);
+      const down = qi.points.find((p) => p.name === 'layers.1.mlp.down_in')!.projections![0]!;
+      expect(down).toMatchObject({ proj: 'down_proj', op: 'MatMulNBits', layout: 'nbits', bits: 4, blockSize: 32, dIn: info.arch.intermediate, dOut: info.arch.hidden });
+      expect(down.scales).toMatch(/\.scales$/);
+      const e1 = await openCaptureEngine(d, { capture: ['final', 'mlp', 'resid'], device: 'cpu' });
+      const e2 = await openCaptureEngine(dq, { capture: ['final', 'mlp', 'resid'], device: 'cpu' });
+      try {
+        const b = padBatch([[1, 20, 30, 40, 50, 60], [1, 7, 8], [1, 99, 98, 97]], 0, 'left');
+        const a = await e1.run(b);
+        const c = await e2.run(b);
+        for (const h of e1.hooks) expect(relErr(a.get(h.name)!, c.get(h.name)!), h.name).toBeLessThan(1e-4);
+      } finally {
+        await e1.close();
+        await e2.close();
+      }
+    } finally {
+      rmSync(d, { recursive: true, force: true });
+      rmSync(dq, { recursive: true, force: true });
+    }
+  });
+});
