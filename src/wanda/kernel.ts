@@ -176,13 +176,15 @@ export interface ColsumOptions {
 }
 
 /**
- * C[bi, j] = Σ_{i∈bi} |W_ij| as float64 [rowBlocks, dIn], streaming the matrix in row chunks.
+ * C[bi, j] = Σ_{i∈bi} |W_ij| as float32 [rowBlocks, dIn], streaming the matrix in row chunks.
+ * Every path adds the rows of a block in row order with float32 rounding, from zero, so all
+ * layouts and kernels give bit-identical sums for the same weights.
  * Throws naming the tensor when its byte length does not fit the shape, or when W holds NaN/Inf.
  */
-export function columnBlockSums(m: MatrixRef, opts: ColsumOptions): Float64Array {
+export function columnBlockSums(m: MatrixRef, opts: ColsumOptions): Float32Array {
   const rb = opts.rowBlock;
   const rowBlocks = Math.ceil(m.dOut / rb);
-  const C = new Float64Array(rowBlocks * m.dIn);
+  const C = new Float32Array(rowBlocks * m.dIn);
   const s = m.source;
   const want = expectedBytes(m);
   const reader = new RangeReader(s.data, s.tensor);
@@ -208,7 +210,7 @@ export function columnBlockSums(m: MatrixRef, opts: ColsumOptions): Float64Array
  * The same sums as denseColsums for dense BF16/F32 rows in the HF layout, with the rows read
  * straight into WebAssembly memory and summed by the SIMD kernel (bit-identical results).
  */
-function simdColsums(m: MatrixRef, s: DenseWeight, reader: RangeReader, C: Float64Array, rb: number, chunkBytes: number): void {
+function simdColsums(m: MatrixRef, s: DenseWeight, reader: RangeReader, C: Float32Array, rb: number, chunkBytes: number): void {
   const k = simdKernel()!;
   const esize = DTYPE_SIZE[s.dtype];
   const per = 16 / esize; // values per vector
@@ -217,43 +219,43 @@ function simdColsums(m: MatrixRef, s: DenseWeight, reader: RangeReader, C: Float
   const rowBytes = dIn * esize;
   const rowsPerChunk = Math.max(1, Math.min(m.dOut, Math.floor(chunkBytes / rowBytes)));
   const cOff = 0;
-  const cBytes = C.length * 8;
+  const cBytes = C.length * 4;
   const bufOff = Math.ceil(cBytes / 16) * 16;
   k.ensure(bufOff + rowsPerChunk * rowBytes);
-  new Float64Array(k.memory.buffer, cOff, C.length).fill(0);
+  new Float32Array(k.memory.buffer, cOff, C.length).fill(0);
   const run1 = s.dtype === 'BF16' ? k.bf16 : k.f32;
-  const run2 = s.dtype === 'BF16' ? k.bf16x2 : k.f32x2;
-  const run = (src: number, nrows: number, rowBytes: number, nv: number, acc: number) => {
-    const even = nrows & ~1;
-    if (even > 0) run2(src, even, rowBytes, nv, acc);
-    if (even < nrows) run1(src + even * rowBytes, 1, rowBytes, nv, acc);
-  };
+  const run4 = s.dtype === 'BF16' ? k.bf16x4 : k.f32x4;
   const table = s.dtype === 'BF16' ? absBf16Table() : null;
   for (let r0 = 0; r0 < m.dOut; r0 += rowsPerChunk) {
     const nr = Math.min(rowsPerChunk, m.dOut - r0);
     reader.read(r0 * rowBytes, nr * rowBytes, new Uint8Array(k.memory.buffer, bufOff, nr * rowBytes));
-    // Rows of one row block at a time.
+    // Rows of one row block at a time, in row order.
     for (let r = 0; r < nr; ) {
       const bi = Math.floor((r0 + r) / rb);
       const end = Math.min(nr, (bi + 1) * rb - r0);
-      if (nvec > 0) run(bufOff + r * rowBytes, end - r, rowBytes, nvec, cOff + bi * dIn * 8);
+      const acc = cOff + bi * dIn * 4;
+      if (nvec > 0) {
+        const four = (end - r) & ~3;
+        if (four > 0) run4(bufOff + r * rowBytes, four, rowBytes, nvec, acc);
+        for (let rr = r + four; rr < end; rr++) run1(bufOff + rr * rowBytes, 1, rowBytes, nvec, acc);
+      }
       if (nvec * per < dIn) {
-        const acc = new Float64Array(k.memory.buffer, cOff + bi * dIn * 8, dIn);
+        const a = new Float32Array(k.memory.buffer, acc, dIn);
         if (table) {
           const u16 = new Uint16Array(k.memory.buffer, bufOff, nr * dIn);
-          for (let rr = r; rr < end; rr++) for (let j = nvec * per; j < dIn; j++) acc[j] += table[u16[rr * dIn + j] & 0x7fff];
+          for (let rr = r; rr < end; rr++) for (let j = nvec * per; j < dIn; j++) a[j] += table[u16[rr * dIn + j] & 0x7fff];
         } else {
           const f32 = new Float32Array(k.memory.buffer, bufOff, nr * dIn);
-          for (let rr = r; rr < end; rr++) for (let j = nvec * per; j < dIn; j++) acc[j] += Math.abs(f32[rr * dIn + j]);
+          for (let rr = r; rr < end; rr++) for (let j = nvec * per; j < dIn; j++) a[j] += Math.abs(f32[rr * dIn + j]);
         }
       }
       r = end;
     }
   }
-  C.set(new Float64Array(k.memory.buffer, cOff, C.length));
+  C.set(new Float32Array(k.memory.buffer, cOff, C.length));
 }
 
-function denseColsums(m: MatrixRef, s: DenseWeight, reader: RangeReader, C: Float64Array, rb: number, chunkBytes: number): void {
+function denseColsums(m: MatrixRef, s: DenseWeight, reader: RangeReader, C: Float32Array, rb: number, chunkBytes: number): void {
   const esize = DTYPE_SIZE[s.dtype];
   // Stored rows: out_in -> d_out rows of d_in; in_out -> d_in rows of d_out.
   const storedRows = s.layout === 'out_in' ? m.dOut : m.dIn;
@@ -284,7 +286,8 @@ function denseColsums(m: MatrixRef, s: DenseWeight, reader: RangeReader, C: Floa
         }
       }
     } else {
-      // Stored row j holds W[:, j] (length d_out): sum each row block's segment in order.
+      // Stored row j holds W[:, j] (length d_out): sum each row block's segment in order
+      // (float32 rounding at each step, as the Float32Array accumulators of the other paths).
       const dOut = m.dOut;
       const u16 = table ? new Uint16Array(bytes.buffer, bytes.byteOffset, nr * storedCols) : null;
       const f32 = table ? null : new Float32Array(bytes.buffer, bytes.byteOffset, nr * storedCols);
@@ -294,8 +297,8 @@ function denseColsums(m: MatrixRef, s: DenseWeight, reader: RangeReader, C: Floa
         for (let i0 = 0, bi = 0; i0 < dOut; i0 += rb, bi++) {
           const i1 = Math.min(dOut, i0 + rb);
           let acc = 0;
-          if (u16) for (let i = i0; i < i1; i++) acc += table![u16[base + i] & 0x7fff];
-          else for (let i = i0; i < i1; i++) acc += Math.abs(f32![base + i]);
+          if (u16) for (let i = i0; i < i1; i++) acc = Math.fround(acc + table![u16[base + i] & 0x7fff]);
+          else for (let i = i0; i < i1; i++) acc = Math.fround(acc + Math.abs(f32![base + i]));
           C[bi * dIn + j] += acc;
         }
       }
@@ -412,7 +415,7 @@ export function dequantizeNBits(m: MatrixRef): Float32Array {
   }
 }
 
-function nbitsColsums(m: MatrixRef, s: NBitsWeight, reader: RangeReader, C: Float64Array, rb: number, chunkBytes: number): void {
+function nbitsColsums(m: MatrixRef, s: NBitsWeight, reader: RangeReader, C: Float32Array, rb: number, chunkBytes: number): void {
   const p = nbitsParams(m, s);
   const rowBytes = p.nBlocks * p.blobSize;
   const rowsPerChunk = Math.max(1, Math.floor(chunkBytes / rowBytes));

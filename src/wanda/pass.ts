@@ -32,7 +32,7 @@ export async function weightPass(matrices: MatrixRef[], opts: WeightPassOptions)
   const threads = Math.min(opts.threads ?? (await defaultThreads()), matrices.length);
   if (threads <= 1 || (opts.threads === undefined && total < INLINE_BYTES)) {
     for (const m of matrices) {
-      out.set(m.name, Float32Array.from(columnBlockSums(m, { rowBlock: opts.rowBlock, chunkBytes: opts.chunkBytes })));
+      out.set(m.name, columnBlockSums(m, { rowBlock: opts.rowBlock, chunkBytes: opts.chunkBytes }));
       opts.onMatrix?.(m, expectedBytes(m));
     }
     return out;

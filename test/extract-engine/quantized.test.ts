@@ -35,6 +35,69 @@ function quantize(W: Float32Array, K: number, N: number) {
   return { packed, scales, deq, kb, blob };
 }
 
+describe('Gemm projections (transB=1, 2-D reshapes around them)', () => {
+  it('are discovered with layout out_in and capture like the MatMul model', async () => {
+    const src = loadModel(TINY);
+    const info = await inspectModel(TINY);
+    const mlpWeights = new Set(info.points.flatMap((p) => (p.name.includes('.mlp.') ? p.projections!.map((r) => r.weight) : [])));
+    const model: ModelProto = structuredClone(src.model);
+    const g = model.graph!;
+    const out: typeof g.node = [];
+    let k = 0;
+    for (const n of g.node) {
+      if (n.opType !== 'MatMul' || !mlpWeights.has(n.input[1]!)) {
+        out.push(n);
+        continue;
+      }
+      const w = n.input[1]!;
+      const [K, N] = src.initializers.get(w)!.dims as [number, number];
+      const W = readInitializerFloat32(src, w);
+      const Wt = new Float32Array(K * N);
+      for (let i = 0; i < K; i++) for (let j = 0; j < N; j++) Wt[j * K + i] = W[i * N + j]!;
+      const p = `gemm${k++}.`;
+      g.initializer = g.initializer.filter((x) => x.name !== w);
+      g.initializer.push(
+        makeTensor(p + 'wt', DataType.FLOAT, [N, K], Wt),
+        makeTensor(p + 'flat', DataType.INT64, [2], BigInt64Array.from([-1n, BigInt(K)])),
+        makeTensor(p + 'n', DataType.INT64, [1], BigInt64Array.from([BigInt(N)])),
+        makeTensor(p + 's0', DataType.INT64, [1], BigInt64Array.from([0n])),
+        makeTensor(p + 's2', DataType.INT64, [1], BigInt64Array.from([2n])),
+      );
+      out.push(
+        makeNode('Reshape', [n.input[0]!, p + 'flat'], [p + 'x2']),
+        makeNode('Gemm', [p + 'x2', p + 'wt'], [p + 'y2'], { transB: 1 }),
+        makeNode('Shape', [n.input[0]!], [p + 'shape']),
+        makeNode('Slice', [p + 'shape', p + 's0', p + 's2'], [p + 'bs']),
+        makeNode('Concat', [p + 'bs', p + 'n'], [p + 'target'], { axis: 0 }),
+        makeNode('Reshape', [p + 'y2', p + 'target'], n.output),
+      );
+    }
+    g.node = out;
+    const d = mkdtempSync(join(tmpdir(), 'lobes-gemm-'));
+    try {
+      writeModel(join(d, 'model.onnx'), model);
+      copyFileSync(join(TINY, 'config.json'), join(d, 'config.json'));
+      const gi = await inspectModel(d);
+      expect(gi.arch).toEqual(info.arch);
+      const up = gi.points.find((p) => p.name === 'layers.0.mlp.in')!.projections!.find((r) => r.proj === 'up_proj')!;
+      expect(up).toMatchObject({ op: 'Gemm', layout: 'out_in', dIn: info.arch.hidden, dOut: info.arch.intermediate });
+      const e1 = await openCaptureEngine(d, { capture: ['final', 'mlp', 'resid'], device: 'cpu' });
+      const e2 = await openCaptureEngine(TINY, { capture: ['final', 'mlp', 'resid'], device: 'cpu' });
+      try {
+        const b = padBatch([[1, 20, 30, 40, 50, 60], [1, 7, 8]], 0, 'right');
+        const a = await e1.run(b);
+        const c = await e2.run(b);
+        for (const h of e1.hooks) expect(relErr(a.get(h.name)!, c.get(h.name)!), h.name).toBeLessThan(1e-5);
+      } finally {
+        await e1.close();
+        await e2.close();
+      }
+    } finally {
+      rmSync(d, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('MatMulNBits (int4) projections', () => {
   it('are discovered with their quantization and capture like the dequantized fp32 model', async () => {
     const info = await inspectModel(TINY);

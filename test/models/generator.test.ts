@@ -12,7 +12,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AutoTokenizer, env } from '@huggingface/transformers';
 import { generatedModelParams as genParams, writeModelFolder, ensureGeneratedModel } from '../../src/models/write.js';
 import { encodeBpe } from '../../src/models/tokenizer.js';
-import { BLOCK, type TinyLlamaParams } from '../../src/models/tinyllama.js';
+import { BLOCK, generateParams, type TinyLlamaParams } from '../../src/models/tinyllama.js';
+import { LobesError, UsageError } from '../../src/util/errors.js';
 import { plantedSamples, readPlant } from '../../src/models/plant.js';
 import { halfArrayToFloat } from '../../src/util/half.js';
 import { cachedParams, referenceForward, relErr, row } from './reference-forward.js';
@@ -239,6 +240,18 @@ function argmax(a: ArrayLike<number>): number {
   for (let i = 1; i < a.length; i++) if (a[i]! > a[best]!) best = i;
   return best;
 }
+
+describe('bad input', () => {
+  it('an unknown model name or an impossible shape is a one-line LobesError', () => {
+    expect(() => ensureGeneratedModel('no-such-model')).toThrow(/unknown generated model "no-such-model" \(known: tiny-llama, /);
+    expect(() => genParams('no-such-model')).toThrow(UsageError);
+    const base = { layers: 1, hidden: 64, intermediate: 256, heads: 4, kvHeads: 2, vocab: 512, seed: 1 };
+    expect(() => generateParams({ ...base, kvHeads: 3 })).toThrow(/heads 4 is not a multiple of kvHeads 3/);
+    expect(() => generateParams({ ...base, vocab: 100 })).toThrow(LobesError);
+    expect(() => generateParams({ ...base, plant: [{ group: 'x', hiddenBlock: 1, interBlock: 0 }] })).toThrow(/hidden block out of range/);
+    expect(() => generateParams({ ...base, quant: { bits: 4, blockSize: 48 } })).toThrow(/not a multiple of block size 48/);
+  });
+});
 
 describe('planted samples', () => {
   it('plant.json matches the generator and every sample ends in a planted token of its group', () => {

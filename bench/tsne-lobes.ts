@@ -1,0 +1,62 @@
+/**
+ * lobes side of bench/tsne-vs-sklearn.py: embed X.npy with lobes' t-SNE and write the
+ * coordinates as .npy. Prints one JSON line: seconds (PCA + kNN + P + optimization, the
+ * same span as scikit-learn's fit_transform), stage times and lobes' own KL.
+ *
+ *   node --import tsx bench/tsne-lobes.ts X.npy OUT.npy [--perplexity 30] [--seed 0] [--threads 2] [--pca 50] [--theta 0.5]
+ */
+import { writeFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { readNpy, encodeNpy } from '../src/cluster/npy.js';
+import { pca } from '../src/cluster/pca.js';
+import { Tsne } from '../src/cluster/tsne.js';
+
+const { positionals, values } = parseArgs({
+  allowPositionals: true,
+  options: {
+    perplexity: { type: 'string', default: '30' },
+    seed: { type: 'string', default: '0' },
+    threads: { type: 'string', default: '2' },
+    pca: { type: 'string', default: '50' },
+    theta: { type: 'string', default: '0.5' },
+    iterations: { type: 'string', default: '1000' },
+  },
+});
+const [input, output] = positionals;
+const { rows: n, cols: d, data } = readNpy(input);
+const seed = Number(values.seed);
+const cpu = () => {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1e6;
+};
+const t0 = performance.now();
+const c0 = cpu();
+const stages: Record<string, number> = {};
+let last = t0;
+const lap = (name: string) => {
+  const t = performance.now();
+  stages[name] = Math.round(t - last) / 1000;
+  last = t;
+};
+const k = Number(values.pca);
+let feats: Float64Array;
+let fd = d;
+let explained = 1;
+if (k > 0 && k < d) {
+  const r = pca(data, n, d, k, { seed });
+  feats = r.scores;
+  fd = r.k;
+  explained = r.explainedVariance;
+} else feats = Float64Array.from(data);
+lap('pca');
+const t = await Tsne.create(feats, n, fd, { perplexity: Number(values.perplexity), seed, threads: Number(values.threads), theta: Number(values.theta), iterations: Number(values.iterations) });
+lap('knn+P');
+t.init();
+await t.run();
+lap('optimize');
+const seconds = (performance.now() - t0) / 1000;
+const cpuSeconds = cpu() - c0;
+await t.close();
+const kl = t.klDivergence();
+writeFileSync(output, encodeNpy(t.embedding, [n, 2]));
+process.stdout.write(JSON.stringify({ seconds, cpuSeconds, stages, kl, pcaExplained: explained, learningRate: t.opts.learningRate }) + '\n');
