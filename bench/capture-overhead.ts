@@ -124,6 +124,7 @@ for (const name of String(values.models).split(',')) {
   // Warm-up.
   for (const b of batches) for (const f of runners) await f(b);
   const totals = runners.map(() => [] as number[]);
+  const perBatch = runners.map(() => [] as number[]);
   // Per batch, the four variants run back to back (order rotated), so changes in machine load
   // hit all of them alike; per repetition the batch times are summed.
   for (let r = 0; r < reps; r++) {
@@ -133,13 +134,16 @@ for (const name of String(values.models).split(',')) {
         const j = (k + r + bi) % runners.length;
         const t = performance.now();
         await runners[j]!(b);
-        sum[j]! += performance.now() - t;
+        const dt = performance.now() - t;
+        sum[j]! += dt;
+        perBatch[j]!.push(dt);
       }
     }
     sum.forEach((x, j) => totals[j]!.push(x));
   }
   const [tp, tc, ta, tf] = totals as [number[], number[], number[], number[]];
-  const paired = (xs: number[]) => median(xs.map((x, i) => x / tp[i]!));
+  // Ratio: median over (repetition, batch) of variant time ÷ plain time on the same batch.
+  const paired = (xs: number[]) => median(xs.map((x, i) => x / perBatch[0]![i]!));
   await plain.session.release();
   for (const e of engines) await e.close();
   const row: Row = {
@@ -150,11 +154,11 @@ for (const name of String(values.models).split(',')) {
     batches: batches.length,
     plainMs: median(tp),
     captureMs: median(tc),
-    ratio: paired(tc),
+    ratio: paired(perBatch[1]!),
     captureAllMs: median(ta),
-    ratioAll: paired(ta),
+    ratioAll: paired(perBatch[2]!),
     finalOnlyMs: median(tf),
-    ratioFinal: paired(tf),
+    ratioFinal: paired(perBatch[3]!),
     tokensPerSecond: tokens / (median(tc) / 1000),
   };
   rows.push(row);
@@ -164,7 +168,7 @@ for (const name of String(values.models).split(',')) {
 const outDir = join(here, 'out');
 mkdirSync(outDir, { recursive: true });
 writeFileSync(join(outDir, `capture-overhead-${device}.json`), JSON.stringify({ device, deviceId, seed, texts: nTexts, batch: batchRows, reps, rows }, null, 2));
-console.log(`device ${device}, threads ${threads ?? 'default'}, ${nTexts} texts, batch ${batchRows}, ${reps} interleaved reps (medians; ratios are medians of per-repetition ratios), seed ${seed}`);
+console.log(`device ${device}, threads ${threads ?? 'default'}, ${nTexts} texts, batch ${batchRows}, ${reps} interleaved reps (times: medians of the repetition totals; ratios: medians over repetitions × batches of the per-batch ratio to the plain model), seed ${seed}`);
 console.log('| model | shape | tokens | plain ms | capture ms (final,mlp) | ratio | ratio (final,mlp,resid) | ratio (final only) | capture tok/s |');
 console.log('|---|---|---|---|---|---|---|---|---|');
 for (const r of rows) {

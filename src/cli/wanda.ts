@@ -84,14 +84,15 @@ export async function run(argv: string[]): Promise<number> {
     process.stdout.write(JSON.stringify({ dir: res.dir, settings: res.settings, metrics: res.metrics }, null, 1) + '\n');
   } else {
     const out: string[] = [`wrote ${res.dir}`, `groups (${res.settings.by}): ${res.metrics.groups.map((g) => `${g.group} (${g.n})`).join(', ')}`];
-    const fmtP = (x: number | null) => (x === null ? '' : ` p=${x.toFixed(3)}`);
+    const p = (x: number | null | undefined) => (x === null || x === undefined ? '' : ` (p=${x.toFixed(3)})`);
     for (const pr of res.metrics.pairs) {
       out.push(
-        `${pr.a} vs ${pr.b}: jaccard ${pr.jaccard.value.toFixed(3)}${fmtP(pr.jaccard.pLower ?? null)}(lower), ` +
-          `isolation ${pr.isolationAB.value.toFixed(3)}${fmtP(pr.isolationAB.p)} / ${pr.isolationBA.value.toFixed(3)}${fmtP(pr.isolationBA.p)}, ` +
-          `|A\\B|=${pr.sizeAminusB} |B\\A|=${pr.sizeBminusA}`,
+        `${pr.a} vs ${pr.b}: Jaccard ${pr.jaccard.value.toFixed(3)}${p(pr.jaccard.pLower)}, ` +
+          `isolation ${pr.a}\\${pr.b} ${pr.isolationAB.value.toFixed(3)}${p(pr.isolationAB.p)} (${pr.sizeAminusB} blocks), ` +
+          `${pr.b}\\${pr.a} ${pr.isolationBA.value.toFixed(3)}${p(pr.isolationBA.p)} (${pr.sizeBminusA} blocks)`,
       );
     }
+    if (res.metrics.pairs.length && res.settings.permutations > 0) out.push(`p: share of ${res.settings.permutations} label permutations at least as extreme (Jaccard: as low; isolation: as high)`);
     process.stdout.write(out.join('\n') + '\n');
   }
   return 0;

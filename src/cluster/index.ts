@@ -23,7 +23,7 @@ import { readNpy } from './npy.js';
 import { pca } from './pca.js';
 import { Tsne } from './tsne.js';
 import { checkPerplexity } from './affinity.js';
-import { probeAccuracy, spaceMetrics } from './metrics.js';
+import { gramDistances, probeAccuracy, spaceMetrics } from './metrics.js';
 
 export { Tsne, type TsneOptions, exactGradient, exactKl, tsneGradient } from './tsne.js';
 export { pca, type PcaResult } from './pca.js';
@@ -290,8 +290,9 @@ export async function runCluster(input: RunReader | string, opts: ClusterOptions
   const mopts = { k: opts.knnK ?? 10, bootstrap: B, permutations: R, probePermutations: Rp, seed, probe: { folds: opts.folds ?? 5 } };
   const spaces: SpaceMetrics[] = [];
   say(`metrics on ${m} points (${B} bootstrap resamples, ${R} permutations, ${Rp} for the probe)`);
-  spaces.push(spaceMetrics({ space: 'original-cosine', X: Xs, d, distance: 'cosine', probe: null }, m, sub, classes, mopts));
-  spaces.push(spaceMetrics({ space: 'original-euclidean', X: Xs, d, distance: 'euclidean', probe: { X: Fs, d: fd } }, m, sub, classes, mopts));
+  const G = gramDistances(Xs, m, d);
+  spaces.push(spaceMetrics({ space: 'original-cosine', X: Xs, d, distance: 'cosine', probe: null, D: G.cosine }, m, sub, classes, mopts));
+  spaces.push(spaceMetrics({ space: 'original-euclidean', X: Xs, d, distance: 'euclidean', probe: { X: Fs, d: fd }, D: G.euclidean }, m, sub, classes, mopts));
   spaces.push(spaceMetrics({ space: 'embedding', X: Ys, d: 2, distance: 'euclidean', probe: { X: Ys, d: 2 } }, m, sub, classes, mopts));
   lap('metrics');
   // layer sweep

@@ -59,7 +59,53 @@ export function knnRows(
         const sq1 = m > 1 ? sq[i0 + 1] : 0;
         const sq2 = m > 2 ? sq[i0 + 2] : 0;
         const sq3 = m > 3 ? sq[i0 + 3] : 0;
-        for (let j = js; j < je; j++) {
+        let j = js;
+        for (; j + 2 <= je; j += 2) {
+          const ja = j * d;
+          const jb = ja + d;
+          let a0 = 0;
+          let a1 = 0;
+          let a2 = 0;
+          let a3 = 0;
+          let b0 = 0;
+          let b1 = 0;
+          let b2 = 0;
+          let b3 = 0;
+          for (let c = 0; c < d; c++) {
+            const x = X[ja + c];
+            const y = X[jb + c];
+            const v0 = X[q0 + c];
+            const v1 = X[q1 + c];
+            const v2 = X[q2 + c];
+            const v3 = X[q3 + c];
+            a0 += v0 * x;
+            a1 += v1 * x;
+            a2 += v2 * x;
+            a3 += v3 * x;
+            b0 += v0 * y;
+            b1 += v1 * y;
+            b2 += v2 * y;
+            b3 += v3 * y;
+          }
+          const sa = sq[j];
+          const sb = sq[j + 1];
+          const jn = j + 1;
+          if (j !== i0) push(h0, k, Math.max(sq0 + sa - 2 * a0, 0), j);
+          if (jn !== i0) push(h0, k, Math.max(sq0 + sb - 2 * b0, 0), jn);
+          if (m > 1) {
+            if (j !== i0 + 1) push(h1, k, Math.max(sq1 + sa - 2 * a1, 0), j);
+            if (jn !== i0 + 1) push(h1, k, Math.max(sq1 + sb - 2 * b1, 0), jn);
+          }
+          if (m > 2) {
+            if (j !== i0 + 2) push(h2, k, Math.max(sq2 + sa - 2 * a2, 0), j);
+            if (jn !== i0 + 2) push(h2, k, Math.max(sq2 + sb - 2 * b2, 0), jn);
+          }
+          if (m > 3) {
+            if (j !== i0 + 3) push(h3, k, Math.max(sq3 + sa - 2 * a3, 0), j);
+            if (jn !== i0 + 3) push(h3, k, Math.max(sq3 + sb - 2 * b3, 0), jn);
+          }
+        }
+        for (; j < je; j++) {
           const jo = j * d;
           let s0 = 0;
           let s1 = 0;

@@ -78,6 +78,55 @@ export function distanceMatrix(X: Float64Array | Float32Array, n: number, d: num
   return D;
 }
 
+/**
+ * Euclidean and cosine distance matrices [n, n] from one Gram matrix (for high-dimensional
+ * rows: one pass of dot products, four rows at a time, serves both).
+ */
+export function gramDistances(X: Float64Array | Float32Array, n: number, d: number): { euclidean: Float64Array; cosine: Float64Array } {
+  const G = new Float64Array(n * n);
+  for (let i0 = 0; i0 < n; i0 += 4) {
+    const m = Math.min(4, n - i0);
+    const q0 = i0 * d;
+    const q1 = m > 1 ? q0 + d : q0;
+    const q2 = m > 2 ? q0 + 2 * d : q0;
+    const q3 = m > 3 ? q0 + 3 * d : q0;
+    for (let j = i0; j < n; j++) {
+      const jo = j * d;
+      let s0 = 0;
+      let s1 = 0;
+      let s2 = 0;
+      let s3 = 0;
+      for (let c = 0; c < d; c++) {
+        const x = X[jo + c];
+        s0 += X[q0 + c] * x;
+        s1 += X[q1 + c] * x;
+        s2 += X[q2 + c] * x;
+        s3 += X[q3 + c] * x;
+      }
+      G[i0 * n + j] = s0;
+      if (m > 1) G[(i0 + 1) * n + j] = s1;
+      if (m > 2) G[(i0 + 2) * n + j] = s2;
+      if (m > 3) G[(i0 + 3) * n + j] = s3;
+    }
+  }
+  const euclidean = new Float64Array(n * n);
+  const cosine = new Float64Array(n * n);
+  for (let i = 0; i < n; i++) {
+    for (let j = i + 1; j < n; j++) {
+      const g = G[i * n + j];
+      const a = G[i * n + i];
+      const b = G[j * n + j];
+      const e = Math.sqrt(Math.max(a + b - 2 * g, 0));
+      const c = a === 0 || b === 0 ? 1 : Math.max(0, 1 - g / Math.sqrt(a * b));
+      euclidean[i * n + j] = e;
+      euclidean[j * n + i] = e;
+      cosine[i * n + j] = c;
+      cosine[j * n + i] = c;
+    }
+  }
+  return { euclidean, cosine };
+}
+
 /** Per-sample silhouette values from a distance matrix. */
 export function silhouetteSamples(D: Float64Array, n: number, labels: Int32Array, nClasses: number): Float64Array {
   const counts = new Int32Array(nClasses);
@@ -228,6 +277,8 @@ export interface SpaceInput {
   distance: Distance;
   /** Features for the probe [n, probeDim] (null: no probe in this space). */
   probe: { X: Float64Array; d: number } | null;
+  /** Precomputed distance matrix [n, n] for `distance` (computed when absent). */
+  D?: Float64Array;
 }
 
 export interface MetricOptions {
@@ -249,7 +300,7 @@ export function spaceMetrics(input: SpaceInput, n: number, labels: Int32Array, c
   const R = opts.permutations ?? 200;
   const Rp = opts.probePermutations ?? Math.min(R, 100);
   const rng = new Rng(opts.seed ?? 0);
-  const D = distanceMatrix(input.X, n, input.d, input.distance);
+  const D = input.D ?? distanceMatrix(input.X, n, input.d, input.distance);
   // silhouette
   const sil = silhouetteSamples(D, n, labels, C);
   // kNN

@@ -77,7 +77,7 @@ export class TsnePool {
     const t = tree.t;
     const rs = this.ranges(n);
     const pending = this.workers.map((w, i) =>
-      this.call(w, { cmd: 'grad', node: t.node, child: t.child, nodes: t.nodes, Y, F, Zi, theta, start: rs[i][0], end: rs[i][1], order: tree.order, P, ex, A }),
+      this.call(w, { cmd: 'grad', tree: t, Y, F, Zi, theta, start: rs[i][0], end: rs[i][1], P, ex, A }),
     );
     const [s, e] = rs[rs.length - 1];
     repulsion(t, Y, s, e, theta, F, Zi, tree.order);

@@ -13,7 +13,7 @@ export interface ProbeOptions {
   folds?: number;
   /** Inverse regularization strength (default 1). */
   C?: number;
-  /** L-BFGS iterations at most (default 200). */
+  /** L-BFGS iterations at most (default 100). */
   maxIter?: number;
   seed?: number;
 }
@@ -229,7 +229,7 @@ export function crossValidatedPredictions(X: Float64Array, n: number, d: number,
       yt[r] = labels[i];
       for (let j = 0; j < d; j++) Xt[r * d + j] = (X[i * d + j] - mean[j]) / sd[j];
     });
-    const { W } = fitLogistic(Xt, train.length, d, yt, opts.C ?? 1, nClasses, opts.maxIter ?? 200);
+    const { W } = fitLogistic(Xt, train.length, d, yt, opts.C ?? 1, nClasses, opts.maxIter ?? 100);
     const Xs = new Float64Array(test.length * d);
     test.forEach((i, r) => {
       for (let j = 0; j < d; j++) Xs[r * d + j] = (X[i * d + j] - mean[j]) / sd[j];

@@ -1,69 +1,88 @@
 /**
  * A quadtree over 2-D points in flat typed arrays, for Barnes–Hut t-SNE repulsion.
- * Each node stores its cell centre and half width, the number of points below it and
- * the sum of their coordinates (centre of mass = sum / count), and the index of its first
- * of four consecutive children (-1 for a leaf). Identical points share a leaf; below
- * MAX_DEPTH distinct points also share one (their mean stands for them).
  *
+ * Built from Morton (Z-curve) codes: the points are mapped onto a 2^15 × 2^15 grid over
+ * their square bounding box, sorted by interleaved code, and each node splits its sorted
+ * range into four contiguous quadrant ranges by the next two code bits. A node with at most
+ * LEAF_SIZE points (or at the last grid level) is a leaf that keeps its range of points, and
+ * the traversal handles a leaf's points one by one (exactly) unless the whole leaf is far
+ * enough to be summarized. Identical points therefore need no special case.
+ *
+ * Per node: [comX, comY, width², count] in `node`, the first of four consecutive children in
+ * `child` (-1 for a leaf) and, for leaves, the point range [start, end) of `order` in `leaf`.
  * Arrays may live on SharedArrayBuffers so worker threads can traverse the same tree.
  */
 
-export const MAX_DEPTH = 48;
+export const MAX_LEVEL = 15;
+/** Points kept in a leaf at most (above the last level). */
+export const LEAF_SIZE = 4;
 
 /** Flat arrays of a tree; `nodes` is the number in use. */
 export interface TreeArrays {
   nodes: number;
-  /** [cx, cy, hw, sumX, sumY] per node. */
-  geom: Float64Array;
-  /** Points below each node. */
-  count: Int32Array;
+  /** [comX, comY, width², count] per node. */
+  node: Float64Array;
   /** First child index, or -1 for a leaf. */
   child: Int32Array;
-  /** Traversal form, filled by finalize: [comX, comY, width², count] per node. */
-  node: Float64Array;
-}
-
-function alloc(cap: number, shared: boolean): TreeArrays {
-  const mk = (bytes: number) => (shared ? new SharedArrayBuffer(bytes) : new ArrayBuffer(bytes));
-  return {
-    nodes: 0,
-    geom: new Float64Array(mk(cap * 5 * 8)),
-    count: new Int32Array(mk(cap * 4)),
-    child: new Int32Array(mk(cap * 4)),
-    node: new Float64Array(mk(cap * 4 * 8)),
-  };
+  /** Every node: its points' range [start, end) in `order`. */
+  leaf: Int32Array;
+  /** Point indices sorted by Morton code. */
+  order: Int32Array;
+  /** Position of each point in `order`. */
+  rank: Int32Array;
 }
 
 export class QuadTree {
   t: TreeArrays;
   private cap: number;
-  /** Bumped whenever the arrays are reallocated (workers must be sent the new buffers). */
-  generation = 0;
-  /** Point indices in Morton (Z-curve) order of the last build: nearby points are adjacent. */
-  order: Int32Array;
   private keys: Float64Array;
+  private codes: Int32Array;
+  private Y: Float64Array = new Float64Array(0);
 
-  constructor(n: number, readonly shared = false) {
-    this.cap = Math.max(64, 4 * n + 16);
-    this.t = alloc(this.cap, shared);
-    this.order = new Int32Array(shared ? new SharedArrayBuffer(n * 4) : new ArrayBuffer(n * 4));
+  constructor(private n: number, readonly shared = false) {
+    this.cap = Math.max(64, 2 * n + 16);
+    this.t = { nodes: 0, node: this.f64(this.cap * 4), child: this.i32(this.cap), leaf: this.i32(this.cap * 2), order: this.i32(n), rank: this.i32(n) };
     this.keys = new Float64Array(n);
+    this.codes = new Int32Array(n);
   }
 
-  private grow(): void {
-    const old = this.t;
-    this.cap *= 2;
-    const t = alloc(this.cap, this.shared);
-    t.geom.set(old.geom.subarray(0, old.nodes * 5));
-    t.count.set(old.count.subarray(0, old.nodes));
-    t.child.set(old.child.subarray(0, old.nodes));
-    t.nodes = old.nodes;
-    this.t = t;
-    this.generation++;
+  private f64(len: number): Float64Array {
+    return new Float64Array(this.shared ? new SharedArrayBuffer(len * 8) : new ArrayBuffer(len * 8));
+  }
+
+  private i32(len: number): Int32Array {
+    return new Int32Array(this.shared ? new SharedArrayBuffer(len * 4) : new ArrayBuffer(len * 4));
+  }
+
+  /** Point indices in Morton order of the last build: nearby points are adjacent. */
+  get order(): Int32Array {
+    return this.t.order;
+  }
+
+  private ensure(nodes: number): void {
+    if (nodes <= this.cap) return;
+    let cap = this.cap;
+    while (cap < nodes) cap *= 2;
+    const t = this.t;
+    const node = this.f64(cap * 4);
+    const child = this.i32(cap);
+    const leaf = this.i32(cap * 2);
+    node.set(t.node.subarray(0, t.nodes * 4));
+    child.set(t.child.subarray(0, t.nodes));
+    leaf.set(t.leaf.subarray(0, t.nodes * 2));
+    this.t = { nodes: t.nodes, node, child, leaf, order: t.order, rank: t.rank };
+    this.cap = cap;
   }
 
   /** Build the tree over Y (interleaved x, y) for n points. */
-  build(Y: Float64Array, n: number): void {
+  build(Y: Float64Array, n: number = this.n): void {
+    if (n > this.n) {
+      this.n = n;
+      this.t.order = this.i32(n);
+      this.t.rank = this.i32(n);
+      this.keys = new Float64Array(n);
+      this.codes = new Int32Array(n);
+    }
     let minX = Infinity;
     let minY = Infinity;
     let maxX = -Infinity;
@@ -76,99 +95,78 @@ export class QuadTree {
       if (y < minY) minY = y;
       if (y > maxY) maxY = y;
     }
-    const hw0 = Math.max(maxX - minX, maxY - minY, 1e-12) * 0.5 * (1 + 1e-6) + 1e-12;
-    this.t.nodes = 0;
-    this.newNode((minX + maxX) / 2, (minY + maxY) / 2, hw0);
-    // Morton order: inserting and traversing spatially adjacent points one after another keeps
-    // the tree's nodes and the traversals cache-friendly. The tree itself does not depend on it.
-    if (this.keys.length < n) this.keys = new Float64Array(n);
-    if (this.order.length < n) this.order = new Int32Array(this.shared ? new SharedArrayBuffer(n * 4) : new ArrayBuffer(n * 4));
-    const sx = 32767 / Math.max(maxX - minX, 1e-300);
-    const sy = 32767 / Math.max(maxY - minY, 1e-300);
+    const side = Math.max(maxX - minX, maxY - minY, 1e-300) * (1 + 1e-9);
+    const scale = 32768 / side;
     const keys = this.keys.subarray(0, n);
     for (let i = 0; i < n; i++) {
-      const code = interleave(Math.floor((Y[2 * i] - minX) * sx)) | (interleave(Math.floor((Y[2 * i + 1] - minY) * sy)) << 1);
-      keys[i] = (code >>> 0) * 4194304 + i;
+      const ix = Math.min(32767, Math.floor((Y[2 * i] - minX) * scale));
+      const iy = Math.min(32767, Math.floor((Y[2 * i + 1] - minY) * scale));
+      const code = (interleave(ix) | (interleave(iy) << 1)) >>> 0;
+      keys[i] = code * 4194304 + i;
     }
     keys.sort();
+    const order = this.t.order;
+    const codes = this.codes;
     for (let t = 0; t < n; t++) {
-      const i = keys[t] % 4194304;
-      this.order[t] = i;
-      this.insert(Y[2 * i], Y[2 * i + 1]);
+      const key = keys[t];
+      const i = key % 4194304;
+      order[t] = i;
+      this.t.rank[i] = t;
+      codes[t] = (key - i) / 4194304;
     }
-    const { geom, count, node } = this.t;
-    for (let id = 0; id < this.t.nodes; id++) {
-      const c = count[id];
-      const o = id * 5;
-      const w = 2 * geom[o + 2];
-      node[id * 4] = c > 0 ? geom[o + 3] / c : 0;
-      node[id * 4 + 1] = c > 0 ? geom[o + 4] / c : 0;
-      node[id * 4 + 2] = w * w;
-      node[id * 4 + 3] = c;
-    }
+    this.Y = Y;
+    this.t.nodes = 1;
+    this.make(0, 0, n, 0, side);
   }
 
-  private newNode(cx: number, cy: number, hw: number): number {
-    if (this.t.nodes + 1 > this.cap) this.grow();
-    const id = this.t.nodes++;
-    const g = this.t.geom;
-    const o = id * 5;
-    g[o] = cx;
-    g[o + 1] = cy;
-    g[o + 2] = hw;
-    g[o + 3] = 0;
-    g[o + 4] = 0;
-    this.t.count[id] = 0;
-    this.t.child[id] = -1;
-    return id;
-  }
-
-  private insert(x: number, y: number): void {
-    let node = 0;
-    let depth = 0;
-    for (;;) {
-      let t = this.t;
-      if (t.child[node] === -1) {
-        const cnt = t.count[node];
-        const o = node * 5;
-        if (cnt === 0) {
-          t.count[node] = 1;
-          t.geom[o + 3] = x;
-          t.geom[o + 4] = y;
-          return;
-        }
-        const px = t.geom[o + 3] / cnt;
-        const py = t.geom[o + 4] / cnt;
-        if ((px === x && py === y) || depth >= MAX_DEPTH) {
-          t.count[node] = cnt + 1;
-          t.geom[o + 3] += x;
-          t.geom[o + 4] += y;
-          return;
-        }
-        // split: four children, the old content moves to its quadrant
-        if (this.t.nodes + 4 > this.cap) this.grow();
-        t = this.t;
-        const cx = t.geom[o];
-        const cy = t.geom[o + 1];
-        const h = t.geom[o + 2] / 2;
-        const first = this.newNode(cx - h, cy - h, h);
-        this.newNode(cx + h, cy - h, h);
-        this.newNode(cx - h, cy + h, h);
-        this.newNode(cx + h, cy + h, h);
-        t = this.t;
-        t.child[node] = first;
-        const q = first + (px >= cx ? 1 : 0) + (py >= cy ? 2 : 0);
-        t.count[q] = cnt;
-        t.geom[q * 5 + 3] = t.geom[o + 3];
-        t.geom[q * 5 + 4] = t.geom[o + 4];
+  /** Fill node `id` for sorted points [lo, hi) at `level` (cell side `w`); returns nothing, writes COM. */
+  private make(id: number, lo: number, hi: number, level: number, w: number): void {
+    const count = hi - lo;
+    if (count <= LEAF_SIZE || level === MAX_LEVEL) {
+      const Y = this.Y;
+      const order = this.t.order;
+      let sx = 0;
+      let sy = 0;
+      for (let t = lo; t < hi; t++) {
+        const i = order[t];
+        sx += Y[2 * i];
+        sy += Y[2 * i + 1];
       }
-      const o = node * 5;
-      t.count[node]++;
-      t.geom[o + 3] += x;
-      t.geom[o + 4] += y;
-      node = t.child[node] + (x >= t.geom[o] ? 1 : 0) + (y >= t.geom[o + 1] ? 2 : 0);
-      depth++;
+      const node = this.t.node;
+      node[id * 4] = count > 0 ? sx / count : 0;
+      node[id * 4 + 1] = count > 0 ? sy / count : 0;
+      node[id * 4 + 2] = w * w;
+      node[id * 4 + 3] = count;
+      this.t.child[id] = -1;
+      this.t.leaf[id * 2] = lo;
+      this.t.leaf[id * 2 + 1] = hi;
+      return;
     }
+    const first = this.t.nodes;
+    this.ensure(first + 4);
+    this.t.nodes = first + 4;
+    this.t.child[id] = first;
+    this.t.leaf[id * 2] = lo;
+    this.t.leaf[id * 2 + 1] = hi;
+    const shift = 2 * (MAX_LEVEL - 1 - level);
+    const codes = this.codes;
+    let start = lo;
+    let sx = 0;
+    let sy = 0;
+    for (let q = 0; q < 4; q++) {
+      let end = start;
+      while (end < hi && ((codes[end] >>> shift) & 3) === q) end++;
+      this.make(first + q, start, end, level + 1, w / 2);
+      const c = this.t.node[(first + q) * 4 + 3];
+      sx += this.t.node[(first + q) * 4] * c;
+      sy += this.t.node[(first + q) * 4 + 1] * c;
+      start = end;
+    }
+    const node = this.t.node;
+    node[id * 4] = sx / count;
+    node[id * 4 + 1] = sy / count;
+    node[id * 4 + 2] = w * w;
+    node[id * 4 + 3] = count;
   }
 }
 
@@ -183,19 +181,26 @@ function interleave(v: number): number {
 }
 
 /**
- * Barnes–Hut repulsion for points [start, end) (positions in `order` when given): for each i, Zi[i] = Σ_{j≠i} w_ij and
- * F[2i..2i+1] = Σ_{j≠i} w_ij² (y_i − y_j), with w = 1 / (1 + |y_i − y_j|²), summarizing a
- * cell by its centre of mass when (cell width)² < θ² · (distance to it)².
- * Each point's sums depend only on the tree and y_i, so any split into ranges gives the
- * same numbers.
+ * Barnes–Hut repulsion for points [start, end) (positions in `order` when given): for each i,
+ * Zi[i] = Σ_{j≠i} w_ij and F[2i..2i+1] = Σ_{j≠i} w_ij² (y_i − y_j), with
+ * w = 1 / (1 + |y_i − y_j|²), summarizing a cell by its centre of mass when
+ * (cell width)² < θ² · (distance to it)² (as scikit-learn does); the points of a leaf that is
+ * not summarized are taken one by one. Each point's sums depend only on the tree and y_i,
+ * so any split into ranges gives the same numbers.
  */
 export function repulsion(t: TreeArrays, Y: Float64Array, start: number, end: number, theta: number, F: Float64Array, Zi: Float64Array, order?: Int32Array): void {
   const node = t.node;
   const child = t.child;
+  const leaf = t.leaf;
+  const pts = t.order;
+  const rank = t.rank;
   const th2 = theta * theta;
-  const stack = new Int32Array(4 * MAX_DEPTH + 8);
+  // For theta > 1/√2 a cell could pass the test while holding y_i itself: then check ranges.
+  const guard = th2 > 0.5;
+  const stack = new Int32Array(4 * MAX_LEVEL + 8);
   for (let t0 = start; t0 < end; t0++) {
     const i = order ? order[t0] : t0;
+    const ri = rank[i];
     const xi = Y[2 * i];
     const yi = Y[2 * i + 1];
     let z = 0;
@@ -206,24 +211,34 @@ export function repulsion(t: TreeArrays, Y: Float64Array, start: number, end: nu
     while (sp > 0) {
       const id = stack[--sp];
       const o = id * 4;
-      let cnt = node[o + 3];
+      const cnt = node[o + 3];
       if (cnt === 0) continue;
       const dx = xi - node[o];
       const dy = yi - node[o + 1];
       const d2 = dx * dx + dy * dy;
-      const c = child[id];
-      if (c === -1 || node[o + 2] < th2 * d2) {
-        if (d2 === 0) {
-          // a leaf at y_i holds i itself (and its duplicates)
-          cnt -= 1;
-          if (cnt === 0) continue;
-        }
+      if (node[o + 2] < th2 * d2 && !(guard && leaf[id * 2] <= ri && ri < leaf[id * 2 + 1])) {
         const w = 1 / (1 + d2);
         const cw = cnt * w;
         z += cw;
         const cw2 = cw * w;
         fx += cw2 * dx;
         fy += cw2 * dy;
+        continue;
+      }
+      const c = child[id];
+      if (c === -1) {
+        const b = leaf[id * 2 + 1];
+        for (let p = leaf[id * 2]; p < b; p++) {
+          const j = pts[p];
+          if (j === i) continue;
+          const ex = xi - Y[2 * j];
+          const ey = yi - Y[2 * j + 1];
+          const w = 1 / (1 + ex * ex + ey * ey);
+          z += w;
+          const w2 = w * w;
+          fx += w2 * ex;
+          fy += w2 * ey;
+        }
       } else {
         stack[sp++] = c + 3;
         stack[sp++] = c + 2;

@@ -9,7 +9,7 @@ parentPort!.on('message', (m: any) => {
     if (m.cmd === 'knn') {
       knnRows(m.X, m.n, m.d, m.k, m.start, m.end, m.indices, m.dist2);
     } else if (m.cmd === 'grad') {
-      repulsion({ nodes: m.nodes, node: m.node, child: m.child } as any, m.Y, m.start, m.end, m.theta, m.F, m.Zi, m.order);
+      repulsion(m.tree, m.Y, m.start, m.end, m.theta, m.F, m.Zi, m.tree.order);
       attraction(m.P, m.Y, m.ex, m.A, m.start, m.end);
     }
     parentPort!.postMessage({ ok: true });

@@ -142,7 +142,11 @@ function activationOf(g: GraphIndex, a: string): [string, string] | null {
   const p = g.prod(g.skipBack(a, THROUGH));
   if (!p) return null;
   const fused = FUSED_ACT[p.opType];
-  if (fused) return [p.input[0]!, fused];
+  if (fused) {
+    // QuickGelu is x·sigmoid(αx); with α = 1 (ORT's fusion of SiLU) it is SiLU.
+    if (p.opType === 'QuickGelu' && Math.abs((getAttr(p, 'alpha')?.f ?? 1.702) - 1) < 1e-6) return [p.input[0]!, 'silu'];
+    return [p.input[0]!, fused];
+  }
   if (p.opType === 'Mul' && !p.domain) {
     for (let k = 0; k < 2; k++) {
       const s = g.prod(g.skipBack(p.input[k]!, THROUGH));
@@ -194,7 +198,7 @@ function shortDtype(t: number | undefined): string {
   return n === 'float32' ? 'fp32' : n === 'float16' ? 'fp16' : n === 'bfloat16' ? 'bf16' : n;
 }
 
-function unsupported(file: string, what: string, hint?: string): LobesError {
+function unsupportedGraph(file: string, what: string, hint?: string): LobesError {
   return new LobesError(`unsupported graph: ${what}`, {
     file,
     hint: hint ?? 'lobes needs a Llama-class decoder (gate/up/down MLP, residual stream, lm_head); run `lobes inspect` for details',
@@ -204,6 +208,10 @@ function unsupported(file: string, what: string, hint?: string): LobesError {
 /** Find every capture point of a loaded model. Throws a LobesError naming the missing part. */
 export function discover(m: LoadedModel, modelDir: string): Discovery {
   const file = m.file;
+  // Model-local functions (ModelProto field 25) hide their bodies from this analysis.
+  const hasFunctions = (m.model.unknown ?? []).some((u) => u.field === 25);
+  const unsupported = (file: string, what: string) =>
+    unsupportedGraph(file, what, hasFunctions ? 'the model uses local functions; inline them first (Python: onnx.inliner.inline_local_functions) and retry' : undefined);
   const g = new GraphIndex(m.model.graph!);
 
   const projs = new Map<NodeProto, Projection>();
@@ -274,7 +282,7 @@ export function discover(m: LoadedModel, modelDir: string): Discovery {
   let lmHead: Projection | null = null;
   for (const out of g.graph.output) {
     if (!out.name) continue;
-    const src = g.prod(g.skipBack(out.name, new Set(['Cast', 'Identity', 'Reshape', 'Squeeze', 'Unsqueeze'])));
+    const src = g.prod(g.skipBack(out.name, new Set(['Cast', 'Identity', 'Reshape', 'Squeeze', 'Unsqueeze', 'Slice'])));
     const p = src ? projs.get(src) : undefined;
     if (!p || mlpNodes.has(p.node) || p.dIn !== hidden) continue;
     if (!g.reaches(lastAnchor, p.x)) continue;
@@ -329,13 +337,22 @@ export function discover(m: LoadedModel, modelDir: string): Discovery {
     if (p.blockSize !== undefined) r.blockSize = p.blockSize;
     return r;
   };
+  // An export may keep only some positions before lm_head (Slice on the sequence axis); the
+  // capture needs every position, so take the value before such a Slice.
+  let finalValue = lmHead.x;
+  for (let k = 0; k < 4; k++) {
+    const p = g.prod(finalValue);
+    if (!p || p.domain || !(PASSTHROUGH.has(p.opType) || p.opType === 'Slice')) break;
+    finalValue = p.input[0]!;
+  }
+  if (g.prod(finalValue) === undefined && !g.inputs.has(finalValue)) finalValue = lmHead.x;
   const points: DiscoveredPoint[] = [];
   points.push({
     name: 'final.hidden',
     dim: hidden,
-    value: lmHead.x,
+    value: finalValue,
     projections: [ref('lm_head', lmHead)],
-    source: { kind: 'value', value: lmHead.x },
+    source: { kind: 'value', value: finalValue },
     layer: -1,
   });
   mlps.forEach((l, i) => {

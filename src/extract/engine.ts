@@ -3,6 +3,8 @@
  * points, rewrite the graph so each hook leaves the session as float32 [batch, dim] at each
  * row's last real token, and run batches through ONNX Runtime.
  */
+import { existsSync, statSync } from 'node:fs';
+import { basename, dirname, join, resolve } from 'node:path';
 import * as ort from 'onnxruntime-node';
 import type { CaptureEngine, CaptureFamily, CapturePoint, EngineOptions, ModelInfo, TokenBatch } from './types.js';
 import { LobesError } from '../util/errors.js';
@@ -21,10 +23,18 @@ function inputShape(v: ValueInfo): (number | string)[] {
   return (v.type?.tensorType?.shape?.dim ?? []).map((d) => (d.dimValue !== undefined ? Number(d.dimValue) : d.dimParam ?? '?'));
 }
 
+/** Folder holding config.json / genai_config.json: the model folder, or the parent of an onnx/ folder. */
+function configDir(modelDir: string, graphDir: string): string {
+  const d = existsSync(modelDir) && statSync(modelDir).isDirectory() ? modelDir : graphDir;
+  const has = (x: string) => existsSync(join(x, 'config.json')) || existsSync(join(x, 'genai_config.json'));
+  if (!has(d) && basename(resolve(d)) === 'onnx' && has(dirname(resolve(d)))) return dirname(resolve(d));
+  return d;
+}
+
 /** Load and analyse a model folder (or .onnx file). */
 export function analyseModel(modelDir: string): Analysis {
   const loaded = loadModel(modelDir);
-  const disc = discover(loaded, modelDir.endsWith('.onnx') ? loaded.dir : modelDir);
+  const disc = discover(loaded, configDir(modelDir, loaded.dir));
   const info: ModelInfo = {
     dir: modelDir,
     arch: disc.arch,
@@ -184,7 +194,7 @@ class OrtCaptureEngine implements CaptureEngine {
       // The graph cannot mask padding: run padded rows one at a time, unpadded.
       let padded = false;
       for (let i = 0; i < b.attentionMask.length; i++) if (!b.attentionMask[i]) padded = true;
-      if (padded && b.batch > 1) return this.runRows(b);
+      if (padded) return this.runRows(b);
     }
     let out: ort.InferenceSession.OnnxValueMapType;
     try {

@@ -58,7 +58,13 @@ export function executionProviders(device: Device, deviceId = 0): ort.InferenceS
     });
   }
   if (device === 'cuda') return [{ name: 'cuda', deviceId } as any];
-  return [{ name: 'webgpu', deviceId } as any];
+  // The WebGPU provider picks its adapter itself (by power preference); it has no GPU index.
+  if (deviceId !== 0) {
+    throw new LobesError(`--device-id ${deviceId} is not supported with webgpu (the WebGPU provider picks the adapter itself)`, {
+      hint: 'use --device cuda --device-id N, or limit the visible GPUs (e.g. CUDA_VISIBLE_DEVICES / VK_ICD_FILENAMES)',
+    });
+  }
+  return ['webgpu'];
 }
 
 /** Wrap a session-creation failure for `device` into a one-line actionable error. */

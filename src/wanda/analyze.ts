@@ -42,9 +42,20 @@ export interface AnalyzeOptions {
   onStep?: (done: number, total: number) => void;
 }
 
-/** Metrics tested against the null, per pair. */
+/** Metrics tested against the null, per pair (NullTested fields of WandaPairMetrics). */
 export const NULL_METRICS = ['jaccard', 'isolationAB', 'isolationBA', 'densityAminusB', 'densityBminusA'] as const;
-export type NullMetric = (typeof NULL_METRICS)[number];
+/** Also tested per pair; reported as `${name}Null` next to the plain count. */
+export const NULL_COUNTS = ['componentsAminusB', 'componentsBminusA'] as const;
+export type NullMetric = (typeof NULL_METRICS)[number] | (typeof NULL_COUNTS)[number];
+const PAIR_NULLS = [...NULL_METRICS, ...NULL_COUNTS] as const;
+/** Tested per group: its region's density and number of components. */
+export type GroupNullMetric = 'density' | 'components';
+
+/** Null distributions (length R each), per pair and per group. */
+export interface Nulls {
+  pairs: Record<NullMetric, Float64Array>[];
+  groups: Record<GroupNullMetric, Float64Array>[];
+}
 
 export interface AnalyzeResult {
   groups: string[];
@@ -53,8 +64,8 @@ export interface AnalyzeResult {
   pooled: Map<string, Float32Array>;
   regions: WandaRegions;
   metrics: WandaMetrics;
-  /** Null distributions per pair index and metric (length R). */
-  nulls: Record<NullMetric, Float64Array>[];
+  /** Null distributions per pair index / group index and metric (length R). */
+  nulls: Nulls;
 }
 
 export function matrixInfo(name: string, layer: number, proj: string, input: string, dOut: number, dIn: number, block: [number, number]): WandaMatrix {
@@ -129,12 +140,13 @@ export async function analyze(input: AnalyzeInput, opts: AnalyzeOptions): Promis
   const total = R + 1;
   const totalBlocks = matrices.reduce((a, m) => a + m.rowBlocks * m.colBlocks, 0);
   const maxD = matrices.reduce((a, m) => Math.max(a, m.dIn), 0);
-  const perLabeling = G * (totalBlocks * 4 + maxD * 8);
+  // Pooled maps (4 bytes per block) and the group sums of x² (8 bytes per feature, twice: accumulators and copies).
+  const perLabeling = G * (totalBlocks * 4 + maxD * 16);
   const B = Math.max(1, Math.min(total, Math.floor((opts.batchBytes ?? 256 << 20) / perLabeling)));
 
   const gen = labelingGenerator(enc.index, source.n, opts.seed);
   const pairs = pairList(G);
-  const nullVals = emptyNulls(pairs.length, R);
+  const nullVals = emptyNulls(pairs.length, G, R);
 
   const hooks = [...new Set(matrices.map((m) => m.input))];
   let observed: { pooled: Float32Array[][]; masks: Masks[] } | null = null;
@@ -200,14 +212,22 @@ export function pairList(G: number): [number, number][] {
   return pairs;
 }
 
-export function emptyNulls(nPairs: number, R: number): Record<NullMetric, Float64Array>[] {
-  return Array.from({ length: nPairs }, () => Object.fromEntries(NULL_METRICS.map((k) => [k, new Float64Array(R)])) as Record<NullMetric, Float64Array>);
+export function emptyNulls(nPairs: number, G: number, R: number): Nulls {
+  return {
+    pairs: Array.from({ length: nPairs }, () => Object.fromEntries(PAIR_NULLS.map((k) => [k, new Float64Array(R)])) as Record<NullMetric, Float64Array>),
+    groups: Array.from({ length: G }, () => ({ density: new Float64Array(R), components: new Float64Array(R) })),
+  };
 }
 
-export function recordNull(nullVals: Record<NullMetric, Float64Array>[], pairs: [number, number][], masks: Masks[], matrices: WandaMatrix[], r: number): void {
+/** Record permutation r's values of every tested metric. */
+export function recordNull(nullVals: Nulls, pairs: [number, number][], masks: Masks[], matrices: WandaMatrix[], r: number): void {
   pairs.forEach(([a, b], p) => {
     const v = pairValues(masks[a], masks[b], matrices);
-    for (const k of NULL_METRICS) nullVals[p][k][r] = v[k];
+    for (const k of PAIR_NULLS) nullVals.pairs[p][k][r] = v[k];
+  });
+  masks.forEach((m, g) => {
+    nullVals.groups[g].density[r] = density(m, matrices);
+    nullVals.groups[g].components[r] = components(m, matrices);
   });
 }
 
@@ -217,12 +237,12 @@ export function summarize(
   matrices: WandaMatrix[],
   obsPooled: Float32Array[][],
   obsMasks: Masks[],
-  nulls: Record<NullMetric, Float64Array>[] | null,
+  nulls: Nulls | null,
 ): AnalyzeResult {
   const obs = { pooled: obsPooled, masks: obsMasks };
   const pairs = pairList(enc.groups.length);
-  const R = nulls?.[0]?.jaccard.length ?? 0;
-  const nullVals = nulls ?? emptyNulls(pairs.length, 0);
+  const R = nulls?.groups[0]?.density.length ?? 0;
+  const nullVals = nulls ?? emptyNulls(pairs.length, enc.groups.length, 0);
   const pooledOut = new Map<string, Float32Array>();
   enc.groups.forEach((g, gi) => matrices.forEach((m, k) => pooledOut.set(`${g}|${m.name}`, obs.pooled[gi][k])));
   const regions: WandaRegions = {
@@ -241,7 +261,7 @@ export function summarize(
     const amb = minus(A, Bm);
     const bma = minus(Bm, A);
     const v = pairValues(A, Bm, matrices);
-    const nv = R > 0 ? nullVals[p] : null;
+    const nv = R > 0 ? nullVals.pairs[p] : null;
     const da = distribution(amb, matrices);
     const db = distribution(bma, matrices);
     return {
@@ -254,8 +274,10 @@ export function summarize(
       sizeBminusA: size(bma),
       densityAminusB: nullTest(v.densityAminusB, nv?.densityAminusB ?? null),
       densityBminusA: nullTest(v.densityBminusA, nv?.densityBminusA ?? null),
-      componentsAminusB: components(amb, matrices),
-      componentsBminusA: components(bma, matrices),
+      componentsAminusB: v.componentsAminusB,
+      componentsBminusA: v.componentsBminusA,
+      componentsAminusBNull: nullTest(v.componentsAminusB, nv?.componentsAminusB ?? null),
+      componentsBminusANull: nullTest(v.componentsBminusA, nv?.componentsBminusA ?? null),
       byLayerAminusB: da.byLayer,
       byLayerBminusA: db.byLayer,
       byProjAminusB: da.byProj,
@@ -269,6 +291,8 @@ export function summarize(
       regionSize: size(obs.masks[gi]),
       density: density(obs.masks[gi], matrices),
       components: components(obs.masks[gi], matrices),
+      densityNull: nullTest(density(obs.masks[gi], matrices), R > 0 ? nullVals.groups[gi].density : null),
+      componentsNull: nullTest(components(obs.masks[gi], matrices), R > 0 ? nullVals.groups[gi].components : null),
     })),
     pairs: pairMetrics,
     permutations: R,
@@ -288,5 +312,7 @@ function pairValues(A: Masks, B: Masks, matrices: WandaMatrix[]): Record<NullMet
     isolationBA: sb === 0 ? 0 : size(bma) / sb,
     densityAminusB: density(amb, matrices),
     densityBminusA: density(bma, matrices),
+    componentsAminusB: components(amb, matrices),
+    componentsBminusA: components(bma, matrices),
   };
 }

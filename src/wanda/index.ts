@@ -143,29 +143,30 @@ export async function runWanda(run: RunReader | string, opts: WandaOptions = {})
 
   let result: AnalyzeResult;
   let weightLevel: WandaMetrics['weightLevel'];
-  const labProgress = new Progress({ label: 'wanda groups and null', total: permutations + 1, unit: 'labellings', quiet: opts.quiet });
   if (resolution === 'block') {
     const passProgress = new Progress({ label: 'wanda weights', total: Math.round(totalBytes / 1e6), unit: 'MB', quiet: opts.quiet });
+    let bytesDone = 0;
     const colsums = await weightPass(matrices, {
       rowBlock: block[0],
       threads: opts.threads,
-      onMatrix: (_m, bytes) => passProgress.tick(bytes / 1e6),
+      onMatrix: (_m, bytes) => passProgress.set(Math.round((bytesDone += bytes) / 1e6)),
     });
     passProgress.finish();
     // One step = one read of a capture point for a batch of labellings (observed + permutations).
     let steps: Progress | null = null;
     const onStep = (done: number, total: number) => {
-      steps ??= new Progress({ label: 'wanda activations', total, unit: 'capture-point reads', quiet: opts.quiet });
+      steps ??= new Progress({ label: `wanda groups and ${permutations} permutations`, total, unit: 'capture-point reads', quiet: opts.quiet });
       steps.set(done);
     };
-    result = await analyze({ matrices: infos, colsums, source, labels }, { block, top, permutations, seed, onLabeling: (d) => labProgress.set(d), onStep });
+    result = await analyze({ matrices: infos, colsums, source, labels }, { block, top, permutations, seed, onStep });
     (steps as Progress | null)?.finish();
   } else {
-    const w = await analyzeWeights({ matrices, infos, source, labels }, { block, top, permutations, seed, onLabeling: (d) => labProgress.set(d) });
+    const progress = new Progress({ label: `wanda weights, groups and ${permutations} permutations`, total: matrices.length, unit: 'matrices', quiet: opts.quiet });
+    const w = await analyzeWeights({ matrices, infos, source, labels }, { block, top, permutations, seed, onMatrix: (d) => progress.set(d) });
+    progress.finish();
     result = w.result;
     weightLevel = w.weightLevel;
   }
-  labProgress.finish();
   settings.groups = result.groups;
   const used = result.counts.reduce((a, b) => a + b, 0);
   settings.samples = { used, excluded: labels.length - used };
@@ -188,7 +189,9 @@ export function metricsCsv(metrics: WandaMetrics): string {
   for (const p of metrics.pairs) {
     const nt = (name: string, t: NullTested) => rows.push([p.a, p.b, name, t.value, t.p, t.pLower ?? null, t.percentile, t.nullMean].map(csvField).join(','));
     for (const k of NULL_METRICS) nt(k, p[k]);
-    for (const k of ['sizeAminusB', 'sizeBminusA', 'componentsAminusB', 'componentsBminusA'] as const) rows.push([p.a, p.b, k, p[k], null, null, null, null].map(csvField).join(','));
+    for (const k of ['sizeAminusB', 'sizeBminusA'] as const) rows.push([p.a, p.b, k, p[k], null, null, null, null].map(csvField).join(','));
+    nt('componentsAminusB', p.componentsAminusBNull ?? { value: p.componentsAminusB, p: null, percentile: null, nullMean: null });
+    nt('componentsBminusA', p.componentsBminusANull ?? { value: p.componentsBminusA, p: null, percentile: null, nullMean: null });
   }
   for (const w of metrics.weightLevel ?? []) {
     for (const k of ['jaccard', 'isolationAB', 'isolationBA'] as const) {

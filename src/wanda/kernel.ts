@@ -173,6 +173,8 @@ export interface ColsumOptions {
   chunkBytes?: number;
   /** Use the WebAssembly SIMD kernel where it applies (default true; results are identical). */
   simd?: boolean;
+  /** Row block of the whole matrix where this (row-sliced) matrix starts; for messages only. */
+  rowBlockOffset?: number;
 }
 
 /**
@@ -200,7 +202,7 @@ export function columnBlockSums(m: MatrixRef, opts: ColsumOptions): Float32Array
   }
   for (let k = 0; k < C.length; k++) {
     if (!Number.isFinite(C[k])) {
-      throw new LobesError(`weights contain NaN or Inf (row block ${Math.floor(k / m.dIn)}, input feature ${k % m.dIn})`, { where: `tensor ${JSON.stringify(s.tensor)} (${m.name})` });
+      throw new LobesError(`weights contain NaN or Inf (row block ${Math.floor(k / m.dIn) + (opts.rowBlockOffset ?? 0)}, input feature ${k % m.dIn})`, { where: `tensor ${JSON.stringify(s.tensor)} (${m.name})` });
     }
   }
   return C;

@@ -1,7 +1,8 @@
 /**
  * The one streaming pass over the weights: C[bi, j] = Σ_{i∈bi} |W_ij| for every matrix,
- * spread over worker threads (one matrix per job, so at most `threads` matrices are being
- * read at any time). Every group, regrouping and permutation afterwards needs only C.
+ * spread over worker threads. A job is a matrix or a row slice of whole row blocks of one;
+ * each job streams its rows in 1 MiB reads, so memory holds one read buffer and one C per
+ * thread besides the results. Every group, regrouping and permutation afterwards needs only C.
  */
 import { Worker as NodeWorker } from 'node:worker_threads';
 import { existsSync, readFileSync } from 'node:fs';
@@ -29,7 +30,7 @@ const INLINE_BYTES = 16 << 20;
 export async function weightPass(matrices: MatrixRef[], opts: WeightPassOptions): Promise<Map<string, Float32Array>> {
   const out = new Map<string, Float32Array>();
   const total = matrices.reduce((a, m) => a + expectedBytes(m), 0);
-  const threads = Math.min(opts.threads ?? (await defaultThreads()), matrices.length);
+  const threads = Math.max(1, opts.threads ?? (await defaultThreads()));
   if (threads <= 1 || (opts.threads === undefined && total < INLINE_BYTES)) {
     for (const m of matrices) {
       out.set(m.name, columnBlockSums(m, { rowBlock: opts.rowBlock, chunkBytes: opts.chunkBytes }));
@@ -55,48 +56,66 @@ export async function weightPass(matrices: MatrixRef[], opts: WeightPassOptions)
       jobs.push({ m: k, ref, bi0: b0 });
     }
   });
+  if (jobs.length === 0) return out;
   const partial = matrices.map((m) => new Float32Array(Math.ceil(m.dOut / opts.rowBlock) * m.dIn));
   const remaining = matrices.map((_, k) => jobs.filter((j) => j.m === k).length);
   const workers: Worker[] = [];
+  let next = 0;
+  let completed = 0;
+  let anyReady = false;
+  let failed: Error | null = null;
+  const finish = (id: number, C: Float32Array) => {
+    const job = jobs[id];
+    const m = matrices[job.m];
+    partial[job.m].set(C, job.bi0 * m.dIn);
+    opts.onMatrix?.(m, expectedBytes(job.ref));
+    if (--remaining[job.m] === 0) out.set(m.name, partial[job.m]);
+    completed++;
+  };
   try {
-    let next = 0;
-    let failed: Error | null = null;
     await new Promise<void>((resolve, reject) => {
-      let running = 0;
+      const fail = (e: Error) => {
+        if (!failed) {
+          failed = e;
+          reject(e);
+        }
+      };
       const dispatch = (w: Worker) => {
         if (failed) return;
-        if (next >= jobs.length) {
-          if (running === 0) resolve();
-          return;
-        }
+        if (completed === jobs.length) return resolve();
+        if (next >= jobs.length) return;
         const id = next++;
-        running++;
-        w.postMessage({ id, matrix: jobs[id].ref, rowBlock: opts.rowBlock, chunkBytes: opts.chunkBytes });
+        w.postMessage({ id, matrix: jobs[id].ref, rowBlock: opts.rowBlock, chunkBytes: opts.chunkBytes, bi0: jobs[id].bi0 });
       };
       for (let t = 0; t < Math.min(threads, jobs.length); t++) {
         const w = startColsumWorker();
         workers.push(w);
         w.on('message', (msg: any) => {
-          running--;
-          if (msg.error) {
-            failed = msg.error.lobes ? new LobesError(msg.error.message, { exitCode: msg.error.exitCode }) : new Error(msg.error.message);
-            reject(failed);
-            return;
+          if (msg.ready) {
+            anyReady = true;
+            return dispatch(w);
           }
-          const job = jobs[msg.id];
-          const m = matrices[job.m];
-          partial[job.m].set(msg.C as Float32Array, job.bi0 * m.dIn);
-          opts.onMatrix?.(m, expectedBytes(job.ref));
-          if (--remaining[job.m] === 0) out.set(m.name, partial[job.m]);
-          if (next >= jobs.length && running === 0) resolve();
-          else dispatch(w);
+          if (msg.error) return fail(msg.error.lobes ? new LobesError(msg.error.message, { exitCode: msg.error.exitCode }) : new Error(msg.error.message));
+          finish(msg.id, msg.C as Float32Array);
+          dispatch(w);
         });
-        w.on('error', (e) => {
-          failed = e;
-          reject(e);
-        });
+        w.on('error', fail);
       }
-      for (const w of workers) dispatch(w);
+      // While the workers start (thread, module load, WebAssembly compile), this thread takes
+      // jobs itself; it stops as soon as one worker is ready.
+      const inline = async () => {
+        while (!anyReady && !failed && next < jobs.length) {
+          const id = next++;
+          try {
+            finish(id, columnBlockSums(jobs[id].ref, { rowBlock: opts.rowBlock, chunkBytes: opts.chunkBytes, rowBlockOffset: jobs[id].bi0 }));
+          } catch (e) {
+            return fail(e as Error);
+          }
+          if (completed === jobs.length) return resolve();
+          await new Promise((r) => setImmediate(r));
+        }
+      };
+      void inline();
     });
   } finally {
     await Promise.all(workers.map((w) => w.terminate()));

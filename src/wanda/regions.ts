@@ -23,6 +23,7 @@ export function keepCount(top: TopSpec, n: number): number {
  * Top blocks of one group: `scores[m]` are the pooled maps in matrix order. Pools are formed
  * per matrix, per layer or over everything; within a pool blocks are ranked by score
  * (descending), ties broken by matrix order then flat index, so the result is deterministic.
+ * Selection is linear in the pool size (no sort).
  */
 export function selectTop(scores: Float32Array[], matrices: WandaMatrix[], top: TopSpec): Masks {
   const masks = scores.map((s) => new Uint8Array(s.length));
@@ -42,31 +43,57 @@ export function selectTop(scores: Float32Array[], matrices: WandaMatrix[], top: 
     for (const m of pool) n += scores[m].length;
     const k = keepCount(top, n);
     if (k === 0) continue;
-    if (pool.length === 1) {
-      const s = scores[pool[0]];
-      const idx = new Uint32Array(s.length);
-      for (let i = 0; i < idx.length; i++) idx[i] = i;
-      const sorted = Array.from(idx).sort((a, b) => s[b] - s[a] || a - b);
-      for (let t = 0; t < k; t++) masks[pool[0]][sorted[t]] = 1;
-      continue;
-    }
-    // Flatten the pool: value and (matrix, index) by position.
+    // Values in pool order (matrix order, then flat index); the k-th largest by selection;
+    // everything above it, then ties in pool order: the same set a stable sort would give.
     const vals = new Float32Array(n);
-    const mOf = new Uint32Array(n);
-    const iOf = new Uint32Array(n);
     let p = 0;
     for (const m of pool) {
-      const s = scores[m];
-      for (let i = 0; i < s.length; i++, p++) {
-        vals[p] = s[i];
-        mOf[p] = m;
-        iOf[p] = i;
-      }
+      vals.set(scores[m], p);
+      p += scores[m].length;
     }
-    const order = Array.from({ length: n }, (_, i) => i).sort((a, b) => vals[b] - vals[a] || a - b);
-    for (let t = 0; t < k; t++) masks[mOf[order[t]]][iOf[order[t]]] = 1;
+    const thr = kthLargest(vals.slice(), k);
+    let taken = 0;
+    p = 0;
+    for (const m of pool) {
+      const s = scores[m];
+      for (let i = 0; i < s.length; i++) if (s[i] > thr) (masks[m][i] = 1), taken++;
+    }
+    for (const m of pool) {
+      const s = scores[m];
+      for (let i = 0; i < s.length && taken < k; i++) if (s[i] === thr) (masks[m][i] = 1), taken++;
+    }
   }
   return masks;
+}
+
+/** k-th largest value of a (the array is reordered). Hoare selection with median-of-three pivots. */
+export function kthLargest(a: Float32Array, k: number): number {
+  if (k < 1 || k > a.length) throw new RangeError(`k=${k} out of range for ${a.length}`);
+  const target = k - 1;
+  let lo = 0;
+  let hi = a.length - 1;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    const x = a[lo], y = a[mid], z = a[hi];
+    const pivot = x > y ? (y > z ? y : x > z ? z : x) : x > z ? x : y > z ? z : y;
+    let i = lo;
+    let j = hi;
+    while (i <= j) {
+      while (a[i] > pivot) i++;
+      while (a[j] < pivot) j--;
+      if (i <= j) {
+        const t = a[i];
+        a[i] = a[j];
+        a[j] = t;
+        i++;
+        j--;
+      }
+    }
+    if (target <= j) hi = j;
+    else if (target >= i) lo = i;
+    else return a[target];
+  }
+  return a[target];
 }
 
 export function size(a: Masks): number {

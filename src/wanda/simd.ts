@@ -11,6 +11,8 @@
  *
  * Exports, all (src, nrows, rowBytes, nvec, acc) -> (), addresses in the imported memory:
  *   bf16, bf16x4: 8 values per vector    f32, f32x4: 4 values per vector
+ * and addf64(dst, src, nvec): dst[i] += src[i] over 2 * nvec float64 values (the group sums of
+ * x^2 in src/wanda/stats.ts).
  * The x4 variants take four rows per step (nrows a multiple of 4), adding rows r, r+1, r+2,
  * r+3 in that order to each accumulator before storing it: the same additions, in the same
  * order, with a quarter of the accumulator traffic.
@@ -67,6 +69,7 @@ const I32X4_EXTEND_LOW_I16X8_U = simd(0xa9);
 const I32X4_EXTEND_HIGH_I16X8_U = simd(0xaa);
 const I32X4_SHL = simd(0xab);
 const F32X4_ABS = simd(0xe0);
+const F64X2_ADD = simd(0xf0);
 const F32X4_ADD = simd(0xe4);
 
 // Parameters and locals: row pointers P[0..3], source vectors V[0..3], values X[0..3].
@@ -132,24 +135,54 @@ function f32Inner(k: number): number[] {
   return code;
 }
 
+/** addf64(dst, src, nvec, _, _): dst[i] += src[i] for 2 * nvec float64 values (nvec >= 1). */
+function addf64Body(): number[] {
+  const DST = 0, SRC2 = 1, N = 2;
+  const code = [
+    LOOP, VOID,
+    ...get(DST), ...get(DST), ...V128_LOAD(0), ...get(SRC2), ...V128_LOAD(0), ...F64X2_ADD, ...V128_STORE(0),
+    ...get(DST), I32_CONST, 16, I32_ADD, ...set(DST),
+    ...get(SRC2), I32_CONST, 16, I32_ADD, ...set(SRC2),
+    ...get(N), I32_CONST, 1, I32_SUB, LOCAL_TEE, N, BR_IF, 0,
+    END,
+    END,
+  ];
+  const b = [...vec([]), ...code];
+  return [...leb(b.length), ...b];
+}
+
 function moduleBytes(): Uint8Array<ArrayBuffer> {
   const type = section(1, vec([[0x60, ...vec([[0x7f], [0x7f], [0x7f], [0x7f], [0x7f]]), ...vec([])]]));
   const imp = section(2, vec([[...name('env'), ...name('mem'), 0x02, 0x00, 0x01]]));
-  const func = section(3, vec([[0x00], [0x00], [0x00], [0x00]]));
-  const exp = section(7, vec([[...name('bf16'), 0x00, 0x00], [...name('bf16x4'), 0x00, 0x01], [...name('f32'), 0x00, 0x02], [...name('f32x4'), 0x00, 0x03]]));
-  const code = section(10, vec([body(bf16Inner(1), 16, 32, 1), body(bf16Inner(4), 16, 32, 4), body(f32Inner(1), 16, 16, 1), body(f32Inner(4), 16, 16, 4)]));
+  const func = section(3, vec([[0x00], [0x00], [0x00], [0x00], [0x00]]));
+  const exp = section(7, vec([[...name('bf16'), 0x00, 0x00], [...name('bf16x4'), 0x00, 0x01], [...name('f32'), 0x00, 0x02], [...name('f32x4'), 0x00, 0x03], [...name('addf64'), 0x00, 0x04]]));
+  const code = section(10, vec([body(bf16Inner(1), 16, 32, 1), body(bf16Inner(4), 16, 32, 4), body(f32Inner(1), 16, 16, 1), body(f32Inner(4), 16, 16, 4), addf64Body()]));
   return new Uint8Array([0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00, ...type, ...imp, ...func, ...exp, ...code]);
+}
+
+/** The parts of the WebAssembly API used here (the build's lib has no WebAssembly types). */
+interface WasmMemory {
+  readonly buffer: ArrayBuffer;
+  grow(pages: number): number;
+}
+interface WasmApi {
+  validate(bytes: Uint8Array): boolean;
+  Memory: new (d: { initial: number }) => WasmMemory;
+  Module: new (bytes: Uint8Array) => object;
+  Instance: new (m: object, imports: object) => { exports: Record<string, unknown> };
 }
 
 export type RowKernel = (src: number, nrows: number, rowBytes: number, nvec: number, acc: number) => void;
 
 export interface SimdKernel {
-  memory: WebAssembly.Memory;
+  memory: WasmMemory;
   bf16: RowKernel;
   f32: RowKernel;
   /** Four rows per step (nrows a multiple of 4): the same additions in the same order. */
   bf16x4: RowKernel;
   f32x4: RowKernel;
+  /** dst[i] += src[i] for 2 * nvec float64 values at byte addresses dst, src (nvec >= 1). */
+  addf64: (dst: number, src: number, nvec: number) => void;
   /** Make the memory at least `bytes` long (views must be re-made after). */
   ensure(bytes: number): void;
 }
@@ -158,28 +191,33 @@ let cached: SimdKernel | null | undefined;
 
 /** The SIMD kernel of this thread, or null when WebAssembly SIMD is unavailable (or LOBES_NO_SIMD is set). */
 export function simdKernel(): SimdKernel | null {
-  if (cached !== undefined) return cached;
-  cached = null;
-  if (process.env.LOBES_NO_SIMD) return cached;
+  if (cached === undefined) cached = createSimd();
+  return cached;
+}
+
+/** A new instance with its own memory (for callers that keep data in it across calls). */
+export function createSimd(): SimdKernel | null {
+  if (process.env.LOBES_NO_SIMD) return null;
   try {
     const bytes = moduleBytes();
-    if (typeof WebAssembly === 'undefined' || !WebAssembly.validate(bytes)) return cached;
-    const memory = new WebAssembly.Memory({ initial: 1 });
-    const inst = new WebAssembly.Instance(new WebAssembly.Module(bytes), { env: { mem: memory } });
-    const ex = inst.exports as unknown as { bf16: RowKernel; f32: RowKernel; bf16x4: RowKernel; f32x4: RowKernel };
-    cached = {
+    const wasm = (globalThis as unknown as { WebAssembly?: WasmApi }).WebAssembly;
+    if (!wasm || !wasm.validate(bytes)) return null;
+    const memory = new wasm.Memory({ initial: 1 });
+    const inst = new wasm.Instance(new wasm.Module(bytes), { env: { mem: memory } });
+    const ex = inst.exports as unknown as { bf16: RowKernel; f32: RowKernel; bf16x4: RowKernel; f32x4: RowKernel; addf64: RowKernel };
+    return {
       memory,
       bf16: ex.bf16,
       f32: ex.f32,
       bf16x4: ex.bf16x4,
       f32x4: ex.f32x4,
+      addf64: (dst: number, src: number, nvec: number) => ex.addf64(dst, src, nvec, 0, 0),
       ensure(n: number) {
         const have = memory.buffer.byteLength;
         if (n > have) memory.grow(Math.ceil((n - have) / 65536));
       },
     };
   } catch {
-    cached = null;
+    return null;
   }
-  return cached;
 }

@@ -76,6 +76,9 @@ export interface WandaPairMetrics {
   densityBminusA: NullTested;
   componentsAminusB: number;
   componentsBminusA: number;
+  /** The component counts against the null (p: more components than chance; pLower: fewer). */
+  componentsAminusBNull?: NullTested;
+  componentsBminusANull?: NullTested;
   /** Difference sizes per layer and per projection. */
   byLayerAminusB: number[];
   byLayerBminusA: number[];
@@ -84,7 +87,16 @@ export interface WandaPairMetrics {
 }
 
 export interface WandaMetrics {
-  groups: { group: string; n: number; regionSize: number; density: number; components: number }[];
+  groups: {
+    group: string;
+    n: number;
+    regionSize: number;
+    density: number;
+    components: number;
+    /** The group's region density and component count against the null. */
+    densityNull?: NullTested;
+    componentsNull?: NullTested;
+  }[];
   pairs: WandaPairMetrics[];
   /** Number of label permutations behind every NullTested value (0: no null). */
   permutations?: number;

@@ -12,7 +12,9 @@
  */
 import { LobesError, UsageError } from '../util/errors.js';
 import { groupSquareSums, rmsScaler, type ActivationSource } from './stats.js';
-import { selectTop, keepCount, type TopSpec, type Masks } from './regions.js';
+import { selectTop, keepCount, kthLargest, type TopSpec, type Masks } from './regions.js';
+
+export { kthLargest };
 import { checkedGroups, checkDims, labelingGenerator, pairList, emptyNulls, recordNull, summarize, nullTest, type AnalyzeResult } from './analyze.js';
 import { MatrixRowReader, type MatrixRef } from './kernel.js';
 import type { WandaMatrix, WandaWeightPairMetrics } from './types.js';
@@ -31,36 +33,8 @@ export interface WeightOptions {
   permutations: number;
   seed: number;
   onLabeling?: (done: number, total: number) => void;
-}
-
-/** k-th largest value of a (the array is reordered). Hoare selection with median-of-three pivots. */
-export function kthLargest(a: Float32Array, k: number): number {
-  if (k < 1 || k > a.length) throw new RangeError(`k=${k} out of range for ${a.length}`);
-  const target = k - 1;
-  let lo = 0;
-  let hi = a.length - 1;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    const x = a[lo], y = a[mid], z = a[hi];
-    const pivot = x > y ? (y > z ? y : x > z ? z : x) : x > z ? x : y > z ? z : y;
-    let i = lo;
-    let j = hi;
-    while (i <= j) {
-      while (a[i] > pivot) i++;
-      while (a[j] < pivot) j--;
-      if (i <= j) {
-        const t = a[i];
-        a[i] = a[j];
-        a[j] = t;
-        i++;
-        j--;
-      }
-    }
-    if (target <= j) hi = j;
-    else if (target >= i) lo = i;
-    else return a[target];
-  }
-  return a[target];
+  /** Called after each matrix has been scored for every labelling. */
+  onMatrix?: (done: number, total: number) => void;
 }
 
 export async function analyzeWeights(input: WeightInput, opts: WeightOptions): Promise<{ result: AnalyzeResult; weightLevel: WandaWeightPairMetrics[] }> {
@@ -156,9 +130,10 @@ export async function analyzeWeights(input: WeightInput, opts: WeightOptions): P
         inter[l][p] += c;
       });
     }
+    opts.onMatrix?.(k + 1, matrices.length);
   }
 
-  const nullVals = emptyNulls(pairs.length, R);
+  const nullVals = emptyNulls(pairs.length, G, R);
   let obsMasks: Masks[] = [];
   for (let l = 0; l < total; l++) {
     const masks = shares[l].map((sc) => selectTop(sc, infos, opts.top));

@@ -197,3 +197,17 @@ describe('linear probe', () => {
     expect(acc).toBeGreaterThan(0.95);
   });
 });
+
+describe('Gram-based distances', () => {
+  it('equal the direct euclidean and cosine distances', async () => {
+    const { gramDistances } = await import('../../src/cluster/metrics.js');
+    const { X } = blobs(37, 9, 3, 2, 11);
+    const g = gramDistances(X, 37, 9);
+    const e = distanceMatrix(X, 37, 9, 'euclidean');
+    const c = distanceMatrix(X, 37, 9, 'cosine');
+    for (let t = 0; t < 37 * 37; t++) {
+      expect(g.euclidean[t]).toBeCloseTo(e[t], 9);
+      expect(g.cosine[t]).toBeCloseTo(c[t], 12);
+    }
+  });
+});

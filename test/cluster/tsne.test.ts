@@ -243,6 +243,15 @@ describe('t-SNE', () => {
     const c = await run(3);
     expect(Array.from(a)).toEqual(Array.from(b));
     expect(Array.from(a)).toEqual(Array.from(c));
+    // random initialisation: the seed decides the start
+    const rand = async (seed: number) => {
+      const t = await Tsne.create(X, n, 10, { perplexity: 15, iterations: 50, seed, init: 'random' });
+      t.init();
+      await t.run();
+      return Array.from(t.embedding);
+    };
+    expect(await rand(3)).toEqual(await rand(3));
+    expect(await rand(3)).not.toEqual(await rand(4));
   });
   it('separates well-separated clusters, lowers KL, follows the step API', async () => {
     const n = 240;

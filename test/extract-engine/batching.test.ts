@@ -118,6 +118,20 @@ describe.skipIf(!hasGenai)('engine bad input', () => {
     expect(e.message).toContain('npm rebuild onnxruntime-node --onnxruntime-node-install=cuda12');
   });
 
+  it('webgpu without a usable adapter is a one-line error, not a CPU fallback', async () => {
+    let eng;
+    try {
+      eng = await openCaptureEngine(GENAI, { capture: ['final'], device: 'webgpu' });
+    } catch (e) {
+      const err = await expectLobesError(Promise.reject(e));
+      expect(err.message).toMatch(/could not create a webgpu session|webgpu execution provider is not available/);
+      expect(err.message).toContain('model.onnx');
+      return;
+    }
+    console.log('skipping: a WebGPU adapter is available here');
+    await eng.close();
+  });
+
   it('capture only a subset of families', async () => {
     const eng = await openCaptureEngine(GENAI, { capture: ['resid'], device: 'cpu' });
     try {

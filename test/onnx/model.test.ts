@@ -179,6 +179,25 @@ describe('builders', () => {
     expect(encodeModel(back)).toEqual(encodeModel(m));
   });
 
+  it('fields lobes does not model are kept verbatim and in field order', () => {
+    const g = makeGraph('g', [makeNode('Relu', ['a'], ['b'])], [makeValueInfo('a', DataType.FLOAT, [1])], [makeValueInfo('b', DataType.FLOAT, [1])]);
+    const m = makeModel(g);
+    // NodeProto field 8 (overload, a string) and ModelProto field 20 (training_info, a message) are not modelled.
+    m.graph!.node[0]!.unknown = [{ field: 8, raw: Uint8Array.from([0x42, 3, 0x61, 0x62, 0x63]) }];
+    m.unknown = [{ field: 20, raw: Uint8Array.from([0xa2, 0x01, 0]) }];
+    const bytes = encodeModel(m);
+    const back = decodeModel(bytes);
+    expect(back.graph!.node[0]!.unknown).toEqual([{ field: 8, raw: Uint8Array.from([0x42, 3, 0x61, 0x62, 0x63]) }]);
+    expect(back.unknown!.map((u) => u.field)).toEqual([20]);
+    expect(Buffer.compare(Buffer.from(encodeModel(back)), Buffer.from(bytes))).toBe(0);
+    // Field 8 of a node sits after domain (7) and before nothing else: order by field number.
+    const node = encodeModel({ ...m, graph: { ...m.graph!, node: [{ ...m.graph!.node[0]!, domain: 'x' }] } });
+    const i7 = Buffer.from(node).indexOf(Buffer.from([0x3a, 1, 0x78]));
+    const i8 = Buffer.from(node).indexOf(Buffer.from([0x42, 3, 0x61]));
+    expect(i7).toBeGreaterThan(0);
+    expect(i8).toBe(i7 + 3);
+  });
+
   it('loadModel on a folder without a graph names the folder', () => {
     const d = tmp();
     try {

@@ -1,10 +1,12 @@
 /** Bad input: one clear error naming file, place and cause; RUN/wanda is never half-written. */
-import { describe, it, expect, vi } from 'vitest';
+import { describe, it, expect, vi, afterAll } from 'vitest';
 import * as path from 'node:path';
 import { existsSync, readFileSync, readdirSync, writeFileSync, openSync, writeSync, closeSync, statSync, truncateSync } from 'node:fs';
 import { runWanda } from '../../src/wanda/index.js';
 import { main } from '../../src/cli/main.js';
-import { syntheticModel, syntheticActivations, writeCheckpoint, writeRun, tmpDir } from './helpers.js';
+import { syntheticModel, syntheticActivations, writeCheckpoint, writeRun, tmpDir, cleanupTmp } from './helpers.js';
+
+afterAll(cleanupTmp);
 
 const labels = Array.from({ length: 24 }, (_, r) => ['A', 'B'][r % 2]);
 const H = 32;
@@ -83,6 +85,23 @@ describe('bad input', () => {
     await expect(runWanda(run, { weights: ck, block: 16, permutations: 3, quiet: true })).rejects.toThrow(/not a safetensors file|header declares/);
     expect(readFileSync(path.join(run, 'wanda', 'metrics.json'), 'utf8')).toBe(before);
     expect(readdirSync(run).filter((f) => f.startsWith('.wanda'))).toEqual([]);
+  });
+
+  it('a sharded checkpoint whose index names a missing shard or the wrong file', async () => {
+    const { dir, run, model } = setup('shards');
+    const ck = path.join(dir, 'sharded');
+    writeCheckpoint(ck, model, 'BF16', 2);
+    const index = path.join(ck, 'model.safetensors.index.json');
+    const j = JSON.parse(readFileSync(index, 'utf8'));
+    const moved = { ...j, weight_map: { ...j.weight_map, 'model.layers.0.mlp.down_proj.weight': 'model-00009-of-00009.safetensors' } };
+    writeFileSync(index, JSON.stringify(moved));
+    await expect(runWanda(run, { weights: ck, block: 16, permutations: 0, quiet: true })).rejects.toThrow(
+      /model\.safetensors\.index\.json: model\.layers\.0\.mlp\.down_proj\.weight: shard model-00009-of-00009\.safetensors listed in the index is missing/,
+    );
+    const wrong = { ...j, weight_map: { ...j.weight_map, 'model.layers.0.mlp.down_proj.weight': 'model-00001-of-00002.safetensors' } };
+    writeFileSync(index, JSON.stringify(wrong));
+    await expect(runWanda(run, { weights: ck, block: 16, permutations: 0, quiet: true })).rejects.toThrow(/the index puts model\.layers\.0\.mlp\.down_proj\.weight in model-00001-of-00002\.safetensors, but that file does not hold it/);
+    noPartialOutput(run);
   });
 
   it('NaN weights are rejected naming the tensor', async () => {

@@ -1,4 +1,4 @@
-import { describe, it, expect } from 'vitest';
+import { describe, it, expect, afterAll } from 'vitest';
 import * as path from 'node:path';
 import { Rng } from '../../src/util/rng.js';
 import { floatArrayToHalf, floatToHalf, halfToFloat } from '../../src/util/half.js';
@@ -10,7 +10,9 @@ import { selectTop, density, components, jaccard, minus, keepCount } from '../..
 import { nullTest, matrixInfo } from '../../src/wanda/analyze.js';
 import { kthLargest } from '../../src/wanda/weightres.js';
 import { wantedMatrices } from '../../src/wanda/weights.js';
-import { randn, toBf16, transpose, naivePooled, tmpDir } from './helpers.js';
+import { randn, toBf16, transpose, naivePooled, tmpDir, cleanupTmp } from './helpers.js';
+
+afterAll(cleanupTmp);
 
 function maxRelErr(a: ArrayLike<number>, b: ArrayLike<number>): number {
   let m = 0;
@@ -191,6 +193,15 @@ describe('group statistic', () => {
         }
       }
     }
+    // The WebAssembly accumulation and the plain loop give identical sums.
+    process.env.LOBES_NO_SIMD = '1';
+    try {
+      const plain = await groupSquareSums(src, 'h', [L1, L2], 2);
+      expect(Array.from(plain[0])).toEqual(Array.from(sums[0]));
+      expect(Array.from(plain[1])).toEqual(Array.from(sums[1]));
+    } finally {
+      delete process.env.LOBES_NO_SIMD;
+    }
     const bad = x.slice();
     bad[7 * d + 2] = NaN;
     await expect(groupSquareSums(memorySource(n, { h: { dim: d, data: bad } }, Array.from({ length: n }, (_, i) => `id${i}`)), 'h', [L2], 2)).rejects.toThrow(/h, row 7 \(sample "id7"\).*NaN at feature 2/);
@@ -212,6 +223,24 @@ describe('regions and metrics', () => {
     const frac = selectTop([a], [info], { kind: 'fraction', value: 0.25, scope: 'layer' });
     expect(frac[0].reduce((x, y) => x + y, 0)).toBe(4); // round(0.25 * 16)
     expect(keepCount({ kind: 'fraction', value: 0.01, scope: 'matrix' }, 16)).toBe(1);
+  });
+  it('selection equals a stable sort (score descending, then matrix, then index) with many ties', () => {
+    const rng = new Rng(12);
+    const infos = [0, 0, 1, 1, 1].map((layer, k) => ({ ...matrixInfo(`m${k}`, layer, ['gate_proj', 'up_proj', 'down_proj'][k % 3], 'h', 8 * (2 + k), 8 * 3, [8, 8]) }));
+    const scores = infos.map((m) => Float32Array.from({ length: m.rowBlocks * m.colBlocks }, () => rng.int(6)));
+    for (const scope of ['matrix', 'layer', 'global'] as const) {
+      for (const top of [{ kind: 'count' as const, value: 4, scope }, { kind: 'fraction' as const, value: 0.3, scope }]) {
+        const got = selectTop(scores, infos, top);
+        const pools = scope === 'matrix' ? infos.map((_, k) => [k]) : scope === 'global' ? [infos.map((_, k) => k)] : [[0, 1], [2, 3, 4]];
+        const want = scores.map((x) => new Uint8Array(x.length));
+        for (const pool of pools) {
+          const items = pool.flatMap((m) => Array.from(scores[m], (v, i) => ({ m, i, v })));
+          items.sort((a, b) => b.v - a.v || a.m - b.m || a.i - b.i);
+          for (const it of items.slice(0, keepCount(top, items.length))) want[it.m][it.i] = 1;
+        }
+        expect(got.map((x) => Array.from(x))).toEqual(want.map((x) => Array.from(x)));
+      }
+    }
   });
   it('density and connected components on hand-drawn sets', () => {
     // 4x4 map:

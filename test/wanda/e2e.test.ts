@@ -4,7 +4,7 @@
  *  - its ONNX initializers and a safetensors checkpoint of the same weights give identical maps;
  *  - the unplanted `tiny-llama` with labels drawn independently of the texts reports no significance.
  */
-import { describe, it, expect, beforeAll } from 'vitest';
+import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import * as path from 'node:path';
 import { writeFileSync } from 'node:fs';
 import { ensureGeneratedModel, generatedModelParams } from '../../src/models/write.js';
@@ -13,7 +13,9 @@ import { runExtract } from '../../src/extract/run.js';
 import { runWanda } from '../../src/wanda/index.js';
 import { readSafetensorsHeader, readTensorFloat32, writeSafetensors } from '../../src/formats/safetensors.js';
 import { Rng } from '../../src/util/rng.js';
-import { tmpDir } from './helpers.js';
+import { tmpDir, cleanupTmp } from './helpers.js';
+
+afterAll(cleanupTmp);
 
 const root = tmpDir('lobes-wanda-e2e-');
 

@@ -3,7 +3,7 @@
  * model.onnx.data). Extract a few labelled texts, then score its fp16 initializers and check
  * the maps against the naive computation from the initializers read independently.
  */
-import { describe, it, expect } from 'vitest';
+import { describe, it, expect, afterAll } from 'vitest';
 import * as path from 'node:path';
 import { existsSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -13,7 +13,9 @@ import { openRun } from '../../src/store/index.js';
 import { inspectModel } from '../../src/extract/engine.js';
 import { loadModel, readInitializerFloat32 } from '../../src/onnx/model.js';
 import { readSafetensorsHeader, readTensorFloat32 } from '../../src/formats/safetensors.js';
-import { tmpDir, naivePooled, transpose } from './helpers.js';
+import { tmpDir, cleanupTmp, naivePooled, transpose } from './helpers.js';
+
+afterAll(cleanupTmp);
 
 const GENAI = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../shared/models/ort-genai-tiny-llama-fp16');
 const has = existsSync(path.join(GENAI, 'model.onnx'));

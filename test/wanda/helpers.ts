@@ -1,5 +1,5 @@
 /** Fixtures for the wanda tests: seeded weights, planted activations, run directories. */
-import { mkdtempSync, mkdirSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, writeFileSync, rmSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { Rng } from '../../src/util/rng.js';
@@ -8,8 +8,17 @@ import { floatToBf16 } from '../../src/util/half.js';
 import { writeManifest, writeSamples, ChunkWriter } from '../../src/store/writer.js';
 import type { HookInfo, RunManifest, SampleRow } from '../../src/store/types.js';
 
+const created: string[] = [];
+
+/** A fresh temporary folder, removed by cleanupTmp() (call it in afterAll). */
 export function tmpDir(prefix = 'lobes-wanda-'): string {
-  return mkdtempSync(path.join(os.tmpdir(), prefix));
+  const d = mkdtempSync(path.join(os.tmpdir(), prefix));
+  created.push(d);
+  return d;
+}
+
+export function cleanupTmp(): void {
+  for (const d of created.splice(0)) rmSync(d, { recursive: true, force: true });
 }
 
 export function randn(rng: Rng, n: number, std = 1): Float32Array {

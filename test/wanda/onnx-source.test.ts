@@ -3,7 +3,7 @@
  * and fp16 MatMul initializers (stored [d_in, d_out]) read in the W[d_out, d_in] convention,
  * both inline and in external data.
  */
-import { describe, it, expect } from 'vitest';
+import { describe, it, expect, afterAll } from 'vitest';
 import * as path from 'node:path';
 import { writeFileSync } from 'node:fs';
 import * as ort from 'onnxruntime-node';
@@ -12,7 +12,9 @@ import { onnxWeightSource } from '../../src/wanda/weights.js';
 import { columnBlockSums, dequantizeNBits, type MatrixRef } from '../../src/wanda/kernel.js';
 import { floatArrayToHalf, halfToFloat } from '../../src/util/half.js';
 import { Rng } from '../../src/util/rng.js';
-import { tmpDir } from './helpers.js';
+import { tmpDir, cleanupTmp } from './helpers.js';
+
+afterAll(cleanupTmp);
 
 describe('MatMulNBits initializers', () => {
   it('dequantize exactly as ONNX Runtime computes the op (Y = A · W^T)', async () => {

@@ -5,7 +5,7 @@
  * features. These activations are constructed directly (not captured from a model); the
  * end-to-end path through extract is in e2e.test.ts.
  */
-import { describe, it, expect } from 'vitest';
+import { describe, it, expect, afterAll } from 'vitest';
 import * as path from 'node:path';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { analyze, matrixInfo } from '../../src/wanda/analyze.js';
@@ -13,8 +13,10 @@ import { memorySource } from '../../src/wanda/stats.js';
 import { runWanda } from '../../src/wanda/index.js';
 import { readSafetensorsHeader, readTensorFloat32 } from '../../src/formats/safetensors.js';
 import type { WandaMatrix } from '../../src/wanda/types.js';
-import { syntheticModel, syntheticActivations, writeCheckpoint, writeRun, tmpDir, naivePooled, type Plant } from './helpers.js';
+import { syntheticModel, syntheticActivations, writeCheckpoint, writeRun, tmpDir, cleanupTmp, naivePooled, type Plant } from './helpers.js';
 import { openSafetensorsCheckpoint } from '../../src/wanda/weights.js';
+
+afterAll(cleanupTmp);
 
 const BLOCK = 16;
 const H = 64;
@@ -84,6 +86,13 @@ describe('planted neurons (synthetic activations)', () => {
     expect(pm.isolationBA.p!).toBeLessThan(0.01);
     expect(pm.jaccard.pLower!).toBeLessThan(0.01);
     expect(pm.byProjAminusB.gate_proj).toBeGreaterThan(0);
+    // Component counts and each group's region structure carry their nulls too.
+    expect(pm.componentsAminusBNull!.value).toBe(pm.componentsAminusB);
+    expect(pm.componentsAminusBNull!.p).toBeGreaterThan(0);
+    expect(res.nulls.pairs[0].componentsAminusB.length).toBe(199);
+    const gA = res.metrics.groups[0];
+    expect(gA.densityNull!.value).toBe(gA.density);
+    expect(gA.componentsNull!.nullMean).toBeGreaterThan(0);
     expect(pm.byLayerAminusB.length).toBe(LAYERS);
     // Against the unplanted group C, A's region is isolated beyond chance too.
     const ac = res.metrics.pairs.find((p) => p.a === 'A' && p.b === 'C')!;
@@ -113,8 +122,33 @@ describe('planted neurons (synthetic activations)', () => {
       analyze({ matrices: infos.filter((m) => m.layer === 0), colsums, source: memorySource(labels.length, { 'layers.0.mlp.in': hooks['layers.0.mlp.in'], 'layers.0.mlp.down_in': hooks['layers.0.mlp.down_in'] }), labels }, { block: [BLOCK, BLOCK], top: { kind: 'count', value: 4, scope: 'global' }, permutations: 30, seed: 7, batchBytes });
     const a = await run();
     const b = await run(1); // one labelling per batch
-    expect(Array.from(b.nulls[0].jaccard)).toEqual(Array.from(a.nulls[0].jaccard));
+    expect(Array.from(b.nulls.pairs[0].jaccard)).toEqual(Array.from(a.nulls.pairs[0].jaccard));
+    expect(Array.from(b.nulls.groups[1].components)).toEqual(Array.from(a.nulls.groups[1].components));
     expect(b.metrics).toEqual(a.metrics);
+  });
+});
+
+describe('samples without a label', () => {
+  it('are left out: the result equals the analysis of the labelled samples alone', async () => {
+    const model = syntheticModel(51, 1, H, I, PLANT_OPTS);
+    const hooks = syntheticActivations(52, model, labels, PLANT_OPTS);
+    const { infos, colsums } = colsumsOf(model, BLOCK);
+    const drop = (r: number) => r % 7 === 3;
+    const keep = labels.flatMap((_, r) => (drop(r) ? [] : [r]));
+    const sub = Object.fromEntries(
+      Object.entries(hooks).map(([h, v]) => {
+        const data = new Float32Array(keep.length * v.dim);
+        keep.forEach((r, k) => data.set(v.data.subarray(r * v.dim, (r + 1) * v.dim), k * v.dim));
+        return [h, { dim: v.dim, data }];
+      }),
+    );
+    const opts = { block: [BLOCK, BLOCK] as [number, number], top: { kind: 'fraction' as const, value: 0.1, scope: 'matrix' as const }, permutations: 0, seed: 1 };
+    const withBlanks = await analyze({ matrices: infos, colsums, source: memorySource(labels.length, hooks), labels: labels.map((l, r) => (drop(r) ? '' : l)) }, opts);
+    const subset = await analyze({ matrices: infos, colsums, source: memorySource(keep.length, sub), labels: keep.map((r) => labels[r]) }, opts);
+    expect(withBlanks.counts).toEqual(subset.counts);
+    expect(withBlanks.counts.reduce((a, b) => a + b, 0)).toBe(keep.length);
+    for (const [k, v] of subset.pooled) expect(Array.from(withBlanks.pooled.get(k)!)).toEqual(Array.from(v));
+    expect(withBlanks.regions).toEqual(subset.regions);
   });
 });
 

@@ -1,9 +1,11 @@
 /** --resolution weight: per-weight top-k per matrix against a naive full sort. */
-import { describe, it, expect } from 'vitest';
+import { describe, it, expect, afterAll } from 'vitest';
 import * as path from 'node:path';
 import { runWanda } from '../../src/wanda/index.js';
 import { readSafetensorsHeader, readTensorFloat32 } from '../../src/formats/safetensors.js';
-import { syntheticModel, syntheticActivations, writeCheckpoint, writeRun, tmpDir, toBf16, type Plant } from './helpers.js';
+import { syntheticModel, syntheticActivations, writeCheckpoint, writeRun, tmpDir, cleanupTmp, toBf16, type Plant } from './helpers.js';
+
+afterAll(cleanupTmp);
 
 const labels = Array.from({ length: 30 }, (_, r) => ['A', 'B', 'C'][r % 3]);
 const PLANTS: Plant[] = [{ group: 'A', hiddenBlock: 1, interBlock: 0, weightGain: 2, activationGain: 4 }];

@@ -6,6 +6,7 @@ import { DataType, loadModel, makeNode, makeTensor, readInitializerFloat32, writ
 import { inspectModel, openCaptureEngine } from '../../src/extract/engine.js';
 import { padBatch } from '../../src/extract/batching.js';
 import { relErr } from './helpers.js';
+import * as ort from 'onnxruntime-node';
 
 const TINY = resolve(import.meta.dirname, '../../models/tiny-llama');
 const BLOCK = 32;
@@ -34,6 +35,43 @@ function quantize(W: Float32Array, K: number, N: number) {
   }
   return { packed, scales, deq, kb, blob };
 }
+
+describe('an onnxruntime-optimized graph (fused RMSNorm, QuickGelu SiLU)', () => {
+  it('is discovered and captures like the original', async () => {
+    const d = mkdtempSync(join(tmpdir(), 'lobes-ortopt-'));
+    try {
+      const s = await ort.InferenceSession.create(join(TINY, 'model.onnx'), {
+        graphOptimizationLevel: 'extended',
+        optimizedModelFilePath: join(d, 'model.onnx'),
+        logSeverityLevel: 3,
+      });
+      await s.release();
+      const opt = loadModel(d);
+      const ops = new Set(opt.model.graph!.node.map((n) => n.opType));
+      expect(ops.has('SimplifiedLayerNormalization')).toBe(true);
+      expect(ops.has('QuickGelu')).toBe(true);
+      expect(ops.has('Sigmoid')).toBe(false);
+      copyFileSync(join(TINY, 'config.json'), join(d, 'config.json'));
+      const a = await inspectModel(TINY);
+      const b = await inspectModel(d);
+      expect(b.arch).toEqual(a.arch);
+      expect(b.points.map((p) => [p.name, p.dim])).toEqual(a.points.map((p) => [p.name, p.dim]));
+      const e1 = await openCaptureEngine(d, { capture: ['final', 'mlp', 'resid'], device: 'cpu' });
+      const e2 = await openCaptureEngine(TINY, { capture: ['final', 'mlp', 'resid'], device: 'cpu' });
+      try {
+        const batch = padBatch([[1, 20, 30, 40, 50, 60], [1, 7, 8]], 0, 'left');
+        const x = await e1.run(batch);
+        const y = await e2.run(batch);
+        for (const h of e1.hooks) expect(relErr(x.get(h.name)!, y.get(h.name)!), h.name).toBeLessThan(1e-4);
+      } finally {
+        await e1.close();
+        await e2.close();
+      }
+    } finally {
+      rmSync(d, { recursive: true, force: true });
+    }
+  });
+});
 
 describe('Gemm projections (transB=1, 2-D reshapes around them)', () => {
   it('are discovered with layout out_in and capture like the MatMul model', async () => {
@@ -147,6 +185,97 @@ describe('MatMulNBits (int4) projections', () => {
     } finally {
       rmSync(d, { recursive: true, force: true });
       rmSync(dq, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('transformers.js folder layout (onnx/ subfolder, tokenizer and config at the root)', () => {
+  it('finds the graph, the config and the tokenizer', async () => {
+    const { mkdirSync } = await import('node:fs');
+    const { loadTokenizer } = await import('../../src/extract/tokenize.js');
+    const d = mkdtempSync(join(tmpdir(), 'lobes-tjs-'));
+    try {
+      mkdirSync(join(d, 'onnx'));
+      copyFileSync(join(TINY, 'model.onnx'), join(d, 'onnx', 'model.onnx'));
+      for (const f of ['tokenizer.json', 'tokenizer_config.json', 'config.json']) copyFileSync(join(TINY, f), join(d, f));
+      const want = await inspectModel(TINY);
+      expect((await inspectModel(d)).arch).toEqual(want.arch);
+      expect((await inspectModel(join(d, 'onnx', 'model.onnx'))).arch).toEqual(want.arch);
+      const t1 = await loadTokenizer(join(d, 'onnx', 'model.onnx'), { maxTokens: null, chatTemplate: false });
+      const t2 = await loadTokenizer(TINY, { maxTokens: null, chatTemplate: false });
+      expect(t1.encode('hello there').ids).toEqual(t2.encode('hello there').ids);
+    } finally {
+      rmSync(d, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('a graph without an attention_mask input', () => {
+  it('gets a selection-only mask; padded rows run one at a time and match the masked model', async () => {
+    const src = loadModel(TINY);
+    const model: ModelProto = structuredClone(src.model);
+    const g = model.graph!;
+    const ids = g.input.find((v) => v.name === 'input_ids')!.name!;
+    g.input = g.input.filter((v) => v.name !== 'attention_mask');
+    // attention_mask becomes ones(shape(input_ids)) inside the graph.
+    g.node.unshift(
+      makeNode('Shape', [ids], ['nomask.shape']),
+      makeNode('ConstantOfShape', ['nomask.shape'], ['attention_mask'], { value: makeTensor('one', DataType.INT64, [1], BigInt64Array.from([1n])) }),
+    );
+    const d = mkdtempSync(join(tmpdir(), 'lobes-nomask-'));
+    try {
+      writeModel(join(d, 'model.onnx'), model);
+      const info = await inspectModel(d);
+      expect(info.inputs.map((i) => i.name)).not.toContain('attention_mask');
+      const e1 = await openCaptureEngine(d, { capture: ['final', 'mlp'], device: 'cpu' });
+      const e2 = await openCaptureEngine(TINY, { capture: ['final', 'mlp'], device: 'cpu' });
+      try {
+        for (const side of ['left', 'right'] as const) {
+          const b = padBatch([[1, 20, 30, 40, 50, 60], [1, 7, 8], [1, 9]], 0, side);
+          const x = await e1.run(b);
+          const y = await e2.run(b);
+          for (const h of e1.hooks) expect(relErr(x.get(h.name)!, y.get(h.name)!), `${side} ${h.name}`).toBeLessThan(1e-5);
+        }
+      } finally {
+        await e1.close();
+        await e2.close();
+      }
+    } finally {
+      rmSync(d, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('an export that keeps only the last position before lm_head', () => {
+  it('captures final.hidden at each row’s last real token anyway', async () => {
+    const src = loadModel(TINY);
+    const info = await inspectModel(TINY);
+    const lmW = info.points.find((p) => p.name === 'final.hidden')!.projections![0]!.weight;
+    const model: ModelProto = structuredClone(src.model);
+    const g = model.graph!;
+    const lm = g.node.find((n) => n.input[1] === lmW)!;
+    const x = lm.input[0]!;
+    g.initializer.push(
+      makeTensor('keep.start', DataType.INT64, [1], BigInt64Array.from([-1n])),
+      makeTensor('keep.end', DataType.INT64, [1], BigInt64Array.from([9223372036854775807n])),
+      makeTensor('keep.axis', DataType.INT64, [1], BigInt64Array.from([1n])),
+    );
+    g.node.splice(g.node.indexOf(lm), 0, makeNode('Slice', [x, 'keep.start', 'keep.end', 'keep.axis'], ['keep.last']));
+    lm.input[0] = 'keep.last';
+    const d = mkdtempSync(join(tmpdir(), 'lobes-keep1-'));
+    try {
+      writeModel(join(d, 'model.onnx'), model);
+      const e1 = await openCaptureEngine(d, { capture: ['final'], device: 'cpu' });
+      const e2 = await openCaptureEngine(TINY, { capture: ['final'], device: 'cpu' });
+      try {
+        const b = padBatch([[1, 20, 30, 40, 50, 60], [1, 7, 8]], 0, 'right');
+        expect(relErr((await e1.run(b)).get('final.hidden')!, (await e2.run(b)).get('final.hidden')!)).toBeLessThan(1e-6);
+      } finally {
+        await e1.close();
+        await e2.close();
+      }
+    } finally {
+      rmSync(d, { recursive: true, force: true });
     }
   });
 });
