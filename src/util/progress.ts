@@ -68,8 +68,10 @@ export class Progress {
     this.lastDraw = now;
     const secs = Math.max((now - this.start) / 1000, 1e-9);
     const unit = this.opts.unit ?? 'items';
-    const rates = [`${fmtRate(this.done / secs)} ${unit}/s`];
-    for (const [k, v] of this.extra) rates.push(`${fmtRate(v / secs)} ${k}/s`);
+    // Rates over less than half a second are noise; show them once there is something to average.
+    const rate = (v: number) => (secs < 0.5 ? '-' : fmtRate(v / secs));
+    const rates = [`${rate(this.done)} ${unit}/s`];
+    for (const [k, v] of this.extra) rates.push(`${rate(v)} ${k}/s`);
     const total = this.opts.total;
     let eta = '';
     if (total > 0 && this.done > 0 && this.done < total) eta = ` ETA ${fmtTime(((total - this.done) * secs) / this.done)}`;

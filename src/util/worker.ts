@@ -1,21 +1,27 @@
 import { Worker, type WorkerOptions } from 'node:worker_threads';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
 
 /**
  * Start a worker thread from a module next to the caller, in both the built package
- * (dist/*.js) and the TypeScript sources under test (src/*.ts, loaded through tsx).
+ * (dist/*.js) and the TypeScript sources under test (src/*.ts):
  *
  *   const w = startWorker(new URL('./pool.worker.js', import.meta.url), { workerData })
  *
- * Always name the `.js` file; when only the `.ts` source exists, it is used with tsx.
+ * Always name the `.js` file. When only the `.ts` source exists, the worker starts from a
+ * small ESM bootstrap that registers tsx's loader inside the worker and then imports the
+ * source (`--import tsx` in a worker's execArgv does not apply to its entry module on Node 20).
  */
 export function startWorker(url: URL, options: WorkerOptions = {}): Worker {
   const file = fileURLToPath(url);
   if (existsSync(file)) return new Worker(file, options);
   const ts = file.replace(/\.js$/, '.ts');
   if (!existsSync(ts)) throw new Error(`worker module not found: ${file}`);
-  return new Worker(ts, { ...options, execArgv: [...(options.execArgv ?? []), '--import', 'tsx'] });
+  const req = createRequire(import.meta.url);
+  const api = pathToFileURL(req.resolve('tsx/esm/api').replace(/\.cjs$/, '.mjs')).href;
+  const code = `import(${JSON.stringify(api)}).then((m) => { m.register(); return import(${JSON.stringify(pathToFileURL(ts).href)}); });`;
+  return new Worker(code, { ...options, eval: true });
 }
 
 /** Number of worker threads to use by default: all cores, at least one. */

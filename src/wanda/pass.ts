@@ -4,11 +4,6 @@
  * each job streams its rows in 1 MiB reads, so memory holds one read buffer and one C per
  * thread besides the results. Every group, regrouping and permutation afterwards needs only C.
  */
-import { Worker as NodeWorker } from 'node:worker_threads';
-import { existsSync, readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { fileURLToPath, pathToFileURL } from 'node:url';
-import * as path from 'node:path';
 import { startWorker, defaultThreads } from '../util/worker.js';
 import { LobesError } from '../util/errors.js';
 import { columnBlockSums, expectedBytes, rowSlice, type MatrixRef } from './kernel.js';
@@ -124,20 +119,6 @@ export async function weightPass(matrices: MatrixRef[], opts: WeightPassOptions)
   return out;
 }
 
-/**
- * Start the column-sum worker: the built module when it exists (dist/), else the TypeScript
- * source with tsx registered inside the worker first (`--import tsx` in a worker's execArgv
- * does not take effect for the worker's entry module on Node 20).
- */
 function startColsumWorker(): Worker {
-  const url = new URL('./colsum.worker.js', import.meta.url);
-  if (existsSync(fileURLToPath(url))) return startWorker(url);
-  const ts = fileURLToPath(url).replace(/\.js$/, '.ts');
-  const req = createRequire(import.meta.url);
-  const pkgFile = req.resolve('tsx/package.json');
-  const pkg = JSON.parse(readFileSync(pkgFile, 'utf8'));
-  const rel = pkg.exports?.['./esm/api']?.import?.default ?? './dist/esm/api/index.mjs';
-  const api = pathToFileURL(path.join(path.dirname(pkgFile), rel)).href;
-  const code = `import(${JSON.stringify(api)}).then((m) => { m.register(); return import(${JSON.stringify(pathToFileURL(ts).href)}); });`;
-  return new NodeWorker(code, { eval: true });
+  return startWorker(new URL('./colsum.worker.js', import.meta.url));
 }
