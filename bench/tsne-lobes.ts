@@ -8,7 +8,8 @@
 import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { readNpy, encodeNpy } from '../src/cluster/npy.js';
-import { pca } from '../src/cluster/pca.js';
+import { pca, pcaParallel } from '../src/cluster/pca.js';
+import { TsnePool } from '../src/cluster/pool.js';
 import { Tsne } from '../src/cluster/tsne.js';
 
 const { positionals, values } = parseArgs({
@@ -38,18 +39,20 @@ const lap = (name: string) => {
   stages[name] = Math.round(t - last) / 1000;
   last = t;
 };
+const threads = Number(values.threads);
+const pool = threads > 1 ? await TsnePool.start(threads - 1) : null;
 const k = Number(values.pca);
 let feats: Float64Array;
 let fd = d;
 let explained = 1;
 if (k > 0 && k < d) {
-  const r = pca(data, n, d, k, { seed });
+  const r = pool && d > 256 ? await pcaParallel(data, n, d, k, { seed }, pool) : pca(data, n, d, k, { seed });
   feats = r.scores;
   fd = r.k;
   explained = r.explainedVariance;
 } else feats = Float64Array.from(data);
 lap('pca');
-const t = await Tsne.create(feats, n, fd, { perplexity: Number(values.perplexity), seed, threads: Number(values.threads), theta: Number(values.theta), iterations: Number(values.iterations) });
+const t = await Tsne.create(feats, n, fd, { perplexity: Number(values.perplexity), seed, threads, theta: Number(values.theta), iterations: Number(values.iterations), pool: pool ?? undefined });
 lap('knn+P');
 t.init();
 await t.run();
@@ -57,6 +60,7 @@ lap('optimize');
 const seconds = (performance.now() - t0) / 1000;
 const cpuSeconds = cpu() - c0;
 await t.close();
+await pool?.close();
 const kl = t.klDivergence();
 writeFileSync(output, encodeNpy(t.embedding, [n, 2]));
 process.stdout.write(JSON.stringify({ seconds, cpuSeconds, stages, kl, pcaExplained: explained, learningRate: t.opts.learningRate }) + '\n');

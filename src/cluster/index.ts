@@ -20,10 +20,11 @@ import { LOBES_VERSION } from '../version.js';
 import type { RunReader } from '../store/types.js';
 import type { ClusterCoords, ClusterMetrics, ClusterSettings, SpaceMetrics } from './types.js';
 import { readNpy } from './npy.js';
-import { pca } from './pca.js';
+import { pca, pcaParallel, type PcaOptions, type PcaResult } from './pca.js';
+import { TsnePool } from './pool.js';
 import { Tsne } from './tsne.js';
 import { checkPerplexity } from './affinity.js';
-import { gramDistances, probeAccuracy, spaceMetrics } from './metrics.js';
+import { distanceMatrix, gramDistances, permutationLabels, probeAccuracy, probePermutationLabels, spaceMetrics } from './metrics.js';
 
 export { Tsne, type TsneOptions, exactGradient, exactKl, tsneGradient } from './tsne.js';
 export { pca, type PcaResult } from './pca.js';
@@ -242,126 +243,153 @@ export async function runCluster(input: RunReader | string, opts: ClusterOptions
   const classes = [...new Set(inp.labels)].sort();
   const codeOf = new Map(classes.map((c, i) => [c, i]));
   const codes = Int32Array.from(inp.labels, (l) => codeOf.get(l)!);
-  // PCA
-  const pcaTarget = opts.pca ?? 50;
-  let feats: Float64Array;
-  let fd: number;
-  let explained = 1;
-  if (pcaTarget > 0 && pcaTarget < d) {
-    say(`PCA ${n} × ${d} -> ${Math.min(pcaTarget, n)}`);
-    const r = pca(X, n, d, pcaTarget, { seed });
-    feats = r.scores;
-    fd = r.k;
-    explained = r.explainedVariance;
-    say(`PCA keeps ${(explained * 100).toFixed(1)}% of the variance`);
-  } else {
-    feats = Float64Array.from(X);
-    fd = d;
-  }
-  lap('pca');
-  // t-SNE
+  // worker threads for PCA, kNN and the gradient (results do not depend on their number)
   const threads = opts.threads ?? (await defaultThreads());
-  const tsne = await Tsne.create(feats, n, fd, { perplexity, seed, theta: opts.theta, iterations: opts.iterations, earlyExaggeration: opts.earlyExaggeration, threads }, (s) => say(s));
-  let Y: Float64Array;
-  let kl: number;
+  const pool = threads > 1 && n >= 2000 ? await TsnePool.start(threads - 1) : null;
+  const runPca = (M: Float32Array, rows: number, dim: number, k: number, po: PcaOptions): Promise<PcaResult> | PcaResult =>
+    pool && dim > 256 ? pcaParallel(M, rows, dim, k, po, pool) : pca(M, rows, dim, k, po);
   try {
-    tsne.init();
-    const prog = new Progress({ label: 'cluster t-SNE', total: tsne.opts.iterations, unit: 'iterations', quiet: opts.quiet });
-    await tsne.run(() => prog.tick(1));
-    prog.finish();
-    Y = tsne.embedding;
-    kl = tsne.klDivergence();
-  } finally {
-    await tsne.close();
-  }
-  lap('tsne');
-  say(`KL divergence ${kl.toFixed(4)}`);
-  // metrics on a seeded stratified subsample
-  const maxPts = opts.maxMetricPoints ?? 2000;
-  const rows = stratifiedSample(codes, classes.length, maxPts, seed);
-  const m = rows.length;
-  const sub = Int32Array.from(rows, (r) => codes[r]);
-  const Xs = take(X, d, rows);
-  const Fs = take(feats, fd, rows);
-  const Ys = take(Y, 2, rows);
-  const B = opts.bootstrap ?? 1000;
-  const R = opts.permutations ?? 200;
-  const Rp = opts.probePermutations ?? Math.min(R, 50);
-  const mopts = { k: opts.knnK ?? 10, bootstrap: B, permutations: R, probePermutations: Rp, seed, probe: { folds: opts.folds ?? 5 } };
-  const spaces: SpaceMetrics[] = [];
-  say(`metrics on ${m} points (${B} bootstrap resamples, ${R} permutations, ${Rp} for the probe)`);
-  const G = gramDistances(Xs, m, d);
-  spaces.push(spaceMetrics({ space: 'original-cosine', X: Xs, d, distance: 'cosine', probe: null, D: G.cosine }, m, sub, classes, mopts));
-  spaces.push(spaceMetrics({ space: 'original-euclidean', X: Xs, d, distance: 'euclidean', probe: { X: Fs, d: fd }, D: G.euclidean }, m, sub, classes, mopts));
-  spaces.push(spaceMetrics({ space: 'embedding', X: Ys, d: 2, distance: 'euclidean', probe: { X: Ys, d: 2 } }, m, sub, classes, mopts));
-  lap('metrics');
-  // layer sweep
-  let sweep: ClusterMetrics['sweep'];
-  if (opts.sweep) {
-    if (!inp.run) throw new LobesError('--sweep needs a run directory (a matrix file has one layer)');
-    const layers = inp.run
-      .hooks()
-      .map((h) => ({ h, m: /^layers\.(\d+)\.resid_out$/.exec(h.name) }))
-      .filter((x) => x.m)
-      .sort((a, b) => Number(a.m![1]) - Number(b.m![1]));
-    if (layers.length === 0) throw new LobesError('--sweep: the run has no layers.{i}.resid_out capture points', { file: inp.source, hint: 'extract with --capture resid' });
-    sweep = [];
-    const prog = new Progress({ label: 'cluster sweep', total: layers.length, unit: 'layers', quiet: opts.quiet });
-    for (const { h } of layers) {
-      const L = await inp.run.read(h.name, rows);
-      for (let t = 0; t < L.length; t++) if (!Number.isFinite(L[t])) throw new LobesError(`non-finite value at row ${rows[Math.floor(t / h.dim)]}`, { file: inp.source, where: h.name });
-      const k = Math.min(pcaTarget > 0 ? pcaTarget : h.dim, h.dim, m);
-      const P = k < h.dim ? pca(L, m, h.dim, k, { seed }).scores : Float64Array.from(L);
-      const r = probeAccuracy(P, m, k, sub, classes.length, B, seed, { folds: opts.folds ?? 5 });
-      sweep.push({ point: h.name, probeAccuracy: r.value, ci95: r.ci95 });
-      prog.tick(1);
+    // PCA
+    const pcaTarget = opts.pca ?? 50;
+    let feats: Float64Array;
+    let fd: number;
+    let explained = 1;
+    if (pcaTarget > 0 && pcaTarget < d) {
+      say(`PCA ${n} × ${d} -> ${Math.min(pcaTarget, n)}`);
+      const r = await runPca(X, n, d, pcaTarget, { seed });
+      feats = r.scores;
+      fd = r.k;
+      explained = r.explainedVariance;
+      say(`PCA keeps ${(explained * 100).toFixed(1)}% of the variance`);
+    } else {
+      feats = Float64Array.from(X);
+      fd = d;
     }
-    prog.finish();
-    lap('sweep');
+    lap('pca');
+    // t-SNE
+    const tsne = await Tsne.create(feats, n, fd, { perplexity, seed, theta: opts.theta, iterations: opts.iterations, earlyExaggeration: opts.earlyExaggeration, threads, pool: pool ?? undefined }, (s) => say(s));
+    let Y: Float64Array;
+    let kl: number;
+    try {
+      tsne.init();
+      const prog = new Progress({ label: 'cluster t-SNE', total: tsne.opts.iterations, unit: 'iterations', quiet: opts.quiet });
+      await tsne.run(() => prog.tick(1));
+      prog.finish();
+      Y = tsne.embedding;
+      kl = tsne.klDivergence();
+    } finally {
+      await tsne.close();
+    }
+    lap('tsne');
+    say(`KL divergence ${kl.toFixed(4)}`);
+    // metrics on a seeded stratified subsample
+    const maxPts = opts.maxMetricPoints ?? 2000;
+    const rows = stratifiedSample(codes, classes.length, maxPts, seed);
+    const m = rows.length;
+    const sub = Int32Array.from(rows, (r) => codes[r]);
+    const Xs = take(X, d, rows);
+    const Fs = take(feats, fd, rows);
+    const Ys = take(Y, 2, rows);
+    const B = opts.bootstrap ?? 1000;
+    const R = opts.permutations ?? 200;
+    const Rp = opts.probePermutations ?? Math.min(R, 50);
+    const mopts = { k: opts.knnK ?? 10, bootstrap: B, permutations: R, probePermutations: Rp, seed, probe: { folds: opts.folds ?? 5 } };
+    const spaces: SpaceMetrics[] = [];
+    say(`metrics on ${m} points (${B} bootstrap resamples, ${R} permutations, ${Rp} for the probe)`);
+    // the probe's permutations retrain every fold: spread them over the worker threads
+    const probeNull = async (F: Float64Array, fdim: number): Promise<Float64Array | undefined> =>
+      pool && Rp > 0 ? pool.probeAccuracies(F, m, fdim, probePermutationLabels(sub, Rp, seed), classes.length, { ...mopts.probe, seed }) : undefined;
+    // so do the silhouette permutations (O(m²) each)
+    const perms = pool && R > 0 ? permutationLabels(sub, R, seed) : null;
+    const silNull = async (D: Float64Array) => (pool && perms ? pool.silhouettes(D, m, perms, classes.length) : undefined);
+    lap('metrics-setup');
+    const G = pool ? await pool.gramDistances(Xs, m, d) : gramDistances(Xs, m, d);
+    lap('metrics-distances');
+    spaces.push(spaceMetrics({ space: 'original-cosine', X: Xs, d, distance: 'cosine', probe: null, D: G.cosine, silhouetteNull: await silNull(G.cosine) }, m, sub, classes, mopts));
+    lap('metrics-original-cosine');
+    spaces.push(
+      spaceMetrics(
+        { space: 'original-euclidean', X: Xs, d, distance: 'euclidean', probe: { X: Fs, d: fd }, D: G.euclidean, probeNull: await probeNull(Fs, fd), silhouetteNull: await silNull(G.euclidean) },
+        m,
+        sub,
+        classes,
+        mopts,
+      ),
+    );
+    lap('metrics-original-euclidean');
+    const DY = distanceMatrix(Ys, m, 2, 'euclidean');
+    spaces.push(spaceMetrics({ space: 'embedding', X: Ys, d: 2, distance: 'euclidean', probe: { X: Ys, d: 2 }, D: DY, probeNull: await probeNull(Ys, 2), silhouetteNull: await silNull(DY) }, m, sub, classes, mopts));
+    lap('metrics-embedding');
+    // layer sweep
+    let sweep: ClusterMetrics['sweep'];
+    if (opts.sweep) {
+      if (!inp.run) throw new LobesError('--sweep needs a run directory (a matrix file has one layer)');
+      const layers = inp.run
+        .hooks()
+        .map((h) => ({ h, m: /^layers\.(\d+)\.resid_out$/.exec(h.name) }))
+        .filter((x) => x.m)
+        .sort((a, b) => Number(a.m![1]) - Number(b.m![1]));
+      if (layers.length === 0) throw new LobesError('--sweep: the run has no layers.{i}.resid_out capture points', { file: inp.source, hint: 'extract with --capture resid' });
+      sweep = [];
+      const prog = new Progress({ label: 'cluster sweep', total: layers.length, unit: 'layers', quiet: opts.quiet });
+      for (const { h } of layers) {
+        const L = await inp.run.read(h.name, rows);
+        for (let t = 0; t < L.length; t++) if (!Number.isFinite(L[t])) throw new LobesError(`non-finite value at row ${rows[Math.floor(t / h.dim)]}`, { file: inp.source, where: h.name });
+        const k = Math.min(pcaTarget > 0 ? pcaTarget : h.dim, h.dim, m);
+        const P = k < h.dim ? (await runPca(L, m, h.dim, k, { seed })).scores : Float64Array.from(L);
+        const r = probeAccuracy(P, m, k, sub, classes.length, B, seed, { folds: opts.folds ?? 5 });
+        sweep.push({ point: h.name, probeAccuracy: r.value, ci95: r.ci95 });
+        prog.tick(1);
+      }
+      prog.finish();
+      lap('sweep');
+    }
+    const probeFolds = Math.max(2, Math.min(opts.folds ?? 5, ...classes.map((_, c) => sub.filter((v) => v === c).length)));
+    const settings: ClusterSettings = {
+      point: inp.kind === 'run' ? opts.point ?? 'final.hidden' : opts.point ?? '',
+      by: inp.kind === 'run' ? opts.by ?? 'aspect' : path.resolve(opts.labels!),
+      seed,
+      perplexity,
+      pcaDims: fd < d ? fd : 0,
+      theta: tsne.opts.theta,
+      iterations: tsne.opts.iterations,
+      earlyExaggeration: tsne.opts.earlyExaggeration,
+      bootstrap: B,
+      permutations: R,
+      source: inp.source,
+      learningRate: tsne.opts.learningRate,
+      exaggerationIterations: tsne.opts.exaggerationIterations,
+      knnK: mopts.k,
+      probeFolds,
+      probePermutations: Rp,
+      metricSample: m,
+      input: inp.kind,
+      lobesVersion: LOBES_VERSION,
+    };
+    const coords: ClusterCoords = { ids: inp.ids, labels: inp.labels, xy: Array.from(Y), ...(inp.text ? { text: inp.text } : {}) };
+    const metrics: ClusterMetrics = {
+      classes,
+      n,
+      dim: d,
+      pcaExplainedVariance: explained,
+      klDivergence: kl,
+      spaces,
+      ...(sweep ? { sweep } : {}),
+      klMethod: n <= 5000 || tsne.opts.theta === 0 ? 'exact' : 'barnes-hut',
+      pcaDims: fd,
+      metricSample: m,
+      timings,
+    };
+    let outDir: string | null = null;
+    if (!opts.noWrite) {
+      outDir = inp.outDir;
+      writeOutputs(outDir, settings, coords, metrics);
+      say(`wrote ${outDir}`);
+    }
+    return { settings, coords, metrics, outDir };
+  } finally {
+    await pool?.close();
   }
-  const probeFolds = Math.max(2, Math.min(opts.folds ?? 5, ...classes.map((_, c) => sub.filter((v) => v === c).length)));
-  const settings: ClusterSettings = {
-    point: inp.kind === 'run' ? opts.point ?? 'final.hidden' : opts.point ?? '',
-    by: inp.kind === 'run' ? opts.by ?? 'aspect' : path.resolve(opts.labels!),
-    seed,
-    perplexity,
-    pcaDims: fd < d ? fd : 0,
-    theta: tsne.opts.theta,
-    iterations: tsne.opts.iterations,
-    earlyExaggeration: tsne.opts.earlyExaggeration,
-    bootstrap: B,
-    permutations: R,
-    source: inp.source,
-    learningRate: tsne.opts.learningRate,
-    exaggerationIterations: tsne.opts.exaggerationIterations,
-    knnK: mopts.k,
-    probeFolds,
-    probePermutations: Rp,
-    metricSample: m,
-    input: inp.kind,
-    lobesVersion: LOBES_VERSION,
-  };
-  const coords: ClusterCoords = { ids: inp.ids, labels: inp.labels, xy: Array.from(Y), ...(inp.text ? { text: inp.text } : {}) };
-  const metrics: ClusterMetrics = {
-    classes,
-    n,
-    dim: d,
-    pcaExplainedVariance: explained,
-    klDivergence: kl,
-    spaces,
-    ...(sweep ? { sweep } : {}),
-    klMethod: n <= 5000 || tsne.opts.theta === 0 ? 'exact' : 'barnes-hut',
-    pcaDims: fd,
-    metricSample: m,
-    timings,
-  };
-  let outDir: string | null = null;
-  if (!opts.noWrite) {
-    outDir = inp.outDir;
-    writeOutputs(outDir, settings, coords, metrics);
-    say(`wrote ${outDir}`);
-  }
-  return { settings, coords, metrics, outDir };
 }
 
 function csvField(s: string): string {

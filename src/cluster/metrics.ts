@@ -18,7 +18,7 @@
  *  - permutation p = (1 + #{null ≥ observed}) / (1 + R), labels shuffled R times.
  */
 import { Rng } from '../util/rng.js';
-import { crossValidatedPredictions, type ProbeOptions } from './probe.js';
+import { crossValidatedPredictions, probeCvAccuracy, type ProbeOptions } from './probe.js';
 import type { MetricWithCI, SpaceMetrics } from './types.js';
 
 export type Distance = 'euclidean' | 'cosine';
@@ -84,8 +84,14 @@ export function distanceMatrix(X: Float64Array | Float32Array, n: number, d: num
  */
 export function gramDistances(X: Float64Array | Float32Array, n: number, d: number): { euclidean: Float64Array; cosine: Float64Array } {
   const G = new Float64Array(n * n);
-  for (let i0 = 0; i0 < n; i0 += 4) {
-    const m = Math.min(4, n - i0);
+  gramRows(X, n, d, G, 0, n);
+  return distancesFromGram(G, n);
+}
+
+/** Upper triangle (j ≥ i) of the Gram matrix for rows [r0, r1), four rows at a time; each entry is the same whatever the range. */
+export function gramRows(X: Float64Array | Float32Array, n: number, d: number, G: Float64Array, r0: number, r1: number): void {
+  for (let i0 = r0; i0 < r1; i0 += 4) {
+    const m = Math.min(4, r1 - i0);
     const q0 = i0 * d;
     const q1 = m > 1 ? q0 + d : q0;
     const q2 = m > 2 ? q0 + 2 * d : q0;
@@ -109,6 +115,10 @@ export function gramDistances(X: Float64Array | Float32Array, n: number, d: numb
       if (m > 3) G[(i0 + 3) * n + j] = s3;
     }
   }
+}
+
+/** Euclidean and cosine distances from the upper triangle of a Gram matrix. */
+export function distancesFromGram(G: Float64Array, n: number): { euclidean: Float64Array; cosine: Float64Array } {
   const euclidean = new Float64Array(n * n);
   const cosine = new Float64Array(n * n);
   for (let i = 0; i < n; i++) {
@@ -279,6 +289,44 @@ export interface SpaceInput {
   probe: { X: Float64Array; d: number } | null;
   /** Precomputed distance matrix [n, n] for `distance` (computed when absent). */
   D?: Float64Array;
+  /** Precomputed probe accuracies for probePermutationLabels(...) (e.g. from worker threads). */
+  probeNull?: Float64Array;
+  /** Precomputed mean silhouettes for permutationLabels(...) (e.g. from worker threads). */
+  silhouetteNull?: Float64Array;
+}
+
+/** The label permutations of the silhouette and kNN p-values (the same draws spaceMetrics makes). */
+export function permutationLabels(labels: Int32Array, count: number, seed: number): Int32Array[] {
+  const permRng = new Rng(seed).fork();
+  const perm = Int32Array.from(labels);
+  const out: Int32Array[] = [];
+  for (let r = 0; r < count; r++) {
+    permRng.shuffle(perm);
+    out.push(Int32Array.from(perm));
+  }
+  return out;
+}
+
+/** Mean silhouette for labels `labels` from a distance matrix. */
+export function meanSilhouette(D: Float64Array, n: number, labels: Int32Array, nClasses: number): number {
+  return mean(silhouetteSamples(D, n, labels, nClasses));
+}
+
+/**
+ * The label permutations the probe's p-value uses (the same draws spaceMetrics makes), so they
+ * can be evaluated elsewhere (worker threads) with identical results.
+ */
+export function probePermutationLabels(labels: Int32Array, count: number, seed: number): Int32Array[] {
+  const rng = new Rng(seed);
+  rng.fork(); // the silhouette/kNN permutations' generator
+  const pr = rng.fork();
+  const pl = Int32Array.from(labels);
+  const out: Int32Array[] = [];
+  for (let r = 0; r < count; r++) {
+    pr.shuffle(pl);
+    out.push(Int32Array.from(pl));
+  }
+  return out;
 }
 
 export interface MetricOptions {
@@ -325,23 +373,19 @@ export function spaceMetrics(input: SpaceInput, n: number, labels: Int32Array, c
   const permRng = rng.fork();
   for (let r = 0; r < R; r++) {
     permRng.shuffle(perm);
-    nullSil[r] = mean(silhouetteSamples(D, n, perm, C));
+    nullSil[r] = input.silhouetteNull ? input.silhouetteNull[r] : mean(silhouetteSamples(D, n, perm, C));
     const pp = knnPredict(nbrs, n, k, perm, C);
     let h = 0;
     for (let i = 0; i < n; i++) if (pp[i] === perm[i]) h++;
     nullKnn[r] = h / n;
   }
-  let nullProbe = new Float64Array(0);
+  let nullProbe: Float64Array = new Float64Array(0);
   if (input.probe && Rp > 0) {
-    nullProbe = new Float64Array(Rp);
-    const pr = rng.fork();
-    const pl = Int32Array.from(labels);
-    for (let r = 0; r < Rp; r++) {
-      pr.shuffle(pl);
-      const pp = crossValidatedPredictions(input.probe.X, n, input.probe.d, pl, C, { ...opts.probe, seed: opts.seed ?? 0 });
-      let h = 0;
-      for (let i = 0; i < n; i++) if (pp[i] === pl[i]) h++;
-      nullProbe[r] = h / n;
+    rng.fork(); // the probe permutations' generator (see probePermutationLabels)
+    if (input.probeNull) nullProbe = input.probeNull;
+    else {
+      const perms = probePermutationLabels(labels, Rp, opts.seed ?? 0);
+      nullProbe = Float64Array.from(perms, (pl) => probeCvAccuracy(input.probe!.X, n, input.probe!.d, pl, C, { ...opts.probe, seed: opts.seed ?? 0 }));
     }
   }
   const bootRng = rng.fork();

@@ -29,8 +29,42 @@ export interface PcaOptions {
   method?: 'auto' | 'exact' | 'randomized';
 }
 
-/** PCA of X [n, d] (row-major) to k components. */
+/** A matrix product the PCA needs: Xc·B ('xb', B [d, l]) or Xcᵀ·B ('xtb', B [n, l]). */
+export interface MulRequest {
+  op: 'xb' | 'xtb';
+  X: Float32Array;
+  n: number;
+  d: number;
+  B: Float64Array;
+  l: number;
+}
+
+/** Something that computes MulRequests in parallel (TsnePool). */
+export interface MatMulPool {
+  matmul(req: MulRequest): Promise<Float64Array>;
+}
+
+/** PCA of X [n, d] (row-major) to k components, in this thread. */
 export function pca(X: Float32Array | Float64Array, n: number, d: number, k: number, opts: PcaOptions = {}): PcaResult {
+  const gen = pcaSteps(X, n, d, k, opts, false);
+  let r = gen.next();
+  while (!r.done) {
+    const q = r.value;
+    r = gen.next(q.op === 'xb' ? mulXB(q.X, q.n, q.d, q.B, q.l) : mulXtB(q.X, q.n, q.d, q.B, q.l));
+  }
+  return r.value;
+}
+
+/** PCA with the large matrix products split across a pool's threads (identical results). */
+export async function pcaParallel(X: Float32Array | Float64Array, n: number, d: number, k: number, opts: PcaOptions, pool: MatMulPool): Promise<PcaResult> {
+  const gen = pcaSteps(X, n, d, k, opts, true);
+  let r = gen.next();
+  while (!r.done) r = gen.next(await pool.matmul(r.value));
+  return r.value;
+}
+
+/** The algorithm, yielding each large product to the driver. */
+function* pcaSteps(X: Float32Array | Float64Array, n: number, d: number, k: number, opts: PcaOptions, shared: boolean): Generator<MulRequest, PcaResult, Float64Array> {
   k = Math.max(1, Math.min(k, n, d));
   const rng = new Rng(opts.seed ?? 0);
   const q = opts.powerIterations ?? 2;
@@ -42,7 +76,7 @@ export function pca(X: Float32Array | Float64Array, n: number, d: number, k: num
     for (let j = 0; j < d; j++) mean[j] += X[o + j];
   }
   for (let j = 0; j < d; j++) mean[j] /= n;
-  const Xc = new Float32Array(n * d);
+  const Xc = new Float32Array(shared ? new SharedArrayBuffer(n * d * 4) : new ArrayBuffer(n * d * 4));
   let total = 0;
   for (let i = 0; i < n; i++) {
     const o = i * d;
@@ -58,16 +92,16 @@ export function pca(X: Float32Array | Float64Array, n: number, d: number, k: num
   // Sketch: Yk = Xc · Omega  [n, l]
   const omega = new Float64Array(d * l);
   for (let i = 0; i < omega.length; i++) omega[i] = rng.normal();
-  let Q = mulXB(Xc, n, d, omega, l);
+  let Q: Float64Array = yield { op: 'xb', X: Xc, n, d, B: omega, l };
   orthonormalize(Q, n, l);
   for (let it = 0; it < q; it++) {
-    const Z = mulXtB(Xc, n, d, Q, l); // [d, l]
+    const Z: Float64Array = yield { op: 'xtb', X: Xc, n, d, B: Q, l }; // [d, l]
     orthonormalize(Z, d, l);
-    Q = mulXB(Xc, n, d, Z, l);
+    Q = yield { op: 'xb', X: Xc, n, d, B: Z, l };
     orthonormalize(Q, n, l);
   }
   // B = Qᵀ Xc [l, d]; B Bᵀ = (Xcᵀ Q)ᵀ (Xcᵀ Q)
-  const Zt = mulXtB(Xc, n, d, Q, l); // [d, l] = Bᵀ
+  const Zt: Float64Array = yield { op: 'xtb', X: Xc, n, d, B: Q, l }; // [d, l] = Bᵀ
   const G = new Float64Array(l * l);
   for (let r = 0; r < d; r++) {
     const o = r * l;
@@ -141,10 +175,17 @@ function fixSigns(scores: Float64Array, n: number, k: number): void {
   }
 }
 
-/** X [n, d] float32 times B [d, l] -> [n, l], four rows of X at a time (B streamed once per block). */
+/** X [n, d] float32 times B [d, l] -> [n, l]. */
 function mulXB(X: Float32Array, n: number, d: number, B: Float64Array, l: number): Float64Array {
   const out = new Float64Array(n * l);
-  let i = 0;
+  mulXBRows(X, d, B, l, out, 0, n);
+  return out;
+}
+
+/** Rows [r0, r1) of X·B into out, four rows at a time (B streamed once per block); each row's sums do not depend on the range. */
+export function mulXBRows(X: Float32Array, d: number, B: Float64Array, l: number, out: Float64Array, r0: number, r1: number): void {
+  const n = r1;
+  let i = r0;
   for (; i + 4 <= n; i += 4) {
     const x0 = i * d;
     const x1 = x0 + d;
@@ -178,12 +219,17 @@ function mulXB(X: Float32Array, n: number, d: number, B: Float64Array, l: number
       for (let c = 0; c < l; c++) out[oo + c] += x * B[bo + c];
     }
   }
+}
+
+/** Xᵀ [d, n] times B [n, l] -> [d, l]. */
+function mulXtB(X: Float32Array, n: number, d: number, B: Float64Array, l: number): Float64Array {
+  const out = new Float64Array(d * l);
+  mulXtBCols(X, n, d, B, l, out, 0, d);
   return out;
 }
 
-/** Xᵀ [d, n] times B [n, l] -> [d, l], four rows of X at a time (the output streamed once per block). */
-function mulXtB(X: Float32Array, n: number, d: number, B: Float64Array, l: number): Float64Array {
-  const out = new Float64Array(d * l);
+/** Output rows [j0, j1) (columns of X) of Xᵀ·B into out, four rows of X at a time; each output row's sums do not depend on the range. */
+export function mulXtBCols(X: Float32Array, n: number, d: number, B: Float64Array, l: number, out: Float64Array, j0: number, j1: number): void {
   let i = 0;
   for (; i + 4 <= n; i += 4) {
     const x0 = i * d;
@@ -194,7 +240,7 @@ function mulXtB(X: Float32Array, n: number, d: number, B: Float64Array, l: numbe
     const b1 = b0 + l;
     const b2 = b1 + l;
     const b3 = b2 + l;
-    for (let j = 0; j < d; j++) {
+    for (let j = j0; j < j1; j++) {
       const a0 = X[x0 + j];
       const a1 = X[x1 + j];
       const a2 = X[x2 + j];
@@ -206,13 +252,12 @@ function mulXtB(X: Float32Array, n: number, d: number, B: Float64Array, l: numbe
   for (; i < n; i++) {
     const xo = i * d;
     const bo = i * l;
-    for (let j = 0; j < d; j++) {
+    for (let j = j0; j < j1; j++) {
       const x = X[xo + j];
       const oo = j * l;
       for (let c = 0; c < l; c++) out[oo + c] += x * B[bo + c];
     }
   }
-  return out;
 }
 
 /**

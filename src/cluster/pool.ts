@@ -13,8 +13,11 @@ import { knnRows, type KnnResult } from './knn.js';
 import { repulsion, type QuadTree } from './quadtree.js';
 import { attraction } from './tsne.js';
 import type { SparseP } from './affinity.js';
+import { mulXBRows, mulXtBCols, type MatMulPool, type MulRequest } from './pca.js';
+import { probeCvAccuracy, type ProbeOptions } from './probe.js';
+import { meanSilhouette, gramRows, distancesFromGram } from './metrics.js';
 
-export class TsnePool {
+export class TsnePool implements MatMulPool {
   private constructor(private workers: Worker[]) {}
 
   static async start(count: number): Promise<TsnePool> {
@@ -83,6 +86,76 @@ export class TsnePool {
     repulsion(t, Y, s, e, theta, F, Zi, tree.order);
     attraction(P, Y, ex, A, s, e);
     await Promise.all(pending);
+  }
+
+  /** A PCA matrix product, split by output rows (identical to the single-thread result). */
+  async matmul(req: MulRequest): Promise<Float64Array> {
+    const { op, X, n, d, l } = req;
+    const rowsOut = op === 'xb' ? n : d;
+    const B = new Float64Array(new SharedArrayBuffer(req.B.byteLength));
+    B.set(req.B);
+    const out = new Float64Array(new SharedArrayBuffer(rowsOut * l * 8));
+    const rs = this.ranges(rowsOut);
+    const pending = this.workers.map((w, i) => this.call(w, { cmd: 'mul', op, X, n, d, B, l, out, start: rs[i][0], end: rs[i][1] }));
+    const [s, e] = rs[rs.length - 1];
+    if (op === 'xb') mulXBRows(X, d, B, l, out, s, e);
+    else mulXtBCols(X, n, d, B, l, out, s, e);
+    await Promise.all(pending);
+    return Float64Array.from(out);
+  }
+
+  /** Cross-validated probe accuracy for each label permutation (one task per permutation). */
+  async probeAccuracies(X: Float64Array, n: number, d: number, perms: Int32Array[], nClasses: number, opts: ProbeOptions): Promise<Float64Array> {
+    const Xs = new Float64Array(new SharedArrayBuffer(X.byteLength));
+    Xs.set(X);
+    const out = new Float64Array(perms.length);
+    let next = 0;
+    const runWorker = async (w: Worker) => {
+      while (next < perms.length) {
+        const r = next++;
+        const res = new Float64Array(new SharedArrayBuffer(8));
+        await this.call(w, { cmd: 'probe', X: Xs, n, d, labels: perms[r], nClasses, opts, res });
+        out[r] = res[0];
+      }
+    };
+    // this thread takes tasks too, between awaits
+    const mine = (async () => {
+      while (next < perms.length) {
+        const r = next++;
+        out[r] = probeCvAccuracy(Xs, n, d, perms[r], nClasses, opts);
+        await new Promise((res) => setImmediate(res));
+      }
+    })();
+    await Promise.all([...this.workers.map(runWorker), mine]);
+    return out;
+  }
+
+  /** Euclidean and cosine distance matrices through a Gram matrix split by rows (balanced by triangle area). */
+  async gramDistances(X: Float64Array, n: number, d: number): Promise<{ euclidean: Float64Array; cosine: Float64Array }> {
+    const Xs = new Float64Array(new SharedArrayBuffer(X.byteLength));
+    Xs.set(X);
+    const G = new Float64Array(new SharedArrayBuffer(n * n * 8));
+    const parts = this.workers.length + 1;
+    const cut = (p: number) => Math.round(n - n * Math.sqrt(1 - p / parts));
+    const rs: [number, number][] = Array.from({ length: parts }, (_, p) => [cut(p), cut(p + 1)]);
+    const pending = this.workers.map((w, i) => this.call(w, { cmd: 'gram', X: Xs, n, d, G, start: rs[i][0], end: rs[i][1] }));
+    const [s, e] = rs[rs.length - 1];
+    gramRows(Xs, n, d, G, s, e);
+    await Promise.all(pending);
+    return distancesFromGram(G, n);
+  }
+
+  /** Mean silhouette for each label permutation from a distance matrix [n, n]. */
+  async silhouettes(D: Float64Array, n: number, perms: Int32Array[], nClasses: number): Promise<Float64Array> {
+    const Ds = new Float64Array(new SharedArrayBuffer(D.byteLength));
+    Ds.set(D);
+    const out = new Float64Array(new SharedArrayBuffer(perms.length * 8));
+    const rs = this.ranges(perms.length);
+    const pending = this.workers.map((w, i) => this.call(w, { cmd: 'sil', D: Ds, n, perms: perms.slice(rs[i][0], rs[i][1]), offset: rs[i][0], nClasses, out }));
+    const [s, e] = rs[rs.length - 1];
+    for (let r = s; r < e; r++) out[r] = meanSilhouette(Ds, n, perms[r], nClasses);
+    await Promise.all(pending);
+    return Float64Array.from(out);
   }
 
   async close(): Promise<void> {

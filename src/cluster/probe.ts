@@ -40,35 +40,43 @@ export interface FitResult {
 }
 
 /** Fit multinomial logistic regression on X [n, d] (already standardized). */
-export function fitLogistic(X: Float64Array, n: number, d: number, y: Int32Array, C: number, nClasses: number, maxIter = 200): FitResult {
+/**
+ * Stops when the largest gradient entry is below tol·max(1, loss) or the loss changes by less
+ * than 1e-3·tol relative (tol default 1e-4: far tighter than argmax predictions need).
+ */
+export function fitLogistic(X: Float64Array, n: number, d: number, y: Int32Array, C: number, nClasses: number, maxIter = 200, tol = 1e-4): FitResult {
   const K = nClasses;
   const m = (d + 1) * K;
   const lambda = 1 / C;
   const logits = new Float64Array(K);
+  const resid = new Float64Array(K);
   const f = (W: Float64Array, g: Float64Array): number => {
     g.fill(0);
     let loss = 0;
+    const bo = d * K;
     for (let i = 0; i < n; i++) {
       const xo = i * d;
-      let mx = -Infinity;
-      for (let c = 0; c < K; c++) {
-        let s = W[d * K + c];
-        for (let j = 0; j < d; j++) s += X[xo + j] * W[j * K + c];
-        logits[c] = s;
-        if (s > mx) mx = s;
+      for (let c = 0; c < K; c++) logits[c] = W[bo + c];
+      for (let j = 0; j < d; j++) {
+        const x = X[xo + j];
+        const wo = j * K;
+        for (let c = 0; c < K; c++) logits[c] += x * W[wo + c];
       }
+      let mx = -Infinity;
+      for (let c = 0; c < K; c++) if (logits[c] > mx) mx = logits[c];
       let se = 0;
       for (let c = 0; c < K; c++) {
         logits[c] = Math.exp(logits[c] - mx);
         se += logits[c];
       }
-      loss += Math.log(se) + mx - (Math.log(logits[y[i]]) + mx);
-      for (let c = 0; c < K; c++) {
-        const r = logits[c] / se - (c === y[i] ? 1 : 0);
-        if (r === 0) continue;
-        for (let j = 0; j < d; j++) g[j * K + c] += r * X[xo + j];
-        g[d * K + c] += r;
+      loss += Math.log(se) - Math.log(logits[y[i]]);
+      for (let c = 0; c < K; c++) resid[c] = logits[c] / se - (c === y[i] ? 1 : 0);
+      for (let j = 0; j < d; j++) {
+        const x = X[xo + j];
+        const go = j * K;
+        for (let c = 0; c < K; c++) g[go + c] += resid[c] * x;
       }
+      for (let c = 0; c < K; c++) g[bo + c] += resid[c];
     }
     for (let t = 0; t < d * K; t++) {
       loss += 0.5 * lambda * W[t] * W[t];
@@ -77,7 +85,7 @@ export function fitLogistic(X: Float64Array, n: number, d: number, y: Int32Array
     return loss;
   };
   const W = new Float64Array(m);
-  const iterations = lbfgs(f, W, maxIter);
+  const iterations = lbfgs(f, W, maxIter, 10, tol);
   return { W, iterations };
 }
 
@@ -102,6 +110,7 @@ export function predictLogistic(W: Float64Array, X: Float64Array, n: number, d: 
 
 /** Minimize f (returns loss, fills gradient) from x in place; returns iterations used. */
 export function lbfgs(f: (x: Float64Array, g: Float64Array) => number, x: Float64Array, maxIter: number, mem = 10, tol = 1e-6): number {
+  const relTol = 1e-3 * tol;
   const m = x.length;
   const g = new Float64Array(m);
   let fx = f(x, g);
@@ -192,7 +201,7 @@ export function lbfgs(f: (x: Float64Array, g: Float64Array) => number, x: Float6
         rho.shift();
       }
     }
-    if (rel < 1e-10) {
+    if (rel < relTol) {
       it++;
       break;
     }
@@ -238,4 +247,12 @@ export function crossValidatedPredictions(X: Float64Array, n: number, d: number,
     test.forEach((i, r) => (pred[i] = p[r]));
   }
   return pred;
+}
+
+/** Accuracy of the cross-validated probe for labels `labels`. */
+export function probeCvAccuracy(X: Float64Array, n: number, d: number, labels: Int32Array, nClasses: number, opts: ProbeOptions = {}): number {
+  const p = crossValidatedPredictions(X, n, d, labels, nClasses, opts);
+  let h = 0;
+  for (let i = 0; i < n; i++) if (p[i] === labels[i]) h++;
+  return h / n;
 }

@@ -15,7 +15,7 @@
 
 export const MAX_LEVEL = 15;
 /** Points kept in a leaf at most (above the last level). */
-export const LEAF_SIZE = 16;
+export const LEAF_SIZE = 8;
 
 /** Flat arrays of a tree; `nodes` is the number in use. */
 export interface TreeArrays {

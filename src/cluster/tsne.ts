@@ -53,6 +53,8 @@ export interface TsneOptions {
   exactKlLimit?: number;
   /** Start worker threads only from this many points (default 2000; below, threads cost more than they save). */
   poolMinPoints?: number;
+  /** Use these worker threads (the caller closes them) instead of starting new ones. */
+  pool?: TsnePool;
 }
 
 interface Resolved {
@@ -89,6 +91,7 @@ export class Tsne {
   private d: number;
   /** Z of the last gradient evaluation. */
   lastZ = 0;
+  private ownsPool = true;
 
   private constructor(X: Float64Array | Float32Array, n: number, d: number, P: SparseP, opts: Resolved, init: Float64Array | 'pca' | 'random', pool: TsnePool | null) {
     this.X = X;
@@ -133,7 +136,8 @@ export class Tsne {
     if (!Number.isInteger(opts.iterations) || opts.iterations < 0) throw new LobesError(`iterations must be a non-negative integer, got ${opts.iterations}`);
     if (!(opts.learningRate > 0)) throw new LobesError(`learning rate must be positive, got ${opts.learningRate}`);
     const k = neighboursFor(perplexity, n);
-    const pool = opts.threads > 1 && n >= (options.poolMinPoints ?? 2000) ? await TsnePool.start(opts.threads - 1) : null;
+    const external = options.pool ?? null;
+    const pool = external ?? (opts.threads > 1 && n >= (options.poolMinPoints ?? 2000) ? await TsnePool.start(opts.threads - 1) : null);
     try {
       onStage?.(`nearest neighbours (k = ${k})`);
       let nn: KnnResult;
@@ -145,9 +149,11 @@ export class Tsne {
       if (pool) P = shareP(P);
       const init = options.init ?? 'pca';
       if (init instanceof Float64Array && init.length !== 2 * n) throw new LobesError(`init has ${init.length} values, expected ${2 * n}`);
-      return new Tsne(X, n, d, P, opts, init, pool);
+      const t = new Tsne(X, n, d, P, opts, init, pool);
+      t.ownsPool = !external;
+      return t;
     } catch (e) {
-      await pool?.close();
+      if (!external) await pool?.close();
       throw e;
     }
   }
@@ -209,7 +215,7 @@ export class Tsne {
 
   /** Release worker threads. */
   async close(): Promise<void> {
-    await this.pool?.close();
+    if (this.ownsPool) await this.pool?.close();
     this.pool = null;
   }
 

@@ -3,11 +3,23 @@ import { parentPort } from 'node:worker_threads';
 import { knnRows } from './knn.js';
 import { repulsion } from './quadtree.js';
 import { attraction } from './tsne.js';
+import { mulXBRows, mulXtBCols } from './pca.js';
+import { probeCvAccuracy } from './probe.js';
+import { meanSilhouette, gramRows } from './metrics.js';
 
 parentPort!.on('message', (m: any) => {
   try {
     if (m.cmd === 'knn') {
       knnRows(m.X, m.n, m.d, m.k, m.start, m.end, m.indices, m.dist2);
+    } else if (m.cmd === 'gram') {
+      gramRows(m.X, m.n, m.d, m.G, m.start, m.end);
+    } else if (m.cmd === 'sil') {
+      m.perms.forEach((p: Int32Array, r: number) => (m.out[m.offset + r] = meanSilhouette(m.D, m.n, p, m.nClasses)));
+    } else if (m.cmd === 'probe') {
+      m.res[0] = probeCvAccuracy(m.X, m.n, m.d, m.labels, m.nClasses, m.opts);
+    } else if (m.cmd === 'mul') {
+      if (m.op === 'xb') mulXBRows(m.X, m.d, m.B, m.l, m.out, m.start, m.end);
+      else mulXtBCols(m.X, m.n, m.d, m.B, m.l, m.out, m.start, m.end);
     } else if (m.cmd === 'grad') {
       repulsion(m.tree, m.Y, m.start, m.end, m.theta, m.F, m.Zi, m.tree.order);
       attraction(m.P, m.Y, m.ex, m.A, m.start, m.end);

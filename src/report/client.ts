@@ -103,9 +103,10 @@ export const CLIENT_JS = String.raw`
       var x = [], y = [], t = [];
       for (var i = 0; i < s.g.length; i++) if (s.g[i] === gi) { x.push(s.x[i]); y.push(s.y[i]); t.push(s.hover[i]); }
       return {
-        type: s.g.length > 50000 ? 'scattergl' : 'scatter', mode: 'markers', name: esc(g) + ' (' + x.length + ')',
+        // SVG at every size: the inlined cartesian bundle has no WebGL traces (docs/report.md, "Plotly").
+        type: 'scatter', mode: 'markers', name: esc(g) + ' (' + x.length + ')',
         x: x, y: y, text: t, hovertemplate: '%{text}<extra></extra>',
-        marker: { size: s.g.length > 3000 ? 4 : 6, opacity: 0.8, color: groupColour[g] }
+        marker: { size: s.g.length > 20000 ? 3 : s.g.length > 3000 ? 4 : 6, opacity: 0.8, color: groupColour[g] }
       };
     });
     return {

@@ -19,21 +19,30 @@ export interface PagePayload {
   comparison: Comparison | null;
 }
 
+/**
+ * The Plotly build inlined into every page: Plotly's official "cartesian" partial bundle, minified.
+ * It has every trace type a page draws (scatter, with error bars, and heatmap) at about 1.5 MB,
+ * against about 10 MB for the unminified full bundle, so a page parses and starts much faster.
+ */
+export const PLOTLY_PACKAGE = 'plotly.js-cartesian-dist-min';
+const PLOTLY_FILE = 'plotly-cartesian.min.js';
+
 let plotlyCache: string | null = null;
 
-/** The Plotly bundle's source (the minified build when the package ships one). */
+/** The Plotly bundle's source, made safe to sit inside an inline <script> element. */
 export function plotlySource(): string {
   if (plotlyCache !== null) return plotlyCache;
   const require = createRequire(import.meta.url);
-  let main: string;
+  let file: string;
   try {
-    main = require.resolve('plotly.js-dist');
+    file = path.join(path.dirname(require.resolve(`${PLOTLY_PACKAGE}/package.json`)), PLOTLY_FILE);
   } catch {
-    throw new LobesError('cannot find the plotly.js-dist package', { hint: 'reinstall lobes (npm install)' });
+    throw new LobesError(`cannot find the ${PLOTLY_PACKAGE} package`, { hint: 'reinstall lobes (npm install)' });
   }
-  const dir = path.dirname(main);
-  const min = path.join(dir, 'plotly.min.js');
-  let src = readFileSync(existsSync(min) ? min : main, 'utf8');
+  if (!existsSync(file)) {
+    throw new LobesError(`the ${PLOTLY_PACKAGE} package has no ${PLOTLY_FILE}`, { file, hint: 'reinstall lobes (npm install)' });
+  }
+  let src = readFileSync(file, 'utf8');
   // A literal "</script" or "<!--" would end or confuse the inline script element.
   src = src.replace(/<\/(script)/gi, '<\\/$1').replace(/<!--/g, '<\\!--');
   plotlyCache = src;

@@ -173,7 +173,7 @@ describe('linear probe', () => {
   });
   it('logistic regression reaches the optimum: the gradient vanishes', () => {
     const { X, lab } = blobs(120, 4, 3, 1, 6);
-    const { W } = fitLogistic(X, 120, 4, lab, 1, 3, 500);
+    const { W } = fitLogistic(X, 120, 4, lab, 1, 3, 500, 1e-9);
     // recompute the gradient independently
     const g = new Float64Array(W.length);
     for (let i = 0; i < 120; i++) {
@@ -208,6 +208,32 @@ describe('Gram-based distances', () => {
     for (let t = 0; t < 37 * 37; t++) {
       expect(g.euclidean[t]).toBeCloseTo(e[t], 9);
       expect(g.cosine[t]).toBeCloseTo(c[t], 12);
+    }
+  });
+});
+
+describe('permutations on worker threads', () => {
+  it('give exactly the single-thread p-values (probe, silhouette)', async () => {
+    const { TsnePool } = await import('../../src/cluster/pool.js');
+    const { probePermutationLabels } = await import('../../src/cluster/metrics.js');
+    const { X, lab } = blobs(60, 4, 3, 0.4, 21);
+    const opts = { bootstrap: 50, permutations: 9, probePermutations: 6, seed: 4 };
+    const a = spaceMetrics({ space: 's', X, d: 4, distance: 'euclidean', probe: { X, d: 4 } }, 60, lab, ['a', 'b', 'c'], opts);
+    const pool = await TsnePool.start(2);
+    try {
+      const probeNull = await pool.probeAccuracies(X, 60, 4, probePermutationLabels(lab, 6, 4), 3, { seed: 4 });
+      const { permutationLabels } = await import('../../src/cluster/metrics.js');
+      const silhouetteNull = await pool.silhouettes(distanceMatrix(X, 60, 4, 'euclidean'), 60, permutationLabels(lab, 9, 4), 3);
+      const b = spaceMetrics({ space: 's', X, d: 4, distance: 'euclidean', probe: { X, d: 4 }, probeNull, silhouetteNull }, 60, lab, ['a', 'b', 'c'], opts);
+      expect(b).toEqual(a);
+      expect(a.probeAccuracy!.p).not.toBeNull();
+      const { gramDistances } = await import('../../src/cluster/metrics.js');
+      const g1 = gramDistances(X, 60, 4);
+      const g2 = await pool.gramDistances(X, 60, 4);
+      expect(Array.from(g2.euclidean)).toEqual(Array.from(g1.euclidean));
+      expect(Array.from(g2.cosine)).toEqual(Array.from(g1.cosine));
+    } finally {
+      await pool.close();
     }
   });
 });

@@ -4,12 +4,14 @@
  * Skips, saying why, when no browser is installed.
  */
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
-import { mkdtempSync, readFileSync, readdirSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import * as os from 'node:os';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { writeSyntheticRun } from '../../src/report/synthetic.js';
 import { writeReport, writeCompare, exportFigures, launchChromium, chromiumProblem, loadRun, compareRuns, type Browser } from '../../src/report/index.js';
+import { measureReportLoad, type LoadTiming } from '../../src/report/browser.js';
 import { decodePng, distinctColours } from './png.js';
 
 const problem = chromiumProblem();
@@ -43,6 +45,7 @@ describe.skipIf(!!problem)('report in headless Chromium', () => {
   });
   afterAll(async () => {
     await browser?.close();
+    rmSync(tmp, { recursive: true, force: true });
   });
 
   it('loads without console errors and every figure has data', async () => {
@@ -108,25 +111,41 @@ describe.skipIf(!!problem)('report in headless Chromium', () => {
   it('a 2,000-sample report is interactive within 3 s', async () => {
     const big = writeSyntheticRun(path.join(tmp, 'big'), { samplesPerGroup: 400, layers: 32, seed: 8, grid: { gate_proj: [56, 16], up_proj: [56, 16], down_proj: [16, 56] } });
     const f = await writeReport(big, path.join(tmp, 'big.html'));
-    const { page, problems } = await open(browser, f);
-    const [startMs, readyMs]: number[] = await page.evaluate(() => [(globalThis as any).lobesReport.startMs, (globalThis as any).lobesReport.readyMs]);
-    const t0 = Date.now();
-    const hovered = await page.evaluate(async () => {
-      const gd: any = document.querySelector('[data-figure="scatter"]');
-      (globalThis as any).Plotly.Fx.hover(gd, [{ curveNumber: 2, pointNumber: 10 }]);
-      await (globalThis as any).lobesReport.showPair(5);
-      return { hover: document.querySelector('.hoverlayer')!.textContent, n: gd.data.reduce((s: number, t: any) => s + t.x.length, 0) };
-    });
-    const interactMs = Date.now() - t0;
-    console.log(`2,000-sample report: ready ${readyMs.toFixed(0)} ms after navigation start (Plotly loaded at ${startMs.toFixed(0)} ms); hover + pair switch ${interactMs} ms`);
-    expect(hovered.n).toBe(2000);
-    expect(hovered.hover).toContain('item-');
-    // The page's own work (data, tables, scatter, first pair's heatmaps) fits in the 3 s budget; the whole load,
-    // dominated by evaluating the inlined Plotly bundle, gets a generous bound on a shared test machine.
-    expect(readyMs - startMs).toBeLessThan(3000);
-    expect(readyMs).toBeLessThan(20_000);
-    expect(interactMs).toBeLessThan(3000);
-    expect(problems).toEqual([]);
+    // Navigation start -> scatter and first pair drawn -> a real mouse hover shows the point's label -> the pair
+    // selector switches to pair 6 and its heatmaps are drawn. Each load runs in a fresh browser (nothing cached).
+    // The test machine is shared, and other work only ever adds wall time. So:
+    // - the page's main thread may spend at most 2.5 s of CPU (load-independent; the browser's other threads get
+    //   the remaining 0.5 s of the 3 s target);
+    // - the fastest load must take at most 3 s of wall time, a bound stretched by the CPU over-subscription seen
+    //   (1-minute load average / cores, at least 1), so that a busy machine does not fail the test.
+    // Up to 3 more loads run (stopping at the first within both bounds) when a burst of other work slowed all 3.
+    // A regression (a bigger bundle, slower drawing) slows every load and still fails. bench/report-size.ts
+    // --browser gives the median of N loads.
+    const load = os.loadavg()[0]!;
+    const over = Math.max(1, load / os.cpus().length);
+    const wallBound = 3000 * over;
+    const ok = (l: LoadTiming) => l.totalMs <= wallBound && l.mainThreadCpuMs <= 2500;
+    const loads: LoadTiming[] = [];
+    for (let i = 0; i < 6; i++) {
+      if (i >= 3 && loads.some(ok)) break;
+      if (i === 3) await new Promise((r) => setTimeout(r, 2000));
+      loads.push(await measureReportLoad(pathToFileURL(f).href, { pair: 5 }));
+    }
+    const fmt = (l: LoadTiming) => `${l.totalMs.toFixed(0)} ms (script ${l.scriptMs.toFixed(0)}, ready ${l.readyMs.toFixed(0)}, + hover and pair switch ${l.interactMs.toFixed(0)}; main-thread CPU ${l.mainThreadCpuMs.toFixed(0)})`;
+    const best = (k: 'totalMs' | 'mainThreadCpuMs') => Math.min(...loads.map((l) => l[k]));
+    console.log(`2,000-sample report, navigation start to interactive: ${loads.map(fmt).join('; ')}; ` +
+      `fastest ${best('totalMs').toFixed(0)} ms (bound ${wallBound.toFixed(0)} ms at load ${load.toFixed(1)} on ${os.cpus().length} cores), least main-thread CPU ${best('mainThreadCpuMs').toFixed(0)} ms`);
+    for (const l of loads) {
+      expect(l.hover).toMatch(/item-/);
+      expect(l.problems).toEqual([]);
+      expect(l.readyMs).toBeGreaterThan(l.scriptMs);
+      expect(l.mainThreadCpuMs).toBeGreaterThan(0);
+    }
+    expect(best('mainThreadCpuMs')).toBeLessThanOrEqual(2500);
+    expect(best('totalMs')).toBeLessThanOrEqual(wallBound);
+    // the page held all 2,000 points
+    const { page } = await open(browser, f);
+    expect(await page.evaluate(() => (document.querySelector('[data-figure="scatter"]') as any).data.reduce((s: number, t: any) => s + t.x.length, 0))).toBe(2000);
     await page.close();
   });
 

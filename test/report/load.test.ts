@@ -4,6 +4,8 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { writeSyntheticRun } from '../../src/report/synthetic.js';
 import { loadRun, runPayload, percentileBytes, compareRuns, diffCI, jsonForScript, reportHtml, hoverText, BUILTIN_MODEL_DIR } from '../../src/report/index.js';
+import { CLIENT_JS } from '../../src/report/client.js';
+import { plotlySource } from '../../src/report/html.js';
 import { readSafetensorsHeader, readTensorFloat32 } from '../../src/formats/safetensors.js';
 
 const tmp = mkdtempSync(path.join(tmpdir(), 'lobes-report-load-'));
@@ -154,4 +156,17 @@ describe('comparison table', () => {
     expect(share.a).toBeCloseTo(p0.sizeAminusB / (3 * 3 * 32), 12);
     expect(share.ci).toBeNull();
   });
+
+  it('inlines a Plotly bundle that registers every trace type the pages draw', () => {
+    const used = new Set([...CLIENT_JS.matchAll(/\btype: '([a-z0-9]+)'/g)].map((m) => m[1]!).filter((t) => t !== 'data'));
+    expect([...used].sort()).toEqual(['heatmap', 'scatter']);
+    const src = plotlySource();
+    const registered = new Set([...src.matchAll(/moduleType:"trace",name:"([a-z0-9]+)"/g)].map((m) => m[1]!));
+    for (const t of used) expect(registered.has(t)).toBe(true);
+    expect(src).toContain('plotly.js (cartesian');
+    // the minified partial bundle, not the 10 MB full one
+    expect(src.length).toBeLessThan(3e6);
+    expect(src).not.toMatch(/<\/script|<!--/i);
+  });
 });
+
