@@ -5,9 +5,6 @@
  * any number of threads.
  */
 import { Worker } from 'node:worker_threads';
-import { existsSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { fileURLToPath, pathToFileURL } from 'node:url';
 import { startWorker } from '../util/worker.js';
 import { knnRows, type KnnResult } from './knn.js';
 import { repulsion, type QuadTree } from './quadtree.js';
@@ -165,16 +162,6 @@ export class TsnePool implements MatMulPool {
   }
 }
 
-/**
- * Start the worker: the compiled .js when present; otherwise (TypeScript sources, e.g. under
- * vitest) an ESM bootstrap that registers tsx's loader inside the worker and imports the .ts.
- */
 function spawn(): Worker {
-  const url = new URL('./tsne.worker.js', import.meta.url);
-  if (existsSync(fileURLToPath(url))) return startWorker(url);
-  const req = createRequire(import.meta.url);
-  const api = pathToFileURL(req.resolve('tsx/esm/api').replace(/\.cjs$/, '.mjs')).href;
-  const target = new URL('./tsne.worker.ts', import.meta.url).href;
-  const code = `import(${JSON.stringify(api)}).then((m) => { m.register(); return import(${JSON.stringify(target)}); });`;
-  return new Worker(code, { eval: true });
+  return startWorker(new URL('./tsne.worker.js', import.meta.url));
 }
