@@ -14,9 +14,9 @@
  * Under tsx the worker threads load TypeScript through tsx (slow start-up); to measure what an
  * installed lobes does, bundle the script and the worker first:
  *
- *   npx esbuild bench/wanda-throughput.ts --bundle --platform=node --format=esm --outfile=/tmp/wb/bench.mjs
- *   npx esbuild src/wanda/colsum.worker.ts --bundle --platform=node --format=esm --outfile=/tmp/wb/colsum.worker.js
- *   node /tmp/wb/bench.mjs --layers 4
+ *   npx esbuild bench/wanda-throughput.ts --bundle --platform=node --format=esm --outfile=bench/out/wb/bench.mjs
+ *   npx esbuild src/wanda/colsum.worker.ts --bundle --platform=node --format=esm --outfile=bench/out/wb/colsum.worker.js
+ *   node bench/out/wb/bench.mjs --layers 4
  *
  * Targets: pass >= 0.5x cat, per group <= 1 ms per layer-projection, peak RSS <= 2 GB.
  */

@@ -1,6 +1,6 @@
 /**
- * The lobes library API. Modules are re-exported as they land; notebooks and scripts
- * import from 'lobes'.
+ * The lobes library API: what the commands use, for notebooks and scripts
+ * (`import { openRun, runWanda, runCluster } from 'lobes'`).
  */
 export * from './util/errors.js';
 export { Rng } from './util/rng.js';
