@@ -1,5 +1,6 @@
-import { parseCommand, intOption } from './args.js';
-import { writeCompare, exportFigures, requireChromium } from '../report/index.js';
+import { parseCommand } from './args.js';
+import { writeCompare } from '../report/index.js';
+import { FIGURE_OPTIONS, writePageWithFigures } from './figures.js';
 
 const SPEC = {
   usage: 'lobes compare RUN_A RUN_B [--out FILE.html] [--png DIR] [--svg DIR] [--chromium PATH]',
@@ -13,27 +14,12 @@ is ahead.
   --out FILE.html    where to write the page (default ./compare.html)
   --png DIR, --svg DIR, --width N, --height N, --chromium PATH   figure export, as in lobes report
   --json             print {"report": FILE, "figures": [...]} on stdout`,
-  options: {
-    out: { type: 'string' }, png: { type: 'string' }, svg: { type: 'string' }, width: { type: 'string' }, height: { type: 'string' },
-    chromium: { type: 'string' }, json: { type: 'boolean' },
-  },
+  options: FIGURE_OPTIONS,
   positionals: [2, 2] as [number, number],
 } as const;
 
 export async function run(argv: string[]): Promise<number> {
   const args = parseCommand(argv, SPEC);
   if (!args) return 0;
-  const v = args.values;
-  const width = intOption(v.width, '--width', 1200, 50, 10000);
-  const height = intOption(v.height, '--height', 800, 50, 10000);
-  // A missing browser fails before anything is written.
-  if (v.png || v.svg) requireChromium(v.chromium);
-  const file = await writeCompare(args.positionals[0]!, args.positionals[1]!, v.out);
-  const figures = await exportFigures(file, {
-    png: v.png, svg: v.svg, width, height, chromium: v.chromium,
-    onFile: v.json ? undefined : (f) => process.stderr.write(`wrote ${f}\n`),
-  });
-  if (v.json) process.stdout.write(JSON.stringify({ report: file, figures }) + '\n');
-  else process.stdout.write(`comparison: ${file}\n`);
-  return 0;
+  return writePageWithFigures(args.values, 'comparison', () => writeCompare(args.positionals[0]!, args.positionals[1]!, args.values.out));
 }
