@@ -4,6 +4,8 @@
  * depends only on the data, so results are identical however rows are split across threads.
  */
 
+import { knnSimd, OUT_STRIDE, type KnnSimd } from './knn-simd.js';
+
 export interface KnnResult {
   k: number;
   /** [n, k] neighbour indices, nearest first. */
@@ -13,12 +15,10 @@ export interface KnnResult {
 }
 
 /**
- * Neighbours of rows [start, end) of X [n, d]; writes into `indices`/`dist2` at row offsets
- * (relative to `start` when `relative`). Distances come from |x|² + |y|² − 2 x·y with the dot
- * products computed four query rows at a time; the k-th candidate is then re-checked with the
- * direct difference formula so reported distances are exact.
+ * knnRows in plain JavaScript (used when WebAssembly SIMD is unavailable): the dot products of
+ * four query rows at a time, the same values as the SIMD kernel's.
  */
-export function knnRows(
+function knnRowsJs(
   X: Float64Array | Float32Array,
   n: number,
   d: number,
@@ -126,24 +126,144 @@ export function knnRows(
         }
       }
     }
+    finish(X, d, k, qs, qe, start, heaps, indices, dist2, relative);
+  }
+}
+
+let simd: KnnSimd | null | undefined;
+
+/**
+ * Neighbours of rows [start, end) of X [n, d]; writes into `indices`/`dist2` at row offsets
+ * (relative to `start` when `relative`). Distances come from |x|² + |y|² − 2 x·y with the dot
+ * products of four query rows against blocks of four data rows computed by a WebAssembly SIMD
+ * kernel (src/cluster/knn-simd.ts; bit-identical to the scalar loop, which runs when SIMD is
+ * unavailable); the selected candidates are then re-checked with the direct difference formula
+ * so reported distances are exact.
+ */
+export function knnRows(
+  X: Float64Array | Float32Array,
+  n: number,
+  d: number,
+  k: number,
+  start: number,
+  end: number,
+  indices: Int32Array,
+  dist2: Float64Array,
+  relative = false,
+): void {
+  if (simd === undefined) simd = knnSimd();
+  if (!simd || d === 0 || end <= start) {
+    knnRowsJs(X, n, d, k, start, end, indices, dist2, relative);
+    return;
+  }
+  const sq = new Float64Array(n);
+  for (let j = 0; j < n; j++) {
+    let s = 0;
+    for (let c = 0; c < d; c++) s += X[j * d + c] * X[j * d + c];
+    sq[j] = s;
+  }
+  const QB = 64;
+  const JB = OUT_STRIDE;
+  // wasm memory (float64 offsets): packed data [nb][d][4] and its |y|² [nb][4], packed query
+  // quads [QB/4][d][4] and their |q|² [QB], distances [4][JB]
+  const nb = Math.ceil(n / 4);
+  const ypAt = 0;
+  const sqyAt = nb * 4 * d;
+  const qpAt = sqyAt + nb * 4;
+  const sqqAt = qpAt + QB * d;
+  const outAt = sqqAt + QB;
+  simd.ensure((outAt + 4 * JB) * 8);
+  const M = new Float64Array(simd.memory.buffer);
+  M.fill(0, 0, outAt);
+  for (let j = 0; j < n; j++) {
+    const b = ypAt + (j >> 2) * 4 * d + (j & 3);
+    for (let c = 0; c < d; c++) M[b + 4 * c] = X[j * d + c];
+    M[sqyAt + j] = sq[j];
+  }
+  const dist = simd.dist;
+  const heaps = Array.from({ length: QB }, () => ({ hd: new Float64Array(k), hi: new Int32Array(k), size: 0 }));
+  for (let qs = start; qs < end; qs += QB) {
+    const qe = Math.min(qs + QB, end);
+    for (const h of heaps) h.size = 0;
+    M.fill(0, qpAt, outAt);
     for (let i = qs; i < qe; i++) {
-      const { hd, hi, size } = heaps[i - qs];
-      // exact distances of the selected neighbours, then ascending order (ties by index)
-      for (let t = 0; t < size; t++) {
-        let s = 0;
-        for (let c = 0; c < d; c++) {
-          const a = X[i * d + c] - X[hi[t] * d + c];
-          s += a * a;
+      const b = qpAt + ((i - qs) >> 2) * 4 * d + ((i - qs) & 3);
+      for (let c = 0; c < d; c++) M[b + 4 * c] = X[i * d + c];
+      M[sqqAt + i - qs] = sq[i];
+    }
+    for (let js = 0; js < n; js += JB) {
+      const je = Math.min(js + JB, n);
+      const nblk = Math.ceil((je - js) / 4);
+      for (let i0 = qs; i0 < qe; i0 += 4) {
+        const m = Math.min(4, qe - i0);
+        dist((qpAt + (i0 - qs) * d) * 8, (ypAt + js * d) * 8, nblk, d, outAt * 8, (sqqAt + i0 - qs) * 8, (sqyAt + js) * 8);
+        for (let r = 0; r < m; r++) {
+          scan(M, outAt + r * JB - js, js, je, i0 + r, heaps[i0 - qs + r], k);
         }
-        hd[t] = s;
-      }
-      const order = Array.from({ length: size }, (_, t) => t).sort((a, b) => hd[a] - hd[b] || hi[a] - hi[b]);
-      const ro = (relative ? i - start : i) * k;
-      for (let t = 0; t < size; t++) {
-        indices[ro + t] = hi[order[t]];
-        dist2[ro + t] = hd[order[t]];
       }
     }
+    finish(X, d, k, qs, qe, start, heaps, indices, dist2, relative);
+  }
+}
+
+type Heap = { hd: Float64Array; hi: Int32Array; size: number };
+
+/** Offer candidates j in [js, je) with distances M[o + j] to the heap of row i. */
+function scan(M: Float64Array, o: number, js: number, je: number, i: number, h: Heap, k: number): void {
+  // candidates beyond the current k-th distance cannot enter (push re-checks ties)
+  let top = h.size === k ? h.hd[0] : Infinity;
+  for (let j = js; j < je; j++) {
+    const v = M[o + j];
+    if (v > top || j === i) continue;
+    push(h, k, v, j);
+    if (h.size === k) top = h.hd[0];
+  }
+}
+
+
+/** Exact re-check and ordering of rows [qs, qe). */
+function finish(
+  X: Float64Array | Float32Array,
+  d: number,
+  k: number,
+  qs: number,
+  qe: number,
+  start: number,
+  heaps: Heap[],
+  indices: Int32Array,
+  dist2: Float64Array,
+  relative: boolean,
+): void {
+  for (let i = qs; i < qe; i++) finishRow(X, d, i, heaps[i - qs], (relative ? i - start : i) * k, indices, dist2);
+}
+
+/** Row i: exact distances of its selected neighbours, then ascending order (ties by index). */
+function finishRow(X: Float64Array | Float32Array, d: number, i: number, h: Heap, ro: number, indices: Int32Array, dist2: Float64Array): void {
+  const { hd, hi, size } = h;
+  for (let t = 0; t < size; t++) {
+    let s = 0;
+    for (let c = 0; c < d; c++) {
+      const a = X[i * d + c] - X[hi[t] * d + c];
+      s += a * a;
+    }
+    hd[t] = s;
+  }
+  // insertion sort by (distance, index): a total order, so the result is unique
+  for (let t = 1; t < size; t++) {
+    const a = hd[t];
+    const b = hi[t];
+    let u = t - 1;
+    while (u >= 0 && (hd[u] > a || (hd[u] === a && hi[u] > b))) {
+      hd[u + 1] = hd[u];
+      hi[u + 1] = hi[u];
+      u--;
+    }
+    hd[u + 1] = a;
+    hi[u + 1] = b;
+  }
+  for (let t = 0; t < size; t++) {
+    indices[ro + t] = hi[t];
+    dist2[ro + t] = hd[t];
   }
 }
 
