@@ -13,34 +13,8 @@
  * knnSimd() returns null when WebAssembly SIMD is unavailable (or LOBES_NO_SIMD is set).
  */
 
-function leb(n: number): number[] {
-  const out: number[] = [];
-  do {
-    let b = n & 0x7f;
-    n >>>= 7;
-    if (n !== 0) b |= 0x80;
-    out.push(b);
-  } while (n !== 0);
-  return out;
-}
+import { funcBody, assembleModule, instantiate, leb, simd, get, set, LOCAL_TEE, I32_CONST, I32_ADD, I32_SUB, LOOP, VOID, END, BR_IF, I32, V128, type WasmMemory } from '../util/wasm.js';
 
-function str(s: string): number[] {
-  const b = [...Buffer.from(s, 'utf8')];
-  return [...leb(b.length), ...b];
-}
-
-function section(id: number, content: number[]): number[] {
-  return [id, ...leb(content.length), ...content];
-}
-
-function vec(items: number[][]): number[] {
-  return [...leb(items.length), ...items.flat()];
-}
-
-const LOCAL_GET = 0x20, LOCAL_SET = 0x21, LOCAL_TEE = 0x22, I32_CONST = 0x41;
-const I32_ADD = 0x6a, I32_SUB = 0x6b;
-const LOOP = 0x03, VOID = 0x40, END = 0x0b, BR_IF = 0x0d;
-const simd = (op: number) => [0xfd, ...leb(op)];
 const V128_LOAD = (offset: number) => [...simd(0x00), 0x03, ...leb(offset)];
 const V128_LOAD64_SPLAT = (offset: number) => [...simd(0x0a), 0x03, ...leb(offset)];
 const V128_STORE = (offset: number) => [...simd(0x0b), 0x03, ...leb(offset)];
@@ -59,11 +33,8 @@ const QP = 0, YP = 1, NBLK = 2, D = 3, OUT = 4, SQQ = 5, SQY = 6;
 const C = 7, QC = 8;
 const ACC = [[9, 10], [11, 12], [13, 14], [15, 16]];
 const Y = [17, 18];
-const get = (i: number) => [LOCAL_GET, i];
-const set = (i: number) => [LOCAL_SET, i];
 
 function dotsBody(): number[] {
-  const locals = vec([[2, 0x7f], [10, 0x7b]]);
   const zero: number[] = [];
   for (const a of ACC) for (const v of a) zero.push(...V128_ZERO, ...set(v));
   const inner: number[] = [...get(YP), ...V128_LOAD(0), ...set(Y[0]), ...get(YP), ...V128_LOAD(16), ...set(Y[1])];
@@ -96,28 +67,7 @@ function dotsBody(): number[] {
     END,
     END,
   ];
-  const b = [...locals, ...code];
-  return [...leb(b.length), ...b];
-}
-
-function moduleBytes(): Uint8Array<ArrayBuffer> {
-  const type = section(1, vec([[0x60, ...vec([[0x7f], [0x7f], [0x7f], [0x7f], [0x7f], [0x7f], [0x7f]]), ...vec([])]]));
-  const imp = section(2, vec([[...str('env'), ...str('mem'), 0x02, 0x00, 0x01]]));
-  const func = section(3, vec([[0x00]]));
-  const exp = section(7, vec([[...str('dist'), 0x00, 0x00]]));
-  const code = section(10, vec([dotsBody()]));
-  return new Uint8Array([0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00, ...type, ...imp, ...func, ...exp, ...code]);
-}
-
-interface WasmMemory {
-  readonly buffer: ArrayBuffer;
-  grow(pages: number): number;
-}
-interface WasmApi {
-  validate(bytes: Uint8Array): boolean;
-  Memory: new (d: { initial: number }) => WasmMemory;
-  Module: new (bytes: Uint8Array) => object;
-  Instance: new (m: object, imports: object) => { exports: Record<string, unknown> };
+  return funcBody([[2, I32], [10, V128]], code);
 }
 
 export interface KnnSimd {
@@ -130,23 +80,7 @@ export interface KnnSimd {
 
 /** A new instance with its own memory, or null when WebAssembly SIMD is unavailable. */
 export function knnSimd(): KnnSimd | null {
-  if (process.env.LOBES_NO_SIMD) return null;
-  try {
-    const bytes = moduleBytes();
-    const wasm = (globalThis as unknown as { WebAssembly?: WasmApi }).WebAssembly;
-    if (!wasm || !wasm.validate(bytes)) return null;
-    const memory = new wasm.Memory({ initial: 1 });
-    const inst = new wasm.Instance(new wasm.Module(bytes), { env: { mem: memory } });
-    const dist = inst.exports.dist as KnnSimd['dist'];
-    return {
-      memory,
-      dist,
-      ensure(n: number) {
-        const have = memory.buffer.byteLength;
-        if (n > have) memory.grow(Math.ceil((n - have) / 65536));
-      },
-    };
-  } catch {
-    return null;
-  }
+  const inst = instantiate(assembleModule(7, [['dist', dotsBody()]]));
+  if (!inst) return null;
+  return { memory: inst.memory, dist: inst.exports.dist as KnnSimd['dist'], ensure: inst.ensure };
 }

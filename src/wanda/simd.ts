@@ -18,49 +18,8 @@
  * order, with a quarter of the accumulator traffic.
  */
 
-function leb(n: number): number[] {
-  const out: number[] = [];
-  do {
-    let b = n & 0x7f;
-    n >>>= 7;
-    if (n !== 0) b |= 0x80;
-    out.push(b);
-  } while (n !== 0);
-  return out;
-}
+import { funcBody, assembleModule, instantiate, leb, sleb, simd, get, set, LOCAL_TEE, I32_CONST, I32_ADD, I32_SUB, I32_MUL, I32_LT_U, LOOP, VOID, END, BR_IF, I32, V128, type WasmMemory } from '../util/wasm.js';
 
-/** Signed LEB128 (the immediate of i32.const). */
-function sleb(n: number): number[] {
-  const out: number[] = [];
-  for (;;) {
-    const b = n & 0x7f;
-    n >>= 7;
-    if ((n === 0 && (b & 0x40) === 0) || (n === -1 && (b & 0x40) !== 0)) {
-      out.push(b);
-      return out;
-    }
-    out.push(b | 0x80);
-  }
-}
-
-function name(s: string): number[] {
-  const b = [...Buffer.from(s, 'utf8')];
-  return [...leb(b.length), ...b];
-}
-
-function section(id: number, content: number[]): number[] {
-  return [id, ...leb(content.length), ...content];
-}
-
-function vec(items: number[][]): number[] {
-  return [...leb(items.length), ...items.flat()];
-}
-
-// Opcodes.
-const LOCAL_GET = 0x20, LOCAL_SET = 0x21, LOCAL_TEE = 0x22, I32_CONST = 0x41;
-const I32_ADD = 0x6a, I32_SUB = 0x6b, I32_MUL = 0x6c, I32_LT_U = 0x49;
-const LOOP = 0x03, VOID = 0x40, END = 0x0b, BR_IF = 0x0d;
-const simd = (op: number) => [0xfd, ...leb(op)];
 const V128_LOAD = (offset: number) => [...simd(0x00), 0x00, ...leb(offset)];
 const V128_STORE = (offset: number) => [...simd(0x0b), 0x00, ...leb(offset)];
 const V128_CONST = (bytes: number[]) => [...simd(0x0c), ...bytes];
@@ -78,8 +37,6 @@ const R = 5, J = 6, A = 7;
 const P = [8, 9, 10, 11];
 const V = [12, 13, 14, 15];
 const X = [16, 17, 18, 19];
-const get = (i: number) => [LOCAL_GET, i];
-const set = (i: number) => [LOCAL_SET, i];
 const MASK = V128_CONST(Array.from({ length: 16 }, (_, i) => (i % 4 === 3 ? 0x7f : 0xff)));
 
 /** acc[a + off] (4 floats) += X[0], then X[1], ... (k rows, in row order). */
@@ -91,7 +48,6 @@ function addRows(off: number, k: number): number[] {
 
 /** Loops over rows (k at a time) and vectors; `inner` handles one vector position of k rows. */
 function body(inner: number[], srcStep: number, accStep: number, k: number): number[] {
-  const locals = vec([[7, 0x7f], [8, 0x7b]]);
   const setPtrs: number[] = [];
   for (let t = 0; t < k; t++) {
     setPtrs.push(...get(SRC), ...get(R), ...(t ? [I32_CONST, ...sleb(t), I32_ADD] : []), ...get(ROWBYTES), I32_MUL, I32_ADD, ...set(P[t]));
@@ -113,8 +69,7 @@ function body(inner: number[], srcStep: number, accStep: number, k: number): num
     END,
     END,
   ];
-  const b = [...locals, ...code];
-  return [...leb(b.length), ...b];
+  return funcBody([[7, I32], [8, V128]], code);
 }
 
 /** bf16 -> |f32| for the low or high 4 lanes of V[t] into X[t]. */
@@ -147,29 +102,7 @@ function addf64Body(): number[] {
     END,
     END,
   ];
-  const b = [...vec([]), ...code];
-  return [...leb(b.length), ...b];
-}
-
-function moduleBytes(): Uint8Array<ArrayBuffer> {
-  const type = section(1, vec([[0x60, ...vec([[0x7f], [0x7f], [0x7f], [0x7f], [0x7f]]), ...vec([])]]));
-  const imp = section(2, vec([[...name('env'), ...name('mem'), 0x02, 0x00, 0x01]]));
-  const func = section(3, vec([[0x00], [0x00], [0x00], [0x00], [0x00]]));
-  const exp = section(7, vec([[...name('bf16'), 0x00, 0x00], [...name('bf16x4'), 0x00, 0x01], [...name('f32'), 0x00, 0x02], [...name('f32x4'), 0x00, 0x03], [...name('addf64'), 0x00, 0x04]]));
-  const code = section(10, vec([body(bf16Inner(1), 16, 32, 1), body(bf16Inner(4), 16, 32, 4), body(f32Inner(1), 16, 16, 1), body(f32Inner(4), 16, 16, 4), addf64Body()]));
-  return new Uint8Array([0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00, ...type, ...imp, ...func, ...exp, ...code]);
-}
-
-/** The parts of the WebAssembly API used here (the build's lib has no WebAssembly types). */
-interface WasmMemory {
-  readonly buffer: ArrayBuffer;
-  grow(pages: number): number;
-}
-interface WasmApi {
-  validate(bytes: Uint8Array): boolean;
-  Memory: new (d: { initial: number }) => WasmMemory;
-  Module: new (bytes: Uint8Array) => object;
-  Instance: new (m: object, imports: object) => { exports: Record<string, unknown> };
+  return funcBody([], code);
 }
 
 export type RowKernel = (src: number, nrows: number, rowBytes: number, nvec: number, acc: number) => void;
@@ -197,27 +130,24 @@ export function simdKernel(): SimdKernel | null {
 
 /** A new instance with its own memory (for callers that keep data in it across calls). */
 export function createSimd(): SimdKernel | null {
-  if (process.env.LOBES_NO_SIMD) return null;
-  try {
-    const bytes = moduleBytes();
-    const wasm = (globalThis as unknown as { WebAssembly?: WasmApi }).WebAssembly;
-    if (!wasm || !wasm.validate(bytes)) return null;
-    const memory = new wasm.Memory({ initial: 1 });
-    const inst = new wasm.Instance(new wasm.Module(bytes), { env: { mem: memory } });
-    const ex = inst.exports as unknown as { bf16: RowKernel; f32: RowKernel; bf16x4: RowKernel; f32x4: RowKernel; addf64: RowKernel };
-    return {
-      memory,
-      bf16: ex.bf16,
-      f32: ex.f32,
-      bf16x4: ex.bf16x4,
-      f32x4: ex.f32x4,
-      addf64: (dst: number, src: number, nvec: number) => ex.addf64(dst, src, nvec, 0, 0),
-      ensure(n: number) {
-        const have = memory.buffer.byteLength;
-        if (n > have) memory.grow(Math.ceil((n - have) / 65536));
-      },
-    };
-  } catch {
-    return null;
-  }
+  const inst = instantiate(
+    assembleModule(5, [
+      ['bf16', body(bf16Inner(1), 16, 32, 1)],
+      ['bf16x4', body(bf16Inner(4), 16, 32, 4)],
+      ['f32', body(f32Inner(1), 16, 16, 1)],
+      ['f32x4', body(f32Inner(4), 16, 16, 4)],
+      ['addf64', addf64Body()],
+    ]),
+  );
+  if (!inst) return null;
+  const ex = inst.exports as unknown as { bf16: RowKernel; f32: RowKernel; bf16x4: RowKernel; f32x4: RowKernel; addf64: RowKernel };
+  return {
+    memory: inst.memory,
+    bf16: ex.bf16,
+    f32: ex.f32,
+    bf16x4: ex.bf16x4,
+    f32x4: ex.f32x4,
+    addf64: (dst: number, src: number, nvec: number) => ex.addf64(dst, src, nvec, 0, 0),
+    ensure: inst.ensure,
+  };
 }

@@ -1,0 +1,116 @@
+/**
+ * A minimal WebAssembly module assembler for lobes' hand-written SIMD kernels
+ * (src/wanda/simd.ts, src/cluster/knn-simd.ts): binary encoding helpers, the common opcodes,
+ * one-type modules that import their memory as env.mem, and instantiation that returns null
+ * when WebAssembly SIMD is unavailable or LOBES_NO_SIMD is set (callers then run their
+ * JavaScript loops).
+ */
+
+/** Unsigned LEB128. */
+export function leb(n: number): number[] {
+  const out: number[] = [];
+  do {
+    let b = n & 0x7f;
+    n >>>= 7;
+    if (n !== 0) b |= 0x80;
+    out.push(b);
+  } while (n !== 0);
+  return out;
+}
+
+/** Signed LEB128 (the immediate of i32.const). */
+export function sleb(n: number): number[] {
+  const out: number[] = [];
+  for (;;) {
+    const b = n & 0x7f;
+    n >>= 7;
+    if ((n === 0 && (b & 0x40) === 0) || (n === -1 && (b & 0x40) !== 0)) {
+      out.push(b);
+      return out;
+    }
+    out.push(b | 0x80);
+  }
+}
+
+/** A length-prefixed vector of encoded items. */
+export function vec(items: number[][]): number[] {
+  return [...leb(items.length), ...items.flat()];
+}
+
+/** A UTF-8 name. */
+export function name(s: string): number[] {
+  const b = [...Buffer.from(s, 'utf8')];
+  return [...leb(b.length), ...b];
+}
+
+function section(id: number, content: number[]): number[] {
+  return [id, ...leb(content.length), ...content];
+}
+
+export const LOCAL_GET = 0x20, LOCAL_SET = 0x21, LOCAL_TEE = 0x22, I32_CONST = 0x41;
+export const I32_ADD = 0x6a, I32_SUB = 0x6b, I32_MUL = 0x6c, I32_LT_U = 0x49;
+export const LOOP = 0x03, VOID = 0x40, END = 0x0b, BR_IF = 0x0d;
+export const I32 = 0x7f, V128 = 0x7b;
+/** A SIMD (0xfd-prefixed) opcode. */
+export const simd = (op: number): number[] => [0xfd, ...leb(op)];
+export const get = (i: number): number[] => [LOCAL_GET, i];
+export const set = (i: number): number[] => [LOCAL_SET, i];
+
+/** A function body: its locals as [count, type] groups, then its code (which ends with END). */
+export function funcBody(locals: [number, number][], code: number[]): number[] {
+  const b = [...vec(locals), ...code];
+  return [...leb(b.length), ...b];
+}
+
+/**
+ * A module whose functions all have the type (i32 × nParams) -> (), importing its memory as
+ * env.mem and exporting each function under its name.
+ */
+export function assembleModule(nParams: number, funcs: [string, number[]][]): Uint8Array<ArrayBuffer> {
+  const type = section(1, vec([[0x60, ...vec(new Array(nParams).fill([I32])), ...vec([])]]));
+  const imp = section(2, vec([[...name('env'), ...name('mem'), 0x02, 0x00, 0x01]]));
+  const func = section(3, vec(funcs.map(() => [0x00])));
+  const exp = section(7, vec(funcs.map(([n], i) => [...name(n), 0x00, ...leb(i)])));
+  const code = section(10, vec(funcs.map(([, body]) => body)));
+  return new Uint8Array([0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00, ...type, ...imp, ...func, ...exp, ...code]);
+}
+
+/** The parts of the WebAssembly API used here (the build's lib has no WebAssembly types). */
+export interface WasmMemory {
+  readonly buffer: ArrayBuffer;
+  grow(pages: number): number;
+}
+interface WasmApi {
+  validate(bytes: Uint8Array): boolean;
+  Memory: new (d: { initial: number }) => WasmMemory;
+  Module: new (bytes: Uint8Array) => object;
+  Instance: new (m: object, imports: object) => { exports: Record<string, unknown> };
+}
+
+export interface WasmInstance {
+  memory: WasmMemory;
+  exports: Record<string, unknown>;
+  /** Make the memory at least `bytes` long (views must be re-made after). */
+  ensure(bytes: number): void;
+}
+
+/** Instantiate a module with a fresh memory; null when WebAssembly SIMD is unavailable or LOBES_NO_SIMD is set. */
+export function instantiate(bytes: Uint8Array): WasmInstance | null {
+  if (process.env.LOBES_NO_SIMD) return null;
+  try {
+    const wasm = (globalThis as unknown as { WebAssembly?: WasmApi }).WebAssembly;
+    if (!wasm || !wasm.validate(bytes)) return null;
+    const memory = new wasm.Memory({ initial: 1 });
+    const inst = new wasm.Instance(new wasm.Module(bytes), { env: { mem: memory } });
+    return {
+      memory,
+      exports: inst.exports,
+      ensure(n: number) {
+        const have = memory.buffer.byteLength;
+        if (n > have) memory.grow(Math.ceil((n - have) / 65536));
+      },
+    };
+  } catch {
+    return null;
+  }
+}
