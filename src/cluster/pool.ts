@@ -7,7 +7,7 @@
 import { Worker } from 'node:worker_threads';
 import { startWorker } from '../util/worker.js';
 import { knnRows, type KnnResult } from './knn.js';
-import { repulsion, type QuadTree } from './quadtree.js';
+import { groupRanges, repulsion, type QuadTree } from './quadtree.js';
 import { attraction } from './tsne.js';
 import type { SparseP } from './affinity.js';
 import { mulXBRows, mulXtBCols, type MatMulPool, type MulRequest } from './pca.js';
@@ -76,11 +76,13 @@ export class TsnePool implements MatMulPool {
   async gradientParts(tree: QuadTree, Y: Float64Array, n: number, theta: number, F: Float64Array, Zi: Float64Array, P: SparseP, ex: number, A: Float64Array): Promise<void> {
     const t = tree.t;
     const rs = this.ranges(n);
+    const gs = groupRanges(t, rs.length);
     const pending = this.workers.map((w, i) =>
-      this.call(w, { cmd: 'grad', tree: t, Y, F, Zi, theta, start: rs[i][0], end: rs[i][1], P, ex, A }),
+      this.call(w, { cmd: 'grad', tree: t, Y, F, Zi, theta, g0: gs[i][0], g1: gs[i][1], start: rs[i][0], end: rs[i][1], P, ex, A }),
     );
     const [s, e] = rs[rs.length - 1];
-    repulsion(t, Y, s, e, theta, F, Zi, tree.order);
+    const [g0, g1] = gs[gs.length - 1];
+    repulsion(t, Y, g0, g1, theta, F, Zi);
     attraction(P, Y, ex, A, s, e);
     await Promise.all(pending);
   }

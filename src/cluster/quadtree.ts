@@ -8,6 +8,8 @@
  * the traversal handles a leaf's points one by one (exactly) unless the whole leaf is far
  * enough to be summarized. Identical points therefore need no special case.
  *
+ * Nodes with at most GROUP_SIZE points form the repulsion groups (see repulsion()).
+ *
  * Per node: [comX, comY, width², count] in `node`, the first of four consecutive children in
  * `child` (-1 for a leaf) and, for leaves, the point range [start, end) of `order` in `leaf`.
  * Arrays may live on SharedArrayBuffers so worker threads can traverse the same tree.
@@ -16,6 +18,8 @@
 export const MAX_LEVEL = 15;
 /** Points kept in a leaf at most (above the last level). */
 export const LEAF_SIZE = 8;
+/** Points in a repulsion group at most (unless it is a leaf at the last level): one tree walk serves them all. */
+export const GROUP_SIZE = 32;
 
 /** Flat arrays of a tree; `nodes` is the number in use. */
 export interface TreeArrays {
@@ -28,8 +32,13 @@ export interface TreeArrays {
   leaf: Int32Array;
   /** Point indices sorted by Morton code. */
   order: Int32Array;
-  /** Position of each point in `order`. */
-  rank: Int32Array;
+  /**
+   * Node ids of the repulsion groups, in Morton order: the highest nodes holding at most
+   * GROUP_SIZE points, and leaves. Their point ranges tile [0, n).
+   */
+  groups: Int32Array;
+  /** Number of groups in use. */
+  ngroups: number;
 }
 
 export class QuadTree {
@@ -41,7 +50,7 @@ export class QuadTree {
 
   constructor(private n: number, readonly shared = false) {
     this.cap = Math.max(64, 2 * n + 16);
-    this.t = { nodes: 0, node: this.f64(this.cap * 4), child: this.i32(this.cap), leaf: this.i32(this.cap * 2), order: this.i32(n), rank: this.i32(n) };
+    this.t = { nodes: 0, node: this.f64(this.cap * 4), child: this.i32(this.cap), leaf: this.i32(this.cap * 2), order: this.i32(n), groups: this.i32(n), ngroups: 0 };
     this.keys = new Float64Array(n);
     this.codes = new Int32Array(n);
   }
@@ -70,7 +79,7 @@ export class QuadTree {
     node.set(t.node.subarray(0, t.nodes * 4));
     child.set(t.child.subarray(0, t.nodes));
     leaf.set(t.leaf.subarray(0, t.nodes * 2));
-    this.t = { nodes: t.nodes, node, child, leaf, order: t.order, rank: t.rank };
+    this.t = { nodes: t.nodes, node, child, leaf, order: t.order, groups: t.groups, ngroups: t.ngroups };
     this.cap = cap;
   }
 
@@ -79,7 +88,7 @@ export class QuadTree {
     if (n > this.n) {
       this.n = n;
       this.t.order = this.i32(n);
-      this.t.rank = this.i32(n);
+      this.t.groups = this.i32(n);
       this.keys = new Float64Array(n);
       this.codes = new Int32Array(n);
     }
@@ -111,12 +120,36 @@ export class QuadTree {
       const key = keys[t];
       const i = key % 4194304;
       order[t] = i;
-      this.t.rank[i] = t;
       codes[t] = (key - i) / 4194304;
     }
     this.Y = Y;
     this.t.nodes = 1;
     this.make(0, 0, n, 0, side);
+    this.findGroups();
+  }
+
+  /** Collect the repulsion groups in Morton order (depth first, children in quadrant order). */
+  private findGroups(): void {
+    const { node, child, groups } = this.t;
+    const stack = new Int32Array(3 * MAX_LEVEL + 8);
+    let sp = 0;
+    let g = 0;
+    stack[sp++] = 0;
+    while (sp > 0) {
+      const id = stack[--sp];
+      const cnt = node[id * 4 + 3];
+      if (cnt === 0) continue;
+      const c = child[id];
+      if (cnt <= GROUP_SIZE || c === -1) {
+        groups[g++] = id;
+        continue;
+      }
+      stack[sp++] = c + 3;
+      stack[sp++] = c + 2;
+      stack[sp++] = c + 1;
+      stack[sp++] = c;
+    }
+    this.t.ngroups = g;
   }
 
   /** Fill node `id` for sorted points [lo, hi) at `level` (cell side `w`); returns nothing, writes COM. */
@@ -181,31 +214,49 @@ function interleave(v: number): number {
 }
 
 /**
- * Barnes–Hut repulsion for points [start, end) (positions in `order` when given): for each i,
- * Zi[i] = Σ_{j≠i} w_ij and F[2i..2i+1] = Σ_{j≠i} w_ij² (y_i − y_j), with
- * w = 1 / (1 + |y_i − y_j|²), summarizing a cell by its centre of mass when
- * (cell width)² < θ² · (distance to it)² (as scikit-learn does); the points of a leaf that is
- * not summarized are taken one by one. Each point's sums depend only on the tree and y_i,
- * so any split into ranges gives the same numbers.
+ * Barnes–Hut repulsion for the groups [g0, g1) of the tree (see TreeArrays.groups): for each
+ * point i of a group, Zi[i] = Σ_{j≠i} w_ij and F[2i..2i+1] = Σ_{j≠i} w_ij² (y_i − y_j), with
+ * w = 1 / (1 + |y_i − y_j|²).
+ *
+ * The tree is walked once per group, not once per point: a cell is summarized by its centre
+ * of mass when (cell width)² < θ² · d², where d is the distance from the centre of mass to the
+ * group's bounding box (scikit-learn's test uses the distance to the point itself; the box
+ * distance is never larger, so every point gets at least that accuracy). The cells and the
+ * points of opened leaves go into one interaction list, which every point of the group then
+ * sums in list order, two points at a time. The group's own points are in the list, and
+ * y_i's term is exactly w = 1 with zero force, removed from Zi afterwards. Each point's sums
+ * depend only on the tree and Y, so any split of the groups gives the same numbers.
  */
-export function repulsion(t: TreeArrays, Y: Float64Array, start: number, end: number, theta: number, F: Float64Array, Zi: Float64Array, order?: Int32Array): void {
+export function repulsion(t: TreeArrays, Y: Float64Array, g0: number, g1: number, theta: number, F: Float64Array, Zi: Float64Array): void {
   const node = t.node;
   const child = t.child;
   const leaf = t.leaf;
   const pts = t.order;
-  const rank = t.rank;
+  const groups = t.groups;
   const th2 = theta * theta;
-  // For theta > 1/√2 a cell could pass the test while holding y_i itself: then check ranges.
+  // For theta > 1/√2 a cell could pass the test while holding a point of the group: then check ranges.
   const guard = th2 > 0.5;
   const stack = new Int32Array(4 * MAX_LEVEL + 8);
-  for (let t0 = start; t0 < end; t0++) {
-    const i = order ? order[t0] : t0;
-    const ri = rank[i];
-    const xi = Y[2 * i];
-    const yi = Y[2 * i + 1];
-    let z = 0;
-    let fx = 0;
-    let fy = 0;
+  let L = listBuffer(3 * 1024);
+  for (let g = g0; g < g1; g++) {
+    const gid = groups[g];
+    const lo = leaf[gid * 2];
+    const hi = leaf[gid * 2 + 1];
+    let x0 = Infinity;
+    let x1 = -Infinity;
+    let y0 = Infinity;
+    let y1 = -Infinity;
+    for (let p = lo; p < hi; p++) {
+      const i = pts[p];
+      const x = Y[2 * i];
+      const y = Y[2 * i + 1];
+      if (x < x0) x0 = x;
+      if (x > x1) x1 = x;
+      if (y < y0) y0 = y;
+      if (y > y1) y1 = y;
+    }
+    // build the interaction list: [x, y, count] per entry
+    let m = 0;
     let sp = 0;
     stack[sp++] = 0;
     while (sp > 0) {
@@ -213,16 +264,16 @@ export function repulsion(t: TreeArrays, Y: Float64Array, start: number, end: nu
       const o = id * 4;
       const cnt = node[o + 3];
       if (cnt === 0) continue;
-      const dx = xi - node[o];
-      const dy = yi - node[o + 1];
-      const d2 = dx * dx + dy * dy;
-      if (node[o + 2] < th2 * d2 && !(guard && leaf[id * 2] <= ri && ri < leaf[id * 2 + 1])) {
-        const w = 1 / (1 + d2);
-        const cw = cnt * w;
-        z += cw;
-        const cw2 = cw * w;
-        fx += cw2 * dx;
-        fy += cw2 * dy;
+      if (m + 3 * (LEAF_SIZE + 1) > L.length) L = listBuffer(2 * L.length, L, m);
+      const cx = node[o];
+      const cy = node[o + 1];
+      const ex = cx < x0 ? x0 - cx : cx > x1 ? cx - x1 : 0;
+      const ey = cy < y0 ? y0 - cy : cy > y1 ? cy - y1 : 0;
+      if (node[o + 2] < th2 * (ex * ex + ey * ey) && !(guard && leaf[id * 2] < hi && lo < leaf[id * 2 + 1])) {
+        L[m] = cx;
+        L[m + 1] = cy;
+        L[m + 2] = cnt;
+        m += 3;
         continue;
       }
       const c = child[id];
@@ -230,14 +281,10 @@ export function repulsion(t: TreeArrays, Y: Float64Array, start: number, end: nu
         const b = leaf[id * 2 + 1];
         for (let p = leaf[id * 2]; p < b; p++) {
           const j = pts[p];
-          if (j === i) continue;
-          const ex = xi - Y[2 * j];
-          const ey = yi - Y[2 * j + 1];
-          const w = 1 / (1 + ex * ex + ey * ey);
-          z += w;
-          const w2 = w * w;
-          fx += w2 * ex;
-          fy += w2 * ey;
+          L[m] = Y[2 * j];
+          L[m + 1] = Y[2 * j + 1];
+          L[m + 2] = 1;
+          m += 3;
         }
       } else {
         stack[sp++] = c + 3;
@@ -246,8 +293,107 @@ export function repulsion(t: TreeArrays, Y: Float64Array, start: number, end: nu
         stack[sp++] = c;
       }
     }
-    Zi[i] = z;
-    F[2 * i] = fx;
-    F[2 * i + 1] = fy;
+    sumList(L, m, Y, pts, lo, hi, F, Zi);
   }
+}
+
+let list = new Float64Array(0);
+
+/** This thread's list buffer, at least `len` long, keeping the first `keep` values of `old`. */
+function listBuffer(len: number, old?: Float64Array, keep = 0): Float64Array {
+  if (list.length < len) {
+    const next = new Float64Array(len);
+    if (old) next.set(old.subarray(0, keep));
+    list = next;
+  }
+  return list;
+}
+
+/** Sum the list [x, y, count] × m/3 for the points order[lo..hi), two at a time. */
+function sumList(L: Float64Array, m: number, Y: Float64Array, pts: Int32Array, lo: number, hi: number, F: Float64Array, Zi: Float64Array): void {
+  let p = lo;
+  for (; p + 1 < hi; p += 2) {
+    const a = pts[p];
+    const b = pts[p + 1];
+    const xa = Y[2 * a];
+    const ya = Y[2 * a + 1];
+    const xb = Y[2 * b];
+    const yb = Y[2 * b + 1];
+    let za = 0;
+    let fxa = 0;
+    let fya = 0;
+    let zb = 0;
+    let fxb = 0;
+    let fyb = 0;
+    for (let q = 0; q < m; q += 3) {
+      const cx = L[q];
+      const cy = L[q + 1];
+      const c = L[q + 2];
+      const dxa = xa - cx;
+      const dya = ya - cy;
+      const dxb = xb - cx;
+      const dyb = yb - cy;
+      const wa = 1 / (1 + dxa * dxa + dya * dya);
+      const wb = 1 / (1 + dxb * dxb + dyb * dyb);
+      const cwa = c * wa;
+      const cwb = c * wb;
+      za += cwa;
+      zb += cwb;
+      const sa = cwa * wa;
+      const sb = cwb * wb;
+      fxa += sa * dxa;
+      fya += sa * dya;
+      fxb += sb * dxb;
+      fyb += sb * dyb;
+    }
+    Zi[a] = za - 1;
+    F[2 * a] = fxa;
+    F[2 * a + 1] = fya;
+    Zi[b] = zb - 1;
+    F[2 * b] = fxb;
+    F[2 * b + 1] = fyb;
+  }
+  if (p < hi) {
+    const a = pts[p];
+    const xa = Y[2 * a];
+    const ya = Y[2 * a + 1];
+    let za = 0;
+    let fxa = 0;
+    let fya = 0;
+    for (let q = 0; q < m; q += 3) {
+      const dxa = xa - L[q];
+      const dya = ya - L[q + 1];
+      const wa = 1 / (1 + dxa * dxa + dya * dya);
+      const cwa = L[q + 2] * wa;
+      za += cwa;
+      const sa = cwa * wa;
+      fxa += sa * dxa;
+      fya += sa * dya;
+    }
+    Zi[a] = za - 1;
+    F[2 * a] = fxa;
+    F[2 * a + 1] = fya;
+  }
+}
+
+/** Repulsion for every point of a built tree (this thread only). */
+export function repulsionAll(tree: QuadTree, Y: Float64Array, theta: number, F: Float64Array, Zi: Float64Array): void {
+  repulsion(tree.t, Y, 0, tree.t.ngroups, theta, F, Zi);
+}
+
+/**
+ * Split the groups into `parts` contiguous ranges [g0, g1) holding about equal numbers of
+ * points (groups are in Morton order, so each range covers a contiguous run of points).
+ */
+export function groupRanges(t: TreeArrays, parts: number): [number, number][] {
+  const out: [number, number][] = [];
+  const n = t.leaf[1];
+  let g = 0;
+  for (let p = 0; p < parts; p++) {
+    const target = Math.round(((p + 1) * n) / parts);
+    const g0 = g;
+    while (g < t.ngroups && (p === parts - 1 || t.leaf[t.groups[g] * 2] < target)) g++;
+    out.push([g0, g]);
+  }
+  return out;
 }

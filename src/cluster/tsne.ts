@@ -25,7 +25,7 @@ import { Rng } from '../util/rng.js';
 import { checkPerplexity, conditionalP, jointP, neighboursFor, type SparseP } from './affinity.js';
 import { knn, type KnnResult } from './knn.js';
 import { pca } from './pca.js';
-import { QuadTree, repulsion } from './quadtree.js';
+import { QuadTree, repulsionAll } from './quadtree.js';
 import { TsnePool } from './pool.js';
 
 export interface TsneOptions {
@@ -224,7 +224,7 @@ export class Tsne {
       exactRepulsion(this.Y, this.n, this.Frep, this.Zi);
     } else {
       this.tree.build(this.Y, this.n);
-      repulsion(this.tree.t, this.Y, 0, this.n, this.opts.theta, this.Frep, this.Zi, this.tree.order);
+      repulsionAll(this.tree, this.Y, this.opts.theta, this.Frep, this.Zi);
     }
   }
 
@@ -280,7 +280,7 @@ export class Tsne {
       tree.build(this.Y, n);
       const F = new Float64Array(2 * n);
       const Zi = new Float64Array(n);
-      repulsion(tree.t, this.Y, 0, n, this.opts.theta, F, Zi);
+      repulsionAll(tree, this.Y, this.opts.theta, F, Zi);
       Z = 0;
       for (let i = 0; i < n; i++) Z += Zi[i];
     }
@@ -299,24 +299,46 @@ function shareP(P: SparseP): SparseP {
   return { n: P.n, rowPtr, cols, vals };
 }
 
-/** Attractive part: out_i = ex · Σ_j p_ij w_ij (y_i − y_j). */
+/**
+ * Attractive part: out_i = ex · Σ_j p_ij w_ij (y_i − y_j), each row summed as two interleaved
+ * partial sums (even and odd nonzeros; more independent work per step), added at the end.
+ */
 export function attraction(P: SparseP, Y: Float64Array, ex: number, out: Float64Array, start = 0, end = P.n): void {
   const { rowPtr, cols, vals } = P;
+  let t = rowPtr[start];
   for (let i = start; i < end; i++) {
     const xi = Y[2 * i];
     const yi = Y[2 * i + 1];
     let fx = 0;
     let fy = 0;
-    for (let t = rowPtr[i]; t < rowPtr[i + 1]; t++) {
+    let gx = 0;
+    let gy = 0;
+    const e = rowPtr[i + 1];
+    for (; t + 1 < e; t += 2) {
+      const j = cols[t];
+      const k = cols[t + 1];
+      const dx = xi - Y[2 * j];
+      const dy = yi - Y[2 * j + 1];
+      const ex2 = xi - Y[2 * k];
+      const ey2 = yi - Y[2 * k + 1];
+      const pw = vals[t] / (1 + dx * dx + dy * dy);
+      const qw = vals[t + 1] / (1 + ex2 * ex2 + ey2 * ey2);
+      fx += pw * dx;
+      fy += pw * dy;
+      gx += qw * ex2;
+      gy += qw * ey2;
+    }
+    if (t < e) {
       const j = cols[t];
       const dx = xi - Y[2 * j];
       const dy = yi - Y[2 * j + 1];
       const pw = vals[t] / (1 + dx * dx + dy * dy);
       fx += pw * dx;
       fy += pw * dy;
+      t++;
     }
-    out[2 * i] = ex * fx;
-    out[2 * i + 1] = ex * fy;
+    out[2 * i] = ex * (fx + gx);
+    out[2 * i + 1] = ex * (fy + gy);
   }
 }
 
@@ -427,7 +449,7 @@ export function tsneGradient(P: SparseP, Y: Float64Array, theta: number, exagger
   else {
     const tree = new QuadTree(n);
     tree.build(Y, n);
-    repulsion(tree.t, Y, 0, n, theta, F, Zi);
+    repulsionAll(tree, Y, theta, F, Zi);
   }
   let Z = 0;
   for (let i = 0; i < n; i++) Z += Zi[i];

@@ -21,7 +21,7 @@ parentPort!.on('message', (m: any) => {
       if (m.op === 'xb') mulXBRows(m.X, m.d, m.B, m.l, m.out, m.start, m.end);
       else mulXtBCols(m.X, m.n, m.d, m.B, m.l, m.out, m.start, m.end);
     } else if (m.cmd === 'grad') {
-      repulsion(m.tree, m.Y, m.start, m.end, m.theta, m.F, m.Zi, m.tree.order);
+      repulsion(m.tree, m.Y, m.g0, m.g1, m.theta, m.F, m.Zi);
       attraction(m.P, m.Y, m.ex, m.A, m.start, m.end);
     }
     parentPort!.postMessage({ ok: true });

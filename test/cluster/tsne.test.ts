@@ -5,7 +5,7 @@ import { Tsne, exactGradient, exactKl, tsneGradient, exactRepulsion, klWithZ, ex
 import { conditionalP, jointP, denseP, checkPerplexity, neighboursFor } from '../../src/cluster/affinity.js';
 import { knn } from '../../src/cluster/knn.js';
 import { pca } from '../../src/cluster/pca.js';
-import { QuadTree, repulsion } from '../../src/cluster/quadtree.js';
+import { QuadTree, repulsionAll } from '../../src/cluster/quadtree.js';
 import { silhouetteSamples, distanceMatrix } from '../../src/cluster/metrics.js';
 
 function blobs(n: number, d: number, C: number, sep: number, seed: number): { X: Float64Array; lab: Int32Array } {
@@ -151,7 +151,7 @@ describe('gradient', () => {
     for (const [theta, tol] of [[0, 1e-12], [0.1, 2e-3], [0.5, 3e-2], [1, 0.15]] as const) {
       const F = new Float64Array(2 * n);
       const Zi = new Float64Array(n);
-      repulsion(tree.t, Y, 0, n, theta, F, Zi);
+      repulsionAll(tree, Y, theta, F, Zi);
       let num = 0;
       let den = 0;
       for (let t = 0; t < 2 * n; t++) {
