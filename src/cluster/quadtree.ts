@@ -2,8 +2,8 @@
  * A quadtree over 2-D points in flat typed arrays, for Barnes–Hut t-SNE repulsion.
  *
  * Built from Morton (Z-curve) codes: the points are mapped onto a 2^15 × 2^15 grid over
- * their square bounding box, sorted by interleaved code, and each node splits its sorted
- * range into four contiguous quadrant ranges by the next two code bits. A node with at most
+ * their square bounding box and sorted by interleaved code (radix sort; ties by index). Each
+ * node splits its sorted range into four contiguous quadrant ranges by the next two code bits. A node with at most
  * LEAF_SIZE points (or at the last grid level) is a leaf that keeps its range of points, and
  * the traversal handles a leaf's points one by one (exactly) unless the whole leaf is far
  * enough to be summarized. Identical points therefore need no special case.
@@ -44,14 +44,17 @@ export interface TreeArrays {
 export class QuadTree {
   t: TreeArrays;
   private cap: number;
-  private keys: Float64Array;
+  private raw: Int32Array;
+  private tmp: Int32Array;
+  private count = new Int32Array(1024);
   private codes: Int32Array;
   private Y: Float64Array = new Float64Array(0);
 
   constructor(private n: number, readonly shared = false) {
     this.cap = Math.max(64, 2 * n + 16);
     this.t = { nodes: 0, node: this.f64(this.cap * 4), child: this.i32(this.cap), leaf: this.i32(this.cap * 2), order: this.i32(n), groups: this.i32(n), ngroups: 0 };
-    this.keys = new Float64Array(n);
+    this.raw = new Int32Array(n);
+    this.tmp = new Int32Array(n);
     this.codes = new Int32Array(n);
   }
 
@@ -89,7 +92,8 @@ export class QuadTree {
       this.n = n;
       this.t.order = this.i32(n);
       this.t.groups = this.i32(n);
-      this.keys = new Float64Array(n);
+      this.raw = new Int32Array(n);
+      this.tmp = new Int32Array(n);
       this.codes = new Int32Array(n);
     }
     let minX = Infinity;
@@ -106,22 +110,38 @@ export class QuadTree {
     }
     const side = Math.max(maxX - minX, maxY - minY, 1e-300) * (1 + 1e-9);
     const scale = 32768 / side;
-    const keys = this.keys.subarray(0, n);
+    const raw = this.raw;
     for (let i = 0; i < n; i++) {
       const ix = Math.min(32767, Math.floor((Y[2 * i] - minX) * scale));
       const iy = Math.min(32767, Math.floor((Y[2 * i + 1] - minY) * scale));
-      const code = (interleave(ix) | (interleave(iy) << 1)) >>> 0;
-      keys[i] = code * 4194304 + i;
+      raw[i] = interleave(ix) | (interleave(iy) << 1);
     }
-    keys.sort();
+    // stable LSD radix sort of the 30-bit codes, 10 bits a pass: ties keep index order
+    let src = this.tmp;
+    let dst = this.t.order;
+    for (let i = 0; i < n; i++) src[i] = i;
+    const count = this.count;
+    for (let shift = 0; shift < 30; shift += 10) {
+      count.fill(0);
+      for (let t = 0; t < n; t++) count[(raw[src[t]] >>> shift) & 1023]++;
+      let sum = 0;
+      for (let b = 0; b < 1024; b++) {
+        const c = count[b];
+        count[b] = sum;
+        sum += c;
+      }
+      for (let t = 0; t < n; t++) {
+        const i = src[t];
+        dst[count[(raw[i] >>> shift) & 1023]++] = i;
+      }
+      const s = src;
+      src = dst;
+      dst = s;
+    }
+    // after an odd number of passes the sorted indices are in `order`
     const order = this.t.order;
     const codes = this.codes;
-    for (let t = 0; t < n; t++) {
-      const key = keys[t];
-      const i = key % 4194304;
-      order[t] = i;
-      codes[t] = (key - i) / 4194304;
-    }
+    for (let t = 0; t < n; t++) codes[t] = raw[order[t]];
     this.Y = Y;
     this.t.nodes = 1;
     this.make(0, 0, n, 0, side);
