@@ -15,11 +15,13 @@
  * Arrays may live on SharedArrayBuffers so worker threads can traverse the same tree.
  */
 
+import { repulsionSimd, sumPairsJs, type RepulsionSimd } from './repulsion-simd.js';
+
 export const MAX_LEVEL = 15;
 /** Points kept in a leaf at most (above the last level). */
 export const LEAF_SIZE = 8;
 /** Points in a repulsion group at most (unless it is a leaf at the last level): one tree walk serves them all. */
-export const GROUP_SIZE = 32;
+export const GROUP_SIZE = 64;
 
 /** Flat arrays of a tree; `nodes` is the number in use. */
 export interface TreeArrays {
@@ -242,8 +244,9 @@ function interleave(v: number): number {
  * of mass when (cell width)² < θ² · d², where d is the distance from the centre of mass to the
  * group's bounding box (scikit-learn's test uses the distance to the point itself; the box
  * distance is never larger, so every point gets at least that accuracy). The cells and the
- * points of opened leaves go into one interaction list, which every point of the group then
- * sums in list order, two points at a time. The group's own points are in the list, and
+ * points of opened leaves go into one interaction list, which the points of the group then
+ * sum two at a time against two entries at a time (src/cluster/repulsion-simd.ts: WebAssembly
+ * SIMD, or its bit-identical JavaScript twin). The group's own points are in the list, and
  * y_i's term is exactly w = 1 with zero force, removed from Zi afterwards. Each point's sums
  * depend only on the tree and Y, so any split of the groups gives the same numbers.
  */
@@ -257,11 +260,15 @@ export function repulsion(t: TreeArrays, Y: Float64Array, g0: number, g1: number
   // For theta > 1/√2 a cell could pass the test while holding a point of the group: then check ranges.
   const guard = th2 > 0.5;
   const stack = new Int32Array(4 * MAX_LEVEL + 8);
-  let L = listBuffer(3 * 1024);
+  const ws = workspace();
   for (let g = g0; g < g1; g++) {
     const gid = groups[g];
     const lo = leaf[gid * 2];
     const hi = leaf[gid * 2 + 1];
+    const ngp = (hi - lo + 1) >> 1;
+    // layout (float64 values): points [0, 4·ngp), sums [4·ngp, 10·ngp), list from 10·ngp
+    const lp = 10 * ngp;
+    let M = ws.reserve(lp + 6 * 512);
     let x0 = Infinity;
     let x1 = -Infinity;
     let y0 = Infinity;
@@ -270,12 +277,18 @@ export function repulsion(t: TreeArrays, Y: Float64Array, g0: number, g1: number
       const i = pts[p];
       const x = Y[2 * i];
       const y = Y[2 * i + 1];
+      M[2 * (p - lo)] = x;
+      M[2 * (p - lo) + 1] = y;
       if (x < x0) x0 = x;
       if (x > x1) x1 = x;
       if (y < y0) y0 = y;
       if (y > y1) y1 = y;
     }
-    // build the interaction list: [x, y, count] per entry
+    if ((hi - lo) & 1) {
+      M[2 * (hi - lo)] = M[2 * (hi - lo) - 2];
+      M[2 * (hi - lo) + 1] = M[2 * (hi - lo) - 1];
+    }
+    // walk the tree once for the group; entry e goes to lp + 6⌊e/2⌋ + (e mod 2): x, then y (+2), count (+4)
     let m = 0;
     let sp = 0;
     stack[sp++] = 0;
@@ -284,27 +297,30 @@ export function repulsion(t: TreeArrays, Y: Float64Array, g0: number, g1: number
       const o = id * 4;
       const cnt = node[o + 3];
       if (cnt === 0) continue;
-      if (m + 3 * (LEAF_SIZE + 1) > L.length) L = listBuffer(2 * L.length, L, m);
+      const c = child[id];
+      const need = lp + 3 * (m + (c === -1 ? leaf[id * 2 + 1] - leaf[id * 2] : 1)) + 6;
+      if (need > M.length) M = ws.reserve(2 * need);
       const cx = node[o];
       const cy = node[o + 1];
       const ex = cx < x0 ? x0 - cx : cx > x1 ? cx - x1 : 0;
       const ey = cy < y0 ? y0 - cy : cy > y1 ? cy - y1 : 0;
       if (node[o + 2] < th2 * (ex * ex + ey * ey) && !(guard && leaf[id * 2] < hi && lo < leaf[id * 2 + 1])) {
-        L[m] = cx;
-        L[m + 1] = cy;
-        L[m + 2] = cnt;
-        m += 3;
+        const q = lp + 6 * (m >> 1) + (m & 1);
+        M[q] = cx;
+        M[q + 2] = cy;
+        M[q + 4] = cnt;
+        m++;
         continue;
       }
-      const c = child[id];
       if (c === -1) {
         const b = leaf[id * 2 + 1];
         for (let p = leaf[id * 2]; p < b; p++) {
           const j = pts[p];
-          L[m] = Y[2 * j];
-          L[m + 1] = Y[2 * j + 1];
-          L[m + 2] = 1;
-          m += 3;
+          const q = lp + 6 * (m >> 1) + (m & 1);
+          M[q] = Y[2 * j];
+          M[q + 2] = Y[2 * j + 1];
+          M[q + 4] = 1;
+          m++;
         }
       } else {
         stack[sp++] = c + 3;
@@ -313,87 +329,59 @@ export function repulsion(t: TreeArrays, Y: Float64Array, g0: number, g1: number
         stack[sp++] = c;
       }
     }
-    sumList(L, m, Y, pts, lo, hi, F, Zi);
+    if (m & 1) {
+      const q = lp + 6 * (m >> 1) + 1;
+      M[q] = 0;
+      M[q + 2] = 0;
+      M[q + 4] = 0;
+    }
+    ws.sum(lp, (m + 1) >> 1, 0, ngp, 4 * ngp);
+    M = ws.M;
+    for (let p = lo; p < hi; p++) {
+      const i = pts[p];
+      const r = 4 * ngp + 3 * (p - lo);
+      // y_i's own term is in the list: w = 1, zero force
+      Zi[i] = M[r] - 1;
+      F[2 * i] = M[r + 1];
+      F[2 * i + 1] = M[r + 2];
+    }
   }
 }
 
-let list = new Float64Array(0);
-
-/** This thread's list buffer, at least `len` long, keeping the first `keep` values of `old`. */
-function listBuffer(len: number, old?: Float64Array, keep = 0): Float64Array {
-  if (list.length < len) {
-    const next = new Float64Array(len);
-    if (old) next.set(old.subarray(0, keep));
-    list = next;
+/** This thread's scratch memory for the repulsion sums: WebAssembly memory when SIMD is available. */
+class Workspace {
+  M: Float64Array;
+  private simd: RepulsionSimd | null;
+  constructor() {
+    this.simd = repulsionSimd();
+    this.M = this.simd ? new Float64Array(this.simd.memory.buffer) : new Float64Array(8192);
   }
-  return list;
+
+  /** The scratch array with at least `values` float64 values (contents kept). */
+  reserve(values: number): Float64Array {
+    if (this.M.length >= values) return this.M;
+    if (this.simd) {
+      this.simd.ensure(values * 8);
+      this.M = new Float64Array(this.simd.memory.buffer);
+    } else {
+      const next = new Float64Array(Math.max(values, 2 * this.M.length));
+      next.set(this.M);
+      this.M = next;
+    }
+    return this.M;
+  }
+
+  /** The pair sums (offsets in float64 values, see repulsion-simd.ts). */
+  sum(lp: number, npairs: number, gp: number, ngp: number, op: number): void {
+    if (this.simd) this.simd.sum(lp * 8, npairs, gp * 8, ngp, op * 8);
+    else sumPairsJs(this.M, lp, npairs, gp, ngp, op);
+  }
 }
 
-/** Sum the list [x, y, count] × m/3 for the points order[lo..hi), two at a time. */
-function sumList(L: Float64Array, m: number, Y: Float64Array, pts: Int32Array, lo: number, hi: number, F: Float64Array, Zi: Float64Array): void {
-  let p = lo;
-  for (; p + 1 < hi; p += 2) {
-    const a = pts[p];
-    const b = pts[p + 1];
-    const xa = Y[2 * a];
-    const ya = Y[2 * a + 1];
-    const xb = Y[2 * b];
-    const yb = Y[2 * b + 1];
-    let za = 0;
-    let fxa = 0;
-    let fya = 0;
-    let zb = 0;
-    let fxb = 0;
-    let fyb = 0;
-    for (let q = 0; q < m; q += 3) {
-      const cx = L[q];
-      const cy = L[q + 1];
-      const c = L[q + 2];
-      const dxa = xa - cx;
-      const dya = ya - cy;
-      const dxb = xb - cx;
-      const dyb = yb - cy;
-      const wa = 1 / (1 + dxa * dxa + dya * dya);
-      const wb = 1 / (1 + dxb * dxb + dyb * dyb);
-      const cwa = c * wa;
-      const cwb = c * wb;
-      za += cwa;
-      zb += cwb;
-      const sa = cwa * wa;
-      const sb = cwb * wb;
-      fxa += sa * dxa;
-      fya += sa * dya;
-      fxb += sb * dxb;
-      fyb += sb * dyb;
-    }
-    Zi[a] = za - 1;
-    F[2 * a] = fxa;
-    F[2 * a + 1] = fya;
-    Zi[b] = zb - 1;
-    F[2 * b] = fxb;
-    F[2 * b + 1] = fyb;
-  }
-  if (p < hi) {
-    const a = pts[p];
-    const xa = Y[2 * a];
-    const ya = Y[2 * a + 1];
-    let za = 0;
-    let fxa = 0;
-    let fya = 0;
-    for (let q = 0; q < m; q += 3) {
-      const dxa = xa - L[q];
-      const dya = ya - L[q + 1];
-      const wa = 1 / (1 + dxa * dxa + dya * dya);
-      const cwa = L[q + 2] * wa;
-      za += cwa;
-      const sa = cwa * wa;
-      fxa += sa * dxa;
-      fya += sa * dya;
-    }
-    Zi[a] = za - 1;
-    F[2 * a] = fxa;
-    F[2 * a + 1] = fya;
-  }
+let shared: Workspace | undefined;
+
+function workspace(): Workspace {
+  return (shared ??= new Workspace());
 }
 
 /** Repulsion for every point of a built tree (this thread only). */

@@ -5,7 +5,8 @@ import { Tsne, exactGradient, exactKl, tsneGradient, exactRepulsion, klWithZ, ex
 import { conditionalP, jointP, denseP, checkPerplexity, neighboursFor } from '../../src/cluster/affinity.js';
 import { knn } from '../../src/cluster/knn.js';
 import { pca } from '../../src/cluster/pca.js';
-import { QuadTree, repulsionAll } from '../../src/cluster/quadtree.js';
+import { QuadTree, repulsion, repulsionAll, groupRanges, GROUP_SIZE } from '../../src/cluster/quadtree.js';
+import { repulsionSimd, sumPairsJs } from '../../src/cluster/repulsion-simd.js';
 import { silhouetteSamples, distanceMatrix } from '../../src/cluster/metrics.js';
 
 function blobs(n: number, d: number, C: number, sep: number, seed: number): { X: Float64Array; lab: Int32Array } {
@@ -175,6 +176,105 @@ describe('gradient', () => {
       den += ge[t] ** 2;
     }
     expect(Math.sqrt(num / den)).toBeLessThan(5e-3);
+  });
+  it('coincident points: a last-level leaf and a group larger than GROUP_SIZE still give exact sums at theta 0', () => {
+    // at theta 0 every list holds all 3000 points: the scratch memory must grow mid-walk
+    const n = 3000;
+    const Y = randomY(n, 21, 6);
+    // 250 copies of one point collapse into a single leaf at the last grid level
+    for (let i = 100; i < 350; i++) {
+      Y[2 * i] = 1.25;
+      Y[2 * i + 1] = -0.5;
+    }
+    expect(250).toBeGreaterThan(GROUP_SIZE);
+    const Fe = new Float64Array(2 * n);
+    const Ze = new Float64Array(n);
+    exactRepulsion(Y, n, Fe, Ze);
+    const tree = new QuadTree(n);
+    tree.build(Y, n);
+    for (const [theta, tol] of [[0, 1e-12], [0.2, 5e-3], [0.5, 3e-2]] as const) {
+      const F = new Float64Array(2 * n);
+      const Zi = new Float64Array(n);
+      repulsionAll(tree, Y, theta, F, Zi);
+      for (let i = 0; i < n; i++) {
+        expect(Math.abs(Zi[i] - Ze[i]) / Ze[i]).toBeLessThan(tol);
+        const scale = Math.hypot(Fe[2 * i], Fe[2 * i + 1]) + 1e-3 * Ze[i] / n;
+        expect(Math.hypot(F[2 * i] - Fe[2 * i], F[2 * i + 1] - Fe[2 * i + 1]) / scale).toBeLessThan(theta === 0 ? 1e-9 : 10 * tol);
+      }
+    }
+  });
+  it('any split of the groups gives bit-identical repulsion; the ranges tile the points', () => {
+    const n = 3000;
+    const Y = randomY(n, 22, 20);
+    const tree = new QuadTree(n);
+    tree.build(Y, n);
+    const F1 = new Float64Array(2 * n);
+    const Z1 = new Float64Array(n);
+    repulsionAll(tree, Y, 0.5, F1, Z1);
+    for (const parts of [2, 3, 7]) {
+      const rs = groupRanges(tree.t, parts);
+      expect(rs.length).toBe(parts);
+      expect(rs[0][0]).toBe(0);
+      expect(rs[parts - 1][1]).toBe(tree.t.ngroups);
+      const F = new Float64Array(2 * n).fill(NaN);
+      const Z = new Float64Array(n).fill(NaN);
+      // in reverse order, to show that no state carries over between ranges
+      for (let p = parts - 1; p >= 0; p--) {
+        if (p > 0) expect(rs[p][0]).toBe(rs[p - 1][1]);
+        repulsion(tree.t, Y, rs[p][0], rs[p][1], 0.5, F, Z);
+      }
+      expect(Array.from(F)).toEqual(Array.from(F1));
+      expect(Array.from(Z)).toEqual(Array.from(Z1));
+    }
+  });
+  it('the WebAssembly SIMD pair kernel and its JavaScript twin agree bit for bit, and equal a direct sum', () => {
+    const kernel = repulsionSimd();
+    expect(kernel).not.toBeNull(); // Node >= 20 has WebAssembly SIMD
+    const rng = new Rng(23);
+    const ngp = 3; // 5 points, the last repeated
+    const m = 37; // odd: one zero entry pads the list
+    const npairs = (m + 1) >> 1;
+    const gp = 0;
+    const op = 4 * ngp;
+    const lp = 10 * ngp;
+    const len = lp + 6 * npairs;
+    kernel!.ensure(len * 8);
+    const M = new Float64Array(kernel!.memory.buffer, 0, len);
+    M.fill(0);
+    const pts: number[][] = [];
+    for (let k = 0; k < 5; k++) pts.push([rng.normal() * 3, rng.normal() * 3]);
+    pts.push(pts[4]);
+    pts.forEach(([x, y], k) => {
+      M[gp + 2 * k] = x;
+      M[gp + 2 * k + 1] = y;
+    });
+    const ent: number[][] = [];
+    for (let e = 0; e < m; e++) {
+      const q = lp + 6 * (e >> 1) + (e & 1);
+      ent.push([rng.normal() * 5, rng.normal() * 5, 1 + Math.floor(rng.next() * 9)]);
+      [M[q], M[q + 2], M[q + 4]] = ent[e];
+    }
+    const J = Float64Array.from(M);
+    kernel!.sum(lp * 8, npairs, gp * 8, ngp, op * 8);
+    sumPairsJs(J, lp, npairs, gp, ngp, op);
+    const W = new Float64Array(kernel!.memory.buffer, 0, len);
+    expect(Array.from(W.subarray(op, lp))).toEqual(Array.from(J.subarray(op, lp)));
+    for (let k = 0; k < 5; k++) {
+      let z = 0;
+      let fx = 0;
+      let fy = 0;
+      for (const [x, y, c] of ent) {
+        const dx = pts[k][0] - x;
+        const dy = pts[k][1] - y;
+        const w = 1 / (1 + dx * dx + dy * dy);
+        z += c * w;
+        fx += c * w * w * dx;
+        fy += c * w * w * dy;
+      }
+      expect(W[op + 3 * k]).toBeCloseTo(z, 12);
+      expect(W[op + 3 * k + 1]).toBeCloseTo(fx, 12);
+      expect(W[op + 3 * k + 2]).toBeCloseTo(fy, 12);
+    }
   });
 });
 
