@@ -11,6 +11,10 @@
  * operations in the same order as the scalar JavaScript loop does it, so every value is
  * bit-identical to it. The module is assembled here by hand;
  * knnSimd() returns null when WebAssembly SIMD is unavailable (or LOBES_NO_SIMD is set).
+ *
+ *   dots(...): the same sums stored as they are, out[r · stride + 4 b + s] = Σ_c q_r[c] · y_{4b+s}[c]
+ * (the Gram rows of src/cluster/metrics.ts; bit-identical to its JavaScript loop, which also
+ * sums one product per column in column order).
  */
 
 import { funcBody, assembleModule, instantiate, leb, simd, get, set, LOCAL_TEE, I32_CONST, I32_ADD, I32_SUB, LOOP, VOID, END, BR_IF, I32, V128, type WasmMemory } from '../util/wasm.js';
@@ -34,7 +38,8 @@ const C = 7, QC = 8;
 const ACC = [[9, 10], [11, 12], [13, 14], [15, 16]];
 const Y = [17, 18];
 
-function dotsBody(): number[] {
+/** The loop body; `raw` stores the dot products themselves instead of the distances. */
+function dotsBody(raw: boolean): number[] {
   const zero: number[] = [];
   for (const a of ACC) for (const v of a) zero.push(...V128_ZERO, ...set(v));
   const inner: number[] = [...get(YP), ...V128_LOAD(0), ...set(Y[0]), ...get(YP), ...V128_LOAD(16), ...set(Y[1])];
@@ -48,6 +53,10 @@ function dotsBody(): number[] {
   const store: number[] = [];
   for (let r = 0; r < 4; r++)
     for (let h = 0; h < 2; h++) {
+      if (raw) {
+        store.push(...get(OUT), ...get(ACC[r][h]), ...V128_STORE(8 * OUT_STRIDE * r + 16 * h));
+        continue;
+      }
       store.push(...get(OUT), ...get(SQQ), ...V128_LOAD64_SPLAT(8 * r), ...get(SQY), ...V128_LOAD(16 * h), ...F64X2_ADD);
       store.push(...get(ACC[r][h]), ...V128_TWO, ...F64X2_MUL, ...F64X2_SUB, ...V128_ZERO, ...F64X2_MAX, ...V128_STORE(8 * OUT_STRIDE * r + 16 * h));
     }
@@ -74,13 +83,15 @@ export interface KnnSimd {
   memory: WasmMemory;
   /** See the module comment; nblk >= 1, d >= 1, byte addresses 16-aligned. */
   dist: (qp: number, yp: number, nblk: number, d: number, out: number, sqq: number, sqy: number) => void;
+  /** The same loop storing the dot products Σ_c q_r[c] · y_{4b+s}[c] themselves (sqq, sqy unused). */
+  dots: (qp: number, yp: number, nblk: number, d: number, out: number, sqq: number, sqy: number) => void;
   /** Make the memory at least `bytes` long (views must be re-made after). */
   ensure(bytes: number): void;
 }
 
 /** A new instance with its own memory, or null when WebAssembly SIMD is unavailable. */
 export function knnSimd(): KnnSimd | null {
-  const inst = instantiate(assembleModule(7, [['dist', dotsBody()]]));
+  const inst = instantiate(assembleModule(7, [['dist', dotsBody(false)], ['dots', dotsBody(true)]]));
   if (!inst) return null;
-  return { memory: inst.memory, dist: inst.exports.dist as KnnSimd['dist'], ensure: inst.ensure };
+  return { memory: inst.memory, dist: inst.exports.dist as KnnSimd['dist'], dots: inst.exports.dots as KnnSimd['dots'], ensure: inst.ensure };
 }

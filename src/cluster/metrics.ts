@@ -18,6 +18,7 @@
  *  - permutation p = (1 + #{null ≥ observed}) / (1 + R), labels shuffled R times.
  */
 import { Rng } from '../util/rng.js';
+import { knnSimd, OUT_STRIDE, type KnnSimd } from './knn-simd.js';
 import { crossValidatedPredictions, probeCvAccuracy, type ProbeOptions } from './probe.js';
 import type { MetricWithCI, SpaceMetrics } from './types.js';
 
@@ -88,8 +89,44 @@ export function gramDistances(X: Float64Array | Float32Array, n: number, d: numb
   return distancesFromGram(G, n);
 }
 
-/** Upper triangle (j ≥ i) of the Gram matrix for rows [r0, r1), four rows at a time; each entry is the same whatever the range. */
+let gramSimd: KnnSimd | null | undefined;
+
+/**
+ * Upper triangle (j ≥ i) of the Gram matrix for rows [r0, r1), four rows at a time; each entry
+ * is the same whatever the range. The dot products run in the kNN module's WebAssembly SIMD
+ * kernel when available, bit-identical to gramRowsJs (one product per column, in column order).
+ */
 export function gramRows(X: Float64Array | Float32Array, n: number, d: number, G: Float64Array, r0: number, r1: number): void {
+  if (gramSimd === undefined) gramSimd = knnSimd();
+  const k = gramSimd;
+  if (!k || d === 0 || r1 <= r0) {
+    gramRowsJs(X, n, d, G, r0, r1);
+    return;
+  }
+  // wasm memory (float64 offsets): rows [r0, n) packed in blocks of four, [nb][d][4]; then the
+  // dot products [4][OUT_STRIDE]. A quad of query rows i0.. (i0 − r0 a multiple of 4) is a block.
+  const nb = Math.ceil((n - r0) / 4);
+  const outAt = nb * 4 * d;
+  k.ensure((outAt + 4 * OUT_STRIDE) * 8);
+  const M = new Float64Array(k.memory.buffer);
+  M.fill(0, 0, outAt);
+  for (let j = r0; j < n; j++) {
+    const b = ((j - r0) >> 2) * 4 * d + ((j - r0) & 3);
+    const o = j * d;
+    for (let c = 0; c < d; c++) M[b + 4 * c] = X[o + c];
+  }
+  for (let i0 = r0; i0 < r1; i0 += 4) {
+    const m = Math.min(4, r1 - i0);
+    for (let js = i0; js < n; js += OUT_STRIDE) {
+      const je = Math.min(js + OUT_STRIDE, n);
+      k.dots((i0 - r0) * d * 8, (js - r0) * d * 8, Math.ceil((je - js) / 4), d, outAt * 8, 0, 0);
+      for (let r = 0; r < m; r++) G.set(M.subarray(outAt + r * OUT_STRIDE, outAt + r * OUT_STRIDE + je - js), (i0 + r) * n + js);
+    }
+  }
+}
+
+/** The JavaScript loop of gramRows. */
+export function gramRowsJs(X: Float64Array | Float32Array, n: number, d: number, G: Float64Array, r0: number, r1: number): void {
   for (let i0 = r0; i0 < r1; i0 += 4) {
     const m = Math.min(4, r1 - i0);
     const q0 = i0 * d;

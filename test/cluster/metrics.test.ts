@@ -212,6 +212,28 @@ describe('Gram-based distances', () => {
   });
 });
 
+describe('Gram rows through the WebAssembly SIMD kernel', () => {
+  it('are bit-identical to the JavaScript loop for any row range, across output blocks', async () => {
+    const { gramRows, gramRowsJs } = await import('../../src/cluster/metrics.js');
+    const n = 301; // more than one 256-wide output block, not a multiple of 4
+    const d = 13;
+    const { X } = blobs(n, d, 4, 3, 31);
+    for (const [r0, r1] of [[0, n], [5, 77], [77, n], [298, n]]) {
+      const a = new Float64Array(n * n).fill(NaN);
+      const b = new Float64Array(n * n).fill(NaN);
+      gramRows(X, n, d, a, r0, r1);
+      gramRowsJs(X, n, d, b, r0, r1);
+      expect(Array.from(a)).toEqual(Array.from(b));
+      // and the entries are the dot products
+      for (const [i, j] of [[r0, r0], [r0, n - 1], [r1 - 1, n - 1]]) {
+        let s = 0;
+        for (let c = 0; c < d; c++) s += X[i * d + c] * X[j * d + c];
+        expect(a[i * n + j]).toBeCloseTo(s, 10);
+      }
+    }
+  });
+});
+
 describe('permutations on worker threads', () => {
   it('give exactly the single-thread p-values (probe, silhouette)', async () => {
     const { TsnePool } = await import('../../src/cluster/pool.js');
