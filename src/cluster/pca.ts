@@ -7,6 +7,7 @@
  * entry is positive, so results do not depend on the sketch.
  */
 import { Rng } from '../util/rng.js';
+import { knnSimd, OUT_STRIDE, type KnnSimd } from './knn-simd.js';
 
 export interface PcaResult {
   /** Scores [n, k] row-major (float64). Columns ordered by decreasing variance. */
@@ -182,8 +183,54 @@ function mulXB(X: Float32Array, n: number, d: number, B: Float64Array, l: number
   return out;
 }
 
-/** Rows [r0, r1) of X·B into out, four rows at a time (B streamed once per block); each row's sums do not depend on the range. */
+let mmSimd: KnnSimd | null | undefined;
+
+/** This thread's instance of the dot-product kernel (src/cluster/knn-simd.ts), or null. */
+function dotKernel(): KnnSimd | null {
+  if (mmSimd === undefined) mmSimd = knnSimd();
+  return mmSimd;
+}
+
+/**
+ * Rows [r0, r1) of X·B into out (zeroed): out[i, c] = Σ_j X[i, j] · B[j, c], one product per j
+ * in order. Runs in the WebAssembly SIMD dot kernel (four rows of X against four columns of B
+ * per step) when available, bit-identical to the JavaScript loop; each row's sums do not depend
+ * on the range.
+ */
 export function mulXBRows(X: Float32Array, d: number, B: Float64Array, l: number, out: Float64Array, r0: number, r1: number): void {
+  const k = dotKernel();
+  if (!k || r1 <= r0 || d === 0) {
+    mulXBRowsJs(X, d, B, l, out, r0, r1);
+    return;
+  }
+  // wasm memory (float64 offsets): Bᵀ in blocks of four columns [nb][d][4], a quad of X rows [d][4], sums [4][OUT_STRIDE]
+  const nb = Math.ceil(l / 4);
+  const qpAt = nb * 4 * d;
+  const outAt = qpAt + 4 * d;
+  k.ensure((outAt + 4 * OUT_STRIDE) * 8);
+  const M = new Float64Array(k.memory.buffer);
+  M.fill(0, 0, qpAt);
+  for (let j = 0; j < d; j++) {
+    const bo = j * l;
+    for (let c = 0; c < l; c++) M[(c >> 2) * 4 * d + 4 * j + (c & 3)] = B[bo + c];
+  }
+  for (let i0 = r0; i0 < r1; i0 += 4) {
+    const m = Math.min(4, r1 - i0);
+    M.fill(0, qpAt, outAt);
+    for (let r = 0; r < m; r++) {
+      const xo = (i0 + r) * d;
+      for (let j = 0; j < d; j++) M[qpAt + 4 * j + r] = X[xo + j];
+    }
+    for (let cs = 0; cs < l; cs += OUT_STRIDE) {
+      const w = Math.min(OUT_STRIDE, l - cs);
+      k.dots(qpAt * 8, cs * d * 8, Math.ceil(w / 4), d, outAt * 8, 0, 0);
+      for (let r = 0; r < m; r++) out.set(M.subarray(outAt + r * OUT_STRIDE, outAt + r * OUT_STRIDE + w), (i0 + r) * l + cs);
+    }
+  }
+}
+
+/** The JavaScript loop of mulXBRows, four rows at a time (B streamed once per block). */
+export function mulXBRowsJs(X: Float32Array, d: number, B: Float64Array, l: number, out: Float64Array, r0: number, r1: number): void {
   const n = r1;
   let i = r0;
   for (; i + 4 <= n; i += 4) {
@@ -228,28 +275,47 @@ function mulXtB(X: Float32Array, n: number, d: number, B: Float64Array, l: numbe
   return out;
 }
 
-/** Output rows [j0, j1) (columns of X) of Xᵀ·B into out, four rows of X at a time; each output row's sums do not depend on the range. */
+/**
+ * Output rows [j0, j1) (columns of X) of Xᵀ·B into out (zeroed): out[j, c] = Σ_i X[i, j] · B[i, c],
+ * one product per i in order. Runs in the WebAssembly SIMD dot kernel (four columns of X against
+ * four columns of B per step) when available, bit-identical to the JavaScript loop; each output
+ * row's sums do not depend on the range.
+ */
 export function mulXtBCols(X: Float32Array, n: number, d: number, B: Float64Array, l: number, out: Float64Array, j0: number, j1: number): void {
-  let i = 0;
-  for (; i + 4 <= n; i += 4) {
-    const x0 = i * d;
-    const x1 = x0 + d;
-    const x2 = x1 + d;
-    const x3 = x2 + d;
-    const b0 = i * l;
-    const b1 = b0 + l;
-    const b2 = b1 + l;
-    const b3 = b2 + l;
-    for (let j = j0; j < j1; j++) {
-      const a0 = X[x0 + j];
-      const a1 = X[x1 + j];
-      const a2 = X[x2 + j];
-      const a3 = X[x3 + j];
-      const oo = j * l;
-      for (let c = 0; c < l; c++) out[oo + c] += a0 * B[b0 + c] + a1 * B[b1 + c] + a2 * B[b2 + c] + a3 * B[b3 + c];
+  const k = dotKernel();
+  if (!k || j1 <= j0 || n === 0) {
+    mulXtBColsJs(X, n, d, B, l, out, j0, j1);
+    return;
+  }
+  // wasm memory (float64 offsets): B in blocks of four columns [nb][n][4], a quad of X columns [n][4], sums [4][OUT_STRIDE]
+  const nb = Math.ceil(l / 4);
+  const qpAt = nb * 4 * n;
+  const outAt = qpAt + 4 * n;
+  k.ensure((outAt + 4 * OUT_STRIDE) * 8);
+  const M = new Float64Array(k.memory.buffer);
+  M.fill(0, 0, qpAt);
+  for (let i = 0; i < n; i++) {
+    const bo = i * l;
+    for (let c = 0; c < l; c++) M[(c >> 2) * 4 * n + 4 * i + (c & 3)] = B[bo + c];
+  }
+  for (let jq = j0; jq < j1; jq += 4) {
+    const m = Math.min(4, j1 - jq);
+    M.fill(0, qpAt, outAt);
+    for (let i = 0; i < n; i++) {
+      const xo = i * d + jq;
+      for (let r = 0; r < m; r++) M[qpAt + 4 * i + r] = X[xo + r];
+    }
+    for (let cs = 0; cs < l; cs += OUT_STRIDE) {
+      const w = Math.min(OUT_STRIDE, l - cs);
+      k.dots(qpAt * 8, cs * n * 8, Math.ceil(w / 4), n, outAt * 8, 0, 0);
+      for (let r = 0; r < m; r++) out.set(M.subarray(outAt + r * OUT_STRIDE, outAt + r * OUT_STRIDE + w), (jq + r) * l + cs);
     }
   }
-  for (; i < n; i++) {
+}
+
+/** The JavaScript loop of mulXtBCols: rows of X in order, each adding its products to every output. */
+export function mulXtBColsJs(X: Float32Array, n: number, d: number, B: Float64Array, l: number, out: Float64Array, j0: number, j1: number): void {
+  for (let i = 0; i < n; i++) {
     const xo = i * d;
     const bo = i * l;
     for (let j = j0; j < j1; j++) {

@@ -4,7 +4,7 @@ import { Rng } from '../../src/util/rng.js';
 import { Tsne, exactGradient, exactKl, tsneGradient, exactRepulsion, klWithZ, exactZ } from '../../src/cluster/tsne.js';
 import { conditionalP, jointP, denseP, checkPerplexity, neighboursFor } from '../../src/cluster/affinity.js';
 import { knn } from '../../src/cluster/knn.js';
-import { pca } from '../../src/cluster/pca.js';
+import { pca, mulXBRows, mulXBRowsJs, mulXtBCols, mulXtBColsJs } from '../../src/cluster/pca.js';
 import { QuadTree, repulsion, repulsionAll, groupRanges, GROUP_SIZE } from '../../src/cluster/quadtree.js';
 import { repulsionSimd, sumPairsJs } from '../../src/cluster/repulsion-simd.js';
 import { silhouetteSamples, distanceMatrix } from '../../src/cluster/metrics.js';
@@ -279,6 +279,34 @@ describe('gradient', () => {
 });
 
 describe('PCA', () => {
+  it('matrix products through the WebAssembly SIMD kernel are bit-identical to the JavaScript loops', () => {
+    const rng = new Rng(41);
+    for (const [n, d, l] of [[23, 37, 9], [10, 6, 261]]) {
+      const X = new Float32Array(n * d).map(() => rng.normal());
+      const B = new Float64Array(d * l).map(() => rng.normal());
+      const C = new Float64Array(n * l).map(() => rng.normal());
+      for (const [r0, r1] of [[0, n], [3, n - 2]]) {
+        const a = new Float64Array(n * l);
+        const b = new Float64Array(n * l);
+        mulXBRows(X, d, B, l, a, r0, r1);
+        mulXBRowsJs(X, d, B, l, b, r0, r1);
+        expect(Array.from(a)).toEqual(Array.from(b));
+        let s = 0;
+        for (let j = 0; j < d; j++) s += X[r0 * d + j] * B[j * l + l - 1];
+        expect(a[r0 * l + l - 1]).toBeCloseTo(s, 10);
+      }
+      for (const [j0, j1] of [[0, d], [1, d - 2]]) {
+        const a = new Float64Array(d * l);
+        const b = new Float64Array(d * l);
+        mulXtBCols(X, n, d, C, l, a, j0, j1);
+        mulXtBColsJs(X, n, d, C, l, b, j0, j1);
+        expect(Array.from(a)).toEqual(Array.from(b));
+        let s = 0;
+        for (let i = 0; i < n; i++) s += X[i * d + j1 - 1] * C[i * l + 2];
+        expect(a[(j1 - 1) * l + 2]).toBeCloseTo(s, 10);
+      }
+    }
+  });
   function svdOf(X: Float64Array, n: number, d: number) {
     const M = new Matrix(n, d);
     const mean = new Float64Array(d);
