@@ -13,6 +13,8 @@ export interface SparseP {
   rowPtr: Int32Array;
   cols: Int32Array;
   vals: Float64Array;
+  /** Identifies a P that crosses to worker threads (a copy arrives with each message); P is never changed after it is made. */
+  id?: number;
 }
 
 /** Number of neighbours used for a perplexity (scikit-learn: min(n - 1, floor(3·perplexity + 1))). */

@@ -1,7 +1,8 @@
 import { describe, it, expect } from 'vitest';
 import { Matrix, SingularValueDecomposition } from 'ml-matrix';
 import { Rng } from '../../src/util/rng.js';
-import { Tsne, exactGradient, exactKl, tsneGradient, exactRepulsion, klWithZ, exactZ } from '../../src/cluster/tsne.js';
+import { Tsne, exactGradient, exactKl, tsneGradient, exactRepulsion, klWithZ, exactZ, attraction, attractionJs } from '../../src/cluster/tsne.js';
+import type { SparseP } from '../../src/cluster/affinity.js';
 import { conditionalP, jointP, denseP, checkPerplexity, neighboursFor } from '../../src/cluster/affinity.js';
 import { knn } from '../../src/cluster/knn.js';
 import { pca, mulXBRows, mulXBRowsJs, mulXtBCols, mulXtBColsJs } from '../../src/cluster/pca.js';
@@ -225,6 +226,45 @@ describe('gradient', () => {
       }
       expect(Array.from(F)).toEqual(Array.from(F1));
       expect(Array.from(Z)).toEqual(Array.from(Z1));
+    }
+  });
+  it('attraction through the WebAssembly SIMD kernel is bit-identical to the JavaScript loop, for any P and row range', () => {
+    const rng = new Rng(24);
+    const randomP = (n: number, id?: number): SparseP => {
+      const rowPtr = new Int32Array(n + 1);
+      const cols: number[] = [];
+      const vals: number[] = [];
+      for (let i = 0; i < n; i++) {
+        const len = i % 7 === 3 ? 0 : 1 + Math.floor(rng.next() * 9); // empty, odd and even rows
+        for (let t = 0; t < len; t++) {
+          cols.push(Math.floor(rng.next() * n));
+          vals.push(rng.next() / n);
+        }
+        rowPtr[i + 1] = cols.length;
+      }
+      return { n, rowPtr, cols: Int32Array.from(cols), vals: Float64Array.from(vals), id };
+    };
+    const n = 157;
+    const Y = randomY(n, 25, 4);
+    const P1 = randomP(n);
+    const P2 = randomP(n, 99);
+    // alternate P objects and ranges so the kernel's copy of P must be refreshed each time
+    for (const [P, s, e, ex] of [[P1, 0, n, 12], [P2, 0, n, 1], [P1, 10, 90, 1], [P2, 10, 90, 12], [{ ...P2, vals: P1.vals, cols: P1.cols, rowPtr: P1.rowPtr, id: 100 }, 10, 90, 1]] as const) {
+      const a = new Float64Array(2 * n).fill(NaN);
+      const b = new Float64Array(2 * n).fill(NaN);
+      attraction(P, Y, ex, a, s, e);
+      attractionJs(P, Y, ex, b, s, e);
+      expect(Array.from(a)).toEqual(Array.from(b));
+      // against a plain sum for one row
+      const i = s + 5;
+      let fx = 0;
+      for (let t = P.rowPtr[i]; t < P.rowPtr[i + 1]; t++) {
+        const j = P.cols[t];
+        const dx = Y[2 * i] - Y[2 * j];
+        const dy = Y[2 * i + 1] - Y[2 * j + 1];
+        fx += (P.vals[t] / (1 + dx * dx + dy * dy)) * dx;
+      }
+      expect(a[2 * i]).toBeCloseTo(ex * fx, 12);
     }
   });
   it('the WebAssembly SIMD pair kernel and its JavaScript twin agree bit for bit, and equal a direct sum', () => {
