@@ -35,22 +35,32 @@ export function checkPerplexity(perplexity: number, n: number): void {
 
 /** Conditional probabilities p_{j|i} over each row's neighbours: [n, k], rows sum to 1. */
 export function conditionalP(nn: KnnResult, n: number, perplexity: number): { P: Float64Array; betas: Float64Array } {
-  const k = nn.k;
-  const P = new Float64Array(n * k);
+  const P = new Float64Array(n * nn.k);
   const betas = new Float64Array(n);
+  conditionalRows(nn.dist2, nn.k, perplexity, 0, n, P, betas);
+  return { P, betas };
+}
+
+/**
+ * Rows [r0, r1) of conditionalP into P and betas (each row on its own: any split of the rows
+ * gives the same numbers). A bisection on the precision β brings the row's entropy to
+ * log(perplexity) within 1e-5, from β = 1, doubling or halving until bracketed.
+ */
+export function conditionalRows(dist2: Float64Array, k: number, perplexity: number, r0: number, r1: number, P: Float64Array, betas: Float64Array): void {
   const target = Math.log(perplexity);
   const row = new Float64Array(k);
-  for (let i = 0; i < n; i++) {
+  for (let i = r0; i < r1; i++) {
     const o = i * k;
     let beta = 1;
     let lo = -Infinity;
     let hi = Infinity;
-    const dmin = nn.dist2[o];
+    const dmin = dist2[o];
+    let sum = 0;
     for (let step = 0; step < 100; step++) {
-      let sum = 0;
+      sum = 0;
       let wsum = 0;
       for (let t = 0; t < k; t++) {
-        const dd = nn.dist2[o + t] - dmin;
+        const dd = dist2[o + t] - dmin;
         const v = Math.exp(-dd * beta);
         row[t] = v;
         sum += v;
@@ -59,7 +69,6 @@ export function conditionalP(nn: KnnResult, n: number, perplexity: number): { P:
       if (sum === 0) sum = 1e-300;
       const H = Math.log(sum) + (beta * wsum) / sum;
       const diff = H - target;
-      for (let t = 0; t < k; t++) P[o + t] = row[t] / sum;
       if (Math.abs(diff) <= 1e-5) break;
       if (diff > 0) {
         lo = beta;
@@ -69,63 +78,73 @@ export function conditionalP(nn: KnnResult, n: number, perplexity: number): { P:
         beta = lo === -Infinity ? beta / 2 : (beta + lo) / 2;
       }
     }
+    // P is the row of the last evaluation
+    for (let t = 0; t < k; t++) P[o + t] = row[t] / sum;
     betas[i] = beta;
   }
-  return { P, betas };
 }
 
-/** Symmetrize conditional probabilities into the joint P (sums to 1). */
+/**
+ * Symmetrize conditional probabilities into the joint P = (Pc + Pcᵀ) / Σ, rows sorted by column.
+ * Row r of Pcᵀ is built by visiting the rows i in order, so it is already sorted by i; row r of
+ * Pc (its k neighbours) is sorted by column; the two are merged, adding a pair that appears in
+ * both (two values, so the sum does not depend on their order).
+ */
 export function jointP(nn: KnnResult, Pc: Float64Array, n: number): SparseP {
   const k = nn.k;
-  // Count entries per row of (Pc + Pcᵀ) after merging duplicates.
-  const counts = new Int32Array(n);
+  const nbr = nn.indices;
+  // Pcᵀ in CSR form: row j lists (i, p_{j|i}) for every i with j among its neighbours, i ascending
+  const tPtr = new Int32Array(n + 1);
+  for (let t = 0; t < n * k; t++) tPtr[nbr[t] + 1]++;
+  for (let j = 0; j < n; j++) tPtr[j + 1] += tPtr[j];
+  const tCol = new Int32Array(n * k);
+  const tVal = new Float64Array(n * k);
+  const fill = tPtr.slice(0, n);
   for (let i = 0; i < n; i++) {
     for (let t = 0; t < k; t++) {
-      counts[i]++;
-      counts[nn.indices[i * k + t]]++;
+      const j = nbr[i * k + t];
+      tCol[fill[j]] = i;
+      tVal[fill[j]++] = Pc[i * k + t];
     }
   }
-  const ptr = new Int32Array(n + 1);
-  for (let i = 0; i < n; i++) ptr[i + 1] = ptr[i] + counts[i];
-  const tmpC = new Int32Array(ptr[n]);
-  const tmpV = new Float64Array(ptr[n]);
-  const fill = ptr.slice(0, n);
-  for (let i = 0; i < n; i++) {
-    for (let t = 0; t < k; t++) {
-      const j = nn.indices[i * k + t];
-      const v = Pc[i * k + t];
-      tmpC[fill[i]] = j;
-      tmpV[fill[i]++] = v;
-      tmpC[fill[j]] = i;
-      tmpV[fill[j]++] = v;
-    }
-  }
-  // Sort each row by column and merge duplicates.
   const rowPtr = new Int32Array(n + 1);
-  const outC: number[] = [];
-  const outV: number[] = [];
-  let total = 0;
+  const cols = new Int32Array(2 * n * k);
+  const vals = new Float64Array(2 * n * k);
+  const keys = new Float64Array(k);
+  let m = 0;
   for (let i = 0; i < n; i++) {
-    const a = ptr[i];
-    const b = ptr[i + 1];
-    const idx = Array.from({ length: b - a }, (_, t) => a + t).sort((x, y) => tmpC[x] - tmpC[y] || x - y);
-    let last = -1;
-    for (const t of idx) {
-      if (tmpC[t] === last) {
-        outV[outV.length - 1] += tmpV[t];
+    // own neighbours by column (column·k + position: distinct, exact in float64)
+    for (let t = 0; t < k; t++) keys[t] = nbr[i * k + t] * k + t;
+    keys.sort();
+    let a = 0;
+    let b = tPtr[i];
+    const be = tPtr[i + 1];
+    while (a < k || b < be) {
+      const ca = a < k ? Math.floor(keys[a] / k) : Infinity;
+      const cb = b < be ? tCol[b] : Infinity;
+      if (ca < cb) {
+        cols[m] = ca;
+        vals[m++] = Pc[i * k + (keys[a] - ca * k)];
+        a++;
+      } else if (cb < ca) {
+        cols[m] = cb;
+        vals[m++] = tVal[b];
+        b++;
       } else {
-        outC.push(tmpC[t]);
-        outV.push(tmpV[t]);
-        last = tmpC[t];
+        cols[m] = ca;
+        vals[m++] = Pc[i * k + (keys[a] - ca * k)] + tVal[b];
+        a++;
+        b++;
       }
     }
-    rowPtr[i + 1] = outC.length;
+    rowPtr[i + 1] = m;
   }
-  const vals = Float64Array.from(outV);
-  for (let t = 0; t < vals.length; t++) total += vals[t];
+  let total = 0;
+  for (let t = 0; t < m; t++) total += vals[t];
   const norm = Math.max(total, Number.EPSILON);
-  for (let t = 0; t < vals.length; t++) vals[t] /= norm;
-  return { n, rowPtr, cols: Int32Array.from(outC), vals };
+  const out = vals.slice(0, m);
+  for (let t = 0; t < m; t++) out[t] /= norm;
+  return { n, rowPtr, cols: cols.slice(0, m), vals: out };
 }
 
 /** Dense joint P (for small N and tests). */

@@ -9,7 +9,7 @@ import { startWorker } from '../util/worker.js';
 import { knnRows, type KnnResult } from './knn.js';
 import { groupRanges, repulsion, type QuadTree } from './quadtree.js';
 import { attraction } from './tsne.js';
-import type { SparseP } from './affinity.js';
+import { conditionalRows, type SparseP } from './affinity.js';
 import { mulXBRows, mulXtBCols, type MatMulPool, type MulRequest } from './pca.js';
 import { probeCvAccuracy, type ProbeOptions } from './probe.js';
 import { meanSilhouette, gramRows, distancesFromGram } from './metrics.js';
@@ -67,6 +67,21 @@ export class TsnePool implements MatMulPool {
     knnRows(Xs, n, d, k, s, e, indices, dist2);
     await Promise.all(pending);
     return { k, indices: Int32Array.from(indices), dist2: Float64Array.from(dist2) };
+  }
+
+  /** conditionalP over row ranges (identical to the single-thread result). */
+  async conditionalP(nn: KnnResult, n: number, perplexity: number): Promise<Float64Array> {
+    const k = nn.k;
+    const dist2 = new Float64Array(new SharedArrayBuffer(nn.dist2.byteLength));
+    dist2.set(nn.dist2);
+    const P = new Float64Array(new SharedArrayBuffer(n * k * 8));
+    const betas = new Float64Array(new SharedArrayBuffer(n * 8));
+    const rs = this.ranges(n);
+    const pending = this.workers.map((w, i) => this.call(w, { cmd: 'condp', dist2, k, perplexity, start: rs[i][0], end: rs[i][1], P, betas }));
+    const [s, e] = rs[rs.length - 1];
+    conditionalRows(dist2, k, perplexity, s, e, P, betas);
+    await Promise.all(pending);
+    return Float64Array.from(P);
   }
 
   /**

@@ -145,7 +145,7 @@ export class Tsne {
       if (pool) nn = await pool.knn(X, n, d, k);
       else nn = knn(X, n, d, k);
       onStage?.('perplexity calibration');
-      const { P: Pc } = conditionalP(nn, n, perplexity);
+      const Pc = pool ? await pool.conditionalP(nn, n, perplexity) : conditionalP(nn, n, perplexity).P;
       let P = jointP(nn, Pc, n);
       if (pool) P = shareP(P);
       const init = options.init ?? 'pca';

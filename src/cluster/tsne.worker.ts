@@ -1,6 +1,7 @@
 /** Worker side of TsnePool: kNN row ranges and Barnes–Hut repulsion ranges. */
 import { parentPort } from 'node:worker_threads';
 import { knnRows } from './knn.js';
+import { conditionalRows } from './affinity.js';
 import { repulsion } from './quadtree.js';
 import { attraction } from './tsne.js';
 import { mulXBRows, mulXtBCols } from './pca.js';
@@ -20,6 +21,8 @@ parentPort!.on('message', (m: any) => {
     } else if (m.cmd === 'mul') {
       if (m.op === 'xb') mulXBRows(m.X, m.d, m.B, m.l, m.out, m.start, m.end);
       else mulXtBCols(m.X, m.n, m.d, m.B, m.l, m.out, m.start, m.end);
+    } else if (m.cmd === 'condp') {
+      conditionalRows(m.dist2, m.k, m.perplexity, m.start, m.end, m.P, m.betas);
     } else if (m.cmd === 'grad') {
       repulsion(m.tree, m.Y, m.g0, m.g1, m.theta, m.F, m.Zi);
       attraction(m.P, m.Y, m.ex, m.A, m.start, m.end);
