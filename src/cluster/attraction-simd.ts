@@ -87,8 +87,8 @@ export interface AttractionSimd {
   memory: WasmMemory;
   /** See the module comment; nrows >= 1; byte addresses aligned to their element size (yp, op to 16). */
   attract: (yp: number, rp: number, cp: number, vp: number, nrows: number, op: number, exp: number, row0: number) => void;
-  /** Make the memory at least `bytes` long (views must be re-made after). */
-  ensure(bytes: number): void;
+  /** Make the memory at least `bytes` long (views must be re-made after); false when it cannot grow that far. */
+  ensure(bytes: number): boolean;
 }
 
 /** A new instance with its own memory, or null when WebAssembly SIMD is unavailable. */

@@ -85,8 +85,8 @@ export interface KnnSimd {
   dist: (qp: number, yp: number, nblk: number, d: number, out: number, sqq: number, sqy: number) => void;
   /** The same loop storing the dot products Σ_c q_r[c] · y_{4b+s}[c] themselves (sqq, sqy unused). */
   dots: (qp: number, yp: number, nblk: number, d: number, out: number, sqq: number, sqy: number) => void;
-  /** Make the memory at least `bytes` long (views must be re-made after). */
-  ensure(bytes: number): void;
+  /** Make the memory at least `bytes` long (views must be re-made after); false when it cannot grow that far. */
+  ensure(bytes: number): boolean;
 }
 
 /** A new instance with its own memory, or null when WebAssembly SIMD is unavailable. */

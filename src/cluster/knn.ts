@@ -172,7 +172,10 @@ export function knnRows(
   const qpAt = sqyAt + nb * 4;
   const sqqAt = qpAt + QB * d;
   const outAt = sqqAt + QB;
-  simd.ensure((outAt + 4 * JB) * 8);
+  if (!simd.ensure((outAt + 4 * JB) * 8)) {
+    knnRowsJs(X, n, d, k, start, end, indices, dist2, relative);
+    return;
+  }
   const M = new Float64Array(simd.memory.buffer);
   M.fill(0, 0, outAt);
   for (let j = 0; j < n; j++) {

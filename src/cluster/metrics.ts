@@ -107,7 +107,10 @@ export function gramRows(X: Float64Array | Float32Array, n: number, d: number, G
   // dot products [4][OUT_STRIDE]. A quad of query rows i0.. (i0 − r0 a multiple of 4) is a block.
   const nb = Math.ceil((n - r0) / 4);
   const outAt = nb * 4 * d;
-  k.ensure((outAt + 4 * OUT_STRIDE) * 8);
+  if (!k.ensure((outAt + 4 * OUT_STRIDE) * 8)) {
+    gramRowsJs(X, n, d, G, r0, r1);
+    return;
+  }
   const M = new Float64Array(k.memory.buffer);
   M.fill(0, 0, outAt);
   for (let j = r0; j < n; j++) {

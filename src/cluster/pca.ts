@@ -207,7 +207,10 @@ export function mulXBRows(X: Float32Array, d: number, B: Float64Array, l: number
   const nb = Math.ceil(l / 4);
   const qpAt = nb * 4 * d;
   const outAt = qpAt + 4 * d;
-  k.ensure((outAt + 4 * OUT_STRIDE) * 8);
+  if (!k.ensure((outAt + 4 * OUT_STRIDE) * 8)) {
+    mulXBRowsJs(X, d, B, l, out, r0, r1);
+    return;
+  }
   const M = new Float64Array(k.memory.buffer);
   M.fill(0, 0, qpAt);
   for (let j = 0; j < d; j++) {
@@ -291,7 +294,10 @@ export function mulXtBCols(X: Float32Array, n: number, d: number, B: Float64Arra
   const nb = Math.ceil(l / 4);
   const qpAt = nb * 4 * n;
   const outAt = qpAt + 4 * n;
-  k.ensure((outAt + 4 * OUT_STRIDE) * 8);
+  if (!k.ensure((outAt + 4 * OUT_STRIDE) * 8)) {
+    mulXtBColsJs(X, n, d, B, l, out, j0, j1);
+    return;
+  }
   const M = new Float64Array(k.memory.buffer);
   M.fill(0, 0, qpAt);
   for (let i = 0; i < n; i++) {

@@ -360,10 +360,11 @@ class Workspace {
   /** The scratch array with at least `values` float64 values (contents kept). */
   reserve(values: number): Float64Array {
     if (this.M.length >= values) return this.M;
-    if (this.simd) {
-      this.simd.ensure(values * 8);
+    if (this.simd && this.simd.ensure(values * 8)) {
       this.M = new Float64Array(this.simd.memory.buffer);
     } else {
+      // no SIMD, or the WebAssembly memory cannot grow: the JavaScript twin from here on
+      this.simd = null;
       const next = new Float64Array(Math.max(values, 2 * this.M.length));
       next.set(this.M);
       this.M = next;

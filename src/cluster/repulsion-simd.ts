@@ -86,8 +86,8 @@ export interface RepulsionSimd {
   memory: WasmMemory;
   /** See the module comment; npairs >= 1, ngp >= 1, byte addresses 16-aligned. */
   sum: (lp: number, npairs: number, gp: number, ngp: number, op: number) => void;
-  /** Make the memory at least `bytes` long (views must be re-made after). */
-  ensure(bytes: number): void;
+  /** Make the memory at least `bytes` long (views must be re-made after); false when it cannot grow that far. */
+  ensure(bytes: number): boolean;
 }
 
 /** A new instance with its own memory, or null when WebAssembly SIMD is unavailable. */

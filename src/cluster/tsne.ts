@@ -329,7 +329,11 @@ export function attraction(P: SparseP, Y: Float64Array, ex: number, out: Float64
     const rpAt = exAt + 16;
     const cpAt = up16(rpAt + 4 * (rows + 1));
     const vpAt = up16(cpAt + 4 * nnz);
-    k.ensure(vpAt + 8 * nnz);
+    if (!k.ensure(vpAt + 8 * nnz)) {
+      attrCache = null;
+      attractionJs(P, Y, ex, out, start, end);
+      return;
+    }
     const buf = k.memory.buffer;
     const rp = new Int32Array(buf, rpAt, rows + 1);
     for (let r = 0; r <= rows; r++) rp[r] = P.rowPtr[start + r] - t0;

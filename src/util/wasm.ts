@@ -90,8 +90,11 @@ interface WasmApi {
 export interface WasmInstance {
   memory: WasmMemory;
   exports: Record<string, unknown>;
-  /** Make the memory at least `bytes` long (views must be re-made after). */
-  ensure(bytes: number): void;
+  /**
+   * Make the memory at least `bytes` long (views must be re-made after); false when it cannot
+   * grow that far (32-bit WebAssembly memory ends at 4 GiB): callers then run their JavaScript loops.
+   */
+  ensure(bytes: number): boolean;
 }
 
 /** Instantiate a module with a fresh memory; null when WebAssembly SIMD is unavailable or LOBES_NO_SIMD is set. */
@@ -107,7 +110,14 @@ export function instantiate(bytes: Uint8Array): WasmInstance | null {
       exports: inst.exports,
       ensure(n: number) {
         const have = memory.buffer.byteLength;
-        if (n > have) memory.grow(Math.ceil((n - have) / 65536));
+        if (n <= have) return true;
+        if (!(n <= 65536 * 65536)) return false;
+        try {
+          memory.grow(Math.ceil((n - have) / 65536));
+          return true;
+        } catch {
+          return false;
+        }
       },
     };
   } catch {

@@ -116,8 +116,8 @@ export interface SimdKernel {
   f32x4: RowKernel;
   /** dst[i] += src[i] for 2 * nvec float64 values at byte addresses dst, src (nvec >= 1). */
   addf64: (dst: number, src: number, nvec: number) => void;
-  /** Make the memory at least `bytes` long (views must be re-made after). */
-  ensure(bytes: number): void;
+  /** Make the memory at least `bytes` long (views must be re-made after); false when it cannot grow that far. */
+  ensure(bytes: number): boolean;
 }
 
 let cached: SimdKernel | null | undefined;

@@ -270,6 +270,8 @@ describe('gradient', () => {
   it('the WebAssembly SIMD pair kernel and its JavaScript twin agree bit for bit, and equal a direct sum', () => {
     const kernel = repulsionSimd();
     expect(kernel).not.toBeNull(); // Node >= 20 has WebAssembly SIMD
+    // beyond 32-bit memory: refused (callers then take the JavaScript twin), not thrown
+    expect(kernel!.ensure(2 ** 33)).toBe(false);
     const rng = new Rng(23);
     const ngp = 3; // 5 points, the last repeated
     const m = 37; // odd: one zero entry pads the list
