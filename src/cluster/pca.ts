@@ -199,37 +199,42 @@ function dotKernel(): KnnSimd | null {
  */
 export function mulXBRows(X: Float32Array, d: number, B: Float64Array, l: number, out: Float64Array, r0: number, r1: number): void {
   const k = dotKernel();
-  if (!k || r1 <= r0 || d === 0) {
-    mulXBRowsJs(X, d, B, l, out, r0, r1);
-    return;
-  }
-  // wasm memory (float64 offsets): Bᵀ in blocks of four columns [nb][d][4], a quad of X rows [d][4], sums [4][OUT_STRIDE]
-  const nb = Math.ceil(l / 4);
-  const qpAt = nb * 4 * d;
-  const outAt = qpAt + 4 * d;
-  if (!k.ensure((outAt + 4 * OUT_STRIDE) * 8)) {
-    mulXBRowsJs(X, d, B, l, out, r0, r1);
-    return;
-  }
-  const M = new Float64Array(k.memory.buffer);
-  M.fill(0, 0, qpAt);
-  for (let j = 0; j < d; j++) {
-    const bo = j * l;
-    for (let c = 0; c < l; c++) M[(c >> 2) * 4 * d + 4 * j + (c & 3)] = B[bo + c];
-  }
-  for (let i0 = r0; i0 < r1; i0 += 4) {
-    const m = Math.min(4, r1 - i0);
-    M.fill(0, qpAt, outAt);
+  const quad = (M: Float64Array, at: number, i0: number, m: number) => {
     for (let r = 0; r < m; r++) {
       const xo = (i0 + r) * d;
-      for (let j = 0; j < d; j++) M[qpAt + 4 * j + r] = X[xo + j];
+      for (let j = 0; j < d; j++) M[at + 4 * j + r] = X[xo + j];
     }
+  };
+  if (!k || r1 <= r0 || d === 0 || !productByQuads(k, d, B, l, out, r0, r1, quad)) mulXBRowsJs(X, d, B, l, out, r0, r1);
+}
+
+/**
+ * Output rows [q0, q1) of V·B for B [len, l], where row q of V is a vector of length len that
+ * `quad` packs (vectors q..q+m−1 as [len][4] at float64 offset `at`), through the dot kernel:
+ * B in blocks of four columns [⌈l/4⌉][len][4], then the quad, then the sums [4][OUT_STRIDE].
+ * False, with nothing written, when the kernel's memory cannot hold that.
+ */
+function productByQuads(k: KnnSimd, len: number, B: Float64Array, l: number, out: Float64Array, q0: number, q1: number, quad: (M: Float64Array, at: number, q: number, m: number) => void): boolean {
+  const qpAt = Math.ceil(l / 4) * 4 * len;
+  const outAt = qpAt + 4 * len;
+  if (!k.ensure((outAt + 4 * OUT_STRIDE) * 8)) return false;
+  const M = new Float64Array(k.memory.buffer);
+  M.fill(0, 0, qpAt);
+  for (let j = 0; j < len; j++) {
+    const bo = j * l;
+    for (let c = 0; c < l; c++) M[(c >> 2) * 4 * len + 4 * j + (c & 3)] = B[bo + c];
+  }
+  for (let q = q0; q < q1; q += 4) {
+    const m = Math.min(4, q1 - q);
+    M.fill(0, qpAt, outAt);
+    quad(M, qpAt, q, m);
     for (let cs = 0; cs < l; cs += OUT_STRIDE) {
       const w = Math.min(OUT_STRIDE, l - cs);
-      k.dots(qpAt * 8, cs * d * 8, Math.ceil(w / 4), d, outAt * 8, 0, 0);
-      for (let r = 0; r < m; r++) out.set(M.subarray(outAt + r * OUT_STRIDE, outAt + r * OUT_STRIDE + w), (i0 + r) * l + cs);
+      k.dots(qpAt * 8, cs * len * 8, Math.ceil(w / 4), len, outAt * 8, 0, 0);
+      for (let r = 0; r < m; r++) out.set(M.subarray(outAt + r * OUT_STRIDE, outAt + r * OUT_STRIDE + w), (q + r) * l + cs);
     }
   }
+  return true;
 }
 
 /** The JavaScript loop of mulXBRows, four rows at a time (B streamed once per block). */
@@ -286,37 +291,13 @@ function mulXtB(X: Float32Array, n: number, d: number, B: Float64Array, l: numbe
  */
 export function mulXtBCols(X: Float32Array, n: number, d: number, B: Float64Array, l: number, out: Float64Array, j0: number, j1: number): void {
   const k = dotKernel();
-  if (!k || j1 <= j0 || n === 0) {
-    mulXtBColsJs(X, n, d, B, l, out, j0, j1);
-    return;
-  }
-  // wasm memory (float64 offsets): B in blocks of four columns [nb][n][4], a quad of X columns [n][4], sums [4][OUT_STRIDE]
-  const nb = Math.ceil(l / 4);
-  const qpAt = nb * 4 * n;
-  const outAt = qpAt + 4 * n;
-  if (!k.ensure((outAt + 4 * OUT_STRIDE) * 8)) {
-    mulXtBColsJs(X, n, d, B, l, out, j0, j1);
-    return;
-  }
-  const M = new Float64Array(k.memory.buffer);
-  M.fill(0, 0, qpAt);
-  for (let i = 0; i < n; i++) {
-    const bo = i * l;
-    for (let c = 0; c < l; c++) M[(c >> 2) * 4 * n + 4 * i + (c & 3)] = B[bo + c];
-  }
-  for (let jq = j0; jq < j1; jq += 4) {
-    const m = Math.min(4, j1 - jq);
-    M.fill(0, qpAt, outAt);
+  const quad = (M: Float64Array, at: number, jq: number, m: number) => {
     for (let i = 0; i < n; i++) {
       const xo = i * d + jq;
-      for (let r = 0; r < m; r++) M[qpAt + 4 * i + r] = X[xo + r];
+      for (let r = 0; r < m; r++) M[at + 4 * i + r] = X[xo + r];
     }
-    for (let cs = 0; cs < l; cs += OUT_STRIDE) {
-      const w = Math.min(OUT_STRIDE, l - cs);
-      k.dots(qpAt * 8, cs * n * 8, Math.ceil(w / 4), n, outAt * 8, 0, 0);
-      for (let r = 0; r < m; r++) out.set(M.subarray(outAt + r * OUT_STRIDE, outAt + r * OUT_STRIDE + w), (jq + r) * l + cs);
-    }
-  }
+  };
+  if (!k || j1 <= j0 || n === 0 || !productByQuads(k, n, B, l, out, j0, j1, quad)) mulXtBColsJs(X, n, d, B, l, out, j0, j1);
 }
 
 /** The JavaScript loop of mulXtBCols: rows of X in order, each adding its products to every output. */
