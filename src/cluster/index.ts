@@ -303,10 +303,13 @@ export async function runCluster(input: RunReader | string, opts: ClusterOptions
     const perms = pool && R > 0 ? permutationLabels(sub, R, seed) : null;
     const silNull = async (D: Float64Array) => (pool && perms ? pool.silhouettes(D, m, perms, classes.length) : undefined);
     lap('metrics-setup');
+    say(`original-space distances (${m} × ${m}, d = ${d})`);
     const G = pool ? await pool.gramDistances(Xs, m, d) : gramDistances(Xs, m, d);
     lap('metrics-distances');
+    say('metrics 1/3: original-cosine');
     spaces.push(spaceMetrics({ space: 'original-cosine', X: Xs, d, distance: 'cosine', probe: null, D: G.cosine, silhouetteNull: await silNull(G.cosine) }, m, sub, classes, mopts));
     lap('metrics-original-cosine');
+    say(`metrics 2/3: original-euclidean (the probe retrains ${Rp} permutations × ${mopts.probe.folds} folds)`);
     spaces.push(
       spaceMetrics(
         { space: 'original-euclidean', X: Xs, d, distance: 'euclidean', probe: { X: Fs, d: fd }, D: G.euclidean, probeNull: await probeNull(Fs, fd), silhouetteNull: await silNull(G.euclidean) },
@@ -317,6 +320,7 @@ export async function runCluster(input: RunReader | string, opts: ClusterOptions
       ),
     );
     lap('metrics-original-euclidean');
+    say('metrics 3/3: embedding');
     const DY = distanceMatrix(Ys, m, 2, 'euclidean');
     spaces.push(spaceMetrics({ space: 'embedding', X: Ys, d: 2, distance: 'euclidean', probe: { X: Ys, d: 2 }, D: DY, probeNull: await probeNull(Ys, 2), silhouetteNull: await silNull(DY) }, m, sub, classes, mopts));
     lap('metrics-embedding');
