@@ -50,11 +50,62 @@ export function fitLogistic(X: Float64Array, n: number, d: number, y: Int32Array
   const lambda = 1 / C;
   const logits = new Float64Array(K);
   const resid = new Float64Array(K);
+  const logits2 = new Float64Array(K);
+  const resid2 = new Float64Array(K);
+  /** Softmax of `lg` in place; returns the sample's loss and fills its residual (p − onehot). */
+  const soft = (lg: Float64Array, res: Float64Array, yi: number): number => {
+    let mx = -Infinity;
+    for (let c = 0; c < K; c++) if (lg[c] > mx) mx = lg[c];
+    let se = 0;
+    for (let c = 0; c < K; c++) {
+      lg[c] = Math.exp(lg[c] - mx);
+      se += lg[c];
+    }
+    for (let c = 0; c < K; c++) res[c] = lg[c] / se - (c === yi ? 1 : 0);
+    return Math.log(se) - Math.log(lg[yi]);
+  };
+  // Samples go two at a time (sharing each load of W and g); every logit and every gradient
+  // entry still adds its terms in sample order, so the numbers are those of one at a time.
   const f = (W: Float64Array, g: Float64Array): number => {
     g.fill(0);
     let loss = 0;
     const bo = d * K;
-    for (let i = 0; i < n; i++) {
+    let i = 0;
+    for (; i + 1 < n; i += 2) {
+      const xa = i * d;
+      const xb = xa + d;
+      for (let c = 0; c < K; c++) {
+        logits[c] = W[bo + c];
+        logits2[c] = W[bo + c];
+      }
+      for (let j = 0; j < d; j++) {
+        const a = X[xa + j];
+        const b = X[xb + j];
+        const wo = j * K;
+        for (let c = 0; c < K; c++) {
+          const w = W[wo + c];
+          logits[c] += a * w;
+          logits2[c] += b * w;
+        }
+      }
+      loss += soft(logits, resid, y[i]);
+      loss += soft(logits2, resid2, y[i + 1]);
+      for (let j = 0; j < d; j++) {
+        const a = X[xa + j];
+        const b = X[xb + j];
+        const go = j * K;
+        for (let c = 0; c < K; c++) {
+          let v = g[go + c] + resid[c] * a;
+          v += resid2[c] * b;
+          g[go + c] = v;
+        }
+      }
+      for (let c = 0; c < K; c++) {
+        g[bo + c] += resid[c];
+        g[bo + c] += resid2[c];
+      }
+    }
+    if (i < n) {
       const xo = i * d;
       for (let c = 0; c < K; c++) logits[c] = W[bo + c];
       for (let j = 0; j < d; j++) {
@@ -62,15 +113,7 @@ export function fitLogistic(X: Float64Array, n: number, d: number, y: Int32Array
         const wo = j * K;
         for (let c = 0; c < K; c++) logits[c] += x * W[wo + c];
       }
-      let mx = -Infinity;
-      for (let c = 0; c < K; c++) if (logits[c] > mx) mx = logits[c];
-      let se = 0;
-      for (let c = 0; c < K; c++) {
-        logits[c] = Math.exp(logits[c] - mx);
-        se += logits[c];
-      }
-      loss += Math.log(se) - Math.log(logits[y[i]]);
-      for (let c = 0; c < K; c++) resid[c] = logits[c] / se - (c === y[i] ? 1 : 0);
+      loss += soft(logits, resid, y[i]);
       for (let j = 0; j < d; j++) {
         const x = X[xo + j];
         const go = j * K;
