@@ -1,12 +1,13 @@
 """
 t-SNE: lobes vs scikit-learn (Barnes-Hut) vs openTSNE (FFT), in one run on the same data.
 
-    /work/venv/bin/python bench/tsne-vs-sklearn.py [--cases 2k,20k] [--out bench/out]
+    /work/venv/bin/python bench/tsne-vs-sklearn.py [--cases 2k,20k] [--methods sklearn,opentsne,lobes] [--out bench/out]
 
 Data (seeded, written to .npy so every method reads the same numbers):
   2k : N = 2,000 x 4,096, 10 Gaussian clusters in two super-groups on a 20-dim latent
        subspace, mapped to 4,096 dims plus isotropic noise.
   20k: N = 20,000 x 50, 20 Gaussian clusters with spreads 0.5-2.
+  50k: the same generator with N = 50,000 (not in the default cases: a scaling check).
 Settings: perplexity 30, PCA initialisation, 1000 iterations, 2 threads everywhere;
 sklearn: method='barnes_hut', angle=0.5; openTSNE: negative_gradient_method='fft';
 lobes: its defaults (PCA to 50 dims when d > 50, theta 0.5), --threads 2.
@@ -42,8 +43,8 @@ def make_2k(rng):
     return X.astype(np.float32), lab
 
 
-def make_20k(rng):
-    n, d, C = 20000, 50, 20
+def make_20k(rng, n=20000):
+    d, C = 50, 20
     centers = rng.normal(size=(C, d)) * 2.0
     spread = rng.uniform(0.5, 2.0, size=C)
     lab = rng.integers(0, C, size=n)
@@ -86,7 +87,7 @@ def trust(X, Y, rng_sub):
     return float(trustworthiness(X, Y, n_neighbors=10))
 
 
-def run_case(name, X, outdir, perplexity=30, seed=0):
+def run_case(name, X, outdir, methods, perplexity=30, seed=0):
     n, d = X.shape
     path = os.path.join(outdir, f"{name}_X.npy")
     np.save(path, X)
@@ -94,38 +95,43 @@ def run_case(name, X, outdir, perplexity=30, seed=0):
     P = joint_p(X, perplexity)
     rows = []
 
-    t = time.perf_counter()
-    sk = TSNE(n_components=2, perplexity=perplexity, init="pca", method="barnes_hut", angle=0.5,
-              n_jobs=2, random_state=seed, max_iter=1000, learning_rate="auto")
-    Ys = sk.fit_transform(X)
-    rows.append(("sklearn (BH)", time.perf_counter() - t, Ys, float(sk.kl_divergence_)))
-
-    try:
-        from openTSNE import TSNE as OTSNE
+    if "sklearn" in methods:
         t = time.perf_counter()
-        ot = OTSNE(n_components=2, perplexity=perplexity, initialization="pca", negative_gradient_method="fft",
-                   n_jobs=2, random_state=seed, n_iter=750, early_exaggeration_iter=250, early_exaggeration=12)
-        Yo = ot.fit(X)
-        rows.append(("openTSNE (FFT)", time.perf_counter() - t, np.asarray(Yo), float(Yo.kl_divergence)))
-    except Exception as e:  # keep the comparison going
-        print(f"openTSNE failed: {e}", file=sys.stderr)
+        sk = TSNE(n_components=2, perplexity=perplexity, init="pca", method="barnes_hut", angle=0.5,
+                  n_jobs=2, random_state=seed, max_iter=1000, learning_rate="auto")
+        Ys = sk.fit_transform(X)
+        rows.append(("sklearn (BH)", time.perf_counter() - t, Ys, float(sk.kl_divergence_)))
 
-    out = os.path.join(outdir, f"{name}_lobes.npy")
-    cmd = ["node", "--import", "tsx", os.path.join(HERE, "tsne-lobes.ts"), path, out,
-           "--perplexity", str(perplexity), "--seed", str(seed), "--threads", "2"]
-    t = time.perf_counter()
-    res = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
-    wall = time.perf_counter() - t
-    if res.returncode != 0:
-        raise SystemExit(f"lobes failed: {res.stderr}")
-    info = json.loads(res.stdout.strip().splitlines()[-1])
-    Yl = np.load(out)
-    rows.append(("lobes", info["seconds"], Yl, float(info["kl"])))
+    if "opentsne" in methods:
+        try:
+            from openTSNE import TSNE as OTSNE
+            t = time.perf_counter()
+            ot = OTSNE(n_components=2, perplexity=perplexity, initialization="pca", negative_gradient_method="fft",
+                       n_jobs=2, random_state=seed, n_iter=750, early_exaggeration_iter=250, early_exaggeration=12)
+            Yo = ot.fit(X)
+            rows.append(("openTSNE (FFT)", time.perf_counter() - t, np.asarray(Yo), float(Yo.kl_divergence)))
+        except Exception as e:  # keep the comparison going
+            print(f"openTSNE failed: {e}", file=sys.stderr)
+
+    info = None
+    if "lobes" in methods:
+        out = os.path.join(outdir, f"{name}_lobes.npy")
+        cmd = ["node", "--import", "tsx", os.path.join(HERE, "tsne-lobes.ts"), path, out,
+               "--perplexity", str(perplexity), "--seed", str(seed), "--threads", "2"]
+        t = time.perf_counter()
+        res = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+        wall = time.perf_counter() - t
+        if res.returncode != 0:
+            raise SystemExit(f"lobes failed: {res.stderr}")
+        info = json.loads(res.stdout.strip().splitlines()[-1])
+        Yl = np.load(out)
+        rows.append(("lobes", info["seconds"], Yl, float(info["kl"])))
 
     print(f"\n== {name}: N = {n:,} x {d:,}, perplexity {perplexity} ==")
-    print(f"lobes stages: {info['stages']}, process wall {wall:.1f} s, cpu {info['cpuSeconds']:.1f} s")
-    base = None
-    print(f"{'method':<16}{'time s':>9}{'x sklearn':>11}{'KL (same P)':>13}{'x sklearn':>11}{'own KL':>9}{'trust@10':>10}{'- sklearn':>11}")
+    if info:
+        print(f"lobes stages: {info['stages']}, process wall {wall:.1f} s, cpu {info['cpuSeconds']:.1f} s")
+    base = None  # the first method run is the reference of the ratio columns
+    print(f"{'method':<16}{'time s':>9}{'x first':>11}{'KL (same P)':>13}{'x first':>11}{'own KL':>9}{'trust@10':>10}{'- first':>11}")
     result = {}
     for label, secs, Y, own in rows:
         kl = exact_kl(P, Y)
@@ -139,7 +145,8 @@ def run_case(name, X, outdir, perplexity=30, seed=0):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--cases", default="2k,20k")
+    ap.add_argument("--cases", default="2k,20k", help="any of 2k, 20k, 50k")
+    ap.add_argument("--methods", default="sklearn,opentsne,lobes", help="which to run; the first of sklearn, opentsne, lobes that runs is the reference of the ratio columns")
     ap.add_argument("--out", default=os.path.join(HERE, "out"))
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
@@ -148,8 +155,8 @@ def main():
     allres = {}
     for c in a.cases.split(","):
         rng = np.random.default_rng(0)
-        X, _ = make_2k(rng) if c == "2k" else make_20k(rng)
-        allres[c] = run_case(c, X, a.out)
+        X, _ = make_2k(rng) if c == "2k" else make_20k(rng, 50000 if c == "50k" else 20000)
+        allres[c] = run_case(c, X, a.out, a.methods.split(","))
     load = os.getloadavg()
     print(f"\nload average at end: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     with open(os.path.join(a.out, "tsne-vs-sklearn.json"), "w") as f:
