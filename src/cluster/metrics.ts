@@ -103,27 +103,36 @@ export function gramRows(X: Float64Array | Float32Array, n: number, d: number, G
     gramRowsJs(X, n, d, G, r0, r1);
     return;
   }
-  // wasm memory (float64 offsets): rows [r0, n) packed in blocks of four, [nb][d][4]; then the
-  // dot products [4][OUT_STRIDE]. A quad of query rows i0.. (i0 − r0 a multiple of 4) is a block.
-  const nb = Math.ceil((n - r0) / 4);
-  const outAt = nb * 4 * d;
+  // wasm memory (float64 offsets): the query rows [r0, r1) in quads [nq][d][4]; a block of
+  // OUT_STRIDE data rows from [r0, n) packed the same way; the dot products [4][OUT_STRIDE].
+  // Memory is O((r1 − r0 + OUT_STRIDE) · d) per thread, whatever n.
+  const nq = Math.ceil((r1 - r0) / 4);
+  const ypAt = nq * 4 * d;
+  const outAt = ypAt + OUT_STRIDE * d;
   if (!k.ensure((outAt + 4 * OUT_STRIDE) * 8)) {
     gramRowsJs(X, n, d, G, r0, r1);
     return;
   }
   const M = new Float64Array(k.memory.buffer);
-  M.fill(0, 0, outAt);
-  for (let j = r0; j < n; j++) {
-    const b = ((j - r0) >> 2) * 4 * d + ((j - r0) & 3);
-    const o = j * d;
-    for (let c = 0; c < d; c++) M[b + 4 * c] = X[o + c];
-  }
-  for (let i0 = r0; i0 < r1; i0 += 4) {
-    const m = Math.min(4, r1 - i0);
-    for (let js = i0; js < n; js += OUT_STRIDE) {
-      const je = Math.min(js + OUT_STRIDE, n);
-      k.dots((i0 - r0) * d * 8, (js - r0) * d * 8, Math.ceil((je - js) / 4), d, outAt * 8, 0, 0);
-      for (let r = 0; r < m; r++) G.set(M.subarray(outAt + r * OUT_STRIDE, outAt + r * OUT_STRIDE + je - js), (i0 + r) * n + js);
+  const pack = (at: number, first: number, end: number, count: number) => {
+    M.fill(0, at, at + count * d);
+    for (let j = first; j < end; j++) {
+      const b = at + ((j - first) >> 2) * 4 * d + ((j - first) & 3);
+      const o = j * d;
+      for (let c = 0; c < d; c++) M[b + 4 * c] = X[o + c];
+    }
+  };
+  pack(0, r0, r1, nq * 4);
+  // data blocks start at r0 + multiples of OUT_STRIDE, so a quad's first row i0 (i0 − r0 a
+  // multiple of 4) starts a group of four inside its block
+  for (let js = r0; js < n; js += OUT_STRIDE) {
+    const je = Math.min(js + OUT_STRIDE, n);
+    pack(ypAt, js, je, OUT_STRIDE);
+    for (let i0 = r0; i0 < r1 && i0 < je; i0 += 4) {
+      const m = Math.min(4, r1 - i0);
+      const from = Math.max(js, i0);
+      k.dots((i0 - r0) * d * 8, (ypAt + (from - js) * d) * 8, Math.ceil((je - from) / 4), d, outAt * 8, 0, 0);
+      for (let r = 0; r < m; r++) G.set(M.subarray(outAt + r * OUT_STRIDE, outAt + r * OUT_STRIDE + je - from), (i0 + r) * n + from);
     }
   }
 }
