@@ -162,51 +162,49 @@ export function knnRows(
     for (let c = 0; c < d; c++) s += X[j * d + c] * X[j * d + c];
     sq[j] = s;
   }
-  const QB = 64;
   const JB = OUT_STRIDE;
-  // wasm memory (float64 offsets): packed data [nb][d][4] and its |y|² [nb][4], packed query
-  // quads [QB/4][d][4] and their |q|² [QB], distances [4][JB]
-  const nb = Math.ceil(n / 4);
-  const ypAt = 0;
-  const sqyAt = nb * 4 * d;
-  const qpAt = sqyAt + nb * 4;
-  const sqqAt = qpAt + QB * d;
-  const outAt = sqqAt + QB;
+  const rows = end - start;
+  const nq = Math.ceil(rows / 4);
+  // wasm memory (float64 offsets): the query rows [start, end) in quads [nq][d][4] and their |q|²;
+  // one block of JB data rows [JB/4][d][4] and their |y|²; distances [4][JB]. That is
+  // O((rows + JB)·d) per thread whatever n, so many threads do not each hold a copy of X.
+  const sqqAt = nq * 4 * d;
+  const ypAt = sqqAt + nq * 4;
+  const sqyAt = ypAt + JB * d;
+  const outAt = sqyAt + JB;
   if (!simd.ensure((outAt + 4 * JB) * 8)) {
     knnRowsJs(X, n, d, k, start, end, indices, dist2, relative);
     return;
   }
   const M = new Float64Array(simd.memory.buffer);
   M.fill(0, 0, outAt);
-  for (let j = 0; j < n; j++) {
-    const b = ypAt + (j >> 2) * 4 * d + (j & 3);
-    for (let c = 0; c < d; c++) M[b + 4 * c] = X[j * d + c];
-    M[sqyAt + j] = sq[j];
+  for (let i = start; i < end; i++) {
+    const b = ((i - start) >> 2) * 4 * d + ((i - start) & 3);
+    for (let c = 0; c < d; c++) M[b + 4 * c] = X[i * d + c];
+    M[sqqAt + i - start] = sq[i];
   }
   const dist = simd.dist;
-  const heaps = Array.from({ length: QB }, () => ({ hd: new Float64Array(k), hi: new Int32Array(k), size: 0 }));
-  for (let qs = start; qs < end; qs += QB) {
-    const qe = Math.min(qs + QB, end);
-    for (const h of heaps) h.size = 0;
-    M.fill(0, qpAt, outAt);
-    for (let i = qs; i < qe; i++) {
-      const b = qpAt + ((i - qs) >> 2) * 4 * d + ((i - qs) & 3);
-      for (let c = 0; c < d; c++) M[b + 4 * c] = X[i * d + c];
-      M[sqqAt + i - qs] = sq[i];
+  const hd = new Float64Array(rows * k);
+  const hi = new Int32Array(rows * k);
+  const heaps = Array.from({ length: rows }, (_, r) => ({ hd: hd.subarray(r * k, (r + 1) * k), hi: hi.subarray(r * k, (r + 1) * k), size: 0 }));
+  // data blocks outside, query quads inside: each heap keeps the k smallest (distance, index)
+  // pairs, a total order, so the selection does not depend on the order candidates arrive in
+  for (let js = 0; js < n; js += JB) {
+    const je = Math.min(js + JB, n);
+    M.fill(0, ypAt, outAt);
+    for (let j = js; j < je; j++) {
+      const b = ypAt + ((j - js) >> 2) * 4 * d + ((j - js) & 3);
+      for (let c = 0; c < d; c++) M[b + 4 * c] = X[j * d + c];
+      M[sqyAt + j - js] = sq[j];
     }
-    for (let js = 0; js < n; js += JB) {
-      const je = Math.min(js + JB, n);
-      const nblk = Math.ceil((je - js) / 4);
-      for (let i0 = qs; i0 < qe; i0 += 4) {
-        const m = Math.min(4, qe - i0);
-        dist((qpAt + (i0 - qs) * d) * 8, (ypAt + js * d) * 8, nblk, d, outAt * 8, (sqqAt + i0 - qs) * 8, (sqyAt + js) * 8);
-        for (let r = 0; r < m; r++) {
-          scan(M, outAt + r * JB - js, js, je, i0 + r, heaps[i0 - qs + r], k);
-        }
-      }
+    const nblk = Math.ceil((je - js) / 4);
+    for (let i0 = start; i0 < end; i0 += 4) {
+      const m = Math.min(4, end - i0);
+      dist((i0 - start) * d * 8, ypAt * 8, nblk, d, outAt * 8, (sqqAt + i0 - start) * 8, sqyAt * 8);
+      for (let r = 0; r < m; r++) scan(M, outAt + r * JB - js, js, je, i0 + r, heaps[i0 - start + r], k);
     }
-    finish(X, d, k, qs, qe, start, heaps, indices, dist2, relative);
   }
+  finish(X, d, k, start, end, start, heaps, indices, dist2, relative);
 }
 
 type Heap = { hd: Float64Array; hi: Int32Array; size: number };
