@@ -10,7 +10,7 @@
  * multiply then an add per column in column order, and the distance is formed with the same
  * operations in the same order as the scalar JavaScript loop does it, so every value is
  * bit-identical to it. The module is assembled here by hand;
- * knnSimd() returns null when WebAssembly SIMD is unavailable (or LOBES_NO_SIMD is set).
+ * knnSimd() and dotKernel() return null when WebAssembly SIMD is unavailable (or LOBES_NO_SIMD is set).
  *
  *   dots(...): the same sums stored as they are, out[r · stride + 4 b + s] = Σ_c q_r[c] · y_{4b+s}[c]
  * (the Gram rows of src/cluster/metrics.ts; bit-identical to its JavaScript loop, which also
@@ -87,6 +87,18 @@ export interface KnnSimd {
   dots: (qp: number, yp: number, nblk: number, d: number, out: number, sqq: number, sqy: number) => void;
   /** Make the memory at least `bytes` long (views must be re-made after); false when it cannot grow that far. */
   ensure(bytes: number): boolean;
+}
+
+let kernel: KnnSimd | null | undefined;
+
+/**
+ * This thread's instance (made on first use), or null when WebAssembly SIMD is unavailable. The
+ * kNN search, the Gram rows and the PCA products share it and its memory: none of them calls
+ * another while it holds views of that memory.
+ */
+export function dotKernel(): KnnSimd | null {
+  if (kernel === undefined) kernel = knnSimd();
+  return kernel;
 }
 
 /** A new instance with its own memory, or null when WebAssembly SIMD is unavailable. */

@@ -4,7 +4,7 @@
  * depends only on the data, so results are identical however rows are split across threads.
  */
 
-import { knnSimd, OUT_STRIDE, type KnnSimd } from './knn-simd.js';
+import { dotKernel, OUT_STRIDE } from './knn-simd.js';
 
 export interface KnnResult {
   k: number;
@@ -29,12 +29,7 @@ function knnRowsJs(
   dist2: Float64Array,
   relative = false,
 ): void {
-  const sq = new Float64Array(n);
-  for (let j = 0; j < n; j++) {
-    let s = 0;
-    for (let c = 0; c < d; c++) s += X[j * d + c] * X[j * d + c];
-    sq[j] = s;
-  }
+  const sq = squaredNorms(X, n, d);
   // Tiles: QB query rows against JB data rows at a time, so a data tile is reused from cache
   // by every query of the block.
   const QB = 64;
@@ -130,8 +125,6 @@ function knnRowsJs(
   }
 }
 
-let simd: KnnSimd | null | undefined;
-
 /**
  * Neighbours of rows [start, end) of X [n, d]; writes into `indices`/`dist2` at row offsets
  * (relative to `start` when `relative`). Distances come from |x|² + |y|² − 2 x·y with the dot
@@ -151,17 +144,12 @@ export function knnRows(
   dist2: Float64Array,
   relative = false,
 ): void {
-  if (simd === undefined) simd = knnSimd();
+  const simd = dotKernel();
   if (!simd || d === 0 || end <= start) {
     knnRowsJs(X, n, d, k, start, end, indices, dist2, relative);
     return;
   }
-  const sq = new Float64Array(n);
-  for (let j = 0; j < n; j++) {
-    let s = 0;
-    for (let c = 0; c < d; c++) s += X[j * d + c] * X[j * d + c];
-    sq[j] = s;
-  }
+  const sq = squaredNorms(X, n, d);
   const JB = OUT_STRIDE;
   const rows = end - start;
   const nq = Math.ceil(rows / 4);
@@ -205,6 +193,17 @@ export function knnRows(
     }
   }
   finish(X, d, k, start, end, start, heaps, indices, dist2, relative);
+}
+
+/** |x_j|² of every row, summed in column order (both kNN paths use these same values). */
+function squaredNorms(X: Float64Array | Float32Array, n: number, d: number): Float64Array {
+  const sq = new Float64Array(n);
+  for (let j = 0; j < n; j++) {
+    let s = 0;
+    for (let c = 0; c < d; c++) s += X[j * d + c] * X[j * d + c];
+    sq[j] = s;
+  }
+  return sq;
 }
 
 type Heap = { hd: Float64Array; hi: Int32Array; size: number };

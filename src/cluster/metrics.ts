@@ -18,7 +18,7 @@
  *  - permutation p = (1 + #{null ≥ observed}) / (1 + R), labels shuffled R times.
  */
 import { Rng } from '../util/rng.js';
-import { knnSimd, OUT_STRIDE, type KnnSimd } from './knn-simd.js';
+import { dotKernel, OUT_STRIDE } from './knn-simd.js';
 import { crossValidatedPredictions, probeCvAccuracy, type ProbeOptions } from './probe.js';
 import type { MetricWithCI, SpaceMetrics } from './types.js';
 
@@ -89,16 +89,13 @@ export function gramDistances(X: Float64Array | Float32Array, n: number, d: numb
   return distancesFromGram(G, n);
 }
 
-let gramSimd: KnnSimd | null | undefined;
-
 /**
  * Upper triangle (j ≥ i) of the Gram matrix for rows [r0, r1), four rows at a time; each entry
  * is the same whatever the range. The dot products run in the kNN module's WebAssembly SIMD
  * kernel when available, bit-identical to gramRowsJs (one product per column, in column order).
  */
 export function gramRows(X: Float64Array | Float32Array, n: number, d: number, G: Float64Array, r0: number, r1: number): void {
-  if (gramSimd === undefined) gramSimd = knnSimd();
-  const k = gramSimd;
+  const k = dotKernel();
   if (!k || d === 0 || r1 <= r0) {
     gramRowsJs(X, n, d, G, r0, r1);
     return;

@@ -7,7 +7,7 @@
  * entry is positive, so results do not depend on the sketch.
  */
 import { Rng } from '../util/rng.js';
-import { knnSimd, OUT_STRIDE, type KnnSimd } from './knn-simd.js';
+import { dotKernel, OUT_STRIDE, type KnnSimd } from './knn-simd.js';
 
 export interface PcaResult {
   /** Scores [n, k] row-major (float64). Columns ordered by decreasing variance. */
@@ -181,14 +181,6 @@ function mulXB(X: Float32Array, n: number, d: number, B: Float64Array, l: number
   const out = new Float64Array(n * l);
   mulXBRows(X, d, B, l, out, 0, n);
   return out;
-}
-
-let mmSimd: KnnSimd | null | undefined;
-
-/** This thread's instance of the dot-product kernel (src/cluster/knn-simd.ts), or null. */
-function dotKernel(): KnnSimd | null {
-  if (mmSimd === undefined) mmSimd = knnSimd();
-  return mmSimd;
 }
 
 /**

@@ -57,8 +57,7 @@ export class TsnePool implements MatMulPool {
   }
 
   async knn(X: Float64Array | Float32Array, n: number, d: number, k: number): Promise<KnnResult> {
-    const Xs = new Float64Array(new SharedArrayBuffer(n * d * 8));
-    Xs.set(X);
+    const Xs = sharedF64(X.subarray(0, n * d));
     const indices = new Int32Array(new SharedArrayBuffer(n * k * 4));
     const dist2 = new Float64Array(new SharedArrayBuffer(n * k * 8));
     const rs = this.ranges(n);
@@ -66,14 +65,14 @@ export class TsnePool implements MatMulPool {
     const [s, e] = rs[rs.length - 1];
     knnRows(Xs, n, d, k, s, e, indices, dist2);
     await Promise.all(pending);
-    return { k, indices: Int32Array.from(indices), dist2: Float64Array.from(dist2) };
+    // left on the shared memory: conditionalP hands dist2 to the workers as it is
+    return { k, indices, dist2 };
   }
 
   /** conditionalP over row ranges (identical to the single-thread result). */
   async conditionalP(nn: KnnResult, n: number, perplexity: number): Promise<Float64Array> {
     const k = nn.k;
-    const dist2 = new Float64Array(new SharedArrayBuffer(nn.dist2.byteLength));
-    dist2.set(nn.dist2);
+    const dist2 = nn.dist2.buffer instanceof SharedArrayBuffer ? nn.dist2 : sharedF64(nn.dist2);
     const P = new Float64Array(new SharedArrayBuffer(n * k * 8));
     const betas = new Float64Array(new SharedArrayBuffer(n * 8));
     const rs = this.ranges(n);
@@ -106,8 +105,7 @@ export class TsnePool implements MatMulPool {
   async matmul(req: MulRequest): Promise<Float64Array> {
     const { op, X, n, d, l } = req;
     const rowsOut = op === 'xb' ? n : d;
-    const B = new Float64Array(new SharedArrayBuffer(req.B.byteLength));
-    B.set(req.B);
+    const B = sharedF64(req.B);
     const out = new Float64Array(new SharedArrayBuffer(rowsOut * l * 8));
     const rs = this.ranges(rowsOut);
     const pending = this.workers.map((w, i) => this.call(w, { cmd: 'mul', op, X, n, d, B, l, out, start: rs[i][0], end: rs[i][1] }));
@@ -120,8 +118,7 @@ export class TsnePool implements MatMulPool {
 
   /** Cross-validated probe accuracy for each label permutation (one task per permutation). */
   async probeAccuracies(X: Float64Array, n: number, d: number, perms: Int32Array[], nClasses: number, opts: ProbeOptions): Promise<Float64Array> {
-    const Xs = new Float64Array(new SharedArrayBuffer(X.byteLength));
-    Xs.set(X);
+    const Xs = sharedF64(X);
     const out = new Float64Array(perms.length);
     let next = 0;
     const runWorker = async (w: Worker) => {
@@ -146,8 +143,7 @@ export class TsnePool implements MatMulPool {
 
   /** Euclidean and cosine distance matrices through a Gram matrix split by rows (balanced by triangle area). */
   async gramDistances(X: Float64Array, n: number, d: number): Promise<{ euclidean: Float64Array; cosine: Float64Array }> {
-    const Xs = new Float64Array(new SharedArrayBuffer(X.byteLength));
-    Xs.set(X);
+    const Xs = sharedF64(X);
     const G = new Float64Array(new SharedArrayBuffer(n * n * 8));
     const parts = this.workers.length + 1;
     const cut = (p: number) => Math.round(n - n * Math.sqrt(1 - p / parts));
@@ -161,8 +157,7 @@ export class TsnePool implements MatMulPool {
 
   /** Mean silhouette for each label permutation from a distance matrix [n, n]. */
   async silhouettes(D: Float64Array, n: number, perms: Int32Array[], nClasses: number): Promise<Float64Array> {
-    const Ds = new Float64Array(new SharedArrayBuffer(D.byteLength));
-    Ds.set(D);
+    const Ds = sharedF64(D);
     const out = new Float64Array(new SharedArrayBuffer(perms.length * 8));
     const rs = this.ranges(perms.length);
     const pending = this.workers.map((w, i) => this.call(w, { cmd: 'sil', D: Ds, n, perms: perms.slice(rs[i][0], rs[i][1]), offset: rs[i][0], nClasses, out }));
@@ -177,6 +172,13 @@ export class TsnePool implements MatMulPool {
     this.workers = [];
     await Promise.all(ws.map((w) => w.terminate()));
   }
+}
+
+/** A float64 copy of `a` on a SharedArrayBuffer (for the worker threads). */
+function sharedF64(a: ArrayLike<number>): Float64Array {
+  const out = new Float64Array(new SharedArrayBuffer(a.length * 8));
+  out.set(a);
+  return out;
 }
 
 function spawn(): Worker {
