@@ -3,6 +3,7 @@ import { mkdtempSync, writeFileSync, existsSync, readFileSync, mkdirSync } from 
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { Rng } from '../../src/util/rng.js';
+import { blobs } from './blobs.js';
 import { encodeNpy } from '../../src/cluster/npy.js';
 import { writeSafetensors } from '../../src/formats/safetensors.js';
 import { runCluster } from '../../src/cluster/index.js';
@@ -12,16 +13,10 @@ import type { ClusterMetrics, ClusterCoords, ClusterSettings } from '../../src/c
 
 const FAST = { iterations: 300, bootstrap: 100, permutations: 19, probePermutations: 5, quiet: true, threads: 1 };
 
-function blobs(n: number, d: number, C: number, sep: number, seed: number) {
-  const rng = new Rng(seed);
-  const cen = new Float64Array(C * d).map(() => rng.normal() * sep);
-  const X = new Float32Array(n * d);
-  const labels: string[] = [];
-  for (let i = 0; i < n; i++) {
-    labels.push(`class-${i % C}`);
-    for (let j = 0; j < d; j++) X[i * d + j] = cen[(i % C) * d + j] + rng.normal();
-  }
-  return { X, labels };
+/** blobs() as float32 with string labels. */
+function blobs32(n: number, d: number, C: number, sep: number, seed: number) {
+  const { X, lab } = blobs(n, d, C, sep, seed);
+  return { X: Float32Array.from(X), labels: Array.from(lab, (c) => `class-${c}`) };
 }
 
 function tmp(): string {
@@ -88,7 +83,7 @@ describe('runCluster on a matrix file', () => {
     const dir = tmp();
     const n = 240;
     const d = 64;
-    const { X, labels } = blobs(n, d, 4, 1.5, 1);
+    const { X, labels } = blobs32(n, d, 4, 1.5, 1);
     const { npy, lab } = writeMatrix(dir, X, n, d, labels);
     const a = await runCluster(npy, { ...FAST, labels: lab, seed: 7, pca: 20, perplexity: 20 });
     expect(a.outDir).toBe(path.join(dir, 'emb.cluster'));
@@ -127,7 +122,7 @@ describe('runCluster on a matrix file', () => {
   it('reads a safetensors matrix', async () => {
     const dir = tmp();
     const n = 90;
-    const { X, labels } = blobs(n, 8, 3, 3, 2);
+    const { X, labels } = blobs32(n, 8, 3, 3, 2);
     const st = path.join(dir, 'm.safetensors');
     writeSafetensors(st, [{ name: 'emb', dtype: 'F32', shape: [n, 8], data: X }]);
     const lab = path.join(dir, 'l.txt');
@@ -159,7 +154,7 @@ describe('runCluster on a run directory', () => {
 
 describe('bad input', () => {
   const n = 60;
-  const { X, labels } = blobs(n, 5, 3, 2, 3);
+  const { X, labels } = blobs32(n, 5, 3, 2, 3);
   const cases: [string, (dir: string) => { file: string; opts: Record<string, unknown> }, RegExp][] = [
     ['mismatched label count', (dir) => {
       const { npy, lab } = writeMatrix(dir, X, n, 5, labels.slice(0, 59));

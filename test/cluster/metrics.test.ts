@@ -1,5 +1,6 @@
 import { describe, it, expect } from 'vitest';
 import { Rng } from '../../src/util/rng.js';
+import { blobs } from './blobs.js';
 import {
   distanceMatrix,
   silhouetteSamples,
@@ -82,18 +83,6 @@ function naiveSilhouette(X: Float64Array, n: number, d: number, lab: Int32Array)
     total += (b - a) / Math.max(a, b);
   }
   return total / n;
-}
-
-function blobs(n: number, d: number, C: number, sep: number, seed: number) {
-  const rng = new Rng(seed);
-  const cen = new Float64Array(C * d).map(() => rng.normal() * sep);
-  const X = new Float64Array(n * d);
-  const lab = new Int32Array(n);
-  for (let i = 0; i < n; i++) {
-    lab[i] = i % C;
-    for (let j = 0; j < d; j++) X[i * d + j] = cen[lab[i] * d + j] + rng.normal();
-  }
-  return { X, lab };
 }
 
 describe('metrics on synthetic data', () => {

@@ -1,6 +1,7 @@
 import { describe, it, expect } from 'vitest';
 import { Matrix, SingularValueDecomposition } from 'ml-matrix';
 import { Rng } from '../../src/util/rng.js';
+import { blobs } from './blobs.js';
 import { Tsne, exactGradient, exactKl, tsneGradient, exactRepulsion, klWithZ, exactZ, attraction, attractionJs } from '../../src/cluster/tsne.js';
 import type { SparseP } from '../../src/cluster/affinity.js';
 import { conditionalP, jointP, denseP, checkPerplexity, neighboursFor } from '../../src/cluster/affinity.js';
@@ -9,18 +10,6 @@ import { pca, mulXBRows, mulXBRowsJs, mulXtBCols, mulXtBColsJs } from '../../src
 import { QuadTree, repulsion, repulsionAll, groupRanges, GROUP_SIZE } from '../../src/cluster/quadtree.js';
 import { repulsionSimd, sumPairsJs } from '../../src/cluster/repulsion-simd.js';
 import { silhouetteSamples, distanceMatrix } from '../../src/cluster/metrics.js';
-
-function blobs(n: number, d: number, C: number, sep: number, seed: number): { X: Float64Array; lab: Int32Array } {
-  const rng = new Rng(seed);
-  const cen = new Float64Array(C * d).map(() => rng.normal() * sep);
-  const X = new Float64Array(n * d);
-  const lab = new Int32Array(n);
-  for (let i = 0; i < n; i++) {
-    lab[i] = i % C;
-    for (let j = 0; j < d; j++) X[i * d + j] = cen[lab[i] * d + j] + rng.normal();
-  }
-  return { X, lab };
-}
 
 function randomY(n: number, seed: number, scale = 3): Float64Array {
   const rng = new Rng(seed);
