@@ -12,30 +12,11 @@
 import type { ReportModel } from './load.js';
 import type { MetricWithCI, SpaceMetrics } from '../cluster/types.js';
 import type { NullTested, WandaPairMetrics } from '../wanda/types.js';
+import type { ComparisonRow, Comparison } from './types.js';
 
 export type Direction = 'higher' | 'lower' | 'neutral';
 
-export interface ComparisonRow {
-  section: string;
-  metric: string;
-  a: number | null;
-  b: number | null;
-  /** b − a. */
-  diff: number | null;
-  /** 95% CI of b − a (normal approximation from the runs' CIs), or null. */
-  ci: [number, number] | null;
-  /** Which run is ahead for this metric, in words. */
-  ahead: string;
-  note?: string;
-  /** A detail row (per class, per pair): the report folds these away. */
-  detail?: boolean;
-}
-
-export interface Comparison {
-  runs: [string, string];
-  rows: ComparisonRow[];
-  notes: string[];
-}
+export type { ComparisonRow, Comparison } from './types.js';
 
 const Z = 1.959963984540054;
 

@@ -1,6 +1,7 @@
 /**
  * Assemble one self-contained report page: inlined Plotly, the data as a JSON block
- * (every `<` written as \u003c, so no string can close the block), and the page script.
+ * (every `<` written as \u003c, so no string can close the block), and the page script
+ * (client/, bundled: client-bundle.ts).
  * Nothing from a run is ever interpolated into HTML or JavaScript source.
  */
 import { readFileSync, existsSync } from 'node:fs';
@@ -8,16 +9,10 @@ import { createRequire } from 'node:module';
 import * as path from 'node:path';
 import { LobesError } from '../util/errors.js';
 import { LOBES_VERSION } from '../version.js';
-import { CLIENT_JS } from './client.js';
-import type { RunPayload } from './payload.js';
-import type { Comparison } from './compare.js';
+import { clientScript } from './client-bundle.js';
+import type { PagePayload } from './types.js';
 
-export interface PagePayload {
-  title: string;
-  generatedBy: string;
-  runs: RunPayload[];
-  comparison: Comparison | null;
-}
+export type { PagePayload } from './types.js';
 
 /**
  * The Plotly build inlined into every page: Plotly's official "cartesian" partial bundle, minified.
@@ -101,7 +96,7 @@ export function renderPage(payload: PagePayload): string {
     '<header><h1 id="title"></h1><div id="notes"></div></header>',
     '<main id="app"></main>',
     `<script type="application/json" id="lobes-data">${jsonForScript(payload)}</script>`,
-    `<script>${CLIENT_JS.replace(/<\/(script)/gi, '<\\/$1')}</script>`,
+    `<script>${clientScript().replace(/<\/(script)/gi, '<\\/$1')}</script>`,
     '</body></html>',
     '',
   ].join('\n');

@@ -1,5 +1,6 @@
 /**
- * The data a report page carries: a compact, JSON-serializable view of a ReportModel.
+ * The data a report page carries: a compact, JSON-serializable view of a ReportModel
+ * (the types are in types.ts, shared with the page script).
  *
  * Neuron regions are stored as bitsets (base64) over one flat block index space per run:
  * projection p, layer slot l, block k (row-major in W[d_out, d_in] blocks) sits at
@@ -9,51 +10,10 @@
  * matrix (0..255), which colours the heatmaps on a scale that is comparable across models.
  */
 import type { ReportModel } from './load.js';
-import type { WandaMatrix, WandaPairMetrics, BlockSet } from '../wanda/types.js';
-import type { ClusterMetrics, ClusterSettings } from '../cluster/types.js';
-import type { WandaMetrics, WandaSettings } from '../wanda/types.js';
+import type { WandaMatrix, BlockSet } from '../wanda/types.js';
+import type { ScatterPayload, WandaPayload, RunPayload } from './types.js';
 
-export interface ScatterPayload {
-  groups: string[];
-  /** Group index per point. */
-  g: number[];
-  x: number[];
-  y: number[];
-  /** Hover text per point, already escaped for Plotly's text renderer. */
-  hover: string[];
-  by: string;
-}
-
-export interface WandaPayload {
-  by: string;
-  groups: string[];
-  /** Projection names in display order (gate, up, down, then any others). */
-  projs: string[];
-  /** Layer numbers in display order (one heatmap row each). */
-  layers: number[];
-  /** Per projection: block grid and flat offset. */
-  grid: { rowBlocks: number; colBlocks: number; blocks: number; offset: number }[];
-  /** Total bits in one set. */
-  total: number;
-  /** Bitset of (projection, layer) slots that have a matrix; slot index p * layers.length + l. */
-  present: string;
-  /** Per group: importance percentile bytes (base64), or null when pooled scores are absent. */
-  pct: Record<string, string> | null;
-  /** Per group: the region bitset. */
-  regions: Record<string, string>;
-  pairs: { a: string; b: string; ab: string; ba: string; nAB: number; nBA: number; metrics: WandaPairMetrics | null }[];
-  metrics: WandaMetrics | null;
-  settings: WandaSettings;
-}
-
-export interface RunPayload {
-  name: string;
-  randomModel: boolean;
-  provenance: [string, string][];
-  scatter: ScatterPayload | null;
-  cluster: { metrics: ClusterMetrics | null; settings: ClusterSettings | null } | null;
-  wanda: WandaPayload | null;
-}
+export type { ScatterPayload, WandaPayload, RunPayload } from './types.js';
 
 const PROJ_ORDER = ['gate_proj', 'up_proj', 'down_proj'];
 

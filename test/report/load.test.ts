@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { writeSyntheticRun } from '../../src/report/synthetic.js';
 import { loadRun, runPayload, percentileBytes, compareRuns, diffCI, jsonForScript, reportHtml, hoverText, BUILTIN_MODEL_DIR } from '../../src/report/index.js';
-import { CLIENT_JS } from '../../src/report/client.js';
+import { clientScript } from '../../src/report/client-bundle.js';
 import { plotlySource } from '../../src/report/html.js';
 import { readSafetensorsHeader, readTensorFloat32 } from '../../src/formats/safetensors.js';
 
@@ -158,7 +158,8 @@ describe('comparison table', () => {
   });
 
   it('inlines a Plotly bundle that registers every trace type the pages draw', () => {
-    const used = new Set([...CLIENT_JS.matchAll(/\btype: '([a-z0-9]+)'/g)].map((m) => m[1]!).filter((t) => t !== 'data'));
+    // trace types in the page script as the page runs it (the bundle); 'data' is error bars' type
+    const used = new Set([...clientScript().matchAll(/\btype: ["']([a-z0-9]+)["']/g)].map((m) => m[1]!).filter((t) => t !== 'data'));
     expect([...used].sort()).toEqual(['heatmap', 'scatter']);
     const src = plotlySource();
     const registered = new Set([...src.matchAll(/moduleType:"trace",name:"([a-z0-9]+)"/g)].map((m) => m[1]!));

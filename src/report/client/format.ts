@@ -1,0 +1,29 @@
+/** Number and text formatting shared by every table and figure of the page. */
+
+/** Escape a string handed to Plotly, which reads a small HTML subset, so it shows as typed. */
+export function esc(s: unknown): string {
+  return String(s).replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+}
+
+/** A metric value for a table cell: '—' when absent or not finite, integers as is, else 3 to 4 significant places. */
+export function fmt(v: unknown): string {
+  if (v === null || v === undefined || (typeof v === 'number' && !isFinite(v))) return '—';
+  if (typeof v !== 'number') return String(v);
+  if (Number.isInteger(v)) return String(v);
+  const a = Math.abs(v);
+  if (a >= 1000) return v.toFixed(0);
+  if (a >= 1) return v.toFixed(3);
+  if (a >= 0.001) return v.toFixed(4);
+  return v.toExponential(2);
+}
+
+/** A p-value: '—' when absent, exponent notation below 0.001. */
+export function fmtP(p: number | null | undefined): string {
+  if (p === null || p === undefined) return '—';
+  return p < 0.001 ? p.toExponential(1) : p.toFixed(3);
+}
+
+/** A confidence interval as [low, high], '—' when absent. */
+export function fmtCI(ci: [number, number] | null | undefined): string {
+  return ci ? '[' + fmt(ci[0]) + ', ' + fmt(ci[1]) + ']' : '—';
+}

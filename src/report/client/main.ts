@@ -1,0 +1,65 @@
+/**
+ * The script of a report page, bundled by esbuild into one inline <script> (../client-bundle.ts).
+ * It reads the JSON payload from <script type="application/json" id="lobes-data"> (shape:
+ * ../types.ts), builds every table with textContent (never innerHTML), draws figures with the
+ * inlined Plotly, and exposes `window.lobesReport` (api.ts) for figure export and tests.
+ *
+ * Sections: each is a module in sections/ exporting a Section (section.ts): a title, an anchor
+ * id and a render(page, root) that fills its <section>. To add one (say an evaluation or an
+ * attention section), write sections/NAME.ts and add it to SECTIONS below, where the page shows
+ * it. A section registers its figures in page.figures (they become exportable by id) and pushes
+ * the promise of every figure drawn at load onto page.ready.
+ */
+import type { PagePayload } from '../types.js';
+import type { LobesReportApi } from './api.js';
+import type { Section } from './section.js';
+import { createPage } from './page.js';
+import { addSection, el } from './dom.js';
+import { scatterSection } from './sections/scatter.js';
+import { regionsSection } from './sections/regions.js';
+import { metricsSection } from './sections/metrics.js';
+import { provenanceSection } from './sections/provenance.js';
+
+/** The page's sections, in page order. */
+const SECTIONS: Section[] = [
+  scatterSection,
+  regionsSection,
+  metricsSection,
+  provenanceSection,
+];
+
+const START_MS = performance.now();
+const data = JSON.parse(document.getElementById('lobes-data')!.textContent!) as PagePayload;
+const page = createPage(data);
+
+document.title = data.title;
+document.getElementById('title')!.textContent = data.title;
+const notes = document.getElementById('notes')!;
+page.runs.forEach((run) => {
+  if (run.randomModel) {
+    notes.appendChild(el('p', 'warning', (page.compare ? run.name + ': ' : '') +
+      'This run uses the built-in tiny model, whose weights are random. Its figures demonstrate the pipeline, not a finding about any language model.'));
+  }
+});
+if (data.generatedBy) notes.appendChild(el('p', 'meta', data.generatedBy));
+
+for (const s of SECTIONS) s.render(page, addSection(s.title, s.id));
+
+const api: LobesReportApi = {
+  ready: false,
+  startMs: START_MS,
+  figureIds: () => page.figures.ids(),
+  figure: (id) => page.figures.spec(id),
+  toImage: (id, opts) => page.figures.toImage(id, opts),
+  showPair: (k) => page.hooks.showPair(k),
+  pairs: () => page.hooks.pairs(),
+};
+window.lobesReport = api;
+Promise.all(page.ready).then(() => {
+  api.readyMs = performance.now();
+  api.ready = true;
+  document.documentElement.setAttribute('data-ready', '1');
+}, (e) => {
+  document.documentElement.setAttribute('data-ready', 'error');
+  throw e;
+});

@@ -1,0 +1,236 @@
+/**
+ * "Neuron regions": the set differences A∖B and B∖A of one pair of groups at a time, as heatmaps
+ * (rows gate / up / down, columns A∖B | B∖A; layers x blocks each), with the pair's metrics.
+ * A selector switches pairs; heatmaps are built only for the selected pair.
+ */
+import type { RunPayload } from '../../types.js';
+import type { Page } from '../page.js';
+import type { Section } from '../section.js';
+import { el, table, columns } from '../dom.js';
+import { esc, fmt, fmtP } from '../format.js';
+import { bytes, bit } from '../bits.js';
+import type { NullTested } from '../../../wanda/types.js';
+
+type Pair = NonNullable<RunPayload['wanda']>['pairs'][number];
+
+const BLOCK_BG = '#ececec';
+
+/** Lowest importance percentile shown among the difference blocks of one run's pair (1 when unshaded). */
+function pairMin(run: RunPayload, pi: number): number {
+  const w = run.wanda!;
+  const p = w.pairs[pi]!;
+  const pct = w.pct;
+  if (!(pct && pct[p.a] && pct[p.b])) return 1;
+  let lo = 255;
+  ([[p.ab, p.a], [p.ba, p.b]] as const).forEach(([set, g]) => {
+    const bits = bytes(set);
+    const pg = bytes(pct[g]!);
+    for (let j = 0; j < bits.length; j++) {
+      if (!bits[j]) continue;
+      for (let t = 0; t < 8; t++) {
+        if ((bits[j]! >> t) & 1) {
+          const v = pg[j * 8 + t]!;
+          if (v < lo) lo = v;
+        }
+      }
+    }
+  });
+  return lo / 255;
+}
+
+/** The heatmaps of pair pi of one run, coloured from cmin (the page's shared lower bound) to 1. */
+function pairFigure(run: RunPayload, pi: number, cmin: number): PlotlyFigure {
+  const w = run.wanda!;
+  const p = w.pairs[pi]!;
+  const nP = w.projs.length;
+  const nL = w.layers.length;
+  const present = bytes(w.present);
+  const pctOf = w.pct && w.pct[p.a] && w.pct[p.b] ? w.pct : null;
+  const shaded = !!pctOf;
+  const dirs = [
+    { bits: bytes(p.ab), g: p.a, label: esc(p.a) + ' ∖ ' + esc(p.b), n: p.nAB },
+    { bits: bytes(p.ba), g: p.b, label: esc(p.b) + ' ∖ ' + esc(p.a), n: p.nBA },
+  ];
+  const rowPx = Math.max(90, Math.min(260, nL * 4));
+  const gapPx = 70;
+  const plotPx = nP * rowPx + (nP - 1) * gapPx;
+  cmin = Math.max(0, Math.min(cmin, 0.99));
+  const data: PlotlyTrace[] = [];
+  const ann: Record<string, unknown>[] = [];
+  const layout: PlotlyLayout = {
+    title: { text: esc(run.name) + ': ' + esc(p.a) + ' vs ' + esc(p.b) + ' (' + esc(w.by) + ')' },
+    height: plotPx + 130, margin: { t: 80, l: 60, r: 20, b: 50 },
+    plot_bgcolor: BLOCK_BG, annotations: ann, showlegend: false,
+    coloraxis: shaded
+      ? { cmin, cmax: 1, colorscale: 'Viridis', colorbar: { title: { text: 'importance<br>percentile' }, len: 0.6 } }
+      : { cmin: 0, cmax: 1, colorscale: [[0, '#3b5b92'], [1, '#3b5b92']], showscale: false },
+  };
+  const gapX = 0.07;
+  const gapY = gapPx / plotPx;
+  const cw = (1 - gapX) / 2;
+  const rh = rowPx / plotPx;
+  for (let r = 0; r < nP; r++) {
+    const gr = w.grid[r]!;
+    for (let c = 0; c < 2; c++) {
+      const d = dirs[c]!;
+      const k = r * 2 + c + 1;
+      const ax = k === 1 ? '' : String(k);
+      const pct = pctOf ? bytes(pctOf[d.g]!) : null;
+      const z: (number | null)[][] = new Array(nL);
+      let shown = 0;
+      for (let li = 0; li < nL; li++) {
+        const row: (number | null)[] = new Array(gr.blocks);
+        const has = bit(present, r * nL + li);
+        const base = gr.offset + li * gr.blocks;
+        for (let b = 0; b < gr.blocks; b++) {
+          const i = base + b;
+          if (has && bit(d.bits, i)) {
+            row[b] = pct ? pct[i]! / 255 : 1;
+            shown++;
+          } else row[b] = null;
+        }
+        z[li] = row;
+      }
+      data.push({
+        type: 'heatmap', z, y: w.layers, xaxis: 'x' + ax, yaxis: 'y' + ax, coloraxis: 'coloraxis',
+        hovertemplate: 'layer %{y}<br>block %{x}' + (shaded ? '<br>importance percentile %{z:.2f}' : '') + '<extra>' + d.label + '</extra>',
+        xgap: 0, ygap: 0, hoverongaps: false,
+      });
+      const x0 = c * (cw + gapX);
+      const y1 = 1 - r * (rh + gapY);
+      layout['xaxis' + ax] = {
+        domain: [x0, x0 + cw], anchor: 'y' + ax, showgrid: false, zeroline: false,
+        range: [-0.5, gr.blocks - 0.5], title: { text: esc(w.projs[r]) + ' block (' + gr.rowBlocks + '×' + gr.colBlocks + ', row-major)', font: { size: 11 }, standoff: 4 },
+      };
+      layout['yaxis' + ax] = {
+        domain: [y1 - rh, y1], anchor: 'x' + ax, showgrid: false, zeroline: false,
+        title: { text: 'layer', font: { size: 11 } }, autorange: 'reversed', tickformat: 'd', dtick: nL <= 12 ? 1 : undefined,
+      };
+      ann.push({
+        text: '<b>' + d.label + '</b> · ' + esc(w.projs[r]) + ': ' + shown + ' blocks' + (r === 0 ? ' (' + d.n + ' in all)' : ''),
+        xref: 'paper', yref: 'paper', x: x0 + cw / 2, y: y1 + 0.01, xanchor: 'center', yanchor: 'bottom', showarrow: false, font: { size: 12 },
+      });
+    }
+  }
+  return { data, layout };
+}
+
+function pairMetricsTable(p: Pair): HTMLElement {
+  const m = p.metrics;
+  if (!m) return el('p', 'missing', 'No metrics for this pair in wanda/metrics.json.');
+  const row = (name: string, t: NullTested) => [name, t.value, fmtP(t.p), t.percentile === null || t.percentile === undefined ? '—' : fmt(t.percentile), fmt(t.nullMean)];
+  return table(['metric', 'value', 'p (permutation)', 'null percentile', 'null mean'], [
+    row('Jaccard of regions', m.jaccard),
+    row('isolation |A∖B| / |A|', m.isolationAB),
+    row('isolation |B∖A| / |B|', m.isolationBA),
+    row('density of A∖B', m.densityAminusB),
+    row('density of B∖A', m.densityBminusA),
+    ['size of A∖B / B∖A (blocks)', m.sizeAminusB + ' / ' + m.sizeBminusA, '', '', ''],
+    ['components of A∖B / B∖A', m.componentsAminusB + ' / ' + m.componentsBminusA, '', '', ''],
+  ], 'metrics small');
+}
+
+export const regionsSection: Section = {
+  title: 'Neuron regions: set differences per pair',
+  id: 'regions',
+  render(page, root) {
+    const runs = page.runs;
+    // Pairs of the whole page in order of first appearance; pairIndex[k][ri]: the pair's index in run ri, or -1.
+    const pairKeys: string[] = [];
+    const pairIndex: number[][] = [];
+    runs.forEach((run, ri) => {
+      if (!run.wanda) return;
+      run.wanda.pairs.forEach((p, pi) => {
+        const key = p.a + '\u0000' + p.b;
+        let k = pairKeys.indexOf(key);
+        if (k < 0) {
+          k = pairKeys.push(key) - 1;
+          pairIndex.push(runs.map(() => -1));
+        }
+        pairIndex[k]![ri] = pi;
+      });
+    });
+    if (!pairKeys.length) {
+      root.appendChild(el('p', 'missing', 'No wanda results (run lobes wanda).'));
+      return;
+    }
+
+    // One colour range per pair, shared by every run of the page.
+    const ranges = new Map<number, number>();
+    const pairRange = (k: number): number => {
+      let r = ranges.get(k);
+      if (r === undefined) {
+        let lo = 1;
+        runs.forEach((run, ri) => {
+          const pi = pairIndex[k]![ri]!;
+          if (pi >= 0) lo = Math.min(lo, pairMin(run, pi));
+        });
+        r = Math.floor(lo * 100) / 100;
+        ranges.set(k, r);
+      }
+      return r;
+    };
+
+    const bar = el('div', 'pairbar');
+    bar.appendChild(el('label', null, 'Pair: '));
+    const sel = el('select');
+    sel.id = 'pair-select';
+    pairKeys.forEach((key, k) => {
+      const ab = key.split('\u0000');
+      sel.appendChild(el('option', null, (k + 1) + '. ' + ab[0] + ' vs ' + ab[1])).value = String(k);
+    });
+    bar.appendChild(sel);
+    bar.appendChild(el('span', 'hint', runs.some((r) => r.wanda && r.wanda.pct)
+      ? 'Colour: the block\'s importance percentile within its matrix for the group on the left of ∖; grey: not in the difference.'
+      : 'Coloured: block in the difference; grey: not in it.'));
+    root.appendChild(bar);
+    const cols = columns(root, runs.length);
+    const regionDivs: HTMLElement[] = [];
+    const metricDivs: HTMLElement[] = [];
+    runs.forEach(() => {
+      const cell = el('div');
+      cols.appendChild(cell);
+      const m = el('div', 'pairmetrics');
+      cell.appendChild(m);
+      metricDivs.push(m);
+      const d = el('div', 'fig');
+      cell.appendChild(d);
+      regionDivs.push(d);
+    });
+    pairKeys.forEach((_key, k) => {
+      runs.forEach((run, ri) => {
+        const pi = pairIndex[k]![ri]!;
+        if (pi >= 0) page.figures.register(page.figureId(ri, 'pair-' + (k + 1)), () => pairFigure(run, pi, pairRange(k)));
+      });
+    });
+
+    let current = -1;
+    const showPair = (k: number): Promise<void> => {
+      if (k === current) return Promise.resolve();
+      current = k;
+      if (sel.value !== String(k)) sel.value = String(k);
+      const jobs: Promise<unknown>[] = [];
+      runs.forEach((run, ri) => {
+        const pi = pairIndex[k]![ri]!;
+        const md = metricDivs[ri]!;
+        const fd = regionDivs[ri]!;
+        md.textContent = '';
+        if (pi < 0) {
+          md.appendChild(el('p', 'missing', run.name + ': this pair is not in the run.'));
+          Plotly.purge(fd);
+          fd.removeAttribute('data-figure');
+          return;
+        }
+        const p = run.wanda!.pairs[pi]!;
+        md.appendChild(el('h3', null, (page.compare ? run.name + ': ' : '') + 'A = ' + p.a + ', B = ' + p.b));
+        md.appendChild(pairMetricsTable(p));
+        jobs.push(page.figures.draw(page.figureId(ri, 'pair-' + (k + 1)), fd));
+      });
+      return Promise.all(jobs).then(() => {});
+    };
+    sel.addEventListener('change', () => showPair(Number(sel.value)));
+    page.hooks.showPair = showPair;
+    page.hooks.pairs = () => pairKeys.map((k) => k.split('\u0000'));
+    page.ready.push(showPair(0));
+  },
+};

@@ -1,0 +1,84 @@
+/**
+ * The data a report page carries, as JSON in <script type="application/json" id="lobes-data">.
+ * Node builds it (payload.ts, compare.ts, html.ts) and the page script reads it
+ * (client/, type-checked against these declarations by client/tsconfig.json). So this file
+ * holds types only and imports nothing that needs Node: the page script's typecheck fails if it does.
+ *
+ * Neuron regions are stored as bitsets (base64) over one flat block index space per run:
+ * projection p, layer slot l, block k (row-major in W[d_out, d_in] blocks) sits at
+ *   offset[p] + l * blocks[p] + k.
+ */
+import type { WandaPairMetrics, WandaMetrics, WandaSettings } from '../wanda/types.js';
+import type { ClusterMetrics, ClusterSettings } from '../cluster/types.js';
+
+/** The whole page's data. */
+export interface PagePayload {
+  title: string;
+  generatedBy: string;
+  runs: RunPayload[];
+  comparison: Comparison | null;
+}
+
+export interface ScatterPayload {
+  groups: string[];
+  /** Group index per point. */
+  g: number[];
+  x: number[];
+  y: number[];
+  /** Hover text per point, already escaped for Plotly's text renderer. */
+  hover: string[];
+  by: string;
+}
+
+export interface WandaPayload {
+  by: string;
+  groups: string[];
+  /** Projection names in display order (gate, up, down, then any others). */
+  projs: string[];
+  /** Layer numbers in display order (one heatmap row each). */
+  layers: number[];
+  /** Per projection: block grid and flat offset. */
+  grid: { rowBlocks: number; colBlocks: number; blocks: number; offset: number }[];
+  /** Total bits in one set. */
+  total: number;
+  /** Bitset of (projection, layer) slots that have a matrix; slot index p * layers.length + l. */
+  present: string;
+  /** Per group: importance percentile bytes (base64), or null when pooled scores are absent. */
+  pct: Record<string, string> | null;
+  /** Per group: the region bitset. */
+  regions: Record<string, string>;
+  pairs: { a: string; b: string; ab: string; ba: string; nAB: number; nBA: number; metrics: WandaPairMetrics | null }[];
+  metrics: WandaMetrics | null;
+  settings: WandaSettings;
+}
+
+export interface RunPayload {
+  name: string;
+  randomModel: boolean;
+  provenance: [string, string][];
+  scatter: ScatterPayload | null;
+  cluster: { metrics: ClusterMetrics | null; settings: ClusterSettings | null } | null;
+  wanda: WandaPayload | null;
+}
+
+export interface ComparisonRow {
+  section: string;
+  metric: string;
+  a: number | null;
+  b: number | null;
+  /** b − a. */
+  diff: number | null;
+  /** 95% CI of b − a (normal approximation from the runs' CIs), or null. */
+  ci: [number, number] | null;
+  /** Which run is ahead for this metric, in words. */
+  ahead: string;
+  note?: string;
+  /** A detail row (per class, per pair): the report folds these away. */
+  detail?: boolean;
+}
+
+export interface Comparison {
+  runs: [string, string];
+  rows: ComparisonRow[];
+  notes: string[];
+}
