@@ -12,6 +12,8 @@ import { pathToFileURL } from 'node:url';
 import { writeSyntheticRun } from '../../src/report/synthetic.js';
 import { writeReport, writeCompare, exportFigures, launchChromium, chromiumProblem, loadRun, compareRuns, type Browser } from '../../src/report/index.js';
 import { measureReportLoad, type LoadTiming } from '../../src/report/browser.js';
+import { clientScript } from '../../src/report/client-bundle.js';
+import { jsonForScript } from '../../src/report/html.js';
 import { decodePng, distinctColours } from './png.js';
 
 const problem = chromiumProblem();
@@ -78,6 +80,30 @@ describe.skipIf(!!problem)('report in headless Chromium', () => {
     }
     const sweep = await page.evaluate(() => (document.querySelector('[data-figure="sweep"]') as any).data[0].y.length);
     expect(sweep).toBe(6);
+    expect(problems).toEqual([]);
+    await page.close();
+  });
+
+  it('the bundled page script, evaluated alone, defines window.lobesReport', async () => {
+    // A page with the report's skeleton and a run without analyses (so no Plotly is needed), then the bundle.
+    const page = await browser.context.newPage();
+    const problems: string[] = [];
+    page.on('pageerror', (e: Error) => problems.push(e.message));
+    const payload = { title: 'bare', generatedBy: 'g', comparison: null,
+      runs: [{ name: 'r', randomModel: false, provenance: [['run', 'r']], scatter: null, cluster: null, wanda: null }] };
+    await page.setContent('<header><h1 id="title"></h1><div id="notes"></div></header><main id="app"></main>' +
+      `<script type="application/json" id="lobes-data">${jsonForScript(payload)}</script>`);
+    expect(await page.evaluate(() => typeof (globalThis as any).lobesReport)).toBe('undefined');
+    await page.addScriptTag({ content: clientScript() });
+    await page.waitForFunction(() => (globalThis as any).lobesReport?.ready === true, null, { timeout: 10_000 });
+    const api = await page.evaluate(() => {
+      const r = (globalThis as any).lobesReport;
+      return { keys: Object.keys(r).sort(), ids: r.figureIds(), pairs: r.pairs(), title: document.title,
+        sections: Array.from(document.querySelectorAll('#app > section')).map((s) => s.id) };
+    });
+    expect(api.keys).toEqual(['figure', 'figureIds', 'pairs', 'ready', 'readyMs', 'showPair', 'startMs', 'toImage']);
+    expect(api).toMatchObject({ ids: [], pairs: [], title: 'bare', sections: ['scatter', 'regions', 'metrics', 'provenance'] });
+    expect(await page.evaluate(() => (globalThis as any).lobesReport.showPair(0))).toBeUndefined();
     expect(problems).toEqual([]);
     await page.close();
   });
