@@ -13,7 +13,7 @@ import * as path from 'node:path';
 import { LobesError } from '../util/errors.js';
 import { Rng } from '../util/rng.js';
 import { Progress } from '../util/progress.js';
-import { writeFileAtomicSync } from '../util/atomic.js';
+import { writeFileAtomicSync } from '../util/io.js';
 import { defaultThreads } from '../util/worker.js';
 import { readSafetensorsHeader, readTensorFloat32 } from '../formats/safetensors.js';
 import { LOBES_VERSION } from '../version.js';
