@@ -15,6 +15,7 @@ import * as path from 'node:path';
 import { LobesError, UsageError } from '../util/errors.js';
 import { Progress } from '../util/progress.js';
 import { writeFileAtomicSync, fsyncDir } from '../util/io.js';
+import { csvField } from '../util/csv.js';
 import { writeSafetensors, type StWriteTensor } from '../formats/safetensors.js';
 import { LOBES_VERSION } from '../version.js';
 import type { RunReader } from '../store/types.js';
@@ -175,12 +176,6 @@ export async function runWanda(run: RunReader | string, opts: WandaOptions = {})
   const target = reader.analysisDir('wanda');
   writeOutputs(target, settings, result, metrics);
   return { settings, regions: result.regions, metrics, dir: target };
-}
-
-function csvField(v: string | number | null | undefined): string {
-  if (v === null || v === undefined) return '';
-  const s = String(v);
-  return /[",\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
 }
 
 /** metrics.csv: one row per pair × metric. */
