@@ -32,7 +32,7 @@ export function readManifest(runDir: string): RunManifest {
 }
 
 /** One line per sample, in row order (deterministic key order). */
-export function samplesJsonl(rows: SampleRow[]): string {
+function samplesJsonl(rows: SampleRow[]): string {
   let s = '';
   for (const r of rows) {
     const o: Record<string, unknown> = { index: r.index, id: r.id, labels: r.labels, tokens: r.tokens, truncated: r.truncated };

@@ -19,7 +19,7 @@ import { ACTIVATIONS, FORMAT_VERSION, chunkRelPath, checkHookName } from './layo
 import { type ChunkEntry, type ChunkIndex, type ChunkFile, readChunkIndex, writeChunkIndex, checkChunkFile } from './chunks.js';
 
 /** Encode one chunk of one hook: tensor named after the hook, [rows, dim]. */
-export function encodeChunk(hook: HookInfo, start: number, rows: number, data: Float32Array): Uint8Array[] {
+function encodeChunk(hook: HookInfo, start: number, rows: number, data: Float32Array): Uint8Array[] {
   if (data.length !== rows * hook.dim) {
     throw new LobesError(`capture point ${hook.name}: got ${data.length} values for ${rows} rows of dimension ${hook.dim}`);
   }
