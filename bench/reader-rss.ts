@@ -28,7 +28,8 @@ const dim = Number(values.dim);
 const value = (row: number, j: number) => ((row * 131 + j * 7) % 1009) / 1009 - 0.5;
 
 if (values.role === 'write') {
-  const { ChunkWriter, writeManifest, writeSamples } = await import('../src/store/writer.js');
+  const { ChunkWriter } = await import('../src/store/writer.js');
+  const { writeManifest, writeSamples } = await import('../src/store/manifest.js');
   const dir = values.dir!;
   const rows = Math.floor((Number(values.gb) * 1e9) / (dim * 4));
   const K = 1024;

@@ -188,7 +188,8 @@ async function main(): Promise<void> {
 }
 
 async function e2e(): Promise<void> {
-  const { writeManifest, writeSamples, ChunkWriter } = await import('../src/store/writer.js');
+  const { writeManifest, writeSamples } = await import('../src/store/manifest.js');
+  const { ChunkWriter } = await import('../src/store/writer.js');
   const { runWanda } = await import('../src/wanda/index.js');
   const dir = values.keep ?? mkdtempSync(path.join(os.tmpdir(), 'lobes-bench-wanda-'));
   mkdirSync(dir, { recursive: true });

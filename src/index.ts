@@ -12,7 +12,7 @@ export type * from './wanda/types.js';
 export type * from './cluster/types.js';
 export { LOBES_VERSION } from './version.js';
 export { loadDataset, DEFAULT_DATASET, ABILITIES, ASPECTS, aspectOf, canonicalizeAbility, normalizeLabel, DEFAULT_TEMPLATE } from './data/index.js';
-export * from './onnx/model.js';
+export * from './onnx/index.js';
 export * from './models/index.js';
 export { openRun, verifyRun, mergeRuns, readManifest, parseShard, shardRange } from './store/index.js';
 export { runExtract, type ExtractOptions } from './extract/run.js';

@@ -1,6 +1,6 @@
 import { parseCommand } from './args.js';
 import { LobesError, LobesErrors, UsageError } from '../util/errors.js';
-import { writeFileAtomicSync } from '../util/atomic.js';
+import { writeFileAtomicSync } from '../util/io.js';
 import { Progress } from '../util/progress.js';
 import { loadDataset } from '../data/index.js';
 import { summarize, formatSummary, reasonKey, type TokenLengths } from '../data/inspect.js';

@@ -13,7 +13,8 @@ import * as path from 'node:path';
 import { LobesError } from '../util/errors.js';
 import { Rng } from '../util/rng.js';
 import { Progress } from '../util/progress.js';
-import { writeFileAtomicSync } from '../util/atomic.js';
+import { writeFileAtomicSync } from '../util/io.js';
+import { csvField } from '../util/csv.js';
 import { defaultThreads } from '../util/worker.js';
 import { readSafetensorsHeader, readTensorFloat32 } from '../formats/safetensors.js';
 import { LOBES_VERSION } from '../version.js';
@@ -394,10 +395,6 @@ export async function runCluster(input: RunReader | string, opts: ClusterOptions
   } finally {
     await pool?.close();
   }
-}
-
-function csvField(s: string): string {
-  return /[",\n\r]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
 }
 
 /** Metrics as CSV rows: space,metric,value,ci_low,ci_high,p. */

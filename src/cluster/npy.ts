@@ -8,10 +8,9 @@
  * lobes reads little-endian float arrays ('<f2', '<f4', '<f8') of rank 1 or 2 and
  * returns float32. Fortran order, big-endian and non-float dtypes are errors.
  */
-import { openSync, readSync, closeSync, fstatSync } from 'node:fs';
 import { LobesError } from '../util/errors.js';
 import { halfArrayToFloat } from '../util/half.js';
-import { readBytes } from '../formats/safetensors.js';
+import { RangeFile } from '../util/io.js';
 
 export interface NpyHeader {
   version: [number, number];
@@ -24,6 +23,8 @@ export interface NpyHeader {
 
 const MAGIC = [0x93, 0x4e, 0x55, 0x4d, 0x50, 0x59];
 const ITEM_BYTES: Record<string, number> = { '<f2': 2, '<f4': 4, '<f8': 8 };
+/** The longest header read: magic, version, a 4-byte length and 64 KiB of dict (numpy writes far less). */
+const MAX_HEADER_BYTES = 65536 + 12;
 
 /** Parse the header of an .npy file held in `bytes` (at least the header must be present). */
 export function parseNpyHeader(bytes: Uint8Array, file = '.npy'): NpyHeader {
@@ -108,25 +109,18 @@ export function parseNpy(bytes: Uint8Array, file = '.npy'): { shape: number[]; d
 
 /** Read an .npy file from disk as float32 (a rank-1 array is read as [N, 1]). */
 export function readNpy(file: string): { rows: number; cols: number; data: Float32Array } {
-  let fd: number;
-  try {
-    fd = openSync(file, 'r');
-  } catch (e: any) {
-    throw new LobesError(`cannot open .npy file (${e.code ?? e.message})`, { file });
-  }
+  const f = RangeFile.open(file, '.npy file');
   let header: NpyHeader;
-  let size: number;
+  let data: Float32Array;
   try {
-    size = fstatSync(fd).size;
-    const head = Buffer.alloc(Math.min(size, 65536 + 12));
-    readSync(fd, head, 0, head.length, 0);
-    header = parseNpyHeader(head, file);
+    const size = f.size;
+    header = parseNpyHeader(f.read(0, Math.min(size, MAX_HEADER_BYTES)), file);
+    checkHeader(header, file, size - header.dataOffset);
+    const need = header.shape.reduce((a, b) => a * b, 1) * ITEM_BYTES[header.descr];
+    data = decodeNpyData(header, f.read(header.dataOffset, need), file);
   } finally {
-    closeSync(fd);
+    f.close();
   }
-  checkHeader(header, file, size - header.dataOffset);
-  const need = header.shape.reduce((a, b) => a * b, 1) * ITEM_BYTES[header.descr];
-  const data = decodeNpyData(header, readBytes(file, header.dataOffset, need), file);
   const rows = header.shape[0];
   const cols = header.shape.length === 2 ? header.shape[1] : 1;
   return { rows, cols, data };

@@ -13,8 +13,8 @@ import { join } from 'node:path';
 import type { ModelArch } from '../store/types.js';
 import type { CapturePoint, ProjectionRef } from './types.js';
 import { LobesError } from '../util/errors.js';
-import { GraphIndex, PASSTHROUGH } from '../onnx/graph.js';
-import { attrInt, dataTypeName, getAttr, type LoadedModel, type NodeProto } from '../onnx/model.js';
+import { GraphIndex, PASSTHROUGH } from '../onnx/index.js';
+import { attrInt, dataTypeName, getAttr, type LoadedModel, type NodeProto } from '../onnx/index.js';
 
 /** A projection: a matrix product with a constant weight. */
 export interface Projection extends Omit<ProjectionRef, 'proj'> {

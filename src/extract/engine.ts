@@ -8,7 +8,7 @@ import { basename, dirname, join, resolve } from 'node:path';
 import * as ort from 'onnxruntime-node';
 import type { CaptureEngine, CaptureFamily, CapturePoint, EngineOptions, ModelInfo, TokenBatch } from './types.js';
 import { LobesError } from '../util/errors.js';
-import { DataType, dataTypeName, encodeModel, loadModel, type LoadedModel, type ValueInfo } from '../onnx/model.js';
+import { DataType, dataTypeName, encodeModel, loadModel, valueShape, type LoadedModel, type ValueInfo } from '../onnx/index.js';
 import { discover, isPastInput, type DiscoveredPoint, type Discovery } from './discover.js';
 import { buildCaptureModel, type InGraphPast } from './surgery.js';
 import { executionProviders, listProviders, sessionError } from './providers.js';
@@ -20,7 +20,7 @@ export interface Analysis {
 }
 
 function inputShape(v: ValueInfo): (number | string)[] {
-  return (v.type?.tensorType?.shape?.dim ?? []).map((d) => (d.dimValue !== undefined ? Number(d.dimValue) : d.dimParam ?? '?'));
+  return (valueShape(v) ?? []).map((d) => d ?? '?');
 }
 
 /** Folder holding config.json / genai_config.json: the model folder, or the parent of an onnx/ folder. */

@@ -16,7 +16,8 @@ import type { Dataset, Sample } from '../data/types.js';
 import type { HookInfo, RunManifest, SampleRow } from '../store/types.js';
 import type { BatchPlanOptions, CaptureEngine, CaptureFamily, Device, EngineOptions, LobesTokenizer, TokenBatch, TokenizerOptions } from './types.js';
 import { FORMAT_VERSION, shardRange, chunkCount, type ShardSpec, MANIFEST, SAMPLES } from '../store/layout.js';
-import { readManifest, writeManifest, writeSamples, ChunkWriter, isEmptyOrMissing } from '../store/writer.js';
+import { readManifest, writeManifest, writeSamples } from '../store/manifest.js';
+import { ChunkWriter, isEmptyOrMissing } from '../store/writer.js';
 import { sha256File, indexPath } from '../store/chunks.js';
 import { differences } from '../store/identity.js';
 

@@ -5,8 +5,8 @@
  * KV-cache outputs are dropped where possible). Weights stay where they are: the edited graph
  * keeps the same external-data references.
  */
-import type { GraphProto, ModelProto, NodeProto, TensorProto, ValueInfo } from '../onnx/model.js';
-import { DataType, dataTypeSize, makeNode, makeTensor, makeValueInfo } from '../onnx/model.js';
+import type { GraphProto, ModelProto, NodeProto, TensorProto, ValueInfo } from '../onnx/index.js';
+import { DataType, dataTypeSize, makeNode, makeTensor, makeValueInfo } from '../onnx/index.js';
 import { LobesError } from '../util/errors.js';
 import type { DiscoveredPoint } from './discover.js';
 

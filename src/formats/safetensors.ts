@@ -7,10 +7,9 @@
  * tensors are read by byte range. Writing produces files that Python's safetensors and
  * numpy load without lobes (header padded with spaces to a multiple of 8 bytes).
  */
-import { openSync, readSync, closeSync, fstatSync } from 'node:fs';
 import { LobesError } from '../util/errors.js';
 import { halfArrayToFloat, bf16ArrayToFloat } from '../util/half.js';
-import { writeFileAtomicSync } from '../util/atomic.js';
+import { RangeFile, readFileRange, writeFileAtomicSync } from '../util/io.js';
 
 export type StDtype = 'F64' | 'F32' | 'F16' | 'BF16' | 'I64' | 'I32' | 'I16' | 'I8' | 'U8' | 'U16' | 'U32' | 'U64' | 'BOOL';
 
@@ -40,23 +39,15 @@ const MAX_HEADER = 100 * 1024 * 1024;
 
 /** Read and validate the header of a safetensors file. */
 export function readSafetensorsHeader(file: string): StHeader {
-  let fd: number;
+  const f = RangeFile.open(file, 'safetensors file');
   try {
-    fd = openSync(file, 'r');
-  } catch (e: any) {
-    throw new LobesError(`cannot open safetensors file (${e.code ?? e.message})`, { file });
-  }
-  try {
-    const size = fstatSync(fd).size;
+    const size = f.size;
     if (size < 8) throw new LobesError(`not a safetensors file: ${size} bytes, shorter than the 8-byte header length`, { file });
-    const lenBuf = Buffer.alloc(8);
-    readSync(fd, lenBuf, 0, 8, 0);
-    const n = Number(lenBuf.readBigUInt64LE(0));
+    const n = Number(new DataView(f.read(0, 8).buffer).getBigUint64(0, true));
     if (n > MAX_HEADER || 8 + n > size) {
       throw new LobesError(`safetensors header declares ${n} bytes but the file has ${size - 8} after the length field`, { file, where: 'header' });
     }
-    const hbuf = Buffer.alloc(n);
-    readSync(fd, hbuf, 0, n, 8);
+    const hbuf = Buffer.from(f.read(8, n).buffer);
     let json: Record<string, any>;
     try {
       json = JSON.parse(hbuf.toString('utf8'));
@@ -96,26 +87,8 @@ export function readSafetensorsHeader(file: string): StHeader {
     }
     return { file, fileSize: size, dataStart, tensors, metadata };
   } finally {
-    closeSync(fd);
+    f.close();
   }
-}
-
-/** Read raw bytes [offset, offset+length) of a file into a fresh, 8-byte aligned buffer. */
-export function readBytes(file: string, offset: number, length: number, fd?: number): Uint8Array {
-  const out = new Uint8Array(new ArrayBuffer(length));
-  const own = fd === undefined;
-  const f = own ? openSync(file, 'r') : fd!;
-  try {
-    let got = 0;
-    while (got < length) {
-      const n = readSync(f, out, got, Math.min(length - got, 1 << 30), offset + got);
-      if (n === 0) throw new LobesError(`unexpected end of file at byte ${offset + got}`, { file });
-      got += n;
-    }
-  } finally {
-    if (own) closeSync(f);
-  }
-  return out;
 }
 
 /** Decode raw little-endian bytes of a float dtype to float32. */
@@ -151,7 +124,7 @@ export function readTensorFloat32(h: StHeader, name: string, rowStart?: number, 
     offset += rowStart * rowBytes;
     len = (end - rowStart) * rowBytes;
   }
-  return decodeToFloat32(readBytes(h.file, offset, len), t.dtype, `${h.file}: ${name}`);
+  return decodeToFloat32(readFileRange(h.file, offset, len, 'safetensors file'), t.dtype, `${h.file}: ${name}`);
 }
 
 export interface StWriteTensor {

@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import {
+  DataLocation,
   DataType,
   encodeModelParts,
   makeGraph,
@@ -17,8 +18,8 @@ import {
   makeValueInfo,
   type AttrValue as OnnxAttr,
   type TensorProto,
-} from '../onnx/model.js';
-import { writeFileAtomicSync } from '../util/atomic.js';
+} from '../onnx/index.js';
+import { writeFileAtomicSync } from '../util/io.js';
 import { Rng } from '../util/rng.js';
 import { floatArrayToHalf } from '../util/half.js';
 import { UsageError } from '../util/errors.js';
@@ -118,7 +119,7 @@ export function encodeGraph(g: GGraph, opts: WriteOptions = {}): { model: Uint8A
         name: t.name,
         dataType: tensor.dataType!,
         dims: tensor.dims,
-        dataLocation: 1,
+        dataLocation: DataLocation.EXTERNAL,
         externalData: [
           { key: 'location', value: 'model.onnx_data' },
           { key: 'offset', value: String(offset) },

@@ -3,8 +3,9 @@
  * constants, a topological order. Analysis is by structure (op types, edges, shapes), never by
  * node or value names.
  */
-import type { GraphProto, NodeProto, TensorProto, ValueInfo } from './model.js';
-import { tensorToNumbers } from './model.js';
+import { valueShape, type ShapeDim } from './build.js';
+import { tensorToNumbers } from './tensor.js';
+import { isExternal, type GraphProto, type NodeProto, type TensorProto, type ValueInfo } from './types.js';
 
 export class GraphIndex {
   readonly producer = new Map<string, NodeProto>();
@@ -95,7 +96,7 @@ export class GraphIndex {
   /** Values of a small inline constant (int or float) behind `v`, if any. */
   constNumbers(v: string | undefined): number[] | undefined {
     const t = this.constTensor(v);
-    if (!t || t.dataLocation === 1) return undefined;
+    if (!t || isExternal(t)) return undefined;
     const p = v ? this.producer.get(v) : undefined;
     if (p && p.opType === 'Constant') {
       for (const a of p.attribute) {
@@ -157,16 +158,17 @@ export class GraphIndex {
   }
 
   /** Declared shape of a value (graph input/output/value_info), if known. */
-  shapeOf(v: string): (number | string | null)[] | null {
-    const vi = this.inputs.get(v) ?? this.outputs.get(v) ?? this.valueInfo.get(v);
-    const s = vi?.type?.tensorType?.shape;
-    if (!s) return null;
-    return s.dim.map((d) => (d.dimValue !== undefined ? Number(d.dimValue) : d.dimParam !== undefined ? d.dimParam : null));
+  shapeOf(v: string): ShapeDim[] | null {
+    return valueShape(this.declared(v));
   }
 
+  /** Declared element type (a DataType) of a value, if known. */
   elemTypeOf(v: string): number | undefined {
-    const vi = this.inputs.get(v) ?? this.outputs.get(v) ?? this.valueInfo.get(v);
-    return vi?.type?.tensorType?.elemType;
+    return this.declared(v)?.type?.tensorType?.elemType;
+  }
+
+  private declared(v: string): ValueInfo | undefined {
+    return this.inputs.get(v) ?? this.outputs.get(v) ?? this.valueInfo.get(v);
   }
 }
 

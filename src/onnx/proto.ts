@@ -78,13 +78,6 @@ export class Reader {
     return v;
   }
 
-  fixed32(): number {
-    if (this.pos + 4 > this.end) throw new ProtoError('truncated fixed32', this.pos);
-    const v = this.view.getUint32(this.pos, true);
-    this.pos += 4;
-    return v;
-  }
-
   float(): number {
     if (this.pos + 4 > this.end) throw new ProtoError('truncated float', this.pos);
     const v = this.view.getFloat32(this.pos, true);
@@ -95,13 +88,6 @@ export class Reader {
   double(): number {
     if (this.pos + 8 > this.end) throw new ProtoError('truncated double', this.pos);
     const v = this.view.getFloat64(this.pos, true);
-    this.pos += 8;
-    return v;
-  }
-
-  uint64Fixed(): bigint {
-    if (this.pos + 8 > this.end) throw new ProtoError('truncated fixed64', this.pos);
-    const v = this.view.getBigUint64(this.pos, true);
     this.pos += 8;
     return v;
   }
@@ -163,7 +149,7 @@ export class Reader {
     const field = Math.floor(t / 8);
     const wire = t & 7;
     if (field === 0) throw new ProtoError('field number 0', at);
-    if (wire !== 0 && wire !== 1 && wire !== 2 && wire !== 5) throw new ProtoError(`unsupported wire type ${wire}`, at);
+    if (wire !== WIRE_VARINT && wire !== WIRE_I64 && wire !== WIRE_LEN && wire !== WIRE_I32) throw new ProtoError(`unsupported wire type ${wire}`, at);
     return [field, wire];
   }
 }
@@ -297,12 +283,4 @@ export class Writer {
     }
     return out;
   }
-}
-
-export function decodeUtf8(b: Uint8Array): string {
-  return utf8Decoder.decode(b);
-}
-
-export function encodeUtf8(s: string): Uint8Array {
-  return utf8Encoder.encode(s);
 }

@@ -6,7 +6,7 @@ import { mkdirSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import * as path from 'node:path';
 import { LobesError } from '../util/errors.js';
-import { writeFileAtomicSync } from '../util/atomic.js';
+import { writeFileAtomicSync } from '../util/io.js';
 import { LOBES_VERSION } from '../version.js';
 import { loadRun, type ReportModel, type LoadOptions } from './load.js';
 import { runPayload } from './payload.js';

@@ -4,10 +4,10 @@
  * durable, so a chunk is either listed with files that were fully written or not listed.
  */
 import { createHash } from 'node:crypto';
-import { openSync, readSync, closeSync, fstatSync, readFileSync, existsSync } from 'node:fs';
+import { openSync, closeSync, fstatSync, readFileSync, existsSync } from 'node:fs';
 import * as path from 'node:path';
 import { LobesError } from '../util/errors.js';
-import { writeFileAtomicSync } from '../util/atomic.js';
+import { RangeFile, writeFileAtomicSync } from '../util/io.js';
 import type { HookInfo } from './types.js';
 import { INDEX, ACTIVATIONS, chunkRelPath } from './layout.js';
 
@@ -37,6 +37,10 @@ export interface ChunkIndex {
   chunks: ChunkEntry[];
 }
 
+/** Bytes hashed per read. */
+const HASH_PIECE_BYTES = 4 << 20;
+
+/** RUN/activations/index.json. */
 export function indexPath(runDir: string): string {
   return path.join(runDir, INDEX);
 }
@@ -75,21 +79,19 @@ export function writeChunkIndex(runDir: string, idx: ChunkIndex): void {
 
 /** sha256 of a file, read in 4 MiB pieces. */
 export function sha256File(file: string): { sha256: string; bytes: number } {
-  const fd = openSync(file, 'r');
+  const f = RangeFile.open(file);
   try {
-    const size = fstatSync(fd).size;
+    const size = f.size;
     const h = createHash('sha256');
-    const buf = Buffer.allocUnsafe(Math.min(4 << 20, Math.max(size, 1)));
-    let off = 0;
-    while (off < size) {
-      const n = readSync(fd, buf, 0, Math.min(buf.length, size - off), off);
-      if (n === 0) break;
-      h.update(n === buf.length ? buf : buf.subarray(0, n));
-      off += n;
+    const buf = new Uint8Array(Math.min(HASH_PIECE_BYTES, Math.max(size, 1)));
+    for (let off = 0; off < size; off += buf.length) {
+      const piece = buf.subarray(0, Math.min(buf.length, size - off));
+      f.readInto(piece, off);
+      h.update(piece);
     }
-    return { sha256: h.digest('hex'), bytes: off };
+    return { sha256: h.digest('hex'), bytes: size };
   } finally {
-    closeSync(fd);
+    f.close();
   }
 }
 

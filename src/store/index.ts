@@ -8,8 +8,8 @@ import type { RunReader } from './types.js';
 import { openRunDir, type OpenRunOptions } from './reader.js';
 
 export type { OpenRunOptions } from './reader.js';
-export { Run, readSamples } from './reader.js';
-export { readManifest } from './writer.js';
+export { Run } from './reader.js';
+export { readManifest, readSamples } from './manifest.js';
 export { readChunkIndex, type ChunkIndex, type ChunkEntry, type ChunkFile } from './chunks.js';
 export { parseShard, shardRange, expandOut, chunkRelPath, FORMAT_VERSION, type ShardSpec, type ShardRange } from './layout.js';
 export { differences } from './identity.js';

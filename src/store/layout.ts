@@ -5,7 +5,6 @@
  * shard: a shard is a contiguous range of whole chunks, so the chunk files of shards are
  * the chunk files of a single run and merging is a copy.
  */
-import * as path from 'node:path';
 import { UsageError } from '../util/errors.js';
 
 export const FORMAT_VERSION = 1;
@@ -17,10 +16,6 @@ export const INDEX = 'activations/index.json';
 /** Relative path (from RUN/activations) of one chunk file of one hook. */
 export function chunkRelPath(hook: string, chunk: number): string {
   return `${hook}/chunk-${String(chunk).padStart(6, '0')}.safetensors`;
-}
-
-export function chunkAbsPath(runDir: string, hook: string, chunk: number): string {
-  return path.join(runDir, ACTIVATIONS, chunkRelPath(hook, chunk));
 }
 
 /** Hook names become folder names: refuse anything that could escape the folder. */

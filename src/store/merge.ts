@@ -4,17 +4,17 @@
  * copied), the samples tables concatenated and renumbered, and one index. The result is
  * byte-identical in its activation files, index and samples table to a single run.
  */
-import { mkdirSync, openSync, readSync, closeSync, fstatSync, realpathSync, existsSync, readdirSync, rmSync } from 'node:fs';
+import { mkdirSync, realpathSync, existsSync, readdirSync, rmSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import * as path from 'node:path';
 import { LobesError } from '../util/errors.js';
-import { writeFileAtomicSync } from '../util/atomic.js';
+import { RangeFile, writeFileAtomicSync } from '../util/io.js';
 import { Progress } from '../util/progress.js';
 import type { RunManifest, SampleRow } from './types.js';
 import { ACTIVATIONS, chunkCount } from './layout.js';
-import { readManifest, writeManifest, writeSamples, ChunkWriter, isEmptyOrMissing } from './writer.js';
+import { readManifest, writeManifest, readSamples, writeSamples } from './manifest.js';
+import { ChunkWriter, isEmptyOrMissing } from './writer.js';
 import { readChunkIndex, type ChunkIndex } from './chunks.js';
-import { readSamples } from './reader.js';
 import { differences } from './identity.js';
 
 export interface MergeOptions {
@@ -163,9 +163,9 @@ function writeMerged(shards: Shard[], sorted: Shard[], outDir: string, N: number
       for (const h of s.index.hooks) {
         const f = c.files[h.name];
         const src = path.join(s.dir, ACTIVATIONS, f.path);
-        const data = readWhole(src);
+        const data = readChunk(src, f.bytes);
         const got = createHash('sha256').update(data).digest('hex');
-        if (got !== f.sha256 || data.byteLength !== f.bytes) {
+        if (got !== f.sha256) {
           throw new LobesError(`chunk file is corrupted: sha256 ${got.slice(0, 16)}… does not match ${f.sha256.slice(0, 16)}… recorded in the shard's index`, {
             file: src,
             hint: 'rerun that shard\'s extract command with --repair, then merge again',
@@ -184,19 +184,18 @@ function writeMerged(shards: Shard[], sorted: Shard[], outDir: string, N: number
   return manifest;
 }
 
-function readWhole(file: string): Uint8Array {
-  const fd = openSync(file, 'r');
+/** A shard's chunk file, which must hold exactly the `bytes` its index records. */
+function readChunk(file: string, bytes: number): Uint8Array {
+  const f = RangeFile.open(file, 'chunk file');
   try {
-    const size = fstatSync(fd).size;
-    const out = new Uint8Array(size);
-    let got = 0;
-    while (got < size) {
-      const n = readSync(fd, out, got, size - got, got);
-      if (n === 0) break;
-      got += n;
+    if (f.size !== bytes) {
+      throw new LobesError(`chunk file has ${f.size} bytes but the shard's index records ${bytes} (truncated or overwritten)`, {
+        file,
+        hint: "rerun that shard's extract command with --repair, then merge again",
+      });
     }
-    return out.subarray(0, got);
+    return f.read(0, bytes);
   } finally {
-    closeSync(fd);
+    f.close();
   }
 }

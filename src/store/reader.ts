@@ -4,14 +4,15 @@
  * iterate() streams fixed-size row blocks. Chunk files are checked lazily (header, shape,
  * dtype and size against the index) when first touched; verify() hashes them all.
  */
-import { openSync, readSync, closeSync, readFileSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import * as path from 'node:path';
 import { LobesError, LobesErrors } from '../util/errors.js';
 import { halfArrayToFloat } from '../util/half.js';
+import { RangeFile } from '../util/io.js';
 import { readSafetensorsHeader } from '../formats/safetensors.js';
 import type { HookInfo, RowChunk, RunManifest, RunReader, SampleRow } from './types.js';
-import { ACTIVATIONS, SAMPLES } from './layout.js';
-import { readManifest } from './writer.js';
+import { ACTIVATIONS } from './layout.js';
+import { readManifest, readSamples } from './manifest.js';
 import { type ChunkEntry, type ChunkIndex, readChunkIndex, checkChunkFile } from './chunks.js';
 
 export interface OpenRunOptions {
@@ -30,32 +31,6 @@ interface CheckedFile {
   /** Absolute byte offset of the tensor data. */
   dataOffset: number;
   rowBytes: number;
-}
-
-export function readSamples(runDir: string): SampleRow[] {
-  const file = path.join(runDir, SAMPLES);
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch (e: any) {
-    throw new LobesError(`samples table is missing (${e.code ?? e.message})`, { file });
-  }
-  const rows: SampleRow[] = [];
-  const lines = text.split('\n');
-  for (let i = 0; i < lines.length; i++) {
-    if (lines[i] === '') continue;
-    let r: SampleRow;
-    try {
-      r = JSON.parse(lines[i]);
-    } catch (e: any) {
-      throw new LobesError(`invalid JSON (${e.message})`, { file, where: `line ${i + 1}` });
-    }
-    if (r.index !== rows.length || typeof r.id !== 'string' || !r.labels || typeof r.labels !== 'object') {
-      throw new LobesError(`sample row must have index ${rows.length}, a string id and labels`, { file, where: `line ${i + 1}` });
-    }
-    rows.push(r);
-  }
-  return rows;
 }
 
 export class Run implements RunReader {
@@ -184,7 +159,7 @@ export class Run implements RunReader {
     const n = this.samples.length;
     if (rows === undefined) return this.readRange(h, 0, n);
     const out = new Float32Array(rows.length * h.dim);
-    const fds = new Map<string, number>();
+    const files = new Map<string, RangeFile>();
     try {
       let i = 0;
       while (i < rows.length) {
@@ -196,16 +171,16 @@ export class Run implements RunReader {
         let j = i + 1;
         while (j < rows.length && rows[j] === rows[j - 1] + 1 && rows[j] < end) j++;
         const f = this.chunkFile(h, loc.entry);
-        let fd = fds.get(f.file);
-        if (fd === undefined) {
-          fd = openSync(f.file, 'r');
-          fds.set(f.file, fd);
+        let rf = files.get(f.file);
+        if (rf === undefined) {
+          rf = RangeFile.open(f.file, 'chunk file');
+          files.set(f.file, rf);
         }
-        this.readRows(fd, f, h, r - loc.runStart, j - i, out.subarray(i * h.dim, j * h.dim));
+        this.readRows(rf, f, h, r - loc.runStart, j - i, out.subarray(i * h.dim, j * h.dim));
         i = j;
       }
     } finally {
-      for (const fd of fds.values()) closeSync(fd);
+      for (const rf of files.values()) rf.close();
     }
     return out;
   }
@@ -218,26 +193,24 @@ export class Run implements RunReader {
       const loc = this.locate(r);
       const stop = Math.min(end, loc.runStart + loc.entry.rows);
       const f = this.chunkFile(h, loc.entry);
-      const fd = openSync(f.file, 'r');
+      const rf = RangeFile.open(f.file, 'chunk file');
       try {
-        this.readRows(fd, f, h, r - loc.runStart, stop - r, out.subarray((r - start) * h.dim, (stop - start) * h.dim));
+        this.readRows(rf, f, h, r - loc.runStart, stop - r, out.subarray((r - start) * h.dim, (stop - start) * h.dim));
       } finally {
-        closeSync(fd);
+        rf.close();
       }
       r = stop;
     }
     return out;
   }
 
-  private readRows(fd: number, f: CheckedFile, h: HookInfo, first: number, count: number, out: Float32Array): void {
-    const len = count * f.rowBytes;
+  private readRows(rf: RangeFile, f: CheckedFile, h: HookInfo, first: number, count: number, out: Float32Array): void {
     const pos = f.dataOffset + first * f.rowBytes;
     if (h.dtype === 'F32') {
-      const dst = new Uint8Array(out.buffer, out.byteOffset, len);
-      readFully(fd, dst, pos, f.file);
+      rf.readInto(out.subarray(0, count * h.dim), pos);
     } else {
       const tmp = new Uint16Array(count * h.dim);
-      readFully(fd, new Uint8Array(tmp.buffer), pos, f.file);
+      rf.readInto(tmp, pos);
       halfArrayToFloat(tmp, out as Float32Array<ArrayBuffer>);
     }
   }
@@ -271,15 +244,6 @@ export class Run implements RunReader {
     if (problems.length === 1) throw problems[0];
     if (problems.length) throw new LobesErrors(`run ${this.dir} failed verification`, problems);
     return files;
-  }
-}
-
-function readFully(fd: number, dst: Uint8Array, pos: number, file: string): void {
-  let got = 0;
-  while (got < dst.byteLength) {
-    const n = readSync(fd, dst, got, Math.min(dst.byteLength - got, 1 << 30), pos + got);
-    if (n === 0) throw new LobesError(`unexpected end of file at byte ${pos + got}`, { file });
-    got += n;
   }
 }
 

@@ -1,5 +1,6 @@
 /**
- * Writing a run directory: manifest, samples table, chunk files and the chunk index.
+ * Writing a run directory's chunk files and the chunk index (the manifest and samples
+ * table are written with manifest.ts).
  *
  * Order of durability: manifest.json and samples.jsonl first (complete=false), then for
  * each chunk its files (tmp + fsync + rename), then the index that lists them, and last
@@ -7,54 +8,18 @@
  * command resumes from its last listed chunk.
  */
 import { createHash } from 'node:crypto';
-import { mkdirSync, readFileSync, existsSync, readdirSync, promises as fsp } from 'node:fs';
+import { mkdirSync, existsSync, readdirSync } from 'node:fs';
 import * as path from 'node:path';
 import { LobesError } from '../util/errors.js';
-import { writeFileAtomicSync, cleanTempFiles, fsyncDir } from '../util/atomic.js';
+import { writeFileAtomicSync, writeFileAtomic, cleanTempFiles } from '../util/io.js';
 import { floatArrayToHalf } from '../util/half.js';
 import { encodeSafetensors } from '../formats/safetensors.js';
-import type { HookInfo, RunManifest, SampleRow } from './types.js';
-import { ACTIVATIONS, MANIFEST, SAMPLES, FORMAT_VERSION, chunkRelPath, checkHookName } from './layout.js';
+import type { HookInfo } from './types.js';
+import { ACTIVATIONS, FORMAT_VERSION, chunkRelPath, checkHookName } from './layout.js';
 import { type ChunkEntry, type ChunkIndex, type ChunkFile, readChunkIndex, writeChunkIndex, checkChunkFile } from './chunks.js';
 
-export function writeManifest(runDir: string, m: RunManifest): void {
-  writeFileAtomicSync(path.join(runDir, MANIFEST), JSON.stringify(m, null, 2) + '\n');
-}
-
-export function readManifest(runDir: string): RunManifest {
-  const file = path.join(runDir, MANIFEST);
-  let m: RunManifest;
-  try {
-    m = JSON.parse(readFileSync(file, 'utf8'));
-  } catch (e: any) {
-    if (e.code === 'ENOENT') throw new LobesError('not a lobes run: manifest.json is missing', { file, hint: 'give the folder written by lobes extract or lobes merge' });
-    throw new LobesError(`manifest is not valid JSON (${e.message})`, { file });
-  }
-  if (!m || m.format !== 'lobes-run') throw new LobesError('not a lobes run manifest (format is not "lobes-run")', { file });
-  if (m.formatVersion > FORMAT_VERSION) {
-    throw new LobesError(`run format version ${m.formatVersion} is newer than this lobes understands (${FORMAT_VERSION})`, { file, hint: 'upgrade lobes' });
-  }
-  return m;
-}
-
-/** One line per sample, in row order (deterministic key order). */
-export function samplesJsonl(rows: SampleRow[]): string {
-  let s = '';
-  for (const r of rows) {
-    const o: Record<string, unknown> = { index: r.index, id: r.id, labels: r.labels, tokens: r.tokens, truncated: r.truncated };
-    if (r.text !== undefined) o.text = r.text;
-    if (r.provenance !== undefined) o.provenance = r.provenance;
-    s += JSON.stringify(o) + '\n';
-  }
-  return s;
-}
-
-export function writeSamples(runDir: string, rows: SampleRow[]): void {
-  writeFileAtomicSync(path.join(runDir, SAMPLES), samplesJsonl(rows));
-}
-
 /** Encode one chunk of one hook: tensor named after the hook, [rows, dim]. */
-export function encodeChunk(hook: HookInfo, start: number, rows: number, data: Float32Array): Uint8Array[] {
+function encodeChunk(hook: HookInfo, start: number, rows: number, data: Float32Array): Uint8Array[] {
   if (data.length !== rows * hook.dim) {
     throw new LobesError(`capture point ${hook.name}: got ${data.length} values for ${rows} rows of dimension ${hook.dim}`);
   }
@@ -150,7 +115,7 @@ export class ChunkWriter {
    */
   writeAsync(chunk: number, start: number, rows: number, data: Map<string, Float32Array>): Promise<ChunkEntry> {
     const enc = this.encode(chunk, start, rows, data);
-    return Promise.all(enc.map((e) => writeAtomicAsync(path.join(this.runDir, ACTIVATIONS, e.file.path), e.parts))).then(() =>
+    return Promise.all(enc.map((e) => writeFileAtomic(path.join(this.runDir, ACTIVATIONS, e.file.path), e.parts))).then(() =>
       this.commit({ chunk, start, rows, files: Object.fromEntries(enc.map((e) => [e.hook, e.file])) }),
     );
   }
@@ -190,28 +155,4 @@ export function isEmptyOrMissing(dir: string): boolean {
   } catch {
     return false;
   }
-}
-
-let tmpSeq = 0;
-
-/** Atomic write with the I/O on libuv's thread pool: tmp file, fsync, rename, fsync the folder. */
-async function writeAtomicAsync(file: string, parts: Uint8Array[]): Promise<void> {
-  const dir = path.dirname(file);
-  const tmp = path.join(dir, `.${path.basename(file)}.tmp-${process.pid}-${tmpSeq++}`);
-  const fh = await fsp.open(tmp, 'w');
-  try {
-    for (const p of parts) {
-      let off = 0;
-      while (off < p.byteLength) off += (await fh.write(p, off, p.byteLength - off)).bytesWritten;
-    }
-    await fh.sync();
-  } finally {
-    await fh.close();
-  }
-  await fsp.rename(tmp, file);
-  const dh = await fsp.open(dir, 'r').catch(() => null);
-  if (dh) {
-    await dh.sync().catch(() => undefined);
-    await dh.close();
-  } else fsyncDir(dir);
 }

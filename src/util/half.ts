@@ -27,6 +27,22 @@ export function halfArrayToFloat(src: Uint16Array, out = new Float32Array(src.le
   return out;
 }
 
+/**
+ * |x| for every fp16 bit pattern with the sign bit cleared (index = bits & 0x7fff): the
+ * positive half of the decoding table, shared, not copied.
+ */
+export function halfAbsTable(): Float32Array {
+  return HALF_TABLE.subarray(0, 0x8000);
+}
+
+let BF16_ABS: Float32Array | null = null;
+
+/** |x| for every bfloat16 bit pattern with the sign bit cleared (index = bits & 0x7fff). */
+export function bf16AbsTable(): Float32Array {
+  if (!BF16_ABS) BF16_ABS = bf16ArrayToFloat(Uint16Array.from({ length: 0x8000 }, (_, i) => i));
+  return BF16_ABS;
+}
+
 /** Decode bfloat16 values to float32 (exact: bf16 is the top half of a float32). */
 export function bf16ArrayToFloat(src: Uint16Array, out = new Float32Array(src.length)): Float32Array {
   const o32 = new Uint32Array(out.buffer, out.byteOffset, out.length);

@@ -14,12 +14,13 @@ import { existsSync, mkdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import * as path from 'node:path';
 import { LobesError, UsageError } from '../util/errors.js';
 import { Progress } from '../util/progress.js';
-import { writeFileAtomicSync, fsyncDir } from '../util/atomic.js';
+import { writeFileAtomicSync, fsyncDir } from '../util/io.js';
+import { csvField } from '../util/csv.js';
 import { writeSafetensors, type StWriteTensor } from '../formats/safetensors.js';
 import { LOBES_VERSION } from '../version.js';
 import type { RunReader } from '../store/types.js';
 import type { ModelInfo } from '../extract/types.js';
-import { loadModel } from '../onnx/model.js';
+import { loadModel } from '../onnx/index.js';
 import { runSource, type ActivationSource } from './stats.js';
 import { weightPass } from './pass.js';
 import { analyze, matrixInfo, NULL_METRICS, type AnalyzeResult } from './analyze.js';
@@ -175,12 +176,6 @@ export async function runWanda(run: RunReader | string, opts: WandaOptions = {})
   const target = reader.analysisDir('wanda');
   writeOutputs(target, settings, result, metrics);
   return { settings, regions: result.regions, metrics, dir: target };
-}
-
-function csvField(v: string | number | null | undefined): string {
-  if (v === null || v === undefined) return '';
-  const s = String(v);
-  return /[",\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
 }
 
 /** metrics.csv: one row per pair × metric. */

@@ -9,9 +9,9 @@
  * so that worker threads and tests share one implementation. Rows are streamed in chunks:
  * the full matrix is never decoded at once.
  */
-import { openSync, readSync, closeSync } from 'node:fs';
 import { LobesError } from '../util/errors.js';
-import { halfToFloat, halfArrayToFloat } from '../util/half.js';
+import { RangeFile } from '../util/io.js';
+import { bf16AbsTable, bf16ArrayToFloat, halfAbsTable, halfArrayToFloat } from '../util/half.js';
 import { simdKernel } from './simd.js';
 
 export type DenseDtype = 'F32' | 'F16' | 'BF16';
@@ -60,36 +60,11 @@ export interface MatrixRef {
 
 export const DTYPE_SIZE: Record<DenseDtype, number> = { F32: 4, F16: 2, BF16: 2 };
 
-/** |x| for every fp16 / bf16 bit pattern with the sign bit cleared (index = bits & 0x7fff). */
-let ABS_HALF: Float32Array | null = null;
-let ABS_BF16: Float32Array | null = null;
-function absHalfTable(): Float32Array {
-  if (!ABS_HALF) {
-    ABS_HALF = new Float32Array(32768);
-    for (let i = 0; i < 32768; i++) ABS_HALF[i] = halfToFloat(i);
-  }
-  return ABS_HALF;
-}
-function absBf16Table(): Float32Array {
-  if (!ABS_BF16) {
-    ABS_BF16 = new Float32Array(32768);
-    const u = new Uint32Array(ABS_BF16.buffer);
-    for (let i = 0; i < 32768; i++) u[i] = i << 16;
-  }
-  return ABS_BF16;
-}
-
-/** Sequential reader over a ByteRange with one reusable buffer. */
+/** Sequential reader over a ByteRange (a file range or memory). */
 export class RangeReader {
-  private fd: number | null = null;
+  private file: RangeFile | null = null;
   constructor(private readonly range: ByteRange, private readonly what: string) {
-    if ('file' in range) {
-      try {
-        this.fd = openSync(range.file, 'r');
-      } catch (e: any) {
-        throw new LobesError(`cannot open weight file (${e.code ?? e.message})`, { file: range.file, where: what });
-      }
-    }
+    if ('file' in range) this.file = RangeFile.open(range.file, 'weight file', what);
   }
   get byteLength(): number {
     return 'file' in this.range ? this.range.byteLength : this.range.bytes.byteLength;
@@ -97,18 +72,10 @@ export class RangeReader {
   /** Read [start, start+len) of the range into `out` (from index 0). */
   read(start: number, len: number, out: Uint8Array): Uint8Array {
     if (start < 0 || start + len > this.byteLength) throw new LobesError(`read [${start}, ${start + len}) past the ${this.byteLength} bytes of the tensor`, { where: this.what });
-    if ('bytes' in this.range) {
-      out.set(this.range.bytes.subarray(start, start + len));
-      return out.subarray(0, len);
-    }
-    const file = this.range.file;
-    let got = 0;
-    while (got < len) {
-      const n = readSync(this.fd!, out, got, len - got, this.range.offset + start + got);
-      if (n === 0) throw new LobesError(`unexpected end of file at byte ${this.range.offset + start + got} (tensor data cut short)`, { file, where: this.what });
-      got += n;
-    }
-    return out.subarray(0, len);
+    const dst = out.subarray(0, len);
+    if ('bytes' in this.range) dst.set(this.range.bytes.subarray(start, start + len));
+    else this.file!.readInto(dst, this.range.offset + start);
+    return dst;
   }
   /** The whole range as one fresh array. */
   readAll(): Uint8Array {
@@ -116,8 +83,8 @@ export class RangeReader {
     return this.read(0, this.byteLength, out);
   }
   close(): void {
-    if (this.fd !== null) closeSync(this.fd);
-    this.fd = null;
+    this.file?.close();
+    this.file = null;
   }
 }
 
@@ -227,7 +194,7 @@ function simdColsums(m: MatrixRef, s: DenseWeight, reader: RangeReader, C: Float
   new Float32Array(k.memory.buffer, cOff, C.length).fill(0);
   const run1 = s.dtype === 'BF16' ? k.bf16 : k.f32;
   const run4 = s.dtype === 'BF16' ? k.bf16x4 : k.f32x4;
-  const table = s.dtype === 'BF16' ? absBf16Table() : null;
+  const table = s.dtype === 'BF16' ? bf16AbsTable() : null;
   for (let r0 = 0; r0 < m.dOut; r0 += rowsPerChunk) {
     const nr = Math.min(rowsPerChunk, m.dOut - r0);
     reader.read(r0 * rowBytes, nr * rowBytes, new Uint8Array(k.memory.buffer, bufOff, nr * rowBytes));
@@ -265,7 +232,7 @@ function denseColsums(m: MatrixRef, s: DenseWeight, reader: RangeReader, C: Floa
   const rowBytes = storedCols * esize;
   const rowsPerChunk = Math.max(1, Math.floor(chunkBytes / rowBytes));
   const buf = new Uint8Array(new ArrayBuffer(Math.min(rowsPerChunk, storedRows) * rowBytes));
-  const table = s.dtype === 'F16' ? absHalfTable() : s.dtype === 'BF16' ? absBf16Table() : null;
+  const table = s.dtype === 'F16' ? halfAbsTable() : s.dtype === 'BF16' ? bf16AbsTable() : null;
   const dIn = m.dIn;
   for (let r0 = 0; r0 < storedRows; r0 += rowsPerChunk) {
     const nr = Math.min(rowsPerChunk, storedRows - r0);
@@ -491,10 +458,6 @@ function decodeInto(bytes: Uint8Array, dtype: DenseDtype, out: Float32Array): vo
     return;
   }
   const u16 = new Uint16Array(a.buffer, a.byteOffset, a.byteLength >> 1);
-  if (dtype === 'BF16') {
-    const o32 = new Uint32Array(out.buffer, out.byteOffset, u16.length);
-    for (let i = 0; i < u16.length; i++) o32[i] = u16[i] << 16;
-  } else {
-    halfArrayToFloat(u16, out as Float32Array<ArrayBuffer>);
-  }
+  if (dtype === 'BF16') bf16ArrayToFloat(u16, out as Float32Array<ArrayBuffer>);
+  else halfArrayToFloat(u16, out as Float32Array<ArrayBuffer>);
 }

@@ -17,7 +17,7 @@ import { LobesError } from '../util/errors.js';
 import { readSafetensorsHeader, type StHeader } from '../formats/safetensors.js';
 import type { MatrixRef, DenseDtype, ByteRange, WeightSource } from './kernel.js';
 import type { ProjectionRef } from '../extract/types.js';
-import type { LoadedModel, TensorProto } from '../onnx/model.js';
+import type { LoadedModel, TensorProto } from '../onnx/index.js';
 
 /** A matrix wanted by the analysis (from the run's capture points). */
 export interface WantedMatrix {

@@ -3,7 +3,7 @@ import { GENAI, hasGenai, relErr } from './helpers.js';
 import { openCaptureEngine, openPlainSession } from '../../src/extract/engine.js';
 import { loadTokenizer } from '../../src/extract/tokenize.js';
 import { padBatch } from '../../src/extract/batching.js';
-import { loadModel, readInitializerFloat32 } from '../../src/onnx/model.js';
+import { loadModel, readInitializerFloat32 } from '../../src/onnx/index.js';
 import { halfArrayToFloat } from '../../src/util/half.js';
 import type { CaptureEngine, LobesTokenizer } from '../../src/extract/types.js';
 

@@ -3,7 +3,7 @@ import { copyFileSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFile
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { GENAI, hasGenai, cli } from './helpers.js';
-import { DataType, loadModel, makeGraph, makeModel, makeNode, makeTensor, makeValueInfo, writeModel, type ModelProto } from '../../src/onnx/model.js';
+import { DataType, loadModel, makeGraph, makeModel, makeNode, makeTensor, makeValueInfo, writeModel, type ModelProto } from '../../src/onnx/index.js';
 
 function tmp(): string {
   return mkdtempSync(join(tmpdir(), 'lobes-inspect-'));

@@ -5,7 +5,7 @@ import { analyseModel, openCaptureEngine, positionIds } from '../../src/extract/
 import { buildCaptureModel } from '../../src/extract/surgery.js';
 import { isPastInput } from '../../src/extract/discover.js';
 import { padBatch } from '../../src/extract/batching.js';
-import { encodeModel } from '../../src/onnx/model.js';
+import { encodeModel } from '../../src/onnx/index.js';
 
 describe.skipIf(!hasGenai)('capture graph surgery', () => {
   it('prunes lm_head and KV outputs; in-graph empty KV cache gives the same captures as fed empty tensors', async () => {

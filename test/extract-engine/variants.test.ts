@@ -2,7 +2,7 @@ import { describe, it, expect } from 'vitest';
 import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { DataType, loadModel, makeNode, makeTensor, readInitializerFloat32, writeModel, type ModelProto } from '../../src/onnx/model.js';
+import { DataType, loadModel, makeNode, makeTensor, readInitializerFloat32, writeModel, type ModelProto } from '../../src/onnx/index.js';
 import { inspectModel, openCaptureEngine } from '../../src/extract/engine.js';
 import { padBatch } from '../../src/extract/batching.js';
 import { relErr } from './helpers.js';

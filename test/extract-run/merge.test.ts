@@ -81,6 +81,23 @@ describe('shards and merge', () => {
     expect(existsSync(path.join(root, 'm7'))).toBe(false);
   });
 
+  it('a truncated chunk in a shard is refused with its size and the size its index records', async () => {
+    const a = await shard(0, 2);
+    const b = path.join(root, 'b-truncated');
+    await runExtract({ model, data: 'fake', out: b, chunkRows: K, batch: 3, quiet: true, shard: { index: 1, count: 2 }, deps: fakeDeps(N) });
+    const victim = path.join(b, 'activations', 'layers.0.mlp.down_in', 'chunk-000006.safetensors');
+    const bytes = readFileSync(victim);
+    writeFileSync(victim, bytes.subarray(0, bytes.length - 100));
+    const err = await mergeRuns([a, b], path.join(root, 'm9'), { quiet: true }).then(
+      () => null,
+      (e: Error) => e,
+    );
+    expect(err).not.toBeNull();
+    expect(err!.message).not.toMatch(/\n/);
+    expect(err!.message).toContain(`b-truncated/activations/layers.0.mlp.down_in/chunk-000006.safetensors: chunk file has ${bytes.length - 100} bytes but the shard's index records ${bytes.length}`);
+    expect(existsSync(path.join(root, 'm9'))).toBe(false);
+  });
+
   it('more shards than chunks leaves some shards empty, and they still merge', async () => {
     const outs: string[] = [];
     const n = 12; // 10 chunks for 37 rows of 4

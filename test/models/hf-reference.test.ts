@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import * as ort from 'onnxruntime-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readSafetensorsHeader, readTensorFloat32 } from '../../src/formats/safetensors.js';
-import { DataType, loadModel, readInitializerFloat32 } from '../../src/onnx/model.js';
+import { DataType, loadModel, readInitializerFloat32 } from '../../src/onnx/index.js';
 import { openCaptureEngine } from '../../src/extract/engine.js';
 import { loadTokenizer } from '../../src/extract/tokenize.js';
 import { padBatch } from '../../src/extract/batching.js';

@@ -6,7 +6,7 @@ import * as ort from 'onnxruntime-node';
 import {
   DataType, decodeModel, encodeModel, loadModel, makeGraph, makeModel, makeNode, makeTensor, makeValueInfo,
   readInitializerBytes, readInitializerFloat32, writeModel, attrFloat, type ModelProto,
-} from '../../src/onnx/model.js';
+} from '../../src/onnx/index.js';
 import { LobesError } from '../../src/util/errors.js';
 import { halfArrayToFloat } from '../../src/util/half.js';
 

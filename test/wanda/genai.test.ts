@@ -11,7 +11,7 @@ import { runExtract } from '../../src/extract/run.js';
 import { runWanda } from '../../src/wanda/index.js';
 import { openRun } from '../../src/store/index.js';
 import { inspectModel } from '../../src/extract/engine.js';
-import { loadModel, readInitializerFloat32 } from '../../src/onnx/model.js';
+import { loadModel, readInitializerFloat32 } from '../../src/onnx/index.js';
 import { readSafetensorsHeader, readTensorFloat32 } from '../../src/formats/safetensors.js';
 import { tmpDir, cleanupTmp, naivePooled, transpose } from './helpers.js';
 

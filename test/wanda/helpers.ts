@@ -5,7 +5,8 @@ import * as path from 'node:path';
 import { Rng } from '../../src/util/rng.js';
 import { writeSafetensors, type StWriteTensor } from '../../src/formats/safetensors.js';
 import { floatToBf16 } from '../../src/util/half.js';
-import { writeManifest, writeSamples, ChunkWriter } from '../../src/store/writer.js';
+import { writeManifest, writeSamples } from '../../src/store/manifest.js';
+import { ChunkWriter } from '../../src/store/writer.js';
 import type { HookInfo, RunManifest, SampleRow } from '../../src/store/types.js';
 
 const created: string[] = [];

@@ -1,0 +1,47 @@
+/**
+ * Field numbers of the onnx.proto messages this package models (onnx/onnx.proto).
+ * Decoding and encoding both use these, so they cannot disagree.
+ */
+export const Field = {
+  Model: { IR_VERSION: 1, PRODUCER_NAME: 2, PRODUCER_VERSION: 3, DOMAIN: 4, MODEL_VERSION: 5, DOC_STRING: 6, GRAPH: 7, OPSET_IMPORT: 8, METADATA_PROPS: 14 },
+  Graph: { NODE: 1, NAME: 2, INITIALIZER: 5, DOC_STRING: 10, INPUT: 11, OUTPUT: 12, VALUE_INFO: 13 },
+  Node: { INPUT: 1, OUTPUT: 2, NAME: 3, OP_TYPE: 4, ATTRIBUTE: 5, DOC_STRING: 6, DOMAIN: 7 },
+  Attribute: {
+    NAME: 1,
+    F: 2,
+    I: 3,
+    S: 4,
+    T: 5,
+    G: 6,
+    FLOATS: 7,
+    INTS: 8,
+    STRINGS: 9,
+    TENSORS: 10,
+    GRAPHS: 11,
+    DOC_STRING: 13,
+    TYPE: 20,
+    REF_ATTR_NAME: 21,
+  },
+  Tensor: {
+    DIMS: 1,
+    DATA_TYPE: 2,
+    FLOAT_DATA: 4,
+    INT32_DATA: 5,
+    STRING_DATA: 6,
+    INT64_DATA: 7,
+    NAME: 8,
+    RAW_DATA: 9,
+    DOUBLE_DATA: 10,
+    UINT64_DATA: 11,
+    DOC_STRING: 12,
+    EXTERNAL_DATA: 13,
+    DATA_LOCATION: 14,
+  },
+  ValueInfo: { NAME: 1, TYPE: 2, DOC_STRING: 3 },
+  Type: { TENSOR_TYPE: 1, DENOTATION: 6 },
+  TensorType: { ELEM_TYPE: 1, SHAPE: 2 },
+  Shape: { DIM: 1 },
+  Dimension: { DIM_VALUE: 1, DIM_PARAM: 2, DENOTATION: 3 },
+  OperatorSetId: { DOMAIN: 1, VERSION: 2 },
+  StringStringEntry: { KEY: 1, VALUE: 2 },
+} as const;
