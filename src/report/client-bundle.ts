@@ -15,7 +15,7 @@ import { fileURLToPath } from 'node:url';
 import * as path from 'node:path';
 import type { BuildOptions, BuildResult } from 'esbuild';
 import { LobesError } from '../util/errors.js';
-import { writeFileAtomicSync } from '../util/atomic.js';
+import { writeFileAtomicSync } from '../util/io.js';
 import { PACKAGE_ROOT } from '../version.js';
 
 /** File name of the built bundle, next to this module in dist/report/. */
