@@ -1,13 +1,13 @@
 import { describe, it, expect } from 'vitest';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { planBatches, padBatch } from '../../src/extract/batching.js';
 import { positionIds, openCaptureEngine } from '../../src/extract/engine.js';
 import { loadTokenizer } from '../../src/extract/tokenize.js';
-import { listProviders } from '../../src/extract/providers.js';
+import { listProviders, executionProviders } from '../../src/extract/providers.js';
 import { Rng } from '../../src/util/rng.js';
-import { executionProviders } from '../../src/extract/providers.js';
 import { LobesError } from '../../src/util/errors.js';
 import type { Device } from '../../src/extract/types.js';
 import { GENAI, hasGenai, expectLobesError, relErr } from './helpers.js';
@@ -18,16 +18,40 @@ if (CUDA) console.log('test/extract-engine/batching.test.ts: this build has the 
 else console.log('test/extract-engine/batching.test.ts: no CUDA provider in this build; the CUDA capture comparison is skipped');
 
 /**
+ * False only where a WebGPU adapter cannot exist: on Linux, ONNX Runtime's WebGPU (Dawn) needs
+ * the Vulkan loader libvulkan.so.1, found neither by ldconfig nor in LD_LIBRARY_PATH.
+ */
+function webgpuPossible(): boolean {
+  if (process.platform !== 'linux') return true;
+  const dirs = (process.env.LD_LIBRARY_PATH ?? '').split(':').filter(Boolean);
+  if (dirs.some((d) => existsSync(join(d, 'libvulkan.so.1')))) return true;
+  for (const ldconfig of ['/sbin/ldconfig', '/usr/sbin/ldconfig', 'ldconfig']) {
+    try {
+      return execFileSync(ldconfig, ['-p'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).includes('libvulkan.so.1');
+    } catch {
+      // try the next location
+    }
+  }
+  return true; // cannot tell
+}
+
+/**
  * Open `device`; when a session can be made, its captures must equal the CPU's (within fp16
  * precision, the fixture's compute type); when it cannot, the error must be one line naming
- * the device and the model file (never a silent CPU session).
+ * the device and the model file (never a silent CPU session). `possible` false: the device
+ * cannot exist here, so a session that opens is a CPU fallback and fails the test.
  */
-async function gpuAgreesWithCpu(device: Device, error: RegExp): Promise<void> {
+async function gpuAgreesWithCpu(device: Device, error: RegExp, possible = true): Promise<void> {
   const seqs = [[1, 5, 6, 7, 8], [1, 9], [1, 300, 301]];
   let eng;
   try {
     eng = await openCaptureEngine(GENAI, { capture: ['final', 'mlp', 'resid'], device });
+    if (!possible) {
+      await eng.close();
+      throw new Error(`a ${device} session opened where no ${device} device can exist: a silent CPU fallback`);
+    }
   } catch (e) {
+    if (!(e instanceof LobesError)) throw e;
     const err = await expectLobesError(Promise.reject(e));
     expect(err.message).toMatch(error);
     if (/could not create/.test(err.message)) expect(err.message).toContain('model.onnx');
@@ -173,10 +197,12 @@ describe.skipIf(!hasGenai)('engine bad input', () => {
   it.skipIf(!CUDA)('with the CUDA provider: captures equal the CPU captures, or the session error is one actionable line', async () => {
     expect(executionProviders('cuda', 1)).toEqual([{ name: 'cuda', deviceId: 1 }]);
     await gpuAgreesWithCpu('cuda', /onnxruntime could not create a cuda session/);
+    // no machine has a GPU 99: a session that opens there is a silent CPU fallback
+    await expectLobesError(openCaptureEngine(GENAI, { capture: ['final'], device: 'cuda', deviceId: 99 }));
   });
 
   it('webgpu: captures equal the CPU captures on an adapter, and without one the error is one line, not a CPU fallback', async () => {
-    await gpuAgreesWithCpu('webgpu', /could not create a webgpu session|webgpu execution provider is not available/);
+    await gpuAgreesWithCpu('webgpu', /could not create a webgpu session|webgpu execution provider is not available/, webgpuPossible());
   });
   it('capture only a subset of families', async () => {
     const eng = await openCaptureEngine(GENAI, { capture: ['resid'], device: 'cpu' });
