@@ -136,11 +136,14 @@ describe('planted neurons (synthetic activations)', () => {
         { matrices: infos, colsums, source: memorySource(labels.length, hooks), labels: shuffled },
         { block: [BLOCK, BLOCK], top: { kind: 'fraction', value: 0.1, scope: 'matrix' }, permutations: 199, seed: 1 },
       );
-      for (const p of res.metrics.pairs) {
+      res.metrics.pairs.forEach((p, k) => {
         expect(p.isolationAB.p!, `shuffle ${seed} ${p.a}/${p.b}`).toBeGreaterThan(0.05);
         expect(p.isolationBA.p!, `shuffle ${seed} ${p.a}/${p.b}`).toBeGreaterThan(0.05);
         expect(p.jaccard.pLower!, `shuffle ${seed} ${p.a}/${p.b}`).toBeGreaterThan(0.05);
-      }
+        // chance values tie often: the summaries must count ties as their definitions say
+        expectNullSummary(p.isolationAB, res.nulls.pairs[k].isolationAB);
+        expectNullSummary(p.jaccard, res.nulls.pairs[k].jaccard);
+      });
     }
   });
 
