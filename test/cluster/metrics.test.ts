@@ -138,14 +138,92 @@ describe('metrics on synthetic data', () => {
     expect(small.probe).toBeLessThanOrEqual(2);
     expect(probeSum / 6).toBeLessThan(0.45); // chance is 1/3
   });
-  it('bootstrap CI and permutation p follow their definitions', () => {
-    const v = Float64Array.from({ length: 200 }, (_, i) => (i % 4 === 0 ? 1 : 0)); // mean 0.25
-    const ci = bootstrapCI(v, 2000, new Rng(1))!;
-    const se = Math.sqrt(0.25 * 0.75 / 200);
-    expect(ci[0]).toBeCloseTo(0.25 - 1.96 * se, 1);
-    expect(ci[1]).toBeCloseTo(0.25 + 1.96 * se, 1);
+  it('permutation p follows its definition', () => {
     expect(permutationP(0.5, [0.1, 0.6, 0.5, 0.2])).toBeCloseTo(3 / 5, 12);
     expect(permutationP(0.5, [])).toBeNull();
+  });
+});
+
+/**
+ * Percentile bootstrap of the mean, written here from its definition: B resamples of n
+ * indices each, drawn as floor(u · n) from the uniform stream `u`; the CI is the 2.5th and
+ * 97.5th percentiles of the B resample means, by linear interpolation between order
+ * statistics at rank p · (B − 1) (numpy's default percentile).
+ */
+function referenceBootstrap(values: ArrayLike<number>, B: number, u: () => number): [number, number] {
+  const n = values.length;
+  const means: number[] = [];
+  for (let b = 0; b < B; b++) {
+    let s = 0;
+    for (let t = 0; t < n; t++) s += values[Math.floor(u() * n)];
+    means.push(s / n);
+  }
+  means.sort((a, b) => a - b);
+  const pct = (p: number) => {
+    const r = p * (B - 1);
+    const k = Math.floor(r);
+    return k + 1 < B ? means[k] + (r - k) * (means[k + 1] - means[k]) : means[k];
+  };
+  return [pct(0.025), pct(0.975)];
+}
+
+/** Plug-in standard error of a mean (the standard deviation of the bootstrap distribution of the mean). */
+function plugInSe(v: ArrayLike<number>): number {
+  let m = 0;
+  for (let i = 0; i < v.length; i++) m += v[i] / v.length;
+  let s = 0;
+  for (let i = 0; i < v.length; i++) s += (v[i] - m) ** 2 / v.length;
+  return Math.sqrt(s / v.length);
+}
+
+describe('bootstrap 95% CI', () => {
+  it('equals a percentile bootstrap written from its definition, on the same random stream', () => {
+    const rng = new Rng(9);
+    const skewed = Float64Array.from({ length: 150 }, () => Math.exp(rng.normal())); // lognormal: asymmetric CI
+    const binary = Float64Array.from({ length: 200 }, (_, i) => (i % 4 === 0 ? 1 : 0));
+    for (const [v, B, seed] of [[skewed, 1000, 1], [binary, 2000, 2], [skewed, 7, 3]] as const) {
+      const got = bootstrapCI(v, B, new Rng(seed))!;
+      const stream = new Rng(seed);
+      const want = referenceBootstrap(v, B, () => stream.next());
+      expect(got[0]).toBeCloseTo(want[0], 12);
+      expect(got[1]).toBeCloseTo(want[1], 12);
+    }
+    expect(bootstrapCI(skewed, 0, new Rng(1))).toBeNull();
+    expect(bootstrapCI([], 100, new Rng(1))).toBeNull();
+  });
+
+  it('is as wide as ±1.96 standard errors of the mean (normal data, many resamples)', () => {
+    // For normal data the bootstrap distribution of the mean is close to N(mean, se²) with the
+    // plug-in se; its 2.5/97.5 percentiles lie 1.96 se either side (a 90% CI: 1.645 se, 16% narrower).
+    // Monte Carlo error of the width at B = 4000: about 1.5%.
+    for (const seed of [4, 5, 6]) {
+      const rng = new Rng(100 + seed);
+      const v = Float64Array.from({ length: 400 }, () => 3 + 2 * rng.normal());
+      const se = plugInSe(v);
+      const mean = v.reduce((a, b) => a + b, 0) / v.length;
+      const [lo, hi] = bootstrapCI(v, 4000, new Rng(seed))!;
+      expect((hi - lo) / (2 * 1.96 * se)).toBeGreaterThan(0.95);
+      expect((hi - lo) / (2 * 1.96 * se)).toBeLessThan(1.05);
+      expect(Math.abs((lo + hi) / 2 - mean)).toBeLessThan(0.15 * se);
+    }
+  });
+
+  it("spaceMetrics' CIs have the width of a 95% interval of each per-sample value", () => {
+    const n = 300;
+    const { X, lab } = blobs(n, 6, 3, 0.8, 17); // overlapping classes: silhouettes and kNN hits vary
+    const m = spaceMetrics({ space: 's', X, d: 6, distance: 'euclidean', probe: null }, n, lab, ['a', 'b', 'c'], { bootstrap: 4000, permutations: 0, seed: 8 });
+    const sil = silhouetteSamples(distanceMatrix(X, n, 6, 'euclidean'), n, lab, 3);
+    const nb = neighboursFromDistances(distanceMatrix(X, n, 6, 'euclidean'), n, 10);
+    const pred = knnPredict(nb, n, 10, lab, 3);
+    const hit = Float64Array.from(pred, (p, i) => (p === lab[i] ? 1 : 0));
+    expect(m.knnAccuracy.value).toBeGreaterThan(0.5);
+    expect(m.knnAccuracy.value).toBeLessThan(0.95);
+    for (const [ci, v] of [[m.silhouette.ci95!, sil], [m.knnAccuracy.ci95!, hit]] as const) {
+      const ratio = (ci[1] - ci[0]) / (2 * 1.96 * plugInSe(v));
+      // the kNN hits are 0/1, so the bootstrap means sit on a grid of 1/n: allow a little more
+      expect(ratio).toBeGreaterThan(0.93);
+      expect(ratio).toBeLessThan(1.07);
+    }
   });
 });
 

@@ -55,13 +55,20 @@ describe('affinities', () => {
   it('match an independent dense computation when k covers all points', () => {
     const n = 30;
     const { X } = blobs(n, 5, 3, 2, 1);
-    const perp = 8; // k = min(29, 25) -> use perplexity 9.5 so k = 29 covers all
+    // scikit-learn's neighbour count is min(N − 1, floor(3·perplexity + 1)): 25 at perplexity 8,
+    // 29 = N − 1 (every other point) at 9.5, which makes the sparse P comparable to the dense one
+    expect(neighboursFor(8, n)).toBe(25);
+    expect(neighboursFor(9.5, n)).toBe(n - 1);
     const P = denseP(sparseFor(X, n, 5, 9.5));
     const ref = referenceP(X, n, 5, 9.5);
     let maxErr = 0;
     for (let t = 0; t < n * n; t++) maxErr = Math.max(maxErr, Math.abs(P[t] - ref[t]));
     expect(maxErr).toBeLessThan(1e-6);
-    expect(perp).toBe(8);
+    // with fewer neighbours than points, far pairs get no affinity (so the two differ)
+    const P8 = denseP(sparseFor(X, n, 5, 8));
+    let zeros = 0;
+    for (let i = 0; i < n; i++) for (let j = 0; j < n; j++) if (i !== j && P8[i * n + j] === 0) zeros++;
+    expect(zeros).toBeGreaterThan(0);
   });
   it('row entropies equal log(perplexity); P is symmetric and sums to 1', () => {
     const n = 200;
@@ -431,6 +438,99 @@ describe('t-SNE', () => {
     const Y = t.embedding;
     const s = silhouetteSamples(distanceMatrix(Y, n, 2, 'euclidean'), n, lab, 4).reduce((a, b) => a + b, 0) / n;
     expect(s).toBeGreaterThan(0.7);
+  });
+});
+
+/**
+ * The exact gradient of KL(P‖Q) with P multiplied by `ex` (early exaggeration), written here
+ * from the t-SNE equations: ∂C/∂y_i = 4 Σ_j (ex·p_ij − q_ij) w_ij (y_i − y_j), w = 1/(1 + d²), q = w / Σw.
+ */
+function denseGradient(Pd: Float64Array, Y: Float64Array, n: number, ex: number): Float64Array {
+  let Z = 0;
+  for (let i = 0; i < n; i++) for (let j = 0; j < n; j++) if (i !== j) Z += 1 / (1 + (Y[2 * i] - Y[2 * j]) ** 2 + (Y[2 * i + 1] - Y[2 * j + 1]) ** 2);
+  const g = new Float64Array(2 * n);
+  for (let i = 0; i < n; i++) {
+    for (let j = 0; j < n; j++) {
+      if (i === j) continue;
+      const dx = Y[2 * i] - Y[2 * j];
+      const dy = Y[2 * i + 1] - Y[2 * j + 1];
+      const w = 1 / (1 + dx * dx + dy * dy);
+      const f = 4 * (ex * Pd[i * n + j] - w / Z) * w;
+      g[2 * i] += f * dx;
+      g[2 * i + 1] += f * dy;
+    }
+  }
+  return g;
+}
+
+describe('t-SNE optimizer schedule (scikit-learn)', () => {
+  it('every step is the gains/momentum update on the exact gradient: exaggeration 12 and momentum 0.5 for 250 iterations, then 1 and 0.8 with a fresh optimizer', async () => {
+    // scikit-learn's TSNE: P × 12 and momentum 0.5 for the first 250 iterations; then P × 1,
+    // momentum 0.8, and _gradient_descent starts again with zero update and unit gains.
+    // Gains: +0.2 where update·grad < 0, ×0.8 elsewhere, at least 0.01;
+    // update = momentum·update − lr·gains·grad; learning rate 'auto' = max(N / 12 / 4, 50).
+    const n = 40;
+    const { X } = blobs(n, 5, 3, 3, 15);
+    const init = randomY(n, 16, 1e-4);
+    const t = await Tsne.create(X, n, 5, { perplexity: 8, theta: 0, iterations: 262, init });
+    t.init();
+    const Pd = denseP(t.P);
+    const lr = Math.max(n / 12 / 4, 50);
+    const up = new Float64Array(2 * n);
+    const gains = new Float64Array(2 * n).fill(1);
+    for (let it = 0; it < 262; it++) {
+      if (it === 250) {
+        up.fill(0);
+        gains.fill(1);
+      }
+      const ex = it < 250 ? 12 : 1;
+      const mom = it < 250 ? 0.5 : 0.8;
+      const Y = t.embedding;
+      expect(t.exaggeration).toBe(ex);
+      const g = denseGradient(Pd, Y, n, ex);
+      const want = Float64Array.from(Y);
+      let scale = 0;
+      for (let c = 0; c < 2 * n; c++) {
+        gains[c] = up[c] * g[c] < 0 ? gains[c] + 0.2 : gains[c] * 0.8;
+        if (gains[c] < 0.01) gains[c] = 0.01;
+        up[c] = mom * up[c] - lr * gains[c] * g[c];
+        want[c] += up[c];
+        scale = Math.max(scale, Math.abs(up[c]));
+      }
+      t.step();
+      let err = 0;
+      for (let c = 0; c < 2 * n; c++) err = Math.max(err, Math.abs(t.Y[c] - want[c]));
+      expect(err / scale, `iteration ${it}`).toBeLessThan(1e-10);
+    }
+    expect(t.iter).toBe(262);
+  });
+
+  it('takes its exaggeration, its length, the momenta and the learning rate from the options', async () => {
+    // Non-default settings: exaggeration 4 for 3 iterations, momenta 0.3 / 0.9, learning rate 20.
+    const n = 40;
+    const { X } = blobs(n, 5, 3, 3, 17);
+    const t = await Tsne.create(X, n, 5, { perplexity: 8, theta: 0, iterations: 300, exaggerationIterations: 3, earlyExaggeration: 4, momentum: [0.3, 0.9], learningRate: 20, init: randomY(n, 18, 1e-2) });
+    t.init();
+    const Pd = denseP(t.P);
+    for (let it = 0; it < 3; it++) {
+      expect(t.exaggeration).toBe(4);
+      t.step();
+    }
+    // fresh optimizer: update 0 and gains 1, so the step is exactly −lr·0.8·grad (gain 1 × 0.8)
+    expect(t.exaggeration).toBe(1);
+    const Y = t.embedding;
+    const g = denseGradient(Pd, Y, n, 1);
+    t.step();
+    for (let c = 0; c < 2 * n; c++) expect(t.Y[c] - Y[c]).toBeCloseTo(-20 * 0.8 * g[c], 10);
+    // the next step has momentum 0.9 on that update
+    const Y2 = t.embedding;
+    const g2 = denseGradient(Pd, Y2, n, 1);
+    t.step();
+    for (let c = 0; c < 2 * n; c++) {
+      const u1 = Y2[c] - Y[c];
+      const gain = u1 * g2[c] < 0 ? 0.8 + 0.2 : 0.8 * 0.8;
+      expect(t.Y[c] - Y2[c]).toBeCloseTo(0.9 * u1 - 20 * gain * g2[c], 9);
+    }
   });
 });
 

@@ -1,13 +1,74 @@
 import { describe, it, expect } from 'vitest';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { planBatches, padBatch } from '../../src/extract/batching.js';
 import { positionIds, openCaptureEngine } from '../../src/extract/engine.js';
 import { loadTokenizer } from '../../src/extract/tokenize.js';
-import { listProviders } from '../../src/extract/providers.js';
+import { listProviders, executionProviders } from '../../src/extract/providers.js';
 import { Rng } from '../../src/util/rng.js';
-import { GENAI, hasGenai, expectLobesError } from './helpers.js';
+import { LobesError } from '../../src/util/errors.js';
+import type { Device } from '../../src/extract/types.js';
+import { GENAI, hasGenai, expectLobesError, relErr } from './helpers.js';
+import { genaiForward, lastTokenHook } from './genai-forward.js';
+
+const CUDA = listProviders().find((p) => p.name === 'cuda')?.available === true;
+if (CUDA) console.log('test/extract-engine/batching.test.ts: this build has the CUDA provider; the missing-provider error is not tested here');
+else console.log('test/extract-engine/batching.test.ts: no CUDA provider in this build; the CUDA capture comparison is skipped');
+
+/**
+ * False only where a WebGPU adapter cannot exist: on Linux, ONNX Runtime's WebGPU (Dawn) needs
+ * the Vulkan loader libvulkan.so.1, found neither by ldconfig nor in LD_LIBRARY_PATH.
+ */
+function webgpuPossible(): boolean {
+  if (process.platform !== 'linux') return true;
+  const dirs = (process.env.LD_LIBRARY_PATH ?? '').split(':').filter(Boolean);
+  if (dirs.some((d) => existsSync(join(d, 'libvulkan.so.1')))) return true;
+  for (const ldconfig of ['/sbin/ldconfig', '/usr/sbin/ldconfig', 'ldconfig']) {
+    try {
+      return execFileSync(ldconfig, ['-p'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).includes('libvulkan.so.1');
+    } catch {
+      // try the next location
+    }
+  }
+  return true; // cannot tell
+}
+
+/**
+ * Open `device`; when a session can be made, its captures must equal the CPU's (within fp16
+ * precision, the fixture's compute type); when it cannot, the error must be one line naming
+ * the device and the model file (never a silent CPU session). `possible` false: the device
+ * cannot exist here, so a session that opens is a CPU fallback and fails the test.
+ */
+async function gpuAgreesWithCpu(device: Device, error: RegExp, possible = true): Promise<void> {
+  const seqs = [[1, 5, 6, 7, 8], [1, 9], [1, 300, 301]];
+  let eng;
+  try {
+    eng = await openCaptureEngine(GENAI, { capture: ['final', 'mlp', 'resid'], device });
+    if (!possible) {
+      await eng.close();
+      throw new Error(`a ${device} session opened where no ${device} device can exist: a silent CPU fallback`);
+    }
+  } catch (e) {
+    if (!(e instanceof LobesError)) throw e;
+    const err = await expectLobesError(Promise.reject(e));
+    expect(err.message).toMatch(error);
+    if (/could not create/.test(err.message)) expect(err.message).toContain('model.onnx');
+    console.log(`${device}: no usable device here (${err.message.slice(0, 120)}); the capture comparison is skipped`);
+    return;
+  }
+  const cpu = await openCaptureEngine(GENAI, { capture: ['final', 'mlp', 'resid'], device: 'cpu' });
+  try {
+    const b = padBatch(seqs, 0, 'left');
+    const [g, c] = [await eng.run(b), await cpu.run(b)];
+    expect([...g.keys()]).toEqual([...c.keys()]);
+    for (const h of cpu.hooks) expect(relErr(g.get(h.name)!, c.get(h.name)!), `${device} ${h.name}`).toBeLessThan(1e-2);
+  } finally {
+    await eng.close();
+    await cpu.close();
+  }
+}
 
 describe('planBatches', () => {
   it('covers every item once, respects rows and token budget, groups similar lengths', () => {
@@ -107,31 +168,42 @@ describe.skipIf(!hasGenai)('engine bad input', () => {
     }
   });
 
-  it('a missing CUDA provider is an actionable error, not a CPU fallback', async () => {
-    const cuda = listProviders().find((p) => p.name === 'cuda');
-    if (cuda?.available) {
-      console.log('skipping: this build has the CUDA provider');
-      return;
+  it('device cpu runs on the CPU provider alone and captures the values of an independent forward pass', async () => {
+    // whatever GPU providers this build has, --device cpu asks for the CPU provider only
+    expect(executionProviders('cpu')).toEqual(['cpu']);
+    expect(executionProviders('cpu', 3)).toEqual(['cpu']);
+    const seqs = [[1, 5, 6, 7, 8], [1, 9]];
+    const eng = await openCaptureEngine(GENAI, { capture: ['final', 'mlp'], device: 'cpu' });
+    try {
+      const out = await eng.run(padBatch(seqs, 0, 'left'));
+      for (const h of eng.hooks) {
+        seqs.forEach((s, r) => {
+          const got = out.get(h.name)!.subarray(r * h.dim, (r + 1) * h.dim);
+          expect(relErr(got, lastTokenHook(genaiForward(GENAI, s), h.name)), `${h.name} row ${r}`).toBeLessThan(3e-3);
+        });
+      }
+    } finally {
+      await eng.close();
     }
+  });
+
+  it.skipIf(CUDA)('a missing CUDA provider is an actionable error, not a CPU fallback', async () => {
+    expect(() => executionProviders('cuda')).toThrow(LobesError);
     const e = await expectLobesError(openCaptureEngine(GENAI, { capture: ['final'], device: 'cuda' }));
     expect(e.message).toMatch(/cuda execution provider is not available/);
     expect(e.message).toContain('npm rebuild onnxruntime-node --onnxruntime-node-install=cuda12');
   });
 
-  it('webgpu without a usable adapter is a one-line error, not a CPU fallback', async () => {
-    let eng;
-    try {
-      eng = await openCaptureEngine(GENAI, { capture: ['final'], device: 'webgpu' });
-    } catch (e) {
-      const err = await expectLobesError(Promise.reject(e));
-      expect(err.message).toMatch(/could not create a webgpu session|webgpu execution provider is not available/);
-      expect(err.message).toContain('model.onnx');
-      return;
-    }
-    console.log('skipping: a WebGPU adapter is available here');
-    await eng.close();
+  it.skipIf(!CUDA)('with the CUDA provider: captures equal the CPU captures, or the session error is one actionable line', async () => {
+    expect(executionProviders('cuda', 1)).toEqual([{ name: 'cuda', deviceId: 1 }]);
+    await gpuAgreesWithCpu('cuda', /onnxruntime could not create a cuda session/);
+    // no machine has a GPU 99: a session that opens there is a silent CPU fallback
+    await expectLobesError(openCaptureEngine(GENAI, { capture: ['final'], device: 'cuda', deviceId: 99 }));
   });
 
+  it('webgpu: captures equal the CPU captures on an adapter, and without one the error is one line, not a CPU fallback', async () => {
+    await gpuAgreesWithCpu('webgpu', /could not create a webgpu session|webgpu execution provider is not available/, webgpuPossible());
+  });
   it('capture only a subset of families', async () => {
     const eng = await openCaptureEngine(GENAI, { capture: ['resid'], device: 'cpu' });
     try {

@@ -6,6 +6,7 @@ import { padBatch } from '../../src/extract/batching.js';
 import { loadModel, readInitializerFloat32 } from '../../src/onnx/index.js';
 import { halfArrayToFloat } from '../../src/util/half.js';
 import type { CaptureEngine, LobesTokenizer } from '../../src/extract/types.js';
+import { genaiForward, lastTokenHook } from './genai-forward.js';
 
 const TEXTS = [
   'The quick brown fox jumps over the lazy dog.',
@@ -48,6 +49,20 @@ describe.skipIf(!hasGenai)('capture engine on the onnxruntime-genai fp16 fixture
       expect(v).toBeInstanceOf(Float32Array);
       expect(v.length).toBe(seqs.length * h.dim);
       expect(v.some((x) => x !== 0)).toBe(true);
+    }
+  });
+
+  it('every hook of every row equals an independent forward pass at the last real token, with left or right padding', async () => {
+    const refs = seqs.map((s) => genaiForward(GENAI, s));
+    for (const side of ['left', 'right'] as const) {
+      const out = await eng.run(padBatch(seqs, tok.padId, side));
+      for (const h of eng.hooks) {
+        const v = out.get(h.name)!;
+        refs.forEach((f, r) => {
+          // fp16 weights and compute in the graph; the forward pass is float64
+          expect(relErr(v.subarray(r * h.dim, (r + 1) * h.dim), lastTokenHook(f, h.name)), `${side} ${h.name} row ${r}`).toBeLessThan(3e-3);
+        });
+      }
     }
   });
 

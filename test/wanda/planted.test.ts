@@ -12,7 +12,8 @@ import { analyze, matrixInfo } from '../../src/wanda/analyze.js';
 import { memorySource } from '../../src/wanda/stats.js';
 import { runWanda } from '../../src/wanda/index.js';
 import { readSafetensorsHeader, readTensorFloat32 } from '../../src/formats/safetensors.js';
-import type { WandaMatrix } from '../../src/wanda/types.js';
+import type { NullTested, WandaMatrix } from '../../src/wanda/types.js';
+import { Rng } from '../../src/util/rng.js';
 import { syntheticModel, syntheticActivations, writeCheckpoint, writeRun, tmpDir, cleanupTmp, naivePooled, type Plant } from './helpers.js';
 import { openSafetensorsCheckpoint } from '../../src/wanda/weights.js';
 
@@ -46,6 +47,19 @@ function colsumsOf(model: ReturnType<typeof syntheticModel>, rb: number, LAYERS 
     }
   }
   return { infos, colsums };
+}
+
+/** A null summary against its definition: p = (1 + #{null ≥ v}) / (R + 1), pLower with ≤, the null mean, the mid-rank percentile. */
+function expectNullSummary(t: NullTested, nulls: Float64Array): void {
+  const R = nulls.length;
+  const v = t.value;
+  const ge = Array.from(nulls).filter((x) => x >= v).length;
+  const le = Array.from(nulls).filter((x) => x <= v).length;
+  const lt = Array.from(nulls).filter((x) => x < v).length;
+  expect(t.p).toBeCloseTo((1 + ge) / (R + 1), 12);
+  expect(t.pLower!).toBeCloseTo((1 + le) / (R + 1), 12);
+  expect(t.nullMean!).toBeCloseTo(Array.from(nulls).reduce((a, b) => a + b, 0) / R, 10);
+  expect(t.percentile!).toBeCloseTo((100 * (lt + 0.5 * (le - lt))) / R, 10);
 }
 
 function plantedIndex(m: WandaMatrix, p: Plant = PLANT): number {
@@ -86,17 +100,51 @@ describe('planted neurons (synthetic activations)', () => {
     expect(pm.isolationBA.p!).toBeLessThan(0.01);
     expect(pm.jaccard.pLower!).toBeLessThan(0.01);
     expect(pm.byProjAminusB.gate_proj).toBeGreaterThan(0);
-    // Component counts and each group's region structure carry their nulls too.
+    // Component counts and each group's region structure carry their nulls too; each summary
+    // follows its definition over the exposed null values.
     expect(pm.componentsAminusBNull!.value).toBe(pm.componentsAminusB);
-    expect(pm.componentsAminusBNull!.p).toBeGreaterThan(0);
     expect(res.nulls.pairs[0].componentsAminusB.length).toBe(199);
+    expectNullSummary(pm.componentsAminusBNull!, res.nulls.pairs[0].componentsAminusB);
+    expectNullSummary(pm.isolationAB, res.nulls.pairs[0].isolationAB);
+    expectNullSummary(pm.jaccard, res.nulls.pairs[0].jaccard);
     const gA = res.metrics.groups[0];
     expect(gA.densityNull!.value).toBe(gA.density);
-    expect(gA.componentsNull!.nullMean).toBeGreaterThan(0);
+    expectNullSummary(gA.densityNull!, res.nulls.groups[0].density);
+    expectNullSummary(gA.componentsNull!, res.nulls.groups[0].components);
+    // A's planted difference from B lies in every matrix (more separate pieces than a chance
+    // difference, which is mostly empty); A's region gathers on its planted feature block
+    // (denser and in fewer pieces than chance).
+    expect(pm.componentsAminusB).toBeGreaterThanOrEqual(infos.length);
+    expect(pm.componentsAminusBNull!.p!).toBeLessThan(0.01);
+    expect(gA.densityNull!.p!).toBeLessThan(0.01);
+    expect(gA.componentsNull!.pLower!).toBeLessThan(0.01);
     expect(pm.byLayerAminusB.length).toBe(LAYERS);
     // Against the unplanted group C, A's region is isolated beyond chance too.
     const ac = res.metrics.pairs.find((p) => p.a === 'A' && p.b === 'C')!;
     expect(ac.isolationAB.p!).toBeLessThan(0.01);
+  });
+
+  it('a permuted-label control on the same planted data reports no significance', async () => {
+    // The planted signal belongs to the true groups; shuffled labels mix them, so the observed
+    // labelling is one more draw from the null and nothing may come out significant.
+    const model = syntheticModel(11, LAYERS, H, I, PLANT_OPTS);
+    const hooks = syntheticActivations(12, model, labels, PLANT_OPTS);
+    const { infos, colsums } = colsumsOf(model, BLOCK);
+    for (const seed of [1, 2, 3]) {
+      const shuffled = new Rng(seed).shuffle(labels.slice());
+      const res = await analyze(
+        { matrices: infos, colsums, source: memorySource(labels.length, hooks), labels: shuffled },
+        { block: [BLOCK, BLOCK], top: { kind: 'fraction', value: 0.1, scope: 'matrix' }, permutations: 199, seed: 1 },
+      );
+      res.metrics.pairs.forEach((p, k) => {
+        expect(p.isolationAB.p!, `shuffle ${seed} ${p.a}/${p.b}`).toBeGreaterThan(0.05);
+        expect(p.isolationBA.p!, `shuffle ${seed} ${p.a}/${p.b}`).toBeGreaterThan(0.05);
+        expect(p.jaccard.pLower!, `shuffle ${seed} ${p.a}/${p.b}`).toBeGreaterThan(0.05);
+        // chance values tie often: the summaries must count ties as their definitions say
+        expectNullSummary(p.isolationAB, res.nulls.pairs[k].isolationAB);
+        expectNullSummary(p.jaccard, res.nulls.pairs[k].jaccard);
+      });
+    }
   });
 
   it('unplanted random weights and group-independent activations report no significance', async () => {
