@@ -40,11 +40,7 @@ function nodeReads(n: NodeProto, out: string[] = []): string[] {
   return out;
 }
 
-/**
- * Build the capture graph. `maskInput` is the graph input holding the attention mask
- * (int64 or int32 [batch, seq]); when the graph has none, pass null and an input
- * `lobes.attention_mask` is added for the selection.
- */
+/** A KV-cache input the capture graph makes itself (a dtype JavaScript cannot feed, e.g. bfloat16). */
 export interface InGraphPast {
   /** Graph input to replace by an in-graph empty tensor [batch, kvHeads, 0, headDim]. */
   name: string;
@@ -52,6 +48,12 @@ export interface InGraphPast {
   kv: [number, number];
 }
 
+/**
+ * Build the capture graph. `maskInput` is the graph input holding the attention mask
+ * (int64 or int32 [batch, seq]); when the graph has none, pass null and an input
+ * `lobes.attention_mask` is added for the selection. `inGraphPast` inputs are replaced by
+ * empty tensors made in the graph.
+ */
 export function buildCaptureModel(model: ModelProto, hooks: DiscoveredPoint[], maskInput: string | null, inGraphPast: InGraphPast[] = []): SurgeryResult {
   if (hooks.length === 0) throw new LobesError('no capture points selected');
   const g = model.graph!;
