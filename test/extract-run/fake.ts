@@ -9,6 +9,7 @@ import * as path from 'node:path';
 import type { Dataset, Sample } from '../../src/data/types.js';
 import type { CaptureEngine, CapturePoint, EngineOptions, LobesTokenizer, TokenBatch, TokenizerOptions, BatchPlanOptions } from '../../src/extract/types.js';
 import type { ExtractDeps } from '../../src/extract/run.js';
+import { siteFamily } from '../../src/hooks.js';
 
 export const ASPECTS = ['Cooperation', 'Innovation', 'Self-Management'];
 
@@ -89,7 +90,7 @@ export function fakeValue(tokens: number[], hookIdx: number, j: number, batchSha
 }
 
 export function fakeEngine(opts: EngineOptions, delayMs = 0): CaptureEngine {
-  const hooks = FAKE_HOOKS.filter((h) => (h.name.startsWith('final') ? opts.capture.includes('final') : opts.capture.includes('mlp')));
+  const hooks = FAKE_HOOKS.filter((h) => opts.capture.includes(siteFamily(h.site)));
   return {
     info: {
       dir: 'fake',
