@@ -9,7 +9,7 @@ import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { readNpy, encodeNpy } from '../src/cluster/npy.js';
 import { pca, pcaParallel } from '../src/cluster/pca.js';
-import { TsnePool } from '../src/cluster/pool.js';
+import { ClusterPool } from '../src/cluster/pool.js';
 import { Tsne } from '../src/cluster/tsne.js';
 
 const { positionals, values } = parseArgs({
@@ -40,7 +40,7 @@ const lap = (name: string) => {
   last = t;
 };
 const threads = Number(values.threads);
-const pool = threads > 1 ? await TsnePool.start(threads - 1) : null;
+const pool = threads > 1 ? await ClusterPool.start(threads - 1) : null;
 const k = Number(values.pca);
 let feats: Float64Array;
 let fd = d;

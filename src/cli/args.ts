@@ -13,15 +13,16 @@ export interface CommandSpec<O extends Options> {
   positionals: [number, number];
 }
 
-/**
- * Parse argv for one command. `--help` prints usage and help to stdout and returns null
- * (the command then exits 0). Unknown flags and wrong positional counts are UsageErrors.
- */
+/** A command line parsed by parseCommand: option values and positional arguments. */
 export interface ParsedCommand {
   values: Record<string, any>;
   positionals: string[];
 }
 
+/**
+ * Parse argv for one command. `--help` prints usage and help to stdout and returns null
+ * (the command then exits 0). Unknown flags and wrong positional counts are UsageErrors.
+ */
 export function parseCommand<O extends Options>(argv: string[], spec: CommandSpec<O>): ParsedCommand | null {
   const options = { ...spec.options, help: { type: 'boolean', short: 'h' } } as O & { help: { type: 'boolean'; short: 'h' } };
   let parsed;

@@ -1,5 +1,5 @@
 import { parseCommand, intOption, numOption } from './args.js';
-import { runCluster } from '../cluster/index.js';
+import { runCluster } from '../cluster/run.js';
 
 const USAGE =
   'lobes cluster RUN|MATRIX_FILE [--labels FILE] [--point HOOK] [--by LABEL] [--seed N] [--perplexity P] [--out DIR] [--pca 50] [--theta 0.5] [--iterations 1000] [--bootstrap B] [--permutations R] [--sweep] [--json]';

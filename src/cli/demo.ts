@@ -50,8 +50,8 @@ export async function run(argv: string[]): Promise<number> {
     throw new LobesError('the built-in tiny model is missing', { file: BUILTIN_MODEL_DIR, hint: 'reinstall lobes; the package ships models/tiny-llama' });
   }
   const runExtract = await stage<(o: any) => Promise<unknown>>('extract', () => import('../extract/run.js'), 'runExtract');
-  const runWanda = await stage<(r: string, o: any) => Promise<unknown>>('wanda', () => import('../wanda/index.js'), 'runWanda');
-  const runCluster = await stage<(r: string, o: any) => Promise<unknown>>('cluster', () => import('../cluster/index.js'), 'runCluster');
+  const runWanda = await stage<(r: string, o: any) => Promise<unknown>>('wanda', () => import('../wanda/run.js'), 'runWanda');
+  const runCluster = await stage<(r: string, o: any) => Promise<unknown>>('cluster', () => import('../cluster/run.js'), 'runCluster');
   const writeReport = await stage<(r: string, o?: string) => Promise<string>>('report', () => import('../report/index.js'), 'writeReport');
 
   const runDir = path.join(out, 'run');

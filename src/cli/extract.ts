@@ -3,6 +3,7 @@ import { UsageError } from '../util/errors.js';
 import { runExtract, DEFAULT_CHUNK_ROWS, DEFAULT_BATCH } from '../extract/run.js';
 import { parseShard, expandOut } from '../store/layout.js';
 import type { CaptureFamily, Device } from '../extract/types.js';
+import { CAPTURE_FAMILIES } from '../hooks.js';
 
 const spec = {
   usage: 'lobes extract --model MODEL_DIR --data SPEC --out RUN [--capture final,mlp,resid] [--device cpu|cuda|webgpu] [--device-id N] [--batch N | --token-budget N] [--max-tokens N] [--dtype fp16|fp32] [--shard i/n|auto|auto/N] [--chunk-rows N] [--chat-template] [--quiet] [--force] [--repair] [--json]',
@@ -53,7 +54,6 @@ from its last complete chunk; a rerun with different settings is refused.
   positionals: [0, 0] as [number, number],
 } as const;
 
-const FAMILIES: CaptureFamily[] = ['final', 'mlp', 'resid'];
 const DEVICES: Device[] = ['cpu', 'cuda', 'webgpu'];
 
 export async function run(argv: string[]): Promise<number> {
@@ -65,8 +65,8 @@ export async function run(argv: string[]): Promise<number> {
     .split(',')
     .map((s) => s.trim())
     .filter(Boolean);
-  for (const c of capture) if (!FAMILIES.includes(c as CaptureFamily)) throw new UsageError(`--capture: unknown capture family ${JSON.stringify(c)} (use ${FAMILIES.join(', ')})`);
-  if (capture.length === 0) throw new UsageError('--capture needs at least one of final, mlp, resid');
+  for (const c of capture) if (!CAPTURE_FAMILIES.includes(c as CaptureFamily)) throw new UsageError(`--capture: unknown capture family ${JSON.stringify(c)} (use ${CAPTURE_FAMILIES.join(', ')})`);
+  if (capture.length === 0) throw new UsageError(`--capture needs at least one of ${CAPTURE_FAMILIES.join(', ')}`);
   const device = (v.device ?? 'cpu') as Device;
   if (!DEVICES.includes(device)) throw new UsageError(`--device must be one of ${DEVICES.join(', ')}, got ${JSON.stringify(v.device)}`);
   const dtype = v.dtype ?? 'fp16';

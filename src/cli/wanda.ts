@@ -1,6 +1,6 @@
 import { parseCommand, intOption, numOption } from './args.js';
 import { UsageError } from '../util/errors.js';
-import { runWanda, DEFAULT_PERMUTATIONS } from '../wanda/index.js';
+import { runWanda, DEFAULT_PERMUTATIONS } from '../wanda/run.js';
 import type { TopSpec } from '../wanda/regions.js';
 
 const USAGE =

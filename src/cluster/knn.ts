@@ -4,7 +4,7 @@
  * depends only on the data, so results are identical however rows are split across threads.
  */
 
-import { dotKernel, OUT_STRIDE } from './knn-simd.js';
+import { dotKernel, OUT_STRIDE } from './dot-simd.js';
 
 export interface KnnResult {
   k: number;
@@ -129,7 +129,7 @@ function knnRowsJs(
  * Neighbours of rows [start, end) of X [n, d]; writes into `indices`/`dist2` at row offsets
  * (relative to `start` when `relative`). Distances come from |x|² + |y|² − 2 x·y with the dot
  * products of four query rows against blocks of four data rows computed by a WebAssembly SIMD
- * kernel (src/cluster/knn-simd.ts; bit-identical to the scalar loop, which runs when SIMD is
+ * kernel (src/cluster/dot-simd.ts; bit-identical to the scalar loop, which runs when SIMD is
  * unavailable); the selected candidates are then re-checked with the direct difference formula
  * so reported distances are exact.
  */

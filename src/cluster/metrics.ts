@@ -18,7 +18,7 @@
  *  - permutation p = (1 + #{null ≥ observed}) / (1 + R), labels shuffled R times.
  */
 import { Rng } from '../util/rng.js';
-import { dotKernel, OUT_STRIDE } from './knn-simd.js';
+import { dotKernel, OUT_STRIDE } from './dot-simd.js';
 import { crossValidatedPredictions, probeCvAccuracy, type ProbeOptions } from './probe.js';
 import type { MetricWithCI, SpaceMetrics } from './types.js';
 

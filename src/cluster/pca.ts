@@ -7,7 +7,7 @@
  * entry is positive, so results do not depend on the sketch.
  */
 import { Rng } from '../util/rng.js';
-import { dotKernel, OUT_STRIDE, type KnnSimd } from './knn-simd.js';
+import { dotKernel, OUT_STRIDE, type DotSimd } from './dot-simd.js';
 
 export interface PcaResult {
   /** Scores [n, k] row-major (float64). Columns ordered by decreasing variance. */
@@ -40,7 +40,7 @@ export interface MulRequest {
   l: number;
 }
 
-/** Something that computes MulRequests in parallel (TsnePool). */
+/** Something that computes MulRequests in parallel (ClusterPool). */
 export interface MatMulPool {
   matmul(req: MulRequest): Promise<Float64Array>;
 }
@@ -206,7 +206,7 @@ export function mulXBRows(X: Float32Array, d: number, B: Float64Array, l: number
  * B in blocks of four columns [⌈l/4⌉][len][4], then the quad, then the sums [4][OUT_STRIDE].
  * False, with nothing written, when the kernel's memory cannot hold that.
  */
-function productByQuads(k: KnnSimd, len: number, B: Float64Array, l: number, out: Float64Array, q0: number, q1: number, quad: (M: Float64Array, at: number, q: number, m: number) => void): boolean {
+function productByQuads(k: DotSimd, len: number, B: Float64Array, l: number, out: Float64Array, q0: number, q1: number, quad: (M: Float64Array, at: number, q: number, m: number) => void): boolean {
   const qpAt = Math.ceil(l / 4) * 4 * len;
   const outAt = qpAt + 4 * len;
   if (!k.ensure((outAt + 4 * OUT_STRIDE) * 8)) return false;

@@ -1,30 +1,32 @@
 /**
- * Worker threads for t-SNE: exact kNN over row ranges and Barnes–Hut repulsion over point
- * ranges, on SharedArrayBuffers. This thread always takes one range itself. Each point's
- * result depends only on the inputs, never on the split, so results are identical with
- * any number of threads.
+ * Worker threads for `lobes cluster`: exact kNN, perplexity calibration and the t-SNE
+ * gradient over row ranges, PCA matrix products, Gram-matrix distances, and the probe and
+ * silhouette permutation nulls, on SharedArrayBuffers (the worker side is pool.worker.ts).
+ * This thread always takes one range itself. Each result depends only on the inputs, never
+ * on the split, so results are identical with any number of threads.
  */
 import { Worker } from 'node:worker_threads';
 import { startWorker } from '../util/worker.js';
 import { knnRows, type KnnResult } from './knn.js';
 import { groupRanges, repulsion, type QuadTree } from './quadtree.js';
-import { attraction } from './tsne.js';
+import { attraction } from './attraction.js';
 import { conditionalRows, type SparseP } from './affinity.js';
 import { mulXBRows, mulXtBCols, type MatMulPool, type MulRequest } from './pca.js';
 import { probeCvAccuracy, type ProbeOptions } from './probe.js';
 import { meanSilhouette, gramRows, distancesFromGram } from './metrics.js';
 
-export class TsnePool implements MatMulPool {
+/** A fixed set of worker threads for the cluster computations; close() ends them. */
+export class ClusterPool implements MatMulPool {
   private constructor(private workers: Worker[]) {}
 
-  static async start(count: number): Promise<TsnePool> {
+  static async start(count: number): Promise<ClusterPool> {
     const workers: Worker[] = [];
     for (let i = 0; i < count; i++) {
       const w = spawn();
       w.unref();
       workers.push(w);
     }
-    return new TsnePool(workers);
+    return new ClusterPool(workers);
   }
 
   get size(): number {
@@ -182,5 +184,5 @@ function sharedF64(a: ArrayLike<number>): Float64Array {
 }
 
 function spawn(): Worker {
-  return startWorker(new URL('./tsne.worker.js', import.meta.url));
+  return startWorker(new URL('./pool.worker.js', import.meta.url));
 }

@@ -52,10 +52,6 @@ export const ABILITIES: readonly Ability[] = [
 
 const BY_NAME = new Map(ABILITIES.map((a) => [a.name, a]));
 
-export function abilityByName(name: string): Ability | undefined {
-  return BY_NAME.get(name);
-}
-
 export function aspectOf(ability: string): Aspect {
   const a = BY_NAME.get(ability);
   if (!a) throw new Error(`not a BESSI ability: ${ability}`);

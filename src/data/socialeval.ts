@@ -172,6 +172,22 @@ export interface SocialEvalOptions {
   requireAgreement?: boolean;
 }
 
+/** One world-tree file being read, and where its findings go. */
+interface TreeContext {
+  file: string;
+  /** File name without .json: the first part of every item id. */
+  stem: string;
+  lang: 'en' | 'zh';
+  orientation: string;
+  scenario: string;
+  /** The tree has no scenario and the template uses {scenario}: its items are left out. */
+  noScenario: boolean;
+  opts: SocialEvalOptions;
+  out: SocialEvalLoad;
+  /** Item id -> where it was first seen. */
+  seen: Map<string, string>;
+}
+
 /** Read every world-tree file under `root`; nothing is filtered here. */
 export function readSocialEval(root: string, opts: SocialEvalOptions): SocialEvalLoad {
   const out: SocialEvalLoad = {
@@ -182,116 +198,148 @@ export function readSocialEval(root: string, opts: SocialEvalOptions): SocialEva
   };
   const seen = new Map<string, string>();
   for (const file of listFiles(root)) {
-    const shown = file;
-    const facts = fileFacts(file);
-    const stem = path.basename(file).replace(/\.json$/i, '');
-    const bad = (where: string | undefined, reason: string, id?: string) => out.problems.push({ file: shown, where, reason, id });
-    if (!facts.language) bad(undefined, 'file name has neither _en_ nor _cn_, so its language is unknown (name files like [1,0]_en_example_3.json)');
-    if (!facts.orientation) bad(undefined, 'file name does not start with the [self,altruism] orientation, e.g. [1,-1]_en_example_0.json');
-    const r = readUtf8(file);
-    if ('problem' in r) {
-      out.problems.push(r.problem);
-      continue;
-    }
-    if (r.text.trim() === '') {
-      bad(undefined, 'file is empty');
-      continue;
-    }
-    const j = parseJson(r.text, shown);
-    if ('problem' in j) {
-      out.problems.push(j.problem);
-      continue;
-    }
-    if (!facts.language || !facts.orientation) continue;
-    const doc = j.value;
-    if (!isObj(doc)) {
-      bad(undefined, 'expected a JSON object with "interactive_plot"');
-      continue;
-    }
-    const plot = doc.interactive_plot;
-    if (!Array.isArray(plot)) {
-      bad('interactive_plot', plot === undefined ? 'missing field "interactive_plot"' : '"interactive_plot" is not a list');
-      continue;
-    }
-    const scenario = typeof doc.scenario === 'string' ? doc.scenario.trim() : '';
-    // Some published trees have "scenario": null; with a template that uses {scenario} their items are left out.
-    const noScenario = opts.template.includes('{scenario}') && !scenario;
-    const lang = facts.language;
-    plot.forEach((node, ni) => {
-      if (!isObj(node)) return bad(`interactive_plot[${ni}]`, 'node is not an object');
-      const nodeId = typeof node.cid === 'number' || typeof node.cid === 'string' ? String(node.cid) : null;
-      if (nodeId === null) return bad(`interactive_plot[${ni}]`, 'node has no "cid"');
-      const choices = node.choices;
-      if (choices === undefined) return;
-      if (!Array.isArray(choices)) return bad(`node ${nodeId}`, '"choices" is not a list');
-      choices.forEach((ch, ci) => {
-        if (!isObj(ch)) return bad(`node ${nodeId}, choice #${ci}`, 'choice is not an object');
-        if (ch.type !== 'skill choice') return;
-        const choiceId = typeof ch.cid === 'number' || typeof ch.cid === 'string' ? String(ch.cid) : `#${ci}`;
-        const where = `node ${nodeId}, choice ${choiceId}`;
-        const id = `${stem}/${nodeId}/${choiceId}`;
-        out.stats[lang].choices++;
-        const prev = seen.get(id);
-        if (prev) return bad(where, `duplicate item id ${id} (also at ${prev})`, id);
-        seen.set(id, `${shown}: ${where}`);
-        const exclude = (reason: string) => out.excluded.push({ id, file: shown, where, reason });
-        // Labels.
-        if (ch.skill !== undefined && !(Array.isArray(ch.skill) && ch.skill.every((s) => typeof s === 'string'))) {
-          return bad(where, '"skill" is not a list of strings', id);
-        }
-        const choiceSkill = (ch.skill as string[] | undefined) ?? [];
-        const confusion = Array.isArray(ch.confusion) ? ch.confusion.filter(isObj) : [];
-        const sq = confusion.find((c) => c.type === 'skill question');
-        const qs = sq ? splitQuestion(sq.question) : { question: '', fragments: [], explicit: [] };
-        const qSkill = sq && Array.isArray(sq.skill) ? sq.skill.filter((s): s is string => typeof s === 'string') : [];
-        const lab = resolveChoiceLabels(choiceSkill, qSkill, qs.fragments, qs.explicit, opts.requireAgreement);
-        const distinctRaw = new Set(choiceSkill.map((s) => canonicalizeAbility(s).ability ?? s.trim().toLowerCase()).filter(Boolean));
-        const single = 'abilities' in lab ? lab.abilities.length === 1 : distinctRaw.size <= 1;
-        if (single) out.stats[lang].single++;
-        if ('reason' in lab) {
-          out.stats[lang].unresolved++;
-          return exclude(lab.reason);
-        }
-        if (single) out.stats[lang].singleResolved++;
-        else out.stats[lang].composite++;
-        if (!single && !opts.includeComposite) return exclude(`composite: ${lab.abilities.join(' + ')} (add composite=include to keep)`);
-        if (noScenario) return exclude('the world tree has no scenario and the template uses {scenario}');
-        // Question.
-        if (!sq) return exclude('no skill question');
-        if (!qs.question) return exclude('skill question is empty');
-        // Utterance.
-        const content = ch.content;
-        let speaker = '';
-        let response = '';
-        if (isObj(content)) {
-          if (content.role === 'stage') return exclude('stage placeholder: the choice carries no utterance');
-          if (typeof content.content !== 'string') return bad(where, 'choice "content" has no text', id);
-          speaker = typeof content.role === 'string' ? content.role : '';
-          response = content.content;
-        } else if (Array.isArray(content)) {
-          const parts = content.filter((c): c is Record<string, unknown> => isObj(c) && typeof c.content === 'string' && c.role !== 'state' && c.role !== 'stage');
-          if (parts.length === 0) return exclude('choice content holds no utterance (only state/stage entries)');
-          speaker = typeof parts[0].role === 'string' ? parts[0].role : '';
-          response = parts.map((c) => c.content as string).join(' ');
-        } else return bad(where, content === undefined ? 'choice has no "content"' : 'choice "content" is neither an object nor a list', id);
-        response = response.trim();
-        if (!response) return exclude('the correct utterance is empty');
-        const distractors = confusion
-          .filter((c) => c.type === 'skill confusion' && isObj(c.content) && typeof (c.content as any).content === 'string')
-          .map((c) => ((c.content as any).content as string).trim());
-        const ability = lab.abilities.join(' + ');
-        const aspects = uniq(lab.abilities.map(aspectOf));
-        out.samples.push({
-          id,
-          text: applyTemplate(opts.template, { question: qs.question, response, speaker, scenario }),
-          labels: { aspect: aspects.join(' + '), ability, language: lang, orientation: facts.orientation! },
-          provenance: { file: path.basename(file), node: nodeId, choice: choiceId },
-          extras: { question: qs.question, response, speaker, distractors, rawSkill: choiceSkill, labelRule: lab.rule, ...(lab.questionSkill ? { questionSkill: lab.questionSkill } : {}) },
-        });
-      });
-    });
+    const tree = readTree(file, opts, out.problems);
+    if (!tree) continue;
+    const ctx: TreeContext = { ...tree.facts, file, stem: path.basename(file).replace(/\.json$/i, ''), opts, out, seen };
+    tree.plot.forEach((node, ni) => readNode(ctx, node, ni));
   }
   return out;
+}
+
+/**
+ * A world-tree file's plot and facts (language, orientation from the file name; scenario), or
+ * null after recording why it cannot be read.
+ */
+function readTree(file: string, opts: SocialEvalOptions, problems: Problem[]): { plot: unknown[]; facts: Pick<TreeContext, 'lang' | 'orientation' | 'scenario' | 'noScenario'> } | null {
+  const facts = fileFacts(file);
+  const bad = (where: string | undefined, reason: string) => problems.push({ file, where, reason, id: undefined });
+  if (!facts.language) bad(undefined, 'file name has neither _en_ nor _cn_, so its language is unknown (name files like [1,0]_en_example_3.json)');
+  if (!facts.orientation) bad(undefined, 'file name does not start with the [self,altruism] orientation, e.g. [1,-1]_en_example_0.json');
+  const r = readUtf8(file);
+  if ('problem' in r) {
+    problems.push(r.problem);
+    return null;
+  }
+  if (r.text.trim() === '') {
+    bad(undefined, 'file is empty');
+    return null;
+  }
+  const j = parseJson(r.text, file);
+  if ('problem' in j) {
+    problems.push(j.problem);
+    return null;
+  }
+  if (!facts.language || !facts.orientation) return null;
+  const doc = j.value;
+  if (!isObj(doc)) {
+    bad(undefined, 'expected a JSON object with "interactive_plot"');
+    return null;
+  }
+  const plot = doc.interactive_plot;
+  if (!Array.isArray(plot)) {
+    bad('interactive_plot', plot === undefined ? 'missing field "interactive_plot"' : '"interactive_plot" is not a list');
+    return null;
+  }
+  const scenario = typeof doc.scenario === 'string' ? doc.scenario.trim() : '';
+  // Some published trees have "scenario": null; with a template that uses {scenario} their items are left out.
+  const noScenario = opts.template.includes('{scenario}') && !scenario;
+  return { plot, facts: { lang: facts.language, orientation: facts.orientation, scenario, noScenario } };
+}
+
+/** Record a problem in the current file. */
+function problem(ctx: TreeContext, where: string | undefined, reason: string, id?: string): void {
+  ctx.out.problems.push({ file: ctx.file, where, reason, id });
+}
+
+/** One node of the plot: its skill choices. */
+function readNode(ctx: TreeContext, node: unknown, ni: number): void {
+  if (!isObj(node)) return problem(ctx, `interactive_plot[${ni}]`, 'node is not an object');
+  const nodeId = typeof node.cid === 'number' || typeof node.cid === 'string' ? String(node.cid) : null;
+  if (nodeId === null) return problem(ctx, `interactive_plot[${ni}]`, 'node has no "cid"');
+  const choices = node.choices;
+  if (choices === undefined) return;
+  if (!Array.isArray(choices)) return problem(ctx, `node ${nodeId}`, '"choices" is not a list');
+  choices.forEach((ch, ci) => readChoice(ctx, nodeId, ch, ci));
+}
+
+/** One skill choice: a sample, an exclusion (with its reason) or a problem. */
+function readChoice(ctx: TreeContext, nodeId: string, ch: unknown, ci: number): void {
+  const { out, opts, lang } = ctx;
+  if (!isObj(ch)) return problem(ctx, `node ${nodeId}, choice #${ci}`, 'choice is not an object');
+  if (ch.type !== 'skill choice') return;
+  const choiceId = typeof ch.cid === 'number' || typeof ch.cid === 'string' ? String(ch.cid) : `#${ci}`;
+  const where = `node ${nodeId}, choice ${choiceId}`;
+  const id = `${ctx.stem}/${nodeId}/${choiceId}`;
+  const bad = (reason: string) => problem(ctx, where, reason, id);
+  out.stats[lang].choices++;
+  const prev = ctx.seen.get(id);
+  if (prev) return bad(`duplicate item id ${id} (also at ${prev})`);
+  ctx.seen.set(id, `${ctx.file}: ${where}`);
+  const exclude = (reason: string) => void out.excluded.push({ id, file: ctx.file, where, reason });
+  // Labels.
+  if (ch.skill !== undefined && !(Array.isArray(ch.skill) && ch.skill.every((s) => typeof s === 'string'))) {
+    return bad('"skill" is not a list of strings');
+  }
+  const choiceSkill = (ch.skill as string[] | undefined) ?? [];
+  const confusion = Array.isArray(ch.confusion) ? ch.confusion.filter(isObj) : [];
+  const sq = confusion.find((c) => c.type === 'skill question');
+  const qs = sq ? splitQuestion(sq.question) : { question: '', fragments: [], explicit: [] };
+  const qSkill = sq && Array.isArray(sq.skill) ? sq.skill.filter((s): s is string => typeof s === 'string') : [];
+  const lab = resolveChoiceLabels(choiceSkill, qSkill, qs.fragments, qs.explicit, opts.requireAgreement);
+  const distinctRaw = new Set(choiceSkill.map((s) => canonicalizeAbility(s).ability ?? s.trim().toLowerCase()).filter(Boolean));
+  const single = 'abilities' in lab ? lab.abilities.length === 1 : distinctRaw.size <= 1;
+  if (single) out.stats[lang].single++;
+  if ('reason' in lab) {
+    out.stats[lang].unresolved++;
+    return exclude(lab.reason);
+  }
+  if (single) out.stats[lang].singleResolved++;
+  else out.stats[lang].composite++;
+  if (!single && !opts.includeComposite) return exclude(`composite: ${lab.abilities.join(' + ')} (add composite=include to keep)`);
+  if (ctx.noScenario) return exclude('the world tree has no scenario and the template uses {scenario}');
+  // Question.
+  if (!sq) return exclude('no skill question');
+  if (!qs.question) return exclude('skill question is empty');
+  // Utterance.
+  const u = choiceUtterance(ch.content);
+  if ('problem' in u) return bad(u.problem);
+  if ('exclude' in u) return exclude(u.exclude);
+  const { speaker, response } = u;
+  const distractors = confusion
+    .filter((c) => c.type === 'skill confusion' && isObj(c.content) && typeof (c.content as any).content === 'string')
+    .map((c) => ((c.content as any).content as string).trim());
+  const ability = lab.abilities.join(' + ');
+  const aspects = uniq(lab.abilities.map(aspectOf));
+  out.samples.push({
+    id,
+    text: applyTemplate(opts.template, { question: qs.question, response, speaker, scenario: ctx.scenario }),
+    labels: { aspect: aspects.join(' + '), ability, language: lang, orientation: ctx.orientation },
+    provenance: { file: path.basename(ctx.file), node: nodeId, choice: choiceId },
+    extras: { question: qs.question, response, speaker, distractors, rawSkill: choiceSkill, labelRule: lab.rule, ...(lab.questionSkill ? { questionSkill: lab.questionSkill } : {}) },
+  });
+}
+
+/**
+ * The utterance of a choice's "content" (an object, or a list whose state/stage entries are
+ * skipped): speaker and trimmed text, a reason to exclude the choice, or a problem.
+ */
+function choiceUtterance(content: unknown): { speaker: string; response: string } | { exclude: string } | { problem: string } {
+  let speaker = '';
+  let response = '';
+  if (isObj(content)) {
+    if (content.role === 'stage') return { exclude: 'stage placeholder: the choice carries no utterance' };
+    if (typeof content.content !== 'string') return { problem: 'choice "content" has no text' };
+    speaker = typeof content.role === 'string' ? content.role : '';
+    response = content.content;
+  } else if (Array.isArray(content)) {
+    const parts = content.filter((c): c is Record<string, unknown> => isObj(c) && typeof c.content === 'string' && c.role !== 'state' && c.role !== 'stage');
+    if (parts.length === 0) return { exclude: 'choice content holds no utterance (only state/stage entries)' };
+    speaker = typeof parts[0].role === 'string' ? parts[0].role : '';
+    response = parts.map((c) => c.content as string).join(' ');
+  } else return { problem: content === undefined ? 'choice has no "content"' : 'choice "content" is neither an object nor a list' };
+  response = response.trim();
+  if (!response) return { exclude: 'the correct utterance is empty' };
+  return { speaker, response };
 }
 
 export const SOCIALEVAL_KEYS = ['lang', 'orientation', 'aspect', 'ability', 'composite', 'agree', 'template', 'scenario', 'speaker'];

@@ -8,9 +8,8 @@
  * its input is the final normalized hidden state. Layers are numbered along the residual
  * stream. Names of nodes and values are never looked at.
  */
-import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import type { ModelArch } from '../store/types.js';
+import { hookName, type Hook } from '../hooks.js';
 import type { CapturePoint, ProjectionRef } from './types.js';
 import { LobesError } from '../util/errors.js';
 import { GraphIndex, PASSTHROUGH } from '../onnx/index.js';
@@ -30,10 +29,16 @@ export interface Projection extends Omit<ProjectionRef, 'proj'> {
 /** Where a capture point's tensor comes from. */
 export type PointSource = { kind: 'value'; value: string } | { kind: 'sum'; inputs: string[] };
 
-export interface DiscoveredPoint extends CapturePoint {
-  source: PointSource;
-  /** Layer index, or -1 for final.hidden. */
-  layer: number;
+/** A capture point with where its tensor comes from in the graph. */
+export type DiscoveredPoint = CapturePoint & { source: PointSource };
+
+/** What a model's config files (config.json, genai_config.json) say about it; all optional. */
+export interface ConfigHints {
+  /** Model family (config.json model_type, genai_config.json type). */
+  family?: string;
+  /** Attention heads and KV heads. */
+  heads?: number | null;
+  kvHeads?: number | null;
 }
 
 export interface MlpMatch {
@@ -185,14 +190,6 @@ function residualAfter(g: GraphIndex, down: Projection): { src: PointSource; anc
   return null;
 }
 
-function readJson(p: string): any {
-  try {
-    return existsSync(p) ? JSON.parse(readFileSync(p, 'utf8')) : null;
-  } catch {
-    return null;
-  }
-}
-
 function shortDtype(t: number | undefined): string {
   const n = dataTypeName(t);
   return n === 'float32' ? 'fp32' : n === 'float16' ? 'fp16' : n === 'bfloat16' ? 'bf16' : n;
@@ -205,27 +202,46 @@ function unsupportedGraph(file: string, what: string, hint?: string): LobesError
   });
 }
 
-/** Find every capture point of a loaded model. Throws a LobesError naming the missing part. */
-export function discover(m: LoadedModel, modelDir: string): Discovery {
-  const file = m.file;
+/** Builds the error for a graph that does not match the pattern. */
+type Unsupported = (what: string) => LobesError;
+
+/**
+ * Find every capture point of a loaded model. `hints` are what the model's config files say
+ * (read by the caller); the graph supplies whatever they leave out. Throws a LobesError
+ * naming the missing part.
+ */
+export function discover(m: LoadedModel, hints: ConfigHints = {}): Discovery {
   // Model-local functions (ModelProto field 25) hide their bodies from this analysis.
   const hasFunctions = (m.model.unknown ?? []).some((u) => u.field === 25);
-  const unsupported = (file: string, what: string) =>
-    unsupportedGraph(file, what, hasFunctions ? 'the model uses local functions; inline them first (Python: onnx.inliner.inline_local_functions) and retry' : undefined);
+  const unsupported: Unsupported = (what) =>
+    unsupportedGraph(m.file, what, hasFunctions ? 'the model uses local functions; inline them first (Python: onnx.inliner.inline_local_functions) and retry' : undefined);
   const g = new GraphIndex(m.model.graph!);
+  const projs = findProjections(g, unsupported);
+  const mlps = findMlps(g, projs, unsupported);
+  const { hidden, intermediate } = checkLayers(g, mlps, unsupported);
+  const lmHead = findLmHead(g, projs, mlps, hidden, unsupported);
+  const arch = architecture(g, mlps, lmHead, hints);
+  const points = capturePoints(g, mlps, lmHead, hidden, intermediate);
+  return { arch, points, mlps, lmHead, activation: mlps[0]!.act, index: g };
+}
 
+/** Every node computing a projection (a matrix product with a constant weight). */
+function findProjections(g: GraphIndex, unsupported: Unsupported): Map<NodeProto, Projection> {
   const projs = new Map<NodeProto, Projection>();
   for (const n of g.nodes) {
     const p = asProjection(g, n);
     if (p) projs.set(n, p);
   }
-  if (projs.size === 0) throw unsupported(file, 'no projections (MatMul, Gemm or MatMulNBits with a constant weight) found');
+  if (projs.size === 0) throw unsupported('no projections (MatMul, Gemm or MatMulNBits with a constant weight) found');
+  return projs;
+}
+
+/** MLPs: Mul(act(gate(x)), up(x)) read by a down projection, sorted in graph order. */
+function findMlps(g: GraphIndex, projs: Map<NodeProto, Projection>, unsupported: Unsupported): MlpMatch[] {
   const projOf = (v: string): Projection | undefined => {
     const n = g.prod(g.skipBack(v, THROUGH));
     return n ? projs.get(n) : undefined;
   };
-
-  // MLPs: Mul(act(gate(x)), up(x)) read by a down projection.
   const mlps: MlpMatch[] = [];
   let sawGateUp = false;
   for (const n of g.nodes) {
@@ -250,33 +266,40 @@ export function discover(m: LoadedModel, modelDir: string): Discovery {
   }
   if (mlps.length === 0) {
     throw unsupported(
-      file,
       sawGateUp
         ? 'found gate ⊙ up products but no down projection reading one'
         : 'no gated MLP found (no Mul of an activated projection (gate: Sigmoid·x or Silu/QuickGelu/Gelu) with a second projection (up) of the same input)',
     );
   }
-  mlps.sort((a, b) => g.order.get(a.down.node)! - g.order.get(b.down.node)!);
+  return mlps.sort((a, b) => g.order.get(a.down.node)! - g.order.get(b.down.node)!);
+}
 
-  // Order along the residual stream: each layer's MLP input must descend from the previous layer's residual sum.
+/**
+ * Check that the MLPs are layers of one residual stream (each layer's MLP input descends
+ * from the previous layer's residual sum) with the same shapes; returns those shapes.
+ */
+function checkLayers(g: GraphIndex, mlps: MlpMatch[], unsupported: Unsupported): { hidden: number; intermediate: number } {
   for (let i = 0; i < mlps.length; i++) {
     const l = mlps[i]!;
     if (!l.resid || !l.residAnchor) {
-      throw unsupported(file, `layer ${i}: the down projection output does not flow into a residual Add or SkipSimplifiedLayerNormalization`);
+      throw unsupported(`layer ${i}: the down projection output does not flow into a residual Add or SkipSimplifiedLayerNormalization`);
     }
     if (i > 0 && !g.reaches(mlps[i - 1]!.residAnchor!, l.input)) {
-      throw unsupported(file, `layer ${i}: its MLP input does not descend from the residual stream of layer ${i - 1}`);
+      throw unsupported(`layer ${i}: its MLP input does not descend from the residual stream of layer ${i - 1}`);
     }
   }
   const hidden = mlps[0]!.gate.dIn;
   const intermediate = mlps[0]!.gate.dOut;
   for (const [i, l] of mlps.entries()) {
     if (l.gate.dIn !== hidden || l.up.dIn !== hidden || l.down.dOut !== hidden || l.gate.dOut !== intermediate || l.up.dOut !== intermediate || l.down.dIn !== intermediate) {
-      throw unsupported(file, `layer ${i}: MLP shapes differ from layer 0 (gate ${l.gate.dIn}→${l.gate.dOut}, up ${l.up.dIn}→${l.up.dOut}, down ${l.down.dIn}→${l.down.dOut})`);
+      throw unsupported(`layer ${i}: MLP shapes differ from layer 0 (gate ${l.gate.dIn}→${l.gate.dOut}, up ${l.up.dIn}→${l.up.dOut}, down ${l.down.dIn}→${l.down.dOut})`);
     }
   }
+  return { hidden, intermediate };
+}
 
-  // lm_head: the projection after the last layer whose output reaches a graph output.
+/** lm_head: the widest projection after the last layer whose output reaches a graph output. */
+function findLmHead(g: GraphIndex, projs: Map<NodeProto, Projection>, mlps: MlpMatch[], hidden: number, unsupported: Unsupported): Projection {
   const lastAnchor = mlps[mlps.length - 1]!.residAnchor!;
   const mlpNodes = new Set(mlps.flatMap((l) => [l.gate.node, l.up.node, l.down.node]));
   let lmHead: Projection | null = null;
@@ -288,13 +311,14 @@ export function discover(m: LoadedModel, modelDir: string): Discovery {
     if (!g.reaches(lastAnchor, p.x)) continue;
     if (!lmHead || p.dOut > lmHead.dOut) lmHead = p;
   }
-  if (!lmHead) throw unsupported(file, `no lm_head: no projection of width ${hidden} after the last layer feeds a graph output`);
+  if (!lmHead) throw unsupported(`no lm_head: no projection of width ${hidden} after the last layer feeds a graph output`);
+  return lmHead;
+}
 
-  // Architecture.
-  const cfg = readJson(join(modelDir, 'config.json'));
-  const genai = readJson(join(modelDir, 'genai_config.json'))?.model;
-  let heads: number | null = cfg?.num_attention_heads ?? genai?.decoder?.num_attention_heads ?? null;
-  let kvHeads: number | null = cfg?.num_key_value_heads ?? genai?.decoder?.num_key_value_heads ?? null;
+/** Attention heads and KV heads: from the config files, else attention ops, else the KV-cache inputs. */
+function attentionHeads(g: GraphIndex, hidden: number, hints: ConfigHints): { heads: number | null; kvHeads: number | null } {
+  let heads = hints.heads ?? null;
+  let kvHeads = hints.kvHeads ?? null;
   if (heads === null || kvHeads === null) {
     for (const n of g.nodes) {
       if (n.domain !== 'com.microsoft') continue;
@@ -316,72 +340,88 @@ export function discover(m: LoadedModel, modelDir: string): Discovery {
     if (heads === null && typeof s[3] === 'number' && s[3] > 0) heads = hidden / s[3];
   }
   if (heads !== null && kvHeads === null && past.length === 0) kvHeads = heads;
-  const nbits = mlps[0]!.gate.op === 'MatMulNBits' ? mlps[0]!.gate : null;
-  const arch: ModelArch = {
-    family: String(cfg?.model_type ?? genai?.type ?? 'llama'),
+  return { heads, kvHeads };
+}
+
+/** The architecture summary `lobes inspect` prints and run manifests store. */
+function architecture(g: GraphIndex, mlps: MlpMatch[], lmHead: Projection, hints: ConfigHints): ModelArch {
+  const first = mlps[0]!;
+  const { heads, kvHeads } = attentionHeads(g, first.gate.dIn, hints);
+  const nbits = first.gate.op === 'MatMulNBits' ? first.gate : null;
+  return {
+    family: hints.family ?? 'llama',
     layers: mlps.length,
-    hidden,
-    intermediate,
+    hidden: first.gate.dIn,
+    intermediate: first.gate.dOut,
     heads,
     kvHeads,
     vocab: lmHead.dOut,
-    dtype: shortDtype(mlps[0]!.gate.weightType),
+    dtype: shortDtype(first.gate.weightType),
     quantization: nbits ? `int${nbits.bits} (MatMulNBits, block ${nbits.blockSize})` : null,
   };
+}
 
-  const ref = (proj: string, p: Projection): ProjectionRef => {
-    const r: ProjectionRef = { proj, op: p.op, weight: p.weight, layout: p.layout, dIn: p.dIn, dOut: p.dOut };
-    if (p.scales) r.scales = p.scales;
-    if (p.zeroPoints) r.zeroPoints = p.zeroPoints;
-    if (p.bits !== undefined) r.bits = p.bits;
-    if (p.blockSize !== undefined) r.blockSize = p.blockSize;
-    return r;
-  };
-  // An export may keep only some positions before lm_head (Slice on the sequence axis); the
-  // capture needs every position, so take the value before such a Slice.
-  let finalValue = lmHead.x;
+/** The public description of a projection, under its Hugging Face name. */
+function projectionRef(proj: string, p: Projection): ProjectionRef {
+  const r: ProjectionRef = { proj, op: p.op, weight: p.weight, layout: p.layout, dIn: p.dIn, dOut: p.dOut };
+  if (p.scales) r.scales = p.scales;
+  if (p.zeroPoints) r.zeroPoints = p.zeroPoints;
+  if (p.bits !== undefined) r.bits = p.bits;
+  if (p.blockSize !== undefined) r.blockSize = p.blockSize;
+  return r;
+}
+
+/**
+ * The final hidden state: lm_head's input, or the value before a Slice on the sequence axis
+ * (an export may keep only some positions before lm_head; the capture needs every position).
+ */
+function finalHiddenValue(g: GraphIndex, lmHead: Projection): string {
+  let v = lmHead.x;
   for (let k = 0; k < 4; k++) {
-    const p = g.prod(finalValue);
+    const p = g.prod(v);
     if (!p || p.domain || !(PASSTHROUGH.has(p.opType) || p.opType === 'Slice')) break;
-    finalValue = p.input[0]!;
+    v = p.input[0]!;
   }
-  if (g.prod(finalValue) === undefined && !g.inputs.has(finalValue)) finalValue = lmHead.x;
+  return g.prod(v) === undefined && !g.inputs.has(v) ? lmHead.x : v;
+}
+
+/** The capture points: final.hidden, then per layer its MLP input, down-projection input and residual sum. */
+function capturePoints(g: GraphIndex, mlps: MlpMatch[], lmHead: Projection, hidden: number, intermediate: number): DiscoveredPoint[] {
+  const finalValue = finalHiddenValue(g, lmHead);
   const points: DiscoveredPoint[] = [];
+  const at = <H extends Hook>(h: H) => ({ ...h, name: hookName(h) });
   points.push({
-    name: 'final.hidden',
+    ...at({ layer: null, site: 'final.hidden' }),
     dim: hidden,
     value: finalValue,
-    projections: [ref('lm_head', lmHead)],
+    projections: [projectionRef('lm_head', lmHead)],
     source: { kind: 'value', value: finalValue },
-    layer: -1,
   });
   mlps.forEach((l, i) => {
     points.push({
-      name: `layers.${i}.mlp.in`,
+      ...at({ layer: i, site: 'mlp.in' }),
       dim: hidden,
       value: l.input,
-      projections: [ref('gate_proj', l.gate), ref('up_proj', l.up)],
+      projections: [projectionRef('gate_proj', l.gate), projectionRef('up_proj', l.up)],
       source: { kind: 'value', value: l.input },
-      layer: i,
     });
     points.push({
-      name: `layers.${i}.mlp.down_in`,
+      ...at({ layer: i, site: 'mlp.down_in' }),
       dim: intermediate,
       value: l.down.x,
-      projections: [ref('down_proj', l.down)],
+      projections: [projectionRef('down_proj', l.down)],
       source: { kind: 'value', value: l.down.x },
-      layer: i,
     });
     const rs = l.resid!;
+    const resid = at({ layer: i, site: 'resid_out' });
     points.push({
-      name: `layers.${i}.resid_out`,
+      ...resid,
       dim: hidden,
-      value: rs.kind === 'value' ? rs.value : `lobes.layers.${i}.resid_out`,
+      value: rs.kind === 'value' ? rs.value : `lobes.${resid.name}`,
       source: rs,
-      layer: i,
     });
   });
-  return { arch, points, mlps, lmHead, activation: mlps[0]!.act, index: g };
+  return points;
 }
 
 /**

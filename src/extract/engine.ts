@@ -3,13 +3,13 @@
  * points, rewrite the graph so each hook leaves the session as float32 [batch, dim] at each
  * row's last real token, and run batches through ONNX Runtime.
  */
-import { existsSync, statSync } from 'node:fs';
-import { basename, dirname, join, resolve } from 'node:path';
 import * as ort from 'onnxruntime-node';
-import type { CaptureEngine, CaptureFamily, CapturePoint, EngineOptions, ModelInfo, TokenBatch } from './types.js';
+import type { CaptureEngine, CapturePoint, EngineOptions, ModelInfo, TokenBatch } from './types.js';
 import { LobesError } from '../util/errors.js';
+import { siteFamily } from '../hooks.js';
 import { DataType, dataTypeName, encodeModel, loadModel, valueShape, type LoadedModel, type ValueInfo } from '../onnx/index.js';
 import { discover, isPastInput, type DiscoveredPoint, type Discovery } from './discover.js';
+import { configDir, readConfigHints } from './config.js';
 import { buildCaptureModel, type InGraphPast } from './surgery.js';
 import { executionProviders, listProviders, sessionError } from './providers.js';
 
@@ -23,18 +23,10 @@ function inputShape(v: ValueInfo): (number | string)[] {
   return (valueShape(v) ?? []).map((d) => d ?? '?');
 }
 
-/** Folder holding config.json / genai_config.json: the model folder, or the parent of an onnx/ folder. */
-function configDir(modelDir: string, graphDir: string): string {
-  const d = existsSync(modelDir) && statSync(modelDir).isDirectory() ? modelDir : graphDir;
-  const has = (x: string) => existsSync(join(x, 'config.json')) || existsSync(join(x, 'genai_config.json'));
-  if (!has(d) && basename(resolve(d)) === 'onnx' && has(dirname(resolve(d)))) return dirname(resolve(d));
-  return d;
-}
-
 /** Load and analyse a model folder (or .onnx file). */
 export function analyseModel(modelDir: string): Analysis {
   const loaded = loadModel(modelDir);
-  const disc = discover(loaded, configDir(modelDir, loaded.dir));
+  const disc = discover(loaded, readConfigHints(configDir(modelDir, loaded.dir)));
   const info: ModelInfo = {
     dir: modelDir,
     arch: disc.arch,
@@ -49,22 +41,15 @@ export function analyseModel(modelDir: string): Analysis {
   return { loaded, disc, info };
 }
 
+/** A discovered point without its graph source. */
 function publicPoint(p: DiscoveredPoint): CapturePoint {
-  const out: CapturePoint = { name: p.name, dim: p.dim, value: p.value };
-  if (p.projections) out.projections = p.projections;
-  return out;
+  const { source: _source, ...point } = p;
+  return point;
 }
 
 /** Architecture, capture points and providers of a model. */
 export async function inspectModel(modelDir: string): Promise<ModelInfo> {
   return analyseModel(modelDir).info;
-}
-
-/** Capture family of a hook name. */
-export function familyOf(hook: string): CaptureFamily {
-  if (hook === 'final.hidden') return 'final';
-  if (hook.endsWith('.resid_out')) return 'resid';
-  return 'mlp';
 }
 
 type InputRole = 'ids' | 'mask' | 'pos' | 'past';
@@ -149,6 +134,26 @@ export function positionIds(mask: BigInt64Array, batch: number, seq: number): Bi
   return out;
 }
 
+/**
+ * The feeds of one batch for a session: every planned input the session reads (ids, mask,
+ * position ids, empty KV caches) and `addedMask`, an int64 mask input the capture graph
+ * added, when given.
+ */
+function batchFeeds(session: ort.InferenceSession, plans: FeedPlan[], b: TokenBatch, addedMask: string | null): Record<string, ort.Tensor> {
+  const feeds: Record<string, ort.Tensor> = {};
+  const dims = [b.batch, b.seq];
+  const wanted = new Set(session.inputNames);
+  for (const p of plans) {
+    if (!wanted.has(p.name)) continue;
+    if (p.role === 'ids') feeds[p.name] = intTensor(p.type, b.inputIds, dims);
+    else if (p.role === 'mask') feeds[p.name] = intTensor(p.type, b.attentionMask, dims);
+    else if (p.role === 'pos') feeds[p.name] = intTensor(p.type, positionIds(b.attentionMask, b.batch, b.seq), dims);
+    else feeds[p.name] = emptyPast(p.type, [b.batch, p.kv![0], 0, p.kv![1]]);
+  }
+  if (addedMask !== null && wanted.has(addedMask)) feeds[addedMask] = new ort.Tensor('int64', b.attentionMask, dims);
+  return feeds;
+}
+
 function checkBatch(b: TokenBatch, file: string): void {
   if (b.batch < 1 || b.seq < 1) throw new LobesError(`empty batch (${b.batch}×${b.seq})`, { file });
   if (b.inputIds.length !== b.batch * b.seq || b.attentionMask.length !== b.batch * b.seq) {
@@ -173,21 +178,6 @@ class OrtCaptureEngine implements CaptureEngine {
     private readonly file: string,
   ) {}
 
-  private feeds(b: TokenBatch): Record<string, ort.Tensor> {
-    const feeds: Record<string, ort.Tensor> = {};
-    const dims = [b.batch, b.seq];
-    const wanted = new Set(this.session.inputNames);
-    for (const p of this.plans) {
-      if (!wanted.has(p.name)) continue;
-      if (p.role === 'ids') feeds[p.name] = intTensor(p.type, b.inputIds, dims);
-      else if (p.role === 'mask') feeds[p.name] = intTensor(p.type, b.attentionMask, dims);
-      else if (p.role === 'pos') feeds[p.name] = intTensor(p.type, positionIds(b.attentionMask, b.batch, b.seq), dims);
-      else feeds[p.name] = emptyPast(p.type, [b.batch, p.kv![0], 0, p.kv![1]]);
-    }
-    if (this.maskAdded && wanted.has(this.maskInput)) feeds[this.maskInput] = new ort.Tensor('int64', b.attentionMask, dims);
-    return feeds;
-  }
-
   async run(b: TokenBatch): Promise<Map<string, Float32Array>> {
     checkBatch(b, this.file);
     if (this.maskAdded) {
@@ -198,7 +188,7 @@ class OrtCaptureEngine implements CaptureEngine {
     }
     let out: ort.InferenceSession.OnnxValueMapType;
     try {
-      out = await this.session.run(this.feeds(b));
+      out = await this.session.run(batchFeeds(this.session, this.plans, b, this.maskAdded ? this.maskInput : null));
     } catch (e) {
       throw new LobesError(`onnxruntime failed on a ${b.batch}×${b.seq} batch: ${String((e as Error).message ?? e).split('\n')[0]}`, { file: this.file });
     }
@@ -238,7 +228,7 @@ export async function openCaptureEngine(modelDir: string, opts: EngineOptions): 
   const a = analyseModel(modelDir);
   const fams = new Set(opts.capture);
   if (fams.size === 0) throw new LobesError('nothing to capture (no capture families selected)');
-  const hooks = a.disc.points.filter((p) => fams.has(familyOf(p.name)));
+  const hooks = a.disc.points.filter((p) => fams.has(siteFamily(p.site)));
   const { plans, mask, inGraphPast } = planInputs(a);
   const surg = buildCaptureModel(a.loaded.model, hooks, mask, inGraphPast);
   const bytes = encodeModel(surg.model);
@@ -269,16 +259,5 @@ export async function openPlainSession(modelDir: string, device: EngineOptions['
     logSeverityLevel: 3,
     ...(threads ? { intraOpNumThreads: threads } : {}),
   });
-  const feeds = (b: TokenBatch) => {
-    const f: Record<string, ort.Tensor> = {};
-    const dims = [b.batch, b.seq];
-    for (const p of plans) {
-      if (p.role === 'ids') f[p.name] = intTensor(p.type, b.inputIds, dims);
-      else if (p.role === 'mask') f[p.name] = intTensor(p.type, b.attentionMask, dims);
-      else if (p.role === 'pos') f[p.name] = intTensor(p.type, positionIds(b.attentionMask, b.batch, b.seq), dims);
-      else f[p.name] = emptyPast(p.type, [b.batch, p.kv![0], 0, p.kv![1]]);
-    }
-    return f;
-  };
-  return { session, feeds };
+  return { session, feeds: (b: TokenBatch) => batchFeeds(session, plans, b, null) };
 }

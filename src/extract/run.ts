@@ -13,7 +13,7 @@ import { LobesError, UsageError } from '../util/errors.js';
 import { Progress, fmtTime } from '../util/progress.js';
 import { LOBES_VERSION } from '../version.js';
 import type { Dataset, Sample } from '../data/types.js';
-import type { HookInfo, RunManifest, SampleRow } from '../store/types.js';
+import type { HookInfo, ModelArch, RunManifest, SampleRow } from '../store/types.js';
 import type { BatchPlanOptions, CaptureEngine, CaptureFamily, Device, EngineOptions, LobesTokenizer, TokenBatch, TokenizerOptions } from './types.js';
 import { FORMAT_VERSION, shardRange, chunkCount, type ShardSpec, MANIFEST, SAMPLES } from '../store/layout.js';
 import { readManifest, writeManifest, writeSamples } from '../store/manifest.js';
@@ -143,50 +143,163 @@ function freeBytes(dir: string): number | null {
   }
 }
 
-/** Run (or resume) an extraction. Returns the final manifest. */
+/** The options of one extraction with their defaults filled in. */
+interface Settings {
+  model: string;
+  out: string;
+  capture: CaptureFamily[];
+  device: Device;
+  deviceId: number | undefined;
+  dtype: 'fp16' | 'fp32';
+  chunkRows: number;
+  batch: number | null;
+  tokenBudget: number | null;
+  maxTokens: number | null;
+  chatTemplate: boolean;
+  shard: ShardSpec | null;
+}
+
+/** The dataset rows of this run (or shard), tokenized. */
+interface Input {
+  dataset: Dataset;
+  itemsSha256: string;
+  /** Rows of the whole dataset. */
+  N: number;
+  graphSha256: string;
+  tokenizer: LobesTokenizer;
+  range: ReturnType<typeof shardRange>;
+  rowsHere: number;
+  /** Token ids of this run's rows (row rowStart first). */
+  ids: number[][];
+  rows: SampleRow[];
+  truncated: number;
+  tokens: number;
+  tokenizeMs: number;
+}
+
+/** What the chunk loop needs. */
+interface ChunkContext {
+  s: Settings;
+  input: Input;
+  deps: ExtractDeps;
+  engine: CaptureEngine;
+  hooks: HookInfo[];
+  progress: Progress;
+  clock: AttemptClock;
+}
+
+/**
+ * Run (or resume) an extraction. Returns the final manifest.
+ *
+ * Stages: settings; the output folder (new, or an earlier attempt); the dataset, tokenized;
+ * a rerun's settings checked (a finished run is verified and returned); the capture engine;
+ * the resumed chunk writer; the disk plan; the attempt's first manifest; the chunks; the
+ * final manifest.
+ */
 export async function runExtract(opts: ExtractOptions): Promise<RunManifest> {
   const tStart = Date.now();
   const log = opts.log ?? ((l: string) => process.stderr.write(l + '\n'));
   const say = (l: string) => {
     if (!opts.quiet) log(l);
   };
-  const capture = opts.capture ?? ['final', 'mlp'];
-  const device = opts.device ?? 'cpu';
-  const dtype = opts.dtype ?? 'fp16';
+  const s = resolveSettings(opts);
+  const previous = openRunFolder(s.out);
+  const deps = await resolveDeps(opts.deps);
+  const input = await loadInput(opts.data, s, deps, say);
+  const manifestFor = (points: HookInfo[], arch: ModelArch | null) => runManifest(s, input, previous, points, arch);
+
+  // Refuse a rerun with different settings before loading the model.
+  if (previous && (await alreadyComplete(previous, manifestFor(previous.capture.points, null), s, opts, say))) return previous;
+
+  const t1 = Date.now();
+  const engine = await deps.openCaptureEngine(s.model, { capture: s.capture, device: s.device, deviceId: s.deviceId });
+  const modelLoadMs = Date.now() - t1;
+  try {
+    const hooks = storedHooks(engine, s);
+    const manifest = manifestFor(hooks, engine.info.arch);
+    let writer = previous ? await resumeWriter(previous, manifest, hooks, s, opts, say) : null;
+    const plan = planChunks(s, input, hooks, writer, opts, say);
+    const clock = new AttemptClock(tStart, { ...manifest.timings }, input.tokenizeMs, modelLoadMs);
+    manifest.timings = clock.timings();
+    // The manifest is written at the start of every attempt (first, so that a crash leaves a
+    // folder this command recognises) and every 30 s, so timings survive a crash.
+    mkdirSync(s.out, { recursive: true });
+    writeManifest(s.out, manifest);
+    if (!writer) {
+      writeSamples(s.out, input.rows);
+      writer = ChunkWriter.create(s.out, hooks, s.chunkRows);
+    }
+    const progress = new Progress({ label: 'extract', total: input.rowsHere, unit: 'samples', quiet: opts.quiet });
+    if (plan.doneRows) progress.set(plan.doneRows);
+    await extractChunks(plan.todo, writer, { s, input, deps, engine, hooks, progress, clock }, () => {
+      manifest.timings = clock.timings();
+      writeManifest(s.out, manifest);
+    });
+    const wallMs = Date.now() - tStart;
+    manifest.timings = clock.timings();
+    manifest.complete = true;
+    writeManifest(s.out, manifest);
+    progress.finish(
+      opts.quiet ? undefined : `extract: done, ${input.rowsHere} samples, ${input.tokens} tokens${input.truncated ? ` (${input.truncated} truncated)` : ''} in ${fmtTime(wallMs / 1000)} -> ${s.out}`,
+    );
+    return manifest;
+  } finally {
+    await engine.close();
+  }
+}
+
+/** Fill in the defaults; a bad chunk size is a usage error. */
+function resolveSettings(opts: ExtractOptions): Settings {
   const chunkRows = opts.chunkRows ?? DEFAULT_CHUNK_ROWS;
   if (!Number.isInteger(chunkRows) || chunkRows < 1) throw new UsageError(`--chunk-rows must be a positive integer, got ${chunkRows}`);
-  const batch = opts.batch ?? (opts.tokenBudget ? null : DEFAULT_BATCH);
-  const tokenBudget = opts.tokenBudget ?? null;
-  const maxTokens = opts.maxTokens ?? null;
-  const chatTemplate = opts.chatTemplate ?? false;
-  const shard = opts.shard ?? null;
-  const out = opts.out;
+  return {
+    model: opts.model,
+    out: opts.out,
+    capture: opts.capture ?? ['final', 'mlp'],
+    device: opts.device ?? 'cpu',
+    deviceId: opts.deviceId,
+    dtype: opts.dtype ?? 'fp16',
+    chunkRows,
+    batch: opts.batch ?? (opts.tokenBudget ? null : DEFAULT_BATCH),
+    tokenBudget: opts.tokenBudget ?? null,
+    maxTokens: opts.maxTokens ?? null,
+    chatTemplate: opts.chatTemplate ?? false,
+    shard: opts.shard ?? null,
+  };
+}
 
-  // The folder: new, or an earlier attempt of this command.
-  let previous: RunManifest | null = null;
-  if (existsSync(path.join(out, MANIFEST))) previous = readManifest(out);
-  else if (!isEmptyOrMissing(out)) throw new LobesError('output folder exists and is not a lobes run', { file: out, hint: 'give a new or empty folder' });
+/** The output folder: new (null), or an earlier attempt of this command (its manifest). */
+function openRunFolder(out: string): RunManifest | null {
+  if (existsSync(path.join(out, MANIFEST))) return readManifest(out);
+  if (!isEmptyOrMissing(out)) throw new LobesError('output folder exists and is not a lobes run', { file: out, hint: 'give a new or empty folder' });
+  return null;
+}
 
-  const deps = await resolveDeps(opts.deps);
+/** Load the dataset and the tokenizer, hash the items and the graph, and tokenize this shard's rows. */
+async function loadInput(spec: string, s: Settings, deps: ExtractDeps, say: (l: string) => void): Promise<Input> {
   const t0 = Date.now();
-  const dataset = await deps.loadDataset(opts.data);
+  const dataset = await deps.loadDataset(spec);
   const itemsSha256 = hashItems(dataset.samples);
   const N = dataset.samples.length;
-  const graphSha256 = sha256File(graphFile(opts.model)).sha256;
-  const tokenizer = await deps.loadTokenizer(opts.model, { maxTokens, chatTemplate });
-  const range = shardRange(N, chunkRows, shard);
+  const graphSha256 = sha256File(graphFile(s.model)).sha256;
+  const tokenizer = await deps.loadTokenizer(s.model, { maxTokens: s.maxTokens, chatTemplate: s.chatTemplate });
+  const range = shardRange(N, s.chunkRows, s.shard);
   const rowsHere = range.rowEnd - range.rowStart;
-  if (shard && rowsHere === 0) {
-    say(`shard ${shard.index}/${shard.count} holds no rows (${chunkCount(N, chunkRows)} chunks of ${chunkRows} rows for ${shard.count} shards; lower --chunk-rows to use every shard)`);
+  if (s.shard && rowsHere === 0) {
+    say(`shard ${s.shard.index}/${s.shard.count} holds no rows (${chunkCount(N, s.chunkRows)} chunks of ${s.chunkRows} rows for ${s.shard.count} shards; lower --chunk-rows to use every shard)`);
   }
+  const tok = tokenizeRows(dataset.samples, range.rowStart, range.rowEnd, tokenizer);
+  return { dataset, itemsSha256, N, graphSha256, tokenizer, range, rowsHere, ...tok, tokenizeMs: Date.now() - t0 };
+}
 
-  // Tokenize this shard's rows.
+/** Tokenize dataset rows [start, end): their ids and sample rows; an empty text is an error. */
+function tokenizeRows(samples: Sample[], start: number, end: number, tokenizer: LobesTokenizer): Pick<Input, 'ids' | 'rows' | 'truncated' | 'tokens'> {
   const ids: number[][] = [];
   const rows: SampleRow[] = [];
   let truncated = 0;
   let tokens = 0;
-  for (let g = range.rowStart; g < range.rowEnd; g++) {
-    const s = dataset.samples[g];
+  for (let g = start; g < end; g++) {
+    const s = samples[g];
     let t;
     try {
       t = tokenizer.encode(s.text);
@@ -201,167 +314,196 @@ export async function runExtract(opts: ExtractOptions): Promise<RunManifest> {
     if (t.truncated) truncated++;
     tokens += t.ids.length;
   }
-  const tokenizeMs = Date.now() - t0;
+  return { ids, rows, truncated, tokens };
+}
 
-  const partial = (points: HookInfo[], arch: RunManifest['model']['arch'] | null): RunManifest => ({
+/** The run's manifest, not yet complete; `arch` null keeps the previous attempt's. */
+function runManifest(s: Settings, input: Input, previous: RunManifest | null, points: HookInfo[], arch: ModelArch | null): RunManifest {
+  return {
     format: 'lobes-run',
     formatVersion: FORMAT_VERSION,
     lobesVersion: LOBES_VERSION,
     createdAt: previous?.createdAt ?? new Date().toISOString(),
-    model: { dir: opts.model, graphSha256, arch: arch ?? previous?.model.arch ?? ({} as any) },
-    tokenizer: { source: tokenizer.source, chatTemplate, addBos: tokenizer.addBos, maxTokens },
-    dataset: { spec: dataset.spec, itemsSha256, count: N, axes: dataset.axes },
-    capture: { points, selection: capture },
-    dtype,
-    provider: { device, deviceId: opts.deviceId ?? 0 },
-    shard,
-    counts: { samples: rowsHere, truncated, tokens },
+    model: { dir: s.model, graphSha256: input.graphSha256, arch: arch ?? previous?.model.arch ?? ({} as any) },
+    tokenizer: { source: input.tokenizer.source, chatTemplate: s.chatTemplate, addBos: input.tokenizer.addBos, maxTokens: s.maxTokens },
+    dataset: { spec: input.dataset.spec, itemsSha256: input.itemsSha256, count: input.N, axes: input.dataset.axes },
+    capture: { points, selection: s.capture },
+    dtype: s.dtype,
+    provider: { device: s.device, deviceId: s.deviceId ?? 0 },
+    shard: s.shard,
+    counts: { samples: input.rowsHere, truncated: input.truncated, tokens: input.tokens },
     timings: {},
     complete: false,
-    settings: { batch, tokenBudget, chunkRows },
-    layout: { datasetRows: N, ...range },
-  });
+    settings: { batch: s.batch, tokenBudget: s.tokenBudget, chunkRows: s.chunkRows },
+    layout: { datasetRows: input.N, ...input.range },
+  };
+}
 
-  // Refuse a rerun with different settings before loading the model.
-  if (previous) {
-    const diff = differences(previous, partial(previous.capture.points, null), `${out}`, 'this command', { includeShard: true }).filter((d) => !d.startsWith('capture points'));
-    if (diff.length) throw new LobesError(`this run folder was made with different settings: ${diff.join('; ')}`, { file: path.join(out, MANIFEST), hint: 'use a new --out, or delete the folder to start over' });
-    if (previous.complete && !opts.repair) {
-      // Check the finished run's files (throws naming any bad chunk; --repair re-extracts it).
-      await ChunkWriter.resume(out, previous.capture.points, chunkRows, { verify: opts.verify ?? true, repair: false });
-      say(`extract: ${out} is already complete (${previous.counts.samples} samples, chunk files verified); nothing to do`);
-      return previous;
+/** Refuse a rerun whose settings differ (`ignore` filters out differences to leave for later). */
+function checkSameSettings(previous: RunManifest, manifest: RunManifest, out: string, ignore?: (d: string) => boolean): void {
+  const diff = differences(previous, manifest, out, 'this command', { includeShard: true }).filter((d) => !ignore?.(d));
+  if (diff.length) throw new LobesError(`this run folder was made with different settings: ${diff.join('; ')}`, { file: path.join(out, MANIFEST), hint: 'use a new --out, or delete the folder to start over' });
+}
+
+/**
+ * Check a rerun's settings (all but the capture points, which need the model); when the
+ * earlier attempt finished (and no repair is asked for), verify its files and say so.
+ */
+async function alreadyComplete(previous: RunManifest, manifest: RunManifest, s: Settings, opts: ExtractOptions, say: (l: string) => void): Promise<boolean> {
+  checkSameSettings(previous, manifest, s.out, (d) => d.startsWith('capture points'));
+  if (!previous.complete || opts.repair) return false;
+  // Check the finished run's files (throws naming any bad chunk; --repair re-extracts it).
+  await ChunkWriter.resume(s.out, previous.capture.points, s.chunkRows, { verify: opts.verify ?? true, repair: false });
+  say(`extract: ${s.out} is already complete (${previous.counts.samples} samples, chunk files verified); nothing to do`);
+  return true;
+}
+
+/** The capture points the engine outputs, as stored. */
+function storedHooks(engine: CaptureEngine, s: Settings): HookInfo[] {
+  const storeDtype = s.dtype === 'fp16' ? 'F16' : 'F32';
+  const hooks: HookInfo[] = engine.hooks.map((p) => ({ name: p.name, dim: p.dim, dtype: storeDtype }));
+  if (hooks.length === 0) throw new LobesError(`the model has no capture points for --capture ${s.capture.join(',')}`, { file: s.model });
+  return hooks;
+}
+
+/**
+ * Continue an earlier attempt: check every setting, reopen its chunk writer (null when it
+ * crashed before writing the samples table and index) and carry its timings over.
+ */
+async function resumeWriter(previous: RunManifest, manifest: RunManifest, hooks: HookInfo[], s: Settings, opts: ExtractOptions, say: (l: string) => void): Promise<ChunkWriter | null> {
+  checkSameSettings(previous, manifest, s.out);
+  let writer: ChunkWriter | null = null;
+  // A crash right after the manifest of a new run leaves no samples table or index yet.
+  if (existsSync(indexPath(s.out)) && existsSync(path.join(s.out, SAMPLES))) {
+    const r = await ChunkWriter.resume(s.out, hooks, s.chunkRows, { verify: opts.verify ?? true, repair: !!opts.repair });
+    for (const p of r.repaired) say(`repair: ${p}; extracting it again`);
+    writer = r.writer;
+  }
+  manifest.timings = { ...previous.timings };
+  return writer;
+}
+
+/** Rows [start, start + n) of dataset chunk c. */
+function chunkSpan(c: number, chunkRows: number, N: number): { start: number; n: number } {
+  const start = c * chunkRows;
+  return { start, n: Math.min(start + chunkRows, N) - start };
+}
+
+/**
+ * The chunks still to extract, and the disk plan: say what the run will take and stop (unless
+ * --force) when the disk cannot hold what is left to write.
+ */
+function planChunks(s: Settings, input: Input, hooks: HookInfo[], writer: ChunkWriter | null, opts: ExtractOptions, say: (l: string) => void): { todo: number[]; doneRows: number } {
+  const { range, rowsHere, N } = input;
+  const todo: number[] = [];
+  let todoRows = 0;
+  let doneRows = 0;
+  for (let c = range.chunkStart; c < range.chunkEnd; c++) {
+    const { n } = chunkSpan(c, s.chunkRows, N);
+    if (writer?.has(c)) doneRows += n;
+    else {
+      todo.push(c);
+      todoRows += n;
     }
   }
+  const totalBytes = planBytes(hooks, rowsHere, range.chunkEnd - range.chunkStart);
+  const needBytes = planBytes(hooks, todoRows, todo.length);
+  const free = (opts.diskFree ?? freeBytes)(s.out);
+  say(
+    `extract: ${rowsHere} samples${s.shard ? ` (shard ${s.shard.index}/${s.shard.count}: rows ${range.rowStart}..${range.rowEnd - 1} of ${N})` : ''}, ${hooks.length} capture point${hooks.length > 1 ? 's' : ''}, ${s.dtype}; ` +
+      `expected run size ${fmtBytes(totalBytes)}` +
+      (doneRows ? `, resuming: ${doneRows} rows done, ${fmtBytes(needBytes)} to write` : '') +
+      (free !== null ? `, ${fmtBytes(free)} free` : ''),
+  );
+  if (free !== null && needBytes > free) {
+    if (!opts.force) throw new LobesError(`not enough disk space: the run needs ${fmtBytes(needBytes)} more but ${fmtBytes(free)} is free`, { file: s.out, hint: 'free space, choose another --out, store --dtype fp16 or capture fewer points; --force starts anyway' });
+    say(`warning: the run needs ${fmtBytes(needBytes)} but only ${fmtBytes(free)} is free (--force given)`);
+  }
+  return { todo, doneRows };
+}
 
-  const t1 = Date.now();
-  const engine = await deps.openCaptureEngine(opts.model, { capture, device, deviceId: opts.deviceId });
-  const modelLoadMs = Date.now() - t1;
-  try {
-    const storeDtype = dtype === 'fp16' ? 'F16' : 'F32';
-    const hooks: HookInfo[] = engine.hooks.map((p) => ({ name: p.name, dim: p.dim, dtype: storeDtype }));
-    if (hooks.length === 0) throw new LobesError(`the model has no capture points for --capture ${capture.join(',')}`, { file: opts.model });
-    const manifest = partial(hooks, engine.info.arch);
-    let writer: ChunkWriter | null = null;
-    if (previous) {
-      const diff = differences(previous, manifest, out, 'this command', { includeShard: true });
-      if (diff.length) throw new LobesError(`this run folder was made with different settings: ${diff.join('; ')}`, { file: path.join(out, MANIFEST), hint: 'use a new --out, or delete the folder to start over' });
-      // A crash right after the manifest of a new run leaves no samples table or index yet.
-      if (existsSync(indexPath(out)) && existsSync(path.join(out, SAMPLES))) {
-        const r = await ChunkWriter.resume(out, hooks, chunkRows, { verify: opts.verify ?? true, repair: !!opts.repair });
-        for (const p of r.repaired) say(`repair: ${p}; extracting it again`);
-        writer = r.writer;
-      }
-      manifest.timings = { ...previous.timings };
-    }
-    const base = { ...manifest.timings };
+/** This attempt's time, added to what earlier attempts recorded (`base`). */
+class AttemptClock {
+  computeMs = 0;
+  storeMs = 0;
+  constructor(
+    private readonly tStart: number,
+    private readonly base: Record<string, number>,
+    private readonly tokenizeMs: number,
+    private readonly modelLoadMs: number,
+  ) {}
 
-    // Disk plan (before anything is written for a new run).
-    const todo: number[] = [];
-    let todoRows = 0;
-    let doneRows = 0;
-    for (let c = range.chunkStart; c < range.chunkEnd; c++) {
-      const n = Math.min((c + 1) * chunkRows, N) - c * chunkRows;
-      if (writer?.has(c)) doneRows += n;
-      else {
-        todo.push(c);
-        todoRows += n;
-      }
-    }
-    const totalBytes = planBytes(hooks, rowsHere, range.chunkEnd - range.chunkStart);
-    const needBytes = planBytes(hooks, todoRows, todo.length);
-    const free = (opts.diskFree ?? freeBytes)(out);
-    say(
-      `extract: ${rowsHere} samples${shard ? ` (shard ${shard.index}/${shard.count}: rows ${range.rowStart}..${range.rowEnd - 1} of ${N})` : ''}, ${hooks.length} capture point${hooks.length > 1 ? 's' : ''}, ${dtype}; ` +
-        `expected run size ${fmtBytes(totalBytes)}` +
-        (doneRows ? `, resuming: ${doneRows} rows done, ${fmtBytes(needBytes)} to write` : '') +
-        (free !== null ? `, ${fmtBytes(free)} free` : ''),
-    );
-    if (free !== null && needBytes > free) {
-      if (!opts.force) throw new LobesError(`not enough disk space: the run needs ${fmtBytes(needBytes)} more but ${fmtBytes(free)} is free`, { file: out, hint: 'free space, choose another --out, store --dtype fp16 or capture fewer points; --force starts anyway' });
-      say(`warning: the run needs ${fmtBytes(needBytes)} but only ${fmtBytes(free)} is free (--force given)`);
-    }
-    let computeMs = 0;
-    let storeMs = 0;
-    const timings = (): Record<string, number> => ({
-      tokenizeMs: (base.tokenizeMs ?? 0) + tokenizeMs,
-      modelLoadMs: (base.modelLoadMs ?? 0) + modelLoadMs,
-      computeMs: Math.round((base.computeMs ?? 0) + computeMs),
-      storeMs: Math.round((base.storeMs ?? 0) + storeMs),
-      wallMs: (base.wallMs ?? 0) + Date.now() - tStart,
+  timings(): Record<string, number> {
+    const base = this.base;
+    return {
+      tokenizeMs: (base.tokenizeMs ?? 0) + this.tokenizeMs,
+      modelLoadMs: (base.modelLoadMs ?? 0) + this.modelLoadMs,
+      computeMs: Math.round((base.computeMs ?? 0) + this.computeMs),
+      storeMs: Math.round((base.storeMs ?? 0) + this.storeMs),
+      wallMs: (base.wallMs ?? 0) + Date.now() - this.tStart,
       attempts: (base.attempts ?? 0) + 1,
-    });
-    manifest.timings = timings();
-    // The manifest is written at the start of every attempt (first, so that a crash leaves a
-    // folder this command recognises) and every 30 s, so timings survive a crash.
-    mkdirSync(out, { recursive: true });
-    writeManifest(out, manifest);
-    if (!writer) {
-      writeSamples(out, rows);
-      writer = ChunkWriter.create(out, hooks, chunkRows);
-    }
-    let lastSave = Date.now();
+    };
+  }
+}
 
-    const progress = new Progress({ label: 'extract', total: rowsHere, unit: 'samples', quiet: opts.quiet });
-    if (doneRows) progress.set(doneRows);
-    const padSide = tokenizer.paddingSide;
-    let pending: Promise<void> | null = null;
-    for (const c of todo) {
-      const start = c * chunkRows;
-      const n = Math.min(start + chunkRows, N) - start;
-      const local = start - range.rowStart;
-      const lengths = new Int32Array(n);
-      for (let i = 0; i < n; i++) lengths[i] = ids[local + i].length;
-      const plan = deps.planBatches(lengths, { batch: batch ?? undefined, tokenBudget: tokenBudget ?? undefined });
-      const buffers = new Map<string, Float32Array>();
-      for (const h of hooks) buffers.set(h.name, new Float32Array(n * h.dim));
-      let seen = 0;
-      for (const b of plan) {
-        const tb = deps.padBatch(
-          b.map((i) => ids[local + i]),
-          tokenizer.padId,
-          padSide,
-        );
-        const tc = performance.now();
-        const res = await engine.run(tb);
-        computeMs += performance.now() - tc;
-        for (const h of hooks) {
-          const v = res.get(h.name);
-          if (!v || v.length !== b.length * h.dim) throw new LobesError(`the capture engine returned ${v ? v.length : 'no'} values for ${h.name}, expected ${b.length}×${h.dim}`, { where: `chunk ${c}` });
-          const buf = buffers.get(h.name)!;
-          for (let k = 0; k < b.length; k++) buf.set(v.subarray(k * h.dim, (k + 1) * h.dim), b[k] * h.dim);
-        }
-        seen += b.length;
-        let tk = 0;
-        for (const i of b) tk += lengths[i];
-        progress.tick(b.length, { tokens: tk });
-      }
-      if (seen !== n || new Set(plan.flat()).size !== n) throw new LobesError(`batch plan covers ${seen} rows of a ${n}-row chunk`, { where: `chunk ${c}` });
-      // Store this chunk while the model computes the next one: wait for the previous
-      // chunk's files (storeMs counts only time the loop is held up by storage).
-      const ts = performance.now();
-      if (pending) await pending;
-      pending = writer.writeAsync(c, start, n, buffers).then(() => undefined);
-      pending.catch(() => undefined); // awaited below; avoid an unhandled-rejection warning meanwhile
-      storeMs += performance.now() - ts;
-      if (Date.now() - lastSave > 30_000) {
-        manifest.timings = timings();
-        writeManifest(out, manifest);
-        lastSave = Date.now();
-      }
-    }
+/**
+ * Extract the chunks in order. Each chunk is stored while the model computes the next one;
+ * `save` rewrites the manifest (every 30 s).
+ */
+async function extractChunks(todo: number[], writer: ChunkWriter, ctx: ChunkContext, save: () => void): Promise<void> {
+  const { s, input, clock } = ctx;
+  let lastSave = Date.now();
+  let pending: Promise<void> | null = null;
+  for (const c of todo) {
+    const { start, n } = chunkSpan(c, s.chunkRows, input.N);
+    const buffers = await captureChunk(c, ctx);
+    // Wait for the previous chunk's files (storeMs counts only time the loop is held up by storage).
     const ts = performance.now();
     if (pending) await pending;
-    storeMs += performance.now() - ts;
-    const wallMs = Date.now() - tStart;
-    manifest.timings = timings();
-    manifest.complete = true;
-    writeManifest(out, manifest);
-    progress.finish(
-      opts.quiet ? undefined : `extract: done, ${rowsHere} samples, ${tokens} tokens${truncated ? ` (${truncated} truncated)` : ''} in ${fmtTime(wallMs / 1000)} -> ${out}`,
-    );
-    return manifest;
-  } finally {
-    await engine.close();
+    pending = writer.writeAsync(c, start, n, buffers).then(() => undefined);
+    pending.catch(() => undefined); // awaited below; avoid an unhandled-rejection warning meanwhile
+    clock.storeMs += performance.now() - ts;
+    if (Date.now() - lastSave > 30_000) {
+      save();
+      lastSave = Date.now();
+    }
   }
+  const ts = performance.now();
+  if (pending) await pending;
+  clock.storeMs += performance.now() - ts;
+}
+
+/** Run the engine over chunk c's rows, batch by batch; each hook's values [n, dim] in row order. */
+async function captureChunk(c: number, ctx: ChunkContext): Promise<Map<string, Float32Array>> {
+  const { s, input, deps, engine, hooks, progress, clock } = ctx;
+  const { start, n } = chunkSpan(c, s.chunkRows, input.N);
+  const local = start - input.range.rowStart;
+  const lengths = new Int32Array(n);
+  for (let i = 0; i < n; i++) lengths[i] = input.ids[local + i].length;
+  const plan = deps.planBatches(lengths, { batch: s.batch ?? undefined, tokenBudget: s.tokenBudget ?? undefined });
+  const buffers = new Map<string, Float32Array>();
+  for (const h of hooks) buffers.set(h.name, new Float32Array(n * h.dim));
+  let seen = 0;
+  for (const b of plan) {
+    const tb = deps.padBatch(
+      b.map((i) => input.ids[local + i]),
+      input.tokenizer.padId,
+      input.tokenizer.paddingSide,
+    );
+    const tc = performance.now();
+    const res = await engine.run(tb);
+    clock.computeMs += performance.now() - tc;
+    for (const h of hooks) {
+      const v = res.get(h.name);
+      if (!v || v.length !== b.length * h.dim) throw new LobesError(`the capture engine returned ${v ? v.length : 'no'} values for ${h.name}, expected ${b.length}×${h.dim}`, { where: `chunk ${c}` });
+      const buf = buffers.get(h.name)!;
+      for (let k = 0; k < b.length; k++) buf.set(v.subarray(k * h.dim, (k + 1) * h.dim), b[k] * h.dim);
+    }
+    seen += b.length;
+    let tk = 0;
+    for (const i of b) tk += lengths[i];
+    progress.tick(b.length, { tokens: tk });
+  }
+  if (seen !== n || new Set(plan.flat()).size !== n) throw new LobesError(`batch plan covers ${seen} rows of a ${n}-row chunk`, { where: `chunk ${c}` });
+  return buffers;
 }

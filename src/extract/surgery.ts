@@ -40,11 +40,7 @@ function nodeReads(n: NodeProto, out: string[] = []): string[] {
   return out;
 }
 
-/**
- * Build the capture graph. `maskInput` is the graph input holding the attention mask
- * (int64 or int32 [batch, seq]); when the graph has none, pass null and an input
- * `lobes.attention_mask` is added for the selection.
- */
+/** A KV-cache input the capture graph makes itself (a dtype JavaScript cannot feed, e.g. bfloat16). */
 export interface InGraphPast {
   /** Graph input to replace by an in-graph empty tensor [batch, kvHeads, 0, headDim]. */
   name: string;
@@ -52,13 +48,41 @@ export interface InGraphPast {
   kv: [number, number];
 }
 
+/** The nodes and initializers of a graph being edited; what is added is named under the lobes.sel. prefix. */
+class GraphEdit {
+  readonly nodes: NodeProto[];
+  readonly inits: TensorProto[];
+
+  constructor(g: GraphProto) {
+    this.nodes = [...g.node];
+    this.inits = [...g.initializer];
+  }
+
+  /** Add an int64 constant; returns its name. */
+  c64(name: string, vals: number[], dims: number[]): string {
+    this.inits.push(makeTensor(P + name, DataType.INT64, dims, BigInt64Array.from(vals.map(BigInt))));
+    return P + name;
+  }
+
+  /** Add a node with one output; returns the output's name. */
+  add(op: string, ins: string[], out: string, attrs: Record<string, any> = {}): string {
+    this.nodes.push(makeNode(op, ins, [P + out], attrs, undefined, P + out));
+    return P + out;
+  }
+}
+
+/**
+ * Build the capture graph. `maskInput` is the graph input holding the attention mask
+ * (int64 or int32 [batch, seq]); when the graph has none, pass null and an input
+ * `lobes.attention_mask` is added for the selection. `inGraphPast` inputs are replaced by
+ * empty tensors made in the graph.
+ */
 export function buildCaptureModel(model: ModelProto, hooks: DiscoveredPoint[], maskInput: string | null, inGraphPast: InGraphPast[] = []): SurgeryResult {
   if (hooks.length === 0) throw new LobesError('no capture points selected');
   const g = model.graph!;
   const opset = opsetOf(model);
   if (opset < 11) throw new LobesError(`the model's ONNX opset ${opset} is older than 11, which lobes needs`);
-  const nodes: NodeProto[] = [...g.node];
-  const inits: TensorProto[] = [...g.initializer];
+  const e = new GraphEdit(g);
   const pastNames = new Set(inGraphPast.map((p) => p.name));
   const inputs: ValueInfo[] = g.input.filter((v) => !pastNames.has(v.name ?? ''));
   let maskAdded = false;
@@ -69,42 +93,46 @@ export function buildCaptureModel(model: ModelProto, hooks: DiscoveredPoint[], m
     maskAdded = true;
   }
   const maskType = inputs.find((v) => v.name === mask)?.type?.tensorType?.elemType ?? DataType.INT64;
+  const { B, flat } = lastTokenIndex(e, mask, maskType, opset);
+  if (inGraphPast.length) emptyPasts(e, B, inGraphPast);
+  const { outputs, outInfos } = hookOutputs(e, hooks, flat);
+  const graph = prune(g, e, inputs, outInfos);
+  return { model: { ...model, graph }, outputs, maskInput: mask, maskAdded };
+}
 
-  const c64 = (name: string, vals: number[], dims: number[]) => {
-    inits.push(makeTensor(P + name, DataType.INT64, dims, BigInt64Array.from(vals.map(BigInt))));
-    return P + name;
-  };
-  const zero = c64('zero', [0], []);
-  const one = c64('one', [1], []);
-  const add = (op: string, ins: string[], out: string, attrs: Record<string, any> = {}) => {
-    nodes.push(makeNode(op, ins, [P + out], attrs, undefined, P + out));
-    return P + out;
-  };
-
-  // last[b] = max_t mask[b,t]·t ; flat[b] = b·T + last[b]
-  const m64 = maskType === DataType.INT64 ? mask : add('Cast', [mask], 'mask_i64', { to: DataType.INT64 });
-  const shape = add('Shape', [m64], 'mask_shape');
-  const T = add('Gather', [shape, one], 'T', { axis: 0 });
-  const B = add('Gather', [shape, zero], 'B', { axis: 0 });
-  const ar = add('Range', [zero, T, one], 'arange_T');
-  const weighted = add('Mul', [m64, ar], 'mask_pos');
+/**
+ * Index of each row's last real token in the flattened [batch * seq] rows:
+ * last[b] = max_t mask[b,t]·t ; flat[b] = b·T + last[b]. Returns the batch size and flat.
+ */
+function lastTokenIndex(e: GraphEdit, mask: string, maskType: number, opset: number): { B: string; flat: string } {
+  const zero = e.c64('zero', [0], []);
+  const one = e.c64('one', [1], []);
+  const m64 = maskType === DataType.INT64 ? mask : e.add('Cast', [mask], 'mask_i64', { to: DataType.INT64 });
+  const shape = e.add('Shape', [m64], 'mask_shape');
+  const T = e.add('Gather', [shape, one], 'T', { axis: 0 });
+  const B = e.add('Gather', [shape, zero], 'B', { axis: 0 });
+  const ar = e.add('Range', [zero, T, one], 'arange_T');
+  const weighted = e.add('Mul', [m64, ar], 'mask_pos');
   let last: string;
-  if (opset >= 18) last = add('ReduceMax', [weighted, c64('axes1', [1], [1])], 'last', { keepdims: 0 });
-  else last = add('ReduceMax', [weighted], 'last', { keepdims: 0, axes: [1] });
-  const rows = add('Range', [zero, B, one], 'arange_B');
-  const rowStart = add('Mul', [rows, T], 'row_start');
-  const flat = add('Add', [rowStart, last], 'flat_index');
+  if (opset >= 18) last = e.add('ReduceMax', [weighted, e.c64('axes1', [1], [1])], 'last', { keepdims: 0 });
+  else last = e.add('ReduceMax', [weighted], 'last', { keepdims: 0, axes: [1] });
+  const rows = e.add('Range', [zero, B, one], 'arange_B');
+  const rowStart = e.add('Mul', [rows, T], 'row_start');
+  return { B, flat: e.add('Add', [rowStart, last], 'flat_index') };
+}
 
-  // Empty KV-cache tensors built in-graph (for dtypes JavaScript cannot feed, e.g. bfloat16).
-  if (inGraphPast.length) {
-    const B1 = add('Reshape', [B, c64('shape1', [1], [1])], 'B1');
-    for (const [i, p] of inGraphPast.entries()) {
-      const shp = add('Concat', [B1, c64(`past${i}.tail`, [p.kv[0], 0, p.kv[1]], [3])], `past${i}.shape`, { axis: 0 });
-      const zero = makeTensor(`${P}past${i}.zero`, p.elemType, [1], new Uint8Array(Math.max(1, Math.ceil(dataTypeSize(p.elemType)))));
-      nodes.push(makeNode('ConstantOfShape', [shp], [p.name], { value: zero }, undefined, `${P}past${i}`));
-    }
+/** Empty KV-cache tensors [B, kvHeads, 0, headDim] built in-graph (for dtypes JavaScript cannot feed, e.g. bfloat16). */
+function emptyPasts(e: GraphEdit, B: string, inGraphPast: InGraphPast[]): void {
+  const B1 = e.add('Reshape', [B, e.c64('shape1', [1], [1])], 'B1');
+  for (const [i, p] of inGraphPast.entries()) {
+    const shp = e.add('Concat', [B1, e.c64(`past${i}.tail`, [p.kv[0], 0, p.kv[1]], [3])], `past${i}.shape`, { axis: 0 });
+    const zero = makeTensor(`${P}past${i}.zero`, p.elemType, [1], new Uint8Array(Math.max(1, Math.ceil(dataTypeSize(p.elemType)))));
+    e.nodes.push(makeNode('ConstantOfShape', [shp], [p.name], { value: zero }, undefined, `${P}past${i}`));
   }
+}
 
+/** One float32 [batch, dim] graph output per hook: its value (or sum) at each row's last real token. */
+function hookOutputs(e: GraphEdit, hooks: DiscoveredPoint[], flat: string): { outputs: Map<string, string>; outInfos: ValueInfo[] } {
   const outputs = new Map<string, string>();
   const outInfos: ValueInfo[] = [];
   for (const h of hooks) {
@@ -113,21 +141,24 @@ export function buildCaptureModel(model: ModelProto, hooks: DiscoveredPoint[], m
     if (h.source.kind === 'value') v = h.source.value;
     else {
       v = h.source.inputs[0]!;
-      for (let i = 1; i < h.source.inputs.length; i++) v = add('Add', [v, h.source.inputs[i]!], `${key}.sum${i}`);
+      for (let i = 1; i < h.source.inputs.length; i++) v = e.add('Add', [v, h.source.inputs[i]!], `${key}.sum${i}`);
     }
-    const shp = c64(`${key}.shape`, [-1, h.dim], [2]);
-    const flat2 = add('Reshape', [v, shp], `${key}.rows`);
-    const sel = add('Gather', [flat2, flat], `${key}.last`, { axis: 0 });
+    const shp = e.c64(`${key}.shape`, [-1, h.dim], [2]);
+    const flat2 = e.add('Reshape', [v, shp], `${key}.rows`);
+    const sel = e.add('Gather', [flat2, flat], `${key}.last`, { axis: 0 });
     const outName = OUT_PREFIX + h.name;
-    nodes.push(makeNode('Cast', [sel], [outName], { to: DataType.FLOAT }, undefined, outName));
+    e.nodes.push(makeNode('Cast', [sel], [outName], { to: DataType.FLOAT }, undefined, outName));
     outputs.set(h.name, outName);
     outInfos.push(makeValueInfo(outName, DataType.FLOAT, ['batch', h.dim]));
   }
+  return { outputs, outInfos };
+}
 
-  // Prune: keep only nodes the new outputs need.
+/** The edited graph with only the nodes, initializers, inputs and value infos the new outputs need. */
+function prune(g: GraphProto, e: GraphEdit, inputs: ValueInfo[], outInfos: ValueInfo[]): GraphProto {
   const need = new Set<string>(outInfos.map((o) => o.name!));
   const producer = new Map<string, NodeProto>();
-  for (const n of nodes) for (const o of n.output) if (o) producer.set(o, n);
+  for (const n of e.nodes) for (const o of n.output) if (o) producer.set(o, n);
   const keep = new Set<NodeProto>();
   const stack = [...need];
   while (stack.length) {
@@ -142,18 +173,12 @@ export function buildCaptureModel(model: ModelProto, hooks: DiscoveredPoint[], m
       }
     }
   }
-  const keptNodes = nodes.filter((n) => keep.has(n));
-  const keptInits = inits.filter((t) => t.name !== undefined && need.has(t.name));
-  const keptInputs = inputs.filter((v) => v.name !== undefined && need.has(v.name));
-  const keptInfo = g.valueInfo.filter((v) => v.name !== undefined && need.has(v.name));
-
-  const graph: GraphProto = {
+  return {
     ...g,
-    node: keptNodes,
-    initializer: keptInits,
-    input: keptInputs,
+    node: e.nodes.filter((n) => keep.has(n)),
+    initializer: e.inits.filter((t) => t.name !== undefined && need.has(t.name)),
+    input: inputs.filter((v) => v.name !== undefined && need.has(v.name)),
     output: outInfos,
-    valueInfo: keptInfo,
+    valueInfo: g.valueInfo.filter((v) => v.name !== undefined && need.has(v.name)),
   };
-  return { model: { ...model, graph }, outputs, maskInput: mask, maskAdded };
 }

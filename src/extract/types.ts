@@ -2,12 +2,15 @@
  * The capture engine's surface, used by `lobes extract` (src/extract/run.ts) and tests.
  */
 import type { ModelArch } from '../store/types.js';
+import type { CaptureFamily, Hook } from '../hooks.js';
+
+export type { CaptureFamily } from '../hooks.js';
 
 export type Device = 'cpu' | 'cuda' | 'webgpu';
 
-/** A capture point found in the graph. */
-export interface CapturePoint {
-  /** Hook name: `final.hidden`, `layers.{i}.mlp.in`, `layers.{i}.mlp.down_in`, `layers.{i}.resid_out`. */
+/** A capture point found in the graph: its hook (layer and site, src/hooks.ts) and what it holds. */
+export type CapturePoint = Hook & {
+  /** Hook name (hookName of its layer and site): `final.hidden`, `layers.{i}.mlp.in`, `layers.{i}.mlp.down_in`, `layers.{i}.resid_out`. */
   name: string;
   /** Feature dimension. */
   dim: number;
@@ -16,7 +19,7 @@ export interface CapturePoint {
   /** For mlp points: which projections read it, as HF names (gate_proj, up_proj, down_proj)
    *  with the weight initializer and its layout. */
   projections?: ProjectionRef[];
-}
+};
 
 export interface ProjectionRef {
   /** 'gate_proj' | 'up_proj' | 'down_proj' | attention projections later. */
@@ -67,9 +70,6 @@ export interface CaptureEngine {
   run(batch: TokenBatch): Promise<Map<string, Float32Array>>;
   close(): Promise<void>;
 }
-
-/** Which capture families to output: final.hidden, layers.*.mlp.{in,down_in}, layers.*.resid_out. */
-export type CaptureFamily = 'final' | 'mlp' | 'resid';
 
 export interface EngineOptions {
   capture: CaptureFamily[];

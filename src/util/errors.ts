@@ -19,9 +19,10 @@ export class LobesError extends Error {
   readonly where?: string;
   readonly hint?: string;
   readonly exitCode: number;
-  constructor(cause: string, place: ErrorPlace = {}) {
+  /** `message` says what went wrong; `place` where, and what to do. */
+  constructor(message: string, place: ErrorPlace = {}) {
     const loc = [place.file, place.where].filter(Boolean).join(': ');
-    const msg = (loc ? `${loc}: ` : '') + cause + (place.hint ? ` (${place.hint})` : '');
+    const msg = (loc ? `${loc}: ` : '') + message + (place.hint ? ` (${place.hint})` : '');
     super(msg.replace(/[\r\n]+/g, ' '));
     this.name = 'LobesError';
     this.file = place.file;
@@ -33,8 +34,8 @@ export class LobesError extends Error {
 
 /** A usage error: bad flags or arguments. Exit code 2. */
 export class UsageError extends LobesError {
-  constructor(cause: string, hint?: string) {
-    super(cause, { hint, exitCode: 2 });
+  constructor(message: string, hint?: string) {
+    super(message, { hint, exitCode: 2 });
     this.name = 'UsageError';
   }
 }

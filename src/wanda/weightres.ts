@@ -13,11 +13,11 @@
 import { LobesError, UsageError } from '../util/errors.js';
 import { groupSquareSums, rmsScaler, type ActivationSource } from './stats.js';
 import { selectTop, keepCount, kthLargest, type TopSpec, type Masks } from './regions.js';
-
-export { kthLargest };
 import { checkedGroups, checkDims, labelingGenerator, pairList, emptyNulls, recordNull, summarize, nullTest, type AnalyzeResult } from './analyze.js';
 import { MatrixRowReader, type MatrixRef } from './kernel.js';
 import type { WandaMatrix, WandaWeightPairMetrics } from './types.js';
+
+export { kthLargest };
 
 export interface WeightInput {
   matrices: MatrixRef[];
@@ -37,6 +37,10 @@ export interface WeightOptions {
   onMatrix?: (done: number, total: number) => void;
 }
 
+/**
+ * Weight-resolution regions for every group and labelling (observed + permutations), matrix by
+ * matrix; returns the block-level result (from the share maps) and the weight-level metrics.
+ */
 export async function analyzeWeights(input: WeightInput, opts: WeightOptions): Promise<{ result: AnalyzeResult; weightLevel: WandaWeightPairMetrics[] }> {
   if (opts.top.scope !== 'matrix') throw new UsageError(`--resolution weight selects weights per matrix; --scope ${opts.top.scope} is not available with it`);
   const { matrices, infos, source } = input;
@@ -62,20 +66,7 @@ export async function analyzeWeights(input: WeightInput, opts: WeightOptions): P
     const m = matrices[k];
     const info = infos[k];
     const n = m.dOut * m.dIn;
-    const absW = new Float32Array(n);
-    const rr = new MatrixRowReader(m);
-    try {
-      const step = Math.max(1, Math.floor((4 << 20) / m.dIn));
-      const tmp = new Float32Array(step * m.dIn);
-      for (let r0 = 0; r0 < m.dOut; r0 += step) {
-        const nr = Math.min(step, m.dOut - r0);
-        const rows = rr.rows(r0, nr, tmp);
-        for (let t = 0; t < nr * m.dIn; t++) absW[r0 * m.dIn + t] = Math.abs(rows[t]);
-      }
-    } finally {
-      rr.close();
-    }
-    for (let t = 0; t < n; t++) if (!Number.isFinite(absW[t])) throw new LobesError(`weights contain NaN or Inf at row ${Math.floor(t / m.dIn)}, column ${t % m.dIn}`, { where: `tensor ${JSON.stringify(m.source.tensor)} (${m.name})` });
+    const absW = readAbsWeights(m);
     if (m.input !== cachedHook) {
       cachedSums = await groupSquareSums(source, m.input, labelings, G);
       cachedHook = m.input;
@@ -92,35 +83,8 @@ export async function analyzeWeights(input: WeightInput, opts: WeightOptions): P
           const o = i * m.dIn;
           for (let j = 0; j < m.dIn; j++) score[o + j] = absW[o + j] * s[j];
         }
-        work.set(score);
-        const thr = kKeep > 0 ? kthLargest(work, kKeep) : Infinity;
-        const mem = member[g];
-        // Exactly k weights: everything above the k-th value, then ties in index order.
-        let cnt = 0;
-        for (let t = 0; t < n; t++) {
-          const v = score[t] > thr ? 1 : 0;
-          mem[t] = v;
-          cnt += v;
-        }
-        for (let t = 0; t < n && cnt < kKeep; t++) {
-          if (score[t] === thr) {
-            mem[t] = 1;
-            cnt++;
-          }
-        }
-        sizes[l][g] += cnt;
-        // Block shares.
-        const share = new Float32Array(info.rowBlocks * info.colBlocks);
-        for (let i = 0; i < m.dOut; i++) {
-          const bi = Math.floor(i / rb);
-          const o = i * m.dIn;
-          for (let j = 0; j < m.dIn; j++) share[bi * info.colBlocks + Math.floor(j / cb)] += mem[o + j];
-        }
-        for (let bi = 0; bi < info.rowBlocks; bi++) {
-          const h = Math.min(rb, m.dOut - bi * rb);
-          for (let bj = 0; bj < info.colBlocks; bj++) share[bi * info.colBlocks + bj] /= h * (Math.min(m.dIn, (bj + 1) * cb) - bj * cb);
-        }
-        shares[l][g][k] = share;
+        sizes[l][g] += selectTopWeights(score, work, kKeep, member[g]);
+        shares[l][g][k] = blockShares(member[g], m, info, rb, cb);
       }
       pairs.forEach(([a, b], p) => {
         const A = member[a];
@@ -142,7 +106,70 @@ export async function analyzeWeights(input: WeightInput, opts: WeightOptions): P
     opts.onLabeling?.(l + 1, total);
   }
   const result = summarize(enc, infos, shares[0], obsMasks, R > 0 ? nullVals : null);
+  return { result, weightLevel: weightLevelMetrics(enc.groups, pairs, sizes, inter, R) };
+}
 
+/** |W| of a matrix, read in row slabs of about 4 Mi values; NaN or Inf is an error. */
+function readAbsWeights(m: MatrixRef): Float32Array {
+  const n = m.dOut * m.dIn;
+  const absW = new Float32Array(n);
+  const rr = new MatrixRowReader(m);
+  try {
+    const step = Math.max(1, Math.floor((4 << 20) / m.dIn));
+    const tmp = new Float32Array(step * m.dIn);
+    for (let r0 = 0; r0 < m.dOut; r0 += step) {
+      const nr = Math.min(step, m.dOut - r0);
+      const rows = rr.rows(r0, nr, tmp);
+      for (let t = 0; t < nr * m.dIn; t++) absW[r0 * m.dIn + t] = Math.abs(rows[t]);
+    }
+  } finally {
+    rr.close();
+  }
+  for (let t = 0; t < n; t++) if (!Number.isFinite(absW[t])) throw new LobesError(`weights contain NaN or Inf at row ${Math.floor(t / m.dIn)}, column ${t % m.dIn}`, { where: `tensor ${JSON.stringify(m.source.tensor)} (${m.name})` });
+  return absW;
+}
+
+/**
+ * Mark exactly `kKeep` weights in `mem`: every score above the k-th largest, then ties at it
+ * in index order. `work` is scratch of the same length. Returns the count marked.
+ */
+function selectTopWeights(score: Float32Array, work: Float32Array, kKeep: number, mem: Uint8Array): number {
+  const n = score.length;
+  work.set(score);
+  const thr = kKeep > 0 ? kthLargest(work, kKeep) : Infinity;
+  let cnt = 0;
+  for (let t = 0; t < n; t++) {
+    const v = score[t] > thr ? 1 : 0;
+    mem[t] = v;
+    cnt += v;
+  }
+  for (let t = 0; t < n && cnt < kKeep; t++) {
+    if (score[t] === thr) {
+      mem[t] = 1;
+      cnt++;
+    }
+  }
+  return cnt;
+}
+
+/** The share of each block's weights marked in `mem` (the block-level "pooled" map). */
+function blockShares(mem: Uint8Array, m: MatrixRef, info: WandaMatrix, rb: number, cb: number): Float32Array {
+  const share = new Float32Array(info.rowBlocks * info.colBlocks);
+  for (let i = 0; i < m.dOut; i++) {
+    const bi = Math.floor(i / rb);
+    const o = i * m.dIn;
+    for (let j = 0; j < m.dIn; j++) share[bi * info.colBlocks + Math.floor(j / cb)] += mem[o + j];
+  }
+  for (let bi = 0; bi < info.rowBlocks; bi++) {
+    const h = Math.min(rb, m.dOut - bi * rb);
+    for (let bj = 0; bj < info.colBlocks; bj++) share[bi * info.colBlocks + bj] /= h * (Math.min(m.dIn, (bj + 1) * cb) - bj * cb);
+  }
+  return share;
+}
+
+/** Jaccard and isolation of each pair's weight regions, tested against the permuted labellings (1..R). */
+function weightLevelMetrics(groups: string[], pairs: [number, number][], sizes: Float64Array[], inter: Float64Array[], R: number): WandaWeightPairMetrics[] {
+  const total = R + 1;
   const wl = (l: number, p: number) => {
     const [a, b] = pairs[p];
     const sa = sizes[l][a];
@@ -150,7 +177,7 @@ export async function analyzeWeights(input: WeightInput, opts: WeightOptions): P
     const i = inter[l][p];
     return { jaccard: sa + sb - i === 0 ? 0 : i / (sa + sb - i), isolationAB: sa === 0 ? 0 : (sa - i) / sa, isolationBA: sb === 0 ? 0 : (sb - i) / sb };
   };
-  const weightLevel: WandaWeightPairMetrics[] = pairs.map(([a, b], p) => {
+  return pairs.map(([a, b], p) => {
     const obs = wl(0, p);
     const nul = { jaccard: new Float64Array(R), isolationAB: new Float64Array(R), isolationBA: new Float64Array(R) };
     for (let l = 1; l < total; l++) {
@@ -160,8 +187,8 @@ export async function analyzeWeights(input: WeightInput, opts: WeightOptions): P
       nul.isolationBA[l - 1] = v.isolationBA;
     }
     return {
-      a: enc.groups[a],
-      b: enc.groups[b],
+      a: groups[a],
+      b: groups[b],
       sizeA: sizes[0][a],
       sizeB: sizes[0][b],
       jaccard: nullTest(obs.jaccard, R > 0 ? nul.jaccard : null),
@@ -169,5 +196,4 @@ export async function analyzeWeights(input: WeightInput, opts: WeightOptions): P
       isolationBA: nullTest(obs.isolationBA, R > 0 ? nul.isolationBA : null),
     };
   });
-  return { result, weightLevel };
 }

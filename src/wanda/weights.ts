@@ -1,9 +1,9 @@
 /**
  * Weight sources: which matrices to score and where their bytes are.
  *
- *  - the run's capture points decide the matrices: `layers.{i}.mlp.in` feeds gate_proj and
- *    up_proj, `layers.{i}.mlp.down_in` feeds down_proj; `layers.{i}.attn.in` (q/k/v_proj)
- *    and `layers.{i}.attn.o_in` (o_proj) when a run has them;
+ *  - the run's capture points decide the matrices: each layer site names the projections
+ *    reading it (src/hooks.ts): `layers.{i}.mlp.in` feeds gate_proj and up_proj,
+ *    `layers.{i}.mlp.down_in` feeds down_proj;
  *  - a Hugging Face safetensors folder (one file, several, or model.safetensors.index.json)
  *    names them `model.layers.{i}.mlp.{gate,up,down}_proj.weight` ([d_out, d_in]);
  *  - an ONNX model names them through the capture points' ProjectionRefs (src/extract),
@@ -17,10 +17,12 @@ import { LobesError } from '../util/errors.js';
 import { readSafetensorsHeader, type StHeader } from '../formats/safetensors.js';
 import type { MatrixRef, DenseDtype, ByteRange, WeightSource } from './kernel.js';
 import type { ProjectionRef } from '../extract/types.js';
-import type { LoadedModel, TensorProto } from '../onnx/index.js';
+import { DataType, type LoadedModel, type TensorProto } from '../onnx/index.js';
+import { HOOK_SITES, parseHook, siteModule, siteProjections } from '../hooks.js';
 
 /** A matrix wanted by the analysis (from the run's capture points). */
 export interface WantedMatrix {
+  /** `layers.{i}.{module}.{proj}`, the Hugging Face module path without `model.` and `.weight`. */
   name: string;
   layer: number;
   proj: string;
@@ -29,31 +31,23 @@ export interface WantedMatrix {
   dIn: number;
 }
 
-const HOOK_PROJS: { re: RegExp; projs: string[] }[] = [
-  { re: /^layers\.(\d+)\.mlp\.in$/, projs: ['gate_proj', 'up_proj'] },
-  { re: /^layers\.(\d+)\.mlp\.down_in$/, projs: ['down_proj'] },
-  { re: /^layers\.(\d+)\.attn\.in$/, projs: ['q_proj', 'k_proj', 'v_proj'] },
-  { re: /^layers\.(\d+)\.attn\.o_in$/, projs: ['o_proj'] },
-];
+/** Projections in site order, then in each site's order (gate, up, down). */
+const PROJECTION_ORDER = HOOK_SITES.flatMap((s) => siteProjections(s));
 
-/** HF module path of a projection. */
-export function hfModule(proj: string): string {
-  return ['q_proj', 'k_proj', 'v_proj', 'o_proj'].includes(proj) ? 'self_attn' : 'mlp';
-}
-
-/** The matrices whose inputs a run captured, ordered by layer, then gate, up, down, q, k, v, o. */
+/**
+ * The matrices whose inputs a run captured: for each layer capture point, the projections
+ * reading it, named `layers.{i}.{module}.{proj}`; ordered by layer, then gate, up, down.
+ * Model-level points (final.hidden) and names outside the hook vocabulary are skipped.
+ */
 export function wantedMatrices(hooks: { name: string; dim: number }[]): WantedMatrix[] {
   const out: WantedMatrix[] = [];
   for (const h of hooks) {
-    for (const { re, projs } of HOOK_PROJS) {
-      const m = re.exec(h.name);
-      if (!m) continue;
-      const layer = Number(m[1]);
-      for (const proj of projs) out.push({ name: `layers.${layer}.${hfModule(proj)}.${proj}`, layer, proj, input: h.name, dIn: h.dim });
-    }
+    const hook = parseHook(h.name);
+    if (!hook || hook.layer === null) continue;
+    const { layer, site } = hook;
+    for (const proj of siteProjections(site)) out.push({ name: `layers.${layer}.${siteModule(site)}.${proj}`, layer, proj, input: h.name, dIn: h.dim });
   }
-  const order = ['gate_proj', 'up_proj', 'down_proj', 'q_proj', 'k_proj', 'v_proj', 'o_proj'];
-  return out.sort((a, b) => a.layer - b.layer || order.indexOf(a.proj) - order.indexOf(b.proj));
+  return out.sort((a, b) => a.layer - b.layer || PROJECTION_ORDER.indexOf(a.proj) - PROJECTION_ORDER.indexOf(b.proj));
 }
 
 // ---------------------------------------------------------------------------------------
@@ -124,7 +118,8 @@ export function safetensorsMatrices(ck: SafetensorsCheckpoint, wanted: WantedMat
   const missing: string[] = [];
   const out: MatrixRef[] = [];
   for (const w of wanted) {
-    const candidates = [`model.layers.${w.layer}.${hfModule(w.proj)}.${w.proj}.weight`, `layers.${w.layer}.${hfModule(w.proj)}.${w.proj}.weight`];
+    // HF names: model.layers.{i}.{module}.{proj}.weight (or without the model. prefix).
+    const candidates = [`model.${w.name}.weight`, `${w.name}.weight`];
     const tname = candidates.find((c) => ck.tensors.has(c));
     if (!tname) {
       missing.push(candidates[0]);
@@ -178,12 +173,12 @@ export function initializerRange(m: LoadedModel, name: string): ByteRange {
   }
   if (raw) return { bytes: raw.slice() };
   if (t.floatData) return { bytes: new Uint8Array(t.floatData.buffer.slice(t.floatData.byteOffset, t.floatData.byteOffset + t.floatData.byteLength)) };
-  if (t.int32Data && (t.dataType === 10 || t.dataType === 16)) {
+  if (t.int32Data && (t.dataType === DataType.FLOAT16 || t.dataType === DataType.BFLOAT16)) {
     const u = new Uint16Array(t.int32Data.length);
     t.int32Data.forEach((v, i) => (u[i] = Number(v) & 0xffff));
     return { bytes: new Uint8Array(u.buffer) };
   }
-  if (t.int32Data && t.dataType === 2) return { bytes: Uint8Array.from(t.int32Data, (v) => Number(v) & 0xff) };
+  if (t.int32Data && t.dataType === DataType.UINT8) return { bytes: Uint8Array.from(t.int32Data, (v) => Number(v) & 0xff) };
   throw new LobesError(`initializer ${JSON.stringify(name)} has no data this reader understands`, { file: m.file });
 }
 
@@ -198,15 +193,15 @@ export function onnxWeightSource(m: LoadedModel, p: ProjectionRef): WeightSource
   const where = `initializer ${JSON.stringify(p.weight)}`;
   const t = initializer(m, p.weight, p.proj);
   if (p.layout === 'nbits') {
-    if (t.dataType !== 2) throw new LobesError(`MatMulNBits weight has type ${t.dataType}, expected uint8`, { file: m.file, where });
+    if (t.dataType !== DataType.UINT8) throw new LobesError(`MatMulNBits weight has type ${t.dataType}, expected uint8`, { file: m.file, where });
     if (!p.scales) throw new LobesError('MatMulNBits weight without scales', { file: m.file, where });
     const st = initializer(m, p.scales, 'scales');
-    const sdt = st.dataType === 1 ? 'F32' : st.dataType === 10 ? 'F16' : null;
+    const sdt = st.dataType === DataType.FLOAT ? 'F32' : st.dataType === DataType.FLOAT16 ? 'F16' : null;
     if (!sdt) throw new LobesError(`MatMulNBits scales of type ${st.dataType} are not supported (float32 or float16)`, { file: m.file, where: p.scales });
     let zeroPoints: { tensor: string; dtype: 'U8' | 'F32' | 'F16'; data: ByteRange } | undefined;
     if (p.zeroPoints) {
       const zt = initializer(m, p.zeroPoints, 'zero points');
-      const zdt = zt.dataType === 2 ? 'U8' : zt.dataType === 1 ? 'F32' : zt.dataType === 10 ? 'F16' : null;
+      const zdt = zt.dataType === DataType.UINT8 ? 'U8' : zt.dataType === DataType.FLOAT ? 'F32' : zt.dataType === DataType.FLOAT16 ? 'F16' : null;
       if (!zdt) throw new LobesError(`MatMulNBits zero points of type ${zt.dataType} are not supported`, { file: m.file, where: p.zeroPoints });
       zeroPoints = { tensor: p.zeroPoints, dtype: zdt, data: initializerRange(m, p.zeroPoints) };
     }

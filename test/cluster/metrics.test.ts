@@ -303,12 +303,12 @@ describe('Gram rows through the WebAssembly SIMD kernel', () => {
 
 describe('permutations on worker threads', () => {
   it('give exactly the single-thread p-values (probe, silhouette)', async () => {
-    const { TsnePool } = await import('../../src/cluster/pool.js');
+    const { ClusterPool } = await import('../../src/cluster/pool.js');
     const { probePermutationLabels } = await import('../../src/cluster/metrics.js');
     const { X, lab } = blobs(60, 4, 3, 0.4, 21);
     const opts = { bootstrap: 50, permutations: 9, probePermutations: 6, seed: 4 };
     const a = spaceMetrics({ space: 's', X, d: 4, distance: 'euclidean', probe: { X, d: 4 } }, 60, lab, ['a', 'b', 'c'], opts);
-    const pool = await TsnePool.start(2);
+    const pool = await ClusterPool.start(2);
     try {
       const probeNull = await pool.probeAccuracies(X, 60, 4, probePermutationLabels(lab, 6, 4), 3, { seed: 4 });
       const { permutationLabels } = await import('../../src/cluster/metrics.js');

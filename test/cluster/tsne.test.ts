@@ -2,7 +2,8 @@ import { describe, it, expect } from 'vitest';
 import { Matrix, SingularValueDecomposition } from 'ml-matrix';
 import { Rng } from '../../src/util/rng.js';
 import { blobs } from './blobs.js';
-import { Tsne, exactGradient, exactKl, tsneGradient, exactRepulsion, klWithZ, exactZ, attraction, attractionJs } from '../../src/cluster/tsne.js';
+import { Tsne, exactGradient, exactKl, tsneGradient, exactRepulsion, klWithZ, exactZ } from '../../src/cluster/tsne.js';
+import { attraction, attractionJs } from '../../src/cluster/attraction.js';
 import type { SparseP } from '../../src/cluster/affinity.js';
 import { conditionalP, jointP, denseP, checkPerplexity, neighboursFor } from '../../src/cluster/affinity.js';
 import { knn } from '../../src/cluster/knn.js';
@@ -537,11 +538,11 @@ describe('t-SNE optimizer schedule (scikit-learn)', () => {
 describe('parallel PCA', () => {
   it('gives exactly the single-thread result', async () => {
     const { pcaParallel } = await import('../../src/cluster/pca.js');
-    const { TsnePool } = await import('../../src/cluster/pool.js');
+    const { ClusterPool } = await import('../../src/cluster/pool.js');
     const n = 61;
     const d = 300;
     const { X } = blobs(n, d, 3, 2, 14);
-    const pool = await TsnePool.start(2);
+    const pool = await ClusterPool.start(2);
     try {
       const a = await pcaParallel(X, n, d, 8, { seed: 2 }, pool);
       const b = pca(X, n, d, 8, { seed: 2 });

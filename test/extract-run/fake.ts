@@ -7,8 +7,9 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import type { Dataset, Sample } from '../../src/data/types.js';
-import type { CaptureEngine, EngineOptions, LobesTokenizer, TokenBatch, TokenizerOptions, BatchPlanOptions } from '../../src/extract/types.js';
+import type { CaptureEngine, CapturePoint, EngineOptions, LobesTokenizer, TokenBatch, TokenizerOptions, BatchPlanOptions } from '../../src/extract/types.js';
 import type { ExtractDeps } from '../../src/extract/run.js';
+import { siteFamily } from '../../src/hooks.js';
 
 export const ASPECTS = ['Cooperation', 'Innovation', 'Self-Management'];
 
@@ -74,10 +75,10 @@ export function fakePadBatch(seqs: number[][], padId: number, side: 'left' | 'ri
   return { inputIds, attentionMask, batch, seq, lastIndex };
 }
 
-export const FAKE_HOOKS = [
-  { name: 'final.hidden', dim: 16, value: 'fake/final' },
-  { name: 'layers.0.mlp.in', dim: 8, value: 'fake/mlp.in' },
-  { name: 'layers.0.mlp.down_in', dim: 24, value: 'fake/down_in' },
+export const FAKE_HOOKS: CapturePoint[] = [
+  { layer: null, site: 'final.hidden', name: 'final.hidden', dim: 16, value: 'fake/final' },
+  { layer: 0, site: 'mlp.in', name: 'layers.0.mlp.in', dim: 8, value: 'fake/mlp.in' },
+  { layer: 0, site: 'mlp.down_in', name: 'layers.0.mlp.down_in', dim: 24, value: 'fake/down_in' },
 ];
 
 /** The value the fake engine gives row r of a batch for feature j of a hook. */
@@ -89,7 +90,7 @@ export function fakeValue(tokens: number[], hookIdx: number, j: number, batchSha
 }
 
 export function fakeEngine(opts: EngineOptions, delayMs = 0): CaptureEngine {
-  const hooks = FAKE_HOOKS.filter((h) => (h.name.startsWith('final') ? opts.capture.includes('final') : opts.capture.includes('mlp')));
+  const hooks = FAKE_HOOKS.filter((h) => opts.capture.includes(siteFamily(h.site)));
   return {
     info: {
       dir: 'fake',

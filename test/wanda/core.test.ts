@@ -279,7 +279,7 @@ describe('regions and metrics', () => {
 });
 
 describe('matrices from capture points', () => {
-  it('maps mlp and attention inputs to their projections in layer order', () => {
+  it('maps mlp inputs to their projections in layer order, skipping points no scored matrix reads', () => {
     const w = wantedMatrices([
       { name: 'final.hidden', dim: 8 },
       { name: 'layers.10.mlp.in', dim: 8 },
@@ -293,10 +293,6 @@ describe('matrices from capture points', () => {
       'layers.2.mlp.gate_proj<-layers.2.mlp.in:8',
       'layers.2.mlp.up_proj<-layers.2.mlp.in:8',
       'layers.2.mlp.down_proj<-layers.2.mlp.down_in:32',
-      'layers.2.self_attn.q_proj<-layers.2.attn.in:8',
-      'layers.2.self_attn.k_proj<-layers.2.attn.in:8',
-      'layers.2.self_attn.v_proj<-layers.2.attn.in:8',
-      'layers.2.self_attn.o_proj<-layers.2.attn.o_in:8',
       'layers.10.mlp.gate_proj<-layers.10.mlp.in:8',
       'layers.10.mlp.up_proj<-layers.10.mlp.in:8',
     ]);

@@ -1,5 +1,7 @@
 /**
- * A WebAssembly SIMD kernel for the dot products of the exact kNN (src/cluster/knn.ts):
+ * A WebAssembly SIMD kernel for dot products of row blocks, used by the exact kNN
+ * (src/cluster/knn.ts), the Gram rows (src/cluster/metrics.ts) and the PCA products
+ * (src/cluster/pca.ts):
  *
  *   dist(qp, yp, nblk, d, out, sqq, sqy): for b in [0, nblk), r in [0, 4), s in [0, 4):
  *     out[r · stride + 4 b + s] = max(sqq[r] + sqy[4b+s] − 2 · Σ_c q_r[c] · y_{4b+s}[c], 0)
@@ -10,7 +12,7 @@
  * multiply then an add per column in column order, and the distance is formed with the same
  * operations in the same order as the scalar JavaScript loop does it, so every value is
  * bit-identical to it. The module is assembled here by hand;
- * knnSimd() and dotKernel() return null when WebAssembly SIMD is unavailable (or LOBES_NO_SIMD is set).
+ * dotKernel() returns null when WebAssembly SIMD is unavailable (or LOBES_NO_SIMD is set).
  *
  *   dots(...): the same sums stored as they are, out[r · stride + 4 b + s] = Σ_c q_r[c] · y_{4b+s}[c]
  * (the Gram rows of src/cluster/metrics.ts; bit-identical to its JavaScript loop, which also
@@ -79,7 +81,8 @@ function dotsBody(raw: boolean): number[] {
   return funcBody([[2, I32], [10, V128]], code);
 }
 
-export interface KnnSimd {
+/** One instance of the kernel with its own memory. */
+export interface DotSimd {
   memory: WasmMemory;
   /** See the module comment; nblk >= 1, d >= 1, byte addresses 16-aligned. */
   dist: (qp: number, yp: number, nblk: number, d: number, out: number, sqq: number, sqy: number) => void;
@@ -89,21 +92,21 @@ export interface KnnSimd {
   ensure(bytes: number): boolean;
 }
 
-let kernel: KnnSimd | null | undefined;
+let kernel: DotSimd | null | undefined;
 
 /**
  * This thread's instance (made on first use), or null when WebAssembly SIMD is unavailable. The
  * kNN search, the Gram rows and the PCA products share it and its memory: none of them calls
  * another while it holds views of that memory.
  */
-export function dotKernel(): KnnSimd | null {
-  if (kernel === undefined) kernel = knnSimd();
+export function dotKernel(): DotSimd | null {
+  if (kernel === undefined) kernel = dotSimd();
   return kernel;
 }
 
 /** A new instance with its own memory, or null when WebAssembly SIMD is unavailable. */
-export function knnSimd(): KnnSimd | null {
+function dotSimd(): DotSimd | null {
   const inst = instantiate(assembleModule(7, [['dist', dotsBody(false)], ['dots', dotsBody(true)]]));
   if (!inst) return null;
-  return { memory: inst.memory, dist: inst.exports.dist as KnnSimd['dist'], dots: inst.exports.dots as KnnSimd['dots'], ensure: inst.ensure };
+  return { memory: inst.memory, dist: inst.exports.dist as DotSimd['dist'], dots: inst.exports.dots as DotSimd['dots'], ensure: inst.ensure };
 }

@@ -1,9 +1,9 @@
-/** Worker side of TsnePool: kNN row ranges and Barnes–Hut repulsion ranges. */
+/** Worker side of ClusterPool (src/cluster/pool.ts): one message = one range of one computation. */
 import { parentPort } from 'node:worker_threads';
 import { knnRows } from './knn.js';
 import { conditionalRows } from './affinity.js';
 import { repulsion } from './quadtree.js';
-import { attraction } from './tsne.js';
+import { attraction } from './attraction.js';
 import { mulXBRows, mulXtBCols } from './pca.js';
 import { probeCvAccuracy } from './probe.js';
 import { meanSilhouette, gramRows } from './metrics.js';

@@ -1,0 +1,261 @@
+/**
+ * The `lobes wanda` command: Wanda importance per group, block pooling, regions, set
+ * differences and their metrics against a label-permutation null, written to RUN/wanda/.
+ *
+ *   runWanda(run, opts) -> { settings, regions, metrics }
+ *
+ * Steps: (1) pick the matrices whose inputs the run captured and locate their weights
+ * (ONNX model of the run, or --weights: ONNX folder/file or safetensors checkpoint);
+ * (2) one streaming pass over the weights computes C = column sums of |W| per row block;
+ * (3) the analysis (src/wanda/analyze.ts) needs only C and the activations; (4) outputs are
+ * written into a temporary sibling folder that replaces RUN/wanda/ only when complete.
+ */
+import { existsSync, mkdirSync, renameSync, rmSync, statSync } from 'node:fs';
+import * as path from 'node:path';
+import { csvField } from '../util/csv.js';
+import { LobesError, UsageError } from '../util/errors.js';
+import { Progress } from '../util/progress.js';
+import { writeFileAtomicSync, fsyncDir } from '../util/io.js';
+import { writeSafetensors, type StWriteTensor } from '../formats/safetensors.js';
+import { LOBES_VERSION } from '../version.js';
+import type { RunReader } from '../store/types.js';
+import type { ModelInfo } from '../extract/types.js';
+import { loadModel } from '../onnx/index.js';
+import { runSource, type ActivationSource } from './stats.js';
+import { weightPass } from './pass.js';
+import { analyze, matrixInfo, NULL_METRICS, type AnalyzeResult } from './analyze.js';
+import { analyzeWeights } from './weightres.js';
+import { wantedMatrices, isSafetensorsPath, openSafetensorsCheckpoint, safetensorsMatrices, onnxMatrices, type WantedMatrix } from './weights.js';
+import { expectedBytes, type MatrixRef } from './kernel.js';
+import type { TopSpec } from './regions.js';
+import type { WandaSettings, WandaRegions, WandaMetrics, WandaMatrix, NullTested } from './types.js';
+
+export interface WandaOptions {
+  /** Weights: safetensors file/folder or ONNX model folder/file (default: the run's model folder). */
+  weights?: string;
+  /** Label axis whose values are the groups (default 'aspect', or the run's only axis). */
+  by?: string;
+  /** Block size: n for n×n, or [rows, cols] in W[d_out, d_in] (default 256). */
+  block?: number | [number, number];
+  /** Region selection (default top 10% of blocks per matrix). */
+  top?: Partial<TopSpec>;
+  /** Label permutations for the null (default 100). */
+  permutations?: number;
+  seed?: number;
+  resolution?: 'block' | 'weight';
+  /** Worker threads for the weight pass (default: all cores). */
+  threads?: number;
+  /** No progress output. */
+  quiet?: boolean;
+  /** Model information of the ONNX weights (default: inspectModel of the folder). */
+  modelInfo?: ModelInfo;
+}
+
+export interface WandaResult {
+  settings: WandaSettings;
+  regions: WandaRegions;
+  metrics: WandaMetrics;
+  /** Folder written (RUN/wanda). */
+  dir: string;
+}
+
+export const DEFAULT_TOP: TopSpec = { kind: 'fraction', value: 0.1, scope: 'matrix' };
+export const DEFAULT_PERMUTATIONS = 100;
+
+/** Resolve where the weights are and which matrices they give for the wanted list. */
+export async function locateWeights(weights: string, wanted: WantedMatrix[], modelInfo?: ModelInfo): Promise<{ source: 'onnx' | 'safetensors'; path: string; matrices: MatrixRef[] }> {
+  if (!existsSync(weights)) throw new LobesError('weights folder or file not found', { file: weights, hint: 'pass --weights DIR (ONNX model folder or safetensors checkpoint)' });
+  const isOnnx = statSync(weights).isFile() ? weights.endsWith('.onnx') : existsSync(path.join(weights, 'model.onnx')) || existsSync(path.join(weights, 'genai_config.json'));
+  if (!isOnnx && isSafetensorsPath(weights)) {
+    const ck = openSafetensorsCheckpoint(weights);
+    return { source: 'safetensors', path: weights, matrices: safetensorsMatrices(ck, wanted) };
+  }
+  const model = loadModel(weights);
+  let info = modelInfo;
+  if (!info) {
+    // Loaded on demand: it brings in ONNX Runtime, which safetensors weights never need.
+    const { inspectModel } = await import('../extract/engine.js');
+    info = await inspectModel(weights);
+  }
+  return { source: 'onnx', path: weights, matrices: onnxMatrices(model, info.points, wanted) };
+}
+
+function parseTop(t: Partial<TopSpec> | undefined): TopSpec {
+  const top = { ...DEFAULT_TOP, ...(t ?? {}) };
+  if (top.kind === 'fraction' && !(top.value > 0 && top.value <= 1)) throw new UsageError(`--top must be a fraction in (0, 1], got ${top.value}`);
+  if (top.kind === 'count' && !(Number.isInteger(top.value) && top.value >= 1)) throw new UsageError(`--top-count must be a positive integer, got ${top.value}`);
+  if (!['matrix', 'layer', 'global'].includes(top.scope)) throw new UsageError(`--scope must be matrix, layer or global, got ${top.scope}`);
+  return top;
+}
+
+/** Choose the label axis: the one asked for, else 'aspect', else the only axis. */
+export function chooseAxis(axes: string[], by: string | undefined): string {
+  if (by !== undefined) {
+    if (!axes.includes(by)) throw new UsageError(`label axis ${JSON.stringify(by)} is not in the run (axes: ${axes.join(', ') || 'none'})`);
+    return by;
+  }
+  if (axes.includes('aspect')) return 'aspect';
+  if (axes.length === 1) return axes[0];
+  throw new UsageError(`the run has several label axes (${axes.join(', ')}) and none is named aspect`, 'choose one with --by');
+}
+
+/** The analysis settings of one run of runWanda, with defaults filled in and checked. */
+interface Resolved {
+  block: [number, number];
+  top: TopSpec;
+  permutations: number;
+  seed: number;
+  resolution: 'block' | 'weight';
+}
+
+/** What the two resolutions analyse: the matrices, their activations and labels. */
+interface AnalysisInput {
+  matrices: MatrixRef[];
+  infos: WandaMatrix[];
+  source: ActivationSource;
+  labels: string[];
+}
+
+/**
+ * Wanda regions and their metrics for a run, written to RUN/wanda/.
+ *
+ * Stages: settings; label axis; the matrices whose inputs the run captured and their
+ * weights; the analysis at block or weight resolution; the outputs.
+ */
+export async function runWanda(run: RunReader | string, opts: WandaOptions = {}): Promise<WandaResult> {
+  const reader: RunReader = typeof run === 'string' ? await (await import('../store/index.js')).openRun(run) : run;
+  const r = resolveOptions(opts);
+  const by = chooseAxis(reader.labelAxes(), opts.by);
+  const labels = reader.labels(by);
+  const located = await locateRunWeights(reader, opts);
+  const matrices = located.matrices;
+  const input: AnalysisInput = {
+    matrices,
+    infos: matrices.map((m) => matrixInfo(m.name, m.layer, m.proj, m.input, m.dOut, m.dIn, r.block)),
+    source: runSource(reader),
+    labels,
+  };
+  const settings: WandaSettings = {
+    by,
+    groups: [],
+    block: r.block,
+    top: r.top,
+    statistic: 'rms',
+    permutations: r.permutations,
+    seed: r.seed,
+    weights: { source: located.source, path: path.resolve(located.path) },
+    resolution: r.resolution,
+    lobesVersion: LOBES_VERSION,
+    createdAt: new Date().toISOString(),
+  };
+  const { result, weightLevel } = r.resolution === 'block' ? await blockResolution(input, r, opts) : await weightResolution(input, r, opts);
+  settings.groups = result.groups;
+  const used = result.counts.reduce((a, b) => a + b, 0);
+  settings.samples = { used, excluded: labels.length - used };
+  const metrics: WandaMetrics = weightLevel ? { ...result.metrics, weightLevel } : result.metrics;
+
+  const target = reader.analysisDir('wanda');
+  writeOutputs(target, settings, result, metrics);
+  return { settings, regions: result.regions, metrics, dir: target };
+}
+
+/** Fill in the defaults; bad values are usage errors. */
+function resolveOptions(opts: WandaOptions): Resolved {
+  const block: [number, number] = Array.isArray(opts.block) ? opts.block : [opts.block ?? 256, opts.block ?? 256];
+  if (!block.every((b) => Number.isInteger(b) && b >= 1)) throw new UsageError(`--block must be a positive integer (or RxC), got ${block.join('x')}`);
+  const top = parseTop(opts.top);
+  const permutations = opts.permutations ?? DEFAULT_PERMUTATIONS;
+  if (!Number.isInteger(permutations) || permutations < 0) throw new UsageError(`--permutations must be a non-negative integer, got ${permutations}`);
+  return { block, top, permutations, seed: opts.seed ?? 0, resolution: opts.resolution ?? 'block' };
+}
+
+/** The matrices whose inputs the run captured, located in --weights (default: the run's model folder). */
+async function locateRunWeights(reader: RunReader, opts: WandaOptions): ReturnType<typeof locateWeights> {
+  const wanted = wantedMatrices(reader.hooks());
+  if (wanted.length === 0) {
+    throw new LobesError('the run has no MLP capture points (layers.{i}.mlp.in / layers.{i}.mlp.down_in)', { file: reader.dir, hint: 'extract with --capture mlp' });
+  }
+  return locateWeights(opts.weights ?? reader.manifest.model.dir, wanted, opts.modelInfo);
+}
+
+/** Block resolution: one streaming pass for the column sums of |W|, then the analysis from them and the activations. */
+async function blockResolution(input: AnalysisInput, r: Resolved, opts: WandaOptions): Promise<{ result: AnalyzeResult; weightLevel?: WandaMetrics['weightLevel'] }> {
+  const { matrices, infos, source, labels } = input;
+  const { block, top, permutations, seed } = r;
+  const totalBytes = matrices.reduce((a, m) => a + expectedBytes(m), 0);
+  const passProgress = new Progress({ label: 'wanda weights', total: Math.round(totalBytes / 1e6), unit: 'MB', quiet: opts.quiet });
+  let bytesDone = 0;
+  const colsums = await weightPass(matrices, {
+    rowBlock: block[0],
+    threads: opts.threads,
+    onMatrix: (_m, bytes) => passProgress.set(Math.round((bytesDone += bytes) / 1e6)),
+  });
+  passProgress.finish();
+  // One step = one read of a capture point for a batch of labellings (observed + permutations).
+  let steps: Progress | null = null;
+  const onStep = (done: number, total: number) => {
+    steps ??= new Progress({ label: `wanda groups and ${permutations} permutations`, total, unit: 'capture-point reads', quiet: opts.quiet });
+    steps.set(done);
+  };
+  const result = await analyze({ matrices: infos, colsums, source, labels }, { block, top, permutations, seed, onStep });
+  (steps as Progress | null)?.finish();
+  return { result };
+}
+
+/** Weight resolution: per-weight scores matrix by matrix, with the weight-level metrics. */
+async function weightResolution(input: AnalysisInput, r: Resolved, opts: WandaOptions): Promise<{ result: AnalyzeResult; weightLevel?: WandaMetrics['weightLevel'] }> {
+  const { matrices, infos, source, labels } = input;
+  const { block, top, permutations, seed } = r;
+  const progress = new Progress({ label: `wanda weights, groups and ${permutations} permutations`, total: matrices.length, unit: 'matrices', quiet: opts.quiet });
+  const w = await analyzeWeights({ matrices, infos, source, labels }, { block, top, permutations, seed, onMatrix: (d) => progress.set(d) });
+  progress.finish();
+  return { result: w.result, weightLevel: w.weightLevel };
+}
+
+
+/** metrics.csv: one row per pair × metric. */
+export function metricsCsv(metrics: WandaMetrics): string {
+  const rows = ['a,b,metric,value,p,p_lower,percentile,null_mean'];
+  for (const p of metrics.pairs) {
+    const nt = (name: string, t: NullTested) => rows.push([p.a, p.b, name, t.value, t.p, t.pLower ?? null, t.percentile, t.nullMean].map(csvField).join(','));
+    for (const k of NULL_METRICS) nt(k, p[k]);
+    for (const k of ['sizeAminusB', 'sizeBminusA'] as const) rows.push([p.a, p.b, k, p[k], null, null, null, null].map(csvField).join(','));
+    nt('componentsAminusB', p.componentsAminusBNull ?? { value: p.componentsAminusB, p: null, percentile: null, nullMean: null });
+    nt('componentsBminusA', p.componentsBminusANull ?? { value: p.componentsBminusA, p: null, percentile: null, nullMean: null });
+  }
+  for (const w of metrics.weightLevel ?? []) {
+    for (const k of ['jaccard', 'isolationAB', 'isolationBA'] as const) {
+      const t = w[k];
+      rows.push([w.a, w.b, `weight_${k}`, t.value, t.p, t.pLower ?? null, t.percentile, t.nullMean].map(csvField).join(','));
+    }
+  }
+  return rows.join('\n') + '\n';
+}
+
+/** Write every output into a temporary sibling of `target`, then swap it in. */
+function writeOutputs(target: string, settings: WandaSettings, result: AnalyzeResult, metrics: WandaMetrics): void {
+  const parent = path.dirname(target);
+  const tmp = path.join(parent, `.${path.basename(target)}.tmp-${process.pid}-${Date.now()}`);
+  const old = path.join(parent, `.${path.basename(target)}.old-${process.pid}-${Date.now()}`);
+  mkdirSync(tmp, { recursive: true });
+  try {
+    const tensors: StWriteTensor[] = [];
+    for (const [key, map] of result.pooled) {
+      const m = result.regions.matrices.find((x) => key.endsWith(`|${x.name}`))!;
+      tensors.push({ name: key, dtype: 'F32', shape: [m.rowBlocks, m.colBlocks], data: map });
+    }
+    writeSafetensors(path.join(tmp, 'pooled.safetensors'), tensors, { by: settings.by, block: settings.block.join('x'), seed: String(settings.seed), format: 'lobes-wanda-pooled' });
+    writeFileAtomicSync(path.join(tmp, 'regions.json'), JSON.stringify(result.regions) + '\n');
+    writeFileAtomicSync(path.join(tmp, 'metrics.json'), JSON.stringify(metrics, null, 1) + '\n');
+    writeFileAtomicSync(path.join(tmp, 'metrics.csv'), metricsCsv(metrics));
+    writeFileAtomicSync(path.join(tmp, 'settings.json'), JSON.stringify(settings, null, 2) + '\n');
+    if (existsSync(target)) renameSync(target, old);
+    renameSync(tmp, target);
+    fsyncDir(parent);
+  } catch (e) {
+    rmSync(tmp, { recursive: true, force: true });
+    if (!existsSync(target) && existsSync(old)) renameSync(old, target);
+    throw e;
+  }
+  rmSync(old, { recursive: true, force: true });
+}
