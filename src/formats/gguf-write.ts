@@ -9,7 +9,7 @@
 import { openSync, writeSync, fsyncSync, closeSync, renameSync, rmSync, mkdirSync } from 'node:fs';
 import * as path from 'node:path';
 import { LobesError } from '../util/errors.js';
-import { fsyncDir } from '../util/atomic.js';
+import { fsyncDir } from '../util/io.js';
 import { ggmlByteSize, ggmlType, ggmlTypeName } from './ggml.js';
 import { GGUF_SCALAR_BYTES, GGUF_VALUE_TYPE_IDS, type GgufArray, type GgufValue, type GgufValueType } from './gguf.js';
 

@@ -14,7 +14,8 @@
  * allocated, so a corrupt or hostile file gives a one-line LobesError naming the place, never
  * a huge allocation. Tensor data is read by positional reads; memory is O(what is asked for).
  */
-import { openSync, readSync, closeSync, fstatSync } from 'node:fs';
+import { openSync, closeSync, fstatSync } from 'node:fs';
+import { readExactly } from '../util/io.js';
 import { LobesError, type ErrorPlace } from '../util/errors.js';
 import { dequantizeBlocks, ggmlType, ggmlTypeName } from './ggml.js';
 
@@ -84,16 +85,6 @@ const DEFAULT_ALIGNMENT = 32;
 const MAX_DIMS = 4;
 const CHUNK = 1 << 20;
 
-// Positional read of exactly dst.byteLength bytes. A shared helper for this is planned in
-// src/util/io.ts; this private copy stands in for it until then.
-function readExactly(fd: number, dst: Uint8Array, position: number, file: string): void {
-  let got = 0;
-  while (got < dst.byteLength) {
-    const n = readSync(fd, dst, got, Math.min(dst.byteLength - got, 1 << 30), position + got);
-    if (n === 0) throw new LobesError(`unexpected end of file at byte ${position + got}`, { file });
-    got += n;
-  }
-}
 
 /**
  * A forward cursor over the header with a growable window of the file. `need(n)` makes n bytes

@@ -10,7 +10,7 @@ import * as ort from 'onnxruntime-node';
 import { openGguf } from '../../src/formats/gguf.js';
 import { GGML_TYPES, DEQUANTIZABLE, dequantizeBlocks, ggmlType, ggmlTypeByName, GgmlType } from '../../src/formats/ggml.js';
 import { ggmlToMatMulNBits, nbitsToFloat32, NBITS_MAPPING, type NBitsWeight } from '../../src/formats/ggml-nbits.js';
-import { DataType, makeGraph, makeModel, makeNode, makeTensor, makeValueInfo, writeModel } from '../../src/onnx/model.js';
+import { DataType, makeGraph, makeModel, makeNode, makeTensor, makeValueInfo, writeModel } from '../../src/onnx/index.js';
 import { floatToHalf } from '../../src/util/half.js';
 import { existsSync, readFileSync } from 'node:fs';
 import { GOLDEN_GGUF, SMOL, REF, sha256, goldens, goldenValues, firstBitDiff, firstValueDiff, lobesError, tmpDir, cleanupTmp } from './helpers.js';
