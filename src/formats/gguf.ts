@@ -1,0 +1,624 @@
+/**
+ * GGUF (llama.cpp / Ollama model files), read without loading the file.
+ *
+ * Layout (all little-endian): the magic "GGUF", a u32 version (2 or 3 here; version 1 used
+ * 32-bit counts), u64 tensor count, u64 metadata count; then the metadata, each a key (a
+ * string: u64 byte length + UTF-8 bytes), a u32 value type and the value (arrays: u32 item
+ * type, u64 count, the items); then one info per tensor: name, u32 number of dims, u64 dims
+ * (dims[0] is the contiguous axis, the row length: the numpy shape is dims reversed), u32 GGML
+ * type and u64 offset relative to the data section. The data section starts at the first
+ * multiple of `general.alignment` (default 32) after the infos; every tensor's offset is a
+ * multiple of it too.
+ *
+ * Every count, length and offset is checked against the file size before anything is
+ * allocated, so a corrupt or hostile file gives a one-line LobesError naming the place, never
+ * a huge allocation. Tensor data is read by positional reads; memory is O(what is asked for).
+ */
+import { openSync, readSync, closeSync, fstatSync } from 'node:fs';
+import { LobesError, type ErrorPlace } from '../util/errors.js';
+import { dequantizeBlocks, ggmlType, ggmlTypeName } from './ggml.js';
+
+/** The scalar value types of GGUF metadata (their ids are 0..12 in this order, with array = 9). */
+export type GgufScalarType = 'uint8' | 'int8' | 'uint16' | 'int16' | 'uint32' | 'int32' | 'float32' | 'bool' | 'string' | 'uint64' | 'int64' | 'float64';
+/** Every GGUF value type. */
+export type GgufValueType = GgufScalarType | 'array';
+
+/** GGUF value type ids, as stored in the file. */
+export const GGUF_VALUE_TYPE_IDS: Record<GgufValueType, number> = {
+  uint8: 0, int8: 1, uint16: 2, int16: 3, uint32: 4, int32: 5, float32: 6, bool: 7, string: 8, array: 9, uint64: 10, int64: 11, float64: 12,
+};
+const TYPE_BY_ID: GgufValueType[] = ['uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'float32', 'bool', 'string', 'array', 'uint64', 'int64', 'float64'];
+
+/** Bytes of one fixed-size value (strings and arrays are variable). */
+export const GGUF_SCALAR_BYTES: Record<Exclude<GgufScalarType, 'string'>, number> = {
+  uint8: 1, int8: 1, uint16: 2, int16: 2, uint32: 4, int32: 4, float32: 4, bool: 1, uint64: 8, int64: 8, float64: 8,
+};
+
+/** Items of a GGUF array: a typed array for numbers, plain arrays otherwise. */
+export type GgufArray =
+  | { itemType: 'uint8'; items: Uint8Array }
+  | { itemType: 'int8'; items: Int8Array }
+  | { itemType: 'uint16'; items: Uint16Array }
+  | { itemType: 'int16'; items: Int16Array }
+  | { itemType: 'uint32'; items: Uint32Array }
+  | { itemType: 'int32'; items: Int32Array }
+  | { itemType: 'float32'; items: Float32Array }
+  | { itemType: 'uint64'; items: BigUint64Array }
+  | { itemType: 'int64'; items: BigInt64Array }
+  | { itemType: 'float64'; items: Float64Array }
+  | { itemType: 'bool'; items: boolean[] }
+  | { itemType: 'string'; items: string[] }
+  | { itemType: 'array'; items: GgufArray[] };
+
+/** One metadata value with its GGUF type (64-bit integers are bigints, exactly). */
+export type GgufValue =
+  | { type: 'uint8' | 'int8' | 'uint16' | 'int16' | 'uint32' | 'int32' | 'float32' | 'float64'; value: number }
+  | { type: 'uint64' | 'int64'; value: bigint }
+  | { type: 'bool'; value: boolean }
+  | { type: 'string'; value: string }
+  | { type: 'array'; value: GgufArray };
+
+/** One tensor's place and shape in a GGUF file. */
+export interface GgufTensorInfo {
+  name: string;
+  /** Dimensions in GGUF order: dims[0] is the row length (contiguous); the numpy / PyTorch shape is dims reversed. */
+  dims: number[];
+  /** GGML type id (see GGML_TYPES in ./ggml.ts). */
+  type: number;
+  /** GGML type name (Q4_K, F32, ...). */
+  typeName: string;
+  /** Absolute byte offset of the data in the file. */
+  offset: number;
+  /** Bytes of data. */
+  nbytes: number;
+  /** Number of values. */
+  numel: number;
+  /** Rows: the product of dims[1..] (1 for a vector). */
+  rows: number;
+  /** Bytes per row: dims[0] / blockSize * typeSize. */
+  rowBytes: number;
+}
+
+const MAGIC = 0x46554747; // "GGUF" read as a little-endian u32
+const DEFAULT_ALIGNMENT = 32;
+const MAX_DIMS = 4;
+const CHUNK = 1 << 20;
+
+// Positional read of exactly dst.byteLength bytes. A shared helper for this is planned in
+// src/util/io.ts; this private copy stands in for it until then.
+function readExactly(fd: number, dst: Uint8Array, position: number, file: string): void {
+  let got = 0;
+  while (got < dst.byteLength) {
+    const n = readSync(fd, dst, got, Math.min(dst.byteLength - got, 1 << 30), position + got);
+    if (n === 0) throw new LobesError(`unexpected end of file at byte ${position + got}`, { file });
+    got += n;
+  }
+}
+
+/**
+ * A forward cursor over the header with a growable window of the file. `need(n)` makes n bytes
+ * available at the cursor, after checking that the file has them.
+ */
+class HeaderCursor {
+  private buf = Buffer.alloc(CHUNK);
+  private bufStart = 0; // file position of buf[0]
+  private bufLen = 0;
+  /** Cursor position in the file. */
+  pos = 0;
+  /** A DataView over the current window (replaced when the window grows). */
+  view: DataView;
+  private decoder = new TextDecoder('utf-8');
+
+  constructor(
+    private readonly fd: number,
+    readonly file: string,
+    readonly size: number,
+  ) {
+    this.view = new DataView(this.buf.buffer, this.buf.byteOffset, this.buf.byteLength);
+  }
+
+  /** Throws a one-line error at the cursor. */
+  fail(cause: string, where: string, at = this.pos): never {
+    throw new LobesError(`${cause} (byte ${at})`, { file: this.file, where });
+  }
+
+  /** Make n bytes available at the cursor; returns their index in the window. */
+  need(n: number, where: string): number {
+    if (n > this.size - this.pos) this.fail(`file ends after ${this.size} bytes, ${n} more needed here: truncated GGUF`, where);
+    let i = this.pos - this.bufStart;
+    if (i + n <= this.bufLen) return i;
+    // Slide the window to the cursor, growing it when one item is larger than the window.
+    if (n > this.buf.byteLength) {
+      this.buf = Buffer.alloc(Math.max(n, this.buf.byteLength * 2));
+      this.view = new DataView(this.buf.buffer, this.buf.byteOffset, this.buf.byteLength);
+    }
+    const want = Math.min(this.buf.byteLength, this.size - this.pos);
+    readExactly(this.fd, this.buf.subarray(0, want), this.pos, this.file);
+    this.bufStart = this.pos;
+    this.bufLen = want;
+    i = 0;
+    return i;
+  }
+
+  get window(): Buffer {
+    return this.buf;
+  }
+
+  u32(where: string): number {
+    const i = this.need(4, where);
+    this.pos += 4;
+    return this.view.getUint32(i, true);
+  }
+
+  /** A u64 that must be a safe integer (counts, lengths, dims, offsets). */
+  u64(where: string): number {
+    const at = this.pos;
+    const i = this.need(8, where);
+    this.pos += 8;
+    const lo = this.view.getUint32(i, true);
+    const hi = this.view.getUint32(i + 4, true);
+    if (hi > 0x1fffff) this.fail(`value ${this.view.getBigUint64(i, true)} is larger than any file`, where, at);
+    return hi * 0x100000000 + lo;
+  }
+
+  /** A GGUF string; its length is checked against the bytes left in the file. */
+  string(where: string): string {
+    const at = this.pos;
+    const len = this.u64(where);
+    if (len > this.size - this.pos) this.fail(`string of ${len} bytes runs past the end of the file (${this.size - this.pos} bytes left)`, where, at);
+    const i = this.need(len, where);
+    this.pos += len;
+    return this.decoder.decode(this.buf.subarray(i, i + len));
+  }
+}
+
+function valueType(cur: HeaderCursor, where: string): GgufValueType {
+  const at = cur.pos;
+  const id = cur.u32(where);
+  const t = TYPE_BY_ID[id];
+  if (t === undefined) cur.fail(`unknown value type ${id} (GGUF defines 0..12)`, where, at);
+  return t;
+}
+
+function readScalar(cur: HeaderCursor, t: GgufScalarType, where: string): GgufValue {
+  if (t === 'string') return { type: 'string', value: cur.string(where) };
+  const i = cur.need(GGUF_SCALAR_BYTES[t], where);
+  cur.pos += GGUF_SCALAR_BYTES[t];
+  const v = cur.view;
+  switch (t) {
+    case 'uint8': return { type: t, value: v.getUint8(i) };
+    case 'int8': return { type: t, value: v.getInt8(i) };
+    case 'uint16': return { type: t, value: v.getUint16(i, true) };
+    case 'int16': return { type: t, value: v.getInt16(i, true) };
+    case 'uint32': return { type: t, value: v.getUint32(i, true) };
+    case 'int32': return { type: t, value: v.getInt32(i, true) };
+    case 'float32': return { type: t, value: v.getFloat32(i, true) };
+    case 'float64': return { type: t, value: v.getFloat64(i, true) };
+    case 'uint64': return { type: t, value: v.getBigUint64(i, true) };
+    case 'int64': return { type: t, value: v.getBigInt64(i, true) };
+    case 'bool': {
+      const b = v.getUint8(i);
+      if (b > 1) cur.fail(`bool byte is ${b}, not 0 or 1`, where, cur.pos - 1);
+      return { type: t, value: b === 1 };
+    }
+  }
+}
+
+const TYPED: Record<string, { new (b: ArrayBuffer): ArrayBufferView }> = {
+  uint8: Uint8Array, int8: Int8Array, uint16: Uint16Array, int16: Int16Array, uint32: Uint32Array, int32: Int32Array,
+  float32: Float32Array, uint64: BigUint64Array, int64: BigInt64Array, float64: Float64Array,
+};
+
+const FATAL_UTF8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * An array of strings (tokens, merges: up to a few hundred thousand). The string bytes are
+ * gathered into one pool and decoded with a single TextDecoder call, then cut by UTF-16 length
+ * (counted from the UTF-8 lead bytes while gathering). That is exact when every string is valid
+ * UTF-8 on its own, which is checked; otherwise each string is decoded separately (invalid
+ * bytes become U+FFFD).
+ */
+function readStrings(cur: HeaderCursor, count: number, where: string): string[] {
+  let pool = new Uint8Array(Math.min(1 << 20, cur.size - cur.pos));
+  const ends = new Float64Array(count); // byte end of each string in the pool
+  const units = new Float64Array(count); // UTF-16 end of each string in the decoded pool
+  let total = 0;
+  let u = 0;
+  let valid = true;
+  for (let k = 0; k < count; k++) {
+    const at = cur.pos;
+    const len = cur.u64(where);
+    if (len > cur.size - cur.pos) cur.fail(`string of ${len} bytes runs past the end of the file (${cur.size - cur.pos} bytes left)`, where, at);
+    const i = cur.need(len, where);
+    if (total + len > pool.byteLength) {
+      const next = new Uint8Array(Math.max(total + len, pool.byteLength * 2));
+      next.set(pool.subarray(0, total));
+      pool = next;
+    }
+    const src = cur.window;
+    let pending = 0; // continuation bytes still expected
+    if (len > 0 && (src[i] & 0xc0) === 0x80) valid = false;
+    for (let j = i; j < i + len; j++) {
+      const b = src[j];
+      pool[total++] = b;
+      if (b < 0x80) u++;
+      else if ((b & 0xc0) === 0x80) pending--;
+      else {
+        if (pending !== 0) valid = false;
+        pending = b >= 0xf0 ? 3 : b >= 0xe0 ? 2 : 1;
+        u += b >= 0xf0 ? 2 : 1;
+      }
+    }
+    if (pending !== 0) valid = false;
+    cur.pos += len;
+    ends[k] = total;
+    units[k] = u;
+  }
+  const items = new Array<string>(count);
+  let all: string | null = null;
+  if (valid) {
+    try {
+      all = FATAL_UTF8.decode(pool.subarray(0, total));
+    } catch {
+      all = null;
+    }
+  }
+  if (all !== null && all.length === u) {
+    for (let k = 0, u0 = 0; k < count; k++) {
+      items[k] = all.substring(u0, units[k]);
+      u0 = units[k];
+    }
+  } else {
+    const dec = new TextDecoder('utf-8');
+    for (let k = 0, b0 = 0; k < count; k++) {
+      items[k] = dec.decode(pool.subarray(b0, ends[k]));
+      b0 = ends[k];
+    }
+  }
+  return items;
+}
+
+function readArray(cur: HeaderCursor, where: string, depth: number): GgufArray {
+  const itemType = valueType(cur, where);
+  const at = cur.pos;
+  const count = cur.u64(where);
+  const left = cur.size - cur.pos;
+  if (itemType === 'string' || itemType === 'array') {
+    // Each string takes at least its 8-byte length; each array its type and count.
+    const min = itemType === 'string' ? 8 : 12;
+    if (count > left / min) cur.fail(`array of ${count} ${itemType}s needs at least ${count * min} bytes but ${left} are left: truncated or corrupt`, where, at);
+    if (itemType === 'string') return { itemType, items: readStrings(cur, count, where) };
+    if (depth >= 8) cur.fail('arrays nested deeper than 8 levels', where, at);
+    const items = new Array<GgufArray>(count);
+    for (let k = 0; k < count; k++) items[k] = readArray(cur, `${where}[${k}]`, depth + 1);
+    return { itemType, items };
+  }
+  const size = GGUF_SCALAR_BYTES[itemType];
+  if (count > left / size) cur.fail(`array of ${count} ${itemType} needs ${count * size} bytes but ${left} are left: truncated GGUF`, where, at);
+  const nbytes = count * size;
+  if (itemType === 'bool') {
+    const items = new Array<boolean>(count);
+    for (let k = 0; k < count; k++) {
+      const b = readScalar(cur, 'bool', where);
+      items[k] = b.value as boolean;
+    }
+    return { itemType, items };
+  }
+  const ab = new ArrayBuffer(nbytes);
+  const dst = new Uint8Array(ab);
+  // Copy through the window in pieces so that the window never has to hold a huge array.
+  let done = 0;
+  while (done < nbytes) {
+    const piece = Math.min(nbytes - done, CHUNK);
+    const i = cur.need(piece, where);
+    dst.set(cur.window.subarray(i, i + piece), done);
+    cur.pos += piece;
+    done += piece;
+  }
+  return { itemType, items: new TYPED[itemType](ab) } as GgufArray;
+}
+
+/** Read a metadata value of a given type (arrays included). */
+function readValue(cur: HeaderCursor, t: GgufValueType, where: string): GgufValue {
+  if (t === 'array') return { type: 'array', value: readArray(cur, where, 0) };
+  return readScalar(cur, t, where);
+}
+
+function describe(v: GgufValue | undefined): string {
+  if (!v) return 'missing';
+  return v.type === 'array' ? `an array of ${v.value.itemType}` : `of type ${v.type}`;
+}
+
+/**
+ * An open GGUF file: metadata, tensor infos and positional access to tensor data.
+ * Call `close()` when done (tensor reads need the file open; metadata does not).
+ */
+export class GgufFile {
+  private fd: number | null;
+
+  constructor(
+    readonly file: string,
+    fd: number,
+    /** File size in bytes. */
+    readonly fileSize: number,
+    /** GGUF version (2 or 3). */
+    readonly version: number,
+    /** Metadata in file order. */
+    readonly metadata: Map<string, GgufValue>,
+    /** Tensor infos in file order. */
+    readonly tensors: GgufTensorInfo[],
+    /** Alignment of the data section and of every tensor offset. */
+    readonly alignment: number,
+    /** Absolute offset of the data section. */
+    readonly dataStart: number,
+  ) {
+    this.fd = fd;
+    this.byName = new Map(tensors.map((t) => [t.name, t]));
+  }
+
+  private readonly byName: Map<string, GgufTensorInfo>;
+
+  /** Close the file; metadata and infos stay available. */
+  close(): void {
+    if (this.fd !== null) closeSync(this.fd);
+    this.fd = null;
+  }
+
+  /** The tensor with this name; throws naming it when absent. */
+  tensor(name: string): GgufTensorInfo {
+    const t = this.byName.get(name);
+    if (!t) throw new LobesError(`tensor ${JSON.stringify(name)} not found (the file has ${this.tensors.length} tensors)`, { file: this.file });
+    return t;
+  }
+
+  /** Whether a tensor of this name exists. */
+  hasTensor(name: string): boolean {
+    return this.byName.has(name);
+  }
+
+  /** Whether a metadata key exists. */
+  has(key: string): boolean {
+    return this.metadata.has(key);
+  }
+
+  /** The raw metadata value (with its type), or undefined. */
+  get(key: string): GgufValue | undefined {
+    return this.metadata.get(key);
+  }
+
+  private wrong(key: string, want: string): never {
+    const v = this.metadata.get(key);
+    throw new LobesError(`metadata ${JSON.stringify(key)} is ${describe(v)}; ${want} is needed`, { file: this.file, where: 'metadata' });
+  }
+
+  /** A string value; `fallback` when the key is missing (throws when there is none), throws when of another type. */
+  getString(key: string, fallback?: string): string {
+    const v = this.metadata.get(key);
+    if (v === undefined && fallback !== undefined) return fallback;
+    if (v?.type !== 'string') this.wrong(key, 'a string');
+    return v.value;
+  }
+
+  /** A bool value (same rules as getString). */
+  getBool(key: string, fallback?: boolean): boolean {
+    const v = this.metadata.get(key);
+    if (v === undefined && fallback !== undefined) return fallback;
+    if (v?.type !== 'bool') this.wrong(key, 'a bool');
+    return v.value;
+  }
+
+  /** A uint32 value, as llama.cpp writes hyperparameters and token ids (same rules as getString). */
+  getU32(key: string, fallback?: number): number {
+    const v = this.metadata.get(key);
+    if (v === undefined && fallback !== undefined) return fallback;
+    if (v?.type !== 'uint32') this.wrong(key, 'a uint32');
+    return v.value;
+  }
+
+  /** Any integer value (8 to 64 bits, signed or not) as a number; throws when it is not a safe integer. */
+  getInt(key: string, fallback?: number): number {
+    const v = this.metadata.get(key);
+    if (v === undefined && fallback !== undefined) return fallback;
+    if (!v || v.type === 'float32' || v.type === 'float64' || v.type === 'bool' || v.type === 'string' || v.type === 'array') this.wrong(key, 'an integer');
+    const n = Number(v.value);
+    if (!Number.isSafeInteger(n)) throw new LobesError(`metadata ${JSON.stringify(key)} = ${v.value} is beyond 2^53`, { file: this.file, where: 'metadata' });
+    return n;
+  }
+
+  /** Any number value (integers or floats) as a number (float32 values are exact; 64-bit integers must be safe). */
+  getNumber(key: string, fallback?: number): number {
+    const v = this.metadata.get(key);
+    if (v === undefined && fallback !== undefined) return fallback;
+    if (v?.type === 'float32' || v?.type === 'float64') return v.value;
+    return this.getInt(key);
+  }
+
+  /** An array value (items typed by the array's item type). */
+  getArray(key: string): GgufArray {
+    const v = this.metadata.get(key);
+    if (v?.type !== 'array') this.wrong(key, 'an array');
+    return v.value;
+  }
+
+  /** An array of strings. */
+  getStringArray(key: string): string[] {
+    const a = this.getArray(key);
+    if (a.itemType !== 'string') this.wrong(key, 'an array of string');
+    return a.items;
+  }
+
+  private place(t: GgufTensorInfo): ErrorPlace {
+    return { file: this.file, where: `tensor ${JSON.stringify(t.name)}` };
+  }
+
+  private info(t: GgufTensorInfo | string): GgufTensorInfo {
+    return typeof t === 'string' ? this.tensor(t) : t;
+  }
+
+  private rowRange(t: GgufTensorInfo, rowStart = 0, rowEnd = t.rows): [number, number] {
+    if (!Number.isInteger(rowStart) || !Number.isInteger(rowEnd) || rowStart < 0 || rowEnd > t.rows || rowStart > rowEnd) {
+      throw new LobesError(`rows [${rowStart}, ${rowEnd}) out of range for ${t.rows} rows`, this.place(t));
+    }
+    return [rowStart, rowEnd];
+  }
+
+  private openFd(t: GgufTensorInfo): number {
+    if (this.fd === null) throw new LobesError('the GGUF file was closed before its tensor data was read', this.place(t));
+    return this.fd;
+  }
+
+  /**
+   * Raw bytes of a tensor (rows [rowStart, rowEnd) when given; a row is dims[0] values),
+   * in a fresh 8-byte aligned buffer, or into `dst` (which must hold them).
+   */
+  readTensorBytes(tensor: GgufTensorInfo | string, rowStart?: number, rowEnd?: number, dst?: Uint8Array): Uint8Array {
+    const t = this.info(tensor);
+    const [r0, r1] = this.rowRange(t, rowStart, rowEnd);
+    const len = (r1 - r0) * t.rowBytes;
+    let out: Uint8Array;
+    if (dst) {
+      if (dst.byteLength < len) throw new LobesError(`buffer of ${dst.byteLength} bytes is too small for ${len}`, this.place(t));
+      out = dst.subarray(0, len);
+    } else {
+      out = new Uint8Array(new ArrayBuffer(len));
+    }
+    readExactly(this.openFd(t), out, t.offset + r0 * t.rowBytes, this.file);
+    return out;
+  }
+
+  /**
+   * Rows [rowStart, rowEnd) of a tensor (all when omitted) dequantized to float32, row-major
+   * with dims[0] values per row (for a weight W[d_out, d_in] a row is one output's weights).
+   * Reads at most a few MiB of raw data at a time; `out` is used when given.
+   */
+  dequantize(tensor: GgufTensorInfo | string, rowStart?: number, rowEnd?: number, out?: Float32Array): Float32Array {
+    const t = this.info(tensor);
+    const [r0, r1] = this.rowRange(t, rowStart, rowEnd);
+    const rowLen = t.dims[0] ?? 1;
+    const n = (r1 - r0) * rowLen;
+    const ty = ggmlType(t.type);
+    if (!ty?.dequantizable) dequantizeBlocks(t.type, new Uint8Array(0), undefined, this.place(t)); // throws naming the type
+    if (!out) out = new Float32Array(n);
+    else if (out.length < n) throw new LobesError(`output holds ${out.length} values but rows [${r0}, ${r1}) have ${n}`, this.place(t));
+    const rowsPer = Math.max(1, Math.floor((8 << 20) / Math.max(1, t.rowBytes)));
+    const raw = new Uint8Array(Math.min(r1 - r0, rowsPer) * t.rowBytes);
+    for (let r = r0; r < r1; r += rowsPer) {
+      const e = Math.min(r1, r + rowsPer);
+      const bytes = this.readTensorBytes(t, r, e, raw);
+      dequantizeBlocks(t.type, bytes, out.subarray((r - r0) * rowLen, (e - r0) * rowLen), this.place(t));
+    }
+    return out;
+  }
+}
+
+/** Round x up to a multiple of a (a power of two or any positive integer). */
+function alignUp(x: number, a: number): number {
+  return Math.ceil(x / a) * a;
+}
+
+/**
+ * Open a GGUF file and parse its header: metadata and tensor infos, every length and offset
+ * checked against the file size. Throws a one-line LobesError for anything malformed.
+ */
+export function openGguf(file: string): GgufFile {
+  let fd: number;
+  try {
+    fd = openSync(file, 'r');
+  } catch (e: any) {
+    throw new LobesError(`cannot open GGUF file (${e.code ?? e.message})`, { file });
+  }
+  try {
+    const size = fstatSync(fd).size;
+    const cur = new HeaderCursor(fd, file, size);
+    if (size < 4) cur.fail(`not a GGUF file: ${size} bytes, shorter than the magic`, 'header', 0);
+    const magic = cur.u32('header');
+    if (magic !== MAGIC) {
+      const bytes = Buffer.alloc(4);
+      bytes.writeUInt32LE(magic);
+      cur.fail(`not a GGUF file: magic ${JSON.stringify(bytes.toString('latin1'))} (0x${bytes.toString('hex')}) instead of "GGUF"`, 'header', 0);
+    }
+    const version = cur.u32('header');
+    if (version !== 2 && version !== 3) {
+      if ((version & 0xffff) === 0 && version !== 0) cur.fail(`big-endian GGUF (version field 0x${version.toString(16)}) is not supported`, 'header', 4);
+      cur.fail(`GGUF version ${version} is not supported (2 or 3; re-convert the model with a current llama.cpp)`, 'header', 4);
+    }
+    const tensorCount = cur.u64('header: tensor count');
+    const kvCount = cur.u64('header: metadata count');
+    // Each metadata entry takes at least 8 (key length) + 4 (type) + 1 bytes; each tensor info 8 + 4 + 4 + 8.
+    if (kvCount > (size - cur.pos) / 13) cur.fail(`header declares ${kvCount} metadata entries, more than the file can hold: truncated or corrupt GGUF`, 'header', 16);
+    if (tensorCount > (size - cur.pos) / 24) cur.fail(`header declares ${tensorCount} tensors, more than the file can hold: truncated or corrupt GGUF`, 'header', 8);
+
+    const metadata = new Map<string, GgufValue>();
+    for (let k = 0; k < kvCount; k++) {
+      const at = cur.pos;
+      const key = cur.string(`metadata entry ${k} key`);
+      const where = `metadata ${JSON.stringify(key)}`;
+      if (metadata.has(key)) cur.fail('duplicate metadata key', where, at);
+      const t = valueType(cur, where);
+      metadata.set(key, readValue(cur, t, where));
+    }
+
+    let alignment = DEFAULT_ALIGNMENT;
+    const al = metadata.get('general.alignment');
+    if (al !== undefined) {
+      if (al.type !== 'uint32' || al.value === 0 || (al.value & (al.value - 1)) !== 0) {
+        throw new LobesError(`general.alignment must be a power-of-two uint32, got ${al.type === 'array' ? 'an array' : `${al.type} ${String(al.value)}`}`, { file, where: 'metadata' });
+      }
+      alignment = al.value;
+    }
+
+    const raw: Array<{ name: string; dims: number[]; type: number; rel: number; at: number }> = [];
+    const names = new Set<string>();
+    for (let k = 0; k < tensorCount; k++) {
+      const at = cur.pos;
+      const name = cur.string(`tensor info ${k} name`);
+      const where = `tensor ${JSON.stringify(name)}`;
+      if (names.has(name)) cur.fail('duplicate tensor name', where, at);
+      names.add(name);
+      const nd = cur.u32(where);
+      if (nd > MAX_DIMS) cur.fail(`${nd} dimensions (GGML allows at most ${MAX_DIMS})`, where, cur.pos - 4);
+      const dims: number[] = [];
+      for (let d = 0; d < nd; d++) dims.push(cur.u64(where));
+      const type = cur.u32(where);
+      const rel = cur.u64(where);
+      raw.push({ name, dims, type, rel, at });
+    }
+    const dataStart = alignUp(cur.pos, alignment);
+    if (tensorCount > 0 && dataStart > size) cur.fail(`data section would start at byte ${dataStart}, past the end of the file: truncated GGUF`, 'tensor infos', cur.pos);
+
+    const tensors: GgufTensorInfo[] = [];
+    for (const r of raw) {
+      const where = `tensor ${JSON.stringify(r.name)}`;
+      const ty = ggmlType(r.type);
+      if (!ty) throw new LobesError(`unknown GGML type id ${r.type} (byte ${r.at})`, { file, where, hint: 'the file may be corrupt, or newer than lobes' });
+      if (ty.blockSize === 0) throw new LobesError(`GGML type ${ty.name} (id ${r.type}) has been removed from GGML (byte ${r.at})`, { file, where, hint: 're-convert the model with a current llama.cpp' });
+      let numel = 1;
+      for (const d of r.dims) {
+        numel *= d;
+        if (numel > Number.MAX_SAFE_INTEGER) throw new LobesError(`dims ${JSON.stringify(r.dims)} multiply to more than 2^53 values (byte ${r.at})`, { file, where });
+      }
+      const rowLen = r.dims[0] ?? 1;
+      if (rowLen % ty.blockSize !== 0) throw new LobesError(`row length ${rowLen} is not a multiple of the ${ty.name} block size ${ty.blockSize} (byte ${r.at})`, { file, where });
+      const rows = rowLen === 0 ? 0 : numel / rowLen;
+      const rowBytes = (rowLen / ty.blockSize) * ty.typeSize;
+      const nbytes = rows * rowBytes;
+      if (r.rel % alignment !== 0) throw new LobesError(`data offset ${r.rel} is not a multiple of the alignment ${alignment} (byte ${r.at})`, { file, where });
+      const offset = dataStart + r.rel;
+      if (offset > size || nbytes > size - offset) {
+        throw new LobesError(`data [${offset}, ${offset + nbytes}) runs past the end of the file (${size} bytes): truncated or corrupt GGUF`, { file, where });
+      }
+      tensors.push({ name: r.name, dims: r.dims, type: r.type, typeName: ggmlTypeName(r.type), offset, nbytes, numel, rows, rowBytes });
+    }
+    return new GgufFile(file, fd, size, version, metadata, tensors, alignment, dataStart);
+  } catch (e) {
+    closeSync(fd);
+    throw e;
+  }
+}
+
+/** Parse a GGUF file's header and close it (metadata and tensor infos only). */
+export function readGgufHeader(file: string): GgufFile {
+  const g = openGguf(file);
+  g.close();
+  return g;
+}
