@@ -24,6 +24,10 @@ Families and oracles:
     plain ByteLevel, which differs where whitespace or a non-ASCII numeral meets a digit; the
     texts where the two disagree are listed under "disagreements".
 
+  smollm2-vocab-gpt2-pre (gpt2 + gpt-2): the same file read as if its pre-tokenizer were GPT-2's
+    (ByteLevel with the GPT-2 regex, no digit split), which is exactly what transformers' GGUF
+    loader builds from it; the golden is that loader's output.
+
   llama2-spm (llama, SentencePiece-style BPE with byte fallback): the Llama-2 / TinyLlama
     32000-token vocabulary of ../shared/models/ort-genai-tiny-llama-fp16 (tokenizer.json, no
     tokenizer.model). A GGUF is written the way convert_hf_to_gguf.py writes a SentencePiece
@@ -352,15 +356,26 @@ def family_smollm2():
     for conv in CONVERSATIONS:
         text = from_gguf.apply_chat_template(conv, add_generation_prompt=True, tokenize=False)
         rendered.append({"text": text, "ids": declared.encode(text, add_special_tokens=False).ids})
-    return {
+    plain = ids_auto(from_gguf, TEXTS)
+    smollm2 = {
         "source": f"../shared/models/smollm2-135m-instruct/{SMOL_GGUF} (vocabulary via transformers' GGUF loader, "
         "pre-tokenizer Digits(individual_digits) + ByteLevel as in SmolLM2's tokenizer.json, run by the tokenizers library)",
         "ids": golden,
         "chat": rendered,
         "disagreements": {
-            "transformers GGUF loader (ByteLevel only, no digit split)": disagreements(golden, ids_auto(from_gguf, TEXTS)),
+            "transformers GGUF loader (ByteLevel only, no digit split)": disagreements(golden, plain),
         },
     }
+    # The same vocabulary under pre = gpt-2 (GPT-2's split: ByteLevel with its own regex), which is
+    # what transformers' GGUF loader does with it.
+    gpt2 = {
+        "source": f"../shared/models/smollm2-135m-instruct/{SMOL_GGUF} with tokenizer.ggml.pre = gpt-2 "
+        "(transformers' GGUF loader: ByteLevel with the GPT-2 regex)",
+        "ids": plain,
+        "chat": chat(from_gguf),
+        "disagreements": {},
+    }
+    return smollm2, gpt2
 
 
 def family_spm(tmp):
@@ -391,9 +406,11 @@ def main():
         if not os.path.isdir(d):
             sys.exit(f"missing {d} (run npm ci; ../shared must be present)")
     with tempfile.TemporaryDirectory() as tmp:
+        smollm2, gpt2 = family_smollm2()
         families = {
             "llama3": family_llama3(tmp),
-            "smollm2": family_smollm2(),
+            "smollm2": smollm2,
+            "smollm2-vocab-gpt2-pre": gpt2,
             "llama2-spm": family_spm(tmp),
         }
     out = {

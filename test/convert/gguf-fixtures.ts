@@ -9,6 +9,11 @@ import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { openGguf, type GgufValue } from '../../src/formats/gguf.js';
+import { writeGguf } from '../../src/formats/gguf-write.js';
+import { GgmlType } from '../../src/formats/ggml.js';
+
+const GGML_F32 = GgmlType.F32;
 
 const here = dirname(fileURLToPath(import.meta.url));
 export const ROOT = resolve(here, '..', '..');
@@ -176,12 +181,18 @@ export function spmMetadataFromHf(dir: string): PlainMetadata {
  * wrote: strings as UTF-8, integers and booleans as text, string arrays as UTF-8 + NUL per
  * item, integer arrays as int32 LE, float arrays as float32 LE.
  */
-export function metadataDigest(meta: PlainMetadata): Record<string, string> {
+export function metadataDigest(meta: ReadonlyMap<string, unknown>): Record<string, string> {
   const out: Record<string, string> = {};
-  const arch = meta.get('general.architecture') as string;
+  const value = (key: string): unknown => {
+    let v: any = meta.get(key);
+    if (v && typeof v === 'object' && 'type' in v && 'value' in v) v = v.value;
+    if (v && typeof v === 'object' && 'itemType' in v && 'items' in v) v = v.items;
+    return v;
+  };
+  const arch = value('general.architecture') as string;
   const keys = [...meta.keys()].filter((k) => k.startsWith('tokenizer.') || k === 'general.architecture' || k === `${arch}.context_length`);
   for (const key of keys.sort()) {
-    const v = meta.get(key);
+    const v = value(key);
     const h = createHash('sha256');
     if (typeof v === 'string') h.update(Buffer.from(v, 'utf8'));
     else if (typeof v === 'boolean') h.update(v ? 'true' : 'false');
@@ -192,4 +203,32 @@ export function metadataDigest(meta: PlainMetadata): Record<string, string> {
     out[key] = h.digest('hex');
   }
   return out;
+}
+
+/**
+ * Write plain metadata to a GGUF file with lobes' writer (integers as uint32, as the gguf
+ * package writes token ids and lengths) and one small F32 tensor.
+ */
+export function writeMetadataGguf(file: string, meta: PlainMetadata): void {
+  const entries: [string, GgufValue][] = [];
+  for (const [key, v] of meta) {
+    if (typeof v === 'string') entries.push([key, { type: 'string', value: v }]);
+    else if (typeof v === 'boolean') entries.push([key, { type: 'bool', value: v }]);
+    else if (typeof v === 'number') entries.push([key, { type: 'uint32', value: v }]);
+    else if (Array.isArray(v)) entries.push([key, { type: 'array', value: { itemType: 'string', items: v as string[] } }]);
+    else if (v instanceof Int32Array) entries.push([key, { type: 'array', value: { itemType: 'int32', items: v } }]);
+    else if (v instanceof Float32Array) entries.push([key, { type: 'array', value: { itemType: 'float32', items: v } }]);
+    else throw new Error(`cannot write ${key}`);
+  }
+  writeGguf(file, entries, [{ name: 'output_norm.weight', dims: [8], type: GGML_F32, data: new Float32Array(8).fill(1) }]);
+}
+
+/** Read a GGUF's metadata with lobes' reader. */
+export function readMetadataGguf(file: string): { file: string; metadata: Map<string, GgufValue> } {
+  const g = openGguf(file);
+  try {
+    return { file: g.file, metadata: g.metadata };
+  } finally {
+    g.close();
+  }
 }

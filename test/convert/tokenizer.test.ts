@@ -16,12 +16,26 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LLAMA3_SPLIT_REGEX, spmMerges, tokenizerFilesFromGguf, writeTokenizerFiles, type TokenizerFiles } from '../../src/convert/tokenizer.js';
 import { LobesError } from '../../src/util/errors.js';
 import {
-  LLAMA3_DIR, SPM_DIR, byteLevelMetadataFromHf, haveShared, loadGoldens, metadataDigest, readJson, spmMetadataFromHf,
-  type PlainMetadata,
+  LLAMA3_DIR, SMOL_GGUF, SPM_DIR, byteLevelMetadataFromHf, haveShared, loadGoldens, metadataDigest, readJson,
+  readMetadataGguf, spmMetadataFromHf, writeMetadataGguf, type PlainMetadata,
 } from './gguf-fixtures.js';
 
 const goldens = loadGoldens();
 const dirs: string[] = [];
+const CHECKS = goldens.texts.length + goldens.conversations.length;
+
+function tmpDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'lobes-gguf-tok-'));
+  dirs.push(dir);
+  return dir;
+}
+
+/** Write the metadata into a GGUF with lobes' writer and read it back with lobes' reader. */
+function throughGguf(meta: PlainMetadata, name: string): { file: string; metadata: ReadonlyMap<string, unknown> } {
+  const file = join(tmpDir(), name);
+  writeMetadataGguf(file, meta);
+  return readMetadataGguf(file);
+}
 
 afterAll(() => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
@@ -29,8 +43,7 @@ afterAll(() => {
 
 /** Write the files into a fresh folder and load it the way src/extract/tokenize.ts does. */
 async function loadFolder(files: TokenizerFiles): Promise<any> {
-  const dir = mkdtempSync(join(tmpdir(), 'lobes-gguf-tok-'));
-  dirs.push(dir);
+  const dir = tmpDir();
   writeTokenizerFiles(dir, files);
   const tf = await import('@huggingface/transformers');
   tf.env.allowRemoteModels = false;
@@ -38,6 +51,14 @@ async function loadFolder(files: TokenizerFiles): Promise<any> {
   (tf.env as any).useFSCache = false;
   (tf.env as any).useBrowserCache = false;
   return tf.AutoTokenizer.from_pretrained(dir, { local_files_only: true } as any);
+}
+
+/** Same merges in the same order (reports the first difference, not a diff of the whole list). */
+function expectSameMerges(mine: [string, string][], original: (string | [string, string])[]): void {
+  const key = (m: string | [string, string]) => (typeof m === 'string' ? m : m.join(' '));
+  const first = original.findIndex((m, i) => i >= mine.length || key(mine[i]!) !== key(m));
+  expect(first === -1 ? null : { at: first, mine: mine[first], original: original[first] }).toBeNull();
+  expect(mine.length).toBe(original.length);
 }
 
 /** Every text and every chat render must equal Hugging Face's; returns the count checked. */
@@ -58,18 +79,18 @@ function expectGoldens(tok: any, family: string): number {
 }
 
 describe('llama3 (gpt2 + llama-bpe)', () => {
-  let meta: PlainMetadata;
+  let gguf: { file: string; metadata: ReadonlyMap<string, unknown> };
   let files: TokenizerFiles;
   const original = readJson(join(LLAMA3_DIR, 'tokenizer.json'));
   const originalConfig = readJson(join(LLAMA3_DIR, 'tokenizer_config.json'));
 
   beforeAll(() => {
-    meta = byteLevelMetadataFromHf(LLAMA3_DIR, 'llama-bpe', 131072);
-    files = tokenizerFilesFromGguf(meta, 'llama3.gguf');
+    gguf = throughGguf(byteLevelMetadataFromHf(LLAMA3_DIR, 'llama-bpe', 131072), 'llama3.gguf');
+    files = tokenizerFilesFromGguf(gguf.metadata, gguf.file);
   });
 
-  it('builds the metadata the gguf package writes (digest of every tokenizer key)', () => {
-    expect(metadataDigest(meta)).toEqual(goldens.families.llama3!.gguf_digest);
+  it('reads back the metadata the gguf package writes (digest of every tokenizer key)', () => {
+    expect(metadataDigest(gguf.metadata)).toEqual(goldens.families.llama3!.gguf_digest);
   });
 
   it('rebuilds the pipeline of the original tokenizer.json', () => {
@@ -82,7 +103,7 @@ describe('llama3 (gpt2 + llama-bpe)', () => {
     const { vocab, merges, ...flags } = tj.model;
     const { vocab: ov, merges: om, ...oflags } = original.model;
     expect(flags).toEqual(oflags);
-    expect(merges).toEqual((om as string[]).map((s) => s.split(' ')));
+    expectSameMerges(merges, om);
     for (const [t, i] of Object.entries(ov as Record<string, number>)) if (vocab[t] !== i) expect([t, vocab[t]]).toEqual([t, i]);
     for (const a of original.added_tokens) expect(vocab[a.content]).toBe(a.id);
     expect(Object.keys(vocab).length).toBe(Object.keys(ov).length + original.added_tokens.length);
@@ -103,12 +124,12 @@ describe('llama3 (gpt2 + llama-bpe)', () => {
     const tok = await loadFolder(files);
     expect(tok.bos_token_id).toBe(128000);
     expect(tok.eos_token_id).toBe(128009);
-    expect(expectGoldens(tok, 'llama3')).toBe(24);
+    expect(expectGoldens(tok, 'llama3')).toBe(CHECKS);
   });
 });
 
 describe.skipIf(!haveShared(join(SPM_DIR, 'tokenizer.json')))('llama2-spm (llama, SentencePiece BPE)', () => {
-  let meta: PlainMetadata;
+  let gguf: { file: string; metadata: ReadonlyMap<string, unknown> };
   let files: TokenizerFiles;
   let original: any;
   let originalConfig: any;
@@ -116,18 +137,18 @@ describe.skipIf(!haveShared(join(SPM_DIR, 'tokenizer.json')))('llama2-spm (llama
   beforeAll(() => {
     original = readJson(join(SPM_DIR, 'tokenizer.json'));
     originalConfig = readJson(join(SPM_DIR, 'tokenizer_config.json'));
-    meta = spmMetadataFromHf(SPM_DIR);
-    files = tokenizerFilesFromGguf(meta, 'llama2.gguf');
+    gguf = throughGguf(spmMetadataFromHf(SPM_DIR), 'llama2.gguf');
+    files = tokenizerFilesFromGguf(gguf.metadata, gguf.file);
   });
 
-  it('builds the metadata the gguf package writes (digest of every tokenizer key)', () => {
-    expect(metadataDigest(meta)).toEqual(goldens.families['llama2-spm']!.gguf_digest);
+  it('reads back the metadata the gguf package writes (digest of every tokenizer key)', () => {
+    expect(metadataDigest(gguf.metadata)).toEqual(goldens.families['llama2-spm']!.gguf_digest);
   });
 
   it('recovers the 61249 merges of the original tokenizer.json from the scores, in order', () => {
     const tj = files.tokenizerJson as any;
-    expect(tj.model.merges.length).toBe(original.model.merges.length);
-    expect(tj.model.merges).toEqual(original.model.merges.map((m: any) => (typeof m === 'string' ? m.split(' ') : m)));
+    expect(tj.model.merges.length).toBe(61249);
+    expectSameMerges(tj.model.merges, original.model.merges);
   });
 
   it('rebuilds the pipeline, vocabulary and added tokens of the original tokenizer.json', () => {
@@ -152,7 +173,48 @@ describe.skipIf(!haveShared(join(SPM_DIR, 'tokenizer.json')))('llama2-spm (llama
   it('gives Hugging Face\'s token ids and chat renders through @huggingface/transformers', async () => {
     const tok = await loadFolder(files);
     expect(tok.bos_token_id).toBe(1);
-    expect(expectGoldens(tok, 'llama2-spm')).toBe(24);
+    expect(expectGoldens(tok, 'llama2-spm')).toBe(CHECKS);
+  });
+});
+
+describe.skipIf(!haveShared(SMOL_GGUF))('smollm2 (gpt2 + smollm), the real SmolLM2-135M-Instruct GGUF', () => {
+  let files: TokenizerFiles;
+
+  beforeAll(() => {
+    const g = readMetadataGguf(SMOL_GGUF);
+    files = tokenizerFilesFromGguf(g.metadata, g.file);
+  });
+
+  it('recognises the family and its special tokens', () => {
+    const tj = files.tokenizerJson as any;
+    const c = files.tokenizerConfigJson as any;
+    expect(files.family).toBe('smollm');
+    // SmolLM2's tokenizer_config.json: <|im_start|> BOS (not added), <|im_end|> EOS and pad, <|endoftext|> unk.
+    expect([c.bos_token, c.eos_token, c.pad_token, c.unk_token]).toEqual(['<|im_start|>', '<|im_end|>', '<|im_end|>', '<|endoftext|>']);
+    expect([c.add_bos_token, c.clean_up_tokenization_spaces, c.model_max_length]).toEqual([false, false, 8192]);
+    expect(tj.added_tokens.map((a: any) => a.id)).toEqual([...Array(17).keys()]);
+    expect(tj.added_tokens.every((a: any) => a.special)).toBe(true);
+    expect(tj.model.vocab['<|im_end|>']).toBe(2);
+  });
+
+  it('gives Hugging Face\'s token ids and chat renders through @huggingface/transformers', async () => {
+    const tok = await loadFolder(files);
+    expect(tok.eos_token_id).toBe(2);
+    expect(expectGoldens(tok, 'smollm2')).toBe(CHECKS);
+  });
+
+  it('with pre = gpt-2, splits like GPT-2 (ByteLevel regex, no digit split), as Hugging Face does', async () => {
+    const g = readMetadataGguf(SMOL_GGUF);
+    const meta = new Map<string, unknown>(g.metadata);
+    meta.set('tokenizer.ggml.pre', 'gpt-2');
+    const gpt2 = tokenizerFilesFromGguf(meta, g.file);
+    expect(gpt2.family).toBe('gpt2');
+    expect((gpt2.tokenizerJson as any).pre_tokenizer).toEqual({ type: 'ByteLevel', add_prefix_space: false, trim_offsets: true, use_regex: true });
+    const tok = await loadFolder(gpt2);
+    expect(expectGoldens(tok, 'smollm2-vocab-gpt2-pre')).toBe(CHECKS);
+    // The two splits differ exactly where a digit follows whitespace or is not ASCII.
+    const a = goldens.families.smollm2!.ids, b = goldens.families['smollm2-vocab-gpt2-pre']!.ids;
+    expect(goldens.texts.filter((_, i) => JSON.stringify(a[i]) !== JSON.stringify(b[i]))).toEqual(['a  1, b   22, c\t333', 'Non-ASCII numerals: ٣٤٥ ²½ ⅷ']);
   });
 });
 
