@@ -149,7 +149,7 @@ function array(out: Bytes, a: GgufArray, where: string): void {
     return;
   }
   const items = a.items as unknown[];
-  if (!Array.isArray(items)) throw new LobesError(`array of ${a.itemType} must be a ${ctor?.name ?? 'plain array'}`, { where });
+  if (!Array.isArray(items)) throw new LobesError(`array of ${a.itemType} must be ${ctor ? `a ${ctor.name} or a plain array` : 'a plain array'}`, { where });
   for (let k = 0; k < items.length; k++) {
     if (a.itemType === 'array') array(out, items[k] as GgufArray, `${where}[${k}]`);
     else scalar(out, a.itemType, items[k], where);

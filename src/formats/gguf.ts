@@ -125,7 +125,7 @@ class HeaderCursor {
   /** Make n bytes available at the cursor; returns their index in the window. */
   need(n: number, where: string): number {
     if (n > this.size - this.pos) this.fail(`file ends after ${this.size} bytes, ${n} more needed here: truncated GGUF`, where);
-    let i = this.pos - this.bufStart;
+    const i = this.pos - this.bufStart;
     if (i + n <= this.bufLen) return i;
     // Slide the window to the cursor, growing it when one item is larger than the window.
     if (n > this.buf.byteLength) {
@@ -136,10 +136,10 @@ class HeaderCursor {
     readExactly(this.fd, this.buf.subarray(0, want), this.pos, this.file);
     this.bufStart = this.pos;
     this.bufLen = want;
-    i = 0;
-    return i;
+    return 0;
   }
 
+  /** The current window (indices from `need`). */
   get window(): Buffer {
     return this.buf;
   }

@@ -96,3 +96,10 @@ export function firstBitDiff(a: Float32Array, b: Float32Array): number {
   for (let i = 0; i < x.length; i++) if (x[i] !== y[i]) return i;
   return -1;
 }
+
+/** Index of the first value that differs as a number (so -0 equals +0; no NaNs expected), or -1. */
+export function firstValueDiff(a: Float32Array, b: Float32Array): number {
+  if (a.length !== b.length) return Math.min(a.length, b.length);
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return i;
+  return -1;
+}
