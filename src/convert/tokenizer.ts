@@ -39,9 +39,10 @@ export const GGUF_TOKEN_TYPE = {
 } as const;
 
 /**
- * Metadata as read from a GGUF file: key → value. A value is either typed as the GGUF reader
- * returns it (`{ type, value }`, an array as `{ itemType, items }`) or plain: a number, bigint,
- * boolean or string, an array of strings, or a JavaScript or typed array of numbers.
+ * Metadata as read from a GGUF file: key → value. A value is either typed as lobes' GGUF reader
+ * returns it (`GgufFile.metadata` from src/formats/gguf.ts: `{ type, value }`, an array as
+ * `{ itemType, items }`) or plain: a number, bigint, boolean or string, an array of strings, or
+ * a JavaScript or typed array of numbers.
  */
 export type GgufMetadata = ReadonlyMap<string, unknown>;
 

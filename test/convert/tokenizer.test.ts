@@ -23,6 +23,10 @@ import {
 const goldens = loadGoldens();
 const dirs: string[] = [];
 const CHECKS = goldens.texts.length + goldens.conversations.length;
+const HAVE_SPM = haveShared(join(SPM_DIR, 'tokenizer.json'));
+const HAVE_SMOL = haveShared(SMOL_GGUF);
+if (!HAVE_SPM) console.log(`llama2-spm tokenizer tests skipped: ${SPM_DIR} not found (../shared is missing)`);
+if (!HAVE_SMOL) console.log(`smollm2 tokenizer tests skipped: ${SMOL_GGUF} not found (../shared is missing)`);
 
 function tmpDir(): string {
   const dir = mkdtempSync(join(tmpdir(), 'lobes-gguf-tok-'));
@@ -128,7 +132,7 @@ describe('llama3 (gpt2 + llama-bpe)', () => {
   });
 });
 
-describe.skipIf(!haveShared(join(SPM_DIR, 'tokenizer.json')))('llama2-spm (llama, SentencePiece BPE)', () => {
+describe.skipIf(!HAVE_SPM)('llama2-spm (llama, SentencePiece BPE)', () => {
   let gguf: { file: string; metadata: ReadonlyMap<string, unknown> };
   let files: TokenizerFiles;
   let original: any;
@@ -177,7 +181,7 @@ describe.skipIf(!haveShared(join(SPM_DIR, 'tokenizer.json')))('llama2-spm (llama
   });
 });
 
-describe.skipIf(!haveShared(SMOL_GGUF))('smollm2 (gpt2 + smollm), the real SmolLM2-135M-Instruct GGUF', () => {
+describe.skipIf(!HAVE_SMOL)('smollm2 (gpt2 + smollm), the real SmolLM2-135M-Instruct GGUF', () => {
   let files: TokenizerFiles;
 
   beforeAll(() => {
