@@ -1,0 +1,486 @@
+/**
+ * Hugging Face tokenizer files from GGUF metadata.
+ *
+ * A GGUF file carries its tokenizer as `tokenizer.ggml.*` keys: the token list, a type per
+ * token, BPE merges (byte-level vocabularies) or SentencePiece scores, the special token ids
+ * and flags, and `tokenizer.chat_template`. `tokenizerFilesFromGguf` turns them into the
+ * `tokenizer.json` and `tokenizer_config.json` that Hugging Face's tokenizers (Rust, Python and
+ * @huggingface/transformers) load, written the way Hugging Face's own files for the same model
+ * families are, so that token ids match the original tokenizer exactly.
+ *
+ * Families (docs/gguf-tokenizers.md has the full mapping and the evidence):
+ *
+ *   - `tokenizer.ggml.model = gpt2` (byte-level BPE) with `tokenizer.ggml.pre`
+ *       - `llama-bpe` / `llama3` / `llama-v3` (Llama-3): the Llama-3 split regex, then
+ *         ByteLevel without its own regex; BPE with `ignore_merges`.
+ *       - `smollm` (SmolLM / SmolLM2): every numeral on its own, then ByteLevel with the GPT-2
+ *         regex.
+ *       - `gpt-2` (GPT-2): ByteLevel with the GPT-2 regex.
+ *   - `tokenizer.ggml.model = llama` (SentencePiece-style BPE; Llama-2, TinyLlama, Mistral v0.1):
+ *     `▁` for spaces with one prepended (unless `tokenizer.ggml.add_space_prefix` is false),
+ *     byte fallback to `<0xXX>` tokens, merges recovered from the scores.
+ *
+ * Anything else is refused with a one-line error naming the value and the file. The function
+ * is pure: it reads the metadata map and returns plain JSON objects.
+ */
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { LobesError } from '../util/errors.js';
+import { writeFileAtomicSync } from '../util/atomic.js';
+
+/** llama.cpp's token types (`tokenizer.ggml.token_type`). */
+export const GGUF_TOKEN_TYPE = {
+  NORMAL: 1,
+  UNKNOWN: 2,
+  CONTROL: 3,
+  USER_DEFINED: 4,
+  UNUSED: 5,
+  BYTE: 6,
+} as const;
+
+/**
+ * Metadata as read from a GGUF file: key → value. A value is either typed as lobes' GGUF reader
+ * returns it (`GgufFile.metadata` from src/formats/gguf.ts: `{ type, value }`, an array as
+ * `{ itemType, items }`) or plain: a number, bigint, boolean or string, an array of strings, or
+ * a JavaScript or typed array of numbers.
+ */
+export type GgufMetadata = ReadonlyMap<string, unknown>;
+
+/** The plain value of a metadata entry (unwraps `{ type, value }` and `{ itemType, items }`). */
+function plain(v: unknown): unknown {
+  if (v !== null && typeof v === 'object' && !Array.isArray(v) && !ArrayBuffer.isView(v)) {
+    const o = v as Record<string, unknown>;
+    if ('type' in o && 'value' in o) v = o.value;
+  }
+  if (v !== null && typeof v === 'object' && !Array.isArray(v) && !ArrayBuffer.isView(v)) {
+    const o = v as Record<string, unknown>;
+    if ('itemType' in o && 'items' in o) v = o.items;
+  }
+  return v;
+}
+
+/** The tokenizer family a GGUF vocabulary was recognised as. */
+export type GgufTokenizerFamily = 'llama3' | 'smollm' | 'gpt2' | 'llama-spm';
+
+/** The files of a Hugging Face tokenizer folder, as JSON values. */
+export interface TokenizerFiles {
+  family: GgufTokenizerFamily;
+  /** tokenizer.json (Hugging Face tokenizers format, version 1.0). */
+  tokenizerJson: Record<string, unknown>;
+  /** tokenizer_config.json. */
+  tokenizerConfigJson: Record<string, unknown>;
+  /** special_tokens_map.json. */
+  specialTokensMap: Record<string, unknown>;
+}
+
+/** The Llama-3 pre-tokenizer split (Hugging Face's tokenizer.json for Llama-3 / 3.1 / 3.2). */
+export const LLAMA3_SPLIT_REGEX =
+  "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+
+/** Pre-tokenizer names (`tokenizer.ggml.pre`) accepted for byte-level vocabularies. */
+const BYTE_LEVEL_PRE: Record<string, GgufTokenizerFamily> = {
+  'llama-bpe': 'llama3',
+  llama3: 'llama3',
+  'llama-v3': 'llama3',
+  smollm: 'smollm',
+  'gpt-2': 'gpt2',
+};
+
+/** `clean_up_tokenization_spaces` in Hugging Face's tokenizer_config.json for each family. */
+const CLEAN_UP_SPACES: Record<GgufTokenizerFamily, boolean> = {
+  llama3: true,
+  smollm: false,
+  gpt2: true,
+  'llama-spm': false,
+};
+
+/** Whether llama.cpp adds BOS when the file has no `tokenizer.ggml.add_bos_token`. */
+const DEFAULT_ADD_BOS: Record<GgufTokenizerFamily, boolean> = {
+  llama3: true,
+  smollm: false,
+  gpt2: false,
+  'llama-spm': true,
+};
+
+const SPM_SPACE = '\u2581';
+
+/** Reads typed values out of the metadata map, with errors that name the file and the key. */
+class Meta {
+  constructor(readonly map: GgufMetadata, readonly file: string) {}
+
+  fail(key: string, cause: string, hint?: string): never {
+    throw new LobesError(cause, { file: this.file, where: key, hint });
+  }
+
+  has(key: string): boolean {
+    const v = plain(this.map.get(key));
+    return v !== undefined && v !== null;
+  }
+
+  get(key: string): unknown {
+    return plain(this.map.get(key));
+  }
+
+  str(key: string): string | undefined {
+    if (!this.has(key)) return undefined;
+    const v = this.get(key);
+    if (typeof v !== 'string') this.fail(key, `expected a string, got ${describe(v)}`);
+    return v;
+  }
+
+  int(key: string): number | undefined {
+    if (!this.has(key)) return undefined;
+    const v = this.get(key);
+    const n = typeof v === 'bigint' ? Number(v) : v;
+    if (typeof n !== 'number' || !Number.isSafeInteger(n)) this.fail(key, `expected an integer, got ${describe(v)}`);
+    return n;
+  }
+
+  bool(key: string): boolean | undefined {
+    if (!this.has(key)) return undefined;
+    const v = this.get(key);
+    if (typeof v !== 'boolean') this.fail(key, `expected a boolean, got ${describe(v)}`);
+    return v;
+  }
+
+  strings(key: string): string[] | undefined {
+    if (!this.has(key)) return undefined;
+    const v = this.get(key);
+    if (!Array.isArray(v)) this.fail(key, `expected an array of strings, got ${describe(v)}`);
+    for (let i = 0; i < v.length; i++) {
+      if (typeof v[i] !== 'string') this.fail(`${key}[${i}]`, `expected a string, got ${describe(v[i])}`);
+    }
+    return v as string[];
+  }
+
+  numbers(key: string): ArrayLike<number> | undefined {
+    if (!this.has(key)) return undefined;
+    const v = this.get(key);
+    if (ArrayBuffer.isView(v) && !(v instanceof DataView)) {
+      if (v instanceof BigInt64Array || v instanceof BigUint64Array) return Array.from(v, Number);
+      return v as unknown as ArrayLike<number>;
+    }
+    if (!Array.isArray(v)) this.fail(key, `expected an array of numbers, got ${describe(v)}`);
+    const out = new Float64Array(v.length);
+    for (let i = 0; i < v.length; i++) {
+      const x = typeof v[i] === 'bigint' ? Number(v[i]) : v[i];
+      if (typeof x !== 'number') this.fail(`${key}[${i}]`, `expected a number, got ${describe(v[i])}`);
+      out[i] = x;
+    }
+    return out;
+  }
+}
+
+function describe(v: unknown): string {
+  if (Array.isArray(v)) return `an array of ${v.length}`;
+  if (ArrayBuffer.isView(v)) return 'a typed array';
+  if (typeof v === 'string') return `the string ${JSON.stringify(v.length > 40 ? v.slice(0, 40) + '…' : v)}`;
+  return `${typeof v} ${String(v)}`;
+}
+
+/** An entry of tokenizer.json's `added_tokens`. */
+interface AddedToken {
+  id: number;
+  content: string;
+  single_word: boolean;
+  lstrip: boolean;
+  rstrip: boolean;
+  normalized: boolean;
+  special: boolean;
+}
+
+function addedToken(id: number, content: string, special: boolean): AddedToken {
+  return { id, content, single_word: false, lstrip: false, rstrip: false, normalized: false, special };
+}
+
+/**
+ * Build tokenizer.json, tokenizer_config.json and special_tokens_map.json from the metadata of
+ * a GGUF file. `file` names the GGUF in error messages. Throws a LobesError for a tokenizer
+ * model or pre-tokenizer outside the supported families, or for missing or inconsistent keys.
+ */
+export function tokenizerFilesFromGguf(metadata: GgufMetadata, file: string): TokenizerFiles {
+  const m: Meta = new Meta(metadata, file);
+  const model = m.str('tokenizer.ggml.model');
+  if (model === undefined) {
+    m.fail('tokenizer.ggml.model', 'the file has no tokenizer (no tokenizer.ggml.model key)', 'use a GGUF that embeds its vocabulary');
+  }
+  const arch = m.str('general.architecture') ?? 'llama';
+  const tokens = m.strings('tokenizer.ggml.tokens');
+  if (!tokens || tokens.length === 0) m.fail('tokenizer.ggml.tokens', 'no token list');
+  const n = tokens.length;
+  const types = m.numbers('tokenizer.ggml.token_type');
+  if (!types) m.fail('tokenizer.ggml.token_type', 'no token types', 'the file predates token types; convert it again with a current llama.cpp');
+  if (types.length !== n) m.fail('tokenizer.ggml.token_type', `${types.length} token types for ${n} tokens`);
+  for (let i = 0; i < n; i++) {
+    const t = types[i]!;
+    if (!(Number.isInteger(t) && t >= 1 && t <= 6)) m.fail(`tokenizer.ggml.token_type[${i}]`, `unknown token type ${t} (llama.cpp defines 1 to 6)`);
+  }
+
+  let family: GgufTokenizerFamily;
+  const pre = m.str('tokenizer.ggml.pre');
+  if (model === 'gpt2') {
+    if (pre === undefined) {
+      m.fail('tokenizer.ggml.pre', 'byte-level BPE vocabulary without a pre-tokenizer name: the text split is unknown', 'convert the model again with a current llama.cpp, which records it');
+    }
+    const f = BYTE_LEVEL_PRE[pre];
+    if (!f) {
+      m.fail('tokenizer.ggml.pre', `unsupported pre-tokenizer "${pre}" (supported: ${Object.keys(BYTE_LEVEL_PRE).join(', ')})`, 'convert the original Hugging Face model to ONNX instead');
+    }
+    family = f;
+  } else if (model === 'llama') {
+    if (pre !== undefined && pre !== 'default') {
+      m.fail('tokenizer.ggml.pre', `unsupported pre-tokenizer "${pre}" for a SentencePiece vocabulary (supported: default)`);
+    }
+    if (arch !== 'llama') {
+      m.fail('general.architecture', `SentencePiece vocabulary of architecture "${arch}" is not supported (supported: llama)`);
+    }
+    family = 'llama-spm';
+  } else {
+    m.fail('tokenizer.ggml.model', `unsupported tokenizer model "${model}" (supported: gpt2, llama)`, 'convert the original Hugging Face model to ONNX instead');
+  }
+
+  const id = (key: string, fallback: number | undefined): number | undefined => {
+    const v = m.int(key) ?? fallback;
+    if (v !== undefined && (v < 0 || v >= n)) m.fail(key, `token id ${v} outside the vocabulary of ${n}`);
+    return v;
+  };
+  const spm = family === 'llama-spm';
+  // llama.cpp's defaults for a SentencePiece vocabulary: <unk> 0, <s> 1, </s> 2.
+  const bosId = id('tokenizer.ggml.bos_token_id', spm ? 1 : undefined);
+  const eosId = id('tokenizer.ggml.eos_token_id', spm ? 2 : undefined);
+  const unkId = id('tokenizer.ggml.unknown_token_id', spm ? 0 : undefined);
+  const padId = id('tokenizer.ggml.padding_token_id', undefined);
+  const addBos = m.bool('tokenizer.ggml.add_bos_token') ?? DEFAULT_ADD_BOS[family];
+  const addEos = m.bool('tokenizer.ggml.add_eos_token') ?? false;
+  if (addBos && bosId === undefined) m.fail('tokenizer.ggml.bos_token_id', 'add_bos_token is set but there is no BOS token id');
+  if (addEos && eosId === undefined) m.fail('tokenizer.ggml.eos_token_id', 'add_eos_token is set but there is no EOS token id');
+
+  // Control, unknown and user-defined tokens are matched whole in the text before the model
+  // runs (llama.cpp's special-token partition); Hugging Face keeps them as added tokens.
+  const added: AddedToken[] = [];
+  for (let i = 0; i < n; i++) {
+    const t = types[i]!;
+    if (t === GGUF_TOKEN_TYPE.CONTROL || t === GGUF_TOKEN_TYPE.UNKNOWN) added.push(addedToken(i, tokens[i]!, true));
+    else if (t === GGUF_TOKEN_TYPE.USER_DEFINED) added.push(addedToken(i, tokens[i]!, false));
+  }
+
+  const vocab: Record<string, number> = Object.create(null);
+  for (let i = 0; i < n; i++) {
+    const t = tokens[i]!;
+    if (!(t in vocab)) vocab[t] = i;
+  }
+
+  const tok = (i: number | undefined): string | null => (i === undefined ? null : tokens[i]!);
+  const addSpacePrefix = spm ? m.bool('tokenizer.ggml.add_space_prefix') ?? true : false;
+
+  let modelJson: Record<string, unknown>;
+  let normalizer: unknown = null;
+  let preTokenizer: unknown = null;
+  let decoder: unknown;
+  const byteLevelPost = (addPrefixSpace: boolean) => ({ type: 'ByteLevel', add_prefix_space: addPrefixSpace, trim_offsets: false, use_regex: true });
+  let postLead: unknown = null;
+
+  if (!spm) {
+    const merges = m.strings('tokenizer.ggml.merges');
+    if (!merges) m.fail('tokenizer.ggml.merges', 'byte-level BPE vocabulary without merges');
+    const pairs: [string, string][] = new Array(merges.length);
+    for (let i = 0; i < merges.length; i++) {
+      const s = merges[i]!;
+      // llama.cpp splits at the first space after the first character.
+      const cut = s.indexOf(' ', 1);
+      if (cut < 0) m.fail(`tokenizer.ggml.merges[${i}]`, `merge ${JSON.stringify(s)} is not two tokens separated by a space`);
+      pairs[i] = [s.slice(0, cut), s.slice(cut + 1)];
+    }
+    modelJson = {
+      type: 'BPE',
+      dropout: null,
+      unk_token: null,
+      continuing_subword_prefix: null,
+      end_of_word_suffix: null,
+      fuse_unk: false,
+      byte_fallback: false,
+      ignore_merges: family === 'llama3',
+      vocab,
+      merges: pairs,
+    };
+    if (family === 'llama3') {
+      preTokenizer = {
+        type: 'Sequence',
+        pretokenizers: [
+          { type: 'Split', pattern: { Regex: LLAMA3_SPLIT_REGEX }, behavior: 'Isolated', invert: false },
+          { type: 'ByteLevel', add_prefix_space: false, trim_offsets: true, use_regex: false },
+        ],
+      };
+      postLead = byteLevelPost(true);
+      decoder = { type: 'ByteLevel', add_prefix_space: true, trim_offsets: true, use_regex: true };
+    } else {
+      const byteLevel = { type: 'ByteLevel', add_prefix_space: false, trim_offsets: true, use_regex: true };
+      // SmolLM's tokenizer.json declares Digits(individual_digits) before ByteLevel. The same
+      // split is written as a Split on \p{N}: identical in Hugging Face's Rust tokenizers, and
+      // @huggingface/transformers' Digits only splits ASCII digits.
+      preTokenizer = family === 'smollm'
+        ? { type: 'Sequence', pretokenizers: [{ type: 'Split', pattern: { Regex: '\\p{N}' }, behavior: 'Isolated', invert: false }, byteLevel] }
+        : byteLevel;
+      postLead = byteLevelPost(false);
+      decoder = { type: 'ByteLevel', add_prefix_space: false, trim_offsets: true, use_regex: true };
+    }
+  } else {
+    const scores = m.numbers('tokenizer.ggml.scores');
+    if (!scores) m.fail('tokenizer.ggml.scores', 'SentencePiece vocabulary without scores');
+    if (scores.length !== n) m.fail('tokenizer.ggml.scores', `${scores.length} scores for ${n} tokens`);
+    if (unkId === undefined) m.fail('tokenizer.ggml.unknown_token_id', 'SentencePiece vocabulary without an unknown token');
+    for (let b = 0; b < 256; b++) {
+      const name = `<0x${b.toString(16).toUpperCase().padStart(2, '0')}>`;
+      const at = vocab[name];
+      if (at === undefined || types[at] !== GGUF_TOKEN_TYPE.BYTE) {
+        m.fail('tokenizer.ggml.tokens', `SentencePiece vocabulary without the byte token ${name}`, 'only byte-fallback vocabularies (Llama-2 style) are supported');
+      }
+    }
+    modelJson = {
+      type: 'BPE',
+      dropout: null,
+      unk_token: tokens[unkId]!,
+      continuing_subword_prefix: null,
+      end_of_word_suffix: null,
+      fuse_unk: true,
+      byte_fallback: true,
+      ignore_merges: false,
+      vocab,
+      merges: spmMerges(tokens, types, scores, vocab),
+    };
+    const replaceSpaces = { type: 'Replace', pattern: { String: ' ' }, content: SPM_SPACE };
+    normalizer = addSpacePrefix
+      ? { type: 'Sequence', normalizers: [{ type: 'Prepend', prepend: SPM_SPACE }, replaceSpaces] }
+      : { type: 'Sequence', normalizers: [replaceSpaces] };
+    decoder = {
+      type: 'Sequence',
+      decoders: [
+        { type: 'Replace', pattern: { String: SPM_SPACE }, content: ' ' },
+        { type: 'ByteFallback' },
+        { type: 'Fuse' },
+        ...(addSpacePrefix ? [{ type: 'Strip', content: ' ', start: 1, stop: 0 }] : []),
+      ],
+    };
+  }
+
+  const template = addBos || addEos || spm ? templateProcessing(addBos ? tok(bosId)! : null, bosId, addEos ? tok(eosId)! : null, eosId) : null;
+  let postProcessor: unknown;
+  if (spm) postProcessor = template;
+  else postProcessor = template ? { type: 'Sequence', processors: [postLead, template] } : postLead;
+
+  const tokenizerJson: Record<string, unknown> = {
+    version: '1.0',
+    truncation: null,
+    padding: null,
+    added_tokens: added,
+    normalizer,
+    pre_tokenizer: preTokenizer,
+    post_processor: postProcessor,
+    decoder,
+    model: modelJson,
+  };
+
+  const addedTokensDecoder: Record<string, Omit<AddedToken, 'id'>> = {};
+  for (const a of added) {
+    const { id: i, ...rest } = a;
+    addedTokensDecoder[String(i)] = rest;
+  }
+  const config: Record<string, unknown> = {
+    add_bos_token: addBos,
+    add_eos_token: addEos,
+    added_tokens_decoder: addedTokensDecoder,
+  };
+  const specialMap: Record<string, unknown> = {};
+  for (const [name, tid] of [['bos_token', bosId], ['eos_token', eosId], ['pad_token', padId], ['unk_token', unkId]] as const) {
+    if (tid === undefined) continue;
+    config[name] = tokens[tid]!;
+    specialMap[name] = { content: tokens[tid]!, lstrip: false, normalized: false, rstrip: false, single_word: false };
+  }
+  const chat = chatTemplate(m);
+  if (chat !== undefined) config.chat_template = chat;
+  config.clean_up_tokenization_spaces = CLEAN_UP_SPACES[family];
+  if (spm) config.legacy = true;
+  const ctx = m.int(`${arch}.context_length`);
+  if (ctx !== undefined) config.model_max_length = ctx;
+  config.tokenizer_class = 'PreTrainedTokenizerFast';
+
+  return { family, tokenizerJson, tokenizerConfigJson: config, specialTokensMap: specialMap };
+}
+
+/**
+ * Merges of a SentencePiece BPE vocabulary from its scores: every split of every normal token
+ * into two tokens of the vocabulary, highest merged-token score first, then by the left and
+ * the right token's id. This is the order of Hugging Face's conversion of the sentencepiece
+ * model (it gives back the 61249 merges of Llama-2's tokenizer.json exactly), and the order in
+ * which SentencePiece and llama.cpp merge (the best-scoring pair first).
+ */
+export function spmMerges(
+  tokens: readonly string[],
+  types: ArrayLike<number>,
+  scores: ArrayLike<number>,
+  vocab: Record<string, number>,
+): [string, string][] {
+  const cands: { score: number; l: number; r: number }[] = [];
+  for (let i = 0; i < tokens.length; i++) {
+    if (types[i] !== GGUF_TOKEN_TYPE.NORMAL) continue;
+    const cps = Array.from(tokens[i]!);
+    if (cps.length < 2) continue;
+    for (let k = 1; k < cps.length; k++) {
+      const l = vocab[cps.slice(0, k).join('')];
+      const r = vocab[cps.slice(k).join('')];
+      if (l !== undefined && r !== undefined) cands.push({ score: scores[i]!, l, r });
+    }
+  }
+  cands.sort((a, b) => b.score - a.score || a.l - b.l || a.r - b.r);
+  return cands.map((c) => [tokens[c.l]!, tokens[c.r]!]);
+}
+
+/**
+ * Hugging Face's TemplateProcessing for a Llama tokenizer: `[BOS] $A [EOS]` and
+ * `[BOS] $A [EOS] [BOS]:1 $B:1 [EOS]:1`, with BOS / EOS only where they are added.
+ */
+function templateProcessing(bos: string | null, bosId: number | undefined, eos: string | null, eosId: number | undefined): Record<string, unknown> {
+  const special = (id: string, typeId: number) => ({ SpecialToken: { id, type_id: typeId } });
+  const seq = (id: 'A' | 'B', typeId: number) => ({ Sequence: { id, type_id: typeId } });
+  const single: unknown[] = [];
+  const pair: unknown[] = [];
+  if (bos) single.push(special(bos, 0));
+  single.push(seq('A', 0));
+  if (eos) single.push(special(eos, 0));
+  pair.push(...single);
+  if (bos) pair.push(special(bos, 1));
+  pair.push(seq('B', 1));
+  if (eos) pair.push(special(eos, 1));
+  const specialTokens: Record<string, unknown> = {};
+  if (bos) specialTokens[bos] = { id: bos, ids: [bosId], tokens: [bos] };
+  if (eos) specialTokens[eos] = { id: eos, ids: [eosId], tokens: [eos] };
+  return { type: 'TemplateProcessing', single, pair, special_tokens: specialTokens };
+}
+
+/**
+ * `tokenizer.chat_template`, or, when the file also has named templates
+ * (`tokenizer.chat_template.NAME`), the list form Hugging Face uses for several templates.
+ */
+function chatTemplate(m: Meta): string | { name: string; template: string }[] | undefined {
+  const main = m.str('tokenizer.chat_template');
+  const named: { name: string; template: string }[] = [];
+  for (const key of m.map.keys()) {
+    if (key.startsWith('tokenizer.chat_template.')) {
+      named.push({ name: key.slice('tokenizer.chat_template.'.length), template: m.str(key)! });
+    }
+  }
+  if (named.length === 0) return main;
+  named.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  return main === undefined ? named : [{ name: 'default', template: main }, ...named];
+}
+
+/**
+ * Write the tokenizer files into `dir` (created if missing): tokenizer.json,
+ * tokenizer_config.json and special_tokens_map.json, each atomically.
+ */
+export function writeTokenizerFiles(dir: string, files: TokenizerFiles): void {
+  mkdirSync(dir, { recursive: true });
+  writeFileAtomicSync(join(dir, 'tokenizer.json'), JSON.stringify(files.tokenizerJson));
+  writeFileAtomicSync(join(dir, 'tokenizer_config.json'), JSON.stringify(files.tokenizerConfigJson, null, 2) + '\n');
+  writeFileAtomicSync(join(dir, 'special_tokens_map.json'), JSON.stringify(files.specialTokensMap, null, 2) + '\n');
+}
