@@ -81,10 +81,9 @@ if (values.role === 'write') {
     if (r.status !== 0) throw new Error(`${role} failed: ${r.stderr}`);
     return JSON.parse(r.stdout.trim().split('\n').pop()!);
   };
-  let t = performance.now();
+  const t = performance.now();
   const w = child('write');
   console.log(`wrote ${(w.bytes / 1e9).toFixed(2)} GB (${w.rows} rows x ${dim} F32) in ${((performance.now() - t) / 1000).toFixed(1)} s (setup, not measured)`);
-  t = performance.now();
   const r = child('read');
   const mb = (b: number) => `${(b / 2 ** 20).toFixed(0)} MiB`;
   console.log(`streamed ${r.rowsSeen} rows in blocks of ${values.block} in ${r.secs.toFixed(1)} s (${(w.bytes / 1e9 / r.secs).toFixed(2)} GB/s), ${r.bad} wrong values`);

@@ -26,7 +26,7 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { LobesError } from '../util/errors.js';
-import { writeFileAtomicSync } from '../util/atomic.js';
+import { writeFileAtomicSync } from '../util/io.js';
 
 /** llama.cpp's token types (`tokenizer.ggml.token_type`). */
 export const GGUF_TOKEN_TYPE = {

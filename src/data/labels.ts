@@ -36,6 +36,7 @@ export const SYNONYMS: Record<string, string> = {
   'intentionally resisting impulses': 'Impulse Regulation',
 };
 
+// eslint-disable-next-line no-control-regex -- control characters are exactly what this strips
 const CONTROL = /[\u0000-\u001f\u007f-\u009f\u200b-\u200f\u2028\u2029\ufeff]/g;
 const OUTER_PUNCT = /^[\s.,;:!?。，、；：！？"'`()（）[\]【】]+|[\s.,;:!?。，、；：！？"'`()（）[\]【】]+$/g;
 const CJK = /[\u3400-\u9fff\uf900-\ufaff]/;

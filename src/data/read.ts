@@ -34,8 +34,8 @@ export function firstInvalidUtf8(b: Uint8Array): number {
   while (i < n) {
     const c = b[i];
     if (c < 0x80) { i++; continue; }
-    let len = 0;
-    let min = 0;
+    let len: number;
+    let min: number;
     if (c >= 0xc2 && c <= 0xdf) { len = 1; min = 0x80; }
     else if (c >= 0xe0 && c <= 0xef) { len = 2; min = 0x800; }
     else if (c >= 0xf0 && c <= 0xf4) { len = 3; min = 0x10000; }

@@ -9,6 +9,9 @@ import { applyTemplate, templateFromSpec } from './template.js';
 import { filtersFromSpec, keep } from './filters.js';
 import type { Excluded, Sample } from './types.js';
 
+// eslint-disable-next-line no-control-regex -- control characters are exactly what this replaces
+const CONTROL_CHARS = /[\u0000-\u001f]/g;
+
 /** How the ability of one skill choice was decided (kept in extras.labelRule). */
 export interface ChoiceLabel {
   abilities: string[];
@@ -44,7 +47,7 @@ export function splitQuestion(q: unknown): { question: string; fragments: string
   const explicit: string[] = [];
   let first = true;
   for (const raw of items) {
-    const t = raw.replace(/[\u0000-\u001f]/g, ' ').trim();
+    const t = raw.replace(CONTROL_CHARS, ' ').trim();
     if (!t) continue;
     if (first) {
       let q = t.replace(/#question#/gi, '');
@@ -71,7 +74,7 @@ export function splitQuestion(q: unknown): { question: string; fragments: string
       continue;
     }
     if (/[?？]$/.test(t) || CJK_START.test(t)) {
-      question = joinPieces(question, raw.replace(/[\u0000-\u001f]/g, ' ').replace(/\s+$/, ''));
+      question = joinPieces(question, raw.replace(CONTROL_CHARS, ' ').replace(/\s+$/, ''));
       continue;
     }
     fragments.push(t);
@@ -324,8 +327,8 @@ function readChoice(ctx: TreeContext, nodeId: string, ch: unknown, ci: number): 
  * skipped): speaker and trimmed text, a reason to exclude the choice, or a problem.
  */
 function choiceUtterance(content: unknown): { speaker: string; response: string } | { exclude: string } | { problem: string } {
-  let speaker = '';
-  let response = '';
+  let speaker: string;
+  let response: string;
   if (isObj(content)) {
     if (content.role === 'stage') return { exclude: 'stage placeholder: the choice carries no utterance' };
     if (typeof content.content !== 'string') return { problem: 'choice "content" has no text' };

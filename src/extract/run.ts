@@ -98,7 +98,7 @@ export function graphFile(modelDir: string): string {
   if (modelDir.endsWith('.onnx') && existsSync(modelDir)) return modelDir;
   const main = path.join(modelDir, 'model.onnx');
   if (existsSync(main)) return main;
-  let onnx: string[] = [];
+  let onnx: string[];
   try {
     onnx = readdirSync(modelDir).filter((f) => f.endsWith('.onnx'));
   } catch (e: any) {

@@ -133,7 +133,7 @@ function scalar(out: Bytes, type: Exclude<GgufValueType, 'array'>, value: unknow
   }
 }
 
-const TYPED_CTOR: Record<string, Function> = {
+const TYPED_CTOR: Record<string, new (n: number) => ArrayLike<number | bigint>> = {
   uint8: Uint8Array, int8: Int8Array, uint16: Uint16Array, int16: Int16Array, uint32: Uint32Array, int32: Int32Array,
   float32: Float32Array, uint64: BigUint64Array, int64: BigInt64Array, float64: Float64Array,
 };
@@ -188,7 +188,7 @@ export function encodeGgufHeader(
     keys.add(k);
   }
   const given = kv.find(([k]) => k === 'general.alignment')?.[1];
-  let alignment = options.alignment ?? (given?.type === 'uint32' ? given.value : 32);
+  const alignment = options.alignment ?? (given?.type === 'uint32' ? given.value : 32);
   if (!Number.isInteger(alignment) || alignment <= 0 || (alignment & (alignment - 1)) !== 0) throw new LobesError(`alignment ${alignment} is not a power of two`);
   if (given && !(given.type === 'uint32' && given.value === alignment)) {
     throw new LobesError(`metadata general.alignment (${given.type === 'array' ? 'an array' : String(given.value)}) disagrees with the alignment ${alignment}`);

@@ -43,7 +43,12 @@ export function requireChromium(given?: string): string {
 /** Launch headless Chromium with a fresh profile (removed on close). */
 export async function launchChromium(given?: string): Promise<Browser> {
   const exe = requireChromium(given);
-  const { chromium } = await import('playwright-core');
+  let chromium: typeof import('playwright-core').chromium;
+  try {
+    ({ chromium } = await import('playwright-core'));
+  } catch {
+    throw new LobesError('figure export needs the optional package playwright-core, which is not installed', { hint: 'npm install playwright-core' });
+  }
   const profile = mkdtempSync(path.join(tmpdir(), 'lobes-chromium-'));
   let context: any;
   try {

@@ -209,7 +209,7 @@ async function fsyncDirAsync(dir: string): Promise<void> {
 
 /** Remove leftovers of interrupted atomic writes in a folder. */
 export async function cleanTempFiles(dir: string): Promise<void> {
-  let names: string[] = [];
+  let names: string[];
   try {
     names = await fsp.readdir(dir);
   } catch {

@@ -53,14 +53,19 @@ export function selectTop(scores: Float32Array[], matrices: WandaMatrix[], top: 
     }
     const thr = kthLargest(vals.slice(), k);
     let taken = 0;
-    p = 0;
     for (const m of pool) {
       const s = scores[m];
-      for (let i = 0; i < s.length; i++) if (s[i] > thr) (masks[m][i] = 1), taken++;
+      for (let i = 0; i < s.length; i++) if (s[i] > thr) {
+        masks[m][i] = 1;
+        taken++;
+      }
     }
     for (const m of pool) {
       const s = scores[m];
-      for (let i = 0; i < s.length && taken < k; i++) if (s[i] === thr) (masks[m][i] = 1), taken++;
+      for (let i = 0; i < s.length && taken < k; i++) if (s[i] === thr) {
+        masks[m][i] = 1;
+        taken++;
+      }
     }
   }
   return masks;

@@ -81,7 +81,8 @@ describe.skipIf(!HAVE)('lobes extract / merge on the built-in model', () => {
       }, 3);
       child.on('exit', (code, signal) => {
         clearInterval(t);
-        signal === 'SIGKILL' ? resolve(listed(out)) : reject(new Error(`extract finished (code ${code}) before it could be killed`));
+        if (signal === 'SIGKILL') resolve(listed(out));
+        else reject(new Error(`extract finished (code ${code}) before it could be killed`));
       });
     });
     const total = Math.ceil((await openRun(single)).samples.length / 6);

@@ -4,7 +4,6 @@
  * A selector switches pairs; heatmaps are built only for the selected pair.
  */
 import type { RunPayload } from '../../types.js';
-import type { Page } from '../page.js';
 import type { Section } from '../section.js';
 import { el, table, columns } from '../dom.js';
 import { esc, fmt, fmtP } from '../format.js';
