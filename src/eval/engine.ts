@@ -43,6 +43,11 @@ export interface Scorer {
   readonly info: ModelInfo;
   /** True when the model has KV-cache inputs (generation is possible). */
   readonly hasPast: boolean;
+  /**
+   * True when the KV-cache session accepts several new tokens after a non-empty cache (some
+   * exports only take a prompt or one token at a time); `extend` then feeds one token at a time.
+   */
+  readonly multiTokenExtend: boolean;
   /** Score right-padded rows at their last tokens against `candidates`. */
   score(rows: number[][], candidates: number[], padId: number): Promise<HeadOutput>;
   /** Run one sequence from an empty cache. */
@@ -90,6 +95,20 @@ class OrtScorer implements Scorer {
     private readonly genPresent: string[],
     readonly hasPast: boolean,
   ) {}
+
+  multiTokenExtend = false;
+
+  /** Find out whether the KV-cache session takes several tokens after a cache (a 2 + 2 token probe). */
+  async probe(): Promise<void> {
+    if (!this.gen) return;
+    try {
+      const a = await this.extend({ length: 0, past: new Map() }, [0, 1], [0]);
+      this.multiTokenExtend = true;
+      await this.extend(a.state, [1, 0], [0]);
+    } catch {
+      this.multiTokenExtend = false;
+    }
+  }
 
   private feeds(session: ort.InferenceSession, ids: BigInt64Array, mask: BigInt64Array, pos: BigInt64Array, B: number, S: number, T: number, candidates: number[], past: Map<string, ort.Tensor> | null, addedMask: string | null): Record<string, ort.Tensor> {
     const wanted = new Set(session.inputNames);
@@ -159,6 +178,11 @@ class OrtScorer implements Scorer {
   async extend(state: KvState, ids: number[], candidates: number[]): Promise<{ out: HeadOutput; state: KvState }> {
     if (!this.gen) throw new LobesError('generation needs a model with KV-cache inputs (past_key_values.*)', { file: this.a.loaded.file, hint: 'export the model with its KV cache (e.g. optimum --task text-generation-with-past, or the onnxruntime-genai builder), or drop --cot' });
     if (ids.length === 0) throw new LobesError('nothing to feed');
+    if (ids.length > 1 && state.length > 0 && !this.multiTokenExtend) {
+      let r = await this.extend(state, [ids[0]!], candidates);
+      for (const t of ids.slice(1)) r = await this.extend(r.state, [t], candidates);
+      return r;
+    }
     const S = ids.length;
     const T = state.length + S;
     const mask = new BigInt64Array(T).fill(1n);
@@ -194,5 +218,7 @@ export async function openScorer(modelDir: string, opts: ScorerOptions): Promise
     gen = await openSession(encodeModel(g.model), a.loaded.dir, opts, a.loaded.file);
     genPresent = g.present;
   }
-  return new OrtScorer(a.info, a, plans, scoring, { name: scoringGraph.maskInput, added: scoringGraph.maskAdded }, gen, genPresent, hasPast);
+  const sc = new OrtScorer(a.info, a, plans, scoring, { name: scoringGraph.maskInput, added: scoringGraph.maskAdded }, gen, genPresent, hasPast);
+  await sc.probe();
+  return sc;
 }

@@ -78,6 +78,8 @@ export interface EvalManifest {
   /** Counters summed over attempts. */
   throughput: EvalStats;
   timings: { loadMs: number; modelLoadMs: number; wallMs: number; attempts: number };
+  /** Whether an item's shuffles were scored through the KV cache, sharing their common tokens. */
+  sharedPrefix?: boolean;
   complete: boolean;
   files?: { records: ChunkFile; episodes: ChunkFile | null; summary: string };
 }
@@ -245,8 +247,11 @@ export async function runEval(opts: EvalOptions): Promise<EvalManifest> {
   manifest.model.arch = scorer.info.arch;
   try {
     if (s.cot > 0 && !scorer.hasPast) throw new LobesError('--cot needs a model with KV-cache inputs (past_key_values.*)', { file: opts.model, hint: 'export the model with its KV cache, or drop --cot' });
-    if (s.sharePrefix === 'on' && !scorer.hasPast) throw new LobesError('--share-prefix on needs a model with KV-cache inputs (past_key_values.*)', { file: opts.model, hint: 'use --share-prefix off' });
-    const sharePrefix = scorer.hasPast && (s.sharePrefix === 'on' || (s.sharePrefix === 'auto' && s.device === 'cpu'));
+    if (s.sharePrefix === 'on' && !(scorer.hasPast && scorer.multiTokenExtend)) {
+      throw new LobesError(scorer.hasPast ? '--share-prefix on: this export does not take several tokens after its KV cache' : '--share-prefix on needs a model with KV-cache inputs (past_key_values.*)', { file: opts.model, hint: 'use --share-prefix off' });
+    }
+    const sharePrefix = scorer.hasPast && scorer.multiTokenExtend && (s.sharePrefix === 'on' || (s.sharePrefix === 'auto' && s.device === 'cpu'));
+    manifest.sharedPrefix = sharePrefix;
     mkdirSync(out, { recursive: true });
     writeEvalManifest(out, manifest);
     const { writer, dropped } = await RecordWriter.resume(out, s.chunkUnits);
@@ -269,7 +274,7 @@ export async function runEval(opts: EvalOptions): Promise<EvalManifest> {
       const end = Math.min(start + s.chunkUnits, N);
       const units = data.units.slice(start, end);
       const r = await evaluateUnits(units, { scorer, tok, shuffles: s.shuffles, seed: s.seed, cot: s.cot, batch: s.batch, tokenBudget: s.tokenBudget, sharePrefix, stats, onScored: (_p, t) => progress.tick(0, { tokens: t }) });
-      writer.write(c, start, end - start, r.records, units.some((u) => u.kind === 'tree') ? r.episodes : null);
+      writer.write(c, start, end - start, r.records, hasTrees(data) ? r.episodes : null);
       progress.tick(end - start);
       manifest.timings.wallMs = wallBase + Date.now() - tAttempt;
       writeEvalManifest(out, manifest);
@@ -285,6 +290,11 @@ export async function runEval(opts: EvalOptions): Promise<EvalManifest> {
   }
 }
 
+/** Whether the evaluation walks world trees (then every chunk has an episodes file, maybe empty). */
+function hasTrees(data: EvalData): boolean {
+  return data.units.some((u) => u.kind === 'tree');
+}
+
 function describeUnits(data: EvalData, r: ShardRange): string {
   const u = data.units.slice(r.rowStart, r.rowEnd);
   const items = u.filter((x) => x.kind === 'item').length;
@@ -295,10 +305,9 @@ function describeUnits(data: EvalData, r: ShardRange): string {
 /** Join the chunks, write the summary, mark the manifest complete and drop the chunk files. */
 function finishEval(out: string, manifest: EvalManifest, writer: RecordWriter, data: EvalData, s: Settings): void {
   const r = manifest.layout;
-  const hasTrees = data.units.slice(r.rowStart, r.rowEnd).some((u) => u.kind === 'tree');
-  const joined = writer.join(r.chunkStart, r.chunkEnd, hasTrees);
+  const joined = writer.join(r.chunkStart, r.chunkEnd, hasTrees(data));
   const records = readJsonl<EvalRecord>(path.join(out, RECORDS));
-  const episodes = hasTrees ? readJsonl<EpisodeRecord>(path.join(out, EPISODES)) : [];
+  const episodes = hasTrees(data) ? readJsonl<EpisodeRecord>(path.join(out, EPISODES)) : [];
   writeFileAtomicSync(path.join(out, SUMMARY), JSON.stringify(summarize(records, episodes, { bootstrap: s.bootstrap, seed: s.seed }), null, 2) + '\n');
   manifest.files = { records: joined.records, episodes: joined.episodes, summary: SUMMARY };
   manifest.complete = true;
