@@ -211,7 +211,7 @@ async function scoreWithCot(job: Job, ctx: EvaluateContext): Promise<Scored> {
       logits: Array.from(head.cand),
       logSumExp: head.lse[0]!,
       topTokenId: head.top[0]!,
-      cot: { generated: gen.length, text: keptText, suffix, forced: !cut, stop },
+      cot: { generated: gen.length, ids: gen.slice(0, kept), text: keptText, suffix, forced: !cut, stop },
     },
   };
 }

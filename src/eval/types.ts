@@ -50,6 +50,8 @@ export interface ShuffleRecord {
 export interface CotRecord {
   /** Tokens generated (greedy) before the answer. */
   generated: number;
+  /** The generated token ids kept before the answer suffix (the model read prompt + these + the suffix). */
+  ids: number[];
   /** The generated text kept before the answer suffix. */
   text: string;
   /** Text lobes added before the letter (empty when the model wrote the answer prefix itself). */
