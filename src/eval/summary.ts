@@ -19,75 +19,9 @@
 import { Rng } from '../util/rng.js';
 import { ORIENTATION_CATEGORIES } from '../data/socialeval-eval.js';
 import type { EpisodeRecord, EvalRecord } from './types.js';
+import type { Accuracy, AccuracyTable, PositionBias, ItemSummary, GaeSummary, EvalSummary } from './summary-types.js';
 
-export interface Accuracy {
-  n: number;
-  correct: number;
-  /** In [0, 1]. */
-  accuracy: number;
-  ci95: [number, number] | null;
-  chance: number;
-}
-
-export interface AccuracyRow extends Accuracy {
-  key: string;
-}
-
-export interface AccuracyTable {
-  /** 'language', 'aspect', 'ability', 'label:FIELD', 'category', 'group'. */
-  by: string;
-  rows: AccuracyRow[];
-}
-
-export interface PositionBias {
-  /** Options per prompt. */
-  k: number;
-  prompts: number;
-  /** Share of prompts whose pick is each slot. */
-  pickRate: number[];
-  /** Share of prompts whose correct answer sits at each slot (null for GAE). */
-  answerRate: number[] | null;
-}
-
-export interface ItemSummary {
-  task: 'iae' | 'mcq';
-  items: number;
-  /** Voted accuracy, every item once. */
-  overall: Accuracy;
-  /** Mean over abilities of their accuracy (IAE). */
-  macro: Accuracy | null;
-  macroByLanguage: Record<string, Accuracy>;
-  /** Accuracy of single shuffles before the vote. */
-  unvoted: Accuracy;
-  tables: AccuracyTable[];
-  positionBias: PositionBias[];
-  letterMass: { mean: number; min: number };
-}
-
-export interface GaeSummary {
-  trees: number;
-  /** Episodes that reached an ending (the success rates' denominator). */
-  ended: number;
-  /** Episodes that stopped at a node without choices (left out, as run_gae.py leaves them). */
-  stuck: string[];
-  /** Decisions the model made (records). */
-  decisions: number;
-  overall: Accuracy;
-  /** Mean over world categories of their success rates. */
-  macro: Accuracy;
-  macroByLanguage: Record<string, Accuracy>;
-  tables: AccuracyTable[];
-  positionBias: PositionBias[];
-  letterMass: { mean: number; min: number };
-}
-
-export interface EvalSummary {
-  format: 'lobes-eval-summary';
-  bootstrap: { resamples: number; seed: number };
-  iae?: ItemSummary;
-  mcq?: ItemSummary;
-  gae?: GaeSummary;
-}
+export type { Accuracy, AccuracyRow, AccuracyTable, PositionBias, ItemSummary, GaeSummary, EvalSummary } from './summary-types.js';
 
 export interface SummaryOptions {
   bootstrap?: number;
