@@ -1,3 +1,4 @@
+/// <reference lib="dom" />
 /**
  * The report's "Evaluation" section and the eval deltas of lobes compare: an evaluation inside
  * a run (RUN/eval) reaches the page payload; evaluation folders alone make a report and a
@@ -83,7 +84,7 @@ describe('evaluation in the report and in compare', () => {
       await page.waitForFunction(() => (globalThis as any).lobesReport?.ready === true, null, { timeout: 60_000 });
       const got = await page.evaluate(() => {
         const sec = document.getElementById('evaluation')!;
-        const tables = [...sec.querySelectorAll('table')].map((t) => [...t.querySelectorAll('tr')].map((r) => [...r.children].map((c) => c.textContent)));
+        const tables = Array.from(sec.querySelectorAll('table')).map((t) => Array.from(t.querySelectorAll('tr')).map((r) => Array.from(r.children).map((c) => c.textContent)));
         return { text: sec.textContent, tables, pwned: (globalThis as any).__pwned ?? null, figs: (globalThis as any).lobesReport.figureIds(), imgs: sec.querySelectorAll('img').length };
       });
       expect(errors).toEqual([]);
@@ -92,8 +93,8 @@ describe('evaluation in the report and in compare', () => {
       expect(got.text).toContain(EVIL);
       // Generic items have no aspect or world category, so no accuracy figure.
       expect(got.figs.filter((f: string) => f.includes('eval'))).toEqual([]);
-      const overallRows = got.tables.flat().filter((r) => r[0] === 'overall (voted)');
-      expect(overallRows.map((r) => r[1])).toEqual(['40', '40']);
+      const overallRows = got.tables.flat().filter((r: (string | null)[]) => r[0] === 'overall (voted)');
+      expect(overallRows.map((r: (string | null)[]) => r[1])).toEqual(['40', '40']);
       expect(overallRows[0]![2]).toBe('100.0');
       expect(overallRows[0]![4]).toBe('33.3');
       expect(overallRows[1]![3]).toMatch(/^\[\d+\.\d, \d+\.\d\]$/);
