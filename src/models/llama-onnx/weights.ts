@@ -166,20 +166,33 @@ function checkBlocks(b: NbitsBlocks, name: string, dOut: number, dIn: number): v
 }
 
 /**
- * Decide the MatMulNBits form of weights stacked along d_out: the source's blocks where it
- * gives them (all parts must then share bits and block size, else null: store them apart),
- * 4-bit block 32 quantized from rows otherwise.
+ * Whether ONNX Runtime's CPU MatMulNBits can run blocks in this form: 8-bit blocks with float
+ * zero points (a min term) have no CPU kernel (onnxruntime 1.30: "Only 2b and 4b quantization
+ * is supported for unpacked compute"), so such weights are expanded to float instead.
  */
-export function planNbits(src: LlamaWeightSource, parts: string[]): NbitsPlan | null {
-  const blocks = parts.map((p) => {
-    const b = src.nbits?.(p) ?? null;
-    if (b) {
-      const [dOut, dIn] = shape2(src, p);
-      checkBlocks(b, p, dOut, dIn);
-    }
-    return b;
-  });
+export function runnableNbits(b: NbitsBlocks): boolean {
+  return !(b.bits === 8 && b.mins);
+}
+
+/** The source's blocks of a weight, checked against its shape (null when it gives none). */
+export function sourceBlocks(src: LlamaWeightSource, name: string): NbitsBlocks | null {
+  const b = src.nbits?.(name) ?? null;
+  if (b) {
+    const [dOut, dIn] = shape2(src, name);
+    checkBlocks(b, name, dOut, dIn);
+  }
+  return b;
+}
+
+/**
+ * Decide the MatMulNBits form of weights stacked along d_out, given each part's source blocks
+ * (null: none): the source's form where it gives blocks (all parts must then share bits and
+ * block size), 4-bit block 32 quantized from rows otherwise. Null when the parts cannot share
+ * one MatMulNBits (different forms, or blocks ONNX Runtime cannot run: see runnableNbits).
+ */
+export function planNbits(src: LlamaWeightSource, parts: string[], blocks: (NbitsBlocks | null)[]): NbitsPlan | null {
   const given = blocks.filter((b): b is NbitsBlocks => b !== null);
+  if (given.some((b) => !runnableNbits(b))) return null;
   const bits = given[0]?.bits ?? 4;
   const blockSize = given[0]?.blockSize ?? 32;
   if (given.some((b) => b.bits !== bits || b.blockSize !== blockSize)) return null;
