@@ -258,6 +258,44 @@ describe("onnxruntime-genai's model builder on the same checkpoint (configuratio
   });
 });
 
+describe('KV cache', () => {
+  const c = META.configs['tied-llama3']!;
+  const spec = c.spec;
+  for (const layout of ['explicit', 'genai'] as const) {
+    it(`${layout}: a prefix, then one token with the presents as past, gives the full sequence's logits`, async () => {
+      const dir = await write(spec, seededLlamaSource(spec, c.seed), { layout, dtype: 'fp32', weights: 'fp32', withPast: true });
+      const s = await ort.InferenceSession.create(path.join(dir, 'model.onnx'));
+      try {
+        const ids = c.ids[2]!;
+        const S = ids.length;
+        const feeds = (tokens: number[], start: number, past: Record<string, ort.Tensor> | null) => {
+          const f: Record<string, ort.Tensor> = {
+            input_ids: new ort.Tensor('int64', BigInt64Array.from(tokens.map(BigInt)), [1, tokens.length]),
+            attention_mask: new ort.Tensor('int64', new BigInt64Array(start + tokens.length).fill(1n), [1, start + tokens.length]),
+          };
+          if (s.inputNames.includes('position_ids')) f.position_ids = new ort.Tensor('int64', BigInt64Array.from(tokens.map((_, i) => BigInt(start + i))), [1, tokens.length]);
+          for (let l = 0; l < spec.layers; l++) {
+            for (const kv of ['key', 'value']) {
+              f[`past_key_values.${l}.${kv}`] = past ? past[`present.${l}.${kv}`]! : new ort.Tensor('float32', new Float32Array(0), [1, spec.kvHeads, 0, spec.headDim]);
+            }
+          }
+          return f;
+        };
+        const V = spec.vocab;
+        const full = await s.run(feeds(ids, 0, null));
+        const prefix = await s.run(feeds(ids.slice(0, S - 1), 0, null));
+        expect(prefix['present.0.key']!.dims).toEqual([1, spec.kvHeads, S - 1, spec.headDim]);
+        const step = await s.run(feeds(ids.slice(S - 1), S - 1, prefix as Record<string, ort.Tensor>));
+        const want = (full.logits!.data as Float32Array).subarray((S - 1) * V, S * V);
+        expect(relErr(step.logits!.data as Float32Array, want)).toBeLessThan(1e-5);
+        expect(relErr(step.logits!.data as Float32Array, grow(golden('tied-llama3.logits'), 2, V))).toBeLessThan(1e-4);
+      } finally {
+        await s.release();
+      }
+    });
+  }
+});
+
 // ---------------------------------------------------------------------------------------------
 // MatMulNBits blocks from the source: min terms (float zero points), 8-bit, mixed forms.
 
