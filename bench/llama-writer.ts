@@ -8,8 +8,10 @@
  *   rows   float rows, quantized to 4 bits by the writer (the safetensors / F16 GGUF path)
  *   nbits  4-bit blocks handed over by the source (the Q4_0 / Q4_K GGUF path)
  *
- * Each prints wall time, bytes written, throughput, and `cat model.onnx.data > /dev/null` of the
- * written file from the page cache in the same run, and the child's peak RSS.
+ * Each prints wall time and CPU time, bytes written, throughput, `cat model.onnx.data > /dev/null`
+ * of the written file from the page cache and a raw durable write of as many bytes
+ * (`dd if=/dev/zero … conv=fsync`: what the disk takes) in the same run, and the child's peak RSS.
+ * The writer fsyncs the data file before the rename (reported apart as fsync_s).
  *
  *   npx tsx bench/llama-writer.ts [--layers N] [--source rows|nbits|both] [--weights q4|fp16]
  *                                 [--layout genai|explicit] [--dir PARENT] [--keep]
@@ -65,6 +67,7 @@ async function child(kind: 'rows' | 'nbits', parent: string): Promise<void> {
   const dir = path.join(parent, `model-${kind}`);
   const src = seededLlamaSource(spec, 8, { nbits4: kind === 'nbits' });
   let last = 0;
+  const cpu0 = process.cpuUsage();
   const t0 = performance.now();
   const r = await writeLlamaOnnx(dir, spec, src, {
     ...opts,
@@ -76,12 +79,20 @@ async function child(kind: 'rows' | 'nbits', parent: string): Promise<void> {
     },
   });
   const wall = (performance.now() - t0) / 1000;
+  const cpu = process.cpuUsage(cpu0);
   const data = path.join(dir, 'model.onnx.data');
   const c0 = performance.now();
   const cat = spawnSync('sh', ['-c', `cat "${data}" > /dev/null`]);
   const catS = (performance.now() - c0) / 1000;
   if (cat.status !== 0) throw new Error(`cat failed: ${cat.stderr}`);
   const rss = process.resourceUsage().maxRSS * 1024;
+  // Raw durable write of as many bytes (dd from /dev/zero, fsync at the end), for scale.
+  const raw = path.join(parent, `raw-${kind}`);
+  const d0 = performance.now();
+  const dd = spawnSync('sh', ['-c', `dd if=/dev/zero of="${raw}" bs=4M count=${Math.ceil(r.dataBytes / 4194304)} conv=fsync 2>/dev/null`]);
+  const ddS = (performance.now() - d0) / 1000;
+  rmSync(raw, { force: true });
+  if (dd.status !== 0) throw new Error(`dd failed: ${dd.stderr}`);
   const bytes = r.dataBytes + r.modelBytes;
   console.log(
     JSON.stringify({
@@ -90,7 +101,10 @@ async function child(kind: 'rows' | 'nbits', parent: string): Promise<void> {
       weights: opts.weights,
       layers: spec.layers,
       wall_s: +wall.toFixed(1),
+      cpu_s: +((cpu.user + cpu.system) / 1e6).toFixed(1),
+      load: os.loadavg()[0]!.toFixed(1),
       weights_s: +r.seconds.weights.toFixed(1),
+      fsync_s: +r.seconds.sync.toFixed(1),
       graph_s: +r.seconds.graph.toFixed(2),
       data_gb: +(r.dataBytes / GB).toFixed(3),
       model_onnx_mb: +(r.modelBytes / 1e6).toFixed(2),
@@ -98,6 +112,8 @@ async function child(kind: 'rows' | 'nbits', parent: string): Promise<void> {
       cat_s: +catS.toFixed(1),
       cat_gb_s: +(r.dataBytes / GB / catS).toFixed(2),
       ratio_vs_cat: +(catS / wall).toFixed(3),
+      dd_write_s: +ddS.toFixed(1),
+      ratio_vs_dd: +(ddS / wall).toFixed(3),
       peak_rss_mb: Math.round(rss / 1e6),
       storage: [...new Set(Object.values(r.storage))].join(','),
     }),

@@ -206,10 +206,16 @@ describe.each(CONFIGS)('Hugging Face fp32 forward, configuration %s', (key) => {
       expect(worstRow(got, golden(`${key}.fp16.logits`), n, V)).toBeLessThan(1e-4);
     });
 
-    it(`${layout}: float16 compute stays within 2e-2 of the float16-weights reference`, async () => {
+    it(`${layout}: float16 compute stays within 1e-2 of the float16-weights reference`, async () => {
       const dir = await write(spec, seededLlamaSource(spec, c.seed), { layout, dtype: 'fp16', weights: 'fp16' });
       const got = await lastLogits(dir, spec, c.ids, 'right', true);
-      expect(worstRow(got, golden(`${key}.fp16.logits`), n, V)).toBeLessThan(2e-2);
+      expect(worstRow(got, golden(`${key}.fp16.logits`), n, V)).toBeLessThan(1e-2);
+    });
+
+    it(`${layout}: 4-bit weights with float16 compute stay within 1e-2 of the dequantized-weights reference`, async () => {
+      const dir = await write(spec, seededLlamaSource(spec, c.seed), { layout, dtype: 'fp16', weights: 'q4' });
+      const got = await lastLogits(dir, spec, c.ids, 'right', true);
+      expect(worstRow(got, golden(`${key}.${layout === 'genai' ? 'q4genai' : 'q4'}.logits`), n, V)).toBeLessThan(1e-2);
     });
 
     it(`${layout}: 4-bit weights quantized from rows compute with exactly the dequantized weights`, async () => {
@@ -411,6 +417,16 @@ describe('nbits blocks from the source', () => {
       expect(worstRow(b, a, c.ids.length, spec.vocab)).toBeLessThan(1e-5);
     });
   }
+
+  it('float16 compute: float16 scales and float zero points stay within 1e-2 of the block values', async () => {
+    for (const layout of ['explicit', 'genai'] as const) {
+      const { float, nbits } = sources(forms);
+      const ref = await write(spec, float, { layout, dtype: 'fp32', weights: 'fp32' });
+      const dir = await write(spec, nbits, { layout, dtype: 'fp16', weights: 'q4' });
+      const [a, b] = await Promise.all([lastLogits(ref, spec, c.ids, 'right'), lastLogits(dir, spec, c.ids, 'right', true)]);
+      expect(worstRow(b, a, c.ids.length, spec.vocab), layout).toBeLessThan(1e-2);
+    }
+  });
 
   it('genai: q, k, v in one MatMulNBits form share one qkv_proj; in different forms they stay apart', async () => {
     const same = sources({ ...forms, k_proj: [4, 32, true] });
