@@ -51,6 +51,8 @@ export interface EvaluateContext {
   stats: EvalStats;
   /** Called after prompts are scored. */
   onScored?: (prompts: number, tokens: number) => void;
+  /** Called when a unit (an item, or a world tree's walk) is done. */
+  onUnit?: () => void;
 }
 
 /**
@@ -253,17 +255,23 @@ async function scoreShared(jobs: Job[], ctx: EvaluateContext): Promise<Scored[]>
 }
 
 /** Score groups of jobs (each group: the shuffles of one prompt); results in job order. */
-async function scoreJobs(groups: Job[][], ctx: EvaluateContext): Promise<Scored[]> {
+async function scoreJobs(groups: Job[][], ctx: EvaluateContext, onGroup?: () => void): Promise<Scored[]> {
   const jobs = groups.flat();
   if (jobs.length === 0) return [];
   if (ctx.cot > 0) {
     const out: Scored[] = [];
-    for (const j of jobs) out.push(await scoreWithCot(j, ctx));
+    for (const g of groups) {
+      for (const j of g) out.push(await scoreWithCot(j, ctx));
+      onGroup?.();
+    }
     return out;
   }
   if (!ctx.sharePrefix) return scoreBatched(jobs, ctx);
   const out: Scored[] = [];
-  for (const g of groups) out.push(...(await scoreShared(g, ctx)));
+  for (const g of groups) {
+    out.push(...(await scoreShared(g, ctx)));
+    onGroup?.();
+  }
   return out;
 }
 
@@ -338,7 +346,13 @@ export async function evaluateUnits(units: readonly Unit[], ctx: EvaluateContext
     nJobs += ctx.shuffles;
   }
   const jobs = groups.flat();
-  const scored = await scoreJobs(groups, ctx);
+  // Items are done as their group is scored (one at a time), or all at once after batches.
+  let ticked = 0;
+  const scored = await scoreJobs(groups, ctx, () => {
+    ticked++;
+    ctx.onUnit?.();
+  });
+  for (; ticked < groups.length; ticked++) ctx.onUnit?.();
   itemIdx.forEach((i, n) => {
     const u = units[i]! as Extract<Unit, { kind: 'item' }>;
     const mine = jobs.slice(firstJob[n]!, firstJob[n]! + ctx.shuffles);
@@ -354,10 +368,12 @@ export async function evaluateUnits(units: readonly Unit[], ctx: EvaluateContext
       const node = w.tree.nodes.get(cid);
       if (node?.type === 'ending') {
         w.end = 'ending';
+        ctx.onUnit?.();
         continue;
       }
       if (!node || node.choices.length === 0) {
         w.end = 'stuck';
+        ctx.onUnit?.();
         continue;
       }
       const g = gaeFields(w.tree, w.path);

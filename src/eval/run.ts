@@ -273,9 +273,8 @@ export async function runEval(opts: EvalOptions): Promise<EvalManifest> {
       const start = c * s.chunkUnits;
       const end = Math.min(start + s.chunkUnits, N);
       const units = data.units.slice(start, end);
-      const r = await evaluateUnits(units, { scorer, tok, shuffles: s.shuffles, seed: s.seed, cot: s.cot, batch: s.batch, tokenBudget: s.tokenBudget, sharePrefix, stats, onScored: (_p, t) => progress.tick(0, { tokens: t }) });
+      const r = await evaluateUnits(units, { scorer, tok, shuffles: s.shuffles, seed: s.seed, cot: s.cot, batch: s.batch, tokenBudget: s.tokenBudget, sharePrefix, stats, onScored: (_p, t) => progress.tick(0, { tokens: t }), onUnit: () => progress.tick(1) });
       writer.write(c, start, end - start, r.records, hasTrees(data) ? r.episodes : null);
-      progress.tick(end - start);
       manifest.timings.wallMs = wallBase + Date.now() - tAttempt;
       writeEvalManifest(out, manifest);
     }

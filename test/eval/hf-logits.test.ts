@@ -32,7 +32,7 @@ interface Row {
 }
 const GOLD = JSON.parse(readFileSync(path.join(__dirname, 'fixtures/hf-logits.json'), 'utf8')) as { rows: Row[]; prefix: string };
 const DATA = path.resolve(__dirname, '../../../shared/socialeval/worldtree_data');
-const model = smollm2Onnx();
+const model = await smollm2Onnx();
 if (typeof model !== 'string') console.warn(`test/eval/hf-logits: skipped: ${model.skip}`);
 
 describe.skipIf(typeof model !== 'string')('letter logits of SmolLM2-135M-Instruct equal Hugging Face transformers', () => {
