@@ -11,6 +11,9 @@ import { encodeModel } from '../onnx/index.js';
 import { analyseModel, planInputs, positionIds, type Analysis, type FeedPlan } from '../extract/engine.js';
 import { buildLogitHeadModel, CAND_LOGITS, CANDIDATES_INPUT, LOG_SUM_EXP, TOP_ID } from '../extract/logit-head.js';
 import { executionProviders, sessionError } from '../extract/providers.js';
+import { configDir } from '../extract/config.js';
+import { existsSync, readFileSync } from 'node:fs';
+import * as path from 'node:path';
 import type { Device, ModelInfo } from '../extract/types.js';
 
 /** What the model says at each row's answering position. */
@@ -199,6 +202,23 @@ class OrtScorer implements Scorer {
     await this.scoring.release();
     if (this.gen) await this.gen.release();
   }
+}
+
+/**
+ * The model's context length from its config files (config.json `max_position_embeddings`,
+ * else genai_config.json `model.context_length`), or null when they do not say.
+ */
+export function modelContextLength(modelDir: string): number | null {
+  const dir = configDir(modelDir, existsSync(modelDir) && modelDir.endsWith('.onnx') ? path.dirname(modelDir) : modelDir);
+  const read = (f: string): any => {
+    try {
+      return existsSync(path.join(dir, f)) ? JSON.parse(readFileSync(path.join(dir, f), 'utf8')) : null;
+    } catch {
+      return null;
+    }
+  };
+  const n = read('config.json')?.max_position_embeddings ?? read('genai_config.json')?.model?.context_length;
+  return Number.isInteger(n) && n > 0 ? n : null;
 }
 
 /** Open the scorer on a model folder (or .onnx file). */

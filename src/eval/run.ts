@@ -26,6 +26,7 @@ import { CHUNKS_DIR, EPISODES, EVAL_FORMAT_VERSION, EVAL_MANIFEST, RECORDS, Reco
 import { summarize, type EvalSummary } from './summary.js';
 import type { EpisodeRecord, EvalRecord } from './types.js';
 import type { Scorer, ScorerOptions } from './engine.js';
+import { modelContextLength } from './engine.js';
 import type { EvalTokenizer, EvalTokenizerOptions } from './tokenizer.js';
 
 export interface EvalOptions {
@@ -48,6 +49,8 @@ export interface EvalOptions {
   answerPrefix?: string;
   promptFile?: string;
   bootstrap?: number;
+  /** Skip items whose prompt is longer than this (default: the model's context length from its config files; 0: no limit). */
+  maxTokens?: number | null;
   /** Score an item's shuffles through the KV cache, computing their shared tokens once (auto: on CPU when the model has a KV cache). */
   sharePrefix?: 'auto' | 'on' | 'off';
   skipInvalid?: boolean;
@@ -72,7 +75,7 @@ export interface EvalManifest {
   tokenizer: { source: string; chatTemplate: boolean };
   dataset: { spec: string; kind: EvalData['kind']; unitsSha256: string; units: number; available: number; excluded: number };
   task: TaskChoice | 'mcq';
-  settings: { shuffles: number; seed: number; cot: number; limit: number | null; answerPrefix: string | null; prompt: string | null; chatTemplate: EvalTokenizerOptions['chatTemplate']; chunkUnits: number; batch: number | null; tokenBudget: number | null; device: Device; bootstrap: number; sharePrefix: 'auto' | 'on' | 'off' };
+  settings: { shuffles: number; seed: number; cot: number; limit: number | null; answerPrefix: string | null; prompt: string | null; chatTemplate: EvalTokenizerOptions['chatTemplate']; chunkUnits: number; batch: number | null; tokenBudget: number | null; device: Device; bootstrap: number; sharePrefix: 'auto' | 'on' | 'off'; maxTokens: number | null };
   shard: ShardSpec | null;
   layout: ShardRange & { datasetUnits: number };
   /** Counters summed over attempts. */
@@ -132,6 +135,7 @@ export function evalIdentity(m: EvalManifest, includeShard: boolean): Record<str
     '--token-budget': String(s.tokenBudget),
     '--device': s.device,
     '--share-prefix': String(s.sharePrefix),
+    '--max-tokens': String(s.maxTokens),
   };
   if (includeShard) id['--shard'] = m.shard ? `${m.shard.index}/${m.shard.count}` : 'none';
   return id;
@@ -176,6 +180,7 @@ function resolveSettings(o: EvalOptions): Settings {
   const cot = o.cot ?? 0;
   if (!Number.isInteger(cot) || cot < 0) throw new UsageError(`--cot must be a non-negative integer, got ${cot}`);
   if (o.limit != null && (!Number.isInteger(o.limit) || o.limit < 1)) throw new UsageError(`--limit must be a positive integer, got ${o.limit}`);
+  if (o.maxTokens != null && (!Number.isInteger(o.maxTokens) || o.maxTokens < 0)) throw new UsageError(`--max-tokens must be a non-negative integer, got ${o.maxTokens}`);
   return {
     task: o.task ?? 'both',
     shuffles,
@@ -191,6 +196,7 @@ function resolveSettings(o: EvalOptions): Settings {
     device: o.device ?? 'cpu',
     bootstrap: o.bootstrap ?? 2000,
     sharePrefix: o.sharePrefix ?? 'auto',
+    maxTokens: o.maxTokens === 0 ? null : (o.maxTokens ?? modelContextLength(o.model)),
   };
 }
 
@@ -273,7 +279,7 @@ export async function runEval(opts: EvalOptions): Promise<EvalManifest> {
       const start = c * s.chunkUnits;
       const end = Math.min(start + s.chunkUnits, N);
       const units = data.units.slice(start, end);
-      const r = await evaluateUnits(units, { scorer, tok, shuffles: s.shuffles, seed: s.seed, cot: s.cot, batch: s.batch, tokenBudget: s.tokenBudget, sharePrefix, stats, onScored: (_p, t) => progress.tick(0, { tokens: t }), onUnit: () => progress.tick(1) });
+      const r = await evaluateUnits(units, { scorer, tok, shuffles: s.shuffles, seed: s.seed, cot: s.cot, batch: s.batch, tokenBudget: s.tokenBudget, sharePrefix, maxTokens: s.maxTokens, stats, onScored: (_p, t) => progress.tick(0, { tokens: t }), onUnit: () => progress.tick(1) });
       writer.write(c, start, end - start, r.records, hasTrees(data) ? r.episodes : null);
       manifest.timings.wallMs = wallBase + Date.now() - tAttempt;
       writeEvalManifest(out, manifest);

@@ -33,7 +33,10 @@ export interface PositionBias {
 
 export interface ItemSummary {
   task: 'iae' | 'mcq';
+  /** Items scored (skipped ones are not counted anywhere else). */
   items: number;
+  /** Ids of items not scored because their prompt is longer than --max-tokens. */
+  skipped: string[];
   /** Voted accuracy, every item once. */
   overall: Accuracy;
   /** Mean over abilities of their accuracy (IAE). */
@@ -52,6 +55,8 @@ export interface GaeSummary {
   ended: number;
   /** Episodes that stopped at a node without choices (left out, as run_gae.py leaves them). */
   stuck: string[];
+  /** Walks stopped at a decision whose prompt is longer than --max-tokens (left out as well). */
+  skipped: string[];
   /** Decisions the model made (records). */
   decisions: number;
   overall: Accuracy;

@@ -41,7 +41,7 @@ describe.skipIf(!existsSync(DATA))('--cot on a model with a KV cache', () => {
   it('greedy tokens and the final letter logits equal full forward passes', async () => {
     const model = ensureGeneratedModel('tiny-llama-past');
     const out = path.join(root, 'cot');
-    await runEval({ model, data: `socialeval:${DATA}?lang=en`, out, task: 'iae', limit: 1, cot: 5, shuffles: 2, quiet: true, bootstrap: 50 });
+    await runEval({ model, data: `socialeval:${DATA}?lang=en`, out, task: 'iae', limit: 1, cot: 5, shuffles: 2, quiet: true, bootstrap: 50, maxTokens: 0 });
     const r = readEvalResults(out);
     expect(r.manifest.settings.cot).toBe(5);
     const tok = await loadEvalTokenizer(model, { chatTemplate: 'auto' });
@@ -76,7 +76,7 @@ describe.skipIf(!existsSync(DATA))('--cot on a model with a KV cache', () => {
   }, 600_000);
 
   it('needs a model with KV-cache inputs', async () => {
-    const e = await expectLobesError(runEval({ model: ensureGeneratedModel('tiny-llama'), data: `socialeval:${DATA}?lang=en`, out: path.join(root, 'nocache'), task: 'iae', limit: 1, cot: 4, quiet: true }));
+    const e = await expectLobesError(runEval({ model: ensureGeneratedModel('tiny-llama'), data: `socialeval:${DATA}?lang=en`, out: path.join(root, 'nocache'), task: 'iae', limit: 1, cot: 4, quiet: true, maxTokens: 0 }));
     expect(e.message).toMatch(/--cot needs a model with KV-cache inputs/);
     expect(existsSync(path.join(root, 'nocache'))).toBe(false);
   });

@@ -57,7 +57,7 @@ describe.skipIf(!have)('evaluation crash safety, shards and merge', () => {
   let base: Record<string, unknown>;
   beforeAll(async () => {
     root = mkdtempSync(path.join(tmpdir(), 'lobes-eval-resume-'));
-    base = { model: ensureGeneratedModel('tiny-llama-past'), data: `socialeval:${DATA}?lang=zh`, task: 'both', limit: 4, chunkUnits: 1, bootstrap: 200 };
+    base = { model: ensureGeneratedModel('tiny-llama-past'), data: `socialeval:${DATA}?lang=zh`, task: 'both', limit: 4, chunkUnits: 1, bootstrap: 200, maxTokens: 0 };
     reference = path.join(root, 'reference');
     await runEval({ ...(base as any), out: reference, quiet: true });
   }, 600_000);

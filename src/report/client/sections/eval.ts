@@ -36,6 +36,7 @@ function biasTable(b: PositionBias[]): HTMLTableElement {
 
 function itemTables(s: ItemSummary, cell: HTMLElement, title: string): void {
   cell.appendChild(el('h4', null, title + ' (' + s.items + ' items)'));
+  if (s.skipped && s.skipped.length) cell.appendChild(el('p', 'meta', s.skipped.length + ' items were not scored: their prompt is longer than --max-tokens (' + s.skipped.slice(0, 5).join(', ') + (s.skipped.length > 5 ? ', …' : '') + ').'));
   const rows: Cell[][] = [accRow('overall (voted)', s.overall)];
   if (s.macro) rows.push(accRow('mean over abilities (SocialEval\'s average)', s.macro));
   Object.keys(s.macroByLanguage).forEach((l) => rows.push(accRow('mean over abilities, ' + l, s.macroByLanguage[l]!)));
@@ -66,7 +67,7 @@ function gaeTables(s: GaeSummary, cell: HTMLElement): void {
     cell.appendChild(el('p', 'meta', 'By ' + t.by));
     cell.appendChild(table(HEAD, tableRows(t), 'metrics small'));
   });
-  cell.appendChild(el('p', 'meta', 'Success: the walk ends at an ending whose goal achievement is 2. ' + s.ended + ' walks reached an ending' + (s.stuck.length ? '; ' + s.stuck.length + ' stopped at a node without choices and are left out (' + s.stuck.join(', ') + ')' : '') + '. Chance: the probability that random choices reach a successful ending.'));
+  cell.appendChild(el('p', 'meta', 'Success: the walk ends at an ending whose goal achievement is 2. ' + s.ended + ' walks reached an ending' + (s.stuck.length ? '; ' + s.stuck.length + ' stopped at a node without choices and are left out (' + s.stuck.join(', ') + ')' : '') + (s.skipped && s.skipped.length ? '; ' + s.skipped.length + ' stopped at a decision longer than --max-tokens and are left out (' + s.skipped.join(', ') + ')' : '') + '. Chance: the probability that random choices reach a successful ending.'));
   cell.appendChild(biasTable(s.positionBias));
 }
 
