@@ -3,6 +3,7 @@
  */
 import type { ModelArch } from '../store/types.js';
 import type { CaptureFamily, Hook } from '../hooks.js';
+import type { ModelCheck } from './consistency.js';
 
 export type { CaptureFamily } from '../hooks.js';
 
@@ -47,6 +48,8 @@ export interface ModelInfo {
   providers: { name: string; available: boolean; note?: string }[];
   /** Graph inputs (names, dtypes) the session needs. */
   inputs: { name: string; dtype: string; shape: (number | string)[] }[];
+  /** The graph's own settings (RoPE base, norm epsilon, heads) against the config files (src/extract/consistency.ts). */
+  check?: ModelCheck;
 }
 
 /** A tokenized batch, padded. */
