@@ -15,7 +15,9 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import * as path from 'node:path';
 import { LobesError } from '../util/errors.js';
 import { loadModel, resolveModelFile } from '../onnx/index.js';
-import type { RunManifest, RunReader, ModelFile } from './types.js';
+import type { AnalysisProvenance, RunManifest, RunReader, ModelFile } from './types.js';
+
+export type { AnalysisProvenance } from './types.js';
 import { identity } from './identity.js';
 import { readChunkIndex, type ChunkIndex } from './chunks.js';
 import { hashFileCached } from './filehash.js';
@@ -111,20 +113,6 @@ export function chunkDigest(index: ChunkIndex, hook: string): string {
   const h = createHash('sha256');
   for (const c of index.chunks) h.update(`${c.chunk} ${c.files[hook]?.sha256 ?? 'none'}\n`);
   return h.digest('hex');
-}
-
-/** What an analysis records about the run it read (in its settings.json, as `provenance`). */
-export interface AnalysisProvenance {
-  /** The run identity (runIdentity of its manifest). */
-  run: string;
-  /** The run folder when the analysis ran (informative; runs may move). */
-  runDir: string;
-  /** sha256 of samples.jsonl: the rows and labels the analysis grouped by. */
-  samplesSha256: string | null;
-  /** Rows of the run. */
-  rows: number;
-  /** Each capture point read, with chunkDigest of its chunk files. */
-  chunks: Record<string, string>;
 }
 
 /**

@@ -92,6 +92,20 @@ export interface RunLayout {
   chunkEnd: number;
 }
 
+/** What an analysis records about the run it read (in its settings.json, as `provenance`). */
+export interface AnalysisProvenance {
+  /** The run identity (runIdentity of its manifest). */
+  run: string;
+  /** The run folder when the analysis ran (informative; runs may move). */
+  runDir: string;
+  /** sha256 of samples.jsonl: the rows and labels the analysis grouped by. */
+  samplesSha256: string | null;
+  /** Rows of the run. */
+  rows: number;
+  /** Each capture point read, with chunkDigest of its chunk files. */
+  chunks: Record<string, string>;
+}
+
 /** A file of the model folder that shapes a run's numbers. */
 export interface ModelFile {
   /** Path relative to the model folder. */

@@ -88,8 +88,9 @@ export function systemError(e: unknown, file?: string): LobesError | null {
   if (e instanceof LobesError || !e || typeof e !== 'object') return null;
   const err = e as { code?: unknown; path?: unknown; dest?: unknown; syscall?: unknown };
   if (typeof err.code !== 'string') return null;
-  const known = SYSTEM_ERRORS[err.code];
+  let known = SYSTEM_ERRORS[err.code];
   if (!known) return null;
+  if (err.code === 'EEXIST' && err.syscall === 'mkdir') known = { what: 'exists as a file where a folder is needed', hint: 'choose another path, or move the file away' };
   const at = file ?? (typeof err.path === 'string' ? err.path : undefined);
   const dest = typeof err.dest === 'string' && err.dest !== at ? ` (to ${err.dest})` : '';
   const op = typeof err.syscall === 'string' ? `, ${err.syscall}` : '';

@@ -72,7 +72,7 @@ export class RangeFile {
    * opened ('weight file', '.npy file'); `where` is added to every error.
    */
   static open(file: string, what = 'file', where?: string): RangeFile {
-    checkRegularFile(file, what);
+    if (existsSync(file)) checkRegularFile(file, what);
     try {
       return new RangeFile(file, openSync(file, 'r'), where);
     } catch (e: any) {
@@ -131,9 +131,9 @@ export function readFileRange(file: string, offset: number, length: number, what
 /**
  * Check that `file` is a regular file (following symbolic links) before it is opened: a
  * missing path, a folder, a FIFO, a socket or a device is a one-line LobesError naming it.
- * `what` names the kind of file ('model graph', 'weight file').
+ * `what` names the kind of file ('model graph', 'weight file'); `hint` says what to give instead.
  */
-export function checkRegularFile(file: string, what = 'file'): void {
+export function checkRegularFile(file: string, what = 'file', hint = `give the path of the ${what} itself`): void {
   let st;
   try {
     st = statSync(file);
@@ -143,7 +143,7 @@ export function checkRegularFile(file: string, what = 'file'): void {
   }
   if (st.isFile()) return;
   const kind = st.isDirectory() ? 'a folder' : st.isFIFO() ? 'a named pipe (FIFO)' : st.isCharacterDevice() || st.isBlockDevice() ? 'a device' : st.isSocket() ? 'a socket' : 'not a regular file';
-  throw new LobesError(`${what} is ${kind}, not a regular file`, { file, hint: `give the path of the ${what} itself` });
+  throw new LobesError(`${what} is ${kind}, not a regular file`, { file, hint });
 }
 
 // ---------------------------------------------------------------------------------------
@@ -171,7 +171,7 @@ const TEMP_NAME = /^\..*\.tmp-\d+-\d+$/;
  */
 export function writeFileAtomicSync(file: string, data: FileData): void {
   const dir = path.dirname(file);
-  checkWritable(file);
+  checkOutputFile(file);
   try {
     mkdirSync(dir, { recursive: true });
   } catch (e) {
@@ -197,22 +197,25 @@ export function writeFileAtomicSync(file: string, data: FileData): void {
   fsyncDir(dir);
 }
 
-/** A target that exists as a folder or special file is refused before anything is written. */
-function checkWritable(file: string): void {
+/**
+ * Refuse an output file path that exists as a folder or a special file, before any work is
+ * done for it (writeFileAtomicSync checks again when it writes).
+ */
+export function checkOutputFile(file: string): void {
   let st;
   try {
     st = statSync(file);
   } catch {
     return; // absent (or unreadable: the write reports it)
   }
-  if (st.isDirectory()) throw new LobesError('is a folder; a file is written here', { file, hint: 'give a file path (e.g. FOLDER/name.ext), not a folder' });
+  if (st.isDirectory()) throw new LobesError('is a folder; a file is written here', { file, hint: 'give a file path inside the folder, not the folder itself' });
   if (!st.isFile()) throw new LobesError('is not a regular file (a pipe or device); a file is written here', { file, hint: 'give the path of a regular file' });
 }
 
 /** writeFileAtomicSync with the I/O on libuv's thread pool (the caller's thread stays free). */
 export async function writeFileAtomic(file: string, data: FileData): Promise<void> {
   const dir = path.dirname(file);
-  checkWritable(file);
+  checkOutputFile(file);
   await fsp.mkdir(dir, { recursive: true }).catch((e) => rethrowSystem(e, dir));
   const tmp = tempPath(file);
   try {
@@ -309,22 +312,38 @@ function recoverDir(target: string): void {
   }
 }
 
+/** Options of writeDirAtomic. */
+export interface DirWriteOptions {
+  /**
+   * Whether an existing, non-empty `dir` may be replaced: true when it is an earlier output
+   * of the same command (e.g. it holds that command's settings.json). Default: only an empty
+   * folder is replaced, so a folder of the user's own files is never deleted.
+   */
+  replaces?: (existing: string) => boolean;
+}
+
 /**
  * Write a whole output folder atomically: `fill` writes every file into a fresh temporary
  * sibling folder, which then replaces `dir` (the previous folder is moved aside and removed
- * once the new one is in place). When `fill` or a rename fails, the temporary folder is
+ * once the new one is in place). An existing non-empty `dir` that `opts.replaces` does not
+ * recognize as an earlier output is refused before anything is written. When `fill` or a rename fails, the temporary folder is
  * removed, the previous `dir` is left exactly as it was, folders created for the output are
  * removed again, and the error is rethrown (operating-system errors as one-line LobesErrors
  * naming `dir`). Between the two renames a crash can leave `dir` missing with its previous
  * version beside it; the next writeDirAtomic of `dir` puts it back first. Returns what
  * `fill` returns.
  */
-export async function writeDirAtomic<T>(dir: string, fill: (tmp: string) => T | Promise<T>): Promise<T> {
+export async function writeDirAtomic<T>(dir: string, fill: (tmp: string) => T | Promise<T>, opts: DirWriteOptions = {}): Promise<T> {
   const target = path.resolve(dir);
   const parent = path.dirname(target);
   const base = path.basename(target);
-  if (existsSync(target) && !statSync(target).isDirectory()) {
-    throw new LobesError('exists and is not a folder; an output folder is written here', { file: dir, hint: 'give a folder path, or remove the file' });
+  recoverDir(target);
+  if (existsSync(target)) {
+    if (!statSync(target).isDirectory()) throw new LobesError('exists and is not a folder; an output folder is written here', { file: dir, hint: 'give a folder path, or remove the file' });
+    const names = readdirSync(target);
+    if (names.length && !(opts.replaces?.(target) ?? false)) {
+      throw new LobesError(`folder exists and holds files this command did not write (${names.slice(0, 3).join(', ')}${names.length > 3 ? ', …' : ''}); it is not replaced`, { file: dir, hint: 'give a new or empty folder' });
+    }
   }
   // The first folder this call creates (removed again on failure).
   let created: string | null = null;
@@ -334,7 +353,6 @@ export async function writeDirAtomic<T>(dir: string, fill: (tmp: string) => T | 
   } catch (e) {
     rethrowSystem(e, parent);
   }
-  recoverDir(target);
   const stamp = `${process.pid}-${Math.floor(Math.random() * 1e9)}`;
   const tmp = path.join(parent, `.${base}.tmp-${stamp}`);
   const old = path.join(parent, `.${base}.old-${stamp}`);
@@ -355,6 +373,8 @@ export async function writeDirAtomic<T>(dir: string, fill: (tmp: string) => T | 
     rmSync(tmp, { recursive: true, force: true });
     if (moved && !existsSync(target)) renameSync(old, target);
     if (created) removeEmptyChain(created, parent);
+    // Name the output folder, not the temporary one that is gone.
+    if (e instanceof LobesError && e.message.includes(tmp)) throw new LobesError(e.message.split(tmp).join(target), { exitCode: e.exitCode });
     throw systemError(e, dir) ?? e;
   }
 }
