@@ -20,7 +20,8 @@ import { readManifest, writeManifest, writeSamples, samplesSha256, sha256Text } 
 import { ChunkWriter, isEmptyOrMissing } from '../store/writer.js';
 import { indexPath } from '../store/chunks.js';
 import { differences } from '../store/identity.js';
-import { hashItems, hashModelFiles, modelFiles, runIdentity, type ModelFileRef } from '../store/provenance.js';
+import { hashItems, hashModelFiles, runIdentity, type ModelFileRef } from '../store/provenance.js';
+import { modelFiles } from './modelfiles.js';
 import type { ModelFile } from '../store/types.js';
 import { tokenizerDir } from './tokenize.js';
 import { configDir, declaredContext, type ContextLimit } from './config.js';

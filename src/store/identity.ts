@@ -3,7 +3,6 @@
  * setting that changes which rows exist or what numbers they hold.
  */
 import type { RunManifest } from './types.js';
-import { parseSpec, formatSpec } from '../data/spec.js';
 
 /** Recorded for model files a run made by an older lobes did not list. */
 const NOT_RECORDED = 'not recorded (run made by an older lobes)';
@@ -14,12 +13,11 @@ const NOT_RECORDED = 'not recorded (run made by an older lobes)';
  * another path is the same dataset. Builtin sets keep their name.
  */
 export function specOptions(spec: string): string {
-  try {
-    const p = parseSpec(spec);
-    return p.kind === 'builtin' ? formatSpec(p.kind, p.path, p.params) : formatSpec(p.kind, '', p.params);
-  } catch {
-    return spec;
-  }
+  // Specs are stored normalized (src/data/spec.ts formatSpec): KIND:PATH?key=value&... in key order.
+  const m = /^([A-Za-z0-9_-]+):([^?]*)(\?.*)?$/.exec(spec.trim());
+  if (!m) return spec;
+  const kind = m[1]!.toLowerCase();
+  return kind === 'builtin' ? spec : `${kind}:${m[3] ?? ''}`;
 }
 
 /**
