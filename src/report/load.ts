@@ -158,9 +158,12 @@ function loadWanda(dir: string, manifest: RunManifest): WandaData | null {
   return { dir: wd, settings: settings as WandaSettings, regions: regions as WandaRegions, metrics, pooled };
 }
 
-function loadCluster(cd: string, runDir: string, manifest: RunManifest, samples: SampleRow[]): ClusterData | null {
+function loadCluster(cd: string, runDir: string, manifest: RunManifest, samples: SampleRow[], given: boolean): ClusterData | null {
   const cf = path.join(cd, 'coords.json');
-  if (!existsSync(cf)) return null;
+  if (!existsSync(cf)) {
+    if (given) throw new LobesError('no cluster results here (coords.json is missing)', { file: cd, hint: 'give the folder lobes cluster --out wrote' });
+    return null;
+  }
   const sf = path.join(cd, 'settings.json');
   if (!existsSync(sf)) throw new LobesError('cluster results have no settings.json, so nothing says which run they belong to', { file: cd, hint: 'run lobes cluster on this run again' });
   const settings = readJson(sf);
@@ -230,7 +233,7 @@ export async function loadRun(dir: string, opts: LoadOptions = {}): Promise<Repo
     manifest,
     samples,
     wanda: loadWanda(abs, manifest),
-    cluster: loadCluster(opts.clusterDir ? path.resolve(opts.clusterDir) : path.join(abs, 'cluster'), abs, manifest, samples),
+    cluster: loadCluster(opts.clusterDir ? path.resolve(opts.clusterDir) : path.join(abs, 'cluster'), abs, manifest, samples, opts.clusterDir !== undefined),
     randomModel: isBuiltinRandomModel(manifest, abs),
   };
 }
