@@ -171,15 +171,17 @@ describe.skipIf(!HAVE)('analyses read only what the run says, and fail without l
     expect(hidden(root)).toEqual([]);
   });
 
-  it('cluster MATRIX.safetensors --point NAME refuses a tensor name the file does not hold', async () => {
-    const st = path.join(root, 'two.safetensors');
-    writeSt(st, { a: { shape: [20, 4], data: values(80, 1) }, b: { shape: [20, 4], data: values(80, 2) } });
-    writeFileSync(path.join(root, 'two.txt'), 'x\ny\n'.repeat(10));
-    const r = await lobes(['cluster', st, '--labels', path.join(root, 'two.txt'), '--point', 'nope', ...CLUSTER, '--perplexity', '5']);
+  it('cluster MATRIX.safetensors --point NAME refuses a tensor name the file does not hold (also when it holds only one)', async () => {
+    writeFileSync(path.join(root, 'xy.txt'), 'x\ny\n'.repeat(10));
+    const one = path.join(root, 'one.safetensors');
+    writeSt(one, { a: { shape: [20, 4], data: values(80, 1) } });
+    const r = await lobes(['cluster', one, '--labels', path.join(root, 'xy.txt'), '--point', 'nope', ...CLUSTER, '--perplexity', '5']);
     expect(r.code).toBe(1);
-    expect(r.stderr).toMatch(/two\.safetensors: no tensor "nope"; the file holds 2 tensors \(a, b\) \(pick one with --point NAME\)/);
-    expect(existsSync(path.join(root, 'two.cluster'))).toBe(false);
-    const ok = await lobes(['cluster', st, '--labels', path.join(root, 'two.txt'), '--point', 'b', ...CLUSTER, '--perplexity', '5']);
+    expect(r.stderr).toMatch(/one\.safetensors: no tensor "nope"; the file holds 1 tensor \(a\) \(pick one with --point NAME\)/);
+    expect(existsSync(path.join(root, 'one.cluster'))).toBe(false);
+    const two = path.join(root, 'two.safetensors');
+    writeSt(two, { a: { shape: [20, 4], data: values(80, 1) }, b: { shape: [20, 4], data: values(80, 2) } });
+    const ok = await lobes(['cluster', two, '--labels', path.join(root, 'xy.txt'), '--point', 'b', ...CLUSTER, '--perplexity', '5']);
     expect(ok.code, ok.stderr).toBe(0);
     expect(JSON.parse(readFileSync(path.join(root, 'two.cluster/settings.json'), 'utf8')).point).toBe('b');
   });
