@@ -65,18 +65,23 @@ function feedsTrig(g: GraphIndex, v: string): boolean {
   return false;
 }
 
-/** Fit θ to f_i = θ^(−2i/d), d = 2n, on i = 1..k (least squares through the origin in log space). */
+/**
+ * θ from f_i = s·θ^(−2i/d), d = 2n: consecutive frequencies have the ratio θ^(2/d) whatever
+ * the overall scale s (linear RoPE scaling). Scaling such as Llama 3's changes only the low
+ * frequencies, so the ratios are taken over the geometric head of the vector (while each stays
+ * within 2% of the first) and their median gives θ.
+ */
 function fitTheta(f: ArrayLike<number>): number {
   const n = f.length;
-  const k = Math.max(1, Math.floor(n / 4));
-  let num = 0;
-  let den = 0;
-  for (let i = 1; i <= Math.min(k, n - 1); i++) {
-    const x = i / n;
-    num += -x * Math.log(f[i]!);
-    den += x * x;
+  const r: number[] = [];
+  for (let i = 0; i + 1 < n; i++) {
+    const x = Math.log(f[i]! / f[i + 1]!);
+    if (r.length && Math.abs(x - r[0]!) > 0.02 * r[0]!) break;
+    r.push(x);
   }
-  return Math.exp(num / den);
+  r.sort((a, b) => a - b);
+  const med = r.length % 2 ? r[(r.length - 1) / 2]! : (r[r.length / 2 - 1]! + r[r.length / 2]!) / 2;
+  return Math.exp(med * n);
 }
 
 /** Largest relative difference between two frequency vectors. */
@@ -124,8 +129,8 @@ function invFreqConstant(g: GraphIndex, m: LoadedModel): Float64Array | null {
     const k = numel(t);
     if (!FLOATS.has(t.dataType ?? -1) || k < 2 || k > 4096) continue;
     const v = floats(m, t);
-    if (!v || Math.abs(v[0]! - 1) > 1e-3) continue;
-    let ok = v[k - 1]! < 0.5;
+    if (!v || !(v[0]! > 0 && v[0]! <= 1 + 1e-3)) continue;
+    let ok = v[k - 1]! < 0.5 * v[0]!;
     for (let i = 1; ok && i < k; i++) ok = v[i]! > 0 && v[i]! < v[i - 1]!;
     if (ok && feedsTrig(g, name)) return Float64Array.from(v);
   }
@@ -226,7 +231,7 @@ export function graphFacts(g: GraphIndex, m: LoadedModel): { facts: GraphFacts; 
   let scaled: boolean | null = null;
   if (f && f.length >= 2) {
     theta = fitTheta(f);
-    scaled = maxRel(f, ropeFrequencies(theta, 2 * f.length, null)) > 1e-2;
+    scaled = Math.abs(f[0]! - 1) > 1e-3 || maxRel(f, ropeFrequencies(theta, 2 * f.length, null)) > 1e-2;
   }
   const att = attentionShape(g);
   const rotaryDim = f ? 2 * f.length : null;
@@ -333,6 +338,8 @@ function ggufIn(dir: string): string | null {
 }
 
 const fmt = (x: number) => (Math.abs(x) >= 100 ? String(Math.round(x)) : String(Number(x.toPrecision(4))));
+/** A base recovered from the graph, to the precision fp16 caches allow (3 significant digits). */
+const fmtBase = (x: number) => String(Number(x.toPrecision(3)));
 
 /**
  * Compare what the graph computes with what `configDir`'s config files (and `gguf`, or the
@@ -353,14 +360,16 @@ export function checkModel(g: GraphIndex, m: LoadedModel, configDir: string, opt
   }
   for (const d of declared) {
     const src = d.source;
-    if (d.ropeTheta !== undefined && facts.ropeTheta !== null && frequencies) {
+    if (d.ropeTheta !== undefined && facts.ropeTheta !== null && facts.rotaryDim && frequencies) {
       const field = d.ropeThetaField ? ` ${d.ropeThetaField}` : '';
-      if (Math.abs(facts.ropeTheta - d.ropeTheta) > 0.01 * d.ropeTheta) {
-        problems.push(`RoPE base: the graph computes ${fmt(facts.ropeTheta)} (from its ${facts.ropeSource}), ${src}${field} says ${fmt(d.ropeTheta)}`);
-      } else if (facts.rotaryDim && (!d.ropeScaling || CHECKABLE_SCALING.has(d.ropeScaling.type))) {
-        const want = ropeFrequencies(d.ropeTheta, facts.rotaryDim, d.ropeScaling?.type === 'dynamic' ? null : d.ropeScaling);
-        const dev = maxRel(frequencies, want);
-        if (dev > 2e-2) {
+      const checkable = !d.ropeScaling || CHECKABLE_SCALING.has(d.ropeScaling.type);
+      // Every frequency against what the declared base and scaling give; θ alone where the scaling type is not reproduced.
+      const dev = checkable ? maxRel(frequencies, ropeFrequencies(d.ropeTheta, facts.rotaryDim, d.ropeScaling?.type === 'dynamic' ? null : d.ropeScaling)) : 0;
+      const thetaOff = Math.abs(facts.ropeTheta - d.ropeTheta) > 0.01 * d.ropeTheta;
+      if ((checkable && dev > 2e-2) || (!checkable && thetaOff)) {
+        if (thetaOff) {
+          problems.push(`RoPE base: the graph computes ${fmtBase(facts.ropeTheta)} (from its ${facts.ropeSource}), ${src}${field} says ${fmt(d.ropeTheta)}`);
+        } else {
           const says = d.ropeScaling ? `${d.ropeScaling.type} scaling${d.ropeScaling.factor ? ` (factor ${fmt(d.ropeScaling.factor)})` : ''}` : 'no RoPE scaling';
           problems.push(`RoPE scaling: the graph's frequencies ${facts.ropeScaled ? 'are scaled' : 'are not scaled'} but ${src} says ${says} (frequencies differ by up to ${(dev * 100).toFixed(0)}%)`);
         }

@@ -8,7 +8,7 @@ import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { ensureModelFromSpec, GENERATED_MODELS } from '../../src/models/index.js';
+import { ensureModelFromSpec, GENERATED_MODELS, writeLlamaOnnx, seededLlamaSource } from '../../src/models/index.js';
 import { writeGguf } from '../../src/formats/gguf-write.js';
 import type { GgufValue } from '../../src/formats/gguf.js';
 import { GENAI, TINY, lobes, writeJsonl, writeSt, values } from './helpers.js';
@@ -201,6 +201,30 @@ describe.skipIf(!HAVE)('a model that is not what its folder says', () => {
     const j = JSON.parse((await lobes(['inspect', dir, '--json', '--strict'])).stdout);
     expect(Math.abs(j.graph.ropeTheta - 500000) / 500000).toBeLessThan(1e-4);
     expect(j.problems).toEqual([]);
+  });
+
+  it('Llama 3 RoPE scaling written by the Llama writer (explicit inv_freq; genai fp16 cos/sin caches) is read back; a config that drops the scaling or changes the base is named', async () => {
+    const spec = {
+      layers: 1, hidden: 128, intermediate: 256, heads: 4, kvHeads: 2, headDim: 32, vocab: 256, rmsNormEps: 1e-5, ropeTheta: 500000,
+      ropeScaling: { rope_type: 'llama3', factor: 8, low_freq_factor: 1, high_freq_factor: 4, original_max_position_embeddings: 64 }, maxPositions: 512, tiedEmbeddings: false,
+    };
+    for (const [layout, dtype] of [['explicit', 'fp32'], ['genai', 'fp16']] as const) {
+      const dir = path.join(root, `llama3-${layout}`);
+      await writeLlamaOnnx(dir, spec, seededLlamaSource(spec, 1), { layout, dtype, weights: dtype });
+      const ok = JSON.parse((await lobes(['inspect', dir, '--json', '--strict'])).stdout);
+      expect(ok.problems, layout).toEqual([]);
+      expect(ok.graph.ropeScaled).toBe(true);
+      expect(Math.abs(ok.graph.ropeTheta - 500000) / 500000).toBeLessThan(1e-3);
+      const cfgFile = path.join(dir, 'config.json');
+      const cfg = JSON.parse(readFileSync(cfgFile, 'utf8'));
+      writeFileSync(cfgFile, JSON.stringify({ ...cfg, rope_scaling: null }));
+      const unscaled = JSON.parse((await lobes(['inspect', dir, '--json'])).stdout);
+      expect(unscaled.problems).toHaveLength(1);
+      expect(unscaled.problems[0]).toMatch(/^RoPE scaling: the graph's frequencies are scaled but config\.json says no RoPE scaling \(frequencies differ by up to \d+%\)$/);
+      writeFileSync(cfgFile, JSON.stringify({ ...cfg, rope_theta: 10000 }));
+      const base = JSON.parse((await lobes(['inspect', dir, '--json'])).stdout);
+      expect(base.problems).toEqual([`RoPE base: the graph computes 500000 (from its ${layout === 'genai' ? 'cos/sin cache' : 'inv_freq constant'}), config.json rope_theta says 10000`]);
+    }
   });
 
   it.skipIf(!HAVE_GENAI)('the onnxruntime-genai export (fused RotaryEmbedding, cos/sin caches) passes cleanly', async () => {
