@@ -316,6 +316,7 @@ export class Run implements RunReader {
     const problems: LobesError[] = [];
     let files = 0;
     this.checked.clear();
+    const consumed = new Set(this.consumed);
     for (const c of this.index.chunks) {
       for (const h of this.index.hooks) {
         files++;
@@ -327,6 +328,9 @@ export class Run implements RunReader {
         }
       }
     }
+    // Verifying is not reading: what an analysis consumed stays as it was.
+    this.consumed.clear();
+    for (const h of consumed) this.consumed.add(h);
     const have = this.index.chunks.reduce((a, c) => a + c.rows, 0);
     if (have !== this.samples.length) problems.push(new LobesError(`${this.samples.length - have} of ${this.samples.length} rows have no chunk yet`, { file: path.join(this.dir, 'activations/index.json') }));
     if (problems.length === 1) throw problems[0];
