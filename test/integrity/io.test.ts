@@ -87,6 +87,9 @@ describe('the file-hash cache', () => {
   it('answers from the cache for an unchanged file, and hashes again after an edit that keeps size and modification time', () => {
     const f = path.join(root, 'weights.bin');
     writeFileSync(f, Buffer.alloc(1 << 20, 7));
+    // A whole-second modification time, so that it can be set back exactly after the edit.
+    const second = 1_700_000_000;
+    utimesSync(f, second, second);
     expect(hashFileCached(f).sha256).toBe(sha(readFileSync(f)));
     const cache = JSON.parse(readFileSync(path.join(root, 'cache.json'), 'utf8'));
     expect(Object.keys(cache.entries)).toEqual([f]);
@@ -95,12 +98,13 @@ describe('the file-hash cache', () => {
     writeFileSync(path.join(root, 'cache.json'), JSON.stringify(cache));
     expect(hashFileCached(f).sha256).toBe('1'.repeat(64));
     // Same size, same mtime, other bytes: the change time moved, so the file is hashed again.
-    const { atime, mtime } = statSync(f);
+    const before = statSync(f, { bigint: true });
     const b = readFileSync(f);
     b[12345] = 8;
     writeFileSync(f, b);
-    utimesSync(f, atime, mtime);
-    expect(statSync(f).mtimeMs).toBe(mtime.getTime());
+    utimesSync(f, second, second);
+    const after = statSync(f, { bigint: true });
+    expect([after.size, after.mtimeNs, after.ino]).toEqual([before.size, before.mtimeNs, before.ino]);
     expect(hashFileCached(f).sha256).toBe(sha(b));
   });
 
