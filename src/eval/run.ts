@@ -17,7 +17,10 @@ import { LOBES_VERSION } from '../version.js';
 import { chunkCount, shardRange, type ShardRange, type ShardSpec } from '../store/layout.js';
 import { sha256File, type ChunkFile } from '../store/chunks.js';
 import { isEmptyOrMissing } from '../store/writer.js';
-import { graphFile } from '../extract/run.js';
+import { modelFiles } from '../extract/modelfiles.js';
+import { tokenizerDir } from '../extract/tokenize.js';
+import { hashModelFiles } from '../store/provenance.js';
+import { createHash } from 'node:crypto';
 import type { Device } from '../extract/types.js';
 import type { ModelArch } from '../store/types.js';
 import { loadEvalData, hashUnits, type EvalData, type TaskChoice } from './units.js';
@@ -71,7 +74,7 @@ export interface EvalManifest {
   formatVersion: number;
   lobesVersion: string;
   createdAt: string;
-  model: { dir: string; graphSha256: string; arch: ModelArch | null };
+  model: { dir: string; graphSha256: string; arch: ModelArch | null; files?: { name: string; role: string; bytes: number; sha256: string }[]; filesSha256?: string };
   tokenizer: { source: string; chatTemplate: boolean };
   dataset: { spec: string; kind: EvalData['kind']; unitsSha256: string; units: number; available: number; excluded: number };
   task: TaskChoice | 'mcq';
@@ -120,6 +123,7 @@ export function evalIdentity(m: EvalManifest, includeShard: boolean): Record<str
   const s = m.settings;
   const id: Record<string, string> = {
     'model graph sha256': m.model.graphSha256,
+    'model files sha256 (graph, weights, tokenizer)': String(m.model.filesSha256),
     'chat template': String(m.tokenizer.chatTemplate),
     'dataset spec': m.dataset.spec,
     'dataset units sha256': m.dataset.unitsSha256,
@@ -216,7 +220,10 @@ export async function runEval(opts: EvalOptions): Promise<EvalManifest> {
   const t0 = Date.now();
   const data = loadEvalData(opts.data, { task: s.task, cot: s.cot > 0, promptFile: opts.promptFile, answerPrefix: opts.answerPrefix, limit: s.limit, seed: s.seed, skipInvalid: opts.skipInvalid });
   const unitsSha256 = hashUnits(data.units);
-  const graphSha256 = sha256File(graphFile(opts.model)).sha256;
+  // Every file that shapes the numbers: graph, external weights, tokenizer (through the file-hash cache).
+  const files = hashModelFiles(modelFiles(opts.model, tokenizerDir(opts.model)));
+  const graphSha256 = files.find((f) => f.role === 'graph')!.sha256;
+  const filesSha256 = createHash('sha256').update(JSON.stringify(files.map((f) => [f.name, f.sha256]))).digest('hex');
   const tok = await deps.loadTokenizer(opts.model, { chatTemplate: s.chatTemplate });
   const N = data.units.length;
   const range = shardRange(N, s.chunkUnits, opts.shard ?? null);
@@ -227,7 +234,7 @@ export async function runEval(opts: EvalOptions): Promise<EvalManifest> {
     formatVersion: EVAL_FORMAT_VERSION,
     lobesVersion: LOBES_VERSION,
     createdAt: previous?.createdAt ?? new Date().toISOString(),
-    model: { dir: opts.model, graphSha256, arch: previous?.model.arch ?? null },
+    model: { dir: opts.model, graphSha256, arch: previous?.model.arch ?? null, files, filesSha256 },
     tokenizer: { source: tok.source, chatTemplate: tok.chat !== null },
     dataset: { spec: data.spec, kind: data.kind, unitsSha256, units: N, available: data.available, excluded: data.excluded.length },
     task: data.kind === 'jsonl' ? 'mcq' : s.task,
