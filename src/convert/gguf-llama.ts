@@ -18,7 +18,7 @@
  *   - Llama-3 rope scaling: llama.cpp drops the `rope_scaling` dict and stores the per-frequency
  *     divisors it implies as the tensor `rope_freqs.weight`. The llama3 parameters are recovered
  *     from it (see `ropeScalingFromFreqFactors`) and checked to reproduce every stored factor.
- *     Linear and YaRN scaling come from `llama.rope.scaling.*` metadata.
+ *     Linear scaling comes from `llama.rope.scaling.*` metadata; YaRN is refused.
  *
  * Anything outside the plain Llama architecture (another `general.architecture`, experts,
  * biases, partial rotary, per-layer sizes, unknown tensors) is refused with a one-line error
@@ -28,7 +28,7 @@ import { openGguf, type GgufFile, type GgufTensorInfo } from '../formats/gguf.js
 import { ggmlType, DEQUANTIZABLE } from '../formats/ggml.js';
 import { ggmlToMatMulNBits, NBITS_MAPPING } from '../formats/ggml-nbits.js';
 import { LobesError } from '../util/errors.js';
-import type { LlamaSpec, LlamaWeightSource, NbitsBlocks } from './llama-contract.js';
+import type { LlamaSpec, LlamaWeightSource, NbitsBlocks } from '../models/llama-onnx/index.js';
 
 /** How one Hugging Face weight is stored in the GGUF. */
 export interface MappedWeight {
@@ -381,7 +381,7 @@ function shapeError(g: GgufFile, t: GgufTensorInfo, want: string): LobesError {
   return new LobesError(`dims [${t.dims.join(', ')}] do not match the hyperparameters (${want} in GGUF order)`, { file: g.file, where: `tensor ${JSON.stringify(t.name)}` });
 }
 
-/** The spec's rope_scaling: llama3 from rope_freqs, linear or YaRN from metadata, or null. */
+/** The spec's rope_scaling: llama3 from rope_freqs, linear from metadata, or null. */
 function ropeScalingOf(g: GgufFile, hp: Hparams, theta: number, headDim: number): Record<string, unknown> | null {
   const type = hp.str('rope.scaling.type');
   const original = hp.has('rope.scaling.original_context_length') ? hp.int('rope.scaling.original_context_length') : null;
@@ -402,18 +402,7 @@ function ropeScalingOf(g: GgufFile, hp: Hparams, theta: number, headDim: number)
   }
   const factor = shortFloat32(hp.num('rope.scaling.factor'));
   if (type === 'linear') return { rope_type: 'linear', factor };
-  if (type === 'yarn') {
-    const out: Record<string, unknown> = { rope_type: 'yarn', factor };
-    if (original !== null) out.original_max_position_embeddings = original;
-    if (hp.has('rope.scaling.yarn_beta_fast')) out.beta_fast = shortFloat32(hp.num('rope.scaling.yarn_beta_fast'));
-    if (hp.has('rope.scaling.yarn_beta_slow')) out.beta_slow = shortFloat32(hp.num('rope.scaling.yarn_beta_slow'));
-    // Keys whose llama.cpp meaning has no one-to-one Hugging Face parameter: refused, not guessed.
-    for (const k of ['rope.scaling.attn_factor', 'rope.scaling.yarn_attn_factor', 'rope.scaling.yarn_ext_factor', 'rope.scaling.yarn_log_multiplier']) {
-      if (hp.has(k)) throw new LobesError('YaRN with this setting is not supported', { file: g.file, where: `llama.${k}`, hint: 'export the original Hugging Face checkpoint to ONNX instead' });
-    }
-    return out;
-  }
-  throw new LobesError(`rope scaling "${type}" is not supported (none, linear, yarn, or llama3 through rope_freqs)`, { file: g.file, where: 'llama.rope.scaling.type' });
+  throw new LobesError(`rope scaling "${type}" is not supported (none, linear, or llama3 through rope_freqs)`, { file: g.file, where: 'llama.rope.scaling.type' });
 }
 
 /** Bytes of raw tensor data read at a time. */
@@ -493,7 +482,9 @@ export class GgufWeightSource implements LlamaWeightSource {
    * Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K), rows in Hugging Face order; null
    * for float types and 1-D weights. 2-bit codes (Q2_K) are widened to 4 bits. Types with a min
    * come with zero points when every block's min is an integer multiple of its scale, otherwise
-   * with `mins` (w = q·scale + min). Memory: the result plus one read of about 8 MiB.
+   * with `mins` (w = q·scale + min); 8-bit codes with mins (Q5_1, Q5_K in practice) give null,
+   * because ONNX Runtime's CPU kernel has no 8-bit float-zero-point path. Memory: the result
+   * plus one read of about 8 MiB.
    */
   nbits(name: string): NbitsBlocks | null {
     const m = this.get(name);
@@ -546,6 +537,9 @@ export class GgufWeightSource implements LlamaWeightSource {
         if (mins) mins.set(chunkMins!.subarray(r * kBlocks, (r + 1) * kBlocks), hr * kBlocks);
       }
     }
+    // 8-bit codes with a min term would need float zero points, which ONNX Runtime's CPU
+    // MatMulNBits runs for 2 and 4 bits only: the writer stores such a weight from rows() instead.
+    if (bits === 8 && mins) return null;
     return { bits, blockSize: bs, weights, scales, zeroPoints: mins ? null : zeroPoints, mins };
   }
 }
