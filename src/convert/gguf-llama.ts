@@ -482,9 +482,9 @@ export class GgufWeightSource implements LlamaWeightSource {
    * Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K), rows in Hugging Face order; null
    * for float types and 1-D weights. 2-bit codes (Q2_K) are widened to 4 bits. Types with a min
    * come with zero points when every block's min is an integer multiple of its scale, otherwise
-   * with `mins` (w = q·scale + min); 8-bit codes with mins (Q5_1, Q5_K in practice) give null,
-   * because ONNX Runtime's CPU kernel has no 8-bit float-zero-point path. Memory: the result
-   * plus one read of about 8 MiB.
+   * with `mins` (w = q·scale + min). (ONNX Runtime's CPU MatMulNBits has no 8-bit kernel with
+   * float zero points: the writer expands 8-bit blocks with mins, Q5_1 and Q5_K in practice, to
+   * float exactly.) Memory: the result plus one read of about 8 MiB.
    */
   nbits(name: string): NbitsBlocks | null {
     const m = this.get(name);
@@ -537,9 +537,6 @@ export class GgufWeightSource implements LlamaWeightSource {
         if (mins) mins.set(chunkMins!.subarray(r * kBlocks, (r + 1) * kBlocks), hr * kBlocks);
       }
     }
-    // 8-bit codes with a min term would need float zero points, which ONNX Runtime's CPU
-    // MatMulNBits runs for 2 and 4 bits only: the writer stores such a weight from rows() instead.
-    if (bits === 8 && mins) return null;
     return { bits, blockSize: bs, weights, scales, zeroPoints: mins ? null : zeroPoints, mins };
   }
 }
