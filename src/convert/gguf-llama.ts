@@ -26,7 +26,8 @@
  */
 import { openGguf, type GgufFile, type GgufTensorInfo } from '../formats/gguf.js';
 import { ggmlType, DEQUANTIZABLE } from '../formats/ggml.js';
-import { ggmlToMatMulNBits, NBITS_MAPPING } from '../formats/ggml-nbits.js';
+import { NBITS_MAPPING } from '../formats/ggml-nbits.js';
+import { toMatMulNBits } from './nbits-fast.js';
 import { LobesError } from '../util/errors.js';
 import type { LlamaSpec, LlamaWeightSource, NbitsBlocks } from '../models/llama-onnx/index.js';
 
@@ -508,7 +509,7 @@ export class GgufWeightSource implements LlamaWeightSource {
     const raw = new Uint8Array(Math.min(rowsPer, n) * t.rowBytes);
     for (let g0 = 0; g0 < n; g0 += rowsPer) {
       const g1 = Math.min(n, g0 + rowsPer);
-      const w = ggmlToMatMulNBits(t.type, this.g.readTensorBytes(t, g0, g1, raw), g1 - g0, k, place);
+      const w = toMatMulNBits(t.type, this.g.readTensorBytes(t, g0, g1, raw), g1 - g0, k, place);
       // One representation per tensor: once a chunk needs mins, zero points become mins (-z·scale, exact).
       if (w.mins && !mins) {
         mins = zeroPointsToMins(zeroPoints, scales, n, kBlocks, bits, zpRow);
@@ -522,6 +523,14 @@ export class GgufWeightSource implements LlamaWeightSource {
       }
       const srcBlob = (bs * w.bits) / 8;
       const srcZpRow = Math.ceil((kBlocks * w.bits) / 8);
+      if (!m.permutedHeads && w.bits === bits) {
+        // Rows in place: whole chunks at once.
+        weights.set(w.packed, g0 * kBlocks * blob);
+        zeroPoints.set(chunkZp, g0 * zpRow);
+        scales.set(w.scales, g0 * kBlocks);
+        if (mins) mins.set(chunkMins!, g0 * kBlocks);
+        continue;
+      }
       for (let r = 0; r < g1 - g0; r++) {
         const hr = m.permutedHeads ? hfRowOf(g0 + r, d) : g0 + r;
         const codes = w.packed.subarray(r * kBlocks * srcBlob, (r + 1) * kBlocks * srcBlob);
