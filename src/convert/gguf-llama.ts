@@ -25,7 +25,7 @@
  * naming the file and the key or tensor, never silently dropped.
  */
 import { openGguf, type GgufFile, type GgufTensorInfo } from '../formats/gguf.js';
-import { ggmlType, DEQUANTIZABLE } from '../formats/ggml.js';
+import { ggmlType, dequantizeBlocks, DEQUANTIZABLE } from '../formats/ggml.js';
 import { NBITS_MAPPING } from '../formats/ggml-nbits.js';
 import { toMatMulNBits } from './nbits-fast.js';
 import { LobesError } from '../util/errors.js';
@@ -438,6 +438,22 @@ export class GgufWeightSource implements LlamaWeightSource {
     return this.get(name).tensor;
   }
 
+  /** Raw bytes read into one reused buffer, then decoded into a fresh output (one allocation per call). */
+  private raw = new Uint8Array(0);
+
+  private decode(t: GgufTensorInfo, r0: number, r1: number): Float32Array {
+    const out = new Float32Array((r1 - r0) * t.dims[0]);
+    const place = { file: this.g.file, where: `tensor ${JSON.stringify(t.name)}` };
+    const rowsPer = Math.max(1, Math.floor(READ_BYTES / t.rowBytes));
+    for (let r = r0; r < r1; r += rowsPer) {
+      const e = Math.min(r1, r + rowsPer);
+      const n = (e - r) * t.rowBytes;
+      if (this.raw.byteLength < n) this.raw = new Uint8Array(n);
+      dequantizeBlocks(t.type, this.g.readTensorBytes(t, r, e, this.raw), out.subarray((r - r0) * t.dims[0], (e - r0) * t.dims[0]), place);
+    }
+    return out;
+  }
+
   /** HF shape: [rows, cols] (norms [n]). */
   shape(name: string): number[] {
     return [...this.get(name).shape];
@@ -455,7 +471,7 @@ export class GgufWeightSource implements LlamaWeightSource {
     // A 1-D weight [n] is n rows of one value.
     if (vector) return this.g.dequantize(t).slice(r0, r1);
     const cols = t.dims[0];
-    if (m.permutedHeads === 0) return this.g.dequantize(t, r0, r1);
+    if (m.permutedHeads === 0) return this.decode(t, r0, r1);
     const d = this.headDim;
     const g0 = Math.floor(r0 / d) * d;
     const g1 = Math.min(t.rows, Math.ceil(r1 / d) * d);
@@ -466,7 +482,7 @@ export class GgufWeightSource implements LlamaWeightSource {
       src = c.data;
       base = c.g0;
     } else {
-      src = this.g.dequantize(t, g0, g1);
+      src = this.decode(t, g0, g1);
       base = g0;
       this.cache = { name, g0, g1, data: src };
     }
