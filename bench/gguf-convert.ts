@@ -48,15 +48,33 @@ async function child(arg: string): Promise<void> {
   const a = JSON.parse(arg) as { file: string; out: string; weights: WeightsMode; layout: 'explicit' | 'genai' };
   const t0 = performance.now();
   const cpu0 = process.cpuUsage();
-  const r = await convertGguf(a.file, a.out, { weights: a.weights, layout: a.layout });
+  // Wall seconds and bytes per kind of tensor (between consecutive progress calls).
+  const phases: Record<string, { s: number; bytes: number }> = {};
+  let last = t0;
+  let lastDone = 0;
+  const kind = (name: string) => (/embed|Gather|embed_tokens/i.test(name) ? 'embeddings' : /NBits|_Q\d|weight_Q/.test(name) ? 'MatMulNBits' : /lm_head|MatMul/.test(name) ? 'float MatMul (lm_head)' : 'other');
+  const r = await convertGguf(a.file, a.out, {
+    weights: a.weights,
+    layout: a.layout,
+    onProgress: (done, _total, tensor) => {
+      const now = performance.now();
+      const k = kind(tensor);
+      phases[k] ??= { s: 0, bytes: 0 };
+      phases[k].s += (now - last) / 1000;
+      phases[k].bytes += done - lastDone;
+      last = now;
+      lastDone = done;
+    },
+  });
   const wall = (performance.now() - t0) / 1000;
+  phases['graph, config, fsync, rename'] = { s: (performance.now() - last) / 1000, bytes: 0 };
   const cpu = process.cpuUsage(cpu0);
   process.stdout.write(
-    JSON.stringify({ wall_s: wall, cpu_s: (cpu.user + cpu.system) / 1e6, peak_rss_mb: process.resourceUsage().maxRSS / 1024, out_bytes: r.modelBytes + r.dataBytes, storage: r.storage, requantized: r.requantized.length }) + '\n',
+    JSON.stringify({ wall_s: wall, cpu_s: (cpu.user + cpu.system) / 1e6, user_s: cpu.user / 1e6, sys_s: cpu.system / 1e6, peak_rss_mb: process.resourceUsage().maxRSS / 1024, out_bytes: r.modelBytes + r.dataBytes, storage: r.storage, requantized: r.requantized.length, phases }) + '\n',
   );
 }
 
-function runChild(a: object): { wall_s: number; cpu_s: number; peak_rss_mb: number; out_bytes: number; storage: Record<string, number>; requantized: number } {
+function runChild(a: object): { wall_s: number; cpu_s: number; user_s: number; sys_s: number; peak_rss_mb: number; out_bytes: number; storage: Record<string, number>; requantized: number; phases: Record<string, { s: number; bytes: number }> } {
   const r = spawnSync(process.execPath, ['--import', 'tsx', SELF, '--child', JSON.stringify(a)], { cwd: ROOT, encoding: 'utf8', maxBuffer: 1 << 24 });
   if (r.status !== 0) throw new Error(`conversion failed: ${r.stderr}`);
   return JSON.parse(r.stdout.trim().split('\n').pop()!);
@@ -228,7 +246,8 @@ function big(dir: string, layers: number, layout: 'explicit' | 'genai'): void {
     console.log(row('cat FILE > /dev/null (page cache)', catRead));
     console.log(row('cat FILE > COPY && sync COPY', catCopy));
     console.log(`| lobes convert --weights q4 --layout ${layout} | ${conv.toFixed(2)} | ${gb(bytes / conv)} | 1 |`);
-    console.log(`big: conversion CPU ${r.cpu_s.toFixed(1)} s, peak RSS ${r.peak_rss_mb.toFixed(0)} MB; ratio vs copy ${(catCopy / conv).toFixed(2)}, vs read ${(catRead / conv).toFixed(2)}`);
+    console.log(`big: conversion CPU ${r.cpu_s.toFixed(1)} s (user ${r.user_s.toFixed(1)}, sys ${r.sys_s.toFixed(1)}), peak RSS ${r.peak_rss_mb.toFixed(0)} MB; ratio vs copy ${(catCopy / conv).toFixed(2)}, vs read ${(catRead / conv).toFixed(2)}`);
+    console.log(`big: wall time by what was being written: ${Object.entries(r.phases).map(([k, v]) => `${k} ${v.s.toFixed(1)} s${v.bytes ? ` (${gb(v.bytes)} GB)` : ''}`).join('; ')}`);
     if (!values.keep) rmSync(out, { recursive: true, force: true });
   } finally {
     if (!values.keep) rmSync(file, { force: true });
