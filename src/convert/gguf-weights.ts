@@ -8,7 +8,7 @@ import { dequantizeBlocks } from '../formats/ggml.js';
 import { NBITS_MAPPING } from '../formats/ggml-nbits.js';
 import { LobesError } from '../util/errors.js';
 import type { LlamaWeightSource, NbitsBlocks } from '../models/llama-onnx/index.js';
-import { toMatMulNBits } from './nbits-fast.js';
+import { decodeInto, finishNbits, toMatMulNBits, FAST_TYPES } from './nbits-fast.js';
 
 /** How one Hugging Face weight is stored in the GGUF. */
 export interface MappedWeight {
@@ -138,6 +138,7 @@ export class GgufWeightSource implements LlamaWeightSource {
     const t = m.tensor;
     const map = NBITS_MAPPING[t.typeName];
     if (!map || t.dims.length !== 2) return null;
+    if (FAST_TYPES[t.typeName]) return this.fastNbits(m);
     const n = t.rows;
     const k = t.dims[0];
     const bits: 4 | 8 = map.bits === 8 ? 8 : 4;
@@ -193,6 +194,48 @@ export class GgufWeightSource implements LlamaWeightSource {
       }
     }
     return { bits, blockSize: bs, weights, scales, zeroPoints: mins ? null : zeroPoints, mins };
+  }
+
+  /**
+   * nbits() for the types with a fast path (Q4_0, Q4_1, Q8_0, Q4_K, Q6_K): each chunk of rows is
+   * decoded straight into the tensor's arrays (through one reused chunk buffer when q/k rows
+   * have to be put back in order), and zero points versus mins are decided once for the tensor.
+   */
+  private fastNbits(m: MappedWeight): NbitsBlocks {
+    const t = m.tensor;
+    const f = FAST_TYPES[t.typeName]!;
+    const n = t.rows;
+    const k = t.dims[0];
+    const kBlocks = k / f.blockSize;
+    const blob = (f.blockSize * f.bits) / 8;
+    const weights = new Uint8Array(n * kBlocks * blob);
+    const scales = new Float32Array(n * kBlocks);
+    const minTerm = f.zeroPoint === null ? new Float32Array(n * kBlocks) : null;
+    const rowsPer = Math.max(1, Math.floor(READ_BYTES / t.rowBytes));
+    const chunk = Math.min(rowsPer, n);
+    const raw = new Uint8Array(chunk * t.rowBytes);
+    const perm = m.permutedHeads > 0;
+    const cw = perm ? new Uint8Array(chunk * kBlocks * blob) : null;
+    const cs = perm ? new Float32Array(chunk * kBlocks) : null;
+    const cm = perm && minTerm ? new Float32Array(chunk * kBlocks) : null;
+    for (let g0 = 0; g0 < n; g0 += rowsPer) {
+      const g1 = Math.min(n, g0 + rowsPer);
+      const R = g1 - g0;
+      const bytes = this.g.readTensorBytes(t, g0, g1, raw);
+      if (!perm) {
+        decodeInto(t.typeName, bytes, R, k, weights.subarray(g0 * kBlocks * blob, g1 * kBlocks * blob), scales.subarray(g0 * kBlocks, g1 * kBlocks), minTerm ? minTerm.subarray(g0 * kBlocks, g1 * kBlocks) : null);
+        continue;
+      }
+      decodeInto(t.typeName, bytes, R, k, cw!.subarray(0, R * kBlocks * blob), cs!.subarray(0, R * kBlocks), cm ? cm.subarray(0, R * kBlocks) : null);
+      for (let r = 0; r < R; r++) {
+        const hr = hfRowOf(g0 + r, this.headDim);
+        weights.set(cw!.subarray(r * kBlocks * blob, (r + 1) * kBlocks * blob), hr * kBlocks * blob);
+        scales.set(cs!.subarray(r * kBlocks, (r + 1) * kBlocks), hr * kBlocks);
+        if (minTerm) minTerm.set(cm!.subarray(r * kBlocks, (r + 1) * kBlocks), hr * kBlocks);
+      }
+    }
+    const w = finishNbits(f.bits, f.blockSize, n, k, weights, scales, minTerm, f.zeroPoint);
+    return { bits: f.bits, blockSize: f.blockSize, weights: w.packed, scales: w.scales, zeroPoints: w.mins ? null : w.zeroPoints, mins: w.mins };
   }
 }
 

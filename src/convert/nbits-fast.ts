@@ -19,7 +19,14 @@ const HALF = (() => {
   return halfArrayToFloat(all);
 })();
 
-const FAST = new Set(['Q4_0', 'Q4_1', 'Q8_0', 'Q4_K', 'Q6_K']);
+/** MatMulNBits form of each fast type: bits, block size, and the zero point when the type fixes it (null: a min per block). */
+export const FAST_TYPES: Readonly<Record<string, { bits: 4 | 8; blockSize: 16 | 32; zeroPoint: number | null }>> = {
+  Q4_0: { bits: 4, blockSize: 32, zeroPoint: 8 },
+  Q4_1: { bits: 4, blockSize: 32, zeroPoint: null },
+  Q8_0: { bits: 8, blockSize: 32, zeroPoint: 128 },
+  Q4_K: { bits: 4, blockSize: 32, zeroPoint: null },
+  Q6_K: { bits: 8, blockSize: 16, zeroPoint: 32 },
+};
 
 /**
  * `ggmlToMatMulNBits(type, src, n, k)`, fast for Q4_0, Q4_1, Q8_0, Q4_K and Q6_K (the `fp16Exact`
@@ -27,23 +34,46 @@ const FAST = new Set(['Q4_0', 'Q4_1', 'Q8_0', 'Q4_K', 'Q6_K']);
  */
 export function toMatMulNBits(type: number, src: Uint8Array, n: number, k: number, place: ErrorPlace = {}): NBitsWeight {
   const t = ggmlType(type);
-  if (!t || !FAST.has(t.name) || k % t.blockSize !== 0 || src.byteLength !== (n * k * t.typeSize) / t.blockSize) return ggmlToMatMulNBits(type, src, n, k, place);
+  const f = t ? FAST_TYPES[t.name] : undefined;
+  if (!t || !f || k % t.blockSize !== 0 || src.byteLength !== (n * k * t.typeSize) / t.blockSize) return ggmlToMatMulNBits(type, src, n, k, place);
+  const nb = (n * k) / f.blockSize;
+  const packed = new Uint8Array((n * k * f.bits) / 8);
+  const scales = new Float32Array(nb);
+  const minTerm = f.zeroPoint === null ? new Float32Array(nb) : null;
+  decodeInto(t.name, src, n, k, packed, scales, minTerm);
+  return finishNbits(f.bits, f.blockSize, n, k, packed, scales, minTerm, f.zeroPoint);
+}
+
+/**
+ * Codes (packed as MatMulNBits wants them), scales and per-block min terms of n rows of a fast
+ * type, written into the given arrays (e.g. views of a whole tensor's arrays, so that a tensor
+ * decoded a chunk at a time needs no per-chunk copies). `minTerm` is needed for types with a min.
+ */
+export function decodeInto(type: string, src: Uint8Array, n: number, k: number, packed: Uint8Array, scales: Float32Array, minTerm: Float32Array | null): void {
   // Aligned copies so that 16- and 32-bit views work (readTensorBytes gives aligned buffers already).
   if (src.byteOffset % 4 !== 0) src = src.slice();
-  switch (t.name) {
+  if (type === 'Q4_K' && packed.byteOffset % 2 !== 0) throw new Error('decodeInto: Q4_K output must be 2-byte aligned');
+  switch (type) {
     case 'Q4_K':
-      return q4k(src, n, k);
+      return q4k(src, n, k, packed, scales, minTerm!);
     case 'Q6_K':
-      return q6k(src, n, k);
+      return q6k(src, n, k, packed, scales);
     case 'Q8_0':
-      return q80(src, n, k);
+      return q80(src, n, k, packed, scales);
+    case 'Q4_0':
+    case 'Q4_1':
+      return q4x(src, n, k, type === 'Q4_1', packed, scales, minTerm);
     default:
-      return q4x(src, n, k, t.name === 'Q4_1');
+      throw new Error(`decodeInto: ${type} has no fast path`);
   }
 }
 
-/** Zero points or mins from per-block min terms, exactly as the general function decides. */
-function finish(bits: 4 | 8, blockSize: 16 | 32, n: number, k: number, packed: Uint8Array, scales: Float32Array, minTerm: Float32Array | null, fixedZp: number | null): NBitsWeight {
+/**
+ * Zero points or mins from per-block min terms, exactly as the general function decides: integer
+ * zero points when every block's min is an integer multiple of its scale (constant blocks become
+ * codes 1 with the constant as scale), else the min terms as `mins`. Works on a whole tensor.
+ */
+export function finishNbits(bits: 4 | 8, blockSize: 16 | 32, n: number, k: number, packed: Uint8Array, scales: Float32Array, minTerm: Float32Array | null, fixedZp: number | null): NBitsWeight {
   const kBlocks = k / blockSize;
   const nb = n * kBlocks;
   const maxCode = (1 << bits) - 1;
@@ -87,13 +117,10 @@ function finish(bits: 4 | 8, blockSize: 16 | 32, n: number, k: number, packed: U
 }
 
 /** Q4_K: 256 values in 8 sub-blocks of 32, 6-bit scale and min each; codes: sub-block 2j in the low nibbles, 2j + 1 in the high nibbles of 32 bytes. */
-function q4k(src: Uint8Array, n: number, k: number): NBitsWeight {
+function q4k(src: Uint8Array, n: number, k: number, packed: Uint8Array, scales: Float32Array, minTerm: Float32Array): void {
   const blocks = (n * k) / 256;
-  const packed = new Uint8Array((n * k) / 2);
-  const scales = new Float32Array(blocks * 8);
-  const minTerm = new Float32Array(blocks * 8);
   const s32 = new Uint32Array(src.buffer, src.byteOffset, src.byteLength >> 2);
-  const o16 = new Uint16Array(packed.buffer);
+  const o16 = new Uint16Array(packed.buffer, packed.byteOffset, packed.byteLength >> 1);
   for (let b = 0; b < blocks; b++) {
     const o = b * 144;
     const d = HALF[src[o]! | (src[o + 1]! << 8)]!;
@@ -125,14 +152,11 @@ function q4k(src: Uint8Array, n: number, k: number): NBitsWeight {
       }
     }
   }
-  return finish(4, 32, n, k, packed, scales, minTerm, null);
 }
 
 /** Q6_K: 256 values, 16 sub-blocks of 16 with an int8 scale; codes: 4 low bits in ql, 2 high bits in qh; zero point 32. */
-function q6k(src: Uint8Array, n: number, k: number): NBitsWeight {
+function q6k(src: Uint8Array, n: number, k: number, packed: Uint8Array, scales: Float32Array): void {
   const blocks = (n * k) / 256;
-  const packed = new Uint8Array(n * k);
-  const scales = new Float32Array(blocks * 16);
   for (let b = 0; b < blocks; b++) {
     const o = b * 210;
     const d = HALF[src[o + 208]! | (src[o + 209]! << 8)]!;
@@ -152,31 +176,24 @@ function q6k(src: Uint8Array, n: number, k: number): NBitsWeight {
       }
     }
   }
-  return finish(8, 16, n, k, packed, scales, null, 32);
 }
 
 /** Q8_0: 32 int8 codes and a half scale; code + 128 with zero point 128. */
-function q80(src: Uint8Array, n: number, k: number): NBitsWeight {
+function q80(src: Uint8Array, n: number, k: number, packed: Uint8Array, scales: Float32Array): void {
   const blocks = (n * k) / 32;
-  const packed = new Uint8Array(n * k);
-  const scales = new Float32Array(blocks);
   for (let b = 0; b < blocks; b++) {
     const o = b * 34;
     scales[b] = HALF[src[o]! | (src[o + 1]! << 8)]!;
     const y = b * 32;
     for (let j = 0; j < 32; j++) packed[y + j] = src[o + 2 + j]! ^ 0x80;
   }
-  return finish(8, 32, n, k, packed, scales, null, 128);
 }
 
 /** Q4_0 (zero point 8) and Q4_1 (a min): 32 values, codes 0..15 in the low nibbles, 16..31 in the high nibbles of 16 bytes. */
-function q4x(src: Uint8Array, n: number, k: number, withMin: boolean): NBitsWeight {
+function q4x(src: Uint8Array, n: number, k: number, withMin: boolean, packed: Uint8Array, scales: Float32Array, minTerm: Float32Array | null): void {
   const blocks = (n * k) / 32;
   const ts = withMin ? 20 : 18;
   const q0 = withMin ? 4 : 2;
-  const packed = new Uint8Array((n * k) / 2);
-  const scales = new Float32Array(blocks);
-  const minTerm = withMin ? new Float32Array(blocks) : null;
   for (let b = 0; b < blocks; b++) {
     const o = b * ts;
     scales[b] = HALF[src[o]! | (src[o + 1]! << 8)]!;
@@ -190,5 +207,4 @@ function q4x(src: Uint8Array, n: number, k: number, withMin: boolean): NBitsWeig
       packed[y + 8 + i] = (x0 >> 4) | (x1 & 0xf0);
     }
   }
-  return finish(4, 32, n, k, packed, scales, minTerm, withMin ? null : 8);
 }
