@@ -28,8 +28,9 @@ export { listProviders } from './extract/providers.js';
 export type { CaptureEngine, CapturePoint, Device, EngineOptions, LobesTokenizer, ModelInfo, TokenBatch } from './extract/types.js';
 
 // The run directory
-export { openRun, verifyRun, mergeRuns, readManifest, parseShard } from './store/index.js';
-export type { RunReader, RunManifest, SampleRow, HookInfo, RowChunk, ModelArch } from './store/types.js';
+export { openRun, verifyRun, mergeRuns, readManifest, parseShard, runIdentity, analysisProvenance, checkProvenance } from './store/index.js';
+export type { RunReader, RunManifest, SampleRow, HookInfo, RowChunk, ModelArch, AnalysisProvenance } from './store/types.js';
+export { writeDirAtomic } from './util/io.js';
 
 // Wanda neuron regions
 export { runWanda, DEFAULT_TOP, DEFAULT_PERMUTATIONS, type WandaOptions, type WandaResult } from './wanda/index.js';

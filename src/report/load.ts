@@ -2,7 +2,10 @@
  * Load everything a report shows from a run directory into one ReportModel:
  * the manifest and samples (the run contract, src/store/types.ts), RUN/wanda/ (src/wanda/types.ts)
  * and RUN/cluster/ (src/cluster/types.ts). Analyses that were not run are `null`; files that
- * exist but break their contract are errors naming the file and the place.
+ * exist but break their contract are errors naming the file and the place. An analysis is
+ * shown only if its recorded provenance (run identity, samples table, chunk files) matches
+ * the run (checkProvenance, src/store/provenance.ts): results of another run, or of this run
+ * before it was re-extracted, are refused with the reason.
  */
 import { existsSync, readFileSync, statSync, realpathSync } from 'node:fs';
 import { createHash } from 'node:crypto';
@@ -12,6 +15,7 @@ import { PACKAGE_ROOT } from '../version.js';
 import { readSafetensorsHeader, readTensorFloat32, type StHeader } from '../formats/safetensors.js';
 import type { RunManifest, SampleRow } from '../store/types.js';
 import { readManifest, readSamples } from '../store/index.js';
+import { checkProvenance } from '../store/provenance.js';
 import type { WandaSettings, WandaRegions, WandaMetrics, WandaMatrix } from '../wanda/types.js';
 import type { ClusterSettings, ClusterCoords, ClusterMetrics } from '../cluster/types.js';
 
@@ -81,17 +85,18 @@ const isStrArr = (v: unknown): v is string[] => Array.isArray(v) && v.every((s) 
  */
 export function readRunBasics(dir: string): { manifest: RunManifest; samples: SampleRow[] } {
   const manifest = readManifest(dir);
-  const samples = existsSync(path.join(dir, 'samples.jsonl')) ? readSamples(dir) : [];
+  const samples = existsSync(path.join(dir, 'samples.jsonl')) ? readSamples(dir, manifest.samplesSha256) : [];
   return { manifest, samples };
 }
 
-function loadWanda(dir: string): WandaData | null {
+function loadWanda(dir: string, manifest: RunManifest): WandaData | null {
   const wd = path.join(dir, 'wanda');
   const rf = path.join(wd, 'regions.json');
   if (!existsSync(rf)) return null;
   const sfile = path.join(wd, 'settings.json');
   const settings = readJson(sfile);
   need(isObj(settings) && isStrArr(settings.groups) && typeof settings.by === 'string', sfile, 'groups', 'settings need "by" (string) and "groups" (string array)');
+  checkProvenance(dir, manifest, settings.provenance, 'the wanda results', sfile, 'lobes wanda');
   const regions = readJson(rf);
   need(isObj(regions) && Array.isArray(regions.matrices), rf, 'matrices', 'expected a "matrices" array');
   const names = new Set<string>();
@@ -153,9 +158,17 @@ function loadWanda(dir: string): WandaData | null {
   return { dir: wd, settings: settings as WandaSettings, regions: regions as WandaRegions, metrics, pooled };
 }
 
-function loadCluster(cd: string): ClusterData | null {
+function loadCluster(cd: string, runDir: string, manifest: RunManifest, samples: SampleRow[], given: boolean): ClusterData | null {
   const cf = path.join(cd, 'coords.json');
-  if (!existsSync(cf)) return null;
+  if (!existsSync(cf)) {
+    if (given) throw new LobesError('no cluster results here (coords.json is missing)', { file: cd, hint: 'give the folder lobes cluster --out wrote' });
+    return null;
+  }
+  const sf = path.join(cd, 'settings.json');
+  if (!existsSync(sf)) throw new LobesError('cluster results have no settings.json, so nothing says which run they belong to', { file: cd, hint: 'run lobes cluster on this run again' });
+  const settings = readJson(sf);
+  need(isObj(settings), sf, 'settings', 'expected a JSON object');
+  checkProvenance(runDir, manifest, settings.provenance, 'the cluster results', sf, 'lobes cluster');
   const c = readJson(cf);
   need(isObj(c) && isStrArr(c.ids) && isStrArr(c.labels) && Array.isArray(c.xy), cf, 'ids', 'expected "ids", "labels" (strings) and "xy" (numbers)');
   need(c.labels.length === c.ids.length, cf, 'labels', `${c.labels.length} labels for ${c.ids.length} ids`);
@@ -164,7 +177,11 @@ function loadCluster(cd: string): ClusterData | null {
     if (typeof c.xy[i] !== 'number' || !Number.isFinite(c.xy[i])) throw new LobesError(`coordinate ${JSON.stringify(c.xy[i])} is not a finite number`, { file: cf, where: `xy[${i}]` });
   }
   if (c.text !== undefined) need(isStrArr(c.text) && c.text.length === c.ids.length, cf, 'text', `"text" must hold one string per point`);
-  const sf = path.join(cd, 'settings.json');
+  if (samples.length) {
+    need(c.ids.length === samples.length, cf, 'ids', `${c.ids.length} points but the run has ${samples.length} samples (results of another run?)`);
+    const at = c.ids.findIndex((id: string, i: number) => id !== samples[i]!.id);
+    need(at < 0, cf, `ids[${at}]`, `point ${JSON.stringify(c.ids[at])} is not the run's sample ${JSON.stringify(samples[at]?.id)} (results of another run?)`);
+  }
   const mf = path.join(cd, 'metrics.json');
   let metrics: ClusterMetrics | null = null;
   if (existsSync(mf)) {
@@ -172,7 +189,7 @@ function loadCluster(cd: string): ClusterData | null {
     need(isObj(m) && Array.isArray(m.spaces) && isStrArr(m.classes), mf, 'spaces', 'expected "classes" and "spaces" arrays');
     metrics = m as ClusterMetrics;
   }
-  return { dir: cd, settings: existsSync(sf) ? (readJson(sf) as ClusterSettings) : null, coords: c as ClusterCoords, metrics };
+  return { dir: cd, settings: settings as ClusterSettings, coords: c as ClusterCoords, metrics };
 }
 
 function sha256File(file: string): string | null {
@@ -215,8 +232,8 @@ export async function loadRun(dir: string, opts: LoadOptions = {}): Promise<Repo
     name: opts.name ?? path.basename(abs),
     manifest,
     samples,
-    wanda: loadWanda(abs),
-    cluster: loadCluster(opts.clusterDir ? path.resolve(opts.clusterDir) : path.join(abs, 'cluster')),
+    wanda: loadWanda(abs, manifest),
+    cluster: loadCluster(opts.clusterDir ? path.resolve(opts.clusterDir) : path.join(abs, 'cluster'), abs, manifest, samples, opts.clusterDir !== undefined),
     randomModel: isBuiltinRandomModel(manifest, abs),
   };
 }
