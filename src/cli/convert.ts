@@ -81,13 +81,15 @@ export async function run(argv: string[]): Promise<number> {
 
 /**
  * The model folder for a --model argument: the argument itself, or the cached ONNX conversion
- * of a GGUF file (converted now when not cached, with a progress bar). `cache` is --cache.
+ * of a GGUF file (converted now when not cached, with a progress bar). `cache` is --cache;
+ * `layout` the conversion's graph layout (default: the converter's).
  */
-export async function modelFolder(model: string, opts: { cache?: string; quiet?: boolean } = {}): Promise<import('../convert/cache.js').ResolvedModel> {
+export async function modelFolder(model: string, opts: { cache?: string; quiet?: boolean; layout?: 'genai' | 'explicit' } = {}): Promise<import('../convert/cache.js').ResolvedModel> {
   const { resolveModel } = await import('../convert/cache.js');
   let progress: Progress | null = null;
   const res = await resolveModel(model, {
     cache: opts.cache,
+    ...(opts.layout ? { layout: opts.layout } : {}),
     log: (l) => {
       if (!opts.quiet) process.stderr.write(l + '\n');
     },

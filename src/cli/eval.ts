@@ -8,7 +8,7 @@ import { formatSummary } from '../eval/format.js';
 
 const spec = {
   usage:
-    'lobes eval MODEL --data SPEC --out DIR [--task iae|gae|both] [--limit N] [--shuffles K] [--seed N] [--cot N] [--device cpu|cuda|webgpu] [--device-id N] [--batch N | --token-budget N] [--chunk-units N] [--shard i/n|auto] [--chat-template auto|on|off] [--answer-prefix TEXT] [--prompt TEMPLATE_FILE] [--bootstrap B] [--share-prefix auto|on|off] [--max-tokens N] [--skip-invalid] [--quiet] [--json]\n' +
+    'lobes eval MODEL_DIR|FILE.gguf --data SPEC --out DIR [--task iae|gae|both] [--limit N] [--shuffles K] [--seed N] [--cot N] [--device cpu|cuda|webgpu] [--device-id N] [--batch N | --token-budget N] [--chunk-units N] [--shard i/n|auto] [--chat-template auto|on|off] [--answer-prefix TEXT] [--prompt TEMPLATE_FILE] [--bootstrap B] [--share-prefix auto|on|off] [--max-tokens N] [--cache DIR] [--layout genai|explicit] [--skip-invalid] [--quiet] [--json]\n' +
     '       lobes eval merge SHARD_DIR... --out DIR\n' +
     '       lobes eval label RUN EVAL_DIR [--axis correct]',
   help: `
@@ -19,7 +19,12 @@ walks), summary.json (accuracies with bootstrap 95% CIs and chance levels, posit
 Rerunning the same command resumes an interrupted evaluation; a rerun with different
 settings is refused.
 
-  MODEL                ONNX model folder (model.onnx and tokenizer files)
+  MODEL                ONNX model folder (model.onnx and tokenizer files), or a GGUF file
+                       (converted once into the cache; see lobes convert --help)
+  --cache DIR          where converted GGUF models are kept (default $LOBES_CACHE/gguf or
+                       ~/.cache/lobes/gguf)
+  --layout L           graph layout of a GGUF's conversion: genai (default: with the KV cache that
+                       --cot and --share-prefix use) or explicit
   --data SPEC          socialeval:PATH[?lang=en|zh&...]  (SocialEval world trees), or
                        jsonl:FILE?question=F&options=F&answer=F[&label=F,...][&id=F]
   --out DIR            evaluation folder to create or resume; {i}/{n} are replaced by the shard
@@ -70,6 +75,8 @@ items, for lobes cluster RUN --by correct and lobes wanda RUN --by correct.
     bootstrap: { type: 'string' },
     'share-prefix': { type: 'string' },
     'max-tokens': { type: 'string' },
+    cache: { type: 'string' },
+    layout: { type: 'string' },
     axis: { type: 'string' },
     'skip-invalid': { type: 'boolean' },
     quiet: { type: 'boolean', short: 'q' },
@@ -97,7 +104,10 @@ export async function run(argv: string[]): Promise<number> {
     if (rest.length !== 2) throw new UsageError('lobes eval label needs RUN and EVAL_DIR', 'usage: lobes eval label RUN EVAL_DIR [--axis correct]');
     const { labelRunFromEval } = await import('../eval/link.js');
     const r = await labelRunFromEval(rest[0]!, rest[1]!, { axis: v.axis });
-    if (!v.quiet) process.stderr.write(`eval label: ${r.file}: ${r.counts.correct} correct, ${r.counts.wrong} wrong, ${r.counts.unevaluated} unevaluated of ${r.samples} samples (lobes cluster ${rest[0]} --by ${r.axis})\n`);
+    if (!v.quiet) {
+      process.stderr.write(`eval label: ${r.file}: ${r.counts.correct} correct, ${r.counts.wrong} wrong, ${r.counts.unevaluated} unevaluated of ${r.samples} samples (lobes cluster ${rest[0]} --by ${r.axis})\n`);
+      if (r.otherModel) process.stderr.write('eval label: note: the evaluation scored another model than the run captured\n');
+    }
     if (v.json) process.stdout.write(JSON.stringify(r, null, 2) + '\n');
     return 0;
   }
@@ -113,8 +123,13 @@ export async function run(argv: string[]): Promise<number> {
   if (!['auto', 'on', 'off'].includes(share)) throw new UsageError(`--share-prefix must be auto, on or off, got ${JSON.stringify(share)}`);
   const shard = parseShard(v.shard);
   const { runEval, readEvalResults } = await import('../eval/run.js');
+  const layout = v.layout ?? 'genai';
+  if (layout !== 'genai' && layout !== 'explicit') throw new UsageError(`--layout must be genai or explicit, got ${JSON.stringify(layout)}`);
+  const { modelFolder } = await import('./convert.js');
+  const model = await modelFolder(first!, { cache: v.cache, layout, quiet: !!v.quiet });
   const m = await runEval({
-    model: first!,
+    model: model.dir,
+    modelSource: model.source,
     data: v.data,
     out: expandOut(v.out, shard),
     task: task as 'iae' | 'gae' | 'both',

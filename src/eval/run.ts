@@ -22,7 +22,7 @@ import { tokenizerDir } from '../extract/tokenize.js';
 import { hashModelFiles } from '../store/provenance.js';
 import { createHash } from 'node:crypto';
 import type { Device } from '../extract/types.js';
-import type { ModelArch } from '../store/types.js';
+import type { ModelArch, ModelSourceRecord } from '../store/types.js';
 import { loadEvalData, hashUnits, type EvalData, type TaskChoice } from './units.js';
 import { evaluateUnits, newStats, type EvalStats } from './evaluate.js';
 import { CHUNKS_DIR, EPISODES, EVAL_FORMAT_VERSION, EVAL_MANIFEST, RECORDS, RecordWriter, SUMMARY, readJsonl } from './store.js';
@@ -33,7 +33,10 @@ import { modelContextLength } from './engine.js';
 import type { EvalTokenizer, EvalTokenizerOptions } from './tokenizer.js';
 
 export interface EvalOptions {
+  /** ONNX model folder (a GGUF file is resolved to its converted folder by the CLI first). */
   model: string;
+  /** Where the folder came from when it is a conversion (recorded in eval.json). */
+  modelSource?: ModelSourceRecord | null;
   data: string;
   out: string;
   task?: TaskChoice;
@@ -74,7 +77,7 @@ export interface EvalManifest {
   formatVersion: number;
   lobesVersion: string;
   createdAt: string;
-  model: { dir: string; graphSha256: string; arch: ModelArch | null; files?: { name: string; role: string; bytes: number; sha256: string }[]; filesSha256?: string };
+  model: { dir: string; graphSha256: string; arch: ModelArch | null; source?: ModelSourceRecord; files?: { name: string; role: string; bytes: number; sha256: string }[]; filesSha256?: string };
   tokenizer: { source: string; chatTemplate: boolean };
   dataset: { spec: string; kind: EvalData['kind']; unitsSha256: string; units: number; available: number; excluded: number };
   task: TaskChoice | 'mcq';
@@ -234,7 +237,7 @@ export async function runEval(opts: EvalOptions): Promise<EvalManifest> {
     formatVersion: EVAL_FORMAT_VERSION,
     lobesVersion: LOBES_VERSION,
     createdAt: previous?.createdAt ?? new Date().toISOString(),
-    model: { dir: opts.model, graphSha256, arch: previous?.model.arch ?? null, files, filesSha256 },
+    model: { dir: opts.model, graphSha256, arch: previous?.model.arch ?? null, ...(opts.modelSource ? { source: opts.modelSource } : {}), files, filesSha256 },
     tokenizer: { source: tok.source, chatTemplate: tok.chat !== null },
     dataset: { spec: data.spec, kind: data.kind, unitsSha256, units: N, available: data.available, excluded: data.excluded.length },
     task: data.kind === 'jsonl' ? 'mcq' : s.task,

@@ -1,7 +1,7 @@
 /**
  * The real-model fixture for evaluation tests: SmolLM2-135M-Instruct as an ONNX folder. With
  * LOBES_SMOLLM2_ONNX set, that folder; otherwise lobes' own conversion of ../shared's GGUF file
- * (src/convert, cached after the first time); without either, the reason to skip.
+ * in the layout lobes eval converts GGUF files to (genai, cached after the first time).
  */
 import { existsSync } from 'node:fs';
 import * as path from 'node:path';
@@ -16,5 +16,6 @@ export async function smollm2Onnx(): Promise<string | { skip: string }> {
   if (!existsSync(SMOLLM2_GGUF)) return { skip: `${SMOLLM2_GGUF} is absent` };
   if (!existsSync(CONVERT)) return { skip: 'this lobes has no GGUF conversion (src/convert/cache.ts); set LOBES_SMOLLM2_ONNX to an ONNX export' };
   const mod = (await import(CONVERT)) as { resolveModel(p: string, o?: Record<string, unknown>): Promise<{ dir: string }> };
-  return (await mod.resolveModel(SMOLLM2_GGUF, { log: () => undefined })).dir;
+  // The conversion lobes eval makes of a GGUF: the genai layout, with its KV cache.
+  return (await mod.resolveModel(SMOLLM2_GGUF, { layout: 'genai', log: () => undefined })).dir;
 }
