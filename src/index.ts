@@ -45,6 +45,17 @@ export { loadRun, runPayload, compareRuns, reportHtml, compareHtml, writeReport,
 export type { RunPayload, Comparison, ComparisonRow } from './report/types.js';
 export { writeSyntheticRun, type SyntheticRunOptions } from './report/synthetic.js';
 
+// Benchmark evaluation (docs/eval.md)
+export { runEval, readEvalResults, type EvalOptions, type EvalManifest } from './eval/run.js';
+export { mergeEvals } from './eval/merge.js';
+export { labelRunFromEval } from './eval/link.js';
+export { summarize } from './eval/summary.js';
+export { renderPrompt } from './eval/prompt.js';
+export { loadSocialEvalBench } from './data/socialeval-eval.js';
+export { loadMcqJsonl } from './data/mcq.js';
+export type { EvalRecord, ShuffleRecord, EpisodeRecord, PromptPart, RenderedPrompt } from './eval/types.js';
+export type { EvalSummary } from './eval/summary-types.js';
+
 // Weight and tensor files
 export { readSafetensorsHeader, readTensorFloat32, writeSafetensors, type StHeader, type StTensorInfo } from './formats/safetensors.js';
 export { openGguf, type GgufFile, type GgufTensorInfo, type GgufValue } from './formats/gguf.js';

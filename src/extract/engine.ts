@@ -55,9 +55,10 @@ export async function inspectModel(modelDir: string): Promise<ModelInfo> {
   return analyseModel(modelDir).info;
 }
 
-type InputRole = 'ids' | 'mask' | 'pos' | 'past';
+export type InputRole = 'ids' | 'mask' | 'pos' | 'past';
 
-interface FeedPlan {
+/** How one graph input is fed: its role, ONNX Runtime type and (KV-cache inputs) [kvHeads, headDim]. */
+export interface FeedPlan {
   name: string;
   role: InputRole;
   type: ort.Tensor.Type;
@@ -72,7 +73,8 @@ const ORT_TYPES: Record<number, ort.Tensor.Type> = {
   [DataType.INT32]: 'int32',
 };
 
-function planInputs(a: Analysis): { plans: FeedPlan[]; mask: string | null; inGraphPast: InGraphPast[] } {
+/** The graph inputs lobes feeds (ids, mask, position ids, KV caches) and the KV caches it must make in-graph. */
+export function planInputs(a: Analysis): { plans: FeedPlan[]; mask: string | null; inGraphPast: InGraphPast[] } {
   const g = a.disc.index;
   const plans: FeedPlan[] = [];
   const inGraphPast: InGraphPast[] = [];

@@ -18,6 +18,7 @@ import { readManifest, readSamples } from '../store/index.js';
 import { checkProvenance } from '../store/provenance.js';
 import type { WandaSettings, WandaRegions, WandaMetrics, WandaMatrix } from '../wanda/types.js';
 import type { ClusterSettings, ClusterCoords, ClusterMetrics } from '../cluster/types.js';
+import type { EvalSummary } from '../eval/summary-types.js';
 
 export interface WandaData {
   dir: string;
@@ -35,6 +36,13 @@ export interface ClusterData {
   metrics: ClusterMetrics | null;
 }
 
+/** A finished benchmark evaluation (lobes eval): its manifest (eval.json) and summary.json. */
+export interface EvalData {
+  dir: string;
+  manifest: Record<string, any>;
+  summary: EvalSummary;
+}
+
 export interface ReportModel {
   /** Absolute run directory. */
   dir: string;
@@ -44,6 +52,8 @@ export interface ReportModel {
   samples: SampleRow[];
   wanda: WandaData | null;
   cluster: ClusterData | null;
+  /** The evaluation of the run's items: RUN/eval/, else the one `lobes eval label` linked; the folder itself for an evaluation folder. */
+  eval?: EvalData | null;
   /** True when the run's model is the package's random-weights demo model (models/tiny-llama). */
   randomModel: boolean;
 }
@@ -220,11 +230,45 @@ export function isBuiltinRandomModel(manifest: RunManifest, runDir: string): boo
   return false;
 }
 
-/** Load a run directory for the report. */
+/** A complete evaluation folder's manifest and summary, or null when `dir` holds none. */
+export function loadEval(dir: string): EvalData | null {
+  const mf = path.join(dir, 'eval.json');
+  if (!existsSync(mf)) return null;
+  const manifest = readJson(mf);
+  need(isObj(manifest) && manifest.format === 'lobes-eval', mf, 'format', 'not a lobes evaluation manifest (format is not "lobes-eval")');
+  need(manifest.complete === true, mf, 'complete', 'the evaluation is incomplete (rerun its lobes eval command to finish it)');
+  const sf = path.join(dir, 'summary.json');
+  const summary = readJson(sf);
+  need(isObj(summary) && summary.format === 'lobes-eval-summary', sf, 'format', 'not a lobes evaluation summary');
+  return { dir, manifest, summary: summary as EvalSummary };
+}
+
+/** The evaluation linked to a run: RUN/eval/, else the source of the `correct` label overlay. */
+function linkedEval(runDir: string): EvalData | null {
+  const inside = loadEval(path.join(runDir, 'eval'));
+  if (inside) return inside;
+  const overlay = path.join(runDir, 'labels', 'correct.json');
+  if (!existsSync(overlay)) return null;
+  const src = readJson(overlay)?.source?.eval;
+  return typeof src === 'string' && existsSync(path.join(src, 'eval.json')) ? loadEval(src) : null;
+}
+
+/** A report model for an evaluation folder alone (lobes report EVAL_DIR, lobes compare EVAL_A EVAL_B). */
+function evalOnly(abs: string, ev: EvalData, opts: LoadOptions): ReportModel {
+  const m = ev.manifest;
+  const manifest = { format: 'lobes-eval', createdAt: m.createdAt, lobesVersion: m.lobesVersion, model: m.model, dataset: { spec: m.dataset?.spec }, complete: true } as unknown as RunManifest;
+  return { dir: abs, name: opts.name ?? path.basename(abs), manifest, samples: [], wanda: null, cluster: null, eval: ev, randomModel: isBuiltinRandomModel(manifest, abs) };
+}
+
+/** Load a run directory (or an evaluation folder) for the report. */
 export async function loadRun(dir: string, opts: LoadOptions = {}): Promise<ReportModel> {
   const abs = path.resolve(dir);
   if (!existsSync(abs) || !statSync(abs).isDirectory()) {
     throw new LobesError('run directory not found', { file: dir, hint: 'pass the folder written by lobes extract' });
+  }
+  if (!existsSync(path.join(abs, 'manifest.json'))) {
+    const ev = loadEval(abs);
+    if (ev) return evalOnly(abs, ev, opts);
   }
   const { manifest, samples } = readRunBasics(abs);
   return {
@@ -234,6 +278,7 @@ export async function loadRun(dir: string, opts: LoadOptions = {}): Promise<Repo
     samples,
     wanda: loadWanda(abs, manifest),
     cluster: loadCluster(opts.clusterDir ? path.resolve(opts.clusterDir) : path.join(abs, 'cluster'), abs, manifest, samples, opts.clusterDir !== undefined),
+    eval: linkedEval(abs),
     randomModel: isBuiltinRandomModel(manifest, abs),
   };
 }
