@@ -190,8 +190,8 @@ async function locateRunWeights(reader: RunReader, opts: WandaOptions): ReturnTy
   // for ONNX runs, the run's own model, used only once its files hash to what the run was
   // extracted with.
   const src = reader.manifest.model.source;
-  const dflt = src?.format === 'gguf' && sameGguf(src) ? src.path : resolveRunModel(reader.manifest, reader.dir);
-  return locateWeights(opts.weights ?? dflt, wanted, opts.modelInfo);
+  const dflt = () => (src?.format === 'gguf' && sameGguf(src) ? src.path : resolveRunModel(reader.manifest, reader.dir));
+  return locateWeights(opts.weights ?? dflt(), wanted, opts.modelInfo);
 }
 
 /** The weight files scored, relative to `where`, with their sha256 (through the file-hash cache). */

@@ -182,6 +182,11 @@ describe('lobes convert and --model FILE.gguf on a good file', () => {
     const settings = JSON.parse(readFileSync(path.join(j.run, 'wanda', 'settings.json'), 'utf8'));
     expect(settings.weights.source).toBe('gguf');
     expect(settings.block).toEqual([32, 32]); // hidden 256 → blocks of 32
+    // wanda takes the GGUF as --model too (the same as --weights).
+    const w = lobes(['wanda', j.run, '--model', TINY_GGUF, '--block', '32', '--permutations', '0', '--threads', '1', '--json']);
+    expect(w.code, w.stderr).toBe(0);
+    expect(JSON.parse(w.stdout).settings.weights).toMatchObject({ source: 'gguf', path: TINY_GGUF });
+    expect(lobes(['wanda', j.run, '--model', TINY_GGUF, '--weights', path.join(ROOT, 'models', 'tiny-llama')]).code).toBe(2);
   });
 });
 

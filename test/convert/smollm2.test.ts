@@ -131,7 +131,10 @@ describe.skipIf(!HAVE)('SmolLM2-135M-Instruct GGUF against Hugging Face transfor
     // wanda on this run scores the GGUF itself (the run's source), by default.
     const wr = lobes(['wanda', out, '--by', 'lang', '--permutations', '0', '--threads', '1', '--json']);
     expect(wr.code, wr.stderr).toBe(0);
-    expect(JSON.parse(wr.stdout).settings.weights).toEqual({ source: 'gguf', path: path.resolve(SMOL_GGUF) });
+    const weights = JSON.parse(wr.stdout).settings.weights;
+    expect(weights).toMatchObject({ source: 'gguf', path: path.resolve(SMOL_GGUF) });
+    // The file scored, hashed: the sha256 ../shared's NOTICE.md gives for it.
+    expect(weights.files).toEqual([{ name: path.basename(SMOL_GGUF), bytes: 98362432, sha256: 'b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53' }]);
   });
 
   it('greedy decoding after the chat template gives Hugging Face’s tokens (genai layout, KV cache)', async () => {
