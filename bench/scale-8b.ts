@@ -24,7 +24,11 @@
  *   wanda          lobes wanda --weights hf-bf16 right after the warm cat, and again after dropping the cache
  *   cluster        lobes cluster
  *   report         lobes report, and the page's time to interactive in headless Chromium
- *   report-2000    the report of a synthetic 2,000-sample run of the same shape (32 layers × 896 blocks)
+ *   report-2000    the report of a synthetic 2,000-sample run of the same shape (32 layers × 896 blocks,
+ *                  planted regions: src/report/synthetic.ts)
+ *   dataset        a full dataset's analysis: --samples (2,000) synthetic captures at the model's shapes
+ *                  (bench/scale/activation-run.ts), then lobes wanda --weights hf-bf16, lobes cluster and
+ *                  lobes report on them (stages dataset.wanda, dataset.cluster, dataset.report)
  *   fp16-session   session stage on the fp16 export
  *   torch          (with --torch PYTHON, on a GPU box) PyTorch + transformers on the bf16 checkpoint:
  *                  tokens/s and the captures compared with lobes' (bench/scale/torch_compare.py)
@@ -56,9 +60,10 @@ const { values: opt } = parseArgs({
     'drop-fp16': { type: 'boolean' },
     torch: { type: 'string' },
     export: { type: 'string' },
+    samples: { type: 'string', default: '2000' },
   },
 });
-const ALL_STAGES = ['inspect', 'session', 'extract', 'forward', 'cat', 'wanda', 'cluster', 'report', 'report-2000', 'fp16-session', 'torch'];
+const ALL_STAGES = ['inspect', 'session', 'extract', 'forward', 'cat', 'wanda', 'cluster', 'report', 'report-2000', 'dataset', 'fp16-session', 'torch'];
 const stages = new Set(opt.stages ? opt.stages.split(',') : ALL_STAGES.filter((s) => s !== 'torch' || opt.torch));
 for (const s of stages) if (!ALL_STAGES.includes(s)) throw new Error(`unknown stage ${s} (known: ${ALL_STAGES.join(', ')})`);
 const device = opt.device!;
@@ -118,11 +123,11 @@ function lobes(name: string, args: string[]): Measured & { stdout: string; loadB
 }
 
 /** Run a probe (bench/scale/probes.ts) in a child under tsx. */
-function probe(name: string, args: string[]): Measured & { loadBefore: number; loadAfter: number; wallSeconds: number } {
+function probe(name: string, args: string[], flags: string[] = []): Measured & { loadBefore: number; loadAfter: number; wallSeconds: number } {
   const res = path.join(work, `${name}.stage.json`);
   const loadBefore = load();
   const t0 = performance.now();
-  const r = spawnSync(process.execPath, ['--import', 'tsx', path.join(ROOT, 'bench', 'scale', 'probes.ts'), args[0]!, ...args.slice(1), res, '--device', device], { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit'] });
+  const r = spawnSync(process.execPath, ['--import', 'tsx', path.join(ROOT, 'bench', 'scale', 'probes.ts'), ...args, res, '--device', device, ...flags], { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit'] });
   if (r.status !== 0) throw new Error(`probe ${name} failed (exit ${r.status})`);
   return { ...readJson<Measured>(res), loadBefore, loadAfter: load(), wallSeconds: r3((performance.now() - t0) / 1000) };
 }
@@ -213,6 +218,8 @@ function summary(m: Measured & { loadBefore?: number; loadAfter?: number; wallSe
   return {
     seconds: r3(m.seconds ?? m.wallSeconds ?? 0),
     wallSeconds: m.wallSeconds,
+    /** CPU time of the stage's process (user + system): what other load on the machine barely changes. */
+    cpuSeconds: typeof m.userSeconds === 'number' ? r3((m.userSeconds as number) + ((m.systemSeconds as number) ?? 0)) : undefined,
     peakRssMB: m.peakRssMB,
     readMB: mb(m.io?.rchar),
     storageReadMB: mb(m.io?.read_bytes),
@@ -266,9 +273,9 @@ async function main(): Promise<void> {
     S.extract = { ...summary(m), samples: man.counts.samples, tokens: man.counts.tokens, timings: man.timings, tokensPerSecond: r3(man.counts.tokens / (man.timings.computeMs / 1000)) };
   }
   if (stages.has('forward')) {
-    const m = probe('forward', ['forward', model.dir, items, '--mode', 'plain']);
+    const m = probe('forward', ['forward', model.dir, items], ['--mode', 'plain']);
     S.forward = { ...summary(m), tokens: m.tokens, sessionMs: m.sessionMs, computeMs: m.computeMs, tokensPerSecond: r3(m.tokensPerSecond as number) };
-    const f = probe('forward-final', ['forward', model.dir, items, '--mode', 'final']);
+    const f = probe('forward-final', ['forward', model.dir, items], ['--mode', 'final']);
     S['forward-final'] = { ...summary(f), tokens: f.tokens, sessionMs: f.sessionMs, computeMs: f.computeMs, tokensPerSecond: r3(f.tokensPerSecond as number) };
     if (S.extract) {
       result.ratios.extractVsForwardTokensPerSecond = r3(S.extract.tokensPerSecond / S.forward.tokensPerSecond);
@@ -343,6 +350,30 @@ async function main(): Promise<void> {
     const m = lobes('report-2000', ['report', syn, '--out', out]);
     S['report-2000'] = { ...summary(m), bytes: statSync(out).size, blocksPerMatrix: rb * cb, browser: await interactive(out, 5) };
   }
+  if (stages.has('dataset')) {
+    const n = Number(opt.samples);
+    const drun = path.join(work, `dataset-${n}`);
+    const t0 = performance.now();
+    const r = spawnSync(process.execPath, ['--import', 'tsx', path.join(ROOT, 'bench', 'scale', 'activation-run.ts'), drun, String(n), ...(opt.small ? ['--small'] : [])], { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit'] });
+    if (r.status !== 0) throw new Error('writing the synthetic dataset run failed');
+    const writeSeconds = r3((performance.now() - t0) / 1000);
+    timeCat(files); // weights in the page cache as far as memory allows, as for the wanda stage
+    const cached = cachedFraction(files);
+    const w = lobes('dataset.wanda', ['wanda', drun, '--weights', ck.dir, '--quiet']);
+    const c = lobes('dataset.cluster', ['cluster', drun, '--quiet']);
+    const out = path.join(drun, 'report.html');
+    const rep = lobes('dataset.report', ['report', drun, '--out', out]);
+    S.dataset = {
+      samples: n,
+      runBytes: readdirSync(path.join(drun, 'activations'), { recursive: true }).reduce((a: number, f) => a + (statSync(path.join(drun, 'activations', String(f))).isFile() ? statSync(path.join(drun, 'activations', String(f))).size : 0), 0),
+      writeSeconds,
+      wanda: { ...summary(w), cachedBefore: cached },
+      cluster: summary(c),
+      report: { ...summary(rep), bytes: statSync(out).size, browser: await interactive(out, 1) },
+    };
+    for (const k of ['wanda', 'cluster', 'report']) S[`dataset.${k}`] = { peakRssMB: S.dataset[k].peakRssMB, seconds: S.dataset[k].seconds };
+    rmSync(drun, { recursive: true, force: true });
+  }
   if (stages.has('fp16-session') && exportKind !== 'fp16') {
     const free = os.freemem();
     const fp16 = ensure('fp16', path.join(cache, 'onnx-genai-fp16'));
@@ -355,7 +386,7 @@ async function main(): Promise<void> {
     const out = path.join(work, 'torch.json');
     // PyTorch in the export's compute precision: float16 against the fp16 export on a GPU, float32 on the CPU.
     const dtype = device === 'cpu' ? 'float32' : exportKind === 'fp16' ? 'float16' : 'bfloat16';
-    const r = spawnSync(opt.torch, [path.join(ROOT, 'bench', 'scale', 'torch_compare.py'), '--checkpoint', ck.dir, '--tokenizer', model.dir, '--items', items, '--run', run, '--device', device === 'cpu' ? 'cpu' : 'cuda', '--dtype', dtype, '--out', out], { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit'] });
+    const r = spawnSync(opt.torch, [path.join(ROOT, 'bench', 'scale', 'torch_compare.py'), '--checkpoint', ck.dir, '--tokenizer', model.dir, '--items', items, '--run', run, '--device', device === 'cpu' ? 'cpu' : 'cuda', '--dtype', dtype, '--out', out], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
     S.torch = r.status === 0 ? readJson(out) : { failed: `exit ${r.status}` };
     if (S.torch.tokensPerSecond && S.extract) result.ratios.extractVsTorchTokensPerSecond = r3(S.extract.tokensPerSecond / S.torch.tokensPerSecond);
   }
@@ -374,10 +405,11 @@ async function main(): Promise<void> {
   if (S.session) T['session.seconds'] = under(S.session.totalMs / 1000, 60);
   if (result.ratios.wandaVsCatWarm !== undefined) T['wanda.vsCatWarm'] = over(result.ratios.wandaVsCatWarm, 0.5);
   if (result.ratios.wandaVsCatCold !== undefined) T['wanda.vsCatCold'] = over(result.ratios.wandaVsCatCold, 0.5);
-  for (const k of ['report', 'report-2000']) {
-    if (!S[k]) continue;
-    T[`${k}.seconds`] = under(S[k].seconds, 10);
-    if (S[k].browser?.interactiveMs) T[`${k}.interactiveSeconds`] = under(S[k].browser.interactiveMs / 1000, 3);
+  const reports: [string, any][] = [['report', S.report], ['report-2000', S['report-2000']], ['dataset.report', S.dataset?.report]];
+  for (const [k, v] of reports) {
+    if (!v) continue;
+    T[`${k}.seconds`] = under(v.seconds, 10);
+    if (v.browser?.interactiveMs) T[`${k}.interactiveSeconds`] = under(v.browser.interactiveMs / 1000, 3);
   }
   result.machine.loadAtEnd = os.loadavg().map(r3);
   result.machine.freeDiskGB = (() => {
