@@ -35,6 +35,8 @@ import {
   type NbitsBlocks,
   type WriteLlamaOptions,
 } from '../../src/models/llama-onnx/index.js';
+import { toHalf } from '../../src/models/llama-onnx/weights.js';
+import { floatToHalf } from '../../src/util/half.js';
 import { relErr } from './reference-forward.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -125,6 +127,22 @@ function worstRow(got: Float32Array, want: Float32Array, rows: number, d: number
   return w;
 }
 
+describe('float16 rounding', () => {
+  it('toHalf equals the reference floatToHalf on every exponent and sign with the rounding-relevant mantissa bits', () => {
+    const lows = [0, 1, 0x0fff, 0x1000, 0x1001, 0x17ff, 0x1fff, 0x2000, 0x3000, 0x5a5a];
+    const u = new Uint32Array(65536 * lows.length);
+    for (let hi = 0; hi < 65536; hi++) lows.forEach((lo, j) => (u[hi * lows.length + j] = ((hi << 16) | lo) >>> 0));
+    const f = new Float32Array(u.buffer);
+    const h = toHalf(f);
+    let bad = 0;
+    for (let i = 0; i < f.length; i++) {
+      if (Number.isNaN(f[i])) expect(h[i]! & 0x7c00).toBe(0x7c00);
+      else if (h[i] !== floatToHalf(f[i]!)) bad++;
+    }
+    expect(bad).toBe(0);
+  });
+});
+
 describe('seeded source', () => {
   it('gives the values the Python port gave Hugging Face (first values of two weights per configuration)', () => {
     for (const key of CONFIGS) {
@@ -188,10 +206,16 @@ describe.each(CONFIGS)('Hugging Face fp32 forward, configuration %s', (key) => {
       expect(worstRow(got, golden(`${key}.fp16.logits`), n, V)).toBeLessThan(1e-4);
     });
 
-    it(`${layout}: float16 compute stays within 2e-2 of the float16-weights reference`, async () => {
+    it(`${layout}: float16 compute stays within 1e-2 of the float16-weights reference`, async () => {
       const dir = await write(spec, seededLlamaSource(spec, c.seed), { layout, dtype: 'fp16', weights: 'fp16' });
       const got = await lastLogits(dir, spec, c.ids, 'right', true);
-      expect(worstRow(got, golden(`${key}.fp16.logits`), n, V)).toBeLessThan(2e-2);
+      expect(worstRow(got, golden(`${key}.fp16.logits`), n, V)).toBeLessThan(1e-2);
+    });
+
+    it(`${layout}: 4-bit weights with float16 compute stay within 1e-2 of the dequantized-weights reference`, async () => {
+      const dir = await write(spec, seededLlamaSource(spec, c.seed), { layout, dtype: 'fp16', weights: 'q4' });
+      const got = await lastLogits(dir, spec, c.ids, 'right', true);
+      expect(worstRow(got, golden(`${key}.${layout === 'genai' ? 'q4genai' : 'q4'}.logits`), n, V)).toBeLessThan(1e-2);
     });
 
     it(`${layout}: 4-bit weights quantized from rows compute with exactly the dequantized weights`, async () => {
@@ -256,6 +280,44 @@ describe("onnxruntime-genai's model builder on the same checkpoint (configuratio
     const got = await lastLogits(dir, spec, c.ids, 'right');
     expect(worstRow(got, golden('gqa.builder.int4.logits'), n, spec.vocab)).toBeLessThan(1e-4);
   });
+});
+
+describe('KV cache', () => {
+  const c = META.configs['tied-llama3']!;
+  const spec = c.spec;
+  for (const layout of ['explicit', 'genai'] as const) {
+    it(`${layout}: a prefix, then one token with the presents as past, gives the full sequence's logits`, async () => {
+      const dir = await write(spec, seededLlamaSource(spec, c.seed), { layout, dtype: 'fp32', weights: 'fp32', withPast: true });
+      const s = await ort.InferenceSession.create(path.join(dir, 'model.onnx'));
+      try {
+        const ids = c.ids[2]!;
+        const S = ids.length;
+        const feeds = (tokens: number[], start: number, past: Record<string, ort.Tensor> | null) => {
+          const f: Record<string, ort.Tensor> = {
+            input_ids: new ort.Tensor('int64', BigInt64Array.from(tokens.map(BigInt)), [1, tokens.length]),
+            attention_mask: new ort.Tensor('int64', new BigInt64Array(start + tokens.length).fill(1n), [1, start + tokens.length]),
+          };
+          if (s.inputNames.includes('position_ids')) f.position_ids = new ort.Tensor('int64', BigInt64Array.from(tokens.map((_, i) => BigInt(start + i))), [1, tokens.length]);
+          for (let l = 0; l < spec.layers; l++) {
+            for (const kv of ['key', 'value']) {
+              f[`past_key_values.${l}.${kv}`] = past ? past[`present.${l}.${kv}`]! : new ort.Tensor('float32', new Float32Array(0), [1, spec.kvHeads, 0, spec.headDim]);
+            }
+          }
+          return f;
+        };
+        const V = spec.vocab;
+        const full = await s.run(feeds(ids, 0, null));
+        const prefix = await s.run(feeds(ids.slice(0, S - 1), 0, null));
+        expect(prefix['present.0.key']!.dims).toEqual([1, spec.kvHeads, S - 1, spec.headDim]);
+        const step = await s.run(feeds(ids.slice(S - 1), S - 1, prefix as Record<string, ort.Tensor>));
+        const want = (full.logits!.data as Float32Array).subarray((S - 1) * V, S * V);
+        expect(relErr(step.logits!.data as Float32Array, want)).toBeLessThan(1e-5);
+        expect(relErr(step.logits!.data as Float32Array, grow(golden('tied-llama3.logits'), 2, V))).toBeLessThan(1e-4);
+      } finally {
+        await s.release();
+      }
+    });
+  }
 });
 
 // ---------------------------------------------------------------------------------------------
@@ -355,6 +417,16 @@ describe('nbits blocks from the source', () => {
       expect(worstRow(b, a, c.ids.length, spec.vocab)).toBeLessThan(1e-5);
     });
   }
+
+  it('float16 compute: float16 scales and float zero points stay within 1e-2 of the block values', async () => {
+    for (const layout of ['explicit', 'genai'] as const) {
+      const { float, nbits } = sources(forms);
+      const ref = await write(spec, float, { layout, dtype: 'fp32', weights: 'fp32' });
+      const dir = await write(spec, nbits, { layout, dtype: 'fp16', weights: 'q4' });
+      const [a, b] = await Promise.all([lastLogits(ref, spec, c.ids, 'right'), lastLogits(dir, spec, c.ids, 'right', true)]);
+      expect(worstRow(b, a, c.ids.length, spec.vocab), layout).toBeLessThan(1e-2);
+    }
+  });
 
   it('genai: q, k, v in one MatMulNBits form share one qkv_proj; in different forms they stay apart', async () => {
     const same = sources({ ...forms, k_proj: [4, 32, true] });
