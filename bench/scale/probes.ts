@@ -11,6 +11,10 @@
  *     final.hidden captured (final: the least lobes computes), batched like `lobes extract`
  *     (longest first, 8 rows, right padding): real tokens per second of compute.
  *
+ *   node --import tsx bench/scale/probes.ts wanda-pass RUN CHECKPOINT RESULT.json
+ *     the weight pass of `lobes wanda --weights CHECKPOINT` alone (the matrices the run's
+ *     capture points read, located and streamed by the same functions): seconds and GB/s.
+ *
  * RESULT.json also holds the process's peak RSS and /proc/self/io counters.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -125,8 +129,27 @@ async function forward(modelDir: string, itemsFile: string, out: string): Promis
   writeFileSync(out, JSON.stringify({ device, mode, items: ids.length, batches: plan.length, tokens, sessionMs, computeMs: Math.round(computeMs), tokensPerSecond: tokens / (computeMs / 1000), ...resources() }) + '\n');
 }
 
+async function wandaPass(runDir: string, weights: string, out: string): Promise<void> {
+  const { openRun } = await import('../../src/store/index.js');
+  const { wantedMatrices } = await import('../../src/wanda/weights.js');
+  const { locateWeights } = await import('../../src/wanda/run.js');
+  const { weightPass } = await import('../../src/wanda/pass.js');
+  const { expectedBytes } = await import('../../src/wanda/kernel.js');
+  const reader = await openRun(runDir);
+  const located = await locateWeights(weights, wantedMatrices(reader.hooks()));
+  const bytes = located.matrices.reduce((a, m) => a + expectedBytes(m), 0);
+  const t = performance.now();
+  await weightPass(located.matrices, { rowBlock: 256 });
+  const seconds = (performance.now() - t) / 1000;
+  writeFileSync(out, JSON.stringify({ matrices: located.matrices.length, bytes, passSeconds: seconds, GBs: bytes / 1e9 / seconds, ...resources() }) + '\n');
+}
+
 const [cmd, ...rest] = process.argv.slice(2);
-const run = cmd === 'session' ? session(rest[0]!, rest[1]!) : cmd === 'forward' ? forward(rest[0]!, rest[1]!, rest[2]!) : Promise.reject(new Error(`unknown probe ${cmd}`));
+const run =
+  cmd === 'session' ? session(rest[0]!, rest[1]!)
+  : cmd === 'forward' ? forward(rest[0]!, rest[1]!, rest[2]!)
+  : cmd === 'wanda-pass' ? wandaPass(rest[0]!, rest[1]!, rest[2]!)
+  : Promise.reject(new Error(`unknown probe ${cmd}`));
 run.then(
   () => process.exit(0),
   (e) => {
