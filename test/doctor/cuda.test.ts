@@ -274,3 +274,41 @@ describe('catalogue and system facts', () => {
     expect(readFileSync(explicit, 'utf8')).toContain('libvk');
   });
 });
+
+describe.skipIf(!LINUX_X64)('WebGPU: the Vulkan loader and drivers', () => {
+  it('records a Vulkan loader found in an unpacked package and counts it as loaded', async () => {
+    const { installVulkanFrom } = await import('../../src/doctor/vulkan.js');
+    // the fixture loader (soname libvulkan.so.1) where Debian's libvulkan1 unpacks it
+    const pkg = path.join(FIX, 'vulkan', 'usr', 'lib', 'x86_64-linux-gnu');
+    const bdir = bindingDir('vk');
+    const r = installVulkanFrom(path.join(FIX, 'vulkan'), { bindingDir: bdir, ortVersion: '1.30.0' });
+    expect(r.library).toBe(path.join(pkg, 'libvulkan.so.1.3.239'));
+    expect(readPreloadManifest(bdir)!.webgpu).toMatchObject({ libraries: [r.library], required: [r.library] });
+    // a driver manifest naming a library the loader can find: no problem left
+    const sys = path.join(tmp, 'sys-webgpu');
+    mkdirSync(path.join(sys, 'usr/share/vulkan/icd.d'), { recursive: true });
+    writeFileSync(path.join(sys, 'usr/share/vulkan/icd.d/nvidia_icd.json'), JSON.stringify({ ICD: { library_path: 'libcuda.so.1' } }));
+    const ok = checkProviders({ bindingDir: bdir, sysRoot: sys, backends: [{ name: 'webgpu', bundled: true }], linker: { cache: new Map(), defaultDirs: [DRIVER], ldLibraryPath: [] }, env: { XDG_DATA_DIRS: '/usr/share' } });
+    const w = ok.providers.find((p) => p.name === 'webgpu')!;
+    expect(w.libraries[0]).toMatchObject({ soname: 'libvulkan.so.1', via: 'loaded', path: r.library });
+    expect(w.problems).toEqual([]);
+    expect(w.usable).toBe(true);
+    // no loader, no driver: two problems, each with its fix
+    const none = checkProviders({ bindingDir: bindingDir('vk-none'), sysRoot: path.join(tmp, 'empty-sys'), backends: [{ name: 'webgpu', bundled: true }], linker: { cache: new Map(), defaultDirs: [], ldLibraryPath: [] }, env: {} });
+    const n = none.providers.find((p) => p.name === 'webgpu')!;
+    expect(n.problems.map((p) => p.what)).toEqual(['libvulkan.so.1 (the Vulkan loader) is not found', 'no Vulkan driver (ICD) is registered, so WebGPU finds no adapter']);
+    expect(n.problems[0]!.fix).toContain('apt-get download libvulkan1 && dpkg-deb -x libvulkan1_*.deb');
+    expect(n.problems[0]!.fix).toContain('lobes doctor --install-vulkan-from');
+  });
+
+  it('refuses a folder whose libvulkan.so.1 is built for another architecture', async () => {
+    const { installVulkanFrom } = await import('../../src/doctor/vulkan.js');
+    const arm = path.join(ROOT, 'node_modules/onnxruntime-node/bin/napi-v6/linux/arm64/libonnxruntime.so.1');
+    if (!existsSync(arm)) return;
+    const d = path.join(tmp, 'vk-arm');
+    mkdirSync(d, { recursive: true });
+    symlinkSync(arm, path.join(d, 'libvulkan.so.1'));
+    expect(() => installVulkanFrom(d, { bindingDir: bindingDir('vk-arm-b'), ortVersion: '1.30.0' })).toThrow(/not built for this machine's architecture/);
+    expect(() => installVulkanFrom(path.join(tmp, 'site'), { bindingDir: bindingDir('vk-arm-b'), ortVersion: '1.30.0' })).toThrow(/no libvulkan\.so\.1 in the folder/);
+  });
+});
