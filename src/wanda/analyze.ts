@@ -12,7 +12,8 @@
 import { LobesError } from '../util/errors.js';
 import { Rng } from '../util/rng.js';
 
-import { groupSquareSums, rmsScaler, poolBlocks, type ActivationSource } from './stats.js';
+import { rmsScaler, poolBlocks, type ActivationSource } from './stats.js';
+import { squareSums } from './sumpool.js';
 import { selectTop, minus, jaccard, size, density, components, toBlockSet, distribution, type Masks, type TopSpec } from './regions.js';
 import type { WandaMatrix, WandaRegions, WandaMetrics, WandaPairMetrics, NullTested } from './types.js';
 
@@ -36,6 +37,12 @@ export interface AnalyzeOptions {
   seed: number;
   /** Memory for one batch of labellings' pooled maps (default 256 MiB). */
   batchBytes?: number;
+  /**
+   * Worker threads for the group sums of x² (default 1: the calling thread). With T > 1 and
+   * a run directory as the source, T capture points are summed at once, each by a thread that
+   * reads it itself; up to T capture points' sums are held at once. The results are identical.
+   */
+  threads?: number;
   /** Called after each labelling (0 = observed) is finished. */
   onLabeling?: (done: number, total: number) => void;
   /** Called after each read of one capture point for one batch of labellings. */
@@ -154,34 +161,50 @@ export async function analyze(input: AnalyzeInput, opts: AnalyzeOptions): Promis
   let steps = 0;
   const totalSteps = Math.ceil(total / B) * hooks.length;
 
-  for (let l0 = 0; l0 < total; l0 += B) {
-    const nb = Math.min(B, total - l0);
-    const labelings: Int32Array[] = [];
-    for (let t = 0; t < nb; t++) labelings.push(gen());
-    // pooled[t][g][m]
-    const pooled: Float32Array[][][] = labelings.map(() => Array.from({ length: G }, () => new Array<Float32Array>(matrices.length)));
-    for (const hook of hooks) {
-      const d = source.dim(hook)!;
-      const sums = await groupSquareSums(source, hook, labelings, G);
-      const s = new Float64Array(d);
-      for (let t = 0; t < nb; t++) {
-        for (let g = 0; g < G; g++) {
-          rmsScaler(sums[t], g, d, enc.counts[g], s);
-          matrices.forEach((m, k) => {
-            if (m.input === hook) pooled[t][g][k] = poolBlocks(colsums.get(m.name)!, s, m.dOut, m.dIn, rb, cb);
-          });
+  const summer = squareSums(source, Math.min(opts.threads ?? 1, hooks.length));
+  try {
+    for (let l0 = 0; l0 < total; l0 += B) {
+      const nb = Math.min(B, total - l0);
+      const labelings: Int32Array[] = [];
+      for (let t = 0; t < nb; t++) labelings.push(gen());
+      // pooled[t][g][m]
+      const pooled: Float32Array[][][] = labelings.map(() => Array.from({ length: G }, () => new Array<Float32Array>(matrices.length)));
+      // Up to `summer.threads` capture points summed at once; pooled in capture-point order.
+      const started: (Promise<Float64Array[]> | undefined)[] = [];
+      const launch = (i: number) => {
+        const p = summer.sums(hooks[i], labelings, G);
+        p.catch(() => {}); // awaited below, in order; an earlier failure must not leave it unhandled
+        started[i] = p;
+      };
+      for (let i = 0; i < Math.min(summer.threads, hooks.length); i++) launch(i);
+      for (let i = 0; i < hooks.length; i++) {
+        const hook = hooks[i];
+        const d = source.dim(hook)!;
+        const sums = await started[i]!;
+        started[i] = undefined;
+        if (i + summer.threads < hooks.length) launch(i + summer.threads);
+        const s = new Float64Array(d);
+        for (let t = 0; t < nb; t++) {
+          for (let g = 0; g < G; g++) {
+            rmsScaler(sums[t], g, d, enc.counts[g], s);
+            matrices.forEach((m, k) => {
+              if (m.input === hook) pooled[t][g][k] = poolBlocks(colsums.get(m.name)!, s, m.dOut, m.dIn, rb, cb);
+            });
+          }
         }
+        opts.onStep?.(++steps, totalSteps);
       }
-      opts.onStep?.(++steps, totalSteps);
+      for (let t = 0; t < nb; t++) {
+        const l = l0 + t;
+        const masks = pooled[t].map((sc) => selectTop(sc, matrices, opts.top));
+        if (l === 0) observed = { pooled: pooled[t], masks };
+        else recordNull(nullVals, pairs, masks, matrices, l - 1);
+        done++;
+        opts.onLabeling?.(done, total);
+      }
     }
-    for (let t = 0; t < nb; t++) {
-      const l = l0 + t;
-      const masks = pooled[t].map((sc) => selectTop(sc, matrices, opts.top));
-      if (l === 0) observed = { pooled: pooled[t], masks };
-      else recordNull(nullVals, pairs, masks, matrices, l - 1);
-      done++;
-      opts.onLabeling?.(done, total);
-    }
+  } finally {
+    await summer.close();
   }
 
   return summarize(enc, matrices, observed!.pooled, observed!.masks, R > 0 ? nullVals : null);

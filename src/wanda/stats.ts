@@ -23,6 +23,8 @@ export interface ActivationSource {
   ids?: string[];
   /** Where the activations live (for messages). */
   where?: string;
+  /** The run directory the activations are read from, when they are (worker threads open it themselves). */
+  runDir?: string;
 }
 
 /** Activations held in memory: hook -> [n, dim] row-major float32. */
@@ -53,6 +55,7 @@ export function runSource(run: RunReader): ActivationSource {
     n: run.samples.length,
     ids: run.samples.map((s) => s.id),
     where: run.dir,
+    runDir: run.dir,
     dim: (h) => dims.get(h) ?? null,
     iterate: (h, chunkRows) => run.iterate(h, chunkRows),
   };
