@@ -4,8 +4,8 @@
 #   bench/scale/gpu-run.sh [OUT_DIR]          (default bench/out/gpu)
 #
 # Needs: npm ci done; python3 with torch (CUDA), transformers, safetensors, numpy for the
-# PyTorch comparison; ~60 GB free under $LOBES_MODEL_CACHE (default /tmp/lobes-models) for the
-# generated checkpoint and exports (the bf16 checkpoint, the int4 and the fp16 export).
+# PyTorch comparison; ~45 GB free under $LOBES_MODEL_CACHE (default /tmp/lobes-models) for the
+# generated checkpoint and exports (bf16 checkpoint 16.1 GB, int4 export 7.0 GB, fp16 export 16.1 GB) and runs.
 # Steps:
 #   1. lobes doctor --device cuda; when the CUDA provider is missing, it is installed from PyPI
 #      wheels (lobes doctor --install-cuda-from-wheels DIR --download: pip, never NuGet);
