@@ -12,8 +12,8 @@
 import { LobesError } from '../util/errors.js';
 import { Rng } from '../util/rng.js';
 
-import { rmsScaler, poolBlocks, type ActivationSource } from './stats.js';
-import { squareSums } from './sumpool.js';
+import type { ActivationSource } from './stats.js';
+import { hookPooler } from './sumpool.js';
 import { selectTop, minus, jaccard, size, density, components, toBlockSet, distribution, type Masks, type TopSpec } from './regions.js';
 import type { WandaMatrix, WandaRegions, WandaMetrics, WandaPairMetrics, NullTested } from './types.js';
 
@@ -38,9 +38,10 @@ export interface AnalyzeOptions {
   /** Memory for one batch of labellings' pooled maps (default 256 MiB). */
   batchBytes?: number;
   /**
-   * Worker threads for the group sums of x² (default 1: the calling thread). With T > 1 and
-   * a run directory as the source, T capture points are summed at once, each by a thread that
-   * reads it itself; up to T capture points' sums are held at once. The results are identical.
+   * Worker threads for the group sums of x² and the pooling (default 1: the calling thread).
+   * With T > 1 and a run directory as the source, T capture points are done at once, each by
+   * a thread that reads it itself; up to T capture points' sums are held at once. The results
+   * are identical.
    */
   threads?: number;
   /** Called after each labelling (0 = observed) is finished. */
@@ -161,7 +162,12 @@ export async function analyze(input: AnalyzeInput, opts: AnalyzeOptions): Promis
   let steps = 0;
   const totalSteps = Math.ceil(total / B) * hooks.length;
 
-  const summer = squareSums(source, Math.min(opts.threads ?? 1, hooks.length));
+  const pooler = hookPooler(source, Math.min(opts.threads ?? 1, hooks.length));
+  // The matrices each capture point feeds, with their column sums.
+  const fed = hooks.map((hook) => {
+    const ks = matrices.flatMap((m, k) => (m.input === hook ? [k] : []));
+    return { ks, mats: ks.map((k) => ({ C: colsums.get(matrices[k].name)!, dOut: matrices[k].dOut, dIn: matrices[k].dIn })) };
+  });
   try {
     for (let l0 = 0; l0 < total; l0 += B) {
       const nb = Math.min(B, total - l0);
@@ -169,29 +175,19 @@ export async function analyze(input: AnalyzeInput, opts: AnalyzeOptions): Promis
       for (let t = 0; t < nb; t++) labelings.push(gen());
       // pooled[t][g][m]
       const pooled: Float32Array[][][] = labelings.map(() => Array.from({ length: G }, () => new Array<Float32Array>(matrices.length)));
-      // Up to `summer.threads` capture points summed at once; pooled in capture-point order.
-      const started: (Promise<Float64Array[]> | undefined)[] = [];
+      // Up to `pooler.threads` capture points at once; collected in capture-point order.
+      const started: (Promise<Float32Array[][][]> | undefined)[] = [];
       const launch = (i: number) => {
-        const p = summer.sums(hooks[i], labelings, G);
+        const p = pooler.pooled(hooks[i], labelings, enc.counts, fed[i].mats, rb, cb);
         p.catch(() => {}); // awaited below, in order; an earlier failure must not leave it unhandled
         started[i] = p;
       };
-      for (let i = 0; i < Math.min(summer.threads, hooks.length); i++) launch(i);
+      for (let i = 0; i < Math.min(pooler.threads, hooks.length); i++) launch(i);
       for (let i = 0; i < hooks.length; i++) {
-        const hook = hooks[i];
-        const d = source.dim(hook)!;
-        const sums = await started[i]!;
+        const maps = await started[i]!;
         started[i] = undefined;
-        if (i + summer.threads < hooks.length) launch(i + summer.threads);
-        const s = new Float64Array(d);
-        for (let t = 0; t < nb; t++) {
-          for (let g = 0; g < G; g++) {
-            rmsScaler(sums[t], g, d, enc.counts[g], s);
-            matrices.forEach((m, k) => {
-              if (m.input === hook) pooled[t][g][k] = poolBlocks(colsums.get(m.name)!, s, m.dOut, m.dIn, rb, cb);
-            });
-          }
-        }
+        if (i + pooler.threads < hooks.length) launch(i + pooler.threads);
+        for (let t = 0; t < nb; t++) for (let g = 0; g < G; g++) fed[i].ks.forEach((k, j) => (pooled[t][g][k] = maps[t][g][j]));
         opts.onStep?.(++steps, totalSteps);
       }
       for (let t = 0; t < nb; t++) {
@@ -204,7 +200,7 @@ export async function analyze(input: AnalyzeInput, opts: AnalyzeOptions): Promis
       }
     }
   } finally {
-    await summer.close();
+    await pooler.close();
   }
 
   return summarize(enc, matrices, observed!.pooled, observed!.masks, R > 0 ? nullVals : null);

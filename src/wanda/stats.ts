@@ -136,6 +136,27 @@ export function rmsScaler(sums: Float64Array, g: number, d: number, count: numbe
   return out;
 }
 
+/** A matrix fed by a capture point, with its column sums C [rowBlocks, dIn]. */
+export interface PoolMatrix {
+  C: Float32Array;
+  dOut: number;
+  dIn: number;
+}
+
+/**
+ * Pooled maps of the matrices fed by one capture point of dimension d, from the group sums of
+ * each labelling (groupSquareSums): result[labelling][group][matrix], with s_g = rmsScaler.
+ */
+export function poolHook(sums: Float64Array[], d: number, counts: readonly number[], mats: readonly PoolMatrix[], rb: number, cb: number): Float32Array[][][] {
+  const s = new Float64Array(d);
+  return sums.map((S) =>
+    counts.map((count, g) => {
+      rmsScaler(S, g, d, count, s);
+      return mats.map((m) => poolBlocks(m.C, s, m.dOut, m.dIn, rb, cb));
+    }),
+  );
+}
+
 /** Pooled block scores from C [rowBlocks, dIn] and s [dIn]: mean of |W_ij| s_j over each block's true area. */
 export function poolBlocks(C: Float32Array, s: ArrayLike<number>, dOut: number, dIn: number, rb: number, cb: number, out?: Float32Array): Float32Array {
   const R = Math.ceil(dOut / rb);

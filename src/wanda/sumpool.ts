@@ -1,36 +1,45 @@
 /**
- * The group sums of x² (groupSquareSums) of several capture points at once, on worker
- * threads. The permutation null of `lobes wanda` is single-threaded work proportional to
- * samples × captured values × labellings (at Llama-3.1-8B's shape, 2,000 samples and 100
- * permutations, about 10¹¹ additions); capture points are independent, so each worker takes
- * one capture point of the current batch of labellings and reads it from the run directory
- * itself. The sums are the same numbers as on the calling thread (same additions, same order).
+ * The group sums of x² (groupSquareSums) and the pooled maps they give (poolHook) of several
+ * capture points at once, on worker threads. The permutation null of `lobes wanda` is work
+ * proportional to samples × captured values × labellings (at Llama-3.1-8B's shape, 2,000
+ * samples and 100 permutations, about 10¹¹ additions) plus the pooling, labellings × groups ×
+ * blocks; capture points are independent, so each worker takes one capture point of the
+ * current batch of labellings, reads it from the run directory itself and returns its
+ * matrices' pooled maps. The numbers are those of the calling thread (same operations, same
+ * order).
  */
 import type { Worker } from 'node:worker_threads';
 import { startWorker } from '../util/worker.js';
 import { LobesError } from '../util/errors.js';
-import { groupSquareSums, type ActivationSource } from './stats.js';
+import { groupSquareSums, poolHook, type ActivationSource, type PoolMatrix } from './stats.js';
 
-/** Group sums of x² per capture point, possibly on worker threads. */
-export interface SquareSums {
+/** Pooled maps per capture point, possibly on worker threads. */
+export interface HookPooler {
   /** Threads computing (1 = the calling thread). */
   readonly threads: number;
-  sums(hook: string, labelings: Int32Array[], G: number): Promise<Float64Array[]>;
+  /** The pooled maps of `mats` (all fed by `hook`) for each labelling: [labelling][group][matrix]. */
+  pooled(hook: string, labelings: Int32Array[], counts: number[], mats: PoolMatrix[], rb: number, cb: number): Promise<Float32Array[][][]>;
   close(): Promise<void>;
 }
 
 /**
- * Group sums for `src` on `threads` worker threads, or on the calling thread when threads < 2
+ * Pooled maps for `src` on `threads` worker threads, or on the calling thread when threads < 2
  * or the source is not a run directory (activations in memory cannot be shared).
  */
-export function squareSums(src: ActivationSource, threads: number): SquareSums {
+export function hookPooler(src: ActivationSource, threads: number): HookPooler {
   const runDir = src.runDir;
-  if (threads < 2 || !runDir) return { threads: 1, sums: (h, l, G) => groupSquareSums(src, h, l, G), close: async () => {} };
+  if (threads < 2 || !runDir) {
+    return {
+      threads: 1,
+      pooled: async (hook, labelings, counts, mats, rb, cb) => poolHook(await groupSquareSums(src, hook, labelings, counts.length), src.dim(hook)!, counts, mats, rb, cb),
+      close: async () => {},
+    };
+  }
 
   const workers: Worker[] = [];
   const idle: Worker[] = [];
   const waiting: { resolve: (w: Worker) => void; reject: (e: Error) => void }[] = [];
-  const pending = new Map<number, { resolve: (s: Float64Array[]) => void; reject: (e: Error) => void }>();
+  const pending = new Map<number, { resolve: (s: Float32Array[][][]) => void; reject: (e: Error) => void }>();
   let failed: Error | null = null;
   let nextId = 0;
 
@@ -53,7 +62,7 @@ export function squareSums(src: ActivationSource, threads: number): SquareSums {
       const p = pending.get(msg.id);
       pending.delete(msg.id);
       if (msg.error) p?.reject(msg.error.lobes ? new LobesError(msg.error.message, { exitCode: msg.error.exitCode }) : new Error(msg.error.message));
-      else p?.resolve(msg.sums as Float64Array[]);
+      else p?.resolve(msg.pooled as Float32Array[][][]);
       release(w);
     });
     w.on('error', fail);
@@ -65,14 +74,14 @@ export function squareSums(src: ActivationSource, threads: number): SquareSums {
 
   return {
     threads,
-    async sums(hook, labelings, G) {
+    async pooled(hook, labelings, counts, mats, rb, cb) {
       if (failed) throw failed;
       const w = await acquire();
       if (failed) throw failed;
       const id = nextId++;
-      return new Promise<Float64Array[]>((resolve, reject) => {
+      return new Promise<Float32Array[][][]>((resolve, reject) => {
         pending.set(id, { resolve, reject });
-        w.postMessage({ id, runDir, n: src.n, hook, labelings, G });
+        w.postMessage({ id, runDir, n: src.n, hook, labelings, counts, mats, rb, cb });
       });
     },
     async close() {
