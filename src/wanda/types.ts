@@ -20,7 +20,7 @@ export interface WandaSettings {
   permutations: number;
   seed: number;
   /** The weights scored: where, and each file read with its sha256. */
-  weights: { source: 'onnx' | 'safetensors'; path: string; files?: { name: string; bytes: number; sha256: string }[] };
+  weights: { source: 'onnx' | 'safetensors' | 'gguf'; path: string; files?: { name: string; bytes: number; sha256: string }[] };
   resolution: 'block' | 'weight';
   /** The run (identity), samples table and chunk files the analysis read (src/store/provenance.ts). */
   provenance?: AnalysisProvenance;

@@ -1,0 +1,268 @@
+/**
+ * A llama-architecture GGUF (llama.cpp, Ollama, LM Studio) as a Llama spec and a weight source
+ * for the ONNX writer (src/models/llama-onnx): the hyperparameters from `llama.*` metadata, the
+ * weights under their Hugging Face names, read a row range at a time.
+ *
+ * What llama.cpp changes on the way from a Hugging Face checkpoint, and how it is undone here:
+ *
+ *   - Names: `token_embd`, `blk.N.attn_norm / attn_q / attn_k / attn_v / attn_output /
+ *     ffn_norm / ffn_gate / ffn_up / ffn_down`, `output_norm`, `output` (absent when the
+ *     embeddings are tied) stand for `model.embed_tokens`, `model.layers.N.input_layernorm`, ...
+ *   - Shapes: GGUF dims are the PyTorch shape reversed, so a weight W[d_out, d_in] has dims
+ *     [d_in, d_out] and each stored row is one output: the bytes are already in HF row order.
+ *   - Q and K rows: llama.cpp's converter reorders the rows of q_proj and k_proj within each head
+ *     for its rotary layout (interleaved pairs instead of the two halves Hugging Face rotates):
+ *     GGUF row h·D + 2i + s holds HF row h·D + s·D/2 + i (D the head dim, i < D/2, s ∈ {0, 1};
+ *     k_proj uses the KV heads). Rows are read back through the inverse map, as Hugging Face's own
+ *     GGUF loader does.
+ *   - Llama-3 rope scaling: llama.cpp drops the `rope_scaling` dict and stores the per-frequency
+ *     divisors it implies as the tensor `rope_freqs.weight`. The llama3 parameters are recovered
+ *     from it (see `ropeScalingFromFreqFactors`) and checked to reproduce every stored factor.
+ *     Linear scaling comes from `llama.rope.scaling.*` metadata; YaRN is refused.
+ *
+ * Anything outside the plain Llama architecture (another `general.architecture`, experts,
+ * biases, partial rotary, per-layer sizes, unknown tensors) is refused with a one-line error
+ * naming the file and the key or tensor, never silently dropped.
+ */
+import { openGguf, type GgufFile, type GgufTensorInfo } from '../formats/gguf.js';
+import { ggmlType, DEQUANTIZABLE } from '../formats/ggml.js';
+import { LobesError } from '../util/errors.js';
+import type { LlamaSpec } from '../models/llama-onnx/index.js';
+import { GgufWeightSource, type MappedWeight } from './gguf-weights.js';
+import { ropeScalingFromFreqFactors, shortFloat32 } from './rope-scaling.js';
+
+export { GgufWeightSource, ggufRowOf, hfRowOf, type MappedWeight } from './gguf-weights.js';
+export { ropeScalingFromFreqFactors, shortFloat32 } from './rope-scaling.js';
+
+/** A llama GGUF opened for conversion. Call `close()` when done. */
+export interface GgufLlama {
+  file: string;
+  gguf: GgufFile;
+  spec: LlamaSpec;
+  weights: GgufWeightSource;
+  /** Every weight the writer will ask for, in layer order. */
+  mapped: MappedWeight[];
+  close(): void;
+}
+
+/** Tensor names of the Llama architecture (anything else in a llama GGUF is refused). */
+const KNOWN_TENSOR = /^(token_embd|output_norm|output|rope_freqs)\.weight$|^blk\.\d+\.(attn_norm|attn_q|attn_k|attn_v|attn_output|ffn_norm|ffn_gate|ffn_up|ffn_down)\.weight$/;
+
+/** Reads `llama.*` hyperparameters with one-line errors naming the file and the key. */
+class Hparams {
+  constructor(private readonly g: GgufFile) {}
+
+  private fail(key: string, cause: string, hint?: string): never {
+    throw new LobesError(cause, { file: this.g.file, where: `metadata ${JSON.stringify(key)}`, hint });
+  }
+
+  has(key: string): boolean {
+    return this.g.has(`llama.${key}`);
+  }
+
+  /** A positive integer hyperparameter (`fallback` when absent; required when there is none). */
+  int(key: string, fallback?: number): number {
+    const k = `llama.${key}`;
+    const v = this.g.get(k);
+    if (v === undefined) {
+      if (fallback !== undefined) return fallback;
+      this.fail(k, 'missing: every llama GGUF has it', 'the file is incomplete or not a llama.cpp model file');
+    }
+    if (v.type === 'array') this.fail(k, 'is an array (a size per layer): lobes converts models whose layers all have the same shape');
+    const n = this.g.getInt(k);
+    if (n < 1) this.fail(k, `must be positive, got ${n}`);
+    return n;
+  }
+
+  /** A positive number hyperparameter. */
+  num(key: string, fallback?: number): number {
+    const k = `llama.${key}`;
+    if (!this.g.has(k)) {
+      if (fallback !== undefined) return fallback;
+      this.fail(k, 'missing: every llama GGUF has it', 'the file is incomplete or not a llama.cpp model file');
+    }
+    const x = this.g.getNumber(k);
+    if (!(x > 0) || !Number.isFinite(x)) this.fail(k, `must be a positive number, got ${x}`);
+    return x;
+  }
+
+  str(key: string): string | undefined {
+    const k = `llama.${key}`;
+    return this.g.has(k) ? this.g.getString(k) : undefined;
+  }
+}
+
+/** The Hugging Face name of every Llama weight, with its GGUF tensor name. */
+function weightNames(layers: number, tied: boolean): Array<[string, string, 'q' | 'k' | null]> {
+  const out: Array<[string, string, 'q' | 'k' | null]> = [['model.embed_tokens.weight', 'token_embd.weight', null]];
+  for (let i = 0; i < layers; i++) {
+    const b = `blk.${i}`;
+    const m = `model.layers.${i}`;
+    out.push(
+      [`${m}.input_layernorm.weight`, `${b}.attn_norm.weight`, null],
+      [`${m}.self_attn.q_proj.weight`, `${b}.attn_q.weight`, 'q'],
+      [`${m}.self_attn.k_proj.weight`, `${b}.attn_k.weight`, 'k'],
+      [`${m}.self_attn.v_proj.weight`, `${b}.attn_v.weight`, null],
+      [`${m}.self_attn.o_proj.weight`, `${b}.attn_output.weight`, null],
+      [`${m}.post_attention_layernorm.weight`, `${b}.ffn_norm.weight`, null],
+      [`${m}.mlp.gate_proj.weight`, `${b}.ffn_gate.weight`, null],
+      [`${m}.mlp.up_proj.weight`, `${b}.ffn_up.weight`, null],
+      [`${m}.mlp.down_proj.weight`, `${b}.ffn_down.weight`, null],
+    );
+  }
+  out.push(['model.norm.weight', 'output_norm.weight', null]);
+  if (!tied) out.push(['lm_head.weight', 'output.weight', null]);
+  return out;
+}
+
+/**
+ * Open a GGUF file as a Llama model: checks the architecture, the hyperparameters, every tensor's
+ * name, shape and type, and derives the spec. Throws a one-line LobesError for anything it
+ * cannot convert exactly; nothing is read beyond the header and `rope_freqs`.
+ */
+export function openGgufLlama(file: string): GgufLlama {
+  const g = openGguf(file);
+  try {
+    const model = describeLlama(g);
+    return { ...model, file, gguf: g, close: () => g.close() };
+  } catch (e) {
+    g.close();
+    throw e;
+  }
+}
+
+function describeLlama(g: GgufFile): { spec: LlamaSpec; weights: GgufWeightSource; mapped: MappedWeight[] } {
+  const file = g.file;
+  if (!g.has('general.architecture')) throw new LobesError('no general.architecture key: not a llama.cpp model file', { file, where: 'metadata' });
+  const arch = g.getString('general.architecture');
+  if (arch !== 'llama') {
+    throw new LobesError(`architecture "${arch}" is not supported: lobes converts llama-architecture GGUFs (Llama 2/3.x, Mistral 7B, TinyLlama, SmolLM)`, {
+      file,
+      where: 'general.architecture',
+      hint: 'export the original Hugging Face checkpoint to ONNX instead',
+    });
+  }
+  const hp = new Hparams(g);
+  if (hp.has('expert_count') && g.getInt('llama.expert_count') > 0) {
+    throw new LobesError(`mixture-of-experts model (llama.expert_count = ${g.getInt('llama.expert_count')}) is not supported: lobes converts dense Llama models`, { file, where: 'llama.expert_count' });
+  }
+  const layers = hp.int('block_count');
+  const hidden = hp.int('embedding_length');
+  const intermediate = hp.int('feed_forward_length');
+  const heads = hp.int('attention.head_count');
+  const kvHeads = hp.int('attention.head_count_kv', heads);
+  if (heads % kvHeads !== 0) throw new LobesError(`${heads} attention heads are not a multiple of ${kvHeads} KV heads`, { file, where: 'llama.attention.head_count_kv' });
+  const headDim = hp.int('attention.key_length', Math.floor(hidden / heads));
+  const valueDim = hp.int('attention.value_length', headDim);
+  if (valueDim !== headDim) throw new LobesError(`value head size ${valueDim} differs from key head size ${headDim}: not a Llama attention`, { file, where: 'llama.attention.value_length' });
+  if (headDim % 2 !== 0) throw new LobesError(`head dim ${headDim} is odd: rotary embeddings need pairs`, { file, where: 'llama.attention.key_length' });
+  const ropeDims = hp.int('rope.dimension_count', headDim);
+  if (ropeDims !== headDim) {
+    throw new LobesError(`partial rotary embeddings (${ropeDims} of ${headDim} head dims) are not Llama's`, { file, where: 'llama.rope.dimension_count', hint: 'lobes converts models that rotate the whole head' });
+  }
+  const ropeTheta = shortFloat32(hp.num('rope.freq_base', 10000));
+  const rmsNormEps = shortFloat32(hp.num('attention.layer_norm_rms_epsilon'));
+  const maxPositions = hp.int('context_length');
+
+  // Tensors: every name known, every weight present, shapes as the hyperparameters say.
+  for (const t of g.tensors) {
+    if (!KNOWN_TENSOR.test(t.name)) {
+      throw new LobesError('is not part of the Llama architecture lobes converts (no biases, experts or extra tensors)', { file, where: `tensor ${JSON.stringify(t.name)}`, hint: 'export the original Hugging Face checkpoint to ONNX instead' });
+    }
+    const m = /^blk\.(\d+)\./.exec(t.name);
+    if (m && Number(m[1]) >= layers) throw new LobesError(`belongs to layer ${m[1]} but llama.block_count is ${layers}`, { file, where: `tensor ${JSON.stringify(t.name)}` });
+  }
+  const tied = !g.hasTensor('output.weight');
+  const embed = requireTensor(g, 'token_embd.weight');
+  if (embed.dims.length !== 2 || embed.dims[0] !== hidden) throw shapeError(g, embed, `[${hidden}, vocab]`);
+  const vocab = embed.dims[1];
+  if (g.has('llama.vocab_size') && g.getInt('llama.vocab_size') !== vocab) {
+    throw new LobesError(`llama.vocab_size is ${g.getInt('llama.vocab_size')} but token_embd.weight has ${vocab} rows`, { file, where: 'llama.vocab_size' });
+  }
+  if (g.has('tokenizer.ggml.tokens')) {
+    const nTok = g.getStringArray('tokenizer.ggml.tokens').length;
+    if (nTok !== vocab) throw new LobesError(`${nTok} tokens but token_embd.weight has ${vocab} rows`, { file, where: 'tokenizer.ggml.tokens', hint: 'the file is inconsistent; download it again' });
+  }
+
+  const q = heads * headDim;
+  const kv = kvHeads * headDim;
+  const want: Record<string, number[]> = {
+    attn_norm: [hidden], ffn_norm: [hidden], attn_q: [hidden, q], attn_k: [hidden, kv], attn_v: [hidden, kv], attn_output: [q, hidden],
+    ffn_gate: [hidden, intermediate], ffn_up: [hidden, intermediate], ffn_down: [intermediate, hidden],
+  };
+  const mapped: MappedWeight[] = [];
+  for (const [name, tname, perm] of weightNames(layers, tied)) {
+    const t = requireTensor(g, tname);
+    const part = /^blk\.\d+\.(\w+)\.weight$/.exec(tname)?.[1];
+    const dims = part ? want[part] : tname === 'output_norm.weight' ? [hidden] : [hidden, vocab];
+    if (t.dims.length !== dims.length || t.dims.some((d, i) => d !== dims[i])) throw shapeError(g, t, `[${dims.join(', ')}]`);
+    const ty = ggmlType(t.type);
+    if (!ty?.dequantizable) {
+      throw new LobesError(`GGML type ${t.typeName} cannot be converted: lobes decodes ${DEQUANTIZABLE.join(', ')}`, {
+        file,
+        where: `tensor ${JSON.stringify(tname)}`,
+        hint: 're-quantize the model with llama-quantize (e.g. Q4_K_M, Q8_0 or F16), or pick another quantization of the same model',
+      });
+    }
+    mapped.push({ name, tensor: t, permutedHeads: perm === 'q' ? heads : perm === 'k' ? kvHeads : 0, shape: [...dims].reverse() });
+  }
+
+  const ropeScaling = ropeScalingOf(g, hp, ropeTheta, headDim);
+  const tok = (key: string): number | null => (g.has(key) ? g.getInt(key) : null);
+  const eos = tok('tokenizer.ggml.eos_token_id');
+  const eot = tok('tokenizer.ggml.eot_token_id');
+  const eom = tok('tokenizer.ggml.eom_token_id');
+  const stops = [...new Set([eos, eot, eom].filter((x): x is number => x !== null))];
+  const spec: LlamaSpec = {
+    layers,
+    hidden,
+    intermediate,
+    heads,
+    kvHeads,
+    headDim,
+    vocab,
+    rmsNormEps,
+    ropeTheta,
+    ropeScaling,
+    maxPositions,
+    tiedEmbeddings: tied,
+    bosTokenId: tok('tokenizer.ggml.bos_token_id'),
+    eosTokenId: stops.length > 1 ? stops : (stops[0] ?? null),
+    padTokenId: tok('tokenizer.ggml.padding_token_id'),
+    modelType: 'llama',
+  };
+  return { spec, weights: new GgufWeightSource(g, mapped, headDim), mapped };
+}
+
+function requireTensor(g: GgufFile, name: string): GgufTensorInfo {
+  if (!g.hasTensor(name)) throw new LobesError(`tensor ${JSON.stringify(name)} is missing (${g.tensors.length} tensors in the file)`, { file: g.file, hint: 'the file is incomplete or not a llama.cpp model file' });
+  return g.tensor(name);
+}
+
+function shapeError(g: GgufFile, t: GgufTensorInfo, want: string): LobesError {
+  return new LobesError(`dims [${t.dims.join(', ')}] do not match the hyperparameters (${want} in GGUF order)`, { file: g.file, where: `tensor ${JSON.stringify(t.name)}` });
+}
+
+/** The spec's rope_scaling: llama3 from rope_freqs, linear from metadata, or null. */
+function ropeScalingOf(g: GgufFile, hp: Hparams, theta: number, headDim: number): Record<string, unknown> | null {
+  const type = hp.str('rope.scaling.type');
+  const original = hp.has('rope.scaling.original_context_length') ? hp.int('rope.scaling.original_context_length') : null;
+  if (g.hasTensor('rope_freqs.weight')) {
+    const t = g.tensor('rope_freqs.weight');
+    const place = { file: g.file, where: 'tensor "rope_freqs.weight"' };
+    if (t.typeName !== 'F32' || t.dims.length !== 1) throw new LobesError(`expected F32 [${headDim / 2}], got ${t.typeName} [${t.dims.join(', ')}]`, place);
+    if (type !== undefined && type !== 'none' && type !== 'llama3') throw new LobesError(`rope_freqs and llama.rope.scaling.type = ${type} together are not supported`, place);
+    return ropeScalingFromFreqFactors(g.dequantize(t), theta, headDim, original, place);
+  }
+  if (type === undefined || type === 'none') {
+    // Files from old converters carry linear scaling as rope.scale_linear.
+    if (hp.has('rope.scale_linear')) {
+      const f = hp.num('rope.scale_linear');
+      return f === 1 ? null : { rope_type: 'linear', factor: shortFloat32(f) };
+    }
+    return null;
+  }
+  const factor = shortFloat32(hp.num('rope.scaling.factor'));
+  if (type === 'linear') return { rope_type: 'linear', factor };
+  throw new LobesError(`rope scaling "${type}" is not supported (none, linear, or llama3 through rope_freqs)`, { file: g.file, where: 'llama.rope.scaling.type' });
+}
