@@ -162,7 +162,7 @@ export async function analyze(input: AnalyzeInput, opts: AnalyzeOptions): Promis
   let steps = 0;
   const totalSteps = Math.ceil(total / B) * hooks.length;
 
-  const pooler = hookPooler(source, Math.min(opts.threads ?? 1, hooks.length));
+  const pooler = hookPooler(source, nullThreads(opts.threads ?? 1, hooks.length, B, G, maxD));
   // The matrices each capture point feeds, with their column sums.
   const fed = hooks.map((hook) => {
     const ks = matrices.flatMap((m, k) => (m.input === hook ? [k] : []));
@@ -204,6 +204,21 @@ export async function analyze(input: AnalyzeInput, opts: AnalyzeOptions): Promis
   }
 
   return summarize(enc, matrices, observed!.pooled, observed!.masks, R > 0 ? nullVals : null);
+}
+
+/** Memory the worker threads of the null may hold together (their sums and their own heaps). */
+export const NULL_THREADS_BYTES = 2 * 2 ** 30;
+/** What one worker thread of the null is taken to need besides its sums (its own JavaScript heap and reader). */
+const WORKER_BASE_BYTES = 32 * 2 ** 20;
+
+/**
+ * Threads for the null: at most `threads`, one per capture point, and no more than fit in
+ * NULL_THREADS_BYTES when each holds the group sums of a batch of B labellings of the widest
+ * capture point twice (accumulators and compact copies, 8 bytes a value) plus its base.
+ */
+export function nullThreads(threads: number, hooks: number, B: number, G: number, maxD: number): number {
+  const perThread = B * G * maxD * 16 + WORKER_BASE_BYTES;
+  return Math.max(1, Math.min(threads, hooks, Math.floor(NULL_THREADS_BYTES / perThread)));
 }
 
 /** Seeded labellings: the observed one first, then shuffles of the used samples' groups. */

@@ -210,7 +210,7 @@ function weightFileHashes(source: 'onnx' | 'safetensors' | 'gguf', where: string
 const NULL_THREADS_MIN_WORK = 5e8;
 
 /** Threads for the permutation null: --threads, else all cores once the group sums are big enough to pay for them. */
-async function nullThreads(input: AnalysisInput, permutations: number, threads: number | undefined): Promise<number> {
+async function defaultNullThreads(input: AnalysisInput, permutations: number, threads: number | undefined): Promise<number> {
   if (threads !== undefined) return threads;
   const dims = new Map(input.infos.map((m) => [m.input, m.dIn]));
   const work = input.source.n * [...dims.values()].reduce((a, d) => a + d, 0) * (permutations + 1);
@@ -236,7 +236,7 @@ async function blockResolution(input: AnalysisInput, r: Resolved, opts: WandaOpt
     steps ??= new Progress({ label: `wanda groups and ${permutations} permutations`, total, unit: 'capture-point reads', quiet: opts.quiet });
     steps.set(done);
   };
-  const threads = await nullThreads(input, permutations, opts.threads);
+  const threads = await defaultNullThreads(input, permutations, opts.threads);
   const result = await analyze({ matrices: infos, colsums, source, labels }, { block, top, permutations, seed, onStep, threads });
   (steps as Progress | null)?.finish();
   return { result };

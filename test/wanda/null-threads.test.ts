@@ -9,7 +9,7 @@ import { describe, it, expect, afterAll } from 'vitest';
 import * as path from 'node:path';
 import { readFileSync, readdirSync, existsSync } from 'node:fs';
 import { runWanda } from '../../src/wanda/index.js';
-import { analyze, matrixInfo } from '../../src/wanda/analyze.js';
+import { analyze, matrixInfo, nullThreads } from '../../src/wanda/analyze.js';
 import { runSource } from '../../src/wanda/stats.js';
 import { weightPass } from '../../src/wanda/pass.js';
 import { openSafetensorsCheckpoint, safetensorsMatrices, wantedMatrices } from '../../src/wanda/weights.js';
@@ -86,4 +86,17 @@ describe('permutation null on worker threads', () => {
     await expect(runWanda(run, { weights: ck, block: BLOCK, permutations: 5, quiet: true, threads: 2 })).rejects.toThrow(msg);
     expect(existsSync(path.join(run, 'wanda'))).toBe(false);
   }, 120_000);
+});
+
+describe('threads of the null within their memory', () => {
+  it('at most one per capture point, and as many as fit in 2 GiB of sums', () => {
+    // Llama-3.1-8B shapes, 2,000 samples: B = 89 labellings, 5 groups, widest point 14,336:
+    // 89 × 5 × 14,336 × 16 B + 32 MiB = 135.6 MB a thread, so 2 GiB hold 15 of them.
+    expect(nullThreads(64, 64, 89, 5, 14336)).toBe(Math.floor(2 ** 31 / (89 * 5 * 14336 * 16 + 2 ** 25)));
+    expect(nullThreads(64, 64, 89, 5, 14336)).toBe(15);
+    expect(nullThreads(8, 64, 89, 5, 14336)).toBe(8);
+    expect(nullThreads(16, 3, 1, 2, 64)).toBe(3);
+    // Never below one thread, however wide the capture points.
+    expect(nullThreads(16, 64, 1000, 10, 1 << 20)).toBe(1);
+  });
 });
