@@ -58,6 +58,7 @@ export type { EvalSummary } from './eval/summary-types.js';
 
 // Weight and tensor files
 export { readSafetensorsHeader, readTensorFloat32, writeSafetensors, type StHeader, type StTensorInfo } from './formats/safetensors.js';
+export { SafetensorsWriter, writeShardedSafetensors, planShards, encodeSafetensorsHeader, stTensorBytes, type StTensorSpec } from './formats/safetensors.js';
 export { openGguf, type GgufFile, type GgufTensorInfo, type GgufValue } from './formats/gguf.js';
 
 // GGUF models (llama.cpp, Ollama) as ONNX model folders

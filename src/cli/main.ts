@@ -18,6 +18,7 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<{ run(argv
   compare: { summary: 'side-by-side report of two runs (e.g. 8B vs 70B)', load: () => import('./compare.js') },
   convert: { summary: 'convert a llama GGUF (llama.cpp, Ollama) into an ONNX model folder', load: () => import('./convert.js') },
   demo: { summary: 'the whole pipeline on the built-in tiny model and dataset', load: () => import('./demo.js') },
+  doctor: { summary: 'which execution providers load here, what they miss, and the fix', load: () => import('./doctor.js') },
 };
 
 function usage(): string {

@@ -26,7 +26,7 @@ Writes RUN/wanda/ (pooled.safetensors, regions.json, metrics.json, metrics.csv, 
   --seed N           seed of the shuffles (default 0; recorded in settings.json)
   --resolution R     block (default): rank pooled blocks; weight: rank individual weights
                      (top-k per matrix) and report their block shares
-  --threads N        worker threads for the weight pass (default: all cores)
+  --threads N        worker threads for the weight pass and the permutation null (default: all cores)
   --json             print the metrics as JSON on stdout
   --quiet            no progress output
 `;

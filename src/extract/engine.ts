@@ -193,7 +193,8 @@ class OrtCaptureEngine implements CaptureEngine {
     }
     let out: ort.InferenceSession.OnnxValueMapType;
     try {
-      out = await this.session.run(batchFeeds(this.session, this.plans, b, this.maskAdded ? this.maskInput : null));
+      // Only the hooks' outputs are fetched (the graph may also output KV caches; see surgery.ts).
+      out = await this.session.run(batchFeeds(this.session, this.plans, b, this.maskAdded ? this.maskInput : null), [...this.outputs.values()]);
     } catch (e) {
       throw new LobesError(`onnxruntime failed on a ${b.batch}×${b.seq} batch: ${String((e as Error).message ?? e).split('\n')[0]}`, { file: this.file });
     }

@@ -1,26 +1,18 @@
 /**
  * Execution providers: which ones this build of onnxruntime-node can use, and session
  * options for a device. A requested provider that is missing is an error that says what to
- * install; lobes never falls back to the CPU silently.
+ * install; lobes never falls back to the CPU silently. Before a CUDA or WebGPU session, the
+ * libraries `lobes doctor` installed for it are loaded (src/doctor/preload.ts).
  */
 import { existsSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { LobesError } from '../util/errors.js';
+import { bindingDir, preloadProviderLibraries } from '../doctor/preload.js';
 import type { Device } from './types.js';
 
-export const CUDA_INSTALL_HINT = 'install the CUDA provider on a GPU box with internet: npm rebuild onnxruntime-node --onnxruntime-node-install=cuda12';
-
-function bindingDir(): string | null {
-  try {
-    const req = createRequire(import.meta.url);
-    const pkg = dirname(req.resolve('onnxruntime-node/package.json'));
-    return join(pkg, 'bin', 'napi-v6', process.platform, process.arch);
-  } catch {
-    return null;
-  }
-}
+export const CUDA_INSTALL_HINT =
+  'install the CUDA provider on a GPU box: npm rebuild onnxruntime-node --onnxruntime-node-install=cuda12 (from NuGet), or from PyPI wheels: lobes doctor --install-cuda-from-wheels DIR --download; lobes doctor --device cuda says what is missing';
 
 export interface ProviderStatus {
   name: string;
@@ -57,13 +49,17 @@ export function executionProviders(device: Device, deviceId = 0): ort.InferenceS
       hint: device === 'cuda' ? CUDA_INSTALL_HINT : 'use --device cpu, or an onnxruntime-node build with WebGPU',
     });
   }
-  if (device === 'cuda') return [{ name: 'cuda', deviceId } as any];
+  if (device === 'cuda') {
+    preloadProviderLibraries('cuda');
+    return [{ name: 'cuda', deviceId } as any];
+  }
   // The WebGPU provider picks its adapter itself (by power preference); it has no GPU index.
   if (deviceId !== 0) {
     throw new LobesError(`--device-id ${deviceId} is not supported with webgpu (the WebGPU provider picks the adapter itself)`, {
       hint: 'use --device cuda --device-id N, or limit the visible GPUs (e.g. CUDA_VISIBLE_DEVICES / VK_ICD_FILENAMES)',
     });
   }
+  preloadProviderLibraries('webgpu');
   return ['webgpu'];
 }
 
@@ -72,6 +68,6 @@ export function sessionError(e: unknown, device: Device, file: string): LobesErr
   const msg = String((e as Error)?.message ?? e).split('\n')[0]!.slice(0, 400);
   let hint: string | undefined;
   if (device === 'cuda' && /cuda|cudnn|libcu|provider/i.test(msg)) hint = `CUDA provider failed to load; ${CUDA_INSTALL_HINT}, and check the CUDA 12 / cuDNN 9 libraries`;
-  else if (device === 'webgpu' && /webgpu|adapter|dawn|vulkan/i.test(msg)) hint = 'no usable WebGPU adapter; check the GPU driver (Vulkan) or use --device cpu/cuda';
+  else if (device === 'webgpu' && /webgpu|adapter|dawn|vulkan/i.test(msg)) hint = 'no usable WebGPU adapter; lobes doctor --device webgpu says what is missing (Vulkan loader, GPU driver), or use --device cpu/cuda';
   return new LobesError(`onnxruntime could not create a ${device} session: ${msg}`, { file, hint });
 }

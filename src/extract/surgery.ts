@@ -154,6 +154,20 @@ function hookOutputs(e: GraphEdit, hooks: DiscoveredPoint[], flat: string): { ou
   return { outputs, outInfos };
 }
 
+/**
+ * The original graph outputs that GroupQueryAttention nodes still in the graph produce (the
+ * present.* KV caches). They stay graph outputs although nobody reads them: as unread
+ * intermediates, ONNX Runtime's CPU allocation planner lets a float16 GroupQueryAttention write
+ * its present cache into a freed buffer sized for an empty past ("Shape mismatch attempting to
+ * re-use buffer"). The engine fetches only the hook outputs, so they are never copied out.
+ */
+function keptKvOutputs(g: GraphProto, producer: Map<string, NodeProto>, keep: Set<NodeProto>): ValueInfo[] {
+  return g.output.filter((v) => {
+    const p = v.name !== undefined ? producer.get(v.name) : undefined;
+    return p !== undefined && keep.has(p) && p.opType === 'GroupQueryAttention';
+  });
+}
+
 /** The edited graph with only the nodes, initializers, inputs and value infos the new outputs need. */
 export function prune(g: GraphProto, e: GraphEdit, inputs: ValueInfo[], outInfos: ValueInfo[]): GraphProto {
   const need = new Set<string>(outInfos.map((o) => o.name!));
@@ -178,7 +192,7 @@ export function prune(g: GraphProto, e: GraphEdit, inputs: ValueInfo[], outInfos
     node: e.nodes.filter((n) => keep.has(n)),
     initializer: e.inits.filter((t) => t.name !== undefined && need.has(t.name)),
     input: inputs.filter((v) => v.name !== undefined && need.has(v.name)),
-    output: outInfos,
+    output: [...outInfos, ...keptKvOutputs(g, producer, keep)],
     valueInfo: g.valueInfo.filter((v) => v.name !== undefined && need.has(v.name)),
   };
 }

@@ -5,11 +5,16 @@
  *
  * Reading never loads the file: the header is bounds-checked against the file size and
  * tensors are read by byte range. Writing produces files that Python's safetensors and
- * numpy load without lobes (header padded with spaces to a multiple of 8 bytes).
+ * numpy load without lobes (header padded with spaces to a multiple of 8 bytes), either from
+ * tensors in memory (writeSafetensors) or streamed in pieces of any size (SafetensorsWriter,
+ * writeShardedSafetensors: a Hugging Face style sharded checkpoint with
+ * model.safetensors.index.json), with memory independent of the tensors' sizes.
  */
+import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
+import * as path from 'node:path';
 import { LobesError } from '../util/errors.js';
 import { halfArrayToFloat, bf16ArrayToFloat } from '../util/half.js';
-import { RangeFile, readFileRange, writeFileAtomicSync } from '../util/io.js';
+import { RangeFile, bytesOf, fsyncDir, readFileRange, writeFileAtomicSync } from '../util/io.js';
 
 export type StDtype = 'F64' | 'F32' | 'F16' | 'BF16' | 'I64' | 'I32' | 'I16' | 'I8' | 'U8' | 'U16' | 'U32' | 'U64' | 'BOOL';
 
@@ -135,32 +140,302 @@ export interface StWriteTensor {
   data: ArrayBufferView;
 }
 
-/** Serialize tensors to safetensors bytes: [header length, header, data...]. */
-export function encodeSafetensors(tensors: StWriteTensor[], metadata?: Record<string, string>): Uint8Array[] {
-  const header: Record<string, any> = {};
+/** Name, dtype and shape of a tensor to be written; its bytes come later. */
+export interface StTensorSpec {
+  name: string;
+  dtype: StDtype;
+  shape: number[];
+}
+
+/** Bytes of a tensor of this dtype and shape. */
+export function stTensorBytes(t: { dtype: StDtype; shape: number[] }): number {
+  return t.shape.reduce((a, b) => a * b, 1) * DTYPE_BYTES[t.dtype];
+}
+
+/**
+ * The bytes before the data of a safetensors file holding `specs` in this order: the 8-byte
+ * header length and the JSON header (offsets assigned in order, padded with spaces to a
+ * multiple of 8 bytes). Returns them with the size of the data section that must follow.
+ */
+export function encodeSafetensorsHeader(specs: readonly StTensorSpec[], metadata?: Record<string, string>): { head: Uint8Array; dataBytes: number } {
+  const header: Record<string, unknown> = {};
   if (metadata && Object.keys(metadata).length) header.__metadata__ = metadata;
   let off = 0;
-  const parts: Uint8Array[] = [];
-  for (const t of tensors) {
-    const bytes = new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength);
-    const numel = t.shape.reduce((a, b) => a * b, 1);
-    if (numel * DTYPE_BYTES[t.dtype] !== bytes.byteLength) {
-      throw new LobesError(`tensor ${t.name}: shape ${JSON.stringify(t.shape)} of ${t.dtype} needs ${numel * DTYPE_BYTES[t.dtype]} bytes, got ${bytes.byteLength}`);
-    }
-    header[t.name] = { dtype: t.dtype, shape: t.shape, data_offsets: [off, off + bytes.byteLength] };
-    off += bytes.byteLength;
-    parts.push(bytes);
+  const seen = new Set<string>();
+  for (const t of specs) {
+    if (t.name === '__metadata__' || seen.has(t.name)) throw new LobesError(`tensor name ${JSON.stringify(t.name)} is reserved or given twice`);
+    seen.add(t.name);
+    if (!(t.dtype in DTYPE_BYTES)) throw new LobesError(`tensor ${t.name}: unsupported dtype ${JSON.stringify(t.dtype)}`);
+    if (!t.shape.every((d) => Number.isInteger(d) && d >= 0)) throw new LobesError(`tensor ${t.name}: invalid shape ${JSON.stringify(t.shape)}`);
+    const n = stTensorBytes(t);
+    header[t.name] = { dtype: t.dtype, shape: t.shape, data_offsets: [off, off + n] };
+    off += n;
   }
   let json = JSON.stringify(header);
   const pad = (8 - ((Buffer.byteLength(json) + 8) % 8)) % 8;
   json += ' '.repeat(pad);
   const hb = Buffer.from(json, 'utf8');
-  const len = Buffer.alloc(8);
-  len.writeBigUInt64LE(BigInt(hb.byteLength));
-  return [len, hb, ...parts];
+  const head = new Uint8Array(8 + hb.byteLength);
+  new DataView(head.buffer).setBigUint64(0, BigInt(hb.byteLength), true);
+  head.set(hb, 8);
+  return { head, dataBytes: off };
+}
+
+/** Serialize tensors to safetensors bytes: [header length + header, data...]. */
+export function encodeSafetensors(tensors: StWriteTensor[], metadata?: Record<string, string>): Uint8Array[] {
+  const parts: Uint8Array[] = [];
+  for (const t of tensors) {
+    const bytes = bytesOf(t.data);
+    if (stTensorBytes(t) !== bytes.byteLength) {
+      throw new LobesError(`tensor ${t.name}: shape ${JSON.stringify(t.shape)} of ${t.dtype} needs ${stTensorBytes(t)} bytes, got ${bytes.byteLength}`);
+    }
+    parts.push(bytes);
+  }
+  const { head } = encodeSafetensorsHeader(tensors, metadata);
+  return [head, ...parts];
 }
 
 /** Write a safetensors file atomically. */
 export function writeSafetensors(file: string, tensors: StWriteTensor[], metadata?: Record<string, string>): void {
   writeFileAtomicSync(file, encodeSafetensors(tensors, metadata));
+}
+
+// ---------------------------------------------------------------------------------------
+// Streaming writers
+
+/**
+ * A safetensors file written in pieces: the header is fixed up front from the tensors'
+ * names, dtypes and shapes, then each tensor's bytes are appended in declaration order, in
+ * pieces of any size. Memory is one piece. The file appears under its name only when close()
+ * finds every byte written (temporary sibling, fsync, rename); abort() removes it.
+ */
+export class SafetensorsWriter {
+  private fd: number | null;
+  private tensor = 0;
+  private inTensor = 0;
+  private readonly sizes: number[];
+  /** Data bytes written so far. */
+  written = 0;
+
+  private constructor(
+    readonly file: string,
+    private readonly tmp: string,
+    fd: number,
+    readonly specs: readonly StTensorSpec[],
+    /** Data bytes the file will hold. */
+    readonly dataBytes: number,
+  ) {
+    this.fd = fd;
+    this.sizes = specs.map(stTensorBytes);
+    this.skipEmpty();
+  }
+
+  /** Start `file` (its folder is created) for tensors `specs`, in this order. */
+  static create(file: string, specs: readonly StTensorSpec[], metadata?: Record<string, string>): SafetensorsWriter {
+    const { head, dataBytes } = encodeSafetensorsHeader(specs, metadata);
+    mkdirSync(path.dirname(file), { recursive: true });
+    const tmp = path.join(path.dirname(file), `.${path.basename(file)}.tmp-${process.pid}-${Math.floor(Math.random() * 1e9)}`);
+    const fd = openSync(tmp, 'w');
+    try {
+      writeAll(fd, head);
+    } catch (e) {
+      closeSync(fd);
+      rmSync(tmp, { force: true });
+      throw e;
+    }
+    return new SafetensorsWriter(file, tmp, fd, specs, dataBytes);
+  }
+
+  /** Name of the tensor the next bytes belong to (null when all are written). */
+  get current(): string | null {
+    return this.tensor < this.specs.length ? this.specs[this.tensor]!.name : null;
+  }
+
+  /** Bytes of the current tensor still to come. */
+  get remainingInTensor(): number {
+    return this.tensor < this.specs.length ? this.sizes[this.tensor]! - this.inTensor : 0;
+  }
+
+  private skipEmpty(): void {
+    while (this.tensor < this.specs.length && this.inTensor === this.sizes[this.tensor]) {
+      this.tensor++;
+      this.inTensor = 0;
+    }
+  }
+
+  /**
+   * Append the next bytes (little-endian). With `name`, the bytes must belong to that tensor
+   * and must not run past its end; without, they may span tensors.
+   */
+  write(data: ArrayBufferView, name?: string): void {
+    if (this.fd === null) throw new LobesError('write after close or abort', { file: this.file });
+    const b = bytesOf(data);
+    if (name !== undefined) {
+      if (name !== this.current) throw new LobesError(`bytes for tensor ${JSON.stringify(name)} arrived while ${JSON.stringify(this.current)} is being written (tensors come in declaration order)`, { file: this.file });
+      if (b.byteLength > this.remainingInTensor) throw new LobesError(`${b.byteLength} bytes for tensor ${JSON.stringify(name)} but only ${this.remainingInTensor} remain of it`, { file: this.file });
+    }
+    if (this.written + b.byteLength > this.dataBytes) {
+      throw new LobesError(`${b.byteLength} more bytes would exceed the ${this.dataBytes} data bytes the header declares`, { file: this.file });
+    }
+    writeAll(this.fd, b);
+    this.written += b.byteLength;
+    let left = b.byteLength;
+    while (left > 0) {
+      const take = Math.min(left, this.sizes[this.tensor]! - this.inTensor);
+      this.inTensor += take;
+      left -= take;
+      this.skipEmpty();
+    }
+  }
+
+  /** Finish: every declared byte must have been written; then fsync and rename into place. */
+  close(): void {
+    if (this.fd === null) throw new LobesError('close after close or abort', { file: this.file });
+    if (this.written !== this.dataBytes) {
+      const missing = this.current;
+      this.abort();
+      throw new LobesError(`only ${this.written} of ${this.dataBytes} data bytes were written (tensor ${JSON.stringify(missing)} is incomplete); the file was not created`, { file: this.file });
+    }
+    const fd = this.fd;
+    this.fd = null;
+    try {
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    renameSync(this.tmp, this.file);
+    fsyncDir(path.dirname(this.file));
+  }
+
+  /** Drop the partial file. */
+  abort(): void {
+    if (this.fd !== null) {
+      closeSync(this.fd);
+      this.fd = null;
+    }
+    rmSync(this.tmp, { force: true });
+  }
+}
+
+function writeAll(fd: number, b: Uint8Array): void {
+  let off = 0;
+  while (off < b.byteLength) off += writeSync(fd, b, off, b.byteLength - off);
+}
+
+/** One shard of a sharded checkpoint. */
+export interface ShardPlan {
+  /** File name, e.g. model-00001-of-00004.safetensors. */
+  file: string;
+  tensors: StTensorSpec[];
+  dataBytes: number;
+}
+
+/** Hugging Face's default largest shard (transformers' save_pretrained, max_shard_size="5GB"). */
+export const DEFAULT_MAX_SHARD_BYTES = 5e9;
+
+/**
+ * Split tensors into shards the way transformers' save_pretrained does: in order, a new shard
+ * starts when the next tensor would push the current one past `maxShardBytes` (a tensor larger
+ * than that gets a shard of its own). Files are named PREFIX-0000i-of-0000n.safetensors, or
+ * PREFIX.safetensors when one shard holds everything.
+ */
+export function planShards(specs: readonly StTensorSpec[], maxShardBytes = DEFAULT_MAX_SHARD_BYTES, prefix = 'model'): ShardPlan[] {
+  const groups: StTensorSpec[][] = [];
+  let cur: StTensorSpec[] = [];
+  let size = 0;
+  for (const t of specs) {
+    const n = stTensorBytes(t);
+    if (cur.length && size + n > maxShardBytes) {
+      groups.push(cur);
+      cur = [];
+      size = 0;
+    }
+    cur.push(t);
+    size += n;
+  }
+  if (cur.length || groups.length === 0) groups.push(cur);
+  const n = groups.length;
+  const pad = (i: number) => String(i).padStart(5, '0');
+  return groups.map((tensors, i) => ({
+    file: n === 1 ? `${prefix}.safetensors` : `${prefix}-${pad(i + 1)}-of-${pad(n)}.safetensors`,
+    tensors,
+    dataBytes: tensors.reduce((a, t) => a + stTensorBytes(t), 0),
+  }));
+}
+
+export interface ShardedWriteOptions {
+  /** Largest shard in bytes (default 5 GB, as Hugging Face). */
+  maxShardBytes?: number;
+  /** `__metadata__` of every shard (Hugging Face writes {"format": "pt"}). */
+  metadata?: Record<string, string>;
+  /** Called after each tensor with the data bytes written so far and in all. */
+  onProgress?: (doneBytes: number, totalBytes: number, tensor: string) => void;
+}
+
+export interface ShardedWriteResult {
+  dir: string;
+  shards: string[];
+  /** Data bytes of all tensors (the index's metadata.total_size). */
+  totalSize: number;
+  /** Bytes of all files written, headers and index included. */
+  fileBytes: number;
+}
+
+/**
+ * Write a sharded safetensors checkpoint into `dir`, as Hugging Face lays it out: shards
+ * model-0000i-of-0000n.safetensors (planShards) and model.safetensors.index.json
+ * ({"metadata": {"total_size"}, "weight_map": {tensor: shard}}); a single shard is
+ * model.safetensors with no index. `fill(spec, write)` is called once per tensor, in order,
+ * and must pass exactly the tensor's bytes to `write`, in pieces of any size.
+ *
+ * Atomic: everything is built in a temporary sibling folder that is renamed to `dir` at the
+ * end; `dir` must not exist yet. Memory is what `fill` holds at a time.
+ */
+export async function writeShardedSafetensors(
+  dir: string,
+  specs: readonly StTensorSpec[],
+  fill: (spec: StTensorSpec, write: (data: ArrayBufferView) => void) => void | Promise<void>,
+  opts: ShardedWriteOptions = {},
+): Promise<ShardedWriteResult> {
+  if (existsSync(dir)) throw new LobesError('already exists; remove it or write elsewhere', { file: dir });
+  const plan = planShards(specs, opts.maxShardBytes ?? DEFAULT_MAX_SHARD_BYTES);
+  const totalSize = plan.reduce((a, s) => a + s.dataBytes, 0);
+  const tmpDir = path.join(path.dirname(path.resolve(dir)), `.${path.basename(dir)}.tmp-${process.pid}-${Math.floor(Math.random() * 1e9)}`);
+  mkdirSync(tmpDir, { recursive: true });
+  let done = 0;
+  let fileBytes = 0;
+  try {
+    for (const shard of plan) {
+      const w = SafetensorsWriter.create(path.join(tmpDir, shard.file), shard.tensors, opts.metadata);
+      try {
+        for (const t of shard.tensors) {
+          const before = w.written;
+          await fill(t, (data) => w.write(data, t.name));
+          if (w.written - before !== stTensorBytes(t)) {
+            throw new LobesError(`fill gave ${w.written - before} bytes for tensor ${JSON.stringify(t.name)}, which has ${stTensorBytes(t)}`, { file: path.join(dir, shard.file) });
+          }
+          done += stTensorBytes(t);
+          opts.onProgress?.(done, totalSize, t.name);
+        }
+        w.close();
+      } catch (e) {
+        w.abort();
+        throw e;
+      }
+      fileBytes += encodeSafetensorsHeader(shard.tensors, opts.metadata).head.byteLength + shard.dataBytes;
+    }
+    if (plan.length > 1) {
+      const weightMap: Record<string, string> = {};
+      for (const s of plan) for (const t of s.tensors) weightMap[t.name] = s.file;
+      const index = JSON.stringify({ metadata: { total_size: totalSize }, weight_map: weightMap }, null, 2) + '\n';
+      writeFileAtomicSync(path.join(tmpDir, 'model.safetensors.index.json'), index);
+      fileBytes += Buffer.byteLength(index);
+    }
+    renameSync(tmpDir, dir);
+    fsyncDir(path.dirname(path.resolve(dir)));
+  } catch (e) {
+    rmSync(tmpDir, { recursive: true, force: true });
+    throw e;
+  }
+  return { dir, shards: plan.map((s) => s.file), totalSize, fileBytes };
 }

@@ -12,7 +12,8 @@
 import { LobesError } from '../util/errors.js';
 import { Rng } from '../util/rng.js';
 
-import { groupSquareSums, rmsScaler, poolBlocks, type ActivationSource } from './stats.js';
+import type { ActivationSource } from './stats.js';
+import { hookPooler } from './sumpool.js';
 import { selectTop, minus, jaccard, size, density, components, toBlockSet, distribution, type Masks, type TopSpec } from './regions.js';
 import type { WandaMatrix, WandaRegions, WandaMetrics, WandaPairMetrics, NullTested } from './types.js';
 
@@ -36,6 +37,13 @@ export interface AnalyzeOptions {
   seed: number;
   /** Memory for one batch of labellings' pooled maps (default 256 MiB). */
   batchBytes?: number;
+  /**
+   * Worker threads for the group sums of x² and the pooling (default 1: the calling thread).
+   * With T > 1 and a run directory as the source, T capture points are done at once, each by
+   * a thread that reads it itself; up to T capture points' sums are held at once. The results
+   * are identical.
+   */
+  threads?: number;
   /** Called after each labelling (0 = observed) is finished. */
   onLabeling?: (done: number, total: number) => void;
   /** Called after each read of one capture point for one batch of labellings. */
@@ -154,37 +162,63 @@ export async function analyze(input: AnalyzeInput, opts: AnalyzeOptions): Promis
   let steps = 0;
   const totalSteps = Math.ceil(total / B) * hooks.length;
 
-  for (let l0 = 0; l0 < total; l0 += B) {
-    const nb = Math.min(B, total - l0);
-    const labelings: Int32Array[] = [];
-    for (let t = 0; t < nb; t++) labelings.push(gen());
-    // pooled[t][g][m]
-    const pooled: Float32Array[][][] = labelings.map(() => Array.from({ length: G }, () => new Array<Float32Array>(matrices.length)));
-    for (const hook of hooks) {
-      const d = source.dim(hook)!;
-      const sums = await groupSquareSums(source, hook, labelings, G);
-      const s = new Float64Array(d);
-      for (let t = 0; t < nb; t++) {
-        for (let g = 0; g < G; g++) {
-          rmsScaler(sums[t], g, d, enc.counts[g], s);
-          matrices.forEach((m, k) => {
-            if (m.input === hook) pooled[t][g][k] = poolBlocks(colsums.get(m.name)!, s, m.dOut, m.dIn, rb, cb);
-          });
-        }
+  const pooler = hookPooler(source, nullThreads(opts.threads ?? 1, hooks.length, B, G, maxD));
+  // The matrices each capture point feeds, with their column sums.
+  const fed = hooks.map((hook) => {
+    const ks = matrices.flatMap((m, k) => (m.input === hook ? [k] : []));
+    return { ks, mats: ks.map((k) => ({ C: colsums.get(matrices[k].name)!, dOut: matrices[k].dOut, dIn: matrices[k].dIn })) };
+  });
+  try {
+    for (let l0 = 0; l0 < total; l0 += B) {
+      const nb = Math.min(B, total - l0);
+      const labelings: Int32Array[] = [];
+      for (let t = 0; t < nb; t++) labelings.push(gen());
+      // pooled[t][g][m]
+      const pooled: Float32Array[][][] = labelings.map(() => Array.from({ length: G }, () => new Array<Float32Array>(matrices.length)));
+      // Up to `pooler.threads` capture points at once; collected in capture-point order.
+      const started: (Promise<Float32Array[][][]> | undefined)[] = [];
+      const launch = (i: number) => {
+        const p = pooler.pooled(hooks[i], labelings, enc.counts, fed[i].mats, rb, cb);
+        p.catch(() => {}); // awaited below, in order; an earlier failure must not leave it unhandled
+        started[i] = p;
+      };
+      for (let i = 0; i < Math.min(pooler.threads, hooks.length); i++) launch(i);
+      for (let i = 0; i < hooks.length; i++) {
+        const maps = await started[i]!;
+        started[i] = undefined;
+        if (i + pooler.threads < hooks.length) launch(i + pooler.threads);
+        for (let t = 0; t < nb; t++) for (let g = 0; g < G; g++) fed[i].ks.forEach((k, j) => (pooled[t][g][k] = maps[t][g][j]));
+        opts.onStep?.(++steps, totalSteps);
       }
-      opts.onStep?.(++steps, totalSteps);
+      for (let t = 0; t < nb; t++) {
+        const l = l0 + t;
+        const masks = pooled[t].map((sc) => selectTop(sc, matrices, opts.top));
+        if (l === 0) observed = { pooled: pooled[t], masks };
+        else recordNull(nullVals, pairs, masks, matrices, l - 1);
+        done++;
+        opts.onLabeling?.(done, total);
+      }
     }
-    for (let t = 0; t < nb; t++) {
-      const l = l0 + t;
-      const masks = pooled[t].map((sc) => selectTop(sc, matrices, opts.top));
-      if (l === 0) observed = { pooled: pooled[t], masks };
-      else recordNull(nullVals, pairs, masks, matrices, l - 1);
-      done++;
-      opts.onLabeling?.(done, total);
-    }
+  } finally {
+    await pooler.close();
   }
 
   return summarize(enc, matrices, observed!.pooled, observed!.masks, R > 0 ? nullVals : null);
+}
+
+/** Memory the worker threads of the null may hold together (their sums and their own heaps). */
+export const NULL_THREADS_BYTES = 2 * 2 ** 30;
+/** What one worker thread of the null is taken to need besides its sums (its own JavaScript heap and reader). */
+const WORKER_BASE_BYTES = 32 * 2 ** 20;
+
+/**
+ * Threads for the null: at most `threads`, one per capture point, and no more than fit in
+ * NULL_THREADS_BYTES when each holds the group sums of a batch of B labellings of the widest
+ * capture point twice (accumulators and compact copies, 8 bytes a value) plus its base.
+ */
+export function nullThreads(threads: number, hooks: number, B: number, G: number, maxD: number): number {
+  const perThread = B * G * maxD * 16 + WORKER_BASE_BYTES;
+  return Math.max(1, Math.min(threads, hooks, Math.floor(NULL_THREADS_BYTES / perThread)));
 }
 
 /** Seeded labellings: the observed one first, then shuffles of the used samples' groups. */

@@ -18,6 +18,7 @@ import * as path from 'node:path';
 import { csvField } from '../util/csv.js';
 import { LobesError, UsageError } from '../util/errors.js';
 import { Progress } from '../util/progress.js';
+import { defaultThreads } from '../util/worker.js';
 import { checkRegularFile, writeFileAtomicSync, writeDirAtomic } from '../util/io.js';
 import { analysisProvenance, hashModelFiles } from '../store/provenance.js';
 import { modelFiles, resolveRunModel } from '../extract/modelfiles.js';
@@ -50,7 +51,7 @@ export interface WandaOptions {
   permutations?: number;
   seed?: number;
   resolution?: 'block' | 'weight';
-  /** Worker threads for the weight pass (default: all cores). */
+  /** Worker threads for the weight pass and the permutation null (default: all cores; the null stays on one thread when it is small). */
   threads?: number;
   /** No progress output. */
   quiet?: boolean;
@@ -162,7 +163,8 @@ export async function runWanda(run: RunReader | string, opts: WandaOptions = {})
   const used = result.counts.reduce((a, b) => a + b, 0);
   settings.samples = { used, excluded: labels.length - used };
   const metrics: WandaMetrics = weightLevel ? { ...result.metrics, weightLevel } : result.metrics;
-  settings.provenance = analysisProvenance(reader);
+  // The capture points read (by worker threads too, which the reader does not see).
+  settings.provenance = analysisProvenance(reader, [...new Set(matrices.map((m) => m.input))]);
 
   const target = reader.analysisDir('wanda');
   await writeOutputs(target, settings, result, metrics);
@@ -204,6 +206,17 @@ function weightFileHashes(source: 'onnx' | 'safetensors' | 'gguf', where: string
   return files.map((name) => ({ name, ...hashFileCached(path.join(base, name), { what: 'weight file' }) }));
 }
 
+/** Additions below which the permutation null stays on the calling thread (worker start-up costs more). */
+const NULL_THREADS_MIN_WORK = 5e8;
+
+/** Threads for the permutation null: --threads, else all cores once the group sums are big enough to pay for them. */
+async function defaultNullThreads(input: AnalysisInput, permutations: number, threads: number | undefined): Promise<number> {
+  if (threads !== undefined) return threads;
+  const dims = new Map(input.infos.map((m) => [m.input, m.dIn]));
+  const work = input.source.n * [...dims.values()].reduce((a, d) => a + d, 0) * (permutations + 1);
+  return work < NULL_THREADS_MIN_WORK ? 1 : defaultThreads();
+}
+
 /** Block resolution: one streaming pass for the column sums of |W|, then the analysis from them and the activations. */
 async function blockResolution(input: AnalysisInput, r: Resolved, opts: WandaOptions): Promise<{ result: AnalyzeResult; weightLevel?: WandaMetrics['weightLevel'] }> {
   const { matrices, infos, source, labels } = input;
@@ -223,7 +236,8 @@ async function blockResolution(input: AnalysisInput, r: Resolved, opts: WandaOpt
     steps ??= new Progress({ label: `wanda groups and ${permutations} permutations`, total, unit: 'capture-point reads', quiet: opts.quiet });
     steps.set(done);
   };
-  const result = await analyze({ matrices: infos, colsums, source, labels }, { block, top, permutations, seed, onStep });
+  const threads = await defaultNullThreads(input, permutations, opts.threads);
+  const result = await analyze({ matrices: infos, colsums, source, labels }, { block, top, permutations, seed, onStep, threads });
   (steps as Progress | null)?.finish();
   return { result };
 }

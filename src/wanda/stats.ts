@@ -23,6 +23,8 @@ export interface ActivationSource {
   ids?: string[];
   /** Where the activations live (for messages). */
   where?: string;
+  /** The run directory the activations are read from, when they are (worker threads open it themselves). */
+  runDir?: string;
 }
 
 /** Activations held in memory: hook -> [n, dim] row-major float32. */
@@ -53,6 +55,7 @@ export function runSource(run: RunReader): ActivationSource {
     n: run.samples.length,
     ids: run.samples.map((s) => s.id),
     where: run.dir,
+    runDir: run.dir,
     dim: (h) => dims.get(h) ?? null,
     iterate: (h, chunkRows) => run.iterate(h, chunkRows),
   };
@@ -131,6 +134,27 @@ export function rmsScaler(sums: Float64Array, g: number, d: number, count: numbe
   const inv = count > 0 ? 1 / count : 0;
   for (let j = 0; j < d; j++) out[j] = Math.sqrt(sums[o + j] * inv);
   return out;
+}
+
+/** A matrix fed by a capture point, with its column sums C [rowBlocks, dIn]. */
+export interface PoolMatrix {
+  C: Float32Array;
+  dOut: number;
+  dIn: number;
+}
+
+/**
+ * Pooled maps of the matrices fed by one capture point of dimension d, from the group sums of
+ * each labelling (groupSquareSums): result[labelling][group][matrix], with s_g = rmsScaler.
+ */
+export function poolHook(sums: Float64Array[], d: number, counts: readonly number[], mats: readonly PoolMatrix[], rb: number, cb: number): Float32Array[][][] {
+  const s = new Float64Array(d);
+  return sums.map((S) =>
+    counts.map((count, g) => {
+      rmsScaler(S, g, d, count, s);
+      return mats.map((m) => poolBlocks(m.C, s, m.dOut, m.dIn, rb, cb));
+    }),
+  );
 }
 
 /** Pooled block scores from C [rowBlocks, dIn] and s [dIn]: mean of |W_ij| s_j over each block's true area. */

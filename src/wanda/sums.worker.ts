@@ -1,0 +1,46 @@
+/**
+ * Worker thread for the permutation null: the group sums of x² of one capture point for a
+ * batch of labellings (groupSquareSums), reading the capture point from the run directory
+ * itself (verified reads, like the main thread's reader), and the pooled maps of the
+ * matrices it feeds (poolHook). One job at a time.
+ */
+import { parentPort } from 'node:worker_threads';
+import { openRun } from '../store/index.js';
+import { groupSquareSums, poolHook, runSource, type ActivationSource, type PoolMatrix } from './stats.js';
+import { LobesError } from '../util/errors.js';
+
+interface Job {
+  id: number;
+  runDir: string;
+  n: number;
+  hook: string;
+  labelings: Int32Array[];
+  counts: number[];
+  mats: PoolMatrix[];
+  rb: number;
+  cb: number;
+}
+
+const sources = new Map<string, Promise<ActivationSource>>();
+
+parentPort!.on('message', (job: Job) => {
+  void run(job);
+});
+parentPort!.postMessage({ ready: true });
+
+async function run(job: Job): Promise<void> {
+  try {
+    let src = sources.get(job.runDir);
+    if (!src) {
+      src = openRun(job.runDir).then((r) => runSource(r));
+      sources.set(job.runDir, src);
+    }
+    const s = await src;
+    if (s.n !== job.n) throw new LobesError(`the run has ${s.n} samples in this thread, ${job.n} in the analysis`, { file: job.runDir, hint: 'the run changed while it was analysed; run the analysis again' });
+    const sums = await groupSquareSums(s, job.hook, job.labelings, job.counts.length);
+    const pooled = poolHook(sums, s.dim(job.hook)!, job.counts, job.mats, job.rb, job.cb);
+    parentPort!.postMessage({ id: job.id, pooled }, pooled.flat(2).map((x) => x.buffer as ArrayBuffer));
+  } catch (e: any) {
+    parentPort!.postMessage({ id: job.id, error: { message: String(e?.message ?? e), lobes: e instanceof LobesError, exitCode: e?.exitCode ?? 1 } });
+  }
+}
