@@ -13,11 +13,15 @@ Three parts (from the repository root; Python is needed only to remake these fil
   reference  goldens for the committed torch.onnx (dynamo) and optimum exports of
              models/reference/ (rebuilt with models/reference/make_hf_reference.py's build_model,
              checked against its logit goldens): -> test/attend/fixtures/hf-tiny-llama31{,-optimum}.*
+  offsets    token character offsets from Hugging Face's tokenizers library (the oracle for
+             lobes' token-to-text alignment) for byte-level BPE (models/tiny-llama, Llama-3.1 from
+             node_modules) and SentencePiece (../shared's Llama-2 tokenizer) on English, Chinese
+             and mixed strings: -> test/attend/fixtures/offsets.json
   smollm2    SmolLM2-135M-Instruct from ../shared (the GGUF, dequantized by transformers' GGUF
              loader) on three chat-template prompts, English and Chinese:
              -> test/attend/fixtures/smollm2.json, smollm2.safetensors
 
-    /work/venv/bin/python test/attend/make_attention_goldens.py [gqa] [reference] [smollm2]
+    /work/venv/bin/python test/attend/make_attention_goldens.py [gqa] [reference] [offsets] [smollm2]
 """
 import importlib.util
 import json
@@ -139,6 +143,42 @@ def make_reference(variant):
     print(f"wrote {name}")
 
 
+OFFSET_TEXTS = [
+    "Mia forgot her friend's birthday, and feels awful.\nWhat should she say?",
+    "A. \"Sorry!\" B. well-being (3.14%)   C. don't",
+    "小李的同事在会议上批评了他的方案。他应该怎么做？",
+    "答案：A. 认真听取意见 — ok?",
+    "emoji 🙂 and 𠀋 outside the BMP",
+]
+OFFSET_TOKENIZERS = {
+    "tiny-llama": os.path.join(ROOT, "models", "tiny-llama", "tokenizer.json"),
+    "llama3": os.path.join(ROOT, "node_modules", "@lenml", "tokenizer-llama3_1", "models", "tokenizer.json"),
+    "llama2-spm": os.path.join(SHARED, "models", "ort-genai-tiny-llama-fp16", "tokenizer.json"),
+}
+
+
+def make_offsets():
+    from tokenizers import Tokenizer
+    import tokenizers
+
+    def utf16(text, i):
+        return len(text[:i].encode("utf-16-le")) // 2
+
+    out = {"tokenizers": tokenizers.__version__, "texts": OFFSET_TEXTS, "cases": {}}
+    for name, path in OFFSET_TOKENIZERS.items():
+        tok = Tokenizer.from_file(path)
+        cases = []
+        for text in OFFSET_TEXTS:
+            enc = tok.encode(text, add_special_tokens=True)
+            cases.append({"ids": enc.ids, "offsets": [[utf16(text, a), utf16(text, b)] for a, b in enc.offsets], "special": enc.special_tokens_mask})
+        out["cases"][name] = {"tokenizer": os.path.relpath(path, ROOT), "encodings": cases}
+    os.makedirs(FIX, exist_ok=True)
+    with open(os.path.join(FIX, "offsets.json"), "w") as f:
+        json.dump(out, f, ensure_ascii=False)
+        f.write("\n")
+    print("wrote offsets.json")
+
+
 SMOL_PROMPTS = [
     'Read the dialogue and answer with the letter of the best reply.\nContext: Mia forgot her friend\'s birthday and feels awful.\n'
     'Question: What should Mia say?\nA. "Sorry, I forgot. Let me take you to dinner."\nB. "Birthdays are overrated anyway."\nAnswer:',
@@ -168,14 +208,16 @@ def make_smollm2():
 
 
 if __name__ == "__main__":
-    parts = [a for a in sys.argv[1:] if not a.startswith("-")] or ["gqa", "reference", "smollm2"]
+    parts = [a for a in sys.argv[1:] if not a.startswith("-")] or ["gqa", "reference", "offsets", "smollm2"]
     for p in parts:
         if p == "gqa":
             make_gqa()
         elif p == "reference":
             make_reference("dynamo")
             make_reference("optimum")
+        elif p == "offsets":
+            make_offsets()
         elif p == "smollm2":
             make_smollm2()
         else:
-            sys.exit(f"unknown part {p} (gqa, reference, smollm2)")
+            sys.exit(f"unknown part {p} (gqa, reference, offsets, smollm2)")
