@@ -19,8 +19,8 @@ import { buildAttentionModel } from './attention-surgery.js';
 import { executionProviders, sessionError } from './providers.js';
 
 export interface AttentionEngineOptions {
-  /** Decoder layers to read (0-based); null or absent: all. */
-  layers?: number[] | null;
+  /** Decoder layers to read (0-based), or a function of the model's layer count that picks them; null or absent: all. */
+  layers?: number[] | ((layerCount: number) => number[]) | null;
   device: Device;
   deviceId?: number;
   /** ONNX Runtime intra-op threads (default: onnxruntime's choice). */
@@ -249,7 +249,8 @@ export function parseLayerSelection(spec: string, layers: number): number[] {
 export async function openAttentionEngine(modelDir: string, opts: AttentionEngineOptions): Promise<AttentionEngine> {
   const a = analyseModel(modelDir);
   const all = attentionSites(a);
-  const layers = opts.layers ? [...new Set(opts.layers)].sort((x, y) => x - y) : all.map((s) => s.layer);
+  const wanted = typeof opts.layers === 'function' ? opts.layers(all.length) : opts.layers;
+  const layers = wanted ? [...new Set(wanted)].sort((x, y) => x - y) : all.map((s) => s.layer);
   for (const l of layers) {
     if (!Number.isInteger(l) || l < 0 || l >= all.length) throw new LobesError(`layer ${l} does not exist (the model has layers 0..${all.length - 1})`, { file: a.loaded.file });
   }

@@ -9,7 +9,8 @@ Three parts (from the repository root; Python is needed only to remake these fil
              a Hugging Face checkpoint and exported by onnxruntime-genai's model builder
              (fp32, CPU: GroupQueryAttention with in-op rotary and packed QKV), plus its goldens:
              -> test/attend/fixtures/gqa-tiny/ (model.onnx, model.onnx.data, genai_config.json,
-                config.json, goldens.json, goldens.safetensors)
+                config.json, goldens.json, goldens.safetensors; the tokenizer files of
+                models/tiny-llama, whose vocabulary size it shares)
   reference  goldens for the committed torch.onnx (dynamo) and optimum exports of
              models/reference/ (rebuilt with models/reference/make_hf_reference.py's build_model,
              checked against its logit goldens): -> test/attend/fixtures/hf-tiny-llama31{,-optimum}.*
@@ -105,6 +106,8 @@ def make_gqa():
         os.makedirs(out)
         for f in ("model.onnx", "model.onnx.data", "genai_config.json"):
             shutil.copy(os.path.join(dst, f), out)
+        for f in ("tokenizer.json", "tokenizer_config.json"):
+            shutil.copy(os.path.join(ROOT, "models", "tiny-llama", f), out)
         model.config.save_pretrained(out)
     tensors = {f"ids{i}": last_rows(model, ids) for i, ids in enumerate(GQA_IDS)}
     import onnxruntime_genai

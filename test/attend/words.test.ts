@@ -22,7 +22,8 @@ const enc = (s: string) => [...new TextEncoder().encode(s)];
 function run(text: string, pieces: string[], special: boolean[], weights: number[], scheme: TokenScheme, parts: PromptPart[] = [], cjk: 'char' | 'segment' = 'char') {
   const { spans, unaligned } = alignTokens(text, pieces.map((p, i) => tokenBytes(p, scheme, special[i]!)), special);
   const agg = aggregate(text, spans, special, weights, parts, segmentUnits(text, { cjk }));
-  return { spans, unaligned, ...agg };
+  expect(agg.unaligned).toBe(unaligned);
+  return { spans, ...agg };
 }
 
 const close = (a: number, b: number) => expect(Math.abs(a - b)).toBeLessThan(1e-12);
