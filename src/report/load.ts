@@ -14,6 +14,7 @@ import type { RunManifest, SampleRow } from '../store/types.js';
 import { readManifest, readSamples } from '../store/index.js';
 import type { WandaSettings, WandaRegions, WandaMetrics, WandaMatrix } from '../wanda/types.js';
 import type { ClusterSettings, ClusterCoords, ClusterMetrics } from '../cluster/types.js';
+import { isAttendDir, loadAttend, type AttendData } from './attend.js';
 
 export interface WandaData {
   dir: string;
@@ -42,6 +43,8 @@ export interface ReportModel {
   cluster: ClusterData | null;
   /** True when the run's model is the package's random-weights demo model (models/tiny-llama). */
   randomModel: boolean;
+  /** `lobes attend` results (RUN/attend, or --attend-dir), when present. */
+  attend?: AttendData | null;
 }
 
 export interface LoadOptions {
@@ -49,6 +52,8 @@ export interface LoadOptions {
   name?: string;
   /** Cluster results folder (default RUN/cluster). */
   clusterDir?: string;
+  /** `lobes attend` results folder (default RUN/attend when it holds them). */
+  attendDir?: string;
 }
 
 /** The package's built-in random-weights model folder. */
@@ -203,6 +208,16 @@ export function isBuiltinRandomModel(manifest: RunManifest, runDir: string): boo
   return false;
 }
 
+/** Attend results for a run: --attend-dir (must hold them), else RUN/attend when it does. */
+function loadAttendOf(runDir: string, given: string | undefined): AttendData | null {
+  if (given) {
+    if (!isAttendDir(given)) throw new LobesError('not a lobes attend folder (summary.json and items.jsonl)', { file: given, hint: 'pass the --out folder of lobes attend' });
+    return loadAttend(given);
+  }
+  const d = path.join(runDir, 'attend');
+  return isAttendDir(d) ? loadAttend(d) : null;
+}
+
 /** Load a run directory for the report. */
 export async function loadRun(dir: string, opts: LoadOptions = {}): Promise<ReportModel> {
   const abs = path.resolve(dir);
@@ -218,6 +233,7 @@ export async function loadRun(dir: string, opts: LoadOptions = {}): Promise<Repo
     wanda: loadWanda(abs),
     cluster: loadCluster(opts.clusterDir ? path.resolve(opts.clusterDir) : path.join(abs, 'cluster')),
     randomModel: isBuiltinRandomModel(manifest, abs),
+    attend: loadAttendOf(abs, opts.attendDir),
   };
 }
 

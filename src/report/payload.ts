@@ -12,6 +12,7 @@
 import type { ReportModel } from './load.js';
 import type { WandaMatrix, BlockSet } from '../wanda/types.js';
 import type { ScatterPayload, WandaPayload, RunPayload } from './types.js';
+import { attendPayload } from './attend.js';
 
 export type { ScatterPayload, WandaPayload, RunPayload } from './types.js';
 
@@ -226,5 +227,6 @@ export function runPayload(model: ReportModel): RunPayload {
     scatter: scatterPayload(model),
     cluster: model.cluster ? { metrics: model.cluster.metrics, settings: model.cluster.settings } : null,
     wanda: wandaPayload(model),
+    attend: model.attend ? attendPayload(model.attend) : null,
   };
 }
