@@ -4,15 +4,19 @@ import { runExtract, DEFAULT_CHUNK_ROWS, DEFAULT_BATCH } from '../extract/run.js
 import { parseShard, expandOut } from '../store/layout.js';
 import type { CaptureFamily, Device } from '../extract/types.js';
 import { CAPTURE_FAMILIES } from '../hooks.js';
+import { modelFolder } from './convert.js';
 
 const spec = {
-  usage: 'lobes extract --model MODEL_DIR --data SPEC --out RUN [--capture final,mlp,resid] [--device cpu|cuda|webgpu] [--device-id N] [--batch N | --token-budget N] [--max-tokens N] [--dtype fp16|fp32] [--shard i/n|auto|auto/N] [--chunk-rows N] [--chat-template] [--quiet] [--force] [--repair] [--json]',
+  usage: 'lobes extract --model MODEL_DIR|FILE.gguf --data SPEC --out RUN [--capture final,mlp,resid] [--device cpu|cuda|webgpu] [--device-id N] [--batch N | --token-budget N] [--max-tokens N] [--dtype fp16|fp32] [--shard i/n|auto|auto/N] [--chunk-rows N] [--chat-template] [--cache DIR] [--quiet] [--force] [--repair] [--json]',
   help: `
 Run a model over a dataset and store the last token's activations in a run directory
 (format: docs/run-format.md). Rerunning the same command continues an interrupted run
 from its last complete chunk; a rerun with different settings is refused.
 
-  --model DIR          ONNX model folder (model.onnx and tokenizer files)
+  --model DIR|FILE     ONNX model folder (model.onnx and tokenizer files), or a llama GGUF
+                       file (converted once into the cache; see lobes convert --help)
+  --cache DIR          where converted GGUF models are kept (default $LOBES_CACHE/gguf or
+                       ~/.cache/lobes/gguf)
   --data SPEC          builtin:NAME, socialeval:PATH, jsonl:PATH?text=F&label=F, csv:PATH?...
   --out RUN            run folder to create or resume; {i} and {n} are replaced by the shard
   --capture LIST       final (final.hidden), mlp (layers.*.mlp.in / mlp.down_in),
@@ -34,6 +38,7 @@ from its last complete chunk; a rerun with different settings is refused.
 `,
   options: {
     model: { type: 'string' },
+    cache: { type: 'string' },
     data: { type: 'string' },
     out: { type: 'string' },
     capture: { type: 'string' },
@@ -72,8 +77,10 @@ export async function run(argv: string[]): Promise<number> {
   const dtype = v.dtype ?? 'fp16';
   if (dtype !== 'fp16' && dtype !== 'fp32') throw new UsageError(`--dtype must be fp16 or fp32, got ${JSON.stringify(dtype)}`);
   const shard = parseShard(v.shard);
+  const model = await modelFolder(v.model, { cache: v.cache, quiet: !!v.quiet });
   const manifest = await runExtract({
-    model: v.model,
+    model: model.dir,
+    modelSource: model.source,
     data: v.data,
     out: expandOut(v.out, shard),
     capture: [...new Set(capture)] as CaptureFamily[],
