@@ -22,10 +22,13 @@ import { dataLastItems, evalItems, socialEvalAnswerItems, type ItemSelection, ty
 import { aggregate, alignTokens, segmentUnits, SPECIAL_PART, TEMPLATE_PART, tokenBytes, topWords, UNALIGNED_PART } from './words.js';
 import { keywords, meanCI, shareTable } from './stats.js';
 import { Rng } from '../util/rng.js';
+import type { ModelSourceRecord } from '../store/types.js';
 
 export interface AttendOptions {
   /** ONNX model folder. */
   model: string;
+  /** Where the folder came from when the model was given as a GGUF (recorded in the summary). */
+  modelSource?: ModelSourceRecord | null;
   /** Dataset spec (exactly one of data / eval). */
   data?: string;
   /** `lobes eval` output folder. */
@@ -296,7 +299,7 @@ export function summarize(items: AttendItem[], input: PreparedInput, opts: Atten
     formatVersion: ATTEND_FORMAT_VERSION,
     lobesVersion: LOBES_VERSION,
     createdAt: new Date().toISOString(),
-    model: { dir: opts.model, graphSha256: f.graph, layers: f.layerCount, heads: f.heads || null, attention: f.attention },
+    model: { dir: opts.model, graphSha256: f.graph, layers: f.layerCount, heads: f.heads || null, attention: f.attention, ...(opts.modelSource ? { source: opts.modelSource } : {}) },
     tokenizer: { source: f.tokenizer.source, scheme: f.tokenizer.table.scheme, chatTemplate: input.chatTemplate },
     input: { kind: input.kind, spec: input.spec, sha256: input.sha256, items: input.selection, selected: items.length, total: input.total },
     settings: {

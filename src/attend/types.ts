@@ -3,6 +3,7 @@
  * input order, and DIR/summary.json, an AttendSummary.
  */
 import type { PromptPart, UnitKind } from './words.js';
+import type { ModelSourceRecord } from '../store/types.js';
 
 export type { PromptPart } from './words.js';
 
@@ -110,7 +111,16 @@ export interface AttendSummary {
   formatVersion: number;
   lobesVersion: string;
   createdAt: string;
-  model: { dir: string; graphSha256: string; layers: number; heads: number | null; attention: string };
+  model: {
+    dir: string;
+    graphSha256: string;
+    layers: number;
+    heads: number | null;
+    /** 'softmax' (read from the graph) or the fused op whose weights were recomputed. */
+    attention: string;
+    /** The GGUF the folder was converted from, when the model was given as one. */
+    source?: ModelSourceRecord;
+  };
   tokenizer: { source: string; scheme: string; chatTemplate: boolean };
   input: { kind: 'data' | 'eval'; spec: string; sha256: string; items: string; selected: number; total: number };
   settings: {

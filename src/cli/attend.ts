@@ -6,7 +6,7 @@ import type { AttendPosition } from '../attend/types.js';
 import type { ItemSelection } from '../attend/inputs.js';
 
 const USAGE =
-  'lobes attend MODEL (--data SPEC | --eval EVAL_DIR [--items wrong|right|all]) --out DIR [--layers LIST|last:N|all] [--position answer|last] [--top N] [--cjk char|segment] [--chat-template] [--max-tokens N] [--device cpu|cuda|webgpu] [--device-id N] [--batch N | --token-budget N] [--bootstrap B] [--seed N] [--per-layer] [--limit N] [--overwrite] [--quiet] [--json]';
+  'lobes attend MODEL_DIR|FILE.gguf (--data SPEC | --eval EVAL_DIR [--items wrong|right|all]) --out DIR [--layers LIST|last:N|all] [--position answer|last] [--top N] [--cjk char|segment] [--chat-template] [--max-tokens N] [--device cpu|cuda|webgpu] [--device-id N] [--batch N | --token-budget N] [--bootstrap B] [--seed N] [--per-layer] [--limit N] [--cache DIR] [--overwrite] [--quiet] [--json]';
 
 const HELP = `
 Which words a model looks at when it answers: the attention of the answering position over the
@@ -15,7 +15,8 @@ top 30 words), aggregated to words with the prompt part each comes from, per ite
 per-part shares with bootstrap intervals, right against wrong items. Writes DIR/items.jsonl and
 DIR/summary.json (format: docs/attend.md); lobes report DIR shows them.
 
-  MODEL                ONNX model folder (explicit or fused attention, see docs/attend.md)
+  MODEL                ONNX model folder (explicit or fused attention, see docs/attend.md), or a
+                       llama GGUF file (converted once into the cache; see lobes convert --help)
   --data SPEC          items of a dataset: builtin:NAME, socialeval:PATH, jsonl:…, csv:…
   --eval DIR           the records of lobes eval (DIR/records.jsonl), each read up to the
                        position where the model answered
@@ -36,6 +37,8 @@ DIR/summary.json (format: docs/attend.md); lobes report DIR shows them.
   --seed N             seed of the bootstrap (default 0)
   --per-layer          also store each layer's head-averaged weights per item
   --limit N            read only the first N items
+  --cache DIR          where converted GGUF models are kept (default $LOBES_CACHE/gguf or
+                       ~/.cache/lobes/gguf)
   --overwrite          replace an earlier attend folder at --out
   --quiet              no progress output
   --json               print the summary as JSON on stdout
@@ -67,6 +70,7 @@ export async function run(argv: string[]): Promise<number> {
       seed: { type: 'string' },
       'per-layer': { type: 'boolean' },
       limit: { type: 'string' },
+      cache: { type: 'string' },
       overwrite: { type: 'boolean' },
       quiet: { type: 'boolean', short: 'q' },
       json: { type: 'boolean' },
@@ -84,8 +88,11 @@ export async function run(argv: string[]): Promise<number> {
   if (cjk !== 'char' && cjk !== 'segment') throw new UsageError(`--cjk must be char or segment, got ${JSON.stringify(v.cjk)}`);
   const device = (v.device ?? 'cpu') as Device;
   if (!DEVICES.includes(device)) throw new UsageError(`--device must be one of ${DEVICES.join(', ')}, got ${JSON.stringify(v.device)}`);
+  const { modelFolder } = await import('./convert.js');
+  const model = await modelFolder(p.positionals[0]!, { cache: v.cache, quiet: !!v.quiet });
   const summary = await runAttend({
-    model: p.positionals[0]!,
+    model: model.dir,
+    modelSource: model.source,
     data: v.data,
     eval: v.eval,
     items,
