@@ -10,6 +10,7 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<{ run(argv
   inspect: { summary: 'architecture and capture points of an ONNX model folder', load: () => import('./inspect.js') },
   data: { summary: 'inspect or export a dataset (data inspect SPEC | data export SPEC)', load: () => import('./data.js') },
   extract: { summary: 'run a model over a dataset and store last-token activations', load: () => import('./extract.js') },
+  eval: { summary: 'SocialEval IAE/GAE or any multiple-choice benchmark, scored by the answer letter\'s logit', load: () => import('./eval.js') },
   merge: { summary: 'merge shard runs into one run, proving they cover every sample once', load: () => import('./merge.js') },
   wanda: { summary: 'Wanda importance, block pooling, neuron regions and set differences', load: () => import('./wanda.js') },
   cluster: { summary: 'seeded t-SNE and separation metrics for the labels', load: () => import('./cluster.js') },

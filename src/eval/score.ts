@@ -5,7 +5,7 @@
  * - pick: the slot with the highest letter logit (ties: the lower slot);
  * - probs: softmax over the letters' logits; letterMass: Σ exp(logit − logSumExp);
  * - vote: the option picked by most shuffles; ties between options go to the larger
- *   summed probability over the shuffles, then to the lower option index.
+ *   summed probability over the shuffles, then to the earliest shuffle's pick.
  */
 import { Rng } from '../util/rng.js';
 
@@ -42,7 +42,9 @@ export interface ShuffleVote {
 
 /**
  * Majority vote over shuffles, in option indices. Ties between the most-picked options go
- * to the one with the larger summed probability, then to the lower option index.
+ * to the one with the larger summed probability over the shuffles; remaining ties to the
+ * earliest shuffle's pick among them. (Never to the dataset order of the options, where the
+ * correct answer often comes first: that would reward a model that always picks one slot.)
  */
 export function vote(shuffles: readonly ShuffleVote[], nOptions: number): number {
   const count = new Float64Array(nOptions);
@@ -51,11 +53,17 @@ export function vote(shuffles: readonly ShuffleVote[], nOptions: number): number
     count[s.order[s.pick]!]!++;
     s.order.forEach((o, slot) => (mass[o]! += s.probs[slot]!));
   }
-  let best = 0;
-  for (let o = 1; o < nOptions; o++) {
-    if (count[o]! > count[best]! || (count[o] === count[best] && mass[o]! > mass[best]!)) best = o;
+  let bestCount = -1;
+  for (let o = 0; o < nOptions; o++) bestCount = Math.max(bestCount, count[o]!);
+  let bestMass = -Infinity;
+  for (let o = 0; o < nOptions; o++) if (count[o] === bestCount) bestMass = Math.max(bestMass, mass[o]!);
+  // Masses equal up to rounding (sums of the same numbers in another order) are ties.
+  const tied = (o: number) => count[o] === bestCount && bestMass - mass[o]! <= 1e-9 * Math.max(1, Math.abs(bestMass));
+  for (const s of shuffles) {
+    const o = s.order[s.pick]!;
+    if (tied(o)) return o;
   }
-  return best;
+  return 0;
 }
 
 /**

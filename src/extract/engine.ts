@@ -52,9 +52,9 @@ export async function inspectModel(modelDir: string): Promise<ModelInfo> {
   return analyseModel(modelDir).info;
 }
 
-type InputRole = 'ids' | 'mask' | 'pos' | 'past';
+export type InputRole = 'ids' | 'mask' | 'pos' | 'past';
 
-/** How one graph input is fed. */
+/** How one graph input is fed: its role, ONNX Runtime type and (KV-cache inputs) [kvHeads, headDim]. */
 export interface FeedPlan {
   name: string;
   role: InputRole;
@@ -70,7 +70,7 @@ const ORT_TYPES: Record<number, ort.Tensor.Type> = {
   [DataType.INT32]: 'int32',
 };
 
-/** How each graph input is fed, the mask input (null when the graph has none), and the KV-cache inputs made in-graph. */
+/** The graph inputs lobes feeds (ids, mask, position ids, KV caches) and the KV caches it must make in-graph. */
 export function planInputs(a: Analysis): { plans: FeedPlan[]; mask: string | null; inGraphPast: InGraphPast[] } {
   const g = a.disc.index;
   const plans: FeedPlan[] = [];

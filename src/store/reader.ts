@@ -14,6 +14,7 @@ import type { HookInfo, RowChunk, RunManifest, RunReader, SampleRow } from './ty
 import { ACTIVATIONS } from './layout.js';
 import { readManifest, readSamples } from './manifest.js';
 import { type ChunkEntry, type ChunkIndex, readChunkIndex, checkChunkFile } from './chunks.js';
+import { readLabelOverlays, type LabelOverlay } from './labels.js';
 
 export interface OpenRunOptions {
   /** Open a run whose extraction has not finished (rows of missing chunks cannot be read). */
@@ -41,6 +42,7 @@ export class Run implements RunReader {
   private readonly hookMap = new Map<string, HookInfo>();
   private readonly checked = new Map<string, CheckedFile>();
   private axesCache: string[] | null = null;
+  private overlays: Map<string, LabelOverlay> | null = null;
 
   constructor(
     readonly dir: string,
@@ -81,10 +83,16 @@ export class Run implements RunReader {
     return h;
   }
 
+  /** Label axes added after extraction (RUN/labels/, e.g. `correct` from lobes eval label). */
+  private labelOverlays(): Map<string, LabelOverlay> {
+    this.overlays ??= readLabelOverlays(this.dir);
+    return this.overlays;
+  }
+
   labelAxes(): string[] {
     if (!this.axesCache) {
       const axes = this.manifest.dataset.axes?.length ? this.manifest.dataset.axes : Object.keys(this.samples[0]?.labels ?? {});
-      this.axesCache = axes;
+      this.axesCache = [...axes, ...[...this.labelOverlays().keys()].filter((a) => !axes.includes(a))];
     }
     return this.axesCache;
   }
@@ -93,6 +101,8 @@ export class Run implements RunReader {
     if (!this.labelAxes().includes(axis)) {
       throw new LobesError(`label axis ${JSON.stringify(axis)} is not in this run (axes: ${this.labelAxes().join(', ') || 'none'})`, { file: path.join(this.dir, 'samples.jsonl') });
     }
+    const o = this.labelOverlays().get(axis);
+    if (o && !(this.manifest.dataset.axes ?? []).includes(axis)) return this.samples.map((s) => o.values[s.id] ?? o.default);
     return this.samples.map((s) => s.labels[axis]);
   }
 
