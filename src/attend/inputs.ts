@@ -121,28 +121,28 @@ export async function socialEvalAnswerItems(spec: string, tok: AttendTokenizer, 
 
 export type ItemSelection = 'wrong' | 'right' | 'all';
 
-/** Whether the evaluation wrapped its prompts in a chat template: its manifest says, else the prompt starts with a special token's text. */
-function evalUsedChat(dir: string, rec: EvalRecord, tok: AttendTokenizer): boolean {
+/** What the evaluation's manifest (DIR/eval.json) says about its model and chat template, when it has one. */
+function evalFacts(dir: string): { chat: boolean | null; graphSha256: string | null } {
   const mf = path.join(dir, 'eval.json');
-  if (existsSync(mf)) {
-    try {
-      const m = JSON.parse(readFileSync(mf, 'utf8'));
-      const v = m?.settings?.chatTemplate ?? m?.tokenizer?.chatTemplate;
-      if (typeof v === 'boolean') return v;
-      if (v === 'on' || v === 'off') return v === 'on';
-    } catch {
-      // an unreadable manifest: fall back on the prompt
-    }
+  if (!existsSync(mf)) return { chat: null, graphSha256: null };
+  try {
+    const m = JSON.parse(readFileSync(mf, 'utf8'));
+    return { chat: typeof m?.tokenizer?.chatTemplate === 'boolean' ? m.tokenizer.chatTemplate : null, graphSha256: typeof m?.model?.graphSha256 === 'string' ? m.model.graphSha256 : null };
+  } catch {
+    throw new LobesError('eval.json is not valid JSON', { file: mf });
   }
-  // A chat-templated prompt begins with the template's own opening.
+}
+
+/** Without a manifest: a chat-templated prompt begins with the template's own opening. */
+function looksChatTemplated(prompt: string, tok: AttendTokenizer): boolean {
   if (!tok.chat) return false;
   const open = tok.chat('x');
   const n = Math.min(8, open.indexOf('x') >= 0 ? open.indexOf('x') : 8);
-  return n > 0 && rec.shuffles[0]!.prompt.startsWith(open.slice(0, n));
+  return n > 0 && prompt.startsWith(open.slice(0, n));
 }
 
 /** Records of `lobes eval` (DIR/records.jsonl), the selected ones, read up to their answer position. */
-export function evalItems(dir: string, tok: AttendTokenizer, opts: { items: ItemSelection; maxTokens: number | null; limit: number | null }): PreparedInput {
+export async function evalItems(dir: string, modelDir: string, graphSha256: string, tok: AttendTokenizer, opts: { items: ItemSelection; maxTokens: number | null; limit: number | null }): Promise<PreparedInput> {
   const file = path.join(dir, 'records.jsonl');
   if (!existsSync(file)) {
     throw new LobesError('no records.jsonl: not a finished lobes eval folder', { file: dir, hint: 'run lobes eval to the end first (it writes records.jsonl when complete)' });
@@ -158,15 +158,23 @@ export function evalItems(dir: string, tok: AttendTokenizer, opts: { items: Item
   });
   const chosen = opts.limit !== null ? selected.slice(0, opts.limit) : selected;
   if (chosen.length === 0) throw new LobesError(`no ${opts.items === 'all' ? '' : opts.items + ' '}records to read`, { file, hint: opts.items === 'all' ? undefined : 'use --items all' });
-  const chat = evalUsedChat(dir, chosen[0]!.rec, tok);
+  const facts = evalFacts(dir);
+  if (facts.graphSha256 && facts.graphSha256 !== graphSha256) {
+    throw new LobesError('the evaluation was run with another model (its eval.json records another graph sha256)', { file: path.join(dir, 'eval.json'), hint: 'give lobes attend the model the evaluation used' });
+  }
+  const chat = facts.chat ?? looksChatTemplated(chosen[0]!.rec.shuffles[0]!.prompt, tok);
+  // The evaluation's own tokenizer logic, so that the ids are the ones it scored.
+  const { loadEvalTokenizer } = await import('../eval/tokenizer.js');
+  const etok = await loadEvalTokenizer(modelDir, { chatTemplate: chat ? 'on' : 'off' });
   const items = chosen.map(({ rec, index }) => {
     const sh = rec.shuffles[0]!;
     const where = `record ${rec.id} (line ${index + 1})`;
-    const full = tok.encode(sh.prompt, !chat);
-    const n = Number.isInteger(sh.tokens) ? sh.tokens : full.length;
-    if (n < 1 || n > full.length) throw new LobesError(`the record says the model read ${sh.tokens} tokens, but the prompt has ${full.length} with this tokenizer`, { file, where, hint: 'use the model folder the evaluation used' });
-    const allIds = full.slice(0, n);
-    const answerAt = typeof sh.answerAt === 'number' ? sh.answerAt : sh.prompt.length;
+    const slot = etok.answerSlot(sh.prompt, sh.letters, where);
+    const allIds = slot.ids;
+    if (Number.isInteger(sh.tokens) && sh.tokens !== allIds.length) {
+      throw new LobesError(`the record says the model read ${sh.tokens} tokens, but this tokenizer gives ${allIds.length} before the answer`, { file, where, hint: 'use the model folder the evaluation used' });
+    }
+    const answerAt = typeof sh.answerAt === 'number' ? sh.answerAt : slot.answerAt;
     const prompt = sh.prompt.slice(0, answerAt);
     const parts = (sh.parts ?? []).map((p) => ({ name: p.name, start: Math.min(p.start, answerAt), end: Math.min(p.end, answerAt) })).filter((p) => p.end > p.start);
     const roles: Record<string, 'correct' | 'picked' | 'other'> = {};

@@ -117,13 +117,13 @@ function writeDir(out: string, fill: (tmp: string) => void): void {
 }
 
 /** Resolve the input: the source, and whether its answering position is a multiple-choice answer. */
-async function readInput(opts: AttendOptions, tok: AttendTokenizer, position: AttendPosition): Promise<PreparedInput> {
+async function readInput(opts: AttendOptions, tok: AttendTokenizer, position: AttendPosition, graph: string): Promise<PreparedInput> {
   const maxTokens = opts.maxTokens ?? null;
   const limit = opts.limit ?? null;
   if (opts.eval) {
     if (position !== 'answer') throw new UsageError('--eval reads the answering position of each record; --position last does not apply');
     if (opts.chatTemplate) throw new UsageError('--chat-template does not apply to --eval (the records hold the prompts as the evaluation rendered them)');
-    return evalItems(opts.eval, tok, { items: opts.items ?? 'wrong', maxTokens, limit });
+    return evalItems(opts.eval, opts.model, graph, tok, { items: opts.items ?? 'wrong', maxTokens, limit });
   }
   if (opts.items) throw new UsageError('--items selects evaluated records; it needs --eval DIR');
   if (position === 'answer') {
@@ -222,10 +222,10 @@ export async function runAttend(opts: AttendOptions): Promise<AttendSummary> {
   if (!Number.isInteger(top) || top < 1) throw new UsageError(`--top must be a positive integer, got ${top}`);
   const position: AttendPosition = opts.position ?? (opts.eval || /^socialeval:/.test(opts.data ?? '') ? 'answer' : 'last');
   checkOut(opts.out, !!opts.overwrite);
-  const tok = await loadAttendTokenizer(opts.model);
-  const input = await readInput(opts, tok, position);
-  const tokenizeMs = Date.now() - t0;
   const graph = sha256File(graphFile(opts.model)).sha256;
+  const tok = await loadAttendTokenizer(opts.model);
+  const input = await readInput(opts, tok, position, graph);
+  const tokenizeMs = Date.now() - t0;
   const { openAttentionEngine, parseLayerSelection, realRows } = await import('../extract/attention-engine.js');
   const t1 = Date.now();
   const engine = await openAttentionEngine(opts.model, { layers: (n) => parseLayerSelection(opts.layers ?? DEFAULT_LAYERS, n), device: opts.device ?? 'cpu', deviceId: opts.deviceId, threads: opts.threads });

@@ -3,9 +3,9 @@
  * the attention weights of each row's last real token (the answering position) over every
  * position. Only that row leaves the session, never [batch, heads, seq, seq].
  *
- *   explicit (Softmax) sites: the Softmax output [batch, heads, seq, seq] is reshaped to rows of
- *     [batch·seq, heads·seq] and the last real token's row is gathered (the selection nodes of
- *     surgery.ts), then reshaped to [batch, heads, seq].
+ *   explicit (Softmax) sites: from the Softmax output [batch, heads, seq, seq], the query rows at
+ *     the last real tokens of the batch (the selection nodes of surgery.ts) are gathered, then
+ *     each batch row's own, giving [batch, heads, seq]; the [seq, seq] matrices are never copied.
  *   fused sites (GroupQueryAttention, MultiHeadAttention): the weights are recomputed in float32
  *     from the op's inputs as the op computes them: the query at the last real token and the keys
  *     of all positions (unpacked from packed Q|K|V; MultiHeadAttention's projection bias added),
@@ -149,17 +149,23 @@ function atLast(c: Ctx, rows: string): string {
   return c.o.op('Gather', [rows, c.sel.flat], 'last', { axis: 0 });
 }
 
-/** [B, −1, T] as a shape tensor. */
-function shapeBxT(c: Ctx): string {
-  return c.o.concat([c.B1, c.o.i64([-1]), c.T1], 0);
+/**
+ * Row last[b] of batch row b of a [B|1, H, S, T] tensor: [B, H, T]. Gathering the B query rows of
+ * every batch row first ([B|1, H, B, T]) and then its diagonal never copies the [S, T] matrices.
+ */
+function rowsAtLast(c: Ctx, x: string, rowIndex: string): string {
+  const { o } = c;
+  const g = o.op('Gather', [x, rowIndex], 'qrows', { axis: 2 });
+  const full = o.op('Expand', [g, o.concat([c.B1, o.i64([1, 1, 1])], 0)], 'bexp');
+  const r = o.unsqueeze(o.op('Range', [o.i64([0], []), c.sel.B, o.i64([1], [])], 'brange'), [1]);
+  return o.op('GatherND', [o.transpose(full, [0, 2, 1, 3]), o.concat([r, r], 1)], 'diag');
 }
 
 /** The Softmax's [B, H, S, T] (or [B·H, S, T]) weights at each row's last real token: [B, H, T]. */
 function softmaxRow(c: Ctx, s: SoftmaxAttention): string {
   const { o } = c;
   const p4 = o.reshape(s.probs, o.concat([c.B1, o.i64([-1]), c.T1, c.T1], 0));
-  const rows = o.op('Flatten', [o.transpose(p4, [0, 2, 1, 3])], 'rows', { axis: 2 });
-  return o.reshape(atLast(c, rows), shapeBxT(c));
+  return rowsAtLast(c, p4, c.sel.last);
 }
 
 /** Size of the rotary half (cos/sin cache width): a constant of the graph. */
@@ -254,10 +260,11 @@ function fusedRow(c: Ctx, s: FusedAttention): string {
     sc = o.op('Mul', [o.op('Tanh', [o.op('Div', [sc, cap], 'cap')], 'tanh'), cap], 'cap');
   }
   if (s.attentionBias) {
-    // [B|1, H|1, S|1, T] → [B, H|1, S, T] → the last real token's row [B, H|1, T].
-    const bx = o.op('Expand', [s.attentionBias, o.concat([c.B1, o.i64([1]), c.T1, o.i64([1])], 0)], 'bias');
-    const rows = o.op('Flatten', [o.transpose(bx, [0, 2, 1, 3])], 'rows', { axis: 2 });
-    sc = o.op('Add', [sc, o.cast(o.reshape(atLast(c, rows), shapeBxT(c)), F)], 'bias');
+    // [B|1, H|1, S|1, T]: the last real token's row [B, H|1, T] (row 0 when the bias broadcasts over S).
+    const sDim = o.slice(o.op('Shape', [s.attentionBias], 'shape'), 2, 3, 0);
+    const lastRow = o.op('Sub', [o.reshape(sDim, []), o.i64([1], [])], 'sub');
+    const row = o.op('Where', [o.op('Less', [c.sel.last, lastRow], 'less'), c.sel.last, lastRow], 'min');
+    sc = o.op('Add', [sc, o.cast(rowsAtLast(c, s.attentionBias, row), F)], 'bias');
   }
   // Keys the last real token may see: real (mask ≠ 0), not after it, within the local window.
   const pos = o.unsqueeze(c.sel.positions, [0]);

@@ -14,6 +14,7 @@ import { cli } from '../extract-engine/helpers.js';
 import { generatedModelParams } from '../../src/models/index.js';
 import { renderPrompt } from '../../src/eval/prompt.js';
 import { loadAttendTokenizer } from '../../src/attend/tokenize.js';
+import { loadEvalTokenizer } from '../../src/eval/tokenizer.js';
 import { meanCI, diffCI } from '../../src/attend/stats.js';
 import { Rng } from '../../src/util/rng.js';
 import type { AttendItem, AttendSummary } from '../../src/attend/types.js';
@@ -105,6 +106,7 @@ describe('lobes attend --data', () => {
 /** Planted evaluation records: prompts from lobes eval's renderer, known answers, picks and correctness. */
 async function plantRecords(dir: string): Promise<EvalRecord[]> {
   const tok = await loadAttendTokenizer(TINY);
+  const etok = await loadEvalTokenizer(TINY, { chatTemplate: 'on' });
   const items = [
     { id: 'q1', context: 'Mia forgot her friend\'s birthday.', question: 'What should Mia say?', options: ['Sorry, let me make it up to you.', 'Birthdays are silly.', 'Who cares?'] },
     { id: 'q2', context: '小李的同事批评了他的方案。', question: '小李应该怎么做？', options: ['认真听取意见', '当场反驳', '离开会议'] },
@@ -126,11 +128,14 @@ async function plantRecords(dir: string): Promise<EvalRecord[]> {
       chat: tok.chat,
       answerPrefix: 'Answer: ',
     });
-    const tokens = tok.encode(r.text, false).length;
+    // What lobes eval records: the tokens before the answer and where the answer starts.
+    const slot = etok.answerSlot(r.text, r.letters, it.id);
+    const tokens = slot.ids.length;
+    expect(tokens).toBeLessThanOrEqual(tok.encode(r.text, false).length);
     const picked = order[pick]!;
     return {
       id: it.id, task: 'mcq', language: null, ability: null, aspect: null, labels: { set: 'planted' }, options: it.options, answer: 0,
-      shuffles: [{ order, prompt: r.text, parts: r.parts, tokens, letters: r.letters, letterTokenIds: [1, 2, 3], continuations: r.letters, answerAt: r.text.length, logits: [0, 0, 0], probs: [1 / 3, 1 / 3, 1 / 3], letterMass: 0.5, logSumExp: 1, topTokenId: 1, pick }],
+      shuffles: [{ order, prompt: r.text, parts: r.parts, tokens, letters: r.letters, letterTokenIds: slot.candidates, continuations: slot.continuations, answerAt: slot.answerAt, logits: [0, 0, 0], probs: [1 / 3, 1 / 3, 1 / 3], letterMass: 0.5, logSumExp: 1, topTokenId: 1, pick }],
       vote: picked, correct: picked === 0,
     } as EvalRecord;
   });
@@ -156,7 +161,7 @@ describe('lobes attend --eval (planted records)', () => {
       const rec = records.find((x) => x.id === it.id)!;
       const sh = rec.shuffles[0]!;
       expect(it.correct).toBe(false);
-      expect(it.prompt).toBe(sh.prompt);
+      expect(it.prompt).toBe(sh.prompt.slice(0, sh.answerAt));
       expect(it.ids.length).toBe(sh.tokens);
       expect(it.parts.map((p) => p.name)).toEqual(sh.parts.map((p) => p.name));
       // Roles by hand: the slot showing option 0 is correct, the picked slot is 'picked'.
@@ -198,6 +203,16 @@ describe('lobes attend --eval (planted records)', () => {
     }
     expect((await cli(['attend', TINY, '--eval', evalDir(), '--items', 'right', '--out', join(tmp, 'right'), '--quiet'])).code).toBe(0);
     expect(readItems(join(tmp, 'right')).map((x) => x.id)).toEqual(['q2']);
+  });
+
+  it('refuses records of another model (eval.json records its graph)', async () => {
+    const other = join(tmp, 'other-eval');
+    mkdirSync(other, { recursive: true });
+    writeFileSync(join(other, 'records.jsonl'), readFileSync(join(evalDir(), 'records.jsonl')));
+    writeFileSync(join(other, 'eval.json'), JSON.stringify({ format: 'lobes-eval', model: { graphSha256: '0'.repeat(64) }, tokenizer: { chatTemplate: true } }));
+    const r = await cli(['attend', TINY, '--eval', other, '--out', join(tmp, 'other-out')]);
+    expect(r.code).toBe(1);
+    expect(r.err).toMatch(/another model/);
   });
 
   it('a record whose token count does not match this tokenizer is an error naming it', async () => {
