@@ -49,7 +49,7 @@ async function modelDir(name: string): Promise<string | null> {
     const layout = name === 'smollm2-genai' ? 'genai' : 'explicit';
     return (await resolveGguf(GGUF, { cache: join(tmpdir(), 'lobes-test-gguf-cache'), layout, log: () => undefined })).dir;
   }
-  if (existsSync(name)) return name;
+  if (name.includes('/')) return existsSync(name) ? name : null;
   return ensureGeneratedModel(name);
 }
 
