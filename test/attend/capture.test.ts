@@ -18,6 +18,9 @@ import { loadTokenizer } from '../../src/extract/tokenize.js';
 import { ensureGeneratedModel, generatedModelParams } from '../../src/models/index.js';
 import { readSafetensorsHeader, readTensorFloat32 } from '../../src/formats/safetensors.js';
 import { LobesError } from '../../src/util/errors.js';
+import { writeLlamaOnnx, seededLlamaSource, type LlamaSpec } from '../../src/models/llama-onnx/index.js';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { lastRowAttention, maxAbsDiff } from './reference.js';
 import { GENAI, hasGenai } from '../extract-engine/helpers.js';
 import { genaiForward } from '../extract-engine/genai-forward.js';
@@ -173,6 +176,34 @@ describe.skipIf(!hasGenai)('MultiHeadAttention + RotaryEmbedding (../shared onnx
       }
     } finally {
       await eng.close();
+    }
+  });
+});
+
+describe("lobes' Llama writer: the explicit Softmax and the recomputed GroupQueryAttention agree on the same weights", () => {
+  it('fp32 within 1e-5 and fp16 within 3e-3, 8 heads on 2 KV heads, left-padded mixed batch', async () => {
+    const spec = { layers: 2, hidden: 128, intermediate: 256, heads: 8, kvHeads: 2, headDim: 16, vocab: 300, rmsNormEps: 1e-5, ropeTheta: 10000, ropeScaling: null, maxPositions: 128, tiedEmbeddings: false } as LlamaSpec;
+    const seqs = [[1, 5, 9, 33, 200, 17, 4], [2, 3], [7, 8, 9, 10, 11, 12, 13, 14, 15, 16]];
+    const tmp = mkdtempSync(resolve(tmpdir(), 'lobes-attend-writer-'));
+    try {
+      const rows: Record<string, Float32Array[]> = {};
+      for (const [name, layout, dtype] of [['explicit32', 'explicit', 'fp32'], ['genai32', 'genai', 'fp32'], ['genai16', 'genai', 'fp16']] as const) {
+        const dir = resolve(tmp, name);
+        await writeLlamaOnnx(dir, spec, seededLlamaSource(spec, 3), { layout, dtype, weights: dtype });
+        const eng = await openAttentionEngine(dir, { device: 'cpu' });
+        try {
+          expect(eng.sites[0]!.source).toBe(layout === 'explicit' ? 'softmax' : 'GroupQueryAttention');
+          rows[name] = await rowsOf(eng, seqs, 'left');
+        } finally {
+          await eng.close();
+        }
+      }
+      rows.genai32!.forEach((r, i) => expect(maxAbsDiff(r, rows.explicit32![i]!)).toBeLessThan(1e-5));
+      rows.genai16!.forEach((r, i) => expect(maxAbsDiff(r, rows.explicit32![i]!)).toBeLessThan(3e-3));
+      // Not uniform rows: a wrong head mapping or rotary would show.
+      expect(Math.max(...rows.explicit32![0]!)).toBeGreaterThan(0.3);
+    } finally {
+      rmSync(tmp, { recursive: true, force: true });
     }
   });
 });
