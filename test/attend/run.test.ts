@@ -24,6 +24,8 @@ import { lastRowAttention } from './reference.js';
 const ROOT = resolve(import.meta.dirname, '../..');
 const TINY = resolve(ROOT, 'models/tiny-llama');
 const GQA = resolve(import.meta.dirname, 'fixtures/gqa-tiny');
+const SOCIALEVAL = resolve(ROOT, '../shared/socialeval/worldtree_data');
+if (!existsSync(SOCIALEVAL)) console.log(`SocialEval attend test skipped: ${SOCIALEVAL} is absent (../shared is missing)`);
 let tmp: string;
 beforeAll(() => {
   tmp = mkdtempSync(join(tmpdir(), 'lobes-attend-'));
@@ -83,6 +85,27 @@ describe('lobes attend --data', () => {
       x.weights.forEach((w, j) => expect(Math.abs(w - ib[i]!.weights[j]!)).toBeLessThan(1e-5));
     });
     expect(readSummary(a).model.attention).toBe('GroupQueryAttention');
+  });
+
+  it.skipIf(!existsSync(SOCIALEVAL))('socialeval: data at the answering position: IAE prompts rendered as lobes eval renders them, with their parts', async () => {
+    const out = join(tmp, 'iae');
+    const r = await cli(['attend', TINY, '--data', `socialeval:${SOCIALEVAL}?lang=zh`, '--out', out, '--limit', '2', '--quiet', '--bootstrap', '0']);
+    expect(r.code, r.err).toBe(0);
+    const items = readItems(out);
+    const s = readSummary(out);
+    expect(s.settings.position).toBe('answer');
+    for (const it of items) {
+      const names = it.parts.map((p) => p.name);
+      for (const p of ['instruction', 'profile', 'context', 'question', 'option:A', 'option:B', 'answer_prefix']) expect(names).toContain(p);
+      // The prompt ends with the answer prefix, and the last token is read.
+      expect(it.prompt.endsWith('{"choice": "')).toBe(true);
+      expect(it.position).toBe(it.ids.length - 1);
+      // Options in the dataset's order: the correct utterance is option A.
+      expect(it.roles!['option:A']).toBe('correct');
+      expect(it.unaligned).toBe(0);
+      expect(Math.abs(Object.values(it.roleShare!).reduce((a, b) => a + b, 0) - 1)).toBeLessThan(1e-4);
+    }
+    expect(s.roles!.parts).toEqual(expect.arrayContaining(['context', 'question', 'option (correct)', 'option (other)']));
   });
 
   it('refuses bad combinations with a usage error, and never touches a folder it did not write', async () => {
