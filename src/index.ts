@@ -34,8 +34,9 @@ export { loadAttend } from './report/attend.js';
 export type { AttendItem, AttendSummary } from './attend/types.js';
 
 // The run directory
-export { openRun, verifyRun, mergeRuns, readManifest, parseShard } from './store/index.js';
-export type { RunReader, RunManifest, SampleRow, HookInfo, RowChunk, ModelArch } from './store/types.js';
+export { openRun, verifyRun, mergeRuns, readManifest, parseShard, runIdentity, analysisProvenance, checkProvenance } from './store/index.js';
+export type { RunReader, RunManifest, SampleRow, HookInfo, RowChunk, ModelArch, AnalysisProvenance } from './store/types.js';
+export { writeDirAtomic } from './util/io.js';
 
 // Wanda neuron regions
 export { runWanda, DEFAULT_TOP, DEFAULT_PERMUTATIONS, type WandaOptions, type WandaResult } from './wanda/index.js';
@@ -50,6 +51,22 @@ export { loadRun, runPayload, compareRuns, reportHtml, compareHtml, writeReport,
 export type { RunPayload, Comparison, ComparisonRow } from './report/types.js';
 export { writeSyntheticRun, type SyntheticRunOptions } from './report/synthetic.js';
 
+// Benchmark evaluation (docs/eval.md)
+export { runEval, readEvalResults, type EvalOptions, type EvalManifest } from './eval/run.js';
+export { mergeEvals } from './eval/merge.js';
+export { labelRunFromEval } from './eval/link.js';
+export { summarize } from './eval/summary.js';
+export { renderPrompt } from './eval/prompt.js';
+export { loadSocialEvalBench } from './data/socialeval-eval.js';
+export { loadMcqJsonl } from './data/mcq.js';
+export type { EvalRecord, ShuffleRecord, EpisodeRecord, PromptPart, RenderedPrompt } from './eval/types.js';
+export type { EvalSummary } from './eval/summary-types.js';
+
 // Weight and tensor files
 export { readSafetensorsHeader, readTensorFloat32, writeSafetensors, type StHeader, type StTensorInfo } from './formats/safetensors.js';
 export { openGguf, type GgufFile, type GgufTensorInfo, type GgufValue } from './formats/gguf.js';
+
+// GGUF models (llama.cpp, Ollama) as ONNX model folders
+export { convertGguf, type ConvertOptions, type ConvertResult } from './convert/convert.js';
+export { resolveModel, isGgufFile, defaultCacheDir, type ResolveModelOptions, type ResolvedModel, type ModelSource } from './convert/cache.js';
+export { openGgufLlama, type GgufLlama } from './convert/gguf-llama.js';

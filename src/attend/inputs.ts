@@ -58,6 +58,8 @@ export interface PreparedInput {
   total: number;
   selection: string;
   chatTemplate: boolean;
+  /** --eval: records the evaluation skipped (never scored, never read here). */
+  skipped?: number;
 }
 
 /** Keep the last `max` tokens, and a leading BOS in front. */
@@ -122,12 +124,13 @@ export async function socialEvalAnswerItems(spec: string, tok: AttendTokenizer, 
 export type ItemSelection = 'wrong' | 'right' | 'all';
 
 /** What the evaluation's manifest (DIR/eval.json) says about its model and chat template, when it has one. */
-function evalFacts(dir: string): { chat: boolean | null; graphSha256: string | null } {
+function evalFacts(dir: string): { chat: boolean | null; graphSha256: string | null; filesSha256: string | null } {
   const mf = path.join(dir, 'eval.json');
-  if (!existsSync(mf)) return { chat: null, graphSha256: null };
+  if (!existsSync(mf)) return { chat: null, graphSha256: null, filesSha256: null };
   try {
     const m = JSON.parse(readFileSync(mf, 'utf8'));
-    return { chat: typeof m?.tokenizer?.chatTemplate === 'boolean' ? m.tokenizer.chatTemplate : null, graphSha256: typeof m?.model?.graphSha256 === 'string' ? m.model.graphSha256 : null };
+    const str = (v: unknown) => (typeof v === 'string' ? v : null);
+    return { chat: typeof m?.tokenizer?.chatTemplate === 'boolean' ? m.tokenizer.chatTemplate : null, graphSha256: str(m?.model?.graphSha256), filesSha256: str(m?.model?.filesSha256) };
   } catch {
     throw new LobesError('eval.json is not valid JSON', { file: mf });
   }
@@ -142,7 +145,7 @@ function looksChatTemplated(prompt: string, tok: AttendTokenizer): boolean {
 }
 
 /** Records of `lobes eval` (DIR/records.jsonl), the selected ones, read up to their answer position. */
-export async function evalItems(dir: string, modelDir: string, graphSha256: string, tok: AttendTokenizer, opts: { items: ItemSelection; maxTokens: number | null; limit: number | null }): Promise<PreparedInput> {
+export async function evalItems(dir: string, modelDir: string, model: { graphSha256: string; filesSha256?: string }, tok: AttendTokenizer, opts: { items: ItemSelection; maxTokens: number | null; limit: number | null }): Promise<PreparedInput> {
   const file = path.join(dir, 'records.jsonl');
   if (!existsSync(file)) {
     throw new LobesError('no records.jsonl: not a finished lobes eval folder', { file: dir, hint: 'run lobes eval to the end first (it writes records.jsonl when complete)' });
@@ -150,7 +153,13 @@ export async function evalItems(dir: string, modelDir: string, graphSha256: stri
   const records = readJsonl<EvalRecord>(file);
   const h = createHash('sha256').update(readFileSync(file));
   const selected: { rec: EvalRecord; index: number }[] = [];
+  let skipped = 0;
   records.forEach((rec, index) => {
+    // A record lobes eval skipped (its prompt was longer than --max-tokens) was never scored.
+    if (rec && typeof rec.skipped === 'string') {
+      skipped++;
+      return;
+    }
     if (!rec || !Array.isArray(rec.shuffles) || !rec.shuffles[0] || typeof rec.shuffles[0].prompt !== 'string') {
       throw new LobesError('record has no shuffles[0].prompt', { file, where: `line ${index + 1}` });
     }
@@ -159,8 +168,11 @@ export async function evalItems(dir: string, modelDir: string, graphSha256: stri
   const chosen = opts.limit !== null ? selected.slice(0, opts.limit) : selected;
   if (chosen.length === 0) throw new LobesError(`no ${opts.items === 'all' ? '' : opts.items + ' '}records to read`, { file, hint: opts.items === 'all' ? undefined : 'use --items all' });
   const facts = evalFacts(dir);
-  if (facts.graphSha256 && facts.graphSha256 !== graphSha256) {
+  if (facts.graphSha256 && facts.graphSha256 !== model.graphSha256) {
     throw new LobesError('the evaluation was run with another model (its eval.json records another graph sha256)', { file: path.join(dir, 'eval.json'), hint: 'give lobes attend the model the evaluation used' });
+  }
+  if (facts.filesSha256 && model.filesSha256 && facts.filesSha256 !== model.filesSha256) {
+    throw new LobesError('the evaluation was run with other model files (its eval.json records another sha256 over graph, weights and tokenizer files)', { file: path.join(dir, 'eval.json'), hint: 'give lobes attend the model folder the evaluation used, unchanged' });
   }
   const chat = facts.chat ?? looksChatTemplated(chosen[0]!.rec.shuffles[0]!.prompt, tok);
   // The evaluation's own tokenizer logic, so that the ids are the ones it scored.
@@ -185,5 +197,5 @@ export async function evalItems(dir: string, modelDir: string, graphSha256: stri
     });
     return prepared({ id: rec.id, index, labels: rec.labels ?? {}, correct: rec.correct ?? null, prompt, parts, roles, allIds }, opts.maxTokens, tok.bosId);
   });
-  return { kind: 'eval', spec: path.resolve(dir), sha256: h.digest('hex'), items, total: records.length, selection: opts.items + (opts.limit !== null ? `, first ${items.length}` : ''), chatTemplate: chat };
+  return { kind: 'eval', spec: path.resolve(dir), sha256: h.digest('hex'), items, total: records.length, selection: opts.items + (opts.limit !== null ? `, first ${items.length}` : ''), chatTemplate: chat, ...(skipped ? { skipped } : {}) };
 }

@@ -6,15 +6,17 @@
  * DIR/items.jsonl and DIR/summary.json. The folder is written whole or not at all (built in a
  * temporary sibling and renamed into place).
  */
-import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { LobesError, UsageError } from '../util/errors.js';
-import { fsyncDir, writeFileAtomicSync } from '../util/io.js';
+import { writeDirAtomic, writeFileAtomicSync } from '../util/io.js';
 import { Progress, fmtTime } from '../util/progress.js';
 import { LOBES_VERSION } from '../version.js';
 import type { Device } from '../extract/types.js';
-import { sha256File } from '../store/chunks.js';
-import { graphFile } from '../extract/run.js';
+import { hashModelFiles } from '../store/provenance.js';
+import { modelFiles } from '../extract/modelfiles.js';
+import { tokenizerDir } from '../extract/tokenize.js';
 import { planBatches, padBatch } from '../extract/batching.js';
 import type { AttendItem, AttendPosition, AttendSummary } from './types.js';
 import { loadAttendTokenizer, type AttendTokenizer } from './tokenize.js';
@@ -93,37 +95,14 @@ function checkOut(out: string, overwrite: boolean): void {
   if (!overwrite) throw new LobesError('folder holds an earlier lobes attend result', { file: out, hint: 'pass --overwrite to replace it, or give a new folder' });
 }
 
-/** Fill a temporary sibling of `out` with `fill`, then put it in place of `out`. */
-function writeDir(out: string, fill: (tmp: string) => void): void {
-  const target = path.resolve(out);
-  const parent = path.dirname(target);
-  mkdirSync(parent, { recursive: true });
-  const stamp = `${process.pid}-${Math.floor(Math.random() * 1e9)}`;
-  const tmp = path.join(parent, `.${path.basename(target)}.tmp-${stamp}`);
-  const old = path.join(parent, `.${path.basename(target)}.old-${stamp}`);
-  mkdirSync(tmp);
-  try {
-    fill(tmp);
-    fsyncDir(tmp);
-    if (existsSync(target)) renameSync(target, old);
-    renameSync(tmp, target);
-    fsyncDir(parent);
-  } catch (e) {
-    rmSync(tmp, { recursive: true, force: true });
-    if (existsSync(old) && !existsSync(target)) renameSync(old, target);
-    throw e;
-  }
-  rmSync(old, { recursive: true, force: true });
-}
-
 /** Resolve the input: the source, and whether its answering position is a multiple-choice answer. */
-async function readInput(opts: AttendOptions, tok: AttendTokenizer, position: AttendPosition, graph: string): Promise<PreparedInput> {
+async function readInput(opts: AttendOptions, tok: AttendTokenizer, position: AttendPosition, model: ModelIdentity): Promise<PreparedInput> {
   const maxTokens = opts.maxTokens ?? null;
   const limit = opts.limit ?? null;
   if (opts.eval) {
     if (position !== 'answer') throw new UsageError('--eval reads the answering position of each record; --position last does not apply');
     if (opts.chatTemplate) throw new UsageError('--chat-template does not apply to --eval (the records hold the prompts as the evaluation rendered them)');
-    return evalItems(opts.eval, opts.model, graph, tok, { items: opts.items ?? 'wrong', maxTokens, limit });
+    return evalItems(opts.eval, opts.model, model, tok, { items: opts.items ?? 'wrong', maxTokens, limit });
   }
   if (opts.items) throw new UsageError('--items selects evaluated records; it needs --eval DIR');
   if (position === 'answer') {
@@ -222,9 +201,12 @@ export async function runAttend(opts: AttendOptions): Promise<AttendSummary> {
   if (!Number.isInteger(top) || top < 1) throw new UsageError(`--top must be a positive integer, got ${top}`);
   const position: AttendPosition = opts.position ?? (opts.eval || /^socialeval:/.test(opts.data ?? '') ? 'answer' : 'last');
   checkOut(opts.out, !!opts.overwrite);
-  const graph = sha256File(graphFile(opts.model)).sha256;
+  // The model's identity: every file that shapes the numbers, hashed as lobes eval hashes them.
+  const files = hashModelFiles(modelFiles(opts.model, tokenizerDir(opts.model)));
+  const graph = files.find((f) => f.role === 'graph')!.sha256;
+  const filesSha256 = createHash('sha256').update(JSON.stringify(files.map((f) => [f.name, f.sha256]))).digest('hex');
   const tok = await loadAttendTokenizer(opts.model);
-  const input = await readInput(opts, tok, position, graph);
+  const input = await readInput(opts, tok, position, { graphSha256: graph, filesSha256 });
   const tokenizeMs = Date.now() - t0;
   const { openAttentionEngine, parseLayerSelection, realRows } = await import('../extract/attention-engine.js');
   const t1 = Date.now();
@@ -258,13 +240,17 @@ export async function runAttend(opts: AttendOptions): Promise<AttendSummary> {
     await engine.close();
   }
   const done = records as AttendItem[];
-  const full = summarize(done, input, opts, { position, top, graph, engineLayers: engine.layers, layerCount: engine.sites.length, heads, attention: engine.sites[0]!.source, tokenizer: tok, timings: { tokenizeMs, modelLoadMs, computeMs: Math.round(computeMs), wallMs: Date.now() - t0 } });
+  const full = summarize(done, input, opts, { position, top, graph, files, filesSha256, engineLayers: engine.layers, layerCount: engine.sites.length, heads, attention: engine.sites[0]!.source, tokenizer: tok, timings: { tokenizeMs, modelLoadMs, computeMs: Math.round(computeMs), wallMs: Date.now() - t0 } });
   // Figures to 6 significant digits, in the file and in what is returned.
   const summary: AttendSummary = JSON.parse(JSON.stringify(full, (_k, v) => (typeof v === 'number' && !Number.isInteger(v) ? r6(v) : v)));
-  writeDir(opts.out, (tmp) => {
-    writeFileSync(path.join(tmp, ITEMS_FILE), done.map((r) => JSON.stringify(r)).join('\n') + '\n');
-    writeFileAtomicSync(path.join(tmp, SUMMARY_FILE), JSON.stringify(summary, null, 1) + '\n');
-  });
+  await writeDirAtomic(
+    opts.out,
+    (tmp) => {
+      writeFileSync(path.join(tmp, ITEMS_FILE), done.map((r) => JSON.stringify(r)).join('\n') + '\n');
+      writeFileAtomicSync(path.join(tmp, SUMMARY_FILE), JSON.stringify(summary, null, 1) + '\n');
+    },
+    { replaces: (d) => !!opts.overwrite && isAttendDir(d) },
+  );
   say(`attend: done, ${done.length} items in ${fmtTime((Date.now() - t0) / 1000)} -> ${opts.out}`);
   return summary;
 }
@@ -274,10 +260,18 @@ function fmtLayers(ls: number[]): string {
   return ls.join(',');
 }
 
+/** What identifies the model: the graph's sha256 and one sha256 over all its files. */
+export interface ModelIdentity {
+  graphSha256: string;
+  filesSha256: string;
+}
+
 interface SummaryFacts {
   position: AttendPosition;
   top: number;
   graph: string;
+  files?: { name: string; role: string; bytes: number; sha256: string }[];
+  filesSha256?: string;
   engineLayers: number[];
   layerCount: number;
   heads: number;
@@ -299,9 +293,9 @@ export function summarize(items: AttendItem[], input: PreparedInput, opts: Atten
     formatVersion: ATTEND_FORMAT_VERSION,
     lobesVersion: LOBES_VERSION,
     createdAt: new Date().toISOString(),
-    model: { dir: opts.model, graphSha256: f.graph, layers: f.layerCount, heads: f.heads || null, attention: f.attention, ...(opts.modelSource ? { source: opts.modelSource } : {}) },
+    model: { dir: path.resolve(opts.model), graphSha256: f.graph, ...(f.files ? { files: f.files, filesSha256: f.filesSha256 } : {}), layers: f.layerCount, heads: f.heads || null, attention: f.attention, ...(opts.modelSource ? { source: opts.modelSource } : {}) },
     tokenizer: { source: f.tokenizer.source, scheme: f.tokenizer.table.scheme, chatTemplate: input.chatTemplate },
-    input: { kind: input.kind, spec: input.spec, sha256: input.sha256, items: input.selection, selected: items.length, total: input.total },
+    input: { kind: input.kind, spec: input.spec, sha256: input.sha256, items: input.selection, selected: items.length, total: input.total, ...(input.skipped ? { skipped: input.skipped } : {}) },
     settings: {
       layers: f.engineLayers,
       position: f.position,

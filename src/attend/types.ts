@@ -114,6 +114,10 @@ export interface AttendSummary {
   model: {
     dir: string;
     graphSha256: string;
+    /** Every file that shapes the numbers (graph, external data, tokenizer files) with its sha256. */
+    files?: { name: string; role: string; bytes: number; sha256: string }[];
+    /** sha256 over the files' names and hashes (what lobes eval records as model.filesSha256). */
+    filesSha256?: string;
     layers: number;
     heads: number | null;
     /** 'softmax' (read from the graph) or the fused op whose weights were recomputed. */
@@ -122,7 +126,16 @@ export interface AttendSummary {
     source?: ModelSourceRecord;
   };
   tokenizer: { source: string; scheme: string; chatTemplate: boolean };
-  input: { kind: 'data' | 'eval'; spec: string; sha256: string; items: string; selected: number; total: number };
+  input: {
+    kind: 'data' | 'eval';
+    spec: string;
+    sha256: string;
+    items: string;
+    selected: number;
+    total: number;
+    /** --eval: records the evaluation skipped (prompt longer than its --max-tokens), never read. */
+    skipped?: number;
+  };
   settings: {
     layers: number[];
     position: AttendPosition;

@@ -61,7 +61,7 @@ export async function run(argv: string[]): Promise<number> {
     point: v.point,
     by: v.by,
     seed: intOption(v.seed, '--seed', 0, 0, 2 ** 32 - 1),
-    perplexity: numOption(v.perplexity, '--perplexity', 30, 1e-9),
+    perplexity: numOption(v.perplexity, '--perplexity', 30, 1),
     pca: intOption(v.pca, '--pca', 50, 0),
     theta: numOption(v.theta, '--theta', 0.5, 0, 1),
     iterations: intOption(v.iterations, '--iterations', 1000, 0),

@@ -8,7 +8,7 @@ import { formatSummary } from '../eval/format.js';
 
 const spec = {
   usage:
-    'lobes eval MODEL --data SPEC --out DIR [--task iae|gae|both] [--limit N] [--shuffles K] [--seed N] [--cot N] [--device cpu|cuda|webgpu] [--device-id N] [--batch N | --token-budget N] [--chunk-units N] [--shard i/n|auto] [--chat-template auto|on|off] [--answer-prefix TEXT] [--prompt TEMPLATE_FILE] [--bootstrap B] [--share-prefix auto|on|off] [--skip-invalid] [--quiet] [--json]\n' +
+    'lobes eval MODEL --data SPEC --out DIR [--task iae|gae|both] [--limit N] [--shuffles K] [--seed N] [--cot N] [--device cpu|cuda|webgpu] [--device-id N] [--batch N | --token-budget N] [--chunk-units N] [--shard i/n|auto] [--chat-template auto|on|off] [--answer-prefix TEXT] [--prompt TEMPLATE_FILE] [--bootstrap B] [--share-prefix auto|on|off] [--max-tokens N] [--skip-invalid] [--quiet] [--json]\n' +
     '       lobes eval merge SHARD_DIR... --out DIR\n' +
     '       lobes eval label RUN EVAL_DIR [--axis correct]',
   help: `
@@ -38,6 +38,8 @@ settings is refused.
   --answer-prefix T    text the letter follows (default {"choice": " for SocialEval, "Answer: " otherwise)
   --prompt FILE        template for jsonl items: {question}, {choices}, any {FIELD} of the line
   --bootstrap B        bootstrap resamples for the CIs (default 2000)
+  --max-tokens N       skip items (and GAE decisions) whose prompt is longer than N tokens, listing
+                       them (default: the model's context length from its config files; 0: no limit)
   --share-prefix M     auto (default: on for --device cpu when the model has a KV cache), on, off:
                        score an item's shuffles through the KV cache, computing the tokens
                        before the options once
@@ -67,6 +69,7 @@ items, for lobes cluster RUN --by correct and lobes wanda RUN --by correct.
     prompt: { type: 'string' },
     bootstrap: { type: 'string' },
     'share-prefix': { type: 'string' },
+    'max-tokens': { type: 'string' },
     axis: { type: 'string' },
     'skip-invalid': { type: 'boolean' },
     quiet: { type: 'boolean', short: 'q' },
@@ -130,6 +133,7 @@ export async function run(argv: string[]): Promise<number> {
     promptFile: v.prompt,
     bootstrap: intOption(v.bootstrap, '--bootstrap', 2000, 0),
     sharePrefix: share as 'auto' | 'on' | 'off',
+    maxTokens: v['max-tokens'] !== undefined ? intOption(v['max-tokens'], '--max-tokens', 0, 0) : undefined,
     skipInvalid: !!v['skip-invalid'],
     quiet: !!v.quiet,
   });

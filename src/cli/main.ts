@@ -3,7 +3,7 @@
  * loaded only when used, so `lobes data inspect` never loads ONNX Runtime.
  * Every command module exports `run(argv: string[]): Promise<number>` (the exit code).
  */
-import { isLobesError } from '../util/errors.js';
+import { isLobesError, systemError } from '../util/errors.js';
 import { LOBES_VERSION } from '../version.js';
 
 const COMMANDS: Record<string, { summary: string; load: () => Promise<{ run(argv: string[]): Promise<number> }> }> = {
@@ -51,7 +51,10 @@ export async function main(argv: string[]): Promise<number> {
   try {
     const mod = await entry.load();
     return await mod.run(rest);
-  } catch (e) {
+  } catch (caught) {
+    // Operating-system failures (a full disk, a folder where a file belongs, a missing
+    // permission) are the user's to fix: the same one-line form as every other error.
+    const e = systemError(caught) ?? caught;
     if (isLobesError(e)) {
       process.stderr.write(`lobes ${cmd}: ${e.message}\n`);
       if (process.env.LOBES_DEBUG && e.stack) process.stderr.write(e.stack + '\n');

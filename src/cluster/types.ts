@@ -7,6 +7,8 @@
  *   cluster/sweep.json      optional: probe accuracy per layer
  */
 
+import type { AnalysisProvenance } from '../store/types.js';
+
 export interface ClusterSettings {
   point: string;
   by: string;
@@ -34,6 +36,10 @@ export interface ClusterSettings {
   metricSample?: number;
   /** Input kind: 'run' (a run directory) or 'matrix' (.npy / .safetensors). */
   input?: 'run' | 'matrix';
+  /** For a run: the run (identity), samples table and chunk files read (src/store/provenance.ts). */
+  provenance?: AnalysisProvenance;
+  /** For a matrix file: the sha256 of the matrix and of the labels file. */
+  inputSha256?: { matrix: string; labels: string };
   lobesVersion?: string;
 }
 

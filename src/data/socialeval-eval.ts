@@ -18,7 +18,7 @@ import { filtersFromSpec, orientationMatches } from './filters.js';
 import { ABILITIES, aspectOf } from './bessi.js';
 import { formatSpec, parseSpec, type ParsedSpec } from './spec.js';
 import type { Excluded } from './types.js';
-import { pyJsonDumps, pyRepr, type PyValue } from '../eval/pyfmt.js';
+import { pyJsonDumps, pyRepr, type PyValue } from '../util/pyfmt.js';
 
 const isObj = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
 const str = (x: unknown): string | null => (typeof x === 'string' ? x : null);

@@ -11,6 +11,9 @@ import { encodeModel } from '../onnx/index.js';
 import { analyseModel, planInputs, positionIds, type Analysis, type FeedPlan } from '../extract/engine.js';
 import { buildLogitHeadModel, CAND_LOGITS, CANDIDATES_INPUT, LOG_SUM_EXP, TOP_ID } from '../extract/logit-head.js';
 import { executionProviders, sessionError } from '../extract/providers.js';
+import { configDir } from '../extract/config.js';
+import { existsSync, readFileSync } from 'node:fs';
+import * as path from 'node:path';
 import type { Device, ModelInfo } from '../extract/types.js';
 
 /** What the model says at each row's answering position. */
@@ -43,6 +46,11 @@ export interface Scorer {
   readonly info: ModelInfo;
   /** True when the model has KV-cache inputs (generation is possible). */
   readonly hasPast: boolean;
+  /**
+   * True when the KV-cache session accepts several new tokens after a non-empty cache (some
+   * exports only take a prompt or one token at a time); `extend` then feeds one token at a time.
+   */
+  readonly multiTokenExtend: boolean;
   /** Score right-padded rows at their last tokens against `candidates`. */
   score(rows: number[][], candidates: number[], padId: number): Promise<HeadOutput>;
   /** Run one sequence from an empty cache. */
@@ -90,6 +98,20 @@ class OrtScorer implements Scorer {
     private readonly genPresent: string[],
     readonly hasPast: boolean,
   ) {}
+
+  multiTokenExtend = false;
+
+  /** Find out whether the KV-cache session takes several tokens after a cache (a 2 + 2 token probe). */
+  async probe(): Promise<void> {
+    if (!this.gen) return;
+    try {
+      const a = await this.extend({ length: 0, past: new Map() }, [0, 1], [0]);
+      this.multiTokenExtend = true;
+      await this.extend(a.state, [1, 0], [0]);
+    } catch {
+      this.multiTokenExtend = false;
+    }
+  }
 
   private feeds(session: ort.InferenceSession, ids: BigInt64Array, mask: BigInt64Array, pos: BigInt64Array, B: number, S: number, T: number, candidates: number[], past: Map<string, ort.Tensor> | null, addedMask: string | null): Record<string, ort.Tensor> {
     const wanted = new Set(session.inputNames);
@@ -159,6 +181,11 @@ class OrtScorer implements Scorer {
   async extend(state: KvState, ids: number[], candidates: number[]): Promise<{ out: HeadOutput; state: KvState }> {
     if (!this.gen) throw new LobesError('generation needs a model with KV-cache inputs (past_key_values.*)', { file: this.a.loaded.file, hint: 'export the model with its KV cache (e.g. optimum --task text-generation-with-past, or the onnxruntime-genai builder), or drop --cot' });
     if (ids.length === 0) throw new LobesError('nothing to feed');
+    if (ids.length > 1 && state.length > 0 && !this.multiTokenExtend) {
+      let r = await this.extend(state, [ids[0]!], candidates);
+      for (const t of ids.slice(1)) r = await this.extend(r.state, [t], candidates);
+      return r;
+    }
     const S = ids.length;
     const T = state.length + S;
     const mask = new BigInt64Array(T).fill(1n);
@@ -175,6 +202,23 @@ class OrtScorer implements Scorer {
     await this.scoring.release();
     if (this.gen) await this.gen.release();
   }
+}
+
+/**
+ * The model's context length from its config files (config.json `max_position_embeddings`,
+ * else genai_config.json `model.context_length`), or null when they do not say.
+ */
+export function modelContextLength(modelDir: string): number | null {
+  const dir = configDir(modelDir, existsSync(modelDir) && modelDir.endsWith('.onnx') ? path.dirname(modelDir) : modelDir);
+  const read = (f: string): any => {
+    try {
+      return existsSync(path.join(dir, f)) ? JSON.parse(readFileSync(path.join(dir, f), 'utf8')) : null;
+    } catch {
+      return null;
+    }
+  };
+  const n = read('config.json')?.max_position_embeddings ?? read('genai_config.json')?.model?.context_length;
+  return Number.isInteger(n) && n > 0 ? n : null;
 }
 
 /** Open the scorer on a model folder (or .onnx file). */
@@ -194,5 +238,7 @@ export async function openScorer(modelDir: string, opts: ScorerOptions): Promise
     gen = await openSession(encodeModel(g.model), a.loaded.dir, opts, a.loaded.file);
     genPresent = g.present;
   }
-  return new OrtScorer(a.info, a, plans, scoring, { name: scoringGraph.maskInput, added: scoringGraph.maskAdded }, gen, genPresent, hasPast);
+  const sc = new OrtScorer(a.info, a, plans, scoring, { name: scoringGraph.maskInput, added: scoringGraph.maskAdded }, gen, genPresent, hasPast);
+  await sc.probe();
+  return sc;
 }

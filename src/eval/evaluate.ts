@@ -11,7 +11,7 @@ import { LobesError } from '../util/errors.js';
 import { planBatches } from '../extract/batching.js';
 import { gaeFields, randomWalkOutcome, type WorldTree } from '../data/socialeval-eval.js';
 import { renderPrompt, type PromptItem, type PromptPart, type RenderedPrompt } from './prompt.js';
-import { itemRecord, shuffleRecord, type ItemFacts, type ShuffleScore } from './records.js';
+import { itemRecord, shuffleRecord, skippedRecord, type ItemFacts, type ShuffleScore } from './records.js';
 import { optionOrders } from './score.js';
 import type { EpisodeRecord, EvalRecord, ShuffleRecord } from './types.js';
 import type { Scorer, KvState, HeadOutput } from './engine.js';
@@ -48,9 +48,13 @@ export interface EvaluateContext {
    * with KV-cache inputs; the numbers equal full-sequence scoring up to floating point.
    */
   sharePrefix: boolean;
+  /** Items (and GAE decisions) whose prompt is longer than this many tokens are skipped (null: no limit). */
+  maxTokens: number | null;
   stats: EvalStats;
   /** Called after prompts are scored. */
   onScored?: (prompts: number, tokens: number) => void;
+  /** Called when a unit (an item, or a world tree's walk) is done. */
+  onUnit?: () => void;
 }
 
 /**
@@ -85,6 +89,36 @@ interface Scored {
   score: ShuffleScore;
 }
 
+/** Render a job with its answer prefix and find its answer slot (once). */
+function prepareSlot(j: Job, tok: EvalTokenizer): void {
+  if (j.slot) return;
+  j.rendered = prepare(j, tok, true);
+  j.slot = tok.answerSlot(j.rendered.text, j.rendered.letters, j.where);
+}
+
+/**
+ * Why a group of jobs (the shuffles of one prompt) cannot be scored within ctx.maxTokens, or
+ * null. With --cot the prompt, the reasoning budget and a short answer suffix must fit.
+ */
+function tooLong(group: Job[], ctx: EvaluateContext): string | null {
+  if (ctx.maxTokens === null) return null;
+  let longest = 0;
+  for (const j of group) {
+    if (ctx.cot > 0) longest = Math.max(longest, ctx.tok.encode(prepare(j, ctx.tok, false).text).length + ctx.cot + COT_SUFFIX_ALLOWANCE);
+    else {
+      prepareSlot(j, ctx.tok);
+      longest = Math.max(longest, j.slot!.ids.length);
+    }
+  }
+  if (longest <= ctx.maxTokens) return null;
+  return ctx.cot > 0
+    ? `the prompt and ${ctx.cot} reasoning tokens need ${longest} tokens; --max-tokens is ${ctx.maxTokens}`
+    : `the prompt has ${longest} tokens; --max-tokens is ${ctx.maxTokens}`;
+}
+
+/** Tokens kept free after the reasoning for the answer suffix when checking --max-tokens with --cot. */
+const COT_SUFFIX_ALLOWANCE = 16;
+
 function prepare(job: Job, tok: EvalTokenizer, withPrefix: boolean): RenderedPrompt {
   return renderPrompt(job.item, job.order, { template: job.style.template, separator: job.style.separator, chat: tok.chat, answerPrefix: withPrefix ? job.style.answerPrefix : '' });
 }
@@ -92,10 +126,7 @@ function prepare(job: Job, tok: EvalTokenizer, withPrefix: boolean): RenderedPro
 /** Score jobs without generation: batches of right-padded prompts, one candidate list per batch. */
 async function scoreBatched(jobs: Job[], ctx: EvaluateContext): Promise<Scored[]> {
   const { tok, scorer, stats } = ctx;
-  for (const j of jobs) {
-    j.rendered = prepare(j, tok, true);
-    j.slot = tok.answerSlot(j.rendered.text, j.rendered.letters, j.where);
-  }
+  for (const j of jobs) prepareSlot(j, tok);
   const lengths = Int32Array.from(jobs, (j) => j.slot!.ids.length);
   const plan = planBatches(lengths, { batch: ctx.batch ?? undefined, tokenBudget: ctx.tokenBudget ?? undefined });
   const out: Scored[] = new Array(jobs.length);
@@ -211,7 +242,7 @@ async function scoreWithCot(job: Job, ctx: EvaluateContext): Promise<Scored> {
       logits: Array.from(head.cand),
       logSumExp: head.lse[0]!,
       topTokenId: head.top[0]!,
-      cot: { generated: gen.length, text: keptText, suffix, forced: !cut, stop },
+      cot: { generated: gen.length, ids: gen.slice(0, kept), text: keptText, suffix, forced: !cut, stop },
     },
   };
 }
@@ -219,10 +250,7 @@ async function scoreWithCot(job: Job, ctx: EvaluateContext): Promise<Scored> {
 /** Score the jobs of one group (the shuffles of one prompt) through the KV cache, sharing their common tokens. */
 async function scoreShared(jobs: Job[], ctx: EvaluateContext): Promise<Scored[]> {
   const { tok, scorer, stats } = ctx;
-  for (const j of jobs) {
-    j.rendered = prepare(j, tok, true);
-    j.slot = tok.answerSlot(j.rendered.text, j.rendered.letters, j.where);
-  }
+  for (const j of jobs) prepareSlot(j, tok);
   const seqs = jobs.map((j) => j.slot!.ids);
   let L = Math.min(...seqs.map((s) => s.length)) - 1;
   for (let i = 0; i < L; i++) {
@@ -253,17 +281,23 @@ async function scoreShared(jobs: Job[], ctx: EvaluateContext): Promise<Scored[]>
 }
 
 /** Score groups of jobs (each group: the shuffles of one prompt); results in job order. */
-async function scoreJobs(groups: Job[][], ctx: EvaluateContext): Promise<Scored[]> {
+async function scoreJobs(groups: Job[][], ctx: EvaluateContext, onGroup?: () => void): Promise<Scored[]> {
   const jobs = groups.flat();
   if (jobs.length === 0) return [];
   if (ctx.cot > 0) {
     const out: Scored[] = [];
-    for (const j of jobs) out.push(await scoreWithCot(j, ctx));
+    for (const g of groups) {
+      for (const j of g) out.push(await scoreWithCot(j, ctx));
+      onGroup?.();
+    }
     return out;
   }
   if (!ctx.sharePrefix) return scoreBatched(jobs, ctx);
   const out: Scored[] = [];
-  for (const g of groups) out.push(...(await scoreShared(g, ctx)));
+  for (const g of groups) {
+    out.push(...(await scoreShared(g, ctx)));
+    onGroup?.();
+  }
   return out;
 }
 
@@ -329,20 +363,31 @@ export async function evaluateUnits(units: readonly Unit[], ctx: EvaluateContext
   // Items: all shuffles of all items scored together.
   const itemIdx = units.flatMap((u, i) => (u.kind === 'item' ? [i] : []));
   const groups: Job[][] = [];
-  const firstJob: number[] = [];
-  let nJobs = 0;
+  const owners: number[] = [];
   for (const i of itemIdx) {
     const u = units[i]! as Extract<Unit, { kind: 'item' }>;
-    firstJob.push(nJobs);
-    groups.push(itemJobs(u.prompt, u.style, ctx));
-    nJobs += ctx.shuffles;
+    const g = itemJobs(u.prompt, u.style, ctx);
+    const why = tooLong(g, ctx);
+    if (why) {
+      perUnit[i]!.push(skippedRecord(u.facts, why));
+      ctx.onUnit?.();
+      continue;
+    }
+    groups.push(g);
+    owners.push(i);
   }
-  const jobs = groups.flat();
-  const scored = await scoreJobs(groups, ctx);
-  itemIdx.forEach((i, n) => {
-    const u = units[i]! as Extract<Unit, { kind: 'item' }>;
-    const mine = jobs.slice(firstJob[n]!, firstJob[n]! + ctx.shuffles);
-    perUnit[i]!.push(itemRecord(u.facts, shuffleRecords(mine, scored, firstJob[n]!)));
+  // Items are done as their group is scored (one at a time), or all at once after batches.
+  let ticked = 0;
+  const scored = await scoreJobs(groups, ctx, () => {
+    ticked++;
+    ctx.onUnit?.();
+  });
+  for (; ticked < groups.length; ticked++) ctx.onUnit?.();
+  let at = 0;
+  groups.forEach((g, n) => {
+    const u = units[owners[n]!]! as Extract<Unit, { kind: 'item' }>;
+    perUnit[owners[n]!]!.push(itemRecord(u.facts, shuffleRecords(g, scored, at)));
+    at += g.length;
   });
   // Trees: one decision round at a time across every tree of the chunk.
   const walkers: Walker[] = units.flatMap((u, i) => (u.kind === 'tree' ? [{ unit: i, tree: u.tree, style: u.style, path: ['0'], records: [], end: null }] : []));
@@ -354,10 +399,12 @@ export async function evaluateUnits(units: readonly Unit[], ctx: EvaluateContext
       const node = w.tree.nodes.get(cid);
       if (node?.type === 'ending') {
         w.end = 'ending';
+        ctx.onUnit?.();
         continue;
       }
       if (!node || node.choices.length === 0) {
         w.end = 'stuck';
+        ctx.onUnit?.();
         continue;
       }
       const g = gaeFields(w.tree, w.path);
@@ -367,7 +414,17 @@ export async function evaluateUnits(units: readonly Unit[], ctx: EvaluateContext
         w.path.push(g.next[0]!);
         continue;
       }
-      active.push({ w, item, next: g.next, jobs: itemJobs(item, w.style, ctx) });
+      const jobs = itemJobs(item, w.style, ctx);
+      const why = tooLong(jobs, ctx);
+      if (why) {
+        const rec = skippedRecord(stepFacts(w.tree, cid, item.options), why);
+        rec.gae = { tree: w.tree.stem, node: cid, depth: w.path.length - 1, next: g.next };
+        w.records.push(rec);
+        w.end = 'skipped';
+        ctx.onUnit?.();
+        continue;
+      }
+      active.push({ w, item, next: g.next, jobs });
     }
     if (active.length === 0) {
       if (walkers.every((w) => w.end)) break;

@@ -27,7 +27,7 @@ function biasLines(b: PositionBias[]): string[] {
 }
 
 function items(s: ItemSummary, title: string): string[] {
-  const out = [`### ${title}`, '', ...HEAD('slice'), row('overall (every item once, voted)', s.overall)];
+  const out = [`### ${title}`, '', ...(s.skipped?.length ? [`${s.skipped.length} items skipped (prompt longer than --max-tokens): ${s.skipped.slice(0, 5).join(', ')}${s.skipped.length > 5 ? ', …' : ''}`, ''] : []), ...HEAD('slice'), row('overall (every item once, voted)', s.overall)];
   if (s.macro) out.push(row('mean over abilities (run_iae.py "Overall Average")', s.macro));
   for (const [l, a] of Object.entries(s.macroByLanguage)) out.push(row(`mean over abilities, ${l}`, a));
   out.push(row('single shuffles before the vote', s.unvoted));
@@ -40,7 +40,7 @@ function gae(s: GaeSummary): string[] {
   const out = [
     '### GAE (goal achievement: success = ending with goal achievement 2)',
     '',
-    `${s.trees} world trees, ${s.ended} walks reached an ending, ${s.stuck.length} stopped at a node without choices${s.stuck.length ? ` (${s.stuck.slice(0, 5).join(', ')}${s.stuck.length > 5 ? ', …' : ''})` : ''}; ${s.decisions} decisions.`,
+    `${s.trees} world trees, ${s.ended} walks reached an ending, ${s.stuck.length} stopped at a node without choices${s.stuck.length ? ` (${s.stuck.slice(0, 5).join(', ')}${s.stuck.length > 5 ? ', …' : ''})` : ''}${s.skipped?.length ? `, ${s.skipped.length} at a decision longer than --max-tokens (${s.skipped.slice(0, 5).join(', ')}${s.skipped.length > 5 ? ', …' : ''})` : ''}; ${s.decisions} decisions.`,
     '',
     ...HEAD('slice'),
     row('overall (every tree once)', s.overall),

@@ -17,7 +17,10 @@ import { LOBES_VERSION } from '../version.js';
 import { chunkCount, shardRange, type ShardRange, type ShardSpec } from '../store/layout.js';
 import { sha256File, type ChunkFile } from '../store/chunks.js';
 import { isEmptyOrMissing } from '../store/writer.js';
-import { graphFile } from '../extract/run.js';
+import { modelFiles } from '../extract/modelfiles.js';
+import { tokenizerDir } from '../extract/tokenize.js';
+import { hashModelFiles } from '../store/provenance.js';
+import { createHash } from 'node:crypto';
 import type { Device } from '../extract/types.js';
 import type { ModelArch } from '../store/types.js';
 import { loadEvalData, hashUnits, type EvalData, type TaskChoice } from './units.js';
@@ -26,6 +29,7 @@ import { CHUNKS_DIR, EPISODES, EVAL_FORMAT_VERSION, EVAL_MANIFEST, RECORDS, Reco
 import { summarize, type EvalSummary } from './summary.js';
 import type { EpisodeRecord, EvalRecord } from './types.js';
 import type { Scorer, ScorerOptions } from './engine.js';
+import { modelContextLength } from './engine.js';
 import type { EvalTokenizer, EvalTokenizerOptions } from './tokenizer.js';
 
 export interface EvalOptions {
@@ -48,6 +52,8 @@ export interface EvalOptions {
   answerPrefix?: string;
   promptFile?: string;
   bootstrap?: number;
+  /** Skip items whose prompt is longer than this (default: the model's context length from its config files; 0: no limit). */
+  maxTokens?: number | null;
   /** Score an item's shuffles through the KV cache, computing their shared tokens once (auto: on CPU when the model has a KV cache). */
   sharePrefix?: 'auto' | 'on' | 'off';
   skipInvalid?: boolean;
@@ -68,16 +74,18 @@ export interface EvalManifest {
   formatVersion: number;
   lobesVersion: string;
   createdAt: string;
-  model: { dir: string; graphSha256: string; arch: ModelArch | null };
+  model: { dir: string; graphSha256: string; arch: ModelArch | null; files?: { name: string; role: string; bytes: number; sha256: string }[]; filesSha256?: string };
   tokenizer: { source: string; chatTemplate: boolean };
   dataset: { spec: string; kind: EvalData['kind']; unitsSha256: string; units: number; available: number; excluded: number };
   task: TaskChoice | 'mcq';
-  settings: { shuffles: number; seed: number; cot: number; limit: number | null; answerPrefix: string | null; prompt: string | null; chatTemplate: EvalTokenizerOptions['chatTemplate']; chunkUnits: number; batch: number | null; tokenBudget: number | null; device: Device; bootstrap: number; sharePrefix: 'auto' | 'on' | 'off' };
+  settings: { shuffles: number; seed: number; cot: number; limit: number | null; answerPrefix: string | null; prompt: string | null; chatTemplate: EvalTokenizerOptions['chatTemplate']; chunkUnits: number; batch: number | null; tokenBudget: number | null; device: Device; bootstrap: number; sharePrefix: 'auto' | 'on' | 'off'; maxTokens: number | null };
   shard: ShardSpec | null;
   layout: ShardRange & { datasetUnits: number };
   /** Counters summed over attempts. */
   throughput: EvalStats;
   timings: { loadMs: number; modelLoadMs: number; wallMs: number; attempts: number };
+  /** Whether an item's shuffles were scored through the KV cache, sharing their common tokens. */
+  sharedPrefix?: boolean;
   complete: boolean;
   files?: { records: ChunkFile; episodes: ChunkFile | null; summary: string };
 }
@@ -115,6 +123,7 @@ export function evalIdentity(m: EvalManifest, includeShard: boolean): Record<str
   const s = m.settings;
   const id: Record<string, string> = {
     'model graph sha256': m.model.graphSha256,
+    'model files sha256 (graph, weights, tokenizer)': String(m.model.filesSha256),
     'chat template': String(m.tokenizer.chatTemplate),
     'dataset spec': m.dataset.spec,
     'dataset units sha256': m.dataset.unitsSha256,
@@ -130,6 +139,7 @@ export function evalIdentity(m: EvalManifest, includeShard: boolean): Record<str
     '--token-budget': String(s.tokenBudget),
     '--device': s.device,
     '--share-prefix': String(s.sharePrefix),
+    '--max-tokens': String(s.maxTokens),
   };
   if (includeShard) id['--shard'] = m.shard ? `${m.shard.index}/${m.shard.count}` : 'none';
   return id;
@@ -174,6 +184,7 @@ function resolveSettings(o: EvalOptions): Settings {
   const cot = o.cot ?? 0;
   if (!Number.isInteger(cot) || cot < 0) throw new UsageError(`--cot must be a non-negative integer, got ${cot}`);
   if (o.limit != null && (!Number.isInteger(o.limit) || o.limit < 1)) throw new UsageError(`--limit must be a positive integer, got ${o.limit}`);
+  if (o.maxTokens != null && (!Number.isInteger(o.maxTokens) || o.maxTokens < 0)) throw new UsageError(`--max-tokens must be a non-negative integer, got ${o.maxTokens}`);
   return {
     task: o.task ?? 'both',
     shuffles,
@@ -189,6 +200,7 @@ function resolveSettings(o: EvalOptions): Settings {
     device: o.device ?? 'cpu',
     bootstrap: o.bootstrap ?? 2000,
     sharePrefix: o.sharePrefix ?? 'auto',
+    maxTokens: o.maxTokens === 0 ? null : (o.maxTokens ?? modelContextLength(o.model)),
   };
 }
 
@@ -208,7 +220,10 @@ export async function runEval(opts: EvalOptions): Promise<EvalManifest> {
   const t0 = Date.now();
   const data = loadEvalData(opts.data, { task: s.task, cot: s.cot > 0, promptFile: opts.promptFile, answerPrefix: opts.answerPrefix, limit: s.limit, seed: s.seed, skipInvalid: opts.skipInvalid });
   const unitsSha256 = hashUnits(data.units);
-  const graphSha256 = sha256File(graphFile(opts.model)).sha256;
+  // Every file that shapes the numbers: graph, external weights, tokenizer (through the file-hash cache).
+  const files = hashModelFiles(modelFiles(opts.model, tokenizerDir(opts.model)));
+  const graphSha256 = files.find((f) => f.role === 'graph')!.sha256;
+  const filesSha256 = createHash('sha256').update(JSON.stringify(files.map((f) => [f.name, f.sha256]))).digest('hex');
   const tok = await deps.loadTokenizer(opts.model, { chatTemplate: s.chatTemplate });
   const N = data.units.length;
   const range = shardRange(N, s.chunkUnits, opts.shard ?? null);
@@ -219,7 +234,7 @@ export async function runEval(opts: EvalOptions): Promise<EvalManifest> {
     formatVersion: EVAL_FORMAT_VERSION,
     lobesVersion: LOBES_VERSION,
     createdAt: previous?.createdAt ?? new Date().toISOString(),
-    model: { dir: opts.model, graphSha256, arch: previous?.model.arch ?? null },
+    model: { dir: opts.model, graphSha256, arch: previous?.model.arch ?? null, files, filesSha256 },
     tokenizer: { source: tok.source, chatTemplate: tok.chat !== null },
     dataset: { spec: data.spec, kind: data.kind, unitsSha256, units: N, available: data.available, excluded: data.excluded.length },
     task: data.kind === 'jsonl' ? 'mcq' : s.task,
@@ -245,8 +260,11 @@ export async function runEval(opts: EvalOptions): Promise<EvalManifest> {
   manifest.model.arch = scorer.info.arch;
   try {
     if (s.cot > 0 && !scorer.hasPast) throw new LobesError('--cot needs a model with KV-cache inputs (past_key_values.*)', { file: opts.model, hint: 'export the model with its KV cache, or drop --cot' });
-    if (s.sharePrefix === 'on' && !scorer.hasPast) throw new LobesError('--share-prefix on needs a model with KV-cache inputs (past_key_values.*)', { file: opts.model, hint: 'use --share-prefix off' });
-    const sharePrefix = scorer.hasPast && (s.sharePrefix === 'on' || (s.sharePrefix === 'auto' && s.device === 'cpu'));
+    if (s.sharePrefix === 'on' && !(scorer.hasPast && scorer.multiTokenExtend)) {
+      throw new LobesError(scorer.hasPast ? '--share-prefix on: this export does not take several tokens after its KV cache' : '--share-prefix on needs a model with KV-cache inputs (past_key_values.*)', { file: opts.model, hint: 'use --share-prefix off' });
+    }
+    const sharePrefix = scorer.hasPast && scorer.multiTokenExtend && (s.sharePrefix === 'on' || (s.sharePrefix === 'auto' && s.device === 'cpu'));
+    manifest.sharedPrefix = sharePrefix;
     mkdirSync(out, { recursive: true });
     writeEvalManifest(out, manifest);
     const { writer, dropped } = await RecordWriter.resume(out, s.chunkUnits);
@@ -268,9 +286,8 @@ export async function runEval(opts: EvalOptions): Promise<EvalManifest> {
       const start = c * s.chunkUnits;
       const end = Math.min(start + s.chunkUnits, N);
       const units = data.units.slice(start, end);
-      const r = await evaluateUnits(units, { scorer, tok, shuffles: s.shuffles, seed: s.seed, cot: s.cot, batch: s.batch, tokenBudget: s.tokenBudget, sharePrefix, stats, onScored: (_p, t) => progress.tick(0, { tokens: t }) });
-      writer.write(c, start, end - start, r.records, units.some((u) => u.kind === 'tree') ? r.episodes : null);
-      progress.tick(end - start);
+      const r = await evaluateUnits(units, { scorer, tok, shuffles: s.shuffles, seed: s.seed, cot: s.cot, batch: s.batch, tokenBudget: s.tokenBudget, sharePrefix, maxTokens: s.maxTokens, stats, onScored: (_p, t) => progress.tick(0, { tokens: t }), onUnit: () => progress.tick(1) });
+      writer.write(c, start, end - start, r.records, hasTrees(data) ? r.episodes : null);
       manifest.timings.wallMs = wallBase + Date.now() - tAttempt;
       writeEvalManifest(out, manifest);
     }
@@ -285,6 +302,11 @@ export async function runEval(opts: EvalOptions): Promise<EvalManifest> {
   }
 }
 
+/** Whether the evaluation walks world trees (then every chunk has an episodes file, maybe empty). */
+function hasTrees(data: EvalData): boolean {
+  return data.units.some((u) => u.kind === 'tree');
+}
+
 function describeUnits(data: EvalData, r: ShardRange): string {
   const u = data.units.slice(r.rowStart, r.rowEnd);
   const items = u.filter((x) => x.kind === 'item').length;
@@ -295,10 +317,9 @@ function describeUnits(data: EvalData, r: ShardRange): string {
 /** Join the chunks, write the summary, mark the manifest complete and drop the chunk files. */
 function finishEval(out: string, manifest: EvalManifest, writer: RecordWriter, data: EvalData, s: Settings): void {
   const r = manifest.layout;
-  const hasTrees = data.units.slice(r.rowStart, r.rowEnd).some((u) => u.kind === 'tree');
-  const joined = writer.join(r.chunkStart, r.chunkEnd, hasTrees);
+  const joined = writer.join(r.chunkStart, r.chunkEnd, hasTrees(data));
   const records = readJsonl<EvalRecord>(path.join(out, RECORDS));
-  const episodes = hasTrees ? readJsonl<EpisodeRecord>(path.join(out, EPISODES)) : [];
+  const episodes = hasTrees(data) ? readJsonl<EpisodeRecord>(path.join(out, EPISODES)) : [];
   writeFileAtomicSync(path.join(out, SUMMARY), JSON.stringify(summarize(records, episodes, { bootstrap: s.bootstrap, seed: s.seed }), null, 2) + '\n');
   manifest.files = { records: joined.records, episodes: joined.episodes, summary: SUMMARY };
   manifest.complete = true;

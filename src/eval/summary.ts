@@ -13,81 +13,16 @@
  *
  * GAE: the success rate (goal achievement 2) of the episodes that reach an ending, overall,
  * per world category, major orientation and language, and the macro average over categories
- * (run_gae.py's "Overall Average"). Chance of a tree: the probability that uniformly random
+ * (run_gae.py's "Overall Average"). Items and walks skipped for --max-tokens are listed and
+ * left out of every figure. Chance of a tree: the probability that uniformly random
  * choices reach a successful ending, given that they reach an ending.
  */
 import { Rng } from '../util/rng.js';
 import { ORIENTATION_CATEGORIES } from '../data/socialeval-eval.js';
 import type { EpisodeRecord, EvalRecord } from './types.js';
+import type { Accuracy, AccuracyTable, PositionBias, ItemSummary, GaeSummary, EvalSummary } from './summary-types.js';
 
-export interface Accuracy {
-  n: number;
-  correct: number;
-  /** In [0, 1]. */
-  accuracy: number;
-  ci95: [number, number] | null;
-  chance: number;
-}
-
-export interface AccuracyRow extends Accuracy {
-  key: string;
-}
-
-export interface AccuracyTable {
-  /** 'language', 'aspect', 'ability', 'label:FIELD', 'category', 'group'. */
-  by: string;
-  rows: AccuracyRow[];
-}
-
-export interface PositionBias {
-  /** Options per prompt. */
-  k: number;
-  prompts: number;
-  /** Share of prompts whose pick is each slot. */
-  pickRate: number[];
-  /** Share of prompts whose correct answer sits at each slot (null for GAE). */
-  answerRate: number[] | null;
-}
-
-export interface ItemSummary {
-  task: 'iae' | 'mcq';
-  items: number;
-  /** Voted accuracy, every item once. */
-  overall: Accuracy;
-  /** Mean over abilities of their accuracy (IAE). */
-  macro: Accuracy | null;
-  macroByLanguage: Record<string, Accuracy>;
-  /** Accuracy of single shuffles before the vote. */
-  unvoted: Accuracy;
-  tables: AccuracyTable[];
-  positionBias: PositionBias[];
-  letterMass: { mean: number; min: number };
-}
-
-export interface GaeSummary {
-  trees: number;
-  /** Episodes that reached an ending (the success rates' denominator). */
-  ended: number;
-  /** Episodes that stopped at a node without choices (left out, as run_gae.py leaves them). */
-  stuck: string[];
-  /** Decisions the model made (records). */
-  decisions: number;
-  overall: Accuracy;
-  /** Mean over world categories of their success rates. */
-  macro: Accuracy;
-  macroByLanguage: Record<string, Accuracy>;
-  tables: AccuracyTable[];
-  positionBias: PositionBias[];
-  letterMass: { mean: number; min: number };
-}
-
-export interface EvalSummary {
-  format: 'lobes-eval-summary';
-  bootstrap: { resamples: number; seed: number };
-  iae?: ItemSummary;
-  mcq?: ItemSummary;
-  gae?: GaeSummary;
-}
+export type { Accuracy, AccuracyRow, AccuracyTable, PositionBias, ItemSummary, GaeSummary, EvalSummary } from './summary-types.js';
 
 export interface SummaryOptions {
   bootstrap?: number;
@@ -222,7 +157,9 @@ export function creditedAbilities(r: EvalRecord): string[] {
 }
 
 /** Summary of item records (IAE or generic multiple choice). */
-export function summarizeItems(records: EvalRecord[], task: 'iae' | 'mcq', o: SummaryOptions = {}): ItemSummary {
+export function summarizeItems(all: EvalRecord[], task: 'iae' | 'mcq', o: SummaryOptions = {}): ItemSummary {
+  const records = all.filter((r) => !r.skipped);
+  const skipped = all.filter((r) => r.skipped).map((r) => r.id);
   const B = o.bootstrap ?? 2000;
   const seed = o.seed ?? 0;
   const hits = records.map((r) => (r.correct ? 1 : 0));
@@ -250,7 +187,7 @@ export function summarizeItems(records: EvalRecord[], task: 'iae' | 'mcq', o: Su
   const unvoted = accuracyOf(per, chance, B, seed);
   unvoted.correct = records.reduce((a, r) => a + r.shuffles.filter((s) => s.order[s.pick] === r.answer).length, 0);
   unvoted.n = records.reduce((a, r) => a + r.shuffles.length, 0);
-  return { task, items: records.length, overall: accuracyOf(hits, chance, B, seed), macro, macroByLanguage, unvoted, tables, positionBias: positionBias(records), letterMass: massStats(records) };
+  return { task, items: records.length, skipped, overall: accuracyOf(hits, chance, B, seed), macro, macroByLanguage, unvoted, tables, positionBias: positionBias(records), letterMass: massStats(records) };
 }
 
 /** Summary of GAE episodes and their decision records. */
@@ -276,13 +213,14 @@ export function summarizeGae(episodes: EpisodeRecord[], records: EvalRecord[], o
     trees: episodes.length,
     ended: ended.length,
     stuck: episodes.filter((e) => e.end === 'stuck').map((e) => e.tree),
-    decisions: records.length,
+    skipped: episodes.filter((e) => e.end === 'skipped').map((e) => e.tree),
+    decisions: records.filter((r) => !r.skipped).length,
     overall: accuracyOf(hits, chance, B, seed),
     macro: macroAccuracy(hits, chance, ended.map((e) => [e.category]), B, seed),
     macroByLanguage,
     tables,
-    positionBias: positionBias(records),
-    letterMass: massStats(records),
+    positionBias: positionBias(records.filter((r) => !r.skipped)),
+    letterMass: massStats(records.filter((r) => !r.skipped)),
   };
 }
 

@@ -6,11 +6,10 @@
  * tokenizes T + L for every letter. The tokens all letters share are what the model reads
  * (the stem); each letter must then add exactly one token c_L, and the candidates are those
  * tokens. When the letter is its own token after T (encode(T + L) = encode(T) + [c_L], e.g.
- * SmolLM2 after `{"choice": "`), the stem is encode(T). When the tokenizer writes T's last
- * characters and the letter as one token (Llama-3 writes `"A` as one token; most tokenizers
- * write " A" after "Answer:"), the stem is shorter and the candidates are those joint
- * tokens: the probability scored is that of the tokenizer's own spelling of T + L. A letter
- * that would need two or more tokens is an error.
+ * SmolLM2 and Llama-3.1 after `{"choice": "`), the stem is encode(T). When the tokenizer writes
+ * T's last characters and the letter as one token (both write " A" after "Answer: "), the stem
+ * is shorter and the candidates are those joint tokens: the probability scored is that of the
+ * tokenizer's own spelling of T + L. A letter that would need two or more tokens is an error.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';

@@ -50,6 +50,8 @@ export interface ShuffleRecord {
 export interface CotRecord {
   /** Tokens generated (greedy) before the answer. */
   generated: number;
+  /** The generated token ids kept before the answer suffix (the model read prompt + these + the suffix). */
+  ids: number[];
   /** The generated text kept before the answer suffix. */
   text: string;
   /** Text lobes added before the letter (empty when the model wrote the answer prefix itself). */
@@ -75,9 +77,11 @@ export interface EvalRecord {
   /** Index into `options` of the correct one (null for GAE steps, which have none). */
   answer: number | null;
   shuffles: ShuffleRecord[];
-  /** Index into `options` chosen by the vote. */
+  /** Index into `options` chosen by the vote (-1 when the item was skipped). */
   vote: number;
   correct: boolean | null;
+  /** Why the item was not scored (its prompt is longer than --max-tokens); it then has no shuffles. */
+  skipped?: string;
   /** GAE steps: the tree, the node, and the node each option leads to. */
   gae?: { tree: string; node: string; depth: number; next: string[] };
 }
@@ -93,8 +97,11 @@ export interface EpisodeRecord {
   group: string;
   /** Node ids visited, from the beginning to the last. */
   path: string[];
-  /** How the walk ended: at an ending, or stuck at a node without choices or a missing node. */
-  end: 'ending' | 'stuck';
+  /**
+   * How the walk ended: at an ending; stuck at a node without choices or a missing node; or
+   * skipped at a decision whose prompt is longer than --max-tokens.
+   */
+  end: 'ending' | 'stuck' | 'skipped';
   /** The ending's "goal achievement" (0, 1, 2; null when the file gives none). */
   goalAchievement: number | null;
   /** goal achievement == 2, as SocialEval's run_gae.py counts success. */

@@ -10,6 +10,7 @@ import { siteFamily } from '../hooks.js';
 import { DataType, dataTypeName, encodeModel, loadModel, valueShape, type LoadedModel, type ValueInfo } from '../onnx/index.js';
 import { discover, isPastInput, type DiscoveredPoint, type Discovery } from './discover.js';
 import { configDir, readConfigHints } from './config.js';
+import { checkModel } from './consistency.js';
 import { buildCaptureModel, type InGraphPast } from './surgery.js';
 import { executionProviders, listProviders, sessionError } from './providers.js';
 
@@ -26,7 +27,8 @@ function inputShape(v: ValueInfo): (number | string)[] {
 /** Load and analyse a model folder (or .onnx file). */
 export function analyseModel(modelDir: string): Analysis {
   const loaded = loadModel(modelDir);
-  const disc = discover(loaded, readConfigHints(configDir(modelDir, loaded.dir)));
+  const cdir = configDir(modelDir, loaded.dir);
+  const disc = discover(loaded, readConfigHints(cdir));
   const info: ModelInfo = {
     dir: modelDir,
     arch: disc.arch,
@@ -37,6 +39,7 @@ export function analyseModel(modelDir: string): Analysis {
       dtype: dataTypeName(v.type?.tensorType?.elemType),
       shape: inputShape(v),
     })),
+    check: checkModel(disc.index, loaded, cdir),
   };
   return { loaded, disc, info };
 }

@@ -1,6 +1,6 @@
 /**
- * Metric-by-metric comparison of two runs: every separation metric (cluster/metrics.json)
- * and every region metric (wanda/metrics.json) of both, the difference (run 2 − run 1),
+ * Metric-by-metric comparison of two runs: every separation metric (cluster/metrics.json),
+ * every region metric (wanda/metrics.json) and every benchmark accuracy (lobes eval) of both, the difference (run 2 − run 1),
  * a 95% CI of the difference where both runs carry bootstrap CIs, and which run is ahead.
  *
  * CI of a difference: the metric files hold each run's percentile-bootstrap 95% CI, not the
@@ -13,6 +13,7 @@ import type { ReportModel } from './load.js';
 import type { MetricWithCI, SpaceMetrics } from '../cluster/types.js';
 import type { NullTested, WandaPairMetrics } from '../wanda/types.js';
 import type { ComparisonRow, Comparison } from './types.js';
+import type { Accuracy, AccuracyTable } from '../eval/summary-types.js';
 
 export type Direction = 'higher' | 'lower' | 'neutral';
 
@@ -126,5 +127,53 @@ export function compareRuns(r1: ReportModel, r2: ReportModel): Comparison {
         'Sizes are compared as shares of all scored blocks, since the two models have different numbers of blocks.',
     );
   }
+  evalRows(r1, r2, names, rows, notes);
   return { runs: names, rows, notes };
+}
+
+const acc = (a: Accuracy | null | undefined) => (a && Number.isFinite(a.accuracy) ? { value: a.accuracy, ci: a.ci95 } : null);
+
+/** Rows of one accuracy table of both evaluations (detail rows), matched by key. */
+function tableRows(sec: string, t1: AccuracyTable | undefined, t2: AccuracyTable | undefined, names: [string, string]): ComparisonRow[] {
+  const keys = [...new Set([...(t1?.rows ?? []), ...(t2?.rows ?? [])].map((r) => r.key))];
+  return keys.map((k) => detail(row(sec, `accuracy, ${t1?.by ?? t2?.by} = ${k}`, 'higher', names, acc(t1?.rows.find((r) => r.key === k)), acc(t2?.rows.find((r) => r.key === k)))));
+}
+
+/** Benchmark deltas: every accuracy of both evaluations (lobes eval) with the CI of the difference. */
+function evalRows(r1: ReportModel, r2: ReportModel, names: [string, string], rows: ComparisonRow[], notes: string[]): void {
+  const e1 = r1.eval?.summary;
+  const e2 = r2.eval?.summary;
+  if (!e1 && !e2) return;
+  for (const task of ['iae', 'mcq'] as const) {
+    const a = e1?.[task];
+    const b = e2?.[task];
+    if (!a && !b) continue;
+    const sec = `evaluation (${task.toUpperCase()})`;
+    rows.push(row(sec, 'accuracy, every item once (voted)', 'higher', names, acc(a?.overall), acc(b?.overall)));
+    if (a?.macro || b?.macro) rows.push(row(sec, 'accuracy, mean over abilities', 'higher', names, acc(a?.macro), acc(b?.macro)));
+    for (const l of [...new Set([...Object.keys(a?.macroByLanguage ?? {}), ...Object.keys(b?.macroByLanguage ?? {})])].sort()) {
+      rows.push(row(sec, `accuracy, mean over abilities, ${l}`, 'higher', names, acc(a?.macroByLanguage[l]), acc(b?.macroByLanguage[l])));
+    }
+    rows.push(row(sec, 'accuracy of single shuffles (before the vote)', 'higher', names, acc(a?.unvoted), acc(b?.unvoted)));
+    const bys = [...new Set([...(a?.tables ?? []), ...(b?.tables ?? [])].map((t) => t.by))];
+    for (const by of bys) rows.push(...tableRows(sec, a?.tables.find((t) => t.by === by), b?.tables.find((t) => t.by === by), names));
+  }
+  const g1 = e1?.gae;
+  const g2 = e2?.gae;
+  if (g1 || g2) {
+    const sec = 'evaluation (GAE)';
+    rows.push(row(sec, 'success rate, every tree once', 'higher', names, acc(g1?.overall), acc(g2?.overall)));
+    rows.push(row(sec, 'success rate, mean over world categories', 'higher', names, acc(g1?.macro), acc(g2?.macro)));
+    for (const l of [...new Set([...Object.keys(g1?.macroByLanguage ?? {}), ...Object.keys(g2?.macroByLanguage ?? {})])].sort()) {
+      rows.push(row(sec, `success rate, mean over categories, ${l}`, 'higher', names, acc(g1?.macroByLanguage[l]), acc(g2?.macroByLanguage[l])));
+    }
+    const bys = [...new Set([...(g1?.tables ?? []), ...(g2?.tables ?? [])].map((t) => t.by))];
+    for (const by of bys) rows.push(...tableRows(sec, g1?.tables.find((t) => t.by === by), g2?.tables.find((t) => t.by === by), names));
+  }
+  const d1 = r1.eval?.manifest.dataset?.unitsSha256;
+  const d2 = r2.eval?.manifest.dataset?.unitsSha256;
+  notes.push(
+    'Evaluation: accuracies from lobes eval (answer-letter logits, options shuffled and voted), each with its bootstrap 95% CI; the CI of a difference uses the same normal approximation as above, treating the two evaluations as independent samples.' +
+      (d1 && d2 && d1 !== d2 ? ' The two evaluations did not score the same items (their unit hashes differ: another --limit, seed or dataset), so differences mix model and item effects.' : ''),
+  );
 }

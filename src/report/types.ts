@@ -11,6 +11,8 @@
 import type { WandaPairMetrics, WandaMetrics, WandaSettings } from '../wanda/types.js';
 import type { ClusterMetrics, ClusterSettings } from '../cluster/types.js';
 import type { Keyword, ShareTable, MeanCI } from '../attend/types.js';
+import type { EvalSummary } from '../eval/summary-types.js';
+import type { PaperReference } from '../eval/reference.js';
 
 /** The whole page's data. */
 export interface PagePayload {
@@ -64,6 +66,8 @@ export interface RunPayload {
   wanda: WandaPayload | null;
   /** `lobes attend` results shown with the run (RUN/attend, or the page of an attend folder). */
   attend?: AttendPayload | null;
+  /** The run's benchmark evaluation (lobes eval), when one is linked to it. */
+  eval?: EvalPayload | null;
 }
 
 /** One item of the attention section: its prompt, words with weights, parts and top words. */
@@ -106,6 +110,19 @@ export interface AttendPayload {
   items: AttendItemPayload[];
   /** Items in the results but not in the page (the limit). */
   omitted: number;
+}
+
+/** A benchmark evaluation as the report shows it. */
+export interface EvalPayload {
+  /** The evaluation folder. */
+  dir: string;
+  model: string;
+  dataset: string;
+  /** Shuffles, seed, reasoning, --limit, prompts and tokens, in words. */
+  settings: string;
+  summary: EvalSummary;
+  /** Published results shown as labelled reference lines (never as this model's numbers). */
+  reference: { source: string; rows: PaperReference[] };
 }
 
 export interface ComparisonRow {

@@ -43,6 +43,7 @@ export function fakeEvalDeps(policy: Policy, opts: { delayMs?: number } = {}): P
   const scorer: Scorer = {
     info: { dir: 'fake', arch: { family: 'fake', layers: 1, hidden: 1, intermediate: 1, heads: 1, kvHeads: 1, vocab: 2000, dtype: 'fp32', quantization: null } as any, points: [], providers: [], inputs: [] },
     hasPast: false,
+    multiTokenExtend: false,
     async score(rows: number[][], candidates: number[]): Promise<HeadOutput> {
       if (opts.delayMs) await new Promise((r) => setTimeout(r, opts.delayMs));
       const k = candidates.length;

@@ -10,7 +10,7 @@ import * as path from 'node:path';
 import { loadSocialEvalBench, gaeFields, type WorldTree } from '../../src/data/socialeval-eval.js';
 import { renderContent, renderPrompt, parseTemplate } from '../../src/eval/prompt.js';
 import { SOCIALEVAL_TEMPLATES, stripMarkers } from '../../src/eval/templates.js';
-import { pyRepr, pyStrRepr, pyJsonDumps } from '../../src/eval/pyfmt.js';
+import { pyRepr, pyStrRepr, pyJsonDumps } from '../../src/util/pyfmt.js';
 
 const DATA = path.resolve(__dirname, '../../../shared/socialeval/worldtree_data');
 const GOLD = JSON.parse(readFileSync(path.join(__dirname, 'fixtures/prompts.json'), 'utf8')) as {

@@ -160,7 +160,7 @@ describe('comparison table', () => {
   it('inlines a Plotly bundle that registers every trace type the pages draw', () => {
     // trace types in the page script as the page runs it (the bundle); 'data' is error bars' type
     const used = new Set([...clientScript().matchAll(/\btype: ["']([a-z0-9]+)["']/g)].map((m) => m[1]!).filter((t) => t !== 'data'));
-    expect([...used].sort()).toEqual(['heatmap', 'scatter']);
+    expect([...used].sort()).toEqual(['bar', 'heatmap', 'scatter']);
     const src = plotlySource();
     const registered = new Set([...src.matchAll(/moduleType:"trace",name:"([a-z0-9]+)"/g)].map((m) => m[1]!));
     for (const t of used) expect(registered.has(t)).toBe(true);

@@ -20,6 +20,7 @@ import { regionsSection } from './sections/regions.js';
 import { metricsSection } from './sections/metrics.js';
 import { provenanceSection } from './sections/provenance.js';
 import { attentionSection } from './sections/attention.js';
+import { evalSection } from './sections/eval.js';
 
 /** The page's sections, in page order. */
 const SECTIONS: Section[] = [
@@ -27,6 +28,7 @@ const SECTIONS: Section[] = [
   regionsSection,
   metricsSection,
   attentionSection,
+  evalSection,
   provenanceSection,
 ];
 
