@@ -10,6 +10,7 @@ import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { mkdtempSync, rmSync, readFileSync, writeFileSync, mkdirSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { createHash } from 'node:crypto';
 import { cli } from '../extract-engine/helpers.js';
 import { generatedModelParams } from '../../src/models/index.js';
 import { renderPrompt } from '../../src/eval/prompt.js';
@@ -236,6 +237,42 @@ describe('lobes attend --eval (planted records)', () => {
     const r = await cli(['attend', TINY, '--eval', other, '--out', join(tmp, 'other-out')]);
     expect(r.code).toBe(1);
     expect(r.err).toMatch(/another model/);
+  });
+
+  it('leaves out the records lobes eval skipped (prompt longer than its --max-tokens) and counts them', async () => {
+    const dir = join(tmp, 'skip-eval');
+    mkdirSync(dir, { recursive: true });
+    const skipped = { ...structuredClone(records[1]!), id: 'long', shuffles: [], vote: -1, correct: null, skipped: 'the prompt has 5000 tokens; --max-tokens is 2048' };
+    const lines = [records[0], skipped, records[1], records[2], records[3]].map((r) => JSON.stringify(r));
+    writeFileSync(join(dir, 'records.jsonl'), lines.join('\n') + '\n');
+    const out = join(tmp, 'skip-out');
+    const r = await cli(['attend', TINY, '--eval', dir, '--items', 'all', '--out', out, '--quiet', '--bootstrap', '0']);
+    expect(r.code, r.err).toBe(0);
+    expect(readItems(out).map((x) => x.id)).toEqual(['q1', 'q2', 'q3', 'q4']);
+    const s = readSummary(out);
+    expect(s.input).toMatchObject({ total: 5, selected: 4, skipped: 1 });
+    expect(s.counts).toMatchObject({ items: 4, right: 1, wrong: 3, unscored: 0 });
+  });
+
+  it('records the model files it read, and refuses an evaluation whose model files differ (same graph, other weights or tokenizer)', async () => {
+    const out = join(tmp, 'files-out');
+    expect((await cli(['attend', TINY, '--eval', evalDir(), '--items', 'all', '--out', out, '--quiet', '--bootstrap', '0'])).code).toBe(0);
+    const s = readSummary(out);
+    const graphHash = createHash('sha256').update(readFileSync(join(TINY, 'model.onnx'))).digest('hex');
+    expect(s.model.graphSha256).toBe(graphHash);
+    expect(s.model.files!.find((f) => f.role === 'graph')).toMatchObject({ name: 'model.onnx', sha256: graphHash });
+    const tokFile = s.model.files!.find((f) => f.name === 'tokenizer.json')!;
+    expect(tokFile.sha256).toBe(createHash('sha256').update(readFileSync(join(TINY, 'tokenizer.json'))).digest('hex'));
+    // lobes eval's filesSha256: sha256 over [name, sha256] of every file, in order.
+    expect(s.model.filesSha256).toBe(createHash('sha256').update(JSON.stringify(s.model.files!.map((f) => [f.name, f.sha256]))).digest('hex'));
+    const other = join(tmp, 'files-eval');
+    mkdirSync(other, { recursive: true });
+    writeFileSync(join(other, 'records.jsonl'), readFileSync(join(evalDir(), 'records.jsonl')));
+    writeFileSync(join(other, 'eval.json'), JSON.stringify({ format: 'lobes-eval', model: { graphSha256: graphHash, filesSha256: '1'.repeat(64) }, tokenizer: { chatTemplate: true } }));
+    const r = await cli(['attend', TINY, '--eval', other, '--out', join(tmp, 'files-eval-out')]);
+    expect(r.code).toBe(1);
+    expect(r.err).toMatch(/other model files/);
+    expect(existsSync(join(tmp, 'files-eval-out'))).toBe(false);
   });
 
   it('a record whose token count does not match this tokenizer is an error naming it', async () => {

@@ -4,8 +4,8 @@
  * packed QKV), with exact 4-bit MatMulNBits weights. The attention rows of the answering
  * position equal Hugging Face transformers' eager attention (output_attentions=True, the GGUF
  * dequantized by transformers' loader; goldens from test/attend/make_attention_goldens.py) at
- * every layer and head within 1e-4, in one left-padded mixed-length batch (GroupQueryAttention
- * cannot read left padding: the engine moves the rows right and back); `lobes attend` on the GGUF
+ * every layer and head within 1e-4, in one mixed-length batch padded on the left and one padded on
+ * the right (GroupQueryAttention cannot read left padding: the engine moves the rows right and back); `lobes attend` on the GGUF
  * itself pads on the right.
  */
 import { describe, it, expect, beforeAll } from 'vitest';
@@ -37,17 +37,20 @@ describe.skipIf(!HAVE)('SmolLM2-135M-Instruct against Hugging Face eager attenti
   }, 300_000);
 
   for (const layout of ['explicit', 'genai'] as const) {
-    it(`${layout} export: all 30 layers × 9 heads within 1e-4, in a left-padded mixed-length batch`, async () => {
+    it(`${layout} export: all 30 layers × 9 heads within 1e-4, in mixed-length batches padded on the left and on the right`, async () => {
       const eng = await openAttentionEngine(dirs[layout]!, { device: 'cpu' });
       try {
         expect(eng.sites.length).toBe(30);
         expect(eng.sites[0]!.source).toBe(layout === 'explicit' ? 'softmax' : 'GroupQueryAttention');
-        const b = padBatch(meta.ids, 0, 'left');
-        const rows = realRows(b, await eng.run(b), eng.layers);
-        rows.forEach((r, i) => {
-          expect(r.length).toBe(gold[i]!.length);
-          expect(maxAbsDiff(r, gold[i]!), `${layout} prompt ${i}`).toBeLessThan(1e-4);
-        });
+        // The goldens are single prompts in Hugging Face (no padding); lengths 94, 156, 39.
+        for (const side of ['left', 'right'] as const) {
+          const b = padBatch(meta.ids, 0, side);
+          const rows = realRows(b, await eng.run(b), eng.layers);
+          rows.forEach((r, i) => {
+            expect(r.length).toBe(gold[i]!.length);
+            expect(maxAbsDiff(r, gold[i]!), `${layout} prompt ${i}, ${side} padding`).toBeLessThan(1e-4);
+          });
+        }
       } finally {
         await eng.close();
       }
