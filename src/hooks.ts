@@ -6,6 +6,9 @@
  *   layers.{i}.mlp.in        the input of layer i's MLP (read by gate_proj and up_proj)
  *   layers.{i}.mlp.down_in   the input of layer i's down projection, act(gate) ⊙ up
  *   layers.{i}.resid_out     the residual stream after layer i (its sum with the MLP output)
+ *   layers.{i}.attn.weights  layer i's attention weights from the answering position: one row over
+ *                            the positions per head, [heads, seq] (read by `lobes attend`, not stored
+ *                            by `lobes extract`, whose values have one fixed width)
  *
  * Layers count from 0 along the residual stream. Only the canonical spelling is a hook: the
  * layer index is a decimal integer without sign or leading zeros (`layers.01.mlp.in` and
@@ -25,6 +28,8 @@ interface SiteSpec {
   readonly module: string | null;
   /** The projections reading its value, as Hugging Face names, in their usual order. */
   readonly projections: readonly string[];
+  /** 'positions' when the value spans the sequence (one weight per position), so that no fixed-width store holds it. */
+  readonly rows?: 'positions';
 }
 
 const SITES = {
@@ -32,6 +37,7 @@ const SITES = {
   'mlp.in': { family: 'mlp', perLayer: true, module: 'mlp', projections: ['gate_proj', 'up_proj'] },
   'mlp.down_in': { family: 'mlp', perLayer: true, module: 'mlp', projections: ['down_proj'] },
   resid_out: { family: 'resid', perLayer: true, module: null, projections: [] },
+  'attn.weights': { family: 'attn', perLayer: true, module: 'self_attn', projections: [], rows: 'positions' },
 } as const satisfies Record<string, SiteSpec>;
 
 type Sites = typeof SITES;
@@ -51,8 +57,8 @@ export type Hook = { layer: null; site: ModelSite } | { layer: number; site: Lay
 /** Every site, in the order capture points are listed within a layer. */
 export const HOOK_SITES = Object.keys(SITES) as HookSite[];
 
-/** Every capture family, in order of first appearance among the sites. */
-export const CAPTURE_FAMILIES: CaptureFamily[] = [...new Set(HOOK_SITES.map((s) => SITES[s].family))];
+/** Every capture family `lobes extract` stores (sites of one fixed width), in order of first appearance among the sites. */
+export const CAPTURE_FAMILIES: CaptureFamily[] = [...new Set(HOOK_SITES.filter((s) => !(SITES[s] as SiteSpec).rows).map((s) => SITES[s].family))];
 
 /** The hook name of the final normalized hidden state. */
 export const FINAL_HIDDEN = 'final.hidden';

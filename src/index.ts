@@ -27,6 +27,12 @@ export { planBatches, padBatch } from './extract/batching.js';
 export { listProviders } from './extract/providers.js';
 export type { CaptureEngine, CapturePoint, Device, EngineOptions, LobesTokenizer, ModelInfo, TokenBatch } from './extract/types.js';
 
+// Attention from the answering position
+export { runAttend, type AttendOptions } from './attend/run.js';
+export { openAttentionEngine, realRows, parseLayerSelection, type AttentionEngine, type AttentionBatch } from './extract/attention-engine.js';
+export { loadAttend } from './report/attend.js';
+export type { AttendItem, AttendSummary } from './attend/types.js';
+
 // The run directory
 export { openRun, verifyRun, mergeRuns, readManifest, parseShard, runIdentity, analysisProvenance, checkProvenance } from './store/index.js';
 export type { RunReader, RunManifest, SampleRow, HookInfo, RowChunk, ModelArch, AnalysisProvenance } from './store/types.js';

@@ -7,14 +7,17 @@ import { inspectModel } from '../src/extract/engine.js';
 const TINY = resolve(import.meta.dirname, '../models/tiny-llama');
 
 // The documented vocabulary, written out by hand.
-const LAYER_SITES: LayerSite[] = ['mlp.in', 'mlp.down_in', 'resid_out'];
+const LAYER_SITES: LayerSite[] = ['mlp.in', 'mlp.down_in', 'resid_out', 'attn.weights'];
+// The sites `lobes extract` stores (attn.weights spans the positions and is read by `lobes attend`).
+const STORED_LAYER_SITES: LayerSite[] = ['mlp.in', 'mlp.down_in', 'resid_out'];
 
 describe('hook names', () => {
   it('has exactly the documented sites and families', () => {
-    expect(HOOK_SITES).toEqual(['final.hidden', 'mlp.in', 'mlp.down_in', 'resid_out']);
+    expect(HOOK_SITES).toEqual(['final.hidden', 'mlp.in', 'mlp.down_in', 'resid_out', 'attn.weights']);
     expect(HOOK_SITES.filter(isLayerSite)).toEqual(LAYER_SITES);
     expect(CAPTURE_FAMILIES).toEqual(['final', 'mlp', 'resid']);
-    expect(HOOK_SITES.map(siteFamily)).toEqual(['final', 'mlp', 'mlp', 'resid']);
+    expect(HOOK_SITES.map(siteFamily)).toEqual(['final', 'mlp', 'mlp', 'resid', 'attn']);
+    expect(siteProjections('attn.weights')).toEqual([]);
     expect(siteProjections('mlp.in')).toEqual(['gate_proj', 'up_proj']);
     expect(siteProjections('mlp.down_in')).toEqual(['down_proj']);
     expect(siteProjections('resid_out')).toEqual([]);
@@ -89,7 +92,7 @@ describe('hook names', () => {
     const cfg = JSON.parse(readFileSync(resolve(TINY, 'config.json'), 'utf8'));
     const info = await inspectModel(TINY);
     const expected: Hook[] = [{ layer: null, site: 'final.hidden' }];
-    for (let l = 0; l < cfg.num_hidden_layers; l++) for (const site of LAYER_SITES) expected.push({ layer: l, site });
+    for (let l = 0; l < cfg.num_hidden_layers; l++) for (const site of STORED_LAYER_SITES) expected.push({ layer: l, site });
     expect(info.points.map((p) => ({ layer: p.layer, site: p.site }))).toEqual(expected);
     for (const p of info.points) expect(parseHook(p.name)).toEqual({ layer: p.layer, site: p.site });
     // the head counts come from config.json (the caller reads it; discovery looks at the graph only)

@@ -3,11 +3,13 @@ import { writeReport } from '../report/index.js';
 import { FIGURE_OPTIONS, writePageWithFigures } from './figures.js';
 
 const SPEC = {
-  usage: 'lobes report RUN [--out FILE.html] [--png DIR] [--svg DIR] [--width N] [--height N] [--chromium PATH] [--cluster-dir DIR] [--json]',
+  usage: 'lobes report RUN|ATTEND_DIR [--out FILE.html] [--png DIR] [--svg DIR] [--width N] [--height N] [--chromium PATH] [--cluster-dir DIR] [--attend-dir DIR] [--json]',
   help: `
 Write one self-contained HTML report of a run (opens offline): the t-SNE scatter coloured by
 group (RUN/cluster), the neuron-region heatmaps of every pair of groups with their metrics and
-permutation p-values (RUN/wanda), the metrics tables and the run's provenance.
+permutation p-values (RUN/wanda), the metrics tables, the attention of the answering position
+(RUN/attend, from lobes attend) and the run's provenance. Given the --out folder of lobes attend
+instead of a run, the page shows its attention results alone.
 
   --out FILE.html    where to write the report (default RUN/report.html)
   --png DIR          also render every figure to DIR/<figure>.png through headless Chromium
@@ -16,13 +18,14 @@ permutation p-values (RUN/wanda), the metrics tables and the run's provenance.
   --height N         exported figure height in pixels (default 800)
   --chromium PATH    Chromium executable for --png/--svg (default $LOBES_CHROMIUM or /usr/bin/chromium)
   --cluster-dir DIR  cluster results written elsewhere with lobes cluster --out (default RUN/cluster)
+  --attend-dir DIR   lobes attend results to show with the run (default RUN/attend when present)
   --json             print {"report": FILE, "figures": [...]} on stdout`,
-  options: { ...FIGURE_OPTIONS, 'cluster-dir': { type: 'string' } },
+  options: { ...FIGURE_OPTIONS, 'cluster-dir': { type: 'string' }, 'attend-dir': { type: 'string' } },
   positionals: [1, 1] as [number, number],
 } as const;
 
 export async function run(argv: string[]): Promise<number> {
   const args = parseCommand(argv, SPEC);
   if (!args) return 0;
-  return writePageWithFigures(args.values, 'report', () => writeReport(args.positionals[0]!, args.values.out, { clusterDir: args.values['cluster-dir'] }));
+  return writePageWithFigures(args.values, 'report', () => writeReport(args.positionals[0]!, args.values.out, { clusterDir: args.values['cluster-dir'], attendDir: args.values['attend-dir'] }));
 }

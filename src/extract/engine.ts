@@ -144,7 +144,7 @@ export function positionIds(mask: BigInt64Array, batch: number, seq: number): Bi
  * position ids, empty KV caches) and `addedMask`, an int64 mask input the capture graph
  * added, when given.
  */
-function batchFeeds(session: ort.InferenceSession, plans: FeedPlan[], b: TokenBatch, addedMask: string | null): Record<string, ort.Tensor> {
+export function batchFeeds(session: ort.InferenceSession, plans: FeedPlan[], b: TokenBatch, addedMask: string | null): Record<string, ort.Tensor> {
   const feeds: Record<string, ort.Tensor> = {};
   const dims = [b.batch, b.seq];
   const wanted = new Set(session.inputNames);
@@ -159,7 +159,8 @@ function batchFeeds(session: ort.InferenceSession, plans: FeedPlan[], b: TokenBa
   return feeds;
 }
 
-function checkBatch(b: TokenBatch, file: string): void {
+/** Refuse an empty or inconsistent batch, or a row without real tokens. */
+export function checkBatch(b: TokenBatch, file: string): void {
   if (b.batch < 1 || b.seq < 1) throw new LobesError(`empty batch (${b.batch}×${b.seq})`, { file });
   if (b.inputIds.length !== b.batch * b.seq || b.attentionMask.length !== b.batch * b.seq) {
     throw new LobesError(`batch arrays do not match ${b.batch}×${b.seq}`, { file });

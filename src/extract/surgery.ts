@@ -11,7 +11,9 @@ import { LobesError } from '../util/errors.js';
 import type { DiscoveredPoint } from './discover.js';
 
 export const OUT_PREFIX = 'lobes.out.';
-const P = 'lobes.sel.';
+/** Prefix of every value and node the capture graph adds. */
+export const SEL_PREFIX = 'lobes.sel.';
+const P = SEL_PREFIX;
 
 export interface SurgeryResult {
   model: ModelProto;
@@ -23,6 +25,7 @@ export interface SurgeryResult {
   maskAdded: boolean;
 }
 
+/** The opset version a model imports for `domain` (0 when it imports none). */
 export function opsetOf(model: ModelProto, domain = ''): number {
   for (const o of model.opsetImport) if ((o.domain ?? '') === domain) return Number(o.version ?? 1);
   return 0;
@@ -100,11 +103,27 @@ export function buildCaptureModel(model: ModelProto, hooks: DiscoveredPoint[], m
   return { model: { ...model, graph }, outputs, maskInput: mask, maskAdded };
 }
 
+/** The selection values lastTokenIndex adds (names of graph values). */
+export interface LastToken {
+  /** Batch size, int64 scalar. */
+  B: string;
+  /** Padded sequence length, int64 scalar. */
+  T: string;
+  /** The mask as int64 [batch, seq]. */
+  mask: string;
+  /** 0..T-1, int64 [seq]. */
+  positions: string;
+  /** Index of each row's last real token, int64 [batch]. */
+  last: string;
+  /** b·T + last[b], int64 [batch]: the rows to gather from a value flattened to [batch * seq, ...]. */
+  flat: string;
+}
+
 /**
  * Index of each row's last real token in the flattened [batch * seq] rows:
- * last[b] = max_t mask[b,t]·t ; flat[b] = b·T + last[b]. Returns the batch size and flat.
+ * last[b] = max_t mask[b,t]·t ; flat[b] = b·T + last[b].
  */
-function lastTokenIndex(e: GraphEdit, mask: string, maskType: number, opset: number): { B: string; flat: string } {
+export function lastTokenIndex(e: GraphEdit, mask: string, maskType: number, opset: number): LastToken {
   const zero = e.c64('zero', [0], []);
   const one = e.c64('one', [1], []);
   const m64 = maskType === DataType.INT64 ? mask : e.add('Cast', [mask], 'mask_i64', { to: DataType.INT64 });
@@ -118,7 +137,7 @@ function lastTokenIndex(e: GraphEdit, mask: string, maskType: number, opset: num
   else last = e.add('ReduceMax', [weighted], 'last', { keepdims: 0, axes: [1] });
   const rows = e.add('Range', [zero, B, one], 'arange_B');
   const rowStart = e.add('Mul', [rows, T], 'row_start');
-  return { B, flat: e.add('Add', [rowStart, last], 'flat_index') };
+  return { B, T, mask: m64, positions: ar, last, flat: e.add('Add', [rowStart, last], 'flat_index') };
 }
 
 /** Empty KV-cache tensors [B, kvHeads, 0, headDim] built in-graph (for dtypes JavaScript cannot feed, e.g. bfloat16). */

@@ -80,6 +80,10 @@ table.prov td { word-break: break-all; }
 table.prov thead { display: none; }
 details { margin: 6px 0; }
 .cols > div { min-width: 0; overflow-x: auto; }
+.attn-text { white-space: pre-wrap; background: #fff; border: 1px solid var(--line); padding: 10px 12px; line-height: 1.7; max-height: 60vh; overflow-y: auto; }
+.attn-w { border-radius: 2px; }
+.attn-tmpl { color: var(--muted); }
+.attn-part { display: inline-block; font-size: 11px; color: var(--muted); border: 1px solid var(--line); border-radius: 3px; padding: 0 4px; margin: 0 4px 0 0; }
 `;
 
 /** The whole page. */

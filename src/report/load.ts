@@ -18,6 +18,7 @@ import { readManifest, readSamples } from '../store/index.js';
 import { checkProvenance } from '../store/provenance.js';
 import type { WandaSettings, WandaRegions, WandaMetrics, WandaMatrix } from '../wanda/types.js';
 import type { ClusterSettings, ClusterCoords, ClusterMetrics } from '../cluster/types.js';
+import { isAttendDir, loadAttend, type AttendData } from './attend.js';
 import type { EvalSummary } from '../eval/summary-types.js';
 
 export interface WandaData {
@@ -56,6 +57,8 @@ export interface ReportModel {
   eval?: EvalData | null;
   /** True when the run's model is the package's random-weights demo model (models/tiny-llama). */
   randomModel: boolean;
+  /** `lobes attend` results (RUN/attend, or --attend-dir), when present. */
+  attend?: AttendData | null;
 }
 
 export interface LoadOptions {
@@ -63,6 +66,8 @@ export interface LoadOptions {
   name?: string;
   /** Cluster results folder (default RUN/cluster). */
   clusterDir?: string;
+  /** `lobes attend` results folder (default RUN/attend when it holds them). */
+  attendDir?: string;
 }
 
 /** The package's built-in random-weights model folder. */
@@ -230,6 +235,17 @@ export function isBuiltinRandomModel(manifest: RunManifest, runDir: string): boo
   return false;
 }
 
+/** Attend results for a run: --attend-dir (must hold them), else RUN/attend when it does. */
+function loadAttendOf(runDir: string, given: string | undefined): AttendData | null {
+  if (given) {
+    if (!isAttendDir(given)) throw new LobesError('not a lobes attend folder (summary.json and items.jsonl)', { file: given, hint: 'pass the --out folder of lobes attend' });
+    return loadAttend(given);
+  }
+  const d = path.join(runDir, 'attend');
+  return isAttendDir(d) ? loadAttend(d) : null;
+}
+
+/** Load a run directory for the report. */
 /** A complete evaluation folder's manifest and summary, or null when `dir` holds none. */
 export function loadEval(dir: string): EvalData | null {
   const mf = path.join(dir, 'eval.json');
@@ -280,6 +296,7 @@ export async function loadRun(dir: string, opts: LoadOptions = {}): Promise<Repo
     cluster: loadCluster(opts.clusterDir ? path.resolve(opts.clusterDir) : path.join(abs, 'cluster'), abs, manifest, samples, opts.clusterDir !== undefined),
     eval: linkedEval(abs),
     randomModel: isBuiltinRandomModel(manifest, abs),
+    attend: loadAttendOf(abs, opts.attendDir),
   };
 }
 

@@ -11,6 +11,7 @@
  */
 import type { ReportModel } from './load.js';
 import type { WandaMatrix, BlockSet } from '../wanda/types.js';
+import { attendPayload } from './attend.js';
 import type { ScatterPayload, WandaPayload, RunPayload, EvalPayload } from './types.js';
 import { PAPER_REFERENCE, PAPER_SOURCE } from '../eval/reference.js';
 
@@ -251,6 +252,7 @@ export function runPayload(model: ReportModel): RunPayload {
     scatter: scatterPayload(model),
     cluster: model.cluster ? { metrics: model.cluster.metrics, settings: model.cluster.settings } : null,
     wanda: wandaPayload(model),
+    attend: model.attend ? attendPayload(model.attend) : null,
     eval: evalPayload(model),
   };
 }

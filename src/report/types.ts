@@ -10,6 +10,7 @@
  */
 import type { WandaPairMetrics, WandaMetrics, WandaSettings } from '../wanda/types.js';
 import type { ClusterMetrics, ClusterSettings } from '../cluster/types.js';
+import type { Keyword, ShareTable, MeanCI } from '../attend/types.js';
 import type { EvalSummary } from '../eval/summary-types.js';
 import type { PaperReference } from '../eval/reference.js';
 
@@ -19,6 +20,8 @@ export interface PagePayload {
   generatedBy: string;
   runs: RunPayload[];
   comparison: Comparison | null;
+  /** Ids of the sections to show (absent: every section); a page of `lobes attend` results shows attention and provenance. */
+  sections?: string[];
 }
 
 export interface ScatterPayload {
@@ -61,8 +64,52 @@ export interface RunPayload {
   scatter: ScatterPayload | null;
   cluster: { metrics: ClusterMetrics | null; settings: ClusterSettings | null } | null;
   wanda: WandaPayload | null;
+  /** `lobes attend` results shown with the run (RUN/attend, or the page of an attend folder). */
+  attend?: AttendPayload | null;
   /** The run's benchmark evaluation (lobes eval), when one is linked to it. */
   eval?: EvalPayload | null;
+}
+
+/** One item of the attention section: its prompt, words with weights, parts and top words. */
+export interface AttendItemPayload {
+  id: string;
+  correct: boolean | null;
+  prompt: string;
+  /** Part names (index into AttendPayload.partNames) and spans [start, end) of the prompt. */
+  parts: [number, number, number][];
+  /** Words: start, end, weight, part index, content (1/0), one array each. */
+  ws: number[];
+  we: number[];
+  ww: number[];
+  wp: number[];
+  wc: number[];
+  /** Indices into the word arrays of the top words, heaviest first. */
+  top: number[];
+  /** Shares of the content parts (or option roles when known). */
+  share: Record<string, number>;
+  /** Option part → role ('correct', 'picked', 'other'). */
+  roles?: Record<string, string>;
+}
+
+export interface AttendPayload {
+  /** Where the results came from, e.g. "RUN/attend". */
+  dir: string;
+  model: string;
+  attention: string;
+  layers: number[];
+  heads: number | null;
+  position: string;
+  top: number;
+  counts: { items: number; right: number; wrong: number; unscored: number };
+  nonContentMass: MeanCI;
+  parts: ShareTable;
+  roles: ShareTable | null;
+  keywords: { all: Keyword[]; right: Keyword[]; wrong: Keyword[] };
+  partNames: string[];
+  /** The items shown (the first ones, up to a limit). */
+  items: AttendItemPayload[];
+  /** Items in the results but not in the page (the limit). */
+  omitted: number;
 }
 
 /** A benchmark evaluation as the report shows it. */

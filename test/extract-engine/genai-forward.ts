@@ -20,6 +20,8 @@ export interface GenaiForward {
   residOut: Float64Array[];
   /** Final RMSNorm output (the lm_head input) [seq, 16]. */
   finalHidden: Float64Array;
+  /** Per layer, the last position's attention weights over every position [seq] (one head). */
+  attnLast: Float64Array[];
   hidden: number;
   intermediate: number;
 }
@@ -87,7 +89,7 @@ export function genaiForward(dir: string, ids: number[]): GenaiForward {
       }
     }
   };
-  const out: GenaiForward = { mlpIn: [], downIn: [], residOut: [], finalHidden: new Float64Array(0), hidden: H, intermediate: I };
+  const out: GenaiForward = { mlpIn: [], downIn: [], residOut: [], finalHidden: new Float64Array(0), attnLast: [], hidden: H, intermediate: I };
   for (let l = 0; l < 2; l++) {
     const p = `model.layers.${l}`;
     const h = rms(x, w(`${p}.input_layernorm.weight`), S);
@@ -109,6 +111,7 @@ export function genaiForward(dir: string, ids: number[]): GenaiForward {
       let z = 0;
       for (let u = 0; u <= t; u++) z += (sc[u] = Math.exp(sc[u] - max));
       for (let u = 0; u <= t; u++) for (let i = 0; i < H; i++) ctx[t * H + i] += (sc[u] / z) * v[u * H + i];
+      if (t === S - 1) out.attnLast.push(sc.map((e) => e / z));
     }
     const o = matmul(ctx, w(`${p}.attn.o_proj.MatMul.weight`), S, H, H);
     for (let j = 0; j < S * H; j++) x[j] += o[j];

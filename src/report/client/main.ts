@@ -19,6 +19,7 @@ import { scatterSection } from './sections/scatter.js';
 import { regionsSection } from './sections/regions.js';
 import { metricsSection } from './sections/metrics.js';
 import { provenanceSection } from './sections/provenance.js';
+import { attentionSection } from './sections/attention.js';
 import { evalSection } from './sections/eval.js';
 
 /** The page's sections, in page order. */
@@ -26,6 +27,7 @@ const SECTIONS: Section[] = [
   scatterSection,
   regionsSection,
   metricsSection,
+  attentionSection,
   evalSection,
   provenanceSection,
 ];
@@ -45,7 +47,10 @@ page.runs.forEach((run) => {
 });
 if (data.generatedBy) notes.appendChild(el('p', 'meta', data.generatedBy));
 
-for (const s of SECTIONS) s.render(page, addSection(s.title, s.id));
+for (const s of SECTIONS) {
+  if ((data.sections && !data.sections.includes(s.id)) || (s.visible && !s.visible(page))) continue;
+  s.render(page, addSection(s.title, s.id));
+}
 
 const api: LobesReportApi = {
   ready: false,

@@ -12,4 +12,6 @@ export interface Section {
    * textContent only (dom.ts).
    */
   render(page: Page, root: HTMLElement): void;
+  /** Whether the page shows the section at all (absent: always). */
+  visible?(page: Page): boolean;
 }

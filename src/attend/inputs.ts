@@ -1,0 +1,201 @@
+/**
+ * The items `lobes attend` reads, from three sources, each as the prompt text the model reads,
+ * its named parts and its token ids:
+ *
+ *   --data SPEC, --position last     each sample's text (with --chat-template, as one user turn
+ *                                    of the tokenizer's chat template), tokenized as `lobes
+ *                                    extract` does; the part 'text' is the sample's text.
+ *   --data socialeval:…, --position answer
+ *                                    each IAE item rendered as `lobes eval` renders it (SocialEval's
+ *                                    answer-only IAE prompt, options in dataset order, the chat
+ *                                    template when the tokenizer has one, the answer prefix
+ *                                    `{"choice": "`), with its parts (context, question, option:A…).
+ *   --eval DIR --items wrong|right|all
+ *                                    the records of `lobes eval` (DIR/records.jsonl): each selected
+ *                                    record's first shuffle, read up to its answer position (the
+ *                                    tokens the evaluation scored), with its parts and the roles of
+ *                                    the options (correct, the model's pick, other).
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import * as path from 'node:path';
+import { createHash } from 'node:crypto';
+import { LobesError, UsageError } from '../util/errors.js';
+import type { AttendTokenizer } from './tokenize.js';
+import type { PromptPart } from './words.js';
+import { TEXT_PART } from './words.js';
+import type { EvalRecord } from '../eval/types.js';
+import { readJsonl } from '../eval/store.js';
+import { renderPrompt } from '../eval/prompt.js';
+import { ANSWER_PREFIX, OPTION_SEPARATOR, SOCIALEVAL_TEMPLATES } from '../eval/templates.js';
+import { parseSpec } from '../data/spec.js';
+
+/** An item ready for the model. */
+export interface PreparedItem {
+  id: string;
+  index: number;
+  labels: Record<string, string>;
+  correct: boolean | null;
+  /** The text the model reads. */
+  prompt: string;
+  parts: PromptPart[];
+  roles?: Record<string, 'correct' | 'picked' | 'other'>;
+  /** Token ids the model reads (after --max-tokens). */
+  ids: number[];
+  /** The whole tokenization of `prompt` (ids is ids of `kept`). */
+  allIds: number[];
+  /** Indices into allIds of the tokens kept. */
+  kept: number[];
+  truncated: boolean;
+}
+
+export interface PreparedInput {
+  kind: 'data' | 'eval';
+  spec: string;
+  /** sha256 of the items as read (texts, ids, labels; or the records file). */
+  sha256: string;
+  items: PreparedItem[];
+  /** Items before selection (eval: all records). */
+  total: number;
+  selection: string;
+  chatTemplate: boolean;
+  /** --eval: records the evaluation skipped (never scored, never read here). */
+  skipped?: number;
+}
+
+/** Keep the last `max` tokens, and a leading BOS in front. */
+function cut(ids: number[], max: number | null, bosId: number | null): { kept: number[]; truncated: boolean } {
+  const all = ids.map((_, i) => i);
+  if (max === null || ids.length <= max) return { kept: all, truncated: false };
+  const keepBos = bosId !== null && ids[0] === bosId && max > 1;
+  return { kept: keepBos ? [0, ...all.slice(ids.length - (max - 1))] : all.slice(ids.length - max), truncated: true };
+}
+
+function prepared(base: Omit<PreparedItem, 'ids' | 'kept' | 'truncated'>, maxTokens: number | null, bosId: number | null): PreparedItem {
+  if (base.allIds.length === 0) throw new LobesError('the prompt tokenizes to zero tokens', { where: `item ${base.id}` });
+  const { kept, truncated } = cut(base.allIds, maxTokens, bosId);
+  return { ...base, ids: kept.map((i) => base.allIds[i]!), kept, truncated };
+}
+
+/** Items from a dataset, read from their last token (`lobes extract`'s tokenization). */
+export async function dataLastItems(spec: string, tok: AttendTokenizer, opts: { chatTemplate: boolean; maxTokens: number | null; limit: number | null }): Promise<PreparedInput> {
+  const { loadDataset } = await import('../data/index.js');
+  const ds = await loadDataset(spec);
+  if (opts.chatTemplate && !tok.chat) throw new LobesError('the tokenizer has no chat template', { hint: 'drop --chat-template' });
+  const samples = opts.limit !== null ? ds.samples.slice(0, opts.limit) : ds.samples;
+  const h = createHash('sha256');
+  const items = samples.map((s, index) => {
+    const prompt = opts.chatTemplate ? tok.chat!(s.text) : s.text;
+    const at = prompt.indexOf(s.text);
+    const parts: PromptPart[] = at >= 0 ? [{ name: TEXT_PART, start: at, end: at + s.text.length }] : [];
+    const allIds = tok.encode(prompt, !opts.chatTemplate);
+    h.update(JSON.stringify([s.id, prompt, allIds]) + '\n');
+    return prepared({ id: s.id, index, labels: s.labels, correct: null, prompt, parts, allIds }, opts.maxTokens, tok.bosId);
+  });
+  return { kind: 'data', spec: ds.spec, sha256: h.digest('hex'), items, total: ds.samples.length, selection: opts.limit !== null ? `first ${items.length}` : 'all', chatTemplate: opts.chatTemplate };
+}
+
+/** SocialEval IAE items rendered as `lobes eval` renders them, read from the answering position. */
+export async function socialEvalAnswerItems(spec: string, tok: AttendTokenizer, opts: { maxTokens: number | null; limit: number | null }): Promise<PreparedInput> {
+  if (parseSpec(spec).kind !== 'socialeval') {
+    throw new UsageError(`--position answer needs multiple-choice prompts: a socialeval: dataset or --eval DIR (got ${JSON.stringify(spec)})`, 'use --position last to read the last token of each text');
+  }
+  const { loadSocialEvalBench } = await import('../data/socialeval-eval.js');
+  const bench = loadSocialEvalBench(spec, { iae: true, gae: false });
+  const all = bench.iae;
+  const chosen = opts.limit !== null ? all.slice(0, opts.limit) : all;
+  const h = createHash('sha256');
+  const items = chosen.map((it, index) => {
+    const order = it.options.map((_, i) => i);
+    const r = renderPrompt({ id: it.id, fields: it.fields, options: it.options }, order, {
+      template: SOCIALEVAL_TEMPLATES.iae[it.language],
+      separator: OPTION_SEPARATOR.iae,
+      chat: tok.chat,
+      answerPrefix: ANSWER_PREFIX.socialeval,
+    });
+    const allIds = tok.encode(r.text, !tok.chat);
+    h.update(JSON.stringify([it.id, r.text, allIds]) + '\n');
+    const roles: Record<string, 'correct' | 'picked' | 'other'> = {};
+    r.letters.forEach((L, slot) => (roles[`option:${L}`] = order[slot] === it.answer ? 'correct' : 'other'));
+    return prepared({ id: it.id, index, labels: it.labels, correct: null, prompt: r.text, parts: r.parts, roles, allIds }, opts.maxTokens, tok.bosId);
+  });
+  return { kind: 'data', spec: bench.spec, sha256: h.digest('hex'), items, total: all.length, selection: opts.limit !== null ? `first ${items.length}` : 'all', chatTemplate: !!tok.chat };
+}
+
+export type ItemSelection = 'wrong' | 'right' | 'all';
+
+/** What the evaluation's manifest (DIR/eval.json) says about its model and chat template, when it has one. */
+function evalFacts(dir: string): { chat: boolean | null; graphSha256: string | null; filesSha256: string | null } {
+  const mf = path.join(dir, 'eval.json');
+  if (!existsSync(mf)) return { chat: null, graphSha256: null, filesSha256: null };
+  try {
+    const m = JSON.parse(readFileSync(mf, 'utf8'));
+    const str = (v: unknown) => (typeof v === 'string' ? v : null);
+    return { chat: typeof m?.tokenizer?.chatTemplate === 'boolean' ? m.tokenizer.chatTemplate : null, graphSha256: str(m?.model?.graphSha256), filesSha256: str(m?.model?.filesSha256) };
+  } catch {
+    throw new LobesError('eval.json is not valid JSON', { file: mf });
+  }
+}
+
+/** Without a manifest: a chat-templated prompt begins with the template's own opening. */
+function looksChatTemplated(prompt: string, tok: AttendTokenizer): boolean {
+  if (!tok.chat) return false;
+  const open = tok.chat('x');
+  const n = Math.min(8, open.indexOf('x') >= 0 ? open.indexOf('x') : 8);
+  return n > 0 && prompt.startsWith(open.slice(0, n));
+}
+
+/** Records of `lobes eval` (DIR/records.jsonl), the selected ones, read up to their answer position. */
+export async function evalItems(dir: string, modelDir: string, model: { graphSha256: string; filesSha256?: string }, tok: AttendTokenizer, opts: { items: ItemSelection; maxTokens: number | null; limit: number | null }): Promise<PreparedInput> {
+  const file = path.join(dir, 'records.jsonl');
+  if (!existsSync(file)) {
+    throw new LobesError('no records.jsonl: not a finished lobes eval folder', { file: dir, hint: 'run lobes eval to the end first (it writes records.jsonl when complete)' });
+  }
+  const records = readJsonl<EvalRecord>(file);
+  const h = createHash('sha256').update(readFileSync(file));
+  const selected: { rec: EvalRecord; index: number }[] = [];
+  let skipped = 0;
+  records.forEach((rec, index) => {
+    // A record lobes eval skipped (its prompt was longer than --max-tokens) was never scored.
+    if (rec && typeof rec.skipped === 'string') {
+      skipped++;
+      return;
+    }
+    if (!rec || !Array.isArray(rec.shuffles) || !rec.shuffles[0] || typeof rec.shuffles[0].prompt !== 'string') {
+      throw new LobesError('record has no shuffles[0].prompt', { file, where: `line ${index + 1}` });
+    }
+    if (opts.items === 'all' || (opts.items === 'wrong' && rec.correct === false) || (opts.items === 'right' && rec.correct === true)) selected.push({ rec, index });
+  });
+  const chosen = opts.limit !== null ? selected.slice(0, opts.limit) : selected;
+  if (chosen.length === 0) throw new LobesError(`no ${opts.items === 'all' ? '' : opts.items + ' '}records to read`, { file, hint: opts.items === 'all' ? undefined : 'use --items all' });
+  const facts = evalFacts(dir);
+  if (facts.graphSha256 && facts.graphSha256 !== model.graphSha256) {
+    throw new LobesError('the evaluation was run with another model (its eval.json records another graph sha256)', { file: path.join(dir, 'eval.json'), hint: 'give lobes attend the model the evaluation used' });
+  }
+  if (facts.filesSha256 && model.filesSha256 && facts.filesSha256 !== model.filesSha256) {
+    throw new LobesError('the evaluation was run with other model files (its eval.json records another sha256 over graph, weights and tokenizer files)', { file: path.join(dir, 'eval.json'), hint: 'give lobes attend the model folder the evaluation used, unchanged' });
+  }
+  const chat = facts.chat ?? looksChatTemplated(chosen[0]!.rec.shuffles[0]!.prompt, tok);
+  // The evaluation's own tokenizer logic, so that the ids are the ones it scored.
+  const { loadEvalTokenizer } = await import('../eval/tokenizer.js');
+  const etok = await loadEvalTokenizer(modelDir, { chatTemplate: chat ? 'on' : 'off' });
+  const items = chosen.map(({ rec, index }) => {
+    const sh = rec.shuffles[0]!;
+    const where = `record ${rec.id} (line ${index + 1})`;
+    const slot = etok.answerSlot(sh.prompt, sh.letters, where);
+    const allIds = slot.ids;
+    if (Number.isInteger(sh.tokens) && sh.tokens !== allIds.length) {
+      throw new LobesError(`the record says the model read ${sh.tokens} tokens, but this tokenizer gives ${allIds.length} before the answer`, { file, where, hint: 'use the model folder the evaluation used' });
+    }
+    const answerAt = typeof sh.answerAt === 'number' ? sh.answerAt : slot.answerAt;
+    const prompt = sh.prompt.slice(0, answerAt);
+    const parts = (sh.parts ?? []).map((p) => ({ name: p.name, start: Math.min(p.start, answerAt), end: Math.min(p.end, answerAt) })).filter((p) => p.end > p.start);
+    const roles: Record<string, 'correct' | 'picked' | 'other'> = {};
+    const picked = sh.order[sh.pick];
+    sh.letters.forEach((L, slot) => {
+      const o = sh.order[slot];
+      roles[`option:${L}`] = o === rec.answer ? 'correct' : o === picked ? 'picked' : 'other';
+    });
+    return prepared({ id: rec.id, index, labels: rec.labels ?? {}, correct: rec.correct ?? null, prompt, parts, roles, allIds }, opts.maxTokens, tok.bosId);
+  });
+  return { kind: 'eval', spec: path.resolve(dir), sha256: h.digest('hex'), items, total: records.length, selection: opts.items + (opts.limit !== null ? `, first ${items.length}` : ''), chatTemplate: chat, ...(skipped ? { skipped } : {}) };
+}
