@@ -5,7 +5,7 @@ import { conditionalRows } from './affinity.js';
 import { repulsion } from './quadtree.js';
 import { attraction } from './attraction.js';
 import { mulXBRows, mulXtBCols } from './pca.js';
-import { probeCvAccuracy } from './probe.js';
+import { probeNullScores } from './space.js';
 import { meanSilhouette, gramRows } from './metrics.js';
 
 parentPort!.on('message', (m: any) => {
@@ -17,7 +17,7 @@ parentPort!.on('message', (m: any) => {
     } else if (m.cmd === 'sil') {
       m.perms.forEach((p: Int32Array, r: number) => (m.out[m.offset + r] = meanSilhouette(m.D, m.n, p, m.nClasses)));
     } else if (m.cmd === 'probe') {
-      m.res[0] = probeCvAccuracy(m.X, m.n, m.d, m.labels, m.nClasses, m.opts);
+      m.res.set(probeNullScores(m.X, m.n, m.d, [m.labels], m.nClasses, m.opts));
     } else if (m.cmd === 'mul') {
       if (m.op === 'xb') mulXBRows(m.X, m.d, m.B, m.l, m.out, m.start, m.end);
       else mulXtBCols(m.X, m.n, m.d, m.B, m.l, m.out, m.start, m.end);
