@@ -1,26 +1,49 @@
 /**
- * The lobes library API: what the commands use, for notebooks and scripts
- * (`import { openRun, runWanda, runCluster } from 'lobes'`).
+ * The lobes library API: the functions the commands are made of, for notebooks and scripts
+ * (`import { openRun, runWanda, runCluster } from 'lobes'`). docs/api.md lists every export
+ * with one line on what it is for; test/api.test.ts keeps the two in step.
+ *
+ * Lower layers stay importable from explicit subpaths, outside this curated surface:
+ *   'lobes/onnx'     the ONNX protobuf codec and graph index (src/onnx/index.ts)
+ *   'lobes/models'   the seeded test-model generator and its cache (src/models/index.ts)
  */
-export * from './util/errors.js';
-export { Rng } from './util/rng.js';
-export * from './formats/safetensors.js';
-export type * from './data/types.js';
-export type * from './store/types.js';
-export type * from './extract/types.js';
-export type * from './wanda/types.js';
-export type * from './cluster/types.js';
+
+// Errors and version
+export { LobesError, UsageError, LobesErrors, isLobesError, type ErrorPlace } from './util/errors.js';
 export { LOBES_VERSION } from './version.js';
+
+// Hook names
+export { hookName, parseHook, compareHooks, HOOK_SITES, CAPTURE_FAMILIES, type Hook, type HookSite, type CaptureFamily } from './hooks.js';
+
+// Datasets
 export { loadDataset, DEFAULT_DATASET, ABILITIES, ASPECTS, aspectOf, canonicalizeAbility, normalizeLabel, DEFAULT_TEMPLATE } from './data/index.js';
-export * from './onnx/index.js';
-export * from './models/index.js';
-export { openRun, verifyRun, mergeRuns, readManifest, parseShard, shardRange } from './store/index.js';
+export type { Dataset, Sample } from './data/types.js';
+
+// Extraction
 export { runExtract, type ExtractOptions } from './extract/run.js';
-export { loadRun, runPayload, compareRuns, reportHtml, compareHtml, writeReport, writeCompare, exportFigures, type ReportModel, type RunPayload, type Comparison, type ComparisonRow } from './report/index.js';
-export { writeSyntheticRun, type SyntheticRunOptions } from './report/synthetic.js';
-export { openCaptureEngine, inspectModel, openPlainSession, positionIds } from './extract/engine.js';
+export { inspectModel, openCaptureEngine } from './extract/engine.js';
 export { loadTokenizer } from './extract/tokenize.js';
 export { planBatches, padBatch } from './extract/batching.js';
 export { listProviders } from './extract/providers.js';
-export { runWanda, locateWeights, metricsCsv, analyze, weightPass, columnBlockSums, dequantizeNBits, memorySource, runSource, poolBlocks, DEFAULT_TOP, DEFAULT_PERMUTATIONS, type WandaOptions, type WandaResult, type MatrixRef, type ActivationSource } from './wanda/index.js';
-export { runCluster, readLabelsFile, Tsne, pca, readNpy, parseNpy, encodeNpy, spaceMetrics, type ClusterOptions, type ClusterResult, type TsneOptions, type PcaResult } from './cluster/index.js';
+export type { CaptureEngine, CapturePoint, Device, EngineOptions, LobesTokenizer, ModelInfo, TokenBatch } from './extract/types.js';
+
+// The run directory
+export { openRun, verifyRun, mergeRuns, readManifest, parseShard } from './store/index.js';
+export type { RunReader, RunManifest, SampleRow, HookInfo, RowChunk, ModelArch } from './store/types.js';
+
+// Wanda neuron regions
+export { runWanda, DEFAULT_TOP, DEFAULT_PERMUTATIONS, type WandaOptions, type WandaResult } from './wanda/index.js';
+export type { WandaSettings, WandaRegions, WandaMetrics } from './wanda/types.js';
+
+// Representation geometry
+export { runCluster, readLabelsFile, Tsne, pca, readNpy, encodeNpy, spaceMetrics, type ClusterOptions, type ClusterResult, type TsneOptions, type PcaResult } from './cluster/index.js';
+export type { ClusterSettings, ClusterCoords, ClusterMetrics, SpaceMetrics } from './cluster/types.js';
+
+// Reports
+export { loadRun, runPayload, compareRuns, reportHtml, compareHtml, writeReport, writeCompare, exportFigures, type ReportModel } from './report/index.js';
+export type { RunPayload, Comparison, ComparisonRow } from './report/types.js';
+export { writeSyntheticRun, type SyntheticRunOptions } from './report/synthetic.js';
+
+// Weight and tensor files
+export { readSafetensorsHeader, readTensorFloat32, writeSafetensors, type StHeader, type StTensorInfo } from './formats/safetensors.js';
+export { openGguf, type GgufFile, type GgufTensorInfo, type GgufValue } from './formats/gguf.js';
