@@ -42,14 +42,16 @@ export function logisticObjective(X: Float64Array, n: number, d: number, y: Int3
         logits[o + c] = v;
         if (v > mx) mx = v;
       }
+      const yi = y[i];
+      // −log softmax_y = log Σ_c exp(v_c − max) + max − v_y
+      const vy = logits[o + yi];
       let se = 0;
       for (let c = 0; c < K; c++) {
         const e = Math.exp(logits[o + c] - mx);
         logits[o + c] = e;
         se += e;
       }
-      const yi = y[i];
-      loss += Math.log(se) - Math.log(logits[o + yi]);
+      loss += Math.log(se) + mx - vy;
       const inv = 1 / se;
       for (let c = 0; c < K; c++) R[o + c] = logits[o + c] * inv - (c === yi ? 1 : 0);
     }

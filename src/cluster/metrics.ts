@@ -179,16 +179,39 @@ export function distancesFromGram(G: Float64Array, n: number): { euclidean: Floa
   return { euclidean, cosine };
 }
 
-/** Per-sample silhouette values from a distance matrix. */
+/**
+ * Per-sample silhouette values from a distance matrix. The items are listed class by class
+ * once; each row's sums per class then gather their distances with four running sums (no
+ * scatter into a shared accumulator, which serializes on memory).
+ */
 export function silhouetteSamples(D: Float64Array, n: number, labels: Int32Array, nClasses: number): Float64Array {
   const counts = new Int32Array(nClasses);
   for (let i = 0; i < n; i++) counts[labels[i]]++;
+  const start = new Int32Array(nClasses + 1);
+  for (let c = 0; c < nClasses; c++) start[c + 1] = start[c] + counts[c];
+  const order = new Int32Array(n);
+  const fill = start.slice(0, nClasses);
+  for (let j = 0; j < n; j++) order[fill[labels[j]]++] = j;
   const s = new Float64Array(n);
   const sums = new Float64Array(nClasses);
   for (let i = 0; i < n; i++) {
-    sums.fill(0);
     const o = i * n;
-    for (let j = 0; j < n; j++) sums[labels[j]] += D[o + j];
+    for (let c = 0; c < nClasses; c++) {
+      let s0 = 0;
+      let s1 = 0;
+      let s2 = 0;
+      let s3 = 0;
+      let t = start[c];
+      const e = start[c + 1];
+      for (; t + 3 < e; t += 4) {
+        s0 += D[o + order[t]];
+        s1 += D[o + order[t + 1]];
+        s2 += D[o + order[t + 2]];
+        s3 += D[o + order[t + 3]];
+      }
+      for (; t < e; t++) s0 += D[o + order[t]];
+      sums[c] = s0 + s1 + (s2 + s3);
+    }
     const li = labels[i];
     if (counts[li] <= 1) {
       s[i] = 0;

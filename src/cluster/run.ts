@@ -222,17 +222,27 @@ export function stratifiedSample(codes: Int32Array, nClasses: number, m: number,
   return Int32Array.from(picked.sort((a, b) => a - b));
 }
 
-/** Elapsed seconds per stage, in the order the stages ran. */
+/** Elapsed seconds per stage, in the order the stages ran, and the CPU seconds of the process (all threads) in each. */
 class Laps {
   readonly timings: Record<string, number> = {};
+  readonly cpu: Record<string, number> = {};
   private t0 = performance.now();
+  private c0 = cpuSeconds();
 
   /** Record the time since the previous lap under `name`. */
   lap(name: string): void {
     const t = performance.now();
+    const c = cpuSeconds();
     this.timings[name] = Math.round(t - this.t0) / 1000;
+    this.cpu[name] = Math.round((c - this.c0) * 1000) / 1000;
     this.t0 = t;
+    this.c0 = c;
   }
+}
+
+function cpuSeconds(): number {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1e6;
 }
 
 /** The t-SNE result and the settings it ran with. */
@@ -435,6 +445,7 @@ function clusterResult(st: Stage, perplexity: number, f: Features, emb: Embeddin
     pcaDims: f.fd,
     metricSample: m,
     timings: st.laps.timings,
+    cpuTimings: st.laps.cpu,
   };
   return { settings, coords, metrics, outDir: null };
 }

@@ -169,4 +169,6 @@ export interface ClusterMetrics {
   metricSample?: number;
   /** Seconds per stage. */
   timings?: Record<string, number>;
+  /** CPU seconds of the process (all threads) per stage: a load-independent view of the same stages. */
+  cpuTimings?: Record<string, number>;
 }

@@ -13,7 +13,8 @@ import { readSafetensorsHeader, readTensorFloat32, type StHeader } from '../form
 import type { RunManifest, SampleRow } from '../store/types.js';
 import { readManifest, readSamples } from '../store/index.js';
 import type { WandaSettings, WandaRegions, WandaMetrics, WandaMatrix } from '../wanda/types.js';
-import type { ClusterSettings, ClusterCoords, ClusterMetrics } from '../cluster/types.js';
+import type { ClusterSettings, ClusterCoords, ClusterMetrics, ClusterItems } from '../cluster/types.js';
+import type { ControlInfo } from '../store/types.js';
 
 export interface WandaData {
   dir: string;
@@ -29,6 +30,8 @@ export interface ClusterData {
   settings: ClusterSettings | null;
   coords: ClusterCoords;
   metrics: ClusterMetrics | null;
+  /** Per-item predictions of the metric sample (items.json; null when absent, e.g. older results). */
+  items: ClusterItems | null;
 }
 
 export interface ReportModel {
@@ -42,6 +45,8 @@ export interface ReportModel {
   cluster: ClusterData | null;
   /** True when the run's model is the package's random-weights demo model (models/tiny-llama). */
   randomModel: boolean;
+  /** The random-weights control this run was extracted through (manifest model.control), if any. */
+  control: ControlInfo | null;
 }
 
 export interface LoadOptions {
@@ -172,7 +177,14 @@ function loadCluster(cd: string): ClusterData | null {
     need(isObj(m) && Array.isArray(m.spaces) && isStrArr(m.classes), mf, 'spaces', 'expected "classes" and "spaces" arrays');
     metrics = m as ClusterMetrics;
   }
-  return { dir: cd, settings: existsSync(sf) ? (readJson(sf) as ClusterSettings) : null, coords: c as ClusterCoords, metrics };
+  const itf = path.join(cd, 'items.json');
+  let items: ClusterItems | null = null;
+  if (existsSync(itf)) {
+    const it = readJson(itf);
+    need(isObj(it) && isStrArr(it.ids) && isStrArr(it.classes) && Array.isArray(it.y) && it.y.length === it.ids.length && Array.isArray(it.spaces), itf, 'ids', 'expected "ids", "classes", "y" (one per id) and "spaces"');
+    items = it as ClusterItems;
+  }
+  return { dir: cd, settings: existsSync(sf) ? (readJson(sf) as ClusterSettings) : null, coords: c as ClusterCoords, metrics, items };
 }
 
 function sha256File(file: string): string | null {
@@ -218,6 +230,7 @@ export async function loadRun(dir: string, opts: LoadOptions = {}): Promise<Repo
     wanda: loadWanda(abs),
     cluster: loadCluster(opts.clusterDir ? path.resolve(opts.clusterDir) : path.join(abs, 'cluster')),
     randomModel: isBuiltinRandomModel(manifest, abs),
+    control: manifest.model?.control ?? null,
   };
 }
 
