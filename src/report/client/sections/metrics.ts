@@ -121,7 +121,10 @@ export function separationFigure(page: Page): PlotlyFigure | null {
     const by: (number | null)[] = [];
     cls.forEach((c, i) => {
       const b = c.c.balancedAccuracy.nullBand;
-      if (b) bx.push(x[i]!, x[i]!, null), by.push(b[0], b[1], null);
+      if (b) {
+        bx.push(x[i]!, x[i]!, null);
+        by.push(b[0], b[1], null);
+      }
     });
     if (bx.length) data.push({ type: 'scatter', mode: 'lines', x: bx, y: by, line: { color: 'rgba(120,120,120,0.35)', width: 16 }, name: (page.compare ? esc(run.name) + ': ' : '') + 'null 95% band', hoverinfo: 'skip' });
     data.push({
