@@ -4,9 +4,11 @@ import { runExtract, DEFAULT_CHUNK_ROWS, DEFAULT_BATCH } from '../extract/run.js
 import { parseShard, expandOut } from '../store/layout.js';
 import type { CaptureFamily, Device } from '../extract/types.js';
 import { CAPTURE_FAMILIES } from '../hooks.js';
+import { randomControlModel } from '../extract/control.js';
+import type { ControlInfo } from '../store/types.js';
 
 const spec = {
-  usage: 'lobes extract --model MODEL_DIR --data SPEC --out RUN [--capture final,mlp,resid] [--device cpu|cuda|webgpu] [--device-id N] [--batch N | --token-budget N] [--max-tokens N] [--dtype fp16|fp32] [--shard i/n|auto|auto/N] [--chunk-rows N] [--chat-template] [--quiet] [--force] [--repair] [--json]',
+  usage: 'lobes extract --model MODEL_DIR --data SPEC --out RUN [--capture final,mlp,resid] [--device cpu|cuda|webgpu] [--device-id N] [--batch N | --token-budget N] [--max-tokens N] [--dtype fp16|fp32] [--shard i/n|auto|auto/N] [--chunk-rows N] [--chat-template] [--control random [--control-seed N]] [--quiet] [--force] [--repair] [--json]',
   help: `
 Run a model over a dataset and store the last token's activations in a run directory
 (format: docs/run-format.md). Rerunning the same command continues an interrupted run
@@ -27,6 +29,11 @@ from its last complete chunk; a rerun with different settings is refused.
                        _COUNT or JOB_COMPLETION_INDEX with auto/N or LOBES_SHARD_COUNT
   --chunk-rows N       rows per chunk file (default ${DEFAULT_CHUNK_ROWS}); shards of one run need the same value
   --chat-template      wrap each text as a user turn with the tokenizer's chat template
+  --control random     extract through a random-weights control of the model instead: the same
+                       graph and tokenizer with every projection and the embedding drawn from
+                       N(0, σ²) (σ: each trained tensor's standard deviation) and norm scales 1
+                       (docs/controls.md); built once in the model cache, recorded in the manifest
+  --control-seed N     seed of the control's weights (default 0)
   --force              start even if the disk plan says the run will not fit
   --repair             on resume, extract bad chunk files again instead of stopping
   --quiet              no progress output
@@ -46,6 +53,8 @@ from its last complete chunk; a rerun with different settings is refused.
     shard: { type: 'string' },
     'chunk-rows': { type: 'string' },
     'chat-template': { type: 'boolean' },
+    control: { type: 'string' },
+    'control-seed': { type: 'string' },
     quiet: { type: 'boolean', short: 'q' },
     force: { type: 'boolean' },
     repair: { type: 'boolean' },
@@ -72,8 +81,20 @@ export async function run(argv: string[]): Promise<number> {
   const dtype = v.dtype ?? 'fp16';
   if (dtype !== 'fp16' && dtype !== 'fp32') throw new UsageError(`--dtype must be fp16 or fp32, got ${JSON.stringify(dtype)}`);
   const shard = parseShard(v.shard);
+  let model = v.model as string;
+  let control: ControlInfo | undefined;
+  if (v.control !== undefined) {
+    if (v.control !== 'random') throw new UsageError(`--control must be random, got ${JSON.stringify(v.control)}`);
+    const { analyseModel } = await import('../extract/engine.js');
+    const { arch } = analyseModel(model).info;
+    const c = await randomControlModel(model, arch, { seed: intOption(v['control-seed'], '--control-seed', 0, 0, 2 ** 32 - 1), quiet: !!v.quiet });
+    if (!v.quiet) process.stderr.write(`extract: random-weights control of ${model} (seed ${c.info.seed}) at ${c.dir}\n`);
+    model = c.dir;
+    control = c.info;
+  } else if (v['control-seed'] !== undefined) throw new UsageError('--control-seed needs --control random');
   const manifest = await runExtract({
-    model: v.model,
+    model,
+    control,
     data: v.data,
     out: expandOut(v.out, shard),
     capture: [...new Set(capture)] as CaptureFamily[],

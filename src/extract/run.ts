@@ -13,7 +13,7 @@ import { LobesError, UsageError } from '../util/errors.js';
 import { Progress, fmtTime } from '../util/progress.js';
 import { LOBES_VERSION } from '../version.js';
 import type { Dataset, Sample } from '../data/types.js';
-import type { HookInfo, ModelArch, RunManifest, SampleRow } from '../store/types.js';
+import type { ControlInfo, HookInfo, ModelArch, RunManifest, SampleRow } from '../store/types.js';
 import type { BatchPlanOptions, CaptureEngine, CaptureFamily, Device, EngineOptions, LobesTokenizer, TokenBatch, TokenizerOptions } from './types.js';
 import { FORMAT_VERSION, shardRange, chunkCount, type ShardSpec, MANIFEST, SAMPLES } from '../store/layout.js';
 import { readManifest, writeManifest, writeSamples } from '../store/manifest.js';
@@ -65,6 +65,8 @@ export interface ExtractOptions {
   diskFree?: (dir: string) => number | null;
   /** Where messages go (default stderr). */
   log?: (line: string) => void;
+  /** The model is a random-weights control (src/extract/control.ts): recorded as manifest model.control. */
+  control?: ControlInfo;
 }
 
 export const DEFAULT_CHUNK_ROWS = 128;
@@ -157,6 +159,7 @@ interface Settings {
   maxTokens: number | null;
   chatTemplate: boolean;
   shard: ShardSpec | null;
+  control: ControlInfo | null;
 }
 
 /** The dataset rows of this run (or shard), tokenized. */
@@ -265,6 +268,7 @@ function resolveSettings(opts: ExtractOptions): Settings {
     maxTokens: opts.maxTokens ?? null,
     chatTemplate: opts.chatTemplate ?? false,
     shard: opts.shard ?? null,
+    control: opts.control ?? null,
   };
 }
 
@@ -324,7 +328,7 @@ function runManifest(s: Settings, input: Input, previous: RunManifest | null, po
     formatVersion: FORMAT_VERSION,
     lobesVersion: LOBES_VERSION,
     createdAt: previous?.createdAt ?? new Date().toISOString(),
-    model: { dir: s.model, graphSha256: input.graphSha256, arch: arch ?? previous?.model.arch ?? ({} as any) },
+    model: { dir: s.model, graphSha256: input.graphSha256, arch: arch ?? previous?.model.arch ?? ({} as any), ...(s.control ? { control: s.control } : {}) },
     tokenizer: { source: input.tokenizer.source, chatTemplate: s.chatTemplate, addBos: input.tokenizer.addBos, maxTokens: s.maxTokens },
     dataset: { spec: input.dataset.spec, itemsSha256: input.itemsSha256, count: input.N, axes: input.dataset.axes },
     capture: { points, selection: s.capture },
