@@ -51,7 +51,7 @@ export function verdictLines(metrics: ClusterMetrics | null, settings: ClusterSe
     const C = metrics.classes.length;
     const chance = metrics.chance?.balancedAccuracy ?? 1 / C;
     const majority = metrics.chance?.majorityRate ?? NaN;
-    const by = settings?.by ? `"${settings.by}"` : 'the labels';
+    const by = !settings?.by ? 'the labels' : settings.input === 'matrix' ? `the labels in ${settings.by.split(/[\\/]/).pop()}` : `"${settings.by}"`;
     const m = metrics.metricSample ?? metrics.n;
     const majText = metrics.chance ? `; always answering "${metrics.chance.majorityClass}" gets accuracy ${f2(majority)}` : '';
     out.push(`${C} classes of ${by} on ${m} items: chance balanced accuracy is ${f2(chance)}${majText}.`);

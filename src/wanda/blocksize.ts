@@ -86,7 +86,7 @@ export function blockCheck(ms: BlockShape[], block: [number, number], top: TopSp
 export function coarseWarnings(check: NonNullable<WandaSettings['blockCheck']>, block: [number, number]): string[] {
   return check.coarse.map(
     (c) =>
-      `${c.proj} (${c.matrices} matrix${c.matrices === 1 ? '' : 'es'}): ${c.rowBlocks}×${c.colBlocks} blocks at ${block.join('×')}, the top selection keeps ${c.selected}; ` +
+      `${c.proj} (${c.matrices} matri${c.matrices === 1 ? 'x' : 'ces'}): ${c.rowBlocks}×${c.colBlocks} blocks at ${block.join('×')}, the top selection keeps ${c.selected}; ` +
       `regions need ≥ ${check.minShortSide} blocks on the short side and ≥ ${check.minSelected} selected, so their metrics say little` +
       (check.suggested && !check.auto ? ` (--block auto: ${check.suggested})` : ''),
   );
