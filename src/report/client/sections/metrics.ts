@@ -147,7 +147,7 @@ export function separationFigure(page: Page): PlotlyFigure | null {
     data,
     layout: {
       title: { text: 'Balanced accuracy against chance and the permutation null' }, yaxis: { title: { text: 'balanced accuracy' }, range: [0, 1] },
-      xaxis: { automargin: true }, shapes, annotations, height: 420, margin: { t: 50 }, legend: { orientation: 'h' },
+      xaxis: { automargin: true, tickangle: -20 }, shapes, annotations, height: 460, margin: { t: 80 }, legend: { orientation: 'h', y: 1.12 },
     },
   };
 }

@@ -91,7 +91,7 @@ function sweepFigure(runs: SweepRun[], compare: boolean): PlotlyFigure {
   });
   return {
     data,
-    layout: { title: { text: 'Linear probe per capture point, against chance' }, yaxis: { title: { text: 'score' }, range: [0, 1] }, shapes, annotations, height: 400, margin: { t: 50 }, legend: { orientation: 'h' } },
+    layout: { title: { text: 'Linear probe per capture point, against chance' }, yaxis: { title: { text: 'score' }, range: [0, 1] }, xaxis: { automargin: true }, shapes, annotations, height: 420, margin: { t: 80 }, legend: { orientation: 'h', y: 1.12 } },
   };
 }
 
