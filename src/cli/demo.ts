@@ -5,20 +5,23 @@ import { LobesError } from '../util/errors.js';
 import { BUILTIN_MODEL_DIR } from '../report/load.js';
 
 const SPEC = {
-  usage: 'lobes demo [--out DIR] [--seed N] [--permutations N] [--quiet] [--json]',
+  usage: 'lobes demo [--model FILE.gguf|MODEL_DIR] [--cache DIR] [--out DIR] [--seed N] [--permutations N] [--quiet] [--json]',
   help: `
-Run the whole pipeline on the built-in dataset (builtin:social) and the built-in tiny model
-(models/tiny-llama): extract -> wanda -> cluster -> report, and print where the report is.
-The tiny model's weights are random: its figures demonstrate the pipeline, not a finding
-about any language model.
+Run the whole pipeline on the built-in dataset (builtin:social) and a model: extract ->
+wanda -> cluster -> report, and print where the report is. Without --model it uses the
+built-in tiny model (models/tiny-llama), whose weights are random: its figures demonstrate
+the pipeline, not a finding about any language model.
 
+  --model M          a real model: a llama GGUF file (converted once into the cache; e.g.
+                     SmolLM2-135M-Instruct, or an Ollama blob) or an ONNX model folder
+  --cache DIR        where converted GGUF models are kept (default $LOBES_CACHE/gguf or ~/.cache/lobes/gguf)
   --out DIR          where to write (default ./lobes-demo): DIR/run (the run) and DIR/report.html
   --seed N           seed for wanda's permutations and t-SNE (default 0)
   --permutations N   label permutations for the p-values (default 100)
   --quiet            no progress output
   --json             print {"run": DIR, "report": FILE} on stdout`,
   options: {
-    out: { type: 'string' }, seed: { type: 'string' }, permutations: { type: 'string' }, quiet: { type: 'boolean' }, json: { type: 'boolean' },
+    model: { type: 'string' }, cache: { type: 'string' }, out: { type: 'string' }, seed: { type: 'string' }, permutations: { type: 'string' }, quiet: { type: 'boolean' }, json: { type: 'boolean' },
   },
   positionals: [0, 0] as [number, number],
 } as const;
@@ -46,27 +49,40 @@ export async function run(argv: string[]): Promise<number> {
   const say = (m: string) => {
     if (!quiet) process.stderr.write(`demo: ${m}\n`);
   };
-  if (!existsSync(path.join(BUILTIN_MODEL_DIR, 'model.onnx'))) {
+  if (!v.model && !existsSync(path.join(BUILTIN_MODEL_DIR, 'model.onnx'))) {
     throw new LobesError('the built-in tiny model is missing', { file: BUILTIN_MODEL_DIR, hint: 'reinstall lobes; the package ships models/tiny-llama' });
   }
+  const { modelFolder } = await import('./convert.js');
+  const model = v.model ? await modelFolder(v.model, { cache: v.cache, quiet }) : { dir: BUILTIN_MODEL_DIR, source: null };
+  const builtin = !v.model;
   const runExtract = await stage<(o: any) => Promise<unknown>>('extract', () => import('../extract/run.js'), 'runExtract');
   const runWanda = await stage<(r: string, o: any) => Promise<unknown>>('wanda', () => import('../wanda/run.js'), 'runWanda');
   const runCluster = await stage<(r: string, o: any) => Promise<unknown>>('cluster', () => import('../cluster/run.js'), 'runCluster');
   const writeReport = await stage<(r: string, o?: string) => Promise<string>>('report', () => import('../report/index.js'), 'writeReport');
 
   const runDir = path.join(out, 'run');
-  say(`the built-in model has random weights: these figures show the pipeline working, not a finding`);
-  say(`1/4 extract: builtin:social through ${BUILTIN_MODEL_DIR} -> ${runDir}`);
-  await runExtract({ model: BUILTIN_MODEL_DIR, data: 'builtin:social', out: runDir, capture: ['final', 'mlp'], dtype: 'fp32', quiet });
-  // The tiny model's matrices (64 x 256) are a single 256 x 256 block; 16 x 16 blocks give each
-  // projection a 16 x 4 (down: 4 x 16) grid, so the heatmaps have something to show.
-  say('2/4 wanda: importance, regions and set differences by aspect (16 x 16 blocks for the tiny model)');
-  await runWanda(runDir, { by: 'aspect', block: 16, seed, permutations, quiet });
+  if (builtin) say(`the built-in model has random weights: these figures show the pipeline working, not a finding`);
+  say(`1/4 extract: builtin:social through ${model.source ? model.source.path : model.dir} -> ${runDir}`);
+  const manifest = (await runExtract({ model: model.dir, modelSource: model.source, data: 'builtin:social', out: runDir, capture: ['final', 'mlp'], dtype: 'fp32', quiet })) as { model: { arch: { hidden: number } } };
+  // Blocks of about hidden / 8 (a power of two, 16 to 256), so that every projection's heatmap
+  // has a grid to show: 16 x 16 for the tiny model (hidden 64), 64 x 64 for SmolLM2 (576),
+  // the paper's 256 x 256 from hidden 2048 up.
+  const block = demoBlock(manifest.model.arch.hidden);
+  say(`2/4 wanda: importance, regions and set differences by aspect (${block} x ${block} blocks)`);
+  await runWanda(runDir, { by: 'aspect', block, seed, permutations, quiet });
   say('3/4 cluster: t-SNE of final.hidden and separation metrics');
   await runCluster(runDir, { by: 'aspect', seed, permutations, quiet });
   say('4/4 report');
   const report = await writeReport(runDir, path.join(out, 'report.html'));
   if (v.json) process.stdout.write(JSON.stringify({ run: runDir, report }) + '\n');
-  else process.stdout.write(`report: ${report}\n(random-weights demo model: the figures demonstrate the pipeline, not a finding)\n`);
+  else if (builtin) process.stdout.write(`report: ${report}\n(random-weights demo model: the figures demonstrate the pipeline, not a finding)\n`);
+  else process.stdout.write(`report: ${report}\n(150 built-in items: read each figure with its permutation null and chance level)\n`);
   return 0;
+}
+
+/** Wanda block size for the demo: a power of two near hidden / 8, from 16 to 256. */
+export function demoBlock(hidden: number): number {
+  let b = 16;
+  while (b * 2 <= hidden / 8 && b < 256) b *= 2;
+  return b;
 }

@@ -4,17 +4,21 @@ import { runExtract, DEFAULT_CHUNK_ROWS, DEFAULT_BATCH } from '../extract/run.js
 import { parseShard, expandOut } from '../store/layout.js';
 import type { CaptureFamily, Device } from '../extract/types.js';
 import { CAPTURE_FAMILIES } from '../hooks.js';
+import { modelFolder } from './convert.js';
 import { randomControlModel } from '../extract/control.js';
 import type { ControlInfo } from '../store/types.js';
 
 const spec = {
-  usage: 'lobes extract --model MODEL_DIR --data SPEC --out RUN [--capture final,mlp,resid] [--device cpu|cuda|webgpu] [--device-id N] [--batch N | --token-budget N] [--max-tokens N] [--dtype fp16|fp32] [--shard i/n|auto|auto/N] [--chunk-rows N] [--chat-template] [--control random [--control-seed N]] [--quiet] [--force] [--repair] [--json]',
+  usage: 'lobes extract --model MODEL_DIR|FILE.gguf --data SPEC --out RUN [--capture final,mlp,resid] [--device cpu|cuda|webgpu] [--device-id N] [--batch N | --token-budget N] [--max-tokens N] [--dtype fp16|fp32] [--shard i/n|auto|auto/N] [--chunk-rows N] [--chat-template] [--control random [--control-seed N]] [--cache DIR] [--quiet] [--force] [--repair] [--json]',
   help: `
 Run a model over a dataset and store the last token's activations in a run directory
 (format: docs/run-format.md). Rerunning the same command continues an interrupted run
 from its last complete chunk; a rerun with different settings is refused.
 
-  --model DIR          ONNX model folder (model.onnx and tokenizer files)
+  --model DIR|FILE     ONNX model folder (model.onnx and tokenizer files), or a llama GGUF
+                       file (converted once into the cache; see lobes convert --help)
+  --cache DIR          where converted GGUF models are kept (default $LOBES_CACHE/gguf or
+                       ~/.cache/lobes/gguf)
   --data SPEC          builtin:NAME, socialeval:PATH, jsonl:PATH?text=F&label=F, csv:PATH?...
   --out RUN            run folder to create or resume; {i} and {n} are replaced by the shard
   --capture LIST       final (final.hidden), mlp (layers.*.mlp.in / mlp.down_in),
@@ -41,6 +45,7 @@ from its last complete chunk; a rerun with different settings is refused.
 `,
   options: {
     model: { type: 'string' },
+    cache: { type: 'string' },
     data: { type: 'string' },
     out: { type: 'string' },
     capture: { type: 'string' },
@@ -81,19 +86,21 @@ export async function run(argv: string[]): Promise<number> {
   const dtype = v.dtype ?? 'fp16';
   if (dtype !== 'fp16' && dtype !== 'fp32') throw new UsageError(`--dtype must be fp16 or fp32, got ${JSON.stringify(dtype)}`);
   const shard = parseShard(v.shard);
-  let model = v.model as string;
+  const model = await modelFolder(v.model, { cache: v.cache, quiet: !!v.quiet });
+  let dir = model.dir;
   let control: ControlInfo | undefined;
   if (v.control !== undefined) {
     if (v.control !== 'random') throw new UsageError(`--control must be random, got ${JSON.stringify(v.control)}`);
     const { analyseModel } = await import('../extract/engine.js');
-    const { arch } = analyseModel(model).info;
-    const c = await randomControlModel(model, arch, { seed: intOption(v['control-seed'], '--control-seed', 0, 0, 2 ** 32 - 1), quiet: !!v.quiet });
-    if (!v.quiet) process.stderr.write(`extract: random-weights control of ${model} (seed ${c.info.seed}) at ${c.dir}\n`);
-    model = c.dir;
+    const { arch } = analyseModel(dir).info;
+    const c = await randomControlModel(dir, arch, { seed: intOption(v['control-seed'], '--control-seed', 0, 0, 2 ** 32 - 1), quiet: !!v.quiet });
+    if (!v.quiet) process.stderr.write(`extract: random-weights control of ${dir} (seed ${c.info.seed}) at ${c.dir}\n`);
+    dir = c.dir;
     control = c.info;
   } else if (v['control-seed'] !== undefined) throw new UsageError('--control-seed needs --control random');
   const manifest = await runExtract({
-    model,
+    model: dir,
+    modelSource: model.source,
     control,
     data: v.data,
     out: expandOut(v.out, shard),

@@ -2,7 +2,7 @@ import { parseCommand } from './args.js';
 import type { ModelInfo } from '../extract/types.js';
 
 const spec = {
-  usage: 'lobes inspect MODEL_DIR [--json]',
+  usage: 'lobes inspect MODEL_DIR|FILE.gguf [--cache DIR] [--json]',
   help: `
 Print a model's architecture (layers, hidden, intermediate, heads, kv-heads, vocab, dtype,
 quantization), every capture point lobes found by graph structure (hook name, shape, and the
@@ -11,10 +11,11 @@ Only the graph file is read; weights in external data files are not loaded.
 For a graph lobes cannot use, the error names the part of the Llama pattern that is missing.
 
   MODEL_DIR   a model folder (model.onnx, or genai_config.json's decoder file, or onnx/model.onnx)
-              or an .onnx file
+              or an .onnx file, or a llama GGUF file (converted once into the cache)
+  --cache DIR where converted GGUF models are kept (default $LOBES_CACHE/gguf or ~/.cache/lobes/gguf)
   --json      machine-readable output (stable under renaming of nodes and intermediate values)
 `,
-  options: { json: { type: 'boolean' } },
+  options: { json: { type: 'boolean' }, cache: { type: 'string' } },
   positionals: [1, 1] as [number, number],
 } as const;
 
@@ -65,8 +66,11 @@ export async function run(argv: string[]): Promise<number> {
   const parsed = parseCommand(argv, spec);
   if (!parsed) return 0;
   const { inspectModel } = await import('../extract/engine.js');
-  const info = await inspectModel(parsed.positionals[0]!);
-  if (parsed.values.json) process.stdout.write(JSON.stringify(inspectJson(info), null, 2) + '\n');
+  const { modelFolder } = await import('./convert.js');
+  const model = await modelFolder(parsed.positionals[0]!, { cache: parsed.values.cache, quiet: !!parsed.values.json });
+  const info = await inspectModel(model.dir);
+  if (model.source && !parsed.values.json) process.stdout.write(`converted from ${model.source.path}\n`);
+  if (parsed.values.json) process.stdout.write(JSON.stringify(model.source ? { ...(inspectJson(info) as object), source: model.source } : inspectJson(info), null, 2) + '\n');
   else process.stdout.write(inspectText(info));
   return 0;
 }

@@ -15,6 +15,7 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<{ run(argv
   cluster: { summary: 'seeded t-SNE and separation metrics for the labels', load: () => import('./cluster.js') },
   report: { summary: 'self-contained HTML report of a run', load: () => import('./report.js') },
   compare: { summary: 'side-by-side report of two runs (e.g. 8B vs 70B)', load: () => import('./compare.js') },
+  convert: { summary: 'convert a llama GGUF (llama.cpp, Ollama) into an ONNX model folder', load: () => import('./convert.js') },
   demo: { summary: 'the whole pipeline on the built-in tiny model and dataset', load: () => import('./demo.js') },
 };
 

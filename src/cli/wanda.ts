@@ -4,7 +4,7 @@ import { runWanda, DEFAULT_PERMUTATIONS } from '../wanda/run.js';
 import type { TopSpec } from '../wanda/regions.js';
 
 const USAGE =
-  'lobes wanda RUN [--weights DIR] [--by LABEL] [--block 256|auto] [--top FRACTION] [--top-count N] [--scope matrix|layer|global] [--permutations R] [--seed N] [--resolution block|weight] [--threads N] [--json] [--quiet]';
+  'lobes wanda RUN [--weights DIR|FILE.gguf] [--by LABEL] [--block 256|auto] [--top FRACTION] [--top-count N] [--scope matrix|layer|global] [--permutations R] [--seed N] [--resolution block|weight] [--threads N] [--json] [--quiet]';
 
 const HELP = `
 Wanda importance per group, pooled in blocks, top-block regions per group, set differences
@@ -12,8 +12,10 @@ between every pair of groups, and their structure metrics against a label-permut
 Writes RUN/wanda/ (pooled.safetensors, regions.json, metrics.json, metrics.csv, settings.json).
 
   --weights DIR      weights to score: a safetensors checkpoint (file, folder, or sharded with
-                     model.safetensors.index.json) or an ONNX model folder/file
-                     (default: the run's model folder)
+                     model.safetensors.index.json), an ONNX model folder/file, or a llama
+                     GGUF file (its dequantized weights, streamed a tensor at a time)
+                     (default: the run's model; for a run extracted from a GGUF, that GGUF
+                     while it is unchanged, else the converted folder)
   --by LABEL         label axis whose values are the groups (default: aspect)
   --block N|RxC|auto block size in W[d_out, d_in] (default 256, the paper's); auto: the largest
                      power of two ≤ 256 that gives every matrix ≥ 16 blocks on its short side and

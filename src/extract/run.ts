@@ -13,7 +13,7 @@ import { LobesError, UsageError } from '../util/errors.js';
 import { Progress, fmtTime } from '../util/progress.js';
 import { LOBES_VERSION } from '../version.js';
 import type { Dataset, Sample } from '../data/types.js';
-import type { ControlInfo, HookInfo, ModelArch, RunManifest, SampleRow } from '../store/types.js';
+import type { ControlInfo, HookInfo, ModelArch, ModelSourceRecord, RunManifest, SampleRow } from '../store/types.js';
 import type { BatchPlanOptions, CaptureEngine, CaptureFamily, Device, EngineOptions, LobesTokenizer, TokenBatch, TokenizerOptions } from './types.js';
 import { FORMAT_VERSION, shardRange, chunkCount, type ShardSpec, MANIFEST, SAMPLES } from '../store/layout.js';
 import { readManifest, writeManifest, writeSamples } from '../store/manifest.js';
@@ -33,6 +33,8 @@ export interface ExtractDeps {
 export interface ExtractOptions {
   /** Model folder (model.onnx + tokenizer files). */
   model: string;
+  /** Where the model folder came from when it was converted from a GGUF (recorded in the manifest). */
+  modelSource?: ModelSourceRecord | null;
   /** Dataset spec (builtin:NAME, socialeval:PATH, jsonl:..., csv:...). */
   data: string;
   /** Run folder to create or resume. */
@@ -148,6 +150,7 @@ function freeBytes(dir: string): number | null {
 /** The options of one extraction with their defaults filled in. */
 interface Settings {
   model: string;
+  modelSource: ModelSourceRecord | null;
   out: string;
   capture: CaptureFamily[];
   device: Device;
@@ -257,6 +260,7 @@ function resolveSettings(opts: ExtractOptions): Settings {
   if (!Number.isInteger(chunkRows) || chunkRows < 1) throw new UsageError(`--chunk-rows must be a positive integer, got ${chunkRows}`);
   return {
     model: opts.model,
+    modelSource: opts.modelSource ?? null,
     out: opts.out,
     capture: opts.capture ?? ['final', 'mlp'],
     device: opts.device ?? 'cpu',
@@ -328,7 +332,13 @@ function runManifest(s: Settings, input: Input, previous: RunManifest | null, po
     formatVersion: FORMAT_VERSION,
     lobesVersion: LOBES_VERSION,
     createdAt: previous?.createdAt ?? new Date().toISOString(),
-    model: { dir: s.model, graphSha256: input.graphSha256, arch: arch ?? previous?.model.arch ?? ({} as any), ...(s.control ? { control: s.control } : {}) },
+    model: {
+      dir: s.model,
+      graphSha256: input.graphSha256,
+      arch: arch ?? previous?.model.arch ?? ({} as any),
+      ...(s.modelSource ? { source: s.modelSource } : {}),
+      ...(s.control ? { control: s.control } : {}),
+    },
     tokenizer: { source: input.tokenizer.source, chatTemplate: s.chatTemplate, addBos: input.tokenizer.addBos, maxTokens: s.maxTokens },
     dataset: { spec: input.dataset.spec, itemsSha256: input.itemsSha256, count: input.N, axes: input.dataset.axes },
     capture: { points, selection: s.capture },

@@ -11,6 +11,12 @@ import { Rng } from '../util/rng.js';
 import { LobesError } from '../util/errors.js';
 import { buildTokenizer, preTokenize, type BpeTokenizer } from './tokenizer.js';
 import { TOKENIZER_CORPUS } from './corpus.js';
+import { buildLlamaGraphInline } from './llama-onnx/writer.js';
+import { memorySource, type MemoryWeight } from './llama-onnx/source.js';
+import { W as WEIGHT_NAMES } from './llama-onnx/spec.js';
+import { quantizeRows } from './llama-onnx/weights.js';
+import type { GGraph } from './llama-onnx/graph.js';
+import type { LlamaSpec, LlamaWeightSource, NbitsBlocks } from './llama-onnx/types.js';
 
 export interface PlantSpec {
   /** Group name (a label the test data uses). */
@@ -77,28 +83,8 @@ export function quantizeMatrix(w: Float32Array, dOut: number, dIn: number, block
   const nb = dIn / blockSize;
   const codes = new Uint8Array(dOut * nb * (blockSize / 2));
   const scales = new Float32Array(dOut * nb);
-  const zpBytes = Math.ceil(nb / 2);
-  const zeroPoints = new Uint8Array(dOut * zpBytes);
-  for (let o = 0; o < dOut; o++) {
-    for (let b = 0; b < nb; b++) {
-      const base = o * dIn + b * blockSize;
-      let lo = 0;
-      let hi = 0;
-      for (let k = 0; k < blockSize; k++) {
-        lo = Math.min(lo, w[base + k]!);
-        hi = Math.max(hi, w[base + k]!);
-      }
-      const scale = Math.fround((hi - lo) / 15 || 1);
-      const zp = Math.max(0, Math.min(15, Math.round(-lo / scale)));
-      scales[o * nb + b] = scale;
-      zeroPoints[o * zpBytes + (b >> 1)]! |= zp << ((b & 1) * 4);
-      for (let k = 0; k < blockSize; k++) {
-        const q = Math.max(0, Math.min(15, Math.round(w[base + k]! / scale) + zp));
-        codes[(o * nb + b) * (blockSize / 2) + (k >> 1)]! |= q << ((k & 1) * 4);
-        w[base + k] = Math.fround((q - zp) * scale);
-      }
-    }
-  }
+  const zeroPoints = new Uint8Array(dOut * Math.ceil(nb / 2));
+  quantizeRows(w, dOut, dIn, 4, blockSize, { codes, scales, zeroPoints }, true);
   return { dOut, dIn, bits: 4, blockSize, codes, scales, zeroPoints };
 }
 
@@ -308,244 +294,70 @@ function applyPlant(p: TinyLlamaParams, rng: Rng): void {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Graph (exporter-neutral description, encoded by src/models/write.ts)
+// Graph: the 'explicit' layout of the Llama writer (src/models/llama-onnx) over these parameters.
 
-export type GAttr =
-  | { type: 'int'; value: number }
-  | { type: 'ints'; value: number[] }
-  | { type: 'float'; value: number };
+export type { GAttr, GNode, GInit, GValue, GGraph } from './llama-onnx/graph.js';
 
-export interface GNode {
-  op: string;
-  name: string;
-  inputs: string[];
-  outputs: string[];
-  attrs?: Record<string, GAttr>;
-  domain?: string;
-}
-
-export interface GInit {
-  name: string;
-  dtype: 'float32' | 'float16' | 'int64' | 'uint8';
-  dims: number[];
-  /** float16 as IEEE half bit patterns. */
-  data: Float32Array | Uint16Array | BigInt64Array | Uint8Array;
-}
-
-export interface GValue {
-  name: string;
-  dtype: 'float32' | 'float16' | 'int64';
-  shape: (number | string)[];
-}
-
-export interface GGraph {
-  name: string;
-  opset: number;
-  /** Extra opset imports, e.g. { 'com.microsoft': 1 }. */
-  extraOpsets?: Record<string, number>;
-  nodes: GNode[];
-  initializers: GInit[];
-  inputs: GValue[];
-  outputs: GValue[];
-}
-
-function transpose(w: Float32Array, rows: number, cols: number): Float32Array {
-  const out = new Float32Array(w.length);
-  for (let r = 0; r < rows; r++) for (let c = 0; c < cols; c++) out[c * rows + r] = w[r * cols + c]!;
-  return out;
-}
-
-/** The ONNX graph of a parameter set. */
-export function buildGraph(p: TinyLlamaParams): GGraph {
-  const { hidden: H, intermediate: I, heads, kvHeads, vocab: V, layers, rmsNormEps, withPast } = p.opts;
-  const hd = p.headDim;
-  const rep = heads / kvHeads;
-  const nodes: GNode[] = [];
-  const inits: GInit[] = [];
-  let matmulCounter = 100;
-  const f32 = (name: string, dims: number[], data: Float32Array) => {
-    inits.push({ name, dtype: 'float32', dims, data });
-    return name;
-  };
-  const i64 = (name: string, vals: number[], dims: number[] = [vals.length]) => {
-    inits.push({ name, dtype: 'int64', dims, data: BigInt64Array.from(vals.map((v) => BigInt(v))) });
-    return name;
-  };
-  const node = (op: string, name: string, inputs: string[], attrs?: Record<string, GAttr>, nOut = 1): string => {
-    const outputs = Array.from({ length: nOut }, (_, i) => `${name}_output_${i}`);
-    nodes.push({ op, name, inputs, outputs, ...(attrs ? { attrs } : {}) });
-    return outputs[0]!;
-  };
-  const matmulWeight = (w: Float32Array, dOut: number, dIn: number) =>
-    f32(`onnx::MatMul_${matmulCounter++}`, [dIn, dOut], transpose(w, dOut, dIn));
-  /** A layer projection: MatMul with a [dIn, dOut] weight, or MatMulNBits when quantized. */
-  const proj = (name: string, input: string, l: number, which: ProjName, dOut: number, dIn: number): string => {
-    const q = p.quantized?.[l]?.[which];
-    if (!q) return node('MatMul', `${name}/MatMul`, [input, matmulWeight(p.layers[l]![which], dOut, dIn)]);
-    const nb = dIn / q.blockSize;
-    const id = matmulCounter++;
-    inits.push({ name: `onnx::MatMulNBits_${id}_B`, dtype: 'uint8', dims: [dOut, nb, q.blockSize / 2], data: q.codes });
-    inits.push({ name: `onnx::MatMulNBits_${id}_scales`, dtype: 'float32', dims: [dOut * nb], data: q.scales });
-    inits.push({ name: `onnx::MatMulNBits_${id}_zp`, dtype: 'uint8', dims: [q.zeroPoints.length], data: q.zeroPoints });
-    const out = `${name}/MatMulNBits_output_0`;
-    nodes.push({
-      op: 'MatMulNBits',
-      domain: 'com.microsoft',
-      name: `${name}/MatMulNBits`,
-      inputs: [input, `onnx::MatMulNBits_${id}_B`, `onnx::MatMulNBits_${id}_scales`, `onnx::MatMulNBits_${id}_zp`],
-      outputs: [out],
-      attrs: { K: int(dIn), N: int(dOut), bits: int(q.bits), block_size: int(q.blockSize) },
-    });
-    return out;
-  };
-  const ints = (value: number[]): GAttr => ({ type: 'ints', value });
-  const int = (value: number): GAttr => ({ type: 'int', value });
-
-  // Shared constants.
-  const cTwo = f32('/model/constants/two', [], Float32Array.of(2));
-  const cEps = f32('/model/constants/eps', [], Float32Array.of(rmsNormEps));
-  const cOne = f32('/model/constants/one', [], Float32Array.of(1));
-  const cNegOne = f32('/model/constants/neg_one', [], Float32Array.of(-1));
-  const cScale = f32('/model/constants/attn_scale', [], Float32Array.of(1 / Math.sqrt(hd)));
-  const cZero = f32('/model/constants/zero', [], Float32Array.of(0));
-  const cMaskMin = f32('/model/constants/mask_min', [], Float32Array.of(-3.4028234663852886e38));
-  const cI0 = i64('/model/constants/i0', [0], []);
-  const cI1 = i64('/model/constants/i1', [1], []);
-  const cAx2 = i64('/model/constants/axes2', [2]);
-  const cAx1 = i64('/model/constants/axes1', [1]);
-  const cAx12 = i64('/model/constants/axes12', [1, 2]);
-  const cAxLast = i64('/model/constants/axes_last', [-1]);
-  const cHalf0 = i64('/model/constants/half_start', [0]);
-  const cHalf1 = i64('/model/constants/half_mid', [hd / 2]);
-  const cHalf2 = i64('/model/constants/half_end', [hd]);
-  const cQShape = i64('/model/constants/q_shape', [0, 0, heads, hd]);
-  const cKvShape = i64('/model/constants/kv_shape', [0, 0, kvHeads, hd]);
-  const cRepShape = i64('/model/constants/rep_shape', [1, 1, rep, 1, 1]);
-  const cGqaShape = i64('/model/constants/gqa_shape', [0, heads, -1, hd]);
-  const cOutShape = i64('/model/constants/attn_out_shape', [0, 0, heads * hd]);
-
-  // Embedding.
-  const embed = f32('model.embed_tokens.weight', [V, H], p.embed);
-  let x = node('Gather', '/model/embed_tokens/Gather', [embed, 'input_ids']);
-
-  // Attention mask [B, 1, S, T]: key j visible to query i iff j <= past + i and mask[b, j] = 1.
-  const idsShape = node('Shape', '/model/Shape', ['input_ids']);
-  const seqLen = node('Gather', '/model/Gather', [idsShape, cI1], { axis: int(0) });
-  const maskShape = node('Shape', '/model/Shape_1', ['attention_mask']);
-  const totLen = node('Gather', '/model/Gather_1', [maskShape, cI1], { axis: int(0) });
-  const pastLen = node('Sub', '/model/Sub', [totLen, seqLen]);
-  const kPos = node('Range', '/model/Range', [cI0, totLen, cI1]);
-  const qPos0 = node('Range', '/model/Range_1', [pastLen, totLen, cI1]);
-  const qPos = node('Unsqueeze', '/model/Unsqueeze', [qPos0, cAxLast]);
-  const causal = node('LessOrEqual', '/model/LessOrEqual', [kPos, qPos]); // [S, T]
-  const padBool = node('Cast', '/model/Cast', ['attention_mask'], { to: int(9) });
-  const pad4 = node('Unsqueeze', '/model/Unsqueeze_1', [padBool, cAx12]); // [B,1,1,T]
-  const allowed = node('And', '/model/And', [causal, pad4]); // [B,1,S,T]
-  const mask = node('Where', '/model/Where', [allowed, cZero, cMaskMin]);
-
-  // Rotary embedding from position_ids.
-  const invFreq = f32('model.rotary_emb.inv_freq', [1, hd / 2], p.invFreq);
-  const posF = node('Cast', '/model/rotary_emb/Cast', ['position_ids'], { to: int(1) });
-  const posU = node('Unsqueeze', '/model/rotary_emb/Unsqueeze', [posF, cAxLast]); // [B,S,1]
-  const freqs = node('MatMul', '/model/rotary_emb/MatMul', [posU, invFreq]); // [B,S,hd/2]
-  const emb = node('Concat', '/model/rotary_emb/Concat', [freqs, freqs], { axis: int(-1) });
-  const cos0 = node('Cos', '/model/rotary_emb/Cos', [emb]);
-  const sin0 = node('Sin', '/model/rotary_emb/Sin', [emb]);
-  const cos = node('Unsqueeze', '/model/rotary_emb/Unsqueeze_1', [cos0, cAx1]); // [B,1,S,hd]
-  const sin = node('Unsqueeze', '/model/rotary_emb/Unsqueeze_2', [sin0, cAx1]);
-
-  const rmsNorm = (prefix: string, input: string, weight: Float32Array, wName: string): string => {
-    const sq = node('Pow', `${prefix}/Pow`, [input, cTwo]);
-    const mean = node('ReduceMean', `${prefix}/ReduceMean`, [sq], { axes: ints([-1]), keepdims: int(1) });
-    const added = node('Add', `${prefix}/Add`, [mean, cEps]);
-    const root = node('Sqrt', `${prefix}/Sqrt`, [added]);
-    const inv = node('Div', `${prefix}/Div`, [cOne, root]);
-    const normed = node('Mul', `${prefix}/Mul`, [input, inv]);
-    return node('Mul', `${prefix}/Mul_1`, [f32(wName, [H], weight), normed]);
-  };
-  const rope = (prefix: string, t: string): string => {
-    const x1 = node('Slice', `${prefix}/Slice`, [t, cHalf0, cHalf1, cAxLast]);
-    const x2 = node('Slice', `${prefix}/Slice_1`, [t, cHalf1, cHalf2, cAxLast]);
-    const nx2 = node('Mul', `${prefix}/Mul_neg`, [x2, cNegOne]);
-    const rot = node('Concat', `${prefix}/Concat`, [nx2, x1], { axis: int(-1) });
-    const a = node('Mul', `${prefix}/Mul`, [t, cos]);
-    const b = node('Mul', `${prefix}/Mul_1`, [rot, sin]);
-    return node('Add', `${prefix}/Add`, [a, b]);
-  };
-
-  const outputs: GValue[] = [{ name: 'logits', dtype: 'float32', shape: ['batch_size', 'sequence_length', V] }];
-  const inputs: GValue[] = [
-    { name: 'input_ids', dtype: 'int64', shape: ['batch_size', 'sequence_length'] },
-    { name: 'attention_mask', dtype: 'int64', shape: ['batch_size', 'total_sequence_length'] },
-    { name: 'position_ids', dtype: 'int64', shape: ['batch_size', 'sequence_length'] },
-  ];
-
-  for (let l = 0; l < layers; l++) {
-    const L = p.layers[l]!;
-    const pre = `/model/layers.${l}`;
-    const h = rmsNorm(`${pre}/input_layernorm`, x, L.inputNorm, `model.layers.${l}.input_layernorm.weight`);
-    const q0 = proj(`${pre}/self_attn/q_proj`, h, l, 'q', heads * hd, H);
-    const k0 = proj(`${pre}/self_attn/k_proj`, h, l, 'k', kvHeads * hd, H);
-    const v0 = proj(`${pre}/self_attn/v_proj`, h, l, 'v', kvHeads * hd, H);
-    const q1 = node('Reshape', `${pre}/self_attn/Reshape`, [q0, cQShape]);
-    const k1 = node('Reshape', `${pre}/self_attn/Reshape_1`, [k0, cKvShape]);
-    const v1 = node('Reshape', `${pre}/self_attn/Reshape_2`, [v0, cKvShape]);
-    const q2 = node('Transpose', `${pre}/self_attn/Transpose`, [q1], { perm: ints([0, 2, 1, 3]) });
-    const k2 = node('Transpose', `${pre}/self_attn/Transpose_1`, [k1], { perm: ints([0, 2, 1, 3]) });
-    let v2 = node('Transpose', `${pre}/self_attn/Transpose_2`, [v1], { perm: ints([0, 2, 1, 3]) });
-    const q3 = rope(`${pre}/self_attn/rotary_q`, q2);
-    let k3 = rope(`${pre}/self_attn/rotary_k`, k2);
-    if (withPast) {
-      const pk = `past_key_values.${l}.key`;
-      const pv = `past_key_values.${l}.value`;
-      inputs.push({ name: pk, dtype: 'float32', shape: ['batch_size', kvHeads, 'past_sequence_length', hd] });
-      inputs.push({ name: pv, dtype: 'float32', shape: ['batch_size', kvHeads, 'past_sequence_length', hd] });
-      k3 = node('Concat', `${pre}/self_attn/Concat_k`, [pk, k3], { axis: int(2) });
-      v2 = node('Concat', `${pre}/self_attn/Concat_v`, [pv, v2], { axis: int(2) });
-      nodes.push({ op: 'Identity', name: `${pre}/self_attn/present_key`, inputs: [k3], outputs: [`present.${l}.key`] });
-      nodes.push({ op: 'Identity', name: `${pre}/self_attn/present_value`, inputs: [v2], outputs: [`present.${l}.value`] });
-      outputs.push({ name: `present.${l}.key`, dtype: 'float32', shape: ['batch_size', kvHeads, 'total_sequence_length', hd] });
-      outputs.push({ name: `present.${l}.value`, dtype: 'float32', shape: ['batch_size', kvHeads, 'total_sequence_length', hd] });
-    }
-    // Grouped-query attention: repeat each kv head `rep` times.
-    const repeat = (t: string, tag: string) => {
-      const u = node('Unsqueeze', `${pre}/self_attn/Unsqueeze_${tag}`, [t, cAx2]);
-      const e = node('Expand', `${pre}/self_attn/Expand_${tag}`, [u, cRepShape]);
-      return node('Reshape', `${pre}/self_attn/Reshape_${tag}`, [e, cGqaShape]);
-    };
-    const kr = repeat(k3, 'k');
-    const vr = repeat(v2, 'v');
-    const kt = node('Transpose', `${pre}/self_attn/Transpose_3`, [kr], { perm: ints([0, 1, 3, 2]) });
-    const scores0 = node('MatMul', `${pre}/self_attn/MatMul`, [q3, kt]);
-    const scores1 = node('Mul', `${pre}/self_attn/Mul`, [scores0, cScale]);
-    const scores = node('Add', `${pre}/self_attn/Add`, [scores1, mask]);
-    const probs = node('Softmax', `${pre}/self_attn/Softmax`, [scores], { axis: int(-1) });
-    const ctx0 = node('MatMul', `${pre}/self_attn/MatMul_1`, [probs, vr]);
-    const ctx1 = node('Transpose', `${pre}/self_attn/Transpose_4`, [ctx0], { perm: ints([0, 2, 1, 3]) });
-    const ctx = node('Reshape', `${pre}/self_attn/Reshape_3`, [ctx1, cOutShape]);
-    const attn = proj(`${pre}/self_attn/o_proj`, ctx, l, 'o', H, heads * hd);
-    x = node('Add', `${pre}/Add`, [x, attn]);
-    const h2 = rmsNorm(`${pre}/post_attention_layernorm`, x, L.postNorm, `model.layers.${l}.post_attention_layernorm.weight`);
-    const gate = proj(`${pre}/mlp/gate_proj`, h2, l, 'gate', I, H);
-    const up = proj(`${pre}/mlp/up_proj`, h2, l, 'up', I, H);
-    const sig = node('Sigmoid', `${pre}/mlp/act_fn/Sigmoid`, [gate]);
-    const act = node('Mul', `${pre}/mlp/act_fn/Mul`, [gate, sig]);
-    const prod = node('Mul', `${pre}/mlp/Mul`, [act, up]);
-    const down = proj(`${pre}/mlp/down_proj`, prod, l, 'down', H, I);
-    x = node('Add', `${pre}/Add_1`, [x, down]);
-  }
-  const hf = rmsNorm('/model/norm', x, p.finalNorm, 'model.norm.weight');
-  const lmW = matmulWeight(p.lmHead, V, H);
-  nodes.push({ op: 'MatMul', name: '/lm_head/MatMul', inputs: [hf, lmW], outputs: ['logits'] });
+/** The Llama spec of a parameter set. */
+export function specOf(p: TinyLlamaParams): LlamaSpec {
+  const o = p.opts;
   return {
-    name: 'main_graph',
-    opset: 17,
-    ...(p.quantized ? { extraOpsets: { 'com.microsoft': 1 } } : {}),
-    nodes,
-    initializers: inits,
-    inputs,
-    outputs,
+    layers: o.layers,
+    hidden: o.hidden,
+    intermediate: o.intermediate,
+    heads: o.heads,
+    kvHeads: o.kvHeads,
+    headDim: p.headDim,
+    vocab: o.vocab,
+    rmsNormEps: o.rmsNormEps,
+    ropeTheta: o.ropeTheta,
+    ropeScaling: null,
+    maxPositions: 2048,
+    tiedEmbeddings: false,
+    bosTokenId: p.tokenizer.bosId,
+    eosTokenId: p.tokenizer.eosId,
+    padTokenId: p.tokenizer.padId,
   };
+}
+
+/** A weight source over a parameter set (its quantized projections handed out as nbits blocks). */
+export function paramsSource(p: TinyLlamaParams): LlamaWeightSource {
+  const { hidden: H, intermediate: I, heads, kvHeads, vocab: V } = p.opts;
+  const hd = p.headDim;
+  const dims: Record<ProjName, [number, number]> = {
+    q: [heads * hd, H],
+    k: [kvHeads * hd, H],
+    v: [kvHeads * hd, H],
+    o: [H, heads * hd],
+    gate: [I, H],
+    up: [I, H],
+    down: [H, I],
+  };
+  const weights = new Map<string, MemoryWeight>();
+  weights.set(WEIGHT_NAMES.embed, { shape: [V, H], data: p.embed });
+  p.layers.forEach((L, l) => {
+    weights.set(WEIGHT_NAMES.inputNorm(l), { shape: [H], data: L.inputNorm });
+    weights.set(WEIGHT_NAMES.postNorm(l), { shape: [H], data: L.postNorm });
+    for (const n of PROJ_NAMES) {
+      const q = p.quantized?.[l]?.[n];
+      const name = n === 'gate' || n === 'up' || n === 'down' ? WEIGHT_NAMES.mlp(l, n) : WEIGHT_NAMES.attn(l, n);
+      const nbits: NbitsBlocks | null = q ? { bits: 4, blockSize: q.blockSize, weights: q.codes, scales: q.scales, zeroPoints: q.zeroPoints } : null;
+      weights.set(name, { shape: dims[n], data: L[n], nbits });
+    }
+  });
+  weights.set(WEIGHT_NAMES.norm, { shape: [H], data: p.finalNorm });
+  weights.set(WEIGHT_NAMES.lmHead, { shape: [V, H], data: p.lmHead });
+  return memorySource(weights);
+}
+
+/** The ONNX graph of a parameter set (explicit layout, weights inline). */
+export function buildGraph(p: TinyLlamaParams, dtype: 'fp32' | 'fp16' = 'fp32'): GGraph {
+  return buildLlamaGraphInline(specOf(p), paramsSource(p), {
+    layout: 'explicit',
+    dtype,
+    weights: p.quantized ? 'q4' : dtype,
+    withPast: p.opts.withPast,
+  });
 }
 
 /** config.json (Hugging Face LlamaConfig fields). */

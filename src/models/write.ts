@@ -7,23 +7,11 @@ import { existsSync, mkdirSync, readFileSync, renameSync, rmSync } from 'node:fs
 import { fileURLToPath } from 'node:url';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import {
-  DataLocation,
-  DataType,
-  encodeModelParts,
-  makeGraph,
-  makeModel,
-  makeNode,
-  makeTensor,
-  makeValueInfo,
-  type AttrValue as OnnxAttr,
-  type TensorProto,
-} from '../onnx/index.js';
 import { writeFileAtomicSync } from '../util/io.js';
 import { Rng } from '../util/rng.js';
-import { floatArrayToHalf } from '../util/half.js';
 import { UsageError } from '../util/errors.js';
-import { buildGraph, configJson, generateParams, type GGraph, type GValue, type TinyLlamaOptions, type TinyLlamaParams } from './tinyllama.js';
+import { buildGraph, configJson, generateParams, type TinyLlamaOptions, type TinyLlamaParams } from './tinyllama.js';
+import { encodeGGraph, type GGraph, type GInit } from './llama-onnx/graph.js';
 import { tokenizerConfigJson, tokenizerJson } from './tokenizer.js';
 
 /** Bumped whenever the generator's output changes; part of the cache key. */
@@ -40,32 +28,6 @@ export interface WriteOptions {
   opaqueNames?: { seed: number };
   /** Store weights and compute in float16 (inputs/outputs/past in float16, as fp16 exports do). */
   dtype?: 'float32' | 'float16';
-}
-
-/**
- * The float16 version of a generated graph: every float initializer, graph input and output
- * becomes float16 (values clamped to ±65504, so the mask constant becomes −65504), and casts
- * to float become casts to float16.
- */
-export function toFloat16(g: GGraph): GGraph {
-  const f16 = (v: GValue): GValue => (v.dtype === 'float32' ? { ...v, dtype: 'float16' } : v);
-  return {
-    ...g,
-    initializers: g.initializers.map((t) => {
-      if (t.dtype !== 'float32') return t;
-      const src = t.data as Float32Array;
-      const clamped = new Float32Array(src.length);
-      for (let i = 0; i < src.length; i++) clamped[i] = Math.max(-65504, Math.min(65504, src[i]!));
-      return { ...t, dtype: 'float16', data: floatArrayToHalf(clamped) };
-    }),
-    nodes: g.nodes.map((n) =>
-      n.op === 'Cast' && n.attrs?.to?.type === 'int' && n.attrs.to.value === DataType.FLOAT
-        ? { ...n, attrs: { ...n.attrs, to: { type: 'int', value: DataType.FLOAT16 } } }
-        : n,
-    ),
-    inputs: g.inputs.map(f16),
-    outputs: g.outputs.map(f16),
-  };
 }
 
 /** Rename everything but the graph inputs/outputs, and shuffle the node order topologically. */
@@ -97,56 +59,26 @@ export function obfuscateGraph(g: GGraph, seed: number): GGraph {
   };
 }
 
-const dtypeOf = (d: 'float32' | 'float16' | 'int64' | 'uint8') =>
-  d === 'float32' ? DataType.FLOAT : d === 'float16' ? DataType.FLOAT16 : d === 'uint8' ? DataType.UINT8 : DataType.INT64;
-
 /** Encode a generated graph as ONNX bytes (parts) plus the external data parts, if any. */
 export function encodeGraph(g: GGraph, opts: WriteOptions = {}): { model: Uint8Array[]; data: Uint8Array[] | null } {
   const dataParts: Uint8Array[] = [];
   let offset = 0;
-  const inits: TensorProto[] = g.initializers.map((t) => {
-    const tensor = makeTensor(t.name, dtypeOf(t.dtype), t.dims, t.data);
+  const initializers = g.initializers.map((t): GInit => {
     // Small tensors stay inline (as exporters do); large ones go to the data file.
-    if (opts.externalData && t.data.byteLength >= 1024) {
-      const bytes = tensor.rawData!;
-      const pad = (64 - (offset % 64)) % 64;
-      if (pad) {
-        dataParts.push(new Uint8Array(pad));
-        offset += pad;
-      }
-      dataParts.push(bytes);
-      const ext: TensorProto = {
-        name: t.name,
-        dataType: tensor.dataType!,
-        dims: tensor.dims,
-        dataLocation: DataLocation.EXTERNAL,
-        externalData: [
-          { key: 'location', value: 'model.onnx_data' },
-          { key: 'offset', value: String(offset) },
-          { key: 'length', value: String(bytes.byteLength) },
-        ],
-      };
-      offset += bytes.byteLength;
-      return ext;
+    if (!opts.externalData || !t.data || t.data.byteLength < 1024) return t;
+    const bytes = new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength);
+    const pad = (64 - (offset % 64)) % 64;
+    if (pad) {
+      dataParts.push(new Uint8Array(pad));
+      offset += pad;
     }
-    return tensor;
+    dataParts.push(bytes);
+    const ext: GInit = { name: t.name, dtype: t.dtype, dims: t.dims, external: { location: 'model.onnx_data', offset, length: bytes.byteLength } };
+    offset += bytes.byteLength;
+    return ext;
   });
-  const nodes = g.nodes.map((n) => {
-    const attrs: Record<string, OnnxAttr> = {};
-    for (const [k, v] of Object.entries(n.attrs ?? {})) {
-      attrs[k] = v.type === 'float' ? { f: v.value } : v.value;
-    }
-    return makeNode(n.op, n.inputs, n.outputs, attrs, n.domain, n.name);
-  });
-  const graph = makeGraph(
-    g.name,
-    nodes,
-    g.inputs.map((v) => makeValueInfo(v.name, dtypeOf(v.dtype), v.shape)),
-    g.outputs.map((v) => makeValueInfo(v.name, dtypeOf(v.dtype), v.shape)),
-    inits,
-  );
-  const model = makeModel(graph, { opsets: { '': g.opset, ...(g.extraOpsets ?? {}) }, irVersion: 8, producerName: 'lobes-models', producerVersion: String(GENERATOR_VERSION) });
-  return { model: encodeModelParts(model), data: opts.externalData ? dataParts : null };
+  const model = encodeGGraph({ ...g, initializers }, { irVersion: 8, producerName: 'lobes-models', producerVersion: String(GENERATOR_VERSION) });
+  return { model, data: opts.externalData ? dataParts : null };
 }
 
 const json = (o: object) => JSON.stringify(o, null, 2) + '\n';
@@ -157,8 +89,7 @@ const json = (o: object) => JSON.stringify(o, null, 2) + '\n';
  */
 export function writeModelFolder(dir: string, p: TinyLlamaParams, opts: WriteOptions = {}): void {
   mkdirSync(dir, { recursive: true });
-  let graph = buildGraph(p);
-  if (opts.dtype === 'float16') graph = toFloat16(graph);
+  let graph = buildGraph(p, opts.dtype === 'float16' ? 'fp16' : 'fp32');
   if (opts.opaqueNames) graph = obfuscateGraph(graph, opts.opaqueNames.seed);
   const { model, data } = encodeGraph(graph, opts);
   if (data) writeFileAtomicSync(path.join(dir, 'model.onnx_data'), data);
@@ -260,7 +191,7 @@ function generatorSourceHash(): string {
   if (sourceHash !== null) return sourceHash;
   const here = path.dirname(fileURLToPath(import.meta.url));
   const srcDir = path.resolve(here, '..', '..', 'src', 'models');
-  const names = ['tinyllama', 'tokenizer', 'corpus', 'write'];
+  const names = ['tinyllama', 'tokenizer', 'corpus', 'write', ...['build', 'explicit', 'graph', 'sink', 'source', 'spec', 'weights', 'writer'].map((f) => `llama-onnx/${f}`)];
   const useTs = names.every((f) => existsSync(path.join(srcDir, f + '.ts')));
   const h = createHash('sha256');
   for (const f of names) {

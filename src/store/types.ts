@@ -35,6 +35,21 @@ export interface SampleRow {
   provenance?: Record<string, string>;
 }
 
+/** A model given as a GGUF file, converted into the ONNX folder a run used (src/convert/cache.ts). */
+export interface ModelSourceRecord {
+  format: 'gguf';
+  /** Absolute path of the GGUF. */
+  path: string;
+  size: number;
+  mtimeMs: number;
+  /** sha256 of every byte before the GGUF's data section (header, metadata, tensor infos). */
+  headerSha256: string;
+  /** The converted model folder. */
+  converted: string;
+  /** Conversion options as requested. */
+  options: { dtype: string; weights: string; layout: string };
+}
+
 export interface RunManifest {
   format: 'lobes-run';
   formatVersion: number;
@@ -47,6 +62,8 @@ export interface RunManifest {
     graphSha256: string;
     /** Architecture summary as printed by `lobes inspect`. */
     arch: ModelArch;
+    /** When the model was given as a GGUF file: that file and the converted folder (`dir`) made from it. */
+    source?: ModelSourceRecord;
     /** Set when the model is a random-weights control of another model (`extract --control random`). */
     control?: ControlInfo;
   };

@@ -4,8 +4,9 @@
  *   C[bi, j] = Σ_{i ∈ row block bi} |W[i, j]|        (shape [rowBlocks, d_in])
  *
  * from the stored bytes, whatever the storage: dense F32/F16/BF16 in HF layout [d_out, d_in]
- * ('out_in'), dense in ONNX MatMul layout [d_in, d_out] ('in_out'), or com.microsoft
- * MatMulNBits 4-bit blocks ('nbits'). Everything here is plain functions over typed arrays
+ * ('out_in'), dense in ONNX MatMul layout [d_in, d_out] ('in_out'), com.microsoft
+ * MatMulNBits 4-bit blocks ('nbits'), or GGML blocks of a GGUF file ('ggml', one stored row per
+ * output, dequantized as llama.cpp does). Everything here is plain functions over typed arrays
  * so that worker threads and tests share one implementation. Rows are streamed in chunks:
  * the full matrix is never decoded at once.
  */
@@ -13,6 +14,7 @@ import { LobesError } from '../util/errors.js';
 import { RangeFile } from '../util/io.js';
 import { bf16AbsTable, bf16ArrayToFloat, halfAbsTable, halfArrayToFloat } from '../util/half.js';
 import { simdKernel } from './simd.js';
+import { dequantizeBlocks, ggmlType, ggmlTypeName } from '../formats/ggml.js';
 
 export type DenseDtype = 'F32' | 'F16' | 'BF16';
 
@@ -42,7 +44,16 @@ export interface NBitsWeight {
   blockSize: number;
 }
 
-export type WeightSource = DenseWeight | NBitsWeight;
+/** A weight stored as GGML blocks in a GGUF file: rows are outputs (HF layout), each dIn / blockSize blocks. */
+export interface GgmlWeight {
+  kind: 'ggml';
+  tensor: string;
+  /** GGML type id (src/formats/ggml.ts). */
+  type: number;
+  data: ByteRange;
+}
+
+export type WeightSource = DenseWeight | NBitsWeight | GgmlWeight;
 
 /** One matrix to score, in the W[d_out, d_in] convention. */
 export interface MatrixRef {
@@ -100,6 +111,10 @@ function subRange(r: ByteRange, off: number, len: number): ByteRange {
 export function rowSlice(m: MatrixRef, r0: number, r1: number): MatrixRef {
   const s = m.source;
   const rows = r1 - r0;
+  if (s.kind === 'ggml') {
+    const rowBytes = ggmlRowBytes(m, s);
+    return { ...m, dOut: rows, source: { ...s, data: subRange(s.data, r0 * rowBytes, rows * rowBytes) } };
+  }
   if (s.kind === 'dense') {
     if (s.layout !== 'out_in') throw new Error('rowSlice needs the out_in layout');
     const rowBytes = m.dIn * DTYPE_SIZE[s.dtype];
@@ -120,8 +135,16 @@ export function rowSlice(m: MatrixRef, r0: number, r1: number): MatrixRef {
   };
 }
 
+/** Bytes of one stored row (one output) of a GGML weight. */
+export function ggmlRowBytes(m: MatrixRef, s: GgmlWeight): number {
+  const t = ggmlType(s.type);
+  if (!t || !t.dequantizable || m.dIn % t.blockSize !== 0) throw new LobesError(`GGML ${ggmlTypeName(s.type)} rows of ${m.dIn} values cannot be decoded`, { where: `tensor ${JSON.stringify(s.tensor)}` });
+  return (m.dIn / t.blockSize) * t.typeSize;
+}
+
 export function expectedBytes(m: MatrixRef): number {
   const s = m.source;
+  if (s.kind === 'ggml') return m.dOut * ggmlRowBytes(m, s);
   if (s.kind === 'dense') return m.dOut * m.dIn * DTYPE_SIZE[s.dtype];
   const nBlocks = Math.ceil(m.dIn / s.blockSize);
   return m.dOut * nBlocks * ((s.blockSize * s.bits) / 8);
@@ -163,6 +186,7 @@ export function columnBlockSums(m: MatrixRef, opts: ColsumOptions): Float32Array
     }
     if (s.kind === 'dense' && s.layout === 'out_in' && s.dtype !== 'F16' && opts.simd !== false && simdKernel()) simdColsums(m, s, reader, C, rb, opts.chunkBytes ?? CHUNK_BYTES);
     else if (s.kind === 'dense') denseColsums(m, s, reader, C, rb, opts.chunkBytes ?? CHUNK_BYTES);
+    else if (s.kind === 'ggml') ggmlColsums(m, s, reader, C, rb, opts.chunkBytes ?? CHUNK_BYTES);
     else nbitsColsums(m, s, reader, C, rb, opts.chunkBytes ?? CHUNK_BYTES);
   } finally {
     reader.close();
@@ -384,6 +408,25 @@ export function dequantizeNBits(m: MatrixRef): Float32Array {
   }
 }
 
+/** GGML rows dequantized a chunk at a time, then summed like the dense out_in rows (same float32 order). */
+function ggmlColsums(m: MatrixRef, s: GgmlWeight, reader: RangeReader, C: Float32Array, rb: number, chunkBytes: number): void {
+  const rowBytes = ggmlRowBytes(m, s);
+  const rowsPerChunk = Math.max(1, Math.min(m.dOut, Math.floor(chunkBytes / rowBytes)));
+  const buf = new Uint8Array(new ArrayBuffer(rowsPerChunk * rowBytes));
+  const w = new Float32Array(rowsPerChunk * m.dIn);
+  const dIn = m.dIn;
+  const place = { where: `tensor ${JSON.stringify(s.tensor)}` };
+  for (let r0 = 0; r0 < m.dOut; r0 += rowsPerChunk) {
+    const nr = Math.min(rowsPerChunk, m.dOut - r0);
+    dequantizeBlocks(s.type, reader.read(r0 * rowBytes, nr * rowBytes, buf), w, place);
+    for (let r = 0; r < nr; r++) {
+      const cb = Math.floor((r0 + r) / rb) * dIn;
+      const base = r * dIn;
+      for (let j = 0; j < dIn; j++) C[cb + j] += Math.abs(w[base + j]);
+    }
+  }
+}
+
 function nbitsColsums(m: MatrixRef, s: NBitsWeight, reader: RangeReader, C: Float32Array, rb: number, chunkBytes: number): void {
   const p = nbitsParams(m, s);
   const rowBytes = p.nBlocks * p.blobSize;
@@ -424,6 +467,11 @@ export class MatrixRowReader {
     const m = this.m;
     const s = m.source;
     const o = out.subarray(0, nr * m.dIn);
+    if (s.kind === 'ggml') {
+      const rowBytes = ggmlRowBytes(m, s);
+      dequantizeBlocks(s.type, this.reader.read(r0 * rowBytes, nr * rowBytes, new Uint8Array(nr * rowBytes)), o, { where: `tensor ${JSON.stringify(s.tensor)}` });
+      return o;
+    }
     if (s.kind === 'nbits') {
       const p = this.nb!;
       const rowBytes = p.nBlocks * p.blobSize;

@@ -62,7 +62,7 @@ function planJobs(matrices: MatrixRef[], rb: number, target: number): Job[] {
   matrices.forEach((m, k) => {
     const bytes = expectedBytes(m);
     const blocks = Math.ceil(m.dOut / rb);
-    const sliceable = m.source.kind === 'nbits' || m.source.layout === 'out_in';
+    const sliceable = m.source.kind !== 'dense' || m.source.layout === 'out_in';
     const parts = sliceable ? Math.min(blocks, Math.max(1, Math.round(bytes / target))) : 1;
     for (let p = 0; p < parts; p++) {
       const b0 = Math.floor((p * blocks) / parts);

@@ -5,7 +5,7 @@
  *   runWanda(run, opts) -> { settings, regions, metrics }
  *
  * Steps: (1) pick the matrices whose inputs the run captured and locate their weights
- * (ONNX model of the run, or --weights: ONNX folder/file or safetensors checkpoint);
+ * (the run's model, or --weights: ONNX folder/file, safetensors checkpoint or GGUF file);
  * (2) one streaming pass over the weights computes C = column sums of |W| per row block;
  * (3) the analysis (src/wanda/analyze.ts) needs only C and the activations; (4) outputs are
  * written into a temporary sibling folder that replaces RUN/wanda/ only when complete.
@@ -25,14 +25,15 @@ import { runSource, type ActivationSource } from './stats.js';
 import { weightPass } from './pass.js';
 import { analyze, matrixInfo, NULL_METRICS, type AnalyzeResult } from './analyze.js';
 import { analyzeWeights } from './weightres.js';
-import { wantedMatrices, isSafetensorsPath, openSafetensorsCheckpoint, safetensorsMatrices, onnxMatrices, type WantedMatrix } from './weights.js';
+import { wantedMatrices, isSafetensorsPath, openSafetensorsCheckpoint, safetensorsMatrices, onnxMatrices, ggufMatrices, type WantedMatrix } from './weights.js';
+import { isGgufFile, sameGguf } from '../convert/cache.js';
 import { expectedBytes, type MatrixRef } from './kernel.js';
 import type { TopSpec } from './regions.js';
 import { autoBlockSize, blockCheck, coarseWarnings, MIN_SELECTED, MIN_SHORT_SIDE, PAPER_BLOCK } from './blocksize.js';
 import type { WandaSettings, WandaRegions, WandaMetrics, WandaMatrix, NullTested } from './types.js';
 
 export interface WandaOptions {
-  /** Weights: safetensors file/folder or ONNX model folder/file (default: the run's model folder). */
+  /** Weights: safetensors file/folder, ONNX model folder/file or llama GGUF file (default: the run's model: its GGUF when it was converted from one and the file is unchanged, else its folder). */
   weights?: string;
   /** Label axis whose values are the groups (default 'aspect', or the run's only axis). */
   by?: string;
@@ -64,8 +65,9 @@ export const DEFAULT_TOP: TopSpec = { kind: 'fraction', value: 0.1, scope: 'matr
 export const DEFAULT_PERMUTATIONS = 100;
 
 /** Resolve where the weights are and which matrices they give for the wanted list. */
-export async function locateWeights(weights: string, wanted: WantedMatrix[], modelInfo?: ModelInfo): Promise<{ source: 'onnx' | 'safetensors'; path: string; matrices: MatrixRef[] }> {
-  if (!existsSync(weights)) throw new LobesError('weights folder or file not found', { file: weights, hint: 'pass --weights DIR (ONNX model folder or safetensors checkpoint)' });
+export async function locateWeights(weights: string, wanted: WantedMatrix[], modelInfo?: ModelInfo): Promise<{ source: 'onnx' | 'safetensors' | 'gguf'; path: string; matrices: MatrixRef[] }> {
+  if (!existsSync(weights)) throw new LobesError('weights folder or file not found', { file: weights, hint: 'pass --weights DIR (ONNX model folder, safetensors checkpoint or GGUF file)' });
+  if (isGgufFile(weights)) return { source: 'gguf', path: weights, matrices: ggufMatrices(weights, wanted) };
   const isOnnx = statSync(weights).isFile() ? weights.endsWith('.onnx') : existsSync(path.join(weights, 'model.onnx')) || existsSync(path.join(weights, 'genai_config.json'));
   if (!isOnnx && isSafetensorsPath(weights)) {
     const ck = openSafetensorsCheckpoint(weights);
@@ -185,7 +187,11 @@ async function locateRunWeights(reader: RunReader, opts: WandaOptions): ReturnTy
   if (wanted.length === 0) {
     throw new LobesError('the run has no MLP capture points (layers.{i}.mlp.in / layers.{i}.mlp.down_in)', { file: reader.dir, hint: 'extract with --capture mlp' });
   }
-  return locateWeights(opts.weights ?? reader.manifest.model.dir, wanted, opts.modelInfo);
+  // A run extracted from a GGUF scores the GGUF's own dequantized weights (what the converted
+  // graph computes with) while the file is unchanged; else the converted folder.
+  const src = reader.manifest.model.source;
+  const dflt = src?.format === 'gguf' && sameGguf(src) ? src.path : reader.manifest.model.dir;
+  return locateWeights(opts.weights ?? dflt, wanted, opts.modelInfo);
 }
 
 /** Block resolution: one streaming pass for the column sums of |W|, then the analysis from them and the activations. */

@@ -29,7 +29,7 @@ export interface WandaSettings {
   statistic: 'rms';
   permutations: number;
   seed: number;
-  weights: { source: 'onnx' | 'safetensors'; path: string };
+  weights: { source: 'onnx' | 'safetensors' | 'gguf'; path: string };
   resolution: 'block' | 'weight';
   /** Samples used (a non-empty label on `by`) and samples left out (empty label). */
   samples?: { used: number; excluded: number };

@@ -7,7 +7,10 @@
  *  - a Hugging Face safetensors folder (one file, several, or model.safetensors.index.json)
  *    names them `model.layers.{i}.mlp.{gate,up,down}_proj.weight` ([d_out, d_in]);
  *  - an ONNX model names them through the capture points' ProjectionRefs (src/extract),
- *    stored as MatMul [d_in, d_out], Gemm/HF [d_out, d_in] or MatMulNBits blocks.
+ *    stored as MatMul [d_in, d_out], Gemm/HF [d_out, d_in] or MatMulNBits blocks;
+ *  - a llama GGUF (llama.cpp, Ollama) names them `blk.{i}.ffn_{gate,up,down}.weight`, GGML
+ *    blocks with one stored row per output, dequantized by the weight pass exactly as the
+ *    converted model's weights are (src/convert/gguf-llama.ts).
  *
  * Only headers and graph metadata are read here; the bytes are read by the weight pass.
  */
@@ -19,6 +22,7 @@ import type { MatrixRef, DenseDtype, ByteRange, WeightSource } from './kernel.js
 import type { ProjectionRef } from '../extract/types.js';
 import { DataType, type LoadedModel, type TensorProto } from '../onnx/index.js';
 import { HOOK_SITES, parseHook, siteModule, siteProjections } from '../hooks.js';
+import { openGgufLlama } from '../convert/gguf-llama.js';
 
 /** A matrix wanted by the analysis (from the run's capture points). */
 export interface WantedMatrix {
@@ -255,4 +259,38 @@ export function onnxMatrices(m: LoadedModel, points: { name: string; dim: number
     });
   }
   return out;
+}
+
+// ---------------------------------------------------------------------------------------
+// GGUF files
+
+/**
+ * Locate every wanted matrix in a llama GGUF (checked as a convertible Llama model first).
+ * Only the MLP projections are scored, whose rows llama.cpp stores in Hugging Face order;
+ * q_proj / k_proj (rows permuted for llama.cpp's rotary layout) are refused.
+ */
+export function ggufMatrices(file: string, wanted: WantedMatrix[]): MatrixRef[] {
+  const model = openGgufLlama(file);
+  try {
+    const out: MatrixRef[] = [];
+    for (const w of wanted) {
+      const hf = `model.${w.name}.weight`;
+      const mapped = model.mapped.find((m) => m.name === hf);
+      if (!mapped) throw new LobesError(`no tensor for ${hf} in this llama GGUF`, { file });
+      if (mapped.permutedHeads) throw new LobesError(`${w.proj} rows are permuted in GGUF files; lobes scores MLP projections only`, { file, where: `tensor ${JSON.stringify(mapped.tensor.name)}` });
+      const [dOut, dIn] = mapped.shape;
+      if (dIn !== w.dIn) {
+        throw new LobesError(`weight shape [${dOut}, ${dIn}] has d_in=${dIn} but the run captured ${w.input} with dim ${w.dIn}`, {
+          file,
+          where: `tensor ${JSON.stringify(mapped.tensor.name)}`,
+          hint: 'the GGUF does not belong to the model of this run',
+        });
+      }
+      const t = mapped.tensor;
+      out.push({ name: w.name, layer: w.layer, proj: w.proj, input: w.input, dOut, dIn, source: { kind: 'ggml', tensor: t.name, type: t.type, data: { file, offset: t.offset, byteLength: t.nbytes } } });
+    }
+    return out;
+  } finally {
+    model.close();
+  }
 }

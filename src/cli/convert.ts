@@ -1,0 +1,102 @@
+import * as path from 'node:path';
+import { parseCommand } from './args.js';
+import { UsageError } from '../util/errors.js';
+import { Progress, fmtTime } from '../util/progress.js';
+import type { ConvertResult, WeightsMode } from '../convert/convert.js';
+
+const spec = {
+  usage: 'lobes convert MODEL.gguf --out DIR [--dtype fp32|fp16] [--weights auto|q4|fp16|fp32] [--layout explicit|genai] [--force] [--quiet] [--json]',
+  help: `
+Convert a llama-architecture GGUF (llama.cpp, Ollama, LM Studio: Llama 2/3.x, Mistral 7B,
+TinyLlama, SmolLM) into an ONNX model folder: model.onnx + model.onnx.data, config.json,
+tokenizer.json / tokenizer_config.json built from the GGUF metadata, and lobes-convert.json
+(where it came from). The weights are streamed a tensor at a time; the folder appears only
+when complete. Other commands take the GGUF directly (--model FILE.gguf) and convert it once
+into a cache; see docs/gguf.md.
+
+  MODEL.gguf        the GGUF file (an Ollama blob under ~/.ollama/models/blobs/ works as is)
+  --out DIR         the folder to write (must not exist or be empty, unless --force)
+  --dtype T         compute dtype of the graph: fp32 (default) or fp16 (for GPUs)
+  --weights W       projection weights: auto (default: the smallest storage that keeps every
+                    weight exact: q4 for Q4_0/Q4_1/Q5_0/Q8_0/Q2_K-Q6_K files, fp16 for F16,
+                    else fp32), q4 (MatMulNBits; GGML blocks kept as they are where they map,
+                    others quantized to 4 bits), fp16 or fp32 (dequantized)
+  --layout L        explicit (default: the layout lobes' captures read) or genai
+                    (onnxruntime-genai style: GroupQueryAttention, KV cache; fastest on CUDA)
+  --force           replace a non-empty --out folder
+  --quiet           no progress output
+  --json            print the conversion summary as JSON on stdout
+`,
+  options: {
+    out: { type: 'string' },
+    dtype: { type: 'string' },
+    weights: { type: 'string' },
+    layout: { type: 'string' },
+    force: { type: 'boolean' },
+    quiet: { type: 'boolean', short: 'q' },
+    json: { type: 'boolean' },
+  },
+  positionals: [1, 1] as [number, number],
+} as const;
+
+/** One-paragraph text summary of a conversion. */
+export function convertSummary(r: ConvertResult): string {
+  const s = r.spec;
+  const rope = s.ropeScaling ? `, rope scaling ${String(s.ropeScaling.rope_type)}` : '';
+  const storage = Object.entries(r.storage)
+    .map(([k, n]) => `${n} ${k}`)
+    .join(', ');
+  const lines = [
+    `wrote ${r.dir} in ${fmtTime(r.seconds)} (${((r.modelBytes + r.dataBytes) / 1e6).toFixed(1)} MB)`,
+    `model: ${s.layers} layers, hidden ${s.hidden}, intermediate ${s.intermediate}, ${s.heads} heads / ${s.kvHeads} KV heads, vocab ${s.vocab}${s.tiedEmbeddings ? ', tied embeddings' : ''}${rope}`,
+    `graph: ${r.options.layout} layout, ${r.options.dtype} compute, ${r.options.weights} weights${r.weightsReason ? ` (auto: ${r.weightsReason})` : ''}`,
+    `weights: ${storage}`,
+  ];
+  if (r.requantized.length) lines.push(`re-quantized to 4 bits from dequantized rows (not exact): ${r.requantized.length} weights, e.g. ${r.requantized[0]}`);
+  return lines.join('\n') + '\n';
+}
+
+export async function run(argv: string[]): Promise<number> {
+  const p = parseCommand(argv, spec);
+  if (!p) return 0;
+  const v = p.values;
+  if (!v.out) throw new UsageError('--out is required', `usage: ${spec.usage}`);
+  const { convertGguf, resolveConvertOptions } = await import('../convert/convert.js');
+  const opts = resolveConvertOptions({ dtype: v.dtype, weights: v.weights as WeightsMode | undefined, layout: v.layout });
+  let progress: Progress | null = null;
+  const res = await convertGguf(p.positionals[0]!, path.resolve(v.out), {
+    ...opts,
+    overwrite: !!v.force,
+    onProgress: (done, total) => {
+      progress ??= new Progress({ label: 'convert', total: Math.round(total / 1e6), unit: 'MB', quiet: !!v.quiet || !!v.json });
+      // The writer's planned total is an estimate for blocks given by the source; never show more than it.
+      progress.set(Math.round(Math.min(done, total) / 1e6));
+    },
+  });
+  (progress as Progress | null)?.finish();
+  if (v.json) process.stdout.write(JSON.stringify(res, null, 2) + '\n');
+  else process.stdout.write(convertSummary(res));
+  return 0;
+}
+
+/**
+ * The model folder for a --model argument: the argument itself, or the cached ONNX conversion
+ * of a GGUF file (converted now when not cached, with a progress bar). `cache` is --cache.
+ */
+export async function modelFolder(model: string, opts: { cache?: string; quiet?: boolean } = {}): Promise<import('../convert/cache.js').ResolvedModel> {
+  const { resolveModel } = await import('../convert/cache.js');
+  let progress: Progress | null = null;
+  const res = await resolveModel(model, {
+    cache: opts.cache,
+    log: (l) => {
+      if (!opts.quiet) process.stderr.write(l + '\n');
+    },
+    onProgress: (done, total) => {
+      progress ??= new Progress({ label: 'convert', total: Math.round(total / 1e6), unit: 'MB', quiet: opts.quiet });
+      progress.set(Math.round(Math.min(done, total) / 1e6));
+    },
+  });
+  (progress as Progress | null)?.finish();
+  if (res.converted && !opts.quiet) process.stderr.write(convertSummary(res.converted));
+  return res;
+}

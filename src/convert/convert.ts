@@ -1,0 +1,196 @@
+/**
+ * GGUF → ONNX model folder: a llama GGUF (src/convert/gguf-llama.ts) streamed through the
+ * project's Llama graph writer (src/models/llama-onnx), with tokenizer.json /
+ * tokenizer_config.json built from the GGUF metadata (src/convert/tokenizer.ts), config.json,
+ * and lobes-convert.json recording where the folder came from.
+ *
+ *   const r = await convertGguf('SmolLM2-135M-Instruct.Q4_1.gguf', 'smollm2-onnx', { weights: 'q4' });
+ *
+ * Everything that can be checked is checked before the first byte is written (architecture,
+ * hyperparameters, tensor names, shapes and types, tokenizer metadata); the folder is then
+ * built in a temporary sibling and renamed into place, so an interrupted or failed conversion
+ * leaves nothing behind. Memory is one row chunk of one tensor, or one quantized weight in
+ * MatMulNBits form (--weights q4), never the model.
+ */
+import { createHash } from 'node:crypto';
+import { closeSync, openSync, statSync } from 'node:fs';
+import * as path from 'node:path';
+import { UsageError } from '../util/errors.js';
+import { readExactly } from '../util/io.js';
+import { LOBES_VERSION } from '../version.js';
+import { NBITS_MAPPING } from '../formats/ggml-nbits.js';
+import { writeLlamaOnnx, WRITER_VERSION, type LlamaLayout, type LlamaSpec } from '../models/llama-onnx/index.js';
+import { openGgufLlama, type GgufLlama } from './gguf-llama.js';
+import { tokenizerFilesFromGguf } from './tokenizer.js';
+
+/** Bump when a converted folder would differ for the same GGUF and options (cache entries are keyed by it). */
+export const CONVERTER_VERSION = '1';
+
+/** --weights: how projection weights are stored; 'auto' picks the smallest exact storage (see `chooseWeights`). */
+export type WeightsMode = 'auto' | 'q4' | 'fp16' | 'fp32';
+
+export interface ConvertOptions {
+  /** Compute dtype of the graph (default fp32). */
+  dtype?: 'fp32' | 'fp16';
+  /** Projection weight storage (default auto). */
+  weights?: WeightsMode;
+  /** Graph layout (default explicit: what lobes' captures read directly). */
+  layout?: LlamaLayout;
+  /** Replace a non-empty output folder. */
+  overwrite?: boolean;
+  /** Called as model.onnx.data grows: bytes written, planned total, current tensor. */
+  onProgress?: (doneBytes: number, totalBytes: number, tensor: string) => void;
+}
+
+/** Which GGUF a folder was converted from: enough to tell whether it still is that file. */
+export interface GgufIdentity {
+  /** Absolute path of the GGUF. */
+  path: string;
+  size: number;
+  mtimeMs: number;
+  /** sha256 of the header, metadata and tensor infos (every byte before the data section). */
+  headerSha256: string;
+}
+
+/** What `convertGguf` did. */
+export interface ConvertResult {
+  dir: string;
+  gguf: GgufIdentity;
+  spec: LlamaSpec;
+  /** Options as used (auto resolved). */
+  options: { dtype: 'fp32' | 'fp16'; weights: 'q4' | 'fp16' | 'fp32'; layout: LlamaLayout };
+  /** Why `weights` was chosen when --weights was auto, else null. */
+  weightsReason: string | null;
+  /** How each weight was stored, counted: exact MatMulNBits blocks, re-quantized, float. */
+  storage: Record<string, number>;
+  /** Projections quantized by the writer from float rows (not exact; empty when every weight mapped). */
+  requantized: string[];
+  modelBytes: number;
+  dataBytes: number;
+  seconds: number;
+}
+
+/** The provenance file written into every converted folder. */
+export const CONVERT_RECORD = 'lobes-convert.json';
+
+/**
+ * sha256 of every byte before the data section: header, metadata and tensor infos. Together
+ * with size and mtime it identifies a GGUF without reading its gigabytes of weights.
+ */
+export function ggufIdentity(file: string, dataStart: number): GgufIdentity {
+  const abs = path.resolve(file);
+  const st = statSync(abs);
+  const h = createHash('sha256');
+  const fd = openSync(abs, 'r');
+  try {
+    const buf = Buffer.alloc(1 << 20);
+    for (let pos = 0; pos < dataStart; ) {
+      const n = Math.min(buf.length, dataStart - pos);
+      readExactly(fd, buf.subarray(0, n), pos, abs);
+      h.update(buf.subarray(0, n));
+      pos += n;
+    }
+  } finally {
+    closeSync(fd);
+  }
+  return { path: abs, size: st.size, mtimeMs: st.mtimeMs, headerSha256: h.digest('hex') };
+}
+
+const PROJECTION = /(_proj|lm_head)\.weight$/;
+
+/**
+ * GGML types whose MatMulNBits form ONNX Runtime runs: every mappable type except the 5-bit
+ * ones with a min (Q5_1, Q5_K), whose 8-bit codes would need float zero points.
+ */
+const RUNS_AS_NBITS = new Set(Object.entries(NBITS_MAPPING).filter(([, m]) => !(m.bits === 8 && m.zeroPoint === null)).map(([t]) => t));
+
+/**
+ * Resolve --weights auto: the smallest storage that keeps every projection weight exact.
+ * q4 (MatMulNBits) when each projection's GGML type maps onto it in a form ONNX Runtime runs
+ * (Q4_0, Q4_1, Q5_0, Q8_0, Q2_K, Q3_K, Q4_K, Q6_K); fp16 when each is F16 (or maps, with an fp16 graph); otherwise fp32 (F32 and
+ * BF16 weights, or a mix), which an fp16 graph cannot take, so it gets fp16 (rounded).
+ */
+export function chooseWeights(model: GgufLlama, dtype: 'fp32' | 'fp16'): { weights: 'q4' | 'fp16' | 'fp32'; reason: string } {
+  const types = new Map<string, number>();
+  for (const m of model.mapped) if (m.shape.length === 2 && PROJECTION.test(m.name)) types.set(m.tensor.typeName, (types.get(m.tensor.typeName) ?? 0) + 1);
+  const list = [...types.keys()].sort().join(', ');
+  if ([...types.keys()].every((t) => RUNS_AS_NBITS.has(t))) return { weights: 'q4', reason: `every projection is ${list}, which MatMulNBits holds exactly` };
+  if ([...types.keys()].every((t) => t === 'F16')) return { weights: 'fp16', reason: 'every projection is F16' };
+  if (dtype === 'fp16') return { weights: 'fp16', reason: `projections are ${list}; an fp16 graph stores them as fp16 (rounded)` };
+  return { weights: 'fp32', reason: `projections are ${list}; fp32 holds every one exactly` };
+}
+
+/** Validate and fill in the options (usage errors name the flag). */
+export function resolveConvertOptions(opts: ConvertOptions): { dtype: 'fp32' | 'fp16'; weights: WeightsMode; layout: LlamaLayout } {
+  const dtype = opts.dtype ?? 'fp32';
+  const weights = opts.weights ?? 'auto';
+  const layout = opts.layout ?? 'explicit';
+  if (dtype !== 'fp32' && dtype !== 'fp16') throw new UsageError(`--dtype must be fp32 or fp16, got ${JSON.stringify(dtype)}`);
+  if (!['auto', 'q4', 'fp16', 'fp32'].includes(weights)) throw new UsageError(`--weights must be auto, q4, fp16 or fp32, got ${JSON.stringify(weights)}`);
+  if (layout !== 'explicit' && layout !== 'genai') throw new UsageError(`--layout must be explicit or genai, got ${JSON.stringify(layout)}`);
+  if (dtype === 'fp16' && weights === 'fp32') throw new UsageError('--weights fp32 needs --dtype fp32 (an fp16 graph would cast them down at every run)', 'use --weights fp16 or q4 with --dtype fp16');
+  return { dtype, weights, layout };
+}
+
+/**
+ * Convert a llama GGUF into an ONNX model folder `out` (model.onnx, model.onnx.data,
+ * config.json, generation_config.json, tokenizer files, lobes-convert.json; genai_config.json
+ * for the genai layout). Throws a one-line LobesError for anything it cannot convert, before
+ * writing anything; the folder appears only when complete.
+ */
+export async function convertGguf(file: string, out: string, opts: ConvertOptions = {}): Promise<ConvertResult> {
+  const t0 = performance.now();
+  const o = resolveConvertOptions(opts);
+  const model = openGgufLlama(file);
+  try {
+    const tok = tokenizerFilesFromGguf(model.gguf.metadata, file);
+    const chosen = o.weights === 'auto' ? chooseWeights(model, o.dtype) : null;
+    const weights = chosen?.weights ?? (o.weights as 'q4' | 'fp16' | 'fp32');
+    const identity = ggufIdentity(file, model.gguf.dataStart);
+    const options = { dtype: o.dtype, weights, layout: o.layout };
+    const record = {
+      format: 'lobes-convert',
+      converterVersion: CONVERTER_VERSION,
+      writerVersion: WRITER_VERSION,
+      lobesVersion: LOBES_VERSION,
+      createdAt: new Date().toISOString(),
+      source: { ...identity, format: 'gguf', version: model.gguf.version, tensors: model.gguf.tensors.length },
+      options: { ...options, weightsRequested: o.weights },
+      weightsReason: chosen?.reason ?? null,
+      tokenizer: tok.family,
+    };
+    const res = await writeLlamaOnnx(out, model.spec, model.weights, {
+      layout: o.layout,
+      dtype: o.dtype,
+      weights,
+      overwrite: !!opts.overwrite,
+      onProgress: opts.onProgress,
+      extraFiles: {
+        'tokenizer.json': JSON.stringify(tok.tokenizerJson),
+        'tokenizer_config.json': JSON.stringify(tok.tokenizerConfigJson, null, 2) + '\n',
+        'special_tokens_map.json': JSON.stringify(tok.specialTokensMap, null, 2) + '\n',
+        [CONVERT_RECORD]: JSON.stringify(record, null, 2) + '\n',
+      },
+    });
+    const storage: Record<string, number> = {};
+    const requantized: string[] = [];
+    for (const [name, how] of Object.entries(res.storage)) {
+      storage[how] = (storage[how] ?? 0) + 1;
+      if (how.endsWith(':rows')) requantized.push(name);
+    }
+    return {
+      dir: res.dir,
+      gguf: identity,
+      spec: model.spec,
+      options,
+      weightsReason: chosen?.reason ?? null,
+      storage,
+      requantized,
+      modelBytes: res.modelBytes,
+      dataBytes: res.dataBytes,
+      seconds: (performance.now() - t0) / 1000,
+    };
+  } finally {
+    model.close();
+  }
+}

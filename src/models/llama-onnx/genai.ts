@@ -1,0 +1,150 @@
+/**
+ * The 'genai' layout, the graph pattern onnxruntime-genai's model builder writes for Llama:
+ *
+ *   seqlens_k = int32(ReduceSum(attention_mask, 1) − 1), total_sequence_length = int32(shape[1])
+ *   x = Gather(embed, input_ids)
+ *   per layer: SimplifiedLayerNormalization (layer 0) or SkipSimplifiedLayerNormalization
+ *     (residual + previous down_proj; its 4th output is the residual sum) → qkv_proj (one
+ *     projection of q, k, v stacked) → GroupQueryAttention (do_rotary from cos_cache /
+ *     sin_cache, past_key_values.{i}.key/value in, present.{i}.key/value out) → o_proj →
+ *     SkipSimplifiedLayerNormalization → gate/up → Sigmoid·x → Mul → down_proj
+ *   final SkipSimplifiedLayerNormalization → lm_head → logits
+ *
+ * Projections are MatMul over [d_in, d_out] weights or MatMulNBits ('q4'; lm_head too when it
+ * is not tied). When q, k and v come from the source in different MatMulNBits forms they
+ * stay three projections feeding GroupQueryAttention's separate query/key/value inputs.
+ * Tied embeddings: one [hidden, vocab] weight, read by lm_head and, through a Transpose, by
+ * the embedding Gather.
+ */
+import { float, int, ints, type GGraph } from './graph.js';
+import type { GraphBuilder, ProjNaming } from './build.js';
+import { ropeInvFreq, W } from './spec.js';
+
+function naming(prefix: string, base: string, scales2d = true): ProjNaming {
+  return {
+    prefix,
+    floatInit: () => `${base}.MatMul.weight`,
+    nbitsInit: (bits) => ({ B: `${base}.MatMul.weight_Q${bits}`, scales: `${base}.MatMul.weight_scales`, zp: `${base}.MatMul.weight_zp` }),
+    node: (op, bits) => ({ name: op === 'MatMul' ? `${prefix}/MatMul` : `${prefix}/MatMul_Q${bits}`, output: `${prefix}/MatMul/output_0` }),
+    scales2d,
+  };
+}
+
+/** Build the genai graph, streaming the weights into the builder's sink. */
+export function buildGenai(b: GraphBuilder): GGraph {
+  const s = b.spec;
+  const { heads, kvHeads, vocab: V, layers, rmsNormEps: eps, headDim: hd, maxPositions } = s;
+  const ft = b.ft;
+  const node = b.node.bind(b);
+  const ms = { domain: 'com.microsoft' };
+
+  b.inputs.push(
+    { name: 'input_ids', dtype: 'int64', shape: ['batch_size', 'sequence_length'] },
+    { name: 'attention_mask', dtype: 'int64', shape: ['batch_size', 'total_sequence_length'] },
+  );
+  b.outputs.push({ name: 'logits', dtype: ft, shape: ['batch_size', 'sequence_length', V] });
+  for (let l = 0; l < layers; l++) {
+    for (const kv of ['key', 'value']) {
+      b.inputs.push({ name: `past_key_values.${l}.${kv}`, dtype: ft, shape: ['batch_size', kvHeads, 'past_sequence_length', hd] });
+      b.outputs.push({ name: `present.${l}.${kv}`, dtype: ft, shape: ['batch_size', kvHeads, 'total_sequence_length', hd] });
+    }
+  }
+
+  // seqlens_k and total_sequence_length from the attention mask.
+  const mp = '/model/attn_mask_reformat/attn_mask_subgraph';
+  const c1 = b.i64('/model/constants/INT64/[1]', [1]);
+  const c1s = b.i64('/model/constants/INT64/1', [1], []);
+  const sum = node('ReduceSum', `${mp}/ReduceSum`, ['attention_mask', c1], { keepdims: int(0) }, { outputs: [`${mp}/ReduceSum/output_0`] });
+  const sub = node('Sub', `${mp}/Sub`, [sum, c1], undefined, { outputs: [`${mp}/Sub/output_0`] });
+  const seqlensK = node('Cast', `${mp}/Sub/Cast`, [sub], { to: int(6) }, { outputs: [`${mp}/Sub/Cast/output_0`] });
+  const shape = node('Shape', `${mp}/Shape`, ['attention_mask'], undefined, { outputs: [`${mp}/Shape/output_0`] });
+  const tot = node('Gather', `${mp}/Gather`, [shape, c1s], { axis: int(0) }, { outputs: [`${mp}/Gather/output_0`] });
+  const totalLen = node('Cast', `${mp}/Gather/Cast`, [tot], { to: int(6) }, { outputs: [`${mp}/Gather/Cast/output_0`] });
+
+  // Embedding.
+  let x: string;
+  let tiedWeight: string | null = null;
+  const lmFloat = b.opts.weights === 'q4' ? ft : b.projFloat;
+  if (s.tiedEmbeddings) {
+    tiedWeight = b.floatTensor('lm_head.MatMul.weight', [W.embed], true, lmFloat);
+    const t = node('Transpose', '/model/embed_tokens/Transpose', [tiedWeight], { perm: ints([1, 0]) }, { outputs: ['/model/embed_tokens/Transpose/output_0'] });
+    x = node('Gather', '/model/embed_tokens/Gather', [t, 'input_ids'], undefined, { outputs: ['/model/embed_tokens/Gather/output_0'] });
+    x = b.castTo(x, lmFloat, '/model/embed_tokens/Cast');
+  } else {
+    const embDtype = b.opts.weights === 'fp16' ? 'float16' : ft;
+    const e = b.floatTensor(W.embed, [W.embed], false, embDtype);
+    x = node('Gather', '/model/embed_tokens/Gather', [e, 'input_ids'], undefined, { outputs: ['/model/embed_tokens/Gather/output_0'] });
+    x = b.castTo(x, embDtype, '/model/embed_tokens/Cast');
+  }
+
+  // cos/sin caches [maxPositions, headDim/2] from the (scaled) inverse frequencies.
+  const invFreq = ropeInvFreq(s);
+  const half = hd / 2;
+  const trig = (fn: (a: number) => number) => (r0: number, r1: number) => {
+    const out = new Float32Array((r1 - r0) * half);
+    for (let p = r0; p < r1; p++) for (let i = 0; i < half; i++) out[(p - r0) * half + i] = fn(p * invFreq[i]!);
+    return out;
+  };
+  let caches: [string, string] | null = null;
+
+  const norm = (prefix: string, input: string, w: string) =>
+    node('SimplifiedLayerNormalization', `${prefix}/LayerNorm`, [input, b.floatTensor(w, [w], false, ft)], { epsilon: float(eps), axis: int(-1), stash_type: int(1) }, { outputs: [`${prefix}/output_0`] });
+  /** Skip norm: [normed, sum] of residual + delta. */
+  const skipNorm = (prefix: string, residual: string, delta: string, w: string, wName = w, withSum = true): [string, string] => {
+    const outs = withSum ? [`${prefix}/output_0`, '', '', `${prefix}/output_3`] : [`${prefix}/output_0`];
+    node('SkipSimplifiedLayerNormalization', `${prefix}/SkipLayerNorm`, [residual, delta, b.floatTensor(wName, [w], false, ft)], { epsilon: float(eps) }, { outputs: outs, ...ms });
+    return [outs[0]!, outs[3] ?? ''];
+  };
+
+  let residual = x;
+  let pendingDelta: string | null = null;
+  for (let l = 0; l < layers; l++) {
+    const pre = `/model/layers.${l}`;
+    const base = `model.layers.${l}`;
+    let h: string;
+    if (pendingDelta === null) h = norm(`${pre}/input_layernorm`, residual, W.inputNorm(l));
+    else [h, residual] = skipNorm(`${pre}/input_layernorm`, residual, pendingDelta, W.inputNorm(l));
+
+    // Attention: q, k, v stacked into one projection when they share a storage form.
+    const qkvParts = [W.attn(l, 'q'), W.attn(l, 'k'), W.attn(l, 'v')];
+    const plan = b.opts.weights === 'q4' ? b.nbitsPlan(qkvParts) : null;
+    let gqaIn: string[];
+    if (b.opts.weights !== 'q4' || plan) {
+      gqaIn = [b.projection(h, qkvParts, naming(`${pre}/attn/qkv_proj`, `${base}.attn.qkv_proj`), plan), '', ''];
+    } else {
+      gqaIn = (['q', 'k', 'v'] as const).map((p) => b.projection(h, [W.attn(l, p)], naming(`${pre}/attn/${p}_proj`, `${base}.attn.${p}_proj`)));
+    }
+    if (!caches) {
+      caches = [
+        b.generatedTensor('cos_cache', maxPositions, half, ft, trig(Math.cos)),
+        b.generatedTensor('sin_cache', maxPositions, half, ft, trig(Math.sin)),
+      ];
+    }
+    const attn = node(
+      'GroupQueryAttention',
+      `${pre}/attn/GroupQueryAttention`,
+      [...gqaIn, `past_key_values.${l}.key`, `past_key_values.${l}.value`, seqlensK, totalLen, caches[0], caches[1]],
+      { num_heads: int(heads), kv_num_heads: int(kvHeads), scale: float(1 / Math.sqrt(hd)), local_window_size: int(-1), softcap: float(0), do_rotary: int(1), rotary_interleaved: int(0) },
+      { outputs: [`${pre}/attn/GroupQueryAttention/output_0`, `present.${l}.key`, `present.${l}.value`], ...ms },
+    );
+    const o = b.projection(attn, [W.attn(l, 'o')], naming(`${pre}/attn/o_proj`, `${base}.attn.o_proj`));
+    let h2: string;
+    [h2, residual] = skipNorm(`${pre}/post_attention_layernorm`, residual, o, W.postNorm(l));
+    const gate = b.projection(h2, [W.mlp(l, 'gate')], naming(`${pre}/mlp/gate_proj`, `${base}.mlp.gate_proj`));
+    const up = b.projection(h2, [W.mlp(l, 'up')], naming(`${pre}/mlp/up_proj`, `${base}.mlp.up_proj`));
+    const sig = node('Sigmoid', `${pre}/mlp/act_fn/Sigmoid`, [gate], undefined, { outputs: [`${pre}/mlp/act_fn/Sigmoid/output_0`] });
+    const act = node('Mul', `${pre}/mlp/act_fn/Mul`, [gate, sig], undefined, { outputs: [`${pre}/mlp/act_fn/Mul/output_0`] });
+    const prod = node('Mul', `${pre}/mlp/Mul`, [act, up], undefined, { outputs: [`${pre}/mlp/Mul/output_0`] });
+    pendingDelta = b.projection(prod, [W.mlp(l, 'down')], naming(`${pre}/mlp/down_proj`, `${base}.mlp.down_proj`));
+  }
+  const [hf] = skipNorm(`/model/layers.${layers}/final_norm_layernorm`, residual, pendingDelta!, W.norm, `model.layers.${layers}.final_norm_layernorm.weight`, false);
+
+  if (tiedWeight) {
+    const w = b.castTo(tiedWeight, lmFloat, '/lm_head/Cast');
+    node('MatMul', '/lm_head/MatMul', [hf, w], undefined, { outputs: ['logits'] });
+  } else {
+    const n = naming('/lm_head', 'lm_head');
+    b.projection(hf, [W.lmHead], { ...n, node: (op, bits) => ({ ...n.node(op, bits), output: 'logits' }) });
+  }
+  return b.graph(17);
+}

@@ -1,0 +1,118 @@
+/**
+ * The public types of the streaming Llama ONNX writer: the model description (LlamaSpec), the
+ * weight source it reads (LlamaWeightSource, by Hugging Face weight name), and the options.
+ */
+
+/** A Llama-architecture decoder, in Hugging Face LlamaConfig terms. */
+export interface LlamaSpec {
+  layers: number;
+  hidden: number;
+  intermediate: number;
+  heads: number;
+  kvHeads: number;
+  /** Usually hidden / heads; may differ (q_proj then has heads·headDim outputs). */
+  headDim: number;
+  vocab: number;
+  rmsNormEps: number;
+  ropeTheta: number;
+  /**
+   * Hugging Face rope_scaling (e.g. { rope_type: 'llama3', factor, low_freq_factor,
+   * high_freq_factor, original_max_position_embeddings }), or null. Supported: 'llama3',
+   * 'linear' (and 'default'); anything else is refused.
+   */
+  ropeScaling: Record<string, unknown> | null;
+  /** Context length (max_position_embeddings; the genai layout's cos/sin cache length). */
+  maxPositions: number;
+  /** lm_head shares model.embed_tokens.weight (no lm_head.weight in the source). */
+  tiedEmbeddings: boolean;
+  bosTokenId?: number | null;
+  eosTokenId?: number | number[] | null;
+  padTokenId?: number | null;
+  /** model_type for config.json (default 'llama'). */
+  modelType?: string;
+}
+
+/**
+ * Weights by Hugging Face name, W in HF layout [d_out, d_in] (embeddings [vocab, hidden]).
+ * Names: model.embed_tokens.weight, model.layers.{i}.input_layernorm.weight,
+ * model.layers.{i}.self_attn.{q,k,v,o}_proj.weight, model.layers.{i}.post_attention_layernorm.weight,
+ * model.layers.{i}.mlp.{gate,up,down}_proj.weight, model.norm.weight, lm_head.weight (absent
+ * when tied). q/k rows are in HF order (already un-permuted from any GGUF rope layout).
+ */
+export interface LlamaWeightSource {
+  /** [rows, cols] of a weight (1-D norms: [n]). Throws naming the weight when missing. */
+  shape(name: string): number[];
+  /**
+   * Rows [r0, r1) as float32, row-major. May be called repeatedly in increasing row order.
+   * A 1-D weight [n] is n rows of one value: rows(name, 0, n) is the whole vector.
+   */
+  rows(name: string, r0: number, r1: number): Float32Array;
+  /**
+   * Optional: 4-bit (or 8-bit) blocks that map exactly onto MatMulNBits for this weight
+   * (blocks along d_in), or null → the writer quantizes/expands from rows().
+   */
+  nbits?(name: string): NbitsBlocks | null;
+}
+
+/** A [dOut, dIn] weight in MatMulNBits form. */
+export interface NbitsBlocks {
+  bits: 4 | 8;
+  /** Values per block along d_in: a power of two ≥ 16 (MatMulNBits' block_size). */
+  blockSize: number;
+  /** uint8 [dOut, dIn/blockSize, blockSize*bits/8], codes packed low bits first. */
+  weights: Uint8Array;
+  /** float32 [dOut, dIn/blockSize] */
+  scales: Float32Array;
+  /** uint8 packed like MatMulNBits zero_points ([dOut, ceil(nBlocks·bits/8)]), or null with `mins` set. */
+  zeroPoints: Uint8Array | null;
+  /** float32 [dOut, dIn/blockSize]: value = q*scale + min (types with a min, e.g. Q4_1/Q4_K). */
+  mins?: Float32Array | null;
+}
+
+export type LlamaLayout = 'explicit' | 'genai';
+
+export interface WriteLlamaOptions {
+  /**
+   * 'explicit': optimum/transformers.js style (decomposed RMSNorm, RoPE from position_ids,
+   * MatMul(q,kᵀ)+mask → Softmax → MatMul(·,v), SiLU as Sigmoid·x), the layout lobes'
+   * attention capture reads directly. 'genai': onnxruntime-genai builder style
+   * (SimplifiedLayerNormalization / SkipSimplifiedLayerNormalization, GroupQueryAttention
+   * with in-op rotary from cos/sin caches, KV-cache inputs/outputs).
+   */
+  layout: LlamaLayout;
+  /** Compute/activation dtype of the graph. */
+  dtype: 'fp32' | 'fp16';
+  /**
+   * Projection weight storage: 'q4' = MatMulNBits 4-bit block 32 (exact blocks from nbits()
+   * when given, 8-bit ones included, else quantized from rows()), 'fp16', 'fp32'.
+   * Embeddings and norms are never quantized; 'fp32' weights need dtype 'fp32'.
+   */
+  weights: 'q4' | 'fp16' | 'fp32';
+  /** KV-cache inputs/outputs (always on for 'genai'). */
+  withPast?: boolean;
+  /**
+   * MatMulNBits accuracy_level (0 = unset: float compute, the faithful default; 4 = int8
+   * activations, what onnxruntime-genai's builder sets for CPU int4: faster, less exact).
+   */
+  accuracyLevel?: 0 | 1 | 2 | 3 | 4;
+  /** Extra files written into the folder inside the same atomic rename (e.g. tokenizer.json). */
+  extraFiles?: Record<string, string | Uint8Array>;
+  /** Replace an existing non-empty folder (default: refuse). */
+  overwrite?: boolean;
+  /** Largest float32 chunk of one tensor held at a time, in bytes (default 32 MiB). */
+  chunkBytes?: number;
+  /** Called after each chunk: bytes of model.onnx.data written so far, the planned total, the tensor. */
+  onProgress?: (doneBytes: number, totalBytes: number, tensor: string) => void;
+}
+
+export interface WriteLlamaResult {
+  dir: string;
+  /** Bytes of model.onnx. */
+  modelBytes: number;
+  /** Bytes of model.onnx.data. */
+  dataBytes: number;
+  /** Seconds: streaming the weights, encoding the graph, all. */
+  seconds: { weights: number; graph: number; total: number };
+  /** How each projection weight was stored (HF name → 'fp32' | 'fp16' | 'q4:rows' | 'nbits4' | 'nbits8'). */
+  storage: Record<string, string>;
+}

@@ -1,0 +1,318 @@
+/**
+ * Streaming weights from a LlamaWeightSource into reserved tensors, a row chunk at a time:
+ * float (float32 or float16, as stored or transposed to ONNX MatMul's [d_in, d_out], several
+ * weights side by side for a fused projection), and MatMulNBits (blocks given by the source,
+ * or quantized here from rows). Peak memory is one chunk of one tensor (plus, for a weight the
+ * source gives as nbits blocks, those blocks).
+ */
+import { LobesError } from '../../util/errors.js';
+import type { LlamaWeightSource, NbitsBlocks } from './types.js';
+import type { Region, TensorSink } from './sink.js';
+
+export interface StreamCtx {
+  src: LlamaWeightSource;
+  sink: TensorSink;
+  /** Largest float32 chunk read from the source at once, in bytes. */
+  chunkBytes: number;
+}
+
+/** float32 → IEEE half bit patterns (round to nearest even; ±65504 overflow → ±Inf). */
+export function toHalf(src: Float32Array, dst: Uint16Array = new Uint16Array(src.length)): Uint16Array {
+  const bits = new Uint32Array(src.buffer, src.byteOffset, src.length);
+  for (let i = 0; i < src.length; i++) {
+    const b = bits[i]!;
+    const sign = (b >>> 16) & 0x8000;
+    const exp = (b >>> 23) & 0xff;
+    let mant = b & 0x7fffff;
+    if (exp === 0xff) {
+      dst[i] = sign | 0x7c00 | (mant ? 0x200 : 0);
+      continue;
+    }
+    const e = exp - 112; // exp - 127 + 15
+    if (e >= 0x1f) {
+      dst[i] = sign | 0x7c00;
+      continue;
+    }
+    if (e <= 0) {
+      if (e < -10) {
+        dst[i] = sign;
+        continue;
+      }
+      mant |= 0x800000;
+      const shift = 14 - e;
+      let h = mant >>> shift;
+      const rem = mant & ((1 << shift) - 1);
+      const half = 1 << (shift - 1);
+      if (rem > half || (rem === half && h & 1)) h++;
+      dst[i] = sign | h;
+      continue;
+    }
+    let h = (e << 10) | (mant >>> 13);
+    const rem = mant & 0x1fff;
+    if (rem > 0x1000 || (rem === 0x1000 && h & 1)) h++;
+    dst[i] = sign | h;
+  }
+  return dst;
+}
+
+const bytes = (a: Float32Array | Uint16Array | Uint8Array) => new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
+
+/** Rows per chunk for a weight with `cols` values per row. */
+export function chunkRows(cols: number, chunkBytes: number): number {
+  return Math.max(1, Math.floor(chunkBytes / (Math.max(1, cols) * 4)));
+}
+
+function readRows(src: LlamaWeightSource, name: string, r0: number, r1: number, cols: number): Float32Array {
+  const got = src.rows(name, r0, r1);
+  if (!(got instanceof Float32Array) || got.length !== (r1 - r0) * cols) {
+    throw new LobesError(`the weight source gave ${got?.length ?? 'no'} values for rows [${r0}, ${r1}) of ${cols} columns (${(r1 - r0) * cols} expected)`, { where: name });
+  }
+  return got;
+}
+
+/** [rows, cols] of a source weight (1-D: [n, 1]). */
+export function shape2(src: LlamaWeightSource, name: string): [number, number] {
+  const s = src.shape(name);
+  if (s.length === 1) return [s[0]!, 1];
+  if (s.length === 2) return [s[0]!, s[1]!];
+  throw new LobesError(`weight has ${s.length} dimensions (1 or 2 expected)`, { where: name });
+}
+
+/**
+ * Stream float weights into a reserved region. `parts` are stacked along d_out; stored as
+ * [Σ d_out, d_in] (as given) or, with `transpose`, [d_in, Σ d_out] (ONNX MatMul's layout).
+ * `rows(name, r0, r1)` is called in increasing row order, each part once.
+ */
+export function streamFloat(ctx: StreamCtx, region: Region, parts: string[], opts: { transpose: boolean; dtype: 'float32' | 'float16' }): void {
+  const es = opts.dtype === 'float16' ? 2 : 4;
+  const shapes = parts.map((p) => shape2(ctx.src, p));
+  const cols = shapes[0]![1];
+  const total = shapes.reduce((a, s) => a + s[0], 0);
+  for (const [i, s] of shapes.entries()) {
+    if (s[1] !== cols) throw new LobesError(`fused weights disagree on d_in: ${parts[0]} has ${cols}, ${parts[i]} has ${s[1]}`, { where: parts[i] });
+  }
+  if (region.byteLength !== total * cols * es) throw new Error(`${region.name}: region of ${region.byteLength} bytes for ${total}×${cols}×${es}`);
+  let rowOff = 0;
+  for (const [p, name] of parts.entries()) {
+    const rows = shapes[p]![0];
+    const step = chunkRows(cols, ctx.chunkBytes);
+    for (let r0 = 0; r0 < rows; r0 += step) {
+      const r1 = Math.min(rows, r0 + step);
+      const chunk = readRows(ctx.src, name, r0, r1, cols);
+      const R = r1 - r0;
+      if (!opts.transpose || cols === 1) {
+        const out = opts.dtype === 'float16' ? bytes(toHalf(chunk)) : bytes(chunk);
+        region.write((rowOff + r0) * cols * es, out);
+        continue;
+      }
+      // Transposed: out[i, rowOff + r0 + j] = chunk[j, i]; a tile of R values per output row.
+      const tile = new Float32Array(R * cols);
+      transposeInto(chunk, R, cols, tile);
+      const tb = opts.dtype === 'float16' ? bytes(toHalf(tile)) : bytes(tile);
+      if (R === total) region.write(0, tb);
+      else for (let i = 0; i < cols; i++) region.write((i * total + rowOff + r0) * es, tb.subarray(i * R * es, (i + 1) * R * es));
+    }
+    rowOff += rows;
+  }
+}
+
+/** dst[c, r] = src[r, c] for src [rows, cols], in 32×32 blocks. */
+export function transposeInto(src: Float32Array, rows: number, cols: number, dst: Float32Array): void {
+  const B = 32;
+  for (let r0 = 0; r0 < rows; r0 += B) {
+    const r1 = Math.min(rows, r0 + B);
+    for (let c0 = 0; c0 < cols; c0 += B) {
+      const c1 = Math.min(cols, c0 + B);
+      for (let r = r0; r < r1; r++) {
+        const so = r * cols;
+        for (let c = c0; c < c1; c++) dst[c * rows + r] = src[so + c]!;
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// MatMulNBits
+
+/** How a group of projection weights (stacked along d_out) is stored as MatMulNBits. */
+export interface NbitsPlan {
+  bits: 4 | 8;
+  blockSize: number;
+  /** 'u8': packed integer zero points; 'float': float zero points (-min/scale, for blocks with a min). */
+  zp: 'u8' | 'float';
+  /** Per part: the source's blocks, or null (quantized here from rows()). */
+  blocks: (NbitsBlocks | null)[];
+}
+
+/** Bytes per row of MatMulNBits' packed zero points. */
+export const zpRowBytes = (nBlocks: number, bits: number) => Math.ceil((nBlocks * bits) / 8);
+
+function checkBlocks(b: NbitsBlocks, name: string, dOut: number, dIn: number): void {
+  const bad = (what: string) => new LobesError(`nbits blocks: ${what}`, { where: name });
+  if (b.bits !== 4 && b.bits !== 8) throw bad(`bits ${String(b.bits)} (4 or 8 supported)`);
+  if (!(b.blockSize >= 16 && (b.blockSize & (b.blockSize - 1)) === 0)) throw bad(`block size ${b.blockSize} is not a power of two ≥ 16`);
+  if (dIn % b.blockSize !== 0) throw bad(`d_in ${dIn} is not a multiple of block size ${b.blockSize}`);
+  const nb = dIn / b.blockSize;
+  const need = dOut * nb * ((b.blockSize * b.bits) / 8);
+  if (b.weights.length !== need) throw bad(`${b.weights.length} weight bytes for [${dOut}, ${dIn}] (${need} expected)`);
+  if (b.scales.length !== dOut * nb) throw bad(`${b.scales.length} scales (${dOut * nb} expected)`);
+  if (b.mins) {
+    if (b.mins.length !== dOut * nb) throw bad(`${b.mins.length} mins (${dOut * nb} expected)`);
+  } else if (!b.zeroPoints) {
+    throw bad('neither zero points nor mins given');
+  } else if (b.zeroPoints.length !== dOut * zpRowBytes(nb, b.bits)) {
+    throw bad(`${b.zeroPoints.length} zero point bytes (${dOut * zpRowBytes(nb, b.bits)} expected)`);
+  }
+}
+
+/**
+ * Decide the MatMulNBits form of weights stacked along d_out: the source's blocks where it
+ * gives them (all parts must then share bits and block size, else null: store them apart),
+ * 4-bit block 32 quantized from rows otherwise.
+ */
+export function planNbits(src: LlamaWeightSource, parts: string[]): NbitsPlan | null {
+  const blocks = parts.map((p) => {
+    const b = src.nbits?.(p) ?? null;
+    if (b) {
+      const [dOut, dIn] = shape2(src, p);
+      checkBlocks(b, p, dOut, dIn);
+    }
+    return b;
+  });
+  const given = blocks.filter((b): b is NbitsBlocks => b !== null);
+  const bits = given[0]?.bits ?? 4;
+  const blockSize = given[0]?.blockSize ?? 32;
+  if (given.some((b) => b.bits !== bits || b.blockSize !== blockSize)) return null;
+  for (const p of parts) {
+    const dIn = shape2(src, p)[1];
+    if (dIn % blockSize !== 0) throw new LobesError(`d_in ${dIn} is not a multiple of the MatMulNBits block size ${blockSize}`, { where: p });
+  }
+  return { bits, blockSize, zp: given.some((b) => b.mins) ? 'float' : 'u8', blocks };
+}
+
+/**
+ * Asymmetric `bits`-bit quantization of rows [rows, dIn] in blocks along dIn:
+ * scale = (max − min)/(2^bits − 1) (1 when the block is constant 0), zero point
+ * round(−min/scale) clamped, code clamp(round(w/scale) + zp). Codes are written packed
+ * low bits first into `codes` ([rows, nb, blockSize·bits/8]), zero points packed per row.
+ * With `dequant`, w is overwritten by (code − zp)·scale.
+ */
+export function quantizeRows(
+  w: Float32Array,
+  rows: number,
+  dIn: number,
+  bits: 4 | 8,
+  blockSize: number,
+  out: { codes: Uint8Array; scales: Float32Array; zeroPoints: Uint8Array },
+  dequant = false,
+): void {
+  const nb = dIn / blockSize;
+  const levels = (1 << bits) - 1;
+  const zpBytes = zpRowBytes(nb, bits);
+  const blob = (blockSize * bits) / 8;
+  for (let o = 0; o < rows; o++) {
+    for (let b = 0; b < nb; b++) {
+      const base = o * dIn + b * blockSize;
+      let lo = 0;
+      let hi = 0;
+      for (let k = 0; k < blockSize; k++) {
+        lo = Math.min(lo, w[base + k]!);
+        hi = Math.max(hi, w[base + k]!);
+      }
+      const scale = Math.fround((hi - lo) / levels || 1);
+      const zp = Math.max(0, Math.min(levels, Math.round(-lo / scale)));
+      out.scales[o * nb + b] = scale;
+      if (bits === 4) out.zeroPoints[o * zpBytes + (b >> 1)]! |= zp << ((b & 1) * 4);
+      else out.zeroPoints[o * zpBytes + b] = zp;
+      const cb = (o * nb + b) * blob;
+      for (let k = 0; k < blockSize; k++) {
+        const q = Math.max(0, Math.min(levels, Math.round(w[base + k]! / scale) + zp));
+        if (bits === 4) out.codes[cb + (k >> 1)]! |= q << ((k & 1) * 4);
+        else out.codes[cb + k] = q;
+        if (dequant) w[base + k] = Math.fround((q - zp) * scale);
+      }
+    }
+  }
+}
+
+export interface NbitsRegions {
+  B: Region;
+  scales: Region;
+  zp: Region;
+}
+
+/** Zero point of block `b` of a packed row. */
+function unpackZp(zp: Uint8Array, rowOff: number, b: number, bits: number): number {
+  if (bits === 8) return zp[rowOff + b]!;
+  return (zp[rowOff + (b >> 1)]! >> ((b & 1) * 4)) & 15;
+}
+
+/**
+ * Stream the parts of a plan into MatMulNBits tensors: B [N, nb, blob], scales [N·nb] and
+ * zero points (u8 [N, zpRowBytes] or float [N·nb]), in `dtype` for scales and float zero
+ * points. A part with a min term and scale 0 (a constant block c) becomes codes 1, scale c,
+ * zero point 0, which is exact.
+ */
+export function streamNbits(ctx: StreamCtx, r: NbitsRegions, parts: string[], plan: NbitsPlan, dtype: 'float32' | 'float16'): void {
+  const { bits, blockSize } = plan;
+  const blob = (blockSize * bits) / 8;
+  const fs = dtype === 'float16' ? 2 : 4;
+  const floatBytes = (a: Float32Array) => (dtype === 'float16' ? bytes(toHalf(a)) : bytes(a));
+  let rowOff = 0;
+  for (const [p, name] of parts.entries()) {
+    const [dOut, dIn] = shape2(ctx.src, name);
+    const nb = dIn / blockSize;
+    const zpb = zpRowBytes(nb, bits);
+    const given = plan.blocks[p];
+    if (given) {
+      r.B.write(rowOff * nb * blob, given.weights);
+      const scales = Float32Array.from(given.scales);
+      if (plan.zp === 'u8') {
+        r.scales.write(rowOff * nb * fs, floatBytes(scales));
+        r.zp.write(rowOff * zpb, given.zeroPoints!);
+      } else {
+        const zf = new Float32Array(dOut * nb);
+        const fixed: number[] = [];
+        for (let i = 0; i < zf.length; i++) {
+          if (given.mins) {
+            const s = scales[i]!;
+            const m = given.mins[i]!;
+            if (s === 0) {
+              scales[i] = m;
+              zf[i] = 0;
+              if (m !== 0) fixed.push(i);
+            } else zf[i] = -m / s;
+          } else {
+            zf[i] = unpackZp(given.zeroPoints!, Math.floor(i / nb) * zpb, i % nb, bits);
+          }
+        }
+        // Constant blocks with a min: codes all 1 (value (1 − 0)·c = c).
+        const one = new Uint8Array(blob).fill(bits === 4 ? 0x11 : 1);
+        for (const i of fixed) r.B.write((rowOff * nb + i) * blob, one);
+        r.scales.write(rowOff * nb * fs, floatBytes(scales));
+        r.zp.write(rowOff * nb * fs, floatBytes(zf));
+      }
+      rowOff += dOut;
+      continue;
+    }
+    const step = chunkRows(dIn, ctx.chunkBytes);
+    for (let r0 = 0; r0 < dOut; r0 += step) {
+      const r1 = Math.min(dOut, r0 + step);
+      const R = r1 - r0;
+      const w = readRows(ctx.src, name, r0, r1, dIn);
+      const codes = new Uint8Array(R * nb * blob);
+      const scales = new Float32Array(R * nb);
+      const zeroPoints = new Uint8Array(R * zpb);
+      quantizeRows(w, R, dIn, bits, blockSize, { codes, scales, zeroPoints });
+      r.B.write((rowOff + r0) * nb * blob, codes);
+      r.scales.write((rowOff + r0) * nb * fs, floatBytes(scales));
+      if (plan.zp === 'u8') r.zp.write((rowOff + r0) * zpb, zeroPoints);
+      else {
+        const zf = new Float32Array(R * nb);
+        for (let i = 0; i < zf.length; i++) zf[i] = unpackZp(zeroPoints, Math.floor(i / nb) * zpb, i % nb, bits);
+        r.zp.write((rowOff + r0) * nb * fs, floatBytes(zf));
+      }
+    }
+    rowOff += dOut;
+  }
+}
