@@ -1,5 +1,5 @@
 import { parseCommand } from './args.js';
-import { writeReport } from '../report/index.js';
+import { loadRun, runPayload, writeReport } from '../report/index.js';
 import { FIGURE_OPTIONS, writePageWithFigures } from './figures.js';
 
 const SPEC = {
@@ -24,5 +24,6 @@ permutation p-values (RUN/wanda), the metrics tables and the run's provenance.
 export async function run(argv: string[]): Promise<number> {
   const args = parseCommand(argv, SPEC);
   if (!args) return 0;
-  return writePageWithFigures(args.values, 'report', () => writeReport(args.positionals[0]!, args.values.out, { clusterDir: args.values['cluster-dir'] }));
+  const opts = { clusterDir: args.values['cluster-dir'] };
+  return writePageWithFigures(args.values, 'report', () => writeReport(args.positionals[0]!, args.values.out, opts), async () => runPayload(await loadRun(args.positionals[0]!, opts)).summary);
 }
