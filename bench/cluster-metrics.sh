@@ -36,8 +36,9 @@ m = json.load(open(f))
 t = m['timings']; c = m.get('cpuTimings', {})
 met = sum(v for k, v in t.items() if k.startswith('metrics'))
 metc = sum(v for k, v in c.items() if k.startswith('metrics')) if c else None
-print(f"{case:>4} {which:<7} wall {float(wall):7.1f} s  cpu {float(user)+float(sys_):7.1f} s  t-SNE {t['tsne']:6.1f} s{'' if not c else f' (cpu {c[\"tsne\"]:.1f})'}  "
-      f"metrics {met:6.1f} s{'' if metc is None else f' (cpu {metc:.1f})'}  load {l0} -> {l1}")
+tc = f" (cpu {c['tsne']:.1f})" if c else ''
+mc = f" (cpu {metc:.1f})" if metc is not None else ''
+print(f"{case:>4} {which:<7} wall {float(wall):7.1f} s  cpu {float(user) + float(sys_):7.1f} s  t-SNE {t['tsne']:6.1f} s{tc}  metrics {met:6.1f} s{mc}  load {l0} -> {l1}")
 print('      ', {k: v for k, v in t.items() if k.startswith('metrics')})
 PYEOF
 }

@@ -17,6 +17,7 @@
  */
 import { Rng } from '../util/rng.js';
 import { dotKernel, OUT_STRIDE } from './dot-simd.js';
+import { silhouetteMeansWasm } from './silhouette-wasm.js';
 
 export type Distance = 'euclidean' | 'cosine';
 
@@ -359,6 +360,14 @@ export function permutationLabels(labels: Int32Array, count: number, seed: numbe
 /** Mean silhouette for labels `labels` from a distance matrix. */
 export function meanSilhouette(D: Float64Array, n: number, labels: Int32Array, nClasses: number): number {
   return mean(silhouetteSamples(D, n, labels, nClasses));
+}
+
+/**
+ * Mean silhouette for each labelling of `perms` (the permutation null): meanSilhouette of each,
+ * through the WebAssembly gather kernel when it is available (bit-identical, about twice as fast).
+ */
+export function silhouetteMeans(D: Float64Array, n: number, perms: Int32Array[], nClasses: number): Float64Array {
+  return silhouetteMeansWasm(D, n, perms, nClasses) ?? Float64Array.from(perms, (p) => meanSilhouette(D, n, p, nClasses));
 }
 
 /**

@@ -14,7 +14,7 @@ import { conditionalRows, type SparseP } from './affinity.js';
 import { mulXBRows, mulXtBCols, type MatMulPool, type MulRequest } from './pca.js';
 import type { ProbeOptions } from './probe.js';
 import { probeNullScores } from './space.js';
-import { meanSilhouette, gramRows, distancesFromGram } from './metrics.js';
+import { silhouetteMeans, gramRows, distancesFromGram } from './metrics.js';
 
 /** A fixed set of worker threads for the cluster computations; close() ends them. */
 export class ClusterPool implements MatMulPool {
@@ -191,7 +191,7 @@ export class ClusterPool implements MatMulPool {
     const rs = this.ranges(perms.length);
     const pending = this.workers.map((w, i) => this.call(w, { cmd: 'sil', D: Ds, n, perms: perms.slice(rs[i][0], rs[i][1]), offset: rs[i][0], nClasses, out }));
     const [s, e] = rs[rs.length - 1];
-    for (let r = s; r < e; r++) out[r] = meanSilhouette(Ds, n, perms[r], nClasses);
+    out.set(silhouetteMeans(Ds, n, perms.slice(s, e), nClasses), s);
     await Promise.all(pending);
     return Float64Array.from(out);
   }

@@ -6,7 +6,7 @@ import { repulsion } from './quadtree.js';
 import { attraction } from './attraction.js';
 import { mulXBRows, mulXtBCols } from './pca.js';
 import { probeNullScores } from './space.js';
-import { meanSilhouette, gramRows } from './metrics.js';
+import { silhouetteMeans, gramRows } from './metrics.js';
 
 parentPort!.on('message', (m: any) => {
   try {
@@ -15,7 +15,7 @@ parentPort!.on('message', (m: any) => {
     } else if (m.cmd === 'gram') {
       gramRows(m.X, m.n, m.d, m.G, m.start, m.end);
     } else if (m.cmd === 'sil') {
-      m.perms.forEach((p: Int32Array, r: number) => (m.out[m.offset + r] = meanSilhouette(m.D, m.n, p, m.nClasses)));
+      m.out.set(silhouetteMeans(m.D, m.n, m.perms, m.nClasses), m.offset);
     } else if (m.cmd === 'probe') {
       m.res.set(probeNullScores(m.X, m.n, m.d, [m.labels], m.nClasses, m.opts));
     } else if (m.cmd === 'mul') {

@@ -9,7 +9,7 @@
  */
 import { Rng } from '../util/rng.js';
 import { crossValidatedPredictions, type ProbeOptions } from './probe.js';
-import { bootstrapCI, daviesBouldin, distanceMatrix, knnPredict, mean, neighboursFromDistances, normalizeRows, permutationP, probePermutationLabels, silhouetteSamples, type Distance } from './metrics.js';
+import { bootstrapCI, daviesBouldin, distanceMatrix, knnPredict, mean, neighboursFromDistances, normalizeRows, permutationP, probePermutationLabels, silhouetteMeans, silhouetteSamples, type Distance } from './metrics.js';
 import { bootstrapScores, classScores, confusionCounts, nullSummary, perClassRecall, SCORE_NAMES } from './scores.js';
 import type { ClassifierMetrics, MetricWithCI, SpaceMetrics } from './types.js';
 
@@ -119,15 +119,16 @@ export function spaceResult(input: SpaceInput, n: number, labels: Int32Array, cl
   const db = daviesBouldin(dbX, n, input.d, labels, C);
   const probePred = input.probe ? crossValidatedPredictions(input.probe.X, n, input.probe.d, labels, C, { ...opts.probe, seed }) : null;
   // permutation nulls: silhouette and kNN share the shuffles
-  const nullSil = new Float64Array(R);
   const nullKnn = new Float64Array(3 * R);
   const perm = Int32Array.from(labels);
   const permRng = rng.fork();
+  const perms: Int32Array[] = [];
   for (let r = 0; r < R; r++) {
     permRng.shuffle(perm);
-    nullSil[r] = input.silhouetteNull ? input.silhouetteNull[r] : mean(silhouetteSamples(D, n, perm, C));
+    if (!input.silhouetteNull) perms.push(Int32Array.from(perm));
     scoreRow(perm, knnPredict(nbrs, n, k, perm, C), C, nullKnn, r);
   }
+  const nullSil = input.silhouetteNull ?? silhouetteMeans(D, n, perms, C);
   let nullProbe: Float64Array = new Float64Array(0);
   if (input.probe && Rp > 0) {
     rng.fork(); // the probe permutations' generator (see probePermutationLabels)

@@ -326,3 +326,21 @@ describe('permutations on worker threads', () => {
     }
   });
 });
+
+describe('silhouette null through the WebAssembly gather kernel', () => {
+  it('is bit-identical to meanSilhouette for every labelling (imbalanced classes, a singleton)', async () => {
+    const { silhouetteMeansWasm } = await import('../../src/cluster/silhouette-wasm.js');
+    const { permutationLabels, meanSilhouette, silhouetteMeans } = await import('../../src/cluster/metrics.js');
+    const rng = new Rng(12);
+    const n = 203;
+    const X = Float64Array.from({ length: n * 7 }, () => rng.normal());
+    const lab = Int32Array.from({ length: n }, (_, i) => (i === 0 ? 3 : i % 10 === 0 ? 2 : i % 3 === 0 ? 1 : 0));
+    const D = distanceMatrix(X, n, 7, 'euclidean');
+    const perms = permutationLabels(lab, 23, 5);
+    const js = perms.map((p) => meanSilhouette(D, n, p, 4));
+    const wasm = silhouetteMeansWasm(D, n, perms, 4);
+    if (wasm) expect(Array.from(wasm)).toEqual(js);
+    else console.log('silhouette kernel test: WebAssembly unavailable, only the JavaScript path checked');
+    expect(Array.from(silhouetteMeans(D, n, perms, 4))).toEqual(js);
+  });
+});
