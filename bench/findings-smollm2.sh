@@ -9,13 +9,14 @@
 # changes an earlier one's numbers):
 #   1. convert the GGUF (Q4_1) to an ONNX folder with fp32 weights (the Q4_1 values, exactly)
 #   2. English, question + response, trained: extract (final, MLP inputs, residual stream);
-#      cluster (t-SNE, separation with nulls, token baselines, the per-layer sweep; and the probe
-#      on all 576 dimensions); wanda at 256×256 (the paper's; kept as wanda-256/) and --block auto
+#      cluster (t-SNE, separation with nulls, token baselines, the per-layer sweep); wanda at
+#      256×256 (the paper's; kept as wanda-256/) and --block auto
 #   3. the same through the random-weights control (seed 0), and the comparison
 #   4. English, response only, trained; compared with question + response
 #   5. Chinese, question + response, trained
 #   6. the random-weights controls of 4 and 5, and their comparisons
-#   7. a report per run
+#   7. the probe on every dimension (--probe-pca 0) for English question + response, trained and control
+#   8. a report per run
 # Wall times of every step go to OUT_DIR/times.tsv (extraction times are also in each run's manifest).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -48,14 +49,16 @@ extract() { # extract NAME SPEC CAPTURE [--control random]
   if [ -f "$OUT/$name/manifest.json" ] && grep -q '"complete": true' "$OUT/$name/manifest.json"; then return 0; fi
   step "extract $name" $LOBES extract --model "$MODEL" --data "$spec" --out "$OUT/$name" --capture "$capture" --dtype fp16 --quiet "$@"
 }
-cluster() { # cluster NAME: the default analysis with the sweep, and for English q+r the full-dimensional probe
+cluster() { # cluster NAME: the default analysis with the sweep
   local run=$1
   done_or "$OUT/$run/cluster/metrics.json" ||
     step "cluster $run" $LOBES cluster "$OUT/$run" --by aspect --sweep --metric-points 2200 --seed $SEED --quiet
-  case $run in en-qr|en-qr-control)
-    done_or "$OUT/$run/cluster-full/metrics.json" ||
-      step "cluster full-dim probe $run" $LOBES cluster "$OUT/$run" --by aspect --probe-pca 0 --metric-points 2200 --seed $SEED --out "$OUT/$run/cluster-full" --quiet ;;
-  esac
+}
+cluster_full() { # cluster_full NAME: the probe on every dimension (576; the token counts: every id in two items);
+  # its null has 20 permutations (each retrains 5 folds on up to 4,416 features)
+  local run=$1
+  done_or "$OUT/$run/cluster-full/metrics.json" ||
+    step "cluster full-dim probe $run" $LOBES cluster "$OUT/$run" --by aspect --probe-pca 0 --probe-permutations 20 --metric-points 2200 --seed $SEED --out "$OUT/$run/cluster-full" --quiet
 }
 wanda() { # wanda NAME: 256×256 (kept as wanda-256/), then --block auto (RUN/wanda/)
   local run=$1
@@ -92,6 +95,8 @@ compare en-r en-r-control compare-en-r-vs-control.html
 extract zh-qr-control "$ZH" final,resid $CTL
 cluster zh-qr-control
 compare zh-qr zh-qr-control compare-zh-qr-vs-control.html
+cluster_full en-qr
+cluster_full en-qr-control
 for run in en-qr en-qr-control en-r en-r-control zh-qr zh-qr-control; do
   step "report $run" $LOBES report "$OUT/$run" --out "$OUT/$run.html"
 done
