@@ -28,8 +28,9 @@ export { listProviders } from './extract/providers.js';
 export type { CaptureEngine, CapturePoint, Device, EngineOptions, LobesTokenizer, ModelInfo, TokenBatch } from './extract/types.js';
 
 // The run directory
-export { openRun, verifyRun, mergeRuns, readManifest, parseShard } from './store/index.js';
-export type { RunReader, RunManifest, SampleRow, HookInfo, RowChunk, ModelArch } from './store/types.js';
+export { openRun, verifyRun, mergeRuns, readManifest, parseShard, runIdentity, analysisProvenance, checkProvenance } from './store/index.js';
+export type { RunReader, RunManifest, SampleRow, HookInfo, RowChunk, ModelArch, AnalysisProvenance } from './store/types.js';
+export { writeDirAtomic } from './util/io.js';
 
 // Wanda neuron regions
 export { runWanda, DEFAULT_TOP, DEFAULT_PERMUTATIONS, type WandaOptions, type WandaResult } from './wanda/index.js';
@@ -43,6 +44,17 @@ export type { ClusterSettings, ClusterCoords, ClusterMetrics, SpaceMetrics } fro
 export { loadRun, runPayload, compareRuns, reportHtml, compareHtml, writeReport, writeCompare, exportFigures, type ReportModel } from './report/index.js';
 export type { RunPayload, Comparison, ComparisonRow } from './report/types.js';
 export { writeSyntheticRun, type SyntheticRunOptions } from './report/synthetic.js';
+
+// Benchmark evaluation (docs/eval.md)
+export { runEval, readEvalResults, type EvalOptions, type EvalManifest } from './eval/run.js';
+export { mergeEvals } from './eval/merge.js';
+export { labelRunFromEval } from './eval/link.js';
+export { summarize } from './eval/summary.js';
+export { renderPrompt } from './eval/prompt.js';
+export { loadSocialEvalBench } from './data/socialeval-eval.js';
+export { loadMcqJsonl } from './data/mcq.js';
+export type { EvalRecord, ShuffleRecord, EpisodeRecord, PromptPart, RenderedPrompt } from './eval/types.js';
+export type { EvalSummary } from './eval/summary-types.js';
 
 // Weight and tensor files
 export { readSafetensorsHeader, readTensorFloat32, writeSafetensors, type StHeader, type StTensorInfo } from './formats/safetensors.js';

@@ -76,7 +76,7 @@ export async function run(argv: string[]): Promise<number> {
     point: v.point,
     by: v.by,
     seed: intOption(v.seed, '--seed', 0, 0, 2 ** 32 - 1),
-    perplexity: numOption(v.perplexity, '--perplexity', 30, 1e-9),
+    perplexity: numOption(v.perplexity, '--perplexity', 30, 1),
     pca: intOption(v.pca, '--pca', 0, 0),
     probePca: intOption(v['probe-pca'], '--probe-pca', DEFAULT_PROBE_PCA, 0),
     probePermutations: v['probe-permutations'] === undefined ? undefined : intOption(v['probe-permutations'], '--probe-permutations', 50, 0),

@@ -1,6 +1,6 @@
 import { parseCommand } from './args.js';
 import { LobesError, LobesErrors, UsageError } from '../util/errors.js';
-import { writeFileAtomicSync } from '../util/io.js';
+import { checkOutputFile, writeFileAtomicSync } from '../util/io.js';
 import { Progress } from '../util/progress.js';
 import { loadDataset } from '../data/index.js';
 import { summarize, formatSummary, reasonKey, type TokenLengths } from '../data/inspect.js';
@@ -56,7 +56,7 @@ const USAGE = 'lobes data inspect SPEC [--json] [--tokenizer DIR] | lobes data e
 /** Load, printing every problem (not only the first) before failing. */
 async function load(spec: string, skipInvalid: boolean): Promise<Dataset> {
   try {
-    return await loadDataset(spec, { skipInvalid });
+    return await loadDataset(spec, { skipInvalid, skipFlag: '--skip-invalid' });
   } catch (e) {
     if (e instanceof LobesErrors) {
       process.stderr.write(`${e.problems.length} problem${e.problems.length === 1 ? '' : 's'} in ${spec}:\n`);
@@ -123,6 +123,7 @@ export async function run(argv: string[]): Promise<number> {
   if (sub === 'export') {
     const a = parseCommand(rest, exportSpec);
     if (!a) return 0;
+    if (a.values.out !== undefined) checkOutputFile(a.values.out);
     const ds = await load(a.positionals[0], !!a.values['skip-invalid']);
     const body = ds.samples.map((s) => JSON.stringify(s)).join('\n') + '\n';
     if (a.values.out) writeFileAtomicSync(a.values.out, body);

@@ -9,7 +9,7 @@ import { randomControlModel } from '../extract/control.js';
 import type { ControlInfo } from '../store/types.js';
 
 const spec = {
-  usage: 'lobes extract --model MODEL_DIR|FILE.gguf --data SPEC --out RUN [--capture final,mlp,resid] [--device cpu|cuda|webgpu] [--device-id N] [--batch N | --token-budget N] [--max-tokens N] [--dtype fp16|fp32] [--shard i/n|auto|auto/N] [--chunk-rows N] [--chat-template] [--control random [--control-seed N]] [--cache DIR] [--quiet] [--force] [--repair] [--json]',
+  usage: 'lobes extract --model MODEL_DIR|FILE.gguf --data SPEC --out RUN [--capture final,mlp,resid] [--device cpu|cuda|webgpu] [--device-id N] [--batch N | --token-budget N] [--max-tokens N] [--dtype fp16|fp32] [--shard i/n|auto|auto/N] [--chunk-rows N] [--chat-template] [--control random [--control-seed N]] [--cache DIR] [--quiet] [--force] [--repair] [--strict] [--json]',
   help: `
 Run a model over a dataset and store the last token's activations in a run directory
 (format: docs/run-format.md). Rerunning the same command continues an interrupted run
@@ -26,7 +26,9 @@ from its last complete chunk; a rerun with different settings is refused.
   --device D           cpu (default), cuda or webgpu; --device-id N picks the GPU
   --batch N            rows per batch (default ${DEFAULT_BATCH})
   --token-budget N     at most N padded tokens per batch (instead of, or with, --batch)
-  --max-tokens N       keep the last N tokens of each text
+  --max-tokens N       keep the last N tokens of each text (a text longer than the model's
+                       context, from config.json, genai_config.json or the graph's rotary
+                       cache, is refused unless --max-tokens brings it within)
   --dtype T            fp16 (default) or fp32 for the stored values
   --shard S            i/n (0-based): this process extracts shard i of n (contiguous whole
                        chunks of dataset order); auto: i/n from SLURM_ARRAY_TASK_ID/_MIN/
@@ -38,8 +40,10 @@ from its last complete chunk; a rerun with different settings is refused.
                        N(0, σ²) (σ: each trained tensor's standard deviation) and norm scales 1
                        (docs/controls.md); built once in the model cache, recorded in the manifest
   --control-seed N     seed of the control's weights (default 0)
-  --force              start even if the disk plan says the run will not fit
-  --repair             on resume, extract bad chunk files again instead of stopping
+  --force              start even if the disk plan or the memory plan of a batch says it will not fit
+  --repair             on resume, extract bad chunk files again and rewrite a damaged samples.jsonl
+  --strict             refuse a model whose graph disagrees with its config files (RoPE base,
+                       RMSNorm epsilon, heads; see lobes inspect) instead of warning
   --quiet              no progress output
   --json               print the final manifest as JSON on stdout
 `,
@@ -63,6 +67,7 @@ from its last complete chunk; a rerun with different settings is refused.
     quiet: { type: 'boolean', short: 'q' },
     force: { type: 'boolean' },
     repair: { type: 'boolean' },
+    strict: { type: 'boolean' },
     json: { type: 'boolean' },
   },
   positionals: [0, 0] as [number, number],
@@ -117,6 +122,7 @@ export async function run(argv: string[]): Promise<number> {
     quiet: !!v.quiet,
     force: !!v.force,
     repair: !!v.repair,
+    strict: !!v.strict,
   });
   if (v.json) process.stdout.write(JSON.stringify(manifest, null, 2) + '\n');
   return 0;

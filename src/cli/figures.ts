@@ -1,4 +1,5 @@
 import { intOption } from './args.js';
+import { checkOutputFile } from '../util/io.js';
 import { exportFigures, requireChromium } from '../report/index.js';
 
 /** Options shared by `lobes report` and `lobes compare` for the page and its figure export. */
@@ -19,6 +20,7 @@ export const FIGURE_OPTIONS = {
 export async function writePageWithFigures(v: Record<string, any>, label: string, write: () => Promise<string>, summary?: () => Promise<string[]>): Promise<number> {
   const width = intOption(v.width, '--width', 1200, 50, 10000);
   const height = intOption(v.height, '--height', 800, 50, 10000);
+  if (v.out !== undefined) checkOutputFile(v.out);
   if (v.png || v.svg) requireChromium(v.chromium);
   const file = await write();
   const figures = await exportFigures(file, {

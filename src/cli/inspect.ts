@@ -1,8 +1,9 @@
 import { parseCommand } from './args.js';
+import { LobesError } from '../util/errors.js';
 import type { ModelInfo } from '../extract/types.js';
 
 const spec = {
-  usage: 'lobes inspect MODEL_DIR|FILE.gguf [--cache DIR] [--json]',
+  usage: 'lobes inspect MODEL_DIR|FILE.gguf [--cache DIR] [--json] [--strict]',
   help: `
 Print a model's architecture (layers, hidden, intermediate, heads, kv-heads, vocab, dtype,
 quantization), every capture point lobes found by graph structure (hook name, shape, and the
@@ -10,12 +11,18 @@ projections that read it), the graph inputs, and the execution providers availab
 Only the graph file is read; weights in external data files are not loaded.
 For a graph lobes cannot use, the error names the part of the Llama pattern that is missing.
 
+It also reads what the exporter baked into the graph (the RoPE base and scaling from the
+inv_freq constant or the cos/sin caches, the RMSNorm epsilon, heads and head dimension) and
+compares it with config.json, genai_config.json and GGUF metadata: every disagreement is a
+warning naming both values (docs/capture.md).
+
   MODEL_DIR   a model folder (model.onnx, or genai_config.json's decoder file, or onnx/model.onnx)
               or an .onnx file, or a llama GGUF file (converted once into the cache)
   --cache DIR where converted GGUF models are kept (default $LOBES_CACHE/gguf or ~/.cache/lobes/gguf)
   --json      machine-readable output (stable under renaming of nodes and intermediate values)
+  --strict    exit 1 when the graph disagrees with its config files
 `,
-  options: { json: { type: 'boolean' }, cache: { type: 'string' } },
+  options: { json: { type: 'boolean' }, cache: { type: 'string' }, strict: { type: 'boolean' } },
   positionals: [1, 1] as [number, number],
 } as const;
 
@@ -30,7 +37,35 @@ export function inspectJson(info: ModelInfo): unknown {
     })),
     inputs: info.inputs,
     providers: info.providers,
+    ...(info.check ? { graph: info.check.graph, declared: info.check.declared, context: info.check.context, problems: info.check.problems } : {}),
   };
+}
+
+const num = (x: number) => (Math.abs(x) >= 100 ? String(Math.round(x)) : String(Number(x.toPrecision(4))));
+
+/** The consistency section: what the graph computes with, what each config file says, and the disagreements. */
+function checkText(info: ModelInfo): string[] {
+  const c = info.check;
+  if (!c) return [];
+  const g = c.graph;
+  const lines = ['', 'read from the graph (what the exporter baked in):'];
+  lines.push(`  RoPE base      ${g.ropeTheta !== null ? `${num(g.ropeTheta)} (${g.ropeSource}, rotary dim ${g.rotaryDim}${g.ropeScaled ? ', scaled frequencies' : ''}${g.ropePositions ? `, ${g.ropePositions} positions` : ''})` : 'not found'}`);
+  lines.push(`  RMSNorm eps    ${g.rmsNormEps.length ? g.rmsNormEps.map(num).join(', ') : 'not found'}`);
+  lines.push(`  heads          ${g.heads ?? '?'} (kv ${g.kvHeads ?? '?'}), head dim ${g.headDim ?? '?'}`);
+  for (const d of c.declared) {
+    const parts: string[] = [];
+    if (d.ropeTheta !== undefined) parts.push(`RoPE base ${num(d.ropeTheta)}${d.ropeThetaField ? ` (${d.ropeThetaField})` : ''}${d.ropeScaling ? `, ${d.ropeScaling.type} scaling` : ''}`);
+    if (d.rmsNormEps !== undefined) parts.push(`eps ${num(d.rmsNormEps)}`);
+    if (d.heads !== undefined) parts.push(`heads ${d.heads} (kv ${d.kvHeads ?? '?'})`);
+    if (d.headDim !== undefined) parts.push(`head dim ${d.headDim}`);
+    if (d.contextLength !== undefined) parts.push(`context ${d.contextLength}`);
+    lines.push(`  ${d.source} says: ${parts.join(', ') || 'nothing to compare'}`);
+  }
+  if (c.context) lines.push(`  context limit  ${c.context.tokens} tokens (${c.context.source})`);
+  if (!c.declared.length) lines.push('  no config.json, genai_config.json or GGUF file to compare with');
+  else if (!c.problems.length) lines.push('  the graph agrees with its config files');
+  for (const p of c.problems) lines.push(`  WARNING: ${p}`);
+  return lines;
 }
 
 export function inspectText(info: ModelInfo): string {
@@ -56,6 +91,7 @@ export function inspectText(info: ModelInfo): string {
   lines.push('');
   lines.push('graph inputs:');
   for (const i of info.inputs) lines.push(`  ${i.name}  ${i.dtype} [${i.shape.join(', ')}]`);
+  lines.push(...checkText(info));
   lines.push('');
   lines.push('execution providers:');
   for (const p of info.providers) lines.push(`  ${p.name.padEnd(8)} ${p.available ? 'available' : 'missing'}${p.note ? `  (${p.note})` : ''}`);
@@ -72,5 +108,10 @@ export async function run(argv: string[]): Promise<number> {
   if (model.source && !parsed.values.json) process.stdout.write(`converted from ${model.source.path}\n`);
   if (parsed.values.json) process.stdout.write(JSON.stringify(model.source ? { ...(inspectJson(info) as object), source: model.source } : inspectJson(info), null, 2) + '\n');
   else process.stdout.write(inspectText(info));
+  const problems = info.check?.problems ?? [];
+  for (const p of problems) process.stderr.write(`lobes inspect: warning: ${parsed.positionals[0]}: ${p}\n`);
+  if (problems.length && parsed.values.strict) {
+    throw new LobesError(`the model is not what its folder says (${problems.length} disagreement${problems.length > 1 ? 's' : ''} between the graph and its config files; first: ${problems[0]})`, { file: parsed.positionals[0], hint: 're-export the model so the graph matches its config' });
+  }
   return 0;
 }

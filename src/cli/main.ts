@@ -3,13 +3,14 @@
  * loaded only when used, so `lobes data inspect` never loads ONNX Runtime.
  * Every command module exports `run(argv: string[]): Promise<number>` (the exit code).
  */
-import { isLobesError } from '../util/errors.js';
+import { isLobesError, systemError } from '../util/errors.js';
 import { LOBES_VERSION } from '../version.js';
 
 const COMMANDS: Record<string, { summary: string; load: () => Promise<{ run(argv: string[]): Promise<number> }> }> = {
   inspect: { summary: 'architecture and capture points of an ONNX model folder', load: () => import('./inspect.js') },
   data: { summary: 'inspect or export a dataset (data inspect SPEC | data export SPEC)', load: () => import('./data.js') },
   extract: { summary: 'run a model over a dataset and store last-token activations', load: () => import('./extract.js') },
+  eval: { summary: 'SocialEval IAE/GAE or any multiple-choice benchmark, scored by the answer letter\'s logit', load: () => import('./eval.js') },
   merge: { summary: 'merge shard runs into one run, proving they cover every sample once', load: () => import('./merge.js') },
   wanda: { summary: 'Wanda importance, block pooling, neuron regions and set differences', load: () => import('./wanda.js') },
   cluster: { summary: 'seeded t-SNE and separation metrics for the labels', load: () => import('./cluster.js') },
@@ -49,7 +50,10 @@ export async function main(argv: string[]): Promise<number> {
   try {
     const mod = await entry.load();
     return await mod.run(rest);
-  } catch (e) {
+  } catch (caught) {
+    // Operating-system failures (a full disk, a folder where a file belongs, a missing
+    // permission) are the user's to fix: the same one-line form as every other error.
+    const e = systemError(caught) ?? caught;
     if (isLobesError(e)) {
       process.stderr.write(`lobes ${cmd}: ${e.message}\n`);
       if (process.env.LOBES_DEBUG && e.stack) process.stderr.write(e.stack + '\n');

@@ -7,15 +7,20 @@
  *
  * Writes RUN/cluster/ (or opts.out; for a matrix file, NAME.cluster/ beside it): settings.json,
  * coords.json, coords.csv, metrics.json, metrics.csv and, with `sweep`, sweep.json. Everything
- * is computed before anything is written; each file is written atomically.
+ * is computed before anything is written, and the folder is written whole (writeDirAtomic):
+ * a failure leaves the previous result as it was. settings.json records the provenance of
+ * the input (run identity, samples table and chunk files; or the matrix and labels sha256).
  */
+import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import * as path from 'node:path';
 import { csvField } from '../util/csv.js';
-import { LobesError } from '../util/errors.js';
+import { LobesError, UsageError } from '../util/errors.js';
 import { Rng } from '../util/rng.js';
 import { Progress } from '../util/progress.js';
-import { writeFileAtomicSync } from '../util/io.js';
+import { checkRegularFile, writeDirAtomic, writeFileAtomicSync } from '../util/io.js';
+import { analysisProvenance } from '../store/provenance.js';
+import { hashFileCached } from '../store/filehash.js';
 import { defaultThreads } from '../util/worker.js';
 import { readSafetensorsHeader, readTensorFloat32 } from '../formats/safetensors.js';
 import { LOBES_VERSION } from '../version.js';
@@ -96,6 +101,8 @@ interface LoadedInput {
   run?: RunReader;
   labelsWhere: string;
   outDir: string;
+  /** sha256 of the matrix file and the labels file (matrix input). */
+  inputSha256?: { matrix: string; labels: string };
 }
 
 /** The default number of PCA components the probe is fitted on. */
@@ -147,10 +154,12 @@ async function loadInput(input: RunReader | string, opts: ClusterOptions): Promi
   }
   const file = input;
   if (!existsSync(file)) throw new LobesError('no such file or run directory', { file });
+  checkRegularFile(file, 'matrix file');
   let X: Float32Array;
   let n: number;
   let d: number;
   if (/\.npy$/i.test(file)) {
+    if (opts.point !== undefined) throw new UsageError(`--point ${opts.point}: a .npy file holds one matrix, there is nothing to pick`, 'drop --point');
     const m = readNpy(file);
     X = m.data;
     n = m.rows;
@@ -158,9 +167,9 @@ async function loadInput(input: RunReader | string, opts: ClusterOptions): Promi
   } else if (/\.safetensors$/i.test(file)) {
     const h = readSafetensorsHeader(file);
     const names = [...h.tensors.keys()];
-    const name = opts.point && h.tensors.has(opts.point) ? opts.point : names.length === 1 ? names[0] : undefined;
+    const name = opts.point !== undefined ? (h.tensors.has(opts.point) ? opts.point : undefined) : names.length === 1 ? names[0] : undefined;
     if (!name) {
-      throw new LobesError(`${opts.point ? `no tensor ${JSON.stringify(opts.point)}; ` : ''}the file holds ${names.length} tensors (${names.slice(0, 8).join(', ')})`, {
+      throw new LobesError(`${opts.point !== undefined ? `no tensor ${JSON.stringify(opts.point)}; ` : ''}the file holds ${names.length} tensor${names.length === 1 ? '' : 's'} (${names.slice(0, 8).join(', ')}${names.length > 8 ? ', …' : ''})`, {
         file,
         hint: 'pick one with --point NAME',
       });
@@ -173,6 +182,7 @@ async function loadInput(input: RunReader | string, opts: ClusterOptions): Promi
     throw new LobesError('not a run directory, .npy or .safetensors file', { file });
   }
   if (!opts.labels) throw new LobesError('a matrix input needs --labels FILE (one label per line, one line per row)', { file });
+  checkRegularFile(opts.labels, 'labels file');
   const labels = readLabelsFile(opts.labels);
   const base = path.basename(file).replace(/\.(npy|safetensors)$/i, '');
   return {
@@ -185,6 +195,7 @@ async function loadInput(input: RunReader | string, opts: ClusterOptions): Promi
     labels,
     labelsWhere: opts.labels,
     outDir: opts.out ?? path.join(path.dirname(file), `${base}.cluster`),
+    inputSha256: { matrix: hashFileCached(file, { what: 'matrix file' }).sha256, labels: createHash('sha256').update(readFileSync(opts.labels)).digest('hex') },
   };
 }
 
@@ -283,6 +294,8 @@ export async function runCluster(input: RunReader | string, opts: ClusterOptions
   };
   const seed = opts.seed ?? 0;
   const perplexity = opts.perplexity ?? 30;
+  // A perplexity is 2 to the entropy of a distribution: at least 1.
+  if (!(perplexity >= 1) || !Number.isFinite(perplexity)) throw new UsageError(`--perplexity must be a number of at least 1 (the effective number of neighbours), got ${perplexity}`, 'typical values are 5 to 50');
   const inp = await loadInput(input, opts);
   validate(inp);
   checkPerplexity(perplexity, inp.n);
@@ -322,7 +335,7 @@ export async function runCluster(input: RunReader | string, opts: ClusterOptions
     const result = clusterResult(st, perplexity, features, emb, sample, sep.spaces, extra);
     if (!opts.noWrite) {
       result.outDir = inp.outDir;
-      writeOutputs(result.outDir, result.settings, result.coords, result.metrics, items);
+      await writeOutputs(result.outDir, result.settings, result.coords, result.metrics, items);
       say(`wrote ${result.outDir}`);
     }
     result.items = items;
@@ -428,6 +441,8 @@ function clusterResult(st: Stage, perplexity: number, f: Features, emb: Embeddin
     baselines: extra.baselines.map((b) => b.name),
     input: inp.kind,
     lobesVersion: LOBES_VERSION,
+    ...(inp.run ? { provenance: analysisProvenance(inp.run) } : {}),
+    ...(inp.inputSha256 ? { inputSha256: inp.inputSha256 } : {}),
   };
   const coords: ClusterCoords = { ids: inp.ids, labels: inp.labels, xy: Array.from(emb.Y), ...(inp.text ? { text: inp.text } : {}) };
   const metrics: ClusterMetrics = {
@@ -455,15 +470,22 @@ export function metricsCsv(metrics: ClusterMetrics): string {
   return ['space,metric,value,ci_low,ci_high,p,null_mean,null_low,null_high', ...metricsCsvRows(metrics, csvField)].join('\n') + '\n';
 }
 
-function writeOutputs(dir: string, settings: ClusterSettings, coords: ClusterCoords, metrics: ClusterMetrics, items: ClusterItems): void {
+/** Write the result folder whole (writeDirAtomic): a failure leaves the previous result untouched. */
+async function writeOutputs(dir: string, settings: ClusterSettings, coords: ClusterCoords, metrics: ClusterMetrics, items: ClusterItems): Promise<void> {
   const csv = ['id,label,x,y'];
   for (let i = 0; i < coords.ids.length; i++) csv.push([csvField(coords.ids[i]), csvField(coords.labels[i]), coords.xy[2 * i], coords.xy[2 * i + 1]].join(','));
-  writeFileAtomicSync(path.join(dir, 'settings.json'), JSON.stringify(settings, null, 2) + '\n');
-  writeFileAtomicSync(path.join(dir, 'coords.json'), JSON.stringify(coords) + '\n');
-  writeFileAtomicSync(path.join(dir, 'coords.csv'), csv.join('\n') + '\n');
-  writeFileAtomicSync(path.join(dir, 'items.json'), JSON.stringify(items) + '\n');
-  writeFileAtomicSync(path.join(dir, 'metrics.csv'), metricsCsv(metrics));
-  if (metrics.sweep) writeFileAtomicSync(path.join(dir, 'sweep.json'), JSON.stringify(metrics.sweep, null, 2) + '\n');
-  // metrics.json last: its presence marks a complete result
-  writeFileAtomicSync(path.join(dir, 'metrics.json'), JSON.stringify(metrics, null, 2) + '\n');
+  await writeDirAtomic(
+    dir,
+    (tmp) => {
+      writeFileAtomicSync(path.join(tmp, 'settings.json'), JSON.stringify(settings, null, 2) + '\n');
+      writeFileAtomicSync(path.join(tmp, 'coords.json'), JSON.stringify(coords) + '\n');
+      writeFileAtomicSync(path.join(tmp, 'coords.csv'), csv.join('\n') + '\n');
+      writeFileAtomicSync(path.join(tmp, 'items.json'), JSON.stringify(items) + '\n');
+      writeFileAtomicSync(path.join(tmp, 'metrics.csv'), metricsCsv(metrics));
+      if (metrics.sweep) writeFileAtomicSync(path.join(tmp, 'sweep.json'), JSON.stringify(metrics.sweep, null, 2) + '\n');
+      writeFileAtomicSync(path.join(tmp, 'metrics.json'), JSON.stringify(metrics, null, 2) + '\n');
+    },
+    // An earlier result of lobes cluster (it has settings.json) is replaced; any other folder is refused.
+    { replaces: (d) => existsSync(path.join(d, 'settings.json')) },
+  );
 }

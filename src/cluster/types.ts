@@ -8,6 +8,8 @@
  *   cluster/items.json      ClusterItems: per-item predictions of the metric sample (for paired comparisons)
  */
 
+import type { AnalysisProvenance } from '../store/types.js';
+
 export interface ClusterSettings {
   point: string;
   by: string;
@@ -41,6 +43,10 @@ export interface ClusterSettings {
   baselines?: string[];
   /** Input kind: 'run' (a run directory) or 'matrix' (.npy / .safetensors). */
   input?: 'run' | 'matrix';
+  /** For a run: the run (identity), samples table and chunk files read (src/store/provenance.ts). */
+  provenance?: AnalysisProvenance;
+  /** For a matrix file: the sha256 of the matrix and of the labels file. */
+  inputSha256?: { matrix: string; labels: string };
   lobesVersion?: string;
 }
 

@@ -82,7 +82,8 @@ function rowsToSamples(rows: Row[], file: string, g: GenericSpec, out: GenericRe
     else if (typeof t !== 'string') errs.push(`field ${JSON.stringify(g.text)} is not a string`);
     else if (t.trim() === '') errs.push(`field ${JSON.stringify(g.text)} is empty`);
     else text = t;
-    const labels: Record<string, string> = {};
+    // Label fields are the user's names: `__proto__` or `constructor` must stay plain keys.
+    const labels: Record<string, string> = Object.create(null);
     for (const [k, f] of g.labels.entries()) {
       if (!row.has(f)) {
         errs.push(`missing label field ${JSON.stringify(f)}`);

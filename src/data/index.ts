@@ -48,7 +48,8 @@ export async function loadDataset(spec: string, opts: LoadOptions = {}): Promise
   }
   if (r.problems.length > 0) {
     if (!opts.skipInvalid) {
-      throw new LobesErrors(`dataset ${spec} has invalid input`, r.problems.map(problemError), { hint: 'fix the input, or pass --skip-invalid to leave those items out' });
+      const hint = opts.skipFlag ? `fix the input, or pass ${opts.skipFlag} to leave those items out` : `fix the input (lobes data inspect ${JSON.stringify(spec)} lists every problem)`;
+      throw new LobesErrors(`dataset ${spec} has invalid input`, r.problems.map(problemError), { hint });
     }
     for (const pr of r.problems) r.excluded.push({ id: pr.id ?? [pr.file, pr.where].filter(Boolean).join(': '), file: pr.file, where: pr.where, reason: `invalid: ${pr.reason}` });
   }

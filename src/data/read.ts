@@ -60,7 +60,10 @@ export function firstInvalidUtf8(b: Uint8Array): number {
 export function readUtf8(file: string): { text: string } | { problem: Problem } {
   let bytes: Uint8Array;
   try {
-    if (statSync(file).isDirectory()) return { problem: { file, reason: 'is a folder, expected a file' } };
+    const st = statSync(file);
+    if (st.isDirectory()) return { problem: { file, reason: 'is a folder, expected a file' } };
+    // A pipe or device would block or never end.
+    if (!st.isFile()) return { problem: { file, reason: 'is not a regular file (a pipe or device); give a file' } };
     bytes = readFileSync(file);
   } catch (e: any) {
     return { problem: { file, reason: e?.code === 'ENOENT' ? 'no such file' : `cannot read: ${e?.message ?? e}` } };

@@ -43,4 +43,9 @@ export interface Dataset {
 export interface LoadOptions {
   /** Continue past invalid items and report them in `excluded` instead of failing. */
   skipInvalid?: boolean;
+  /**
+   * The flag of the calling command that sets skipInvalid (e.g. '--skip-invalid'), named in
+   * the error about invalid input; commands without one are told only to fix the input.
+   */
+  skipFlag?: string;
 }

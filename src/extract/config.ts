@@ -16,7 +16,7 @@ export function configDir(modelDir: string, graphDir: string): string {
 }
 
 /** A JSON file's content, or null when it is missing or not JSON (the config files are optional). */
-function readJson(p: string): any {
+export function readJson(p: string): any {
   try {
     return existsSync(p) ? JSON.parse(readFileSync(p, 'utf8')) : null;
   } catch {
@@ -35,4 +35,24 @@ export function readConfigHints(dir: string): ConfigHints {
   };
   if (family !== undefined && family !== null) hints.family = String(family);
   return hints;
+}
+
+/** The model's context length as its config files declare it, and where that comes from. */
+export interface ContextLimit {
+  tokens: number;
+  source: string;
+}
+
+/**
+ * The context length declared in `dir`: config.json max_position_embeddings, else
+ * genai_config.json context_length; null when neither says. (GGUF metadata and the graph's
+ * own rotary cache are added by the consistency check, src/extract/consistency.ts.)
+ */
+export function declaredContext(dir: string): ContextLimit | null {
+  const cfg = readJson(join(dir, 'config.json'));
+  const n = cfg?.max_position_embeddings;
+  if (Number.isInteger(n) && n > 0) return { tokens: n, source: 'config.json max_position_embeddings' };
+  const g = readJson(join(dir, 'genai_config.json'))?.model?.context_length;
+  if (Number.isInteger(g) && g > 0) return { tokens: g, source: 'genai_config.json context_length' };
+  return null;
 }

@@ -10,6 +10,7 @@ import { siteFamily } from '../hooks.js';
 import { DataType, dataTypeName, encodeModel, loadModel, valueShape, type LoadedModel, type ValueInfo } from '../onnx/index.js';
 import { discover, isPastInput, type DiscoveredPoint, type Discovery } from './discover.js';
 import { configDir, readConfigHints } from './config.js';
+import { checkModel } from './consistency.js';
 import { buildCaptureModel, type InGraphPast } from './surgery.js';
 import { executionProviders, listProviders, sessionError } from './providers.js';
 
@@ -26,7 +27,8 @@ function inputShape(v: ValueInfo): (number | string)[] {
 /** Load and analyse a model folder (or .onnx file). */
 export function analyseModel(modelDir: string): Analysis {
   const loaded = loadModel(modelDir);
-  const disc = discover(loaded, readConfigHints(configDir(modelDir, loaded.dir)));
+  const cdir = configDir(modelDir, loaded.dir);
+  const disc = discover(loaded, readConfigHints(cdir));
   const info: ModelInfo = {
     dir: modelDir,
     arch: disc.arch,
@@ -37,6 +39,7 @@ export function analyseModel(modelDir: string): Analysis {
       dtype: dataTypeName(v.type?.tensorType?.elemType),
       shape: inputShape(v),
     })),
+    check: checkModel(disc.index, loaded, cdir),
   };
   return { loaded, disc, info };
 }
@@ -52,9 +55,10 @@ export async function inspectModel(modelDir: string): Promise<ModelInfo> {
   return analyseModel(modelDir).info;
 }
 
-type InputRole = 'ids' | 'mask' | 'pos' | 'past';
+export type InputRole = 'ids' | 'mask' | 'pos' | 'past';
 
-interface FeedPlan {
+/** How one graph input is fed: its role, ONNX Runtime type and (KV-cache inputs) [kvHeads, headDim]. */
+export interface FeedPlan {
   name: string;
   role: InputRole;
   type: ort.Tensor.Type;
@@ -69,7 +73,8 @@ const ORT_TYPES: Record<number, ort.Tensor.Type> = {
   [DataType.INT32]: 'int32',
 };
 
-function planInputs(a: Analysis): { plans: FeedPlan[]; mask: string | null; inGraphPast: InGraphPast[] } {
+/** The graph inputs lobes feeds (ids, mask, position ids, KV caches) and the KV caches it must make in-graph. */
+export function planInputs(a: Analysis): { plans: FeedPlan[]; mask: string | null; inGraphPast: InGraphPast[] } {
   const g = a.disc.index;
   const plans: FeedPlan[] = [];
   const inGraphPast: InGraphPast[] = [];

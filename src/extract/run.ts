@@ -6,8 +6,8 @@
  * from those rows alone, so the numbers in a chunk do not depend on where a previous
  * attempt crashed or on which shard wrote it. Resume = skip the chunks the index lists.
  */
-import { existsSync, readdirSync, statfsSync, mkdirSync } from 'node:fs';
-import { createHash } from 'node:crypto';
+import { existsSync, readFileSync, statfsSync, mkdirSync } from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import { LobesError, UsageError } from '../util/errors.js';
 import { Progress, fmtTime } from '../util/progress.js';
@@ -16,10 +16,18 @@ import type { Dataset, Sample } from '../data/types.js';
 import type { ControlInfo, HookInfo, ModelArch, ModelSourceRecord, RunManifest, SampleRow } from '../store/types.js';
 import type { BatchPlanOptions, CaptureEngine, CaptureFamily, Device, EngineOptions, LobesTokenizer, TokenBatch, TokenizerOptions } from './types.js';
 import { FORMAT_VERSION, shardRange, chunkCount, type ShardSpec, MANIFEST, SAMPLES } from '../store/layout.js';
-import { readManifest, writeManifest, writeSamples } from '../store/manifest.js';
+import { readManifest, writeManifest, writeSamples, samplesSha256, sha256Text } from '../store/manifest.js';
 import { ChunkWriter, isEmptyOrMissing } from '../store/writer.js';
-import { sha256File, indexPath } from '../store/chunks.js';
+import { indexPath } from '../store/chunks.js';
 import { differences } from '../store/identity.js';
+import { hashItems, hashModelFiles, runIdentity, type ModelFileRef } from '../store/provenance.js';
+import { modelFiles } from './modelfiles.js';
+import type { ModelFile } from '../store/types.js';
+import { tokenizerDir } from './tokenize.js';
+import { configDir, declaredContext, type ContextLimit } from './config.js';
+import type { GraphFacts } from './consistency.js';
+
+export { hashItems } from '../store/provenance.js';
 
 /** The pieces runExtract uses; tests may inject deterministic stand-ins. */
 export interface ExtractDeps {
@@ -28,6 +36,8 @@ export interface ExtractDeps {
   openCaptureEngine(modelDir: string, opts: EngineOptions): Promise<CaptureEngine>;
   planBatches(lengths: ArrayLike<number>, opts: BatchPlanOptions): number[][];
   padBatch(seqs: number[][], padId: number, side: 'left' | 'right'): TokenBatch;
+  /** The files of the model folder that shape the numbers (default: src/store/provenance.ts modelFiles). */
+  modelFiles?(model: string, tokenizerDir: string | null): ModelFileRef[];
 }
 
 export interface ExtractOptions {
@@ -62,6 +72,10 @@ export interface ExtractOptions {
   repair?: boolean;
   /** On resume, hash every finished chunk (default true; false checks sizes only). */
   verify?: boolean;
+  /** Refuse a model whose graph disagrees with its config files (RoPE base, norm epsilon, heads) instead of warning. */
+  strict?: boolean;
+  /** Memory a batch may need on `device`, in bytes (default: the machine's RAM for cpu, $LOBES_DEVICE_MEMORY_GB or 80 GiB for a GPU). */
+  memoryLimit?: (device: Device) => number;
   deps?: Partial<ExtractDeps>;
   /** Free bytes where the run goes (default: statfs of the folder or its nearest parent). */
   diskFree?: (dir: string) => number | null;
@@ -83,33 +97,6 @@ async function defaultDeps(): Promise<ExtractDeps> {
 async function resolveDeps(given: Partial<ExtractDeps> | undefined): Promise<ExtractDeps> {
   if (given && given.loadDataset && given.loadTokenizer && given.openCaptureEngine && given.planBatches && given.padBatch) return given as ExtractDeps;
   return { ...(await defaultDeps()), ...given };
-}
-
-/** sha256 over the items in order: id, text and labels (sorted keys) of every sample. */
-export function hashItems(samples: Sample[]): string {
-  const h = createHash('sha256');
-  for (const s of samples) {
-    const labels = Object.keys(s.labels)
-      .sort()
-      .map((k) => [k, s.labels[k]]);
-    h.update(JSON.stringify([s.id, s.text, labels]) + '\n');
-  }
-  return h.digest('hex');
-}
-
-/** The graph file of a model folder: model.onnx, else the only *.onnx. */
-export function graphFile(modelDir: string): string {
-  if (modelDir.endsWith('.onnx') && existsSync(modelDir)) return modelDir;
-  const main = path.join(modelDir, 'model.onnx');
-  if (existsSync(main)) return main;
-  let onnx: string[];
-  try {
-    onnx = readdirSync(modelDir).filter((f) => f.endsWith('.onnx'));
-  } catch (e: any) {
-    throw new LobesError(`cannot read model folder (${e.code ?? e.message})`, { file: modelDir });
-  }
-  if (onnx.length === 1) return path.join(modelDir, onnx[0]);
-  throw new LobesError(onnx.length ? `model folder has ${onnx.length} .onnx files and no model.onnx` : 'model folder has no model.onnx', { file: modelDir });
 }
 
 function fmtBytes(b: number): string {
@@ -172,12 +159,18 @@ interface Input {
   /** Rows of the whole dataset. */
   N: number;
   graphSha256: string;
+  /** The model's graph, external data and tokenizer files with their sha256. */
+  files: ModelFile[];
+  /** The context length the config files declare (the graph may lower it). */
+  context: ContextLimit | null;
   tokenizer: LobesTokenizer;
   range: ReturnType<typeof shardRange>;
   rowsHere: number;
   /** Token ids of this run's rows (row rowStart first). */
   ids: number[][];
   rows: SampleRow[];
+  /** sha256 of the samples.jsonl these rows make. */
+  samplesSha256: string;
   truncated: number;
   tokens: number;
   tokenizeMs: number;
@@ -211,19 +204,24 @@ export async function runExtract(opts: ExtractOptions): Promise<RunManifest> {
   const s = resolveSettings(opts);
   const previous = openRunFolder(s.out);
   const deps = await resolveDeps(opts.deps);
-  const input = await loadInput(opts.data, s, deps, say);
-  const manifestFor = (points: HookInfo[], arch: ModelArch | null) => runManifest(s, input, previous, points, arch);
+  const input = await loadInput(opts.data, s, deps, opts, say);
+  const manifestFor = (points: HookInfo[], arch: ModelArch | null, graph?: GraphFacts) => runManifest(s, input, previous, points, arch, graph);
 
   // Refuse a rerun with different settings before loading the model.
-  if (previous && (await alreadyComplete(previous, manifestFor(previous.capture.points, null), s, opts, say))) return previous;
+  if (previous && (await alreadyComplete(previous, manifestFor(previous.capture.points, null), s, input, opts, say))) return previous;
+  // Texts longer than the model's context are refused before the model is loaded.
+  checkContext(input, input.context);
 
   const t1 = Date.now();
   const engine = await deps.openCaptureEngine(s.model, { capture: s.capture, device: s.device, deviceId: s.deviceId });
   const modelLoadMs = Date.now() - t1;
   try {
+    const graph = checkGraph(engine, s, opts, log);
+    checkContext(input, engine.info.check?.context ?? null);
+    checkMemory(s, input, deps, engine.info.arch, opts, say);
     const hooks = storedHooks(engine, s);
-    const manifest = manifestFor(hooks, engine.info.arch);
-    let writer = previous ? await resumeWriter(previous, manifest, hooks, s, opts, say) : null;
+    const manifest = manifestFor(hooks, engine.info.arch, graph);
+    let writer = previous ? await resumeWriter(previous, manifest, hooks, s, input, opts, say) : null;
     const plan = planChunks(s, input, hooks, writer, opts, say);
     const clock = new AttemptClock(tStart, { ...manifest.timings }, input.tokenizeMs, modelLoadMs);
     manifest.timings = clock.timings();
@@ -232,7 +230,7 @@ export async function runExtract(opts: ExtractOptions): Promise<RunManifest> {
     mkdirSync(s.out, { recursive: true });
     writeManifest(s.out, manifest);
     if (!writer) {
-      writeSamples(s.out, input.rows);
+      if (writeSamples(s.out, input.rows) !== input.samplesSha256) throw new LobesError('samples.jsonl was not written as planned', { file: path.join(s.out, SAMPLES) });
       writer = ChunkWriter.create(s.out, hooks, s.chunkRows);
     }
     const progress = new Progress({ label: 'extract', total: input.rowsHere, unit: 'samples', quiet: opts.quiet });
@@ -283,13 +281,27 @@ function openRunFolder(out: string): RunManifest | null {
   return null;
 }
 
-/** Load the dataset and the tokenizer, hash the items and the graph, and tokenize this shard's rows. */
-async function loadInput(spec: string, s: Settings, deps: ExtractDeps, say: (l: string) => void): Promise<Input> {
+/**
+ * Load the dataset and the tokenizer, hash the items and the model's files (graph, external
+ * data, tokenizer files: through the file-hash cache, src/store/filehash.ts), and tokenize
+ * this shard's rows.
+ */
+async function loadInput(spec: string, s: Settings, deps: ExtractDeps, opts: ExtractOptions, say: (l: string) => void): Promise<Input> {
   const t0 = Date.now();
   const dataset = await deps.loadDataset(spec);
   const itemsSha256 = hashItems(dataset.samples);
   const N = dataset.samples.length;
-  const graphSha256 = sha256File(graphFile(s.model)).sha256;
+  const tokDir = tokenizerDir(s.model);
+  const refs = (deps.modelFiles ?? modelFiles)(s.model, tokDir);
+  let hashing: Progress | null = null;
+  const files = hashModelFiles(refs, (done, total) => {
+    if (total < 256 << 20) return;
+    hashing ??= new Progress({ label: 'extract: hash model files', total: Math.round(total / 1e6), unit: 'MB', quiet: opts.quiet });
+    hashing.set(Math.round(done / 1e6));
+  });
+  (hashing as Progress | null)?.finish();
+  const graphSha256 = files.find((f) => f.role === 'graph')!.sha256;
+  const context = declaredContext(configDir(s.model, path.dirname(refs[0]!.path)));
   const tokenizer = await deps.loadTokenizer(s.model, { maxTokens: s.maxTokens, chatTemplate: s.chatTemplate });
   const range = shardRange(N, s.chunkRows, s.shard);
   const rowsHere = range.rowEnd - range.rowStart;
@@ -297,7 +309,90 @@ async function loadInput(spec: string, s: Settings, deps: ExtractDeps, say: (l: 
     say(`shard ${s.shard.index}/${s.shard.count} holds no rows (${chunkCount(N, s.chunkRows)} chunks of ${s.chunkRows} rows for ${s.shard.count} shards; lower --chunk-rows to use every shard)`);
   }
   const tok = tokenizeRows(dataset.samples, range.rowStart, range.rowEnd, tokenizer);
-  return { dataset, itemsSha256, N, graphSha256, tokenizer, range, rowsHere, ...tok, tokenizeMs: Date.now() - t0 };
+  return { dataset, itemsSha256, N, graphSha256, files, context, tokenizer, range, rowsHere, ...tok, samplesSha256: samplesSha256(tok.rows), tokenizeMs: Date.now() - t0 };
+}
+
+/**
+ * Refuse texts longer than the model's context (`limit`): positions past it are outside what
+ * the model was trained on (or, in fused graphs, outside the rotary cache). Names how many
+ * rows are too long, the longest, and --max-tokens.
+ */
+function checkContext(input: Input, limit: ContextLimit | null): void {
+  if (!limit) return;
+  let over = 0;
+  let worst = -1;
+  for (let i = 0; i < input.rows.length; i++) {
+    if (input.rows[i]!.tokens > limit.tokens) {
+      over++;
+      if (worst < 0 || input.rows[i]!.tokens > input.rows[worst]!.tokens) worst = i;
+    }
+  }
+  if (!over) return;
+  const w = input.rows[worst]!;
+  throw new LobesError(`${over} of ${input.rows.length} texts are longer than the model's context of ${limit.tokens} tokens (${limit.source}); the longest has ${w.tokens} tokens`, {
+    where: `sample ${w.id}`,
+    hint: `keep the last ${limit.tokens} tokens of each text with --max-tokens ${limit.tokens} (recorded as truncated in samples.jsonl), or leave the long items out`,
+  });
+}
+
+/** Rounded to 6 significant digits (graph facts recovered from floating-point constants). */
+const sig = (x: number | null) => (x === null ? null : Number(x.toPrecision(6)));
+
+/**
+ * The consistency check of the model (src/extract/consistency.ts): every disagreement between
+ * the graph and its config files is printed as a warning, or refused with --strict. Returns
+ * the graph's facts as the manifest records them.
+ */
+function checkGraph(engine: CaptureEngine, s: Settings, opts: ExtractOptions, log: (l: string) => void): GraphFacts | undefined {
+  const c = engine.info.check;
+  if (!c) return undefined;
+  if (c.problems.length) {
+    if (opts.strict) {
+      throw new LobesError(`the model is not what its folder says: ${c.problems.join('; ')}`, { file: s.model, hint: 're-export the model so that the graph matches its config (see lobes inspect), or drop --strict to extract anyway' });
+    }
+    for (const p of c.problems) log(`warning: ${s.model}: ${p} (lobes inspect shows both; --strict refuses such a model)`);
+  }
+  const g = c.graph;
+  return { ...g, ropeTheta: sig(g.ropeTheta), rmsNormEps: g.rmsNormEps.map((e) => sig(e)!) };
+}
+
+/**
+ * Bound what one batch can need before any is run: the attention scores and probabilities
+ * (rows × heads × tokens² fp32, as an unfused attention or onnxruntime's CPU kernels hold them)
+ * plus the layer activations (rows × tokens × (4·hidden + 3·intermediate) fp32). A plan whose
+ * largest batch needs more than the device has is refused naming the batch; --force runs it.
+ */
+function checkMemory(s: Settings, input: Input, deps: ExtractDeps, arch: ModelArch, opts: ExtractOptions, say: (l: string) => void): void {
+  const limit = (opts.memoryLimit ?? defaultMemoryLimit)(s.device);
+  const heads = arch.heads ?? 1;
+  const per = (rows: number, seq: number) => 4 * rows * seq * (2 * heads * seq + 4 * arch.hidden + 3 * arch.intermediate);
+  let worst = { bytes: 0, rows: 0, seq: 0, id: '' };
+  for (let c = input.range.chunkStart; c < input.range.chunkEnd; c++) {
+    const { start, n } = chunkSpan(c, s.chunkRows, input.N);
+    const local = start - input.range.rowStart;
+    const lengths = new Int32Array(n);
+    for (let i = 0; i < n; i++) lengths[i] = input.ids[local + i]!.length;
+    for (const b of deps.planBatches(lengths, { batch: s.batch ?? undefined, tokenBudget: s.tokenBudget ?? undefined })) {
+      let seq = 0;
+      let at = b[0]!;
+      for (const i of b) if (lengths[i]! > seq) [seq, at] = [lengths[i]!, i];
+      const bytes = per(b.length, seq);
+      if (bytes > worst.bytes) worst = { bytes, rows: b.length, seq, id: input.rows[local + at]!.id };
+    }
+  }
+  if (worst.bytes <= limit) return;
+  const what = `a batch of ${worst.rows} row${worst.rows > 1 ? 's' : ''} × ${worst.seq} tokens needs about ${fmtBytes(worst.bytes)} (attention scores for ${heads} heads × ${worst.seq}² positions per row), more than the ${fmtBytes(limit)} ${s.device === 'cpu' ? 'of memory this machine has' : `assumed for the ${s.device} device ($LOBES_DEVICE_MEMORY_GB)`}`;
+  if (!opts.force) {
+    throw new LobesError(what, { where: `sample ${worst.id}`, hint: '--max-tokens N keeps the last N tokens of each text; --batch 1 or --token-budget N makes batches smaller; --force runs it anyway (e.g. with a memory-efficient attention kernel)' });
+  }
+  say(`warning: ${what} (--force given)`);
+}
+
+/** The machine's RAM for cpu; $LOBES_DEVICE_MEMORY_GB (default 80) GiB for a GPU. */
+function defaultMemoryLimit(device: Device): number {
+  if (device === 'cpu') return os.totalmem();
+  const gb = Number(process.env.LOBES_DEVICE_MEMORY_GB);
+  return (Number.isFinite(gb) && gb > 0 ? gb : 80) * 2 ** 30;
 }
 
 /** Tokenize dataset rows [start, end): their ids and sample rows; an empty text is an error. */
@@ -326,16 +421,18 @@ function tokenizeRows(samples: Sample[], start: number, end: number, tokenizer: 
 }
 
 /** The run's manifest, not yet complete; `arch` null keeps the previous attempt's. */
-function runManifest(s: Settings, input: Input, previous: RunManifest | null, points: HookInfo[], arch: ModelArch | null): RunManifest {
-  return {
+function runManifest(s: Settings, input: Input, previous: RunManifest | null, points: HookInfo[], arch: ModelArch | null, graph?: GraphFacts): RunManifest {
+  const m: RunManifest = {
     format: 'lobes-run',
     formatVersion: FORMAT_VERSION,
     lobesVersion: LOBES_VERSION,
     createdAt: previous?.createdAt ?? new Date().toISOString(),
     model: {
-      dir: s.model,
+      dir: path.resolve(s.model),
       graphSha256: input.graphSha256,
       arch: arch ?? previous?.model.arch ?? ({} as any),
+      files: input.files,
+      ...(graph ?? previous?.model.graph ? { graph: (graph ?? previous?.model.graph) as Record<string, unknown> } : {}),
       ...(s.modelSource ? { source: s.modelSource } : {}),
       ...(s.control ? { control: s.control } : {}),
     },
@@ -350,7 +447,10 @@ function runManifest(s: Settings, input: Input, previous: RunManifest | null, po
     complete: false,
     settings: { batch: s.batch, tokenBudget: s.tokenBudget, chunkRows: s.chunkRows },
     layout: { datasetRows: input.N, ...input.range },
+    samplesSha256: input.samplesSha256,
   };
+  m.identity = runIdentity(m);
+  return m;
 }
 
 /** Refuse a rerun whose settings differ (`ignore` filters out differences to leave for later). */
@@ -363,13 +463,34 @@ function checkSameSettings(previous: RunManifest, manifest: RunManifest, out: st
  * Check a rerun's settings (all but the capture points, which need the model); when the
  * earlier attempt finished (and no repair is asked for), verify its files and say so.
  */
-async function alreadyComplete(previous: RunManifest, manifest: RunManifest, s: Settings, opts: ExtractOptions, say: (l: string) => void): Promise<boolean> {
+async function alreadyComplete(previous: RunManifest, manifest: RunManifest, s: Settings, input: Input, opts: ExtractOptions, say: (l: string) => void): Promise<boolean> {
   checkSameSettings(previous, manifest, s.out, (d) => d.startsWith('capture points'));
   if (!previous.complete || opts.repair) return false;
-  // Check the finished run's files (throws naming any bad chunk; --repair re-extracts it).
+  // Check the finished run's files (throws naming any bad chunk or samples table; --repair rewrites them).
+  checkSamplesFile(s.out, previous, input, false, say);
   await ChunkWriter.resume(s.out, previous.capture.points, s.chunkRows, { verify: opts.verify ?? true, repair: false });
-  say(`extract: ${s.out} is already complete (${previous.counts.samples} samples, chunk files verified); nothing to do`);
+  say(`extract: ${s.out} is already complete (${previous.counts.samples} samples, samples table and chunk files verified); nothing to do`);
   return true;
+}
+
+/**
+ * samples.jsonl of an earlier attempt must be the table this command derives (same rows,
+ * labels, token counts) and match the sha256 its manifest recorded. A missing, truncated or
+ * edited table is refused, or with `repair` written again from the dataset and tokenizer.
+ */
+function checkSamplesFile(out: string, previous: RunManifest, input: Input, repair: boolean, say: (l: string) => void): void {
+  const file = path.join(out, SAMPLES);
+  let problem: string | null = null;
+  if (!existsSync(file)) problem = 'samples table is missing';
+  else {
+    const got = sha256Text(readFileSync(file));
+    if (previous.samplesSha256 !== undefined && got !== previous.samplesSha256) problem = `samples table does not match its run: sha256 ${got.slice(0, 12)}… but the manifest records ${previous.samplesSha256.slice(0, 12)}… (edited, truncated or replaced)`;
+    else if (got !== input.samplesSha256) problem = 'samples table differs from the rows this command derives from the dataset and tokenizer';
+  }
+  if (!problem) return;
+  if (!repair) throw new LobesError(problem, { file, hint: 'rerun the same command with --repair to write it again from the dataset and tokenizer' });
+  writeSamples(out, input.rows);
+  say(`repair: ${file}: ${problem}; written again from the dataset and tokenizer`);
 }
 
 /** The capture points the engine outputs, as stored. */
@@ -384,11 +505,13 @@ function storedHooks(engine: CaptureEngine, s: Settings): HookInfo[] {
  * Continue an earlier attempt: check every setting, reopen its chunk writer (null when it
  * crashed before writing the samples table and index) and carry its timings over.
  */
-async function resumeWriter(previous: RunManifest, manifest: RunManifest, hooks: HookInfo[], s: Settings, opts: ExtractOptions, say: (l: string) => void): Promise<ChunkWriter | null> {
+async function resumeWriter(previous: RunManifest, manifest: RunManifest, hooks: HookInfo[], s: Settings, input: Input, opts: ExtractOptions, say: (l: string) => void): Promise<ChunkWriter | null> {
   checkSameSettings(previous, manifest, s.out);
   let writer: ChunkWriter | null = null;
-  // A crash right after the manifest of a new run leaves no samples table or index yet.
-  if (existsSync(indexPath(s.out)) && existsSync(path.join(s.out, SAMPLES))) {
+  // A crash right after the manifest of a new run leaves no samples table or index yet
+  // (the samples table is written before the index).
+  if (existsSync(indexPath(s.out))) {
+    checkSamplesFile(s.out, previous, input, !!opts.repair, say);
     const r = await ChunkWriter.resume(s.out, hooks, s.chunkRows, { verify: opts.verify ?? true, repair: !!opts.repair });
     for (const p of r.repaired) say(`repair: ${p}; extracting it again`);
     writer = r.writer;

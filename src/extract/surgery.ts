@@ -23,7 +23,7 @@ export interface SurgeryResult {
   maskAdded: boolean;
 }
 
-function opsetOf(model: ModelProto, domain = ''): number {
+export function opsetOf(model: ModelProto, domain = ''): number {
   for (const o of model.opsetImport) if ((o.domain ?? '') === domain) return Number(o.version ?? 1);
   return 0;
 }
@@ -49,7 +49,7 @@ export interface InGraphPast {
 }
 
 /** The nodes and initializers of a graph being edited; what is added is named under the lobes.sel. prefix. */
-class GraphEdit {
+export class GraphEdit {
   readonly nodes: NodeProto[];
   readonly inits: TensorProto[];
 
@@ -122,7 +122,7 @@ function lastTokenIndex(e: GraphEdit, mask: string, maskType: number, opset: num
 }
 
 /** Empty KV-cache tensors [B, kvHeads, 0, headDim] built in-graph (for dtypes JavaScript cannot feed, e.g. bfloat16). */
-function emptyPasts(e: GraphEdit, B: string, inGraphPast: InGraphPast[]): void {
+export function emptyPasts(e: GraphEdit, B: string, inGraphPast: InGraphPast[]): void {
   const B1 = e.add('Reshape', [B, e.c64('shape1', [1], [1])], 'B1');
   for (const [i, p] of inGraphPast.entries()) {
     const shp = e.add('Concat', [B1, e.c64(`past${i}.tail`, [p.kv[0], 0, p.kv[1]], [3])], `past${i}.shape`, { axis: 0 });
@@ -155,7 +155,7 @@ function hookOutputs(e: GraphEdit, hooks: DiscoveredPoint[], flat: string): { ou
 }
 
 /** The edited graph with only the nodes, initializers, inputs and value infos the new outputs need. */
-function prune(g: GraphProto, e: GraphEdit, inputs: ValueInfo[], outInfos: ValueInfo[]): GraphProto {
+export function prune(g: GraphProto, e: GraphEdit, inputs: ValueInfo[], outInfos: ValueInfo[]): GraphProto {
   const need = new Set<string>(outInfos.map((o) => o.name!));
   const producer = new Map<string, NodeProto>();
   for (const n of e.nodes) for (const o of n.output) if (o) producer.set(o, n);

@@ -47,6 +47,8 @@ export interface ModelInfo {
   providers: { name: string; available: boolean; note?: string }[];
   /** Graph inputs (names, dtypes) the session needs. */
   inputs: { name: string; dtype: string; shape: (number | string)[] }[];
+  /** The graph's own settings (RoPE base, norm epsilon, heads) against the config files (src/extract/consistency.ts). */
+  check?: ModelCheck;
 }
 
 /** A tokenized batch, padded. */
@@ -118,4 +120,60 @@ export interface BatchPlanOptions {
   batch?: number;
   /** Max padded tokens (rows × longest) per batch. */
   tokenBudget?: number;
+}
+
+// ---------------------------------------------------------------------------------------
+// The consistency check of a model (src/extract/consistency.ts)
+
+/** What the graph itself computes with. Null where the graph does not show it. */
+export interface GraphFacts {
+  /** RoPE base fitted to the graph's frequencies. */
+  ropeTheta: number | null;
+  /** Where the frequencies were read: 'inv_freq constant' or 'cos/sin cache'. */
+  ropeSource: string | null;
+  /** Rotary dimension (2 × the number of frequencies). */
+  rotaryDim: number | null;
+  /** Whether the frequencies depart from a plain θ^(−2i/d) progression (RoPE scaling). */
+  ropeScaled: boolean | null;
+  /** Positions the rotary cos/sin cache covers (fused graphs). */
+  ropePositions: number | null;
+  /** Distinct RMSNorm epsilons. */
+  rmsNormEps: number[];
+  heads: number | null;
+  kvHeads: number | null;
+  headDim: number | null;
+}
+
+/** What one config source declares. */
+export interface DeclaredFacts {
+  /** e.g. 'config.json', 'genai_config.json', 'model.gguf'. */
+  source: string;
+  ropeTheta?: number;
+  /** Where ropeTheta was read, e.g. 'rope_parameters.rope_theta'. */
+  ropeThetaField?: string;
+  ropeScaling?: RopeScaling | null;
+  rmsNormEps?: number;
+  heads?: number;
+  kvHeads?: number;
+  headDim?: number;
+  contextLength?: number;
+}
+
+export interface RopeScaling {
+  type: string;
+  factor?: number;
+  lowFreqFactor?: number;
+  highFreqFactor?: number;
+  originalMax?: number;
+}
+
+/** The graph's facts, each source's declarations, and every disagreement (one line each). */
+export interface ModelCheck {
+  graph: GraphFacts;
+  declared: DeclaredFacts[];
+  problems: string[];
+  /** Context length: the smallest of the declared lengths and the rotary cache's positions. */
+  context: { tokens: number; source: string } | null;
+  /** Frequencies recovered from the graph (not stored). */
+  frequencies?: Float64Array;
 }

@@ -1,4 +1,4 @@
-/** Generated test models: the generator, its tokenizer, the model cache and planting. */
+/** Generated test models (the generator, its tokenizer, the model cache, planting) and the streaming Llama ONNX writer. */
 export {
   generateParams,
   buildGraph,
@@ -25,3 +25,20 @@ export {
   type WriteOptions,
 } from './write.js';
 export { readPlant, plantedSamples, type PlantInfo, type PlantedSampleOptions } from './plant.js';
+export {
+  writeLlamaOnnx,
+  buildLlamaGraph,
+  memorySource,
+  seededLlamaSource,
+  ropeInvFreq,
+  expectedWeights,
+  llamaConfigJson,
+  genaiConfigJson,
+  type LlamaSpec,
+  type LlamaWeightSource,
+  type NbitsBlocks,
+  type LlamaLayout,
+  type WriteLlamaOptions,
+  type WriteLlamaResult,
+  type MemoryWeight,
+} from './llama-onnx/index.js';

@@ -6,6 +6,7 @@
 import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { LobesError } from '../util/errors.js';
+import { checkRegularFile } from '../util/io.js';
 import { decodeModel } from './decode.js';
 import { isExternal, tensorByteSize, type ModelProto, type TensorProto } from './types.js';
 
@@ -45,7 +46,10 @@ export const MODEL_FILE_CANDIDATES = [
 /** Find the graph file of a model folder (or return the file given). */
 export function resolveModelFile(dirOrFile: string): string {
   if (!existsSync(dirOrFile)) throw new LobesError('no such file or folder', { file: dirOrFile });
-  if (statSync(dirOrFile).isFile()) return dirOrFile;
+  const st = statSync(dirOrFile);
+  if (st.isFile()) return dirOrFile;
+  // A pipe or a device would block or never end: only folders and regular files.
+  if (!st.isDirectory()) checkRegularFile(dirOrFile, 'model', 'give a model folder or an .onnx file');
   // onnxruntime-genai names its decoder file in genai_config.json.
   const genai = join(dirOrFile, 'genai_config.json');
   if (existsSync(genai)) {
@@ -63,7 +67,10 @@ export function resolveModelFile(dirOrFile: string): string {
     if (existsSync(p) && statSync(p).isFile()) return p;
   }
   const onnx = readdirSync(dirOrFile).filter((f) => f.endsWith('.onnx'));
-  if (onnx.length === 1) return join(dirOrFile, onnx[0]!);
+  if (onnx.length === 1) {
+    checkRegularFile(join(dirOrFile, onnx[0]!), 'model graph');
+    return join(dirOrFile, onnx[0]!);
+  }
   throw new LobesError(
     onnx.length === 0 ? 'no .onnx file in the model folder' : `several .onnx files (${onnx.join(', ')}) and none named model.onnx`,
     { file: dirOrFile, hint: 'pass the .onnx file itself' },

@@ -1,7 +1,8 @@
 /**
  * Metric-by-metric comparison of two runs: every separation metric (cluster/metrics.json), every
- * token baseline, the layer sweep and every region metric (wanda/metrics.json) of both, their
- * difference with a 95% CI where the data allow one, and which run is ahead.
+ * token baseline, the layer sweep, every region metric (wanda/metrics.json) and every benchmark
+ * accuracy (lobes eval) of both, their difference with a 95% CI where the data allow one, and
+ * which run is ahead.
  *
  * The difference is run 2 − run 1, except when exactly one run is a random-weights control
  * (`extract --control random`): then it is trained − control, whichever side the control is on.
@@ -24,6 +25,7 @@ import type { NullTested, WandaPairMetrics } from '../wanda/types.js';
 import type { ComparisonRow, Comparison } from './types.js';
 import { Rng } from '../util/rng.js';
 import { confusionCounts, percentileSorted, scoresFromConfusion, SCORE_NAMES, type ScoreName } from '../cluster/scores.js';
+import type { Accuracy, AccuracyTable } from '../eval/summary-types.js';
 
 export type Direction = 'higher' | 'lower' | 'neutral';
 
@@ -277,6 +279,7 @@ export function compareRuns(r1: ReportModel, r2: ReportModel): Comparison {
   if (ctx.used.has('paired')) notes.push(`CI of a difference, paired: ${COMPARE_BOOTSTRAP} bootstrap resamples of the items both runs measured (the same items through both models), the statistic recomputed in each run on the same resample; 2.5 and 97.5 percentiles of the differences.`);
   if (ctx.used.has('independent')) notes.push(`CI of a difference, independent: the runs measured different items, so each run's items are resampled on their own (${COMPARE_BOOTSTRAP} resamples).`);
   if (ctx.used.has('normal')) notes.push('CI of a difference, normal approximation (results without items.json): each run\'s 95% bootstrap CI is read as ±1.96 standard errors and the runs are treated as independent, giving diff ± 1.96·sqrt(se₁² + se₂²).');
+  evalRows(ctx, r1, r2, rows, notes);
   notes.push('"CI excludes 0" marks differences whose interval does not contain zero.');
   return { runs: names, rows, notes, diffLabel, summary: comparisonSummary(rows, names, diffLabel) };
 }
@@ -299,4 +302,51 @@ export function comparisonSummary(rows: ComparisonRow[], names: [string, string]
     out.push(`${label}: balanced accuracy ${names[0]} ${f2(r.a)}, ${names[1]} ${f2(r.b)}; ${diffLabel}: ${r.diff >= 0 ? '+' : ''}${f2(r.diff)}${ci} (${[r.note, verdict].filter(Boolean).join('; ')}).`);
   }
   return out;
+}
+
+const acc = (a: Accuracy | null | undefined) => (a && Number.isFinite(a.accuracy) ? { value: a.accuracy, ci: a.ci95 } : null);
+
+/** Rows of one accuracy table of both evaluations (detail rows), matched by key. */
+function tableRows(ctx: Ctx, sec: string, t1: AccuracyTable | undefined, t2: AccuracyTable | undefined): ComparisonRow[] {
+  const keys = [...new Set([...(t1?.rows ?? []), ...(t2?.rows ?? [])].map((r) => r.key))];
+  return keys.map((k) => detail(row(ctx, sec, `accuracy, ${t1?.by ?? t2?.by} = ${k}`, 'higher', acc(t1?.rows.find((r) => r.key === k)), acc(t2?.rows.find((r) => r.key === k)))));
+}
+
+/** Benchmark deltas: every accuracy of both evaluations (lobes eval) with the CI of the difference. */
+function evalRows(ctx: Ctx, r1: ReportModel, r2: ReportModel, rows: ComparisonRow[], notes: string[]): void {
+  const e1 = r1.eval?.summary;
+  const e2 = r2.eval?.summary;
+  if (!e1 && !e2) return;
+  for (const task of ['iae', 'mcq'] as const) {
+    const a = e1?.[task];
+    const b = e2?.[task];
+    if (!a && !b) continue;
+    const sec = `evaluation (${task.toUpperCase()})`;
+    rows.push(row(ctx, sec, 'accuracy, every item once (voted)', 'higher', acc(a?.overall), acc(b?.overall)));
+    if (a?.macro || b?.macro) rows.push(row(ctx, sec, 'accuracy, mean over abilities', 'higher', acc(a?.macro), acc(b?.macro)));
+    for (const l of [...new Set([...Object.keys(a?.macroByLanguage ?? {}), ...Object.keys(b?.macroByLanguage ?? {})])].sort()) {
+      rows.push(row(ctx, sec, `accuracy, mean over abilities, ${l}`, 'higher', acc(a?.macroByLanguage[l]), acc(b?.macroByLanguage[l])));
+    }
+    rows.push(row(ctx, sec, 'accuracy of single shuffles (before the vote)', 'higher', acc(a?.unvoted), acc(b?.unvoted)));
+    const bys = [...new Set([...(a?.tables ?? []), ...(b?.tables ?? [])].map((t) => t.by))];
+    for (const by of bys) rows.push(...tableRows(ctx, sec, a?.tables.find((t) => t.by === by), b?.tables.find((t) => t.by === by)));
+  }
+  const g1 = e1?.gae;
+  const g2 = e2?.gae;
+  if (g1 || g2) {
+    const sec = 'evaluation (GAE)';
+    rows.push(row(ctx, sec, 'success rate, every tree once', 'higher', acc(g1?.overall), acc(g2?.overall)));
+    rows.push(row(ctx, sec, 'success rate, mean over world categories', 'higher', acc(g1?.macro), acc(g2?.macro)));
+    for (const l of [...new Set([...Object.keys(g1?.macroByLanguage ?? {}), ...Object.keys(g2?.macroByLanguage ?? {})])].sort()) {
+      rows.push(row(ctx, sec, `success rate, mean over categories, ${l}`, 'higher', acc(g1?.macroByLanguage[l]), acc(g2?.macroByLanguage[l])));
+    }
+    const bys = [...new Set([...(g1?.tables ?? []), ...(g2?.tables ?? [])].map((t) => t.by))];
+    for (const by of bys) rows.push(...tableRows(ctx, sec, g1?.tables.find((t) => t.by === by), g2?.tables.find((t) => t.by === by)));
+  }
+  const d1 = r1.eval?.manifest.dataset?.unitsSha256;
+  const d2 = r2.eval?.manifest.dataset?.unitsSha256;
+  notes.push(
+    'Evaluation: accuracies from lobes eval (answer-letter logits, options shuffled and voted), each with its bootstrap 95% CI; the CI of a difference is the normal approximation (each CI read as ±1.96 standard errors), treating the two evaluations as independent samples.' +
+      (d1 && d2 && d1 !== d2 ? ' The two evaluations did not score the same items (their unit hashes differ: another --limit, seed or dataset), so differences mix model and item effects.' : ''),
+  );
 }

@@ -2,7 +2,10 @@
  * Load everything a report shows from a run directory into one ReportModel:
  * the manifest and samples (the run contract, src/store/types.ts), RUN/wanda/ (src/wanda/types.ts)
  * and RUN/cluster/ (src/cluster/types.ts). Analyses that were not run are `null`; files that
- * exist but break their contract are errors naming the file and the place.
+ * exist but break their contract are errors naming the file and the place. An analysis is
+ * shown only if its recorded provenance (run identity, samples table, chunk files) matches
+ * the run (checkProvenance, src/store/provenance.ts): results of another run, or of this run
+ * before it was re-extracted, are refused with the reason.
  */
 import { existsSync, readFileSync, statSync, realpathSync } from 'node:fs';
 import { createHash } from 'node:crypto';
@@ -12,9 +15,11 @@ import { PACKAGE_ROOT } from '../version.js';
 import { readSafetensorsHeader, readTensorFloat32, type StHeader } from '../formats/safetensors.js';
 import type { RunManifest, SampleRow } from '../store/types.js';
 import { readManifest, readSamples } from '../store/index.js';
+import { checkProvenance } from '../store/provenance.js';
 import type { WandaSettings, WandaRegions, WandaMetrics, WandaMatrix } from '../wanda/types.js';
 import type { ClusterSettings, ClusterCoords, ClusterMetrics, ClusterItems } from '../cluster/types.js';
 import type { ControlInfo } from '../store/types.js';
+import type { EvalSummary } from '../eval/summary-types.js';
 
 export interface WandaData {
   dir: string;
@@ -34,6 +39,13 @@ export interface ClusterData {
   items: ClusterItems | null;
 }
 
+/** A finished benchmark evaluation (lobes eval): its manifest (eval.json) and summary.json. */
+export interface EvalData {
+  dir: string;
+  manifest: Record<string, any>;
+  summary: EvalSummary;
+}
+
 export interface ReportModel {
   /** Absolute run directory. */
   dir: string;
@@ -43,6 +55,8 @@ export interface ReportModel {
   samples: SampleRow[];
   wanda: WandaData | null;
   cluster: ClusterData | null;
+  /** The evaluation of the run's items: RUN/eval/, else the one `lobes eval label` linked; the folder itself for an evaluation folder. */
+  eval?: EvalData | null;
   /** True when the run's model is the package's random-weights demo model (models/tiny-llama). */
   randomModel: boolean;
   /** The random-weights control this run was extracted through (manifest model.control), if any. */
@@ -86,17 +100,18 @@ const isStrArr = (v: unknown): v is string[] => Array.isArray(v) && v.every((s) 
  */
 export function readRunBasics(dir: string): { manifest: RunManifest; samples: SampleRow[] } {
   const manifest = readManifest(dir);
-  const samples = existsSync(path.join(dir, 'samples.jsonl')) ? readSamples(dir) : [];
+  const samples = existsSync(path.join(dir, 'samples.jsonl')) ? readSamples(dir, manifest.samplesSha256) : [];
   return { manifest, samples };
 }
 
-function loadWanda(dir: string): WandaData | null {
+function loadWanda(dir: string, manifest: RunManifest): WandaData | null {
   const wd = path.join(dir, 'wanda');
   const rf = path.join(wd, 'regions.json');
   if (!existsSync(rf)) return null;
   const sfile = path.join(wd, 'settings.json');
   const settings = readJson(sfile);
   need(isObj(settings) && isStrArr(settings.groups) && typeof settings.by === 'string', sfile, 'groups', 'settings need "by" (string) and "groups" (string array)');
+  checkProvenance(dir, manifest, settings.provenance, 'the wanda results', sfile, 'lobes wanda');
   const regions = readJson(rf);
   need(isObj(regions) && Array.isArray(regions.matrices), rf, 'matrices', 'expected a "matrices" array');
   const names = new Set<string>();
@@ -158,9 +173,17 @@ function loadWanda(dir: string): WandaData | null {
   return { dir: wd, settings: settings as WandaSettings, regions: regions as WandaRegions, metrics, pooled };
 }
 
-function loadCluster(cd: string): ClusterData | null {
+function loadCluster(cd: string, runDir: string, manifest: RunManifest, samples: SampleRow[], given: boolean): ClusterData | null {
   const cf = path.join(cd, 'coords.json');
-  if (!existsSync(cf)) return null;
+  if (!existsSync(cf)) {
+    if (given) throw new LobesError('no cluster results here (coords.json is missing)', { file: cd, hint: 'give the folder lobes cluster --out wrote' });
+    return null;
+  }
+  const sf = path.join(cd, 'settings.json');
+  if (!existsSync(sf)) throw new LobesError('cluster results have no settings.json, so nothing says which run they belong to', { file: cd, hint: 'run lobes cluster on this run again' });
+  const settings = readJson(sf);
+  need(isObj(settings), sf, 'settings', 'expected a JSON object');
+  checkProvenance(runDir, manifest, settings.provenance, 'the cluster results', sf, 'lobes cluster');
   const c = readJson(cf);
   need(isObj(c) && isStrArr(c.ids) && isStrArr(c.labels) && Array.isArray(c.xy), cf, 'ids', 'expected "ids", "labels" (strings) and "xy" (numbers)');
   need(c.labels.length === c.ids.length, cf, 'labels', `${c.labels.length} labels for ${c.ids.length} ids`);
@@ -169,7 +192,11 @@ function loadCluster(cd: string): ClusterData | null {
     if (typeof c.xy[i] !== 'number' || !Number.isFinite(c.xy[i])) throw new LobesError(`coordinate ${JSON.stringify(c.xy[i])} is not a finite number`, { file: cf, where: `xy[${i}]` });
   }
   if (c.text !== undefined) need(isStrArr(c.text) && c.text.length === c.ids.length, cf, 'text', `"text" must hold one string per point`);
-  const sf = path.join(cd, 'settings.json');
+  if (samples.length) {
+    need(c.ids.length === samples.length, cf, 'ids', `${c.ids.length} points but the run has ${samples.length} samples (results of another run?)`);
+    const at = c.ids.findIndex((id: string, i: number) => id !== samples[i]!.id);
+    need(at < 0, cf, `ids[${at}]`, `point ${JSON.stringify(c.ids[at])} is not the run's sample ${JSON.stringify(samples[at]?.id)} (results of another run?)`);
+  }
   const mf = path.join(cd, 'metrics.json');
   let metrics: ClusterMetrics | null = null;
   if (existsSync(mf)) {
@@ -184,7 +211,7 @@ function loadCluster(cd: string): ClusterData | null {
     need(isObj(it) && isStrArr(it.ids) && isStrArr(it.classes) && Array.isArray(it.y) && it.y.length === it.ids.length && Array.isArray(it.spaces), itf, 'ids', 'expected "ids", "classes", "y" (one per id) and "spaces"');
     items = it as ClusterItems;
   }
-  return { dir: cd, settings: existsSync(sf) ? (readJson(sf) as ClusterSettings) : null, coords: c as ClusterCoords, metrics, items };
+  return { dir: cd, settings: settings as ClusterSettings, coords: c as ClusterCoords, metrics, items };
 }
 
 function sha256File(file: string): string | null {
@@ -215,11 +242,45 @@ export function isBuiltinRandomModel(manifest: RunManifest, runDir: string): boo
   return false;
 }
 
-/** Load a run directory for the report. */
+/** A complete evaluation folder's manifest and summary, or null when `dir` holds none. */
+export function loadEval(dir: string): EvalData | null {
+  const mf = path.join(dir, 'eval.json');
+  if (!existsSync(mf)) return null;
+  const manifest = readJson(mf);
+  need(isObj(manifest) && manifest.format === 'lobes-eval', mf, 'format', 'not a lobes evaluation manifest (format is not "lobes-eval")');
+  need(manifest.complete === true, mf, 'complete', 'the evaluation is incomplete (rerun its lobes eval command to finish it)');
+  const sf = path.join(dir, 'summary.json');
+  const summary = readJson(sf);
+  need(isObj(summary) && summary.format === 'lobes-eval-summary', sf, 'format', 'not a lobes evaluation summary');
+  return { dir, manifest, summary: summary as EvalSummary };
+}
+
+/** The evaluation linked to a run: RUN/eval/, else the source of the `correct` label overlay. */
+function linkedEval(runDir: string): EvalData | null {
+  const inside = loadEval(path.join(runDir, 'eval'));
+  if (inside) return inside;
+  const overlay = path.join(runDir, 'labels', 'correct.json');
+  if (!existsSync(overlay)) return null;
+  const src = readJson(overlay)?.source?.eval;
+  return typeof src === 'string' && existsSync(path.join(src, 'eval.json')) ? loadEval(src) : null;
+}
+
+/** A report model for an evaluation folder alone (lobes report EVAL_DIR, lobes compare EVAL_A EVAL_B). */
+function evalOnly(abs: string, ev: EvalData, opts: LoadOptions): ReportModel {
+  const m = ev.manifest;
+  const manifest = { format: 'lobes-eval', createdAt: m.createdAt, lobesVersion: m.lobesVersion, model: m.model, dataset: { spec: m.dataset?.spec }, complete: true } as unknown as RunManifest;
+  return { dir: abs, name: opts.name ?? path.basename(abs), manifest, samples: [], wanda: null, cluster: null, eval: ev, randomModel: isBuiltinRandomModel(manifest, abs), control: null };
+}
+
+/** Load a run directory (or an evaluation folder) for the report. */
 export async function loadRun(dir: string, opts: LoadOptions = {}): Promise<ReportModel> {
   const abs = path.resolve(dir);
   if (!existsSync(abs) || !statSync(abs).isDirectory()) {
     throw new LobesError('run directory not found', { file: dir, hint: 'pass the folder written by lobes extract' });
+  }
+  if (!existsSync(path.join(abs, 'manifest.json'))) {
+    const ev = loadEval(abs);
+    if (ev) return evalOnly(abs, ev, opts);
   }
   const { manifest, samples } = readRunBasics(abs);
   return {
@@ -227,8 +288,9 @@ export async function loadRun(dir: string, opts: LoadOptions = {}): Promise<Repo
     name: opts.name ?? path.basename(abs),
     manifest,
     samples,
-    wanda: loadWanda(abs),
-    cluster: loadCluster(opts.clusterDir ? path.resolve(opts.clusterDir) : path.join(abs, 'cluster')),
+    wanda: loadWanda(abs, manifest),
+    cluster: loadCluster(opts.clusterDir ? path.resolve(opts.clusterDir) : path.join(abs, 'cluster'), abs, manifest, samples, opts.clusterDir !== undefined),
+    eval: linkedEval(abs),
     randomModel: isBuiltinRandomModel(manifest, abs),
     control: manifest.model?.control ?? null,
   };

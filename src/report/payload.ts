@@ -12,7 +12,8 @@
 import type { ReportModel } from './load.js';
 import { verdictLines } from './verdict.js';
 import type { WandaMatrix, BlockSet } from '../wanda/types.js';
-import type { ScatterPayload, WandaPayload, RunPayload } from './types.js';
+import type { ScatterPayload, WandaPayload, RunPayload, EvalPayload } from './types.js';
+import { PAPER_REFERENCE, PAPER_SOURCE } from '../eval/reference.js';
 
 export type { ScatterPayload, WandaPayload, RunPayload } from './types.js';
 
@@ -220,6 +221,30 @@ export function percentileBytes(s: Float32Array, out: Uint8Array, base: number):
   }
 }
 
+/** The evaluation as the page shows it: the summary, the settings in words, the paper's rows as references. */
+function evalPayload(model: ReportModel): EvalPayload | null {
+  const ev = model.eval;
+  if (!ev) return null;
+  const m = ev.manifest;
+  const s = m.settings ?? {};
+  const t = m.throughput ?? {};
+  const words = [
+    `${s.shuffles} shuffles of the options, majority vote (seed ${s.seed})`,
+    s.cot ? `greedy reasoning up to ${s.cot} tokens before the answer` : 'answer letter scored directly (no reasoning)',
+    s.limit ? `--limit ${s.limit} (seeded, stratified subset of ${m.dataset?.available} units)` : 'every item',
+    `${t.prompts} prompts, ${t.prompts ? Math.round(t.promptTokens / t.prompts) : 0} tokens per prompt on average`,
+    `${s.device}, ${Math.round((m.timings?.wallMs ?? 0) / 1000)} s`,
+  ];
+  return {
+    dir: ev.dir,
+    model: String(m.model?.dir ?? ''),
+    dataset: String(m.dataset?.spec ?? ''),
+    settings: words.join('; '),
+    summary: ev.summary,
+    reference: { source: PAPER_SOURCE, rows: [...PAPER_REFERENCE] },
+  };
+}
+
 export function runPayload(model: ReportModel): RunPayload {
   const ctl = model.control;
   return {
@@ -231,5 +256,6 @@ export function runPayload(model: ReportModel): RunPayload {
     scatter: scatterPayload(model),
     cluster: model.cluster ? { metrics: model.cluster.metrics, settings: model.cluster.settings } : null,
     wanda: wandaPayload(model),
+    eval: evalPayload(model),
   };
 }

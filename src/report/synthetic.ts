@@ -9,12 +9,14 @@
  * components are computed from the planted scores; p-values, nulls and cluster metrics are drawn
  * from the seed (they are inputs to the report, not results).
  */
+import { createHash } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { Rng } from '../util/rng.js';
 import { writeSafetensors, type StWriteTensor } from '../formats/safetensors.js';
 import { LOBES_VERSION } from '../version.js';
-import type { RunManifest, SampleRow } from '../store/types.js';
+import type { AnalysisProvenance, RunManifest, SampleRow } from '../store/types.js';
+import { runIdentity } from '../store/provenance.js';
 import type { WandaSettings, WandaMatrix, WandaRegions, WandaMetrics, WandaPairMetrics, BlockSet, NullTested } from '../wanda/types.js';
 import type { ClusterSettings, ClusterCoords, ClusterMetrics, SpaceMetrics, MetricWithCI, ClassifierMetrics } from '../cluster/types.js';
 
@@ -82,17 +84,22 @@ export function writeSyntheticRun(dir: string, opts: SyntheticRunOptions = {}): 
     counts: { samples: samples.length, truncated: 0, tokens: samples.reduce((s, r) => s + r.tokens, 0) },
     timings: {}, complete: true,
   };
+  const table = samples.map(({ text: _t, ...row }) => JSON.stringify(row)).join('\n') + '\n';
+  manifest.samplesSha256 = createHash('sha256').update(table).digest('hex');
+  manifest.identity = runIdentity(manifest);
   writeJson(path.join(dir, 'manifest.json'), manifest);
-  writeFileSync(path.join(dir, 'samples.jsonl'), samples.map(({ text: _t, ...row }) => JSON.stringify(row)).join('\n') + '\n');
+  writeFileSync(path.join(dir, 'samples.jsonl'), table);
+  // What lobes wanda / lobes cluster record about the run they read (no activations here).
+  const provenance: AnalysisProvenance = { run: manifest.identity, runDir: path.resolve(dir), samplesSha256: manifest.samplesSha256, rows: samples.length, chunks: {} };
 
-  if (opts.wanda !== false) writeWanda(dir, rng, { groups, per, L, grid, top, R, seed, pooled: opts.pooled !== false });
-  if (opts.cluster !== false) writeCluster(dir, rng, { groups, samples, seed, R, sweep: !!opts.sweep, L });
+  if (opts.wanda !== false) writeWanda(dir, rng, { groups, per, L, grid, top, R, seed, pooled: opts.pooled !== false, provenance });
+  if (opts.cluster !== false) writeCluster(dir, rng, { groups, samples, seed, R, sweep: !!opts.sweep, L, provenance });
   return dir;
 }
 
 function writeWanda(
   dir: string, rng: Rng,
-  o: { groups: string[]; per: number; L: number; grid: Record<string, [number, number]>; top: number; R: number; seed: number; pooled: boolean },
+  o: { groups: string[]; per: number; L: number; grid: Record<string, [number, number]>; top: number; R: number; seed: number; pooled: boolean; provenance: AnalysisProvenance },
 ): void {
   const wd = path.join(dir, 'wanda');
   mkdirSync(wd, { recursive: true });
@@ -199,7 +206,7 @@ function writeWanda(
   }
   const settings: WandaSettings = {
     by: 'aspect', groups: o.groups, block: [256, 256], top: { kind: 'fraction', value: o.top, scope: 'matrix' }, statistic: 'rms',
-    permutations: o.R, seed: o.seed, weights: { source: 'onnx', path: 'synthetic' }, resolution: 'block',
+    permutations: o.R, seed: o.seed, weights: { source: 'onnx', path: 'synthetic' }, resolution: 'block', provenance: o.provenance,
   };
   writeJson(path.join(wd, 'settings.json'), settings);
   writeFileSync(path.join(wd, 'regions.json'), JSON.stringify({ matrices, regions, differences } satisfies WandaRegions));
@@ -241,7 +248,7 @@ function shapeStats(matrices: WandaMatrix[], masks: Map<string, Uint8Array>): { 
 
 function writeCluster(
   dir: string, rng: Rng,
-  o: { groups: string[]; samples: (SampleRow & { text: string })[]; seed: number; R: number; sweep: boolean; L: number },
+  o: { groups: string[]; samples: (SampleRow & { text: string })[]; seed: number; R: number; sweep: boolean; L: number; provenance: AnalysisProvenance },
 ): void {
   const cd = path.join(dir, 'cluster');
   mkdirSync(cd, { recursive: true });
@@ -298,7 +305,7 @@ function writeCluster(
   };
   const settings: ClusterSettings = {
     point: 'final.hidden', by: 'aspect', seed: o.seed, perplexity: 30, pcaDims: 50, theta: 0.5, iterations: 1000, earlyExaggeration: 12,
-    bootstrap: 200, permutations: o.R, source: dir,
+    bootstrap: 200, permutations: o.R, source: dir, provenance: o.provenance,
   };
   writeJson(path.join(cd, 'settings.json'), settings);
   writeJson(path.join(cd, 'coords.json'), coords);

@@ -10,6 +10,8 @@
  */
 import type { WandaPairMetrics, WandaMetrics, WandaSettings } from '../wanda/types.js';
 import type { ClusterMetrics, ClusterSettings } from '../cluster/types.js';
+import type { EvalSummary } from '../eval/summary-types.js';
+import type { PaperReference } from '../eval/reference.js';
 
 /** The whole page's data. */
 export interface PagePayload {
@@ -63,6 +65,21 @@ export interface RunPayload {
   scatter: ScatterPayload | null;
   cluster: { metrics: ClusterMetrics | null; settings: ClusterSettings | null } | null;
   wanda: WandaPayload | null;
+  /** The run's benchmark evaluation (lobes eval), when one is linked to it. */
+  eval?: EvalPayload | null;
+}
+
+/** A benchmark evaluation as the report shows it. */
+export interface EvalPayload {
+  /** The evaluation folder. */
+  dir: string;
+  model: string;
+  dataset: string;
+  /** Shuffles, seed, reasoning, --limit, prompts and tokens, in words. */
+  settings: string;
+  summary: EvalSummary;
+  /** Published results shown as labelled reference lines (never as this model's numbers). */
+  reference: { source: string; rows: PaperReference[] };
 }
 
 export interface ComparisonRow {

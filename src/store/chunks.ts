@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import { openSync, closeSync, fstatSync, readFileSync, existsSync } from 'node:fs';
 import * as path from 'node:path';
 import { LobesError } from '../util/errors.js';
-import { RangeFile, writeFileAtomicSync } from '../util/io.js';
+import { RangeFile, readFileRange, writeFileAtomicSync } from '../util/io.js';
 import type { HookInfo } from './types.js';
 import { INDEX, ACTIVATIONS, chunkRelPath } from './layout.js';
 
@@ -95,11 +95,50 @@ export function sha256File(file: string): { sha256: string; bytes: number } {
   }
 }
 
+/** What to do about a bad chunk file. */
+export const REPAIR_HINT = 'rerun the lobes extract command with --repair to extract bad chunks again';
+
 /**
- * Check one chunk file against its index entry. `full` hashes the file; otherwise only
- * its presence and size are checked. Returns a problem description or null.
+ * Check a chunk file's bytes against its index entry and hook: sha256, the safetensors
+ * header and its metadata. Returns where the tensor data starts; throws naming the file.
  */
-export function checkChunkFile(runDir: string, f: ChunkFile, full: boolean): string | null {
+export function checkChunkBytes(bytes: Uint8Array, file: string, h: HookInfo, entry: ChunkEntry): number {
+  const rec = entry.files[h.name]!;
+  if (bytes.byteLength !== rec.bytes) throw new LobesError(`chunk file has ${bytes.byteLength} bytes, the index records ${rec.bytes} (truncated or overwritten)`, { file, hint: REPAIR_HINT });
+  const sha = createHash('sha256').update(bytes).digest('hex');
+  if (sha !== rec.sha256) throw new LobesError(`chunk file is corrupted: sha256 ${sha.slice(0, 16)}… does not match ${rec.sha256.slice(0, 16)}… recorded in the index`, { file, hint: REPAIR_HINT });
+  const bad = (why: string) => new LobesError(`chunk file ${why}`, { file, hint: REPAIR_HINT });
+  if (bytes.byteLength < 8) throw bad('is too short for a safetensors header');
+  const n = Number(new DataView(bytes.buffer, bytes.byteOffset, 8).getBigUint64(0, true));
+  if (8 + n > bytes.byteLength) throw bad('has a header longer than the file');
+  let header: any;
+  try {
+    header = JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset + 8, n).toString('utf8'));
+  } catch {
+    throw bad('has a header that is not JSON');
+  }
+  const t = header?.[h.name];
+  const meta = header?.__metadata__ ?? {};
+  const rowBytes = h.dim * (h.dtype === 'F16' ? 2 : 4);
+  if (!t || t.dtype !== h.dtype || !Array.isArray(t.shape) || t.shape.length !== 2 || t.shape[0] !== entry.rows || t.shape[1] !== h.dim) {
+    throw bad(`does not hold ${h.name} as ${h.dtype} [${entry.rows}, ${h.dim}]`);
+  }
+  const off = t.data_offsets;
+  if (!Array.isArray(off) || off[0] !== 0 || off[1] !== entry.rows * rowBytes || 8 + n + off[1] > bytes.byteLength) throw bad(`has data offsets ${JSON.stringify(off)} that do not fit [${entry.rows}, ${h.dim}]`);
+  if (meta.hook !== h.name) throw bad(`says it holds capture point ${JSON.stringify(meta.hook)}, not ${h.name} (a file copied from another capture point?)`);
+  if (meta.row_start !== String(entry.start)) {
+    throw bad(`holds rows from ${JSON.stringify(meta.row_start)} on (row_start), but its slot in the index is chunk ${entry.chunk}, rows from ${entry.start} (a chunk file copied over another?)`);
+  }
+  return 8 + n;
+}
+
+/**
+ * Check one chunk file of hook `h` against its index entry. `full` reads it and checks it
+ * whole (checkChunkBytes: sha256, header, hook and row_start); otherwise only its presence
+ * and size are checked. Returns a problem description or null.
+ */
+export function checkChunkFile(runDir: string, h: HookInfo, entry: ChunkEntry, full: boolean): string | null {
+  const f = entry.files[h.name]!;
   const file = path.join(runDir, ACTIVATIONS, f.path);
   let size: number;
   try {
@@ -114,8 +153,12 @@ export function checkChunkFile(runDir: string, f: ChunkFile, full: boolean): str
   }
   if (size !== f.bytes) return `${file}: chunk file has ${size} bytes, the index records ${f.bytes} (truncated or overwritten)`;
   if (full) {
-    const got = sha256File(file).sha256;
-    if (got !== f.sha256) return `${file}: chunk file is corrupted: sha256 ${got.slice(0, 16)}… does not match ${f.sha256.slice(0, 16)}… recorded in the index`;
+    try {
+      checkChunkBytes(readFileRange(file, 0, size, 'chunk file'), file, h, entry);
+    } catch (e) {
+      if (e instanceof LobesError) return e.message.replace(/ \(rerun the lobes extract.*\)$/, '');
+      throw e;
+    }
   }
   return null;
 }

@@ -3,6 +3,8 @@
  *   openRun(dir)        typed, read-only access for every later stage
  *   verifyRun(dir)      hash every chunk file against the index
  *   mergeRuns(...)      join shard runs into one (used by `lobes merge`)
+ *   analysisProvenance(run) / checkProvenance(...)   what an analysis read, and whether
+ *                       an analysis belongs to a run (src/store/provenance.ts)
  */
 import type { RunReader } from './types.js';
 import { openRunDir, type OpenRunOptions } from './reader.js';
@@ -13,6 +15,8 @@ export { readManifest, readSamples } from './manifest.js';
 export { readChunkIndex, type ChunkIndex, type ChunkEntry, type ChunkFile } from './chunks.js';
 export { parseShard, shardRange, expandOut, chunkRelPath, FORMAT_VERSION, type ShardSpec, type ShardRange } from './layout.js';
 export { differences } from './identity.js';
+export { analysisProvenance, checkProvenance, runIdentity, chunkDigest, hashItems, hashModelFiles, type AnalysisProvenance, type ModelFileRef } from './provenance.js';
+export { hashFileCached, hashCacheFile, type FileHash } from './filehash.js';
 export { mergeRuns, type MergeOptions } from './merge.js';
 
 /** Open a finished run directory (or an unfinished one with allowIncomplete). */

@@ -2,9 +2,10 @@
  * The small metadata files of a run directory: manifest.json (RunManifest) and
  * samples.jsonl (one SampleRow per line, in row order). Both are written atomically.
  */
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
-import { LobesError } from '../util/errors.js';
+import { LobesError, systemError } from '../util/errors.js';
 import { writeFileAtomicSync } from '../util/io.js';
 import type { RunManifest, SampleRow } from './types.js';
 import { MANIFEST, SAMPLES, FORMAT_VERSION } from './layout.js';
@@ -22,6 +23,9 @@ export function readManifest(runDir: string): RunManifest {
     m = JSON.parse(readFileSync(file, 'utf8'));
   } catch (e: any) {
     if (e.code === 'ENOENT') throw new LobesError('not a lobes run: manifest.json is missing', { file, hint: 'give the folder written by lobes extract or lobes merge' });
+    if (e.code === 'ENOTDIR') throw new LobesError('not a lobes run: not a folder', { file: runDir, hint: 'give the folder written by lobes extract or lobes merge' });
+    const sys = systemError(e, file);
+    if (sys) throw sys;
     throw new LobesError(`manifest is not valid JSON (${e.message})`, { file });
   }
   if (!m || m.format !== 'lobes-run') throw new LobesError('not a lobes run manifest (format is not "lobes-run")', { file });
@@ -31,8 +35,8 @@ export function readManifest(runDir: string): RunManifest {
   return m;
 }
 
-/** One line per sample, in row order (deterministic key order). */
-function samplesJsonl(rows: SampleRow[]): string {
+/** samples.jsonl's text: one line per sample, in row order (deterministic key order). */
+export function samplesJsonl(rows: SampleRow[]): string {
   let s = '';
   for (const r of rows) {
     const o: Record<string, unknown> = { index: r.index, id: r.id, labels: r.labels, tokens: r.tokens, truncated: r.truncated };
@@ -43,20 +47,46 @@ function samplesJsonl(rows: SampleRow[]): string {
   return s;
 }
 
-/** Write RUN/samples.jsonl. */
-export function writeSamples(runDir: string, rows: SampleRow[]): void {
-  writeFileAtomicSync(path.join(runDir, SAMPLES), samplesJsonl(rows));
+/** sha256 of text as UTF-8. */
+export function sha256Text(text: string | Uint8Array): string {
+  return createHash('sha256').update(text).digest('hex');
 }
 
-/** Read RUN/samples.jsonl; every row must carry its index, a string id and labels. */
-export function readSamples(runDir: string): SampleRow[] {
+/** sha256 of the samples.jsonl these rows make (recorded in the manifest as samplesSha256). */
+export function samplesSha256(rows: SampleRow[]): string {
+  return sha256Text(samplesJsonl(rows));
+}
+
+/** Write RUN/samples.jsonl; returns its sha256. */
+export function writeSamples(runDir: string, rows: SampleRow[]): string {
+  const text = samplesJsonl(rows);
+  writeFileAtomicSync(path.join(runDir, SAMPLES), text);
+  return sha256Text(text);
+}
+
+/**
+ * Read RUN/samples.jsonl; every row must carry its index, a string id and labels. With
+ * `expectSha256` (the manifest's samplesSha256) the file must hash to it: a table that was
+ * edited, truncated or replaced is refused.
+ */
+export function readSamples(runDir: string, expectSha256?: string): SampleRow[] {
   const file = path.join(runDir, SAMPLES);
-  let text: string;
+  let bytes: Buffer;
   try {
-    text = readFileSync(file, 'utf8');
+    bytes = readFileSync(file);
   } catch (e: any) {
-    throw new LobesError(`samples table is missing (${e.code ?? e.message})`, { file });
+    throw new LobesError(`samples table is missing (${e.code ?? e.message})`, { file, hint: 'rerun the lobes extract command with --repair to write it again' });
   }
+  if (expectSha256 !== undefined) {
+    const got = sha256Text(bytes);
+    if (got !== expectSha256) {
+      throw new LobesError(`samples table does not match its run: sha256 ${got.slice(0, 12)}… but the manifest records ${expectSha256.slice(0, 12)}… (edited, truncated or replaced)`, {
+        file,
+        hint: 'rerun the lobes extract command with --repair to write it again',
+      });
+    }
+  }
+  const text = bytes.toString('utf8');
   const rows: SampleRow[] = [];
   const lines = text.split('\n');
   for (let i = 0; i < lines.length; i++) {

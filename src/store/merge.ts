@@ -5,17 +5,17 @@
  * byte-identical in its activation files, index and samples table to a single run.
  */
 import { mkdirSync, realpathSync, existsSync, readdirSync, rmSync } from 'node:fs';
-import { createHash } from 'node:crypto';
 import * as path from 'node:path';
 import { LobesError } from '../util/errors.js';
 import { RangeFile, writeFileAtomicSync } from '../util/io.js';
 import { Progress } from '../util/progress.js';
 import type { RunManifest, SampleRow } from './types.js';
 import { ACTIVATIONS, chunkCount } from './layout.js';
-import { readManifest, writeManifest, readSamples, writeSamples } from './manifest.js';
+import { readManifest, writeManifest, readSamples, writeSamples, samplesSha256 } from './manifest.js';
 import { ChunkWriter, isEmptyOrMissing } from './writer.js';
-import { readChunkIndex, type ChunkIndex } from './chunks.js';
+import { readChunkIndex, checkChunkBytes, type ChunkIndex } from './chunks.js';
 import { differences } from './identity.js';
+import { hashItems, runIdentity } from './provenance.js';
 
 export interface MergeOptions {
   quiet?: boolean;
@@ -44,8 +44,11 @@ function loadShard(dir: string): Shard {
   const manifest = readManifest(dir);
   const mfile = path.join(dir, 'manifest.json');
   if (!manifest.layout || !manifest.settings) throw new LobesError('run has no layout/settings (written by an older lobes)', { file: mfile });
+  if (manifest.identity !== undefined && manifest.identity !== runIdentity(manifest)) {
+    throw new LobesError('manifest was edited: its run identity does not match the settings and hashes it lists', { file: mfile, hint: "rerun that shard's extract command in a new folder" });
+  }
   const index = readChunkIndex(dir);
-  const samples = readSamples(dir);
+  const samples = readSamples(dir, manifest.samplesSha256);
   const { rowStart, rowEnd } = manifest.layout;
   const have = index.chunks.reduce((a, c) => a + c.rows, 0);
   if (!manifest.complete || have !== rowEnd - rowStart) {
@@ -136,6 +139,12 @@ function writeMerged(shards: Shard[], sorted: Shard[], outDir: string, N: number
     if (ids.has(r.id)) throw new LobesError(`sample id ${JSON.stringify(r.id)} appears twice across the shards`);
     ids.add(r.id);
   }
+  // Together the shards hold every item: their ids, texts and labels must hash to the items sha256.
+  if (rows.every((r) => typeof r.text === 'string') && hashItems(rows) !== first.manifest.dataset.itemsSha256) {
+    throw new LobesError("the shards' samples tables do not hold the dataset's items (an id, text or label differs from the items sha256 every shard records)", {
+      hint: "a shard's samples.jsonl was edited: rerun that shard's extract command with --repair",
+    });
+  }
 
   const timings: Record<string, number> = {};
   for (const s of shards) for (const [k, v] of Object.entries(s.manifest.timings)) timings[k] = (timings[k] ?? 0) + v;
@@ -152,7 +161,9 @@ function writeMerged(shards: Shard[], sorted: Shard[], outDir: string, N: number
     timings,
     complete: false,
     layout: { datasetRows: N, rowStart: 0, rowEnd: N, chunkStart: 0, chunkEnd: C },
+    samplesSha256: samplesSha256(rows),
   };
+  manifest.identity = runIdentity(manifest);
   writeManifest(outDir, manifest);
   writeSamples(outDir, rows);
   const writer = ChunkWriter.create(outDir, first.index.hooks, chunkRows);
@@ -164,12 +175,11 @@ function writeMerged(shards: Shard[], sorted: Shard[], outDir: string, N: number
         const f = c.files[h.name];
         const src = path.join(s.dir, ACTIVATIONS, f.path);
         const data = readChunk(src, f.bytes);
-        const got = createHash('sha256').update(data).digest('hex');
-        if (got !== f.sha256) {
-          throw new LobesError(`chunk file is corrupted: sha256 ${got.slice(0, 16)}… does not match ${f.sha256.slice(0, 16)}… recorded in the shard's index`, {
-            file: src,
-            hint: 'rerun that shard\'s extract command with --repair, then merge again',
-          });
+        try {
+          checkChunkBytes(data, src, h, c);
+        } catch (e) {
+          if (!(e instanceof LobesError)) throw e;
+          throw new LobesError(e.message.replace(/ \(rerun the lobes extract.*\)$/, ''), { hint: "rerun that shard's extract command with --repair, then merge again" });
         }
         writeFileAtomicSync(path.join(outDir, ACTIVATIONS, f.path), data);
       }

@@ -56,9 +56,9 @@ export interface RunManifest {
   lobesVersion: string;
   createdAt: string;
   model: {
-    /** Model folder as given. */
+    /** Model folder, resolved to an absolute path (older runs: as given). */
     dir: string;
-    /** sha256 of the (unedited) graph file model.onnx. */
+    /** sha256 of the (unedited) graph file. */
     graphSha256: string;
     /** Architecture summary as printed by `lobes inspect`. */
     arch: ModelArch;
@@ -66,9 +66,17 @@ export interface RunManifest {
     source?: ModelSourceRecord;
     /** Set when the model is a random-weights control of another model (`extract --control random`). */
     control?: ControlInfo;
+    /** Every file that shapes the numbers (graph, external data, tokenizer files) with its sha256. */
+    files?: ModelFile[];
+    /** Settings read from the graph itself (RoPE base, norm epsilon, heads), see docs/capture.md. */
+    graph?: Record<string, unknown>;
   };
   tokenizer: { source: string; chatTemplate: boolean; addBos: boolean; maxTokens: number | null };
   dataset: { spec: string; itemsSha256: string; count: number; axes: string[] };
+  /** sha256 of samples.jsonl as written (checked on every read, resume and merge). */
+  samplesSha256?: string;
+  /** The run identity: sha256 over every setting and input hash (src/store/provenance.ts). */
+  identity?: string;
   capture: { points: HookInfo[]; selection: string[] };
   dtype: 'fp16' | 'fp32';
   provider: { device: string; deviceId: number };
@@ -115,6 +123,29 @@ export interface RunLayout {
   chunkEnd: number;
 }
 
+/** What an analysis records about the run it read (in its settings.json, as `provenance`). */
+export interface AnalysisProvenance {
+  /** The run identity (runIdentity of its manifest). */
+  run: string;
+  /** The run folder when the analysis ran (informative; runs may move). */
+  runDir: string;
+  /** sha256 of samples.jsonl: the rows and labels the analysis grouped by. */
+  samplesSha256: string | null;
+  /** Rows of the run. */
+  rows: number;
+  /** Each capture point read, with chunkDigest of its chunk files. */
+  chunks: Record<string, string>;
+}
+
+/** A file of the model folder that shapes a run's numbers. */
+export interface ModelFile {
+  /** Path relative to the model folder. */
+  name: string;
+  role: 'graph' | 'data' | 'tokenizer';
+  bytes: number;
+  sha256: string;
+}
+
 export interface ModelArch {
   family: string;
   layers: number;
@@ -156,7 +187,10 @@ export interface RunReader {
   read(hook: string, rows?: ArrayLike<number>): Promise<Float32Array>;
   /** Stream a hook in row chunks with constant memory. */
   iterate(hook: string, chunkRows?: number): AsyncIterable<RowChunk>;
-  /** Absolute path of an analysis sub-folder (created on demand), e.g. 'wanda', 'cluster'. */
+  /**
+   * Absolute path of an analysis sub-folder, e.g. 'wanda', 'cluster' (not created: write it
+   * whole with writeDirAtomic from src/util/io.ts).
+   */
   analysisDir(name: string): string;
 }
 

@@ -76,7 +76,7 @@ export class ChunkWriter {
     for (const c of idx.chunks) {
       let bad = false;
       for (const h of hooks) {
-        const p = checkChunkFile(runDir, c.files[h.name], opts.verify);
+        const p = checkChunkFile(runDir, h, c, opts.verify);
         if (p) {
           problems.push(p);
           bad = true;

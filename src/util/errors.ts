@@ -53,3 +53,51 @@ export class LobesErrors extends LobesError {
 export function isLobesError(e: unknown): e is LobesError {
   return e instanceof LobesError;
 }
+
+/** What an operating-system error code means for the user, and what to do about it. */
+const SYSTEM_ERRORS: Record<string, { what: string; hint: string }> = {
+  ENOSPC: { what: 'no space left on the device', hint: 'free some space or write to another disk; earlier results were left as they were' },
+  EDQUOT: { what: 'disk quota exceeded', hint: 'free some space or write to another disk; earlier results were left as they were' },
+  EFBIG: { what: 'file too large for the file system', hint: 'write to another file system' },
+  EISDIR: { what: 'is a folder where a file was expected', hint: 'give a file path, not a folder' },
+  ENOTDIR: { what: 'a part of the path is not a folder', hint: 'check the path: a file stands where a folder is needed' },
+  EEXIST: { what: 'already exists', hint: 'remove it or choose another path' },
+  ENOTEMPTY: { what: 'folder is not empty', hint: 'remove it or choose another path' },
+  EACCES: { what: 'permission denied', hint: 'check the permissions, or choose another path' },
+  EPERM: { what: 'operation not permitted', hint: 'check the permissions, or choose another path' },
+  EROFS: { what: 'read-only file system', hint: 'write to a writable folder' },
+  ENOENT: { what: 'no such file or folder', hint: 'check the path' },
+  ENAMETOOLONG: { what: 'file name too long', hint: 'choose a shorter path' },
+  ELOOP: { what: 'too many symbolic links', hint: 'check the path for a symbolic-link loop' },
+  EMFILE: { what: 'too many open files', hint: 'raise the limit (ulimit -n) and retry' },
+  ENFILE: { what: 'too many open files in the system', hint: 'close other programs or raise the limit and retry' },
+  EIO: { what: 'input/output error', hint: 'the disk or network file system failed; check it and retry' },
+  EBUSY: { what: 'resource busy', hint: 'retry when the file is no longer in use' },
+  ETXTBSY: { what: 'file is busy', hint: 'retry when the file is no longer in use' },
+  ENXIO: { what: 'no such device or address (a special file?)', hint: 'give a regular file' },
+  ESPIPE: { what: 'cannot seek (a pipe or special file?)', hint: 'give a regular file' },
+  EXDEV: { what: 'cannot move between file systems', hint: 'keep the output on one file system' },
+};
+
+/**
+ * The one-line LobesError for an operating-system failure (a Node error carrying `code`,
+ * such as ENOSPC, EISDIR or EACCES), naming the path and what to do; null for anything
+ * else. `file` names the path when the error itself has none (writes on an open file).
+ */
+export function systemError(e: unknown, file?: string): LobesError | null {
+  if (e instanceof LobesError || !e || typeof e !== 'object') return null;
+  const err = e as { code?: unknown; path?: unknown; dest?: unknown; syscall?: unknown };
+  if (typeof err.code !== 'string') return null;
+  let known = SYSTEM_ERRORS[err.code];
+  if (!known) return null;
+  if (err.code === 'EEXIST' && err.syscall === 'mkdir') known = { what: 'exists as a file where a folder is needed', hint: 'choose another path, or move the file away' };
+  const at = file ?? (typeof err.path === 'string' ? err.path : undefined);
+  const dest = typeof err.dest === 'string' && err.dest !== at ? ` (to ${err.dest})` : '';
+  const op = typeof err.syscall === 'string' ? `, ${err.syscall}` : '';
+  return new LobesError(`${known.what}${dest} (${err.code}${op})`, { file: at, hint: known.hint });
+}
+
+/** Rethrow an operating-system error as its one-line LobesError naming `file`; other errors unchanged. */
+export function rethrowSystem(e: unknown, file?: string): never {
+  throw systemError(e, file) ?? e;
+}

@@ -6,11 +6,18 @@
  * - RangeFile / readFileRange: a file opened once and read by byte ranges;
  * - writeFileAtomicSync / writeFileAtomic: readers see either the old content or the
  *   complete new one (temporary sibling, fsync, rename, fsync of the folder; the
- *   temporary file is removed when anything fails).
+ *   temporary file is removed when anything fails);
+ * - writeDirAtomic: the same for a whole output folder (an analysis result): written in a
+ *   temporary sibling folder and renamed into place only when complete;
+ * - checkRegularFile: refuse folders, pipes and devices before opening them (opening a FIFO
+ *   for reading blocks; reading /dev/zero never ends).
+ *
+ * Operating-system failures (ENOSPC, EISDIR, EACCES, ...) leave these functions as one-line
+ * LobesErrors naming the path (src/util/errors.ts, systemError).
  */
-import { closeSync, fstatSync, fsyncSync, mkdirSync, openSync, promises as fsp, readSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, fstatSync, fsyncSync, mkdirSync, openSync, promises as fsp, readdirSync, readSync, renameSync, rmSync, rmdirSync, statSync, writeSync } from 'node:fs';
 import * as path from 'node:path';
-import { LobesError } from './errors.js';
+import { LobesError, rethrowSystem, systemError } from './errors.js';
 
 /** Largest single read: one readSync is capped well below its 2 GiB limit. */
 export const MAX_READ_BYTES = 1 << 30;
@@ -65,6 +72,7 @@ export class RangeFile {
    * opened ('weight file', '.npy file'); `where` is added to every error.
    */
   static open(file: string, what = 'file', where?: string): RangeFile {
+    if (existsSync(file)) checkRegularFile(file, what);
     try {
       return new RangeFile(file, openSync(file, 'r'), where);
     } catch (e: any) {
@@ -81,6 +89,15 @@ export class RangeFile {
   get size(): number {
     if (this.bytes === null) this.bytes = fstatSync(this.handle()).size;
     return this.bytes;
+  }
+
+  /**
+   * Identity of the open file's current state: device, inode, size, modification and
+   * status-change times in nanoseconds. Any write to the file changes it.
+   */
+  statKey(): string {
+    const st = fstatSync(this.handle(), { bigint: true });
+    return `${st.dev}:${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`;
   }
 
   /** Fill `dst` (bytes or any typed array) from byte `position`. */
@@ -111,6 +128,24 @@ export function readFileRange(file: string, offset: number, length: number, what
   }
 }
 
+/**
+ * Check that `file` is a regular file (following symbolic links) before it is opened: a
+ * missing path, a folder, a FIFO, a socket or a device is a one-line LobesError naming it.
+ * `what` names the kind of file ('model graph', 'weight file'); `hint` says what to give instead.
+ */
+export function checkRegularFile(file: string, what = 'file', hint = `give the path of the ${what} itself`): void {
+  let st;
+  try {
+    st = statSync(file);
+  } catch (e: any) {
+    if (e?.code === 'ENOENT') throw new LobesError(`${what} not found`, { file, hint: 'check the path' });
+    rethrowSystem(e, file);
+  }
+  if (st.isFile()) return;
+  const kind = st.isDirectory() ? 'a folder' : st.isFIFO() ? 'a named pipe (FIFO)' : st.isCharacterDevice() || st.isBlockDevice() ? 'a device' : st.isSocket() ? 'a socket' : 'not a regular file';
+  throw new LobesError(`${what} is ${kind}, not a regular file`, { file, hint });
+}
+
 // ---------------------------------------------------------------------------------------
 // Atomic writes
 
@@ -136,7 +171,12 @@ const TEMP_NAME = /^\..*\.tmp-\d+-\d+$/;
  */
 export function writeFileAtomicSync(file: string, data: FileData): void {
   const dir = path.dirname(file);
-  mkdirSync(dir, { recursive: true });
+  checkOutputFile(file);
+  try {
+    mkdirSync(dir, { recursive: true });
+  } catch (e) {
+    rethrowSystem(e, dir);
+  }
   const tmp = tempPath(file);
   try {
     const fd = openSync(tmp, 'w');
@@ -152,15 +192,31 @@ export function writeFileAtomicSync(file: string, data: FileData): void {
     renameSync(tmp, file);
   } catch (e) {
     rmSync(tmp, { force: true });
-    throw e;
+    rethrowSystem(e, file);
   }
   fsyncDir(dir);
+}
+
+/**
+ * Refuse an output file path that exists as a folder or a special file, before any work is
+ * done for it (writeFileAtomicSync checks again when it writes).
+ */
+export function checkOutputFile(file: string): void {
+  let st;
+  try {
+    st = statSync(file);
+  } catch {
+    return; // absent (or unreadable: the write reports it)
+  }
+  if (st.isDirectory()) throw new LobesError('is a folder; a file is written here', { file, hint: 'give a file path inside the folder, not the folder itself' });
+  if (!st.isFile()) throw new LobesError('is not a regular file (a pipe or device); a file is written here', { file, hint: 'give the path of a regular file' });
 }
 
 /** writeFileAtomicSync with the I/O on libuv's thread pool (the caller's thread stays free). */
 export async function writeFileAtomic(file: string, data: FileData): Promise<void> {
   const dir = path.dirname(file);
-  await fsp.mkdir(dir, { recursive: true });
+  checkOutputFile(file);
+  await fsp.mkdir(dir, { recursive: true }).catch((e) => rethrowSystem(e, dir));
   const tmp = tempPath(file);
   try {
     const fh = await fsp.open(tmp, 'w');
@@ -176,7 +232,7 @@ export async function writeFileAtomic(file: string, data: FileData): Promise<voi
     await fsp.rename(tmp, file);
   } catch (e) {
     await fsp.rm(tmp, { force: true });
-    throw e;
+    rethrowSystem(e, file);
   }
   await fsyncDirAsync(dir);
 }
@@ -216,4 +272,121 @@ export async function cleanTempFiles(dir: string): Promise<void> {
     return;
   }
   await Promise.all(names.filter((n) => TEMP_NAME.test(n)).map((n) => fsp.rm(path.join(dir, n), { force: true })));
+}
+
+// ---------------------------------------------------------------------------------------
+// Atomic output folders
+
+/** Whether process `pid` is alive (EPERM: alive under another user). */
+function alive(pid: number): boolean {
+  if (pid === process.pid) return true;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e: any) {
+    return e?.code === 'EPERM';
+  }
+}
+
+/**
+ * Clean what an interrupted writeDirAtomic of `target` left beside it: temporary folders of
+ * processes that are gone are removed, and when the target itself is missing because a
+ * crash came between the two renames, its previous version is put back.
+ */
+function recoverDir(target: string): void {
+  const parent = path.dirname(target);
+  const base = path.basename(target);
+  let names: string[];
+  try {
+    names = readdirSync(parent);
+  } catch {
+    return;
+  }
+  const pat = new RegExp(`^\\.${base.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\.(tmp|old)-(\\d+)-\\d+$`);
+  for (const n of names) {
+    const m = pat.exec(n);
+    if (!m || alive(Number(m[2]))) continue;
+    const p = path.join(parent, n);
+    if (m[1] === 'old' && !existsSync(target)) renameSync(p, target);
+    else rmSync(p, { recursive: true, force: true });
+  }
+}
+
+/** Options of writeDirAtomic. */
+export interface DirWriteOptions {
+  /**
+   * Whether an existing, non-empty `dir` may be replaced: true when it is an earlier output
+   * of the same command (e.g. it holds that command's settings.json). Default: only an empty
+   * folder is replaced, so a folder of the user's own files is never deleted.
+   */
+  replaces?: (existing: string) => boolean;
+}
+
+/**
+ * Write a whole output folder atomically: `fill` writes every file into a fresh temporary
+ * sibling folder, which then replaces `dir` (the previous folder is moved aside and removed
+ * once the new one is in place). An existing non-empty `dir` that `opts.replaces` does not
+ * recognize as an earlier output is refused before anything is written. When `fill` or a rename fails, the temporary folder is
+ * removed, the previous `dir` is left exactly as it was, folders created for the output are
+ * removed again, and the error is rethrown (operating-system errors as one-line LobesErrors
+ * naming `dir`). Between the two renames a crash can leave `dir` missing with its previous
+ * version beside it; the next writeDirAtomic of `dir` puts it back first. Returns what
+ * `fill` returns.
+ */
+export async function writeDirAtomic<T>(dir: string, fill: (tmp: string) => T | Promise<T>, opts: DirWriteOptions = {}): Promise<T> {
+  const target = path.resolve(dir);
+  const parent = path.dirname(target);
+  const base = path.basename(target);
+  recoverDir(target);
+  if (existsSync(target)) {
+    if (!statSync(target).isDirectory()) throw new LobesError('exists and is not a folder; an output folder is written here', { file: dir, hint: 'give a folder path, or remove the file' });
+    const names = readdirSync(target);
+    if (names.length && !(opts.replaces?.(target) ?? false)) {
+      throw new LobesError(`folder exists and holds files this command did not write (${names.slice(0, 3).join(', ')}${names.length > 3 ? ', …' : ''}); it is not replaced`, { file: dir, hint: 'give a new or empty folder' });
+    }
+  }
+  // The first folder this call creates (removed again on failure).
+  let created: string | null = null;
+  for (let p = parent; !existsSync(p); p = path.dirname(p)) created = p;
+  try {
+    mkdirSync(parent, { recursive: true });
+  } catch (e) {
+    rethrowSystem(e, parent);
+  }
+  const stamp = `${process.pid}-${Math.floor(Math.random() * 1e9)}`;
+  const tmp = path.join(parent, `.${base}.tmp-${stamp}`);
+  const old = path.join(parent, `.${base}.old-${stamp}`);
+  let moved = false;
+  try {
+    mkdirSync(tmp);
+    const out = await fill(tmp);
+    fsyncDir(tmp);
+    if (existsSync(target)) {
+      renameSync(target, old);
+      moved = true;
+    }
+    renameSync(tmp, target);
+    fsyncDir(parent);
+    if (moved) rmSync(old, { recursive: true, force: true });
+    return out;
+  } catch (e) {
+    rmSync(tmp, { recursive: true, force: true });
+    if (moved && !existsSync(target)) renameSync(old, target);
+    if (created) removeEmptyChain(created, parent);
+    // Name the output folder, not the temporary one that is gone.
+    if (e instanceof LobesError && e.message.includes(tmp)) throw new LobesError(e.message.split(tmp).join(target), { exitCode: e.exitCode });
+    throw systemError(e, dir) ?? e;
+  }
+}
+
+/** Remove `parent` and its ancestors up to and including `top` while they are empty. */
+function removeEmptyChain(top: string, parent: string): void {
+  for (let p = parent; ; p = path.dirname(p)) {
+    try {
+      rmdirSync(p);
+    } catch {
+      return;
+    }
+    if (p === top) return;
+  }
 }

@@ -8,14 +8,20 @@
  * (the run's model, or --weights: ONNX folder/file, safetensors checkpoint or GGUF file);
  * (2) one streaming pass over the weights computes C = column sums of |W| per row block;
  * (3) the analysis (src/wanda/analyze.ts) needs only C and the activations; (4) outputs are
- * written into a temporary sibling folder that replaces RUN/wanda/ only when complete.
+ * written into a temporary sibling folder that replaces RUN/wanda/ only when complete
+ * (writeDirAtomic), with the provenance of what was read: the run identity, its samples
+ * table and chunk files, and the sha256 of every weight file. The run's own model is
+ * verified against the hashes its manifest records before it is scored.
  */
-import { existsSync, mkdirSync, renameSync, rmSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, statSync } from 'node:fs';
 import * as path from 'node:path';
 import { csvField } from '../util/csv.js';
 import { LobesError, UsageError } from '../util/errors.js';
 import { Progress } from '../util/progress.js';
-import { writeFileAtomicSync, fsyncDir } from '../util/io.js';
+import { checkRegularFile, writeFileAtomicSync, writeDirAtomic } from '../util/io.js';
+import { analysisProvenance, hashModelFiles } from '../store/provenance.js';
+import { modelFiles, resolveRunModel } from '../extract/modelfiles.js';
+import { hashFileCached } from '../store/filehash.js';
 import { writeSafetensors, type StWriteTensor } from '../formats/safetensors.js';
 import { LOBES_VERSION } from '../version.js';
 import type { RunReader } from '../store/types.js';
@@ -67,6 +73,7 @@ export const DEFAULT_PERMUTATIONS = 100;
 /** Resolve where the weights are and which matrices they give for the wanted list. */
 export async function locateWeights(weights: string, wanted: WantedMatrix[], modelInfo?: ModelInfo): Promise<{ source: 'onnx' | 'safetensors' | 'gguf'; path: string; matrices: MatrixRef[] }> {
   if (!existsSync(weights)) throw new LobesError('weights folder or file not found', { file: weights, hint: 'pass --weights DIR (ONNX model folder, safetensors checkpoint or GGUF file)' });
+  if (!statSync(weights).isDirectory()) checkRegularFile(weights, 'weights file');
   if (isGgufFile(weights)) return { source: 'gguf', path: weights, matrices: ggufMatrices(weights, wanted) };
   const isOnnx = statSync(weights).isFile() ? weights.endsWith('.onnx') : existsSync(path.join(weights, 'model.onnx')) || existsSync(path.join(weights, 'genai_config.json'));
   if (!isOnnx && isSafetensorsPath(weights)) {
@@ -154,7 +161,7 @@ export async function runWanda(run: RunReader | string, opts: WandaOptions = {})
     statistic: 'rms',
     permutations: r.permutations,
     seed: r.seed,
-    weights: { source: located.source, path: path.resolve(located.path) },
+    weights: { source: located.source, path: path.resolve(located.path), files: weightFileHashes(located.source, located.path) },
     resolution: r.resolution,
     lobesVersion: LOBES_VERSION,
     createdAt: new Date().toISOString(),
@@ -164,9 +171,10 @@ export async function runWanda(run: RunReader | string, opts: WandaOptions = {})
   const used = result.counts.reduce((a, b) => a + b, 0);
   settings.samples = { used, excluded: labels.length - used };
   const metrics: WandaMetrics = weightLevel ? { ...result.metrics, weightLevel } : result.metrics;
+  settings.provenance = analysisProvenance(reader);
 
   const target = reader.analysisDir('wanda');
-  writeOutputs(target, settings, result, metrics);
+  await writeOutputs(target, settings, result, metrics);
   return { settings, regions: result.regions, metrics, dir: target };
 }
 
@@ -187,11 +195,22 @@ async function locateRunWeights(reader: RunReader, opts: WandaOptions): ReturnTy
   if (wanted.length === 0) {
     throw new LobesError('the run has no MLP capture points (layers.{i}.mlp.in / layers.{i}.mlp.down_in)', { file: reader.dir, hint: 'extract with --capture mlp' });
   }
+  // The run's own model is used only once its files hash to what the run was extracted with.
   // A run extracted from a GGUF scores the GGUF's own dequantized weights (what the converted
   // graph computes with) while the file is unchanged; else the converted folder.
   const src = reader.manifest.model.source;
-  const dflt = src?.format === 'gguf' && sameGguf(src) ? src.path : reader.manifest.model.dir;
+  const dflt = src?.format === 'gguf' && sameGguf(src) ? src.path : resolveRunModel(reader.manifest, reader.dir);
   return locateWeights(opts.weights ?? dflt, wanted, opts.modelInfo);
+}
+
+/** The weight files scored, relative to `where`, with their sha256 (through the file-hash cache). */
+function weightFileHashes(source: 'onnx' | 'safetensors' | 'gguf', where: string): { name: string; bytes: number; sha256: string }[] {
+  if (source === 'onnx') return hashModelFiles(modelFiles(where, null)).map(({ name, bytes, sha256 }) => ({ name, bytes, sha256 }));
+  if (source === 'gguf') return [{ name: path.basename(where), ...hashFileCached(where, { what: 'GGUF file' }) }];
+  const isDir = statSync(where).isDirectory();
+  const files = isDir ? readdirSync(where).filter((f) => f.endsWith('.safetensors') || f === 'model.safetensors.index.json').sort() : [path.basename(where)];
+  const base = isDir ? where : path.dirname(where);
+  return files.map((name) => ({ name, ...hashFileCached(path.join(base, name), { what: 'weight file' }) }));
 }
 
 /** Block resolution: one streaming pass for the column sums of |W|, then the analysis from them and the activations. */
@@ -248,13 +267,9 @@ export function metricsCsv(metrics: WandaMetrics): string {
   return rows.join('\n') + '\n';
 }
 
-/** Write every output into a temporary sibling of `target`, then swap it in. */
-function writeOutputs(target: string, settings: WandaSettings, result: AnalyzeResult, metrics: WandaMetrics): void {
-  const parent = path.dirname(target);
-  const tmp = path.join(parent, `.${path.basename(target)}.tmp-${process.pid}-${Date.now()}`);
-  const old = path.join(parent, `.${path.basename(target)}.old-${process.pid}-${Date.now()}`);
-  mkdirSync(tmp, { recursive: true });
-  try {
+/** Write every output into a temporary sibling of `target`, then swap it in (writeDirAtomic). */
+async function writeOutputs(target: string, settings: WandaSettings, result: AnalyzeResult, metrics: WandaMetrics): Promise<void> {
+  await writeDirAtomic(target, (tmp) => {
     const tensors: StWriteTensor[] = [];
     for (const [key, map] of result.pooled) {
       const m = result.regions.matrices.find((x) => key.endsWith(`|${x.name}`))!;
@@ -265,13 +280,5 @@ function writeOutputs(target: string, settings: WandaSettings, result: AnalyzeRe
     writeFileAtomicSync(path.join(tmp, 'metrics.json'), JSON.stringify(metrics, null, 1) + '\n');
     writeFileAtomicSync(path.join(tmp, 'metrics.csv'), metricsCsv(metrics));
     writeFileAtomicSync(path.join(tmp, 'settings.json'), JSON.stringify(settings, null, 2) + '\n');
-    if (existsSync(target)) renameSync(target, old);
-    renameSync(tmp, target);
-    fsyncDir(parent);
-  } catch (e) {
-    rmSync(tmp, { recursive: true, force: true });
-    if (!existsSync(target) && existsSync(old)) renameSync(old, target);
-    throw e;
-  }
-  rmSync(old, { recursive: true, force: true });
+  }, { replaces: (d) => existsSync(path.join(d, 'settings.json')) });
 }

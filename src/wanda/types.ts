@@ -8,6 +8,8 @@
  *   wanda/metrics.json     WandaMetrics        (and metrics.csv: one row per pair x metric)
  */
 
+import type { AnalysisProvenance } from '../store/types.js';
+
 export interface WandaSettings {
   by: string;
   groups: string[];
@@ -29,8 +31,11 @@ export interface WandaSettings {
   statistic: 'rms';
   permutations: number;
   seed: number;
-  weights: { source: 'onnx' | 'safetensors' | 'gguf'; path: string };
+  /** The weights scored: where, and each file read with its sha256. */
+  weights: { source: 'onnx' | 'safetensors' | 'gguf'; path: string; files?: { name: string; bytes: number; sha256: string }[] };
   resolution: 'block' | 'weight';
+  /** The run (identity), samples table and chunk files the analysis read (src/store/provenance.ts). */
+  provenance?: AnalysisProvenance;
   /** Samples used (a non-empty label on `by`) and samples left out (empty label). */
   samples?: { used: number; excluded: number };
   lobesVersion?: string;

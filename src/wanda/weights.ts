@@ -76,7 +76,11 @@ export function openSafetensorsCheckpoint(p: string): SafetensorsCheckpoint {
   const tensors = new Map<string, StHeader>();
   const add = (file: string) => {
     const h = readSafetensorsHeader(file);
-    for (const name of h.tensors.keys()) tensors.set(name, h);
+    for (const name of h.tensors.keys()) {
+      const other = tensors.get(name);
+      if (other) throw new LobesError(`tensor ${name} is in two weight files, ${path.basename(other.file)} and ${path.basename(file)}`, { file: p, hint: 'keep one copy of each tensor, or add a model.safetensors.index.json naming the file of each' });
+      tensors.set(name, h);
+    }
     return h;
   };
   if (statSync(p).isFile()) {

@@ -4,7 +4,7 @@
  * the padded batch shape (like real kernels do), so a run is only reproducible if batches
  * are planned the same way.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import type { Dataset, Sample } from '../../src/data/types.js';
 import type { CaptureEngine, CapturePoint, EngineOptions, LobesTokenizer, TokenBatch, TokenizerOptions, BatchPlanOptions } from '../../src/extract/types.js';
@@ -126,7 +126,16 @@ export function fakeDeps(n: number, opts: { variant?: number; delayMs?: number }
     openCaptureEngine: async (_dir, o) => fakeEngine(o, opts.delayMs ?? 0),
     planBatches: fakePlanBatches,
     padBatch: fakePadBatch,
+    modelFiles: fakeModelFiles,
   };
+}
+
+/** The fake model folder's files: model.onnx (not a real graph, so not decoded) and a tokenizer.json when present. */
+export function fakeModelFiles(model: string): { path: string; name: string; role: 'graph' | 'data' | 'tokenizer' }[] {
+  const files: { path: string; name: string; role: 'graph' | 'data' | 'tokenizer' }[] = [{ path: path.join(model, 'model.onnx'), name: 'model.onnx', role: 'graph' }];
+  const tok = path.join(model, 'tokenizer.json');
+  if (existsSync(tok)) files.push({ path: tok, name: 'tokenizer.json', role: 'tokenizer' });
+  return files;
 }
 
 /** A model folder whose model.onnx is just bytes (the fake engine never reads it). */

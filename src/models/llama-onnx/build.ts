@@ -7,7 +7,8 @@ import { floatArrayToHalf } from '../../util/half.js';
 import { int, NodeList, type GAttr, type GGraph, type GValue } from './graph.js';
 import type { TensorSink } from './sink.js';
 import type { LlamaSpec, LlamaWeightSource, WriteLlamaOptions } from './types.js';
-import { planNbits, shape2, streamFloat, streamNbits, toHalf, zpRowBytes, type NbitsPlan, type StreamCtx } from './weights.js';
+import { planNbits, runnableNbits, shape2, sourceBlocks, streamFloat, streamNbits, toHalf, zpRowBytes, type NbitsPlan, type StreamCtx } from './weights.js';
+import type { NbitsBlocks } from './types.js';
 
 export type FloatType = 'float32' | 'float16';
 
@@ -132,25 +133,47 @@ export class GraphBuilder {
     return this.node('Cast', nodeName, [value], { to: int(this.ft === 'float16' ? 10 : 1) });
   }
 
-  /** The MatMulNBits plan of weights stacked along d_out (null: they cannot share one node). */
+  /** Source blocks fetched by nbitsPlan and not yet streamed (so no weight is decomposed twice). */
+  private readonly blockCache = new Map<string, NbitsBlocks | null>();
+
+  private blocksOf(name: string): NbitsBlocks | null {
+    if (!this.blockCache.has(name)) this.blockCache.set(name, sourceBlocks(this.src, name));
+    return this.blockCache.get(name)!;
+  }
+
+  /**
+   * The MatMulNBits plan of weights stacked along d_out, or null when they cannot share one
+   * MatMulNBits node (different forms from the source, or a form that must be expanded).
+   */
   nbitsPlan(parts: string[]): NbitsPlan | null {
-    return planNbits(this.src, parts);
+    return planNbits(this.src, parts, parts.map((p) => this.blocksOf(p)));
   }
 
   /**
    * A projection of `input` by the source weights `parts` stacked along d_out: MatMul over a
-   * [d_in, d_out] float weight, or MatMulNBits (weights 'q4', with `plan` or a fresh one).
+   * [d_in, d_out] float weight, or MatMulNBits (weights 'q4', with `plan` or a fresh one). A
+   * single weight whose source blocks ONNX Runtime cannot run is expanded to float.
    */
   projection(input: string, parts: string[], n: ProjNaming, plan?: NbitsPlan | null, forceFloat = false): string {
-    if (this.opts.weights !== 'q4' || forceFloat) {
-      const dtype = forceFloat ? this.ft : this.projFloat;
+    let p: NbitsPlan | null = null;
+    let float = this.opts.weights !== 'q4' || forceFloat;
+    if (!float) {
+      p = plan ?? this.nbitsPlan(parts);
+      if (!p) {
+        const blocks = parts.map((q) => this.blocksOf(q));
+        if (parts.length === 1 && blocks[0] && !runnableNbits(blocks[0])) float = true;
+        else throw new LobesError(`weights ${parts.join(', ')} come in different MatMulNBits forms and cannot share one projection`);
+      }
+    }
+    for (const q of parts) this.blockCache.delete(q);
+    if (float) {
+      const dtype = forceFloat || this.opts.weights === 'q4' ? this.ft : this.projFloat;
       let w = this.floatTensor(n.floatInit(), parts, true, dtype);
       w = this.castTo(w, dtype, `${n.prefix}/weight_cast`);
       const { name, output } = n.node('MatMul', 0);
       return this.node('MatMul', name, [input, w], undefined, { outputs: [output] });
     }
-    const p = plan ?? this.nbitsPlan(parts);
-    if (!p) throw new LobesError(`weights ${parts.join(', ')} come in different MatMulNBits forms and cannot share one projection`);
+    p = p!;
     const shapes = parts.map((q) => shape2(this.src, q));
     const N = shapes.reduce((a, s) => a + s[0], 0);
     const K = shapes[0]![1];

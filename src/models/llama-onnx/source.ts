@@ -68,18 +68,18 @@ export function seededLlamaSource(spec: LlamaSpec, seed: number, opts: SeededSou
     if (!(r0 >= 0 && r1 >= r0 && r1 <= s[0]!)) throw new LobesError(`rows [${r0}, ${r1}) out of range [0, ${s[0]})`, { where: name });
     const out = new Float32Array((r1 - r0) * cols);
     const base = hash32(name) ^ Math.imul(seed, 0x9e3779b1);
+    // Uniform on [-a, a] has std a/√3; norms 1 ± 0.1. 2u − 1 = x·2⁻³¹ − 1 is exact.
     const is1d = s.length === 1;
-    // Uniform on [-a, a] has std a/√3.
     const a = is1d ? 0.1 : Math.sqrt(3 / cols);
+    const shift = is1d ? 1 : 0;
     for (let r = r0; r < r1; r++) {
-      let x = (base ^ Math.imul(r + 1, 0x85ebca6b)) >>> 0 || 1;
+      let x = (base ^ Math.imul(r + 1, 0x85ebca6b)) | 0 || 1;
       const o = (r - r0) * cols;
       for (let c = 0; c < cols; c++) {
         x ^= x << 13;
         x ^= x >>> 17;
         x ^= x << 5;
-        const u = (x >>> 0) / 4294967296;
-        out[o + c] = is1d ? 1 + a * (2 * u - 1) : a * (2 * u - 1);
+        out[o + c] = shift + a * ((x >>> 0) * 4.656612873077393e-10 - 1);
       }
     }
     return out;

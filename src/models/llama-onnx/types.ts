@@ -111,8 +111,8 @@ export interface WriteLlamaResult {
   modelBytes: number;
   /** Bytes of model.onnx.data. */
   dataBytes: number;
-  /** Seconds: streaming the weights, encoding the graph, all. */
-  seconds: { weights: number; graph: number; total: number };
+  /** Seconds: streaming the weights (fsync of the data file included), that fsync alone, encoding the graph, all. */
+  seconds: { weights: number; sync: number; graph: number; total: number };
   /** How each projection weight was stored (HF name → 'fp32' | 'fp16' | 'q4:rows' | 'nbits4' | 'nbits8'). */
   storage: Record<string, string>;
 }

@@ -21,38 +21,37 @@ export function toHalf(src: Float32Array, dst: Uint16Array = new Uint16Array(src
   const bits = new Uint32Array(src.buffer, src.byteOffset, src.length);
   for (let i = 0; i < src.length; i++) {
     const b = bits[i]!;
-    const sign = (b >>> 16) & 0x8000;
-    const exp = (b >>> 23) & 0xff;
-    let mant = b & 0x7fffff;
-    if (exp === 0xff) {
-      dst[i] = sign | 0x7c00 | (mant ? 0x200 : 0);
-      continue;
-    }
-    const e = exp - 112; // exp - 127 + 15
-    if (e >= 0x1f) {
-      dst[i] = sign | 0x7c00;
-      continue;
-    }
-    if (e <= 0) {
-      if (e < -10) {
-        dst[i] = sign;
-        continue;
-      }
-      mant |= 0x800000;
-      const shift = 14 - e;
-      let h = mant >>> shift;
-      const rem = mant & ((1 << shift) - 1);
-      const half = 1 << (shift - 1);
-      if (rem > half || (rem === half && h & 1)) h++;
-      dst[i] = sign | h;
-      continue;
-    }
-    let h = (e << 10) | (mant >>> 13);
-    const rem = mant & 0x1fff;
-    if (rem > 0x1000 || (rem === 0x1000 && h & 1)) h++;
-    dst[i] = sign | h;
+    const a = b & 0x7fffffff;
+    // Normal halves (|x| in [2^-14, 65520)): round the mantissa to 10 bits (ties to even); a
+    // carry into the exponent is right by construction.
+    if (a >= 0x38800000 && a < 0x477ff000) dst[i] = ((b >>> 16) & 0x8000) | (((a + 0x0fff + ((a >>> 13) & 1)) >>> 13) - 0x1c000);
+    else dst[i] = halfSlow(b);
   }
   return dst;
+}
+
+/** Subnormal, zero, overflow, Inf and NaN cases of toHalf. */
+function halfSlow(b: number): number {
+  const sign = (b >>> 16) & 0x8000;
+  const exp = (b >>> 23) & 0xff;
+  let mant = b & 0x7fffff;
+  if (exp === 0xff) return sign | 0x7c00 | (mant ? 0x200 : 0);
+  const e = exp - 112; // exp - 127 + 15
+  if (e >= 0x1f || (e === 0x1e && mant >= 0x7ff000)) return sign | 0x7c00;
+  if (e <= 0) {
+    if (e < -10) return sign;
+    mant |= 0x800000;
+    const shift = 14 - e;
+    let h = mant >>> shift;
+    const rem = mant & ((1 << shift) - 1);
+    const half = 1 << (shift - 1);
+    if (rem > half || (rem === half && h & 1)) h++;
+    return sign | h;
+  }
+  let h = (e << 10) | (mant >>> 13);
+  const rem = mant & 0x1fff;
+  if (rem > 0x1000 || (rem === 0x1000 && h & 1)) h++;
+  return sign | h;
 }
 
 const bytes = (a: Float32Array | Uint16Array | Uint8Array) => new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
@@ -166,20 +165,33 @@ function checkBlocks(b: NbitsBlocks, name: string, dOut: number, dIn: number): v
 }
 
 /**
- * Decide the MatMulNBits form of weights stacked along d_out: the source's blocks where it
- * gives them (all parts must then share bits and block size, else null: store them apart),
- * 4-bit block 32 quantized from rows otherwise.
+ * Whether ONNX Runtime's CPU MatMulNBits can run blocks in this form: 8-bit blocks with float
+ * zero points (a min term) have no CPU kernel (onnxruntime 1.30: "Only 2b and 4b quantization
+ * is supported for unpacked compute"), so such weights are expanded to float instead.
  */
-export function planNbits(src: LlamaWeightSource, parts: string[]): NbitsPlan | null {
-  const blocks = parts.map((p) => {
-    const b = src.nbits?.(p) ?? null;
-    if (b) {
-      const [dOut, dIn] = shape2(src, p);
-      checkBlocks(b, p, dOut, dIn);
-    }
-    return b;
-  });
+export function runnableNbits(b: NbitsBlocks): boolean {
+  return !(b.bits === 8 && b.mins);
+}
+
+/** The source's blocks of a weight, checked against its shape (null when it gives none). */
+export function sourceBlocks(src: LlamaWeightSource, name: string): NbitsBlocks | null {
+  const b = src.nbits?.(name) ?? null;
+  if (b) {
+    const [dOut, dIn] = shape2(src, name);
+    checkBlocks(b, name, dOut, dIn);
+  }
+  return b;
+}
+
+/**
+ * Decide the MatMulNBits form of weights stacked along d_out, given each part's source blocks
+ * (null: none): the source's form where it gives blocks (all parts must then share bits and
+ * block size), 4-bit block 32 quantized from rows otherwise. Null when the parts cannot share
+ * one MatMulNBits (different forms, or blocks ONNX Runtime cannot run: see runnableNbits).
+ */
+export function planNbits(src: LlamaWeightSource, parts: string[], blocks: (NbitsBlocks | null)[]): NbitsPlan | null {
   const given = blocks.filter((b): b is NbitsBlocks => b !== null);
+  if (given.some((b) => !runnableNbits(b))) return null;
   const bits = given[0]?.bits ?? 4;
   const blockSize = given[0]?.blockSize ?? 32;
   if (given.some((b) => b.bits !== bits || b.blockSize !== blockSize)) return null;
@@ -191,9 +203,9 @@ export function planNbits(src: LlamaWeightSource, parts: string[]): NbitsPlan | 
 }
 
 /**
- * Asymmetric `bits`-bit quantization of rows [rows, dIn] in blocks along dIn:
- * scale = (max − min)/(2^bits − 1) (1 when the block is constant 0), zero point
- * round(−min/scale) clamped, code clamp(round(w/scale) + zp). Codes are written packed
+ * Asymmetric `bits`-bit quantization of rows [rows, dIn] in blocks along dIn (min and max
+ * taken with 0): scale = (max − min)/(2^bits − 1) (1 when the block is all 0), zero point
+ * round(−min/scale) clamped, code clamp(round(w/scale) + zp), round(x) = floor(x + 0.5). Codes are written packed
  * low bits first into `codes` ([rows, nb, blockSize·bits/8]), zero points packed per row.
  * With `dequant`, w is overwritten by (code − zp)·scale.
  */
@@ -210,26 +222,43 @@ export function quantizeRows(
   const levels = (1 << bits) - 1;
   const zpBytes = zpRowBytes(nb, bits);
   const blob = (blockSize * bits) / 8;
+  const { codes, scales, zeroPoints } = out;
   for (let o = 0; o < rows; o++) {
     for (let b = 0; b < nb; b++) {
       const base = o * dIn + b * blockSize;
       let lo = 0;
       let hi = 0;
       for (let k = 0; k < blockSize; k++) {
-        lo = Math.min(lo, w[base + k]!);
-        hi = Math.max(hi, w[base + k]!);
+        const v = w[base + k]!;
+        if (v < lo) lo = v;
+        if (v > hi) hi = v;
       }
       const scale = Math.fround((hi - lo) / levels || 1);
-      const zp = Math.max(0, Math.min(levels, Math.round(-lo / scale)));
-      out.scales[o * nb + b] = scale;
-      if (bits === 4) out.zeroPoints[o * zpBytes + (b >> 1)]! |= zp << ((b & 1) * 4);
-      else out.zeroPoints[o * zpBytes + b] = zp;
+      let zp = Math.floor(-lo / scale + 0.5);
+      zp = zp < 0 ? 0 : zp > levels ? levels : zp;
+      scales[o * nb + b] = scale;
       const cb = (o * nb + b) * blob;
-      for (let k = 0; k < blockSize; k++) {
-        const q = Math.max(0, Math.min(levels, Math.round(w[base + k]! / scale) + zp));
-        if (bits === 4) out.codes[cb + (k >> 1)]! |= q << ((k & 1) * 4);
-        else out.codes[cb + k] = q;
-        if (dequant) w[base + k] = Math.fround((q - zp) * scale);
+      if (bits === 4) {
+        zeroPoints[o * zpBytes + (b >> 1)]! |= zp << ((b & 1) * 4);
+        for (let k = 0; k < blockSize; k += 2) {
+          let q0 = Math.floor(w[base + k]! / scale + 0.5) + zp;
+          let q1 = Math.floor(w[base + k + 1]! / scale + 0.5) + zp;
+          q0 = q0 < 0 ? 0 : q0 > 15 ? 15 : q0;
+          q1 = q1 < 0 ? 0 : q1 > 15 ? 15 : q1;
+          codes[cb + (k >> 1)] = q0 | (q1 << 4);
+          if (dequant) {
+            w[base + k] = Math.fround((q0 - zp) * scale);
+            w[base + k + 1] = Math.fround((q1 - zp) * scale);
+          }
+        }
+      } else {
+        zeroPoints[o * zpBytes + b] = zp;
+        for (let k = 0; k < blockSize; k++) {
+          let q = Math.floor(w[base + k]! / scale + 0.5) + zp;
+          q = q < 0 ? 0 : q > levels ? levels : q;
+          codes[cb + k] = q;
+          if (dequant) w[base + k] = Math.fround((q - zp) * scale);
+        }
       }
     }
   }

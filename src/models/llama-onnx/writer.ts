@@ -100,6 +100,7 @@ export async function writeLlamaOnnx(dir: string, spec: LlamaSpec, src: LlamaWei
     sink = new FileSink(path.join(tmp, DATA_FILE), DATA_FILE, opts.onProgress ? onWrite : () => {});
     const { graph, storage } = buildLlamaGraph(spec, src, sink, opts);
     const dataBytes = sink.size;
+    const ts = performance.now();
     sink.close();
     sink = null;
     const t1 = performance.now();
@@ -135,7 +136,7 @@ export async function writeLlamaOnnx(dir: string, spec: LlamaSpec, src: LlamaWei
       dir: target,
       modelBytes,
       dataBytes,
-      seconds: { weights: (t1 - t0) / 1000, graph: (t2 - t1) / 1000, total: (t3 - t0) / 1000 },
+      seconds: { weights: (t1 - t0) / 1000, sync: (t1 - ts) / 1000, graph: (t2 - t1) / 1000, total: (t3 - t0) / 1000 },
       storage,
     };
   } catch (e) {

@@ -19,12 +19,14 @@ import { scatterSection } from './sections/scatter.js';
 import { regionsSection } from './sections/regions.js';
 import { metricsSection } from './sections/metrics.js';
 import { provenanceSection } from './sections/provenance.js';
+import { evalSection } from './sections/eval.js';
 
 /** The page's sections, in page order. */
 const SECTIONS: Section[] = [
   scatterSection,
   regionsSection,
   metricsSection,
+  evalSection,
   provenanceSection,
 ];
 

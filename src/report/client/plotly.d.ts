@@ -5,7 +5,7 @@
 
 /** A trace. `type` lists every trace type the page draws: the inlined bundle must register each. */
 interface PlotlyTrace {
-  type: 'scatter' | 'heatmap';
+  type: 'scatter' | 'heatmap' | 'bar';
   [key: string]: unknown;
 }
 

@@ -20,7 +20,8 @@ function comparisonTables(page: Page, root: HTMLElement): void {
   root.appendChild(table(head, rows.filter((r) => !r.detail).map(fmtRow), 'metrics compare'));
   const parts: [string, (r: ComparisonRow) => boolean][] = [
     ['Per class', (r) => r.section.indexOf('separation') === 0],
-    ['Per pair of groups', (r) => r.section.indexOf('separation') !== 0],
+    ['Per pair of groups', (r) => r.section.indexOf('separation') !== 0 && r.section.indexOf('evaluation') !== 0],
+    ['Evaluation by slice', (r) => r.section.indexOf('evaluation') === 0],
   ];
   parts.forEach(([title, inPart]) => {
     const detail = rows.filter((r) => r.detail && inPart(r));

@@ -1,0 +1,66 @@
+/**
+ * The summary of an evaluation as Markdown tables (printed by `lobes eval`, pasted into
+ * findings): every accuracy with its 95% CI and chance level.
+ */
+import type { EvalManifest } from './run.js';
+import type { Accuracy, AccuracyTable, EvalSummary, GaeSummary, ItemSummary, PositionBias } from './summary.js';
+
+const pct = (x: number) => (Number.isFinite(x) ? (100 * x).toFixed(1) : '—');
+const ci = (a: Accuracy) => (a.ci95 ? `[${pct(a.ci95[0])}, ${pct(a.ci95[1])}]` : '—');
+
+function row(name: string, a: Accuracy): string {
+  return `| ${name} | ${a.n} | ${pct(a.accuracy)} | ${ci(a)} | ${pct(a.chance)} |`;
+}
+
+const HEAD = (what: string) => [`| ${what} | n | accuracy % | 95% CI | chance % |`, '|---|---:|---:|---:|---:|'];
+
+function tableLines(t: AccuracyTable): string[] {
+  return t.rows.map((r) => row(`${t.by.replace(/^label:/, '')} = ${r.key}`, r));
+}
+
+function biasLines(b: PositionBias[]): string[] {
+  return b.map((x) => {
+    const letters = x.pickRate.map((r, i) => `${String.fromCharCode(65 + i)} ${pct(r)}`).join(', ');
+    const ans = x.answerRate ? `; answer at: ${x.answerRate.map((r, i) => `${String.fromCharCode(65 + i)} ${pct(r)}`).join(', ')}` : '';
+    return `- ${x.k} options (${x.prompts} prompts): picked ${letters}${ans} (uniform: ${pct(1 / x.k)} each)`;
+  });
+}
+
+function items(s: ItemSummary, title: string): string[] {
+  const out = [`### ${title}`, '', ...(s.skipped?.length ? [`${s.skipped.length} items skipped (prompt longer than --max-tokens): ${s.skipped.slice(0, 5).join(', ')}${s.skipped.length > 5 ? ', …' : ''}`, ''] : []), ...HEAD('slice'), row('overall (every item once, voted)', s.overall)];
+  if (s.macro) out.push(row('mean over abilities (run_iae.py "Overall Average")', s.macro));
+  for (const [l, a] of Object.entries(s.macroByLanguage)) out.push(row(`mean over abilities, ${l}`, a));
+  out.push(row('single shuffles before the vote', s.unvoted));
+  for (const t of s.tables) out.push(...tableLines(t));
+  out.push('', 'Position bias:', ...biasLines(s.positionBias), `- letters' share of the next-token probability: mean ${pct(s.letterMass.mean)}%, min ${pct(s.letterMass.min)}%`, '');
+  return out;
+}
+
+function gae(s: GaeSummary): string[] {
+  const out = [
+    '### GAE (goal achievement: success = ending with goal achievement 2)',
+    '',
+    `${s.trees} world trees, ${s.ended} walks reached an ending, ${s.stuck.length} stopped at a node without choices${s.stuck.length ? ` (${s.stuck.slice(0, 5).join(', ')}${s.stuck.length > 5 ? ', …' : ''})` : ''}${s.skipped?.length ? `, ${s.skipped.length} at a decision longer than --max-tokens (${s.skipped.slice(0, 5).join(', ')}${s.skipped.length > 5 ? ', …' : ''})` : ''}; ${s.decisions} decisions.`,
+    '',
+    ...HEAD('slice'),
+    row('overall (every tree once)', s.overall),
+    row('mean over world categories (run_gae.py "Overall Average")', s.macro),
+  ];
+  for (const [l, a] of Object.entries(s.macroByLanguage)) out.push(row(`mean over categories, ${l}`, a));
+  for (const t of s.tables) out.push(...tableLines(t));
+  out.push('', 'Position bias:', ...biasLines(s.positionBias), `- letters' share of the next-token probability: mean ${pct(s.letterMass.mean)}%, min ${pct(s.letterMass.min)}%`, '');
+  return out;
+}
+
+/** Markdown of a summary (with the model and settings when the manifest is given). */
+export function formatSummary(s: EvalSummary, m?: EvalManifest): string {
+  const out: string[] = [];
+  if (m) {
+    const t = m.throughput;
+    out.push(`## ${m.model.dir}: ${m.dataset.spec}`, '', `${m.settings.shuffles} shuffles (seed ${m.settings.seed})${m.settings.cot ? `, reasoning up to ${m.settings.cot} tokens` : ''}${m.settings.limit ? `, --limit ${m.settings.limit}` : ''}; ${t.prompts} prompts, ${t.promptTokens} tokens (${t.prompts ? Math.round(t.promptTokens / t.prompts) : 0} per prompt); wall ${(m.timings.wallMs / 1000).toFixed(0)} s.`, '');
+  }
+  if (s.iae) out.push(...items(s.iae, 'IAE (interpersonal ability: the utterance that shows the asked ability)'));
+  if (s.mcq) out.push(...items(s.mcq, 'Multiple choice'));
+  if (s.gae) out.push(...gae(s.gae));
+  return out.join('\n') + '\n';
+}

@@ -1,0 +1,171 @@
+/**
+ * What an evaluation runs over: units (one multiple-choice item, or one GAE world tree),
+ * each with its prompt style, in dataset order. Built from a `socialeval:` spec (IAE items,
+ * GAE trees or both) or a `jsonl:` multiple-choice spec; `--limit N` keeps a seeded subset
+ * stratified by aspect (IAE, generic items: by their first label) or by world category (GAE).
+ */
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { LobesError, UsageError } from '../util/errors.js';
+import { Rng } from '../util/rng.js';
+import { parseSpec } from '../data/spec.js';
+import { loadSocialEvalBench, type WorldTree } from '../data/socialeval-eval.js';
+import { loadMcqJsonl } from '../data/mcq.js';
+import type { Excluded } from '../data/types.js';
+import { ANSWER_PREFIX, MCQ_DEFAULT_TEMPLATE, OPTION_SEPARATOR, SOCIALEVAL_TEMPLATES, type PromptVariant } from './templates.js';
+import { parseTemplate, templateFields, type PromptItem } from './prompt.js';
+import type { ItemFacts } from './records.js';
+import { hash32 } from './score.js';
+
+/** How a unit's prompts are written. */
+export interface PromptStyle {
+  /** 'iae', 'iae-cot', 'gae', 'gae-cot', 'mcq' or 'custom'. */
+  variant: string;
+  template: string;
+  separator: string;
+  answerPrefix: string;
+}
+
+export interface ItemUnit {
+  kind: 'item';
+  facts: ItemFacts;
+  prompt: PromptItem;
+  style: PromptStyle;
+}
+
+export interface TreeUnit {
+  kind: 'tree';
+  tree: WorldTree;
+  style: PromptStyle;
+}
+
+export type Unit = ItemUnit | TreeUnit;
+
+export type TaskChoice = 'iae' | 'gae' | 'both';
+
+export interface EvalData {
+  /** The dataset spec as loaded (normalized). */
+  spec: string;
+  kind: 'socialeval' | 'jsonl';
+  units: Unit[];
+  excluded: Excluded[];
+  /** Units before --limit. */
+  available: number;
+}
+
+export interface EvalDataOptions {
+  /** For socialeval: which evaluation(s). */
+  task: TaskChoice;
+  /** Chain-of-thought prompts (the published explanation variants). */
+  cot: boolean;
+  /** --prompt TEMPLATE_FILE for jsonl items. */
+  promptFile?: string;
+  answerPrefix?: string;
+  limit?: number | null;
+  seed: number;
+  skipInvalid?: boolean;
+}
+
+/** The SocialEval prompt style for a task and language. */
+export function socialEvalStyle(task: 'iae' | 'gae', lang: 'en' | 'zh', cot: boolean, answerPrefix?: string): PromptStyle {
+  const variant: PromptVariant = cot ? `${task}-cot` : task;
+  return { variant, template: SOCIALEVAL_TEMPLATES[variant][lang], separator: OPTION_SEPARATOR[task], answerPrefix: answerPrefix ?? ANSWER_PREFIX.socialeval };
+}
+
+/**
+ * A seeded subset of `n` of `xs`, stratified by `key` (proportional quotas, largest
+ * remainders first, ties by key), in the original order.
+ */
+export function stratifiedSubset<T>(xs: readonly T[], key: (x: T) => string, n: number, seed: number): T[] {
+  if (n >= xs.length) return [...xs];
+  const groups = new Map<string, number[]>();
+  xs.forEach((x, i) => {
+    const k = key(x);
+    if (!groups.has(k)) groups.set(k, []);
+    groups.get(k)!.push(i);
+  });
+  const keys = [...groups.keys()].sort();
+  const exact = keys.map((k) => (n * groups.get(k)!.length) / xs.length);
+  const quota = exact.map(Math.floor);
+  let left = n - quota.reduce((a, b) => a + b, 0);
+  const order = keys.map((_, i) => i).sort((a, b) => exact[b]! - quota[b]! - (exact[a]! - quota[a]!) || keys[a]!.localeCompare(keys[b]!));
+  for (const i of order) {
+    if (left <= 0) break;
+    quota[i]!++;
+    left--;
+  }
+  const keep = new Set<number>();
+  keys.forEach((k, gi) => {
+    const idx = [...groups.get(k)!];
+    new Rng(hash32(`${seed}\u0000${k}`)).shuffle(idx);
+    for (const i of idx.slice(0, quota[gi])) keep.add(i);
+  });
+  return xs.filter((_, i) => keep.has(i));
+}
+
+/** Load the units of an evaluation. */
+export function loadEvalData(spec: string, o: EvalDataOptions): EvalData {
+  const p = parseSpec(spec);
+  if (p.kind === 'socialeval') {
+    if (o.promptFile) throw new UsageError('--prompt applies to jsonl: items; SocialEval uses its published prompts');
+    const b = loadSocialEvalBench(spec, { iae: o.task !== 'gae', gae: o.task !== 'iae' }, o.skipInvalid);
+    let iae = b.iae;
+    let gae = b.gae;
+    const available = iae.length + gae.length;
+    if (o.limit != null) {
+      iae = stratifiedSubset(iae, (x) => `${x.language}/${x.aspect}`, o.limit, o.seed);
+      gae = stratifiedSubset(gae, (t) => `${t.language}/${t.category}`, o.limit, o.seed);
+    }
+    const units: Unit[] = [
+      ...iae.map((it): Unit => ({
+        kind: 'item',
+        facts: { id: it.id, task: 'iae', language: it.language, ability: it.ability, aspect: it.aspect, labels: it.labels, options: it.options, answer: it.answer },
+        prompt: { id: it.id, fields: it.fields, options: it.options },
+        style: socialEvalStyle('iae', it.language, o.cot, o.answerPrefix),
+      })),
+      ...gae.map((t): Unit => ({ kind: 'tree', tree: t, style: socialEvalStyle('gae', t.language, o.cot, o.answerPrefix) })),
+    ];
+    if (units.length === 0) throw new LobesError(`dataset ${spec} has nothing to evaluate for --task ${o.task}${b.excluded.length ? ` (${b.excluded.length} items excluded; first: ${b.excluded[0]!.reason})` : ''}`);
+    return { spec: b.spec, kind: 'socialeval', units, excluded: b.excluded, available };
+  }
+  if (p.kind === 'jsonl') {
+    if (o.task === 'gae') throw new UsageError('--task gae needs a socialeval: spec (world trees)');
+    const d = loadMcqJsonl(spec, o.skipInvalid);
+    let template = MCQ_DEFAULT_TEMPLATE;
+    let variant = 'mcq';
+    if (o.promptFile) {
+      try {
+        template = readFileSync(o.promptFile, 'utf8');
+      } catch (e: any) {
+        throw new LobesError(`cannot read the prompt template (${e.code ?? e.message})`, { file: o.promptFile });
+      }
+      parseTemplate(template, o.promptFile);
+      if (!templateFields(template).includes('choices')) throw new LobesError('the prompt template has no {choices} field (where the lettered options go)', { file: o.promptFile });
+      variant = 'custom';
+    }
+    const style: PromptStyle = { variant, template, separator: '. ', answerPrefix: o.answerPrefix ?? ANSWER_PREFIX.mcq };
+    const items = o.limit != null ? stratifiedSubset(d.items, (x) => (d.axes.length ? x.labels[d.axes[0]!]! : ''), o.limit, o.seed) : d.items;
+    const units: Unit[] = items.map((it) => ({
+      kind: 'item',
+      facts: { id: it.id, task: 'mcq', language: it.labels.language ?? null, ability: null, aspect: null, labels: it.labels, options: it.options, answer: it.answer },
+      prompt: { id: it.id, fields: it.fields, options: it.options },
+      style,
+    }));
+    return { spec: d.spec, kind: 'jsonl', units, excluded: d.excluded, available: d.items.length };
+  }
+  throw new UsageError(`lobes eval reads socialeval: or jsonl: specs, got ${JSON.stringify(spec)}`, 'e.g. socialeval:PATH?lang=en or jsonl:FILE?question=q&options=opts&answer=a');
+}
+
+/** sha256 over what the units put into prompts and scores (ids, fields, options, answers, templates, trees). */
+export function hashUnits(units: readonly Unit[]): string {
+  const h = createHash('sha256');
+  const sorted = (o: Record<string, unknown>) => Object.keys(o).sort().map((k) => [k, o[k]]);
+  for (const u of units) {
+    if (u.kind === 'item') h.update(JSON.stringify(['item', u.facts.id, u.facts.options, u.facts.answer, sorted(u.facts.labels), sorted(u.prompt.fields), u.style]) + '\n');
+    else {
+      const t = u.tree;
+      h.update(JSON.stringify(['tree', t.stem, t.protagonist, t.others, [...t.nodes.values()], u.style]) + '\n');
+    }
+  }
+  return h.digest('hex');
+}

@@ -1,0 +1,100 @@
+/**
+ * The files of a model folder that shape a run's numbers, and the check that a run's model
+ * is still the one it was extracted with:
+ *
+ * - modelFiles: the graph file (the one the capture engine loads), every external data file
+ *   it references, and the tokenizer files; hashed by src/store/provenance.ts hashModelFiles
+ *   into the run's identity;
+ * - resolveRunModel: the run's model folder, verified by hash (graph and external data)
+ *   before an analysis reads its weights.
+ */
+import { existsSync, statSync } from 'node:fs';
+import * as path from 'node:path';
+import { LobesError } from '../util/errors.js';
+import { loadModel, resolveModelFile } from '../onnx/index.js';
+import { hashFileCached } from '../store/filehash.js';
+import type { ModelFileRef } from '../store/provenance.js';
+import type { RunManifest } from '../store/types.js';
+
+const short = (h: string | null | undefined) => (typeof h === 'string' ? `${h.slice(0, 12)}…` : String(h));
+
+/** Tokenizer files hashed into a run's identity when the tokenizer folder has them. */
+export const TOKENIZER_FILES = [
+  'tokenizer.json',
+  'tokenizer_config.json',
+  'special_tokens_map.json',
+  'added_tokens.json',
+  'vocab.json',
+  'merges.txt',
+  'tokenizer.model',
+  'chat_template.jinja',
+  'chat_template.json',
+];
+
+/** The graph file of a model folder or .onnx file (the same choice the capture engine makes). */
+export function graphFileOf(model: string): string {
+  return resolveModelFile(model);
+}
+
+/**
+ * The files that shape a run's numbers: the graph file, every external data file it
+ * references (validated by the ONNX loader), and the tokenizer files present in
+ * `tokenizerDir`. Names are relative to the model folder.
+ */
+export function modelFiles(model: string, tokenizerDir: string | null): ModelFileRef[] {
+  const graph = path.resolve(graphFileOf(model));
+  const base = existsSync(model) && statSync(model).isDirectory() ? path.resolve(model) : path.dirname(graph);
+  const rel = (p: string) => path.relative(base, p).split(path.sep).join('/');
+  const out: ModelFileRef[] = [{ path: graph, name: rel(graph), role: 'graph' }];
+  const data = new Set<string>();
+  for (const ref of loadModel(graph).external.values()) data.add(path.resolve(ref.path));
+  for (const p of [...data].sort()) out.push({ path: p, name: rel(p), role: 'data' });
+  if (tokenizerDir) {
+    for (const f of TOKENIZER_FILES) {
+      const p = path.resolve(tokenizerDir, f);
+      if (existsSync(p)) out.push({ path: p, name: rel(p), role: 'tokenizer' });
+    }
+  }
+  return out;
+}
+
+/**
+ * The run's model folder, checked by hash before an analysis reads its weights: the graph
+ * file and every external data file must have the sha256 the manifest records. A relative
+ * folder (runs written by older lobes) is tried from the working directory and from the run
+ * folder. Throws naming the folder and both hashes when the model is not the run's.
+ */
+export function resolveRunModel(manifest: RunManifest, runDir: string): string {
+  const given = manifest.model.dir;
+  const candidates = path.isAbsolute(given) ? [given] : [...new Set([path.resolve(given), path.resolve(runDir, given)])];
+  const problems: string[] = [];
+  for (const dir of candidates) {
+    if (!existsSync(dir)) {
+      problems.push(`${dir} does not exist`);
+      continue;
+    }
+    const graph = graphFileOf(dir);
+    const got = hashFileCached(graph, { what: 'model graph' }).sha256;
+    if (got !== manifest.model.graphSha256) {
+      problems.push(`${graph} has sha256 ${short(got)} but the run was extracted from a graph with sha256 ${short(manifest.model.graphSha256)}`);
+      continue;
+    }
+    const base = statSync(dir).isDirectory() ? dir : path.dirname(graph);
+    for (const f of manifest.model.files ?? []) {
+      if (f.role !== 'data') continue;
+      const p = path.resolve(base, f.name);
+      const h = existsSync(p) ? hashFileCached(p, { what: 'external weight data file' }).sha256 : null;
+      if (h !== f.sha256) {
+        throw new LobesError(`the model's weight data file ${f.name} ${h ? `has sha256 ${short(h)}` : 'is missing'}; the run was extracted with sha256 ${short(f.sha256)}`, {
+          file: p,
+          hint: 'restore the model the run was extracted with, or pass --weights explicitly',
+        });
+      }
+    }
+    return dir;
+  }
+  throw new LobesError(`the run's model is not the one it was extracted with: ${problems.join('; ')}`, {
+    file: path.join(runDir, 'manifest.json'),
+    hint: 'restore the model folder the run was extracted with, or pass --weights explicitly',
+  });
+}

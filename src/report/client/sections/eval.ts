@@ -1,0 +1,143 @@
+/**
+ * "Evaluation": per run, the benchmark results of `lobes eval` (SocialEval IAE / GAE, or any
+ * multiple-choice items): every accuracy with its 95% CI and its chance level, the position
+ * bias, a figure of accuracy by aspect / world category against chance, and the paper's
+ * published rows as clearly labelled references (never as this model's numbers).
+ */
+import type { EvalPayload, RunPayload } from '../../types.js';
+import type { Accuracy, AccuracyTable, GaeSummary, ItemSummary, PositionBias } from '../../../eval/summary-types.js';
+import type { Page } from '../page.js';
+import type { Section } from '../section.js';
+import { el, table, columns, type Cell } from '../dom.js';
+import { esc } from '../format.js';
+
+/** A share as a percent with one decimal (text, so every cell shows the same precision). */
+const pct = (x: number | null | undefined): Cell => (typeof x === 'number' && isFinite(x) ? (x * 100).toFixed(1) : '—');
+const ci = (a: Accuracy): string => (a.ci95 ? '[' + (a.ci95[0] * 100).toFixed(1) + ', ' + (a.ci95[1] * 100).toFixed(1) + ']' : '—');
+const HEAD = ['slice', 'n', 'accuracy %', '95% CI', 'chance %'];
+
+function accRow(name: string, a: Accuracy): Cell[] {
+  return [name, a.n, pct(a.accuracy), ci(a), pct(a.chance)];
+}
+
+function tableRows(t: AccuracyTable): Cell[][] {
+  return t.rows.map((r) => accRow(r.key, r));
+}
+
+function biasTable(b: PositionBias[]): HTMLTableElement {
+  const k = Math.max(...b.map((x) => x.k));
+  const letters = Array.from({ length: k }, (_, i) => String.fromCharCode(65 + i));
+  return table(
+    ['options', 'prompts', ...letters.map((l) => 'picked ' + l + ' %'), ...(b.some((x) => x.answerRate) ? letters.map((l) => 'answer at ' + l + ' %') : [])],
+    b.map((x) => [String(x.k), x.prompts, ...letters.map((_, i) => (i < x.k ? pct(x.pickRate[i]) : null)), ...(x.answerRate ? letters.map((_, i) => (i < x.k ? pct(x.answerRate![i]) : null)) : [])]),
+    'metrics small',
+  );
+}
+
+function itemTables(s: ItemSummary, cell: HTMLElement, title: string): void {
+  cell.appendChild(el('h4', null, title + ' (' + s.items + ' items)'));
+  if (s.skipped && s.skipped.length) cell.appendChild(el('p', 'meta', s.skipped.length + ' items were not scored: their prompt is longer than --max-tokens (' + s.skipped.slice(0, 5).join(', ') + (s.skipped.length > 5 ? ', …' : '') + ').'));
+  const rows: Cell[][] = [accRow('overall (voted)', s.overall)];
+  if (s.macro) rows.push(accRow('mean over abilities (SocialEval\'s average)', s.macro));
+  Object.keys(s.macroByLanguage).forEach((l) => rows.push(accRow('mean over abilities, ' + l, s.macroByLanguage[l]!)));
+  rows.push(accRow('single shuffles, before the vote', s.unvoted));
+  cell.appendChild(table(HEAD, rows));
+  s.tables.forEach((t) => {
+    if (t.by === 'ability') {
+      const det = el('details');
+      det.appendChild(el('summary', null, 'By ability (' + t.rows.length + '; composite items count toward each of their abilities)'));
+      det.appendChild(table(HEAD, tableRows(t), 'metrics small'));
+      cell.appendChild(det);
+    } else {
+      cell.appendChild(el('p', 'meta', 'By ' + t.by.replace(/^label:/, '')));
+      cell.appendChild(table(HEAD, tableRows(t), 'metrics small'));
+    }
+  });
+  cell.appendChild(el('p', 'meta', 'Position bias: how often each letter slot is picked, and how often it holds the answer (uniform by shuffling).'));
+  cell.appendChild(biasTable(s.positionBias));
+  cell.appendChild(el('p', 'meta', 'The letters\' share of the next-token probability: mean ' + (s.letterMass.mean * 100).toFixed(1) + '%, lowest ' + (s.letterMass.min * 100).toFixed(1) + '%.'));
+}
+
+function gaeTables(s: GaeSummary, cell: HTMLElement): void {
+  cell.appendChild(el('h4', null, 'GAE: goal achievement (' + s.trees + ' world trees, ' + s.decisions + ' decisions)'));
+  const rows: Cell[][] = [accRow('overall (every tree once)', s.overall), accRow('mean over world categories (SocialEval\'s average)', s.macro)];
+  Object.keys(s.macroByLanguage).forEach((l) => rows.push(accRow('mean over categories, ' + l, s.macroByLanguage[l]!)));
+  cell.appendChild(table(HEAD, rows));
+  s.tables.forEach((t) => {
+    cell.appendChild(el('p', 'meta', 'By ' + t.by));
+    cell.appendChild(table(HEAD, tableRows(t), 'metrics small'));
+  });
+  cell.appendChild(el('p', 'meta', 'Success: the walk ends at an ending whose goal achievement is 2. ' + s.ended + ' walks reached an ending' + (s.stuck.length ? '; ' + s.stuck.length + ' stopped at a node without choices and are left out (' + s.stuck.join(', ') + ')' : '') + (s.skipped && s.skipped.length ? '; ' + s.skipped.length + ' stopped at a decision longer than --max-tokens and are left out (' + s.skipped.join(', ') + ')' : '') + '. Chance: the probability that random choices reach a successful ending.'));
+  cell.appendChild(biasTable(s.positionBias));
+}
+
+function referenceTable(ev: EvalPayload, cell: HTMLElement): void {
+  const wanted = new Set<string>();
+  if (ev.summary.iae) wanted.add('iae');
+  if (ev.summary.gae) wanted.add('gae');
+  const rows = ev.reference.rows.filter((r) => wanted.has(r.task));
+  if (!rows.length) return;
+  const det = el('details', 'reference');
+  det.appendChild(el('summary', null, 'Reference: published results (not measured here)'));
+  det.appendChild(el('p', 'meta', ev.reference.source + '. ' + rows[0]!.setting + '. lobes scores the answer letter\'s logit of a local model, so these rows frame the numbers above; they are not the same measurement.'));
+  det.appendChild(table(['model (published)', 'task', 'zh %', 'en %'], rows.map((r) => [r.model, r.task === 'iae' ? 'IAE average' : 'GAE overall', r.zh, r.en]), 'metrics small'));
+  cell.appendChild(det);
+}
+
+/** Accuracy with its CI per aspect (IAE) and per world category (GAE), chance as a marker. */
+function accuracyFigure(run: RunPayload, ev: EvalPayload): PlotlyFigure | null {
+  const parts: { t: AccuracyTable; name: string }[] = [];
+  const asp = ev.summary.iae && ev.summary.iae.tables.find((t) => t.by === 'aspect');
+  if (asp) parts.push({ t: asp, name: 'IAE' });
+  const cat = ev.summary.gae && ev.summary.gae.tables.find((t) => t.by === 'category');
+  if (cat) parts.push({ t: cat, name: 'GAE' });
+  if (!parts.length) return null;
+  const data: PlotlyTrace[] = [];
+  parts.forEach(({ t, name }) => {
+    const x = t.rows.map((r) => esc(name + ': ' + r.key));
+    data.push({
+      type: 'bar', name: esc(name + ' accuracy'), x, y: t.rows.map((r) => r.accuracy),
+      error_y: { type: 'data', symmetric: false, array: t.rows.map((r) => (r.ci95 ? r.ci95[1] - r.accuracy : 0)), arrayminus: t.rows.map((r) => (r.ci95 ? r.accuracy - r.ci95[0] : 0)) },
+    });
+    data.push({ type: 'scatter', mode: 'markers', name: esc(name + ' chance'), x, y: t.rows.map((r) => r.chance), marker: { symbol: 'line-ew-open', size: 28, color: '#555' } });
+  });
+  return {
+    data,
+    layout: { title: { text: esc(run.name) + ': accuracy with 95% CI, and chance' }, yaxis: { title: { text: 'accuracy' }, range: [0, 1] }, height: 380, margin: { t: 50, b: 120 }, barmode: 'group' },
+  };
+}
+
+export const evalSection: Section = {
+  title: 'Evaluation',
+  id: 'evaluation',
+  render(page: Page, root: HTMLElement) {
+    // Pages without an evaluation do not show the section at all.
+    if (!page.runs.some((r) => r.eval)) {
+      root.remove();
+      return;
+    }
+    const cols = columns(root, page.runs.length);
+    page.runs.forEach((run, ri) => {
+      const cell = el('div');
+      cols.appendChild(cell);
+      if (page.compare) cell.appendChild(el('h3', null, run.name));
+      const ev = run.eval;
+      if (!ev) {
+        cell.appendChild(el('p', 'missing', run.name + ': no evaluation.'));
+        return;
+      }
+      cell.appendChild(el('p', 'meta', ev.model + ' on ' + ev.dataset + ': ' + ev.settings + ' (' + ev.dir + ').'));
+      const fig = accuracyFigure(run, ev);
+      if (fig) {
+        const id = page.figures.register(page.figureId(ri, 'eval-accuracy'), () => fig);
+        const div = el('div', 'fig');
+        cell.appendChild(div);
+        page.ready.push(page.figures.draw(id, div));
+      }
+      if (ev.summary.iae) itemTables(ev.summary.iae, cell, 'IAE: interpersonal abilities');
+      if (ev.summary.mcq) itemTables(ev.summary.mcq, cell, 'Multiple choice');
+      if (ev.summary.gae) gaeTables(ev.summary.gae, cell);
+      referenceTable(ev, cell);
+    });
+  },
+};

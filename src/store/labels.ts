@@ -1,0 +1,61 @@
+/**
+ * Label overlays: label axes added to a finished run after extraction, one file per axis
+ * (RUN/labels/AXIS.json), without touching the run's manifest, samples or chunks. `lobes eval
+ * label` writes the axis `correct` (correct / wrong / unevaluated per sample id) from an
+ * evaluation of the same items; the run reader then offers it like any other axis, so
+ * `lobes cluster RUN --by correct` and `lobes wanda RUN --by correct` need nothing else.
+ *
+ *   { "format": "lobes-labels", "axis": "correct", "default": "unevaluated",
+ *     "source": { ... where the values came from ... }, "values": { "<sample id>": "correct", ... } }
+ */
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import * as path from 'node:path';
+import { LobesError } from '../util/errors.js';
+import { writeFileAtomicSync } from '../util/io.js';
+
+export const LABELS_DIR = 'labels';
+
+export interface LabelOverlay {
+  format: 'lobes-labels';
+  axis: string;
+  /** Value of samples the overlay does not list. */
+  default: string;
+  source: Record<string, unknown>;
+  values: Record<string, string>;
+}
+
+const AXIS_NAME = /^[A-Za-z_][A-Za-z0-9_.-]*$/;
+
+/** RUN/labels/AXIS.json. */
+export function overlayPath(runDir: string, axis: string): string {
+  if (!AXIS_NAME.test(axis)) throw new LobesError(`label axis name ${JSON.stringify(axis)} is not allowed (letters, digits, '_', '.', '-')`);
+  return path.join(runDir, LABELS_DIR, `${axis}.json`);
+}
+
+/** Write (or replace) an overlay atomically. */
+export function writeLabelOverlay(runDir: string, o: LabelOverlay): string {
+  const file = overlayPath(runDir, o.axis);
+  writeFileAtomicSync(file, JSON.stringify(o) + '\n');
+  return file;
+}
+
+/** Every overlay of a run, by axis (none when the folder is absent). */
+export function readLabelOverlays(runDir: string): Map<string, LabelOverlay> {
+  const dir = path.join(runDir, LABELS_DIR);
+  const out = new Map<string, LabelOverlay>();
+  if (!existsSync(dir)) return out;
+  for (const name of readdirSync(dir).filter((n) => n.endsWith('.json')).sort()) {
+    const file = path.join(dir, name);
+    let o: LabelOverlay;
+    try {
+      o = JSON.parse(readFileSync(file, 'utf8'));
+    } catch (e: any) {
+      throw new LobesError(`label overlay is not valid JSON (${e.message})`, { file, hint: 'delete it and write it again (lobes eval label)' });
+    }
+    if (!o || o.format !== 'lobes-labels' || typeof o.axis !== 'string' || `${o.axis}.json` !== name || typeof o.default !== 'string' || typeof o.values !== 'object' || o.values === null) {
+      throw new LobesError('not a lobes label overlay (format, axis matching the file name, default and values needed)', { file });
+    }
+    out.set(o.axis, o);
+  }
+  return out;
+}
