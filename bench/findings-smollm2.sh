@@ -8,13 +8,14 @@
 # Steps, in order of priority, each run analysed as soon as it is extracted (a later step never
 # changes an earlier one's numbers):
 #   1. convert the GGUF (Q4_1) to an ONNX folder with fp32 weights (the Q4_1 values, exactly)
-#   2. English, question + response, trained: extract (final, MLP inputs, residual stream);
-#      cluster (t-SNE, separation with nulls, token baselines, the per-layer sweep); wanda at
-#      256×256 (the paper's; kept as wanda-256/) and --block auto
-#   3. the same through the random-weights control (seed 0), and the comparison
-#   4. English, response only, trained; compared with question + response
+#   2. English, question + response: extract (final, MLP inputs, residual stream) through the
+#      trained model and through its random-weights control (seed 0); cluster both (t-SNE,
+#      separation with nulls, token baselines, the per-layer sweep) and compare them; wanda on
+#      the trained run at 256×256 (the paper's; kept as wanda-256/) and --block auto
+#   3. English, response only, trained; compared with question + response
+#   4. wanda on the control (256 and auto)
 #   5. Chinese, question + response, trained
-#   6. the random-weights controls of 4 and 5, and their comparisons
+#   6. the random-weights controls of 3 and 5, and their comparisons
 #   7. the probe on every dimension (--probe-pca 0) for English question + response, trained and control
 #   8. a report per run
 # Wall times of every step go to OUT_DIR/times.tsv (extraction times are also in each run's manifest).
@@ -77,15 +78,15 @@ ZH="socialeval:$TREES?lang=zh"
 CTL="--control random --control-seed $SEED"
 
 extract en-qr "$EN" final,mlp,resid
-cluster en-qr
-wanda en-qr
 extract en-qr-control "$EN" final,mlp,resid $CTL
+cluster en-qr
 cluster en-qr-control
-wanda en-qr-control
 compare en-qr en-qr-control compare-en-qr-vs-control.html
+wanda en-qr
 extract en-r "$EN&text=response" final,resid
 cluster en-r
 compare en-qr en-r compare-en-qr-vs-r.html
+wanda en-qr-control
 extract zh-qr "$ZH" final,resid
 cluster zh-qr
 compare en-qr zh-qr compare-en-vs-zh.html

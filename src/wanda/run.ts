@@ -199,8 +199,8 @@ async function locateRunWeights(reader: RunReader, opts: WandaOptions): ReturnTy
   // A run extracted from a GGUF scores the GGUF's own dequantized weights (what the converted
   // graph computes with) while the file is unchanged; else the converted folder.
   const src = reader.manifest.model.source;
-  const dflt = src?.format === 'gguf' && sameGguf(src) ? src.path : resolveRunModel(reader.manifest, reader.dir);
-  return locateWeights(opts.weights ?? dflt, wanted, opts.modelInfo);
+  const dflt = () => (src?.format === 'gguf' && sameGguf(src) ? src.path : resolveRunModel(reader.manifest, reader.dir));
+  return locateWeights(opts.weights ?? dflt(), wanted, opts.modelInfo);
 }
 
 /** The weight files scored, relative to `where`, with their sha256 (through the file-hash cache). */

@@ -7,7 +7,9 @@ import { describe, it, expect, afterAll } from 'vitest';
 import { mkdtempSync, rmSync, writeFileSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
+import { createHash } from 'node:crypto';
 import { Rng } from '../../src/util/rng.js';
+import { runIdentity } from '../../src/store/provenance.js';
 import { encodeNpy } from '../../src/cluster/npy.js';
 import { runCluster } from '../../src/cluster/run.js';
 import { classScores } from '../../src/cluster/scores.js';
@@ -40,7 +42,32 @@ async function runWith(name: string, X: Float32Array, d: number, labels: string[
   const lab = path.join(tmp, `${name}.txt`);
   writeFileSync(lab, labels.join('\n') + '\n');
   await runCluster(npy, { ...FAST, labels: lab, out: path.join(dir, 'cluster') });
+  adoptMatrixRows(dir);
   return dir;
+}
+
+/**
+ * Make the run's samples the matrix's rows (ids and labels as lobes cluster wrote them) and
+ * record the run's provenance in cluster/settings.json, as lobes cluster on a run does, so the
+ * report shows these results as the run's.
+ */
+function adoptMatrixRows(dir: string): void {
+  const coords = JSON.parse(readFileSync(path.join(dir, 'cluster', 'coords.json'), 'utf8')) as { ids: string[]; labels: string[] };
+  const mf = path.join(dir, 'manifest.json');
+  const m = JSON.parse(readFileSync(mf, 'utf8'));
+  const rows = coords.ids.map((id, i) => ({ index: i, id, labels: { aspect: coords.labels[i] }, tokens: 10, truncated: false }));
+  const table = rows.map((r) => JSON.stringify(r)).join('\n') + '\n';
+  m.samplesSha256 = createHash('sha256').update(table).digest('hex');
+  m.counts.samples = rows.length;
+  m.dataset.count = rows.length;
+  delete m.identity;
+  m.identity = runIdentity(m);
+  writeFileSync(mf, JSON.stringify(m));
+  writeFileSync(path.join(dir, 'samples.jsonl'), table);
+  const sf = path.join(dir, 'cluster', 'settings.json');
+  const settings = JSON.parse(readFileSync(sf, 'utf8'));
+  settings.provenance = { run: m.identity, runDir: path.resolve(dir), samplesSha256: m.samplesSha256, rows: rows.length, chunks: {} };
+  writeFileSync(sf, JSON.stringify(settings));
 }
 
 /** 270 "common" and 30 "rare" items; features: noise, plus `signal` times a class offset. */
