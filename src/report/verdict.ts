@@ -76,10 +76,14 @@ export function verdictLines(metrics: ClusterMetrics | null, settings: ClusterSe
     if (probe && bases.length) {
       const best = bases.reduce((a, b) => (b.probe.balancedAccuracy.value > a.probe.balancedAccuracy.value ? b : a));
       const d = probe.balancedAccuracy.value - best.probe.balancedAccuracy.value;
+      const bv = f2(best.probe.balancedAccuracy.value);
+      const pv = f2(probe.balancedAccuracy.value);
       out.push(
         d > 0
           ? `The representation's probe beats the best token baseline (${best.name}) by ${f2(d)} balanced accuracy (difference of point estimates; compare runs for a CI).`
-          : `The tokens alone do at least as well: ${best.name} ${f2(best.probe.balancedAccuracy.value)} vs the representation's probe ${f2(probe.balancedAccuracy.value)} balanced accuracy, so the separation need not come from what the model computes.`,
+          : sep.length === 0 && beatsChance(best.probe.balancedAccuracy, chance)
+            ? `The tokens alone separate the labels (${best.name} ${bv} balanced accuracy) where the representation's probe does not (${pv}): what the texts' tokens carry does not reach this representation.`
+            : `The tokens alone do at least as well: ${best.name} ${bv} vs the representation's probe ${pv} balanced accuracy, so the separation need not come from what the model computes.`,
       );
     }
     for (const n of metrics.notes ?? []) out.push(`Note: ${n}.`.replace(/\.\.$/, '.'));

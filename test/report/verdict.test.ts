@@ -159,3 +159,38 @@ describe('comparing a run with its random-weights control', () => {
     expect(ind.ci[1] - ind.ci[0]).toBeGreaterThan(r.ci[1] - r.ci[0]);
   });
 });
+
+describe('the token-baseline line', () => {
+  const clf = (bal: number, p: number) => ({
+    accuracy: { value: 0.4, ci95: [0.38, 0.42], p, nullMean: 0.35, nullBand: [0.33, 0.37] },
+    balancedAccuracy: { value: bal, ci95: [bal - 0.02, bal + 0.02], p, nullMean: 0.2, nullBand: [0.19, 0.21] },
+    macroF1: { value: bal, ci95: [bal - 0.02, bal + 0.02], p, nullMean: 0.16, nullBand: [0.14, 0.18] },
+    recall: [],
+    confusion: [],
+  });
+  const metrics = (probe: number, probeP: number, tokens: number) =>
+    ({
+      classes: ['a', 'b', 'c', 'd', 'e'], n: 500, dim: 16,
+      chance: { balancedAccuracy: 0.2, majorityRate: 0.38, majorityClass: 'a', counts: [190, 80, 80, 80, 70] },
+      spaces: [{ space: 'original-euclidean', silhouette: null, daviesBouldin: null, knn: null, probe: clf(probe, probeP), probeDims: 16, perClass: [] }],
+      baselines: [{ name: 'token-counts', description: '', dim: 100, probeDims: 16, probe: clf(tokens, 0.02) }],
+    }) as unknown as Parameters<typeof verdictLines>[0];
+
+  it('a representation at its null while the tokens separate: says the tokens do and the representation does not', () => {
+    const lines = verdictLines(metrics(0.2, 0.7, 0.34), null);
+    expect(lines.some((l) => /^Not separated/.test(l))).toBe(true);
+    expect(lines.find((l) => /token-counts 0\.34 balanced accuracy\) where the representation's probe does not \(0\.20\)/.test(l))).toBeDefined();
+    expect(lines.some((l) => /need not come from what the model computes/.test(l))).toBe(false);
+  });
+
+  it('a separated representation below the tokens: the separation need not come from the model', () => {
+    const lines = verdictLines(metrics(0.3, 0.02, 0.34), null);
+    expect(lines.some((l) => /^Separated beyond chance by 1 of 1/.test(l))).toBe(true);
+    expect(lines.some((l) => /token-counts 0\.34 vs the representation's probe 0\.30 balanced accuracy, so the separation need not come from what the model computes/.test(l))).toBe(true);
+  });
+
+  it('a representation above the tokens: the margin over the best baseline', () => {
+    const lines = verdictLines(metrics(0.45, 0.02, 0.34), null);
+    expect(lines.some((l) => /beats the best token baseline \(token-counts\) by 0\.11 balanced accuracy/.test(l))).toBe(true);
+  });
+});
