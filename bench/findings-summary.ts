@@ -36,6 +36,7 @@ const bal = (c: ClassifierMetrics | null | undefined) => (c ? `${f2(c.balancedAc
 async function load(name: string, clusterDir?: string): Promise<ReportModel | null> {
   const dir = path.join(OUT, name);
   if (!existsSync(path.join(dir, 'manifest.json'))) return null;
+  if (clusterDir && !existsSync(path.join(dir, clusterDir, 'metrics.json'))) return null;
   return loadRun(dir, clusterDir ? { clusterDir: path.join(dir, clusterDir) } : {});
 }
 
