@@ -59,3 +59,8 @@ export type { EvalSummary } from './eval/summary-types.js';
 // Weight and tensor files
 export { readSafetensorsHeader, readTensorFloat32, writeSafetensors, type StHeader, type StTensorInfo } from './formats/safetensors.js';
 export { openGguf, type GgufFile, type GgufTensorInfo, type GgufValue } from './formats/gguf.js';
+
+// GGUF models (llama.cpp, Ollama) as ONNX model folders
+export { convertGguf, type ConvertOptions, type ConvertResult } from './convert/convert.js';
+export { resolveModel, isGgufFile, defaultCacheDir, type ResolveModelOptions, type ResolvedModel, type ModelSource } from './convert/cache.js';
+export { openGgufLlama, type GgufLlama } from './convert/gguf-llama.js';

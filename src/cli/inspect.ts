@@ -22,7 +22,7 @@ warning naming both values (docs/capture.md).
   --json      machine-readable output (stable under renaming of nodes and intermediate values)
   --strict    exit 1 when the graph disagrees with its config files
 `,
-  options: { json: { type: 'boolean' }, cache: { type: 'string' }, strict: { type: 'boolean' } },
+  options: { json: { type: 'boolean' }, strict: { type: 'boolean' }, cache: { type: 'string' } },
   positionals: [1, 1] as [number, number],
 } as const;
 

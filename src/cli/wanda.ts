@@ -16,6 +16,7 @@ Writes RUN/wanda/ (pooled.safetensors, regions.json, metrics.json, metrics.csv, 
                      GGUF file (its dequantized weights, streamed a tensor at a time)
                      (default: the run's model; for a run extracted from a GGUF, that GGUF
                      while it is unchanged, else the converted folder)
+  --model M          the same as --weights (e.g. --model FILE.gguf)
   --by LABEL         label axis whose values are the groups (default: aspect)
   --block N|RxC|auto block size in W[d_out, d_in] (default 256, the paper's); auto: the largest
                      power of two ≤ 256 that gives every matrix ≥ 16 blocks on its short side and
@@ -51,6 +52,7 @@ export async function run(argv: string[]): Promise<number> {
     positionals: [1, 1],
     options: {
       weights: { type: 'string' },
+      model: { type: 'string' },
       by: { type: 'string' },
       block: { type: 'string' },
       top: { type: 'string' },
@@ -67,6 +69,7 @@ export async function run(argv: string[]): Promise<number> {
   if (!p) return 0;
   const v = p.values;
   if (v.top !== undefined && v['top-count'] !== undefined) throw new UsageError('give --top or --top-count, not both');
+  if (v.model !== undefined && v.weights !== undefined && v.model !== v.weights) throw new UsageError('--model and --weights name the same thing; give one');
   const scope = (v.scope ?? 'matrix') as TopSpec['scope'];
   if (!['matrix', 'layer', 'global'].includes(scope)) throw new UsageError(`--scope must be matrix, layer or global, got ${JSON.stringify(v.scope)}`);
   const top: Partial<TopSpec> =
@@ -76,7 +79,7 @@ export async function run(argv: string[]): Promise<number> {
   const resolution = v.resolution ?? 'block';
   if (resolution !== 'block' && resolution !== 'weight') throw new UsageError(`--resolution must be block or weight, got ${JSON.stringify(resolution)}`);
   const res = await runWanda(p.positionals[0], {
-    weights: v.weights,
+    weights: v.weights ?? v.model,
     by: v.by,
     block: parseBlock(v.block),
     top,

@@ -26,6 +26,7 @@ import { fsyncDir, writeFileAtomicSync } from '../util/io.js';
 import { WRITER_VERSION } from '../models/llama-onnx/index.js';
 import { readGgufHeader } from '../formats/gguf.js';
 import type { ModelSourceRecord } from '../store/types.js';
+import { openGgufLlama } from './gguf-llama.js';
 import { CONVERTER_VERSION, CONVERT_RECORD, convertGguf, ggufIdentity, resolveConvertOptions, type ConvertOptions, type ConvertResult, type GgufIdentity } from './convert.js';
 
 /** Where a run's model came from when it was given as a GGUF (recorded in the run manifest as model.source). */
@@ -171,17 +172,21 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  * `attend` call this on their --model argument.
  */
 export async function resolveModel(p: string, opts: ResolveModelOptions = {}): Promise<ResolvedModel> {
-  if (!isGgufFile(p)) return { dir: p, source: null, converted: null };
+  // A file named .gguf that is not one goes on to the GGUF reader, whose error says what is wrong.
+  if (!isGgufFile(p) && !(/\.gguf$/i.test(p) && existsSync(p) && statSync(p).isFile())) return { dir: p, source: null, converted: null };
   const log = opts.log ?? ((l: string) => process.stderr.write(l + '\n'));
   const o = resolveConvertOptions(opts);
+  // Everything the conversion can check without reading the weights is checked before the
+  // cache is touched (header, architecture, hyperparameters, tensor names, shapes and types).
+  const check = openGgufLlama(p);
+  check.close();
+  const id = ggufIdentity(p, check.gguf.dataStart);
   const root = path.resolve(opts.cache ?? defaultCacheDir());
   try {
     mkdirSync(root, { recursive: true });
   } catch (e: any) {
     throw new LobesError(`cannot create the cache folder (${e?.code ?? e?.message})`, { file: root, hint: 'pass --cache DIR, or set LOBES_CACHE' });
   }
-  const header = readGgufHeader(p); // validates the header before anything is hashed or locked
-  const id = ggufIdentity(p, header.dataStart);
   const entry = cacheEntryName(id, o);
   const dir = path.join(root, entry);
   const source: ModelSource = { format: 'gguf', ...id, converted: dir, options: { dtype: o.dtype, weights: o.weights, layout: o.layout } };

@@ -99,22 +99,18 @@ export function ggufIdentity(file: string, dataStart: number): GgufIdentity {
 const PROJECTION = /(_proj|lm_head)\.weight$/;
 
 /**
- * GGML types whose MatMulNBits form ONNX Runtime runs: every mappable type except the 5-bit
- * ones with a min (Q5_1, Q5_K), whose 8-bit codes would need float zero points.
- */
-const RUNS_AS_NBITS = new Set(Object.entries(NBITS_MAPPING).filter(([, m]) => !(m.bits === 8 && m.zeroPoint === null)).map(([t]) => t));
-
-/**
  * Resolve --weights auto: the smallest storage that keeps every projection weight exact.
- * q4 (MatMulNBits) when each projection's GGML type maps onto it in a form ONNX Runtime runs
- * (Q4_0, Q4_1, Q5_0, Q8_0, Q2_K, Q3_K, Q4_K, Q6_K); fp16 when each is F16 (or maps, with an fp16 graph); otherwise fp32 (F32 and
- * BF16 weights, or a mix), which an fp16 graph cannot take, so it gets fp16 (rounded).
+ * q4 when each projection's GGML type has a MatMulNBits form (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0,
+ * Q2_K…Q6_K): the blocks are kept, except 8-bit blocks with a min (Q5_1, Q5_K), which ONNX
+ * Runtime cannot run and the writer expands to float exactly; fp16 when each is F16; otherwise
+ * fp32 (F32 and BF16 weights, or a mix of float and quantized types), which an fp16 graph
+ * cannot take, so it gets fp16 (rounded).
  */
 export function chooseWeights(model: GgufLlama, dtype: 'fp32' | 'fp16'): { weights: 'q4' | 'fp16' | 'fp32'; reason: string } {
   const types = new Map<string, number>();
   for (const m of model.mapped) if (m.shape.length === 2 && PROJECTION.test(m.name)) types.set(m.tensor.typeName, (types.get(m.tensor.typeName) ?? 0) + 1);
   const list = [...types.keys()].sort().join(', ');
-  if ([...types.keys()].every((t) => RUNS_AS_NBITS.has(t))) return { weights: 'q4', reason: `every projection is ${list}, which MatMulNBits holds exactly` };
+  if ([...types.keys()].every((t) => NBITS_MAPPING[t])) return { weights: 'q4', reason: `every projection is ${list}, which MatMulNBits holds exactly` };
   if ([...types.keys()].every((t) => t === 'F16')) return { weights: 'fp16', reason: 'every projection is F16' };
   if (dtype === 'fp16') return { weights: 'fp16', reason: `projections are ${list}; an fp16 graph stores them as fp16 (rounded)` };
   return { weights: 'fp32', reason: `projections are ${list}; fp32 holds every one exactly` };

@@ -26,20 +26,13 @@
  */
 import { openGguf, type GgufFile, type GgufTensorInfo } from '../formats/gguf.js';
 import { ggmlType, DEQUANTIZABLE } from '../formats/ggml.js';
-import { ggmlToMatMulNBits, NBITS_MAPPING } from '../formats/ggml-nbits.js';
 import { LobesError } from '../util/errors.js';
-import type { LlamaSpec, LlamaWeightSource, NbitsBlocks } from '../models/llama-onnx/index.js';
+import type { LlamaSpec } from '../models/llama-onnx/index.js';
+import { GgufWeightSource, type MappedWeight } from './gguf-weights.js';
+import { ropeScalingFromFreqFactors, shortFloat32 } from './rope-scaling.js';
 
-/** How one Hugging Face weight is stored in the GGUF. */
-export interface MappedWeight {
-  /** The Hugging Face name (model.layers.3.self_attn.q_proj.weight, ...). */
-  name: string;
-  tensor: GgufTensorInfo;
-  /** Heads whose rows llama.cpp reordered (q_proj: heads, k_proj: KV heads); 0 for every other weight. */
-  permutedHeads: number;
-  /** HF shape: [rows, cols] for matrices, [n] for norms. */
-  shape: number[];
-}
+export { GgufWeightSource, ggufRowOf, hfRowOf, type MappedWeight } from './gguf-weights.js';
+export { ropeScalingFromFreqFactors, shortFloat32 } from './rope-scaling.js';
 
 /** A llama GGUF opened for conversion. Call `close()` when done. */
 export interface GgufLlama {
@@ -52,18 +45,8 @@ export interface GgufLlama {
   close(): void;
 }
 
-/** Metadata keys under `llama.` that lobes reads or knows to be harmless. */
+/** Tensor names of the Llama architecture (anything else in a llama GGUF is refused). */
 const KNOWN_TENSOR = /^(token_embd|output_norm|output|rope_freqs)\.weight$|^blk\.\d+\.(attn_norm|attn_q|attn_k|attn_v|attn_output|ffn_norm|ffn_gate|ffn_up|ffn_down)\.weight$/;
-
-/** The shortest decimal that rounds to the same float32 (1e-5 instead of 9.999999747e-6). */
-export function shortFloat32(x: number): number {
-  const f = Math.fround(x);
-  for (let p = 1; p <= 9; p++) {
-    const y = Number(f.toPrecision(p));
-    if (Math.fround(y) === f) return y;
-  }
-  return f;
-}
 
 /** Reads `llama.*` hyperparameters with one-line errors naming the file and the key. */
 class Hparams {
@@ -109,88 +92,6 @@ class Hparams {
   }
 }
 
-/**
- * Recover Hugging Face's llama3 `rope_scaling` from llama.cpp's `rope_freqs` factors.
- *
- * llama.cpp divides frequency i (θ^(-2i/D)) by factor f_i, where for wavelength w = 2π / freq:
- * f = 1 when w < L / high, f = factor when w > L / low, and in between
- * f = 1 / ((1 − s) / factor + s) with s = (L / w − low) / (high − low). The factors therefore
- * fix `factor` (the plateau) and, through the medium band, the line s = A / w + B with
- * A = L / (high − low), B = −low / (high − low); any L (original_max_position_embeddings) with
- * low = −B L / A, high = low + L / A gives the same factors. L is taken from
- * `llama.rope.scaling.original_context_length` when present, else Llama-3's 8192; the result is
- * recomputed in float64, rounded to float32 and compared with every stored factor.
- * Returns null when every factor is 1 (no scaling); throws when the factors do not follow the
- * llama3 rule.
- */
-export function ropeScalingFromFreqFactors(factors: Float32Array, theta: number, headDim: number, originalContext: number | null, place: { file: string; where: string }): Record<string, unknown> | null {
-  const half = headDim / 2;
-  if (factors.length !== half) throw new LobesError(`holds ${factors.length} factors but the head dim ${headDim} has ${half} rotary frequencies`, place);
-  let factor = 1;
-  for (const f of factors) {
-    if (!(f >= 1) || !Number.isFinite(f)) throw new LobesError(`factor ${f} is not a number >= 1: not llama3 rope scaling`, { ...place, hint: 'lobes converts llama3-style rope_freqs only' });
-    factor = Math.max(factor, f);
-  }
-  if (factor === 1) return null;
-  const wave = (i: number) => (2 * Math.PI) / Math.pow(theta, (-2 * i) / headDim);
-  const L = originalContext ?? 8192;
-  const candidates: Array<{ low: number; high: number }> = [{ low: 1, high: 4 }];
-  // Fit the medium band: s_i = A / w_i + B.
-  const pts: Array<[number, number]> = [];
-  for (let i = 0; i < half; i++) {
-    const f = factors[i];
-    if (f > 1 && f < factor && Math.abs(f - factor) > 1e-6 * factor && Math.abs(f - 1) > 1e-6) pts.push([1 / wave(i), (1 / f - 1 / factor) / (1 - 1 / factor)]);
-  }
-  if (pts.length >= 2) {
-    const n = pts.length;
-    let sx = 0, sy = 0, sxx = 0, sxy = 0;
-    for (const [x, y] of pts) {
-      sx += x;
-      sy += y;
-      sxx += x * x;
-      sxy += x * y;
-    }
-    const A = (n * sxy - sx * sy) / (n * sxx - sx * sx);
-    const B = (sy - A * sx) / n;
-    if (A > 0) {
-      const low = (-B * L) / A;
-      const high = low + L / A;
-      // Prefer short decimals (Llama-3's 1 and 4) when they reproduce the factors as well.
-      for (const p of [3, 4, 6, 8]) candidates.push({ low: Number(low.toPrecision(p)), high: Number(high.toPrecision(p)) });
-      candidates.push({ low, high });
-    }
-  }
-  for (const c of candidates) {
-    if (!(c.high > c.low && c.low > 0)) continue;
-    if (llama3Matches(factors, theta, headDim, factor, c.low, c.high, L)) {
-      return { rope_type: 'llama3', factor: shortFloat32(factor), low_freq_factor: c.low, high_freq_factor: c.high, original_max_position_embeddings: L };
-    }
-  }
-  throw new LobesError(`the ${half} rope frequency factors do not follow llama3 rope scaling (plateau ${factor}, ${pts.length} factors in between)`, {
-    ...place,
-    hint: 'lobes recovers llama3 scaling only; convert the original Hugging Face checkpoint instead',
-  });
-}
-
-/** llama3 factors (computed as llama.cpp's converter does, in float64, stored as float32) equal the stored ones within 2 float32 ulps. */
-function llama3Matches(factors: Float32Array, theta: number, d: number, factor: number, low: number, high: number, L: number): boolean {
-  const lowWave = L / low;
-  const highWave = L / high;
-  for (let i = 0; i < d / 2; i++) {
-    const freq = 1 / Math.pow(theta, (2 * i) / d);
-    const w = (2 * Math.PI) / freq;
-    let f: number;
-    if (w < highWave) f = 1;
-    else if (w > lowWave) f = factor;
-    else {
-      const s = (L / w - low) / (high - low);
-      f = 1 / ((1 - s) / factor + s);
-    }
-    if (Math.abs(Math.fround(f) - factors[i]) > 2.5e-7 * factors[i]) return false;
-  }
-  return true;
-}
-
 /** The Hugging Face name of every Llama weight, with its GGUF tensor name. */
 function weightNames(layers: number, tied: boolean): Array<[string, string, 'q' | 'k' | null]> {
   const out: Array<[string, string, 'q' | 'k' | null]> = [['model.embed_tokens.weight', 'token_embd.weight', null]];
@@ -212,45 +113,6 @@ function weightNames(layers: number, tied: boolean): Array<[string, string, 'q' 
   out.push(['model.norm.weight', 'output_norm.weight', null]);
   if (!tied) out.push(['lm_head.weight', 'output.weight', null]);
   return out;
-}
-
-/** The GGUF tensor name of a Hugging Face Llama weight name (model.layers.3.mlp.up_proj.weight → blk.3.ffn_up.weight), or null. */
-export function ggufNameOf(hfName: string): string | null {
-  const fixed: Record<string, string> = {
-    'model.embed_tokens.weight': 'token_embd.weight',
-    'model.norm.weight': 'output_norm.weight',
-    'lm_head.weight': 'output.weight',
-  };
-  if (fixed[hfName]) return fixed[hfName];
-  const m = /^model\.layers\.(\d+)\.(input_layernorm|post_attention_layernorm|self_attn\.[qkvo]_proj|mlp\.(?:gate|up|down)_proj)\.weight$/.exec(hfName);
-  if (!m) return null;
-  const part: Record<string, string> = {
-    input_layernorm: 'attn_norm',
-    post_attention_layernorm: 'ffn_norm',
-    'self_attn.q_proj': 'attn_q',
-    'self_attn.k_proj': 'attn_k',
-    'self_attn.v_proj': 'attn_v',
-    'self_attn.o_proj': 'attn_output',
-    'mlp.gate_proj': 'ffn_gate',
-    'mlp.up_proj': 'ffn_up',
-    'mlp.down_proj': 'ffn_down',
-  };
-  return `blk.${m[1]}.${part[m[2]]}.weight`;
-}
-
-/** GGUF row holding HF row `r` of a weight whose rows llama.cpp reordered per head of `d` rows. */
-export function ggufRowOf(r: number, d: number): number {
-  const h = Math.floor(r / d);
-  const j = r - h * d;
-  const halfD = d / 2;
-  return j < halfD ? h * d + 2 * j : h * d + 2 * (j - halfD) + 1;
-}
-
-/** HF row stored at GGUF row `g` (the inverse of ggufRowOf). */
-export function hfRowOf(g: number, d: number): number {
-  const h = Math.floor(g / d);
-  const p = g - h * d;
-  return h * d + (p & 1) * (d / 2) + (p >> 1);
 }
 
 /**
@@ -403,169 +265,4 @@ function ropeScalingOf(g: GgufFile, hp: Hparams, theta: number, headDim: number)
   const factor = shortFloat32(hp.num('rope.scaling.factor'));
   if (type === 'linear') return { rope_type: 'linear', factor };
   throw new LobesError(`rope scaling "${type}" is not supported (none, linear, or llama3 through rope_freqs)`, { file: g.file, where: 'llama.rope.scaling.type' });
-}
-
-/** Bytes of raw tensor data read at a time. */
-const READ_BYTES = 8 << 20;
-
-/**
- * The weights of a llama GGUF under Hugging Face names: rows dequantized to float32 a range at a
- * time (Q/K rows un-permuted), and the MatMulNBits form of quantized projections whose GGML type
- * maps onto it exactly.
- */
-export class GgufWeightSource implements LlamaWeightSource {
-  private readonly byName: Map<string, MappedWeight>;
-  /** The last head-aligned row range dequantized for a permuted weight (the writer reads in increasing ranges). */
-  private cache: { name: string; g0: number; g1: number; data: Float32Array } | null = null;
-
-  constructor(
-    private readonly g: GgufFile,
-    mapped: MappedWeight[],
-    private readonly headDim: number,
-  ) {
-    this.byName = new Map(mapped.map((m) => [m.name, m]));
-  }
-
-  private get(name: string): MappedWeight {
-    const m = this.byName.get(name);
-    if (!m) throw new LobesError(`no weight named ${JSON.stringify(name)} in this Llama GGUF`, { file: this.g.file });
-    return m;
-  }
-
-  /** The GGUF tensor behind a Hugging Face weight name. */
-  tensorOf(name: string): GgufTensorInfo {
-    return this.get(name).tensor;
-  }
-
-  /** HF shape: [rows, cols] (norms [n]). */
-  shape(name: string): number[] {
-    return [...this.get(name).shape];
-  }
-
-  /** HF rows [r0, r1) as float32, row-major (Q/K rows in Hugging Face order); a 1-D weight [n] is n rows of one value. */
-  rows(name: string, r0: number, r1: number): Float32Array {
-    const m = this.get(name);
-    const t = m.tensor;
-    const vector = t.dims.length === 1;
-    const n = vector ? t.dims[0] : t.rows;
-    if (!(Number.isInteger(r0) && Number.isInteger(r1) && r0 >= 0 && r1 <= n && r0 <= r1)) {
-      throw new LobesError(`rows [${r0}, ${r1}) out of range for ${n} rows`, { file: this.g.file, where: `tensor ${JSON.stringify(t.name)}` });
-    }
-    // A 1-D weight [n] is n rows of one value.
-    if (vector) return this.g.dequantize(t).slice(r0, r1);
-    const cols = t.dims[0];
-    if (m.permutedHeads === 0) return this.g.dequantize(t, r0, r1);
-    const d = this.headDim;
-    const g0 = Math.floor(r0 / d) * d;
-    const g1 = Math.min(t.rows, Math.ceil(r1 / d) * d);
-    let src: Float32Array;
-    let base: number;
-    const c = this.cache;
-    if (c && c.name === name && c.g0 <= g0 && c.g1 >= g1) {
-      src = c.data;
-      base = c.g0;
-    } else {
-      src = this.g.dequantize(t, g0, g1);
-      base = g0;
-      this.cache = { name, g0, g1, data: src };
-    }
-    const out = new Float32Array((r1 - r0) * cols);
-    for (let r = r0; r < r1; r++) {
-      const gr = ggufRowOf(r, d) - base;
-      out.set(src.subarray(gr * cols, (gr + 1) * cols), (r - r0) * cols);
-    }
-    return out;
-  }
-
-  /**
-   * The weight as MatMulNBits blocks when its GGML type maps exactly (src/formats/ggml-nbits.ts:
-   * Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K), rows in Hugging Face order; null
-   * for float types and 1-D weights. 2-bit codes (Q2_K) are widened to 4 bits. Types with a min
-   * come with zero points when every block's min is an integer multiple of its scale, otherwise
-   * with `mins` (w = q·scale + min); 8-bit codes with mins (Q5_1, Q5_K in practice) give null,
-   * because ONNX Runtime's CPU kernel has no 8-bit float-zero-point path. Memory: the result
-   * plus one read of about 8 MiB.
-   */
-  nbits(name: string): NbitsBlocks | null {
-    const m = this.get(name);
-    const t = m.tensor;
-    const map = NBITS_MAPPING[t.typeName];
-    if (!map || t.dims.length !== 2) return null;
-    const n = t.rows;
-    const k = t.dims[0];
-    const bits: 4 | 8 = map.bits === 8 ? 8 : 4;
-    const bs = map.blockSize;
-    const kBlocks = k / bs;
-    const blob = (bs * bits) / 8;
-    const zpRow = Math.ceil((kBlocks * bits) / 8);
-    const weights = new Uint8Array(n * kBlocks * blob);
-    const scales = new Float32Array(n * kBlocks);
-    const zeroPoints = new Uint8Array(n * zpRow);
-    let mins: Float32Array | null = null;
-    const d = this.headDim;
-    const place = { file: this.g.file, where: `tensor ${JSON.stringify(t.name)}` };
-    const rowsPer = Math.max(1, Math.floor(READ_BYTES / t.rowBytes));
-    const raw = new Uint8Array(Math.min(rowsPer, n) * t.rowBytes);
-    for (let g0 = 0; g0 < n; g0 += rowsPer) {
-      const g1 = Math.min(n, g0 + rowsPer);
-      const w = ggmlToMatMulNBits(t.type, this.g.readTensorBytes(t, g0, g1, raw), g1 - g0, k, place);
-      // One representation per tensor: once a chunk needs mins, zero points become mins (-z·scale, exact).
-      if (w.mins && !mins) {
-        mins = zeroPointsToMins(zeroPoints, scales, n, kBlocks, bits, zpRow);
-        zeroPoints.fill(0);
-      }
-      let chunkMins = w.mins;
-      let chunkZp = w.zeroPoints;
-      if (mins && !chunkMins) {
-        chunkMins = zeroPointsToMins(w.zeroPoints, w.scales, g1 - g0, kBlocks, w.bits, Math.ceil((kBlocks * w.bits) / 8));
-        chunkZp = new Uint8Array(w.zeroPoints.length);
-      }
-      const srcBlob = (bs * w.bits) / 8;
-      const srcZpRow = Math.ceil((kBlocks * w.bits) / 8);
-      for (let r = 0; r < g1 - g0; r++) {
-        const hr = m.permutedHeads ? hfRowOf(g0 + r, d) : g0 + r;
-        const codes = w.packed.subarray(r * kBlocks * srcBlob, (r + 1) * kBlocks * srcBlob);
-        const zps = chunkZp.subarray(r * srcZpRow, (r + 1) * srcZpRow);
-        if (w.bits === bits) {
-          weights.set(codes, hr * kBlocks * blob);
-          zeroPoints.set(zps, hr * zpRow);
-        } else {
-          widen(codes, w.bits, weights.subarray(hr * kBlocks * blob, (hr + 1) * kBlocks * blob), bits);
-          widen(zps, w.bits, zeroPoints.subarray(hr * zpRow, (hr + 1) * zpRow), bits, kBlocks);
-        }
-        scales.set(w.scales.subarray(r * kBlocks, (r + 1) * kBlocks), hr * kBlocks);
-        if (mins) mins.set(chunkMins!.subarray(r * kBlocks, (r + 1) * kBlocks), hr * kBlocks);
-      }
-    }
-    // 8-bit codes with a min term would need float zero points, which ONNX Runtime's CPU
-    // MatMulNBits runs for 2 and 4 bits only: the writer stores such a weight from rows() instead.
-    if (bits === 8 && mins) return null;
-    return { bits, blockSize: bs, weights, scales, zeroPoints: mins ? null : zeroPoints, mins };
-  }
-}
-
-/** Packed codes of `fromBits` widened to `toBits` (low bits first), `count` codes (default: all of src). */
-function widen(src: Uint8Array, fromBits: number, dst: Uint8Array, toBits: number, count = (src.length * 8) / fromBits): void {
-  const mask = (1 << fromBits) - 1;
-  dst.fill(0);
-  for (let i = 0; i < count; i++) {
-    const b = i * fromBits;
-    const q = (src[b >> 3] >> (b & 7)) & mask;
-    const o = i * toBits;
-    dst[o >> 3] |= q << (o & 7);
-  }
-}
-
-/** Per-block min terms −z·scale of packed zero points (exact: z and scale are small integers times a half). */
-function zeroPointsToMins(zp: Uint8Array, scales: Float32Array, rows: number, kBlocks: number, bits: number, zpRow: number): Float32Array {
-  const mins = new Float32Array(rows * kBlocks);
-  const mask = (1 << bits) - 1;
-  for (let r = 0; r < rows; r++) {
-    for (let b = 0; b < kBlocks; b++) {
-      const bit = b * bits;
-      const z = (zp[r * zpRow + (bit >> 3)] >> (bit & 7)) & mask;
-      mins[r * kBlocks + b] = z === 0 ? 0 : -z * scales[r * kBlocks + b];
-    }
-  }
-  return mins;
 }

@@ -62,14 +62,14 @@ export interface RunManifest {
     graphSha256: string;
     /** Architecture summary as printed by `lobes inspect`. */
     arch: ModelArch;
-    /** When the model was given as a GGUF file: that file and the converted folder (`dir`) made from it. */
-    source?: ModelSourceRecord;
     /** Set when the model is a random-weights control of another model (`extract --control random`). */
     control?: ControlInfo;
     /** Every file that shapes the numbers (graph, external data, tokenizer files) with its sha256. */
     files?: ModelFile[];
     /** Settings read from the graph itself (RoPE base, norm epsilon, heads), see docs/capture.md. */
     graph?: Record<string, unknown>;
+    /** When the model was given as a GGUF file: that file and the converted folder (`dir`) made from it. */
+    source?: ModelSourceRecord;
   };
   tokenizer: { source: string; chatTemplate: boolean; addBos: boolean; maxTokens: number | null };
   dataset: { spec: string; itemsSha256: string; count: number; axes: string[] };

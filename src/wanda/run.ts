@@ -195,9 +195,10 @@ async function locateRunWeights(reader: RunReader, opts: WandaOptions): ReturnTy
   if (wanted.length === 0) {
     throw new LobesError('the run has no MLP capture points (layers.{i}.mlp.in / layers.{i}.mlp.down_in)', { file: reader.dir, hint: 'extract with --capture mlp' });
   }
-  // The run's own model is used only once its files hash to what the run was extracted with.
   // A run extracted from a GGUF scores the GGUF's own dequantized weights (what the converted
-  // graph computes with) while the file is unchanged; else the converted folder.
+  // graph computes with) while the file is unchanged (size, mtime and header hash); otherwise, and
+  // for ONNX runs, the run's own model, used only once its files hash to what the run was
+  // extracted with.
   const src = reader.manifest.model.source;
   const dflt = () => (src?.format === 'gguf' && sameGguf(src) ? src.path : resolveRunModel(reader.manifest, reader.dir));
   return locateWeights(opts.weights ?? dflt(), wanted, opts.modelInfo);

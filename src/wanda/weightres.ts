@@ -14,7 +14,8 @@ import { LobesError, UsageError } from '../util/errors.js';
 import { groupSquareSums, rmsScaler, type ActivationSource } from './stats.js';
 import { selectTop, keepCount, kthLargest, type TopSpec, type Masks } from './regions.js';
 import { checkedGroups, checkDims, labelingGenerator, pairList, emptyNulls, recordNull, summarize, nullTest, type AnalyzeResult } from './analyze.js';
-import { MatrixRowReader, type MatrixRef } from './kernel.js';
+import type { MatrixRef } from './kernel.js';
+import { MatrixRowReader } from './rows.js';
 import type { WandaMatrix, WandaWeightPairMetrics } from './types.js';
 
 export { kthLargest };
