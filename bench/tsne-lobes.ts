@@ -3,7 +3,10 @@
  * coordinates as .npy. Prints one JSON line: seconds (PCA + kNN + P + optimization, the
  * same span as scikit-learn's fit_transform), stage times and lobes' own KL.
  *
- *   node --import tsx bench/tsne-lobes.ts X.npy OUT.npy [--perplexity 30] [--seed 0] [--threads 2] [--pca 50] [--theta 0.5]
+ *   node --import tsx bench/tsne-lobes.ts X.npy OUT.npy [--perplexity 30] [--seed 0] [--threads 2] [--pca 0] [--theta 0.5]
+ *
+ * --pca K builds the neighbourhoods in the top K principal components (lobes cluster --pca K);
+ * the default 0 builds them in the original space, as lobes cluster does by default.
  */
 import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
@@ -18,7 +21,7 @@ const { positionals, values } = parseArgs({
     perplexity: { type: 'string', default: '30' },
     seed: { type: 'string', default: '0' },
     threads: { type: 'string', default: '2' },
-    pca: { type: 'string', default: '50' },
+    pca: { type: 'string', default: '0' },
     theta: { type: 'string', default: '0.5' },
     iterations: { type: 'string', default: '1000' },
   },

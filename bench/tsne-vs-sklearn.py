@@ -7,10 +7,14 @@ Data (seeded, written to .npy so every method reads the same numbers):
   2k : N = 2,000 x 4,096, 10 Gaussian clusters in two super-groups on a 20-dim latent
        subspace, mapped to 4,096 dims plus isotropic noise.
   20k: N = 20,000 x 50, 20 Gaussian clusters with spreads 0.5-2.
-  50k: the same generator with N = 50,000 (not in the default cases: a scaling check).
+  5c : N = 2,000 x 4,096, 5 Gaussian clusters (centres N(0, 0.3^2) per coordinate) with
+       isotropic unit noise: the neighbourhoods live in all 4,096 dimensions, so building them
+       from 50 principal components distorts them ("PCA-50 distorts neighbourhoods").
+  50k: the same generator as 20k with N = 50,000 (not in the default cases: a scaling check).
 Settings: perplexity 30, PCA initialisation, 1000 iterations, 2 threads everywhere;
 sklearn: method='barnes_hut', angle=0.5; openTSNE: negative_gradient_method='fft';
-lobes: its defaults (PCA to 50 dims when d > 50, theta 0.5), --threads 2.
+lobes: its defaults (neighbourhoods from the original space, theta 0.5), --threads 2;
+lobes-pca50: lobes with --pca 50 (neighbourhoods from 50 principal components, the old default).
 
 Reported per method:
   time   wall seconds of the embedding itself (fit / fit_transform; for lobes the span from
@@ -49,6 +53,14 @@ def make_20k(rng, n=20000):
     spread = rng.uniform(0.5, 2.0, size=C)
     lab = rng.integers(0, C, size=n)
     X = centers[lab] + rng.normal(size=(n, d)) * spread[lab, None]
+    return X.astype(np.float32), lab
+
+
+def make_5c(rng):
+    n, d, C = 2000, 4096, 5
+    centers = rng.normal(size=(C, d)) * 0.3
+    lab = rng.integers(0, C, size=n)
+    X = centers[lab] + rng.normal(size=(n, d))
     return X.astype(np.float32), lab
 
 
@@ -114,18 +126,22 @@ def run_case(name, X, outdir, methods, perplexity=30, seed=0):
             print(f"openTSNE failed: {e}", file=sys.stderr)
 
     info = None
-    if "lobes" in methods:
-        out = os.path.join(outdir, f"{name}_lobes.npy")
+    for method, extra in (("lobes", []), ("lobes-pca50", ["--pca", "50"])):
+        if method not in methods:
+            continue
+        out = os.path.join(outdir, f"{name}_{method}.npy")
         cmd = ["node", "--import", "tsx", os.path.join(HERE, "tsne-lobes.ts"), path, out,
-               "--perplexity", str(perplexity), "--seed", str(seed), "--threads", "2"]
+               "--perplexity", str(perplexity), "--seed", str(seed), "--threads", "2", *extra]
         t = time.perf_counter()
         res = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
         wall = time.perf_counter() - t
         if res.returncode != 0:
-            raise SystemExit(f"lobes failed: {res.stderr}")
-        info = json.loads(res.stdout.strip().splitlines()[-1])
+            raise SystemExit(f"{method} failed: {res.stderr}")
+        got = json.loads(res.stdout.strip().splitlines()[-1])
+        if method == "lobes":
+            info = got
         Yl = np.load(out)
-        rows.append(("lobes", info["seconds"], Yl, float(info["kl"])))
+        rows.append((method, got["seconds"], Yl, float(got["kl"])))
 
     print(f"\n== {name}: N = {n:,} x {d:,}, perplexity {perplexity} ==")
     if info:
@@ -140,13 +156,16 @@ def run_case(name, X, outdir, methods, perplexity=30, seed=0):
             base = (secs, kl, tw)
         print(f"{label:<16}{secs:>9.1f}{secs / base[0]:>11.2f}{kl:>13.4f}{kl / base[1]:>11.3f}{own:>9.4f}{tw:>10.4f}{tw - base[2]:>+11.4f}")
         result[label] = {"seconds": secs, "kl_same_p": kl, "own_kl": own, "trustworthiness": tw}
+    if name == "5c" and "sklearn (BH)" in result and "lobes" in result:
+        r = result["lobes"]["kl_same_p"] / result["sklearn (BH)"]["kl_same_p"]
+        print(f"5c target: lobes' default KL against the raw-space P within 1.05x of sklearn's: {r:.3f}x -> {'met' if r <= 1.05 else 'NOT met'}")
     return result
 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--cases", default="2k,20k", help="any of 2k, 20k, 50k")
-    ap.add_argument("--methods", default="sklearn,opentsne,lobes", help="which to run; the first of sklearn, opentsne, lobes that runs is the reference of the ratio columns")
+    ap.add_argument("--cases", default="2k,20k,5c", help="any of 2k, 20k, 5c, 50k")
+    ap.add_argument("--methods", default="sklearn,opentsne,lobes,lobes-pca50", help="which to run; the first of sklearn, opentsne, lobes, lobes-pca50 that runs is the reference of the ratio columns")
     ap.add_argument("--out", default=os.path.join(HERE, "out"))
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
@@ -155,7 +174,7 @@ def main():
     allres = {}
     for c in a.cases.split(","):
         rng = np.random.default_rng(0)
-        X, _ = make_2k(rng) if c == "2k" else make_20k(rng, 50000 if c == "50k" else 20000)
+        X, _ = make_2k(rng) if c == "2k" else make_5c(rng) if c == "5c" else make_20k(rng, 50000 if c == "50k" else 20000)
         allres[c] = run_case(c, X, a.out, a.methods.split(","))
     load = os.getloadavg()
     print(f"\nload average at end: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")

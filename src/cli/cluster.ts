@@ -1,15 +1,20 @@
 import { parseCommand, intOption, numOption } from './args.js';
-import { runCluster } from '../cluster/run.js';
+import { runCluster, DEFAULT_PROBE_PCA } from '../cluster/run.js';
+import type { ClassifierMetrics } from '../cluster/types.js';
 
 const USAGE =
-  'lobes cluster RUN|MATRIX_FILE [--labels FILE] [--point HOOK] [--by LABEL] [--seed N] [--perplexity P] [--out DIR] [--pca 50] [--theta 0.5] [--iterations 1000] [--bootstrap B] [--permutations R] [--sweep] [--json]';
+  'lobes cluster RUN|MATRIX_FILE [--labels FILE] [--point HOOK] [--by LABEL] [--seed N] [--perplexity P] [--out DIR] [--pca K] [--probe-pca 50] [--theta 0.5] [--iterations 1000] [--bootstrap B] [--permutations R] [--probe-permutations R] [--sweep] [--sweep-permutations R] [--no-baselines] [--json]';
 
 const HELP = `
 Seeded Barnes–Hut t-SNE of one capture point and numbers for how well a label separates:
-silhouette, leave-one-out kNN accuracy, linear-probe accuracy (stratified 5-fold CV) and
-Davies–Bouldin in the original space (cosine and euclidean) and in the embedding, with
-bootstrap 95% CIs and label-permutation p-values. Writes RUN/cluster/ (settings.json,
-coords.json, coords.csv, metrics.json, metrics.csv, sweep.json with --sweep).
+silhouette, the leave-one-out kNN classifier and a linear probe (stratified 5-fold CV), each
+scored by accuracy, balanced accuracy and macro-F1 with per-class recall, and Davies–Bouldin,
+in the original space (cosine and euclidean) and in the embedding. Every number carries a
+bootstrap 95% CI and its label-permutation null (mean, 95% band, p-value); the chance levels
+(1/C, the majority-class rate) are recorded. For a run, probes on the tokens alone (token
+counts, mean token embedding) give the baseline the representation has to beat. Writes
+RUN/cluster/ (settings.json, coords.json, coords.csv, metrics.json, metrics.csv, items.json,
+sweep.json with --sweep).
 
   RUN | MATRIX_FILE   a run directory, or a matrix [N, d] as .npy or .safetensors
   --labels FILE       labels of a matrix, one per line (required for a matrix)
@@ -17,13 +22,19 @@ coords.json, coords.csv, metrics.json, metrics.csv, sweep.json with --sweep).
   --by LABEL          label axis of a run (default aspect)
   --seed N            seed of PCA, t-SNE, subsampling, bootstrap and permutations (default 0)
   --perplexity P      t-SNE perplexity (default 30; at most (N - 1) / 3)
-  --pca K             PCA dimensions before t-SNE (default 50; 0 = none)
+  --pca K             build the t-SNE neighbourhoods in the top K principal components
+                      (default 0: in the original space, from exact neighbours)
+  --probe-pca K       fit the probe on the top K principal components (default 50; 0 = all
+                      dimensions, exact but slow for large d)
   --theta T           Barnes–Hut angle (default 0.5; 0 = exact gradient, O(N²))
   --iterations N      t-SNE iterations including 250 of early exaggeration (default 1000)
   --bootstrap B       bootstrap resamples (default 1000)
-  --permutations R    label permutations (default 200; the probe uses min(R, 50))
+  --permutations R    label permutations (default 200)
+  --probe-permutations R  permutations of the probe's null (default min(R, 50); each retrains every fold)
   --metric-points M   metrics on a seeded stratified subsample of at most M points (default 2000)
-  --sweep             probe accuracy for every layers.{i}.resid_out of the run
+  --sweep             the probe at every layers.{i}.resid_out of the run
+  --sweep-permutations R  permutations of each layer's null (default min(probe permutations, 20))
+  --no-baselines      skip the token baselines
   --threads N         worker threads (default: all cores; results do not depend on it)
   --out DIR           output directory (default RUN/cluster, or NAME.cluster beside a matrix)
   --json              print the metrics as JSON on stdout
@@ -42,6 +53,10 @@ export async function run(argv: string[]): Promise<number> {
       seed: { type: 'string' },
       perplexity: { type: 'string' },
       pca: { type: 'string' },
+      'probe-pca': { type: 'string' },
+      'probe-permutations': { type: 'string' },
+      'sweep-permutations': { type: 'string' },
+      'no-baselines': { type: 'boolean' },
       theta: { type: 'string' },
       iterations: { type: 'string' },
       bootstrap: { type: 'string' },
@@ -62,7 +77,11 @@ export async function run(argv: string[]): Promise<number> {
     by: v.by,
     seed: intOption(v.seed, '--seed', 0, 0, 2 ** 32 - 1),
     perplexity: numOption(v.perplexity, '--perplexity', 30, 1),
-    pca: intOption(v.pca, '--pca', 50, 0),
+    pca: intOption(v.pca, '--pca', 0, 0),
+    probePca: intOption(v['probe-pca'], '--probe-pca', DEFAULT_PROBE_PCA, 0),
+    probePermutations: v['probe-permutations'] === undefined ? undefined : intOption(v['probe-permutations'], '--probe-permutations', 50, 0),
+    sweepPermutations: v['sweep-permutations'] === undefined ? undefined : intOption(v['sweep-permutations'], '--sweep-permutations', 20, 0),
+    baselines: !v['no-baselines'],
     theta: numOption(v.theta, '--theta', 0.5, 0, 1),
     iterations: intOption(v.iterations, '--iterations', 1000, 0),
     bootstrap: intOption(v.bootstrap, '--bootstrap', 1000, 0),
@@ -77,17 +96,21 @@ export async function run(argv: string[]): Promise<number> {
     process.stdout.write(JSON.stringify({ outDir: res.outDir, settings: res.settings, metrics: res.metrics }, null, 2) + '\n');
   } else {
     const f = (x: number) => x.toFixed(3);
-    const lines = [`cluster: ${res.metrics.n} points, ${res.metrics.classes.length} classes, KL ${f(res.metrics.klDivergence)}`];
-    for (const s of res.metrics.spaces) {
-      const ci = (m: { ci95: [number, number] | null }) => (m.ci95 ? ` [${f(m.ci95[0])}, ${f(m.ci95[1])}]` : '');
-      const p = (m: { p: number | null }) => (m.p !== null ? ` p=${m.p.toPrecision(2)}` : '');
-      lines.push(
-        `  ${s.space.padEnd(19)} silhouette ${f(s.silhouette.value)}${ci(s.silhouette)}${p(s.silhouette)}  kNN ${f(s.knnAccuracy.value)}${ci(s.knnAccuracy)}${p(s.knnAccuracy)}` +
-          (s.probeAccuracy ? `  probe ${f(s.probeAccuracy.value)}${ci(s.probeAccuracy)}${p(s.probeAccuracy)}` : '') +
-          `  DB ${f(s.daviesBouldin.value)}`,
-      );
+    const cm = res.metrics;
+    const lines = [`cluster: ${cm.n} points, ${cm.classes.length} classes, KL ${f(cm.klDivergence)}`];
+    const ci = (m: { ci95: [number, number] | null }) => (m.ci95 ? ` [${f(m.ci95[0])}, ${f(m.ci95[1])}]` : '');
+    const p = (m: { p: number | null }) => (m.p !== null ? ` p=${m.p.toPrecision(2)}` : '');
+    const nul = (m: { nullMean?: number | null }) => (m.nullMean !== null && m.nullMean !== undefined ? ` null ${f(m.nullMean)}` : '');
+    const bal = (name: string, c: ClassifierMetrics) => `  ${name} balanced ${f(c.balancedAccuracy.value)}${ci(c.balancedAccuracy)}${nul(c.balancedAccuracy)}${p(c.balancedAccuracy)}, macro-F1 ${f(c.macroF1.value)}, accuracy ${f(c.accuracy.value)}`;
+    if (cm.chance) lines.push(`  chance: balanced accuracy ${f(cm.chance.balancedAccuracy)}; majority class ${JSON.stringify(cm.chance.majorityClass)} gets accuracy ${f(cm.chance.majorityRate)}`);
+    for (const s of cm.spaces) {
+      lines.push(`  ${s.space.padEnd(19)} silhouette ${f(s.silhouette.value)}${ci(s.silhouette)}${p(s.silhouette)}  DB ${f(s.daviesBouldin.value)}`);
+      if (s.knn) lines.push(bal('    kNN  ', s.knn));
+      if (s.probe) lines.push(bal('    probe', s.probe));
     }
-    for (const w of res.metrics.sweep ?? []) lines.push(`  sweep ${w.point}: probe ${f(w.probeAccuracy)}`);
+    for (const b of cm.baselines ?? []) lines.push(bal(`  tokens alone (${b.name}) probe`, b.probe));
+    for (const w of cm.sweep ?? []) lines.push(`  sweep ${w.point}: probe ${w.balancedAccuracy ? `balanced ${f(w.balancedAccuracy.value)}${nul(w.balancedAccuracy)}${p(w.balancedAccuracy)}, ` : ''}accuracy ${f(w.probeAccuracy)}`);
+    for (const n of cm.notes ?? []) lines.push(`  note: ${n}`);
     if (res.outDir) lines.push(`wrote ${res.outDir}`);
     process.stdout.write(lines.join('\n') + '\n');
   }

@@ -14,7 +14,8 @@ value (split by language when the dataset has a language axis), every excluded i
 its reason and, with --tokenizer, the distribution of token lengths.
 
   SPEC                 builtin:social (default set), socialeval:DIR[?lang=en|zh&orientation=self|altruism
-                       &aspect=A&composite=include&scenario=1&speaker=1&template=T],
+                       &aspect=A&composite=include&text=question+response|response|question
+                       &scenario=1&speaker=1&template=T], jsonl:FILE (a lobes export),
                        jsonl:FILE?text=F&label=F[,F...][&id=F], csv:FILE?... (see docs/datasets.md)
   --json               print one JSON object instead of tables
   --tokenizer DIR      model folder whose tokenizer measures the texts (no chat template, no truncation)
@@ -35,7 +36,8 @@ const exportSpec = {
   help: `
 Write the dataset's samples, one JSON object per line ({id, text, labels, provenance, extras}),
 to FILE (written atomically) or to standard output. A summary of what was excluded goes to
-standard error.
+standard error. The file reads back as it is with the spec jsonl:FILE (every label axis,
+provenance and extra kept), so an exported set can be edited and used again.
 
   --out FILE           output file (default: standard output)
   --skip-invalid       leave invalid items out (and list them) instead of failing

@@ -5,9 +5,11 @@ import { parseShard, expandOut } from '../store/layout.js';
 import type { CaptureFamily, Device } from '../extract/types.js';
 import { CAPTURE_FAMILIES } from '../hooks.js';
 import { modelFolder } from './convert.js';
+import { randomControlModel } from '../extract/control.js';
+import type { ControlInfo } from '../store/types.js';
 
 const spec = {
-  usage: 'lobes extract --model MODEL_DIR|FILE.gguf --data SPEC --out RUN [--capture final,mlp,resid] [--device cpu|cuda|webgpu] [--device-id N] [--batch N | --token-budget N] [--max-tokens N] [--dtype fp16|fp32] [--shard i/n|auto|auto/N] [--chunk-rows N] [--chat-template] [--cache DIR] [--quiet] [--force] [--repair] [--strict] [--json]',
+  usage: 'lobes extract --model MODEL_DIR|FILE.gguf --data SPEC --out RUN [--capture final,mlp,resid] [--device cpu|cuda|webgpu] [--device-id N] [--batch N | --token-budget N] [--max-tokens N] [--dtype fp16|fp32] [--shard i/n|auto|auto/N] [--chunk-rows N] [--chat-template] [--control random [--control-seed N]] [--cache DIR] [--quiet] [--force] [--repair] [--strict] [--json]',
   help: `
 Run a model over a dataset and store the last token's activations in a run directory
 (format: docs/run-format.md). Rerunning the same command continues an interrupted run
@@ -33,6 +35,11 @@ from its last complete chunk; a rerun with different settings is refused.
                        _COUNT or JOB_COMPLETION_INDEX with auto/N or LOBES_SHARD_COUNT
   --chunk-rows N       rows per chunk file (default ${DEFAULT_CHUNK_ROWS}); shards of one run need the same value
   --chat-template      wrap each text as a user turn with the tokenizer's chat template
+  --control random     extract through a random-weights control of the model instead: the same
+                       graph and tokenizer with every projection and the embedding drawn from
+                       N(0, σ²) (σ: each trained tensor's standard deviation) and norm scales 1
+                       (docs/controls.md); built once in the model cache, recorded in the manifest
+  --control-seed N     seed of the control's weights (default 0)
   --force              start even if the disk plan or the memory plan of a batch says it will not fit
   --repair             on resume, extract bad chunk files again and rewrite a damaged samples.jsonl
   --strict             refuse a model whose graph disagrees with its config files (RoPE base,
@@ -55,6 +62,8 @@ from its last complete chunk; a rerun with different settings is refused.
     shard: { type: 'string' },
     'chunk-rows': { type: 'string' },
     'chat-template': { type: 'boolean' },
+    control: { type: 'string' },
+    'control-seed': { type: 'string' },
     quiet: { type: 'boolean', short: 'q' },
     force: { type: 'boolean' },
     repair: { type: 'boolean' },
@@ -83,9 +92,21 @@ export async function run(argv: string[]): Promise<number> {
   if (dtype !== 'fp16' && dtype !== 'fp32') throw new UsageError(`--dtype must be fp16 or fp32, got ${JSON.stringify(dtype)}`);
   const shard = parseShard(v.shard);
   const model = await modelFolder(v.model, { cache: v.cache, quiet: !!v.quiet });
+  let dir = model.dir;
+  let control: ControlInfo | undefined;
+  if (v.control !== undefined) {
+    if (v.control !== 'random') throw new UsageError(`--control must be random, got ${JSON.stringify(v.control)}`);
+    const { analyseModel } = await import('../extract/engine.js');
+    const { arch } = analyseModel(dir).info;
+    const c = await randomControlModel(dir, arch, { seed: intOption(v['control-seed'], '--control-seed', 0, 0, 2 ** 32 - 1), quiet: !!v.quiet });
+    if (!v.quiet) process.stderr.write(`extract: random-weights control of ${dir} (seed ${c.info.seed}) at ${c.dir}\n`);
+    dir = c.dir;
+    control = c.info;
+  } else if (v['control-seed'] !== undefined) throw new UsageError('--control-seed needs --control random');
   const manifest = await runExtract({
-    model: model.dir,
+    model: dir,
     modelSource: model.source,
+    control,
     data: v.data,
     out: expandOut(v.out, shard),
     capture: [...new Set(capture)] as CaptureFamily[],

@@ -17,7 +17,7 @@ export const FIGURE_OPTIONS = {
  * Write a page with `write`, then render its figures to --png/--svg. A missing browser fails
  * before anything is written. Prints `{label}: FILE` (or JSON with --json).
  */
-export async function writePageWithFigures(v: Record<string, any>, label: string, write: () => Promise<string>): Promise<number> {
+export async function writePageWithFigures(v: Record<string, any>, label: string, write: () => Promise<string>, summary?: () => Promise<string[]>): Promise<number> {
   const width = intOption(v.width, '--width', 1200, 50, 10000);
   const height = intOption(v.height, '--height', 800, 50, 10000);
   if (v.out !== undefined) checkOutputFile(v.out);
@@ -28,6 +28,10 @@ export async function writePageWithFigures(v: Record<string, any>, label: string
     onFile: v.json ? undefined : (f) => process.stderr.write(`wrote ${f}\n`),
   });
   if (v.json) process.stdout.write(JSON.stringify({ report: file, figures }) + '\n');
-  else process.stdout.write(`${label}: ${file}\n`);
+  else {
+    // the page's first lines (which numbers beat chance), then where it is
+    for (const line of summary ? await summary() : []) process.stdout.write(line + '\n');
+    process.stdout.write(`${label}: ${file}\n`);
+  }
   return 0;
 }

@@ -1,5 +1,8 @@
 import { parseCommand } from './args.js';
-import { writeReport } from '../report/index.js';
+import { existsSync } from 'node:fs';
+import * as path from 'node:path';
+import { loadRun, runPayload, writeReport } from '../report/index.js';
+import { isAttendDir } from '../report/attend.js';
 import { FIGURE_OPTIONS, writePageWithFigures } from './figures.js';
 
 const SPEC = {
@@ -27,5 +30,6 @@ instead of a run, the page shows its attention results alone.
 export async function run(argv: string[]): Promise<number> {
   const args = parseCommand(argv, SPEC);
   if (!args) return 0;
-  return writePageWithFigures(args.values, 'report', () => writeReport(args.positionals[0]!, args.values.out, { clusterDir: args.values['cluster-dir'], attendDir: args.values['attend-dir'] }));
+  const opts = { clusterDir: args.values['cluster-dir'], attendDir: args.values['attend-dir'] };
+  return writePageWithFigures(args.values, 'report', () => writeReport(args.positionals[0]!, args.values.out, opts), async () => (isAttendDir(args.positionals[0]!) && !existsSync(path.join(args.positionals[0]!, 'manifest.json')) ? [] : runPayload(await loadRun(args.positionals[0]!, opts)).summary));
 }

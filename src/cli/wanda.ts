@@ -4,7 +4,7 @@ import { runWanda, DEFAULT_PERMUTATIONS } from '../wanda/run.js';
 import type { TopSpec } from '../wanda/regions.js';
 
 const USAGE =
-  'lobes wanda RUN [--weights DIR|FILE.gguf] [--by LABEL] [--block 256] [--top FRACTION] [--top-count N] [--scope matrix|layer|global] [--permutations R] [--seed N] [--resolution block|weight] [--threads N] [--json] [--quiet]';
+  'lobes wanda RUN [--weights DIR|FILE.gguf] [--by LABEL] [--block 256|auto] [--top FRACTION] [--top-count N] [--scope matrix|layer|global] [--permutations R] [--seed N] [--resolution block|weight] [--threads N] [--json] [--quiet]';
 
 const HELP = `
 Wanda importance per group, pooled in blocks, top-block regions per group, set differences
@@ -18,7 +18,10 @@ Writes RUN/wanda/ (pooled.safetensors, regions.json, metrics.json, metrics.csv, 
                      while it is unchanged, else the converted folder)
   --model M          the same as --weights (e.g. --model FILE.gguf)
   --by LABEL         label axis whose values are the groups (default: aspect)
-  --block N|RxC      block size in W[d_out, d_in] (default 256)
+  --block N|RxC|auto block size in W[d_out, d_in] (default 256, the paper's); auto: the largest
+                     power of two ≤ 256 that gives every matrix ≥ 16 blocks on its short side and
+                     keeps ≥ 10 of them in the top selection (docs/wanda.md); a warning names
+                     every matrix that is coarser than that
   --top FRACTION     keep this fraction of blocks per group (default 0.1)
   --top-count N      keep N blocks per group instead of a fraction
   --scope S          where the top blocks are chosen: matrix (default), layer or global
@@ -31,10 +34,11 @@ Writes RUN/wanda/ (pooled.safetensors, regions.json, metrics.json, metrics.csv, 
   --quiet            no progress output
 `;
 
-function parseBlock(v: string | undefined): [number, number] | undefined {
+function parseBlock(v: string | undefined): [number, number] | 'auto' | undefined {
   if (v === undefined) return undefined;
+  if (v === 'auto') return 'auto';
   const m = /^(\d+)(?:x(\d+))?$/.exec(v);
-  if (!m) throw new UsageError(`--block must be N or RxC (e.g. 256 or 128x256), got ${JSON.stringify(v)}`);
+  if (!m) throw new UsageError(`--block must be N, RxC or auto (e.g. 256, 128x256), got ${JSON.stringify(v)}`);
   const r = Number(m[1]);
   const c = m[2] !== undefined ? Number(m[2]) : r;
   if (r < 1 || c < 1) throw new UsageError('--block sizes must be at least 1');
@@ -88,7 +92,7 @@ export async function run(argv: string[]): Promise<number> {
   if (v.json) {
     process.stdout.write(JSON.stringify({ dir: res.dir, settings: res.settings, metrics: res.metrics }, null, 1) + '\n');
   } else {
-    const out: string[] = [`wrote ${res.dir}`, `groups (${res.settings.by}): ${res.metrics.groups.map((g) => `${g.group} (${g.n})`).join(', ')}`];
+    const out: string[] = [`wrote ${res.dir} (blocks ${res.settings.block.join('×')})`, `groups (${res.settings.by}): ${res.metrics.groups.map((g) => `${g.group} (${g.n})`).join(', ')}`];
     const p = (x: number | null | undefined) => (x === null || x === undefined ? '' : ` (p=${x.toFixed(3)})`);
     for (const pr of res.metrics.pairs) {
       out.push(

@@ -6,5 +6,7 @@ export { runCluster, readLabelsFile, stratifiedSample, metricsCsv, type ClusterO
 export { Tsne, type TsneOptions, exactGradient, exactKl, tsneGradient } from './tsne.js';
 export { pca, type PcaResult } from './pca.js';
 export { parseNpy, readNpy, encodeNpy } from './npy.js';
-export { spaceMetrics, silhouetteSamples, daviesBouldin, knnPredict, neighboursFromDistances, distanceMatrix } from './metrics.js';
+export { spaceMetrics, scoreClassifier } from './space.js';
+export { classScores, perClassRecall, majorityRate, nullSummary } from './scores.js';
+export { silhouetteSamples, daviesBouldin, knnPredict, neighboursFromDistances, distanceMatrix } from './metrics.js';
 export { crossValidatedPredictions, stratifiedFolds } from './probe.js';

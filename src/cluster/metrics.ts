@@ -1,8 +1,6 @@
 /**
- * How well labels separate in a space: silhouette, leave-one-out kNN accuracy, linear-probe
- * accuracy (stratified k-fold CV), Davies–Bouldin, per-class figures and the kNN confusion
- * matrix; seeded bootstrap 95% CIs and label-permutation p-values for silhouette, kNN and
- * probe accuracy.
+ * The pieces of the separation metrics (src/cluster/space.ts puts them together): distances,
+ * silhouette, leave-one-out kNN, Davies–Bouldin, bootstrap CIs and label-permutation p-values.
  *
  * Definitions (as in scikit-learn):
  *  - silhouette s_i = (b_i − a_i) / max(a_i, b_i), a_i the mean distance to the other members
@@ -19,8 +17,7 @@
  */
 import { Rng } from '../util/rng.js';
 import { dotKernel, OUT_STRIDE } from './dot-simd.js';
-import { crossValidatedPredictions, probeCvAccuracy, type ProbeOptions } from './probe.js';
-import type { MetricWithCI, SpaceMetrics } from './types.js';
+import { silhouetteMeansWasm } from './silhouette-wasm.js';
 
 export type Distance = 'euclidean' | 'cosine';
 
@@ -183,16 +180,39 @@ export function distancesFromGram(G: Float64Array, n: number): { euclidean: Floa
   return { euclidean, cosine };
 }
 
-/** Per-sample silhouette values from a distance matrix. */
+/**
+ * Per-sample silhouette values from a distance matrix. The items are listed class by class
+ * once; each row's sums per class then gather their distances with four running sums (no
+ * scatter into a shared accumulator, which serializes on memory).
+ */
 export function silhouetteSamples(D: Float64Array, n: number, labels: Int32Array, nClasses: number): Float64Array {
   const counts = new Int32Array(nClasses);
   for (let i = 0; i < n; i++) counts[labels[i]]++;
+  const start = new Int32Array(nClasses + 1);
+  for (let c = 0; c < nClasses; c++) start[c + 1] = start[c] + counts[c];
+  const order = new Int32Array(n);
+  const fill = start.slice(0, nClasses);
+  for (let j = 0; j < n; j++) order[fill[labels[j]]++] = j;
   const s = new Float64Array(n);
   const sums = new Float64Array(nClasses);
   for (let i = 0; i < n; i++) {
-    sums.fill(0);
     const o = i * n;
-    for (let j = 0; j < n; j++) sums[labels[j]] += D[o + j];
+    for (let c = 0; c < nClasses; c++) {
+      let s0 = 0;
+      let s1 = 0;
+      let s2 = 0;
+      let s3 = 0;
+      let t = start[c];
+      const e = start[c + 1];
+      for (; t + 3 < e; t += 4) {
+        s0 += D[o + order[t]];
+        s1 += D[o + order[t + 1]];
+        s2 += D[o + order[t + 2]];
+        s3 += D[o + order[t + 3]];
+      }
+      for (; t < e; t++) s0 += D[o + order[t]];
+      sums[c] = s0 + s1 + (s2 + s3);
+    }
     const li = labels[i];
     if (counts[li] <= 1) {
       s[i] = 0;
@@ -290,7 +310,8 @@ export function daviesBouldin(X: Float64Array | Float32Array, n: number, d: numb
   return total / Math.max(present, 1);
 }
 
-function mean(a: ArrayLike<number>): number {
+/** Mean of a list (0 when empty). */
+export function mean(a: ArrayLike<number>): number {
   let s = 0;
   for (let i = 0; i < a.length; i++) s += a[i];
   return a.length ? s / a.length : 0;
@@ -324,23 +345,6 @@ export function permutationP(observed: number, nulls: ArrayLike<number>): number
   return (1 + c) / (1 + nulls.length);
 }
 
-export interface SpaceInput {
-  /** Space name: 'original-cosine' | 'original-euclidean' | 'embedding'. */
-  space: string;
-  /** Points [n, d] for distances. */
-  X: Float64Array | Float32Array;
-  d: number;
-  distance: Distance;
-  /** Features for the probe [n, probeDim] (null: no probe in this space). */
-  probe: { X: Float64Array; d: number } | null;
-  /** Precomputed distance matrix [n, n] for `distance` (computed when absent). */
-  D?: Float64Array;
-  /** Precomputed probe accuracies for probePermutationLabels(...) (e.g. from worker threads). */
-  probeNull?: Float64Array;
-  /** Precomputed mean silhouettes for permutationLabels(...) (e.g. from worker threads). */
-  silhouetteNull?: Float64Array;
-}
-
 /** The label permutations of the silhouette and kNN p-values (the same draws spaceMetrics makes). */
 export function permutationLabels(labels: Int32Array, count: number, seed: number): Int32Array[] {
   const permRng = new Rng(seed).fork();
@@ -356,6 +360,14 @@ export function permutationLabels(labels: Int32Array, count: number, seed: numbe
 /** Mean silhouette for labels `labels` from a distance matrix. */
 export function meanSilhouette(D: Float64Array, n: number, labels: Int32Array, nClasses: number): number {
   return mean(silhouetteSamples(D, n, labels, nClasses));
+}
+
+/**
+ * Mean silhouette for each labelling of `perms` (the permutation null): meanSilhouette of each,
+ * through the WebAssembly gather kernel when it is available (bit-identical, about twice as fast).
+ */
+export function silhouetteMeans(D: Float64Array, n: number, perms: Int32Array[], nClasses: number): Float64Array {
+  return silhouetteMeansWasm(D, n, perms, nClasses) ?? Float64Array.from(perms, (p) => meanSilhouette(D, n, p, nClasses));
 }
 
 /**
@@ -375,102 +387,3 @@ export function probePermutationLabels(labels: Int32Array, count: number, seed: 
   return out;
 }
 
-export interface MetricOptions {
-  /** Neighbours for the kNN classifier (default 10). */
-  k?: number;
-  bootstrap?: number;
-  permutations?: number;
-  /** Permutations for the probe (retrains every fold each time; default min(permutations, 100)). */
-  probePermutations?: number;
-  seed?: number;
-  probe?: ProbeOptions;
-}
-
-/** All metrics of one space for labels coded 0..C-1 (`classes` gives names). */
-export function spaceMetrics(input: SpaceInput, n: number, labels: Int32Array, classes: string[], opts: MetricOptions = {}): SpaceMetrics {
-  const C = classes.length;
-  const k = Math.max(1, Math.min(opts.k ?? 10, n - 1));
-  const B = opts.bootstrap ?? 1000;
-  const R = opts.permutations ?? 200;
-  const Rp = opts.probePermutations ?? Math.min(R, 100);
-  const rng = new Rng(opts.seed ?? 0);
-  const D = input.D ?? distanceMatrix(input.X, n, input.d, input.distance);
-  // silhouette
-  const sil = silhouetteSamples(D, n, labels, C);
-  // kNN
-  const nbrs = neighboursFromDistances(D, n, k);
-  const pred = knnPredict(nbrs, n, k, labels, C);
-  const hit = new Float64Array(n);
-  for (let i = 0; i < n; i++) hit[i] = pred[i] === labels[i] ? 1 : 0;
-  // Davies–Bouldin
-  const dbX = input.distance === 'cosine' ? normalizeRows(input.X, n, input.d) : input.X;
-  const db = daviesBouldin(dbX, n, input.d, labels, C);
-  // probe
-  let probeHit: Float64Array | null = null;
-  if (input.probe) {
-    const pp = crossValidatedPredictions(input.probe.X, n, input.probe.d, labels, C, { ...opts.probe, seed: opts.seed ?? 0 });
-    probeHit = new Float64Array(n);
-    for (let i = 0; i < n; i++) probeHit[i] = pp[i] === labels[i] ? 1 : 0;
-  }
-  // permutation nulls
-  const nullSil = new Float64Array(R);
-  const nullKnn = new Float64Array(R);
-  const perm = Int32Array.from(labels);
-  const permRng = rng.fork();
-  for (let r = 0; r < R; r++) {
-    permRng.shuffle(perm);
-    nullSil[r] = input.silhouetteNull ? input.silhouetteNull[r] : mean(silhouetteSamples(D, n, perm, C));
-    const pp = knnPredict(nbrs, n, k, perm, C);
-    let h = 0;
-    for (let i = 0; i < n; i++) if (pp[i] === perm[i]) h++;
-    nullKnn[r] = h / n;
-  }
-  let nullProbe: Float64Array = new Float64Array(0);
-  if (input.probe && Rp > 0) {
-    rng.fork(); // the probe permutations' generator (see probePermutationLabels)
-    if (input.probeNull) nullProbe = input.probeNull;
-    else {
-      const perms = probePermutationLabels(labels, Rp, opts.seed ?? 0);
-      nullProbe = Float64Array.from(perms, (pl) => probeCvAccuracy(input.probe!.X, n, input.probe!.d, pl, C, { ...opts.probe, seed: opts.seed ?? 0 }));
-    }
-  }
-  const bootRng = rng.fork();
-  const silV = mean(sil);
-  const knnV = mean(hit);
-  const out = (value: number, per: ArrayLike<number>, nulls: ArrayLike<number>): MetricWithCI => ({
-    value,
-    ci95: bootstrapCI(per, B, bootRng),
-    p: permutationP(value, nulls),
-  });
-  const confusion = Array.from({ length: C }, () => new Array<number>(C).fill(0));
-  for (let i = 0; i < n; i++) confusion[labels[i]][pred[i]]++;
-  const perClass = classes.map((label, c) => {
-    let cnt = 0;
-    let s = 0;
-    let h = 0;
-    for (let i = 0; i < n; i++) {
-      if (labels[i] !== c) continue;
-      cnt++;
-      s += sil[i];
-      h += hit[i];
-    }
-    return { label, n: cnt, silhouette: cnt ? s / cnt : 0, knnRecall: cnt ? h / cnt : 0 };
-  });
-  return {
-    space: input.space,
-    silhouette: out(silV, sil, nullSil),
-    knnAccuracy: out(knnV, hit, nullKnn),
-    probeAccuracy: probeHit ? out(mean(probeHit), probeHit, nullProbe) : null,
-    daviesBouldin: { value: db, ci95: null, p: null },
-    perClass,
-    confusion,
-  };
-}
-
-/** Probe accuracy with a bootstrap CI only (for the layer sweep). */
-export function probeAccuracy(X: Float64Array, n: number, d: number, labels: Int32Array, nClasses: number, B: number, seed: number, probe: ProbeOptions = {}): { value: number; ci95: [number, number] | null } {
-  const pp = crossValidatedPredictions(X, n, d, labels, nClasses, { ...probe, seed });
-  const hit = new Float64Array(n);
-  for (let i = 0; i < n; i++) hit[i] = pp[i] === labels[i] ? 1 : 0;
-  return { value: mean(hit), ci95: bootstrapCI(hit, B, new Rng(seed)) };
-}

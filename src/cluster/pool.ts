@@ -12,8 +12,9 @@ import { groupRanges, repulsion, type QuadTree } from './quadtree.js';
 import { attraction } from './attraction.js';
 import { conditionalRows, type SparseP } from './affinity.js';
 import { mulXBRows, mulXtBCols, type MatMulPool, type MulRequest } from './pca.js';
-import { probeCvAccuracy, type ProbeOptions } from './probe.js';
-import { meanSilhouette, gramRows, distancesFromGram } from './metrics.js';
+import type { ProbeOptions } from './probe.js';
+import { probeNullScores } from './space.js';
+import { silhouetteMeans, gramRows, distancesFromGram } from './metrics.js';
 
 /** A fixed set of worker threads for the cluster computations; close() ends them. */
 export class ClusterPool implements MatMulPool {
@@ -58,15 +59,36 @@ export class ClusterPool implements MatMulPool {
     return out;
   }
 
-  async knn(X: Float64Array | Float32Array, n: number, d: number, k: number): Promise<KnnResult> {
+  /**
+   * Exact k nearest neighbours of every row, in row blocks taken by whichever thread is free;
+   * `onRows(done)` reports the rows finished so far.
+   */
+  async knn(X: Float64Array | Float32Array, n: number, d: number, k: number, onRows?: (done: number) => void): Promise<KnnResult> {
     const Xs = sharedF64(X.subarray(0, n * d));
     const indices = new Int32Array(new SharedArrayBuffer(n * k * 4));
     const dist2 = new Float64Array(new SharedArrayBuffer(n * k * 8));
-    const rs = this.ranges(n);
-    const pending = this.workers.map((w, i) => this.call(w, { cmd: 'knn', X: Xs, n, d, k, start: rs[i][0], end: rs[i][1], indices, dist2 }));
-    const [s, e] = rs[rs.length - 1];
-    knnRows(Xs, n, d, k, s, e, indices, dist2);
-    await Promise.all(pending);
+    // about 8 blocks per thread: even load, and progress without recomputing the row norms often
+    const parts = Math.min(n, 8 * (this.workers.length + 1));
+    const blocks: [number, number][] = Array.from({ length: parts }, (_, p) => [Math.floor((p * n) / parts), Math.floor(((p + 1) * n) / parts)]);
+    let next = 0;
+    let done = 0;
+    const finished = (b: [number, number]) => onRows?.((done += b[1] - b[0]));
+    const runWorker = async (w: Worker) => {
+      while (next < blocks.length) {
+        const b = blocks[next++];
+        await this.call(w, { cmd: 'knn', X: Xs, n, d, k, start: b[0], end: b[1], indices, dist2 });
+        finished(b);
+      }
+    };
+    const mine = (async () => {
+      while (next < blocks.length) {
+        const b = blocks[next++];
+        knnRows(Xs, n, d, k, b[0], b[1], indices, dist2);
+        finished(b);
+        await new Promise((res) => setImmediate(res));
+      }
+    })();
+    await Promise.all([...this.workers.map(runWorker), mine]);
     // left on the shared memory: conditionalP hands dist2 to the workers as it is
     return { k, indices, dist2 };
   }
@@ -118,24 +140,29 @@ export class ClusterPool implements MatMulPool {
     return Float64Array.from(out);
   }
 
-  /** Cross-validated probe accuracy for each label permutation (one task per permutation). */
-  async probeAccuracies(X: Float64Array, n: number, d: number, perms: Int32Array[], nClasses: number, opts: ProbeOptions): Promise<Float64Array> {
+  /**
+   * The cross-validated probe's scores for each label permutation ([R][3]: accuracy, balanced
+   * accuracy, macro-F1; one task per permutation); `onDone` is called after each.
+   */
+  async probeScores(X: Float64Array, n: number, d: number, perms: Int32Array[], nClasses: number, opts: ProbeOptions, onDone?: () => void): Promise<Float64Array> {
     const Xs = sharedF64(X);
-    const out = new Float64Array(perms.length);
+    const out = new Float64Array(3 * perms.length);
     let next = 0;
     const runWorker = async (w: Worker) => {
       while (next < perms.length) {
         const r = next++;
-        const res = new Float64Array(new SharedArrayBuffer(8));
+        const res = new Float64Array(new SharedArrayBuffer(3 * 8));
         await this.call(w, { cmd: 'probe', X: Xs, n, d, labels: perms[r], nClasses, opts, res });
-        out[r] = res[0];
+        out.set(res, 3 * r);
+        onDone?.();
       }
     };
     // this thread takes tasks too, between awaits
     const mine = (async () => {
       while (next < perms.length) {
         const r = next++;
-        out[r] = probeCvAccuracy(Xs, n, d, perms[r], nClasses, opts);
+        out.set(probeNullScores(Xs, n, d, [perms[r]], nClasses, opts), 3 * r);
+        onDone?.();
         await new Promise((res) => setImmediate(res));
       }
     })();
@@ -164,7 +191,7 @@ export class ClusterPool implements MatMulPool {
     const rs = this.ranges(perms.length);
     const pending = this.workers.map((w, i) => this.call(w, { cmd: 'sil', D: Ds, n, perms: perms.slice(rs[i][0], rs[i][1]), offset: rs[i][0], nClasses, out }));
     const [s, e] = rs[rs.length - 1];
-    for (let r = s; r < e; r++) out[r] = meanSilhouette(Ds, n, perms[r], nClasses);
+    out.set(silhouetteMeans(Ds, n, perms.slice(s, e), nClasses), s);
     await Promise.all(pending);
     return Float64Array.from(out);
   }

@@ -5,8 +5,8 @@ import { conditionalRows } from './affinity.js';
 import { repulsion } from './quadtree.js';
 import { attraction } from './attraction.js';
 import { mulXBRows, mulXtBCols } from './pca.js';
-import { probeCvAccuracy } from './probe.js';
-import { meanSilhouette, gramRows } from './metrics.js';
+import { probeNullScores } from './space.js';
+import { silhouetteMeans, gramRows } from './metrics.js';
 
 parentPort!.on('message', (m: any) => {
   try {
@@ -15,9 +15,9 @@ parentPort!.on('message', (m: any) => {
     } else if (m.cmd === 'gram') {
       gramRows(m.X, m.n, m.d, m.G, m.start, m.end);
     } else if (m.cmd === 'sil') {
-      m.perms.forEach((p: Int32Array, r: number) => (m.out[m.offset + r] = meanSilhouette(m.D, m.n, p, m.nClasses)));
+      m.out.set(silhouetteMeans(m.D, m.n, m.perms, m.nClasses), m.offset);
     } else if (m.cmd === 'probe') {
-      m.res[0] = probeCvAccuracy(m.X, m.n, m.d, m.labels, m.nClasses, m.opts);
+      m.res.set(probeNullScores(m.X, m.n, m.d, [m.labels], m.nClasses, m.opts));
     } else if (m.cmd === 'mul') {
       if (m.op === 'xb') mulXBRows(m.X, m.d, m.B, m.l, m.out, m.start, m.end);
       else mulXtBCols(m.X, m.n, m.d, m.B, m.l, m.out, m.start, m.end);

@@ -7,6 +7,7 @@
  * Features are standardized with the training fold's mean and standard deviation.
  */
 import { Rng } from '../util/rng.js';
+import { logisticObjective } from './logistic.js';
 
 export interface ProbeOptions {
   /** Folds (default 5; lowered to the smallest class size, at least 2). */
@@ -39,96 +40,25 @@ export interface FitResult {
   iterations: number;
 }
 
-/** Fit multinomial logistic regression on X [n, d] (already standardized). */
 /**
+ * Fit multinomial logistic regression on X [n, d] (already standardized).
+ *
  * Stops when the largest gradient entry is below tol·max(1, loss) or the loss changes by less
- * than 1e-3·tol relative (tol default 1e-4: far tighter than argmax predictions need).
+ * than 1e-3·tol relative (tol default 1e-4: far tighter than argmax predictions need). `start`
+ * (same layout as the result) starts L-BFGS there instead of at zero: the optimum is unique
+ * (the objective is strictly convex in the weights), so only the path to it changes.
  */
-export function fitLogistic(X: Float64Array, n: number, d: number, y: Int32Array, C: number, nClasses: number, maxIter = 200, tol = 1e-4): FitResult {
+export function fitLogistic(X: Float64Array, n: number, d: number, y: Int32Array, C: number, nClasses: number, maxIter = 200, tol = 1e-4, start?: Float64Array, useKernel = true): FitResult {
   const K = nClasses;
-  const m = (d + 1) * K;
-  const lambda = 1 / C;
-  const logits = new Float64Array(K);
-  const resid = new Float64Array(K);
-  const logits2 = new Float64Array(K);
-  const resid2 = new Float64Array(K);
-  /** Softmax of `lg` in place; returns the sample's loss and fills its residual (p − onehot). */
-  const soft = (lg: Float64Array, res: Float64Array, yi: number): number => {
-    let mx = -Infinity;
-    for (let c = 0; c < K; c++) if (lg[c] > mx) mx = lg[c];
-    let se = 0;
-    for (let c = 0; c < K; c++) {
-      lg[c] = Math.exp(lg[c] - mx);
-      se += lg[c];
-    }
-    for (let c = 0; c < K; c++) res[c] = lg[c] / se - (c === yi ? 1 : 0);
-    return Math.log(se) - Math.log(lg[yi]);
-  };
-  // Samples go two at a time (sharing each load of W and g); every logit and every gradient
-  // entry still adds its terms in sample order, so the numbers are those of one at a time.
-  const f = (W: Float64Array, g: Float64Array): number => {
-    g.fill(0);
-    let loss = 0;
-    const bo = d * K;
-    let i = 0;
-    for (; i + 1 < n; i += 2) {
-      const xa = i * d;
-      const xb = xa + d;
-      for (let c = 0; c < K; c++) {
-        logits[c] = W[bo + c];
-        logits2[c] = W[bo + c];
-      }
-      for (let j = 0; j < d; j++) {
-        const a = X[xa + j];
-        const b = X[xb + j];
-        const wo = j * K;
-        for (let c = 0; c < K; c++) {
-          const w = W[wo + c];
-          logits[c] += a * w;
-          logits2[c] += b * w;
-        }
-      }
-      loss += soft(logits, resid, y[i]);
-      loss += soft(logits2, resid2, y[i + 1]);
-      for (let j = 0; j < d; j++) {
-        const a = X[xa + j];
-        const b = X[xb + j];
-        const go = j * K;
-        for (let c = 0; c < K; c++) {
-          let v = g[go + c] + resid[c] * a;
-          v += resid2[c] * b;
-          g[go + c] = v;
-        }
-      }
-      for (let c = 0; c < K; c++) {
-        g[bo + c] += resid[c];
-        g[bo + c] += resid2[c];
-      }
-    }
-    if (i < n) {
-      const xo = i * d;
-      for (let c = 0; c < K; c++) logits[c] = W[bo + c];
-      for (let j = 0; j < d; j++) {
-        const x = X[xo + j];
-        const wo = j * K;
-        for (let c = 0; c < K; c++) logits[c] += x * W[wo + c];
-      }
-      loss += soft(logits, resid, y[i]);
-      for (let j = 0; j < d; j++) {
-        const x = X[xo + j];
-        const go = j * K;
-        for (let c = 0; c < K; c++) g[go + c] += resid[c] * x;
-      }
-      for (let c = 0; c < K; c++) g[bo + c] += resid[c];
-    }
-    for (let t = 0; t < d * K; t++) {
-      loss += 0.5 * lambda * W[t] * W[t];
-      g[t] += lambda * W[t];
-    }
-    return loss;
-  };
-  const W = new Float64Array(m);
-  const iterations = lbfgs(f, W, maxIter, 10, tol);
+  const bo = K * d;
+  // Weights class-major inside the solver ([K][d], then the K biases; see logistic.ts).
+  const f = logisticObjective(X, n, d, y, K, 1 / C, useKernel);
+  const Wt = new Float64Array((d + 1) * K);
+  if (start) for (let j = 0; j <= d; j++) for (let c = 0; c < K; c++) Wt[j < d ? c * d + j : bo + c] = start[j * K + c];
+  const iterations = lbfgs(f, Wt, maxIter, 10, tol);
+  // back to the feature-major layout of FitResult
+  const W = new Float64Array((d + 1) * K);
+  for (let j = 0; j <= d; j++) for (let c = 0; c < K; c++) W[j * K + c] = Wt[j < d ? c * d + j : bo + c];
   return { W, iterations };
 }
 
@@ -264,6 +194,7 @@ export function crossValidatedPredictions(X: Float64Array, n: number, d: number,
   const folds = Math.max(2, Math.min(opts.folds ?? 5, smallest));
   const fold = stratifiedFolds(labels, nClasses, folds, opts.seed ?? 0);
   const pred = new Int32Array(n);
+  let prev: Float64Array | undefined;
   for (let f = 0; f < folds; f++) {
     const train: number[] = [];
     const test: number[] = [];
@@ -281,7 +212,8 @@ export function crossValidatedPredictions(X: Float64Array, n: number, d: number,
       yt[r] = labels[i];
       for (let j = 0; j < d; j++) Xt[r * d + j] = (X[i * d + j] - mean[j]) / sd[j];
     });
-    const { W } = fitLogistic(Xt, train.length, d, yt, opts.C ?? 1, nClasses, opts.maxIter ?? 100);
+    const { W } = fitLogistic(Xt, train.length, d, yt, opts.C ?? 1, nClasses, opts.maxIter ?? 100, 1e-4, prev);
+    prev = W;
     const Xs = new Float64Array(test.length * d);
     test.forEach((i, r) => {
       for (let j = 0; j < d; j++) Xs[r * d + j] = (X[i * d + j] - mean[j]) / sd[j];

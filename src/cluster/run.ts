@@ -24,15 +24,16 @@ import { hashFileCached } from '../store/filehash.js';
 import { defaultThreads } from '../util/worker.js';
 import { readSafetensorsHeader, readTensorFloat32 } from '../formats/safetensors.js';
 import { LOBES_VERSION } from '../version.js';
-import { FINAL_HIDDEN, compareHooks, parseHook } from '../hooks.js';
-import type { HookInfo, RunReader } from '../store/types.js';
-import type { ClusterCoords, ClusterMetrics, ClusterSettings, SpaceMetrics } from './types.js';
+import { FINAL_HIDDEN } from '../hooks.js';
+import type { RunReader } from '../store/types.js';
+import type { BaselineMetrics, ClusterCoords, ClusterItems, ClusterMetrics, ClusterSettings, SpaceMetrics, SweepPoint } from './types.js';
 import { readNpy } from './npy.js';
-import { pca, pcaParallel, type PcaOptions, type PcaResult } from './pca.js';
+import { pca, pcaParallel } from './pca.js';
 import { ClusterPool } from './pool.js';
 import { Tsne } from './tsne.js';
 import { checkPerplexity } from './affinity.js';
-import { distanceMatrix, gramDistances, permutationLabels, probeAccuracy, probePermutationLabels, spaceMetrics, type MetricOptions } from './metrics.js';
+import { chanceOf, layerSweep, metricsCsvRows, separation, type Coded, type Features, type MeasureContext, type MetricSample, type RunPca } from './measure.js';
+import { tokenBaselines } from './baseline.js';
 
 export interface ClusterOptions {
   /** Labels file (one per line) for a matrix input. */
@@ -43,8 +44,14 @@ export interface ClusterOptions {
   by?: string;
   seed?: number;
   perplexity?: number;
-  /** PCA dimensions before t-SNE (default 50; 0 = none). */
+  /** PCA dimensions the t-SNE neighbourhoods are built in (default 0: the original space). */
   pca?: number;
+  /** PCA components the linear probe is fitted on (default 50; 0 = every dimension). */
+  probePca?: number;
+  /** Label permutations per layer of the sweep (default min(probePermutations, 20)). */
+  sweepPermutations?: number;
+  /** Probes on the tokens alone for a run input (default true). */
+  baselines?: boolean;
   theta?: number;
   iterations?: number;
   earlyExaggeration?: number;
@@ -78,6 +85,8 @@ export interface ClusterResult {
   metrics: ClusterMetrics;
   /** Directory written (null with noWrite). */
   outDir: string | null;
+  /** Per-item predictions of the metric sample (also written as items.json). */
+  items?: ClusterItems;
 }
 
 interface LoadedInput {
@@ -95,6 +104,9 @@ interface LoadedInput {
   /** sha256 of the matrix file and the labels file (matrix input). */
   inputSha256?: { matrix: string; labels: string };
 }
+
+/** The default number of PCA components the probe is fitted on. */
+export const DEFAULT_PROBE_PCA = 50;
 
 /** Read the labels file: one label per line (a final empty line is ignored). */
 export function readLabelsFile(file: string): string[] {
@@ -221,41 +233,27 @@ export function stratifiedSample(codes: Int32Array, nClasses: number, m: number,
   return Int32Array.from(picked.sort((a, b) => a - b));
 }
 
-function take(X: Float32Array | Float64Array, d: number, rows: Int32Array): Float64Array {
-  const out = new Float64Array(rows.length * d);
-  rows.forEach((r, i) => {
-    for (let j = 0; j < d; j++) out[i * d + j] = X[r * d + j];
-  });
-  return out;
-}
-
-/** Elapsed seconds per stage, in the order the stages ran. */
+/** Elapsed seconds per stage, in the order the stages ran, and the CPU seconds of the process (all threads) in each. */
 class Laps {
   readonly timings: Record<string, number> = {};
+  readonly cpu: Record<string, number> = {};
   private t0 = performance.now();
+  private c0 = cpuSeconds();
 
   /** Record the time since the previous lap under `name`. */
   lap(name: string): void {
     const t = performance.now();
+    const c = cpuSeconds();
     this.timings[name] = Math.round(t - this.t0) / 1000;
+    this.cpu[name] = Math.round((c - this.c0) * 1000) / 1000;
     this.t0 = t;
+    this.c0 = c;
   }
 }
 
-/** Labels coded 0..C-1 in sorted order of their values. */
-interface Coded {
-  classes: string[];
-  codes: Int32Array;
-}
-
-/** PCA (or none) of a matrix; uses the worker threads for wide matrices. */
-type RunPca = (M: Float32Array, rows: number, dim: number, k: number, po: PcaOptions) => Promise<PcaResult> | PcaResult;
-
-/** The features t-SNE and the probe see: PCA scores, or the matrix itself. */
-interface Features {
-  feats: Float64Array;
-  fd: number;
-  explained: number;
+function cpuSeconds(): number {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1e6;
 }
 
 /** The t-SNE result and the settings it ran with. */
@@ -263,15 +261,6 @@ interface Embedding {
   Y: Float64Array;
   kl: number;
   opts: Tsne['opts'];
-}
-
-/** The seeded stratified subsample the metrics use and the metric settings. */
-interface MetricSample {
-  rows: Int32Array;
-  m: number;
-  /** Class codes of the sampled rows. */
-  sub: Int32Array;
-  mopts: Required<Pick<MetricOptions, 'k' | 'bootstrap' | 'permutations' | 'probePermutations' | 'seed'>> & { probe: { folds: number } };
 }
 
 /** What every stage of runCluster reads. */
@@ -286,11 +275,17 @@ interface Stage {
   say: (m: string) => void;
 }
 
+/** What the measuring stages (measure.ts) need from a stage. */
+function context(st: Stage): MeasureContext {
+  const { inp, coded, seed, pool, runPca, say, laps, opts } = st;
+  return { X: inp.X, n: inp.n, d: inp.d, coded, seed, pool, runPca, quiet: !!opts.quiet, say, lap: (name) => laps.lap(name) };
+}
+
 /**
- * Run PCA, t-SNE and the metrics; write the results unless `noWrite`.
+ * Run t-SNE and the metrics; write the results unless `noWrite`.
  *
- * Stages: load and check the input; PCA; t-SNE; the separation metrics on a subsample; the
- * layer sweep; the results and their files.
+ * Stages: load and check the input; PCA (only with `pca`); t-SNE; the separation metrics on a
+ * subsample; the token baselines (run input); the layer sweep; the results and their files.
  */
 export async function runCluster(input: RunReader | string, opts: ClusterOptions = {}): Promise<ClusterResult> {
   const laps = new Laps();
@@ -318,22 +313,43 @@ export async function runCluster(input: RunReader | string, opts: ClusterOptions
     laps.lap('tsne');
     say(`KL divergence ${emb.kl.toFixed(4)}`);
     const sample = metricSample(st);
-    const spaces = await separation(st, features, emb, sample);
-    let sweep: ClusterMetrics['sweep'];
+    const ctx = context(st);
+    const sep = await separation(ctx, emb.Y, sample);
+    const items: ClusterItems = { ids: Array.from(sample.rows, (r) => inp.ids[r]), classes: coded.classes, y: Array.from(sample.sub), spaces: sep.items, baselines: [] };
+    const extra: Extra = { notes: [], baselines: [] };
+    if (inp.run && opts.baselines !== false) {
+      say('token baselines');
+      const b = await tokenBaselines(ctx, inp.run, sample);
+      extra.baselines = b.baselines;
+      extra.notes.push(...b.notes);
+      items.baselines = b.items;
+      for (const n of b.notes) say(n);
+      laps.lap('baselines');
+    }
     if (opts.sweep) {
-      sweep = await layerSweep(st, sample);
+      const sw = await layerSweep(ctx, inp.run, inp.source, sample);
+      extra.sweep = sw.sweep;
+      items.sweep = sw.items;
       laps.lap('sweep');
     }
-    const result = clusterResult(st, perplexity, features, emb, sample, spaces, sweep);
+    const result = clusterResult(st, perplexity, features, emb, sample, sep.spaces, extra);
     if (!opts.noWrite) {
       result.outDir = inp.outDir;
-      await writeOutputs(result.outDir, result.settings, result.coords, result.metrics);
+      await writeOutputs(result.outDir, result.settings, result.coords, result.metrics, items);
       say(`wrote ${result.outDir}`);
     }
+    result.items = items;
     return result;
   } finally {
     await pool?.close();
   }
+}
+
+/** What runCluster adds to the metrics after the three spaces. */
+interface Extra {
+  sweep?: SweepPoint[];
+  baselines: BaselineMetrics[];
+  notes: string[];
 }
 
 /** Code the labels 0..C-1 in sorted order of their values. */
@@ -343,10 +359,13 @@ function encodeLabels(labels: string[]): Coded {
   return { classes, codes: Int32Array.from(labels, (l) => codeOf.get(l)!) };
 }
 
-/** PCA to opts.pca dimensions (default 50) when that is fewer than the matrix has. */
+/**
+ * The space t-SNE's neighbourhoods are built in: the matrix itself (default), or its top
+ * opts.pca principal components when that is fewer than the matrix has.
+ */
 async function reduce(st: Stage): Promise<Features> {
   const { X, n, d } = st.inp;
-  const pcaTarget = st.opts.pca ?? 50;
+  const pcaTarget = st.opts.pca ?? 0;
   if (!(pcaTarget > 0 && pcaTarget < d)) return { feats: Float64Array.from(X), fd: d, explained: 1 };
   st.say(`PCA ${n} × ${d} -> ${Math.min(pcaTarget, n)}`);
   const r = await st.runPca(X, n, d, pcaTarget, { seed: st.seed });
@@ -357,7 +376,12 @@ async function reduce(st: Stage): Promise<Features> {
 /** The seeded t-SNE embedding of the features. */
 async function embed(st: Stage, f: Features, perplexity: number, threads: number): Promise<Embedding> {
   const { opts, seed, pool } = st;
-  const tsne = await Tsne.create(f.feats, st.inp.n, f.fd, { perplexity, seed, theta: opts.theta, iterations: opts.iterations, earlyExaggeration: opts.earlyExaggeration, threads, pool: pool ?? undefined }, (s) => st.say(s));
+  // the exact neighbour search is O(N²·d): a progress bar when it may take more than a few seconds
+  const n = st.inp.n;
+  const nbProg = n * n * f.fd > 2e10 ? new Progress({ label: 'cluster neighbours', total: n, unit: 'rows', quiet: opts.quiet }) : null;
+  const onNeighbours = nbProg ? (done: number) => nbProg.set(done) : undefined;
+  const tsne = await Tsne.create(f.feats, n, f.fd, { perplexity, seed, theta: opts.theta, iterations: opts.iterations, earlyExaggeration: opts.earlyExaggeration, threads, pool: pool ?? undefined, onNeighbours }, (s) => st.say(s));
+  nbProg?.finish();
   try {
     tsne.init();
     const prog = new Progress({ label: 'cluster t-SNE', total: tsne.opts.iterations, unit: 'iterations', quiet: opts.quiet });
@@ -377,87 +401,18 @@ function metricSample(st: Stage): MetricSample {
   const B = opts.bootstrap ?? 1000;
   const R = opts.permutations ?? 200;
   const Rp = opts.probePermutations ?? Math.min(R, 50);
-  return { rows, m: rows.length, sub, mopts: { k: opts.knnK ?? 10, bootstrap: B, permutations: R, probePermutations: Rp, seed, probe: { folds: opts.folds ?? 5 } } };
-}
-
-/** Separation metrics in the original space (cosine, euclidean) and in the embedding. */
-async function separation(st: Stage, f: Features, emb: Embedding, sample: MetricSample): Promise<SpaceMetrics[]> {
-  const { inp, pool, laps, say, seed } = st;
-  const { classes } = st.coded;
-  const { d } = inp;
-  const { rows, m, sub, mopts } = sample;
-  const { bootstrap: B, permutations: R, probePermutations: Rp } = mopts;
-  const Xs = take(inp.X, d, rows);
-  const Fs = take(f.feats, f.fd, rows);
-  const Ys = take(emb.Y, 2, rows);
-  const spaces: SpaceMetrics[] = [];
-  say(`metrics on ${m} points (${B} bootstrap resamples, ${R} permutations, ${Rp} for the probe)`);
-  // the probe's permutations retrain every fold: spread them over the worker threads
-  const probeNull = async (F: Float64Array, fdim: number): Promise<Float64Array | undefined> =>
-    pool && Rp > 0 ? pool.probeAccuracies(F, m, fdim, probePermutationLabels(sub, Rp, seed), classes.length, { ...mopts.probe, seed }) : undefined;
-  // so do the silhouette permutations (O(m²) each)
-  const perms = pool && R > 0 ? permutationLabels(sub, R, seed) : null;
-  const silNull = async (D: Float64Array) => (pool && perms ? pool.silhouettes(D, m, perms, classes.length) : undefined);
-  laps.lap('metrics-setup');
-  say(`original-space distances (${m} × ${m}, d = ${d})`);
-  const G = pool ? await pool.gramDistances(Xs, m, d) : gramDistances(Xs, m, d);
-  laps.lap('metrics-distances');
-  say('metrics 1/3: original-cosine');
-  spaces.push(spaceMetrics({ space: 'original-cosine', X: Xs, d, distance: 'cosine', probe: null, D: G.cosine, silhouetteNull: await silNull(G.cosine) }, m, sub, classes, mopts));
-  laps.lap('metrics-original-cosine');
-  say(`metrics 2/3: original-euclidean (the probe retrains ${Rp} permutations × ${mopts.probe.folds} folds)`);
-  spaces.push(
-    spaceMetrics(
-      { space: 'original-euclidean', X: Xs, d, distance: 'euclidean', probe: { X: Fs, d: f.fd }, D: G.euclidean, probeNull: await probeNull(Fs, f.fd), silhouetteNull: await silNull(G.euclidean) },
-      m,
-      sub,
-      classes,
-      mopts,
-    ),
-  );
-  laps.lap('metrics-original-euclidean');
-  say('metrics 3/3: embedding');
-  const DY = distanceMatrix(Ys, m, 2, 'euclidean');
-  spaces.push(spaceMetrics({ space: 'embedding', X: Ys, d: 2, distance: 'euclidean', probe: { X: Ys, d: 2 }, D: DY, probeNull: await probeNull(Ys, 2), silhouetteNull: await silNull(DY) }, m, sub, classes, mopts));
-  laps.lap('metrics-embedding');
-  return spaces;
-}
-
-/** The run's residual-stream capture points (layers.{i}.resid_out), in layer order. */
-function residHooks(run: RunReader): HookInfo[] {
-  return run
-    .hooks()
-    .map((h) => ({ h, hook: parseHook(h.name) }))
-    .filter((x) => x.hook?.site === 'resid_out')
-    .sort((a, b) => compareHooks(a.hook!, b.hook!))
-    .map((x) => x.h);
-}
-
-/** Probe accuracy (with its bootstrap CI) at every layer's residual stream, on the metric sample. */
-async function layerSweep(st: Stage, sample: MetricSample): Promise<NonNullable<ClusterMetrics['sweep']>> {
-  const { inp, opts, seed } = st;
-  if (!inp.run) throw new LobesError('--sweep needs a run directory (a matrix file has one layer)');
-  const layers = residHooks(inp.run);
-  if (layers.length === 0) throw new LobesError('--sweep: the run has no layers.{i}.resid_out capture points', { file: inp.source, hint: 'extract with --capture resid' });
-  const { rows, m, sub, mopts } = sample;
-  const pcaTarget = opts.pca ?? 50;
-  const sweep: NonNullable<ClusterMetrics['sweep']> = [];
-  const prog = new Progress({ label: 'cluster sweep', total: layers.length, unit: 'layers', quiet: opts.quiet });
-  for (const h of layers) {
-    const L = await inp.run.read(h.name, rows);
-    for (let t = 0; t < L.length; t++) if (!Number.isFinite(L[t])) throw new LobesError(`non-finite value at row ${rows[Math.floor(t / h.dim)]}`, { file: inp.source, where: h.name });
-    const k = Math.min(pcaTarget > 0 ? pcaTarget : h.dim, h.dim, m);
-    const P = k < h.dim ? (await st.runPca(L, m, h.dim, k, { seed })).scores : Float64Array.from(L);
-    const r = probeAccuracy(P, m, k, sub, st.coded.classes.length, mopts.bootstrap, seed, { folds: opts.folds ?? 5 });
-    sweep.push({ point: h.name, probeAccuracy: r.value, ci95: r.ci95 });
-    prog.tick(1);
-  }
-  prog.finish();
-  return sweep;
+  return {
+    rows,
+    m: rows.length,
+    sub,
+    mopts: { k: opts.knnK ?? 10, bootstrap: B, permutations: R, probePermutations: Rp, seed, probe: { folds: opts.folds ?? 5 } },
+    probePca: opts.probePca ?? DEFAULT_PROBE_PCA,
+    sweepPermutations: opts.sweepPermutations ?? Math.min(Rp, 20),
+  };
 }
 
 /** Settings, coordinates and metrics as written (outDir is set by the caller when it writes). */
-function clusterResult(st: Stage, perplexity: number, f: Features, emb: Embedding, sample: MetricSample, spaces: SpaceMetrics[], sweep: ClusterMetrics['sweep']): ClusterResult {
+function clusterResult(st: Stage, perplexity: number, f: Features, emb: Embedding, sample: MetricSample, spaces: SpaceMetrics[], extra: Extra): ClusterResult {
   const { opts, inp, seed } = st;
   const { classes } = st.coded;
   const { n, d } = inp;
@@ -481,6 +436,9 @@ function clusterResult(st: Stage, perplexity: number, f: Features, emb: Embeddin
     probeFolds,
     probePermutations: mopts.probePermutations,
     metricSample: m,
+    probePca: sample.probePca,
+    ...(opts.sweep ? { sweepPermutations: sample.sweepPermutations } : {}),
+    baselines: extra.baselines.map((b) => b.name),
     input: inp.kind,
     lobesVersion: LOBES_VERSION,
     ...(inp.run ? { provenance: analysisProvenance(inp.run) } : {}),
@@ -494,40 +452,26 @@ function clusterResult(st: Stage, perplexity: number, f: Features, emb: Embeddin
     pcaExplainedVariance: f.explained,
     klDivergence: emb.kl,
     spaces,
-    ...(sweep ? { sweep } : {}),
+    ...(extra.sweep ? { sweep: extra.sweep } : {}),
+    chance: chanceOf(sub, classes),
+    ...(extra.baselines.length ? { baselines: extra.baselines } : {}),
+    ...(extra.notes.length ? { notes: extra.notes } : {}),
     klMethod: n <= 5000 || emb.opts.theta === 0 ? 'exact' : 'barnes-hut',
     pcaDims: f.fd,
     metricSample: m,
     timings: st.laps.timings,
+    cpuTimings: st.laps.cpu,
   };
   return { settings, coords, metrics, outDir: null };
 }
 
-
-/** Metrics as CSV rows: space,metric,value,ci_low,ci_high,p. */
+/** Metrics as CSV rows: space,metric,value,ci_low,ci_high,p,null_mean,null_low,null_high. */
 export function metricsCsv(metrics: ClusterMetrics): string {
-  const lines = ['space,metric,value,ci_low,ci_high,p'];
-  const num = (v: number | null | undefined) => (v === null || v === undefined ? '' : String(v));
-  for (const s of metrics.spaces) {
-    const main: [string, { value: number; ci95: [number, number] | null; p: number | null } | null][] = [
-      ['silhouette', s.silhouette],
-      ['knn_accuracy', s.knnAccuracy],
-      ['probe_accuracy', s.probeAccuracy],
-      ['davies_bouldin', s.daviesBouldin],
-    ];
-    for (const [name, m] of main) if (m) lines.push([s.space, name, num(m.value), num(m.ci95?.[0]), num(m.ci95?.[1]), num(m.p)].join(','));
-    for (const c of s.perClass) {
-      lines.push([s.space, csvField(`silhouette:${c.label}`), num(c.silhouette), '', '', ''].join(','));
-      lines.push([s.space, csvField(`knn_recall:${c.label}`), num(c.knnRecall), '', '', ''].join(','));
-    }
-  }
-  for (const w of metrics.sweep ?? []) lines.push(['sweep', csvField(`probe_accuracy:${w.point}`), num(w.probeAccuracy), num(w.ci95?.[0]), num(w.ci95?.[1]), ''].join(','));
-  lines.push(['embedding', 'kl_divergence', num(metrics.klDivergence), '', '', ''].join(','));
-  return lines.join('\n') + '\n';
+  return ['space,metric,value,ci_low,ci_high,p,null_mean,null_low,null_high', ...metricsCsvRows(metrics, csvField)].join('\n') + '\n';
 }
 
 /** Write the result folder whole (writeDirAtomic): a failure leaves the previous result untouched. */
-async function writeOutputs(dir: string, settings: ClusterSettings, coords: ClusterCoords, metrics: ClusterMetrics): Promise<void> {
+async function writeOutputs(dir: string, settings: ClusterSettings, coords: ClusterCoords, metrics: ClusterMetrics, items: ClusterItems): Promise<void> {
   const csv = ['id,label,x,y'];
   for (let i = 0; i < coords.ids.length; i++) csv.push([csvField(coords.ids[i]), csvField(coords.labels[i]), coords.xy[2 * i], coords.xy[2 * i + 1]].join(','));
   await writeDirAtomic(
@@ -536,6 +480,7 @@ async function writeOutputs(dir: string, settings: ClusterSettings, coords: Clus
       writeFileAtomicSync(path.join(tmp, 'settings.json'), JSON.stringify(settings, null, 2) + '\n');
       writeFileAtomicSync(path.join(tmp, 'coords.json'), JSON.stringify(coords) + '\n');
       writeFileAtomicSync(path.join(tmp, 'coords.csv'), csv.join('\n') + '\n');
+      writeFileAtomicSync(path.join(tmp, 'items.json'), JSON.stringify(items) + '\n');
       writeFileAtomicSync(path.join(tmp, 'metrics.csv'), metricsCsv(metrics));
       if (metrics.sweep) writeFileAtomicSync(path.join(tmp, 'sweep.json'), JSON.stringify(metrics.sweep, null, 2) + '\n');
       writeFileAtomicSync(path.join(tmp, 'metrics.json'), JSON.stringify(metrics, null, 2) + '\n');

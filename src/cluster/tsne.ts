@@ -56,6 +56,8 @@ export interface TsneOptions {
   poolMinPoints?: number;
   /** Use these worker threads (the caller closes them) instead of starting new ones. */
   pool?: ClusterPool;
+  /** Called as the exact neighbour search finishes rows (done of n); it is O(N²·d). */
+  onNeighbours?: (done: number, n: number) => void;
 }
 
 interface Resolved {
@@ -142,8 +144,11 @@ export class Tsne {
     try {
       onStage?.(`nearest neighbours (k = ${k})`);
       let nn: KnnResult;
-      if (pool) nn = await pool.knn(X, n, d, k);
-      else nn = knn(X, n, d, k);
+      if (pool) nn = await pool.knn(X, n, d, k, options.onNeighbours && ((done) => options.onNeighbours!(done, n)));
+      else {
+        nn = knn(X, n, d, k);
+        options.onNeighbours?.(n, n);
+      }
       onStage?.('perplexity calibration');
       const Pc = pool ? await pool.conditionalP(nn, n, perplexity) : conditionalP(nn, n, perplexity).P;
       let P = jointP(nn, Pc, n);

@@ -5,6 +5,7 @@
  *   cluster/coords.json     ClusterCoords     (and coords.csv: id,label,x,y)
  *   cluster/metrics.json    ClusterMetrics    (and metrics.csv: space,metric,value,ci_low,ci_high,p)
  *   cluster/sweep.json      optional: probe accuracy per layer
+ *   cluster/items.json      ClusterItems: per-item predictions of the metric sample (for paired comparisons)
  */
 
 import type { AnalysisProvenance } from '../store/types.js';
@@ -34,6 +35,12 @@ export interface ClusterSettings {
   probePermutations?: number;
   /** Points the metrics were computed on (a seeded stratified subsample when N is larger). */
   metricSample?: number;
+  /** PCA components the probe is fitted on (0: the space's own dimensions). */
+  probePca?: number;
+  /** Label permutations per layer of the sweep. */
+  sweepPermutations?: number;
+  /** Token baselines computed ([] when none could be). */
+  baselines?: string[];
   /** Input kind: 'run' (a run directory) or 'matrix' (.npy / .safetensors). */
   input?: 'run' | 'matrix';
   /** For a run: the run (identity), samples table and chunk files read (src/store/provenance.ts). */
@@ -54,18 +61,93 @@ export interface ClusterCoords {
 
 export interface MetricWithCI {
   value: number;
+  /** Percentile-bootstrap 95% CI over items (null without resamples). */
   ci95: [number, number] | null;
+  /** Label-permutation p-value, one-sided (null without permutations). */
   p: number | null;
+  /** Mean of the permutation null of the same statistic (absent or null: no null). */
+  nullMean?: number | null;
+  /** 2.5th and 97.5th percentiles of that null. */
+  nullBand?: [number, number] | null;
+}
+
+/** A classifier's out-of-sample predictions, scored (the kNN classifier or the linear probe). */
+export interface ClassifierMetrics {
+  accuracy: MetricWithCI;
+  /** Mean per-class recall; chance 1/C for any predictor that ignores the input. */
+  balancedAccuracy: MetricWithCI;
+  /** Mean per-class F1 over the classes present in the true or predicted labels. */
+  macroF1: MetricWithCI;
+  /** Recall per class, in `classes` order (null for a class without items). */
+  recall: (number | null)[];
+  /** Rows: true class; columns: predicted class, in `classes` order. */
+  confusion: number[][];
+}
+
+/** What chance looks like for the labels of the metric sample. */
+export interface Chance {
+  /** Expected balanced accuracy of any predictor that ignores the input: 1/C. */
+  balancedAccuracy: number;
+  /** Accuracy of always answering the most frequent class. */
+  majorityRate: number;
+  majorityClass: string;
+  /** Items per class, in `classes` order. */
+  counts: number[];
+}
+
+/** A probe on features computed from the tokens alone (no model), on the same items. */
+export interface BaselineMetrics {
+  /** 'token-counts' or 'token-embedding-mean'. */
+  name: string;
+  /** What the features are, in words. */
+  description: string;
+  /** Feature dimension before the probe's PCA. */
+  dim: number;
+  /** Dimensions the probe was fitted on. */
+  probeDims: number;
+  probe: ClassifierMetrics;
+}
+
+/** One capture point of the layer sweep. */
+export interface SweepPoint {
+  point: string;
+  probeAccuracy: number;
+  ci95: [number, number] | null;
+  /** The probe's balanced accuracy and macro-F1 with CIs and their permutation null. */
+  balancedAccuracy?: MetricWithCI;
+  macroF1?: MetricWithCI;
+  /** Accuracy with its null (probeAccuracy and ci95 repeat its value and CI). */
+  accuracy?: MetricWithCI;
+}
+
+/** Per-item predictions of the metric sample, so that two runs can be compared item by item. */
+export interface ClusterItems {
+  /** Item ids of the metric sample, in row order. */
+  ids: string[];
+  classes: string[];
+  /** True class index per item. */
+  y: number[];
+  spaces: { space: string; knn: number[]; probe: number[] | null; silhouette: number[] }[];
+  baselines: { name: string; probe: number[] }[];
+  sweep?: { point: string; probe: number[] }[];
 }
 
 export interface SpaceMetrics {
   /** 'original-cosine' | 'original-euclidean' | 'embedding'. */
   space: string;
   silhouette: MetricWithCI;
+  /** The kNN classifier's accuracy (the same numbers as knn.accuracy). */
   knnAccuracy: MetricWithCI;
+  /** The probe's accuracy (the same numbers as probe.accuracy), null without a probe. */
   probeAccuracy: MetricWithCI | null;
+  /** Leave-one-out kNN: accuracy, balanced accuracy, macro-F1, per-class recall. */
+  knn?: ClassifierMetrics;
+  /** The cross-validated linear probe, null in a space without one. */
+  probe?: ClassifierMetrics | null;
+  /** Dimensions the probe was fitted on (PCA components, or the space's own). */
+  probeDims?: number;
   daviesBouldin: MetricWithCI;
-  perClass: { label: string; n: number; silhouette: number; knnRecall: number }[];
+  perClass: { label: string; n: number; silhouette: number; knnRecall: number; probeRecall?: number | null }[];
   /** Confusion matrix of the kNN classifier: rows true, columns predicted, in `classes` order. */
   confusion: number[][];
 }
@@ -77,7 +159,13 @@ export interface ClusterMetrics {
   pcaExplainedVariance: number;
   klDivergence: number;
   spaces: SpaceMetrics[];
-  sweep?: { point: string; probeAccuracy: number; ci95: [number, number] | null }[];
+  sweep?: SweepPoint[];
+  /** Chance levels of the metric sample's labels. */
+  chance?: Chance;
+  /** Probes on token features of the same items (run input only). */
+  baselines?: BaselineMetrics[];
+  /** Notes on what could not be computed (e.g. a baseline without the model's tokenizer). */
+  notes?: string[];
   /** Added fields. */
   /** 'exact' (exact Z, N ≤ 5000) or 'barnes-hut' (Z from the quadtree, as scikit-learn reports). */
   klMethod?: 'exact' | 'barnes-hut';
@@ -87,4 +175,6 @@ export interface ClusterMetrics {
   metricSample?: number;
   /** Seconds per stage. */
   timings?: Record<string, number>;
+  /** CPU seconds of the process (all threads) per stage: a load-independent view of the same stages. */
+  cpuTimings?: Record<string, number>;
 }

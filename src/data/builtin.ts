@@ -79,7 +79,7 @@ export function loadBuiltin(p: ParsedSpec): Dataset {
   if (!(BUILTIN_NAMES as readonly string[]).includes(name)) {
     throw new UsageError(`unknown built-in dataset ${JSON.stringify(name)}`, `built-in datasets: ${BUILTIN_NAMES.map((n) => 'builtin:' + n).join(', ')}`);
   }
-  checkParams(p, ['lang', 'orientation', 'aspect', 'ability', 'template', 'scenario', 'speaker']);
+  checkParams(p, ['lang', 'orientation', 'aspect', 'ability', 'template', 'scenario', 'speaker', 'text']);
   const template = templateFromSpec(p, (k) => boolParam(p, k));
   const filters = filtersFromSpec(p, ABILITIES.map((a) => a.name));
   const samples: Sample[] = [];

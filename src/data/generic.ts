@@ -26,9 +26,11 @@ interface GenericSpec {
   labels: string[];
   id?: string;
   bessi?: string;
+  /** Axis name of each label field (the field itself; for a nested JSON field a.b, b). */
+  axes: string[];
 }
 
-function genericSpec(p: ParsedSpec, extra: string[]): GenericSpec {
+function genericSpec(p: ParsedSpec, extra: string[], nested = false): GenericSpec {
   checkParams(p, ['text', 'label', 'id', 'bessi', ...extra]);
   if (!p.path) throw new UsageError(`${p.kind}: needs a file path`, `e.g. ${p.kind}:data.${p.kind}?text=text&label=label`);
   const text = p.params.get('text');
@@ -39,8 +41,25 @@ function genericSpec(p: ParsedSpec, extra: string[]): GenericSpec {
   if (new Set(labels).size !== labels.length) throw new UsageError(`dataset spec ${JSON.stringify(p.raw)}: a label field is named twice`);
   const bessi = p.params.get('bessi');
   if (bessi !== undefined && !labels.includes(bessi)) throw new UsageError(`dataset spec ${JSON.stringify(p.raw)}: bessi=${bessi} must be one of the label fields`);
-  if (bessi !== undefined && labels.includes('aspect')) throw new UsageError(`dataset spec ${JSON.stringify(p.raw)}: bessi= adds the axis "aspect", which is already a label field`);
-  return { text, labels, id: p.params.get('id'), bessi };
+  const axes = labels.map((f) => (nested && f.includes('.') ? f.slice(f.lastIndexOf('.') + 1) : f));
+  if (bessi !== undefined && axes.includes('aspect')) throw new UsageError(`dataset spec ${JSON.stringify(p.raw)}: bessi= adds the axis "aspect", which is already a label field`);
+  if (new Set(axes).size !== axes.length) throw new UsageError(`dataset spec ${JSON.stringify(p.raw)}: two label fields give the same axis name (${axes.join(', ')})`, 'a nested field a.b gives the axis b');
+  return { text, labels, id: p.params.get('id'), bessi, axes };
+}
+
+/**
+ * A field of a JSON object by name; a dotted name (`labels.aspect`) reads nested objects when
+ * the object has no field of that exact name.
+ */
+function fieldOf(o: Record<string, unknown>, f: string): { has: boolean; value: unknown } {
+  if (Object.prototype.hasOwnProperty.call(o, f)) return { has: true, value: o[f] };
+  if (!f.includes('.')) return { has: false, value: undefined };
+  let cur: unknown = o;
+  for (const part of f.split('.')) {
+    if (typeof cur !== 'object' || cur === null || Array.isArray(cur) || !Object.prototype.hasOwnProperty.call(cur, part)) return { has: false, value: undefined };
+    cur = (cur as Record<string, unknown>)[part];
+  }
+  return { has: true, value: cur };
 }
 
 function scalar(v: unknown): string | null {
@@ -65,7 +84,7 @@ function rowsToSamples(rows: Row[], file: string, g: GenericSpec, out: GenericRe
     else text = t;
     // Label fields are the user's names: `__proto__` or `constructor` must stay plain keys.
     const labels: Record<string, string> = Object.create(null);
-    for (const f of g.labels) {
+    for (const [k, f] of g.labels.entries()) {
       if (!row.has(f)) {
         errs.push(`missing label field ${JSON.stringify(f)}`);
         continue;
@@ -73,15 +92,16 @@ function rowsToSamples(rows: Row[], file: string, g: GenericSpec, out: GenericRe
       const v = scalar(row.get(f));
       if (v === null) errs.push(`label field ${JSON.stringify(f)} is not a string or number`);
       else if (v.trim() === '') errs.push(`label field ${JSON.stringify(f)} is empty`);
-      else labels[f] = v.trim();
+      else labels[g.axes[k]] = v.trim();
     }
-    if (g.bessi && labels[g.bessi] !== undefined) {
-      const r = canonicalizeAbility(labels[g.bessi]);
+    const bAxis = g.bessi ? g.axes[g.labels.indexOf(g.bessi)] : undefined;
+    if (bAxis && labels[bAxis] !== undefined) {
+      const r = canonicalizeAbility(labels[bAxis]);
       if (r.ability) {
-        labels[g.bessi] = r.ability;
+        labels[bAxis] = r.ability;
         labels.aspect = aspectOf(r.ability);
       } else {
-        errs.push(`unknown label ${JSON.stringify(labels[g.bessi])} in ${JSON.stringify(g.bessi)}: ${'reason' in r ? r.reason : ''}`);
+        errs.push(`unknown label ${JSON.stringify(labels[bAxis])} in ${JSON.stringify(g.bessi)}: ${'reason' in r ? r.reason : ''}`);
       }
     }
     let id = `${base}:${row.line}`;
@@ -104,11 +124,78 @@ function rowsToSamples(rows: Row[], file: string, g: GenericSpec, out: GenericRe
 }
 
 function axesOf(g: GenericSpec): string[] {
-  return g.bessi ? [...g.labels, 'aspect'] : [...g.labels];
+  return g.bessi ? [...g.axes, 'aspect'] : [...g.axes];
 }
 
+/**
+ * A JSON Lines file in lobes' own sample form, as `lobes data export` writes it: one object per
+ * line with `id`, `text`, `labels` (an object: every key is a label axis) and optionally
+ * `provenance` and `extras`, kept as they are. Every line must carry the same label axes.
+ */
+function loadSampleJsonl(p: ParsedSpec): GenericResult {
+  checkParams(p, []);
+  const file = p.path;
+  const out: GenericResult = { samples: [], excluded: [], problems: [], spec: formatSpec('jsonl', p.path, p.params), axes: [] };
+  const r = readUtf8(file);
+  if ('problem' in r) {
+    if (r.problem.reason === 'no such file') throw new LobesError('no such file', { file });
+    out.problems.push(r.problem);
+    return out;
+  }
+  const seen = new Map<string, number>();
+  let axes: string[] | null = null;
+  r.text.split('\n').forEach((ln, k) => {
+    const s = ln.replace(/\r$/, '');
+    if (s.trim() === '') return;
+    const where = `line ${k + 1}`;
+    const bad = (reason: string, id?: string) => void out.problems.push({ file, where, reason, id });
+    const j = parseJson(s, file, 0, where);
+    if ('problem' in j) return void out.problems.push(j.problem);
+    const o = j.value as Record<string, unknown>;
+    if (typeof o !== 'object' || o === null || Array.isArray(o)) return bad('expected a JSON object {id, text, labels}');
+    const id = typeof o.id === 'string' && o.id.trim() !== '' ? o.id : null;
+    if (!id) return bad('"id" must be a non-empty string (a file without id/text/labels needs jsonl:FILE?text=F&label=F)');
+    if (typeof o.text !== 'string' || o.text.trim() === '') return bad('"text" must be a non-empty string', id);
+    const labels = o.labels;
+    if (typeof labels !== 'object' || labels === null || Array.isArray(labels)) return bad('"labels" must be an object of label axes', id);
+    const lab: Record<string, string> = {};
+    for (const [key, v] of Object.entries(labels as Record<string, unknown>)) {
+      const sv = scalar(v);
+      if (sv === null || sv.trim() === '') return bad(`label ${JSON.stringify(key)} is empty or not a string`, id);
+      lab[key] = sv.trim();
+    }
+    const keys = Object.keys(lab);
+    if (axes === null) axes = keys;
+    else if (keys.length !== axes.length || keys.some((x) => !axes!.includes(x))) {
+      return bad(`label axes ${JSON.stringify(keys)} differ from the first line's ${JSON.stringify(axes)}`, id);
+    }
+    const prev = seen.get(id);
+    if (prev !== undefined) return bad(`duplicate id ${JSON.stringify(id)} (first on line ${prev})`, id);
+    seen.set(id, k + 1);
+    const sample: Sample = { id, text: o.text, labels: lab };
+    if (o.provenance !== undefined) {
+      const pv = o.provenance;
+      if (typeof pv !== 'object' || pv === null || Array.isArray(pv) || Object.values(pv).some((x) => typeof x !== 'string')) return bad('"provenance" must be an object of strings', id);
+      sample.provenance = pv as Record<string, string>;
+    }
+    if (o.extras !== undefined) {
+      if (typeof o.extras !== 'object' || o.extras === null || Array.isArray(o.extras)) return bad('"extras" must be an object', id);
+      sample.extras = o.extras as Record<string, unknown>;
+    }
+    out.samples.push(sample);
+  });
+  if (out.samples.length === 0 && out.problems.length === 0) out.problems.push({ file, reason: 'file is empty (no JSON lines)' });
+  out.axes = axes ?? [];
+  return out;
+}
+
+/** `jsonl:FILE?text=F&label=F…`, or `jsonl:FILE` for a file in lobes' sample form (loadSampleJsonl). */
 export function loadJsonl(p: ParsedSpec): GenericResult {
-  const g = genericSpec(p, []);
+  if (!p.params.has('text') && !p.params.has('label')) {
+    if (!p.path) throw new UsageError('jsonl: needs a file path', 'e.g. jsonl:data.jsonl?text=text&label=label');
+    return loadSampleJsonl(p);
+  }
+  const g = genericSpec(p, [], true);
   const file = p.path;
   const out: GenericResult = { samples: [], excluded: [], problems: [], spec: formatSpec('jsonl', p.path, p.params), axes: axesOf(g) };
   const r = readUtf8(file);
@@ -127,7 +214,7 @@ export function loadJsonl(p: ParsedSpec): GenericResult {
     const v = j.value;
     if (typeof v !== 'object' || v === null || Array.isArray(v)) return out.problems.push({ file, where: `line ${i + 1}`, reason: 'expected a JSON object' });
     const o = v as Record<string, unknown>;
-    rows.push({ line: i + 1, get: (f) => o[f], has: (f) => Object.prototype.hasOwnProperty.call(o, f) });
+    rows.push({ line: i + 1, get: (f) => fieldOf(o, f).value, has: (f) => fieldOf(o, f).has });
   });
   if (rows.length === 0 && out.problems.length === 0) out.problems.push({ file, reason: 'file is empty (no JSON lines)' });
   rowsToSamples(rows, file, g, out);

@@ -345,7 +345,7 @@ function choiceUtterance(content: unknown): { speaker: string; response: string 
   return { speaker, response };
 }
 
-export const SOCIALEVAL_KEYS = ['lang', 'orientation', 'aspect', 'ability', 'composite', 'agree', 'template', 'scenario', 'speaker'];
+export const SOCIALEVAL_KEYS = ['lang', 'orientation', 'aspect', 'ability', 'composite', 'agree', 'template', 'scenario', 'speaker', 'text'];
 
 export function loadSocialEval(p: ParsedSpec): { samples: Sample[]; excluded: Excluded[]; problems: Problem[]; spec: string; axes: string[] } {
   checkParams(p, SOCIALEVAL_KEYS);

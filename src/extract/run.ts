@@ -13,7 +13,7 @@ import { LobesError, UsageError } from '../util/errors.js';
 import { Progress, fmtTime } from '../util/progress.js';
 import { LOBES_VERSION } from '../version.js';
 import type { Dataset, Sample } from '../data/types.js';
-import type { HookInfo, ModelArch, ModelSourceRecord, RunManifest, SampleRow } from '../store/types.js';
+import type { ControlInfo, HookInfo, ModelArch, ModelSourceRecord, RunManifest, SampleRow } from '../store/types.js';
 import type { BatchPlanOptions, CaptureEngine, CaptureFamily, Device, EngineOptions, LobesTokenizer, TokenBatch, TokenizerOptions } from './types.js';
 import { FORMAT_VERSION, shardRange, chunkCount, type ShardSpec, MANIFEST, SAMPLES } from '../store/layout.js';
 import { readManifest, writeManifest, writeSamples, samplesSha256, sha256Text } from '../store/manifest.js';
@@ -81,6 +81,8 @@ export interface ExtractOptions {
   diskFree?: (dir: string) => number | null;
   /** Where messages go (default stderr). */
   log?: (line: string) => void;
+  /** The model is a random-weights control (src/extract/control.ts): recorded as manifest model.control. */
+  control?: ControlInfo;
 }
 
 export const DEFAULT_CHUNK_ROWS = 128;
@@ -147,6 +149,7 @@ interface Settings {
   maxTokens: number | null;
   chatTemplate: boolean;
   shard: ShardSpec | null;
+  control: ControlInfo | null;
 }
 
 /** The dataset rows of this run (or shard), tokenized. */
@@ -267,6 +270,7 @@ function resolveSettings(opts: ExtractOptions): Settings {
     maxTokens: opts.maxTokens ?? null,
     chatTemplate: opts.chatTemplate ?? false,
     shard: opts.shard ?? null,
+    control: opts.control ?? null,
   };
 }
 
@@ -430,6 +434,7 @@ function runManifest(s: Settings, input: Input, previous: RunManifest | null, po
       files: input.files,
       ...(graph ?? previous?.model.graph ? { graph: (graph ?? previous?.model.graph) as Record<string, unknown> } : {}),
       ...(s.modelSource ? { source: s.modelSource } : {}),
+      ...(s.control ? { control: s.control } : {}),
     },
     tokenizer: { source: input.tokenizer.source, chatTemplate: s.chatTemplate, addBos: input.tokenizer.addBos, maxTokens: s.maxTokens },
     dataset: { spec: input.dataset.spec, itemsSha256: input.itemsSha256, count: input.N, axes: input.dataset.axes },

@@ -1,18 +1,30 @@
 /**
- * Metric-by-metric comparison of two runs: every separation metric (cluster/metrics.json),
- * every region metric (wanda/metrics.json) and every benchmark accuracy (lobes eval) of both, the difference (run 2 − run 1),
- * a 95% CI of the difference where both runs carry bootstrap CIs, and which run is ahead.
+ * Metric-by-metric comparison of two runs: every separation metric (cluster/metrics.json), every
+ * token baseline, the layer sweep, every region metric (wanda/metrics.json) and every benchmark
+ * accuracy (lobes eval) of both, their difference with a 95% CI where the data allow one, and
+ * which run is ahead.
  *
- * CI of a difference: the metric files hold each run's percentile-bootstrap 95% CI, not the
- * bootstrap samples. The two runs are independent, so we read each CI as ±1.96 standard
- * errors (se = (high − low) / 3.92) and report diff ± 1.96·sqrt(se1² + se2²): a normal
- * approximation, stated in the report. Region metrics carry permutation p-values only, so
- * their differences have no CI.
+ * The difference is run 2 − run 1, except when exactly one run is a random-weights control
+ * (`extract --control random`): then it is trained − control, whichever side the control is on.
+ *
+ * CIs of differences, in order of preference:
+ *  - paired bootstrap over items: both runs wrote cluster/items.json (per-item predictions and
+ *    silhouettes) for the same item ids; each of B = 1000 seeded resamples draws items with
+ *    replacement, recomputes the statistic in both runs on the same items and takes the
+ *    difference; the CI is its 2.5 and 97.5 percentiles. Same items through two models (trained
+ *    and control, 8B and 70B on one dataset) are the usual case.
+ *  - independent bootstrap: per-item data for different items (e.g. English and Chinese): each
+ *    run is resampled on its own.
+ *  - normal approximation: only the runs' CIs are known (results without items.json); each CI is
+ *    read as ±1.96 standard errors and the runs as independent.
+ * Region metrics carry permutation p-values only, so their differences have no CI.
  */
 import type { ReportModel } from './load.js';
-import type { MetricWithCI, SpaceMetrics } from '../cluster/types.js';
+import type { ClusterItems, MetricWithCI, SpaceMetrics } from '../cluster/types.js';
 import type { NullTested, WandaPairMetrics } from '../wanda/types.js';
 import type { ComparisonRow, Comparison } from './types.js';
+import { Rng } from '../util/rng.js';
+import { confusionCounts, percentileSorted, scoresFromConfusion, SCORE_NAMES, type ScoreName } from '../cluster/scores.js';
 import type { Accuracy, AccuracyTable } from '../eval/summary-types.js';
 
 export type Direction = 'higher' | 'lower' | 'neutral';
@@ -20,6 +32,8 @@ export type Direction = 'higher' | 'lower' | 'neutral';
 export type { ComparisonRow, Comparison } from './types.js';
 
 const Z = 1.959963984540054;
+/** Bootstrap resamples of the CIs of differences. */
+export const COMPARE_BOOTSTRAP = 1000;
 
 /** 95% CI of b − a from two independent 95% CIs (normal approximation). */
 export function diffCI(a: number, ciA: [number, number], b: number, ciB: [number, number]): [number, number] {
@@ -28,6 +42,75 @@ export function diffCI(a: number, ciA: [number, number], b: number, ciB: [number
   const se = Math.sqrt(seA * seA + seB * seB);
   const d = b - a;
   return [d - Z * se, d + Z * se];
+}
+
+/** One run's per-item series of one statistic: predictions against true classes, or per-item values. */
+export type ItemSeries = { ids: string[]; y: Int32Array; C: number; pred: Int32Array } | { ids: string[]; values: Float64Array };
+
+/** The statistic of a series on the items `rows` (all when null). */
+function statOn(s: ItemSeries, stat: ScoreName | 'mean', rows: Int32Array | null, M: Float64Array | null): number {
+  if ('values' in s) {
+    const v = s.values;
+    let sum = 0;
+    const n = rows ? rows.length : v.length;
+    for (let t = 0; t < n; t++) sum += v[rows ? rows[t] : t];
+    return n ? sum / n : 0;
+  }
+  const sc = scoresFromConfusion(confusionCounts(s.y, s.pred, s.C, rows ?? undefined, M ?? undefined), s.C);
+  return sc[stat as ScoreName];
+}
+
+/**
+ * 95% bootstrap CI of stat(s2) − stat(s1): paired over the items when both series hold the same
+ * item ids, else each resampled on its own. `kind` says which.
+ */
+export function bootstrapDiff(s1: ItemSeries, s2: ItemSeries, stat: ScoreName | 'mean', B: number, seed: number): { ci: [number, number]; kind: 'paired' | 'independent'; n: number } | null {
+  const n1 = s1.ids.length;
+  const n2 = s2.ids.length;
+  if (B <= 0 || n1 === 0 || n2 === 0) return null;
+  const rng = new Rng(seed);
+  const M1 = 'pred' in s1 ? new Float64Array(s1.C * s1.C) : null;
+  const M2 = 'pred' in s2 ? new Float64Array(s2.C * s2.C) : null;
+  const pos2 = new Map(s2.ids.map((id, i) => [id, i]));
+  const paired = n1 === n2 && pos2.size === n2 && s1.ids.every((id) => pos2.has(id));
+  const diffs = new Float64Array(B);
+  const r1 = new Int32Array(n1);
+  const r2 = new Int32Array(n2);
+  const map = paired ? Int32Array.from(s1.ids, (id) => pos2.get(id)!) : null;
+  for (let b = 0; b < B; b++) {
+    if (map) {
+      for (let t = 0; t < n1; t++) {
+        const i = rng.int(n1);
+        r1[t] = i;
+        r2[t] = map[i];
+      }
+    } else {
+      for (let t = 0; t < n1; t++) r1[t] = rng.int(n1);
+      for (let t = 0; t < n2; t++) r2[t] = rng.int(n2);
+    }
+    diffs[b] = statOn(s2, stat, r2, M2) - statOn(s1, stat, r1, M1);
+  }
+  diffs.sort();
+  return { ci: [percentileSorted(diffs, 2.5), percentileSorted(diffs, 97.5)], kind: paired ? 'paired' : 'independent', n: paired ? n1 : n1 + n2 };
+}
+
+/** Series of one run's items.json: a classifier's predictions, or a space's silhouettes. */
+export function itemSeries(items: ClusterItems | null | undefined, what: { space: string; of: 'knn' | 'probe' | 'silhouette' } | { baseline: string } | { sweep: string }): ItemSeries | null {
+  if (!items) return null;
+  const base = { ids: items.ids, y: Int32Array.from(items.y), C: items.classes.length };
+  if ('baseline' in what) {
+    const b = items.baselines.find((x) => x.name === what.baseline);
+    return b ? { ...base, pred: Int32Array.from(b.probe) } : null;
+  }
+  if ('sweep' in what) {
+    const w = items.sweep?.find((x) => x.point === what.sweep);
+    return w ? { ...base, pred: Int32Array.from(w.probe) } : null;
+  }
+  const s = items.spaces.find((x) => x.space === what.space);
+  if (!s) return null;
+  if (what.of === 'silhouette') return { ids: items.ids, values: Float64Array.from(s.silhouette) };
+  const p = what.of === 'knn' ? s.knn : s.probe;
+  return p ? { ...base, pred: Int32Array.from(p) } : null;
 }
 
 function aheadOf(dir: Direction, a: number | null, b: number | null, ci: [number, number] | null, names: [string, string]): string {
@@ -41,106 +124,196 @@ function aheadOf(dir: Direction, a: number | null, b: number | null, ci: [number
   return excludesZero ? `${winner} (CI excludes 0)` : `${winner} (within CI)`;
 }
 
-function row(
-  section: string, metric: string, dir: Direction, names: [string, string],
-  a: { value: number; ci?: [number, number] | null } | null, b: { value: number; ci?: [number, number] | null } | null, note?: string,
-): ComparisonRow {
+/** How the comparison builds its rows: names, the sign of the difference, the items of both runs. */
+interface Ctx {
+  names: [string, string];
+  /** +1: diff = b − a; −1: diff = a − b (trained − control with the control as run 2). */
+  sign: 1 | -1;
+  items: [ClusterItems | null, ClusterItems | null];
+  /** Which CI methods were used (for the notes). */
+  used: Set<string>;
+}
+
+type Val = { value: number; ci?: [number, number] | null } | null;
+
+function row(ctx: Ctx, section: string, metric: string, dir: Direction, a: Val, b: Val, opts: { note?: string; series?: [ItemSeries | null, ItemSeries | null]; stat?: ScoreName | 'mean' } = {}): ComparisonRow {
   const av = a && Number.isFinite(a.value) ? a.value : null;
   const bv = b && Number.isFinite(b.value) ? b.value : null;
-  const diff = av !== null && bv !== null ? bv - av : null;
-  const ci = av !== null && bv !== null && a?.ci && b?.ci ? diffCI(av, a.ci, bv, b.ci) : null;
-  return { section, metric, a: av, b: bv, diff, ci, ahead: aheadOf(dir, av, bv, ci, names), ...(note ? { note } : {}) };
+  const raw = av !== null && bv !== null ? bv - av : null;
+  let ci: [number, number] | null = null;
+  let how = '';
+  const [s1, s2] = opts.series ?? [null, null];
+  if (raw !== null && s1 && s2 && opts.stat) {
+    const r = bootstrapDiff(s1, s2, opts.stat, COMPARE_BOOTSTRAP, 0);
+    if (r) {
+      ci = r.ci;
+      how = r.kind === 'paired' ? `paired bootstrap over ${r.n} items` : 'independent bootstraps';
+      ctx.used.add(r.kind);
+    }
+  }
+  if (!ci && av !== null && bv !== null && a?.ci && b?.ci) {
+    ci = diffCI(av, a.ci, bv, b.ci);
+    how = 'normal approximation';
+    ctx.used.add('normal');
+  }
+  const diff = raw === null ? null : ctx.sign * raw;
+  const shown = ci && ctx.sign === -1 ? ([-ci[1], -ci[0]] as [number, number]) : ci;
+  const note = [opts.note, how].filter(Boolean).join('; ');
+  return { section, metric, a: av, b: bv, diff, ci: shown, ahead: aheadOf(dir, av, bv, ci, ctx.names), ...(note ? { note } : {}) };
 }
 
 const detail = (r: ComparisonRow): ComparisonRow => ({ ...r, detail: true });
 const mc = (m: MetricWithCI | null | undefined) => (m ? { value: m.value, ci: m.ci95 } : null);
 const nt = (m: NullTested | null | undefined) => (m ? { value: m.value } : null);
 const num = (v: number | null | undefined) => (typeof v === 'number' ? { value: v } : null);
+const SCORE_LABEL: Record<ScoreName, string> = { accuracy: 'accuracy', balancedAccuracy: 'balanced accuracy', macroF1: 'macro-F1' };
+
+/** Separation rows of every space, baseline and sweep point. */
+function clusterRows(ctx: Ctx, r1: ReportModel, r2: ReportModel, rows: ComparisonRow[]): void {
+  const c1 = r1.cluster?.metrics;
+  const c2 = r2.cluster?.metrics;
+  const [i1, i2] = ctx.items;
+  const spaces = [...new Set([...(c1?.spaces ?? []), ...(c2?.spaces ?? [])].map((s) => s.space))];
+  for (const sp of spaces) {
+    const s1: SpaceMetrics | undefined = c1?.spaces.find((s) => s.space === sp);
+    const s2: SpaceMetrics | undefined = c2?.spaces.find((s) => s.space === sp);
+    const sec = `separation (${sp})`;
+    const ser = (of: 'knn' | 'probe' | 'silhouette'): [ItemSeries | null, ItemSeries | null] => [itemSeries(i1, { space: sp, of }), itemSeries(i2, { space: sp, of })];
+    rows.push(row(ctx, sec, 'silhouette', 'higher', mc(s1?.silhouette), mc(s2?.silhouette), { series: ser('silhouette'), stat: 'mean' }));
+    for (const cl of ['knn', 'probe'] as const) {
+      const m1 = s1?.[cl];
+      const m2 = s2?.[cl];
+      const old1 = cl === 'knn' ? s1?.knnAccuracy : s1?.probeAccuracy;
+      const old2 = cl === 'knn' ? s2?.knnAccuracy : s2?.probeAccuracy;
+      if (!m1 && !m2 && !old1 && !old2) continue;
+      for (const k of SCORE_NAMES) {
+        const v1 = m1 ? m1[k] : k === 'accuracy' ? old1 : null;
+        const v2 = m2 ? m2[k] : k === 'accuracy' ? old2 : null;
+        if (!v1 && !v2) continue;
+        rows.push(row(ctx, sec, `${cl === 'knn' ? 'kNN' : 'probe'} ${SCORE_LABEL[k]}`, 'higher', mc(v1), mc(v2), { series: ser(cl), stat: k }));
+      }
+    }
+    rows.push(row(ctx, sec, 'Davies–Bouldin', 'lower', mc(s1?.daviesBouldin), mc(s2?.daviesBouldin)));
+    const classes = [...new Set([...(s1?.perClass ?? []), ...(s2?.perClass ?? [])].map((c) => c.label))];
+    for (const cl of classes) {
+      const p1 = s1?.perClass.find((c) => c.label === cl);
+      const p2 = s2?.perClass.find((c) => c.label === cl);
+      rows.push(detail(row(ctx, sec, `silhouette of ${cl}`, 'higher', num(p1?.silhouette), num(p2?.silhouette))));
+      rows.push(detail(row(ctx, sec, `kNN recall of ${cl}`, 'higher', num(p1?.knnRecall), num(p2?.knnRecall))));
+      if (p1?.probeRecall !== undefined || p2?.probeRecall !== undefined) rows.push(detail(row(ctx, sec, `probe recall of ${cl}`, 'higher', num(p1?.probeRecall), num(p2?.probeRecall))));
+    }
+  }
+  const bnames = [...new Set([...(c1?.baselines ?? []), ...(c2?.baselines ?? [])].map((b) => b.name))];
+  for (const bn of bnames) {
+    const b1 = c1?.baselines?.find((b) => b.name === bn);
+    const b2 = c2?.baselines?.find((b) => b.name === bn);
+    const series: [ItemSeries | null, ItemSeries | null] = [itemSeries(i1, { baseline: bn }), itemSeries(i2, { baseline: bn })];
+    for (const k of SCORE_NAMES) rows.push(row(ctx, `tokens alone (${bn})`, `probe ${SCORE_LABEL[k]}`, 'higher', mc(b1?.probe[k]), mc(b2?.probe[k]), { series, stat: k }));
+  }
+  const points = [...new Set([...(c1?.sweep ?? []), ...(c2?.sweep ?? [])].map((w) => w.point))];
+  for (const pt of points) {
+    const w1 = c1?.sweep?.find((w) => w.point === pt);
+    const w2 = c2?.sweep?.find((w) => w.point === pt);
+    const series: [ItemSeries | null, ItemSeries | null] = [itemSeries(i1, { sweep: pt }), itemSeries(i2, { sweep: pt })];
+    const v = (w: typeof w1) => (w ? w.balancedAccuracy ?? null : null);
+    if (v(w1) || v(w2)) rows.push(detail(row(ctx, 'layer sweep', `probe balanced accuracy at ${pt}`, 'higher', mc(v(w1)), mc(v(w2)), { series, stat: 'balancedAccuracy' })));
+    else rows.push(detail(row(ctx, 'layer sweep', `probe accuracy at ${pt}`, 'higher', w1 ? { value: w1.probeAccuracy, ci: w1.ci95 } : null, w2 ? { value: w2.probeAccuracy, ci: w2.ci95 } : null, { series, stat: 'accuracy' })));
+  }
+}
+
+/** Region rows of every group and pair. */
+function wandaRows(ctx: Ctx, r1: ReportModel, r2: ReportModel, rows: ComparisonRow[]): void {
+  const w1 = r1.wanda?.metrics;
+  const w2 = r2.wanda?.metrics;
+  const total = (r: ReportModel) => r.wanda?.regions.matrices.reduce((s, m) => s + m.rowBlocks * m.colBlocks, 0) ?? 0;
+  const t1 = total(r1);
+  const t2 = total(r2);
+  const share = (v: number | undefined, t: number) => (typeof v === 'number' && t > 0 ? { value: v / t } : null);
+  const groups = [...new Set([...(w1?.groups ?? []), ...(w2?.groups ?? [])].map((g) => g.group))];
+  for (const g of groups) {
+    const g1 = w1?.groups.find((x) => x.group === g);
+    const g2 = w2?.groups.find((x) => x.group === g);
+    const sec = `region of ${g}`;
+    rows.push(row(ctx, sec, 'share of all blocks', 'neutral', share(g1?.regionSize, t1), share(g2?.regionSize, t2)));
+    rows.push(row(ctx, sec, 'density', 'higher', num(g1?.density), num(g2?.density), { note: 'higher: more densely packed' }));
+    rows.push(row(ctx, sec, 'components', 'neutral', num(g1?.components), num(g2?.components)));
+  }
+  const key = (p: WandaPairMetrics) => `${p.a}\u0000${p.b}`;
+  const pairs = [...new Set([...(w1?.pairs ?? []), ...(w2?.pairs ?? [])].map(key))];
+  for (const k of pairs) {
+    const p1 = w1?.pairs.find((p) => key(p) === k);
+    const p2 = w2?.pairs.find((p) => key(p) === k);
+    const [a, b] = k.split('\u0000');
+    const sec = `pair ${a} vs ${b}`;
+    rows.push(detail(row(ctx, sec, 'Jaccard of regions', 'lower', nt(p1?.jaccard), nt(p2?.jaccard), { note: 'lower: more distinct regions' })));
+    rows.push(detail(row(ctx, sec, 'isolation |A∖B|/|A|', 'higher', nt(p1?.isolationAB), nt(p2?.isolationAB))));
+    rows.push(detail(row(ctx, sec, 'isolation |B∖A|/|B|', 'higher', nt(p1?.isolationBA), nt(p2?.isolationBA))));
+    rows.push(detail(row(ctx, sec, 'share of blocks in A∖B', 'neutral', share(p1?.sizeAminusB, t1), share(p2?.sizeAminusB, t2))));
+    rows.push(detail(row(ctx, sec, 'share of blocks in B∖A', 'neutral', share(p1?.sizeBminusA, t1), share(p2?.sizeBminusA, t2))));
+    rows.push(detail(row(ctx, sec, 'density of A∖B', 'higher', nt(p1?.densityAminusB), nt(p2?.densityAminusB), { note: 'higher: more densely packed' })));
+    rows.push(detail(row(ctx, sec, 'density of B∖A', 'higher', nt(p1?.densityBminusA), nt(p2?.densityBminusA), { note: 'higher: more densely packed' })));
+    rows.push(detail(row(ctx, sec, 'components of A∖B', 'neutral', num(p1?.componentsAminusB), num(p2?.componentsAminusB))));
+    rows.push(detail(row(ctx, sec, 'components of B∖A', 'neutral', num(p1?.componentsBminusA), num(p2?.componentsBminusA))));
+  }
+}
 
 /** Compare two loaded runs. */
 export function compareRuns(r1: ReportModel, r2: ReportModel): Comparison {
   const names: [string, string] = [r1.name, r2.name];
   if (names[0] === names[1]) names[1] = `${names[1]} (2)`;
+  const ctl1 = !!r1.control;
+  const ctl2 = !!r2.control;
+  const sign: 1 | -1 = ctl2 && !ctl1 ? -1 : 1;
+  const diffLabel = ctl1 !== ctl2 ? (sign === -1 ? 'run 1 − run 2 (trained − random-weights control)' : 'run 2 − run 1 (trained − random-weights control)') : 'run 2 − run 1';
+  const ctx: Ctx = { names, sign, items: [r1.cluster?.items ?? null, r2.cluster?.items ?? null], used: new Set() };
   const rows: ComparisonRow[] = [];
   const notes: string[] = [];
-  const c1 = r1.cluster?.metrics;
-  const c2 = r2.cluster?.metrics;
-  if (c1 || c2) {
-    const spaces = [...new Set([...(c1?.spaces ?? []), ...(c2?.spaces ?? [])].map((s) => s.space))];
-    for (const sp of spaces) {
-      const s1: SpaceMetrics | undefined = c1?.spaces.find((s) => s.space === sp);
-      const s2: SpaceMetrics | undefined = c2?.spaces.find((s) => s.space === sp);
-      const sec = `separation (${sp})`;
-      rows.push(row(sec, 'silhouette', 'higher', names, mc(s1?.silhouette), mc(s2?.silhouette)));
-      rows.push(row(sec, 'kNN accuracy', 'higher', names, mc(s1?.knnAccuracy), mc(s2?.knnAccuracy)));
-      rows.push(row(sec, 'probe accuracy', 'higher', names, mc(s1?.probeAccuracy), mc(s2?.probeAccuracy)));
-      rows.push(row(sec, 'Davies–Bouldin', 'lower', names, mc(s1?.daviesBouldin), mc(s2?.daviesBouldin)));
-      const classes = [...new Set([...(s1?.perClass ?? []), ...(s2?.perClass ?? [])].map((c) => c.label))];
-      for (const cl of classes) {
-        const p1 = s1?.perClass.find((c) => c.label === cl);
-        const p2 = s2?.perClass.find((c) => c.label === cl);
-        rows.push({ ...row(sec, `silhouette of ${cl}`, 'higher', names, num(p1?.silhouette), num(p2?.silhouette)), detail: true });
-        rows.push({ ...row(sec, `kNN recall of ${cl}`, 'higher', names, num(p1?.knnRecall), num(p2?.knnRecall)), detail: true });
-      }
-    }
-    notes.push(
-      'CI of a difference: each run\'s 95% bootstrap CI is read as ±1.96 standard errors and the runs are treated as independent, ' +
-        'giving diff ± 1.96·sqrt(se₁² + se₂²) (a normal approximation; the metric files hold CIs, not bootstrap samples). ' +
-        '"CI excludes 0" marks differences whose interval does not contain zero.',
-    );
-  }
-  const w1 = r1.wanda?.metrics;
-  const w2 = r2.wanda?.metrics;
-  if (w1 || w2) {
-    const total = (r: ReportModel) => r.wanda?.regions.matrices.reduce((s, m) => s + m.rowBlocks * m.colBlocks, 0) ?? 0;
-    const t1 = total(r1);
-    const t2 = total(r2);
-    const share = (v: number | undefined, t: number) => (typeof v === 'number' && t > 0 ? { value: v / t } : null);
-    const groups = [...new Set([...(w1?.groups ?? []), ...(w2?.groups ?? [])].map((g) => g.group))];
-    for (const g of groups) {
-      const g1 = w1?.groups.find((x) => x.group === g);
-      const g2 = w2?.groups.find((x) => x.group === g);
-      const sec = `region of ${g}`;
-      rows.push(row(sec, 'share of all blocks', 'neutral', names, share(g1?.regionSize, t1), share(g2?.regionSize, t2)));
-      rows.push(row(sec, 'density', 'higher', names, num(g1?.density), num(g2?.density), 'higher: more densely packed'));
-      rows.push(row(sec, 'components', 'neutral', names, num(g1?.components), num(g2?.components)));
-    }
-    const key = (p: WandaPairMetrics) => `${p.a}\u0000${p.b}`;
-    const pairs = [...new Set([...(w1?.pairs ?? []), ...(w2?.pairs ?? [])].map(key))];
-    for (const k of pairs) {
-      const p1 = w1?.pairs.find((p) => key(p) === k);
-      const p2 = w2?.pairs.find((p) => key(p) === k);
-      const [a, b] = k.split('\u0000');
-      const sec = `pair ${a} vs ${b}`;
-      rows.push(detail(row(sec, 'Jaccard of regions', 'lower', names, nt(p1?.jaccard), nt(p2?.jaccard), 'lower: more distinct regions')));
-      rows.push(detail(row(sec, 'isolation |A∖B|/|A|', 'higher', names, nt(p1?.isolationAB), nt(p2?.isolationAB))));
-      rows.push(detail(row(sec, 'isolation |B∖A|/|B|', 'higher', names, nt(p1?.isolationBA), nt(p2?.isolationBA))));
-      rows.push(detail(row(sec, 'share of blocks in A∖B', 'neutral', names, share(p1?.sizeAminusB, t1), share(p2?.sizeAminusB, t2))));
-      rows.push(detail(row(sec, 'share of blocks in B∖A', 'neutral', names, share(p1?.sizeBminusA, t1), share(p2?.sizeBminusA, t2))));
-      rows.push(detail(row(sec, 'density of A∖B', 'higher', names, nt(p1?.densityAminusB), nt(p2?.densityAminusB), 'higher: more densely packed')));
-      rows.push(detail(row(sec, 'density of B∖A', 'higher', names, nt(p1?.densityBminusA), nt(p2?.densityBminusA), 'higher: more densely packed')));
-      rows.push(detail(row(sec, 'components of A∖B', 'neutral', names, num(p1?.componentsAminusB), num(p2?.componentsAminusB))));
-      rows.push(detail(row(sec, 'components of B∖A', 'neutral', names, num(p1?.componentsBminusA), num(p2?.componentsBminusA))));
-    }
+  if (r1.cluster?.metrics || r2.cluster?.metrics) clusterRows(ctx, r1, r2, rows);
+  if (r1.wanda?.metrics || r2.wanda?.metrics) {
+    wandaRows(ctx, r1, r2, rows);
     notes.push(
       'Region metrics carry permutation p-values (shown in each run\'s tables), not bootstrap CIs, so their differences have no CI. ' +
         'Sizes are compared as shares of all scored blocks, since the two models have different numbers of blocks.',
     );
   }
-  evalRows(r1, r2, names, rows, notes);
-  return { runs: names, rows, notes };
+  if (ctx.used.has('paired')) notes.push(`CI of a difference, paired: ${COMPARE_BOOTSTRAP} bootstrap resamples of the items both runs measured (the same items through both models), the statistic recomputed in each run on the same resample; 2.5 and 97.5 percentiles of the differences.`);
+  if (ctx.used.has('independent')) notes.push(`CI of a difference, independent: the runs measured different items, so each run's items are resampled on their own (${COMPARE_BOOTSTRAP} resamples).`);
+  if (ctx.used.has('normal')) notes.push('CI of a difference, normal approximation (results without items.json): each run\'s 95% bootstrap CI is read as ±1.96 standard errors and the runs are treated as independent, giving diff ± 1.96·sqrt(se₁² + se₂²).');
+  evalRows(ctx, r1, r2, rows, notes);
+  notes.push('"CI excludes 0" marks differences whose interval does not contain zero.');
+  return { runs: names, rows, notes, diffLabel, summary: comparisonSummary(rows, names, diffLabel) };
+}
+
+/** The headline differences in words: balanced accuracy of the probe and kNN on the representation, and of the token baselines. */
+export function comparisonSummary(rows: ComparisonRow[], names: [string, string], diffLabel: string): string[] {
+  const f2 = (v: number) => v.toFixed(2);
+  const pick = (sec: string, metric: string) => rows.find((r) => r.section === sec && r.metric === metric && !r.detail);
+  const wanted: [string, string, string][] = [
+    ['separation (original-euclidean)', 'probe balanced accuracy', 'Linear probe on the representation'],
+    ['separation (original-cosine)', 'kNN balanced accuracy', 'kNN (cosine) on the representation'],
+  ];
+  for (const r of rows) if (r.section.startsWith('tokens alone (') && r.metric === 'probe balanced accuracy') wanted.push([r.section, r.metric, `Tokens alone, ${r.section.slice('tokens alone ('.length, -1)} probe`]);
+  const out: string[] = [];
+  for (const [sec, metric, label] of wanted) {
+    const r = pick(sec, metric);
+    if (!r || r.a === null || r.b === null || r.diff === null) continue;
+    const ci = r.ci ? ` [${f2(r.ci[0])}, ${f2(r.ci[1])}]` : '';
+    const verdict = r.ci ? (r.ci[0] > 0 || r.ci[1] < 0 ? 'the CI excludes 0' : 'the CI includes 0: no difference shown') : 'no CI';
+    out.push(`${label}: balanced accuracy ${names[0]} ${f2(r.a)}, ${names[1]} ${f2(r.b)}; ${diffLabel}: ${r.diff >= 0 ? '+' : ''}${f2(r.diff)}${ci} (${[r.note, verdict].filter(Boolean).join('; ')}).`);
+  }
+  return out;
 }
 
 const acc = (a: Accuracy | null | undefined) => (a && Number.isFinite(a.accuracy) ? { value: a.accuracy, ci: a.ci95 } : null);
 
 /** Rows of one accuracy table of both evaluations (detail rows), matched by key. */
-function tableRows(sec: string, t1: AccuracyTable | undefined, t2: AccuracyTable | undefined, names: [string, string]): ComparisonRow[] {
+function tableRows(ctx: Ctx, sec: string, t1: AccuracyTable | undefined, t2: AccuracyTable | undefined): ComparisonRow[] {
   const keys = [...new Set([...(t1?.rows ?? []), ...(t2?.rows ?? [])].map((r) => r.key))];
-  return keys.map((k) => detail(row(sec, `accuracy, ${t1?.by ?? t2?.by} = ${k}`, 'higher', names, acc(t1?.rows.find((r) => r.key === k)), acc(t2?.rows.find((r) => r.key === k)))));
+  return keys.map((k) => detail(row(ctx, sec, `accuracy, ${t1?.by ?? t2?.by} = ${k}`, 'higher', acc(t1?.rows.find((r) => r.key === k)), acc(t2?.rows.find((r) => r.key === k)))));
 }
 
 /** Benchmark deltas: every accuracy of both evaluations (lobes eval) with the CI of the difference. */
-function evalRows(r1: ReportModel, r2: ReportModel, names: [string, string], rows: ComparisonRow[], notes: string[]): void {
+function evalRows(ctx: Ctx, r1: ReportModel, r2: ReportModel, rows: ComparisonRow[], notes: string[]): void {
   const e1 = r1.eval?.summary;
   const e2 = r2.eval?.summary;
   if (!e1 && !e2) return;
@@ -149,31 +322,31 @@ function evalRows(r1: ReportModel, r2: ReportModel, names: [string, string], row
     const b = e2?.[task];
     if (!a && !b) continue;
     const sec = `evaluation (${task.toUpperCase()})`;
-    rows.push(row(sec, 'accuracy, every item once (voted)', 'higher', names, acc(a?.overall), acc(b?.overall)));
-    if (a?.macro || b?.macro) rows.push(row(sec, 'accuracy, mean over abilities', 'higher', names, acc(a?.macro), acc(b?.macro)));
+    rows.push(row(ctx, sec, 'accuracy, every item once (voted)', 'higher', acc(a?.overall), acc(b?.overall)));
+    if (a?.macro || b?.macro) rows.push(row(ctx, sec, 'accuracy, mean over abilities', 'higher', acc(a?.macro), acc(b?.macro)));
     for (const l of [...new Set([...Object.keys(a?.macroByLanguage ?? {}), ...Object.keys(b?.macroByLanguage ?? {})])].sort()) {
-      rows.push(row(sec, `accuracy, mean over abilities, ${l}`, 'higher', names, acc(a?.macroByLanguage[l]), acc(b?.macroByLanguage[l])));
+      rows.push(row(ctx, sec, `accuracy, mean over abilities, ${l}`, 'higher', acc(a?.macroByLanguage[l]), acc(b?.macroByLanguage[l])));
     }
-    rows.push(row(sec, 'accuracy of single shuffles (before the vote)', 'higher', names, acc(a?.unvoted), acc(b?.unvoted)));
+    rows.push(row(ctx, sec, 'accuracy of single shuffles (before the vote)', 'higher', acc(a?.unvoted), acc(b?.unvoted)));
     const bys = [...new Set([...(a?.tables ?? []), ...(b?.tables ?? [])].map((t) => t.by))];
-    for (const by of bys) rows.push(...tableRows(sec, a?.tables.find((t) => t.by === by), b?.tables.find((t) => t.by === by), names));
+    for (const by of bys) rows.push(...tableRows(ctx, sec, a?.tables.find((t) => t.by === by), b?.tables.find((t) => t.by === by)));
   }
   const g1 = e1?.gae;
   const g2 = e2?.gae;
   if (g1 || g2) {
     const sec = 'evaluation (GAE)';
-    rows.push(row(sec, 'success rate, every tree once', 'higher', names, acc(g1?.overall), acc(g2?.overall)));
-    rows.push(row(sec, 'success rate, mean over world categories', 'higher', names, acc(g1?.macro), acc(g2?.macro)));
+    rows.push(row(ctx, sec, 'success rate, every tree once', 'higher', acc(g1?.overall), acc(g2?.overall)));
+    rows.push(row(ctx, sec, 'success rate, mean over world categories', 'higher', acc(g1?.macro), acc(g2?.macro)));
     for (const l of [...new Set([...Object.keys(g1?.macroByLanguage ?? {}), ...Object.keys(g2?.macroByLanguage ?? {})])].sort()) {
-      rows.push(row(sec, `success rate, mean over categories, ${l}`, 'higher', names, acc(g1?.macroByLanguage[l]), acc(g2?.macroByLanguage[l])));
+      rows.push(row(ctx, sec, `success rate, mean over categories, ${l}`, 'higher', acc(g1?.macroByLanguage[l]), acc(g2?.macroByLanguage[l])));
     }
     const bys = [...new Set([...(g1?.tables ?? []), ...(g2?.tables ?? [])].map((t) => t.by))];
-    for (const by of bys) rows.push(...tableRows(sec, g1?.tables.find((t) => t.by === by), g2?.tables.find((t) => t.by === by), names));
+    for (const by of bys) rows.push(...tableRows(ctx, sec, g1?.tables.find((t) => t.by === by), g2?.tables.find((t) => t.by === by)));
   }
   const d1 = r1.eval?.manifest.dataset?.unitsSha256;
   const d2 = r2.eval?.manifest.dataset?.unitsSha256;
   notes.push(
-    'Evaluation: accuracies from lobes eval (answer-letter logits, options shuffled and voted), each with its bootstrap 95% CI; the CI of a difference uses the same normal approximation as above, treating the two evaluations as independent samples.' +
+    'Evaluation: accuracies from lobes eval (answer-letter logits, options shuffled and voted), each with its bootstrap 95% CI; the CI of a difference is the normal approximation (each CI read as ±1.96 standard errors), treating the two evaluations as independent samples.' +
       (d1 && d2 && d1 !== d2 ? ' The two evaluations did not score the same items (their unit hashes differ: another --limit, seed or dataset), so differences mix model and item effects.' : ''),
   );
 }

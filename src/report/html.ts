@@ -68,6 +68,8 @@ main { padding: 0 28px 40px; }
 .fig { background: #fff; border: 1px solid var(--line); border-radius: 4px; min-height: 200px; }
 .warning { background: var(--warn-bg); border-left: 4px solid var(--warn-line); padding: 8px 12px; margin: 8px 0; }
 .meta, .hint, .missing { color: var(--muted); }
+.summary { background: #fff; border: 1px solid var(--line); border-left: 4px solid #4c7be0; padding: 6px 12px; margin: 8px 0; }
+.summary p { margin: 4px 0; }
 .hint { margin-left: 12px; font-size: 12px; }
 .pairbar { margin: 6px 0 10px; }
 select { font: inherit; padding: 3px 6px; max-width: 60ch; }

@@ -56,7 +56,7 @@ export function attendReportHtml(dir: string): string {
   const a = loadAttend(dir);
   const name = path.basename(a.dir);
   const randomModel = isBuiltinRandomModel({ model: a.summary.model } as unknown as RunManifest, a.dir);
-  const run = { name, randomModel, provenance: attendProvenance(a), scatter: null, cluster: null, wanda: null, attend: attendPayload(a) };
+  const run = { name, randomModel, control: null, summary: [], provenance: attendProvenance(a), scatter: null, cluster: null, wanda: null, attend: attendPayload(a) };
   return renderPage({ title: `lobes attend: ${name}`, generatedBy: stamp(), runs: [run], comparison: null, sections: ['attention', 'provenance'] });
 }
 

@@ -17,8 +17,9 @@ import type { RunManifest, SampleRow } from '../store/types.js';
 import { readManifest, readSamples } from '../store/index.js';
 import { checkProvenance } from '../store/provenance.js';
 import type { WandaSettings, WandaRegions, WandaMetrics, WandaMatrix } from '../wanda/types.js';
-import type { ClusterSettings, ClusterCoords, ClusterMetrics } from '../cluster/types.js';
+import type { ClusterSettings, ClusterCoords, ClusterMetrics, ClusterItems } from '../cluster/types.js';
 import { isAttendDir, loadAttend, type AttendData } from './attend.js';
+import type { ControlInfo } from '../store/types.js';
 import type { EvalSummary } from '../eval/summary-types.js';
 
 export interface WandaData {
@@ -35,6 +36,8 @@ export interface ClusterData {
   settings: ClusterSettings | null;
   coords: ClusterCoords;
   metrics: ClusterMetrics | null;
+  /** Per-item predictions of the metric sample (items.json; null when absent, e.g. older results). */
+  items: ClusterItems | null;
 }
 
 /** A finished benchmark evaluation (lobes eval): its manifest (eval.json) and summary.json. */
@@ -59,6 +62,8 @@ export interface ReportModel {
   randomModel: boolean;
   /** `lobes attend` results (RUN/attend, or --attend-dir), when present. */
   attend?: AttendData | null;
+  /** The random-weights control this run was extracted through (manifest model.control), if any. */
+  control: ControlInfo | null;
 }
 
 export interface LoadOptions {
@@ -204,7 +209,14 @@ function loadCluster(cd: string, runDir: string, manifest: RunManifest, samples:
     need(isObj(m) && Array.isArray(m.spaces) && isStrArr(m.classes), mf, 'spaces', 'expected "classes" and "spaces" arrays');
     metrics = m as ClusterMetrics;
   }
-  return { dir: cd, settings: settings as ClusterSettings, coords: c as ClusterCoords, metrics };
+  const itf = path.join(cd, 'items.json');
+  let items: ClusterItems | null = null;
+  if (existsSync(itf)) {
+    const it = readJson(itf);
+    need(isObj(it) && isStrArr(it.ids) && isStrArr(it.classes) && Array.isArray(it.y) && it.y.length === it.ids.length && Array.isArray(it.spaces), itf, 'ids', 'expected "ids", "classes", "y" (one per id) and "spaces"');
+    items = it as ClusterItems;
+  }
+  return { dir: cd, settings: settings as ClusterSettings, coords: c as ClusterCoords, metrics, items };
 }
 
 function sha256File(file: string): string | null {
@@ -273,7 +285,7 @@ function linkedEval(runDir: string): EvalData | null {
 function evalOnly(abs: string, ev: EvalData, opts: LoadOptions): ReportModel {
   const m = ev.manifest;
   const manifest = { format: 'lobes-eval', createdAt: m.createdAt, lobesVersion: m.lobesVersion, model: m.model, dataset: { spec: m.dataset?.spec }, complete: true } as unknown as RunManifest;
-  return { dir: abs, name: opts.name ?? path.basename(abs), manifest, samples: [], wanda: null, cluster: null, eval: ev, randomModel: isBuiltinRandomModel(manifest, abs) };
+  return { dir: abs, name: opts.name ?? path.basename(abs), manifest, samples: [], wanda: null, cluster: null, eval: ev, randomModel: isBuiltinRandomModel(manifest, abs), control: null };
 }
 
 /** Load a run directory (or an evaluation folder) for the report. */
@@ -297,6 +309,7 @@ export async function loadRun(dir: string, opts: LoadOptions = {}): Promise<Repo
     eval: linkedEval(abs),
     randomModel: isBuiltinRandomModel(manifest, abs),
     attend: loadAttendOf(abs, opts.attendDir),
+    control: manifest.model?.control ?? null,
   };
 }
 

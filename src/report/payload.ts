@@ -10,6 +10,7 @@
  * matrix (0..255), which colours the heatmaps on a scale that is comparable across models.
  */
 import type { ReportModel } from './load.js';
+import { verdictLines } from './verdict.js';
 import type { WandaMatrix, BlockSet } from '../wanda/types.js';
 import { attendPayload } from './attend.js';
 import type { ScatterPayload, WandaPayload, RunPayload, EvalPayload } from './types.js';
@@ -40,6 +41,7 @@ export function provenanceOf(model: ReportModel): [string, string][] {
   add('lobes version', m.lobesVersion);
   add('model', m.model?.dir);
   add('model graph sha256', m.model?.graphSha256);
+  if (m.model?.control) add('random-weights control of', `${m.model.control.source} (graph sha256 ${m.model.control.sourceGraphSha256}); seed ${m.model.control.seed}; ${m.model.control.scheme}`);
   const a = m.model?.arch;
   if (a) add('architecture', `${a.family ?? '?'}: ${a.layers} layers, hidden ${a.hidden}, intermediate ${a.intermediate}, vocab ${a.vocab}, ${a.dtype}${a.quantization ? `, ${a.quantization}` : ''}`);
   if (m.tokenizer) add('tokenizer', `${m.tokenizer.source}; chat template ${m.tokenizer.chatTemplate ? 'on' : 'off'}; BOS ${m.tokenizer.addBos ? 'added' : 'not added'}; max tokens ${m.tokenizer.maxTokens ?? 'none'}`);
@@ -56,11 +58,11 @@ export function provenanceOf(model: ReportModel): [string, string][] {
   add('complete', m.complete === undefined ? undefined : m.complete ? 'yes' : 'no');
   const w = model.wanda?.settings;
   if (w) {
-    add('wanda', `by ${w.by}; block ${w.block?.join('x')}; top ${w.top?.kind} ${w.top?.value} per ${w.top?.scope}; ${w.permutations} permutations; seed ${w.seed}; weights ${w.weights?.source} ${w.weights?.path}`);
+    add('wanda', `by ${w.by}; block ${w.block?.join('x')}${w.blockCheck?.auto ? ' (auto)' : ''}; top ${w.top?.kind} ${w.top?.value} per ${w.top?.scope}; ${w.permutations} permutations; seed ${w.seed}; weights ${w.weights?.source} ${w.weights?.path}`);
   }
   const c = model.cluster?.settings;
   if (c) {
-    add('cluster', `point ${c.point}; by ${c.by}; seed ${c.seed}; perplexity ${c.perplexity}; PCA ${c.pcaDims}; theta ${c.theta}; ${c.iterations} iterations; ${c.bootstrap} bootstrap; ${c.permutations} permutations`);
+    add('cluster', `point ${c.point}; by ${c.by}; seed ${c.seed}; perplexity ${c.perplexity}; t-SNE neighbourhoods ${c.pcaDims ? `in ${c.pcaDims} PCA dims` : 'in the original space'}; theta ${c.theta}; ${c.iterations} iterations; ${c.bootstrap} bootstrap; ${c.permutations} permutations (${c.probePermutations ?? '?'} for the probe); probe on ${c.probePca ? `${c.probePca} PCA dims` : 'all dims'}`);
   }
   return out;
 }
@@ -245,9 +247,12 @@ function evalPayload(model: ReportModel): EvalPayload | null {
 }
 
 export function runPayload(model: ReportModel): RunPayload {
+  const ctl = model.control;
   return {
     name: model.name,
     randomModel: model.randomModel,
+    control: ctl ? `This run is a random-weights control: the architecture and tokenizer of ${ctl.source} with every weight drawn again (seed ${ctl.seed}; ${ctl.scheme}). Its numbers are the floor a trained model's must beat.` : null,
+    summary: verdictLines(model.cluster?.metrics ?? null, model.cluster?.settings ?? null, model.wanda?.settings ?? null),
     provenance: provenanceOf(model),
     scatter: scatterPayload(model),
     cluster: model.cluster ? { metrics: model.cluster.metrics, settings: model.cluster.settings } : null,

@@ -6,8 +6,8 @@
  * Planted structure: each group's pooled scores are log-normal noise plus a bump on its own band
  * of layers, so its region (top fraction per matrix) concentrates there; t-SNE coordinates are
  * one Gaussian blob per group. Region sets, differences, sizes, Jaccard, isolation, density and
- * components are computed from the planted scores; p-values and cluster metrics are drawn from
- * the seed (they are inputs to the report, not results).
+ * components are computed from the planted scores; p-values, nulls and cluster metrics are drawn
+ * from the seed (they are inputs to the report, not results).
  */
 import { createHash } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -18,7 +18,7 @@ import { LOBES_VERSION } from '../version.js';
 import type { AnalysisProvenance, RunManifest, SampleRow } from '../store/types.js';
 import { runIdentity } from '../store/provenance.js';
 import type { WandaSettings, WandaMatrix, WandaRegions, WandaMetrics, WandaPairMetrics, BlockSet, NullTested } from '../wanda/types.js';
-import type { ClusterSettings, ClusterCoords, ClusterMetrics, SpaceMetrics, MetricWithCI } from '../cluster/types.js';
+import type { ClusterSettings, ClusterCoords, ClusterMetrics, SpaceMetrics, MetricWithCI, ClassifierMetrics } from '../cluster/types.js';
 
 export interface SyntheticRunOptions {
   seed?: number;
@@ -260,20 +260,48 @@ function writeCluster(
     xy.push(round(20 * Math.cos(ang) + 6 * rng.normal(), 4), round(20 * Math.sin(ang) + 6 * rng.normal(), 4));
   }
   const coords: ClusterCoords = { ids: o.samples.map((s) => s.id), labels: o.samples.map((s) => s.labels.aspect!), xy, text: o.samples.map((s) => s.text) };
-  const m = (lo: number, hi: number): MetricWithCI => {
+  const m = (lo: number, hi: number, chance?: number): MetricWithCI => {
     const v = lo + (hi - lo) * rng.next();
     const w = 0.02 + 0.05 * rng.next();
-    return { value: round(v), ci95: [round(v - w), round(v + w)], p: round(1 / (o.R + 1)) };
+    const nm = chance ?? lo * 0.5;
+    return { value: round(v), ci95: [round(v - w), round(v + w)], p: round(1 / (o.R + 1)), nullMean: round(nm), nullBand: [round(nm - 0.03), round(nm + 0.03)] };
   };
-  const space = (name: string): SpaceMetrics => ({
-    space: name, silhouette: m(0.05, 0.4), knnAccuracy: m(0.4, 0.9), probeAccuracy: name === 'embedding' ? null : m(0.5, 0.95), daviesBouldin: m(0.8, 3),
-    perClass: o.groups.map((g) => ({ label: g, n: o.samples.filter((s) => s.labels.aspect === g).length, silhouette: round(rng.next() * 0.5), knnRecall: round(0.3 + 0.7 * rng.next()) })),
+  const counts = o.groups.map((g) => o.samples.filter((s) => s.labels.aspect === g).length);
+  const classifier = (lo: number, hi: number): ClassifierMetrics => ({
+    accuracy: m(lo, hi, Math.max(...counts) / o.samples.length), balancedAccuracy: m(lo, hi, 1 / G), macroF1: m(lo * 0.9, hi * 0.9, 1 / G),
+    recall: o.groups.map(() => round(0.3 + 0.7 * rng.next())),
     confusion: o.groups.map((_, i) => o.groups.map((__, j) => (i === j ? 10 + rng.int(10) : rng.int(4)))),
   });
+  const space = (name: string): SpaceMetrics => {
+    const knn = classifier(0.4, 0.9);
+    const probe = name === 'original-cosine' ? null : classifier(0.5, 0.95);
+    return {
+      space: name, silhouette: m(0.05, 0.4), knnAccuracy: knn.accuracy, probeAccuracy: probe ? probe.accuracy : null, knn, probe, ...(probe ? { probeDims: name === 'embedding' ? 2 : 50 } : {}),
+      daviesBouldin: { ...m(0.8, 3), p: null, nullMean: null, nullBand: null, ci95: null },
+      perClass: o.groups.map((g, c) => ({ label: g, n: counts[c], silhouette: round(rng.next() * 0.5), knnRecall: knn.recall[c]!, ...(probe ? { probeRecall: probe.recall[c] } : {}) })),
+      confusion: knn.confusion,
+    };
+  };
+  const maj = counts.indexOf(Math.max(...counts));
   const metrics: ClusterMetrics = {
     classes: o.groups, n: o.samples.length, dim: 64, pcaExplainedVariance: round(0.6 + 0.3 * rng.next()), klDivergence: round(0.5 + rng.next()),
     spaces: [space('original-cosine'), space('original-euclidean'), space('embedding')],
-    ...(o.sweep ? { sweep: Array.from({ length: o.L }, (_, l) => { const v = round(0.3 + (0.6 * l) / Math.max(1, o.L - 1)); return { point: `layers.${l}.resid_out`, probeAccuracy: v, ci95: [round(v - 0.05), round(v + 0.05)] as [number, number] }; }) } : {}),
+    chance: { balancedAccuracy: round(1 / G), majorityRate: round(counts[maj] / o.samples.length), majorityClass: o.groups[maj], counts },
+    baselines: [{ name: 'token-counts', description: 'counts of each token id in the item (synthetic)', dim: 300, probeDims: 50, probe: classifier(0.3, 0.6) }],
+    ...(o.sweep ? {
+      sweep: Array.from({ length: o.L }, (_, l) => {
+        const v = round(0.3 + (0.6 * l) / Math.max(1, o.L - 1));
+        const ci: [number, number] = [round(v - 0.05), round(v + 0.05)];
+        const b = round(v * 0.9);
+        const band: [number, number] = [round(1 / G - 0.04), round(1 / G + 0.04)];
+        return {
+          point: `layers.${l}.resid_out`, probeAccuracy: v, ci95: ci,
+          accuracy: { value: v, ci95: ci, p: round(1 / 21), nullMean: round(counts[maj] / o.samples.length), nullBand: band },
+          balancedAccuracy: { value: b, ci95: [round(b - 0.05), round(b + 0.05)] as [number, number], p: round(1 / 21), nullMean: round(1 / G), nullBand: band },
+          macroF1: { value: round(b * 0.95), ci95: [round(b * 0.95 - 0.05), round(b * 0.95 + 0.05)] as [number, number], p: round(1 / 21), nullMean: round(0.8 / G), nullBand: band },
+        };
+      }),
+    } : {}),
   };
   const settings: ClusterSettings = {
     point: 'final.hidden', by: 'aspect', seed: o.seed, perplexity: 30, pcaDims: 50, theta: 0.5, iterations: 1000, earlyExaggeration: 12,

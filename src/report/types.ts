@@ -60,6 +60,10 @@ export interface WandaPayload {
 export interface RunPayload {
   name: string;
   randomModel: boolean;
+  /** The random-weights control this run was extracted through, in words (null: none). */
+  control: string | null;
+  /** The page's first lines for this run: which numbers beat chance and by how much (src/report/verdict.ts). */
+  summary: string[];
   provenance: [string, string][];
   scatter: ScatterPayload | null;
   cluster: { metrics: ClusterMetrics | null; settings: ClusterSettings | null } | null;
@@ -130,9 +134,9 @@ export interface ComparisonRow {
   metric: string;
   a: number | null;
   b: number | null;
-  /** b − a. */
+  /** The difference named by Comparison.diffLabel (b − a, or trained − control). */
   diff: number | null;
-  /** 95% CI of b − a (normal approximation from the runs' CIs), or null. */
+  /** 95% CI of that difference (how it was made is in `note`), or null. */
   ci: [number, number] | null;
   /** Which run is ahead for this metric, in words. */
   ahead: string;
@@ -145,4 +149,8 @@ export interface Comparison {
   runs: [string, string];
   rows: ComparisonRow[];
   notes: string[];
+  /** What `diff` is, e.g. 'run 2 − run 1' or 'run 1 − run 2 (trained − random-weights control)'. */
+  diffLabel?: string;
+  /** The comparison's first lines: the headline differences in words. */
+  summary?: string[];
 }

@@ -62,6 +62,8 @@ export interface RunManifest {
     graphSha256: string;
     /** Architecture summary as printed by `lobes inspect`. */
     arch: ModelArch;
+    /** Set when the model is a random-weights control of another model (`extract --control random`). */
+    control?: ControlInfo;
     /** Every file that shapes the numbers (graph, external data, tokenizer files) with its sha256. */
     files?: ModelFile[];
     /** Settings read from the graph itself (RoPE base, norm epsilon, heads), see docs/capture.md. */
@@ -87,6 +89,18 @@ export interface RunManifest {
   settings?: RunSettings;
   /** Which rows of the dataset this run holds and how they are chunked. */
   layout?: RunLayout;
+}
+
+/** A random-weights control model: how it was made from which model (src/extract/control.ts). */
+export interface ControlInfo {
+  kind: 'random';
+  seed: number;
+  /** The trained model folder it copies the architecture and tokenizer of. */
+  source: string;
+  /** sha256 of the trained model's graph file. */
+  sourceGraphSha256: string;
+  /** How the weights were drawn, in words. */
+  scheme: string;
 }
 
 export interface RunSettings {

@@ -36,6 +36,7 @@ import { wantedMatrices, isSafetensorsPath, openSafetensorsCheckpoint, safetenso
 import { isGgufFile, sameGguf } from '../convert/cache.js';
 import { expectedBytes, type MatrixRef } from './kernel.js';
 import type { TopSpec } from './regions.js';
+import { autoBlockSize, blockCheck, coarseWarnings, MIN_SELECTED, MIN_SHORT_SIDE, PAPER_BLOCK } from './blocksize.js';
 import type { WandaSettings, WandaRegions, WandaMetrics, WandaMatrix, NullTested } from './types.js';
 
 export interface WandaOptions {
@@ -43,8 +44,8 @@ export interface WandaOptions {
   weights?: string;
   /** Label axis whose values are the groups (default 'aspect', or the run's only axis). */
   by?: string;
-  /** Block size: n for n×n, or [rows, cols] in W[d_out, d_in] (default 256). */
-  block?: number | [number, number];
+  /** Block size: n for n×n, [rows, cols] in W[d_out, d_in], or 'auto' (docs/wanda.md; default 256). */
+  block?: number | [number, number] | 'auto';
   /** Region selection (default top 10% of blocks per matrix). */
   top?: Partial<TopSpec>;
   /** Label permutations for the null (default 100). */
@@ -139,6 +140,13 @@ export async function runWanda(run: RunReader | string, opts: WandaOptions = {})
   const labels = reader.labels(by);
   const located = await locateRunWeights(reader, opts);
   const matrices = located.matrices;
+  const auto = opts.block === 'auto';
+  if (auto) r.block = [autoBlockSize(matrices, r.top), autoBlockSize(matrices, r.top)];
+  const check = blockCheck(matrices, r.block, r.top, auto);
+  if (!opts.quiet) {
+    if (auto) process.stderr.write(`wanda: --block auto: ${r.block.join('×')} (the largest power of two ≤ ${PAPER_BLOCK} giving every matrix ≥ ${MIN_SHORT_SIDE} blocks on its short side and ≥ ${MIN_SELECTED} selected)\n`);
+    for (const w of coarseWarnings(check, r.block)) process.stderr.write(`wanda: warning: ${w}\n`);
+  }
   const input: AnalysisInput = {
     matrices,
     infos: matrices.map((m) => matrixInfo(m.name, m.layer, m.proj, m.input, m.dOut, m.dIn, r.block)),
@@ -149,6 +157,7 @@ export async function runWanda(run: RunReader | string, opts: WandaOptions = {})
     by,
     groups: [],
     block: r.block,
+    blockCheck: check,
     top: r.top,
     statistic: 'rms',
     permutations: r.permutations,
@@ -173,7 +182,8 @@ export async function runWanda(run: RunReader | string, opts: WandaOptions = {})
 
 /** Fill in the defaults; bad values are usage errors. */
 function resolveOptions(opts: WandaOptions): Resolved {
-  const block: [number, number] = Array.isArray(opts.block) ? opts.block : [opts.block ?? 256, opts.block ?? 256];
+  const b = opts.block === 'auto' ? PAPER_BLOCK : opts.block;
+  const block: [number, number] = Array.isArray(b) ? b : [b ?? PAPER_BLOCK, b ?? PAPER_BLOCK];
   if (!block.every((b) => Number.isInteger(b) && b >= 1)) throw new UsageError(`--block must be a positive integer (or RxC), got ${block.join('x')}`);
   const top = parseTop(opts.top);
   const permutations = opts.permutations ?? DEFAULT_PERMUTATIONS;

@@ -15,6 +15,18 @@ export interface WandaSettings {
   groups: string[];
   /** [rows, cols] block size in W[d_out, d_in]. */
   block: [number, number];
+  /**
+   * Whether the block size leaves every matrix enough blocks for regions to mean something
+   * (src/wanda/blocksize.ts): the rule's thresholds, whether `--block auto` chose the size, the
+   * size auto would choose when this one is too coarse, and the coarse matrices per projection.
+   */
+  blockCheck?: {
+    minShortSide: number;
+    minSelected: number;
+    auto: boolean;
+    suggested: number | null;
+    coarse: { proj: string; rowBlocks: number; colBlocks: number; selected: number; matrices: number }[];
+  };
   top: { kind: 'fraction' | 'count'; value: number; scope: 'matrix' | 'layer' | 'global' };
   statistic: 'rms';
   permutations: number;

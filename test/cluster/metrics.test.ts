@@ -7,11 +7,11 @@ import {
   neighboursFromDistances,
   knnPredict,
   daviesBouldin,
-  spaceMetrics,
   bootstrapCI,
   permutationP,
 } from '../../src/cluster/metrics.js';
 import { crossValidatedPredictions, stratifiedFolds, fitLogistic } from '../../src/cluster/probe.js';
+import { spaceMetrics } from '../../src/cluster/space.js';
 
 // Six points on a line: class A = {0, 2, 4}, class B = {5, 9, 10}.
 const X6 = Float64Array.from([0, 2, 4, 5, 9, 10]);
@@ -310,7 +310,7 @@ describe('permutations on worker threads', () => {
     const a = spaceMetrics({ space: 's', X, d: 4, distance: 'euclidean', probe: { X, d: 4 } }, 60, lab, ['a', 'b', 'c'], opts);
     const pool = await ClusterPool.start(2);
     try {
-      const probeNull = await pool.probeAccuracies(X, 60, 4, probePermutationLabels(lab, 6, 4), 3, { seed: 4 });
+      const probeNull = await pool.probeScores(X, 60, 4, probePermutationLabels(lab, 6, 4), 3, { seed: 4 });
       const { permutationLabels } = await import('../../src/cluster/metrics.js');
       const silhouetteNull = await pool.silhouettes(distanceMatrix(X, 60, 4, 'euclidean'), 60, permutationLabels(lab, 9, 4), 3);
       const b = spaceMetrics({ space: 's', X, d: 4, distance: 'euclidean', probe: { X, d: 4 }, probeNull, silhouetteNull }, 60, lab, ['a', 'b', 'c'], opts);
@@ -324,5 +324,23 @@ describe('permutations on worker threads', () => {
     } finally {
       await pool.close();
     }
+  });
+});
+
+describe('silhouette null through the WebAssembly gather kernel', () => {
+  it('is bit-identical to meanSilhouette for every labelling (imbalanced classes, a singleton)', async () => {
+    const { silhouetteMeansWasm } = await import('../../src/cluster/silhouette-wasm.js');
+    const { permutationLabels, meanSilhouette, silhouetteMeans } = await import('../../src/cluster/metrics.js');
+    const rng = new Rng(12);
+    const n = 203;
+    const X = Float64Array.from({ length: n * 7 }, () => rng.normal());
+    const lab = Int32Array.from({ length: n }, (_, i) => (i === 0 ? 3 : i % 10 === 0 ? 2 : i % 3 === 0 ? 1 : 0));
+    const D = distanceMatrix(X, n, 7, 'euclidean');
+    const perms = permutationLabels(lab, 23, 5);
+    const js = perms.map((p) => meanSilhouette(D, n, p, 4));
+    const wasm = silhouetteMeansWasm(D, n, perms, 4);
+    if (wasm) expect(Array.from(wasm)).toEqual(js);
+    else console.log('silhouette kernel test: WebAssembly unavailable, only the JavaScript path checked');
+    expect(Array.from(silhouetteMeans(D, n, perms, 4))).toEqual(js);
   });
 });

@@ -55,7 +55,7 @@ describe.skipIf(!!problem)('report in headless Chromium', () => {
     const samples = readFileSync(path.join(runDir, 'samples.jsonl'), 'utf8').trim().split('\n').length;
     const regions = JSON.parse(readFileSync(path.join(runDir, 'wanda', 'regions.json'), 'utf8'));
     const ids: string[] = await page.evaluate(() => (globalThis as any).lobesReport.figureIds());
-    expect(ids).toEqual(['scatter', 'sweep', 'pair-1', 'pair-2', 'pair-3']);
+    expect(ids).toEqual(['scatter', 'sweep', 'pair-1', 'pair-2', 'pair-3', 'separation']);
     // scatter: one trace per group, every sample plotted once
     const sc = await page.evaluate(() => {
       const gd: any = document.querySelector('[data-figure="scatter"]');
@@ -78,8 +78,30 @@ describe.skipIf(!!problem)('report in headless Chromium', () => {
       expect(cells).toEqual(['gate_proj', 'up_proj', 'down_proj'].flatMap((p) => [count(d.aMinusB, p), count(d.bMinusA, p)]));
       expect(cells.every((c) => c > 0)).toBe(true);
     }
-    const sweep = await page.evaluate(() => (document.querySelector('[data-figure="sweep"]') as any).data[0].y.length);
-    expect(sweep).toBe(6);
+    // the sweep: balanced accuracy with its null band (two traces filled between) and the chance lines
+    const metrics = JSON.parse(readFileSync(path.join(runDir, 'cluster', 'metrics.json'), 'utf8'));
+    const sw = await page.evaluate(() => {
+      const gd: any = document.querySelector('[data-figure="sweep"]');
+      return { traces: gd.data.map((t: any) => ({ name: t.name, fill: t.fill, n: t.y.length, y: t.y })), shapes: gd.layout.shapes.map((s: any) => s.y0) };
+    });
+    expect(sw.traces.map((t: any) => t.n)).toEqual([6, 6, 6, 6]);
+    expect(sw.traces[1]).toMatchObject({ name: 'null 95% band (balanced accuracy)', fill: 'tonexty' });
+    expect(sw.traces[0].y).toEqual(metrics.sweep.map((w: any) => w.balancedAccuracy.nullBand[0]));
+    expect(sw.traces[2].y).toEqual(metrics.sweep.map((w: any) => w.balancedAccuracy.value));
+    expect(sw.shapes).toEqual([metrics.chance.balancedAccuracy, metrics.chance.majorityRate]);
+    // the separation figure: every classifier's balanced accuracy, its null band, the chance line
+    const sep = await page.evaluate(() => {
+      const gd: any = document.querySelector('[data-figure="separation"]');
+      return { names: gd.data.map((t: any) => t.name), x: gd.data[2].x, y: gd.data[2].y, chance: gd.layout.shapes[0].y0 };
+    });
+    expect(sep.names).toEqual(['null 95% band', 'null mean', 'balanced accuracy']);
+    expect(sep.x.length).toBe(5 + 1); // kNN in 3 spaces, probe in 2, one token baseline
+    expect(sep.y[0]).toBe(metrics.spaces[0].knn.balancedAccuracy.value);
+    expect(sep.chance).toBe(metrics.chance.balancedAccuracy);
+    // the first lines say what beats chance
+    const summary = await page.evaluate(() => Array.from(document.querySelectorAll('#notes .summary p')).map((p) => p.textContent));
+    expect(summary[0]).toMatch(/^3 classes of "aspect" on 60 items: chance balanced accuracy is 0\.33/);
+    expect(summary.some((l: string | null) => l!.startsWith('Separated beyond chance'))).toBe(true);
     expect(problems).toEqual([]);
     await page.close();
   });
@@ -179,8 +201,8 @@ describe.skipIf(!!problem)('report in headless Chromium', () => {
     const png = path.join(tmp, 'png');
     const svg = path.join(tmp, 'svg');
     const files = await exportFigures(file, { png, svg, width: 640, height: 420 });
-    expect(readdirSync(png).sort()).toEqual(['pair-1.png', 'pair-2.png', 'pair-3.png', 'scatter.png', 'sweep.png']);
-    expect(files.length).toBe(10);
+    expect(readdirSync(png).sort()).toEqual(['pair-1.png', 'pair-2.png', 'pair-3.png', 'scatter.png', 'separation.png', 'sweep.png']);
+    expect(files.length).toBe(12);
     for (const f of readdirSync(png)) {
       const img = decodePng(readFileSync(path.join(png, f)));
       expect([img.width, img.height]).toEqual([640, 420]);

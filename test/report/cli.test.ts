@@ -30,8 +30,12 @@ describe('lobes report / compare command line', () => {
   it('writes RUN/report.html by default and --out elsewhere, with --json', async () => {
     const a = await cli(['report', run]);
     expect(a.code).toBe(0);
-    expect(a.out).toBe(`report: ${path.join(run, 'report.html')}\n`);
+    // the page's first lines, then where it is
+    const lines = a.out.trimEnd().split('\n');
+    expect(lines[lines.length - 1]).toBe(`report: ${path.join(run, 'report.html')}`);
+    expect(lines[0]).toMatch(/^5 classes of "aspect" on 100 items: chance balanced accuracy is 0\.20/);
     const html = readFileSync(path.join(run, 'report.html'), 'utf8');
+    expect(html).toContain(JSON.stringify(lines[0]).slice(1, -1));
     expect(html.startsWith('<!doctype html>')).toBe(true);
     const payload = JSON.parse(html.slice(html.indexOf('id="lobes-data">') + 16, html.indexOf('</script>', html.indexOf('id="lobes-data">'))));
     expect(payload.runs[0].wanda.pairs.length).toBe(10);
@@ -53,6 +57,8 @@ describe('lobes report / compare command line', () => {
     const payload = JSON.parse(html.slice(html.indexOf('id="lobes-data">') + 16, html.indexOf('</script>', html.indexOf('id="lobes-data">'))));
     expect(payload.runs.map((x: any) => x.name)).toEqual(['run', 'run2']);
     expect(payload.comparison.rows.length).toBeGreaterThan(100);
+    expect(r.out).toMatch(/^Linear probe on the representation: balanced accuracy run /);
+    expect(r.out.trimEnd().split('\n').pop()).toBe(`comparison: ${out}`);
   });
 
   it('fails with one line naming the cause: not a run, missing browser, bad flag', async () => {

@@ -39,10 +39,25 @@ const page = createPage(data);
 document.title = data.title;
 document.getElementById('title')!.textContent = data.title;
 const notes = document.getElementById('notes')!;
+// First lines: in plain words, what beats chance and by how much (src/report/verdict.ts, compare.ts).
+const cmpSummary = data.comparison && data.comparison.summary;
+if (cmpSummary && cmpSummary.length) {
+  const box = el('div', 'summary');
+  box.appendChild(el('h3', null, 'Run 1 vs run 2'));
+  cmpSummary.forEach((line) => box.appendChild(el('p', null, line)));
+  notes.appendChild(box);
+}
 page.runs.forEach((run) => {
   if (run.randomModel) {
     notes.appendChild(el('p', 'warning', (page.compare ? run.name + ': ' : '') +
       'This run uses the built-in tiny model, whose weights are random. Its figures demonstrate the pipeline, not a finding about any language model.'));
+  }
+  if (run.control) notes.appendChild(el('p', 'warning', (page.compare ? run.name + ': ' : '') + run.control));
+  if (run.summary && run.summary.length) {
+    const box = el('div', 'summary');
+    if (page.compare) box.appendChild(el('h3', null, run.name));
+    run.summary.forEach((line) => box.appendChild(el('p', null, line)));
+    notes.appendChild(box);
   }
 });
 if (data.generatedBy) notes.appendChild(el('p', 'meta', data.generatedBy));

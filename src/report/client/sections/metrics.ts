@@ -3,17 +3,18 @@
  * then per run the separation metrics (cluster/metrics.json) and the region metrics (wanda/metrics.json).
  */
 import type { ComparisonRow, RunPayload } from '../../types.js';
+import type { ClassifierMetrics, ClusterMetrics, MetricWithCI } from '../../../cluster/types.js';
 import type { Page } from '../page.js';
 import type { Section } from '../section.js';
 import { el, table, columns, type Cell } from '../dom.js';
-import { fmt, fmtP, fmtCI } from '../format.js';
+import { esc, fmt, fmtP, fmtCI } from '../format.js';
 
 function comparisonTables(page: Page, root: HTMLElement): void {
   const cmp = page.data.comparison;
   if (!cmp) return;
   const runs = page.runs;
   root.appendChild(el('h3', null, 'Run 1 (' + runs[0]!.name + ') vs run 2 (' + runs[1]!.name + ')'));
-  const head = ['section', 'metric', 'run 1', 'run 2', 'run 2 − run 1', '95% CI of difference', 'ahead', 'note'];
+  const head = ['section', 'metric', 'run 1', 'run 2', cmp.diffLabel || 'run 2 − run 1', '95% CI of difference', 'ahead', 'note'];
   const fmtRow = (r: ComparisonRow): Cell[] => [r.section, r.metric, r.a, r.b, r.diff, r.ci ? fmtCI(r.ci) : '—', r.ahead, r.note || ''];
   const rows = cmp.rows;
   root.appendChild(table(head, rows.filter((r) => !r.detail).map(fmtRow), 'metrics compare'));
@@ -33,6 +34,27 @@ function comparisonTables(page: Page, root: HTMLElement): void {
   cmp.notes.forEach((n) => root.appendChild(el('p', 'meta', n)));
 }
 
+/** "0.452 [0.43, 0.47]": a value with its CI. */
+function withCI(m: MetricWithCI | null | undefined): string {
+  return m ? fmt(m.value) + (m.ci95 ? ' ' + fmtCI(m.ci95) : '') : '—';
+}
+
+/** "0.201 [0.18, 0.22]": a null's mean and 95% band. */
+function nullOf(m: MetricWithCI | null | undefined): string {
+  return m && m.nullMean !== null && m.nullMean !== undefined ? fmt(m.nullMean) + (m.nullBand ? ' ' + fmtCI(m.nullBand) : '') : '—';
+}
+
+/** Every classifier of a run (kNN and probe per space, then the token baselines), in display order. */
+export function classifiers(cm: ClusterMetrics): { name: string; c: ClassifierMetrics }[] {
+  const out: { name: string; c: ClassifierMetrics }[] = [];
+  cm.spaces.forEach((s) => {
+    if (s.knn) out.push({ name: 'kNN, ' + s.space, c: s.knn });
+    if (s.probe) out.push({ name: 'probe, ' + s.space + (s.probeDims ? ' (' + s.probeDims + ' dims)' : ''), c: s.probe });
+  });
+  (cm.baselines || []).forEach((b) => out.push({ name: 'tokens alone: ' + b.name + ' probe (' + b.probeDims + ' dims)', c: b.probe }));
+  return out;
+}
+
 function clusterTables(run: RunPayload, cell: HTMLElement): void {
   const cm = run.cluster && run.cluster.metrics;
   if (!cm) {
@@ -40,23 +62,95 @@ function clusterTables(run: RunPayload, cell: HTMLElement): void {
     return;
   }
   cell.appendChild(el('h4', null, 'Separation of ' + cm.classes.length + ' classes (' + cm.n + ' points, d = ' + cm.dim + ')'));
-  cell.appendChild(table(['space', 'silhouette', '95% CI', 'p', 'kNN accuracy', '95% CI', 'p', 'probe accuracy', '95% CI', 'Davies–Bouldin', '95% CI'],
-    cm.spaces.map((s) => [
-      s.space, s.silhouette.value, fmtCI(s.silhouette.ci95), fmtP(s.silhouette.p), s.knnAccuracy.value, fmtCI(s.knnAccuracy.ci95), fmtP(s.knnAccuracy.p),
-      s.probeAccuracy ? s.probeAccuracy.value : '—', s.probeAccuracy ? fmtCI(s.probeAccuracy.ci95) : '—', s.daviesBouldin.value, fmtCI(s.daviesBouldin.ci95),
-    ])));
-  cell.appendChild(el('p', 'meta', 'PCA explained variance ' + fmt(cm.pcaExplainedVariance) + '; t-SNE KL divergence ' + fmt(cm.klDivergence) + '.'));
+  const ch = cm.chance;
+  if (ch) {
+    cell.appendChild(el('p', 'meta', 'Chance: balanced accuracy ' + fmt(ch.balancedAccuracy) + ' (1/C for any predictor that ignores the input); always answering "' + ch.majorityClass +
+      '" gets accuracy ' + fmt(ch.majorityRate) + '. Class sizes: ' + cm.classes.map((c, i) => c + ' ' + ch.counts[i]).join(', ') + '.'));
+  }
+  const cls = classifiers(cm);
+  if (cls.length) {
+    cell.appendChild(table(['classifier', 'balanced accuracy [95% CI]', 'null mean [95% band]', 'p', 'macro-F1 [95% CI]', 'null mean [95% band]', 'p', 'accuracy [95% CI]', 'null mean [95% band]', 'p'],
+      cls.map(({ name, c }): Cell[] => [
+        name, withCI(c.balancedAccuracy), nullOf(c.balancedAccuracy), fmtP(c.balancedAccuracy.p), withCI(c.macroF1), nullOf(c.macroF1), fmtP(c.macroF1.p),
+        withCI(c.accuracy), nullOf(c.accuracy), fmtP(c.accuracy.p),
+      ])));
+  }
+  cell.appendChild(table(['space', 'silhouette [95% CI]', 'null mean [95% band]', 'p', 'Davies–Bouldin'],
+    cm.spaces.map((s): Cell[] => [s.space, withCI(s.silhouette), nullOf(s.silhouette), fmtP(s.silhouette.p), s.daviesBouldin.value])));
+  cell.appendChild(el('p', 'meta', 'Null: the same statistic on label permutations (p one-sided, +1 corrected). Davies–Bouldin has no null and no CI: read it only alongside the others. ' +
+    (cm.pcaDims && cm.pcaDims < cm.dim ? 'PCA explained variance ' + fmt(cm.pcaExplainedVariance) + '; ' : '') + 't-SNE KL divergence ' + fmt(cm.klDivergence) + '.'));
+  (cm.baselines || []).forEach((b) => cell.appendChild(el('p', 'meta', 'Tokens alone, ' + b.name + ': ' + b.description + '.')));
+  (cm.notes || []).forEach((n) => cell.appendChild(el('p', 'meta', 'Note: ' + n)));
   cm.spaces.forEach((s) => {
     if (!s.perClass || !s.perClass.length) return;
     const det = el('details');
     det.appendChild(el('summary', null, 'Per class, ' + s.space));
-    det.appendChild(table(['class', 'n', 'silhouette', 'kNN recall'], s.perClass.map((c) => [c.label, c.n, c.silhouette, c.knnRecall]), 'metrics small'));
+    const probe = s.perClass.some((c) => c.probeRecall !== undefined);
+    det.appendChild(table(['class', 'n', 'silhouette', 'kNN recall'].concat(probe ? ['probe recall'] : []),
+      s.perClass.map((c): Cell[] => {
+      const r: Cell[] = [c.label, c.n, c.silhouette, c.knnRecall];
+      if (probe) r.push(c.probeRecall === undefined ? null : c.probeRecall);
+      return r;
+    }), 'metrics small'));
     if (s.confusion && s.confusion.length) {
       det.appendChild(el('p', 'meta', 'kNN confusion (rows: true class, columns: predicted, in the order above)'));
       det.appendChild(table([''].concat(cm.classes), s.confusion.map((row, i): Cell[] => [cm.classes[i]!, ...row]), 'metrics small'));
     }
+    if (s.probe && s.probe.confusion.length) {
+      det.appendChild(el('p', 'meta', 'Probe confusion (out-of-fold predictions)'));
+      det.appendChild(table([''].concat(cm.classes), s.probe.confusion.map((row, i): Cell[] => [cm.classes[i]!, ...row]), 'metrics small'));
+    }
     cell.appendChild(det);
   });
+}
+
+/**
+ * Balanced accuracy of every classifier of the page's runs: the value with its bootstrap CI, the
+ * permutation null's 95% band (grey bar) and mean, and the chance level 1/C (dashed line).
+ */
+export function separationFigure(page: Page): PlotlyFigure | null {
+  const data: PlotlyTrace[] = [];
+  let chance: number | null = null;
+  page.runs.forEach((run, ri) => {
+    const cm = run.cluster && run.cluster.metrics;
+    if (!cm) return;
+    const cls = classifiers(cm);
+    if (!cls.length) return;
+    chance = cm.chance ? cm.chance.balancedAccuracy : 1 / cm.classes.length;
+    const x = cls.map((c) => (page.compare ? esc(run.name) + ': ' : '') + esc(c.name));
+    const bx: (string | null)[] = [];
+    const by: (number | null)[] = [];
+    cls.forEach((c, i) => {
+      const b = c.c.balancedAccuracy.nullBand;
+      if (b) {
+        bx.push(x[i]!, x[i]!, null);
+        by.push(b[0], b[1], null);
+      }
+    });
+    if (bx.length) data.push({ type: 'scatter', mode: 'lines', x: bx, y: by, line: { color: 'rgba(120,120,120,0.35)', width: 16 }, name: (page.compare ? esc(run.name) + ': ' : '') + 'null 95% band', hoverinfo: 'skip' });
+    data.push({
+      type: 'scatter', mode: 'markers', x, y: cls.map((c) => c.c.balancedAccuracy.nullMean ?? null),
+      marker: { symbol: 'line-ew-open', size: 18, color: '#555', line: { width: 2 } }, name: (page.compare ? esc(run.name) + ': ' : '') + 'null mean',
+    });
+    data.push({
+      type: 'scatter', mode: 'markers', x, y: cls.map((c) => c.c.balancedAccuracy.value), name: (page.compare ? esc(run.name) + ': ' : '') + 'balanced accuracy',
+      marker: { size: 10, color: ri === 0 ? '#1f77b4' : '#d62728' },
+      error_y: {
+        type: 'data', symmetric: false, array: cls.map((c) => (c.c.balancedAccuracy.ci95 ? c.c.balancedAccuracy.ci95[1] - c.c.balancedAccuracy.value : 0)),
+        arrayminus: cls.map((c) => (c.c.balancedAccuracy.ci95 ? c.c.balancedAccuracy.value - c.c.balancedAccuracy.ci95[0] : 0)),
+      },
+    });
+  });
+  if (!data.length) return null;
+  const shapes = chance === null ? [] : [{ type: 'line', xref: 'paper', x0: 0, x1: 1, y0: chance, y1: chance, line: { dash: 'dash', color: '#444', width: 1.5 } }];
+  const annotations = chance === null ? [] : [{ xref: 'paper', x: 1, y: chance, text: 'chance ' + fmt(chance), showarrow: false, xanchor: 'right', yanchor: 'bottom', font: { size: 11, color: '#444' } }];
+  return {
+    data,
+    layout: {
+      title: { text: 'Balanced accuracy against chance and the permutation null' }, yaxis: { title: { text: 'balanced accuracy' }, range: [0, 1] },
+      xaxis: { automargin: true, tickangle: -20 }, shapes, annotations, height: 460, margin: { t: 80 }, legend: { orientation: 'h', y: 1.12 },
+    },
+  };
 }
 
 function wandaTables(run: RunPayload, cell: HTMLElement): void {
@@ -82,6 +176,13 @@ export const metricsSection: Section = {
   id: 'metrics',
   render(page, root) {
     comparisonTables(page, root);
+    const sep = separationFigure(page);
+    if (sep) {
+      const div = el('div', 'fig');
+      root.appendChild(div);
+      page.figures.register('separation', () => sep);
+      page.ready.push(page.figures.draw('separation', div));
+    }
     const cols = columns(root, page.runs.length);
     page.runs.forEach((run) => {
       const cell = el('div');

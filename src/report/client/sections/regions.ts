@@ -153,6 +153,16 @@ export const regionsSection: Section = {
       root.appendChild(el('p', 'missing', 'No wanda results (run lobes wanda).'));
       return;
     }
+    // Regions too coarse to mean anything (src/wanda/blocksize.ts): say so before any figure.
+    runs.forEach((run) => {
+      const bc = run.wanda && run.wanda.settings.blockCheck;
+      if (!bc || !bc.coarse.length) return;
+      const w = run.wanda!;
+      const parts = bc.coarse.map((c) => c.proj + ' ' + c.rowBlocks + '×' + c.colBlocks + ' blocks, ' + c.selected + ' selected');
+      root.appendChild(el('p', 'warning', (page.compare ? run.name + ': ' : '') + 'At ' + w.settings.block.join('×') + ' blocks these matrices are too coarse for regions to mean anything: ' +
+        parts.join('; ') + '. The rule needs at least ' + bc.minShortSide + ' blocks on the short side and ' + bc.minSelected + ' selected blocks' +
+        (bc.suggested ? '; lobes wanda --block auto gives ' + bc.suggested + '×' + bc.suggested : '') + '. Read the heatmaps and region metrics below with that in mind.'));
+    });
 
     // One colour range per pair, shared by every run of the page.
     const ranges = new Map<number, number>();

@@ -38,17 +38,60 @@ function scatterFigure(page: Page, run: RunPayload, s: ScatterPayload): PlotlyFi
   };
 }
 
-function sweepFigure(runs: { name: string; sweep: Sweep }[]): PlotlyFigure {
+/** A sweep with what it is read against. */
+interface SweepRun {
+  name: string;
+  sweep: Sweep;
+  chance: number;
+  majority: number | null;
+}
+
+/**
+ * The probe per capture point: balanced accuracy with its bootstrap CI and the permutation
+ * null's 95% band (shaded), accuracy (dotted), and the chance levels: 1/C for balanced accuracy
+ * (dashed) and the majority-class rate for accuracy (dotted). Older sweeps without balanced
+ * accuracy show accuracy only.
+ */
+function sweepFigure(runs: SweepRun[], compare: boolean): PlotlyFigure {
+  const data: PlotlyTrace[] = [];
+  const shapes: Record<string, unknown>[] = [];
+  const annotations: Record<string, unknown>[] = [];
+  const colours = ['#1f77b4', '#d62728'];
+  runs.forEach(({ name, sweep: sw, chance, majority }, ri) => {
+    const pre = compare ? esc(name) + ': ' : '';
+    const x = sw.map((s) => esc(s.point));
+    const colour = colours[ri % colours.length]!;
+    const bal = sw.every((s) => s.balancedAccuracy);
+    if (bal && sw.every((s) => s.balancedAccuracy!.nullBand)) {
+      data.push({ type: 'scatter', mode: 'lines', x, y: sw.map((s) => s.balancedAccuracy!.nullBand![0]), line: { width: 0 }, hoverinfo: 'skip', showlegend: false });
+      data.push({
+        type: 'scatter', mode: 'lines', x, y: sw.map((s) => s.balancedAccuracy!.nullBand![1]), line: { width: 0 }, fill: 'tonexty',
+        fillcolor: ri === 0 ? 'rgba(31,119,180,0.15)' : 'rgba(214,39,40,0.15)', name: pre + 'null 95% band (balanced accuracy)',
+      });
+    }
+    if (bal) {
+      data.push({
+        type: 'scatter', mode: 'lines+markers', name: pre + 'balanced accuracy', x, y: sw.map((s) => s.balancedAccuracy!.value), line: { color: colour },
+        error_y: {
+          type: 'data', symmetric: false, array: sw.map((s) => (s.balancedAccuracy!.ci95 ? s.balancedAccuracy!.ci95[1] - s.balancedAccuracy!.value : 0)),
+          arrayminus: sw.map((s) => (s.balancedAccuracy!.ci95 ? s.balancedAccuracy!.value - s.balancedAccuracy!.ci95[0] : 0)),
+        },
+      });
+    }
+    data.push({
+      type: 'scatter', mode: 'lines', name: pre + 'accuracy', x, y: sw.map((s) => s.probeAccuracy), line: { color: colour, dash: bal ? 'dot' : 'solid' },
+      ...(bal ? {} : { error_y: { type: 'data', symmetric: false, array: sw.map((s) => (s.ci95 ? s.ci95[1] - s.probeAccuracy : 0)), arrayminus: sw.map((s) => (s.ci95 ? s.probeAccuracy - s.ci95[0] : 0)) } }),
+    });
+    shapes.push({ type: 'line', xref: 'paper', x0: 0, x1: 1, y0: chance, y1: chance, line: { dash: 'dash', color: '#444', width: 1.5 } });
+    annotations.push({ xref: 'paper', x: 0, y: chance, text: pre + 'chance (balanced) ' + chance.toFixed(2), showarrow: false, xanchor: 'left', yanchor: 'bottom', font: { size: 11, color: '#444' } });
+    if (majority !== null) {
+      shapes.push({ type: 'line', xref: 'paper', x0: 0, x1: 1, y0: majority, y1: majority, line: { dash: 'dot', color: '#999', width: 1.5 } });
+      annotations.push({ xref: 'paper', x: 1, y: majority, text: pre + 'majority-class accuracy ' + majority.toFixed(2), showarrow: false, xanchor: 'right', yanchor: 'bottom', font: { size: 11, color: '#777' } });
+    }
+  });
   return {
-    data: runs.map(({ name, sweep: sw }): PlotlyTrace => ({
-      type: 'scatter', mode: 'lines+markers', name: esc(name), x: sw.map((s) => esc(s.point)),
-      y: sw.map((s) => s.probeAccuracy),
-      error_y: {
-        type: 'data', symmetric: false, array: sw.map((s) => (s.ci95 ? s.ci95[1] - s.probeAccuracy : 0)),
-        arrayminus: sw.map((s) => (s.ci95 ? s.probeAccuracy - s.ci95[0] : 0)),
-      },
-    })),
-    layout: { title: { text: 'Linear-probe accuracy per capture point' }, yaxis: { title: { text: 'accuracy' }, range: [0, 1] }, height: 360, margin: { t: 50 } },
+    data,
+    layout: { title: { text: 'Linear probe per capture point, against chance' }, yaxis: { title: { text: 'score' }, range: [0, 1] }, xaxis: { automargin: true }, shapes, annotations, height: 420, margin: { t: 80 }, legend: { orientation: 'h', y: 1.12 } },
   };
 }
 
@@ -70,15 +113,16 @@ export const scatterSection: Section = {
       cell.appendChild(div);
       page.ready.push(page.figures.draw(id, div));
     });
-    const sweepRuns: { name: string; sweep: Sweep }[] = [];
+    const sweepRuns: SweepRun[] = [];
     page.runs.forEach((r) => {
-      const sweep = r.cluster && r.cluster.metrics && r.cluster.metrics.sweep;
-      if (sweep && sweep.length) sweepRuns.push({ name: r.name, sweep });
+      const cm = r.cluster && r.cluster.metrics;
+      const sweep = cm && cm.sweep;
+      if (cm && sweep && sweep.length) sweepRuns.push({ name: r.name, sweep, chance: cm.chance ? cm.chance.balancedAccuracy : 1 / cm.classes.length, majority: cm.chance ? cm.chance.majorityRate : null });
     });
     if (sweepRuns.length) {
       const div = el('div', 'fig');
       root.appendChild(div);
-      page.figures.register('sweep', () => sweepFigure(sweepRuns));
+      page.figures.register('sweep', () => sweepFigure(sweepRuns, page.compare));
       page.ready.push(page.figures.draw('sweep', div));
     }
   },

@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# The §4.3 analysis of SmolLM2-135M-Instruct on SocialEval, end to end, with its controls
+# (docs/findings.md reports what this produced). Every step is resumable: rerunning the script
+# skips what is done (extract resumes; analyses whose output exists are kept unless FORCE=1).
+#
+#   bench/findings-smollm2.sh [OUT_DIR]        # default runs/findings
+#
+# Steps, in order of priority, each run analysed as soon as it is extracted (a later step never
+# changes an earlier one's numbers):
+#   1. convert the GGUF (Q4_1) to an ONNX folder with fp32 weights (the Q4_1 values, exactly)
+#   2. English, question + response: extract (final, MLP inputs, residual stream) through the
+#      trained model and through its random-weights control (seed 0); cluster both (t-SNE,
+#      separation with nulls, token baselines, the per-layer sweep) and compare them; wanda on
+#      the trained run at 256×256 (the paper's; kept as wanda-256/) and --block auto
+#   3. English, response only, trained; compared with question + response
+#   4. wanda on the control (256 and auto)
+#   5. Chinese, question + response, trained
+#   6. the random-weights controls of 3 and 5, and their comparisons
+#   7. the probe on every dimension (--probe-pca 0) for English question + response, trained and control
+#   8. a report per run
+# Wall times of every step go to OUT_DIR/times.tsv (extraction times are also in each run's manifest).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+OUT=${1:-runs/findings}
+SHARED=${SHARED:-../shared}
+GGUF=$SHARED/models/smollm2-135m-instruct/SmolLM2-135M-Instruct.Q4_1.gguf
+TREES=$SHARED/socialeval/worldtree_data
+LOBES=${LOBES:-"node --import tsx src/cli/bin.ts"}
+MODEL=$OUT/smollm2-fp32
+SEED=0
+mkdir -p "$OUT"
+TIMES=$OUT/times.tsv
+[ -f "$TIMES" ] || printf 'step\tseconds\tload_avg_1m_start\tload_avg_1m_end\n' > "$TIMES"
+
+step() { # step NAME CMD... : run CMD, log its wall time and the load average around it
+  local name=$1; shift
+  local l0 t0 t1 l1
+  l0=$(cut -d' ' -f1 /proc/loadavg); t0=$(date +%s.%N)
+  echo "== $name: $*" >&2
+  "$@"
+  t1=$(date +%s.%N); l1=$(cut -d' ' -f1 /proc/loadavg)
+  printf '%s\t%.1f\t%s\t%s\n' "$name" "$(echo "$t1 - $t0" | bc)" "$l0" "$l1" >> "$TIMES"
+}
+done_or() { [ -z "${FORCE:-}" ] && [ -e "$1" ]; } # done_or PATH: true when PATH exists (skip the step)
+
+done_or "$MODEL/model.onnx" || step convert $LOBES convert "$GGUF" --out "$MODEL" --weights fp32 --force --quiet
+
+extract() { # extract NAME SPEC CAPTURE [--control random]
+  local name=$1 spec=$2 capture=$3; shift 3
+  if [ -f "$OUT/$name/manifest.json" ] && grep -q '"complete": true' "$OUT/$name/manifest.json"; then return 0; fi
+  step "extract $name" $LOBES extract --model "$MODEL" --data "$spec" --out "$OUT/$name" --capture "$capture" --dtype fp16 --quiet "$@"
+}
+cluster() { # cluster NAME: the default analysis with the sweep
+  local run=$1
+  done_or "$OUT/$run/cluster/metrics.json" ||
+    step "cluster $run" $LOBES cluster "$OUT/$run" --by aspect --sweep --metric-points 2200 --seed $SEED --quiet
+}
+cluster_full() { # cluster_full NAME: the probe on every dimension (576; the token counts: every id in two items);
+  # its null has 20 permutations (each retrains 5 folds on up to 4,416 features)
+  local run=$1
+  done_or "$OUT/$run/cluster-full/metrics.json" ||
+    step "cluster full-dim probe $run" $LOBES cluster "$OUT/$run" --by aspect --probe-pca 0 --probe-permutations 20 --metric-points 2200 --seed $SEED --out "$OUT/$run/cluster-full" --quiet
+}
+wanda() { # wanda NAME: 256×256 (kept as wanda-256/), then --block auto (RUN/wanda/)
+  local run=$1
+  if ! done_or "$OUT/$run/wanda-256"; then
+    step "wanda 256 $run" $LOBES wanda "$OUT/$run" --by aspect --block 256 --permutations 200 --seed $SEED --quiet
+    rm -rf "$OUT/$run/wanda-256" && cp -r "$OUT/$run/wanda" "$OUT/$run/wanda-256"
+  fi
+  (done_or "$OUT/$run/wanda/settings.json" && grep -q '"auto": true' "$OUT/$run/wanda/settings.json") ||
+    step "wanda auto $run" $LOBES wanda "$OUT/$run" --by aspect --block auto --permutations 200 --seed $SEED --quiet
+}
+compare() { # compare A B FILE
+  step "compare $1 $2" $LOBES compare "$OUT/$1" "$OUT/$2" --out "$OUT/$3"
+}
+EN="socialeval:$TREES?lang=en"
+ZH="socialeval:$TREES?lang=zh"
+CTL="--control random --control-seed $SEED"
+
+extract en-qr "$EN" final,mlp,resid
+extract en-qr-control "$EN" final,mlp,resid $CTL
+cluster en-qr
+cluster en-qr-control
+compare en-qr en-qr-control compare-en-qr-vs-control.html
+wanda en-qr
+extract en-r "$EN&text=response" final,resid
+cluster en-r
+compare en-qr en-r compare-en-qr-vs-r.html
+wanda en-qr-control
+extract zh-qr "$ZH" final,resid
+cluster zh-qr
+compare en-qr zh-qr compare-en-vs-zh.html
+extract en-r-control "$EN&text=response" final,resid $CTL
+cluster en-r-control
+compare en-r en-r-control compare-en-r-vs-control.html
+extract zh-qr-control "$ZH" final,resid $CTL
+cluster zh-qr-control
+compare zh-qr zh-qr-control compare-zh-qr-vs-control.html
+cluster_full en-qr
+cluster_full en-qr-control
+for run in en-qr en-qr-control en-r en-r-control zh-qr zh-qr-control; do
+  step "report $run" $LOBES report "$OUT/$run" --out "$OUT/$run.html"
+done
+
+# the numbers docs/findings.md quotes, in one file
+node --import tsx bench/findings-summary.ts "$OUT" > "$OUT/summary.md"
+echo "wrote $OUT/summary.md; wall times in $TIMES" >&2

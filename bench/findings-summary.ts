@@ -1,0 +1,135 @@
+/**
+ * The numbers docs/findings.md quotes, as Markdown, from the runs bench/findings-smollm2.sh made.
+ *
+ *   node --import tsx bench/findings-summary.ts runs/findings > runs/findings/summary.md
+ *
+ * Separation at the final hidden state of every run (trained and control, question + response
+ * and response only, English and Chinese) with chance, the nulls and the token baselines; the
+ * paired differences trained − control; the probe per layer; the neuron regions at 256×256 and
+ * at --block auto; the wall time of every step.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import * as path from 'node:path';
+import { loadRun, type ReportModel } from '../src/report/load.js';
+import { compareRuns } from '../src/report/compare.js';
+import { verdictLines } from '../src/report/verdict.js';
+import type { ClassifierMetrics, MetricWithCI } from '../src/cluster/types.js';
+import type { WandaMetrics, WandaSettings } from '../src/wanda/types.js';
+
+const OUT = process.argv[2] ?? 'runs/findings';
+const RUNS = ['en-qr', 'en-qr-control', 'en-r', 'en-r-control', 'zh-qr', 'zh-qr-control'];
+const LABEL: Record<string, string> = {
+  'en-qr': 'English, question + response, trained',
+  'en-qr-control': 'English, question + response, random weights',
+  'en-r': 'English, response only, trained',
+  'en-r-control': 'English, response only, random weights',
+  'zh-qr': 'Chinese, question + response, trained',
+  'zh-qr-control': 'Chinese, question + response, random weights',
+};
+
+const f2 = (v: number | null | undefined) => (v === null || v === undefined ? '—' : v.toFixed(3));
+const ci = (m: MetricWithCI | null | undefined) => (m?.ci95 ? `[${f2(m.ci95[0])}, ${f2(m.ci95[1])}]` : '');
+const nul = (m: MetricWithCI | null | undefined) => (m && m.nullMean !== null && m.nullMean !== undefined ? `${f2(m.nullMean)} [${f2(m.nullBand?.[0])}, ${f2(m.nullBand?.[1])}]` : '—');
+const p = (m: MetricWithCI | null | undefined) => (m?.p === null || m?.p === undefined ? '—' : m.p < 0.001 ? m.p.toExponential(1) : m.p.toFixed(3));
+const bal = (c: ClassifierMetrics | null | undefined) => (c ? `${f2(c.balancedAccuracy.value)} ${ci(c.balancedAccuracy)}` : '—');
+
+async function load(name: string, clusterDir?: string): Promise<ReportModel | null> {
+  const dir = path.join(OUT, name);
+  if (!existsSync(path.join(dir, 'manifest.json'))) return null;
+  if (clusterDir && !existsSync(path.join(dir, clusterDir, 'metrics.json'))) return null;
+  return loadRun(dir, clusterDir ? { clusterDir: path.join(dir, clusterDir) } : {});
+}
+
+function separationTable(models: [string, ReportModel][], title: string): string[] {
+  const out = [`### ${title}`, '', '| run | items | chance (balanced) | majority rate | probe balanced accuracy [95% CI] | null mean [95% band] | p | probe accuracy | kNN (cosine) balanced accuracy | null | p | kNN accuracy | token counts probe | token embedding-mean probe |', '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|'];
+  for (const [name, m] of models) {
+    const cm = m.cluster?.metrics;
+    if (!cm) continue;
+    const eu = cm.spaces.find((s) => s.space === 'original-euclidean');
+    const cos = cm.spaces.find((s) => s.space === 'original-cosine');
+    const b = (n: string) => cm.baselines?.find((x) => x.name === n)?.probe;
+    out.push(`| ${LABEL[name] ?? name} | ${cm.metricSample ?? cm.n} | ${f2(cm.chance?.balancedAccuracy)} | ${f2(cm.chance?.majorityRate)} | ${bal(eu?.probe)} | ${nul(eu?.probe?.balancedAccuracy)} | ${p(eu?.probe?.balancedAccuracy)} | ${f2(eu?.probe?.accuracy.value)} | ${bal(cos?.knn)} | ${nul(cos?.knn?.balancedAccuracy)} | ${p(cos?.knn?.balancedAccuracy)} | ${f2(cos?.knn?.accuracy.value)} | ${bal(b('token-counts'))} | ${bal(b('token-embedding-mean'))} |`);
+  }
+  return [...out, ''];
+}
+
+function sweepTable(models: [string, ReportModel][]): string[] {
+  const withSweep = models.filter(([, m]) => m.cluster?.metrics?.sweep?.length);
+  if (!withSweep.length) return [];
+  const points = withSweep[0][1].cluster!.metrics!.sweep!.map((w) => w.point);
+  const out = ['### Probe balanced accuracy per layer (residual stream; null mean [95% band] of the first run)', '', `| layer | ${withSweep.map(([n]) => n).join(' | ')} | null (${withSweep[0][0]}) |`, `|---|${withSweep.map(() => '---|').join('')}---|`];
+  for (const pt of points) {
+    const cells = withSweep.map(([, m]) => {
+      const w = m.cluster!.metrics!.sweep!.find((x) => x.point === pt);
+      return w?.balancedAccuracy ? `${f2(w.balancedAccuracy.value)}${w.balancedAccuracy.p !== null && w.balancedAccuracy.p! <= 0.05 ? ' (*)' : ''}` : '—';
+    });
+    const w0 = withSweep[0][1].cluster!.metrics!.sweep!.find((x) => x.point === pt);
+    out.push(`| ${pt.replace('layers.', '').replace('.resid_out', '')} | ${cells.join(' | ')} | ${nul(w0?.balancedAccuracy)} |`);
+  }
+  return [...out, '', '(*) the balanced accuracy beats its permutation null (p ≤ 0.05).', ''];
+}
+
+function compareLines(a: ReportModel | null, b: ReportModel | null, title: string): string[] {
+  if (!a || !b) return [];
+  const c = compareRuns(a, b);
+  return [`### ${title}`, '', ...(c.summary ?? []).map((l) => `- ${l}`), ''];
+}
+
+function wandaLines(name: string): string[] {
+  const out: string[] = [];
+  for (const sub of ['wanda-256', 'wanda']) {
+    const dir = path.join(OUT, name, sub);
+    if (!existsSync(path.join(dir, 'metrics.json'))) continue;
+    const s = JSON.parse(readFileSync(path.join(dir, 'settings.json'), 'utf8')) as WandaSettings;
+    const m = JSON.parse(readFileSync(path.join(dir, 'metrics.json'), 'utf8')) as WandaMetrics;
+    const sig = (k: 'jaccard' | 'isolationAB' | 'densityAminusB', lower = false) => m.pairs.filter((q) => ((lower ? q[k].pLower : q[k].p) ?? 1) <= 0.05).length;
+    const mean = (f: (q: WandaMetrics['pairs'][number]) => number) => m.pairs.reduce((t, q) => t + f(q), 0) / m.pairs.length;
+    const regions = JSON.parse(readFileSync(path.join(dir, 'regions.json'), 'utf8'));
+    const mat = regions.matrices[0];
+    out.push(
+      `- ${LABEL[name] ?? name}, ${s.block.join('×')} blocks${s.blockCheck?.auto ? ' (auto)' : ''}: gate/up map ${mat.rowBlocks}×${mat.colBlocks}; ` +
+        `${s.blockCheck?.coarse.length ? `coarse (${s.blockCheck.coarse.map((c) => `${c.proj} ${c.rowBlocks}×${c.colBlocks}, ${c.selected} selected`).join('; ')})` : 'every matrix passes the block-size rule'}; ` +
+        `mean Jaccard ${f2(mean((q) => q.jaccard.value))} (null ${f2(mean((q) => q.jaccard.nullMean ?? NaN))}); pairs with Jaccard below the null (p ≤ 0.05): ${sig('jaccard', true)} of ${m.pairs.length}; ` +
+        `isolation |A∖B|/|A| above the null: ${sig('isolationAB')} of ${m.pairs.length}; density of A∖B above the null: ${sig('densityAminusB')} of ${m.pairs.length} (${s.permutations} permutations).`,
+    );
+  }
+  return out;
+}
+
+const models: [string, ReportModel][] = [];
+for (const r of RUNS) {
+  const m = await load(r);
+  if (m) models.push([r, m]);
+}
+const byName = new Map(models);
+const lines: string[] = ['# SmolLM2-135M-Instruct on SocialEval: the numbers', '', `Runs in ${OUT}. Generated by bench/findings-summary.ts.`, ''];
+lines.push(...separationTable(models, 'Separation of the five aspects at the final hidden state (probe on 50 principal components)'));
+const full: [string, ReportModel][] = [];
+for (const r of ['en-qr', 'en-qr-control']) {
+  const m = await load(r, 'cluster-full');
+  if (m?.cluster?.metrics) full.push([r, m]);
+}
+if (full.length) lines.push(...separationTable(full, 'The same with the probe on all 576 dimensions (--probe-pca 0)'));
+lines.push('### What the report says first (English, question + response, trained)', '');
+const en = byName.get('en-qr');
+if (en) for (const l of verdictLines(en.cluster?.metrics ?? null, en.cluster?.settings ?? null, en.wanda?.settings ?? null)) lines.push(`> ${l}`, '>');
+lines.push('');
+lines.push(...compareLines(byName.get('en-qr') ?? null, byName.get('en-qr-control') ?? null, 'English, question + response: trained − random weights (paired over items)'));
+lines.push(...compareLines(byName.get('en-r') ?? null, byName.get('en-r-control') ?? null, 'English, response only: trained − random weights (paired over items)'));
+lines.push(...compareLines(byName.get('zh-qr') ?? null, byName.get('zh-qr-control') ?? null, 'Chinese, question + response: trained − random weights (paired over items)'));
+lines.push(...compareLines(byName.get('en-qr') ?? null, byName.get('en-r') ?? null, 'English, trained: response only − question + response (paired over items)'));
+lines.push(...compareLines(byName.get('en-qr') ?? null, byName.get('zh-qr') ?? null, 'Trained: Chinese − English (independent items)'));
+lines.push(...sweepTable(models.filter(([n]) => ['en-qr', 'en-qr-control', 'en-r', 'zh-qr'].includes(n))));
+const w = [...wandaLines('en-qr'), ...wandaLines('en-qr-control')];
+if (w.length) lines.push('### Neuron regions (wanda, by aspect, top 10% of blocks per matrix)', '', ...w, '');
+const times = path.join(OUT, 'times.tsv');
+if (existsSync(times)) {
+  lines.push('### Wall times', '', '| step | seconds | load average (1 min) at start → end |', '|---|---|---|');
+  for (const row of readFileSync(times, 'utf8').trim().split('\n').slice(1)) {
+    const [step, secs, l0, l1] = row.split('\t');
+    lines.push(`| ${step} | ${secs} | ${l0} → ${l1} |`);
+  }
+  lines.push('');
+}
+process.stdout.write(lines.join('\n') + '\n');
+

@@ -1,0 +1,143 @@
+/**
+ * Baselines from the tokens alone: does the text's token content already separate the labels,
+ * before any model computation? For the metric sample of a run, each item is tokenized again
+ * exactly as extract fed it (the run's model folder, chat template and truncation), and two
+ * feature sets go through the same linear probe as the model's representation:
+ *
+ *  - `token-counts`: how often each token id occurs in the item (a bag of tokens), over the
+ *    ids that occur in at least two items of the sample (an id seen in one item cannot inform
+ *    the prediction of any other);
+ *  - `token-embedding-mean`: the mean of the model's input embedding rows of the item's tokens
+ *    (the model's own first layer input, averaged: no attention, no MLP).
+ *
+ * A baseline that cannot be computed (no model folder, no texts in the run, an embedding table
+ * lobes cannot find) is left out with a note; the rest of the analysis does not depend on it.
+ */
+import { existsSync } from 'node:fs';
+import type { RunReader } from '../store/types.js';
+import type { BaselineMetrics, ClusterItems } from './types.js';
+import { probeFeatures, probeNull, type MeasureContext, type MetricSample } from './measure.js';
+import { probeScores } from './space.js';
+
+/** Token ids of the metric sample's items, as extract fed them; or why they cannot be had. */
+async function sampleTokens(run: RunReader, rows: Int32Array): Promise<{ ids: number[][]; mismatched: number } | { note: string }> {
+  const dir = run.manifest?.model?.dir;
+  if (!dir || !existsSync(dir)) return { note: `no token baselines: the run's model folder ${dir} is not there (its tokenizer is needed)` };
+  const texts = Array.from(rows, (r) => run.samples[r]?.text);
+  if (texts.some((t) => typeof t !== 'string')) return { note: 'no token baselines: the run does not store the item texts' };
+  const { loadTokenizer } = await import('../extract/tokenize.js');
+  let tok;
+  try {
+    tok = await loadTokenizer(dir, { maxTokens: run.manifest.tokenizer?.maxTokens ?? null, chatTemplate: !!run.manifest.tokenizer?.chatTemplate });
+  } catch (e) {
+    return { note: `no token baselines: ${String((e as Error).message ?? e).split('\n')[0]}` };
+  }
+  let mismatched = 0;
+  const ids = texts.map((t, i) => {
+    const enc = tok.encode(t!).ids;
+    if (enc.length !== run.samples[rows[i]].tokens) mismatched++;
+    return enc;
+  });
+  return { ids, mismatched };
+}
+
+/** Token-count features [m, V] over the ids occurring in at least two items. */
+export function tokenCounts(ids: number[][]): { X: Float64Array; dim: number } {
+  const items = new Map<number, number>();
+  for (const seq of ids) for (const t of new Set(seq)) items.set(t, (items.get(t) ?? 0) + 1);
+  const vocab = [...items.entries()].filter(([, c]) => c >= 2).map(([t]) => t).sort((a, b) => a - b);
+  const col = new Map(vocab.map((t, j) => [t, j]));
+  const V = vocab.length;
+  const X = new Float64Array(ids.length * V);
+  ids.forEach((seq, i) => {
+    for (const t of seq) {
+      const j = col.get(t);
+      if (j !== undefined) X[i * V + j]++;
+    }
+  });
+  return { X, dim: V };
+}
+
+/**
+ * The input embedding table of an ONNX model: the 2-D float constant that a Gather reads with
+ * an integer graph input as indices. Null (with the reason) when there is none.
+ */
+async function embeddingTable(modelDir: string): Promise<{ E: Float32Array; vocab: number; dim: number } | { note: string }> {
+  const onnx = await import('../onnx/index.js');
+  let m;
+  try {
+    m = onnx.loadModel(modelDir);
+  } catch (e) {
+    return { note: `no token-embedding-mean baseline: ${String((e as Error).message ?? e).split('\n')[0]}` };
+  }
+  const graph = m.model.graph;
+  if (!graph) return { note: 'no token-embedding-mean baseline: the model file has no graph' };
+  const g = new onnx.GraphIndex(graph);
+  const intInputs = new Set(graph.input.filter((v) => v.type?.tensorType?.elemType === onnx.DataType.INT64 || v.type?.tensorType?.elemType === onnx.DataType.INT32).map((v) => v.name));
+  for (const node of graph.node) {
+    if (node.opType !== 'Gather' || node.domain) continue;
+    let idx: string | undefined = node.input[1];
+    // look through casts of the token ids
+    for (let k = 0; k < 3 && idx && !intInputs.has(idx); k++) {
+      const p = g.prod(idx);
+      idx = p && p.opType === 'Cast' ? p.input[0] : undefined;
+    }
+    if (!idx || !intInputs.has(idx)) continue;
+    const t = g.constTensor(node.input[0]);
+    if (!t || t.dims.length !== 2 || !node.input[0] || !m.initializers.has(node.input[0])) continue;
+    const [vocab, dim] = t.dims.map(Number);
+    if (vocab * dim * 4 > 4e9) return { note: 'no token-embedding-mean baseline: the embedding table is larger than 4 GB as float32' };
+    try {
+      return { E: onnx.readInitializerFloat32(m, node.input[0]), vocab, dim };
+    } catch (e) {
+      return { note: `no token-embedding-mean baseline: ${String((e as Error).message ?? e).split('\n')[0]}` };
+    }
+  }
+  return { note: 'no token-embedding-mean baseline: no float embedding table read by the token ids (a quantized table is not supported)' };
+}
+
+/** Mean embedding rows [m, dim] of each item's tokens. */
+export function embeddingMeans(ids: number[][], E: Float32Array, vocab: number, dim: number): Float64Array {
+  const X = new Float64Array(ids.length * dim);
+  ids.forEach((seq, i) => {
+    const o = i * dim;
+    for (const t of seq) {
+      if (t < 0 || t >= vocab) continue;
+      const e = t * dim;
+      for (let j = 0; j < dim; j++) X[o + j] += E[e + j];
+    }
+    const inv = seq.length ? 1 / seq.length : 0;
+    for (let j = 0; j < dim; j++) X[o + j] *= inv;
+  });
+  return X;
+}
+
+/** The token baselines of a run's metric sample (each with the probe's scores, CIs and null). */
+export async function tokenBaselines(ctx: MeasureContext, run: RunReader, sample: MetricSample): Promise<{ baselines: BaselineMetrics[]; items: ClusterItems['baselines']; notes: string[] }> {
+  const notes: string[] = [];
+  const baselines: BaselineMetrics[] = [];
+  const items: ClusterItems['baselines'] = [];
+  const tok = await sampleTokens(run, sample.rows);
+  if ('note' in tok) return { baselines, items, notes: [tok.note] };
+  if (tok.mismatched) notes.push(`token baselines: ${tok.mismatched} of ${tok.ids.length} items tokenize to another length than the run recorded (has the model folder's tokenizer changed?)`);
+  const feats: { name: string; description: string; X: Float64Array; dim: number }[] = [];
+  const counts = tokenCounts(tok.ids);
+  feats.push({ name: 'token-counts', description: `counts of each token id in the item (${counts.dim} ids that occur in at least two items)`, ...counts });
+  const emb = await embeddingTable(run.manifest.model.dir);
+  if ('note' in emb) notes.push(emb.note);
+  else feats.push({ name: 'token-embedding-mean', description: `mean of the model's input embeddings of the item's tokens (d = ${emb.dim})`, X: embeddingMeans(tok.ids, emb.E, emb.vocab, emb.dim), dim: emb.dim });
+  const { m, sub, mopts } = sample;
+  const C = ctx.coded.classes.length;
+  for (const f of feats) {
+    if (f.dim === 0) {
+      notes.push(`${f.name}: no features (no token occurs in two items)`);
+      continue;
+    }
+    const P = await probeFeatures(ctx, f.X, m, f.dim, sample.probePca, `the ${f.name} baseline`);
+    const nulls = await probeNull(ctx, P, m, sub, mopts.probePermutations, mopts.probe, `cluster probe null (${f.name})`);
+    const r = probeScores(P.X, m, P.d, sub, C, mopts.bootstrap, ctx.seed, mopts.probe, nulls);
+    baselines.push({ name: f.name, description: f.description, dim: f.dim, probeDims: P.d, probe: r.metrics });
+    items.push({ name: f.name, probe: Array.from(r.pred) });
+  }
+  return { baselines, items, notes };
+}

@@ -1,0 +1,170 @@
+/**
+ * How well labels separate in one space: silhouette, the leave-one-out kNN classifier and the
+ * cross-validated linear probe (each scored by accuracy, balanced accuracy and macro-F1, with
+ * per-class recall and a confusion matrix), and Davies–Bouldin. Every statistic except
+ * Davies–Bouldin carries a percentile-bootstrap 95% CI over items and the mean, 95% band and
+ * one-sided p-value of its own label-permutation null (the same statistic recomputed on
+ * shuffled labels). Definitions: src/cluster/metrics.ts (silhouette, kNN, Davies–Bouldin),
+ * src/cluster/scores.ts (the classification scores), src/cluster/probe.ts (the probe).
+ */
+import { Rng } from '../util/rng.js';
+import { crossValidatedPredictions, type ProbeOptions } from './probe.js';
+import { bootstrapCI, daviesBouldin, distanceMatrix, knnPredict, mean, neighboursFromDistances, normalizeRows, permutationP, probePermutationLabels, silhouetteMeans, silhouetteSamples, type Distance } from './metrics.js';
+import { bootstrapScores, classScores, confusionCounts, nullSummary, perClassRecall, SCORE_NAMES } from './scores.js';
+import type { ClassifierMetrics, MetricWithCI, SpaceMetrics } from './types.js';
+
+export interface SpaceInput {
+  /** Space name: 'original-cosine' | 'original-euclidean' | 'embedding'. */
+  space: string;
+  /** Points [n, d] for distances. */
+  X: Float64Array | Float32Array;
+  d: number;
+  distance: Distance;
+  /** Features for the probe [n, probeDim] (null: no probe in this space). */
+  probe: { X: Float64Array; d: number } | null;
+  /** Precomputed distance matrix [n, n] for `distance` (computed when absent). */
+  D?: Float64Array;
+  /** Precomputed probe null scores for probePermutationLabels(...) ([R][3], see probeNullScores). */
+  probeNull?: Float64Array;
+  /** Precomputed mean silhouettes for permutationLabels(...) (e.g. from worker threads). */
+  silhouetteNull?: Float64Array;
+}
+
+export interface MetricOptions {
+  /** Neighbours for the kNN classifier (default 10). */
+  k?: number;
+  bootstrap?: number;
+  permutations?: number;
+  /** Permutations for the probe (retrains every fold each time; default min(permutations, 100)). */
+  probePermutations?: number;
+  seed?: number;
+  probe?: ProbeOptions;
+}
+
+/** A statistic with its CI and its null's p-value, mean and band. */
+export function withNull(value: number, ci95: [number, number] | null, nulls: ArrayLike<number>): MetricWithCI {
+  return { value, ci95, p: permutationP(value, nulls), ...nullSummary(nulls) };
+}
+
+/** Accuracy, balanced accuracy and macro-F1 of predictions, one row [3] per labelling in `out`. */
+function scoreRow(y: Int32Array, pred: Int32Array, C: number, out: Float64Array, r: number): void {
+  const s = classScores(y, pred, C);
+  SCORE_NAMES.forEach((k, t) => (out[3 * r + t] = s[k]));
+}
+
+/**
+ * The probe's scores under each labelling of `perms` ([R][3]: accuracy, balanced accuracy,
+ * macro-F1), retraining every fold for each one.
+ */
+export function probeNullScores(X: Float64Array, n: number, d: number, perms: Int32Array[], C: number, opts: ProbeOptions, onOne?: () => void): Float64Array {
+  const out = new Float64Array(3 * perms.length);
+  perms.forEach((pl, r) => {
+    scoreRow(pl, crossValidatedPredictions(X, n, d, pl, C, opts), C, out, r);
+    onOne?.();
+  });
+  return out;
+}
+
+/** Column t of a [R][3] score table. */
+function column(t: Float64Array, k: number): Float64Array {
+  const R = t.length / 3;
+  return Float64Array.from({ length: R }, (_, r) => t[3 * r + k]);
+}
+
+/**
+ * Score predictions against the true labels: each score with its bootstrap CI (B resamples from
+ * `rng`) and its null from `nullScores` ([R][3]; empty: no null), per-class recall and confusion.
+ */
+export function scoreClassifier(y: Int32Array, pred: Int32Array, C: number, nullScores: Float64Array, B: number, rng: Rng): ClassifierMetrics {
+  const s = classScores(y, pred, C);
+  const ci = bootstrapScores(y, pred, C, B, rng);
+  const M = confusionCounts(y, pred, C);
+  const confusion = Array.from({ length: C }, (_, a) => Array.from({ length: C }, (_, b) => M[a * C + b]));
+  return {
+    accuracy: withNull(s.accuracy, ci.accuracy, column(nullScores, 0)),
+    balancedAccuracy: withNull(s.balancedAccuracy, ci.balancedAccuracy, column(nullScores, 1)),
+    macroF1: withNull(s.macroF1, ci.macroF1, column(nullScores, 2)),
+    recall: perClassRecall(y, pred, C).map((v) => (Number.isNaN(v) ? null : v)),
+    confusion,
+  };
+}
+
+/** Everything spaceMetrics computes, plus the per-item values behind it (for items.json). */
+export interface SpaceResult {
+  metrics: SpaceMetrics;
+  knnPred: Int32Array;
+  probePred: Int32Array | null;
+  silhouette: Float64Array;
+}
+
+/** All metrics of one space for labels coded 0..C-1 (`classes` gives names). */
+export function spaceMetrics(input: SpaceInput, n: number, labels: Int32Array, classes: string[], opts: MetricOptions = {}): SpaceMetrics {
+  return spaceResult(input, n, labels, classes, opts).metrics;
+}
+
+/** spaceMetrics with the per-item predictions and silhouettes. */
+export function spaceResult(input: SpaceInput, n: number, labels: Int32Array, classes: string[], opts: MetricOptions = {}): SpaceResult {
+  const C = classes.length;
+  const k = Math.max(1, Math.min(opts.k ?? 10, n - 1));
+  const B = opts.bootstrap ?? 1000;
+  const R = opts.permutations ?? 200;
+  const Rp = opts.probePermutations ?? Math.min(R, 100);
+  const seed = opts.seed ?? 0;
+  const rng = new Rng(seed);
+  const D = input.D ?? distanceMatrix(input.X, n, input.d, input.distance);
+  const sil = silhouetteSamples(D, n, labels, C);
+  const nbrs = neighboursFromDistances(D, n, k);
+  const pred = knnPredict(nbrs, n, k, labels, C);
+  const dbX = input.distance === 'cosine' ? normalizeRows(input.X, n, input.d) : input.X;
+  const db = daviesBouldin(dbX, n, input.d, labels, C);
+  const probePred = input.probe ? crossValidatedPredictions(input.probe.X, n, input.probe.d, labels, C, { ...opts.probe, seed }) : null;
+  // permutation nulls: silhouette and kNN share the shuffles
+  const nullKnn = new Float64Array(3 * R);
+  const perm = Int32Array.from(labels);
+  const permRng = rng.fork();
+  const perms: Int32Array[] = [];
+  for (let r = 0; r < R; r++) {
+    permRng.shuffle(perm);
+    if (!input.silhouetteNull) perms.push(Int32Array.from(perm));
+    scoreRow(perm, knnPredict(nbrs, n, k, perm, C), C, nullKnn, r);
+  }
+  const nullSil = input.silhouetteNull ?? silhouetteMeans(D, n, perms, C);
+  let nullProbe: Float64Array = new Float64Array(0);
+  if (input.probe && Rp > 0) {
+    rng.fork(); // the probe permutations' generator (see probePermutationLabels)
+    nullProbe = input.probeNull ?? probeNullScores(input.probe.X, n, input.probe.d, probePermutationLabels(labels, Rp, seed), C, { ...opts.probe, seed });
+  }
+  const bootRng = rng.fork();
+  const silhouette = withNull(mean(sil), bootstrapCI(sil, B, bootRng), nullSil);
+  const knn = scoreClassifier(labels, pred, C, nullKnn, B, bootRng);
+  const probe = probePred ? scoreClassifier(labels, probePred, C, nullProbe, B, bootRng) : null;
+  const perClass = classes.map((label, c) => {
+    let cnt = 0;
+    let s = 0;
+    for (let i = 0; i < n; i++) {
+      if (labels[i] !== c) continue;
+      cnt++;
+      s += sil[i];
+    }
+    return { label, n: cnt, silhouette: cnt ? s / cnt : 0, knnRecall: knn.recall[c] ?? 0, ...(probe ? { probeRecall: probe.recall[c] } : {}) };
+  });
+  const metrics: SpaceMetrics = {
+    space: input.space,
+    silhouette,
+    knnAccuracy: knn.accuracy,
+    probeAccuracy: probe ? probe.accuracy : null,
+    knn,
+    probe,
+    ...(input.probe ? { probeDims: input.probe.d } : {}),
+    daviesBouldin: { value: db, ci95: null, p: null },
+    perClass,
+    confusion: knn.confusion,
+  };
+  return { metrics, knnPred: pred, probePred, silhouette: sil };
+}
+
+/** The probe's scores with bootstrap CIs and, given `perms`, their null (the layer sweep). */
+export function probeScores(X: Float64Array, n: number, d: number, labels: Int32Array, C: number, B: number, seed: number, probe: ProbeOptions = {}, nullScores: Float64Array = new Float64Array(0)): { metrics: ClassifierMetrics; pred: Int32Array } {
+  const pred = crossValidatedPredictions(X, n, d, labels, C, { ...probe, seed });
+  return { metrics: scoreClassifier(labels, pred, C, nullScores, B, new Rng(seed)), pred };
+}

@@ -1,0 +1,196 @@
+/**
+ * The report's first lines and the run comparison, on planted data whose truth is known:
+ * labels that a majority-class guess gets right 90% of the time with no signal in the features,
+ * and labels planted as separable clusters.
+ */
+import { describe, it, expect, afterAll } from 'vitest';
+import { mkdtempSync, rmSync, writeFileSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { createHash } from 'node:crypto';
+import { Rng } from '../../src/util/rng.js';
+import { runIdentity } from '../../src/store/provenance.js';
+import { encodeNpy } from '../../src/cluster/npy.js';
+import { runCluster } from '../../src/cluster/run.js';
+import { classScores } from '../../src/cluster/scores.js';
+import { percentileSorted } from '../../src/cluster/scores.js';
+import { verdictLines } from '../../src/report/verdict.js';
+import { writeSyntheticRun } from '../../src/report/synthetic.js';
+import { loadRun } from '../../src/report/load.js';
+import { runPayload } from '../../src/report/payload.js';
+import { reportHtml } from '../../src/report/index.js';
+import { bootstrapDiff, compareRuns } from '../../src/report/compare.js';
+
+const tmp = mkdtempSync(path.join(tmpdir(), 'lobes-verdict-'));
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+
+const FAST = { perplexity: 15, iterations: 250, bootstrap: 300, permutations: 99, probePermutations: 39, quiet: true, threads: 1 };
+
+/** A run folder (manifest and samples) whose cluster/ comes from a matrix with the given labels. */
+async function runWith(name: string, X: Float32Array, d: number, labels: string[], control = false): Promise<string> {
+  const n = labels.length;
+  const dir = path.join(tmp, name);
+  writeSyntheticRun(dir, { groups: ['x'], samplesPerGroup: 1, wanda: false, cluster: false });
+  if (control) {
+    const mf = path.join(dir, 'manifest.json');
+    const m = JSON.parse(readFileSync(mf, 'utf8'));
+    m.model.control = { kind: 'random', seed: 0, source: 'trained-model', sourceGraphSha256: '0'.repeat(64), scheme: 'test' };
+    writeFileSync(mf, JSON.stringify(m));
+  }
+  const npy = path.join(tmp, `${name}.npy`);
+  writeFileSync(npy, encodeNpy(X, [n, d]));
+  const lab = path.join(tmp, `${name}.txt`);
+  writeFileSync(lab, labels.join('\n') + '\n');
+  await runCluster(npy, { ...FAST, labels: lab, out: path.join(dir, 'cluster') });
+  adoptMatrixRows(dir);
+  return dir;
+}
+
+/**
+ * Make the run's samples the matrix's rows (ids and labels as lobes cluster wrote them) and
+ * record the run's provenance in cluster/settings.json, as lobes cluster on a run does, so the
+ * report shows these results as the run's.
+ */
+function adoptMatrixRows(dir: string): void {
+  const coords = JSON.parse(readFileSync(path.join(dir, 'cluster', 'coords.json'), 'utf8')) as { ids: string[]; labels: string[] };
+  const mf = path.join(dir, 'manifest.json');
+  const m = JSON.parse(readFileSync(mf, 'utf8'));
+  const rows = coords.ids.map((id, i) => ({ index: i, id, labels: { aspect: coords.labels[i] }, tokens: 10, truncated: false }));
+  const table = rows.map((r) => JSON.stringify(r)).join('\n') + '\n';
+  m.samplesSha256 = createHash('sha256').update(table).digest('hex');
+  m.counts.samples = rows.length;
+  m.dataset.count = rows.length;
+  delete m.identity;
+  m.identity = runIdentity(m);
+  writeFileSync(mf, JSON.stringify(m));
+  writeFileSync(path.join(dir, 'samples.jsonl'), table);
+  const sf = path.join(dir, 'cluster', 'settings.json');
+  const settings = JSON.parse(readFileSync(sf, 'utf8'));
+  settings.provenance = { run: m.identity, runDir: path.resolve(dir), samplesSha256: m.samplesSha256, rows: rows.length, chunks: {} };
+  writeFileSync(sf, JSON.stringify(settings));
+}
+
+/** 270 "common" and 30 "rare" items; features: noise, plus `signal` times a class offset. */
+function data(seed: number, signal: number, d = 8): { X: Float32Array; labels: string[]; n: number; d: number } {
+  const rng = new Rng(seed);
+  const n = 300;
+  const labels = Array.from({ length: n }, (_, i) => (i % 10 === 0 ? 'rare' : 'common'));
+  const X = new Float32Array(n * d);
+  for (let i = 0; i < n; i++) for (let j = 0; j < d; j++) X[i * d + j] = rng.normal() + (labels[i] === 'rare' && j < 2 ? signal : 0);
+  return { X, labels, n, d };
+}
+
+describe('the first lines of the report', () => {
+  it('a majority-class guess with high accuracy and no balanced-accuracy gain is not called separated', async () => {
+    const { X, labels, d } = data(1, 0);
+    const dir = await runWith('majority', X, d, labels);
+    const model = await loadRun(dir);
+    const cm = model.cluster!.metrics!;
+    expect(cm.chance).toMatchObject({ majorityRate: 0.9, majorityClass: 'common', balancedAccuracy: 0.5 });
+    const knn = cm.spaces.find((s) => s.space === 'original-cosine')!.knn!;
+    expect(knn.accuracy.value).toBeGreaterThan(0.85); // high accuracy ...
+    expect(Math.abs(knn.balancedAccuracy.value - 0.5)).toBeLessThan(0.05); // ... at chance
+    const lines = runPayload(model).summary;
+    expect(lines[0]).toBe('2 classes of the labels in majority.txt on 300 items: chance balanced accuracy is 0.50; always answering "common" gets accuracy 0.90.');
+    expect(lines.some((l) => l.startsWith('Not separated:'))).toBe(true);
+    expect(lines.some((l) => /^Separated/.test(l))).toBe(false);
+    expect(lines.find((l) => l.startsWith('kNN (k = 10, cosine)'))).toMatch(/not above chance; accuracy 0\.\d\d is no better than the majority-class guess \(0\.90\)/);
+    // and the page shows them first
+    const html = reportHtml(model);
+    expect(html).toContain('Not separated:');
+  }, 120_000);
+
+  it('planted separable classes are called separated, with the gain over the null', async () => {
+    const { X, labels, d } = data(2, 4);
+    const dir = await runWith('separable', X, d, labels);
+    const lines = verdictLines((await loadRun(dir)).cluster!.metrics, null);
+    const probe = lines.find((l) => l.startsWith('Linear probe'))!;
+    expect(probe).toMatch(/balanced accuracy (0\.9\d|1\.00) \[\d\.\d\d, \d\.\d\d\] vs chance 0\.50 \(null 0\.\d\d \[0\.\d\d, 0\.\d\d\], p = 0\.03\): above chance by 0\.\d\d/);
+    expect(lines.some((l) => l.startsWith('Separated beyond chance by 3 of 3 classifiers'))).toBe(true);
+  }, 120_000);
+});
+
+describe('comparing a run with its random-weights control', () => {
+  it('gives trained − control with paired bootstrap CIs over the shared items', async () => {
+    const t = data(3, 3);
+    const c = data(4, 0);
+    const trained = await runWith('trained', t.X, t.d, t.labels);
+    const control = await runWith('control', c.X, c.d, c.labels, true);
+    const cmp = compareRuns(await loadRun(trained), await loadRun(control));
+    expect(cmp.diffLabel).toBe('run 1 − run 2 (trained − random-weights control)');
+    const row = cmp.rows.find((r) => r.section === 'separation (original-euclidean)' && r.metric === 'probe balanced accuracy')!;
+    expect(row.diff).toBeCloseTo(row.a! - row.b!, 12);
+    expect(row.diff!).toBeGreaterThan(0.3);
+    expect(row.note).toBe('paired bootstrap over 300 items');
+    expect(row.ci![0]).toBeGreaterThan(0);
+    expect(row.ci![0]).toBeLessThan(row.diff!);
+    expect(row.ci![1]).toBeGreaterThan(row.diff!);
+    expect(cmp.summary!.find((l) => l.startsWith('Linear probe'))).toMatch(/trained − random-weights control\): \+0\.\d\d \[0\.\d\d, 0\.\d\d\] \(paired bootstrap over 300 items; the CI excludes 0\)/);
+  }, 180_000);
+
+  it('the paired CI is the percentile bootstrap of the difference written from its definition', () => {
+    const rng = new Rng(9);
+    const n = 150;
+    const ids = Array.from({ length: n }, (_, i) => `i${i}`);
+    const y = Int32Array.from({ length: n }, () => rng.int(3));
+    const p1 = Int32Array.from(y, (v) => (rng.next() < 0.7 ? v : rng.int(3)));
+    const p2 = Int32Array.from(y, (v) => (rng.next() < 0.4 ? v : rng.int(3)));
+    // run 2 lists the same items in another order
+    const perm = Array.from({ length: n }, (_, i) => (i * 7) % n);
+    const s1 = { ids, y, C: 3, pred: p1 };
+    const s2 = { ids: perm.map((i) => ids[i]), y: Int32Array.from(perm, (i) => y[i]), C: 3, pred: Int32Array.from(perm, (i) => p2[i]) };
+    const B = 400;
+    const r = bootstrapDiff(s1, s2, 'balancedAccuracy', B, 11)!;
+    expect(r.kind).toBe('paired');
+    const g = new Rng(11);
+    const diffs: number[] = [];
+    for (let b = 0; b < B; b++) {
+      const idx = Array.from({ length: n }, () => g.int(n));
+      const yy = Int32Array.from(idx, (i) => y[i]);
+      diffs.push(classScores(yy, Int32Array.from(idx, (i) => p2[i]), 3).balancedAccuracy - classScores(yy, Int32Array.from(idx, (i) => p1[i]), 3).balancedAccuracy);
+    }
+    diffs.sort((a, b) => a - b);
+    expect(r.ci[0]).toBeCloseTo(percentileSorted(diffs, 2.5), 12);
+    expect(r.ci[1]).toBeCloseTo(percentileSorted(diffs, 97.5), 12);
+    // other items: independent resampling, a wider interval for these correlated predictions
+    const s3 = { ...s2, ids: s2.ids.map((id) => id + '-other') };
+    const ind = bootstrapDiff(s1, s3, 'balancedAccuracy', B, 11)!;
+    expect(ind.kind).toBe('independent');
+    expect(ind.ci[1] - ind.ci[0]).toBeGreaterThan(r.ci[1] - r.ci[0]);
+  });
+});
+
+describe('the token-baseline line', () => {
+  const clf = (bal: number, p: number) => ({
+    accuracy: { value: 0.4, ci95: [0.38, 0.42], p, nullMean: 0.35, nullBand: [0.33, 0.37] },
+    balancedAccuracy: { value: bal, ci95: [bal - 0.02, bal + 0.02], p, nullMean: 0.2, nullBand: [0.19, 0.21] },
+    macroF1: { value: bal, ci95: [bal - 0.02, bal + 0.02], p, nullMean: 0.16, nullBand: [0.14, 0.18] },
+    recall: [],
+    confusion: [],
+  });
+  const metrics = (probe: number, probeP: number, tokens: number) =>
+    ({
+      classes: ['a', 'b', 'c', 'd', 'e'], n: 500, dim: 16,
+      chance: { balancedAccuracy: 0.2, majorityRate: 0.38, majorityClass: 'a', counts: [190, 80, 80, 80, 70] },
+      spaces: [{ space: 'original-euclidean', silhouette: null, daviesBouldin: null, knn: null, probe: clf(probe, probeP), probeDims: 16, perClass: [] }],
+      baselines: [{ name: 'token-counts', description: '', dim: 100, probeDims: 16, probe: clf(tokens, 0.02) }],
+    }) as unknown as Parameters<typeof verdictLines>[0];
+
+  it('a representation at its null while the tokens separate: says the tokens do and the representation does not', () => {
+    const lines = verdictLines(metrics(0.2, 0.7, 0.34), null);
+    expect(lines.some((l) => /^Not separated/.test(l))).toBe(true);
+    expect(lines.find((l) => /token-counts 0\.34 balanced accuracy\) where the representation's probe does not \(0\.20\)/.test(l))).toBeDefined();
+    expect(lines.some((l) => /need not come from what the model computes/.test(l))).toBe(false);
+  });
+
+  it('a separated representation below the tokens: the separation need not come from the model', () => {
+    const lines = verdictLines(metrics(0.3, 0.02, 0.34), null);
+    expect(lines.some((l) => /^Separated beyond chance by 1 of 1/.test(l))).toBe(true);
+    expect(lines.some((l) => /token-counts 0\.34 vs the representation's probe 0\.30 balanced accuracy, so the separation need not come from what the model computes/.test(l))).toBe(true);
+  });
+
+  it('a representation above the tokens: the margin over the best baseline', () => {
+    const lines = verdictLines(metrics(0.45, 0.02, 0.34), null);
+    expect(lines.some((l) => /beats the best token baseline \(token-counts\) by 0\.11 balanced accuracy/.test(l))).toBe(true);
+  });
+});
