@@ -1,7 +1,8 @@
 /**
  * Structural rules of the source tree (docs/architecture.md): no import cycles among the
- * modules of src/, and the import graph the rules rely on is really read (a planted cycle is
- * found).
+ * modules of src/, lower layers import only from below, no source file over 500 lines without
+ * a reason at its top, and the checks really read what they check (a planted cycle is found,
+ * a planted long file is named).
  */
 import { describe, it, expect } from 'vitest';
 import { readFileSync, readdirSync } from 'node:fs';
@@ -53,6 +54,25 @@ export function findCycles(g: Map<string, string[]>): string[][] {
   return cycles;
 }
 
+/** Lines of a source file above which its top must say why it is one file. */
+export const MAX_LINES = 500;
+
+/**
+ * Files over MAX_LINES lines whose first 40 lines carry no `// Long file:` reason (a line
+ * comment, or a line inside the top block comment, starting with those words).
+ */
+export function unexplainedLongFiles(files: Map<string, string>): string[] {
+  const out: string[] = [];
+  for (const [file, text] of files) {
+    const lines = text.split('\n');
+    if (lines.at(-1) === '') lines.pop();
+    if (lines.length <= MAX_LINES) continue;
+    const head = lines.slice(0, 40);
+    if (!head.some((l) => /^\s*(?:\/\/|\*)\s*Long file:\s*\S/.test(l))) out.push(`${file} (${lines.length} lines)`);
+  }
+  return out;
+}
+
 describe('source structure', () => {
   const files = new Map(sourceFiles(SRC).map((f) => [f, readFileSync(f, 'utf8')]));
 
@@ -85,6 +105,21 @@ describe('source structure', () => {
       }
     }
     expect(bad).toEqual([]);
+  });
+
+  it(`no source file over ${MAX_LINES} lines without a reason at its top`, () => {
+    const bad = unexplainedLongFiles(files).map((f) => path.relative(SRC, f));
+    expect(bad, 'split the file by job, or say at its top why it is one file (// Long file: …)').toEqual([]);
+  });
+
+  it('names a planted long file and accepts one that says why (the check can fail)', () => {
+    const body = 'const x = 1;\n'.repeat(MAX_LINES + 1);
+    const planted = new Map([
+      ['long.ts', body],
+      ['explained.ts', '/**\n * Something.\n *\n * Long file: one state machine, read top to bottom.\n */\n' + body],
+      ['short.ts', 'const x = 1;\n'.repeat(MAX_LINES)],
+    ]);
+    expect(unexplainedLongFiles(planted)).toEqual([`long.ts (${MAX_LINES + 1} lines)`]);
   });
 
   it('finds a planted cycle (the check can fail)', () => {

@@ -119,6 +119,8 @@ export class RecordWriter {
    * are dropped from the index so that they are evaluated again, and reported.
    */
   static async resume(dir: string, chunkUnits: number): Promise<{ writer: RecordWriter; dropped: string[] }> {
+    // A kill during an atomic write (eval.json, the index) leaves its temporary file here.
+    await cleanTempFiles(dir);
     if (!existsSync(path.join(dir, CHUNK_INDEX))) return { writer: RecordWriter.create(dir, chunkUnits), dropped: [] };
     const idx = readIndex(dir);
     if (idx.chunkUnits !== chunkUnits) throw new LobesError(`record index has ${idx.chunkUnits} units per chunk, this command ${chunkUnits}`, { file: path.join(dir, CHUNK_INDEX), hint: 'use the same --chunk-units, or a new --out' });

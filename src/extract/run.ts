@@ -5,6 +5,10 @@
  * Determinism: chunk c always holds dataset rows [c*K, (c+1)*K) and its batches are planned
  * from those rows alone, so the numbers in a chunk do not depend on where a previous
  * attempt crashed or on which shard wrote it. Resume = skip the chunks the index lists.
+ *
+ * Long file: the job's stages (settings, input, pre-flight checks, manifest, resume, disk plan,
+ * chunk loop) are named functions that share two private records (Settings, Input) and read
+ * top to bottom like the job; split by stage they would export those records for no reader.
  */
 import { existsSync, readFileSync, statfsSync, mkdirSync } from 'node:fs';
 import * as os from 'node:os';

@@ -103,11 +103,8 @@ describe('GGUF reader on goldens.gguf (written by gguf.GGUFWriter)', () => {
 describe.skipIf(!hasSmol)('GGUF reader on SmolLM2-135M-Instruct Q4_1 (against gguf.GGUFReader)', () => {
   const ref = hasSmol ? JSON.parse(readFileSync(path.join(REF, 'smollm2.json'), 'utf8')) : null;
 
-  it('parses the metadata (49152 tokens, 48900 merges) in well under a second', () => {
-    const t0 = performance.now();
+  it('parses the metadata (49152 tokens, 48900 merges)', () => {
     const f = readGgufHeader(SMOL);
-    const ms = performance.now() - t0;
-    expect(ms).toBeLessThan(1000);
     expect(f.version).toBe(ref.version);
     expect(f.alignment).toBe(ref.alignment);
     expect(f.dataStart).toBe(ref.dataStart);
