@@ -27,6 +27,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { plannedDataBytes, seededLlamaSource, writeLlamaOnnx, type LlamaSpec, type WriteLlamaOptions } from '../src/models/llama-onnx/index.js';
 import { buildOptions } from '../src/models/llama-onnx/build.js';
+import { LLAMA_31_8B } from './scale/weights.js';
 
 const { values } = parseArgs({
   options: {
@@ -40,22 +41,8 @@ const { values } = parseArgs({
   },
 });
 
-const spec: LlamaSpec = {
-  layers: Number(values.layers ?? 32),
-  hidden: 4096,
-  intermediate: 14336,
-  heads: 32,
-  kvHeads: 8,
-  headDim: 128,
-  vocab: 128256,
-  rmsNormEps: 1e-5,
-  ropeTheta: 500000,
-  ropeScaling: { rope_type: 'llama3', factor: 8, low_freq_factor: 1, high_freq_factor: 4, original_max_position_embeddings: 8192 },
-  maxPositions: 131072,
-  tiedEmbeddings: false,
-  bosTokenId: 128000,
-  eosTokenId: [128001, 128008, 128009],
-};
+// Llama-3.1-8B-Instruct: the base model's shape with the instruct model's end-of-turn ids.
+const spec: LlamaSpec = { ...LLAMA_31_8B, layers: Number(values.layers ?? 32), eosTokenId: [128001, 128008, 128009] };
 const opts: WriteLlamaOptions = {
   layout: (values.layout ?? 'genai') as WriteLlamaOptions['layout'],
   dtype: values.weights === 'fp16' ? 'fp16' : 'fp32',

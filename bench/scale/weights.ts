@@ -17,25 +17,10 @@ import { existsSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { bf16ArrayToFloat } from '../../src/util/half.js';
 import { writeShardedSafetensors, type ShardedWriteResult, type StTensorSpec } from '../../src/formats/safetensors.js';
+import type { LlamaSpec } from '../../src/models/llama-onnx/index.js';
 
-/** Shape and hyper-parameters of a Llama model (the fields of the writer's LlamaSpec). */
-export interface ScaleSpec {
-  layers: number;
-  hidden: number;
-  intermediate: number;
-  heads: number;
-  kvHeads: number;
-  headDim: number;
-  vocab: number;
-  rmsNormEps: number;
-  ropeTheta: number;
-  ropeScaling: Record<string, unknown> | null;
-  maxPositions: number;
-  tiedEmbeddings: boolean;
-  bosTokenId?: number | null;
-  eosTokenId?: number | number[] | null;
-  padTokenId?: number | null;
-}
+/** Shape and hyper-parameters of a Llama model: the writer's own LlamaSpec. */
+export type ScaleSpec = LlamaSpec;
 
 /** Llama-3.1-8B's shape and hyper-parameters (its config.json). */
 export const LLAMA_31_8B: ScaleSpec = {

@@ -6,10 +6,10 @@
  * KV cache), real SocialEval items and world trees.
  */
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
-import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
+import { runAndKill as runKill } from '../kill-child.js';
 import { ensureGeneratedModel } from '../../src/models/write.js';
 import { runEval, readEvalManifest, readEvalResults } from '../../src/eval/run.js';
 import { mergeEvals } from '../../src/eval/merge.js';
@@ -19,34 +19,9 @@ const CHILD = path.resolve(__dirname, 'child.ts');
 const have = existsSync(DATA);
 if (!have) console.warn(`test/eval/resume: skipped: ${DATA} is absent`);
 
-function listed(dir: string): number {
-  try {
-    return JSON.parse(readFileSync(path.join(dir, 'records/index.json'), 'utf8')).chunks.length;
-  } catch {
-    return 0;
-  }
-}
-
-/** Run an evaluation in a child process; SIGKILL it once `after` chunks are listed. */
-function runAndKill(opts: Record<string, unknown>, out: string, after: number): Promise<{ killed: boolean; listed: number }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', CHILD, JSON.stringify(opts)], { stdio: ['ignore', 'ignore', 'pipe'] });
-    let err = '';
-    child.stderr.on('data', (d) => (err += d));
-    let killed = false;
-    const timer = setInterval(() => {
-      if (!killed && listed(out) >= after) {
-        killed = true;
-        child.kill('SIGKILL');
-      }
-    }, 5);
-    child.on('exit', (code, signal) => {
-      clearInterval(timer);
-      if (signal === 'SIGKILL') resolve({ killed: true, listed: listed(out) });
-      else if (code === 0) resolve({ killed: false, listed: listed(out) });
-      else reject(new Error(`child exited ${code}: ${err}`));
-    });
-  });
+/** Run the job in a child process; SIGKILL it once its index lists `after` chunks. */
+function runAndKill(opts: Record<string, unknown>, dir: string, after: number): Promise<{ killed: boolean; listed: number }> {
+  return runKill(CHILD, opts, path.join(dir, 'records/index.json'), after);
 }
 
 const FILES = ['records.jsonl', 'episodes.jsonl', 'summary.json'];

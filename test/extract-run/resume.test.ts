@@ -1,8 +1,8 @@
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync, existsSync, readdirSync, statSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
+import { runAndKill as runKill } from '../kill-child.js';
 import { runExtract } from '../../src/extract/run.js';
 import { openRun, readChunkIndex } from '../../src/store/index.js';
 import { fakeDeps, fakeModelDir } from './fake.js';
@@ -12,34 +12,9 @@ const N = 60;
 const K = 4;
 const CHILD = path.resolve(__dirname, 'child.ts');
 
-function chunksListed(run: string): number {
-  try {
-    return JSON.parse(readFileSync(path.join(run, 'activations/index.json'), 'utf8')).chunks.length;
-  } catch {
-    return 0;
-  }
-}
-
-/** Start an extraction in a child process and SIGKILL it once the index lists `after` chunks. */
-function runAndKill(opts: Record<string, unknown>, run: string, after: number): Promise<{ killed: boolean; listed: number }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', CHILD, JSON.stringify(opts)], { stdio: ['ignore', 'ignore', 'pipe'] });
-    let err = '';
-    child.stderr.on('data', (d) => (err += d));
-    let killed = false;
-    const timer = setInterval(() => {
-      if (!killed && chunksListed(run) >= after) {
-        killed = true;
-        child.kill('SIGKILL');
-      }
-    }, 5);
-    child.on('exit', (code, signal) => {
-      clearInterval(timer);
-      if (signal === 'SIGKILL') resolve({ killed: true, listed: chunksListed(run) });
-      else if (code === 0) resolve({ killed: false, listed: chunksListed(run) });
-      else reject(new Error(`child exited ${code}: ${err}`));
-    });
-  });
+/** Run the job in a child process; SIGKILL it once its index lists `after` chunks. */
+function runAndKill(opts: Record<string, unknown>, dir: string, after: number): Promise<{ killed: boolean; listed: number }> {
+  return runKill(CHILD, opts, path.join(dir, 'activations/index.json'), after);
 }
 
 describe('crash safety: kill -9 and resume', () => {
