@@ -3,7 +3,7 @@ import { runCluster, DEFAULT_PROBE_PCA } from '../cluster/run.js';
 import type { ClassifierMetrics } from '../cluster/types.js';
 
 const USAGE =
-  'lobes cluster RUN|MATRIX_FILE [--labels FILE] [--point HOOK] [--by LABEL] [--seed N] [--perplexity P] [--out DIR] [--pca K] [--probe-pca 50] [--theta 0.5] [--iterations 1000] [--bootstrap B] [--permutations R] [--probe-permutations R] [--sweep] [--sweep-permutations R] [--no-baselines] [--json]';
+  'lobes cluster RUN|MATRIX_FILE [--labels FILE] [--point HOOK] [--by LABEL] [--seed N] [--perplexity P] [--out DIR] [--pca K] [--probe-pca 50] [--theta 0.5] [--iterations 1000] [--bootstrap B] [--permutations R] [--probe-permutations R] [--sweep] [--sweep-permutations R] [--no-baselines] [--model DIR] [--json]';
 
 const HELP = `
 Seeded Barnes–Hut t-SNE of one capture point and numbers for how well a label separates:
@@ -35,6 +35,8 @@ sweep.json with --sweep).
   --sweep             the probe at every layers.{i}.resid_out of the run
   --sweep-permutations R  permutations of each layer's null (default min(probe permutations, 20))
   --no-baselines      skip the token baselines
+  --model DIR         the run's model folder, when it has moved since extraction (the token
+                      baselines need its tokenizer and embeddings; checked against the run by hash)
   --threads N         worker threads (default: all cores; results do not depend on it)
   --out DIR           output directory (default RUN/cluster, or NAME.cluster beside a matrix)
   --json              print the metrics as JSON on stdout
@@ -57,6 +59,7 @@ export async function run(argv: string[]): Promise<number> {
       'probe-permutations': { type: 'string' },
       'sweep-permutations': { type: 'string' },
       'no-baselines': { type: 'boolean' },
+      model: { type: 'string' },
       theta: { type: 'string' },
       iterations: { type: 'string' },
       bootstrap: { type: 'string' },
@@ -82,6 +85,7 @@ export async function run(argv: string[]): Promise<number> {
     probePermutations: v['probe-permutations'] === undefined ? undefined : intOption(v['probe-permutations'], '--probe-permutations', 50, 0),
     sweepPermutations: v['sweep-permutations'] === undefined ? undefined : intOption(v['sweep-permutations'], '--sweep-permutations', 20, 0),
     baselines: !v['no-baselines'],
+    model: v.model,
     theta: numOption(v.theta, '--theta', 0.5, 0, 1),
     iterations: intOption(v.iterations, '--iterations', 1000, 0),
     bootstrap: intOption(v.bootstrap, '--bootstrap', 1000, 0),

@@ -14,15 +14,36 @@
  * lobes cannot find) is left out with a note; the rest of the analysis does not depend on it.
  */
 import { existsSync } from 'node:fs';
+import * as path from 'node:path';
 import type { RunReader } from '../store/types.js';
+import { hashFileCached } from '../store/filehash.js';
+import { LobesError } from '../util/errors.js';
 import type { BaselineMetrics, ClusterItems } from './types.js';
 import { probeFeatures, probeNull, type MeasureContext, type MetricSample } from './measure.js';
 import { probeScores } from './space.js';
 
+/**
+ * The model folder whose tokenizer and input embeddings the baselines read: the run's recorded
+ * folder, or `override` (cluster --model, for a run moved to another machine). An override must
+ * hold the very files the run recorded (tokenizer and external data, by sha256; hashes are cached
+ * per machine): a different tokenizer or embedding table would give baselines of another model.
+ */
+export function baselineModelDir(run: RunReader, override?: string): string | undefined {
+  if (override === undefined) return run.manifest?.model?.dir;
+  if (!existsSync(override)) throw new LobesError('no such model folder', { file: override, hint: 'cluster --model names the folder of the model the run was extracted with' });
+  for (const f of run.manifest?.model?.files ?? []) {
+    if (f.role !== 'tokenizer' && f.role !== 'data') continue;
+    const file = path.join(override, f.name);
+    if (!existsSync(file)) throw new LobesError(`${f.name} is missing, and the run was extracted with one`, { file: override, hint: 'give the folder of the model the run was extracted with' });
+    const got = hashFileCached(file, { what: f.name }).sha256;
+    if (got !== f.sha256) throw new LobesError(`${f.name} differs from the run's (sha256 ${got.slice(0, 12)}…, the run recorded ${f.sha256.slice(0, 12)}…)`, { file, hint: 'the token baselines need the tokenizer and embeddings the run was extracted with' });
+  }
+  return override;
+}
+
 /** Token ids of the metric sample's items, as extract fed them; or why they cannot be had. */
-async function sampleTokens(run: RunReader, rows: Int32Array): Promise<{ ids: number[][]; mismatched: number } | { note: string }> {
-  const dir = run.manifest?.model?.dir;
-  if (!dir || !existsSync(dir)) return { note: `no token baselines: the run's model folder ${dir} is not there (its tokenizer is needed)` };
+async function sampleTokens(run: RunReader, rows: Int32Array, dir: string | undefined): Promise<{ ids: number[][]; mismatched: number } | { note: string }> {
+  if (!dir || !existsSync(dir)) return { note: `no token baselines: the run's model folder ${dir} is not there (its tokenizer is needed; cluster --model DIR names where it is now)` };
   const texts = Array.from(rows, (r) => run.samples[r]?.text);
   if (texts.some((t) => typeof t !== 'string')) return { note: 'no token baselines: the run does not store the item texts' };
   const { loadTokenizer } = await import('../extract/tokenize.js');
@@ -113,17 +134,17 @@ export function embeddingMeans(ids: number[][], E: Float32Array, vocab: number, 
 }
 
 /** The token baselines of a run's metric sample (each with the probe's scores, CIs and null). */
-export async function tokenBaselines(ctx: MeasureContext, run: RunReader, sample: MetricSample): Promise<{ baselines: BaselineMetrics[]; items: ClusterItems['baselines']; notes: string[] }> {
+export async function tokenBaselines(ctx: MeasureContext, run: RunReader, sample: MetricSample, modelDir = run.manifest?.model?.dir): Promise<{ baselines: BaselineMetrics[]; items: ClusterItems['baselines']; notes: string[] }> {
   const notes: string[] = [];
   const baselines: BaselineMetrics[] = [];
   const items: ClusterItems['baselines'] = [];
-  const tok = await sampleTokens(run, sample.rows);
+  const tok = await sampleTokens(run, sample.rows, modelDir);
   if ('note' in tok) return { baselines, items, notes: [tok.note] };
   if (tok.mismatched) notes.push(`token baselines: ${tok.mismatched} of ${tok.ids.length} items tokenize to another length than the run recorded (has the model folder's tokenizer changed?)`);
   const feats: { name: string; description: string; X: Float64Array; dim: number }[] = [];
   const counts = tokenCounts(tok.ids);
   feats.push({ name: 'token-counts', description: `counts of each token id in the item (${counts.dim} ids that occur in at least two items)`, ...counts });
-  const emb = await embeddingTable(run.manifest.model.dir);
+  const emb = await embeddingTable(modelDir!);
   if ('note' in emb) notes.push(emb.note);
   else feats.push({ name: 'token-embedding-mean', description: `mean of the model's input embeddings of the item's tokens (d = ${emb.dim})`, X: embeddingMeans(tok.ids, emb.E, emb.vocab, emb.dim), dim: emb.dim });
   const { m, sub, mopts } = sample;

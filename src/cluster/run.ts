@@ -33,7 +33,7 @@ import { ClusterPool } from './pool.js';
 import { Tsne } from './tsne.js';
 import { checkPerplexity } from './affinity.js';
 import { chanceOf, layerSweep, metricsCsvRows, separation, type Coded, type Features, type MeasureContext, type MetricSample, type RunPca } from './measure.js';
-import { tokenBaselines } from './baseline.js';
+import { baselineModelDir, tokenBaselines } from './baseline.js';
 
 export interface ClusterOptions {
   /** Labels file (one per line) for a matrix input. */
@@ -52,6 +52,8 @@ export interface ClusterOptions {
   sweepPermutations?: number;
   /** Probes on the tokens alone for a run input (default true). */
   baselines?: boolean;
+  /** The model folder for the token baselines when the run's recorded one has moved (checked by hash). */
+  model?: string;
   theta?: number;
   iterations?: number;
   earlyExaggeration?: number;
@@ -298,6 +300,9 @@ export async function runCluster(input: RunReader | string, opts: ClusterOptions
   if (!(perplexity >= 1) || !Number.isFinite(perplexity)) throw new UsageError(`--perplexity must be a number of at least 1 (the effective number of neighbours), got ${perplexity}`, 'typical values are 5 to 50');
   const inp = await loadInput(input, opts);
   validate(inp);
+  if (opts.model !== undefined && !inp.run) throw new UsageError('--model names the model folder of a run (for its token baselines); a matrix has none', 'drop --model');
+  // checked before the long stages: a wrong folder fails at once, not after the t-SNE
+  const baselineDir = inp.run && opts.baselines !== false ? baselineModelDir(inp.run, opts.model) : undefined;
   checkPerplexity(perplexity, inp.n);
   laps.lap('load');
   const coded = encodeLabels(inp.labels);
@@ -319,7 +324,7 @@ export async function runCluster(input: RunReader | string, opts: ClusterOptions
     const extra: Extra = { notes: [], baselines: [] };
     if (inp.run && opts.baselines !== false) {
       say('token baselines');
-      const b = await tokenBaselines(ctx, inp.run, sample);
+      const b = await tokenBaselines(ctx, inp.run, sample, baselineDir);
       extra.baselines = b.baselines;
       extra.notes.push(...b.notes);
       items.baselines = b.items;
