@@ -14,9 +14,9 @@
 #      the trained run at 256×256 (the paper's; kept as wanda-256/) and --block auto
 #   3. English, response only, trained; compared with question + response
 #   4. wanda on the control (256 and auto)
-#   5. Chinese, question + response, trained
-#   6. the random-weights controls of 3 and 5, and their comparisons
-#   7. the probe on every dimension (--probe-pca 0) for English question + response, trained and control
+#   5. Chinese, question + response, trained (with the MLP inputs, for its neuron regions)
+#   6. the probe on every dimension (--probe-pca 0) for question + response, trained and control
+#   7. the random-weights controls of 3 and 5, and their comparisons
 #   8. a report per run
 # Wall times of every step go to OUT_DIR/times.tsv (extraction times are also in each run's manifest).
 set -euo pipefail
@@ -71,7 +71,8 @@ wanda() { # wanda NAME: 256×256 (kept as wanda-256/), then --block auto (RUN/wa
     step "wanda auto $run" $LOBES wanda "$OUT/$run" --by aspect --block auto --permutations 200 --seed $SEED --quiet
 }
 compare() { # compare A B FILE
-  step "compare $1 $2" $LOBES compare "$OUT/$1" "$OUT/$2" --out "$OUT/$3"
+  done_or "$OUT/$3" ||
+    step "compare $1 $2" $LOBES compare "$OUT/$1" "$OUT/$2" --out "$OUT/$3"
 }
 EN="socialeval:$TREES?lang=en"
 ZH="socialeval:$TREES?lang=zh"
@@ -87,17 +88,20 @@ extract en-r "$EN&text=response" final,resid
 cluster en-r
 compare en-qr en-r compare-en-qr-vs-r.html
 wanda en-qr-control
-extract zh-qr "$ZH" final,resid
+extract zh-qr "$ZH" final,mlp,resid
 cluster zh-qr
 compare en-qr zh-qr compare-en-vs-zh.html
+wanda zh-qr
+cluster_full en-qr
+cluster_full en-qr-control
+cluster_full zh-qr
 extract en-r-control "$EN&text=response" final,resid $CTL
 cluster en-r-control
 compare en-r en-r-control compare-en-r-vs-control.html
 extract zh-qr-control "$ZH" final,resid $CTL
 cluster zh-qr-control
 compare zh-qr zh-qr-control compare-zh-qr-vs-control.html
-cluster_full en-qr
-cluster_full en-qr-control
+cluster_full zh-qr-control
 for run in en-qr en-qr-control en-r en-r-control zh-qr zh-qr-control; do
   step "report $run" $LOBES report "$OUT/$run" --out "$OUT/$run.html"
 done
