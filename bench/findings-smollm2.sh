@@ -17,7 +17,8 @@
 #   5. Chinese, question + response, trained (with the MLP inputs, for its neuron regions)
 #   6. the probe on every dimension (--probe-pca 0) for question + response, trained and control
 #   7. the random-weights controls of 3 and 5, and their comparisons
-#   8. a report per run
+#   8. Chinese, response only, trained and control; compared with question + response
+#   9. a report per run
 # Wall times of every step go to OUT_DIR/times.tsv (extraction times are also in each run's manifest).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -102,7 +103,13 @@ extract zh-qr-control "$ZH" final,resid $CTL
 cluster zh-qr-control
 compare zh-qr zh-qr-control compare-zh-qr-vs-control.html
 cluster_full zh-qr-control
-for run in en-qr en-qr-control en-r en-r-control zh-qr zh-qr-control; do
+extract zh-r "$ZH&text=response" final,resid
+cluster zh-r
+compare zh-qr zh-r compare-zh-qr-vs-r.html
+extract zh-r-control "$ZH&text=response" final,resid $CTL
+cluster zh-r-control
+compare zh-r zh-r-control compare-zh-r-vs-control.html
+for run in en-qr en-qr-control en-r en-r-control zh-qr zh-qr-control zh-r zh-r-control; do
   step "report $run" $LOBES report "$OUT/$run" --out "$OUT/$run.html"
 done
 

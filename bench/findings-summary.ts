@@ -17,7 +17,7 @@ import type { ClassifierMetrics, MetricWithCI } from '../src/cluster/types.js';
 import type { WandaMetrics, WandaSettings } from '../src/wanda/types.js';
 
 const OUT = process.argv[2] ?? 'runs/findings';
-const RUNS = ['en-qr', 'en-qr-control', 'en-r', 'en-r-control', 'zh-qr', 'zh-qr-control'];
+const RUNS = ['en-qr', 'en-qr-control', 'en-r', 'en-r-control', 'zh-qr', 'zh-qr-control', 'zh-r', 'zh-r-control'];
 const LABEL: Record<string, string> = {
   'en-qr': 'English, question + response, trained',
   'en-qr-control': 'English, question + response, random weights',
@@ -25,6 +25,8 @@ const LABEL: Record<string, string> = {
   'en-r-control': 'English, response only, random weights',
   'zh-qr': 'Chinese, question + response, trained',
   'zh-qr-control': 'Chinese, question + response, random weights',
+  'zh-r': 'Chinese, response only, trained',
+  'zh-r-control': 'Chinese, response only, random weights',
 };
 
 const f2 = (v: number | null | undefined) => (v === null || v === undefined ? '—' : v.toFixed(3));
@@ -117,9 +119,11 @@ lines.push('');
 lines.push(...compareLines(byName.get('en-qr') ?? null, byName.get('en-qr-control') ?? null, 'English, question + response: trained − random weights (paired over items)'));
 lines.push(...compareLines(byName.get('en-r') ?? null, byName.get('en-r-control') ?? null, 'English, response only: trained − random weights (paired over items)'));
 lines.push(...compareLines(byName.get('zh-qr') ?? null, byName.get('zh-qr-control') ?? null, 'Chinese, question + response: trained − random weights (paired over items)'));
+lines.push(...compareLines(byName.get('zh-r') ?? null, byName.get('zh-r-control') ?? null, 'Chinese, response only: trained − random weights (paired over items)'));
 lines.push(...compareLines(byName.get('en-qr') ?? null, byName.get('en-r') ?? null, 'English, trained: response only − question + response (paired over items)'));
+lines.push(...compareLines(byName.get('zh-qr') ?? null, byName.get('zh-r') ?? null, 'Chinese, trained: response only − question + response (paired over items)'));
 lines.push(...compareLines(byName.get('en-qr') ?? null, byName.get('zh-qr') ?? null, 'Trained: Chinese − English (independent items)'));
-lines.push(...sweepTable(models.filter(([n]) => ['en-qr', 'en-qr-control', 'en-r', 'zh-qr', 'zh-qr-control'].includes(n))));
+lines.push(...sweepTable(models.filter(([n]) => ['en-qr', 'en-qr-control', 'en-r', 'zh-qr', 'zh-qr-control', 'zh-r'].includes(n))));
 const w = [...wandaLines('en-qr'), ...wandaLines('en-qr-control'), ...wandaLines('zh-qr')];
 if (w.length) lines.push('### Neuron regions (wanda, by aspect, top 10% of blocks per matrix)', '', ...w, '');
 const times = path.join(OUT, 'times.tsv');
