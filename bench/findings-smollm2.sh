@@ -18,7 +18,8 @@
 #   6. the probe on every dimension (--probe-pca 0) for question + response, trained and control
 #   7. the random-weights controls of 3 and 5, and their comparisons
 #   8. Chinese, response only, trained and control; compared with question + response
-#   9. a report per run
+#   9. English, question only, trained and control: does the question's wording reach the last token?
+#  10. a report per run
 # Wall times of every step go to OUT_DIR/times.tsv (extraction times are also in each run's manifest).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -109,7 +110,14 @@ compare zh-qr zh-r compare-zh-qr-vs-r.html
 extract zh-r-control "$ZH&text=response" final,resid $CTL
 cluster zh-r-control
 compare zh-r zh-r-control compare-zh-r-vs-control.html
-for run in en-qr en-qr-control en-r en-r-control zh-qr zh-qr-control zh-r zh-r-control; do
+extract en-q "$EN&text=question" final,resid
+cluster en-q
+cluster_full en-q
+compare en-qr en-q compare-en-qr-vs-q.html
+extract en-q-control "$EN&text=question" final,resid $CTL
+cluster en-q-control
+compare en-q en-q-control compare-en-q-vs-control.html
+for run in en-qr en-qr-control en-r en-r-control zh-qr zh-qr-control zh-r zh-r-control en-q en-q-control; do
   step "report $run" $LOBES report "$OUT/$run" --out "$OUT/$run.html"
 done
 
