@@ -18,7 +18,8 @@
 #   6. the probe on every dimension (--probe-pca 0) for question + response, trained and control
 #   7. the random-weights controls of 3 and 5, and their comparisons
 #   8. Chinese, response only, trained and control; compared with question + response
-#   9. English, question only, trained and control: does the question's wording reach the last token?
+#   9. question only, trained and control, English and Chinese: does the question's wording reach
+#      the last token?
 #  10. a report per run
 # Wall times of every step go to OUT_DIR/times.tsv (extraction times are also in each run's manifest).
 set -euo pipefail
@@ -100,9 +101,10 @@ cluster_full zh-qr
 extract en-r-control "$EN&text=response" final,resid $CTL
 cluster en-r-control
 compare en-r en-r-control compare-en-r-vs-control.html
-extract zh-qr-control "$ZH" final,resid $CTL
+extract zh-qr-control "$ZH" final,mlp,resid $CTL
 cluster zh-qr-control
 compare zh-qr zh-qr-control compare-zh-qr-vs-control.html
+wanda zh-qr-control
 cluster_full zh-qr-control
 extract zh-r "$ZH&text=response" final,resid
 cluster zh-r
@@ -117,7 +119,13 @@ compare en-qr en-q compare-en-qr-vs-q.html
 extract en-q-control "$EN&text=question" final,resid $CTL
 cluster en-q-control
 compare en-q en-q-control compare-en-q-vs-control.html
-for run in en-qr en-qr-control en-r en-r-control zh-qr zh-qr-control zh-r zh-r-control en-q en-q-control; do
+extract zh-q "$ZH&text=question" final,resid
+cluster zh-q
+compare zh-qr zh-q compare-zh-qr-vs-q.html
+extract zh-q-control "$ZH&text=question" final,resid $CTL
+cluster zh-q-control
+compare zh-q zh-q-control compare-zh-q-vs-control.html
+for run in en-qr en-qr-control en-r en-r-control zh-qr zh-qr-control zh-r zh-r-control en-q en-q-control zh-q zh-q-control; do
   step "report $run" $LOBES report "$OUT/$run" --out "$OUT/$run.html"
 done
 

@@ -17,7 +17,7 @@ import type { ClassifierMetrics, MetricWithCI } from '../src/cluster/types.js';
 import type { WandaMetrics, WandaSettings } from '../src/wanda/types.js';
 
 const OUT = process.argv[2] ?? 'runs/findings';
-const RUNS = ['en-qr', 'en-qr-control', 'en-r', 'en-r-control', 'en-q', 'en-q-control', 'zh-qr', 'zh-qr-control', 'zh-r', 'zh-r-control'];
+const RUNS = ['en-qr', 'en-qr-control', 'en-r', 'en-r-control', 'en-q', 'en-q-control', 'zh-qr', 'zh-qr-control', 'zh-r', 'zh-r-control', 'zh-q', 'zh-q-control'];
 const LABEL: Record<string, string> = {
   'en-qr': 'English, question + response, trained',
   'en-qr-control': 'English, question + response, random weights',
@@ -29,6 +29,8 @@ const LABEL: Record<string, string> = {
   'zh-qr-control': 'Chinese, question + response, random weights',
   'zh-r': 'Chinese, response only, trained',
   'zh-r-control': 'Chinese, response only, random weights',
+  'zh-q': 'Chinese, question only, trained',
+  'zh-q-control': 'Chinese, question only, random weights',
 };
 
 const f2 = (v: number | null | undefined) => (v === null || v === undefined ? '—' : v.toFixed(3));
@@ -126,9 +128,11 @@ lines.push(...compareLines(byName.get('en-qr') ?? null, byName.get('en-r') ?? nu
 lines.push(...compareLines(byName.get('zh-qr') ?? null, byName.get('zh-r') ?? null, 'Chinese, trained: response only − question + response (paired over items)'));
 lines.push(...compareLines(byName.get('en-q') ?? null, byName.get('en-q-control') ?? null, 'English, question only: trained − random weights (paired over items)'));
 lines.push(...compareLines(byName.get('en-qr') ?? null, byName.get('en-q') ?? null, 'English, trained: question only − question + response (paired over items)'));
+lines.push(...compareLines(byName.get('zh-q') ?? null, byName.get('zh-q-control') ?? null, 'Chinese, question only: trained − random weights (paired over items)'));
+lines.push(...compareLines(byName.get('zh-qr') ?? null, byName.get('zh-q') ?? null, 'Chinese, trained: question only − question + response (paired over items)'));
 lines.push(...compareLines(byName.get('en-qr') ?? null, byName.get('zh-qr') ?? null, 'Trained: Chinese − English (independent items)'));
-lines.push(...sweepTable(models.filter(([n]) => ['en-qr', 'en-qr-control', 'en-r', 'en-q', 'zh-qr', 'zh-qr-control', 'zh-r'].includes(n))));
-const w = [...wandaLines('en-qr'), ...wandaLines('en-qr-control'), ...wandaLines('zh-qr')];
+lines.push(...sweepTable(models.filter(([n]) => ['en-qr', 'en-qr-control', 'en-r', 'en-q', 'zh-qr', 'zh-qr-control', 'zh-r', 'zh-q'].includes(n))));
+const w = [...wandaLines('en-qr'), ...wandaLines('en-qr-control'), ...wandaLines('zh-qr'), ...wandaLines('zh-qr-control')];
 if (w.length) lines.push('### Neuron regions (wanda, by aspect, top 10% of blocks per matrix)', '', ...w, '');
 const times = path.join(OUT, 'times.tsv');
 if (existsSync(times)) {
