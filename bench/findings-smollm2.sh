@@ -106,25 +106,22 @@ cluster zh-qr-control
 compare zh-qr zh-qr-control compare-zh-qr-vs-control.html
 wanda zh-qr-control
 cluster_full zh-qr-control
-extract zh-r "$ZH&text=response" final,resid
-cluster zh-r
-compare zh-qr zh-r compare-zh-qr-vs-r.html
-extract zh-r-control "$ZH&text=response" final,resid $CTL
-cluster zh-r-control
-compare zh-r zh-r-control compare-zh-r-vs-control.html
-extract en-q "$EN&text=question" final,resid
-cluster en-q
-cluster_full en-q
-compare en-qr en-q compare-en-qr-vs-q.html
-extract en-q-control "$EN&text=question" final,resid $CTL
-cluster en-q-control
-compare en-q en-q-control compare-en-q-vs-control.html
-extract zh-q "$ZH&text=question" final,resid
-cluster zh-q
-compare zh-qr zh-q compare-zh-qr-vs-q.html
-extract zh-q-control "$ZH&text=question" final,resid $CTL
-cluster zh-q-control
-compare zh-q zh-q-control compare-zh-q-vs-control.html
+alone() { # alone LANG PART [full]: one part of the text (r: response, q: question) through the trained
+  # model and its control, each compared (with LANG-qr, and trained with control); full: the probe on every dimension
+  local lang=$1 part=$2 spec
+  local run=$lang-$part
+  spec="socialeval:$TREES?lang=$lang&text=$([ "$part" = r ] && echo response || echo question)"
+  extract "$run" "$spec" final,resid
+  cluster "$run"
+  [ "${3:-}" = full ] && cluster_full "$run"
+  compare "$lang-qr" "$run" "compare-$lang-qr-vs-$part.html"
+  extract "$run-control" "$spec" final,resid $CTL
+  cluster "$run-control"
+  compare "$run" "$run-control" "compare-$run-vs-control.html"
+}
+alone zh r
+alone en q full
+alone zh q
 for run in en-qr en-qr-control en-r en-r-control zh-qr zh-qr-control zh-r zh-r-control en-q en-q-control zh-q zh-q-control; do
   step "report $run" $LOBES report "$OUT/$run" --out "$OUT/$run.html"
 done
