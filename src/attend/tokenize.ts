@@ -7,9 +7,8 @@
  * tokens (the tokenizer's BOS) and a chat-templated text without (the template writes its own
  * markers); `lobes eval` encodes a prompt with special tokens only when no chat template wraps it.
  */
-import { join, resolve } from 'node:path';
-import { LobesError } from '../util/errors.js';
-import { tokenizerDir } from '../extract/tokenize.js';
+import { join } from 'node:path';
+import { openHfTokenizer } from '../extract/tokenize.js';
 import { loadTokenTable, type TokenTable } from './tokens.js';
 
 export interface AttendTokenizer {
@@ -25,23 +24,8 @@ export interface AttendTokenizer {
 
 /** Load the tokenizer of a model folder. */
 export async function loadAttendTokenizer(modelDir: string): Promise<AttendTokenizer> {
-  const dir = tokenizerDir(modelDir);
-  if (!dir) {
-    throw new LobesError('no tokenizer.json in the model folder', { file: resolve(modelDir), hint: 'copy tokenizer.json and tokenizer_config.json from the original model next to the .onnx file' });
-  }
+  const { dir, tok, hasTemplate } = await openHfTokenizer(modelDir);
   const table = loadTokenTable(modelDir);
-  const tf = await import('@huggingface/transformers');
-  tf.env.allowRemoteModels = false;
-  tf.env.allowLocalModels = true;
-  (tf.env as any).useFSCache = false;
-  (tf.env as any).useBrowserCache = false;
-  let tok: any;
-  try {
-    tok = await tf.AutoTokenizer.from_pretrained(dir, { local_files_only: true } as any);
-  } catch (e) {
-    throw new LobesError(`cannot load the tokenizer: ${String((e as Error).message ?? e).split('\n')[0]}`, { file: dir, hint: 'the folder needs tokenizer.json and tokenizer_config.json' });
-  }
-  const hasTemplate = !!(tok.chat_template || tok.config?.chat_template);
   return {
     source: `${join(dir, 'tokenizer.json')}`,
     chat: hasTemplate ? (content: string) => tok.apply_chat_template([{ role: 'user', content }], { tokenize: false, add_generation_prompt: true }) as string : null,

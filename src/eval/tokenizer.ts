@@ -14,7 +14,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { LobesError } from '../util/errors.js';
-import { tokenizerDir } from '../extract/tokenize.js';
+import { openHfTokenizer } from '../extract/tokenize.js';
 
 /** Where the answer letters go in one prompt. */
 export interface AnswerSlot {
@@ -62,20 +62,7 @@ function commonPrefix(seqs: number[][]): number {
 
 /** Load the tokenizer of a model folder (tokenizer.json + tokenizer_config.json), offline. */
 export async function loadEvalTokenizer(modelDir: string, opts: EvalTokenizerOptions): Promise<EvalTokenizer> {
-  const dir = tokenizerDir(modelDir);
-  if (!dir) throw new LobesError('no tokenizer.json in the model folder', { file: path.resolve(modelDir), hint: 'copy tokenizer.json and tokenizer_config.json from the original model next to the .onnx file' });
-  const tf = await import('@huggingface/transformers');
-  tf.env.allowRemoteModels = false;
-  tf.env.allowLocalModels = true;
-  (tf.env as any).useFSCache = false;
-  (tf.env as any).useBrowserCache = false;
-  let tok: any;
-  try {
-    tok = await tf.AutoTokenizer.from_pretrained(dir, { local_files_only: true } as any);
-  } catch (e) {
-    throw new LobesError(`cannot load the tokenizer: ${String((e as Error).message ?? e).split('\n')[0]}`, { file: dir, hint: 'the folder needs tokenizer.json and tokenizer_config.json' });
-  }
-  const hasTemplate = !!(tok.chat_template || tok.config?.chat_template);
+  const { dir, tok, hasTemplate } = await openHfTokenizer(modelDir);
   if (opts.chatTemplate === 'on' && !hasTemplate) throw new LobesError('the tokenizer has no chat template', { file: path.join(dir, 'tokenizer_config.json'), hint: 'use --chat-template off' });
   const useChat = opts.chatTemplate === 'on' || (opts.chatTemplate === 'auto' && hasTemplate);
   const tj = JSON.parse(readFileSync(path.join(dir, 'tokenizer.json'), 'utf8'));

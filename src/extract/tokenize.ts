@@ -21,16 +21,18 @@ export function tokenizerDir(modelDir: string): string | null {
   return null;
 }
 
-export async function loadTokenizer(modelDir: string, opts: TokenizerOptions): Promise<LobesTokenizer> {
+/**
+ * The transformers.js tokenizer of a model folder, offline (no network, no cache writes), with
+ * the folder it came from and whether it has a chat template. Extract, eval and attend each build
+ * their own encoding on it.
+ */
+export async function openHfTokenizer(modelDir: string): Promise<{ dir: string; tok: any; hasTemplate: boolean }> {
   const dir = tokenizerDir(modelDir);
   if (!dir) {
     throw new LobesError('no tokenizer.json in the model folder', {
       file: resolve(modelDir),
       hint: 'copy tokenizer.json and tokenizer_config.json from the original model next to the .onnx file',
     });
-  }
-  if (opts.maxTokens !== null && (!Number.isInteger(opts.maxTokens) || opts.maxTokens < 1)) {
-    throw new LobesError(`--max-tokens must be a positive integer, got ${opts.maxTokens}`);
   }
   const tf = await import('@huggingface/transformers');
   tf.env.allowRemoteModels = false;
@@ -46,7 +48,15 @@ export async function loadTokenizer(modelDir: string, opts: TokenizerOptions): P
       hint: 'the folder needs tokenizer.json and tokenizer_config.json',
     });
   }
-  if (opts.chatTemplate && !tok.chat_template && !tok.config?.chat_template) {
+  return { dir, tok, hasTemplate: !!(tok.chat_template || tok.config?.chat_template) };
+}
+
+export async function loadTokenizer(modelDir: string, opts: TokenizerOptions): Promise<LobesTokenizer> {
+  if (opts.maxTokens !== null && (!Number.isInteger(opts.maxTokens) || opts.maxTokens < 1)) {
+    throw new LobesError(`--max-tokens must be a positive integer, got ${opts.maxTokens}`);
+  }
+  const { dir, tok, hasTemplate } = await openHfTokenizer(modelDir);
+  if (opts.chatTemplate && !hasTemplate) {
     throw new LobesError('the tokenizer has no chat template', { file: join(dir, 'tokenizer_config.json'), hint: 'drop the chat-template option' });
   }
   const bosId: number | null = tok.bos_token_id ?? null;
