@@ -10,7 +10,7 @@ import { LobesError } from '../util/errors.js';
 import { encodeModel } from '../onnx/index.js';
 import { analyseModel, planInputs, positionIds, type Analysis, type FeedPlan } from '../extract/engine.js';
 import { buildLogitHeadModel, CAND_LOGITS, CANDIDATES_INPUT, LOG_SUM_EXP, TOP_ID } from '../extract/logit-head.js';
-import { executionProviders, sessionError } from '../extract/providers.js';
+import { openEditedSession } from '../extract/providers.js';
 import { configDir } from '../extract/config.js';
 import { existsSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
@@ -70,21 +70,6 @@ function intTensor(type: ort.Tensor.Type, data: BigInt64Array, dims: number[]): 
 function emptyPast(type: ort.Tensor.Type, dims: number[]): ort.Tensor {
   if (type === 'float32') return new ort.Tensor('float32', new Float32Array(0), dims);
   return new ort.Tensor('float16', new Uint16Array(0), dims);
-}
-
-async function openSession(bytes: Uint8Array, dir: string, opts: ScorerOptions, file: string): Promise<ort.InferenceSession> {
-  const so = {
-    executionProviders: executionProviders(opts.device, opts.deviceId ?? 0),
-    graphOptimizationLevel: 'all',
-    logSeverityLevel: 3,
-    extra: { session: { model_external_initializers_file_folder_path: dir } },
-    ...(opts.threads ? { intraOpNumThreads: opts.threads } : {}),
-  } as ort.InferenceSession.SessionOptions;
-  try {
-    return await ort.InferenceSession.create(bytes, so);
-  } catch (e) {
-    throw sessionError(e, opts.device, file);
-  }
 }
 
 class OrtScorer implements Scorer {
@@ -227,7 +212,7 @@ export async function openScorer(modelDir: string, opts: ScorerOptions): Promise
   const { plans, mask, inGraphPast } = planInputs(a);
   const hasPast = plans.some((p) => p.role === 'past');
   const scoringGraph = buildLogitHeadModel(a.loaded.model, a.disc, { maskInput: mask, inGraphPast });
-  const scoring = await openSession(encodeModel(scoringGraph.model), a.loaded.dir, opts, a.loaded.file);
+  const scoring = await openEditedSession(encodeModel(scoringGraph.model), a.loaded.dir, opts, a.loaded.file);
   let gen: ort.InferenceSession | null = null;
   let genPresent: string[] = [];
   if (opts.generation && hasPast) {
@@ -235,7 +220,7 @@ export async function openScorer(modelDir: string, opts: ScorerOptions): Promise
     const g = buildLogitHeadModel(a.loaded.model, a.disc, { maskInput: mask, keepPresent: true });
     const nPast = plans.filter((p) => p.role === 'past').length;
     if (g.present.length !== nPast) throw new LobesError(`the model has ${nPast} KV-cache inputs but ${g.present.length} KV-cache outputs`, { file: a.loaded.file });
-    gen = await openSession(encodeModel(g.model), a.loaded.dir, opts, a.loaded.file);
+    gen = await openEditedSession(encodeModel(g.model), a.loaded.dir, opts, a.loaded.file);
     genPresent = g.present;
   }
   const sc = new OrtScorer(a.info, a, plans, scoring, { name: scoringGraph.maskInput, added: scoringGraph.maskAdded }, gen, genPresent, hasPast);

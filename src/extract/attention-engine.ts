@@ -16,7 +16,7 @@ import { analyseModel, batchFeeds, checkBatch, planInputs, type Analysis } from 
 import { opsetOf } from './surgery.js';
 import { findAttention, type AttentionSite } from './attention.js';
 import { buildAttentionModel } from './attention-surgery.js';
-import { executionProviders, sessionError } from './providers.js';
+import { openEditedSession } from './providers.js';
 
 export interface AttentionEngineOptions {
   /** Decoder layers to read (0-based), or a function of the model's layer count that picks them; null or absent: all. */
@@ -257,20 +257,7 @@ export async function openAttentionEngine(modelDir: string, opts: AttentionEngin
   const chosen = all.filter((s) => layers.includes(s.layer));
   const { plans, mask, inGraphPast } = planInputs(a);
   const surg = buildAttentionModel(a.loaded.model, a.disc.index, chosen, mask, inGraphPast, a.loaded.file);
-  const bytes = encodeModel(surg.model);
-  const so: ort.InferenceSession.SessionOptions = {
-    executionProviders: executionProviders(opts.device, opts.deviceId ?? 0),
-    graphOptimizationLevel: 'all',
-    logSeverityLevel: 3,
-    extra: { session: { model_external_initializers_file_folder_path: a.loaded.dir } },
-  } as ort.InferenceSession.SessionOptions;
-  if (opts.threads) so.intraOpNumThreads = opts.threads;
-  let session: ort.InferenceSession;
-  try {
-    session = await ort.InferenceSession.create(bytes, so);
-  } catch (e) {
-    throw sessionError(e, opts.device, a.loaded.file);
-  }
+  const session = await openEditedSession(encodeModel(surg.model), a.loaded.dir, opts, a.loaded.file);
   const outputs = new Map(chosen.map((s) => [s.layer, surg.outputs.get(s.name)!]));
   const needsRight = all.some((s) => s.kind === 'fused' && s.op === 'GroupQueryAttention');
   return new OrtAttentionEngine(a.info, all.map(siteInfo), layers, session, plans, outputs, surg.maskInput, surg.maskAdded, needsRight, a.loaded.file);

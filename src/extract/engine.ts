@@ -12,7 +12,7 @@ import { discover, isPastInput, type DiscoveredPoint, type Discovery } from './d
 import { configDir, readConfigHints } from './config.js';
 import { checkModel } from './consistency.js';
 import { buildCaptureModel, type InGraphPast } from './surgery.js';
-import { executionProviders, listProviders, sessionError } from './providers.js';
+import { executionProviders, listProviders, openEditedSession } from './providers.js';
 
 export interface Analysis {
   loaded: LoadedModel;
@@ -238,21 +238,7 @@ export async function openCaptureEngine(modelDir: string, opts: EngineOptions): 
   const hooks = a.disc.points.filter((p) => fams.has(siteFamily(p.site)));
   const { plans, mask, inGraphPast } = planInputs(a);
   const surg = buildCaptureModel(a.loaded.model, hooks, mask, inGraphPast);
-  const bytes = encodeModel(surg.model);
-  const eps = executionProviders(opts.device, opts.deviceId ?? 0);
-  const so: ort.InferenceSession.SessionOptions = {
-    executionProviders: eps,
-    graphOptimizationLevel: 'all',
-    logSeverityLevel: 3,
-    extra: { session: { model_external_initializers_file_folder_path: a.loaded.dir } },
-  } as ort.InferenceSession.SessionOptions;
-  if (opts.threads) so.intraOpNumThreads = opts.threads;
-  let session: ort.InferenceSession;
-  try {
-    session = await ort.InferenceSession.create(bytes, so);
-  } catch (e) {
-    throw sessionError(e, opts.device, a.loaded.file);
-  }
+  const session = await openEditedSession(encodeModel(surg.model), a.loaded.dir, opts, a.loaded.file);
   return new OrtCaptureEngine(a.info, hooks.map(publicPoint), session, plans, surg.outputs, surg.maskInput, surg.maskAdded, a.loaded.file);
 }
 

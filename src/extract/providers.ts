@@ -63,6 +63,26 @@ export function executionProviders(device: Device, deviceId = 0): ort.InferenceS
   return ['webgpu'];
 }
 
+/**
+ * A session on an edited graph (`bytes`: capture, attention or logit-head surgery) whose
+ * external weights stay in `dataDir`, the model's own folder; a failure is a one-line error
+ * naming `file`.
+ */
+export async function openEditedSession(bytes: Uint8Array, dataDir: string, opts: { device: Device; deviceId?: number; threads?: number }, file: string): Promise<ort.InferenceSession> {
+  const so = {
+    executionProviders: executionProviders(opts.device, opts.deviceId ?? 0),
+    graphOptimizationLevel: 'all',
+    logSeverityLevel: 3,
+    extra: { session: { model_external_initializers_file_folder_path: dataDir } },
+    ...(opts.threads ? { intraOpNumThreads: opts.threads } : {}),
+  } as ort.InferenceSession.SessionOptions;
+  try {
+    return await ort.InferenceSession.create(bytes, so);
+  } catch (e) {
+    throw sessionError(e, opts.device, file);
+  }
+}
+
 /** Wrap a session-creation failure for `device` into a one-line actionable error. */
 export function sessionError(e: unknown, device: Device, file: string): LobesError {
   const msg = String((e as Error)?.message ?? e).split('\n')[0]!.slice(0, 400);
