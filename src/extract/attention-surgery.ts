@@ -22,7 +22,7 @@
 import type { ModelProto, ValueInfo } from '../onnx/index.js';
 import { DataType, makeNode, makeTensor, makeValueInfo } from '../onnx/index.js';
 import { LobesError } from '../util/errors.js';
-import { GraphEdit, OUT_PREFIX, SEL_PREFIX, emptyPasts, lastTokenIndex, opsetOf, prune, type InGraphPast, type LastToken } from './surgery.js';
+import { GraphEdit, OUT_PREFIX, SEL_PREFIX, editedInputs, emptyPasts, lastTokenIndex, opsetOf, prune, type InGraphPast, type LastToken } from './surgery.js';
 import type { AttentionSite, FusedAttention, SoftmaxAttention } from './attention.js';
 import type { GraphIndex } from '../onnx/index.js';
 
@@ -117,16 +117,7 @@ export function buildAttentionModel(model: ModelProto, g: GraphIndex, sites: Att
   const opset = opsetOf(model);
   if (opset < 11) throw new LobesError(`the model's ONNX opset ${opset} is older than 11, which lobes needs`, { file });
   const e = new GraphEdit(graph);
-  const pastNames = new Set(inGraphPast.map((p) => p.name));
-  const inputs: ValueInfo[] = graph.input.filter((v) => !pastNames.has(v.name ?? ''));
-  let mask = maskInput;
-  let maskAdded = false;
-  if (!mask) {
-    mask = 'lobes.attention_mask';
-    inputs.push(makeValueInfo(mask, DataType.INT64, ['batch', 'sequence']));
-    maskAdded = true;
-  }
-  const maskType = inputs.find((v) => v.name === mask)?.type?.tensorType?.elemType ?? DataType.INT64;
+  const { inputs, mask, maskAdded, maskType } = editedInputs(graph, inGraphPast, maskInput);
   const sel = lastTokenIndex(e, mask, maskType, opset);
   if (inGraphPast.length) emptyPasts(e, sel.B, inGraphPast);
   const o = new Ops(e, opset);

@@ -16,7 +16,7 @@ import type { ModelProto, ValueInfo } from '../onnx/index.js';
 import { DataType, makeNode, makeValueInfo } from '../onnx/index.js';
 import { LobesError } from '../util/errors.js';
 import type { Discovery } from './discover.js';
-import { emptyPasts, GraphEdit, opsetOf, prune, type InGraphPast } from './surgery.js';
+import { editedInputs, emptyPasts, GraphEdit, opsetOf, prune, type InGraphPast } from './surgery.js';
 
 export const CANDIDATES_INPUT = 'lobes.candidates';
 export const CAND_LOGITS = 'lobes.out.cand_logits';
@@ -54,16 +54,7 @@ export function buildLogitHeadModel(model: ModelProto, disc: Discovery, opts: Lo
   const ids = g.input.find((v) => v.name === 'input_ids');
   if (!ids) throw new LobesError('the graph has no input_ids input');
   const e = new GraphEdit(g);
-  const pastNames = new Set((opts.inGraphPast ?? []).map((p) => p.name));
-  const inputs: ValueInfo[] = g.input.filter((v) => !pastNames.has(v.name ?? ''));
-  let mask = opts.maskInput;
-  let maskAdded = false;
-  if (!mask) {
-    mask = 'lobes.attention_mask';
-    inputs.push(makeValueInfo(mask, DataType.INT64, ['batch', 'sequence']));
-    maskAdded = true;
-  }
-  const maskType = inputs.find((v) => v.name === mask)?.type?.tensorType?.elemType ?? DataType.INT64;
+  const { inputs, mask, maskAdded, maskType } = editedInputs(g, opts.inGraphPast ?? [], opts.maskInput);
   inputs.push(makeValueInfo(CANDIDATES_INPUT, DataType.INT64, ['candidates']));
 
   // Each row's last real token among the current `seq` positions (the mask's last seq columns).

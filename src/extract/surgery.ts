@@ -86,16 +86,7 @@ export function buildCaptureModel(model: ModelProto, hooks: DiscoveredPoint[], m
   const opset = opsetOf(model);
   if (opset < 11) throw new LobesError(`the model's ONNX opset ${opset} is older than 11, which lobes needs`);
   const e = new GraphEdit(g);
-  const pastNames = new Set(inGraphPast.map((p) => p.name));
-  const inputs: ValueInfo[] = g.input.filter((v) => !pastNames.has(v.name ?? ''));
-  let maskAdded = false;
-  let mask = maskInput;
-  if (!mask) {
-    mask = 'lobes.attention_mask';
-    inputs.push(makeValueInfo(mask, DataType.INT64, ['batch', 'sequence']));
-    maskAdded = true;
-  }
-  const maskType = inputs.find((v) => v.name === mask)?.type?.tensorType?.elemType ?? DataType.INT64;
+  const { inputs, mask, maskAdded, maskType } = editedInputs(g, inGraphPast, maskInput);
   const { B, flat } = lastTokenIndex(e, mask, maskType, opset);
   if (inGraphPast.length) emptyPasts(e, B, inGraphPast);
   const { outputs, outInfos } = hookOutputs(e, hooks, flat);
@@ -123,6 +114,25 @@ export interface LastToken {
  * Index of each row's last real token in the flattened [batch * seq] rows:
  * last[b] = max_t mask[b,t]·t ; flat[b] = b·T + last[b].
  */
+/**
+ * The graph inputs an edited graph keeps: every input but the in-graph KV caches, plus
+ * `lobes.attention_mask` (int64 [batch, sequence]) when the model has no mask input; with the
+ * mask's name and element type.
+ */
+export function editedInputs(g: GraphProto, inGraphPast: InGraphPast[], maskInput: string | null | undefined): { inputs: ValueInfo[]; mask: string; maskAdded: boolean; maskType: number } {
+  const pastNames = new Set(inGraphPast.map((p) => p.name));
+  const inputs: ValueInfo[] = g.input.filter((v) => !pastNames.has(v.name ?? ''));
+  let mask = maskInput;
+  let maskAdded = false;
+  if (!mask) {
+    mask = 'lobes.attention_mask';
+    inputs.push(makeValueInfo(mask, DataType.INT64, ['batch', 'sequence']));
+    maskAdded = true;
+  }
+  const maskType = inputs.find((v) => v.name === mask)?.type?.tensorType?.elemType ?? DataType.INT64;
+  return { inputs, mask, maskAdded, maskType };
+}
+
 export function lastTokenIndex(e: GraphEdit, mask: string, maskType: number, opset: number): LastToken {
   const zero = e.c64('zero', [0], []);
   const one = e.c64('one', [1], []);
