@@ -22,6 +22,7 @@ import { createHash } from 'node:crypto';
 import { LobesError, UsageError } from '../util/errors.js';
 import type { AttendTokenizer } from './tokenize.js';
 import type { PromptPart } from './words.js';
+import type { AttendItem } from './types.js';
 import { TEXT_PART } from './words.js';
 import type { EvalRecord } from '../eval/types.js';
 import { readJsonl } from '../eval/store.js';
@@ -29,18 +30,8 @@ import { renderPrompt } from '../eval/prompt.js';
 import { ANSWER_PREFIX, OPTION_SEPARATOR, SOCIALEVAL_TEMPLATES } from '../eval/templates.js';
 import { parseSpec } from '../data/spec.js';
 
-/** An item ready for the model. */
-export interface PreparedItem {
-  id: string;
-  index: number;
-  labels: Record<string, string>;
-  correct: boolean | null;
-  /** The text the model reads. */
-  prompt: string;
-  parts: PromptPart[];
-  roles?: Record<string, 'correct' | 'picked' | 'other'>;
-  /** Token ids the model reads (after --max-tokens). */
-  ids: number[];
+/** An item ready for the model: the fields of its DIR/items.jsonl line known before the forward pass (ids after --max-tokens). */
+export interface PreparedItem extends Pick<AttendItem, 'id' | 'index' | 'labels' | 'correct' | 'prompt' | 'parts' | 'roles' | 'ids'> {
   /** The whole tokenization of `prompt` (ids is ids of `kept`). */
   allIds: number[];
   /** Indices into allIds of the tokens kept. */

@@ -3,7 +3,7 @@
  * input order, and DIR/summary.json, an AttendSummary.
  */
 import type { PromptPart, UnitKind } from './words.js';
-import type { ModelSourceRecord } from '../store/types.js';
+import type { ModelFile, ModelSourceRecord } from '../store/types.js';
 
 export type { PromptPart } from './words.js';
 
@@ -115,7 +115,7 @@ export interface AttendSummary {
     dir: string;
     graphSha256: string;
     /** Every file that shapes the numbers (graph, external data, tokenizer files) with its sha256. */
-    files?: { name: string; role: string; bytes: number; sha256: string }[];
+    files?: ModelFile[];
     /** sha256 over the files' names and hashes (what lobes eval records as model.filesSha256). */
     filesSha256?: string;
     layers: number;
