@@ -6,7 +6,6 @@
  * DIR/items.jsonl and DIR/summary.json. The folder is written whole or not at all (built in a
  * temporary sibling and renamed into place).
  */
-import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { LobesError, UsageError } from '../util/errors.js';
@@ -14,9 +13,7 @@ import { writeDirAtomic, writeFileAtomicSync } from '../util/io.js';
 import { Progress, fmtTime } from '../util/progress.js';
 import { LOBES_VERSION } from '../version.js';
 import type { Device } from '../extract/types.js';
-import { hashModelFiles } from '../store/provenance.js';
-import { modelFiles } from '../extract/modelfiles.js';
-import { tokenizerDir } from '../extract/tokenize.js';
+import { modelIdentity } from '../extract/modelfiles.js';
 import { planBatches, padBatch } from '../extract/batching.js';
 import type { AttendItem, AttendPosition, AttendSummary } from './types.js';
 import { loadAttendTokenizer, type AttendTokenizer } from './tokenize.js';
@@ -24,7 +21,7 @@ import { dataLastItems, evalItems, socialEvalAnswerItems, type ItemSelection, ty
 import { aggregate, alignTokens, segmentUnits, SPECIAL_PART, TEMPLATE_PART, tokenBytes, topWords, UNALIGNED_PART } from './words.js';
 import { keywords, meanCI, shareTable } from './stats.js';
 import { Rng } from '../util/rng.js';
-import type { ModelSourceRecord } from '../store/types.js';
+import type { ModelFile, ModelSourceRecord } from '../store/types.js';
 
 export interface AttendOptions {
   /** ONNX model folder. */
@@ -202,9 +199,7 @@ export async function runAttend(opts: AttendOptions): Promise<AttendSummary> {
   const position: AttendPosition = opts.position ?? (opts.eval || /^socialeval:/.test(opts.data ?? '') ? 'answer' : 'last');
   checkOut(opts.out, !!opts.overwrite);
   // The model's identity: every file that shapes the numbers, hashed as lobes eval hashes them.
-  const files = hashModelFiles(modelFiles(opts.model, tokenizerDir(opts.model)));
-  const graph = files.find((f) => f.role === 'graph')!.sha256;
-  const filesSha256 = createHash('sha256').update(JSON.stringify(files.map((f) => [f.name, f.sha256]))).digest('hex');
+  const { files, graphSha256: graph, filesSha256 } = modelIdentity(opts.model);
   const tok = await loadAttendTokenizer(opts.model);
   const input = await readInput(opts, tok, position, { graphSha256: graph, filesSha256 });
   const tokenizeMs = Date.now() - t0;
@@ -270,7 +265,7 @@ interface SummaryFacts {
   position: AttendPosition;
   top: number;
   graph: string;
-  files?: { name: string; role: string; bytes: number; sha256: string }[];
+  files?: ModelFile[];
   filesSha256?: string;
   engineLayers: number[];
   layerCount: number;

@@ -17,12 +17,9 @@ import { LOBES_VERSION } from '../version.js';
 import { chunkCount, shardRange, type ShardRange, type ShardSpec } from '../store/layout.js';
 import { sha256File, type ChunkFile } from '../store/chunks.js';
 import { isEmptyOrMissing } from '../store/writer.js';
-import { modelFiles } from '../extract/modelfiles.js';
-import { tokenizerDir } from '../extract/tokenize.js';
-import { hashModelFiles } from '../store/provenance.js';
-import { createHash } from 'node:crypto';
+import { modelIdentity } from '../extract/modelfiles.js';
 import type { Device } from '../extract/types.js';
-import type { ModelArch, ModelSourceRecord } from '../store/types.js';
+import type { ModelArch, ModelFile, ModelSourceRecord } from '../store/types.js';
 import { loadEvalData, hashUnits, type EvalData, type TaskChoice } from './units.js';
 import { evaluateUnits, newStats, type EvalStats } from './evaluate.js';
 import { CHUNKS_DIR, EPISODES, EVAL_FORMAT_VERSION, EVAL_MANIFEST, RECORDS, RecordWriter, SUMMARY, readJsonl } from './store.js';
@@ -77,7 +74,7 @@ export interface EvalManifest {
   formatVersion: number;
   lobesVersion: string;
   createdAt: string;
-  model: { dir: string; graphSha256: string; arch: ModelArch | null; source?: ModelSourceRecord; files?: { name: string; role: string; bytes: number; sha256: string }[]; filesSha256?: string };
+  model: { dir: string; graphSha256: string; arch: ModelArch | null; source?: ModelSourceRecord; files?: ModelFile[]; filesSha256?: string };
   tokenizer: { source: string; chatTemplate: boolean };
   dataset: { spec: string; kind: EvalData['kind']; unitsSha256: string; units: number; available: number; excluded: number };
   task: TaskChoice | 'mcq';
@@ -224,9 +221,7 @@ export async function runEval(opts: EvalOptions): Promise<EvalManifest> {
   const data = loadEvalData(opts.data, { task: s.task, cot: s.cot > 0, promptFile: opts.promptFile, answerPrefix: opts.answerPrefix, limit: s.limit, seed: s.seed, skipInvalid: opts.skipInvalid });
   const unitsSha256 = hashUnits(data.units);
   // Every file that shapes the numbers: graph, external weights, tokenizer (through the file-hash cache).
-  const files = hashModelFiles(modelFiles(opts.model, tokenizerDir(opts.model)));
-  const graphSha256 = files.find((f) => f.role === 'graph')!.sha256;
-  const filesSha256 = createHash('sha256').update(JSON.stringify(files.map((f) => [f.name, f.sha256]))).digest('hex');
+  const { files, graphSha256, filesSha256 } = modelIdentity(opts.model);
   const tok = await deps.loadTokenizer(opts.model, { chatTemplate: s.chatTemplate });
   const N = data.units.length;
   const range = shardRange(N, s.chunkUnits, opts.shard ?? null);

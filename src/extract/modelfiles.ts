@@ -8,13 +8,15 @@
  * - resolveRunModel: the run's model folder, verified by hash (graph and external data)
  *   before an analysis reads its weights.
  */
+import { createHash } from 'node:crypto';
 import { existsSync, statSync } from 'node:fs';
 import * as path from 'node:path';
 import { LobesError } from '../util/errors.js';
 import { loadModel, resolveModelFile } from '../onnx/index.js';
 import { hashFileCached } from '../store/filehash.js';
-import type { ModelFileRef } from '../store/provenance.js';
-import type { RunManifest } from '../store/types.js';
+import { hashModelFiles, type ModelFileRef } from '../store/provenance.js';
+import type { ModelFile, RunManifest } from '../store/types.js';
+import { tokenizerDir } from './tokenize.js';
 
 const short = (h: string | null | undefined) => (typeof h === 'string' ? `${h.slice(0, 12)}…` : String(h));
 
@@ -59,14 +61,31 @@ export function modelFiles(model: string, tokenizerDir: string | null): ModelFil
 }
 
 /**
+ * A model's identity as lobes eval and attend record it: every file that shapes the numbers
+ * (graph, external weights, tokenizer) hashed through the file-hash cache, the graph's sha256,
+ * and one sha256 over the files' names and hashes.
+ */
+export function modelIdentity(model: string): { files: ModelFile[]; graphSha256: string; filesSha256: string } {
+  const files = hashModelFiles(modelFiles(model, tokenizerDir(model)));
+  const graphSha256 = files.find((f) => f.role === 'graph')!.sha256;
+  const filesSha256 = createHash('sha256').update(JSON.stringify(files.map((f) => [f.name, f.sha256]))).digest('hex');
+  return { files, graphSha256, filesSha256 };
+}
+
+/** Where a run's model folder may be: its recorded path; a relative one (older runs) from the working directory and from the run folder. */
+export function runModelCandidates(manifest: RunManifest, runDir: string): string[] {
+  const given = manifest.model.dir;
+  return path.isAbsolute(given) ? [given] : [...new Set([path.resolve(given), path.resolve(runDir, given)])];
+}
+
+/**
  * The run's model folder, checked by hash before an analysis reads its weights: the graph
  * file and every external data file must have the sha256 the manifest records. A relative
  * folder (runs written by older lobes) is tried from the working directory and from the run
  * folder. Throws naming the folder and both hashes when the model is not the run's.
  */
 export function resolveRunModel(manifest: RunManifest, runDir: string): string {
-  const given = manifest.model.dir;
-  const candidates = path.isAbsolute(given) ? [given] : [...new Set([path.resolve(given), path.resolve(runDir, given)])];
+  const candidates = runModelCandidates(manifest, runDir);
   const problems: string[] = [];
   for (const dir of candidates) {
     if (!existsSync(dir)) {
