@@ -17,6 +17,7 @@ import { existsSync } from 'node:fs';
 import * as path from 'node:path';
 import type { RunReader } from '../store/types.js';
 import { hashFileCached } from '../store/filehash.js';
+import { runModelCandidates } from '../extract/modelfiles.js';
 import { LobesError } from '../util/errors.js';
 import type { BaselineMetrics, ClusterItems } from './types.js';
 import { probeFeatures, probeNull, type MeasureContext, type MetricSample } from './measure.js';
@@ -29,7 +30,11 @@ import { probeScores } from './space.js';
  * per machine): a different tokenizer or embedding table would give baselines of another model.
  */
 export function baselineModelDir(run: RunReader, override?: string): string | undefined {
-  if (override === undefined) return run.manifest?.model?.dir;
+  if (override === undefined) {
+    if (!run.manifest?.model?.dir) return undefined;
+    const found = runModelCandidates(run.manifest, run.dir).find((d) => existsSync(d));
+    return found ?? run.manifest.model.dir;
+  }
   if (!existsSync(override)) throw new LobesError('no such model folder', { file: override, hint: 'cluster --model names the folder of the model the run was extracted with' });
   for (const f of run.manifest?.model?.files ?? []) {
     if (f.role !== 'tokenizer' && f.role !== 'data') continue;
@@ -134,7 +139,7 @@ export function embeddingMeans(ids: number[][], E: Float32Array, vocab: number, 
 }
 
 /** The token baselines of a run's metric sample (each with the probe's scores, CIs and null). */
-export async function tokenBaselines(ctx: MeasureContext, run: RunReader, sample: MetricSample, modelDir = run.manifest?.model?.dir): Promise<{ baselines: BaselineMetrics[]; items: ClusterItems['baselines']; notes: string[] }> {
+export async function tokenBaselines(ctx: MeasureContext, run: RunReader, sample: MetricSample, modelDir = baselineModelDir(run)): Promise<{ baselines: BaselineMetrics[]; items: ClusterItems['baselines']; notes: string[] }> {
   const notes: string[] = [];
   const baselines: BaselineMetrics[] = [];
   const items: ClusterItems['baselines'] = [];
