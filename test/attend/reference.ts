@@ -6,30 +6,7 @@
  * last position over every position, for every head: [heads, seq].
  */
 import type { TinyLlamaParams } from '../../src/models/tinyllama.js';
-
-function rmsNorm(x: Float64Array, w: Float32Array, eps: number, S: number, d: number): Float64Array {
-  const y = new Float64Array(S * d);
-  for (let t = 0; t < S; t++) {
-    let ss = 0;
-    for (let j = 0; j < d; j++) ss += x[t * d + j]! ** 2;
-    const r = 1 / Math.sqrt(ss / d + eps);
-    for (let j = 0; j < d; j++) y[t * d + j] = x[t * d + j]! * r * w[j]!;
-  }
-  return y;
-}
-
-/** y = x Wᵀ with W [dOut, dIn]. */
-function linear(x: Float64Array, W: Float32Array, S: number, dIn: number, dOut: number): Float64Array {
-  const y = new Float64Array(S * dOut);
-  for (let t = 0; t < S; t++) {
-    for (let o = 0; o < dOut; o++) {
-      let s = 0;
-      for (let i = 0; i < dIn; i++) s += W[o * dIn + i]! * x[t * dIn + i]!;
-      y[t * dOut + o] = s;
-    }
-  }
-  return y;
-}
+import { linear, rmsNorm } from '../models/reference-forward.js';
 
 /** Per layer: the last position's attention weights, [heads, seq] (row-major). */
 export function lastRowAttention(p: TinyLlamaParams, ids: number[]): Float64Array[] {

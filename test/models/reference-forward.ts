@@ -21,7 +21,7 @@ export interface ReferenceOutputs {
   logits: Float64Array;
 }
 
-function rmsNorm(x: Float64Array, w: Float32Array, eps: number, seq: number, d: number): Float64Array {
+export function rmsNorm(x: Float64Array, w: Float32Array, eps: number, seq: number, d: number): Float64Array {
   const out = new Float64Array(seq * d);
   for (let t = 0; t < seq; t++) {
     let ss = 0;
@@ -33,7 +33,7 @@ function rmsNorm(x: Float64Array, w: Float32Array, eps: number, seq: number, d: 
 }
 
 /** y[t, o] = Σ_i W[o, i] x[t, i] with W stored [dOut, dIn]. */
-function linear(x: Float64Array, w: Float32Array, seq: number, dIn: number, dOut: number): Float64Array {
+export function linear(x: Float64Array, w: Float32Array, seq: number, dIn: number, dOut: number): Float64Array {
   const y = new Float64Array(seq * dOut);
   for (let t = 0; t < seq; t++) {
     for (let o = 0; o < dOut; o++) {
