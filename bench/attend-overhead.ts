@@ -16,15 +16,15 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { tmpdir } from 'node:os';
 import { parseArgs } from 'node:util';
-import { openCaptureEngine } from '../src/extract/engine.js';
-import { openAttentionEngine, parseLayerSelection, realRows } from '../src/extract/attention-engine.js';
-import { padBatch, planBatches } from '../src/extract/batching.js';
+import { openCaptureEngine } from '../src/runtime/engine.js';
+import { openAttentionEngine, parseLayerSelection, realRows } from '../src/runtime/attention-engine.js';
+import { padBatch, planBatches } from '../src/runtime/batching.js';
 import { loadAttendTokenizer } from '../src/attend/tokenize.js';
 import { alignTokens, aggregate, segmentUnits, tokenBytes, topWords } from '../src/attend/words.js';
 import { loadDataset } from '../src/data/index.js';
 import { resolveModel as resolveGguf } from '../src/convert/cache.js';
 import { ensureGeneratedModel } from '../src/models/index.js';
-import type { Device } from '../src/extract/types.js';
+import type { Device } from '../src/runtime/types.js';
 
 const { values } = parseArgs({
   options: {

@@ -12,11 +12,11 @@
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { openCaptureEngine, openPlainSession } from '../src/extract/engine.js';
-import { loadTokenizer } from '../src/extract/tokenize.js';
-import { padBatch, planBatches } from '../src/extract/batching.js';
+import { openCaptureEngine, openPlainSession } from '../src/runtime/engine.js';
+import { loadTokenizer } from '../src/runtime/tokenize.js';
+import { padBatch, planBatches } from '../src/runtime/batching.js';
 import { Rng } from '../src/util/rng.js';
-import type { CaptureEngine, CaptureFamily, Device, TokenBatch } from '../src/extract/types.js';
+import type { CaptureEngine, CaptureFamily, Device, TokenBatch } from '../src/runtime/types.js';
 
 const { values } = parseArgs({
   options: {

@@ -16,10 +16,10 @@ import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import { loadEvalData, type Unit } from '../src/eval/units.js';
 import { loadEvalTokenizer, type EvalTokenizer } from '../src/eval/tokenizer.js';
-import { renderPrompt, type PromptItem } from '../src/eval/prompt.js';
+import { renderPrompt, type PromptItem } from '../src/data/prompt.js';
 import { optionOrders } from '../src/eval/score.js';
 import { gaeFields, pathTo, type WorldTree } from '../src/data/socialeval-eval.js';
-import { planBatches } from '../src/extract/batching.js';
+import { planBatches } from '../src/runtime/batching.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 const DATA = path.resolve(ROOT, '../shared/socialeval/worldtree_data');

@@ -25,8 +25,8 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { plannedDataBytes, seededLlamaSource, writeLlamaOnnx, type LlamaSpec, type WriteLlamaOptions } from '../src/models/llama-onnx/index.js';
-import { buildOptions } from '../src/models/llama-onnx/build.js';
+import { plannedDataBytes, seededLlamaSource, writeLlamaOnnx, type LlamaSpec, type WriteLlamaOptions } from '../src/convert/llama-onnx/index.js';
+import { buildOptions } from '../src/convert/llama-onnx/build.js';
 import { LLAMA_31_8B } from './scale/weights.js';
 
 const { values } = parseArgs({

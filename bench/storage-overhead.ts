@@ -14,7 +14,7 @@ import { parseArgs } from 'node:util';
 import { ensureGeneratedModel } from '../src/models/index.js';
 import { loadDataset } from '../src/data/index.js';
 import { runExtract } from '../src/extract/run.js';
-import type { CaptureFamily, Device } from '../src/extract/types.js';
+import type { CaptureFamily, Device } from '../src/runtime/types.js';
 
 const { values } = parseArgs({
   options: {

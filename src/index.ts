@@ -21,15 +21,15 @@ export type { Dataset, Sample } from './data/types.js';
 
 // Extraction
 export { runExtract, type ExtractOptions } from './extract/run.js';
-export { inspectModel, openCaptureEngine } from './extract/engine.js';
-export { loadTokenizer } from './extract/tokenize.js';
-export { planBatches, padBatch } from './extract/batching.js';
-export { listProviders } from './extract/providers.js';
-export type { CaptureEngine, CapturePoint, Device, EngineOptions, LobesTokenizer, ModelInfo, TokenBatch } from './extract/types.js';
+export { inspectModel, openCaptureEngine } from './runtime/engine.js';
+export { loadTokenizer } from './runtime/tokenize.js';
+export { planBatches, padBatch } from './runtime/batching.js';
+export { listProviders } from './runtime/providers.js';
+export type { CaptureEngine, CapturePoint, Device, EngineOptions, LobesTokenizer, ModelInfo, TokenBatch } from './runtime/types.js';
 
 // Attention from the answering position
 export { runAttend, type AttendOptions } from './attend/run.js';
-export { openAttentionEngine, realRows, parseLayerSelection, type AttentionEngine, type AttentionBatch } from './extract/attention-engine.js';
+export { openAttentionEngine, realRows, parseLayerSelection, type AttentionEngine, type AttentionBatch } from './runtime/attention-engine.js';
 export { loadAttend } from './report/attend.js';
 export type { AttendItem, AttendSummary } from './attend/types.js';
 
@@ -56,7 +56,7 @@ export { runEval, readEvalResults, type EvalOptions, type EvalManifest } from '.
 export { mergeEvals } from './eval/merge.js';
 export { labelRunFromEval } from './eval/link.js';
 export { summarize } from './eval/summary.js';
-export { renderPrompt } from './eval/prompt.js';
+export { renderPrompt } from './data/prompt.js';
 export { loadSocialEvalBench } from './data/socialeval-eval.js';
 export { loadMcqJsonl } from './data/mcq.js';
 export type { EvalRecord, ShuffleRecord, EpisodeRecord, PromptPart, RenderedPrompt } from './eval/types.js';

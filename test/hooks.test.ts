@@ -2,7 +2,7 @@ import { describe, it, expect } from 'vitest';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { CAPTURE_FAMILIES, FINAL_HIDDEN, HOOK_SITES, compareHooks, hookName, isLayerSite, parseHook, siteFamily, siteProjections, type Hook, type LayerSite } from '../src/hooks.js';
-import { inspectModel } from '../src/extract/engine.js';
+import { inspectModel } from '../src/runtime/engine.js';
 
 const TINY = resolve(import.meta.dirname, '../models/tiny-llama');
 

@@ -12,7 +12,7 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { writeLlamaOnnx } from '../../src/models/llama-onnx/index.js';
+import { writeLlamaOnnx } from '../../src/convert/llama-onnx/index.js';
 import { SeededLlamaWeights, writeCheckpoint } from './weights.js';
 import { specFor } from './specs.js';
 

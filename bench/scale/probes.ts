@@ -19,14 +19,14 @@
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import * as ort from 'onnxruntime-node';
-import { analyseModel, openCaptureEngine, openPlainSession } from '../../src/extract/engine.js';
-import { buildCaptureModel } from '../../src/extract/surgery.js';
-import { executionProviders } from '../../src/extract/providers.js';
-import { loadTokenizer } from '../../src/extract/tokenize.js';
-import { planBatches, padBatch } from '../../src/extract/batching.js';
+import { analyseModel, openCaptureEngine, openPlainSession } from '../../src/runtime/engine.js';
+import { buildCaptureModel } from '../../src/runtime/surgery.js';
+import { executionProviders } from '../../src/runtime/providers.js';
+import { loadTokenizer } from '../../src/runtime/tokenize.js';
+import { planBatches, padBatch } from '../../src/runtime/batching.js';
 import { encodeModel } from '../../src/onnx/index.js';
 import { siteFamily } from '../../src/hooks.js';
-import type { Device } from '../../src/extract/types.js';
+import type { Device } from '../../src/runtime/types.js';
 
 function resources(): Record<string, unknown> {
   let io: Record<string, number> = {};

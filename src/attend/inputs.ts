@@ -26,8 +26,8 @@ import type { AttendItem } from './types.js';
 import { TEXT_PART } from './words.js';
 import type { EvalRecord } from '../eval/types.js';
 import { readJsonl } from '../eval/store.js';
-import { renderPrompt } from '../eval/prompt.js';
-import { ANSWER_PREFIX, OPTION_SEPARATOR, SOCIALEVAL_TEMPLATES } from '../eval/templates.js';
+import { renderPrompt } from '../data/prompt.js';
+import { ANSWER_PREFIX, OPTION_SEPARATOR, SOCIALEVAL_TEMPLATES } from '../data/prompt-templates.js';
 import { parseSpec } from '../data/spec.js';
 
 /** An item ready for the model: the fields of its DIR/items.jsonl line known before the forward pass (ids after --max-tokens). */

@@ -1,6 +1,6 @@
 /**
  * The `lobes attend` job (docs/attend.md): read items (a dataset, or the records of `lobes
- * eval`), run the model once per batch with the attention capture graph (src/extract/
+ * eval`), run the model once per batch with the attention capture graph (src/runtime/
  * attention-engine.ts), average the answering position's attention over the heads and the
  * chosen layers, turn tokens into words with their prompt parts (words.ts), and write
  * DIR/items.jsonl and DIR/summary.json. The folder is written whole or not at all (built in a
@@ -12,9 +12,9 @@ import { LobesError, UsageError } from '../util/errors.js';
 import { writeDirAtomic, writeFileAtomicSync } from '../util/io.js';
 import { Progress, fmtTime } from '../util/progress.js';
 import { LOBES_VERSION } from '../version.js';
-import type { Device } from '../extract/types.js';
-import { modelIdentity } from '../extract/modelfiles.js';
-import { planBatches, padBatch } from '../extract/batching.js';
+import type { Device } from '../runtime/types.js';
+import { modelIdentity } from '../runtime/modelfiles.js';
+import { planBatches, padBatch } from '../runtime/batching.js';
 import type { AttendItem, AttendPosition, AttendSummary } from './types.js';
 import { loadAttendTokenizer, type AttendTokenizer } from './tokenize.js';
 import { dataLastItems, evalItems, socialEvalAnswerItems, type ItemSelection, type PreparedInput, type PreparedItem } from './inputs.js';
@@ -203,7 +203,7 @@ export async function runAttend(opts: AttendOptions): Promise<AttendSummary> {
   const tok = await loadAttendTokenizer(opts.model);
   const input = await readInput(opts, tok, position, { graphSha256: graph, filesSha256 });
   const tokenizeMs = Date.now() - t0;
-  const { openAttentionEngine, parseLayerSelection, realRows } = await import('../extract/attention-engine.js');
+  const { openAttentionEngine, parseLayerSelection, realRows } = await import('../runtime/attention-engine.js');
   const t1 = Date.now();
   const engine = await openAttentionEngine(opts.model, { layers: (n) => parseLayerSelection(opts.layers ?? DEFAULT_LAYERS, n), device: opts.device ?? 'cpu', deviceId: opts.deviceId, threads: opts.threads });
   const modelLoadMs = Date.now() - t1;

@@ -8,7 +8,7 @@
  * markers); `lobes eval` encodes a prompt with special tokens only when no chat template wraps it.
  */
 import { join } from 'node:path';
-import { openHfTokenizer } from '../extract/tokenize.js';
+import { openHfTokenizer } from '../runtime/tokenize.js';
 import { loadTokenTable, type TokenTable } from './tokens.js';
 
 export interface AttendTokenizer {

@@ -7,7 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { LobesError } from '../util/errors.js';
-import { tokenizerDir } from '../extract/tokenize.js';
+import { tokenizerDir } from '../runtime/tokenize.js';
 import type { TokenScheme } from './words.js';
 
 export interface TokenTable {

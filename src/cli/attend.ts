@@ -1,7 +1,7 @@
 import { parseCommand, intOption } from './args.js';
 import { UsageError } from '../util/errors.js';
 import { runAttend, DEFAULT_BOOTSTRAP, DEFAULT_LAYERS, DEFAULT_TOP } from '../attend/run.js';
-import type { Device } from '../extract/types.js';
+import type { Device } from '../runtime/types.js';
 import type { AttendPosition } from '../attend/types.js';
 import type { ItemSelection } from '../attend/inputs.js';
 

@@ -1,7 +1,7 @@
 import { parseCommand, intOption } from './args.js';
 import { UsageError } from '../util/errors.js';
 import { parseShard, expandOut } from '../store/layout.js';
-import type { Device } from '../extract/types.js';
+import type { Device } from '../runtime/types.js';
 import { DEFAULT_CHUNK_UNITS, DEFAULT_EVAL_BATCH } from '../eval/run.js';
 import type { EvalSummary } from '../eval/summary.js';
 import { formatSummary } from '../eval/format.js';

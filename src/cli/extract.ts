@@ -2,10 +2,10 @@ import { parseCommand, intOption } from './args.js';
 import { UsageError } from '../util/errors.js';
 import { runExtract, DEFAULT_CHUNK_ROWS, DEFAULT_BATCH } from '../extract/run.js';
 import { parseShard, expandOut } from '../store/layout.js';
-import type { CaptureFamily, Device } from '../extract/types.js';
+import type { CaptureFamily, Device } from '../runtime/types.js';
 import { CAPTURE_FAMILIES } from '../hooks.js';
 import { modelFolder } from './convert.js';
-import { randomControlModel } from '../extract/control.js';
+import { randomControlModel } from '../runtime/control.js';
 import type { ControlInfo } from '../store/types.js';
 
 const spec = {
@@ -96,7 +96,7 @@ export async function run(argv: string[]): Promise<number> {
   let control: ControlInfo | undefined;
   if (v.control !== undefined) {
     if (v.control !== 'random') throw new UsageError(`--control must be random, got ${JSON.stringify(v.control)}`);
-    const { analyseModel } = await import('../extract/engine.js');
+    const { analyseModel } = await import('../runtime/engine.js');
     const { arch } = analyseModel(dir).info;
     const c = await randomControlModel(dir, arch, { seed: intOption(v['control-seed'], '--control-seed', 0, 0, 2 ** 32 - 1), quiet: !!v.quiet });
     if (!v.quiet) process.stderr.write(`extract: random-weights control of ${dir} (seed ${c.info.seed}) at ${c.dir}\n`);

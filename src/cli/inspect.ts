@@ -1,6 +1,6 @@
 import { parseCommand } from './args.js';
 import { LobesError } from '../util/errors.js';
-import type { ModelInfo } from '../extract/types.js';
+import type { ModelInfo } from '../runtime/types.js';
 
 const spec = {
   usage: 'lobes inspect MODEL_DIR|FILE.gguf [--cache DIR] [--json] [--strict]',
@@ -101,7 +101,7 @@ export function inspectText(info: ModelInfo): string {
 export async function run(argv: string[]): Promise<number> {
   const parsed = parseCommand(argv, spec);
   if (!parsed) return 0;
-  const { inspectModel } = await import('../extract/engine.js');
+  const { inspectModel } = await import('../runtime/engine.js');
   const { modelFolder } = await import('./convert.js');
   const model = await modelFolder(parsed.positionals[0]!, { cache: parsed.values.cache, quiet: !!parsed.values.json });
   const info = await inspectModel(model.dir);

@@ -17,7 +17,7 @@ import { existsSync } from 'node:fs';
 import * as path from 'node:path';
 import type { RunReader } from '../store/types.js';
 import { hashFileCached } from '../store/filehash.js';
-import { runModelCandidates } from '../extract/modelfiles.js';
+import { runModelCandidates } from '../runtime/modelfiles.js';
 import { LobesError } from '../util/errors.js';
 import type { BaselineMetrics, ClusterItems } from './types.js';
 import { probeFeatures, probeNull, type MeasureContext, type MetricSample } from './measure.js';
@@ -51,7 +51,7 @@ async function sampleTokens(run: RunReader, rows: Int32Array, dir: string | unde
   if (!dir || !existsSync(dir)) return { note: `no token baselines: the run's model folder ${dir} is not there (its tokenizer is needed; cluster --model DIR names where it is now)` };
   const texts = Array.from(rows, (r) => run.samples[r]?.text);
   if (texts.some((t) => typeof t !== 'string')) return { note: 'no token baselines: the run does not store the item texts' };
-  const { loadTokenizer } = await import('../extract/tokenize.js');
+  const { loadTokenizer } = await import('../runtime/tokenize.js');
   let tok;
   try {
     tok = await loadTokenizer(dir, { maxTokens: run.manifest.tokenizer?.maxTokens ?? null, chatTemplate: !!run.manifest.tokenizer?.chatTemplate });

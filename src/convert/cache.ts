@@ -23,7 +23,7 @@ import { hostname, homedir } from 'node:os';
 import * as path from 'node:path';
 import { LobesError } from '../util/errors.js';
 import { fsyncDir, writeFileAtomicSync } from '../util/io.js';
-import { WRITER_VERSION } from '../models/llama-onnx/index.js';
+import { WRITER_VERSION } from './llama-onnx/index.js';
 import { readGgufHeader } from '../formats/gguf.js';
 import type { ModelSourceRecord } from '../store/types.js';
 import { openGgufLlama } from './gguf-llama.js';

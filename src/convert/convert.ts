@@ -1,6 +1,6 @@
 /**
  * GGUF → ONNX model folder: a llama GGUF (src/convert/gguf-llama.ts) streamed through the
- * project's Llama graph writer (src/models/llama-onnx), with tokenizer.json /
+ * project's Llama graph writer (src/convert/llama-onnx), with tokenizer.json /
  * tokenizer_config.json built from the GGUF metadata (src/convert/tokenizer.ts), config.json,
  * and lobes-convert.json recording where the folder came from.
  *
@@ -19,7 +19,7 @@ import { UsageError } from '../util/errors.js';
 import { readExactly } from '../util/io.js';
 import { LOBES_VERSION } from '../version.js';
 import { NBITS_MAPPING } from '../formats/ggml-nbits.js';
-import { writeLlamaOnnx, WRITER_VERSION, type LlamaLayout, type LlamaSpec } from '../models/llama-onnx/index.js';
+import { writeLlamaOnnx, WRITER_VERSION, type LlamaLayout, type LlamaSpec } from './llama-onnx/index.js';
 import { openGgufLlama, type GgufLlama } from './gguf-llama.js';
 import { tokenizerFilesFromGguf } from './tokenizer.js';
 

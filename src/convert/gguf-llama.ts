@@ -1,6 +1,6 @@
 /**
  * A llama-architecture GGUF (llama.cpp, Ollama, LM Studio) as a Llama spec and a weight source
- * for the ONNX writer (src/models/llama-onnx): the hyperparameters from `llama.*` metadata, the
+ * for the ONNX writer (src/convert/llama-onnx): the hyperparameters from `llama.*` metadata, the
  * weights under their Hugging Face names, read a row range at a time.
  *
  * What llama.cpp changes on the way from a Hugging Face checkpoint, and how it is undone here:
@@ -27,7 +27,7 @@
 import { openGguf, type GgufFile, type GgufTensorInfo } from '../formats/gguf.js';
 import { ggmlType, DEQUANTIZABLE } from '../formats/ggml.js';
 import { LobesError } from '../util/errors.js';
-import type { LlamaSpec } from '../models/llama-onnx/index.js';
+import type { LlamaSpec } from './llama-onnx/index.js';
 import { GgufWeightSource, type MappedWeight } from './gguf-weights.js';
 import { ropeScalingFromFreqFactors, shortFloat32 } from './rope-scaling.js';
 

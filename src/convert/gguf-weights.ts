@@ -7,7 +7,7 @@ import type { GgufFile, GgufTensorInfo } from '../formats/gguf.js';
 import { dequantizeBlocks } from '../formats/ggml.js';
 import { NBITS_MAPPING } from '../formats/ggml-nbits.js';
 import { LobesError } from '../util/errors.js';
-import type { LlamaWeightSource, NbitsBlocks } from '../models/llama-onnx/index.js';
+import type { LlamaWeightSource, NbitsBlocks } from './llama-onnx/index.js';
 import { decodeInto, finishNbits, toMatMulNBits, FAST_TYPES } from './nbits-fast.js';
 
 /** How one Hugging Face weight is stored in the GGUF. */

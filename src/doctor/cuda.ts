@@ -11,7 +11,7 @@
  * (pip install --target DIR), checks that the onnxruntime-gpu release equals onnxruntime-node's
  * and that the CUDA libraries match the provider's CUDA major version, copies the provider into
  * the binding folder, the libraries into a folder beside it (symlinks for an installed tree),
- * and lists them for preloading (src/doctor/preload.ts).
+ * and lists them for preloading (src/runtime/preload.ts).
  *
  * Nothing is downloaded unless `download` is set, which runs pip (the ordinary client) with
  * the exact pinned requirements printed beforehand.
@@ -22,7 +22,7 @@ import * as path from 'node:path';
 import { LobesError } from '../util/errors.js';
 import { readElfDynamic } from './elf.js';
 import { extractZipMember, listZip, readZipMember, type ZipMember } from './zip.js';
-import { bindingDir as defaultBindingDir, ortVersion, writePreloadSet, type PreloadSet } from './preload.js';
+import { bindingDir as defaultBindingDir, ortVersion, writePreloadSet, type PreloadSet } from '../runtime/preload.js';
 
 export const PROVIDER_FILES = ['libonnxruntime_providers_shared.so', 'libonnxruntime_providers_cuda.so'] as const;
 

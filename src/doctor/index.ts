@@ -18,7 +18,7 @@ import * as ort from 'onnxruntime-node';
 import { readLdCache } from './ldcache.js';
 import { defaultLibDirs, findLibrary, resolveClosure, splitPathList, type LinkerEnv, type ResolvedLib } from './resolve.js';
 import { hostMachine, readElfDynamic } from './elf.js';
-import { bindingDir, ortVersion, readPreloadManifest, type PreloadManifest } from './preload.js';
+import { bindingDir, ortVersion, readPreloadManifest, type PreloadManifest } from '../runtime/preload.js';
 import { CUDA_LIB_DIR, DRIVER_LIB, MIN_DRIVER, PROVIDER_FILES, cudaMajorOf, driverAtLeast, pipDownloadCommand, pipRequirementFor, shellJoin } from './cuda.js';
 
 export type ProviderName = 'cpu' | 'cuda' | 'webgpu';

@@ -9,7 +9,7 @@
  */
 import * as ort from 'onnxruntime-node';
 import { DataType, encodeModel, makeGraph, makeModel, makeNode, makeValueInfo } from '../onnx/index.js';
-import { preloadProviderLibraries } from './preload.js';
+import { preloadProviderLibraries } from '../runtime/preload.js';
 
 async function probe(device: string): Promise<{ ok: boolean; ms: number; error?: string }> {
   const t0 = Date.now();

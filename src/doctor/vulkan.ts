@@ -2,13 +2,13 @@
  * A Vulkan loader for the WebGPU provider on machines without one installed system-wide:
  * `lobes doctor --install-vulkan-from DIR` finds libvulkan.so.1 in DIR (for instance Debian's
  * libvulkan1 package unpacked with `dpkg-deb -x`) and lists it for preloading, so Dawn's
- * dlopen("libvulkan.so.1") finds it (src/doctor/preload.ts).
+ * dlopen("libvulkan.so.1") finds it (src/runtime/preload.ts).
  */
 import { existsSync, lstatSync, readdirSync, realpathSync } from 'node:fs';
 import * as path from 'node:path';
 import { LobesError } from '../util/errors.js';
 import { hostMachine, readElfDynamic } from './elf.js';
-import { bindingDir as defaultBindingDir, ortVersion, writePreloadSet } from './preload.js';
+import { bindingDir as defaultBindingDir, ortVersion, writePreloadSet } from '../runtime/preload.js';
 
 /** Every libvulkan.so.1 under `dir` (depth-limited walk, symlinks followed to their files). */
 export function findVulkanLoaders(dir: string, depth = 6): string[] {

@@ -1,6 +1,6 @@
 /**
  * The answer scorer: ONNX Runtime sessions over the logit-head graph
- * (src/extract/logit-head.ts). `score` runs right-padded batches and returns, per row, the
+ * (src/runtime/logit-head.ts). `score` runs right-padded batches and returns, per row, the
  * logits of the candidate tokens at its last real token, the full-vocabulary log-sum-exp and
  * argmax. `prefill`/`extend` run one sequence with the model's KV cache (greedy generation
  * for --cot): a second session that also returns the cache.
@@ -8,13 +8,13 @@
 import * as ort from 'onnxruntime-node';
 import { LobesError } from '../util/errors.js';
 import { encodeModel } from '../onnx/index.js';
-import { analyseModel, planInputs, positionIds, type Analysis, type FeedPlan } from '../extract/engine.js';
-import { buildLogitHeadModel, CAND_LOGITS, CANDIDATES_INPUT, LOG_SUM_EXP, TOP_ID } from '../extract/logit-head.js';
-import { openEditedSession } from '../extract/providers.js';
-import { configDir } from '../extract/config.js';
+import { analyseModel, planInputs, positionIds, type Analysis, type FeedPlan } from '../runtime/engine.js';
+import { buildLogitHeadModel, CAND_LOGITS, CANDIDATES_INPUT, LOG_SUM_EXP, TOP_ID } from '../runtime/logit-head.js';
+import { openEditedSession } from '../runtime/providers.js';
+import { configDir } from '../runtime/config.js';
 import { existsSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
-import type { Device, ModelInfo } from '../extract/types.js';
+import type { Device, ModelInfo } from '../runtime/types.js';
 
 /** What the model says at each row's answering position. */
 export interface HeadOutput {

@@ -8,9 +8,9 @@
  * same after a crash and rerun.
  */
 import { LobesError } from '../util/errors.js';
-import { planBatches } from '../extract/batching.js';
+import { planBatches } from '../runtime/batching.js';
 import { gaeFields, randomWalkOutcome, type WorldTree } from '../data/socialeval-eval.js';
-import { renderPrompt, type PromptItem, type PromptPart, type RenderedPrompt } from './prompt.js';
+import { renderPrompt, type PromptItem, type PromptPart, type RenderedPrompt } from '../data/prompt.js';
 import { itemRecord, shuffleRecord, skippedRecord, type ItemFacts, type ShuffleScore } from './records.js';
 import { optionOrders } from './score.js';
 import type { EpisodeRecord, EvalRecord, ShuffleRecord } from './types.js';

@@ -3,7 +3,7 @@
  * mass and pick; an item's vote and correctness (rules in score.ts).
  */
 import type { CotRecord, EvalRecord, EvalTask, ShuffleRecord } from './types.js';
-import type { RenderedPrompt } from './prompt.js';
+import type { RenderedPrompt } from '../data/prompt.js';
 import { argmax, letterMass, softmax, vote } from './score.js';
 
 /** The scored numbers of one prompt. */

@@ -14,7 +14,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { LobesError } from '../util/errors.js';
-import { openHfTokenizer } from '../extract/tokenize.js';
+import { openHfTokenizer } from '../runtime/tokenize.js';
 
 /** Where the answer letters go in one prompt. */
 export interface AnswerSlot {

@@ -4,9 +4,9 @@
  * its score: the prompt exactly as tokenized, the candidate tokens, their logits, the picks
  * and the vote (docs/eval.md, "Records").
  */
-import type { PromptPart } from './prompt.js';
+import type { PromptPart } from '../data/prompt.js';
 
-export type { PromptPart, RenderedPrompt } from './prompt.js';
+export type { PromptPart, RenderedPrompt } from '../data/prompt.js';
 
 export type EvalTask = 'iae' | 'gae' | 'mcq';
 

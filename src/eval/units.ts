@@ -12,8 +12,8 @@ import { parseSpec } from '../data/spec.js';
 import { loadSocialEvalBench, type WorldTree } from '../data/socialeval-eval.js';
 import { loadMcqJsonl } from '../data/mcq.js';
 import type { Excluded } from '../data/types.js';
-import { ANSWER_PREFIX, MCQ_DEFAULT_TEMPLATE, OPTION_SEPARATOR, SOCIALEVAL_TEMPLATES, type PromptVariant } from './templates.js';
-import { parseTemplate, templateFields, type PromptItem } from './prompt.js';
+import { ANSWER_PREFIX, MCQ_DEFAULT_TEMPLATE, OPTION_SEPARATOR, SOCIALEVAL_TEMPLATES, type PromptVariant } from '../data/prompt-templates.js';
+import { parseTemplate, templateFields, type PromptItem } from '../data/prompt.js';
 import type { ItemFacts } from './records.js';
 import { hash32 } from './score.js';
 

@@ -18,18 +18,18 @@ import { Progress, fmtTime } from '../util/progress.js';
 import { LOBES_VERSION } from '../version.js';
 import type { Dataset, Sample } from '../data/types.js';
 import type { ControlInfo, HookInfo, ModelArch, ModelSourceRecord, RunManifest, SampleRow } from '../store/types.js';
-import type { BatchPlanOptions, CaptureEngine, CaptureFamily, Device, EngineOptions, LobesTokenizer, TokenBatch, TokenizerOptions } from './types.js';
+import type { BatchPlanOptions, CaptureEngine, CaptureFamily, Device, EngineOptions, LobesTokenizer, TokenBatch, TokenizerOptions } from '../runtime/types.js';
 import { FORMAT_VERSION, shardRange, chunkCount, type ShardSpec, MANIFEST, SAMPLES } from '../store/layout.js';
 import { readManifest, writeManifest, writeSamples, samplesSha256, sha256Text } from '../store/manifest.js';
 import { ChunkWriter, isEmptyOrMissing } from '../store/writer.js';
 import { indexPath } from '../store/chunks.js';
 import { differences } from '../store/identity.js';
 import { hashItems, hashModelFiles, runIdentity, type ModelFileRef } from '../store/provenance.js';
-import { modelFiles } from './modelfiles.js';
+import { modelFiles } from '../runtime/modelfiles.js';
 import type { ModelFile } from '../store/types.js';
-import { tokenizerDir } from './tokenize.js';
-import { configDir, declaredContext, type ContextLimit } from './config.js';
-import type { GraphFacts } from './consistency.js';
+import { tokenizerDir } from '../runtime/tokenize.js';
+import { configDir, declaredContext, type ContextLimit } from '../runtime/config.js';
+import type { GraphFacts } from '../runtime/consistency.js';
 
 export { hashItems } from '../store/provenance.js';
 
@@ -85,7 +85,7 @@ export interface ExtractOptions {
   diskFree?: (dir: string) => number | null;
   /** Where messages go (default stderr). */
   log?: (line: string) => void;
-  /** The model is a random-weights control (src/extract/control.ts): recorded as manifest model.control. */
+  /** The model is a random-weights control (src/runtime/control.ts): recorded as manifest model.control. */
   control?: ControlInfo;
 }
 
@@ -94,7 +94,7 @@ export const DEFAULT_BATCH = 8;
 
 async function defaultDeps(): Promise<ExtractDeps> {
   // Loaded lazily so that tests injecting every piece never load ONNX Runtime.
-  const [e, t, b, d] = await Promise.all([import('./engine.js'), import('./tokenize.js'), import('./batching.js'), import('../data/index.js')]);
+  const [e, t, b, d] = await Promise.all([import('../runtime/engine.js'), import('../runtime/tokenize.js'), import('../runtime/batching.js'), import('../data/index.js')]);
   return { openCaptureEngine: e.openCaptureEngine, loadTokenizer: t.loadTokenizer, planBatches: b.planBatches, padBatch: b.padBatch, loadDataset: (s: string) => d.loadDataset(s) };
 }
 
@@ -343,7 +343,7 @@ function checkContext(input: Input, limit: ContextLimit | null): void {
 const sig = (x: number | null) => (x === null ? null : Number(x.toPrecision(6)));
 
 /**
- * The consistency check of the model (src/extract/consistency.ts): every disagreement between
+ * The consistency check of the model (src/runtime/consistency.ts): every disagreement between
  * the graph and its config files is printed as a warning, or refused with --strict. Returns
  * the graph's facts as the manifest records them.
  */

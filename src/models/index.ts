@@ -41,4 +41,4 @@ export {
   type WriteLlamaOptions,
   type WriteLlamaResult,
   type MemoryWeight,
-} from './llama-onnx/index.js';
+} from '../convert/llama-onnx/index.js';

@@ -11,12 +11,12 @@ import { Rng } from '../util/rng.js';
 import { LobesError } from '../util/errors.js';
 import { buildTokenizer, preTokenize, type BpeTokenizer } from './tokenizer.js';
 import { TOKENIZER_CORPUS } from './corpus.js';
-import { buildLlamaGraphInline } from './llama-onnx/writer.js';
-import { memorySource, type MemoryWeight } from './llama-onnx/source.js';
-import { W as WEIGHT_NAMES } from './llama-onnx/spec.js';
-import { quantizeRows } from './llama-onnx/weights.js';
-import type { GGraph } from './llama-onnx/graph.js';
-import type { LlamaSpec, LlamaWeightSource, NbitsBlocks } from './llama-onnx/types.js';
+import { buildLlamaGraphInline } from '../convert/llama-onnx/writer.js';
+import { memorySource, type MemoryWeight } from '../convert/llama-onnx/source.js';
+import { W as WEIGHT_NAMES } from '../convert/llama-onnx/spec.js';
+import { quantizeRows } from '../convert/llama-onnx/weights.js';
+import type { GGraph } from '../convert/llama-onnx/graph.js';
+import type { LlamaSpec, LlamaWeightSource, NbitsBlocks } from '../convert/llama-onnx/types.js';
 
 export interface PlantSpec {
   /** Group name (a label the test data uses). */
@@ -294,9 +294,9 @@ function applyPlant(p: TinyLlamaParams, rng: Rng): void {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Graph: the 'explicit' layout of the Llama writer (src/models/llama-onnx) over these parameters.
+// Graph: the 'explicit' layout of the Llama writer (src/convert/llama-onnx) over these parameters.
 
-export type { GAttr, GNode, GInit, GValue, GGraph } from './llama-onnx/graph.js';
+export type { GAttr, GNode, GInit, GValue, GGraph } from '../convert/llama-onnx/graph.js';
 
 /** The Llama spec of a parameter set. */
 export function specOf(p: TinyLlamaParams): LlamaSpec {

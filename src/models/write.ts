@@ -11,7 +11,7 @@ import { writeFileAtomicSync } from '../util/io.js';
 import { Rng } from '../util/rng.js';
 import { UsageError } from '../util/errors.js';
 import { buildGraph, configJson, generateParams, type TinyLlamaOptions, type TinyLlamaParams } from './tinyllama.js';
-import { encodeGGraph, type GGraph, type GInit } from './llama-onnx/graph.js';
+import { encodeGGraph, type GGraph, type GInit } from '../convert/llama-onnx/graph.js';
 import { tokenizerConfigJson, tokenizerJson } from './tokenizer.js';
 
 /** Bumped whenever the generator's output changes; part of the cache key. */

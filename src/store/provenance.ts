@@ -2,7 +2,7 @@
  * Provenance: what a run is (its identity) and what an analysis consumed.
  *
  * - hashModelFiles: the sha256 of the files of a model folder that shape a run's numbers
- *   (the graph, its external data, the tokenizer files; listed by src/extract/modelfiles.ts);
+ *   (the graph, its external data, the tokenizer files; listed by src/runtime/modelfiles.ts);
  * - runIdentity: one sha256 over every setting and input hash of a run (identity.ts lists
  *   them); shards of one extraction and their merged run share it;
  * - analysisProvenance / checkProvenance: an analysis (wanda, cluster, eval, attend)

@@ -91,7 +91,7 @@ export interface RunManifest {
   layout?: RunLayout;
 }
 
-/** A random-weights control model: how it was made from which model (src/extract/control.ts). */
+/** A random-weights control model: how it was made from which model (src/runtime/control.ts). */
 export interface ControlInfo {
   kind: 'random';
   seed: number;

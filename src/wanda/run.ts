@@ -21,12 +21,12 @@ import { Progress } from '../util/progress.js';
 import { defaultThreads } from '../util/worker.js';
 import { checkRegularFile, writeFileAtomicSync, writeDirAtomic } from '../util/io.js';
 import { analysisProvenance, hashModelFiles } from '../store/provenance.js';
-import { modelFiles, resolveRunModel } from '../extract/modelfiles.js';
+import { modelFiles, resolveRunModel } from '../runtime/modelfiles.js';
 import { hashFileCached } from '../store/filehash.js';
 import { writeSafetensors, type StWriteTensor } from '../formats/safetensors.js';
 import { LOBES_VERSION } from '../version.js';
 import type { RunReader } from '../store/types.js';
-import type { ModelInfo } from '../extract/types.js';
+import type { ModelInfo } from '../runtime/types.js';
 import { loadModel } from '../onnx/index.js';
 import { runSource, type ActivationSource } from './stats.js';
 import { weightPass } from './pass.js';
@@ -85,7 +85,7 @@ export async function locateWeights(weights: string, wanted: WantedMatrix[], mod
   let info = modelInfo;
   if (!info) {
     // Loaded on demand: it brings in ONNX Runtime, which safetensors weights never need.
-    const { inspectModel } = await import('../extract/engine.js');
+    const { inspectModel } = await import('../runtime/engine.js');
     info = await inspectModel(weights);
   }
   return { source: 'onnx', path: weights, matrices: onnxMatrices(model, info.points, wanted) };

@@ -6,7 +6,7 @@
  *    `layers.{i}.mlp.down_in` feeds down_proj;
  *  - a Hugging Face safetensors folder (one file, several, or model.safetensors.index.json)
  *    names them `model.layers.{i}.mlp.{gate,up,down}_proj.weight` ([d_out, d_in]);
- *  - an ONNX model names them through the capture points' ProjectionRefs (src/extract),
+ *  - an ONNX model names them through the capture points' ProjectionRefs (src/runtime),
  *    stored as MatMul [d_in, d_out], Gemm/HF [d_out, d_in] or MatMulNBits blocks;
  *  - a llama GGUF (llama.cpp, Ollama) names them `blk.{i}.ffn_{gate,up,down}.weight`, GGML
  *    blocks with one stored row per output, dequantized by the weight pass exactly as the
@@ -19,7 +19,7 @@ import * as path from 'node:path';
 import { LobesError } from '../util/errors.js';
 import { readSafetensorsHeader, type StHeader } from '../formats/safetensors.js';
 import type { MatrixRef, DenseDtype, ByteRange, WeightSource } from './kernel.js';
-import type { ProjectionRef } from '../extract/types.js';
+import type { ProjectionRef } from '../runtime/types.js';
 import { DataType, type LoadedModel, type TensorProto } from '../onnx/index.js';
 import { HOOK_SITES, parseHook, siteModule, siteProjections } from '../hooks.js';
 import { openGgufLlama } from '../convert/gguf-llama.js';

@@ -5,25 +5,25 @@
  *     test/attend/make_attention_goldens.py) for onnxruntime-genai's builder (GroupQueryAttention
  *     with in-op rotary and packed QKV), torch.onnx (dynamo) and optimum exports;
  *   - a float64 forward pass written from the Llama equations (test/attend/reference.ts) for the
- *     generated models, and test/extract-engine/genai-forward.ts for the MultiHeadAttention +
+ *     generated models, and test/runtime/genai-forward.ts for the MultiHeadAttention +
  *     RotaryEmbedding fixture in ../shared.
  * Every layer and head, with left and right padding and mixed-length batches.
  */
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { openAttentionEngine, parseLayerSelection, realRows, type AttentionEngine } from '../../src/extract/attention-engine.js';
-import { padBatch } from '../../src/extract/batching.js';
-import { loadTokenizer } from '../../src/extract/tokenize.js';
+import { openAttentionEngine, parseLayerSelection, realRows, type AttentionEngine } from '../../src/runtime/attention-engine.js';
+import { padBatch } from '../../src/runtime/batching.js';
+import { loadTokenizer } from '../../src/runtime/tokenize.js';
 import { ensureGeneratedModel, generatedModelParams } from '../../src/models/index.js';
 import { readSafetensorsHeader, readTensorFloat32 } from '../../src/formats/safetensors.js';
 import { LobesError } from '../../src/util/errors.js';
-import { writeLlamaOnnx, seededLlamaSource, type LlamaSpec } from '../../src/models/llama-onnx/index.js';
+import { writeLlamaOnnx, seededLlamaSource, type LlamaSpec } from '../../src/convert/llama-onnx/index.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { lastRowAttention, maxAbsDiff } from './reference.js';
-import { GENAI, hasGenai } from '../extract-engine/helpers.js';
-import { genaiForward } from '../extract-engine/genai-forward.js';
+import { GENAI, hasGenai } from '../runtime/helpers.js';
+import { genaiForward } from '../runtime/genai-forward.js';
 
 const FIX = resolve(import.meta.dirname, 'fixtures');
 const ROOT = resolve(import.meta.dirname, '../..');
@@ -147,7 +147,7 @@ describe('GroupQueryAttention (onnxruntime-genai builder, fp32 CPU: packed QKV, 
 describe('explicit attention in real exporters\' graphs (torch.onnx dynamo, optimum)', () => {
   for (const name of ['hf-tiny-llama31', 'hf-tiny-llama31-optimum']) {
     it(`${name}: every layer and head equals Hugging Face eager attention within 1e-4`, async () => {
-      const eng = await openAttentionEngine(resolve(ROOT, 'models/reference', name), { device: 'cpu' });
+      const eng = await openAttentionEngine(resolve(ROOT, 'test/goldens', name), { device: 'cpu' });
       try {
         expect(eng.sites.every((s) => s.source === 'softmax')).toBe(true);
         await againstGoldens(eng, goldens(resolve(FIX, `${name}.json`), resolve(FIX, `${name}.safetensors`)), 1e-4);

@@ -9,8 +9,8 @@
 import { describe, it, expect } from 'vitest';
 import * as ort from 'onnxruntime-node';
 import { DataType, GraphIndex, encodeModel, makeGraph, makeModel, makeNode, makeTensor, makeValueInfo, type NodeProto, type TensorProto } from '../../src/onnx/index.js';
-import { fusedAttentionSite, type FusedAttention } from '../../src/extract/attention.js';
-import { buildAttentionModel } from '../../src/extract/attention-surgery.js';
+import { fusedAttentionSite, type FusedAttention } from '../../src/runtime/attention.js';
+import { buildAttentionModel } from '../../src/runtime/attention-surgery.js';
 import { Rng } from '../../src/util/rng.js';
 
 interface Case {

@@ -12,7 +12,7 @@ Three parts (from the repository root; Python is needed only to remake these fil
                 config.json, goldens.json, goldens.safetensors; the tokenizer files of
                 models/tiny-llama, whose vocabulary size it shares)
   reference  goldens for the committed torch.onnx (dynamo) and optimum exports of
-             models/reference/ (rebuilt with models/reference/make_hf_reference.py's build_model,
+             test/goldens/ (rebuilt with test/goldens/make_hf_reference.py's build_model,
              checked against its logit goldens): -> test/attend/fixtures/hf-tiny-llama31{,-optimum}.*
   offsets    token character offsets from Hugging Face's tokenizers library (the oracle for
              lobes' token-to-text alignment) for byte-level BPE (models/tiny-llama, Llama-3.1 from
@@ -123,7 +123,7 @@ def make_gqa():
 
 def make_reference(variant):
     sys.argv = [sys.argv[0], "--variant", variant]
-    path = os.path.join(ROOT, "models", "reference", "make_hf_reference.py")
+    path = os.path.join(ROOT, "test", "goldens", "make_hf_reference.py")
     spec = importlib.util.spec_from_file_location(f"make_hf_reference_{variant}", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
@@ -141,7 +141,7 @@ def make_reference(variant):
         assert torch.allclose(lg, logits[i], atol=1e-4), f"{variant}: rebuilt model differs from the reference goldens"
         tensors[f"ids{i}"] = last_rows(model, ids)
     name = os.path.basename(ref)
-    write(name, {"variant": variant, "model": f"models/reference/{name}", "ids": meta_in["ids"], **versions(),
+    write(name, {"variant": variant, "model": f"test/goldens/{name}", "ids": meta_in["ids"], **versions(),
                  "note": "tensor ids{i}: [layers, heads, seq], attention of the last position of ids[i]"}, tensors)
     print(f"wrote {name}")
 

@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync, readFileSync, writeFileSync, cpSync } from 'node:f
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { cli } from '../extract-engine/helpers.js';
+import { cli } from '../runtime/helpers.js';
 import { attendPayload, loadAttend, writeReport, launchChromium, chromiumProblem, type Browser } from '../../src/report/index.js';
 import { writeSyntheticRun } from '../../src/report/synthetic.js';
 import { LobesError } from '../../src/util/errors.js';

@@ -11,9 +11,9 @@ import { mkdtempSync, rmSync, readFileSync, writeFileSync, mkdirSync, existsSync
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createHash } from 'node:crypto';
-import { cli } from '../extract-engine/helpers.js';
+import { cli } from '../runtime/helpers.js';
 import { generatedModelParams } from '../../src/models/index.js';
-import { renderPrompt } from '../../src/eval/prompt.js';
+import { renderPrompt } from '../../src/data/prompt.js';
 import { loadAttendTokenizer } from '../../src/attend/tokenize.js';
 import { loadEvalTokenizer } from '../../src/eval/tokenizer.js';
 import { meanCI, diffCI } from '../../src/attend/stats.js';

@@ -13,10 +13,10 @@ import { existsSync, readFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { resolveModel } from '../../src/convert/cache.js';
-import { openAttentionEngine, realRows } from '../../src/extract/attention-engine.js';
-import { padBatch } from '../../src/extract/batching.js';
+import { openAttentionEngine, realRows } from '../../src/runtime/attention-engine.js';
+import { padBatch } from '../../src/runtime/batching.js';
 import { readSafetensorsHeader, readTensorFloat32 } from '../../src/formats/safetensors.js';
-import { cli } from '../extract-engine/helpers.js';
+import { cli } from '../runtime/helpers.js';
 import { maxAbsDiff } from './reference.js';
 import type { AttendItem } from '../../src/attend/types.js';
 

@@ -1,6 +1,6 @@
 /**
  * `lobes convert` and `--model FILE.gguf` through the command line and the conversion cache,
- * on the tiny Llama-3.1-shaped GGUF (models/reference/gguf-llama3-tiny) and corrupted copies
+ * on the tiny Llama-3.1-shaped GGUF (test/goldens/gguf-llama3-tiny) and corrupted copies
  * of it: bad input gives a one-line error and leaves nothing behind (no --out folder, no cache
  * entry, no lock, no temporary folder); the cache converts once, also under concurrency, and
  * never uses a stale or half-written entry.

@@ -1,6 +1,6 @@
 /**
  * GGUF tokenizer metadata built from Hugging Face tokenizer files the way llama.cpp's
- * convert_hf_to_gguf.py writes it, mirroring models/reference/make_tokenizer_goldens.py
+ * convert_hf_to_gguf.py writes it, mirroring test/goldens/make_tokenizer_goldens.py
  * (which writes the same vocabularies with the `gguf` package and records a digest of every
  * tokenizer key). `metadataDigest` computes that digest, so a test can check that the metadata
  * here is what the gguf package wrote, key by key.
@@ -21,7 +21,7 @@ export const SHARED = resolve(ROOT, '..', 'shared');
 export const LLAMA3_DIR = join(ROOT, 'node_modules', '@lenml', 'tokenizer-llama3_1', 'models');
 export const SPM_DIR = join(SHARED, 'models', 'ort-genai-tiny-llama-fp16');
 export const SMOL_GGUF = join(SHARED, 'models', 'smollm2-135m-instruct', 'SmolLM2-135M-Instruct.Q4_1.gguf');
-export const GOLDENS_FILE = join(ROOT, 'models', 'reference', 'tokenizer-goldens.json');
+export const GOLDENS_FILE = join(ROOT, 'test', 'goldens', 'tokenizer-goldens.json');
 
 export interface Goldens {
   texts: string[];

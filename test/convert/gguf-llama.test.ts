@@ -1,6 +1,6 @@
 /**
  * GGUF → Llama spec, weights and ONNX folder on the tiny Llama-3.1-shaped GGUF written by
- * models/reference/make_gguf_llama3_tiny.py. Oracles: the Hugging Face model the file was made
+ * test/goldens/make_gguf_llama3_tiny.py. Oracles: the Hugging Face model the file was made
  * from (its config, and its forward pass in float32: goldens.json / goldens.bin), llama.cpp's
  * formulas for the Q/K row order and for rope_freqs written out in this file, and the float32
  * dequantization of each tensor (for the MatMulNBits blocks).
@@ -12,7 +12,7 @@ import * as path from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { openGgufLlama, ropeScalingFromFreqFactors, ggufRowOf, hfRowOf, shortFloat32, type GgufLlama } from '../../src/convert/gguf-llama.js';
 import { convertGguf } from '../../src/convert/convert.js';
-import { openCaptureEngine } from '../../src/extract/engine.js';
+import { openCaptureEngine } from '../../src/runtime/engine.js';
 import { TINY_GGUF, loadTinyGoldens, relErr, batchOf, type TinyGoldens } from './tiny-llama3.js';
 
 /** llama.cpp's rope_freqs for llama3 scaling, written from its converter's description. */

@@ -1,5 +1,5 @@
 /**
- * Hugging Face goldens for the real SmolLM2-135M-Instruct GGUF (models/reference/
+ * Hugging Face goldens for the real SmolLM2-135M-Instruct GGUF (test/goldens/
  * make_smollm2_goldens.py): texts, token ids, last-token final.hidden in full, per-layer
  * mlp.in / mlp.down_in as exact norms and 128-dimensional sign sketches, greedy continuations
  * and weight hashes.
@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { ROOT } from './gguf-fixtures.js';
 
-export const SMOL_GOLDENS_DIR = path.join(ROOT, 'models', 'reference', 'smollm2');
+export const SMOL_GOLDENS_DIR = path.join(ROOT, 'test', 'goldens', 'smollm2');
 
 export interface SmolGoldens {
   texts: string[];

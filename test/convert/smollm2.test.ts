@@ -1,6 +1,6 @@
 /**
  * The real SmolLM2-135M-Instruct GGUF (../shared) converted to ONNX, against Hugging Face
- * transformers' own GGUF load of the same file (goldens from models/reference/
+ * transformers' own GGUF load of the same file (goldens from test/goldens/
  * make_smollm2_goldens.py: float32, eager attention, one text per forward pass):
  *
  *   - the dequantized, un-permuted weights equal HF's bit for bit (sha256 of float32 bytes);
@@ -26,11 +26,11 @@ import { relErr } from './tiny-llama3.js';
 import { openGgufLlama } from '../../src/convert/gguf-llama.js';
 import { resolveModel } from '../../src/convert/cache.js';
 import { runExtract } from '../../src/extract/run.js';
-import { loadTokenizer } from '../../src/extract/tokenize.js';
+import { loadTokenizer } from '../../src/runtime/tokenize.js';
 import { openRun } from '../../src/store/index.js';
 import { ggufMatrices, onnxMatrices, wantedMatrices } from '../../src/wanda/weights.js';
 import { columnBlockSums } from '../../src/wanda/kernel.js';
-import { inspectModel } from '../../src/extract/engine.js';
+import { inspectModel } from '../../src/runtime/engine.js';
 import { loadModel } from '../../src/onnx/index.js';
 
 const HAVE = haveShared(SMOL_GGUF);

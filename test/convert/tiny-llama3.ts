@@ -1,5 +1,5 @@
 /**
- * The tiny Llama-3.1-shaped GGUF made by models/reference/make_gguf_llama3_tiny.py (llama.cpp's
+ * The tiny Llama-3.1-shaped GGUF made by test/goldens/make_gguf_llama3_tiny.py (llama.cpp's
  * Q/K row permutation, rope_freqs for llama3 scaling, ten GGML block types) and its Hugging
  * Face goldens, and small helpers the conversion tests share.
  */
@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { ROOT } from './gguf-fixtures.js';
 
-export const TINY_DIR = path.join(ROOT, 'models', 'reference', 'gguf-llama3-tiny');
+export const TINY_DIR = path.join(ROOT, 'test', 'goldens', 'gguf-llama3-tiny');
 export const TINY_GGUF = path.join(TINY_DIR, 'tiny-llama3.gguf');
 
 export interface TinyGoldens {

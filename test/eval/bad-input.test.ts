@@ -9,9 +9,9 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { runEval } from '../../src/eval/run.js';
 import { ensureGeneratedModel } from '../../src/models/write.js';
-import { discover } from '../../src/extract/discover.js';
+import { discover } from '../../src/runtime/discover.js';
 import { encodeModel, loadModel } from '../../src/onnx/index.js';
-import { cli, expectLobesError } from '../extract-engine/helpers.js';
+import { cli, expectLobesError } from '../runtime/helpers.js';
 
 const DATA = path.resolve(__dirname, '../../../shared/socialeval/worldtree_data');
 const REAL = path.join(DATA, '[1,-1]_en_example_0.json');

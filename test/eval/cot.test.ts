@@ -13,7 +13,7 @@ import { cutAtAnswerKey, cotAnswer } from '../../src/eval/evaluate.js';
 import { ensureGeneratedModel } from '../../src/models/write.js';
 import { loadEvalTokenizer } from '../../src/eval/tokenizer.js';
 import { openScorer } from '../../src/eval/engine.js';
-import { expectLobesError } from '../extract-engine/helpers.js';
+import { expectLobesError } from '../runtime/helpers.js';
 
 const DATA = path.resolve(__dirname, '../../../shared/socialeval/worldtree_data');
 

@@ -10,7 +10,7 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { readEvalResults } from '../../src/eval/run.js';
-import { cli } from '../extract-engine/helpers.js';
+import { cli } from '../runtime/helpers.js';
 import { SMOLLM2_GGUF } from './smollm2.js';
 
 const have = existsSync(SMOLLM2_GGUF);

@@ -16,7 +16,7 @@ import { ensureGeneratedModel } from '../../src/models/write.js';
 import { runCluster } from '../../src/cluster/run.js';
 import { fakeEvalDeps, oneHot } from './fakes.js';
 import { hash32 } from '../../src/eval/score.js';
-import { cli } from '../extract-engine/helpers.js';
+import { cli } from '../runtime/helpers.js';
 
 const DATA = path.resolve(__dirname, '../../../shared/socialeval/worldtree_data');
 const have = existsSync(DATA);

@@ -1,22 +1,22 @@
 /**
- * The in-graph letter head (src/extract/logit-head.ts) against independent forward passes
+ * The in-graph letter head (src/runtime/logit-head.ts) against independent forward passes
  * written from the Llama equations in float64: the generated models' own parameters
  * (test/models/reference-forward.ts) and the onnxruntime-genai fixture's weights
- * (test/extract-engine/genai-forward.ts). Candidate logits, full-vocabulary log-sum-exp and
+ * (test/runtime/genai-forward.ts). Candidate logits, full-vocabulary log-sum-exp and
  * argmax at each row's last real token, with right padding; the KV-cache path (prefill, then
  * one or several tokens at a time) gives the same numbers; only [batch, k] and [batch]
  * tensors leave the session; a model without an lm_head is a one-line error.
  */
 import { describe, it, expect, afterAll } from 'vitest';
 import { ensureGeneratedModel, generatedModelParams } from '../../src/models/write.js';
-import { analyseModel, planInputs } from '../../src/extract/engine.js';
-import { buildLogitHeadModel, CAND_LOGITS, LOG_SUM_EXP, TOP_ID } from '../../src/extract/logit-head.js';
-import { discover } from '../../src/extract/discover.js';
+import { analyseModel, planInputs } from '../../src/runtime/engine.js';
+import { buildLogitHeadModel, CAND_LOGITS, LOG_SUM_EXP, TOP_ID } from '../../src/runtime/logit-head.js';
+import { discover } from '../../src/runtime/discover.js';
 import { loadModel, readInitializerFloat32, type LoadedModel } from '../../src/onnx/index.js';
 import { openScorer, type Scorer } from '../../src/eval/engine.js';
 import { referenceForward, cachedParams } from '../models/reference-forward.js';
-import { genaiForward } from '../extract-engine/genai-forward.js';
-import { GENAI, hasGenai, expectLobesError } from '../extract-engine/helpers.js';
+import { genaiForward } from '../runtime/genai-forward.js';
+import { GENAI, hasGenai, expectLobesError } from '../runtime/helpers.js';
 
 const SEQS = [
   [1, 17, 40, 301, 99, 7, 250, 12, 18],

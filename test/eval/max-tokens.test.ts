@@ -10,7 +10,7 @@ import * as path from 'node:path';
 import { runEval, readEvalResults } from '../../src/eval/run.js';
 import { modelContextLength } from '../../src/eval/engine.js';
 import { ensureGeneratedModel } from '../../src/models/write.js';
-import { GENAI, hasGenai } from '../extract-engine/helpers.js';
+import { GENAI, hasGenai } from '../runtime/helpers.js';
 
 const DATA = path.resolve(__dirname, '../../../shared/socialeval/worldtree_data');
 

@@ -8,8 +8,8 @@ import { describe, it, expect } from 'vitest';
 import { existsSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { loadSocialEvalBench, gaeFields, type WorldTree } from '../../src/data/socialeval-eval.js';
-import { renderContent, renderPrompt, parseTemplate } from '../../src/eval/prompt.js';
-import { SOCIALEVAL_TEMPLATES, stripMarkers } from '../../src/eval/templates.js';
+import { renderContent, renderPrompt, parseTemplate } from '../../src/data/prompt.js';
+import { SOCIALEVAL_TEMPLATES, stripMarkers } from '../../src/data/prompt-templates.js';
 import { pyRepr, pyStrRepr, pyJsonDumps } from '../../src/util/pyfmt.js';
 
 const DATA = path.resolve(__dirname, '../../../shared/socialeval/worldtree_data');

@@ -15,7 +15,7 @@ import { runEval, readEvalResults } from '../../src/eval/run.js';
 import { writeSyntheticRun } from '../../src/report/synthetic.js';
 import { loadRun, runPayload, compareRuns, writeReport, writeCompare, launchChromium, chromiumProblem } from '../../src/report/index.js';
 import { fakeEvalDeps, oneHot } from './fakes.js';
-import { cli } from '../extract-engine/helpers.js';
+import { cli } from '../runtime/helpers.js';
 
 const MODEL = path.resolve(__dirname, '../../models/tiny-llama');
 const DATA = path.resolve(__dirname, '../../../shared/socialeval/worldtree_data');

@@ -7,7 +7,7 @@
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import type { Dataset, Sample } from '../../src/data/types.js';
-import type { CaptureEngine, CapturePoint, EngineOptions, LobesTokenizer, TokenBatch, TokenizerOptions, BatchPlanOptions } from '../../src/extract/types.js';
+import type { CaptureEngine, CapturePoint, EngineOptions, LobesTokenizer, TokenBatch, TokenizerOptions, BatchPlanOptions } from '../../src/runtime/types.js';
 import type { ExtractDeps } from '../../src/extract/run.js';
 import { siteFamily } from '../../src/hooks.js';
 

@@ -1,7 +1,7 @@
 /**
  * GGML types and dequantization against the gguf Python package: the type table equals
  * gguf.GGML_QUANT_SIZES, and every decoded type equals gguf.quants.dequantize bit for bit
- * (random blocks from models/reference/make_gguf_goldens.py). Then the MatMulNBits forms,
+ * (random blocks from test/goldens/make_gguf_goldens.py). Then the MatMulNBits forms,
  * checked against the dequantization and against ONNX Runtime's own MatMulNBits kernel.
  */
 import { describe, it, expect, afterAll } from 'vitest';

@@ -1,6 +1,6 @@
 /**
  * Copy a GGUF file with lobes' reader and writer: same metadata (in order) and tensor bytes,
- * alignment 64. models/reference/make_gguf_goldens.py runs this on goldens.gguf and checks the
+ * alignment 64. test/goldens/make_gguf_goldens.py runs this on goldens.gguf and checks the
  * copy with the gguf package's GGUFReader; gguf.test.ts makes the same copy and checks that it
  * is byte for byte the file the gguf package accepted.
  *

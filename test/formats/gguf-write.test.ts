@@ -1,7 +1,7 @@
 /**
  * The GGUF writer: write → read gives back the same metadata (every value type, empty and
  * nested arrays) and tensor bytes at aligned offsets; lobes' copy of goldens.gguf is byte for
- * byte the file the gguf package's GGUFReader accepted (models/reference/gguf/writer-check.json);
+ * byte the file the gguf package's GGUFReader accepted (test/goldens/gguf/writer-check.json);
  * streaming in pieces; bad input refused with nothing left behind.
  */
 import { describe, it, expect, afterAll } from 'vitest';

@@ -1,7 +1,7 @@
 /**
  * The GGUF reader against the gguf Python package: goldens.gguf (written by gguf.GGUFWriter,
  * metadata of every value type) and the real SmolLM2-135M-Instruct Q4_1 file (what
- * gguf.GGUFReader reports, recorded by models/reference/make_gguf_goldens.py). Then malformed
+ * gguf.GGUFReader reports, recorded by test/goldens/make_gguf_goldens.py). Then malformed
  * files: each gives one LobesError naming the file and the place.
  */
 import { describe, it, expect, afterAll } from 'vitest';

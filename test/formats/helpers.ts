@@ -7,7 +7,7 @@ import { expect } from 'vitest';
 import { LobesError } from '../../src/util/errors.js';
 import type { GgufArray, GgufValue } from '../../src/formats/gguf.js';
 
-export const REF = path.resolve(import.meta.dirname, '../../models/reference/gguf');
+export const REF = path.resolve(import.meta.dirname, '../../test/goldens/gguf');
 export const GOLDEN_GGUF = path.join(REF, 'goldens.gguf');
 export const SMOL = path.resolve(import.meta.dirname, '../../../shared/models/smollm2-135m-instruct/SmolLM2-135M-Instruct.Q4_1.gguf');
 

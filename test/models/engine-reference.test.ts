@@ -9,9 +9,9 @@ import { describe, expect, it } from 'vitest';
 import { ensureGeneratedModel, generatedModelParams as genParams } from '../../src/models/write.js';
 import { encodeBpe } from '../../src/models/tokenizer.js';
 import type { TinyLlamaParams } from '../../src/models/tinyllama.js';
-import { openCaptureEngine } from '../../src/extract/engine.js';
-import { loadTokenizer } from '../../src/extract/tokenize.js';
-import { padBatch } from '../../src/extract/batching.js';
+import { openCaptureEngine } from '../../src/runtime/engine.js';
+import { loadTokenizer } from '../../src/runtime/tokenize.js';
+import { padBatch } from '../../src/runtime/batching.js';
 import { cachedParams, referenceForward, relErr, row, type ReferenceOutputs } from './reference-forward.js';
 
 const generatedModelParams = (name: string) => cachedParams(name, genParams);

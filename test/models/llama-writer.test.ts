@@ -1,6 +1,6 @@
 /**
  * The streaming Llama ONNX writer against independent references
- * (models/reference/make_llama_writer_goldens.py):
+ * (test/goldens/make_llama_writer_goldens.py):
  *  - Hugging Face transformers' fp32 forward of the same seeded weights (GQA; tied embeddings
  *    with Llama-3 rope scaling and head_dim ≠ hidden/heads; linear rope scaling): last-token
  *    logits, final hidden state and every layer's MLP inputs / residual from forward hooks,
@@ -21,8 +21,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readSafetensorsHeader, readTensorFloat32 } from '../../src/formats/safetensors.js';
 import { readFileRange } from '../../src/util/io.js';
 import { loadModel } from '../../src/onnx/index.js';
-import { analyseModel, openCaptureEngine } from '../../src/extract/engine.js';
-import { padBatch } from '../../src/extract/batching.js';
+import { analyseModel, openCaptureEngine } from '../../src/runtime/engine.js';
+import { padBatch } from '../../src/runtime/batching.js';
 import { onnxWeightSource } from '../../src/wanda/weights.js';
 import { dequantizeNBits } from '../../src/wanda/kernel.js';
 import { LobesError } from '../../src/util/errors.js';
@@ -34,13 +34,13 @@ import {
   type LlamaWeightSource,
   type NbitsBlocks,
   type WriteLlamaOptions,
-} from '../../src/models/llama-onnx/index.js';
-import { toHalf } from '../../src/models/llama-onnx/weights.js';
+} from '../../src/convert/llama-onnx/index.js';
+import { toHalf } from '../../src/convert/llama-onnx/weights.js';
 import { floatToHalf } from '../../src/util/half.js';
 import { relErr } from './reference-forward.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const REF = path.join(ROOT, 'models', 'reference', 'llama-writer');
+const REF = path.join(ROOT, 'test', 'goldens', 'llama-writer');
 
 interface ConfigGolden {
   seed: number;

@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { runExtract } from '../../src/extract/run.js';
 import { runWanda } from '../../src/wanda/index.js';
 import { openRun } from '../../src/store/index.js';
-import { inspectModel } from '../../src/extract/engine.js';
+import { inspectModel } from '../../src/runtime/engine.js';
 import { loadModel, readInitializerFloat32 } from '../../src/onnx/index.js';
 import { readSafetensorsHeader, readTensorFloat32 } from '../../src/formats/safetensors.js';
 import { tmpDir, cleanupTmp, naivePooled, transpose } from './helpers.js';

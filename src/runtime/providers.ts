@@ -2,13 +2,13 @@
  * Execution providers: which ones this build of onnxruntime-node can use, and session
  * options for a device. A requested provider that is missing is an error that says what to
  * install; lobes never falls back to the CPU silently. Before a CUDA or WebGPU session, the
- * libraries `lobes doctor` installed for it are loaded (src/doctor/preload.ts).
+ * libraries `lobes doctor` installed for it are loaded (src/runtime/preload.ts).
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { LobesError } from '../util/errors.js';
-import { bindingDir, preloadProviderLibraries } from '../doctor/preload.js';
+import { bindingDir, preloadProviderLibraries } from './preload.js';
 import type { Device } from './types.js';
 
 export const CUDA_INSTALL_HINT =

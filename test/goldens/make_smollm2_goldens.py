@@ -32,9 +32,9 @@ Weights: sha256 of HF's float32 q_proj / k_proj / v_proj / gate_proj of layers 0
 the embeddings, so a test can check lobes' dequantized, un-permuted rows bit for bit.
 
 Run from the repository root with ../shared present:
-    /work/venv/bin/python models/reference/make_smollm2_goldens.py
+    /work/venv/bin/python test/goldens/make_smollm2_goldens.py
 Needs: torch, transformers (5.x), gguf, accelerate, tokenizers, numpy.
-Writes models/reference/smollm2/goldens.json and goldens.bin (float32 little-endian).
+Writes test/goldens/smollm2/goldens.json and goldens.bin (float32 little-endian).
 """
 import hashlib
 import json
@@ -52,7 +52,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 SHARED = os.path.join(os.path.dirname(ROOT), "shared")
 SMOL_DIR = os.path.join(SHARED, "models", "smollm2-135m-instruct")
 SMOL_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
-OUT = os.path.join(ROOT, "models", "reference", "smollm2")
+OUT = os.path.join(ROOT, "test", "goldens", "smollm2")
 SKETCH = 128
 
 TEXTS = [

@@ -3,7 +3,7 @@
 For each tokenizer family lobes rebuilds from GGUF metadata, this script tokenizes a fixed list
 of texts and renders three conversations through the chat template with Hugging Face's own
 implementations, and writes the ids (and rendered chat strings) to
-models/reference/tokenizer-goldens.json. The lobes tests rebuild tokenizer.json and
+test/goldens/tokenizer-goldens.json. The lobes tests rebuild tokenizer.json and
 tokenizer_config.json from GGUF metadata in TypeScript, load them with @huggingface/transformers
 and compare with these goldens; they never run Python.
 
@@ -45,7 +45,7 @@ wrote (see metadata_digest), so a test can check that the metadata it builds in 
 byte-for-byte what the gguf package wrote.
 
 Run from the repository root (after `npm ci`, with ../shared present):
-    /work/venv/bin/python models/reference/make_tokenizer_goldens.py
+    /work/venv/bin/python test/goldens/make_tokenizer_goldens.py
 Needs: transformers (5.x), tokenizers, gguf, numpy.
 """
 import hashlib
@@ -64,7 +64,7 @@ from transformers import AutoTokenizer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SHARED = os.path.join(os.path.dirname(ROOT), "shared")
-OUT = os.path.join(ROOT, "models", "reference", "tokenizer-goldens.json")
+OUT = os.path.join(ROOT, "test", "goldens", "tokenizer-goldens.json")
 LLAMA3_DIR = os.path.join(ROOT, "node_modules", "@lenml", "tokenizer-llama3_1", "models")
 SPM_DIR = os.path.join(SHARED, "models", "ort-genai-tiny-llama-fp16")
 SMOL_DIR = os.path.join(SHARED, "models", "smollm2-135m-instruct")
@@ -414,7 +414,7 @@ def main():
             "llama2-spm": family_spm(tmp),
         }
     out = {
-        "generator": "models/reference/make_tokenizer_goldens.py",
+        "generator": "test/goldens/make_tokenizer_goldens.py",
         "versions": {"transformers": transformers.__version__, "tokenizers": tokenizers.__version__, "gguf": "gguf-py"},
         "texts": TEXTS,
         "conversations": CONVERSATIONS,

@@ -14,15 +14,15 @@ Two variants (from the repository root, after `npm ci`):
 
   dynamo (default): torch.onnx.export(dynamo=True), no KV cache; hidden 32, 4 heads / 2 kv heads.
     python -m venv /work/venv && /work/venv/bin/pip install torch transformers onnx onnxscript safetensors
-    /work/venv/bin/python models/reference/make_hf_reference.py
-    -> models/reference/hf-tiny-llama31/
+    /work/venv/bin/python test/goldens/make_hf_reference.py
+    -> test/goldens/hf-tiny-llama31/
 
   optimum: optimum-onnx's exporter (optimum.exporters.onnx.main_export, task
   text-generation-with-past: past_key_values.* inputs, present.* outputs); hidden 16,
   2 heads / 1 kv head.
     python -m venv /work/venv-optimum && /work/venv-optimum/bin/pip install "optimum-onnx[onnxruntime]"
-    /work/venv-optimum/bin/python models/reference/make_hf_reference.py --variant optimum
-    -> models/reference/hf-tiny-llama31-optimum/
+    /work/venv-optimum/bin/python test/goldens/make_hf_reference.py --variant optimum
+    -> test/goldens/hf-tiny-llama31-optimum/
 
 Outputs (committed): model.onnx, config.json, goldens.json, goldens.safetensors. The tokenizer
 files are not copied; tests take them from node_modules.
@@ -47,7 +47,7 @@ VARIANT = sys.argv[sys.argv.index("--variant") + 1] if "--variant" in sys.argv e
 if VARIANT not in VARIANTS:
     sys.exit(f"unknown variant {VARIANT} (known: {', '.join(VARIANTS)})")
 V = VARIANTS[VARIANT]
-OUT = os.path.join(ROOT, "models", "reference", V["out"])
+OUT = os.path.join(ROOT, "test", "goldens", V["out"])
 TOK_DIR = os.path.join(ROOT, "node_modules", "@lenml", "tokenizer-llama3_1", "models")
 
 TEXTS = [

@@ -1,10 +1,10 @@
-"""Goldens for lobes' streaming Llama ONNX writer (src/models/llama-onnx).
+"""Goldens for lobes' streaming Llama ONNX writer (src/convert/llama-onnx).
 
 For a few small Llama configurations (grouped-query attention; tied embeddings with Llama-3
 rope scaling and head_dim != hidden/heads; linear rope scaling with one layer), this script
 
   * makes the weights with a Python port of lobes' seeded source (seededLlamaSource in
-    src/models/llama-onnx/source.ts: per-row xorshift32, bit-identical to the TypeScript), so
+    src/convert/llama-onnx/source.ts: per-row xorshift32, bit-identical to the TypeScript), so
     the tests regenerate the same weights from the committed seed without Python;
   * runs Hugging Face transformers' LlamaForCausalLM (fp32, eager attention) on each token
     sequence alone and records, at the last token: the logits, the final hidden state (input of
@@ -21,8 +21,8 @@ rope scaling and head_dim != hidden/heads; linear rope scaling with one layer), 
     qkv_proj split back into q, k, v), so a test can feed them through the writer.
 
 Run from the repository root:
-    /work/venv/bin/python models/reference/make_llama_writer_goldens.py
-Outputs (committed): models/reference/llama-writer/goldens.json (specs, seeds, token ids) and
+    /work/venv/bin/python test/goldens/make_llama_writer_goldens.py
+Outputs (committed): test/goldens/llama-writer/goldens.json (specs, seeds, token ids) and
 goldens.safetensors (tensors named CONFIG.NAME).
 """
 import json
@@ -38,7 +38,7 @@ from safetensors.numpy import save_file
 from transformers import LlamaConfig, LlamaForCausalLM
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-OUT = os.path.join(ROOT, "models", "reference", "llama-writer")
+OUT = os.path.join(ROOT, "test", "goldens", "llama-writer")
 M32 = 0xFFFFFFFF
 
 CONFIGS = {
@@ -251,7 +251,7 @@ def main():
     os.makedirs(OUT, exist_ok=True)
     torch.manual_seed(0)
     rng = np.random.default_rng(7)
-    meta = {"script": "models/reference/make_llama_writer_goldens.py", "configs": {}}
+    meta = {"script": "test/goldens/make_llama_writer_goldens.py", "configs": {}}
     tensors = {}
     for key, c in CONFIGS.items():
         weights = {n: seeded_weight(n, s, c["seed"]) for n, s in weight_shapes(c)}

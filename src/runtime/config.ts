@@ -1,6 +1,6 @@
 /**
  * A model's config files (Hugging Face config.json, onnxruntime-genai genai_config.json):
- * where they are and what discovery takes from them (src/extract/discover.ts looks at the
+ * where they are and what discovery takes from them (src/runtime/discover.ts looks at the
  * graph only; these fill in what a graph may not show, such as the head counts).
  */
 import { existsSync, readFileSync, statSync } from 'node:fs';
@@ -46,7 +46,7 @@ export interface ContextLimit {
 /**
  * The context length declared in `dir`: config.json max_position_embeddings, else
  * genai_config.json context_length; null when neither says. (GGUF metadata and the graph's
- * own rotary cache are added by the consistency check, src/extract/consistency.ts.)
+ * own rotary cache are added by the consistency check, src/runtime/consistency.ts.)
  */
 export function declaredContext(dir: string): ContextLimit | null {
   const cfg = readJson(join(dir, 'config.json'));

@@ -3,8 +3,8 @@ import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { DataType, loadModel, makeNode, makeTensor, readInitializerFloat32, writeModel, type ModelProto } from '../../src/onnx/index.js';
-import { inspectModel, openCaptureEngine } from '../../src/extract/engine.js';
-import { padBatch } from '../../src/extract/batching.js';
+import { inspectModel, openCaptureEngine } from '../../src/runtime/engine.js';
+import { padBatch } from '../../src/runtime/batching.js';
 import { relErr } from './helpers.js';
 import * as ort from 'onnxruntime-node';
 
@@ -192,7 +192,7 @@ describe('MatMulNBits (int4) projections', () => {
 describe('transformers.js folder layout (onnx/ subfolder, tokenizer and config at the root)', () => {
   it('finds the graph, the config and the tokenizer', async () => {
     const { mkdirSync } = await import('node:fs');
-    const { loadTokenizer } = await import('../../src/extract/tokenize.js');
+    const { loadTokenizer } = await import('../../src/runtime/tokenize.js');
     const d = mkdtempSync(join(tmpdir(), 'lobes-tjs-'));
     try {
       mkdirSync(join(d, 'onnx'));

@@ -1,11 +1,11 @@
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { GENAI, hasGenai, relErr } from './helpers.js';
-import { openCaptureEngine, openPlainSession } from '../../src/extract/engine.js';
-import { loadTokenizer } from '../../src/extract/tokenize.js';
-import { padBatch } from '../../src/extract/batching.js';
+import { openCaptureEngine, openPlainSession } from '../../src/runtime/engine.js';
+import { loadTokenizer } from '../../src/runtime/tokenize.js';
+import { padBatch } from '../../src/runtime/batching.js';
 import { loadModel, readInitializerFloat32 } from '../../src/onnx/index.js';
 import { halfArrayToFloat } from '../../src/util/half.js';
-import type { CaptureEngine, LobesTokenizer } from '../../src/extract/types.js';
+import type { CaptureEngine, LobesTokenizer } from '../../src/runtime/types.js';
 import { genaiForward, lastTokenHook } from './genai-forward.js';
 
 const TEXTS = [

@@ -47,7 +47,7 @@ export interface ModelInfo {
   providers: { name: string; available: boolean; note?: string }[];
   /** Graph inputs (names, dtypes) the session needs. */
   inputs: { name: string; dtype: string; shape: (number | string)[] }[];
-  /** The graph's own settings (RoPE base, norm epsilon, heads) against the config files (src/extract/consistency.ts). */
+  /** The graph's own settings (RoPE base, norm epsilon, heads) against the config files (src/runtime/consistency.ts). */
   check?: ModelCheck;
 }
 
@@ -82,7 +82,7 @@ export interface EngineOptions {
 }
 
 /**
- * Module contracts (implemented in src/extract/):
+ * Module contracts (implemented in src/runtime/):
  *   engine.ts    export function openCaptureEngine(modelDir: string, opts: EngineOptions): Promise<CaptureEngine>
  *                export function inspectModel(modelDir: string): Promise<ModelInfo>
  *   tokenize.ts  export function loadTokenizer(modelDir: string, opts: TokenizerOptions): Promise<LobesTokenizer>
@@ -123,7 +123,7 @@ export interface BatchPlanOptions {
 }
 
 // ---------------------------------------------------------------------------------------
-// The consistency check of a model (src/extract/consistency.ts)
+// The consistency check of a model (src/runtime/consistency.ts)
 
 /** What the graph itself computes with. Null where the graph does not show it. */
 export interface GraphFacts {

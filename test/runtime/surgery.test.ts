@@ -1,10 +1,10 @@
 import { describe, it, expect } from 'vitest';
 import * as ort from 'onnxruntime-node';
 import { GENAI, hasGenai } from './helpers.js';
-import { analyseModel, openCaptureEngine, positionIds } from '../../src/extract/engine.js';
-import { buildCaptureModel } from '../../src/extract/surgery.js';
-import { isPastInput } from '../../src/extract/discover.js';
-import { padBatch } from '../../src/extract/batching.js';
+import { analyseModel, openCaptureEngine, positionIds } from '../../src/runtime/engine.js';
+import { buildCaptureModel } from '../../src/runtime/surgery.js';
+import { isPastInput } from '../../src/runtime/discover.js';
+import { padBatch } from '../../src/runtime/batching.js';
 import { encodeModel } from '../../src/onnx/index.js';
 import { genaiForward, lastTokenHook } from './genai-forward.js';
 import { ensureGeneratedModel, generatedModelParams } from '../../src/models/write.js';

@@ -4,17 +4,17 @@ generates what Hugging Face transformers generates from the same weights.
 The folder is the 'gqa' configuration of make_llama_writer_goldens.py, written by the writer
 with the built-in tiny tokenizer, e.g. (from the repository root):
 
-    npx tsx -e "import('./src/models/llama-onnx/index.ts').then(async (w) => {
+    npx tsx -e "import('./src/convert/llama-onnx/index.ts').then(async (w) => {
       const fs = await import('node:fs');
-      const c = JSON.parse(fs.readFileSync('models/reference/llama-writer/goldens.json', 'utf8')).configs.gqa;
+      const c = JSON.parse(fs.readFileSync('test/goldens/llama-writer/goldens.json', 'utf8')).configs.gqa;
       const spec = { ...c.spec, bosTokenId: 509, eosTokenId: 510, padTokenId: 511 };
       const extraFiles = { 'tokenizer.json': fs.readFileSync('models/tiny-llama/tokenizer.json', 'utf8'),
                            'tokenizer_config.json': fs.readFileSync('models/tiny-llama/tokenizer_config.json', 'utf8') };
       for (const weights of ['fp32', 'q4'])
         await w.writeLlamaOnnx('/tmp/genai-gqa-' + weights, spec, w.seededLlamaSource(spec, c.seed), { layout: 'genai', dtype: 'fp32', weights, extraFiles });
     })"
-    /work/venv/bin/python models/reference/check_genai_folder.py /tmp/genai-gqa-fp32 fp32
-    /work/venv/bin/python models/reference/check_genai_folder.py /tmp/genai-gqa-q4 q4
+    /work/venv/bin/python test/goldens/check_genai_folder.py /tmp/genai-gqa-fp32 fp32
+    /work/venv/bin/python test/goldens/check_genai_folder.py /tmp/genai-gqa-q4 q4
 
 It prints the 12 greedy tokens of both and exits non-zero when they differ. For q4 the
 reference uses the weights the writer stored (quantized and dequantized by the script's port

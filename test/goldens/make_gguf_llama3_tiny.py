@@ -30,8 +30,8 @@ tokenizer-llama3_1) with the merges among them, plus <|begin_of_text|> and <|eot
 (pre-tokenizer llama-bpe), so that the file converts like a real Llama-3 GGUF.
 
 Run from the repository root (after `npm ci`):
-    /work/venv/bin/python models/reference/make_gguf_llama3_tiny.py
-Writes models/reference/gguf-llama3-tiny/: tiny-llama3.gguf, goldens.json, goldens.bin.
+    /work/venv/bin/python test/goldens/make_gguf_llama3_tiny.py
+Writes test/goldens/gguf-llama3-tiny/: tiny-llama3.gguf, goldens.json, goldens.bin.
 """
 import json
 import math
@@ -48,7 +48,7 @@ from gguf import quants
 from transformers import AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-OUT = os.path.join(ROOT, "models", "reference", "gguf-llama3-tiny")
+OUT = os.path.join(ROOT, "test", "goldens", "gguf-llama3-tiny")
 TOK = os.path.join(ROOT, "node_modules", "@lenml", "tokenizer-llama3_1", "models", "tokenizer.json")
 SEED = 7
 VOCAB = 1024

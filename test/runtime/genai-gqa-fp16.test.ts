@@ -13,9 +13,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import * as ort from 'onnxruntime-node';
-import { writeLlamaOnnx, seededLlamaSource, type LlamaSpec } from '../../src/models/llama-onnx/index.js';
-import { openCaptureEngine } from '../../src/extract/engine.js';
-import { padBatch } from '../../src/extract/batching.js';
+import { writeLlamaOnnx, seededLlamaSource, type LlamaSpec } from '../../src/convert/llama-onnx/index.js';
+import { openCaptureEngine } from '../../src/runtime/engine.js';
+import { padBatch } from '../../src/runtime/batching.js';
 import { halfToFloat } from '../../src/util/half.js';
 
 const tmp = mkdtempSync(path.join(os.tmpdir(), 'lobes-gqa-fp16-'));

@@ -3,19 +3,19 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { planBatches, padBatch } from '../../src/extract/batching.js';
-import { positionIds, openCaptureEngine } from '../../src/extract/engine.js';
-import { loadTokenizer } from '../../src/extract/tokenize.js';
-import { listProviders, executionProviders } from '../../src/extract/providers.js';
+import { planBatches, padBatch } from '../../src/runtime/batching.js';
+import { positionIds, openCaptureEngine } from '../../src/runtime/engine.js';
+import { loadTokenizer } from '../../src/runtime/tokenize.js';
+import { listProviders, executionProviders } from '../../src/runtime/providers.js';
 import { Rng } from '../../src/util/rng.js';
 import { LobesError } from '../../src/util/errors.js';
-import type { Device } from '../../src/extract/types.js';
+import type { Device } from '../../src/runtime/types.js';
 import { GENAI, hasGenai, expectLobesError, relErr } from './helpers.js';
 import { genaiForward, lastTokenHook } from './genai-forward.js';
 
 const CUDA = listProviders().find((p) => p.name === 'cuda')?.available === true;
-if (CUDA) console.log('test/extract-engine/batching.test.ts: this build has the CUDA provider; the missing-provider error is not tested here');
-else console.log('test/extract-engine/batching.test.ts: no CUDA provider in this build; the CUDA capture comparison is skipped');
+if (CUDA) console.log('test/runtime/batching.test.ts: this build has the CUDA provider; the missing-provider error is not tested here');
+else console.log('test/runtime/batching.test.ts: no CUDA provider in this build; the CUDA capture comparison is skipped');
 
 /**
  * False only where a WebGPU adapter cannot exist: on Linux, ONNX Runtime's WebGPU (Dawn) needs

@@ -22,8 +22,8 @@ The `gguf` Python package (llama.cpp's own GGUF library) is the independent refe
      writes exactly the file the gguf package accepted.
 
 From the repository root (after `npm ci`):
-    /work/venv/bin/python models/reference/make_gguf_goldens.py
-    -> models/reference/gguf/
+    /work/venv/bin/python test/goldens/make_gguf_goldens.py
+    -> test/goldens/gguf/
 """
 import hashlib
 import json
@@ -37,7 +37,7 @@ import gguf
 from gguf import GGMLQuantizationType as Q, GGUFValueType as V
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-OUT = os.path.join(ROOT, 'models', 'reference', 'gguf')
+OUT = os.path.join(ROOT, 'test', 'goldens', 'gguf')
 SMOL = os.path.join(ROOT, '..', 'shared', 'models', 'smollm2-135m-instruct', 'SmolLM2-135M-Instruct.Q4_1.gguf')
 SEED = 20240611
 
@@ -251,7 +251,7 @@ def make_goldens():
         for c in golden_chunks:
             f.write(c)
     doc = {
-        'about': 'written by models/reference/make_gguf_goldens.py with the gguf package %s; seed %d' % (gguf_version(), SEED),
+        'about': 'written by test/goldens/make_gguf_goldens.py with the gguf package %s; seed %d' % (gguf_version(), SEED),
         'file': 'goldens.gguf', 'version': int(r.fields['GGUF.version'].contents()), 'alignment': int(r.alignment),
         'dataStart': int(r.data_offset), 'metadata': [{'key': k, **v} for k, v in meta], 'tensors': tensors,
         'quantSizes': {q.name: [int(q), *gguf.GGML_QUANT_SIZES[q]] for q in gguf.GGML_QUANT_SIZES},
