@@ -16,7 +16,6 @@
  *                                    tokens the evaluation scored), with its parts and the roles of
  *                                    the options (correct, the model's pick, other).
  */
-import { existsSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { createHash } from 'node:crypto';
 import { LobesError, UsageError } from '../util/errors.js';
@@ -25,7 +24,7 @@ import type { PromptPart } from './words.js';
 import type { AttendItem } from './types.js';
 import { TEXT_PART } from './words.js';
 import type { EvalRecord } from '../eval/types.js';
-import { readJsonl } from '../eval/store.js';
+import { isEvalDir, readEvalResults } from '../eval/store.js';
 import { renderPrompt } from '../data/prompt.js';
 import { ANSWER_PREFIX, OPTION_SEPARATOR, SOCIALEVAL_TEMPLATES } from '../data/prompt-templates.js';
 import { parseSpec } from '../data/spec.js';
@@ -114,19 +113,6 @@ export async function socialEvalAnswerItems(spec: string, tok: AttendTokenizer, 
 
 export type ItemSelection = 'wrong' | 'right' | 'all';
 
-/** What the evaluation's manifest (DIR/eval.json) says about its model and chat template, when it has one. */
-function evalFacts(dir: string): { chat: boolean | null; graphSha256: string | null; filesSha256: string | null } {
-  const mf = path.join(dir, 'eval.json');
-  if (!existsSync(mf)) return { chat: null, graphSha256: null, filesSha256: null };
-  try {
-    const m = JSON.parse(readFileSync(mf, 'utf8'));
-    const str = (v: unknown) => (typeof v === 'string' ? v : null);
-    return { chat: typeof m?.tokenizer?.chatTemplate === 'boolean' ? m.tokenizer.chatTemplate : null, graphSha256: str(m?.model?.graphSha256), filesSha256: str(m?.model?.filesSha256) };
-  } catch {
-    throw new LobesError('eval.json is not valid JSON', { file: mf });
-  }
-}
-
 /** Without a manifest: a chat-templated prompt begins with the template's own opening. */
 function looksChatTemplated(prompt: string, tok: AttendTokenizer): boolean {
   if (!tok.chat) return false;
@@ -137,12 +123,11 @@ function looksChatTemplated(prompt: string, tok: AttendTokenizer): boolean {
 
 /** Records of `lobes eval` (DIR/records.jsonl), the selected ones, read up to their answer position. */
 export async function evalItems(dir: string, modelDir: string, model: { graphSha256: string; filesSha256?: string }, tok: AttendTokenizer, opts: { items: ItemSelection; maxTokens: number | null; limit: number | null }): Promise<PreparedInput> {
-  const file = path.join(dir, 'records.jsonl');
-  if (!existsSync(file)) {
-    throw new LobesError('no records.jsonl: not a finished lobes eval folder', { file: dir, hint: 'run lobes eval to the end first (it writes records.jsonl when complete)' });
-  }
-  const records = readJsonl<EvalRecord>(file);
-  const h = createHash('sha256').update(readFileSync(file));
+  // Through the evaluation's own reader: a finished folder whose records still hash to eval.json.
+  if (!isEvalDir(dir)) throw new LobesError('not a lobes evaluation folder (no eval.json)', { file: dir, hint: 'give the --out folder of lobes eval' });
+  const ev = readEvalResults(dir);
+  const records = ev.records;
+  const file = path.join(dir, ev.manifest.files!.records.path);
   const selected: { rec: EvalRecord; index: number }[] = [];
   let skipped = 0;
   records.forEach((rec, index) => {
@@ -158,7 +143,7 @@ export async function evalItems(dir: string, modelDir: string, model: { graphSha
   });
   const chosen = opts.limit !== null ? selected.slice(0, opts.limit) : selected;
   if (chosen.length === 0) throw new LobesError(`no ${opts.items === 'all' ? '' : opts.items + ' '}records to read`, { file, hint: opts.items === 'all' ? undefined : 'use --items all' });
-  const facts = evalFacts(dir);
+  const facts = { chat: ev.manifest.tokenizer.chatTemplate, graphSha256: ev.manifest.model.graphSha256, filesSha256: ev.manifest.model.filesSha256 ?? null };
   if (facts.graphSha256 && facts.graphSha256 !== model.graphSha256) {
     throw new LobesError('the evaluation was run with another model (its eval.json records another graph sha256)', { file: path.join(dir, 'eval.json'), hint: 'give lobes attend the model the evaluation used' });
   }
@@ -188,5 +173,5 @@ export async function evalItems(dir: string, modelDir: string, model: { graphSha
     });
     return prepared({ id: rec.id, index, labels: rec.labels ?? {}, correct: rec.correct ?? null, prompt, parts, roles, allIds }, opts.maxTokens, tok.bosId);
   });
-  return { kind: 'eval', spec: path.resolve(dir), sha256: h.digest('hex'), items, total: records.length, selection: opts.items + (opts.limit !== null ? `, first ${items.length}` : ''), chatTemplate: chat, ...(skipped ? { skipped } : {}) };
+  return { kind: 'eval', spec: path.resolve(dir), sha256: ev.manifest.files!.records.sha256, items, total: records.length, selection: opts.items + (opts.limit !== null ? `, first ${items.length}` : ''), chatTemplate: chat, ...(skipped ? { skipped } : {}) };
 }

@@ -5,15 +5,13 @@
  * argmax. `prefill`/`extend` run one sequence with the model's KV cache (greedy generation
  * for --cot): a second session that also returns the cache.
  */
+import { modelContext } from '../runtime/plan.js';
 import * as ort from 'onnxruntime-node';
 import { LobesError } from '../util/errors.js';
 import { encodeModel } from '../onnx/index.js';
 import { analyseModel, planInputs, positionIds, type Analysis, type FeedPlan } from '../runtime/engine.js';
 import { buildLogitHeadModel, CAND_LOGITS, CANDIDATES_INPUT, LOG_SUM_EXP, TOP_ID } from '../runtime/logit-head.js';
 import { openEditedSession } from '../runtime/providers.js';
-import { configDir } from '../runtime/config.js';
-import { existsSync, readFileSync } from 'node:fs';
-import * as path from 'node:path';
 import type { Device, ModelInfo } from '../runtime/types.js';
 
 /** What the model says at each row's answering position. */
@@ -189,21 +187,9 @@ class OrtScorer implements Scorer {
   }
 }
 
-/**
- * The model's context length from its config files (config.json `max_position_embeddings`,
- * else genai_config.json `model.context_length`), or null when they do not say.
- */
+/** The model's context length in tokens (src/runtime/plan.ts modelContext), or null. */
 export function modelContextLength(modelDir: string): number | null {
-  const dir = configDir(modelDir, existsSync(modelDir) && modelDir.endsWith('.onnx') ? path.dirname(modelDir) : modelDir);
-  const read = (f: string): any => {
-    try {
-      return existsSync(path.join(dir, f)) ? JSON.parse(readFileSync(path.join(dir, f), 'utf8')) : null;
-    } catch {
-      return null;
-    }
-  };
-  const n = read('config.json')?.max_position_embeddings ?? read('genai_config.json')?.model?.context_length;
-  return Number.isInteger(n) && n > 0 ? n : null;
+  return modelContext(modelDir)?.tokens ?? null;
 }
 
 /** Open the scorer on a model folder (or .onnx file). */

@@ -9,6 +9,8 @@
  */
 import { LobesError } from '../util/errors.js';
 import { planBatches } from '../runtime/batching.js';
+import { checkBatchMemory } from '../runtime/plan.js';
+import type { Device } from '../runtime/types.js';
 import { gaeFields, randomWalkOutcome, type WorldTree } from '../data/socialeval-eval.js';
 import { renderPrompt, type PromptItem, type PromptPart, type RenderedPrompt } from '../data/prompt.js';
 import { itemRecord, shuffleRecord, skippedRecord, type ItemFacts, type ShuffleScore } from './records.js';
@@ -51,6 +53,8 @@ export interface EvaluateContext {
   /** Items (and GAE decisions) whose prompt is longer than this many tokens are skipped (null: no limit). */
   maxTokens: number | null;
   stats: EvalStats;
+  /** The device and its memory, for the memory plan checked before each chunk's batches run (none: unchecked). */
+  memory?: { device: Device; limit?: number };
   /** Called after prompts are scored. */
   onScored?: (prompts: number, tokens: number) => void;
   /** Called when a unit (an item, or a world tree's walk) is done. */
@@ -280,10 +284,28 @@ async function scoreShared(jobs: Job[], ctx: EvaluateContext): Promise<Scored[]>
   return out;
 }
 
+/**
+ * The memory plan of these jobs, checked before any runs (src/runtime/plan.ts): batched
+ * scoring runs the batches scoreBatched plans; shared-prefix scoring and reasoning run one
+ * sequence at a time (reasoning up to its prompt plus --cot tokens).
+ */
+function checkMemory(jobs: Job[], ctx: EvaluateContext): void {
+  const arch = ctx.scorer.info?.arch;
+  if (!ctx.memory || !arch) return;
+  const items = jobs.map((j) => {
+    if (ctx.cot > 0) return { id: j.where, tokens: ctx.tok.encode(prepare(j, ctx.tok, false).text).length + ctx.cot + COT_SUFFIX_ALLOWANCE };
+    prepareSlot(j, ctx.tok);
+    return { id: j.where, tokens: j.slot!.ids.length };
+  });
+  const batches = ctx.cot > 0 || ctx.sharePrefix ? items.map((_, i) => [i]) : planBatches(Int32Array.from(items, (x) => x.tokens), { batch: ctx.batch ?? undefined, tokenBudget: ctx.tokenBudget ?? undefined });
+  checkBatchMemory(batches, items, arch, { device: ctx.memory.device, limit: ctx.memory.limit, hint: '--batch 1 or --token-budget N makes batches smaller; --max-tokens N skips longer prompts' });
+}
+
 /** Score groups of jobs (each group: the shuffles of one prompt); results in job order. */
 async function scoreJobs(groups: Job[][], ctx: EvaluateContext, onGroup?: () => void): Promise<Scored[]> {
   const jobs = groups.flat();
   if (jobs.length === 0) return [];
+  checkMemory(jobs, ctx);
   if (ctx.cot > 0) {
     const out: Scored[] = [];
     for (const g of groups) {

@@ -4,21 +4,21 @@
  * cover every chunk exactly once. The records are the shards' records in shard order, so the
  * merged records.jsonl is the file a single unsharded evaluation writes.
  */
-import { existsSync, mkdirSync } from 'node:fs';
 import * as path from 'node:path';
 import { LobesError, UsageError } from '../util/errors.js';
-import { writeFileAtomicSync } from '../util/io.js';
-import { isEmptyOrMissing } from '../store/writer.js';
 import { chunkCount } from '../store/layout.js';
-import { concatAtomic, EPISODES, EVAL_MANIFEST, RECORDS, SUMMARY, readJsonl } from './store.js';
-import { evalDifferences, readEvalManifest, readEvalResults, type EvalManifest } from './run.js';
+import { claimJobFolder, isFreshFolder } from '../store/job.js';
+import { concatAtomic, readVerifiedJsonl } from '../store/records.js';
+import { EPISODES, EVAL_MANIFEST, RECORDS, SUMMARY, readEvalManifest, readEvalResults, writeEvalManifest, writeEvalSummary } from './store.js';
+import { evalDifferences } from './run.js';
+import type { EvalManifest } from './manifest.js';
 import { summarize } from './summary.js';
 import type { EpisodeRecord, EvalRecord } from './types.js';
 
 /** Merge shard evaluation folders into `out`; returns the merged manifest. */
 export async function mergeEvals(dirs: string[], out: string, opts: { quiet?: boolean } = {}): Promise<EvalManifest> {
   if (dirs.length === 0) throw new UsageError('nothing to merge');
-  if (!isEmptyOrMissing(out)) throw new LobesError('output folder exists and is not empty', { file: out, hint: 'give a new folder' });
+  if (!isFreshFolder(out)) throw new LobesError('output folder exists and is not empty', { file: out, hint: 'give a new folder' });
   const shards = dirs.map((d) => {
     const m = readEvalManifest(d);
     if (!m.complete) throw new LobesError('shard is incomplete', { file: path.join(d, EVAL_MANIFEST), hint: 'rerun its lobes eval command to finish it' });
@@ -40,7 +40,20 @@ export async function mergeEvals(dirs: string[], out: string, opts: { quiet?: bo
     next = s.m.layout.chunkEnd;
   }
   if (next !== total) throw new LobesError(`chunks ${next}..${total - 1} of ${total} are in no shard`, { hint: 'merge every shard of the evaluation' });
-  mkdirSync(out, { recursive: true });
+  const job = await claimJobFolder(out, { command: 'lobes eval merge', isJob: () => false, what: 'empty' });
+  let failed = true;
+  try {
+    const merged = writeMerged(shards, out, total);
+    failed = false;
+    if (!opts.quiet) process.stderr.write(`eval merge: ${shards.length} shards -> ${out}\n`);
+    return merged;
+  } finally {
+    job.close(failed);
+  }
+}
+
+function writeMerged(shards: { dir: string; m: EvalManifest }[], out: string, total: number): EvalManifest {
+  const a = shards[0]!;
   const rec = concatAtomic(path.join(out, RECORDS), shards.map((s) => path.join(s.dir, RECORDS)), shards.map((s) => s.m.files!.records));
   const withEp = shards.some((s) => s.m.files!.episodes);
   const ep = withEp
@@ -50,9 +63,9 @@ export async function mergeEvals(dirs: string[], out: string, opts: { quiet?: bo
         shards.flatMap((s) => (s.m.files!.episodes ? [s.m.files!.episodes] : [])),
       )
     : null;
-  const records = readJsonl<EvalRecord>(path.join(out, RECORDS));
-  const episodes = ep ? readJsonl<EpisodeRecord>(path.join(out, EPISODES)) : [];
-  writeFileAtomicSync(path.join(out, SUMMARY), JSON.stringify(summarize(records, episodes, { bootstrap: a.m.settings.bootstrap, seed: a.m.settings.seed }), null, 2) + '\n');
+  const records = readVerifiedJsonl<EvalRecord>(out, rec, 'the shards');
+  const episodes = ep ? readVerifiedJsonl<EpisodeRecord>(out, ep, 'the shards') : [];
+  writeEvalSummary(out, summarize(records, episodes, { bootstrap: a.m.settings.bootstrap, seed: a.m.settings.seed }));
   const sum = (f: (m: EvalManifest) => number) => shards.reduce((t, s) => t + f(s.m), 0);
   const th = a.m.throughput;
   const merged: EvalManifest = {
@@ -65,8 +78,6 @@ export async function mergeEvals(dirs: string[], out: string, opts: { quiet?: bo
     complete: true,
     files: { records: rec, episodes: ep, summary: SUMMARY },
   };
-  writeFileAtomicSync(path.join(out, EVAL_MANIFEST), JSON.stringify(merged, null, 2) + '\n');
-  if (!opts.quiet) process.stderr.write(`eval merge: ${shards.length} shards, ${records.length} records -> ${out}\n`);
-  if (!existsSync(path.join(out, RECORDS))) throw new LobesError('merge wrote no records', { file: out });
+  writeEvalManifest(out, merged);
   return merged;
 }

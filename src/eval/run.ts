@@ -8,25 +8,23 @@
  * prompts), so a chunk's records are the same bytes after a crash and rerun, and the same
  * whichever shard evaluates it.
  */
-import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import * as path from 'node:path';
 import { LobesError, UsageError } from '../util/errors.js';
-import { writeFileAtomicSync } from '../util/io.js';
 import { Progress, fmtTime } from '../util/progress.js';
 import { LOBES_VERSION } from '../version.js';
 import { chunkCount, shardRange, type ShardRange, type ShardSpec } from '../store/layout.js';
-import { sha256File, type ChunkFile } from '../store/chunks.js';
-import { isEmptyOrMissing } from '../store/writer.js';
+import { claimJobFolder, isFreshFolder } from '../store/job.js';
+import { RecordChunks, readVerifiedJsonl } from '../store/records.js';
 import { modelIdentity } from '../runtime/modelfiles.js';
 import type { Device } from '../runtime/types.js';
-import type { ModelArch, ModelFile, ModelSourceRecord } from '../store/types.js';
+import type { ModelFile, ModelSourceRecord } from '../store/types.js';
 import { loadEvalData, hashUnits, type EvalData, type TaskChoice } from './units.js';
-import { evaluateUnits, newStats, type EvalStats } from './evaluate.js';
-import { CHUNKS_DIR, EPISODES, EVAL_FORMAT_VERSION, EVAL_MANIFEST, RECORDS, RecordWriter, SUMMARY, readJsonl } from './store.js';
-import { summarize, type EvalSummary } from './summary.js';
+import { evaluateUnits, newStats } from './evaluate.js';
+import { EVAL_FORMAT_VERSION, EVAL_MANIFEST, EVAL_RECORDS, SUMMARY, checkEvalFiles, isEvalDir, readEvalManifest, writeEvalManifest, writeEvalSummary } from './store.js';
+import { summarize } from './summary.js';
 import type { EpisodeRecord, EvalRecord } from './types.js';
 import type { Scorer, ScorerOptions } from './engine.js';
-import { modelContextLength } from './engine.js';
+import { modelContext } from '../runtime/plan.js';
 import type { EvalTokenizer, EvalTokenizerOptions } from './tokenizer.js';
 
 export interface EvalOptions {
@@ -57,6 +55,8 @@ export interface EvalOptions {
   /** Score an item's shuffles through the KV cache, computing their shared tokens once (auto: on CPU when the model has a KV cache). */
   sharePrefix?: 'auto' | 'on' | 'off';
   skipInvalid?: boolean;
+  /** Memory a batch may need on `device`, in bytes (default: src/runtime/plan.ts defaultMemoryLimit). */
+  memoryLimit?: (device: Device) => number;
   quiet?: boolean;
   log?: (line: string) => void;
   /** Stand-ins for tests. */
@@ -68,27 +68,8 @@ export interface EvalDeps {
   loadTokenizer(model: string, opts: EvalTokenizerOptions): Promise<EvalTokenizer>;
 }
 
-/** The evaluation directory's manifest (DIR/eval.json). */
-export interface EvalManifest {
-  format: 'lobes-eval';
-  formatVersion: number;
-  lobesVersion: string;
-  createdAt: string;
-  model: { dir: string; graphSha256: string; arch: ModelArch | null; source?: ModelSourceRecord; files?: ModelFile[]; filesSha256?: string };
-  tokenizer: { source: string; chatTemplate: boolean };
-  dataset: { spec: string; kind: EvalData['kind']; unitsSha256: string; units: number; available: number; excluded: number };
-  task: TaskChoice | 'mcq';
-  settings: { shuffles: number; seed: number; cot: number; limit: number | null; answerPrefix: string | null; prompt: string | null; chatTemplate: EvalTokenizerOptions['chatTemplate']; chunkUnits: number; batch: number | null; tokenBudget: number | null; device: Device; bootstrap: number; sharePrefix: 'auto' | 'on' | 'off'; maxTokens: number | null };
-  shard: ShardSpec | null;
-  layout: ShardRange & { datasetUnits: number };
-  /** Counters summed over attempts. */
-  throughput: EvalStats;
-  timings: { loadMs: number; modelLoadMs: number; wallMs: number; attempts: number };
-  /** Whether an item's shuffles were scored through the KV cache, sharing their common tokens. */
-  sharedPrefix?: boolean;
-  complete: boolean;
-  files?: { records: ChunkFile; episodes: ChunkFile | null; summary: string };
-}
+import type { EvalManifest } from './manifest.js';
+export type { EvalManifest } from './manifest.js';
 
 export const DEFAULT_CHUNK_UNITS = 32;
 export const DEFAULT_EVAL_BATCH = 4;
@@ -99,24 +80,7 @@ async function resolveDeps(given: Partial<EvalDeps> | undefined): Promise<EvalDe
   return { openScorer, loadTokenizer };
 }
 
-/** Read DIR/eval.json. */
-export function readEvalManifest(dir: string): EvalManifest {
-  const file = path.join(dir, EVAL_MANIFEST);
-  let m: EvalManifest;
-  try {
-    m = JSON.parse(readFileSync(file, 'utf8'));
-  } catch (e: any) {
-    if (e.code === 'ENOENT') throw new LobesError('not a lobes evaluation: eval.json is missing', { file, hint: 'give the folder written by lobes eval' });
-    throw new LobesError(`eval.json is not valid JSON (${e.message})`, { file });
-  }
-  if (!m || m.format !== 'lobes-eval') throw new LobesError('not a lobes evaluation manifest (format is not "lobes-eval")', { file });
-  if (m.formatVersion > EVAL_FORMAT_VERSION) throw new LobesError(`evaluation format ${m.formatVersion} is newer than this lobes understands`, { file, hint: 'upgrade lobes' });
-  return m;
-}
-
-function writeEvalManifest(dir: string, m: EvalManifest): void {
-  writeFileAtomicSync(path.join(dir, EVAL_MANIFEST), JSON.stringify(m, null, 2) + '\n');
-}
+export { readEvalManifest, readEvalResults } from './store.js';
 
 /** Settings that make two evaluations (or an evaluation and its rerun, or two shards) the same. */
 export function evalIdentity(m: EvalManifest, includeShard: boolean): Record<string, string> {
@@ -152,27 +116,6 @@ export function evalDifferences(a: EvalManifest, b: EvalManifest, aName: string,
   return Object.keys(ia).filter((k) => ia[k] !== ib[k]).map((k) => `${k} is ${JSON.stringify(ia[k]!.slice(0, 80))} in ${aName} but ${JSON.stringify(ib[k]!.slice(0, 80))} in ${bName}`);
 }
 
-/** Records and episodes of a complete evaluation directory (checked against eval.json). */
-export function readEvalResults(dir: string): { manifest: EvalManifest; records: EvalRecord[]; episodes: EpisodeRecord[]; summary: EvalSummary } {
-  const manifest = readEvalManifest(dir);
-  if (!manifest.complete || !manifest.files) throw new LobesError('evaluation is incomplete', { file: path.join(dir, EVAL_MANIFEST), hint: 'rerun the same lobes eval command to finish it' });
-  checkJoined(dir, manifest);
-  const records = readJsonl<EvalRecord>(path.join(dir, RECORDS));
-  const episodes = manifest.files.episodes ? readJsonl<EpisodeRecord>(path.join(dir, EPISODES)) : [];
-  const summary = JSON.parse(readFileSync(path.join(dir, SUMMARY), 'utf8')) as EvalSummary;
-  return { manifest, records, episodes, summary };
-}
-
-function checkJoined(dir: string, m: EvalManifest): void {
-  for (const f of [m.files!.records, m.files!.episodes]) {
-    if (!f) continue;
-    const file = path.join(dir, f.path);
-    if (!existsSync(file)) throw new LobesError('file of a complete evaluation is missing', { file, hint: 'delete the folder and evaluate again' });
-    const got = sha256File(file);
-    if (got.sha256 !== f.sha256) throw new LobesError('file of a complete evaluation was changed (sha256 differs from eval.json)', { file, hint: 'delete the folder and evaluate again' });
-  }
-}
-
 /** What resolveSettings fills in. */
 type Settings = EvalManifest['settings'] & { task: TaskChoice };
 
@@ -200,8 +143,21 @@ function resolveSettings(o: EvalOptions): Settings {
     device: o.device ?? 'cpu',
     bootstrap: o.bootstrap ?? 2000,
     sharePrefix: o.sharePrefix ?? 'auto',
-    maxTokens: o.maxTokens === 0 ? null : (o.maxTokens ?? modelContextLength(o.model)),
+    maxTokens: promptLimit(o),
   };
+}
+
+/**
+ * The longest prompt scored, in tokens (longer items are skipped and recorded as such): the
+ * model's context length unless --max-tokens asks for fewer; never more than the context,
+ * since positions past it are outside what the model was trained on (0, or a larger number,
+ * means the context). null only when the model declares no context length.
+ */
+function promptLimit(o: EvalOptions): number | null {
+  const ctx = modelContext(o.model)?.tokens ?? null;
+  const asked = o.maxTokens == null || o.maxTokens === 0 ? null : o.maxTokens;
+  if (asked === null) return ctx;
+  return ctx === null ? asked : Math.min(asked, ctx);
 }
 
 /**
@@ -213,8 +169,8 @@ export async function runEval(opts: EvalOptions): Promise<EvalManifest> {
   const say = opts.log ?? ((l: string) => void (opts.quiet ? undefined : process.stderr.write(l + '\n')));
   const s = resolveSettings(opts);
   const out = opts.out;
-  const previous = existsSync(path.join(out, EVAL_MANIFEST)) ? readEvalManifest(out) : null;
-  if (!previous && !isEmptyOrMissing(out)) throw new LobesError('output folder exists and is not a lobes evaluation', { file: out, hint: 'give a new or empty folder' });
+  // Refused before anything is loaded: a folder that is neither new nor an evaluation.
+  if (!isFreshOrEval(out)) throw new LobesError('output folder exists and is not a lobes evaluation; lobes does not write into it', { file: out, hint: 'give a new or empty folder' });
   const deps = await resolveDeps(opts.deps);
 
   const t0 = Date.now();
@@ -226,6 +182,35 @@ export async function runEval(opts: EvalOptions): Promise<EvalManifest> {
   const N = data.units.length;
   const range = shardRange(N, s.chunkUnits, opts.shard ?? null);
   const loadMs = Date.now() - t0;
+  // From here on this process is the folder's only writer; its state is read under the lock.
+  const job = await claimJobFolder(out, { command: 'lobes eval', isJob: isEvalDir, what: 'a lobes evaluation', log: say });
+  let failed = true;
+  try {
+    const m = await evalUnderLock(opts, s, deps, data, { unitsSha256, files, graphSha256, filesSha256, tok, N, range, loadMs, tStart }, say);
+    failed = false;
+    return m;
+  } finally {
+    job.close(failed);
+  }
+}
+
+interface Loaded {
+  unitsSha256: string;
+  files: ModelFile[];
+  graphSha256: string;
+  filesSha256: string;
+  tok: EvalTokenizer;
+  N: number;
+  range: ShardRange;
+  loadMs: number;
+  tStart: number;
+}
+
+/** The evaluation once the folder is claimed: compare with an earlier attempt, score the missing chunks, finish. */
+async function evalUnderLock(opts: EvalOptions, s: Settings, deps: EvalDeps, data: EvalData, l: Loaded, say: (l: string) => void): Promise<EvalManifest> {
+  const { unitsSha256, files, graphSha256, filesSha256, tok, N, range, loadMs, tStart } = l;
+  const out = opts.out;
+  const previous = isEvalDir(out) ? readEvalManifest(out) : null;
   const { task: _t, ...settings } = s;
   const manifest: EvalManifest = {
     format: 'lobes-eval',
@@ -247,7 +232,7 @@ export async function runEval(opts: EvalOptions): Promise<EvalManifest> {
     const diff = evalDifferences(previous, manifest, out, 'this command', true);
     if (diff.length) throw new LobesError(`this evaluation folder was made with different settings: ${diff.join('; ')}`, { file: path.join(out, EVAL_MANIFEST), hint: 'use a new --out, or delete the folder to start over' });
     if (previous.complete) {
-      checkJoined(out, previous);
+      checkEvalFiles(out, previous);
       say(`eval: ${out} is already complete (${previous.layout.rowEnd - previous.layout.rowStart} units); nothing to do`);
       return previous;
     }
@@ -263,9 +248,8 @@ export async function runEval(opts: EvalOptions): Promise<EvalManifest> {
     }
     const sharePrefix = scorer.hasPast && scorer.multiTokenExtend && (s.sharePrefix === 'on' || (s.sharePrefix === 'auto' && s.device === 'cpu'));
     manifest.sharedPrefix = sharePrefix;
-    mkdirSync(out, { recursive: true });
     writeEvalManifest(out, manifest);
-    const { writer, dropped } = await RecordWriter.resume(out, s.chunkUnits);
+    const { writer, dropped } = await RecordChunks.resume(out, EVAL_RECORDS, s.chunkUnits);
     for (const d of dropped) say(`eval: ${d}; evaluating it again`);
     const todo: number[] = [];
     let doneUnits = 0;
@@ -284,8 +268,8 @@ export async function runEval(opts: EvalOptions): Promise<EvalManifest> {
       const start = c * s.chunkUnits;
       const end = Math.min(start + s.chunkUnits, N);
       const units = data.units.slice(start, end);
-      const r = await evaluateUnits(units, { scorer, tok, shuffles: s.shuffles, seed: s.seed, cot: s.cot, batch: s.batch, tokenBudget: s.tokenBudget, sharePrefix, maxTokens: s.maxTokens, stats, onScored: (_p, t) => progress.tick(0, { tokens: t }), onUnit: () => progress.tick(1) });
-      writer.write(c, start, end - start, r.records, hasTrees(data) ? r.episodes : null);
+      const r = await evaluateUnits(units, { scorer, tok, shuffles: s.shuffles, seed: s.seed, cot: s.cot, batch: s.batch, tokenBudget: s.tokenBudget, sharePrefix, maxTokens: s.maxTokens, stats, memory: { device: s.device, limit: opts.memoryLimit?.(s.device) }, onScored: (_p, t) => progress.tick(0, { tokens: t }), onUnit: () => progress.tick(1) });
+      writer.write(c, start, end - start, { records: r.records, episodes: hasTrees(data) ? r.episodes : null });
       manifest.timings.wallMs = wallBase + Date.now() - tAttempt;
       writeEvalManifest(out, manifest);
     }
@@ -313,16 +297,22 @@ function describeUnits(data: EvalData, r: ShardRange): string {
 }
 
 /** Join the chunks, write the summary, mark the manifest complete and drop the chunk files. */
-function finishEval(out: string, manifest: EvalManifest, writer: RecordWriter, data: EvalData, s: Settings): void {
+function finishEval(out: string, manifest: EvalManifest, writer: RecordChunks, data: EvalData, s: Settings): void {
   const r = manifest.layout;
-  const joined = writer.join(r.chunkStart, r.chunkEnd, hasTrees(data));
-  const records = readJsonl<EvalRecord>(path.join(out, RECORDS));
-  const episodes = hasTrees(data) ? readJsonl<EpisodeRecord>(path.join(out, EPISODES)) : [];
-  writeFileAtomicSync(path.join(out, SUMMARY), JSON.stringify(summarize(records, episodes, { bootstrap: s.bootstrap, seed: s.seed }), null, 2) + '\n');
-  manifest.files = { records: joined.records, episodes: joined.episodes, summary: SUMMARY };
+  const trees = hasTrees(data);
+  const joined = writer.join(r.chunkStart, r.chunkEnd, trees ? ['records', 'episodes'] : ['records']);
+  const records = readVerifiedJsonl<EvalRecord>(out, joined.records!, 'the record index');
+  const episodes = trees ? readVerifiedJsonl<EpisodeRecord>(out, joined.episodes!, 'the record index') : [];
+  writeEvalSummary(out, summarize(records, episodes, { bootstrap: s.bootstrap, seed: s.seed }));
+  manifest.files = { records: joined.records!, episodes: joined.episodes ?? null, summary: SUMMARY };
   manifest.complete = true;
   writeEvalManifest(out, manifest);
-  rmSync(path.join(out, CHUNKS_DIR), { recursive: true, force: true });
+  writer.dropChunks();
+}
+
+/** Whether `dir` may be an evaluation's folder: missing, empty, or one already. */
+function isFreshOrEval(dir: string): boolean {
+  return isFreshFolder(dir) || isEvalDir(dir);
 }
 
 /** Chunks of a dataset of `units` units. */

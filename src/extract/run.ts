@@ -11,7 +11,6 @@
  * top to bottom like the job; split by stage they would export those records for no reader.
  */
 import { existsSync, readFileSync, statfsSync, mkdirSync } from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
 import { LobesError, UsageError } from '../util/errors.js';
 import { Progress, fmtTime } from '../util/progress.js';
@@ -29,6 +28,7 @@ import { modelFiles } from '../runtime/modelfiles.js';
 import type { ModelFile } from '../store/types.js';
 import { tokenizerDir } from '../runtime/tokenize.js';
 import { configDir, declaredContext, type ContextLimit } from '../runtime/config.js';
+import { checkBatchMemory, checkContext as checkTextContext, fmtBytes } from '../runtime/plan.js';
 import type { GraphFacts } from '../runtime/consistency.js';
 
 export { hashItems } from '../store/provenance.js';
@@ -101,18 +101,6 @@ async function defaultDeps(): Promise<ExtractDeps> {
 async function resolveDeps(given: Partial<ExtractDeps> | undefined): Promise<ExtractDeps> {
   if (given && given.loadDataset && given.loadTokenizer && given.openCaptureEngine && given.planBatches && given.padBatch) return given as ExtractDeps;
   return { ...(await defaultDeps()), ...given };
-}
-
-function fmtBytes(b: number): string {
-  if (b < 1024) return `${b} B`;
-  const u = ['KiB', 'MiB', 'GiB', 'TiB'];
-  let x = b / 1024;
-  let i = 0;
-  while (x >= 1024 && i < u.length - 1) {
-    x /= 1024;
-    i++;
-  }
-  return `${x.toFixed(x >= 100 ? 0 : 1)} ${u[i]}`;
 }
 
 /** Bytes `rows` rows in `chunks` chunk files take on disk for these hooks (headers included). */
@@ -316,27 +304,9 @@ async function loadInput(spec: string, s: Settings, deps: ExtractDeps, opts: Ext
   return { dataset, itemsSha256, N, graphSha256, files, context, tokenizer, range, rowsHere, ...tok, samplesSha256: samplesSha256(tok.rows), tokenizeMs: Date.now() - t0 };
 }
 
-/**
- * Refuse texts longer than the model's context (`limit`): positions past it are outside what
- * the model was trained on (or, in fused graphs, outside the rotary cache). Names how many
- * rows are too long, the longest, and --max-tokens.
- */
+/** Refuse texts longer than the model's context (src/runtime/plan.ts), naming --max-tokens. */
 function checkContext(input: Input, limit: ContextLimit | null): void {
-  if (!limit) return;
-  let over = 0;
-  let worst = -1;
-  for (let i = 0; i < input.rows.length; i++) {
-    if (input.rows[i]!.tokens > limit.tokens) {
-      over++;
-      if (worst < 0 || input.rows[i]!.tokens > input.rows[worst]!.tokens) worst = i;
-    }
-  }
-  if (!over) return;
-  const w = input.rows[worst]!;
-  throw new LobesError(`${over} of ${input.rows.length} texts are longer than the model's context of ${limit.tokens} tokens (${limit.source}); the longest has ${w.tokens} tokens`, {
-    where: `sample ${w.id}`,
-    hint: `keep the last ${limit.tokens} tokens of each text with --max-tokens ${limit.tokens} (recorded as truncated in samples.jsonl), or leave the long items out`,
-  });
+  checkTextContext(input.rows, limit, (l) => `keep the last ${l.tokens} tokens of each text with --max-tokens ${l.tokens} (recorded as truncated in samples.jsonl), or leave the long items out`);
 }
 
 /** Rounded to 6 significant digits (graph facts recovered from floating-point constants). */
@@ -361,42 +331,25 @@ function checkGraph(engine: CaptureEngine, s: Settings, opts: ExtractOptions, lo
 }
 
 /**
- * Bound what one batch can need before any is run: the attention scores and probabilities
- * (rows × heads × tokens² fp32, as an unfused attention or onnxruntime's CPU kernels hold them)
- * plus the layer activations (rows × tokens × (4·hidden + 3·intermediate) fp32). A plan whose
- * largest batch needs more than the device has is refused naming the batch; --force runs it.
+ * Bound what one batch can need before any is run (src/runtime/plan.ts): a plan whose largest
+ * batch needs more than the device has is refused naming the batch; --force runs it.
  */
 function checkMemory(s: Settings, input: Input, deps: ExtractDeps, arch: ModelArch, opts: ExtractOptions, say: (l: string) => void): void {
-  const limit = (opts.memoryLimit ?? defaultMemoryLimit)(s.device);
-  const heads = arch.heads ?? 1;
-  const per = (rows: number, seq: number) => 4 * rows * seq * (2 * heads * seq + 4 * arch.hidden + 3 * arch.intermediate);
-  let worst = { bytes: 0, rows: 0, seq: 0, id: '' };
+  const batches: number[][] = [];
   for (let c = input.range.chunkStart; c < input.range.chunkEnd; c++) {
     const { start, n } = chunkSpan(c, s.chunkRows, input.N);
     const local = start - input.range.rowStart;
     const lengths = new Int32Array(n);
     for (let i = 0; i < n; i++) lengths[i] = input.ids[local + i]!.length;
-    for (const b of deps.planBatches(lengths, { batch: s.batch ?? undefined, tokenBudget: s.tokenBudget ?? undefined })) {
-      let seq = 0;
-      let at = b[0]!;
-      for (const i of b) if (lengths[i]! > seq) [seq, at] = [lengths[i]!, i];
-      const bytes = per(b.length, seq);
-      if (bytes > worst.bytes) worst = { bytes, rows: b.length, seq, id: input.rows[local + at]!.id };
-    }
+    for (const b of deps.planBatches(lengths, { batch: s.batch ?? undefined, tokenBudget: s.tokenBudget ?? undefined })) batches.push(b.map((i) => local + i));
   }
-  if (worst.bytes <= limit) return;
-  const what = `a batch of ${worst.rows} row${worst.rows > 1 ? 's' : ''} × ${worst.seq} tokens needs about ${fmtBytes(worst.bytes)} (attention scores for ${heads} heads × ${worst.seq}² positions per row), more than the ${fmtBytes(limit)} ${s.device === 'cpu' ? 'of memory this machine has' : `assumed for the ${s.device} device ($LOBES_DEVICE_MEMORY_GB)`}`;
-  if (!opts.force) {
-    throw new LobesError(what, { where: `sample ${worst.id}`, hint: '--max-tokens N keeps the last N tokens of each text; --batch 1 or --token-budget N makes batches smaller; --force runs it anyway (e.g. with a memory-efficient attention kernel)' });
-  }
-  say(`warning: ${what} (--force given)`);
-}
-
-/** The machine's RAM for cpu; $LOBES_DEVICE_MEMORY_GB (default 80) GiB for a GPU. */
-function defaultMemoryLimit(device: Device): number {
-  if (device === 'cpu') return os.totalmem();
-  const gb = Number(process.env.LOBES_DEVICE_MEMORY_GB);
-  return (Number.isFinite(gb) && gb > 0 ? gb : 80) * 2 ** 30;
+  checkBatchMemory(batches, input.rows.map((r) => ({ id: r.id, tokens: input.ids[r.index]!.length })), arch, {
+    device: s.device,
+    limit: opts.memoryLimit?.(s.device),
+    force: opts.force,
+    say,
+    hint: '--max-tokens N keeps the last N tokens of each text; --batch 1 or --token-budget N makes batches smaller; --force runs it anyway (e.g. with a memory-efficient attention kernel)',
+  });
 }
 
 /** Tokenize dataset rows [start, end): their ids and sample rows; an empty text is an error. */

@@ -163,9 +163,22 @@ async function plantRecords(dir: string): Promise<EvalRecord[]> {
       vote: picked, correct: picked === 0,
     } as EvalRecord;
   });
-  mkdirSync(dir, { recursive: true });
-  writeFileSync(join(dir, 'records.jsonl'), records.map((r) => JSON.stringify(r)).join('\n') + '\n');
+  plantEval(dir, records.map((r) => JSON.stringify(r)));
   return records;
+}
+
+/**
+ * A finished evaluation folder around planted record lines: records.jsonl and an eval.json that
+ * records its size and sha256 (as lobes eval writes them), for the tiny model unless `model` says otherwise.
+ */
+function plantEval(dir: string, lines: string[], model?: Record<string, string>): void {
+  mkdirSync(dir, { recursive: true });
+  const text = lines.join('\n') + '\n';
+  writeFileSync(join(dir, 'records.jsonl'), text);
+  writeFileSync(join(dir, 'summary.json'), JSON.stringify({ format: 'lobes-eval-summary' }));
+  const graphSha256 = createHash('sha256').update(readFileSync(join(TINY, 'model.onnx'))).digest('hex');
+  const records = { path: 'records.jsonl', bytes: Buffer.byteLength(text), sha256: createHash('sha256').update(text).digest('hex') };
+  writeFileSync(join(dir, 'eval.json'), JSON.stringify({ format: 'lobes-eval', formatVersion: 1, complete: true, model: { graphSha256, ...model }, tokenizer: { chatTemplate: true }, files: { records, episodes: null, summary: 'summary.json' } }));
 }
 
 describe('lobes attend --eval (planted records)', () => {
@@ -231,20 +244,38 @@ describe('lobes attend --eval (planted records)', () => {
 
   it('refuses records of another model (eval.json records its graph)', async () => {
     const other = join(tmp, 'other-eval');
-    mkdirSync(other, { recursive: true });
-    writeFileSync(join(other, 'records.jsonl'), readFileSync(join(evalDir(), 'records.jsonl')));
-    writeFileSync(join(other, 'eval.json'), JSON.stringify({ format: 'lobes-eval', model: { graphSha256: '0'.repeat(64) }, tokenizer: { chatTemplate: true } }));
+    plantEval(other, readFileSync(join(evalDir(), 'records.jsonl'), 'utf8').trim().split('\n'), { graphSha256: '0'.repeat(64) });
     const r = await cli(['attend', TINY, '--eval', other, '--out', join(tmp, 'other-out')]);
     expect(r.code).toBe(1);
     expect(r.err).toMatch(/another model/);
+  });
+
+  it('refuses records edited after the evaluation (a `correct` flipped by hand), and a folder without eval.json', async () => {
+    const dir = join(tmp, 'edited-eval');
+    plantEval(dir, readFileSync(join(evalDir(), 'records.jsonl'), 'utf8').trim().split('\n'));
+    const file = join(dir, 'records.jsonl');
+    const text = readFileSync(file, 'utf8');
+    expect(text).toContain('"correct":false');
+    writeFileSync(file, text.replace('"correct":false', '"correct":true '));
+    const out = join(tmp, 'edited-out');
+    const r = await cli(['attend', TINY, '--eval', dir, '--out', out]);
+    expect(r.code).toBe(1);
+    expect(r.err.trim().split('\n')).toHaveLength(1);
+    expect(r.err).toMatch(/records\.jsonl: was changed after it was written \(size or sha256 differ from eval\.json\)/);
+    expect(existsSync(out)).toBe(false);
+    const bare = join(tmp, 'bare-eval');
+    mkdirSync(bare, { recursive: true });
+    writeFileSync(join(bare, 'records.jsonl'), text);
+    const r2 = await cli(['attend', TINY, '--eval', bare, '--out', out]);
+    expect(r2.code).toBe(1);
+    expect(r2.err).toMatch(/not a lobes evaluation folder \(no eval\.json\)/);
   });
 
   it('leaves out the records lobes eval skipped (prompt longer than its --max-tokens) and counts them', async () => {
     const dir = join(tmp, 'skip-eval');
     mkdirSync(dir, { recursive: true });
     const skipped = { ...structuredClone(records[1]!), id: 'long', shuffles: [], vote: -1, correct: null, skipped: 'the prompt has 5000 tokens; --max-tokens is 2048' };
-    const lines = [records[0], skipped, records[1], records[2], records[3]].map((r) => JSON.stringify(r));
-    writeFileSync(join(dir, 'records.jsonl'), lines.join('\n') + '\n');
+    plantEval(dir, [records[0], skipped, records[1], records[2], records[3]].map((r) => JSON.stringify(r)));
     const out = join(tmp, 'skip-out');
     const r = await cli(['attend', TINY, '--eval', dir, '--items', 'all', '--out', out, '--quiet', '--bootstrap', '0']);
     expect(r.code, r.err).toBe(0);
@@ -266,9 +297,7 @@ describe('lobes attend --eval (planted records)', () => {
     // lobes eval's filesSha256: sha256 over [name, sha256] of every file, in order.
     expect(s.model.filesSha256).toBe(createHash('sha256').update(JSON.stringify(s.model.files!.map((f) => [f.name, f.sha256]))).digest('hex'));
     const other = join(tmp, 'files-eval');
-    mkdirSync(other, { recursive: true });
-    writeFileSync(join(other, 'records.jsonl'), readFileSync(join(evalDir(), 'records.jsonl')));
-    writeFileSync(join(other, 'eval.json'), JSON.stringify({ format: 'lobes-eval', model: { graphSha256: graphHash, filesSha256: '1'.repeat(64) }, tokenizer: { chatTemplate: true } }));
+    plantEval(other, readFileSync(join(evalDir(), 'records.jsonl'), 'utf8').trim().split('\n'), { graphSha256: graphHash, filesSha256: '1'.repeat(64) });
     const r = await cli(['attend', TINY, '--eval', other, '--out', join(tmp, 'files-eval-out')]);
     expect(r.code).toBe(1);
     expect(r.err).toMatch(/other model files/);
@@ -277,10 +306,9 @@ describe('lobes attend --eval (planted records)', () => {
 
   it('a record whose token count does not match this tokenizer is an error naming it', async () => {
     const bad = join(tmp, 'bad-eval');
-    mkdirSync(bad, { recursive: true });
     const rec = structuredClone(records[0]!);
     rec.shuffles[0]!.tokens = 100000;
-    writeFileSync(join(bad, 'records.jsonl'), JSON.stringify(rec) + '\n');
+    plantEval(bad, [JSON.stringify(rec)]);
     const r = await cli(['attend', TINY, '--eval', bad, '--out', join(tmp, 'bad-out')]);
     expect(r.code).toBe(1);
     expect(r.err).toMatch(/record q1.*100000 tokens/);

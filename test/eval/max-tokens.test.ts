@@ -4,7 +4,7 @@
  * as without the limit. The default is the model's context length from its config files.
  */
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { runEval, readEvalResults } from '../../src/eval/run.js';
@@ -20,12 +20,25 @@ describe.skipIf(!existsSync(DATA))('--max-tokens', () => {
   afterAll(() => rmSync(root, { recursive: true, force: true }));
 
   it('skips what does not fit, says why, and scores the rest as before', async () => {
-    const model = ensureGeneratedModel('tiny-llama-past');
+    // SocialEval prompts are longer than the tiny model's declared 2,048 positions (its byte-level
+    // tokenizer): a copy that declares a longer context lets every item fit, as the comparison needs.
+    const declared = ensureGeneratedModel('tiny-llama-past');
+    const model = path.join(root, 'long-context');
+    cpSync(declared, model, { recursive: true });
+    const cfg = JSON.parse(readFileSync(path.join(model, 'config.json'), 'utf8'));
+    writeFileSync(path.join(model, 'config.json'), JSON.stringify({ ...cfg, max_position_embeddings: 1 << 16 }));
+    const short = await runEval({ model: declared, data: `socialeval:${DATA}?lang=en`, task: 'iae', limit: 6, quiet: true, bootstrap: 0, out: path.join(root, 'declared'), maxTokens: 0 });
+    expect(short.settings.maxTokens).toBe(2048);
     const base = { model, data: `socialeval:${DATA}?lang=en`, task: 'both' as const, limit: 6, quiet: true, bootstrap: 50 };
     await runEval({ ...base, out: path.join(root, 'all'), maxTokens: 0 });
     const all = readEvalResults(path.join(root, 'all'));
-    expect(all.manifest.settings.maxTokens).toBeNull();
-    const lengths = all.records.filter((r) => r.task === 'iae').map((r) => Math.max(...r.shuffles.map((s) => s.tokens))).sort((a, b) => a - b);
+    // --max-tokens 0 asks for no limit of its own: the model's context still bounds the prompts.
+    expect(all.manifest.settings.maxTokens).toBe(modelContextLength(model));
+    expect(all.manifest.settings.maxTokens).toBeGreaterThan(0);
+    // A limit above the context is the context.
+    const over = await runEval({ ...base, limit: 1, task: 'iae', out: path.join(root, 'over'), maxTokens: 1_000_000 });
+    expect(over.settings.maxTokens).toBe(modelContextLength(model));
+    const lengths = all.records.filter((r) => r.task === 'iae' && r.shuffles.length > 0).map((r) => Math.max(...r.shuffles.map((s) => s.tokens))).sort((a, b) => a - b);
     const limit = lengths[Math.floor(lengths.length / 2)]!;
     await runEval({ ...base, out: path.join(root, 'cut'), maxTokens: limit });
     const cut = readEvalResults(path.join(root, 'cut'));
