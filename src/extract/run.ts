@@ -20,7 +20,8 @@ import type { ControlInfo, HookInfo, ModelArch, ModelSourceRecord, RunManifest, 
 import type { BatchPlanOptions, CaptureEngine, CaptureFamily, Device, EngineOptions, LobesTokenizer, TokenBatch, TokenizerOptions } from '../runtime/types.js';
 import { FORMAT_VERSION, shardRange, chunkCount, type ShardSpec, MANIFEST, SAMPLES } from '../store/layout.js';
 import { readManifest, writeManifest, writeSamples, samplesSha256, sha256Text } from '../store/manifest.js';
-import { ChunkWriter, isEmptyOrMissing } from '../store/writer.js';
+import { ChunkWriter } from '../store/writer.js';
+import { claimJobFolder, isFreshFolder } from '../store/job.js';
 import { indexPath } from '../store/chunks.js';
 import { differences } from '../store/identity.js';
 import { hashItems, hashModelFiles, runIdentity, type ModelFileRef } from '../store/provenance.js';
@@ -194,9 +195,25 @@ export async function runExtract(opts: ExtractOptions): Promise<RunManifest> {
     if (!opts.quiet) log(l);
   };
   const s = resolveSettings(opts);
-  const previous = openRunFolder(s.out);
+  // Refused before anything is read: a folder that is neither new nor a run.
+  openRunFolder(s.out);
   const deps = await resolveDeps(opts.deps);
   const input = await loadInput(opts.data, s, deps, opts, say);
+  // From here on this process is the folder's only writer (src/store/job.ts); its state is read under the lock.
+  const job = await claimJobFolder(s.out, { command: 'lobes extract', isJob: (d) => existsSync(path.join(d, MANIFEST)), what: 'a lobes run', log });
+  let failed = true;
+  try {
+    const m = await extractUnderLock(opts, s, deps, input, tStart, say, log);
+    failed = false;
+    return m;
+  } finally {
+    job.close(failed);
+  }
+}
+
+/** The extraction once the folder is claimed. */
+async function extractUnderLock(opts: ExtractOptions, s: Settings, deps: ExtractDeps, input: Input, tStart: number, say: (l: string) => void, log: (l: string) => void): Promise<RunManifest> {
+  const previous = openRunFolder(s.out);
   const manifestFor = (points: HookInfo[], arch: ModelArch | null, graph?: GraphFacts) => runManifest(s, input, previous, points, arch, graph);
 
   // Refuse a rerun with different settings before loading the model.
@@ -269,7 +286,7 @@ function resolveSettings(opts: ExtractOptions): Settings {
 /** The output folder: new (null), or an earlier attempt of this command (its manifest). */
 function openRunFolder(out: string): RunManifest | null {
   if (existsSync(path.join(out, MANIFEST))) return readManifest(out);
-  if (!isEmptyOrMissing(out)) throw new LobesError('output folder exists and is not a lobes run', { file: out, hint: 'give a new or empty folder' });
+  if (!isFreshFolder(out)) throw new LobesError('output folder exists and is not a lobes run; lobes does not write into it', { file: out, hint: 'give a new or empty folder' });
   return null;
 }
 

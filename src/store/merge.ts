@@ -4,15 +4,16 @@
  * copied), the samples tables concatenated and renumbered, and one index. The result is
  * byte-identical in its activation files, index and samples table to a single run.
  */
-import { mkdirSync, realpathSync, existsSync, readdirSync, rmSync } from 'node:fs';
+import { realpathSync, rmSync } from 'node:fs';
 import * as path from 'node:path';
 import { LobesError } from '../util/errors.js';
 import { RangeFile, writeFileAtomicSync } from '../util/io.js';
 import { Progress } from '../util/progress.js';
 import type { RunManifest, SampleRow } from './types.js';
-import { ACTIVATIONS, chunkCount } from './layout.js';
+import { ACTIVATIONS, MANIFEST, SAMPLES, chunkCount } from './layout.js';
 import { readManifest, writeManifest, readSamples, writeSamples, samplesSha256 } from './manifest.js';
-import { ChunkWriter, isEmptyOrMissing } from './writer.js';
+import { ChunkWriter } from './writer.js';
+import { claimJobFolder, isFreshFolder } from './job.js';
 import { readChunkIndex, checkChunkBytes, type ChunkIndex } from './chunks.js';
 import { differences } from './identity.js';
 import { hashItems, runIdentity } from './provenance.js';
@@ -60,10 +61,10 @@ function loadShard(dir: string): Shard {
 
 /** Merge shard runs into `outDir`, proving they are one extraction covering every row once. */
 export async function mergeRuns(shardDirs: string[], outDir: string, opts: MergeOptions = {}): Promise<RunManifest> {
-  return mergeRunsSync(shardDirs, outDir, opts);
+  return mergeChecked(shardDirs, outDir, opts);
 }
 
-function mergeRunsSync(shardDirs: string[], outDir: string, opts: MergeOptions): RunManifest {
+async function mergeChecked(shardDirs: string[], outDir: string, opts: MergeOptions): Promise<RunManifest> {
   const t0 = Date.now();
   if (shardDirs.length === 0) throw new LobesError('no shard runs given');
   const seen = new Map<string, string>();
@@ -117,16 +118,19 @@ function mergeRunsSync(shardDirs: string[], outDir: string, opts: MergeOptions):
     throw new LobesError(`shards do not cover the dataset: rows ${gaps.join(', ')} of ${N} are in no shard${missing}`, { hint: 'give every shard run of the extraction' });
   }
 
-  if (!isEmptyOrMissing(outDir)) throw new LobesError('output folder exists and is not empty', { file: outDir, hint: 'merge into a new folder' });
-  const existed = existsSync(outDir);
-  mkdirSync(outDir, { recursive: true });
+  if (!isFreshFolder(outDir)) throw new LobesError('output folder exists and is not empty', { file: outDir, hint: 'merge into a new folder' });
+  const job = await claimJobFolder(outDir, { command: 'lobes merge', isJob: () => false, what: 'an empty folder' });
+  let failed = true;
   try {
-    return writeMerged(shards, sorted, outDir, N, chunkRows, first, t0, opts);
+    const m = writeMerged(shards, sorted, outDir, N, chunkRows, first, t0, opts);
+    failed = false;
+    return m;
   } catch (e) {
-    // Leave nothing half-written: the folder was new or empty.
-    if (existed) for (const f of readdirSync(outDir)) rmSync(path.join(outDir, f), { recursive: true, force: true });
-    else rmSync(outDir, { recursive: true, force: true });
+    // Leave nothing half-written: remove what the merge wrote (the folder was new or empty, and locked).
+    for (const f of [MANIFEST, SAMPLES, ACTIVATIONS]) rmSync(path.join(outDir, f), { recursive: true, force: true });
     throw e;
+  } finally {
+    job.close(failed);
   }
 }
 
