@@ -15,6 +15,7 @@ import { LOBES_VERSION } from '../version.js';
 import type { Device } from '../runtime/types.js';
 import { modelIdentity } from '../runtime/modelfiles.js';
 import { planBatches, padBatch } from '../runtime/batching.js';
+import { checkBatchMemory, checkContext, modelContext } from '../runtime/plan.js';
 import type { AttendItem, AttendPosition, AttendSummary } from './types.js';
 import { loadAttendTokenizer, type AttendTokenizer } from './tokenize.js';
 import { dataLastItems, evalItems, socialEvalAnswerItems, type ItemSelection, type PreparedInput, type PreparedItem } from './inputs.js';
@@ -60,6 +61,10 @@ export interface AttendOptions {
   limit?: number | null;
   /** Replace an existing attend folder. */
   overwrite?: boolean;
+  /** Memory a batch may need on `device`, in bytes (default: src/runtime/plan.ts defaultMemoryLimit). */
+  memoryLimit?: (device: Device) => number;
+  /** Run a batch plan that exceeds the memory limit anyway. */
+  force?: boolean;
   quiet?: boolean;
   log?: (line: string) => void;
 }
@@ -202,6 +207,8 @@ export async function runAttend(opts: AttendOptions): Promise<AttendSummary> {
   const { files, graphSha256: graph, filesSha256 } = modelIdentity(opts.model);
   const tok = await loadAttendTokenizer(opts.model);
   const input = await readInput(opts, tok, position, { graphSha256: graph, filesSha256 });
+  // The same context check as extract and eval (src/runtime/plan.ts), before the model loads.
+  checkContext(input.items.map((it) => ({ id: it.id, tokens: it.ids.length })), modelContext(opts.model), (l) => `keep the last ${l.tokens} tokens of each prompt with --max-tokens ${l.tokens} (recorded as truncated), or leave the long items out`);
   const tokenizeMs = Date.now() - t0;
   const { openAttentionEngine, parseLayerSelection, realRows } = await import('../runtime/attention-engine.js');
   const t1 = Date.now();
@@ -216,6 +223,14 @@ export async function runAttend(opts: AttendOptions): Promise<AttendSummary> {
     const progress = new Progress({ label: 'attend', total: items.length, unit: 'items', quiet: opts.quiet });
     const lengths = Int32Array.from(items, (it) => it.ids.length);
     const plan = planBatches(lengths, { batch: opts.batch ?? (opts.tokenBudget ? undefined : 8), tokenBudget: opts.tokenBudget });
+    // The same memory plan as extract and eval, checked before any batch runs.
+    checkBatchMemory(plan, items.map((it) => ({ id: it.id, tokens: it.ids.length })), engine.info.arch, {
+      device: opts.device ?? 'cpu',
+      limit: opts.memoryLimit?.(opts.device ?? 'cpu'),
+      force: opts.force,
+      say,
+      hint: '--batch 1 or --token-budget N makes batches smaller; --max-tokens N keeps the last N tokens of each prompt',
+    });
     for (const b of plan) {
       const tb = padBatch(b.map((i) => items[i]!.ids), tok.padId, 'right');
       const tc = performance.now();
