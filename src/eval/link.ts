@@ -10,6 +10,7 @@ import * as path from 'node:path';
 import { LobesError } from '../util/errors.js';
 import { openRun } from '../store/index.js';
 import { writeLabelOverlay } from '../store/labels.js';
+import { sameModel } from '../store/provenance.js';
 import { readEvalResults } from './run.js';
 
 export interface LabelResult {
@@ -52,10 +53,5 @@ export async function labelRunFromEval(runDir: string, evalDir: string, opts: { 
     source: { eval: path.resolve(evalDir), model: ev.manifest.model.dir, modelGraphSha256: ev.manifest.model.graphSha256, dataset: ev.manifest.dataset.spec, recordsSha256: ev.manifest.files!.records.sha256, shuffles: ev.manifest.settings.shuffles },
     values,
   });
-  // The same model: the same graph, or conversions of the same GGUF file (extract and eval may
-  // convert it to different layouts): same size and same header bytes.
-  const es = ev.manifest.model.source;
-  const rs = run.manifest.model.source;
-  const sameGguf = !!es && !!rs && es.size === rs.size && es.headerSha256 === rs.headerSha256;
-  return { file, axis, samples: run.samples.length, counts, otherModel: ev.manifest.model.graphSha256 !== run.manifest.model.graphSha256 && !sameGguf };
+  return { file, axis, samples: run.samples.length, counts, otherModel: !sameModel(ev.manifest.model, run.manifest.model) };
 }

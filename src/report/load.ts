@@ -15,7 +15,8 @@ import { PACKAGE_ROOT } from '../version.js';
 import { readSafetensorsHeader, readTensorFloat32, type StHeader } from '../formats/safetensors.js';
 import type { RunManifest, SampleRow } from '../store/types.js';
 import { readManifest, readSamples } from '../store/index.js';
-import { checkProvenance } from '../store/provenance.js';
+import { checkProvenance, ProvenanceError, sameModel } from '../store/provenance.js';
+import { readEvalResults } from '../eval/store.js';
 import type { WandaSettings, WandaRegions, WandaMetrics, WandaMatrix } from '../wanda/types.js';
 import type { ClusterSettings, ClusterCoords, ClusterMetrics, ClusterItems } from '../cluster/types.js';
 import { isAttendDir, loadAttend, type AttendData } from './attend.js';
@@ -64,6 +65,8 @@ export interface ReportModel {
   attend?: AttendData | null;
   /** The random-weights control this run was extracted through (manifest model.control), if any. */
   control: ControlInfo | null;
+  /** Sections left out because they do not belong to the run as it is now, one line each (why). */
+  omitted: string[];
 }
 
 export interface LoadOptions {
@@ -271,21 +274,84 @@ export function loadEval(dir: string): EvalData | null {
   return { dir, manifest, summary: summary as EvalSummary };
 }
 
-/** The evaluation linked to a run: RUN/eval/, else the source of the `correct` label overlay. */
-function linkedEval(runDir: string): EvalData | null {
+/**
+ * The evaluation linked to a run: RUN/eval/, else the source of the `correct` label overlay. It
+ * is shown only when it belongs to the run: the same model (graph, or the same GGUF), items
+ * that are the run's samples, records that still hash to eval.json, and, through an overlay,
+ * the very records the overlay was made from.
+ */
+function linkedEval(runDir: string, manifest: RunManifest, samples: SampleRow[]): EvalData | null {
   const inside = loadEval(path.join(runDir, 'eval'));
-  if (inside) return inside;
+  if (inside) {
+    evalBelongs(inside, manifest, samples, path.join(runDir, 'eval'));
+    return inside;
+  }
   const overlay = path.join(runDir, 'labels', 'correct.json');
   if (!existsSync(overlay)) return null;
-  const src = readJson(overlay)?.source?.eval;
-  return typeof src === 'string' && existsSync(path.join(src, 'eval.json')) ? loadEval(src) : null;
+  const o = readJson(overlay);
+  const src = o?.source?.eval;
+  if (typeof src !== 'string' || !existsSync(path.join(src, 'eval.json'))) return null;
+  const ev = loadEval(src);
+  if (!ev) return null;
+  evalBelongs(ev, manifest, samples, src);
+  const recorded = o?.source?.recordsSha256;
+  if (typeof recorded === 'string' && recorded !== ev.manifest.files?.records?.sha256) {
+    throw new ProvenanceError('the evaluation the `correct` overlay names has other records than the overlay was made from (it was run again since)', { file: overlay, hint: 'run lobes eval label again' });
+  }
+  return ev;
+}
+
+function evalBelongs(ev: EvalData, manifest: RunManifest, samples: SampleRow[], dir: string): void {
+  const file = path.join(dir, 'eval.json');
+  if (!sameModel(ev.manifest.model, manifest.model)) {
+    throw new ProvenanceError(`the evaluation scored another model (${ev.manifest.model?.dir ?? 'unknown'}) than the run captured (${manifest.model.dir})`, { file, hint: 'evaluate the run\'s model, or report the evaluation folder on its own' });
+  }
+  // Verified read: records edited after the evaluation are refused, as lobes eval label refuses them.
+  let ids: Set<string>;
+  try {
+    ids = new Set(readEvalResults(dir).records.map((r) => r.id));
+  } catch (e) {
+    if (e instanceof LobesError) throw new ProvenanceError(e.message, {});
+    throw e;
+  }
+  if (samples.length && !samples.some((s) => ids.has(s.id))) {
+    throw new ProvenanceError(`no item of the evaluation (${ev.manifest.dataset?.spec ?? 'unknown data'}) is a sample of the run (${manifest.dataset.spec})`, { file, hint: 'evaluate the data the run extracted' });
+  }
+}
+
+/** Attend results belong to a run when they read the same model and some of the run's samples. */
+function attendBelongs(a: AttendData, manifest: RunManifest, samples: SampleRow[]): void {
+  const file = path.join(a.dir, 'summary.json');
+  if (!sameModel(a.summary.model, manifest.model)) {
+    throw new ProvenanceError(`the attention was read from another model (${a.summary.model?.dir ?? 'unknown'}) than the run captured (${manifest.model.dir})`, { file, hint: 'run lobes attend with the run\'s model' });
+  }
+  const ids = new Set(samples.map((s) => s.id));
+  if (samples.length && !a.items.some((it) => ids.has(it.id))) {
+    throw new ProvenanceError(`no item of the attention results (${a.summary.input?.spec ?? 'unknown input'}) is a sample of the run (${manifest.dataset.spec})`, { file, hint: 'run lobes attend on the data the run extracted' });
+  }
+}
+
+function withAttendCheck(a: AttendData | null, manifest: RunManifest, samples: SampleRow[]): AttendData | null {
+  if (a) attendBelongs(a, manifest, samples);
+  return a;
+}
+
+/** A section, or null with the reason added to `omitted` when it does not belong to the run. */
+function section<T>(omitted: string[], what: string, load: () => T | null): T | null {
+  try {
+    return load();
+  } catch (e) {
+    if (!(e instanceof ProvenanceError)) throw e;
+    omitted.push(`${what} left out: ${e.message}`);
+    return null;
+  }
 }
 
 /** A report model for an evaluation folder alone (lobes report EVAL_DIR, lobes compare EVAL_A EVAL_B). */
 function evalOnly(abs: string, ev: EvalData, opts: LoadOptions): ReportModel {
   const m = ev.manifest;
   const manifest = { format: 'lobes-eval', createdAt: m.createdAt, lobesVersion: m.lobesVersion, model: m.model, dataset: { spec: m.dataset?.spec }, complete: true } as unknown as RunManifest;
-  return { dir: abs, name: opts.name ?? path.basename(abs), manifest, samples: [], wanda: null, cluster: null, eval: ev, randomModel: isBuiltinRandomModel(manifest, abs), control: null };
+  return { dir: abs, name: opts.name ?? path.basename(abs), manifest, samples: [], wanda: null, cluster: null, eval: ev, randomModel: isBuiltinRandomModel(manifest, abs), control: null, omitted: [] };
 }
 
 /** Load a run directory (or an evaluation folder) for the report. */
@@ -299,17 +365,20 @@ export async function loadRun(dir: string, opts: LoadOptions = {}): Promise<Repo
     if (ev) return evalOnly(abs, ev, opts);
   }
   const { manifest, samples } = readRunBasics(abs);
+  const omitted: string[] = [];
   return {
     dir: abs,
     name: opts.name ?? path.basename(abs),
     manifest,
     samples,
-    wanda: loadWanda(abs, manifest),
-    cluster: loadCluster(opts.clusterDir ? path.resolve(opts.clusterDir) : path.join(abs, 'cluster'), abs, manifest, samples, opts.clusterDir !== undefined),
-    eval: linkedEval(abs),
+    wanda: section(omitted, 'the neuron regions (wanda)', () => loadWanda(abs, manifest)),
+    // Results asked for by name (--cluster-dir, --attend-dir) that do not belong are errors; found in the run, they are left out with a note.
+    cluster: opts.clusterDir !== undefined ? loadCluster(path.resolve(opts.clusterDir), abs, manifest, samples, true) : section(omitted, 'the cluster results', () => loadCluster(path.join(abs, 'cluster'), abs, manifest, samples, false)),
+    eval: section(omitted, 'the evaluation', () => linkedEval(abs, manifest, samples)),
     randomModel: isBuiltinRandomModel(manifest, abs),
-    attend: loadAttendOf(abs, opts.attendDir),
+    attend: opts.attendDir !== undefined ? withAttendCheck(loadAttendOf(abs, opts.attendDir), manifest, samples) : section(omitted, 'the attention results', () => withAttendCheck(loadAttendOf(abs, undefined), manifest, samples)),
     control: manifest.model?.control ?? null,
+    omitted,
   };
 }
 

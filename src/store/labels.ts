@@ -8,6 +8,7 @@
  *   { "format": "lobes-labels", "axis": "correct", "default": "unevaluated",
  *     "source": { ... where the values came from ... }, "values": { "<sample id>": "correct", ... } }
  */
+import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { LobesError } from '../util/errors.js';
@@ -37,6 +38,15 @@ export function writeLabelOverlay(runDir: string, o: LabelOverlay): string {
   const file = overlayPath(runDir, o.axis);
   writeFileAtomicSync(file, JSON.stringify(o) + '\n');
   return file;
+}
+
+/** sha256 of RUN/labels/AXIS.json as it is now, or null when it is absent. */
+export function overlaySha256(runDir: string, axis: string): string | null {
+  try {
+    return createHash('sha256').update(readFileSync(overlayPath(runDir, axis))).digest('hex');
+  } catch {
+    return null;
+  }
 }
 
 /** Every overlay of a run, by axis (none when the folder is absent). */

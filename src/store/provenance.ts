@@ -30,6 +30,7 @@ import { identity } from './identity.js';
 import { readChunkIndex, type ChunkIndex } from './chunks.js';
 import { hashFileCached } from './filehash.js';
 import { INDEX, SAMPLES } from './layout.js';
+import { overlaySha256 } from './labels.js';
 
 /** Hash model files (through the file-hash cache); `onBytes` reports progress over all of them. */
 export function hashModelFiles(refs: ModelFileRef[], onBytes?: (done: number, total: number) => void): ModelFile[] {
@@ -80,7 +81,7 @@ export function chunkDigest(index: ChunkIndex, hook: string): string {
  * actually read (readers from openRun track them), else every point of the run.
  */
 export function analysisProvenance(run: RunReader, hooks?: string[]): AnalysisProvenance {
-  const r = run as RunReader & { consumedHooks?: () => string[]; index?: ChunkIndex };
+  const r = run as RunReader & { consumedHooks?: () => string[]; consumedOverlayHashes?: () => Record<string, string>; index?: ChunkIndex };
   const used = hooks ?? (typeof r.consumedHooks === 'function' ? r.consumedHooks() : run.hooks().map((h) => h.name));
   let index: ChunkIndex | null = r.index ?? null;
   if (!index) {
@@ -98,6 +99,7 @@ export function analysisProvenance(run: RunReader, hooks?: string[]): AnalysisPr
     samplesSha256: run.manifest?.samplesSha256 ?? null,
     rows: run.samples.length,
     chunks,
+    ...(typeof r.consumedOverlayHashes === 'function' && Object.keys(r.consumedOverlayHashes()).length ? { overlays: r.consumedOverlayHashes() } : {}),
   };
 }
 
@@ -109,28 +111,65 @@ const short = (h: string | null | undefined) => (typeof h === 'string' ? `${h.sl
  * point it read. Throws a one-line LobesError naming `file` (the analysis' settings.json)
  * and saying to run `rerun` again otherwise.
  */
+/**
+ * An analysis (or a section of the report) does not belong to the run as it is now: another
+ * run, another samples table, re-extracted chunks, a changed label overlay. The report leaves
+ * such a section out with this one-line reason; library callers may catch it the same way.
+ */
+export class ProvenanceError extends LobesError {
+  constructor(message: string, place: { file?: string; hint?: string }) {
+    super(message, place);
+    this.name = 'ProvenanceError';
+  }
+}
+
 export function checkProvenance(runDir: string, manifest: RunManifest, recorded: unknown, what: string, file: string, rerun: string): void {
   const hint = `run ${rerun} on this run again`;
   const p = recorded as Partial<AnalysisProvenance> | undefined;
   if (!p || typeof p !== 'object' || typeof p.run !== 'string') {
-    throw new LobesError(`${what} record no run provenance (made by an older lobes, by hand, or from a matrix file), so they cannot be shown as this run's`, { file, hint });
+    throw new ProvenanceError(`${what} record no run provenance (made by an older lobes, by hand, or from a matrix file), so they cannot be shown as this run's`, { file, hint });
   }
   const id = manifest.identity ?? runIdentity(manifest);
   if (p.run !== id) {
-    throw new LobesError(`${what} belong to another run (run identity ${short(p.run)}${p.runDir ? ` of ${p.runDir}` : ''}, this run is ${short(id)})`, { file, hint });
+    throw new ProvenanceError(`${what} belong to another run (run identity ${short(p.run)}${p.runDir ? ` of ${p.runDir}` : ''}, this run is ${short(id)})`, { file, hint });
   }
   const samplesFile = path.join(runDir, SAMPLES);
   const nowSamples = existsSync(samplesFile) ? createHash('sha256').update(readFileSync(samplesFile)).digest('hex') : manifest.samplesSha256 ?? null;
   if ((p.samplesSha256 ?? null) !== null && nowSamples !== null && p.samplesSha256 !== nowSamples) {
-    throw new LobesError(`${what} were computed from another samples table (samples.jsonl sha256 ${short(p.samplesSha256)}, now ${short(nowSamples)})`, { file, hint });
+    throw new ProvenanceError(`${what} were computed from another samples table (samples.jsonl sha256 ${short(p.samplesSha256)}, now ${short(nowSamples)})`, { file, hint });
   }
   if (existsSync(path.join(runDir, INDEX))) {
     const index = readChunkIndex(runDir);
     for (const [hook, digest] of Object.entries(p.chunks ?? {})) {
       if (digest === 'unknown') continue;
       const now = chunkDigest(index, hook);
-      if (now !== digest) throw new LobesError(`${what} were computed from other chunk files of ${hook} than the run holds now (re-extracted or edited since)`, { file, hint });
+      if (now !== digest) throw new ProvenanceError(`${what} were computed from other chunk files of ${hook} than the run holds now (re-extracted or edited since)`, { file, hint });
+    }
+  }
+  for (const [axis, sha] of Object.entries(p.overlays ?? {})) {
+    const now = overlaySha256(runDir, axis);
+    if (now !== sha) {
+      throw new ProvenanceError(`${what} are stale: they grouped by the label overlay ${JSON.stringify(axis)}, which ${now === null ? 'is gone' : 'has changed since (lobes eval label was run again)'}`, { file, hint });
     }
   }
 }
 
+
+/** What names a model across commands: its graph, and the GGUF it was converted from, if any. */
+export interface ModelRef {
+  graphSha256?: string | null;
+  source?: { size?: number; headerSha256?: string } | null;
+}
+
+/**
+ * Whether two records name the same model: the same graph, or conversions of the same GGUF
+ * file (extract, eval and attend may convert one GGUF into different layouts): same size and
+ * the same header bytes.
+ */
+export function sameModel(a: ModelRef | null | undefined, b: ModelRef | null | undefined): boolean {
+  if (!a || !b) return false;
+  if (a.graphSha256 && a.graphSha256 === b.graphSha256) return true;
+  const x = a.source;
+  const y = b.source;
+  return !!x && !!y && x.size !== undefined && x.size === y.size && !!x.headerSha256 && x.headerSha256 === y.headerSha256;
+}

@@ -23,7 +23,7 @@ import { ACTIVATIONS, INDEX, SAMPLES } from './layout.js';
 import { readManifest, readSamples } from './manifest.js';
 import { type ChunkEntry, type ChunkIndex, readChunkIndex, checkChunkBytes, REPAIR_HINT } from './chunks.js';
 import { hashItems, runIdentity } from './provenance.js';
-import { readLabelOverlays, type LabelOverlay } from './labels.js';
+import { overlaySha256, readLabelOverlays, type LabelOverlay } from './labels.js';
 
 export interface OpenRunOptions {
   /** Open a run whose extraction has not finished (rows of missing chunks cannot be read). */
@@ -60,6 +60,7 @@ export class Run implements RunReader {
   private readonly hookMap = new Map<string, HookInfo>();
   private readonly checked = new Map<string, CheckedFile>();
   private readonly consumed = new Set<string>();
+  private readonly consumedOverlays = new Set<string>();
   private axesCache: string[] | null = null;
   private overlays: Map<string, LabelOverlay> | null = null;
   /** Bytes of chunk files hashed by this reader so far. */
@@ -132,6 +133,13 @@ export class Run implements RunReader {
     return [...this.consumed].sort();
   }
 
+  /** The label overlays (RUN/labels/AXIS.json) whose values were read, by axis, with the sha256 of each file as read. */
+  consumedOverlayHashes(): Record<string, string> {
+    const out: Record<string, string> = {};
+    for (const axis of [...this.consumedOverlays].sort()) out[axis] = overlaySha256(this.dir, axis) ?? 'missing';
+    return out;
+  }
+
   hook(name: string): HookInfo {
     const h = this.hookMap.get(name);
     if (!h) {
@@ -162,7 +170,10 @@ export class Run implements RunReader {
       throw new LobesError(`label axis ${JSON.stringify(axis)} is not in this run (axes: ${this.labelAxes().join(', ') || 'none'})`, { file: path.join(this.dir, 'samples.jsonl') });
     }
     const o = this.labelOverlays().get(axis);
-    if (o && !(this.manifest.dataset.axes ?? []).includes(axis)) return this.samples.map((s) => o.values[s.id] ?? o.default);
+    if (o && !(this.manifest.dataset.axes ?? []).includes(axis)) {
+      this.consumedOverlays.add(axis);
+      return this.samples.map((s) => o.values[s.id] ?? o.default);
+    }
     return this.samples.map((s) => s.labels[axis]);
   }
 

@@ -135,6 +135,8 @@ export interface AnalysisProvenance {
   rows: number;
   /** Each capture point read, with chunkDigest of its chunk files. */
   chunks: Record<string, string>;
+  /** Each label overlay read (RUN/labels/AXIS.json, e.g. `correct` from lobes eval label), with the sha256 of the file as read. */
+  overlays?: Record<string, string>;
 }
 
 /** A file of the model folder that shapes a run's numbers. */

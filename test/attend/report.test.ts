@@ -4,6 +4,7 @@
  * RUN/attend, the payload against items.jsonl, contract errors, and the XSS discipline with
  * hostile prompts, ids, labels and part names (in headless Chromium when it is installed).
  */
+import { loadRun } from '../../src/report/load.js';
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { mkdtempSync, rmSync, readFileSync, writeFileSync, cpSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -134,6 +135,19 @@ describe.skipIf(!!problem)('attention section in headless Chromium', () => {
     expect(first.problems).toEqual([]);
     await first.page.close();
     cpSync(attendDir, join(run, 'attend'), { recursive: true });
+    // Attention read from another model, on other items: left out of the run's page, with a note.
+    const foreign = await loadRun(run);
+    expect(foreign.attend).toBeNull();
+    expect(foreign.omitted.join('\n')).toMatch(/the attention results left out: .*summary\.json: the attention was read from another model/);
+    // The run's own attention results (its model, its samples) are shown.
+    const manifest = JSON.parse(readFileSync(join(run, 'manifest.json'), 'utf8'));
+    const sf = join(run, 'attend', 'summary.json');
+    writeFileSync(sf, JSON.stringify({ ...JSON.parse(readFileSync(sf, 'utf8')), model: { ...JSON.parse(readFileSync(sf, 'utf8')).model, graphSha256: manifest.model.graphSha256 } }));
+    const sample0 = JSON.parse(readFileSync(join(run, 'samples.jsonl'), 'utf8').split('\n')[0]!).id;
+    const itf = join(run, 'attend', 'items.jsonl');
+    const lines = readFileSync(itf, 'utf8').trim().split('\n');
+    lines[0] = JSON.stringify({ ...JSON.parse(lines[0]!), id: sample0 });
+    writeFileSync(itf, lines.join('\n') + '\n');
     const withAttend = await writeReport(run, join(tmp, 'with.html'));
     const { page, problems } = await open(withAttend);
     const ids = await page.evaluate(() => Array.from(document.querySelectorAll('main > section')).map((s) => s.id));

@@ -6,6 +6,7 @@
  * section shows every accuracy with its CI and chance, the paper's rows only as labelled
  * references, and label text as text.
  */
+import { createHash } from 'node:crypto';
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -47,7 +48,22 @@ describe('evaluation in the report and in compare', () => {
   it('an evaluation inside a run reaches the payload; evaluation folders compare by their accuracies', async () => {
     const run = writeSyntheticRun(path.join(root, 'run'), { groups: ['a', 'b'], layers: 2, seed: 1 });
     cpSync(evA, path.join(run, 'eval'), { recursive: true });
+    // An evaluation of another model and other items is left out of the run's page, with a note.
+    const foreign = await loadRun(run);
+    expect(foreign.eval).toBeNull();
+    expect(foreign.omitted.join('\n')).toMatch(/the evaluation left out: .*eval\.json: the evaluation scored another model/);
+    // Made the run's own: its model, and records that are its samples (eval.json records their new sha256).
+    const ej = path.join(run, 'eval', 'eval.json');
+    const em = JSON.parse(readFileSync(ej, 'utf8'));
+    em.model.graphSha256 = JSON.parse(readFileSync(path.join(run, 'manifest.json'), 'utf8')).model.graphSha256;
+    const ids = readFileSync(path.join(run, 'samples.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l).id as string);
+    const recs = readFileSync(path.join(run, 'eval', 'records.jsonl'), 'utf8').trim().split('\n').map((l, i) => JSON.stringify({ ...JSON.parse(l), id: ids[i % ids.length] }));
+    const text = recs.join('\n') + '\n';
+    writeFileSync(path.join(run, 'eval', 'records.jsonl'), text);
+    em.files.records = { path: 'records.jsonl', bytes: Buffer.byteLength(text), sha256: createHash('sha256').update(text).digest('hex') };
+    writeFileSync(ej, JSON.stringify(em));
     const m = await loadRun(run);
+    expect(m.omitted).toEqual([]);
     const p = runPayload(m);
     expect(p.eval!.summary.mcq!.overall.accuracy).toBe(1);
     expect(p.eval!.reference.rows.length).toBe(4);

@@ -6,6 +6,7 @@
  */
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { loadRun } from '../../src/report/load.js';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { ensureModelFromSpec, GENERATED_MODELS } from '../../src/models/index.js';
@@ -132,9 +133,12 @@ describe.skipIf(!HAVE)('analyses read only what the run says, and fail without l
     cpSync(run, planted, { recursive: true });
     rmSync(path.join(planted, 'cluster'), { recursive: true });
     cpSync(path.join(other, 'cluster'), path.join(planted, 'cluster'), { recursive: true });
-    const c = await lobes(['compare', run, planted, '--out', path.join(root, 'cmp.html')]);
-    expect(c.code).toBe(1);
-    expect(c.stderr).toMatch(/run-planted\/cluster\/settings\.json: the cluster results belong to another run/);
+    // Found inside a run folder (not asked for), they are left out of compare's page with a note.
+    const cmpOut = path.join(root, 'cmp.html');
+    const c = await lobes(['compare', run, planted, '--out', cmpOut]);
+    expect(c.code, c.stderr).toBe(0);
+    const page = readFileSync(cmpOut, 'utf8');
+    expect(page).toMatch(/the cluster results left out: .*run-planted\/cluster\/settings\.json: the cluster results belong to another run/);
     // Unchanged results of the run itself are shown.
     expect((await lobes(['report', run, '--out', path.join(root, 'ok.html')])).code).toBe(0);
   });
@@ -146,9 +150,12 @@ describe.skipIf(!HAVE)('analyses read only what the run says, and fail without l
     const s = JSON.parse(readFileSync(sf, 'utf8'));
     s.provenance.samplesSha256 = '0'.repeat(64);
     writeFileSync(sf, JSON.stringify(s));
-    const r = await lobes(['report', copy, '--out', path.join(root, 'relabelled.html')]);
-    expect(r.code).toBe(1);
-    expect(r.stderr).toMatch(/the cluster results were computed from another samples table/);
+    const out = path.join(root, 'relabelled.html');
+    const r = await lobes(['report', copy, '--out', out]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr + r.stdout).toMatch(/the cluster results left out: .*the cluster results were computed from another samples table/);
+    const m = await loadRun(copy);
+    expect(m.cluster).toBeNull();
   });
 
   it('a failed cluster (perplexity too large; fewer than 2 classes) leaves no empty or temporary folder', async () => {
