@@ -25,6 +25,7 @@ import { evaluateUnits, newStats, type EvalStats } from './evaluate.js';
 import { CHUNKS_DIR, EPISODES, EVAL_FORMAT_VERSION, EVAL_MANIFEST, RECORDS, RecordWriter, SUMMARY, readJsonl } from './store.js';
 import { summarize, type EvalSummary } from './summary.js';
 import type { EpisodeRecord, EvalRecord } from './types.js';
+import type { OrderMode } from './score.js';
 import type { Scorer, ScorerOptions } from './engine.js';
 import { modelContextLength } from './engine.js';
 import type { EvalTokenizer, EvalTokenizerOptions } from './tokenizer.js';
@@ -40,6 +41,8 @@ export interface EvalOptions {
   device?: Device;
   deviceId?: number;
   shuffles?: number;
+  /** Option orders: independent shuffles (random, the default) or rotations of one shuffle that balance slots (cyclic). */
+  orders?: OrderMode;
   seed?: number;
   limit?: number | null;
   /** Greedy reasoning tokens before the answer (0: none). */
@@ -78,7 +81,7 @@ export interface EvalManifest {
   tokenizer: { source: string; chatTemplate: boolean };
   dataset: { spec: string; kind: EvalData['kind']; unitsSha256: string; units: number; available: number; excluded: number };
   task: TaskChoice | 'mcq';
-  settings: { shuffles: number; seed: number; cot: number; limit: number | null; answerPrefix: string | null; prompt: string | null; chatTemplate: EvalTokenizerOptions['chatTemplate']; chunkUnits: number; batch: number | null; tokenBudget: number | null; device: Device; bootstrap: number; sharePrefix: 'auto' | 'on' | 'off'; maxTokens: number | null };
+  settings: { shuffles: number; /** How the option orders were drawn (absent in older folders: random). */ orders?: OrderMode; seed: number; cot: number; limit: number | null; answerPrefix: string | null; prompt: string | null; chatTemplate: EvalTokenizerOptions['chatTemplate']; chunkUnits: number; batch: number | null; tokenBudget: number | null; device: Device; bootstrap: number; sharePrefix: 'auto' | 'on' | 'off'; maxTokens: number | null };
   shard: ShardSpec | null;
   layout: ShardRange & { datasetUnits: number };
   /** Counters summed over attempts. */
@@ -129,6 +132,7 @@ export function evalIdentity(m: EvalManifest, includeShard: boolean): Record<str
     'dataset units sha256': m.dataset.unitsSha256,
     task: m.task,
     '--shuffles': String(s.shuffles),
+    '--orders': s.orders ?? 'random',
     '--seed': String(s.seed),
     '--cot': String(s.cot),
     '--limit': String(s.limit),
@@ -179,6 +183,8 @@ type Settings = EvalManifest['settings'] & { task: TaskChoice };
 function resolveSettings(o: EvalOptions): Settings {
   const shuffles = o.shuffles ?? 3;
   if (!Number.isInteger(shuffles) || shuffles < 1) throw new UsageError(`--shuffles must be a positive integer, got ${shuffles}`);
+  const orders = o.orders ?? 'random';
+  if (orders !== 'random' && orders !== 'cyclic') throw new UsageError(`--orders must be random or cyclic, got ${JSON.stringify(orders)}`);
   const chunkUnits = o.chunkUnits ?? DEFAULT_CHUNK_UNITS;
   if (!Number.isInteger(chunkUnits) || chunkUnits < 1) throw new UsageError(`--chunk-units must be a positive integer, got ${chunkUnits}`);
   const cot = o.cot ?? 0;
@@ -188,6 +194,7 @@ function resolveSettings(o: EvalOptions): Settings {
   return {
     task: o.task ?? 'both',
     shuffles,
+    orders,
     seed: o.seed ?? 0,
     cot,
     limit: o.limit ?? null,
@@ -284,7 +291,7 @@ export async function runEval(opts: EvalOptions): Promise<EvalManifest> {
       const start = c * s.chunkUnits;
       const end = Math.min(start + s.chunkUnits, N);
       const units = data.units.slice(start, end);
-      const r = await evaluateUnits(units, { scorer, tok, shuffles: s.shuffles, seed: s.seed, cot: s.cot, batch: s.batch, tokenBudget: s.tokenBudget, sharePrefix, maxTokens: s.maxTokens, stats, onScored: (_p, t) => progress.tick(0, { tokens: t }), onUnit: () => progress.tick(1) });
+      const r = await evaluateUnits(units, { scorer, tok, shuffles: s.shuffles, orders: s.orders, seed: s.seed, cot: s.cot, batch: s.batch, tokenBudget: s.tokenBudget, sharePrefix, maxTokens: s.maxTokens, stats, onScored: (_p, t) => progress.tick(0, { tokens: t }), onUnit: () => progress.tick(1) });
       writer.write(c, start, end - start, r.records, hasTrees(data) ? r.episodes : null);
       manifest.timings.wallMs = wallBase + Date.now() - tAttempt;
       writeEvalManifest(out, manifest);
