@@ -105,7 +105,7 @@ describe('the first lines of the report', () => {
     const dir = await runWith('separable', X, d, labels);
     const lines = verdictLines((await loadRun(dir)).cluster!.metrics, null);
     const probe = lines.find((l) => l.startsWith('Linear probe'))!;
-    expect(probe).toMatch(/balanced accuracy (0\.9\d|1\.00) \[\d\.\d\d, \d\.\d\d\] vs chance 0\.50 \(null 0\.\d\d \[0\.\d\d, 0\.\d\d\], p = 0\.03\): above chance by 0\.\d\d/);
+    expect(probe).toMatch(/balanced accuracy (0\.9\d|1\.00) \[\d\.\d\d, \d\.\d\d\] vs chance 0\.50 \(null 0\.\d\d \[0\.\d\d, 0\.\d\d\], p = 0\.03, Holm 0\.03 over 3 classifiers\): above chance by 0\.\d\d/);
     expect(lines.some((l) => l.startsWith('Separated beyond chance by 3 of 3 classifiers'))).toBe(true);
   }, 120_000);
 });
@@ -168,12 +168,12 @@ describe('the token-baseline line', () => {
     recall: [],
     confusion: [],
   });
-  const metrics = (probe: number, probeP: number, tokens: number) =>
+  const metrics = (probe: number, probeP: number, tokens: number, tokensP = 0.02) =>
     ({
       classes: ['a', 'b', 'c', 'd', 'e'], n: 500, dim: 16,
       chance: { balancedAccuracy: 0.2, majorityRate: 0.38, majorityClass: 'a', counts: [190, 80, 80, 80, 70] },
       spaces: [{ space: 'original-euclidean', silhouette: null, daviesBouldin: null, knn: null, probe: clf(probe, probeP), probeDims: 16, perClass: [] }],
-      baselines: [{ name: 'token-counts', description: '', dim: 100, probeDims: 16, probe: clf(tokens, 0.02) }],
+      baselines: [{ name: 'token-counts', description: '', dim: 100, probeDims: 16, probe: clf(tokens, tokensP) }],
     }) as unknown as Parameters<typeof verdictLines>[0];
 
   it('a representation at its null while the tokens separate: says the tokens do and the representation does not', () => {
@@ -187,6 +187,21 @@ describe('the token-baseline line', () => {
     const lines = verdictLines(metrics(0.3, 0.02, 0.34), null);
     expect(lines.some((l) => /^Separated beyond chance by 1 of 1/.test(l))).toBe(true);
     expect(lines.some((l) => /token-counts 0\.34 vs the representation's probe 0\.30 balanced accuracy, so the separation need not come from what the model computes/.test(l))).toBe(true);
+  });
+
+  it('the classifiers are one family: raw p = 0.04 twice is not separated after Holm (0.08)', () => {
+    const lines = verdictLines(metrics(0.3, 0.04, 0.25, 0.04), null);
+    expect(lines.find((l) => l.startsWith('Linear probe'))).toMatch(/p = 0\.04, Holm 0\.08 over 2 classifiers\): not above chance/);
+    expect(lines.some((l) => /^Not separated: .*Holm-adjusted p ≤ 0\.05/.test(l))).toBe(true);
+    // One classifier alone at 0.04 passes.
+    const one = metrics(0.3, 0.04, 0.25, 0.04) as any;
+    one.baselines = [];
+    expect(verdictLines(one, null).some((l) => /^Separated beyond chance by 1 of 1/.test(l))).toBe(true);
+  });
+
+  it('a p at the permutation floor says so', () => {
+    const lines = verdictLines(metrics(0.3, 1 / 200, 0.25, 0.5), { permutations: 199 } as any);
+    expect(lines.find((l) => l.startsWith('Linear probe'))).toContain('p = 0.005 (the floor 1/(R+1) of 199 permutations)');
   });
 
   it('a representation above the tokens: the margin over the best baseline', () => {
