@@ -33,6 +33,7 @@ import { weightPass } from './pass.js';
 import { analyze, matrixInfo, NULL_METRICS, type AnalyzeResult } from './analyze.js';
 import { analyzeWeights } from './weightres.js';
 import { addInference, correctFamily } from './inference.js';
+import { sensitivitySweep, sensitivityCsv, SWEEP_BLOCKS, SWEEP_TOPS } from './sensitivity.js';
 import { wantedMatrices, isSafetensorsPath, openSafetensorsCheckpoint, safetensorsMatrices, onnxMatrices, ggufMatrices, type WantedMatrix } from './weights.js';
 import { isGgufFile, sameGguf } from '../convert/cache.js';
 import { expectedBytes, type MatrixRef } from './kernel.js';
@@ -55,6 +56,8 @@ export interface WandaOptions {
   resolution?: 'block' | 'weight';
   /** Worker threads for the weight pass and the permutation null (default: all cores; the null stays on one thread when it is small). */
   threads?: number;
+  /** Also run the block-size × top-fraction sensitivity sweep (block resolution): block sizes and fractions, or true for the defaults (16–128, 0.05–0.2). */
+  sweep?: boolean | { blocks?: number[]; tops?: number[] };
   /** No progress output. */
   quiet?: boolean;
   /** Model information of the ONNX weights (default: inspectModel of the folder). */
@@ -179,6 +182,16 @@ export async function runWanda(run: RunReader | string, opts: WandaOptions = {})
   const tested = addInference(result.metrics, result.regions, result.nulls, { placements: r.permutations, seed: r.seed, channels: result.channels });
   if (weightLevel) correctFamily(weightLevel.map((w) => w.jaccard));
   const metrics: WandaMetrics = weightLevel ? { ...tested, weightLevel } : tested;
+  if (opts.sweep) {
+    if (r.resolution !== 'block') throw new UsageError('--sweep needs --resolution block');
+    const grid = opts.sweep === true ? {} : opts.sweep;
+    const progress = new Progress({ label: 'wanda sensitivity sweep', total: (grid.blocks ?? SWEEP_BLOCKS).length * (grid.tops ?? SWEEP_TOPS).length, unit: 'configurations', quiet: opts.quiet });
+    metrics.sensitivity = await sensitivitySweep(
+      { matrices, source: input.source, labels },
+      { ...grid, scope: r.top.scope, permutations: r.permutations, seed: r.seed, threads: opts.threads, onConfig: (d) => progress.set(d) },
+    );
+    progress.finish();
+  }
   // The capture points read (by worker threads too, which the reader does not see).
   settings.provenance = analysisProvenance(reader, [...new Set(matrices.map((m) => m.input))]);
 
@@ -327,6 +340,7 @@ async function writeOutputs(target: string, settings: WandaSettings, result: Ana
     writeFileAtomicSync(path.join(tmp, 'metrics.json'), JSON.stringify(metrics, null, 1) + '\n');
     writeFileAtomicSync(path.join(tmp, 'metrics.csv'), metricsCsv(metrics));
     if (metrics.channels) writeFileAtomicSync(path.join(tmp, 'channels.csv'), channelsCsv(metrics));
+    if (metrics.sensitivity) writeFileAtomicSync(path.join(tmp, 'sensitivity.csv'), sensitivityCsv(metrics.sensitivity));
     writeFileAtomicSync(path.join(tmp, 'settings.json'), JSON.stringify(settings, null, 2) + '\n');
   }, { replaces: (d) => existsSync(path.join(d, 'settings.json')) });
 }

@@ -174,10 +174,34 @@ export interface WandaMetrics {
   families?: Record<string, number>;
   /** The per-channel RMS test, per capture point (block resolution). */
   channels?: WandaChannelTest[];
+  /** With --sweep: the findings at every block size × top fraction (src/wanda/sensitivity.ts). */
+  sensitivity?: WandaSensitivityRow[];
   /** Plain-language notes on what the numbers are (e.g. why isolation is not a separate test). */
   notes?: string[];
   /** At --resolution weight: the same pair statistics counted over individual weights. */
   weightLevel?: WandaWeightPairMetrics[];
+}
+
+/** One configuration of the block-size × top-fraction sweep, summarised (counts after Holm at 0.05). */
+export interface WandaSensitivityRow {
+  block: number;
+  top: number;
+  /** Blocks in the first group's region. */
+  selected: number;
+  /** Whether the block-size rule finds the grid too coarse. */
+  coarse: boolean;
+  pairs: number;
+  meanJaccard: number | null;
+  /** Pairs whose Jaccard is below the label-permutation null (raw p ≤ 0.05, and after Holm). */
+  jaccardBelowNull: number;
+  jaccardBelowNullHolm: number;
+  differences: number;
+  /** Median over the differences of density / a random set's density. */
+  medianDensityRatio: number | null;
+  /** Differences denser than random placements of their size, after Holm. */
+  denserThanRandomHolm: number;
+  /** Differences denser than under shuffled labels, after Holm. */
+  denserThanLabelNullHolm: number;
 }
 
 /** Pair statistics over individual weights (--resolution weight; top-k per matrix). */

@@ -4,9 +4,10 @@
  * (goldens from test/goldens/stats/make_stats_goldens.py), a planted compact set found denser
  * than random and a random set not; the direct test of the group RMS s_g finding the planted
  * channels and nothing under shuffled labels; Jaccard's pLower equal to isolation's p (one
- * test); the family corrections wired to the values they correct.
+ * test); the family corrections wired to the values they correct; the block-size × top sweep's
+ * rows equal to each configuration run on its own.
  */
-import { describe, it, expect } from 'vitest';
+import { describe, it, expect, afterAll } from 'vitest';
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { analyze, matrixInfo } from '../../src/wanda/analyze.js';
@@ -17,7 +18,9 @@ import { channelSpread } from '../../src/wanda/channels.js';
 import { holm, benjaminiHochberg } from '../../src/util/stats.js';
 import { Rng } from '../../src/util/rng.js';
 import type { WandaMatrix } from '../../src/wanda/types.js';
-import { syntheticModel, syntheticActivations, type Plant } from './helpers.js';
+import { syntheticModel, syntheticActivations, cleanupTmp, type Plant } from './helpers.js';
+
+afterAll(cleanupTmp);
 
 const G = JSON.parse(readFileSync(path.join(import.meta.dirname, '..', 'goldens', 'stats', 'stats_goldens.json'), 'utf8'));
 const mat = (R: number, K: number, name = 'm'): WandaMatrix => ({ name, layer: 0, proj: 'gate_proj', input: 'layers.0.mlp.in', dOut: R, dIn: K, rowBlocks: R, colBlocks: K });
@@ -190,4 +193,34 @@ describe('region pairs: one test for Jaccard and isolation, corrected families',
     expect(metrics.pairs[0]!.placementAminusB!.size).toBe(sizeAB);
     expect(metrics.pairs[0]!.placementAminusB!.density.value).toBe(metrics.pairs[0]!.densityAminusB.value);
   });
+});
+
+describe('the block-size × top-fraction sweep', () => {
+  it('one row per configuration, each equal to that configuration run on its own', async () => {
+    const { runWanda } = await import('../../src/wanda/index.js');
+    const { writeCheckpoint, writeRun, tmpDir } = await import('./helpers.js');
+    const { existsSync: ex, readFileSync: rf } = await import('node:fs');
+    const dir = tmpDir();
+    const model = syntheticModel(41, 2, H, I, { block: BLOCK, plants: PLANTS });
+    const hooks = syntheticActivations(42, model, labels, { block: BLOCK, plants: PLANTS });
+    const ck = path.join(dir, 'ckpt');
+    writeCheckpoint(ck, model, 'F32', 1);
+    const runDir = path.join(dir, 'run');
+    writeRun(runDir, labels.map((l) => ({ aspect: l })), hooks);
+    const res = await runWanda(runDir, { weights: ck, block: 16, permutations: 39, seed: 3, quiet: true, sweep: { blocks: [8, 16], tops: [0.1, 0.2] } });
+    const rows = res.metrics.sensitivity!;
+    expect(rows.map((r) => [r.block, r.top])).toEqual([[8, 0.1], [8, 0.2], [16, 0.1], [16, 0.2]]);
+    expect(rf(path.join(runDir, 'wanda', 'sensitivity.csv'), 'utf8').trim().split('\n').length).toBe(5);
+    for (const r of rows) {
+      const one = await runWanda(runDir, { weights: ck, block: r.block, top: { kind: 'fraction', value: r.top }, permutations: 39, seed: 3, quiet: true });
+      const m = one.metrics;
+      expect(r.jaccardBelowNullHolm).toBe(m.pairs.filter((p) => p.jaccard.pLowerHolm! <= 0.05).length);
+      expect(r.meanJaccard).toBeCloseTo(m.pairs.reduce((a, p) => a + p.jaccard.value, 0) / m.pairs.length, 12);
+      expect(r.denserThanRandomHolm).toBe(m.pairs.flatMap((p) => [p.placementAminusB!, p.placementBminusA!]).filter((x) => x.density.pHolm! <= 0.05).length);
+      expect(r.selected).toBe(m.groups[0]!.regionSize);
+    }
+    // The planted groups' regions stay apart at every grid: A vs B overlaps less than shuffled labels.
+    expect(rows.every((r) => r.jaccardBelowNull >= 1)).toBe(true);
+    expect(ex(path.join(runDir, 'wanda', 'sensitivity.csv'))).toBe(false); // the last single run replaced the folder
+  }, 120_000);
 });
