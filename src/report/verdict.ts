@@ -66,6 +66,27 @@ function classifierLine(name: string, c: ClassifierMetrics, chance: number, majo
   return { text: `${name}: ${describeBalanced(b, chance, fam)}: ${verdict}; ${accNote}.`, beats, gain };
 }
 
+/**
+ * The layer sweep read as one family: how many layers' probe balanced accuracy beats its
+ * permutation null before and after Holm across the layers, and whether the permutations
+ * allow any layer to pass at all (1/(R+1) · L ≤ 0.05).
+ */
+export function sweepLines(metrics: ClusterMetrics, settings: ClusterSettings | null): string[] {
+  const sw = (metrics.sweep ?? []).filter((s) => s.balancedAccuracy && s.balancedAccuracy.p !== null && s.balancedAccuracy.p !== undefined);
+  if (!sw.length) return [];
+  const ps = sw.map((s) => s.balancedAccuracy!.p!);
+  const adj = holm(ps);
+  const L = sw.length;
+  const raw = ps.filter((p) => p <= ALPHA).length;
+  const passed = adj.filter((p) => p !== null && p <= ALPHA).length;
+  const R = settings?.sweepPermutations;
+  const floor = R ? 1 / (R + 1) : Math.min(...ps);
+  const reach = floor * L > ALPHA
+    ? ` With ${R ? `${R} permutations per layer` : 'these permutations'} the smallest p is ${floor.toFixed(3)}, so no layer can pass Holm across ${L} layers; ${raw ? `the ${raw} layer${raw > 1 ? 's' : ''} at p ≤ ${ALPHA} ${raw > 1 ? 'are' : 'is'} about what chance gives (${f2(L * ALPHA)} expected)` : 'none reaches p ≤ 0.05 either'}.`
+    : '';
+  return [`Layer sweep: the probe's balanced accuracy beats its permutation null in ${passed} of ${L} layers after Holm across the layers (${raw} before).${reach}`];
+}
+
 /** The plain-words line on the neuron regions (wanda/metrics.json), counted after Holm within each family. */
 export function wandaLines(m: WandaMetrics | null | undefined, by: string): string[] {
   if (!m || !m.permutations) return [];
@@ -132,6 +153,7 @@ export function verdictLines(metrics: ClusterMetrics | null, settings: ClusterSe
             : `The tokens alone do at least as well: ${best.name} ${bv} vs the representation's probe ${pv} balanced accuracy, so the separation need not come from what the model computes.`,
       );
     }
+    out.push(...sweepLines(metrics, settings));
     for (const n of metrics.notes ?? []) out.push(`Note: ${n}.`.replace(/\.\.$/, '.'));
   }
   if (wanda) out.push(...wandaLines(wandaMetrics, wanda.by));

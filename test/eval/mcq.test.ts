@@ -82,7 +82,7 @@ describe('multiple-choice items from jsonl', () => {
 
     // --orders cyclic with as many shuffles as options: every option in every slot once; recorded in eval.json.
     const out3 = path.join(root, 'cyclic');
-    await runEval({ model, data: spec, out: out3, quiet: true, bootstrap: 100, orders: 'cyclic', shuffles: 4, task: 'mcq' });
+    await runEval({ model, data: spec, out: out3, quiet: true, bootstrap: 100, orders: 'cyclic', shuffles: 4 });
     const r3 = readEvalResults(out3);
     expect(r3.manifest.settings.orders).toBe('cyclic');
     expect(r.manifest.settings.orders).toBe('random');
