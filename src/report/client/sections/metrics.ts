@@ -181,6 +181,12 @@ function wandaTables(run: RunPayload, cell: HTMLElement): void {
       wm.channels.map((c) => [c.hook, c.value, fmt(c.nullMean), fmt(c.z), pf(c.p), fmtP(c.pHolm), fmtP(c.pBH), c.channelsBH05 === null ? '—' : c.channelsBH05 + ' of ' + c.channels,
         c.top.slice(0, 3).map((t) => t.channel + ' (' + t.high + ' > ' + t.low + ')').join(', ')]), 'metrics small'));
   }
+  if (wm.sensitivity && wm.sensitivity.length) {
+    cell.appendChild(el('p', 'meta', 'Sensitivity to the block size and the fraction kept (lobes wanda --sweep): counts after Holm at 0.05.'));
+    cell.appendChild(table(['block', 'top', 'blocks per region', 'mean Jaccard', 'pairs below label null (raw)', 'median density × random', 'differences denser than random', 'differences denser than label null'],
+      wm.sensitivity.map((r) => [r.block + '×' + r.block + (r.coarse ? ' (coarse)' : ''), r.top, r.selected, fmt(r.meanJaccard), r.jaccardBelowNullHolm + ' of ' + r.pairs + ' (' + r.jaccardBelowNull + ')',
+        ratio(r.medianDensityRatio), r.denserThanRandomHolm + ' of ' + r.differences, r.denserThanLabelNullHolm + ' of ' + r.differences]), 'metrics small'));
+  }
   for (const n of wm.notes ?? []) cell.appendChild(el('p', 'meta', n));
 }
 
