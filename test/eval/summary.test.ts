@@ -102,6 +102,18 @@ describe('GAE summary', () => {
     expect(s.macroOmitted).toMatch(/no mean over world categories: 2 have fewer than 10 items \(Conflict \(1\), Cooperation \(2\)\)/);
     expect(macroAccuracy([1, 0, 1], [0.2, 0.2, 0.1], [['Cooperation'], ['Cooperation'], ['Conflict']], 100, 0).accuracy).toBeCloseTo((0.5 + 1) / 2, 12);
     expect(s.overall.chance).toBeCloseTo((0.2 + 0.2 + 0.1) / 3, 12);
+    // Exact test against each tree's own chance: P(at least 2 of 3 succeed), enumerated here.
+    const ps = [0.2, 0.2, 0.1];
+    let tail = 0;
+    for (let mask = 0; mask < 8; mask++) {
+      const k = [0, 1, 2].filter((i) => mask & (1 << i)).length;
+      if (k >= 2) tail += ps.reduce((a, p, i) => a * (mask & (1 << i) ? p : 1 - p), 1);
+    }
+    expect(s.overall.pChance).toBeCloseTo(tail, 14);
+    // Clopper–Pearson for 2 of 3 (lower end: P(X ≥ 2 | p) = 0.025; upper: P(X ≤ 2 | p) = 1 − p³ = 0.025).
+    expect(s.overall.ci95![1]).toBeCloseTo(0.975 ** (1 / 3), 9);
+    const lo = s.overall.ci95![0];
+    expect(3 * lo * lo * (1 - lo) + lo ** 3).toBeCloseTo(0.025, 9);
     expect(s.tables.find((t) => t.by === 'group')!.rows.map((r) => [r.key, r.n, r.correct])).toEqual([
       ['Antisocial', 1, 1],
       ['Prosocial', 2, 1],
