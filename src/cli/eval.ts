@@ -8,7 +8,7 @@ import { formatSummary } from '../eval/format.js';
 
 const spec = {
   usage:
-    'lobes eval MODEL_DIR|FILE.gguf --data SPEC --out DIR [--task iae|gae|both] [--limit N] [--shuffles K] [--seed N] [--cot N] [--device cpu|cuda|webgpu] [--device-id N] [--batch N | --token-budget N] [--chunk-units N] [--shard i/n|auto] [--chat-template auto|on|off] [--answer-prefix TEXT] [--prompt TEMPLATE_FILE] [--bootstrap B] [--share-prefix auto|on|off] [--max-tokens N] [--cache DIR] [--layout genai|explicit] [--skip-invalid] [--quiet] [--json]\n' +
+    'lobes eval MODEL_DIR|FILE.gguf --data SPEC --out DIR [--task iae|gae|both] [--limit N] [--shuffles K] [--orders random|cyclic] [--seed N] [--cot N] [--device cpu|cuda|webgpu] [--device-id N] [--batch N | --token-budget N] [--chunk-units N] [--shard i/n|auto] [--chat-template auto|on|off] [--answer-prefix TEXT] [--prompt TEMPLATE_FILE] [--bootstrap B] [--share-prefix auto|on|off] [--max-tokens N] [--cache DIR] [--layout genai|explicit] [--skip-invalid] [--quiet] [--json]\n' +
     '       lobes eval merge SHARD_DIR... --out DIR\n' +
     '       lobes eval label RUN EVAL_DIR [--axis correct]',
   help: `
@@ -32,6 +32,9 @@ settings is refused.
   --limit N            a seeded subset: N items stratified by language and aspect, and N world
                        trees stratified by language and category (quick looks)
   --shuffles K         option orders per item, majority vote (default 3)
+  --orders MODE        random: K independent shuffles (default, as SocialEval); cyclic: K
+                       rotations of one shuffle, so that with K = the number of options every
+                       option sits in every slot once
   --seed N             seed of the option orders, --limit and the bootstrap (default 0)
   --cot N              generate up to N tokens of reasoning greedily (KV cache) before the
                        answer, with the published explanation prompts (default 0: none)
@@ -61,6 +64,7 @@ items, for lobes cluster RUN --by correct and lobes wanda RUN --by correct.
     task: { type: 'string' },
     limit: { type: 'string' },
     shuffles: { type: 'string' },
+    orders: { type: 'string' },
     seed: { type: 'string' },
     cot: { type: 'string' },
     device: { type: 'string' },
@@ -136,6 +140,7 @@ export async function run(argv: string[]): Promise<number> {
     device,
     deviceId: v['device-id'] !== undefined ? intOption(v['device-id'], '--device-id', 0, 0) : undefined,
     shuffles: intOption(v.shuffles, '--shuffles', 3, 1),
+    orders: v.orders as 'random' | 'cyclic' | undefined,
     seed: intOption(v.seed, '--seed', 0, 0),
     limit: v.limit !== undefined ? intOption(v.limit, '--limit', 0, 1) : null,
     cot: intOption(v.cot, '--cot', 0, 0),

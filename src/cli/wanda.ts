@@ -4,7 +4,7 @@ import { runWanda, DEFAULT_PERMUTATIONS } from '../wanda/run.js';
 import type { TopSpec } from '../wanda/regions.js';
 
 const USAGE =
-  'lobes wanda RUN [--weights DIR|FILE.gguf] [--by LABEL] [--block 256|auto] [--top FRACTION] [--top-count N] [--scope matrix|layer|global] [--permutations R] [--seed N] [--resolution block|weight] [--threads N] [--json] [--quiet]';
+  'lobes wanda RUN [--weights DIR|FILE.gguf] [--by LABEL] [--block 256|auto] [--top FRACTION] [--top-count N] [--scope matrix|layer|global] [--permutations R] [--seed N] [--resolution block|weight] [--sweep all|BLOCKS/TOPS] [--threads N] [--json] [--quiet]';
 
 const HELP = `
 Wanda importance per group, pooled in blocks, top-block regions per group, set differences
@@ -27,12 +27,28 @@ Writes RUN/wanda/ (pooled.safetensors, regions.json, metrics.json, metrics.csv, 
   --scope S          where the top blocks are chosen: matrix (default), layer or global
   --permutations R   label shuffles for the null (default ${DEFAULT_PERMUTATIONS}; 0 = no null)
   --seed N           seed of the shuffles (default 0; recorded in settings.json)
+  --sweep all|B/T    also run the analysis at every block size × top fraction and summarise
+                     each in one row (metrics.sensitivity, sensitivity.csv); all: the grid
+                     16,32,64,128 / 0.05,0.1,0.2; or e.g. --sweep 32,64/0.1,0.2
   --resolution R     block (default): rank pooled blocks; weight: rank individual weights
                      (top-k per matrix) and report their block shares
   --threads N        worker threads for the weight pass and the permutation null (default: all cores)
   --json             print the metrics as JSON on stdout
   --quiet            no progress output
 `;
+
+/** --sweep: '' or 'all' for the default grid, else BLOCKS/TOPS as comma lists (either side may be empty). */
+function parseSweep(v: string | undefined): boolean | { blocks?: number[]; tops?: number[] } | undefined {
+  if (v === undefined) return undefined;
+  if (v === '' || v === 'all' || v === 'default') return true;
+  const m = /^([\d,]*)\/([\d.,]*)$/.exec(v);
+  if (!m) throw new UsageError(`--sweep must be BLOCKS/TOPS (e.g. 16,32,64/0.05,0.1), got ${JSON.stringify(v)}`);
+  const blocks = m[1] ? m[1].split(',').map(Number) : undefined;
+  const tops = m[2] ? m[2].split(',').map(Number) : undefined;
+  if (blocks && !blocks.every((b) => Number.isInteger(b) && b >= 1)) throw new UsageError(`--sweep block sizes must be positive integers, got ${JSON.stringify(m[1])}`);
+  if (tops && !tops.every((t) => t > 0 && t <= 1)) throw new UsageError(`--sweep top fractions must be in (0, 1], got ${JSON.stringify(m[2])}`);
+  return { blocks, tops };
+}
 
 function parseBlock(v: string | undefined): [number, number] | 'auto' | undefined {
   if (v === undefined) return undefined;
@@ -61,6 +77,7 @@ export async function run(argv: string[]): Promise<number> {
       permutations: { type: 'string' },
       seed: { type: 'string' },
       resolution: { type: 'string' },
+      sweep: { type: 'string' },
       threads: { type: 'string' },
       json: { type: 'boolean' },
       quiet: { type: 'boolean' },
@@ -86,6 +103,7 @@ export async function run(argv: string[]): Promise<number> {
     permutations: intOption(v.permutations, '--permutations', DEFAULT_PERMUTATIONS, 0),
     seed: intOption(v.seed, '--seed', 0, 0, 0xffffffff),
     resolution,
+    sweep: parseSweep(v.sweep),
     threads: v.threads !== undefined ? intOption(v.threads, '--threads', 1, 1) : undefined,
     quiet: !!v.quiet || !!v.json,
   });
@@ -93,15 +111,23 @@ export async function run(argv: string[]): Promise<number> {
     process.stdout.write(JSON.stringify({ dir: res.dir, settings: res.settings, metrics: res.metrics }, null, 1) + '\n');
   } else {
     const out: string[] = [`wrote ${res.dir} (blocks ${res.settings.block.join('×')})`, `groups (${res.settings.by}): ${res.metrics.groups.map((g) => `${g.group} (${g.n})`).join(', ')}`];
-    const p = (x: number | null | undefined) => (x === null || x === undefined ? '' : ` (p=${x.toFixed(3)})`);
+    const p = (x: number | null | undefined, h?: number | null) => (x === null || x === undefined ? '' : ` (p=${x.toFixed(3)}${h !== null && h !== undefined ? `, Holm ${h.toFixed(3)}` : ''})`);
+    const ratio = (x: number | null | undefined) => (x === null || x === undefined ? '' : `, ${x.toFixed(1)}× a random set's density`);
     for (const pr of res.metrics.pairs) {
       out.push(
-        `${pr.a} vs ${pr.b}: Jaccard ${pr.jaccard.value.toFixed(3)}${p(pr.jaccard.pLower)}, ` +
-          `isolation ${pr.a}\\${pr.b} ${pr.isolationAB.value.toFixed(3)}${p(pr.isolationAB.p)} (${pr.sizeAminusB} blocks), ` +
-          `${pr.b}\\${pr.a} ${pr.isolationBA.value.toFixed(3)}${p(pr.isolationBA.p)} (${pr.sizeBminusA} blocks)`,
+        `${pr.a} vs ${pr.b}: Jaccard ${pr.jaccard.value.toFixed(3)}${p(pr.jaccard.pLower, pr.jaccard.pLowerHolm)}; ` +
+          `${pr.a}\\${pr.b} ${pr.sizeAminusB} blocks${ratio(pr.placementAminusB?.densityRatio)}, ${pr.b}\\${pr.a} ${pr.sizeBminusA} blocks${ratio(pr.placementBminusA?.densityRatio)}`,
       );
     }
-    if (res.metrics.pairs.length && res.settings.permutations > 0) out.push(`p: share of ${res.settings.permutations} label permutations at least as extreme (Jaccard: as low; isolation: as high)`);
+    const R = res.settings.permutations;
+    if (res.metrics.pairs.length && R > 0) out.push(`p: share of ${R} label permutations with an overlap as low (smallest possible ${(1 / (R + 1)).toFixed(4)}); Holm over the ${res.metrics.pairs.length} pairs. Isolation is the same test as Jaccard (equal region sizes) and is not repeated.`);
+    if (res.metrics.sensitivity) {
+      out.push('sensitivity (block × top): pairs with Jaccard below the label null after Holm; median density over a random set\'s; differences denser than random after Holm');
+      for (const r of res.metrics.sensitivity) out.push(`  ${r.block}×${r.block}, top ${r.top}: ${r.jaccardBelowNullHolm}/${r.pairs}; ${r.medianDensityRatio === null ? '—' : r.medianDensityRatio.toFixed(2) + '×'}; ${r.denserThanRandomHolm}/${r.differences}${r.coarse ? ' (too coarse)' : ''}`);
+    }
+    for (const c of res.metrics.channels ?? []) {
+      out.push(`activation RMS by group, ${c.hook}: spread ${c.value.toExponential(2)}${p(c.p, c.pHolm)}, ${c.channelsBH05 ?? 0} of ${c.channels} channels pass BH at 0.05`);
+    }
     process.stdout.write(out.join('\n') + '\n');
   }
   return 0;

@@ -14,7 +14,7 @@ import type { Device } from '../runtime/types.js';
 import { gaeFields, randomWalkOutcome, type WorldTree } from '../data/socialeval-eval.js';
 import { renderPrompt, type PromptItem, type PromptPart, type RenderedPrompt } from '../data/prompt.js';
 import { itemRecord, shuffleRecord, skippedRecord, type ItemFacts, type ShuffleScore } from './records.js';
-import { optionOrders } from './score.js';
+import { optionOrders, type OrderMode } from './score.js';
 import type { EpisodeRecord, EvalRecord, ShuffleRecord } from './types.js';
 import type { Scorer, KvState, HeadOutput } from './engine.js';
 import type { AnswerSlot, EvalTokenizer } from './tokenizer.js';
@@ -40,6 +40,8 @@ export interface EvaluateContext {
   tok: EvalTokenizer;
   shuffles: number;
   seed: number;
+  /** How the option orders are drawn (default random). */
+  orders?: OrderMode;
   /** Greedy reasoning tokens before the answer (0: none). */
   cot: number;
   batch: number | null;
@@ -325,7 +327,7 @@ async function scoreJobs(groups: Job[][], ctx: EvaluateContext, onGroup?: () => 
 
 /** The jobs of one item: one per shuffle. */
 function itemJobs(item: PromptItem, style: PromptStyle, ctx: EvaluateContext): Job[] {
-  return optionOrders(item.id, item.options.length, ctx.shuffles, ctx.seed).map((order, s) => ({ item, order, style, where: `item ${item.id}, shuffle ${s}` }));
+  return optionOrders(item.id, item.options.length, ctx.shuffles, ctx.seed, false, ctx.orders ?? 'random').map((order, s) => ({ item, order, style, where: `item ${item.id}, shuffle ${s}` }));
 }
 
 function shuffleRecords(jobs: Job[], scored: Scored[], at: number): ShuffleRecord[] {

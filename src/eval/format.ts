@@ -6,13 +6,17 @@ import type { EvalManifest } from './run.js';
 import type { Accuracy, AccuracyTable, EvalSummary, GaeSummary, ItemSummary, PositionBias } from './summary.js';
 
 const pct = (x: number) => (Number.isFinite(x) ? (100 * x).toFixed(1) : '—');
-const ci = (a: Accuracy) => (a.ci95 ? `[${pct(a.ci95[0])}, ${pct(a.ci95[1])}]` : '—');
+const ci = (a: Accuracy) => (a.ci95 ? `[${pct(a.ci95[0])}, ${pct(a.ci95[1])}]${a.ciMethod === 'bootstrap' ? ' b' : ''}` : '—');
+const fp = (p: number | null | undefined) => (p === null || p === undefined ? '—' : p < 0.001 ? p.toExponential(1) : p.toFixed(3));
 
 function row(name: string, a: Accuracy): string {
-  return `| ${name} | ${a.n} | ${pct(a.accuracy)} | ${ci(a)} | ${pct(a.chance)} |`;
+  return `| ${name} | ${a.n} | ${pct(a.accuracy)} | ${ci(a)} | ${pct(a.chance)} | ${fp(a.pChance)} | ${fp(a.pChanceHolm)} |`;
 }
 
-const HEAD = (what: string) => [`| ${what} | n | accuracy % | 95% CI | chance % |`, '|---|---:|---:|---:|---:|'];
+const HEAD = (what: string) => [`| ${what} | n | accuracy % | 95% CI | chance % | p vs chance | Holm |`, '|---|---:|---:|---:|---:|---:|---:|'];
+/** What the intervals and p-values are. */
+const LEGEND =
+  '95% CI: Clopper–Pearson (exact) for counts, a percentile bootstrap over units where marked b. p vs chance: exact one-sided P(at least this many correct) when each unit succeeds with its own chance; Holm: adjusted within its breakdown.';
 
 function tableLines(t: AccuracyTable): string[] {
   return t.rows.map((r) => row(`${t.by.replace(/^label:/, '')} = ${r.key}`, r));
@@ -29,6 +33,7 @@ function biasLines(b: PositionBias[]): string[] {
 function items(s: ItemSummary, title: string): string[] {
   const out = [`### ${title}`, '', ...(s.skipped?.length ? [`${s.skipped.length} items skipped (prompt longer than --max-tokens): ${s.skipped.slice(0, 5).join(', ')}${s.skipped.length > 5 ? ', …' : ''}`, ''] : []), ...HEAD('slice'), row('overall (every item once, voted)', s.overall)];
   if (s.macro) out.push(row('mean over abilities (run_iae.py "Overall Average")', s.macro));
+  if (s.macroOmitted) out.push(`| ${s.macroOmitted} | | | | | | |`);
   for (const [l, a] of Object.entries(s.macroByLanguage)) out.push(row(`mean over abilities, ${l}`, a));
   out.push(row('single shuffles before the vote', s.unvoted));
   for (const t of s.tables) out.push(...tableLines(t));
@@ -44,7 +49,8 @@ function gae(s: GaeSummary): string[] {
     '',
     ...HEAD('slice'),
     row('overall (every tree once)', s.overall),
-    row('mean over world categories (run_gae.py "Overall Average")', s.macro),
+    ...(s.macro ? [row('mean over world categories (run_gae.py "Overall Average")', s.macro)] : []),
+    ...(s.macroOmitted ? [`| ${s.macroOmitted} | | | | | | |`] : []),
   ];
   for (const [l, a] of Object.entries(s.macroByLanguage)) out.push(row(`mean over categories, ${l}`, a));
   for (const t of s.tables) out.push(...tableLines(t));
@@ -62,5 +68,6 @@ export function formatSummary(s: EvalSummary, m?: EvalManifest): string {
   if (s.iae) out.push(...items(s.iae, 'IAE (interpersonal ability: the utterance that shows the asked ability)'));
   if (s.mcq) out.push(...items(s.mcq, 'Multiple choice'));
   if (s.gae) out.push(...gae(s.gae));
+  out.push(LEGEND, '');
   return out.join('\n') + '\n';
 }

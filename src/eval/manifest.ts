@@ -6,6 +6,7 @@ import type { Device } from '../runtime/types.js';
 import type { EvalData, TaskChoice } from './units.js';
 import type { EvalStats } from './evaluate.js';
 import type { EvalTokenizerOptions } from './tokenizer.js';
+import type { OrderMode } from './score.js';
 
 /** The evaluation directory's manifest (DIR/eval.json). */
 export interface EvalManifest {
@@ -17,7 +18,7 @@ export interface EvalManifest {
   tokenizer: { source: string; chatTemplate: boolean };
   dataset: { spec: string; kind: EvalData['kind']; unitsSha256: string; units: number; available: number; excluded: number };
   task: TaskChoice | 'mcq';
-  settings: { shuffles: number; seed: number; cot: number; limit: number | null; answerPrefix: string | null; prompt: string | null; chatTemplate: EvalTokenizerOptions['chatTemplate']; chunkUnits: number; batch: number | null; tokenBudget: number | null; device: Device; bootstrap: number; sharePrefix: 'auto' | 'on' | 'off'; maxTokens: number | null };
+  settings: { shuffles: number; /** How the option orders were drawn (absent in older folders: random). */ orders?: OrderMode; seed: number; cot: number; limit: number | null; answerPrefix: string | null; prompt: string | null; chatTemplate: EvalTokenizerOptions['chatTemplate']; chunkUnits: number; batch: number | null; tokenBudget: number | null; device: Device; bootstrap: number; sharePrefix: 'auto' | 'on' | 'off'; maxTokens: number | null };
   shard: ShardSpec | null;
   layout: ShardRange & { datasetUnits: number };
   /** Counters summed over attempts. */

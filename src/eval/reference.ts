@@ -9,7 +9,7 @@
 export interface PaperReference {
   model: string;
   task: 'iae' | 'gae';
-  /** IAE: the average over abilities; GAE: the overall success rate. Percent. */
+  /** Percent, per language: IAE the item-weighted accuracy (every item once), GAE the overall success rate (every tree once). Compared with the run's per-language row of the same statistic. */
   zh: number;
   en: number;
   setting: string;

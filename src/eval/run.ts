@@ -23,6 +23,7 @@ import { evaluateUnits, newStats } from './evaluate.js';
 import { EVAL_FORMAT_VERSION, EVAL_MANIFEST, EVAL_RECORDS, SUMMARY, checkEvalFiles, isEvalDir, readEvalManifest, writeEvalManifest, writeEvalSummary } from './store.js';
 import { summarize } from './summary.js';
 import type { EpisodeRecord, EvalRecord } from './types.js';
+import type { OrderMode } from './score.js';
 import type { Scorer, ScorerOptions } from './engine.js';
 import { modelContext } from '../runtime/plan.js';
 import type { EvalTokenizer, EvalTokenizerOptions } from './tokenizer.js';
@@ -38,6 +39,8 @@ export interface EvalOptions {
   device?: Device;
   deviceId?: number;
   shuffles?: number;
+  /** Option orders: independent shuffles (random, the default) or rotations of one shuffle that balance slots (cyclic). */
+  orders?: OrderMode;
   seed?: number;
   limit?: number | null;
   /** Greedy reasoning tokens before the answer (0: none). */
@@ -93,6 +96,7 @@ export function evalIdentity(m: EvalManifest, includeShard: boolean): Record<str
     'dataset units sha256': m.dataset.unitsSha256,
     task: m.task,
     '--shuffles': String(s.shuffles),
+    '--orders': s.orders ?? 'random',
     '--seed': String(s.seed),
     '--cot': String(s.cot),
     '--limit': String(s.limit),
@@ -122,6 +126,8 @@ type Settings = EvalManifest['settings'] & { task: TaskChoice };
 function resolveSettings(o: EvalOptions): Settings {
   const shuffles = o.shuffles ?? 3;
   if (!Number.isInteger(shuffles) || shuffles < 1) throw new UsageError(`--shuffles must be a positive integer, got ${shuffles}`);
+  const orders = o.orders ?? 'random';
+  if (orders !== 'random' && orders !== 'cyclic') throw new UsageError(`--orders must be random or cyclic, got ${JSON.stringify(orders)}`);
   const chunkUnits = o.chunkUnits ?? DEFAULT_CHUNK_UNITS;
   if (!Number.isInteger(chunkUnits) || chunkUnits < 1) throw new UsageError(`--chunk-units must be a positive integer, got ${chunkUnits}`);
   const cot = o.cot ?? 0;
@@ -131,6 +137,7 @@ function resolveSettings(o: EvalOptions): Settings {
   return {
     task: o.task ?? 'both',
     shuffles,
+    orders,
     seed: o.seed ?? 0,
     cot,
     limit: o.limit ?? null,
@@ -268,7 +275,7 @@ async function evalUnderLock(opts: EvalOptions, s: Settings, deps: EvalDeps, dat
       const start = c * s.chunkUnits;
       const end = Math.min(start + s.chunkUnits, N);
       const units = data.units.slice(start, end);
-      const r = await evaluateUnits(units, { scorer, tok, shuffles: s.shuffles, seed: s.seed, cot: s.cot, batch: s.batch, tokenBudget: s.tokenBudget, sharePrefix, maxTokens: s.maxTokens, stats, memory: { device: s.device, limit: opts.memoryLimit?.(s.device) }, onScored: (_p, t) => progress.tick(0, { tokens: t }), onUnit: () => progress.tick(1) });
+      const r = await evaluateUnits(units, { scorer, tok, shuffles: s.shuffles, orders: s.orders, seed: s.seed, cot: s.cot, batch: s.batch, tokenBudget: s.tokenBudget, sharePrefix, maxTokens: s.maxTokens, stats, memory: { device: s.device, limit: opts.memoryLimit?.(s.device) }, onScored: (_p, t) => progress.tick(0, { tokens: t }), onUnit: () => progress.tick(1) });
       writer.write(c, start, end - start, { records: r.records, episodes: hasTrees(data) ? r.episodes : null });
       manifest.timings.wallMs = wallBase + Date.now() - tAttempt;
       writeEvalManifest(out, manifest);

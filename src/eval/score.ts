@@ -66,15 +66,33 @@ export function vote(shuffles: readonly ShuffleVote[], nOptions: number): number
   return 0;
 }
 
+/** How an item's k option orders are drawn: independent shuffles, or rotations of one shuffle. */
+export type OrderMode = 'random' | 'cyclic';
+
 /**
- * `k` seeded permutations of n options. The first is the dataset order when `identityFirst`
- * (so shuffle 0 of every item is the unshuffled item); the rest are Fisher–Yates shuffles
- * drawn from an Rng seeded by hash32(seed, item id), so an item's orders do not
- * depend on which other items are evaluated, on sharding or on resuming.
+ * `k` seeded permutations of n options, from an Rng seeded by hash32(seed, item id), so an
+ * item's orders do not depend on which other items are evaluated, on sharding or on resuming.
+ *
+ * - `random`: k independent Fisher–Yates shuffles. The first is the dataset order when
+ *   `identityFirst` (so shuffle 0 of every item is the unshuffled item).
+ * - `cyclic`: one shuffle (the dataset order when `identityFirst`) and its rotations by
+ *   floor(s·n/k) slots, s = 0..k−1 (by s mod n when k > n): order_s[i] = base[(i + offset_s) mod n].
+ *   With k = n every option sits in every slot exactly once (a Latin square), so the answer's
+ *   slot is balanced within each item; with k < n the answer visits k distinct slots spread
+ *   around the ring. Random orders balance slots only on average over items.
  */
-export function optionOrders(id: string, n: number, k: number, seed: number, identityFirst = false): number[][] {
+export function optionOrders(id: string, n: number, k: number, seed: number, identityFirst = false, mode: OrderMode = 'random'): number[][] {
   const rng = new Rng(hash32(`${seed}\u0000${id}`));
   const out: number[][] = [];
+  if (mode === 'cyclic') {
+    const base = Array.from({ length: n }, (_, i) => i);
+    if (!identityFirst) rng.shuffle(base);
+    for (let s = 0; s < k; s++) {
+      const off = k <= n ? Math.floor((s * n) / k) : s % n;
+      out.push(base.map((_, i) => base[(i + off) % n]!));
+    }
+    return out;
+  }
   for (let s = 0; s < k; s++) {
     const p = Array.from({ length: n }, (_, i) => i);
     if (!(identityFirst && s === 0)) {

@@ -7,8 +7,23 @@ export interface Accuracy {
   correct: number;
   /** In [0, 1]. */
   accuracy: number;
+  /** The 95% interval: Clopper–Pearson for counts of 0/1 outcomes, a percentile bootstrap over units otherwise (ciMethod). */
   ci95: [number, number] | null;
+  /** How ci95 was computed (absent in older summaries: bootstrap). */
+  ciMethod?: 'clopper-pearson' | 'bootstrap';
+  /** Wilson score 95% interval of correct / n (0/1 outcomes). */
+  wilson95?: [number, number] | null;
+  /** The percentile bootstrap 95% interval over units (kept beside the exact one; too narrow at small n). */
+  bootstrap95?: [number, number] | null;
   chance: number;
+  /**
+   * Exact one-sided test against chance: P(at least `correct` successes) when every unit
+   * succeeds independently with its own chance (a Poisson-binomial; a binomial when the
+   * chances are equal). Null for figures that are not counts (means over groups, shuffles).
+   */
+  pChance?: number | null;
+  /** pChance adjusted by Holm within its table (the rows of one breakdown). */
+  pChanceHolm?: number | null;
 }
 
 export interface AccuracyRow extends Accuracy {
@@ -39,8 +54,10 @@ export interface ItemSummary {
   skipped: string[];
   /** Voted accuracy, every item once. */
   overall: Accuracy;
-  /** Mean over abilities of their accuracy (IAE). */
+  /** Mean over abilities of their accuracy (IAE); null when an ability has too few items (macroOmitted). */
   macro: Accuracy | null;
+  /** Why the mean over abilities is not given: the abilities with fewer than MIN_MACRO_CELL items. */
+  macroOmitted?: string | null;
   macroByLanguage: Record<string, Accuracy>;
   /** Accuracy of single shuffles before the vote. */
   unvoted: Accuracy;
@@ -60,8 +77,9 @@ export interface GaeSummary {
   /** Decisions the model made (records). */
   decisions: number;
   overall: Accuracy;
-  /** Mean over world categories of their success rates. */
-  macro: Accuracy;
+  /** Mean over world categories of their success rates; null when a category has too few trees (macroOmitted). */
+  macro: Accuracy | null;
+  macroOmitted?: string | null;
   macroByLanguage: Record<string, Accuracy>;
   tables: AccuracyTable[];
   positionBias: PositionBias[];

@@ -1,7 +1,14 @@
 /**
- * Accuracy tables from records and episodes (DIR/summary.json), each figure with a seeded
- * percentile-bootstrap 95% CI (items, or trees, resampled with replacement) and its chance
- * level:
+ * Accuracy tables from records and episodes (DIR/summary.json), each figure with its 95%
+ * interval, its chance level and an exact test against chance. A count of 0/1 outcomes (an
+ * accuracy, a success rate) gets the Clopper–Pearson interval (and Wilson's beside it): a
+ * percentile bootstrap is too narrow at the slice sizes of a benchmark (3/21 gives [0, 28.6]
+ * where Clopper–Pearson gives [3.0, 36.3]; 0/8 gives [0, 0]). Its test against chance is the
+ * exact upper tail of the number of successes when unit i succeeds with its own chance p_i
+ * (a Poisson-binomial), Holm-adjusted within each breakdown table. Means over groups and the
+ * accuracy before the vote keep a seeded percentile bootstrap over units. A mean over groups
+ * is given only when every group has at least MIN_MACRO_CELL units: smaller cells vanish from
+ * resamples and their accuracy is a few coin flips.
  *
  * IAE / multiple choice: the voted accuracy overall (micro: every item once), per language,
  * aspect, ability (IAE; a composite item counts toward each of its abilities and aspects, as
@@ -18,6 +25,7 @@
  * choices reach a successful ending, given that they reach an ending.
  */
 import { Rng } from '../util/rng.js';
+import { clopperPearson, wilson, poissonBinomialUpper, holm } from '../util/stats.js';
 import { ORIENTATION_CATEGORIES } from '../data/socialeval-eval.js';
 import type { EpisodeRecord, EvalRecord } from './types.js';
 import type { Accuracy, AccuracyTable, PositionBias, ItemSummary, GaeSummary, EvalSummary } from './summary-types.js';
@@ -64,12 +72,23 @@ export function bootstrapStat(n: number, B: number, seed: number, stat: (weights
   return vals.length ? quantiles(Float64Array.from(vals)) : null;
 }
 
-/** Accuracy of 0/1 outcomes with their per-unit chance, bootstrapped over units. */
+/** Fewest units a group needs for a mean over groups (abilities, world categories) to be given. */
+export const MIN_MACRO_CELL = 10;
+
+/**
+ * Accuracy of outcomes with their per-unit chance. 0/1 outcomes: Clopper–Pearson ci95,
+ * Wilson, and the exact Poisson-binomial test against chance; the bootstrap over units is kept
+ * as bootstrap95. Other outcomes (shares in [0, 1]): the bootstrap is ci95.
+ */
 export function accuracyOf(hits: ArrayLike<number>, chance: ArrayLike<number>, B: number, seed: number): Accuracy {
   const n = hits.length;
   let c = 0;
-  for (let i = 0; i < n; i++) c += hits[i]!;
-  const ci = bootstrapStat(n, B, seed, (w) => {
+  let binary = true;
+  for (let i = 0; i < n; i++) {
+    c += hits[i]!;
+    if (hits[i] !== 0 && hits[i] !== 1) binary = false;
+  }
+  const boot = bootstrapStat(n, B, seed, (w) => {
     let s = 0;
     let m = 0;
     for (let i = 0; i < n; i++) {
@@ -78,7 +97,32 @@ export function accuracyOf(hits: ArrayLike<number>, chance: ArrayLike<number>, B
     }
     return s / m;
   });
-  return { n, correct: c, accuracy: n ? c / n : NaN, ci95: ci, chance: mean(chance) };
+  if (!binary) return { n, correct: c, accuracy: n ? c / n : NaN, ci95: boot, ciMethod: 'bootstrap', chance: mean(chance), pChance: null };
+  return {
+    n,
+    correct: c,
+    accuracy: n ? c / n : NaN,
+    ci95: clopperPearson(c, n),
+    ciMethod: 'clopper-pearson',
+    wilson95: wilson(c, n),
+    bootstrap95: boot,
+    chance: mean(chance),
+    pChance: n ? poissonBinomialUpper(chance, c) : null,
+  };
+}
+
+/** Groups with fewer than MIN_MACRO_CELL units, as "name (n)", or [] when every group is big enough. */
+export function smallCells(groups: string[][]): string[] {
+  const count = new Map<string, number>();
+  for (const g of groups) for (const k of g) count.set(k, (count.get(k) ?? 0) + 1);
+  return [...count.entries()].filter(([, c]) => c < MIN_MACRO_CELL).sort((a, b) => a[1] - b[1] || a[0].localeCompare(b[0])).map(([k, c]) => `${k} (${c})`);
+}
+
+/** The mean over groups when every group has enough units, else null and the reason. */
+function macroIfCells(what: string, hits: ArrayLike<number>, chance: ArrayLike<number>, groups: string[][], B: number, seed: number): { acc: Accuracy | null; omitted: string | null } {
+  const small = smallCells(groups);
+  if (small.length) return { acc: null, omitted: `no mean over ${what}: ${small.length} ${small.length > 1 ? 'have' : 'has'} fewer than ${MIN_MACRO_CELL} items (${small.slice(0, 8).join(', ')}${small.length > 8 ? ', …' : ''})` };
+  return { acc: macroAccuracy(hits, chance, groups, B, seed), omitted: null };
 }
 
 /** Macro accuracy: the mean over groups of the groups' accuracies; units may belong to several groups. */
@@ -109,7 +153,7 @@ export function macroAccuracy(hits: ArrayLike<number>, chance: ArrayLike<number>
   const ones = new Float64Array(n).fill(1);
   let c = 0;
   for (let i = 0; i < n; i++) c += hits[i]!;
-  return { n, correct: c, accuracy: stat(ones, hits), ci95: bootstrapStat(n, B, seed, (w) => stat(w, hits)), chance: stat(ones, chance) };
+  return { n, correct: c, accuracy: stat(ones, hits), ci95: bootstrapStat(n, B, seed, (w) => stat(w, hits)), ciMethod: 'bootstrap', chance: stat(ones, chance), pChance: null };
 }
 
 /** One row per key: the units of that key (a unit may have several keys). */
@@ -125,6 +169,8 @@ function table(by: string, keysOf: (i: number) => string[], hits: ArrayLike<numb
     const ii = idx.get(key)!;
     return { key, ...accuracyOf(ii.map((i) => hits[i]!), ii.map((i) => chance[i]!), B, seed) };
   });
+  const adj = holm(rows.map((r) => r.pChance));
+  rows.forEach((r, i) => (r.pChanceHolm = adj[i]));
   return { by, rows };
 }
 
@@ -168,15 +214,20 @@ export function summarizeItems(all: EvalRecord[], task: 'iae' | 'mcq', o: Summar
   const languages = [...new Set(records.map((r) => r.language ?? ''))].filter(Boolean);
   if (languages.length) tables.push(table('language', (i) => (records[i]!.language ? [records[i]!.language!] : []), hits, chance, B, seed));
   let macro: Accuracy | null = null;
+  const omitted: string[] = [];
   const macroByLanguage: Record<string, Accuracy> = {};
   if (task === 'iae') {
     const abil = records.map(creditedAbilities);
     tables.push(table('aspect', (i) => (records[i]!.aspect ? records[i]!.aspect!.split(' + ') : []), hits, chance, B, seed));
     tables.push(table('ability', (i) => abil[i]!, hits, chance, B, seed));
-    macro = macroAccuracy(hits, chance, abil, B, seed);
+    const all = macroIfCells('abilities', hits, chance, abil, B, seed);
+    macro = all.acc;
+    if (all.omitted) omitted.push(all.omitted);
     for (const l of languages) {
       const ii = records.flatMap((r, i) => (r.language === l ? [i] : []));
-      macroByLanguage[l] = macroAccuracy(ii.map((i) => hits[i]!), ii.map((i) => chance[i]!), ii.map((i) => abil[i]!), B, seed);
+      const m = macroIfCells(`abilities (${l})`, ii.map((i) => hits[i]!), ii.map((i) => chance[i]!), ii.map((i) => abil[i]!), B, seed);
+      if (m.acc) macroByLanguage[l] = m.acc;
+      else omitted.push(m.omitted!);
     }
   } else {
     const axes = [...new Set(records.flatMap((r) => Object.keys(r.labels)))].filter((a) => a !== 'language').sort();
@@ -187,7 +238,7 @@ export function summarizeItems(all: EvalRecord[], task: 'iae' | 'mcq', o: Summar
   const unvoted = accuracyOf(per, chance, B, seed);
   unvoted.correct = records.reduce((a, r) => a + r.shuffles.filter((s) => s.order[s.pick] === r.answer).length, 0);
   unvoted.n = records.reduce((a, r) => a + r.shuffles.length, 0);
-  return { task, items: records.length, skipped, overall: accuracyOf(hits, chance, B, seed), macro, macroByLanguage, unvoted, tables, positionBias: positionBias(records), letterMass: massStats(records) };
+  return { task, items: records.length, skipped, overall: accuracyOf(hits, chance, B, seed), macro, macroOmitted: omitted.length ? omitted.join('; ') : null, macroByLanguage, unvoted, tables, positionBias: positionBias(records), letterMass: massStats(records) };
 }
 
 /** Summary of GAE episodes and their decision records. */
@@ -205,9 +256,14 @@ export function summarizeGae(episodes: EpisodeRecord[], records: EvalRecord[], o
   ];
   tables[0]!.rows.sort((a, b) => catOrder.indexOf(a.key) - catOrder.indexOf(b.key));
   const macroByLanguage: Record<string, Accuracy> = {};
+  const omitted: string[] = [];
+  const all = macroIfCells('world categories', hits, chance, ended.map((e) => [e.category]), B, seed);
+  if (all.omitted) omitted.push(all.omitted);
   for (const l of [...new Set(ended.map((e) => e.language ?? ''))].filter(Boolean)) {
     const ii = ended.flatMap((e, i) => (e.language === l ? [i] : []));
-    macroByLanguage[l] = macroAccuracy(ii.map((i) => hits[i]!), ii.map((i) => chance[i]!), ii.map((i) => [ended[i]!.category]), B, seed);
+    const m = macroIfCells(`world categories (${l})`, ii.map((i) => hits[i]!), ii.map((i) => chance[i]!), ii.map((i) => [ended[i]!.category]), B, seed);
+    if (m.acc) macroByLanguage[l] = m.acc;
+    else omitted.push(m.omitted!);
   }
   return {
     trees: episodes.length,
@@ -216,7 +272,8 @@ export function summarizeGae(episodes: EpisodeRecord[], records: EvalRecord[], o
     skipped: episodes.filter((e) => e.end === 'skipped').map((e) => e.tree),
     decisions: records.filter((r) => !r.skipped).length,
     overall: accuracyOf(hits, chance, B, seed),
-    macro: macroAccuracy(hits, chance, ended.map((e) => [e.category]), B, seed),
+    macro: all.acc,
+    macroOmitted: omitted.length ? omitted.join('; ') : null,
     macroByLanguage,
     tables,
     positionBias: positionBias(records.filter((r) => !r.skipped)),

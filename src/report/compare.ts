@@ -246,12 +246,16 @@ function wandaRows(ctx: Ctx, r1: ReportModel, r2: ReportModel, rows: ComparisonR
     const [a, b] = k.split('\u0000');
     const sec = `pair ${a} vs ${b}`;
     rows.push(detail(row(ctx, sec, 'Jaccard of regions', 'lower', nt(p1?.jaccard), nt(p2?.jaccard), { note: 'lower: more distinct regions' })));
-    rows.push(detail(row(ctx, sec, 'isolation |A∖B|/|A|', 'higher', nt(p1?.isolationAB), nt(p2?.isolationAB))));
-    rows.push(detail(row(ctx, sec, 'isolation |B∖A|/|B|', 'higher', nt(p1?.isolationBA), nt(p2?.isolationBA))));
+    // Isolation is not compared: with |A| = |B| it moves only with |A∩B|, as Jaccard does.
     rows.push(detail(row(ctx, sec, 'share of blocks in A∖B', 'neutral', share(p1?.sizeAminusB, t1), share(p2?.sizeAminusB, t2))));
     rows.push(detail(row(ctx, sec, 'share of blocks in B∖A', 'neutral', share(p1?.sizeBminusA, t1), share(p2?.sizeBminusA, t2))));
     rows.push(detail(row(ctx, sec, 'density of A∖B', 'higher', nt(p1?.densityAminusB), nt(p2?.densityAminusB), { note: 'higher: more densely packed' })));
     rows.push(detail(row(ctx, sec, 'density of B∖A', 'higher', nt(p1?.densityBminusA), nt(p2?.densityBminusA), { note: 'higher: more densely packed' })));
+    const ratio = (x: number | null | undefined) => (x === null || x === undefined ? null : { value: x });
+    if (p1?.placementAminusB || p2?.placementAminusB) {
+      rows.push(detail(row(ctx, sec, 'density of A∖B over a random set\'s', 'higher', ratio(p1?.placementAminusB?.densityRatio), ratio(p2?.placementAminusB?.densityRatio), { note: 'normalised for the set\'s size; 1 = as random' })));
+      rows.push(detail(row(ctx, sec, 'density of B∖A over a random set\'s', 'higher', ratio(p1?.placementBminusA?.densityRatio), ratio(p2?.placementBminusA?.densityRatio), { note: 'normalised for the set\'s size; 1 = as random' })));
+    }
     rows.push(detail(row(ctx, sec, 'components of A∖B', 'neutral', num(p1?.componentsAminusB), num(p2?.componentsAminusB))));
     rows.push(detail(row(ctx, sec, 'components of B∖A', 'neutral', num(p1?.componentsBminusA), num(p2?.componentsBminusA))));
   }
@@ -336,7 +340,7 @@ function evalRows(ctx: Ctx, r1: ReportModel, r2: ReportModel, rows: ComparisonRo
   if (g1 || g2) {
     const sec = 'evaluation (GAE)';
     rows.push(row(ctx, sec, 'success rate, every tree once', 'higher', acc(g1?.overall), acc(g2?.overall)));
-    rows.push(row(ctx, sec, 'success rate, mean over world categories', 'higher', acc(g1?.macro), acc(g2?.macro)));
+    if (g1?.macro || g2?.macro) rows.push(row(ctx, sec, 'success rate, mean over world categories', 'higher', acc(g1?.macro), acc(g2?.macro)));
     for (const l of [...new Set([...Object.keys(g1?.macroByLanguage ?? {}), ...Object.keys(g2?.macroByLanguage ?? {})])].sort()) {
       rows.push(row(ctx, sec, `success rate, mean over categories, ${l}`, 'higher', acc(g1?.macroByLanguage[l]), acc(g2?.macroByLanguage[l])));
     }

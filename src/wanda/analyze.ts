@@ -14,8 +14,10 @@ import { Rng } from '../util/rng.js';
 
 import type { ActivationSource } from './stats.js';
 import { hookPooler } from './sumpool.js';
+import type { HookPooled } from './stats.js';
+import { ChannelNull } from './channels.js';
 import { selectTop, minus, jaccard, size, density, components, toBlockSet, distribution, type Masks, type TopSpec } from './regions.js';
-import type { WandaMatrix, WandaRegions, WandaMetrics, WandaPairMetrics, NullTested } from './types.js';
+import type { WandaMatrix, WandaRegions, WandaMetrics, WandaPairMetrics, NullTested, WandaChannelTest } from './types.js';
 
 export interface AnalyzeInput {
   /** Matrices in output order; `input` names the capture point feeding each. */
@@ -74,6 +76,8 @@ export interface AnalyzeResult {
   metrics: WandaMetrics;
   /** Null distributions per pair index / group index and metric (length R). */
   nulls: Nulls;
+  /** The per-channel RMS test per capture point, before the correction across capture points. */
+  channels?: WandaChannelTest[];
 }
 
 export function matrixInfo(name: string, layer: number, proj: string, input: string, dOut: number, dIn: number, block: [number, number]): WandaMatrix {
@@ -168,6 +172,7 @@ export async function analyze(input: AnalyzeInput, opts: AnalyzeOptions): Promis
     const ks = matrices.flatMap((m, k) => (m.input === hook ? [k] : []));
     return { ks, mats: ks.map((k) => ({ C: colsums.get(matrices[k].name)!, dOut: matrices[k].dOut, dIn: matrices[k].dIn })) };
   });
+  const channelNulls = hooks.map((hook) => new ChannelNull(hook, source.dim(hook)!, enc.counts, R));
   try {
     for (let l0 = 0; l0 < total; l0 += B) {
       const nb = Math.min(B, total - l0);
@@ -176,7 +181,7 @@ export async function analyze(input: AnalyzeInput, opts: AnalyzeOptions): Promis
       // pooled[t][g][m]
       const pooled: Float32Array[][][] = labelings.map(() => Array.from({ length: G }, () => new Array<Float32Array>(matrices.length)));
       // Up to `pooler.threads` capture points at once; collected in capture-point order.
-      const started: (Promise<Float32Array[][][]> | undefined)[] = [];
+      const started: (Promise<HookPooled> | undefined)[] = [];
       const launch = (i: number) => {
         const p = pooler.pooled(hooks[i], labelings, enc.counts, fed[i].mats, rb, cb);
         p.catch(() => {}); // awaited below, in order; an earlier failure must not leave it unhandled
@@ -184,8 +189,10 @@ export async function analyze(input: AnalyzeInput, opts: AnalyzeOptions): Promis
       };
       for (let i = 0; i < Math.min(pooler.threads, hooks.length); i++) launch(i);
       for (let i = 0; i < hooks.length; i++) {
-        const maps = await started[i]!;
+        const out = await started[i]!;
+        const maps = out.pooled;
         started[i] = undefined;
+        for (let t = 0; t < nb; t++) channelNulls[i].add(l0 + t, out.scalers[t]);
         if (i + pooler.threads < hooks.length) launch(i + pooler.threads);
         for (let t = 0; t < nb; t++) for (let g = 0; g < G; g++) fed[i].ks.forEach((k, j) => (pooled[t][g][k] = maps[t][g][j]));
         opts.onStep?.(++steps, totalSteps);
@@ -203,7 +210,9 @@ export async function analyze(input: AnalyzeInput, opts: AnalyzeOptions): Promis
     await pooler.close();
   }
 
-  return summarize(enc, matrices, observed!.pooled, observed!.masks, R > 0 ? nullVals : null);
+  const res = summarize(enc, matrices, observed!.pooled, observed!.masks, R > 0 ? nullVals : null);
+  res.channels = channelNulls.map((c, i) => c.result(enc.groups, matrices[fed[i].ks[0]].layer));
+  return res;
 }
 
 /** Memory the worker threads of the null may hold together (their sums and their own heaps). */

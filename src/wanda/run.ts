@@ -32,6 +32,8 @@ import { runSource, type ActivationSource } from './stats.js';
 import { weightPass } from './pass.js';
 import { analyze, matrixInfo, NULL_METRICS, type AnalyzeResult } from './analyze.js';
 import { analyzeWeights } from './weightres.js';
+import { addInference, correctFamily } from './inference.js';
+import { sensitivitySweep, sensitivityCsv, SWEEP_BLOCKS, SWEEP_TOPS } from './sensitivity.js';
 import { wantedMatrices, isSafetensorsPath, openSafetensorsCheckpoint, safetensorsMatrices, onnxMatrices, ggufMatrices, type WantedMatrix } from './weights.js';
 import { isGgufFile, sameGguf } from '../convert/cache.js';
 import { expectedBytes, type MatrixRef } from './kernel.js';
@@ -48,12 +50,14 @@ export interface WandaOptions {
   block?: number | [number, number] | 'auto';
   /** Region selection (default top 10% of blocks per matrix). */
   top?: Partial<TopSpec>;
-  /** Label permutations for the null (default 100). */
+  /** Label permutations for the null (default 199), and random placements per set for the placement null. */
   permutations?: number;
   seed?: number;
   resolution?: 'block' | 'weight';
   /** Worker threads for the weight pass and the permutation null (default: all cores; the null stays on one thread when it is small). */
   threads?: number;
+  /** Also run the block-size × top-fraction sensitivity sweep (block resolution): block sizes and fractions, or true for the defaults (16–128, 0.05–0.2). */
+  sweep?: boolean | { blocks?: number[]; tops?: number[] };
   /** No progress output. */
   quiet?: boolean;
   /** Model information of the ONNX weights (default: inspectModel of the folder). */
@@ -69,7 +73,11 @@ export interface WandaResult {
 }
 
 export const DEFAULT_TOP: TopSpec = { kind: 'fraction', value: 0.1, scope: 'matrix' };
-export const DEFAULT_PERMUTATIONS = 100;
+/**
+ * Label permutations by default: 199, so that the smallest possible p, 1/200, passes Holm in a
+ * family of 10 (10 region pairs of 5 groups) at 0.05 (src/util/stats.ts permutationsForFamily).
+ */
+export const DEFAULT_PERMUTATIONS = 199;
 
 /** Resolve where the weights are and which matrices they give for the wanted list. */
 export async function locateWeights(weights: string, wanted: WantedMatrix[], modelInfo?: ModelInfo): Promise<{ source: 'onnx' | 'safetensors' | 'gguf'; path: string; matrices: MatrixRef[] }> {
@@ -171,7 +179,19 @@ export async function runWanda(run: RunReader | string, opts: WandaOptions = {})
   settings.groups = result.groups;
   const used = result.counts.reduce((a, b) => a + b, 0);
   settings.samples = { used, excluded: labels.length - used };
-  const metrics: WandaMetrics = weightLevel ? { ...result.metrics, weightLevel } : result.metrics;
+  const tested = addInference(result.metrics, result.regions, result.nulls, { placements: r.permutations, seed: r.seed, channels: result.channels });
+  if (weightLevel) correctFamily(weightLevel.map((w) => w.jaccard));
+  const metrics: WandaMetrics = weightLevel ? { ...tested, weightLevel } : tested;
+  if (opts.sweep) {
+    if (r.resolution !== 'block') throw new UsageError('--sweep needs --resolution block');
+    const grid = opts.sweep === true ? {} : opts.sweep;
+    const progress = new Progress({ label: 'wanda sensitivity sweep', total: (grid.blocks ?? SWEEP_BLOCKS).length * (grid.tops ?? SWEEP_TOPS).length, unit: 'configurations', quiet: opts.quiet });
+    metrics.sensitivity = await sensitivitySweep(
+      { matrices, source: input.source, labels },
+      { ...grid, scope: r.top.scope, permutations: r.permutations, seed: r.seed, threads: opts.threads, onConfig: (d) => progress.set(d) },
+    );
+    progress.finish();
+  }
   // The capture points read (by worker threads too, which the reader does not see).
   settings.provenance = analysisProvenance(reader, [...new Set(matrices.map((m) => m.input))]);
 
@@ -263,21 +283,46 @@ async function weightResolution(input: AnalysisInput, r: Resolved, opts: WandaOp
 }
 
 
-/** metrics.csv: one row per pair × metric. */
+/** Columns of metrics.csv. */
+export const METRICS_CSV_HEADER = 'a,b,metric,value,p,p_lower,percentile,null_mean,z,p_holm,p_bh,p_lower_holm,p_lower_bh';
+
+/**
+ * metrics.csv: one row per pair × metric, with the family-adjusted p-values beside the raw
+ * ones. Isolation is left out (the same test as Jaccard, metrics.json's notes say why);
+ * `placement_*` rows test A∖B and B∖A against random placements of their size, and
+ * `densityRatio*` is the density over a random set's.
+ */
 export function metricsCsv(metrics: WandaMetrics): string {
-  const rows = ['a,b,metric,value,p,p_lower,percentile,null_mean'];
+  const rows = [METRICS_CSV_HEADER];
+  const nil = [null, null, null, null, null, null, null, null, null, null, null];
   for (const p of metrics.pairs) {
-    const nt = (name: string, t: NullTested) => rows.push([p.a, p.b, name, t.value, t.p, t.pLower ?? null, t.percentile, t.nullMean].map(csvField).join(','));
-    for (const k of NULL_METRICS) nt(k, p[k]);
-    for (const k of ['sizeAminusB', 'sizeBminusA'] as const) rows.push([p.a, p.b, k, p[k], null, null, null, null].map(csvField).join(','));
+    const nt = (name: string, t: NullTested) =>
+      rows.push([p.a, p.b, name, t.value, t.p, t.pLower ?? null, t.percentile, t.nullMean, t.z ?? null, t.pHolm ?? null, t.pBH ?? null, t.pLowerHolm ?? null, t.pLowerBH ?? null].map(csvField).join(','));
+    const plain = (name: string, v: number | null) => rows.push([p.a, p.b, name, v, ...nil].map(csvField).join(','));
+    for (const k of NULL_METRICS) if (k !== 'isolationAB' && k !== 'isolationBA') nt(k, p[k]);
+    for (const k of ['sizeAminusB', 'sizeBminusA'] as const) plain(k, p[k]);
     nt('componentsAminusB', p.componentsAminusBNull ?? { value: p.componentsAminusB, p: null, percentile: null, nullMean: null });
     nt('componentsBminusA', p.componentsBminusANull ?? { value: p.componentsBminusA, p: null, percentile: null, nullMean: null });
+    for (const [side, pl] of [['AminusB', p.placementAminusB], ['BminusA', p.placementBminusA]] as const) {
+      if (!pl) continue;
+      plain(`densityRatio${side}`, pl.densityRatio);
+      nt(`placement_density${side}`, pl.density);
+      nt(`placement_components${side}`, pl.components);
+    }
   }
   for (const w of metrics.weightLevel ?? []) {
-    for (const k of ['jaccard', 'isolationAB', 'isolationBA'] as const) {
-      const t = w[k];
-      rows.push([w.a, w.b, `weight_${k}`, t.value, t.p, t.pLower ?? null, t.percentile, t.nullMean].map(csvField).join(','));
-    }
+    const t = w.jaccard;
+    rows.push([w.a, w.b, 'weight_jaccard', t.value, t.p, t.pLower ?? null, t.percentile, t.nullMean, t.z ?? null, t.pHolm ?? null, t.pBH ?? null, t.pLowerHolm ?? null, t.pLowerBH ?? null].map(csvField).join(','));
+  }
+  return rows.join('\n') + '\n';
+}
+
+/** channels.csv: the per-channel RMS test, one row per capture point. */
+export function channelsCsv(metrics: WandaMetrics): string {
+  const rows = ['hook,layer,channels,value,p,z,null_mean,p_holm,p_bh,channels_bh05,top_channels'];
+  for (const c of metrics.channels ?? []) {
+    const top = c.top.map((t) => `${t.channel}:${t.high}>${t.low}`).join(' ');
+    rows.push([c.hook, c.layer, c.channels, c.value, c.p, c.z, c.nullMean, c.pHolm, c.pBH, c.channelsBH05, top].map(csvField).join(','));
   }
   return rows.join('\n') + '\n';
 }
@@ -294,6 +339,8 @@ async function writeOutputs(target: string, settings: WandaSettings, result: Ana
     writeFileAtomicSync(path.join(tmp, 'regions.json'), JSON.stringify(result.regions) + '\n');
     writeFileAtomicSync(path.join(tmp, 'metrics.json'), JSON.stringify(metrics, null, 1) + '\n');
     writeFileAtomicSync(path.join(tmp, 'metrics.csv'), metricsCsv(metrics));
+    if (metrics.channels) writeFileAtomicSync(path.join(tmp, 'channels.csv'), channelsCsv(metrics));
+    if (metrics.sensitivity) writeFileAtomicSync(path.join(tmp, 'sensitivity.csv'), sensitivityCsv(metrics.sensitivity));
     writeFileAtomicSync(path.join(tmp, 'settings.json'), JSON.stringify(settings, null, 2) + '\n');
   }, { replaces: (d) => existsSync(path.join(d, 'settings.json')) });
 }

@@ -143,18 +143,29 @@ export interface PoolMatrix {
   dIn: number;
 }
 
+/** What poolHook gives for one capture point: pooled[labelling][group][matrix], and each labelling's group RMS s [G * d] (group-major). */
+export interface HookPooled {
+  pooled: Float32Array[][][];
+  scalers: Float64Array[];
+}
+
 /**
  * Pooled maps of the matrices fed by one capture point of dimension d, from the group sums of
- * each labelling (groupSquareSums): result[labelling][group][matrix], with s_g = rmsScaler.
+ * each labelling (groupSquareSums), with s_g = rmsScaler; the scalers come along for the
+ * channel test (src/wanda/channels.ts).
  */
-export function poolHook(sums: Float64Array[], d: number, counts: readonly number[], mats: readonly PoolMatrix[], rb: number, cb: number): Float32Array[][][] {
-  const s = new Float64Array(d);
-  return sums.map((S) =>
-    counts.map((count, g) => {
+export function poolHook(sums: Float64Array[], d: number, counts: readonly number[], mats: readonly PoolMatrix[], rb: number, cb: number): HookPooled {
+  const scalers: Float64Array[] = [];
+  const pooled = sums.map((S) => {
+    const all = new Float64Array(counts.length * d);
+    scalers.push(all);
+    return counts.map((count, g) => {
+      const s = all.subarray(g * d, (g + 1) * d);
       rmsScaler(S, g, d, count, s);
       return mats.map((m) => poolBlocks(m.C, s, m.dOut, m.dIn, rb, cb));
-    }),
-  );
+    });
+  });
+  return { pooled, scalers };
 }
 
 /** Pooled block scores from C [rowBlocks, dIn] and s [dIn]: mean of |W_ij| s_j over each block's true area. */

@@ -11,14 +11,14 @@
 import type { Worker } from 'node:worker_threads';
 import { startWorker } from '../util/worker.js';
 import { LobesError } from '../util/errors.js';
-import { groupSquareSums, poolHook, type ActivationSource, type PoolMatrix } from './stats.js';
+import { groupSquareSums, poolHook, type ActivationSource, type PoolMatrix, type HookPooled } from './stats.js';
 
 /** Pooled maps per capture point, possibly on worker threads. */
 export interface HookPooler {
   /** Threads computing (1 = the calling thread). */
   readonly threads: number;
-  /** The pooled maps of `mats` (all fed by `hook`) for each labelling: [labelling][group][matrix]. */
-  pooled(hook: string, labelings: Int32Array[], counts: number[], mats: PoolMatrix[], rb: number, cb: number): Promise<Float32Array[][][]>;
+  /** The pooled maps of `mats` (all fed by `hook`) for each labelling, [labelling][group][matrix], and each labelling's group RMS. */
+  pooled(hook: string, labelings: Int32Array[], counts: number[], mats: PoolMatrix[], rb: number, cb: number): Promise<HookPooled>;
   close(): Promise<void>;
 }
 
@@ -39,7 +39,7 @@ export function hookPooler(src: ActivationSource, threads: number): HookPooler {
   const workers: Worker[] = [];
   const idle: Worker[] = [];
   const waiting: { resolve: (w: Worker) => void; reject: (e: Error) => void }[] = [];
-  const pending = new Map<number, { resolve: (s: Float32Array[][][]) => void; reject: (e: Error) => void }>();
+  const pending = new Map<number, { resolve: (s: HookPooled) => void; reject: (e: Error) => void }>();
   let failed: Error | null = null;
   let nextId = 0;
 
@@ -62,7 +62,7 @@ export function hookPooler(src: ActivationSource, threads: number): HookPooler {
       const p = pending.get(msg.id);
       pending.delete(msg.id);
       if (msg.error) p?.reject(msg.error.lobes ? new LobesError(msg.error.message, { exitCode: msg.error.exitCode }) : new Error(msg.error.message));
-      else p?.resolve(msg.pooled as Float32Array[][][]);
+      else p?.resolve(msg.pooled as HookPooled);
       release(w);
     });
     w.on('error', fail);
@@ -79,7 +79,7 @@ export function hookPooler(src: ActivationSource, threads: number): HookPooler {
       const w = await acquire();
       if (failed) throw failed;
       const id = nextId++;
-      return new Promise<Float32Array[][][]>((resolve, reject) => {
+      return new Promise<HookPooled>((resolve, reject) => {
         pending.set(id, { resolve, reject });
         w.postMessage({ id, runDir, n: src.n, hook, labelings, counts, mats, rb, cb });
       });

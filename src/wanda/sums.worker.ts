@@ -38,8 +38,8 @@ async function run(job: Job): Promise<void> {
     const s = await src;
     if (s.n !== job.n) throw new LobesError(`the run has ${s.n} samples in this thread, ${job.n} in the analysis`, { file: job.runDir, hint: 'the run changed while it was analysed; run the analysis again' });
     const sums = await groupSquareSums(s, job.hook, job.labelings, job.counts.length);
-    const pooled = poolHook(sums, s.dim(job.hook)!, job.counts, job.mats, job.rb, job.cb);
-    parentPort!.postMessage({ id: job.id, pooled }, pooled.flat(2).map((x) => x.buffer as ArrayBuffer));
+    const out = poolHook(sums, s.dim(job.hook)!, job.counts, job.mats, job.rb, job.cb);
+    parentPort!.postMessage({ id: job.id, pooled: out }, [...out.pooled.flat(2), ...out.scalers].map((x) => x.buffer as ArrayBuffer));
   } catch (e: any) {
     parentPort!.postMessage({ id: job.id, error: { message: String(e?.message ?? e), lobes: e instanceof LobesError, exitCode: e?.exitCode ?? 1 } });
   }

@@ -77,6 +77,49 @@ export interface NullTested {
   /** Share of permutations with a value <= observed (one-sided, +1 correction): the test for
    *  "smaller than chance", e.g. a Jaccard overlap lower than random groups give. Null when R = 0. */
   pLower?: number | null;
+  /** (value − null mean) / null sd: how far beyond the null, readable even when p sits at its floor 1/(R + 1). */
+  z?: number | null;
+  /** p and pLower adjusted within their family (src/wanda/inference.ts): Holm (family-wise) and Benjamini–Hochberg (false discovery rate). */
+  pHolm?: number | null;
+  pBH?: number | null;
+  pLowerHolm?: number | null;
+  pLowerBH?: number | null;
+}
+
+/**
+ * A block set against the random-placement null: the same number of blocks in each matrix,
+ * placed uniformly at random (src/wanda/placement.ts).
+ */
+export interface SetPlacement {
+  /** Blocks in the set. */
+  size: number;
+  /** The density a random set of these per-matrix sizes has (exact ratio of expectations). */
+  randomDensity: number;
+  /** density / randomDensity: the density normalised for the set's size (1 = as random; null when randomDensity is 0). */
+  densityRatio: number | null;
+  /** Density against random placements (p: denser than random). */
+  density: NullTested;
+  /** Component count against random placements (pLower: fewer components than random). */
+  components: NullTested;
+}
+
+/** The per-channel activation RMS s_g tested directly, for one capture point (src/wanda/channels.ts). */
+export interface WandaChannelTest {
+  hook: string;
+  layer: number;
+  channels: number;
+  /** Mean over channels of T_j = Σ_g (n_g/N)(s_g[j]/s[j] − 1)². */
+  value: number;
+  /** Against the label permutations; Holm and BH across the capture points. */
+  p: number | null;
+  z: number | null;
+  nullMean: number | null;
+  pHolm: number | null;
+  pBH: number | null;
+  /** Channels whose own permutation p passes Benjamini–Hochberg at 0.05 within this capture point. */
+  channelsBH05: number | null;
+  /** The channels with the largest T_j: their p, BH q, and the groups with the highest and lowest RMS (ratio high/low). */
+  top: { channel: number; value: number; p: number | null; q: number | null; high: string; low: string; ratio: number | null }[];
 }
 
 export interface WandaPairMetrics {
@@ -101,6 +144,9 @@ export interface WandaPairMetrics {
   byLayerBminusA: number[];
   byProjAminusB: Record<string, number>;
   byProjBminusA: Record<string, number>;
+  /** A∖B and B∖A against the random-placement null (absent when R = 0). */
+  placementAminusB?: SetPlacement;
+  placementBminusA?: SetPlacement;
 }
 
 export interface WandaMetrics {
@@ -113,12 +159,49 @@ export interface WandaMetrics {
     /** The group's region density and component count against the null. */
     densityNull?: NullTested;
     componentsNull?: NullTested;
+    /** The region against the random-placement null. */
+    placement?: SetPlacement;
   }[];
   pairs: WandaPairMetrics[];
   /** Number of label permutations behind every NullTested value (0: no null). */
   permutations?: number;
+  /** 1 / (R + 1): the smallest p any permutation test here can give. */
+  pFloor?: number | null;
+  /**
+   * The families the adjusted p-values are corrected within: a metric's values over the pairs
+   * (both directions of A∖B and B∖A together), the groups' values, and the capture points.
+   */
+  families?: Record<string, number>;
+  /** The per-channel RMS test, per capture point (block resolution). */
+  channels?: WandaChannelTest[];
+  /** With --sweep: the findings at every block size × top fraction (src/wanda/sensitivity.ts). */
+  sensitivity?: WandaSensitivityRow[];
+  /** Plain-language notes on what the numbers are (e.g. why isolation is not a separate test). */
+  notes?: string[];
   /** At --resolution weight: the same pair statistics counted over individual weights. */
   weightLevel?: WandaWeightPairMetrics[];
+}
+
+/** One configuration of the block-size × top-fraction sweep, summarised (counts after Holm at 0.05). */
+export interface WandaSensitivityRow {
+  block: number;
+  top: number;
+  /** Blocks in the first group's region. */
+  selected: number;
+  /** Whether the block-size rule finds the grid too coarse. */
+  coarse: boolean;
+  pairs: number;
+  meanJaccard: number | null;
+  /** Pairs whose Jaccard is below the label-permutation null (raw p ≤ 0.05, and after Holm). */
+  jaccardBelowNull: number;
+  jaccardBelowNullHolm: number;
+  differences: number;
+  /** Median over the differences of density / a random set's density. */
+  medianDensityRatio: number | null;
+  /** Differences denser than random placements of their size, after Holm. */
+  denserThanRandomHolm: number;
+  /** Differences denser than under shuffled labels, after Holm. */
+  denserThanLabelNullHolm: number;
 }
 
 /** Pair statistics over individual weights (--resolution weight; top-k per matrix). */

@@ -79,5 +79,19 @@ describe('multiple-choice items from jsonl', () => {
     expect(s0.prompt).toContain('Topic: teamwork\nQ: Your team misses a deadline. What do you do first?\nOptions:\nA. ');
     expect(s0.prompt.endsWith('The answer is ')).toBe(true);
     expect(s0.parts.find((p) => p.name === 'answer_prefix')).toEqual({ name: 'answer_prefix', start: s0.prompt.length - 'The answer is '.length, end: s0.prompt.length });
+
+    // --orders cyclic with as many shuffles as options: every option in every slot once; recorded in eval.json.
+    const out3 = path.join(root, 'cyclic');
+    await runEval({ model, data: spec, out: out3, quiet: true, bootstrap: 100, orders: 'cyclic', shuffles: 4 });
+    const r3 = readEvalResults(out3);
+    expect(r3.manifest.settings.orders).toBe('cyclic');
+    expect(r.manifest.settings.orders).toBe('random');
+    for (const rec of r3.records) {
+      const n = rec.options.length;
+      expect(rec.shuffles).toHaveLength(4);
+      if (n === 4) for (let o = 0; o < n; o++) expect(new Set(rec.shuffles.map((s) => s.order.indexOf(o))).size).toBe(4);
+    }
+    // The summary's intervals are exact for counts.
+    expect(r3.summary.mcq!.overall.ciMethod).toBe('clopper-pearson');
   }, 300_000);
 });

@@ -37,14 +37,19 @@ describe('IAE summary', () => {
     expect(s.overall.accuracy).toBe(0.5);
     expect(s.overall.chance).toBeCloseTo((0.25 + 0.25 + 0.5 + 0.25) / 4, 12);
     // Abilities: Teamwork {i1 ✓, i2 ✗, i4 ✗} = 1/3, Stress {i3 ✓} = 1, Creative {i4 ✗} = 0.
-    expect(s.macro!.accuracy).toBeCloseTo((1 / 3 + 1 + 0) / 3, 12);
-    expect(s.macro!.chance).toBeCloseTo((0.25 + 0.5 + 0.25) / 3, 12);
+    // Cells of 1-3 items: the summary gives no mean over abilities and says why; the mean itself:
+    expect(s.macro).toBeNull();
+    expect(s.macroOmitted).toContain('no mean over abilities: 3 have fewer than 10 items (Creative Skill (1), Stress Regulation (1), Teamwork Skill (3))');
+    const abil = rs.map((r) => r.ability!.split(' + '));
+    const macro = macroAccuracy([1, 0, 1, 0], [0.25, 0.25, 0.5, 0.25], abil, 100, 0);
+    expect(macro.accuracy).toBeCloseTo((1 / 3 + 1 + 0) / 3, 12);
+    expect(macro.chance).toBeCloseTo((0.25 + 0.5 + 0.25) / 3, 12);
     const ab = Object.fromEntries(s.tables.find((t) => t.by === 'ability')!.rows.map((r) => [r.key, [r.n, r.correct]]));
     expect(ab).toEqual({ 'Creative Skill': [1, 0], 'Stress Regulation': [1, 1], 'Teamwork Skill': [3, 1] });
     const asp = Object.fromEntries(s.tables.find((t) => t.by === 'aspect')!.rows.map((r) => [r.key, [r.n, r.correct]]));
     expect(asp).toEqual({ Cooperation: [3, 1], 'Emotional Resilience': [1, 1], Innovation: [1, 0] });
-    expect(s.macroByLanguage.zh!.accuracy).toBe(0);
-    expect(s.macroByLanguage.en!.accuracy).toBeCloseTo((1 / 2 + 1 + 0) / 3, 12);
+    expect(s.macroByLanguage).toEqual({});
+    expect(macroAccuracy([1, 1, 0], [0.25, 0.5, 0.25], [abil[0]!, abil[2]!, abil[3]!], 100, 0).accuracy).toBeCloseTo((1 / 2 + 1 + 0) / 3, 12);
     // Single shuffles (order[pick]): i1 0, 0, 0 → 3/3; i2 1, 1, 3 → 0/3; i3 0, 0, 0 → 3/3; i4 3, 3, 3 → 0/3.
     expect(s.unvoted.correct).toBe(6);
     expect(s.unvoted.n).toBe(12);
@@ -66,10 +71,17 @@ describe('IAE summary', () => {
     const a = accuracyOf(hits, new Array(n).fill(0.25), 4000, 3);
     const se = Math.sqrt((0.3 * 0.7) / n);
     expect(a.accuracy).toBeCloseTo(0.3, 12);
+    expect(Math.abs(a.bootstrap95![0] - (0.3 - 1.96 * se))).toBeLessThan(0.01);
+    expect(Math.abs(a.bootstrap95![1] - (0.3 + 1.96 * se))).toBeLessThan(0.01);
+    // The reported interval of a count is Clopper–Pearson: at n = 400 close to the normal one too.
+    expect(a.ciMethod).toBe('clopper-pearson');
     expect(Math.abs(a.ci95![0] - (0.3 - 1.96 * se))).toBeLessThan(0.01);
-    expect(Math.abs(a.ci95![1] - (0.3 + 1.96 * se))).toBeLessThan(0.01);
+    // 3 of 3: the bootstrap collapses to [1, 1]; the exact interval does not (lower end 0.025^(1/3)).
     const all = accuracyOf([1, 1, 1], [0.5, 0.5, 0.5], 100, 0);
-    expect(all.ci95).toEqual([1, 1]);
+    expect(all.bootstrap95).toEqual([1, 1]);
+    expect(all.ci95![0]).toBeCloseTo(0.025 ** (1 / 3), 9);
+    expect(all.ci95![1]).toBe(1);
+    expect(all.pChance).toBeCloseTo(0.125, 12);
     const m = macroAccuracy([1, 0, 1, 1], [0.25, 0.25, 0.5, 0.5], [['a'], ['a'], ['b'], ['a', 'b']], 100, 0);
     expect(m.accuracy).toBeCloseTo((2 / 3 + 1) / 2, 12);
   });
@@ -85,8 +97,23 @@ describe('GAE summary', () => {
     expect(s.ended).toBe(3);
     expect(s.stuck).toEqual(['t4']);
     expect(s.overall.accuracy).toBeCloseTo(2 / 3, 12);
-    expect(s.macro.accuracy).toBeCloseTo((0.5 + 1) / 2, 12);
+    // Categories of 1 and 2 trees: no mean over categories, and the summary says why.
+    expect(s.macro).toBeNull();
+    expect(s.macroOmitted).toMatch(/no mean over world categories: 2 have fewer than 10 items \(Conflict \(1\), Cooperation \(2\)\)/);
+    expect(macroAccuracy([1, 0, 1], [0.2, 0.2, 0.1], [['Cooperation'], ['Cooperation'], ['Conflict']], 100, 0).accuracy).toBeCloseTo((0.5 + 1) / 2, 12);
     expect(s.overall.chance).toBeCloseTo((0.2 + 0.2 + 0.1) / 3, 12);
+    // Exact test against each tree's own chance: P(at least 2 of 3 succeed), enumerated here.
+    const ps = [0.2, 0.2, 0.1];
+    let tail = 0;
+    for (let mask = 0; mask < 8; mask++) {
+      const k = [0, 1, 2].filter((i) => mask & (1 << i)).length;
+      if (k >= 2) tail += ps.reduce((a, p, i) => a * (mask & (1 << i) ? p : 1 - p), 1);
+    }
+    expect(s.overall.pChance).toBeCloseTo(tail, 14);
+    // Clopper–Pearson for 2 of 3 (lower end: P(X ≥ 2 | p) = 0.025; upper: P(X ≤ 2 | p) = 1 − p³ = 0.025).
+    expect(s.overall.ci95![1]).toBeCloseTo(0.975 ** (1 / 3), 9);
+    const lo = s.overall.ci95![0];
+    expect(3 * lo * lo * (1 - lo) + lo ** 3).toBeCloseTo(0.025, 9);
     expect(s.tables.find((t) => t.by === 'group')!.rows.map((r) => [r.key, r.n, r.correct])).toEqual([
       ['Antisocial', 1, 1],
       ['Prosocial', 2, 1],

@@ -105,7 +105,7 @@ describe('the first lines of the report', () => {
     const dir = await runWith('separable', X, d, labels);
     const lines = verdictLines((await loadRun(dir)).cluster!.metrics, null);
     const probe = lines.find((l) => l.startsWith('Linear probe'))!;
-    expect(probe).toMatch(/balanced accuracy (0\.9\d|1\.00) \[\d\.\d\d, \d\.\d\d\] vs chance 0\.50 \(null 0\.\d\d \[0\.\d\d, 0\.\d\d\], p = 0\.03\): above chance by 0\.\d\d/);
+    expect(probe).toMatch(/balanced accuracy (0\.9\d|1\.00) \[\d\.\d\d, \d\.\d\d\] vs chance 0\.50 \(null 0\.\d\d \[0\.\d\d, 0\.\d\d\], p = 0\.03, Holm 0\.03 over 3 classifiers\): above chance by 0\.\d\d/);
     expect(lines.some((l) => l.startsWith('Separated beyond chance by 3 of 3 classifiers'))).toBe(true);
   }, 120_000);
 });
@@ -168,12 +168,12 @@ describe('the token-baseline line', () => {
     recall: [],
     confusion: [],
   });
-  const metrics = (probe: number, probeP: number, tokens: number) =>
+  const metrics = (probe: number, probeP: number, tokens: number, tokensP = 0.02) =>
     ({
       classes: ['a', 'b', 'c', 'd', 'e'], n: 500, dim: 16,
       chance: { balancedAccuracy: 0.2, majorityRate: 0.38, majorityClass: 'a', counts: [190, 80, 80, 80, 70] },
       spaces: [{ space: 'original-euclidean', silhouette: null, daviesBouldin: null, knn: null, probe: clf(probe, probeP), probeDims: 16, perClass: [] }],
-      baselines: [{ name: 'token-counts', description: '', dim: 100, probeDims: 16, probe: clf(tokens, 0.02) }],
+      baselines: [{ name: 'token-counts', description: '', dim: 100, probeDims: 16, probe: clf(tokens, tokensP) }],
     }) as unknown as Parameters<typeof verdictLines>[0];
 
   it('a representation at its null while the tokens separate: says the tokens do and the representation does not', () => {
@@ -189,8 +189,61 @@ describe('the token-baseline line', () => {
     expect(lines.some((l) => /token-counts 0\.34 vs the representation's probe 0\.30 balanced accuracy, so the separation need not come from what the model computes/.test(l))).toBe(true);
   });
 
+  it('the classifiers are one family: raw p = 0.04 twice is not separated after Holm (0.08)', () => {
+    const lines = verdictLines(metrics(0.3, 0.04, 0.25, 0.04), null);
+    expect(lines.find((l) => l.startsWith('Linear probe'))).toMatch(/p = 0\.04, Holm 0\.08 over 2 classifiers\): not above chance/);
+    expect(lines.some((l) => /^Not separated: .*Holm-adjusted p ≤ 0\.05/.test(l))).toBe(true);
+    // One classifier alone at 0.04 passes.
+    const one = metrics(0.3, 0.04, 0.25, 0.04) as any;
+    one.baselines = [];
+    expect(verdictLines(one, null).some((l) => /^Separated beyond chance by 1 of 1/.test(l))).toBe(true);
+  });
+
+  it('a p at the permutation floor says so', () => {
+    const lines = verdictLines(metrics(0.3, 1 / 200, 0.25, 0.5), { permutations: 199 } as any);
+    expect(lines.find((l) => l.startsWith('Linear probe'))).toContain('p = 0.005 (the floor 1/(R+1) of 199 permutations)');
+  });
+
   it('a representation above the tokens: the margin over the best baseline', () => {
     const lines = verdictLines(metrics(0.45, 0.02, 0.34), null);
     expect(lines.some((l) => /beats the best token baseline \(token-counts\) by 0\.11 balanced accuracy/.test(l))).toBe(true);
+  });
+});
+
+describe('families in the first lines', () => {
+  const layer = (p: number) => ({ point: 'p', probeAccuracy: 0.5, ci95: null, balancedAccuracy: { value: 0.55, ci95: null, p, nullMean: 0.5, nullBand: null } });
+  const base = { classes: ['a', 'b'], n: 100, dim: 4, spaces: [], chance: { balancedAccuracy: 0.5, majorityRate: 0.5, majorityClass: 'a', counts: [50, 50] } };
+
+  it('a 30-layer sweep with 20 permutations: 2 layers at the floor are what chance gives, none passes Holm', async () => {
+    const { sweepLines } = await import('../../src/report/verdict.js');
+    const sweep = Array.from({ length: 30 }, (_, i) => layer(i < 2 ? 1 / 21 : 0.5));
+    const [line] = sweepLines({ ...base, sweep } as any, { sweepPermutations: 20 } as any);
+    expect(line).toContain('beats its permutation null in 0 of 30 layers after Holm across the layers (2 before)');
+    expect(line).toContain('the smallest p is 0.048, so no layer can pass Holm across 30 layers; the 2 layers at p ≤ 0.05 are about what chance gives (1.50 expected)');
+  });
+
+  it('with enough permutations strong layers pass', async () => {
+    const { sweepLines } = await import('../../src/report/verdict.js');
+    const sweep = [layer(0.001), layer(0.001), layer(0.6)];
+    const [line] = sweepLines({ ...base, sweep } as any, { sweepPermutations: 999 } as any);
+    expect(line).toBe("Layer sweep: the probe's balanced accuracy beats its permutation null in 2 of 3 layers after Holm across the layers (2 before).");
+  });
+
+  it('the regions line counts after Holm within each family', async () => {
+    const { wandaLines } = await import('../../src/report/verdict.js');
+    const nt = (pLower: number, pLowerHolm: number) => ({ value: 0.1, p: 1, percentile: 0, nullMean: 0.3, pLower, pLowerHolm });
+    const pl = (pHolm: number, ratio: number) => ({ size: 5, randomDensity: 0.1, densityRatio: ratio, density: { value: 0.3, p: 0.005, percentile: 100, nullMean: 0.1, pHolm }, components: { value: 1, p: 1, percentile: 0, nullMean: 3 } });
+    const m = {
+      groups: [], permutations: 199,
+      pairs: [
+        { jaccard: nt(0.005, 0.015), placementAminusB: pl(0.01, 3), placementBminusA: pl(0.2, 1) },
+        { jaccard: nt(0.03, 0.06), placementAminusB: pl(0.01, 5), placementBminusA: pl(0.01, 2) },
+        { jaccard: nt(0.5, 0.5), placementAminusB: pl(0.5, 1), placementBminusA: pl(0.5, 0.5) },
+      ],
+      channels: [{ pHolm: 0.02 }, { pHolm: 0.3 }],
+    } as any;
+    expect(wandaLines(m, 'aspect')).toEqual([
+      'Neuron regions by "aspect": 1 of 3 pairs overlap less than under shuffled labels after Holm (2 before; Jaccard, 199 permutations, floor p = 0.005); 3 of 6 set differences are denser than random blocks of their size after Holm (median density 2.00× a random set\'s); the groups\' activation RMS differs beyond shuffled labels in 1 of 2 capture points after Holm.',
+    ]);
   });
 });

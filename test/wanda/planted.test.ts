@@ -212,15 +212,19 @@ describe('runWanda over a run directory and a safetensors checkpoint', () => {
     const res = await runWanda(runDir, { weights: ck, block: BLOCK, permutations: 99, seed: 5, quiet: true });
     const out = path.join(runDir, 'wanda');
     expect(res.dir).toBe(out);
-    expect(readdirSync(out).sort()).toEqual(['metrics.csv', 'metrics.json', 'pooled.safetensors', 'regions.json', 'settings.json']);
+    expect(readdirSync(out).sort()).toEqual(['channels.csv', 'metrics.csv', 'metrics.json', 'pooled.safetensors', 'regions.json', 'settings.json']);
     expect(readdirSync(runDir).filter((f) => f.startsWith('.wanda'))).toEqual([]);
     const settings = JSON.parse(readFileSync(path.join(out, 'settings.json'), 'utf8'));
     expect(settings).toMatchObject({ by: 'aspect', groups: ['A', 'B', 'C'], block: [16, 16], seed: 5, permutations: 99, statistic: 'rms', resolution: 'block', weights: { source: 'safetensors' } });
     expect(JSON.parse(readFileSync(path.join(out, 'regions.json'), 'utf8'))).toEqual(res.regions);
     expect(JSON.parse(readFileSync(path.join(out, 'metrics.json'), 'utf8'))).toEqual(JSON.parse(JSON.stringify(res.metrics)));
     const csv = readFileSync(path.join(out, 'metrics.csv'), 'utf8').trim().split('\n');
-    expect(csv[0]).toBe('a,b,metric,value,p,p_lower,percentile,null_mean');
-    expect(csv.length).toBe(1 + 3 * 9);
+    expect(csv[0]).toBe('a,b,metric,value,p,p_lower,percentile,null_mean,z,p_holm,p_bh,p_lower_holm,p_lower_bh');
+    // Per pair: Jaccard, 2 densities, 2 sizes, 2 component counts, and for A∖B and B∖A a density ratio and 2 placement tests.
+    expect(csv.length).toBe(1 + 3 * 13);
+    const jac = csv.filter((l) => l.split(',')[2] === 'jaccard').map((l) => l.split(','));
+    expect(jac.map((f) => Number(f[11]))).toEqual(res.metrics.pairs.map((p) => p.jaccard.pLowerHolm));
+    expect(readFileSync(path.join(out, 'channels.csv'), 'utf8').trim().split('\n').length).toBe(1 + 2 * LAYERS);
     // pooled.safetensors holds group|matrix maps equal to the naive computation on the bf16 weights.
     const h = readSafetensorsHeader(path.join(out, 'pooled.safetensors'));
     expect(h.tensors.size).toBe(3 * 6);

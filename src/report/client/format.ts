@@ -23,6 +23,12 @@ export function fmtP(p: number | null | undefined): string {
   return p < 0.001 ? p.toExponential(1) : p.toFixed(3);
 }
 
+/** A permutation p, marked "(floor)" when it is the smallest p its R permutations can give, 1/(R+1). */
+export function fmtPFloor(p: number | null | undefined, floor: number | null | undefined): string {
+  const t = fmtP(p);
+  return p !== null && p !== undefined && floor !== null && floor !== undefined && Math.abs(p - floor) < 1e-12 ? t + ' (floor)' : t;
+}
+
 /** A confidence interval as [low, high], '—' when absent. */
 export function fmtCI(ci: [number, number] | null | undefined): string {
   return ci ? '[' + fmt(ci[0]) + ', ' + fmt(ci[1]) + ']' : '—';

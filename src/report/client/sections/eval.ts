@@ -13,11 +13,13 @@ import { esc } from '../format.js';
 
 /** A share as a percent with one decimal (text, so every cell shows the same precision). */
 const pct = (x: number | null | undefined): Cell => (typeof x === 'number' && isFinite(x) ? (x * 100).toFixed(1) : '—');
-const ci = (a: Accuracy): string => (a.ci95 ? '[' + (a.ci95[0] * 100).toFixed(1) + ', ' + (a.ci95[1] * 100).toFixed(1) + ']' : '—');
-const HEAD = ['slice', 'n', 'accuracy %', '95% CI', 'chance %'];
+const ci = (a: Accuracy): string => (a.ci95 ? '[' + (a.ci95[0] * 100).toFixed(1) + ', ' + (a.ci95[1] * 100).toFixed(1) + ']' + (a.ciMethod === 'bootstrap' ? ' b' : '') : '—');
+const pv = (p: number | null | undefined): string => (p === null || p === undefined ? '—' : p < 0.001 ? p.toExponential(1) : p.toFixed(3));
+const HEAD = ['slice', 'n', 'accuracy %', '95% CI', 'chance %', 'p vs chance', 'Holm'];
+const LEGEND = '95% CI: Clopper–Pearson (exact) for counts; b: a percentile bootstrap over units (means over groups, single shuffles). p vs chance: exact one-sided P(at least this many correct) when each item or tree succeeds with its own chance; Holm: adjusted within its table.';
 
 function accRow(name: string, a: Accuracy): Cell[] {
-  return [name, a.n, pct(a.accuracy), ci(a), pct(a.chance)];
+  return [name, a.n, pct(a.accuracy), ci(a), pct(a.chance), pv(a.pChance), pv(a.pChanceHolm)];
 }
 
 function tableRows(t: AccuracyTable): Cell[][] {
@@ -38,10 +40,12 @@ function itemTables(s: ItemSummary, cell: HTMLElement, title: string): void {
   cell.appendChild(el('h4', null, title + ' (' + s.items + ' items)'));
   if (s.skipped && s.skipped.length) cell.appendChild(el('p', 'meta', s.skipped.length + ' items were not scored: their prompt is longer than --max-tokens (' + s.skipped.slice(0, 5).join(', ') + (s.skipped.length > 5 ? ', …' : '') + ').'));
   const rows: Cell[][] = [accRow('overall (voted)', s.overall)];
-  if (s.macro) rows.push(accRow('mean over abilities (SocialEval\'s average)', s.macro));
+  if (s.macro) rows.push(accRow('mean over abilities', s.macro));
   Object.keys(s.macroByLanguage).forEach((l) => rows.push(accRow('mean over abilities, ' + l, s.macroByLanguage[l]!)));
   rows.push(accRow('single shuffles, before the vote', s.unvoted));
   cell.appendChild(table(HEAD, rows));
+  if (s.macroOmitted) cell.appendChild(el('p', 'meta', s.macroOmitted + '.'));
+  cell.appendChild(el('p', 'meta', LEGEND));
   s.tables.forEach((t) => {
     if (t.by === 'ability') {
       const det = el('details');
@@ -60,9 +64,11 @@ function itemTables(s: ItemSummary, cell: HTMLElement, title: string): void {
 
 function gaeTables(s: GaeSummary, cell: HTMLElement): void {
   cell.appendChild(el('h4', null, 'GAE: goal achievement (' + s.trees + ' world trees, ' + s.decisions + ' decisions)'));
-  const rows: Cell[][] = [accRow('overall (every tree once)', s.overall), accRow('mean over world categories (SocialEval\'s average)', s.macro)];
+  const rows: Cell[][] = [accRow('overall (every tree once)', s.overall)];
+  if (s.macro) rows.push(accRow('mean over world categories', s.macro));
   Object.keys(s.macroByLanguage).forEach((l) => rows.push(accRow('mean over categories, ' + l, s.macroByLanguage[l]!)));
   cell.appendChild(table(HEAD, rows));
+  if (s.macroOmitted) cell.appendChild(el('p', 'meta', s.macroOmitted + '.'));
   s.tables.forEach((t) => {
     cell.appendChild(el('p', 'meta', 'By ' + t.by));
     cell.appendChild(table(HEAD, tableRows(t), 'metrics small'));
@@ -79,8 +85,16 @@ function referenceTable(ev: EvalPayload, cell: HTMLElement): void {
   if (!rows.length) return;
   const det = el('details', 'reference');
   det.appendChild(el('summary', null, 'Reference: published results (not measured here)'));
-  det.appendChild(el('p', 'meta', ev.reference.source + '. ' + rows[0]!.setting + '. lobes scores the answer letter\'s logit of a local model, so these rows frame the numbers above; they are not the same measurement.'));
-  det.appendChild(table(['model (published)', 'task', 'zh %', 'en %'], rows.map((r) => [r.model, r.task === 'iae' ? 'IAE average' : 'GAE overall', r.zh, r.en]), 'metrics small'));
+  det.appendChild(el('p', 'meta', ev.reference.source + '. ' + rows[0]!.setting + '. lobes scores the answer letter\'s logit of a local model, so these rows frame the numbers above; they are not the same measurement. The paper\'s figures are item-weighted (every item or tree once) per language, so this run\'s row is its per-language accuracy, with its Clopper–Pearson interval.'));
+  // This run's matching statistic: the item-weighted accuracy per language.
+  const lang = (task: string, l: string): string => {
+    const sum = task === 'iae' ? ev.summary.iae : ev.summary.gae;
+    const r = sum && sum.tables.find((t) => t.by === 'language')?.rows.find((x) => x.key === l);
+    return r ? pct(r.accuracy) + ' ' + ci(r) : '—';
+  };
+  const body: Cell[][] = rows.map((r) => [r.model, r.task === 'iae' ? 'IAE, item-weighted' : 'GAE, every tree once', r.zh, r.en]);
+  for (const t of [...wanted].sort()) body.push(['this run (' + ev.model + ')', t === 'iae' ? 'IAE, item-weighted' : 'GAE, every tree once', lang(t, 'zh'), lang(t, 'en')]);
+  det.appendChild(table(['model', 'task', 'zh %', 'en %'], body, 'metrics small'));
   cell.appendChild(det);
 }
 

@@ -7,7 +7,7 @@ import type { ClassifierMetrics, ClusterMetrics, MetricWithCI } from '../../../c
 import type { Page } from '../page.js';
 import type { Section } from '../section.js';
 import { el, table, columns, type Cell } from '../dom.js';
-import { esc, fmt, fmtP, fmtCI } from '../format.js';
+import { esc, fmt, fmtP, fmtCI, fmtPFloor } from '../format.js';
 
 function comparisonTables(page: Page, root: HTMLElement): void {
   const cmp = page.data.comparison;
@@ -160,15 +160,34 @@ function wandaTables(run: RunPayload, cell: HTMLElement): void {
     if (w) cell.appendChild(el('p', 'missing', 'wanda/metrics.json is missing.'));
     return;
   }
+  const floor = wm.pFloor ?? (w.settings.permutations ? 1 / (w.settings.permutations + 1) : null);
+  const pf = (p: number | null | undefined) => fmtPFloor(p, floor);
+  const ratio = (x: number | null | undefined) => (x === null || x === undefined ? '—' : fmt(x) + '×');
   cell.appendChild(el('h4', null, 'Neuron regions by ' + w.by));
-  cell.appendChild(table(['group', 'n', 'region size (blocks)', 'density', 'components'],
-    wm.groups.map((g) => [g.group, g.n, g.regionSize, g.density, g.components]), 'metrics small'));
-  cell.appendChild(table(['A', 'B', 'Jaccard', 'p', '|A∖B|/|A|', 'p', '|B∖A|/|B|', 'p', '|A∖B|', '|B∖A|', 'density A∖B', 'p', 'density B∖A', 'p'],
+  cell.appendChild(table(['group', 'n', 'region size (blocks)', 'density', '× random', 'p vs random', 'Holm', 'p vs shuffled labels', 'Holm', 'components'],
+    wm.groups.map((g) => [g.group, g.n, g.regionSize, g.density, ratio(g.placement?.densityRatio), pf(g.placement?.density.p), fmtP(g.placement?.density.pHolm),
+      pf(g.densityNull?.p), fmtP(g.densityNull?.pHolm), g.components]), 'metrics small'));
+  cell.appendChild(table(['A', 'B', 'Jaccard', 'p (lower)', 'Holm', 'BH', '|A∖B|', '|B∖A|', 'density A∖B', '× random', 'p vs random (Holm)', 'density B∖A', '× random', 'p vs random (Holm)'],
     wm.pairs.map((m) => [
-      m.a, m.b, m.jaccard.value, fmtP(m.jaccard.p), m.isolationAB.value, fmtP(m.isolationAB.p), m.isolationBA.value, fmtP(m.isolationBA.p),
-      m.sizeAminusB, m.sizeBminusA, m.densityAminusB.value, fmtP(m.densityAminusB.p), m.densityBminusA.value, fmtP(m.densityBminusA.p),
+      m.a, m.b, m.jaccard.value, pf(m.jaccard.pLower), fmtP(m.jaccard.pLowerHolm), fmtP(m.jaccard.pLowerBH),
+      m.sizeAminusB, m.sizeBminusA,
+      m.densityAminusB.value, ratio(m.placementAminusB?.densityRatio), m.placementAminusB ? pf(m.placementAminusB.density.p) + ' (' + fmtP(m.placementAminusB.density.pHolm) + ')' : '—',
+      m.densityBminusA.value, ratio(m.placementBminusA?.densityRatio), m.placementBminusA ? pf(m.placementBminusA.density.p) + ' (' + fmtP(m.placementBminusA.density.pHolm) + ')' : '—',
     ])));
-  cell.appendChild(el('p', 'meta', 'p: share of ' + w.settings.permutations + ' label permutations with a value at least as large (one-sided, +1 corrected).'));
+  cell.appendChild(el('p', 'meta', 'Jaccard p: share of ' + w.settings.permutations + ' label permutations with an overlap at least as low (one-sided, +1 corrected; the smallest possible p is ' + fmtP(floor) + '). Holm and BH adjust within the family (the ' + wm.pairs.length + ' pairs; the ' + 2 * wm.pairs.length + ' differences for densities). × random: density over the expected density of a random set of the same size in each matrix; p vs random: against random placements of that size.'));
+  if (wm.channels && wm.channels.length) {
+    cell.appendChild(el('p', 'meta', 'Activation RMS by group (what a region compares): per capture point, the mean over channels of Σ_g (n_g/N)(s_g/s − 1)², against the label permutations; channels: how many pass Benjamini–Hochberg at 0.05 on their own.'));
+    cell.appendChild(table(['capture point', 'spread', 'null mean', 'z', 'p', 'Holm', 'BH', 'channels (BH ≤ 0.05)', 'top channels (high > low group)'],
+      wm.channels.map((c) => [c.hook, c.value, fmt(c.nullMean), fmt(c.z), pf(c.p), fmtP(c.pHolm), fmtP(c.pBH), c.channelsBH05 === null ? '—' : c.channelsBH05 + ' of ' + c.channels,
+        c.top.slice(0, 3).map((t) => t.channel + ' (' + t.high + ' > ' + t.low + ')').join(', ')]), 'metrics small'));
+  }
+  if (wm.sensitivity && wm.sensitivity.length) {
+    cell.appendChild(el('p', 'meta', 'Sensitivity to the block size and the fraction kept (lobes wanda --sweep): counts after Holm at 0.05.'));
+    cell.appendChild(table(['block', 'top', 'blocks per region', 'mean Jaccard', 'pairs below label null (raw)', 'median density × random', 'differences denser than random', 'differences denser than label null'],
+      wm.sensitivity.map((r) => [r.block + '×' + r.block + (r.coarse ? ' (coarse)' : ''), r.top, r.selected, fmt(r.meanJaccard), r.jaccardBelowNullHolm + ' of ' + r.pairs + ' (' + r.jaccardBelowNull + ')',
+        ratio(r.medianDensityRatio), r.denserThanRandomHolm + ' of ' + r.differences, r.denserThanLabelNullHolm + ' of ' + r.differences]), 'metrics small'));
+  }
+  for (const n of wm.notes ?? []) cell.appendChild(el('p', 'meta', n));
 }
 
 export const metricsSection: Section = {

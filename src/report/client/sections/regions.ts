@@ -117,16 +117,20 @@ function pairFigure(run: RunPayload, pi: number, cmin: number): PlotlyFigure {
 function pairMetricsTable(p: Pair): HTMLElement {
   const m = p.metrics;
   if (!m) return el('p', 'missing', 'No metrics for this pair in wanda/metrics.json.');
-  const row = (name: string, t: NullTested) => [name, t.value, fmtP(t.p), t.percentile === null || t.percentile === undefined ? '—' : fmt(t.percentile), fmt(t.nullMean)];
-  return table(['metric', 'value', 'p (permutation)', 'null percentile', 'null mean'], [
-    row('Jaccard of regions', m.jaccard),
-    row('isolation |A∖B| / |A|', m.isolationAB),
-    row('isolation |B∖A| / |B|', m.isolationBA),
-    row('density of A∖B', m.densityAminusB),
-    row('density of B∖A', m.densityBminusA),
-    ['size of A∖B / B∖A (blocks)', m.sizeAminusB + ' / ' + m.sizeBminusA, '', '', ''],
-    ['components of A∖B / B∖A', m.componentsAminusB + ' / ' + m.componentsBminusA, '', '', ''],
-  ], 'metrics small');
+  const pct = (t: NullTested) => (t.percentile === null || t.percentile === undefined ? '—' : fmt(t.percentile));
+  // Jaccard is tested for a low overlap (pLower); isolation is the same test and is not repeated.
+  const low = (name: string, t: NullTested) => [name, t.value, fmtP(t.pLower), fmtP(t.pLowerHolm), pct(t), fmt(t.nullMean)];
+  const high = (name: string, t: NullTested) => [name, t.value, fmtP(t.p), fmtP(t.pHolm), pct(t), fmt(t.nullMean)];
+  const rows = [
+    low('Jaccard of regions (lower than shuffled labels)', m.jaccard),
+    high('density of A∖B (vs shuffled labels)', m.densityAminusB),
+    high('density of B∖A (vs shuffled labels)', m.densityBminusA),
+  ];
+  if (m.placementAminusB) rows.push(high('density of A∖B vs random blocks (' + fmt(m.placementAminusB.densityRatio) + '× random)', m.placementAminusB.density));
+  if (m.placementBminusA) rows.push(high('density of B∖A vs random blocks (' + fmt(m.placementBminusA.densityRatio) + '× random)', m.placementBminusA.density));
+  rows.push(['size of A∖B / B∖A (blocks)', m.sizeAminusB + ' / ' + m.sizeBminusA, '', '', '', '']);
+  rows.push(['components of A∖B / B∖A', m.componentsAminusB + ' / ' + m.componentsBminusA, '', '', '', '']);
+  return table(['metric', 'value', 'p (permutation)', 'Holm', 'null percentile', 'null mean'], rows, 'metrics small');
 }
 
 export const regionsSection: Section = {

@@ -1,0 +1,140 @@
+/**
+ * What the region metrics can claim, added after the analysis: each tested value's z-score
+ * against its null, the random-placement null of every difference and region (with the
+ * density normalised for the set's size), and the multiplicity corrections within each
+ * family (Holm for the family-wise error, Benjamini–Hochberg for the false discovery rate).
+ *
+ * Families: a metric over the pairs (Jaccard: the P pairs; isolation, density and components
+ * of the differences: A∖B and B∖A of every pair, 2P values), a metric over the groups (G), and
+ * the capture points of the channel test. The adjusted p-values sit beside the raw ones.
+ */
+import { holm, benjaminiHochberg, nullZ, permutationFloor } from '../util/stats.js';
+import { nullTest, type Nulls } from './analyze.js';
+import { placementNull, randomDensity, countsPerMatrix } from './placement.js';
+import { density, components, type Masks } from './regions.js';
+import { correctChannelFamily } from './channels.js';
+import type { BlockSet, NullTested, SetPlacement, WandaMatrix, WandaMetrics, WandaRegions, WandaChannelTest } from './types.js';
+
+export interface InferenceOptions {
+  /** Random placements per set (0: none). */
+  placements: number;
+  seed: number;
+  /** The channel test's per-capture-point results, before the family correction. */
+  channels?: WandaChannelTest[];
+}
+
+/** Notes written into metrics.json (and shown by the report) on what the numbers are. */
+export const WANDA_NOTES = [
+  'Jaccard and isolation are one test: the top selection keeps the same number of blocks for every group (|A| = |B|), so both move only with |A∩B|; isolation = 1 − |A∩B|/|A| is monotone in Jaccard = |A∩B|/(2|A| − |A∩B|), and its p equals Jaccard\'s pLower. Jaccard is the one reported.',
+  'The label-permutation null keeps the shared |W| map, so shuffled groups\' regions are as clustered as real ones: it asks whether the groups differ, not whether a set is denser than random blocks. The random-placement null (placement*) and densityRatio (density / a random set\'s expected density) answer that.',
+  'A region compares activation RMS: a group enters the score only through s_g, which rescales the columns of one |W| map; metrics.channels tests s_g directly.',
+];
+
+/** Masks of a block set (sorted flat indices per matrix name). */
+export function masksOf(set: BlockSet, matrices: WandaMatrix[]): Masks {
+  return matrices.map((m) => {
+    const mask = new Uint8Array(m.rowBlocks * m.colBlocks);
+    for (const i of set[m.name] ?? []) mask[i] = 1;
+    return mask;
+  });
+}
+
+/** A set against R random placements of the same per-matrix sizes. */
+export function setPlacement(mask: Masks, matrices: WandaMatrix[], R: number, seed: number): SetPlacement {
+  const counts = countsPerMatrix(mask);
+  let size = 0;
+  for (const c of counts) size += c;
+  const dens = density(mask, matrices);
+  const comp = components(mask, matrices);
+  const rd = randomDensity(counts, matrices);
+  const nul = R > 0 ? placementNull(counts, matrices, R, seed) : null;
+  return {
+    size,
+    randomDensity: rd,
+    densityRatio: rd > 0 ? dens / rd : null,
+    density: withZ(nullTest(dens, nul?.density ?? null), nul?.density ?? null),
+    components: withZ(nullTest(comp, nul?.components ?? null), nul?.components ?? null),
+  };
+}
+
+function withZ(t: NullTested, nulls: Float64Array | null): NullTested {
+  return { ...t, z: nulls && nulls.length ? nullZ(t.value, nulls) : null };
+}
+
+/** Holm and BH of p and pLower across a family, written into the members (in place). */
+export function correctFamily(family: NullTested[]): void {
+  const ph = holm(family.map((t) => t.p));
+  const pb = benjaminiHochberg(family.map((t) => t.p));
+  const lh = holm(family.map((t) => t.pLower));
+  const lb = benjaminiHochberg(family.map((t) => t.pLower));
+  family.forEach((t, i) => {
+    t.pHolm = ph[i]!;
+    t.pBH = pb[i]!;
+    t.pLowerHolm = lh[i]!;
+    t.pLowerBH = lb[i]!;
+  });
+}
+
+/** Seed of the k-th placement null (distinct streams from the run's seed). */
+const placementSeed = (seed: number, k: number) => (seed + 0x9e3779b9 * (k + 1)) >>> 0;
+
+/** A copy of `metrics` with z-scores, placement nulls, family corrections and notes. */
+export function addInference(metrics: WandaMetrics, regions: WandaRegions, nulls: Nulls | null, opts: InferenceOptions): WandaMetrics {
+  const R = metrics.permutations ?? 0;
+  const mats = regions.matrices;
+  const P = opts.placements;
+  const pairs = metrics.pairs.map((pm, p) => {
+    const nv = R > 0 ? nulls?.pairs[p] : undefined;
+    const z = (t: NullTested, v: Float64Array | undefined): NullTested => ({ ...t, z: v ? nullZ(t.value, v) : null });
+    const d = regions.differences[p]!;
+    return {
+      ...pm,
+      jaccard: z(pm.jaccard, nv?.jaccard),
+      isolationAB: z(pm.isolationAB, nv?.isolationAB),
+      isolationBA: z(pm.isolationBA, nv?.isolationBA),
+      densityAminusB: z(pm.densityAminusB, nv?.densityAminusB),
+      densityBminusA: z(pm.densityBminusA, nv?.densityBminusA),
+      componentsAminusBNull: pm.componentsAminusBNull && z(pm.componentsAminusBNull, nv?.componentsAminusB),
+      componentsBminusANull: pm.componentsBminusANull && z(pm.componentsBminusANull, nv?.componentsBminusA),
+      ...(P > 0
+        ? {
+            placementAminusB: setPlacement(masksOf(d.aMinusB, mats), mats, P, placementSeed(opts.seed, 2 * p)),
+            placementBminusA: setPlacement(masksOf(d.bMinusA, mats), mats, P, placementSeed(opts.seed, 2 * p + 1)),
+          }
+        : {}),
+    };
+  });
+  const nPairSets = 2 * pairs.length;
+  const groups = metrics.groups.map((g, gi) => {
+    const nv = R > 0 ? nulls?.groups[gi] : undefined;
+    return {
+      ...g,
+      densityNull: g.densityNull && { ...g.densityNull, z: nv ? nullZ(g.densityNull.value, nv.density) : null },
+      componentsNull: g.componentsNull && { ...g.componentsNull, z: nv ? nullZ(g.componentsNull.value, nv.components) : null },
+      ...(P > 0 ? { placement: setPlacement(masksOf(regions.regions[g.group] ?? {}, mats), mats, P, placementSeed(opts.seed, nPairSets + gi)) } : {}),
+    };
+  });
+  // The families.
+  correctFamily(pairs.map((p) => p.jaccard));
+  correctFamily(pairs.flatMap((p) => [p.isolationAB, p.isolationBA]));
+  correctFamily(pairs.flatMap((p) => [p.densityAminusB, p.densityBminusA]));
+  correctFamily(pairs.flatMap((p) => [p.componentsAminusBNull, p.componentsBminusANull].filter((t): t is NullTested => !!t)));
+  correctFamily(groups.flatMap((g) => (g.densityNull ? [g.densityNull] : [])));
+  correctFamily(groups.flatMap((g) => (g.componentsNull ? [g.componentsNull] : [])));
+  if (P > 0) {
+    correctFamily(pairs.flatMap((p) => [p.placementAminusB!.density, p.placementBminusA!.density]));
+    correctFamily(pairs.flatMap((p) => [p.placementAminusB!.components, p.placementBminusA!.components]));
+    correctFamily(groups.map((g) => g.placement!.density));
+    correctFamily(groups.map((g) => g.placement!.components));
+  }
+  const channels = opts.channels ? correctChannelFamily(opts.channels) : undefined;
+  return {
+    ...metrics,
+    groups,
+    pairs,
+    pFloor: R > 0 ? permutationFloor(R) : null,
+    families: { jaccard: pairs.length, differences: nPairSets, groups: groups.length, ...(channels ? { capturePoints: channels.length } : {}) },
+    ...(channels ? { channels } : {}),
+    notes: WANDA_NOTES,
+  };
+}
