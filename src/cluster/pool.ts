@@ -13,6 +13,7 @@ import { attraction } from './attraction.js';
 import { conditionalRows, type SparseP } from './affinity.js';
 import { mulXBRows, mulXtBCols, type MatMulPool, type MulRequest } from './pca.js';
 import type { ProbeOptions } from './probe.js';
+import type { PreparedFold } from './probecv.js';
 import { probeNullScores } from './space.js';
 import { silhouetteMeans, gramRows, distancesFromGram } from './metrics.js';
 
@@ -141,18 +142,19 @@ export class ClusterPool implements MatMulPool {
   }
 
   /**
-   * The cross-validated probe's scores for each label permutation ([R][3]: accuracy, balanced
-   * accuracy, macro-F1; one task per permutation); `onDone` is called after each.
+   * The cross-validated probe's scores for each label permutation on fixed prepared folds ([R][3]:
+   * accuracy, balanced accuracy, macro-F1; one task per permutation); `onDone` is called after each.
    */
-  async probeScores(X: Float64Array, n: number, d: number, perms: Int32Array[], nClasses: number, opts: ProbeOptions, onDone?: () => void): Promise<Float64Array> {
-    const Xs = sharedF64(X);
+  async probeScores(folds: PreparedFold[], n: number, perms: Int32Array[], nClasses: number, opts: ProbeOptions, seed: number, onDone?: () => void): Promise<Float64Array> {
+    // the fold matrices go to shared memory once; each task then only names a labelling
+    const shared = folds.map((f) => ({ train: f.train, test: f.test, d: f.d, Xtr: sharedF64(f.Xtr), Xte: sharedF64(f.Xte) }));
     const out = new Float64Array(3 * perms.length);
     let next = 0;
     const runWorker = async (w: Worker) => {
       while (next < perms.length) {
         const r = next++;
         const res = new Float64Array(new SharedArrayBuffer(3 * 8));
-        await this.call(w, { cmd: 'probe', X: Xs, n, d, labels: perms[r], nClasses, opts, res });
+        await this.call(w, { cmd: 'probe', folds: shared, n, labels: perms[r], nClasses, opts, seed, res });
         out.set(res, 3 * r);
         onDone?.();
       }
@@ -161,7 +163,7 @@ export class ClusterPool implements MatMulPool {
     const mine = (async () => {
       while (next < perms.length) {
         const r = next++;
-        out.set(probeNullScores(Xs, n, d, [perms[r]], nClasses, opts), 3 * r);
+        out.set(probeNullScores(shared, n, [perms[r]], nClasses, opts, seed), 3 * r);
         onDone?.();
         await new Promise((res) => setImmediate(res));
       }

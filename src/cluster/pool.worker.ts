@@ -17,7 +17,7 @@ parentPort!.on('message', (m: any) => {
     } else if (m.cmd === 'sil') {
       m.out.set(silhouetteMeans(m.D, m.n, m.perms, m.nClasses), m.offset);
     } else if (m.cmd === 'probe') {
-      m.res.set(probeNullScores(m.X, m.n, m.d, [m.labels], m.nClasses, m.opts));
+      m.res.set(probeNullScores(m.folds, m.n, [m.labels], m.nClasses, m.opts, m.seed));
     } else if (m.cmd === 'mul') {
       if (m.op === 'xb') mulXBRows(m.X, m.d, m.B, m.l, m.out, m.start, m.end);
       else mulXtBCols(m.X, m.n, m.d, m.B, m.l, m.out, m.start, m.end);

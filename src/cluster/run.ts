@@ -26,7 +26,7 @@ import { readSafetensorsHeader, readTensorFloat32 } from '../formats/safetensors
 import { LOBES_VERSION } from '../version.js';
 import { FINAL_HIDDEN } from '../hooks.js';
 import type { RunReader } from '../store/types.js';
-import type { BaselineMetrics, ClusterCoords, ClusterItems, ClusterMetrics, ClusterSettings, SpaceMetrics, SweepPoint } from './types.js';
+import type { BaselineMetrics, ClusterCoords, ClusterItems, ClusterMetrics, ClusterSettings, IncrementalMetrics, ProbeComparison, SpaceMetrics, SweepPoint } from './types.js';
 import { readNpy } from './npy.js';
 import { pca, pcaParallel } from './pca.js';
 import { ClusterPool } from './pool.js';
@@ -34,6 +34,7 @@ import { Tsne } from './tsne.js';
 import { checkPerplexity } from './affinity.js';
 import { chanceOf, layerSweep, metricsCsvRows, separation, type Coded, type Features, type MeasureContext, type MetricSample, type RunPca } from './measure.js';
 import { baselineModelDir, tokenBaselines } from './baseline.js';
+import type { ProbeOptions } from './probe.js';
 
 export interface ClusterOptions {
   /** Labels file (one per line) for a matrix input. */
@@ -67,6 +68,12 @@ export interface ClusterOptions {
   knnK?: number;
   /** Folds of the probe's cross-validation (default 5). */
   folds?: number;
+  /** Repeats of the probe's k-fold CV with different fold seeds (default 5). */
+  probeRepeats?: number;
+  /** The probe's C: a number, or 'nested' (chosen inside each training fold over PROBE_C_GRID; the default). */
+  probeC?: number | 'nested';
+  /** Class weights of the probe: 'balanced' (n / (K · n_c)) or none (default). */
+  classWeight?: 'balanced' | null;
   /** Metrics on at most this many points (seeded stratified subsample; default 2000). */
   maxMetricPoints?: number;
   /** Probe accuracy for every layers.{i}.resid_out (run input only). */
@@ -109,6 +116,23 @@ interface LoadedInput {
 
 /** The default number of PCA components the probe is fitted on. */
 export const DEFAULT_PROBE_PCA = 50;
+
+/** The default repeats of the probe's k-fold CV. */
+export const DEFAULT_PROBE_REPEATS = 5;
+
+/** The values of C the nested CV chooses from. */
+export const PROBE_C_GRID = [0.01, 0.1, 1, 10];
+
+/** The probe's CV options from the command's. */
+function probeSettings(opts: ClusterOptions): ProbeOptions & { folds: number } {
+  const c = opts.probeC ?? 'nested';
+  return {
+    folds: opts.folds ?? 5,
+    repeats: opts.probeRepeats ?? DEFAULT_PROBE_REPEATS,
+    ...(c === 'nested' ? { cGrid: PROBE_C_GRID } : { C: c }),
+    classWeight: opts.classWeight ?? null,
+  };
+}
 
 /** Read the labels file: one label per line (a final empty line is ignored). */
 export function readLabelsFile(file: string): string[] {
@@ -321,11 +345,14 @@ export async function runCluster(input: RunReader | string, opts: ClusterOptions
     const ctx = context(st);
     const sep = await separation(ctx, emb.Y, sample);
     const items: ClusterItems = { ids: Array.from(sample.rows, (r) => inp.ids[r]), classes: coded.classes, y: Array.from(sample.sub), spaces: sep.items, baselines: [] };
-    const extra: Extra = { notes: [], baselines: [] };
+    const extra: Extra = { notes: [], baselines: [], incremental: [], comparisons: [] };
     if (inp.run && opts.baselines !== false) {
       say('token baselines');
-      const b = await tokenBaselines(ctx, inp.run, sample, baselineDir);
+      const state = sep.probeCv ? { name: settingsPoint(opts, inp), X: sep.Xs, d: inp.d, cv: sep.probeCv } : undefined;
+      const b = await tokenBaselines(ctx, inp.run, sample, baselineDir, state);
       extra.baselines = b.baselines;
+      extra.incremental = b.incremental;
+      extra.comparisons.push(...b.comparisons);
       extra.notes.push(...b.notes);
       items.baselines = b.items;
       for (const n of b.notes) say(n);
@@ -334,6 +361,7 @@ export async function runCluster(input: RunReader | string, opts: ClusterOptions
     if (opts.sweep) {
       const sw = await layerSweep(ctx, inp.run, inp.source, sample);
       extra.sweep = sw.sweep;
+      extra.comparisons.push(...sw.comparisons);
       items.sweep = sw.items;
       laps.lap('sweep');
     }
@@ -355,6 +383,13 @@ interface Extra {
   sweep?: SweepPoint[];
   baselines: BaselineMetrics[];
   notes: string[];
+  incremental: IncrementalMetrics[];
+  comparisons: ProbeComparison[];
+}
+
+/** The capture point as settings.json records it. */
+function settingsPoint(opts: ClusterOptions, inp: LoadedInput): string {
+  return inp.kind === 'run' ? opts.point ?? FINAL_HIDDEN : opts.point ?? '';
 }
 
 /** Code the labels 0..C-1 in sorted order of their values. */
@@ -410,7 +445,7 @@ function metricSample(st: Stage): MetricSample {
     rows,
     m: rows.length,
     sub,
-    mopts: { k: opts.knnK ?? 10, bootstrap: B, permutations: R, probePermutations: Rp, seed, probe: { folds: opts.folds ?? 5 } },
+    mopts: { k: opts.knnK ?? 10, bootstrap: B, permutations: R, probePermutations: Rp, seed, probe: probeSettings(opts) },
     probePca: opts.probePca ?? DEFAULT_PROBE_PCA,
     sweepPermutations: opts.sweepPermutations ?? Math.min(Rp, 20),
   };
@@ -424,7 +459,7 @@ function clusterResult(st: Stage, perplexity: number, f: Features, emb: Embeddin
   const { m, sub, mopts } = sample;
   const probeFolds = Math.max(2, Math.min(opts.folds ?? 5, ...classes.map((_, c) => sub.filter((v) => v === c).length)));
   const settings: ClusterSettings = {
-    point: inp.kind === 'run' ? opts.point ?? FINAL_HIDDEN : opts.point ?? '',
+    point: settingsPoint(opts, inp),
     by: inp.kind === 'run' ? opts.by ?? 'aspect' : path.resolve(opts.labels!),
     seed,
     perplexity,
@@ -460,6 +495,8 @@ function clusterResult(st: Stage, perplexity: number, f: Features, emb: Embeddin
     ...(extra.sweep ? { sweep: extra.sweep } : {}),
     chance: chanceOf(sub, classes),
     ...(extra.baselines.length ? { baselines: extra.baselines } : {}),
+    ...(extra.incremental.length ? { incremental: extra.incremental } : {}),
+    ...(extra.comparisons.length ? { comparisons: extra.comparisons } : {}),
     ...(extra.notes.length ? { notes: extra.notes } : {}),
     klMethod: n <= 5000 || emb.opts.theta === 0 ? 'exact' : 'barnes-hut',
     pcaDims: f.fd,
