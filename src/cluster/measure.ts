@@ -106,9 +106,11 @@ export async function probeNull(ctx: MeasureContext, cv: RepeatedCv, m: number, 
 }
 
 /** The repeated CV of the probe on feature blocks of the metric sample, with a progress bar over repeats. */
-export function probeCv(ctx: MeasureContext, blocks: Block[], sample: MetricSample, label: string, opts: ProbeOptions = probeOptions(sample, ctx.seed)): RepeatedCv {
+export async function probeCv(ctx: MeasureContext, blocks: Block[], sample: MetricSample, label: string, opts: ProbeOptions = probeOptions(sample, ctx.seed)): Promise<RepeatedCv> {
   const prog = new Progress({ label, total: Math.max(1, opts.repeats ?? 1), unit: 'repeats', quiet: ctx.quiet });
-  const cv = repeatedCv(blocks, sample.m, sample.sub, ctx.coded.classes.length, opts, () => prog.tick(1));
+  const C = ctx.coded.classes.length;
+  const tick = () => prog.tick(1);
+  const cv = ctx.pool && (opts.repeats ?? 1) > 1 ? await ctx.pool.repeatedCv(blocks, sample.m, sample.sub, C, opts, tick) : repeatedCv(blocks, sample.m, sample.sub, C, opts, tick);
   prog.finish();
   return cv;
 }
@@ -116,7 +118,7 @@ export function probeCv(ctx: MeasureContext, blocks: Block[], sample: MetricSamp
 /** A probe on feature blocks of the metric sample: repeated CV, its null of R permutations, its scores. */
 export async function runProbe(ctx: MeasureContext, blocks: Block[], sample: MetricSample, R: number, label: string): Promise<{ metrics: ClassifierMetrics; cv: RepeatedCv; dims: number }> {
   const opts = probeOptions(sample, ctx.seed);
-  const cv = probeCv(ctx, blocks, sample, `${label}: CV`, opts);
+  const cv = await probeCv(ctx, blocks, sample, `${label}: CV`, opts);
   const nulls = await probeNull(ctx, cv, sample.m, sample.sub, R, opts, `${label}: null`);
   const metrics = scoreProbe(sample.sub, cv, ctx.coded.classes.length, nulls, sample.mopts.bootstrap, new Rng(ctx.seed), opts);
   return { metrics, cv, dims: cv.prepared[0]?.d ?? 0 };
@@ -156,14 +158,14 @@ export async function separation(ctx: MeasureContext, Y: Float64Array, sample: M
   add(spaceResult({ space: 'original-cosine', X: Xs, d, distance: 'cosine', probe: null, D: G.cosine, silhouetteNull: await silNull(G.cosine) }, m, sub, classes, mopts));
   lap('metrics-original-cosine');
   say(`metrics 2/3: original-euclidean (the probe: ${popts.repeats ?? 1} repeats × ${mopts.probe.folds} folds${popts.pca ? `, PCA-${popts.pca} inside each fold` : ''}; its null refits ${Rp} permutations)`);
-  const cvE = probeCv(ctx, [{ X: Xs, d }], sample, 'cluster probe CV (original space)', popts);
+  const cvE = await probeCv(ctx, [{ X: Xs, d }], sample, 'cluster probe CV (original space)', popts);
   const nullE = await probeNull(ctx, cvE, m, sub, Rp, popts, 'cluster probe null (original space)');
   add(spaceResult({ space: 'original-euclidean', X: Xs, d, distance: 'euclidean', probe: { X: Xs, d }, probeCv: cvE, D: G.euclidean, probeNull: nullE, silhouetteNull: await silNull(G.euclidean) }, m, sub, classes, { ...mopts, probe: popts }));
   lap('metrics-original-euclidean');
   say('metrics 3/3: embedding');
   const DY = distanceMatrix(Ys, m, 2, 'euclidean');
   const YP = { X: Ys, d: 2 };
-  const cvY = probeCv(ctx, [YP], sample, 'cluster probe CV (embedding)', popts);
+  const cvY = await probeCv(ctx, [YP], sample, 'cluster probe CV (embedding)', popts);
   const nullY = await probeNull(ctx, cvY, m, sub, Rp, popts, 'cluster probe null (embedding)');
   add(spaceResult({ space: 'embedding', X: Ys, d: 2, distance: 'euclidean', probe: YP, probeCv: cvY, D: DY, probeNull: nullY, silhouetteNull: await silNull(DY) }, m, sub, classes, { ...mopts, probe: popts }));
   lap('metrics-embedding');
@@ -241,6 +243,16 @@ export function metricsCsvRows(metrics: ClusterMetrics, field: (s: string) => st
     row(`baseline:${b.name}`, 'probe_accuracy', b.probe.accuracy);
     row(`baseline:${b.name}`, 'probe_balanced_accuracy', b.probe.balancedAccuracy);
     row(`baseline:${b.name}`, 'probe_macro_f1', b.probe.macroF1);
+  }
+  for (const b of metrics.incremental ?? []) {
+    row(`incremental:${b.words}`, 'probe_accuracy', b.probe.accuracy);
+    row(`incremental:${b.words}`, 'probe_balanced_accuracy', b.probe.balancedAccuracy);
+    row(`incremental:${b.words}`, 'probe_macro_f1', b.probe.macroF1);
+  }
+  for (const c of metrics.comparisons ?? []) {
+    row(`difference:${c.kind}`, `accuracy:${c.a} − ${c.b}`, c.accuracy);
+    row(`difference:${c.kind}`, `balanced_accuracy:${c.a} − ${c.b}`, c.balancedAccuracy);
+    row(`difference:${c.kind}`, `macro_f1:${c.a} − ${c.b}`, c.macroF1);
   }
   for (const w of metrics.sweep ?? []) {
     row('sweep', `probe_accuracy:${w.point}`, w.accuracy ?? { value: w.probeAccuracy, ci95: w.ci95, p: null });

@@ -154,21 +154,16 @@ function* pcaSteps(X: Float32Array | Float64Array, n: number, d: number, k: numb
   return { scores, k, variances, explainedVariance: total > 0 ? captured / total : 0, totalVariance: total / denom, mean, components };
 }
 
-/** Rows Z [m, d] projected on a PCA's components: (z − mean) · components, [m, k]. */
+/**
+ * Rows Z [m, d] projected on a PCA's components: (z − mean) · components, [m, k]. The centred rows
+ * are a float32 copy (as the PCA's own), multiplied in the dot kernel (mulXBRows).
+ */
 export function pcaProject(p: Pick<PcaResult, 'mean' | 'components' | 'k'>, Z: Float64Array | Float32Array, m: number, d: number): Float64Array {
   const { k, mean, components } = p;
+  const Zc = new Float32Array(m * d);
+  for (let i = 0; i < m; i++) for (let j = 0; j < d; j++) Zc[i * d + j] = Z[i * d + j] - mean[j];
   const out = new Float64Array(m * k);
-  const row = new Float64Array(d);
-  for (let i = 0; i < m; i++) {
-    for (let j = 0; j < d; j++) row[j] = Z[i * d + j] - mean[j];
-    const o = i * k;
-    for (let j = 0; j < d; j++) {
-      const v = row[j];
-      if (v === 0) continue;
-      const co = j * k;
-      for (let c = 0; c < k; c++) out[o + c] += v * components[co + c];
-    }
-  }
+  mulXBRows(Zc, d, components, k, out, 0, m);
   return out;
 }
 

@@ -13,7 +13,7 @@ import { attraction } from './attraction.js';
 import { conditionalRows, type SparseP } from './affinity.js';
 import { mulXBRows, mulXtBCols, type MatMulPool, type MulRequest } from './pca.js';
 import type { ProbeOptions } from './probe.js';
-import type { PreparedFold } from './probecv.js';
+import { cvRun, foldCount, type Block, type PreparedFold, type RepeatedCv } from './probecv.js';
 import { probeNullScores } from './space.js';
 import { silhouetteMeans, gramRows, distancesFromGram } from './metrics.js';
 
@@ -170,6 +170,48 @@ export class ClusterPool implements MatMulPool {
     })();
     await Promise.all([...this.workers.map(runWorker), mine]);
     return out;
+  }
+
+  /**
+   * Repeats of the probe's k-fold CV (src/cluster/probecv.ts), one task per repeat: this thread
+   * runs repeat 0 (whose prepared folds the permutation null refits) and takes further repeats
+   * between awaits; the workers take the rest. Identical to repeatedCv in one thread.
+   */
+  async repeatedCv(blocks: Block[], n: number, labels: Int32Array, nClasses: number, opts: ProbeOptions, onDone?: () => void): Promise<RepeatedCv> {
+    const R = Math.max(1, opts.repeats ?? 1);
+    const seed = opts.seed ?? 0;
+    const shared = blocks.map((b) => ({ X: sharedF64(b.X), d: b.d }));
+    const preds: Int32Array[] = new Array(R);
+    const chosenC: number[][] = new Array(R);
+    let prepared: PreparedFold[] = [];
+    const folds = foldCount(labels, nClasses, opts.folds ?? 5);
+    let next = 1;
+    const runWorker = async (w: Worker) => {
+      while (next < R) {
+        const r = next++;
+        const pred = new Int32Array(new SharedArrayBuffer(n * 4));
+        const cs = new Float64Array(new SharedArrayBuffer((folds + 1) * 8));
+        await this.call(w, { cmd: 'cv', blocks: shared, n, labels, nClasses, opts, seed: seed + r, pred, cs });
+        preds[r] = Int32Array.from(pred);
+        chosenC[r] = Array.from(cs.subarray(0, cs[folds]));
+        onDone?.();
+      }
+    };
+    const mine = (async () => {
+      let r = 0;
+      for (;;) {
+        const run = cvRun(shared, n, labels, nClasses, opts, seed + r);
+        preds[r] = run.pred;
+        chosenC[r] = run.chosenC;
+        if (r === 0) prepared = run.folds;
+        onDone?.();
+        await new Promise((res) => setImmediate(res));
+        if (next >= R) break;
+        r = next++;
+      }
+    })();
+    await Promise.all([...this.workers.map(runWorker), mine]);
+    return { preds, chosenC, folds, prepared };
   }
 
   /** Euclidean and cosine distance matrices through a Gram matrix split by rows (balanced by triangle area). */

@@ -164,3 +164,22 @@ describe('the paired bootstrap', () => {
     expect(r.ci95![0]).toBeCloseTo(1 / 6, 12);
   });
 });
+
+describe('repeats on worker threads', () => {
+  it('give exactly the single-thread repeated CV', async () => {
+    const { ClusterPool } = await import('../../src/cluster/pool.js');
+    const { X, lab } = blobs(90, 7, 3, 0.5, 13);
+    const opts = { repeats: 4, seed: 2, pca: 3, cGrid: [0.1, 1] };
+    const a = repeatedCv([{ X, d: 7 }], 90, lab, 3, opts);
+    const pool = await ClusterPool.start(2);
+    try {
+      const b = await pool.repeatedCv([{ X, d: 7 }], 90, lab, 3, opts);
+      expect(b.preds.map((p) => Array.from(p))).toEqual(a.preds.map((p) => Array.from(p)));
+      expect(b.chosenC).toEqual(a.chosenC);
+      expect(b.folds).toBe(a.folds);
+      expect(b.prepared.map((f) => Array.from(f.Xte))).toEqual(a.prepared.map((f) => Array.from(f.Xte)));
+    } finally {
+      await pool.close();
+    }
+  });
+});
