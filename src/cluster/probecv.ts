@@ -4,7 +4,8 @@
  * Everything fitted is fitted on the training part of each fold, never on its test items:
  *  1. each feature block (the representation; for the incremental probe, the words and the
  *     representation) is reduced to its top `pca` principal components of the training rows, and
- *     the test rows are projected on those components;
+ *     the test rows are projected on those components (a sparse block, under 10% non-zero such as
+ *     the token counts, through src/cluster/pca-sparse.ts);
  *  2. the blocks are concatenated and standardized with the training rows' mean and standard
  *     deviation;
  *  3. C is fixed, or chosen by an inner stratified CV on the training rows over `cGrid` (the
@@ -14,6 +15,7 @@
  * scores over repeats is the part of the uncertainty that comes from the choice of folds.
  */
 import { pca, pcaProject } from './pca.js';
+import { csrProject, csrRows, pcaCsr } from './pca-sparse.js';
 import { fitLogistic, predictLogistic, stratifiedFolds, type ProbeOptions } from './probe.js';
 import { classScores } from './scores.js';
 
@@ -70,6 +72,22 @@ export function splitFold(fold: Int32Array, f: number): { train: Int32Array; tes
   return { train: Int32Array.from(train), test: Int32Array.from(test) };
 }
 
+/** Below this share of non-zero entries a block's PCA runs on its sparse rows (src/cluster/pca-sparse.ts). */
+const SPARSE_DENSITY = 0.1;
+const densities = new WeakMap<object, number>();
+
+/** The share of non-zero entries of a block (computed once per matrix). */
+function density(b: Block): number {
+  let v = densities.get(b.X);
+  if (v === undefined) {
+    let nz = 0;
+    for (let t = 0; t < b.X.length; t++) if (b.X[t] !== 0) nz++;
+    v = nz / Math.max(b.X.length, 1);
+    densities.set(b.X, v);
+  }
+  return v;
+}
+
 function rowsOf(X: Float64Array | Float32Array, d: number, rows: Int32Array): Float64Array {
   const out = new Float64Array(rows.length * d);
   rows.forEach((r, i) => {
@@ -86,9 +104,17 @@ function rowsOf(X: Float64Array | Float32Array, d: number, rows: Int32Array): Fl
 export function prepareFold(blocks: Block[], train: Int32Array, test: Int32Array, k: number, seed: number): PreparedFold {
   const parts: { tr: Float64Array; te: Float64Array; d: number }[] = [];
   for (const b of blocks) {
+    const reduce = k > 0 && k < b.d && k < train.length;
+    if (reduce && b.d > 256 && k + 10 < b.d && density(b) < SPARSE_DENSITY) {
+      // a sparse block (token counts): the same randomized PCA on the sparse rows
+      const A = csrRows(b.X, b.d, train);
+      const p = pcaCsr(A, k, seed);
+      parts.push({ tr: csrProject(A, p), te: csrProject(csrRows(b.X, b.d, test), p), d: p.k });
+      continue;
+    }
     const tr = rowsOf(b.X, b.d, train);
     const te = rowsOf(b.X, b.d, test);
-    if (k > 0 && k < b.d && k < train.length) {
+    if (reduce) {
       const p = pca(tr, train.length, b.d, k, { seed });
       parts.push({ tr: pcaProject(p, tr, train.length, b.d), te: pcaProject(p, te, test.length, b.d), d: p.k });
     } else parts.push({ tr, te, d: b.d });

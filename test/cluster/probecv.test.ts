@@ -183,3 +183,35 @@ describe('repeats on worker threads', () => {
     }
   });
 });
+
+describe('the PCA of a sparse block', () => {
+  it('finds the dense PCA’s subspace without forming the centred matrix', async () => {
+    const { csrRows, pcaCsr, csrProject } = await import('../../src/cluster/pca-sparse.js');
+    const rng = new Rng(21);
+    const n = 150;
+    const d = 400;
+    // counts: each row holds ~12 ids, ids of low index more often (a decaying spectrum)
+    const X = new Float64Array(n * d);
+    for (let i = 0; i < n; i++) for (let t = 0; t < 12; t++) X[i * d + Math.floor(d * rng.next() ** 3)] += 1;
+    const rows = Int32Array.from({ length: n }, (_, i) => i);
+    const A = csrRows(X, d, rows);
+    expect(A.ptr[n]).toBeLessThan(0.05 * n * d);
+    const s = pcaCsr(A, 5, 3);
+    const dense = pca(X, n, d, 5, { seed: 3, method: 'randomized' });
+    const Ps = csrProject(A, s);
+    const Pd = pcaProject(dense, X, n, d);
+    for (let c = 0; c < 5; c++) {
+      // the same component up to its sign
+      let dot = 0;
+      let ns = 0;
+      let nd = 0;
+      for (let i = 0; i < n; i++) {
+        dot += Ps[i * 5 + c] * Pd[i * 5 + c];
+        ns += Ps[i * 5 + c] ** 2;
+        nd += Pd[i * 5 + c] ** 2;
+      }
+      expect(Math.abs(dot) / Math.sqrt(ns * nd)).toBeGreaterThan(1 - 1e-6);
+      expect(ns).toBeCloseTo(nd, 3);
+    }
+  });
+});
