@@ -1,5 +1,6 @@
 import { parseCommand, intOption, numOption } from './args.js';
-import { runCluster, DEFAULT_PROBE_PCA, DEFAULT_PROBE_REPEATS } from '../cluster/run.js';
+import { runCluster, DEFAULT_PROBE_PCA } from '../cluster/run.js';
+import { DEFAULT_PROBE_REPEATS } from '../cluster/probecv.js';
 import { UsageError } from '../util/errors.js';
 import type { ClassifierMetrics } from '../cluster/types.js';
 

@@ -76,6 +76,23 @@ export function take(X: Float32Array | Float64Array, d: number, rows: Int32Array
   return out;
 }
 
+/** Seeded stratified subsample of at most m rows (sorted indices). */
+export function stratifiedSample(codes: Int32Array, nClasses: number, m: number, seed: number): Int32Array {
+  const n = codes.length;
+  if (n <= m) return Int32Array.from({ length: n }, (_, i) => i);
+  const rng = new Rng(seed);
+  const picked: number[] = [];
+  const byClass: number[][] = Array.from({ length: nClasses }, () => []);
+  for (let i = 0; i < n; i++) byClass[codes[i]].push(i);
+  // largest-remainder allocation, at least one per class
+  const quota = byClass.map((rows) => Math.max(1, Math.floor((rows.length * m) / n)));
+  for (let c = 0; c < nClasses; c++) {
+    const rows = rng.shuffle(byClass[c].slice());
+    picked.push(...rows.slice(0, Math.min(quota[c], rows.length)));
+  }
+  return Int32Array.from(picked.sort((a, b) => a - b));
+}
+
 /** Chance levels of the sample's labels. */
 export function chanceOf(sub: Int32Array, classes: string[]): Chance {
   const C = classes.length;

@@ -115,7 +115,9 @@ export function prepareFold(blocks: Block[], train: Int32Array, test: Int32Array
     const tr = rowsOf(b.X, b.d, train);
     const te = rowsOf(b.X, b.d, test);
     if (reduce) {
-      const p = pca(tr, train.length, b.d, k, { seed });
+      // randomized unless the sketch would span the space: the exact route's Jacobi sweeps on a
+      // d × d covariance cost O(d³) per fold, far more than the sketch for d near 256
+      const p = pca(tr, train.length, b.d, k, { seed, method: k + 10 < Math.min(b.d, train.length) ? 'randomized' : 'exact' });
       parts.push({ tr: pcaProject(p, tr, train.length, b.d), te: pcaProject(p, te, test.length, b.d), d: p.k });
     } else parts.push({ tr, te, d: b.d });
   }
@@ -278,4 +280,15 @@ export function modalC(chosen: number[][], fallback = 1): number {
     }
   }
   return best;
+}
+
+/** The default repeats of the probe's k-fold CV. */
+export const DEFAULT_PROBE_REPEATS = 5;
+
+/** The values of C the nested CV chooses from. */
+export const PROBE_C_GRID = [0.01, 0.1, 1, 10];
+
+/** The probe's CV options from the cluster command's (C: a number, or 'nested' over PROBE_C_GRID, the default). */
+export function probeSettings(folds = 5, repeats = DEFAULT_PROBE_REPEATS, c: number | 'nested' = 'nested', classWeight: 'balanced' | null = null): ProbeOptions & { folds: number } {
+  return { folds, repeats, ...(c === 'nested' ? { cGrid: PROBE_C_GRID } : { C: c }), classWeight };
 }

@@ -16,7 +16,6 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import * as path from 'node:path';
 import { csvField } from '../util/csv.js';
 import { LobesError, UsageError } from '../util/errors.js';
-import { Rng } from '../util/rng.js';
 import { Progress } from '../util/progress.js';
 import { checkRegularFile, writeDirAtomic, writeFileAtomicSync } from '../util/io.js';
 import { analysisProvenance } from '../store/provenance.js';
@@ -32,9 +31,9 @@ import { pca, pcaParallel } from './pca.js';
 import { ClusterPool } from './pool.js';
 import { Tsne } from './tsne.js';
 import { checkPerplexity } from './affinity.js';
-import { chanceOf, layerSweep, metricsCsvRows, separation, type Coded, type Features, type MeasureContext, type MetricSample, type RunPca } from './measure.js';
+import { chanceOf, layerSweep, stratifiedSample, metricsCsvRows, separation, type Coded, type Features, type MeasureContext, type MetricSample, type RunPca } from './measure.js';
 import { baselineModelDir, tokenBaselines } from './baseline.js';
-import type { ProbeOptions } from './probe.js';
+import { probeSettings } from './probecv.js';
 
 export interface ClusterOptions {
   /** Labels file (one per line) for a matrix input. */
@@ -117,22 +116,7 @@ interface LoadedInput {
 /** The default number of PCA components the probe is fitted on. */
 export const DEFAULT_PROBE_PCA = 50;
 
-/** The default repeats of the probe's k-fold CV. */
-export const DEFAULT_PROBE_REPEATS = 5;
-
-/** The values of C the nested CV chooses from. */
-export const PROBE_C_GRID = [0.01, 0.1, 1, 10];
-
-/** The probe's CV options from the command's. */
-function probeSettings(opts: ClusterOptions): ProbeOptions & { folds: number } {
-  const c = opts.probeC ?? 'nested';
-  return {
-    folds: opts.folds ?? 5,
-    repeats: opts.probeRepeats ?? DEFAULT_PROBE_REPEATS,
-    ...(c === 'nested' ? { cGrid: PROBE_C_GRID } : { C: c }),
-    classWeight: opts.classWeight ?? null,
-  };
-}
+export { stratifiedSample } from './measure.js';
 
 /** Read the labels file: one label per line (a final empty line is ignored). */
 export function readLabelsFile(file: string): string[] {
@@ -240,23 +224,6 @@ function validate(inp: LoadedInput): void {
   if (classes.size < 2) {
     throw new LobesError(`fewer than 2 classes: every row has the label ${JSON.stringify(inp.labels[0] ?? '')}`, { file: inp.labelsWhere, hint: 'separation needs at least two label values' });
   }
-}
-
-/** Seeded stratified subsample of at most m rows (sorted indices). */
-export function stratifiedSample(codes: Int32Array, nClasses: number, m: number, seed: number): Int32Array {
-  const n = codes.length;
-  if (n <= m) return Int32Array.from({ length: n }, (_, i) => i);
-  const rng = new Rng(seed);
-  const picked: number[] = [];
-  const byClass: number[][] = Array.from({ length: nClasses }, () => []);
-  for (let i = 0; i < n; i++) byClass[codes[i]].push(i);
-  // largest-remainder allocation, at least one per class
-  const quota = byClass.map((rows) => Math.max(1, Math.floor((rows.length * m) / n)));
-  for (let c = 0; c < nClasses; c++) {
-    const rows = rng.shuffle(byClass[c].slice());
-    picked.push(...rows.slice(0, Math.min(quota[c], rows.length)));
-  }
-  return Int32Array.from(picked.sort((a, b) => a - b));
 }
 
 /** Elapsed seconds per stage, in the order the stages ran, and the CPU seconds of the process (all threads) in each. */
@@ -445,7 +412,7 @@ function metricSample(st: Stage): MetricSample {
     rows,
     m: rows.length,
     sub,
-    mopts: { k: opts.knnK ?? 10, bootstrap: B, permutations: R, probePermutations: Rp, seed, probe: probeSettings(opts) },
+    mopts: { k: opts.knnK ?? 10, bootstrap: B, permutations: R, probePermutations: Rp, seed, probe: probeSettings(opts.folds, opts.probeRepeats, opts.probeC, opts.classWeight) },
     probePca: opts.probePca ?? DEFAULT_PROBE_PCA,
     sweepPermutations: opts.sweepPermutations ?? Math.min(Rp, 20),
   };
