@@ -1,9 +1,11 @@
 import { parseCommand, intOption, numOption } from './args.js';
 import { runCluster, DEFAULT_PROBE_PCA } from '../cluster/run.js';
+import { DEFAULT_PROBE_REPEATS } from '../cluster/probecv.js';
+import { UsageError } from '../util/errors.js';
 import type { ClassifierMetrics } from '../cluster/types.js';
 
 const USAGE =
-  'lobes cluster RUN|MATRIX_FILE [--labels FILE] [--point HOOK] [--by LABEL] [--seed N] [--perplexity P] [--out DIR] [--pca K] [--probe-pca 50] [--theta 0.5] [--iterations 1000] [--bootstrap B] [--permutations R] [--probe-permutations R] [--sweep] [--sweep-permutations R] [--no-baselines] [--model DIR] [--json]';
+  'lobes cluster RUN|MATRIX_FILE [--labels FILE] [--point HOOK] [--by LABEL] [--seed N] [--perplexity P] [--out DIR] [--pca K] [--probe-pca 50] [--theta 0.5] [--iterations 1000] [--bootstrap B] [--permutations R] [--probe-permutations R] [--probe-repeats 5] [--probe-c C|nested] [--class-weight balanced] [--sweep] [--sweep-permutations R] [--no-baselines] [--model DIR] [--json]';
 
 const HELP = `
 Seeded Barnes–Hut t-SNE of one capture point and numbers for how well a label separates:
@@ -30,6 +32,10 @@ sweep.json with --sweep).
   --iterations N      t-SNE iterations including 250 of early exaggeration (default 1000)
   --bootstrap B       bootstrap resamples (default 1000)
   --permutations R    label permutations (default 200)
+  --probe-repeats N   repeats of the probe's stratified k-fold CV with other fold seeds (default 5)
+  --probe-c C|nested  the probe's C, or 'nested': chosen inside each training fold by a 3-fold CV
+                      over 0.01, 0.1, 1, 10 (default nested)
+  --class-weight balanced  weigh each class by n / (K · n_c) in the probe's loss
   --probe-permutations R  permutations of the probe's null (default min(R, 50); each retrains every fold)
   --metric-points M   metrics on a seeded stratified subsample of at most M points (default 2000)
   --sweep             the probe at every layers.{i}.resid_out of the run
@@ -57,6 +63,9 @@ export async function run(argv: string[]): Promise<number> {
       pca: { type: 'string' },
       'probe-pca': { type: 'string' },
       'probe-permutations': { type: 'string' },
+      'probe-repeats': { type: 'string' },
+      'probe-c': { type: 'string' },
+      'class-weight': { type: 'string' },
       'sweep-permutations': { type: 'string' },
       'no-baselines': { type: 'boolean' },
       model: { type: 'string' },
@@ -82,6 +91,9 @@ export async function run(argv: string[]): Promise<number> {
     perplexity: numOption(v.perplexity, '--perplexity', 30, 1),
     pca: intOption(v.pca, '--pca', 0, 0),
     probePca: intOption(v['probe-pca'], '--probe-pca', DEFAULT_PROBE_PCA, 0),
+    probeRepeats: intOption(v['probe-repeats'], '--probe-repeats', DEFAULT_PROBE_REPEATS, 1, 100),
+    probeC: v['probe-c'] === undefined || v['probe-c'] === 'nested' ? 'nested' : numOption(v['probe-c'], '--probe-c', 1, 1e-9),
+    classWeight: classWeightOption(v['class-weight']),
     probePermutations: v['probe-permutations'] === undefined ? undefined : intOption(v['probe-permutations'], '--probe-permutations', 50, 0),
     sweepPermutations: v['sweep-permutations'] === undefined ? undefined : intOption(v['sweep-permutations'], '--sweep-permutations', 20, 0),
     baselines: !v['no-baselines'],
@@ -119,4 +131,11 @@ export async function run(argv: string[]): Promise<number> {
     process.stdout.write(lines.join('\n') + '\n');
   }
   return 0;
+}
+
+/** --class-weight: 'balanced' or absent. */
+function classWeightOption(v: string | undefined): 'balanced' | null {
+  if (v === undefined) return null;
+  if (v !== 'balanced') throw new UsageError(`--class-weight ${v}: the only class weighting is 'balanced'`, 'use --class-weight balanced, or leave it out');
+  return 'balanced';
 }

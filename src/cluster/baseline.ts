@@ -10,18 +10,23 @@
  *  - `token-embedding-mean`: the mean of the model's input embedding rows of the item's tokens
  *    (the model's own first layer input, averaged: no attention, no MLP).
  *
+ * With the representation's probe at hand, each baseline is also compared with it item by item
+ * (a paired bootstrap over items and fold repeats, src/cluster/paired.ts), and an incremental
+ * probe sees both feature sets side by side (each reduced by its own in-fold PCA): does the
+ * representation add anything to the words?
+ *
  * A baseline that cannot be computed (no model folder, no texts in the run, an embedding table
  * lobes cannot find) is left out with a note; the rest of the analysis does not depend on it.
  */
 import { existsSync } from 'node:fs';
 import * as path from 'node:path';
+import type { RepeatedCv } from './probecv.js';
 import type { RunReader } from '../store/types.js';
 import { hashFileCached } from '../store/filehash.js';
 import { runModelCandidates } from '../runtime/modelfiles.js';
 import { LobesError } from '../util/errors.js';
-import type { BaselineMetrics, ClusterItems } from './types.js';
-import { probeFeatures, probeNull, type MeasureContext, type MetricSample } from './measure.js';
-import { probeScores } from './space.js';
+import type { BaselineMetrics, ClusterItems, IncrementalMetrics, ProbeComparison } from './types.js';
+import { compareProbes, runProbe, type MeasureContext, type MetricSample } from './measure.js';
 
 /**
  * The model folder whose tokenizer and input embeddings the baselines read: the run's recorded
@@ -138,13 +143,35 @@ export function embeddingMeans(ids: number[][], E: Float32Array, vocab: number, 
   return X;
 }
 
-/** The token baselines of a run's metric sample (each with the probe's scores, CIs and null). */
-export async function tokenBaselines(ctx: MeasureContext, run: RunReader, sample: MetricSample, modelDir = baselineModelDir(run)): Promise<{ baselines: BaselineMetrics[]; items: ClusterItems['baselines']; notes: string[] }> {
+/** The representation's probe, for the paired comparisons with the words. */
+export interface StateProbe {
+  /** Its name in the comparisons (the capture point). */
+  name: string;
+  /** Features of the metric sample [m, d]. */
+  X: Float64Array;
+  d: number;
+  cv: RepeatedCv;
+}
+
+/**
+ * The token baselines of a run's metric sample (each with the probe's scores, CIs and null) and,
+ * given the representation's probe, for each baseline: the paired difference representation −
+ * words, and the incremental probe on both feature sets together, (words + representation) − words.
+ */
+export async function tokenBaselines(
+  ctx: MeasureContext,
+  run: RunReader,
+  sample: MetricSample,
+  modelDir = baselineModelDir(run),
+  state?: StateProbe,
+): Promise<{ baselines: BaselineMetrics[]; items: ClusterItems['baselines']; notes: string[]; incremental: IncrementalMetrics[]; comparisons: ProbeComparison[] }> {
   const notes: string[] = [];
   const baselines: BaselineMetrics[] = [];
   const items: ClusterItems['baselines'] = [];
+  const incremental: IncrementalMetrics[] = [];
+  const comparisons: ProbeComparison[] = [];
   const tok = await sampleTokens(run, sample.rows, modelDir);
-  if ('note' in tok) return { baselines, items, notes: [tok.note] };
+  if ('note' in tok) return { baselines, items, notes: [tok.note], incremental, comparisons };
   if (tok.mismatched) notes.push(`token baselines: ${tok.mismatched} of ${tok.ids.length} items tokenize to another length than the run recorded (has the model folder's tokenizer changed?)`);
   const feats: { name: string; description: string; X: Float64Array; dim: number }[] = [];
   const counts = tokenCounts(tok.ids);
@@ -152,18 +179,21 @@ export async function tokenBaselines(ctx: MeasureContext, run: RunReader, sample
   const emb = await embeddingTable(modelDir!);
   if ('note' in emb) notes.push(emb.note);
   else feats.push({ name: 'token-embedding-mean', description: `mean of the model's input embeddings of the item's tokens (d = ${emb.dim})`, X: embeddingMeans(tok.ids, emb.E, emb.vocab, emb.dim), dim: emb.dim });
-  const { m, sub, mopts } = sample;
-  const C = ctx.coded.classes.length;
+  const Rp = sample.mopts.probePermutations;
   for (const f of feats) {
     if (f.dim === 0) {
       notes.push(`${f.name}: no features (no token occurs in two items)`);
       continue;
     }
-    const P = await probeFeatures(ctx, f.X, m, f.dim, sample.probePca, `the ${f.name} baseline`);
-    const nulls = await probeNull(ctx, P, m, sub, mopts.probePermutations, mopts.probe, `cluster probe null (${f.name})`);
-    const r = probeScores(P.X, m, P.d, sub, C, mopts.bootstrap, ctx.seed, mopts.probe, nulls);
-    baselines.push({ name: f.name, description: f.description, dim: f.dim, probeDims: P.d, probe: r.metrics });
-    items.push({ name: f.name, probe: Array.from(r.pred) });
+    const r = await runProbe(ctx, [{ X: f.X, d: f.dim }], sample, Rp, `cluster probe (${f.name})`);
+    baselines.push({ name: f.name, description: f.description, dim: f.dim, probeDims: r.dims, probe: r.metrics });
+    items.push({ name: f.name, probe: Array.from(r.cv.preds[0]) });
+    if (!state) continue;
+    const words = { name: f.name, cv: r.cv };
+    comparisons.push(compareProbes(ctx, sample, 'model-vs-words', { name: state.name, cv: state.cv }, words));
+    const both = await runProbe(ctx, [{ X: f.X, d: f.dim }, { X: state.X, d: state.d }], sample, Rp, `cluster probe (${f.name} + ${state.name})`);
+    incremental.push({ words: f.name, probeDims: both.dims, probe: both.metrics });
+    comparisons.push(compareProbes(ctx, sample, 'incremental', { name: `${f.name} + ${state.name}`, cv: both.cv }, words));
   }
-  return { baselines, items, notes };
+  return { baselines, items, notes, incremental, comparisons };
 }

@@ -9,4 +9,6 @@ export { parseNpy, readNpy, encodeNpy } from './npy.js';
 export { spaceMetrics, scoreClassifier } from './space.js';
 export { classScores, perClassRecall, majorityRate, nullSummary } from './scores.js';
 export { silhouetteSamples, daviesBouldin, knnPredict, neighboursFromDistances, distanceMatrix } from './metrics.js';
-export { crossValidatedPredictions, stratifiedFolds } from './probe.js';
+export { stratifiedFolds } from './probe.js';
+export { crossValidatedPredictions, repeatedCv } from './probecv.js';
+export { bootstrapRepeated, pairedBootstrap } from './paired.js';

@@ -2,8 +2,11 @@
  * The loss and gradient of L2-penalized multinomial logistic regression, the inner loop of the
  * linear probe (src/cluster/probe.ts):
  *
- *   f(W, b) = Σ_i −log softmax(W x_i + b)_{y_i} + (λ/2) ‖W‖²,   λ = 1/C, b not penalized,
- *   ∂f/∂W_c = Σ_i r_ic x_i + λ W_c,   ∂f/∂b_c = Σ_i r_ic,   r_ic = p_ic − [y_i = c].
+ *   f(W, b) = Σ_i s_i · −log softmax(W x_i + b)_{y_i} + (λ/2) ‖W‖²,   λ = 1/C, b not penalized,
+ *   ∂f/∂W_c = Σ_i r_ic x_i + λ W_c,   ∂f/∂b_c = Σ_i r_ic,   r_ic = s_i (p_ic − [y_i = c]),
+ *
+ * with sample weights s_i (1 unless given; class weights give every item of class c the weight
+ * of its class, as scikit-learn's class_weight does).
  *
  * Parameters are class-major: W as [K][d], then the K biases. The two products, the logits
  * X Wᵀ and the gradient Rᵀ X, run in the dot-product WebAssembly SIMD kernel
@@ -23,9 +26,9 @@ const KERNEL_MIN_WORK = 4096;
 
 /**
  * The objective for standardized X [n, d], labels y in 0..K−1 and λ = 1/C; `useKernel: false`
- * forces the JavaScript loops.
+ * forces the JavaScript loops; `weights` [n] are the sample weights s_i.
  */
-export function logisticObjective(X: Float64Array, n: number, d: number, y: Int32Array, K: number, lambda: number, useKernel = true): Objective {
+export function logisticObjective(X: Float64Array, n: number, d: number, y: Int32Array, K: number, lambda: number, useKernel = true, weights?: Float64Array): Objective {
   const k = useKernel && n * d * K >= KERNEL_MIN_WORK ? dotKernel() : null;
   const products = (k && kernelProducts(k, X, n, d, K)) || jsProducts(X, n, d, K);
   const logits = new Float64Array(n * K);
@@ -51,9 +54,10 @@ export function logisticObjective(X: Float64Array, n: number, d: number, y: Int3
         logits[o + c] = e;
         se += e;
       }
-      loss += Math.log(se) + mx - vy;
+      const w = weights ? weights[i] : 1;
+      loss += w * (Math.log(se) + mx - vy);
       const inv = 1 / se;
-      for (let c = 0; c < K; c++) R[o + c] = logits[o + c] * inv - (c === yi ? 1 : 0);
+      for (let c = 0; c < K; c++) R[o + c] = w * (logits[o + c] * inv - (c === yi ? 1 : 0));
     }
     products.gradient(R, g);
     for (let c = 0; c < K; c++) {

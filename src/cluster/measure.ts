@@ -3,21 +3,23 @@
  * metrics of the metric sample in the original space (cosine and euclidean) and in the
  * embedding, the layer sweep, and the chance levels every number is read against.
  *
- * The linear probe sees the top `probePca` principal components of the metric sample (default
- * 50; 0: every dimension), then standardizes them per training fold (src/cluster/probe.ts).
- * With the default this is the probe of earlier versions, whose features were the t-SNE's
- * 50-dimensional PCA input; it no longer depends on `--pca`, which now only chooses where the
- * t-SNE neighbourhoods are built.
+ * The linear probe sees the top `probePca` principal components of each training fold (default
+ * 50; 0: every dimension), standardized with the training fold's mean and sd, under repeated
+ * stratified CV (src/cluster/probecv.ts). It does not depend on `--pca`, which only chooses where
+ * the t-SNE neighbourhoods are built.
  */
 import { LobesError } from '../util/errors.js';
 import { Progress } from '../util/progress.js';
 import { compareHooks, parseHook } from '../hooks.js';
 import type { HookInfo, RunReader } from '../store/types.js';
-import type { Chance, ClusterItems, ClusterMetrics, SpaceMetrics, SweepPoint } from './types.js';
+import type { Chance, ClassifierMetrics, ClusterItems, ClusterMetrics, ProbeComparison, SpaceMetrics, SweepPoint } from './types.js';
 import type { PcaOptions, PcaResult } from './pca.js';
+import { Rng } from '../util/rng.js';
+import { repeatedCv, type Block, type RepeatedCv } from './probecv.js';
+import { pairedBootstrap } from './paired.js';
 import type { ClusterPool } from './pool.js';
 import { distanceMatrix, gramDistances, permutationLabels, probePermutationLabels } from './metrics.js';
-import { probeNullScores, probeScores, spaceResult, type MetricOptions } from './space.js';
+import { nullOptions, probeNullScores, scoreProbe, spaceResult, type MetricOptions } from './space.js';
 import { majorityRate } from './scores.js';
 import type { ProbeOptions } from './probe.js';
 
@@ -43,7 +45,7 @@ export interface MetricSample {
   m: number;
   /** Class codes of the sampled rows. */
   sub: Int32Array;
-  mopts: Required<Pick<MetricOptions, 'k' | 'bootstrap' | 'permutations' | 'probePermutations' | 'seed'>> & { probe: { folds: number } };
+  mopts: Required<Pick<MetricOptions, 'k' | 'bootstrap' | 'permutations' | 'probePermutations' | 'seed'>> & { probe: ProbeOptions & { folds: number } };
   /** PCA components the probe sees (0: all dimensions). */
   probePca: number;
   /** Label permutations per layer of the sweep. */
@@ -74,6 +76,23 @@ export function take(X: Float32Array | Float64Array, d: number, rows: Int32Array
   return out;
 }
 
+/** Seeded stratified subsample of at most m rows (sorted indices). */
+export function stratifiedSample(codes: Int32Array, nClasses: number, m: number, seed: number): Int32Array {
+  const n = codes.length;
+  if (n <= m) return Int32Array.from({ length: n }, (_, i) => i);
+  const rng = new Rng(seed);
+  const picked: number[] = [];
+  const byClass: number[][] = Array.from({ length: nClasses }, () => []);
+  for (let i = 0; i < n; i++) byClass[codes[i]].push(i);
+  // largest-remainder allocation, at least one per class
+  const quota = byClass.map((rows) => Math.max(1, Math.floor((rows.length * m) / n)));
+  for (let c = 0; c < nClasses; c++) {
+    const rows = rng.shuffle(byClass[c].slice());
+    picked.push(...rows.slice(0, Math.min(quota[c], rows.length)));
+  }
+  return Int32Array.from(picked.sort((a, b) => a - b));
+}
+
 /** Chance levels of the sample's labels. */
 export function chanceOf(sub: Int32Array, classes: string[]): Chance {
   const C = classes.length;
@@ -83,34 +102,55 @@ export function chanceOf(sub: Int32Array, classes: string[]): Chance {
   return { balancedAccuracy: 1 / counts.filter((c) => c > 0).length, majorityRate: maj.rate, majorityClass: classes[maj.cls], counts };
 }
 
-/**
- * The probe's features for the rows of F [m, dim]: its top `k` principal components when k is
- * set and smaller than dim, else F itself.
- */
-export async function probeFeatures(ctx: MeasureContext, F: Float64Array, m: number, dim: number, k: number, what: string): Promise<{ X: Float64Array; d: number }> {
-  if (!(k > 0 && k < dim && k < m)) return { X: F, d: dim };
-  ctx.say(`probe features: PCA of ${what} (${m} × ${dim}) -> ${k}`);
-  const r = await ctx.runPca(F, m, dim, k, { seed: ctx.seed });
-  return { X: r.scores, d: r.k };
+/** The probe's options for the metric sample (PCA inside the folds to `probePca` components). */
+export function probeOptions(sample: MetricSample, seed: number): ProbeOptions {
+  return { ...sample.mopts.probe, pca: sample.probePca, seed };
 }
 
 /**
- * The probe's null ([R][3] scores for probePermutationLabels), on the worker threads when there
- * are any, with a progress bar.
+ * The probe's null ([R][3] scores for probePermutationLabels) on repeat 0's prepared folds, with
+ * C fixed at the most frequently chosen, on the worker threads when there are any, with a progress bar.
  */
-export async function probeNull(ctx: MeasureContext, P: { X: Float64Array; d: number }, m: number, sub: Int32Array, R: number, probe: ProbeOptions, label: string): Promise<Float64Array> {
+export async function probeNull(ctx: MeasureContext, cv: RepeatedCv, m: number, sub: Int32Array, R: number, probe: ProbeOptions, label: string): Promise<Float64Array> {
   if (R <= 0) return new Float64Array(0);
   const perms = probePermutationLabels(sub, R, ctx.seed);
   const C = ctx.coded.classes.length;
   const prog = new Progress({ label, total: R, unit: 'permutations', quiet: ctx.quiet });
-  const opts = { ...probe, seed: ctx.seed };
-  const out = ctx.pool ? await ctx.pool.probeScores(P.X, m, P.d, perms, C, opts, () => prog.tick(1)) : probeNullScores(P.X, m, P.d, perms, C, opts, () => prog.tick(1));
+  const opts = nullOptions({ ...probe, seed: ctx.seed }, cv);
+  const out = ctx.pool ? await ctx.pool.probeScores(cv.prepared, m, perms, C, opts, ctx.seed, () => prog.tick(1)) : probeNullScores(cv.prepared, m, perms, C, opts, ctx.seed, () => prog.tick(1));
   prog.finish();
   return out;
 }
 
+/** The repeated CV of the probe on feature blocks of the metric sample, with a progress bar over repeats. */
+export async function probeCv(ctx: MeasureContext, blocks: Block[], sample: MetricSample, label: string, opts: ProbeOptions = probeOptions(sample, ctx.seed)): Promise<RepeatedCv> {
+  const prog = new Progress({ label, total: Math.max(1, opts.repeats ?? 1), unit: 'repeats', quiet: ctx.quiet });
+  const C = ctx.coded.classes.length;
+  const tick = () => prog.tick(1);
+  const cv = ctx.pool && (opts.repeats ?? 1) > 1 ? await ctx.pool.repeatedCv(blocks, sample.m, sample.sub, C, opts, tick) : repeatedCv(blocks, sample.m, sample.sub, C, opts, tick);
+  prog.finish();
+  return cv;
+}
+
+/** A probe on feature blocks of the metric sample: repeated CV, its null of R permutations, its scores. */
+export async function runProbe(ctx: MeasureContext, blocks: Block[], sample: MetricSample, R: number, label: string): Promise<{ metrics: ClassifierMetrics; cv: RepeatedCv; dims: number }> {
+  const opts = probeOptions(sample, ctx.seed);
+  const cv = await probeCv(ctx, blocks, sample, `${label}: CV`, opts);
+  const nulls = await probeNull(ctx, cv, sample.m, sample.sub, R, opts, `${label}: null`);
+  const metrics = scoreProbe(sample.sub, cv, ctx.coded.classes.length, nulls, sample.mopts.bootstrap, new Rng(ctx.seed), opts);
+  return { metrics, cv, dims: cv.prepared[0]?.d ?? 0 };
+}
+
+/** The paired bootstrap of probe a − probe b on the metric sample (seeded by the seed and the names). */
+export function compareProbes(ctx: MeasureContext, sample: MetricSample, kind: ProbeComparison['kind'], a: { name: string; cv: RepeatedCv }, b: { name: string; cv: RepeatedCv }): ProbeComparison {
+  let h = ctx.seed >>> 0;
+  for (const ch of `${a.name}\u0000${b.name}`) h = (Math.imul(h, 31) + ch.charCodeAt(0)) >>> 0;
+  const d = pairedBootstrap(sample.sub, a.cv.preds, b.cv.preds, ctx.coded.classes.length, sample.mopts.bootstrap, new Rng(h));
+  return { kind, a: a.name, b: b.name, ...d, n: sample.m };
+}
+
 /** Separation metrics in the original space (cosine, euclidean) and in the embedding, with the per-item values. */
-export async function separation(ctx: MeasureContext, Y: Float64Array, sample: MetricSample): Promise<{ spaces: SpaceMetrics[]; items: ClusterItems['spaces'] }> {
+export async function separation(ctx: MeasureContext, Y: Float64Array, sample: MetricSample): Promise<{ spaces: SpaceMetrics[]; items: ClusterItems['spaces']; probeCv: RepeatedCv | null; Xs: Float64Array }> {
   const { pool, say, lap, seed, d } = ctx;
   const { classes } = ctx.coded;
   const { rows, m, sub, mopts } = sample;
@@ -120,7 +160,7 @@ export async function separation(ctx: MeasureContext, Y: Float64Array, sample: M
   say(`metrics on ${m} points (${B} bootstrap resamples, ${R} permutations, ${Rp} for the probe)`);
   const perms = pool && R > 0 ? permutationLabels(sub, R, seed) : null;
   const silNull = async (D: Float64Array) => (pool && perms ? pool.silhouettes(D, m, perms, classes.length) : undefined);
-  const P = await probeFeatures(ctx, Xs, m, d, sample.probePca, 'the original space');
+  const popts = probeOptions(sample, seed);
   lap('metrics-setup');
   say(`original-space distances (${m} × ${m}, d = ${d})`);
   const G = pool ? await pool.gramDistances(Xs, m, d) : gramDistances(Xs, m, d);
@@ -134,17 +174,19 @@ export async function separation(ctx: MeasureContext, Y: Float64Array, sample: M
   say('metrics 1/3: original-cosine');
   add(spaceResult({ space: 'original-cosine', X: Xs, d, distance: 'cosine', probe: null, D: G.cosine, silhouetteNull: await silNull(G.cosine) }, m, sub, classes, mopts));
   lap('metrics-original-cosine');
-  say(`metrics 2/3: original-euclidean (the probe on ${P.d} dimensions retrains ${Rp} permutations × ${mopts.probe.folds} folds)`);
-  const nullE = await probeNull(ctx, P, m, sub, Rp, mopts.probe, 'cluster probe null (original space)');
-  add(spaceResult({ space: 'original-euclidean', X: Xs, d, distance: 'euclidean', probe: P, D: G.euclidean, probeNull: nullE, silhouetteNull: await silNull(G.euclidean) }, m, sub, classes, mopts));
+  say(`metrics 2/3: original-euclidean (the probe: ${popts.repeats ?? 1} repeats × ${mopts.probe.folds} folds${popts.pca ? `, PCA-${popts.pca} inside each fold` : ''}; its null refits ${Rp} permutations)`);
+  const cvE = await probeCv(ctx, [{ X: Xs, d }], sample, 'cluster probe CV (original space)', popts);
+  const nullE = await probeNull(ctx, cvE, m, sub, Rp, popts, 'cluster probe null (original space)');
+  add(spaceResult({ space: 'original-euclidean', X: Xs, d, distance: 'euclidean', probe: { X: Xs, d }, probeCv: cvE, D: G.euclidean, probeNull: nullE, silhouetteNull: await silNull(G.euclidean) }, m, sub, classes, { ...mopts, probe: popts }));
   lap('metrics-original-euclidean');
   say('metrics 3/3: embedding');
   const DY = distanceMatrix(Ys, m, 2, 'euclidean');
   const YP = { X: Ys, d: 2 };
-  const nullY = await probeNull(ctx, YP, m, sub, Rp, mopts.probe, 'cluster probe null (embedding)');
-  add(spaceResult({ space: 'embedding', X: Ys, d: 2, distance: 'euclidean', probe: YP, D: DY, probeNull: nullY, silhouetteNull: await silNull(DY) }, m, sub, classes, mopts));
+  const cvY = await probeCv(ctx, [YP], sample, 'cluster probe CV (embedding)', popts);
+  const nullY = await probeNull(ctx, cvY, m, sub, Rp, popts, 'cluster probe null (embedding)');
+  add(spaceResult({ space: 'embedding', X: Ys, d: 2, distance: 'euclidean', probe: YP, probeCv: cvY, D: DY, probeNull: nullY, silhouetteNull: await silNull(DY) }, m, sub, classes, { ...mopts, probe: popts }));
   lap('metrics-embedding');
-  return { spaces, items };
+  return { spaces, items, probeCv: cvE, Xs };
 }
 
 /** The run's residual-stream capture points (layers.{i}.resid_out), in layer order. */
@@ -162,29 +204,32 @@ export function residHooks(run: RunReader): HookInfo[] {
  * and macro-F1 with bootstrap CIs and a null of `sweepPermutations` label shuffles per layer
  * (the same shuffles at every layer).
  */
-export async function layerSweep(ctx: MeasureContext, run: RunReader | undefined, source: string, sample: MetricSample): Promise<{ sweep: SweepPoint[]; items: NonNullable<ClusterItems['sweep']> }> {
+export async function layerSweep(ctx: MeasureContext, run: RunReader | undefined, source: string, sample: MetricSample): Promise<{ sweep: SweepPoint[]; items: NonNullable<ClusterItems['sweep']>; comparisons: ProbeComparison[] }> {
   if (!run) throw new LobesError('--sweep needs a run directory (a matrix file has one layer)');
   const layers = residHooks(run);
   if (layers.length === 0) throw new LobesError('--sweep: the run has no layers.{i}.resid_out capture points', { file: source, hint: 'extract with --capture resid' });
-  const { rows, m, sub, mopts } = sample;
-  const C = ctx.coded.classes.length;
+  const { rows } = sample;
   const sweep: SweepPoint[] = [];
+  const comparisons: ProbeComparison[] = [];
+  let prev: { name: string; cv: RepeatedCv } | null = null;
   const items: NonNullable<ClusterItems['sweep']> = [];
   const prog = new Progress({ label: 'cluster sweep', total: layers.length, unit: 'layers', quiet: ctx.quiet });
   const quiet: MeasureContext = { ...ctx, quiet: true, say: () => {} };
   for (const h of layers) {
     const L = await run.read(h.name, rows);
     for (let t = 0; t < L.length; t++) if (!Number.isFinite(L[t])) throw new LobesError(`non-finite value at row ${rows[Math.floor(t / h.dim)]}`, { file: source, where: h.name });
-    const P = await probeFeatures(quiet, Float64Array.from(L), m, h.dim, sample.probePca, h.name);
-    const nulls = await probeNull(quiet, P, m, sub, sample.sweepPermutations, mopts.probe, '');
-    const r = probeScores(P.X, m, P.d, sub, C, mopts.bootstrap, ctx.seed, mopts.probe, nulls);
+    const r = await runProbe(quiet, [{ X: L, d: h.dim }], sample, sample.sweepPermutations, h.name);
     const a = r.metrics.accuracy;
-    sweep.push({ point: h.name, probeAccuracy: a.value, ci95: a.ci95, accuracy: a, balancedAccuracy: r.metrics.balancedAccuracy, macroF1: r.metrics.macroF1 });
-    items.push({ point: h.name, probe: Array.from(r.pred) });
+    sweep.push({ point: h.name, probeAccuracy: a.value, ci95: a.ci95, accuracy: a, balancedAccuracy: r.metrics.balancedAccuracy, macroF1: r.metrics.macroF1, cv: r.metrics.cv });
+    items.push({ point: h.name, probe: Array.from(r.cv.preds[0]) });
+    // each layer against the one before it, paired over items and fold repeats
+    const cur = { name: h.name, cv: r.cv };
+    if (prev) comparisons.push(compareProbes(ctx, sample, 'layers', cur, prev));
+    prev = cur;
     prog.tick(1);
   }
   prog.finish();
-  return { sweep, items };
+  return { sweep, items, comparisons };
 }
 
 /** Metrics as CSV rows: space,metric,value,ci_low,ci_high,p,null_mean,null_low,null_high. */
@@ -215,6 +260,16 @@ export function metricsCsvRows(metrics: ClusterMetrics, field: (s: string) => st
     row(`baseline:${b.name}`, 'probe_accuracy', b.probe.accuracy);
     row(`baseline:${b.name}`, 'probe_balanced_accuracy', b.probe.balancedAccuracy);
     row(`baseline:${b.name}`, 'probe_macro_f1', b.probe.macroF1);
+  }
+  for (const b of metrics.incremental ?? []) {
+    row(`incremental:${b.words}`, 'probe_accuracy', b.probe.accuracy);
+    row(`incremental:${b.words}`, 'probe_balanced_accuracy', b.probe.balancedAccuracy);
+    row(`incremental:${b.words}`, 'probe_macro_f1', b.probe.macroF1);
+  }
+  for (const c of metrics.comparisons ?? []) {
+    row(`difference:${c.kind}`, `accuracy:${c.a} − ${c.b}`, c.accuracy);
+    row(`difference:${c.kind}`, `balanced_accuracy:${c.a} − ${c.b}`, c.balancedAccuracy);
+    row(`difference:${c.kind}`, `macro_f1:${c.a} − ${c.b}`, c.macroF1);
   }
   for (const w of metrics.sweep ?? []) {
     row('sweep', `probe_accuracy:${w.point}`, w.accuracy ?? { value: w.probeAccuracy, ci95: w.ci95, p: null });

@@ -18,6 +18,15 @@ export interface PcaResult {
   /** Fraction of the total variance captured by the k components. */
   explainedVariance: number;
   totalVariance: number;
+  /** Column means of X [d] (the centre the scores are measured from). */
+  mean: Float64Array;
+  /**
+   * The components [d, k] row-major (unit columns, signs as the scores'): new rows x project to
+   * (x − mean) · components (pcaProject). For the randomized method these are the right singular
+   * vectors of the sketch's projection, so the projection of X itself agrees with `scores` to the
+   * sketch's accuracy, not bit for bit.
+   */
+  components: Float64Array;
 }
 
 export interface PcaOptions {
@@ -89,7 +98,7 @@ function* pcaSteps(X: Float32Array | Float64Array, n: number, d: number, k: numb
   }
   const denom = Math.max(n - 1, 1);
   const method = opts.method ?? 'auto';
-  if (method === 'exact' || (method === 'auto' && (d <= 256 || k + (opts.oversample ?? 10) >= d))) return exactPca(Xc, n, d, k, total, denom);
+  if (method === 'exact' || (method === 'auto' && (d <= 256 || k + (opts.oversample ?? 10) >= d))) return exactPca(Xc, n, d, k, total, denom, mean);
   // Sketch: Yk = Xc · Omega  [n, l]
   const omega = new Float64Array(d * l);
   for (let i = 0; i < omega.length; i++) omega[i] = rng.normal();
@@ -127,14 +136,39 @@ function* pcaSteps(X: Float32Array | Float64Array, n: number, d: number, k: numb
       scores[i * k + c] = acc * s;
     }
   }
-  fixSigns(scores, n, k);
+  // components: V = Bᵀ U S⁻¹ = Zt · U / s
+  const components = new Float64Array(d * k);
+  for (let c = 0; c < k; c++) {
+    const s = Math.sqrt(Math.max(values[c], 0));
+    if (!(s > 0)) continue;
+    for (let r = 0; r < d; r++) {
+      let acc = 0;
+      const o = r * l;
+      for (let a = 0; a < l; a++) acc += Zt[o + a] * vectors[a * l + c];
+      components[r * k + c] = acc / s;
+    }
+  }
+  fixSigns(scores, n, k, components, d);
   let captured = 0;
   for (let c = 0; c < k; c++) captured += Math.max(values[c], 0);
-  return { scores, k, variances, explainedVariance: total > 0 ? captured / total : 0, totalVariance: total / denom };
+  return { scores, k, variances, explainedVariance: total > 0 ? captured / total : 0, totalVariance: total / denom, mean, components };
+}
+
+/**
+ * Rows Z [m, d] projected on a PCA's components: (z − mean) · components, [m, k]. The centred rows
+ * are a float32 copy (as the PCA's own), multiplied in the dot kernel (mulXBRows).
+ */
+export function pcaProject(p: Pick<PcaResult, 'mean' | 'components' | 'k'>, Z: Float64Array | Float32Array, m: number, d: number): Float64Array {
+  const { k, mean, components } = p;
+  const Zc = new Float32Array(m * d);
+  for (let i = 0; i < m; i++) for (let j = 0; j < d; j++) Zc[i * d + j] = Z[i * d + j] - mean[j];
+  const out = new Float64Array(m * k);
+  mulXBRows(Zc, d, components, k, out, 0, m);
+  return out;
 }
 
 /** Exact PCA through the covariance matrix (for small d). */
-function exactPca(Xc: Float32Array, n: number, d: number, k: number, total: number, denom: number): PcaResult {
+function exactPca(Xc: Float32Array, n: number, d: number, k: number, total: number, denom: number, mean: Float64Array): PcaResult {
   const G = new Float64Array(d * d);
   const row = new Float64Array(d);
   for (let i = 0; i < n; i++) {
@@ -163,16 +197,21 @@ function exactPca(Xc: Float32Array, n: number, d: number, k: number, total: numb
       scores[i * k + c] = acc;
     }
   }
-  fixSigns(scores, n, k);
-  return { scores, k, variances, explainedVariance: total > 0 ? captured / total : 0, totalVariance: total / denom };
+  const components = new Float64Array(d * k);
+  for (let j = 0; j < d; j++) for (let c = 0; c < k; c++) components[j * k + c] = vectors[j * d + c];
+  fixSigns(scores, n, k, components, d);
+  return { scores, k, variances, explainedVariance: total > 0 ? captured / total : 0, totalVariance: total / denom, mean, components };
 }
 
-/** Make each score column's largest-magnitude entry positive. */
-function fixSigns(scores: Float64Array, n: number, k: number): void {
+/** Make each score column's largest-magnitude entry positive (flipping its component with it). */
+function fixSigns(scores: Float64Array, n: number, k: number, components: Float64Array, d: number): void {
   for (let c = 0; c < k; c++) {
     let best = 0;
     for (let i = 0; i < n; i++) if (Math.abs(scores[i * k + c]) > Math.abs(best)) best = scores[i * k + c];
-    if (best < 0) for (let i = 0; i < n; i++) scores[i * k + c] = -scores[i * k + c];
+    if (best < 0) {
+      for (let i = 0; i < n; i++) scores[i * k + c] = -scores[i * k + c];
+      for (let j = 0; j < d; j++) components[j * k + c] = -components[j * k + c];
+    }
   }
 }
 

@@ -13,6 +13,7 @@ import { attraction } from './attraction.js';
 import { conditionalRows, type SparseP } from './affinity.js';
 import { mulXBRows, mulXtBCols, type MatMulPool, type MulRequest } from './pca.js';
 import type { ProbeOptions } from './probe.js';
+import { cvRun, foldCount, type Block, type PreparedFold, type RepeatedCv } from './probecv.js';
 import { probeNullScores } from './space.js';
 import { silhouetteMeans, gramRows, distancesFromGram } from './metrics.js';
 
@@ -141,18 +142,19 @@ export class ClusterPool implements MatMulPool {
   }
 
   /**
-   * The cross-validated probe's scores for each label permutation ([R][3]: accuracy, balanced
-   * accuracy, macro-F1; one task per permutation); `onDone` is called after each.
+   * The cross-validated probe's scores for each label permutation on fixed prepared folds ([R][3]:
+   * accuracy, balanced accuracy, macro-F1; one task per permutation); `onDone` is called after each.
    */
-  async probeScores(X: Float64Array, n: number, d: number, perms: Int32Array[], nClasses: number, opts: ProbeOptions, onDone?: () => void): Promise<Float64Array> {
-    const Xs = sharedF64(X);
+  async probeScores(folds: PreparedFold[], n: number, perms: Int32Array[], nClasses: number, opts: ProbeOptions, seed: number, onDone?: () => void): Promise<Float64Array> {
+    // the fold matrices go to shared memory once; each task then only names a labelling
+    const shared = folds.map((f) => ({ train: f.train, test: f.test, d: f.d, Xtr: sharedF64(f.Xtr), Xte: sharedF64(f.Xte) }));
     const out = new Float64Array(3 * perms.length);
     let next = 0;
     const runWorker = async (w: Worker) => {
       while (next < perms.length) {
         const r = next++;
         const res = new Float64Array(new SharedArrayBuffer(3 * 8));
-        await this.call(w, { cmd: 'probe', X: Xs, n, d, labels: perms[r], nClasses, opts, res });
+        await this.call(w, { cmd: 'probe', folds: shared, n, labels: perms[r], nClasses, opts, seed, res });
         out.set(res, 3 * r);
         onDone?.();
       }
@@ -161,13 +163,55 @@ export class ClusterPool implements MatMulPool {
     const mine = (async () => {
       while (next < perms.length) {
         const r = next++;
-        out.set(probeNullScores(Xs, n, d, [perms[r]], nClasses, opts), 3 * r);
+        out.set(probeNullScores(shared, n, [perms[r]], nClasses, opts, seed), 3 * r);
         onDone?.();
         await new Promise((res) => setImmediate(res));
       }
     })();
     await Promise.all([...this.workers.map(runWorker), mine]);
     return out;
+  }
+
+  /**
+   * Repeats of the probe's k-fold CV (src/cluster/probecv.ts), one task per repeat: this thread
+   * runs repeat 0 (whose prepared folds the permutation null refits) and takes further repeats
+   * between awaits; the workers take the rest. Identical to repeatedCv in one thread.
+   */
+  async repeatedCv(blocks: Block[], n: number, labels: Int32Array, nClasses: number, opts: ProbeOptions, onDone?: () => void): Promise<RepeatedCv> {
+    const R = Math.max(1, opts.repeats ?? 1);
+    const seed = opts.seed ?? 0;
+    const shared = blocks.map((b) => ({ X: sharedF64(b.X), d: b.d }));
+    const preds: Int32Array[] = new Array(R);
+    const chosenC: number[][] = new Array(R);
+    let prepared: PreparedFold[] = [];
+    const folds = foldCount(labels, nClasses, opts.folds ?? 5);
+    let next = 1;
+    const runWorker = async (w: Worker) => {
+      while (next < R) {
+        const r = next++;
+        const pred = new Int32Array(new SharedArrayBuffer(n * 4));
+        const cs = new Float64Array(new SharedArrayBuffer((folds + 1) * 8));
+        await this.call(w, { cmd: 'cv', blocks: shared, n, labels, nClasses, opts, seed: seed + r, pred, cs });
+        preds[r] = Int32Array.from(pred);
+        chosenC[r] = Array.from(cs.subarray(0, cs[folds]));
+        onDone?.();
+      }
+    };
+    const mine = (async () => {
+      let r = 0;
+      for (;;) {
+        const run = cvRun(shared, n, labels, nClasses, opts, seed + r);
+        preds[r] = run.pred;
+        chosenC[r] = run.chosenC;
+        if (r === 0) prepared = run.folds;
+        onDone?.();
+        await new Promise((res) => setImmediate(res));
+        if (next >= R) break;
+        r = next++;
+      }
+    })();
+    await Promise.all([...this.workers.map(runWorker), mine]);
+    return { preds, chosenC, folds, prepared };
   }
 
   /** Euclidean and cosine distance matrices through a Gram matrix split by rows (balanced by triangle area). */

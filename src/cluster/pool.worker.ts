@@ -6,6 +6,7 @@ import { repulsion } from './quadtree.js';
 import { attraction } from './attraction.js';
 import { mulXBRows, mulXtBCols } from './pca.js';
 import { probeNullScores } from './space.js';
+import { cvRun } from './probecv.js';
 import { silhouetteMeans, gramRows } from './metrics.js';
 
 parentPort!.on('message', (m: any) => {
@@ -17,7 +18,12 @@ parentPort!.on('message', (m: any) => {
     } else if (m.cmd === 'sil') {
       m.out.set(silhouetteMeans(m.D, m.n, m.perms, m.nClasses), m.offset);
     } else if (m.cmd === 'probe') {
-      m.res.set(probeNullScores(m.X, m.n, m.d, [m.labels], m.nClasses, m.opts));
+      m.res.set(probeNullScores(m.folds, m.n, [m.labels], m.nClasses, m.opts, m.seed));
+    } else if (m.cmd === 'cv') {
+      const run = cvRun(m.blocks, m.n, m.labels, m.nClasses, m.opts, m.seed);
+      m.pred.set(run.pred);
+      m.cs.set(run.chosenC);
+      m.cs[m.cs.length - 1] = run.chosenC.length;
     } else if (m.cmd === 'mul') {
       if (m.op === 'xb') mulXBRows(m.X, m.d, m.B, m.l, m.out, m.start, m.end);
       else mulXtBCols(m.X, m.n, m.d, m.B, m.l, m.out, m.start, m.end);

@@ -1,10 +1,11 @@
 /**
  * Linear probe: multinomial logistic regression with an L2 penalty, fitted by L-BFGS
- * (deterministic), evaluated by stratified k-fold cross-validation.
+ * (deterministic), evaluated by (repeated) stratified k-fold cross-validation. The CV loop is in
+ * src/cluster/probecv.ts.
  *
  * Objective (scikit-learn's LogisticRegression convention, C = 1 by default):
- *   Σ_i −log softmax(W x_i + b)_{y_i}  +  ‖W‖² / (2C)      (the bias is not penalized)
- * Features are standardized with the training fold's mean and standard deviation.
+ *   Σ_i s_i · −log softmax(W x_i + b)_{y_i}  +  ‖W‖² / (2C)      (the bias is not penalized)
+ * with sample weights s_i (1, or the class weights n / (K · n_c) of class_weight='balanced').
  */
 import { Rng } from '../util/rng.js';
 import { logisticObjective } from './logistic.js';
@@ -12,8 +13,21 @@ import { logisticObjective } from './logistic.js';
 export interface ProbeOptions {
   /** Folds (default 5; lowered to the smallest class size, at least 2). */
   folds?: number;
-  /** Inverse regularization strength (default 1). */
+  /** Inverse regularization strength when there is no `cGrid` (default 1). */
   C?: number;
+  /**
+   * C chosen by nested CV inside each training fold over these values (stratified
+   * `innerFolds`-fold CV, highest accuracy, ties to the earlier value); none: `C` throughout.
+   */
+  cGrid?: number[];
+  /** Folds of the inner CV that chooses C (default 3). */
+  innerFolds?: number;
+  /** 'balanced': sample weights n / (K · n_c) of the training fold's class counts. */
+  classWeight?: 'balanced' | null;
+  /** Principal components of each feature block fitted inside each training fold (0 or absent: none). */
+  pca?: number;
+  /** Repeats of the k-fold CV with different fold seeds (default 1; repeat r uses seed + r). */
+  repeats?: number;
   /** L-BFGS iterations at most (default 100). */
   maxIter?: number;
   seed?: number;
@@ -45,14 +59,14 @@ export interface FitResult {
  *
  * Stops when the largest gradient entry is below tol·max(1, loss) or the loss changes by less
  * than 1e-3·tol relative (tol default 1e-4: far tighter than argmax predictions need). `start`
- * (same layout as the result) starts L-BFGS there instead of at zero: the optimum is unique
- * (the objective is strictly convex in the weights), so only the path to it changes.
+ * (same layout as the result) starts L-BFGS there instead of at zero (the cross-validation never
+ * does: every fit starts cold, so no fold sees a solution trained on its own test items).
  */
-export function fitLogistic(X: Float64Array, n: number, d: number, y: Int32Array, C: number, nClasses: number, maxIter = 200, tol = 1e-4, start?: Float64Array, useKernel = true): FitResult {
+export function fitLogistic(X: Float64Array, n: number, d: number, y: Int32Array, C: number, nClasses: number, maxIter = 200, tol = 1e-4, start?: Float64Array, useKernel = true, sampleWeights?: Float64Array): FitResult {
   const K = nClasses;
   const bo = K * d;
   // Weights class-major inside the solver ([K][d], then the K biases; see logistic.ts).
-  const f = logisticObjective(X, n, d, y, K, 1 / C, useKernel);
+  const f = logisticObjective(X, n, d, y, K, 1 / C, useKernel, sampleWeights);
   const Wt = new Float64Array((d + 1) * K);
   if (start) for (let j = 0; j <= d; j++) for (let c = 0; c < K; c++) Wt[j < d ? c * d + j : bo + c] = start[j * K + c];
   const iterations = lbfgs(f, Wt, maxIter, 10, tol);
@@ -182,52 +196,3 @@ export function lbfgs(f: (x: Float64Array, g: Float64Array) => number, x: Float6
   return it;
 }
 
-/**
- * Out-of-fold predictions of the probe under stratified k-fold CV.
- * X [n, d] raw features; returns the predicted class of every sample.
- */
-export function crossValidatedPredictions(X: Float64Array, n: number, d: number, labels: Int32Array, nClasses: number, opts: ProbeOptions = {}): Int32Array {
-  const counts = new Int32Array(nClasses);
-  for (let i = 0; i < n; i++) counts[labels[i]]++;
-  let smallest = Infinity;
-  for (let c = 0; c < nClasses; c++) if (counts[c] > 0) smallest = Math.min(smallest, counts[c]);
-  const folds = Math.max(2, Math.min(opts.folds ?? 5, smallest));
-  const fold = stratifiedFolds(labels, nClasses, folds, opts.seed ?? 0);
-  const pred = new Int32Array(n);
-  let prev: Float64Array | undefined;
-  for (let f = 0; f < folds; f++) {
-    const train: number[] = [];
-    const test: number[] = [];
-    for (let i = 0; i < n; i++) (fold[i] === f ? test : train).push(i);
-    if (test.length === 0) continue;
-    const mean = new Float64Array(d);
-    const sd = new Float64Array(d);
-    for (const i of train) for (let j = 0; j < d; j++) mean[j] += X[i * d + j];
-    for (let j = 0; j < d; j++) mean[j] /= train.length;
-    for (const i of train) for (let j = 0; j < d; j++) sd[j] += (X[i * d + j] - mean[j]) ** 2;
-    for (let j = 0; j < d; j++) sd[j] = Math.sqrt(sd[j] / train.length) || 1;
-    const Xt = new Float64Array(train.length * d);
-    const yt = new Int32Array(train.length);
-    train.forEach((i, r) => {
-      yt[r] = labels[i];
-      for (let j = 0; j < d; j++) Xt[r * d + j] = (X[i * d + j] - mean[j]) / sd[j];
-    });
-    const { W } = fitLogistic(Xt, train.length, d, yt, opts.C ?? 1, nClasses, opts.maxIter ?? 100, 1e-4, prev);
-    prev = W;
-    const Xs = new Float64Array(test.length * d);
-    test.forEach((i, r) => {
-      for (let j = 0; j < d; j++) Xs[r * d + j] = (X[i * d + j] - mean[j]) / sd[j];
-    });
-    const p = predictLogistic(W, Xs, test.length, d, nClasses);
-    test.forEach((i, r) => (pred[i] = p[r]));
-  }
-  return pred;
-}
-
-/** Accuracy of the cross-validated probe for labels `labels`. */
-export function probeCvAccuracy(X: Float64Array, n: number, d: number, labels: Int32Array, nClasses: number, opts: ProbeOptions = {}): number {
-  const p = crossValidatedPredictions(X, n, d, labels, nClasses, opts);
-  let h = 0;
-  for (let i = 0; i < n; i++) if (p[i] === labels[i]) h++;
-  return h / n;
-}

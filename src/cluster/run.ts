@@ -16,7 +16,6 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import * as path from 'node:path';
 import { csvField } from '../util/csv.js';
 import { LobesError, UsageError } from '../util/errors.js';
-import { Rng } from '../util/rng.js';
 import { Progress } from '../util/progress.js';
 import { checkRegularFile, writeDirAtomic, writeFileAtomicSync } from '../util/io.js';
 import { analysisProvenance } from '../store/provenance.js';
@@ -26,14 +25,15 @@ import { readSafetensorsHeader, readTensorFloat32 } from '../formats/safetensors
 import { LOBES_VERSION } from '../version.js';
 import { FINAL_HIDDEN } from '../hooks.js';
 import type { RunReader } from '../store/types.js';
-import type { BaselineMetrics, ClusterCoords, ClusterItems, ClusterMetrics, ClusterSettings, SpaceMetrics, SweepPoint } from './types.js';
+import type { BaselineMetrics, ClusterCoords, ClusterItems, ClusterMetrics, ClusterSettings, IncrementalMetrics, ProbeComparison, SpaceMetrics, SweepPoint } from './types.js';
 import { readNpy } from './npy.js';
 import { pca, pcaParallel } from './pca.js';
 import { ClusterPool } from './pool.js';
 import { Tsne } from './tsne.js';
 import { checkPerplexity } from './affinity.js';
-import { chanceOf, layerSweep, metricsCsvRows, separation, type Coded, type Features, type MeasureContext, type MetricSample, type RunPca } from './measure.js';
+import { chanceOf, layerSweep, stratifiedSample, metricsCsvRows, separation, type Coded, type Features, type MeasureContext, type MetricSample, type RunPca } from './measure.js';
 import { baselineModelDir, tokenBaselines } from './baseline.js';
+import { probeSettings } from './probecv.js';
 
 export interface ClusterOptions {
   /** Labels file (one per line) for a matrix input. */
@@ -67,6 +67,12 @@ export interface ClusterOptions {
   knnK?: number;
   /** Folds of the probe's cross-validation (default 5). */
   folds?: number;
+  /** Repeats of the probe's k-fold CV with different fold seeds (default 5). */
+  probeRepeats?: number;
+  /** The probe's C: a number, or 'nested' (chosen inside each training fold over PROBE_C_GRID; the default). */
+  probeC?: number | 'nested';
+  /** Class weights of the probe: 'balanced' (n / (K · n_c)) or none (default). */
+  classWeight?: 'balanced' | null;
   /** Metrics on at most this many points (seeded stratified subsample; default 2000). */
   maxMetricPoints?: number;
   /** Probe accuracy for every layers.{i}.resid_out (run input only). */
@@ -109,6 +115,8 @@ interface LoadedInput {
 
 /** The default number of PCA components the probe is fitted on. */
 export const DEFAULT_PROBE_PCA = 50;
+
+export { stratifiedSample } from './measure.js';
 
 /** Read the labels file: one label per line (a final empty line is ignored). */
 export function readLabelsFile(file: string): string[] {
@@ -218,23 +226,6 @@ function validate(inp: LoadedInput): void {
   }
 }
 
-/** Seeded stratified subsample of at most m rows (sorted indices). */
-export function stratifiedSample(codes: Int32Array, nClasses: number, m: number, seed: number): Int32Array {
-  const n = codes.length;
-  if (n <= m) return Int32Array.from({ length: n }, (_, i) => i);
-  const rng = new Rng(seed);
-  const picked: number[] = [];
-  const byClass: number[][] = Array.from({ length: nClasses }, () => []);
-  for (let i = 0; i < n; i++) byClass[codes[i]].push(i);
-  // largest-remainder allocation, at least one per class
-  const quota = byClass.map((rows) => Math.max(1, Math.floor((rows.length * m) / n)));
-  for (let c = 0; c < nClasses; c++) {
-    const rows = rng.shuffle(byClass[c].slice());
-    picked.push(...rows.slice(0, Math.min(quota[c], rows.length)));
-  }
-  return Int32Array.from(picked.sort((a, b) => a - b));
-}
-
 /** Elapsed seconds per stage, in the order the stages ran, and the CPU seconds of the process (all threads) in each. */
 class Laps {
   readonly timings: Record<string, number> = {};
@@ -321,11 +312,14 @@ export async function runCluster(input: RunReader | string, opts: ClusterOptions
     const ctx = context(st);
     const sep = await separation(ctx, emb.Y, sample);
     const items: ClusterItems = { ids: Array.from(sample.rows, (r) => inp.ids[r]), classes: coded.classes, y: Array.from(sample.sub), spaces: sep.items, baselines: [] };
-    const extra: Extra = { notes: [], baselines: [] };
+    const extra: Extra = { notes: [], baselines: [], incremental: [], comparisons: [] };
     if (inp.run && opts.baselines !== false) {
       say('token baselines');
-      const b = await tokenBaselines(ctx, inp.run, sample, baselineDir);
+      const state = sep.probeCv ? { name: settingsPoint(opts, inp), X: sep.Xs, d: inp.d, cv: sep.probeCv } : undefined;
+      const b = await tokenBaselines(ctx, inp.run, sample, baselineDir, state);
       extra.baselines = b.baselines;
+      extra.incremental = b.incremental;
+      extra.comparisons.push(...b.comparisons);
       extra.notes.push(...b.notes);
       items.baselines = b.items;
       for (const n of b.notes) say(n);
@@ -334,6 +328,7 @@ export async function runCluster(input: RunReader | string, opts: ClusterOptions
     if (opts.sweep) {
       const sw = await layerSweep(ctx, inp.run, inp.source, sample);
       extra.sweep = sw.sweep;
+      extra.comparisons.push(...sw.comparisons);
       items.sweep = sw.items;
       laps.lap('sweep');
     }
@@ -355,6 +350,13 @@ interface Extra {
   sweep?: SweepPoint[];
   baselines: BaselineMetrics[];
   notes: string[];
+  incremental: IncrementalMetrics[];
+  comparisons: ProbeComparison[];
+}
+
+/** The capture point as settings.json records it. */
+function settingsPoint(opts: ClusterOptions, inp: LoadedInput): string {
+  return inp.kind === 'run' ? opts.point ?? FINAL_HIDDEN : opts.point ?? '';
 }
 
 /** Code the labels 0..C-1 in sorted order of their values. */
@@ -410,7 +412,7 @@ function metricSample(st: Stage): MetricSample {
     rows,
     m: rows.length,
     sub,
-    mopts: { k: opts.knnK ?? 10, bootstrap: B, permutations: R, probePermutations: Rp, seed, probe: { folds: opts.folds ?? 5 } },
+    mopts: { k: opts.knnK ?? 10, bootstrap: B, permutations: R, probePermutations: Rp, seed, probe: probeSettings(opts.folds, opts.probeRepeats, opts.probeC, opts.classWeight) },
     probePca: opts.probePca ?? DEFAULT_PROBE_PCA,
     sweepPermutations: opts.sweepPermutations ?? Math.min(Rp, 20),
   };
@@ -424,7 +426,7 @@ function clusterResult(st: Stage, perplexity: number, f: Features, emb: Embeddin
   const { m, sub, mopts } = sample;
   const probeFolds = Math.max(2, Math.min(opts.folds ?? 5, ...classes.map((_, c) => sub.filter((v) => v === c).length)));
   const settings: ClusterSettings = {
-    point: inp.kind === 'run' ? opts.point ?? FINAL_HIDDEN : opts.point ?? '',
+    point: settingsPoint(opts, inp),
     by: inp.kind === 'run' ? opts.by ?? 'aspect' : path.resolve(opts.labels!),
     seed,
     perplexity,
@@ -460,6 +462,8 @@ function clusterResult(st: Stage, perplexity: number, f: Features, emb: Embeddin
     ...(extra.sweep ? { sweep: extra.sweep } : {}),
     chance: chanceOf(sub, classes),
     ...(extra.baselines.length ? { baselines: extra.baselines } : {}),
+    ...(extra.incremental.length ? { incremental: extra.incremental } : {}),
+    ...(extra.comparisons.length ? { comparisons: extra.comparisons } : {}),
     ...(extra.notes.length ? { notes: extra.notes } : {}),
     klMethod: n <= 5000 || emb.opts.theta === 0 ? 'exact' : 'barnes-hut',
     pcaDims: f.fd,

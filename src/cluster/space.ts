@@ -8,10 +8,12 @@
  * src/cluster/scores.ts (the classification scores), src/cluster/probe.ts (the probe).
  */
 import { Rng } from '../util/rng.js';
-import { crossValidatedPredictions, type ProbeOptions } from './probe.js';
+import type { ProbeOptions } from './probe.js';
+import { modalC, probeNullPrepared, repeatedCv, type PreparedFold, type RepeatedCv } from './probecv.js';
+import { bootstrapRepeated } from './paired.js';
 import { bootstrapCI, daviesBouldin, distanceMatrix, knnPredict, mean, neighboursFromDistances, normalizeRows, permutationP, probePermutationLabels, silhouetteMeans, silhouetteSamples, type Distance } from './metrics.js';
 import { bootstrapScores, classScores, confusionCounts, nullSummary, perClassRecall, SCORE_NAMES } from './scores.js';
-import type { ClassifierMetrics, MetricWithCI, SpaceMetrics } from './types.js';
+import type { ClassifierMetrics, MetricWithCI, ProbeCv, SpaceMetrics } from './types.js';
 
 export interface SpaceInput {
   /** Space name: 'original-cosine' | 'original-euclidean' | 'embedding'. */
@@ -26,6 +28,8 @@ export interface SpaceInput {
   D?: Float64Array;
   /** Precomputed probe null scores for probePermutationLabels(...) ([R][3], see probeNullScores). */
   probeNull?: Float64Array;
+  /** Precomputed repeated CV of the probe (computed from `probe` when absent). */
+  probeCv?: RepeatedCv;
   /** Precomputed mean silhouettes for permutationLabels(...) (e.g. from worker threads). */
   silhouetteNull?: Float64Array;
 }
@@ -54,15 +58,54 @@ function scoreRow(y: Int32Array, pred: Int32Array, C: number, out: Float64Array,
 
 /**
  * The probe's scores under each labelling of `perms` ([R][3]: accuracy, balanced accuracy,
- * macro-F1), retraining every fold for each one.
+ * macro-F1), refitting every prepared fold for each one (src/cluster/probecv.ts).
  */
-export function probeNullScores(X: Float64Array, n: number, d: number, perms: Int32Array[], C: number, opts: ProbeOptions, onOne?: () => void): Float64Array {
-  const out = new Float64Array(3 * perms.length);
-  perms.forEach((pl, r) => {
-    scoreRow(pl, crossValidatedPredictions(X, n, d, pl, C, opts), C, out, r);
-    onOne?.();
+export function probeNullScores(folds: PreparedFold[], n: number, perms: Int32Array[], C: number, opts: ProbeOptions, seed: number, onOne?: () => void): Float64Array {
+  return probeNullPrepared(folds, n, perms, C, opts, seed, onOne);
+}
+
+/** The options the permutation null refits with: C fixed at the most frequently chosen one. */
+export function nullOptions(opts: ProbeOptions, cv: RepeatedCv): ProbeOptions {
+  return { ...opts, cGrid: undefined, C: modalC(cv.chosenC, opts.C ?? 1) };
+}
+
+/** How a repeated CV was run, as recorded with its scores. */
+export function probeCvInfo(opts: ProbeOptions, cv: RepeatedCv): ProbeCv {
+  const nested = !!opts.cGrid?.length;
+  return {
+    repeats: cv.preds.length,
+    folds: cv.folds,
+    cMethod: nested ? 'nested' : 'fixed',
+    ...(nested ? { cGrid: opts.cGrid } : {}),
+    chosenC: cv.chosenC,
+    nullC: modalC(cv.chosenC, opts.C ?? 1),
+    classWeight: opts.classWeight ?? null,
+    pca: opts.pca ?? 0,
+  };
+}
+
+/**
+ * Score a repeated CV: each score's mean over repeats with its bootstrap CI over items and
+ * repeats (src/cluster/paired.ts) and its null from `nullScores`; recall is the mean over
+ * repeats, the confusion matrix the first repeat's.
+ */
+export function scoreProbe(y: Int32Array, cv: RepeatedCv, C: number, nullScores: Float64Array, B: number, rng: Rng, opts: ProbeOptions): ClassifierMetrics {
+  const bs = bootstrapRepeated(y, cv.preds, C, B, rng);
+  const M = confusionCounts(y, cv.preds[0], C);
+  const confusion = Array.from({ length: C }, (_, a) => Array.from({ length: C }, (_, b) => M[a * C + b]));
+  const recalls = cv.preds.map((p) => perClassRecall(y, p, C));
+  const recall = Array.from({ length: C }, (_, c) => {
+    const v = recalls.reduce((a, r) => a + r[c], 0) / recalls.length;
+    return Number.isNaN(v) ? null : v;
   });
-  return out;
+  return {
+    accuracy: withNull(bs.value.accuracy, bs.ci.accuracy, column(nullScores, 0)),
+    balancedAccuracy: withNull(bs.value.balancedAccuracy, bs.ci.balancedAccuracy, column(nullScores, 1)),
+    macroF1: withNull(bs.value.macroF1, bs.ci.macroF1, column(nullScores, 2)),
+    recall,
+    confusion,
+    cv: probeCvInfo(opts, cv),
+  };
 }
 
 /** Column t of a [R][3] score table. */
@@ -117,7 +160,9 @@ export function spaceResult(input: SpaceInput, n: number, labels: Int32Array, cl
   const pred = knnPredict(nbrs, n, k, labels, C);
   const dbX = input.distance === 'cosine' ? normalizeRows(input.X, n, input.d) : input.X;
   const db = daviesBouldin(dbX, n, input.d, labels, C);
-  const probePred = input.probe ? crossValidatedPredictions(input.probe.X, n, input.probe.d, labels, C, { ...opts.probe, seed }) : null;
+  const popts: ProbeOptions = { ...opts.probe, seed };
+  const cv = input.probe ? input.probeCv ?? repeatedCv([{ X: input.probe.X, d: input.probe.d }], n, labels, C, popts) : null;
+  const probePred = cv ? cv.preds[0] : null;
   // permutation nulls: silhouette and kNN share the shuffles
   const nullKnn = new Float64Array(3 * R);
   const perm = Int32Array.from(labels);
@@ -132,12 +177,12 @@ export function spaceResult(input: SpaceInput, n: number, labels: Int32Array, cl
   let nullProbe: Float64Array = new Float64Array(0);
   if (input.probe && Rp > 0) {
     rng.fork(); // the probe permutations' generator (see probePermutationLabels)
-    nullProbe = input.probeNull ?? probeNullScores(input.probe.X, n, input.probe.d, probePermutationLabels(labels, Rp, seed), C, { ...opts.probe, seed });
+    nullProbe = input.probeNull ?? probeNullScores(cv!.prepared, n, probePermutationLabels(labels, Rp, seed), C, nullOptions(popts, cv!), seed);
   }
   const bootRng = rng.fork();
   const silhouette = withNull(mean(sil), bootstrapCI(sil, B, bootRng), nullSil);
   const knn = scoreClassifier(labels, pred, C, nullKnn, B, bootRng);
-  const probe = probePred ? scoreClassifier(labels, probePred, C, nullProbe, B, bootRng) : null;
+  const probe = cv ? scoreProbe(labels, cv, C, nullProbe, B, bootRng, popts) : null;
   const perClass = classes.map((label, c) => {
     let cnt = 0;
     let s = 0;
@@ -163,8 +208,7 @@ export function spaceResult(input: SpaceInput, n: number, labels: Int32Array, cl
   return { metrics, knnPred: pred, probePred, silhouette: sil };
 }
 
-/** The probe's scores with bootstrap CIs and, given `perms`, their null (the layer sweep). */
-export function probeScores(X: Float64Array, n: number, d: number, labels: Int32Array, C: number, B: number, seed: number, probe: ProbeOptions = {}, nullScores: Float64Array = new Float64Array(0)): { metrics: ClassifierMetrics; pred: Int32Array } {
-  const pred = crossValidatedPredictions(X, n, d, labels, C, { ...probe, seed });
-  return { metrics: scoreClassifier(labels, pred, C, nullScores, B, new Rng(seed)), pred };
+/** The probe's repeated CV scored with bootstrap CIs and, given `nullScores`, their null (the layer sweep, the baselines). */
+export function probeScores(cv: RepeatedCv, labels: Int32Array, C: number, B: number, seed: number, probe: ProbeOptions = {}, nullScores: Float64Array = new Float64Array(0)): { metrics: ClassifierMetrics; pred: Int32Array } {
+  return { metrics: scoreProbe(labels, cv, C, nullScores, B, new Rng(seed), { ...probe, seed }), pred: cv.preds[0] };
 }

@@ -80,8 +80,61 @@ export interface ClassifierMetrics {
   macroF1: MetricWithCI;
   /** Recall per class, in `classes` order (null for a class without items). */
   recall: (number | null)[];
-  /** Rows: true class; columns: predicted class, in `classes` order. */
+  /** Rows: true class; columns: predicted class, in `classes` order (the linear probe: its first repeat). */
   confusion: number[][];
+  /** The linear probe's cross-validation: repeats, folds, and the C of every repeat's folds. */
+  cv?: ProbeCv;
+}
+
+/** How the linear probe was cross-validated. */
+export interface ProbeCv {
+  /** Repeats of the stratified k-fold CV (repeat r: fold seed + r); scores are means over them. */
+  repeats: number;
+  folds: number;
+  /** 'fixed' or 'nested' (chosen per training fold by an inner CV over `cGrid`). */
+  cMethod: 'fixed' | 'nested';
+  cGrid?: number[];
+  /** C of each repeat's folds. */
+  chosenC: number[][];
+  /** C the permutation null refits with (the most frequently chosen). */
+  nullC: number;
+  classWeight: 'balanced' | null;
+  /** Principal components per feature block, fitted inside each training fold (0: none). */
+  pca: number;
+}
+
+/** A difference of two scores with its paired-bootstrap 95% CI and two-sided bootstrap p. */
+export interface DifferenceCI {
+  value: number;
+  ci95: [number, number] | null;
+  p: number | null;
+}
+
+/**
+ * A paired comparison of two probes on the same items (src/cluster/paired.ts): the probe on `a`
+ * minus the probe on `b`, each score with its CI over items and fold repeats.
+ */
+export interface ProbeComparison {
+  /** 'model-vs-words' (the representation − a token baseline), 'incremental' ((words + representation) − words) or 'layers' (layer b − layer a of the sweep). */
+  kind: 'model-vs-words' | 'incremental' | 'layers';
+  /** The probe whose scores are subtracted from. */
+  a: string;
+  /** The probe subtracted. */
+  b: string;
+  accuracy: DifferenceCI;
+  balancedAccuracy: DifferenceCI;
+  macroF1: DifferenceCI;
+  /** Items compared. */
+  n: number;
+}
+
+/** The incremental probe: a token baseline's features and the representation's, together. */
+export interface IncrementalMetrics {
+  /** The token baseline (its name). */
+  words: string;
+  /** Dimensions the probe was fitted on (the in-fold PCA of each block, side by side). */
+  probeDims: number;
+  probe: ClassifierMetrics;
 }
 
 /** What chance looks like for the labels of the metric sample. */
@@ -118,6 +171,8 @@ export interface SweepPoint {
   macroF1?: MetricWithCI;
   /** Accuracy with its null (probeAccuracy and ci95 repeat its value and CI). */
   accuracy?: MetricWithCI;
+  /** How the probe was cross-validated. */
+  cv?: ProbeCv;
 }
 
 /** Per-item predictions of the metric sample, so that two runs can be compared item by item. */
@@ -166,6 +221,10 @@ export interface ClusterMetrics {
   baselines?: BaselineMetrics[];
   /** Notes on what could not be computed (e.g. a baseline without the model's tokenizer). */
   notes?: string[];
+  /** Probes on a token baseline's features and the representation's together (run input). */
+  incremental?: IncrementalMetrics[];
+  /** Paired differences: representation − words, (words + representation) − words, layer to layer. */
+  comparisons?: ProbeComparison[];
   /** Added fields. */
   /** 'exact' (exact Z, N ≤ 5000) or 'barnes-hut' (Z from the quadtree, as scikit-learn reports). */
   klMethod?: 'exact' | 'barnes-hut';

@@ -62,6 +62,23 @@ describe('token baselines of a run', () => {
     const counts = before.metrics.baselines![0];
     expect(counts.probe.balancedAccuracy.value).toBeGreaterThan(0.9);
     expect(counts.probe.balancedAccuracy.p).toBeLessThanOrEqual(0.05);
+    // paired with the representation's probe on the same items and repeats: the difference's value
+    // is the difference of the two probes' means over repeats (the last token is the planted word,
+    // so the representation reads it as well: no sign is asserted)
+    const state = before.metrics.spaces.find((s) => s.space === 'original-euclidean')!.probe!;
+    const vs = before.metrics.comparisons!.find((c) => c.kind === 'model-vs-words' && c.b === 'token-counts')!;
+    expect(vs.a).toBe('final.hidden');
+    expect(vs.balancedAccuracy.value).toBeCloseTo(state.balancedAccuracy.value - counts.probe.balancedAccuracy.value, 12);
+    expect(vs.balancedAccuracy.ci95![0]).toBeLessThanOrEqual(vs.balancedAccuracy.value);
+    expect(vs.balancedAccuracy.ci95![1]).toBeGreaterThanOrEqual(vs.balancedAccuracy.value);
+    // the incremental probe sees both; it is scored, and compared with the words alone
+    const inc = before.metrics.incremental!.find((b) => b.words === 'token-counts')!;
+    expect(inc.probe.balancedAccuracy.value).toBeGreaterThan(0.8);
+    const add = before.metrics.comparisons!.find((c) => c.kind === 'incremental' && c.b === 'token-counts')!;
+    expect(add.a).toBe('token-counts + final.hidden');
+    expect(add.accuracy.value).toBeCloseTo(inc.probe.accuracy.value - counts.probe.accuracy.value, 12);
+    expect(add.accuracy.ci95![0]).toBeLessThanOrEqual(add.accuracy.value);
+    expect(add.accuracy.ci95![1]).toBeGreaterThanOrEqual(add.accuracy.value);
 
     // the folder moves: the baselines are left out with a note that says what to do
     const moved = path.join(tmp, 'model-moved');

@@ -149,6 +149,22 @@ describe('runCluster on a run directory', () => {
     expect(sweep[0].probeAccuracy).toBeLessThan(0.5); // layer 0 carries no signal (chance 1/3)
     expect(sweep[3].probeAccuracy).toBeGreaterThan(0.9);
     expect(existsSync(path.join(dir, 'cluster', 'sweep.json'))).toBe(true);
+    // each layer against the one before it, paired: the value is the difference of the two layers' means
+    const steps = r.metrics.comparisons!.filter((c) => c.kind === 'layers');
+    expect(steps.map((c) => `${c.a} − ${c.b}`)).toEqual(['layers.1.resid_out − layers.0.resid_out', 'layers.2.resid_out − layers.1.resid_out', 'layers.3.resid_out − layers.2.resid_out']);
+    steps.forEach((c, i) => expect(c.accuracy.value).toBeCloseTo(sweep[i + 1].probeAccuracy - sweep[i].probeAccuracy, 12));
+    // from no signal to full signal: the CI of the difference from layer 0 excludes 0
+    const rise = sweep.map((s) => s.probeAccuracy);
+    expect(rise[3] - rise[0]).toBeGreaterThan(0.4);
+    expect(steps.some((c) => c.accuracy.ci95![0] > 0)).toBe(true);
+  });
+  it('records the probe settings it ran with: repeats, a fixed C, class weights', async () => {
+    const dir = tmp();
+    const run = fakeRun(dir, 90, 12, 1);
+    const r = await runCluster(run, { ...FAST, perplexity: 10, noWrite: true, probeRepeats: 2, probeC: 0.5, classWeight: 'balanced' });
+    const cv = r.metrics.spaces.find((s) => s.space === 'original-euclidean')!.probe!.cv!;
+    expect(cv).toMatchObject({ repeats: 2, folds: 5, cMethod: 'fixed', nullC: 0.5, classWeight: 'balanced' });
+    expect(cv.chosenC).toEqual([[0.5, 0.5, 0.5, 0.5, 0.5], [0.5, 0.5, 0.5, 0.5, 0.5]]);
   });
 });
 

@@ -10,7 +10,8 @@ import {
   bootstrapCI,
   permutationP,
 } from '../../src/cluster/metrics.js';
-import { crossValidatedPredictions, stratifiedFolds, fitLogistic } from '../../src/cluster/probe.js';
+import { stratifiedFolds, fitLogistic } from '../../src/cluster/probe.js';
+import { crossValidatedPredictions, repeatedCv } from '../../src/cluster/probecv.js';
 import { spaceMetrics } from '../../src/cluster/space.js';
 
 // Six points on a line: class A = {0, 2, 4}, class B = {5, 9, 10}.
@@ -310,7 +311,8 @@ describe('permutations on worker threads', () => {
     const a = spaceMetrics({ space: 's', X, d: 4, distance: 'euclidean', probe: { X, d: 4 } }, 60, lab, ['a', 'b', 'c'], opts);
     const pool = await ClusterPool.start(2);
     try {
-      const probeNull = await pool.probeScores(X, 60, 4, probePermutationLabels(lab, 6, 4), 3, { seed: 4 });
+      const cv = repeatedCv([{ X, d: 4 }], 60, lab, 3, { seed: 4 });
+      const probeNull = await pool.probeScores(cv.prepared, 60, probePermutationLabels(lab, 6, 4), 3, { seed: 4 }, 4);
       const { permutationLabels } = await import('../../src/cluster/metrics.js');
       const silhouetteNull = await pool.silhouettes(distanceMatrix(X, 60, 4, 'euclidean'), 60, permutationLabels(lab, 9, 4), 3);
       const b = spaceMetrics({ space: 's', X, d: 4, distance: 'euclidean', probe: { X, d: 4 }, probeNull, silhouetteNull }, 60, lab, ['a', 'b', 'c'], opts);

@@ -3,7 +3,7 @@
  * then per run the separation metrics (cluster/metrics.json) and the region metrics (wanda/metrics.json).
  */
 import type { ComparisonRow, RunPayload } from '../../types.js';
-import type { ClassifierMetrics, ClusterMetrics, MetricWithCI } from '../../../cluster/types.js';
+import type { ClassifierMetrics, ClusterMetrics, DifferenceCI, MetricWithCI } from '../../../cluster/types.js';
 import type { Page } from '../page.js';
 import type { Section } from '../section.js';
 import { el, table, columns, type Cell } from '../dom.js';
@@ -52,7 +52,34 @@ export function classifiers(cm: ClusterMetrics): { name: string; c: ClassifierMe
     if (s.probe) out.push({ name: 'probe, ' + s.space + (s.probeDims ? ' (' + s.probeDims + ' dims)' : ''), c: s.probe });
   });
   (cm.baselines || []).forEach((b) => out.push({ name: 'tokens alone: ' + b.name + ' probe (' + b.probeDims + ' dims)', c: b.probe }));
+  (cm.incremental || []).forEach((b) => out.push({ name: 'tokens + representation: ' + b.words + ' probe (' + b.probeDims + ' dims)', c: b.probe }));
   return out;
+}
+
+/** "+0.031 [0.01, 0.05]": a paired difference with its CI. */
+function diffCI(d: DifferenceCI): string {
+  return (d.value >= 0 ? '+' : '') + fmt(d.value) + (d.ci95 ? ' ' + fmtCI(d.ci95) : '');
+}
+
+/** The paired differences of probes (representation − words, incremental, layer to layer) and how the probe was cross-validated. */
+function probeComparisons(cm: ClusterMetrics, cell: HTMLElement): void {
+  const cs = cm.comparisons || [];
+  if (cs.length) {
+    const kind = { 'model-vs-words': 'representation − words', incremental: '(words + representation) − words', layers: 'layer − previous layer' };
+    cell.appendChild(table(['paired difference', 'probes', 'balanced accuracy Δ [95% CI]', 'p', 'macro-F1 Δ [95% CI]', 'p', 'accuracy Δ [95% CI]', 'p'],
+      cs.map((c): Cell[] => [kind[c.kind], c.a + ' − ' + c.b, diffCI(c.balancedAccuracy), fmtP(c.balancedAccuracy.p), diffCI(c.macroF1), fmtP(c.macroF1.p), diffCI(c.accuracy), fmtP(c.accuracy.p)])));
+    cell.appendChild(el('p', 'meta', 'Paired bootstrap over the ' + cs[0]!.n + ' items and the CV repeats: both probes scored on the same resampled items and the same folds (p two-sided, from the bootstrap).'));
+  }
+  const probe = cm.spaces.map((s) => s.probe).find((p) => p && p.cv);
+  const cv = probe && probe.cv;
+  if (cv) {
+    const cs2 = cv.chosenC.flat();
+    const counts = [...new Set(cs2)].sort((a, b) => a - b).map((c) => 'C = ' + c + ' in ' + cs2.filter((v) => v === c).length);
+    cell.appendChild(el('p', 'meta', 'Probe: stratified ' + cv.folds + '-fold CV repeated ' + cv.repeats + ' times (scores are means over repeats, CIs resample items and repeats)' +
+      (cv.pca ? ', PCA-' + cv.pca + ' and standardization fitted inside each training fold' : ', standardization fitted inside each training fold') +
+      (cv.cMethod === 'nested' ? '; C chosen by nested CV over ' + (cv.cGrid || []).join(', ') + ' (representation, original space: ' + counts.join(', ') + ' of ' + cs2.length + ' folds)' : '; C = ' + cs2[0]) +
+      (cv.classWeight ? '; class weights ' + cv.classWeight : '') + '.'));
+  }
 }
 
 function clusterTables(run: RunPayload, cell: HTMLElement): void {
@@ -75,6 +102,7 @@ function clusterTables(run: RunPayload, cell: HTMLElement): void {
         withCI(c.accuracy), nullOf(c.accuracy), fmtP(c.accuracy.p),
       ])));
   }
+  probeComparisons(cm, cell);
   cell.appendChild(table(['space', 'silhouette [95% CI]', 'null mean [95% band]', 'p', 'Davies–Bouldin'],
     cm.spaces.map((s): Cell[] => [s.space, withCI(s.silhouette), nullOf(s.silhouette), fmtP(s.silhouette.p), s.daviesBouldin.value])));
   cell.appendChild(el('p', 'meta', 'Null: the same statistic on label permutations (p one-sided, +1 corrected). Davies–Bouldin has no null and no CI: read it only alongside the others. ' +

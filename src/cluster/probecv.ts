@@ -1,0 +1,294 @@
+/**
+ * The probe's cross-validation (the model is in src/cluster/probe.ts).
+ *
+ * Everything fitted is fitted on the training part of each fold, never on its test items:
+ *  1. each feature block (the representation; for the incremental probe, the words and the
+ *     representation) is reduced to its top `pca` principal components of the training rows, and
+ *     the test rows are projected on those components (a sparse block, under 10% non-zero such as
+ *     the token counts, through src/cluster/pca-sparse.ts);
+ *  2. the blocks are concatenated and standardized with the training rows' mean and standard
+ *     deviation;
+ *  3. C is fixed, or chosen by an inner stratified CV on the training rows over `cGrid` (the
+ *     inner folds see the outer training fold's PCA and standardization, never the test fold);
+ *  4. logistic regression is fitted from zero (a cold start) and predicts the test rows.
+ * Repeated CV runs all of this for `repeats` fold seeds (seed, seed + 1, ...): the spread of the
+ * scores over repeats is the part of the uncertainty that comes from the choice of folds.
+ */
+import { pca, pcaProject } from './pca.js';
+import { csrProject, csrRows, pcaCsr } from './pca-sparse.js';
+import { fitLogistic, predictLogistic, stratifiedFolds, type ProbeOptions } from './probe.js';
+import { classScores } from './scores.js';
+
+/** A feature matrix [n, d] row-major. */
+export interface Block {
+  X: Float64Array | Float32Array;
+  d: number;
+}
+
+/** One fold's training and test rows, reduced and standardized as the probe sees them. */
+export interface PreparedFold {
+  train: Int32Array;
+  test: Int32Array;
+  /** [train.length, d] and [test.length, d]. */
+  Xtr: Float64Array;
+  Xte: Float64Array;
+  d: number;
+}
+
+/** What one repeat of the CV gives. */
+export interface CvRun {
+  /** Out-of-fold prediction of every item. */
+  pred: Int32Array;
+  /** C used in each fold (the fixed C, or the one the inner CV chose). */
+  chosenC: number[];
+}
+
+/** What the repeated CV gives. */
+export interface RepeatedCv {
+  /** Out-of-fold predictions, one array per repeat (repeat r's folds use seed + r). */
+  preds: Int32Array[];
+  /** C per repeat and fold. */
+  chosenC: number[][];
+  /** Folds per repeat. */
+  folds: number;
+  /** The prepared folds of repeat 0 (what the permutation null refits). */
+  prepared: PreparedFold[];
+}
+
+/** The number of folds for these labels: `folds`, lowered to the smallest class size, at least 2. */
+export function foldCount(labels: Int32Array, nClasses: number, folds = 5): number {
+  const counts = new Int32Array(nClasses);
+  for (let i = 0; i < labels.length; i++) counts[labels[i]]++;
+  let smallest = Infinity;
+  for (let c = 0; c < nClasses; c++) if (counts[c] > 0) smallest = Math.min(smallest, counts[c]);
+  return Math.max(2, Math.min(folds, smallest));
+}
+
+/** Rows of `fold` equal to f (test) and the others (train). */
+export function splitFold(fold: Int32Array, f: number): { train: Int32Array; test: Int32Array } {
+  const train: number[] = [];
+  const test: number[] = [];
+  for (let i = 0; i < fold.length; i++) (fold[i] === f ? test : train).push(i);
+  return { train: Int32Array.from(train), test: Int32Array.from(test) };
+}
+
+/** Below this share of non-zero entries a block's PCA runs on its sparse rows (src/cluster/pca-sparse.ts). */
+const SPARSE_DENSITY = 0.1;
+const densities = new WeakMap<object, number>();
+
+/** The share of non-zero entries of a block (computed once per matrix). */
+function density(b: Block): number {
+  let v = densities.get(b.X);
+  if (v === undefined) {
+    let nz = 0;
+    for (let t = 0; t < b.X.length; t++) if (b.X[t] !== 0) nz++;
+    v = nz / Math.max(b.X.length, 1);
+    densities.set(b.X, v);
+  }
+  return v;
+}
+
+function rowsOf(X: Float64Array | Float32Array, d: number, rows: Int32Array): Float64Array {
+  const out = new Float64Array(rows.length * d);
+  rows.forEach((r, i) => {
+    for (let j = 0; j < d; j++) out[i * d + j] = X[r * d + j];
+  });
+  return out;
+}
+
+/**
+ * The training and test matrices of one split: each block reduced by a PCA of the training rows
+ * (when `k` is below its dimension and the training size), concatenated, standardized with the
+ * training rows' mean and standard deviation (a constant column keeps sd 1).
+ */
+export function prepareFold(blocks: Block[], train: Int32Array, test: Int32Array, k: number, seed: number): PreparedFold {
+  const parts: { tr: Float64Array; te: Float64Array; d: number }[] = [];
+  for (const b of blocks) {
+    const reduce = k > 0 && k < b.d && k < train.length;
+    if (reduce && b.d > 256 && k + 10 < b.d && density(b) < SPARSE_DENSITY) {
+      // a sparse block (token counts): the same randomized PCA on the sparse rows
+      const A = csrRows(b.X, b.d, train);
+      const p = pcaCsr(A, k, seed);
+      parts.push({ tr: csrProject(A, p), te: csrProject(csrRows(b.X, b.d, test), p), d: p.k });
+      continue;
+    }
+    const tr = rowsOf(b.X, b.d, train);
+    const te = rowsOf(b.X, b.d, test);
+    if (reduce) {
+      // randomized unless the sketch would span the space: the exact route's Jacobi sweeps on a
+      // d × d covariance cost O(d³) per fold, far more than the sketch for d near 256
+      const p = pca(tr, train.length, b.d, k, { seed, method: k + 10 < Math.min(b.d, train.length) ? 'randomized' : 'exact' });
+      parts.push({ tr: pcaProject(p, tr, train.length, b.d), te: pcaProject(p, te, test.length, b.d), d: p.k });
+    } else parts.push({ tr, te, d: b.d });
+  }
+  const d = parts.reduce((a, p) => a + p.d, 0);
+  const glue = (m: number, pick: (p: (typeof parts)[number]) => Float64Array) => {
+    const out = new Float64Array(m * d);
+    let off = 0;
+    for (const p of parts) {
+      const M = pick(p);
+      for (let i = 0; i < m; i++) for (let j = 0; j < p.d; j++) out[i * d + off + j] = M[i * p.d + j];
+      off += p.d;
+    }
+    return out;
+  };
+  const Xtr = glue(train.length, (p) => p.tr);
+  const Xte = glue(test.length, (p) => p.te);
+  standardize(Xtr, train.length, d, Xte, test.length);
+  return { train, test, Xtr, Xte, d };
+}
+
+/** Standardize A [n, d] in place by its own column mean and sd (population), and B [m, d] by the same. */
+export function standardize(A: Float64Array, n: number, d: number, B?: Float64Array, m = 0): void {
+  const mean = new Float64Array(d);
+  const sd = new Float64Array(d);
+  for (let i = 0; i < n; i++) for (let j = 0; j < d; j++) mean[j] += A[i * d + j];
+  for (let j = 0; j < d; j++) mean[j] /= Math.max(n, 1);
+  for (let i = 0; i < n; i++) for (let j = 0; j < d; j++) sd[j] += (A[i * d + j] - mean[j]) ** 2;
+  for (let j = 0; j < d; j++) sd[j] = Math.sqrt(sd[j] / Math.max(n, 1)) || 1;
+  for (let i = 0; i < n; i++) for (let j = 0; j < d; j++) A[i * d + j] = (A[i * d + j] - mean[j]) / sd[j];
+  if (B) for (let i = 0; i < m; i++) for (let j = 0; j < d; j++) B[i * d + j] = (B[i * d + j] - mean[j]) / sd[j];
+}
+
+/** Class weights n / (K · n_c) of labels y (K: the classes present), per sample; null unless 'balanced'. */
+export function sampleWeights(y: Int32Array, nClasses: number, mode: ProbeOptions['classWeight']): Float64Array | undefined {
+  if (mode !== 'balanced') return undefined;
+  const counts = new Float64Array(nClasses);
+  for (let i = 0; i < y.length; i++) counts[y[i]]++;
+  const present = counts.filter((c) => c > 0).length;
+  return Float64Array.from(y, (c) => y.length / (present * counts[c]));
+}
+
+/** Fit on X [n, d] with labels y, predict Z [m, d]. A cold start (L-BFGS from zero). */
+export function fitPredict(X: Float64Array, n: number, d: number, y: Int32Array, Z: Float64Array, m: number, nClasses: number, C: number, opts: ProbeOptions): Int32Array {
+  const { W } = fitLogistic(X, n, d, y, C, nClasses, opts.maxIter ?? 100, 1e-4, undefined, true, sampleWeights(y, nClasses, opts.classWeight));
+  return predictLogistic(W, Z, m, d, nClasses);
+}
+
+/**
+ * The C of `grid` with the highest accuracy under a stratified `inner`-fold CV of X [n, d]
+ * (ties: the earlier value, as scikit-learn's GridSearchCV). The inner folds use seed `seed`.
+ */
+export function chooseC(X: Float64Array, n: number, d: number, y: Int32Array, nClasses: number, grid: number[], opts: ProbeOptions, seed: number): number {
+  if (grid.length === 1) return grid[0];
+  const folds = foldCount(y, nClasses, opts.innerFolds ?? 3);
+  const fold = stratifiedFolds(y, nClasses, folds, seed);
+  const hits = new Float64Array(grid.length);
+  for (let f = 0; f < folds; f++) {
+    const { train, test } = splitFold(fold, f);
+    if (test.length === 0) continue;
+    const Xt = rowsOf(X, d, train);
+    const Xs = rowsOf(X, d, test);
+    const yt = Int32Array.from(train, (i) => y[i]);
+    grid.forEach((C, g) => {
+      const p = fitPredict(Xt, train.length, d, yt, Xs, test.length, nClasses, C, opts);
+      test.forEach((i, r) => (hits[g] += p[r] === y[i] ? 1 : 0));
+    });
+  }
+  let best = 0;
+  for (let g = 1; g < grid.length; g++) if (hits[g] > hits[best]) best = g;
+  return grid[best];
+}
+
+/** Predictions of one prepared fold's test rows for labels `labels` (C fixed, or chosen by nested CV). */
+export function predictFold(pf: PreparedFold, labels: Int32Array, nClasses: number, opts: ProbeOptions, seed: number): { pred: Int32Array; C: number } {
+  const yt = Int32Array.from(pf.train, (i) => labels[i]);
+  const C = opts.cGrid?.length ? chooseC(pf.Xtr, pf.train.length, pf.d, yt, nClasses, opts.cGrid, opts, seed) : opts.C ?? 1;
+  return { pred: fitPredict(pf.Xtr, pf.train.length, pf.d, yt, pf.Xte, pf.test.length, nClasses, C, opts), C };
+}
+
+/** The prepared folds of one repeat (seed `seed`): the fold assignment and each fold's matrices. */
+export function prepareFolds(blocks: Block[], labels: Int32Array, nClasses: number, opts: ProbeOptions, seed: number): PreparedFold[] {
+  const folds = foldCount(labels, nClasses, opts.folds ?? 5);
+  const fold = stratifiedFolds(labels, nClasses, folds, seed);
+  const out: PreparedFold[] = [];
+  for (let f = 0; f < folds; f++) {
+    const { train, test } = splitFold(fold, f);
+    if (test.length === 0) continue;
+    out.push(prepareFold(blocks, train, test, opts.pca ?? 0, seed));
+  }
+  return out;
+}
+
+/** Out-of-fold predictions over prepared folds. */
+export function predictPrepared(folds: PreparedFold[], n: number, labels: Int32Array, nClasses: number, opts: ProbeOptions, seed: number): CvRun {
+  const pred = new Int32Array(n);
+  const chosenC: number[] = [];
+  folds.forEach((pf, f) => {
+    const r = predictFold(pf, labels, nClasses, opts, seed + 7919 * (f + 1));
+    pf.test.forEach((i, t) => (pred[i] = r.pred[t]));
+    chosenC.push(r.C);
+  });
+  return { pred, chosenC };
+}
+
+/** One repeat of the stratified k-fold CV with fold seed `seed`. */
+export function cvRun(blocks: Block[], n: number, labels: Int32Array, nClasses: number, opts: ProbeOptions, seed: number): CvRun & { folds: PreparedFold[] } {
+  const folds = prepareFolds(blocks, labels, nClasses, opts, seed);
+  return { ...predictPrepared(folds, n, labels, nClasses, opts, seed), folds };
+}
+
+/** Out-of-fold predictions of one k-fold CV of X [n, d] (fold seed opts.seed). */
+export function crossValidatedPredictions(X: Float64Array, n: number, d: number, labels: Int32Array, nClasses: number, opts: ProbeOptions = {}): Int32Array {
+  return cvRun([{ X, d }], n, labels, nClasses, opts, opts.seed ?? 0).pred;
+}
+
+/**
+ * The probe's scores ([R][3]: accuracy, balanced accuracy, macro-F1) for each labelling of
+ * `perms` on fixed prepared folds (the permutation null: the features, their in-fold PCA and the
+ * fold partition stay; only the labels move).
+ */
+export function probeNullPrepared(folds: PreparedFold[], n: number, perms: Int32Array[], nClasses: number, opts: ProbeOptions, seed: number, onOne?: () => void): Float64Array {
+  const out = new Float64Array(3 * perms.length);
+  perms.forEach((pl, r) => {
+    const s = classScores(pl, predictPrepared(folds, n, pl, nClasses, opts, seed).pred, nClasses);
+    out[3 * r] = s.accuracy;
+    out[3 * r + 1] = s.balancedAccuracy;
+    out[3 * r + 2] = s.macroF1;
+    onOne?.();
+  });
+  return out;
+}
+
+/** `opts.repeats` repeats of the stratified k-fold CV (repeat r: fold seed opts.seed + r). */
+export function repeatedCv(blocks: Block[], n: number, labels: Int32Array, nClasses: number, opts: ProbeOptions = {}, onRepeat?: () => void): RepeatedCv {
+  const R = Math.max(1, opts.repeats ?? 1);
+  const seed = opts.seed ?? 0;
+  const preds: Int32Array[] = [];
+  const chosenC: number[][] = [];
+  let prepared: PreparedFold[] = [];
+  for (let r = 0; r < R; r++) {
+    const run = cvRun(blocks, n, labels, nClasses, opts, seed + r);
+    preds.push(run.pred);
+    chosenC.push(run.chosenC);
+    if (r === 0) prepared = run.folds;
+    onRepeat?.();
+  }
+  return { preds, chosenC, folds: foldCount(labels, nClasses, opts.folds ?? 5), prepared };
+}
+
+/** The most frequent C of a repeated CV (ties: the smaller); `fallback` when there is none. */
+export function modalC(chosen: number[][], fallback = 1): number {
+  const counts = new Map<number, number>();
+  for (const row of chosen) for (const c of row) counts.set(c, (counts.get(c) ?? 0) + 1);
+  let best = fallback;
+  let bestN = 0;
+  for (const [c, k] of [...counts.entries()].sort((a, b) => a[0] - b[0])) {
+    if (k > bestN) {
+      best = c;
+      bestN = k;
+    }
+  }
+  return best;
+}
+
+/** The default repeats of the probe's k-fold CV. */
+export const DEFAULT_PROBE_REPEATS = 5;
+
+/** The values of C the nested CV chooses from. */
+export const PROBE_C_GRID = [0.01, 0.1, 1, 10];
+
+/** The probe's CV options from the cluster command's (C: a number, or 'nested' over PROBE_C_GRID, the default). */
+export function probeSettings(folds = 5, repeats = DEFAULT_PROBE_REPEATS, c: number | 'nested' = 'nested', classWeight: 'balanced' | null = null): ProbeOptions & { folds: number } {
+  return { folds, repeats, ...(c === 'nested' ? { cGrid: PROBE_C_GRID } : { C: c }), classWeight };
+}
