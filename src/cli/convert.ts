@@ -87,8 +87,15 @@ export async function run(argv: string[]): Promise<number> {
 export async function modelFolder(model: string, opts: { cache?: string; quiet?: boolean; layout?: 'genai' | 'explicit' } = {}): Promise<import('../convert/cache.js').ResolvedModel> {
   const { resolveModel } = await import('../convert/cache.js');
   let progress: Progress | null = null;
+  let hashing: Progress | null = null;
   const res = await resolveModel(model, {
     cache: opts.cache,
+    onHash: (done, total) => {
+      if (total < 256e6) return;
+      hashing ??= new Progress({ label: 'sha256 of the GGUF (once)', total: Math.round(total / 1e6), unit: 'MB', quiet: opts.quiet });
+      hashing.set(Math.round(done / 1e6));
+      if (done >= total) hashing.finish();
+    },
     ...(opts.layout ? { layout: opts.layout } : {}),
     log: (l) => {
       if (!opts.quiet) process.stderr.write(l + '\n');
