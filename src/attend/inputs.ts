@@ -115,13 +115,13 @@ export async function socialEvalAnswerItems(spec: string, tok: AttendTokenizer, 
 export type ItemSelection = 'wrong' | 'right' | 'all';
 
 /** What the evaluation's manifest (DIR/eval.json) says about its model and chat template, when it has one. */
-function evalFacts(dir: string): { chat: boolean | null; graphSha256: string | null; filesSha256: string | null } {
+function evalFacts(dir: string): { chat: boolean | null; graphSha256: string | null; filesSha256: string | null; sourceIdentity: string | null } {
   const mf = path.join(dir, 'eval.json');
-  if (!existsSync(mf)) return { chat: null, graphSha256: null, filesSha256: null };
+  if (!existsSync(mf)) return { chat: null, graphSha256: null, filesSha256: null, sourceIdentity: null };
   try {
     const m = JSON.parse(readFileSync(mf, 'utf8'));
     const str = (v: unknown) => (typeof v === 'string' ? v : null);
-    return { chat: typeof m?.tokenizer?.chatTemplate === 'boolean' ? m.tokenizer.chatTemplate : null, graphSha256: str(m?.model?.graphSha256), filesSha256: str(m?.model?.filesSha256) };
+    return { chat: typeof m?.tokenizer?.chatTemplate === 'boolean' ? m.tokenizer.chatTemplate : null, graphSha256: str(m?.model?.graphSha256), filesSha256: str(m?.model?.filesSha256), sourceIdentity: str(m?.model?.source?.identity) };
   } catch {
     throw new LobesError('eval.json is not valid JSON', { file: mf });
   }
@@ -136,7 +136,7 @@ function looksChatTemplated(prompt: string, tok: AttendTokenizer): boolean {
 }
 
 /** Records of `lobes eval` (DIR/records.jsonl), the selected ones, read up to their answer position. */
-export async function evalItems(dir: string, modelDir: string, model: { graphSha256: string; filesSha256?: string }, tok: AttendTokenizer, opts: { items: ItemSelection; maxTokens: number | null; limit: number | null }): Promise<PreparedInput> {
+export async function evalItems(dir: string, modelDir: string, model: { graphSha256: string; filesSha256?: string; sourceIdentity?: string }, tok: AttendTokenizer, opts: { items: ItemSelection; maxTokens: number | null; limit: number | null }): Promise<PreparedInput> {
   const file = path.join(dir, 'records.jsonl');
   if (!existsSync(file)) {
     throw new LobesError('no records.jsonl: not a finished lobes eval folder', { file: dir, hint: 'run lobes eval to the end first (it writes records.jsonl when complete)' });
@@ -159,10 +159,15 @@ export async function evalItems(dir: string, modelDir: string, model: { graphSha
   const chosen = opts.limit !== null ? selected.slice(0, opts.limit) : selected;
   if (chosen.length === 0) throw new LobesError(`no ${opts.items === 'all' ? '' : opts.items + ' '}records to read`, { file, hint: opts.items === 'all' ? undefined : 'use --items all' });
   const facts = evalFacts(dir);
-  if (facts.graphSha256 && facts.graphSha256 !== model.graphSha256) {
+  // Both from a GGUF: one model whichever layout each command converted it to (model.source.identity).
+  const bothGguf = !!facts.sourceIdentity && !!model.sourceIdentity;
+  if (bothGguf && facts.sourceIdentity !== model.sourceIdentity) {
+    throw new LobesError('the evaluation was run with another model (its eval.json records another GGUF identity: other file contents, dtype or weight storage)', { file: path.join(dir, 'eval.json'), hint: 'give lobes attend the GGUF and --dtype/--weights the evaluation used' });
+  }
+  if (!bothGguf && facts.graphSha256 && facts.graphSha256 !== model.graphSha256) {
     throw new LobesError('the evaluation was run with another model (its eval.json records another graph sha256)', { file: path.join(dir, 'eval.json'), hint: 'give lobes attend the model the evaluation used' });
   }
-  if (facts.filesSha256 && model.filesSha256 && facts.filesSha256 !== model.filesSha256) {
+  if (!bothGguf && facts.filesSha256 && model.filesSha256 && facts.filesSha256 !== model.filesSha256) {
     throw new LobesError('the evaluation was run with other model files (its eval.json records another sha256 over graph, weights and tokenizer files)', { file: path.join(dir, 'eval.json'), hint: 'give lobes attend the model folder the evaluation used, unchanged' });
   }
   const chat = facts.chat ?? looksChatTemplated(chosen[0]!.rec.shuffles[0]!.prompt, tok);

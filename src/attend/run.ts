@@ -201,7 +201,7 @@ export async function runAttend(opts: AttendOptions): Promise<AttendSummary> {
   // The model's identity: every file that shapes the numbers, hashed as lobes eval hashes them.
   const { files, graphSha256: graph, filesSha256 } = modelIdentity(opts.model);
   const tok = await loadAttendTokenizer(opts.model);
-  const input = await readInput(opts, tok, position, { graphSha256: graph, filesSha256 });
+  const input = await readInput(opts, tok, position, { graphSha256: graph, filesSha256, ...(opts.modelSource?.identity ? { sourceIdentity: opts.modelSource.identity } : {}) });
   const tokenizeMs = Date.now() - t0;
   const { openAttentionEngine, parseLayerSelection, realRows } = await import('../runtime/attention-engine.js');
   const t1 = Date.now();
@@ -259,6 +259,8 @@ function fmtLayers(ls: number[]): string {
 export interface ModelIdentity {
   graphSha256: string;
   filesSha256: string;
+  /** model.source.identity when the model was given as a GGUF (the same for every layout). */
+  sourceIdentity?: string;
 }
 
 interface SummaryFacts {

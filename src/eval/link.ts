@@ -52,10 +52,11 @@ export async function labelRunFromEval(runDir: string, evalDir: string, opts: { 
     source: { eval: path.resolve(evalDir), model: ev.manifest.model.dir, modelGraphSha256: ev.manifest.model.graphSha256, dataset: ev.manifest.dataset.spec, recordsSha256: ev.manifest.files!.records.sha256, shuffles: ev.manifest.settings.shuffles },
     values,
   });
-  // The same model: the same graph, or conversions of the same GGUF file (extract and eval may
-  // convert it to different layouts): same size and same header bytes.
+  // The same model: the same graph, or conversions of the same GGUF (extract and eval convert it
+  // to different layouts): the same source identity (GGUF sha256, dtype, weight storage); runs
+  // of older lobes, without one: same size and same header bytes.
   const es = ev.manifest.model.source;
   const rs = run.manifest.model.source;
-  const sameGguf = !!es && !!rs && es.size === rs.size && es.headerSha256 === rs.headerSha256;
+  const sameGguf = !!es && !!rs && (es.identity && rs.identity ? es.identity === rs.identity : es.size === rs.size && es.headerSha256 === rs.headerSha256);
   return { file, axis, samples: run.samples.length, counts, otherModel: ev.manifest.model.graphSha256 !== run.manifest.model.graphSha256 && !sameGguf };
 }
