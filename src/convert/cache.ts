@@ -26,13 +26,14 @@
  * converted is refused (src/convert/guard.ts).
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, renameSync, rmSync, statSync, type BigIntStats } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, renameSync, rmSync, statSync } from 'node:fs';
 import { hostname, homedir } from 'node:os';
 import * as path from 'node:path';
 import { LobesError } from '../util/errors.js';
 import { fsyncDir, writeFileAtomicSync } from '../util/io.js';
 import { acquireLock, pidAlive } from '../util/lock.js';
-import { hashFileCached, rememberFileHash, sha256Stream, type FileHash } from '../store/filehash.js';
+import { hashFileCached } from '../store/filehash.js';
+import { folderProblem, hashFolder, rememberFolder, type RecordedFile } from './folder-hash.js';
 import { WRITER_VERSION } from './llama-onnx/index.js';
 import { readGgufHeader } from '../formats/gguf.js';
 import type { ModelSourceRecord } from '../store/types.js';
@@ -101,18 +102,6 @@ const CACHE_RECORD = 'lobes-cache.json';
 /** Version of the record's format: entries of another version are rebuilt. */
 const CACHE_RECORD_VERSION = 2;
 
-interface EntryFile {
-  bytes: number;
-  sha256: string;
-}
-
-/** The files of an entry (its record excluded), sorted. */
-function entryFiles(dir: string): string[] {
-  return readdirSync(dir)
-    .filter((f) => f !== CACHE_RECORD)
-    .sort();
-}
-
 /**
  * Why `dir` is not a usable entry for `entry`, or null when it is: the record must be there,
  * of this key, and every file must be there with the size and the sha256 recorded when it was
@@ -128,23 +117,7 @@ export function entryProblem(dir: string, entry: string): string | null {
   }
   if (rec?.entry !== entry) return `${CACHE_RECORD} is of another entry`;
   if (rec.version !== CACHE_RECORD_VERSION || !rec.files || typeof rec.files !== 'object') return `${CACHE_RECORD} is of an older lobes`;
-  const want = rec.files as Record<string, EntryFile>;
-  const now = entryFiles(dir);
-  const extra = now.filter((f) => !(f in want));
-  if (extra.length) return `${extra[0]} was added`;
-  for (const [f, w] of Object.entries(want)) {
-    const p = path.join(dir, f);
-    let size: number;
-    try {
-      size = statSync(p).size;
-    } catch {
-      return `${f} is missing`;
-    }
-    if (size !== w.bytes) return `${f} has ${size} bytes, ${w.bytes} when written`;
-    const got = hashFileCached(p, { what: 'converted model file' }).sha256;
-    if (got !== w.sha256) return `${f} has sha256 ${got.slice(0, 12)}…, ${String(w.sha256).slice(0, 12)}… when written`;
-  }
-  return null;
+  return folderProblem(dir, rec.files as Record<string, RecordedFile>, CACHE_RECORD, 'converted model file');
 }
 
 /** Whether `dir` is a complete, unaltered entry for `entry` (see `entryProblem`). */
@@ -154,20 +127,6 @@ export function validEntry(dir: string, entry: string): boolean {
   } catch {
     return false;
   }
-}
-
-/** Hash the files of a finished build folder, returning the record's file list and what to remember after the rename. */
-function hashBuild(target: string): { files: Record<string, EntryFile>; stats: Map<string, { hash: FileHash; st: BigIntStats }> } {
-  const files: Record<string, EntryFile> = {};
-  const stats = new Map<string, { hash: FileHash; st: BigIntStats }>();
-  for (const f of entryFiles(target)) {
-    const p = path.join(target, f);
-    const st = statSync(p, { bigint: true });
-    const hash = sha256Stream(p, undefined, 'converted model file');
-    files[f] = { bytes: hash.bytes, sha256: hash.sha256 };
-    stats.set(f, { hash, st });
-  }
-  return { files, stats };
 }
 
 /** Remove build folders of processes that died on this host. */
@@ -261,12 +220,12 @@ export async function resolveModel(p: string, opts: ResolveModelOptions = {}): P
       log(`converting ${p} to ONNX (once) into ${dir}`);
       const target = path.join(build, 'model');
       const res = await convertGguf(p, target, { dtype: o.dtype, weights: o.weights, layout: o.layout, onProgress: opts.onProgress });
-      const hashed = hashBuild(target);
+      const hashed = hashFolder(target, CACHE_RECORD, 'converted model file');
       writeFileAtomicSync(path.join(target, CACHE_RECORD), JSON.stringify({ entry, version: CACHE_RECORD_VERSION, createdAt: new Date().toISOString(), source: id, files: hashed.files }, null, 2) + '\n');
       renameSync(target, dir);
       fsyncDir(root);
       // The files were hashed in the build folder; the hash cache learns them at their place.
-      for (const [f, h] of hashed.stats) rememberFileHash(path.join(dir, f), h.hash, h.st);
+      rememberFolder(dir, hashed);
       return { dir, source: sourceOf(), converted: { ...res, dir } };
     } finally {
       rmSync(build, { recursive: true, force: true });

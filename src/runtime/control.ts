@@ -31,7 +31,7 @@
  * 4-bit MatMulNBits weights are not redrawn here: a GGUF's control is drawn from an fp16
  * conversion of it, made automatically (src/cli/extract.ts, `controlSourceFolder`).
  */
-import { closeSync, copyFileSync, existsSync, fsyncSync, mkdirSync, openSync, readSync, readdirSync, renameSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, copyFileSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, readSync, readdirSync, renameSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs';
 import { homedir } from 'node:os';
 import * as path from 'node:path';
 import { LobesError, UsageError } from '../util/errors.js';
@@ -43,6 +43,7 @@ import { DataLocation, DataType, GraphIndex, PASSTHROUGH, getAttr, isExternal, l
 import { sha256File } from '../store/chunks.js';
 import type { ControlInfo } from '../store/types.js';
 import { acquireLock } from '../util/lock.js';
+import { folderProblem, hashFolder, rememberFolder, type FolderHashes, type RecordedFile } from '../convert/folder-hash.js';
 
 /** Bumped when the way controls are drawn changes (a new version never reuses an old folder). */
 export const CONTROL_VERSION = 1;
@@ -187,8 +188,10 @@ export async function randomControlModel(modelDir: string, arch: { hidden: numbe
   const info: ControlInfo = { kind: 'random', seed, source: path.resolve(modelDir), sourceGraphSha256, scheme: CONTROL_SCHEME };
   const root = opts.cacheDir ?? defaultControlDir();
   const dir = path.join(root, `control-random-${sourceGraphSha256.slice(0, 16)}-seed${seed}-v${CONTROL_VERSION}`);
-  const done = () => existsSync(path.join(dir, 'lobes-control.json'));
-  if (done()) return { dir, info };
+  const done = () => controlProblem(dir) === null;
+  const problem = controlProblem(dir);
+  if (problem === null) return { dir, info };
+  if (problem !== 'absent' && !opts.quiet) process.stderr.write(`control ${dir} is not used: ${problem}; drawing it again\n`);
   const plan = controlPlan(m, arch.hidden, arch.intermediate);
   if (plan.redraw.size === 0) throw new LobesError('found no projection or embedding weights to redraw', { file: m.file, hint: 'is this a Llama-class model with float weights?' });
   try {
@@ -209,9 +212,10 @@ export async function randomControlModel(modelDir: string, arch: { hidden: numbe
     const tmp = `${dir}.tmp-${process.pid}-${Date.now()}`;
     mkdirSync(tmp, { recursive: true });
     try {
-      writeControl(m, plan, seed, tmp, info, !!opts.quiet);
+      const hashed = writeControl(m, plan, seed, tmp, info, !!opts.quiet);
       rmSync(dir, { recursive: true, force: true });
       renameSync(tmp, dir);
+      rememberFolder(dir, hashed);
     } catch (e) {
       rmSync(tmp, { recursive: true, force: true });
       throw e;
@@ -222,8 +226,30 @@ export async function randomControlModel(modelDir: string, arch: { hidden: numbe
   return { dir, info };
 }
 
-/** Write the control folder: the other files copied, the graph with the new weights (external data for external tensors). */
-function writeControl(m: LoadedModel, plan: ControlPlan, seed: number, out: string, info: ControlInfo, quiet: boolean): void {
+const CONTROL_RECORD = 'lobes-control.json';
+
+/**
+ * Why the control folder `dir` cannot be used, or null when it can: its record must be there
+ * with the size and sha256 of every file as written, and the files must still have them
+ * (src/convert/folder-hash.ts; 'absent' when there is no folder).
+ */
+export function controlProblem(dir: string): string | null {
+  let rec: any;
+  try {
+    rec = JSON.parse(readFileSync(path.join(dir, CONTROL_RECORD), 'utf8'));
+  } catch {
+    return existsSync(dir) ? `no readable ${CONTROL_RECORD}` : 'absent';
+  }
+  if (!rec?.files || typeof rec.files !== 'object') return `${CONTROL_RECORD} records no file hashes (an older lobes)`;
+  try {
+    return folderProblem(dir, rec.files as Record<string, RecordedFile>, CONTROL_RECORD, 'control model file');
+  } catch (e: any) {
+    return `its files cannot be read (${e?.code ?? e?.message})`;
+  }
+}
+
+/** Write the control folder: the other files copied, the graph with the new weights (external data for external tensors); returns the files' hashes, recorded in lobes-control.json. */
+function writeControl(m: LoadedModel, plan: ControlPlan, seed: number, out: string, info: ControlInfo, quiet: boolean): FolderHashes {
   const graphName = path.basename(m.file);
   const externalFiles = new Set([...m.external.values()].map((r) => r.path));
   for (const f of readdirSync(m.dir)) {
@@ -280,7 +306,9 @@ function writeControl(m: LoadedModel, plan: ControlPlan, seed: number, out: stri
   if (offset === 0) rmSync(path.join(out, dataName));
   m.model.metadataProps = [...m.model.metadataProps.filter((p) => p.key !== 'lobes.control'), { key: 'lobes.control', value: JSON.stringify({ ...info, version: CONTROL_VERSION }) }];
   writeModel(path.join(out, graphName), m.model);
-  writeFileSync(path.join(out, 'lobes-control.json'), JSON.stringify({ ...info, version: CONTROL_VERSION, redrawn, filled: Object.fromEntries(plan.fill) }, null, 1) + '\n');
+  const hashed = hashFolder(out, CONTROL_RECORD, 'control model file');
+  writeFileSync(path.join(out, CONTROL_RECORD), JSON.stringify({ ...info, version: CONTROL_VERSION, redrawn, filled: Object.fromEntries(plan.fill), files: hashed.files }, null, 1) + '\n');
+  return hashed;
 }
 
 /** Store `bytes` as the tensor's data: appended to the control's data file when it was external, inline otherwise. */
