@@ -44,7 +44,7 @@ function files(dir: string): Record<string, string> {
   return Object.fromEntries(readdirSync(dir).map((f) => [f, readFileSync(path.join(dir, f)).toString('base64')]));
 }
 
-describe('lobes eval G.gguf, then lobes attend G.gguf --eval DIR', () => {
+describe('lobes eval G.gguf, then lobes attend G.gguf --eval DIR', { timeout: 300_000 }, () => {
   it('is one model: attend reads the evaluation (eval used the genai layout, attend the explicit one)', async () => {
     const ev = path.join(root, 'eval');
     const e = await cli(['eval', TINY_GGUF, '--data', `jsonl:${items}?id=id&question=q&options=o&answer=a`, '--out', ev, '--cache', cache, '--quiet']);

@@ -70,5 +70,5 @@ describe.skipIf(!have)('lobes extract --model Q4_1.gguf --control random --cache
     expect(weights).toEqual(['fp16', 'q4']);
     expect(readdirSync(cache).filter((n) => n.endsWith('.lock') || n.includes('.tmp-') || n.startsWith('.'))).toEqual([]);
     expect(readFileSync(SMOLLM2_GGUF).equals(ggufBefore)).toBe(true);
-  });
+  }, 600_000);
 });
