@@ -122,7 +122,7 @@ function looksChatTemplated(prompt: string, tok: AttendTokenizer): boolean {
 }
 
 /** Records of `lobes eval` (DIR/records.jsonl), the selected ones, read up to their answer position. */
-export async function evalItems(dir: string, modelDir: string, model: { graphSha256: string; filesSha256?: string }, tok: AttendTokenizer, opts: { items: ItemSelection; maxTokens: number | null; limit: number | null }): Promise<PreparedInput> {
+export async function evalItems(dir: string, modelDir: string, model: { graphSha256: string; filesSha256?: string; sourceIdentity?: string }, tok: AttendTokenizer, opts: { items: ItemSelection; maxTokens: number | null; limit: number | null }): Promise<PreparedInput> {
   // Through the evaluation's own reader: a finished folder whose records still hash to eval.json.
   if (!isEvalDir(dir)) throw new LobesError('not a lobes evaluation folder (no eval.json)', { file: dir, hint: 'give the --out folder of lobes eval' });
   const ev = readEvalResults(dir);
@@ -143,11 +143,16 @@ export async function evalItems(dir: string, modelDir: string, model: { graphSha
   });
   const chosen = opts.limit !== null ? selected.slice(0, opts.limit) : selected;
   if (chosen.length === 0) throw new LobesError(`no ${opts.items === 'all' ? '' : opts.items + ' '}records to read`, { file, hint: opts.items === 'all' ? undefined : 'use --items all' });
-  const facts = { chat: ev.manifest.tokenizer.chatTemplate, graphSha256: ev.manifest.model.graphSha256, filesSha256: ev.manifest.model.filesSha256 ?? null };
-  if (facts.graphSha256 && facts.graphSha256 !== model.graphSha256) {
+  const facts = { chat: ev.manifest.tokenizer.chatTemplate, graphSha256: ev.manifest.model.graphSha256, filesSha256: ev.manifest.model.filesSha256 ?? null, sourceIdentity: ev.manifest.model.source?.identity ?? null };
+  // Both from a GGUF: one model whichever layout each command converted it to (model.source.identity).
+  const bothGguf = !!facts.sourceIdentity && !!model.sourceIdentity;
+  if (bothGguf && facts.sourceIdentity !== model.sourceIdentity) {
+    throw new LobesError('the evaluation was run with another model (its eval.json records another GGUF identity: other file contents, dtype or weight storage)', { file: path.join(dir, 'eval.json'), hint: 'give lobes attend the GGUF and --dtype/--weights the evaluation used' });
+  }
+  if (!bothGguf && facts.graphSha256 && facts.graphSha256 !== model.graphSha256) {
     throw new LobesError('the evaluation was run with another model (its eval.json records another graph sha256)', { file: path.join(dir, 'eval.json'), hint: 'give lobes attend the model the evaluation used' });
   }
-  if (facts.filesSha256 && model.filesSha256 && facts.filesSha256 !== model.filesSha256) {
+  if (!bothGguf && facts.filesSha256 && model.filesSha256 && facts.filesSha256 !== model.filesSha256) {
     throw new LobesError('the evaluation was run with other model files (its eval.json records another sha256 over graph, weights and tokenizer files)', { file: path.join(dir, 'eval.json'), hint: 'give lobes attend the model folder the evaluation used, unchanged' });
   }
   const chat = facts.chat ?? looksChatTemplated(chosen[0]!.rec.shuffles[0]!.prompt, tok);

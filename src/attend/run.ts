@@ -206,7 +206,7 @@ export async function runAttend(opts: AttendOptions): Promise<AttendSummary> {
   // The model's identity: every file that shapes the numbers, hashed as lobes eval hashes them.
   const { files, graphSha256: graph, filesSha256 } = modelIdentity(opts.model);
   const tok = await loadAttendTokenizer(opts.model);
-  const input = await readInput(opts, tok, position, { graphSha256: graph, filesSha256 });
+  const input = await readInput(opts, tok, position, { graphSha256: graph, filesSha256, ...(opts.modelSource?.identity ? { sourceIdentity: opts.modelSource.identity } : {}) });
   // The same context check as extract and eval (src/runtime/plan.ts), before the model loads.
   checkContext(input.items.map((it) => ({ id: it.id, tokens: it.ids.length })), modelContext(opts.model), (l) => `keep the last ${l.tokens} tokens of each prompt with --max-tokens ${l.tokens} (recorded as truncated), or leave the long items out`);
   const tokenizeMs = Date.now() - t0;
@@ -274,6 +274,8 @@ function fmtLayers(ls: number[]): string {
 export interface ModelIdentity {
   graphSha256: string;
   filesSha256: string;
+  /** model.source.identity when the model was given as a GGUF (the same for every layout). */
+  sourceIdentity?: string;
 }
 
 interface SummaryFacts {

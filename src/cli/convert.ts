@@ -84,12 +84,20 @@ export async function run(argv: string[]): Promise<number> {
  * of a GGUF file (converted now when not cached, with a progress bar). `cache` is --cache;
  * `layout` the conversion's graph layout (default: the converter's).
  */
-export async function modelFolder(model: string, opts: { cache?: string; quiet?: boolean; layout?: 'genai' | 'explicit' } = {}): Promise<import('../convert/cache.js').ResolvedModel> {
+export async function modelFolder(model: string, opts: { cache?: string; quiet?: boolean; layout?: 'genai' | 'explicit'; weights?: WeightsMode } = {}): Promise<import('../convert/cache.js').ResolvedModel> {
   const { resolveModel } = await import('../convert/cache.js');
   let progress: Progress | null = null;
+  let hashing: Progress | null = null;
   const res = await resolveModel(model, {
     cache: opts.cache,
+    onHash: (done, total) => {
+      if (total < 256e6) return;
+      hashing ??= new Progress({ label: 'sha256 of the GGUF (once)', total: Math.round(total / 1e6), unit: 'MB', quiet: opts.quiet });
+      hashing.set(Math.round(done / 1e6));
+      if (done >= total) hashing.finish();
+    },
     ...(opts.layout ? { layout: opts.layout } : {}),
+    ...(opts.weights ? { weights: opts.weights } : {}),
     log: (l) => {
       if (!opts.quiet) process.stderr.write(l + '\n');
     },
@@ -101,4 +109,23 @@ export async function modelFolder(model: string, opts: { cache?: string; quiet?:
   (progress as Progress | null)?.finish();
   if (res.converted && !opts.quiet) process.stderr.write(convertSummary(res.converted));
   return res;
+}
+
+/**
+ * The folder a random-weights control is drawn from: the model folder itself, or, when it is a
+ * GGUF's conversion with 4-bit MatMulNBits weights (which the control does not redraw), an fp16
+ * conversion of the same GGUF made now into the same cache (once; reused after).
+ */
+export async function controlSourceFolder(model: string, resolved: import('../convert/cache.js').ResolvedModel, opts: { cache?: string; quiet?: boolean }): Promise<string> {
+  if (!resolved.source) return resolved.dir;
+  const { readFileSync } = await import('node:fs');
+  let weights: unknown;
+  try {
+    weights = JSON.parse(readFileSync(path.join(resolved.dir, 'lobes-convert.json'), 'utf8'))?.options?.weights;
+  } catch {
+    weights = undefined;
+  }
+  if (weights !== 'q4') return resolved.dir;
+  if (!opts.quiet) process.stderr.write(`extract: the control is drawn from an fp16 conversion of ${resolved.source.path} (its 4-bit weights are not redrawn in place)\n`);
+  return (await modelFolder(model, { cache: opts.cache, quiet: opts.quiet, weights: 'fp16' })).dir;
 }

@@ -4,7 +4,7 @@ import { runExtract, DEFAULT_CHUNK_ROWS, DEFAULT_BATCH } from '../extract/run.js
 import { parseShard, expandOut } from '../store/layout.js';
 import type { CaptureFamily, Device } from '../runtime/types.js';
 import { CAPTURE_FAMILIES } from '../hooks.js';
-import { modelFolder } from './convert.js';
+import { controlSourceFolder, modelFolder } from './convert.js';
 import { randomControlModel } from '../runtime/control.js';
 import type { ControlInfo } from '../store/types.js';
 
@@ -17,8 +17,9 @@ from its last complete chunk; a rerun with different settings is refused.
 
   --model DIR|FILE     ONNX model folder (model.onnx and tokenizer files), or a llama GGUF
                        file (converted once into the cache; see lobes convert --help)
-  --cache DIR          where converted GGUF models are kept (default $LOBES_CACHE/gguf or
-                       ~/.cache/lobes/gguf)
+  --cache DIR          where converted GGUF models and random-weights controls are kept
+                       (default $LOBES_CACHE/gguf or ~/.cache/lobes/gguf; controls in
+                       ~/.cache/lobes/controls)
   --data SPEC          builtin:NAME, socialeval:PATH, jsonl:PATH?text=F&label=F, csv:PATH?...
   --out RUN            run folder to create or resume; {i} and {n} are replaced by the shard
   --capture LIST       final (final.hidden), mlp (layers.*.mlp.in / mlp.down_in),
@@ -38,7 +39,8 @@ from its last complete chunk; a rerun with different settings is refused.
   --control random     extract through a random-weights control of the model instead: the same
                        graph and tokenizer with every projection and the embedding drawn from
                        N(0, σ²) (σ: each trained tensor's standard deviation) and norm scales 1
-                       (docs/controls.md); built once in the model cache, recorded in the manifest
+                       (docs/controls.md); built once in the cache, recorded in the manifest; a
+                       GGUF with 4-bit weights is drawn from an fp16 conversion made once
   --control-seed N     seed of the control's weights (default 0)
   --force              start even if the disk plan or the memory plan of a batch says it will not fit
   --repair             on resume, extract bad chunk files again and rewrite a damaged samples.jsonl
@@ -97,8 +99,9 @@ export async function run(argv: string[]): Promise<number> {
   if (v.control !== undefined) {
     if (v.control !== 'random') throw new UsageError(`--control must be random, got ${JSON.stringify(v.control)}`);
     const { analyseModel } = await import('../runtime/engine.js');
+    dir = await controlSourceFolder(v.model, model, { cache: v.cache, quiet: !!v.quiet });
     const { arch } = analyseModel(dir).info;
-    const c = await randomControlModel(dir, arch, { seed: intOption(v['control-seed'], '--control-seed', 0, 0, 2 ** 32 - 1), quiet: !!v.quiet });
+    const c = await randomControlModel(dir, arch, { seed: intOption(v['control-seed'], '--control-seed', 0, 0, 2 ** 32 - 1), quiet: !!v.quiet, ...(v.cache ? { cacheDir: v.cache } : {}) });
     if (!v.quiet) process.stderr.write(`extract: random-weights control of ${dir} (seed ${c.info.seed}) at ${c.dir}\n`);
     dir = c.dir;
     control = c.info;

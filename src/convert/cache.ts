@@ -7,22 +7,33 @@
  * named `<file stem>-<key>`, where key is the first 16 hex digits of sha256 over the converter
  * and writer versions, the file's size, mtime and the sha256 of its header, metadata and tensor
  * infos (every byte before the weights), and the conversion options. A changed, replaced or
- * touched file gets a new entry; the weights themselves are never hashed (gigabytes).
+ * touched file gets a new entry.
  *
- * Safety: an entry is built in a private folder (`.build-<pid>-<random>/`) and renamed into
- * place complete, with `lobes-convert.json` recording its key and the size of every file; an
- * entry whose record is missing, of another key, or whose files have other sizes is never used
- * (it is moved aside and rebuilt). Concurrent processes (shards on one node) serialise on
- * `<entry>.lock` (created exclusively, holding pid and host): the first converts, the others
- * wait and then use its entry. A lock or build folder left by a process that died on this host
- * is removed.
+ * Identity: the sha256 of the whole GGUF (hashed once per machine through the file-hash cache,
+ * src/store/filehash.ts) with the options that change numbers (dtype, resolved weight storage)
+ * is the model's identity (model.source.identity), the same for every layout: an eval (genai
+ * layout) and an attend (explicit layout) of one GGUF are runs of one model.
+ *
+ * Safety: an entry is built in a private folder (`.build-<pid>-<random>-<host>/`) and renamed
+ * into place complete, with `lobes-cache.json` recording its key and the size and sha256 of
+ * every file. On every use the files are checked against that record (sizes, then hashes
+ * through the file-hash cache: a file whose device, inode, size, modification and change times
+ * are unchanged is not read again; what that trusts is in docs/gguf.md); an entry whose record
+ * is missing, of another key, or whose files differ is never used: it is set aside and rebuilt,
+ * with a line saying why. Concurrent processes (shards on one node) serialise on `<entry>.lock`
+ * (src/util/lock.ts: pid, host and process start time; a dead holder's lock is removed, and a
+ * wait ends at a timeout with a line naming the lock file). A GGUF that changes while it is
+ * converted is refused (src/convert/guard.ts).
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, renameSync, rmSync, statSync } from 'node:fs';
 import { hostname, homedir } from 'node:os';
 import * as path from 'node:path';
 import { LobesError } from '../util/errors.js';
 import { fsyncDir, writeFileAtomicSync } from '../util/io.js';
+import { acquireLock, pidAlive } from '../util/lock.js';
+import { hashFileCached } from '../store/filehash.js';
+import { folderProblem, hashFolder, rememberFolder, type RecordedFile } from './folder-hash.js';
 import { WRITER_VERSION } from './llama-onnx/index.js';
 import { readGgufHeader } from '../formats/gguf.js';
 import type { ModelSourceRecord } from '../store/types.js';
@@ -39,6 +50,8 @@ export interface ResolveModelOptions extends Pick<ConvertOptions, 'dtype' | 'wei
   log?: (line: string) => void;
   /** Conversion progress (bytes written, total). */
   onProgress?: ConvertOptions['onProgress'];
+  /** Progress of hashing the GGUF the first time it is seen (bytes read, total). */
+  onHash?: (done: number, total: number) => void;
 }
 
 export interface ResolvedModel {
@@ -84,68 +97,35 @@ export function cacheEntryName(id: GgufIdentity, opts: { dtype: string; weights:
   return `${stem}-${key}`;
 }
 
-/** Sizes of the files of a folder (the record itself excluded). */
-function fileSizes(dir: string): Record<string, number> {
-  const out: Record<string, number> = {};
-  for (const f of readdirSync(dir).sort()) if (f !== CACHE_RECORD) out[f] = statSync(path.join(dir, f)).size;
-  return out;
+/** The cache's own record in an entry: key, and size and sha256 of every file (written last, inside the build folder). */
+const CACHE_RECORD = 'lobes-cache.json';
+/** Version of the record's format: entries of another version are rebuilt. */
+const CACHE_RECORD_VERSION = 2;
+
+/**
+ * Why `dir` is not a usable entry for `entry`, or null when it is: the record must be there,
+ * of this key, and every file must be there with the size and the sha256 recorded when it was
+ * written (hashes through the machine's file-hash cache, src/store/filehash.ts: a file unchanged
+ * in device, inode, size, modification and status-change time is not read again).
+ */
+export function entryProblem(dir: string, entry: string): string | null {
+  let rec: any;
+  try {
+    rec = JSON.parse(readFileSync(path.join(dir, CACHE_RECORD), 'utf8'));
+  } catch {
+    return existsSync(dir) ? `no readable ${CACHE_RECORD}` : 'absent';
+  }
+  if (rec?.entry !== entry) return `${CACHE_RECORD} is of another entry`;
+  if (rec.version !== CACHE_RECORD_VERSION || !rec.files || typeof rec.files !== 'object') return `${CACHE_RECORD} is of an older lobes`;
+  return folderProblem(dir, rec.files as Record<string, RecordedFile>, CACHE_RECORD, 'converted model file');
 }
 
-/** The cache's own record in an entry: key and file sizes (written last, inside the build folder). */
-const CACHE_RECORD = 'lobes-cache.json';
-
-/** Whether `dir` is a complete entry for `entry` (record present, same key, same files and sizes). */
+/** Whether `dir` is a complete, unaltered entry for `entry` (see `entryProblem`). */
 export function validEntry(dir: string, entry: string): boolean {
   try {
-    const rec = JSON.parse(readFileSync(path.join(dir, CACHE_RECORD), 'utf8'));
-    if (rec?.entry !== entry || typeof rec.files !== 'object') return false;
-    const now = fileSizes(dir);
-    const want = rec.files as Record<string, number>;
-    if (Object.keys(now).length !== Object.keys(want).length) return false;
-    return Object.entries(want).every(([f, n]) => now[f] === n);
+    return entryProblem(dir, entry) === null;
   } catch {
     return false;
-  }
-}
-
-function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e: any) {
-    return e?.code === 'EPERM';
-  }
-}
-
-/** Take `<entry>.lock`, or return the holder when another live process has it. */
-function tryLock(lock: string): { pid: number; host: string } | null {
-  for (let attempt = 0; attempt < 3; attempt++) {
-    try {
-      const fd = openSync(lock, 'wx');
-      writeSync(fd, JSON.stringify({ pid: process.pid, host: hostname(), startedAt: new Date().toISOString() }));
-      closeSync(fd);
-      return null;
-    } catch (e: any) {
-      if (e?.code !== 'EEXIST') throw new LobesError(`cannot create the cache lock (${e?.code ?? e?.message})`, { file: lock, hint: 'check that the cache folder is writable, or pass --cache DIR' });
-    }
-    let holder: { pid: number; host: string } | null = null;
-    try {
-      holder = JSON.parse(readFileSync(lock, 'utf8'));
-    } catch {
-      // Being written right now, or empty after a crash between create and write.
-      if (Date.now() - statMs(lock) < 5000) return { pid: 0, host: '?' };
-    }
-    if (holder && (holder.host !== hostname() || pidAlive(holder.pid))) return holder;
-    rmSync(lock, { force: true }); // left by a dead process on this host
-  }
-  return { pid: 0, host: '?' };
-}
-
-function statMs(p: string): number {
-  try {
-    return statSync(p).mtimeMs;
-  } catch {
-    return 0;
   }
 }
 
@@ -164,7 +144,30 @@ function cleanDeadBuilds(root: string): void {
   }
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** The resolved --weights of an entry (from its lobes-convert.json), or the requested one. */
+function resolvedWeights(dir: string, requested: string): string {
+  try {
+    const w = JSON.parse(readFileSync(path.join(dir, CONVERT_RECORD), 'utf8'))?.options?.weights;
+    return typeof w === 'string' ? w : requested;
+  } catch {
+    return requested;
+  }
+}
+
+/**
+ * One identity of a GGUF model for every command, whichever graph layout it needs: the
+ * sha256 of the whole GGUF file with the options that change numbers (compute dtype and the
+ * weight storage as resolved), not the layout. `lobes eval` (genai layout) and `lobes attend`
+ * (explicit layout) of one GGUF record the same identity.
+ */
+export function sourceIdentity(ggufSha256: string, dtype: string, weights: string): string {
+  return createHash('sha256').update(JSON.stringify({ gguf: ggufSha256, dtype, weights })).digest('hex');
+}
+
+/** Whether two recorded model sources are the same model (same GGUF content and numeric options). */
+export function sameSourceModel(a: ModelSource | null | undefined, b: ModelSource | null | undefined): boolean {
+  return !!a?.identity && !!b?.identity && a.identity === b.identity;
+}
 
 /**
  * The model folder for `p`: `p` itself when it is not a GGUF file, else the cached conversion
@@ -172,8 +175,9 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  * `attend` call this on their --model argument.
  */
 export async function resolveModel(p: string, opts: ResolveModelOptions = {}): Promise<ResolvedModel> {
-  // A file named .gguf that is not one goes on to the GGUF reader, whose error says what is wrong.
-  if (!isGgufFile(p) && !(/\.gguf$/i.test(p) && existsSync(p) && statSync(p).isFile())) return { dir: p, source: null, converted: null };
+  // A path named .gguf that is not a folder goes on to the GGUF reader, whose error says what is
+  // wrong (not a GGUF, a FIFO, a device).
+  if (!isGgufFile(p) && !(/\.gguf$/i.test(p) && existsSync(p) && !statSync(p).isDirectory())) return { dir: p, source: null, converted: null };
   const log = opts.log ?? ((l: string) => process.stderr.write(l + '\n'));
   const o = resolveConvertOptions(opts);
   // Everything the conversion can check without reading the weights is checked before the
@@ -189,24 +193,23 @@ export async function resolveModel(p: string, opts: ResolveModelOptions = {}): P
   }
   const entry = cacheEntryName(id, o);
   const dir = path.join(root, entry);
-  const source: ModelSource = { format: 'gguf', ...id, converted: dir, options: { dtype: o.dtype, weights: o.weights, layout: o.layout } };
-  if (validEntry(dir, entry)) return { dir, source, converted: null };
+  const sha256 = hashFileCached(p, { what: 'GGUF file', onBytes: opts.onHash }).sha256;
+  const sourceOf = (): ModelSource => ({ format: 'gguf', ...id, sha256, identity: sourceIdentity(sha256, o.dtype, resolvedWeights(dir, o.weights)), converted: dir, options: { dtype: o.dtype, weights: o.weights, layout: o.layout } });
+  const problem = entryProblem(dir, entry);
+  if (problem === null) return { dir, source: sourceOf(), converted: null };
+  if (problem !== 'absent') log(`cache entry ${dir} is not used: ${problem}; converting again`);
 
-  const lock = `${dir}.lock`;
-  let waited = false;
-  for (;;) {
-    const holder = tryLock(lock);
-    if (!holder) break;
-    if (!waited) log(`waiting for another lobes process (pid ${holder.pid} on ${holder.host}) converting ${path.basename(p)} into ${dir}`);
-    waited = true;
-    await sleep(500);
-    if (validEntry(dir, entry)) return { dir, source, converted: null };
-  }
+  const lock = await acquireLock(`${dir}.lock`, {
+    purpose: `converting ${path.basename(p)}`,
+    onWait: (h) => log(`waiting for another lobes process (pid ${h.pid} on ${h.host}) converting ${path.basename(p)} into ${dir}`),
+    until: () => validEntry(dir, entry),
+  });
+  if (!lock) return { dir, source: sourceOf(), converted: null };
   try {
-    if (validEntry(dir, entry)) return { dir, source, converted: null };
+    if (validEntry(dir, entry)) return { dir, source: sourceOf(), converted: null };
     cleanDeadBuilds(root);
     if (existsSync(dir)) {
-      // Not a valid entry (interrupted by hand, edited, or from a lobes that wrote no record): set aside.
+      // Not a valid entry (interrupted, altered, or from a lobes that wrote another record): set aside.
       const stale = path.join(root, `.stale-${entry}-${process.pid}-${randomBytes(4).toString('hex')}`);
       renameSync(dir, stale);
       rmSync(stale, { recursive: true, force: true });
@@ -217,15 +220,18 @@ export async function resolveModel(p: string, opts: ResolveModelOptions = {}): P
       log(`converting ${p} to ONNX (once) into ${dir}`);
       const target = path.join(build, 'model');
       const res = await convertGguf(p, target, { dtype: o.dtype, weights: o.weights, layout: o.layout, onProgress: opts.onProgress });
-      writeFileAtomicSync(path.join(target, CACHE_RECORD), JSON.stringify({ entry, createdAt: new Date().toISOString(), source: id, files: fileSizes(target) }, null, 2) + '\n');
+      const hashed = hashFolder(target, CACHE_RECORD, 'converted model file');
+      writeFileAtomicSync(path.join(target, CACHE_RECORD), JSON.stringify({ entry, version: CACHE_RECORD_VERSION, createdAt: new Date().toISOString(), source: id, files: hashed.files }, null, 2) + '\n');
       renameSync(target, dir);
       fsyncDir(root);
-      return { dir, source, converted: { ...res, dir } };
+      // The files were hashed in the build folder; the hash cache learns them at their place.
+      rememberFolder(dir, hashed);
+      return { dir, source: sourceOf(), converted: { ...res, dir } };
     } finally {
       rmSync(build, { recursive: true, force: true });
     }
   } finally {
-    rmSync(lock, { force: true });
+    lock.release();
   }
 }
 

@@ -22,6 +22,7 @@ import { NBITS_MAPPING } from '../formats/ggml-nbits.js';
 import { writeLlamaOnnx, WRITER_VERSION, type LlamaLayout, type LlamaSpec } from './llama-onnx/index.js';
 import { openGgufLlama, type GgufLlama } from './gguf-llama.js';
 import { tokenizerFilesFromGguf } from './tokenizer.js';
+import { checkForceTarget, checkSourceUnchanged, sourceSnapshot } from './guard.js';
 
 /** Bump when a converted folder would differ for the same GGUF and options (cache entries are keyed by it). */
 export const CONVERTER_VERSION = '1';
@@ -139,6 +140,9 @@ export async function convertGguf(file: string, out: string, opts: ConvertOption
   const o = resolveConvertOptions(opts);
   const model = openGgufLlama(file);
   try {
+    if (opts.overwrite) checkForceTarget(path.resolve(out), file, CONVERT_RECORD);
+    // Taken before the first weight is read, compared when the folder is complete (./guard.ts).
+    const before = sourceSnapshot(file, model.gguf.dataStart);
     const tok = tokenizerFilesFromGguf(model.gguf.metadata, file);
     const chosen = o.weights === 'auto' ? chooseWeights(model, o.dtype) : null;
     const weights = chosen?.weights ?? (o.weights as 'q4' | 'fp16' | 'fp32');
@@ -161,6 +165,7 @@ export async function convertGguf(file: string, out: string, opts: ConvertOption
       weights,
       overwrite: !!opts.overwrite,
       onProgress: opts.onProgress,
+      beforeCommit: () => checkSourceUnchanged(file, model.gguf.dataStart, before),
       extraFiles: {
         'tokenizer.json': JSON.stringify(tok.tokenizerJson),
         'tokenizer_config.json': JSON.stringify(tok.tokenizerConfigJson, null, 2) + '\n',

@@ -14,8 +14,8 @@
  * allocated, so a corrupt or hostile file gives a one-line LobesError naming the place, never
  * a huge allocation. Tensor data is read by positional reads; memory is O(what is asked for).
  */
-import { openSync, closeSync, fstatSync } from 'node:fs';
-import { readExactly } from '../util/io.js';
+import { existsSync, openSync, closeSync, fstatSync, constants as fsConstants } from 'node:fs';
+import { checkRegularFile, readExactly } from '../util/io.js';
 import { LobesError, type ErrorPlace } from '../util/errors.js';
 import { dequantizeBlocks, ggmlType, ggmlTypeName } from './ggml.js';
 
@@ -239,14 +239,19 @@ function alignUp(x: number, a: number): number {
  * checked against the file size. Throws a one-line LobesError for anything malformed.
  */
 export function openGguf(file: string): GgufFile {
+  // A FIFO or a device would block the open or never end: refused before opening, and again
+  // on the open descriptor (opened non-blocking, so a FIFO swapped in meanwhile cannot hang it).
+  if (existsSync(file)) checkRegularFile(file, 'GGUF file', 'give the path of the .gguf file itself');
   let fd: number;
   try {
-    fd = openSync(file, 'r');
+    fd = openSync(file, fsConstants.O_RDONLY | fsConstants.O_NONBLOCK);
   } catch (e: any) {
     throw new LobesError(`cannot open GGUF file (${e.code ?? e.message})`, { file });
   }
   try {
-    const size = fstatSync(fd).size;
+    const st = fstatSync(fd);
+    if (!st.isFile()) throw new LobesError('GGUF file is not a regular file', { file, hint: 'give the path of the .gguf file itself' });
+    const size = st.size;
     const cur = new HeaderCursor(fd, file, size);
     if (size < 4) cur.fail(`not a GGUF file: ${size} bytes, shorter than the magic`, 'header', 0);
     const magic = cur.u32('header');
@@ -327,10 +332,23 @@ export function openGguf(file: string): GgufFile {
       }
       tensors.push({ name: r.name, dims: r.dims, type: r.type, typeName: ggmlTypeName(r.type), offset, nbytes, numel, rows, rowBytes });
     }
+    checkOverlaps(file, tensors);
     return new GgufFile(file, fd, size, version, metadata, tensors, alignment, dataStart);
   } catch (e) {
     closeSync(fd);
     throw e;
+  }
+}
+
+/** Two tensors whose data ranges share a byte are refused: one of them would be read as the other's weights. */
+function checkOverlaps(file: string, tensors: GgufTensorInfo[]): void {
+  const byStart = tensors.filter((t) => t.nbytes > 0).sort((a, b) => a.offset - b.offset || a.nbytes - b.nbytes);
+  let last: GgufTensorInfo | null = null;
+  for (const t of byStart) {
+    if (last && t.offset < last.offset + last.nbytes) {
+      throw new LobesError(`tensors ${JSON.stringify(last.name)} [${last.offset}, ${last.offset + last.nbytes}) and ${JSON.stringify(t.name)} [${t.offset}, ${t.offset + t.nbytes}) share bytes of the data section: corrupt GGUF`, { file, where: 'tensor infos' });
+    }
+    if (!last || t.offset + t.nbytes > last.offset + last.nbytes) last = t;
   }
 }
 

@@ -21,12 +21,18 @@
  * are structure too. The graph records the control in its metadata (lobes.control), so its sha256
  * differs from the trained model's, and the run's manifest records it as model.control.
  *
- * The control folder is built once per (model graph, seed) in the model cache
- * ($LOBES_MODEL_CACHE, else the system temp folder + lobes-models) and reused; it is written into
- * a private temporary folder and renamed into place, so a crash leaves nothing half-written.
+ * The control folder is built once per (model graph, seed) in the control cache (`cacheDir`:
+ * `lobes extract --cache DIR` passes DIR; else $LOBES_MODEL_CACHE, else $LOBES_CACHE/controls,
+ * else $XDG_CACHE_HOME/lobes/controls or ~/.cache/lobes/controls: never the system temp folder,
+ * which is often small, as a control is as large as its model) and reused; it is written into a
+ * private temporary folder and renamed into place under a lock (src/util/lock.ts), so a crash
+ * leaves nothing half-written and shards starting together build it once.
+ *
+ * 4-bit MatMulNBits weights are not redrawn here: a GGUF's control is drawn from an fp16
+ * conversion of it, made automatically (src/cli/extract.ts, `controlSourceFolder`).
  */
-import { closeSync, copyFileSync, existsSync, fsyncSync, mkdirSync, openSync, readSync, readdirSync, renameSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { closeSync, copyFileSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, readSync, readdirSync, renameSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs';
+import { homedir } from 'node:os';
 import * as path from 'node:path';
 import { LobesError, UsageError } from '../util/errors.js';
 import { Rng } from '../util/rng.js';
@@ -36,6 +42,8 @@ import { bytesOf } from '../util/io.js';
 import { DataLocation, DataType, GraphIndex, PASSTHROUGH, getAttr, isExternal, loadModel, readInitializerFloat32, writeModel, type LoadedModel, type NodeProto, type TensorProto } from '../onnx/index.js';
 import { sha256File } from '../store/chunks.js';
 import type { ControlInfo } from '../store/types.js';
+import { acquireLock } from '../util/lock.js';
+import { folderProblem, hashFolder, rememberFolder, type FolderHashes, type RecordedFile } from '../convert/folder-hash.js';
 
 /** Bumped when the way controls are drawn changes (a new version never reuses an old folder). */
 export const CONTROL_VERSION = 1;
@@ -45,7 +53,7 @@ export const CONTROL_SCHEME = 'each projection and the embedding drawn from N(0,
 export interface ControlOptions {
   /** Seed of the draws (default 0). */
   seed?: number;
-  /** Folder under which control models are cached (default $LOBES_MODEL_CACHE or tmp/lobes-models). */
+  /** Folder under which control models are cached (default: `defaultControlDir`). */
   cacheDir?: string;
   quiet?: boolean;
 }
@@ -91,7 +99,7 @@ export function controlPlan(m: LoadedModel, hidden: number, intermediate: number
   for (const node of graph.node) {
     const dom = node.domain ?? '';
     if (dom === 'com.microsoft' && node.opType === 'MatMulNBits') {
-      throw new UsageError(`--control random: the model stores ${node.name ?? 'a projection'} as 4-bit MatMulNBits, which the control cannot redraw yet`, 'use a float (fp16/fp32) export of the model, e.g. lobes convert … --weights fp16');
+      throw new UsageError(`--control random: the model stores ${node.name ?? 'a projection'} as 4-bit MatMulNBits, which the control does not redraw`, 'give the GGUF itself as --model (its control is drawn from an fp16 conversion made automatically), or a float (fp16/fp32) export of the model');
     }
     if ((node.opType === 'MatMul' || node.opType === 'Gemm') && !dom) projection(g, init, node, hidden, intermediate, redraw, isFloat);
     if (node.opType === 'Gather' && !dom && isIdsInput(g, intInputs, node.input[1])) {
@@ -161,9 +169,11 @@ function encodeAs(dataType: number, v: Float32Array): Uint8Array {
   return bytesOf(Float64Array.from(v));
 }
 
-/** Default cache root (the same folder the generated test models use). */
-function cacheRoot(): string {
-  return process.env.LOBES_MODEL_CACHE ?? path.join(tmpdir(), 'lobes-models');
+/** Default folder of control models (see the module comment). */
+export function defaultControlDir(env: NodeJS.ProcessEnv = process.env): string {
+  if (env.LOBES_MODEL_CACHE) return env.LOBES_MODEL_CACHE;
+  if (env.LOBES_CACHE) return path.join(env.LOBES_CACHE, 'controls');
+  return path.join(env.XDG_CACHE_HOME || path.join(homedir(), '.cache'), 'lobes', 'controls');
 }
 
 /**
@@ -176,25 +186,70 @@ export async function randomControlModel(modelDir: string, arch: { hidden: numbe
   const m = loadModel(modelDir);
   const sourceGraphSha256 = sha256File(m.file).sha256;
   const info: ControlInfo = { kind: 'random', seed, source: path.resolve(modelDir), sourceGraphSha256, scheme: CONTROL_SCHEME };
-  const dir = path.join(opts.cacheDir ?? cacheRoot(), `control-random-${sourceGraphSha256.slice(0, 16)}-seed${seed}-v${CONTROL_VERSION}`);
-  if (existsSync(path.join(dir, 'lobes-control.json'))) return { dir, info };
+  const root = opts.cacheDir ?? defaultControlDir();
+  const dir = path.join(root, `control-random-${sourceGraphSha256.slice(0, 16)}-seed${seed}-v${CONTROL_VERSION}`);
+  const done = () => controlProblem(dir) === null;
+  const problem = controlProblem(dir);
+  if (problem === null) return { dir, info };
+  if (problem !== 'absent' && !opts.quiet) process.stderr.write(`control ${dir} is not used: ${problem}; drawing it again\n`);
   const plan = controlPlan(m, arch.hidden, arch.intermediate);
   if (plan.redraw.size === 0) throw new LobesError('found no projection or embedding weights to redraw', { file: m.file, hint: 'is this a Llama-class model with float weights?' });
-  const tmp = `${dir}.tmp-${process.pid}-${Date.now()}`;
-  mkdirSync(tmp, { recursive: true });
   try {
-    writeControl(m, plan, seed, tmp, info, !!opts.quiet);
-    rmSync(dir, { recursive: true, force: true });
-    renameSync(tmp, dir);
-  } catch (e) {
-    rmSync(tmp, { recursive: true, force: true });
-    throw e;
+    mkdirSync(root, { recursive: true });
+  } catch (e: any) {
+    throw new LobesError(`cannot create the control cache folder (${e?.code ?? e?.message})`, { file: root, hint: 'pass --cache DIR, or set LOBES_CACHE' });
+  }
+  const lock = await acquireLock(`${dir}.lock`, {
+    purpose: `drawing the random-weights control of ${path.resolve(modelDir)}`,
+    onWait: (h) => {
+      if (!opts.quiet) process.stderr.write(`waiting for another lobes process (pid ${h.pid} on ${h.host}) drawing the control into ${dir}\n`);
+    },
+    until: done,
+  });
+  if (!lock) return { dir, info };
+  try {
+    if (done()) return { dir, info };
+    const tmp = `${dir}.tmp-${process.pid}-${Date.now()}`;
+    mkdirSync(tmp, { recursive: true });
+    try {
+      const hashed = writeControl(m, plan, seed, tmp, info, !!opts.quiet);
+      rmSync(dir, { recursive: true, force: true });
+      renameSync(tmp, dir);
+      rememberFolder(dir, hashed);
+    } catch (e) {
+      rmSync(tmp, { recursive: true, force: true });
+      throw e;
+    }
+  } finally {
+    lock.release();
   }
   return { dir, info };
 }
 
-/** Write the control folder: the other files copied, the graph with the new weights (external data for external tensors). */
-function writeControl(m: LoadedModel, plan: ControlPlan, seed: number, out: string, info: ControlInfo, quiet: boolean): void {
+const CONTROL_RECORD = 'lobes-control.json';
+
+/**
+ * Why the control folder `dir` cannot be used, or null when it can: its record must be there
+ * with the size and sha256 of every file as written, and the files must still have them
+ * (src/convert/folder-hash.ts; 'absent' when there is no folder).
+ */
+export function controlProblem(dir: string): string | null {
+  let rec: any;
+  try {
+    rec = JSON.parse(readFileSync(path.join(dir, CONTROL_RECORD), 'utf8'));
+  } catch {
+    return existsSync(dir) ? `no readable ${CONTROL_RECORD}` : 'absent';
+  }
+  if (!rec?.files || typeof rec.files !== 'object') return `${CONTROL_RECORD} records no file hashes (an older lobes)`;
+  try {
+    return folderProblem(dir, rec.files as Record<string, RecordedFile>, CONTROL_RECORD, 'control model file');
+  } catch (e: any) {
+    return `its files cannot be read (${e?.code ?? e?.message})`;
+  }
+}
+
+/** Write the control folder: the other files copied, the graph with the new weights (external data for external tensors); returns the files' hashes, recorded in lobes-control.json. */
+function writeControl(m: LoadedModel, plan: ControlPlan, seed: number, out: string, info: ControlInfo, quiet: boolean): FolderHashes {
   const graphName = path.basename(m.file);
   const externalFiles = new Set([...m.external.values()].map((r) => r.path));
   for (const f of readdirSync(m.dir)) {
@@ -251,7 +306,9 @@ function writeControl(m: LoadedModel, plan: ControlPlan, seed: number, out: stri
   if (offset === 0) rmSync(path.join(out, dataName));
   m.model.metadataProps = [...m.model.metadataProps.filter((p) => p.key !== 'lobes.control'), { key: 'lobes.control', value: JSON.stringify({ ...info, version: CONTROL_VERSION }) }];
   writeModel(path.join(out, graphName), m.model);
-  writeFileSync(path.join(out, 'lobes-control.json'), JSON.stringify({ ...info, version: CONTROL_VERSION, redrawn, filled: Object.fromEntries(plan.fill) }, null, 1) + '\n');
+  const hashed = hashFolder(out, CONTROL_RECORD, 'control model file');
+  writeFileSync(path.join(out, CONTROL_RECORD), JSON.stringify({ ...info, version: CONTROL_VERSION, redrawn, filled: Object.fromEntries(plan.fill), files: hashed.files }, null, 1) + '\n');
+  return hashed;
 }
 
 /** Store `bytes` as the tensor's data: appended to the control's data file when it was external, inline otherwise. */

@@ -90,6 +90,26 @@ export function sha256Stream(file: string, onBytes?: (done: number, total: numbe
 }
 
 /**
+ * Remember a hash computed elsewhere (e.g. of a file while it was in a temporary folder
+ * before a rename): stored only when the file's device, inode, size and times are still the
+ * ones `before` (taken before it was hashed) had, so the cache's guarantee holds.
+ */
+export function rememberFileHash(file: string, hash: FileHash, before: BigIntStats): void {
+  const cacheFile = hashCacheFile();
+  if (!cacheFile) return;
+  try {
+    const real = realpathSync(file);
+    const st = statSync(real, { bigint: true });
+    if (!st.isFile() || statKey(st) !== statKey(before) || BigInt(hash.bytes) !== st.size) return;
+    const fresh = loadCache(cacheFile);
+    fresh[real] = { key: statKey(st), sha256: hash.sha256, bytes: hash.bytes, at: Date.now() };
+    saveCache(cacheFile, fresh);
+  } catch {
+    // Only costs a hash later.
+  }
+}
+
+/**
  * sha256 of a file, from the cache when the file is unchanged since it was last hashed
  * (see the module comment for what that trusts), else streamed and remembered.
  */

@@ -158,18 +158,20 @@ export function checkProvenance(runDir: string, manifest: RunManifest, recorded:
 /** What names a model across commands: its graph, and the GGUF it was converted from, if any. */
 export interface ModelRef {
   graphSha256?: string | null;
-  source?: { size?: number; headerSha256?: string } | null;
+  source?: { size?: number; headerSha256?: string; identity?: string } | null;
 }
 
 /**
  * Whether two records name the same model: the same graph, or conversions of the same GGUF
- * file (extract, eval and attend may convert one GGUF into different layouts): same size and
- * the same header bytes.
+ * file (extract, eval and attend may convert one GGUF into different layouts): the same
+ * conversion identity where both recorded one, else the same size and header bytes.
  */
 export function sameModel(a: ModelRef | null | undefined, b: ModelRef | null | undefined): boolean {
   if (!a || !b) return false;
   if (a.graphSha256 && a.graphSha256 === b.graphSha256) return true;
   const x = a.source;
   const y = b.source;
+  // Both recorded the conversion identity (the GGUF's sha256, dtype and weight storage, not the layout).
+  if (x?.identity && y?.identity) return x.identity === y.identity;
   return !!x && !!y && x.size !== undefined && x.size === y.size && !!x.headerSha256 && x.headerSha256 === y.headerSha256;
 }

@@ -44,6 +44,14 @@ export interface ModelSourceRecord {
   mtimeMs: number;
   /** sha256 of every byte before the GGUF's data section (header, metadata, tensor infos). */
   headerSha256: string;
+  /** sha256 of the whole GGUF file (runs written by older lobes: absent). */
+  sha256?: string;
+  /**
+   * The model's identity whichever layout it was converted to: sha256 over the GGUF's sha256,
+   * the compute dtype and the weight storage as resolved (src/convert/cache.ts sourceIdentity).
+   * Two commands that record the same identity ran the same model.
+   */
+  identity?: string;
   /** The converted model folder. */
   converted: string;
   /** Conversion options as requested. */

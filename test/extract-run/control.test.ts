@@ -5,12 +5,13 @@
  * on words it has not seen in training; its random-weights control cannot.
  */
 import { describe, it, expect, afterAll } from 'vitest';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { ensureModelFromSpec, type GeneratedModelSpec } from '../../src/models/write.js';
 import { readPlant } from '../../src/models/plant.js';
-import { controlPlan, randomControlModel, tensorStd } from '../../src/runtime/control.js';
+import { controlPlan, controlProblem, randomControlModel, tensorStd } from '../../src/runtime/control.js';
 import { analyseModel } from '../../src/runtime/engine.js';
 import { runExtract } from '../../src/extract/run.js';
 import { runCluster } from '../../src/cluster/run.js';
@@ -91,6 +92,21 @@ describe('random-weights control', () => {
     const c2 = await randomControlModel(model, arch, { seed: 4, cacheDir: tmp, quiet: true });
     const name = [...plan.redraw.keys()][0];
     expect(readInitializerFloat32(loadModel(c2.dir), name)[0]).not.toBe(readInitializerFloat32(cm, name)[0]);
+    // A control whose weights were altered after it was written (same size, same mtime to the
+    // nanosecond) is not used: it is drawn again, the same bytes as the first time.
+    const data = path.join(c.dir, existsSync(path.join(c.dir, 'model.onnx.data')) ? 'model.onnx.data' : 'model.onnx');
+    const good = readFileSync(data);
+    const ref = path.join(tmp, 'times-ref');
+    writeFileSync(ref, '');
+    execFileSync('touch', ['-r', data, ref]);
+    const bad = Buffer.from(good);
+    for (let i = 0; i < 8; i++) bad[(bad.length >> 1) + i] ^= 0xff;
+    writeFileSync(data, bad);
+    execFileSync('touch', ['-r', ref, data]);
+    expect(controlProblem(c.dir)).toMatch(/^model\.onnx(\.data)? has sha256 [0-9a-f]{12}…, [0-9a-f]{12}… when written$/);
+    expect((await randomControlModel(model, arch, { seed: 3, cacheDir: tmp, quiet: true })).dir).toBe(c.dir);
+    expect(readFileSync(data).equals(good)).toBe(true);
+    expect(controlProblem(c.dir)).toBeNull();
   }, 120_000);
 
   it('the planted model separates its groups; its random-weights control does not', async () => {

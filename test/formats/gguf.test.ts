@@ -6,6 +6,7 @@
  */
 import { describe, it, expect, afterAll } from 'vitest';
 import * as path from 'node:path';
+import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { openGguf, readGgufHeader } from '../../src/formats/gguf.js';
 import { LobesError } from '../../src/util/errors.js';
@@ -310,6 +311,35 @@ describe('malformed GGUF files: one-line LobesErrors naming file and place', () 
     // Rename "test.array.uint32" to "general.alignment" (both 17 bytes): an array, refused.
     b.write('general.alignment', after('test.array.uint32') - 17, 'latin1');
     expect(open(b).message).toMatch(/metadata: general.alignment must be a power-of-two uint32, got an array/);
+  });
+
+  it('two tensors sharing data bytes are refused, naming both and their ranges', () => {
+    // q5_0.mat's offset set to q4_1.mat's: the reader would give one tensor's bytes as the other's.
+    const g = openGguf(GOLDEN_GGUF);
+    g.close();
+    const q4 = g.tensor('q4_1.mat');
+    const q5 = g.tensor('q5_0.mat');
+    const b = Buffer.from(base);
+    const at = after('q5_0.mat'); // u32 n_dims = 2, 2 x u64 dims, u32 type, u64 offset
+    b.writeBigUInt64LE(BigInt(q4.offset - g.dataStart), at + 4 + 16 + 4);
+    const [first, second] = q4.nbytes <= q5.nbytes ? [q4, q5] : [q5, q4];
+    const msg = open(b).message;
+    expect(msg).toMatch(/: tensor infos: tensors "(q4_1|q5_0)\.mat" \[\d+, \d+\) and "(q4_1|q5_0)\.mat" \[\d+, \d+\) share bytes of the data section/);
+    expect(msg).toContain(`"${first.name}" [${q4.offset}, ${q4.offset + first.nbytes})`);
+    expect(msg).toContain(`"${second.name}" [${q4.offset}, ${q4.offset + second.nbytes})`);
+    expect(msg).not.toMatch(/\n/);
+    // A tensor starting inside another's range (not at its start) is refused as well.
+    const c = Buffer.from(base);
+    c.writeBigUInt64LE(BigInt(q4.offset - g.dataStart + 32), at + 4 + 16 + 4);
+    expect(open(c).message).toMatch(/share bytes of the data section/);
+  });
+
+  it('a FIFO or a folder named .gguf is refused without opening it (no hang)', () => {
+    const fifo = path.join(dir, 'pipe.gguf');
+    execFileSync('mkfifo', [fifo]);
+    expect(lobesError(() => openGguf(fifo)).message).toBe(`${fifo}: GGUF file is a named pipe (FIFO), not a regular file (give the path of the .gguf file itself)`);
+    expect(lobesError(() => openGguf(dir)).message).toMatch(/GGUF file is a folder, not a regular file/);
+    expect(lobesError(() => openGguf('/dev/null')).message).toMatch(/\/dev\/null: GGUF file is a device, not a regular file/);
   });
 
   it('a file that is not there', () => {

@@ -99,6 +99,11 @@ export interface WriteLlamaOptions {
   extraFiles?: Record<string, string | Uint8Array>;
   /** Replace an existing non-empty folder (default: refuse). */
   overwrite?: boolean;
+  /**
+   * Called when the folder is complete in its temporary place, before it is renamed into
+   * place: a throw abandons it (nothing is left behind). The temporary folder is passed.
+   */
+  beforeCommit?: (tmp: string) => void;
   /** Largest float32 chunk of one tensor held at a time, in bytes (default 32 MiB). */
   chunkBytes?: number;
   /** Called after each chunk: bytes of model.onnx.data written so far, the planned total, the tensor. */

@@ -119,6 +119,7 @@ export async function writeLlamaOnnx(dir: string, spec: LlamaSpec, src: LlamaWei
       if (name.includes('/') || name.includes('\\') || name.startsWith('.')) throw new LobesError(`extra file name "${name}" must be a plain file name`);
       writeFileAtomicSync(path.join(tmp, name), data);
     }
+    opts.beforeCommit?.(tmp);
     // Into place: an existing (empty, or with overwrite) folder is moved aside first.
     let old: string | null = null;
     if (existsSync(target)) {
