@@ -1,9 +1,11 @@
 import { parseCommand, intOption, numOption } from './args.js';
 import { runCluster, DEFAULT_PROBE_PCA } from '../cluster/run.js';
 import type { ClassifierMetrics } from '../cluster/types.js';
+import type { TsneMethod } from '../cluster/tsne.js';
+import { UsageError } from '../util/errors.js';
 
 const USAGE =
-  'lobes cluster RUN|MATRIX_FILE [--labels FILE] [--point HOOK] [--by LABEL] [--seed N] [--perplexity P] [--out DIR] [--pca K] [--probe-pca 50] [--theta 0.5] [--iterations 1000] [--bootstrap B] [--permutations R] [--probe-permutations R] [--sweep] [--sweep-permutations R] [--no-baselines] [--model DIR] [--json]';
+  'lobes cluster RUN|MATRIX_FILE [--labels FILE] [--point HOOK] [--by LABEL] [--seed N] [--perplexity P] [--out DIR] [--pca K] [--probe-pca 50] [--theta 0.5] [--tsne-method auto|bh|fft] [--iterations 1000] [--bootstrap B] [--permutations R] [--probe-permutations R] [--sweep] [--sweep-permutations R] [--no-baselines] [--model DIR] [--json]';
 
 const HELP = `
 Seeded Barnes–Hut t-SNE of one capture point and numbers for how well a label separates:
@@ -27,6 +29,8 @@ sweep.json with --sweep).
   --probe-pca K       fit the probe on the top K principal components (default 50; 0 = all
                       dimensions, exact but slow for large d)
   --theta T           Barnes–Hut angle (default 0.5; 0 = exact gradient, O(N²))
+  --tsne-method M     t-SNE repulsion: auto (default: FFT interpolation from 10,000 points,
+                      Barnes–Hut below), bh or fft
   --iterations N      t-SNE iterations including 250 of early exaggeration (default 1000)
   --bootstrap B       bootstrap resamples (default 1000)
   --permutations R    label permutations (default 200)
@@ -61,6 +65,7 @@ export async function run(argv: string[]): Promise<number> {
       'no-baselines': { type: 'boolean' },
       model: { type: 'string' },
       theta: { type: 'string' },
+      'tsne-method': { type: 'string' },
       iterations: { type: 'string' },
       bootstrap: { type: 'string' },
       permutations: { type: 'string' },
@@ -87,6 +92,7 @@ export async function run(argv: string[]): Promise<number> {
     baselines: !v['no-baselines'],
     model: v.model,
     theta: numOption(v.theta, '--theta', 0.5, 0, 1),
+    tsneMethod: tsneMethodOption(v['tsne-method']),
     iterations: intOption(v.iterations, '--iterations', 1000, 0),
     bootstrap: intOption(v.bootstrap, '--bootstrap', 1000, 0),
     permutations: intOption(v.permutations, '--permutations', 200, 0),
@@ -119,4 +125,11 @@ export async function run(argv: string[]): Promise<number> {
     process.stdout.write(lines.join('\n') + '\n');
   }
   return 0;
+}
+
+/** --tsne-method: auto, bh or fft. */
+function tsneMethodOption(v: string | undefined): TsneMethod | undefined {
+  if (v === undefined) return undefined;
+  if (v === 'auto' || v === 'bh' || v === 'fft') return v;
+  throw new UsageError(`--tsne-method must be auto, bh or fft, got ${JSON.stringify(v)}`);
 }
