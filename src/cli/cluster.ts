@@ -29,8 +29,8 @@ sweep.json with --sweep).
   --probe-pca K       fit the probe on the top K principal components (default 50; 0 = all
                       dimensions, exact but slow for large d)
   --theta T           Barnes–Hut angle (default 0.5; 0 = exact gradient, O(N²))
-  --tsne-method M     t-SNE repulsion: auto (default: FFT interpolation from 10,000 points,
-                      Barnes–Hut below), bh or fft
+  --tsne-method M     t-SNE repulsion: bh (Barnes–Hut), fft (FFT interpolation) or auto
+                      (default; Barnes–Hut, faster at every size measured)
   --iterations N      t-SNE iterations including 250 of early exaggeration (default 1000)
   --bootstrap B       bootstrap resamples (default 1000)
   --permutations R    label permutations (default 200)

@@ -32,15 +32,20 @@ import { InterpRepulsion } from './interp.js';
 
 /** How the repulsive sums are computed: 'bh' (Barnes–Hut), 'fft' (FFT interpolation), 'auto' (fft from FFT_MIN_POINTS). */
 export type TsneMethod = 'auto' | 'bh' | 'fft';
-/** 'auto' switches from Barnes–Hut to FFT interpolation at this many points (bench/RESULTS.md, "t-SNE scaling"). */
-export const FFT_MIN_POINTS = 10000;
+/**
+ * 'auto' switches from Barnes–Hut to FFT interpolation at this many points. None yet: with box
+ * width 1 the grid grows with the embedding's area (∝ N), and one FFT iteration costs more than
+ * one Barnes–Hut iteration at every size measured, 5× at 10,000 points and 1.7–2.4× at
+ * 100,000–200,000 (bench/tsne-interp.ts; bench/RESULTS.md, "t-SNE scaling").
+ */
+export const FFT_MIN_POINTS = Number.POSITIVE_INFINITY;
 
 export interface TsneOptions {
   /** Effective number of neighbours (default 30). */
   perplexity?: number;
   /** Barnes–Hut opening angle (default 0.5); 0 runs the exact O(N²) gradient (whatever the method). */
   theta?: number;
-  /** Repulsion: 'auto' (default: FFT interpolation from FFT_MIN_POINTS points, Barnes–Hut below), 'bh' or 'fft'. */
+  /** Repulsion: 'auto' (default: FFT interpolation from FFT_MIN_POINTS points, Barnes–Hut below; at present Barnes–Hut always), 'bh' or 'fft'. */
   method?: TsneMethod;
   /** Total iterations including early exaggeration (default 1000). */
   iterations?: number;

@@ -3,7 +3,7 @@ import { Rng } from '../../src/util/rng.js';
 import { blobs } from './blobs.js';
 import { fftColumns, fftPlan, naiveDft, smoothSize, isSmooth, transposeRows } from '../../src/cluster/fft.js';
 import { InterpRepulsion, lagrange3 } from '../../src/cluster/interp.js';
-import { Tsne, exactRepulsion, tsneGradient, exactKl } from '../../src/cluster/tsne.js';
+import { Tsne, exactRepulsion, tsneGradient, exactKl, FFT_MIN_POINTS } from '../../src/cluster/tsne.js';
 import { denseP } from '../../src/cluster/affinity.js';
 import { QuadTree, repulsionAll } from '../../src/cluster/quadtree.js';
 
@@ -225,9 +225,11 @@ describe('t-SNE with FFT interpolation', () => {
     expect(right / n).toBeGreaterThan(0.99);
   });
 
-  it('auto picks Barnes–Hut below FFT_MIN_POINTS and FFT from it; theta 0 is exact; a bad method is an error', async () => {
+  it('auto picks Barnes–Hut below FFT_MIN_POINTS; theta 0 is exact; a bad method is an error', async () => {
     const { X } = blobs(100, 5, 2, 3, 1);
+    expect(100 < FFT_MIN_POINTS).toBe(true);
     expect((await Tsne.create(X, 100, 5, { perplexity: 10 })).opts.method).toBe('bh');
+    expect((await Tsne.create(X, 100, 5, { perplexity: 10, method: 'fft' })).opts.method).toBe('fft');
     expect((await Tsne.create(X, 100, 5, { perplexity: 10, theta: 0, method: 'fft' })).opts.method).toBe('exact');
     await expect(Tsne.create(X, 100, 5, { perplexity: 10, method: 'nope' as 'bh' })).rejects.toThrow(/auto, bh or fft/);
     // the Barnes–Hut tree is still used for 'bh'
