@@ -3,7 +3,7 @@
  * coordinates as .npy. Prints one JSON line: seconds (PCA + kNN + P + optimization, the
  * same span as scikit-learn's fit_transform), stage times and lobes' own KL.
  *
- *   node --import tsx bench/tsne-lobes.ts X.npy OUT.npy [--perplexity 30] [--seed 0] [--threads 2] [--pca 0] [--theta 0.5]
+ *   node --import tsx bench/tsne-lobes.ts X.npy OUT.npy [--perplexity 30] [--seed 0] [--threads 2] [--pca 0] [--theta 0.5] [--method auto|bh|fft] [--learning-rate auto|LR]
  *
  * --pca K builds the neighbourhoods in the top K principal components (lobes cluster --pca K);
  * the default 0 builds them in the original space, as lobes cluster does by default.
@@ -13,7 +13,7 @@ import { parseArgs } from 'node:util';
 import { readNpy, encodeNpy } from '../src/cluster/npy.js';
 import { pca, pcaParallel } from '../src/cluster/pca.js';
 import { ClusterPool } from '../src/cluster/pool.js';
-import { Tsne } from '../src/cluster/tsne.js';
+import { Tsne, type TsneMethod } from '../src/cluster/tsne.js';
 
 const { positionals, values } = parseArgs({
   allowPositionals: true,
@@ -24,6 +24,8 @@ const { positionals, values } = parseArgs({
     pca: { type: 'string', default: '0' },
     theta: { type: 'string', default: '0.5' },
     iterations: { type: 'string', default: '1000' },
+    method: { type: 'string', default: 'auto' },
+    'learning-rate': { type: 'string', default: 'auto' },
   },
 });
 const [input, output] = positionals;
@@ -55,7 +57,7 @@ if (k > 0 && k < d) {
   explained = r.explainedVariance;
 } else feats = Float64Array.from(data);
 lap('pca');
-const t = await Tsne.create(feats, n, fd, { perplexity: Number(values.perplexity), seed, threads, theta: Number(values.theta), iterations: Number(values.iterations), pool: pool ?? undefined });
+const t = await Tsne.create(feats, n, fd, { perplexity: Number(values.perplexity), seed, threads, theta: Number(values.theta), method: values.method as TsneMethod, learningRate: values['learning-rate'] === 'auto' ? 'auto' : Number(values['learning-rate']), iterations: Number(values.iterations), pool: pool ?? undefined });
 lap('knn+P');
 t.init();
 await t.run();
@@ -66,4 +68,4 @@ await t.close();
 await pool?.close();
 const kl = t.klDivergence();
 writeFileSync(output, encodeNpy(t.embedding, [n, 2]));
-process.stdout.write(JSON.stringify({ seconds, cpuSeconds, stages, kl, pcaExplained: explained, learningRate: t.opts.learningRate }) + '\n');
+process.stdout.write(JSON.stringify({ seconds, cpuSeconds, stages, method: t.opts.method, kl, pcaExplained: explained, learningRate: t.opts.learningRate }) + '\n');

@@ -10,6 +10,7 @@ import { startWorker } from '../util/worker.js';
 import { knnRows, type KnnResult } from './knn.js';
 import { groupRanges, repulsion, type QuadTree } from './quadtree.js';
 import { attraction } from './attraction.js';
+import { interpWork, type InterpRepulsion } from './interp.js';
 import { conditionalRows, type SparseP } from './affinity.js';
 import { mulXBRows, mulXtBCols, type MatMulPool, type MulRequest } from './pca.js';
 import type { ProbeOptions } from './probe.js';
@@ -124,6 +125,42 @@ export class ClusterPool implements MatMulPool {
     repulsion(t, Y, g0, g1, theta, F, Zi);
     attraction(P, Y, ex, A, s, e);
     await Promise.all(pending);
+  }
+
+  /**
+   * The FFT-interpolated repulsion (src/cluster/interp.ts) and the attractive sums (A, scaled by
+   * `ex`) for all points, in phases split by columns, rows and points across the threads (every
+   * value is computed by the same operations whatever the split); all arrays shared.
+   */
+  async interpGradient(rep: InterpRepulsion, Y: Float64Array, n: number, F: Float64Array, Zi: Float64Array, P: SparseP, ex: number, A: Float64Array): Promise<void> {
+    const g = rep.size(Y);
+    const { L, M } = g;
+    const parts = this.workers.length + 1;
+    const split = (len: number) => Array.from({ length: parts }, (_, p): [number, number] => [Math.floor((p * len) / parts), Math.floor(((p + 1) * len) / parts)]);
+    // the transpose of row i swaps i entries: equal areas of the triangle
+    const tri = Array.from({ length: parts }, (_, p): [number, number] => [Math.round(L * Math.sqrt(p / parts)), Math.round(L * Math.sqrt((p + 1) / parts))]);
+    const phase = async (msg: (i: number) => object, mine: () => void) => {
+      const pending = this.workers.map((w, i) => this.call(w, { cmd: 'interp', g, ...msg(i) }));
+      mine();
+      await Promise.all(pending);
+    };
+    const last = parts - 1;
+    // the charges spread on this thread, in point order
+    rep.spread(Y);
+    const kc = split(L), ac = split(M);
+    await phase((i) => ({ phase: 'pass1', a: ac[i][0], b: ac[i][1] }), () => interpWork.pass1(g, ac[last][0], ac[last][1]));
+    await phase((i) => ({ phase: 'transpose', a: tri[i][0], b: tri[i][1] }), () => interpWork.transpose(g, tri[last][0], tri[last][1]));
+    await phase((i) => ({ phase: 'middle', a: kc[i][0], b: kc[i][1] }), () => interpWork.middle(g, kc[last][0], kc[last][1]));
+    await phase((i) => ({ phase: 'transpose', a: tri[i][0], b: tri[i][1] }), () => interpWork.transpose(g, tri[last][0], tri[last][1]));
+    await phase((i) => ({ phase: 'pass2', a: ac[i][0], b: ac[i][1] }), () => interpWork.pass2(g, ac[last][0], ac[last][1]));
+    const pr = split(n);
+    await phase(
+      (i) => ({ phase: 'points', a: pr[i][0], b: pr[i][1], Y, F, Zi, P, ex, A }),
+      () => {
+        interpWork.interpolate(g, Y, pr[last][0], pr[last][1], F, Zi);
+        attraction(P, Y, ex, A, pr[last][0], pr[last][1]);
+      },
+    );
   }
 
   /** A PCA matrix product, split by output rows (identical to the single-thread result). */

@@ -4,6 +4,7 @@ import { knnRows } from './knn.js';
 import { conditionalRows } from './affinity.js';
 import { repulsion } from './quadtree.js';
 import { attraction } from './attraction.js';
+import { interpWork } from './interp.js';
 import { mulXBRows, mulXtBCols } from './pca.js';
 import { probeNullScores } from './space.js';
 import { cvRun } from './probecv.js';
@@ -29,6 +30,16 @@ parentPort!.on('message', (m: any) => {
       else mulXtBCols(m.X, m.n, m.d, m.B, m.l, m.out, m.start, m.end);
     } else if (m.cmd === 'condp') {
       conditionalRows(m.dist2, m.k, m.perplexity, m.start, m.end, m.P, m.betas);
+    } else if (m.cmd === 'interp') {
+      const g = m.g;
+      if (m.phase === 'pass1') interpWork.pass1(g, m.a, m.b);
+      else if (m.phase === 'middle') interpWork.middle(g, m.a, m.b);
+      else if (m.phase === 'transpose') interpWork.transpose(g, m.a, m.b);
+      else if (m.phase === 'pass2') interpWork.pass2(g, m.a, m.b);
+      else if (m.phase === 'points') {
+        interpWork.interpolate(g, m.Y, m.a, m.b, m.F, m.Zi);
+        attraction(m.P, m.Y, m.ex, m.A, m.a, m.b);
+      }
     } else if (m.cmd === 'grad') {
       repulsion(m.tree, m.Y, m.g0, m.g1, m.theta, m.F, m.Zi);
       attraction(m.P, m.Y, m.ex, m.A, m.start, m.end);

@@ -29,7 +29,7 @@ import type { BaselineMetrics, ClusterCoords, ClusterItems, ClusterMetrics, Clus
 import { readNpy } from './npy.js';
 import { pca, pcaParallel } from './pca.js';
 import { ClusterPool } from './pool.js';
-import { Tsne } from './tsne.js';
+import { Tsne, type TsneMethod } from './tsne.js';
 import { checkPerplexity } from './affinity.js';
 import { chanceOf, layerSweep, stratifiedSample, metricsCsvRows, separation, type Coded, type Features, type MeasureContext, type MetricSample, type RunPca } from './measure.js';
 import { baselineModelDir, tokenBaselines } from './baseline.js';
@@ -55,6 +55,8 @@ export interface ClusterOptions {
   /** The model folder for the token baselines when the run's recorded one has moved (checked by hash). */
   model?: string;
   theta?: number;
+  /** t-SNE repulsion: 'auto' (default), 'bh' (Barnes–Hut) or 'fft' (FFT interpolation). */
+  tsneMethod?: TsneMethod;
   iterations?: number;
   earlyExaggeration?: number;
   /** Bootstrap resamples for the CIs (default 1000). */
@@ -387,7 +389,7 @@ async function embed(st: Stage, f: Features, perplexity: number, threads: number
   const n = st.inp.n;
   const nbProg = n * n * f.fd > 2e10 ? new Progress({ label: 'cluster neighbours', total: n, unit: 'rows', quiet: opts.quiet }) : null;
   const onNeighbours = nbProg ? (done: number) => nbProg.set(done) : undefined;
-  const tsne = await Tsne.create(f.feats, n, f.fd, { perplexity, seed, theta: opts.theta, iterations: opts.iterations, earlyExaggeration: opts.earlyExaggeration, threads, pool: pool ?? undefined, onNeighbours }, (s) => st.say(s));
+  const tsne = await Tsne.create(f.feats, n, f.fd, { perplexity, seed, theta: opts.theta, method: opts.tsneMethod, iterations: opts.iterations, earlyExaggeration: opts.earlyExaggeration, threads, pool: pool ?? undefined, onNeighbours }, (s) => st.say(s));
   nbProg?.finish();
   try {
     tsne.init();
@@ -432,6 +434,7 @@ function clusterResult(st: Stage, perplexity: number, f: Features, emb: Embeddin
     perplexity,
     pcaDims: f.fd < d ? f.fd : 0,
     theta: emb.opts.theta,
+    tsneMethod: emb.opts.method,
     iterations: emb.opts.iterations,
     earlyExaggeration: emb.opts.earlyExaggeration,
     bootstrap: mopts.bootstrap,
@@ -465,7 +468,7 @@ function clusterResult(st: Stage, perplexity: number, f: Features, emb: Embeddin
     ...(extra.incremental.length ? { incremental: extra.incremental } : {}),
     ...(extra.comparisons.length ? { comparisons: extra.comparisons } : {}),
     ...(extra.notes.length ? { notes: extra.notes } : {}),
-    klMethod: n <= 5000 || emb.opts.theta === 0 ? 'exact' : 'barnes-hut',
+    klMethod: n <= 5000 || emb.opts.method === 'exact' ? 'exact' : emb.opts.method === 'fft' ? 'fft-interpolation' : 'barnes-hut',
     pcaDims: f.fd,
     metricSample: m,
     timings: st.laps.timings,

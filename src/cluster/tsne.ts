@@ -28,12 +28,25 @@ import { pca } from './pca.js';
 import { QuadTree, repulsionAll } from './quadtree.js';
 import { ClusterPool } from './pool.js';
 import { attraction } from './attraction.js';
+import { InterpRepulsion } from './interp.js';
+
+/** How the repulsive sums are computed: 'bh' (Barnes–Hut), 'fft' (FFT interpolation), 'auto' (fft from FFT_MIN_POINTS). */
+export type TsneMethod = 'auto' | 'bh' | 'fft';
+/**
+ * 'auto' switches from Barnes–Hut to FFT interpolation at this many points. None yet: with box
+ * width 1 the grid grows with the embedding's area (∝ N), and one FFT iteration costs more than
+ * one Barnes–Hut iteration at every size measured, 5× at 10,000 points and 1.7–2.4× at
+ * 100,000–200,000 (bench/tsne-interp.ts; bench/RESULTS.md, "t-SNE scaling").
+ */
+export const FFT_MIN_POINTS = Number.POSITIVE_INFINITY;
 
 export interface TsneOptions {
   /** Effective number of neighbours (default 30). */
   perplexity?: number;
-  /** Barnes–Hut opening angle (default 0.5); 0 runs the exact O(N²) gradient. */
+  /** Barnes–Hut opening angle (default 0.5); 0 runs the exact O(N²) gradient (whatever the method). */
   theta?: number;
+  /** Repulsion: 'auto' (default: FFT interpolation from FFT_MIN_POINTS points, Barnes–Hut below; at present Barnes–Hut always), 'bh' or 'fft'. */
+  method?: TsneMethod;
   /** Total iterations including early exaggeration (default 1000). */
   iterations?: number;
   /** Factor on P during the first `exaggerationIterations` (default 12). */
@@ -63,6 +76,8 @@ export interface TsneOptions {
 interface Resolved {
   perplexity: number;
   theta: number;
+  /** The repulsion in use: 'exact' when theta is 0. */
+  method: 'bh' | 'fft' | 'exact';
   iterations: number;
   earlyExaggeration: number;
   exaggerationIterations: number;
@@ -87,7 +102,8 @@ export class Tsne {
   private attr: Float64Array;
   private Frep: Float64Array;
   private Zi: Float64Array;
-  private tree: QuadTree;
+  private tree: QuadTree | null = null;
+  private interp: InterpRepulsion | null = null;
   private pool: ClusterPool | null;
   private initData: Float64Array | 'pca' | 'random';
   private X: Float64Array | Float32Array;
@@ -113,7 +129,8 @@ export class Tsne {
     this.gains = new Float64Array(2 * n).fill(1);
     this.grad = new Float64Array(2 * n);
     this.attr = mk(2 * n);
-    this.tree = new QuadTree(n, shared);
+    if (opts.method === 'fft') this.interp = new InterpRepulsion(n, shared);
+    else this.tree = new QuadTree(n, shared);
   }
 
   /** Resolve options, compute the kNN graph and the joint P. */
@@ -123,9 +140,13 @@ export class Tsne {
     checkPerplexity(perplexity, n);
     const earlyExaggeration = options.earlyExaggeration ?? 12;
     const lr = options.learningRate ?? 'auto';
+    const theta = options.theta ?? 0.5;
+    const method = options.method ?? 'auto';
+    if (method !== 'auto' && method !== 'bh' && method !== 'fft') throw new LobesError(`t-SNE method must be auto, bh or fft, got ${String(method)}`);
     const opts: Resolved = {
       perplexity,
-      theta: options.theta ?? 0.5,
+      theta,
+      method: theta === 0 ? 'exact' : method === 'auto' ? (n >= FFT_MIN_POINTS ? 'fft' : 'bh') : method,
       iterations: options.iterations ?? 1000,
       earlyExaggeration,
       exaggerationIterations: options.exaggerationIterations ?? 250,
@@ -201,12 +222,17 @@ export class Tsne {
 
   /** One iteration, splitting the repulsion across worker threads when there are any. */
   async stepAsync(): Promise<void> {
-    if (!this.pool || this.opts.theta === 0) {
+    if (!this.pool || this.opts.method === 'exact') {
       this.step();
       return;
     }
-    this.tree.build(this.Y, this.n);
-    await this.pool.gradientParts(this.tree, this.Y, this.n, this.opts.theta, this.Frep, this.Zi, this.P, this.exaggeration, this.attr);
+    if (this.interp) {
+      await this.pool.interpGradient(this.interp, this.Y, this.n, this.Frep, this.Zi, this.P, this.exaggeration, this.attr);
+    } else {
+      const tree = this.tree!;
+      tree.build(this.Y, this.n);
+      await this.pool.gradientParts(tree, this.Y, this.n, this.opts.theta, this.Frep, this.Zi, this.P, this.exaggeration, this.attr);
+    }
     this.applyStep(true);
   }
 
@@ -226,11 +252,14 @@ export class Tsne {
   }
 
   private computeRepulsionLocal(): void {
-    if (this.opts.theta === 0) {
+    if (this.opts.method === 'exact') {
       exactRepulsion(this.Y, this.n, this.Frep, this.Zi);
+    } else if (this.interp) {
+      this.interp.compute(this.Y, this.Frep, this.Zi);
     } else {
-      this.tree.build(this.Y, this.n);
-      repulsionAll(this.tree, this.Y, this.opts.theta, this.Frep, this.Zi);
+      const tree = this.tree!;
+      tree.build(this.Y, this.n);
+      repulsionAll(tree, this.Y, this.opts.theta, this.Frep, this.Zi);
     }
   }
 
@@ -274,13 +303,19 @@ export class Tsne {
 
   /**
    * KL(P‖Q) of the current embedding with the unexaggerated P: exact Z when N ≤ exactKlLimit,
-   * otherwise Z from the Barnes–Hut sums (as scikit-learn reports it).
+   * otherwise Z from the sums of the method in use (as scikit-learn reports it for Barnes–Hut).
    */
   klDivergence(): number {
     const n = this.n;
     let Z: number;
-    if (n <= this.opts.exactKlLimit || this.opts.theta === 0) {
+    if (n <= this.opts.exactKlLimit || this.opts.method === 'exact') {
       Z = exactZ(this.Y, n);
+    } else if (this.opts.method === 'fft') {
+      const F = new Float64Array(2 * n);
+      const Zi = new Float64Array(n);
+      new InterpRepulsion(n).compute(this.Y, F, Zi);
+      Z = 0;
+      for (let i = 0; i < n; i++) Z += Zi[i];
     } else {
       const tree = new QuadTree(n);
       tree.build(this.Y, n);
@@ -405,12 +440,13 @@ export function exactKl(Pd: Float64Array, Y: Float64Array, n: number): number {
   return kl;
 }
 
-/** The gradient the optimizer uses (sparse P, BH or exact repulsion), exposed for tests. */
-export function tsneGradient(P: SparseP, Y: Float64Array, theta: number, exaggeration = 1): Float64Array {
+/** The gradient the optimizer uses (sparse P; BH, FFT-interpolated or exact repulsion), exposed for tests. */
+export function tsneGradient(P: SparseP, Y: Float64Array, theta: number, exaggeration = 1, method: 'bh' | 'fft' = 'bh'): Float64Array {
   const n = P.n;
   const F = new Float64Array(2 * n);
   const Zi = new Float64Array(n);
   if (theta === 0) exactRepulsion(Y, n, F, Zi);
+  else if (method === 'fft') new InterpRepulsion(n).compute(Y, F, Zi);
   else {
     const tree = new QuadTree(n);
     tree.build(Y, n);

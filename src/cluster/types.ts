@@ -17,6 +17,8 @@ export interface ClusterSettings {
   perplexity: number;
   pcaDims: number;
   theta: number;
+  /** The t-SNE repulsion used: Barnes–Hut, FFT interpolation, or exact (theta 0). */
+  tsneMethod?: 'bh' | 'fft' | 'exact';
   iterations: number;
   earlyExaggeration: number;
   bootstrap: number;
@@ -227,7 +229,7 @@ export interface ClusterMetrics {
   comparisons?: ProbeComparison[];
   /** Added fields. */
   /** 'exact' (exact Z, N ≤ 5000) or 'barnes-hut' (Z from the quadtree, as scikit-learn reports). */
-  klMethod?: 'exact' | 'barnes-hut';
+  klMethod?: 'exact' | 'barnes-hut' | 'fft-interpolation';
   /** Dimensions fed to t-SNE (after PCA; equals `dim` when PCA was off). */
   pcaDims?: number;
   /** Points the metrics were computed on. */

@@ -219,5 +219,6 @@ describe('bad input', () => {
     expect(errs.join('')).toMatch(/^lobes cluster: .*labels\.txt: label count mismatch: 59 labels for 60 rows/);
     expect(errs.join('').trim().split('\n').length).toBe(1);
     expect(await main(['cluster', npy, '--perplexity', 'abc'])).toBe(2);
+    expect(await main(['cluster', npy, '--tsne-method', 'quad'])).toBe(2);
   });
 });
