@@ -5,15 +5,20 @@
  *   1. the folder must be missing, empty, or an earlier attempt of the same job (`isJob`);
  *      anything else is refused before a byte is written (lobes never writes into, or takes
  *      over, a folder it did not make);
- *   2. the folder is created if needed, and its writer lock taken (src/store/lock.ts), so two
- *      processes never write one folder;
+ *   2. the folder is created if needed, and its writer lock `.lobes-lock` taken (the lock file of
+ *      src/util/lock.ts: pid, host and process start time; a dead or reused pid's lock is stale and
+ *      taken over), so two processes never write one folder; a live holder is refused at once;
  *   3. on failure before anything was written, a folder this claim created is removed again,
  *      so a refused command leaves nothing behind.
  */
 import { existsSync, mkdirSync, readdirSync, rmdirSync, statSync } from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import { LobesError, systemError } from '../util/errors.js';
-import { lockFolder, LOCK_FILE, type FolderLock } from './lock.js';
+import { tryLock, type Lock } from '../util/lock.js';
+
+/** The writer lock's file inside a job folder. */
+export const LOCK_FILE = '.lobes-lock';
 
 export interface ClaimOptions {
   /** The command, named in lock messages (e.g. 'lobes eval'). */
@@ -23,13 +28,11 @@ export interface ClaimOptions {
   /** What the job folder is, for the refusal (e.g. 'a lobes evaluation'). */
   what: string;
   log?: (line: string) => void;
-  /** Wait for a live holder this long (ms; default 0). */
-  timeoutMs?: number;
 }
 
 export interface JobFolder {
   readonly dir: string;
-  readonly lock: FolderLock;
+  readonly lock: Lock;
   /** Release the lock; when `failed` and this claim created the folder and it is still empty, remove it. */
   close(failed: boolean): void;
 }
@@ -68,9 +71,9 @@ export async function claimJobFolder(dir: string, opts: ClaimOptions): Promise<J
   } catch (err) {
     throw systemError(err, dir) ?? err;
   }
-  let lock: FolderLock;
+  let lock: Lock;
   try {
-    lock = await lockFolder(dir, { command: opts.command, log: opts.log, timeoutMs: opts.timeoutMs });
+    lock = lockFolder(dir, opts.command);
   } catch (err) {
     if (created) removeEmptyChain(dir, created);
     throw err;
@@ -83,6 +86,20 @@ export async function claimJobFolder(dir: string, opts: ClaimOptions): Promise<J
       if (failed && created) removeEmptyChain(dir, created);
     },
   };
+}
+
+/** Take `dir/.lobes-lock`, or refuse naming the process that holds it. */
+function lockFolder(dir: string, command: string): Lock {
+  const file = path.join(dir, LOCK_FILE);
+  const got = tryLock(file, { purpose: command });
+  if ('release' in got) return got;
+  const h = got.holder;
+  if (h.pid === 0) throw new LobesError('another lobes process is starting to write this folder', { file, hint: 'wait for it, or write to another folder' });
+  const who = `${h.purpose ?? 'a lobes command'} (pid ${h.pid}${h.host !== os.hostname() ? ` on host ${h.host}` : ''}${h.takenAt ? `, since ${h.takenAt}` : ''})`;
+  if (h.host !== os.hostname()) {
+    throw new LobesError(`another lobes process may be writing this folder: ${who}`, { file, hint: `wait for it to finish; if it no longer runs on ${h.host}, delete ${file} and run again` });
+  }
+  throw new LobesError(`another lobes process is writing this folder: ${who}`, { file, hint: 'wait for it to finish, or write to another folder' });
 }
 
 /** Remove `dir` and its parents up to `top` (the first folder mkdir created), each only while empty. */

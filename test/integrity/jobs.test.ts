@@ -8,7 +8,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { runExtract } from '../../src/extract/run.js';
 import { openRun, verifyRun } from '../../src/store/index.js';
-import { LOCK_FILE } from '../../src/store/lock.js';
+import { LOCK_FILE } from '../../src/store/job.js';
 import { fakeDeps, fakeModelDir } from '../extract-run/fake.js';
 
 const N = 40;
@@ -30,6 +30,12 @@ describe('job folders', () => {
     expect(ok).toHaveLength(1);
     expect(bad).toHaveLength(1);
     expect(String(bad[0]!.reason.message)).toMatch(/\.lobes-lock: another lobes process is writing this folder: lobes extract \(pid \d+/);
+    // A lock held on another host is not taken over: it is named, with how to clear it.
+    const far = path.join(root, 'far');
+    mkdirSync(far);
+    writeFileSync(path.join(far, LOCK_FILE), JSON.stringify({ pid: 4242, host: 'node17.cluster', processStartMs: null, takenAt: new Date().toISOString(), purpose: 'lobes extract' }));
+    const e2 = await runExtract({ model, data: 'fake', out: far, quiet: true, deps: fakeDeps(N) }).catch((e) => e);
+    expect(e2.message).toMatch(/another lobes process may be writing this folder: lobes extract \(pid 4242 on host node17\.cluster.*delete .*\.lobes-lock and run again/);
     const winner = (ok[0] as PromiseFulfilledResult<{ dtype: string }>).value.dtype;
     const run = await openRun(out);
     expect(run.manifest.dtype).toBe(winner);
@@ -56,10 +62,9 @@ describe('job folders', () => {
     expect(existsSync(path.join(root, 'nested'))).toBe(false);
     // A lock left by a process that no longer runs (kill -9): taken over, with a note.
     mkdirSync(out, { recursive: true });
-    writeFileSync(path.join(out, LOCK_FILE), JSON.stringify({ format: 'lobes-lock', pid: 2 ** 22 + 17, host: os.hostname(), start: null, command: 'lobes extract', createdAt: new Date().toISOString(), token: 'old' }));
-    const notes: string[] = [];
-    await runExtract({ model, data: 'fake', out, quiet: true, deps: fakeDeps(N), log: (l) => notes.push(l) });
-    expect(notes.join('\n')).toMatch(/took over the lock of lobes extract/);
+    writeFileSync(path.join(out, LOCK_FILE), JSON.stringify({ pid: 2 ** 22 + 17, host: os.hostname(), processStartMs: null, takenAt: new Date().toISOString(), purpose: 'lobes extract' }));
+    await runExtract({ model, data: 'fake', out, quiet: true, deps: fakeDeps(N) });
     expect(await verifyRun(out)).toBeGreaterThan(0);
+    expect(existsSync(path.join(out, LOCK_FILE))).toBe(false);
   });
 });
