@@ -46,6 +46,18 @@ interface SweepRun {
   majority: number | null;
 }
 
+/** A chance level and the runs whose level it is. */
+interface Level {
+  value: number;
+  runs: string[];
+}
+
+function addLevel(levels: Level[], value: number, run: string): void {
+  const hit = levels.find((l) => l.value.toFixed(2) === value.toFixed(2));
+  if (hit) hit.runs.push(run);
+  else levels.push({ value, runs: [run] });
+}
+
 /**
  * The probe per capture point: balanced accuracy with its bootstrap CI and the permutation
  * null's 95% band (shaded), accuracy (dotted), and the chance levels: 1/C for balanced accuracy
@@ -57,6 +69,10 @@ function sweepFigure(runs: SweepRun[], compare: boolean): PlotlyFigure {
   const shapes: Record<string, unknown>[] = [];
   const annotations: Record<string, unknown>[] = [];
   const colours = ['#1f77b4', '#d62728'];
+  // Chance levels, one line per distinct value (shown to 2 places) with the runs it belongs to, so
+  // two runs with the same chance share one label instead of printing two on top of each other.
+  const chances: Level[] = [];
+  const majorities: Level[] = [];
   runs.forEach(({ name, sweep: sw, chance, majority }, ri) => {
     const pre = compare ? esc(name) + ': ' : '';
     const x = sw.map((s) => esc(s.point));
@@ -82,12 +98,18 @@ function sweepFigure(runs: SweepRun[], compare: boolean): PlotlyFigure {
       type: 'scatter', mode: 'lines', name: pre + 'accuracy', x, y: sw.map((s) => s.probeAccuracy), line: { color: colour, dash: bal ? 'dot' : 'solid' },
       ...(bal ? {} : { error_y: { type: 'data', symmetric: false, array: sw.map((s) => (s.ci95 ? s.ci95[1] - s.probeAccuracy : 0)), arrayminus: sw.map((s) => (s.ci95 ? s.probeAccuracy - s.ci95[0] : 0)) } }),
     });
-    shapes.push({ type: 'line', xref: 'paper', x0: 0, x1: 1, y0: chance, y1: chance, line: { dash: 'dash', color: '#444', width: 1.5 } });
-    annotations.push({ xref: 'paper', x: 0, y: chance, text: pre + 'chance (balanced) ' + chance.toFixed(2), showarrow: false, xanchor: 'left', yanchor: 'bottom', font: { size: 11, color: '#444' } });
-    if (majority !== null) {
-      shapes.push({ type: 'line', xref: 'paper', x0: 0, x1: 1, y0: majority, y1: majority, line: { dash: 'dot', color: '#999', width: 1.5 } });
-      annotations.push({ xref: 'paper', x: 1, y: majority, text: pre + 'majority-class accuracy ' + majority.toFixed(2), showarrow: false, xanchor: 'right', yanchor: 'bottom', font: { size: 11, color: '#777' } });
-    }
+    addLevel(chances, chance, name);
+    if (majority !== null) addLevel(majorities, majority, name);
+  });
+  const label = (l: Level) => (compare && runs.length > 1 ? ' (' + (l.runs.length === runs.length ? 'both runs' : l.runs.map(esc).join(', ')) + ')' : '');
+  chances.forEach((l, j) => {
+    shapes.push({ type: 'line', xref: 'paper', x0: 0, x1: 1, y0: l.value, y1: l.value, line: { dash: 'dash', color: '#444', width: 1.5 } });
+    // Close levels: labels staggered along the line (chance from the left, majority from the right).
+    annotations.push({ xref: 'paper', x: j * 0.3, y: l.value, text: 'chance (balanced) ' + l.value.toFixed(2) + label(l), showarrow: false, xanchor: 'left', yanchor: 'bottom', font: { size: 11, color: '#444' } });
+  });
+  majorities.forEach((l, j) => {
+    shapes.push({ type: 'line', xref: 'paper', x0: 0, x1: 1, y0: l.value, y1: l.value, line: { dash: 'dot', color: '#999', width: 1.5 } });
+    annotations.push({ xref: 'paper', x: 1 - j * 0.3, y: l.value, text: 'majority-class accuracy ' + l.value.toFixed(2) + label(l), showarrow: false, xanchor: 'right', yanchor: 'bottom', font: { size: 11, color: '#777' } });
   });
   return {
     data,
