@@ -15,6 +15,7 @@ import type { WandaMatrix, BlockSet } from '../wanda/types.js';
 import { attendPayload } from './attend.js';
 import type { ScatterPayload, WandaPayload, RunPayload, EvalPayload } from './types.js';
 import { PAPER_REFERENCE, PAPER_SOURCE } from '../eval/reference.js';
+import { modelName } from './naming.js';
 
 export type { ScatterPayload, WandaPayload, RunPayload } from './types.js';
 
@@ -238,7 +239,7 @@ function evalPayload(model: ReportModel): EvalPayload | null {
   ];
   return {
     dir: ev.dir,
-    model: String(m.model?.dir ?? ''),
+    model: modelName(m.model),
     dataset: String(m.dataset?.spec ?? ''),
     settings: words.join('; '),
     summary: ev.summary,

@@ -149,8 +149,10 @@ export interface Comparison {
   runs: [string, string];
   rows: ComparisonRow[];
   notes: string[];
-  /** What `diff` is, e.g. 'run 2 − run 1' or 'run 1 − run 2 (trained − random-weights control)'. */
+  /** What `diff` is: 'B − A' (run B minus run A, in the order given). */
   diffLabel?: string;
+  /** The comparison's first line: which run is A and which is B, and that every difference is B − A. */
+  order?: string;
   /** The comparison's first lines: the headline differences in words. */
   summary?: string[];
 }

@@ -38,6 +38,9 @@ function heights(page: any): Promise<{ id: string; div: number; drawn: number; s
   })));
 }
 
+interface Box { what: string; l: number; r: number; t: number; b: number }
+interface Fig extends Box { id: string; boxes: Box[] }
+
 /** Let Plotly's responsive handler (a 100 ms timer after the resize event) finish its redraws. */
 const settle = (page: any) => page.waitForTimeout(600);
 
@@ -98,7 +101,7 @@ describe.skipIf(!!problem)('report figures hold their shape in headless Chromium
     it(`compare page at ${width} px: no two title boxes of a figure intersect, and none leaves its figure`, async () => {
       const { page, problems } = await open(browser, compare, width);
       await page.screenshot({ path: path.join(tmp, `compare-${width}.png`), fullPage: true });
-      const figs = await page.evaluate(() => Array.from(document.querySelectorAll('[data-figure]')).map((e) => {
+      const figs: Fig[] = await page.evaluate(() => Array.from(document.querySelectorAll('[data-figure]')).map((e) => {
         const r = e.getBoundingClientRect();
         // Titles: the figure's, each axis's, each annotation (the heatmaps' subplot titles), the legend and the colour bar.
         const sel = 'text.gtitle, g[class^="g-x"] text, g[class^="g-y"] text, g.annotation, g.legend, g.colorbar';
@@ -106,7 +109,7 @@ describe.skipIf(!!problem)('report figures hold their shape in headless Chromium
           const b = t.getBoundingClientRect();
           return { what: (t.getAttribute('class') || '') + ' "' + (t.textContent || '').slice(0, 40) + '"', l: b.left, r: b.right, t: b.top, b: b.bottom };
         }).filter((b) => b.r - b.l > 0.5 && b.b - b.t > 0.5);
-        return { id: e.getAttribute('data-figure'), l: r.left, r: r.right, t: r.top, b: r.bottom, boxes };
+        return { id: e.getAttribute('data-figure')!, what: 'figure', l: r.left, r: r.right, t: r.top, b: r.bottom, boxes };
       }));
       expect(figs.map((f) => f.id)).toEqual(expect.arrayContaining(['run1-scatter', 'run2-scatter', 'sweep', 'run1-pair-1', 'run2-pair-1', 'separation']));
       const overlaps: string[] = [];

@@ -13,8 +13,9 @@ function comparisonTables(page: Page, root: HTMLElement): void {
   const cmp = page.data.comparison;
   if (!cmp) return;
   const runs = page.runs;
-  root.appendChild(el('h3', null, 'Run 1 (' + runs[0]!.name + ') vs run 2 (' + runs[1]!.name + ')'));
-  const head = ['section', 'metric', 'run 1', 'run 2', cmp.diffLabel || 'run 2 − run 1', '95% CI of difference', 'ahead', 'note'];
+  root.appendChild(el('h3', null, runs[1]!.name + ' against ' + runs[0]!.name));
+  if (cmp.order) root.appendChild(el('p', 'meta', cmp.order));
+  const head = ['section', 'metric', 'A', 'B', cmp.diffLabel || 'B − A', '95% CI of difference', 'ahead', 'note'];
   const fmtRow = (r: ComparisonRow): Cell[] => [r.section, r.metric, r.a, r.b, r.diff, r.ci ? fmtCI(r.ci) : '—', r.ahead, r.note || ''];
   const rows = cmp.rows;
   root.appendChild(table(head, rows.filter((r) => !r.detail).map(fmtRow), 'metrics compare'));
