@@ -6,12 +6,13 @@
  * classifier. Skips, saying why, when no browser is installed.
  */
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { writeSyntheticRun } from '../../src/report/synthetic.js';
 import { writeReport, writeCompare, launchChromium, chromiumProblem, type Browser } from '../../src/report/index.js';
+import { writeLabelOverlay } from '../../src/store/labels.js';
 
 const problem = chromiumProblem();
 if (problem) console.log(`report layout tests skipped: ${problem} (install Debian's chromium or set LOBES_CHROMIUM)`);
@@ -48,8 +49,13 @@ describe.skipIf(!!problem)('report figures hold their shape in headless Chromium
   let browser: Browser;
   let report: string;
   let compare: string;
+  let correct: Record<string, string>;
   beforeAll(async () => {
     const a = writeSyntheticRun(path.join(tmp, 'a', 'run'), { layers: 30, samplesPerGroup: 30, seed: 3, sweep: true });
+    // a label axis added after extraction (as lobes eval label writes it): every third item right, two unlisted
+    const ids = readFileSync(path.join(a, 'samples.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l).id as string);
+    correct = Object.fromEntries(ids.slice(2).map((id, i) => [id, i % 3 === 0 ? 'correct' : 'wrong']));
+    writeLabelOverlay(a, { format: 'lobes-labels', axis: 'correct', default: 'unevaluated', source: {}, values: correct });
     const b = writeSyntheticRun(path.join(tmp, 'b', 'run'), { layers: 24, samplesPerGroup: 30, seed: 5, sweep: true });
     report = await writeReport(a, path.join(tmp, 'report.html'));
     compare = await writeCompare(a, b, path.join(tmp, 'compare.html'));
@@ -151,6 +157,32 @@ describe.skipIf(!!problem)('report figures hold their shape in headless Chromium
     // each run's null band sits under its own markers
     const bands = sep.traces.filter((t: any) => t.type === 'bar');
     expect(bands.map((b: any) => b.x)).toEqual([r1.x, r2.x]);
+    await page.close();
+  });
+
+  it('recolours the t-SNE by any label axis, keeping every point once and its height', async () => {
+    const { page, problems } = await open(browser, report, 1300);
+    const traces = () => page.evaluate(() => {
+      const gd: any = document.querySelector('[data-figure="scatter"]');
+      return { names: gd.data.map((t: any) => t.name), n: gd.data.map((t: any) => t.x.length), title: gd.layout.title.text, height: gd.getBoundingClientRect().height };
+    });
+    const before = await traces();
+    expect(before.names.length).toBe(5);
+    expect(await page.evaluate(() => Array.from((document.getElementById('colour-select') as HTMLSelectElement).options).map((o) => o.value))).toEqual(['aspect', 'correct']);
+    await page.selectOption('#colour-select', 'correct');
+    await page.waitForFunction(() => /coloured by correct/.test((document.querySelector('[data-figure="scatter"]') as any).layout.title.text));
+    const after = await traces();
+    const counts: Record<string, number> = { unevaluated: 2, correct: 0, wrong: 0 };
+    for (const v of Object.values(correct)) counts[v]!++;
+    expect(Object.fromEntries(after.names.map((nm: string, i: number) => [nm.replace(/ \(\d+\)$/, ''), after.n[i]]))).toEqual(counts);
+    expect(after.height).toBe(before.height);
+    // the export follows the colouring shown
+    const spec = await page.evaluate(() => (globalThis as any).lobesReport.figure('scatter'));
+    expect(spec.data.length).toBe(3);
+    // the fits table lists both labels with chance levels
+    const fitRows = await page.evaluate(() => Array.from(document.querySelectorAll('details.fits tbody tr')).map((r) => r.firstElementChild!.textContent));
+    expect(fitRows).toEqual(['aspect (clustered by)', 'correct']);
+    expect(problems).toEqual([]);
     await page.close();
   });
 });

@@ -3,18 +3,27 @@ import type { RunPayload, ScatterPayload } from '../../types.js';
 import type { ClusterMetrics } from '../../../cluster/types.js';
 import type { Page } from '../page.js';
 import type { Section } from '../section.js';
-import { el, columns } from '../dom.js';
-import { esc } from '../format.js';
+import { el, columns, table } from '../dom.js';
+import { esc, fmt, fmtP, fmtCI } from '../format.js';
+import { PALETTE } from '../page.js';
 
 type Sweep = NonNullable<ClusterMetrics['sweep']>;
 
-function scatterFigure(page: Page, run: RunPayload, s: ScatterPayload): PlotlyFigure {
-  const traces: PlotlyTrace[] = s.groups.map((g, gi) => {
+/** The map's colouring by `axis`: the values, each point's value index, and the colour of a value. */
+function colouring(page: Page, s: ScatterPayload, axis: string): { by: string; values: string[]; v: number[]; colour: (value: string, k: number) => string } {
+  const a = axis === s.by ? null : (s.axes || []).find((x) => x.axis === axis);
+  if (!a) return { by: s.by, values: s.groups, v: s.g, colour: (g) => page.colour(g) };
+  return { by: a.axis, values: a.values, v: a.v, colour: (_value, k) => PALETTE[k % PALETTE.length]! };
+}
+
+function scatterFigure(page: Page, run: RunPayload, s: ScatterPayload, axis: string): PlotlyFigure {
+  const c = colouring(page, s, axis);
+  const traces: PlotlyTrace[] = c.values.map((g, gi) => {
     const x: number[] = [];
     const y: number[] = [];
     const t: string[] = [];
-    for (let i = 0; i < s.g.length; i++) {
-      if (s.g[i] === gi) {
+    for (let i = 0; i < c.v.length; i++) {
+      if (c.v[i] === gi) {
         x.push(s.x[i]!);
         y.push(s.y[i]!);
         t.push(s.hover[i]!);
@@ -24,14 +33,14 @@ function scatterFigure(page: Page, run: RunPayload, s: ScatterPayload): PlotlyFi
       // SVG at every size: the inlined cartesian bundle has no WebGL traces (docs/report.md, "Plotly").
       type: 'scatter', mode: 'markers', name: esc(g) + ' (' + x.length + ')',
       x, y, text: t, hovertemplate: '%{text}<extra></extra>',
-      marker: { size: s.g.length > 20000 ? 3 : s.g.length > 3000 ? 4 : 6, opacity: 0.8, color: page.colour(g) },
+      marker: { size: s.g.length > 20000 ? 3 : s.g.length > 3000 ? 4 : 6, opacity: 0.8, color: c.colour(g, gi) },
     };
   });
   const point = run.cluster && run.cluster.settings ? run.cluster.settings.point : 'representations';
   return {
     data: traces,
     layout: {
-      title: { text: esc(run.name) + ': t-SNE of ' + esc(point) + ', coloured by ' + esc(s.by) },
+      title: { text: esc(run.name) + ': t-SNE of ' + esc(point) + ', coloured by ' + esc(c.by) },
       xaxis: { title: { text: 't-SNE 1' }, zeroline: false }, yaxis: { title: { text: 't-SNE 2' }, zeroline: false },
       legend: { itemsizing: 'constant' }, hovermode: 'closest', margin: { t: 50, r: 10 }, height: 520,
     },
@@ -121,6 +130,28 @@ export const scatterSection: Section = {
   title: 'Representations: t-SNE',
   id: 'scatter',
   render(page, root) {
+    // Colour by: the label the run was clustered by, or any other label axis of its items.
+    const axisNames: string[] = [];
+    page.runs.forEach((r) => {
+      if (!r.scatter) return;
+      [r.scatter.by, ...(r.scatter.axes || []).map((a) => a.axis)].forEach((a) => { if (axisNames.indexOf(a) < 0) axisNames.push(a); });
+    });
+    let axis = axisNames[0] || '';
+    const drawn: { id: string; div: HTMLElement }[] = [];
+    if (axisNames.length > 1) {
+      const bar = el('div', 'pairbar');
+      bar.appendChild(el('label', null, 'Colour by: '));
+      const sel = el('select');
+      sel.id = 'colour-select';
+      axisNames.forEach((a) => { sel.appendChild(el('option', null, a)).value = a; });
+      sel.addEventListener('change', () => {
+        axis = sel.value;
+        drawn.forEach((d) => page.figures.draw(d.id, d.div));
+      });
+      bar.appendChild(sel);
+      bar.appendChild(el('span', 'hint', 'The table under each map says how well its neighbourhoods predict each label.'));
+      root.appendChild(bar);
+    }
     const cols = columns(root, page.runs.length);
     page.runs.forEach((run, ri) => {
       const cell = el('div');
@@ -130,10 +161,22 @@ export const scatterSection: Section = {
         cell.appendChild(el('p', 'missing', run.name + ': no cluster results (run lobes cluster).'));
         return;
       }
-      const id = page.figures.register(page.figureId(ri, 'scatter'), () => scatterFigure(page, run, s));
+      // A run without the chosen label keeps its own colouring.
+      const id = page.figures.register(page.figureId(ri, 'scatter'), () => scatterFigure(page, run, s, axis));
       const div = el('div', 'fig');
       cell.appendChild(div);
+      drawn.push({ id, div });
       page.ready.push(page.figures.draw(id, div));
+      if (s.fits && s.fits.length > 1) {
+        const det = el('details', 'fits');
+        det.appendChild(el('summary', null, 'Which label the map\'s islands follow (kNN in the 2-D map, per label)'));
+        det.appendChild(table(['label', 'classes', 'balanced accuracy', 'chance 1/C', 'null mean [95% band]', 'p', 'adjusted'],
+          s.fits.map((f) => [f.axis + (f.axis === s.by ? ' (clustered by)' : ''), f.classes, f.balancedAccuracy, f.chance, fmt(f.nullMean) + ' ' + fmtCI(f.nullBand), fmtP(f.p), f.adjusted]), 'metrics small'));
+        det.appendChild(el('p', 'meta', 'Each point\'s 10 nearest points in the map vote for its label; balanced accuracy is the mean recall over the label\'s classes (chance 1/C). ' +
+          'Null: the labels shuffled over the points (' + 200 + ' permutations, p one-sided). Adjusted = (balanced accuracy − 1/C) / (1 − 1/C): 0 at chance, 1 when neighbours always agree, comparable across labels with different numbers of classes.' +
+          (s.fits[0]!.n < s.g.length ? ' Measured on a seeded sample of ' + s.fits[0]!.n + ' points.' : '')));
+        cell.appendChild(det);
+      }
     });
     const sweepRuns: SweepRun[] = [];
     page.runs.forEach((r) => {
