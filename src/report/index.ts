@@ -44,6 +44,8 @@ export function compareHtml(a: ReportModel, b: ReportModel): string {
   const pb = runPayload(b);
   pa.name = `A: ${comparison.runs[0]}`;
   pb.name = `B: ${comparison.runs[1]}`;
+  pa.tag = 'A';
+  pb.tag = 'B';
   const payload: PagePayload = { title: `lobes compare: B = ${comparison.runs[1]} against A = ${comparison.runs[0]}`, generatedBy: stamp(), runs: [pa, pb], comparison };
   return renderPage(payload);
 }

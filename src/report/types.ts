@@ -80,6 +80,8 @@ export interface WandaPayload {
 
 export interface RunPayload {
   name: string;
+  /** 'A' or 'B' on a comparison page: the short name in figure legends. */
+  tag?: string;
   randomModel: boolean;
   /** The random-weights control this run was extracted through, in words (null: none). */
   control: string | null;

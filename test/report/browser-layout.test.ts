@@ -58,7 +58,8 @@ describe.skipIf(!!problem)('report figures hold their shape in headless Chromium
     writeLabelOverlay(a, { format: 'lobes-labels', axis: 'correct', default: 'unevaluated', source: {}, values: correct });
     const b = writeSyntheticRun(path.join(tmp, 'b', 'run'), { layers: 24, samplesPerGroup: 30, seed: 5, sweep: true });
     report = await writeReport(a, path.join(tmp, 'report.html'));
-    compare = await writeCompare(a, b, path.join(tmp, 'compare.html'));
+    // long names (as GGUF file names with a control and a composition make them) must wrap, not spill
+    compare = await writeCompare(a, b, path.join(tmp, 'compare.html'), ['SmolLM2-135M-Instruct-Q8_0, random-weights control · en+zh, 1985 items', 'Meta-Llama-3.1-8B-Instruct-Q4_K_M · en+zh, 1985 items']);
     browser = await launchChromium();
   });
   afterAll(async () => {

@@ -7,7 +7,7 @@ import type { ClassifierMetrics, ClusterMetrics, MetricWithCI } from '../../../c
 import type { Page } from '../page.js';
 import type { Section } from '../section.js';
 import { el, table, columns, type Cell } from '../dom.js';
-import { esc, fmt, fmtP, fmtCI } from '../format.js';
+import { esc, fmt, fmtP, fmtCI, wrapTitle } from '../format.js';
 
 function comparisonTables(page: Page, root: HTMLElement): void {
   const cmp = page.data.comparison;
@@ -143,7 +143,7 @@ export function separationFigure(page: Page): PlotlyFigure | null {
       marker: { symbol: 'line-ew-open', size: Math.max(8, Math.min(18, 40 * slot)), color: '#555', line: { width: 2 } }, name: 'null mean', legendgroup: 'mean', showlegend: ri === 0,
     });
     data.push({
-      type: 'scatter', mode: 'markers', x, y: cls.map((c) => c.c.balancedAccuracy.value), text, hovertemplate: '%{text}<br>balanced accuracy %{y:.3f}<extra></extra>', name: page.compare ? esc(run.name) : 'balanced accuracy',
+      type: 'scatter', mode: 'markers', x, y: cls.map((c) => c.c.balancedAccuracy.value), text, hovertemplate: '%{text}<br>balanced accuracy %{y:.3f}<extra></extra>', name: page.compare ? esc(run.tag || run.name) : 'balanced accuracy',
       marker: { size: 10, color: RUN_COLOURS[ri % RUN_COLOURS.length] },
       error_y: {
         type: 'data', symmetric: false, array: cls.map((c) => (c.c.balancedAccuracy.ci95 ? c.c.balancedAccuracy.ci95[1] - c.c.balancedAccuracy.value : 0)),
@@ -152,14 +152,15 @@ export function separationFigure(page: Page): PlotlyFigure | null {
     });
   });
   if (!data.length) return null;
+  const title = wrapTitle('Balanced accuracy against chance and the permutation null' + (page.compare ? ' (' + page.runs.map((r) => esc(r.tag || '') + ' = ' + esc(r.name.replace(/^[AB]: /, ''))).join('; ') + ')' : ''), 110);
   const shapes = chance === null ? [] : [{ type: 'line', xref: 'paper', x0: 0, x1: 1, y0: chance, y1: chance, line: { dash: 'dash', color: '#444', width: 1.5 } }];
   const annotations = chance === null ? [] : [{ xref: 'paper', x: 1, y: chance, text: 'chance ' + fmt(chance), showarrow: false, xanchor: 'right', yanchor: 'bottom', font: { size: 11, color: '#444' } }];
   return {
     data,
     layout: {
-      title: { text: 'Balanced accuracy against chance and the permutation null' }, yaxis: { title: { text: 'balanced accuracy' }, range: [0, 1] },
+      title: title.title, yaxis: { title: { text: 'balanced accuracy' }, range: [0, 1] },
       xaxis: { automargin: true, tickangle: -20, tickmode: 'array', tickvals: names.map((_, i) => i), ticktext: names.map(esc), range: [-0.5, names.length - 0.5], zeroline: false, showgrid: false },
-      barmode: 'overlay', shapes, annotations, height: 460, margin: { t: 80 }, legend: { orientation: 'h', y: 1.12 },
+      barmode: 'overlay', shapes, annotations, height: 430 + title.top, margin: { t: title.top + 10 },
     },
   };
 }

@@ -6,7 +6,7 @@
 import type { RunPayload } from '../../types.js';
 import type { Section } from '../section.js';
 import { el, table, columns } from '../dom.js';
-import { esc, fmt, fmtP } from '../format.js';
+import { esc, fmt, fmtP, wrapTitle } from '../format.js';
 import { bytes, bit } from '../bits.js';
 import type { NullTested } from '../../../wanda/types.js';
 
@@ -55,11 +55,12 @@ function pairFigure(run: RunPayload, pi: number, cmin: number): PlotlyFigure {
   const gapPx = 96;
   const plotPx = nP * rowPx + (nP - 1) * gapPx;
   cmin = Math.max(0, Math.min(cmin, 0.99));
+  const title = wrapTitle(esc(run.name) + ': ' + esc(p.a) + ' vs ' + esc(p.b) + ' (' + esc(w.by) + ')', 100);
   const data: PlotlyTrace[] = [];
   const ann: Record<string, unknown>[] = [];
   const layout: PlotlyLayout = {
-    title: { text: esc(run.name) + ': ' + esc(p.a) + ' vs ' + esc(p.b) + ' (' + esc(w.by) + ')' },
-    height: plotPx + 150, margin: { t: 100, l: 60, r: 20, b: 50 },
+    title: title.title,
+    height: plotPx + 120 + title.top, margin: { t: 70 + title.top, l: 60, r: 20, b: 50 },
     plot_bgcolor: BLOCK_BG, annotations: ann, showlegend: false,
     coloraxis: shaded
       ? { cmin, cmax: 1, colorscale: 'Viridis', colorbar: { title: { text: 'importance<br>percentile', font: { size: 11 } }, len: 0.6, thickness: 14, x: 1.01, xanchor: 'left' } }

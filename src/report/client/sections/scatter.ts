@@ -4,7 +4,7 @@ import type { ClusterMetrics } from '../../../cluster/types.js';
 import type { Page } from '../page.js';
 import type { Section } from '../section.js';
 import { el, columns, table } from '../dom.js';
-import { esc, fmt, fmtP, fmtCI } from '../format.js';
+import { esc, fmt, fmtP, fmtCI, wrapTitle } from '../format.js';
 import { PALETTE } from '../page.js';
 
 type Sweep = NonNullable<ClusterMetrics['sweep']>;
@@ -37,12 +37,14 @@ function scatterFigure(page: Page, run: RunPayload, s: ScatterPayload, axis: str
     };
   });
   const point = run.cluster && run.cluster.settings ? run.cluster.settings.point : 'representations';
+  // Short lines: on a comparison page the map is half the page wide.
+  const title = wrapTitle(esc(run.name) + ': t-SNE of ' + esc(point) + ', coloured by ' + esc(c.by), 52);
   return {
     data: traces,
     layout: {
-      title: { text: esc(run.name) + ': t-SNE of ' + esc(point) + ', coloured by ' + esc(c.by) },
+      title: title.title,
       xaxis: { title: { text: 't-SNE 1' }, zeroline: false }, yaxis: { title: { text: 't-SNE 2' }, zeroline: false },
-      legend: { itemsizing: 'constant' }, hovermode: 'closest', margin: { t: 50, r: 10 }, height: 520,
+      legend: { itemsizing: 'constant' }, hovermode: 'closest', margin: { t: title.top, r: 10 }, height: 500 + title.top - 30,
     },
   };
 }
@@ -50,6 +52,8 @@ function scatterFigure(page: Page, run: RunPayload, s: ScatterPayload, axis: str
 /** A sweep with what it is read against. */
 interface SweepRun {
   name: string;
+  /** 'A' or 'B' on a comparison page (legends stay short; the title names the runs). */
+  tag: string;
   sweep: Sweep;
   chance: number;
   majority: number | null;
@@ -82,8 +86,8 @@ function sweepFigure(runs: SweepRun[], compare: boolean): PlotlyFigure {
   // two runs with the same chance share one label instead of printing two on top of each other.
   const chances: Level[] = [];
   const majorities: Level[] = [];
-  runs.forEach(({ name, sweep: sw, chance, majority }, ri) => {
-    const pre = compare ? esc(name) + ': ' : '';
+  runs.forEach(({ name, tag, sweep: sw, chance, majority }, ri) => {
+    const pre = compare ? esc(tag) + ': ' : '';
     const x = sw.map((s) => esc(s.point));
     const colour = colours[ri % colours.length]!;
     const bal = sw.every((s) => s.balancedAccuracy);
@@ -110,6 +114,7 @@ function sweepFigure(runs: SweepRun[], compare: boolean): PlotlyFigure {
     addLevel(chances, chance, name);
     if (majority !== null) addLevel(majorities, majority, name);
   });
+  const title = wrapTitle('Linear probe per capture point, against chance' + (compare ? ' (' + runs.map((r) => esc(r.tag) + ' = ' + esc(r.name.replace(/^[AB]: /, ''))).join('; ') + ')' : ''), 110);
   const label = (l: Level) => (compare && runs.length > 1 ? ' (' + (l.runs.length === runs.length ? 'both runs' : l.runs.map(esc).join(', ')) + ')' : '');
   chances.forEach((l, j) => {
     shapes.push({ type: 'line', xref: 'paper', x0: 0, x1: 1, y0: l.value, y1: l.value, line: { dash: 'dash', color: '#444', width: 1.5 } });
@@ -122,7 +127,7 @@ function sweepFigure(runs: SweepRun[], compare: boolean): PlotlyFigure {
   });
   return {
     data,
-    layout: { title: { text: 'Linear probe per capture point, against chance' }, yaxis: { title: { text: 'score' }, range: [0, 1] }, xaxis: { automargin: true }, shapes, annotations, height: 420, margin: { t: 80 }, legend: { orientation: 'h', y: 1.12 } },
+    layout: { title: title.title, yaxis: { title: { text: 'score' }, range: [0, 1] }, xaxis: { automargin: true }, shapes, annotations, height: 400 + title.top, margin: { t: title.top + 10 } },
   };
 }
 
@@ -182,7 +187,7 @@ export const scatterSection: Section = {
     page.runs.forEach((r) => {
       const cm = r.cluster && r.cluster.metrics;
       const sweep = cm && cm.sweep;
-      if (cm && sweep && sweep.length) sweepRuns.push({ name: r.name, sweep, chance: cm.chance ? cm.chance.balancedAccuracy : 1 / cm.classes.length, majority: cm.chance ? cm.chance.majorityRate : null });
+      if (cm && sweep && sweep.length) sweepRuns.push({ name: r.name, tag: r.tag || r.name, sweep, chance: cm.chance ? cm.chance.balancedAccuracy : 1 / cm.classes.length, majority: cm.chance ? cm.chance.majorityRate : null });
     });
     if (sweepRuns.length) {
       const div = el('div', 'fig');
