@@ -12,23 +12,9 @@
  */
 import * as path from 'node:path';
 import type { ReportModel } from './load.js';
+import { modelName, type ModelRecord } from '../store/model-name.js';
 
-/** A model record as runs, evaluations and attention results write it. */
-export interface ModelRecord {
-  dir?: string;
-  source?: { format?: string; path?: string } | null;
-  control?: { source?: string } | null;
-}
-
-const stripGguf = (f: string) => f.replace(/\.gguf$/i, '');
-
-/** The model's name: the GGUF file name, else the model folder's name (for a control: the model it copies). */
-export function modelName(m: ModelRecord | null | undefined): string {
-  if (!m) return 'unknown model';
-  if (m.source?.format === 'gguf' && m.source.path) return stripGguf(path.basename(m.source.path));
-  if (m.control?.source) return stripGguf(path.basename(m.control.source));
-  return m.dir ? stripGguf(path.basename(m.dir)) : 'unknown model';
-}
+export { modelName, type ModelRecord } from '../store/model-name.js';
 
 /** The dataset's short name from its spec: `builtin:social?…` → `social`, `socialeval:/a/b/worldtree_data` → `worldtree_data`. */
 export function datasetName(spec: string | undefined): string {
