@@ -38,7 +38,7 @@ function scatterFigure(page: Page, run: RunPayload, s: ScatterPayload, axis: str
   });
   const point = run.cluster && run.cluster.settings ? run.cluster.settings.point : 'representations';
   // Short lines: on a comparison page the map is half the page wide.
-  const title = wrapTitle(esc(run.name) + ': t-SNE of ' + esc(point) + ', coloured by ' + esc(c.by), 52);
+  const title = wrapTitle(esc(run.name) + ': t-SNE of ' + esc(point) + ', coloured by ' + esc(c.by), page.compare ? 52 : 100);
   return {
     data: traces,
     layout: {
