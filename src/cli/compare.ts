@@ -1,21 +1,24 @@
 import { parseCommand } from './args.js';
-import { compareRuns, loadRun, writeCompare } from '../report/index.js';
+import { compareRuns, loadRun, nameRun, writeCompare } from '../report/index.js';
+import { UsageError } from '../util/errors.js';
 import { FIGURE_OPTIONS, writePageWithFigures } from './figures.js';
 
 const SPEC = {
-  usage: 'lobes compare RUN_A RUN_B [--out FILE.html] [--png DIR] [--svg DIR] [--chromium PATH]',
+  usage: 'lobes compare RUN_A RUN_B [--out FILE.html] [--png DIR] [--svg DIR] [--chromium PATH] [--name NAME_A --name NAME_B]',
   help: `
 Write one self-contained HTML page comparing two runs (e.g. Llama-3.1-8B and 70B on the same
 dataset): both t-SNE scatters and both runs' region heatmaps side by side on one colour scale,
 and a table of every separation and region metric of both runs with the difference
-(RUN_B − RUN_A; trained − control when one run is a random-weights control), a 95% CI of the
+(B − A, runs A and B in the order given), a 95% CI of the
 difference (a bootstrap over items, paired when both runs measured the same items), and which
 run is ahead. The headline differences are printed first.
 
   --out FILE.html    where to write the page (default ./compare.html)
+  --name NAME        the runs' names, once for A then once for B (default: each run's model,
+                     control and items)
   --png DIR, --svg DIR, --width N, --height N, --chromium PATH   figure export, as in lobes report
   --json             print {"report": FILE, "figures": [...]} on stdout`,
-  options: FIGURE_OPTIONS,
+  options: { ...FIGURE_OPTIONS, name: { type: 'string', multiple: true } },
   positionals: [2, 2] as [number, number],
 } as const;
 
@@ -23,5 +26,8 @@ export async function run(argv: string[]): Promise<number> {
   const args = parseCommand(argv, SPEC);
   if (!args) return 0;
   const [a, b] = [args.positionals[0]!, args.positionals[1]!];
-  return writePageWithFigures(args.values, 'comparison', () => writeCompare(a, b, args.values.out), async () => compareRuns(await loadRun(a), await loadRun(b)).summary ?? []);
+  const names = (args.values.name ?? []) as string[];
+  if (names.length > 2) throw new UsageError(`--name is given once for each run, at most twice, got ${names.length}`, `usage: ${SPEC.usage}`);
+  return writePageWithFigures(args.values, 'comparison', () => writeCompare(a, b, args.values.out, [names[0], names[1]]),
+    async () => compareRuns(nameRun(await loadRun(a), names[0]), nameRun(await loadRun(b), names[1])).summary ?? []);
 }

@@ -3,6 +3,7 @@
  * findings): every accuracy with its 95% CI and chance level.
  */
 import type { EvalManifest } from './run.js';
+import { modelName } from '../store/model-name.js';
 import type { Accuracy, AccuracyTable, EvalSummary, GaeSummary, ItemSummary, PositionBias } from './summary.js';
 
 const pct = (x: number) => (Number.isFinite(x) ? (100 * x).toFixed(1) : '—');
@@ -63,7 +64,7 @@ export function formatSummary(s: EvalSummary, m?: EvalManifest): string {
   const out: string[] = [];
   if (m) {
     const t = m.throughput;
-    out.push(`## ${m.model.dir}: ${m.dataset.spec}`, '', `${m.settings.shuffles} shuffles (seed ${m.settings.seed})${m.settings.cot ? `, reasoning up to ${m.settings.cot} tokens` : ''}${m.settings.limit ? `, --limit ${m.settings.limit}` : ''}; ${t.prompts} prompts, ${t.promptTokens} tokens (${t.prompts ? Math.round(t.promptTokens / t.prompts) : 0} per prompt); wall ${(m.timings.wallMs / 1000).toFixed(0)} s.`, '');
+    out.push(`## ${modelName(m.model)}: ${m.dataset.spec}`, '', `model folder ${m.model.dir}`, '', `${m.settings.shuffles} shuffles (seed ${m.settings.seed})${m.settings.cot ? `, reasoning up to ${m.settings.cot} tokens` : ''}${m.settings.limit ? `, --limit ${m.settings.limit}` : ''}; ${t.prompts} prompts, ${t.promptTokens} tokens (${t.prompts ? Math.round(t.promptTokens / t.prompts) : 0} per prompt); wall ${(m.timings.wallMs / 1000).toFixed(0)} s.`, '');
   }
   if (s.iae) out.push(...items(s.iae, 'IAE (interpersonal ability: the utterance that shows the asked ability)'));
   if (s.mcq) out.push(...items(s.mcq, 'Multiple choice'));

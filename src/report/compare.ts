@@ -4,8 +4,9 @@
  * accuracy (lobes eval) of both, their difference with a 95% CI where the data allow one, and
  * which run is ahead.
  *
- * The difference is run 2 − run 1, except when exactly one run is a random-weights control
- * (`extract --control random`): then it is trained − control, whichever side the control is on.
+ * Runs are A and B in the order given, and every difference is B − A, said once in the first line
+ * (with the runs' names, src/report/naming.ts). When one run is a random-weights control
+ * (`extract --control random`) that line also says which sign means the trained model is ahead.
  *
  * CIs of differences, in order of preference:
  *  - paired bootstrap over items: both runs wrote cluster/items.json (per-item predictions and
@@ -26,6 +27,7 @@ import type { ComparisonRow, Comparison } from './types.js';
 import { Rng } from '../util/rng.js';
 import { confusionCounts, percentileSorted, scoresFromConfusion, SCORE_NAMES, type ScoreName } from '../cluster/scores.js';
 import type { Accuracy, AccuracyTable } from '../eval/summary-types.js';
+import { distinctNames } from './naming.js';
 
 export type Direction = 'higher' | 'lower' | 'neutral';
 
@@ -124,11 +126,10 @@ function aheadOf(dir: Direction, a: number | null, b: number | null, ci: [number
   return excludesZero ? `${winner} (CI excludes 0)` : `${winner} (within CI)`;
 }
 
-/** How the comparison builds its rows: names, the sign of the difference, the items of both runs. */
+/** How the comparison builds its rows: what the runs are called in the rows, the items of both runs. */
 interface Ctx {
+  /** 'A' and 'B': the first line of the comparison says which run is which. */
   names: [string, string];
-  /** +1: diff = b − a; −1: diff = a − b (trained − control with the control as run 2). */
-  sign: 1 | -1;
   items: [ClusterItems | null, ClusterItems | null];
   /** Which CI methods were used (for the notes). */
   used: Set<string>;
@@ -156,8 +157,8 @@ function row(ctx: Ctx, section: string, metric: string, dir: Direction, a: Val, 
     how = 'normal approximation';
     ctx.used.add('normal');
   }
-  const diff = raw === null ? null : ctx.sign * raw;
-  const shown = ci && ctx.sign === -1 ? ([-ci[1], -ci[0]] as [number, number]) : ci;
+  const diff = raw;
+  const shown = ci;
   const note = [opts.note, how].filter(Boolean).join('; ');
   return { section, metric, a: av, b: bv, diff, ci: shown, ahead: aheadOf(dir, av, bv, ci, ctx.names), ...(note ? { note } : {}) };
 }
@@ -263,13 +264,13 @@ function wandaRows(ctx: Ctx, r1: ReportModel, r2: ReportModel, rows: ComparisonR
 
 /** Compare two loaded runs. */
 export function compareRuns(r1: ReportModel, r2: ReportModel): Comparison {
-  const names: [string, string] = [r1.name, r2.name];
-  if (names[0] === names[1]) names[1] = `${names[1]} (2)`;
+  const names = distinctNames([r1.name, r2.name], [r1.dir, r2.dir]);
   const ctl1 = !!r1.control;
   const ctl2 = !!r2.control;
-  const sign: 1 | -1 = ctl2 && !ctl1 ? -1 : 1;
-  const diffLabel = ctl1 !== ctl2 ? (sign === -1 ? 'run 1 − run 2 (trained − random-weights control)' : 'run 2 − run 1 (trained − random-weights control)') : 'run 2 − run 1';
-  const ctx: Ctx = { names, sign, items: [r1.cluster?.items ?? null, r2.cluster?.items ?? null], used: new Set() };
+  const diffLabel = 'B − A';
+  let order = `A is ${names[0]}, B is ${names[1]}. Every difference is B − A.`;
+  if (ctl1 !== ctl2) order += ctl2 ? ' B is a random-weights control, so a negative difference means the trained model A is ahead.' : ' A is a random-weights control, so a positive difference means the trained model B is ahead.';
+  const ctx: Ctx = { names: ['A', 'B'], items: [r1.cluster?.items ?? null, r2.cluster?.items ?? null], used: new Set() };
   const rows: ComparisonRow[] = [];
   const notes: string[] = [];
   if (r1.cluster?.metrics || r2.cluster?.metrics) clusterRows(ctx, r1, r2, rows);
@@ -285,7 +286,7 @@ export function compareRuns(r1: ReportModel, r2: ReportModel): Comparison {
   if (ctx.used.has('normal')) notes.push('CI of a difference, normal approximation (results without items.json): each run\'s 95% bootstrap CI is read as ±1.96 standard errors and the runs are treated as independent, giving diff ± 1.96·sqrt(se₁² + se₂²).');
   evalRows(ctx, r1, r2, rows, notes);
   notes.push('"CI excludes 0" marks differences whose interval does not contain zero.');
-  return { runs: names, rows, notes, diffLabel, summary: comparisonSummary(rows, names, diffLabel) };
+  return { runs: names, rows, notes, diffLabel, order, summary: [order, ...comparisonSummary(rows, ['A', 'B'], diffLabel)] };
 }
 
 /** The headline differences in words: balanced accuracy of the probe and kNN on the representation, and of the token baselines. */

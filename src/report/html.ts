@@ -65,7 +65,8 @@ h3 { font-size: 15px; margin: 10px 0 6px; }
 h4 { font-size: 14px; margin: 14px 0 6px; }
 main { padding: 0 28px 40px; }
 .cols { display: grid; gap: 18px; }
-.fig { background: #fff; border: 1px solid var(--line); border-radius: 4px; min-height: 200px; }
+.fig { background: #fff; box-shadow: 0 0 0 1px var(--line); border-radius: 4px; margin: 1px 0 12px; }
+@media print { .fig, table { break-inside: avoid; } header, main { padding-left: 0; padding-right: 0; } }
 .warning { background: var(--warn-bg); border-left: 4px solid var(--warn-line); padding: 8px 12px; margin: 8px 0; }
 .meta, .hint, .missing { color: var(--muted); }
 .summary { background: #fff; border: 1px solid var(--line); border-left: 4px solid #4c7be0; padding: 6px 12px; margin: 8px 0; }

@@ -15,10 +15,12 @@ import { compareRuns } from './compare.js';
 import { launchChromium } from './browser.js';
 import { attendPayload, attendProvenance, isAttendDir, loadAttend } from './attend.js';
 import { isBuiltinRandomModel } from './load.js';
+import { nameRun, modelName } from './naming.js';
 import type { RunManifest } from '../store/types.js';
 
 export { loadRun, readRunBasics, isBuiltinRandomModel, BUILTIN_MODEL_DIR } from './load.js';
 export type { ReportModel, WandaData, ClusterData, LoadOptions } from './load.js';
+export { runName, nameRun, modelName, distinctNames } from './naming.js';
 export { runPayload, percentileBytes, hoverText, plotlyText } from './payload.js';
 export type { RunPayload, ScatterPayload, WandaPayload } from './payload.js';
 export { compareRuns, diffCI } from './compare.js';
@@ -40,9 +42,11 @@ export function compareHtml(a: ReportModel, b: ReportModel): string {
   const comparison = compareRuns(a, b);
   const pa = runPayload(a);
   const pb = runPayload(b);
-  pa.name = comparison.runs[0];
-  pb.name = comparison.runs[1];
-  const payload: PagePayload = { title: `lobes compare: ${comparison.runs[0]} vs ${comparison.runs[1]}`, generatedBy: stamp(), runs: [pa, pb], comparison };
+  pa.name = `A: ${comparison.runs[0]}`;
+  pb.name = `B: ${comparison.runs[1]}`;
+  pa.tag = 'A';
+  pb.tag = 'B';
+  const payload: PagePayload = { title: `lobes compare: B = ${comparison.runs[1]} against A = ${comparison.runs[0]}`, generatedBy: stamp(), runs: [pa, pb], comparison };
   return renderPage(payload);
 }
 
@@ -52,9 +56,10 @@ export function defaultReportPath(runDir: string): string {
 }
 
 /** The HTML of the page of a `lobes attend` folder on its own (attention and provenance). */
-export function attendReportHtml(dir: string): string {
+export function attendReportHtml(dir: string, given?: string): string {
   const a = loadAttend(dir);
-  const name = path.basename(a.dir);
+  const s = a.summary as unknown as { model?: Parameters<typeof modelName>[0]; counts?: { items?: number } };
+  const name = given && given.trim() ? given.trim() : `${modelName(s.model)}${s.counts?.items ? ` · ${s.counts.items} items` : ''}`;
   const randomModel = isBuiltinRandomModel({ model: a.summary.model } as unknown as RunManifest, a.dir);
   const run = { name, randomModel, control: null, summary: [], provenance: attendProvenance(a), scatter: null, cluster: null, wanda: null, attend: attendPayload(a) };
   return renderPage({ title: `lobes attend: ${name}`, generatedBy: stamp(), runs: [run], comparison: null, sections: ['attention', 'provenance'] });
@@ -64,17 +69,17 @@ export function attendReportHtml(dir: string): string {
 export async function writeReport(runDir: string, out?: string, opts: LoadOptions = {}): Promise<string> {
   const file = path.resolve(out ?? defaultReportPath(runDir));
   let html: string;
-  if (!existsSync(path.join(runDir, 'manifest.json')) && isAttendDir(runDir)) html = attendReportHtml(runDir);
-  else html = reportHtml(await loadRun(runDir, opts));
+  if (!existsSync(path.join(runDir, 'manifest.json')) && isAttendDir(runDir)) html = attendReportHtml(runDir, opts.name);
+  else html = reportHtml(nameRun(await loadRun(runDir, opts), opts.name));
   mkdirSync(path.dirname(file), { recursive: true });
   writeFileAtomicSync(file, html);
   return file;
 }
 
 /** Load two runs and write the comparison; returns the file written. */
-export async function writeCompare(runA: string, runB: string, out?: string): Promise<string> {
-  const a = await loadRun(runA);
-  const b = await loadRun(runB);
+export async function writeCompare(runA: string, runB: string, out?: string, names: [string?, string?] = []): Promise<string> {
+  const a = nameRun(await loadRun(runA), names[0]);
+  const b = nameRun(await loadRun(runB), names[1]);
   const file = path.resolve(out ?? 'compare.html');
   mkdirSync(path.dirname(file), { recursive: true });
   writeFileAtomicSync(file, compareHtml(a, b));

@@ -15,6 +15,11 @@ import type { WandaMatrix, BlockSet } from '../wanda/types.js';
 import { attendPayload } from './attend.js';
 import type { ScatterPayload, WandaPayload, RunPayload, EvalPayload } from './types.js';
 import { PAPER_REFERENCE, PAPER_SOURCE } from '../eval/reference.js';
+import { modelName } from './naming.js';
+import { axisFits, islandLine } from './islands.js';
+import { readLabelOverlays } from '../store/labels.js';
+import { existsSync } from 'node:fs';
+import * as path from 'node:path';
 
 export type { ScatterPayload, WandaPayload, RunPayload } from './types.js';
 
@@ -116,7 +121,40 @@ function scatterPayload(model: ReportModel): ScatterPayload | null {
     if (byId.size) text = coords.ids.map((id) => byId.get(id));
   }
   const hover = coords.ids.map((id, i) => hoverText(id, coords.labels[i]!, text?.[i]));
-  return { groups, g, x, y, hover, by: c.settings?.by ?? 'label' };
+  const by = c.settings?.by ?? 'label';
+  const axes = labelAxes(model, coords.ids, by);
+  const fits = axisFits(x, y, [{ axis: by, codes: Int32Array.from(g), classes: groups.length }, ...axes.map((a) => ({ axis: a.axis, codes: Int32Array.from(a.v), classes: a.values.length }))]);
+  return { groups, g, x, y, hover, by, axes, fits };
+}
+
+/** Most values a label axis may have and still be offered as the map's colouring. */
+const MAX_AXIS_VALUES = 40;
+
+/**
+ * Every label axis of the run's samples and label overlays (RUN/labels, e.g. `correct` from lobes
+ * eval label) other than `by`, as value indices per map point, when it has 2 to MAX_AXIS_VALUES values.
+ */
+function labelAxes(model: ReportModel, ids: string[], by: string): { axis: string; values: string[]; v: number[] }[] {
+  const byId = new Map(model.samples.map((s) => [s.id, s.labels]));
+  const names: string[] = [];
+  for (const s of model.samples) for (const k of Object.keys(s.labels)) if (!names.includes(k)) names.push(k);
+  const overlays = model.samples.length && existsSync(path.join(model.dir, 'labels')) ? readLabelOverlays(model.dir) : new Map();
+  for (const k of overlays.keys()) if (!names.includes(k)) names.push(k);
+  const out: { axis: string; values: string[]; v: number[] }[] = [];
+  for (const axis of names) {
+    if (axis === by) continue;
+    const o = overlays.get(axis);
+    const values: string[] = [];
+    const index = new Map<string, number>();
+    const v = ids.map((id) => {
+      const val = o ? o.values[id] ?? o.default : byId.get(id)?.[axis] ?? '(none)';
+      let k = index.get(val);
+      if (k === undefined) index.set(val, (k = values.push(val) - 1));
+      return k;
+    });
+    if (values.length >= 2 && values.length <= MAX_AXIS_VALUES) out.push({ axis, values, v });
+  }
+  return out;
 }
 
 class Bits {
@@ -239,7 +277,7 @@ function evalPayload(model: ReportModel): EvalPayload | null {
   ];
   return {
     dir: ev.dir,
-    model: String(m.model?.dir ?? ''),
+    model: modelName(m.model),
     dataset: String(m.dataset?.spec ?? ''),
     settings: words.join('; '),
     summary: ev.summary,
@@ -249,13 +287,17 @@ function evalPayload(model: ReportModel): EvalPayload | null {
 
 export function runPayload(model: ReportModel): RunPayload {
   const ctl = model.control;
+  const scatter = scatterPayload(model);
+  const summary = verdictLines(model.cluster?.metrics ?? null, model.cluster?.settings ?? null, model.wanda?.settings ?? null, model.wanda?.metrics ?? null);
+  // First line: when the map's islands follow another label better than the one it is coloured by.
+  const islands = scatter?.fits ? islandLine(scatter.fits, scatter.by) : null;
   return {
     name: model.name,
     randomModel: model.randomModel,
     control: ctl ? `This run is a random-weights control: the architecture and tokenizer of ${ctl.source} with every weight drawn again (seed ${ctl.seed}; ${ctl.scheme}). Its numbers are the floor a trained model's must beat.` : null,
-    summary: [...(model.omitted ?? []).map((n) => `Note: ${n}.`.replace(/\.\.$/, '.')), ...verdictLines(model.cluster?.metrics ?? null, model.cluster?.settings ?? null, model.wanda?.settings ?? null, model.wanda?.metrics ?? null)],
+    summary: [...(model.omitted ?? []).map((n) => `Note: ${n}.`.replace(/\.\.$/, '.')), ...(islands ? [islands, ...summary] : summary)],
     provenance: provenanceOf(model),
-    scatter: scatterPayload(model),
+    scatter,
     cluster: model.cluster ? { metrics: model.cluster.metrics, settings: model.cluster.settings } : null,
     wanda: wandaPayload(model),
     attend: model.attend ? attendPayload(model.attend) : null,

@@ -33,6 +33,27 @@ export interface ScatterPayload {
   /** Hover text per point, already escaped for Plotly's text renderer. */
   hover: string[];
   by: string;
+  /** Every other label axis the map can be coloured by: its values and each point's value index. */
+  axes?: { axis: string; values: string[]; v: number[] }[];
+  /** How well the map's neighbourhoods predict each axis, `by` included (islands.ts). */
+  fits?: AxisFit[];
+}
+
+/** How well the map's neighbourhoods predict one label axis (src/report/islands.ts). */
+export interface AxisFit {
+  axis: string;
+  classes: number;
+  /** Points measured (all, or the sample). */
+  n: number;
+  /** Balanced accuracy of the vote of each point's k nearest points in the 2-D map. */
+  balancedAccuracy: number;
+  /** 1/C. */
+  chance: number;
+  /** (BA − 1/C) / (1 − 1/C): 0 at chance, 1 when neighbours always agree. */
+  adjusted: number;
+  nullMean: number;
+  nullBand: [number, number];
+  p: number;
 }
 
 export interface WandaPayload {
@@ -59,6 +80,8 @@ export interface WandaPayload {
 
 export interface RunPayload {
   name: string;
+  /** 'A' or 'B' on a comparison page: the short name in figure legends. */
+  tag?: string;
   randomModel: boolean;
   /** The random-weights control this run was extracted through, in words (null: none). */
   control: string | null;
@@ -149,8 +172,10 @@ export interface Comparison {
   runs: [string, string];
   rows: ComparisonRow[];
   notes: string[];
-  /** What `diff` is, e.g. 'run 2 − run 1' or 'run 1 − run 2 (trained − random-weights control)'. */
+  /** What `diff` is: 'B − A' (run B minus run A, in the order given). */
   diffLabel?: string;
+  /** The comparison's first line: which run is A and which is B, and that every difference is B − A. */
+  order?: string;
   /** The comparison's first lines: the headline differences in words. */
   summary?: string[];
 }

@@ -77,7 +77,7 @@ describe('evaluation in the report and in compare', () => {
     expect(overall.a).toBe(sa.overall.accuracy);
     expect(overall.b).toBe(sb.overall.accuracy);
     expect(overall.diff).toBeCloseTo(sb.overall.accuracy - sa.overall.accuracy, 12);
-    expect(overall.ahead).toMatch(/^evalA/);
+    expect(overall.ahead).toMatch(/^A( |$)/); // runs are A and B in the order given
     const warmth = cmp.rows.find((r) => r.metric === 'accuracy, label:topic = warmth')!;
     expect(warmth.detail).toBe(true);
     expect(warmth.b).toBe(sb.tables[0]!.rows.find((r) => r.key === 'warmth')!.accuracy);

@@ -33,9 +33,11 @@ describe('lobes report / compare command line', () => {
     // the page's first lines, then where it is
     const lines = a.out.trimEnd().split('\n');
     expect(lines[lines.length - 1]).toBe(`report: ${path.join(run, 'report.html')}`);
-    expect(lines[0]).toMatch(/^5 classes of "aspect" on 100 items: chance balanced accuracy is 0\.20/);
+    expect(lines[0]).toBe("synthetic · synthetic, 100 items:"); // the run's name: model folder, then the dataset (no language axis) and the item count
+    expect(lines[1]).toMatch(/^5 classes of "aspect" on 100 items: chance balanced accuracy is 0\.20/);
     const html = readFileSync(path.join(run, 'report.html'), 'utf8');
-    expect(html).toContain(JSON.stringify(lines[0]).slice(1, -1));
+    expect(html).toContain(JSON.stringify(lines[1]).slice(1, -1));
+    expect(html).toContain(`"title":"lobes report: ${lines[0].slice(0, -1)}"`);
     expect(html.startsWith('<!doctype html>')).toBe(true);
     const payload = JSON.parse(html.slice(html.indexOf('id="lobes-data">') + 16, html.indexOf('</script>', html.indexOf('id="lobes-data">'))));
     expect(payload.runs[0].wanda.pairs.length).toBe(10);
@@ -55,9 +57,20 @@ describe('lobes report / compare command line', () => {
     expect(r.code).toBe(0);
     const html = readFileSync(out, 'utf8');
     const payload = JSON.parse(html.slice(html.indexOf('id="lobes-data">') + 16, html.indexOf('</script>', html.indexOf('id="lobes-data">'))));
-    expect(payload.runs.map((x: any) => x.name)).toEqual(['run', 'run2']);
+    // named by model and items; the same model and items on both sides, so the folders tell them apart
+    const names = payload.runs.map((x: any) => x.name);
+    expect(names[0]).toMatch(/^A: synthetic · .*, 100 items \(run\)$/);
+    expect(names[1]).toMatch(/^B: synthetic · .*, 100 items \(run2\)$/);
     expect(payload.comparison.rows.length).toBeGreaterThan(100);
-    expect(r.out).toMatch(/^Linear probe on the representation: balanced accuracy run /);
+    const lines = r.out.split('\n');
+    expect(lines[0]).toBe(`A is ${names[0].slice(3)}, B is ${names[1].slice(3)}. Every difference is B − A.`);
+    expect(lines[1]).toMatch(/^Linear probe on the representation: balanced accuracy A 0\.\d\d, B 0\.\d\d; B − A: /);
+    // --name, once per run
+    const named = await cli(['compare', run, run2, '--out', out, '--name', 'eight', '--name', 'seventy']);
+    expect(named.code).toBe(0);
+    expect(named.out.split('\n')[0]).toBe('A is eight, B is seventy. Every difference is B − A.');
+    const three = await cli(['compare', run, run2, '--out', out, '--name', 'a', '--name', 'b', '--name', 'c']);
+    expect(three.code).toBe(2);
     expect(r.out.trimEnd().split('\n').pop()).toBe(`comparison: ${out}`);
   });
 

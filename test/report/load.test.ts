@@ -145,9 +145,12 @@ describe('comparison table', () => {
     expect(sil.b).toBe(sb.value);
     expect(sil.diff).toBeCloseTo(sb.value - sa.value, 12);
     expect(sil.ci).toEqual(diffCI(sa.value, sa.ci95!, sb.value, sb.ci95!));
-    expect(sil.ahead.startsWith(sb.value > sa.value ? '70B' : '8B')).toBe(true);
+    // the runs are A and B in the order given, named once in the first line
+    expect(c.runs).toEqual(['8B', '70B']);
+    expect(c.summary![0]).toBe('A is 8B, B is 70B. Every difference is B − A.');
+    expect(sil.ahead.startsWith(sb.value > sa.value ? 'B' : 'A')).toBe(true);
     const db = c.rows.find((r) => r.section === 'separation (embedding)' && r.metric === 'Davies–Bouldin')!;
-    expect(db.ahead.startsWith(db.b! < db.a! ? '70B' : '8B')).toBe(true);
+    expect(db.ahead.startsWith(db.b! < db.a! ? 'B' : 'A')).toBe(true);
     // every wanda pair metric but isolation (the same test as Jaccard), sizes as shares of all blocks
     const pairs = a.wanda!.metrics!.pairs;
     expect(c.rows.filter((r) => r.section.startsWith('pair ')).length).toBe(pairs.length * 7);

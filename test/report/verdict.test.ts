@@ -111,21 +111,33 @@ describe('the first lines of the report', () => {
 });
 
 describe('comparing a run with its random-weights control', () => {
-  it('gives trained − control with paired bootstrap CIs over the shared items', async () => {
+  it('gives B − A in the order given, with paired bootstrap CIs over the shared items, and says which sign favours the trained model', async () => {
     const t = data(3, 3);
     const c = data(4, 0);
     const trained = await runWith('trained', t.X, t.d, t.labels);
     const control = await runWith('control', c.X, c.d, c.labels, true);
     const cmp = compareRuns(await loadRun(trained), await loadRun(control));
-    expect(cmp.diffLabel).toBe('run 1 − run 2 (trained − random-weights control)');
-    const row = cmp.rows.find((r) => r.section === 'separation (original-euclidean)' && r.metric === 'probe balanced accuracy')!;
-    expect(row.diff).toBeCloseTo(row.a! - row.b!, 12);
-    expect(row.diff!).toBeGreaterThan(0.3);
+    expect(cmp.diffLabel).toBe('B − A');
+    expect(cmp.order).toBe('A is trained, B is control. Every difference is B − A. B is a random-weights control, so a negative difference means the trained model A is ahead.');
+    expect(cmp.summary![0]).toBe(cmp.order);
+    const pick = (x: typeof cmp) => x.rows.find((r) => r.section === 'separation (original-euclidean)' && r.metric === 'probe balanced accuracy')!;
+    const row = pick(cmp);
+    expect(row.diff).toBeCloseTo(row.b! - row.a!, 12);
+    expect(row.diff!).toBeLessThan(-0.3);
     expect(row.note).toBe('paired bootstrap over 300 items');
-    expect(row.ci![0]).toBeGreaterThan(0);
+    expect(row.ci![1]).toBeLessThan(0);
     expect(row.ci![0]).toBeLessThan(row.diff!);
     expect(row.ci![1]).toBeGreaterThan(row.diff!);
-    expect(cmp.summary!.find((l) => l.startsWith('Linear probe'))).toMatch(/trained − random-weights control\): \+0\.\d\d \[0\.\d\d, 0\.\d\d\] \(paired bootstrap over 300 items; the CI excludes 0\)/);
+    expect(row.ahead).toBe('A (CI excludes 0)');
+    expect(cmp.summary!.find((l) => l.startsWith('Linear probe'))).toMatch(/balanced accuracy A 0\.\d\d, B 0\.\d\d; B − A: -0\.\d\d \[-0\.\d\d, -0\.\d\d\] \(paired bootstrap over 300 items; the CI excludes 0\)/);
+    // the other order: the same difference with the other sign, never flipped back to trained − control
+    const rev = compareRuns(await loadRun(control), await loadRun(trained));
+    expect(rev.order).toBe('A is control, B is trained. Every difference is B − A. A is a random-weights control, so a positive difference means the trained model B is ahead.');
+    const rr = pick(rev);
+    expect(rr.diff).toBeCloseTo(-row.diff!, 12);
+    expect(rr.ci![0]).toBeCloseTo(-row.ci![1], 12);
+    expect(rr.ci![1]).toBeCloseTo(-row.ci![0], 12);
+    expect(rr.ahead).toBe('B (CI excludes 0)');
   }, 180_000);
 
   it('the paired CI is the percentile bootstrap of the difference written from its definition', () => {

@@ -35,13 +35,25 @@ export class Figures {
     return f ? f.build() : null;
   }
 
-  /** Draw figure `id` into `div` (marked data-figure=id). */
+  /**
+   * Draw figure `id` into `div` (marked data-figure=id). The div gets the figure's height as its
+   * CSS height: Plotly's responsive resize (window resize, printing, a full-page capture) measures
+   * the div, and a div sized only by its content would shrink to its CSS minimum. The width
+   * follows the page.
+   */
   draw(id: string, div: HTMLElement): Promise<HTMLElement> {
     const f = this.figs.get(id)!;
     const spec = f.build();
     f.div = div;
     div.setAttribute('data-figure', id);
+    const h = spec.layout.height;
+    if (typeof h === 'number') div.style.height = h + 'px';
     return Plotly.react(div, spec.data, spec.layout, { responsive: true, displaylogo: false });
+  }
+
+  /** Redraw every drawn figure at its div's present width (after the page's width changed, e.g. for printing). */
+  resizeAll(): void {
+    for (const f of this.figs.values()) if (f.div && f.div.isConnected && f.div.getAttribute('data-figure')) Plotly.Plots.resize(f.div);
   }
 
   /** Render figure `id` off screen at the given size; resolves to the image's data URL. */

@@ -5,6 +5,24 @@ export function esc(s: unknown): string {
   return String(s).replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 }
 
+/**
+ * A figure title broken at spaces into lines of at most `max` characters (Plotly does not wrap
+ * titles), and the top margin that leaves them room. `text` is already escaped for Plotly.
+ */
+export function wrapTitle(text: string, max: number): { title: Record<string, unknown>; top: number } {
+  const lines: string[] = [];
+  let line = '';
+  for (const w of text.split(' ')) {
+    if (line && line.length + 1 + w.length > max) {
+      lines.push(line);
+      line = w;
+    } else line = line ? line + ' ' + w : w;
+  }
+  if (line) lines.push(line);
+  // Anchored to the top of the figure, so extra lines grow into the margin, never into the plot.
+  return { title: { text: lines.join('<br>'), y: 1, yref: 'container', yanchor: 'top', pad: { t: 22 } }, top: 40 + 21 * lines.length };
+}
+
 /** A metric value for a table cell: '—' when absent or not finite, integers as is, else 3 to 4 significant places. */
 export function fmt(v: unknown): string {
   if (v === null || v === undefined || (typeof v === 'number' && !isFinite(v))) return '—';

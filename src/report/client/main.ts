@@ -43,7 +43,7 @@ const notes = document.getElementById('notes')!;
 const cmpSummary = data.comparison && data.comparison.summary;
 if (cmpSummary && cmpSummary.length) {
   const box = el('div', 'summary');
-  box.appendChild(el('h3', null, 'Run 1 vs run 2'));
+  box.appendChild(el('h3', null, 'B against A'));
   cmpSummary.forEach((line) => box.appendChild(el('p', null, line)));
   notes.appendChild(box);
 }

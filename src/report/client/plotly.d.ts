@@ -29,4 +29,5 @@ declare const Plotly: {
   newPlot(div: HTMLElement, data: PlotlyTrace[], layout: PlotlyLayout, config?: Record<string, unknown>): Promise<HTMLElement>;
   toImage(gd: HTMLElement, opts: PlotlyImageOptions): Promise<string>;
   purge(div: HTMLElement): void;
+  Plots: { resize(div: HTMLElement): Promise<void> };
 };

@@ -10,7 +10,7 @@ import type { MeanCI, ShareTable } from '../../../attend/types.js';
 import type { Page } from '../page.js';
 import type { Section } from '../section.js';
 import { el, table, columns, type Cell } from '../dom.js';
-import { esc, fmt, fmtCI } from '../format.js';
+import { esc, fmt, fmtCI, wrapTitle } from '../format.js';
 
 const SHADE = '214, 39, 40';
 
@@ -40,11 +40,12 @@ function sharesFigure(run: RunPayload, a: AttendPayload, t: ShareTable): PlotlyF
       error_y: { type: 'data', symmetric: false, array: ms.map((m) => (m && m.ci95 && m.mean !== null ? m.ci95[1] - m.mean : 0)), arrayminus: ms.map((m) => (m && m.ci95 && m.mean !== null ? m.mean - m.ci95[0] : 0)) },
     };
   });
+  const title = wrapTitle(esc(run.name) + ': share of attention per prompt part (95% bootstrap CI)', 52);
   return {
     data,
     layout: {
-      title: { text: esc(run.name) + ': share of attention per prompt part (95% bootstrap CI)' },
-      yaxis: { title: { text: 'share of content attention' }, rangemode: 'tozero' }, height: 380, margin: { t: 50 },
+      title: title.title,
+      yaxis: { title: { text: 'share of content attention' }, rangemode: 'tozero' }, height: 360 + title.top, margin: { t: title.top },
     },
   };
 }

@@ -9,7 +9,7 @@ import type { Accuracy, AccuracyTable, GaeSummary, ItemSummary, PositionBias } f
 import type { Page } from '../page.js';
 import type { Section } from '../section.js';
 import { el, table, columns, type Cell } from '../dom.js';
-import { esc } from '../format.js';
+import { esc, wrapTitle } from '../format.js';
 
 /** A share as a percent with one decimal (text, so every cell shows the same precision). */
 const pct = (x: number | null | undefined): Cell => (typeof x === 'number' && isFinite(x) ? (x * 100).toFixed(1) : '—');
@@ -106,6 +106,7 @@ function accuracyFigure(run: RunPayload, ev: EvalPayload): PlotlyFigure | null {
   const cat = ev.summary.gae && ev.summary.gae.tables.find((t) => t.by === 'category');
   if (cat) parts.push({ t: cat, name: 'GAE' });
   if (!parts.length) return null;
+  const title = wrapTitle(esc(run.name) + ': accuracy with 95% CI, and chance', 52);
   const data: PlotlyTrace[] = [];
   parts.forEach(({ t, name }) => {
     const x = t.rows.map((r) => esc(name + ': ' + r.key));
@@ -117,7 +118,7 @@ function accuracyFigure(run: RunPayload, ev: EvalPayload): PlotlyFigure | null {
   });
   return {
     data,
-    layout: { title: { text: esc(run.name) + ': accuracy with 95% CI, and chance' }, yaxis: { title: { text: 'accuracy' }, range: [0, 1] }, height: 380, margin: { t: 50, b: 120 }, barmode: 'group' },
+    layout: { title: title.title, yaxis: { title: { text: 'accuracy' }, range: [0, 1] }, height: 360 + title.top, margin: { t: title.top, b: 120 }, barmode: 'group' },
   };
 }
 

@@ -7,14 +7,15 @@ import type { ClassifierMetrics, ClusterMetrics, DifferenceCI, MetricWithCI } fr
 import type { Page } from '../page.js';
 import type { Section } from '../section.js';
 import { el, table, columns, type Cell } from '../dom.js';
-import { esc, fmt, fmtP, fmtCI, fmtPFloor } from '../format.js';
+import { esc, fmt, fmtP, fmtCI, fmtPFloor, wrapTitle } from '../format.js';
 
 function comparisonTables(page: Page, root: HTMLElement): void {
   const cmp = page.data.comparison;
   if (!cmp) return;
   const runs = page.runs;
-  root.appendChild(el('h3', null, 'Run 1 (' + runs[0]!.name + ') vs run 2 (' + runs[1]!.name + ')'));
-  const head = ['section', 'metric', 'run 1', 'run 2', cmp.diffLabel || 'run 2 − run 1', '95% CI of difference', 'ahead', 'note'];
+  root.appendChild(el('h3', null, runs[1]!.name + ' against ' + runs[0]!.name));
+  if (cmp.order) root.appendChild(el('p', 'meta', cmp.order));
+  const head = ['section', 'metric', 'A', 'B', cmp.diffLabel || 'B − A', '95% CI of difference', 'ahead', 'note'];
   const fmtRow = (r: ComparisonRow): Cell[] => [r.section, r.metric, r.a, r.b, r.diff, r.ci ? fmtCI(r.ci) : '—', r.ahead, r.note || ''];
   const rows = cmp.rows;
   root.appendChild(table(head, rows.filter((r) => !r.detail).map(fmtRow), 'metrics compare'));
@@ -132,37 +133,46 @@ function clusterTables(run: RunPayload, cell: HTMLElement): void {
   });
 }
 
+/** Colours of run 1 and run 2 in the page's figures. */
+export const RUN_COLOURS = ['#1f77b4', '#d62728'];
+
 /**
  * Balanced accuracy of every classifier of the page's runs: the value with its bootstrap CI, the
- * permutation null's 95% band (grey bar) and mean, and the chance level 1/C (dashed line).
+ * permutation null's 95% band (a floating bar from its low to its high end) and mean, and the
+ * chance level 1/C (dashed line). One category per classifier; on a comparison page the runs sit
+ * side by side inside it (run 1 left, run 2 right), so each classifier's pair reads at a glance.
  */
 export function separationFigure(page: Page): PlotlyFigure | null {
   const data: PlotlyTrace[] = [];
   let chance: number | null = null;
-  page.runs.forEach((run, ri) => {
+  // Classifier names of every run, in order of first appearance: one category each.
+  const names: string[] = [];
+  const perRun = page.runs.map((run) => {
     const cm = run.cluster && run.cluster.metrics;
-    if (!cm) return;
-    const cls = classifiers(cm);
-    if (!cls.length) return;
+    const cls = cm ? classifiers(cm) : [];
+    cls.forEach((c) => { if (names.indexOf(c.name) < 0) names.push(c.name); });
+    return { run, cm, cls };
+  });
+  const R = page.runs.length;
+  const slot = 0.8 / R;
+  perRun.forEach(({ run, cm, cls }, ri) => {
+    if (!cm || !cls.length) return;
     chance = cm.chance ? cm.chance.balancedAccuracy : 1 / cm.classes.length;
-    const x = cls.map((c) => (page.compare ? esc(run.name) + ': ' : '') + esc(c.name));
-    const bx: (string | null)[] = [];
-    const by: (number | null)[] = [];
-    cls.forEach((c, i) => {
-      const b = c.c.balancedAccuracy.nullBand;
-      if (b) {
-        bx.push(x[i]!, x[i]!, null);
-        by.push(b[0], b[1], null);
-      }
-    });
-    if (bx.length) data.push({ type: 'scatter', mode: 'lines', x: bx, y: by, line: { color: 'rgba(120,120,120,0.35)', width: 16 }, name: (page.compare ? esc(run.name) + ': ' : '') + 'null 95% band', hoverinfo: 'skip' });
+    const pre = page.compare ? esc(run.name) + ': ' : '';
+    const x = cls.map((c) => names.indexOf(c.name) + (ri - (R - 1) / 2) * slot);
+    const text = cls.map((c) => pre + esc(c.name));
+    const band = cls.map((c) => c.c.balancedAccuracy.nullBand || null);
     data.push({
-      type: 'scatter', mode: 'markers', x, y: cls.map((c) => c.c.balancedAccuracy.nullMean ?? null),
-      marker: { symbol: 'line-ew-open', size: 18, color: '#555', line: { width: 2 } }, name: (page.compare ? esc(run.name) + ': ' : '') + 'null mean',
+      type: 'bar', x, base: band.map((b) => (b ? b[0] : null)), y: band.map((b) => (b ? b[1] - b[0] : null)), width: slot * 0.9,
+      marker: { color: 'rgba(120,120,120,0.30)' }, name: 'null 95% band', legendgroup: 'band', showlegend: ri === 0, text, hovertemplate: '%{text}<br>null 95% band from %{base:.3f}<extra></extra>', textposition: 'none',
     });
     data.push({
-      type: 'scatter', mode: 'markers', x, y: cls.map((c) => c.c.balancedAccuracy.value), name: (page.compare ? esc(run.name) + ': ' : '') + 'balanced accuracy',
-      marker: { size: 10, color: ri === 0 ? '#1f77b4' : '#d62728' },
+      type: 'scatter', mode: 'markers', x, y: cls.map((c) => c.c.balancedAccuracy.nullMean ?? null), text, hovertemplate: '%{text}<br>null mean %{y:.3f}<extra></extra>',
+      marker: { symbol: 'line-ew-open', size: Math.max(8, Math.min(18, 40 * slot)), color: '#555', line: { width: 2 } }, name: 'null mean', legendgroup: 'mean', showlegend: ri === 0,
+    });
+    data.push({
+      type: 'scatter', mode: 'markers', x, y: cls.map((c) => c.c.balancedAccuracy.value), text, hovertemplate: '%{text}<br>balanced accuracy %{y:.3f}<extra></extra>', name: page.compare ? esc(run.tag || run.name) : 'balanced accuracy',
+      marker: { size: 10, color: RUN_COLOURS[ri % RUN_COLOURS.length] },
       error_y: {
         type: 'data', symmetric: false, array: cls.map((c) => (c.c.balancedAccuracy.ci95 ? c.c.balancedAccuracy.ci95[1] - c.c.balancedAccuracy.value : 0)),
         arrayminus: cls.map((c) => (c.c.balancedAccuracy.ci95 ? c.c.balancedAccuracy.value - c.c.balancedAccuracy.ci95[0] : 0)),
@@ -170,13 +180,15 @@ export function separationFigure(page: Page): PlotlyFigure | null {
     });
   });
   if (!data.length) return null;
+  const title = wrapTitle('Balanced accuracy against chance and the permutation null' + (page.compare ? ' (' + page.runs.map((r) => esc(r.tag || '') + ' = ' + esc(r.name.replace(/^[AB]: /, ''))).join('; ') + ')' : ''), 110);
   const shapes = chance === null ? [] : [{ type: 'line', xref: 'paper', x0: 0, x1: 1, y0: chance, y1: chance, line: { dash: 'dash', color: '#444', width: 1.5 } }];
   const annotations = chance === null ? [] : [{ xref: 'paper', x: 1, y: chance, text: 'chance ' + fmt(chance), showarrow: false, xanchor: 'right', yanchor: 'bottom', font: { size: 11, color: '#444' } }];
   return {
     data,
     layout: {
-      title: { text: 'Balanced accuracy against chance and the permutation null' }, yaxis: { title: { text: 'balanced accuracy' }, range: [0, 1] },
-      xaxis: { automargin: true, tickangle: -20 }, shapes, annotations, height: 460, margin: { t: 80 }, legend: { orientation: 'h', y: 1.12 },
+      title: title.title, yaxis: { title: { text: 'balanced accuracy' }, range: [0, 1] },
+      xaxis: { automargin: true, tickangle: -20, tickmode: 'array', tickvals: names.map((_, i) => i), ticktext: names.map(esc), range: [-0.5, names.length - 0.5], zeroline: false, showgrid: false },
+      barmode: 'overlay', shapes, annotations, height: 430 + title.top, margin: { t: title.top + 10 },
     },
   };
 }

@@ -6,7 +6,7 @@
 import type { RunPayload } from '../../types.js';
 import type { Section } from '../section.js';
 import { el, table, columns } from '../dom.js';
-import { esc, fmt, fmtP } from '../format.js';
+import { esc, fmt, fmtP, wrapTitle } from '../format.js';
 import { bytes, bit } from '../bits.js';
 import type { NullTested } from '../../../wanda/types.js';
 
@@ -51,17 +51,19 @@ function pairFigure(run: RunPayload, pi: number, cmin: number): PlotlyFigure {
     { bits: bytes(p.ba), g: p.b, label: esc(p.b) + ' ∖ ' + esc(p.a), n: p.nBA },
   ];
   const rowPx = Math.max(90, Math.min(260, nL * 4));
-  const gapPx = 70;
+  // Between rows: the upper row's x-axis title and the lower row's two-line subplot titles.
+  const gapPx = 96;
   const plotPx = nP * rowPx + (nP - 1) * gapPx;
   cmin = Math.max(0, Math.min(cmin, 0.99));
+  const title = wrapTitle(esc(run.name) + ': ' + esc(p.a) + ' vs ' + esc(p.b) + ' (' + esc(w.by) + ')', 100);
   const data: PlotlyTrace[] = [];
   const ann: Record<string, unknown>[] = [];
   const layout: PlotlyLayout = {
-    title: { text: esc(run.name) + ': ' + esc(p.a) + ' vs ' + esc(p.b) + ' (' + esc(w.by) + ')' },
-    height: plotPx + 130, margin: { t: 80, l: 60, r: 20, b: 50 },
+    title: title.title,
+    height: plotPx + 120 + title.top, margin: { t: 70 + title.top, l: 60, r: 20, b: 50 },
     plot_bgcolor: BLOCK_BG, annotations: ann, showlegend: false,
     coloraxis: shaded
-      ? { cmin, cmax: 1, colorscale: 'Viridis', colorbar: { title: { text: 'importance<br>percentile' }, len: 0.6 } }
+      ? { cmin, cmax: 1, colorscale: 'Viridis', colorbar: { title: { text: 'importance<br>percentile', font: { size: 11 } }, len: 0.6, thickness: 14, x: 1.01, xanchor: 'left' } }
       : { cmin: 0, cmax: 1, colorscale: [[0, '#3b5b92'], [1, '#3b5b92']], showscale: false },
   };
   const gapX = 0.07;
@@ -106,7 +108,8 @@ function pairFigure(run: RunPayload, pi: number, cmin: number): PlotlyFigure {
         title: { text: 'layer', font: { size: 11 } }, autorange: 'reversed', tickformat: 'd', dtick: nL <= 12 ? 1 : undefined,
       };
       ann.push({
-        text: '<b>' + d.label + '</b> · ' + esc(w.projs[r]) + ': ' + shown + ' blocks' + (r === 0 ? ' (' + d.n + ' in all)' : ''),
+        // Two short lines, so that the titles of the two columns stay apart on narrow figures.
+        text: '<b>' + d.label + '</b><br>' + esc(w.projs[r]) + ': ' + shown + ' blocks' + (r === 0 ? ' (' + d.n + ' in all)' : ''),
         xref: 'paper', yref: 'paper', x: x0 + cw / 2, y: y1 + 0.01, xanchor: 'center', yanchor: 'bottom', showarrow: false, font: { size: 12 },
       });
     }
@@ -197,7 +200,9 @@ export const regionsSection: Section = {
       ? 'Colour: the block\'s importance percentile within its matrix for the group on the left of ∖; grey: not in the difference.'
       : 'Coloured: block in the difference; grey: not in it.'));
     root.appendChild(bar);
-    const cols = columns(root, runs.length);
+    // One run above the other, each figure the page's full width: side by side, the two columns of
+    // each run's figure leave its subplot titles too little room below about 1,900 px.
+    const cols = columns(root, 1);
     const regionDivs: HTMLElement[] = [];
     const metricDivs: HTMLElement[] = [];
     runs.forEach(() => {
