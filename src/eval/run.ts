@@ -28,6 +28,7 @@ import type { EpisodeRecord, EvalRecord } from './types.js';
 import type { Scorer, ScorerOptions } from './engine.js';
 import { modelContextLength } from './engine.js';
 import type { EvalTokenizer, EvalTokenizerOptions } from './tokenizer.js';
+import type { LoglikEngine, LoglikOptions } from '../runtime/loglik.js';
 
 export interface EvalOptions {
   /** ONNX model folder (a GGUF file is resolved to its converted folder by the CLI first). */
@@ -57,6 +58,12 @@ export interface EvalOptions {
   /** Score an item's shuffles through the KV cache, computing their shared tokens once (auto: on CPU when the model has a KV cache). */
   sharePrefix?: 'auto' | 'on' | 'off';
   skipInvalid?: boolean;
+  /** 'letter' (default): the answer letter's logit; 'cloze': every option's text as a continuation (cloze.ts). */
+  scoring?: 'letter' | 'cloze';
+  /** Cloze: text between the context and each option (default: ' ', or '' after a prompt cut at its options). */
+  targetDelimiter?: string | null;
+  /** Cloze: also score each option without a context (acc_mutual_info). */
+  mutualInfo?: boolean;
   quiet?: boolean;
   log?: (line: string) => void;
   /** Stand-ins for tests. */
@@ -66,6 +73,7 @@ export interface EvalOptions {
 export interface EvalDeps {
   openScorer(model: string, opts: ScorerOptions): Promise<Scorer>;
   loadTokenizer(model: string, opts: EvalTokenizerOptions): Promise<EvalTokenizer>;
+  openLoglik(model: string, opts: LoglikOptions): Promise<LoglikEngine>;
 }
 
 /** The evaluation directory's manifest (DIR/eval.json). */
@@ -78,7 +86,7 @@ export interface EvalManifest {
   tokenizer: { source: string; chatTemplate: boolean };
   dataset: { spec: string; kind: EvalData['kind']; unitsSha256: string; units: number; available: number; excluded: number };
   task: TaskChoice | 'mcq';
-  settings: { shuffles: number; seed: number; cot: number; limit: number | null; answerPrefix: string | null; prompt: string | null; chatTemplate: EvalTokenizerOptions['chatTemplate']; chunkUnits: number; batch: number | null; tokenBudget: number | null; device: Device; bootstrap: number; sharePrefix: 'auto' | 'on' | 'off'; maxTokens: number | null };
+  settings: { shuffles: number; seed: number; cot: number; limit: number | null; answerPrefix: string | null; prompt: string | null; chatTemplate: EvalTokenizerOptions['chatTemplate']; chunkUnits: number; batch: number | null; tokenBudget: number | null; device: Device; bootstrap: number; sharePrefix: 'auto' | 'on' | 'off'; maxTokens: number | null; scoring?: 'letter' | 'cloze'; targetDelimiter?: string | null; mutualInfo?: boolean };
   shard: ShardSpec | null;
   layout: ShardRange & { datasetUnits: number };
   /** Counters summed over attempts. */
@@ -96,7 +104,8 @@ export const DEFAULT_EVAL_BATCH = 4;
 async function resolveDeps(given: Partial<EvalDeps> | undefined): Promise<EvalDeps> {
   const openScorer = given?.openScorer ?? (await import('./engine.js')).openScorer;
   const loadTokenizer = given?.loadTokenizer ?? (await import('./tokenizer.js')).loadEvalTokenizer;
-  return { openScorer, loadTokenizer };
+  const openLoglik = given?.openLoglik ?? (await import('../runtime/loglik.js')).openLoglikEngine;
+  return { openScorer, loadTokenizer, openLoglik };
 }
 
 /** Read DIR/eval.json. */
@@ -140,6 +149,9 @@ export function evalIdentity(m: EvalManifest, includeShard: boolean): Record<str
     '--device': s.device,
     '--share-prefix': String(s.sharePrefix),
     '--max-tokens': String(s.maxTokens),
+    '--scoring': s.scoring ?? 'letter',
+    '--target-delimiter': String(s.targetDelimiter ?? null),
+    '--mutual-info': String(s.mutualInfo ?? false),
   };
   if (includeShard) id['--shard'] = m.shard ? `${m.shard.index}/${m.shard.count}` : 'none';
   return id;
@@ -177,7 +189,7 @@ function checkJoined(dir: string, m: EvalManifest): void {
 type Settings = EvalManifest['settings'] & { task: TaskChoice };
 
 function resolveSettings(o: EvalOptions): Settings {
-  const shuffles = o.shuffles ?? 3;
+  const shuffles = o.shuffles ?? (o.scoring === 'cloze' ? 1 : 3);
   if (!Number.isInteger(shuffles) || shuffles < 1) throw new UsageError(`--shuffles must be a positive integer, got ${shuffles}`);
   const chunkUnits = o.chunkUnits ?? DEFAULT_CHUNK_UNITS;
   if (!Number.isInteger(chunkUnits) || chunkUnits < 1) throw new UsageError(`--chunk-units must be a positive integer, got ${chunkUnits}`);
@@ -185,6 +197,12 @@ function resolveSettings(o: EvalOptions): Settings {
   if (!Number.isInteger(cot) || cot < 0) throw new UsageError(`--cot must be a non-negative integer, got ${cot}`);
   if (o.limit != null && (!Number.isInteger(o.limit) || o.limit < 1)) throw new UsageError(`--limit must be a positive integer, got ${o.limit}`);
   if (o.maxTokens != null && (!Number.isInteger(o.maxTokens) || o.maxTokens < 0)) throw new UsageError(`--max-tokens must be a non-negative integer, got ${o.maxTokens}`);
+  const scoring = o.scoring ?? 'letter';
+  if (scoring !== 'letter' && scoring !== 'cloze') throw new UsageError(`--scoring must be letter or cloze, got ${JSON.stringify(scoring)}`);
+  if (scoring === 'cloze') {
+    if (cot > 0) throw new UsageError('--cot applies to letter scoring; cloze scoring generates nothing');
+    if (o.shuffles !== undefined && o.shuffles !== 1) throw new UsageError('--shuffles applies to letter scoring; cloze scores each option once, whatever the order');
+  } else if (o.targetDelimiter != null || o.mutualInfo) throw new UsageError('--target-delimiter and --mutual-info apply to --scoring cloze');
   return {
     task: o.task ?? 'both',
     shuffles,
@@ -201,6 +219,7 @@ function resolveSettings(o: EvalOptions): Settings {
     bootstrap: o.bootstrap ?? 2000,
     sharePrefix: o.sharePrefix ?? 'auto',
     maxTokens: o.maxTokens === 0 ? null : (o.maxTokens ?? modelContextLength(o.model)),
+    ...(scoring === 'cloze' ? { scoring, targetDelimiter: o.targetDelimiter ?? null, mutualInfo: !!o.mutualInfo } : {}),
   };
 }
 
@@ -218,7 +237,7 @@ export async function runEval(opts: EvalOptions): Promise<EvalManifest> {
   const deps = await resolveDeps(opts.deps);
 
   const t0 = Date.now();
-  const data = loadEvalData(opts.data, { task: s.task, cot: s.cot > 0, promptFile: opts.promptFile, answerPrefix: opts.answerPrefix, limit: s.limit, seed: s.seed, skipInvalid: opts.skipInvalid });
+  const data = loadEvalData(opts.data, { task: s.task, cot: s.cot > 0, promptFile: opts.promptFile, answerPrefix: opts.answerPrefix, limit: s.limit, seed: s.seed, skipInvalid: opts.skipInvalid, scoring: s.scoring });
   const unitsSha256 = hashUnits(data.units);
   // Every file that shapes the numbers: graph, external weights, tokenizer (through the file-hash cache).
   const { files, graphSha256, filesSha256 } = modelIdentity(opts.model);
@@ -253,15 +272,23 @@ export async function runEval(opts: EvalOptions): Promise<EvalManifest> {
     }
   }
   const t1 = Date.now();
-  const scorer = await deps.openScorer(opts.model, { device: s.device, deviceId: opts.deviceId, generation: s.cot > 0 || s.sharePrefix === 'on' || (s.sharePrefix === 'auto' && s.device === 'cpu') });
+  const cloze = s.scoring === 'cloze';
+  const scorer = cloze ? null : await deps.openScorer(opts.model, { device: s.device, deviceId: opts.deviceId, generation: s.cot > 0 || s.sharePrefix === 'on' || (s.sharePrefix === 'auto' && s.device === 'cpu') });
+  const loglik = cloze ? await deps.openLoglik(opts.model, { device: s.device, deviceId: opts.deviceId, cache: s.sharePrefix === 'off' ? 'off' : 'auto', batch: s.batch ?? undefined, tokenBudget: s.tokenBudget ?? undefined }) : null;
   manifest.timings.modelLoadMs += Date.now() - t1;
-  manifest.model.arch = scorer.info.arch;
+  manifest.model.arch = (scorer ?? loglik)!.info.arch;
   try {
-    if (s.cot > 0 && !scorer.hasPast) throw new LobesError('--cot needs a model with KV-cache inputs (past_key_values.*)', { file: opts.model, hint: 'export the model with its KV cache, or drop --cot' });
-    if (s.sharePrefix === 'on' && !(scorer.hasPast && scorer.multiTokenExtend)) {
-      throw new LobesError(scorer.hasPast ? '--share-prefix on: this export does not take several tokens after its KV cache' : '--share-prefix on needs a model with KV-cache inputs (past_key_values.*)', { file: opts.model, hint: 'use --share-prefix off' });
+    let sharePrefix = false;
+    if (scorer) {
+      if (s.cot > 0 && !scorer.hasPast) throw new LobesError('--cot needs a model with KV-cache inputs (past_key_values.*)', { file: opts.model, hint: 'export the model with its KV cache, or drop --cot' });
+      if (s.sharePrefix === 'on' && !(scorer.hasPast && scorer.multiTokenExtend)) {
+        throw new LobesError(scorer.hasPast ? '--share-prefix on: this export does not take several tokens after its KV cache' : '--share-prefix on needs a model with KV-cache inputs (past_key_values.*)', { file: opts.model, hint: 'use --share-prefix off' });
+      }
+      sharePrefix = scorer.hasPast && scorer.multiTokenExtend && (s.sharePrefix === 'on' || (s.sharePrefix === 'auto' && s.device === 'cpu'));
+    } else {
+      if (s.sharePrefix === 'on' && !loglik!.usesCache) throw new LobesError('--share-prefix on: this model has no KV cache that takes several tokens after a context', { file: opts.model, hint: 'use --share-prefix off' });
+      sharePrefix = loglik!.usesCache;
     }
-    const sharePrefix = scorer.hasPast && scorer.multiTokenExtend && (s.sharePrefix === 'on' || (s.sharePrefix === 'auto' && s.device === 'cpu'));
     manifest.sharedPrefix = sharePrefix;
     mkdirSync(out, { recursive: true });
     writeEvalManifest(out, manifest);
@@ -284,7 +311,8 @@ export async function runEval(opts: EvalOptions): Promise<EvalManifest> {
       const start = c * s.chunkUnits;
       const end = Math.min(start + s.chunkUnits, N);
       const units = data.units.slice(start, end);
-      const r = await evaluateUnits(units, { scorer, tok, shuffles: s.shuffles, seed: s.seed, cot: s.cot, batch: s.batch, tokenBudget: s.tokenBudget, sharePrefix, maxTokens: s.maxTokens, stats, onScored: (_p, t) => progress.tick(0, { tokens: t }), onUnit: () => progress.tick(1) });
+      const clozeSettings = loglik ? { engine: loglik, delimiter: s.targetDelimiter ?? null, mutualInfo: !!s.mutualInfo } : null;
+      const r = await evaluateUnits(units, { scorer, cloze: clozeSettings, tok, shuffles: s.shuffles, seed: s.seed, cot: s.cot, batch: s.batch, tokenBudget: s.tokenBudget, sharePrefix, maxTokens: s.maxTokens, stats, onScored: (_p, t) => progress.tick(0, { tokens: t }), onUnit: () => progress.tick(1) });
       writer.write(c, start, end - start, r.records, hasTrees(data) ? r.episodes : null);
       manifest.timings.wallMs = wallBase + Date.now() - tAttempt;
       writeEvalManifest(out, manifest);
@@ -296,7 +324,8 @@ export async function runEval(opts: EvalOptions): Promise<EvalManifest> {
     say(`eval: done, ${here} units, ${stats.prompts} prompts in ${fmtTime((Date.now() - tStart) / 1000)} -> ${out}`);
     return manifest;
   } finally {
-    await scorer.close();
+    await scorer?.close();
+    await loglik?.close();
   }
 }
 

@@ -20,6 +20,7 @@
 import { Rng } from '../util/rng.js';
 import { ORIENTATION_CATEGORIES } from '../data/socialeval-eval.js';
 import type { EpisodeRecord, EvalRecord } from './types.js';
+import { summarizeCloze } from './summary-cloze.js';
 import type { Accuracy, AccuracyTable, PositionBias, ItemSummary, GaeSummary, EvalSummary } from './summary-types.js';
 
 export type { Accuracy, AccuracyRow, AccuracyTable, PositionBias, ItemSummary, GaeSummary, EvalSummary } from './summary-types.js';
@@ -233,5 +234,6 @@ export function summarize(records: EvalRecord[], episodes: EpisodeRecord[], o: S
   if (iae.length) out.iae = summarizeItems(iae, 'iae', o);
   if (mcq.length) out.mcq = summarizeItems(mcq, 'mcq', o);
   if (episodes.length) out.gae = summarizeGae(episodes, gae, o);
+  if (records.some((r) => r.cloze)) out.cloze = summarizeCloze(records);
   return out;
 }

@@ -286,20 +286,29 @@ export async function openLoglikEngine(modelDir: string, opts: LoglikOptions): P
   return e;
 }
 
+/** How a text is encoded for splitting: `encode` as the tokenizer encodes a whole prompt, `encodePiece` without special tokens. */
+export interface SplitEncoder {
+  encode(text: string): number[];
+  encodePiece(text: string): number[];
+}
+
 /**
  * The token split of a (context, continuation) pair as lm-evaluation-harness makes it:
  * trailing whitespace of the context moves to the front of the continuation; the whole text
  * is encoded, the context alone is encoded, and the continuation's tokens are the whole's
- * tokens after the context's count. An empty context becomes [prefixToken] with the
- * continuation encoded alone. `encode` adds no special tokens.
+ * tokens after the context's count. An empty context is the prefix token (BOS, else EOS) with
+ * the continuation encoded alone without special tokens (when that encoding itself starts with
+ * the prefix token, its first token is the context).
  */
-export function splitContinuation(encode: (text: string) => number[], context: string, continuation: string, prefixToken: number): { context: number[]; continuation: number[] } {
-  if (context === '') return { context: [prefixToken], continuation: encode(continuation) };
+export function splitContinuation(enc: SplitEncoder, context: string, continuation: string, prefixId: number): { context: number[]; continuation: number[] } {
+  if (context === '') {
+    const c = enc.encodePiece(continuation);
+    return c[0] === prefixId ? { context: c.slice(0, 1), continuation: c.slice(1) } : { context: [prefixId], continuation: c };
+  }
   const trimmed = context.replace(/\s+$/u, '');
-  const moved = context.length - trimmed.length;
-  const ctx = moved > 0 ? trimmed : context;
-  const cont = moved > 0 ? context.slice(trimmed.length) + continuation : continuation;
-  const whole = encode(ctx + cont);
-  const c = encode(ctx);
+  const ctx = trimmed;
+  const cont = context.slice(trimmed.length) + continuation;
+  const whole = enc.encode(ctx + cont);
+  const c = enc.encode(ctx);
   return { context: c, continuation: whole.slice(c.length) };
 }
