@@ -111,17 +111,23 @@ class OrtLoglik implements LoglikEngine {
   ) {}
 
   usesCache = false;
+  /** Whether several continuations run as one batch over copies of the cache (GroupQueryAttention takes one row only). */
+  cacheBatches = false;
 
-  /** Use the cache session only when it takes several tokens after a non-empty cache (a 2 + 2 token probe). */
+  /** Use the cache session only when it takes several tokens after a non-empty cache (2 + 2 token probes, one row then two). */
   async probe(): Promise<void> {
     if (!this.cached || this.opts.cache === 'off') return;
+    const runs = this.stats.runs;
     try {
       const a = await this.runCached(null, 0, [[0, 1]], null);
-      await this.runCached(a.past, 2, [[1, 0], [1, 0]], [[0, 0], [0, 0]]);
+      await this.runCached(a.past, 2, [[1, 0]], [[0, 0]]);
       this.usesCache = true;
+      await this.runCached(a.past, 2, [[1, 0], [1, 0]], [[0, 0], [0, 0]]);
+      this.cacheBatches = true;
     } catch {
-      this.usesCache = false;
+      // What failed stays off.
     }
+    this.stats.runs = runs;
   }
 
   private feeds(session: ort.InferenceSession, ids: BigInt64Array, mask: BigInt64Array, pos: BigInt64Array, B: number, S: number, T: number, positions: BigInt64Array, targets: BigInt64Array, past: Map<string, ort.Tensor> | null): Record<string, ort.Tensor> {
@@ -188,7 +194,8 @@ class OrtLoglik implements LoglikEngine {
       // Continuations of equal length run together over copies of the cache.
       const byLen = new Map<number, number[]>();
       r.continuations.forEach((c, j) => byLen.set(c.length, [...(byLen.get(c.length) ?? []), j]));
-      for (const [m, idx] of [...byLen].sort((x, y) => x[0] - y[0])) {
+      const groups = [...byLen].sort((x, y) => x[0] - y[0]).flatMap(([m, idx]): [number, number[]][] => (this.cacheBatches ? [[m, idx]] : idx.map((j) => [m, [j]])));
+      for (const [m, idx] of groups) {
         const rows = idx.map((j) => [r.context[n - 1]!, ...r.continuations[j]!.slice(0, m - 1)]);
         const o = await this.runCached(past, n - 1, rows, idx.map((j) => r.continuations[j]!));
         idx.forEach((j, b) => (res[j] = collect(o.lp, o.top, b * m, r.continuations[j]!)));
