@@ -101,7 +101,12 @@ export function summarizeCloze(records: readonly EvalRecord[]): ClozeSummary {
     const withMi = rs.every((r) => r.cloze!.pickMutualInfo !== null);
     let toks = 0;
     let opts = 0;
-    for (const r of rs) for (const o of r.cloze!.options) (toks += o.tokens), opts++;
+    for (const r of rs) {
+      for (const o of r.cloze!.options) {
+        toks += o.tokens;
+        opts++;
+      }
+    }
     out[task] = {
       items: rs.length,
       acc: metric(rs.map((r) => r.cloze!.pick === r.answer), chance),

@@ -34,7 +34,12 @@ function expected(name: string): GCont[][] {
         const row = f.logits.subarray((r.context.length - 1 + j) * V, (r.context.length + j) * V);
         let m = -Infinity;
         let a = 0;
-        for (let v = 0; v < V; v++) if (row[v]! > m) (m = row[v]!), (a = v);
+        for (let v = 0; v < V; v++) {
+          if (row[v]! > m) {
+            m = row[v]!;
+            a = v;
+          }
+        }
         let z = 0;
         let second = -Infinity;
         for (let v = 0; v < V; v++) {
