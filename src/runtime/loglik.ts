@@ -52,6 +52,8 @@ export interface LoglikOptions {
   threads?: number;
   /** 'auto' (default): the KV cache when the model has one that takes several tokens; 'off': right-padded batches. */
   cache?: 'auto' | 'off';
+  /** Contexts shorter than this many tokens go to batches even with the cache (default CACHE_MIN_CONTEXT). */
+  cacheMinContext?: number;
   /** Rows per batch (batches mode; default 16). */
   batch?: number;
   /** Padded tokens per batch (batches mode). */
@@ -76,6 +78,12 @@ export interface LoglikEngine {
   score(reqs: readonly LoglikRequest[], onDone?: (k: number) => void): Promise<ContinuationScore[][]>;
   close(): Promise<void>;
 }
+
+/**
+ * Contexts shorter than this are scored in batches even when the cache is used: for a short
+ * context one batched run costs less than a prefill and a run per continuation.
+ */
+export const CACHE_MIN_CONTEXT = 32;
 
 const i64 = (xs: ArrayLike<number>) => BigInt64Array.from(Array.from(xs, (x) => BigInt(x)));
 
@@ -178,7 +186,13 @@ class OrtLoglik implements LoglikEngine {
 
   async score(reqs: readonly LoglikRequest[], onDone?: (k: number) => void): Promise<ContinuationScore[][]> {
     validate(reqs);
-    return this.usesCache ? this.scoreCached(reqs, onDone) : this.scoreBatched(reqs, onDone);
+    // Through the cache: requests whose context is worth sharing; the rest in batches.
+    const viaCache = reqs.map((r) => this.usesCache && r.context.length >= (this.opts.cacheMinContext ?? CACHE_MIN_CONTEXT) && r.continuations.length >= 2);
+    const a = await this.scoreCached(reqs.filter((_, i) => viaCache[i]), onDone);
+    const b = await this.scoreBatched(reqs.filter((_, i) => !viaCache[i]), onDone);
+    let ia = 0;
+    let ib = 0;
+    return reqs.map((_, i) => (viaCache[i] ? a[ia++]! : b[ib++]!));
   }
 
   private async scoreCached(reqs: readonly LoglikRequest[], onDone?: (k: number) => void): Promise<ContinuationScore[][]> {

@@ -68,7 +68,7 @@ describe.each([
   const want = expected(name);
   for (const cache of ['auto', 'off'] as const) {
     it(`equal the reference per token and summed (cache ${cache})`, async () => {
-      const e = await openLoglikEngine(ensureGeneratedModel(name), { device: 'cpu', cache, batch: 3 });
+      const e = await openLoglikEngine(ensureGeneratedModel(name), { device: 'cpu', cache, batch: 3, cacheMinContext: 1 });
       engines.push(e);
       expect(e.usesCache).toBe(cache === 'auto' && hasCache);
       const got = await e.score(REQS);
@@ -117,11 +117,13 @@ describe('greedy continuations', () => {
 
 describe('the engine', () => {
   it('computes the context once per request through the KV cache', async () => {
-    const a = await openLoglikEngine(ensureGeneratedModel('tiny-llama-past'), { device: 'cpu' });
+    const a = await openLoglikEngine(ensureGeneratedModel('tiny-llama-past'), { device: 'cpu', cacheMinContext: 1 });
     const b = await openLoglikEngine(ensureGeneratedModel('tiny-llama-past'), { device: 'cpu', cache: 'off' });
     engines.push(a, b);
     await a.score(REQS);
     await b.score(REQS);
+    // Every request has two or more continuations, so all of them go through the cache.
+    expect(REQS.every((r) => r.continuations.length >= 2)).toBe(true);
     const ctx = REQS.reduce((s, r) => s + r.context.length - 1, 0);
     const conts = REQS.reduce((s, r) => s + r.continuations.reduce((t, c) => t + c.length, 0), 0);
     const batched = REQS.reduce((s, r) => s + r.continuations.reduce((t, c) => t + r.context.length + c.length - 1, 0), 0);
@@ -129,6 +131,20 @@ describe('the engine', () => {
     expect(b.stats.computedTokens).toBe(batched);
     expect(a.stats.scoredTokens).toBe(conts);
     expect(b.stats.scoredTokens).toBe(conts);
+  });
+
+  it('scores short contexts in batches and long ones through the cache by default, with the same numbers', async () => {
+    const a = await openLoglikEngine(ensureGeneratedModel('tiny-llama-past'), { device: 'cpu' });
+    const b = await openLoglikEngine(ensureGeneratedModel('tiny-llama-past'), { device: 'cpu', cache: 'off' });
+    engines.push(a, b);
+    const long = Array.from({ length: 40 }, (_, i) => (i * 37 + 11) % 500);
+    const reqs = [...REQS, { context: long, continuations: [[3, 4], [5], [6, 7, 8]] }];
+    const x = await a.score(reqs);
+    const y = await b.score(reqs);
+    x.forEach((r, i) => r.forEach((c, j) => expect(Math.abs(c.logprob - y[i]![j]!.logprob)).toBeLessThan(1e-4)));
+    // Only the long context went through the cache: its 39 tokens once, not three times.
+    const batchedShort = REQS.reduce((s, r) => s + r.continuations.reduce((t, c) => t + r.context.length + c.length - 1, 0), 0);
+    expect(a.stats.computedTokens).toBe(batchedShort + 39 + 6);
   });
 
   it('lets only [n] log-probabilities and argmax ids leave the session (and the KV cache when asked)', () => {
