@@ -301,7 +301,7 @@ export async function runEval(opts: EvalOptions): Promise<EvalManifest> {
       else todo.push(c);
     }
     const here = range.rowEnd - range.rowStart;
-    say(`eval: ${here} units (${describeUnits(data, range)})${opts.shard ? ` shard ${opts.shard.index}/${opts.shard.count}` : ''}, ${s.shuffles} shuffle${s.shuffles > 1 ? 's' : ''}${s.cot ? `, reasoning up to ${s.cot} tokens` : ''}${doneUnits ? `, resuming: ${doneUnits} done` : ''}`);
+    say(`eval: ${here} units (${describeUnits(data, range)})${opts.shard ? ` shard ${opts.shard.index}/${opts.shard.count}` : ''}, ${s.scoring === 'cloze' ? `cloze scoring${sharePrefix ? ' (contexts through the KV cache)' : ''}` : `${s.shuffles} shuffle${s.shuffles > 1 ? 's' : ''}`}${s.cot ? `, reasoning up to ${s.cot} tokens` : ''}${doneUnits ? `, resuming: ${doneUnits} done` : ''}`);
     const progress = new Progress({ label: 'eval', total: here, unit: 'units', quiet: opts.quiet });
     if (doneUnits) progress.set(doneUnits);
     const stats = manifest.throughput;
