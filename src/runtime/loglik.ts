@@ -126,6 +126,7 @@ class OrtLoglik implements LoglikEngine {
   async probe(): Promise<void> {
     if (!this.cached || this.opts.cache === 'off') return;
     const runs = this.stats.runs;
+    this.quiet = true;
     try {
       const a = await this.runCached(null, 0, [[0, 1]], null);
       await this.runCached(a.past, 2, [[1, 0]], [[0, 0]]);
@@ -135,6 +136,7 @@ class OrtLoglik implements LoglikEngine {
     } catch {
       // What failed stays off.
     }
+    this.quiet = false;
     this.stats.runs = runs;
   }
 
@@ -154,10 +156,13 @@ class OrtLoglik implements LoglikEngine {
     return f;
   }
 
+  /** Set while probing: a failing probe is expected and must not print onnxruntime's error log. */
+  private quiet = false;
+
   private async run(session: ort.InferenceSession, feeds: Record<string, ort.Tensor>, what: string): Promise<ort.InferenceSession.OnnxValueMapType> {
     this.stats.runs++;
     try {
-      return await session.run(feeds);
+      return await session.run(feeds, this.quiet ? { logSeverityLevel: 4 } : {});
     } catch (e) {
       throw new LobesError(`onnxruntime failed on ${what}: ${String((e as Error).message ?? e).split('\n')[0]}`, { file: this.a.loaded.file });
     }
