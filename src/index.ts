@@ -59,7 +59,9 @@ export { summarize } from './eval/summary.js';
 export { renderPrompt } from './data/prompt.js';
 export { loadSocialEvalBench } from './data/socialeval-eval.js';
 export { loadMcqJsonl } from './data/mcq.js';
-export type { EvalRecord, ShuffleRecord, EpisodeRecord, PromptPart, RenderedPrompt } from './eval/types.js';
+export type { EvalRecord, ShuffleRecord, EpisodeRecord, PromptPart, RenderedPrompt, ClozeRecord, ClozeOption } from './eval/types.js';
+export { openLoglikEngine, splitContinuation, type LoglikEngine, type LoglikOptions, type LoglikRequest, type ContinuationScore } from './runtime/loglik.js';
+export { summarizeCloze, type ClozeSummary } from './eval/summary-cloze.js';
 export type { EvalSummary } from './eval/summary-types.js';
 
 // Weight and tensor files

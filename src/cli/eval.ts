@@ -8,7 +8,7 @@ import { formatSummary } from '../eval/format.js';
 
 const spec = {
   usage:
-    'lobes eval MODEL_DIR|FILE.gguf --data SPEC --out DIR [--task iae|gae|both] [--limit N] [--shuffles K] [--orders random|cyclic] [--seed N] [--cot N] [--device cpu|cuda|webgpu] [--device-id N] [--batch N | --token-budget N] [--chunk-units N] [--shard i/n|auto] [--chat-template auto|on|off] [--answer-prefix TEXT] [--prompt TEMPLATE_FILE] [--bootstrap B] [--share-prefix auto|on|off] [--max-tokens N] [--cache DIR] [--layout genai|explicit] [--skip-invalid] [--quiet] [--json]\n' +
+    'lobes eval MODEL_DIR|FILE.gguf --data SPEC --out DIR [--task iae|gae|both] [--limit N] [--shuffles K] [--orders random|cyclic] [--seed N] [--cot N] [--device cpu|cuda|webgpu] [--device-id N] [--batch N | --token-budget N] [--chunk-units N] [--shard i/n|auto] [--chat-template auto|on|off] [--answer-prefix TEXT] [--prompt TEMPLATE_FILE] [--bootstrap B] [--share-prefix auto|on|off] [--max-tokens N] [--scoring letter|cloze] [--target-delimiter TEXT] [--mutual-info] [--cache DIR] [--layout genai|explicit] [--skip-invalid] [--quiet] [--json]\n' +
     '       lobes eval merge SHARD_DIR... --out DIR\n' +
     '       lobes eval label RUN EVAL_DIR [--axis correct]',
   help: `
@@ -51,6 +51,12 @@ settings is refused.
   --share-prefix M     auto (default: on for --device cpu when the model has a KV cache), on, off:
                        score an item's shuffles through the KV cache, computing the tokens
                        before the options once
+  --scoring S          letter (default): the answer letter's logit; cloze: every option's text
+                       scored as a continuation of the prompt, lm-evaluation-harness style
+                       (acc, acc_norm per character, acc_bytes per UTF-8 byte; docs/eval.md)
+  --target-delimiter T cloze: text between the prompt and each option (default " ", or "" when
+                       the prompt is cut where its {choices} would go, as for SocialEval)
+  --mutual-info        cloze: also score each option without the prompt (acc_mutual_info)
   --skip-invalid       leave out invalid items/trees (reported) instead of stopping
   --json               print summary.json on stdout
 
@@ -82,6 +88,9 @@ items, for lobes cluster RUN --by correct and lobes wanda RUN --by correct.
     cache: { type: 'string' },
     layout: { type: 'string' },
     axis: { type: 'string' },
+    scoring: { type: 'string' },
+    'target-delimiter': { type: 'string' },
+    'mutual-info': { type: 'boolean' },
     'skip-invalid': { type: 'boolean' },
     quiet: { type: 'boolean', short: 'q' },
     json: { type: 'boolean' },
@@ -139,7 +148,7 @@ export async function run(argv: string[]): Promise<number> {
     task: task as 'iae' | 'gae' | 'both',
     device,
     deviceId: v['device-id'] !== undefined ? intOption(v['device-id'], '--device-id', 0, 0) : undefined,
-    shuffles: intOption(v.shuffles, '--shuffles', 3, 1),
+    shuffles: v.shuffles !== undefined ? intOption(v.shuffles, '--shuffles', 3, 1) : undefined,
     orders: v.orders as 'random' | 'cyclic' | undefined,
     seed: intOption(v.seed, '--seed', 0, 0),
     limit: v.limit !== undefined ? intOption(v.limit, '--limit', 0, 1) : null,
@@ -155,6 +164,9 @@ export async function run(argv: string[]): Promise<number> {
     sharePrefix: share as 'auto' | 'on' | 'off',
     maxTokens: v['max-tokens'] !== undefined ? intOption(v['max-tokens'], '--max-tokens', 0, 0) : undefined,
     skipInvalid: !!v['skip-invalid'],
+    scoring: (v.scoring ?? 'letter') as 'letter' | 'cloze',
+    targetDelimiter: v['target-delimiter'] ?? null,
+    mutualInfo: !!v['mutual-info'],
     quiet: !!v.quiet,
   });
   const r = readEvalResults(expandOut(v.out, shard));

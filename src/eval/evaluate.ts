@@ -19,6 +19,7 @@ import type { EpisodeRecord, EvalRecord, ShuffleRecord } from './types.js';
 import type { Scorer, KvState, HeadOutput } from './engine.js';
 import type { AnswerSlot, EvalTokenizer } from './tokenizer.js';
 import type { PromptStyle, Unit } from './units.js';
+import { scoreClozeSteps, type ClozeSettings, type ClozeStep } from './cloze.js';
 
 /** Throughput counters of an evaluation (this attempt). */
 export interface EvalStats {
@@ -33,10 +34,15 @@ export interface EvalStats {
   scoreMs: number;
   generateMs: number;
   generated: number;
+  /** Continuation tokens scored (cloze). */
+  scoredTokens?: number;
 }
 
 export interface EvaluateContext {
-  scorer: Scorer;
+  /** The letter scorer (null with cloze scoring). */
+  scorer: Scorer | null;
+  /** Cloze scoring (--scoring cloze): options as continuations, through the log-likelihood engine. */
+  cloze?: ClozeSettings | null;
   tok: EvalTokenizer;
   shuffles: number;
   seed: number;
@@ -131,7 +137,8 @@ function prepare(job: Job, tok: EvalTokenizer, withPrefix: boolean): RenderedPro
 
 /** Score jobs without generation: batches of right-padded prompts, one candidate list per batch. */
 async function scoreBatched(jobs: Job[], ctx: EvaluateContext): Promise<Scored[]> {
-  const { tok, scorer, stats } = ctx;
+  const { tok, stats } = ctx;
+  const scorer = ctx.scorer!;
   for (const j of jobs) prepareSlot(j, tok);
   const lengths = Int32Array.from(jobs, (j) => j.slot!.ids.length);
   const plan = planBatches(lengths, { batch: ctx.batch ?? undefined, tokenBudget: ctx.tokenBudget ?? undefined });
@@ -191,7 +198,8 @@ export function cutAtAnswerKey(gen: number[], decode: (ids: number[]) => string,
 
 /** Greedy reasoning (KV cache), then the answer suffix and the letter scores. */
 async function scoreWithCot(job: Job, ctx: EvaluateContext): Promise<Scored> {
-  const { tok, scorer, stats } = ctx;
+  const { tok, stats } = ctx;
+  const scorer = ctx.scorer!;
   const base = prepare(job, tok, false);
   const ans = cotAnswer(job.style.answerPrefix);
   const ids0 = tok.encode(base.text);
@@ -255,7 +263,8 @@ async function scoreWithCot(job: Job, ctx: EvaluateContext): Promise<Scored> {
 
 /** Score the jobs of one group (the shuffles of one prompt) through the KV cache, sharing their common tokens. */
 async function scoreShared(jobs: Job[], ctx: EvaluateContext): Promise<Scored[]> {
-  const { tok, scorer, stats } = ctx;
+  const { tok, stats } = ctx;
+  const scorer = ctx.scorer!;
   for (const j of jobs) prepareSlot(j, tok);
   const seqs = jobs.map((j) => j.slot!.ids);
   let L = Math.min(...seqs.map((s) => s.length)) - 1;
@@ -292,7 +301,7 @@ async function scoreShared(jobs: Job[], ctx: EvaluateContext): Promise<Scored[]>
  * sequence at a time (reasoning up to its prompt plus --cot tokens).
  */
 function checkMemory(jobs: Job[], ctx: EvaluateContext): void {
-  const arch = ctx.scorer.info?.arch;
+  const arch = ctx.scorer?.info?.arch;
   if (!ctx.memory || !arch) return;
   const items = jobs.map((j) => {
     if (ctx.cot > 0) return { id: j.where, tokens: ctx.tok.encode(prepare(j, ctx.tok, false).text).length + ctx.cot + COT_SUFFIX_ALLOWANCE };
@@ -379,44 +388,57 @@ function episodeOf(w: Walker): EpisodeRecord {
 }
 
 /**
+ * Letter scoring of decisions (items or GAE steps): each one's shuffles, skipped when too
+ * long; records in step order. `onStep` is called as steps are done.
+ */
+async function letterSteps(steps: readonly ClozeStep[], ctx: EvaluateContext, onStep?: () => void): Promise<EvalRecord[]> {
+  const out: (EvalRecord | null)[] = steps.map(() => null);
+  const groups: Job[][] = [];
+  const owners: number[] = [];
+  steps.forEach((s, i) => {
+    const g = itemJobs(s.item, s.style, ctx);
+    const why = tooLong(g, ctx);
+    if (why) {
+      out[i] = skippedRecord(s.facts, why);
+      onStep?.();
+      return;
+    }
+    groups.push(g);
+    owners.push(i);
+  });
+  const scored = await scoreJobs(groups, ctx, onStep);
+  let at = 0;
+  groups.forEach((g, n) => {
+    out[owners[n]!] = itemRecord(steps[owners[n]!]!.facts, shuffleRecords(g, scored, at));
+    at += g.length;
+  });
+  return out.map((r) => r!);
+}
+
+/**
  * Evaluate units in order; returns their records (item records, then per tree its decision
  * records in order) and the GAE episodes, both in unit order.
  */
 export async function evaluateUnits(units: readonly Unit[], ctx: EvaluateContext): Promise<{ records: EvalRecord[]; episodes: EpisodeRecord[] }> {
   const perUnit: EvalRecord[][] = units.map(() => []);
-  // Items: all shuffles of all items scored together.
+  const decide = ctx.cloze ? (steps: ClozeStep[], onStep?: () => void) => scoreClozeSteps(steps, { ...ctx, cloze: ctx.cloze! }, onStep) : (steps: ClozeStep[], onStep?: () => void) => letterSteps(steps, ctx, onStep);
+  // Items: all of them scored together, done as scored (one at a time) or all at once after batches.
   const itemIdx = units.flatMap((u, i) => (u.kind === 'item' ? [i] : []));
-  const groups: Job[][] = [];
-  const owners: number[] = [];
-  for (const i of itemIdx) {
+  const itemSteps = itemIdx.map((i) => {
     const u = units[i]! as Extract<Unit, { kind: 'item' }>;
-    const g = itemJobs(u.prompt, u.style, ctx);
-    const why = tooLong(g, ctx);
-    if (why) {
-      perUnit[i]!.push(skippedRecord(u.facts, why));
-      ctx.onUnit?.();
-      continue;
-    }
-    groups.push(g);
-    owners.push(i);
-  }
-  // Items are done as their group is scored (one at a time), or all at once after batches.
+    return { facts: u.facts, item: u.prompt, style: u.style };
+  });
   let ticked = 0;
-  const scored = await scoreJobs(groups, ctx, () => {
+  const recs = await decide(itemSteps, () => {
     ticked++;
     ctx.onUnit?.();
   });
-  for (; ticked < groups.length; ticked++) ctx.onUnit?.();
-  let at = 0;
-  groups.forEach((g, n) => {
-    const u = units[owners[n]!]! as Extract<Unit, { kind: 'item' }>;
-    perUnit[owners[n]!]!.push(itemRecord(u.facts, shuffleRecords(g, scored, at)));
-    at += g.length;
-  });
+  for (; ticked < itemSteps.length; ticked++) ctx.onUnit?.();
+  itemIdx.forEach((i, n) => perUnit[i]!.push(recs[n]!));
   // Trees: one decision round at a time across every tree of the chunk.
   const walkers: Walker[] = units.flatMap((u, i) => (u.kind === 'tree' ? [{ unit: i, tree: u.tree, style: u.style, path: ['0'], records: [], end: null }] : []));
   for (;;) {
-    const active: { w: Walker; item: PromptItem; next: string[]; jobs: Job[] }[] = [];
+    const active: { w: Walker; item: PromptItem; next: string[]; step: ClozeStep }[] = [];
     for (const w of walkers) {
       if (w.end) continue;
       const cid = w.path[w.path.length - 1]!;
@@ -438,34 +460,26 @@ export async function evaluateUnits(units: readonly Unit[], ctx: EvaluateContext
         w.path.push(g.next[0]!);
         continue;
       }
-      const jobs = itemJobs(item, w.style, ctx);
-      const why = tooLong(jobs, ctx);
-      if (why) {
-        const rec = skippedRecord(stepFacts(w.tree, cid, item.options), why);
-        rec.gae = { tree: w.tree.stem, node: cid, depth: w.path.length - 1, next: g.next };
-        w.records.push(rec);
-        w.end = 'skipped';
-        ctx.onUnit?.();
-        continue;
-      }
-      active.push({ w, item, next: g.next, jobs });
+      active.push({ w, item, next: g.next, step: { facts: { ...stepFacts(w.tree, cid, item.options), gae: { tree: w.tree.stem, node: cid, depth: w.path.length - 1, next: g.next } }, item, style: w.style } });
     }
     if (active.length === 0) {
       if (walkers.every((w) => w.end)) break;
       continue;
     }
-    const sc = await scoreJobs(active.map((a) => a.jobs), ctx);
-    let at = 0;
-    for (const a of active) {
+    const recs = await decide(active.map((a) => a.step));
+    active.forEach((a, n) => {
+      const rec = recs[n]!;
       const cid = a.w.path[a.w.path.length - 1]!;
-      const rec = itemRecord(stepFacts(a.w.tree, cid, a.item.options), shuffleRecords(a.jobs, sc, at));
-      at += a.jobs.length;
-      rec.gae = { tree: a.w.tree.stem, node: cid, depth: a.w.path.length - 1, next: a.next };
       a.w.records.push(rec);
+      if (rec.skipped) {
+        a.w.end = 'skipped';
+        ctx.onUnit?.();
+        return;
+      }
       const nxt = a.next[rec.vote]!;
       if (a.w.path.includes(nxt)) throw new LobesError(`choice at node ${cid} leads back to node ${nxt} (the plot is not a tree)`, { file: a.w.tree.file });
       a.w.path.push(nxt);
-    }
+    });
   }
   for (const w of walkers) perUnit[w.unit]!.push(...w.records);
   return { records: perUnit.flat(), episodes: walkers.map(episodeOf) };

@@ -5,6 +5,7 @@
 import type { EvalManifest } from './run.js';
 import { modelName } from '../store/model-name.js';
 import type { Accuracy, AccuracyTable, EvalSummary, GaeSummary, ItemSummary, PositionBias } from './summary.js';
+import { formatCloze } from './summary-cloze.js';
 
 const pct = (x: number) => (Number.isFinite(x) ? (100 * x).toFixed(1) : '—');
 const ci = (a: Accuracy) => (a.ci95 ? `[${pct(a.ci95[0])}, ${pct(a.ci95[1])}]${a.ciMethod === 'bootstrap' ? ' b' : ''}` : '—');
@@ -66,8 +67,10 @@ export function formatSummary(s: EvalSummary, m?: EvalManifest): string {
     const t = m.throughput;
     out.push(`## ${modelName(m.model)}: ${m.dataset.spec}`, '', `model folder ${m.model.dir}`, '', `${m.settings.shuffles} shuffles (seed ${m.settings.seed})${m.settings.cot ? `, reasoning up to ${m.settings.cot} tokens` : ''}${m.settings.limit ? `, --limit ${m.settings.limit}` : ''}; ${t.prompts} prompts, ${t.promptTokens} tokens (${t.prompts ? Math.round(t.promptTokens / t.prompts) : 0} per prompt); wall ${(m.timings.wallMs / 1000).toFixed(0)} s.`, '');
   }
-  if (s.iae) out.push(...items(s.iae, 'IAE (interpersonal ability: the utterance that shows the asked ability)'));
-  if (s.mcq) out.push(...items(s.mcq, 'Multiple choice'));
+  // Cloze scoring has no shuffles, letters or votes: its own table replaces the letter tables.
+  if (s.cloze) out.push(...formatCloze(s.cloze));
+  if (s.iae && !s.cloze?.iae) out.push(...items(s.iae, 'IAE (interpersonal ability: the utterance that shows the asked ability)'));
+  if (s.mcq && !s.cloze?.mcq) out.push(...items(s.mcq, 'Multiple choice'));
   if (s.gae) out.push(...gae(s.gae));
   out.push(LEGEND, '');
   return out.join('\n') + '\n';

@@ -27,6 +27,7 @@ import type { OrderMode } from './score.js';
 import type { Scorer, ScorerOptions } from './engine.js';
 import { modelContext } from '../runtime/plan.js';
 import type { EvalTokenizer, EvalTokenizerOptions } from './tokenizer.js';
+import type { LoglikEngine, LoglikOptions } from '../runtime/loglik.js';
 
 export interface EvalOptions {
   /** ONNX model folder (a GGUF file is resolved to its converted folder by the CLI first). */
@@ -60,6 +61,12 @@ export interface EvalOptions {
   skipInvalid?: boolean;
   /** Memory a batch may need on `device`, in bytes (default: src/runtime/plan.ts defaultMemoryLimit). */
   memoryLimit?: (device: Device) => number;
+  /** 'letter' (default): the answer letter's logit; 'cloze': every option's text as a continuation (cloze.ts). */
+  scoring?: 'letter' | 'cloze';
+  /** Cloze: text between the context and each option (default: ' ', or '' after a prompt cut at its options). */
+  targetDelimiter?: string | null;
+  /** Cloze: also score each option without a context (acc_mutual_info). */
+  mutualInfo?: boolean;
   quiet?: boolean;
   log?: (line: string) => void;
   /** Stand-ins for tests. */
@@ -69,6 +76,7 @@ export interface EvalOptions {
 export interface EvalDeps {
   openScorer(model: string, opts: ScorerOptions): Promise<Scorer>;
   loadTokenizer(model: string, opts: EvalTokenizerOptions): Promise<EvalTokenizer>;
+  openLoglik(model: string, opts: LoglikOptions): Promise<LoglikEngine>;
 }
 
 import type { EvalManifest } from './manifest.js';
@@ -80,7 +88,8 @@ export const DEFAULT_EVAL_BATCH = 4;
 async function resolveDeps(given: Partial<EvalDeps> | undefined): Promise<EvalDeps> {
   const openScorer = given?.openScorer ?? (await import('./engine.js')).openScorer;
   const loadTokenizer = given?.loadTokenizer ?? (await import('./tokenizer.js')).loadEvalTokenizer;
-  return { openScorer, loadTokenizer };
+  const openLoglik = given?.openLoglik ?? (await import('../runtime/loglik.js')).openLoglikEngine;
+  return { openScorer, loadTokenizer, openLoglik };
 }
 
 export { readEvalManifest, readEvalResults } from './store.js';
@@ -108,6 +117,9 @@ export function evalIdentity(m: EvalManifest, includeShard: boolean): Record<str
     '--device': s.device,
     '--share-prefix': String(s.sharePrefix),
     '--max-tokens': String(s.maxTokens),
+    '--scoring': s.scoring ?? 'letter',
+    '--target-delimiter': String(s.targetDelimiter ?? null),
+    '--mutual-info': String(s.mutualInfo ?? false),
   };
   if (includeShard) id['--shard'] = m.shard ? `${m.shard.index}/${m.shard.count}` : 'none';
   return id;
@@ -124,7 +136,7 @@ export function evalDifferences(a: EvalManifest, b: EvalManifest, aName: string,
 type Settings = EvalManifest['settings'] & { task: TaskChoice };
 
 function resolveSettings(o: EvalOptions): Settings {
-  const shuffles = o.shuffles ?? 3;
+  const shuffles = o.shuffles ?? (o.scoring === 'cloze' ? 1 : 3);
   if (!Number.isInteger(shuffles) || shuffles < 1) throw new UsageError(`--shuffles must be a positive integer, got ${shuffles}`);
   const orders = o.orders ?? 'random';
   if (orders !== 'random' && orders !== 'cyclic') throw new UsageError(`--orders must be random or cyclic, got ${JSON.stringify(orders)}`);
@@ -134,6 +146,12 @@ function resolveSettings(o: EvalOptions): Settings {
   if (!Number.isInteger(cot) || cot < 0) throw new UsageError(`--cot must be a non-negative integer, got ${cot}`);
   if (o.limit != null && (!Number.isInteger(o.limit) || o.limit < 1)) throw new UsageError(`--limit must be a positive integer, got ${o.limit}`);
   if (o.maxTokens != null && (!Number.isInteger(o.maxTokens) || o.maxTokens < 0)) throw new UsageError(`--max-tokens must be a non-negative integer, got ${o.maxTokens}`);
+  const scoring = o.scoring ?? 'letter';
+  if (scoring !== 'letter' && scoring !== 'cloze') throw new UsageError(`--scoring must be letter or cloze, got ${JSON.stringify(scoring)}`);
+  if (scoring === 'cloze') {
+    if (cot > 0) throw new UsageError('--cot applies to letter scoring; cloze scoring generates nothing');
+    if (o.shuffles !== undefined && o.shuffles !== 1) throw new UsageError('--shuffles applies to letter scoring; cloze scores each option once, whatever the order');
+  } else if (o.targetDelimiter != null || o.mutualInfo) throw new UsageError('--target-delimiter and --mutual-info apply to --scoring cloze');
   return {
     task: o.task ?? 'both',
     shuffles,
@@ -151,6 +169,7 @@ function resolveSettings(o: EvalOptions): Settings {
     bootstrap: o.bootstrap ?? 2000,
     sharePrefix: o.sharePrefix ?? 'auto',
     maxTokens: promptLimit(o),
+    ...(scoring === 'cloze' ? { scoring, targetDelimiter: o.targetDelimiter ?? null, mutualInfo: !!o.mutualInfo } : {}),
   };
 }
 
@@ -181,7 +200,7 @@ export async function runEval(opts: EvalOptions): Promise<EvalManifest> {
   const deps = await resolveDeps(opts.deps);
 
   const t0 = Date.now();
-  const data = loadEvalData(opts.data, { task: s.task, cot: s.cot > 0, promptFile: opts.promptFile, answerPrefix: opts.answerPrefix, limit: s.limit, seed: s.seed, skipInvalid: opts.skipInvalid });
+  const data = loadEvalData(opts.data, { task: s.task, cot: s.cot > 0, promptFile: opts.promptFile, answerPrefix: opts.answerPrefix, limit: s.limit, seed: s.seed, skipInvalid: opts.skipInvalid, scoring: s.scoring });
   const unitsSha256 = hashUnits(data.units);
   // Every file that shapes the numbers: graph, external weights, tokenizer (through the file-hash cache).
   const { files, graphSha256, filesSha256 } = modelIdentity(opts.model);
@@ -245,15 +264,23 @@ async function evalUnderLock(opts: EvalOptions, s: Settings, deps: EvalDeps, dat
     }
   }
   const t1 = Date.now();
-  const scorer = await deps.openScorer(opts.model, { device: s.device, deviceId: opts.deviceId, generation: s.cot > 0 || s.sharePrefix === 'on' || (s.sharePrefix === 'auto' && s.device === 'cpu') });
+  const cloze = s.scoring === 'cloze';
+  const scorer = cloze ? null : await deps.openScorer(opts.model, { device: s.device, deviceId: opts.deviceId, generation: s.cot > 0 || s.sharePrefix === 'on' || (s.sharePrefix === 'auto' && s.device === 'cpu') });
+  const loglik = cloze ? await deps.openLoglik(opts.model, { device: s.device, deviceId: opts.deviceId, cache: s.sharePrefix === 'off' ? 'off' : 'auto', batch: s.batch ?? undefined, tokenBudget: s.tokenBudget ?? undefined }) : null;
   manifest.timings.modelLoadMs += Date.now() - t1;
-  manifest.model.arch = scorer.info.arch;
+  manifest.model.arch = (scorer ?? loglik)!.info.arch;
   try {
-    if (s.cot > 0 && !scorer.hasPast) throw new LobesError('--cot needs a model with KV-cache inputs (past_key_values.*)', { file: opts.model, hint: 'export the model with its KV cache, or drop --cot' });
-    if (s.sharePrefix === 'on' && !(scorer.hasPast && scorer.multiTokenExtend)) {
-      throw new LobesError(scorer.hasPast ? '--share-prefix on: this export does not take several tokens after its KV cache' : '--share-prefix on needs a model with KV-cache inputs (past_key_values.*)', { file: opts.model, hint: 'use --share-prefix off' });
+    let sharePrefix = false;
+    if (scorer) {
+      if (s.cot > 0 && !scorer.hasPast) throw new LobesError('--cot needs a model with KV-cache inputs (past_key_values.*)', { file: opts.model, hint: 'export the model with its KV cache, or drop --cot' });
+      if (s.sharePrefix === 'on' && !(scorer.hasPast && scorer.multiTokenExtend)) {
+        throw new LobesError(scorer.hasPast ? '--share-prefix on: this export does not take several tokens after its KV cache' : '--share-prefix on needs a model with KV-cache inputs (past_key_values.*)', { file: opts.model, hint: 'use --share-prefix off' });
+      }
+      sharePrefix = scorer.hasPast && scorer.multiTokenExtend && (s.sharePrefix === 'on' || (s.sharePrefix === 'auto' && s.device === 'cpu'));
+    } else {
+      if (s.sharePrefix === 'on' && !loglik!.usesCache) throw new LobesError('--share-prefix on: this model has no KV cache that takes several tokens after a context', { file: opts.model, hint: 'use --share-prefix off' });
+      sharePrefix = loglik!.usesCache;
     }
-    const sharePrefix = scorer.hasPast && scorer.multiTokenExtend && (s.sharePrefix === 'on' || (s.sharePrefix === 'auto' && s.device === 'cpu'));
     manifest.sharedPrefix = sharePrefix;
     writeEvalManifest(out, manifest);
     const { writer, dropped } = await RecordChunks.resume(out, EVAL_RECORDS, s.chunkUnits);
@@ -265,7 +292,7 @@ async function evalUnderLock(opts: EvalOptions, s: Settings, deps: EvalDeps, dat
       else todo.push(c);
     }
     const here = range.rowEnd - range.rowStart;
-    say(`eval: ${here} units (${describeUnits(data, range)})${opts.shard ? ` shard ${opts.shard.index}/${opts.shard.count}` : ''}, ${s.shuffles} shuffle${s.shuffles > 1 ? 's' : ''}${s.cot ? `, reasoning up to ${s.cot} tokens` : ''}${doneUnits ? `, resuming: ${doneUnits} done` : ''}`);
+    say(`eval: ${here} units (${describeUnits(data, range)})${opts.shard ? ` shard ${opts.shard.index}/${opts.shard.count}` : ''}, ${s.scoring === 'cloze' ? `cloze scoring${sharePrefix ? ' (contexts through the KV cache)' : ''}` : `${s.shuffles} shuffle${s.shuffles > 1 ? 's' : ''}`}${s.cot ? `, reasoning up to ${s.cot} tokens` : ''}${doneUnits ? `, resuming: ${doneUnits} done` : ''}`);
     const progress = new Progress({ label: 'eval', total: here, unit: 'units', quiet: opts.quiet });
     if (doneUnits) progress.set(doneUnits);
     const stats = manifest.throughput;
@@ -275,7 +302,8 @@ async function evalUnderLock(opts: EvalOptions, s: Settings, deps: EvalDeps, dat
       const start = c * s.chunkUnits;
       const end = Math.min(start + s.chunkUnits, N);
       const units = data.units.slice(start, end);
-      const r = await evaluateUnits(units, { scorer, tok, shuffles: s.shuffles, orders: s.orders, seed: s.seed, cot: s.cot, batch: s.batch, tokenBudget: s.tokenBudget, sharePrefix, maxTokens: s.maxTokens, stats, memory: { device: s.device, limit: opts.memoryLimit?.(s.device) }, onScored: (_p, t) => progress.tick(0, { tokens: t }), onUnit: () => progress.tick(1) });
+      const clozeSettings = loglik ? { engine: loglik, delimiter: s.targetDelimiter ?? null, mutualInfo: !!s.mutualInfo } : null;
+      const r = await evaluateUnits(units, { scorer, cloze: clozeSettings, tok, shuffles: s.shuffles, orders: s.orders, seed: s.seed, cot: s.cot, batch: s.batch, tokenBudget: s.tokenBudget, sharePrefix, maxTokens: s.maxTokens, stats, memory: { device: s.device, limit: opts.memoryLimit?.(s.device) }, onScored: (_p, t) => progress.tick(0, { tokens: t }), onUnit: () => progress.tick(1) });
       writer.write(c, start, end - start, { records: r.records, episodes: hasTrees(data) ? r.episodes : null });
       manifest.timings.wallMs = wallBase + Date.now() - tAttempt;
       writeEvalManifest(out, manifest);
@@ -287,7 +315,8 @@ async function evalUnderLock(opts: EvalOptions, s: Settings, deps: EvalDeps, dat
     say(`eval: done, ${here} units, ${stats.prompts} prompts in ${fmtTime((Date.now() - tStart) / 1000)} -> ${out}`);
     return manifest;
   } finally {
-    await scorer.close();
+    await scorer?.close();
+    await loglik?.close();
   }
 }
 

@@ -92,4 +92,30 @@ export interface EvalSummary {
   iae?: ItemSummary;
   mcq?: ItemSummary;
   gae?: GaeSummary;
+  /** With --scoring cloze: acc, acc_norm, acc_bytes (and acc_mutual_info) per task, exact CIs (summary-cloze.ts). */
+  cloze?: ClozeSummary;
 }
+
+export interface ClozeMetric {
+  n: number;
+  correct: number;
+  accuracy: number;
+  /** Exact (Clopper–Pearson) 95% interval. */
+  ci95: [number, number] | null;
+  chance: number;
+}
+
+export interface ClozeTaskSummary {
+  items: number;
+  acc: ClozeMetric;
+  acc_norm: ClozeMetric;
+  acc_bytes: ClozeMetric;
+  acc_mutual_info: ClozeMetric | null;
+  /** Share of items whose correct option is the greedy continuation. */
+  exactMatch: number;
+  /** Mean tokens per option continuation. */
+  meanTokens: number;
+}
+
+/** Cloze summaries by task ('iae', 'mcq'); absent when no record was scored by cloze. */
+export type ClozeSummary = Partial<Record<'iae' | 'mcq', ClozeTaskSummary>>;

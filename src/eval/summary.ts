@@ -28,6 +28,7 @@ import { Rng } from '../util/rng.js';
 import { clopperPearson, wilson, poissonBinomialUpper, holm } from '../util/stats.js';
 import { ORIENTATION_CATEGORIES } from '../data/socialeval-eval.js';
 import type { EpisodeRecord, EvalRecord } from './types.js';
+import { summarizeCloze } from './summary-cloze.js';
 import type { Accuracy, AccuracyTable, PositionBias, ItemSummary, GaeSummary, EvalSummary } from './summary-types.js';
 
 export type { Accuracy, AccuracyRow, AccuracyTable, PositionBias, ItemSummary, GaeSummary, EvalSummary } from './summary-types.js';
@@ -290,5 +291,6 @@ export function summarize(records: EvalRecord[], episodes: EpisodeRecord[], o: S
   if (iae.length) out.iae = summarizeItems(iae, 'iae', o);
   if (mcq.length) out.mcq = summarizeItems(mcq, 'mcq', o);
   if (episodes.length) out.gae = summarizeGae(episodes, gae, o);
+  if (records.some((r) => r.cloze)) out.cloze = summarizeCloze(records);
   return out;
 }

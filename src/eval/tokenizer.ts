@@ -40,6 +40,11 @@ export interface EvalTokenizer {
   /** Tokens that end the assistant's turn. */
   eos: Set<number>;
   padId: number;
+  /**
+   * The token a context-free continuation is scored after (lm-evaluation-harness's prefix
+   * token: BOS, else EOS); absent in stand-ins without one.
+   */
+  prefixId?: number | null;
   /** The answer slot of a prompt text for these letters. */
   answerSlot(text: string, letters: string[], where: string): AnswerSlot;
   /** The answer slot of a piece of text fed after other tokens (its ids alone, no special tokens). */
@@ -155,6 +160,7 @@ export async function loadEvalTokenizer(modelDir: string, opts: EvalTokenizerOpt
     decode,
     eos,
     padId: tok.pad_token_id ?? tok.eos_token_id ?? 0,
+    prefixId: tok.bos_token_id ?? tok.eos_token_id ?? null,
     answerSlot,
   };
 }

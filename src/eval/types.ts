@@ -82,8 +82,48 @@ export interface EvalRecord {
   correct: boolean | null;
   /** Why the item was not scored (its prompt is longer than --max-tokens); it then has no shuffles. */
   skipped?: string;
+  /** With --scoring cloze: every option scored as a continuation of the context (then `shuffles` is empty and `vote` is the acc pick). */
+  cloze?: ClozeRecord;
   /** GAE steps: the tree, the node, and the node each option leads to. */
   gae?: { tree: string; node: string; depth: number; next: string[] };
+}
+
+/** One option scored as a continuation (--scoring cloze). */
+export interface ClozeOption {
+  /** The continuation scored: the target delimiter and the option's text. */
+  text: string;
+  /** Σ log p(token | context, earlier tokens) over the continuation's tokens. */
+  logprob: number;
+  /** Continuation tokens (after lm-eval's split). */
+  tokens: number;
+  /** Unicode code points of the option's text (acc_norm's length; the delimiter is not counted). */
+  chars: number;
+  /** UTF-8 bytes of the option's text (acc_bytes' length). */
+  bytes: number;
+  /** Every continuation token is the model's argmax. */
+  greedy: boolean;
+  /** Per-token log-probabilities (float32). */
+  tokenLogprobs: number[];
+  /** With --mutual-info: the same continuation's log-likelihood after the prefix token alone. */
+  unconditional?: number;
+}
+
+/** What cloze scoring made of one item. */
+export interface ClozeRecord {
+  /** The context text exactly as tokenized (before lm-eval moves its trailing whitespace into the continuation). */
+  context: string;
+  contextTokens: number;
+  delimiter: string;
+  /** Per option, in the dataset's order. */
+  options: ClozeOption[];
+  /** argmax logprob (acc). */
+  pick: number;
+  /** argmax logprob / chars (acc_norm). */
+  pickNorm: number;
+  /** argmax logprob / bytes (acc_bytes). */
+  pickBytes: number;
+  /** argmax (logprob − unconditional) (acc_mutual_info), null without --mutual-info. */
+  pickMutualInfo: number | null;
 }
 
 /** One GAE episode: the protagonist's walk through one world tree. */

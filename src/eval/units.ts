@@ -17,6 +17,9 @@ import { parseTemplate, templateFields, type PromptItem } from '../data/prompt.j
 import type { ItemFacts } from './records.js';
 import { hash32 } from './score.js';
 
+/** The plain cloze prompt for `jsonl:` items without --prompt with --scoring cloze (lm-eval's usual "Question: … Answer:" layout). */
+export const CLOZE_MCQ_TEMPLATE = 'Question: ⟦question⟧{question}⟦/⟧\nAnswer:';
+
 /** How a unit's prompts are written. */
 export interface PromptStyle {
   /** 'iae', 'iae-cot', 'gae', 'gae-cot', 'mcq' or 'custom'. */
@@ -64,6 +67,8 @@ export interface EvalDataOptions {
   limit?: number | null;
   seed: number;
   skipInvalid?: boolean;
+  /** 'cloze': options are scored as continuations, so a jsonl --prompt needs no {choices} (default 'letter'). */
+  scoring?: 'letter' | 'cloze';
 }
 
 /** The SocialEval prompt style for a task and language. */
@@ -131,8 +136,9 @@ export function loadEvalData(spec: string, o: EvalDataOptions): EvalData {
   if (p.kind === 'jsonl') {
     if (o.task === 'gae') throw new UsageError('--task gae needs a socialeval: spec (world trees)');
     const d = loadMcqJsonl(spec, o.skipInvalid);
-    let template = MCQ_DEFAULT_TEMPLATE;
-    let variant = 'mcq';
+    const cloze = o.scoring === 'cloze';
+    let template = cloze ? CLOZE_MCQ_TEMPLATE : MCQ_DEFAULT_TEMPLATE;
+    let variant = cloze ? 'mcq-cloze' : 'mcq';
     if (o.promptFile) {
       try {
         template = readFileSync(o.promptFile, 'utf8');
@@ -140,10 +146,10 @@ export function loadEvalData(spec: string, o: EvalDataOptions): EvalData {
         throw new LobesError(`cannot read the prompt template (${e.code ?? e.message})`, { file: o.promptFile });
       }
       parseTemplate(template, o.promptFile);
-      if (!templateFields(template).includes('choices')) throw new LobesError('the prompt template has no {choices} field (where the lettered options go)', { file: o.promptFile });
+      if (!cloze && !templateFields(template).includes('choices')) throw new LobesError('the prompt template has no {choices} field (where the lettered options go)', { file: o.promptFile });
       variant = 'custom';
     }
-    const style: PromptStyle = { variant, template, separator: '. ', answerPrefix: o.answerPrefix ?? ANSWER_PREFIX.mcq };
+    const style: PromptStyle = { variant, template, separator: '. ', answerPrefix: o.answerPrefix ?? (cloze ? '' : ANSWER_PREFIX.mcq) };
     const items = o.limit != null ? stratifiedSubset(d.items, (x) => (d.axes.length ? x.labels[d.axes[0]!]! : ''), o.limit, o.seed) : d.items;
     const units: Unit[] = items.map((it) => ({
       kind: 'item',

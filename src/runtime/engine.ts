@@ -109,12 +109,14 @@ export function planInputs(a: Analysis): { plans: FeedPlan[]; mask: string | nul
   return { plans, mask, inGraphPast };
 }
 
-function intTensor(type: ort.Tensor.Type, data: BigInt64Array, dims: number[]): ort.Tensor {
+/** An integer tensor of the type a graph input wants (int64, or int32 converted). */
+export function intTensor(type: ort.Tensor.Type, data: BigInt64Array, dims: number[]): ort.Tensor {
   if (type === 'int64') return new ort.Tensor('int64', data, dims);
   return new ort.Tensor('int32', Int32Array.from(data, (x) => Number(x)), dims);
 }
 
-function emptyPast(type: ort.Tensor.Type, dims: number[]): ort.Tensor {
+/** An empty KV-cache tensor [batch, kvHeads, 0, headDim] of a graph input's type. */
+export function emptyPast(type: ort.Tensor.Type, dims: number[]): ort.Tensor {
   switch (type) {
     case 'float32':
       return new ort.Tensor('float32', new Float32Array(0), dims);

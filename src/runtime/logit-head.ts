@@ -12,11 +12,11 @@
  * computed or leaves the session. With KV-cache inputs the current tokens are the last
  * `seq` columns of the attention mask, so the same graph serves prefill and decode steps.
  */
-import type { ModelProto, ValueInfo } from '../onnx/index.js';
+import type { GraphProto, ModelProto, ValueInfo } from '../onnx/index.js';
 import { DataType, makeNode, makeValueInfo } from '../onnx/index.js';
 import { LobesError } from '../util/errors.js';
 import type { Discovery } from './discover.js';
-import { editedInputs, emptyPasts, GraphEdit, opsetOf, prune, type InGraphPast } from './surgery.js';
+import { editedInputs, emptyPasts, GraphEdit, opsetOf, prune, SEL_PREFIX, type InGraphPast } from './surgery.js';
 
 export const CANDIDATES_INPUT = 'lobes.candidates';
 export const CAND_LOGITS = 'lobes.out.cand_logits';
@@ -39,6 +39,38 @@ export interface LogitHeadOptions {
   inGraphPast?: InGraphPast[];
   /** Keep the model's KV-cache outputs (present.*) for generation. */
   keepPresent?: boolean;
+}
+
+/**
+ * lm_head applied to some rows of the final hidden state only: `hiddenValue` [batch, seq, dim]
+ * is flattened to [batch·seq, dim], the rows `rowIndex` (int64 [n]) are gathered, and the
+ * model's own lm_head node (same op, weights and attributes) is applied to them. Returns the
+ * name of the float32 [n, vocab] logits.
+ */
+export function lmHeadOnRows(e: GraphEdit, disc: Discovery, hiddenValue: string, dim: number, rowIndex: string, tag: string): string {
+  const x2 = e.add('Reshape', [hiddenValue, e.c64(`${tag}.rows_shape`, [-1, dim], [2])], `${tag}.hidden_rows`);
+  const xSel = e.add('Gather', [x2, rowIndex], `${tag}.hidden_sel`, { axis: 0 });
+  const head = disc.lmHead.node;
+  const headInputs = [...head.input];
+  headInputs[0] = xSel;
+  const raw = `${SEL_PREFIX}${tag}.logits`;
+  e.nodes.push(makeNode(head.opType, headInputs, [raw], {}, head.domain || undefined, `${SEL_PREFIX}${tag}.lm_head`));
+  e.nodes[e.nodes.length - 1]!.attribute = head.attribute;
+  return e.add('Cast', [raw], `${tag}.logits_f32`, { to: DataType.FLOAT });
+}
+
+/** Append the model's KV-cache outputs (present.*: rank-4 graph outputs) to `outInfos`; returns their names in the model's order. */
+export function presentOutputs(g: GraphProto, outInfos: ValueInfo[]): string[] {
+  const present: string[] = [];
+  const taken = new Set(outInfos.map((o) => o.name));
+  for (const o of g.output) {
+    const s = o.type?.tensorType?.shape?.dim.length ?? 0;
+    if (o.name && s === 4 && !taken.has(o.name)) {
+      outInfos.push(o);
+      present.push(o.name);
+    }
+  }
+  return present;
 }
 
 /**
@@ -74,16 +106,7 @@ export function buildLogitHeadModel(model: ModelProto, disc: Discovery, opts: Lo
   const flat = e.add('Add', [e.add('Mul', [rows, S], 'lh.row_start'), last], 'lh.flat_index');
   if (opts.inGraphPast?.length) emptyPasts(e, B, opts.inGraphPast);
 
-  // lm_head on the selected rows only.
-  const hidden = finalPoint.dim;
-  const x2 = e.add('Reshape', [finalPoint.source.value, e.c64('lh.rows_shape', [-1, hidden], [2])], 'lh.hidden_rows');
-  const xLast = e.add('Gather', [x2, flat], 'lh.hidden_last', { axis: 0 });
-  const head = disc.lmHead.node;
-  const headInputs = [...head.input];
-  headInputs[0] = xLast;
-  e.nodes.push(makeNode(head.opType, headInputs, ['lobes.sel.lh.logits'], {}, head.domain || undefined, 'lobes.sel.lh.lm_head'));
-  e.nodes[e.nodes.length - 1]!.attribute = head.attribute;
-  const logits = e.add('Cast', ['lobes.sel.lh.logits'], 'lh.logits_f32', { to: DataType.FLOAT });
+  const logits = lmHeadOnRows(e, disc, finalPoint.source.value, finalPoint.dim, flat, 'lh');
 
   e.nodes.push(makeNode('Gather', [logits, CANDIDATES_INPUT], [CAND_LOGITS], { axis: 1 }, undefined, CAND_LOGITS));
   if (opset >= 18) e.nodes.push(makeNode('ReduceLogSumExp', [logits, e.c64('lh.axes_v', [1], [1])], [LOG_SUM_EXP], { keepdims: 0 }, undefined, LOG_SUM_EXP));
@@ -95,16 +118,7 @@ export function buildLogitHeadModel(model: ModelProto, disc: Discovery, opts: Lo
     makeValueInfo(LOG_SUM_EXP, DataType.FLOAT, ['batch']),
     makeValueInfo(TOP_ID, DataType.INT64, ['batch']),
   ];
-  const present: string[] = [];
-  if (opts.keepPresent) {
-    for (const o of g.output) {
-      const s = o.type?.tensorType?.shape?.dim.length ?? 0;
-      if (o.name && s === 4 && o.name !== CAND_LOGITS) {
-        outInfos.push(o);
-        present.push(o.name);
-      }
-    }
-  }
+  const present = opts.keepPresent ? presentOutputs(g, outInfos) : [];
   const graph = prune(g, e, inputs, outInfos);
   // The candidates input is read only by the Gather added above; keep it even if unused shapes pruned it.
   if (!graph.input.some((v) => v.name === CANDIDATES_INPUT)) graph.input.push(inputs.find((v) => v.name === CANDIDATES_INPUT)!);

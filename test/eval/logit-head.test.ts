@@ -132,7 +132,7 @@ describe('the scoring graph', () => {
     expect(nodes.includes(a.disc.lmHead.node)).toBe(false);
     const heads = nodes.filter((n) => n.input[1] === a.disc.lmHead.node.input[1]);
     expect(heads.length).toBe(1);
-    expect(heads[0]!.input[0]).toBe('lobes.sel.lh.hidden_last');
+    expect(heads[0]!.input[0]).toBe('lobes.sel.lh.hidden_sel');
     // With the KV cache kept for generation, the present.* outputs are added and nothing else.
     const gen = buildLogitHeadModel(a.loaded.model, a.disc, { maskInput: mask, keepPresent: true });
     expect(gen.present.length).toBe(4);

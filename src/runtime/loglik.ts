@@ -1,0 +1,340 @@
+/**
+ * The continuation log-likelihood engine: for a context and continuations (token ids), the
+ * summed log-probability of each continuation's tokens given the context and the tokens
+ * before them, and whether each token is the model's greedy (argmax) choice, computed through
+ * the log-likelihood head (src/runtime/loglik-head.ts) so that only [n] values per scored
+ * token leave the session.
+ *
+ * For context c (n tokens) and continuation x (m tokens) the model reads (c + x)[:-1] and
+ * token x_j is scored at position n − 1 + j:  ll = Σ_j log softmax(z_{n−1+j})[x_j].
+ *
+ * Two ways to compute it, with the same numbers up to floating point:
+ * - cache (models with KV-cache inputs that take several tokens after a cache): the context
+ *   but its last token is computed once; the continuations of equal length then run together
+ *   as one batch over copies of that cache, each row being [c_{n−1}, x_0, …, x_{m−2}];
+ * - batches (otherwise, or with cache: 'off'): every (c + x)[:-1] as one right-padded row,
+ *   rows planned by length (planBatches).
+ * The engine opens any model folder lobes can read, so a model whose weights were edited on
+ * disk is scored the same way.
+ */
+import * as ort from 'onnxruntime-node';
+import { LobesError } from '../util/errors.js';
+import { encodeModel } from '../onnx/index.js';
+import { planBatches } from './batching.js';
+import { analyseModel, emptyPast, intTensor, planInputs, type Analysis, type FeedPlan } from './engine.js';
+import { buildLoglikHeadModel, POSITIONS_INPUT, TARGET_LOGPROB, TARGET_TOP, TARGETS_INPUT } from './loglik-head.js';
+import { openEditedSession } from './providers.js';
+import type { Device, ModelInfo } from './types.js';
+
+/** One context and the continuations to score after it (token ids; the context is not empty). */
+export interface LoglikRequest {
+  context: number[];
+  continuations: number[][];
+}
+
+/** The score of one continuation. */
+export interface ContinuationScore {
+  /** Σ_j log p(x_j | context, x_<j). */
+  logprob: number;
+  /** Number of continuation tokens. */
+  tokens: number;
+  /** Every continuation token is the argmax of its row. */
+  greedy: boolean;
+  /** Per-token log-probabilities. */
+  tokenLogprobs: Float32Array;
+  /** Per-token greedy flags (1: the token is the argmax). */
+  tokenGreedy: Uint8Array;
+}
+
+export interface LoglikOptions {
+  device: Device;
+  deviceId?: number;
+  threads?: number;
+  /** 'auto' (default): the KV cache when the model has one that takes several tokens; 'off': right-padded batches. */
+  cache?: 'auto' | 'off';
+  /** Contexts shorter than this many tokens go to batches even with the cache (default CACHE_MIN_CONTEXT). */
+  cacheMinContext?: number;
+  /** Rows per batch (batches mode; default 16). */
+  batch?: number;
+  /** Padded tokens per batch (batches mode). */
+  tokenBudget?: number;
+}
+
+/** Work counters (cumulative). */
+export interface LoglikStats {
+  /** Continuation tokens scored. */
+  scoredTokens: number;
+  /** Tokens the model computed (padding excluded). */
+  computedTokens: number;
+  runs: number;
+}
+
+export interface LoglikEngine {
+  readonly info: ModelInfo;
+  /** True when continuations are scored after a shared KV cache of their context. */
+  readonly usesCache: boolean;
+  readonly stats: LoglikStats;
+  /** Scores per request, per continuation, in order. `onDone(k)` is called as k more continuations are done. */
+  score(reqs: readonly LoglikRequest[], onDone?: (k: number) => void): Promise<ContinuationScore[][]>;
+  close(): Promise<void>;
+}
+
+/**
+ * Contexts shorter than this are scored in batches even when the cache is used: for a short
+ * context one batched run costs less than a prefill and a run per continuation.
+ */
+export const CACHE_MIN_CONTEXT = 32;
+
+const i64 = (xs: ArrayLike<number>) => BigInt64Array.from(Array.from(xs, (x) => BigInt(x)));
+
+/** A [batch, …] KV-cache tensor with its single row repeated `b` times. */
+function tile(t: ort.Tensor, b: number): ort.Tensor {
+  if (b === 1) return t;
+  const src = t.data as Float32Array | Uint16Array;
+  const out = new (src.constructor as Float32ArrayConstructor | Uint16ArrayConstructor)(src.length * b);
+  for (let i = 0; i < b; i++) out.set(src, i * src.length);
+  return new ort.Tensor(t.type as 'float32', out as Float32Array, [b, ...t.dims.slice(1)]);
+}
+
+function validate(reqs: readonly LoglikRequest[]): void {
+  reqs.forEach((r, i) => {
+    if (r.context.length === 0) throw new LobesError(`request ${i} has an empty context (a context needs at least one token, e.g. the BOS or end-of-text token)`);
+    r.continuations.forEach((c, j) => {
+      if (c.length === 0) throw new LobesError(`request ${i}, continuation ${j} has no tokens`);
+    });
+  });
+}
+
+class OrtLoglik implements LoglikEngine {
+  readonly stats: LoglikStats = { scoredTokens: 0, computedTokens: 0, runs: 0 };
+  constructor(
+    readonly info: ModelInfo,
+    private readonly a: Analysis,
+    private readonly plans: FeedPlan[],
+    private readonly batched: ort.InferenceSession,
+    private readonly addedMask: string | null,
+    private readonly cached: ort.InferenceSession | null,
+    private readonly present: string[],
+    private readonly opts: LoglikOptions,
+  ) {}
+
+  usesCache = false;
+  /** Whether several continuations run as one batch over copies of the cache (GroupQueryAttention takes one row only). */
+  cacheBatches = false;
+
+  /** Use the cache session only when it takes several tokens after a non-empty cache (2 + 2 token probes, one row then two). */
+  async probe(): Promise<void> {
+    if (!this.cached || this.opts.cache === 'off') return;
+    const runs = this.stats.runs;
+    this.quiet = true;
+    try {
+      const a = await this.runCached(null, 0, [[0, 1]], null);
+      await this.runCached(a.past, 2, [[1, 0]], [[0, 0]]);
+      this.usesCache = true;
+      await this.runCached(a.past, 2, [[1, 0], [1, 0]], [[0, 0], [0, 0]]);
+      this.cacheBatches = true;
+    } catch {
+      // What failed stays off.
+    }
+    this.quiet = false;
+    this.stats.runs = runs;
+  }
+
+  private feeds(session: ort.InferenceSession, ids: BigInt64Array, mask: BigInt64Array, pos: BigInt64Array, B: number, S: number, T: number, positions: BigInt64Array, targets: BigInt64Array, past: Map<string, ort.Tensor> | null): Record<string, ort.Tensor> {
+    const wanted = new Set(session.inputNames);
+    const f: Record<string, ort.Tensor> = {};
+    for (const p of this.plans) {
+      if (!wanted.has(p.name)) continue;
+      if (p.role === 'ids') f[p.name] = intTensor(p.type, ids, [B, S]);
+      else if (p.role === 'mask') f[p.name] = intTensor(p.type, mask, [B, T]);
+      else if (p.role === 'pos') f[p.name] = intTensor(p.type, pos, [B, S]);
+      else f[p.name] = past?.get(p.name) ?? emptyPast(p.type, [B, p.kv![0], 0, p.kv![1]]);
+    }
+    if (this.addedMask && wanted.has(this.addedMask)) f[this.addedMask] = new ort.Tensor('int64', mask, [B, T]);
+    f[POSITIONS_INPUT] = new ort.Tensor('int64', positions, [positions.length]);
+    f[TARGETS_INPUT] = new ort.Tensor('int64', targets, [targets.length]);
+    return f;
+  }
+
+  /** Set while probing: a failing probe is expected and must not print onnxruntime's error log. */
+  private quiet = false;
+
+  private async run(session: ort.InferenceSession, feeds: Record<string, ort.Tensor>, what: string): Promise<ort.InferenceSession.OnnxValueMapType> {
+    this.stats.runs++;
+    try {
+      return await session.run(feeds, this.quiet ? { logSeverityLevel: 4 } : {});
+    } catch (e) {
+      throw new LobesError(`onnxruntime failed on ${what}: ${String((e as Error).message ?? e).split('\n')[0]}`, { file: this.a.loaded.file });
+    }
+  }
+
+  /**
+   * Rows of equal length after a cache of `pastLen` tokens (`past` holds one row, repeated for
+   * every row); every position of every row is scored against `targets[row][j]`, or (targets
+   * null: a prefill) only one row, whose scores are not wanted.
+   */
+  private async runCached(past: Map<string, ort.Tensor> | null, pastLen: number, rows: number[][], targets: number[][] | null): Promise<{ past: Map<string, ort.Tensor>; lp: Float32Array; top: BigInt64Array }> {
+    const B = rows.length;
+    const S = rows[0]!.length;
+    const T = pastLen + S;
+    const tiled = past ? new Map([...past].map(([k, v]) => [k, tile(v, B)])) : null;
+    const pos = new BigInt64Array(B * S);
+    for (let b = 0; b < B; b++) for (let j = 0; j < S; j++) pos[b * S + j] = BigInt(pastLen + j);
+    const positions = targets ? i64(Array.from({ length: B * S }, (_, i) => i)) : i64([0]);
+    const tg = targets ? i64(targets.flat()) : i64([0]);
+    const out = await this.run(this.cached!, this.feeds(this.cached!, i64(rows.flat()), new BigInt64Array(B * T).fill(1n), pos, B, S, T, positions, tg, tiled), `${B} continuation(s) of ${S} tokens after ${pastLen} cached tokens`);
+    const next = new Map<string, ort.Tensor>();
+    const pastInputs = this.plans.filter((p) => p.role === 'past').map((p) => p.name);
+    this.present.forEach((o, i) => next.set(pastInputs[i]!, out[o]!));
+    return { past: next, lp: out[TARGET_LOGPROB]!.data as Float32Array, top: out[TARGET_TOP]!.data as BigInt64Array };
+  }
+
+  async score(reqs: readonly LoglikRequest[], onDone?: (k: number) => void): Promise<ContinuationScore[][]> {
+    validate(reqs);
+    // Through the cache: requests whose context is worth sharing; the rest in batches.
+    const viaCache = reqs.map((r) => this.usesCache && r.context.length >= (this.opts.cacheMinContext ?? CACHE_MIN_CONTEXT) && r.continuations.length >= 2);
+    const a = await this.scoreCached(reqs.filter((_, i) => viaCache[i]), onDone);
+    const b = await this.scoreBatched(reqs.filter((_, i) => !viaCache[i]), onDone);
+    let ia = 0;
+    let ib = 0;
+    return reqs.map((_, i) => (viaCache[i] ? a[ia++]! : b[ib++]!));
+  }
+
+  private async scoreCached(reqs: readonly LoglikRequest[], onDone?: (k: number) => void): Promise<ContinuationScore[][]> {
+    const out: ContinuationScore[][] = [];
+    for (const r of reqs) {
+      const n = r.context.length;
+      let past: Map<string, ort.Tensor> | null = null;
+      if (n >= 2) {
+        past = (await this.runCached(null, 0, [r.context.slice(0, n - 1)], null)).past;
+        this.stats.computedTokens += n - 1;
+      }
+      const res: ContinuationScore[] = new Array(r.continuations.length);
+      // Continuations of equal length run together over copies of the cache.
+      const byLen = new Map<number, number[]>();
+      r.continuations.forEach((c, j) => byLen.set(c.length, [...(byLen.get(c.length) ?? []), j]));
+      const groups = [...byLen].sort((x, y) => x[0] - y[0]).flatMap(([m, idx]): [number, number[]][] => (this.cacheBatches ? [[m, idx]] : idx.map((j) => [m, [j]])));
+      for (const [m, idx] of groups) {
+        const rows = idx.map((j) => [r.context[n - 1]!, ...r.continuations[j]!.slice(0, m - 1)]);
+        const o = await this.runCached(past, n - 1, rows, idx.map((j) => r.continuations[j]!));
+        idx.forEach((j, b) => (res[j] = collect(o.lp, o.top, b * m, r.continuations[j]!)));
+        this.stats.computedTokens += m * idx.length;
+        this.stats.scoredTokens += m * idx.length;
+        onDone?.(idx.length);
+      }
+      out.push(res);
+    }
+    return out;
+  }
+
+  private async scoreBatched(reqs: readonly LoglikRequest[], onDone?: (k: number) => void): Promise<ContinuationScore[][]> {
+    const rows: { req: number; cont: number; ids: number[]; from: number }[] = [];
+    reqs.forEach((r, i) => r.continuations.forEach((c, j) => rows.push({ req: i, cont: j, ids: [...r.context, ...c].slice(0, -1), from: r.context.length - 1 })));
+    const out: ContinuationScore[][] = reqs.map((r) => new Array(r.continuations.length));
+    if (rows.length === 0) return out;
+    const plan = planBatches(Int32Array.from(rows, (r) => r.ids.length), { batch: this.opts.batch, tokenBudget: this.opts.tokenBudget });
+    for (const b of plan) {
+      const B = b.length;
+      const S = Math.max(...b.map((i) => rows[i]!.ids.length));
+      const ids = new BigInt64Array(B * S);
+      const mask = new BigInt64Array(B * S);
+      const pos = new BigInt64Array(B * S);
+      const positions: number[] = [];
+      const targets: number[] = [];
+      b.forEach((i, k) => {
+        const r = rows[i]!;
+        r.ids.forEach((t, j) => {
+          ids[k * S + j] = BigInt(t);
+          mask[k * S + j] = 1n;
+          pos[k * S + j] = BigInt(j);
+        });
+        const cont = reqs[r.req]!.continuations[r.cont]!;
+        cont.forEach((t, j) => {
+          positions.push(k * S + r.from + j);
+          targets.push(t);
+        });
+        this.stats.computedTokens += r.ids.length;
+        this.stats.scoredTokens += cont.length;
+      });
+      const o = await this.run(this.batched, this.feeds(this.batched, ids, mask, pos, B, S, S, i64(positions), i64(targets), null), `a ${B}×${S} batch`);
+      const lp = o[TARGET_LOGPROB]!.data as Float32Array;
+      const top = o[TARGET_TOP]!.data as BigInt64Array;
+      let at = 0;
+      for (const i of b) {
+        const r = rows[i]!;
+        const cont = reqs[r.req]!.continuations[r.cont]!;
+        out[r.req]![r.cont] = collect(lp, top, at, cont);
+        at += cont.length;
+      }
+      onDone?.(B);
+    }
+    return out;
+  }
+
+  async close(): Promise<void> {
+    await this.batched.release();
+    if (this.cached) await this.cached.release();
+  }
+}
+
+/** The score of continuation `cont` from its scored rows starting at `at`. */
+function collect(lp: Float32Array, top: BigInt64Array, at: number, cont: number[]): ContinuationScore {
+  const m = cont.length;
+  const tokenLogprobs = lp.slice(at, at + m);
+  const tokenGreedy = new Uint8Array(m);
+  let s = 0;
+  for (let j = 0; j < m; j++) {
+    s += tokenLogprobs[j]!;
+    tokenGreedy[j] = Number(top[at + j]) === cont[j] ? 1 : 0;
+  }
+  return { logprob: s, tokens: m, greedy: tokenGreedy.every((g) => g === 1), tokenLogprobs, tokenGreedy };
+}
+
+/** Open the log-likelihood engine on a model folder (or .onnx file). */
+export async function openLoglikEngine(modelDir: string, opts: LoglikOptions): Promise<LoglikEngine> {
+  const a = analyseModel(modelDir);
+  const { plans, mask, inGraphPast } = planInputs(a);
+  const hasPast = plans.some((p) => p.role === 'past');
+  const bg = buildLoglikHeadModel(a.loaded.model, a.disc, { maskInput: mask, inGraphPast });
+  const batched = await openEditedSession(encodeModel(bg.model), a.loaded.dir, opts, a.loaded.file);
+  let cached: ort.InferenceSession | null = null;
+  let present: string[] = [];
+  if (hasPast && inGraphPast.length === 0 && opts.cache !== 'off') {
+    const cg = buildLoglikHeadModel(a.loaded.model, a.disc, { maskInput: mask, keepPresent: true });
+    const nPast = plans.filter((p) => p.role === 'past').length;
+    if (cg.present.length === nPast) {
+      cached = await openEditedSession(encodeModel(cg.model), a.loaded.dir, opts, a.loaded.file);
+      present = cg.present;
+    }
+  }
+  const e = new OrtLoglik(a.info, a, plans, batched, bg.maskAdded ? bg.maskInput : null, cached, present, opts);
+  await e.probe();
+  return e;
+}
+
+/** How a text is encoded for splitting: `encode` as the tokenizer encodes a whole prompt, `encodePiece` without special tokens. */
+export interface SplitEncoder {
+  encode(text: string): number[];
+  encodePiece(text: string): number[];
+}
+
+/**
+ * The token split of a (context, continuation) pair as lm-evaluation-harness makes it:
+ * trailing whitespace of the context moves to the front of the continuation; the whole text
+ * is encoded, the context alone is encoded, and the continuation's tokens are the whole's
+ * tokens after the context's count. An empty context is the prefix token (BOS, else EOS) with
+ * the continuation encoded alone without special tokens (when that encoding itself starts with
+ * the prefix token, its first token is the context).
+ */
+export function splitContinuation(enc: SplitEncoder, context: string, continuation: string, prefixId: number): { context: number[]; continuation: number[] } {
+  if (context === '') {
+    const c = enc.encodePiece(continuation);
+    return c[0] === prefixId ? { context: c.slice(0, 1), continuation: c.slice(1) } : { context: [prefixId], continuation: c };
+  }
+  const trimmed = context.replace(/\s+$/u, '');
+  const ctx = trimmed;
+  const cont = context.slice(trimmed.length) + continuation;
+  const whole = enc.encode(ctx + cont);
+  const c = enc.encode(ctx);
+  return { context: c, continuation: whole.slice(c.length) };
+}
