@@ -17,6 +17,7 @@
  *                                    the options (correct, the model's pick, other).
  */
 import { existsSync, readFileSync } from 'node:fs';
+import { limitItems, type LimitSpec } from '../data/subset.js';
 import * as path from 'node:path';
 import { createHash } from 'node:crypto';
 import { LobesError, UsageError } from '../util/errors.js';
@@ -68,11 +69,11 @@ function prepared(base: Omit<PreparedItem, 'ids' | 'kept' | 'truncated'>, maxTok
 }
 
 /** Items from a dataset, read from their last token (`lobes extract`'s tokenization). */
-export async function dataLastItems(spec: string, tok: AttendTokenizer, opts: { chatTemplate: boolean; maxTokens: number | null; limit: number | null }): Promise<PreparedInput> {
+export async function dataLastItems(spec: string, tok: AttendTokenizer, opts: { chatTemplate: boolean; maxTokens: number | null; limit: LimitSpec | null }): Promise<PreparedInput> {
   const { loadDataset } = await import('../data/index.js');
   const ds = await loadDataset(spec);
   if (opts.chatTemplate && !tok.chat) throw new LobesError('the tokenizer has no chat template', { hint: 'drop --chat-template' });
-  const samples = opts.limit !== null ? ds.samples.slice(0, opts.limit) : ds.samples;
+  const samples = opts.limit !== null ? limitItems(ds.samples, ds.axes, opts.limit).items : ds.samples;
   const h = createHash('sha256');
   const items = samples.map((s, index) => {
     const prompt = opts.chatTemplate ? tok.chat!(s.text) : s.text;
@@ -82,18 +83,18 @@ export async function dataLastItems(spec: string, tok: AttendTokenizer, opts: { 
     h.update(JSON.stringify([s.id, prompt, allIds]) + '\n');
     return prepared({ id: s.id, index, labels: s.labels, correct: null, prompt, parts, allIds }, opts.maxTokens, tok.bosId);
   });
-  return { kind: 'data', spec: ds.spec, sha256: h.digest('hex'), items, total: ds.samples.length, selection: opts.limit !== null ? `first ${items.length}` : 'all', chatTemplate: opts.chatTemplate };
+  return { kind: 'data', spec: ds.spec, sha256: h.digest('hex'), items, total: ds.samples.length, selection: opts.limit !== null ? limitText(items.length, opts.limit) : 'all', chatTemplate: opts.chatTemplate };
 }
 
 /** SocialEval IAE items rendered as `lobes eval` renders them, read from the answering position. */
-export async function socialEvalAnswerItems(spec: string, tok: AttendTokenizer, opts: { maxTokens: number | null; limit: number | null }): Promise<PreparedInput> {
+export async function socialEvalAnswerItems(spec: string, tok: AttendTokenizer, opts: { maxTokens: number | null; limit: LimitSpec | null }): Promise<PreparedInput> {
   if (parseSpec(spec).kind !== 'socialeval') {
     throw new UsageError(`--position answer needs multiple-choice prompts: a socialeval: dataset or --eval DIR (got ${JSON.stringify(spec)})`, 'use --position last to read the last token of each text');
   }
   const { loadSocialEvalBench } = await import('../data/socialeval-eval.js');
   const bench = loadSocialEvalBench(spec, { iae: true, gae: false });
   const all = bench.iae;
-  const chosen = opts.limit !== null ? all.slice(0, opts.limit) : all;
+  const chosen = opts.limit !== null && all.length ? limitItems(all, Object.keys(all[0]!.labels), opts.limit).items : all;
   const h = createHash('sha256');
   const items = chosen.map((it, index) => {
     const order = it.options.map((_, i) => i);
@@ -109,10 +110,21 @@ export async function socialEvalAnswerItems(spec: string, tok: AttendTokenizer, 
     r.letters.forEach((L, slot) => (roles[`option:${L}`] = order[slot] === it.answer ? 'correct' : 'other'));
     return prepared({ id: it.id, index, labels: it.labels, correct: null, prompt: r.text, parts: r.parts, roles, allIds }, opts.maxTokens, tok.bosId);
   });
-  return { kind: 'data', spec: bench.spec, sha256: h.digest('hex'), items, total: all.length, selection: opts.limit !== null ? `first ${items.length}` : 'all', chatTemplate: !!tok.chat };
+  return { kind: 'data', spec: bench.spec, sha256: h.digest('hex'), items, total: all.length, selection: opts.limit !== null ? limitText(items.length, opts.limit) : 'all', chatTemplate: !!tok.chat };
 }
 
 export type ItemSelection = 'wrong' | 'right' | 'all';
+
+/** How a --limit sample is described in the summary. */
+function limitText(n: number, l: LimitSpec): string {
+  return `${n} by --limit ${l.limit} (seed ${l.seed}${l.by ? `, by ${l.by.join(',')}` : ''})`;
+}
+
+/** The label axes every selected record has. */
+function evalAxes(selected: { rec: EvalRecord }[]): string[] {
+  const first = selected[0]?.rec.labels ?? {};
+  return Object.keys(first).filter((a) => selected.every((x) => x.rec.labels?.[a] !== undefined));
+}
 
 /** What the evaluation's manifest (DIR/eval.json) says about its model and chat template, when it has one. */
 function evalFacts(dir: string): { chat: boolean | null; graphSha256: string | null; filesSha256: string | null } {
@@ -136,7 +148,7 @@ function looksChatTemplated(prompt: string, tok: AttendTokenizer): boolean {
 }
 
 /** Records of `lobes eval` (DIR/records.jsonl), the selected ones, read up to their answer position. */
-export async function evalItems(dir: string, modelDir: string, model: { graphSha256: string; filesSha256?: string }, tok: AttendTokenizer, opts: { items: ItemSelection; maxTokens: number | null; limit: number | null }): Promise<PreparedInput> {
+export async function evalItems(dir: string, modelDir: string, model: { graphSha256: string; filesSha256?: string }, tok: AttendTokenizer, opts: { items: ItemSelection; maxTokens: number | null; limit: LimitSpec | null }): Promise<PreparedInput> {
   const file = path.join(dir, 'records.jsonl');
   if (!existsSync(file)) {
     throw new LobesError('no records.jsonl: not a finished lobes eval folder', { file: dir, hint: 'run lobes eval to the end first (it writes records.jsonl when complete)' });
@@ -156,7 +168,7 @@ export async function evalItems(dir: string, modelDir: string, model: { graphSha
     }
     if (opts.items === 'all' || (opts.items === 'wrong' && rec.correct === false) || (opts.items === 'right' && rec.correct === true)) selected.push({ rec, index });
   });
-  const chosen = opts.limit !== null ? selected.slice(0, opts.limit) : selected;
+  const chosen = opts.limit !== null ? limitItems(selected.map((x) => ({ ...x, id: x.rec.id, labels: x.rec.labels ?? {} })), evalAxes(selected), opts.limit).items : selected;
   if (chosen.length === 0) throw new LobesError(`no ${opts.items === 'all' ? '' : opts.items + ' '}records to read`, { file, hint: opts.items === 'all' ? undefined : 'use --items all' });
   const facts = evalFacts(dir);
   if (facts.graphSha256 && facts.graphSha256 !== model.graphSha256) {
@@ -188,5 +200,5 @@ export async function evalItems(dir: string, modelDir: string, model: { graphSha
     });
     return prepared({ id: rec.id, index, labels: rec.labels ?? {}, correct: rec.correct ?? null, prompt, parts, roles, allIds }, opts.maxTokens, tok.bosId);
   });
-  return { kind: 'eval', spec: path.resolve(dir), sha256: h.digest('hex'), items, total: records.length, selection: opts.items + (opts.limit !== null ? `, first ${items.length}` : ''), chatTemplate: chat, ...(skipped ? { skipped } : {}) };
+  return { kind: 'eval', spec: path.resolve(dir), sha256: h.digest('hex'), items, total: records.length, selection: opts.items + (opts.limit !== null ? `, ${limitText(items.length, opts.limit)}` : ''), chatTemplate: chat, ...(skipped ? { skipped } : {}) };
 }

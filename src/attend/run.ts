@@ -56,8 +56,10 @@ export interface AttendOptions {
   seed?: number;
   /** Keep per-layer (head-averaged) weights in items.jsonl. */
   perLayer?: boolean;
-  /** Read at most this many items. */
+  /** A seeded sample of this many items, stratified by `by` (src/data/subset.ts; seeded by `seed`). */
   limit?: number | null;
+  /** Label axes of the --limit strata (default language and aspect where present, else the first axis). */
+  by?: string[];
   /** Replace an existing attend folder. */
   overwrite?: boolean;
   quiet?: boolean;
@@ -95,7 +97,7 @@ function checkOut(out: string, overwrite: boolean): void {
 /** Resolve the input: the source, and whether its answering position is a multiple-choice answer. */
 async function readInput(opts: AttendOptions, tok: AttendTokenizer, position: AttendPosition, model: ModelIdentity): Promise<PreparedInput> {
   const maxTokens = opts.maxTokens ?? null;
-  const limit = opts.limit ?? null;
+  const limit = opts.limit != null ? { limit: opts.limit, by: opts.by, seed: opts.seed ?? 0 } : null;
   if (opts.eval) {
     if (position !== 'answer') throw new UsageError('--eval reads the answering position of each record; --position last does not apply');
     if (opts.chatTemplate) throw new UsageError('--chat-template does not apply to --eval (the records hold the prompts as the evaluation rendered them)');

@@ -42,6 +42,8 @@ export interface EvalOptions {
   shuffles?: number;
   seed?: number;
   limit?: number | null;
+  /** Label axes the --limit sample is stratified by (default language,aspect; src/data/subset.ts). */
+  by?: string[] | null;
   /** Greedy reasoning tokens before the answer (0: none). */
   cot?: number;
   batch?: number;
@@ -78,7 +80,7 @@ export interface EvalManifest {
   tokenizer: { source: string; chatTemplate: boolean };
   dataset: { spec: string; kind: EvalData['kind']; unitsSha256: string; units: number; available: number; excluded: number };
   task: TaskChoice | 'mcq';
-  settings: { shuffles: number; seed: number; cot: number; limit: number | null; answerPrefix: string | null; prompt: string | null; chatTemplate: EvalTokenizerOptions['chatTemplate']; chunkUnits: number; batch: number | null; tokenBudget: number | null; device: Device; bootstrap: number; sharePrefix: 'auto' | 'on' | 'off'; maxTokens: number | null };
+  settings: { shuffles: number; seed: number; cot: number; limit: number | null; by?: string[] | null; answerPrefix: string | null; prompt: string | null; chatTemplate: EvalTokenizerOptions['chatTemplate']; chunkUnits: number; batch: number | null; tokenBudget: number | null; device: Device; bootstrap: number; sharePrefix: 'auto' | 'on' | 'off'; maxTokens: number | null };
   shard: ShardSpec | null;
   layout: ShardRange & { datasetUnits: number };
   /** Counters summed over attempts. */
@@ -132,6 +134,7 @@ export function evalIdentity(m: EvalManifest, includeShard: boolean): Record<str
     '--seed': String(s.seed),
     '--cot': String(s.cot),
     '--limit': String(s.limit),
+    '--by': s.limit === null ? 'none' : (s.by ?? []).join(','),
     '--answer-prefix': String(s.answerPrefix),
     '--prompt': String(s.prompt),
     '--chunk-units': String(s.chunkUnits),
@@ -191,6 +194,7 @@ function resolveSettings(o: EvalOptions): Settings {
     seed: o.seed ?? 0,
     cot,
     limit: o.limit ?? null,
+    by: o.limit != null ? (o.by ?? null) : null,
     answerPrefix: o.answerPrefix ?? null,
     prompt: o.promptFile ?? null,
     chatTemplate: o.chatTemplate ?? 'auto',
@@ -218,11 +222,12 @@ export async function runEval(opts: EvalOptions): Promise<EvalManifest> {
   const deps = await resolveDeps(opts.deps);
 
   const t0 = Date.now();
-  const data = loadEvalData(opts.data, { task: s.task, cot: s.cot > 0, promptFile: opts.promptFile, answerPrefix: opts.answerPrefix, limit: s.limit, seed: s.seed, skipInvalid: opts.skipInvalid });
+  const data = loadEvalData(opts.data, { task: s.task, cot: s.cot > 0, promptFile: opts.promptFile, answerPrefix: opts.answerPrefix, limit: s.limit, by: s.by ?? undefined, seed: s.seed, skipInvalid: opts.skipInvalid });
   const unitsSha256 = hashUnits(data.units);
+  // The tokenizer first: a folder without one is refused before its weights are hashed.
+  const tok = await deps.loadTokenizer(opts.model, { chatTemplate: s.chatTemplate });
   // Every file that shapes the numbers: graph, external weights, tokenizer (through the file-hash cache).
   const { files, graphSha256, filesSha256 } = modelIdentity(opts.model);
-  const tok = await deps.loadTokenizer(opts.model, { chatTemplate: s.chatTemplate });
   const N = data.units.length;
   const range = shardRange(N, s.chunkUnits, opts.shard ?? null);
   const loadMs = Date.now() - t0;

@@ -30,6 +30,7 @@ import type { ModelFile } from '../store/types.js';
 import { tokenizerDir } from '../runtime/tokenize.js';
 import { configDir, declaredContext, type ContextLimit } from '../runtime/config.js';
 import type { GraphFacts } from '../runtime/consistency.js';
+import { limitItems, type LimitRecord, type LimitSpec } from '../data/subset.js';
 
 export { hashItems } from '../store/provenance.js';
 
@@ -55,6 +56,10 @@ export interface ExtractOptions {
   out: string;
   /** Capture families (default final + mlp). */
   capture?: CaptureFamily[];
+  /** Layer selection of the per-layer capture points: 'all' (default), 'last:N' or '0,3,10-19'. */
+  layers?: string;
+  /** A seeded stratified sample of the dataset (--limit, --by, --seed; src/data/subset.ts). */
+  limit?: LimitSpec | null;
   device?: Device;
   deviceId?: number;
   /** Max rows per batch (default 8 unless tokenBudget is given). */
@@ -70,7 +75,7 @@ export interface ExtractOptions {
   /** Rows per chunk file (default 128). Shards and single runs must use the same value. */
   chunkRows?: number;
   quiet?: boolean;
-  /** Start even when the disk plan says the run will not fit. */
+  /** Start even when the disk plan or the memory plan of a batch says it will not fit (--ignore-plan). */
   force?: boolean;
   /** On resume, re-extract chunks whose files are bad instead of stopping. */
   repair?: boolean;
@@ -144,6 +149,8 @@ interface Settings {
   modelSource: ModelSourceRecord | null;
   out: string;
   capture: CaptureFamily[];
+  layers: string | null;
+  limit: LimitSpec | null;
   device: Device;
   deviceId: number | undefined;
   dtype: 'fp16' | 'fp32';
@@ -159,6 +166,8 @@ interface Settings {
 /** The dataset rows of this run (or shard), tokenized. */
 interface Input {
   dataset: Dataset;
+  /** The --limit sample taken of the dataset, if any. */
+  limit: LimitRecord | null;
   itemsSha256: string;
   /** Rows of the whole dataset. */
   N: number;
@@ -217,7 +226,7 @@ export async function runExtract(opts: ExtractOptions): Promise<RunManifest> {
   checkContext(input, input.context);
 
   const t1 = Date.now();
-  const engine = await deps.openCaptureEngine(s.model, { capture: s.capture, device: s.device, deviceId: s.deviceId });
+  const engine = await deps.openCaptureEngine(s.model, { capture: s.capture, ...(s.layers ? { layers: s.layers } : {}), device: s.device, deviceId: s.deviceId });
   const modelLoadMs = Date.now() - t1;
   try {
     const graph = checkGraph(engine, s, opts, log);
@@ -265,6 +274,8 @@ function resolveSettings(opts: ExtractOptions): Settings {
     modelSource: opts.modelSource ?? null,
     out: opts.out,
     capture: opts.capture ?? ['final', 'mlp'],
+    layers: opts.layers && opts.layers !== 'all' ? opts.layers : null,
+    limit: opts.limit ?? null,
     device: opts.device ?? 'cpu',
     deviceId: opts.deviceId,
     dtype: opts.dtype ?? 'fp16',
@@ -292,9 +303,18 @@ function openRunFolder(out: string): RunManifest | null {
  */
 async function loadInput(spec: string, s: Settings, deps: ExtractDeps, opts: ExtractOptions, say: (l: string) => void): Promise<Input> {
   const t0 = Date.now();
-  const dataset = await deps.loadDataset(spec);
+  let dataset = await deps.loadDataset(spec);
+  let limit: LimitRecord | null = null;
+  if (s.limit) {
+    const l = limitItems(dataset.samples, dataset.axes, s.limit);
+    dataset = { ...dataset, samples: l.items };
+    limit = l.record;
+    say(`extract: --limit ${l.record.limit}: ${l.items.length} of ${l.record.of} samples, stratified by ${l.record.by.join(',') || 'nothing (no label axes)'}, seed ${l.record.seed}`);
+  }
   const itemsSha256 = hashItems(dataset.samples);
   const N = dataset.samples.length;
+  // The tokenizer first: a folder without one is refused before its weights are hashed.
+  const tokenizer = await deps.loadTokenizer(s.model, { maxTokens: s.maxTokens, chatTemplate: s.chatTemplate });
   const tokDir = tokenizerDir(s.model);
   const refs = (deps.modelFiles ?? modelFiles)(s.model, tokDir);
   let hashing: Progress | null = null;
@@ -306,14 +326,13 @@ async function loadInput(spec: string, s: Settings, deps: ExtractDeps, opts: Ext
   (hashing as Progress | null)?.finish();
   const graphSha256 = files.find((f) => f.role === 'graph')!.sha256;
   const context = declaredContext(configDir(s.model, path.dirname(refs[0]!.path)));
-  const tokenizer = await deps.loadTokenizer(s.model, { maxTokens: s.maxTokens, chatTemplate: s.chatTemplate });
   const range = shardRange(N, s.chunkRows, s.shard);
   const rowsHere = range.rowEnd - range.rowStart;
   if (s.shard && rowsHere === 0) {
     say(`shard ${s.shard.index}/${s.shard.count} holds no rows (${chunkCount(N, s.chunkRows)} chunks of ${s.chunkRows} rows for ${s.shard.count} shards; lower --chunk-rows to use every shard)`);
   }
   const tok = tokenizeRows(dataset.samples, range.rowStart, range.rowEnd, tokenizer);
-  return { dataset, itemsSha256, N, graphSha256, files, context, tokenizer, range, rowsHere, ...tok, samplesSha256: samplesSha256(tok.rows), tokenizeMs: Date.now() - t0 };
+  return { dataset, limit, itemsSha256, N, graphSha256, files, context, tokenizer, range, rowsHere, ...tok, samplesSha256: samplesSha256(tok.rows), tokenizeMs: Date.now() - t0 };
 }
 
 /**
@@ -441,8 +460,8 @@ function runManifest(s: Settings, input: Input, previous: RunManifest | null, po
       ...(s.control ? { control: s.control } : {}),
     },
     tokenizer: { source: input.tokenizer.source, chatTemplate: s.chatTemplate, addBos: input.tokenizer.addBos, maxTokens: s.maxTokens },
-    dataset: { spec: input.dataset.spec, itemsSha256: input.itemsSha256, count: input.N, axes: input.dataset.axes },
-    capture: { points, selection: s.capture },
+    dataset: { spec: input.dataset.spec, itemsSha256: input.itemsSha256, count: input.N, axes: input.dataset.axes, ...(input.limit ? { limit: input.limit } : {}) },
+    capture: { points, selection: s.layers ? [...s.capture, `layers=${s.layers}`] : s.capture },
     dtype: s.dtype,
     provider: { device: s.device, deviceId: s.deviceId ?? 0 },
     shard: s.shard,
