@@ -406,9 +406,9 @@ function checkMemory(s: Settings, input: Input, deps: ExtractDeps, arch: ModelAr
   if (worst.bytes <= limit) return;
   const what = `a batch of ${worst.rows} row${worst.rows > 1 ? 's' : ''} × ${worst.seq} tokens needs about ${fmtBytes(worst.bytes)} (attention scores for ${heads} heads × ${worst.seq}² positions per row), more than the ${fmtBytes(limit)} ${s.device === 'cpu' ? 'of memory this machine has' : `assumed for the ${s.device} device ($LOBES_DEVICE_MEMORY_GB)`}`;
   if (!opts.force) {
-    throw new LobesError(what, { where: `sample ${worst.id}`, hint: '--max-tokens N keeps the last N tokens of each text; --batch 1 or --token-budget N makes batches smaller; --force runs it anyway (e.g. with a memory-efficient attention kernel)' });
+    throw new LobesError(what, { where: `sample ${worst.id}`, hint: '--max-tokens N keeps the last N tokens of each text; --batch 1 or --token-budget N makes batches smaller; --ignore-plan runs it anyway (e.g. with a memory-efficient attention kernel)' });
   }
-  say(`warning: ${what} (--force given)`);
+  (opts.log ?? ((l: string) => process.stderr.write(l + '\n')))(`warning: ${what} (--ignore-plan given)`);
 }
 
 /** The machine's RAM for cpu; $LOBES_DEVICE_MEMORY_GB (default 80) GiB for a GPU. */
@@ -576,8 +576,8 @@ function planChunks(s: Settings, input: Input, hooks: HookInfo[], writer: ChunkW
       (free !== null ? `, ${fmtBytes(free)} free` : ''),
   );
   if (free !== null && needBytes > free) {
-    if (!opts.force) throw new LobesError(`not enough disk space: the run needs ${fmtBytes(needBytes)} more but ${fmtBytes(free)} is free`, { file: s.out, hint: 'free space, choose another --out, store --dtype fp16 or capture fewer points; --force starts anyway' });
-    say(`warning: the run needs ${fmtBytes(needBytes)} but only ${fmtBytes(free)} is free (--force given)`);
+    if (!opts.force) throw new LobesError(`not enough disk space: the run needs ${fmtBytes(needBytes)} more but ${fmtBytes(free)} is free`, { file: s.out, hint: 'free space, choose another --out, store --dtype fp16 or capture fewer points; --ignore-plan starts anyway' });
+    (opts.log ?? ((l: string) => process.stderr.write(l + '\n')))(`warning: the run needs ${fmtBytes(needBytes)} but only ${fmtBytes(free)} is free (--ignore-plan given)`);
   }
   return { todo, doneRows };
 }

@@ -143,10 +143,9 @@ export async function runWanda(run: RunReader | string, opts: WandaOptions = {})
   const auto = opts.block === 'auto';
   if (auto) r.block = [autoBlockSize(matrices, r.top), autoBlockSize(matrices, r.top)];
   const check = blockCheck(matrices, r.block, r.top, auto);
-  if (!opts.quiet) {
-    if (auto) process.stderr.write(`wanda: --block auto: ${r.block.join('×')} (the largest power of two ≤ ${PAPER_BLOCK} giving every matrix ≥ ${MIN_SHORT_SIDE} blocks on its short side and ≥ ${MIN_SELECTED} selected)\n`);
-    for (const w of coarseWarnings(check, r.block)) process.stderr.write(`wanda: warning: ${w}\n`);
-  }
+  if (!opts.quiet && auto) process.stderr.write(`wanda: --block auto: ${r.block.join('×')} (the largest power of two ≤ ${PAPER_BLOCK} giving every matrix ≥ ${MIN_SHORT_SIDE} blocks on its short side and ≥ ${MIN_SELECTED} selected)\n`);
+  // Warnings print under --quiet too: it silences progress, not what the user must know.
+  for (const w of coarseWarnings(check, r.block)) process.stderr.write(`wanda: warning: ${w}\n`);
   const input: AnalysisInput = {
     matrices,
     infos: matrices.map((m) => matrixInfo(m.name, m.layer, m.proj, m.input, m.dOut, m.dIn, r.block)),
