@@ -69,15 +69,8 @@ async function load(spec: string, skipInvalid: boolean): Promise<Dataset> {
 }
 
 async function tokenLengths(ds: Dataset, modelDir: string, quiet: boolean): Promise<TokenLengths> {
-  let mod: any;
-  const where = '../extract/tokenize.js';
-  try {
-    mod = await import(where);
-  } catch (e: any) {
-    throw new LobesError(`cannot measure token lengths: the tokenizer loader is not available in this build (${String(e?.message ?? e).split('\n')[0]})`, { hint: 'run without --tokenizer' });
-  }
-  if (typeof mod.loadTokenizer !== 'function') throw new LobesError('cannot measure token lengths: the tokenizer module has no loadTokenizer', { hint: 'run without --tokenizer' });
-  const tok = await mod.loadTokenizer(modelDir, { maxTokens: null, chatTemplate: false });
+  const { loadTokenizer } = await import('../runtime/tokenize.js');
+  const tok = await loadTokenizer(modelDir, { maxTokens: null, chatTemplate: false });
   const lengths = new Int32Array(ds.samples.length);
   const progress = new Progress({ label: 'tokenize', total: ds.samples.length, unit: 'samples', quiet });
   ds.samples.forEach((s, i) => {
