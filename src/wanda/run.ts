@@ -13,6 +13,7 @@
  * table and chunk files, and the sha256 of every weight file. The run's own model is
  * verified against the hashes its manifest records before it is scored.
  */
+import { nearest } from '../util/suggest.js';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import * as path from 'node:path';
 import { csvField } from '../util/csv.js';
@@ -102,7 +103,10 @@ function parseTop(t: Partial<TopSpec> | undefined): TopSpec {
 /** Choose the label axis: the one asked for, else 'aspect', else the only axis. */
 export function chooseAxis(axes: string[], by: string | undefined): string {
   if (by !== undefined) {
-    if (!axes.includes(by)) throw new UsageError(`label axis ${JSON.stringify(by)} is not in the run (axes: ${axes.join(', ') || 'none'})`);
+    if (!axes.includes(by)) {
+      const near = nearest(by, axes);
+      throw new UsageError(`label axis ${JSON.stringify(by)} is not in the run (axes: ${axes.join(', ') || 'none'})`, near ? `did you mean --by ${near}?` : undefined);
+    }
     return by;
   }
   if (axes.includes('aspect')) return 'aspect';
