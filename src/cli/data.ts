@@ -1,5 +1,5 @@
 import { parseCommand } from './args.js';
-import { LobesError, LobesErrors, UsageError } from '../util/errors.js';
+import { LobesErrors, UsageError } from '../util/errors.js';
 import { checkOutputFile, writeFileAtomicSync } from '../util/io.js';
 import { Progress } from '../util/progress.js';
 import { loadDataset } from '../data/index.js';

@@ -16,7 +16,6 @@ import type { Excluded } from '../data/types.js';
 import { ANSWER_PREFIX, MCQ_DEFAULT_TEMPLATE, OPTION_SEPARATOR, SOCIALEVAL_TEMPLATES, type PromptVariant } from '../data/prompt-templates.js';
 import { parseTemplate, templateFields, type PromptItem } from '../data/prompt.js';
 import type { ItemFacts } from './records.js';
-import { hash32 } from './score.js';
 
 /** How a unit's prompts are written. */
 export interface PromptStyle {

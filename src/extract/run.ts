@@ -231,7 +231,7 @@ export async function runExtract(opts: ExtractOptions): Promise<RunManifest> {
   try {
     const graph = checkGraph(engine, s, opts, log);
     checkContext(input, engine.info.check?.context ?? null);
-    checkMemory(s, input, deps, engine.info.arch, opts, say);
+    checkMemory(s, input, deps, engine.info.arch, opts);
     const hooks = storedHooks(engine, s);
     const manifest = manifestFor(hooks, engine.info.arch, graph);
     let writer = previous ? await resumeWriter(previous, manifest, hooks, s, input, opts, say) : null;
@@ -385,7 +385,7 @@ function checkGraph(engine: CaptureEngine, s: Settings, opts: ExtractOptions, lo
  * plus the layer activations (rows × tokens × (4·hidden + 3·intermediate) fp32). A plan whose
  * largest batch needs more than the device has is refused naming the batch; --force runs it.
  */
-function checkMemory(s: Settings, input: Input, deps: ExtractDeps, arch: ModelArch, opts: ExtractOptions, say: (l: string) => void): void {
+function checkMemory(s: Settings, input: Input, deps: ExtractDeps, arch: ModelArch, opts: ExtractOptions): void {
   const limit = (opts.memoryLimit ?? defaultMemoryLimit)(s.device);
   const heads = arch.heads ?? 1;
   const per = (rows: number, seq: number) => 4 * rows * seq * (2 * heads * seq + 4 * arch.hidden + 3 * arch.intermediate);
