@@ -4,13 +4,14 @@
  *
  * The strata are the combinations of the `--by` axes' values. Each stratum gets a share of N
  * proportional to its size (floors, then the largest remainders, ties by stratum name), and
- * inside a stratum the items with the smallest seeded hash of their id are kept. An item's
- * fate depends only on its id, its stratum, the stratum sizes, N and the seed, not on the
- * order of the data or on which command reads it: the same items with the same labels give
- * the same sample everywhere. The sample keeps the data's order.
+ * inside a stratum a seeded shuffle (seeded by the seed and the stratum's name) picks which.
+ * The sample depends only on the items (ids, labels, order), N, the strata and the seed, not
+ * on which command reads them: the same data gives the same sample in every command. The
+ * sample keeps the data's order.
  */
 import { UsageError } from '../util/errors.js';
 import { nearest } from '../util/suggest.js';
+import { Rng, hash32 } from '../util/rng.js';
 
 /** What --limit, --by and --seed ask for. */
 export interface LimitSpec {
@@ -48,25 +49,13 @@ export function limitAxes(by: readonly string[] | undefined, axes: readonly stri
   return [...by];
 }
 
-/** 32-bit hash of a string (FNV-1a with a final avalanche), for ranking ids. */
-function rankHash(s: string): number {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < s.length; i++) {
-    h ^= s.charCodeAt(i);
-    h = Math.imul(h, 0x01000193) >>> 0;
-  }
-  h ^= h >>> 16;
-  h = Math.imul(h, 0x85ebca6b) >>> 0;
-  h ^= h >>> 13;
-  h = Math.imul(h, 0xc2b2ae35) >>> 0;
-  return (h ^ (h >>> 16)) >>> 0;
-}
-
 /**
- * The sample: at most `n` of `xs`, stratified by `stratum`, ranked inside each stratum by the
- * seeded hash of `id`; in the original order. All of `xs` when n >= xs.length.
+ * The sample: at most `n` of `xs`, stratified by `stratum`: the items of each stratum in data
+ * order, shuffled by an Rng seeded with hash32(seed, stratum), and the first ones kept; in the
+ * original order. All of `xs` when n >= xs.length. (`lobes eval --limit` has drawn its
+ * samples this way from the start, so earlier evaluations keep their items.)
  */
-export function stratifiedSample<T>(xs: readonly T[], id: (x: T) => string, stratum: (x: T) => string, n: number, seed: number): T[] {
+export function stratifiedSample<T>(xs: readonly T[], stratum: (x: T) => string, n: number, seed: number): T[] {
   if (n >= xs.length) return [...xs];
   const groups = new Map<string, number[]>();
   xs.forEach((x, i) => {
@@ -79,7 +68,7 @@ export function stratifiedSample<T>(xs: readonly T[], id: (x: T) => string, stra
   const exact = keys.map((k) => (n * groups.get(k)!.length) / xs.length);
   const quota = exact.map(Math.floor);
   let left = n - quota.reduce((a, b) => a + b, 0);
-  const order = keys.map((_, i) => i).sort((a, b) => exact[b]! - quota[b]! - (exact[a]! - quota[a]!) || (keys[a]! < keys[b]! ? -1 : keys[a]! > keys[b]! ? 1 : 0));
+  const order = keys.map((_, i) => i).sort((a, b) => exact[b]! - quota[b]! - (exact[a]! - quota[a]!) || keys[a]!.localeCompare(keys[b]!));
   for (const i of order) {
     if (left <= 0) break;
     quota[i]!++;
@@ -87,9 +76,9 @@ export function stratifiedSample<T>(xs: readonly T[], id: (x: T) => string, stra
   }
   const keep = new Set<number>();
   keys.forEach((k, gi) => {
-    const ranked = groups.get(k)!.map((i) => ({ i, id: id(xs[i]!), h: rankHash(`${seed >>> 0}\u0000${id(xs[i]!)}`) }));
-    ranked.sort((a, b) => a.h - b.h || (a.id < b.id ? -1 : a.id > b.id ? 1 : a.i - b.i));
-    for (const r of ranked.slice(0, quota[gi])) keep.add(r.i);
+    const idx = [...groups.get(k)!];
+    new Rng(hash32(`${seed}\u0000${k}`)).shuffle(idx);
+    for (const i of idx.slice(0, quota[gi])) keep.add(i);
   });
   return xs.filter((_, i) => keep.has(i));
 }
@@ -100,6 +89,6 @@ export function stratifiedSample<T>(xs: readonly T[], id: (x: T) => string, stra
  */
 export function limitItems<T extends { id: string; labels: Record<string, string> }>(xs: readonly T[], axes: readonly string[], spec: LimitSpec): { items: T[]; record: LimitRecord } {
   const by = limitAxes(spec.by, axes);
-  const items = stratifiedSample(xs, (x) => x.id, (x) => by.map((a) => x.labels[a] ?? '').join('\u0000'), spec.limit, spec.seed);
+  const items = stratifiedSample(xs, (x) => by.map((a) => x.labels[a] ?? '').join('/'), spec.limit, spec.seed);
   return { items, record: { limit: spec.limit, by, seed: spec.seed, of: xs.length } };
 }

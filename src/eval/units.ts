@@ -85,7 +85,7 @@ export function loadEvalData(spec: string, o: EvalDataOptions): EvalData {
     const available = iae.length + gae.length;
     if (o.limit != null) {
       if (iae.length) iae = limitItems(iae, Object.keys(iae[0]!.labels), { limit: o.limit, by: o.by, seed: o.seed }).items;
-      gae = stratifiedSample(gae, (t) => t.stem, (t) => `${t.language}\u0000${t.category}`, o.limit, o.seed);
+      gae = stratifiedSample(gae, (t) => `${t.language}/${t.category}`, o.limit, o.seed);
     }
     const units: Unit[] = [
       ...iae.map((it): Unit => ({

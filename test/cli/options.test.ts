@@ -1,7 +1,7 @@
 /**
  * The shared command-line vocabulary: the parser (did-you-mean, negative numbers, choices,
  * old spellings), --model in every model command, EPIPE through a real pipe, the subcommand
- * help of eval merge, and --limit's sample (seeded, stratified, order-independent).
+ * help of eval merge, and --limit's sample (seeded, stratified).
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
@@ -13,7 +13,6 @@ import { main } from '../../src/cli/main.js';
 import { limitItems, stratifiedSample } from '../../src/data/subset.js';
 import { UsageError } from '../../src/util/errors.js';
 import { editDistance, nearest } from '../../src/util/suggest.js';
-import { Rng } from '../../src/util/rng.js';
 
 const ROOT = path.resolve(__dirname, '../..');
 const BIN = path.join(ROOT, 'src/cli/bin.ts');
@@ -208,7 +207,7 @@ describe('--limit: one seeded stratified sample', () => {
     }
   });
 
-  it('is seeded, keeps the data order, and does not depend on it', () => {
+  it('is seeded, keeps the data order, and can pick any item', () => {
     const xs = items(200);
     const ids = (s: { id: string }[]) => s.map((x) => x.id);
     const a = limitItems(xs, ['language', 'aspect'], { limit: 20, seed: 1 }).items;
@@ -218,15 +217,11 @@ describe('--limit: one seeded stratified sample', () => {
     const pos = new Map(xs.map((x, i) => [x.id, i]));
     const at = ids(a).map((id) => pos.get(id)!);
     expect([...at].sort((p, q) => p - q)).toEqual(at);
-    // the same items in another order give the same sample
-    const shuffled = [...xs];
-    new Rng(9).shuffle(shuffled);
-    expect(new Set(ids(limitItems(shuffled, ['language', 'aspect'], { limit: 20, seed: 1 }).items))).toEqual(new Set(ids(a)));
     // not just the first ones
     expect(ids(a)).not.toEqual(ids(xs.slice(0, 20)));
     // every item can be chosen: over many seeds, each id turns up
     const seen = new Set<string>();
-    for (let s = 0; s < 200; s++) for (const x of stratifiedSample(xs, (x) => x.id, () => '', 10, s)) seen.add(x.id);
+    for (let s = 0; s < 200; s++) for (const x of stratifiedSample(xs, () => '', 10, s)) seen.add(x.id);
     expect(seen.size).toBe(200);
   });
 
