@@ -142,7 +142,7 @@ export function evalIdentity(m: EvalManifest, includeShard: boolean): Record<str
     '--token-budget': String(s.tokenBudget),
     '--device': s.device,
     '--share-prefix': String(s.sharePrefix),
-    '--max-tokens': String(s.maxTokens),
+    '--skip-longer-than': String(s.maxTokens),
   };
   if (includeShard) id['--shard'] = m.shard ? `${m.shard.index}/${m.shard.count}` : 'none';
   return id;
@@ -187,7 +187,7 @@ function resolveSettings(o: EvalOptions): Settings {
   const cot = o.cot ?? 0;
   if (!Number.isInteger(cot) || cot < 0) throw new UsageError(`--cot must be a non-negative integer, got ${cot}`);
   if (o.limit != null && (!Number.isInteger(o.limit) || o.limit < 1)) throw new UsageError(`--limit must be a positive integer, got ${o.limit}`);
-  if (o.maxTokens != null && (!Number.isInteger(o.maxTokens) || o.maxTokens < 0)) throw new UsageError(`--max-tokens must be a non-negative integer, got ${o.maxTokens}`);
+  if (o.maxTokens != null && (!Number.isInteger(o.maxTokens) || o.maxTokens < 0)) throw new UsageError(`--skip-longer-than must be a non-negative integer, got ${o.maxTokens}`);
   return {
     task: o.task ?? 'both',
     shuffles,
