@@ -313,10 +313,10 @@ async function loadInput(spec: string, s: Settings, deps: ExtractDeps, opts: Ext
   }
   const itemsSha256 = hashItems(dataset.samples);
   const N = dataset.samples.length;
-  // The tokenizer first: a folder without one is refused before its weights are hashed.
-  const tokenizer = await deps.loadTokenizer(s.model, { maxTokens: s.maxTokens, chatTemplate: s.chatTemplate });
   const tokDir = tokenizerDir(s.model);
   const refs = (deps.modelFiles ?? modelFiles)(s.model, tokDir);
+  // The tokenizer before the hashes: a folder without one is refused before its weights are read.
+  const tokenizer = await deps.loadTokenizer(s.model, { maxTokens: s.maxTokens, chatTemplate: s.chatTemplate });
   let hashing: Progress | null = null;
   const files = hashModelFiles(refs, (done, total) => {
     if (total < 256 << 20) return;
