@@ -55,4 +55,27 @@ describe.skipIf(!HAVE)('--limit across commands', () => {
     const m = JSON.parse(readFileSync(path.join(dir, 'seed5-x', 'manifest.json'), 'utf8'));
     expect(m.dataset.limit).toEqual({ limit: 8, by: ['language', 'aspect'], seed: 5, of: 30 });
   }, 180000);
+
+  it('extract --layers stores the per-layer points of the chosen layers only', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'lobes-layers-'));
+    vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
+    const base = ['extract', '--model', TINY, '--data', 'builtin:social', '--capture', 'final,mlp,resid', '--limit', '6', '--quiet'];
+    expect(await main([...base, '--out', path.join(dir, 'all')])).toBe(0);
+    expect(await main([...base, '--out', path.join(dir, 'last'), '--layers', 'last:1'])).toBe(0);
+    const points = (d: string) => JSON.parse(readFileSync(path.join(dir, d, 'manifest.json'), 'utf8')).capture as { points: { name: string }[]; selection: string[] };
+    const all = points('all');
+    const last = points('last');
+    const layers = new Set(all.points.map((p) => /^layers\.(\d+)\./.exec(p.name)?.[1]).filter((x) => x !== undefined).map(Number));
+    expect(layers.size).toBeGreaterThan(1);
+    const top = Math.max(...layers);
+    const want = all.points.map((p) => p.name).filter((n) => !n.startsWith('layers.') || n.startsWith(`layers.${top}.`));
+    expect(last.points.map((p) => p.name)).toEqual(want);
+    expect(last.selection).toEqual(['final', 'mlp', 'resid', 'layers=last:1']);
+    expect(all.selection).toEqual(['final', 'mlp', 'resid']);
+    vi.restoreAllMocks();
+    const c = { err: '' };
+    vi.spyOn(process.stderr, 'write').mockImplementation((x: any) => ((c.err += String(x)), true));
+    expect(await main([...base, '--out', path.join(dir, 'bad'), '--layers', '7'])).toBe(2);
+    expect(c.err).toContain('--layers: layer 7 does not exist');
+  }, 120000);
 });
