@@ -236,3 +236,25 @@ describe('--limit: one seeded stratified sample', () => {
     expect(e.hint).toBe('did you mean --by aspect?');
   });
 });
+
+describe('checks before long work', () => {
+  it('extract refuses a folder without a tokenizer before hashing its weights', async () => {
+    const { runExtract } = await import('../../src/extract/run.js');
+    const model = mkdtempSync(path.join(tmpdir(), 'lobes-notok-'));
+    const hashed: string[] = [];
+    // a weight file that cannot be hashed: reading it first would fail with another message
+    const modelFiles = () => {
+      hashed.push('listed');
+      return [{ path: path.join(model, 'model.onnx.data'), name: 'model.onnx.data', role: 'data' as const }];
+    };
+    await expect(runExtract({ model, data: 'builtin:social', out: path.join(model, 'run'), quiet: true, deps: { modelFiles } })).rejects.toThrow(/no tokenizer\.json in the model folder/);
+    expect(hashed).toEqual(['listed']);
+  });
+
+  it('a label axis that is not in the run names the nearest one', async () => {
+    const { chooseAxis } = await import('../../src/wanda/run.js');
+    const e = usageError(() => chooseAxis(['aspect', 'ability', 'language'], 'langauge'));
+    expect(e.message).toContain('label axis "langauge" is not in the run (axes: aspect, ability, language)');
+    expect(e.hint).toBe('did you mean --by language?');
+  });
+});
