@@ -1,4 +1,5 @@
 import { parseCommand } from './args.js';
+import { nearest } from '../util/suggest.js';
 import { LobesErrors, UsageError } from '../util/errors.js';
 import { checkOutputFile, writeFileAtomicSync } from '../util/io.js';
 import { Progress } from '../util/progress.js';
@@ -129,5 +130,6 @@ export async function run(argv: string[]): Promise<number> {
     }
     return 0;
   }
-  throw new UsageError(`unknown data subcommand ${JSON.stringify(sub)}`, `usage: ${USAGE}`);
+  const near = nearest(sub, ['inspect', 'export']);
+  throw new UsageError(`unknown data subcommand ${JSON.stringify(sub)}`, `${near ? `did you mean lobes data ${near}? ` : ''}usage: ${USAGE}`);
 }
