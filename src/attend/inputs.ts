@@ -16,6 +16,7 @@
  *                                    tokens the evaluation scored), with its parts and the roles of
  *                                    the options (correct, the model's pick, other).
  */
+import { limitItems, type LimitSpec } from '../data/subset.js';
 import * as path from 'node:path';
 import { createHash } from 'node:crypto';
 import { LobesError, UsageError } from '../util/errors.js';
@@ -67,11 +68,11 @@ function prepared(base: Omit<PreparedItem, 'ids' | 'kept' | 'truncated'>, maxTok
 }
 
 /** Items from a dataset, read from their last token (`lobes extract`'s tokenization). */
-export async function dataLastItems(spec: string, tok: AttendTokenizer, opts: { chatTemplate: boolean; maxTokens: number | null; limit: number | null }): Promise<PreparedInput> {
+export async function dataLastItems(spec: string, tok: AttendTokenizer, opts: { chatTemplate: boolean; maxTokens: number | null; limit: LimitSpec | null }): Promise<PreparedInput> {
   const { loadDataset } = await import('../data/index.js');
   const ds = await loadDataset(spec);
   if (opts.chatTemplate && !tok.chat) throw new LobesError('the tokenizer has no chat template', { hint: 'drop --chat-template' });
-  const samples = opts.limit !== null ? ds.samples.slice(0, opts.limit) : ds.samples;
+  const samples = opts.limit !== null ? limitItems(ds.samples, ds.axes, opts.limit).items : ds.samples;
   const h = createHash('sha256');
   const items = samples.map((s, index) => {
     const prompt = opts.chatTemplate ? tok.chat!(s.text) : s.text;
@@ -81,18 +82,18 @@ export async function dataLastItems(spec: string, tok: AttendTokenizer, opts: { 
     h.update(JSON.stringify([s.id, prompt, allIds]) + '\n');
     return prepared({ id: s.id, index, labels: s.labels, correct: null, prompt, parts, allIds }, opts.maxTokens, tok.bosId);
   });
-  return { kind: 'data', spec: ds.spec, sha256: h.digest('hex'), items, total: ds.samples.length, selection: opts.limit !== null ? `first ${items.length}` : 'all', chatTemplate: opts.chatTemplate };
+  return { kind: 'data', spec: ds.spec, sha256: h.digest('hex'), items, total: ds.samples.length, selection: opts.limit !== null ? limitText(items.length, opts.limit) : 'all', chatTemplate: opts.chatTemplate };
 }
 
 /** SocialEval IAE items rendered as `lobes eval` renders them, read from the answering position. */
-export async function socialEvalAnswerItems(spec: string, tok: AttendTokenizer, opts: { maxTokens: number | null; limit: number | null }): Promise<PreparedInput> {
+export async function socialEvalAnswerItems(spec: string, tok: AttendTokenizer, opts: { maxTokens: number | null; limit: LimitSpec | null }): Promise<PreparedInput> {
   if (parseSpec(spec).kind !== 'socialeval') {
     throw new UsageError(`--position answer needs multiple-choice prompts: a socialeval: dataset or --eval DIR (got ${JSON.stringify(spec)})`, 'use --position last to read the last token of each text');
   }
   const { loadSocialEvalBench } = await import('../data/socialeval-eval.js');
   const bench = loadSocialEvalBench(spec, { iae: true, gae: false });
   const all = bench.iae;
-  const chosen = opts.limit !== null ? all.slice(0, opts.limit) : all;
+  const chosen = opts.limit !== null && all.length ? limitItems(all, Object.keys(all[0]!.labels), opts.limit).items : all;
   const h = createHash('sha256');
   const items = chosen.map((it, index) => {
     const order = it.options.map((_, i) => i);
@@ -108,10 +109,21 @@ export async function socialEvalAnswerItems(spec: string, tok: AttendTokenizer, 
     r.letters.forEach((L, slot) => (roles[`option:${L}`] = order[slot] === it.answer ? 'correct' : 'other'));
     return prepared({ id: it.id, index, labels: it.labels, correct: null, prompt: r.text, parts: r.parts, roles, allIds }, opts.maxTokens, tok.bosId);
   });
-  return { kind: 'data', spec: bench.spec, sha256: h.digest('hex'), items, total: all.length, selection: opts.limit !== null ? `first ${items.length}` : 'all', chatTemplate: !!tok.chat };
+  return { kind: 'data', spec: bench.spec, sha256: h.digest('hex'), items, total: all.length, selection: opts.limit !== null ? limitText(items.length, opts.limit) : 'all', chatTemplate: !!tok.chat };
 }
 
 export type ItemSelection = 'wrong' | 'right' | 'all';
+
+/** How a --limit sample is described in the summary. */
+function limitText(n: number, l: LimitSpec): string {
+  return `${n} by --limit ${l.limit} (seed ${l.seed}${l.by ? `, by ${l.by.join(',')}` : ''})`;
+}
+
+/** The label axes every selected record has. */
+function evalAxes(selected: { rec: EvalRecord }[]): string[] {
+  const first = selected[0]?.rec.labels ?? {};
+  return Object.keys(first).filter((a) => selected.every((x) => x.rec.labels?.[a] !== undefined));
+}
 
 /** Without a manifest: a chat-templated prompt begins with the template's own opening. */
 function looksChatTemplated(prompt: string, tok: AttendTokenizer): boolean {
@@ -122,7 +134,7 @@ function looksChatTemplated(prompt: string, tok: AttendTokenizer): boolean {
 }
 
 /** Records of `lobes eval` (DIR/records.jsonl), the selected ones, read up to their answer position. */
-export async function evalItems(dir: string, modelDir: string, model: { graphSha256: string; filesSha256?: string; sourceIdentity?: string }, tok: AttendTokenizer, opts: { items: ItemSelection; maxTokens: number | null; limit: number | null }): Promise<PreparedInput> {
+export async function evalItems(dir: string, modelDir: string, model: { graphSha256: string; filesSha256?: string; sourceIdentity?: string }, tok: AttendTokenizer, opts: { items: ItemSelection; maxTokens: number | null; limit: LimitSpec | null }): Promise<PreparedInput> {
   // Through the evaluation's own reader: a finished folder whose records still hash to eval.json.
   if (!isEvalDir(dir)) throw new LobesError('not a lobes evaluation folder (no eval.json)', { file: dir, hint: 'give the --out folder of lobes eval' });
   const ev = readEvalResults(dir);
@@ -141,7 +153,7 @@ export async function evalItems(dir: string, modelDir: string, model: { graphSha
     }
     if (opts.items === 'all' || (opts.items === 'wrong' && rec.correct === false) || (opts.items === 'right' && rec.correct === true)) selected.push({ rec, index });
   });
-  const chosen = opts.limit !== null ? selected.slice(0, opts.limit) : selected;
+  const chosen = opts.limit !== null ? limitItems(selected.map((x) => ({ ...x, id: x.rec.id, labels: x.rec.labels ?? {} })), evalAxes(selected), opts.limit).items : selected;
   if (chosen.length === 0) throw new LobesError(`no ${opts.items === 'all' ? '' : opts.items + ' '}records to read`, { file, hint: opts.items === 'all' ? undefined : 'use --items all' });
   const facts = { chat: ev.manifest.tokenizer.chatTemplate, graphSha256: ev.manifest.model.graphSha256, filesSha256: ev.manifest.model.filesSha256 ?? null, sourceIdentity: ev.manifest.model.source?.identity ?? null };
   // Both from a GGUF: one model whichever layout each command converted it to (model.source.identity).
@@ -178,5 +190,5 @@ export async function evalItems(dir: string, modelDir: string, model: { graphSha
     });
     return prepared({ id: rec.id, index, labels: rec.labels ?? {}, correct: rec.correct ?? null, prompt, parts, roles, allIds }, opts.maxTokens, tok.bosId);
   });
-  return { kind: 'eval', spec: path.resolve(dir), sha256: ev.manifest.files!.records.sha256, items, total: records.length, selection: opts.items + (opts.limit !== null ? `, first ${items.length}` : ''), chatTemplate: chat, ...(skipped ? { skipped } : {}) };
+  return { kind: 'eval', spec: path.resolve(dir), sha256: ev.manifest.files!.records.sha256, items, total: records.length, selection: opts.items + (opts.limit !== null ? `, ${limitText(items.length, opts.limit)}` : ''), chatTemplate: chat, ...(skipped ? { skipped } : {}) };
 }

@@ -57,14 +57,16 @@ export interface AttendOptions {
   seed?: number;
   /** Keep per-layer (head-averaged) weights in items.jsonl. */
   perLayer?: boolean;
-  /** Read at most this many items. */
+  /** A seeded sample of this many items, stratified by `by` (src/data/subset.ts; seeded by `seed`). */
   limit?: number | null;
+  /** Label axes of the --limit strata (default language and aspect where present, else the first axis). */
+  by?: string[];
   /** Replace an existing attend folder. */
   overwrite?: boolean;
   /** Memory a batch may need on `device`, in bytes (default: src/runtime/plan.ts defaultMemoryLimit). */
   memoryLimit?: (device: Device) => number;
   /** Run a batch plan that exceeds the memory limit anyway. */
-  force?: boolean;
+  ignorePlan?: boolean;
   quiet?: boolean;
   log?: (line: string) => void;
 }
@@ -100,7 +102,7 @@ function checkOut(out: string, overwrite: boolean): void {
 /** Resolve the input: the source, and whether its answering position is a multiple-choice answer. */
 async function readInput(opts: AttendOptions, tok: AttendTokenizer, position: AttendPosition, model: ModelIdentity): Promise<PreparedInput> {
   const maxTokens = opts.maxTokens ?? null;
-  const limit = opts.limit ?? null;
+  const limit = opts.limit != null ? { limit: opts.limit, by: opts.by, seed: opts.seed ?? 0 } : null;
   if (opts.eval) {
     if (position !== 'answer') throw new UsageError('--eval reads the answering position of each record; --position last does not apply');
     if (opts.chatTemplate) throw new UsageError('--chat-template does not apply to --eval (the records hold the prompts as the evaluation rendered them)');
@@ -227,8 +229,8 @@ export async function runAttend(opts: AttendOptions): Promise<AttendSummary> {
     checkBatchMemory(plan, items.map((it) => ({ id: it.id, tokens: it.ids.length })), engine.info.arch, {
       device: opts.device ?? 'cpu',
       limit: opts.memoryLimit?.(opts.device ?? 'cpu'),
-      force: opts.force,
-      say,
+      force: opts.ignorePlan,
+      say: log,
       hint: '--batch 1 or --token-budget N makes batches smaller; --max-tokens N keeps the last N tokens of each prompt',
     });
     for (const b of plan) {

@@ -49,7 +49,7 @@ sweep.json with --sweep).
   --threads N         worker threads (default: all cores; results do not depend on it)
   --out DIR           output directory (default RUN/cluster, or NAME.cluster beside a matrix)
   --json              print the metrics as JSON on stdout
-  --quiet             no progress output
+  --quiet             no progress output (warnings still print)
 `;
 
 export async function run(argv: string[]): Promise<number> {
@@ -82,7 +82,7 @@ export async function run(argv: string[]): Promise<number> {
       threads: { type: 'string' },
       out: { type: 'string' },
       json: { type: 'boolean' },
-      quiet: { type: 'boolean' },
+      quiet: { type: 'boolean', short: 'q' },
     },
   });
   if (!parsed) return 0;

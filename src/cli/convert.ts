@@ -1,11 +1,12 @@
 import * as path from 'node:path';
 import { parseCommand } from './args.js';
+import { modelArg } from './options.js';
 import { UsageError } from '../util/errors.js';
 import { Progress, fmtTime } from '../util/progress.js';
 import type { ConvertResult, WeightsMode } from '../convert/convert.js';
 
 const spec = {
-  usage: 'lobes convert MODEL.gguf --out DIR [--dtype fp32|fp16] [--weights auto|q4|fp16|fp32] [--layout explicit|genai] [--force] [--quiet] [--json]',
+  usage: 'lobes convert --model MODEL.gguf --out DIR [--dtype fp32|fp16] [--weights auto|q4|fp16|fp32] [--layout explicit|genai] [--force] [--quiet] [--json]',
   help: `
 Convert a llama-architecture GGUF (llama.cpp, Ollama, LM Studio: Llama 2/3.x, Mistral 7B,
 TinyLlama, SmolLM) into an ONNX model folder: model.onnx + model.onnx.data, config.json,
@@ -14,7 +15,8 @@ tokenizer.json / tokenizer_config.json built from the GGUF metadata, and lobes-c
 when complete. Other commands take the GGUF directly (--model FILE.gguf) and convert it once
 into a cache; see docs/gguf.md.
 
-  MODEL.gguf        the GGUF file (an Ollama blob under ~/.ollama/models/blobs/ works as is)
+  --model FILE.gguf the GGUF file (an Ollama blob under ~/.ollama/models/blobs/ works as is);
+                    the file as the first argument is the same
   --out DIR         the folder to write (must not exist or be empty, unless --force)
   --dtype T         compute dtype of the graph: fp32 (default) or fp16 (for GPUs)
   --weights W       projection weights: auto (default: the smallest storage that keeps every
@@ -24,19 +26,20 @@ into a cache; see docs/gguf.md.
   --layout L        explicit (default: the layout lobes' captures read) or genai
                     (onnxruntime-genai style: GroupQueryAttention, KV cache; fastest on CUDA)
   --force           replace a non-empty --out folder
-  --quiet           no progress output
+  --quiet           no progress output (warnings still print)
   --json            print the conversion summary as JSON on stdout
 `,
   options: {
+    model: { type: 'string' },
     out: { type: 'string' },
-    dtype: { type: 'string' },
-    weights: { type: 'string' },
-    layout: { type: 'string' },
+    dtype: { type: 'string', choices: ['fp32', 'fp16'] },
+    weights: { type: 'string', choices: ['auto', 'q4', 'fp16', 'fp32'] },
+    layout: { type: 'string', choices: ['explicit', 'genai'] },
     force: { type: 'boolean' },
     quiet: { type: 'boolean', short: 'q' },
     json: { type: 'boolean' },
   },
-  positionals: [1, 1] as [number, number],
+  positionals: [0, 1] as [number, number],
 } as const;
 
 /** One-paragraph text summary of a conversion. */
@@ -64,7 +67,7 @@ export async function run(argv: string[]): Promise<number> {
   const { convertGguf, resolveConvertOptions } = await import('../convert/convert.js');
   const opts = resolveConvertOptions({ dtype: v.dtype, weights: v.weights as WeightsMode | undefined, layout: v.layout });
   let progress: Progress | null = null;
-  const res = await convertGguf(p.positionals[0]!, path.resolve(v.out), {
+  const res = await convertGguf(modelArg(p, spec.usage).model, path.resolve(v.out), {
     ...opts,
     overwrite: !!v.force,
     onProgress: (done, total) => {

@@ -1,5 +1,6 @@
 import { parseCommand } from './args.js';
-import { LobesError, LobesErrors, UsageError } from '../util/errors.js';
+import { nearest } from '../util/suggest.js';
+import { LobesErrors, UsageError } from '../util/errors.js';
 import { checkOutputFile, writeFileAtomicSync } from '../util/io.js';
 import { Progress } from '../util/progress.js';
 import { loadDataset } from '../data/index.js';
@@ -7,24 +8,26 @@ import { summarize, formatSummary, reasonKey, type TokenLengths } from '../data/
 import type { Dataset } from '../data/types.js';
 
 const inspectSpec = {
-  usage: 'lobes data inspect SPEC [--json] [--tokenizer MODEL_DIR] [--skip-invalid] [--quiet]',
+  usage: 'lobes data inspect SPEC [--json] [--verbose] [--tokenizer MODEL_DIR] [--skip-invalid] [--quiet]',
   help: `
 Load a dataset and print what it holds: the number of samples, counts per label axis and
-value (split by language when the dataset has a language axis), every excluded item with
-its reason and, with --tokenizer, the distribution of token lengths.
+value (split by language when the dataset has a language axis), the excluded items counted
+by reason (--verbose lists each) and, with --tokenizer, the distribution of token lengths.
 
   SPEC                 builtin:social (default set), socialeval:DIR[?lang=en|zh&orientation=self|altruism
                        &aspect=A&composite=include&text=question+response|response|question
                        &scenario=1&speaker=1&template=T], jsonl:FILE (a lobes export),
                        jsonl:FILE?text=F&label=F[,F...][&id=F], csv:FILE?... (see docs/datasets.md)
-  --json               print one JSON object instead of tables
+  --json               print one JSON object instead of tables (every excluded item included)
+  --verbose            list every excluded item with its reason
   --tokenizer DIR      model folder whose tokenizer measures the texts (no chat template, no truncation)
   --skip-invalid       leave invalid items out (and list them) instead of failing
-  --quiet              no progress output while tokenizing
+  --quiet              no progress output while tokenizing (warnings still print)
 `,
   options: {
     json: { type: 'boolean' as const },
     quiet: { type: 'boolean' as const, short: 'q' },
+    verbose: { type: 'boolean' as const, short: 'v' },
     tokenizer: { type: 'string' as const },
     'skip-invalid': { type: 'boolean' as const },
   },
@@ -67,15 +70,8 @@ async function load(spec: string, skipInvalid: boolean): Promise<Dataset> {
 }
 
 async function tokenLengths(ds: Dataset, modelDir: string, quiet: boolean): Promise<TokenLengths> {
-  let mod: any;
-  const where = '../runtime/tokenize.js';
-  try {
-    mod = await import(where);
-  } catch (e: any) {
-    throw new LobesError(`cannot measure token lengths: the tokenizer loader is not available in this build (${String(e?.message ?? e).split('\n')[0]})`, { hint: 'run without --tokenizer' });
-  }
-  if (typeof mod.loadTokenizer !== 'function') throw new LobesError('cannot measure token lengths: the tokenizer module has no loadTokenizer', { hint: 'run without --tokenizer' });
-  const tok = await mod.loadTokenizer(modelDir, { maxTokens: null, chatTemplate: false });
+  const { loadTokenizer } = await import('../runtime/tokenize.js');
+  const tok = await loadTokenizer(modelDir, { maxTokens: null, chatTemplate: false });
   const lengths = new Int32Array(ds.samples.length);
   const progress = new Progress({ label: 'tokenize', total: ds.samples.length, unit: 'samples', quiet });
   ds.samples.forEach((s, i) => {
@@ -117,7 +113,7 @@ export async function run(argv: string[]): Promise<number> {
     const tokens = a.values.tokenizer ? await tokenLengths(ds, a.values.tokenizer, !!a.values.quiet) : undefined;
     const sum = summarize(ds, tokens);
     if (a.values.json) process.stdout.write(JSON.stringify(sum, null, 1) + '\n');
-    else process.stdout.write(formatSummary(sum));
+    else process.stdout.write(formatSummary(sum, { verbose: !!a.values.verbose }));
     return 0;
   }
   if (sub === 'export') {
@@ -134,5 +130,6 @@ export async function run(argv: string[]): Promise<number> {
     }
     return 0;
   }
-  throw new UsageError(`unknown data subcommand ${JSON.stringify(sub)}`, `usage: ${USAGE}`);
+  const near = nearest(sub, ['inspect', 'export']);
+  throw new UsageError(`unknown data subcommand ${JSON.stringify(sub)}`, `${near ? `did you mean lobes data ${near}? ` : ''}usage: ${USAGE}`);
 }

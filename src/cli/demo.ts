@@ -18,10 +18,10 @@ the pipeline, not a finding about any language model.
   --out DIR          where to write (default ./lobes-demo): DIR/run (the run) and DIR/report.html
   --seed N           seed for wanda's permutations and t-SNE (default 0)
   --permutations N   label permutations for the p-values (default 100)
-  --quiet            no progress output
+  --quiet            no progress output (warnings still print)
   --json             print {"run": DIR, "report": FILE} on stdout`,
   options: {
-    model: { type: 'string' }, cache: { type: 'string' }, out: { type: 'string' }, seed: { type: 'string' }, permutations: { type: 'string' }, quiet: { type: 'boolean' }, json: { type: 'boolean' },
+    model: { type: 'string' }, cache: { type: 'string' }, out: { type: 'string' }, seed: { type: 'string' }, permutations: { type: 'string' }, quiet: { type: 'boolean', short: 'q' }, json: { type: 'boolean' },
   },
   positionals: [0, 0] as [number, number],
 } as const;

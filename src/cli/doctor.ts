@@ -1,4 +1,5 @@
 import { parseCommand } from './args.js';
+import { DEVICES } from './options.js';
 import { UsageError } from '../util/errors.js';
 import { expandHome, formatReport, runDoctor, type ProviderName } from '../doctor/index.js';
 import { installCudaFromWheels, pipDownloadCommand, shellJoin } from '../doctor/cuda.js';
@@ -34,7 +35,7 @@ Exit status: 0 when the provider asked for with --device (default cpu) is usable
 installation succeeded; 1 when it is not, or the installation was refused; 2 for usage errors.
 `,
   options: {
-    device: { type: 'string' },
+    device: { type: 'string', choices: DEVICES },
     'no-probe': { type: 'boolean' },
     json: { type: 'boolean' },
     'install-cuda-from-wheels': { type: 'string' },
@@ -44,14 +45,11 @@ installation succeeded; 1 when it is not, or the installation was refused; 2 for
   positionals: [0, 0] as [number, number],
 } as const;
 
-const DEVICES: ProviderName[] = ['cpu', 'cuda', 'webgpu'];
-
 export async function run(argv: string[]): Promise<number> {
   const p = parseCommand(argv, spec);
   if (!p) return 0;
   const v = p.values;
   const device = (v.device ?? 'cpu') as ProviderName;
-  if (!DEVICES.includes(device)) throw new UsageError(`--device must be one of ${DEVICES.join(', ')}, got ${JSON.stringify(v.device)}`);
   if (v.download && !v['install-cuda-from-wheels']) throw new UsageError('--download goes with --install-cuda-from-wheels DIR');
   if (v['install-cuda-from-wheels'] && v['install-vulkan-from']) throw new UsageError('give --install-cuda-from-wheels or --install-vulkan-from, not both');
   const log = (l: string) => process.stderr.write(l + '\n');

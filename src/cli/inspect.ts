@@ -1,9 +1,10 @@
 import { parseCommand } from './args.js';
 import { LobesError } from '../util/errors.js';
+import { HELP, modelArg } from './options.js';
 import type { ModelInfo } from '../runtime/types.js';
 
 const spec = {
-  usage: 'lobes inspect MODEL_DIR|FILE.gguf [--cache DIR] [--json] [--strict]',
+  usage: 'lobes inspect --model MODEL_DIR|FILE.gguf [--cache DIR] [--json] [--strict]',
   help: `
 Print a model's architecture (layers, hidden, intermediate, heads, kv-heads, vocab, dtype,
 quantization), every capture point lobes found by graph structure (hook name, shape, and the
@@ -16,14 +17,15 @@ inv_freq constant or the cos/sin caches, the RMSNorm epsilon, heads and head dim
 compares it with config.json, genai_config.json and GGUF metadata: every disagreement is a
 warning naming both values (docs/capture.md).
 
-  MODEL_DIR   a model folder (model.onnx, or genai_config.json's decoder file, or onnx/model.onnx)
-              or an .onnx file, or a llama GGUF file (converted once into the cache)
-  --cache DIR where converted GGUF models are kept (default $LOBES_CACHE/gguf or ~/.cache/lobes/gguf)
-  --json      machine-readable output (stable under renaming of nodes and intermediate values)
-  --strict    exit 1 when the graph disagrees with its config files
+${HELP.model}; a folder may hold
+                       model.onnx, genai_config.json's decoder file or onnx/model.onnx, or
+                       be an .onnx file
+${HELP.cache}
+  --json               machine-readable output (stable under renaming of nodes and intermediate values)
+  --strict             exit 1 when the graph disagrees with its config files
 `,
-  options: { json: { type: 'boolean' }, strict: { type: 'boolean' }, cache: { type: 'string' } },
-  positionals: [1, 1] as [number, number],
+  options: { model: { type: 'string' }, json: { type: 'boolean' }, strict: { type: 'boolean' }, cache: { type: 'string' } },
+  positionals: [0, 1] as [number, number],
 } as const;
 
 /** The JSON form of `lobes inspect`: no intermediate value names (they are exporter-specific). */
@@ -101,17 +103,18 @@ export function inspectText(info: ModelInfo): string {
 export async function run(argv: string[]): Promise<number> {
   const parsed = parseCommand(argv, spec);
   if (!parsed) return 0;
+  const { model: modelArgument } = modelArg(parsed, spec.usage);
   const { inspectModel } = await import('../runtime/engine.js');
   const { modelFolder } = await import('./convert.js');
-  const model = await modelFolder(parsed.positionals[0]!, { cache: parsed.values.cache, quiet: !!parsed.values.json });
+  const model = await modelFolder(modelArgument, { cache: parsed.values.cache, quiet: !!parsed.values.json });
   const info = await inspectModel(model.dir);
   if (model.source && !parsed.values.json) process.stdout.write(`converted from ${model.source.path}\n`);
   if (parsed.values.json) process.stdout.write(JSON.stringify(model.source ? { ...(inspectJson(info) as object), source: model.source } : inspectJson(info), null, 2) + '\n');
   else process.stdout.write(inspectText(info));
   const problems = info.check?.problems ?? [];
-  for (const p of problems) process.stderr.write(`lobes inspect: warning: ${parsed.positionals[0]}: ${p}\n`);
+  for (const p of problems) process.stderr.write(`lobes inspect: warning: ${modelArgument}: ${p}\n`);
   if (problems.length && parsed.values.strict) {
-    throw new LobesError(`the model is not what its folder says (${problems.length} disagreement${problems.length > 1 ? 's' : ''} between the graph and its config files; first: ${problems[0]})`, { file: parsed.positionals[0], hint: 're-export the model so the graph matches its config' });
+    throw new LobesError(`the model is not what its folder says (${problems.length} disagreement${problems.length > 1 ? 's' : ''} between the graph and its config files; first: ${problems[0]})`, { file: modelArgument, hint: 're-export the model so the graph matches its config' });
   }
   return 0;
 }

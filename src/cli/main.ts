@@ -5,6 +5,7 @@
  */
 import { isLobesError, systemError } from '../util/errors.js';
 import { LOBES_VERSION } from '../version.js';
+import { nearest } from '../util/suggest.js';
 
 const COMMANDS: Record<string, { summary: string; load: () => Promise<{ run(argv: string[]): Promise<number> }> }> = {
   inspect: { summary: 'architecture and capture points of an ONNX model folder', load: () => import('./inspect.js') },
@@ -46,7 +47,8 @@ export async function main(argv: string[]): Promise<number> {
   }
   const entry = COMMANDS[cmd];
   if (!entry) {
-    process.stderr.write(`lobes: unknown command ${JSON.stringify(cmd)} (run lobes --help)\n`);
+    const near = nearest(cmd, Object.keys(COMMANDS));
+    process.stderr.write(`lobes: unknown command ${JSON.stringify(cmd)} (${near ? `did you mean lobes ${near}? ` : ''}run lobes --help)\n`);
     return 2;
   }
   try {

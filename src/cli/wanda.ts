@@ -4,19 +4,19 @@ import { runWanda, DEFAULT_PERMUTATIONS } from '../wanda/run.js';
 import type { TopSpec } from '../wanda/regions.js';
 
 const USAGE =
-  'lobes wanda RUN [--weights DIR|FILE.gguf] [--by LABEL] [--block 256|auto] [--top FRACTION] [--top-count N] [--scope matrix|layer|global] [--permutations R] [--seed N] [--resolution block|weight] [--sweep all|BLOCKS/TOPS] [--threads N] [--json] [--quiet]';
+  'lobes wanda RUN [--model DIR|FILE.gguf] [--by LABEL] [--block 256|auto] [--top FRACTION] [--top-count N] [--scope matrix|layer|global] [--permutations R] [--seed N] [--resolution block|weight] [--sweep all|BLOCKS/TOPS] [--threads N] [--json] [--quiet]';
 
 const HELP = `
 Wanda importance per group, pooled in blocks, top-block regions per group, set differences
 between every pair of groups, and their structure metrics against a label-permutation null.
 Writes RUN/wanda/ (pooled.safetensors, regions.json, metrics.json, metrics.csv, settings.json).
 
-  --weights DIR      weights to score: a safetensors checkpoint (file, folder, or sharded with
-                     model.safetensors.index.json), an ONNX model folder/file, or a llama
-                     GGUF file (its dequantized weights, streamed a tensor at a time)
+  --model M          the model whose weights are scored: an ONNX model folder/file, a llama GGUF
+                     file (its dequantized weights, streamed a tensor at a time) or a safetensors
+                     checkpoint (file, folder, or sharded with model.safetensors.index.json)
                      (default: the run's model; for a run extracted from a GGUF, that GGUF
                      while it is unchanged, else the converted folder)
-  --model M          the same as --weights (e.g. --model FILE.gguf)
+  --weights-from M   the same as --model (formerly --weights)
   --by LABEL         label axis whose values are the groups (default: aspect)
   --block N|RxC|auto block size in W[d_out, d_in] (default 256, the paper's); auto: the largest
                      power of two ≤ 256 that gives every matrix ≥ 16 blocks on its short side and
@@ -34,7 +34,7 @@ Writes RUN/wanda/ (pooled.safetensors, regions.json, metrics.json, metrics.csv, 
                      (top-k per matrix) and report their block shares
   --threads N        worker threads for the weight pass and the permutation null (default: all cores)
   --json             print the metrics as JSON on stdout
-  --quiet            no progress output
+  --quiet            no progress output (warnings still print)
 `;
 
 /** --sweep: '' or 'all' for the default grid, else BLOCKS/TOPS as comma lists (either side may be empty). */
@@ -67,36 +67,35 @@ export async function run(argv: string[]): Promise<number> {
     help: HELP,
     positionals: [1, 1],
     options: {
-      weights: { type: 'string' },
       model: { type: 'string' },
+      'weights-from': { type: 'string' },
+      weights: { type: 'string', renamed: 'weights-from' },
       by: { type: 'string' },
       block: { type: 'string' },
       top: { type: 'string' },
       'top-count': { type: 'string' },
-      scope: { type: 'string' },
+      scope: { type: 'string', choices: ['matrix', 'layer', 'global'] },
       permutations: { type: 'string' },
       seed: { type: 'string' },
-      resolution: { type: 'string' },
+      resolution: { type: 'string', choices: ['block', 'weight'] },
       sweep: { type: 'string' },
       threads: { type: 'string' },
       json: { type: 'boolean' },
-      quiet: { type: 'boolean' },
+      quiet: { type: 'boolean', short: 'q' },
     },
   });
   if (!p) return 0;
   const v = p.values;
   if (v.top !== undefined && v['top-count'] !== undefined) throw new UsageError('give --top or --top-count, not both');
-  if (v.model !== undefined && v.weights !== undefined && v.model !== v.weights) throw new UsageError('--model and --weights name the same thing; give one');
+  if (v.model !== undefined && v['weights-from'] !== undefined && v.model !== v['weights-from']) throw new UsageError('--model and --weights-from name the same thing; give one');
   const scope = (v.scope ?? 'matrix') as TopSpec['scope'];
-  if (!['matrix', 'layer', 'global'].includes(scope)) throw new UsageError(`--scope must be matrix, layer or global, got ${JSON.stringify(v.scope)}`);
   const top: Partial<TopSpec> =
     v['top-count'] !== undefined
       ? { kind: 'count', value: intOption(v['top-count'], '--top-count', 1, 1), scope }
       : { kind: 'fraction', value: numOption(v.top, '--top', 0.1, 0, 1), scope };
   const resolution = v.resolution ?? 'block';
-  if (resolution !== 'block' && resolution !== 'weight') throw new UsageError(`--resolution must be block or weight, got ${JSON.stringify(resolution)}`);
   const res = await runWanda(p.positionals[0], {
-    weights: v.weights ?? v.model,
+    weights: v['weights-from'] ?? v.model,
     by: v.by,
     block: parseBlock(v.block),
     top,

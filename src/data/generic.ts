@@ -142,6 +142,7 @@ function loadSampleJsonl(p: ParsedSpec): GenericResult {
     out.problems.push(r.problem);
     return out;
   }
+  checkSampleForm(r.text, file, p.raw);
   const seen = new Map<string, number>();
   let axes: string[] | null = null;
   r.text.split('\n').forEach((ln, k) => {
@@ -187,6 +188,38 @@ function loadSampleJsonl(p: ParsedSpec): GenericResult {
   if (out.samples.length === 0 && out.problems.length === 0) out.problems.push({ file, reason: 'file is empty (no JSON lines)' });
   out.axes = axes ?? [];
   return out;
+}
+
+/**
+ * A file given as `jsonl:FILE` whose first object is not in lobes' sample form ({id, text,
+ * labels}) is another JSON Lines file that needs its fields named: one error naming the fields
+ * the first line has, instead of one per line.
+ */
+function checkSampleForm(text: string, file: string, spec: string): void {
+  const nl = text.search(/\S/);
+  if (nl < 0) return;
+  const end = text.indexOf('\n', nl);
+  const line = text.slice(nl, end < 0 ? undefined : end).replace(/\r$/, '');
+  let o: unknown;
+  try {
+    o = JSON.parse(line);
+  } catch {
+    return;
+  }
+  if (typeof o !== 'object' || o === null || Array.isArray(o)) return;
+  const r = o as Record<string, unknown>;
+  const labels = r.labels;
+  if (typeof r.id === 'string' && typeof r.text === 'string' && typeof labels === 'object' && labels !== null && !Array.isArray(labels)) return;
+  const fields = Object.keys(r);
+  const strings = fields.filter((f) => typeof r[f] === 'string' || typeof r[f] === 'number');
+  const textField = strings.find((f) => /^(text|prompt|question|sentence|content|input)$/i.test(f)) ?? strings[0];
+  const labelFields = strings.filter((f) => f !== textField && !/^id$/i.test(f));
+  const example = textField ? `${spec.split('?')[0]}?text=${textField}${labelFields.length ? `&label=${labelFields.join(',')}` : ''}${fields.includes('id') ? '&id=id' : ''}` : `${spec.split('?')[0]}?text=FIELD&label=FIELD`;
+  throw new LobesError(`the file is not in lobes' sample form {id, text, labels} (what lobes data export writes); its first line has the fields ${fields.map((f) => JSON.stringify(f)).join(', ') || 'none'}`, {
+    file,
+    where: `line ${text.slice(0, nl).split('\n').length}`,
+    hint: `name the fields in the spec, e.g. ${example} (docs/datasets.md)`,
+  });
 }
 
 /** `jsonl:FILE?text=F&label=F…`, or `jsonl:FILE` for a file in lobes' sample form (loadSampleJsonl). */

@@ -115,7 +115,8 @@ function table(head: string[], rows: string[][]): string {
   return [fmt(head), ...rows.map(fmt)].map((l) => '  ' + l).join('\n') + '\n';
 }
 
-export function formatSummary(s: DatasetSummary): string {
+/** The text form of a summary; `verbose` lists every excluded item (else they are counted by reason). */
+export function formatSummary(s: DatasetSummary, opts: { verbose?: boolean } = {}): string {
   let o = `dataset ${s.spec}\n  ${s.samples} samples, ${s.excluded.length} excluded; label axes: ${s.axes.join(', ')}\n`;
   const langs = s.languages ? Object.keys(s.languages).sort() : [];
   for (const axis of s.axes) {
@@ -141,7 +142,8 @@ export function formatSummary(s: DatasetSummary): string {
   if (s.excluded.length) {
     o += `\nexcluded (${s.excluded.length}):\n`;
     o += table(['reason', 'count'], Object.entries(s.excludedByReason).sort((a, b) => b[1] - a[1]).map(([k, n]) => [k, String(n)]));
-    for (const e of s.excluded) o += `  ${e.id}  ${[e.file, e.where].filter(Boolean).join(': ')}: ${e.reason}\n`;
+    if (opts.verbose) for (const e of s.excluded) o += `  ${e.id}  ${[e.file, e.where].filter(Boolean).join(': ')}: ${e.reason}\n`;
+    else o += `  (--verbose lists each excluded item with its reason; --json has them too)\n`;
   }
   return o;
 }

@@ -179,7 +179,7 @@ export function checkProviders(opts: DoctorOptions = {}): DoctorReport {
     if (!bdir || absent.length) {
       c.problems.push({
         what: `the CUDA provider is not installed (${absent.map((f) => path.basename(f)).join(', ') || 'no binding folder'} missing from onnxruntime-node's binding folder)`,
-        fix: `${doctorInstall} --download   (runs pip: onnxruntime-gpu==${v} and the NVIDIA CUDA wheels; or from NuGet: npm rebuild onnxruntime-node --onnxruntime-node-install=cuda12)`,
+        fix: `${doctorInstall} --download   (runs pip: onnxruntime-gpu==${v} and the NVIDIA CUDA wheels; or from NuGet: ONNXRUNTIME_NODE_INSTALL=cuda12 node node_modules/onnxruntime-node/script/install.js)`,
       });
     } else {
       const prov = path.join(bdir, 'libonnxruntime_providers_cuda.so');

@@ -124,8 +124,8 @@ function tooLong(group: Job[], ctx: EvaluateContext): string | null {
   }
   if (longest <= ctx.maxTokens) return null;
   return ctx.cot > 0
-    ? `the prompt and ${ctx.cot} reasoning tokens need ${longest} tokens; --max-tokens is ${ctx.maxTokens}`
-    : `the prompt has ${longest} tokens; --max-tokens is ${ctx.maxTokens}`;
+    ? `the prompt and ${ctx.cot} reasoning tokens need ${longest} tokens; --skip-longer-than is ${ctx.maxTokens}`
+    : `the prompt has ${longest} tokens; --skip-longer-than is ${ctx.maxTokens}`;
 }
 
 /** Tokens kept free after the reasoning for the answer suffix when checking --max-tokens with --cot. */

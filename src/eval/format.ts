@@ -33,7 +33,7 @@ function biasLines(b: PositionBias[]): string[] {
 }
 
 function items(s: ItemSummary, title: string): string[] {
-  const out = [`### ${title}`, '', ...(s.skipped?.length ? [`${s.skipped.length} items skipped (prompt longer than --max-tokens): ${s.skipped.slice(0, 5).join(', ')}${s.skipped.length > 5 ? ', …' : ''}`, ''] : []), ...HEAD('slice'), row('overall (every item once, voted)', s.overall)];
+  const out = [`### ${title}`, '', ...(s.skipped?.length ? [`${s.skipped.length} items skipped (prompt longer than --skip-longer-than): ${s.skipped.slice(0, 5).join(', ')}${s.skipped.length > 5 ? ', …' : ''}`, ''] : []), ...HEAD('slice'), row('overall (every item once, voted)', s.overall)];
   if (s.macro) out.push(row('mean over abilities (run_iae.py "Overall Average")', s.macro));
   if (s.macroOmitted) out.push(`| ${s.macroOmitted} | | | | | | |`);
   for (const [l, a] of Object.entries(s.macroByLanguage)) out.push(row(`mean over abilities, ${l}`, a));

@@ -18,7 +18,7 @@ export interface EvalManifest {
   tokenizer: { source: string; chatTemplate: boolean };
   dataset: { spec: string; kind: EvalData['kind']; unitsSha256: string; units: number; available: number; excluded: number };
   task: TaskChoice | 'mcq';
-  settings: { shuffles: number; /** How the option orders were drawn (absent in older folders: random). */ orders?: OrderMode; seed: number; cot: number; limit: number | null; answerPrefix: string | null; prompt: string | null; chatTemplate: EvalTokenizerOptions['chatTemplate']; chunkUnits: number; batch: number | null; tokenBudget: number | null; device: Device; bootstrap: number; sharePrefix: 'auto' | 'on' | 'off'; maxTokens: number | null; scoring?: 'letter' | 'cloze'; targetDelimiter?: string | null; mutualInfo?: boolean };
+  settings: { shuffles: number; /** How the option orders were drawn (absent in older folders: random). */ orders?: OrderMode; seed: number; cot: number; limit: number | null; by?: string[] | null; answerPrefix: string | null; prompt: string | null; chatTemplate: EvalTokenizerOptions['chatTemplate']; chunkUnits: number; batch: number | null; tokenBudget: number | null; device: Device; bootstrap: number; sharePrefix: 'auto' | 'on' | 'off'; maxTokens: number | null; scoring?: 'letter' | 'cloze'; targetDelimiter?: string | null; mutualInfo?: boolean };
   shard: ShardSpec | null;
   layout: ShardRange & { datasetUnits: number };
   /** Counters summed over attempts. */

@@ -44,6 +44,8 @@ export interface EvalOptions {
   orders?: OrderMode;
   seed?: number;
   limit?: number | null;
+  /** Label axes the --limit sample is stratified by (default language,aspect; src/data/subset.ts). */
+  by?: string[] | null;
   /** Greedy reasoning tokens before the answer (0: none). */
   cot?: number;
   batch?: number;
@@ -109,6 +111,7 @@ export function evalIdentity(m: EvalManifest, includeShard: boolean): Record<str
     '--seed': String(s.seed),
     '--cot': String(s.cot),
     '--limit': String(s.limit),
+    '--by': s.limit === null ? 'none' : (s.by ?? []).join(','),
     '--answer-prefix': String(s.answerPrefix),
     '--prompt': String(s.prompt),
     '--chunk-units': String(s.chunkUnits),
@@ -116,7 +119,7 @@ export function evalIdentity(m: EvalManifest, includeShard: boolean): Record<str
     '--token-budget': String(s.tokenBudget),
     '--device': s.device,
     '--share-prefix': String(s.sharePrefix),
-    '--max-tokens': String(s.maxTokens),
+    '--skip-longer-than': String(s.maxTokens),
     '--scoring': s.scoring ?? 'letter',
     '--target-delimiter': String(s.targetDelimiter ?? null),
     '--mutual-info': String(s.mutualInfo ?? false),
@@ -145,7 +148,7 @@ function resolveSettings(o: EvalOptions): Settings {
   const cot = o.cot ?? 0;
   if (!Number.isInteger(cot) || cot < 0) throw new UsageError(`--cot must be a non-negative integer, got ${cot}`);
   if (o.limit != null && (!Number.isInteger(o.limit) || o.limit < 1)) throw new UsageError(`--limit must be a positive integer, got ${o.limit}`);
-  if (o.maxTokens != null && (!Number.isInteger(o.maxTokens) || o.maxTokens < 0)) throw new UsageError(`--max-tokens must be a non-negative integer, got ${o.maxTokens}`);
+  if (o.maxTokens != null && (!Number.isInteger(o.maxTokens) || o.maxTokens < 0)) throw new UsageError(`--skip-longer-than must be a non-negative integer, got ${o.maxTokens}`);
   const scoring = o.scoring ?? 'letter';
   if (scoring !== 'letter' && scoring !== 'cloze') throw new UsageError(`--scoring must be letter or cloze, got ${JSON.stringify(scoring)}`);
   if (scoring === 'cloze') {
@@ -159,6 +162,7 @@ function resolveSettings(o: EvalOptions): Settings {
     seed: o.seed ?? 0,
     cot,
     limit: o.limit ?? null,
+    by: o.limit != null ? (o.by ?? null) : null,
     answerPrefix: o.answerPrefix ?? null,
     prompt: o.promptFile ?? null,
     chatTemplate: o.chatTemplate ?? 'auto',
@@ -200,11 +204,12 @@ export async function runEval(opts: EvalOptions): Promise<EvalManifest> {
   const deps = await resolveDeps(opts.deps);
 
   const t0 = Date.now();
-  const data = loadEvalData(opts.data, { task: s.task, cot: s.cot > 0, promptFile: opts.promptFile, answerPrefix: opts.answerPrefix, limit: s.limit, seed: s.seed, skipInvalid: opts.skipInvalid, scoring: s.scoring });
+  const data = loadEvalData(opts.data, { task: s.task, cot: s.cot > 0, promptFile: opts.promptFile, answerPrefix: opts.answerPrefix, limit: s.limit, by: s.by ?? undefined, seed: s.seed, skipInvalid: opts.skipInvalid, scoring: s.scoring });
   const unitsSha256 = hashUnits(data.units);
+  // The tokenizer first: a folder without one is refused before its weights are hashed.
+  const tok = await deps.loadTokenizer(opts.model, { chatTemplate: s.chatTemplate });
   // Every file that shapes the numbers: graph, external weights, tokenizer (through the file-hash cache).
   const { files, graphSha256, filesSha256 } = modelIdentity(opts.model);
-  const tok = await deps.loadTokenizer(opts.model, { chatTemplate: s.chatTemplate });
   const N = data.units.length;
   const range = shardRange(N, s.chunkUnits, opts.shard ?? null);
   const loadMs = Date.now() - t0;

@@ -7,7 +7,7 @@
  * - vote: the option picked by most shuffles; ties between options go to the larger
  *   summed probability over the shuffles, then to the earliest shuffle's pick.
  */
-import { Rng } from '../util/rng.js';
+import { Rng, hash32 } from '../util/rng.js';
 
 /** Index of the largest value (first one on ties). */
 export function argmax(xs: ArrayLike<number>): number {
@@ -103,12 +103,5 @@ export function optionOrders(id: string, n: number, k: number, seed: number, ide
   return out;
 }
 
-/** 32-bit FNV-1a of a string's UTF-16 code units. */
-export function hash32(s: string): number {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < s.length; i++) {
-    h ^= s.charCodeAt(i);
-    h = Math.imul(h, 0x01000193) >>> 0;
-  }
-  return h >>> 0;
-}
+/** 32-bit FNV-1a of a string's UTF-16 code units (src/util/rng.ts). */
+export { hash32 };

@@ -1,13 +1,14 @@
 /**
  * What an evaluation runs over: units (one multiple-choice item, or one GAE world tree),
  * each with its prompt style, in dataset order. Built from a `socialeval:` spec (IAE items,
- * GAE trees or both) or a `jsonl:` multiple-choice spec; `--limit N` keeps a seeded subset
- * stratified by aspect (IAE, generic items: by their first label) or by world category (GAE).
+ * GAE trees or both) or a `jsonl:` multiple-choice spec; `--limit N` keeps the seeded sample of
+ * src/data/subset.ts, the same as extract and attend take: items stratified by the `--by` axes
+ * (default language and aspect), world trees by language and category.
  */
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { LobesError, UsageError } from '../util/errors.js';
-import { Rng } from '../util/rng.js';
+import { limitItems, stratifiedSample } from '../data/subset.js';
 import { parseSpec } from '../data/spec.js';
 import { loadSocialEvalBench, type WorldTree } from '../data/socialeval-eval.js';
 import { loadMcqJsonl } from '../data/mcq.js';
@@ -15,7 +16,6 @@ import type { Excluded } from '../data/types.js';
 import { ANSWER_PREFIX, MCQ_DEFAULT_TEMPLATE, OPTION_SEPARATOR, SOCIALEVAL_TEMPLATES, type PromptVariant } from '../data/prompt-templates.js';
 import { parseTemplate, templateFields, type PromptItem } from '../data/prompt.js';
 import type { ItemFacts } from './records.js';
-import { hash32 } from './score.js';
 
 /** The plain cloze prompt for `jsonl:` items without --prompt with --scoring cloze (lm-eval's usual "Question: … Answer:" layout). */
 export const CLOZE_MCQ_TEMPLATE = 'Question: ⟦question⟧{question}⟦/⟧\nAnswer:';
@@ -65,6 +65,8 @@ export interface EvalDataOptions {
   promptFile?: string;
   answerPrefix?: string;
   limit?: number | null;
+  /** Label axes of the --limit strata (default: language and aspect where present, else the first axis). */
+  by?: string[];
   seed: number;
   skipInvalid?: boolean;
   /** 'cloze': options are scored as continuations, so a jsonl --prompt needs no {choices} (default 'letter'). */
@@ -77,37 +79,6 @@ export function socialEvalStyle(task: 'iae' | 'gae', lang: 'en' | 'zh', cot: boo
   return { variant, template: SOCIALEVAL_TEMPLATES[variant][lang], separator: OPTION_SEPARATOR[task], answerPrefix: answerPrefix ?? ANSWER_PREFIX.socialeval };
 }
 
-/**
- * A seeded subset of `n` of `xs`, stratified by `key` (proportional quotas, largest
- * remainders first, ties by key), in the original order.
- */
-export function stratifiedSubset<T>(xs: readonly T[], key: (x: T) => string, n: number, seed: number): T[] {
-  if (n >= xs.length) return [...xs];
-  const groups = new Map<string, number[]>();
-  xs.forEach((x, i) => {
-    const k = key(x);
-    if (!groups.has(k)) groups.set(k, []);
-    groups.get(k)!.push(i);
-  });
-  const keys = [...groups.keys()].sort();
-  const exact = keys.map((k) => (n * groups.get(k)!.length) / xs.length);
-  const quota = exact.map(Math.floor);
-  let left = n - quota.reduce((a, b) => a + b, 0);
-  const order = keys.map((_, i) => i).sort((a, b) => exact[b]! - quota[b]! - (exact[a]! - quota[a]!) || keys[a]!.localeCompare(keys[b]!));
-  for (const i of order) {
-    if (left <= 0) break;
-    quota[i]!++;
-    left--;
-  }
-  const keep = new Set<number>();
-  keys.forEach((k, gi) => {
-    const idx = [...groups.get(k)!];
-    new Rng(hash32(`${seed}\u0000${k}`)).shuffle(idx);
-    for (const i of idx.slice(0, quota[gi])) keep.add(i);
-  });
-  return xs.filter((_, i) => keep.has(i));
-}
-
 /** Load the units of an evaluation. */
 export function loadEvalData(spec: string, o: EvalDataOptions): EvalData {
   const p = parseSpec(spec);
@@ -118,8 +89,8 @@ export function loadEvalData(spec: string, o: EvalDataOptions): EvalData {
     let gae = b.gae;
     const available = iae.length + gae.length;
     if (o.limit != null) {
-      iae = stratifiedSubset(iae, (x) => `${x.language}/${x.aspect}`, o.limit, o.seed);
-      gae = stratifiedSubset(gae, (t) => `${t.language}/${t.category}`, o.limit, o.seed);
+      if (iae.length) iae = limitItems(iae, Object.keys(iae[0]!.labels), { limit: o.limit, by: o.by, seed: o.seed }).items;
+      gae = stratifiedSample(gae, (t) => `${t.language}/${t.category}`, o.limit, o.seed);
     }
     const units: Unit[] = [
       ...iae.map((it): Unit => ({
@@ -150,7 +121,7 @@ export function loadEvalData(spec: string, o: EvalDataOptions): EvalData {
       variant = 'custom';
     }
     const style: PromptStyle = { variant, template, separator: '. ', answerPrefix: o.answerPrefix ?? (cloze ? '' : ANSWER_PREFIX.mcq) };
-    const items = o.limit != null ? stratifiedSubset(d.items, (x) => (d.axes.length ? x.labels[d.axes[0]!]! : ''), o.limit, o.seed) : d.items;
+    const items = o.limit != null ? limitItems(d.items, d.axes, { limit: o.limit, by: o.by, seed: o.seed }).items : d.items;
     const units: Unit[] = items.map((it) => ({
       kind: 'item',
       facts: { id: it.id, task: 'mcq', language: it.labels.language ?? null, ability: null, aspect: null, labels: it.labels, options: it.options, answer: it.answer },

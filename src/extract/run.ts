@@ -31,6 +31,7 @@ import { tokenizerDir } from '../runtime/tokenize.js';
 import { configDir, declaredContext, type ContextLimit } from '../runtime/config.js';
 import { checkBatchMemory, checkContext as checkTextContext, fmtBytes } from '../runtime/plan.js';
 import type { GraphFacts } from '../runtime/consistency.js';
+import { limitItems, type LimitRecord, type LimitSpec } from '../data/subset.js';
 
 export { hashItems } from '../store/provenance.js';
 
@@ -56,6 +57,10 @@ export interface ExtractOptions {
   out: string;
   /** Capture families (default final + mlp). */
   capture?: CaptureFamily[];
+  /** Layer selection of the per-layer capture points: 'all' (default), 'last:N' or '0,3,10-19'. */
+  layers?: string;
+  /** A seeded stratified sample of the dataset (--limit, --by, --seed; src/data/subset.ts). */
+  limit?: LimitSpec | null;
   device?: Device;
   deviceId?: number;
   /** Max rows per batch (default 8 unless tokenBudget is given). */
@@ -71,7 +76,7 @@ export interface ExtractOptions {
   /** Rows per chunk file (default 128). Shards and single runs must use the same value. */
   chunkRows?: number;
   quiet?: boolean;
-  /** Start even when the disk plan says the run will not fit. */
+  /** Start even when the disk plan or the memory plan of a batch says it will not fit (--ignore-plan). */
   force?: boolean;
   /** On resume, re-extract chunks whose files are bad instead of stopping. */
   repair?: boolean;
@@ -133,6 +138,8 @@ interface Settings {
   modelSource: ModelSourceRecord | null;
   out: string;
   capture: CaptureFamily[];
+  layers: string | null;
+  limit: LimitSpec | null;
   device: Device;
   deviceId: number | undefined;
   dtype: 'fp16' | 'fp32';
@@ -148,6 +155,8 @@ interface Settings {
 /** The dataset rows of this run (or shard), tokenized. */
 interface Input {
   dataset: Dataset;
+  /** The --limit sample taken of the dataset, if any. */
+  limit: LimitRecord | null;
   itemsSha256: string;
   /** Rows of the whole dataset. */
   N: number;
@@ -222,12 +231,12 @@ async function extractUnderLock(opts: ExtractOptions, s: Settings, deps: Extract
   checkContext(input, input.context);
 
   const t1 = Date.now();
-  const engine = await deps.openCaptureEngine(s.model, { capture: s.capture, device: s.device, deviceId: s.deviceId });
+  const engine = await deps.openCaptureEngine(s.model, { capture: s.capture, ...(s.layers ? { layers: s.layers } : {}), device: s.device, deviceId: s.deviceId });
   const modelLoadMs = Date.now() - t1;
   try {
     const graph = checkGraph(engine, s, opts, log);
     checkContext(input, engine.info.check?.context ?? null);
-    checkMemory(s, input, deps, engine.info.arch, opts, say);
+    checkMemory(s, input, deps, engine.info.arch, opts, log);
     const hooks = storedHooks(engine, s);
     const manifest = manifestFor(hooks, engine.info.arch, graph);
     let writer = previous ? await resumeWriter(previous, manifest, hooks, s, input, opts, say) : null;
@@ -270,6 +279,8 @@ function resolveSettings(opts: ExtractOptions): Settings {
     modelSource: opts.modelSource ?? null,
     out: opts.out,
     capture: opts.capture ?? ['final', 'mlp'],
+    layers: opts.layers && opts.layers !== 'all' ? opts.layers : null,
+    limit: opts.limit ?? null,
     device: opts.device ?? 'cpu',
     deviceId: opts.deviceId,
     dtype: opts.dtype ?? 'fp16',
@@ -297,11 +308,20 @@ function openRunFolder(out: string): RunManifest | null {
  */
 async function loadInput(spec: string, s: Settings, deps: ExtractDeps, opts: ExtractOptions, say: (l: string) => void): Promise<Input> {
   const t0 = Date.now();
-  const dataset = await deps.loadDataset(spec);
+  let dataset = await deps.loadDataset(spec);
+  let limit: LimitRecord | null = null;
+  if (s.limit) {
+    const l = limitItems(dataset.samples, dataset.axes, s.limit);
+    dataset = { ...dataset, samples: l.items };
+    limit = l.record;
+    say(`extract: --limit ${l.record.limit}: ${l.items.length} of ${l.record.of} samples, stratified by ${l.record.by.join(',') || 'nothing (no label axes)'}, seed ${l.record.seed}`);
+  }
   const itemsSha256 = hashItems(dataset.samples);
   const N = dataset.samples.length;
   const tokDir = tokenizerDir(s.model);
   const refs = (deps.modelFiles ?? modelFiles)(s.model, tokDir);
+  // The tokenizer before the hashes: a folder without one is refused before its weights are read.
+  const tokenizer = await deps.loadTokenizer(s.model, { maxTokens: s.maxTokens, chatTemplate: s.chatTemplate });
   let hashing: Progress | null = null;
   const files = hashModelFiles(refs, (done, total) => {
     if (total < 256 << 20) return;
@@ -311,14 +331,13 @@ async function loadInput(spec: string, s: Settings, deps: ExtractDeps, opts: Ext
   (hashing as Progress | null)?.finish();
   const graphSha256 = files.find((f) => f.role === 'graph')!.sha256;
   const context = declaredContext(configDir(s.model, path.dirname(refs[0]!.path)));
-  const tokenizer = await deps.loadTokenizer(s.model, { maxTokens: s.maxTokens, chatTemplate: s.chatTemplate });
   const range = shardRange(N, s.chunkRows, s.shard);
   const rowsHere = range.rowEnd - range.rowStart;
   if (s.shard && rowsHere === 0) {
     say(`shard ${s.shard.index}/${s.shard.count} holds no rows (${chunkCount(N, s.chunkRows)} chunks of ${s.chunkRows} rows for ${s.shard.count} shards; lower --chunk-rows to use every shard)`);
   }
   const tok = tokenizeRows(dataset.samples, range.rowStart, range.rowEnd, tokenizer);
-  return { dataset, itemsSha256, N, graphSha256, files, context, tokenizer, range, rowsHere, ...tok, samplesSha256: samplesSha256(tok.rows), tokenizeMs: Date.now() - t0 };
+  return { dataset, limit, itemsSha256, N, graphSha256, files, context, tokenizer, range, rowsHere, ...tok, samplesSha256: samplesSha256(tok.rows), tokenizeMs: Date.now() - t0 };
 }
 
 /** Refuse texts longer than the model's context (src/runtime/plan.ts), naming --max-tokens. */
@@ -349,7 +368,7 @@ function checkGraph(engine: CaptureEngine, s: Settings, opts: ExtractOptions, lo
 
 /**
  * Bound what one batch can need before any is run (src/runtime/plan.ts): a plan whose largest
- * batch needs more than the device has is refused naming the batch; --force runs it.
+ * batch needs more than the device has is refused naming the batch; --ignore-plan runs it.
  */
 function checkMemory(s: Settings, input: Input, deps: ExtractDeps, arch: ModelArch, opts: ExtractOptions, say: (l: string) => void): void {
   const batches: number[][] = [];
@@ -365,7 +384,7 @@ function checkMemory(s: Settings, input: Input, deps: ExtractDeps, arch: ModelAr
     limit: opts.memoryLimit?.(s.device),
     force: opts.force,
     say,
-    hint: '--max-tokens N keeps the last N tokens of each text; --batch 1 or --token-budget N makes batches smaller; --force runs it anyway (e.g. with a memory-efficient attention kernel)',
+    hint: '--max-tokens N keeps the last N tokens of each text; --batch 1 or --token-budget N makes batches smaller; --ignore-plan runs it anyway (e.g. with a memory-efficient attention kernel)',
   });
 }
 
@@ -411,8 +430,8 @@ function runManifest(s: Settings, input: Input, previous: RunManifest | null, po
       ...(s.control ? { control: s.control } : {}),
     },
     tokenizer: { source: input.tokenizer.source, chatTemplate: s.chatTemplate, addBos: input.tokenizer.addBos, maxTokens: s.maxTokens },
-    dataset: { spec: input.dataset.spec, itemsSha256: input.itemsSha256, count: input.N, axes: input.dataset.axes },
-    capture: { points, selection: s.capture },
+    dataset: { spec: input.dataset.spec, itemsSha256: input.itemsSha256, count: input.N, axes: input.dataset.axes, ...(input.limit ? { limit: input.limit } : {}) },
+    capture: { points, selection: s.layers ? [...s.capture, `layers=${s.layers}`] : s.capture },
     dtype: s.dtype,
     provider: { device: s.device, deviceId: s.deviceId ?? 0 },
     shard: s.shard,
@@ -502,7 +521,7 @@ function chunkSpan(c: number, chunkRows: number, N: number): { start: number; n:
 
 /**
  * The chunks still to extract, and the disk plan: say what the run will take and stop (unless
- * --force) when the disk cannot hold what is left to write.
+ * --ignore-plan) when the disk cannot hold what is left to write.
  */
 function planChunks(s: Settings, input: Input, hooks: HookInfo[], writer: ChunkWriter | null, opts: ExtractOptions, say: (l: string) => void): { todo: number[]; doneRows: number } {
   const { range, rowsHere, N } = input;
@@ -527,8 +546,8 @@ function planChunks(s: Settings, input: Input, hooks: HookInfo[], writer: ChunkW
       (free !== null ? `, ${fmtBytes(free)} free` : ''),
   );
   if (free !== null && needBytes > free) {
-    if (!opts.force) throw new LobesError(`not enough disk space: the run needs ${fmtBytes(needBytes)} more but ${fmtBytes(free)} is free`, { file: s.out, hint: 'free space, choose another --out, store --dtype fp16 or capture fewer points; --force starts anyway' });
-    say(`warning: the run needs ${fmtBytes(needBytes)} but only ${fmtBytes(free)} is free (--force given)`);
+    if (!opts.force) throw new LobesError(`not enough disk space: the run needs ${fmtBytes(needBytes)} more but ${fmtBytes(free)} is free`, { file: s.out, hint: 'free space, choose another --out, store --dtype fp16 or capture fewer points; --ignore-plan starts anyway' });
+    (opts.log ?? ((l: string) => process.stderr.write(l + '\n')))(`warning: the run needs ${fmtBytes(needBytes)} but only ${fmtBytes(free)} is free (--ignore-plan given)`);
   }
   return { todo, doneRows };
 }

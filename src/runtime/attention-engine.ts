@@ -18,6 +18,8 @@ import { findAttention, type AttentionSite } from './attention.js';
 import { buildAttentionModel } from './attention-surgery.js';
 import { openEditedSession } from './providers.js';
 
+export { parseLayerSelection } from './layers.js';
+
 export interface AttentionEngineOptions {
   /** Decoder layers to read (0-based), or a function of the model's layer count that picks them; null or absent: all. */
   layers?: number[] | ((layerCount: number) => number[]) | null;
@@ -217,32 +219,6 @@ class OrtAttentionEngine implements AttentionEngine {
   async close(): Promise<void> {
     await this.session.release();
   }
-}
-
-/** Parse a layer selection: `all`, `last:N`, or a comma list of layers and ranges (`3,5-7`); 0-based. */
-export function parseLayerSelection(spec: string, layers: number): number[] {
-  const s = spec.trim();
-  if (s === 'all') return Array.from({ length: layers }, (_, i) => i);
-  const m = /^last:(\d+)$/.exec(s);
-  if (m) {
-    const n = Number(m[1]);
-    if (n < 1) throw new LobesError(`--layers last:${n} selects no layer`);
-    return Array.from({ length: Math.min(n, layers) }, (_, i) => layers - Math.min(n, layers) + i);
-  }
-  const out = new Set<number>();
-  for (const part of s.split(',')) {
-    const r = /^(\d+)(?:-(\d+))?$/.exec(part.trim());
-    if (!r) throw new LobesError(`--layers: cannot read ${JSON.stringify(part)} (use all, last:N, or layers like 0,3,10-19)`);
-    const a = Number(r[1]);
-    const b = r[2] === undefined ? a : Number(r[2]);
-    if (b < a) throw new LobesError(`--layers: range ${part} runs backwards`);
-    for (let l = a; l <= b; l++) {
-      if (l >= layers) throw new LobesError(`--layers: layer ${l} does not exist (the model has layers 0..${layers - 1})`);
-      out.add(l);
-    }
-  }
-  if (out.size === 0) throw new LobesError('--layers selects no layer');
-  return [...out].sort((x, y) => x - y);
 }
 
 /** Open an attention session on a model folder (or .onnx file). */

@@ -7,6 +7,7 @@ import * as ort from 'onnxruntime-node';
 import type { CaptureEngine, CapturePoint, EngineOptions, ModelInfo, TokenBatch } from './types.js';
 import { LobesError } from '../util/errors.js';
 import { siteFamily } from '../hooks.js';
+import { parseLayerSelection } from './layers.js';
 import { DataType, dataTypeName, encodeModel, loadModel, valueShape, type LoadedModel, type ValueInfo } from '../onnx/index.js';
 import { discover, isPastInput, type DiscoveredPoint, type Discovery } from './discover.js';
 import { configDir, readConfigHints } from './config.js';
@@ -237,7 +238,8 @@ export async function openCaptureEngine(modelDir: string, opts: EngineOptions): 
   const a = analyseModel(modelDir);
   const fams = new Set(opts.capture);
   if (fams.size === 0) throw new LobesError('nothing to capture (no capture families selected)');
-  const hooks = a.disc.points.filter((p) => fams.has(siteFamily(p.site)));
+  const layers = opts.layers ? new Set(parseLayerSelection(opts.layers, a.info.arch.layers)) : null;
+  const hooks = a.disc.points.filter((p) => fams.has(siteFamily(p.site)) && (layers === null || p.layer === null || layers.has(p.layer)));
   const { plans, mask, inGraphPast } = planInputs(a);
   const surg = buildCaptureModel(a.loaded.model, hooks, mask, inGraphPast);
   const session = await openEditedSession(encodeModel(surg.model), a.loaded.dir, opts, a.loaded.file);

@@ -84,7 +84,7 @@ export interface MemoryPlanOptions {
   device: Device;
   /** Bytes a batch may need (default defaultMemoryLimit(device)). */
   limit?: number;
-  /** Run anyway, with a warning. */
+  /** Run anyway, with a warning (--ignore-plan). */
   force?: boolean;
   /** What to do instead, for the refusal (flags of the calling command). */
   hint: string;
@@ -109,5 +109,5 @@ export function checkBatchMemory(batches: readonly (readonly number[])[], items:
   if (worst.bytes <= limit) return;
   const what = `a batch of ${worst.rows} row${worst.rows > 1 ? 's' : ''} × ${worst.seq} tokens needs about ${fmtBytes(worst.bytes)} (attention scores for ${arch.heads ?? 1} heads × ${worst.seq}² positions per row), more than the ${fmtBytes(limit)} ${opts.device === 'cpu' ? 'of memory this machine has' : `assumed for the ${opts.device} device ($LOBES_DEVICE_MEMORY_GB)`}`;
   if (!opts.force) throw new LobesError(what, { where: `sample ${worst.id}`, hint: opts.hint });
-  opts.say?.(`warning: ${what} (--force given)`);
+  opts.say?.(`warning: ${what} (--ignore-plan given)`);
 }

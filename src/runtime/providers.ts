@@ -12,7 +12,7 @@ import { bindingDir, preloadProviderLibraries } from './preload.js';
 import type { Device } from './types.js';
 
 export const CUDA_INSTALL_HINT =
-  'install the CUDA provider on a GPU box: npm rebuild onnxruntime-node --onnxruntime-node-install=cuda12 (from NuGet), or from PyPI wheels: lobes doctor --install-cuda-from-wheels DIR --download; lobes doctor --device cuda says what is missing';
+  'install the CUDA provider on a GPU box: ONNXRUNTIME_NODE_INSTALL=cuda12 node node_modules/onnxruntime-node/script/install.js (from NuGet), or from PyPI wheels: lobes doctor --install-cuda-from-wheels DIR --download; lobes doctor --device cuda says what is missing';
 
 export interface ProviderStatus {
   name: string;

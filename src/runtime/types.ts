@@ -75,6 +75,8 @@ export interface CaptureEngine {
 
 export interface EngineOptions {
   capture: CaptureFamily[];
+  /** Layers whose per-layer points are captured: 'all' (default), 'last:N' or '0,3,10-19'; final.hidden always. */
+  layers?: string;
   device: Device;
   deviceId?: number;
   /** ONNX Runtime intra-op threads (default: onnxruntime's choice). */

@@ -13,6 +13,7 @@
  * sha256 (and, for a whole-dataset run, the items sha256), and the index against the
  * manifest's capture points.
  */
+import { nearest } from '../util/suggest.js';
 import { existsSync } from 'node:fs';
 import * as path from 'node:path';
 import { LobesError, LobesErrors } from '../util/errors.js';
@@ -167,7 +168,8 @@ export class Run implements RunReader {
 
   labels(axis: string): string[] {
     if (!this.labelAxes().includes(axis)) {
-      throw new LobesError(`label axis ${JSON.stringify(axis)} is not in this run (axes: ${this.labelAxes().join(', ') || 'none'})`, { file: path.join(this.dir, 'samples.jsonl') });
+      const near = nearest(axis, this.labelAxes());
+      throw new LobesError(`label axis ${JSON.stringify(axis)} is not in this run (axes: ${this.labelAxes().join(', ') || 'none'})`, { file: path.join(this.dir, 'samples.jsonl'), ...(near ? { hint: `did you mean --by ${near}?` } : {}) });
     }
     const o = this.labelOverlays().get(axis);
     if (o && !(this.manifest.dataset.axes ?? []).includes(axis)) {

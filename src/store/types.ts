@@ -80,11 +80,13 @@ export interface RunManifest {
     source?: ModelSourceRecord;
   };
   tokenizer: { source: string; chatTemplate: boolean; addBos: boolean; maxTokens: number | null };
-  dataset: { spec: string; itemsSha256: string; count: number; axes: string[] };
+  /** `limit`: the --limit sample the run holds (src/data/subset.ts), when one was taken. */
+  dataset: { spec: string; itemsSha256: string; count: number; axes: string[]; limit?: { limit: number; by: string[]; seed: number; of: number } };
   /** sha256 of samples.jsonl as written (checked on every read, resume and merge). */
   samplesSha256?: string;
   /** The run identity: sha256 over every setting and input hash (src/store/provenance.ts). */
   identity?: string;
+  /** `selection`: the --capture families, and `layers=L` when --layers chose the layers. */
   capture: { points: HookInfo[]; selection: string[] };
   dtype: 'fp16' | 'fp32';
   provider: { device: string; deviceId: number };

@@ -13,6 +13,7 @@
  * table and chunk files, and the sha256 of every weight file. The run's own model is
  * verified against the hashes its manifest records before it is scored.
  */
+import { nearest } from '../util/suggest.js';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import * as path from 'node:path';
 import { csvField } from '../util/csv.js';
@@ -110,7 +111,10 @@ function parseTop(t: Partial<TopSpec> | undefined): TopSpec {
 /** Choose the label axis: the one asked for, else 'aspect', else the only axis. */
 export function chooseAxis(axes: string[], by: string | undefined): string {
   if (by !== undefined) {
-    if (!axes.includes(by)) throw new UsageError(`label axis ${JSON.stringify(by)} is not in the run (axes: ${axes.join(', ') || 'none'})`);
+    if (!axes.includes(by)) {
+      const near = nearest(by, axes);
+      throw new UsageError(`label axis ${JSON.stringify(by)} is not in the run (axes: ${axes.join(', ') || 'none'})`, near ? `did you mean --by ${near}?` : undefined);
+    }
     return by;
   }
   if (axes.includes('aspect')) return 'aspect';
@@ -151,10 +155,9 @@ export async function runWanda(run: RunReader | string, opts: WandaOptions = {})
   const auto = opts.block === 'auto';
   if (auto) r.block = [autoBlockSize(matrices, r.top), autoBlockSize(matrices, r.top)];
   const check = blockCheck(matrices, r.block, r.top, auto);
-  if (!opts.quiet) {
-    if (auto) process.stderr.write(`wanda: --block auto: ${r.block.join('×')} (the largest power of two ≤ ${PAPER_BLOCK} giving every matrix ≥ ${MIN_SHORT_SIDE} blocks on its short side and ≥ ${MIN_SELECTED} selected)\n`);
-    for (const w of coarseWarnings(check, r.block)) process.stderr.write(`wanda: warning: ${w}\n`);
-  }
+  if (!opts.quiet && auto) process.stderr.write(`wanda: --block auto: ${r.block.join('×')} (the largest power of two ≤ ${PAPER_BLOCK} giving every matrix ≥ ${MIN_SHORT_SIDE} blocks on its short side and ≥ ${MIN_SELECTED} selected)\n`);
+  // Warnings print under --quiet too: it silences progress, not what the user must know.
+  for (const w of coarseWarnings(check, r.block)) process.stderr.write(`wanda: warning: ${w}\n`);
   const input: AnalysisInput = {
     matrices,
     infos: matrices.map((m) => matrixInfo(m.name, m.layer, m.proj, m.input, m.dOut, m.dIn, r.block)),

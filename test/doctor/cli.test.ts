@@ -40,7 +40,7 @@ describe('lobes doctor', () => {
     const bad = lobes('doctor', '--device', 'tpu');
     expect(bad.status).toBe(2);
     expect(bad.stderr.trim().split('\n')).toHaveLength(1);
-    expect(bad.stderr).toContain('--device must be one of cpu, cuda, webgpu, got "tpu"');
+    expect(bad.stderr).toContain('--device must be cpu, cuda or webgpu, got "tpu"');
     const dl = lobes('doctor', '--download');
     expect(dl.status).toBe(2);
     expect(dl.stderr).toContain('--download goes with --install-cuda-from-wheels DIR');

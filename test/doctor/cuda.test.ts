@@ -188,7 +188,7 @@ describe.skipIf(!LINUX_X64)('CUDA provider from wheels', () => {
     const c = rep.providers[1]!;
     expect(c.name).toBe('cuda');
     expect(c.problems.map((p) => p.what)).toEqual(['the CUDA provider is not installed (libonnxruntime_providers_shared.so, libonnxruntime_providers_cuda.so missing from onnxruntime-node\'s binding folder)']);
-    expect(c.problems[0]!.fix).toMatch(/^lobes doctor --install-cuda-from-wheels \/w --download .*onnxruntime-gpu==\d+\.\d+\.\d+.*npm rebuild onnxruntime-node --onnxruntime-node-install=cuda12/);
+    expect(c.problems[0]!.fix).toMatch(/^lobes doctor --install-cuda-from-wheels \/w --download .*onnxruntime-gpu==\d+\.\d+\.\d+.*ONNXRUNTIME_NODE_INSTALL=cuda12 node node_modules\/onnxruntime-node\/script\/install.js/);
   });
 });
 

@@ -50,7 +50,7 @@ describe.skipIf(!existsSync(DATA))('--max-tokens', () => {
       const before = all.records.find((x) => x.id === r.id)!;
       const need = Math.max(...before.shuffles.map((s) => s.tokens));
       if (r.skipped) {
-        expect(r.skipped).toBe(`the prompt has ${need} tokens; --max-tokens is ${limit}`);
+        expect(r.skipped).toBe(`the prompt has ${need} tokens; --skip-longer-than is ${limit}`);
         expect(r.shuffles).toEqual([]);
         expect(r.correct).toBeNull();
       } else {
@@ -63,7 +63,7 @@ describe.skipIf(!existsSync(DATA))('--max-tokens', () => {
     // GAE: a walk that meets a decision longer than the limit stops there and is left out.
     for (const e of cut.episodes) {
       const steps = cut.records.filter((r) => r.gae?.tree === e.tree);
-      if (e.end === 'skipped') expect(steps[steps.length - 1]!.skipped).toMatch(/--max-tokens is/);
+      if (e.end === 'skipped') expect(steps[steps.length - 1]!.skipped).toMatch(/--skip-longer-than is/);
       else expect(steps.every((r) => !r.skipped)).toBe(true);
     }
     expect(cut.summary.gae!.skipped).toEqual(cut.episodes.filter((e) => e.end === 'skipped').map((e) => e.tree));

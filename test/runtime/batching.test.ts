@@ -191,7 +191,7 @@ describe.skipIf(!hasGenai)('engine bad input', () => {
     expect(() => executionProviders('cuda')).toThrow(LobesError);
     const e = await expectLobesError(openCaptureEngine(GENAI, { capture: ['final'], device: 'cuda' }));
     expect(e.message).toMatch(/cuda execution provider is not available/);
-    expect(e.message).toContain('npm rebuild onnxruntime-node --onnxruntime-node-install=cuda12');
+    expect(e.message).toContain('ONNXRUNTIME_NODE_INSTALL=cuda12 node node_modules/onnxruntime-node/script/install.js');
   });
 
   it.skipIf(!CUDA)('with the CUDA provider: captures equal the CPU captures, or the session error is one actionable line', async () => {

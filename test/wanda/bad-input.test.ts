@@ -121,15 +121,18 @@ describe('lobes wanda command line', () => {
     const so = vi.spyOn(process.stdout, 'write').mockImplementation((s: any) => ((out += String(s)), true));
     const se = vi.spyOn(process.stderr, 'write').mockImplementation((s: any) => ((err += String(s)), true));
     try {
-      expect(await main(['wanda', run, '--weights', ck, '--block', '16', '--top-count', '2', '--scope', 'layer', '--permutations', '9', '--seed', '4', '--json'])).toBe(0);
+      expect(await main(['wanda', run, '--model', ck, '--block', '16', '--top-count', '2', '--scope', 'layer', '--permutations', '9', '--seed', '4', '--json'])).toBe(0);
       const j = JSON.parse(out);
       expect(j.settings).toMatchObject({ seed: 4, permutations: 9, top: { kind: 'count', value: 2, scope: 'layer' }, block: [16, 16] });
       expect(j.metrics.groups.map((g: any) => g.regionSize)).toEqual([2, 2]);
+      // --json silences progress, not warnings: the 16×16 blocks are too coarse for these matrices
+      expect(err).toMatch(/^wanda: warning: .*blocks at 16×16/m);
       out = '';
-      expect(await main(['wanda', run, '--weights', ck, '--top', '2'])).toBe(2);
+      err = '';
+      expect(await main(['wanda', run, '--model', ck, '--top', '2'])).toBe(2);
       expect(err).toMatch(/^lobes wanda: --top must be a number >= .* <= 1, got "2"\n$/);
       err = '';
-      expect(await main(['wanda', run, '--weights', path.join(run, 'nowhere')])).toBe(1);
+      expect(await main(['wanda', run, '--model', path.join(run, 'nowhere')])).toBe(1);
       expect(err.split('\n').filter(Boolean)).toHaveLength(1);
       expect(err).toMatch(/nowhere: weights folder or file not found/);
       expect(await main(['wanda', '--help'])).toBe(0);
