@@ -1,5 +1,5 @@
 import { parseCommand } from './args.js';
-import { compareRuns, loadRun, writeCompare } from '../report/index.js';
+import { comparePage, compareRuns, loadRun } from '../report/index.js';
 import { FIGURE_OPTIONS, writePageWithFigures } from './figures.js';
 
 const SPEC = {
@@ -23,5 +23,5 @@ export async function run(argv: string[]): Promise<number> {
   const args = parseCommand(argv, SPEC);
   if (!args) return 0;
   const [a, b] = [args.positionals[0]!, args.positionals[1]!];
-  return writePageWithFigures(args.values, 'comparison', () => writeCompare(a, b, args.values.out), async () => compareRuns(await loadRun(a), await loadRun(b)).summary ?? []);
+  return writePageWithFigures(args.values, 'comparison', () => comparePage(a, b, args.values.out), async () => compareRuns(await loadRun(a), await loadRun(b)).summary ?? []);
 }

@@ -1,7 +1,7 @@
 import { parseCommand } from './args.js';
 import { existsSync } from 'node:fs';
 import * as path from 'node:path';
-import { loadRun, runPayload, writeReport } from '../report/index.js';
+import { loadRun, reportPage, runPayload } from '../report/index.js';
 import { isAttendDir } from '../report/attend.js';
 import { FIGURE_OPTIONS, writePageWithFigures } from './figures.js';
 
@@ -31,5 +31,5 @@ export async function run(argv: string[]): Promise<number> {
   const args = parseCommand(argv, SPEC);
   if (!args) return 0;
   const opts = { clusterDir: args.values['cluster-dir'], attendDir: args.values['attend-dir'] };
-  return writePageWithFigures(args.values, 'report', () => writeReport(args.positionals[0]!, args.values.out, opts), async () => (isAttendDir(args.positionals[0]!) && !existsSync(path.join(args.positionals[0]!, 'manifest.json')) ? [] : runPayload(await loadRun(args.positionals[0]!, opts)).summary));
+  return writePageWithFigures(args.values, 'report', () => reportPage(args.positionals[0]!, args.values.out, opts), async () => (isAttendDir(args.positionals[0]!) && !existsSync(path.join(args.positionals[0]!, 'manifest.json')) ? [] : runPayload(await loadRun(args.positionals[0]!, opts)).summary));
 }
