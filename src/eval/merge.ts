@@ -4,10 +4,10 @@
  * cover every chunk exactly once. The records are the shards' records in shard order, so the
  * merged records.jsonl is the file a single unsharded evaluation writes.
  */
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import * as path from 'node:path';
 import { LobesError, UsageError } from '../util/errors.js';
-import { writeFileAtomicSync } from '../util/io.js';
+import { makeDirs, writeFileAtomicSync } from '../util/io.js';
 import { isEmptyOrMissing } from '../store/writer.js';
 import { chunkCount } from '../store/layout.js';
 import { concatAtomic, EPISODES, EVAL_MANIFEST, RECORDS, SUMMARY, readJsonl } from './store.js';
@@ -40,7 +40,7 @@ export async function mergeEvals(dirs: string[], out: string, opts: { quiet?: bo
     next = s.m.layout.chunkEnd;
   }
   if (next !== total) throw new LobesError(`chunks ${next}..${total - 1} of ${total} are in no shard`, { hint: 'merge every shard of the evaluation' });
-  mkdirSync(out, { recursive: true });
+  makeDirs(out);
   const rec = concatAtomic(path.join(out, RECORDS), shards.map((s) => path.join(s.dir, RECORDS)), shards.map((s) => s.m.files!.records));
   const withEp = shards.some((s) => s.m.files!.episodes);
   const ep = withEp

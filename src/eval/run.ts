@@ -8,10 +8,10 @@
  * prompts), so a chunk's records are the same bytes after a crash and rerun, and the same
  * whichever shard evaluates it.
  */
-import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import * as path from 'node:path';
 import { LobesError, UsageError } from '../util/errors.js';
-import { writeFileAtomicSync } from '../util/io.js';
+import { makeDirs, writeFileAtomicSync } from '../util/io.js';
 import { Progress, fmtTime } from '../util/progress.js';
 import { LOBES_VERSION } from '../version.js';
 import { chunkCount, shardRange, type ShardRange, type ShardSpec } from '../store/layout.js';
@@ -263,7 +263,7 @@ export async function runEval(opts: EvalOptions): Promise<EvalManifest> {
     }
     const sharePrefix = scorer.hasPast && scorer.multiTokenExtend && (s.sharePrefix === 'on' || (s.sharePrefix === 'auto' && s.device === 'cpu'));
     manifest.sharedPrefix = sharePrefix;
-    mkdirSync(out, { recursive: true });
+    makeDirs(out);
     writeEvalManifest(out, manifest);
     const { writer, dropped } = await RecordWriter.resume(out, s.chunkUnits);
     for (const d of dropped) say(`eval: ${d}; evaluating it again`);

@@ -9,13 +9,13 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { makeDirs, writeFileAtomicSync, writeDirAtomic } from '../../src/util/io.js';
-import { lobes, writeNpy, values } from './helpers.js';
+import { TINY, lobes, writeNpy, values } from './helpers.js';
 
 const root = mkdtempSync(path.join(tmpdir(), 'lobes-erofs-'));
 const ro = path.join(root, 'ro');
 const mounted = (() => {
   spawnSync('mkdir', ['-p', ro]);
-  return spawnSync('mount', ['-t', 'tmpfs', '-o', 'ro,size=64k', 'tmpfs', ro]).status === 0;
+  return spawnSync('mount', ['-t', 'tmpfs', '-o', 'ro,size=16m', 'tmpfs', ro]).status === 0;
 })();
 if (!mounted) console.log('skipping the read-only disk tests: cannot mount a read-only tmpfs here (needs root)');
 
@@ -43,5 +43,12 @@ describe.skipIf(!mounted)('a read-only disk', () => {
     expect(r.stderr.trim().split('\n')).toHaveLength(1);
     expect(r.stderr).toMatch(/^lobes cluster: .*ro\/results: read-only file system \(EROFS, mkdir\)/);
     expect(r.stderr).not.toMatch(/ENOENT|no such file/);
+  });
+
+  it('lobes extract --out on it fails with one line naming the read-only disk', async () => {
+    const r = await lobes(['extract', '--model', TINY, '--data', 'builtin:social', '--out', path.join(ro, 'runs', 'r1'), '--quiet']);
+    expect(r.code).toBe(1);
+    expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    expect(r.stderr, r.stderr).toMatch(/^lobes extract: .*ro\/runs: read-only file system \(EROFS, mkdir\)/);
   });
 });
