@@ -201,8 +201,8 @@ export function checkOwnedOutputFile(file: string, what: string, recognise: (fil
   } catch {
     st = null;
   }
-  if (st?.isDirectory()) throw new LobesError(`${what} is a folder; a file is written here`, { file, hint: 'give a file path inside the folder, not the folder itself' });
-  if (st && !st.isFile()) throw new LobesError(`${what} is not a regular file (a link, pipe or device); a file is written here`, { file, hint: 'give the path of a new file' });
+  if (st?.isDirectory()) throw new LobesError('is a folder; a file is written here', { file, hint: 'give a file path inside the folder, not the folder itself' });
+  if (st && !st.isFile()) throw new LobesError('is not a regular file (a link, pipe or device); a file is written here', { file, hint: 'give the path of a new file' });
   checkOutputPlace(file, what, allowIn);
   if (st && !recognise(file)) throw new LobesError(`${what} exists and was not written by lobes; it is not overwritten`, { file, hint: 'give a new file name, or move the file away' });
 }
