@@ -166,4 +166,17 @@ describe.skipIf(!HAVE)('analysis output folders: only lobes\' own earlier result
     expect(readFileSync(file, 'utf8')).toBe('not a folder\n');
     expect(snapshot(run)).toEqual(before);
   });
+
+  it('data export --out overwrites only an earlier export, never a user file or a run file', async () => {
+    const out = path.join(root, 'social.jsonl');
+    expect((await lobes(['data', 'export', 'builtin:social', '--out', out, '--quiet'])).code).toBe(0);
+    expect((await lobes(['data', 'export', 'builtin:social', '--out', out, '--quiet'])).code).toBe(0);
+    const thesis = path.join(root, 'thesis-export.tex');
+    writeFileSync(thesis, THESIS);
+    refused(await lobes(['data', 'export', 'builtin:social', '--out', thesis, '--quiet']), 'data', /thesis-export\.tex: export file exists and was not written by lobes; it is not overwritten/);
+    expect(readFileSync(thesis, 'utf8')).toBe(THESIS);
+    // samples.jsonl looks like an export line by line, but it is the run's own file
+    refused(await lobes(['data', 'export', 'builtin:social', '--out', path.join(run, 'samples.jsonl'), '--quiet']), 'data', /export file is among the run's own files/);
+    expect(snapshot(run)).toEqual(before);
+  });
 });
