@@ -188,7 +188,7 @@ function tempPath(file: string): string {
   return path.join(path.dirname(file), `.${path.basename(file)}.tmp-${process.pid}-${Math.floor(Math.random() * 1e9)}`);
 }
 
-const TEMP_NAME = /^\..*\.tmp-\d+-\d+$/;
+const TEMP_NAME = /^\..*\.tmp-(\d+)-\d+$/;
 
 /**
  * Write a file so that readers see either the old content or the complete new one: write a
@@ -285,7 +285,10 @@ async function fsyncDirAsync(dir: string): Promise<void> {
   }
 }
 
-/** Remove leftovers of interrupted atomic writes in a folder. */
+/**
+ * Remove leftovers of interrupted atomic writes in a folder: temporary files whose writing
+ * process is gone (one still running, e.g. a second lobes writing beside this one, keeps its own).
+ */
 export async function cleanTempFiles(dir: string): Promise<void> {
   let names: string[];
   try {
@@ -293,7 +296,11 @@ export async function cleanTempFiles(dir: string): Promise<void> {
   } catch {
     return;
   }
-  await Promise.all(names.filter((n) => TEMP_NAME.test(n)).map((n) => fsp.rm(path.join(dir, n), { force: true })));
+  const stale = names.filter((n) => {
+    const m = TEMP_NAME.exec(n);
+    return m !== null && !alive(Number(m[1]));
+  });
+  await Promise.all(stale.map((n) => fsp.rm(path.join(dir, n), { force: true })));
 }
 
 // ---------------------------------------------------------------------------------------
