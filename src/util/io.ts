@@ -341,6 +341,15 @@ function recoverDir(target: string): void {
   }
 }
 
+/**
+ * Write lobes' marker of `kind` into `dir` (atomically), for a folder lobes fills itself
+ * rather than through writeDirAtomic (an eval or attend folder written as it goes). Call it
+ * when the folder is created, before the first result is written.
+ */
+export function writeOutputMarker(dir: string, kind: OutputKind, files?: string[]): void {
+  writeFileAtomicSync(path.join(dir, OUTPUT_MARKER), outputMarkerText(kind, files));
+}
+
 /** Options of writeDirAtomic. */
 export interface DirWriteOptions {
   /**
@@ -401,7 +410,7 @@ export async function writeDirAtomic<T>(dir: string, fill: (tmp: string) => T | 
   try {
     mkdirSync(tmp);
     const out = await fill(tmp);
-    if (opts.kind) writeFileAtomicSync(path.join(tmp, OUTPUT_MARKER), outputMarkerText(opts.kind));
+    if (opts.kind) writeFileAtomicSync(path.join(tmp, OUTPUT_MARKER), outputMarkerText(opts.kind, readdirSync(tmp)));
     fsyncDir(tmp);
     if (existsSync(target)) {
       renameSync(target, old);

@@ -39,16 +39,22 @@ export interface OutputMarker {
   kind: OutputKind;
   lobesVersion: string;
   createdAt: string;
+  /**
+   * The entries lobes wrote at the top of the folder (writeDirAtomic records them): the
+   * folder is replaced only while it holds nothing else. Absent for folders that lobes fills
+   * over time (then the kind alone decides).
+   */
+  files?: string[];
 }
 
-/** The marker of a folder of `kind`, as written now. */
-export function outputMarker(kind: OutputKind): OutputMarker {
-  return { format: 'lobes-output', kind, lobesVersion: LOBES_VERSION, createdAt: new Date().toISOString() };
+/** The marker of a folder of `kind`, as written now (with the entries written, when known). */
+export function outputMarker(kind: OutputKind, files?: string[]): OutputMarker {
+  return { format: 'lobes-output', kind, lobesVersion: LOBES_VERSION, createdAt: new Date().toISOString(), ...(files ? { files: [...files].sort() } : {}) };
 }
 
 /** The text of the marker file of a folder of `kind`. */
-export function outputMarkerText(kind: OutputKind): string {
-  return JSON.stringify(outputMarker(kind), null, 2) + '\n';
+export function outputMarkerText(kind: OutputKind, files?: string[]): string {
+  return JSON.stringify(outputMarker(kind, files), null, 2) + '\n';
 }
 
 /** The marker of `dir`, or null when it has none (or an unreadable one). */
@@ -159,7 +165,12 @@ function folderProblem(dir: string, kind: OutputKind): string | null {
   const names = readdirSync(dir);
   if (!names.length) return null;
   const m = readOutputMarker(dir);
-  if (m) return m.kind === kind ? null : `folder holds lobes ${m.kind} results; lobes ${kind} does not replace them`;
+  if (m && m.kind !== kind) return `folder holds lobes ${m.kind} results; lobes ${kind} does not replace them`;
+  if (m) {
+    const foreign = Array.isArray(m.files) ? names.filter((n) => n !== OUTPUT_MARKER && !m.files!.includes(n)) : [];
+    if (!foreign.length) return null;
+    return `folder holds an earlier lobes ${kind} result and files lobes did not write there (${foreign.slice(0, 3).join(', ')}${foreign.length > 3 ? ', …' : ''}); it is not replaced`;
+  }
   if (isLegacyOutput(dir, kind)) return null;
   if (isRunFolder(dir)) return 'folder is a lobes run (manifest.json); it is not replaced';
   const other = outputKindOf(dir);
