@@ -69,7 +69,7 @@ async function load(spec: string, skipInvalid: boolean): Promise<Dataset> {
 
 async function tokenLengths(ds: Dataset, modelDir: string, quiet: boolean): Promise<TokenLengths> {
   let mod: any;
-  const where = '../extract/tokenize.js';
+  const where = '../runtime/tokenize.js';
   try {
     mod = await import(where);
   } catch (e: any) {
