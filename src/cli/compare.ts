@@ -1,5 +1,5 @@
 import { parseCommand } from './args.js';
-import { compareRuns, loadRun, nameRun, writeCompare } from '../report/index.js';
+import { comparePage, compareRuns, loadRun, nameRun } from '../report/index.js';
 import { UsageError } from '../util/errors.js';
 import { FIGURE_OPTIONS, writePageWithFigures } from './figures.js';
 
@@ -28,6 +28,6 @@ export async function run(argv: string[]): Promise<number> {
   const [a, b] = [args.positionals[0]!, args.positionals[1]!];
   const names = (args.values.name ?? []) as string[];
   if (names.length > 2) throw new UsageError(`--name is given once for each run, at most twice, got ${names.length}`, `usage: ${SPEC.usage}`);
-  return writePageWithFigures(args.values, 'comparison', () => writeCompare(a, b, args.values.out, [names[0], names[1]]),
+  return writePageWithFigures(args.values, 'comparison', () => comparePage(a, b, args.values.out, [names[0], names[1]]),
     async () => compareRuns(nameRun(await loadRun(a), names[0]), nameRun(await loadRun(b), names[1])).summary ?? []);
 }

@@ -1,7 +1,8 @@
 import { parseCommand } from './args.js';
 import { nearest } from '../util/suggest.js';
 import { LobesErrors, UsageError } from '../util/errors.js';
-import { checkOutputFile, writeFileAtomicSync } from '../util/io.js';
+import { writeFileAtomicSync } from '../util/io.js';
+import { checkOwnedOutputFile, fileHead } from '../util/output.js';
 import { Progress } from '../util/progress.js';
 import { loadDataset } from '../data/index.js';
 import { summarize, formatSummary, reasonKey, type TokenLengths } from '../data/inspect.js';
@@ -100,6 +101,28 @@ function excludedSummary(ds: Dataset): string {
   return lines.join('\n') + '\n';
 }
 
+/**
+ * Whether an existing file is an earlier `lobes data export` (its first line is a sample:
+ * id, text and labels), or empty: only such a file is overwritten.
+ */
+function isExport(file: string): boolean {
+  const head = fileHead(file, 1 << 22).toString('utf8');
+  if (!head.length) return true;
+  const nl = head.indexOf('\n');
+  if (nl < 0) return false;
+  try {
+    const s = JSON.parse(head.slice(0, nl));
+    return typeof s?.id === 'string' && typeof s.text === 'string' && typeof s.labels === 'object' && s.labels !== null && !Array.isArray(s.labels);
+  } catch {
+    return false;
+  }
+}
+
+/** Refuse an export destination that is a folder, lies among a run's files, or is a file lobes did not export. */
+function checkExportFile(file: string): void {
+  checkOwnedOutputFile(file, 'export file', isExport);
+}
+
 export async function run(argv: string[]): Promise<number> {
   const [sub, ...rest] = argv;
   if (!sub || sub === '--help' || sub === '-h') {
@@ -119,10 +142,13 @@ export async function run(argv: string[]): Promise<number> {
   if (sub === 'export') {
     const a = parseCommand(rest, exportSpec);
     if (!a) return 0;
-    if (a.values.out !== undefined) checkOutputFile(a.values.out);
+    if (a.values.out !== undefined) checkExportFile(a.values.out);
     const ds = await load(a.positionals[0], !!a.values['skip-invalid']);
     const body = ds.samples.map((s) => JSON.stringify(s)).join('\n') + '\n';
-    if (a.values.out) writeFileAtomicSync(a.values.out, body);
+    if (a.values.out) {
+      checkExportFile(a.values.out);
+      writeFileAtomicSync(a.values.out, body);
+    }
     else process.stdout.write(body);
     if (!a.values.quiet) {
       process.stderr.write(`${ds.spec}: ${ds.samples.length} samples${a.values.out ? ` written to ${a.values.out}` : ''}\n`);

@@ -22,14 +22,17 @@ export function neighboursFor(perplexity: number, n: number): number {
   return Math.min(n - 1, Math.floor(3 * perplexity + 1));
 }
 
-/** Check a perplexity against N with an error that names the limit. */
+/** Fewest points a t-SNE with the smallest allowed perplexity (1) can embed: N - 1 ≥ 3. */
+export const MIN_POINTS = 4;
+
+/** Check a perplexity against N with an error that names the limit (and a value that is allowed). */
 export function checkPerplexity(perplexity: number, n: number): void {
   if (!(perplexity > 0) || !Number.isFinite(perplexity)) throw new LobesError(`perplexity must be a positive number, got ${perplexity}`);
   const max = (n - 1) / 3;
   if (perplexity > max) {
-    throw new LobesError(`perplexity ${perplexity} is too large for ${n} points (at most (N - 1) / 3 = ${Math.floor(max * 100) / 100})`, {
-      hint: `pass --perplexity ${Math.max(1, Math.floor(max))} or fewer`,
-    });
+    // --perplexity is at least 1 (src/cluster/run.ts): below 4 points no allowed value fits
+    const hint = max >= 1 ? `pass --perplexity ${Math.floor(max)} or fewer` : `t-SNE needs at least ${MIN_POINTS} points (perplexity 1, the smallest allowed, needs N - 1 ≥ 3); add points`;
+    throw new LobesError(`perplexity ${perplexity} is too large for ${n} points (at most (N - 1) / 3 = ${Math.floor(max * 100) / 100})`, { hint });
   }
 }
 

@@ -18,6 +18,7 @@ import { csvField } from '../util/csv.js';
 import { LobesError, UsageError } from '../util/errors.js';
 import { Progress } from '../util/progress.js';
 import { checkRegularFile, writeDirAtomic, writeFileAtomicSync } from '../util/io.js';
+import { checkOutputDir } from '../util/output.js';
 import { analysisProvenance } from '../store/provenance.js';
 import { hashFileCached } from '../store/filehash.js';
 import { defaultThreads } from '../util/worker.js';
@@ -297,6 +298,8 @@ export async function runCluster(input: RunReader | string, opts: ClusterOptions
   // checked before the long stages: a wrong folder fails at once, not after the t-SNE
   const baselineDir = inp.run && opts.baselines !== false ? baselineModelDir(inp.run, opts.model) : undefined;
   checkPerplexity(perplexity, inp.n);
+  // the output folder is checked before the long stages too (writeOutputs checks it again)
+  if (!opts.noWrite) checkOutputDir(inp.outDir, 'cluster');
   laps.lap('load');
   const coded = encodeLabels(inp.labels);
   // worker threads for PCA, kNN and the gradient (results do not depend on their number)
@@ -497,7 +500,7 @@ async function writeOutputs(dir: string, settings: ClusterSettings, coords: Clus
       if (metrics.sweep) writeFileAtomicSync(path.join(tmp, 'sweep.json'), JSON.stringify(metrics.sweep, null, 2) + '\n');
       writeFileAtomicSync(path.join(tmp, 'metrics.json'), JSON.stringify(metrics, null, 2) + '\n');
     },
-    // An earlier result of lobes cluster (it has settings.json) is replaced; any other folder is refused.
-    { replaces: (d) => existsSync(path.join(d, 'settings.json')) },
+    // Only an earlier result of lobes cluster (its marker, or its legacy settings.json and files) is replaced.
+    { kind: 'cluster' },
   );
 }

@@ -4,7 +4,8 @@
  *   jsonl:FILE?question=FIELD&options=FIELD&answer=FIELD[&label=FIELD[,FIELD...]][&id=FIELD]
  *
  * `options` is a list of at least two strings; `answer` is the 0-based index of the correct
- * option, or its exact text (or a letter A, B, … when no option has that text). Every label
+ * option, or its exact text (or a letter A, B, … when no option has that text); an item whose
+ * options repeat a text is invalid however its answer is given. Every label
  * field becomes a label axis; every string or number field of the line can be used in a
  * --prompt template as {FIELD}. Invalid lines fail with every problem listed (or, with
  * skipInvalid, are left out and reported).
@@ -36,8 +37,24 @@ export interface McqLoad {
 
 export const MCQ_KEYS = ['question', 'options', 'answer', 'label', 'id'];
 
-/** Resolve an answer value against the options: index, exact text, or a letter. */
+/** The first two options (0-based) with the same text after trimming, or null. */
+export function duplicateOptions(options: readonly string[]): [number, number] | null {
+  const seen = new Map<string, number>();
+  for (let i = 0; i < options.length; i++) {
+    const t = options[i]!.trim();
+    const j = seen.get(t);
+    if (j !== undefined) return [j, i];
+    seen.set(t, i);
+  }
+  return null;
+}
+
+/** Resolve an answer value against the options: index, exact text, or a letter (items with two equal options are refused). */
 export function resolveAnswer(v: unknown, options: string[]): number | string {
+  // Two options with the same text cannot be told apart by the model or by the answer, so
+  // such an item is refused whichever way its answer is given (an index, a text or a letter).
+  const dup = duplicateOptions(options);
+  if (dup) return `options ${dup[0]} and ${dup[1]} (0-based) are the same text ${JSON.stringify(options[dup[1]]!.trim().slice(0, 60))}; the answer cannot be told apart`;
   if (typeof v === 'number') {
     if (Number.isInteger(v) && v >= 0 && v < options.length) return v;
     return `answer ${v} is not an index of the ${options.length} options (0-based)`;
@@ -45,7 +62,6 @@ export function resolveAnswer(v: unknown, options: string[]): number | string {
   if (typeof v === 'string') {
     const hits = options.flatMap((o, i) => (o === v ? [i] : []));
     if (hits.length === 1) return hits[0]!;
-    if (hits.length > 1) return `answer text ${JSON.stringify(v.slice(0, 60))} matches ${hits.length} options`;
     const t = v.trim();
     if (/^[A-Z]$/.test(t) && t.charCodeAt(0) - 65 < options.length) return t.charCodeAt(0) - 65;
     return `answer ${JSON.stringify(v.slice(0, 60))} is neither an option's text nor a letter of the ${options.length} options`;

@@ -65,6 +65,45 @@ function commonPrefix(seqs: number[][]): number {
   return n;
 }
 
+/** Whether every sequence is one token longer than what they all share. */
+function oneTokenEach(seqs: number[][]): boolean {
+  const stem = commonPrefix(seqs);
+  return seqs.every((s) => s.length === stem + 1);
+}
+
+/**
+ * The error for letters that are not one token each after the prompt. The letter named is
+ * the one that breaks the rule: the letter without which the others are one token each (a
+ * letter that splits, or that changes how the end of the prompt tokenizes, shortens what all
+ * share, so the first letter alone would look wrong); when no single letter is to blame,
+ * every letter's tokens are listed.
+ */
+export function unscorableLetter(letters: string[], withLetter: number[][], where: string, decode: (ids: number[]) => string): LobesError {
+  const hint = 'choose another --answer-prefix';
+  let culprit = -1;
+  if (letters.length > 2) {
+    for (let i = 0; i < letters.length && culprit < 0; i++) if (oneTokenEach(withLetter.filter((_, j) => j !== i))) culprit = i;
+  } else {
+    // two letters: blame one that is not one token after what it shares with the other
+    const stem = commonPrefix(withLetter);
+    culprit = withLetter.findIndex((s) => s.length !== stem + 1);
+  }
+  if (culprit >= 0) {
+    const others = withLetter.filter((_, j) => j !== culprit);
+    const stem = letters.length > 2 ? commonPrefix(others) : commonPrefix(withLetter);
+    const mine = withLetter[culprit]!;
+    const shared = commonPrefix([mine, others[0]!]);
+    const pieces = mine.slice(Math.min(stem, shared)).map((t) => decode([t]));
+    return new LobesError(
+      `the answer letter ${JSON.stringify(letters[culprit])} cannot be scored: it is not one token after the answer prefix for this tokenizer (the prompt ends with ${JSON.stringify(pieces)} where the other letters end with one token)`,
+      { where, hint },
+    );
+  }
+  const stem = commonPrefix(withLetter);
+  const ends = letters.map((L, i) => `${L}: ${JSON.stringify(withLetter[i]!.slice(stem).map((t) => decode([t])))}`).join(', ');
+  return new LobesError(`the answer letters are not one token each after the answer prefix for this tokenizer (${ends})`, { where, hint });
+}
+
 /** Load the tokenizer of a model folder (tokenizer.json + tokenizer_config.json), offline. */
 export async function loadEvalTokenizer(modelDir: string, opts: EvalTokenizerOptions): Promise<EvalTokenizer> {
   const { dir, tok, hasTemplate } = await openHfTokenizer(modelDir);
@@ -105,13 +144,7 @@ export async function loadEvalTokenizer(modelDir: string, opts: EvalTokenizerOpt
     const base = enc(tail);
     const withLetter = letters.map((L) => enc(tail + L));
     const stem = commonPrefix(withLetter);
-    const bad = withLetter.findIndex((s) => s.length !== stem + 1);
-    if (bad >= 0) {
-      throw new LobesError(
-        `the answer letter ${JSON.stringify(letters[bad])} is not one token after the answer prefix for this tokenizer (it ends the prompt with ${withLetter[bad]!.length - stem} tokens: ${JSON.stringify(withLetter[bad]!.slice(stem))})`,
-        { where, hint: 'choose another --answer-prefix' },
-      );
-    }
+    if (withLetter.some((s) => s.length !== stem + 1)) throw unscorableLetter(letters, withLetter, where, decode);
     for (let i = 0; i < stem; i++) if (base[i] !== withLetter[0]![i]) throw new LobesError('the prompt tokenizes differently with and without the answer letter before the answer position', { where, hint: 'choose another --answer-prefix' });
     const candidates = withLetter.map((s) => s[stem]!);
     if (new Set(candidates).size !== candidates.length) throw new LobesError(`two answer letters map to the same token after the answer prefix`, { where });

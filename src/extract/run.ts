@@ -10,7 +10,8 @@
  * chunk loop) are named functions that share two private records (Settings, Input) and read
  * top to bottom like the job; split by stage they would export those records for no reader.
  */
-import { existsSync, readFileSync, statfsSync, mkdirSync } from 'node:fs';
+import { existsSync, readFileSync, statfsSync } from 'node:fs';
+import { makeDirs } from '../util/io.js';
 import * as path from 'node:path';
 import { LobesError, UsageError } from '../util/errors.js';
 import { Progress, fmtTime } from '../util/progress.js';
@@ -245,7 +246,7 @@ async function extractUnderLock(opts: ExtractOptions, s: Settings, deps: Extract
     manifest.timings = clock.timings();
     // The manifest is written at the start of every attempt (first, so that a crash leaves a
     // folder this command recognises) and every 30 s, so timings survive a crash.
-    mkdirSync(s.out, { recursive: true });
+    makeDirs(s.out);
     writeManifest(s.out, manifest);
     if (!writer) {
       if (writeSamples(s.out, input.rows) !== input.samplesSha256) throw new LobesError('samples.jsonl was not written as planned', { file: path.join(s.out, SAMPLES) });

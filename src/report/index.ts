@@ -2,11 +2,13 @@
  * Reports: `lobes report` (one run) and `lobes compare` (two runs side by side), each one
  * self-contained HTML file, plus figure export to PNG/SVG through headless Chromium.
  */
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, lstatSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import * as path from 'node:path';
 import { LobesError } from '../util/errors.js';
 import { writeFileAtomicSync } from '../util/io.js';
+import { checkOutputPlace, checkOwnedOutputFile } from '../util/output.js';
+import { isLobesFigure, isLobesPage, markFigure } from './marks.js';
 import { LOBES_VERSION } from '../version.js';
 import { loadRun, type ReportModel, type LoadOptions } from './load.js';
 import { runPayload } from './payload.js';
@@ -65,25 +67,56 @@ export function attendReportHtml(dir: string, given?: string): string {
   return renderPage({ title: `lobes attend: ${name}`, generatedBy: stamp(), runs: [run], comparison: null, sections: ['attention', 'provenance'] });
 }
 
-/** Load a run (or a `lobes attend` folder) and write its report; returns the file written. */
-export async function writeReport(runDir: string, out?: string, opts: LoadOptions = {}): Promise<string> {
+/** A page ready to be written: where, and its HTML. */
+export interface Page {
+  file: string;
+  html: string;
+  /** Folders the page may sit directly in although they are output folders (its sources). */
+  sources: string[];
+}
+
+/** The report page of a run (or a `lobes attend` folder), not yet written. */
+export async function reportPage(runDir: string, out?: string, opts: LoadOptions = {}): Promise<Page> {
   const file = path.resolve(out ?? defaultReportPath(runDir));
+  checkPageFile(file, [runDir]);
   let html: string;
   if (!existsSync(path.join(runDir, 'manifest.json')) && isAttendDir(runDir)) html = attendReportHtml(runDir, opts.name);
   else html = reportHtml(nameRun(await loadRun(runDir, opts), opts.name));
-  mkdirSync(path.dirname(file), { recursive: true });
-  writeFileAtomicSync(file, html);
-  return file;
+  return { file, html, sources: [runDir] };
+}
+
+/** The comparison page of two runs, not yet written. */
+export async function comparePage(runA: string, runB: string, out?: string, names: [string?, string?] = []): Promise<Page> {
+  const file = path.resolve(out ?? 'compare.html');
+  checkPageFile(file, [runA, runB]);
+  const a = nameRun(await loadRun(runA), names[0]);
+  const b = nameRun(await loadRun(runB), names[1]);
+  return { file, html: compareHtml(a, b), sources: [runA, runB] };
+}
+
+/**
+ * Refuse a page destination lobes may not write: a folder, a special file, a place among a
+ * run's own files or inside an output folder, or an existing file that is not a lobes page.
+ */
+export function checkPageFile(file: string, sources: readonly string[] = []): void {
+  checkOwnedOutputFile(file, 'report file', isLobesPage, sources);
+}
+
+/** Write a page after checking its destination again; returns the file written. */
+export function writePage(page: Page): string {
+  checkPageFile(page.file, page.sources);
+  writeFileAtomicSync(page.file, page.html);
+  return page.file;
+}
+
+/** Load a run (or a `lobes attend` folder) and write its report; returns the file written. */
+export async function writeReport(runDir: string, out?: string, opts: LoadOptions = {}): Promise<string> {
+  return writePage(await reportPage(runDir, out, opts));
 }
 
 /** Load two runs and write the comparison; returns the file written. */
 export async function writeCompare(runA: string, runB: string, out?: string, names: [string?, string?] = []): Promise<string> {
-  const a = nameRun(await loadRun(runA), names[0]);
-  const b = nameRun(await loadRun(runB), names[1]);
-  const file = path.resolve(out ?? 'compare.html');
-  mkdirSync(path.dirname(file), { recursive: true });
-  writeFileAtomicSync(file, compareHtml(a, b));
-  return file;
+  return writePage(await comparePage(runA, runB, out, names));
 }
 
 export interface ExportOptions {
@@ -96,8 +129,29 @@ export interface ExportOptions {
   onFile?: (file: string) => void;
 }
 
-/** Render every figure of a report page to PNG and/or SVG files; returns the files written. */
-export async function exportFigures(htmlFile: string, opts: ExportOptions): Promise<string[]> {
+/** One rendered figure, not yet written. */
+export interface Figure {
+  file: string;
+  data: Uint8Array;
+}
+
+/**
+ * Refuse a --png/--svg destination that cannot hold figures, before anything is written: a
+ * file, a special file or link, or a place among a run's own files or inside an output folder.
+ */
+export function checkFigureDir(dir: string, flag: string): void {
+  let st;
+  try {
+    st = lstatSync(dir);
+  } catch {
+    st = null;
+  }
+  if (st && !st.isDirectory()) throw new LobesError(`${flag} destination exists and is not a folder; figures are written into a folder`, { file: dir, hint: `give a folder for ${flag}` });
+  checkOutputPlace(dir, `${flag} folder`);
+}
+
+/** Render every figure of a report page to PNG and/or SVG in memory (each marked as lobes'). */
+export async function renderFigures(htmlFile: string, opts: ExportOptions): Promise<Figure[]> {
   const formats: ['png' | 'svg', string][] = [];
   if (opts.png) formats.push(['png', opts.png]);
   if (opts.svg) formats.push(['svg', opts.svg]);
@@ -105,7 +159,7 @@ export async function exportFigures(htmlFile: string, opts: ExportOptions): Prom
   const width = opts.width ?? 1200;
   const height = opts.height ?? 800;
   const browser = await launchChromium(opts.chromium);
-  const written: string[] = [];
+  const figures: Figure[] = [];
   try {
     const page = await browser.context.newPage();
     const errors: string[] = [];
@@ -115,22 +169,45 @@ export async function exportFigures(htmlFile: string, opts: ExportOptions): Prom
     if (errors.length) throw new LobesError(`the report page failed in Chromium: ${errors[0]}`, { file: htmlFile });
     const ids: string[] = await page.evaluate(() => (globalThis as any).lobesReport.figureIds());
     for (const [fmt, dir] of formats) {
-      mkdirSync(dir, { recursive: true });
       for (const id of ids) {
         const url: string = await page.evaluate(
           ([id, fmt, w, h]: [string, string, number, number]) => (globalThis as any).lobesReport.toImage(id, { format: fmt, width: w, height: h }),
           [id, fmt, width, height] as [string, string, number, number],
         );
-        const file = path.join(dir, `${id}.${fmt}`);
-        writeFileAtomicSync(file, decodeDataUrl(url));
-        written.push(file);
-        opts.onFile?.(file);
+        figures.push({ file: path.join(dir, `${id}.${fmt}`), data: markFigure(fmt, decodeDataUrl(url)) });
       }
     }
   } finally {
     await browser.close();
   }
+  return figures;
+}
+
+/** Check every figure's destination (an existing file must be a figure lobes wrote). */
+export function checkFigureFiles(figures: readonly Figure[]): void {
+  for (const f of figures) checkOwnedOutputFile(f.file, 'figure file', isLobesFigure);
+}
+
+/** Write rendered figures (after checking every destination); returns the files written. */
+export function writeFigures(figures: readonly Figure[], onFile?: (file: string) => void): string[] {
+  checkFigureFiles(figures);
+  const written: string[] = [];
+  for (const f of figures) {
+    writeFileAtomicSync(f.file, f.data);
+    written.push(f.file);
+    onFile?.(f.file);
+  }
   return written;
+}
+
+/**
+ * Render every figure of a report page to PNG and/or SVG files; returns the files written.
+ * Every destination is checked before the first figure is written.
+ */
+export async function exportFigures(htmlFile: string, opts: ExportOptions): Promise<string[]> {
+  if (opts.png) checkFigureDir(opts.png, '--png');
+  if (opts.svg) checkFigureDir(opts.svg, '--svg');
+  return writeFigures(await renderFigures(htmlFile, opts), opts.onFile);
 }
 
 function decodeDataUrl(url: string): Buffer {

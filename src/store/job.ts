@@ -11,7 +11,8 @@
  *   3. on failure before anything was written, a folder this claim created is removed again,
  *      so a refused command leaves nothing behind.
  */
-import { existsSync, mkdirSync, readdirSync, rmdirSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, rmdirSync, statSync } from 'node:fs';
+import { makeDirs } from '../util/io.js';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { LobesError, systemError } from '../util/errors.js';
@@ -65,12 +66,8 @@ export async function claimJobFolder(dir: string, opts: ClaimOptions): Promise<J
   if (e !== null && e.length > 0 && !opts.isJob(dir)) {
     throw new LobesError(`output folder exists and is not ${opts.what}; lobes does not write into it`, { file: dir, hint: 'give a new or empty folder' });
   }
-  let created: string | undefined;
-  try {
-    created = e === null ? mkdirSync(dir, { recursive: true }) : undefined;
-  } catch (err) {
-    throw systemError(err, dir) ?? err;
-  }
+  // makeDirs names a read-only disk as such (a recursive mkdir there reports ENOENT).
+  const created = e === null ? makeDirs(dir) : undefined;
   let lock: Lock;
   try {
     lock = lockFolder(dir, opts.command);

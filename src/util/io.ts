@@ -18,6 +18,7 @@
 import { closeSync, existsSync, fstatSync, fsyncSync, mkdirSync, openSync, promises as fsp, readdirSync, readSync, renameSync, rmSync, rmdirSync, statSync, writeSync } from 'node:fs';
 import * as path from 'node:path';
 import { LobesError, rethrowSystem, systemError } from './errors.js';
+import { checkOutputDir, checkOutputPlace, OUTPUT_MARKER, outputMarkerText, type OutputKind } from './output.js';
 
 /** Largest single read: one readSync is capped well below its 2 GiB limit. */
 export const MAX_READ_BYTES = 1 << 30;
@@ -157,12 +158,37 @@ function partsOf(data: FileData): readonly Uint8Array[] {
   return data instanceof Uint8Array ? [data] : data;
 }
 
+/**
+ * mkdir -p that names the real cause: Node's recursive mkdir reports ENOENT when a missing
+ * folder cannot be created on a read-only disk (it stats the folder after EROFS), so on
+ * ENOENT the first missing folder is created on its own to get the operating system's own
+ * error (EROFS, EACCES, ...). Failures are one-line LobesErrors naming the folder.
+ */
+export function makeDirs(dir: string): string | undefined {
+  try {
+    return mkdirSync(dir, { recursive: true });
+  } catch (e: any) {
+    if (e?.code === 'ENOENT') {
+      let first = path.resolve(dir);
+      while (!existsSync(path.dirname(first)) && path.dirname(first) !== first) first = path.dirname(first);
+      try {
+        mkdirSync(first);
+      } catch (e2) {
+        rethrowSystem(e2, first);
+      }
+      makeDirs(dir);
+      return first;
+    }
+    rethrowSystem(e, dir);
+  }
+}
+
 /** A temporary sibling of `file`; cleanTempFiles recognizes the name. */
 function tempPath(file: string): string {
   return path.join(path.dirname(file), `.${path.basename(file)}.tmp-${process.pid}-${Math.floor(Math.random() * 1e9)}`);
 }
 
-const TEMP_NAME = /^\..*\.tmp-\d+-\d+$/;
+const TEMP_NAME = /^\..*\.tmp-(\d+)-\d+$/;
 
 /**
  * Write a file so that readers see either the old content or the complete new one: write a
@@ -172,11 +198,7 @@ const TEMP_NAME = /^\..*\.tmp-\d+-\d+$/;
 export function writeFileAtomicSync(file: string, data: FileData): void {
   const dir = path.dirname(file);
   checkOutputFile(file);
-  try {
-    mkdirSync(dir, { recursive: true });
-  } catch (e) {
-    rethrowSystem(e, dir);
-  }
+  makeDirs(dir);
   const tmp = tempPath(file);
   try {
     const fd = openSync(tmp, 'w');
@@ -216,7 +238,7 @@ export function checkOutputFile(file: string): void {
 export async function writeFileAtomic(file: string, data: FileData): Promise<void> {
   const dir = path.dirname(file);
   checkOutputFile(file);
-  await fsp.mkdir(dir, { recursive: true }).catch((e) => rethrowSystem(e, dir));
+  if (!existsSync(dir)) makeDirs(dir);
   const tmp = tempPath(file);
   try {
     const fh = await fsp.open(tmp, 'w');
@@ -263,7 +285,10 @@ async function fsyncDirAsync(dir: string): Promise<void> {
   }
 }
 
-/** Remove leftovers of interrupted atomic writes in a folder. */
+/**
+ * Remove leftovers of interrupted atomic writes in a folder: temporary files whose writing
+ * process is gone (one still running, e.g. a second lobes writing beside this one, keeps its own).
+ */
 export async function cleanTempFiles(dir: string): Promise<void> {
   let names: string[];
   try {
@@ -271,7 +296,11 @@ export async function cleanTempFiles(dir: string): Promise<void> {
   } catch {
     return;
   }
-  await Promise.all(names.filter((n) => TEMP_NAME.test(n)).map((n) => fsp.rm(path.join(dir, n), { force: true })));
+  const stale = names.filter((n) => {
+    const m = TEMP_NAME.exec(n);
+    return m !== null && !alive(Number(m[1]));
+  });
+  await Promise.all(stale.map((n) => fsp.rm(path.join(dir, n), { force: true })));
 }
 
 // ---------------------------------------------------------------------------------------
@@ -312,21 +341,38 @@ function recoverDir(target: string): void {
   }
 }
 
+/**
+ * Write lobes' marker of `kind` into `dir` (atomically), for a folder lobes fills itself
+ * rather than through writeDirAtomic (an eval or attend folder written as it goes). Call it
+ * when the folder is created, before the first result is written.
+ */
+export function writeOutputMarker(dir: string, kind: OutputKind, files?: string[]): void {
+  writeFileAtomicSync(path.join(dir, OUTPUT_MARKER), outputMarkerText(kind, files));
+}
+
 /** Options of writeDirAtomic. */
 export interface DirWriteOptions {
   /**
-   * Whether an existing, non-empty `dir` may be replaced: true when it is an earlier output
-   * of the same command (e.g. it holds that command's settings.json). Default: only an empty
-   * folder is replaced, so a folder of the user's own files is never deleted.
+   * The kind of output (src/util/output.ts): the folder gets lobes' marker file of this kind,
+   * and an existing folder is replaced only when it is an earlier output of the same kind
+   * (checkOutputDir). Without a kind only an absent or empty folder is written.
+   */
+  kind?: OutputKind;
+  /**
+   * A further condition for replacing an existing, non-empty `dir` that the kind allows (e.g.
+   * that the user passed --overwrite). Without `kind`, whether an existing non-empty folder
+   * may be replaced at all.
    */
   replaces?: (existing: string) => boolean;
 }
 
 /**
  * Write a whole output folder atomically: `fill` writes every file into a fresh temporary
- * sibling folder, which then replaces `dir` (the previous folder is moved aside and removed
- * once the new one is in place). An existing non-empty `dir` that `opts.replaces` does not
- * recognize as an earlier output is refused before anything is written. When `fill` or a rename fails, the temporary folder is
+ * sibling folder, lobes' marker file of `opts.kind` is added, and the folder then replaces
+ * `dir` (the previous folder is moved aside and removed once the new one is in place). An
+ * existing `dir` that is not an earlier output of the same kind, or a `dir` inside a run's
+ * own files or another output folder, is refused before anything is written
+ * (src/util/output.ts). When `fill` or a rename fails, the temporary folder is
  * removed, the previous `dir` is left exactly as it was, folders created for the output are
  * removed again, and the error is rethrown (operating-system errors as one-line LobesErrors
  * naming `dir`). Between the two renames a crash can leave `dir` missing with its previous
@@ -338,21 +384,25 @@ export async function writeDirAtomic<T>(dir: string, fill: (tmp: string) => T | 
   const parent = path.dirname(target);
   const base = path.basename(target);
   recoverDir(target);
-  if (existsSync(target)) {
-    if (!statSync(target).isDirectory()) throw new LobesError('exists and is not a folder; an output folder is written here', { file: dir, hint: 'give a folder path, or remove the file' });
-    const names = readdirSync(target);
-    if (names.length && !(opts.replaces?.(target) ?? false)) {
-      throw new LobesError(`folder exists and holds files this command did not write (${names.slice(0, 3).join(', ')}${names.length > 3 ? ', …' : ''}); it is not replaced`, { file: dir, hint: 'give a new or empty folder' });
+  if (opts.kind) {
+    checkOutputDir(dir, opts.kind);
+    if (existsSync(target) && readdirSync(target).length && opts.replaces && !opts.replaces(target)) {
+      throw new LobesError(`folder holds an earlier lobes ${opts.kind} result; it is not replaced`, { file: dir, hint: 'give a new or empty folder' });
+    }
+  } else {
+    checkOutputPlace(dir, 'output folder');
+    if (existsSync(target)) {
+      if (!statSync(target).isDirectory()) throw new LobesError('exists and is not a folder; an output folder is written here', { file: dir, hint: 'give a folder path, or remove the file' });
+      const names = readdirSync(target);
+      if (names.length && !(opts.replaces?.(target) ?? false)) {
+        throw new LobesError(`folder exists and holds files this command did not write (${names.slice(0, 3).join(', ')}${names.length > 3 ? ', …' : ''}); it is not replaced`, { file: dir, hint: 'give a new or empty folder' });
+      }
     }
   }
   // The first folder this call creates (removed again on failure).
   let created: string | null = null;
   for (let p = parent; !existsSync(p); p = path.dirname(p)) created = p;
-  try {
-    mkdirSync(parent, { recursive: true });
-  } catch (e) {
-    rethrowSystem(e, parent);
-  }
+  makeDirs(parent);
   const stamp = `${process.pid}-${Math.floor(Math.random() * 1e9)}`;
   const tmp = path.join(parent, `.${base}.tmp-${stamp}`);
   const old = path.join(parent, `.${base}.old-${stamp}`);
@@ -360,6 +410,7 @@ export async function writeDirAtomic<T>(dir: string, fill: (tmp: string) => T | 
   try {
     mkdirSync(tmp);
     const out = await fill(tmp);
+    if (opts.kind) writeFileAtomicSync(path.join(tmp, OUTPUT_MARKER), outputMarkerText(opts.kind, readdirSync(tmp)));
     fsyncDir(tmp);
     if (existsSync(target)) {
       renameSync(target, old);

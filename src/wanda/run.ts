@@ -21,6 +21,7 @@ import { LobesError, UsageError } from '../util/errors.js';
 import { Progress } from '../util/progress.js';
 import { defaultThreads } from '../util/worker.js';
 import { checkRegularFile, writeFileAtomicSync, writeDirAtomic } from '../util/io.js';
+import { checkOutputDir } from '../util/output.js';
 import { analysisProvenance, hashModelFiles } from '../store/provenance.js';
 import { modelFiles, resolveRunModel } from '../runtime/modelfiles.js';
 import { hashFileCached } from '../store/filehash.js';
@@ -148,6 +149,8 @@ interface AnalysisInput {
 export async function runWanda(run: RunReader | string, opts: WandaOptions = {}): Promise<WandaResult> {
   const reader: RunReader = typeof run === 'string' ? await (await import('../store/index.js')).openRun(run) : run;
   const r = resolveOptions(opts);
+  // RUN/wanda may be replaced only when it is an earlier wanda result (checked again when written)
+  checkOutputDir(reader.analysisDir('wanda'), 'wanda');
   const by = chooseAxis(reader.labelAxes(), opts.by);
   const labels = reader.labels(by);
   const located = await locateRunWeights(reader, opts);
@@ -345,5 +348,5 @@ async function writeOutputs(target: string, settings: WandaSettings, result: Ana
     if (metrics.channels) writeFileAtomicSync(path.join(tmp, 'channels.csv'), channelsCsv(metrics));
     if (metrics.sensitivity) writeFileAtomicSync(path.join(tmp, 'sensitivity.csv'), sensitivityCsv(metrics.sensitivity));
     writeFileAtomicSync(path.join(tmp, 'settings.json'), JSON.stringify(settings, null, 2) + '\n');
-  }, { replaces: (d) => existsSync(path.join(d, 'settings.json')) });
+  }, { kind: 'wanda' });
 }

@@ -99,11 +99,13 @@ describe('lobes data export', () => {
     const bad = path.join(dir, 'bad.jsonl');
     writeFileSync(bad, '{"text":"a","l":"x","id":"1"}\n{"text":"b","id":"1","l":"y"}\nnot json\n');
     const out = path.join(dir, 'keep.jsonl');
-    writeFileSync(out, 'previous\n');
+    // an earlier export (lobes would overwrite it), so the refusal is the bad input's
+    const previous = '{"id":"0","text":"previous","labels":{}}\n';
+    writeFileSync(out, previous);
     const c = capture();
     const code = await main(['data', 'export', `jsonl:${bad}?text=text&label=l&id=id`, '--out', out]);
     expect(code).toBe(1);
-    expect(readFileSync(out, 'utf8')).toBe('previous\n');
+    expect(readFileSync(out, 'utf8')).toBe(previous);
     const err = c.err();
     expect(err).toContain(`2 problems in jsonl:${bad}`);
     expect(err).toContain(`  ${bad}: line 3: invalid JSON`);

@@ -3,8 +3,8 @@
  * The report in real headless Chromium (Debian's chromium via playwright-core).
  * Skips, saying why, when no browser is installed.
  */
-import { describe, it, expect, beforeAll, afterAll } from 'vitest';
-import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { describe, it, expect, beforeAll, afterAll, vi } from 'vitest';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import * as os from 'node:os';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
@@ -14,6 +14,8 @@ import { writeReport, writeCompare, exportFigures, launchChromium, chromiumProbl
 import { measureReportLoad, type LoadTiming } from '../../src/report/browser.js';
 import { clientScript } from '../../src/report/client-bundle.js';
 import { jsonForScript } from '../../src/report/html.js';
+import { isLobesFigure } from '../../src/report/marks.js';
+import { main } from '../../src/cli/main.js';
 import { decodePng, distinctColours } from './png.js';
 
 const problem = chromiumProblem();
@@ -214,6 +216,32 @@ describe.skipIf(!!problem)('report in headless Chromium', () => {
       expect(text).toMatch(/width="640"/);
       expect(text).not.toMatch(/<img/i); // hostile labels are text nodes (escaped), never elements
     }
+    // every figure carries lobes' mark, so exporting again replaces them
+    for (const f of files) expect(isLobesFigure(f), f).toBe(true);
+    expect(await exportFigures(file, { png, svg, width: 640, height: 420 })).toEqual(files);
+  });
+
+  it('report --png into a folder holding a user file of a figure\'s name fails before the page or any figure is written', async () => {
+    const png = path.join(tmp, 'figs-user');
+    mkdirSync(png);
+    const holiday = path.join(png, 'scatter.png');
+    writeFileSync(holiday, 'my holiday photo\n');
+    const page = path.join(tmp, 'checked-first.html');
+    const out: string[] = [];
+    const err = vi.spyOn(process.stderr, 'write').mockImplementation((s: any) => (out.push(String(s)), true));
+    const std = vi.spyOn(process.stdout, 'write').mockImplementation(() => true);
+    let code: number;
+    try {
+      code = await main(['report', runDir, '--out', page, '--png', png, '--width', '320', '--height', '240']);
+    } finally {
+      err.mockRestore();
+      std.mockRestore();
+    }
+    expect(code).toBe(1);
+    expect(out.join('')).toMatch(/^lobes report: .*figs-user\/scatter\.png: figure file exists and was not written by lobes; it is not overwritten \(give a new file name, or move the file away\)\n$/);
+    expect(existsSync(page)).toBe(false);
+    expect(readdirSync(png)).toEqual(['scatter.png']);
+    expect(readFileSync(holiday, 'utf8')).toBe('my holiday photo\n');
   });
 
   it('compare page: both runs side by side on one colour scale, and the full metrics table', async () => {

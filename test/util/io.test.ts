@@ -3,6 +3,7 @@ import { closeSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync,
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { LobesError } from '../../src/util/errors.js';
+import { spawnSync } from 'node:child_process';
 import { RangeFile, cleanTempFiles, readExactly, readFileRange, writeFileAtomic, writeFileAtomicSync } from '../../src/util/io.js';
 
 let dir: string;
@@ -112,11 +113,14 @@ describe('atomic writes', () => {
     expect(readFileSync(path.join(target, 'keep'), 'utf8')).toBe('x');
   });
 
-  it('cleanTempFiles removes leftovers of interrupted writes only', async () => {
-    writeFileSync(path.join(dir, '.chunk-000001.safetensors.tmp-123-456'), 'partial');
+  it('cleanTempFiles removes leftovers of interrupted writes only, not the temporary files of a process still writing', async () => {
+    // a process that has exited: its pid names a writer that is gone
+    const gone = spawnSync(process.execPath, ['-e', '0']).pid!;
+    writeFileSync(path.join(dir, `.chunk-000001.safetensors.tmp-${gone}-456`), 'partial');
+    writeFileSync(path.join(dir, `.chunk-000002.safetensors.tmp-${process.pid}-789`), 'being written');
     writeFileSync(path.join(dir, 'chunk-000001.safetensors'), 'done');
     writeFileSync(path.join(dir, '.hidden'), 'keep');
     await cleanTempFiles(dir);
-    expect(readdirSync(dir).sort()).toEqual(['.hidden', 'chunk-000001.safetensors']);
+    expect(readdirSync(dir).sort()).toEqual([`.chunk-000002.safetensors.tmp-${process.pid}-789`, '.hidden', 'chunk-000001.safetensors']);
   });
 });

@@ -212,7 +212,7 @@ describe('runWanda over a run directory and a safetensors checkpoint', () => {
     const res = await runWanda(runDir, { weights: ck, block: BLOCK, permutations: 99, seed: 5, quiet: true });
     const out = path.join(runDir, 'wanda');
     expect(res.dir).toBe(out);
-    expect(readdirSync(out).sort()).toEqual(['channels.csv', 'metrics.csv', 'metrics.json', 'pooled.safetensors', 'regions.json', 'settings.json']);
+    expect(readdirSync(out).sort()).toEqual(['.lobes-output.json', 'channels.csv', 'metrics.csv', 'metrics.json', 'pooled.safetensors', 'regions.json', 'settings.json']);
     expect(readdirSync(runDir).filter((f) => f.startsWith('.wanda'))).toEqual([]);
     const settings = JSON.parse(readFileSync(path.join(out, 'settings.json'), 'utf8'));
     expect(settings).toMatchObject({ by: 'aspect', groups: ['A', 'B', 'C'], block: [16, 16], seed: 5, permutations: 99, statistic: 'rms', resolution: 'block', weights: { source: 'safetensors' } });

@@ -1,0 +1,54 @@
+/**
+ * A read-only disk is named as one. Node's recursive mkdir reports ENOENT when it cannot
+ * create a missing folder on a read-only file system; lobes names EROFS. The test mounts a
+ * read-only tmpfs, which needs root (or CAP_SYS_ADMIN); elsewhere it is skipped.
+ */
+import { describe, it, expect, beforeAll, afterAll } from 'vitest';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { makeDirs, writeFileAtomicSync, writeDirAtomic } from '../../src/util/io.js';
+import { TINY, lobes, writeNpy, values } from './helpers.js';
+
+const root = mkdtempSync(path.join(tmpdir(), 'lobes-erofs-'));
+const ro = path.join(root, 'ro');
+const mounted = (() => {
+  spawnSync('mkdir', ['-p', ro]);
+  return spawnSync('mount', ['-t', 'tmpfs', '-o', 'ro,size=16m', 'tmpfs', ro]).status === 0;
+})();
+if (!mounted) console.log('skipping the read-only disk tests: cannot mount a read-only tmpfs here (needs root)');
+
+describe.skipIf(!mounted)('a read-only disk', () => {
+  beforeAll(() => {
+    writeNpy(path.join(root, 'm.npy'), 12, 4, values(48, 5));
+    writeFileSync(path.join(root, 'labels.txt'), 'a\nb\n'.repeat(6));
+  });
+  afterAll(() => {
+    spawnSync('umount', [ro]);
+    rmSync(root, { recursive: true, force: true });
+  });
+
+  it('is named EROFS by makeDirs, writeFileAtomicSync and writeDirAtomic, not ENOENT', async () => {
+    expect(() => makeDirs(path.join(ro, 'a', 'b'))).toThrow(/ro\/a: read-only file system \(EROFS, mkdir\) \(write to a writable folder\)$/);
+    expect(() => writeFileAtomicSync(path.join(ro, 'a', 'f.txt'), 'x')).toThrow(/read-only file system \(EROFS/);
+    expect(() => writeFileAtomicSync(path.join(ro, 'f.txt'), 'x')).toThrow(/read-only file system \(EROFS/);
+    await expect(writeDirAtomic(path.join(ro, 'out', 'x'), () => undefined, { kind: 'cluster' })).rejects.toThrow(/read-only file system \(EROFS/);
+    await expect(writeDirAtomic(path.join(ro, 'out'), () => undefined, { kind: 'cluster' })).rejects.toThrow(/read-only file system \(EROFS/);
+  });
+
+  it('lobes cluster --out on it fails with one line naming the read-only disk', async () => {
+    const r = await lobes(['cluster', path.join(root, 'm.npy'), '--labels', path.join(root, 'labels.txt'), '--perplexity', '2', '--iterations', '250', '--bootstrap', '5', '--permutations', '5', '--quiet', '--out', path.join(ro, 'results', 'cluster')]);
+    expect(r.code).toBe(1);
+    expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    expect(r.stderr).toMatch(/^lobes cluster: .*ro\/results: read-only file system \(EROFS, mkdir\)/);
+    expect(r.stderr).not.toMatch(/ENOENT|no such file/);
+  });
+
+  it('lobes extract --out on it fails with one line naming the read-only disk', async () => {
+    const r = await lobes(['extract', '--model', TINY, '--data', 'builtin:social', '--out', path.join(ro, 'runs', 'r1'), '--quiet']);
+    expect(r.code).toBe(1);
+    expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    expect(r.stderr, r.stderr).toMatch(/^lobes extract: .*ro\/runs: read-only file system \(EROFS, mkdir\)/);
+  });
+});
