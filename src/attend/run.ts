@@ -10,6 +10,7 @@ import { existsSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { LobesError, UsageError } from '../util/errors.js';
 import { writeDirAtomic, writeFileAtomicSync } from '../util/io.js';
+import { checkOutputDir } from '../util/output.js';
 import { Progress, fmtTime } from '../util/progress.js';
 import { LOBES_VERSION } from '../version.js';
 import type { Device } from '../runtime/types.js';
@@ -91,12 +92,18 @@ function isAttendDir(dir: string): boolean {
   return existsSync(path.join(dir, SUMMARY_FILE)) && existsSync(path.join(dir, ITEMS_FILE));
 }
 
+/**
+ * Refuse an --out lobes may not replace, before any work: a file, a run's own files, another
+ * output, a folder without lobes' attend marker, or one the user added files to
+ * (checkOutputDir, src/util/output.ts); an earlier attend result only with --force.
+ */
 function checkOut(out: string, overwrite: boolean): void {
   if (!existsSync(out)) return;
   if (!statSync(out).isDirectory()) throw new LobesError('exists and is not a folder', { file: out, hint: 'give a folder path for --out' });
   if (readdirSync(out).length === 0) return;
   if (!isAttendDir(out)) throw new LobesError('folder exists and is not a lobes attend folder; it is not replaced', { file: out, hint: 'give a new or empty folder' });
-  if (!overwrite) throw new LobesError('folder holds an earlier lobes attend result', { file: out, hint: 'pass --overwrite to replace it, or give a new folder' });
+  checkOutputDir(out, 'attend');
+  if (!overwrite) throw new LobesError('folder holds an earlier lobes attend result', { file: out, hint: 'pass --force to replace it, or give a new folder' });
 }
 
 /** Resolve the input: the source, and whether its answering position is a multiple-choice answer. */
@@ -261,7 +268,7 @@ export async function runAttend(opts: AttendOptions): Promise<AttendSummary> {
       writeFileSync(path.join(tmp, ITEMS_FILE), done.map((r) => JSON.stringify(r)).join('\n') + '\n');
       writeFileAtomicSync(path.join(tmp, SUMMARY_FILE), JSON.stringify(summary, null, 1) + '\n');
     },
-    { replaces: (d) => !!opts.overwrite && isAttendDir(d) },
+    { kind: 'attend', replaces: (d) => !!opts.overwrite && isAttendDir(d) },
   );
   say(`attend: done, ${done.length} items in ${fmtTime((Date.now() - t0) / 1000)} -> ${opts.out}`);
   return summary;

@@ -31,8 +31,9 @@ import { compareProbes, runProbe, type MeasureContext, type MetricSample } from 
 /**
  * The model folder whose tokenizer and input embeddings the baselines read: the run's recorded
  * folder, or `override` (cluster --model, for a run moved to another machine). An override must
- * hold the very files the run recorded (tokenizer and external data, by sha256; hashes are cached
- * per machine): a different tokenizer or embedding table would give baselines of another model.
+ * hold the very files the run recorded (graph, external data and tokenizer, by sha256; hashes are
+ * cached per machine): a different tokenizer or embedding table (the graph holds the embeddings
+ * when they are not in external data) would give baselines of another model.
  */
 export function baselineModelDir(run: RunReader, override?: string): string | undefined {
   if (override === undefined) {
@@ -42,11 +43,10 @@ export function baselineModelDir(run: RunReader, override?: string): string | un
   }
   if (!existsSync(override)) throw new LobesError('no such model folder', { file: override, hint: 'cluster --model names the folder of the model the run was extracted with' });
   for (const f of run.manifest?.model?.files ?? []) {
-    if (f.role !== 'tokenizer' && f.role !== 'data') continue;
     const file = path.join(override, f.name);
     if (!existsSync(file)) throw new LobesError(`${f.name} is missing, and the run was extracted with one`, { file: override, hint: 'give the folder of the model the run was extracted with' });
     const got = hashFileCached(file, { what: f.name }).sha256;
-    if (got !== f.sha256) throw new LobesError(`${f.name} differs from the run's (sha256 ${got.slice(0, 12)}…, the run recorded ${f.sha256.slice(0, 12)}…)`, { file, hint: 'the token baselines need the tokenizer and embeddings the run was extracted with' });
+    if (got !== f.sha256) throw new LobesError(`${f.name} differs from the run's (sha256 ${got.slice(0, 12)}…, the run recorded ${f.sha256.slice(0, 12)}…)`, { file, hint: 'the token baselines need the tokenizer and embeddings (graph and weight files) the run was extracted with' });
   }
   return override;
 }

@@ -109,6 +109,14 @@ describe('token baselines of a run', () => {
     cpSync(path.join(tmp, 'model-moved', 'tokenizer.json'), path.join(other2, 'tokenizer.json'));
     await expect(runCluster(run, { ...CLUSTER, model: other2, out })).rejects.toThrow(/model\.onnx_data differs from the run's/);
 
+    // the right tokenizer and weight file, a decoy graph (it can hold the embeddings itself)
+    const decoy = path.join(tmp, 'model-decoy');
+    cpSync(path.join(tmp, 'model-moved'), decoy, { recursive: true });
+    const g = path.join(decoy, 'model.onnx');
+    writeFileSync(g, Buffer.concat([(await import('node:fs')).readFileSync(g), Buffer.from([0])]));
+    await expect(runCluster(run, { ...CLUSTER, model: decoy, out })).rejects.toThrow(/model\.onnx differs from the run's/);
+    expect(existsSync(out)).toBe(false);
+
     // through the CLI: exit 1 with one line naming the file
     const errs: string[] = [];
     const write = process.stderr.write;
