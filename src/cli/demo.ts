@@ -56,20 +56,19 @@ export async function run(argv: string[]): Promise<number> {
   const model = v.model ? await modelFolder(v.model, { cache: v.cache, quiet }) : { dir: BUILTIN_MODEL_DIR, source: null };
   const builtin = !v.model;
   const runExtract = await stage<(o: any) => Promise<unknown>>('extract', () => import('../extract/run.js'), 'runExtract');
-  const runWanda = await stage<(r: string, o: any) => Promise<unknown>>('wanda', () => import('../wanda/run.js'), 'runWanda');
+  const runWanda = await stage<(r: string, o: any) => Promise<{ settings: { block: number[] } }>>('wanda', () => import('../wanda/run.js'), 'runWanda');
   const runCluster = await stage<(r: string, o: any) => Promise<unknown>>('cluster', () => import('../cluster/run.js'), 'runCluster');
   const writeReport = await stage<(r: string, o?: string) => Promise<string>>('report', () => import('../report/index.js'), 'writeReport');
 
   const runDir = path.join(out, 'run');
   if (builtin) say(`the built-in model has random weights: these figures show the pipeline working, not a finding`);
   say(`1/4 extract: builtin:social through ${model.source ? model.source.path : model.dir} -> ${runDir}`);
-  const manifest = (await runExtract({ model: model.dir, modelSource: model.source, data: 'builtin:social', out: runDir, capture: ['final', 'mlp'], dtype: 'fp32', quiet })) as { model: { arch: { hidden: number } } };
-  // Blocks of about hidden / 8 (a power of two, 16 to 256), so that every projection's heatmap
-  // has a grid to show: 16 x 16 for the tiny model (hidden 64), 64 x 64 for SmolLM2 (576),
-  // the paper's 256 x 256 from hidden 2048 up.
-  const block = demoBlock(manifest.model.arch.hidden);
-  say(`2/4 wanda: importance, regions and set differences by aspect (${block} x ${block} blocks)`);
-  await runWanda(runDir, { by: 'aspect', block, seed, permutations, quiet });
+  await runExtract({ model: model.dir, modelSource: model.source, data: 'builtin:social', out: runDir, capture: ['final', 'mlp'], dtype: 'fp32', quiet });
+  // Blocks as wanda chooses them by default: the paper's 256 x 256 where every projection then has
+  // enough blocks for regions to be read, else the largest power of two below it that does.
+  say('2/4 wanda: importance, regions and set differences by aspect');
+  const w = await runWanda(runDir, { by: 'aspect', seed, permutations, quiet });
+  say(`    blocks ${w.settings.block.join(' x ')}${w.settings.block[0] === 256 ? " (the paper's)" : " (the paper's 256 x 256 would be too coarse for this model)"}`);
   say('3/4 cluster: t-SNE of final.hidden and separation metrics');
   await runCluster(runDir, { by: 'aspect', seed, permutations, quiet });
   say('4/4 report');
@@ -80,9 +79,3 @@ export async function run(argv: string[]): Promise<number> {
   return 0;
 }
 
-/** Wanda block size for the demo: a power of two near hidden / 8, from 16 to 256. */
-export function demoBlock(hidden: number): number {
-  let b = 16;
-  while (b * 2 <= hidden / 8 && b < 256) b *= 2;
-  return b;
-}

@@ -18,10 +18,9 @@ Writes RUN/wanda/ (pooled.safetensors, regions.json, metrics.json, metrics.csv, 
                      while it is unchanged, else the converted folder)
   --weights-from M   the same as --model (formerly --weights)
   --by LABEL         label axis whose values are the groups (default: aspect)
-  --block N|RxC|auto block size in W[d_out, d_in] (default 256, the paper's); auto: the largest
-                     power of two ≤ 256 that gives every matrix ≥ 16 blocks on its short side and
-                     keeps ≥ 10 of them in the top selection (docs/wanda.md); a warning names
-                     every matrix that is coarser than that
+  --block N|RxC|auto block size in W[d_out, d_in] (default auto: the paper's 256 wherever every
+                     matrix then has ≥ 16 blocks on its short side and ≥ 10 selected; otherwise
+                     the largest power of two below it that does; N or RxC forces a size)
   --top FRACTION     keep this fraction of blocks per group (default 0.1)
   --top-count N      keep N blocks per group instead of a fraction
   --scope S          where the top blocks are chosen: matrix (default), layer or global

@@ -48,7 +48,7 @@ export interface WandaOptions {
   weights?: string;
   /** Label axis whose values are the groups (default 'aspect', or the run's only axis). */
   by?: string;
-  /** Block size: n for n×n, [rows, cols] in W[d_out, d_in], or 'auto' (docs/wanda.md; default 256). */
+  /** Block size: n for n×n, [rows, cols] in W[d_out, d_in], or 'auto' (docs/wanda.md; default auto, which is the paper's 256 wherever every matrix allows it). */
   block?: number | [number, number] | 'auto';
   /** Region selection (default top 10% of blocks per matrix). */
   top?: Partial<TopSpec>;
@@ -155,10 +155,14 @@ export async function runWanda(run: RunReader | string, opts: WandaOptions = {})
   const labels = reader.labels(by);
   const located = await locateRunWeights(reader, opts);
   const matrices = located.matrices;
-  const auto = opts.block === 'auto';
+  // No --block: the paper's 256 where every matrix has enough blocks for regions to be read, else auto.
+  const auto = opts.block === 'auto' || opts.block === undefined;
   if (auto) r.block = [autoBlockSize(matrices, r.top), autoBlockSize(matrices, r.top)];
   const check = blockCheck(matrices, r.block, r.top, auto);
-  if (!opts.quiet && auto) process.stderr.write(`wanda: --block auto: ${r.block.join('×')} (the largest power of two ≤ ${PAPER_BLOCK} giving every matrix ≥ ${MIN_SHORT_SIDE} blocks on its short side and ≥ ${MIN_SELECTED} selected)\n`);
+  if (!opts.quiet && auto) {
+    const paper = r.block[0] === PAPER_BLOCK;
+    process.stderr.write(`wanda: blocks ${r.block.join('×')} (${paper ? `the paper's ${PAPER_BLOCK}×${PAPER_BLOCK}` : `auto: the largest power of two ≤ ${PAPER_BLOCK} giving every matrix ≥ ${MIN_SHORT_SIDE} blocks on its short side and ≥ ${MIN_SELECTED} selected; the paper's ${PAPER_BLOCK}×${PAPER_BLOCK} would be too coarse here`})\n`);
+  }
   // Warnings print under --quiet too: it silences progress, not what the user must know.
   for (const w of coarseWarnings(check, r.block)) process.stderr.write(`wanda: warning: ${w}\n`);
   const input: AnalysisInput = {

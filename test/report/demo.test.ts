@@ -41,6 +41,9 @@ describe.skipIf(!haveModel)('lobes demo', () => {
       const n = (set: Record<string, number[]>) => Object.values(set).reduce((s, v) => s + v.length, 0);
       expect([run.wanda.pairs[i].nAB, run.wanda.pairs[i].nBA]).toEqual([n(d.aMinusB), n(d.bMinusA)]);
     }
-    expect(run.wanda.settings.block).toEqual([16, 16]);
+    // The default block size: the paper's 256 would leave the tiny model's maps too coarse, so
+    // wanda chose the largest power of two that every projection can be read at (hidden 64 / 16).
+    expect(run.wanda.settings.block).toEqual([4, 4]);
+    expect(run.wanda.settings.blockCheck).toMatchObject({ auto: true, coarse: [] });
   });
 });

@@ -75,7 +75,7 @@ describe('runWanda --block auto and the warning', () => {
       // H = 64: 64/4 = 16 blocks on the short side
       expect(auto.settings.block).toEqual([4, 4]);
       expect(auto.settings.blockCheck).toMatchObject({ auto: true, coarse: [], suggested: null });
-      expect(err.join('')).toMatch(/--block auto: 4×4/);
+      expect(err.join('')).toMatch(/blocks 4×4 \(auto: the largest power of two ≤ 256 .*the paper's 256×256 would be too coarse here\)/);
       err.length = 0;
       const coarse = await runWanda(runDir, { weights: ck, block: 32, permutations: 9, seed: 1 });
       expect(coarse.settings.blockCheck!.coarse.map((c) => c.proj)).toEqual(['gate_proj', 'up_proj', 'down_proj']);

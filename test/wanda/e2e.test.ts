@@ -43,7 +43,7 @@ describe('planted tiny Llama (blocks): extract -> wanda', () => {
     const idx = (g: typeof alpha, proj: string, colBlocks: number) => (proj === 'down_proj' ? g.downBlock * colBlocks + g.interBlock : g.interBlock * colBlocks + g.hiddenBlock);
     // Each map has only 8 blocks (gate/up 4×2, down 2×4). With the top block per group and
     // matrix, each group's region is exactly its planted block in every matrix.
-    const one = await runWanda(runDir, { by: 'group', top: { kind: 'count', value: 1 }, permutations: 0, quiet: true });
+    const one = await runWanda(runDir, { by: 'group', block: 256, top: { kind: 'count', value: 1 }, permutations: 0, quiet: true });
     expect(one.settings.weights.source).toBe('onnx');
     expect(one.settings.groups).toEqual(['alpha', 'beta', 'control']);
     expect(one.regions.matrices.map((m) => m.name)).toEqual(['layers.0.mlp.gate_proj', 'layers.0.mlp.up_proj', 'layers.0.mlp.down_proj', 'layers.1.mlp.gate_proj', 'layers.1.mlp.up_proj', 'layers.1.mlp.down_proj']);
@@ -59,7 +59,7 @@ describe('planted tiny Llama (blocks): extract -> wanda', () => {
     // the isolation is far outside the null. In layer 1 the residual stream carries enough of
     // the other group's pattern that the two planted blocks tie for second place, so recovery
     // at two blocks per group is asserted on layer 0.
-    const two = await runWanda(runDir, { by: 'group', top: { kind: 'count', value: 2 }, permutations: 199, seed: 3, quiet: true });
+    const two = await runWanda(runDir, { by: 'group', block: 256, top: { kind: 'count', value: 2 }, permutations: 199, seed: 3, quiet: true });
     const d2 = two.regions.differences.find((x) => x.a === 'alpha' && x.b === 'beta')!;
     for (const m of two.regions.matrices.filter((x) => x.layer === 0)) {
       expect(d2.aMinusB[m.name]).toContain(idx(alpha, m.proj, m.colBlocks));
@@ -82,10 +82,10 @@ describe('planted tiny Llama (blocks): extract -> wanda', () => {
       { name: `model.layers.${l}.mlp.down_proj.weight`, dtype: 'F32' as const, shape: [H, I], data: L.down },
     ]);
     writeSafetensors(path.join(ck, 'model.safetensors'), tensors);
-    const a = await runWanda(runDir, { by: 'group', permutations: 0, quiet: true });
+    const a = await runWanda(runDir, { by: 'group', block: 256, permutations: 0, quiet: true });
     const ha = readSafetensorsHeader(path.join(a.dir, 'pooled.safetensors'));
     const mapsA = new Map([...ha.tensors.keys()].map((k) => [k, readTensorFloat32(ha, k)]));
-    const b = await runWanda(runDir, { by: 'group', weights: ck, permutations: 0, quiet: true });
+    const b = await runWanda(runDir, { by: 'group', weights: ck, block: 256, permutations: 0, quiet: true });
     expect(b.settings.weights.source).toBe('safetensors');
     const hb = readSafetensorsHeader(path.join(b.dir, 'pooled.safetensors'));
     expect([...hb.tensors.keys()].sort()).toEqual([...mapsA.keys()].sort());
