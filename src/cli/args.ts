@@ -21,6 +21,8 @@ export interface OptionDef {
   bare?: string;
   /** An old spelling of option `renamed`: still accepted, with a note. */
   renamed?: string;
+  /** May be given more than once (the value is then an array, in order). */
+  multiple?: boolean;
 }
 
 export type Options = Record<string, OptionDef>;
@@ -111,7 +113,7 @@ export function parseCommand<O extends Options>(argv: string[], spec: CommandSpe
   const all: Options = { ...spec.options, help: { type: 'boolean', short: 'h' } };
   const name = commandName(spec);
   const args = normalizeArgv(argv, all, name);
-  const nodeOptions = Object.fromEntries(Object.entries(all).map(([k, o]) => [k, { type: o.type, ...(o.short ? { short: o.short } : {}) }]));
+  const nodeOptions = Object.fromEntries(Object.entries(all).map(([k, o]) => [k, { type: o.type, ...(o.short ? { short: o.short } : {}), ...(o.multiple ? { multiple: true } : {}) }]));
   let parsed;
   try {
     parsed = parseArgs({ args, options: nodeOptions, allowPositionals: true, strict: true });

@@ -10,6 +10,10 @@
  * is computed before anything is written, and the folder is written whole (writeDirAtomic):
  * a failure leaves the previous result as it was. settings.json records the provenance of
  * the input (run identity, samples table and chunk files; or the matrix and labels sha256).
+ *
+ * Long file: the command's stages (input, option checks, t-SNE, metrics, probes with their
+ * paired comparisons, sweep, outputs) share the resolved options and read top to bottom like
+ * the command; the algorithms live in their own modules.
  */
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, statSync } from 'node:fs';

@@ -7,7 +7,7 @@
  * from items.jsonl; and the normal approximation for the bootstrap interval.
  */
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
-import { mkdtempSync, rmSync, readFileSync, writeFileSync, mkdirSync, existsSync } from 'node:fs';
+import { cpSync, mkdtempSync, rmSync, readFileSync, writeFileSync, mkdirSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createHash } from 'node:crypto';
@@ -90,7 +90,12 @@ describe('lobes attend --data', () => {
 
   it.skipIf(!existsSync(SOCIALEVAL))('socialeval: data at the answering position: IAE prompts rendered as lobes eval renders them, with their parts', async () => {
     const out = join(tmp, 'iae');
-    const r = await cli(['attend', TINY, '--data', `socialeval:${SOCIALEVAL}?lang=zh`, '--out', out, '--limit', '2', '--quiet', '--bootstrap', '0']);
+    // Chinese IAE prompts are longer than the tiny model's declared 2,048 positions (its byte-level
+    // tokenizer): a copy declaring a longer context reads them whole (the context check is tested in plan.test.ts).
+    const long = join(tmp, 'tiny-long-context');
+    cpSync(TINY, long, { recursive: true });
+    writeFileSync(join(long, 'config.json'), JSON.stringify({ ...JSON.parse(readFileSync(join(TINY, 'config.json'), 'utf8')), max_position_embeddings: 1 << 16 }));
+    const r = await cli(['attend', long, '--data', `socialeval:${SOCIALEVAL}?lang=zh`, '--out', out, '--limit', '2', '--quiet', '--bootstrap', '0']);
     expect(r.code, r.err).toBe(0);
     const items = readItems(out);
     const s = readSummary(out);
@@ -123,7 +128,7 @@ describe('lobes attend --data', () => {
     // An earlier attend folder is replaced only with --overwrite.
     const again = await cli(['attend', TINY, '--data', 'builtin:social', '--out', join(tmp, 'data'), '--limit', '2']);
     expect(again.code).toBe(1);
-    expect(again.err).toMatch(/--overwrite/);
+    expect(again.err).toMatch(/--force/);
   });
 });
 
