@@ -9,7 +9,7 @@ import { modelContext } from '../runtime/plan.js';
 import * as ort from 'onnxruntime-node';
 import { LobesError } from '../util/errors.js';
 import { encodeModel } from '../onnx/index.js';
-import { analyseModel, planInputs, positionIds, type Analysis, type FeedPlan } from '../runtime/engine.js';
+import { analyseModel, modelFeeds, planInputs, positionIds, type Analysis, type FeedPlan } from '../runtime/engine.js';
 import { buildLogitHeadModel, CAND_LOGITS, CANDIDATES_INPUT, LOG_SUM_EXP, TOP_ID } from '../runtime/logit-head.js';
 import { openEditedSession } from '../runtime/providers.js';
 import type { Device, ModelInfo } from '../runtime/types.js';
@@ -60,16 +60,6 @@ export interface Scorer {
 
 const i64 = (xs: ArrayLike<number>) => BigInt64Array.from(Array.from(xs, (x) => BigInt(x)));
 
-function intTensor(type: ort.Tensor.Type, data: BigInt64Array, dims: number[]): ort.Tensor {
-  if (type === 'int64') return new ort.Tensor('int64', data, dims);
-  return new ort.Tensor('int32', Int32Array.from(data, (x) => Number(x)), dims);
-}
-
-function emptyPast(type: ort.Tensor.Type, dims: number[]): ort.Tensor {
-  if (type === 'float32') return new ort.Tensor('float32', new Float32Array(0), dims);
-  return new ort.Tensor('float16', new Uint16Array(0), dims);
-}
-
 class OrtScorer implements Scorer {
   constructor(
     readonly info: ModelInfo,
@@ -97,16 +87,7 @@ class OrtScorer implements Scorer {
   }
 
   private feeds(session: ort.InferenceSession, ids: BigInt64Array, mask: BigInt64Array, pos: BigInt64Array, B: number, S: number, T: number, candidates: number[], past: Map<string, ort.Tensor> | null, addedMask: string | null): Record<string, ort.Tensor> {
-    const wanted = new Set(session.inputNames);
-    const f: Record<string, ort.Tensor> = {};
-    for (const p of this.plans) {
-      if (!wanted.has(p.name)) continue;
-      if (p.role === 'ids') f[p.name] = intTensor(p.type, ids, [B, S]);
-      else if (p.role === 'mask') f[p.name] = intTensor(p.type, mask, [B, T]);
-      else if (p.role === 'pos') f[p.name] = intTensor(p.type, pos, [B, S]);
-      else f[p.name] = past?.get(p.name) ?? emptyPast(p.type, [B, p.kv![0], 0, p.kv![1]]);
-    }
-    if (addedMask && wanted.has(addedMask)) f[addedMask] = new ort.Tensor('int64', mask, [B, T]);
+    const f = modelFeeds(session, this.plans, { ids, mask, pos, B, S, T }, past, addedMask);
     f[CANDIDATES_INPUT] = new ort.Tensor('int64', i64(candidates), [candidates.length]);
     return f;
   }

@@ -116,6 +116,35 @@ export function intTensor(type: ort.Tensor.Type, data: BigInt64Array, dims: numb
   return new ort.Tensor('int32', Int32Array.from(data, (x) => Number(x)), dims);
 }
 
+/** The token inputs of one batch: ids and positions [B, S], the mask [B, T] (T = cached + S tokens). */
+export interface BatchInputs {
+  ids: BigInt64Array;
+  mask: BigInt64Array;
+  pos: BigInt64Array;
+  B: number;
+  S: number;
+  T: number;
+}
+
+/**
+ * The graph's own inputs for one batch, by feed plan: ids, mask, positions and the KV cache
+ * (`past`, or empty caches), plus the mask input graph surgery added (`addedMask`, when the
+ * session has it). Scorers add their own head's inputs to the result.
+ */
+export function modelFeeds(session: ort.InferenceSession, plans: readonly FeedPlan[], b: BatchInputs, past: Map<string, ort.Tensor> | null, addedMask: string | null): Record<string, ort.Tensor> {
+  const wanted = new Set(session.inputNames);
+  const f: Record<string, ort.Tensor> = {};
+  for (const p of plans) {
+    if (!wanted.has(p.name)) continue;
+    if (p.role === 'ids') f[p.name] = intTensor(p.type, b.ids, [b.B, b.S]);
+    else if (p.role === 'mask') f[p.name] = intTensor(p.type, b.mask, [b.B, b.T]);
+    else if (p.role === 'pos') f[p.name] = intTensor(p.type, b.pos, [b.B, b.S]);
+    else f[p.name] = past?.get(p.name) ?? emptyPast(p.type, [b.B, p.kv![0], 0, p.kv![1]]);
+  }
+  if (addedMask && wanted.has(addedMask)) f[addedMask] = new ort.Tensor('int64', b.mask, [b.B, b.T]);
+  return f;
+}
+
 /** An empty KV-cache tensor [batch, kvHeads, 0, headDim] of a graph input's type. */
 export function emptyPast(type: ort.Tensor.Type, dims: number[]): ort.Tensor {
   switch (type) {

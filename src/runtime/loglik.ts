@@ -21,7 +21,7 @@ import * as ort from 'onnxruntime-node';
 import { LobesError } from '../util/errors.js';
 import { encodeModel } from '../onnx/index.js';
 import { planBatches } from './batching.js';
-import { analyseModel, emptyPast, intTensor, planInputs, type Analysis, type FeedPlan } from './engine.js';
+import { analyseModel, modelFeeds, planInputs, type Analysis, type FeedPlan } from './engine.js';
 import { buildLoglikHeadModel, POSITIONS_INPUT, TARGET_LOGPROB, TARGET_TOP, TARGETS_INPUT } from './loglik-head.js';
 import { openEditedSession } from './providers.js';
 import type { Device, ModelInfo } from './types.js';
@@ -141,16 +141,7 @@ class OrtLoglik implements LoglikEngine {
   }
 
   private feeds(session: ort.InferenceSession, ids: BigInt64Array, mask: BigInt64Array, pos: BigInt64Array, B: number, S: number, T: number, positions: BigInt64Array, targets: BigInt64Array, past: Map<string, ort.Tensor> | null): Record<string, ort.Tensor> {
-    const wanted = new Set(session.inputNames);
-    const f: Record<string, ort.Tensor> = {};
-    for (const p of this.plans) {
-      if (!wanted.has(p.name)) continue;
-      if (p.role === 'ids') f[p.name] = intTensor(p.type, ids, [B, S]);
-      else if (p.role === 'mask') f[p.name] = intTensor(p.type, mask, [B, T]);
-      else if (p.role === 'pos') f[p.name] = intTensor(p.type, pos, [B, S]);
-      else f[p.name] = past?.get(p.name) ?? emptyPast(p.type, [B, p.kv![0], 0, p.kv![1]]);
-    }
-    if (this.addedMask && wanted.has(this.addedMask)) f[this.addedMask] = new ort.Tensor('int64', mask, [B, T]);
+    const f = modelFeeds(session, this.plans, { ids, mask, pos, B, S, T }, past, this.addedMask);
     f[POSITIONS_INPUT] = new ort.Tensor('int64', positions, [positions.length]);
     f[TARGETS_INPUT] = new ort.Tensor('int64', targets, [targets.length]);
     return f;

@@ -181,7 +181,7 @@ describe('lobes convert and --model FILE.gguf on a good file', () => {
     expect(m.model.source.path).toBe(TINY_GGUF);
     const settings = JSON.parse(readFileSync(path.join(j.run, 'wanda', 'settings.json'), 'utf8'));
     expect(settings.weights.source).toBe('gguf');
-    expect(settings.block).toEqual([32, 32]); // hidden 256 → blocks of 32
+    expect(settings.block).toEqual([16, 16]); // hidden 256: the default (auto) gives 16 blocks on the short side
     // wanda takes the GGUF as --model too (the same as --weights).
     const w = lobes(['wanda', j.run, '--model', TINY_GGUF, '--block', '32', '--permutations', '0', '--threads', '1', '--json']);
     expect(w.code, w.stderr).toBe(0);
