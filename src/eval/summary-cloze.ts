@@ -5,85 +5,16 @@
  * items with an exact (Clopper–Pearson) 95% interval and its chance level (mean 1/k over the
  * items). Also how often the correct option's continuation is the greedy one (lm-eval's
  * exact_match for multiple choice) and the mean continuation length in tokens.
- *
- * Clopper–Pearson for k successes in n: lower = Beta⁻¹(α/2; k, n − k + 1) (0 when k = 0),
- * upper = Beta⁻¹(1 − α/2; k + 1, n − k) (1 when k = n), with α = 0.05; the beta quantile is
- * found by bisection on the regularized incomplete beta function (continued fraction).
+ * The interval is src/util/stats.ts's Clopper–Pearson, as for every other eval count.
  */
+import { clopperPearson } from '../util/stats.js';
 import type { EvalRecord } from './types.js';
 import type { ClozeMetric, ClozeSummary } from './summary-types.js';
 
 export type { ClozeMetric, ClozeSummary, ClozeTaskSummary } from './summary-types.js';
 
-/** ln Γ(x) for x > 0 (Lanczos, g = 7, 9 terms). */
-export function logGamma(x: number): number {
-  const c = [0.99999999999980993, 676.5203681218851, -1259.1392167224028, 771.32342877765313, -176.61502916214059, 12.507343278686905, -0.13857109526572012, 9.9843695780195716e-6, 1.5056327351493116e-7];
-  if (x < 0.5) return Math.log(Math.PI / Math.sin(Math.PI * x)) - logGamma(1 - x);
-  const z = x - 1;
-  let a = c[0]!;
-  const t = z + 7.5;
-  for (let i = 1; i < 9; i++) a += c[i]! / (z + i);
-  return 0.5 * Math.log(2 * Math.PI) + (z + 0.5) * Math.log(t) - t + Math.log(a);
-}
-
-/** Continued fraction of the incomplete beta (modified Lentz). */
-function betaFraction(x: number, a: number, b: number): number {
-  const tiny = 1e-300;
-  let c = 1;
-  let d = 1 - ((a + b) * x) / (a + 1);
-  if (Math.abs(d) < tiny) d = tiny;
-  d = 1 / d;
-  let h = d;
-  for (let m = 1; m <= 500; m++) {
-    const m2 = 2 * m;
-    let aa = (m * (b - m) * x) / ((a + m2 - 1) * (a + m2));
-    d = 1 + aa * d;
-    if (Math.abs(d) < tiny) d = tiny;
-    c = 1 + aa / c;
-    if (Math.abs(c) < tiny) c = tiny;
-    d = 1 / d;
-    h *= d * c;
-    aa = (-(a + m) * (a + b + m) * x) / ((a + m2) * (a + m2 + 1));
-    d = 1 + aa * d;
-    if (Math.abs(d) < tiny) d = tiny;
-    c = 1 + aa / c;
-    if (Math.abs(c) < tiny) c = tiny;
-    d = 1 / d;
-    const del = d * c;
-    h *= del;
-    if (Math.abs(del - 1) < 1e-15) break;
-  }
-  return h;
-}
-
-/** The regularized incomplete beta function I_x(a, b). */
-export function regularizedBeta(x: number, a: number, b: number): number {
-  if (x <= 0) return 0;
-  if (x >= 1) return 1;
-  const lnFront = logGamma(a + b) - logGamma(a) - logGamma(b) + a * Math.log(x) + b * Math.log(1 - x);
-  if (x < (a + 1) / (a + b + 2)) return (Math.exp(lnFront) * betaFraction(x, a, b)) / a;
-  return 1 - (Math.exp(lnFront) * betaFraction(1 - x, b, a)) / b;
-}
-
-/** The p-quantile of Beta(a, b), by bisection. */
-export function betaQuantile(p: number, a: number, b: number): number {
-  let lo = 0;
-  let hi = 1;
-  for (let i = 0; i < 100; i++) {
-    const mid = (lo + hi) / 2;
-    if (regularizedBeta(mid, a, b) < p) lo = mid;
-    else hi = mid;
-  }
-  return (lo + hi) / 2;
-}
-
-/** Exact (Clopper–Pearson) 1 − alpha interval for k successes in n trials; null for n = 0. */
-export function clopperPearson(k: number, n: number, alpha = 0.05): [number, number] | null {
-  if (n === 0) return null;
-  const lo = k === 0 ? 0 : betaQuantile(alpha / 2, k, n - k + 1);
-  const hi = k === n ? 1 : betaQuantile(1 - alpha / 2, k + 1, n - k);
-  return [lo, hi];
-}
+/** The exact interval (src/util/stats.ts, the one every eval count uses); re-exported for callers of this module. */
+export { clopperPearson };
 
 function metric(hits: boolean[], chance: number): ClozeMetric {
   const n = hits.length;
