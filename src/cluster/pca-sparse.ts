@@ -7,7 +7,7 @@
  * same order as the dense PCA's, so both find the same subspace up to rounding.
  */
 import { Rng } from '../util/rng.js';
-import { jacobiEigen, orthonormalize } from './pca.js';
+import { orthonormalize, sketchComponents, sketchEigen } from './pca.js';
 
 /** Compressed sparse rows [n, d]. */
 export interface Csr {
@@ -93,28 +93,8 @@ export function pcaCsr(A: Csr, k: number, seed = 0, powerIterations = 2, oversam
     orthonormalize(Q, n, l);
   }
   const Zt = mulCentredT(A, mean, Q, l);
-  const G = new Float64Array(l * l);
-  for (let r = 0; r < d; r++) {
-    const o = r * l;
-    for (let a = 0; a < l; a++) {
-      const v = Zt[o + a];
-      if (v === 0) continue;
-      for (let b = a; b < l; b++) G[a * l + b] += v * Zt[o + b];
-    }
-  }
-  for (let a = 0; a < l; a++) for (let b = 0; b < a; b++) G[a * l + b] = G[b * l + a];
-  const { values, vectors } = jacobiEigen(G, l);
-  const components = new Float64Array(d * k);
-  for (let c = 0; c < k; c++) {
-    const s = Math.sqrt(Math.max(values[c], 0));
-    if (!(s > 0)) continue;
-    for (let r = 0; r < d; r++) {
-      let acc = 0;
-      const o = r * l;
-      for (let a = 0; a < l; a++) acc += Zt[o + a] * vectors[a * l + c];
-      components[r * k + c] = acc / s;
-    }
-  }
+  const { values, vectors } = sketchEigen(Zt, d, l);
+  const components = sketchComponents(Zt, d, l, k, values, vectors);
   return { k, mean, components };
 }
 

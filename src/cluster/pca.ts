@@ -112,17 +112,7 @@ function* pcaSteps(X: Float32Array | Float64Array, n: number, d: number, k: numb
   }
   // B = Qᵀ Xc [l, d]; B Bᵀ = (Xcᵀ Q)ᵀ (Xcᵀ Q)
   const Zt: Float64Array = yield { op: 'xtb', X: Xc, n, d, B: Q, l }; // [d, l] = Bᵀ
-  const G = new Float64Array(l * l);
-  for (let r = 0; r < d; r++) {
-    const o = r * l;
-    for (let a = 0; a < l; a++) {
-      const v = Zt[o + a];
-      if (v === 0) continue;
-      for (let b = a; b < l; b++) G[a * l + b] += v * Zt[o + b];
-    }
-  }
-  for (let a = 0; a < l; a++) for (let b = 0; b < a; b++) G[a * l + b] = G[b * l + a];
-  const { values, vectors } = jacobiEigen(G, l);
+  const { values, vectors } = sketchEigen(Zt, d, l);
   // scores = Q · U[:, :k] · S  (S = sqrt(eigenvalue)); Xc·v = Q·Bv = Q·u·s
   const scores = new Float64Array(n * k);
   const variances = new Float64Array(k);
@@ -136,7 +126,35 @@ function* pcaSteps(X: Float32Array | Float64Array, n: number, d: number, k: numb
       scores[i * k + c] = acc * s;
     }
   }
-  // components: V = Bᵀ U S⁻¹ = Zt · U / s
+  const components = sketchComponents(Zt, d, l, k, values, vectors);
+  fixSigns(scores, n, k, components, d);
+  let captured = 0;
+  for (let c = 0; c < k; c++) captured += Math.max(values[c], 0);
+  return { scores, k, variances, explainedVariance: total > 0 ? captured / total : 0, totalVariance: total / denom, mean, components };
+}
+
+/**
+ * The eigen-decomposition of B Bᵀ for the sketch B = Zᵀ [l, d], given Zt [d, l] row-major
+ * (B Bᵀ = Ztᵀ Zt, accumulated over the upper triangle and mirrored): the last step of a
+ * randomized PCA, dense or sparse (pca-sparse.ts).
+ */
+export function sketchEigen(Zt: Float64Array, d: number, l: number): { values: Float64Array; vectors: Float64Array } {
+  const G = new Float64Array(l * l);
+  for (let r = 0; r < d; r++) {
+    const o = r * l;
+    for (let a = 0; a < l; a++) {
+      const v = Zt[o + a];
+      if (v === 0) continue;
+      for (let b = a; b < l; b++) G[a * l + b] += v * Zt[o + b];
+    }
+  }
+  for (let a = 0; a < l; a++) for (let b = 0; b < a; b++) G[a * l + b] = G[b * l + a];
+  const { values, vectors } = jacobiEigen(G, l);
+  return { values, vectors };
+}
+
+/** The top k components [d, k] from the sketch and its eigen-decomposition: V = Bᵀ U S⁻¹ = Zt · U / s. */
+export function sketchComponents(Zt: Float64Array, d: number, l: number, k: number, values: Float64Array, vectors: Float64Array): Float64Array {
   const components = new Float64Array(d * k);
   for (let c = 0; c < k; c++) {
     const s = Math.sqrt(Math.max(values[c], 0));
@@ -148,10 +166,7 @@ function* pcaSteps(X: Float32Array | Float64Array, n: number, d: number, k: numb
       components[r * k + c] = acc / s;
     }
   }
-  fixSigns(scores, n, k, components, d);
-  let captured = 0;
-  for (let c = 0; c < k; c++) captured += Math.max(values[c], 0);
-  return { scores, k, variances, explainedVariance: total > 0 ? captured / total : 0, totalVariance: total / denom, mean, components };
+  return components;
 }
 
 /**

@@ -5,7 +5,6 @@
  * argmax. `prefill`/`extend` run one sequence with the model's KV cache (greedy generation
  * for --cot): a second session that also returns the cache.
  */
-import { modelContext } from '../runtime/plan.js';
 import * as ort from 'onnxruntime-node';
 import { LobesError } from '../util/errors.js';
 import { encodeModel } from '../onnx/index.js';
@@ -166,11 +165,6 @@ class OrtScorer implements Scorer {
     await this.scoring.release();
     if (this.gen) await this.gen.release();
   }
-}
-
-/** The model's context length in tokens (src/runtime/plan.ts modelContext), or null. */
-export function modelContextLength(modelDir: string): number | null {
-  return modelContext(modelDir)?.tokens ?? null;
 }
 
 /** Open the scorer on a model folder (or .onnx file). */

@@ -8,7 +8,7 @@
  * command resumes from its last listed chunk.
  */
 import { createHash } from 'node:crypto';
-import { mkdirSync, existsSync, readdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import * as path from 'node:path';
 import { LobesError } from '../util/errors.js';
 import { writeFileAtomicSync, writeFileAtomic, cleanTempFiles } from '../util/io.js';
@@ -144,15 +144,5 @@ export class ChunkWriter {
     writeChunkIndex(this.runDir, this.index);
     this.done.add(entry.chunk);
     return entry;
-  }
-}
-
-/** Whether a folder is absent or empty (a new run may be created there). */
-export function isEmptyOrMissing(dir: string): boolean {
-  if (!existsSync(dir)) return true;
-  try {
-    return readdirSync(dir).length === 0;
-  } catch {
-    return false;
   }
 }

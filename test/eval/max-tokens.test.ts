@@ -8,7 +8,9 @@ import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } 
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { runEval, readEvalResults } from '../../src/eval/run.js';
-import { modelContextLength } from '../../src/eval/engine.js';
+import { modelContext } from '../../src/runtime/plan.js';
+
+const modelContextLength = (dir: string) => modelContext(dir)?.tokens ?? null;
 import { ensureGeneratedModel } from '../../src/models/write.js';
 import { GENAI, hasGenai } from '../runtime/helpers.js';
 
