@@ -93,6 +93,8 @@ interface Job {
   where: string;
   rendered?: RenderedPrompt;
   slot?: AnswerSlot;
+  /** Tokens the job needs (jobTokens), once computed. */
+  need?: number;
 }
 
 /** Scored result of a job. */
@@ -109,19 +111,28 @@ function prepareSlot(j: Job, tok: EvalTokenizer): void {
 }
 
 /**
+ * Tokens one job needs, computed once: its prompt up to the answer slot; with --cot, the prompt
+ * without the answer prefix, the reasoning budget and a short answer suffix.
+ */
+function jobTokens(j: Job, ctx: EvaluateContext): number {
+  if (j.need === undefined) {
+    if (ctx.cot > 0) j.need = ctx.tok.encode(prepare(j, ctx.tok, false).text).length + ctx.cot + COT_SUFFIX_ALLOWANCE;
+    else {
+      prepareSlot(j, ctx.tok);
+      j.need = j.slot!.ids.length;
+    }
+  }
+  return j.need;
+}
+
+/**
  * Why a group of jobs (the shuffles of one prompt) cannot be scored within ctx.maxTokens, or
  * null. With --cot the prompt, the reasoning budget and a short answer suffix must fit.
  */
 function tooLong(group: Job[], ctx: EvaluateContext): string | null {
   if (ctx.maxTokens === null) return null;
   let longest = 0;
-  for (const j of group) {
-    if (ctx.cot > 0) longest = Math.max(longest, ctx.tok.encode(prepare(j, ctx.tok, false).text).length + ctx.cot + COT_SUFFIX_ALLOWANCE);
-    else {
-      prepareSlot(j, ctx.tok);
-      longest = Math.max(longest, j.slot!.ids.length);
-    }
-  }
+  for (const j of group) longest = Math.max(longest, jobTokens(j, ctx));
   if (longest <= ctx.maxTokens) return null;
   return ctx.cot > 0
     ? `the prompt and ${ctx.cot} reasoning tokens need ${longest} tokens; --skip-longer-than is ${ctx.maxTokens}`
@@ -303,13 +314,9 @@ async function scoreShared(jobs: Job[], ctx: EvaluateContext): Promise<Scored[]>
 function checkMemory(jobs: Job[], ctx: EvaluateContext): void {
   const arch = ctx.scorer?.info?.arch;
   if (!ctx.memory || !arch) return;
-  const items = jobs.map((j) => {
-    if (ctx.cot > 0) return { id: j.where, tokens: ctx.tok.encode(prepare(j, ctx.tok, false).text).length + ctx.cot + COT_SUFFIX_ALLOWANCE };
-    prepareSlot(j, ctx.tok);
-    return { id: j.where, tokens: j.slot!.ids.length };
-  });
+  const items = jobs.map((j) => ({ id: j.where, tokens: jobTokens(j, ctx) }));
   const batches = ctx.cot > 0 || ctx.sharePrefix ? items.map((_, i) => [i]) : planBatches(Int32Array.from(items, (x) => x.tokens), { batch: ctx.batch ?? undefined, tokenBudget: ctx.tokenBudget ?? undefined });
-  checkBatchMemory(batches, items, arch, { device: ctx.memory.device, limit: ctx.memory.limit, hint: '--batch 1 or --token-budget N makes batches smaller; --max-tokens N skips longer prompts' });
+  checkBatchMemory(batches, items, arch, { device: ctx.memory.device, limit: ctx.memory.limit, hint: '--batch 1 or --token-budget N makes batches smaller; --skip-longer-than N skips longer prompts' });
 }
 
 /** Score groups of jobs (each group: the shuffles of one prompt); results in job order. */
