@@ -13,17 +13,11 @@ import { main } from '../../src/cli/main.js';
 import { limitItems, stratifiedSample } from '../../src/data/subset.js';
 import { UsageError } from '../../src/util/errors.js';
 import { editDistance, nearest } from '../../src/util/suggest.js';
+import { capture } from '../capture.js';
 
 const ROOT = path.resolve(__dirname, '../..');
 const BIN = path.join(ROOT, 'src/cli/bin.ts');
 
-function capture() {
-  let out = '';
-  let err = '';
-  vi.spyOn(process.stdout, 'write').mockImplementation((s: any) => ((out += String(s)), true));
-  vi.spyOn(process.stderr, 'write').mockImplementation((s: any) => ((err += String(s)), true));
-  return { out: () => out, err: () => err };
-}
 afterEach(() => vi.restoreAllMocks());
 
 const SPEC: CommandSpec = {

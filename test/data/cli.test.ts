@@ -7,6 +7,7 @@ import { main } from '../../src/cli/main.js';
 import { loadDataset } from '../../src/data/index.js';
 import { reasonKey } from '../../src/data/inspect.js';
 import { LobesErrors } from '../../src/util/errors.js';
+import { capture } from '../capture.js';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'lobes-data-cli-'));
 const SHARED = path.resolve(__dirname, '../../../shared');
@@ -15,13 +16,6 @@ const MODEL = path.join(SHARED, 'models/ort-genai-tiny-llama-fp16');
 if (!existsSync(TREES)) console.log(`test/data/cli.test.ts: SocialEval inspect test skipped, ${TREES} is absent`);
 if (!existsSync(path.join(MODEL, 'tokenizer.json'))) console.log(`test/data/cli.test.ts: tokenizer test skipped, ${MODEL} is absent`);
 
-function capture() {
-  let out = '';
-  let err = '';
-  vi.spyOn(process.stdout, 'write').mockImplementation((s: any) => ((out += String(s)), true));
-  vi.spyOn(process.stderr, 'write').mockImplementation((s: any) => ((err += String(s)), true));
-  return { out: () => out, err: () => err };
-}
 afterEach(() => vi.restoreAllMocks());
 
 describe('lobes data inspect', () => {
