@@ -16,7 +16,9 @@ import { readSafetensorsHeader, readTensorFloat32, type StHeader } from '../form
 import type { RunManifest, SampleRow } from '../store/types.js';
 import { readManifest, readSamples } from '../store/index.js';
 import { checkProvenance, ProvenanceError, sameModel } from '../store/provenance.js';
-import { readEvalResults } from '../eval/store.js';
+import { EVAL_MANIFEST } from '../eval/store.js';
+import { readVerifiedJsonl } from '../store/records.js';
+import type { EvalRecord } from '../eval/types.js';
 import type { WandaSettings, WandaRegions, WandaMetrics, WandaMatrix } from '../wanda/types.js';
 import type { ClusterSettings, ClusterCoords, ClusterMetrics, ClusterItems } from '../cluster/types.js';
 import { isAttendDir, loadAttend, type AttendData } from './attend.js';
@@ -306,10 +308,13 @@ function evalBelongs(ev: EvalData, manifest: RunManifest, samples: SampleRow[], 
   if (!sameModel(ev.manifest.model, manifest.model)) {
     throw new ProvenanceError(`the evaluation scored another model (${ev.manifest.model?.dir ?? 'unknown'}) than the run captured (${manifest.model.dir})`, { file, hint: 'evaluate the run\'s model, or report the evaluation folder on its own' });
   }
-  // Verified read: records edited after the evaluation are refused, as lobes eval label refuses them.
+  // Verified read of the records the loaded eval.json lists: records edited after the evaluation
+  // are refused, as lobes eval label refuses them.
   let ids: Set<string>;
   try {
-    ids = new Set(readEvalResults(dir).records.map((r) => r.id));
+    const recorded = ev.manifest.files?.records;
+    if (!recorded) throw new LobesError('eval.json lists no records file', { file });
+    ids = new Set(readVerifiedJsonl<EvalRecord>(dir, recorded, EVAL_MANIFEST).map((r) => r.id));
   } catch (e) {
     if (e instanceof LobesError) throw new ProvenanceError(e.message, {});
     throw e;

@@ -67,6 +67,11 @@ describe('evaluation in the report and in compare', () => {
     const p = runPayload(m);
     expect(p.eval!.summary.mcq!.overall.accuracy).toBe(1);
     expect(p.eval!.reference.rows.length).toBe(4);
+    // Records edited after the evaluation (a `correct` flipped by hand, same size) are left out with the reason.
+    writeFileSync(path.join(run, 'eval', 'records.jsonl'), text.replace('"correct":true', '"correct":null'));
+    const edited = await loadRun(run);
+    expect(edited.eval).toBeNull();
+    expect(edited.omitted.join('\n')).toMatch(/the evaluation left out: .*records\.jsonl: was changed after it was written \(size or sha256 differ from eval\.json\)/);
     const a = await loadRun(evA);
     const b = await loadRun(evB);
     expect(runPayload(a).scatter).toBeNull();
