@@ -585,19 +585,27 @@ async function extractChunks(todo: number[], writer: ChunkWriter, ctx: ChunkCont
   const { s, input, clock } = ctx;
   let lastSave = Date.now();
   let pending: Promise<void> | null = null;
-  for (const c of todo) {
-    const { start, n } = chunkSpan(c, s.chunkRows, input.N);
-    const buffers = await captureChunk(c, ctx);
-    // Wait for the previous chunk's files (storeMs counts only time the loop is held up by storage).
-    const ts = performance.now();
-    if (pending) await pending;
-    pending = writer.writeAsync(c, start, n, buffers).then(() => undefined);
-    pending.catch(() => undefined); // awaited below; avoid an unhandled-rejection warning meanwhile
-    clock.storeMs += performance.now() - ts;
-    if (Date.now() - lastSave > 30_000) {
-      save();
-      lastSave = Date.now();
+  try {
+    for (const c of todo) {
+      const { start, n } = chunkSpan(c, s.chunkRows, input.N);
+      const buffers = await captureChunk(c, ctx);
+      // Wait for the previous chunk's files (storeMs counts only time the loop is held up by storage).
+      const ts = performance.now();
+      if (pending) await pending;
+      pending = writer.writeAsync(c, start, n, buffers).then(() => undefined);
+      pending.catch(() => undefined); // awaited below; avoid an unhandled-rejection warning meanwhile
+      clock.storeMs += performance.now() - ts;
+      if (Date.now() - lastSave > 30_000) {
+        save();
+        lastSave = Date.now();
+      }
     }
+  } catch (e) {
+    // The model failed: let the previous chunk's files finish (listed, or not at all) before the
+    // error leaves, so nothing is still being written once the command has failed and let go of
+    // the folder's lock.
+    if (pending) await pending.catch(() => undefined);
+    throw e;
   }
   const ts = performance.now();
   if (pending) await pending;

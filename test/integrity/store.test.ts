@@ -46,6 +46,8 @@ describe('run pieces are checked against each other and against what produced th
     expect(listed).toBeGreaterThan(0);
     expect(listed).toBeLessThan(N / K);
     const before = snapshot(out);
+    // The failed command waited for its last chunk's files: nothing is half-written once it returns.
+    expect(Object.keys(before).filter((f) => f.includes('.tmp-'))).toEqual([]);
     const tok = path.join(model, 'tokenizer.json');
     const original = readFileSync(tok);
     writeFileSync(tok, '{"model":{"vocab":{"a":2,"b":1}}}\n');
