@@ -17,7 +17,10 @@
  * ratio is conversion throughput / baseline throughput = baseline seconds / conversion
  * seconds; the target is ≥ 0.5 against the copy, with peak RSS ≤ 2 GB.
  *
- *   npx tsx bench/gguf-convert.ts [smollm2] [big] [--layers N] [--dir PARENT] [--layout explicit|genai] [--keep]
+ *   npx tsx bench/gguf-convert.ts [smollm2] [big] [--layers N] [--dir PARENT] [--layout explicit|genai] [--keep] [--gguf FILE]
+ *
+ * --gguf FILE: the 8B-shaped GGUF is written to FILE (when it does not exist yet) and kept, so
+ * that later runs reuse it instead of generating 4.9 GB again; delete it yourself afterwards.
  *
  * Check `df -h` first: big needs about 4.9 GB (GGUF) + 4.9 GB (copy, removed at once) + the
  * converted folder (about 7 GB: fp32 embeddings) free; everything is deleted at the end unless --keep.
@@ -37,7 +40,7 @@ import { byteLevelMetadataFromHf, LLAMA3_DIR, SMOL_GGUF } from '../test/convert/
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
-  options: { layers: { type: 'string' }, dir: { type: 'string' }, layout: { type: 'string' }, keep: { type: 'boolean' }, child: { type: 'string' } },
+  options: { layers: { type: 'string' }, dir: { type: 'string' }, gguf: { type: 'string' }, layout: { type: 'string' }, keep: { type: 'boolean' }, child: { type: 'string' } },
 });
 
 const SELF = fileURLToPath(import.meta.url);
@@ -224,10 +227,17 @@ function big(dir: string, layers: number, layout: 'explicit' | 'genai'): void {
   const free = Number(statfsSync(dir).bavail) * Number(statfsSync(dir).bsize);
   const need = (layers / 32) * 17e9;
   if (free < need) throw new Error(`big: ${gb(free)} GB free in ${dir}, about ${gb(need)} GB needed`);
-  const file = path.join(dir, 'llama-8b-shaped-Q4_K_M.gguf');
+  const reuse = values.gguf ? path.resolve(values.gguf) : null;
+  const file = reuse ?? path.join(dir, 'llama-8b-shaped-Q4_K_M.gguf');
   let t0 = performance.now();
-  const bytes = writeBig(file, layers);
-  console.log(`big: wrote ${file} (${gb(bytes)} GB, ${layers} layers) in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+  let bytes: number;
+  if (reuse && existsSync(reuse)) {
+    bytes = statSync(reuse).size;
+    console.log(`big: reusing ${file} (${gb(bytes)} GB)`);
+  } else {
+    bytes = writeBig(file, layers);
+    console.log(`big: wrote ${file} (${gb(bytes)} GB, ${layers} layers) in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+  }
   try {
     timeSh(`cat ${sh(file)} > /dev/null`);
     const catRead = timeSh(`cat ${sh(file)} > /dev/null`, 2);
@@ -250,7 +260,7 @@ function big(dir: string, layers: number, layout: 'explicit' | 'genai'): void {
     console.log(`big: wall time by what was being written: ${Object.entries(r.phases).map(([k, v]) => `${k} ${v.s.toFixed(1)} s${v.bytes ? ` (${gb(v.bytes)} GB)` : ''}`).join('; ')}`);
     if (!values.keep) rmSync(out, { recursive: true, force: true });
   } finally {
-    if (!values.keep) rmSync(file, { force: true });
+    if (!values.keep && !reuse) rmSync(file, { force: true });
   }
 }
 

@@ -24,8 +24,11 @@ import { openGgufLlama, type GgufLlama } from './gguf-llama.js';
 import { tokenizerFilesFromGguf } from './tokenizer.js';
 import { checkForceTarget, checkSourceUnchanged, sourceSnapshot } from './guard.js';
 
-/** Bump when a converted folder would differ for the same GGUF and options (cache entries are keyed by it). */
-export const CONVERTER_VERSION = '1';
+/**
+ * Bump when a converted folder would differ for the same GGUF and options (cache entries are
+ * keyed by it). 2: the explicit layout keeps a quantized lm_head's blocks as MatMulNBits.
+ */
+export const CONVERTER_VERSION = '2';
 
 /** --weights: how projection weights are stored; 'auto' picks the smallest exact storage (see `chooseWeights`). */
 export type WeightsMode = 'auto' | 'q4' | 'fp16' | 'fp32';

@@ -71,8 +71,8 @@ export class GgufWeightSource implements LlamaWeightSource {
   /** Raw bytes read into one reused buffer, then decoded into a fresh output (one allocation per call). */
   private raw = new Uint8Array(0);
 
-  private decode(t: GgufTensorInfo, r0: number, r1: number): Float32Array {
-    const out = new Float32Array((r1 - r0) * t.dims[0]);
+  private decode(t: GgufTensorInfo, r0: number, r1: number, into?: Float32Array): Float32Array {
+    const out = into ? into.subarray(0, (r1 - r0) * t.dims[0]) : new Float32Array((r1 - r0) * t.dims[0]);
     const place = { file: this.g.file, where: `tensor ${JSON.stringify(t.name)}` };
     const rowsPer = Math.max(1, Math.floor(READ_BYTES / t.rowBytes));
     for (let r = r0; r < r1; r += rowsPer) {
@@ -87,6 +87,20 @@ export class GgufWeightSource implements LlamaWeightSource {
   /** HF shape: [rows, cols] (norms [n]). */
   shape(name: string): number[] {
     return [...this.get(name).shape];
+  }
+
+  /** rows() into a caller's buffer: decoded straight into it for a matrix whose rows are in order (no fresh chunk). */
+  rowsInto(name: string, r0: number, r1: number, out: Float32Array): Float32Array {
+    const m = this.get(name);
+    const t = m.tensor;
+    const inOrder = t.dims.length === 2 && m.permutedHeads === 0 && Number.isInteger(r0) && Number.isInteger(r1) && r0 >= 0 && r0 <= r1 && r1 <= t.rows;
+    if (!inOrder || out.length < (r1 - r0) * t.dims[0]) {
+      const got = this.rows(name, r0, r1);
+      if (out.length < got.length) return got;
+      out.set(got);
+      return out.subarray(0, got.length);
+    }
+    return this.decode(t, r0, r1, out);
   }
 
   /** HF rows [r0, r1) as float32, row-major (Q/K rows in Hugging Face order); a 1-D weight [n] is n rows of one value. */

@@ -154,9 +154,20 @@ function q4k(src: Uint8Array, n: number, k: number, packed: Uint8Array, scales: 
   }
 }
 
-/** Q6_K: 256 values, 16 sub-blocks of 16 with an int8 scale; codes: 4 low bits in ql, 2 high bits in qh; zero point 32. */
+/**
+ * Q6_K: 256 values, 16 sub-blocks of 16 with an int8 scale; codes: 4 low bits in ql, 2 high bits
+ * in qh; zero point 32. Four codes at a time through 32-bit words: byte k of a ql word gives the
+ * low nibbles of values l + k (low half) and l + 64 + k (high half), byte k of a qh word their
+ * two high bits, 2 bits per 32-value quarter.
+ */
 function q6k(src: Uint8Array, n: number, k: number, packed: Uint8Array, scales: Float32Array): void {
   const blocks = (n * k) / 256;
+  // Blocks are 210 bytes, so only every other one is 4-byte aligned: words are read through a DataView.
+  const dv = new DataView(src.buffer, src.byteOffset, src.byteLength);
+  const aligned = packed.byteOffset % 4 === 0;
+  const o32 = aligned ? new Uint32Array(packed.buffer, packed.byteOffset, packed.byteLength >> 2) : null;
+  const M4 = 0x0f0f0f0f;
+  const M2 = 0x03030303;
   for (let b = 0; b < blocks; b++) {
     const o = b * 210;
     const d = HALF[src[o + 208]! | (src[o + 209]! << 8)]!;
@@ -165,14 +176,28 @@ function q6k(src: Uint8Array, n: number, k: number, packed: Uint8Array, scales: 
       const ql = o + h * 64;
       const qh = o + 128 + h * 32;
       const y = b * 256 + h * 128;
-      for (let l = 0; l < 32; l++) {
-        const a = src[ql + l]!;
-        const c = src[ql + l + 32]!;
-        const e = src[qh + l]!;
-        packed[y + l] = (a & 15) | ((e & 3) << 4);
-        packed[y + l + 32] = (c & 15) | (((e >> 2) & 3) << 4);
-        packed[y + l + 64] = (a >> 4) | (((e >> 4) & 3) << 4);
-        packed[y + l + 96] = (c >> 4) | (((e >> 6) & 3) << 4);
+      for (let l = 0; l < 32; l += 4) {
+        const a = dv.getUint32(ql + l, true);
+        const c = dv.getUint32(ql + l + 32, true);
+        const e = dv.getUint32(qh + l, true);
+        const w0 = (a & M4) | ((e & M2) << 4);
+        const w1 = (c & M4) | (((e >>> 2) & M2) << 4);
+        const w2 = ((a >>> 4) & M4) | (((e >>> 4) & M2) << 4);
+        const w3 = ((c >>> 4) & M4) | (((e >>> 6) & M2) << 4);
+        if (o32) {
+          const w = (y + l) >> 2;
+          o32[w] = w0;
+          o32[w + 8] = w1;
+          o32[w + 16] = w2;
+          o32[w + 24] = w3;
+        } else {
+          for (let j = 0; j < 4; j++) {
+            packed[y + l + j] = (w0 >>> (8 * j)) & 255;
+            packed[y + l + 32 + j] = (w1 >>> (8 * j)) & 255;
+            packed[y + l + 64 + j] = (w2 >>> (8 * j)) & 255;
+            packed[y + l + 96 + j] = (w3 >>> (8 * j)) & 255;
+          }
+        }
       }
     }
   }

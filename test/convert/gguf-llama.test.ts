@@ -13,6 +13,7 @@ import * as ort from 'onnxruntime-node';
 import { openGgufLlama, ropeScalingFromFreqFactors, ggufRowOf, hfRowOf, shortFloat32, type GgufLlama } from '../../src/convert/gguf-llama.js';
 import { convertGguf } from '../../src/convert/convert.js';
 import { openCaptureEngine } from '../../src/runtime/engine.js';
+import { loadModel } from '../../src/onnx/index.js';
 import { TINY_GGUF, loadTinyGoldens, relErr, batchOf, type TinyGoldens } from './tiny-llama3.js';
 
 /** llama.cpp's rope_freqs for llama3 scaling, written from its converter's description. */
@@ -180,7 +181,11 @@ describe('tiny Llama-3.1-shaped GGUF', () => {
     const res = await convertGguf(TINY_GGUF, path.join(tmp, 'q4'), { weights: 'q4' });
     expect(res.requantized).toEqual(['model.layers.1.mlp.down_proj.weight']);
     expect(res.storage.nbits4).toBe(6);
-    expect(res.storage.nbits8).toBe(5);
+    // 5 projections and lm_head (the file's Q6_K output weight, kept as 8-bit blocks)
+    expect(res.storage.nbits8).toBe(6);
+    const g = loadModel(res.dir).model.graph!;
+    const head = g.node.find((n) => n.output.includes('logits'))!;
+    expect(head.opType).toBe('MatMulNBits');
     // Everything before layer 1's down_proj (the F16 weight) uses exact weights: equal to the oracle.
     const eng = await openCaptureEngine(res.dir, { capture: ['final', 'mlp'], device: 'cpu' });
     try {
@@ -198,6 +203,35 @@ describe('tiny Llama-3.1-shaped GGUF', () => {
       });
     } finally {
       await eng.close();
+    }
+    // The 8-bit lm_head computes the GGUF's dequantized output weight (ggml.ts, not the
+    // MatMulNBits path): logits = final.hidden · Wᵀ, in float64 here.
+    const V = gold.config.vocab;
+    const H = gold.config.hidden;
+    const W = model.weights.rows('lm_head.weight', 0, V);
+    const finalEng = await openCaptureEngine(res.dir, { capture: ['final'], device: 'cpu' });
+    const session = await ort.InferenceSession.create(path.join(res.dir, 'model.onnx'));
+    try {
+      for (const ids of gold.sequences) {
+        const n = ids.length;
+        const hidden = (await finalEng.run(batchOf([ids]))).get('final.hidden')!;
+        const feeds = {
+          input_ids: new ort.Tensor('int64', BigInt64Array.from(ids, BigInt), [1, n]),
+          attention_mask: new ort.Tensor('int64', new BigInt64Array(n).fill(1n), [1, n]),
+          position_ids: new ort.Tensor('int64', BigInt64Array.from({ length: n }, (_, i) => BigInt(i)), [1, n]),
+        };
+        const logits = ((await session.run(feeds)).logits!.data as Float32Array).subarray((n - 1) * V, n * V);
+        const want = new Float32Array(V);
+        for (let v = 0; v < V; v++) {
+          let acc = 0;
+          for (let j = 0; j < H; j++) acc += W[v * H + j]! * hidden[j]!;
+          want[v] = acc;
+        }
+        expect(relErr(logits, want)).toBeLessThan(1e-5);
+      }
+    } finally {
+      await session.release();
+      await finalEng.close();
     }
   });
 

@@ -8,7 +8,7 @@ import { describe, it, expect } from 'vitest';
 import { ggmlToMatMulNBits } from '../../src/formats/ggml-nbits.js';
 import { GgmlType, ggmlType } from '../../src/formats/ggml.js';
 import { floatToHalf } from '../../src/util/half.js';
-import { toMatMulNBits } from '../../src/convert/nbits-fast.js';
+import { decodeInto, toMatMulNBits } from '../../src/convert/nbits-fast.js';
 
 function rng(seed: number): () => number {
   let x = seed >>> 0 || 1;
@@ -93,6 +93,18 @@ describe('fast MatMulNBits forms', () => {
     }
     expect(toMatMulNBits(GgmlType.Q4_K, src, n, k).mins).toBeNull();
     same(GgmlType.Q4_K, src, n, k);
+  });
+
+  it('Q6_K decoded into an output that is not 4-byte aligned (byte by byte) gives the same codes and scales', () => {
+    const n = 5;
+    const k = 512;
+    const src = blocks(GgmlType.Q6_K, n, k, 13);
+    const ref = ggmlToMatMulNBits(GgmlType.Q6_K, src, n, k);
+    const out = new Uint8Array(n * k + 1);
+    const scales = new Float32Array((n * k) / 16);
+    decodeInto('Q6_K', src, n, k, out.subarray(1), scales, null);
+    expect(Buffer.from(out.subarray(1)).equals(Buffer.from(ref.packed))).toBe(true);
+    expect(Buffer.from(scales.buffer).equals(Buffer.from(ref.scales.buffer))).toBe(true);
   });
 
   it('other types go to the general converter', () => {

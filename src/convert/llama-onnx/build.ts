@@ -141,6 +141,13 @@ export class GraphBuilder {
     return this.blockCache.get(name)!;
   }
 
+  /** Whether the weights are 'q4' and the source gives `name` as blocks ONNX Runtime's MatMulNBits runs. */
+  hasRunnableBlocks(name: string): boolean {
+    if (this.opts.weights !== 'q4') return false;
+    const blocks = this.blocksOf(name);
+    return blocks !== null && runnableNbits(blocks);
+  }
+
   /**
    * The MatMulNBits plan of weights stacked along d_out, or null when they cannot share one
    * MatMulNBits node (different forms from the source, or a form that must be expanded).

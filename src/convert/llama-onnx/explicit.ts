@@ -4,7 +4,8 @@
  * inv_freq (rotate-half with Slice/Concat), attention as MatMul(q, kᵀ)·scale + mask → Softmax
  * → MatMul(·, v) with a causal + padding mask, grouped-query attention by repeating the KV
  * heads, SiLU as Sigmoid·x, optional KV-cache inputs/outputs. Projections are MatMul over
- * [d_in, d_out] weights named onnx::MatMul_N, or MatMulNBits.
+ * [d_in, d_out] weights named onnx::MatMul_N, or MatMulNBits. lm_head is MatMulNBits when the
+ * weights are 'q4' and the source gives its blocks in a form ONNX Runtime runs, else float.
  *
  * Inputs: input_ids, attention_mask [batch, total], position_ids, (past_key_values.{i}.key/value
  * [batch, kvHeads, past, headDim]). Outputs: logits (and present.{i}.key/value).
@@ -180,8 +181,13 @@ export function buildExplicit(b: GraphBuilder): GGraph {
     let wT = node('Transpose', '/lm_head/Transpose', [embed], { perm: ints([1, 0]) });
     wT = b.castTo(wT, embDtype, '/lm_head/Cast');
     node('MatMul', '/lm_head/MatMul', [hf, wT], undefined, { outputs: ['logits'] });
+  } else if (b.hasRunnableBlocks(W.lmHead)) {
+    // The source's own blocks (e.g. a GGUF's Q6_K output weight) as MatMulNBits: exact, a
+    // quarter to a third of the float bytes, and written whole instead of transposed.
+    const n = naming('/lm_head');
+    b.projection(hf, [W.lmHead], { ...n, node: (op, bits) => ({ ...n.node(op, bits), output: 'logits' }) });
   } else {
-    // lm_head stays float (fp32/fp16 like the embeddings) in this layout.
+    // Otherwise lm_head stays float (fp32/fp16 like the embeddings): never re-quantized from rows.
     const n = naming('/lm_head');
     const dtype = b.opts.weights === 'fp16' ? 'float16' : ft;
     let w = b.floatTensor(n.floatInit(), [W.lmHead], true, dtype);

@@ -48,6 +48,12 @@ export interface LlamaWeightSource {
    */
   rows(name: string, r0: number, r1: number): Float32Array;
   /**
+   * Optional: rows() written into `out` (at least (r1 − r0)·cols long) and returned as its
+   * first (r1 − r0)·cols values, so that a writer streaming gigabytes reuses one buffer
+   * instead of allocating a fresh chunk each time.
+   */
+  rowsInto?(name: string, r0: number, r1: number, out: Float32Array): Float32Array;
+  /**
    * Optional: 4-bit (or 8-bit) blocks that map exactly onto MatMulNBits for this weight
    * (blocks along d_in), or null → the writer quantizes/expands from rows().
    */

@@ -14,6 +14,8 @@ export interface StreamCtx {
   sink: TensorSink;
   /** Largest float32 chunk read from the source at once, in bytes. */
   chunkBytes: number;
+  /** The chunk buffer reused across rowsInto calls (grown on demand). */
+  chunk?: Float32Array;
 }
 
 /** float32 → IEEE half bit patterns (round to nearest even; ±65504 overflow → ±Inf). */
@@ -61,8 +63,13 @@ export function chunkRows(cols: number, chunkBytes: number): number {
   return Math.max(1, Math.floor(chunkBytes / (Math.max(1, cols) * 4)));
 }
 
-function readRows(src: LlamaWeightSource, name: string, r0: number, r1: number, cols: number): Float32Array {
-  const got = src.rows(name, r0, r1);
+function readRows(src: LlamaWeightSource, name: string, r0: number, r1: number, cols: number, ctx?: StreamCtx): Float32Array {
+  let got: Float32Array;
+  if (ctx && src.rowsInto) {
+    const need = (r1 - r0) * cols;
+    if (!ctx.chunk || ctx.chunk.length < need) ctx.chunk = new Float32Array(need);
+    got = src.rowsInto(name, r0, r1, ctx.chunk);
+  } else got = src.rows(name, r0, r1);
   if (!(got instanceof Float32Array) || got.length !== (r1 - r0) * cols) {
     throw new LobesError(`the weight source gave ${got?.length ?? 'no'} values for rows [${r0}, ${r1}) of ${cols} columns (${(r1 - r0) * cols} expected)`, { where: name });
   }
@@ -97,9 +104,11 @@ export function streamFloat(ctx: StreamCtx, region: Region, parts: string[], opt
     const step = chunkRows(cols, ctx.chunkBytes);
     for (let r0 = 0; r0 < rows; r0 += step) {
       const r1 = Math.min(rows, r0 + step);
-      const chunk = readRows(ctx.src, name, r0, r1, cols);
       const R = r1 - r0;
-      if (!opts.transpose || cols === 1) {
+      const plain = !opts.transpose || cols === 1;
+      // The plain path writes the chunk out at once, so it can reuse one buffer.
+      const chunk = readRows(ctx.src, name, r0, r1, cols, plain ? ctx : undefined);
+      if (plain) {
         const out = opts.dtype === 'float16' ? bytes(toHalf(chunk)) : bytes(chunk);
         region.write((rowOff + r0) * cols * es, out);
         continue;
@@ -294,30 +303,38 @@ export function streamNbits(ctx: StreamCtx, r: NbitsRegions, parts: string[], pl
     const zpb = zpRowBytes(nb, bits);
     const given = plan.blocks[p];
     if (given) {
-      r.B.write(rowOff * nb * blob, given.weights);
-      const scales = Float32Array.from(given.scales);
+      // The source's arrays are written as they are (no copies on the way out, except into
+      // float16 for an fp16 graph), each tensor in one write.
       if (plan.zp === 'u8') {
-        r.scales.write(rowOff * nb * fs, floatBytes(scales));
+        r.B.write(rowOff * nb * blob, given.weights);
+        r.scales.write(rowOff * nb * fs, floatBytes(given.scales));
         r.zp.write(rowOff * zpb, given.zeroPoints!);
       } else {
+        let scales = given.scales;
         const zf = new Float32Array(dOut * nb);
         const fixed: number[] = [];
-        for (let i = 0; i < zf.length; i++) {
-          if (given.mins) {
+        const mins = given.mins;
+        if (mins) {
+          for (let i = 0; i < zf.length; i++) {
             const s = scales[i]!;
-            const m = given.mins[i]!;
-            if (s === 0) {
-              scales[i] = m;
-              zf[i] = 0;
-              if (m !== 0) fixed.push(i);
-            } else zf[i] = -m / s;
-          } else {
-            zf[i] = unpackZp(given.zeroPoints!, Math.floor(i / nb) * zpb, i % nb, bits);
+            if (s !== 0) zf[i] = -mins[i]! / s;
+            else if (mins[i] !== 0) fixed.push(i);
           }
+          // A constant block c (scale 0, min c): scale c, zero point 0, codes all 1, which is
+          // exact. The source's scales are copied only when there is such a block.
+          if (fixed.length) {
+            scales = Float32Array.from(scales);
+            for (const i of fixed) scales[i] = mins[i]!;
+          }
+        } else {
+          for (let i = 0; i < zf.length; i++) zf[i] = unpackZp(given.zeroPoints!, Math.floor(i / nb) * zpb, i % nb, bits);
         }
-        // Constant blocks with a min: codes all 1 (value (1 − 0)·c = c).
-        const one = new Uint8Array(blob).fill(bits === 4 ? 0x11 : 1);
-        for (const i of fixed) r.B.write((rowOff * nb + i) * blob, one);
+        let codes = given.weights;
+        if (fixed.length) {
+          codes = Uint8Array.from(codes);
+          for (const i of fixed) codes.fill(bits === 4 ? 0x11 : 1, i * blob, (i + 1) * blob);
+        }
+        r.B.write(rowOff * nb * blob, codes);
         r.scales.write(rowOff * nb * fs, floatBytes(scales));
         r.zp.write(rowOff * nb * fs, floatBytes(zf));
       }

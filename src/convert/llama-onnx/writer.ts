@@ -49,7 +49,8 @@ export function plannedDataBytes(spec: LlamaSpec, opts: BuildOptions, layout: Wr
   let total = 0;
   for (const [name, shape] of expectedWeights(spec)) {
     const n = shape.reduce((a, b) => a * b, 1);
-    const isProj = /_proj\.weight$/.test(name) || (name === 'lm_head.weight' && layout === 'genai');
+    // lm_head: MatMulNBits in genai, and in explicit when the source gives its blocks (as a quantized GGUF does).
+    const isProj = /_proj\.weight$/.test(name) || name === 'lm_head.weight';
     if (shape.length === 1) total += n * fsz;
     else if (isProj && opts.weights === 'q4') {
       const nb = shape[1]! / 32;
