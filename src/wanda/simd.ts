@@ -12,7 +12,10 @@
  * Exports, all (src, nrows, rowBytes, nvec, acc) -> (), addresses in the imported memory:
  *   bf16, bf16x4: 8 values per vector    f32, f32x4: 4 values per vector
  * and addf64(dst, src, nvec): dst[i] += src[i] over 2 * nvec float64 values (the group sums of
- * x^2 in src/wanda/stats.ts).
+ * x^2 in src/wanda/stats.ts), and poolrow(c, s, nblocks, n4, out): for each of nblocks blocks
+ * of 4·n4 values, the four partial sums a_t = Σ s[j]·C[j] over j ≡ t (mod 4) of poolBlocks
+ * (src/wanda/stats.ts), C float32 promoted exactly, products and sums in float64: the same
+ * operations in the same order as its JavaScript loop.
  * The x4 variants take four rows per step (nrows a multiple of 4), adding rows r, r+1, r+2,
  * r+3 in that order to each accumulator before storing it: the same additions, in the same
  * order, with a quarter of the accumulator traffic.
@@ -30,6 +33,9 @@ const I32X4_SHL = simd(0xab);
 const F32X4_ABS = simd(0xe0);
 const F64X2_ADD = simd(0xf0);
 const F32X4_ADD = simd(0xe4);
+const F64X2_MUL = simd(0xf2);
+const F64X2_PROMOTE_LOW_F32X4 = simd(0x5f);
+const V128_LOAD64_ZERO = (offset: number) => [...simd(0x5d), 0x00, ...leb(offset)];
 
 // Parameters and locals: row pointers P[0..3], source vectors V[0..3], values X[0..3].
 const SRC = 0, NROWS = 1, ROWBYTES = 2, NVEC = 3, ACC = 4;
@@ -105,6 +111,37 @@ function addf64Body(): number[] {
   return funcBody([], code);
 }
 
+/**
+ * poolrow(c, s, nblocks, n4, out): per block, lanes (a0, a1) and (a2, a3) of
+ *   a_t += s[j + t] · C[j + t]   for j = 0, 4, 8, ... (n4 steps)
+ * stored as 4 float64 at out (32 bytes per block); c advances 16 bytes and s 32 per step.
+ */
+function poolrowBody(): number[] {
+  const C = 0, S = 1, NB = 2, N4 = 3, OUT = 4;
+  const J = 5, A01 = 6, A23 = 7;
+  const ZERO = V128_CONST(new Array(16).fill(0));
+  const code = [
+    LOOP, VOID,
+    ...ZERO, ...set(A01),
+    ...ZERO, ...set(A23),
+    ...get(N4), ...set(J),
+    LOOP, VOID,
+    ...get(A01), ...get(S), ...V128_LOAD(0), ...get(C), ...V128_LOAD64_ZERO(0), ...F64X2_PROMOTE_LOW_F32X4, ...F64X2_MUL, ...F64X2_ADD, ...set(A01),
+    ...get(A23), ...get(S), ...V128_LOAD(16), ...get(C), ...V128_LOAD64_ZERO(8), ...F64X2_PROMOTE_LOW_F32X4, ...F64X2_MUL, ...F64X2_ADD, ...set(A23),
+    ...get(C), I32_CONST, 16, I32_ADD, ...set(C),
+    ...get(S), I32_CONST, 32, I32_ADD, ...set(S),
+    ...get(J), I32_CONST, 1, I32_SUB, LOCAL_TEE, J, BR_IF, 0,
+    END,
+    ...get(OUT), ...get(A01), ...V128_STORE(0),
+    ...get(OUT), ...get(A23), ...V128_STORE(16),
+    ...get(OUT), I32_CONST, 32, I32_ADD, ...set(OUT),
+    ...get(NB), I32_CONST, 1, I32_SUB, LOCAL_TEE, NB, BR_IF, 0,
+    END,
+    END,
+  ];
+  return funcBody([[1, I32], [2, V128]], code);
+}
+
 export type RowKernel = (src: number, nrows: number, rowBytes: number, nvec: number, acc: number) => void;
 
 export interface SimdKernel {
@@ -116,6 +153,8 @@ export interface SimdKernel {
   f32x4: RowKernel;
   /** dst[i] += src[i] for 2 * nvec float64 values at byte addresses dst, src (nvec >= 1). */
   addf64: (dst: number, src: number, nvec: number) => void;
+  /** poolBlocks' four partial sums of `nblocks` blocks of 4·n4 values (C float32 at c, s float64 at s), 4 float64 per block at out (nblocks, n4 >= 1). */
+  poolrow: (c: number, s: number, nblocks: number, n4: number, out: number) => void;
   /** Make the memory at least `bytes` long (views must be re-made after); false when it cannot grow that far. */
   ensure(bytes: number): boolean;
 }
@@ -137,10 +176,11 @@ export function createSimd(): SimdKernel | null {
       ['f32', body(f32Inner(1), 16, 16, 1)],
       ['f32x4', body(f32Inner(4), 16, 16, 4)],
       ['addf64', addf64Body()],
+      ['poolrow', poolrowBody()],
     ]),
   );
   if (!inst) return null;
-  const ex = inst.exports as unknown as { bf16: RowKernel; f32: RowKernel; bf16x4: RowKernel; f32x4: RowKernel; addf64: RowKernel };
+  const ex = inst.exports as unknown as { bf16: RowKernel; f32: RowKernel; bf16x4: RowKernel; f32x4: RowKernel; addf64: RowKernel; poolrow: RowKernel };
   return {
     memory: inst.memory,
     bf16: ex.bf16,
@@ -148,6 +188,7 @@ export function createSimd(): SimdKernel | null {
     bf16x4: ex.bf16x4,
     f32x4: ex.f32x4,
     addf64: (dst: number, src: number, nvec: number) => ex.addf64(dst, src, nvec, 0, 0),
+    poolrow: ex.poolrow,
     ensure: inst.ensure,
   };
 }

@@ -156,16 +156,81 @@ export interface HookPooled {
  */
 export function poolHook(sums: Float64Array[], d: number, counts: readonly number[], mats: readonly PoolMatrix[], rb: number, cb: number): HookPooled {
   const scalers: Float64Array[] = [];
+  const simd = simdPooler(d, mats, cb);
   const pooled = sums.map((S) => {
     const all = new Float64Array(counts.length * d);
     scalers.push(all);
     return counts.map((count, g) => {
       const s = all.subarray(g * d, (g + 1) * d);
       rmsScaler(S, g, d, count, s);
+      if (simd) return simd(s, rb);
       return mats.map((m) => poolBlocks(m.C, s, m.dOut, m.dIn, rb, cb));
     });
   });
   return { pooled, scalers };
+}
+
+/**
+ * poolBlocks of every matrix fed by one capture point through the SIMD kernel (C copied into
+ * its memory once; s per call), or null when SIMD is unavailable or the column blocks are not
+ * a multiple of 4 wide. Bit-identical to poolBlocks: the kernel computes the same four partial
+ * sums in the same order, and a last narrower column block goes through the same JavaScript.
+ */
+function simdPooler(d: number, mats: readonly PoolMatrix[], cb: number): ((s: Float64Array, rb: number) => Float32Array[]) | null {
+  if (cb % 4 !== 0 || mats.length === 0) return null;
+  // An instance of its own: its memory holds this capture point's C for the whole call.
+  const k = createSimd();
+  if (!k) return null;
+  const sOff = 0;
+  const outOff = Math.ceil((d * 8) / 16) * 16;
+  const maxK = Math.max(...mats.map((m) => Math.ceil(m.dIn / cb)));
+  const cOffs: number[] = [];
+  let end = outOff + maxK * 32;
+  for (const m of mats) {
+    cOffs.push(end);
+    end += Math.ceil((m.C.byteLength) / 16) * 16;
+  }
+  if (!k.ensure(end)) return null;
+  const mem = k.memory.buffer;
+  mats.forEach((m, i) => new Float32Array(mem, cOffs[i], m.C.length).set(m.C));
+  const sView = new Float64Array(mem, sOff, d);
+  const parts = new Float64Array(mem, outOff, maxK * 4);
+  return (s, rb) => {
+    sView.set(s);
+    return mats.map((m, i) => {
+      const { C, dOut, dIn } = m;
+      const R = Math.ceil(dOut / rb);
+      const K = Math.ceil(dIn / cb);
+      const full = Math.floor(dIn / cb);
+      const res = new Float32Array(R * K);
+      for (let bi = 0; bi < R; bi++) {
+        const h = Math.min(rb, dOut - bi * rb);
+        const row = bi * dIn;
+        if (full > 0) {
+          k.poolrow(cOffs[i] + row * 4, sOff, full, cb / 4, outOff);
+          for (let bj = 0; bj < full; bj++) {
+            const p = bj * 4;
+            res[bi * K + bj] = (parts[p] + parts[p + 1] + (parts[p + 2] + parts[p + 3])) / (h * cb);
+          }
+        }
+        if (full < K) {
+          // The last, narrower column block: poolBlocks' loop.
+          const j0 = full * cb;
+          let a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+          let j = j0;
+          for (; j + 3 < dIn; j += 4) {
+            a0 += s[j] * C[row + j];
+            a1 += s[j + 1] * C[row + j + 1];
+            a2 += s[j + 2] * C[row + j + 2];
+            a3 += s[j + 3] * C[row + j + 3];
+          }
+          for (; j < dIn; j++) a0 += s[j] * C[row + j];
+          res[bi * K + full] = (a0 + a1 + (a2 + a3)) / (h * (dIn - j0));
+        }
+      }
+      return res;
+    });
+  };
 }
 
 /** Pooled block scores from C [rowBlocks, dIn] and s [dIn]: mean of |W_ij| s_j over each block's true area. */

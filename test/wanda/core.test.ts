@@ -5,7 +5,7 @@ import { floatArrayToHalf, floatToHalf, halfToFloat } from '../../src/util/half.
 import { writeSafetensors } from '../../src/formats/safetensors.js';
 import { columnBlockSums, dequantizeNBits, type MatrixRef } from '../../src/wanda/kernel.js';
 import { weightPass } from '../../src/wanda/pass.js';
-import { poolBlocks, groupSquareSums, memorySource, rmsScaler } from '../../src/wanda/stats.js';
+import { poolBlocks, poolHook, groupSquareSums, memorySource, rmsScaler } from '../../src/wanda/stats.js';
 import { selectTop, density, components, jaccard, minus, keepCount } from '../../src/wanda/regions.js';
 import { nullTest, matrixInfo } from '../../src/wanda/analyze.js';
 import { kthLargest } from '../../src/wanda/weightres.js';
@@ -205,6 +205,36 @@ describe('group statistic', () => {
     const bad = x.slice();
     bad[7 * d + 2] = NaN;
     await expect(groupSquareSums(memorySource(n, { h: { dim: d, data: bad } }, Array.from({ length: n }, (_, i) => `id${i}`)), 'h', [L2], 2)).rejects.toThrow(/h, row 7 \(sample "id7"\).*NaN at feature 2/);
+  });
+});
+
+describe('poolHook', () => {
+  it('pools through the SIMD kernel bit-identically to poolBlocks (a narrower last column block included) and to the plain path', () => {
+    let x = 12345;
+    const rnd = () => ((x = (Math.imul(x, 1103515245) + 12345) >>> 0) / 2 ** 32);
+    for (const [d, dOuts, rb, cb] of [[100, [37, 64], 16, 24], [64, [64], 8, 16], [50, [20], 8, 6]] as const) {
+      const mats = dOuts.map((dOut) => ({ C: Float32Array.from({ length: Math.ceil(dOut / rb) * d }, () => rnd() * 3), dOut, dIn: d }));
+      const counts = [3, 5];
+      const sums = [Float64Array.from({ length: 2 * d }, () => rnd() * 10), Float64Array.from({ length: 2 * d }, () => rnd())];
+      const got = poolHook(sums, d, counts, mats, rb, cb);
+      process.env.LOBES_NO_SIMD = '1';
+      let plain;
+      try {
+        plain = poolHook(sums, d, counts, mats, rb, cb);
+      } finally {
+        delete process.env.LOBES_NO_SIMD;
+      }
+      sums.forEach((S, l) =>
+        counts.forEach((c, g) => {
+          const s = rmsScaler(S, g, d, c);
+          mats.forEach((m, i) => {
+            const want = poolBlocks(m.C, s, m.dOut, m.dIn, rb, cb);
+            expect(Buffer.from(got.pooled[l]![g]![i]!.buffer).equals(Buffer.from(want.buffer)), `d ${d} cb ${cb} matrix ${i}`).toBe(true);
+            expect(Buffer.from(plain.pooled[l]![g]![i]!.buffer).equals(Buffer.from(want.buffer))).toBe(true);
+          });
+        }),
+      );
+    }
   });
 });
 
