@@ -18,6 +18,8 @@ import { readFileSync, realpathSync, statSync, type BigIntStats } from 'node:fs'
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { RangeFile, writeFileAtomicSync } from '../util/io.js';
+import { LobesError } from '../util/errors.js';
+import { startWorker } from '../util/worker.js';
 
 /** A file's sha256 and size. */
 export interface FileHash {
@@ -140,4 +142,67 @@ export function hashFileCached(file: string, opts: { onBytes?: (done: number, to
   fresh[real] = { key, sha256: got.sha256, bytes: got.bytes, at: Date.now() };
   saveCache(cacheFile, fresh);
   return got;
+}
+
+/** Hashes being computed on a worker thread: await `done`, or `cancel()` to stop the worker. */
+export interface BackgroundHashes {
+  done: Promise<FileHash[]>;
+  cancel(): Promise<void>;
+}
+
+/**
+ * hashFileCached of each file, with the files not in the cache hashed one after the other on a
+ * worker thread, so that a first run's hashing overlaps the caller's other work (e.g. wanda's
+ * weight pass) instead of coming before it. Same results and the same cache rules: a hash is
+ * remembered only when the file's device, inode, size and times did not change while it was read.
+ */
+export function hashFilesInBackground(files: string[], what = 'file'): BackgroundHashes {
+  let cancelled = false;
+  let current: import('node:worker_threads').Worker | null = null;
+  const hashOne = async (file: string): Promise<FileHash> => {
+    const cacheFile = hashCacheFile();
+    let real: string;
+    let st: BigIntStats;
+    try {
+      real = realpathSync(file);
+      st = statSync(real, { bigint: true });
+    } catch {
+      return sha256Stream(file, undefined, what); // reports the problem
+    }
+    if (cacheFile && st.isFile()) {
+      const hit = loadCache(cacheFile)[real];
+      if (hit && hit.key === statKey(st) && /^[0-9a-f]{64}$/.test(hit.sha256)) return { sha256: hit.sha256, bytes: hit.bytes };
+    }
+    if (cancelled) throw new Error('hashing cancelled');
+    const got = await new Promise<FileHash>((resolve, reject) => {
+      const w = startWorker(new URL('./hash.worker.js', import.meta.url), { workerData: { file: real, what } });
+      current = w;
+      w.once('message', (msg: { hash?: FileHash; error?: { message: string; lobes: boolean; exitCode: number } }) => {
+        if (msg.hash) resolve(msg.hash);
+        else reject(msg.error!.lobes ? new LobesError(msg.error!.message, { exitCode: msg.error!.exitCode }) : new Error(msg.error!.message));
+      });
+      w.once('error', reject);
+      w.once('exit', (code) => reject(new Error(`the hashing thread exited with code ${code}`)));
+    }).finally(() => {
+      const w = current;
+      current = null;
+      void w?.terminate();
+    });
+    if (st.isFile()) rememberFileHash(real, got, st);
+    return got;
+  };
+  const done = (async () => {
+    const out: FileHash[] = [];
+    for (const f of files) out.push(await hashOne(f));
+    return out;
+  })();
+  return {
+    done,
+    async cancel() {
+      cancelled = true;
+      done.catch(() => {});
+      const w = current as import('node:worker_threads').Worker | null;
+      if (w) await w.terminate();
+    },
+  };
 }

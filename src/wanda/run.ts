@@ -24,7 +24,7 @@ import { checkRegularFile, writeFileAtomicSync, writeDirAtomic } from '../util/i
 import { checkOutputDir } from '../util/output.js';
 import { analysisProvenance, hashModelFiles } from '../store/provenance.js';
 import { modelFiles, resolveRunModel } from '../runtime/modelfiles.js';
-import { hashFileCached } from '../store/filehash.js';
+import { hashFilesInBackground } from '../store/filehash.js';
 import { writeSafetensors, type StWriteTensor } from '../formats/safetensors.js';
 import { LOBES_VERSION } from '../version.js';
 import type { RunReader } from '../store/types.js';
@@ -180,12 +180,21 @@ export async function runWanda(run: RunReader | string, opts: WandaOptions = {})
     statistic: 'rms',
     permutations: r.permutations,
     seed: r.seed,
-    weights: { source: located.source, path: path.resolve(located.path), files: weightFileHashes(located.source, located.path) },
+    weights: { source: located.source, path: path.resolve(located.path) },
     resolution: r.resolution,
     lobesVersion: LOBES_VERSION,
     createdAt: new Date().toISOString(),
   };
-  const { result, weightLevel } = r.resolution === 'block' ? await blockResolution(input, r, opts) : await weightResolution(input, r, opts);
+  const hashes = weightFileHashes(located.source, located.path);
+  let analysed: Awaited<ReturnType<typeof blockResolution>>;
+  try {
+    analysed = r.resolution === 'block' ? await blockResolution(input, r, opts) : await weightResolution(input, r, opts);
+    settings.weights.files = await hashes.done;
+  } catch (e) {
+    await hashes.cancel();
+    throw e;
+  }
+  const { result, weightLevel } = analysed;
   settings.groups = result.groups;
   const used = result.counts.reduce((a, b) => a + b, 0);
   settings.samples = { used, excluded: labels.length - used };
@@ -236,14 +245,26 @@ async function locateRunWeights(reader: RunReader, opts: WandaOptions): ReturnTy
   return locateWeights(opts.weights ?? dflt(), wanted, opts.modelInfo);
 }
 
-/** The weight files scored, relative to `where`, with their sha256 (through the file-hash cache). */
-function weightFileHashes(source: 'onnx' | 'safetensors' | 'gguf', where: string): { name: string; bytes: number; sha256: string }[] {
-  if (source === 'onnx') return hashModelFiles(modelFiles(where, null)).map(({ name, bytes, sha256 }) => ({ name, bytes, sha256 }));
-  if (source === 'gguf') return [{ name: path.basename(where), ...hashFileCached(where, { what: 'GGUF file' }) }];
-  const isDir = statSync(where).isDirectory();
-  const files = isDir ? readdirSync(where).filter((f) => f.endsWith('.safetensors') || f === 'model.safetensors.index.json').sort() : [path.basename(where)];
+type WeightFileHash = { name: string; bytes: number; sha256: string };
+
+/**
+ * The weight files scored, relative to `where`, with their sha256 (through the file-hash
+ * cache). A GGUF file or safetensors checkpoint not in the cache is hashed on a worker thread
+ * while the weights are scored (the first run on a machine then costs about the longer of the
+ * two rather than their sum); ONNX model files are hashed here.
+ */
+function weightFileHashes(source: 'onnx' | 'safetensors' | 'gguf', where: string): { done: Promise<WeightFileHash[]>; cancel: () => Promise<void> } {
+  if (source === 'onnx') {
+    const files = hashModelFiles(modelFiles(where, null)).map(({ name, bytes, sha256 }) => ({ name, bytes, sha256 }));
+    return { done: Promise.resolve(files), cancel: async () => {} };
+  }
+  const isDir = source === 'safetensors' && statSync(where).isDirectory();
+  const names = source === 'gguf' ? [path.basename(where)] : isDir ? readdirSync(where).filter((f) => f.endsWith('.safetensors') || f === 'model.safetensors.index.json').sort() : [path.basename(where)];
   const base = isDir ? where : path.dirname(where);
-  return files.map((name) => ({ name, ...hashFileCached(path.join(base, name), { what: 'weight file' }) }));
+  const bg = hashFilesInBackground(names.map((n) => path.join(base, n)), source === 'gguf' ? 'GGUF file' : 'weight file');
+  const done = bg.done.then((hs) => hs.map((h, i) => ({ name: names[i]!, ...h })));
+  done.catch(() => {}); // awaited after the analysis; a failure must not be unhandled meanwhile
+  return { done, cancel: bg.cancel };
 }
 
 /** Additions below which the permutation null stays on the calling thread (worker start-up costs more). */

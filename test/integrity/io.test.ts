@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { writeDirAtomic } from '../../src/util/io.js';
 import { LobesError, systemError } from '../../src/util/errors.js';
-import { hashFileCached } from '../../src/store/filehash.js';
+import { hashFileCached, hashFilesInBackground } from '../../src/store/filehash.js';
 
 const sha = (b: Buffer | string) => createHash('sha256').update(b).digest('hex');
 
@@ -106,6 +106,31 @@ describe('the file-hash cache', () => {
     const after = statSync(f, { bigint: true });
     expect([after.size, after.mtimeNs, after.ino]).toEqual([before.size, before.mtimeNs, before.ino]);
     expect(hashFileCached(f).sha256).toBe(sha(b));
+  });
+
+  it('hashes on a worker thread by the same rules: cached answers for unchanged files, a new hash after an edit, errors for a missing file', async () => {
+    const f = path.join(root, 'bg.bin');
+    const g = path.join(root, 'bg2.bin');
+    writeFileSync(f, Buffer.alloc(3 << 20, 5));
+    writeFileSync(g, 'second');
+    const second = 1_700_000_000;
+    utimesSync(f, second, second);
+    const got = await hashFilesInBackground([f, g]).done;
+    expect(got.map((h) => h.sha256)).toEqual([sha(readFileSync(f)), sha('second')]);
+    expect(got[0]!.bytes).toBe(3 << 20);
+    // Remembered: a planted hash for the unchanged file is what the cache (and hashFileCached) answer.
+    const cache = JSON.parse(readFileSync(path.join(root, 'cache.json'), 'utf8'));
+    cache.entries[f].sha256 = '2'.repeat(64);
+    writeFileSync(path.join(root, 'cache.json'), JSON.stringify(cache));
+    expect((await hashFilesInBackground([f]).done)[0]!.sha256).toBe('2'.repeat(64));
+    expect(hashFileCached(f).sha256).toBe('2'.repeat(64));
+    // An edit that keeps size and mtime moves the change time: hashed again.
+    const b = readFileSync(f);
+    b[99] = 6;
+    writeFileSync(f, b);
+    utimesSync(f, second, second);
+    expect((await hashFilesInBackground([f]).done)[0]!.sha256).toBe(sha(b));
+    await expect(hashFilesInBackground([path.join(root, 'missing.bin')]).done).rejects.toThrow(/missing\.bin/);
   });
 
   it('LOBES_HASH_CACHE=off hashes every time', () => {
