@@ -424,6 +424,9 @@ describe('nbits blocks from the source', () => {
       const { float, nbits } = sources(forms);
       const ref = await write(spec, float, { layout, dtype: 'fp32', weights: 'fp32' });
       const dir = await write(spec, nbits, { layout, dtype: 'fp16', weights: 'q4' });
+      // an fp16 graph stores its embeddings in float16 (half the bytes of float32)
+      const emb = loadModel(dir).model.graph!.initializer.find((t) => t.name === 'model.embed_tokens.weight')!;
+      expect(emb.dataType, layout).toBe(10);
       const [a, b] = await Promise.all([lastLogits(ref, spec, c.ids, 'right'), lastLogits(dir, spec, c.ids, 'right', true)]);
       expect(worstRow(b, a, c.ids.length, spec.vocab), layout).toBeLessThan(1e-2);
     }
