@@ -144,6 +144,9 @@ export function hashFileCached(file: string, opts: { onBytes?: (done: number, to
   return got;
 }
 
+/** Files smaller than this are hashed on the calling thread by hashFilesInBackground. */
+const WORKER_MIN_BYTES = 256 << 20;
+
 /** Hashes being computed on a worker thread: await `done`, or `cancel()` to stop the worker. */
 export interface BackgroundHashes {
   done: Promise<FileHash[]>;
@@ -156,7 +159,9 @@ export interface BackgroundHashes {
  * weight pass) instead of coming before it. Same results and the same cache rules: a hash is
  * remembered only when the file's device, inode, size and times did not change while it was read.
  */
-export function hashFilesInBackground(files: string[], what = 'file'): BackgroundHashes {
+export function hashFilesInBackground(files: string[], what = 'file', opts: { minWorkerBytes?: number } = {}): BackgroundHashes {
+  // Smaller files are hashed right here: starting a thread would cost more than it saves.
+  const minWorker = opts.minWorkerBytes ?? WORKER_MIN_BYTES;
   let cancelled = false;
   let current: import('node:worker_threads').Worker | null = null;
   const hashOne = async (file: string): Promise<FileHash> => {
@@ -174,6 +179,11 @@ export function hashFilesInBackground(files: string[], what = 'file'): Backgroun
       if (hit && hit.key === statKey(st) && /^[0-9a-f]{64}$/.test(hit.sha256)) return { sha256: hit.sha256, bytes: hit.bytes };
     }
     if (cancelled) throw new Error('hashing cancelled');
+    if (st.size < BigInt(minWorker)) {
+      const h = sha256Stream(real, undefined, what);
+      if (st.isFile()) rememberFileHash(real, h, st);
+      return h;
+    }
     const got = await new Promise<FileHash>((resolve, reject) => {
       const w = startWorker(new URL('./hash.worker.js', import.meta.url), { workerData: { file: real, what } });
       current = w;

@@ -115,22 +115,24 @@ describe('the file-hash cache', () => {
     writeFileSync(g, 'second');
     const second = 1_700_000_000;
     utimesSync(f, second, second);
-    const got = await hashFilesInBackground([f, g]).done;
+    const got = await hashFilesInBackground([f, g], 'file', { minWorkerBytes: 0 }).done;
     expect(got.map((h) => h.sha256)).toEqual([sha(readFileSync(f)), sha('second')]);
     expect(got[0]!.bytes).toBe(3 << 20);
     // Remembered: a planted hash for the unchanged file is what the cache (and hashFileCached) answer.
     const cache = JSON.parse(readFileSync(path.join(root, 'cache.json'), 'utf8'));
     cache.entries[f].sha256 = '2'.repeat(64);
     writeFileSync(path.join(root, 'cache.json'), JSON.stringify(cache));
-    expect((await hashFilesInBackground([f]).done)[0]!.sha256).toBe('2'.repeat(64));
+    expect((await hashFilesInBackground([f], 'file', { minWorkerBytes: 0 }).done)[0]!.sha256).toBe('2'.repeat(64));
     expect(hashFileCached(f).sha256).toBe('2'.repeat(64));
     // An edit that keeps size and mtime moves the change time: hashed again.
     const b = readFileSync(f);
     b[99] = 6;
     writeFileSync(f, b);
     utimesSync(f, second, second);
-    expect((await hashFilesInBackground([f]).done)[0]!.sha256).toBe(sha(b));
-    await expect(hashFilesInBackground([path.join(root, 'missing.bin')]).done).rejects.toThrow(/missing\.bin/);
+    expect((await hashFilesInBackground([f], 'file', { minWorkerBytes: 0 }).done)[0]!.sha256).toBe(sha(b));
+    // a small file is hashed on the calling thread, by the same rules
+    expect((await hashFilesInBackground([g]).done)[0]!.sha256).toBe(sha('second'));
+    await expect(hashFilesInBackground([path.join(root, 'missing.bin')], 'file', { minWorkerBytes: 0 }).done).rejects.toThrow(/missing\.bin/);
   });
 
   it('LOBES_HASH_CACHE=off hashes every time', () => {
