@@ -1,3 +1,5 @@
+import type { SwapComposition } from './swap.js';
+
 /**
  * The Sample: one labelled model input. Every dataset adapter produces these; extract
  * stores their ids and labels in the run directory; every analysis groups by label axes.
@@ -32,6 +34,8 @@ export interface Dataset {
   excluded: Excluded[];
   /** Label axes present on every sample, in a stable order. */
   axes: string[];
+  /** How the samples were composed from the items, when not one sample per item (socialeval: swap=SEED). */
+  composition?: SwapComposition;
 }
 
 /**
