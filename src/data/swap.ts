@@ -24,19 +24,9 @@ import { UsageError } from '../util/errors.js';
 import { Rng } from '../util/rng.js';
 import { createHash } from 'node:crypto';
 import { applyTemplate } from './template.js';
-import type { Sample } from './types.js';
+import type { Sample, SwapComposition } from './types.js';
 
-/** What the swap composition did: recorded in the run manifest (`dataset.composition`). */
-export interface SwapComposition {
-  kind: 'swap';
-  seed: number;
-  /** Responses (each gives an own and a swapped sample). */
-  responses: number;
-  /** How the swapped question was chosen. */
-  pairing: string;
-  /** sha256 over the lines `RESPONSE_ID\tQUESTION_ID` of the swapped samples, in order. */
-  pairsSha256: string;
-}
+export type { SwapComposition } from './types.js';
 
 /** The label axes a swap composition adds. */
 export const SWAP_AXES = ['question_aspect', 'response_aspect', 'question_ability', 'swapped'];

@@ -1,5 +1,3 @@
-import type { SwapComposition } from './swap.js';
-
 /**
  * The Sample: one labelled model input. Every dataset adapter produces these; extract
  * stores their ids and labels in the run directory; every analysis groups by label axes.
@@ -52,4 +50,16 @@ export interface LoadOptions {
    * the error about invalid input; commands without one are told only to fix the input.
    */
   skipFlag?: string;
+}
+
+/** What the swap composition did: recorded in the run manifest (`dataset.composition`). */
+export interface SwapComposition {
+  kind: 'swap';
+  seed: number;
+  /** Responses (each gives an own and a swapped sample). */
+  responses: number;
+  /** How the swapped question was chosen. */
+  pairing: string;
+  /** sha256 over the lines `RESPONSE_ID\tQUESTION_ID` of the swapped samples, in order. */
+  pairsSha256: string;
 }
