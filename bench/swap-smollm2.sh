@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# The question/response swap experiment on SmolLM2-135M-Instruct (docs/findings-swap.md reports
+# what this produced). Resumable: extract resumes, and an analysis whose output exists is kept
+# unless FORCE=1.
+#
+#   bench/swap-smollm2.sh [OUT_DIR] [LIMIT]     # default runs/swap, 1200 texts per language
+#
+#   1. convert the GGUF (Q4_1) to an ONNX folder with fp32 weights (the Q4_1 values, exactly)
+#   2. per language (en, zh): extract socialeval:…&swap=0 (every response with its own question and
+#      with a question of another aspect), a seeded --limit sample stratified by swapped ×
+#      response aspect, capturing the last token and the mean over the tokens at every layer
+#      (final, resid, mean)
+#   3. lobes swap on each run: probes of the swapped samples for the question's and the response's
+#      aspect at every layer, last token and mean, with the token baselines and paired CIs
+# Wall times go to OUT_DIR/times.tsv with the load average around each step.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+OUT=${1:-runs/swap}
+LIMIT=${2:-1200}
+SHARED=${SHARED:-../shared}
+GGUF=$SHARED/models/smollm2-135m-instruct/SmolLM2-135M-Instruct.Q4_1.gguf
+TREES=$SHARED/socialeval/worldtree_data
+LOBES=${LOBES:-"node --import tsx src/cli/bin.ts"}
+MODEL=$OUT/smollm2-fp32
+SEED=0
+mkdir -p "$OUT"
+TIMES=$OUT/times.tsv
+[ -f "$TIMES" ] || printf 'step\tseconds\tload_avg_1m_start\tload_avg_1m_end\n' > "$TIMES"
+step() {
+  local name=$1; shift
+  local l0 t0 t1 l1
+  l0=$(cut -d' ' -f1 /proc/loadavg); t0=$(date +%s.%N)
+  echo "== $name: $*" >&2
+  "$@"
+  t1=$(date +%s.%N); l1=$(cut -d' ' -f1 /proc/loadavg)
+  printf '%s\t%.1f\t%s\t%s\n' "$name" "$(echo "$t1 - $t0" | bc)" "$l0" "$l1" >> "$TIMES"
+}
+done_or() { [ -z "${FORCE:-}" ] && [ -e "$1" ]; }
+
+done_or "$MODEL/model.onnx" || step convert $LOBES convert "$GGUF" --out "$MODEL" --weights fp32 --force --quiet
+for lang in en zh; do
+  run=$OUT/$lang-swap
+  if ! { [ -f "$run/manifest.json" ] && grep -q '"complete": true' "$run/manifest.json"; }; then
+    step "extract $lang-swap" $LOBES extract --model "$MODEL" --data "socialeval:$TREES?lang=$lang&swap=$SEED" --out "$run" \
+      --capture final,resid,mean --dtype fp16 --limit "$LIMIT" --by swapped,response_aspect --seed $SEED --quiet
+  fi
+done
+for lang in en zh; do
+  run=$OUT/$lang-swap
+  done_or "$run/swap/swap.json" || step "swap $lang" $LOBES swap "$run" --seed $SEED ${SWAP_ARGS:-} --quiet
+done
+echo "done; wall times in $TIMES" >&2
