@@ -3,7 +3,13 @@
 # what this produced). Resumable: extract resumes, and an analysis whose output exists is kept
 # unless FORCE=1.
 #
-#   bench/swap-smollm2.sh [OUT_DIR] [LIMIT]     # default runs/swap, 1200 texts per language
+#   bench/swap-smollm2.sh [OUT_DIR]     # default runs/swap
+#
+# Environment: LIMIT_EN, LIMIT_ZH (texts per language, default 1200 and 600: half own, half
+# swapped), POINTS (the capture points lobes swap reads; default the final points and every 4th
+# layer plus the last, last token and mean), SWAP_ARGS (more lobes swap flags). The defaults are
+# what docs/findings-swap.md reports: a subset, because the machine they ran on was a shared,
+# loaded 2-core box.
 #
 #   1. convert the GGUF (Q4_1) to an ONNX folder with fp32 weights (the Q4_1 values, exactly)
 #   2. per language (en, zh): extract socialeval:…&swap=0 (every response with its own question and
@@ -16,7 +22,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-runs/swap}
-LIMIT=${2:-1200}
+LIMIT_EN=${LIMIT_EN:-1200}
+LIMIT_ZH=${LIMIT_ZH:-600}
+if [ -z "${POINTS:-}" ]; then
+  POINTS=final.hidden,final.mean
+  for l in 0 4 8 12 16 20 24 28 29; do POINTS=$POINTS,layers.$l.resid_out,layers.$l.resid_out.mean; done
+fi
 SHARED=${SHARED:-../shared}
 GGUF=$SHARED/models/smollm2-135m-instruct/SmolLM2-135M-Instruct.Q4_1.gguf
 TREES=$SHARED/socialeval/worldtree_data
@@ -40,13 +51,13 @@ done_or() { [ -z "${FORCE:-}" ] && [ -e "$1" ]; }
 done_or "$MODEL/model.onnx" || step convert $LOBES convert "$GGUF" --out "$MODEL" --weights fp32 --force --quiet
 for lang in en zh; do
   run=$OUT/$lang-swap
+  limit=$([ "$lang" = en ] && echo "$LIMIT_EN" || echo "$LIMIT_ZH")
   if ! { [ -f "$run/manifest.json" ] && grep -q '"complete": true' "$run/manifest.json"; }; then
     step "extract $lang-swap" $LOBES extract --model "$MODEL" --data "socialeval:$TREES?lang=$lang&swap=$SEED" --out "$run" \
-      --capture final,resid,mean --dtype fp16 --limit "$LIMIT" --by swapped,response_aspect --seed $SEED --quiet
+      --capture final,resid,mean --dtype fp16 --limit "$limit" --by swapped,response_aspect --seed $SEED --quiet
   fi
-done
-for lang in en zh; do
-  run=$OUT/$lang-swap
-  done_or "$run/swap/swap.json" || step "swap $lang" $LOBES swap "$run" --seed $SEED ${SWAP_ARGS:-} --quiet
+  # the analysis of a language as soon as it is extracted
+  done_or "$run/swap/swap.json" ||
+    step "swap $lang" sh -c "$LOBES swap '$run' --points '$POINTS' --seed $SEED --probe-repeats 3 --permutations 10 ${SWAP_ARGS:-} > '$OUT/$lang-swap.txt'"
 done
 echo "done; wall times in $TIMES" >&2

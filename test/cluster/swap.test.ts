@@ -163,6 +163,11 @@ describe('lobes swap on an extracted swap composition', () => {
     expect(csv).toMatch(/^final\.mean,mean,,question-response,difference:balanced_accuracy,/m);
     const settings = JSON.parse(readFileSync(path.join(outDir!, 'settings.json'), 'utf8'));
     expect(settings.provenance.run).toBe(manifest.identity);
+    // cluster on a mean-pooled point compares pooled with pooled and sweeps the mean-pooled stream
+    const { runCluster } = await import('../../src/cluster/run.js');
+    const c = await runCluster(run, { point: 'final.mean', by: 'response_aspect', sweep: true, probeRepeats: 1, probeC: 1, permutations: 2, bootstrap: 20, iterations: 50, perplexity: 5, threads: 1, quiet: true, noWrite: true });
+    expect(c.metrics.sweep!.map((w) => w.point)).toEqual(['layers.0.resid_out.mean', 'layers.1.resid_out.mean']);
+    expect(c.metrics.comparisons!.filter((x) => x.kind === 'model-vs-words').map((x) => x.a)).toEqual(['final.mean', 'final.mean']);
     // a run that is not a swap composition is refused in one line
     const plain = path.join(dir, 'plain');
     await runExtract({ model, data: `socialeval:${trees}`, out: plain, capture: ['final'], quiet: true, dtype: 'fp32' });
