@@ -6,8 +6,8 @@
 #   bench/swap-smollm2.sh [OUT_DIR]     # default runs/swap
 #
 # Environment: LIMIT_EN, LIMIT_ZH (texts per language, default 1200 and 600: half own, half
-# swapped), POINTS (the capture points lobes swap reads; default the final points and every 4th
-# layer plus the last, last token and mean), SWAP_ARGS (more lobes swap flags). The defaults are
+# swapped), POINTS (the capture points lobes swap reads; default the final points and layers
+# 0, 8, 16, 24 and 29 (the last), last token and mean), SWAP_ARGS (more lobes swap flags). The defaults are
 # what docs/findings-swap.md reports: a subset, because the machine they ran on was a shared,
 # loaded 2-core box.
 #
@@ -16,7 +16,7 @@
 #      with a question of another aspect), a seeded --limit sample stratified by swapped ×
 #      response aspect, capturing the last token and the mean over the tokens at every layer
 #      (final, resid, mean)
-#   3. lobes swap on each run: probes of the swapped samples for the question's and the response's
+#   3. lobes swap on each run (right after its extraction): probes of the swapped samples for the question's and the response's
 #      aspect at every layer, last token and mean, with the token baselines and paired CIs
 # Wall times go to OUT_DIR/times.tsv with the load average around each step.
 set -euo pipefail
@@ -26,7 +26,7 @@ LIMIT_EN=${LIMIT_EN:-1200}
 LIMIT_ZH=${LIMIT_ZH:-600}
 if [ -z "${POINTS:-}" ]; then
   POINTS=final.hidden,final.mean
-  for l in 0 4 8 12 16 20 24 28 29; do POINTS=$POINTS,layers.$l.resid_out,layers.$l.resid_out.mean; done
+  for l in 0 8 16 24 29; do POINTS=$POINTS,layers.$l.resid_out,layers.$l.resid_out.mean; done
 fi
 SHARED=${SHARED:-../shared}
 GGUF=$SHARED/models/smollm2-135m-instruct/SmolLM2-135M-Instruct.Q4_1.gguf
@@ -58,6 +58,6 @@ for lang in en zh; do
   fi
   # the analysis of a language as soon as it is extracted
   done_or "$run/swap/swap.json" ||
-    step "swap $lang" sh -c "$LOBES swap '$run' --points '$POINTS' --seed $SEED --probe-repeats 3 --permutations 10 ${SWAP_ARGS:-} > '$OUT/$lang-swap.txt'"
+    step "swap $lang" sh -c "$LOBES swap '$run' --points '$POINTS' --seed $SEED --probe-repeats 2 --permutations 10 ${SWAP_ARGS:-} > '$OUT/$lang-swap.txt'"
 done
 echo "done; wall times in $TIMES" >&2
