@@ -16,8 +16,9 @@
 #      with a question of another aspect), a seeded --limit sample stratified by swapped ×
 #      response aspect, capturing the last token and the mean over the tokens at every layer
 #      (final, resid, mean)
-#   3. lobes swap on each run (right after its extraction): probes of the swapped samples for the question's and the response's
-#      aspect at every layer, last token and mean, with the token baselines and paired CIs
+#   3. lobes swap on each run, right after its extraction: probes of the swapped samples for the
+#      question's and the response's aspect at the POINTS (last token and mean), with the token
+#      baselines of the same texts and paired CIs
 # Wall times go to OUT_DIR/times.tsv with the load average around each step.
 set -euo pipefail
 cd "$(dirname "$0")/.."
