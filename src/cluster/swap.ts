@@ -43,7 +43,7 @@ export interface SwapPointSource {
   layer: number | null;
   pool: 'last' | 'mean';
   dim: number;
-  /** Its values [rows.length, dim] at the given rows of the input. */
+  /** Its values [n, dim], one row per swapped sample in the order of the labels. */
   read: () => Promise<Float32Array | Float64Array>;
 }
 
