@@ -34,13 +34,14 @@ for (const lang of ['en', 'zh']) {
     out.push(`| ${w.name} | ${f(q.value)} (${f(q.nullMean)}, ${f(q.p)}) | ${f(re.value)} (${f(re.nullMean)}, ${f(re.p)}) | ${ci(w.questionMinusResponse.balancedAccuracy)} |`);
   }
   out.push('');
-  out.push(`| point | pool | question (null, p) | response (null, p) | question − response | ${r.incrementalWords} + state − ${r.incrementalWords}: question | … : response | state − ${r.incrementalWords}: question | … : response |`, '|---|---|---|---|---|---|---|---|---|');
+  const other = r.words.map((w) => w.name).find((n) => n !== r.incrementalWords);
+  out.push(`| point | pool | question (null, p) | response (null, p) | question − response | ${r.incrementalWords} + state − ${r.incrementalWords}: question | … : response | state − ${r.incrementalWords}: question | … : response | state − ${other}: question | … : response |`, '|---|---|---|---|---|---|---|---|---|---|---|');
   for (const p of r.points) {
     const q = p.question.probe.balancedAccuracy;
     const re = p.response.probe.balancedAccuracy;
     const inc = (l: 'question' | 'response') => (p[l].incremental ? ci(p[l].incremental!.balancedAccuracy) : '–');
-    const mw = (l: 'question' | 'response') => (r.incrementalWords && p[l].minusWords[r.incrementalWords] ? ci(p[l].minusWords[r.incrementalWords].balancedAccuracy) : '–');
-    out.push(`| ${p.point} | ${p.pool} | ${f(q.value)} (${f(q.nullMean)}, ${f(q.p)}) | ${f(re.value)} (${f(re.nullMean)}, ${f(re.p)}) | ${ci(p.questionMinusResponse.balancedAccuracy)} | ${inc('question')} | ${inc('response')} | ${mw('question')} | ${mw('response')} |`);
+    const mw = (l: 'question' | 'response', name: string | null | undefined) => (name && p[l].minusWords[name] ? ci(p[l].minusWords[name].balancedAccuracy) : '–');
+    out.push(`| ${p.point} | ${p.pool} | ${f(q.value)} (${f(q.nullMean)}, ${f(q.p)}) | ${f(re.value)} (${f(re.nullMean)}, ${f(re.p)}) | ${ci(p.questionMinusResponse.balancedAccuracy)} | ${inc('question')} | ${inc('response')} | ${mw('question', r.incrementalWords)} | ${mw('response', r.incrementalWords)} | ${mw('question', other)} | ${mw('response', other)} |`);
   }
   out.push('');
   for (const n of r.notes) out.push(`Note: ${n}`, '');
