@@ -61,4 +61,8 @@ for lang in en zh; do
   done_or "$run/swap/swap.json" ||
     step "swap $lang" sh -c "$LOBES swap '$run' --points '$POINTS' --seed $SEED --probe-repeats 2 --permutations 10 ${SWAP_ARGS:-} > '$OUT/$lang-swap.txt'"
 done
+# more English layers (4, 12, 20, 28), the same settings, in RUN/swap-more (bench/swap-summary.ts joins them)
+MORE=layers.4.resid_out,layers.4.resid_out.mean,layers.12.resid_out,layers.12.resid_out.mean,layers.20.resid_out,layers.20.resid_out.mean,layers.28.resid_out,layers.28.resid_out.mean
+done_or "$OUT/en-swap/swap-more/swap.json" ||
+  step "swap en (layers 4 12 20 28)" sh -c "$LOBES swap '$OUT/en-swap' --points '$MORE' --seed $SEED --probe-repeats 2 --permutations 10 --out '$OUT/en-swap/swap-more' ${SWAP_ARGS:-} > '$OUT/en-swap-more.txt'"
 echo "done; wall times in $TIMES" >&2

@@ -6,7 +6,7 @@
  *
  *   node --import tsx bench/swap-summary.ts runs/swap > bench/swap-summary.out.md
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import type { SwapResult } from '../src/cluster/swap.js';
 
@@ -22,6 +22,15 @@ for (const lang of ['en', 'zh']) {
     continue;
   }
   const r: SwapResult = JSON.parse(readFileSync(file, 'utf8'));
+  // more points of the same run, analysed by later lobes swap --points … --out RUN/swap-NAME runs
+  // with the same settings: their points join the table in layer order
+  for (const extra of readdirSync(path.join(dir, `${lang}-swap`)).filter((n) => n.startsWith('swap-')).sort()) {
+    const more: SwapResult = JSON.parse(readFileSync(path.join(dir, `${lang}-swap`, extra, 'swap.json'), 'utf8'));
+    if (JSON.stringify(more.settings) !== JSON.stringify(r.settings)) throw new Error(`${extra}: other settings than swap/`);
+    r.points.push(...more.points);
+  }
+  const order = (p: SwapResult['points'][number]) => (p.layer ?? 1e9) * 2 + (p.pool === 'mean' ? 1 : 0);
+  r.points.sort((a, b) => order(a) - order(b));
   const m = JSON.parse(readFileSync(path.join(dir, `${lang}-swap`, 'manifest.json'), 'utf8'));
   out.push(`## ${lang}`, '');
   out.push(`Run: ${m.dataset.count} texts (\`${m.dataset.spec.replace(/^socialeval:[^?]*/, 'socialeval:…')}\`, --limit ${m.dataset.limit?.limit} by ${m.dataset.limit?.by?.join(',')}); composition ${JSON.stringify({ seed: m.dataset.composition?.seed, responses: m.dataset.composition?.responses, pairsSha256: m.dataset.composition?.pairsSha256?.slice(0, 12) })}.`);
