@@ -6,6 +6,8 @@
  *   layers.{i}.mlp.in        the input of layer i's MLP (read by gate_proj and up_proj)
  *   layers.{i}.mlp.down_in   the input of layer i's down projection, act(gate) ⊙ up
  *   layers.{i}.resid_out     the residual stream after layer i (its sum with the MLP output)
+ *   final.mean               final.hidden averaged over the text's real tokens (padding excluded)
+ *   layers.{i}.resid_out.mean  layers.{i}.resid_out averaged over the text's real tokens
  *   layers.{i}.attn.weights  layer i's attention weights from the answering position: one row over
  *                            the positions per head, [heads, seq] (read by `lobes attend`, not stored
  *                            by `lobes extract`, whose values have one fixed width)
@@ -30,6 +32,10 @@ interface SiteSpec {
   readonly projections: readonly string[];
   /** 'positions' when the value spans the sequence (one weight per position), so that no fixed-width store holds it. */
   readonly rows?: 'positions';
+  /** How the value is reduced over the positions: at the last real token (the default) or averaged over the real tokens. */
+  readonly pool?: 'mean';
+  /** For a pooled site, the site whose per-position value it pools. */
+  readonly of?: string;
 }
 
 const SITES = {
@@ -37,6 +43,8 @@ const SITES = {
   'mlp.in': { family: 'mlp', perLayer: true, module: 'mlp', projections: ['gate_proj', 'up_proj'] },
   'mlp.down_in': { family: 'mlp', perLayer: true, module: 'mlp', projections: ['down_proj'] },
   resid_out: { family: 'resid', perLayer: true, module: null, projections: [] },
+  'final.mean': { family: 'mean', perLayer: false, module: null, projections: [], pool: 'mean', of: 'final.hidden' },
+  'resid_out.mean': { family: 'mean', perLayer: true, module: null, projections: [], pool: 'mean', of: 'resid_out' },
   'attn.weights': { family: 'attn', perLayer: true, module: 'self_attn', projections: [], rows: 'positions' },
 } as const satisfies Record<string, SiteSpec>;
 
@@ -62,6 +70,8 @@ export const CAPTURE_FAMILIES: CaptureFamily[] = [...new Set(HOOK_SITES.filter((
 
 /** The hook name of the final normalized hidden state. */
 export const FINAL_HIDDEN = 'final.hidden';
+/** The hook name of the final normalized hidden state averaged over the text's real tokens. */
+export const FINAL_MEAN = 'final.mean';
 
 const LAYER_PREFIX = 'layers.';
 
@@ -73,6 +83,21 @@ export function isLayerSite(site: HookSite): site is LayerSite {
 /** The capture family of a site. */
 export function siteFamily(site: HookSite): CaptureFamily {
   return SITES[site].family;
+}
+
+/** How a site's value is reduced over the positions: 'last' (the last real token) or 'mean' (the mean over the real tokens). */
+export function sitePool(site: HookSite): 'last' | 'mean' {
+  return (SITES[site] as SiteSpec).pool ?? 'last';
+}
+
+/** The site a pooled site averages (`final.mean` → `final.hidden`); the site itself when it is not pooled. */
+export function pooledSite(site: HookSite): HookSite {
+  return ((SITES[site] as SiteSpec).of ?? site) as HookSite;
+}
+
+/** The mean-pooled site of a last-token site (`resid_out` → `resid_out.mean`), or null when it has none. */
+export function meanSiteOf(site: HookSite): HookSite | null {
+  return HOOK_SITES.find((s) => (SITES[s] as SiteSpec).of === site) ?? null;
 }
 
 /** The Hugging Face module of the projections reading a site (null for none or lm_head). */

@@ -45,6 +45,8 @@ export type { WandaSettings, WandaRegions, WandaMetrics } from './wanda/types.js
 // Representation geometry
 export { runCluster, readLabelsFile, Tsne, pca, readNpy, encodeNpy, spaceMetrics, type ClusterOptions, type ClusterResult, type TsneOptions, type PcaResult } from './cluster/index.js';
 export type { ClusterSettings, ClusterCoords, ClusterMetrics, SpaceMetrics } from './cluster/types.js';
+export { runSwap, type RunSwapOptions } from './cluster/swap-run.js';
+export { swapAnalysis, type SwapInput, type SwapResult, type SwapPointResult } from './cluster/swap.js';
 
 // Reports
 export { loadRun, runPayload, compareRuns, reportHtml, compareHtml, writeReport, writeCompare, exportFigures, type ReportModel } from './report/index.js';

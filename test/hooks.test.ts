@@ -1,22 +1,28 @@
 import { describe, it, expect } from 'vitest';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { CAPTURE_FAMILIES, FINAL_HIDDEN, HOOK_SITES, compareHooks, hookName, isLayerSite, parseHook, siteFamily, siteProjections, type Hook, type LayerSite } from '../src/hooks.js';
+import { CAPTURE_FAMILIES, FINAL_HIDDEN, HOOK_SITES, compareHooks, hookName, isLayerSite, meanSiteOf, parseHook, pooledSite, siteFamily, sitePool, siteProjections, type Hook, type LayerSite } from '../src/hooks.js';
 import { inspectModel } from '../src/runtime/engine.js';
 
 const TINY = resolve(import.meta.dirname, '../models/tiny-llama');
 
 // The documented vocabulary, written out by hand.
-const LAYER_SITES: LayerSite[] = ['mlp.in', 'mlp.down_in', 'resid_out', 'attn.weights'];
+const LAYER_SITES: LayerSite[] = ['mlp.in', 'mlp.down_in', 'resid_out', 'resid_out.mean', 'attn.weights'];
 // The sites `lobes extract` stores (attn.weights spans the positions and is read by `lobes attend`).
-const STORED_LAYER_SITES: LayerSite[] = ['mlp.in', 'mlp.down_in', 'resid_out'];
+const STORED_LAYER_SITES: LayerSite[] = ['mlp.in', 'mlp.down_in', 'resid_out', 'resid_out.mean'];
 
 describe('hook names', () => {
   it('has exactly the documented sites and families', () => {
-    expect(HOOK_SITES).toEqual(['final.hidden', 'mlp.in', 'mlp.down_in', 'resid_out', 'attn.weights']);
+    expect(HOOK_SITES).toEqual(['final.hidden', 'mlp.in', 'mlp.down_in', 'resid_out', 'final.mean', 'resid_out.mean', 'attn.weights']);
     expect(HOOK_SITES.filter(isLayerSite)).toEqual(LAYER_SITES);
-    expect(CAPTURE_FAMILIES).toEqual(['final', 'mlp', 'resid']);
-    expect(HOOK_SITES.map(siteFamily)).toEqual(['final', 'mlp', 'mlp', 'resid', 'attn']);
+    expect(CAPTURE_FAMILIES).toEqual(['final', 'mlp', 'resid', 'mean']);
+    expect(HOOK_SITES.map(siteFamily)).toEqual(['final', 'mlp', 'mlp', 'resid', 'mean', 'mean', 'attn']);
+    expect(HOOK_SITES.map(sitePool)).toEqual(['last', 'last', 'last', 'last', 'mean', 'mean', 'last']);
+    expect([pooledSite('final.mean'), pooledSite('resid_out.mean'), pooledSite('resid_out')]).toEqual(['final.hidden', 'resid_out', 'resid_out']);
+    expect([meanSiteOf('final.hidden'), meanSiteOf('resid_out'), meanSiteOf('mlp.in')]).toEqual(['final.mean', 'resid_out.mean', null]);
+    expect(parseHook('final.mean')).toEqual({ layer: null, site: 'final.mean' });
+    expect(parseHook('layers.3.resid_out.mean')).toEqual({ layer: 3, site: 'resid_out.mean' });
+    expect(parseHook('resid_out.mean')).toBeNull();
     expect(siteProjections('attn.weights')).toEqual([]);
     expect(siteProjections('mlp.in')).toEqual(['gate_proj', 'up_proj']);
     expect(siteProjections('mlp.down_in')).toEqual(['down_proj']);
@@ -91,7 +97,7 @@ describe('hook names', () => {
   it('names every capture point discovery finds: one per site per layer of config.json, each with its parsed layer and site', async () => {
     const cfg = JSON.parse(readFileSync(resolve(TINY, 'config.json'), 'utf8'));
     const info = await inspectModel(TINY);
-    const expected: Hook[] = [{ layer: null, site: 'final.hidden' }];
+    const expected: Hook[] = [{ layer: null, site: 'final.hidden' }, { layer: null, site: 'final.mean' }];
     for (let l = 0; l < cfg.num_hidden_layers; l++) for (const site of STORED_LAYER_SITES) expected.push({ layer: l, site });
     expect(info.points.map((p) => ({ layer: p.layer, site: p.site }))).toEqual(expected);
     for (const p of info.points) expect(parseHook(p.name)).toEqual({ layer: p.layer, site: p.site });

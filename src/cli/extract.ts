@@ -10,7 +10,7 @@ import type { ControlInfo } from '../store/types.js';
 import { CHAT_TEMPLATE_OPTION, DEVICE_OPTIONS, HELP, LAYERS_OPTION, LIMIT_OPTIONS, MAX_TOKENS_OPTION, MODEL_OPTIONS, OUTPUT_OPTIONS, deviceOf, limitOf, maxTokensOf, modelArg, chatTemplateOn } from './options.js';
 
 const spec = {
-  usage: 'lobes extract --model MODEL_DIR|FILE.gguf --data SPEC --out RUN [--capture final,mlp,resid] [--layers L] [--limit N [--by LABELS] [--seed N]] [--device cpu|cuda|webgpu] [--device-id N] [--batch N | --token-budget N] [--max-tokens N] [--dtype fp16|fp32] [--shard i/n|auto|auto/N] [--chunk-rows N] [--chat-template [auto|on|off]] [--control random [--control-seed N]] [--cache DIR] [--ignore-plan] [--repair] [--strict] [--quiet] [--json]',
+  usage: 'lobes extract --model MODEL_DIR|FILE.gguf --data SPEC --out RUN [--capture final,mlp,resid,mean] [--layers L] [--limit N [--by LABELS] [--seed N]] [--device cpu|cuda|webgpu] [--device-id N] [--batch N | --token-budget N] [--max-tokens N] [--dtype fp16|fp32] [--shard i/n|auto|auto/N] [--chunk-rows N] [--chat-template [auto|on|off]] [--control random [--control-seed N]] [--cache DIR] [--ignore-plan] [--repair] [--strict] [--quiet] [--json]',
   help: `
 Run a model over a dataset and store the last token's activations in a run directory
 (format: docs/run-format.md). Rerunning the same command continues an interrupted run
@@ -21,7 +21,8 @@ ${HELP.cache}
   --data SPEC          builtin:NAME, socialeval:PATH, jsonl:PATH?text=F&label=F, csv:PATH?...
   --out RUN            run folder to create or resume; {i} and {n} are replaced by the shard
   --capture LIST       final (final.hidden), mlp (layers.*.mlp.in / mlp.down_in),
-                       resid (layers.*.resid_out); default final,mlp
+                       resid (layers.*.resid_out), mean (final.mean, layers.*.resid_out.mean:
+                       averaged over the text's tokens); default final,mlp
 ${HELP.layers}; the per-layer
                        points of --capture are stored for these layers only (default all)
 ${HELP.limit}

@@ -84,7 +84,7 @@ export function inspectText(info: ModelInfo): string {
   lines.push(`dtype      ${a.dtype}`);
   lines.push(`quant.     ${a.quantization ?? 'none'}`);
   lines.push('');
-  lines.push(`capture points (${info.points.length}; each leaves the model as float32 [batch, dim] at the last real token):`);
+  lines.push(`capture points (${info.points.length}; each leaves the model as float32 [batch, dim], at the last real token; *.mean averaged over the real tokens):`);
   const w = Math.max(...info.points.map((p) => p.name.length));
   for (const p of info.points) {
     const proj = p.projections?.map((r) => `${r.proj}=${r.op} ${r.weight} (${r.layout} ${r.dIn}→${r.dOut}${r.bits ? `, int${r.bits}/${r.blockSize}` : ''})`).join('; ');

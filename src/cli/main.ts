@@ -15,6 +15,7 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<{ run(argv
   merge: { summary: 'merge shard runs into one run, proving they cover every sample once', load: () => import('./merge.js') },
   wanda: { summary: 'Wanda importance, block pooling, neuron regions and set differences', load: () => import('./wanda.js') },
   cluster: { summary: 'seeded t-SNE and separation metrics for the labels', load: () => import('./cluster.js') },
+  swap: { summary: 'does the state follow the question or the response? (question/response swaps)', load: () => import('./swap.js') },
   report: { summary: 'self-contained HTML report of a run', load: () => import('./report.js') },
   compare: { summary: 'side-by-side report of two runs (e.g. 8B vs 70B)', load: () => import('./compare.js') },
   attend: { summary: 'which words the model attends to when it answers (attention of the answering position)', load: () => import('./attend.js') },

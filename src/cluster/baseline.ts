@@ -153,6 +153,32 @@ export interface StateProbe {
   cv: RepeatedCv;
 }
 
+/** A feature set computed from the tokens alone. */
+export interface WordFeatures {
+  name: string;
+  description: string;
+  X: Float64Array;
+  dim: number;
+}
+
+/**
+ * The token-baseline features of the run's rows `rows` (token counts; the mean input embedding),
+ * tokenized as extract fed them, with notes on what could not be computed.
+ */
+export async function wordFeatures(run: RunReader, rows: Int32Array, modelDir: string | undefined): Promise<{ features: WordFeatures[]; notes: string[] }> {
+  const notes: string[] = [];
+  const features: WordFeatures[] = [];
+  const tok = await sampleTokens(run, rows, modelDir);
+  if ('note' in tok) return { features, notes: [tok.note] };
+  if (tok.mismatched) notes.push(`token baselines: ${tok.mismatched} of ${tok.ids.length} items tokenize to another length than the run recorded (has the model folder's tokenizer changed?)`);
+  const counts = tokenCounts(tok.ids);
+  features.push({ name: 'token-counts', description: `counts of each token id in the item (${counts.dim} ids that occur in at least two items)`, ...counts });
+  const emb = await embeddingTable(modelDir!);
+  if ('note' in emb) notes.push(emb.note);
+  else features.push({ name: 'token-embedding-mean', description: `mean of the model's input embeddings of the item's tokens (d = ${emb.dim})`, X: embeddingMeans(tok.ids, emb.E, emb.vocab, emb.dim), dim: emb.dim });
+  return { features, notes };
+}
+
 /**
  * The token baselines of a run's metric sample (each with the probe's scores, CIs and null) and,
  * given the representation's probe, for each baseline: the paired difference representation −
@@ -170,15 +196,9 @@ export async function tokenBaselines(
   const items: ClusterItems['baselines'] = [];
   const incremental: IncrementalMetrics[] = [];
   const comparisons: ProbeComparison[] = [];
-  const tok = await sampleTokens(run, sample.rows, modelDir);
-  if ('note' in tok) return { baselines, items, notes: [tok.note], incremental, comparisons };
-  if (tok.mismatched) notes.push(`token baselines: ${tok.mismatched} of ${tok.ids.length} items tokenize to another length than the run recorded (has the model folder's tokenizer changed?)`);
-  const feats: { name: string; description: string; X: Float64Array; dim: number }[] = [];
-  const counts = tokenCounts(tok.ids);
-  feats.push({ name: 'token-counts', description: `counts of each token id in the item (${counts.dim} ids that occur in at least two items)`, ...counts });
-  const emb = await embeddingTable(modelDir!);
-  if ('note' in emb) notes.push(emb.note);
-  else feats.push({ name: 'token-embedding-mean', description: `mean of the model's input embeddings of the item's tokens (d = ${emb.dim})`, X: embeddingMeans(tok.ids, emb.E, emb.vocab, emb.dim), dim: emb.dim });
+  const wf = await wordFeatures(run, sample.rows, modelDir);
+  notes.push(...wf.notes);
+  const feats = wf.features;
   const Rp = sample.mopts.probePermutations;
   for (const f of feats) {
     if (f.dim === 0) {

@@ -189,12 +189,16 @@ export async function separation(ctx: MeasureContext, Y: Float64Array, sample: M
   return { spaces, items, probeCv: cvE, Xs };
 }
 
-/** The run's residual-stream capture points (layers.{i}.resid_out), in layer order. */
-export function residHooks(run: RunReader): HookInfo[] {
+/**
+ * The run's residual-stream capture points in layer order: layers.{i}.resid_out (the last token),
+ * or with `pool` 'mean' layers.{i}.resid_out.mean (the mean over the text's tokens).
+ */
+export function residHooks(run: RunReader, pool: 'last' | 'mean' = 'last'): HookInfo[] {
+  const site = pool === 'mean' ? 'resid_out.mean' : 'resid_out';
   return run
     .hooks()
     .map((h) => ({ h, hook: parseHook(h.name) }))
-    .filter((x) => x.hook?.site === 'resid_out')
+    .filter((x) => x.hook?.site === site)
     .sort((a, b) => compareHooks(a.hook!, b.hook!))
     .map((x) => x.h);
 }
@@ -202,12 +206,14 @@ export function residHooks(run: RunReader): HookInfo[] {
 /**
  * The probe at every layer's residual stream, on the metric sample: accuracy, balanced accuracy
  * and macro-F1 with bootstrap CIs and a null of `sweepPermutations` label shuffles per layer
- * (the same shuffles at every layer).
+ * (the same shuffles at every layer). `pool` 'mean' sweeps the mean-pooled stream
+ * (layers.{i}.resid_out.mean), as cluster does when its point is a mean-pooled one.
  */
-export async function layerSweep(ctx: MeasureContext, run: RunReader | undefined, source: string, sample: MetricSample): Promise<{ sweep: SweepPoint[]; items: NonNullable<ClusterItems['sweep']>; comparisons: ProbeComparison[] }> {
+export async function layerSweep(ctx: MeasureContext, run: RunReader | undefined, source: string, sample: MetricSample, pool: 'last' | 'mean' = 'last'): Promise<{ sweep: SweepPoint[]; items: NonNullable<ClusterItems['sweep']>; comparisons: ProbeComparison[] }> {
   if (!run) throw new LobesError('--sweep needs a run directory (a matrix file has one layer)');
-  const layers = residHooks(run);
-  if (layers.length === 0) throw new LobesError('--sweep: the run has no layers.{i}.resid_out capture points', { file: source, hint: 'extract with --capture resid' });
+  const layers = residHooks(run, pool);
+  const site = pool === 'mean' ? 'resid_out.mean' : 'resid_out';
+  if (layers.length === 0) throw new LobesError(`--sweep: the run has no layers.{i}.${site} capture points`, { file: source, hint: `extract with --capture ${pool === 'mean' ? 'mean' : 'resid'}` });
   const { rows } = sample;
   const sweep: SweepPoint[] = [];
   const comparisons: ProbeComparison[] = [];

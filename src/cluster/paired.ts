@@ -58,15 +58,17 @@ export function bootstrapRepeated(y: Int32Array, preds: Int32Array[], C: number,
 /**
  * The paired bootstrap of score(A) − score(B) for every score: A and B are repeated-CV
  * predictions of the same items (repeat r of each on the same folds; with unequal repeat counts,
- * repeat r of the shorter list is r modulo its length).
+ * repeat r of the shorter list is r modulo its length). `yB`, when given, is the labelling B is
+ * scored against (two labels of the same items, e.g. the question's and the response's aspect:
+ * each resample then scores A against y and B against yB on the same items).
  */
-export function pairedBootstrap(y: Int32Array, A: Int32Array[], Bp: Int32Array[], C: number, B: number, rng: Rng): Record<ScoreName, DifferenceCI> {
+export function pairedBootstrap(y: Int32Array, A: Int32Array[], Bp: Int32Array[], C: number, B: number, rng: Rng, yB: Int32Array = y): Record<ScoreName, DifferenceCI> {
   const n = y.length;
   const R = Math.max(A.length, Bp.length);
   const value = { accuracy: 0, balancedAccuracy: 0, macroF1: 0 };
   for (let r = 0; r < R; r++) {
     const a = scoresFromConfusion(confusionCounts(y, A[r % A.length], C), C);
-    const b = scoresFromConfusion(confusionCounts(y, Bp[r % Bp.length], C), C);
+    const b = scoresFromConfusion(confusionCounts(yB, Bp[r % Bp.length], C), C);
     for (const k of SCORE_NAMES) value[k] += (a[k] - b[k]) / R;
   }
   const out = {} as Record<ScoreName, DifferenceCI>;
@@ -82,7 +84,7 @@ export function pairedBootstrap(y: Int32Array, A: Int32Array[], Bp: Int32Array[]
     const r = R > 1 ? rng.int(R) : 0;
     for (let t = 0; t < n; t++) rows[t] = rng.int(n);
     const sa = scoresFromConfusion(confusionCounts(y, A[r % A.length], C, rows, Ma), C);
-    const sb = scoresFromConfusion(confusionCounts(y, Bp[r % Bp.length], C, rows, Mb), C);
+    const sb = scoresFromConfusion(confusionCounts(yB, Bp[r % Bp.length], C, rows, Mb), C);
     for (const k of SCORE_NAMES) diffs[k][b] = sa[k] - sb[k];
   }
   for (const k of SCORE_NAMES) {

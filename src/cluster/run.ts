@@ -28,7 +28,7 @@ import { hashFileCached } from '../store/filehash.js';
 import { defaultThreads } from '../util/worker.js';
 import { readSafetensorsHeader, readTensorFloat32 } from '../formats/safetensors.js';
 import { LOBES_VERSION } from '../version.js';
-import { FINAL_HIDDEN } from '../hooks.js';
+import { FINAL_HIDDEN, parseHook, sitePool } from '../hooks.js';
 import type { RunReader } from '../store/types.js';
 import type { BaselineMetrics, ClusterCoords, ClusterItems, ClusterMetrics, ClusterSettings, IncrementalMetrics, ProbeComparison, SpaceMetrics, SweepPoint } from './types.js';
 import { readNpy } from './npy.js';
@@ -82,7 +82,7 @@ export interface ClusterOptions {
   classWeight?: 'balanced' | null;
   /** Metrics on at most this many points (seeded stratified subsample; default 2000). */
   maxMetricPoints?: number;
-  /** Probe accuracy for every layers.{i}.resid_out (run input only). */
+  /** Probe accuracy for every layers.{i}.resid_out (run input only; layers.{i}.resid_out.mean when `point` is a mean-pooled point). */
   sweep?: boolean;
   /** Output directory. */
   out?: string;
@@ -335,7 +335,9 @@ export async function runCluster(input: RunReader | string, opts: ClusterOptions
       laps.lap('baselines');
     }
     if (opts.sweep) {
-      const sw = await layerSweep(ctx, inp.run, inp.source, sample);
+      // a mean-pooled point sweeps the mean-pooled stream, so that every layer is read the same way
+      const hook = inp.kind === 'run' ? parseHook(settingsPoint(opts, inp)) : null;
+      const sw = await layerSweep(ctx, inp.run, inp.source, sample, hook && sitePool(hook.site) === 'mean' ? 'mean' : 'last');
       extra.sweep = sw.sweep;
       extra.comparisons.push(...sw.comparisons);
       items.sweep = sw.items;

@@ -29,7 +29,7 @@ export const DEFAULT_DATASET = 'builtin:social';
  */
 export async function loadDataset(spec: string, opts: LoadOptions = {}): Promise<Dataset> {
   const p = parseSpec(spec);
-  let r: { samples: Sample[]; excluded: Excluded[]; problems: Problem[]; spec: string; axes: string[] };
+  let r: { samples: Sample[]; excluded: Excluded[]; problems: Problem[]; spec: string; axes: string[]; composition?: Dataset['composition'] };
   switch (p.kind) {
     case 'builtin':
       r = { ...loadBuiltin(p), problems: [] };
@@ -56,5 +56,5 @@ export async function loadDataset(spec: string, opts: LoadOptions = {}): Promise
   if (r.samples.length === 0) {
     throw new LobesError(`dataset ${spec} has no samples${r.excluded.length ? ` (${r.excluded.length} excluded; first: ${r.excluded[0].reason})` : ''}`, { hint: 'check the filters and the input' });
   }
-  return { spec: r.spec, samples: r.samples, excluded: r.excluded, axes: r.axes };
+  return { spec: r.spec, samples: r.samples, excluded: r.excluded, axes: r.axes, ...(r.composition ? { composition: r.composition } : {}) };
 }

@@ -8,6 +8,7 @@ import { boolParam, checkParams, formatSpec, type ParsedSpec } from './spec.js';
 import { applyTemplate, templateFromSpec } from './template.js';
 import { filtersFromSpec, keep } from './filters.js';
 import type { Excluded, Sample } from './types.js';
+import { SWAP_AXES, swapSamples, swapSeed, type SwapComposition } from './swap.js';
 
 // eslint-disable-next-line no-control-regex -- control characters are exactly what this replaces
 const CONTROL_CHARS = /[\u0000-\u001f]/g;
@@ -24,6 +25,8 @@ export interface SocialEvalLoad {
   samples: Sample[];
   excluded: Excluded[];
   problems: Problem[];
+  /** The scenario of each sample's world tree, by sample id. */
+  scenarios: Map<string, string>;
   /** Skill choices seen, per language, and how many had a single ability that resolved. */
   stats: Record<'en' | 'zh', { choices: number; single: number; singleResolved: number; composite: number; unresolved: number }>;
 }
@@ -197,6 +200,7 @@ export function readSocialEval(root: string, opts: SocialEvalOptions): SocialEva
     samples: [],
     excluded: [],
     problems: [],
+    scenarios: new Map(),
     stats: { en: { choices: 0, single: 0, singleResolved: 0, composite: 0, unresolved: 0 }, zh: { choices: 0, single: 0, singleResolved: 0, composite: 0, unresolved: 0 } },
   };
   const seen = new Map<string, string>();
@@ -313,6 +317,7 @@ function readChoice(ctx: TreeContext, nodeId: string, ch: unknown, ci: number): 
     .map((c) => ((c.content as any).content as string).trim());
   const ability = lab.abilities.join(' + ');
   const aspects = uniq(lab.abilities.map(aspectOf));
+  out.scenarios.set(id, ctx.scenario);
   out.samples.push({
     id,
     text: applyTemplate(opts.template, { question: qs.question, response, speaker, scenario: ctx.scenario }),
@@ -345,16 +350,23 @@ function choiceUtterance(content: unknown): { speaker: string; response: string 
   return { speaker, response };
 }
 
-export const SOCIALEVAL_KEYS = ['lang', 'orientation', 'aspect', 'ability', 'composite', 'agree', 'template', 'scenario', 'speaker', 'text'];
+export const SOCIALEVAL_KEYS = ['lang', 'orientation', 'aspect', 'ability', 'composite', 'agree', 'template', 'scenario', 'speaker', 'text', 'swap'];
 
-export function loadSocialEval(p: ParsedSpec): { samples: Sample[]; excluded: Excluded[]; problems: Problem[]; spec: string; axes: string[] } {
+export function loadSocialEval(p: ParsedSpec): { samples: Sample[]; excluded: Excluded[]; problems: Problem[]; spec: string; axes: string[]; composition?: SwapComposition } {
   checkParams(p, SOCIALEVAL_KEYS);
   if (!p.path) throw new UsageError('socialeval: needs a path', 'e.g. socialeval:../shared/socialeval/worldtree_data?lang=en');
   const includeComposite = boolParam(p, 'composite');
   const template = templateFromSpec(p, (k) => boolParam(p, k));
   const filters = filtersFromSpec(p, ABILITIES.map((a) => a.name));
   const r = readSocialEval(p.path, { template, includeComposite, requireAgreement: boolParam(p, 'agree') });
-  const samples = r.samples.filter((s) => keep(s, filters));
+  let samples = r.samples.filter((s) => keep(s, filters));
+  // swap=SEED: every response with its own question and with one naming another aspect (src/data/swap.ts)
+  const swap = p.params.get('swap');
+  let composition: SwapComposition | undefined;
+  if (swap !== undefined) {
+    const seed = swapSeed(swap, p.raw);
+    ({ samples, composition } = swapSamples(samples, template, (id) => r.scenarios.get(id) ?? '', seed, p.raw));
+  }
   const excluded = r.excluded.filter((e) => {
     // Keep exclusions of the selected language/orientation only.
     const facts = fileFacts(e.file ?? '');
@@ -367,5 +379,6 @@ export function loadSocialEval(p: ParsedSpec): { samples: Sample[]; excluded: Ex
     }
     return true;
   });
-  return { samples, excluded, problems: r.problems, spec: formatSpec('socialeval', p.path, p.params), axes: ['aspect', 'ability', 'language', 'orientation'] };
+  const axes = ['aspect', 'ability', 'language', 'orientation', ...(composition ? SWAP_AXES : [])];
+  return { samples, excluded, problems: r.problems, spec: formatSpec('socialeval', p.path, p.params), axes, ...(composition ? { composition } : {}) };
 }

@@ -32,6 +32,8 @@ export interface Dataset {
   excluded: Excluded[];
   /** Label axes present on every sample, in a stable order. */
   axes: string[];
+  /** How the samples were composed from the items, when not one sample per item (socialeval: swap=SEED). */
+  composition?: SwapComposition;
 }
 
 /**
@@ -48,4 +50,16 @@ export interface LoadOptions {
    * the error about invalid input; commands without one are told only to fix the input.
    */
   skipFlag?: string;
+}
+
+/** What the swap composition did: recorded in the run manifest (`dataset.composition`). */
+export interface SwapComposition {
+  kind: 'swap';
+  seed: number;
+  /** Responses (each gives an own and a swapped sample). */
+  responses: number;
+  /** How the swapped question was chosen. */
+  pairing: string;
+  /** sha256 over the lines `RESPONSE_ID\tQUESTION_ID` of the swapped samples, in order. */
+  pairsSha256: string;
 }

@@ -431,7 +431,7 @@ function runManifest(s: Settings, input: Input, previous: RunManifest | null, po
       ...(s.control ? { control: s.control } : {}),
     },
     tokenizer: { source: input.tokenizer.source, chatTemplate: s.chatTemplate, addBos: input.tokenizer.addBos, maxTokens: s.maxTokens },
-    dataset: { spec: input.dataset.spec, itemsSha256: input.itemsSha256, count: input.N, axes: input.dataset.axes, ...(input.limit ? { limit: input.limit } : {}) },
+    dataset: { spec: input.dataset.spec, itemsSha256: input.itemsSha256, count: input.N, axes: input.dataset.axes, ...(input.limit ? { limit: input.limit } : {}), ...(input.dataset.composition ? { composition: input.dataset.composition } : {}) },
     capture: { points, selection: s.layers ? [...s.capture, `layers=${s.layers}`] : s.capture },
     dtype: s.dtype,
     provider: { device: s.device, deviceId: s.deviceId ?? 0 },

@@ -385,7 +385,7 @@ function finalHiddenValue(g: GraphIndex, lmHead: Projection): string {
   return g.prod(v) === undefined && !g.inputs.has(v) ? lmHead.x : v;
 }
 
-/** The capture points: final.hidden, then per layer its MLP input, down-projection input and residual sum. */
+/** The capture points: final.hidden (and its mean), then per layer its MLP input, down-projection input and residual sum (and its mean). */
 function capturePoints(g: GraphIndex, mlps: MlpMatch[], lmHead: Projection, hidden: number, intermediate: number): DiscoveredPoint[] {
   const finalValue = finalHiddenValue(g, lmHead);
   const points: DiscoveredPoint[] = [];
@@ -397,6 +397,8 @@ function capturePoints(g: GraphIndex, mlps: MlpMatch[], lmHead: Projection, hidd
     projections: [projectionRef('lm_head', lmHead)],
     source: { kind: 'value', value: finalValue },
   });
+  // the mean-pooled sites read the same values; the capture graph averages them over the real tokens
+  points.push({ ...at({ layer: null, site: 'final.mean' }), dim: hidden, value: finalValue, source: { kind: 'value', value: finalValue } });
   mlps.forEach((l, i) => {
     points.push({
       ...at({ layer: i, site: 'mlp.in' }),
@@ -420,6 +422,7 @@ function capturePoints(g: GraphIndex, mlps: MlpMatch[], lmHead: Projection, hidd
       value: rs.kind === 'value' ? rs.value : `lobes.${resid.name}`,
       source: rs,
     });
+    points.push({ ...at({ layer: i, site: 'resid_out.mean' }), dim: hidden, value: rs.kind === 'value' ? rs.value : `lobes.${resid.name}`, source: rs });
   });
   return points;
 }

@@ -1,6 +1,8 @@
 /**
  * Graph surgery for capture: add nodes that select each row's last real token (from the
- * attention mask, correct for left and right padding), cast to float32 in-graph, make those
+ * attention mask, correct for left and right padding) or, for the mean-pooled sites
+ * (`final.mean`, `layers.{i}.resid_out.mean`), average each row over its real tokens, cast to
+ * float32 in-graph (only [batch, dim] leaves the session either way), make those
  * the only graph outputs, and prune everything the new outputs do not need (lm_head, logits,
  * KV-cache outputs are dropped where possible). Weights stay where they are: the edited graph
  * keeps the same external-data references.
@@ -9,6 +11,7 @@ import type { GraphProto, ModelProto, NodeProto, TensorProto, ValueInfo } from '
 import { DataType, dataTypeSize, makeNode, makeTensor, makeValueInfo } from '../onnx/index.js';
 import { LobesError } from '../util/errors.js';
 import type { DiscoveredPoint } from './discover.js';
+import { sitePool } from '../hooks.js';
 
 export const OUT_PREFIX = 'lobes.out.';
 /** Prefix of every value and node the capture graph adds. */
@@ -87,9 +90,9 @@ export function buildCaptureModel(model: ModelProto, hooks: DiscoveredPoint[], m
   if (opset < 11) throw new LobesError(`the model's ONNX opset ${opset} is older than 11, which lobes needs`);
   const e = new GraphEdit(g);
   const { inputs, mask, maskAdded, maskType } = editedInputs(g, inGraphPast, maskInput);
-  const { B, flat } = lastTokenIndex(e, mask, maskType, opset);
-  if (inGraphPast.length) emptyPasts(e, B, inGraphPast);
-  const { outputs, outInfos } = hookOutputs(e, hooks, flat);
+  const sel = lastTokenIndex(e, mask, maskType, opset);
+  if (inGraphPast.length) emptyPasts(e, sel.B, inGraphPast);
+  const { outputs, outInfos } = hookOutputs(e, hooks, sel, opset);
   const graph = prune(g, e, inputs, outInfos);
   return { model: { ...model, graph }, outputs, maskInput: mask, maskAdded };
 }
@@ -160,10 +163,16 @@ export function emptyPasts(e: GraphEdit, B: string, inGraphPast: InGraphPast[]):
   }
 }
 
-/** One float32 [batch, dim] graph output per hook: its value (or sum) at each row's last real token. */
-function hookOutputs(e: GraphEdit, hooks: DiscoveredPoint[], flat: string): { outputs: Map<string, string>; outInfos: ValueInfo[] } {
+/**
+ * One float32 [batch, dim] graph output per hook: its value (or sum) at each row's last real
+ * token, or for a mean-pooled site its mean over the row's real tokens (mask-weighted, in float32):
+ * mean[b] = Σ_t mask[b,t]·v[b,t] / Σ_t mask[b,t]. Padded positions are removed with Where (not
+ * multiplied by 0), so a non-finite value at a padded position cannot reach the mean.
+ */
+function hookOutputs(e: GraphEdit, hooks: DiscoveredPoint[], sel: LastToken, opset: number): { outputs: Map<string, string>; outInfos: ValueInfo[] } {
   const outputs = new Map<string, string>();
   const outInfos: ValueInfo[] = [];
+  let pool: MeanPool | null = null;
   for (const h of hooks) {
     const key = h.name.replace(/[^A-Za-z0-9_.]/g, '_');
     let v: string;
@@ -172,15 +181,54 @@ function hookOutputs(e: GraphEdit, hooks: DiscoveredPoint[], flat: string): { ou
       v = h.source.inputs[0]!;
       for (let i = 1; i < h.source.inputs.length; i++) v = e.add('Add', [v, h.source.inputs[i]!], `${key}.sum${i}`);
     }
-    const shp = e.c64(`${key}.shape`, [-1, h.dim], [2]);
-    const flat2 = e.add('Reshape', [v, shp], `${key}.rows`);
-    const sel = e.add('Gather', [flat2, flat], `${key}.last`, { axis: 0 });
     const outName = OUT_PREFIX + h.name;
-    e.nodes.push(makeNode('Cast', [sel], [outName], { to: DataType.FLOAT }, undefined, outName));
+    if (sitePool(h.site) === 'mean') {
+      pool ??= meanPool(e, sel, opset);
+      const shp = e.add('Concat', [pool.B1, pool.T1, e.c64(`${key}.dim`, [h.dim], [1])], `${key}.shape`, { axis: 0 });
+      const x = e.add('Cast', [e.add('Reshape', [v, shp], `${key}.bt`)], `${key}.f32`, { to: DataType.FLOAT });
+      const kept = e.add('Where', [pool.keep, x, pool.zero], `${key}.masked`);
+      const sum = reduceSum(e, kept, 1, false, `${key}.sum`, opset);
+      e.nodes.push(makeNode('Div', [sum, pool.count], [outName], {}, undefined, outName));
+    } else {
+      const shp = e.c64(`${key}.shape`, [-1, h.dim], [2]);
+      const flat2 = e.add('Reshape', [v, shp], `${key}.rows`);
+      const picked = e.add('Gather', [flat2, sel.flat], `${key}.last`, { axis: 0 });
+      e.nodes.push(makeNode('Cast', [picked], [outName], { to: DataType.FLOAT }, undefined, outName));
+    }
     outputs.set(h.name, outName);
     outInfos.push(makeValueInfo(outName, DataType.FLOAT, ['batch', h.dim]));
   }
   return { outputs, outInfos };
+}
+
+/** The values every mean-pooled hook shares. */
+interface MeanPool {
+  /** Batch size and padded length as int64 [1]. */
+  B1: string;
+  T1: string;
+  /** The mask as bool [batch, seq, 1]. */
+  keep: string;
+  /** float32 scalar 0. */
+  zero: string;
+  /** Real tokens per row, float32 [batch, 1]. */
+  count: string;
+}
+
+function meanPool(e: GraphEdit, sel: LastToken, opset: number): MeanPool {
+  const one1 = e.c64('pool.shape1', [1], [1]);
+  const B1 = e.add('Reshape', [sel.B, one1], 'pool.B1');
+  const T1 = e.add('Reshape', [sel.T, one1], 'pool.T1');
+  const shp3 = e.add('Concat', [B1, T1, e.c64('pool.one', [1], [1])], 'pool.mask_shape', { axis: 0 });
+  const keep = e.add('Cast', [e.add('Reshape', [sel.mask, shp3], 'pool.mask3')], 'pool.keep', { to: DataType.BOOL });
+  e.inits.push(makeTensor(SEL_PREFIX + 'pool.zero', DataType.FLOAT, [], Float32Array.of(0)));
+  const maskF = e.add('Cast', [sel.mask], 'pool.maskf', { to: DataType.FLOAT });
+  return { B1, T1, keep, zero: SEL_PREFIX + 'pool.zero', count: reduceSum(e, maskF, 1, true, 'pool.count', opset) };
+}
+
+/** ReduceSum over one axis (axes as an input from opset 13, as an attribute before). */
+function reduceSum(e: GraphEdit, x: string, axis: number, keepdims: boolean, out: string, opset: number): string {
+  if (opset >= 13) return e.add('ReduceSum', [x, e.c64(`${out}.axes`, [axis], [1])], out, { keepdims: keepdims ? 1 : 0 });
+  return e.add('ReduceSum', [x], out, { keepdims: keepdims ? 1 : 0, axes: [axis] });
 }
 
 /**

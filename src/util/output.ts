@@ -31,7 +31,7 @@ import { LOBES_VERSION } from '../version.js';
 export const OUTPUT_MARKER = '.lobes-output.json';
 
 /** Kinds of output folders lobes writes (one per command that writes a folder). */
-export type OutputKind = 'wanda' | 'cluster' | 'eval' | 'attend' | 'figures' | 'convert' | 'extract';
+export type OutputKind = 'wanda' | 'cluster' | 'eval' | 'attend' | 'figures' | 'convert' | 'extract' | 'swap';
 
 /** The content of the marker file. */
 export interface OutputMarker {

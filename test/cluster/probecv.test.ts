@@ -164,6 +164,18 @@ describe('the paired bootstrap', () => {
     expect(r.ci95![1]).toBeCloseTo(1, 12);
     expect(r.ci95![0]).toBeCloseTo(1 / 6, 12);
   });
+  it('scores B against its own labels when given (two labels of the same items)', () => {
+    // A predicts labels y (all 0) and is right on items 0-3 and 5; B predicts the labels yB and is
+    // right on items 1 and 3 of yB: the same per-item hits as above, so the same distribution
+    const yB = Int32Array.from([0, 1, 0, 1, 0, 0]);
+    const Bq = Int32Array.from([1, 1, 1, 1, 1, 1]);
+    const r = pairedBootstrap(y, [A], [Bq], 2, 20000, new Rng(3), yB).accuracy;
+    expect(r.value).toBeCloseTo(0.5, 12);
+    expect(r.ci95![0]).toBeCloseTo(1 / 6, 12);
+    expect(r.ci95![1]).toBeCloseTo(5 / 6, 12);
+    // against y instead, B would be wrong everywhere
+    expect(pairedBootstrap(y, [A], [Bq], 2, 100, new Rng(3)).accuracy.value).toBeCloseTo(5 / 6, 12);
+  });
 });
 
 describe('repeats on worker threads', () => {

@@ -40,14 +40,15 @@ describe.skipIf(!hasGenai)('lobes inspect on the genai fixture', () => {
     expect(r.out).toMatch(/intermed\.\s+64/);
     expect(r.out).toMatch(/vocab\s+32000/);
     expect(r.out).toMatch(/dtype\s+fp16/);
-    expect(r.out).toContain('layers.1.mlp.down_in  [batch, 64]');
+    expect(r.out).toMatch(/layers\.1\.mlp\.down_in +\[batch, 64\]/);
+    expect(r.out).toMatch(/layers\.1\.resid_out\.mean +\[batch, 16\]/);
     expect(r.out).toMatch(/cpu\s+available/);
     const j = JSON.parse((await cli(['inspect', GENAI, '--json'])).out);
     expect(j.arch).toEqual({ family: 'llama', layers: 2, hidden: 16, intermediate: 64, heads: 1, kvHeads: 1, vocab: 32000, dtype: 'fp16', quantization: null });
     expect(j.points.map((p: any) => p.name)).toEqual([
-      'final.hidden', 'layers.0.mlp.in', 'layers.0.mlp.down_in', 'layers.0.resid_out', 'layers.1.mlp.in', 'layers.1.mlp.down_in', 'layers.1.resid_out',
+      'final.hidden', 'final.mean', 'layers.0.mlp.in', 'layers.0.mlp.down_in', 'layers.0.resid_out', 'layers.0.resid_out.mean', 'layers.1.mlp.in', 'layers.1.mlp.down_in', 'layers.1.resid_out', 'layers.1.resid_out.mean',
     ]);
-    const down1 = j.points[5].projections[0];
+    const down1 = j.points[7].projections[0];
     expect(down1).toMatchObject({ proj: 'down_proj', op: 'MatMul', layout: 'in_out', dIn: 64, dOut: 16 });
     // The weight named is the one the exporter stored for layer 1's down projection.
     const m = loadModel(GENAI);

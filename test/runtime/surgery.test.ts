@@ -11,6 +11,7 @@ import { ensureGeneratedModel, generatedModelParams } from '../../src/models/wri
 import { encodeBpe } from '../../src/models/tokenizer.js';
 import { referenceForward, row } from '../models/reference-forward.js';
 import { relErr } from './helpers.js';
+import { sitePool } from '../../src/hooks.js';
 
 describe.skipIf(!hasGenai)('capture graph surgery', () => {
   it('prunes lm_head and KV outputs; in-graph empty KV cache gives the same captures as fed empty tensors', async () => {
@@ -18,7 +19,8 @@ describe.skipIf(!hasGenai)('capture graph surgery', () => {
     const g = a.disc.index;
     const past = a.loaded.model.graph!.input.filter((v) => isPastInput(g, v.name!));
     expect(past).toHaveLength(4);
-    const hooks = a.disc.points;
+    // the last-token points (the mean-pooled ones are checked on the generated model below)
+    const hooks = a.disc.points.filter((h) => sitePool(h.site) === 'last');
     const surg = buildCaptureModel(
       a.loaded.model,
       hooks,
@@ -70,7 +72,7 @@ describe.skipIf(!hasGenai)('capture graph surgery', () => {
 });
 
 describe('capture graph surgery on a generated model with KV-cache inputs', () => {
-  it("selects each row's last real token (left and right padding), against the plain-TypeScript forward pass", async () => {
+  it("selects each row's last real token, and averages the mean-pooled points over its real tokens (left and right padding), against the plain-TypeScript forward pass", async () => {
     const dir = ensureGeneratedModel('tiny-llama-past');
     const p = generatedModelParams('tiny-llama-past');
     const { hidden: H, intermediate: I, kvHeads } = p.opts;
@@ -93,10 +95,20 @@ describe('capture graph surgery on a generated model with KV-cache inputs', () =
       const seqs = ['Kindness costs nothing.', 'Hi', 'She listened, then asked what he needed most.'].map((t) => [p.tokenizer.bosId, ...encodeBpe(p.tokenizer, t)]);
       expect(new Set(seqs.map((s) => s.length)).size).toBe(3); // padding on every row but one
       const refs = seqs.map((s) => referenceForward(p, s));
+      // the mean over the text's positions of a per-position value [seq, d]
+      const meanRows = (M: Float64Array, seq: number, d: number): Float64Array => {
+        const out = new Float64Array(d);
+        for (let t = 0; t < seq; t++) for (let j = 0; j < d; j++) out[j] += M[t * d + j]! / seq;
+        return out;
+      };
+      expect(hooks.filter((h) => sitePool(h.site) === 'mean').map((h) => h.name)).toEqual(['final.mean', ...Array.from({ length: p.opts.layers }, (_, l) => `layers.${l}.resid_out.mean`)]);
       const want = (r: number, name: string): Float64Array => {
         const f = refs[r]!;
         const t = f.seq - 1;
         if (name === 'final.hidden') return row(f.finalHidden, t, H);
+        if (name === 'final.mean') return meanRows(f.finalHidden, f.seq, H);
+        const mm = /^layers\.(\d+)\.resid_out\.mean$/.exec(name);
+        if (mm) return meanRows(f.residOut[Number(mm[1])]!, f.seq, H);
         const m = /^layers\.(\d+)\.(mlp\.in|mlp\.down_in|resid_out)$/.exec(name)!;
         const l = Number(m[1]);
         if (m[2] === 'mlp.in') return row(f.mlpIn[l]!, t, H);

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# The question/response swap experiment on SmolLM2-135M-Instruct (docs/findings-swap.md reports
+# what this produced). Resumable: extract resumes, and an analysis whose output exists is kept
+# unless FORCE=1.
+#
+#   bench/swap-smollm2.sh [OUT_DIR]     # default runs/swap
+#
+# Environment: LIMIT_EN, LIMIT_ZH (texts per language, default 1200 and 600: half own, half
+# swapped), POINTS (the capture points lobes swap reads; default the final points and layers
+# 0, 8, 16, 24 and 29 (the last), last token and mean), SWAP_ARGS (more lobes swap flags). The defaults are
+# what docs/findings-swap.md reports: a subset, because the machine they ran on was a shared,
+# loaded 2-core box.
+#
+#   1. convert the GGUF (Q4_1) to an ONNX folder with fp32 weights (the Q4_1 values, exactly)
+#   2. per language (en, zh): extract socialeval:…&swap=0 (every response with its own question and
+#      with a question of another aspect), a seeded --limit sample stratified by swapped ×
+#      response aspect, capturing the last token and the mean over the tokens at every layer
+#      (final, resid, mean)
+#   3. lobes swap on each run, right after its extraction: probes of the swapped samples for the
+#      question's and the response's aspect at the POINTS (last token and mean), with the token
+#      baselines of the same texts and paired CIs
+# Wall times go to OUT_DIR/times.tsv with the load average around each step.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+OUT=${1:-runs/swap}
+LIMIT_EN=${LIMIT_EN:-1200}
+LIMIT_ZH=${LIMIT_ZH:-600}
+if [ -z "${POINTS:-}" ]; then
+  POINTS=final.hidden,final.mean
+  for l in 0 8 16 24 29; do POINTS=$POINTS,layers.$l.resid_out,layers.$l.resid_out.mean; done
+fi
+SHARED=${SHARED:-../shared}
+GGUF=$SHARED/models/smollm2-135m-instruct/SmolLM2-135M-Instruct.Q4_1.gguf
+TREES=$SHARED/socialeval/worldtree_data
+LOBES=${LOBES:-"node --import tsx src/cli/bin.ts"}
+MODEL=$OUT/smollm2-fp32
+SEED=0
+mkdir -p "$OUT"
+TIMES=$OUT/times.tsv
+[ -f "$TIMES" ] || printf 'step\tseconds\tload_avg_1m_start\tload_avg_1m_end\n' > "$TIMES"
+step() {
+  local name=$1; shift
+  local l0 t0 t1 l1
+  l0=$(cut -d' ' -f1 /proc/loadavg); t0=$(date +%s.%N)
+  echo "== $name: $*" >&2
+  "$@"
+  t1=$(date +%s.%N); l1=$(cut -d' ' -f1 /proc/loadavg)
+  printf '%s\t%.1f\t%s\t%s\n' "$name" "$(echo "$t1 - $t0" | bc)" "$l0" "$l1" >> "$TIMES"
+}
+done_or() { [ -z "${FORCE:-}" ] && [ -e "$1" ]; }
+
+done_or "$MODEL/model.onnx" || step convert $LOBES convert "$GGUF" --out "$MODEL" --weights fp32 --force --quiet
+for lang in en zh; do
+  run=$OUT/$lang-swap
+  limit=$([ "$lang" = en ] && echo "$LIMIT_EN" || echo "$LIMIT_ZH")
+  if ! { [ -f "$run/manifest.json" ] && grep -q '"complete": true' "$run/manifest.json"; }; then
+    step "extract $lang-swap" $LOBES extract --model "$MODEL" --data "socialeval:$TREES?lang=$lang&swap=$SEED" --out "$run" \
+      --capture final,resid,mean --dtype fp16 --limit "$limit" --by swapped,response_aspect --seed $SEED --quiet
+  fi
+  # the analysis of a language as soon as it is extracted
+  done_or "$run/swap/swap.json" ||
+    step "swap $lang" sh -c "$LOBES swap '$run' --points '$POINTS' --seed $SEED --probe-repeats 2 --permutations 10 ${SWAP_ARGS:-} > '$OUT/$lang-swap.txt'"
+done
+# more English layers (4, 12, 20, 28), the same settings, in RUN/swap-more (bench/swap-summary.ts joins them)
+MORE=layers.4.resid_out,layers.4.resid_out.mean,layers.12.resid_out,layers.12.resid_out.mean,layers.20.resid_out,layers.20.resid_out.mean,layers.28.resid_out,layers.28.resid_out.mean
+done_or "$OUT/en-swap/swap-more/swap.json" ||
+  step "swap en (layers 4 12 20 28)" sh -c "$LOBES swap '$OUT/en-swap' --points '$MORE' --seed $SEED --probe-repeats 2 --permutations 10 --out '$OUT/en-swap/swap-more' ${SWAP_ARGS:-} > '$OUT/en-swap-more.txt'"
+echo "done; wall times in $TIMES" >&2

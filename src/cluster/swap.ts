@@ -1,0 +1,268 @@
+/**
+ * The question/response swap analysis (`lobes swap RUN`): on the swapped samples of a run
+ * extracted from `socialeval:…&swap=SEED` (src/data/swap.ts), where every response follows a
+ * question that names a different aspect, does the state follow the question's aspect or the
+ * response's?
+ *
+ * At every capture point (final.hidden, final.mean and each layers.{i}.resid_out(.mean) the run
+ * holds), the same linear probe as `lobes cluster` (src/cluster/probecv.ts: in-fold PCA and
+ * standardization, nested C, cold starts, repeated stratified CV; its label-permutation null) is
+ * fitted twice on the same items: once for the question's aspect and once for the response's.
+ * The token baselines of the same texts (token counts, mean input embedding; src/cluster/baseline.ts)
+ * go through the same probe for both labels. Paired bootstraps over items and fold repeats
+ * (src/cluster/paired.ts) give:
+ *
+ *  - question − response: score(question's aspect) − score(response's aspect) of one state, each
+ *    scored against its own labels on the same resampled items;
+ *  - state − words, per label;
+ *  - (words + state) − words, per label: the incremental probe (each block reduced by its own
+ *    in-fold PCA) against the words alone.
+ *
+ * Balanced accuracy is the score to read across the two labels (chance 1/K for both, while the
+ * majority rates differ). The two labels are never equal on a swapped sample, so a state that
+ * encodes only one aspect still predicts the other above 1/K: `crossChance` gives that floor.
+ */
+import * as path from 'node:path';
+import { LobesError } from '../util/errors.js';
+import { Progress } from '../util/progress.js';
+import { Rng, hash32 } from '../util/rng.js';
+import { compareHooks, parseHook, sitePool } from '../hooks.js';
+import type { RunReader } from '../store/types.js';
+import type { Chance, ClassifierMetrics, DifferenceCI } from './types.js';
+import { chanceOf, runProbe, type MeasureContext, type MetricSample } from './measure.js';
+import { pairedBootstrap } from './paired.js';
+import { probeSettings, type RepeatedCv } from './probecv.js';
+import type { ClusterPool } from './pool.js';
+import type { WordFeatures } from './baseline.js';
+import type { ScoreName } from './scores.js';
+import { crossChance } from '../data/swap.js';
+
+/** One capture point of the analysis: how to read its rows. */
+export interface SwapPointSource {
+  name: string;
+  layer: number | null;
+  pool: 'last' | 'mean';
+  dim: number;
+  /** Its values [n, dim], one row per swapped sample in the order of the labels. */
+  read: () => Promise<Float32Array | Float64Array>;
+}
+
+/** What the analysis reads: the swapped samples' two labels, the states, the word features. */
+export interface SwapInput {
+  question: string[];
+  response: string[];
+  points: SwapPointSource[];
+  words: WordFeatures[];
+  notes: string[];
+}
+
+export interface SwapOptions {
+  seed?: number;
+  /** Bootstrap resamples of every CI (default 1000). */
+  bootstrap?: number;
+  /** Label permutations of each probe's null (default 20). */
+  permutations?: number;
+  probeRepeats?: number;
+  probeC?: number | 'nested';
+  /** In-fold PCA components of each block (default 50; 0: every dimension). */
+  probePca?: number;
+  folds?: number;
+  classWeight?: 'balanced' | null;
+  /** The word features of the incremental probe (default token-counts). */
+  words?: string;
+  pool?: ClusterPool | null;
+  quiet?: boolean;
+}
+
+/** Differences of the three scores, each with its paired-bootstrap CI and p. */
+export type ScoreDifferences = Record<ScoreName, DifferenceCI>;
+
+/** One label's probe at one point, with its comparisons against the words. */
+export interface SwapLabelResult {
+  probe: ClassifierMetrics;
+  /** state − each word feature set, by name. */
+  minusWords: Record<string, ScoreDifferences>;
+  /** (words + state) − words, for the incremental word features. */
+  incremental: ScoreDifferences | null;
+  /** The combined probe's scores (no null). */
+  combined: ClassifierMetrics | null;
+}
+
+export interface SwapPointResult {
+  point: string;
+  layer: number | null;
+  pool: 'last' | 'mean';
+  question: SwapLabelResult;
+  response: SwapLabelResult;
+  /** score(question's aspect) − score(response's aspect), paired over items and repeats. */
+  questionMinusResponse: ScoreDifferences;
+}
+
+export interface SwapWordsResult {
+  name: string;
+  description: string;
+  dim: number;
+  question: ClassifierMetrics;
+  response: ClassifierMetrics;
+  questionMinusResponse: ScoreDifferences;
+}
+
+export interface SwapResult {
+  /** Swapped samples analysed. */
+  n: number;
+  classes: string[];
+  chance: { question: Chance; response: Chance };
+  /** The best score of one label predicted from the other alone (src/data/swap.ts crossChance). */
+  crossChance: { questionFromResponse: { accuracy: number; balancedAccuracy: number }; responseFromQuestion: { accuracy: number; balancedAccuracy: number } };
+  words: SwapWordsResult[];
+  incrementalWords: string | null;
+  points: SwapPointResult[];
+  notes: string[];
+  settings: { seed: number; bootstrap: number; permutations: number; probe: ReturnType<typeof probeSettings>; probePca: number };
+}
+
+type Label = 'question' | 'response';
+
+/** A probe's repeated-CV predictions and scores. */
+interface Fitted {
+  metrics: ClassifierMetrics;
+  cv: RepeatedCv;
+}
+
+/** The analysis on in-memory inputs (runSwap reads them from a run). */
+export async function swapAnalysis(input: SwapInput, opts: SwapOptions = {}): Promise<SwapResult> {
+  const n = input.question.length;
+  if (input.response.length !== n) throw new LobesError(`swap: ${n} question labels but ${input.response.length} response labels`);
+  if (n < 10) throw new LobesError(`swap: ${n} swapped samples are too few for a cross-validated probe`);
+  const seed = opts.seed ?? 0;
+  const classes = [...new Set([...input.question, ...input.response])].sort();
+  const codeOf = new Map(classes.map((c, i) => [c, i]));
+  const codes = { question: Int32Array.from(input.question, (l) => codeOf.get(l)!), response: Int32Array.from(input.response, (l) => codeOf.get(l)!) };
+  const B = opts.bootstrap ?? 1000;
+  const R = opts.permutations ?? 20;
+  const probePca = opts.probePca ?? 50;
+  const probe = probeSettings(opts.folds, opts.probeRepeats, opts.probeC, opts.classWeight ?? null);
+  const rows = Int32Array.from({ length: n }, (_, i) => i);
+  const say = (m: string) => {
+    if (!opts.quiet) process.stderr.write(`swap: ${m}\n`);
+  };
+  const sample = (label: Label): MetricSample => ({ rows, m: n, sub: codes[label], mopts: { k: 10, bootstrap: B, permutations: R, probePermutations: R, seed, probe }, probePca, sweepPermutations: R });
+  const ctx = (label: Label): MeasureContext => ({
+    X: new Float32Array(0),
+    n,
+    d: 0,
+    coded: { classes, codes: codes[label] },
+    seed,
+    pool: opts.pool ?? null,
+    runPca: () => {
+      throw new Error('swap: no PCA outside the probe');
+    },
+    quiet: true,
+    say: () => {},
+    lap: () => {},
+  });
+  const C = classes.length;
+  const fit = async (label: Label, blocks: { X: Float32Array | Float64Array; d: number }[], perms: number, name: string): Promise<Fitted> => {
+    const r = await runProbe(ctx(label), blocks, sample(label), perms, name);
+    return { metrics: r.metrics, cv: r.cv };
+  };
+  const diff = (a: Fitted, ya: Int32Array, b: Fitted, yb: Int32Array, key: string): ScoreDifferences => pairedBootstrap(ya, a.cv.preds, b.cv.preds, C, B, new Rng(hash32(`${seed}\u0000${key}`)), yb);
+  const labels: Label[] = ['question', 'response'];
+
+  // the words alone, for both labels
+  const words: SwapWordsResult[] = [];
+  const wordFits = new Map<string, Record<Label, Fitted>>();
+  for (const w of input.words) {
+    if (w.dim === 0) {
+      input.notes.push(`${w.name}: no features (no token occurs in two items)`);
+      continue;
+    }
+    say(`words: ${w.name}`);
+    const f = { question: await fit('question', [{ X: w.X, d: w.dim }], R, w.name), response: await fit('response', [{ X: w.X, d: w.dim }], R, w.name) };
+    wordFits.set(w.name, f);
+    words.push({ name: w.name, description: w.description, dim: w.dim, question: f.question.metrics, response: f.response.metrics, questionMinusResponse: diff(f.question, codes.question, f.response, codes.response, `words ${w.name}`) });
+  }
+  const incName = opts.words ?? 'token-counts';
+  if (opts.words !== undefined && !input.words.some((w) => w.name === opts.words)) throw new LobesError(`swap: no word features named ${JSON.stringify(opts.words)} (have ${input.words.map((w) => w.name).join(', ') || 'none'})`);
+  const incWords = input.words.find((w) => w.name === incName && w.dim > 0) ?? null;
+
+  const points: SwapPointResult[] = [];
+  const prog = new Progress({ label: 'swap points', total: input.points.length, unit: 'points', quiet: opts.quiet });
+  for (const p of input.points) {
+    const X = await p.read();
+    for (let t = 0; t < X.length; t++) if (!Number.isFinite(X[t])) throw new LobesError(`non-finite value at sample ${Math.floor(t / p.dim)}`, { where: p.name });
+    const per = {} as Record<Label, SwapLabelResult>;
+    const fits = {} as Record<Label, Fitted>;
+    for (const label of labels) {
+      const f = await fit(label, [{ X, d: p.dim }], R, p.name);
+      fits[label] = f;
+      const minusWords: Record<string, ScoreDifferences> = {};
+      for (const [name, wf] of wordFits) minusWords[name] = diff(f, codes[label], wf[label], codes[label], `${p.name} ${label} - ${name}`);
+      let incremental: ScoreDifferences | null = null;
+      let combined: ClassifierMetrics | null = null;
+      if (incWords) {
+        const both = await fit(label, [{ X: incWords.X, d: incWords.dim }, { X, d: p.dim }], 0, `${incWords.name} + ${p.name}`);
+        combined = both.metrics;
+        incremental = diff(both, codes[label], wordFits.get(incWords.name)![label], codes[label], `${p.name} ${label} incremental`);
+      }
+      per[label] = { probe: f.metrics, minusWords, incremental, combined };
+    }
+    points.push({ point: p.name, layer: p.layer, pool: p.pool, question: per.question, response: per.response, questionMinusResponse: diff(fits.question, codes.question, fits.response, codes.response, `${p.name} q-r`) });
+    prog.tick(1);
+    const q = per.question.probe.balancedAccuracy.value;
+    const r = per.response.probe.balancedAccuracy.value;
+    say(`${p.name}: balanced accuracy question ${q.toFixed(3)}, response ${r.toFixed(3)}`);
+  }
+  prog.finish();
+  return {
+    n,
+    classes,
+    chance: { question: chanceOf(codes.question, classes), response: chanceOf(codes.response, classes) },
+    crossChance: { questionFromResponse: crossChance(input.question, input.response), responseFromQuestion: crossChance(input.response, input.question) },
+    words,
+    incrementalWords: incWords?.name ?? null,
+    points,
+    notes: input.notes,
+    settings: { seed, bootstrap: B, permutations: R, probe, probePca },
+  };
+}
+
+/** The label axes a swap run needs. */
+const NEEDED = ['question_aspect', 'response_aspect', 'swapped'];
+
+/**
+ * The inputs of the analysis from a run of a swap composition: its swapped samples, their two
+ * labels, every final/resid point (last token and mean; `points` picks some by name) and the
+ * word features of their texts.
+ */
+export async function swapInputOf(run: RunReader, modelDir: string | undefined, pick?: string[]): Promise<SwapInput> {
+  for (const a of NEEDED) {
+    if (!run.samples.every((s) => a in s.labels)) {
+      throw new LobesError(`the run has no ${a} label: it is not a question/response swap`, { file: run.dir, hint: 'extract from socialeval:DIR?swap=SEED (docs/datasets.md)' });
+    }
+  }
+  const rows = Int32Array.from(run.samples.flatMap((s, i) => (s.labels.swapped === 'swapped' ? [i] : [])));
+  if (rows.length === 0) throw new LobesError('the run has no swapped samples', { file: run.dir });
+  const hooks = run
+    .hooks()
+    .map((h) => ({ h, hook: parseHook(h.name) }))
+    .filter((x) => x.hook && (x.hook.site === 'final.hidden' || x.hook.site === 'final.mean' || x.hook.site === 'resid_out' || x.hook.site === 'resid_out.mean'))
+    .filter((x) => !pick || pick.includes(x.h.name))
+    .sort((a, b) => (a.hook!.layer ?? Infinity) - (b.hook!.layer ?? Infinity) || compareHooks(a.hook!, b.hook!));
+  if (pick) for (const p of pick) if (!hooks.some((x) => x.h.name === p)) throw new LobesError(`the run has no capture point ${p} (final.hidden, final.mean, layers.{i}.resid_out, layers.{i}.resid_out.mean)`, { file: run.dir });
+  if (hooks.length === 0) throw new LobesError('the run has no final or residual-stream capture points', { file: run.dir, hint: 'extract with --capture final,resid,mean' });
+  const { wordFeatures } = await import('./baseline.js');
+  const w = await wordFeatures(run, rows, modelDir);
+  return {
+    question: Array.from(rows, (r) => run.samples[r].labels.question_aspect),
+    response: Array.from(rows, (r) => run.samples[r].labels.response_aspect),
+    points: hooks.map(({ h, hook }) => ({ name: h.name, layer: hook!.layer, pool: sitePool(hook!.site) === 'mean' ? 'mean' : 'last', dim: h.dim, read: () => run.read(h.name, rows) })),
+    words: w.features,
+    notes: w.notes,
+  };
+}
+
+/** The output folder of the analysis of a run. */
+export function swapDir(run: RunReader, out?: string): string {
+  return out ?? path.join(run.dir, 'swap');
+}
