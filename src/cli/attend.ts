@@ -12,11 +12,12 @@ const USAGE =
 
 const HELP_TEXT = `
 Which words a model looks at when it answers: the attention of the answering position over the
-prompt, every head of the chosen layers averaged (SocialEval App. C.4: the last 20 layers, the
-top 30 words), aggregated to words with the prompt part each comes from, per item and as
-per-part shares with bootstrap intervals, right against wrong items. Writes DIR/items.jsonl and
-DIR/summary.json (format: docs/attend.md) chunk by chunk: rerunning the same command resumes an
-interrupted run, and a rerun with other settings is refused. lobes report DIR shows them.
+prompt, every head of the chosen layers averaged (after SocialEval App. C.4: 20 layers, here the
+last 20 by default, the top 30 words; --cot N lets the model reason first), aggregated to words
+with the prompt part each comes from, per item and as per-part shares with bootstrap intervals,
+right against wrong items. Writes DIR/items.jsonl and DIR/summary.json (format: docs/attend.md)
+chunk by chunk: rerunning the same command resumes an interrupted run, and a rerun with other
+settings is refused. lobes report DIR shows them.
 
 ${HELP.model}; explicit or fused
                        attention, see docs/attend.md
