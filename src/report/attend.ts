@@ -6,7 +6,7 @@
 import * as path from 'node:path';
 import { LobesError } from '../util/errors.js';
 import type { AttendItem, AttendSummary } from '../attend/types.js';
-import { ITEMS, isAttendDir, readAttendResults } from '../attend/store.js';
+import { ITEMS, readAttendResults } from '../attend/store.js';
 import type { AttendItemPayload, AttendPayload } from './types.js';
 
 export { isAttendDir } from '../attend/store.js';
@@ -44,7 +44,6 @@ function checkItem(it: any, file: string, line: number): void {
  * format is an error naming it and the place.
  */
 export function loadAttend(dir: string): AttendData {
-  if (!isAttendDir(dir)) throw new LobesError('not a lobes attend folder (no attend.json)', { file: dir, hint: 'pass the --out folder of lobes attend' });
   const r = readAttendResults(dir);
   const sf = path.join(dir, r.manifest.files!.summary.path);
   if (!isObj(r.summary) || r.summary.format !== 'lobes-attend' || !isObj(r.summary.parts) || !isObj(r.summary.keywords)) {

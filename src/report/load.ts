@@ -22,7 +22,7 @@ import type { EvalRecord } from '../eval/types.js';
 import type { WandaSettings, WandaRegions, WandaMetrics, WandaMatrix } from '../wanda/types.js';
 import type { ClusterSettings, ClusterCoords, ClusterMetrics, ClusterItems } from '../cluster/types.js';
 import { isAttendDir, loadAttend, type AttendData } from './attend.js';
-import { RUN_ATTEND_DIR } from '../attend/store.js';
+import { RUN_ATTEND_DIR, isOldAttendDir } from '../attend/store.js';
 import type { ControlInfo } from '../store/types.js';
 import type { EvalSummary } from '../eval/summary-types.js';
 
@@ -257,7 +257,7 @@ export function isBuiltinRandomModel(manifest: RunManifest, runDir: string): boo
 function loadAttendOf(runDir: string, given: string | undefined): AttendData | null {
   if (given) return loadAttend(given);
   const d = path.join(runDir, RUN_ATTEND_DIR);
-  if (!isAttendDir(d)) return null;
+  if (!isAttendDir(d) && !isOldAttendDir(d)) return null;
   // Found in the run: results that fail their verified read (edited, incomplete) are left out with the reason.
   try {
     return loadAttend(d);

@@ -79,6 +79,19 @@ describe('attention payload', () => {
     expect(() => loadAttend(bad)).toThrow(/items\.jsonl: line 2: word 0/);
   });
 
+  it('a run\'s RUN/attend from an older lobes (no attend.json) or unfinished is left out of its page with the reason', async () => {
+    const run = writeSyntheticRun(join(tmp, 'run-old-attend'), { groups: ['A', 'B'], layers: 2, seed: 2 });
+    cpSync(attendDir, join(run, 'attend'), { recursive: true });
+    rmSync(join(run, 'attend', 'attend.json'));
+    const old = await loadRun(run);
+    expect(old.attend).toBeNull();
+    expect(old.omitted.join('\n')).toMatch(/the attention results left out: .*attend results of an older lobes \(no attend\.json\)/);
+    cpSync(join(attendDir, 'attend.json'), join(run, 'attend', 'attend.json'));
+    const m = JSON.parse(readFileSync(join(run, 'attend', 'attend.json'), 'utf8'));
+    writeFileSync(join(run, 'attend', 'attend.json'), JSON.stringify({ ...m, complete: false }));
+    expect((await loadRun(run)).omitted.join('\n')).toMatch(/the attention results left out: .*attend is incomplete/);
+  });
+
   it('puts no prompt or id string into the page outside the JSON block', async () => {
     const file = await writeReport(attendDir, join(tmp, 'page.html'));
     const html = readFileSync(file, 'utf8');
