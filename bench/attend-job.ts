@@ -23,7 +23,7 @@ const { values } = parseArgs({ options: { models: { type: 'string', default: 'ti
 const GGUF = resolve(import.meta.dirname, '../../shared/models/smollm2-135m-instruct/SmolLM2-135M-Instruct.Q4_1.gguf');
 
 async function modelDir(name: string): Promise<string> {
-  if (name === 'smollm2-explicit') return (await resolveGguf(GGUF, { cache: join(tmpdir(), 'lobes-test-gguf-cache'), layout: 'explicit', log: () => undefined })).dir;
+  if (name === 'smollm2-explicit') return (await resolveGguf(GGUF, { cache: process.env.LOBES_BENCH_CACHE ?? join(tmpdir(), 'lobes-test-gguf-cache'), layout: 'explicit', log: () => undefined })).dir;
   return ensureGeneratedModel(name);
 }
 
