@@ -29,6 +29,8 @@ export type { CaptureEngine, CapturePoint, Device, EngineOptions, LobesTokenizer
 
 // Attention from the answering position
 export { runAttend, type AttendOptions } from './attend/run.js';
+export { mergeAttend } from './attend/merge.js';
+export { readAttendResults, type AttendManifest, type AttendResults } from './attend/store.js';
 export { openAttentionEngine, realRows, parseLayerSelection, type AttentionEngine, type AttentionBatch } from './runtime/attention-engine.js';
 export { loadAttend } from './report/attend.js';
 export type { AttendItem, AttendSummary } from './attend/types.js';

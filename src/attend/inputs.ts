@@ -10,10 +10,15 @@
  *                                    answer-only IAE prompt, options in dataset order, the chat
  *                                    template when the tokenizer has one, the answer prefix
  *                                    `{"choice": "`), with its parts (context, question, option:A…).
+ *   --data socialeval:…, --cot N     the IAE prompt that asks for an explanation and a choice
+ *                                    (`iae-cot`, as `lobes eval --cot` renders it), without the
+ *                                    answer prefix: the model's reasoning and the answer cue are
+ *                                    added when the item is computed (cot.ts).
  *   --eval DIR --items wrong|right|all
  *                                    the records of `lobes eval` (DIR/records.jsonl): each selected
  *                                    record's first shuffle, read up to its answer position (the
- *                                    tokens the evaluation scored), with its parts and the roles of
+ *                                    tokens the evaluation scored: after the reasoning, for an
+ *                                    evaluation made with --cot), with its parts and the roles of
  *                                    the options (correct, the model's pick, other).
  */
 import { limitItems, type LimitSpec } from '../data/subset.js';
@@ -29,14 +34,19 @@ import { isEvalDir, readEvalResults } from '../eval/store.js';
 import { renderPrompt } from '../data/prompt.js';
 import { ANSWER_PREFIX, OPTION_SEPARATOR, SOCIALEVAL_TEMPLATES } from '../data/prompt-templates.js';
 import { parseSpec } from '../data/spec.js';
+import { sameModel } from '../store/provenance.js';
+import type { CotBase } from './cot.js';
+import type { EvalTokenizer } from '../eval/tokenizer.js';
 
 /** An item ready for the model: the fields of its DIR/items.jsonl line known before the forward pass (ids after --max-tokens). */
-export interface PreparedItem extends Pick<AttendItem, 'id' | 'index' | 'labels' | 'correct' | 'prompt' | 'parts' | 'roles' | 'ids'> {
+export interface PreparedItem extends Pick<AttendItem, 'id' | 'index' | 'labels' | 'correct' | 'prompt' | 'parts' | 'roles' | 'ids' | 'reasoning'> {
   /** The whole tokenization of `prompt` (ids is ids of `kept`). */
   allIds: number[];
   /** Indices into allIds of the tokens kept. */
   kept: number[];
   truncated: boolean;
+  /** --cot: the prompt before the reasoning; prompt, parts and ids are replaced once the model has reasoned (cot.ts). */
+  cot?: CotBase;
 }
 
 export interface PreparedInput {
@@ -61,7 +71,7 @@ function cut(ids: number[], max: number | null, bosId: number | null): { kept: n
   return { kept: keepBos ? [0, ...all.slice(ids.length - (max - 1))] : all.slice(ids.length - max), truncated: true };
 }
 
-function prepared(base: Omit<PreparedItem, 'ids' | 'kept' | 'truncated'>, maxTokens: number | null, bosId: number | null): PreparedItem {
+export function prepared(base: Omit<PreparedItem, 'ids' | 'kept' | 'truncated'>, maxTokens: number | null, bosId: number | null): PreparedItem {
   if (base.allIds.length === 0) throw new LobesError('the prompt tokenizes to zero tokens', { where: `item ${base.id}` });
   const { kept, truncated } = cut(base.allIds, maxTokens, bosId);
   return { ...base, ids: kept.map((i) => base.allIds[i]!), kept, truncated };
@@ -85,8 +95,12 @@ export async function dataLastItems(spec: string, tok: AttendTokenizer, opts: { 
   return { kind: 'data', spec: ds.spec, sha256: h.digest('hex'), items, total: ds.samples.length, selection: opts.limit !== null ? limitText(items.length, opts.limit) : 'all', chatTemplate: opts.chatTemplate };
 }
 
-/** SocialEval IAE items rendered as `lobes eval` renders them, read from the answering position. */
-export async function socialEvalAnswerItems(spec: string, tok: AttendTokenizer, opts: { maxTokens: number | null; limit: LimitSpec | null }): Promise<PreparedInput> {
+/**
+ * SocialEval IAE items rendered as `lobes eval` renders them, read from the answering position;
+ * with `cot` (a tokenizer of lobes eval), the prompt that asks for reasoning, without the answer
+ * prefix, whose reasoning comes later (cot.ts).
+ */
+export async function socialEvalAnswerItems(spec: string, tok: AttendTokenizer, opts: { maxTokens: number | null; limit: LimitSpec | null; cot?: EvalTokenizer | null }): Promise<PreparedInput> {
   if (parseSpec(spec).kind !== 'socialeval') {
     throw new UsageError(`--position answer needs multiple-choice prompts: a socialeval: dataset or --eval DIR (got ${JSON.stringify(spec)})`, 'use --position last to read the last token of each text');
   }
@@ -95,21 +109,24 @@ export async function socialEvalAnswerItems(spec: string, tok: AttendTokenizer, 
   const all = bench.iae;
   const chosen = opts.limit !== null && all.length ? limitItems(all, Object.keys(all[0]!.labels), opts.limit).items : all;
   const h = createHash('sha256');
+  const etok = opts.cot ?? null;
   const items = chosen.map((it, index) => {
     const order = it.options.map((_, i) => i);
     const r = renderPrompt({ id: it.id, fields: it.fields, options: it.options }, order, {
-      template: SOCIALEVAL_TEMPLATES.iae[it.language],
+      template: SOCIALEVAL_TEMPLATES[etok ? 'iae-cot' : 'iae'][it.language],
       separator: OPTION_SEPARATOR.iae,
-      chat: tok.chat,
-      answerPrefix: ANSWER_PREFIX.socialeval,
+      chat: etok ? etok.chat : tok.chat,
+      answerPrefix: etok ? '' : ANSWER_PREFIX.socialeval,
     });
-    const allIds = tok.encode(r.text, !tok.chat);
+    const allIds = etok ? etok.encode(r.text) : tok.encode(r.text, !tok.chat);
     h.update(JSON.stringify([it.id, r.text, allIds]) + '\n');
     const roles: Record<string, 'correct' | 'picked' | 'other'> = {};
     r.letters.forEach((L, slot) => (roles[`option:${L}`] = order[slot] === it.answer ? 'correct' : 'other'));
-    return prepared({ id: it.id, index, labels: it.labels, correct: null, prompt: r.text, parts: r.parts, roles, allIds }, opts.maxTokens, tok.bosId);
+    const p = prepared({ id: it.id, index, labels: it.labels, correct: null, prompt: r.text, parts: r.parts, roles, allIds }, opts.maxTokens, tok.bosId);
+    if (etok) p.cot = { text: r.text, parts: r.parts, letters: r.letters, ids: allIds, answerPrefix: ANSWER_PREFIX.socialeval };
+    return p;
   });
-  return { kind: 'data', spec: bench.spec, sha256: h.digest('hex'), items, total: all.length, selection: opts.limit !== null ? limitText(items.length, opts.limit) : 'all', chatTemplate: !!tok.chat };
+  return { kind: 'data', spec: bench.spec, sha256: h.digest('hex'), items, total: all.length, selection: opts.limit !== null ? limitText(items.length, opts.limit) : 'all', chatTemplate: etok ? !!etok.chat : !!tok.chat };
 }
 
 export type ItemSelection = 'wrong' | 'right' | 'all';
@@ -155,18 +172,8 @@ export async function evalItems(dir: string, modelDir: string, model: { graphSha
   });
   const chosen = opts.limit !== null ? limitItems(selected.map((x) => ({ ...x, id: x.rec.id, labels: x.rec.labels ?? {} })), evalAxes(selected), opts.limit).items : selected;
   if (chosen.length === 0) throw new LobesError(`no ${opts.items === 'all' ? '' : opts.items + ' '}records to read`, { file, hint: opts.items === 'all' ? undefined : 'use --items all' });
-  const facts = { chat: ev.manifest.tokenizer.chatTemplate, graphSha256: ev.manifest.model.graphSha256, filesSha256: ev.manifest.model.filesSha256 ?? null, sourceIdentity: ev.manifest.model.source?.identity ?? null };
-  // Both from a GGUF: one model whichever layout each command converted it to (model.source.identity).
-  const bothGguf = !!facts.sourceIdentity && !!model.sourceIdentity;
-  if (bothGguf && facts.sourceIdentity !== model.sourceIdentity) {
-    throw new LobesError('the evaluation was run with another model (its eval.json records another GGUF identity: other file contents, dtype or weight storage)', { file: path.join(dir, 'eval.json'), hint: 'give lobes attend the GGUF and --dtype/--weights the evaluation used' });
-  }
-  if (!bothGguf && facts.graphSha256 && facts.graphSha256 !== model.graphSha256) {
-    throw new LobesError('the evaluation was run with another model (its eval.json records another graph sha256)', { file: path.join(dir, 'eval.json'), hint: 'give lobes attend the model the evaluation used' });
-  }
-  if (!bothGguf && facts.filesSha256 && model.filesSha256 && facts.filesSha256 !== model.filesSha256) {
-    throw new LobesError('the evaluation was run with other model files (its eval.json records another sha256 over graph, weights and tokenizer files)', { file: path.join(dir, 'eval.json'), hint: 'give lobes attend the model folder the evaluation used, unchanged' });
-  }
+  const facts = { chat: ev.manifest.tokenizer.chatTemplate };
+  checkSameModel(ev.manifest.model, model, path.join(dir, 'eval.json'));
   const chat = facts.chat ?? looksChatTemplated(chosen[0]!.rec.shuffles[0]!.prompt, tok);
   // The evaluation's own tokenizer logic, so that the ids are the ones it scored.
   const { loadEvalTokenizer } = await import('../eval/tokenizer.js');
@@ -174,12 +181,12 @@ export async function evalItems(dir: string, modelDir: string, model: { graphSha
   const items = chosen.map(({ rec, index }) => {
     const sh = rec.shuffles[0]!;
     const where = `record ${rec.id} (line ${index + 1})`;
-    const slot = etok.answerSlot(sh.prompt, sh.letters, where);
-    const allIds = slot.ids;
+    // After reasoning (lobes eval --cot), the model read the prompt's ids, then the generated ids, then the cue's.
+    const allIds = sh.cot ? cotIds(sh, etok, file, where) : etok.answerSlot(sh.prompt, sh.letters, where).ids;
     if (Number.isInteger(sh.tokens) && sh.tokens !== allIds.length) {
       throw new LobesError(`the record says the model read ${sh.tokens} tokens, but this tokenizer gives ${allIds.length} before the answer`, { file, where, hint: 'use the model folder the evaluation used' });
     }
-    const answerAt = typeof sh.answerAt === 'number' ? sh.answerAt : slot.answerAt;
+    const answerAt = typeof sh.answerAt === 'number' ? sh.answerAt : etok.answerSlot(sh.prompt, sh.letters, where).answerAt;
     const prompt = sh.prompt.slice(0, answerAt);
     const parts = (sh.parts ?? []).map((p) => ({ name: p.name, start: Math.min(p.start, answerAt), end: Math.min(p.end, answerAt) })).filter((p) => p.end > p.start);
     const roles: Record<string, 'correct' | 'picked' | 'other'> = {};
@@ -188,7 +195,41 @@ export async function evalItems(dir: string, modelDir: string, model: { graphSha
       const o = sh.order[slot];
       roles[`option:${L}`] = o === rec.answer ? 'correct' : o === picked ? 'picked' : 'other';
     });
-    return prepared({ id: rec.id, index, labels: rec.labels ?? {}, correct: rec.correct ?? null, prompt, parts, roles, allIds }, opts.maxTokens, tok.bosId);
+    return prepared({ id: rec.id, index, labels: rec.labels ?? {}, correct: rec.correct ?? null, prompt, parts, roles, allIds, ...(sh.cot ? { reasoning: sh.cot } : {}) }, opts.maxTokens, tok.bosId);
   });
   return { kind: 'eval', spec: path.resolve(dir), sha256: ev.manifest.files!.records.sha256, items, total: records.length, selection: opts.items + (opts.limit !== null ? `, ${limitText(items.length, opts.limit)}` : ''), chatTemplate: chat, ...(skipped ? { skipped } : {}) };
+}
+
+/** The token ids a record of `lobes eval --cot` was scored on: the prompt before the reasoning, the kept reasoning ids, the cue before the letter. */
+function cotIds(sh: EvalRecord['shuffles'][number], etok: EvalTokenizer, file: string, where: string): number[] {
+  const cot = sh.cot!;
+  const tail = cot.text + cot.suffix;
+  if (!Array.isArray(cot.ids) || typeof cot.suffix !== 'string' || !sh.prompt.endsWith(tail)) {
+    throw new LobesError('the record\'s reasoning (shuffles[0].cot) does not end its prompt', { file, where });
+  }
+  return [...etok.encode(sh.prompt.slice(0, sh.prompt.length - tail.length)), ...cot.ids, ...etok.pieceSlot(cot.suffix, sh.letters, where).ids];
+}
+
+/** What two records of a model hold to name it (the evaluation's eval.json, this command's model). */
+interface ModelFacts {
+  graphSha256?: string | null;
+  filesSha256?: string | null;
+  source?: { identity?: string } | null;
+  sourceIdentity?: string;
+}
+
+/**
+ * Refuse an evaluation of another model (src/store/provenance.ts sameModel decides, as for the
+ * report and eval label); the message says what differs.
+ */
+function checkSameModel(ev: ModelFacts, here: ModelFacts, file: string): void {
+  const mine = { graphSha256: here.graphSha256, filesSha256: here.filesSha256, source: here.source ?? (here.sourceIdentity ? { identity: here.sourceIdentity } : null) };
+  if (sameModel(ev, mine)) return;
+  if (ev.source?.identity && mine.source?.identity) {
+    throw new LobesError('the evaluation was run with another model (its eval.json records another GGUF identity: other file contents, dtype or weight storage)', { file, hint: 'give lobes attend the GGUF and --dtype/--weights the evaluation used' });
+  }
+  if (ev.graphSha256 && ev.graphSha256 === mine.graphSha256) {
+    throw new LobesError('the evaluation was run with other model files (its eval.json records another sha256 over graph, weights and tokenizer files)', { file, hint: 'give lobes attend the model folder the evaluation used, unchanged' });
+  }
+  throw new LobesError('the evaluation was run with another model (its eval.json records another graph sha256)', { file, hint: 'give lobes attend the model the evaluation used' });
 }

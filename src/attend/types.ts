@@ -1,9 +1,11 @@
 /**
  * What `lobes attend` writes (docs/attend.md): DIR/items.jsonl, one AttendItem per line in
- * input order, and DIR/summary.json, an AttendSummary.
+ * input order, and DIR/summary.json, an AttendSummary (the folder's manifest, attend.json, is
+ * in store.ts).
  */
 import type { PromptPart, UnitKind } from './words.js';
 import type { ModelFile, ModelSourceRecord } from '../store/types.js';
+import type { CotRecord } from '../eval/types.js';
 
 export type { PromptPart } from './words.js';
 
@@ -67,6 +69,12 @@ export interface AttendItem {
   unaligned: number;
   /** Set when the prompt was cut to --max-tokens (tokens dropped from the start). */
   truncated?: boolean;
+  /**
+   * With --cot N (or --eval of an evaluation made with --cot): the model's own greedy reasoning,
+   * part `reasoning` of the prompt, and the answer cue after it (part `answer_prefix`); the
+   * weights are read at the cue's last token, where the model writes the answer letter.
+   */
+  reasoning?: CotRecord;
 }
 
 /** A mean with its 95% bootstrap interval. */
@@ -145,6 +153,8 @@ export interface AttendSummary {
     bootstrap: number;
     seed: number;
     device: string;
+    /** --cot N: reasoning tokens generated before the answer (0: none; absent in older folders). */
+    cot?: number;
   };
   counts: { items: number; right: number; wrong: number; unscored: number; tokens: number; truncated: number; unalignedTokens: number };
   /** Mean attention mass outside the content parts (template, answer prefix, special tokens). */
@@ -156,4 +166,6 @@ export interface AttendSummary {
   /** The heaviest words across items, per group. */
   keywords: { all: Keyword[]; right: Keyword[]; wrong: Keyword[] };
   timings: { tokenizeMs: number; modelLoadMs: number; computeMs: number; wallMs: number };
+  /** The shard this folder holds (absent for a whole input, or a merge of shards). */
+  shard?: { index: number; count: number } | null;
 }

@@ -161,6 +161,9 @@ function matchAt(hay: Uint8Array, pos: number, needle: Uint8Array): boolean {
 /** How far ahead (bytes) a token that does not match where the previous ended is looked for. */
 const LOOKAHEAD = 16;
 
+/** U+FFFD in UTF-8: what decoding writes for bytes that are not a character. */
+const REPLACEMENT = Uint8Array.of(0xef, 0xbf, 0xbd);
+
 /**
  * Place each token in `text`: its character span. `pieces` are the tokens' bytes (tokenBytes).
  * Returns the spans and how many non-special tokens could not be placed.
@@ -190,6 +193,15 @@ export function alignTokens(text: string, pieces: Uint8Array[], special: boolean
     }
     if (pos >= 0 && p.length === 0) {
       spans.push({ start: here, end: here, space: true });
+      continue;
+    }
+    if (pos < 0 && !special[i] && matchAt(bytes, cur, REPLACEMENT)) {
+      // Bytes that are no character on their own (a generated token ending inside a character):
+      // decoding wrote U+FFFD for them, one per byte at most; the token covers those characters.
+      let end = cur;
+      for (let k = 0; k < p.length && matchAt(bytes, end, REPLACEMENT); k++) end += REPLACEMENT.length;
+      spans.push({ start: here, end: charOf(end) });
+      cur = end;
       continue;
     }
     if (pos < 0) {

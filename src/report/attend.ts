@@ -1,13 +1,15 @@
 /**
- * `lobes attend` results in a report: read an attend folder (summary.json, items.jsonl; format
- * in src/attend/types.ts), check what the page relies on, and make the compact payload of the
- * Attention section (client/sections/attention.ts).
+ * `lobes attend` results in a report: read an attend folder through its store (src/attend/store.ts:
+ * items.jsonl and summary.json verified against attend.json), check what the page relies on, and
+ * make the compact payload of the Attention section (client/sections/attention.ts).
  */
-import { existsSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { LobesError } from '../util/errors.js';
 import type { AttendItem, AttendSummary } from '../attend/types.js';
+import { ITEMS, readAttendResults } from '../attend/store.js';
 import type { AttendItemPayload, AttendPayload } from './types.js';
+
+export { isAttendDir } from '../attend/store.js';
 
 export interface AttendData {
   dir: string;
@@ -19,17 +21,6 @@ export interface AttendData {
 export const DEFAULT_PAGE_ITEMS = 200;
 
 const isObj = (v: unknown): v is Record<string, any> => typeof v === 'object' && v !== null && !Array.isArray(v);
-
-/** Whether `dir` holds `lobes attend` results. */
-export function isAttendDir(dir: string): boolean {
-  const f = path.join(dir, 'summary.json');
-  if (!existsSync(f) || !existsSync(path.join(dir, 'items.jsonl'))) return false;
-  try {
-    return JSON.parse(readFileSync(f, 'utf8'))?.format === 'lobes-attend';
-  } catch {
-    return false;
-  }
-}
 
 function checkItem(it: any, file: string, line: number): void {
   const bad = (what: string) => new LobesError(what, { file, where: `line ${line}` });
@@ -48,38 +39,19 @@ function checkItem(it: any, file: string, line: number): void {
   for (const t of it.top) if (!Number.isInteger(t) || t < 0 || t >= it.words.length) throw bad(`top word index ${JSON.stringify(t)} is not a word of the item`);
 }
 
-/** Read an attend folder; a file that breaks the format is an error naming it and the place. */
+/**
+ * Read a complete attend folder (files verified against attend.json); a file that breaks the
+ * format is an error naming it and the place.
+ */
 export function loadAttend(dir: string): AttendData {
-  const sf = path.join(dir, 'summary.json');
-  const itf = path.join(dir, 'items.jsonl');
-  let summary: AttendSummary;
-  try {
-    summary = JSON.parse(readFileSync(sf, 'utf8'));
-  } catch (e: any) {
-    throw new LobesError(e.code ? `cannot read (${e.code})` : `invalid JSON: ${String(e.message).split('\n')[0]}`, { file: sf });
-  }
-  if (!isObj(summary) || summary.format !== 'lobes-attend' || !isObj(summary.parts) || !isObj(summary.keywords)) {
+  const r = readAttendResults(dir);
+  const sf = path.join(dir, r.manifest.files!.summary.path);
+  if (!isObj(r.summary) || r.summary.format !== 'lobes-attend' || !isObj(r.summary.parts) || !isObj(r.summary.keywords)) {
     throw new LobesError('not a lobes attend summary (format, parts or keywords missing)', { file: sf });
   }
-  let text: string;
-  try {
-    text = readFileSync(itf, 'utf8');
-  } catch (e: any) {
-    throw new LobesError(`cannot read (${e.code ?? e.message})`, { file: itf });
-  }
-  const items: AttendItem[] = [];
-  text.split('\n').forEach((l, i) => {
-    if (!l.trim()) return;
-    let it: any;
-    try {
-      it = JSON.parse(l);
-    } catch (e: any) {
-      throw new LobesError(`invalid JSON (${String(e.message).split('\n')[0]})`, { file: itf, where: `line ${i + 1}` });
-    }
-    checkItem(it, itf, i + 1);
-    items.push(it);
-  });
-  return { dir: path.resolve(dir), summary, items };
+  const itf = path.join(dir, ITEMS);
+  r.items.forEach((it, i) => checkItem(it, itf, i + 1));
+  return { dir: r.dir, summary: r.summary, items: r.items };
 }
 
 const round4 = (x: number) => (x === 0 ? 0 : Number(x.toPrecision(4)));

@@ -22,6 +22,7 @@ import type { EvalRecord } from '../eval/types.js';
 import type { WandaSettings, WandaRegions, WandaMetrics, WandaMatrix } from '../wanda/types.js';
 import type { ClusterSettings, ClusterCoords, ClusterMetrics, ClusterItems } from '../cluster/types.js';
 import { isAttendDir, loadAttend, type AttendData } from './attend.js';
+import { RUN_ATTEND_DIR, isOldAttendDir } from '../attend/store.js';
 import type { ControlInfo } from '../store/types.js';
 import type { EvalSummary } from '../eval/summary-types.js';
 
@@ -254,12 +255,16 @@ export function isBuiltinRandomModel(manifest: RunManifest, runDir: string): boo
 
 /** Attend results for a run: --attend-dir (must hold them), else RUN/attend when it does. */
 function loadAttendOf(runDir: string, given: string | undefined): AttendData | null {
-  if (given) {
-    if (!isAttendDir(given)) throw new LobesError('not a lobes attend folder (summary.json and items.jsonl)', { file: given, hint: 'pass the --out folder of lobes attend' });
-    return loadAttend(given);
+  if (given) return loadAttend(given);
+  const d = path.join(runDir, RUN_ATTEND_DIR);
+  if (!isAttendDir(d) && !isOldAttendDir(d)) return null;
+  // Found in the run: results that fail their verified read (edited, incomplete) are left out with the reason.
+  try {
+    return loadAttend(d);
+  } catch (e) {
+    if (e instanceof LobesError && !(e instanceof ProvenanceError)) throw new ProvenanceError(e.message, {});
+    throw e;
   }
-  const d = path.join(runDir, 'attend');
-  return isAttendDir(d) ? loadAttend(d) : null;
 }
 
 /** Load a run directory for the report. */

@@ -158,17 +158,21 @@ export function checkProvenance(runDir: string, manifest: RunManifest, recorded:
 /** What names a model across commands: its graph, and the GGUF it was converted from, if any. */
 export interface ModelRef {
   graphSha256?: string | null;
+  /** sha256 over every model file (graph, weights, tokenizer), where recorded (eval, attend). */
+  filesSha256?: string | null;
   source?: { size?: number; headerSha256?: string; identity?: string } | null;
 }
 
 /**
  * Whether two records name the same model: the same graph, or conversions of the same GGUF
  * file (extract, eval and attend may convert one GGUF into different layouts): the same
- * conversion identity where both recorded one, else the same size and header bytes.
+ * conversion identity where both recorded one, else the same size and header bytes. The same
+ * graph with other weight or tokenizer files (both records hold filesSha256, and they differ)
+ * is another model.
  */
 export function sameModel(a: ModelRef | null | undefined, b: ModelRef | null | undefined): boolean {
   if (!a || !b) return false;
-  if (a.graphSha256 && a.graphSha256 === b.graphSha256) return true;
+  if (a.graphSha256 && a.graphSha256 === b.graphSha256) return !(a.filesSha256 && b.filesSha256 && a.filesSha256 !== b.filesSha256);
   const x = a.source;
   const y = b.source;
   // Both recorded the conversion identity (the GGUF's sha256, dtype and weight storage, not the layout).

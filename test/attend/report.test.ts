@@ -8,6 +8,7 @@ import { loadRun } from '../../src/report/load.js';
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { mkdtempSync, rmSync, readFileSync, writeFileSync, cpSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { createHash } from 'node:crypto';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { cli } from '../runtime/helpers.js';
@@ -17,6 +18,17 @@ import { LobesError } from '../../src/util/errors.js';
 import type { AttendItem } from '../../src/attend/types.js';
 
 const TINY = resolve(import.meta.dirname, '../../models/tiny-llama');
+
+/** Record the current items.jsonl and summary.json in attend.json (as if lobes attend had written them). */
+function resign(dir: string): void {
+  const mf = join(dir, 'attend.json');
+  const m = JSON.parse(readFileSync(mf, 'utf8'));
+  for (const k of ['items', 'summary']) {
+    const b = readFileSync(join(dir, m.files[k].path));
+    m.files[k] = { ...m.files[k], bytes: b.byteLength, sha256: createHash('sha256').update(b).digest('hex') };
+  }
+  writeFileSync(mf, JSON.stringify(m));
+}
 const EVIL = '<script>window.__pwned=1</script> and "><img src=x onerror="window.__pwned=2">';
 const EVIL_ID = 'e"><img src=x onerror="window.__pwned=3">';
 let tmp: string;
@@ -54,7 +66,7 @@ describe('attention payload', () => {
     expect(attendPayload(a, 1).omitted).toBe(1);
   });
 
-  it('a broken items.jsonl is an error naming the file and line', () => {
+  it('an edited items.jsonl is refused by its verified read; a broken one that attend.json lists is an error naming the file and line', () => {
     const bad = join(tmp, 'bad');
     cpSync(attendDir, bad, { recursive: true });
     const lines = readFileSync(join(bad, 'items.jsonl'), 'utf8').trim().split('\n');
@@ -62,7 +74,22 @@ describe('attention payload', () => {
     it.words[0].end = it.prompt.length + 5;
     writeFileSync(join(bad, 'items.jsonl'), [lines[0], JSON.stringify(it)].join('\n') + '\n');
     expect(() => loadAttend(bad)).toThrow(LobesError);
+    expect(() => loadAttend(bad)).toThrow(/items\.jsonl: was changed after it was written \(size or sha256 differ from attend\.json\)/);
+    resign(bad);
     expect(() => loadAttend(bad)).toThrow(/items\.jsonl: line 2: word 0/);
+  });
+
+  it('a run\'s RUN/attend from an older lobes (no attend.json) or unfinished is left out of its page with the reason', async () => {
+    const run = writeSyntheticRun(join(tmp, 'run-old-attend'), { groups: ['A', 'B'], layers: 2, seed: 2 });
+    cpSync(attendDir, join(run, 'attend'), { recursive: true });
+    rmSync(join(run, 'attend', 'attend.json'));
+    const old = await loadRun(run);
+    expect(old.attend).toBeNull();
+    expect(old.omitted.join('\n')).toMatch(/the attention results left out: .*attend results of an older lobes \(no attend\.json\)/);
+    cpSync(join(attendDir, 'attend.json'), join(run, 'attend', 'attend.json'));
+    const m = JSON.parse(readFileSync(join(run, 'attend', 'attend.json'), 'utf8'));
+    writeFileSync(join(run, 'attend', 'attend.json'), JSON.stringify({ ...m, complete: false }));
+    expect((await loadRun(run)).omitted.join('\n')).toMatch(/the attention results left out: .*attend is incomplete/);
   });
 
   it('puts no prompt or id string into the page outside the JSON block', async () => {
@@ -148,6 +175,12 @@ describe.skipIf(!!problem)('attention section in headless Chromium', () => {
     const lines = readFileSync(itf, 'utf8').trim().split('\n');
     lines[0] = JSON.stringify({ ...JSON.parse(lines[0]!), id: sample0 });
     writeFileSync(itf, lines.join('\n') + '\n');
+    // Edited by hand: the verified read refuses the files, and the page leaves the section out with the reason.
+    const edited = await loadRun(run);
+    expect(edited.attend).toBeNull();
+    expect(edited.omitted.join('\n')).toMatch(/the attention results left out: .*was changed after it was written \(size or sha256 differ from attend\.json\)/);
+    // As lobes attend would have written them for this run: shown.
+    resign(join(run, 'attend'));
     const withAttend = await writeReport(run, join(tmp, 'with.html'));
     const { page, problems } = await open(withAttend);
     const ids = await page.evaluate(() => Array.from(document.querySelectorAll('main > section')).map((s) => s.id));

@@ -106,6 +106,16 @@ describe('word aggregation against hand-made expectations', () => {
     expect(r.words.map((x) => [x.text, +x.weight.toFixed(12)])).toEqual([['one', 0.2], ['two', 0.5]]);
     close(r.partMass.unaligned!, 0.3);
   });
+
+  it('generated tokens that end inside a character: decoding wrote U+FFFD per byte, each token covers its own, and the text after them aligns', () => {
+    // "ok" then two lone continuation bytes 0x80 0x81 (generated, no character), then " then".
+    const text = `ok\uFFFD\uFFFD then`;
+    const r = run(text, ['ok', gpt2Piece([0x80]), gpt2Piece([0x81]), 'Ġthen'], [false, false, false, false], [0.1, 0.2, 0.3, 0.4], 'byte-level');
+    expect(r.unaligned).toBe(0);
+    expect(r.spans.map((x) => [x.start, x.end])).toEqual([[0, 2], [2, 3], [3, 4], [4, 9]]);
+    expect(r.words.map((x) => x.text)).toEqual(['ok', '\uFFFD', '\uFFFD', 'then']);
+    close(r.words.at(-1)!.weight, 0.4);
+  });
 });
 
 const OFFSETS = resolve(import.meta.dirname, 'fixtures/offsets.json');
