@@ -14,7 +14,7 @@
  *   - STAND_INS: an input a page's commands read but that only a skipped command makes
  *     (e.g. runs/8b, extracted on a GPU): made first in that page's folder by a small command;
  *   - SKIPS: commands not run here (a GPU, the network, hours of compute), matched by page and
- *     a piece of the command's text. A new example in the docs that cannot run here needs an
+ *     a piece of the command's text. A command a page repeats (a recap) runs once. A new example in the docs that cannot run here needs an
  *     entry; an entry that matches no command fails the test, so the list stays true.
  * Commands writing PNG/SVG need Chromium, and commands reading ../shared need it present: they
  * skip with a printed reason otherwise.
@@ -127,6 +127,7 @@ interface Skip {
 }
 const GPU = 'needs a CUDA GPU';
 const SKIPS: Skip[] = [
+  { doc: 'README.md', has: 'npx lobes demo', exact: true, reason: 'test/report/demo.test.ts runs the demo on the built-in model; docs/gguf.md\'s `lobes demo --model … --out smollm2-demo` runs here' },
   { doc: 'README.md', has: '--data builtin:social --out runs/llama31-8b --device cuda', reason: GPU },
   { doc: 'README.md', has: 'lobes demo --model ~/.lmstudio', reason: 'the same command as docs/gguf.md\'s `lobes demo --model SmolLM2-135M-Instruct.Q4_1.gguf`, run there' },
   { doc: 'README.md', has: '--install-cuda-from-wheels', reason: 'downloads CUDA wheels from PyPI (network, 2 GB)' },
@@ -227,10 +228,15 @@ describe('the documented command lines', () => {
           if (r.code !== 0) throw new Error(`stand-in ${s.makes} (${s.command}) exited ${r.code}:\n${r.tail}`);
         }
       }, LIMIT_MS);
+      const seen = new Map<string, number>();
       for (const c of commands) {
         const skip = skipOf(c);
         const name = `${c.doc}:${c.line} ${c.command}`;
-        const why = skip?.reason ?? missing(mapPlaceholders(c.command));
+        // a page that repeats a command (a recap) runs it once
+        const key = [...c.vars, c.command].join('\n');
+        const again = seen.has(key) ? `the same command as line ${seen.get(key)} of the page, run there` : null;
+        if (!seen.has(key)) seen.set(key, c.line);
+        const why = skip?.reason ?? again ?? missing(mapPlaceholders(c.command));
         if (why) {
           it.skip(`${name}  [skipped: ${why}]`, () => {});
           continue;
