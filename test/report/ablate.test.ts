@@ -14,7 +14,7 @@ import { pathToFileURL } from 'node:url';
 import { parseAblateSummary, loadAblate, ablatePayload } from '../../src/report/ablate.js';
 import { ablateDifference } from '../../src/report/client/ablate-diff.js';
 import { writeSyntheticRun } from '../../src/report/synthetic.js';
-import { writeReport, writeCompare, launchChromium, chromiumProblem, type Browser } from '../../src/report/index.js';
+import { writeReport, writeCompare, launchChromium, chromiumProblem, loadRun, compareRuns, type Browser } from '../../src/report/index.js';
 import { main } from '../../src/cli/main.js';
 import { capture } from '../capture.js';
 
@@ -179,6 +179,35 @@ describe('lobes report / compare --ablate-dir', () => {
   });
 });
 
+/** An evaluation folder scored by cloze: 40 multiple-choice items; acc etc. from `correct`, each with the interval given. */
+function writeClozeEval(dir: string, correct: Record<string, number>, ci: [number, number]): string {
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(path.join(dir, 'eval.json'), JSON.stringify({ format: 'lobes-eval', complete: true, model: { dir: 'm' }, dataset: { spec: 'jsonl:items.jsonl' }, settings: { shuffles: 1, seed: 0, device: 'cpu' } }));
+  const m = (k: number) => ({ n: 40, correct: k, accuracy: k / 40, ci95: ci, chance: 0.25 });
+  writeFileSync(path.join(dir, 'summary.json'), JSON.stringify({ format: 'lobes-eval-summary', bootstrap: { resamples: 2000, seed: 0 }, cloze: { mcq: { items: 40, acc: m(correct.acc!), acc_norm: m(correct.acc_norm!), acc_bytes: m(correct.acc_bytes!), acc_mutual_info: m(correct.acc_mutual_info!), exactMatch: 0.125, meanTokens: 3.25 } } }));
+  return dir;
+}
+
+describe('compare: cloze metrics', () => {
+  it('gives B − A of each cloze metric with the normal-approximation CI of the difference', async () => {
+    const a = writeClozeEval(path.join(tmp, 'cz', 'a'), { acc: 9, acc_norm: 14, acc_bytes: 13, acc_mutual_info: 17 }, [0.1, 0.3]);
+    const b = writeClozeEval(path.join(tmp, 'cz', 'b'), { acc: 12, acc_norm: 14, acc_bytes: 20, acc_mutual_info: 10 }, [0.2, 0.6]);
+    const c = compareRuns(await loadRun(a), await loadRun(b));
+    const rows = c.rows.filter((r) => r.section === 'evaluation, cloze (MCQ)');
+    expect(rows.map((r) => r.metric)).toEqual(['acc', 'acc_norm', 'acc_bytes', 'acc_mutual_info']);
+    // each CI read as ±1.96 standard errors: se = width / (2 · 1.96), independent runs
+    const z = 1.959963984540054;
+    const se = Math.hypot(0.2 / (2 * z), 0.4 / (2 * z));
+    const want = { acc: 3, acc_norm: 0, acc_bytes: 7, acc_mutual_info: -7 } as Record<string, number>;
+    for (const r of rows) {
+      const d = want[r.metric]! / 40;
+      expect(r.diff).toBeCloseTo(d, 12);
+      expect(r.ci![0]).toBeCloseTo(d - z * se, 12);
+      expect(r.ci![1]).toBeCloseTo(d + z * se, 12);
+    }
+  });
+});
+
 const problem = chromiumProblem();
 if (problem) console.log(`ablation page tests skipped: ${problem} (install Debian's chromium or set LOBES_CHROMIUM)`);
 
@@ -195,11 +224,7 @@ describe.skipIf(!!problem)('ablation and cloze sections in headless Chromium', (
     report = await writeReport(a, path.join(tmp, 'ui', 'report.html'), { ablateDir: da });
     compare = await writeCompare(a, b, path.join(tmp, 'ui', 'compare.html'), [], [da, db]);
     // an evaluation folder scored by cloze: 40 items of 4 options
-    const ev = path.join(tmp, 'ui', 'eval');
-    mkdirSync(ev, { recursive: true });
-    writeFileSync(path.join(ev, 'eval.json'), JSON.stringify({ format: 'lobes-eval', complete: true, model: { dir: 'm' }, dataset: { spec: 'jsonl:items.jsonl' }, settings: { shuffles: 1, seed: 0, device: 'cpu' } }));
-    const m = (correct: number) => ({ n: 40, correct, accuracy: correct / 40, ci95: [0.1234, 0.4567], chance: 0.25 });
-    writeFileSync(path.join(ev, 'summary.json'), JSON.stringify({ format: 'lobes-eval-summary', bootstrap: { resamples: 2000, seed: 0 }, cloze: { mcq: { items: 40, acc: m(9), acc_norm: m(14), acc_bytes: m(13), acc_mutual_info: m(17), exactMatch: 0.125, meanTokens: 3.25 } } }));
+    const ev = writeClozeEval(path.join(tmp, 'ui', 'eval'), { acc: 9, acc_norm: 14, acc_bytes: 13, acc_mutual_info: 17 }, [0.1234, 0.4567]);
     cloze = await writeReport(ev, path.join(tmp, 'ui', 'cloze.html'));
     browser = await launchChromium();
   });
