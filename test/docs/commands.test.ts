@@ -198,6 +198,7 @@ const ONLY = process.env.LOBES_DOCS ? new Set(process.env.LOBES_DOCS.split(','))
 /** One command's time limit: the slowest runs in seconds on an idle machine; shared CI runners are slower. */
 const LIMIT_MS = 300_000;
 const timings: string[] = [];
+const pageDirs: string[] = [];
 
 describe('the documented command lines', () => {
   it('are found in the docs, synopses apart', () => {
@@ -211,13 +212,14 @@ describe('the documented command lines', () => {
 
   afterAll(() => {
     console.log(`documented commands: ${scan.commands.length} (${scan.synopses.length} synopses not run), seconds each:\n${timings.join('\n')}`);
-    rmSync(HOME, { recursive: true, force: true });
+    for (const d of [HOME, ...pageDirs]) rmSync(d, { recursive: true, force: true });
   });
 
   for (const [doc, commands] of byDoc) {
     if (ONLY && !ONLY.has(doc)) continue;
     describe(doc, () => {
       const dir = mkdtempSync(path.join(tmpdir(), `lobes-docs-${path.basename(doc, '.md')}-`));
+      pageDirs.push(dir);
       beforeAll(() => {
         for (const [name, text] of Object.entries(FILES)) writeFileSync(path.join(dir, name), text);
         for (const s of STAND_INS.filter((x) => x.doc === doc)) {
