@@ -26,7 +26,7 @@ import type { NullTested, WandaPairMetrics } from '../wanda/types.js';
 import type { ComparisonRow, Comparison } from './types.js';
 import { Rng } from '../util/rng.js';
 import { confusionCounts, percentileSorted, scoresFromConfusion, SCORE_NAMES, type ScoreName } from '../cluster/scores.js';
-import type { Accuracy, AccuracyTable } from '../eval/summary-types.js';
+import type { Accuracy, AccuracyTable, ClozeMetric } from '../eval/summary-types.js';
 import { distinctNames } from './naming.js';
 
 export type Direction = 'higher' | 'lower' | 'neutral';
@@ -309,6 +309,7 @@ export function comparisonSummary(rows: ComparisonRow[], names: [string, string]
   return out;
 }
 
+const cloze = (m: ClozeMetric | null | undefined) => (m && Number.isFinite(m.accuracy) ? { value: m.accuracy, ci: m.ci95 } : null);
 const acc = (a: Accuracy | null | undefined) => (a && Number.isFinite(a.accuracy) ? { value: a.accuracy, ci: a.ci95 } : null);
 
 /** Rows of one accuracy table of both evaluations (detail rows), matched by key. */
@@ -336,6 +337,16 @@ function evalRows(ctx: Ctx, r1: ReportModel, r2: ReportModel, rows: ComparisonRo
     const bys = [...new Set([...(a?.tables ?? []), ...(b?.tables ?? [])].map((t) => t.by))];
     for (const by of bys) rows.push(...tableRows(ctx, sec, a?.tables.find((t) => t.by === by), b?.tables.find((t) => t.by === by)));
   }
+  // cloze scoring (--scoring cloze): each metric with its exact interval
+  for (const task of ['iae', 'mcq'] as const) {
+    const a = e1?.cloze?.[task];
+    const b = e2?.cloze?.[task];
+    if (!a && !b) continue;
+    const sec = `evaluation, cloze (${task.toUpperCase()})`;
+    for (const m of ['acc', 'acc_norm', 'acc_bytes', 'acc_mutual_info'] as const) {
+      if (a?.[m] || b?.[m]) rows.push(row(ctx, sec, m, 'higher', cloze(a?.[m]), cloze(b?.[m])));
+    }
+  }
   const g1 = e1?.gae;
   const g2 = e2?.gae;
   if (g1 || g2) {
@@ -351,7 +362,7 @@ function evalRows(ctx: Ctx, r1: ReportModel, r2: ReportModel, rows: ComparisonRo
   const d1 = r1.eval?.manifest.dataset?.unitsSha256;
   const d2 = r2.eval?.manifest.dataset?.unitsSha256;
   notes.push(
-    'Evaluation: accuracies from lobes eval (answer-letter logits, options shuffled and voted), each with its bootstrap 95% CI; the CI of a difference is the normal approximation (each CI read as ±1.96 standard errors), treating the two evaluations as independent samples.' +
+    'Evaluation: accuracies from lobes eval (answer-letter logits, options shuffled and voted, or with --scoring cloze each option\'s log-likelihood), each with its bootstrap or exact 95% CI; the CI of a difference is the normal approximation (each CI read as ±1.96 standard errors), treating the two evaluations as independent samples.' +
       (d1 && d2 && d1 !== d2 ? ' The two evaluations did not score the same items (their unit hashes differ: another --limit, seed or dataset), so differences mix model and item effects.' : ''),
   );
 }

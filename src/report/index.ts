@@ -18,6 +18,7 @@ import { launchChromium } from './browser.js';
 import { attendPayload, attendProvenance, isAttendDir, loadAttend } from './attend.js';
 import { isBuiltinRandomModel } from './load.js';
 import { nameRun, modelName } from './naming.js';
+import { loadAblate } from './ablate.js';
 import type { RunManifest } from '../store/types.js';
 
 export { loadRun, readRunBasics, isBuiltinRandomModel, BUILTIN_MODEL_DIR } from './load.js';
@@ -26,6 +27,8 @@ export { runName, nameRun, modelName, distinctNames } from './naming.js';
 export { runPayload, percentileBytes, hoverText, plotlyText } from './payload.js';
 export type { RunPayload, ScatterPayload, WandaPayload } from './payload.js';
 export { compareRuns, diffCI } from './compare.js';
+export { loadAblate, parseAblateSummary, ablatePayload, isAblateDir } from './ablate.js';
+export type { AblateData, AblateSummary } from './ablate.js';
 export type { Comparison, ComparisonRow } from './compare.js';
 export { renderPage, jsonForScript } from './html.js';
 export { loadAttend, attendPayload, isAttendDir, type AttendData } from './attend.js';
@@ -81,16 +84,21 @@ export async function reportPage(runDir: string, out?: string, opts: LoadOptions
   checkPageFile(file, [runDir]);
   let html: string;
   if (!existsSync(path.join(runDir, 'manifest.json')) && isAttendDir(runDir)) html = attendReportHtml(runDir, opts.name);
-  else html = reportHtml(nameRun(await loadRun(runDir, opts), opts.name));
+  else html = reportHtml(withAblate(nameRun(await loadRun(runDir, opts), opts.name), opts.ablateDir));
   return { file, html, sources: [runDir] };
 }
 
+/** The run with the `lobes ablate` results of `dir` attached (unchanged when no folder is given). */
+export function withAblate(model: ReportModel, dir: string | undefined): ReportModel {
+  return dir === undefined ? model : { ...model, ablate: loadAblate(dir) };
+}
+
 /** The comparison page of two runs, not yet written. */
-export async function comparePage(runA: string, runB: string, out?: string, names: [string?, string?] = []): Promise<Page> {
+export async function comparePage(runA: string, runB: string, out?: string, names: [string?, string?] = [], ablateDirs: [string?, string?] = []): Promise<Page> {
   const file = path.resolve(out ?? 'compare.html');
   checkPageFile(file, [runA, runB]);
-  const a = nameRun(await loadRun(runA), names[0]);
-  const b = nameRun(await loadRun(runB), names[1]);
+  const a = withAblate(nameRun(await loadRun(runA), names[0]), ablateDirs[0]);
+  const b = withAblate(nameRun(await loadRun(runB), names[1]), ablateDirs[1]);
   return { file, html: compareHtml(a, b), sources: [runA, runB] };
 }
 
@@ -115,8 +123,8 @@ export async function writeReport(runDir: string, out?: string, opts: LoadOption
 }
 
 /** Load two runs and write the comparison; returns the file written. */
-export async function writeCompare(runA: string, runB: string, out?: string, names: [string?, string?] = []): Promise<string> {
-  return writePage(await comparePage(runA, runB, out, names));
+export async function writeCompare(runA: string, runB: string, out?: string, names: [string?, string?] = [], ablateDirs: [string?, string?] = []): Promise<string> {
+  return writePage(await comparePage(runA, runB, out, names, ablateDirs));
 }
 
 export interface ExportOptions {

@@ -25,6 +25,7 @@ import { isAttendDir, loadAttend, type AttendData } from './attend.js';
 import { RUN_ATTEND_DIR, isOldAttendDir } from '../attend/store.js';
 import type { ControlInfo } from '../store/types.js';
 import type { EvalSummary } from '../eval/summary-types.js';
+import type { AblateData } from './ablate.js';
 
 export interface WandaData {
   dir: string;
@@ -70,6 +71,8 @@ export interface ReportModel {
   control: ControlInfo | null;
   /** Sections left out because they do not belong to the run as it is now, one line each (why). */
   omitted: string[];
+  /** `lobes ablate` results given with --ablate-dir (src/report/ablate.ts). */
+  ablate?: AblateData | null;
 }
 
 export interface LoadOptions {
@@ -79,6 +82,8 @@ export interface LoadOptions {
   clusterDir?: string;
   /** `lobes attend` results folder (default RUN/attend when it holds them). */
   attendDir?: string;
+  /** `lobes ablate` results folder to show with the run (report/ablate.ts; attached by reportPage). */
+  ablateDir?: string;
 }
 
 /** The package's built-in random-weights model folder. */

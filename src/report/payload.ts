@@ -13,6 +13,7 @@ import type { ReportModel } from './load.js';
 import { verdictLines } from './verdict.js';
 import type { WandaMatrix, BlockSet } from '../wanda/types.js';
 import { attendPayload } from './attend.js';
+import { ablatePayload } from './ablate.js';
 import type { ScatterPayload, WandaPayload, RunPayload, EvalPayload } from './types.js';
 import { PAPER_REFERENCE, PAPER_SOURCE } from '../eval/reference.js';
 import { modelName } from './naming.js';
@@ -301,6 +302,7 @@ export function runPayload(model: ReportModel): RunPayload {
     cluster: model.cluster ? { metrics: model.cluster.metrics, settings: model.cluster.settings } : null,
     wanda: wandaPayload(model),
     attend: model.attend ? attendPayload(model.attend) : null,
+    ablate: model.ablate ? ablatePayload(model.ablate) : null,
     eval: evalPayload(model),
   };
 }

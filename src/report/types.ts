@@ -95,6 +95,8 @@ export interface RunPayload {
   attend?: AttendPayload | null;
   /** The run's benchmark evaluation (lobes eval), when one is linked to it. */
   eval?: EvalPayload | null;
+  /** `lobes ablate` results (report --ablate-dir), the effect matrix against its null (src/report/ablate.ts). */
+  ablate?: AblatePayload | null;
 }
 
 /** One item of the attention section: its prompt, words with weights, parts and top words. */
@@ -150,6 +152,58 @@ export interface EvalPayload {
   summary: EvalSummary;
   /** Published results shown as labelled reference lines (never as this model's numbers). */
   reference: { source: string; rows: PaperReference[] };
+}
+
+/** One region × label cell of an ablation: the mean change of log-likelihood and its random-region null. */
+export interface AblateCellPayload {
+  /** "A", or "A∖B" for A's blocks that are not B's. */
+  region: string;
+  label: string;
+  n: number;
+  /** Mean log-likelihood before the ablation. */
+  before: number;
+  /** Mean change (after − before) with its 95% CI. */
+  delta: number;
+  ci: [number, number];
+  /** Mean change of the K random regions of the same size, and their 2.5–97.5% band. */
+  nullMean: number;
+  nullBand: [number, number];
+  /** delta − nullMean: the change beyond what random regions of the same size do. */
+  excess: number;
+  p: number;
+  /** p is the permutation floor 1/(K+1). */
+  atFloor: boolean;
+}
+
+/** Whether ablating a region hurts its target label's items more than the others' (contrast), against the null. */
+export interface AblateSpecificityPayload {
+  region: string;
+  target: string;
+  contrast: number;
+  ci: [number, number];
+  nullMean: number;
+  nullBand: [number, number];
+  p: number;
+  pHolm: number;
+  atFloor: boolean;
+}
+
+export interface AblatePayload {
+  /** The ablate folder. */
+  dir: string;
+  /** The label axis of the columns. */
+  by: string;
+  labels: string[];
+  /** K, the number of random regions (the null). */
+  random: number;
+  unit: string;
+  /** 1/(K+1): the smallest p K random regions can give. */
+  floor: number;
+  regions: string[];
+  /** Blocks zeroed per region (same order as regions). */
+  blocks: number[];
+  cells: AblateCellPayload[];
+  specificity: AblateSpecificityPayload[];
 }
 
 export interface ComparisonRow {

@@ -163,8 +163,9 @@ describe('comparison table', () => {
 
   it('inlines a Plotly bundle that registers every trace type the pages draw', () => {
     // trace types in the page script as the page runs it (the bundle); 'data' is error bars' type,
-    // 'line' the type of layout shapes (chance lines), which are not traces
-    const used = new Set([...clientScript().matchAll(/\btype: ["']([a-z0-9]+)["']/g)].map((m) => m[1]!).filter((t) => t !== 'data' && t !== 'line'));
+    // 'line' the type of layout shapes (chance lines), 'category' an axis type (the ablation
+    // heatmap's axes), which are not traces
+    const used = new Set([...clientScript().matchAll(/\btype: ["']([a-z0-9]+)["']/g)].map((m) => m[1]!).filter((t) => t !== 'data' && t !== 'line' && t !== 'category'));
     expect([...used].sort()).toEqual(['bar', 'heatmap', 'scatter']);
     const src = plotlySource();
     const registered = new Set([...src.matchAll(/moduleType:"trace",name:"([a-z0-9]+)"/g)].map((m) => m[1]!));

@@ -21,6 +21,7 @@ import { metricsSection } from './sections/metrics.js';
 import { provenanceSection } from './sections/provenance.js';
 import { attentionSection } from './sections/attention.js';
 import { evalSection } from './sections/eval.js';
+import { ablateSection } from './sections/ablate.js';
 
 /** The page's sections, in page order. */
 const SECTIONS: Section[] = [
@@ -29,6 +30,7 @@ const SECTIONS: Section[] = [
   metricsSection,
   attentionSection,
   evalSection,
+  ablateSection,
   provenanceSection,
 ];
 

@@ -5,7 +5,7 @@
  * published rows as clearly labelled references (never as this model's numbers).
  */
 import type { EvalPayload, RunPayload } from '../../types.js';
-import type { Accuracy, AccuracyTable, GaeSummary, ItemSummary, PositionBias } from '../../../eval/summary-types.js';
+import type { Accuracy, AccuracyTable, ClozeMetric, ClozeSummary, GaeSummary, ItemSummary, PositionBias } from '../../../eval/summary-types.js';
 import type { Page } from '../page.js';
 import type { Section } from '../section.js';
 import { el, table, columns, type Cell } from '../dom.js';
@@ -75,6 +75,24 @@ function gaeTables(s: GaeSummary, cell: HTMLElement): void {
   });
   cell.appendChild(el('p', 'meta', 'Success: the walk ends at an ending whose goal achievement is 2. ' + s.ended + ' walks reached an ending' + (s.stuck.length ? '; ' + s.stuck.length + ' stopped at a node without choices and are left out (' + s.stuck.join(', ') + ')' : '') + (s.skipped && s.skipped.length ? '; ' + s.skipped.length + ' stopped at a decision longer than --max-tokens and are left out (' + s.skipped.join(', ') + ')' : '') + '. Chance: the probability that random choices reach a successful ending.'));
   cell.appendChild(biasTable(s.positionBias));
+}
+
+const CLOZE_TITLES = { iae: 'IAE, cloze scoring', mcq: 'Multiple choice, cloze scoring' } as const;
+
+/** The cloze metrics (--scoring cloze): each with its exact interval and chance, per task. */
+function clozeTables(c: ClozeSummary, cell: HTMLElement): void {
+  const row = (name: string, m: ClozeMetric): Cell[] => [name, m.n, m.correct, pct(m.accuracy), m.ci95 ? '[' + (m.ci95[0] * 100).toFixed(1) + ', ' + (m.ci95[1] * 100).toFixed(1) + ']' : '—', pct(m.chance)];
+  (['iae', 'mcq'] as const).forEach((task) => {
+    const t = c[task];
+    if (!t) return;
+    cell.appendChild(el('h4', null, CLOZE_TITLES[task] + ' (' + t.items + ' items)'));
+    const rows: Cell[][] = [row('acc (log-likelihood)', t.acc), row('acc_norm (per character)', t.acc_norm), row('acc_bytes (per UTF-8 byte)', t.acc_bytes)];
+    if (t.acc_mutual_info) rows.push(row('acc_mutual_info', t.acc_mutual_info));
+    cell.appendChild(table(['metric', 'n', 'correct', 'accuracy %', '95% CI', 'chance %'], rows, 'metrics cloze'));
+    cell.appendChild(el('p', 'meta', 'Cloze scoring, as lm-evaluation-harness scores multiple choice: every option\'s text is scored as a continuation of the prompt and the most likely option is the answer. acc: the highest summed log-likelihood; acc_norm: divided by the option\'s length in characters; acc_bytes: by its length in UTF-8 bytes' +
+      (t.acc_mutual_info ? '; acc_mutual_info: minus the option\'s log-likelihood without the question' : '') +
+      '. 95% CI: Clopper–Pearson (exact). Chance: the mean of 1/(number of options) over the items. The correct option is the greedy continuation for ' + pct(t.exactMatch) + '% of the items; options are ' + t.meanTokens.toFixed(1) + ' tokens long on average.'));
+  });
 }
 
 function referenceTable(ev: EvalPayload, cell: HTMLElement): void {
@@ -149,6 +167,7 @@ export const evalSection: Section = {
         cell.appendChild(div);
         page.ready.push(page.figures.draw(id, div));
       }
+      if (ev.summary.cloze) clozeTables(ev.summary.cloze, cell);
       if (ev.summary.iae) itemTables(ev.summary.iae, cell, 'IAE: interpersonal abilities');
       if (ev.summary.mcq) itemTables(ev.summary.mcq, cell, 'Multiple choice');
       if (ev.summary.gae) gaeTables(ev.summary.gae, cell);

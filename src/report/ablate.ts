@@ -1,0 +1,259 @@
+/**
+ * An ablation's results on the report page: the `summary.json` that `lobes ablate --out DIR`
+ * writes (kind "ablate", version 1), read and checked here, and turned into the page's payload.
+ *
+ * The file (docs/report.md#ablation):
+ *   { kind: "ablate", version: 1, by: <label axis>, labels: [...], random: K, unit: "nats",
+ *     regions: [{ name, minus: null | B, blocks }],
+ *     cells: [{ region, minus, label, n, before, delta, ci: [lo, hi], nullDelta: [K], p, z }],
+ *     specificity: [{ region, minus, target, contrast, ci: [lo, hi], nullContrast: [K], p, pHolm }] }
+ * `delta` is a label's mean change of the items' continuation log-likelihood (after − before,
+ * nats) when the region's blocks are zeroed; `nullDelta` the same change for each of K random
+ * regions of the same size. The page shows, per region and label, the effect beyond the null:
+ * delta − mean(nullDelta), with the null's 2.5–97.5% band and p. A permutation p cannot be
+ * smaller than 1/(K+1); at that floor the page says so.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import * as path from 'node:path';
+import { LobesError } from '../util/errors.js';
+import type { AblateCellPayload, AblatePayload, AblateSpecificityPayload } from './types.js';
+
+export type { AblatePayload };
+
+export interface AblateRegion {
+  name: string;
+  minus: string | null;
+  blocks: number;
+}
+
+export interface AblateCell {
+  region: string;
+  minus: string | null;
+  label: string;
+  n: number;
+  before: number;
+  delta: number;
+  ci: [number, number];
+  nullDelta: number[];
+  p: number;
+  z: number;
+}
+
+export interface AblateSpecificity {
+  region: string;
+  minus: string | null;
+  target: string;
+  contrast: number;
+  ci: [number, number];
+  nullContrast: number[];
+  p: number;
+  pHolm: number;
+}
+
+export interface AblateSummary {
+  kind: 'ablate';
+  version: 1;
+  by: string;
+  labels: string[];
+  random: number;
+  unit: string;
+  regions: AblateRegion[];
+  cells: AblateCell[];
+  specificity: AblateSpecificity[];
+}
+
+export interface AblateData {
+  /** The folder given (as given, for the page). */
+  dir: string;
+  summary: AblateSummary;
+}
+
+/** The file name inside an ablate folder. */
+export const ABLATE_SUMMARY = 'summary.json';
+
+/** Whether dir looks like an ablate output folder (its summary.json says kind "ablate"). */
+export function isAblateDir(dir: string): boolean {
+  const f = path.join(dir, ABLATE_SUMMARY);
+  if (!existsSync(f)) return false;
+  try {
+    const j = JSON.parse(readFileSync(f, 'utf8'));
+    return typeof j === 'object' && j !== null && j.kind === 'ablate';
+  } catch {
+    return false;
+  }
+}
+
+const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const isNum = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v);
+
+/** A checker bound to one file: each failure is one line naming the file and the field. */
+function checker(file: string) {
+  const fail = (where: string, cause: string): never => {
+    throw new LobesError(cause, { file, where, hint: 'pass the --out folder of lobes ablate' });
+  };
+  return {
+    fail,
+    num(v: unknown, where: string): number {
+      if (!isNum(v)) fail(where, `expected a finite number, got ${JSON.stringify(v) ?? 'nothing'}`);
+      return v as number;
+    },
+    prob(v: unknown, where: string): number {
+      if (!isNum(v) || v < 0 || v > 1) fail(where, `expected a probability in [0, 1], got ${JSON.stringify(v) ?? 'nothing'}`);
+      return v as number;
+    },
+    count(v: unknown, where: string, min = 0): number {
+      if (!Number.isInteger(v) || (v as number) < min) fail(where, `expected an integer ≥ ${min}, got ${JSON.stringify(v) ?? 'nothing'}`);
+      return v as number;
+    },
+    str(v: unknown, where: string): string {
+      if (typeof v !== 'string' || !v) fail(where, `expected a non-empty string, got ${JSON.stringify(v) ?? 'nothing'}`);
+      return v as string;
+    },
+    strOrNull(v: unknown, where: string): string | null {
+      if (v === null) return null;
+      if (typeof v !== 'string' || !v) fail(where, `expected a region name or null, got ${JSON.stringify(v) ?? 'nothing'}`);
+      return v as string;
+    },
+    ci(v: unknown, where: string): [number, number] {
+      if (!Array.isArray(v) || v.length !== 2 || !isNum(v[0]) || !isNum(v[1]) || v[0] > v[1]) fail(where, `expected [low, high] with low ≤ high, got ${JSON.stringify(v) ?? 'nothing'}`);
+      return [(v as number[])[0], (v as number[])[1]];
+    },
+    nums(v: unknown, where: string, length: number): number[] {
+      if (!Array.isArray(v)) fail(where, `expected ${length} numbers, got ${JSON.stringify(v) ?? 'nothing'}`);
+      const a = v as unknown[];
+      if (a.length !== length) fail(where, `expected ${length} numbers (one per random region, "random" is ${length}), got ${a.length}`);
+      const bad = a.findIndex((x) => !isNum(x));
+      if (bad >= 0) fail(`${where}[${bad}]`, `expected a finite number, got ${JSON.stringify(a[bad])}`);
+      return a as number[];
+    },
+  };
+}
+
+/** Check a parsed summary.json against the contract; `file` names it in errors. */
+export function parseAblateSummary(j: unknown, file: string): AblateSummary {
+  const c = checker(file);
+  if (!isObj(j)) return c.fail('top level', 'expected a JSON object');
+  const o = j as Record<string, unknown>;
+  if (o.kind !== 'ablate') c.fail('kind', `expected "ablate", got ${JSON.stringify(o.kind) ?? 'nothing'} (not a lobes ablate summary)`);
+  if (o.version !== 1) c.fail('version', `expected 1, got ${JSON.stringify(o.version) ?? 'nothing'} (written by another lobes version)`);
+  const by = c.str(o.by, 'by');
+  if (!Array.isArray(o.labels) || o.labels.length === 0) c.fail('labels', 'expected a non-empty list of label values');
+  const labels = (o.labels as unknown[]).map((l, i) => c.str(l, `labels[${i}]`));
+  if (new Set(labels).size !== labels.length) c.fail('labels', 'a label value is listed twice');
+  const K = c.count(o.random, 'random', 1);
+  const unit = c.str(o.unit, 'unit');
+  if (!Array.isArray(o.regions) || o.regions.length === 0) c.fail('regions', 'expected a non-empty list of regions');
+  const key = (name: string, minus: string | null) => (minus === null ? name : `${name}∖${minus}`);
+  const regions: AblateRegion[] = (o.regions as unknown[]).map((r, i) => {
+    const w = `regions[${i}]`;
+    if (!isObj(r)) return c.fail(w, 'expected an object');
+    return { name: c.str(r.name, `${w}.name`), minus: c.strOrNull(r.minus, `${w}.minus`), blocks: c.count(r.blocks, `${w}.blocks`, 1) };
+  });
+  const known = new Set(regions.map((r) => key(r.name, r.minus)));
+  if (known.size !== regions.length) c.fail('regions', 'a region is listed twice');
+  const labelSet = new Set(labels);
+  const region = (r: Record<string, unknown>, w: string) => {
+    const name = c.str(r.region, `${w}.region`);
+    const minus = c.strOrNull(r.minus, `${w}.minus`);
+    if (!known.has(key(name, minus))) c.fail(`${w}.region`, `region ${key(name, minus)} is not in "regions"`);
+    return { region: name, minus };
+  };
+  if (!Array.isArray(o.cells)) c.fail('cells', 'expected a list');
+  const seen = new Set<string>();
+  const cells: AblateCell[] = (o.cells as unknown[]).map((x, i) => {
+    const w = `cells[${i}]`;
+    if (!isObj(x)) return c.fail(w, 'expected an object');
+    const { region: rn, minus } = region(x, w);
+    const label = c.str(x.label, `${w}.label`);
+    if (!labelSet.has(label)) c.fail(`${w}.label`, `label ${JSON.stringify(label)} is not in "labels"`);
+    const k = `${key(rn, minus)}\u0000${label}`;
+    if (seen.has(k)) c.fail(w, `a second cell for region ${key(rn, minus)} and label ${label}`);
+    seen.add(k);
+    return {
+      region: rn, minus, label,
+      n: c.count(x.n, `${w}.n`, 1),
+      before: c.num(x.before, `${w}.before`),
+      delta: c.num(x.delta, `${w}.delta`),
+      ci: c.ci(x.ci, `${w}.ci`),
+      nullDelta: c.nums(x.nullDelta, `${w}.nullDelta`, K),
+      p: c.prob(x.p, `${w}.p`),
+      z: c.num(x.z, `${w}.z`),
+    };
+  });
+  if (!Array.isArray(o.specificity)) c.fail('specificity', 'expected a list');
+  const specificity: AblateSpecificity[] = (o.specificity as unknown[]).map((x, i) => {
+    const w = `specificity[${i}]`;
+    if (!isObj(x)) return c.fail(w, 'expected an object');
+    const { region: rn, minus } = region(x, w);
+    const target = c.str(x.target, `${w}.target`);
+    if (!labelSet.has(target)) c.fail(`${w}.target`, `label ${JSON.stringify(target)} is not in "labels"`);
+    return {
+      region: rn, minus, target,
+      contrast: c.num(x.contrast, `${w}.contrast`),
+      ci: c.ci(x.ci, `${w}.ci`),
+      nullContrast: c.nums(x.nullContrast, `${w}.nullContrast`, K),
+      p: c.prob(x.p, `${w}.p`),
+      pHolm: c.prob(x.pHolm, `${w}.pHolm`),
+    };
+  });
+  return { kind: 'ablate', version: 1, by, labels, random: K, unit, regions, cells, specificity };
+}
+
+/** Read DIR/summary.json of `lobes ablate --out DIR`. */
+export function loadAblate(dir: string): AblateData {
+  const file = path.join(dir, ABLATE_SUMMARY);
+  if (!existsSync(file)) throw new LobesError('no ablation summary here', { file, hint: 'pass the --out folder of lobes ablate' });
+  let j: unknown;
+  try {
+    j = JSON.parse(readFileSync(file, 'utf8'));
+  } catch (e) {
+    throw new LobesError(`not valid JSON (${(e as Error).message})`, { file });
+  }
+  return { dir, summary: parseAblateSummary(j, file) };
+}
+
+const mean = (a: readonly number[]) => a.reduce((s, x) => s + x, 0) / a.length;
+
+/** The q-quantile of sorted values (linear between order statistics). */
+function quantile(sorted: readonly number[], q: number): number {
+  const h = (sorted.length - 1) * q;
+  const lo = Math.floor(h);
+  const hi = Math.min(sorted.length - 1, lo + 1);
+  return sorted[lo] + (h - lo) * (sorted[hi] - sorted[lo]);
+}
+
+/** The null's summary: mean and the 2.5–97.5% band of K values. */
+export function nullSummary(values: readonly number[]): { mean: number; band: [number, number] } {
+  const s = [...values].sort((a, b) => a - b);
+  return { mean: mean(s), band: [quantile(s, 0.025), quantile(s, 0.975)] };
+}
+
+/** A region's display name: "A", or "A∖B" for A's blocks that are not B's. */
+export function regionName(name: string, minus: string | null): string {
+  return minus === null ? name : `${name}∖${minus}`;
+}
+
+/** The page's view of an ablation: the effect beyond the null per region and label, and the specificity rows. */
+export function ablatePayload(data: AblateData): AblatePayload {
+  const s = data.summary;
+  const floor = 1 / (s.random + 1);
+  const regions = s.regions.map((r) => regionName(r.name, r.minus));
+  const cells: AblateCellPayload[] = s.cells.map((c) => {
+    const nul = nullSummary(c.nullDelta);
+    return {
+      region: regionName(c.region, c.minus), label: c.label, n: c.n, before: c.before, delta: c.delta, ci: c.ci,
+      nullMean: nul.mean, nullBand: nul.band, excess: c.delta - nul.mean, p: c.p, atFloor: c.p <= floor * (1 + 1e-9),
+    };
+  });
+  const specificity: AblateSpecificityPayload[] = s.specificity.map((x) => {
+    const nul = nullSummary(x.nullContrast);
+    return {
+      region: regionName(x.region, x.minus), target: x.target, contrast: x.contrast, ci: x.ci,
+      nullMean: nul.mean, nullBand: nul.band, p: x.p, pHolm: x.pHolm, atFloor: x.p <= floor * (1 + 1e-9),
+    };
+  });
+  return {
+    dir: data.dir, by: s.by, labels: s.labels, random: s.random, unit: s.unit, floor,
+    regions, blocks: s.regions.map((r) => r.blocks), cells, specificity,
+  };
+}

@@ -1,0 +1,126 @@
+/**
+ * "Ablation": per run, the `lobes ablate` results given with --ablate-dir (src/report/ablate.ts).
+ * A region × label heatmap of the effect beyond the null: each cell is the label's mean change
+ * of continuation log-likelihood when the region is zeroed, minus the mean change of K random
+ * regions of the same size (negative: the region hurts that label more than random blocks do),
+ * with the raw change, its CI, the null's band and p in the hover and in a table; the
+ * specificity table (the target label's change minus the others', against the null, Holm p); and
+ * on a comparison page, B − A of the two matrices.
+ */
+import type { AblatePayload, RunPayload } from '../../types.js';
+import type { Page } from '../page.js';
+import type { Section } from '../section.js';
+import { el, table, columns, type Cell } from '../dom.js';
+import { esc, fmt, fmtCI, fmtP, wrapTitle } from '../format.js';
+import { ablateDifference, excessMatrix } from '../ablate-diff.js';
+
+/** p, marked when it is the permutation floor 1/(K+1). */
+function pFloor(p: number, atFloor: boolean, a: AblatePayload): string {
+  return atFloor ? fmtP(p) + ' (floor 1/(K+1), K = ' + a.random + ')' : fmtP(p);
+}
+
+/** Symmetric colour range around 0 over the matrices shown together. */
+function span(ms: (number | null)[][][]): number {
+  let m = 0;
+  ms.forEach((z) => z.forEach((row) => row.forEach((v) => {
+    if (v !== null && Math.abs(v) > m) m = Math.abs(v);
+  })));
+  return m > 0 ? m : 1;
+}
+
+function heatmap(title: string, regions: string[], labels: string[], z: (number | null)[][], hover: string[][], zmax: number, barTitle: string): PlotlyFigure {
+  const t = wrapTitle(title, 70);
+  const text = z.map((row) => row.map((v) => (v === null ? '' : fmt(v))));
+  return {
+    data: [{
+      type: 'heatmap', x: labels.map(esc), y: regions.map(esc), z, zmin: -zmax, zmax, zmid: 0,
+      // red: the ablation lowers the label's log-likelihood more than random regions do
+      colorscale: [[0, '#b2182b'], [0.5, '#f7f7f7'], [1, '#2166ac']],
+      text, texttemplate: '%{text}', hovertext: hover, hoverinfo: 'text',
+      colorbar: { title: { text: barTitle, font: { size: 11 } }, len: 0.9, thickness: 14 },
+    }],
+    layout: {
+      title: t.title,
+      height: t.top + 110 + Math.max(3, regions.length) * 44,
+      margin: { t: t.top, l: 110, r: 20, b: 90 },
+      xaxis: { title: { text: 'items by label' }, type: 'category' },
+      yaxis: { title: { text: 'region zeroed' }, type: 'category', autorange: 'reversed' },
+    },
+  };
+}
+
+function runFigure(run: RunPayload, a: AblatePayload, zmax: number): PlotlyFigure {
+  const hover = a.regions.map((r) => a.labels.map((l) => {
+    const c = a.cells.find((x) => x.region === r && x.label === l);
+    if (!c) return esc(r + ' × ' + l + ': not measured');
+    return esc(r + ' zeroed, ' + l + ' items (n = ' + c.n + ')') + '<br>' +
+      esc('change ' + fmt(c.delta) + ' ' + a.unit + ' ' + fmtCI(c.ci) + ', before ' + fmt(c.before)) + '<br>' +
+      esc('random regions: mean ' + fmt(c.nullMean) + ', 95% band ' + fmtCI(c.nullBand)) + '<br>' +
+      esc('beyond the null ' + fmt(c.excess) + ', p ' + pFloor(c.p, c.atFloor, a));
+  }));
+  return heatmap(esc(run.name) + ': change of log-likelihood beyond ' + a.random + ' random regions of the same size (' + esc(a.unit) + ')',
+    a.regions, a.labels, excessMatrix(a), hover, zmax, 'change −<br>null mean');
+}
+
+function cellTable(a: AblatePayload): HTMLElement {
+  const det = el('details');
+  det.appendChild(el('summary', null, 'Every cell (' + a.cells.length + ')'));
+  const rows: Cell[][] = a.cells.map((c) => [c.region, c.label, c.n, c.before, c.delta, fmtCI(c.ci), c.nullMean, fmtCI(c.nullBand), c.excess, pFloor(c.p, c.atFloor, a)]);
+  det.appendChild(table(['region', a.by, 'n', 'before', 'change', '95% CI', 'null mean', 'null 95% band', 'change − null', 'p'], rows, 'metrics small'));
+  return det;
+}
+
+function specificityTable(a: AblatePayload): HTMLElement {
+  const rows: Cell[][] = a.specificity.map((s) => [s.region, s.target, s.contrast, fmtCI(s.ci), s.nullMean, fmtCI(s.nullBand), pFloor(s.p, s.atFloor, a), fmtP(s.pHolm)]);
+  return table(['region', 'target ' + a.by, 'contrast', '95% CI', 'null mean', 'null 95% band', 'p', 'Holm p'], rows);
+}
+
+export const ablateSection: Section = {
+  title: 'Ablation',
+  id: 'ablation',
+  visible: (page) => page.runs.some((r) => r.ablate),
+  render(page: Page, root: HTMLElement) {
+    if (!page.runs.some((r) => r.ablate)) {
+      root.remove();
+      return;
+    }
+    const shown = page.runs.map((r) => (r.ablate ? excessMatrix(r.ablate) : []));
+    const zmax = span(shown);
+    const cols = columns(root, page.runs.length);
+    page.runs.forEach((run, ri) => {
+      const cell = el('div');
+      cols.appendChild(cell);
+      if (page.compare) cell.appendChild(el('h3', null, run.name));
+      const a = run.ablate;
+      if (!a) {
+        cell.appendChild(el('p', 'missing', run.name + ': no ablation.'));
+        return;
+      }
+      cell.appendChild(el('p', 'meta', 'From ' + a.dir + ': ' + a.regions.length + ' regions (' + a.regions.map((r, i) => r + ' ' + a.blocks[i] + ' blocks').join(', ') + ') against the items of each ' + a.by + ', with ' + a.random + ' random regions of the same size as the null.'));
+      const id = page.figures.register(page.figureId(ri, 'ablate'), () => runFigure(run, a, zmax));
+      const div = el('div', 'fig');
+      cell.appendChild(div);
+      page.ready.push(page.figures.draw(id, div));
+      cell.appendChild(el('p', 'meta', 'Each cell: the mean change (after − before, ' + a.unit + ') of the log-likelihood of the label\'s items when the region\'s blocks are zeroed, minus the mean change when as many random blocks are zeroed (' + a.random + ' random regions, the same block count per matrix). Red: the region hurts these items more than random blocks do. p: the share of random regions whose change is at least as extreme; with K = ' + a.random + ' it cannot be below 1/(K+1) = ' + fmt(a.floor) + '.'));
+      cell.appendChild(cellTable(a));
+      cell.appendChild(el('h4', null, 'Specificity: does zeroing a region hurt its own label\'s items more than the others\'?'));
+      cell.appendChild(specificityTable(a));
+      cell.appendChild(el('p', 'meta', 'contrast: the target label\'s mean change minus the other labels\' (' + a.unit + '; negative: the target is hurt more), with its 95% CI; the null is the same contrast for the random regions; Holm p: adjusted over the rows of this table.'));
+    });
+    const [ra, rb] = page.runs;
+    if (page.compare && ra?.ablate && rb?.ablate) {
+      const d = ablateDifference(ra.ablate, rb.ablate);
+      if (!d) {
+        root.appendChild(el('p', 'meta', 'The two ablations share no region and label, so they have no difference to show.'));
+        return;
+      }
+      const dmax = span([d.z]);
+      const hover = d.regions.map((r, i) => d.labels.map((l, j) => (d.z[i]![j] === null ? esc(r + ' × ' + l + ': not in both') : esc(r + ' × ' + l + ': B − A = ' + fmt(d.z[i]![j]!)))));
+      const id = page.figures.register('ablate-difference', () =>
+        heatmap('B − A: ' + esc(rb.name) + ' minus ' + esc(ra.name) + ', change beyond the null (' + esc(ra.ablate!.unit) + ')', d.regions, d.labels, d.z, hover, dmax, 'B − A'));
+      const div = el('div', 'fig');
+      root.appendChild(div);
+      page.ready.push(page.figures.draw(id, div));
+    }
+  },
+};
