@@ -103,12 +103,22 @@ export async function knnScreened(X: Float64Array | Float32Array, n: number, d: 
   for (let i = 0; i < n; i++) for (let c = 0; c < d; c++) mu[c] += X[i * d + c];
   for (let c = 0; c < d; c++) mu[c] /= n;
   const Z = new Float32Array(n * d);
+  let single = true;
   for (let i = 0; i < n; i++) {
     for (let c = 0; c < d; c++) {
-      const x = X[i * d + c] - mu[c];
+      const v = X[i * d + c];
+      const x = v - mu[c];
       if (!(Math.abs(x) <= MAX_ABS)) return null; // NaN, ±Infinity or out of the bound's range
       Z[i * d + c] = x;
+      if (single && Math.fround(v) !== v) single = false;
     }
+  }
+  // float64 data whose values are all float32 values (activations read from float32 files):
+  // the exact part reads them from a float32 copy, the same numbers in half the memory traffic
+  let Xr = X;
+  if (single && !(X instanceof Float32Array)) {
+    Xr = new Float32Array(opts.split ? new SharedArrayBuffer(n * d * 4) : new ArrayBuffer(n * d * 4));
+    Xr.set(X.subarray(0, n * d));
   }
   let sess: Ort.InferenceSession;
   let ort: typeof Ort;
@@ -135,7 +145,7 @@ export async function knnScreened(X: Float64Array | Float32Array, n: number, d: 
       G ??= new Float32Array(new SharedArrayBuffer(M * n * 4));
       G.set(out);
     }
-    const job: ScreenJob = { X, n, d, k, sq, q, G, r0, marginScale: opts.marginScale ?? 1, indices, dist2, candidates: new Float64Array(new SharedArrayBuffer((r1 - r0) * 8)) };
+    const job: ScreenJob = { X: Xr, n, d, k, sq, q, G, r0, marginScale: opts.marginScale ?? 1, indices, dist2, candidates: new Float64Array(new SharedArrayBuffer((r1 - r0) * 8)) };
     if (opts.split) await opts.split(job, r0, r1);
     else screenRows(job, r0, r1);
     if (opts.stats) for (const v of job.candidates) opts.stats.candidates += v;
