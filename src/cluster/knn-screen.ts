@@ -87,7 +87,8 @@ async function gemmSession(threads: number): Promise<Ort.InferenceSession> {
     );
     const bytes = encodeModel(makeModel(graph, { opsets: { '': 17 } }));
     sessionThreads = threads;
-    session = ort.InferenceSession.create(bytes, { intraOpNumThreads: threads, interOpNumThreads: 1, logSeverityLevel: 3 });
+    // no spinning: the exact part's worker threads run right after the product on the same cores
+    session = ort.InferenceSession.create(bytes, { intraOpNumThreads: threads, interOpNumThreads: 1, logSeverityLevel: 3, extra: { session: { intra_op: { allow_spinning: '0' } } } });
   }
   return session;
 }
