@@ -3,7 +3,7 @@
  *
  *   LOBES_MODEL_CACHE=/path/with/60GB npx tsx bench/scale-8b.ts [--device cpu|cuda|webgpu]
  *       [--items 16] [--stages LIST] [--small] [--seed 8] [--out FILE.json] [--drop-fp16]
- *       [--export int4|fp16] [--torch PYTHON]
+ *       [--export int4|fp16] [--torch PYTHON] [--memory-gb N] [--plan]
  *
  * Generates once, into $LOBES_MODEL_CACHE (default os.tmpdir()/lobes-models), never into the
  * repository, from one seeded source (bench/scale/weights.ts): 32 layers, hidden 4096,
@@ -34,6 +34,13 @@
  *   torch          (with --torch PYTHON, on a GPU box) PyTorch + transformers on the bf16 checkpoint:
  *                  tokens/s and the captures compared with lobes' (bench/scale/torch_compare.py)
  *
+ * Memory: before each stage (and before generating the fp16 export), its peak memory is estimated
+ * at the spec's shape (bench/scale/memory.ts) and compared with the memory free right then
+ * (MemAvailable of /proc/meminfo); a stage that cannot fit is skipped, its reason in the JSON
+ * line (stages.NAME.skipped), instead of being killed. --memory-gb N takes N GB as the free
+ * memory instead (to try the plan); --plan prints the plan of every stage as the JSON line and
+ * stops before generating or running anything.
+ *
  * The lobes commands run from the built package (dist/; rebuilt first when older than src/).
  * Targets (issue: scale): no stage above 8 GB peak RSS except what ONNX Runtime needs for the
  * weights; graph load + edit + session creation of the int4 export < 60 s; wanda >= 0.5x cat;
@@ -48,6 +55,7 @@ import { parseArgs } from 'node:util';
 import { SeededLlamaWeights, checkpointReady } from './scale/weights.js';
 import { scaleCacheDir, SCALE_CACHE_VERSION } from './scale/cache.js';
 import { specFor } from './scale/specs.js';
+import { availableMemory, stageNeed, verdict, type MemoryContext, type Verdict } from './scale/memory.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const { values: opt } = parseArgs({
@@ -62,6 +70,8 @@ const { values: opt } = parseArgs({
     torch: { type: 'string' },
     export: { type: 'string' },
     samples: { type: 'string', default: '2000' },
+    'memory-gb': { type: 'string' },
+    plan: { type: 'boolean' },
   },
 });
 const ALL_STAGES = ['inspect', 'session', 'extract', 'forward', 'cat', 'wanda', 'cluster', 'report', 'report-2000', 'dataset', 'fp16-session', 'torch'];
@@ -78,6 +88,12 @@ const work = path.join(cache, `runs-${device}`);
 const log = (l: string) => process.stderr.write(`[scale] ${l}\n`);
 const r3 = (x: number) => Math.round(x * 1000) / 1000;
 const load = () => r3(os.loadavg()[0]!);
+const memoryBudget = opt['memory-gb'] === undefined ? null : Number(opt['memory-gb']);
+if (memoryBudget !== null && !(memoryBudget > 0)) throw new Error(`--memory-gb must be a positive number, got ${opt['memory-gb']}`);
+/** Free memory now, or the --memory-gb budget. */
+const freeMemory = () => (memoryBudget !== null ? { bytes: memoryBudget * 1e9, source: '--memory-gb' } : availableMemory());
+/** The largest extraction batch the memory plan assumes: 8 rows (lobes extract's default) × 256 tokens (SocialEval items are shorter). */
+const PLAN_BATCH = { rows: 8, seq: 256 };
 
 // ---------------------------------------------------------------------------------------
 // helpers
@@ -118,7 +134,7 @@ function lobes(name: string, args: string[]): Measured & { stdout: string; loadB
   const t0 = performance.now();
   const r = spawnSync(process.execPath, [path.join(ROOT, 'bench', 'scale', 'stage.mjs'), res, ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 1 << 28 });
   const wallSeconds = (performance.now() - t0) / 1000;
-  if (r.status !== 0) throw new Error(`stage ${name} failed (exit ${r.status}): lobes ${args.join(' ')}`);
+  if (r.status !== 0) throw new Error(`stage ${name} failed (${r.signal ? `killed by ${r.signal}` : `exit ${r.status}`}): lobes ${args.join(' ')}`);
   const m = readJson<Measured>(res);
   return { ...m, stdout: r.stdout.toString(), loadBefore, loadAfter: load(), wallSeconds: r3(wallSeconds) };
 }
@@ -129,7 +145,7 @@ function probe(name: string, args: string[], flags: string[] = []): Measured & {
   const loadBefore = load();
   const t0 = performance.now();
   const r = spawnSync(process.execPath, ['--import', 'tsx', path.join(ROOT, 'bench', 'scale', 'probes.ts'), ...args, res, '--device', device, ...flags], { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit'] });
-  if (r.status !== 0) throw new Error(`probe ${name} failed (exit ${r.status})`);
+  if (r.status !== 0) throw new Error(`probe ${name} failed (${r.signal ? `killed by ${r.signal}` : `exit ${r.status}`})`);
   return { ...readJson<Measured>(res), loadBefore, loadAfter: load(), wallSeconds: r3((performance.now() - t0) / 1000) };
 }
 
@@ -232,10 +248,6 @@ function summary(m: Measured & { loadBefore?: number; loadAfter?: number; wallSe
 // ---------------------------------------------------------------------------------------
 
 async function main(): Promise<void> {
-  ensureBuilt();
-  // A new extraction replaces the run; other stages reuse the last one.
-  mkdirSync(work, { recursive: true });
-  if (stages.has('extract')) rmSync(path.join(work, 'run'), { recursive: true, force: true });
   const result: Record<string, any> = {
     bench: 'scale-8b',
     cacheVersion: SCALE_CACHE_VERSION,
@@ -249,6 +261,36 @@ async function main(): Promise<void> {
     targets: {},
   };
   const S = result.stages;
+  // The memory plan: each stage's estimated peak against the memory free just before it.
+  const dirBytes = (d: string) => (existsSync(path.join(d, 'model.onnx')) ? readdirSync(d).reduce((a, f) => a + statSync(path.join(d, f)).size, 0) : null);
+  const memCtx = (): MemoryContext => ({ spec, parameters: result.spec.parameters, device, int4Bytes: dirBytes(path.join(cache, 'onnx-genai-int4')), fp16Bytes: dirBytes(path.join(cache, 'onnx-genai-fp16')), exportKind, batch: PLAN_BATCH });
+  result.memory = { budgetGB: memoryBudget, source: freeMemory().source, assumedBatch: PLAN_BATCH, stages: {} as Record<string, Verdict & { estimate: string }> };
+  const judge = (stage: string): Verdict => {
+    const need = stageNeed(stage, memCtx());
+    const v = verdict(stage, need, freeMemory());
+    result.memory.stages[stage] = { ...v, estimate: need.what };
+    return v;
+  };
+  /** Whether a stage runs; a stage that cannot fit is recorded as skipped, with its reason. */
+  const gate = (stage: string): boolean => {
+    const v = judge(stage);
+    if (!v.run) {
+      S[stage] = { skipped: v.reason, needGB: v.needGB, availableGB: v.availableGB };
+      log(`skipping ${stage}: ${v.reason}`);
+    }
+    return v.run;
+  };
+  if (opt.plan) {
+    // What a run would do now: each stage's estimate, and the skipped ones with their reasons.
+    result.plan = true;
+    for (const st of ALL_STAGES) if (stages.has(st)) gate(st);
+    process.stdout.write(JSON.stringify(result) + '\n');
+    return;
+  }
+  ensureBuilt();
+  // A new extraction replaces the run; other stages reuse the last one.
+  mkdirSync(work, { recursive: true });
+  if (stages.has('extract')) rmSync(path.join(work, 'run'), { recursive: true, force: true });
   const ck = ensure('checkpoint', path.join(cache, 'hf-bf16'));
   const int4 = ensure('int4', path.join(cache, 'onnx-genai-int4'));
   result.artefacts.checkpoint = ck;
@@ -258,22 +300,22 @@ async function main(): Promise<void> {
   result.export = exportKind;
   const run = path.join(work, 'run');
 
-  if (stages.has('inspect')) {
+  if (stages.has('inspect') && gate('inspect')) {
     const m = lobes('inspect', ['inspect', model.dir, '--json']);
     const info = JSON.parse(m.stdout);
     S.inspect = { ...summary(m), points: info.points.length, quantization: info.arch.quantization };
   }
-  if (stages.has('session')) {
+  if (stages.has('session') && gate('session')) {
     const m = probe('session', ['session', model.dir]);
     S.session = { ...summary(m), loadMs: m.loadMs, surgeryMs: m.surgeryMs, encodeMs: m.encodeMs, sessionMs: m.sessionMs, totalMs: m.totalMs, nodes: m.nodes, hooks: m.hooks };
   }
   const items = writeItems(Number(opt.items));
-  if (stages.has('extract')) {
+  if (stages.has('extract') && gate('extract')) {
     const m = lobes('extract', ['extract', '--model', model.dir, '--data', `jsonl:${items}?text=text&label=aspect,ability&id=id`, '--out', run, '--capture', 'final,mlp', '--device', device, '--quiet']);
     const man = readJson<any>(path.join(run, 'manifest.json'));
     S.extract = { ...summary(m), samples: man.counts.samples, tokens: man.counts.tokens, timings: man.timings, tokensPerSecond: r3(man.counts.tokens / (man.timings.computeMs / 1000)) };
   }
-  if (stages.has('forward')) {
+  if (stages.has('forward') && gate('forward')) {
     const m = probe('forward', ['forward', model.dir, items], ['--mode', 'plain']);
     S.forward = { ...summary(m), tokens: m.tokens, sessionMs: m.sessionMs, computeMs: m.computeMs, tokensPerSecond: r3(m.tokensPerSecond as number) };
     const f = probe('forward-final', ['forward', model.dir, items], ['--mode', 'final']);
@@ -293,7 +335,7 @@ async function main(): Promise<void> {
     const warm = timeCat(files);
     S.cat = { bytes: ckBytes, files: files.length, cachedBeforeCold: before, cachedBeforeWarm: after, coldSeconds: r3(cold), coldGBs: r3(ckBytes / 1e9 / cold), warmSeconds: r3(warm), warmGBs: r3(ckBytes / 1e9 / warm), load: load() };
   }
-  if (stages.has('wanda') && existsSync(path.join(run, 'manifest.json'))) {
+  if (stages.has('wanda') && existsSync(path.join(run, 'manifest.json')) && gate('wanda')) {
     // The weight pass alone (what "wanda vs cat" compares: both read the checkpoint), right after
     // a cat of the same files (from the page cache, as far as memory holds them) and again after
     // dropping them from the cache (from disk); then the whole command, after another cat.
@@ -324,7 +366,7 @@ async function main(): Promise<void> {
     result.ratios.wandaPassVsCatCold = r3(S.wanda.passCold.GBs / S.wanda.passCold.catGBs);
     result.ratios.wandaCommandVsCat = r3(S.wanda.GBs / S.wanda.catGBsBefore);
   }
-  if (stages.has('cluster') && existsSync(path.join(run, 'manifest.json'))) {
+  if (stages.has('cluster') && existsSync(path.join(run, 'manifest.json')) && gate('cluster')) {
     // t-SNE's perplexity must stay below (N - 1) / 3; 30 (the default) from 91 items on
     const perplexity = Math.max(1, Math.min(30, Math.floor((Number(opt.items) - 1) / 3)));
     S.cluster = { ...summary(lobes('cluster', ['cluster', run, '--perplexity', String(perplexity), '--quiet'])), perplexity };
@@ -340,12 +382,12 @@ async function main(): Promise<void> {
     const m = runs[1]!;
     return { medianOf: 3, readyMs: Math.round(m.readyMs), interactiveMs: Math.round(m.totalMs), mainThreadCpuMs: Math.round(m.mainThreadCpuMs), rendererCpuMs: Math.round(m.rendererCpuMs), problems: runs.flatMap((r) => r.problems), load: load() };
   };
-  if (stages.has('report') && existsSync(path.join(run, 'wanda'))) {
+  if (stages.has('report') && existsSync(path.join(run, 'wanda')) && gate('report')) {
     const out = path.join(run, 'report.html');
     const m = lobes('report', ['report', run, '--out', out]);
     S.report = { ...summary(m), bytes: statSync(out).size, browser: await interactive(out, 1) };
   }
-  if (stages.has('report-2000')) {
+  if (stages.has('report-2000') && gate('report-2000')) {
     const { writeSyntheticRun } = await import('../src/report/synthetic.js');
     const syn = path.join(work, 'synthetic-2000');
     const rb = Math.ceil(spec.intermediate / 256);
@@ -355,7 +397,7 @@ async function main(): Promise<void> {
     const m = lobes('report-2000', ['report', syn, '--out', out]);
     S['report-2000'] = { ...summary(m), bytes: statSync(out).size, blocksPerMatrix: rb * cb, browser: await interactive(out, 5) };
   }
-  if (stages.has('dataset')) {
+  if (stages.has('dataset') && gate('dataset')) {
     const n = Number(opt.samples);
     const drun = path.join(work, `dataset-${n}`);
     const t0 = performance.now();
@@ -379,15 +421,21 @@ async function main(): Promise<void> {
     for (const k of ['wanda', 'cluster', 'report']) S[`dataset.${k}`] = { peakRssMB: S.dataset[k].peakRssMB, seconds: S.dataset[k].seconds };
     rmSync(drun, { recursive: true, force: true });
   }
-  if (stages.has('fp16-session') && exportKind !== 'fp16') {
-    const free = os.freemem();
+  // Judged before the fp16 export is generated: no 16 GB written for a session that cannot fit.
+  if (stages.has('fp16-session') && exportKind !== 'fp16' && gate('fp16-session')) {
+    const free = freeMemory().bytes;
     const fp16 = ensure('fp16', path.join(cache, 'onnx-genai-fp16'));
     result.artefacts.fp16 = fp16;
-    const m = probe('fp16-session', ['session', fp16.dir]);
-    S['fp16-session'] = { ...summary(m), loadMs: m.loadMs, surgeryMs: m.surgeryMs, encodeMs: m.encodeMs, sessionMs: m.sessionMs, totalMs: m.totalMs, freeMemGBBefore: r3(free / 2 ** 30) };
+    try {
+      const m = probe('fp16-session', ['session', fp16.dir]);
+      S['fp16-session'] = { ...summary(m), loadMs: m.loadMs, surgeryMs: m.surgeryMs, encodeMs: m.encodeMs, sessionMs: m.sessionMs, totalMs: m.totalMs, freeMemGBBefore: r3(free / 1e9) };
+    } catch (e) {
+      // The estimate said it fits but the stage died (other jobs took the memory meanwhile): recorded, not fatal.
+      S['fp16-session'] = { failed: (e as Error).message, freeMemGBBefore: r3(free / 1e9), freeMemGBAfter: r3(freeMemory().bytes / 1e9) };
+    }
     if (opt['drop-fp16']) rmSync(fp16.dir, { recursive: true, force: true });
   }
-  if (stages.has('torch') && opt.torch && existsSync(path.join(run, 'manifest.json'))) {
+  if (stages.has('torch') && opt.torch && existsSync(path.join(run, 'manifest.json')) && gate('torch')) {
     const out = path.join(work, 'torch.json');
     // PyTorch in the export's compute precision: float16 against the fp16 export on a GPU, float32 on the CPU.
     const dtype = device === 'cpu' ? 'float32' : exportKind === 'fp16' ? 'float16' : 'bfloat16';

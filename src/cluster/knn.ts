@@ -196,7 +196,7 @@ export function knnRows(
 }
 
 /** |x_j|² of every row, summed in column order (both kNN paths use these same values). */
-function squaredNorms(X: Float64Array | Float32Array, n: number, d: number): Float64Array {
+export function squaredNorms(X: Float64Array | Float32Array, n: number, d: number): Float64Array {
   const sq = new Float64Array(n);
   for (let j = 0; j < n; j++) {
     let s = 0;
@@ -206,7 +206,7 @@ function squaredNorms(X: Float64Array | Float32Array, n: number, d: number): Flo
   return sq;
 }
 
-type Heap = { hd: Float64Array; hi: Int32Array; size: number };
+export type Heap = { hd: Float64Array; hi: Int32Array; size: number };
 
 /** Offer candidates j in [js, je) with distances M[o + j] to the heap of row i. */
 function scan(M: Float64Array, o: number, js: number, je: number, i: number, h: Heap, k: number): void {
@@ -238,18 +238,46 @@ function finish(
 }
 
 /** Row i: exact distances of its selected neighbours, then ascending order (ties by index). */
-function finishRow(X: Float64Array | Float32Array, d: number, i: number, h: Heap, ro: number, indices: Int32Array, dist2: Float64Array): void {
+export function finishRow(X: Float64Array | Float32Array, d: number, i: number, h: Heap, ro: number, indices: Int32Array, dist2: Float64Array): void {
   const { hd, hi, size } = h;
-  for (let t = 0; t < size; t++) {
+  const qo = i * d;
+  let t = 0;
+  // four neighbours at a time: four independent sums, each in column order as before
+  for (; t + 4 <= size; t += 4) {
+    const o0 = hi[t] * d;
+    const o1 = hi[t + 1] * d;
+    const o2 = hi[t + 2] * d;
+    const o3 = hi[t + 3] * d;
+    let s0 = 0;
+    let s1 = 0;
+    let s2 = 0;
+    let s3 = 0;
+    for (let c = 0; c < d; c++) {
+      const x = X[qo + c];
+      const a0 = x - X[o0 + c];
+      const a1 = x - X[o1 + c];
+      const a2 = x - X[o2 + c];
+      const a3 = x - X[o3 + c];
+      s0 += a0 * a0;
+      s1 += a1 * a1;
+      s2 += a2 * a2;
+      s3 += a3 * a3;
+    }
+    hd[t] = s0;
+    hd[t + 1] = s1;
+    hd[t + 2] = s2;
+    hd[t + 3] = s3;
+  }
+  for (; t < size; t++) {
     let s = 0;
     for (let c = 0; c < d; c++) {
-      const a = X[i * d + c] - X[hi[t] * d + c];
+      const a = X[qo + c] - X[hi[t] * d + c];
       s += a * a;
     }
     hd[t] = s;
   }
   // insertion sort by (distance, index): a total order, so the result is unique
-  for (let t = 1; t < size; t++) {
+  for (t = 1; t < size; t++) {
     const a = hd[t];
     const b = hi[t];
     let u = t - 1;
@@ -261,13 +289,13 @@ function finishRow(X: Float64Array | Float32Array, d: number, i: number, h: Heap
     hd[u + 1] = a;
     hi[u + 1] = b;
   }
-  for (let t = 0; t < size; t++) {
+  for (t = 0; t < size; t++) {
     indices[ro + t] = hi[t];
     dist2[ro + t] = hd[t];
   }
 }
 
-function push(h: { hd: Float64Array; hi: Int32Array; size: number }, k: number, s: number, j: number): void {
+export function push(h: Heap, k: number, s: number, j: number): void {
   const { hd, hi } = h;
   if (h.size < k) {
     let p = h.size++;

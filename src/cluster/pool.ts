@@ -8,6 +8,7 @@
 import { Worker } from 'node:worker_threads';
 import { startWorker } from '../util/worker.js';
 import { knnRows, type KnnResult } from './knn.js';
+import { knnScreened, screenRows, type ScreenJob } from './knn-screen.js';
 import { groupRanges, repulsion, type QuadTree } from './quadtree.js';
 import { attraction } from './attraction.js';
 import { interpWork, type InterpRepulsion } from './interp.js';
@@ -67,6 +68,9 @@ export class ClusterPool implements MatMulPool {
    */
   async knn(X: Float64Array | Float32Array, n: number, d: number, k: number, onRows?: (done: number) => void): Promise<KnnResult> {
     const Xs = sharedF64(X.subarray(0, n * d));
+    // wide data: the float32 screen (identical result; null where it does not apply)
+    const screened = await knnScreened(Xs, n, d, k, { threads: this.workers.length + 1, onRows, split: (job, r0, r1) => this.screenSplit(job, r0, r1) });
+    if (screened) return screened;
     const indices = new Int32Array(new SharedArrayBuffer(n * k * 4));
     const dist2 = new Float64Array(new SharedArrayBuffer(n * k * 8));
     // about 8 blocks per thread: even load, and progress without recomputing the row norms often
@@ -93,6 +97,28 @@ export class ClusterPool implements MatMulPool {
     await Promise.all([...this.workers.map(runWorker), mine]);
     // left on the shared memory: conditionalP hands dist2 to the workers as it is
     return { k, indices, dist2 };
+  }
+
+  /** screenRows over rows [r0, r1) in small ranges taken by whichever thread is free. */
+  private async screenSplit(job: ScreenJob, r0: number, r1: number): Promise<void> {
+    const rows = r1 - r0;
+    const parts = Math.min(rows, 8 * (this.workers.length + 1));
+    const blocks: [number, number][] = Array.from({ length: parts }, (_, p) => [r0 + Math.floor((p * rows) / parts), r0 + Math.floor(((p + 1) * rows) / parts)]);
+    let next = 0;
+    const runWorker = async (w: Worker) => {
+      while (next < blocks.length) {
+        const b = blocks[next++];
+        await this.call(w, { cmd: 'screen', job, start: b[0], end: b[1] });
+      }
+    };
+    const mine = (async () => {
+      while (next < blocks.length) {
+        const b = blocks[next++];
+        screenRows(job, b[0], b[1]);
+        await new Promise((res) => setImmediate(res));
+      }
+    })();
+    await Promise.all([...this.workers.map(runWorker), mine]);
   }
 
   /** conditionalP over row ranges (identical to the single-thread result). */

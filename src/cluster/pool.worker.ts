@@ -1,6 +1,7 @@
 /** Worker side of ClusterPool (src/cluster/pool.ts): one message = one range of one computation. */
 import { parentPort } from 'node:worker_threads';
 import { knnRows } from './knn.js';
+import { screenRows } from './knn-screen.js';
 import { conditionalRows } from './affinity.js';
 import { repulsion } from './quadtree.js';
 import { attraction } from './attraction.js';
@@ -14,6 +15,8 @@ parentPort!.on('message', (m: any) => {
   try {
     if (m.cmd === 'knn') {
       knnRows(m.X, m.n, m.d, m.k, m.start, m.end, m.indices, m.dist2);
+    } else if (m.cmd === 'screen') {
+      screenRows(m.job, m.start, m.end);
     } else if (m.cmd === 'gram') {
       gramRows(m.X, m.n, m.d, m.G, m.start, m.end);
     } else if (m.cmd === 'sil') {

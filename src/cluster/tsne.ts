@@ -24,6 +24,7 @@ import { LobesError } from '../util/errors.js';
 import { Rng } from '../util/rng.js';
 import { checkPerplexity, conditionalP, jointP, neighboursFor, type SparseP } from './affinity.js';
 import { knn, type KnnResult } from './knn.js';
+import { knnScreened } from './knn-screen.js';
 import { pca } from './pca.js';
 import { QuadTree, repulsionAll } from './quadtree.js';
 import { ClusterPool } from './pool.js';
@@ -167,7 +168,8 @@ export class Tsne {
       let nn: KnnResult;
       if (pool) nn = await pool.knn(X, n, d, k, options.onNeighbours && ((done) => options.onNeighbours!(done, n)));
       else {
-        nn = knn(X, n, d, k);
+        // wide data through the float32 screen (identical result), else the float64 pass
+        nn = (await knnScreened(X, n, d, k, { threads: 1 })) ?? knn(X, n, d, k);
         options.onNeighbours?.(n, n);
       }
       onStage?.('perplexity calibration');
