@@ -25,7 +25,7 @@ import type { PromptPart } from './words.js';
 import type { AttendItem } from './types.js';
 import { TEXT_PART } from './words.js';
 import type { EvalRecord } from '../eval/types.js';
-import { isEvalDir, readEvalResults } from '../eval/store.js';
+import { evalFile, isEvalDir, readEvalResults } from '../eval/store.js';
 import { renderPrompt } from '../data/prompt.js';
 import { ANSWER_PREFIX, OPTION_SEPARATOR, SOCIALEVAL_TEMPLATES } from '../data/prompt-templates.js';
 import { parseSpec } from '../data/spec.js';
@@ -159,13 +159,13 @@ export async function evalItems(dir: string, modelDir: string, model: { graphSha
   // Both from a GGUF: one model whichever layout each command converted it to (model.source.identity).
   const bothGguf = !!facts.sourceIdentity && !!model.sourceIdentity;
   if (bothGguf && facts.sourceIdentity !== model.sourceIdentity) {
-    throw new LobesError('the evaluation was run with another model (its eval.json records another GGUF identity: other file contents, dtype or weight storage)', { file: path.join(dir, 'eval.json'), hint: 'give lobes attend the GGUF and --dtype/--weights the evaluation used' });
+    throw new LobesError('the evaluation was run with another model (its eval.json records another GGUF identity: other file contents, dtype or weight storage)', { file: evalFile(dir, 'manifest'), hint: 'give lobes attend the GGUF and --dtype/--weights the evaluation used' });
   }
   if (!bothGguf && facts.graphSha256 && facts.graphSha256 !== model.graphSha256) {
-    throw new LobesError('the evaluation was run with another model (its eval.json records another graph sha256)', { file: path.join(dir, 'eval.json'), hint: 'give lobes attend the model the evaluation used' });
+    throw new LobesError('the evaluation was run with another model (its eval.json records another graph sha256)', { file: evalFile(dir, 'manifest'), hint: 'give lobes attend the model the evaluation used' });
   }
   if (!bothGguf && facts.filesSha256 && model.filesSha256 && facts.filesSha256 !== model.filesSha256) {
-    throw new LobesError('the evaluation was run with other model files (its eval.json records another sha256 over graph, weights and tokenizer files)', { file: path.join(dir, 'eval.json'), hint: 'give lobes attend the model folder the evaluation used, unchanged' });
+    throw new LobesError('the evaluation was run with other model files (its eval.json records another sha256 over graph, weights and tokenizer files)', { file: evalFile(dir, 'manifest'), hint: 'give lobes attend the model folder the evaluation used, unchanged' });
   }
   const chat = facts.chat ?? looksChatTemplated(chosen[0]!.rec.shuffles[0]!.prompt, tok);
   // The evaluation's own tokenizer logic, so that the ids are the ones it scored.

@@ -8,7 +8,6 @@
  * prompts), so a chunk's records are the same bytes after a crash and rerun, and the same
  * whichever shard evaluates it.
  */
-import * as path from 'node:path';
 import { LobesError, UsageError } from '../util/errors.js';
 import { Progress, fmtTime } from '../util/progress.js';
 import { LOBES_VERSION } from '../version.js';
@@ -20,7 +19,7 @@ import type { Device } from '../runtime/types.js';
 import type { ModelFile, ModelSourceRecord } from '../store/types.js';
 import { loadEvalData, hashUnits, type EvalData, type TaskChoice } from './units.js';
 import { evaluateUnits, newStats } from './evaluate.js';
-import { EVAL_FORMAT_VERSION, EVAL_MANIFEST, EVAL_RECORDS, SUMMARY, checkEvalFiles, isEvalDir, readEvalManifest, writeEvalManifest, writeEvalSummary } from './store.js';
+import { EVAL_FORMAT_VERSION, EVAL_RECORDS, evalFile, SUMMARY, checkEvalFiles, isEvalDir, readEvalManifest, writeEvalManifest, writeEvalSummary } from './store.js';
 import { summarize } from './summary.js';
 import type { EpisodeRecord, EvalRecord } from './types.js';
 import type { OrderMode } from './score.js';
@@ -261,7 +260,7 @@ async function evalUnderLock(opts: EvalOptions, s: Settings, deps: EvalDeps, dat
   };
   if (previous) {
     const diff = evalDifferences(previous, manifest, out, 'this command', true);
-    if (diff.length) throw new LobesError(`this evaluation folder was made with different settings: ${diff.join('; ')}`, { file: path.join(out, EVAL_MANIFEST), hint: 'use a new --out, or delete the folder to start over' });
+    if (diff.length) throw new LobesError(`this evaluation folder was made with different settings: ${diff.join('; ')}`, { file: evalFile(out, 'manifest'), hint: 'use a new --out, or delete the folder to start over' });
     if (previous.complete) {
       checkEvalFiles(out, previous);
       say(`eval: ${out} is already complete (${previous.layout.rowEnd - previous.layout.rowStart} units); nothing to do`);

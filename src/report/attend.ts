@@ -18,12 +18,27 @@ export interface AttendData {
 /** Items shown in a page by default (the rest are counted as omitted). */
 export const DEFAULT_PAGE_ITEMS = 200;
 
+/** The folder of a run that `lobes attend` writes when no --out is given. */
+export const ATTEND_DIR = 'attend';
+const SUMMARY = 'summary.json';
+const ITEMS = 'items.jsonl';
+
+/** RUN/attend. */
+export function attendDirOf(runDir: string): string {
+  return path.join(runDir, ATTEND_DIR);
+}
+
+/** An attend folder's summary.json. */
+export function attendSummaryFile(dir: string): string {
+  return path.join(dir, SUMMARY);
+}
+
 const isObj = (v: unknown): v is Record<string, any> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** Whether `dir` holds `lobes attend` results. */
 export function isAttendDir(dir: string): boolean {
-  const f = path.join(dir, 'summary.json');
-  if (!existsSync(f) || !existsSync(path.join(dir, 'items.jsonl'))) return false;
+  const f = attendSummaryFile(dir);
+  if (!existsSync(f) || !existsSync(path.join(dir, ITEMS))) return false;
   try {
     return JSON.parse(readFileSync(f, 'utf8'))?.format === 'lobes-attend';
   } catch {
@@ -50,8 +65,8 @@ function checkItem(it: any, file: string, line: number): void {
 
 /** Read an attend folder; a file that breaks the format is an error naming it and the place. */
 export function loadAttend(dir: string): AttendData {
-  const sf = path.join(dir, 'summary.json');
-  const itf = path.join(dir, 'items.jsonl');
+  const sf = attendSummaryFile(dir);
+  const itf = path.join(dir, ITEMS);
   let summary: AttendSummary;
   try {
     summary = JSON.parse(readFileSync(sf, 'utf8'));
@@ -112,6 +127,7 @@ export function attendPayload(a: AttendData, maxItems = DEFAULT_PAGE_ITEMS): Att
   });
   return {
     dir: a.dir,
+    itemsFile: path.join(a.dir, ITEMS),
     model: s.model?.dir ?? '',
     attention: s.model?.attention ?? '',
     layers: s.settings?.layers ?? [],
