@@ -62,6 +62,8 @@ export interface EvalOptions {
   skipInvalid?: boolean;
   /** Memory a batch may need on `device`, in bytes (default: src/runtime/plan.ts defaultMemoryLimit). */
   memoryLimit?: (device: Device) => number;
+  /** Run batches the memory plan says will not fit, with a warning (--ignore-plan). */
+  ignorePlan?: boolean;
   /** 'letter' (default): the answer letter's logit; 'cloze': every option's text as a continuation (cloze.ts). */
   scoring?: 'letter' | 'cloze';
   /** Cloze: text between the context and each option (default: ' ', or '' after a prompt cut at its options). */
@@ -307,7 +309,7 @@ async function evalUnderLock(opts: EvalOptions, s: Settings, deps: EvalDeps, dat
       const end = Math.min(start + s.chunkUnits, N);
       const units = data.units.slice(start, end);
       const clozeSettings = loglik ? { engine: loglik, delimiter: s.targetDelimiter ?? null, mutualInfo: !!s.mutualInfo } : null;
-      const r = await evaluateUnits(units, { scorer, cloze: clozeSettings, tok, shuffles: s.shuffles, orders: s.orders, seed: s.seed, cot: s.cot, batch: s.batch, tokenBudget: s.tokenBudget, sharePrefix, maxTokens: s.maxTokens, stats, memory: { device: s.device, limit: opts.memoryLimit?.(s.device) }, onScored: (_p, t) => progress.tick(0, { tokens: t }), onUnit: () => progress.tick(1) });
+      const r = await evaluateUnits(units, { scorer, cloze: clozeSettings, tok, shuffles: s.shuffles, orders: s.orders, seed: s.seed, cot: s.cot, batch: s.batch, tokenBudget: s.tokenBudget, sharePrefix, maxTokens: s.maxTokens, stats, memory: { device: s.device, limit: opts.memoryLimit?.(s.device), force: opts.ignorePlan, say }, onScored: (_p, t) => progress.tick(0, { tokens: t }), onUnit: () => progress.tick(1) });
       writer.write(c, start, end - start, { records: r.records, episodes: hasTrees(data) ? r.episodes : null });
       manifest.timings.wallMs = wallBase + Date.now() - tAttempt;
       writeEvalManifest(out, manifest);
