@@ -35,7 +35,6 @@ import {
   type NbitsBlocks,
   type WriteLlamaOptions,
 } from '../../src/convert/llama-onnx/index.js';
-import { floatToHalf } from '../../src/util/half.js';
 import { relErr } from './reference-forward.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
