@@ -145,7 +145,8 @@ export class GgufMeta {
     if (!this.has(key)) return undefined;
     const v = this.get(key);
     if (typeof v === 'number') return v;
-    return this.int(key);
+    if (typeof v === 'bigint') return this.int(key);
+    this.fail(key, `expected a number, got ${describe(v)}`);
   }
 
   bool(key: string): boolean | undefined {
