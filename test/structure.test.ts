@@ -2,7 +2,8 @@
  * Structural rules of the source tree (docs/architecture.md): no import cycles among the
  * modules of src/, lower layers import only from below, no source file over 500 lines without
  * a reason at its top, and the checks really read what they check (a planted cycle is found,
- * a planted long file is named).
+ * a planted long file is named), and only the store modules name the files of a run folder
+ * (a planted literal is found).
  */
 import { describe, it, expect } from 'vitest';
 import { readFileSync, readdirSync } from 'node:fs';
@@ -73,6 +74,107 @@ export function unexplainedLongFiles(files: Map<string, string>): string[] {
   return out;
 }
 
+/**
+ * The files of a run folder and of its analyses' folders (docs/run-format.md). Only the store
+ * modules (RUN_FOLDER_MODULES) name them; everything else reads and writes through those.
+ */
+export const RUN_FOLDER_FILES = [
+  // the run (src/store/layout.ts)
+  'manifest.json', 'samples.jsonl', 'index.json',
+  // wanda (src/wanda/store.ts)
+  'settings.json', 'regions.json', 'metrics.json', 'metrics.csv', 'channels.csv', 'sensitivity.csv', 'pooled.safetensors',
+  // cluster (src/cluster/store.ts)
+  'coords.json', 'coords.csv', 'items.json', 'sweep.json',
+  // eval (src/eval/store.ts) and attend (src/attend/store.ts)
+  'eval.json', 'records.jsonl', 'episodes.jsonl', 'summary.json', 'items.jsonl',
+];
+
+/** Folders of a run: a path joined from a literal one of these is built outside its store module. */
+export const RUN_FOLDER_DIRS = ['activations', 'labels', 'wanda', 'cluster', 'eval', 'attend', 'ablate'];
+
+/**
+ * The modules that may name a run folder's files, each for a reason (paths under src/).
+ * A store module is the one place its folder's names, reads and writes live.
+ */
+export const RUN_FOLDER_MODULES: Record<string, string> = {
+  'store/layout.ts': 'the run folder: manifest, samples, activations and their index',
+  'store/labels.ts': 'label overlays, RUN/labels/AXIS.json',
+  'store/records.ts': 'the record chunks of a JSON-lines job (eval) and their index',
+  'wanda/store.ts': 'RUN/wanda',
+  'cluster/store.ts': 'RUN/cluster or cluster --out',
+  'eval/store.ts': 'an evaluation folder (RUN/eval or eval --out)',
+  'attend/store.ts': 'an attend folder (RUN/attend or attend --out)',
+  'ablate/store.ts': 'an ablation folder',
+  // The output guard knows which entries are the run itself and the forms of wanda and cluster
+  // folders written before outputs carried lobes' marker; src/util cannot import the stores.
+  'util/output.ts': 'the output guard: the run\'s own entries and the unmarked forms of older outputs',
+  // attend's folder I/O is read and written here until it moves into src/attend/store.ts.
+  'attend/run.ts': "attend's folder names, until src/attend/store.ts holds them",
+  'report/attend.ts': 'the reader of attend folders, until src/attend/store.ts holds it',
+};
+
+/** String literals of a TypeScript source (quotes and template pieces), comments skipped. */
+export function stringLiterals(text: string): string[] {
+  const out: string[] = [];
+  let i = 0;
+  while (i < text.length) {
+    const c = text[i]!;
+    if (c === '/' && text[i + 1] === '/') {
+      i = text.indexOf('\n', i);
+      if (i < 0) break;
+    } else if (c === '/' && text[i + 1] === '*') {
+      i = text.indexOf('*/', i + 2);
+      if (i < 0) break;
+      i += 2;
+    } else if (c === "'" || c === '"' || c === '`') {
+      let j = i + 1;
+      let lit = '';
+      while (j < text.length && text[j] !== c) {
+        if (text[j] === '\\') {
+          lit += text[j + 1] ?? '';
+          j += 2;
+          continue;
+        }
+        // a template's substitution splits it into pieces
+        if (c === '`' && text[j] === '$' && text[j + 1] === '{') {
+          out.push(lit);
+          lit = '';
+          let depth = 1;
+          j += 2;
+          while (j < text.length && depth) {
+            if (text[j] === '{') depth++;
+            else if (text[j] === '}') depth--;
+            j++;
+          }
+          continue;
+        }
+        if (c !== '`' && text[j] === '\n') break;
+        lit += text[j];
+        j++;
+      }
+      out.push(lit);
+      i = j + 1;
+    } else i++;
+  }
+  return out;
+}
+
+/** `file: literal` for each literal outside the allowed modules that names a run folder's file or joins a path from one of its folders. */
+export function runFolderNames(files: Map<string, string>, allowed: readonly string[]): string[] {
+  const bad: string[] = [];
+  const fileRe = new RegExp(`(?:^|/)(?:${RUN_FOLDER_FILES.map((f) => f.replace(/\./g, '\\.')).join('|')})$`);
+  const joinRe = new RegExp(`\\b(?:join|resolve)\\([^()]*['"\`](?:${RUN_FOLDER_DIRS.join('|')})['"\`]`);
+  for (const [file, text] of files) {
+    const rel = path.relative(SRC, file).split(path.sep).join('/');
+    if (allowed.includes(rel)) continue;
+    for (const lit of stringLiterals(text)) if (fileRe.test(lit)) bad.push(`${rel}: '${lit}'`);
+    const code = text.replace(/\/\*[\s\S]*?\*\/|\/\/[^\n]*/g, '');
+    const m = joinRe.exec(code);
+    if (m) bad.push(`${rel}: ${m[0]}`);
+  }
+  return bad;
+}
+
 describe('source structure', () => {
   const files = new Map(sourceFiles(SRC).map((f) => [f, readFileSync(f, 'utf8')]));
 
@@ -130,5 +232,28 @@ describe('source structure', () => {
       [b, "export {\n  a,\n} from './a.js';\n"],
     ]);
     expect(findCycles(importGraph(planted))).toEqual([[a, b, a]]);
+  });
+  it('only the store modules name the files of a run folder', () => {
+    const allowed = Object.keys(RUN_FOLDER_MODULES);
+    for (const m of allowed.filter((m) => !m.startsWith('attend/store') && !m.startsWith('ablate/'))) {
+      expect(files.has(path.join(SRC, m)), `${m} is in the allow-list but is not a source file`).toBe(true);
+    }
+    const bad = runFolderNames(files, allowed);
+    expect(bad, 'read and write run-folder files through their store module (src/store, src/<analysis>/store.ts)').toEqual([]);
+  });
+
+  it('finds a planted run-folder file name and a planted folder join (the check can fail)', () => {
+    const planted = new Map([
+      [path.join(SRC, 'report/x.ts'), "const f = path.join(dir, 'settings.json');\n"],
+      [path.join(SRC, 'report/y.ts'), 'const f = `${run}/wanda/regions.json`;\n'],
+      [path.join(SRC, 'report/z.ts'), "const d = path.join(runDir, 'cluster');\n"],
+      [path.join(SRC, 'report/ok.ts'), "// reads settings.json through the store\nconst m = 'no settings.json here, only words';\nconst x = { kind: 'wanda' };\n"],
+      [path.join(SRC, 'wanda/store.ts'), "const SETTINGS = 'settings.json';\n"],
+    ]);
+    expect(runFolderNames(planted, ['wanda/store.ts'])).toEqual([
+      "report/x.ts: 'settings.json'",
+      "report/y.ts: '/wanda/regions.json'",
+      "report/z.ts: join(runDir, 'cluster'",
+    ]);
   });
 });

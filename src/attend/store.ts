@@ -31,6 +31,16 @@ export const SUMMARY = 'summary.json';
 /** Where `lobes report RUN` looks for attend results inside a run (RUN/attend). */
 export const RUN_ATTEND_DIR = 'attend';
 export const ATTEND_FORMAT_VERSION = 2;
+
+/** RUN/attend, where `lobes attend RUN` writes without --out. */
+export function attendDirOf(runDir: string): string {
+  return path.join(runDir, RUN_ATTEND_DIR);
+}
+
+/** An attend folder's summary.json. */
+export function attendSummaryFile(dir: string): string {
+  return path.join(dir, SUMMARY);
+}
 /** The record chunks of an attend job: one stream, the items. */
 export const ATTEND_RECORDS: RecordLayout = { format: 'lobes-attend-chunks', streams: ['items'] };
 

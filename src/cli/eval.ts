@@ -8,7 +8,7 @@ import { CHAT_TEMPLATE_OPTION, DEVICE_OPTIONS, HELP, LIMIT_OPTIONS, MODEL_OPTION
 
 const spec = {
   usage:
-    'lobes eval --model MODEL_DIR|FILE.gguf --data SPEC --out DIR [--task iae|gae|both] [--limit N [--by LABELS]] [--shuffles K] [--orders random|cyclic] [--seed N] [--cot N] [--device cpu|cuda|webgpu] [--device-id N] [--batch N | --token-budget N] [--chunk-units N] [--shard i/n|auto] [--chat-template auto|on|off] [--answer-prefix TEXT] [--prompt TEMPLATE_FILE] [--bootstrap B] [--share-prefix auto|on|off] [--skip-longer-than N] [--scoring letter|cloze] [--target-delimiter TEXT] [--mutual-info] [--cache DIR] [--layout genai|explicit] [--skip-invalid] [--quiet] [--json]\n' +
+    'lobes eval --model MODEL_DIR|FILE.gguf --data SPEC --out DIR [--task iae|gae|both] [--limit N [--by LABELS]] [--shuffles K] [--orders random|cyclic] [--seed N] [--cot N] [--device cpu|cuda|webgpu] [--device-id N] [--batch N | --token-budget N] [--chunk-units N] [--shard i/n|auto] [--chat-template auto|on|off] [--answer-prefix TEXT] [--prompt TEMPLATE_FILE] [--bootstrap B] [--share-prefix auto|on|off] [--skip-longer-than N] [--ignore-plan] [--scoring letter|cloze] [--target-delimiter TEXT] [--mutual-info] [--cache DIR] [--layout genai|explicit] [--skip-invalid] [--quiet] [--json]\n' +
     '       lobes eval merge SHARD_DIR... --out DIR      (lobes eval merge --help)\n' +
     '       lobes eval label RUN EVAL_DIR [--axis correct]      (lobes eval label --help)',
   name: 'lobes eval',
@@ -48,6 +48,8 @@ ${HELP.chatTemplate('auto')}
   --skip-longer-than N skip items (and GAE decisions) whose prompt is longer than N tokens, listing
                        them (default: the model's context length from its config files; 0: no
                        limit); a prompt is never cut (formerly --max-tokens)
+  --ignore-plan        run even if the memory plan says a batch needs more memory than the
+                       device has (with a warning)
   --share-prefix M     auto (default: on for --device cpu when the model has a KV cache), on, off:
                        score an item's shuffles through the KV cache, computing the tokens
                        before the options once
@@ -86,6 +88,7 @@ items, for lobes cluster RUN --by correct and lobes wanda RUN --by correct.
     'share-prefix': { type: 'string', choices: ['auto', 'on', 'off'] },
     'skip-longer-than': { type: 'string' },
     'max-tokens': { type: 'string', renamed: 'skip-longer-than' },
+    'ignore-plan': { type: 'boolean' },
     layout: { type: 'string', choices: ['genai', 'explicit'] },
     scoring: { type: 'string', choices: ['letter', 'cloze'] },
     'target-delimiter': { type: 'string' },
@@ -198,6 +201,7 @@ export async function run(argv: string[]): Promise<number> {
     sharePrefix: v['share-prefix'] ?? 'auto',
     maxTokens: v['skip-longer-than'] !== undefined ? intOption(v['skip-longer-than'], '--skip-longer-than', 0, 0) : undefined,
     skipInvalid: !!v['skip-invalid'],
+    ignorePlan: !!v['ignore-plan'],
     scoring: (v.scoring ?? 'letter') as 'letter' | 'cloze',
     targetDelimiter: v['target-delimiter'] ?? null,
     mutualInfo: !!v['mutual-info'],

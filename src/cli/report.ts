@@ -1,8 +1,7 @@
 import { parseCommand } from './args.js';
-import { existsSync } from 'node:fs';
-import * as path from 'node:path';
 import { loadRun, nameRun, reportPage, runPayload } from '../report/index.js';
 import { isAttendDir } from '../report/attend.js';
+import { hasRunManifest } from '../store/layout.js';
 import { FIGURE_OPTIONS, writePageWithFigures } from './figures.js';
 
 const SPEC = {
@@ -36,7 +35,7 @@ export async function run(argv: string[]): Promise<number> {
   if (!args) return 0;
   const opts = { clusterDir: args.values['cluster-dir'], attendDir: args.values['attend-dir'], ablateDir: args.values['ablate-dir'], name: args.values.name };
   return writePageWithFigures(args.values, 'report', () => reportPage(args.positionals[0]!, args.values.out, opts), async () => {
-    if (isAttendDir(args.positionals[0]!) && !existsSync(path.join(args.positionals[0]!, 'manifest.json'))) return [];
+    if (isAttendDir(args.positionals[0]!) && !hasRunManifest(args.positionals[0]!)) return [];
     const model = nameRun(await loadRun(args.positionals[0]!, opts), opts.name);
     return [`${model.name}:`, ...runPayload(model).summary];
   });

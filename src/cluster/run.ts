@@ -21,7 +21,7 @@ import * as path from 'node:path';
 import { csvField } from '../util/csv.js';
 import { LobesError, UsageError } from '../util/errors.js';
 import { Progress } from '../util/progress.js';
-import { checkRegularFile, writeDirAtomic, writeFileAtomicSync } from '../util/io.js';
+import { checkRegularFile, writeDirAtomic } from '../util/io.js';
 import { checkOutputDir } from '../util/output.js';
 import { analysisProvenance } from '../store/provenance.js';
 import { hashFileCached } from '../store/filehash.js';
@@ -32,6 +32,7 @@ import { FINAL_HIDDEN, parseHook, sitePool } from '../hooks.js';
 import type { RunReader } from '../store/types.js';
 import type { BaselineMetrics, ClusterCoords, ClusterItems, ClusterMetrics, ClusterSettings, IncrementalMetrics, ProbeComparison, SpaceMetrics, SweepPoint } from './types.js';
 import { readNpy } from './npy.js';
+import { writeClusterFiles, CLUSTER_DIR } from './store.js';
 import { pca, pcaParallel } from './pca.js';
 import { ClusterPool } from './pool.js';
 import { Tsne, type TsneMethod } from './tsne.js';
@@ -166,7 +167,7 @@ async function loadInput(input: RunReader | string, opts: ClusterOptions): Promi
       text: text.some((t) => t.length > 0) ? text : undefined,
       run,
       labelsWhere: `label axis ${JSON.stringify(by)}`,
-      outDir: opts.out ?? run.analysisDir('cluster'),
+      outDir: opts.out ?? run.analysisDir(CLUSTER_DIR),
     };
   }
   const file = input;
@@ -493,19 +494,9 @@ export function metricsCsv(metrics: ClusterMetrics): string {
 
 /** Write the result folder whole (writeDirAtomic): a failure leaves the previous result untouched. */
 async function writeOutputs(dir: string, settings: ClusterSettings, coords: ClusterCoords, metrics: ClusterMetrics, items: ClusterItems): Promise<void> {
-  const csv = ['id,label,x,y'];
-  for (let i = 0; i < coords.ids.length; i++) csv.push([csvField(coords.ids[i]), csvField(coords.labels[i]), coords.xy[2 * i], coords.xy[2 * i + 1]].join(','));
   await writeDirAtomic(
     dir,
-    (tmp) => {
-      writeFileAtomicSync(path.join(tmp, 'settings.json'), JSON.stringify(settings, null, 2) + '\n');
-      writeFileAtomicSync(path.join(tmp, 'coords.json'), JSON.stringify(coords) + '\n');
-      writeFileAtomicSync(path.join(tmp, 'coords.csv'), csv.join('\n') + '\n');
-      writeFileAtomicSync(path.join(tmp, 'items.json'), JSON.stringify(items) + '\n');
-      writeFileAtomicSync(path.join(tmp, 'metrics.csv'), metricsCsv(metrics));
-      if (metrics.sweep) writeFileAtomicSync(path.join(tmp, 'sweep.json'), JSON.stringify(metrics.sweep, null, 2) + '\n');
-      writeFileAtomicSync(path.join(tmp, 'metrics.json'), JSON.stringify(metrics, null, 2) + '\n');
-    },
+    (tmp) => writeClusterFiles(tmp, { settings, coords, items, metrics, metricsCsv: metricsCsv(metrics), coordsCsv: true }),
     // Only an earlier result of lobes cluster (its marker, or its legacy settings.json and files) is replaced.
     { kind: 'cluster' },
   );

@@ -25,6 +25,7 @@
  * naming the file and the key or tensor, never silently dropped.
  */
 import { openGguf, type GgufFile, type GgufTensorInfo } from '../formats/gguf.js';
+import { GGUF_KEYS as K, GgufMeta, type GgufKey } from '../formats/gguf-meta.js';
 import { ggmlType, DEQUANTIZABLE } from '../formats/ggml.js';
 import { LobesError } from '../util/errors.js';
 import type { LlamaSpec } from './llama-onnx/index.js';
@@ -48,47 +49,51 @@ export interface GgufLlama {
 /** Tensor names of the Llama architecture (anything else in a llama GGUF is refused). */
 const KNOWN_TENSOR = /^(token_embd|output_norm|output|rope_freqs)\.weight$|^blk\.\d+\.(attn_norm|attn_q|attn_k|attn_v|attn_output|ffn_norm|ffn_gate|ffn_up|ffn_down)\.weight$/;
 
-/** Reads `llama.*` hyperparameters with one-line errors naming the file and the key. */
+/**
+ * Reads `llama.*` hyperparameters (keys of the table in src/formats/gguf-meta.ts) through the
+ * typed metadata reader, with one-line errors naming the file and the key.
+ */
 class Hparams {
-  constructor(private readonly g: GgufFile) {}
+  readonly m: GgufMeta;
+  constructor(private readonly g: GgufFile) {
+    this.m = new GgufMeta(g.metadata, g.file);
+  }
 
   private fail(key: string, cause: string, hint?: string): never {
     throw new LobesError(cause, { file: this.g.file, where: `metadata ${JSON.stringify(key)}`, hint });
   }
 
-  has(key: string): boolean {
-    return this.g.has(`llama.${key}`);
+  has(k: GgufKey): boolean {
+    return this.m.has(k);
   }
 
   /** A positive integer hyperparameter (`fallback` when absent; required when there is none). */
-  int(key: string, fallback?: number): number {
-    const k = `llama.${key}`;
-    const v = this.g.get(k);
-    if (v === undefined) {
+  int(key: GgufKey<'int'>, fallback?: number): number {
+    const k = this.m.key(key);
+    if (!this.m.has(k)) {
       if (fallback !== undefined) return fallback;
       this.fail(k, 'missing: every llama GGUF has it', 'the file is incomplete or not a llama.cpp model file');
     }
-    if (v.type === 'array') this.fail(k, 'is an array (a size per layer): lobes converts models whose layers all have the same shape');
-    const n = this.g.getInt(k);
+    if (this.g.get(k)?.type === 'array') this.fail(k, 'is an array (a size per layer): lobes converts models whose layers all have the same shape');
+    const n = this.m.int(k)!;
     if (n < 1) this.fail(k, `must be positive, got ${n}`);
     return n;
   }
 
   /** A positive number hyperparameter. */
-  num(key: string, fallback?: number): number {
-    const k = `llama.${key}`;
-    if (!this.g.has(k)) {
+  num(key: GgufKey<'number'>, fallback?: number): number {
+    const k = this.m.key(key);
+    if (!this.m.has(k)) {
       if (fallback !== undefined) return fallback;
       this.fail(k, 'missing: every llama GGUF has it', 'the file is incomplete or not a llama.cpp model file');
     }
-    const x = this.g.getNumber(k);
+    const x = this.m.num(k)!;
     if (!(x > 0) || !Number.isFinite(x)) this.fail(k, `must be a positive number, got ${x}`);
     return x;
   }
 
-  str(key: string): string | undefined {
-    const k = `llama.${key}`;
-    return this.g.has(k) ? this.g.getString(k) : undefined;
+  str(key: GgufKey<'string'>): string | undefined {
+    return this.m.read(key);
   }
 }
 
@@ -133,36 +138,38 @@ export function openGgufLlama(file: string): GgufLlama {
 
 function describeLlama(g: GgufFile): { spec: LlamaSpec; weights: GgufWeightSource; mapped: MappedWeight[] } {
   const file = g.file;
-  if (!g.has('general.architecture')) throw new LobesError('no general.architecture key: not a llama.cpp model file', { file, where: 'metadata' });
-  const arch = g.getString('general.architecture');
+  const meta: GgufMeta = new GgufMeta(g.metadata, file);
+  if (!meta.has(K.architecture)) throw new LobesError(`no ${K.architecture.key} key: not a llama.cpp model file`, { file, where: 'metadata' });
+  const arch = meta.read(K.architecture)!;
   if (arch !== 'llama') {
     throw new LobesError(`architecture "${arch}" is not supported: lobes converts llama-architecture GGUFs (Llama 2/3.x, Mistral 7B, TinyLlama, SmolLM)`, {
       file,
-      where: 'general.architecture',
+      where: K.architecture.key,
       hint: 'export the original Hugging Face checkpoint to ONNX instead',
     });
   }
   const hp = new Hparams(g);
-  if (hp.has('expert_count') && g.getInt('llama.expert_count') > 0) {
-    throw new LobesError(`mixture-of-experts model (llama.expert_count = ${g.getInt('llama.expert_count')}) is not supported: lobes converts dense Llama models`, { file, where: 'llama.expert_count' });
+  const experts = meta.read(K.expertCount) ?? 0;
+  if (experts > 0) {
+    throw new LobesError(`mixture-of-experts model (${meta.key(K.expertCount)} = ${experts}) is not supported: lobes converts dense Llama models`, { file, where: meta.key(K.expertCount) });
   }
-  const layers = hp.int('block_count');
-  const hidden = hp.int('embedding_length');
-  const intermediate = hp.int('feed_forward_length');
-  const heads = hp.int('attention.head_count');
-  const kvHeads = hp.int('attention.head_count_kv', heads);
-  if (heads % kvHeads !== 0) throw new LobesError(`${heads} attention heads are not a multiple of ${kvHeads} KV heads`, { file, where: 'llama.attention.head_count_kv' });
-  const headDim = hp.int('attention.key_length', Math.floor(hidden / heads));
-  const valueDim = hp.int('attention.value_length', headDim);
-  if (valueDim !== headDim) throw new LobesError(`value head size ${valueDim} differs from key head size ${headDim}: not a Llama attention`, { file, where: 'llama.attention.value_length' });
-  if (headDim % 2 !== 0) throw new LobesError(`head dim ${headDim} is odd: rotary embeddings need pairs`, { file, where: 'llama.attention.key_length' });
-  const ropeDims = hp.int('rope.dimension_count', headDim);
+  const layers = hp.int(K.blockCount);
+  const hidden = hp.int(K.embeddingLength);
+  const intermediate = hp.int(K.feedForwardLength);
+  const heads = hp.int(K.headCount);
+  const kvHeads = hp.int(K.headCountKv, heads);
+  if (heads % kvHeads !== 0) throw new LobesError(`${heads} attention heads are not a multiple of ${kvHeads} KV heads`, { file, where: meta.key(K.headCountKv) });
+  const headDim = hp.int(K.keyLength, Math.floor(hidden / heads));
+  const valueDim = hp.int(K.valueLength, headDim);
+  if (valueDim !== headDim) throw new LobesError(`value head size ${valueDim} differs from key head size ${headDim}: not a Llama attention`, { file, where: meta.key(K.valueLength) });
+  if (headDim % 2 !== 0) throw new LobesError(`head dim ${headDim} is odd: rotary embeddings need pairs`, { file, where: meta.key(K.keyLength) });
+  const ropeDims = hp.int(K.ropeDimensionCount, headDim);
   if (ropeDims !== headDim) {
-    throw new LobesError(`partial rotary embeddings (${ropeDims} of ${headDim} head dims) are not Llama's`, { file, where: 'llama.rope.dimension_count', hint: 'lobes converts models that rotate the whole head' });
+    throw new LobesError(`partial rotary embeddings (${ropeDims} of ${headDim} head dims) are not Llama's`, { file, where: meta.key(K.ropeDimensionCount), hint: 'lobes converts models that rotate the whole head' });
   }
-  const ropeTheta = shortFloat32(hp.num('rope.freq_base', 10000));
-  const rmsNormEps = shortFloat32(hp.num('attention.layer_norm_rms_epsilon'));
-  const maxPositions = hp.int('context_length');
+  const ropeTheta = shortFloat32(hp.num(K.ropeFreqBase, 10000));
+  const rmsNormEps = shortFloat32(hp.num(K.rmsNormEps));
+  const maxPositions = hp.int(K.contextLength);
 
   // Tensors: every name known, every weight present, shapes as the hyperparameters say.
   for (const t of g.tensors) {
@@ -176,12 +183,14 @@ function describeLlama(g: GgufFile): { spec: LlamaSpec; weights: GgufWeightSourc
   const embed = requireTensor(g, 'token_embd.weight');
   if (embed.dims.length !== 2 || embed.dims[0] !== hidden) throw shapeError(g, embed, `[${hidden}, vocab]`);
   const vocab = embed.dims[1];
-  if (g.has('llama.vocab_size') && g.getInt('llama.vocab_size') !== vocab) {
-    throw new LobesError(`llama.vocab_size is ${g.getInt('llama.vocab_size')} but token_embd.weight has ${vocab} rows`, { file, where: 'llama.vocab_size' });
+  const vocabSize = meta.read(K.vocabSize);
+  if (vocabSize !== undefined && vocabSize !== vocab) {
+    throw new LobesError(`${meta.key(K.vocabSize)} is ${vocabSize} but token_embd.weight has ${vocab} rows`, { file, where: meta.key(K.vocabSize) });
   }
-  if (g.has('tokenizer.ggml.tokens')) {
-    const nTok = g.getStringArray('tokenizer.ggml.tokens').length;
-    if (nTok !== vocab) throw new LobesError(`${nTok} tokens but token_embd.weight has ${vocab} rows`, { file, where: 'tokenizer.ggml.tokens', hint: 'the file is inconsistent; download it again' });
+  const tokenList = meta.read(K.tokens);
+  if (tokenList) {
+    const nTok = tokenList.length;
+    if (nTok !== vocab) throw new LobesError(`${nTok} tokens but token_embd.weight has ${vocab} rows`, { file, where: K.tokens.key, hint: 'the file is inconsistent; download it again' });
   }
 
   const q = heads * headDim;
@@ -208,10 +217,10 @@ function describeLlama(g: GgufFile): { spec: LlamaSpec; weights: GgufWeightSourc
   }
 
   const ropeScaling = ropeScalingOf(g, hp, ropeTheta, headDim);
-  const tok = (key: string): number | null => (g.has(key) ? g.getInt(key) : null);
-  const eos = tok('tokenizer.ggml.eos_token_id');
-  const eot = tok('tokenizer.ggml.eot_token_id');
-  const eom = tok('tokenizer.ggml.eom_token_id');
+  const tok = (key: GgufKey<'int'>): number | null => meta.read(key) ?? null;
+  const eos = tok(K.eosTokenId);
+  const eot = tok(K.eotTokenId);
+  const eom = tok(K.eomTokenId);
   const stops = [...new Set([eos, eot, eom].filter((x): x is number => x !== null))];
   const spec: LlamaSpec = {
     layers,
@@ -226,9 +235,9 @@ function describeLlama(g: GgufFile): { spec: LlamaSpec; weights: GgufWeightSourc
     ropeScaling,
     maxPositions,
     tiedEmbeddings: tied,
-    bosTokenId: tok('tokenizer.ggml.bos_token_id'),
+    bosTokenId: tok(K.bosTokenId),
     eosTokenId: stops.length > 1 ? stops : (stops[0] ?? null),
-    padTokenId: tok('tokenizer.ggml.padding_token_id'),
+    padTokenId: tok(K.paddingTokenId),
     modelType: 'llama',
   };
   return { spec, weights: new GgufWeightSource(g, mapped, headDim), mapped };
@@ -245,24 +254,24 @@ function shapeError(g: GgufFile, t: GgufTensorInfo, want: string): LobesError {
 
 /** The spec's rope_scaling: llama3 from rope_freqs, linear from metadata, or null. */
 function ropeScalingOf(g: GgufFile, hp: Hparams, theta: number, headDim: number): Record<string, unknown> | null {
-  const type = hp.str('rope.scaling.type');
-  const original = hp.has('rope.scaling.original_context_length') ? hp.int('rope.scaling.original_context_length') : null;
+  const type = hp.str(K.ropeScalingType);
+  const original = hp.has(K.ropeScalingOriginalContext) ? hp.int(K.ropeScalingOriginalContext) : null;
   if (g.hasTensor('rope_freqs.weight')) {
     const t = g.tensor('rope_freqs.weight');
     const place = { file: g.file, where: 'tensor "rope_freqs.weight"' };
     if (t.typeName !== 'F32' || t.dims.length !== 1) throw new LobesError(`expected F32 [${headDim / 2}], got ${t.typeName} [${t.dims.join(', ')}]`, place);
-    if (type !== undefined && type !== 'none' && type !== 'llama3') throw new LobesError(`rope_freqs and llama.rope.scaling.type = ${type} together are not supported`, place);
+    if (type !== undefined && type !== 'none' && type !== 'llama3') throw new LobesError(`rope_freqs and ${hp.m.key(K.ropeScalingType)} = ${type} together are not supported`, place);
     return ropeScalingFromFreqFactors(g.dequantize(t), theta, headDim, original, place);
   }
   if (type === undefined || type === 'none') {
     // Files from old converters carry linear scaling as rope.scale_linear.
-    if (hp.has('rope.scale_linear')) {
-      const f = hp.num('rope.scale_linear');
+    if (hp.has(K.ropeScaleLinear)) {
+      const f = hp.num(K.ropeScaleLinear);
       return f === 1 ? null : { rope_type: 'linear', factor: shortFloat32(f) };
     }
     return null;
   }
-  const factor = shortFloat32(hp.num('rope.scaling.factor'));
+  const factor = shortFloat32(hp.num(K.ropeScalingFactor));
   if (type === 'linear') return { rope_type: 'linear', factor };
-  throw new LobesError(`rope scaling "${type}" is not supported (none, linear, or llama3 through rope_freqs)`, { file: g.file, where: 'llama.rope.scaling.type' });
+  throw new LobesError(`rope scaling "${type}" is not supported (none, linear, or llama3 through rope_freqs)`, { file: g.file, where: hp.m.key(K.ropeScalingType) });
 }

@@ -25,8 +25,8 @@
  */
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { LobesError } from '../util/errors.js';
 import { writeFileAtomicSync } from '../util/io.js';
+import { GGUF_KEYS as K, GgufMeta, type GgufKey, type GgufMetadata } from '../formats/gguf-meta.js';
 
 /** llama.cpp's token types (`tokenizer.ggml.token_type`). */
 export const GGUF_TOKEN_TYPE = {
@@ -38,26 +38,8 @@ export const GGUF_TOKEN_TYPE = {
   BYTE: 6,
 } as const;
 
-/**
- * Metadata as read from a GGUF file: key → value. A value is either typed as lobes' GGUF reader
- * returns it (`GgufFile.metadata` from src/formats/gguf.ts: `{ type, value }`, an array as
- * `{ itemType, items }`) or plain: a number, bigint, boolean or string, an array of strings, or
- * a JavaScript or typed array of numbers.
- */
-export type GgufMetadata = ReadonlyMap<string, unknown>;
-
-/** The plain value of a metadata entry (unwraps `{ type, value }` and `{ itemType, items }`). */
-function plain(v: unknown): unknown {
-  if (v !== null && typeof v === 'object' && !Array.isArray(v) && !ArrayBuffer.isView(v)) {
-    const o = v as Record<string, unknown>;
-    if ('type' in o && 'value' in o) v = o.value;
-  }
-  if (v !== null && typeof v === 'object' && !Array.isArray(v) && !ArrayBuffer.isView(v)) {
-    const o = v as Record<string, unknown>;
-    if ('itemType' in o && 'items' in o) v = o.items;
-  }
-  return v;
-}
+/** Metadata as read from a GGUF file (src/formats/gguf-meta.ts). */
+export type { GgufMetadata } from '../formats/gguf-meta.js';
 
 /** The tokenizer family a GGUF vocabulary was recognised as. */
 export type GgufTokenizerFamily = 'llama3' | 'smollm' | 'gpt2' | 'llama-spm';
@@ -104,80 +86,6 @@ const DEFAULT_ADD_BOS: Record<GgufTokenizerFamily, boolean> = {
 
 const SPM_SPACE = '\u2581';
 
-/** Reads typed values out of the metadata map, with errors that name the file and the key. */
-class Meta {
-  constructor(readonly map: GgufMetadata, readonly file: string) {}
-
-  fail(key: string, cause: string, hint?: string): never {
-    throw new LobesError(cause, { file: this.file, where: key, hint });
-  }
-
-  has(key: string): boolean {
-    const v = plain(this.map.get(key));
-    return v !== undefined && v !== null;
-  }
-
-  get(key: string): unknown {
-    return plain(this.map.get(key));
-  }
-
-  str(key: string): string | undefined {
-    if (!this.has(key)) return undefined;
-    const v = this.get(key);
-    if (typeof v !== 'string') this.fail(key, `expected a string, got ${describe(v)}`);
-    return v;
-  }
-
-  int(key: string): number | undefined {
-    if (!this.has(key)) return undefined;
-    const v = this.get(key);
-    const n = typeof v === 'bigint' ? Number(v) : v;
-    if (typeof n !== 'number' || !Number.isSafeInteger(n)) this.fail(key, `expected an integer, got ${describe(v)}`);
-    return n;
-  }
-
-  bool(key: string): boolean | undefined {
-    if (!this.has(key)) return undefined;
-    const v = this.get(key);
-    if (typeof v !== 'boolean') this.fail(key, `expected a boolean, got ${describe(v)}`);
-    return v;
-  }
-
-  strings(key: string): string[] | undefined {
-    if (!this.has(key)) return undefined;
-    const v = this.get(key);
-    if (!Array.isArray(v)) this.fail(key, `expected an array of strings, got ${describe(v)}`);
-    for (let i = 0; i < v.length; i++) {
-      if (typeof v[i] !== 'string') this.fail(`${key}[${i}]`, `expected a string, got ${describe(v[i])}`);
-    }
-    return v as string[];
-  }
-
-  numbers(key: string): ArrayLike<number> | undefined {
-    if (!this.has(key)) return undefined;
-    const v = this.get(key);
-    if (ArrayBuffer.isView(v) && !(v instanceof DataView)) {
-      if (v instanceof BigInt64Array || v instanceof BigUint64Array) return Array.from(v, Number);
-      return v as unknown as ArrayLike<number>;
-    }
-    if (!Array.isArray(v)) this.fail(key, `expected an array of numbers, got ${describe(v)}`);
-    const out = new Float64Array(v.length);
-    for (let i = 0; i < v.length; i++) {
-      const x = typeof v[i] === 'bigint' ? Number(v[i]) : v[i];
-      if (typeof x !== 'number') this.fail(`${key}[${i}]`, `expected a number, got ${describe(v[i])}`);
-      out[i] = x;
-    }
-    return out;
-  }
-}
-
-function describe(v: unknown): string {
-  if (Array.isArray(v)) return `an array of ${v.length}`;
-  if (ArrayBuffer.isView(v)) return 'a typed array';
-  if (typeof v === 'string') return `the string ${JSON.stringify(v.length > 40 ? v.slice(0, 40) + '…' : v)}`;
-  return `${typeof v} ${String(v)}`;
-}
-
 /** An entry of tokenizer.json's `added_tokens`. */
 interface AddedToken {
   id: number;
@@ -199,61 +107,61 @@ function addedToken(id: number, content: string, special: boolean): AddedToken {
  * model or pre-tokenizer outside the supported families, or for missing or inconsistent keys.
  */
 export function tokenizerFilesFromGguf(metadata: GgufMetadata, file: string): TokenizerFiles {
-  const m: Meta = new Meta(metadata, file);
-  const model = m.str('tokenizer.ggml.model');
+  const m: GgufMeta = new GgufMeta(metadata, file);
+  const model = m.read(K.tokenizerModel);
   if (model === undefined) {
-    m.fail('tokenizer.ggml.model', 'the file has no tokenizer (no tokenizer.ggml.model key)', 'use a GGUF that embeds its vocabulary');
+    m.fail(K.tokenizerModel.key, 'the file has no tokenizer (no tokenizer.ggml.model key)', 'use a GGUF that embeds its vocabulary');
   }
-  const arch = m.str('general.architecture') ?? 'llama';
-  const tokens = m.strings('tokenizer.ggml.tokens');
-  if (!tokens || tokens.length === 0) m.fail('tokenizer.ggml.tokens', 'no token list');
+  const arch = m.read(K.architecture) ?? 'llama';
+  const tokens = m.read(K.tokens);
+  if (!tokens || tokens.length === 0) m.fail(K.tokens.key, 'no token list');
   const n = tokens.length;
-  const types = m.numbers('tokenizer.ggml.token_type');
-  if (!types) m.fail('tokenizer.ggml.token_type', 'no token types', 'the file predates token types; convert it again with a current llama.cpp');
-  if (types.length !== n) m.fail('tokenizer.ggml.token_type', `${types.length} token types for ${n} tokens`);
+  const types = m.read(K.tokenType);
+  if (!types) m.fail(K.tokenType.key, 'no token types', 'the file predates token types; convert it again with a current llama.cpp');
+  if (types.length !== n) m.fail(K.tokenType.key, `${types.length} token types for ${n} tokens`);
   for (let i = 0; i < n; i++) {
     const t = types[i]!;
     if (!(Number.isInteger(t) && t >= 1 && t <= 6)) m.fail(`tokenizer.ggml.token_type[${i}]`, `unknown token type ${t} (llama.cpp defines 1 to 6)`);
   }
 
   let family: GgufTokenizerFamily;
-  const pre = m.str('tokenizer.ggml.pre');
+  const pre = m.read(K.tokenizerPre);
   if (model === 'gpt2') {
     if (pre === undefined) {
-      m.fail('tokenizer.ggml.pre', 'byte-level BPE vocabulary without a pre-tokenizer name: the text split is unknown', 'convert the model again with a current llama.cpp, which records it');
+      m.fail(K.tokenizerPre.key, 'byte-level BPE vocabulary without a pre-tokenizer name: the text split is unknown', 'convert the model again with a current llama.cpp, which records it');
     }
     const f = BYTE_LEVEL_PRE[pre];
     if (!f) {
-      m.fail('tokenizer.ggml.pre', `unsupported pre-tokenizer "${pre}" (supported: ${Object.keys(BYTE_LEVEL_PRE).join(', ')})`, 'convert the original Hugging Face model to ONNX instead');
+      m.fail(K.tokenizerPre.key, `unsupported pre-tokenizer "${pre}" (supported: ${Object.keys(BYTE_LEVEL_PRE).join(', ')})`, 'convert the original Hugging Face model to ONNX instead');
     }
     family = f;
   } else if (model === 'llama') {
     if (pre !== undefined && pre !== 'default') {
-      m.fail('tokenizer.ggml.pre', `unsupported pre-tokenizer "${pre}" for a SentencePiece vocabulary (supported: default)`);
+      m.fail(K.tokenizerPre.key, `unsupported pre-tokenizer "${pre}" for a SentencePiece vocabulary (supported: default)`);
     }
     if (arch !== 'llama') {
-      m.fail('general.architecture', `SentencePiece vocabulary of architecture "${arch}" is not supported (supported: llama)`);
+      m.fail(K.architecture.key, `SentencePiece vocabulary of architecture "${arch}" is not supported (supported: llama)`);
     }
     family = 'llama-spm';
   } else {
-    m.fail('tokenizer.ggml.model', `unsupported tokenizer model "${model}" (supported: gpt2, llama)`, 'convert the original Hugging Face model to ONNX instead');
+    m.fail(K.tokenizerModel.key, `unsupported tokenizer model "${model}" (supported: gpt2, llama)`, 'convert the original Hugging Face model to ONNX instead');
   }
 
-  const id = (key: string, fallback: number | undefined): number | undefined => {
-    const v = m.int(key) ?? fallback;
-    if (v !== undefined && (v < 0 || v >= n)) m.fail(key, `token id ${v} outside the vocabulary of ${n}`);
+  const id = (key: GgufKey<'int'>, fallback: number | undefined): number | undefined => {
+    const v = m.read(key) ?? fallback;
+    if (v !== undefined && (v < 0 || v >= n)) m.fail(key.key, `token id ${v} outside the vocabulary of ${n}`);
     return v;
   };
   const spm = family === 'llama-spm';
   // llama.cpp's defaults for a SentencePiece vocabulary: <unk> 0, <s> 1, </s> 2.
-  const bosId = id('tokenizer.ggml.bos_token_id', spm ? 1 : undefined);
-  const eosId = id('tokenizer.ggml.eos_token_id', spm ? 2 : undefined);
-  const unkId = id('tokenizer.ggml.unknown_token_id', spm ? 0 : undefined);
-  const padId = id('tokenizer.ggml.padding_token_id', undefined);
-  const addBos = m.bool('tokenizer.ggml.add_bos_token') ?? DEFAULT_ADD_BOS[family];
-  const addEos = m.bool('tokenizer.ggml.add_eos_token') ?? false;
-  if (addBos && bosId === undefined) m.fail('tokenizer.ggml.bos_token_id', 'add_bos_token is set but there is no BOS token id');
-  if (addEos && eosId === undefined) m.fail('tokenizer.ggml.eos_token_id', 'add_eos_token is set but there is no EOS token id');
+  const bosId = id(K.bosTokenId, spm ? 1 : undefined);
+  const eosId = id(K.eosTokenId, spm ? 2 : undefined);
+  const unkId = id(K.unknownTokenId, spm ? 0 : undefined);
+  const padId = id(K.paddingTokenId, undefined);
+  const addBos = m.read(K.addBosToken) ?? DEFAULT_ADD_BOS[family];
+  const addEos = m.read(K.addEosToken) ?? false;
+  if (addBos && bosId === undefined) m.fail(K.bosTokenId.key, 'add_bos_token is set but there is no BOS token id');
+  if (addEos && eosId === undefined) m.fail(K.eosTokenId.key, 'add_eos_token is set but there is no EOS token id');
 
   // Control, unknown and user-defined tokens are matched whole in the text before the model
   // runs (llama.cpp's special-token partition); Hugging Face keeps them as added tokens.
@@ -271,7 +179,7 @@ export function tokenizerFilesFromGguf(metadata: GgufMetadata, file: string): To
   }
 
   const tok = (i: number | undefined): string | null => (i === undefined ? null : tokens[i]!);
-  const addSpacePrefix = spm ? m.bool('tokenizer.ggml.add_space_prefix') ?? true : false;
+  const addSpacePrefix = spm ? m.read(K.addSpacePrefix) ?? true : false;
 
   let modelJson: Record<string, unknown>;
   let normalizer: unknown = null;
@@ -281,14 +189,14 @@ export function tokenizerFilesFromGguf(metadata: GgufMetadata, file: string): To
   let postLead: unknown = null;
 
   if (!spm) {
-    const merges = m.strings('tokenizer.ggml.merges');
-    if (!merges) m.fail('tokenizer.ggml.merges', 'byte-level BPE vocabulary without merges');
+    const merges = m.read(K.merges);
+    if (!merges) m.fail(K.merges.key, 'byte-level BPE vocabulary without merges');
     const pairs: [string, string][] = new Array(merges.length);
     for (let i = 0; i < merges.length; i++) {
       const s = merges[i]!;
       // llama.cpp splits at the first space after the first character.
       const cut = s.indexOf(' ', 1);
-      if (cut < 0) m.fail(`tokenizer.ggml.merges[${i}]`, `merge ${JSON.stringify(s)} is not two tokens separated by a space`);
+      if (cut < 0) m.fail(`${K.merges.key}[${i}]`, `merge ${JSON.stringify(s)} is not two tokens separated by a space`);
       pairs[i] = [s.slice(0, cut), s.slice(cut + 1)];
     }
     modelJson = {
@@ -325,15 +233,15 @@ export function tokenizerFilesFromGguf(metadata: GgufMetadata, file: string): To
       decoder = { type: 'ByteLevel', add_prefix_space: false, trim_offsets: true, use_regex: true };
     }
   } else {
-    const scores = m.numbers('tokenizer.ggml.scores');
-    if (!scores) m.fail('tokenizer.ggml.scores', 'SentencePiece vocabulary without scores');
-    if (scores.length !== n) m.fail('tokenizer.ggml.scores', `${scores.length} scores for ${n} tokens`);
-    if (unkId === undefined) m.fail('tokenizer.ggml.unknown_token_id', 'SentencePiece vocabulary without an unknown token');
+    const scores = m.read(K.scores);
+    if (!scores) m.fail(K.scores.key, 'SentencePiece vocabulary without scores');
+    if (scores.length !== n) m.fail(K.scores.key, `${scores.length} scores for ${n} tokens`);
+    if (unkId === undefined) m.fail(K.unknownTokenId.key, 'SentencePiece vocabulary without an unknown token');
     for (let b = 0; b < 256; b++) {
       const name = `<0x${b.toString(16).toUpperCase().padStart(2, '0')}>`;
       const at = vocab[name];
       if (at === undefined || types[at] !== GGUF_TOKEN_TYPE.BYTE) {
-        m.fail('tokenizer.ggml.tokens', `SentencePiece vocabulary without the byte token ${name}`, 'only byte-fallback vocabularies (Llama-2 style) are supported');
+        m.fail(K.tokens.key, `SentencePiece vocabulary without the byte token ${name}`, 'only byte-fallback vocabularies (Llama-2 style) are supported');
       }
     }
     modelJson = {
@@ -400,7 +308,7 @@ export function tokenizerFilesFromGguf(metadata: GgufMetadata, file: string): To
   if (chat !== undefined) config.chat_template = chat;
   config.clean_up_tokenization_spaces = CLEAN_UP_SPACES[family];
   if (spm) config.legacy = true;
-  const ctx = m.int(`${arch}.context_length`);
+  const ctx = m.read(K.contextLength);
   if (ctx !== undefined) config.model_max_length = ctx;
   config.tokenizer_class = 'PreTrainedTokenizerFast';
 
@@ -461,12 +369,12 @@ function templateProcessing(bos: string | null, bosId: number | undefined, eos: 
  * `tokenizer.chat_template`, or, when the file also has named templates
  * (`tokenizer.chat_template.NAME`), the list form Hugging Face uses for several templates.
  */
-function chatTemplate(m: Meta): string | { name: string; template: string }[] | undefined {
-  const main = m.str('tokenizer.chat_template');
+function chatTemplate(m: GgufMeta): string | { name: string; template: string }[] | undefined {
+  const main = m.read(K.chatTemplate);
   const named: { name: string; template: string }[] = [];
   for (const key of m.map.keys()) {
-    if (key.startsWith('tokenizer.chat_template.')) {
-      named.push({ name: key.slice('tokenizer.chat_template.'.length), template: m.str(key)! });
+    if (key.startsWith(`${K.chatTemplate.key}.`)) {
+      named.push({ name: key.slice(K.chatTemplate.key.length + 1), template: m.str(key)! });
     }
   }
   if (named.length === 0) return main;

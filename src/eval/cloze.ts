@@ -16,7 +16,9 @@
  */
 import { LobesError } from '../util/errors.js';
 import { renderPrompt, type PromptItem } from '../data/prompt.js';
-import { splitContinuation, type LoglikEngine, type LoglikRequest } from '../runtime/loglik.js';
+import { loglikMemoryPlan, splitContinuation, type LoglikEngine, type LoglikRequest } from '../runtime/loglik.js';
+import { checkBatchMemory } from '../runtime/plan.js';
+import type { Device } from '../runtime/types.js';
 import { f32, skippedRecord, type ItemFacts } from './records.js';
 import type { ClozeOption, ClozeRecord, EvalRecord } from './types.js';
 import type { EvalTokenizer } from './tokenizer.js';
@@ -43,6 +45,37 @@ export interface ClozeContext {
   /** Counters to add to (the evaluation's EvalStats). */
   stats: { prompts: number; promptTokens: number; computedTokens: number; scoreMs: number; scoredTokens?: number };
   onScored?: (prompts: number, tokens: number) => void;
+  /** Rows and padded tokens per batch, as given to the engine (the memory plan batches as it does). */
+  batch?: number | null;
+  tokenBudget?: number | null;
+  /** The device and its memory, for the memory plan checked before the steps' requests run (none: unchecked). */
+  memory?: MemoryCheck;
+}
+
+/** The memory plan's device, limit, and whether --ignore-plan runs a plan that does not fit (with a warning through `say`). */
+export interface MemoryCheck {
+  device: Device;
+  limit?: number;
+  force?: boolean;
+  say?: (line: string) => void;
+}
+
+/**
+ * The memory plan of cloze requests (src/runtime/plan.ts), checked before the engine runs
+ * any: the rows it will run, batched as it batches them (loglikMemoryPlan).
+ */
+function checkClozeMemory(reqs: readonly LoglikRequest[], names: readonly string[], ctx: ClozeContext): void {
+  const arch = ctx.cloze.engine.info?.arch;
+  if (!ctx.memory || !arch || !reqs.length) return;
+  const p = loglikMemoryPlan(reqs, { usesCache: ctx.cloze.engine.usesCache, batch: ctx.batch ?? undefined, tokenBudget: ctx.tokenBudget ?? undefined });
+  const items = p.tokens.map((tokens, k) => ({ id: names[p.request[k]!]!, tokens }));
+  checkBatchMemory(p.batches, items, arch, {
+    device: ctx.memory.device,
+    limit: ctx.memory.limit,
+    force: ctx.memory.force,
+    say: ctx.memory.say,
+    hint: '--batch 1 or --token-budget N makes batches smaller; --skip-longer-than N skips longer prompts; --ignore-plan runs it anyway',
+  });
 }
 
 /** The context text of a step and whether it was cut at the options. */
@@ -124,6 +157,7 @@ export async function scoreClozeSteps(steps: readonly ClozeStep[], ctx: ClozeCon
   const t0 = performance.now();
   const before = cloze.engine.stats.computedTokens;
   const all = uncondReq && uncondReq.continuations.length ? [...reqs, uncondReq] : reqs;
+  checkClozeMemory(all, [...plan.map((p) => steps[p.step]!.item.id), 'the options without a context (--mutual-info)'], ctx);
   const scored = await cloze.engine.score(all, (k) => ctx.onScored?.(k, 0));
   stats.scoreMs += performance.now() - t0;
   stats.computedTokens += cloze.engine.stats.computedTokens - before;

@@ -10,7 +10,6 @@
 import { LobesError } from '../util/errors.js';
 import { planBatches } from '../runtime/batching.js';
 import { checkBatchMemory } from '../runtime/plan.js';
-import type { Device } from '../runtime/types.js';
 import { gaeFields, randomWalkOutcome, type WorldTree } from '../data/socialeval-eval.js';
 import { renderPrompt, type PromptItem, type PromptPart, type RenderedPrompt } from '../data/prompt.js';
 import { itemRecord, shuffleRecord, skippedRecord, type ItemFacts, type ShuffleScore } from './records.js';
@@ -19,7 +18,7 @@ import type { EpisodeRecord, EvalRecord, ShuffleRecord } from './types.js';
 import type { Scorer, KvState, HeadOutput } from './engine.js';
 import type { AnswerSlot, EvalTokenizer } from './tokenizer.js';
 import type { PromptStyle, Unit } from './units.js';
-import { scoreClozeSteps, type ClozeSettings, type ClozeStep } from './cloze.js';
+import { scoreClozeSteps, type ClozeSettings, type ClozeStep, type MemoryCheck } from './cloze.js';
 
 /** Throughput counters of an evaluation (this attempt). */
 export interface EvalStats {
@@ -62,7 +61,7 @@ export interface EvaluateContext {
   maxTokens: number | null;
   stats: EvalStats;
   /** The device and its memory, for the memory plan checked before each chunk's batches run (none: unchecked). */
-  memory?: { device: Device; limit?: number };
+  memory?: MemoryCheck;
   /** Called after prompts are scored. */
   onScored?: (prompts: number, tokens: number) => void;
   /** Called when a unit (an item, or a world tree's walk) is done. */
@@ -316,7 +315,7 @@ function checkMemory(jobs: Job[], ctx: EvaluateContext): void {
   if (!ctx.memory || !arch) return;
   const items = jobs.map((j) => ({ id: j.where, tokens: jobTokens(j, ctx) }));
   const batches = ctx.cot > 0 || ctx.sharePrefix ? items.map((_, i) => [i]) : planBatches(Int32Array.from(items, (x) => x.tokens), { batch: ctx.batch ?? undefined, tokenBudget: ctx.tokenBudget ?? undefined });
-  checkBatchMemory(batches, items, arch, { device: ctx.memory.device, limit: ctx.memory.limit, hint: '--batch 1 or --token-budget N makes batches smaller; --skip-longer-than N skips longer prompts' });
+  checkBatchMemory(batches, items, arch, { device: ctx.memory.device, limit: ctx.memory.limit, force: ctx.memory.force, say: ctx.memory.say, hint: '--batch 1 or --token-budget N makes batches smaller; --skip-longer-than N skips longer prompts; --ignore-plan runs it anyway' });
 }
 
 /** Score groups of jobs (each group: the shuffles of one prompt); results in job order. */

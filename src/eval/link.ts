@@ -10,6 +10,7 @@ import * as path from 'node:path';
 import { LobesError } from '../util/errors.js';
 import { openRun } from '../store/index.js';
 import { writeLabelOverlay } from '../store/labels.js';
+import { evalFile } from './store.js';
 import { sameModel } from '../store/provenance.js';
 import { readEvalResults } from './run.js';
 
@@ -42,7 +43,7 @@ export async function labelRunFromEval(runDir: string, evalDir: string, opts: { 
   }
   if (counts.correct + counts.wrong === 0) {
     throw new LobesError(`no sample of the run is an item of the evaluation (run ids look like ${JSON.stringify(run.samples[0]?.id)}, evaluation ids like ${JSON.stringify(ev.records[0]?.id)})`, {
-      file: path.join(evalDir, 'records.jsonl'),
+      file: evalFile(evalDir, 'records'),
       hint: 'evaluate the same socialeval: data the run extracted (lobes eval MODEL --data SPEC --task iae)',
     });
   }

@@ -4,12 +4,11 @@
  * cover every chunk exactly once. The records are the shards' records in shard order, so the
  * merged records.jsonl is the file a single unsharded evaluation writes.
  */
-import * as path from 'node:path';
 import { LobesError, UsageError } from '../util/errors.js';
 import { chunkCount } from '../store/layout.js';
 import { claimJobFolder, isFreshFolder } from '../store/job.js';
 import { concatAtomic, readVerifiedJsonl } from '../store/records.js';
-import { EPISODES, EVAL_MANIFEST, RECORDS, SUMMARY, readEvalManifest, readEvalResults, writeEvalManifest, writeEvalSummary } from './store.js';
+import { SUMMARY, evalFile, readEvalManifest, readEvalResults, writeEvalManifest, writeEvalSummary } from './store.js';
 import { evalDifferences } from './run.js';
 import type { EvalManifest } from './manifest.js';
 import { summarize } from './summary.js';
@@ -21,7 +20,7 @@ export async function mergeEvals(dirs: string[], out: string, opts: { quiet?: bo
   if (!isFreshFolder(out)) throw new LobesError('output folder exists and is not empty', { file: out, hint: 'give a new folder' });
   const shards = dirs.map((d) => {
     const m = readEvalManifest(d);
-    if (!m.complete) throw new LobesError('shard is incomplete', { file: path.join(d, EVAL_MANIFEST), hint: 'rerun its lobes eval command to finish it' });
+    if (!m.complete) throw new LobesError('shard is incomplete', { file: evalFile(d, 'manifest'), hint: 'rerun its lobes eval command to finish it' });
     readEvalResults(d); // checks the files against the manifest
     return { dir: d, m };
   });
@@ -54,12 +53,12 @@ export async function mergeEvals(dirs: string[], out: string, opts: { quiet?: bo
 
 function writeMerged(shards: { dir: string; m: EvalManifest }[], out: string, total: number): EvalManifest {
   const a = shards[0]!;
-  const rec = concatAtomic(path.join(out, RECORDS), shards.map((s) => path.join(s.dir, RECORDS)), shards.map((s) => s.m.files!.records));
+  const rec = concatAtomic(evalFile(out, 'records'), shards.map((s) => evalFile(s.dir, 'records')), shards.map((s) => s.m.files!.records));
   const withEp = shards.some((s) => s.m.files!.episodes);
   const ep = withEp
     ? concatAtomic(
-        path.join(out, EPISODES),
-        shards.filter((s) => s.m.files!.episodes).map((s) => path.join(s.dir, EPISODES)),
+        evalFile(out, 'episodes'),
+        shards.filter((s) => s.m.files!.episodes).map((s) => evalFile(s.dir, 'episodes')),
         shards.flatMap((s) => (s.m.files!.episodes ? [s.m.files!.episodes] : [])),
       )
     : null;

@@ -8,7 +8,6 @@
  * prompts), so a chunk's records are the same bytes after a crash and rerun, and the same
  * whichever shard evaluates it.
  */
-import * as path from 'node:path';
 import { LobesError, UsageError } from '../util/errors.js';
 import { Progress, fmtTime } from '../util/progress.js';
 import { LOBES_VERSION } from '../version.js';
@@ -20,7 +19,7 @@ import type { Device } from '../runtime/types.js';
 import type { ModelFile, ModelSourceRecord } from '../store/types.js';
 import { loadEvalData, hashUnits, type EvalData, type TaskChoice } from './units.js';
 import { evaluateUnits, newStats } from './evaluate.js';
-import { EVAL_FORMAT_VERSION, EVAL_MANIFEST, EVAL_RECORDS, SUMMARY, checkEvalFiles, isEvalDir, readEvalManifest, writeEvalManifest, writeEvalSummary } from './store.js';
+import { EVAL_FORMAT_VERSION, EVAL_RECORDS, evalFile, SUMMARY, checkEvalFiles, isEvalDir, readEvalManifest, writeEvalManifest, writeEvalSummary } from './store.js';
 import { summarize } from './summary.js';
 import type { EpisodeRecord, EvalRecord } from './types.js';
 import type { OrderMode } from './score.js';
@@ -63,6 +62,8 @@ export interface EvalOptions {
   skipInvalid?: boolean;
   /** Memory a batch may need on `device`, in bytes (default: src/runtime/plan.ts defaultMemoryLimit). */
   memoryLimit?: (device: Device) => number;
+  /** Run batches the memory plan says will not fit, with a warning (--ignore-plan). */
+  ignorePlan?: boolean;
   /** 'letter' (default): the answer letter's logit; 'cloze': every option's text as a continuation (cloze.ts). */
   scoring?: 'letter' | 'cloze';
   /** Cloze: text between the context and each option (default: ' ', or '' after a prompt cut at its options). */
@@ -261,7 +262,7 @@ async function evalUnderLock(opts: EvalOptions, s: Settings, deps: EvalDeps, dat
   };
   if (previous) {
     const diff = evalDifferences(previous, manifest, out, 'this command', true);
-    if (diff.length) throw new LobesError(`this evaluation folder was made with different settings: ${diff.join('; ')}`, { file: path.join(out, EVAL_MANIFEST), hint: 'use a new --out, or delete the folder to start over' });
+    if (diff.length) throw new LobesError(`this evaluation folder was made with different settings: ${diff.join('; ')}`, { file: evalFile(out, 'manifest'), hint: 'use a new --out, or delete the folder to start over' });
     if (previous.complete) {
       checkEvalFiles(out, previous);
       say(`eval: ${out} is already complete (${previous.layout.rowEnd - previous.layout.rowStart} units); nothing to do`);
@@ -308,7 +309,7 @@ async function evalUnderLock(opts: EvalOptions, s: Settings, deps: EvalDeps, dat
       const end = Math.min(start + s.chunkUnits, N);
       const units = data.units.slice(start, end);
       const clozeSettings = loglik ? { engine: loglik, delimiter: s.targetDelimiter ?? null, mutualInfo: !!s.mutualInfo } : null;
-      const r = await evaluateUnits(units, { scorer, cloze: clozeSettings, tok, shuffles: s.shuffles, orders: s.orders, seed: s.seed, cot: s.cot, batch: s.batch, tokenBudget: s.tokenBudget, sharePrefix, maxTokens: s.maxTokens, stats, memory: { device: s.device, limit: opts.memoryLimit?.(s.device) }, onScored: (_p, t) => progress.tick(0, { tokens: t }), onUnit: () => progress.tick(1) });
+      const r = await evaluateUnits(units, { scorer, cloze: clozeSettings, tok, shuffles: s.shuffles, orders: s.orders, seed: s.seed, cot: s.cot, batch: s.batch, tokenBudget: s.tokenBudget, sharePrefix, maxTokens: s.maxTokens, stats, memory: { device: s.device, limit: opts.memoryLimit?.(s.device), force: opts.ignorePlan, say }, onScored: (_p, t) => progress.tick(0, { tokens: t }), onUnit: () => progress.tick(1) });
       writer.write(c, start, end - start, { records: r.records, episodes: hasTrees(data) ? r.episodes : null });
       manifest.timings.wallMs = wallBase + Date.now() - tAttempt;
       writeEvalManifest(out, manifest);

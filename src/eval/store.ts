@@ -17,14 +17,28 @@ import * as path from 'node:path';
 import { LobesError } from '../util/errors.js';
 import { writeFileAtomicSync } from '../util/io.js';
 import { readVerifiedJsonl, type RecordLayout } from '../store/records.js';
+import { readJsonFile, need, isObj } from '../store/json.js';
 import type { EpisodeRecord, EvalRecord } from './types.js';
 import type { EvalManifest } from './manifest.js';
 import type { EvalSummary } from './summary-types.js';
 
+/** The folder of a run that holds the evaluation of its own items (RUN/eval). */
+export const EVAL_DIR = 'eval';
 export const EVAL_MANIFEST = 'eval.json';
 export const RECORDS = 'records.jsonl';
 export const EPISODES = 'episodes.jsonl';
 export const SUMMARY = 'summary.json';
+const EVAL_FILES = { manifest: EVAL_MANIFEST, records: RECORDS, episodes: EPISODES, summary: SUMMARY } as const;
+
+/** RUN/eval. */
+export function evalDirOf(runDir: string): string {
+  return path.join(runDir, EVAL_DIR);
+}
+
+/** One file of an evaluation folder: eval.json, the joined records or episodes, summary.json. */
+export function evalFile(dir: string, which: keyof typeof EVAL_FILES): string {
+  return path.join(dir, EVAL_FILES[which]);
+}
 export const EVAL_FORMAT_VERSION = 1;
 /** The record chunks of an evaluation: records (always) and episodes (world trees). */
 export const EVAL_RECORDS: RecordLayout = { format: 'lobes-eval-chunks', streams: ['records', 'episodes'] };
@@ -77,8 +91,33 @@ export function readEvalResults(dir: string): { manifest: EvalManifest; records:
   return { manifest, records, episodes, summary };
 }
 
+/** The joined records of an evaluation, verified against the size and sha256 its eval.json lists for them. */
+export function readEvalRecords(dir: string, recorded: NonNullable<EvalManifest['files']>['records']): EvalRecord[] {
+  return readVerifiedJsonl<EvalRecord>(dir, recorded, EVAL_MANIFEST);
+}
+
 /** Check that the joined files of a complete evaluation still hash to eval.json (throws naming the file). */
 export function checkEvalFiles(dir: string, m: EvalManifest): void {
   readVerifiedJsonl(dir, m.files!.records, EVAL_MANIFEST);
   if (m.files!.episodes) readVerifiedJsonl(dir, m.files!.episodes, EVAL_MANIFEST);
+}
+
+/** A finished evaluation as the report reads it: its manifest (eval.json) and summary.json. */
+export interface EvalData {
+  dir: string;
+  manifest: Record<string, any>;
+  summary: EvalSummary;
+}
+
+/** A complete evaluation folder's manifest and summary (contract checked), or null when `dir` holds none. */
+export function readCompleteEval(dir: string): EvalData | null {
+  const mf = evalFile(dir, 'manifest');
+  if (!existsSync(mf)) return null;
+  const manifest = readJsonFile(mf);
+  need(isObj(manifest) && manifest.format === 'lobes-eval', mf, 'format', 'not a lobes evaluation manifest (format is not "lobes-eval")');
+  need(manifest.complete === true, mf, 'complete', 'the evaluation is incomplete (rerun its lobes eval command to finish it)');
+  const sf = evalFile(dir, 'summary');
+  const summary = readJsonFile(sf);
+  need(isObj(summary) && summary.format === 'lobes-eval-summary', sf, 'format', 'not a lobes evaluation summary');
+  return { dir, manifest, summary: summary as EvalSummary };
 }

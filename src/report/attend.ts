@@ -84,6 +84,7 @@ export function attendPayload(a: AttendData, maxItems = DEFAULT_PAGE_ITEMS): Att
   });
   return {
     dir: a.dir,
+    itemsFile: path.join(a.dir, ITEMS),
     model: s.model?.dir ?? '',
     attention: s.model?.attention ?? '',
     layers: s.settings?.layers ?? [],

@@ -2,7 +2,7 @@
  * Reports: `lobes report` (one run) and `lobes compare` (two runs side by side), each one
  * self-contained HTML file, plus figure export to PNG/SVG through headless Chromium.
  */
-import { existsSync, lstatSync } from 'node:fs';
+import { lstatSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import * as path from 'node:path';
 import { LobesError } from '../util/errors.js';
@@ -20,6 +20,7 @@ import { isBuiltinRandomModel } from './load.js';
 import { nameRun, modelName } from './naming.js';
 import { loadAblate } from './ablate.js';
 import type { RunManifest } from '../store/types.js';
+import { hasRunManifest } from '../store/layout.js';
 
 export { loadRun, readRunBasics, isBuiltinRandomModel, BUILTIN_MODEL_DIR } from './load.js';
 export type { ReportModel, WandaData, ClusterData, LoadOptions } from './load.js';
@@ -83,7 +84,7 @@ export async function reportPage(runDir: string, out?: string, opts: LoadOptions
   const file = path.resolve(out ?? defaultReportPath(runDir));
   checkPageFile(file, [runDir]);
   let html: string;
-  if (!existsSync(path.join(runDir, 'manifest.json')) && isAttendDir(runDir)) html = attendReportHtml(runDir, opts.name);
+  if (!hasRunManifest(runDir) && isAttendDir(runDir)) html = attendReportHtml(runDir, opts.name);
   else html = reportHtml(withAblate(nameRun(await loadRun(runDir, opts), opts.name), opts.ablateDir));
   return { file, html, sources: [runDir] };
 }

@@ -19,8 +19,6 @@ import { PAPER_REFERENCE, PAPER_SOURCE } from '../eval/reference.js';
 import { modelName } from './naming.js';
 import { axisFits, islandLine } from './islands.js';
 import { readLabelOverlays } from '../store/labels.js';
-import { existsSync } from 'node:fs';
-import * as path from 'node:path';
 
 export type { ScatterPayload, WandaPayload, RunPayload } from './types.js';
 
@@ -139,7 +137,7 @@ function labelAxes(model: ReportModel, ids: string[], by: string): { axis: strin
   const byId = new Map(model.samples.map((s) => [s.id, s.labels]));
   const names: string[] = [];
   for (const s of model.samples) for (const k of Object.keys(s.labels)) if (!names.includes(k)) names.push(k);
-  const overlays = model.samples.length && existsSync(path.join(model.dir, 'labels')) ? readLabelOverlays(model.dir) : new Map();
+  const overlays = model.samples.length ? readLabelOverlays(model.dir) : new Map();
   for (const k of overlays.keys()) if (!names.includes(k)) names.push(k);
   const out: { axis: string; values: string[]; v: number[] }[] = [];
   for (const axis of names) {

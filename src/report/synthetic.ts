@@ -9,15 +9,17 @@
  * components are computed from the planted scores; p-values, nulls and cluster metrics are drawn
  * from the seed (they are inputs to the report, not results).
  */
-import { createHash } from 'node:crypto';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import * as path from 'node:path';
 import { Rng } from '../util/rng.js';
-import { writeSafetensors, type StWriteTensor } from '../formats/safetensors.js';
+import type { StWriteTensor } from '../formats/safetensors.js';
 import { LOBES_VERSION } from '../version.js';
 import type { AnalysisProvenance, RunManifest, SampleRow } from '../store/types.js';
 import { runIdentity } from '../store/provenance.js';
-import type { WandaSettings, WandaMatrix, WandaRegions, WandaMetrics, WandaPairMetrics, BlockSet, NullTested } from '../wanda/types.js';
+import { samplesSha256, writeManifest, writeSamples } from '../store/manifest.js';
+import { wandaDir, writeWandaFiles } from '../wanda/store.js';
+import { clusterDir, writeClusterFiles } from '../cluster/store.js';
+import type { WandaSettings, WandaMatrix, WandaRegions, WandaPairMetrics, BlockSet, NullTested } from '../wanda/types.js';
 import type { ClusterSettings, ClusterCoords, ClusterMetrics, SpaceMetrics, MetricWithCI, ClassifierMetrics } from '../cluster/types.js';
 
 export interface SyntheticRunOptions {
@@ -46,10 +48,6 @@ export interface SyntheticRunOptions {
 export const SOCIALEVAL_ASPECTS = ['Self-Management', 'Social Engagement', 'Cooperation', 'Emotional Resilience', 'Innovation'];
 
 const round = (v: number, d = 6) => Math.round(v * 10 ** d) / 10 ** d;
-
-function writeJson(file: string, v: unknown): void {
-  writeFileSync(file, JSON.stringify(v, null, 1) + '\n');
-}
 
 /** Write a synthetic run to `dir` (created); returns `dir`. */
 export function writeSyntheticRun(dir: string, opts: SyntheticRunOptions = {}): string {
@@ -84,11 +82,11 @@ export function writeSyntheticRun(dir: string, opts: SyntheticRunOptions = {}): 
     counts: { samples: samples.length, truncated: 0, tokens: samples.reduce((s, r) => s + r.tokens, 0) },
     timings: {}, complete: true,
   };
-  const table = samples.map(({ text: _t, ...row }) => JSON.stringify(row)).join('\n') + '\n';
-  manifest.samplesSha256 = createHash('sha256').update(table).digest('hex');
+  const rows: SampleRow[] = samples.map(({ text: _t, ...row }) => row);
+  manifest.samplesSha256 = samplesSha256(rows);
   manifest.identity = runIdentity(manifest);
-  writeJson(path.join(dir, 'manifest.json'), manifest);
-  writeFileSync(path.join(dir, 'samples.jsonl'), table);
+  writeManifest(dir, manifest);
+  writeSamples(dir, rows);
   // What lobes wanda / lobes cluster record about the run they read (no activations here).
   const provenance: AnalysisProvenance = { run: manifest.identity, runDir: path.resolve(dir), samplesSha256: manifest.samplesSha256, rows: samples.length, chunks: {} };
 
@@ -101,7 +99,7 @@ function writeWanda(
   dir: string, rng: Rng,
   o: { groups: string[]; per: number; L: number; grid: Record<string, [number, number]>; top: number; R: number; seed: number; pooled: boolean; provenance: AnalysisProvenance },
 ): void {
-  const wd = path.join(dir, 'wanda');
+  const wd = wandaDir(dir);
   mkdirSync(wd, { recursive: true });
   const matrices: WandaMatrix[] = [];
   for (let l = 0; l < o.L; l++) {
@@ -208,10 +206,12 @@ function writeWanda(
     by: 'aspect', groups: o.groups, block: [256, 256], top: { kind: 'fraction', value: o.top, scope: 'matrix' }, statistic: 'rms',
     permutations: o.R, seed: o.seed, weights: { source: 'onnx', path: 'synthetic' }, resolution: 'block', provenance: o.provenance,
   };
-  writeJson(path.join(wd, 'settings.json'), settings);
-  writeFileSync(path.join(wd, 'regions.json'), JSON.stringify({ matrices, regions, differences } satisfies WandaRegions));
-  writeJson(path.join(wd, 'metrics.json'), { groups: gstats, pairs } satisfies WandaMetrics);
-  if (o.pooled) writeSafetensors(path.join(wd, 'pooled.safetensors'), tensors, { format: 'lobes-wanda-pooled', seed: String(o.seed) });
+  writeWandaFiles(wd, {
+    settings,
+    regions: { matrices, regions, differences },
+    metrics: { groups: gstats, pairs },
+    ...(o.pooled ? { pooled: { tensors, meta: { format: 'lobes-wanda-pooled', seed: String(o.seed) } } } : {}),
+  });
 }
 
 /** Size, share of blocks with a 4-neighbour in the set, and 4-connected components, over all matrices. */
@@ -250,7 +250,7 @@ function writeCluster(
   dir: string, rng: Rng,
   o: { groups: string[]; samples: (SampleRow & { text: string })[]; seed: number; R: number; sweep: boolean; L: number; provenance: AnalysisProvenance },
 ): void {
-  const cd = path.join(dir, 'cluster');
+  const cd = clusterDir(dir);
   mkdirSync(cd, { recursive: true });
   const G = o.groups.length;
   const xy: number[] = [];
@@ -307,7 +307,5 @@ function writeCluster(
     point: 'final.hidden', by: 'aspect', seed: o.seed, perplexity: 30, pcaDims: 50, theta: 0.5, iterations: 1000, earlyExaggeration: 12,
     bootstrap: 200, permutations: o.R, source: dir, provenance: o.provenance,
   };
-  writeJson(path.join(cd, 'settings.json'), settings);
-  writeJson(path.join(cd, 'coords.json'), coords);
-  writeJson(path.join(cd, 'metrics.json'), metrics);
+  writeClusterFiles(cd, { settings, coords, metrics });
 }

@@ -123,6 +123,8 @@ export interface AttendItemPayload {
 export interface AttendPayload {
   /** Where the results came from, e.g. "RUN/attend". */
   dir: string;
+  /** The file holding every item (the page shows the first ones). */
+  itemsFile: string;
   model: string;
   attention: string;
   layers: number[];

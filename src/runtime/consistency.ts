@@ -23,6 +23,7 @@ import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { DataType, tensorBytes, tensorToFloat32, type GraphIndex, type LoadedModel, type TensorProto } from '../onnx/index.js';
 import { readGgufHeader } from '../formats/gguf.js';
+import { GGUF_KEYS as K, GgufMeta, type GgufKey, type GgufKeyType, type GgufKeyValue } from '../formats/gguf-meta.js';
 import { readJson } from './config.js';
 import { asProjection } from './discover.js';
 import type { GraphFacts, DeclaredFacts, RopeScaling, ModelCheck } from './types.js';
@@ -300,30 +301,34 @@ function fromGenai(genai: any): DeclaredFacts | null {
 
 /** What a GGUF file's metadata declares ({arch}.rope.freq_base, {arch}.attention.*, {arch}.context_length). */
 export function fromGguf(file: string): DeclaredFacts | null {
-  let meta: Map<string, any>;
+  let meta: GgufMeta;
   try {
-    meta = readGgufHeader(file).metadata;
+    meta = new GgufMeta(readGgufHeader(file).metadata, file);
   } catch {
     return null;
   }
-  const v = (k: string) => {
-    const x = meta.get(k) as { value?: unknown } | undefined;
-    return x && typeof x === 'object' && 'value' in x ? x.value : x;
+  // What the file declares, leniently: a key of the wrong type declares nothing here.
+  const v = <T extends GgufKeyType>(k: GgufKey<T>): GgufKeyValue<T> | undefined => {
+    try {
+      return meta.read(k);
+    } catch {
+      return undefined;
+    }
   };
-  const arch = String(v('general.architecture') ?? 'llama');
-  const heads = int(Number(v(`${arch}.attention.head_count`)));
-  const emb = int(Number(v(`${arch}.embedding_length`)));
-  const type = v(`${arch}.rope.scaling.type`);
+  const arch = meta.arch;
+  const heads = int(v(K.headCount));
+  const emb = int(v(K.embeddingLength));
+  const type = v(K.ropeScalingType);
   return {
     source: file.split(/[\\/]/).pop()!,
-    ropeTheta: num(Number(v(`${arch}.rope.freq_base`))) ?? (arch === 'llama' ? 10000 : undefined),
-    ropeThetaField: `${arch}.rope.freq_base`,
-    ropeScaling: typeof type === 'string' && type !== 'none' ? { type, factor: num(Number(v(`${arch}.rope.scaling.factor`))), originalMax: int(Number(v(`${arch}.rope.scaling.original_context_length`))) } : null,
-    rmsNormEps: num(Number(v(`${arch}.attention.layer_norm_rms_epsilon`))),
+    ropeTheta: num(v(K.ropeFreqBase)) ?? (arch === 'llama' ? 10000 : undefined),
+    ropeThetaField: meta.key(K.ropeFreqBase),
+    ropeScaling: typeof type === 'string' && type !== 'none' ? { type, factor: num(v(K.ropeScalingFactor)), originalMax: int(v(K.ropeScalingOriginalContext)) } : null,
+    rmsNormEps: num(v(K.rmsNormEps)),
     heads,
-    kvHeads: int(Number(v(`${arch}.attention.head_count_kv`))) ?? heads,
-    headDim: int(Number(v(`${arch}.attention.key_length`))) ?? (heads && emb ? emb / heads : undefined),
-    contextLength: int(Number(v(`${arch}.context_length`))),
+    kvHeads: int(v(K.headCountKv)) ?? heads,
+    headDim: int(v(K.keyLength)) ?? (heads && emb ? emb / heads : undefined),
+    contextLength: int(v(K.contextLength)),
   };
 }
 

@@ -85,6 +85,45 @@ export interface LoglikEngine {
  */
 export const CACHE_MIN_CONTEXT = 32;
 
+/** Whether a request goes through the KV cache (a context worth sharing among several continuations) rather than into batches. */
+function goesViaCache(r: LoglikRequest, usesCache: boolean, cacheMinContext: number | undefined): boolean {
+  return usesCache && r.context.length >= (cacheMinContext ?? CACHE_MIN_CONTEXT) && r.continuations.length >= 2;
+}
+
+/**
+ * The sequences an engine runs for `reqs` and how they are batched, for the memory plan
+ * (src/runtime/plan.ts checkBatchMemory) before anything runs: in batches, one row per
+ * continuation, (context + continuation)[:-1], batched as score() batches them; through the
+ * cache, one sequence per request at a time, its context and longest continuation. `request`
+ * maps each row to its request.
+ */
+export function loglikMemoryPlan(
+  reqs: readonly LoglikRequest[],
+  o: { usesCache: boolean; batch?: number; tokenBudget?: number; cacheMinContext?: number },
+): { tokens: number[]; request: number[]; batches: number[][] } {
+  const tokens: number[] = [];
+  const request: number[] = [];
+  const batches: number[][] = [];
+  const batched: number[] = [];
+  reqs.forEach((r, i) => {
+    if (goesViaCache(r, o.usesCache, o.cacheMinContext)) {
+      batches.push([tokens.length]);
+      tokens.push(r.context.length + Math.max(...r.continuations.map((c) => c.length)) - 1);
+      request.push(i);
+    } else {
+      for (const c of r.continuations) {
+        batched.push(tokens.length);
+        tokens.push(r.context.length + c.length - 1);
+        request.push(i);
+      }
+    }
+  });
+  if (batched.length) {
+    for (const b of planBatches(Int32Array.from(batched, (k) => tokens[k]!), { batch: o.batch, tokenBudget: o.tokenBudget })) batches.push(b.map((j) => batched[j]!));
+  }
+  return { tokens, request, batches };
+}
+
 const i64 = (xs: ArrayLike<number>) => BigInt64Array.from(Array.from(xs, (x) => BigInt(x)));
 
 /** A [batch, …] KV-cache tensor with its single row repeated `b` times. */
@@ -183,7 +222,7 @@ class OrtLoglik implements LoglikEngine {
   async score(reqs: readonly LoglikRequest[], onDone?: (k: number) => void): Promise<ContinuationScore[][]> {
     validate(reqs);
     // Through the cache: requests whose context is worth sharing; the rest in batches.
-    const viaCache = reqs.map((r) => this.usesCache && r.context.length >= (this.opts.cacheMinContext ?? CACHE_MIN_CONTEXT) && r.continuations.length >= 2);
+    const viaCache = reqs.map((r) => goesViaCache(r, this.usesCache, this.opts.cacheMinContext));
     const a = await this.scoreCached(reqs.filter((_, i) => viaCache[i]), onDone);
     const b = await this.scoreBatched(reqs.filter((_, i) => !viaCache[i]), onDone);
     let ia = 0;

@@ -14,6 +14,7 @@ import * as path from 'node:path';
 import { LobesError } from '../util/errors.js';
 import { loadModel, resolveModelFile } from '../onnx/index.js';
 import { hashFileCached } from '../store/filehash.js';
+import { manifestPath } from '../store/layout.js';
 import { hashModelFiles, type ModelFileRef } from '../store/provenance.js';
 import type { ModelFile, RunManifest } from '../store/types.js';
 import { tokenizerDir } from './tokenize.js';
@@ -113,7 +114,7 @@ export function resolveRunModel(manifest: RunManifest, runDir: string): string {
     return dir;
   }
   throw new LobesError(`the run's model is not the one it was extracted with: ${problems.join('; ')}`, {
-    file: path.join(runDir, 'manifest.json'),
+    file: manifestPath(runDir),
     hint: 'restore the model folder the run was extracted with, or pass --weights explicitly',
   });
 }

@@ -7,9 +7,10 @@ import { createHash } from 'node:crypto';
 import { openSync, closeSync, fstatSync, readFileSync, existsSync } from 'node:fs';
 import * as path from 'node:path';
 import { LobesError } from '../util/errors.js';
-import { RangeFile, readFileRange, writeFileAtomicSync } from '../util/io.js';
+import { readFileRange, writeFileAtomicSync } from '../util/io.js';
 import type { HookInfo } from './types.js';
 import { INDEX, ACTIVATIONS, chunkRelPath } from './layout.js';
+import { sha256Stream } from './filehash.js';
 
 export interface ChunkFile {
   /** Path relative to RUN/activations. */
@@ -36,9 +37,6 @@ export interface ChunkIndex {
   /** Complete chunks, sorted by chunk number. */
   chunks: ChunkEntry[];
 }
-
-/** Bytes hashed per read. */
-const HASH_PIECE_BYTES = 4 << 20;
 
 /** RUN/activations/index.json. */
 export function indexPath(runDir: string): string {
@@ -77,22 +75,9 @@ export function writeChunkIndex(runDir: string, idx: ChunkIndex): void {
   writeFileAtomicSync(indexPath(runDir), JSON.stringify(idx) + '\n');
 }
 
-/** sha256 of a file, read in 4 MiB pieces. */
+/** sha256 of a file, read in 4 MiB pieces (src/store/filehash.ts sha256Stream). */
 export function sha256File(file: string): { sha256: string; bytes: number } {
-  const f = RangeFile.open(file);
-  try {
-    const size = f.size;
-    const h = createHash('sha256');
-    const buf = new Uint8Array(Math.min(HASH_PIECE_BYTES, Math.max(size, 1)));
-    for (let off = 0; off < size; off += buf.length) {
-      const piece = buf.subarray(0, Math.min(buf.length, size - off));
-      f.readInto(piece, off);
-      h.update(piece);
-    }
-    return { sha256: h.digest('hex'), bytes: size };
-  } finally {
-    f.close();
-  }
+  return sha256Stream(file);
 }
 
 /** What to do about a bad chunk file. */

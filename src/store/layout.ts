@@ -5,6 +5,8 @@
  * shard: a shard is a contiguous range of whole chunks, so the chunk files of shards are
  * the chunk files of a single run and merging is a copy.
  */
+import { existsSync } from 'node:fs';
+import * as path from 'node:path';
 import { UsageError } from '../util/errors.js';
 
 export const FORMAT_VERSION = 1;
@@ -12,6 +14,21 @@ export const MANIFEST = 'manifest.json';
 export const SAMPLES = 'samples.jsonl';
 export const ACTIVATIONS = 'activations';
 export const INDEX = 'activations/index.json';
+
+/** RUN/manifest.json. */
+export function manifestPath(runDir: string): string {
+  return path.join(runDir, MANIFEST);
+}
+
+/** Whether `dir` holds a run manifest (a run folder, finished or not). */
+export function hasRunManifest(dir: string): boolean {
+  return existsSync(manifestPath(dir));
+}
+
+/** Whether the run folder holds its samples table (RUN/samples.jsonl). */
+export function hasSamples(runDir: string): boolean {
+  return existsSync(path.join(runDir, SAMPLES));
+}
 
 /** Relative path (from RUN/activations) of one chunk file of one hook. */
 export function chunkRelPath(hook: string, chunk: number): string {

@@ -43,7 +43,7 @@ function idsOf(s: Shard, from: number, to: number): string {
 
 function loadShard(dir: string): Shard {
   const manifest = readManifest(dir);
-  const mfile = path.join(dir, 'manifest.json');
+  const mfile = path.join(dir, MANIFEST);
   if (!manifest.layout || !manifest.settings) throw new LobesError('run has no layout/settings (written by an older lobes)', { file: mfile });
   if (manifest.identity !== undefined && manifest.identity !== runIdentity(manifest)) {
     throw new LobesError('manifest was edited: its run identity does not match the settings and hashes it lists', { file: mfile, hint: "rerun that shard's extract command in a new folder" });
@@ -55,7 +55,7 @@ function loadShard(dir: string): Shard {
   if (!manifest.complete || have !== rowEnd - rowStart) {
     throw new LobesError(`shard is incomplete: ${have} of ${rowEnd - rowStart} rows extracted`, { file: mfile, hint: 'rerun its lobes extract command to finish it before merging' });
   }
-  if (samples.length !== rowEnd - rowStart) throw new LobesError(`samples.jsonl has ${samples.length} rows but the shard holds ${rowEnd - rowStart}`, { file: path.join(dir, 'samples.jsonl') });
+  if (samples.length !== rowEnd - rowStart) throw new LobesError(`samples.jsonl has ${samples.length} rows but the shard holds ${rowEnd - rowStart}`, { file: path.join(dir, SAMPLES) });
   return { dir, manifest, index, samples, rowStart, rowEnd };
 }
 

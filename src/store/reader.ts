@@ -20,7 +20,7 @@ import { LobesError, LobesErrors } from '../util/errors.js';
 import { halfArrayToFloat } from '../util/half.js';
 import { RangeFile } from '../util/io.js';
 import type { HookInfo, RowChunk, RunManifest, RunReader, SampleRow } from './types.js';
-import { ACTIVATIONS, INDEX, SAMPLES } from './layout.js';
+import { ACTIVATIONS, INDEX, MANIFEST, SAMPLES } from './layout.js';
 import { readManifest, readSamples } from './manifest.js';
 import { type ChunkEntry, type ChunkIndex, readChunkIndex, checkChunkBytes, REPAIR_HINT } from './chunks.js';
 import { hashItems, runIdentity } from './provenance.js';
@@ -72,7 +72,7 @@ export class Run implements RunReader {
     readonly manifest: RunManifest,
     opts: OpenRunOptions = {},
   ) {
-    const mfile = path.join(dir, 'manifest.json');
+    const mfile = path.join(dir, MANIFEST);
     if (manifest.identity !== undefined && manifest.identity !== runIdentity(manifest)) {
       throw new LobesError('manifest was edited: its run identity does not match the settings and hashes it lists', { file: mfile, hint: 'restore the manifest or extract the run again' });
     }
@@ -146,7 +146,7 @@ export class Run implements RunReader {
     if (!h) {
       const names = [...this.hookMap.keys()];
       throw new LobesError(`capture point ${JSON.stringify(name)} is not in this run (it has ${names.slice(0, 6).join(', ')}${names.length > 6 ? `, … ${names.length} in all` : ''})`, {
-        file: path.join(this.dir, 'manifest.json'),
+        file: path.join(this.dir, MANIFEST),
       });
     }
     return h;
@@ -169,7 +169,7 @@ export class Run implements RunReader {
   labels(axis: string): string[] {
     if (!this.labelAxes().includes(axis)) {
       const near = nearest(axis, this.labelAxes());
-      throw new LobesError(`label axis ${JSON.stringify(axis)} is not in this run (axes: ${this.labelAxes().join(', ') || 'none'})`, { file: path.join(this.dir, 'samples.jsonl'), ...(near ? { hint: `did you mean --by ${near}?` } : {}) });
+      throw new LobesError(`label axis ${JSON.stringify(axis)} is not in this run (axes: ${this.labelAxes().join(', ') || 'none'})`, { file: path.join(this.dir, SAMPLES), ...(near ? { hint: `did you mean --by ${near}?` } : {}) });
     }
     const o = this.labelOverlays().get(axis);
     if (o && !(this.manifest.dataset.axes ?? []).includes(axis)) {
@@ -212,7 +212,7 @@ export class Run implements RunReader {
       else hi = mid - 1;
     }
     throw new LobesError(`row ${row} (sample ${this.samples[row]?.id ?? '?'}) is in chunk ${c}, which has not been extracted`, {
-      file: path.join(this.dir, 'activations/index.json'),
+      file: path.join(this.dir, INDEX),
       hint: 'rerun the extract command to finish the run',
     });
   }
@@ -257,7 +257,7 @@ export class Run implements RunReader {
       let i = 0;
       while (i < rows.length) {
         const r = rows[i];
-        if (!Number.isInteger(r) || r < 0 || r >= n) throw new LobesError(`row ${r} is out of range for ${n} samples`, { file: path.join(this.dir, 'samples.jsonl') });
+        if (!Number.isInteger(r) || r < 0 || r >= n) throw new LobesError(`row ${r} is out of range for ${n} samples`, { file: path.join(this.dir, SAMPLES) });
         const loc = this.locate(r);
         const end = loc.runStart + loc.entry.rows;
         // Coalesce consecutive rows inside the same chunk.
@@ -355,7 +355,7 @@ export class Run implements RunReader {
     this.consumed.clear();
     for (const h of consumed) this.consumed.add(h);
     const have = this.index.chunks.reduce((a, c) => a + c.rows, 0);
-    if (have !== this.samples.length) problems.push(new LobesError(`${this.samples.length - have} of ${this.samples.length} rows have no chunk yet`, { file: path.join(this.dir, 'activations/index.json') }));
+    if (have !== this.samples.length) problems.push(new LobesError(`${this.samples.length - have} of ${this.samples.length} rows have no chunk yet`, { file: path.join(this.dir, INDEX) }));
     if (problems.length === 1) throw problems[0];
     if (problems.length) throw new LobesErrors(`run ${this.dir} failed verification`, problems);
     return files;

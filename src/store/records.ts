@@ -13,11 +13,11 @@
  * geometry and shard ranges are the run store's (src/store/layout.ts). Joined files are read
  * back only through readVerifiedJsonl, against the sha256 the job's manifest recorded.
  */
-import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import * as path from 'node:path';
 import { LobesError } from '../util/errors.js';
-import { cleanTempFiles, fsyncDir, writeFileAtomicSync } from '../util/io.js';
+import { cleanTempFiles, writeFileAtomicSync } from '../util/io.js';
 import { sha256File, type ChunkFile } from './chunks.js';
 
 export const CHUNKS_DIR = 'records';
@@ -199,38 +199,23 @@ export class RecordChunks {
 
 /**
  * Write the concatenation of `sources` to `target` atomically (temporary sibling, fsync,
- * rename), checking each source against its expected size and sha256 while copying.
+ * rename: writeFileAtomicSync), each source checked against its expected size and sha256 first.
  */
 export function concatAtomic(target: string, sources: string[], expected?: ChunkFile[]): ChunkFile {
-  const dir = path.dirname(target);
-  mkdirSync(dir, { recursive: true });
-  const tmp = path.join(dir, `.${path.basename(target)}.tmp-${process.pid}-${Math.floor(Math.random() * 1e9)}`);
   const total = createHash('sha256');
   let bytes = 0;
-  try {
-    const fd = openSync(tmp, 'w');
-    try {
-      sources.forEach((src, i) => {
-        const buf = readFileSync(src);
-        const want = expected?.[i];
-        if (want && (buf.byteLength !== want.bytes || createHash('sha256').update(buf).digest('hex') !== want.sha256)) {
-          throw new LobesError('record chunk changed since it was written (size or sha256 differ from the index)', { file: src, hint: 'rerun the same command to compute it again' });
-        }
-        let off = 0;
-        while (off < buf.byteLength) off += writeSync(fd, buf, off, buf.byteLength - off);
-        total.update(buf);
-        bytes += buf.byteLength;
-      });
-      fsyncSync(fd);
-    } finally {
-      closeSync(fd);
+  // Every source is read and checked before anything is written (writeFileAtomicSync).
+  const parts = sources.map((src, i) => {
+    const buf = readFileSync(src);
+    const want = expected?.[i];
+    if (want && (buf.byteLength !== want.bytes || createHash('sha256').update(buf).digest('hex') !== want.sha256)) {
+      throw new LobesError('record chunk changed since it was written (size or sha256 differ from the index)', { file: src, hint: 'rerun the same command to compute it again' });
     }
-    renameSync(tmp, target);
-  } catch (e) {
-    rmSync(tmp, { force: true });
-    throw e;
-  }
-  fsyncDir(dir);
+    total.update(buf);
+    bytes += buf.byteLength;
+    return buf;
+  });
+  writeFileAtomicSync(target, parts);
   return { path: path.basename(target), bytes, sha256: total.digest('hex') };
 }
 

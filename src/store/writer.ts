@@ -15,7 +15,7 @@ import { writeFileAtomicSync, writeFileAtomic, cleanTempFiles } from '../util/io
 import { floatArrayToHalf } from '../util/half.js';
 import { encodeSafetensors } from '../formats/safetensors.js';
 import type { HookInfo } from './types.js';
-import { ACTIVATIONS, FORMAT_VERSION, chunkRelPath, checkHookName } from './layout.js';
+import { ACTIVATIONS, FORMAT_VERSION, INDEX, chunkRelPath, checkHookName } from './layout.js';
 import { type ChunkEntry, type ChunkIndex, type ChunkFile, readChunkIndex, writeChunkIndex, checkChunkFile } from './chunks.js';
 
 /** Encode one chunk of one hook: tensor named after the hook, [rows, dim]. */
@@ -66,7 +66,7 @@ export class ChunkWriter {
   static async resume(runDir: string, hooks: HookInfo[], chunkRows: number, opts: { verify: boolean; repair: boolean }): Promise<{ writer: ChunkWriter; repaired: string[] }> {
     const idx = readChunkIndex(runDir);
     const same = idx.chunkRows === chunkRows && idx.hooks.length === hooks.length && idx.hooks.every((h, i) => h.name === hooks[i].name && h.dim === hooks[i].dim && h.dtype === hooks[i].dtype);
-    if (!same) throw new LobesError('chunk index does not match the manifest (capture points or chunk size differ)', { file: path.join(runDir, ACTIVATIONS, 'index.json'), hint: 'the folder was edited by hand; start a new run' });
+    if (!same) throw new LobesError('chunk index does not match the manifest (capture points or chunk size differ)', { file: path.join(runDir, INDEX), hint: 'the folder was edited by hand; start a new run' });
     for (const h of hooks) {
       mkdirSync(path.join(runDir, ACTIVATIONS, h.name), { recursive: true });
       await cleanTempFiles(path.join(runDir, ACTIVATIONS, h.name));

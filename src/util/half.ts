@@ -50,10 +50,11 @@ export function bf16ArrayToFloat(src: Uint16Array, out = new Float32Array(src.le
   return out;
 }
 
-/** Round a number to the nearest fp16 bit pattern (round half to even). */
-export function floatToHalf(x: number): number {
-  f32[0] = x;
-  const b = u32[0];
+/**
+ * The fp16 bit pattern nearest a float32 given by its bits (round half to even; magnitudes
+ * from 65520 up overflow to ±Inf; NaN stays NaN, quiet).
+ */
+function halfFromBits(b: number): number {
   const sign = (b >>> 16) & 0x8000;
   const exp = (b >>> 23) & 0xff;
   let mant = b & 0x7fffff;
@@ -70,14 +71,37 @@ export function floatToHalf(x: number): number {
     if (rem > half || (rem === half && (h & 1))) h++;
     return sign | h;
   }
+  // A carry out of the mantissa moves into the exponent, up to Inf (0x7bff + 1 = 0x7c00).
   let h = (e << 10) | (mant >>> 13);
   const rem = mant & 0x1fff;
   if (rem > 0x1000 || (rem === 0x1000 && (h & 1))) h++;
   return sign | h;
 }
 
+/** Round a number to the nearest fp16 bit pattern (round half to even). */
+export function floatToHalf(x: number): number {
+  f32[0] = x;
+  return halfFromBits(u32[0]);
+}
+
+/**
+ * Round values to fp16 bit patterns (round half to even), as floatToHalf does each. A
+ * Float32Array takes a fast path for the normal range: |x| in [2^-14, 65520) is rounded on its
+ * bits directly (mantissa to 10 bits, ties to even, a carry into the exponent right by
+ * construction); the rest goes through the general conversion.
+ */
 export function floatArrayToHalf(src: ArrayLike<number>, out = new Uint16Array(src.length)): Uint16Array {
-  for (let i = 0; i < src.length; i++) out[i] = floatToHalf(src[i]);
+  if (!(src instanceof Float32Array)) {
+    for (let i = 0; i < src.length; i++) out[i] = floatToHalf(src[i]!);
+    return out;
+  }
+  const bits = new Uint32Array(src.buffer, src.byteOffset, src.length);
+  for (let i = 0; i < src.length; i++) {
+    const b = bits[i]!;
+    const a = b & 0x7fffffff;
+    if (a >= 0x38800000 && a < 0x477ff000) out[i] = ((b >>> 16) & 0x8000) | (((a + 0x0fff + ((a >>> 13) & 1)) >>> 13) - 0x1c000);
+    else out[i] = halfFromBits(b);
+  }
   return out;
 }
 

@@ -20,12 +20,13 @@ import { csvField } from '../util/csv.js';
 import { LobesError, UsageError } from '../util/errors.js';
 import { Progress } from '../util/progress.js';
 import { defaultThreads } from '../util/worker.js';
-import { checkRegularFile, writeFileAtomicSync, writeDirAtomic } from '../util/io.js';
+import { checkRegularFile, writeDirAtomic } from '../util/io.js';
 import { checkOutputDir } from '../util/output.js';
 import { analysisProvenance, hashModelFiles } from '../store/provenance.js';
 import { modelFiles, resolveRunModel } from '../runtime/modelfiles.js';
 import { hashFilesInBackground } from '../store/filehash.js';
-import { writeSafetensors, type StWriteTensor } from '../formats/safetensors.js';
+import type { StWriteTensor } from '../formats/safetensors.js';
+import { writeWandaFiles, WANDA_DIR } from './store.js';
 import { LOBES_VERSION } from '../version.js';
 import type { RunReader } from '../store/types.js';
 import type { ModelInfo } from '../runtime/types.js';
@@ -150,7 +151,7 @@ export async function runWanda(run: RunReader | string, opts: WandaOptions = {})
   const reader: RunReader = typeof run === 'string' ? await (await import('../store/index.js')).openRun(run) : run;
   const r = resolveOptions(opts);
   // RUN/wanda may be replaced only when it is an earlier wanda result (checked again when written)
-  checkOutputDir(reader.analysisDir('wanda'), 'wanda');
+  checkOutputDir(reader.analysisDir(WANDA_DIR), 'wanda');
   const by = chooseAxis(reader.labelAxes(), opts.by);
   const labels = reader.labels(by);
   const located = await locateRunWeights(reader, opts);
@@ -214,7 +215,7 @@ export async function runWanda(run: RunReader | string, opts: WandaOptions = {})
   // The capture points read (by worker threads too, which the reader does not see).
   settings.provenance = analysisProvenance(reader, [...new Set(matrices.map((m) => m.input))]);
 
-  const target = reader.analysisDir('wanda');
+  const target = reader.analysisDir(WANDA_DIR);
   await writeOutputs(target, settings, result, metrics);
   return { settings, regions: result.regions, metrics, dir: target };
 }
@@ -366,12 +367,16 @@ async function writeOutputs(target: string, settings: WandaSettings, result: Ana
       const m = result.regions.matrices.find((x) => key.endsWith(`|${x.name}`))!;
       tensors.push({ name: key, dtype: 'F32', shape: [m.rowBlocks, m.colBlocks], data: map });
     }
-    writeSafetensors(path.join(tmp, 'pooled.safetensors'), tensors, { by: settings.by, block: settings.block.join('x'), seed: String(settings.seed), format: 'lobes-wanda-pooled' });
-    writeFileAtomicSync(path.join(tmp, 'regions.json'), JSON.stringify(result.regions) + '\n');
-    writeFileAtomicSync(path.join(tmp, 'metrics.json'), JSON.stringify(metrics, null, 1) + '\n');
-    writeFileAtomicSync(path.join(tmp, 'metrics.csv'), metricsCsv(metrics));
-    if (metrics.channels) writeFileAtomicSync(path.join(tmp, 'channels.csv'), channelsCsv(metrics));
-    if (metrics.sensitivity) writeFileAtomicSync(path.join(tmp, 'sensitivity.csv'), sensitivityCsv(metrics.sensitivity));
-    writeFileAtomicSync(path.join(tmp, 'settings.json'), JSON.stringify(settings, null, 2) + '\n');
+    writeWandaFiles(tmp, {
+      settings,
+      regions: result.regions,
+      metrics,
+      tables: {
+        metrics: metricsCsv(metrics),
+        ...(metrics.channels ? { channels: channelsCsv(metrics) } : {}),
+        ...(metrics.sensitivity ? { sensitivity: sensitivityCsv(metrics.sensitivity) } : {}),
+      },
+      pooled: { tensors, meta: { by: settings.by, block: settings.block.join('x'), seed: String(settings.seed), format: 'lobes-wanda-pooled' } },
+    });
   }, { kind: 'wanda' });
 }

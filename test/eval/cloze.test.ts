@@ -15,7 +15,7 @@ import { clopperPearson } from '../../src/eval/summary-cloze.js';
 import { clozeContext, clozePicks } from '../../src/eval/cloze.js';
 import { runEval, readEvalResults } from '../../src/eval/run.js';
 import { loadEvalTokenizer } from '../../src/eval/tokenizer.js';
-import { openLoglikEngine, splitContinuation } from '../../src/runtime/loglik.js';
+import { openLoglikEngine, splitContinuation, type LoglikEngine, type LoglikRequest } from '../../src/runtime/loglik.js';
 import { ensureGeneratedModel } from '../../src/models/write.js';
 import { LobesError } from '../../src/util/errors.js';
 
@@ -112,5 +112,74 @@ describe('lobes eval --scoring cloze on a generated model', () => {
     await expect(runEval({ model, data: spec, out: path.join(root, 'x1'), scoring: 'cloze', cot: 8, quiet: true })).rejects.toThrow(/--cot applies to letter scoring/);
     await expect(runEval({ model, data: spec, out: path.join(root, 'x2'), scoring: 'cloze', shuffles: 3, quiet: true })).rejects.toThrow(/--shuffles applies to letter scoring/);
     await expect(runEval({ model, data: spec, out: path.join(root, 'x3'), mutualInfo: true, quiet: true })).rejects.toBeInstanceOf(LobesError);
+  });
+});
+
+describe('the memory plan of cloze scoring', () => {
+  let root: string;
+  const model = ensureGeneratedModel('tiny-llama-past');
+  const ITEMS = [
+    { id: 'short', question: 'Warm?', options: ['sun', 'ice'], answer: 0 },
+    { id: 'long', question: 'Which of these is the warmest thing you could hold in your hand on a cold winter morning?', options: ['a cup of hot tea with honey', 'snow'], answer: 0 },
+  ];
+  // An engine without any session: it counts what it is asked to score.
+  const ARCH = { family: 'llama', layers: 1, hidden: 8, intermediate: 16, heads: 2, kvHeads: 2, vocab: 100, dtype: 'fp32', quantization: null };
+  const fake = () => {
+    const calls: LoglikRequest[][] = [];
+    const engine: LoglikEngine = {
+      info: { dir: 'fake', arch: ARCH, points: [], providers: [], inputs: [] } as any,
+      usesCache: false,
+      stats: { scoredTokens: 0, computedTokens: 0, runs: 0 },
+      async score(reqs) {
+        calls.push([...reqs]);
+        return reqs.map((r) => r.continuations.map((c) => ({ logprob: -c.length, tokens: c.length, greedy: false, tokenLogprobs: new Float32Array(c.length).fill(-1), tokenGreedy: new Uint8Array(c.length) })));
+      },
+      async close() {},
+    };
+    return { engine, calls };
+  };
+  // Bytes of one batch of `rows` × `seq` tokens, written here from the plan's formula (docs/eval.md):
+  // float32 attention scores for every head plus the hidden and MLP activations.
+  const bytes = (rows: number, seq: number) => 4 * rows * seq * (2 * ARCH.heads * seq + 4 * ARCH.hidden + 3 * ARCH.intermediate);
+  let worst: { seq: number; id: string };
+  let spec: string;
+  beforeAll(async () => {
+    root = mkdtempSync(path.join(tmpdir(), 'lobes-eval-cloze-plan-'));
+    const file = path.join(root, 'items.jsonl');
+    writeFileSync(file, ITEMS.map((x) => JSON.stringify(x)).join('\n') + '\n');
+    spec = `jsonl:${file}?question=question&options=options&answer=answer&id=id`;
+    // The longest row: (context + option)[:-1], lm-eval's split, as the engine runs it.
+    const tok = await loadEvalTokenizer(model, { chatTemplate: 'off' });
+    worst = { seq: 0, id: '' };
+    for (const it of ITEMS) {
+      for (const o of it.options) {
+        const sp = splitContinuation(tok, `Question: ${it.question}\nAnswer:`, ' ' + o, tok.prefixId!);
+        const seq = sp.context.length + sp.continuation.length - 1;
+        if (seq > worst.seq) worst = { seq, id: it.id };
+      }
+    }
+    expect(worst.id).toBe('long');
+  });
+  afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+  it('refuses a batch bigger than the memory with the plan\'s one line before the engine runs anything, and runs it at the limit or with --ignore-plan', async () => {
+    const need = bytes(1, worst.seq);
+    const base = { model, data: spec, scoring: 'cloze' as const, chatTemplate: 'off' as const, quiet: true, bootstrap: 0, batch: 1 };
+    const a = fake();
+    const err = await runEval({ ...base, out: path.join(root, 'refused'), memoryLimit: () => need - 1, deps: { openLoglik: async () => a.engine } }).catch((e) => e);
+    expect(err).toBeInstanceOf(LobesError);
+    expect(err.message).not.toContain('\n');
+    expect(err.message).toContain(`a batch of 1 row × ${worst.seq} tokens needs about`);
+    expect(err.message).toContain('sample long');
+    expect(err.message).toContain('--ignore-plan');
+    expect(a.calls).toEqual([]);
+    const b = fake();
+    await runEval({ ...base, out: path.join(root, 'fits'), memoryLimit: () => need, deps: { openLoglik: async () => b.engine } });
+    expect(b.calls.length).toBeGreaterThan(0);
+    const c = fake();
+    const lines: string[] = [];
+    await runEval({ ...base, out: path.join(root, 'ignored'), memoryLimit: () => need - 1, ignorePlan: true, log: (l) => lines.push(l), deps: { openLoglik: async () => c.engine } });
+    expect(c.calls.length).toBeGreaterThan(0);
+    expect(lines.some((l) => l.startsWith('warning: a batch of 1 row') && l.endsWith('(--ignore-plan given)'))).toBe(true);
   });
 });

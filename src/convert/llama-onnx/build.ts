@@ -7,7 +7,7 @@ import { floatArrayToHalf } from '../../util/half.js';
 import { int, NodeList, type GAttr, type GGraph, type GValue } from './graph.js';
 import type { TensorSink } from './sink.js';
 import type { LlamaSpec, LlamaWeightSource, WriteLlamaOptions } from './types.js';
-import { planNbits, runnableNbits, shape2, sourceBlocks, streamFloat, streamNbits, toHalf, zpRowBytes, type NbitsPlan, type StreamCtx } from './weights.js';
+import { planNbits, runnableNbits, shape2, sourceBlocks, streamFloat, streamNbits, zpRowBytes, type NbitsPlan, type StreamCtx } from './weights.js';
 import type { NbitsBlocks } from './types.js';
 
 export type FloatType = 'float32' | 'float16';
@@ -121,7 +121,7 @@ export class GraphBuilder {
     for (let r0 = 0; r0 < rows; r0 += step) {
       const r1 = Math.min(rows, r0 + step);
       const v = fill(r0, r1);
-      const out = dtype === 'float16' ? toHalf(v) : v;
+      const out = dtype === 'float16' ? floatArrayToHalf(v) : v;
       region.write(r0 * cols * es, new Uint8Array(out.buffer, out.byteOffset, out.byteLength));
     }
     return name;

@@ -11,6 +11,6 @@ export { writeLlamaOnnx, buildLlamaGraph, buildLlamaGraphInline, plannedDataByte
 export { checkSpec, checkSource, expectedWeights, ropeInvFreq, ropeType, W as WEIGHT_NAMES } from './spec.js';
 export { memorySource, seededLlamaSource, type MemoryWeight, type SeededSourceOptions } from './source.js';
 export { llamaConfigJson, genaiConfigJson } from './config.js';
-export { quantizeRows, toHalf } from './weights.js';
+export { quantizeRows } from './weights.js';
 export { encodeGGraph, type GGraph, type GNode, type GInit, type GValue, type GAttr } from './graph.js';
 export { InlineSink, FileSink, type TensorSink, type Region } from './sink.js';

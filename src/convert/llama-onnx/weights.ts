@@ -6,6 +6,7 @@
  * source gives as nbits blocks, those blocks).
  */
 import { LobesError } from '../../util/errors.js';
+import { floatArrayToHalf } from '../../util/half.js';
 import type { LlamaWeightSource, NbitsBlocks } from './types.js';
 import type { Region, TensorSink } from './sink.js';
 
@@ -16,44 +17,6 @@ export interface StreamCtx {
   chunkBytes: number;
   /** The chunk buffer reused across rowsInto calls (grown on demand). */
   chunk?: Float32Array;
-}
-
-/** float32 → IEEE half bit patterns (round to nearest even; ±65504 overflow → ±Inf). */
-export function toHalf(src: Float32Array, dst: Uint16Array = new Uint16Array(src.length)): Uint16Array {
-  const bits = new Uint32Array(src.buffer, src.byteOffset, src.length);
-  for (let i = 0; i < src.length; i++) {
-    const b = bits[i]!;
-    const a = b & 0x7fffffff;
-    // Normal halves (|x| in [2^-14, 65520)): round the mantissa to 10 bits (ties to even); a
-    // carry into the exponent is right by construction.
-    if (a >= 0x38800000 && a < 0x477ff000) dst[i] = ((b >>> 16) & 0x8000) | (((a + 0x0fff + ((a >>> 13) & 1)) >>> 13) - 0x1c000);
-    else dst[i] = halfSlow(b);
-  }
-  return dst;
-}
-
-/** Subnormal, zero, overflow, Inf and NaN cases of toHalf. */
-function halfSlow(b: number): number {
-  const sign = (b >>> 16) & 0x8000;
-  const exp = (b >>> 23) & 0xff;
-  let mant = b & 0x7fffff;
-  if (exp === 0xff) return sign | 0x7c00 | (mant ? 0x200 : 0);
-  const e = exp - 112; // exp - 127 + 15
-  if (e >= 0x1f || (e === 0x1e && mant >= 0x7ff000)) return sign | 0x7c00;
-  if (e <= 0) {
-    if (e < -10) return sign;
-    mant |= 0x800000;
-    const shift = 14 - e;
-    let h = mant >>> shift;
-    const rem = mant & ((1 << shift) - 1);
-    const half = 1 << (shift - 1);
-    if (rem > half || (rem === half && h & 1)) h++;
-    return sign | h;
-  }
-  let h = (e << 10) | (mant >>> 13);
-  const rem = mant & 0x1fff;
-  if (rem > 0x1000 || (rem === 0x1000 && h & 1)) h++;
-  return sign | h;
 }
 
 const bytes = (a: Float32Array | Uint16Array | Uint8Array) => new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
@@ -109,14 +72,14 @@ export function streamFloat(ctx: StreamCtx, region: Region, parts: string[], opt
       // The plain path writes the chunk out at once, so it can reuse one buffer.
       const chunk = readRows(ctx.src, name, r0, r1, cols, plain ? ctx : undefined);
       if (plain) {
-        const out = opts.dtype === 'float16' ? bytes(toHalf(chunk)) : bytes(chunk);
+        const out = opts.dtype === 'float16' ? bytes(floatArrayToHalf(chunk)) : bytes(chunk);
         region.write((rowOff + r0) * cols * es, out);
         continue;
       }
       // Transposed: out[i, rowOff + r0 + j] = chunk[j, i]; a tile of R values per output row.
       const tile = new Float32Array(R * cols);
       transposeInto(chunk, R, cols, tile);
-      const tb = opts.dtype === 'float16' ? bytes(toHalf(tile)) : bytes(tile);
+      const tb = opts.dtype === 'float16' ? bytes(floatArrayToHalf(tile)) : bytes(tile);
       if (R === total) region.write(0, tb);
       else for (let i = 0; i < cols; i++) region.write((i * total + rowOff + r0) * es, tb.subarray(i * R * es, (i + 1) * R * es));
     }
@@ -295,7 +258,7 @@ export function streamNbits(ctx: StreamCtx, r: NbitsRegions, parts: string[], pl
   const { bits, blockSize } = plan;
   const blob = (blockSize * bits) / 8;
   const fs = dtype === 'float16' ? 2 : 4;
-  const floatBytes = (a: Float32Array) => (dtype === 'float16' ? bytes(toHalf(a)) : bytes(a));
+  const floatBytes = (a: Float32Array) => (dtype === 'float16' ? bytes(floatArrayToHalf(a)) : bytes(a));
   let rowOff = 0;
   for (const [p, name] of parts.entries()) {
     const [dOut, dIn] = shape2(ctx.src, name);

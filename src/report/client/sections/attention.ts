@@ -161,7 +161,7 @@ function renderRun(page: Page, run: RunPayload, ri: number, cell: HTMLElement): 
     sel.appendChild(o);
   });
   cell.appendChild(sel);
-  if (a.omitted) cell.appendChild(el('span', 'hint', a.omitted + ' more items in ' + a.dir + '/items.jsonl'));
+  if (a.omitted) cell.appendChild(el('span', 'hint', a.omitted + ' more items in ' + a.itemsFile));
   const holder = el('div', 'attn-item');
   cell.appendChild(holder);
   sel.addEventListener('change', () => itemView(a, a.items[Number(sel.value)]!, holder));
