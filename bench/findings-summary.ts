@@ -6,7 +6,11 @@
  * Separation at the final hidden state of every run (trained and control, question + response
  * and response only, English and Chinese) with chance, the nulls and the token baselines; the
  * paired differences trained − control; the probe per layer; the neuron regions at 256×256 and
- * at --block auto; the wall time of every step.
+ * at --block auto; the wall time of every step. Then, for every run present, the details the
+ * findings quote (bench/findings-parts.ts): each classifier with its family's Holm p and z, the
+ * paired model − words and incremental probes, the sweep after Holm with its layer steps, the
+ * regions pair by pair with Holm and BH, density against random placements and the channel test;
+ * and the statistics derived from figures recorded from earlier runs (bench/findings-recorded.json).
  */
 import { existsSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
@@ -15,6 +19,7 @@ import { compareRuns } from '../src/report/compare.js';
 import { verdictLines } from '../src/report/verdict.js';
 import type { ClassifierMetrics, MetricWithCI } from '../src/cluster/types.js';
 import type { WandaMetrics, WandaSettings } from '../src/wanda/types.js';
+import { classifierTable, comparisonTable, recordedLines, sweepDetail, wandaDetail } from './findings-parts.js';
 
 const OUT = process.argv[2] ?? 'runs/findings';
 const RUNS = ['en-qr', 'en-qr-control', 'en-r', 'en-r-control', 'en-q', 'en-q-control', 'zh-qr', 'zh-qr-control', 'zh-r', 'zh-r-control', 'zh-q', 'zh-q-control'];
@@ -88,15 +93,15 @@ function wandaLines(name: string): string[] {
     if (!existsSync(path.join(dir, 'metrics.json'))) continue;
     const s = JSON.parse(readFileSync(path.join(dir, 'settings.json'), 'utf8')) as WandaSettings;
     const m = JSON.parse(readFileSync(path.join(dir, 'metrics.json'), 'utf8')) as WandaMetrics;
-    const sig = (k: 'jaccard' | 'isolationAB' | 'densityAminusB', lower = false) => m.pairs.filter((q) => ((lower ? q[k].pLower : q[k].p) ?? 1) <= 0.05).length;
+    const sig = (k: 'jaccard' | 'densityAminusB', lower = false) => m.pairs.filter((q) => ((lower ? q[k].pLower : q[k].p) ?? 1) <= 0.05).length;
     const mean = (f: (q: WandaMetrics['pairs'][number]) => number) => m.pairs.reduce((t, q) => t + f(q), 0) / m.pairs.length;
     const regions = JSON.parse(readFileSync(path.join(dir, 'regions.json'), 'utf8'));
     const mat = regions.matrices[0];
     out.push(
       `- ${LABEL[name] ?? name}, ${s.block.join('×')} blocks${s.blockCheck?.auto ? ' (auto)' : ''}: gate/up map ${mat.rowBlocks}×${mat.colBlocks}; ` +
         `${s.blockCheck?.coarse.length ? `coarse (${s.blockCheck.coarse.map((c) => `${c.proj} ${c.rowBlocks}×${c.colBlocks}, ${c.selected} selected`).join('; ')})` : 'every matrix passes the block-size rule'}; ` +
-        `mean Jaccard ${f2(mean((q) => q.jaccard.value))} (null ${f2(mean((q) => q.jaccard.nullMean ?? NaN))}); pairs with Jaccard below the null (p ≤ 0.05): ${sig('jaccard', true)} of ${m.pairs.length}; ` +
-        `isolation |A∖B|/|A| above the null: ${sig('isolationAB')} of ${m.pairs.length}; density of A∖B above the null: ${sig('densityAminusB')} of ${m.pairs.length} (${s.permutations} permutations).`,
+        `mean Jaccard ${f2(mean((q) => q.jaccard.value))} (null ${f2(mean((q) => q.jaccard.nullMean ?? NaN))}); pairs with Jaccard below the null (p ≤ 0.05): ${sig('jaccard', true)} of ${m.pairs.length}, after Holm ${m.pairs.filter((q) => (q.jaccard.pLowerHolm ?? 1) <= 0.05).length}; ` +
+        `density of A∖B above the label null: ${sig('densityAminusB')} of ${m.pairs.length} (${s.permutations} permutations; isolation is the same test as Jaccard, |A| = |B|).`,
     );
   }
   return out;
@@ -134,6 +139,18 @@ lines.push(...compareLines(byName.get('en-qr') ?? null, byName.get('zh-qr') ?? n
 lines.push(...sweepTable(models.filter(([n]) => ['en-qr', 'en-qr-control', 'en-r', 'en-q', 'zh-qr', 'zh-qr-control', 'zh-r', 'zh-q'].includes(n))));
 const w = [...wandaLines('en-qr'), ...wandaLines('en-qr-control'), ...wandaLines('zh-qr'), ...wandaLines('zh-qr-control')];
 if (w.length) lines.push('### Neuron regions (wanda, by aspect, top 10% of blocks per matrix)', '', ...w, '');
+lines.push('### Details', '');
+for (const [name, m] of models) {
+  const cm = m.cluster?.metrics;
+  if (!cm) continue;
+  lines.push(...classifierTable(LABEL[name] ?? name, cm), ...comparisonTable(LABEL[name] ?? name, cm), ...sweepDetail(LABEL[name] ?? name, cm, m.cluster?.settings ?? null, [[22, 23], [26, 27]]));
+}
+for (const [name, m] of full) {
+  const cm = m.cluster?.metrics;
+  if (cm) lines.push(...classifierTable(`${LABEL[name] ?? name}, every dimension`, cm), ...comparisonTable(`${LABEL[name] ?? name}, every dimension`, cm));
+}
+for (const r of ['en-qr', 'en-qr-control', 'zh-qr', 'zh-qr-control']) for (const sub of ['wanda-256', 'wanda']) lines.push(...wandaDetail(`Regions of ${LABEL[r] ?? r}`, path.join(OUT, r, sub)));
+lines.push(...recordedLines(path.join(path.dirname(new URL(import.meta.url).pathname), 'findings-recorded.json')));
 const times = path.join(OUT, 'times.tsv');
 if (existsSync(times)) {
   lines.push('### Wall times', '', '| step | seconds | load average (1 min) at start → end |', '|---|---|---|');
