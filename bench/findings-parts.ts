@@ -139,6 +139,7 @@ interface Recorded {
   eval: { run: string; k: number; n: number; chance: number; unit: string }[];
   slotA: { prompts: number; pickedA: number; note: string };
   zhRegions32: { permutations: number; pairs: [string, string, number][] };
+  paper?: { note: string; iaeEn: number; iaeZh: number; gaeEn: number; gaeZh: number };
 }
 
 /** Exact intervals and tests from bench/findings-recorded.json, and Holm/BH of the earlier Chinese region p-values. */
@@ -153,6 +154,7 @@ export function recordedLines(file: string): string[] {
     const bound = e.unit.startsWith('trees') ? (e.k - 1 >= e.n * e.chance ? ' (upper bound)' : ' (not a bound)') : '';
     out.push(`| ${e.run} | ${e.k} / ${e.n} ${e.unit} | ${pct(e.k / e.n)} | [${pct(cp[0])}, ${pct(cp[1])}] | [${pct(wilson(e.k, e.n)![0])}, ${pct(wilson(e.k, e.n)![1])}] | ${pct(e.chance)} | ${fp(binomialUpper(e.k, e.n, e.chance))}${bound} |`);
   }
+  if (r.paper) out.push('', `Reference (${r.paper.note}): IAE ${r.paper.iaeEn} English, ${r.paper.iaeZh} Chinese; GAE ${r.paper.gaeEn} English, ${r.paper.gaeZh} Chinese.`);
   out.push('', `Slot A: ${r.slotA.pickedA} of ${r.slotA.prompts} prompts answered A (${r.slotA.note}).`, '');
   const R = r.zhRegions32.permutations;
   const p = r.zhRegions32.pairs.map(([, , k]) => k / (R + 1));

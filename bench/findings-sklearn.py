@@ -1,10 +1,10 @@
 """
 An independent check of the probe numbers in docs/findings.md: scikit-learn on the same runs.
 
-    /work/venv/bin/python bench/findings-sklearn.py [--repeats 5] [--c nested|C] runs/findings/en-qr [more runs...]
+    /work/venv/bin/python bench/findings-sklearn.py [--repeats 5] [--c nested|C] [--state-only] runs/findings/en-qr [more runs...]
     /work/venv/bin/python bench/findings-sklearn.py [--repeats 5] --texts FILE.jsonl [...] --tokenizer MODEL_DIR
 
-The second form needs no run: FILE.jsonl is `lobes data export SPEC` output (e.g. the response
+--state-only scores the final state only (no token features). The second form needs no run: FILE.jsonl is `lobes data export SPEC` output (e.g. the response
 alone, socialeval:PATH?lang=en&text=response), scored on the token-id and word counts only.
 
 The protocol is lobes' probe (docs/cluster.md, "The probe's cross-validation"), built from
@@ -139,7 +139,12 @@ def header(name, y):
 
 
 args = sys.argv[1:]
-while args and args[0] in ("--repeats", "--c"):
+STATE_ONLY = False
+while args and args[0] in ("--repeats", "--c", "--state-only"):
+    if args[0] == "--state-only":
+        STATE_ONLY = True
+        args = args[1:]
+        continue
     if args[0] == "--repeats":
         REPEATS = int(args[1])
     else:
@@ -172,4 +177,5 @@ for run in args:
     X = load(run, "final.hidden")
     score(X, y, "final.hidden")
     score(X, y, "final.hidden", pca=50)
-    text_baselines([s["text"] for s in samples], y, man["model"]["dir"])
+    if not STATE_ONLY:
+        text_baselines([s["text"] for s in samples], y, man["model"]["dir"])

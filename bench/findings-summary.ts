@@ -158,6 +158,8 @@ for (const [name, m] of full) {
 }
 for (const r of ['en-qr', 'en-qr-control', 'zh-qr', 'zh-qr-control']) for (const sub of ['wanda-256', 'wanda']) lines.push(...wandaDetail(`Regions of ${LABEL[r] ?? r}`, path.join(OUT, r, sub)));
 lines.push(...recordedLines(path.join(path.dirname(new URL(import.meta.url).pathname), 'findings-recorded.json')));
+const sk = path.join(path.dirname(new URL(import.meta.url).pathname), 'findings-sklearn.out.txt');
+if (existsSync(sk)) lines.push('### scikit-learn on the same runs (bench/findings-sklearn.out.txt)', '', '```', readFileSync(sk, 'utf8').trimEnd(), '```', '');
 const times = path.join(OUT, 'times.tsv');
 if (existsSync(times)) {
   lines.push('### Wall times', '', '| step | seconds | load average (1 min) at start → end |', '|---|---|---|');
