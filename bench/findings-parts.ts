@@ -18,7 +18,11 @@ const fp = (p: number | null | undefined) => (p === null || p === undefined ? '�
 const ci = (c: [number, number] | null | undefined) => (c ? `[${f3(c[0])}, ${f3(c[1])}]` : '');
 const sd = (c: [number, number] | null | undefined) => (c ? `[${c[0] >= 0 ? '+' : ''}${f3(c[0])}, ${c[1] >= 0 ? '+' : ''}${f3(c[1])}]` : '');
 const sg = (v: number) => `${v >= 0 ? '+' : ''}${f3(v)}`;
-const range = (v: number[]) => (v.length ? `${f3(Math.min(...v))}–${f3(Math.max(...v))}` : '—');
+const range = (v: number[], f: (x: number) => string = f3) => {
+  const w = v.filter(Number.isFinite);
+  return w.length ? `${f(Math.min(...w))}–${f(Math.max(...w))}` : '—';
+};
+const int = (x: number) => String(Math.round(x));
 const median = (v: number[]) => {
   const s = v.filter(Number.isFinite).sort((a, b) => a - b);
   return s.length ? (s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2) : NaN;
@@ -41,11 +45,12 @@ const NAMES: Record<string, string> = {
 export function classifierTable(label: string, metrics: ClusterMetrics): string[] {
   const m = adjusted(metrics);
   const out = [`#### ${label}: every classifier of the verdict (Holm over the ${verdictClassifiers(m).length} classifiers)`, '', '| classifier | dims | balanced accuracy [95% CI] | null mean [95% band] | p | Holm p | z | accuracy | macro-F1 (null mean) | CV |', '|---|---|---|---|---|---|---|---|---|---|'];
-  const dims = (key: string) => (key.startsWith('baseline:') ? m.baselines?.find((b) => `baseline:${b.name}` === key)?.probeDims : key === 'original-euclidean:probe' ? m.spaces.find((s) => s.space === 'original-euclidean')?.probeDims : key === 'embedding:knn' ? 2 : m.dim);
+  const dims = (key: string) => (key.startsWith('baseline:') ? m.baselines?.find((b) => `baseline:${b.name}` === key)?.dim : key === 'original-euclidean:probe' ? m.spaces.find((s) => s.space === 'original-euclidean')?.probeDims : key === 'embedding:knn' ? 2 : m.dim);
   for (const [key, c] of verdictClassifiers(m)) {
     const b = c.balancedAccuracy;
+    const d = c.cv && c.cv.pca > 0 ? `${c.cv.pca} (in-fold PCA of ${dims(key) ?? '—'})` : dims(key);
     const cv = c.cv ? `${c.cv.repeats}×${c.cv.folds}-fold, C ${c.cv.cMethod === 'nested' ? `nested (most often ${c.cv.nullC})` : c.cv.nullC}` : 'leave-one-out';
-    out.push(`| ${NAMES[key] ?? key} | ${dims(key) ?? '—'} | ${f3(b.value)} ${ci(b.ci95)} | ${f3(b.nullMean)} ${ci(b.nullBand)} | ${fp(b.p)} | ${fp(b.pHolm)} | ${f2(b.z)} | ${f3(c.accuracy.value)} | ${f3(c.macroF1.value)} (${f3(c.macroF1.nullMean)}) | ${cv} |`);
+    out.push(`| ${NAMES[key] ?? key} | ${d ?? '—'} | ${f3(b.value)} ${ci(b.ci95)} | ${f3(b.nullMean)} ${ci(b.nullBand)} | ${fp(b.p)} | ${fp(b.pHolm)} | ${f2(b.z)} | ${f3(c.accuracy.value)} | ${f3(c.macroF1.value)} (${f3(c.macroF1.nullMean)}) | ${cv} |`);
   }
   const sil = m.spaces.map((s) => `${s.space} ${f3(s.silhouette.value)} ${ci(s.silhouette.ci95)} (null ${f3(s.silhouette.nullMean)}, p ${fp(s.silhouette.p)})`);
   const eu = m.spaces.find((s) => s.space === 'original-euclidean')?.probe;
@@ -76,7 +81,7 @@ export function sweepDetail(label: string, metrics: ClusterMetrics, settings: Cl
   const bh = b.filter((x) => (x.pBH ?? 1) <= 0.05).length;
   const R = settings?.sweepPermutations;
   const floor = Math.min(...b.map((x) => x.p ?? 1));
-  const out = [`#### ${label}: probe per layer (balanced accuracy; Holm and BH across the ${sw.length} layers)`, '', `Layers with p ≤ 0.05: ${raw} of ${sw.length} raw, ${h} after Holm, ${bh} after BH (smallest p ${fp(floor)}${R ? `, ${R} permutations` : ''}; ${f2(0.05 * sw.length)} layers at p ≤ 0.05 expected by chance alone). z (value − null mean, in null sds): ${range(b.map((x) => x.z ?? NaN).filter(Number.isFinite))}.`, '', '| layer | balanced accuracy [95% CI] | null mean | p | Holm p | z | accuracy |', '|---|---|---|---|---|---|---|'];
+  const out = [`#### ${label}: probe per layer (balanced accuracy; Holm and BH across the ${sw.length} layers)`, '', `Layers with p ≤ 0.05: ${raw} of ${sw.length} raw, ${h} after Holm, ${bh} after BH (smallest p ${fp(floor)}${R ? `, ${R} permutations` : ''}; ${f2(0.05 * sw.length)} layers at p ≤ 0.05 expected by chance alone). z (value − null mean, in null sds): ${range(b.map((x) => x.z ?? NaN), f2)}.`, '', '| layer | balanced accuracy [95% CI] | null mean | p | Holm p | z | accuracy |', '|---|---|---|---|---|---|---|'];
   sw.forEach((w, i) => {
     const x = w.balancedAccuracy;
     out.push(`| ${i} | ${f3(x?.value)} ${ci(x?.ci95)} | ${f3(x?.nullMean)} | ${fp(x?.p)} | ${fp(x?.pHolm)} | ${f2(x?.z)} | ${f3(w.accuracy?.value ?? w.probeAccuracy)} |`);
@@ -117,7 +122,7 @@ export function wandaDetail(label: string, dir: string): string[] {
   out.push(
     '',
     `- Jaccard below the label null: ${pass(jp)} of ${m.pairs.length} pairs raw, ${pass(jh)} after Holm, ${pass(jb)} after BH; Jaccard ${range(m.pairs.map((q) => q.jaccard.value))} (nulls ${range(m.pairs.map((q) => q.jaccard.nullMean ?? NaN))}); share of one region in the other ${range(m.pairs.map((q) => 1 - q.isolationAB.value))}.`,
-    `- The ${dl.length} set differences (A∖B and B∖A): denser than the label null ${pass(dl.map((d) => d.p))} raw, ${pass(dl.map((d) => d.pHolm))} after Holm; denser than random placements of their size ${pass(diffs.map((x) => x!.density.p))} raw, ${pass(diffs.map((x) => x!.density.pHolm))} after Holm; density ratio to a random set ${range(diffs.map((x) => x!.densityRatio ?? NaN))} (median ${f2(median(diffs.map((x) => x!.densityRatio ?? NaN)))}); the label null's own mean density is ${range(ratioLabel.filter(Number.isFinite))} times a random set's (median ${f2(median(ratioLabel))}).`,
+    `- The ${dl.length} set differences (A∖B and B∖A): denser than the label null ${pass(dl.map((d) => d.p))} raw, ${pass(dl.map((d) => d.pHolm))} after Holm; denser than random placements of their size ${pass(diffs.map((x) => x!.density.p))} raw, ${pass(diffs.map((x) => x!.density.pHolm))} after Holm (z ${range(diffs.map((x) => x!.density.z ?? NaN), f2)}); density ratio to a random set ${range(diffs.map((x) => x!.densityRatio ?? NaN))} (median ${f2(median(diffs.map((x) => x!.densityRatio ?? NaN)))}); the label null's own mean density is ${range(ratioLabel.filter(Number.isFinite))} times a random set's (median ${f2(median(ratioLabel))}).`,
   );
   const g = m.groups.filter((x) => x.placement);
   if (g.length) out.push(`- The ${g.length} regions: density ${range(g.map((x) => x.density))}, ${range(g.map((x) => x.placement!.densityRatio ?? NaN))} times a random set's; denser than random placements after Holm: ${pass(g.map((x) => x.placement!.density.pHolm))} of ${g.length}; denser than the label null after Holm: ${pass(g.map((x) => x.densityNull?.pHolm))} of ${g.length}.`);
@@ -125,7 +130,7 @@ export function wandaDetail(label: string, dir: string): string[] {
   if (ch.length) {
     const top = ch.slice().sort((a, b) => (b.z ?? -Infinity) - (a.z ?? -Infinity)).slice(0, 3);
     out.push(
-      `- Channel test (activation RMS s_g by group, ${ch.length} capture points): beyond the label null ${pass(ch.map((c) => c.p))} raw, ${pass(ch.map((c) => c.pHolm))} after Holm; channels with BH q ≤ 0.05 per point ${range(ch.map((c) => c.channelsBH05 ?? NaN))} of ${ch[0]!.channels}; z ${range(ch.map((c) => c.z ?? NaN).filter(Number.isFinite))}. Largest z: ${top.map((c) => `${c.hook} (z ${f2(c.z)}; top channel ${c.top[0] ? `${c.top[0].channel}: ${c.top[0].high} ${f2(c.top[0].ratio)}× ${c.top[0].low}` : '—'})`).join('; ')}.`,
+      `- Channel test (activation RMS s_g by group, ${ch.length} capture points): beyond the label null ${pass(ch.map((c) => c.p))} raw, ${pass(ch.map((c) => c.pHolm))} after Holm; channels with BH q ≤ 0.05 per point ${range(ch.map((c) => c.channelsBH05 ?? NaN), int)} (of ${[...new Set(ch.map((c) => c.channels))].join(' or ')}); points with z > 3: ${ch.filter((c) => (c.z ?? 0) > 3).length}; z ${range(ch.map((c) => c.z ?? NaN), f2)}; smallest z at ${ch.slice().sort((a, b) => (a.z ?? Infinity) - (b.z ?? Infinity))[0]!.hook}. Largest z: ${top.map((c) => `${c.hook} (z ${f2(c.z)}; top channel ${c.top[0] ? `${c.top[0].channel}: ${c.top[0].high} ${f2(c.top[0].ratio)}× ${c.top[0].low}` : '—'})`).join('; ')}.`,
     );
   }
   if (m.sensitivity?.length) {
