@@ -1,25 +1,36 @@
 """
 An independent check of the probe numbers in docs/findings.md: scikit-learn on the same runs.
 
-    /work/venv/bin/python bench/findings-sklearn.py runs/findings/en-qr [more runs...]
-    /work/venv/bin/python bench/findings-sklearn.py --texts FILE.jsonl --tokenizer MODEL_DIR [...]
+    /work/venv/bin/python bench/findings-sklearn.py [--repeats 5] [--c nested|C] [--state-only] runs/findings/en-qr [more runs...]
+    /work/venv/bin/python bench/findings-sklearn.py [--repeats 5] --texts FILE.jsonl [...] --tokenizer MODEL_DIR
 
-The second form needs no run: FILE.jsonl is `lobes data export SPEC` output (e.g. the response
+--state-only scores the final state only (no token features). The second form needs no run: FILE.jsonl is `lobes data export SPEC` output (e.g. the response
 alone, socialeval:PATH?lang=en&text=response), scored on the token-id and word counts only.
 
-For each run (read from its files, as docs/run-format.md shows, no lobes code), 5-fold stratified
-cross-validated predictions (shuffled, random_state=0) of LogisticRegression(C=1) after
-StandardScaler, scored by balanced accuracy and accuracy, on:
-  - final.hidden, all dimensions, and its top 50 principal components (PCA fitted on all items,
-    as lobes does);
+The protocol is lobes' probe (docs/cluster.md, "The probe's cross-validation"), built from
+scikit-learn parts: every step that is fitted is fitted on the training part of each fold only,
+as one Pipeline inside the cross-validation:
+  - PCA to 50 components (where a row says so), fitted on the training fold;
+  - StandardScaler, fitted on the training fold;
+  - LogisticRegression (multinomial, L2) with C chosen on the training fold by an inner
+    stratified 3-fold GridSearchCV over {0.01, 0.1, 1, 10} by accuracy (`--c nested`, the
+    default, for the 50-component rows), or a fixed C (`--c 1`); under `--c nested` the rows on
+    every dimension use C = 1, as bench/findings-smollm2.sh's probe on every dimension does (a
+    nested search is 13 fits per fold there);
+  - stratified 5-fold CV repeated `--repeats` times (RepeatedStratifiedKFold, random_state=0).
+Each row prints the mean over repeats of balanced accuracy and accuracy with the standard
+deviation between repeats (the fold variation the bootstrap of one CV left out), and the C most
+often chosen. Feature sets:
+  - final.hidden, all dimensions, and its top 50 principal components;
   - token-id counts of the item text under the run's tokenizer (ids seen in at least two items),
     and the mean of the model's input embedding rows of the item's tokens (the table read from
     the ONNX folder's external data), each on every dimension and on its top 50 components
     (lobes' token baselines use the latter);
   - word unigram counts of the text (CountVectorizer's default tokenization), the plain
     bag-of-words a reader would try first; for Chinese text (no spaces) character unigrams.
-Folds differ from lobes' (its own seeded stratified folds), so expect agreement within a few
-hundredths, not to the digit.
+Folds differ from lobes' (its own seeded stratified folds), so expect agreement within the
+repeats' spread, not to the digit. (Earlier versions fitted PCA and the scaler on all items
+before one 5-fold CV with C = 1.)
 """
 import json, os, sys
 import numpy as np
@@ -28,7 +39,7 @@ from sklearn.decomposition import PCA
 from sklearn.feature_extraction.text import CountVectorizer
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import accuracy_score, balanced_accuracy_score
-from sklearn.model_selection import StratifiedKFold, cross_val_predict
+from sklearn.model_selection import GridSearchCV, RepeatedStratifiedKFold, StratifiedKFold
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
@@ -39,11 +50,36 @@ def load(run, hook):
     return np.concatenate(parts).astype(np.float64)
 
 
-def score(X, y, name):
-    cv = StratifiedKFold(5, shuffle=True, random_state=0)
-    clf = make_pipeline(StandardScaler(), LogisticRegression(C=1.0, max_iter=2000))
-    p = cross_val_predict(clf, X, y, cv=cv)
-    print(f"  {name:<44} dim {X.shape[1]:>5}  balanced accuracy {balanced_accuracy_score(y, p):.3f}  accuracy {accuracy_score(y, p):.3f}", flush=True)
+REPEATS = 5
+C_MODE = "nested"
+C_GRID = [0.01, 0.1, 1.0, 10.0]
+
+
+def score(X, y, name, pca=0):
+    """Repeated stratified 5-fold CV of [PCA(pca)] + StandardScaler + LogisticRegression, every step fitted in the fold."""
+    nested = C_MODE == "nested" and pca > 0
+    fixed_c = 1.0 if C_MODE == "nested" else float(C_MODE)
+    steps = ([PCA(pca, random_state=0)] if pca else []) + [StandardScaler()]
+    bal, acc, chosen = [], [], []
+    cv = RepeatedStratifiedKFold(n_splits=5, n_repeats=REPEATS, random_state=0)
+    preds = {}
+    for k, (tr, te) in enumerate(cv.split(X, y)):
+        r = k // 5
+        lr = LogisticRegression(C=fixed_c, max_iter=2000)
+        clf = make_pipeline(*steps, lr)
+        if nested:
+            clf = GridSearchCV(clf, {"logisticregression__C": C_GRID}, cv=StratifiedKFold(3, shuffle=True, random_state=r), scoring="accuracy")
+        clf.fit(X[tr], y[tr])
+        if nested:
+            chosen.append(clf.best_params_["logisticregression__C"])
+        p = preds.setdefault(r, np.empty(len(y), dtype=y.dtype))
+        p[te] = clf.predict(X[te])
+    for r in range(REPEATS):
+        bal.append(balanced_accuracy_score(y, preds[r]))
+        acc.append(accuracy_score(y, preds[r]))
+    c_text = f"C {max(set(chosen), key=chosen.count):g} (nested)" if nested else f"C {fixed_c:g}"
+    label = f"{name}, top {pca} components" if pca else name
+    print(f"  {label:<52} dim {X.shape[1]:>5}  balanced accuracy {np.mean(bal):.3f} ± {np.std(bal, ddof=1) if REPEATS > 1 else 0:.3f}  accuracy {np.mean(acc):.3f} ± {np.std(acc, ddof=1) if REPEATS > 1 else 0:.3f}  {c_text}", flush=True)
 
 
 def token_counts(texts, tokenizer_dir):
@@ -88,10 +124,10 @@ def text_baselines(texts, y, tokenizer_dir):
         E = embedding_table(tokenizer_dir)
         M = np.stack([E[tok.encode(t).ids].astype(np.float64).mean(axis=0) for t in texts])
         score(M, y, "mean input embedding of the tokens")
-        score(PCA(50, random_state=0).fit_transform(M), y, "mean input embedding, top 50 components")
+        score(M, y, "mean input embedding", pca=50)
         C = token_counts(texts, tokenizer_dir)
         score(C, y, "token-id counts (ids in >= 2 items)")
-        score(PCA(50, random_state=0).fit_transform(C), y, "token-id counts, top 50 components")
+        score(C, y, "token-id counts", pca=50)
     chinese = sum(any("\u4e00" <= ch <= "\u9fff" for ch in t) for t in texts) > len(texts) / 2
     vec = CountVectorizer(analyzer="char") if chinese else CountVectorizer()
     W = vec.fit_transform(texts).toarray().astype(np.float64)
@@ -103,6 +139,18 @@ def header(name, y):
 
 
 args = sys.argv[1:]
+STATE_ONLY = False
+while args and args[0] in ("--repeats", "--c", "--state-only"):
+    if args[0] == "--state-only":
+        STATE_ONLY = True
+        args = args[1:]
+        continue
+    if args[0] == "--repeats":
+        REPEATS = int(args[1])
+    else:
+        C_MODE = args[1]
+    args = args[2:]
+print(f"# in-fold PCA and scaling, stratified 5-fold CV x {REPEATS} repeats, C {C_MODE} on the 50-component rows, C 1 on every dimension", flush=True)
 if args and args[0] == "--texts":
     tokenizer_dir = None
     files = []
@@ -128,5 +176,6 @@ for run in args:
     header(run, y)
     X = load(run, "final.hidden")
     score(X, y, "final.hidden")
-    score(PCA(50, random_state=0).fit_transform(X), y, "final.hidden, top 50 principal components")
-    text_baselines([s["text"] for s in samples], y, man["model"]["dir"])
+    score(X, y, "final.hidden", pca=50)
+    if not STATE_ONLY:
+        text_baselines([s["text"] for s in samples], y, man["model"]["dir"])

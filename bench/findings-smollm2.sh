@@ -9,12 +9,12 @@
 # changes an earlier one's numbers):
 #   1. convert the GGUF (Q4_1) to an ONNX folder with fp32 weights (the Q4_1 values, exactly)
 #   2. English, question + response: extract (final, MLP inputs, residual stream) through the
-#      trained model and through its random-weights control (seed 0); cluster both (t-SNE,
-#      separation with nulls, token baselines, the per-layer sweep) and compare them; wanda on
-#      the trained run at 256×256 (the paper's; kept as wanda-256/) and --block auto
-#   3. English, response only, trained; compared with question + response
-#   4. wanda on the control (256 and auto)
-#   5. Chinese, question + response, trained (with the MLP inputs, for its neuron regions)
+#      trained model; cluster it (t-SNE, separation with nulls, token baselines, the per-layer
+#      sweep); wanda at 256×256 (the paper's; kept as wanda-256/) and --block auto; then the same
+#      items through its random-weights control (seed 0), clustered and compared with the trained
+#   3. Chinese, question + response, trained (with the MLP inputs, for its neuron regions)
+#   4. English, response only, trained; compared with question + response
+#   5. wanda on the control (256 and auto)
 #   6. the probe on every dimension (--probe-pca 0) for question + response, trained and control
 #   7. the random-weights controls of 3 and 5, and their comparisons
 #   8. Chinese, response only, trained and control; compared with question + response
@@ -58,11 +58,11 @@ cluster() { # cluster NAME: the default analysis with the sweep
   done_or "$OUT/$run/cluster/metrics.json" ||
     step "cluster $run" $LOBES cluster "$OUT/$run" --by aspect --sweep --metric-points 2200 --seed $SEED --quiet
 }
-cluster_full() { # cluster_full NAME: the probe on every dimension (576; the token counts: every id in two items);
+cluster_full() { # cluster_full NAME: the probe on every dimension (576; the token counts: every id in two items), C = 1 (a nested search is 13 fits per fold at 576 dims);
   # its null has 20 permutations (each retrains 5 folds on up to 4,416 features)
   local run=$1
   done_or "$OUT/$run/cluster-full/metrics.json" ||
-    step "cluster full-dim probe $run" $LOBES cluster "$OUT/$run" --by aspect --probe-pca 0 --probe-permutations 20 --metric-points 2200 --seed $SEED --out "$OUT/$run/cluster-full" --quiet
+    step "cluster full-dim probe $run" $LOBES cluster "$OUT/$run" --by aspect --probe-pca 0 --probe-permutations 20 --probe-c 1 --metric-points 2200 --seed $SEED --out "$OUT/$run/cluster-full" --quiet
 }
 wanda() { # wanda NAME: 256×256 (kept as wanda-256/), then --block auto (RUN/wanda/)
   local run=$1
@@ -82,19 +82,19 @@ ZH="socialeval:$TREES?lang=zh"
 CTL="--control random --control-seed $SEED"
 
 extract en-qr "$EN" final,mlp,resid
-extract en-qr-control "$EN" final,mlp,resid $CTL
 cluster en-qr
+wanda en-qr
+extract en-qr-control "$EN" final,mlp,resid $CTL
 cluster en-qr-control
 compare en-qr en-qr-control compare-en-qr-vs-control.html
-wanda en-qr
-extract en-r "$EN&text=response" final,resid
-cluster en-r
-compare en-qr en-r compare-en-qr-vs-r.html
-wanda en-qr-control
 extract zh-qr "$ZH" final,mlp,resid
 cluster zh-qr
 compare en-qr zh-qr compare-en-vs-zh.html
 wanda zh-qr
+extract en-r "$EN&text=response" final,resid
+cluster en-r
+compare en-qr en-r compare-en-qr-vs-r.html
+wanda en-qr-control
 cluster_full en-qr
 cluster_full en-qr-control
 cluster_full zh-qr

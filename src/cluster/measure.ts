@@ -238,15 +238,18 @@ export async function layerSweep(ctx: MeasureContext, run: RunReader | undefined
   return { sweep, items, comparisons };
 }
 
-/** Metrics as CSV rows: space,metric,value,ci_low,ci_high,p,null_mean,null_low,null_high. */
+/** The header of metrics.csv: p_holm and p_bh are the p adjusted within its family (metrics.families), z the value against its null. */
+export const METRICS_CSV_HEADER = 'space,metric,value,ci_low,ci_high,p,null_mean,null_low,null_high,p_holm,p_bh,z';
+
+/** Metrics as CSV rows, one per METRICS_CSV_HEADER. */
 export function metricsCsvRows(metrics: ClusterMetrics, field: (s: string) => string): string[] {
   const lines: string[] = [];
   const num = (v: number | null | undefined) => (v === null || v === undefined ? '' : String(v));
-  type M = { value: number; ci95: [number, number] | null; p: number | null; nullMean?: number | null; nullBand?: [number, number] | null } | null | undefined;
+  type M = { value: number; ci95: [number, number] | null; p: number | null; nullMean?: number | null; nullBand?: [number, number] | null; pHolm?: number | null; pBH?: number | null; z?: number | null } | null | undefined;
   const row = (space: string, name: string, m: M) => {
-    if (m) lines.push([field(space), field(name), num(m.value), num(m.ci95?.[0]), num(m.ci95?.[1]), num(m.p), num(m.nullMean), num(m.nullBand?.[0]), num(m.nullBand?.[1])].join(','));
+    if (m) lines.push([field(space), field(name), num(m.value), num(m.ci95?.[0]), num(m.ci95?.[1]), num(m.p), num(m.nullMean), num(m.nullBand?.[0]), num(m.nullBand?.[1]), num(m.pHolm), num(m.pBH), num(m.z)].join(','));
   };
-  const plain = (space: string, name: string, v: number | null | undefined) => lines.push([field(space), field(name), num(v), '', '', '', '', '', ''].join(','));
+  const plain = (space: string, name: string, v: number | null | undefined) => lines.push([field(space), field(name), num(v), '', '', '', '', '', '', '', '', ''].join(','));
   for (const s of metrics.spaces) {
     row(s.space, 'silhouette', s.silhouette);
     row(s.space, 'knn_accuracy', s.knnAccuracy);

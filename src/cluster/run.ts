@@ -37,9 +37,10 @@ import { pca, pcaParallel } from './pca.js';
 import { ClusterPool } from './pool.js';
 import { Tsne, type TsneMethod } from './tsne.js';
 import { checkPerplexity } from './affinity.js';
-import { chanceOf, layerSweep, stratifiedSample, metricsCsvRows, separation, type Coded, type Features, type MeasureContext, type MetricSample, type RunPca } from './measure.js';
+import { chanceOf, METRICS_CSV_HEADER, layerSweep, stratifiedSample, metricsCsvRows, separation, type Coded, type Features, type MeasureContext, type MetricSample, type RunPca } from './measure.js';
 import { baselineModelDir, tokenBaselines } from './baseline.js';
 import { probeSettings } from './probecv.js';
+import { adjustFamilies } from './multiplicity.js';
 
 export interface ClusterOptions {
   /** Labels file (one per line) for a matrix input. */
@@ -484,12 +485,13 @@ function clusterResult(st: Stage, perplexity: number, f: Features, emb: Embeddin
     timings: st.laps.timings,
     cpuTimings: st.laps.cpu,
   };
+  adjustFamilies(metrics); // pHolm and pBH beside each p of a family
   return { settings, coords, metrics, outDir: null };
 }
 
-/** Metrics as CSV rows: space,metric,value,ci_low,ci_high,p,null_mean,null_low,null_high. */
+/** Metrics as CSV rows: space,metric,value,ci_low,ci_high,p,null_mean,null_low,null_high,p_holm,p_bh,z. */
 export function metricsCsv(metrics: ClusterMetrics): string {
-  return ['space,metric,value,ci_low,ci_high,p,null_mean,null_low,null_high', ...metricsCsvRows(metrics, csvField)].join('\n') + '\n';
+  return [METRICS_CSV_HEADER, ...metricsCsvRows(metrics, csvField)].join('\n') + '\n';
 }
 
 /** Write the result folder whole (writeDirAtomic): a failure leaves the previous result untouched. */

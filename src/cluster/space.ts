@@ -8,6 +8,7 @@
  * src/cluster/scores.ts (the classification scores), src/cluster/probe.ts (the probe).
  */
 import { Rng } from '../util/rng.js';
+import { nullZ } from '../util/stats.js';
 import type { ProbeOptions } from './probe.js';
 import { modalC, probeNullPrepared, repeatedCv, type PreparedFold, type RepeatedCv } from './probecv.js';
 import { bootstrapRepeated } from './paired.js';
@@ -47,7 +48,7 @@ export interface MetricOptions {
 
 /** A statistic with its CI and its null's p-value, mean and band. */
 export function withNull(value: number, ci95: [number, number] | null, nulls: ArrayLike<number>): MetricWithCI {
-  return { value, ci95, p: permutationP(value, nulls), ...nullSummary(nulls) };
+  return { value, ci95, p: permutationP(value, nulls), ...nullSummary(nulls), z: nullZ(value, nulls) };
 }
 
 /** Accuracy, balanced accuracy and macro-F1 of predictions, one row [3] per labelling in `out`. */

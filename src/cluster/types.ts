@@ -71,6 +71,12 @@ export interface MetricWithCI {
   nullMean?: number | null;
   /** 2.5th and 97.5th percentiles of that null. */
   nullBand?: [number, number] | null;
+  /** (value − null mean) / null sd: readable where p sits at the permutation floor 1/(R + 1). */
+  z?: number | null;
+  /** p adjusted by Holm within its family (metrics.families; src/cluster/multiplicity.ts). */
+  pHolm?: number | null;
+  /** p adjusted by Benjamini–Hochberg within its family. */
+  pBH?: number | null;
 }
 
 /** A classifier's out-of-sample predictions, scored (the kNN classifier or the linear probe). */
@@ -105,11 +111,20 @@ export interface ProbeCv {
   pca: number;
 }
 
+/** One family of tests whose p-values are adjusted together: its name and its members, in order. */
+export interface MetricFamily {
+  family: 'classifiers' | 'layers' | 'model-vs-words' | 'incremental' | 'layers-steps';
+  members: string[];
+}
+
 /** A difference of two scores with its paired-bootstrap 95% CI and two-sided bootstrap p. */
 export interface DifferenceCI {
   value: number;
   ci95: [number, number] | null;
   p: number | null;
+  /** p adjusted by Holm / Benjamini–Hochberg within the comparisons of its kind. */
+  pHolm?: number | null;
+  pBH?: number | null;
 }
 
 /**
@@ -227,6 +242,8 @@ export interface ClusterMetrics {
   incremental?: IncrementalMetrics[];
   /** Paired differences: representation − words, (words + representation) − words, layer to layer. */
   comparisons?: ProbeComparison[];
+  /** The families whose p-values carry pHolm and pBH (src/cluster/multiplicity.ts). */
+  families?: MetricFamily[];
   /** Added fields. */
   /** 'exact' (exact Z, N ≤ 5000) or 'barnes-hut' (Z from the quadtree, as scikit-learn reports). */
   klMethod?: 'exact' | 'barnes-hut' | 'fft-interpolation';

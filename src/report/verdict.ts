@@ -18,7 +18,7 @@
  */
 import type { ClassifierMetrics, ClusterMetrics, ClusterSettings, MetricWithCI } from '../cluster/types.js';
 import type { WandaMetrics, WandaSettings } from '../wanda/types.js';
-import { holm } from '../util/stats.js';
+import { binomialUpper, holm } from '../util/stats.js';
 
 /** Significance level of the statements. */
 export const ALPHA = 0.05;
@@ -81,9 +81,14 @@ export function sweepLines(metrics: ClusterMetrics, settings: ClusterSettings | 
   const passed = adj.filter((p) => p !== null && p <= ALPHA).length;
   const R = settings?.sweepPermutations;
   const floor = R ? 1 / (R + 1) : Math.min(...ps);
-  const reach = floor * L > ALPHA
-    ? ` With ${R ? `${R} permutations per layer` : 'these permutations'} the smallest p is ${floor.toFixed(3)}, so no layer can pass Holm across ${L} layers; ${raw ? `the ${raw} layer${raw > 1 ? 's' : ''} at p ≤ ${ALPHA} ${raw > 1 ? 'are' : 'is'} about what chance gives (${f2(L * ALPHA)} expected)` : 'none reaches p ≤ 0.05 either'}.`
-    : '';
+  // Were the layers independent, P(at least `raw` of L at p ≤ α) under the null: small means the layers together beat chance.
+  const tail = raw ? binomialUpper(raw, L, ALPHA) : 1;
+  const rawText = !raw
+    ? 'none reaches p ≤ 0.05 either'
+    : tail > ALPHA
+      ? `the ${raw} layer${raw > 1 ? 's' : ''} at p ≤ ${ALPHA} ${raw > 1 ? 'are' : 'is'} about what chance gives (${f2(L * ALPHA)} expected)`
+      : `the ${raw} layers at p ≤ ${ALPHA} are far more than chance gives (${f2(L * ALPHA)} expected), so the layers together beat chance though no single layer can be named; read each layer's z`;
+  const reach = floor * L > ALPHA ? ` With ${R ? `${R} permutations per layer` : 'these permutations'} the smallest p is ${floor.toFixed(3)}, so no layer can pass Holm across ${L} layers; ${rawText}.` : '';
   return [`Layer sweep: the probe's balanced accuracy beats its permutation null in ${passed} of ${L} layers after Holm across the layers (${raw} before).${reach}`];
 }
 
@@ -124,7 +129,7 @@ export function verdictLines(metrics: ClusterMetrics | null, settings: ClusterSe
     const k = settings?.knnK ?? 10;
     // The verdict's classifiers, one family for Holm.
     const family: { name: string; c: ClassifierMetrics; model: boolean }[] = [];
-    if (eu?.probe) family.push({ name: `Linear probe on the representation (${eu.probeDims ?? metrics.dim} dims)`, c: eu.probe, model: true });
+    if (eu?.probe) family.push({ name: `Linear probe on the representation (${eu.probe.cv && eu.probe.cv.pca > 0 ? `${eu.probe.cv.pca} principal components, fitted in each fold` : `${eu.probeDims ?? metrics.dim} dims`})`, c: eu.probe, model: true });
     if (cos?.knn) family.push({ name: `kNN (k = ${k}, cosine) on the representation`, c: cos.knn, model: true });
     if (emb?.knn) family.push({ name: `kNN (k = ${k}) in the t-SNE map`, c: emb.knn, model: true });
     for (const b of metrics.baselines ?? []) family.push({ name: `Tokens alone, ${b.name} probe`, c: b.probe, model: false });

@@ -234,6 +234,19 @@ describe('families in the first lines', () => {
     expect(line).toContain('the smallest p is 0.048, so no layer can pass Holm across 30 layers; the 2 layers at p ≤ 0.05 are about what chance gives (1.50 expected)');
   });
 
+  it('a 30-layer sweep with 20 permutations where every layer sits at the floor: far more than chance, no layer named', async () => {
+    const { sweepLines } = await import('../../src/report/verdict.js');
+    const sweep = Array.from({ length: 30 }, () => layer(1 / 21));
+    const [line] = sweepLines({ ...base, sweep } as any, { sweepPermutations: 20 } as any);
+    expect(line).toContain('(30 before)');
+    expect(line).toContain('the 30 layers at p ≤ 0.05 are far more than chance gives (1.50 expected), so the layers together beat chance though no single layer can be named');
+    // 4 of 30 at p ≤ 0.05: P(X ≥ 4) = 0.061 for Binomial(30, 0.05) (scipy.stats.binom.sf(3, 30, 0.05)), still about chance
+    const four = Array.from({ length: 30 }, (_, i) => layer(i < 4 ? 1 / 21 : 0.5));
+    expect(sweepLines({ ...base, sweep: four } as any, { sweepPermutations: 20 } as any)[0]).toContain('the 4 layers at p ≤ 0.05 are about what chance gives');
+    const five = Array.from({ length: 30 }, (_, i) => layer(i < 5 ? 1 / 21 : 0.5));
+    expect(sweepLines({ ...base, sweep: five } as any, { sweepPermutations: 20 } as any)[0]).toContain('the 5 layers at p ≤ 0.05 are far more than chance gives');
+  });
+
   it('with enough permutations strong layers pass', async () => {
     const { sweepLines } = await import('../../src/report/verdict.js');
     const sweep = [layer(0.001), layer(0.001), layer(0.6)];

@@ -1,0 +1,88 @@
+/**
+ * Multiplicity within cluster's own metrics: the permutation and bootstrap p-values of
+ * metrics.json come in families, and each p gets its family's Holm-adjusted p (`pHolm`,
+ * family-wise error) and Benjamini–Hochberg q (`pBH`, false discovery rate) beside it.
+ *
+ * Families (one per score: accuracy, balanced accuracy and macro-F1 are adjusted separately):
+ * - `classifiers`: the classifiers the report's verdict reads (src/report/verdict.ts), in its
+ *   order: the linear probe in the original space, kNN (cosine) in the original space, kNN in the
+ *   t-SNE map, and each token baseline's probe. The other classifiers of the file (kNN with the
+ *   euclidean distance, the probe on the map's two coordinates, the incremental probes) are
+ *   descriptive and are left unadjusted;
+ * - `layers`: the probe at every layer of a `--sweep`;
+ * - `model-vs-words`, `incremental`, `layers-steps`: the paired comparisons of each kind.
+ *
+ * A missing p (no null) stays out of its family and gets no adjusted value.
+ */
+import { benjaminiHochberg, holm } from '../util/stats.js';
+import type { ClassifierMetrics, ClusterMetrics, DifferenceCI, MetricFamily, MetricWithCI } from './types.js';
+
+/** The score fields a classifier and a paired comparison carry. */
+export const FAMILY_SCORES = ['accuracy', 'balancedAccuracy', 'macroF1'] as const;
+
+/**
+ * The classifiers of the verdict, in the verdict's order: [name, classifier]. The names are the
+ * keys of `families` in metrics.json (space:classifier, or baseline:NAME).
+ */
+export function verdictClassifiers(metrics: ClusterMetrics): [string, ClassifierMetrics][] {
+  const out: [string, ClassifierMetrics][] = [];
+  const space = (name: string) => metrics.spaces.find((s) => s.space === name);
+  const eu = space('original-euclidean');
+  const cos = space('original-cosine');
+  const emb = space('embedding');
+  if (eu?.probe) out.push(['original-euclidean:probe', eu.probe]);
+  if (cos?.knn) out.push(['original-cosine:knn', cos.knn]);
+  if (emb?.knn) out.push(['embedding:knn', emb.knn]);
+  for (const b of metrics.baselines ?? []) out.push([`baseline:${b.name}`, b.probe]);
+  return out;
+}
+
+/** Holm and BH of the p-values of `tests`, written onto them (pHolm, pBH); a test without p gets null. */
+function adjust(tests: (MetricWithCI | DifferenceCI | null | undefined)[]): void {
+  const p = tests.map((t) => t?.p ?? null);
+  const h = holm(p);
+  const q = benjaminiHochberg(p);
+  tests.forEach((t, i) => {
+    if (!t) return;
+    t.pHolm = h[i] ?? null;
+    t.pBH = q[i] ?? null;
+  });
+}
+
+/**
+ * Adds pHolm and pBH beside every p of the families above, in place, and records the families
+ * (`metrics.families`). Returns the metrics.
+ */
+export function adjustFamilies(metrics: ClusterMetrics): ClusterMetrics {
+  const families: MetricFamily[] = [];
+  const cls = verdictClassifiers(metrics);
+  if (cls.length) {
+    for (const s of FAMILY_SCORES) adjust(cls.map(([, c]) => c[s]));
+    families.push({ family: 'classifiers', members: cls.map(([n]) => n) });
+    // The accuracy is also kept as knnAccuracy / probeAccuracy of each space (the same numbers).
+    for (const sp of metrics.spaces) {
+      for (const [held, c] of [[sp.knnAccuracy, sp.knn], [sp.probeAccuracy, sp.probe]] as const) {
+        if (held && c && held !== c.accuracy && c.accuracy.pHolm !== undefined) {
+          held.pHolm = c.accuracy.pHolm;
+          held.pBH = c.accuracy.pBH;
+        }
+      }
+    }
+  }
+  const sweep = metrics.sweep ?? [];
+  if (sweep.length) {
+    for (const s of FAMILY_SCORES) adjust(sweep.map((w) => w[s]));
+    families.push({ family: 'layers', members: sweep.map((w) => w.point) });
+  }
+  const kinds: [ProbeKind, MetricFamily['family']][] = [['model-vs-words', 'model-vs-words'], ['incremental', 'incremental'], ['layers', 'layers-steps']];
+  for (const [kind, family] of kinds) {
+    const comps = (metrics.comparisons ?? []).filter((c) => c.kind === kind);
+    if (!comps.length) continue;
+    for (const s of FAMILY_SCORES) adjust(comps.map((c) => c[s]));
+    families.push({ family, members: comps.map((c) => `${c.a} − ${c.b}`) });
+  }
+  if (families.length) metrics.families = families;
+  return metrics;
+}
+
+type ProbeKind = NonNullable<ClusterMetrics['comparisons']>[number]['kind'];
