@@ -109,8 +109,6 @@ export const RUN_FOLDER_MODULES: Record<string, string> = {
   // folders written before outputs carried lobes' marker; src/util cannot import the stores.
   'util/output.ts': 'the output guard: the run\'s own entries and the unmarked forms of older outputs',
   // attend's folder I/O is read and written here until it moves into src/attend/store.ts.
-  'attend/run.ts': "attend's folder names, until src/attend/store.ts holds them",
-  'report/attend.ts': 'the reader of attend folders, until src/attend/store.ts holds it',
 };
 
 /** String literals of a TypeScript source (quotes and template pieces), comments skipped. */
