@@ -6,11 +6,13 @@
  *   dense float32 / float16 / bfloat16: the elements are set to +0 (all bytes 0);
  *     ONNX MatMul [d_in, d_out]: W[r, c] is element c·d_out + r; Gemm / HF [d_out, d_in]: r·d_in + c;
  *   MatMulNBits (B: uint8 [N = d_out, ceil(K / bs), bs·bits/8], K = d_in, codes packed low bits
- *     first): W[n, k] = (q[n, k] − zp[n, k / bs]) · scale[n, k / bs], so each covered code q[n, k]
- *     is set to its quantisation block's zero point (2^(bits−1) when the node has none). The
- *     weight is then exactly 0 whatever the scale, and the codes outside the block (sharing the
- *     quantisation block or the byte) are untouched, so any block alignment works. A float zero
- *     point that is not an integer code cannot give an exact 0 and is refused.
+ *     first): W[n, k] = (q[n, k] − zp[n, k / bs]) · scale[n, k / bs]. A quantisation block that
+ *     the zeroed block covers whole gets scale 0 (every weight in it is then exactly 0); in a
+ *     quantisation block covered in part, each covered code q[n, k] is set to the block's zero
+ *     point (2^(bits−1) when the node has none), so the weight is exactly 0 whatever the scale
+ *     and the codes outside (sharing the quantisation block or the byte) are untouched. A float
+ *     zero point that is not an integer code (GGUF Q4_1 / Q5_1 conversions store one) allows
+ *     only the first: such a block must cover whole quantisation blocks, else it is refused.
  *
  * A WeightPatcher works on a copy of the model folder: it zeroes blocks in place, and restores
  * every byte range it touched from the original folder's files.
@@ -38,8 +40,8 @@ export interface StoredMatrix {
   ref: MatrixRef;
   /** The ONNX initializer holding the weight. */
   initializer: string;
-  /** MatMulNBits: integer zero point per (row, quantisation block). */
-  zeros?: Uint8Array;
+  /** MatMulNBits: zero point per (row, quantisation block); NaN where it is not an integer code. */
+  zeros?: Float32Array;
 }
 
 /** Locate the wanda matrices in an ONNX model folder (the projections the graph names). */
@@ -54,12 +56,9 @@ export function storedMatrices(modelDir: string, matrices: WandaMatrix[]): Store
     if ('bytes' in s.data) throw new LobesError(`initializer ${JSON.stringify(s.tensor)} is not stored as raw bytes in a file, which ablation edits`, { file: a.loaded.file, hint: 'convert the model with external weight data (lobes convert)' });
     if (s.kind === 'dense') return { ref, initializer: s.tensor };
     const p = nbitsParams(ref, s);
-    const zeros = new Uint8Array(p.zeros.length);
+    if ('bytes' in s.scales.data) throw new LobesError(`scales ${JSON.stringify(s.scales.tensor)} are not stored as raw bytes in a file, which ablation edits`, { file: a.loaded.file });
     const max = (1 << s.bits) - 1;
-    p.zeros.forEach((z, i) => {
-      if (!Number.isInteger(z) || z < 0 || z > max) throw new LobesError(`MatMulNBits zero point ${z} is not an integer code, so no code dequantises to exactly 0`, { file: a.loaded.file, where: `initializer ${JSON.stringify(s.zeroPoints?.tensor)}` });
-      zeros[i] = z;
-    });
+    const zeros = p.zeros.map((z) => (Number.isInteger(z) && z >= 0 && z <= max ? z : NaN));
     return { ref, initializer: s.tensor, zeros };
   });
 }
@@ -81,28 +80,48 @@ export function blockEdits(sm: StoredMatrix, b: HfBlock): Edit[] {
     else for (let c = c0; c < c1; c++) out.push({ file, offset: offset + (c * ref.dOut + r0) * es, length: (r1 - r0) * es, apply: zero });
     return out;
   }
-  // MatMulNBits: row n's codes are contiguous, code k at bit k·bits of the row (blobSize = bs·bits/8).
+  // MatMulNBits: row n's codes are contiguous, code k at bit k·bits of the row (blobSize = bs·bits/8);
+  // its scales are contiguous too ([N, nBlocks]).
   const bits = s.bits;
-  const nBlocks = Math.ceil(ref.dIn / s.blockSize);
-  const rowBytes = (nBlocks * s.blockSize * bits) / 8;
-  const first = Math.floor((c0 * bits) / 8);
-  const last = Math.floor(((c1 - 1) * bits) / 8);
+  const bs = s.blockSize;
+  const nBlocks = Math.ceil(ref.dIn / bs);
+  const rowBytes = (nBlocks * bs * bits) / 8;
   const mask = (1 << bits) - 1;
+  const ss = s.scales.dtype === 'F32' ? 4 : 2;
+  const sdata = s.scales.data as { file: string; offset: number };
+  // The quantisation blocks the cols touch: covered whole ([w0, w1), contiguous) or in part.
+  let w0 = -1;
+  let w1 = -1;
+  const partial: [number, number][] = [];
+  for (let q = Math.floor(c0 / bs); q <= Math.floor((c1 - 1) / bs); q++) {
+    const k0 = Math.max(c0, q * bs);
+    const k1 = Math.min(c1, (q + 1) * bs);
+    if (k0 === q * bs && k1 === Math.min((q + 1) * bs, ref.dIn)) {
+      if (w0 < 0) w0 = q;
+      w1 = q + 1;
+    } else partial.push([k0, k1]);
+  }
   for (let n = r0; n < r1; n++) {
-    const zrow = sm.zeros!.subarray(n * nBlocks, (n + 1) * nBlocks);
-    out.push({
-      file,
-      offset: offset + n * rowBytes + first,
-      length: last - first + 1,
-      apply: (bytes) => {
-        for (let k = c0; k < c1; k++) {
-          const bit = k * bits;
-          const i = (bit >> 3) - first;
-          const sh = bit & 7;
-          bytes[i] = (bytes[i]! & ~(mask << sh)) | (zrow[Math.floor(k / s.blockSize)]! << sh);
-        }
-      },
-    });
+    if (w1 > w0) out.push({ file: sdata.file, offset: sdata.offset + (n * nBlocks + w0) * ss, length: (w1 - w0) * ss, apply: zero });
+    for (const [k0, k1] of partial) {
+      const zp = sm.zeros![n * nBlocks + Math.floor(k0 / bs)]!;
+      if (Number.isNaN(zp)) throw new LobesError(`${b.tensor} is stored as MatMulNBits with float zero points, so only whole quantisation blocks of ${bs} input features can be zeroed exactly, and the block cols [${c0}, ${c1}) cut one`, { where: `initializer ${JSON.stringify(s.tensor)}`, hint: `use wanda blocks whose column size is a multiple of ${bs}, or a model converted with --weights fp32 or fp16` });
+      const first = Math.floor((k0 * bits) / 8);
+      const last = Math.floor(((k1 - 1) * bits) / 8);
+      out.push({
+        file,
+        offset: offset + n * rowBytes + first,
+        length: last - first + 1,
+        apply: (bytes) => {
+          for (let k = k0; k < k1; k++) {
+            const bit = k * bits;
+            const i = (bit >> 3) - first;
+            const sh = bit & 7;
+            bytes[i] = (bytes[i]! & ~(mask << sh)) | (zp << sh);
+          }
+        },
+      });
+    }
   }
   return out;
 }
