@@ -6,7 +6,7 @@
  * float32, opaque-named and float16 layouts. Also: resume, and bad input (one line, nothing
  * left behind).
  */
-import { describe, it, expect, beforeAll } from 'vitest';
+import { describe, it, expect, beforeAll, vi } from 'vitest';
 import { cpSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -14,6 +14,8 @@ import { ensureGeneratedModel } from '../../src/models/write.js';
 import { runAblate } from '../../src/ablate/run.js';
 import type { AblateRecord } from '../../src/ablate/store.js';
 import { GOLD, writeAblateRun, writeGoldenItems } from './fixture.js';
+import { main } from '../../src/cli/main.js';
+import { capture } from '../capture.js';
 
 const readRecords = (dir: string) => readFileSync(path.join(dir, 'records.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as AblateRecord);
 
@@ -145,4 +147,23 @@ describe('lobes ablate jobs', () => {
     expect(readdirSync(other)).toEqual(['keep.txt']);
     await refused({ data: spec.replace('context=context&', '') }, /needs context=FIELD&continuation=FIELD/);
   });
+
+  it('runs from the command line: the table, --json, and a usage error with exit 2', async () => {
+    const c = capture();
+    try {
+      const out = path.join(tmp, 'cli');
+      const code = await main(["ablate", run, "--region", "A", "--minus", "others", '--data', spec, '--out', out, '--random', '2', '--quiet']);
+      if (code !== 0) throw new Error(c.err());
+      expect(c.out()).toMatch(/A∖others \(\d+ blocks\):\n  A +n= +3 /);
+      expect(c.out()).toMatch(/specificity A∖others for A: .* p=\d\.\d{3}, Holm/);
+      expect(await main(['ablate', run, '--region', 'A', '--data', spec, '--out', path.join(tmp, 'cli2'), '--random', '2', '--json'])).toBe(0);
+      const j = JSON.parse(c.out().slice(c.out().indexOf('{')));
+      expect(j.kind).toBe('ablate');
+      expect(await main(['ablate', run, '--data', spec, '--out', path.join(tmp, 'cli3')])).toBe(2);
+      expect(c.err()).toMatch(/--region is required/);
+      expect(existsSync(path.join(tmp, 'cli3'))).toBe(false);
+    } finally {
+      vi.restoreAllMocks();
+    }
+  }, 120_000);
 });
