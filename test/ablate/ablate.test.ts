@@ -154,7 +154,7 @@ describe('lobes ablate jobs', () => {
       const out = path.join(tmp, 'cli');
       const code = await main(["ablate", run, "--region", "A", "--minus", "others", '--data', spec, '--out', out, '--random', '2', '--quiet']);
       if (code !== 0) throw new Error(c.err());
-      expect(c.out()).toMatch(/A∖others \(\d+ blocks\):\n  A +n= +3 /);
+      expect(c.out()).toMatch(/A∖others \(\d+ blocks\):\n {2}A +n= +3 /);
       expect(c.out()).toMatch(/specificity A∖others for A: .* p=\d\.\d{3}, Holm/);
       expect(await main(['ablate', run, '--region', 'A', '--data', spec, '--out', path.join(tmp, 'cli2'), '--random', '2', '--json'])).toBe(0);
       const j = JSON.parse(c.out().slice(c.out().indexOf('{')));
