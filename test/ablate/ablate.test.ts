@@ -97,6 +97,20 @@ describe('lobes ablate jobs', () => {
     expect(readFileSync(path.join(b, 'summary.json'), 'utf8')).toBe(readFileSync(path.join(a, 'summary.json'), 'utf8'));
   }, 180_000);
 
+  it('a complete folder is kept; other settings are refused; --force replaces it', async () => {
+    const out = path.join(tmp, 'again');
+    await runAblate({ run, region: 'A', data: spec, out, random: 2, quiet: true });
+    const before = readFileSync(path.join(out, 'summary.json'), 'utf8');
+    const logs: string[] = [];
+    await runAblate({ run, region: 'A', data: spec, out, random: 2, log: (l) => logs.push(l) });
+    expect(logs.join('\n')).toMatch(/already complete/);
+    await expect(runAblate({ run, region: 'A', data: spec, out, random: 3, quiet: true })).rejects.toThrow(/made with other settings/);
+    expect(readFileSync(path.join(out, 'summary.json'), 'utf8')).toBe(before);
+    const s = await runAblate({ run, region: 'B', data: spec, out, random: 3, quiet: true, force: true });
+    expect(s.regions.map((r) => r.name)).toEqual(['B']);
+    expect(JSON.parse(readFileSync(path.join(out, 'summary.json'), 'utf8')).random).toBe(3);
+  }, 120_000);
+
   const refused = async (o: Partial<Parameters<typeof runAblate>[0]>, re: RegExp) => {
     const out = path.join(tmp, `bad-${Math.random().toString(36).slice(2)}`);
     const err = await runAblate({ run, region: 'A', data: spec, out, random: 2, quiet: true, ...o }).then(() => null, (e) => e);
