@@ -29,7 +29,8 @@ import type { Device } from '../runtime/types.js';
 import type { ModelSourceRecord } from '../store/types.js';
 import { LOBES_VERSION } from '../version.js';
 import { loadAblateItems } from './items.js';
-import { blockEdits, copyModelFolder, storedMatrices, WeightPatcher, type StoredMatrix } from './patch.js';
+import { blockEdits, copyModelFolder, storedMatrices, WeightPatcher, type Edit, type StoredMatrix } from './patch.js';
+import type { WandaMatrix } from '../wanda/types.js';
 import { countBlocks, hfBlocks, nullPools, poolCounts, randomRegion, randomSeed, readWandaResults, regionKey, regionMasks, regionSpecs, type Masks, type NullScope, NULL_SCOPES } from './regions.js';
 import { ablationStats } from './stats.js';
 import { JOB_MANIFEST, type AblateJob, type AblatePass, type AblateSummary, writeAblateOutputs } from './store.js';
@@ -253,6 +254,6 @@ export async function runAblate(o: AblateOptions): Promise<AblateSummary> {
 }
 
 /** The edits zeroing every block of a set. */
-export function zeroEdits(masks: Masks, matrices: import('../wanda/types.js').WandaMatrix[], block: [number, number], stored: Map<number, StoredMatrix>) {
+export function zeroEdits(masks: Masks, matrices: WandaMatrix[], block: [number, number], stored: Map<number, StoredMatrix>): Edit[] {
   return hfBlocks(masks, matrices, block).flatMap((b) => blockEdits(stored.get(b.matrix)!, b));
 }

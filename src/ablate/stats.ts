@@ -14,6 +14,7 @@
  */
 import { Rng, hash32 } from '../util/rng.js';
 import { holm, nullZ } from '../util/stats.js';
+import { regionKey } from './regions.js';
 
 export interface AblateCell {
   region: string;
@@ -114,7 +115,7 @@ export function ablationStats(x: StatsInput): { cells: AblateCell[]; specificity
   for (const r of x.regions) {
     const d = delta(r.after);
     const nd = r.random.map(delta);
-    const key = r.minus === null ? r.name : `${r.name}∖${r.minus}`;
+    const key = regionKey(r);
     x.labels.forEach((label, l) => {
       const idx = byLabel[l]!;
       if (!idx.length) return;
