@@ -1,7 +1,10 @@
 """Markdown tables of a `lobes ablate` summary.json: the effect matrix (region × label: mean
 change of log-likelihood, the random regions' mean, p, z) and the specificity rows.
 
-    python3 bench/ablate-table.py bench/ablate/smollm2-en-summary.json
+    python3 bench/ablate-table.py bench/ablate/smollm2-en-summary.json [runs/ablate/en-all/records.jsonl]
+
+With the records: the same matrix per continuation token (Σ change / Σ tokens over a label's
+items), and where each label's own region ranks among the regions in damage to its items.
 """
 import json
 import sys
@@ -27,3 +30,24 @@ print("|---|---:|---|---|---:|---:|")
 for sp in s["specificity"]:
     nc = sp["nullContrast"]
     print(f"| {key(sp)} | {sp['contrast']:.1f} | [{sp['ci'][0]:.1f}, {sp['ci'][1]:.1f}] | {sum(nc)/len(nc):.1f} ({min(nc):.1f} to {max(nc):.1f}) | {sp['p']:.3f} | {sp['pHolm']:.3f} |")
+
+if len(sys.argv) > 2:
+    recs = [json.loads(l) for l in open(sys.argv[2])]
+    by = s["by"]
+    regs = list(recs[0]["after"].keys())
+    print(f"\n| region ↓ / items → ({s['unit']} per token) | " + " | ".join(labels) + " |")
+    print("|---|" + "---:|" * len(labels))
+    def per_token(rs, after):
+        return sum(after(r) - r["before"] for r in rs) / sum(r["continuationTokens"] for r in rs)
+    for g in regs + ["random regions (mean)"]:
+        f = (lambda r: sum(r["random"].values()) / len(r["random"])) if g.startswith("random") else (lambda r, g=g: r["after"][g])
+        print(f"| {g} | " + " | ".join(f"{per_token([r for r in recs if r['labels'][by] == l], f):.2f}" for l in labels) + " |")
+    print("| before (LL per token) | " + " | ".join(f"{sum(r['before'] for r in recs if r['labels'][by] == l) / sum(r['continuationTokens'] for r in recs if r['labels'][by] == l):.2f}" for l in labels) + " |")
+    print("| continuation tokens per item | " + " | ".join(f"{sum(r['continuationTokens'] for r in recs if r['labels'][by] == l) / sum(1 for r in recs if r['labels'][by] == l):.1f}" for l in labels) + " |")
+    for l in labels:
+        if l not in regs:
+            continue
+        rs = [r for r in recs if r["labels"][by] == l]
+        order = sorted(regs, key=lambda g: sum(r["after"][g] - r["before"] for r in rs))
+        print(f"\n{l} items: own region ranks {order.index(l) + 1} of {len(regs)} in damage (1 = most)", end="")
+    print()
