@@ -24,8 +24,9 @@ initializer), DIR/records.jsonl (one item per line) and DIR/summary.json (docs/a
   --random K           random regions per region for the null (default 10; p ≥ 1/(K+1))
   --scope S            where random blocks are drawn with the region's count: matrix (default:
                        the same number of blocks in every matrix), layer or global
-${HELP.model}
-                       (default: the run's model; another must be the same model)
+  --model M            the model to score: an ONNX model folder or a llama GGUF file (converted
+                       once into the cache); default the run's model; another must be the same
+                       model (the same graph, or a conversion of the same GGUF)
 ${HELP.cache}
 ${HELP.limit}
 ${HELP.seed('the --limit sample, the random regions and the bootstrap')}
