@@ -18,6 +18,7 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<{ run(argv
   swap: { summary: 'does the state follow the question or the response? (question/response swaps)', load: () => import('./swap.js') },
   report: { summary: 'self-contained HTML report of a run', load: () => import('./report.js') },
   compare: { summary: 'side-by-side report of two runs (e.g. 8B vs 70B)', load: () => import('./compare.js') },
+  ablate: { summary: 'zero a neuron region\'s weights and measure the change of log-likelihood, against random regions', load: () => import('./ablate.js') },
   attend: { summary: 'which words the model attends to when it answers (attention of the answering position)', load: () => import('./attend.js') },
   convert: { summary: 'convert a llama GGUF (llama.cpp, Ollama) into an ONNX model folder', load: () => import('./convert.js') },
   demo: { summary: 'the whole pipeline on the built-in tiny model and dataset', load: () => import('./demo.js') },

@@ -1,0 +1,194 @@
+/**
+ * The block sets `lobes ablate` zeroes: a group's region from RUN/wanda (or a set difference),
+ * the blocks as Hugging Face coordinates, and the random regions of the null.
+ *
+ * A block (bi, bj) of matrix W [d_out, d_in] (Hugging Face layout) with block size [br, bc]
+ * covers rows [bi·br, min((bi+1)·br, d_out)) and cols [bj·bc, min((bj+1)·bc, d_in)); wanda's
+ * maps are ceil(d_out/br) × ceil(d_in/bc), so a matrix whose size is not a multiple of the block
+ * has smaller blocks at its edges.
+ *
+ * The random regions keep the region's block count per matrix (scope `matrix`, the default),
+ * per layer (`layer`: the count of each layer is spread uniformly over that layer's matrices'
+ * blocks) or in all (`global`), each drawn uniformly without replacement.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import * as path from 'node:path';
+import { LobesError, UsageError } from '../util/errors.js';
+import { Rng } from '../util/rng.js';
+import { didYouMean } from '../util/suggest.js';
+import type { WandaMatrix, WandaRegions, WandaSettings } from '../wanda/types.js';
+
+export type Masks = Uint8Array[];
+export type NullScope = 'matrix' | 'layer' | 'global';
+export const NULL_SCOPES: readonly NullScope[] = ['matrix', 'layer', 'global'];
+
+/** The wanda results an ablation reads. */
+export interface WandaResults {
+  dir: string;
+  settings: WandaSettings;
+  regions: WandaRegions;
+}
+
+/** One zeroed block in Hugging Face coordinates. */
+export interface HfBlock {
+  /** e.g. `model.layers.3.mlp.up_proj.weight`. */
+  tensor: string;
+  /** [start, end) over output features (rows of W [d_out, d_in]). */
+  rows: [number, number];
+  /** [start, end) over input features. */
+  cols: [number, number];
+}
+
+/** Read RUN/wanda/settings.json and regions.json (one-line error when either is missing or broken). */
+export function readWandaResults(runDir: string): WandaResults {
+  const dir = path.join(runDir, 'wanda');
+  const read = (name: string): any => {
+    const file = path.join(dir, name);
+    if (!existsSync(file)) throw new LobesError(`the run has no wanda results (${name} is missing)`, { file, hint: `run lobes wanda ${runDir} first` });
+    try {
+      return JSON.parse(readFileSync(file, 'utf8'));
+    } catch (e: any) {
+      throw new LobesError(`invalid JSON (${String(e.message).split('\n')[0]})`, { file, hint: `run lobes wanda ${runDir} again` });
+    }
+  };
+  const settings = read('settings.json') as WandaSettings;
+  const regions = read('regions.json') as WandaRegions;
+  const file = path.join(dir, 'regions.json');
+  if (!Array.isArray(regions?.matrices) || typeof regions.regions !== 'object' || !Array.isArray(settings?.groups) || !Array.isArray(settings.block)) {
+    throw new LobesError('not a wanda result (matrices, regions, groups or block missing)', { file });
+  }
+  for (const g of settings.groups) if (!regions.regions[g]) throw new LobesError(`group ${JSON.stringify(g)} of settings.json has no region`, { file });
+  return { dir, settings, regions };
+}
+
+/** The masks of a block set given as sorted flat indices per matrix name. */
+function masksOf(w: WandaResults, group: string): Masks {
+  const set = w.regions.regions[group]!;
+  return w.regions.matrices.map((m) => {
+    const mask = new Uint8Array(m.rowBlocks * m.colBlocks);
+    for (const i of set[m.name] ?? []) {
+      if (!Number.isInteger(i) || i < 0 || i >= mask.length) throw new LobesError(`block ${i} is outside the ${m.rowBlocks}×${m.colBlocks} map of ${m.name}`, { file: path.join(w.dir, 'regions.json'), where: `region ${group}` });
+      mask[i] = 1;
+    }
+    return mask;
+  });
+}
+
+function checkGroup(w: WandaResults, name: string, flag: string): void {
+  if (w.settings.groups.includes(name)) return;
+  const near = didYouMean(name, w.settings.groups);
+  throw new UsageError(`${flag} ${JSON.stringify(name)} is not a group of the run's wanda results (groups by ${w.settings.by}: ${w.settings.groups.join(', ')})`, near || undefined);
+}
+
+/** A region to ablate: a group's region, or a set difference. */
+export interface RegionSpec {
+  name: string;
+  /** A group, `others` (the union of every other group's region), or null. */
+  minus: string | null;
+}
+
+/** The key naming a region in records and outputs: `A`, or `A∖B`. */
+export function regionKey(r: RegionSpec): string {
+  return r.minus === null ? r.name : `${r.name}∖${r.minus}`;
+}
+
+/** The regions a command asks for: --region A or all, with --minus B or others. */
+export function regionSpecs(w: WandaResults, region: string, minus: string | null): RegionSpec[] {
+  const names = region === 'all' ? [...w.settings.groups] : [region];
+  if (region !== 'all') checkGroup(w, region, '--region');
+  if (minus !== null && minus !== 'others') {
+    checkGroup(w, minus, '--minus');
+    if (region === minus) throw new UsageError(`--region and --minus are the same group (${region}); the difference is empty`);
+  }
+  return names.filter((n) => n !== minus).map((name) => ({ name, minus }));
+}
+
+/** The masks of a region spec (empty regions are an error naming it). */
+export function regionMasks(w: WandaResults, r: RegionSpec): Masks {
+  const a = masksOf(w, r.name);
+  if (r.minus !== null) {
+    const others = r.minus === 'others' ? w.settings.groups.filter((g) => g !== r.name) : [r.minus];
+    for (const g of others) {
+      const b = masksOf(w, g);
+      a.forEach((m, k) => {
+        for (let i = 0; i < m.length; i++) if (b[k]![i]) m[i] = 0;
+      });
+    }
+  }
+  if (countBlocks(a) === 0) {
+    throw new LobesError(`region ${regionKey(r)} is empty: it has no block to zero`, { file: path.join(w.dir, 'regions.json'), hint: r.minus ? 'every block of the region is also in the subtracted one; choose another pair or a larger --top in lobes wanda' : 'run lobes wanda with a larger --top' });
+  }
+  return a;
+}
+
+export function countBlocks(a: Masks): number {
+  let s = 0;
+  for (const m of a) for (let i = 0; i < m.length; i++) s += m[i]!;
+  return s;
+}
+
+/** Hugging Face tensor name of a wanda matrix (`layers.3.mlp.up_proj` -> `model.layers.3.mlp.up_proj.weight`). */
+export function hfTensor(m: WandaMatrix): string {
+  return `model.${m.name}.weight`;
+}
+
+/** The blocks of a set in Hugging Face coordinates, in matrix order then flat index. */
+export function hfBlocks(masks: Masks, matrices: WandaMatrix[], block: [number, number]): (HfBlock & { matrix: number })[] {
+  const out: (HfBlock & { matrix: number })[] = [];
+  const [br, bc] = block;
+  matrices.forEach((m, k) => {
+    const mask = masks[k]!;
+    for (let i = 0; i < mask.length; i++) {
+      if (!mask[i]) continue;
+      const bi = Math.floor(i / m.colBlocks);
+      const bj = i % m.colBlocks;
+      out.push({ matrix: k, tensor: hfTensor(m), rows: [bi * br, Math.min((bi + 1) * br, m.dOut)], cols: [bj * bc, Math.min((bj + 1) * bc, m.dIn)] });
+    }
+  });
+  return out;
+}
+
+/** The pools random blocks are drawn in: one per matrix, per layer, or one over every matrix. */
+export function nullPools(matrices: WandaMatrix[], scope: NullScope): number[][] {
+  if (scope === 'matrix') return matrices.map((_, k) => [k]);
+  if (scope === 'global') return [matrices.map((_, k) => k)];
+  const byLayer = new Map<number, number[]>();
+  matrices.forEach((m, k) => byLayer.set(m.layer, [...(byLayer.get(m.layer) ?? []), k]));
+  return [...byLayer.values()];
+}
+
+/** A signature of a set's size per pool: sets with equal signatures share their random regions. */
+export function poolCounts(masks: Masks, pools: number[][]): number[] {
+  return pools.map((p) => p.reduce((s, k) => s + countBlocks([masks[k]!]), 0));
+}
+
+/** A uniformly random set with `counts[p]` blocks in pool p (partial Fisher–Yates over the pool's blocks). */
+export function randomRegion(counts: readonly number[], pools: number[][], matrices: WandaMatrix[], seed: number): Masks {
+  const rng = new Rng(seed);
+  const masks = matrices.map((m) => new Uint8Array(m.rowBlocks * m.colBlocks));
+  pools.forEach((pool, p) => {
+    const sizes = pool.map((k) => masks[k]!.length);
+    const n = sizes.reduce((a, b) => a + b, 0);
+    const c = counts[p]!;
+    if (c > n) throw new LobesError(`a random region needs ${c} blocks from a pool of ${n}`);
+    const idx = new Int32Array(n);
+    for (let i = 0; i < n; i++) idx[i] = i;
+    for (let i = 0; i < c; i++) {
+      const j = i + rng.int(n - i);
+      const t = idx[i]!;
+      idx[i] = idx[j]!;
+      idx[j] = t;
+      // Flat index over the pool -> (matrix, block).
+      let f = idx[i]!;
+      let q = 0;
+      while (f >= sizes[q]!) f -= sizes[q++]!;
+      masks[pool[q]!]![f] = 1;
+    }
+  });
+  return masks;
+}
+
+/** The seed of random region j of null set s (recorded in ablation.json). */
+export function randomSeed(seed: number, set: number, j: number): number {
+  return (Math.imul(seed >>> 0, 1000003) + Math.imul(set + 1, 7919) + j) >>> 0;
+}

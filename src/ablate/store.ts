@@ -1,0 +1,135 @@
+/**
+ * The ablation folder (docs/ablate.md, "Outputs"):
+ *
+ *   DIR/job.json        the job: run, model, data, settings, passes; `complete` and the files' sha256 when done
+ *   DIR/records/        while running: score chunks (one per pass and 64 items), so a killed job resumes
+ *   DIR/ablation.json   every zeroed block (Hugging Face tensor, rows, cols, ONNX initializer), per region
+ *                       and per random region (with its seed)
+ *   DIR/records.jsonl   one item per line: id, labels, context, continuation, before, after per region,
+ *                       random (after per random region)
+ *   DIR/summary.json    AblateSummary (the report reads it)
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import * as path from 'node:path';
+import { createHash } from 'node:crypto';
+import { LobesError } from '../util/errors.js';
+import { writeFileAtomicSync } from '../util/io.js';
+import { jsonl } from '../store/records.js';
+import type { ChunkFile } from '../store/chunks.js';
+import type { LimitRecord } from '../data/subset.js';
+import type { WandaMatrix } from '../wanda/types.js';
+import type { AblateItem } from './items.js';
+import type { StoredMatrix } from './patch.js';
+import { hfBlocks, regionKey, type Masks, type RegionSpec, type NullScope } from './regions.js';
+import type { AblateCell, AblateSpecificity } from './stats.js';
+
+export const JOB_MANIFEST = 'job.json';
+
+/** One scoring pass: the model as it is, a region zeroed, or a random region zeroed. */
+export type AblatePass =
+  | { id: 'before'; kind: 'before'; masks: null }
+  | { id: string; kind: 'region'; region: RegionSpec; masks: Masks; nullSet: number }
+  | { id: string; kind: 'random'; nullSet: number; seed: number; masks: Masks };
+
+export interface AblateJob {
+  format: 'lobes-ablate';
+  formatVersion: 1;
+  lobesVersion: string;
+  run: { dir: string; identity: string | null; wanda: { by: string; block: [number, number]; top: unknown } };
+  model: { dir: string; graphSha256: string };
+  data: { spec: string; items: number; limit: LimitRecord | null };
+  settings: { region: string; minus: string | null; random: number; scope: NullScope; seed: number; chunkUnits: number; bootstrap: number; device: string };
+  passes: string[];
+  complete: boolean;
+  files?: Record<string, ChunkFile>;
+  timings?: { wallMs: number };
+}
+
+/** summary.json: the contract the report reads. */
+export interface AblateSummary {
+  kind: 'ablate';
+  version: 1;
+  /** The label axis (wanda's --by). */
+  by: string;
+  /** Sorted group labels. */
+  labels: string[];
+  /** Random regions per region (K). */
+  random: number;
+  unit: 'nats';
+  regions: { name: string; minus: string | null; blocks: number }[];
+  cells: AblateCell[];
+  specificity: AblateSpecificity[];
+  /** 1 / (K + 1): the smallest p any cell or contrast can have. */
+  pFloor: number;
+  scope: NullScope;
+  seed: number;
+  items: number;
+}
+
+export interface AblateRecord {
+  id: string;
+  labels: Record<string, string>;
+  context: string;
+  continuation: string;
+  contextTokens: number;
+  continuationTokens: number;
+  before: number;
+  /** Log-likelihood with each region zeroed (key `A` or `A∖B`). */
+  after: Record<string, number>;
+  /** Log-likelihood with each random region zeroed (key: the random region's id in ablation.json). */
+  random: Record<string, number>;
+}
+
+function blockList(masks: Masks, matrices: WandaMatrix[], block: [number, number], stored: StoredMatrix[]) {
+  return hfBlocks(masks, matrices, block).map((b) => ({ tensor: b.tensor, rows: b.rows, cols: b.cols, initializer: stored[b.matrix]!.initializer }));
+}
+
+const fileOf = (dir: string, name: string, text: string): ChunkFile => {
+  writeFileAtomicSync(path.join(dir, name), text);
+  const bytes = Buffer.from(text, 'utf8');
+  return { path: name, bytes: bytes.byteLength, sha256: createHash('sha256').update(bytes).digest('hex') };
+};
+
+/** Write ablation.json, records.jsonl and summary.json (each atomically); returns their files. */
+export function writeAblateOutputs(
+  dir: string,
+  x: { passes: AblatePass[]; items: AblateItem[]; split: { context: number[]; continuation: number[] }[]; ll: Float64Array[]; stored: StoredMatrix[]; matrices: WandaMatrix[]; block: [number, number]; summary: AblateSummary; job: AblateJob },
+): Record<string, ChunkFile> {
+  const { passes, matrices, block, stored } = x;
+  const ablation = {
+    kind: 'ablate-blocks',
+    version: 1,
+    layout: 'Hugging Face W [d_out, d_in]: rows [start, end) over output features, cols [start, end) over input features',
+    run: x.job.run,
+    model: x.job.model,
+    scope: x.summary.scope,
+    seed: x.summary.seed,
+    regions: passes.flatMap((p) => (p.kind === 'region' ? [{ name: p.region.name, minus: p.region.minus, key: regionKey(p.region), random: passes.filter((q) => q.kind === 'random' && q.nullSet === p.nullSet).map((q) => q.id), blocks: blockList(p.masks, matrices, block, stored) }] : [])),
+    random: passes.flatMap((p) => (p.kind === 'random' ? [{ id: p.id, nullSet: p.nullSet, seed: p.seed, blocks: blockList(p.masks, matrices, block, stored) }] : [])),
+  };
+  const records: AblateRecord[] = x.items.map((it, i) => {
+    const after: Record<string, number> = {};
+    const random: Record<string, number> = {};
+    passes.forEach((p, k) => {
+      if (p.kind === 'region') after[p.id] = x.ll[k]![i]!;
+      else if (p.kind === 'random') random[p.id] = x.ll[k]![i]!;
+    });
+    return { id: it.id, labels: it.labels, context: it.context, continuation: it.continuation, contextTokens: x.split[i]!.context.length, continuationTokens: x.split[i]!.continuation.length, before: x.ll[0]![i]!, after, random };
+  });
+  return {
+    ablation: fileOf(dir, 'ablation.json', JSON.stringify(ablation) + '\n'),
+    records: fileOf(dir, 'records.jsonl', jsonl(records)),
+    summary: fileOf(dir, 'summary.json', JSON.stringify(x.summary, null, 2) + '\n'),
+  };
+}
+
+/** The summary of a complete ablation folder (checked against job.json's sha256). */
+export function readAblateSummary(dir: string): AblateSummary {
+  const jf = path.join(dir, JOB_MANIFEST);
+  if (!existsSync(jf)) throw new LobesError('not a lobes ablation: job.json is missing', { file: jf });
+  const job = JSON.parse(readFileSync(jf, 'utf8')) as AblateJob;
+  if (!job.complete || !job.files?.summary) throw new LobesError('the ablation is incomplete', { file: jf, hint: 'rerun the same lobes ablate command to finish it' });
+  const bytes = readFileSync(path.join(dir, job.files.summary.path));
+  if (createHash('sha256').update(bytes).digest('hex') !== job.files.summary.sha256) throw new LobesError('was changed after it was written (sha256 differs from job.json)', { file: path.join(dir, 'summary.json') });
+  return JSON.parse(bytes.toString('utf8')) as AblateSummary;
+}

@@ -1,0 +1,115 @@
+import { parseCommand, intOption } from './args.js';
+import { UsageError } from '../util/errors.js';
+import { DEVICE_OPTIONS, FORCE_OPTION, HELP, LIMIT_OPTIONS, MODEL_OPTIONS, OUTPUT_OPTIONS, deviceOf, limitOf } from './options.js';
+import type { AblateSummary } from '../ablate/store.js';
+
+const USAGE =
+  'lobes ablate RUN --region A|all [--minus B|others] --data SPEC --out DIR [--random K] [--scope matrix|layer|global] [--model M] [--limit N [--by LABELS]] [--seed N] [--bootstrap B] [--batch N] [--device cpu|cuda|webgpu] [--device-id N] [--threads N] [--force] [--quiet] [--json]';
+
+const HELP_TEXT = `
+A causal test of wanda's neuron regions: zero every weight in the blocks of a group's region
+(RUN/wanda/regions.json), or of a set difference, and measure how each item's continuation
+log-likelihood changes, against random regions of the same size and block count per matrix.
+Writes DIR/ablation.json (every zeroed block: Hugging Face tensor, rows, cols, ONNX
+initializer), DIR/records.jsonl (one item per line) and DIR/summary.json (docs/ablate.md).
+
+  --region A|all       the group whose region is zeroed; all: every group's region in turn
+                       (one scoring of the unablated model shared by all)
+  --minus B|others     zero A∖B instead (the blocks of A's region not in B's); others: the
+                       blocks of A's region in no other group's region
+  --data SPEC          socialeval:DIR?lang=en (context: the skill question and a newline,
+                       continuation: the correct response) or
+                       jsonl:FILE?context=F&continuation=G&label=L[&id=I]
+  --out DIR            the ablation folder (a killed run resumes into it)
+  --random K           random regions per region for the null (default 10; p ≥ 1/(K+1))
+  --scope S            where random blocks are drawn with the region's count: matrix (default:
+                       the same number of blocks in every matrix), layer or global
+  --model M            the model to score: an ONNX model folder or a llama GGUF file (converted
+                       once into the cache); default the run's model; another must be the same
+                       model (the same graph, or a conversion of the same GGUF)
+${HELP.cache}
+${HELP.limit}
+${HELP.seed('the --limit sample, the random regions and the bootstrap')}
+  --bootstrap B        bootstrap resamples of the CIs (default 2000)
+  --batch N            rows per forward pass (default 8)
+${HELP.device}
+  --threads N          onnxruntime threads (default: onnxruntime's)
+${HELP.force}
+${HELP.quiet}
+${HELP.json}
+`;
+
+export async function run(argv: string[]): Promise<number> {
+  const p = parseCommand(argv, {
+    usage: USAGE,
+    help: HELP_TEXT,
+    positionals: [1, 1],
+    options: {
+      ...MODEL_OPTIONS,
+      ...DEVICE_OPTIONS,
+      ...OUTPUT_OPTIONS,
+      ...FORCE_OPTION,
+      ...LIMIT_OPTIONS,
+      region: { type: 'string' },
+      minus: { type: 'string' },
+      data: { type: 'string' },
+      out: { type: 'string' },
+      random: { type: 'string' },
+      scope: { type: 'string', choices: ['matrix', 'layer', 'global'] },
+      bootstrap: { type: 'string' },
+      batch: { type: 'string' },
+      threads: { type: 'string' },
+    },
+  });
+  if (!p) return 0;
+  const v = p.values;
+  for (const k of ['region', 'data', 'out']) if (!v[k]) throw new UsageError(`--${k} is required`, `usage: ${USAGE}`);
+  const { limit, by, seed } = limitOf(v);
+  const { device, deviceId } = deviceOf(v);
+  let model: string | null = null;
+  let modelSource = null;
+  if (v.model !== undefined) {
+    const { modelFolder } = await import('./convert.js');
+    const m = await modelFolder(v.model, { cache: v.cache, quiet: !!v.quiet });
+    model = m.dir;
+    modelSource = m.source;
+  }
+  const { runAblate } = await import('../ablate/run.js');
+  const s = await runAblate({
+    run: p.positionals[0]!,
+    region: v.region,
+    minus: v.minus ?? null,
+    data: v.data,
+    out: v.out,
+    random: intOption(v.random, '--random', 10, 1),
+    scope: v.scope,
+    model,
+    modelSource,
+    seed,
+    limit,
+    by,
+    device,
+    deviceId,
+    threads: v.threads !== undefined ? intOption(v.threads, '--threads', 1, 1) : undefined,
+    batch: intOption(v.batch, '--batch', 8, 1),
+    bootstrap: intOption(v.bootstrap, '--bootstrap', 2000, 100),
+    force: !!v.force,
+    quiet: !!v.quiet || !!v.json,
+  });
+  process.stdout.write(v.json ? JSON.stringify(s, null, 1) + '\n' : formatAblate(s) + '\n');
+  return 0;
+}
+
+/** The effect matrix and the specificity rows as text. */
+export function formatAblate(s: AblateSummary): string {
+  const f = (x: number) => (x >= 0 ? '+' : '') + x.toFixed(3);
+  const key = (r: { region: string; minus: string | null }) => (r.minus === null ? r.region : `${r.region}∖${r.minus}`);
+  const out = [`mean change of log-likelihood (${s.unit}, after − before) per item, by ${s.by}; p against ${s.random} random regions (floor ${s.pFloor.toFixed(3)})`];
+  for (const r of s.regions) {
+    const k = r.minus === null ? r.name : `${r.name}∖${r.minus}`;
+    out.push(`${k} (${r.blocks} blocks):`);
+    for (const c of s.cells.filter((c) => key(c) === k)) out.push(`  ${c.label.padEnd(24)} n=${String(c.n).padStart(4)}  ${f(c.delta)} [${f(c.ci[0])}, ${f(c.ci[1])}]  random ${f(c.nullDelta.reduce((a, b) => a + b, 0) / c.nullDelta.length)}  p=${c.p.toFixed(3)}`);
+  }
+  for (const sp of s.specificity) out.push(`specificity ${key(sp)} for ${sp.target}: ${f(sp.contrast)} [${f(sp.ci[0])}, ${f(sp.ci[1])}] (own items − others), p=${sp.p.toFixed(3)}, Holm ${sp.pHolm.toFixed(3)}`);
+  return out.join('\n');
+}

@@ -1,0 +1,60 @@
+/**
+ * A run folder for ablation tests: a synthetic run (src/report/synthetic.ts) whose manifest names
+ * a real model folder (its graph's sha256) and whose wanda results hold given regions over the
+ * model's MLP matrices, with the provenance a real wanda pass records.
+ */
+import { createHash } from 'node:crypto';
+import { readFileSync, writeFileSync } from 'node:fs';
+import * as path from 'node:path';
+import { writeSyntheticRun } from '../../src/report/synthetic.js';
+import { runIdentity } from '../../src/store/provenance.js';
+import type { BlockSet, WandaMatrix } from '../../src/wanda/types.js';
+
+export const TINY_DIMS: Record<string, [number, number]> = { gate_proj: [256, 64], up_proj: [256, 64], down_proj: [64, 256] };
+
+/** The MLP matrices of the generated tiny-llama (2 layers) for a block size. */
+export function tinyMatrices(block: [number, number], layers = 2): WandaMatrix[] {
+  const out: WandaMatrix[] = [];
+  for (let l = 0; l < layers; l++) {
+    for (const proj of ['gate_proj', 'up_proj', 'down_proj']) {
+      const [dOut, dIn] = TINY_DIMS[proj]!;
+      out.push({ name: `layers.${l}.mlp.${proj}`, layer: l, proj, input: proj === 'down_proj' ? `layers.${l}.mlp.down_in` : `layers.${l}.mlp.in`, dOut, dIn, rowBlocks: Math.ceil(dOut / block[0]), colBlocks: Math.ceil(dIn / block[1]) });
+    }
+  }
+  return out;
+}
+
+export function writeAblateRun(dir: string, modelDir: string, regions: Record<string, BlockSet>, block: [number, number], by = 'group'): string {
+  const groups = Object.keys(regions);
+  writeSyntheticRun(dir, { groups, layers: 2, samplesPerGroup: 2, wanda: true, cluster: false, pooled: false });
+  const mf = path.join(dir, 'manifest.json');
+  const m = JSON.parse(readFileSync(mf, 'utf8'));
+  m.model = { ...m.model, dir: modelDir, graphSha256: createHash('sha256').update(readFileSync(path.join(modelDir, 'model.onnx'))).digest('hex') };
+  delete m.model.files;
+  delete m.identity;
+  m.identity = runIdentity(m);
+  writeFileSync(mf, JSON.stringify(m, null, 1) + '\n');
+  const sf = path.join(dir, 'wanda', 'settings.json');
+  const s = JSON.parse(readFileSync(sf, 'utf8'));
+  Object.assign(s, { by, groups, block, provenance: { ...s.provenance, run: m.identity } });
+  writeFileSync(sf, JSON.stringify(s, null, 1) + '\n');
+  writeFileSync(path.join(dir, 'wanda', 'regions.json'), JSON.stringify({ matrices: tinyMatrices(block), regions, differences: [] }) + '\n');
+  return dir;
+}
+
+export interface GoldenItem { id: string; group: string; context: string; continuation: string; contextIds: number[]; continuationIds: number[] }
+export const GOLD = JSON.parse(readFileSync(path.resolve(__dirname, '../goldens/ablate/tiny-llama.json'), 'utf8')) as {
+  block: [number, number];
+  regions: Record<string, BlockSet>;
+  items: GoldenItem[];
+  blocks: Record<string, { tensor: string; rows: [number, number]; cols: [number, number] }[]>;
+  before: number[];
+  after: Record<string, number[]>;
+};
+
+/** The golden items as a jsonl file and the spec lobes ablate reads it with. */
+export function writeGoldenItems(dir: string): string {
+  const f = path.join(dir, 'items.jsonl');
+  writeFileSync(f, GOLD.items.map((it) => JSON.stringify({ id: it.id, group: it.group, context: it.context, continuation: it.continuation })).join('\n') + '\n');
+  return `jsonl:${f}?context=context&continuation=continuation&label=group&id=id`;
+}
