@@ -17,6 +17,7 @@ import { LobesError, UsageError } from '../util/errors.js';
 import { Rng } from '../util/rng.js';
 import { didYouMean } from '../util/suggest.js';
 import type { WandaMatrix, WandaRegions, WandaSettings } from '../wanda/types.js';
+import { wandaDir, wandaFile } from '../wanda/store.js';
 
 export type Masks = Uint8Array[];
 export type NullScope = 'matrix' | 'layer' | 'global';
@@ -41,9 +42,10 @@ export interface HfBlock {
 
 /** Read RUN/wanda/settings.json and regions.json (one-line error when either is missing or broken). */
 export function readWandaResults(runDir: string): WandaResults {
-  const dir = path.join(runDir, 'wanda');
-  const read = (name: string): any => {
-    const file = path.join(dir, name);
+  const dir = wandaDir(runDir);
+  const read = (which: 'settings' | 'regions'): any => {
+    const file = wandaFile(dir, which);
+    const name = path.basename(file);
     if (!existsSync(file)) throw new LobesError(`the run has no wanda results (${name} is missing)`, { file, hint: `run lobes wanda ${runDir} first` });
     try {
       return JSON.parse(readFileSync(file, 'utf8'));
@@ -51,9 +53,9 @@ export function readWandaResults(runDir: string): WandaResults {
       throw new LobesError(`invalid JSON (${String(e.message).split('\n')[0]})`, { file, hint: `run lobes wanda ${runDir} again` });
     }
   };
-  const settings = read('settings.json') as WandaSettings;
-  const regions = read('regions.json') as WandaRegions;
-  const file = path.join(dir, 'regions.json');
+  const settings = read('settings') as WandaSettings;
+  const regions = read('regions') as WandaRegions;
+  const file = wandaFile(dir, 'regions');
   if (!Array.isArray(regions?.matrices) || typeof regions.regions !== 'object' || !Array.isArray(settings?.groups) || !Array.isArray(settings.block)) {
     throw new LobesError('not a wanda result (matrices, regions, groups or block missing)', { file });
   }
@@ -67,7 +69,7 @@ function masksOf(w: WandaResults, group: string): Masks {
   return w.regions.matrices.map((m) => {
     const mask = new Uint8Array(m.rowBlocks * m.colBlocks);
     for (const i of set[m.name] ?? []) {
-      if (!Number.isInteger(i) || i < 0 || i >= mask.length) throw new LobesError(`block ${i} is outside the ${m.rowBlocks}×${m.colBlocks} map of ${m.name}`, { file: path.join(w.dir, 'regions.json'), where: `region ${group}` });
+      if (!Number.isInteger(i) || i < 0 || i >= mask.length) throw new LobesError(`block ${i} is outside the ${m.rowBlocks}×${m.colBlocks} map of ${m.name}`, { file: wandaFile(w.dir, 'regions'), where: `region ${group}` });
       mask[i] = 1;
     }
     return mask;
@@ -116,7 +118,7 @@ export function regionMasks(w: WandaResults, r: RegionSpec): Masks {
     }
   }
   if (countBlocks(a) === 0) {
-    throw new LobesError(`region ${regionKey(r)} is empty: it has no block to zero`, { file: path.join(w.dir, 'regions.json'), hint: r.minus ? 'every block of the region is also in the subtracted one; choose another pair or a larger --top in lobes wanda' : 'run lobes wanda with a larger --top' });
+    throw new LobesError(`region ${regionKey(r)} is empty: it has no block to zero`, { file: wandaFile(w.dir, 'regions'), hint: r.minus ? 'every block of the region is also in the subtracted one; choose another pair or a larger --top in lobes wanda' : 'run lobes wanda with a larger --top' });
   }
   return a;
 }

@@ -12,7 +12,7 @@
  * (src/store/records.ts), one chunk per (pass, 64 items), so a killed job resumes where it was.
  * ablation.json, records.jsonl and summary.json are written only when every pass is done.
  */
-import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import * as path from 'node:path';
 import { LobesError, UsageError } from '../util/errors.js';
 import { writeFileAtomicSync } from '../util/io.js';
@@ -33,7 +33,8 @@ import { blockEdits, copyModelFolder, storedMatrices, WeightPatcher, type Edit, 
 import type { WandaMatrix } from '../wanda/types.js';
 import { countBlocks, hfBlocks, nullPools, poolCounts, randomRegion, randomSeed, readWandaResults, regionKey, regionMasks, regionSpecs, type Masks, type NullScope, NULL_SCOPES } from './regions.js';
 import { ablationStats } from './stats.js';
-import { JOB_MANIFEST, type AblateJob, type AblatePass, type AblateSummary, writeAblateOutputs } from './store.js';
+import { ABLATE_OUTPUTS, CHUNK_INDEX, JOB_MANIFEST, ablateChunksDir, isAblateJobDir, readAblateSummary, type AblateJob, type AblatePass, type AblateSummary, writeAblateOutputs } from './store.js';
+import { wandaFile } from '../wanda/store.js';
 
 export interface AblateOptions {
   run: string;
@@ -69,9 +70,7 @@ export interface AblateDeps {
 
 export const WORK_DIR = '.lobes-ablate-model';
 export const ABLATE_RECORDS: RecordLayout = { format: 'lobes-ablate-chunks', streams: ['scores'] };
-const OUTPUTS = ['ablation.json', 'records.jsonl', 'summary.json', JOB_MANIFEST, 'records'];
-
-const isAblateDir = (d: string) => existsSync(path.join(d, JOB_MANIFEST));
+const isAblateDir = isAblateJobDir;
 
 /** Run (or resume) an ablation; returns the summary. Nothing is written before every input has been checked. */
 export async function runAblate(o: AblateOptions): Promise<AblateSummary> {
@@ -88,7 +87,7 @@ export async function runAblate(o: AblateOptions): Promise<AblateSummary> {
   // The run, its wanda results, the regions.
   const manifest = readManifest(o.run);
   const w = readWandaResults(o.run);
-  checkProvenance(o.run, manifest, w.settings.provenance, 'the wanda results', path.join(w.dir, 'settings.json'), 'lobes wanda');
+  checkProvenance(o.run, manifest, w.settings.provenance, 'the wanda results', wandaFile(w.dir, 'settings'), 'lobes wanda');
   const specs = regionSpecs(w, o.region, o.minus ?? null);
   const masks = specs.map((r) => regionMasks(w, r));
   const matrices = w.regions.matrices;
@@ -161,11 +160,11 @@ export async function runAblate(o: AblateOptions): Promise<AblateSummary> {
     const prev = isAblateDir(o.out) ? (JSON.parse(readFileSync(path.join(o.out, JOB_MANIFEST), 'utf8')) as AblateJob) : null;
     if (prev && (o.force || JSON.stringify({ ...prev, complete: false, files: undefined, timings: undefined }) !== JSON.stringify({ ...job, timings: undefined }))) {
       if (!o.force) throw new LobesError('this ablation folder was made with other settings, data, run or model', { file: path.join(o.out, JOB_MANIFEST), hint: 'use a new --out, or --force to replace it' });
-      for (const f of OUTPUTS) rmSync(path.join(o.out, f), { recursive: true, force: true });
+      for (const f of ABLATE_OUTPUTS) rmSync(path.join(o.out, f), { recursive: true, force: true });
     } else if (prev?.complete) {
       say(`ablate: ${o.out} is already complete; nothing to do`);
       failed = false;
-      return JSON.parse(readFileSync(path.join(o.out, 'summary.json'), 'utf8')) as AblateSummary;
+      return readAblateSummary(o.out);
     }
     writeFileAtomicSync(path.join(o.out, JOB_MANIFEST), JSON.stringify(job, null, 2) + '\n');
     const { writer, dropped } = await RecordChunks.resume(o.out, ABLATE_RECORDS, chunkUnits);
@@ -204,10 +203,10 @@ export async function runAblate(o: AblateOptions): Promise<AblateSummary> {
     passes.forEach((_, p) => {
       for (let j = 0; j < nChunks; j++) {
         const e = byChunk.get(p * nChunks + j)!;
-        const rows = readVerifiedJsonl<{ id: string; ll: number }>(path.join(o.out, 'records'), e.scores as any, 'records/index.json');
+        const rows = readVerifiedJsonl<{ id: string; ll: number }>(ablateChunksDir(o.out), e.scores as any, CHUNK_INDEX);
         rows.forEach((r, k) => {
           const i = j * chunkUnits + k;
-          if (r.id !== items[i]!.id) throw new LobesError(`record chunk ${e.chunk} holds item ${r.id} where ${items[i]!.id} was expected`, { file: path.join(o.out, 'records'), hint: 'delete the folder and run again' });
+          if (r.id !== items[i]!.id) throw new LobesError(`record chunk ${e.chunk} holds item ${r.id} where ${items[i]!.id} was expected`, { file: ablateChunksDir(o.out), hint: 'delete the folder and run again' });
           ll[p]![i] = r.ll;
         });
       }

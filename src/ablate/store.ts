@@ -14,7 +14,8 @@ import * as path from 'node:path';
 import { createHash } from 'node:crypto';
 import { LobesError } from '../util/errors.js';
 import { writeFileAtomicSync } from '../util/io.js';
-import { jsonl } from '../store/records.js';
+import { CHUNKS_DIR, CHUNK_INDEX, jsonl } from '../store/records.js';
+export { CHUNK_INDEX };
 import type { ChunkFile } from '../store/chunks.js';
 import type { LimitRecord } from '../data/subset.js';
 import type { WandaMatrix } from '../wanda/types.js';
@@ -24,6 +25,23 @@ import { hfBlocks, regionKey, type Masks, type RegionSpec, type NullScope } from
 import type { AblateCell, AblateSpecificity } from './stats.js';
 
 export const JOB_MANIFEST = 'job.json';
+/** Every file and folder lobes ablate writes in DIR besides its model copy (what --force replaces). */
+export const ABLATE_OUTPUTS = ['ablation.json', 'records.jsonl', 'summary.json', JOB_MANIFEST, CHUNKS_DIR];
+
+/** Whether DIR holds an ablation job (its job.json). */
+export function isAblateJobDir(dir: string): boolean {
+  return existsSync(ablateJobFile(dir));
+}
+
+/** DIR/job.json. */
+export function ablateJobFile(dir: string): string {
+  return path.join(dir, JOB_MANIFEST);
+}
+
+/** DIR/records: the record chunks of a running ablation. */
+export function ablateChunksDir(dir: string): string {
+  return path.join(dir, CHUNKS_DIR);
+}
 
 /** One scoring pass: the model as it is, a region zeroed, or a random region zeroed. */
 export type AblatePass =
@@ -119,8 +137,21 @@ export function writeAblateOutputs(
   return {
     ablation: fileOf(dir, 'ablation.json', JSON.stringify(ablation) + '\n'),
     records: fileOf(dir, 'records.jsonl', jsonl(records)),
-    summary: fileOf(dir, 'summary.json', JSON.stringify(x.summary, null, 2) + '\n'),
+    summary: fileOf(dir, ABLATE_SUMMARY, JSON.stringify(x.summary, null, 2) + '\n'),
   };
+}
+
+/** The summary file of an ablation folder. */
+export const ABLATE_SUMMARY = 'summary.json';
+
+/** DIR/summary.json. */
+export function ablateSummaryFile(dir: string): string {
+  return path.join(dir, ABLATE_SUMMARY);
+}
+
+/** Whether DIR has the job manifest lobes ablate writes (its summary can then be verified). */
+export function hasAblateJob(dir: string): boolean {
+  return existsSync(path.join(dir, JOB_MANIFEST));
 }
 
 /** The summary of a complete ablation folder (checked against job.json's sha256). */
@@ -130,6 +161,6 @@ export function readAblateSummary(dir: string): AblateSummary {
   const job = JSON.parse(readFileSync(jf, 'utf8')) as AblateJob;
   if (!job.complete || !job.files?.summary) throw new LobesError('the ablation is incomplete', { file: jf, hint: 'rerun the same lobes ablate command to finish it' });
   const bytes = readFileSync(path.join(dir, job.files.summary.path));
-  if (createHash('sha256').update(bytes).digest('hex') !== job.files.summary.sha256) throw new LobesError('was changed after it was written (sha256 differs from job.json)', { file: path.join(dir, 'summary.json') });
+  if (createHash('sha256').update(bytes).digest('hex') !== job.files.summary.sha256) throw new LobesError('was changed after it was written (sha256 differs from job.json)', { file: ablateSummaryFile(dir) });
   return JSON.parse(bytes.toString('utf8')) as AblateSummary;
 }

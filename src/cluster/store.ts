@@ -62,6 +62,13 @@ export function writeClusterFiles(dir: string, o: ClusterOutputs): void {
   writeFileAtomicSync(path.join(dir, METRICS), JSON.stringify(o.metrics, null, 2) + '\n');
 }
 
+/** Write a swap analysis's files (`lobes swap`) into `dir`: settings.json, swap.csv and swap.json. */
+export function writeSwapFiles(dir: string, o: { settings: unknown; csv: string; result: unknown }): void {
+  writeFileAtomicSync(path.join(dir, SETTINGS), JSON.stringify(o.settings, null, 2) + '\n');
+  writeFileAtomicSync(path.join(dir, 'swap.csv'), o.csv);
+  writeFileAtomicSync(path.join(dir, 'swap.json'), JSON.stringify(o.result, null, 1) + '\n');
+}
+
 /** What the report reads of a cluster result. */
 export interface ClusterData {
   dir: string;

@@ -9,8 +9,8 @@
  *
  * and the plain-words summary `summaryLines` prints.
  */
-import * as path from 'node:path';
-import { writeDirAtomic, writeFileAtomicSync } from '../util/io.js';
+import { writeDirAtomic } from '../util/io.js';
+import { writeSwapFiles } from './store.js';
 import { checkOutputDir } from '../util/output.js';
 import { csvField } from '../util/csv.js';
 import { analysisProvenance } from '../store/provenance.js';
@@ -55,11 +55,7 @@ export async function runSwap(input: RunReader | string, opts: RunSwapOptions = 
   const settings = { ...result.settings, points: result.points.map((p) => p.point), words: result.words.map((w) => w.name), incrementalWords: result.incrementalWords, lobesVersion: LOBES_VERSION, provenance: analysisProvenance(run) };
   await writeDirAtomic(
     out,
-    (tmp) => {
-      writeFileAtomicSync(path.join(tmp, 'settings.json'), JSON.stringify(settings, null, 2) + '\n');
-      writeFileAtomicSync(path.join(tmp, 'swap.csv'), swapCsv(result));
-      writeFileAtomicSync(path.join(tmp, 'swap.json'), JSON.stringify(result, null, 1) + '\n');
-    },
+    (tmp) => writeSwapFiles(tmp, { settings, csv: swapCsv(result), result }),
     { kind: 'swap' },
   );
   return { result, outDir: out };

@@ -14,7 +14,7 @@
  * smaller than 1/(K+1); at that floor the page says so.
  */
 import { existsSync, readFileSync } from 'node:fs';
-import * as path from 'node:path';
+import { ablateSummaryFile, hasAblateJob, readAblateSummary } from '../ablate/store.js';
 import { LobesError } from '../util/errors.js';
 import type { AblateCellPayload, AblatePayload, AblateSpecificityPayload } from './types.js';
 
@@ -68,12 +68,9 @@ export interface AblateData {
   summary: AblateSummary;
 }
 
-/** The file name inside an ablate folder. */
-export const ABLATE_SUMMARY = 'summary.json';
-
 /** Whether dir looks like an ablate output folder (its summary.json says kind "ablate"). */
 export function isAblateDir(dir: string): boolean {
-  const f = path.join(dir, ABLATE_SUMMARY);
+  const f = ablateSummaryFile(dir);
   if (!existsSync(f)) return false;
   try {
     const j = JSON.parse(readFileSync(f, 'utf8'));
@@ -199,15 +196,21 @@ export function parseAblateSummary(j: unknown, file: string): AblateSummary {
   return { kind: 'ablate', version: 1, by, labels, random: K, unit, regions, cells, specificity };
 }
 
-/** Read DIR/summary.json of `lobes ablate --out DIR`. */
+/**
+ * Read DIR/summary.json of `lobes ablate --out DIR`. A folder lobes ablate wrote (job.json beside
+ * it) is read verified: a summary edited after the job, or an unfinished job, is refused.
+ */
 export function loadAblate(dir: string): AblateData {
-  const file = path.join(dir, ABLATE_SUMMARY);
+  const file = ablateSummaryFile(dir);
   if (!existsSync(file)) throw new LobesError('no ablation summary here', { file, hint: 'pass the --out folder of lobes ablate' });
   let j: unknown;
-  try {
-    j = JSON.parse(readFileSync(file, 'utf8'));
-  } catch (e) {
-    throw new LobesError(`not valid JSON (${(e as Error).message})`, { file });
+  if (hasAblateJob(dir)) j = readAblateSummary(dir);
+  else {
+    try {
+      j = JSON.parse(readFileSync(file, 'utf8'));
+    } catch (e) {
+      throw new LobesError(`not valid JSON (${(e as Error).message})`, { file });
+    }
   }
   return { dir, summary: parseAblateSummary(j, file) };
 }

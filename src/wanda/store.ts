@@ -28,6 +28,11 @@ const CHANNELS_CSV = 'channels.csv';
 const SENSITIVITY_CSV = 'sensitivity.csv';
 const POOLED = 'pooled.safetensors';
 
+/** A wanda folder's settings.json or regions.json. */
+export function wandaFile(dir: string, which: 'settings' | 'regions'): string {
+  return path.join(dir, which === 'settings' ? SETTINGS : REGIONS);
+}
+
 /** RUN/wanda. */
 export function wandaDir(runDir: string): string {
   return path.join(runDir, WANDA_DIR);

@@ -63,6 +63,23 @@ function writeAblate(dir: string, s: unknown): string {
   return dir;
 }
 
+describe('ablate summary.json: a folder lobes ablate wrote is read verified', () => {
+  it('a summary edited after the job (job.json records another sha256) is refused; the job as written is read', async () => {
+    const { createHash } = await import('node:crypto');
+    const d = writeAblate(path.join(tmp, 'verified'), summary());
+    const bytes = readFileSync(path.join(d, 'summary.json'));
+    const job = { complete: true, files: { summary: { path: 'summary.json', bytes: bytes.byteLength, sha256: createHash('sha256').update(bytes).digest('hex') } } };
+    writeFileSync(path.join(d, 'job.json'), JSON.stringify(job));
+    expect(loadAblate(d).summary.labels).toEqual(summary().labels);
+    const edited = summary();
+    edited.cells[0].delta += 1;
+    writeFileSync(path.join(d, 'summary.json'), JSON.stringify(edited));
+    expect(() => loadAblate(d)).toThrow(/summary\.json.*changed after it was written/);
+    writeFileSync(path.join(d, 'job.json'), JSON.stringify({ ...job, complete: false }));
+    expect(() => loadAblate(d)).toThrow(/incomplete/);
+  });
+});
+
 describe('ablate summary.json: checks', () => {
   const file = path.join(tmp, 'bad', 'summary.json');
   const cases: [string, (s: any) => void, RegExp][] = [
