@@ -17,6 +17,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { ablateSummaryFile, hasAblateJob, readAblateSummary } from '../ablate/store.js';
 import { LobesError } from '../util/errors.js';
 import type { AblateCellPayload, AblatePayload, AblateSpecificityPayload } from './types.js';
+import type { AblateCell, AblateSpecificity } from '../ablate/stats.js';
 
 export type { AblatePayload };
 
@@ -26,29 +27,8 @@ export interface AblateRegion {
   blocks: number;
 }
 
-export interface AblateCell {
-  region: string;
-  minus: string | null;
-  label: string;
-  n: number;
-  before: number;
-  delta: number;
-  ci: [number, number];
-  nullDelta: number[];
-  p: number;
-  z: number;
-}
-
-export interface AblateSpecificity {
-  region: string;
-  minus: string | null;
-  target: string;
-  contrast: number;
-  ci: [number, number];
-  nullContrast: number[];
-  p: number;
-  pHolm: number;
-}
+/** One region × label cell and one specificity contrast, as lobes ablate writes them (src/ablate/stats.ts). */
+export type { AblateCell, AblateSpecificity };
 
 export interface AblateSummary {
   kind: 'ablate';
@@ -174,7 +154,7 @@ export function parseAblateSummary(j: unknown, file: string): AblateSummary {
       ci: c.ci(x.ci, `${w}.ci`),
       nullDelta: c.nums(x.nullDelta, `${w}.nullDelta`, K),
       p: c.prob(x.p, `${w}.p`),
-      z: c.num(x.z, `${w}.z`),
+      z: x.z === null ? null : c.num(x.z, `${w}.z`),
     };
   });
   if (!Array.isArray(o.specificity)) c.fail('specificity', 'expected a list');

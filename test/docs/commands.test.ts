@@ -57,6 +57,8 @@ const PLACEHOLDERS: [string | RegExp, string][] = [
   ['path/to/worldtree_data', WORLDTREE],
   ['socialeval:DATA', `socialeval:${WORLDTREE}`],
   ['eval MODEL ', `eval ${TINY} `],
+  ['socialeval:DIR', `socialeval:${WORLDTREE}`],
+  ['--model M ', `--model ${TINY} `],
   ['../shared/', `${SHARED}/`],
   // absolute scratch paths of a page become folders of the page's own temporary folder
   ['/tmp/find2/', 'find2/'],
@@ -109,13 +111,6 @@ const STAND_INS: StandIn[] = [
     command: `lobes eval smollm2.gguf --data "socialeval:${WORLDTREE}?lang=en" --task iae --limit 4 --out runs/smol-eval`,
     why: 'the page evaluates every IAE item (633, three orders each); 4 items on the tiny GGUF stand in, so that attend reads an evaluation of the same GGUF',
   },
-  {
-    doc: 'docs/findings.md',
-    makes: 'find/eval-en',
-    command: 'lobes convert ../shared/models/smollm2-135m-instruct/SmolLM2-135M-Instruct.Q4_1.gguf --layout genai --out find/models/smol-genai && ' +
-      'lobes eval find/models/smol-genai --data "socialeval:../shared/socialeval/worldtree_data?composite=include&lang=en" --task iae --limit 4 --batch 1 --out find/eval-en',
-    why: 'the page evaluates 60 items one prompt at a time (minutes even on the tiny GGUF); 4 items stand in, so that attend --eval runs',
-  },
 ];
 
 interface Skip {
@@ -135,17 +130,14 @@ const SKIPS: Skip[] = [
   { doc: 'README.md', has: '--out runs/8b  --device cuda', reason: `${GPU} (runs/8b is a stand-in)` },
   { doc: 'README.md', has: '--out runs/70b --device cuda', reason: `${GPU} (runs/70b is a stand-in)` },
   { doc: 'docs/attend.md', has: 'lobes eval  smollm2.gguf', reason: 'every IAE item (633, three orders each): too long for the suite (runs/smol-eval is a stand-in)' },
-  { doc: 'docs/eval.md', has: '--task both --limit 64', reason: '30 s of CPU on the tiny model (64 items of both tasks); the IAE path runs with --limit 32 below and GAE in docs/findings.md' },
+  { doc: 'docs/attend.md', has: '--cot 256 --out runs/smol-attend-cot', reason: 'generates up to 256 tokens for each of the 633 IAE items: hours on CPU; the --cot path is checked against Hugging Face in test/attend/cot.test.ts' },
+  { doc: 'docs/datasets.md', has: 'lobes swap runs/en-swap', exact: true, reason: 'about 140 s even on the tiny model (nested-CV probes with their nulls at every point of 3,970 texts); test/cluster/swap.test.ts runs extract → swap end to end' },
+  { doc: 'docs/eval.md', has: '--task both --limit 64', reason: '30 s of CPU on the tiny model (64 items of both tasks); the IAE path runs with --limit 32 below' },
   { doc: 'docs/eval.md', has: '--out eval/8b-en --device cuda', reason: `${GPU} (eval/8b-en is a stand-in)` },
   { doc: 'docs/eval.md', has: '--cot 512', reason: GPU },
-  { doc: 'docs/eval.md', has: '--task iae --limit 32 --out eval/smol-en', reason: '96 prompts of a GGUF: a minute on a shared 2-core machine; the GGUF evaluation runs in docs/attend.md (runs/smol-eval) and docs/findings.md' },
+  { doc: 'docs/eval.md', has: '--task iae --limit 32 --out eval/smol-en', reason: '96 prompts of a GGUF: a minute on a shared 2-core machine; the GGUF evaluation runs in docs/attend.md (runs/smol-eval)' },
   { doc: 'docs/eval.md', has: '--task iae --scoring cloze --mutual-info', reason: 'every IAE item (633): too long for the suite; cloze runs on items.jsonl above' },
   { doc: 'docs/eval.md', has: 'lobes eval --model llama-8b --data "socialeval:DATA?lang=en" --task iae --out eval/8b-en', reason: 'every IAE item (633): too long for the suite (eval/8b-en is a stand-in)' },
-  { doc: 'docs/findings.md', has: '--task iae --limit 60 --batch 1', reason: '60 items one prompt at a time: minutes even on the tiny GGUF (find/eval-en is a stand-in)' },
-  { doc: 'docs/findings.md', has: 'lobes convert ../shared/models/smollm2-135m-instruct', reason: 'made by the stand-in of find/eval-en (the same command)' },
-  ...['--task iae --limit 32 --out eval/smol-iae-en', '--task iae --limit 24', '--task gae --limit 10'].map((has) => ({
-    doc: 'docs/findings.md', has, reason: 'a minute or more even on the tiny GGUF; the page\'s GAE line (--limit 7) runs, and IAE on a GGUF runs in docs/attend.md',
-  })),
   { doc: 'docs/gguf.md', has: 'npx lobes demo --model SmolLM2-135M-Instruct.Q4_1.gguf', exact: true, reason: 'the same demo as the page\'s second example (--out smollm2-demo), which runs' },
   { doc: 'docs/scale.md', has: 'lobes doctor --device cuda', reason: GPU },
   { doc: 'docs/scale.md', has: '--install-cuda-from-wheels', reason: 'downloads CUDA wheels from PyPI (network, 2 GB)' },

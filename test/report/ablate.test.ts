@@ -80,6 +80,16 @@ describe('ablate summary.json: a folder lobes ablate wrote is read verified', ()
   });
 });
 
+describe('ablate summary.json: z is null when the random regions have no spread (as lobes ablate writes it)', () => {
+  it('is read, and a string z is still refused', () => {
+    const s = summary();
+    s.cells[0].z = null;
+    expect(parseAblateSummary(s, 'x/summary.json').cells[0]!.z).toBeNull();
+    s.cells[0].z = 'big';
+    expect(() => parseAblateSummary(s, 'x/summary.json')).toThrow(/cells\[0\]\.z: expected a finite number/);
+  });
+});
+
 describe('ablate summary.json: checks', () => {
   const file = path.join(tmp, 'bad', 'summary.json');
   const cases: [string, (s: any) => void, RegExp][] = [
