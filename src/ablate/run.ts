@@ -12,7 +12,7 @@
  * (src/store/records.ts), one chunk per (pass, 64 items), so a killed job resumes where it was.
  * ablation.json, records.jsonl and summary.json are written only when every pass is done.
  */
-import { readFileSync, rmSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import * as path from 'node:path';
 import { LobesError, UsageError } from '../util/errors.js';
 import { writeFileAtomicSync } from '../util/io.js';
@@ -33,7 +33,7 @@ import { blockEdits, copyModelFolder, storedMatrices, WeightPatcher, type Edit, 
 import type { WandaMatrix } from '../wanda/types.js';
 import { countBlocks, hfBlocks, nullPools, poolCounts, randomRegion, randomSeed, readWandaResults, regionKey, regionMasks, regionSpecs, type Masks, type NullScope, NULL_SCOPES } from './regions.js';
 import { ablationStats } from './stats.js';
-import { ABLATE_OUTPUTS, CHUNK_INDEX, JOB_MANIFEST, ablateChunksDir, isAblateJobDir, readAblateSummary, type AblateJob, type AblatePass, type AblateSummary, writeAblateOutputs } from './store.js';
+import { ABLATE_OUTPUTS, CHUNK_INDEX, JOB_MANIFEST, ablateChunksDir, isAblateJobDir, readAblateJob, readAblateSummary, type AblateJob, type AblatePass, type AblateSummary, writeAblateOutputs } from './store.js';
 import { wandaFile } from '../wanda/store.js';
 
 export interface AblateOptions {
@@ -70,7 +70,6 @@ export interface AblateDeps {
 
 export const WORK_DIR = '.lobes-ablate-model';
 export const ABLATE_RECORDS: RecordLayout = { format: 'lobes-ablate-chunks', streams: ['scores'] };
-const isAblateDir = isAblateJobDir;
 
 /** Run (or resume) an ablation; returns the summary. Nothing is written before every input has been checked. */
 export async function runAblate(o: AblateOptions): Promise<AblateSummary> {
@@ -82,7 +81,7 @@ export async function runAblate(o: AblateOptions): Promise<AblateSummary> {
   if (!NULL_SCOPES.includes(scope)) throw new UsageError(`--scope must be ${NULL_SCOPES.join(', ')}, got ${JSON.stringify(scope)}`);
   const seed = o.seed ?? 0;
   const chunkUnits = o.chunkUnits ?? 64;
-  if (!isFreshFolder(o.out) && !isAblateDir(o.out)) throw new LobesError('output folder exists and is not a lobes ablation; lobes does not write into it', { file: o.out, hint: 'give a new or empty folder' });
+  if (!isFreshFolder(o.out) && !isAblateJobDir(o.out)) throw new LobesError('output folder exists and is not a lobes ablation; lobes does not write into it', { file: o.out, hint: 'give a new or empty folder' });
 
   // The run, its wanda results, the regions.
   const manifest = readManifest(o.run);
@@ -152,12 +151,12 @@ export async function runAblate(o: AblateOptions): Promise<AblateSummary> {
     passes: passes.map((p) => p.id),
     complete: false,
   };
-  const claim = await claimJobFolder(o.out, { command: 'lobes ablate', isJob: isAblateDir, what: 'a lobes ablation', log: say });
+  const claim = await claimJobFolder(o.out, { command: 'lobes ablate', isJob: isAblateJobDir, what: 'a lobes ablation', log: say });
   let failed = true;
   const work = path.join(o.out, WORK_DIR);
   let patcher: WeightPatcher | null = null;
   try {
-    const prev = isAblateDir(o.out) ? (JSON.parse(readFileSync(path.join(o.out, JOB_MANIFEST), 'utf8')) as AblateJob) : null;
+    const prev = isAblateJobDir(o.out) ? readAblateJob(o.out) : null;
     if (prev && (o.force || JSON.stringify({ ...prev, complete: false, files: undefined, timings: undefined }) !== JSON.stringify({ ...job, timings: undefined }))) {
       if (!o.force) throw new LobesError('this ablation folder was made with other settings, data, run or model', { file: path.join(o.out, JOB_MANIFEST), hint: 'use a new --out, or --force to replace it' });
       for (const f of ABLATE_OUTPUTS) rmSync(path.join(o.out, f), { recursive: true, force: true });

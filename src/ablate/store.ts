@@ -15,6 +15,7 @@ import { createHash } from 'node:crypto';
 import { LobesError } from '../util/errors.js';
 import { writeFileAtomicSync } from '../util/io.js';
 import { CHUNKS_DIR, CHUNK_INDEX, jsonl } from '../store/records.js';
+import { readJsonFile } from '../store/json.js';
 export { CHUNK_INDEX };
 import type { ChunkFile } from '../store/chunks.js';
 import type { LimitRecord } from '../data/subset.js';
@@ -149,16 +150,16 @@ export function ablateSummaryFile(dir: string): string {
   return path.join(dir, ABLATE_SUMMARY);
 }
 
-/** Whether DIR has the job manifest lobes ablate writes (its summary can then be verified). */
-export function hasAblateJob(dir: string): boolean {
-  return existsSync(path.join(dir, JOB_MANIFEST));
+/** DIR/job.json, parsed (one-line error naming the file when it is not JSON). */
+export function readAblateJob(dir: string): AblateJob {
+  return readJsonFile(ablateJobFile(dir)) as AblateJob;
 }
 
 /** The summary of a complete ablation folder (checked against job.json's sha256). */
 export function readAblateSummary(dir: string): AblateSummary {
-  const jf = path.join(dir, JOB_MANIFEST);
+  const jf = ablateJobFile(dir);
   if (!existsSync(jf)) throw new LobesError('not a lobes ablation: job.json is missing', { file: jf });
-  const job = JSON.parse(readFileSync(jf, 'utf8')) as AblateJob;
+  const job = readAblateJob(dir);
   if (!job.complete || !job.files?.summary) throw new LobesError('the ablation is incomplete', { file: jf, hint: 'rerun the same lobes ablate command to finish it' });
   const bytes = readFileSync(path.join(dir, job.files.summary.path));
   if (createHash('sha256').update(bytes).digest('hex') !== job.files.summary.sha256) throw new LobesError('was changed after it was written (sha256 differs from job.json)', { file: ablateSummaryFile(dir) });

@@ -14,7 +14,7 @@
  * smaller than 1/(K+1); at that floor the page says so.
  */
 import { existsSync, readFileSync } from 'node:fs';
-import { ablateSummaryFile, hasAblateJob, readAblateSummary } from '../ablate/store.js';
+import { ablateSummaryFile, isAblateJobDir, readAblateSummary } from '../ablate/store.js';
 import { LobesError } from '../util/errors.js';
 import type { AblateCellPayload, AblatePayload, AblateSpecificityPayload } from './types.js';
 import type { AblateCell, AblateSpecificity } from '../ablate/stats.js';
@@ -184,7 +184,7 @@ export function loadAblate(dir: string): AblateData {
   const file = ablateSummaryFile(dir);
   if (!existsSync(file)) throw new LobesError('no ablation summary here', { file, hint: 'pass the --out folder of lobes ablate' });
   let j: unknown;
-  if (hasAblateJob(dir)) j = readAblateSummary(dir);
+  if (isAblateJobDir(dir)) j = readAblateSummary(dir);
   else {
     try {
       j = JSON.parse(readFileSync(file, 'utf8'));
