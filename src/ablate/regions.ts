@@ -11,13 +11,13 @@
  * per layer (`layer`: the count of each layer is spread uniformly over that layer's matrices'
  * blocks) or in all (`global`), each drawn uniformly without replacement.
  */
-import { existsSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { LobesError, UsageError } from '../util/errors.js';
 import { Rng } from '../util/rng.js';
 import { didYouMean } from '../util/suggest.js';
 import type { WandaMatrix, WandaRegions, WandaSettings } from '../wanda/types.js';
-import { wandaDir, wandaFile } from '../wanda/store.js';
+import { readWanda, wandaDir, wandaFile } from '../wanda/store.js';
+import type { RunManifest } from '../store/types.js';
 
 export type Masks = Uint8Array[];
 export type NullScope = 'matrix' | 'layer' | 'global';
@@ -40,27 +40,20 @@ export interface HfBlock {
   cols: [number, number];
 }
 
-/** Read RUN/wanda/settings.json and regions.json (one-line error when either is missing or broken). */
-export function readWandaResults(runDir: string): WandaResults {
-  const dir = wandaDir(runDir);
-  const read = (which: 'settings' | 'regions'): any => {
-    const file = wandaFile(dir, which);
-    const name = path.basename(file);
-    if (!existsSync(file)) throw new LobesError(`the run has no wanda results (${name} is missing)`, { file, hint: `run lobes wanda ${runDir} first` });
-    try {
-      return JSON.parse(readFileSync(file, 'utf8'));
-    } catch (e: any) {
-      throw new LobesError(`invalid JSON (${String(e.message).split('\n')[0]})`, { file, hint: `run lobes wanda ${runDir} again` });
-    }
-  };
-  const settings = read('settings') as WandaSettings;
-  const regions = read('regions') as WandaRegions;
-  const file = wandaFile(dir, 'regions');
-  if (!Array.isArray(regions?.matrices) || typeof regions.regions !== 'object' || !Array.isArray(settings?.groups) || !Array.isArray(settings.block)) {
-    throw new LobesError('not a wanda result (matrices, regions, groups or block missing)', { file });
-  }
-  for (const g of settings.groups) if (!regions.regions[g]) throw new LobesError(`group ${JSON.stringify(g)} of settings.json has no region`, { file });
-  return { dir, settings, regions };
+/**
+ * RUN/wanda read through the wanda store (readWanda: the contract, block ranges, differences and
+ * the provenance against the run), plus what an ablation needs beyond it: wanda's block size and
+ * a region for every group. One-line error naming the file when any of it is missing or broken.
+ */
+export function readWandaResults(runDir: string, manifest: RunManifest): WandaResults {
+  const w = readWanda(runDir, manifest);
+  const file = wandaFile(wandaDir(runDir), 'regions');
+  if (!w) throw new LobesError(`the run has no wanda results (${path.basename(file)} is missing)`, { file, hint: `run lobes wanda ${runDir} first` });
+  const sfile = wandaFile(w.dir, 'settings');
+  const b = w.settings.block as unknown;
+  if (!Array.isArray(b) || b.length !== 2 || !b.every((x) => Number.isInteger(x) && x > 0)) throw new LobesError('expected "block" as two positive integers', { file: sfile, where: 'block' });
+  for (const g of w.settings.groups) if (!w.regions.regions[g]) throw new LobesError(`group ${JSON.stringify(g)} of settings.json has no region`, { file });
+  return { dir: w.dir, settings: w.settings, regions: w.regions };
 }
 
 /** The masks of a block set given as sorted flat indices per matrix name. */

@@ -20,7 +20,7 @@ import { Progress, fmtTime } from '../util/progress.js';
 import { claimJobFolder, isFreshFolder } from '../store/job.js';
 import { RecordChunks, readVerifiedJsonl, type RecordLayout } from '../store/records.js';
 import { readManifest } from '../store/manifest.js';
-import { checkProvenance, sameModel } from '../store/provenance.js';
+import { sameModel } from '../store/provenance.js';
 import { modelIdentity, resolveRunModel } from '../runtime/modelfiles.js';
 import { checkContext, modelContext } from '../runtime/plan.js';
 import { splitContinuation, type LoglikEngine, type LoglikOptions } from '../runtime/loglik.js';
@@ -34,7 +34,6 @@ import type { WandaMatrix } from '../wanda/types.js';
 import { countBlocks, hfBlocks, nullPools, poolCounts, randomRegion, randomSeed, readWandaResults, regionKey, regionMasks, regionSpecs, type Masks, type NullScope, NULL_SCOPES } from './regions.js';
 import { ablationStats } from './stats.js';
 import { ABLATE_OUTPUTS, CHUNK_INDEX, JOB_MANIFEST, ablateChunksDir, isAblateJobDir, readAblateJob, readAblateSummary, type AblateJob, type AblatePass, type AblateSummary, writeAblateOutputs } from './store.js';
-import { wandaFile } from '../wanda/store.js';
 
 export interface AblateOptions {
   run: string;
@@ -85,8 +84,7 @@ export async function runAblate(o: AblateOptions): Promise<AblateSummary> {
 
   // The run, its wanda results, the regions.
   const manifest = readManifest(o.run);
-  const w = readWandaResults(o.run);
-  checkProvenance(o.run, manifest, w.settings.provenance, 'the wanda results', wandaFile(w.dir, 'settings'), 'lobes wanda');
+  const w = readWandaResults(o.run, manifest);
   const specs = regionSpecs(w, o.region, o.minus ?? null);
   const masks = specs.map((r) => regionMasks(w, r));
   const matrices = w.regions.matrices;

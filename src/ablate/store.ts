@@ -161,7 +161,14 @@ export function readAblateSummary(dir: string): AblateSummary {
   if (!existsSync(jf)) throw new LobesError('not a lobes ablation: job.json is missing', { file: jf });
   const job = readAblateJob(dir);
   if (!job.complete || !job.files?.summary) throw new LobesError('the ablation is incomplete', { file: jf, hint: 'rerun the same lobes ablate command to finish it' });
-  const bytes = readFileSync(path.join(dir, job.files.summary.path));
+  if (job.files.summary.path !== ABLATE_SUMMARY) throw new LobesError(`files.summary.path is ${JSON.stringify(job.files.summary.path)}, not ${ABLATE_SUMMARY}`, { file: jf });
+  const sf = ablateSummaryFile(dir);
+  if (!existsSync(sf)) throw new LobesError('no ablation summary here', { file: sf, hint: 'rerun the same lobes ablate command to write it' });
+  const bytes = readFileSync(sf);
   if (createHash('sha256').update(bytes).digest('hex') !== job.files.summary.sha256) throw new LobesError('was changed after it was written (sha256 differs from job.json)', { file: ablateSummaryFile(dir) });
-  return JSON.parse(bytes.toString('utf8')) as AblateSummary;
+  try {
+    return JSON.parse(bytes.toString('utf8')) as AblateSummary;
+  } catch (e) {
+    throw new LobesError(`not valid JSON (${(e as Error).message.split('\n')[0]})`, { file: sf });
+  }
 }

@@ -13,7 +13,7 @@
  * delta − mean(nullDelta), with the null's 2.5–97.5% band and p. A permutation p cannot be
  * smaller than 1/(K+1); at that floor the page says so.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { ablateSummaryFile, isAblateJobDir, readAblateSummary } from '../ablate/store.js';
 import { LobesError } from '../util/errors.js';
 import type { AblateCellPayload, AblatePayload, AblateSpecificityPayload } from './types.js';
@@ -46,18 +46,6 @@ export interface AblateData {
   /** The folder given (as given, for the page). */
   dir: string;
   summary: AblateSummary;
-}
-
-/** Whether dir looks like an ablate output folder (its summary.json says kind "ablate"). */
-export function isAblateDir(dir: string): boolean {
-  const f = ablateSummaryFile(dir);
-  if (!existsSync(f)) return false;
-  try {
-    const j = JSON.parse(readFileSync(f, 'utf8'));
-    return typeof j === 'object' && j !== null && j.kind === 'ablate';
-  } catch {
-    return false;
-  }
 }
 
 const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -177,22 +165,15 @@ export function parseAblateSummary(j: unknown, file: string): AblateSummary {
 }
 
 /**
- * Read DIR/summary.json of `lobes ablate --out DIR`. A folder lobes ablate wrote (job.json beside
- * it) is read verified: a summary edited after the job, or an unfinished job, is refused.
+ * Read DIR/summary.json of `lobes ablate --out DIR`, verified against the job.json beside it (the
+ * summary's sha256 recorded when the job finished). A summary without its job.json, edited after
+ * the job, or of an unfinished job is refused: the report shows only ablations it can trace.
  */
 export function loadAblate(dir: string): AblateData {
   const file = ablateSummaryFile(dir);
   if (!existsSync(file)) throw new LobesError('no ablation summary here', { file, hint: 'pass the --out folder of lobes ablate' });
-  let j: unknown;
-  if (isAblateJobDir(dir)) j = readAblateSummary(dir);
-  else {
-    try {
-      j = JSON.parse(readFileSync(file, 'utf8'));
-    } catch (e) {
-      throw new LobesError(`not valid JSON (${(e as Error).message})`, { file });
-    }
-  }
-  return { dir, summary: parseAblateSummary(j, file) };
+  if (!isAblateJobDir(dir)) throw new LobesError('no job.json beside the summary, so it cannot be verified as the output of lobes ablate', { file, hint: 'pass the --out folder of lobes ablate as it wrote it' });
+  return { dir, summary: parseAblateSummary(readAblateSummary(dir), file) };
 }
 
 const mean = (a: readonly number[]) => a.reduce((s, x) => s + x, 0) / a.length;

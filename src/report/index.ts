@@ -28,7 +28,7 @@ export { runName, nameRun, modelName, distinctNames } from './naming.js';
 export { runPayload, percentileBytes, hoverText, plotlyText } from './payload.js';
 export type { RunPayload, ScatterPayload, WandaPayload } from './payload.js';
 export { compareRuns, diffCI } from './compare.js';
-export { loadAblate, parseAblateSummary, ablatePayload, isAblateDir } from './ablate.js';
+export { loadAblate, parseAblateSummary, ablatePayload } from './ablate.js';
 export type { AblateData, AblateSummary } from './ablate.js';
 export type { Comparison, ComparisonRow } from './compare.js';
 export { renderPage, jsonForScript } from './html.js';

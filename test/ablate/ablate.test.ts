@@ -136,7 +136,7 @@ describe('lobes ablate jobs', () => {
     const bare = path.join(tmp, 'bare');
     cpSync(run, bare, { recursive: true });
     rmSync(path.join(bare, 'wanda'), { recursive: true });
-    await refused({ run: bare }, /the run has no wanda results \(settings\.json is missing\)/);
+    await refused({ run: bare }, /the run has no wanda results \(regions\.json is missing\)/);
   });
 
   it('refuses a model that is not the run\'s model', async () => {

@@ -6,6 +6,7 @@
  * the evaluation section's cloze table.
  */
 /// <reference lib="dom" />
+import { createHash } from 'node:crypto';
 import { describe, it, expect, beforeAll, afterAll, vi } from 'vitest';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -57,15 +58,18 @@ function summary(shift = 0): any {
   };
 }
 
-function writeAblate(dir: string, s: unknown): string {
+/** An ablation folder as lobes ablate leaves it: summary.json and, unless `job` is false, a complete job.json recording its sha256. */
+function writeAblate(dir: string, s: unknown, job = true): string {
   mkdirSync(dir, { recursive: true });
-  writeFileSync(path.join(dir, 'summary.json'), JSON.stringify(s));
+  const bytes = Buffer.from(JSON.stringify(s));
+  writeFileSync(path.join(dir, 'summary.json'), bytes);
+  const sha256 = createHash('sha256').update(bytes).digest('hex');
+  if (job) writeFileSync(path.join(dir, 'job.json'), JSON.stringify({ complete: true, files: { summary: { path: 'summary.json', bytes: bytes.byteLength, sha256 } } }));
   return dir;
 }
 
 describe('ablate summary.json: a folder lobes ablate wrote is read verified', () => {
-  it('a summary edited after the job (job.json records another sha256) is refused; the job as written is read', async () => {
-    const { createHash } = await import('node:crypto');
+  it('a summary edited after the job (job.json records another sha256) is refused; the job as written is read', () => {
     const d = writeAblate(path.join(tmp, 'verified'), summary());
     const bytes = readFileSync(path.join(d, 'summary.json'));
     const job = { complete: true, files: { summary: { path: 'summary.json', bytes: bytes.byteLength, sha256: createHash('sha256').update(bytes).digest('hex') } } };
@@ -126,12 +130,19 @@ describe('ablate summary.json: checks', () => {
       expect(err!.message).not.toMatch(/\n/);
     });
   }
-  it('names a folder without a summary and a file that is not JSON', () => {
+  it('names a folder without a summary, a summary without its job.json, a file that is not JSON and a job pointing elsewhere', () => {
     expect(() => loadAblate(path.join(tmp, 'none'))).toThrow(/none\/summary\.json: no ablation summary here/);
+    const lone = writeAblate(path.join(tmp, 'lone'), summary(), false);
+    expect(() => loadAblate(lone)).toThrow(/lone\/summary\.json: no job\.json beside the summary, so it cannot be verified/);
     const d = path.join(tmp, 'notjson');
     mkdirSync(d, { recursive: true });
-    writeFileSync(path.join(d, 'summary.json'), '{"kind": "abl');
+    const bytes = Buffer.from('{"kind": "abl');
+    writeFileSync(path.join(d, 'summary.json'), bytes);
+    const sha256 = createHash('sha256').update(bytes).digest('hex');
+    writeFileSync(path.join(d, 'job.json'), JSON.stringify({ complete: true, files: { summary: { path: 'summary.json', bytes: bytes.byteLength, sha256 } } }));
     expect(() => loadAblate(d)).toThrow(/notjson\/summary\.json: not valid JSON/);
+    writeFileSync(path.join(d, 'job.json'), JSON.stringify({ complete: true, files: { summary: { path: '../lone/summary.json', bytes: bytes.byteLength, sha256 } } }));
+    expect(() => loadAblate(d)).toThrow(/notjson\/job\.json: files\.summary\.path is "\.\.\/lone\/summary\.json", not summary\.json/);
   });
 });
 
