@@ -4,6 +4,10 @@
 #
 #   bash bench/stages-before-after.sh BASE_COMMIT [REPS] [SPEC]
 #
+# Environment: STAGES (default "extract wanda cluster eval attend"; extract always runs, the
+# others read its run), WANDA_ARGS and CLUSTER_ARGS (extra flags given to both sides, e.g.
+# WANDA_ARGS="--block 32" when the sides' default block sizes differ).
+#
 # SPEC defaults to one slice of the English items (orientation [1,-1]: 265 samples), which both
 # sides read identically (the earlier commit has no --limit in extract).
 #
@@ -41,14 +45,18 @@ timed() { # side rep stage args...
   read -r wall user sys < "$t"
   printf '%s\t%s\t%s\t%s\t%s\n' "$side" "$rep" "$stage" "$wall" "$(python3 -c "print(round($user + $sys, 2))")" | tee -a "$OUT"
 }
+STAGES=${STAGES:-extract wanda cluster eval attend}
+on() { [[ " $STAGES " == *" $1 "* ]]; }
 for rep in $(seq 1 "$REPS"); do
   for side in old new; do
     R=$WORK/$side-r$rep
     timed $side $rep extract extract --model "$G" --cache "$WORK/$side-cache" --data "$SPEC" --out "$R/run"
-    timed $side $rep wanda wanda "$R/run" --by aspect --permutations 50
-    timed $side $rep cluster cluster "$R/run" --by aspect
-    timed $side $rep eval eval "$WORK/$side-model" --data "$SPEC" --task iae --limit 12 --out "$R/eval"
-    timed $side $rep attend attend "$WORK/$side-model" --eval "$R/eval" --items all --out "$R/attend"
+    # shellcheck disable=SC2086
+    if on wanda; then timed $side $rep wanda wanda "$R/run" --by aspect --permutations 50 ${WANDA_ARGS:-}; fi
+    # shellcheck disable=SC2086
+    if on cluster; then timed $side $rep cluster cluster "$R/run" --by aspect ${CLUSTER_ARGS:-}; fi
+    if on eval; then timed $side $rep eval eval "$WORK/$side-model" --data "$SPEC" --task iae --limit 12 --out "$R/eval"; fi
+    if on attend; then timed $side $rep attend attend "$WORK/$side-model" --eval "$R/eval" --items all --out "$R/attend"; fi
   done
 done
 echo
@@ -57,6 +65,8 @@ python3 - "$OUT" <<'EOF'
 import csv, statistics, sys
 rows = list(csv.DictReader(open(sys.argv[1]), delimiter='\t'))
 for stage in ['extract', 'wanda', 'cluster', 'eval', 'attend']:
+    if not any(x['stage'] == stage for x in rows):
+        continue
     m = {}
     for side in ['old', 'new']:
         r = [x for x in rows if x['side'] == side and x['stage'] == stage]
