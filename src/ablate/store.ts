@@ -165,7 +165,7 @@ export function readAblateSummary(dir: string): AblateSummary {
   const sf = ablateSummaryFile(dir);
   if (!existsSync(sf)) throw new LobesError('no ablation summary here', { file: sf, hint: 'rerun the same lobes ablate command to write it' });
   const bytes = readFileSync(sf);
-  if (createHash('sha256').update(bytes).digest('hex') !== job.files.summary.sha256) throw new LobesError('was changed after it was written (sha256 differs from job.json)', { file: ablateSummaryFile(dir) });
+  if (createHash('sha256').update(bytes).digest('hex') !== job.files.summary.sha256) throw new LobesError('was changed after it was written (sha256 differs from job.json)', { file: sf });
   try {
     return JSON.parse(bytes.toString('utf8')) as AblateSummary;
   } catch (e) {

@@ -58,10 +58,13 @@ function summary(shift = 0): any {
   };
 }
 
-/** An ablation folder as lobes ablate leaves it: summary.json and, unless `job` is false, a complete job.json recording its sha256. */
+/**
+ * An ablation folder as lobes ablate leaves it: summary.json (`s` as JSON, or a string as it is)
+ * and, unless `job` is false, a complete job.json recording its sha256.
+ */
 function writeAblate(dir: string, s: unknown, job = true): string {
   mkdirSync(dir, { recursive: true });
-  const bytes = Buffer.from(JSON.stringify(s));
+  const bytes = Buffer.from(typeof s === 'string' ? s : JSON.stringify(s));
   writeFileSync(path.join(dir, 'summary.json'), bytes);
   const sha256 = createHash('sha256').update(bytes).digest('hex');
   if (job) writeFileSync(path.join(dir, 'job.json'), JSON.stringify({ complete: true, files: { summary: { path: 'summary.json', bytes: bytes.byteLength, sha256 } } }));
@@ -71,9 +74,7 @@ function writeAblate(dir: string, s: unknown, job = true): string {
 describe('ablate summary.json: a folder lobes ablate wrote is read verified', () => {
   it('a summary edited after the job (job.json records another sha256) is refused; the job as written is read', () => {
     const d = writeAblate(path.join(tmp, 'verified'), summary());
-    const bytes = readFileSync(path.join(d, 'summary.json'));
-    const job = { complete: true, files: { summary: { path: 'summary.json', bytes: bytes.byteLength, sha256: createHash('sha256').update(bytes).digest('hex') } } };
-    writeFileSync(path.join(d, 'job.json'), JSON.stringify(job));
+    const job = JSON.parse(readFileSync(path.join(d, 'job.json'), 'utf8'));
     expect(loadAblate(d).summary.labels).toEqual(summary().labels);
     const edited = summary();
     edited.cells[0].delta += 1;
@@ -134,14 +135,11 @@ describe('ablate summary.json: checks', () => {
     expect(() => loadAblate(path.join(tmp, 'none'))).toThrow(/none\/summary\.json: no ablation summary here/);
     const lone = writeAblate(path.join(tmp, 'lone'), summary(), false);
     expect(() => loadAblate(lone)).toThrow(/lone\/summary\.json: no job\.json beside the summary, so it cannot be verified/);
-    const d = path.join(tmp, 'notjson');
-    mkdirSync(d, { recursive: true });
-    const bytes = Buffer.from('{"kind": "abl');
-    writeFileSync(path.join(d, 'summary.json'), bytes);
-    const sha256 = createHash('sha256').update(bytes).digest('hex');
-    writeFileSync(path.join(d, 'job.json'), JSON.stringify({ complete: true, files: { summary: { path: 'summary.json', bytes: bytes.byteLength, sha256 } } }));
+    const d = writeAblate(path.join(tmp, 'notjson'), '{"kind": "abl');
     expect(() => loadAblate(d)).toThrow(/notjson\/summary\.json: not valid JSON/);
-    writeFileSync(path.join(d, 'job.json'), JSON.stringify({ complete: true, files: { summary: { path: '../lone/summary.json', bytes: bytes.byteLength, sha256 } } }));
+    const job = JSON.parse(readFileSync(path.join(d, 'job.json'), 'utf8'));
+    job.files.summary.path = '../lone/summary.json';
+    writeFileSync(path.join(d, 'job.json'), JSON.stringify(job));
     expect(() => loadAblate(d)).toThrow(/notjson\/job\.json: files\.summary\.path is "\.\.\/lone\/summary\.json", not summary\.json/);
   });
 });
