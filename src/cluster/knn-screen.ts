@@ -40,6 +40,7 @@
 import type * as Ort from 'onnxruntime-node';
 import { DataType, encodeModel, makeGraph, makeModel, makeNode, makeValueInfo } from '../onnx/index.js';
 import { finishRow, push, squaredNorms, type Heap, type KnnResult } from './knn.js';
+import { claimSlot, pairSpace, pairSumsJs, type PairSlot, type PairSpace } from './knn-simd.js';
 
 /** Narrower data goes through knnRows as it is (its float64 pass is cheap there). */
 export const SCREEN_MIN_D = 64;
@@ -116,8 +117,12 @@ export async function knnScreened(X: Float64Array | Float32Array, n: number, d: 
   }
   // float64 data whose values are all float32 values (activations read from float32 files):
   // the exact part reads them from a float32 copy, the same numbers in half the memory traffic
-  let Xr = X;
-  if (single && !(X instanceof Float32Array)) {
+  // X once in a shared WebAssembly memory for the float64 sums' SIMD kernel (src/cluster/knn-simd.ts),
+  // one work slot per thread; without the kernel, the same sums in JavaScript
+  const f32 = single || X instanceof Float32Array;
+  const ps = pairSpace(X, n, d, Math.max(1, opts.threads), f32);
+  let Xr = ps ? ps.X : X;
+  if (!ps && single && !(X instanceof Float32Array)) {
     Xr = new Float32Array(opts.split ? new SharedArrayBuffer(n * d * 4) : new ArrayBuffer(n * d * 4));
     Xr.set(X.subarray(0, n * d));
   }
@@ -146,7 +151,7 @@ export async function knnScreened(X: Float64Array | Float32Array, n: number, d: 
       G ??= new Float32Array(new SharedArrayBuffer(M * n * 4));
       G.set(out);
     }
-    const job: ScreenJob = { X: Xr, n, d, k, sq, q, G, r0, marginScale: opts.marginScale ?? 1, indices, dist2, candidates: new Float64Array(new SharedArrayBuffer((r1 - r0) * 8)) };
+    const job: ScreenJob = { X: Xr, space: ps?.space ?? null, n, d, k, sq, q, G, r0, marginScale: opts.marginScale ?? 1, indices, dist2, candidates: new Float64Array(new SharedArrayBuffer((r1 - r0) * 8)) };
     if (opts.split) await opts.split(job, r0, r1);
     else screenRows(job, r0, r1);
     if (opts.stats) for (const v of job.candidates) opts.stats.candidates += v;
@@ -158,6 +163,8 @@ export async function knnScreened(X: Float64Array | Float32Array, n: number, d: 
 /** One block of the screen's rows: the data, the block's float32 products and the outputs. */
 export interface ScreenJob {
   X: Float64Array | Float32Array;
+  /** Where X is in the SIMD kernel's shared memory (X is its view there); null: the JavaScript sums. */
+  space: PairSpace | null;
   n: number;
   d: number;
   k: number;
@@ -181,9 +188,7 @@ export interface ScreenJob {
  * the data, so any split of the rows across threads gives the same result.
  */
 export function screenRows(job: ScreenJob, start: number, end: number): void {
-  const { X, n, d, k, sq, q, G, r0, indices, dist2 } = job;
-  const { a, b, c } = screenMargin(d);
-  const scale = 2 * job.marginScale;
+  const { n, k } = job;
   const lo = new Float64Array(n);
   const up = new Float64Array(n);
   const sorted = new Float64Array(n);
@@ -191,6 +196,30 @@ export function screenRows(job: ScreenJob, start: number, end: number): void {
   const cand = new Int32Array(n);
   const heap: Heap = { hd: new Float64Array(k), hi: new Int32Array(k), size: 0 };
   const rest: Heap = { hd: new Float64Array(k), hi: new Int32Array(k), size: 0 };
+  const slot = job.space ? claimSlot(job.space) : null;
+  try {
+    screenRowsWith(job, start, end, slot, lo, up, sorted, work, cand, heap, rest);
+  } finally {
+    slot?.release();
+  }
+}
+
+function screenRowsWith(
+  job: ScreenJob,
+  start: number,
+  end: number,
+  slot: PairSlot | null,
+  lo: Float64Array,
+  up: Float64Array,
+  sorted: Float64Array,
+  work: Float64Array,
+  cand: Int32Array,
+  heap: Heap,
+  rest: Heap,
+): void {
+  const { X, n, d, k, sq, q, G, r0, indices, dist2 } = job;
+  const { a, b, c } = screenMargin(d);
+  const scale = 2 * job.marginScale;
   for (let i = start; i < end; i++) {
     const go = (i - r0) * n;
     const qi = q[i];
@@ -210,9 +239,9 @@ export function screenRows(job: ScreenJob, start: number, end: number): void {
     job.candidates[i - r0] = nc;
     nc = settle(cand, nc, lo, up, tau, k, sorted, heap);
     rest.size = 0;
-    if (heap.size < k) exactCandidates(X, d, k - heap.size, i, sq, cand, nc, rest);
+    if (heap.size < k) exactCandidates(X, d, k - heap.size, i, sq, cand, nc, rest, work, slot);
     for (let t = 0; t < rest.size; t++) heap.hi[heap.size++] = rest.hi[t];
-    finishRow(X, d, i, heap, i * k, indices, dist2);
+    finishRow(X, d, i, heap, i * k, indices, dist2, slot);
   }
 }
 
@@ -247,44 +276,14 @@ function settle(cand: Int32Array, nc: number, lo: Float64Array, up: Float64Array
 
 /**
  * d̃(i, j) of candidates cand[0..nc) exactly as knnRows computes it (one float64 sum per pair,
- * products in column order), four candidates at a time, offered to the heap.
+ * products in column order: `slot`'s SIMD kernel or its JavaScript twin, the same values),
+ * offered to the heap. `dots` is scratch of at least nc values.
  */
-function exactCandidates(X: Float64Array | Float32Array, d: number, k: number, i: number, sq: Float64Array, cand: Int32Array, nc: number, heap: Heap): void {
-  const qo = i * d;
+function exactCandidates(X: Float64Array | Float32Array, d: number, k: number, i: number, sq: Float64Array, cand: Int32Array, nc: number, heap: Heap, dots: Float64Array, slot: PairSlot | null): void {
+  if (slot) slot.sums(i, cand, nc, 'dot', dots);
+  else pairSumsJs(X, d, i, cand, nc, 'dot', dots);
   const sqi = sq[i];
-  let t = 0;
-  for (; t + 4 <= nc; t += 4) {
-    const j0 = cand[t];
-    const j1 = cand[t + 1];
-    const j2 = cand[t + 2];
-    const j3 = cand[t + 3];
-    const o0 = j0 * d;
-    const o1 = j1 * d;
-    const o2 = j2 * d;
-    const o3 = j3 * d;
-    let a0 = 0;
-    let a1 = 0;
-    let a2 = 0;
-    let a3 = 0;
-    for (let col = 0; col < d; col++) {
-      const x = X[qo + col];
-      a0 += x * X[o0 + col];
-      a1 += x * X[o1 + col];
-      a2 += x * X[o2 + col];
-      a3 += x * X[o3 + col];
-    }
-    push(heap, k, Math.max(sqi + sq[j0] - 2 * a0, 0), j0);
-    push(heap, k, Math.max(sqi + sq[j1] - 2 * a1, 0), j1);
-    push(heap, k, Math.max(sqi + sq[j2] - 2 * a2, 0), j2);
-    push(heap, k, Math.max(sqi + sq[j3] - 2 * a3, 0), j3);
-  }
-  for (; t < nc; t++) {
-    const j = cand[t];
-    const o = j * d;
-    let s = 0;
-    for (let col = 0; col < d; col++) s += X[qo + col] * X[o + col];
-    push(heap, k, Math.max(sqi + sq[j] - 2 * s, 0), j);
-  }
+  for (let t = 0; t < nc; t++) push(heap, k, Math.max(sqi + sq[cand[t]] - 2 * dots[t], 0), cand[t]);
 }
 
 /** The r-th smallest (0-based) of v[0..m) (reorders v). */

@@ -5,6 +5,7 @@
  */
 
 import { dotKernel, OUT_STRIDE } from './dot-simd.js';
+import { pairSumsJs, type PairSlot } from './knn-simd.js';
 
 export interface KnnResult {
   k: number;
@@ -237,45 +238,16 @@ function finish(
   for (let i = qs; i < qe; i++) finishRow(X, d, i, heaps[i - qs], (relative ? i - start : i) * k, indices, dist2);
 }
 
-/** Row i: exact distances of its selected neighbours, then ascending order (ties by index). */
-export function finishRow(X: Float64Array | Float32Array, d: number, i: number, h: Heap, ro: number, indices: Int32Array, dist2: Float64Array): void {
+/**
+ * Row i: exact distances of its selected neighbours (Σ_c (x_i[c] − x_j[c])² in column order, by
+ * `slot`'s WebAssembly kernel or its JavaScript twin: the same values), then ascending order
+ * (ties by index).
+ */
+export function finishRow(X: Float64Array | Float32Array, d: number, i: number, h: Heap, ro: number, indices: Int32Array, dist2: Float64Array, slot: PairSlot | null = null): void {
   const { hd, hi, size } = h;
-  const qo = i * d;
-  let t = 0;
-  // four neighbours at a time: four independent sums, each in column order as before
-  for (; t + 4 <= size; t += 4) {
-    const o0 = hi[t] * d;
-    const o1 = hi[t + 1] * d;
-    const o2 = hi[t + 2] * d;
-    const o3 = hi[t + 3] * d;
-    let s0 = 0;
-    let s1 = 0;
-    let s2 = 0;
-    let s3 = 0;
-    for (let c = 0; c < d; c++) {
-      const x = X[qo + c];
-      const a0 = x - X[o0 + c];
-      const a1 = x - X[o1 + c];
-      const a2 = x - X[o2 + c];
-      const a3 = x - X[o3 + c];
-      s0 += a0 * a0;
-      s1 += a1 * a1;
-      s2 += a2 * a2;
-      s3 += a3 * a3;
-    }
-    hd[t] = s0;
-    hd[t + 1] = s1;
-    hd[t + 2] = s2;
-    hd[t + 3] = s3;
-  }
-  for (; t < size; t++) {
-    let s = 0;
-    for (let c = 0; c < d; c++) {
-      const a = X[qo + c] - X[hi[t] * d + c];
-      s += a * a;
-    }
-    hd[t] = s;
-  }
+  if (slot) slot.sums(i, hi, size, 'diff', hd);
+  else pairSumsJs(X, d, i, hi, size, 'diff', hd);
+  let t: number;
   // insertion sort by (distance, index): a total order, so the result is unique
   for (t = 1; t < size; t++) {
     const a = hd[t];

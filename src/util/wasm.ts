@@ -64,11 +64,13 @@ export function funcBody(locals: [number, number][], code: number[]): number[] {
 
 /**
  * A module whose functions all have the type (i32 × nParams) -> (), importing its memory as
- * env.mem and exporting each function under its name.
+ * env.mem and exporting each function under its name. With `shared`, the import is a shared
+ * memory of at most 4 GiB (one made by sharedMemory, which threads can hand to one another).
  */
-export function assembleModule(nParams: number, funcs: [string, number[]][]): Uint8Array<ArrayBuffer> {
+export function assembleModule(nParams: number, funcs: [string, number[]][], shared = false): Uint8Array<ArrayBuffer> {
   const type = section(1, vec([[0x60, ...vec(new Array(nParams).fill([I32])), ...vec([])]]));
-  const imp = section(2, vec([[...name('env'), ...name('mem'), 0x02, 0x00, 0x01]]));
+  const limits = shared ? [0x03, 0x01, ...leb(65536)] : [0x00, 0x01];
+  const imp = section(2, vec([[...name('env'), ...name('mem'), 0x02, ...limits]]));
   const func = section(3, vec(funcs.map(() => [0x00])));
   const exp = section(7, vec(funcs.map(([n], i) => [...name(n), 0x00, ...leb(i)])));
   const code = section(10, vec(funcs.map(([, body]) => body)));
@@ -82,7 +84,7 @@ export interface WasmMemory {
 }
 interface WasmApi {
   validate(bytes: Uint8Array): boolean;
-  Memory: new (d: { initial: number }) => WasmMemory;
+  Memory: new (d: { initial: number; maximum?: number; shared?: boolean }) => WasmMemory;
   Module: new (bytes: Uint8Array) => object;
   Instance: new (m: object, imports: object) => { exports: Record<string, unknown> };
 }
@@ -95,6 +97,35 @@ export interface WasmInstance {
    * grow that far (32-bit WebAssembly memory ends at 4 GiB): callers then run their JavaScript loops.
    */
   ensure(bytes: number): boolean;
+}
+
+/**
+ * A shared memory of `bytes` (rounded up to whole 64 KiB pages, fixed size) whose buffer is a
+ * SharedArrayBuffer, for modules assembled with `shared`; null when WebAssembly SIMD is
+ * unavailable, LOBES_NO_SIMD is set or the size is over 4 GiB.
+ */
+export function sharedMemory(bytes: number): WasmMemory | null {
+  if (process.env.LOBES_NO_SIMD) return null;
+  const pages = Math.max(1, Math.ceil(bytes / 65536));
+  if (!(pages <= 65536)) return null;
+  try {
+    const wasm = (globalThis as unknown as { WebAssembly?: WasmApi }).WebAssembly;
+    return wasm ? new wasm.Memory({ initial: pages, maximum: pages, shared: true }) : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Exports of a module assembled with `shared` on a memory from sharedMemory; null where that fails. */
+export function instantiateShared(bytes: Uint8Array, memory: WasmMemory): Record<string, unknown> | null {
+  if (process.env.LOBES_NO_SIMD) return null;
+  try {
+    const wasm = (globalThis as unknown as { WebAssembly?: WasmApi }).WebAssembly;
+    if (!wasm || !wasm.validate(bytes)) return null;
+    return new wasm.Instance(new wasm.Module(bytes), { env: { mem: memory } }).exports;
+  } catch {
+    return null;
+  }
 }
 
 /** Instantiate a module with a fresh memory; null when WebAssembly SIMD is unavailable or LOBES_NO_SIMD is set. */
