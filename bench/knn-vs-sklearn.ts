@@ -9,7 +9,8 @@
  * Data: the 5c case of bench/tsne-vs-sklearn.py's shape (5 Gaussian clusters, centres
  * N(0, 0.3²) per coordinate, unit noise), seeded, float32, written once to .npy. lobes reads
  * the same file (float64 in memory, as lobes cluster holds it). Python's interpreter and imports
- * are outside its timing (it times inside the script). Also reports the share of rows whose
+ * are outside its timing (it times inside the script). CPU seconds: every thread of each process
+ * (process.cpuUsage, Python's time.process_time) over the same span as the wall time. Also reports the share of rows whose
  * neighbour lists agree exactly between the two.
  */
 import { spawnSync } from 'node:child_process';
@@ -45,16 +46,18 @@ const X = Float64Array.from(readNpy(xFile).data);
 const k = neighboursFor(perplexity, n);
 const pool = threads > 1 ? await ClusterPool.start(threads - 1) : null;
 
-async function lobes(): Promise<{ knn: number; p: number; indices: Int32Array }> {
+async function lobes(): Promise<{ knn: number; p: number; cpu: number; indices: Int32Array }> {
+  const c0 = process.cpuUsage();
   const t0 = performance.now();
   const nn = pool ? await pool.knn(X, n, d, k) : knn(X, n, d, k);
   const t1 = performance.now();
   const Pc = pool ? await pool.conditionalP(nn, n, perplexity) : conditionalP(nn, n, perplexity).P;
   jointP(nn, Pc, n);
   const t2 = performance.now();
-  return { knn: (t1 - t0) / 1000, p: (t2 - t1) / 1000, indices: nn.indices };
+  const c = process.cpuUsage(c0);
+  return { knn: (t1 - t0) / 1000, p: (t2 - t1) / 1000, cpu: (c.user + c.system) / 1e6, indices: nn.indices };
 }
-function sklearn(out?: string): { knn: number; p: number; total: number; dtype: string } {
+function sklearn(out?: string): { knn: number; p: number; total: number; cpu: number; dtype: string } {
   const r = spawnSync('/work/venv/bin/python', [path.join(ROOT, 'bench/knn-sklearn.py'), xFile, '--perplexity', String(perplexity), ...(out ? ['--out', out] : [])], { encoding: 'utf8', env: { ...process.env, OMP_NUM_THREADS: String(threads), OPENBLAS_NUM_THREADS: String(threads), MKL_NUM_THREADS: String(threads) } });
   if (r.status !== 0) throw new Error(`knn-sklearn.py failed: ${r.stderr}`);
   return JSON.parse(r.stdout.trim().split('\n').pop()!);
@@ -63,7 +66,7 @@ function sklearn(out?: string): { knn: number; p: number; total: number; dtype: 
 try {
   // Warm-up (worker start, WebAssembly compile) on 200 rows; Python's imports are likewise outside its timing.
   if (pool) await pool.knn(X.subarray(0, 200 * d), 200, d, Math.min(k, 199));
-  const rows: { lobes: number; lobesKnn: number; sk: number; skKnn: number; load: number }[] = [];
+  const rows: { lobes: number; lobesKnn: number; lobesCpu: number; sk: number; skKnn: number; skCpu: number; load: number }[] = [];
   let agree = 0;
   for (let r = 0; r < Number(o.reps); r++) {
     const load = os.loadavg()[0]!;
@@ -87,16 +90,16 @@ try {
         if (same) agree++;
       }
     }
-    rows.push({ lobes: L.knn + L.p, lobesKnn: L.knn, sk: S.total, skKnn: S.knn, load });
-    console.error(`rep ${r}: lobes ${(L.knn + L.p).toFixed(2)} s (kNN ${L.knn.toFixed(2)}), sklearn ${S.total.toFixed(2)} s (kNN ${S.knn.toFixed(2)}, ${S.dtype}), load ${load.toFixed(1)}`);
+    rows.push({ lobes: L.knn + L.p, lobesKnn: L.knn, lobesCpu: L.cpu, sk: S.total, skKnn: S.knn, skCpu: S.cpu, load });
+    console.error(`rep ${r}: lobes ${(L.knn + L.p).toFixed(2)} s (kNN ${L.knn.toFixed(2)}; CPU ${L.cpu.toFixed(2)} s), sklearn ${S.total.toFixed(2)} s (kNN ${S.knn.toFixed(2)}; CPU ${S.cpu.toFixed(2)} s, ${S.dtype}), load ${load.toFixed(1)}`);
   }
   const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
   console.log(`N ${n} × ${d}, k ${k}, threads ${threads}, ${o.reps} interleaved reps, load ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}`);
-  console.log('| | kNN s | kNN + P s |');
-  console.log('|---|---:|---:|');
-  console.log(`| lobes | ${med(rows.map((x) => x.lobesKnn)).toFixed(2)} | ${med(rows.map((x) => x.lobes)).toFixed(2)} |`);
-  console.log(`| scikit-learn | ${med(rows.map((x) => x.skKnn)).toFixed(2)} | ${med(rows.map((x) => x.sk)).toFixed(2)} |`);
-  console.log(`ratio lobes / sklearn (kNN + P, medians): ${(med(rows.map((x) => x.lobes)) / med(rows.map((x) => x.sk))).toFixed(2)}×; rows with the same neighbour set: ${agree} of ${n}`);
+  console.log('| | kNN s | kNN + P s | kNN + P CPU s |');
+  console.log('|---|---:|---:|---:|');
+  console.log(`| lobes | ${med(rows.map((x) => x.lobesKnn)).toFixed(2)} | ${med(rows.map((x) => x.lobes)).toFixed(2)} | ${med(rows.map((x) => x.lobesCpu)).toFixed(2)} |`);
+  console.log(`| scikit-learn | ${med(rows.map((x) => x.skKnn)).toFixed(2)} | ${med(rows.map((x) => x.sk)).toFixed(2)} | ${med(rows.map((x) => x.skCpu)).toFixed(2)} |`);
+  console.log(`ratio lobes / sklearn (kNN + P, medians): wall ${(med(rows.map((x) => x.lobes)) / med(rows.map((x) => x.sk))).toFixed(2)}×, CPU ${(med(rows.map((x) => x.lobesCpu)) / med(rows.map((x) => x.skCpu))).toFixed(2)}×; per repetition (wall): ${rows.map((x) => (x.lobes / x.sk).toFixed(2)).join(', ')}; rows with the same neighbour set: ${agree} of ${n}`);
 } finally {
   await pool?.close();
   rmSync(tmp, { recursive: true, force: true });
