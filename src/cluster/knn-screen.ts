@@ -39,8 +39,8 @@
  */
 import type * as Ort from 'onnxruntime-node';
 import { DataType, encodeModel, makeGraph, makeModel, makeNode, makeValueInfo } from '../onnx/index.js';
-import { finishRow, push, squaredNorms, type Heap, type KnnResult } from './knn.js';
-import { claimSlot, pairSpace, pairSumsJs, type PairSlot, type PairSpace } from './knn-simd.js';
+import { orderRow, push, squaredNorms, type Heap, type KnnResult } from './knn.js';
+import { claimSlot, pairSpace, pairSums, type PairSlot, type PairSpace } from './knn-simd.js';
 
 /** Narrower data goes through knnRows as it is (its float64 pass is cheap there). */
 export const SCREEN_MIN_D = 64;
@@ -138,26 +138,61 @@ export async function knnScreened(X: Float64Array | Float32Array, n: number, d: 
   const q = squaredNorms(Z, n, d);
   const indices = new Int32Array(new SharedArrayBuffer(n * k * 4));
   const dist2 = new Float64Array(new SharedArrayBuffer(n * k * 8));
+  const finished = new Int32Array(new SharedArrayBuffer(n * 4));
   const B = new ort.Tensor('float32', Z, [n, d]);
   // query rows in blocks so the float32 product holds at most about 32 MB
   const M = Math.max(1, Math.min(n, Math.floor((8 << 20) / n)));
   let G: Float32Array | null = null;
   for (let r0 = 0; r0 < n; r0 += M) {
     const r1 = Math.min(n, r0 + M);
-    const A = r0 === 0 && r1 === n ? B : new ort.Tensor('float32', Z.slice(r0 * d, r1 * d), [r1 - r0, d]);
-    const out = (await sess.run({ a: A, b: B })).g!.data as Float32Array;
-    if (!opts.split) G = out;
+    if (r1 - r0 === n) G = await upperProduct(ort, sess, Z, n, d, !!opts.split);
     else {
-      G ??= new Float32Array(new SharedArrayBuffer(M * n * 4));
-      G.set(out);
+      const A = new ort.Tensor('float32', Z.slice(r0 * d, r1 * d), [r1 - r0, d]);
+      const out = (await sess.run({ a: A, b: B })).g!.data as Float32Array;
+      if (!opts.split) G = out;
+      else {
+        G ??= new Float32Array(new SharedArrayBuffer(M * n * 4));
+        G.set(out);
+      }
     }
-    const job: ScreenJob = { X: Xr, space: ps?.space ?? null, n, d, k, sq, q, G, r0, marginScale: opts.marginScale ?? 1, indices, dist2, candidates: new Float64Array(new SharedArrayBuffer((r1 - r0) * 8)) };
+    const job: ScreenJob = { X: Xr, space: ps?.space ?? null, n, d, k, sq, q, G, r0, marginScale: opts.marginScale ?? 1, indices, dist2, finished, candidates: new Float64Array(new SharedArrayBuffer((r1 - r0) * 8)) };
     if (opts.split) await opts.split(job, r0, r1);
     else screenRows(job, r0, r1);
     if (opts.stats) for (const v of job.candidates) opts.stats.candidates += v;
     opts.onRows?.(r1);
   }
   return { k, indices, dist2 };
+}
+
+/** Rows per strip of upperProduct. */
+const STRIP = 256;
+
+/**
+ * G = Z Zᵀ [n, n] (float32) for the one-block case: each strip of STRIP rows against the rows
+ * from the strip on (the upper block triangle, about (1 + 1/strips)/2 of the full product), then
+ * each strip's columns before it copied from the transposed blocks (G_ij = G_ji there). A value
+ * from the other side is a float32 product of the same two rows with its own summation order,
+ * which the bound E allows (it holds for any order), so the screen stays exact.
+ */
+async function upperProduct(ort: typeof Ort, sess: Ort.InferenceSession, Z: Float32Array, n: number, d: number, shared: boolean): Promise<Float32Array> {
+  const G = new Float32Array(shared ? new SharedArrayBuffer(n * n * 4) : new ArrayBuffer(n * n * 4));
+  for (let a = 0; a < n; a += STRIP) {
+    const b = Math.min(n, a + STRIP);
+    const A = new ort.Tensor('float32', Z.subarray(a * d, b * d), [b - a, d]);
+    const R = new ort.Tensor('float32', a === 0 ? Z : Z.subarray(a * d, n * d), [n - a, d]);
+    const out = (await sess.run({ a: A, b: R })).g!.data as Float32Array;
+    const w = n - a;
+    for (let r = 0; r < b - a; r++) G.set(out.subarray(r * w, (r + 1) * w), (a + r) * n + a);
+  }
+  // the lower block triangle, in 64-column tiles so both sides stay in cache
+  for (let a = STRIP; a < n; a += STRIP) {
+    const b = Math.min(n, a + STRIP);
+    for (let j0 = 0; j0 < a; j0 += 64) {
+      const j1 = Math.min(a, j0 + 64);
+      for (let i = a; i < b; i++) for (let j = j0; j < j1; j++) G[i * n + j] = G[j * n + i];
+    }
+  }
+  return G;
 }
 
 /** One block of the screen's rows: the data, the block's float32 products and the outputs. */
@@ -178,6 +213,8 @@ export interface ScreenJob {
   /** [n, k] outputs (absolute rows). */
   indices: Int32Array;
   dist2: Float64Array;
+  /** [n] 1 once a row's outputs are written (Atomics; its distances are then reused by its mutual neighbours). */
+  finished: Int32Array;
   /** Candidates kept per row of the block (statistics). */
   candidates: Float64Array;
 }
@@ -194,11 +231,12 @@ export function screenRows(job: ScreenJob, start: number, end: number): void {
   const sorted = new Float64Array(n);
   const work = new Float64Array(n);
   const cand = new Int32Array(n);
+  const need = new Int32Array(k);
   const heap: Heap = { hd: new Float64Array(k), hi: new Int32Array(k), size: 0 };
   const rest: Heap = { hd: new Float64Array(k), hi: new Int32Array(k), size: 0 };
   const slot = job.space ? claimSlot(job.space) : null;
   try {
-    screenRowsWith(job, start, end, slot, lo, up, sorted, work, cand, heap, rest);
+    screenRowsWith(job, start, end, slot, lo, up, sorted, work, cand, need, heap, rest);
   } finally {
     slot?.release();
   }
@@ -214,6 +252,7 @@ function screenRowsWith(
   sorted: Float64Array,
   work: Float64Array,
   cand: Int32Array,
+  need: Int32Array,
   heap: Heap,
   rest: Heap,
 ): void {
@@ -241,7 +280,31 @@ function screenRowsWith(
     rest.size = 0;
     if (heap.size < k) exactCandidates(X, d, k - heap.size, i, sq, cand, nc, rest, work, slot);
     for (let t = 0; t < rest.size; t++) heap.hi[heap.size++] = rest.hi[t];
-    finishRow(X, d, i, heap, i * k, indices, dist2, slot);
+    {
+      // a neighbour j whose row is finished and lists i: Σ(x_j − x_i)² there is this row's
+      // Σ(x_i − x_j)² to the bit (the same differences up to sign, squared, summed in the same order)
+      let m = 0;
+      for (let t = 0; t < heap.size; t++) {
+        const j = heap.hi[t];
+        let v = -1;
+        if (Atomics.load(job.finished, j) === 1) {
+          for (let u = j * k; u < (j + 1) * k; u++)
+            if (indices[u] === i) {
+              v = dist2[u];
+              break;
+            }
+        }
+        if (v >= 0) heap.hd[t] = v;
+        else {
+          cand[m] = j;
+          need[m++] = t;
+        }
+      }
+      pairSums(slot, X, d, i, cand, m, 'diff', work);
+      for (let u = 0; u < m; u++) heap.hd[need[u]] = work[u];
+      orderRow(heap, i * k, indices, dist2);
+    }
+    Atomics.store(job.finished, i, 1);
   }
 }
 
@@ -280,8 +343,7 @@ function settle(cand: Int32Array, nc: number, lo: Float64Array, up: Float64Array
  * offered to the heap. `dots` is scratch of at least nc values.
  */
 function exactCandidates(X: Float64Array | Float32Array, d: number, k: number, i: number, sq: Float64Array, cand: Int32Array, nc: number, heap: Heap, dots: Float64Array, slot: PairSlot | null): void {
-  if (slot) slot.sums(i, cand, nc, 'dot', dots);
-  else pairSumsJs(X, d, i, cand, nc, 'dot', dots);
+  pairSums(slot, X, d, i, cand, nc, 'dot', dots);
   const sqi = sq[i];
   for (let t = 0; t < nc; t++) push(heap, k, Math.max(sqi + sq[cand[t]] - 2 * dots[t], 0), cand[t]);
 }

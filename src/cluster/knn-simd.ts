@@ -169,6 +169,12 @@ export function claimSlot(space: PairSpace): PairSlot | null {
   };
 }
 
+/** slot.sums(…), or its JavaScript twin on X where there is no slot (the same values). */
+export function pairSums(slot: PairSlot | null, X: Float64Array | Float32Array, d: number, i: number, idx: Int32Array, m: number, op: 'diff' | 'dot', out: Float64Array): void {
+  if (slot) slot.sums(i, idx, m, op, out);
+  else pairSumsJs(X, d, i, idx, m, op, out);
+}
+
 /** The JavaScript twin of PairSlot.sums (the same values to the bit): each sum in column order. */
 export function pairSumsJs(X: Float64Array | Float32Array, d: number, i: number, idx: Int32Array, m: number, op: 'diff' | 'dot', out: Float64Array): void {
   const qo = i * d;

@@ -5,7 +5,7 @@
  */
 
 import { dotKernel, OUT_STRIDE } from './dot-simd.js';
-import { pairSumsJs, type PairSlot } from './knn-simd.js';
+import { pairSumsJs } from './knn-simd.js';
 
 export interface KnnResult {
   k: number;
@@ -239,14 +239,18 @@ function finish(
 }
 
 /**
- * Row i: exact distances of its selected neighbours (Σ_c (x_i[c] − x_j[c])² in column order, by
- * `slot`'s WebAssembly kernel or its JavaScript twin: the same values), then ascending order
- * (ties by index).
+ * Row i: exact distances of its selected neighbours (Σ_c (x_i[c] − x_j[c])² in column order,
+ * pairSumsJs; the float32 screen of src/cluster/knn-screen.ts gets the same values from its SIMD
+ * twin), then ascending order (ties by index).
  */
-export function finishRow(X: Float64Array | Float32Array, d: number, i: number, h: Heap, ro: number, indices: Int32Array, dist2: Float64Array, slot: PairSlot | null = null): void {
+function finishRow(X: Float64Array | Float32Array, d: number, i: number, h: Heap, ro: number, indices: Int32Array, dist2: Float64Array): void {
+  pairSumsJs(X, d, i, h.hi, h.size, 'diff', h.hd);
+  orderRow(h, ro, indices, dist2);
+}
+
+/** The heap's (distance, index) pairs in ascending order (ties by index) into indices/dist2 at ro. */
+export function orderRow(h: Heap, ro: number, indices: Int32Array, dist2: Float64Array): void {
   const { hd, hi, size } = h;
-  if (slot) slot.sums(i, hi, size, 'diff', hd);
-  else pairSumsJs(X, d, i, hi, size, 'diff', hd);
   let t: number;
   // insertion sort by (distance, index): a total order, so the result is unique
   for (t = 1; t < size; t++) {
