@@ -23,9 +23,8 @@ function clusters(n: number, d: number, seed: number, spread = 0.3): Float64Arra
  * (t a small integer), far closer together than float32's rounding (10⁻⁷ relative), so the
  * selection around the k-th neighbour of a centre hinges on the float64 values alone.
  */
-function shells(d: number, seed: number): { X: Float64Array; n: number } {
+function shells(d: number, seed: number, centres = 3): { X: Float64Array; n: number } {
   const rng = new Rng(seed);
-  const centres = 3;
   const per = 70;
   const n = centres * (per + 1);
   const X = new Float64Array(n * d);
@@ -85,7 +84,13 @@ describe('kNN through the float32 screen', () => {
     X.copyWithin(5 * d, 7 * d, 8 * d); // row 5 duplicates row 7
     X.copyWithin(6 * d, 7 * d, 8 * d); // and so does row 6: distance 0, tie broken by index
     const k = 30;
-    expectSame((await knnScreened(X, n, d, k, { threads: 2 }))!, knn(X, n, d, k));
+    const shellRef = knn(X, n, d, k);
+    expectSame((await knnScreened(X, n, d, k, { threads: 2 }))!, shellRef);
+    expectSame(await pool.knn(X, n, d, k), shellRef); // rows split over two threads: mutual pairs' values cross threads
+    // more rows than one strip of the float32 product (256): the rows after it read mirrored values
+    const big = shells(d, 8, 5);
+    expect(big.n).toBeGreaterThan(300);
+    expectSame((await knnScreened(big.X, big.n, d, k, { threads: 1 }))!, knn(big.X, big.n, d, k));
 
     const m = 260;
     const Y = clusters(m, d, 3);
@@ -99,6 +104,31 @@ describe('kNN through the float32 screen', () => {
     expectSame(await pool.knn(F, m, 70, 17), knn(F, m, 70, 17));
     const F32 = Float32Array.from(F);
     expectSame((await knnScreened(F32, m, 70, 17, { threads: 1 }))!, knn(F32, m, 70, 17));
+  });
+
+  it('gives the same result with the float64 sums in JavaScript (no WebAssembly SIMD), and reuses mutual pairs’ values', async () => {
+    const n = 300;
+    const d = 96;
+    const k = 25;
+    const X = clusters(n, d, 7);
+    const ref = knn(X, n, d, k);
+    const before = process.env.LOBES_NO_SIMD;
+    process.env.LOBES_NO_SIMD = '1';
+    try {
+      expectSame((await knnScreened(X, n, d, k, { threads: 1 }))!, ref);
+    } finally {
+      if (before === undefined) delete process.env.LOBES_NO_SIMD;
+      else process.env.LOBES_NO_SIMD = before;
+    }
+    expectSame((await knnScreened(X, n, d, k, { threads: 1 }))!, ref);
+    // the data has mutual pairs to reuse (most pairs are): what the reuse rests on
+    let mutual = 0;
+    for (let i = 0; i < n; i++)
+      for (let t = 0; t < k; t++) {
+        const j = ref.indices[i * k + t];
+        for (let u = 0; u < k; u++) if (ref.indices[j * k + u] === i) mutual++;
+      }
+    expect(mutual).toBeGreaterThan(n * k * 0.3);
   });
 
   it('a margin far below the bound picks other neighbours at near-ties (the bound is what makes it exact)', async () => {
