@@ -125,6 +125,10 @@ export async function knnScreened(X: Float64Array | Float32Array, n: number, d: 
   if (!ps && single && !(X instanceof Float32Array)) {
     Xr = new Float32Array(opts.split ? new SharedArrayBuffer(n * d * 4) : new ArrayBuffer(n * d * 4));
     Xr.set(X.subarray(0, n * d));
+  } else if (!ps && opts.split && !(X.buffer instanceof SharedArrayBuffer)) {
+    // the worker threads read X: a shared copy
+    Xr = X instanceof Float32Array ? new Float32Array(new SharedArrayBuffer(n * d * 4)) : new Float64Array(new SharedArrayBuffer(n * d * 8));
+    Xr.set(X.subarray(0, n * d));
   }
   let sess: Ort.InferenceSession;
   let ort: typeof Ort;

@@ -67,10 +67,11 @@ export class ClusterPool implements MatMulPool {
    * `onRows(done)` reports the rows finished so far.
    */
   async knn(X: Float64Array | Float32Array, n: number, d: number, k: number, onRows?: (done: number) => void): Promise<KnnResult> {
-    const Xs = sharedF64(X.subarray(0, n * d));
-    // wide data: the float32 screen (identical result; null where it does not apply)
-    const screened = await knnScreened(Xs, n, d, k, { threads: this.workers.length + 1, onRows, split: (job, r0, r1) => this.screenSplit(job, r0, r1) });
+    // wide data: the float32 screen (identical result; null where it does not apply). It puts
+    // what the threads read on shared memory itself, so X is not copied here first.
+    const screened = await knnScreened(X, n, d, k, { threads: this.workers.length + 1, onRows, split: (job, r0, r1) => this.screenSplit(job, r0, r1) });
     if (screened) return screened;
+    const Xs = sharedF64(X.subarray(0, n * d));
     const indices = new Int32Array(new SharedArrayBuffer(n * k * 4));
     const dist2 = new Float64Array(new SharedArrayBuffer(n * k * 8));
     // about 8 blocks per thread: even load, and progress without recomputing the row norms often
