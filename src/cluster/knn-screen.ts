@@ -32,10 +32,20 @@
  *    d̃ ≤ s + E ≤ τ, so every row of knnRows' selection has d̃ ≤ τ and hence s − E ≤ τ: the
  *    rows with s − E ≤ τ contain the selection.
  * 4. Exact part. d̃ of every candidate with knnRows' operations in its order (bit-identical
- *    values), the k smallest (d̃, j) pairs by its heap, and its re-check and sort (finishRow).
+ *    values), the k smallest (d̃, j) pairs by its heap, and its re-check Σ(x_i − x_j)² and sort
+ *    (as knnRows' finishRow).
  *
  * At 2,000 × 4,096 with unit-scale data E is a few units against distances of thousands, so a
  * row keeps about k + 10 candidates and the float64 work drops from n to about k rows per row.
+ *
+ * Costs: when the whole product fits one block (n² ≤ 8M), only its upper block triangle is
+ * computed and the rest mirrored (upperProduct; E holds for a value from either side). The
+ * float64 sums of step 4 (dot products of the uncertain candidates, Σ(x_i − x_j)² of the
+ * neighbours) run in a WebAssembly SIMD kernel (src/cluster/knn-simd.ts, two rows per vector,
+ * each lane one row's sum in column order: the same values as the JavaScript loops, which run
+ * when SIMD is unavailable) on one copy of X in a shared WebAssembly memory. A pair that is
+ * in both rows' neighbour lists gets its Σ(x_i − x_j)² once: the row finished second reads it
+ * from the first's output (equal to the bit, the differences only change sign).
  */
 import type * as Ort from 'onnxruntime-node';
 import { DataType, encodeModel, makeGraph, makeModel, makeNode, makeValueInfo } from '../onnx/index.js';
@@ -316,7 +326,7 @@ function screenRowsWith(
  * Candidates that are in the selection whatever their d̃: j with s + E ≤ τ (so every row
  * outside the candidates comes after it) and fewer than k other candidates whose s − E is at
  * most j's s + E (only those can come before it). They go straight into the heap's index list
- * (finishRow recomputes every distance); the rest are moved to the front of cand and their
+ * (the re-check recomputes every distance); the rest are moved to the front of cand and their
  * count returned. heap.size is the number settled.
  */
 function settle(cand: Int32Array, nc: number, lo: Float64Array, up: Float64Array, tau: number, k: number, sorted: Float64Array, heap: Heap): number {
