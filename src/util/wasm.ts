@@ -116,13 +116,22 @@ export function sharedMemory(bytes: number): WasmMemory | null {
   }
 }
 
+/** Modules compiled by instantiateShared, by their bytes (a thread instantiates one per memory it is handed). */
+const compiled = new WeakMap<Uint8Array, object>();
+
 /** Exports of a module assembled with `shared` on a memory from sharedMemory; null where that fails. */
 export function instantiateShared(bytes: Uint8Array, memory: WasmMemory): Record<string, unknown> | null {
   if (process.env.LOBES_NO_SIMD) return null;
   try {
     const wasm = (globalThis as unknown as { WebAssembly?: WasmApi }).WebAssembly;
-    if (!wasm || !wasm.validate(bytes)) return null;
-    return new wasm.Instance(new wasm.Module(bytes), { env: { mem: memory } }).exports;
+    if (!wasm) return null;
+    let mod = compiled.get(bytes);
+    if (!mod) {
+      if (!wasm.validate(bytes)) return null;
+      mod = new wasm.Module(bytes);
+      compiled.set(bytes, mod);
+    }
+    return new wasm.Instance(mod, { env: { mem: memory } }).exports;
   } catch {
     return null;
   }
