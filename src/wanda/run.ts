@@ -286,22 +286,61 @@ async function blockResolution(input: AnalysisInput, r: Resolved, opts: WandaOpt
   const totalBytes = matrices.reduce((a, m) => a + expectedBytes(m), 0);
   const passProgress = new Progress({ label: 'wanda weights', total: Math.round(totalBytes / 1e6), unit: 'MB', quiet: opts.quiet });
   let bytesDone = 0;
-  const colsums = await weightPass(matrices, {
+  // The null of a capture point starts as soon as the pass has the column sums of the matrices it feeds.
+  const ready = new Map(matrices.map((m) => [m.name, deferred<Float32Array>()]));
+  const pass = weightPass(matrices, {
     rowBlock: block[0],
     threads: opts.threads,
     onMatrix: (_m, bytes) => passProgress.set(Math.round((bytesDone += bytes) / 1e6)),
+    onColsums: (name, C) => ready.get(name)!.resolve(C),
   });
-  passProgress.finish();
-  // One step = one read of a capture point for a batch of labellings (observed + permutations).
+  let passDone = false;
+  // One step = one capture point finished (its reads for every labelling); shown once the pass is done.
   let steps: Progress | null = null;
+  let stepsDone = 0;
+  let stepsTotal = 0;
+  const showSteps = () => {
+    steps ??= new Progress({ label: `wanda groups and ${permutations} permutations`, total: stepsTotal, unit: 'capture points', quiet: opts.quiet });
+    steps.set(stepsDone);
+  };
   const onStep = (done: number, total: number) => {
-    steps ??= new Progress({ label: `wanda groups and ${permutations} permutations`, total, unit: 'capture-point reads', quiet: opts.quiet });
-    steps.set(done);
+    stepsDone = done;
+    stepsTotal = total;
+    if (passDone) showSteps();
   };
   const threads = await defaultNullThreads(input, permutations, opts.threads);
-  const result = await analyze({ matrices: infos, colsums, source, labels }, { block, top, permutations, seed, onStep, threads });
+  const null_ = analyze({ matrices: infos, colsums: new Map([...ready].map(([k, v]) => [k, v.promise])), source, labels }, { block, top, permutations, seed, onStep, threads });
+  const [p, a] = await Promise.allSettled([
+    pass.then(
+      () => {
+        passDone = true;
+        passProgress.finish();
+        if (stepsTotal > 0) showSteps();
+      },
+      (e) => {
+        for (const d of ready.values()) d.reject(e);
+        throw e;
+      },
+    ),
+    null_,
+  ]);
+  // A weight error is reported before an activation error, as when the pass ran first.
+  if (p.status === 'rejected') throw p.reason;
+  if (a.status === 'rejected') throw a.reason;
   (steps as Progress | null)?.finish();
-  return { result };
+  return { result: a.value };
+}
+
+/** A promise with its resolve and reject. */
+function deferred<T>(): { promise: Promise<T>; resolve: (v: T) => void; reject: (e: unknown) => void } {
+  let resolve!: (v: T) => void;
+  let reject!: (e: unknown) => void;
+  const promise = new Promise<T>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  promise.catch(() => {}); // the pass's error is reported by the caller
+  return { promise, resolve, reject };
 }
 
 /** Weight resolution: per-weight scores matrix by matrix, with the weight-level metrics. */

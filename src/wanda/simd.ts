@@ -11,8 +11,8 @@
  *
  * Exports, all (src, nrows, rowBytes, nvec, acc) -> (), addresses in the imported memory:
  *   bf16, bf16x4: 8 values per vector    f32, f32x4: 4 values per vector
- * and addf64(dst, src, nvec): dst[i] += src[i] over 2 * nvec float64 values (the group sums of
- * x^2 in src/wanda/stats.ts), and poolrow(c, s, nblocks, n4, out): for each of nblocks blocks
+ * addf64(dst, src, nvec): dst[i] += src[i] over 2 * nvec float64 values (the group sums of
+ * x^2 in src/wanda/stats.ts), addpairs (many addf64 from a list of address pairs), and poolrow(c, s, nblocks, n4, out): for each of nblocks blocks
  * of 4·n4 values, the four partial sums a_t = Σ s[j]·C[j] over j ≡ t (mod 4) of poolBlocks
  * (src/wanda/stats.ts), C float32 promoted exactly, products and sums in float64: the same
  * operations in the same order as its JavaScript loop.
@@ -35,6 +35,7 @@ const F64X2_ADD = simd(0xf0);
 const F32X4_ADD = simd(0xe4);
 const F64X2_MUL = simd(0xf2);
 const F64X2_PROMOTE_LOW_F32X4 = simd(0x5f);
+const I32_LOAD = (offset: number) => [0x28, 0x02, ...leb(offset)];
 const V128_LOAD64_ZERO = (offset: number) => [...simd(0x5d), 0x00, ...leb(offset)];
 
 // Parameters and locals: row pointers P[0..3], source vectors V[0..3], values X[0..3].
@@ -112,6 +113,33 @@ function addf64Body(): number[] {
 }
 
 /**
+ * addpairs(list, npairs, nvec, off): for each of npairs (dst, src) address pairs at list (two
+ * i32 each, in order), dst[i] += src[i] over 2 * nvec float64 values starting `off` bytes in:
+ * many addf64 calls in one (the cache-blocked group sums of x², src/wanda/hooknull.ts).
+ */
+function addpairsBody(): number[] {
+  const LIST = 0, NP = 1, N = 2, OFF = 3;
+  const DST = 5, SRC2 = 6, J = 7;
+  const code = [
+    LOOP, VOID,
+    ...get(LIST), ...I32_LOAD(0), ...get(OFF), I32_ADD, ...set(DST),
+    ...get(LIST), ...I32_LOAD(4), ...get(OFF), I32_ADD, ...set(SRC2),
+    ...get(N), ...set(J),
+    LOOP, VOID,
+    ...get(DST), ...get(DST), ...V128_LOAD(0), ...get(SRC2), ...V128_LOAD(0), ...F64X2_ADD, ...V128_STORE(0),
+    ...get(DST), I32_CONST, 16, I32_ADD, ...set(DST),
+    ...get(SRC2), I32_CONST, 16, I32_ADD, ...set(SRC2),
+    ...get(J), I32_CONST, 1, I32_SUB, LOCAL_TEE, J, BR_IF, 0,
+    END,
+    ...get(LIST), I32_CONST, 8, I32_ADD, ...set(LIST),
+    ...get(NP), I32_CONST, 1, I32_SUB, LOCAL_TEE, NP, BR_IF, 0,
+    END,
+    END,
+  ];
+  return funcBody([[3, I32]], code);
+}
+
+/**
  * poolrow(c, s, nblocks, n4, out): per block, lanes (a0, a1) and (a2, a3) of
  *   a_t += s[j + t] · C[j + t]   for j = 0, 4, 8, ... (n4 steps)
  * stored as 4 float64 at out (32 bytes per block); c advances 16 bytes and s 32 per step.
@@ -155,6 +183,8 @@ export interface SimdKernel {
   addf64: (dst: number, src: number, nvec: number) => void;
   /** poolBlocks' four partial sums of `nblocks` blocks of 4·n4 values (C float32 at c, s float64 at s), 4 float64 per block at out (nblocks, n4 >= 1). */
   poolrow: (c: number, s: number, nblocks: number, n4: number, out: number) => void;
+  /** For each of npairs (dst, src) i32 pairs at list: addf64(dst + off, src + off, nvec) (npairs, nvec >= 1). */
+  addpairs: (list: number, npairs: number, nvec: number, off: number) => void;
   /** Make the memory at least `bytes` long (views must be re-made after); false when it cannot grow that far. */
   ensure(bytes: number): boolean;
 }
@@ -177,10 +207,11 @@ export function createSimd(): SimdKernel | null {
       ['f32x4', body(f32Inner(4), 16, 16, 4)],
       ['addf64', addf64Body()],
       ['poolrow', poolrowBody()],
+      ['addpairs', addpairsBody()],
     ]),
   );
   if (!inst) return null;
-  const ex = inst.exports as unknown as { bf16: RowKernel; f32: RowKernel; bf16x4: RowKernel; f32x4: RowKernel; addf64: RowKernel; poolrow: RowKernel };
+  const ex = inst.exports as unknown as { bf16: RowKernel; f32: RowKernel; bf16x4: RowKernel; f32x4: RowKernel; addf64: RowKernel; poolrow: RowKernel; addpairs: RowKernel };
   return {
     memory: inst.memory,
     bf16: ex.bf16,
@@ -189,6 +220,7 @@ export function createSimd(): SimdKernel | null {
     f32x4: ex.f32x4,
     addf64: (dst: number, src: number, nvec: number) => ex.addf64(dst, src, nvec, 0, 0),
     poolrow: ex.poolrow,
+    addpairs: (list: number, npairs: number, nvec: number, off: number) => ex.addpairs(list, npairs, nvec, off, 0),
     ensure: inst.ensure,
   };
 }

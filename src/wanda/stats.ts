@@ -91,21 +91,7 @@ export async function groupSquareSums(src: ActivationSource, hook: string, label
     if (data.length !== chunk.rows * d) throw new LobesError(`chunk at row ${chunk.start} has ${data.length} values, expected ${chunk.rows} x ${d}`, { file: src.where, where: hook });
     for (let r = 0; r < chunk.rows; r++) {
       const row = chunk.start + r;
-      const base = r * d;
-      for (let j = 0; j < d; j++) {
-        const v = data[base + j];
-        x2[j] = v * v;
-      }
-      for (let j = 0; j < d; j++) {
-        if (!Number.isFinite(x2[j])) {
-          const id = src.ids?.[row];
-          throw new LobesError(`activation is ${Number.isNaN(data[base + j]) ? 'NaN' : 'Inf (or overflows when squared)'} at feature ${j}`, {
-            file: src.where,
-            where: `${hook}, row ${row}${id !== undefined ? ` (sample ${JSON.stringify(id)})` : ''}`,
-            hint: 'the capture produced non-finite values; re-run extract with --dtype fp32 or check the model',
-          });
-        }
-      }
+      squareRow(src, hook, data, r * d, d, row, x2, 0);
       for (let l = 0; l < labelings.length; l++) {
         const g = labelings[l][row];
         if (g < 0) continue;
@@ -126,6 +112,27 @@ export async function groupSquareSums(src: ActivationSource, hook: string, label
     for (let g = 0; g < G; g++) out.set(S.subarray(g * dPad, g * dPad + d), g * d);
     return out;
   });
+}
+
+/**
+ * x2[o + j] = x[j]² for the row of `d` values at data[base..]; throws naming the capture point,
+ * row and sample when a value is NaN or Inf (or overflows when squared).
+ */
+export function squareRow(src: ActivationSource, hook: string, data: Float32Array, base: number, d: number, row: number, x2: Float64Array, o: number): void {
+  for (let j = 0; j < d; j++) {
+    const v = data[base + j];
+    x2[o + j] = v * v;
+  }
+  for (let j = 0; j < d; j++) {
+    if (!Number.isFinite(x2[o + j])) {
+      const id = src.ids?.[row];
+      throw new LobesError(`activation is ${Number.isNaN(data[base + j]) ? 'NaN' : 'Inf (or overflows when squared)'} at feature ${j}`, {
+        file: src.where,
+        where: `${hook}, row ${row}${id !== undefined ? ` (sample ${JSON.stringify(id)})` : ''}`,
+        hint: 'the capture produced non-finite values; re-run extract with --dtype fp32 or check the model',
+      });
+    }
+  }
 }
 
 /** s_g = sqrt(sum / count) for group g of one labelling's sums. */
@@ -156,18 +163,23 @@ export interface HookPooled {
  */
 export function poolHook(sums: Float64Array[], d: number, counts: readonly number[], mats: readonly PoolMatrix[], rb: number, cb: number): HookPooled {
   const scalers: Float64Array[] = [];
-  const simd = simdPooler(d, mats, cb);
+  const pool = matrixPooler(d, mats, rb, cb);
   const pooled = sums.map((S) => {
     const all = new Float64Array(counts.length * d);
     scalers.push(all);
     return counts.map((count, g) => {
       const s = all.subarray(g * d, (g + 1) * d);
       rmsScaler(S, g, d, count, s);
-      if (simd) return simd(s, rb);
-      return mats.map((m) => poolBlocks(m.C, s, m.dOut, m.dIn, rb, cb));
+      return pool(s);
     });
   });
   return { pooled, scalers };
+}
+
+/** poolBlocks of every matrix fed by one capture point for a scaler s [d]: the SIMD kernel where it applies, else poolBlocks (the same bytes). */
+export function matrixPooler(d: number, mats: readonly PoolMatrix[], rb: number, cb: number): (s: Float64Array) => Float32Array[] {
+  const simd = simdPooler(d, mats, cb);
+  return simd ? (s) => simd(s, rb) : (s) => mats.map((m) => poolBlocks(m.C, s, m.dOut, m.dIn, rb, cb));
 }
 
 /**

@@ -2,17 +2,22 @@
  * Worker thread for the permutation null: the group sums of x² of one capture point for a
  * batch of labellings (groupSquareSums), reading the capture point from the run directory
  * itself (verified reads, like the main thread's reader), and the pooled maps of the
- * matrices it feeds (poolHook). One job at a time.
+ * matrices it feeds (poolHook); or the whole null of one capture point (hookNull,
+ * src/wanda/hooknull.ts). One job at a time.
  */
 import { parentPort } from 'node:worker_threads';
 import { openRun } from '../store/index.js';
 import { groupSquareSums, poolHook, runSource, type ActivationSource, type PoolMatrix } from './stats.js';
+import { hookNull, type HookNullJob } from './hooknull.js';
 import { LobesError } from '../util/errors.js';
 
 interface Job {
   id: number;
   runDir: string;
   n: number;
+  kind: 'pooled' | 'hook';
+  /** kind 'hook': the whole null of one capture point. */
+  job?: HookNullJob;
   hook: string;
   labelings: Int32Array[];
   counts: number[];
@@ -37,9 +42,14 @@ async function run(job: Job): Promise<void> {
     }
     const s = await src;
     if (s.n !== job.n) throw new LobesError(`the run has ${s.n} samples in this thread, ${job.n} in the analysis`, { file: job.runDir, hint: 'the run changed while it was analysed; run the analysis again' });
+    if (job.kind === 'hook') {
+      const res = await hookNull(s, job.job!);
+      parentPort!.postMessage({ id: job.id, result: res }, [res.counts, ...res.observed.flat()].map((x) => x.buffer as ArrayBuffer));
+      return;
+    }
     const sums = await groupSquareSums(s, job.hook, job.labelings, job.counts.length);
     const out = poolHook(sums, s.dim(job.hook)!, job.counts, job.mats, job.rb, job.cb);
-    parentPort!.postMessage({ id: job.id, pooled: out }, [...out.pooled.flat(2), ...out.scalers].map((x) => x.buffer as ArrayBuffer));
+    parentPort!.postMessage({ id: job.id, result: out }, [...out.pooled.flat(2), ...out.scalers].map((x) => x.buffer as ArrayBuffer));
   } catch (e: any) {
     parentPort!.postMessage({ id: job.id, error: { message: String(e?.message ?? e), lobes: e instanceof LobesError, exitCode: e?.exitCode ?? 1 } });
   }
