@@ -63,7 +63,7 @@ export interface HookNullResult {
   channel: WandaChannelTest;
 }
 
-/** Rows squared at once; one row of pairs per labelling. */
+/** Rows squared at once. */
 const SUB_ROWS = 32;
 /** Every labelling's accumulators of one tile of features fit in this (a share of a 1 MiB L2). */
 const TILE_BYTES = 512 << 10;
@@ -120,14 +120,15 @@ async function squareSums(src: ActivationSource, hook: string, d: number, labeli
   const accBytes = nb * G * dPad * 8;
   const x2Off = accBytes;
   const listOff = x2Off + SUB_ROWS * dPad * 8;
-  const end = listOff + nb * SUB_ROWS * 8;
+  // At most two words of head per labelling and group, one per labelled row.
+  const end = listOff + nb * (2 * G + SUB_ROWS) * 4;
   const k = kernel && end < 2 ** 31 && kernel.ensure(end) ? kernel : null;
   const mem = k ? k.memory.buffer : new ArrayBuffer(end);
   const acc = new Float64Array(mem, 0, nb * G * dPad);
   acc.fill(0);
   const x2 = new Float64Array(mem, x2Off, SUB_ROWS * dPad);
   x2.fill(0);
-  const list = new Int32Array(mem, listOff, nb * SUB_ROWS * 2);
+  const list = new Int32Array(mem, listOff, nb * (2 * G + SUB_ROWS));
   // Vectors (two features) per tile: every labelling's accumulators of a tile fit in TILE_BYTES.
   const tile = Math.max(1, Math.min(nvec, Math.floor(TILE_BYTES / (nb * G * 16))));
   let seen = 0;
@@ -138,27 +139,37 @@ async function squareSums(src: ActivationSource, hook: string, d: number, labeli
     for (let r0 = 0; r0 < chunk.rows; r0 += SUB_ROWS) {
       const rows = Math.min(SUB_ROWS, chunk.rows - r0);
       for (let r = 0; r < rows; r++) squareRow(src, hook, data, (r0 + r) * d, d, chunk.start + r0 + r, x2, r * dPad);
-      // (accumulator, row) byte addresses: labelling by labelling, rows in order.
-      let np = 0;
+      // Entries [accumulator, rows, row addresses...]: labelling by labelling, group by group, rows in order.
+      let ne = 0;
+      let w = 0;
       for (let t = 0; t < nb; t++) {
         const lo = (l0 + t) * n + chunk.start + r0;
-        for (let r = 0; r < rows; r++) {
-          const g = labelings[lo + r]!;
-          if (g < 0) continue;
-          list[2 * np] = (t * G + g) * dPad * 8;
-          list[2 * np + 1] = x2Off + r * dPad * 8;
-          np++;
+        for (let g = 0; g < G; g++) {
+          const head = w;
+          w += 2;
+          for (let r = 0; r < rows; r++) if (labelings[lo + r] === g) list[w++] = x2Off + r * dPad * 8;
+          if (w === head + 2) {
+            w = head;
+            continue;
+          }
+          list[head] = (t * G + g) * dPad * 8;
+          list[head + 1] = w - head - 2;
+          ne++;
         }
       }
-      if (np === 0) continue;
+      if (ne === 0) continue;
       for (let v0 = 0; v0 < nvec; v0 += tile) {
         const nv = Math.min(tile, nvec - v0);
-        if (k) k.addpairs(listOff, np, nv, v0 * 16);
+        if (k) k.addgroups(listOff, ne, nv, v0 * 16);
         else {
-          for (let p = 0; p < np; p++) {
-            const a = list[2 * p]! / 8 + 2 * v0;
-            const b = (list[2 * p + 1]! - x2Off) / 8 + 2 * v0;
-            for (let j = 0; j < 2 * nv; j++) acc[a + j] += x2[b + j]!;
+          for (let e = 0, p = 0; e < ne; e++) {
+            const a = list[p]! / 8 + 2 * v0;
+            const ns = list[p + 1]!;
+            for (let q = 0; q < ns; q++) {
+              const b = (list[p + 2 + q]! - x2Off) / 8 + 2 * v0;
+              for (let j = 0; j < 2 * nv; j++) acc[a + j] += x2[b + j]!;
+            }
+            p += 2 + ns;
           }
         }
       }

@@ -12,7 +12,7 @@
  * Exports, all (src, nrows, rowBytes, nvec, acc) -> (), addresses in the imported memory:
  *   bf16, bf16x4: 8 values per vector    f32, f32x4: 4 values per vector
  * addf64(dst, src, nvec): dst[i] += src[i] over 2 * nvec float64 values (the group sums of
- * x^2 in src/wanda/stats.ts), addpairs (many addf64 from a list of address pairs), and poolrow(c, s, nblocks, n4, out): for each of nblocks blocks
+ * x^2 in src/wanda/stats.ts), addgroups (many addf64 into one destination at a time), and poolrow(c, s, nblocks, n4, out): for each of nblocks blocks
  * of 4·n4 values, the four partial sums a_t = Σ s[j]·C[j] over j ≡ t (mod 4) of poolBlocks
  * (src/wanda/stats.ts), C float32 promoted exactly, products and sums in float64: the same
  * operations in the same order as its JavaScript loop.
@@ -113,30 +113,52 @@ function addf64Body(): number[] {
 }
 
 /**
- * addpairs(list, npairs, nvec, off): for each of npairs (dst, src) address pairs at list (two
- * i32 each, in order), dst[i] += src[i] over 2 * nvec float64 values starting `off` bytes in:
- * many addf64 calls in one (the cache-blocked group sums of x², src/wanda/hooknull.ts).
+ * addgroups(list, nentries, nvec, off): for each entry [dst, ns, src_1 .. src_ns] (i32 byte
+ * addresses) at list, in order, dst[i] = (((dst[i] + src_1[i]) + src_2[i]) + …) + src_ns[i] over
+ * 2 * nvec float64 values starting `off` bytes in: the additions of ns addf64 calls in their
+ * order, with dst loaded and stored once (the cache-blocked group sums of x²,
+ * src/wanda/hooknull.ts; ns >= 1). addgroups4 takes four vectors per step (nvec a multiple
+ * of 4): four independent chains of additions instead of one, the same additions per value.
  */
-function addpairsBody(): number[] {
-  const LIST = 0, NP = 1, N = 2, OFF = 3;
-  const DST = 5, SRC2 = 6, J = 7;
+function addgroupsBody(w: number): number[] {
+  const LIST = 0, NE = 1, N = 2, OFF = 3;
+  const DST = 5, NS = 6, J = 7, P = 8, K = 9, JOFF = 10, ADDR = 11, ACC = 12;
+  const acc = (t: number) => ACC + t;
+  const load: number[] = [];
+  const add: number[] = [];
+  const store: number[] = [];
+  for (let t = 0; t < w; t++) {
+    load.push(...get(DST), ...V128_LOAD(16 * t), ...set(acc(t)));
+    add.push(...get(acc(t)), ...get(ADDR), ...V128_LOAD(16 * t), ...F64X2_ADD, ...set(acc(t)));
+    store.push(...get(DST), ...get(acc(t)), ...V128_STORE(16 * t));
+  }
   const code = [
     LOOP, VOID,
     ...get(LIST), ...I32_LOAD(0), ...get(OFF), I32_ADD, ...set(DST),
-    ...get(LIST), ...I32_LOAD(4), ...get(OFF), I32_ADD, ...set(SRC2),
+    ...get(LIST), ...I32_LOAD(4), ...set(NS),
     ...get(N), ...set(J),
+    ...get(OFF), ...set(JOFF),
     LOOP, VOID,
-    ...get(DST), ...get(DST), ...V128_LOAD(0), ...get(SRC2), ...V128_LOAD(0), ...F64X2_ADD, ...V128_STORE(0),
-    ...get(DST), I32_CONST, 16, I32_ADD, ...set(DST),
-    ...get(SRC2), I32_CONST, 16, I32_ADD, ...set(SRC2),
-    ...get(J), I32_CONST, 1, I32_SUB, LOCAL_TEE, J, BR_IF, 0,
+    ...load,
+    ...get(LIST), I32_CONST, 8, I32_ADD, ...set(P),
+    ...get(NS), ...set(K),
+    LOOP, VOID,
+    ...get(P), ...I32_LOAD(0), ...get(JOFF), I32_ADD, ...set(ADDR),
+    ...add,
+    ...get(P), I32_CONST, 4, I32_ADD, ...set(P),
+    ...get(K), I32_CONST, 1, I32_SUB, LOCAL_TEE, K, BR_IF, 0,
     END,
-    ...get(LIST), I32_CONST, 8, I32_ADD, ...set(LIST),
-    ...get(NP), I32_CONST, 1, I32_SUB, LOCAL_TEE, NP, BR_IF, 0,
+    ...store,
+    ...get(DST), I32_CONST, ...sleb(16 * w), I32_ADD, ...set(DST),
+    ...get(JOFF), I32_CONST, ...sleb(16 * w), I32_ADD, ...set(JOFF),
+    ...get(J), I32_CONST, ...sleb(w), I32_SUB, LOCAL_TEE, J, BR_IF, 0,
+    END,
+    ...get(LIST), I32_CONST, 8, I32_ADD, ...get(NS), I32_CONST, 4, I32_MUL, I32_ADD, ...set(LIST),
+    ...get(NE), I32_CONST, 1, I32_SUB, LOCAL_TEE, NE, BR_IF, 0,
     END,
     END,
   ];
-  return funcBody([[3, I32]], code);
+  return funcBody([[7, I32], [w, V128]], code);
 }
 
 /**
@@ -183,8 +205,8 @@ export interface SimdKernel {
   addf64: (dst: number, src: number, nvec: number) => void;
   /** poolBlocks' four partial sums of `nblocks` blocks of 4·n4 values (C float32 at c, s float64 at s), 4 float64 per block at out (nblocks, n4 >= 1). */
   poolrow: (c: number, s: number, nblocks: number, n4: number, out: number) => void;
-  /** For each of npairs (dst, src) i32 pairs at list: addf64(dst + off, src + off, nvec) (npairs, nvec >= 1). */
-  addpairs: (list: number, npairs: number, nvec: number, off: number) => void;
+  /** For each entry [dst, ns, src_1 .. src_ns] at list: addf64(dst + off, src_k + off, nvec) for k = 1 .. ns in order, dst loaded and stored once (nentries, ns, nvec >= 1); four vectors at a time where it can. */
+  addgroups: (list: number, nentries: number, nvec: number, off: number) => void;
   /** Make the memory at least `bytes` long (views must be re-made after); false when it cannot grow that far. */
   ensure(bytes: number): boolean;
 }
@@ -207,11 +229,12 @@ export function createSimd(): SimdKernel | null {
       ['f32x4', body(f32Inner(4), 16, 16, 4)],
       ['addf64', addf64Body()],
       ['poolrow', poolrowBody()],
-      ['addpairs', addpairsBody()],
+      ['addgroups', addgroupsBody(1)],
+      ['addgroups4', addgroupsBody(4)],
     ]),
   );
   if (!inst) return null;
-  const ex = inst.exports as unknown as { bf16: RowKernel; f32: RowKernel; bf16x4: RowKernel; f32x4: RowKernel; addf64: RowKernel; poolrow: RowKernel; addpairs: RowKernel };
+  const ex = inst.exports as unknown as { bf16: RowKernel; f32: RowKernel; bf16x4: RowKernel; f32x4: RowKernel; addf64: RowKernel; poolrow: RowKernel; addgroups: RowKernel; addgroups4: RowKernel };
   return {
     memory: inst.memory,
     bf16: ex.bf16,
@@ -220,7 +243,11 @@ export function createSimd(): SimdKernel | null {
     f32x4: ex.f32x4,
     addf64: (dst: number, src: number, nvec: number) => ex.addf64(dst, src, nvec, 0, 0),
     poolrow: ex.poolrow,
-    addpairs: (list: number, npairs: number, nvec: number, off: number) => ex.addpairs(list, npairs, nvec, off, 0),
+    addgroups: (list: number, nentries: number, nvec: number, off: number) => {
+      const four = nvec & ~3;
+      if (four > 0) ex.addgroups4(list, nentries, four, off, 0);
+      if (nvec > four) ex.addgroups(list, nentries, nvec - four, off + four * 16, 0);
+    },
     ensure: inst.ensure,
   };
 }
