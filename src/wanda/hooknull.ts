@@ -99,11 +99,9 @@ export async function hookNull(src: ActivationSource, job: HookNullJob): Promise
         rmsScaler(acc.subarray(o, o + d), 0, d, counts[g]!, s.subarray(g * d, (g + 1) * d));
       }
       channel.add(l, s);
-      const masks = counts.map((_, g) => {
-        const maps = pool(s.subarray(g * d, (g + 1) * d));
-        if (l === 0) observed.push(maps);
-        return selectTop(maps, matrices, top);
-      });
+      const maps = pool(counts.map((_, g) => s.subarray(g * d, (g + 1) * d)));
+      if (l === 0) observed.push(...maps);
+      const masks = maps.map((m) => selectTop(m, matrices, top));
       if (l > 0) countMasks(masks, pairs, matrices, out, (l - 1) * stride);
     }
   }

@@ -192,6 +192,47 @@ function poolrowBody(): number[] {
   return funcBody([[1, I32], [2, V128]], code);
 }
 
+/**
+ * poolrow4(c, s, nblocks, n4, out): poolrow for four scalers at once, C read once. s holds
+ * the four scalers interleaved by steps of four features (128 bytes a step: s_0[j..j+3],
+ * s_1[j..j+3], s_2[j..j+3], s_3[j..j+3]); out gets per block the four partial sums of each
+ * scaler in turn (128 bytes). Each scaler's sums are poolrow's (the same operations in the same
+ * order); eight independent chains of additions instead of two.
+ */
+function poolrow4Body(): number[] {
+  const C = 0, S = 1, NB = 2, N4 = 3, OUT = 4;
+  const J = 5, CL = 6, CH = 7, A = 8;
+  const ZERO = V128_CONST(new Array(16).fill(0));
+  const zero: number[] = [];
+  const step: number[] = [];
+  const store: number[] = [];
+  for (let t = 0; t < 8; t++) zero.push(...ZERO, ...set(A + t));
+  for (let g = 0; g < 4; g++) {
+    step.push(...get(A + 2 * g), ...get(S), ...V128_LOAD(32 * g), ...get(CL), ...F64X2_MUL, ...F64X2_ADD, ...set(A + 2 * g));
+    step.push(...get(A + 2 * g + 1), ...get(S), ...V128_LOAD(32 * g + 16), ...get(CH), ...F64X2_MUL, ...F64X2_ADD, ...set(A + 2 * g + 1));
+  }
+  for (let t = 0; t < 8; t++) store.push(...get(OUT), ...get(A + t), ...V128_STORE(16 * t));
+  const code = [
+    LOOP, VOID,
+    ...zero,
+    ...get(N4), ...set(J),
+    LOOP, VOID,
+    ...get(C), ...V128_LOAD64_ZERO(0), ...F64X2_PROMOTE_LOW_F32X4, ...set(CL),
+    ...get(C), ...V128_LOAD64_ZERO(8), ...F64X2_PROMOTE_LOW_F32X4, ...set(CH),
+    ...step,
+    ...get(C), I32_CONST, 16, I32_ADD, ...set(C),
+    ...get(S), I32_CONST, ...sleb(128), I32_ADD, ...set(S),
+    ...get(J), I32_CONST, 1, I32_SUB, LOCAL_TEE, J, BR_IF, 0,
+    END,
+    ...store,
+    ...get(OUT), I32_CONST, ...sleb(128), I32_ADD, ...set(OUT),
+    ...get(NB), I32_CONST, 1, I32_SUB, LOCAL_TEE, NB, BR_IF, 0,
+    END,
+    END,
+  ];
+  return funcBody([[1, I32], [10, V128]], code);
+}
+
 export type RowKernel = (src: number, nrows: number, rowBytes: number, nvec: number, acc: number) => void;
 
 export interface SimdKernel {
@@ -205,6 +246,8 @@ export interface SimdKernel {
   addf64: (dst: number, src: number, nvec: number) => void;
   /** poolBlocks' four partial sums of `nblocks` blocks of 4·n4 values (C float32 at c, s float64 at s), 4 float64 per block at out (nblocks, n4 >= 1). */
   poolrow: (c: number, s: number, nblocks: number, n4: number, out: number) => void;
+  /** poolrow for four scalers interleaved by steps of four features (128 bytes a step); 16 float64 per block at out (each scaler's four in turn). */
+  poolrow4: (c: number, s: number, nblocks: number, n4: number, out: number) => void;
   /** For each entry [dst, ns, src_1 .. src_ns] at list: addf64(dst + off, src_k + off, nvec) for k = 1 .. ns in order, dst loaded and stored once (nentries, ns, nvec >= 1); four vectors at a time where it can. */
   addgroups: (list: number, nentries: number, nvec: number, off: number) => void;
   /** Make the memory at least `bytes` long (views must be re-made after); false when it cannot grow that far. */
@@ -231,10 +274,11 @@ export function createSimd(): SimdKernel | null {
       ['poolrow', poolrowBody()],
       ['addgroups', addgroupsBody(1)],
       ['addgroups4', addgroupsBody(4)],
+      ['poolrow4', poolrow4Body()],
     ]),
   );
   if (!inst) return null;
-  const ex = inst.exports as unknown as { bf16: RowKernel; f32: RowKernel; bf16x4: RowKernel; f32x4: RowKernel; addf64: RowKernel; poolrow: RowKernel; addgroups: RowKernel; addgroups4: RowKernel };
+  const ex = inst.exports as unknown as { bf16: RowKernel; f32: RowKernel; bf16x4: RowKernel; f32x4: RowKernel; addf64: RowKernel; poolrow: RowKernel; addgroups: RowKernel; addgroups4: RowKernel; poolrow4: RowKernel };
   return {
     memory: inst.memory,
     bf16: ex.bf16,
@@ -243,6 +287,7 @@ export function createSimd(): SimdKernel | null {
     f32x4: ex.f32x4,
     addf64: (dst: number, src: number, nvec: number) => ex.addf64(dst, src, nvec, 0, 0),
     poolrow: ex.poolrow,
+    poolrow4: ex.poolrow4,
     addgroups: (list: number, nentries: number, nvec: number, off: number) => {
       const four = nvec & ~3;
       if (four > 0) ex.addgroups4(list, nentries, four, off, 0);
