@@ -17,6 +17,7 @@ import { hookPooler } from './sumpool.js';
 import type { HookPooled } from './stats.js';
 import { ChannelNull } from './channels.js';
 import { countStride, mergeHookCounts, nullsFromCounts, type HookNullResult } from './hooknull.js';
+import { PAIR_NULLS, pairList, emptyNulls, type NullMetric, type Nulls } from './nulls.js';
 import { selectTop, minus, jaccard, size, density, components, toBlockSet, distribution, type Masks, type TopSpec } from './regions.js';
 import type { WandaMatrix, WandaRegions, WandaMetrics, WandaPairMetrics, NullTested, WandaChannelTest } from './types.js';
 
@@ -62,20 +63,7 @@ export interface AnalyzeOptions {
   perHook?: boolean;
 }
 
-/** Metrics tested against the null, per pair (NullTested fields of WandaPairMetrics). */
-export const NULL_METRICS = ['jaccard', 'isolationAB', 'isolationBA', 'densityAminusB', 'densityBminusA'] as const;
-/** Also tested per pair; reported as `${name}Null` next to the plain count. */
-export const NULL_COUNTS = ['componentsAminusB', 'componentsBminusA'] as const;
-export type NullMetric = (typeof NULL_METRICS)[number] | (typeof NULL_COUNTS)[number];
-const PAIR_NULLS = [...NULL_METRICS, ...NULL_COUNTS] as const;
-/** Tested per group: its region's density and number of components. */
-export type GroupNullMetric = 'density' | 'components';
-
-/** Null distributions (length R each), per pair and per group. */
-export interface Nulls {
-  pairs: Record<NullMetric, Float64Array>[];
-  groups: Record<GroupNullMetric, Float64Array>[];
-}
+export { NULL_METRICS, NULL_COUNTS, pairList, emptyNulls, type NullMetric, type GroupNullMetric, type Nulls } from './nulls.js';
 
 export interface AnalyzeResult {
   groups: string[];
@@ -321,19 +309,6 @@ export function labelingGenerator(index: Int32Array, n: number, seed: number): (
     const L = new Int32Array(n).fill(-1);
     for (let u = 0; u < used.length; u++) L[used[u]] = perm[u];
     return L;
-  };
-}
-
-export function pairList(G: number): [number, number][] {
-  const pairs: [number, number][] = [];
-  for (let a = 0; a < G; a++) for (let b = a + 1; b < G; b++) pairs.push([a, b]);
-  return pairs;
-}
-
-export function emptyNulls(nPairs: number, G: number, R: number): Nulls {
-  return {
-    pairs: Array.from({ length: nPairs }, () => Object.fromEntries(PAIR_NULLS.map((k) => [k, new Float64Array(R)])) as Record<NullMetric, Float64Array>),
-    groups: Array.from({ length: G }, () => ({ density: new Float64Array(R), components: new Float64Array(R) })),
   };
 }
 

@@ -20,7 +20,7 @@ import { createSimd, type SimdKernel } from './simd.js';
 import { matrixPooler, rmsScaler, squareRow, type ActivationSource } from './stats.js';
 import { selectTop, minus, size, intersectionSize, densityCounts, components, type Masks, type TopSpec } from './regions.js';
 import { ChannelNull } from './channels.js';
-import { emptyNulls, pairList, type Nulls } from './analyze.js';
+import { emptyNulls, pairList, type Nulls } from './nulls.js';
 import type { WandaChannelTest, WandaMatrix } from './types.js';
 
 /** Per pair and labelling: |A∩B|, |A∖B|, |B∖A|, then in-set slots and slots of A∖B and of B∖A, then components of A∖B and of B∖A. */
@@ -68,8 +68,12 @@ const SUB_ROWS = 32;
 /** Every labelling's accumulators of one tile of features fit in this (a share of a 1 MiB L2). */
 const TILE_BYTES = 512 << 10;
 
-/** The whole null of one capture point (see the module comment). */
-export async function hookNull(src: ActivationSource, job: HookNullJob): Promise<HookNullResult> {
+/**
+ * The whole null of one capture point (see the module comment). `kernel`: a SIMD instance
+ * whose memory holds the group sums (kept by the caller across capture points, so that its
+ * memory is grown and faulted in once per thread rather than once per capture point).
+ */
+export async function hookNull(src: ActivationSource, job: HookNullJob, kernel: SimdKernel | null = createSimd()): Promise<HookNullResult> {
   const { hook, n, counts, matrices, top } = job;
   if (top.scope !== 'matrix') throw new Error('hookNull selects per matrix');
   const [rb, cb] = job.block;
@@ -86,7 +90,7 @@ export async function hookNull(src: ActivationSource, job: HookNullJob): Promise
   const channel = new ChannelNull(hook, d, counts, R);
   const dPad = d + (d & 1);
   const B = Math.max(1, Math.min(L, Math.floor(job.batchBytes / (G * dPad * 8))));
-  const k = createSimd();
+  const k = kernel;
   const observed: Float32Array[][] = [];
   const s = new Float64Array(G * d);
   for (let l0 = 0; l0 < L; l0 += B) {

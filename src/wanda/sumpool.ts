@@ -13,6 +13,7 @@ import { startWorker } from '../util/worker.js';
 import { LobesError } from '../util/errors.js';
 import { groupSquareSums, poolHook, type ActivationSource, type PoolMatrix, type HookPooled } from './stats.js';
 import { hookNull, type HookNullJob, type HookNullResult } from './hooknull.js';
+import { createSimd, type SimdKernel } from './simd.js';
 
 /** Pooled maps per capture point, possibly on worker threads. */
 export interface HookPooler {
@@ -34,15 +35,18 @@ export function hookPooler(src: ActivationSource, threads: number): HookPooler {
   if (threads < 2 || !runDir) {
     // One capture point at a time (each holds a batch of group sums while it runs).
     let last: Promise<unknown> = Promise.resolve();
+    let kernel: SimdKernel | null | undefined;
     return {
       threads: 1,
       pooled: async (hook, labelings, counts, mats, rb, cb) => poolHook(await groupSquareSums(src, hook, labelings, counts.length), src.dim(hook)!, counts, mats, rb, cb),
       hookNull: (job) => {
-        const p = last.then(() => hookNull(src, job));
+        const p = last.then(() => hookNull(src, job, (kernel ??= createSimd())));
         last = p.catch(() => {});
         return p;
       },
-      close: async () => {},
+      close: async () => {
+        kernel = null;
+      },
     };
   }
 

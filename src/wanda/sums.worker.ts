@@ -9,6 +9,7 @@ import { parentPort } from 'node:worker_threads';
 import { openRun } from '../store/index.js';
 import { groupSquareSums, poolHook, runSource, type ActivationSource, type PoolMatrix } from './stats.js';
 import { hookNull, type HookNullJob } from './hooknull.js';
+import { createSimd, type SimdKernel } from './simd.js';
 import { LobesError } from '../util/errors.js';
 
 interface Job {
@@ -27,6 +28,8 @@ interface Job {
 }
 
 const sources = new Map<string, Promise<ActivationSource>>();
+/** The group sums' SIMD memory, reused by every capture point this thread does. */
+let kernel: SimdKernel | null | undefined;
 
 parentPort!.on('message', (job: Job) => {
   void run(job);
@@ -43,7 +46,8 @@ async function run(job: Job): Promise<void> {
     const s = await src;
     if (s.n !== job.n) throw new LobesError(`the run has ${s.n} samples in this thread, ${job.n} in the analysis`, { file: job.runDir, hint: 'the run changed while it was analysed; run the analysis again' });
     if (job.kind === 'hook') {
-      const res = await hookNull(s, job.job!);
+      kernel ??= createSimd();
+      const res = await hookNull(s, job.job!, kernel);
       parentPort!.postMessage({ id: job.id, result: res }, [res.counts, ...res.observed.flat()].map((x) => x.buffer as ArrayBuffer));
       return;
     }
