@@ -231,19 +231,7 @@ function simdPooler(d: number, mats: readonly PoolMatrix[], cb: number): ((s: Fl
         if (full < K) {
           // The last, narrower column block: poolBlocks' loop.
           const j0 = full * cb;
-          for (let t = 0; t < w; t++) {
-            const s = ss[t]!;
-            let a0 = 0, a1 = 0, a2 = 0, a3 = 0;
-            let j = j0;
-            for (; j + 3 < dIn; j += 4) {
-              a0 += s[j] * C[row + j];
-              a1 += s[j + 1] * C[row + j + 1];
-              a2 += s[j + 2] * C[row + j + 2];
-              a3 += s[j + 3] * C[row + j + 3];
-            }
-            for (; j < dIn; j++) a0 += s[j] * C[row + j];
-            all[t]![i]![bi * K + full] = (a0 + a1 + (a2 + a3)) / (h * (dIn - j0));
-          }
+          for (let t = 0; t < w; t++) all[t]![i]![bi * K + full] = poolBlock(C, ss[t]!, row, j0, dIn, h);
         }
       }
     });
@@ -283,19 +271,23 @@ export function poolBlocks(C: Float32Array, s: ArrayLike<number>, dOut: number, 
     const row = bi * dIn;
     for (let bj = 0; bj < K; bj++) {
       const j0 = bj * cb;
-      const j1 = Math.min(dIn, j0 + cb);
-      // Four independent partial sums (instruction-level parallelism), combined at the end.
-      let a0 = 0, a1 = 0, a2 = 0, a3 = 0;
-      let j = j0;
-      for (; j + 3 < j1; j += 4) {
-        a0 += s[j] * C[row + j];
-        a1 += s[j + 1] * C[row + j + 1];
-        a2 += s[j + 2] * C[row + j + 2];
-        a3 += s[j + 3] * C[row + j + 3];
-      }
-      for (; j < j1; j++) a0 += s[j] * C[row + j];
-      res[bi * K + bj] = (a0 + a1 + (a2 + a3)) / (h * (j1 - j0));
+      res[bi * K + bj] = poolBlock(C, s, row, j0, Math.min(dIn, j0 + cb), h);
     }
   }
   return res;
+}
+
+/** One block of poolBlocks: columns j0 .. j1 − 1 of the row block at C[row ..], h rows high. */
+function poolBlock(C: Float32Array, s: ArrayLike<number>, row: number, j0: number, j1: number, h: number): number {
+  // Four independent partial sums (instruction-level parallelism), combined at the end.
+  let a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+  let j = j0;
+  for (; j + 3 < j1; j += 4) {
+    a0 += s[j] * C[row + j];
+    a1 += s[j + 1] * C[row + j + 1];
+    a2 += s[j + 2] * C[row + j + 2];
+    a3 += s[j + 3] * C[row + j + 3];
+  }
+  for (; j < j1; j++) a0 += s[j] * C[row + j];
+  return (a0 + a1 + (a2 + a3)) / (h * (j1 - j0));
 }
