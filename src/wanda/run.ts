@@ -35,7 +35,8 @@ import { runSource, type ActivationSource } from './stats.js';
 import { weightPass } from './pass.js';
 import { analyze, matrixInfo, NULL_METRICS, type AnalyzeResult } from './analyze.js';
 import { analyzeWeights } from './weightres.js';
-import { addInference, correctFamily } from './inference.js';
+import { addInference, correctFamily, placementSets, type PlacementNull } from './inference.js';
+import { hookPooler } from './sumpool.js';
 import { sensitivitySweep, sensitivityCsv, SWEEP_BLOCKS, SWEEP_TOPS } from './sensitivity.js';
 import { wantedMatrices, isSafetensorsPath, openSafetensorsCheckpoint, safetensorsMatrices, onnxMatrices, ggufMatrices, type WantedMatrix } from './weights.js';
 import { isGgufFile, sameGguf } from '../convert/cache.js';
@@ -199,7 +200,8 @@ export async function runWanda(run: RunReader | string, opts: WandaOptions = {})
   settings.groups = result.groups;
   const used = result.counts.reduce((a, b) => a + b, 0);
   settings.samples = { used, excluded: labels.length - used };
-  const tested = addInference(result.metrics, result.regions, result.nulls, { placements: r.permutations, seed: r.seed, channels: result.channels });
+  const placed = await placementsOnThreads(result, input, r, opts.threads);
+  const tested = addInference(result.metrics, result.regions, result.nulls, { placements: r.permutations, seed: r.seed, channels: result.channels, placed });
   if (weightLevel) correctFamily(weightLevel.map((w) => w.jaccard));
   const metrics: WandaMetrics = weightLevel ? { ...tested, weightLevel } : tested;
   if (opts.sweep) {
@@ -277,6 +279,23 @@ async function defaultNullThreads(input: AnalysisInput, permutations: number, th
   const dims = new Map(input.infos.map((m) => [m.input, m.dIn]));
   const work = input.source.n * [...dims.values()].reduce((a, d) => a + d, 0) * (permutations + 1);
   return work < NULL_THREADS_MIN_WORK ? 1 : defaultThreads();
+}
+
+/**
+ * The random-placement nulls of every difference and region (addInference's sets, seeds and
+ * order) on the null's worker threads, or undefined when the null runs on one thread (then
+ * addInference computes them). The same numbers either way.
+ */
+async function placementsOnThreads(result: AnalyzeResult, input: AnalysisInput, r: Resolved, threads: number | undefined): Promise<PlacementNull[] | undefined> {
+  if (r.permutations === 0) return undefined;
+  const pool = hookPooler(input.source, await defaultNullThreads(input, r.permutations, threads));
+  try {
+    if (pool.threads < 2) return undefined;
+    const sets = placementSets(result.regions, result.groups, r.seed);
+    return await Promise.all(sets.map((s) => pool.placement({ counts: s.counts, matrices: result.regions.matrices, R: r.permutations, seed: s.seed })));
+  } finally {
+    await pool.close();
+  }
 }
 
 /** Block resolution: one streaming pass for the column sums of |W|, then the analysis from them and the activations. */

@@ -14,6 +14,16 @@ import { LobesError } from '../util/errors.js';
 import { groupSquareSums, poolHook, type ActivationSource, type PoolMatrix, type HookPooled } from './stats.js';
 import { hookNull, type HookNullJob, type HookNullResult } from './hooknull.js';
 import { createSimd, type SimdKernel } from './simd.js';
+import { placementNull } from './placement.js';
+import type { WandaMatrix } from './types.js';
+
+/** One set's random-placement null: R placements of counts[k] blocks in matrix k, from seed. */
+export interface PlacementJob {
+  counts: Int32Array;
+  matrices: WandaMatrix[];
+  R: number;
+  seed: number;
+}
 
 /** Pooled maps per capture point, possibly on worker threads. */
 export interface HookPooler {
@@ -23,6 +33,8 @@ export interface HookPooler {
   pooled(hook: string, labelings: Int32Array[], counts: number[], mats: PoolMatrix[], rb: number, cb: number): Promise<HookPooled>;
   /** The whole null of one capture point (src/wanda/hooknull.ts); jobs run one per thread, in the order they are asked for. */
   hookNull(job: HookNullJob): Promise<HookNullResult>;
+  /** The random-placement null of one set (placementNull). */
+  placement(job: PlacementJob): Promise<{ density: Float64Array; components: Float64Array }>;
   close(): Promise<void>;
 }
 
@@ -39,6 +51,7 @@ export function hookPooler(src: ActivationSource, threads: number): HookPooler {
     return {
       threads: 1,
       pooled: async (hook, labelings, counts, mats, rb, cb) => poolHook(await groupSquareSums(src, hook, labelings, counts.length), src.dim(hook)!, counts, mats, rb, cb),
+      placement: async (p) => placementNull(p.counts, p.matrices, p.R, p.seed),
       hookNull: (job) => {
         const p = last.then(() => hookNull(src, job, (kernel ??= createSimd())));
         last = p.catch(() => {});
@@ -101,6 +114,7 @@ export function hookPooler(src: ActivationSource, threads: number): HookPooler {
     threads,
     pooled: (hook, labelings, counts, mats, rb, cb) => submit<HookPooled>({ kind: 'pooled', hook, labelings, counts, mats, rb, cb }),
     hookNull: (job) => submit<HookNullResult>({ kind: 'hook', job }),
+    placement: (placement) => submit<{ density: Float64Array; components: Float64Array }>({ kind: 'placement', placement }),
     async close() {
       failed ??= new Error('the permutation null\'s worker threads were closed');
       await Promise.all(workers.map((w) => w.terminate()));

@@ -3,12 +3,14 @@
  * batch of labellings (groupSquareSums), reading the capture point from the run directory
  * itself (verified reads, like the main thread's reader), and the pooled maps of the
  * matrices it feeds (poolHook); or the whole null of one capture point (hookNull,
- * src/wanda/hooknull.ts). One job at a time.
+ * src/wanda/hooknull.ts), or the random-placement null of one set. One job at a time.
  */
 import { parentPort } from 'node:worker_threads';
 import { openRun } from '../store/index.js';
 import { groupSquareSums, poolHook, runSource, type ActivationSource, type PoolMatrix } from './stats.js';
 import { hookNull, type HookNullJob } from './hooknull.js';
+import { placementNull } from './placement.js';
+import type { PlacementJob } from './sumpool.js';
 import { createSimd, type SimdKernel } from './simd.js';
 import { LobesError } from '../util/errors.js';
 
@@ -16,7 +18,9 @@ interface Job {
   id: number;
   runDir: string;
   n: number;
-  kind: 'pooled' | 'hook';
+  kind: 'pooled' | 'hook' | 'placement';
+  /** kind 'placement': the random-placement null of one set. */
+  placement?: PlacementJob;
   /** kind 'hook': the whole null of one capture point. */
   job?: HookNullJob;
   hook: string;
@@ -38,6 +42,12 @@ parentPort!.postMessage({ ready: true });
 
 async function run(job: Job): Promise<void> {
   try {
+    if (job.kind === 'placement') {
+      const p = job.placement!;
+      const res = placementNull(p.counts, p.matrices, p.R, p.seed);
+      parentPort!.postMessage({ id: job.id, result: res }, [res.density.buffer as ArrayBuffer, res.components.buffer as ArrayBuffer]);
+      return;
+    }
     let src = sources.get(job.runDir);
     if (!src) {
       src = openRun(job.runDir).then((r) => runSource(r));
