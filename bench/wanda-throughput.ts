@@ -5,13 +5,15 @@
  * (pooling one group's scaler into every block map) and the peak RSS.
  *
  *   npx tsx bench/wanda-throughput.ts [--layers N] [--threads N] [--reps N] [--keep DIR]
- *   npx tsx bench/wanda-throughput.ts --e2e SAMPLES [--permutations R] [--layers N] [--keep DIR]
+ *   npx tsx bench/wanda-throughput.ts --e2e SAMPLES [--permutations R] [--layers N] [--keep DIR] [--cold]
  *
  * --e2e: instead, a whole `runWanda` over a run directory with SAMPLES synthetic fp16 samples
  * in 5 groups (mlp.in 4096 and down_in 14336 per layer) and the same checkpoint, three times
  * (the first with an empty file-hash cache, so it hashes the checkpoint; the others find the
  * hashes cached), each against `cat` of the checkpoint timed just before it: wall times, the
- * ratio cat / wanda (target >= 0.5) and the peak RSS.
+ * ratio cat / wanda (target >= 0.5), the CPU time of each run (user + system, all threads)
+ * and the peak RSS. --cold: the checkpoint's pages are dropped from the page cache (GNU dd
+ * iflag=nocache) before `cat` and before each run, so that both read it from disk.
  *
  * Under tsx the worker threads load TypeScript through tsx (slow start-up); to measure what an
  * installed lobes does, bundle the script and the worker first:
@@ -35,7 +37,7 @@ import type { MatrixRef } from '../src/wanda/kernel.js';
 import { defaultThreads } from '../src/util/worker.js';
 
 const { values } = parseArgs({
-  options: { layers: { type: 'string' }, threads: { type: 'string' }, reps: { type: 'string' }, keep: { type: 'string' }, e2e: { type: 'string' }, permutations: { type: 'string' } },
+  options: { layers: { type: 'string' }, threads: { type: 'string' }, reps: { type: 'string' }, keep: { type: 'string' }, e2e: { type: 'string' }, permutations: { type: 'string' }, cold: { type: 'boolean' } },
 });
 const LAYERS = Number(values.layers ?? 1);
 const REPS = Number(values.reps ?? 3);
@@ -123,6 +125,14 @@ function timeCat(files: string[]): number {
   const r = spawnSync('sh', ['-c', `cat ${files.map((f) => `'${f}'`).join(' ')} > /dev/null`]);
   if (r.status !== 0) throw new Error(`cat failed: ${r.stderr}`);
   return Number(process.hrtime.bigint() - t0) / 1e9;
+}
+
+/** Drop the files' pages from the page cache (GNU dd, posix_fadvise DONTNEED), so that the next read is from disk. */
+function dropCache(files: string[]): void {
+  for (const f of files) {
+    const r = spawnSync('dd', [`if=${f}`, 'iflag=nocache', 'count=0', 'status=none']);
+    if (r.status !== 0) throw new Error(`dd iflag=nocache failed for ${f}: ${r.stderr}`);
+  }
 }
 
 async function main(): Promise<void> {
@@ -241,21 +251,27 @@ async function e2e(): Promise<void> {
   process.env.LOBES_HASH_CACHE = hashCache;
   rmSync(hashCache, { force: true });
   const threads = values.threads ? Number(values.threads) : undefined;
-  const rows: { run: string; catSeconds: number; wandaSeconds: number; ratio: number; loadAverage: number }[] = [];
+  const rows: { run: string; catSeconds: number; wandaSeconds: number; cpuSeconds: number; ratio: number; loadAverage: number }[] = [];
   timeCat(files);
   for (const label of ['first run (hashes the checkpoint)', 'second run (hashes cached)', 'third run (hashes cached)']) {
+    // --cold: `cat` and the command each read the checkpoint from disk.
+    if (values.cold) dropCache(files);
     const cat = timeCat(files);
+    if (values.cold) dropCache(files);
     const t1 = Date.now();
+    const c1 = process.cpuUsage();
     await runWanda(run, { weights: dir, permutations: R, seed: 1, quiet: true, threads });
     const wall = (Date.now() - t1) / 1000;
-    rows.push({ run: label, catSeconds: cat, wandaSeconds: wall, ratio: cat / wall, loadAverage: os.loadavg()[0] });
+    // User + system time of the whole process (every thread).
+    const c = process.cpuUsage(c1);
+    rows.push({ run: label, catSeconds: cat, wandaSeconds: wall, cpuSeconds: (c.user + c.system) / 1e6, ratio: cat / wall, loadAverage: os.loadavg()[0] });
   }
   const rssMB = process.resourceUsage().maxRSS / 1024;
-  const out = { samples: n, layers: LAYERS, permutations: R, checkpointGB: bytes / 1e9, prepSeconds: prep, runs: rows, peakRssMB: rssMB };
+  const out = { samples: n, layers: LAYERS, permutations: R, cold: !!values.cold, checkpointGB: bytes / 1e9, prepSeconds: prep, runs: rows, peakRssMB: rssMB };
   console.log(JSON.stringify(out, null, 1));
-  console.log(`| run | cat s | lobes wanda s | ratio (cat s / wanda s) | load |`);
-  console.log(`|---|---|---|---|---|`);
-  for (const r of rows) console.log(`| ${r.run} | ${r.catSeconds.toFixed(2)} | ${r.wandaSeconds.toFixed(2)} | ${r.ratio.toFixed(2)} | ${r.loadAverage.toFixed(1)} |`);
+  console.log(`| run | cat s | lobes wanda s | CPU s | ratio (cat s / wanda s) | load |`);
+  console.log(`|---|---|---|---|---|---|`);
+  for (const r of rows) console.log(`| ${r.run} | ${r.catSeconds.toFixed(2)} | ${r.wandaSeconds.toFixed(2)} | ${r.cpuSeconds.toFixed(2)} | ${r.ratio.toFixed(2)} | ${r.loadAverage.toFixed(1)} |`);
   console.log(`runWanda: ${n} samples, ${LAYERS} layers (${3 * LAYERS} matrices, ${(bytes / 1e9).toFixed(2)} GB), ${R} permutations; peak RSS ${rssMB.toFixed(0)} MB (target <= 2048 MB); target: ratio >= 0.5`);
   if (!values.keep) rmSync(dir, { recursive: true, force: true });
   else rmSync(hashCache, { force: true });

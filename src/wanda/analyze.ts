@@ -16,14 +16,20 @@ import type { ActivationSource } from './stats.js';
 import { hookPooler } from './sumpool.js';
 import type { HookPooled } from './stats.js';
 import { ChannelNull } from './channels.js';
+import { countStride, mergeHookCounts, nullsFromCounts, type HookNullResult } from './hooknull.js';
+import { PAIR_NULLS, pairList, emptyNulls, type NullMetric, type Nulls } from './nulls.js';
 import { selectTop, minus, jaccard, size, density, components, toBlockSet, distribution, type Masks, type TopSpec } from './regions.js';
 import type { WandaMatrix, WandaRegions, WandaMetrics, WandaPairMetrics, NullTested, WandaChannelTest } from './types.js';
 
 export interface AnalyzeInput {
   /** Matrices in output order; `input` names the capture point feeding each. */
   matrices: WandaMatrix[];
-  /** C per matrix name: Float32Array [rowBlocks * dIn] for the row-block height block[0]. */
-  colsums: Map<string, Float32Array>;
+  /**
+   * C per matrix name: Float32Array [rowBlocks * dIn] for the row-block height block[0], or a
+   * promise of it (the weight pass still running: a capture point's null starts as soon as the
+   * matrices it feeds have theirs).
+   */
+  colsums: Map<string, Float32Array | Promise<Float32Array>>;
   source: ActivationSource;
   /** Group label per sample; '' leaves the sample out. */
   labels: string[];
@@ -46,26 +52,18 @@ export interface AnalyzeOptions {
    * are identical.
    */
   threads?: number;
-  /** Called after each labelling (0 = observed) is finished. */
+  /** Called after each labelling (0 = observed) is finished (labelling by labelling only). */
   onLabeling?: (done: number, total: number) => void;
-  /** Called after each read of one capture point for one batch of labellings. */
+  /** Called after each capture point is finished (per capture point), or each read of one for one batch of labellings. */
   onStep?: (done: number, total: number) => void;
+  /**
+   * Finish the null capture point by capture point (src/wanda/hooknull.ts) where regions are
+   * selected per matrix (default true; the results are identical); false: labelling by labelling.
+   */
+  perHook?: boolean;
 }
 
-/** Metrics tested against the null, per pair (NullTested fields of WandaPairMetrics). */
-export const NULL_METRICS = ['jaccard', 'isolationAB', 'isolationBA', 'densityAminusB', 'densityBminusA'] as const;
-/** Also tested per pair; reported as `${name}Null` next to the plain count. */
-export const NULL_COUNTS = ['componentsAminusB', 'componentsBminusA'] as const;
-export type NullMetric = (typeof NULL_METRICS)[number] | (typeof NULL_COUNTS)[number];
-const PAIR_NULLS = [...NULL_METRICS, ...NULL_COUNTS] as const;
-/** Tested per group: its region's density and number of components. */
-export type GroupNullMetric = 'density' | 'components';
-
-/** Null distributions (length R each), per pair and per group. */
-export interface Nulls {
-  pairs: Record<NullMetric, Float64Array>[];
-  groups: Record<GroupNullMetric, Float64Array>[];
-}
+export { NULL_METRICS, NULL_COUNTS, pairList, emptyNulls, type NullMetric, type GroupNullMetric, type Nulls } from './nulls.js';
 
 export interface AnalyzeResult {
   groups: string[];
@@ -138,16 +136,84 @@ export function nullTest(value: number, nulls: Float64Array | null): NullTested 
 
 export async function analyze(input: AnalyzeInput, opts: AnalyzeOptions): Promise<AnalyzeResult> {
   const { matrices, colsums, source } = input;
-  const [rb, cb] = opts.block;
+  const rb = opts.block[0];
   if (input.labels.length !== source.n) throw new LobesError(`${input.labels.length} labels for ${source.n} samples`);
   const enc = checkedGroups(input.labels, input.groups);
-  const G = enc.groups.length;
   for (const m of matrices) {
     const C = colsums.get(m.name);
     if (!C) throw new LobesError(`no weight column sums for ${m.name}`);
-    if (C.length !== Math.ceil(m.dOut / rb) * m.dIn) throw new LobesError(`column sums of ${m.name} have ${C.length} values, expected ${Math.ceil(m.dOut / rb)} x ${m.dIn}`);
+    if (!(C instanceof Promise)) checkColsums(m, C, rb);
   }
   checkDims(matrices, source);
+  if (opts.top.scope === 'matrix' && opts.perHook !== false) return analyzePerHook(input, opts, enc);
+  const ready = new Map<string, Float32Array>();
+  for (const m of matrices) ready.set(m.name, checkColsums(m, await colsums.get(m.name)!, rb));
+  return analyzeByLabeling({ ...input, colsums: ready }, opts, enc);
+}
+
+function checkColsums(m: WandaMatrix, C: Float32Array, rb: number): Float32Array {
+  if (C.length !== Math.ceil(m.dOut / rb) * m.dIn) throw new LobesError(`column sums of ${m.name} have ${C.length} values, expected ${Math.ceil(m.dOut / rb)} x ${m.dIn}`);
+  return C;
+}
+
+/** The capture points of the matrices (first-seen order) and, per capture point, the indices of the matrices it feeds. */
+function hooksOf(matrices: WandaMatrix[]): { hooks: string[]; fed: number[][] } {
+  const hooks = [...new Set(matrices.map((m) => m.input))];
+  return { hooks, fed: hooks.map((hook) => matrices.flatMap((m, k) => (m.input === hook ? [k] : []))) };
+}
+
+/** Memory for one thread's batch of group sums in the per-capture-point null. */
+const HOOK_BATCH_BYTES = 256 * 2 ** 20;
+
+/**
+ * The null capture point by capture point (src/wanda/hooknull.ts): each on a worker thread
+ * (or the calling thread) as soon as its matrices' column sums are in, its counts merged as
+ * they arrive. Regions are selected per matrix here, so the result is that of analyzeByLabeling.
+ */
+async function analyzePerHook(input: AnalyzeInput, opts: AnalyzeOptions, enc: { groups: string[]; index: Int32Array; counts: number[] }): Promise<AnalyzeResult> {
+  const { matrices, colsums, source } = input;
+  const G = enc.groups.length;
+  const n = source.n;
+  const R = opts.permutations;
+  const L = R + 1;
+  // Every labelling, shared with the worker threads (not copied).
+  const labelings = new Int32Array(new SharedArrayBuffer(L * n * 4));
+  const gen = labelingGenerator(enc.index, n, opts.seed);
+  for (let l = 0; l < L; l++) labelings.set(gen(), l * n);
+  const { hooks, fed } = hooksOf(matrices);
+  const threads = Math.max(1, Math.min(opts.threads ?? 1, hooks.length));
+  const batchBytes = opts.batchBytes ?? Math.min(HOOK_BATCH_BYTES, Math.floor((NULL_THREADS_BYTES - threads * WORKER_BASE_BYTES) / threads));
+  const pooler = hookPooler(source, threads);
+  const total = new Float64Array(R * countStride(G));
+  const results: HookNullResult[] = new Array(hooks.length);
+  let steps = 0;
+  try {
+    await Promise.all(
+      hooks.map(async (hook, i) => {
+        const ms = fed[i]!.map((k) => matrices[k]!);
+        const C = await Promise.all(ms.map(async (m) => checkColsums(m, await colsums.get(m.name)!, opts.block[0])));
+        const res = await pooler.hookNull({ hook, layer: ms[0]!.layer, n, labelings, counts: enc.counts, groups: enc.groups, matrices: ms, C, block: opts.block, top: opts.top, batchBytes });
+        mergeHookCounts(total, res.counts);
+        results[i] = res;
+        opts.onStep?.(++steps, hooks.length);
+      }),
+    );
+  } finally {
+    await pooler.close();
+  }
+  const observed: Float32Array[][] = Array.from({ length: G }, () => new Array<Float32Array>(matrices.length));
+  results.forEach((res, i) => fed[i]!.forEach((k, j) => enc.groups.forEach((_, g) => (observed[g]![k] = res.observed[g]![j]!))));
+  const masks = observed.map((sc) => selectTop(sc, matrices, opts.top));
+  const res = summarize(enc, matrices, observed, masks, R > 0 ? nullsFromCounts(total, G, R) : null);
+  res.channels = results.map((r) => r.channel);
+  return res;
+}
+
+/** The null labelling by labelling: each batch of labellings reads every capture point once; any selection scope. */
+async function analyzeByLabeling(input: { matrices: WandaMatrix[]; colsums: Map<string, Float32Array>; source: ActivationSource }, opts: AnalyzeOptions, enc: { groups: string[]; index: Int32Array; counts: number[] }): Promise<AnalyzeResult> {
+  const { matrices, colsums, source } = input;
+  const [rb, cb] = opts.block;
+  const G = enc.groups.length;
   const R = opts.permutations;
   const total = R + 1;
   const totalBlocks = matrices.reduce((a, m) => a + m.rowBlocks * m.colBlocks, 0);
@@ -160,7 +226,7 @@ export async function analyze(input: AnalyzeInput, opts: AnalyzeOptions): Promis
   const pairs = pairList(G);
   const nullVals = emptyNulls(pairs.length, G, R);
 
-  const hooks = [...new Set(matrices.map((m) => m.input))];
+  const { hooks, fed: fedIdx } = hooksOf(matrices);
   let observed: { pooled: Float32Array[][]; masks: Masks[] } | null = null;
   let done = 0;
   let steps = 0;
@@ -168,10 +234,7 @@ export async function analyze(input: AnalyzeInput, opts: AnalyzeOptions): Promis
 
   const pooler = hookPooler(source, nullThreads(opts.threads ?? 1, hooks.length, B, G, maxD));
   // The matrices each capture point feeds, with their column sums.
-  const fed = hooks.map((hook) => {
-    const ks = matrices.flatMap((m, k) => (m.input === hook ? [k] : []));
-    return { ks, mats: ks.map((k) => ({ C: colsums.get(matrices[k].name)!, dOut: matrices[k].dOut, dIn: matrices[k].dIn })) };
-  });
+  const fed = fedIdx.map((ks) => ({ ks, mats: ks.map((k) => ({ C: colsums.get(matrices[k].name)!, dOut: matrices[k].dOut, dIn: matrices[k].dIn })) }));
   const channelNulls = hooks.map((hook) => new ChannelNull(hook, source.dim(hook)!, enc.counts, R));
   try {
     for (let l0 = 0; l0 < total; l0 += B) {
@@ -246,19 +309,6 @@ export function labelingGenerator(index: Int32Array, n: number, seed: number): (
     const L = new Int32Array(n).fill(-1);
     for (let u = 0; u < used.length; u++) L[used[u]] = perm[u];
     return L;
-  };
-}
-
-export function pairList(G: number): [number, number][] {
-  const pairs: [number, number][] = [];
-  for (let a = 0; a < G; a++) for (let b = a + 1; b < G; b++) pairs.push([a, b]);
-  return pairs;
-}
-
-export function emptyNulls(nPairs: number, G: number, R: number): Nulls {
-  return {
-    pairs: Array.from({ length: nPairs }, () => Object.fromEntries(PAIR_NULLS.map((k) => [k, new Float64Array(R)])) as Record<NullMetric, Float64Array>),
-    groups: Array.from({ length: G }, () => ({ density: new Float64Array(R), components: new Float64Array(R) })),
   };
 }
 

@@ -21,6 +21,22 @@ export interface InferenceOptions {
   seed: number;
   /** The channel test's per-capture-point results, before the family correction. */
   channels?: WandaChannelTest[];
+  /** The placement nulls of placementSets' sets, in that order, computed already (on worker threads); else computed here. */
+  placed?: PlacementNull[];
+}
+
+/** R random placements' densities and component counts of one set (placementNull). */
+export type PlacementNull = { density: Float64Array; components: Float64Array };
+
+/**
+ * The sets the random-placement null tests, in order (A∖B and B∖A of every pair, then every
+ * group's region, in `groups` order), each with its blocks per matrix and its seed (the order
+ * and seeds addInference uses).
+ */
+export function placementSets(regions: WandaRegions, groups: readonly string[], seed: number): { counts: Int32Array; seed: number }[] {
+  const mats = regions.matrices;
+  const sets = [...regions.differences.flatMap((d) => [d.aMinusB, d.bMinusA]), ...groups.map((g) => regions.regions[g] ?? {})];
+  return sets.map((set, k) => ({ counts: countsPerMatrix(masksOf(set, mats)), seed: placementSeed(seed, k) }));
 }
 
 /** Notes written into metrics.json (and shown by the report) on what the numbers are. */
@@ -40,14 +56,14 @@ export function masksOf(set: BlockSet, matrices: WandaMatrix[]): Masks {
 }
 
 /** A set against R random placements of the same per-matrix sizes. */
-export function setPlacement(mask: Masks, matrices: WandaMatrix[], R: number, seed: number): SetPlacement {
+export function setPlacement(mask: Masks, matrices: WandaMatrix[], R: number, seed: number, placed?: PlacementNull): SetPlacement {
   const counts = countsPerMatrix(mask);
   let size = 0;
   for (const c of counts) size += c;
   const dens = density(mask, matrices);
   const comp = components(mask, matrices);
   const rd = randomDensity(counts, matrices);
-  const nul = R > 0 ? placementNull(counts, matrices, R, seed) : null;
+  const nul = R > 0 ? (placed ?? placementNull(counts, matrices, R, seed)) : null;
   return {
     size,
     randomDensity: rd,
@@ -98,8 +114,8 @@ export function addInference(metrics: WandaMetrics, regions: WandaRegions, nulls
       componentsBminusANull: pm.componentsBminusANull && z(pm.componentsBminusANull, nv?.componentsBminusA),
       ...(P > 0
         ? {
-            placementAminusB: setPlacement(masksOf(d.aMinusB, mats), mats, P, placementSeed(opts.seed, 2 * p)),
-            placementBminusA: setPlacement(masksOf(d.bMinusA, mats), mats, P, placementSeed(opts.seed, 2 * p + 1)),
+            placementAminusB: setPlacement(masksOf(d.aMinusB, mats), mats, P, placementSeed(opts.seed, 2 * p), opts.placed?.[2 * p]),
+            placementBminusA: setPlacement(masksOf(d.bMinusA, mats), mats, P, placementSeed(opts.seed, 2 * p + 1), opts.placed?.[2 * p + 1]),
           }
         : {}),
     };
@@ -111,7 +127,7 @@ export function addInference(metrics: WandaMetrics, regions: WandaRegions, nulls
       ...g,
       densityNull: g.densityNull && { ...g.densityNull, z: nv ? nullZ(g.densityNull.value, nv.density) : null },
       componentsNull: g.componentsNull && { ...g.componentsNull, z: nv ? nullZ(g.componentsNull.value, nv.components) : null },
-      ...(P > 0 ? { placement: setPlacement(masksOf(regions.regions[g.group] ?? {}, mats), mats, P, placementSeed(opts.seed, nPairSets + gi)) } : {}),
+      ...(P > 0 ? { placement: setPlacement(masksOf(regions.regions[g.group] ?? {}, mats), mats, P, placementSeed(opts.seed, nPairSets + gi), opts.placed?.[nPairSets + gi]) } : {}),
     };
   });
   // The families.

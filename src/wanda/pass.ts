@@ -17,6 +17,8 @@ export interface WeightPassOptions {
   chunkBytes?: number;
   /** Called after each piece of work with the weight bytes it covered. */
   onMatrix?: (m: MatrixRef, bytes: number) => void;
+  /** Called with each matrix's column sums as soon as they are complete (the permutation null can start on them). */
+  onColsums?: (name: string, C: Float32Array) => void;
 }
 
 /** Below this many weight bytes in total the pass runs on the calling thread (worker start-up costs more). */
@@ -50,8 +52,10 @@ export async function weightPass(matrices: MatrixRef[], opts: WeightPassOptions)
 function inlinePass(matrices: MatrixRef[], opts: WeightPassOptions): Map<string, Float32Array> {
   const out = new Map<string, Float32Array>();
   for (const m of matrices) {
-    out.set(m.name, columnBlockSums(m, { rowBlock: opts.rowBlock, chunkBytes: opts.chunkBytes }));
+    const C = columnBlockSums(m, { rowBlock: opts.rowBlock, chunkBytes: opts.chunkBytes });
+    out.set(m.name, C);
     opts.onMatrix?.(m, expectedBytes(m));
+    opts.onColsums?.(m.name, C);
   }
   return out;
 }
@@ -97,7 +101,10 @@ class Assembler {
     const m = this.matrices[job.m];
     this.partial[job.m].set(C, job.bi0 * m.dIn);
     this.opts.onMatrix?.(m, expectedBytes(job.ref));
-    if (--this.remaining[job.m] === 0) this.out.set(m.name, this.partial[job.m]);
+    if (--this.remaining[job.m] === 0) {
+      this.out.set(m.name, this.partial[job.m]);
+      this.opts.onColsums?.(m.name, this.partial[job.m]);
+    }
     this.completed++;
   }
 }

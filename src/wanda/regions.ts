@@ -139,6 +139,12 @@ export function jaccard(a: Masks, b: Masks): number {
  * 0 for an empty set; 1 when every neighbour of every block is in the set.
  */
 export function density(a: Masks, matrices: WandaMatrix[]): number {
+  const { inSet, slots } = densityCounts(a, matrices);
+  return slots === 0 ? 0 : inSet / slots;
+}
+
+/** density's numerator and denominator: in-set neighbour slots and neighbour slots of the set's blocks (integers, summed over matrices). */
+export function densityCounts(a: Masks, matrices: WandaMatrix[]): { inSet: number; slots: number } {
   let inSet = 0;
   let slots = 0;
   for (let k = 0; k < a.length; k++) {
@@ -155,7 +161,7 @@ export function density(a: Masks, matrices: WandaMatrix[]): number {
       }
     }
   }
-  return slots === 0 ? 0 : inSet / slots;
+  return { inSet, slots };
 }
 
 /** Number of 4-connected components of a block set (within each matrix, summed). */
@@ -177,13 +183,11 @@ export function components(a: Masks, matrices: WandaMatrix[]): number {
         const i = stack[--sp];
         const r = Math.floor(i / K);
         const c = i - r * K;
-        const nb = [r > 0 ? i - K : -1, r < R - 1 ? i + K : -1, c > 0 ? i - 1 : -1, c < K - 1 ? i + 1 : -1];
-        for (const j of nb) {
-          if (j >= 0 && m[j] && !seen[j]) {
-            seen[j] = 1;
-            stack[sp++] = j;
-          }
-        }
+        // The four neighbours, without allocating (this runs for every block of every labelling).
+        if (r > 0 && m[i - K] && !seen[i - K]) { seen[i - K] = 1; stack[sp++] = i - K; }
+        if (r < R - 1 && m[i + K] && !seen[i + K]) { seen[i + K] = 1; stack[sp++] = i + K; }
+        if (c > 0 && m[i - 1] && !seen[i - 1]) { seen[i - 1] = 1; stack[sp++] = i - 1; }
+        if (c < K - 1 && m[i + 1] && !seen[i + 1]) { seen[i + 1] = 1; stack[sp++] = i + 1; }
       }
     }
   }

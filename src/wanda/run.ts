@@ -35,7 +35,8 @@ import { runSource, type ActivationSource } from './stats.js';
 import { weightPass } from './pass.js';
 import { analyze, matrixInfo, NULL_METRICS, type AnalyzeResult } from './analyze.js';
 import { analyzeWeights } from './weightres.js';
-import { addInference, correctFamily } from './inference.js';
+import { addInference, correctFamily, placementSets, type PlacementNull } from './inference.js';
+import { hookPooler } from './sumpool.js';
 import { sensitivitySweep, sensitivityCsv, SWEEP_BLOCKS, SWEEP_TOPS } from './sensitivity.js';
 import { wantedMatrices, isSafetensorsPath, openSafetensorsCheckpoint, safetensorsMatrices, onnxMatrices, ggufMatrices, type WantedMatrix } from './weights.js';
 import { isGgufFile, sameGguf } from '../convert/cache.js';
@@ -199,7 +200,8 @@ export async function runWanda(run: RunReader | string, opts: WandaOptions = {})
   settings.groups = result.groups;
   const used = result.counts.reduce((a, b) => a + b, 0);
   settings.samples = { used, excluded: labels.length - used };
-  const tested = addInference(result.metrics, result.regions, result.nulls, { placements: r.permutations, seed: r.seed, channels: result.channels });
+  const placed = await placementsOnThreads(result, input, r, opts.threads);
+  const tested = addInference(result.metrics, result.regions, result.nulls, { placements: r.permutations, seed: r.seed, channels: result.channels, placed });
   if (weightLevel) correctFamily(weightLevel.map((w) => w.jaccard));
   const metrics: WandaMetrics = weightLevel ? { ...tested, weightLevel } : tested;
   if (opts.sweep) {
@@ -279,6 +281,23 @@ async function defaultNullThreads(input: AnalysisInput, permutations: number, th
   return work < NULL_THREADS_MIN_WORK ? 1 : defaultThreads();
 }
 
+/**
+ * The random-placement nulls of every difference and region (addInference's sets, seeds and
+ * order) on the null's worker threads, or undefined when the null runs on one thread (then
+ * addInference computes them). The same numbers either way.
+ */
+async function placementsOnThreads(result: AnalyzeResult, input: AnalysisInput, r: Resolved, threads: number | undefined): Promise<PlacementNull[] | undefined> {
+  if (r.permutations === 0) return undefined;
+  const pool = hookPooler(input.source, await defaultNullThreads(input, r.permutations, threads));
+  try {
+    if (pool.threads < 2) return undefined;
+    const sets = placementSets(result.regions, result.groups, r.seed);
+    return await Promise.all(sets.map((s) => pool.placement({ counts: s.counts, matrices: result.regions.matrices, R: r.permutations, seed: s.seed })));
+  } finally {
+    await pool.close();
+  }
+}
+
 /** Block resolution: one streaming pass for the column sums of |W|, then the analysis from them and the activations. */
 async function blockResolution(input: AnalysisInput, r: Resolved, opts: WandaOptions): Promise<{ result: AnalyzeResult; weightLevel?: WandaMetrics['weightLevel'] }> {
   const { matrices, infos, source, labels } = input;
@@ -286,22 +305,61 @@ async function blockResolution(input: AnalysisInput, r: Resolved, opts: WandaOpt
   const totalBytes = matrices.reduce((a, m) => a + expectedBytes(m), 0);
   const passProgress = new Progress({ label: 'wanda weights', total: Math.round(totalBytes / 1e6), unit: 'MB', quiet: opts.quiet });
   let bytesDone = 0;
-  const colsums = await weightPass(matrices, {
+  // The null of a capture point starts as soon as the pass has the column sums of the matrices it feeds.
+  const ready = new Map(matrices.map((m) => [m.name, deferred<Float32Array>()]));
+  const pass = weightPass(matrices, {
     rowBlock: block[0],
     threads: opts.threads,
     onMatrix: (_m, bytes) => passProgress.set(Math.round((bytesDone += bytes) / 1e6)),
+    onColsums: (name, C) => ready.get(name)!.resolve(C),
   });
-  passProgress.finish();
-  // One step = one read of a capture point for a batch of labellings (observed + permutations).
+  let passDone = false;
+  // One step = one capture point finished (its reads for every labelling); shown once the pass is done.
   let steps: Progress | null = null;
+  let stepsDone = 0;
+  let stepsTotal = 0;
+  const showSteps = () => {
+    steps ??= new Progress({ label: `wanda groups and ${permutations} permutations`, total: stepsTotal, unit: 'capture points', quiet: opts.quiet });
+    steps.set(stepsDone);
+  };
   const onStep = (done: number, total: number) => {
-    steps ??= new Progress({ label: `wanda groups and ${permutations} permutations`, total, unit: 'capture-point reads', quiet: opts.quiet });
-    steps.set(done);
+    stepsDone = done;
+    stepsTotal = total;
+    if (passDone) showSteps();
   };
   const threads = await defaultNullThreads(input, permutations, opts.threads);
-  const result = await analyze({ matrices: infos, colsums, source, labels }, { block, top, permutations, seed, onStep, threads });
+  const null_ = analyze({ matrices: infos, colsums: new Map([...ready].map(([k, v]) => [k, v.promise])), source, labels }, { block, top, permutations, seed, onStep, threads });
+  const [p, a] = await Promise.allSettled([
+    pass.then(
+      () => {
+        passDone = true;
+        passProgress.finish();
+        if (stepsTotal > 0) showSteps();
+      },
+      (e) => {
+        for (const d of ready.values()) d.reject(e);
+        throw e;
+      },
+    ),
+    null_,
+  ]);
+  // A weight error is reported before an activation error, as when the pass ran first.
+  if (p.status === 'rejected') throw p.reason;
+  if (a.status === 'rejected') throw a.reason;
   (steps as Progress | null)?.finish();
-  return { result };
+  return { result: a.value };
+}
+
+/** A promise with its resolve and reject. */
+function deferred<T>(): { promise: Promise<T>; resolve: (v: T) => void; reject: (e: unknown) => void } {
+  let resolve!: (v: T) => void;
+  let reject!: (e: unknown) => void;
+  const promise = new Promise<T>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  promise.catch(() => {}); // the pass's error is reported by the caller
+  return { promise, resolve, reject };
 }
 
 /** Weight resolution: per-weight scores matrix by matrix, with the weight-level metrics. */

@@ -11,8 +11,8 @@
  *
  * Exports, all (src, nrows, rowBytes, nvec, acc) -> (), addresses in the imported memory:
  *   bf16, bf16x4: 8 values per vector    f32, f32x4: 4 values per vector
- * and addf64(dst, src, nvec): dst[i] += src[i] over 2 * nvec float64 values (the group sums of
- * x^2 in src/wanda/stats.ts), and poolrow(c, s, nblocks, n4, out): for each of nblocks blocks
+ * addf64(dst, src, nvec): dst[i] += src[i] over 2 * nvec float64 values (the group sums of
+ * x^2 in src/wanda/stats.ts), addgroups (many addf64 into one destination at a time), and poolrow(c, s, nblocks, n4, out): for each of nblocks blocks
  * of 4·n4 values, the four partial sums a_t = Σ s[j]·C[j] over j ≡ t (mod 4) of poolBlocks
  * (src/wanda/stats.ts), C float32 promoted exactly, products and sums in float64: the same
  * operations in the same order as its JavaScript loop.
@@ -35,6 +35,7 @@ const F64X2_ADD = simd(0xf0);
 const F32X4_ADD = simd(0xe4);
 const F64X2_MUL = simd(0xf2);
 const F64X2_PROMOTE_LOW_F32X4 = simd(0x5f);
+const I32_LOAD = (offset: number) => [0x28, 0x02, ...leb(offset)];
 const V128_LOAD64_ZERO = (offset: number) => [...simd(0x5d), 0x00, ...leb(offset)];
 
 // Parameters and locals: row pointers P[0..3], source vectors V[0..3], values X[0..3].
@@ -112,6 +113,55 @@ function addf64Body(): number[] {
 }
 
 /**
+ * addgroups(list, nentries, nvec, off): for each entry [dst, ns, src_1 .. src_ns] (i32 byte
+ * addresses) at list, in order, dst[i] = (((dst[i] + src_1[i]) + src_2[i]) + …) + src_ns[i] over
+ * 2 * nvec float64 values starting `off` bytes in: the additions of ns addf64 calls in their
+ * order, with dst loaded and stored once (the cache-blocked group sums of x²,
+ * src/wanda/hooknull.ts; ns >= 1). addgroups4 takes four vectors per step (nvec a multiple
+ * of 4): four independent chains of additions instead of one, the same additions per value.
+ */
+function addgroupsBody(w: number): number[] {
+  const LIST = 0, NE = 1, N = 2, OFF = 3;
+  const DST = 5, NS = 6, J = 7, P = 8, K = 9, JOFF = 10, ADDR = 11, ACC = 12;
+  const acc = (t: number) => ACC + t;
+  const load: number[] = [];
+  const add: number[] = [];
+  const store: number[] = [];
+  for (let t = 0; t < w; t++) {
+    load.push(...get(DST), ...V128_LOAD(16 * t), ...set(acc(t)));
+    add.push(...get(acc(t)), ...get(ADDR), ...V128_LOAD(16 * t), ...F64X2_ADD, ...set(acc(t)));
+    store.push(...get(DST), ...get(acc(t)), ...V128_STORE(16 * t));
+  }
+  const code = [
+    LOOP, VOID,
+    ...get(LIST), ...I32_LOAD(0), ...get(OFF), I32_ADD, ...set(DST),
+    ...get(LIST), ...I32_LOAD(4), ...set(NS),
+    ...get(N), ...set(J),
+    ...get(OFF), ...set(JOFF),
+    LOOP, VOID,
+    ...load,
+    ...get(LIST), I32_CONST, 8, I32_ADD, ...set(P),
+    ...get(NS), ...set(K),
+    LOOP, VOID,
+    ...get(P), ...I32_LOAD(0), ...get(JOFF), I32_ADD, ...set(ADDR),
+    ...add,
+    ...get(P), I32_CONST, 4, I32_ADD, ...set(P),
+    ...get(K), I32_CONST, 1, I32_SUB, LOCAL_TEE, K, BR_IF, 0,
+    END,
+    ...store,
+    ...get(DST), I32_CONST, ...sleb(16 * w), I32_ADD, ...set(DST),
+    ...get(JOFF), I32_CONST, ...sleb(16 * w), I32_ADD, ...set(JOFF),
+    ...get(J), I32_CONST, ...sleb(w), I32_SUB, LOCAL_TEE, J, BR_IF, 0,
+    END,
+    ...get(LIST), I32_CONST, 8, I32_ADD, ...get(NS), I32_CONST, 4, I32_MUL, I32_ADD, ...set(LIST),
+    ...get(NE), I32_CONST, 1, I32_SUB, LOCAL_TEE, NE, BR_IF, 0,
+    END,
+    END,
+  ];
+  return funcBody([[7, I32], [w, V128]], code);
+}
+
+/**
  * poolrow(c, s, nblocks, n4, out): per block, lanes (a0, a1) and (a2, a3) of
  *   a_t += s[j + t] · C[j + t]   for j = 0, 4, 8, ... (n4 steps)
  * stored as 4 float64 at out (32 bytes per block); c advances 16 bytes and s 32 per step.
@@ -142,6 +192,47 @@ function poolrowBody(): number[] {
   return funcBody([[1, I32], [2, V128]], code);
 }
 
+/**
+ * poolrow4(c, s, nblocks, n4, out): poolrow for four scalers at once, C read once. s holds
+ * the four scalers interleaved by steps of four features (128 bytes a step: s_0[j..j+3],
+ * s_1[j..j+3], s_2[j..j+3], s_3[j..j+3]); out gets per block the four partial sums of each
+ * scaler in turn (128 bytes). Each scaler's sums are poolrow's (the same operations in the same
+ * order); eight independent chains of additions instead of two.
+ */
+function poolrow4Body(): number[] {
+  const C = 0, S = 1, NB = 2, N4 = 3, OUT = 4;
+  const J = 5, CL = 6, CH = 7, A = 8;
+  const ZERO = V128_CONST(new Array(16).fill(0));
+  const zero: number[] = [];
+  const step: number[] = [];
+  const store: number[] = [];
+  for (let t = 0; t < 8; t++) zero.push(...ZERO, ...set(A + t));
+  for (let g = 0; g < 4; g++) {
+    step.push(...get(A + 2 * g), ...get(S), ...V128_LOAD(32 * g), ...get(CL), ...F64X2_MUL, ...F64X2_ADD, ...set(A + 2 * g));
+    step.push(...get(A + 2 * g + 1), ...get(S), ...V128_LOAD(32 * g + 16), ...get(CH), ...F64X2_MUL, ...F64X2_ADD, ...set(A + 2 * g + 1));
+  }
+  for (let t = 0; t < 8; t++) store.push(...get(OUT), ...get(A + t), ...V128_STORE(16 * t));
+  const code = [
+    LOOP, VOID,
+    ...zero,
+    ...get(N4), ...set(J),
+    LOOP, VOID,
+    ...get(C), ...V128_LOAD64_ZERO(0), ...F64X2_PROMOTE_LOW_F32X4, ...set(CL),
+    ...get(C), ...V128_LOAD64_ZERO(8), ...F64X2_PROMOTE_LOW_F32X4, ...set(CH),
+    ...step,
+    ...get(C), I32_CONST, 16, I32_ADD, ...set(C),
+    ...get(S), I32_CONST, ...sleb(128), I32_ADD, ...set(S),
+    ...get(J), I32_CONST, 1, I32_SUB, LOCAL_TEE, J, BR_IF, 0,
+    END,
+    ...store,
+    ...get(OUT), I32_CONST, ...sleb(128), I32_ADD, ...set(OUT),
+    ...get(NB), I32_CONST, 1, I32_SUB, LOCAL_TEE, NB, BR_IF, 0,
+    END,
+    END,
+  ];
+  return funcBody([[1, I32], [10, V128]], code);
+}
+
 export type RowKernel = (src: number, nrows: number, rowBytes: number, nvec: number, acc: number) => void;
 
 export interface SimdKernel {
@@ -155,6 +246,10 @@ export interface SimdKernel {
   addf64: (dst: number, src: number, nvec: number) => void;
   /** poolBlocks' four partial sums of `nblocks` blocks of 4·n4 values (C float32 at c, s float64 at s), 4 float64 per block at out (nblocks, n4 >= 1). */
   poolrow: (c: number, s: number, nblocks: number, n4: number, out: number) => void;
+  /** poolrow for four scalers interleaved by steps of four features (128 bytes a step); 16 float64 per block at out (each scaler's four in turn). */
+  poolrow4: (c: number, s: number, nblocks: number, n4: number, out: number) => void;
+  /** For each entry [dst, ns, src_1 .. src_ns] at list: addf64(dst + off, src_k + off, nvec) for k = 1 .. ns in order, dst loaded and stored once (nentries, ns, nvec >= 1); four vectors at a time where it can. */
+  addgroups: (list: number, nentries: number, nvec: number, off: number) => void;
   /** Make the memory at least `bytes` long (views must be re-made after); false when it cannot grow that far. */
   ensure(bytes: number): boolean;
 }
@@ -177,10 +272,13 @@ export function createSimd(): SimdKernel | null {
       ['f32x4', body(f32Inner(4), 16, 16, 4)],
       ['addf64', addf64Body()],
       ['poolrow', poolrowBody()],
+      ['addgroups', addgroupsBody(1)],
+      ['addgroups4', addgroupsBody(4)],
+      ['poolrow4', poolrow4Body()],
     ]),
   );
   if (!inst) return null;
-  const ex = inst.exports as unknown as { bf16: RowKernel; f32: RowKernel; bf16x4: RowKernel; f32x4: RowKernel; addf64: RowKernel; poolrow: RowKernel };
+  const ex = inst.exports as unknown as { bf16: RowKernel; f32: RowKernel; bf16x4: RowKernel; f32x4: RowKernel; addf64: RowKernel; poolrow: RowKernel; addgroups: RowKernel; addgroups4: RowKernel; poolrow4: RowKernel };
   return {
     memory: inst.memory,
     bf16: ex.bf16,
@@ -189,6 +287,12 @@ export function createSimd(): SimdKernel | null {
     f32x4: ex.f32x4,
     addf64: (dst: number, src: number, nvec: number) => ex.addf64(dst, src, nvec, 0, 0),
     poolrow: ex.poolrow,
+    poolrow4: ex.poolrow4,
+    addgroups: (list: number, nentries: number, nvec: number, off: number) => {
+      const four = nvec & ~3;
+      if (four > 0) ex.addgroups4(list, nentries, four, off, 0);
+      if (nvec > four) ex.addgroups(list, nentries, nvec - four, off + four * 16, 0);
+    },
     ensure: inst.ensure,
   };
 }

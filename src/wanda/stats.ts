@@ -91,21 +91,7 @@ export async function groupSquareSums(src: ActivationSource, hook: string, label
     if (data.length !== chunk.rows * d) throw new LobesError(`chunk at row ${chunk.start} has ${data.length} values, expected ${chunk.rows} x ${d}`, { file: src.where, where: hook });
     for (let r = 0; r < chunk.rows; r++) {
       const row = chunk.start + r;
-      const base = r * d;
-      for (let j = 0; j < d; j++) {
-        const v = data[base + j];
-        x2[j] = v * v;
-      }
-      for (let j = 0; j < d; j++) {
-        if (!Number.isFinite(x2[j])) {
-          const id = src.ids?.[row];
-          throw new LobesError(`activation is ${Number.isNaN(data[base + j]) ? 'NaN' : 'Inf (or overflows when squared)'} at feature ${j}`, {
-            file: src.where,
-            where: `${hook}, row ${row}${id !== undefined ? ` (sample ${JSON.stringify(id)})` : ''}`,
-            hint: 'the capture produced non-finite values; re-run extract with --dtype fp32 or check the model',
-          });
-        }
-      }
+      squareRow(src, hook, data, r * d, d, row, x2, 0);
       for (let l = 0; l < labelings.length; l++) {
         const g = labelings[l][row];
         if (g < 0) continue;
@@ -126,6 +112,27 @@ export async function groupSquareSums(src: ActivationSource, hook: string, label
     for (let g = 0; g < G; g++) out.set(S.subarray(g * dPad, g * dPad + d), g * d);
     return out;
   });
+}
+
+/**
+ * x2[o + j] = x[j]² for the row of `d` values at data[base..]; throws naming the capture point,
+ * row and sample when a value is NaN or Inf (or overflows when squared).
+ */
+export function squareRow(src: ActivationSource, hook: string, data: Float32Array, base: number, d: number, row: number, x2: Float64Array, o: number): void {
+  for (let j = 0; j < d; j++) {
+    const v = data[base + j];
+    x2[o + j] = v * v;
+  }
+  for (let j = 0; j < d; j++) {
+    if (!Number.isFinite(x2[o + j])) {
+      const id = src.ids?.[row];
+      throw new LobesError(`activation is ${Number.isNaN(data[base + j]) ? 'NaN' : 'Inf (or overflows when squared)'} at feature ${j}`, {
+        file: src.where,
+        where: `${hook}, row ${row}${id !== undefined ? ` (sample ${JSON.stringify(id)})` : ''}`,
+        hint: 'the capture produced non-finite values; re-run extract with --dtype fp32 or check the model',
+      });
+    }
+  }
 }
 
 /** s_g = sqrt(sum / count) for group g of one labelling's sums. */
@@ -156,36 +163,40 @@ export interface HookPooled {
  */
 export function poolHook(sums: Float64Array[], d: number, counts: readonly number[], mats: readonly PoolMatrix[], rb: number, cb: number): HookPooled {
   const scalers: Float64Array[] = [];
-  const simd = simdPooler(d, mats, cb);
+  const pool = matrixPooler(d, mats, rb, cb);
   const pooled = sums.map((S) => {
     const all = new Float64Array(counts.length * d);
     scalers.push(all);
-    return counts.map((count, g) => {
-      const s = all.subarray(g * d, (g + 1) * d);
-      rmsScaler(S, g, d, count, s);
-      if (simd) return simd(s, rb);
-      return mats.map((m) => poolBlocks(m.C, s, m.dOut, m.dIn, rb, cb));
-    });
+    return pool(counts.map((count, g) => rmsScaler(S, g, d, count, all.subarray(g * d, (g + 1) * d))));
   });
   return { pooled, scalers };
 }
 
+/** poolBlocks of every matrix fed by one capture point for each scaler s_g [d]: [g][matrix]; the SIMD kernels where they apply, else poolBlocks (the same bytes). */
+export function matrixPooler(d: number, mats: readonly PoolMatrix[], rb: number, cb: number): (s: Float64Array[]) => Float32Array[][] {
+  const simd = simdPooler(d, mats, cb);
+  return simd ? (s) => simd(s, rb) : (s) => s.map((sg) => mats.map((m) => poolBlocks(m.C, sg, m.dOut, m.dIn, rb, cb)));
+}
+
 /**
  * poolBlocks of every matrix fed by one capture point through the SIMD kernel (C copied into
- * its memory once; s per call), or null when SIMD is unavailable or the column blocks are not
- * a multiple of 4 wide. Bit-identical to poolBlocks: the kernel computes the same four partial
- * sums in the same order, and a last narrower column block goes through the same JavaScript.
+ * its memory once; the scalers per call), or null when SIMD is unavailable or the column blocks
+ * are not a multiple of 4 wide. Four groups' scalers at a time share each read of C (poolrow4),
+ * the rest one at a time (poolrow). Bit-identical to poolBlocks: the kernels compute the same
+ * four partial sums per block in the same order, and a last narrower column block goes
+ * through the same JavaScript.
  */
-function simdPooler(d: number, mats: readonly PoolMatrix[], cb: number): ((s: Float64Array, rb: number) => Float32Array[]) | null {
+function simdPooler(d: number, mats: readonly PoolMatrix[], cb: number): ((s: Float64Array[], rb: number) => Float32Array[][]) | null {
   if (cb % 4 !== 0 || mats.length === 0) return null;
   // An instance of its own: its memory holds this capture point's C for the whole call.
   const k = createSimd();
   if (!k) return null;
+  const d4 = d - (d % 4);
   const sOff = 0;
-  const outOff = Math.ceil((d * 8) / 16) * 16;
+  const outOff = Math.ceil((d4 * 4 * 8) / 16) * 16 + 16;
   const maxK = Math.max(...mats.map((m) => Math.ceil(m.dIn / cb)));
   const cOffs: number[] = [];
-  let end = outOff + maxK * 32;
+  let end = outOff + maxK * 128;
   for (const m of mats) {
     cOffs.push(end);
     end += Math.ceil((m.C.byteLength) / 16) * 16;
@@ -193,43 +204,60 @@ function simdPooler(d: number, mats: readonly PoolMatrix[], cb: number): ((s: Fl
   if (!k.ensure(end)) return null;
   const mem = k.memory.buffer;
   mats.forEach((m, i) => new Float32Array(mem, cOffs[i], m.C.length).set(m.C));
-  const sView = new Float64Array(mem, sOff, d);
-  const parts = new Float64Array(mem, outOff, maxK * 4);
-  return (s, rb) => {
-    sView.set(s);
-    return mats.map((m, i) => {
+  const sView = new Float64Array(mem, sOff, d4 * 4);
+  const parts = new Float64Array(mem, outOff, maxK * 16);
+  // Pooled maps of `w` scalers (1 or 4) whose first `d4` values are in sView (interleaved when w = 4).
+  const pool = (ss: Float64Array[], w: number, rb: number): Float32Array[][] => {
+    const all = ss.map(() => mats.map((m) => new Float32Array(Math.ceil(m.dOut / rb) * Math.ceil(m.dIn / cb))));
+    mats.forEach((m, i) => {
       const { C, dOut, dIn } = m;
       const R = Math.ceil(dOut / rb);
       const K = Math.ceil(dIn / cb);
       const full = Math.floor(dIn / cb);
-      const res = new Float32Array(R * K);
       for (let bi = 0; bi < R; bi++) {
         const h = Math.min(rb, dOut - bi * rb);
         const row = bi * dIn;
         if (full > 0) {
-          k.poolrow(cOffs[i] + row * 4, sOff, full, cb / 4, outOff);
-          for (let bj = 0; bj < full; bj++) {
-            const p = bj * 4;
-            res[bi * K + bj] = (parts[p] + parts[p + 1] + (parts[p + 2] + parts[p + 3])) / (h * cb);
+          if (w === 4) k.poolrow4(cOffs[i] + row * 4, sOff, full, cb / 4, outOff);
+          else k.poolrow(cOffs[i] + row * 4, sOff, full, cb / 4, outOff);
+          for (let t = 0; t < w; t++) {
+            const res = all[t]![i]!;
+            for (let bj = 0; bj < full; bj++) {
+              const p = bj * 4 * w + t * 4;
+              res[bi * K + bj] = (parts[p] + parts[p + 1] + (parts[p + 2] + parts[p + 3])) / (h * cb);
+            }
           }
         }
         if (full < K) {
           // The last, narrower column block: poolBlocks' loop.
           const j0 = full * cb;
-          let a0 = 0, a1 = 0, a2 = 0, a3 = 0;
-          let j = j0;
-          for (; j + 3 < dIn; j += 4) {
-            a0 += s[j] * C[row + j];
-            a1 += s[j + 1] * C[row + j + 1];
-            a2 += s[j + 2] * C[row + j + 2];
-            a3 += s[j + 3] * C[row + j + 3];
-          }
-          for (; j < dIn; j++) a0 += s[j] * C[row + j];
-          res[bi * K + full] = (a0 + a1 + (a2 + a3)) / (h * (dIn - j0));
+          for (let t = 0; t < w; t++) all[t]![i]![bi * K + full] = poolBlock(C, ss[t]!, row, j0, dIn, h);
         }
       }
-      return res;
     });
+    return all;
+  };
+  return (scalers, rb) => {
+    const out: Float32Array[][] = [];
+    let g = 0;
+    for (; g + 4 <= scalers.length; g += 4) {
+      const four = scalers.slice(g, g + 4);
+      for (let t = 0; t < 4; t++) {
+        const st = four[t]!;
+        for (let j = 0, o = t * 4; j < d4; j += 4, o += 16) {
+          sView[o] = st[j]!;
+          sView[o + 1] = st[j + 1]!;
+          sView[o + 2] = st[j + 2]!;
+          sView[o + 3] = st[j + 3]!;
+        }
+      }
+      out.push(...pool(four, 4, rb));
+    }
+    for (; g < scalers.length; g++) {
+      sView.set(scalers[g]!.subarray(0, d4));
+      out.push(...pool([scalers[g]!], 1, rb));
+    }
+    return out;
   };
 }
 
@@ -243,19 +271,23 @@ export function poolBlocks(C: Float32Array, s: ArrayLike<number>, dOut: number, 
     const row = bi * dIn;
     for (let bj = 0; bj < K; bj++) {
       const j0 = bj * cb;
-      const j1 = Math.min(dIn, j0 + cb);
-      // Four independent partial sums (instruction-level parallelism), combined at the end.
-      let a0 = 0, a1 = 0, a2 = 0, a3 = 0;
-      let j = j0;
-      for (; j + 3 < j1; j += 4) {
-        a0 += s[j] * C[row + j];
-        a1 += s[j + 1] * C[row + j + 1];
-        a2 += s[j + 2] * C[row + j + 2];
-        a3 += s[j + 3] * C[row + j + 3];
-      }
-      for (; j < j1; j++) a0 += s[j] * C[row + j];
-      res[bi * K + bj] = (a0 + a1 + (a2 + a3)) / (h * (j1 - j0));
+      res[bi * K + bj] = poolBlock(C, s, row, j0, Math.min(dIn, j0 + cb), h);
     }
   }
   return res;
+}
+
+/** One block of poolBlocks: columns j0 .. j1 − 1 of the row block at C[row ..], h rows high. */
+function poolBlock(C: Float32Array, s: ArrayLike<number>, row: number, j0: number, j1: number, h: number): number {
+  // Four independent partial sums (instruction-level parallelism), combined at the end.
+  let a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+  let j = j0;
+  for (; j + 3 < j1; j += 4) {
+    a0 += s[j] * C[row + j];
+    a1 += s[j + 1] * C[row + j + 1];
+    a2 += s[j + 2] * C[row + j + 2];
+    a3 += s[j + 3] * C[row + j + 3];
+  }
+  for (; j < j1; j++) a0 += s[j] * C[row + j];
+  return (a0 + a1 + (a2 + a3)) / (h * (j1 - j0));
 }

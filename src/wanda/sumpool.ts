@@ -12,6 +12,18 @@ import type { Worker } from 'node:worker_threads';
 import { startWorker } from '../util/worker.js';
 import { LobesError } from '../util/errors.js';
 import { groupSquareSums, poolHook, type ActivationSource, type PoolMatrix, type HookPooled } from './stats.js';
+import { hookNull, type HookNullJob, type HookNullResult } from './hooknull.js';
+import { createSimd, type SimdKernel } from './simd.js';
+import { placementNull } from './placement.js';
+import type { WandaMatrix } from './types.js';
+
+/** One set's random-placement null: R placements of counts[k] blocks in matrix k, from seed. */
+export interface PlacementJob {
+  counts: Int32Array;
+  matrices: WandaMatrix[];
+  R: number;
+  seed: number;
+}
 
 /** Pooled maps per capture point, possibly on worker threads. */
 export interface HookPooler {
@@ -19,6 +31,10 @@ export interface HookPooler {
   readonly threads: number;
   /** The pooled maps of `mats` (all fed by `hook`) for each labelling, [labelling][group][matrix], and each labelling's group RMS. */
   pooled(hook: string, labelings: Int32Array[], counts: number[], mats: PoolMatrix[], rb: number, cb: number): Promise<HookPooled>;
+  /** The whole null of one capture point (src/wanda/hooknull.ts); jobs run one per thread, in the order they are asked for. */
+  hookNull(job: HookNullJob): Promise<HookNullResult>;
+  /** The random-placement null of one set (placementNull). */
+  placement(job: PlacementJob): Promise<{ density: Float64Array; components: Float64Array }>;
   close(): Promise<void>;
 }
 
@@ -29,17 +45,28 @@ export interface HookPooler {
 export function hookPooler(src: ActivationSource, threads: number): HookPooler {
   const runDir = src.runDir;
   if (threads < 2 || !runDir) {
+    // One capture point at a time (each holds a batch of group sums while it runs).
+    let last: Promise<unknown> = Promise.resolve();
+    let kernel: SimdKernel | null | undefined;
     return {
       threads: 1,
       pooled: async (hook, labelings, counts, mats, rb, cb) => poolHook(await groupSquareSums(src, hook, labelings, counts.length), src.dim(hook)!, counts, mats, rb, cb),
-      close: async () => {},
+      placement: async (p) => placementNull(p.counts, p.matrices, p.R, p.seed),
+      hookNull: (job) => {
+        const p = last.then(() => hookNull(src, job, (kernel ??= createSimd())));
+        last = p.catch(() => {});
+        return p;
+      },
+      close: async () => {
+        kernel = null;
+      },
     };
   }
 
   const workers: Worker[] = [];
   const idle: Worker[] = [];
   const waiting: { resolve: (w: Worker) => void; reject: (e: Error) => void }[] = [];
-  const pending = new Map<number, { resolve: (s: HookPooled) => void; reject: (e: Error) => void }>();
+  const pending = new Map<number, { resolve: (s: any) => void; reject: (e: Error) => void }>();
   let failed: Error | null = null;
   let nextId = 0;
 
@@ -62,7 +89,7 @@ export function hookPooler(src: ActivationSource, threads: number): HookPooler {
       const p = pending.get(msg.id);
       pending.delete(msg.id);
       if (msg.error) p?.reject(msg.error.lobes ? new LobesError(msg.error.message, { exitCode: msg.error.exitCode }) : new Error(msg.error.message));
-      else p?.resolve(msg.pooled as HookPooled);
+      else p?.resolve(msg.result);
       release(w);
     });
     w.on('error', fail);
@@ -72,18 +99,22 @@ export function hookPooler(src: ActivationSource, threads: number): HookPooler {
   }
   const acquire = () => new Promise<Worker>((resolve, reject) => (idle.length ? resolve(idle.pop()!) : waiting.push({ resolve, reject })));
 
+  const submit = async <T>(msg: object): Promise<T> => {
+    if (failed) throw failed;
+    const w = await acquire();
+    if (failed) throw failed;
+    const id = nextId++;
+    return new Promise<T>((resolve, reject) => {
+      pending.set(id, { resolve, reject });
+      w.postMessage({ id, runDir, n: src.n, ...msg });
+    });
+  };
+
   return {
     threads,
-    async pooled(hook, labelings, counts, mats, rb, cb) {
-      if (failed) throw failed;
-      const w = await acquire();
-      if (failed) throw failed;
-      const id = nextId++;
-      return new Promise<HookPooled>((resolve, reject) => {
-        pending.set(id, { resolve, reject });
-        w.postMessage({ id, runDir, n: src.n, hook, labelings, counts, mats, rb, cb });
-      });
-    },
+    pooled: (hook, labelings, counts, mats, rb, cb) => submit<HookPooled>({ kind: 'pooled', hook, labelings, counts, mats, rb, cb }),
+    hookNull: (job) => submit<HookNullResult>({ kind: 'hook', job }),
+    placement: (placement) => submit<{ density: Float64Array; components: Float64Array }>({ kind: 'placement', placement }),
     async close() {
       failed ??= new Error('the permutation null\'s worker threads were closed');
       await Promise.all(workers.map((w) => w.terminate()));

@@ -212,10 +212,11 @@ describe('poolHook', () => {
   it('pools through the SIMD kernel bit-identically to poolBlocks (a narrower last column block included) and to the plain path', () => {
     let x = 12345;
     const rnd = () => ((x = (Math.imul(x, 1103515245) + 12345) >>> 0) / 2 ** 32);
-    for (const [d, dOuts, rb, cb] of [[100, [37, 64], 16, 24], [64, [64], 8, 16], [50, [20], 8, 6]] as const) {
+    for (const [d, dOuts, rb, cb] of [[100, [37, 64], 16, 24], [64, [64], 8, 16], [50, [20], 8, 6], [54, [9, 30], 4, 8]] as const) {
       const mats = dOuts.map((dOut) => ({ C: Float32Array.from({ length: Math.ceil(dOut / rb) * d }, () => rnd() * 3), dOut, dIn: d }));
-      const counts = [3, 5];
-      const sums = [Float64Array.from({ length: 2 * d }, () => rnd() * 10), Float64Array.from({ length: 2 * d }, () => rnd())];
+      // Five groups: four pooled together (poolrow4), the fifth alone (poolrow).
+      const counts = [3, 5, 2, 7, 4];
+      const sums = [Float64Array.from({ length: 5 * d }, () => rnd() * 10), Float64Array.from({ length: 5 * d }, () => rnd())];
       const got = poolHook(sums, d, counts, mats, rb, cb);
       process.env.LOBES_NO_SIMD = '1';
       let plain;
