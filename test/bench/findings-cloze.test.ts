@@ -6,7 +6,9 @@
  * option, which is SocialEval's answer); the reduction of eval records and its check against the
  * evaluation's own summary.
  */
-import { readFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { checkClozeFile, clozeItems, controlHits, clozeRows, clozeTable, mcnemarExact, metricHits, overlapHits, overlapOf, overlapUnits, type ClozeFile, type ClozeFileItem } from '../../bench/findings-cloze.js';
@@ -155,5 +157,34 @@ describe('the committed file', () => {
     expect(() => checkClozeFile(f, 'f.json')).not.toThrow();
     expect(() => checkClozeFile({ ...f, evaluations: [f.evaluations[1]!, f.evaluations[0]!] }, 'f.json')).toThrow("f.json: acc_mutual_info of evaluation 0 is 1/1 from the items but 0/1 in its summary");
     expect(() => checkClozeFile({ ...f, evaluations: [f.evaluations[0]!] }, 'f.json')).toThrow('f.json: its evaluations list 1 items but it has 2');
+  });
+});
+
+describe('findings-summary --cloze-into', () => {
+  const ROOT = path.resolve(import.meta.dirname, '../..');
+  const run = (file: string) => spawnSync(process.execPath, ['--import', 'tsx', 'bench/findings-summary.ts', '--cloze-into', file], { cwd: ROOT, encoding: 'utf8' });
+
+  it('puts the cloze section of bench/cloze/ before the scikit-learn section once, replacing it on a rerun, and leaves other files alone', () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'lobes-cloze-into-'));
+    try {
+      const out = path.join(dir, 'summary.md');
+      const before = '# SmolLM2-135M-Instruct on SocialEval: the numbers\n\n### Runs\n\nrows\n\n### scikit-learn on the same runs (x)\n\nsk\n';
+      writeFileSync(out, before);
+      for (let k = 0; k < 2; k++) expect(run(out).status).toBe(0);
+      const after = readFileSync(out, 'utf8');
+      expect(after.split('### Cloze scoring').length).toBe(2);
+      expect(after.indexOf('### Runs')).toBeLessThan(after.indexOf('### Cloze scoring'));
+      expect(after.indexOf('| English | acc_mutual_info |')).toBeGreaterThan(after.indexOf('### Cloze scoring'));
+      expect(after.indexOf('| English | acc_mutual_info |')).toBeLessThan(after.indexOf('### scikit-learn'));
+      expect(after.endsWith('### scikit-learn on the same runs (x)\n\nsk\n')).toBe(true);
+      const other = path.join(dir, 'notes.md');
+      writeFileSync(other, 'my notes\n');
+      const r = run(other);
+      expect(r.status).toBe(1);
+      expect(r.stderr).toContain('is not an output of bench/findings-summary.ts');
+      expect(readFileSync(other, 'utf8')).toBe('my notes\n');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
