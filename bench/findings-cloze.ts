@@ -264,6 +264,28 @@ export function clozeTable(sets: readonly { language: string; label: string; ite
   return [...out, ''];
 }
 
+/**
+ * Over every IAE item of a language (the data, not a sample): how often the correct option is
+ * the only longest (Unicode code points, acc_norm's length), how often it shares the longest
+ * length with others, and the chance that a random option is the longest (mean 1/k).
+ */
+export function longestAnswer(items: readonly { options: string[]; answer: number }[]): { n: number; alone: number; tied: number; chance: number } {
+  let alone = 0;
+  let tied = 0;
+  let chance = 0;
+  for (const it of items) {
+    const len = it.options.map((o) => [...o].length);
+    const best = Math.max(...len);
+    const top = len.filter((l) => l === best).length;
+    if (len[it.answer] === best) {
+      if (top === 1) alone++;
+      else tied++;
+    }
+    chance += 1 / it.options.length;
+  }
+  return { n: items.length, alone, tied, chance: items.length ? chance / items.length : NaN };
+}
+
 /** The committed evaluations bench/findings-summary.ts reads, in the table's order: [file, language, label]. */
 export const CLOZE_FILES: [string, string, string][] = [
   ['smollm2-en.json', 'en', 'English'],
@@ -279,7 +301,7 @@ function readClozeFile(file: string): ClozeFile {
 }
 
 /** The cloze section of the findings summary from the files of `dir` (bench/cloze/), or nothing when none is there. */
-export function clozeLines(dir: string): string[] {
+export function clozeLines(dir: string, data: { language: string; label: string; items: readonly { options: string[]; answer: number }[] }[] = []): string[] {
   const sets = CLOZE_FILES.filter(([f]) => existsSync(path.join(dir, f))).map(([f, language, label]) => ({ language, label, items: readClozeFile(path.join(dir, f)).items }));
   if (!sets.length) return [];
   const out = clozeTable(sets);
@@ -304,6 +326,10 @@ export function clozeLines(dir: string): string[] {
         `${shards.length ? `, shards ${shards.join(', ')} of the sample (${c.items.length} items)` : ` (${c.items.length} items)`}; ` +
         `${tokens.toFixed(1)} tokens per option; evaluation wall time ${(wall / 1000).toFixed(0)} s.`,
     );
+  }
+  for (const d of data) {
+    const l = longestAnswer(d.items);
+    out.push(`- ${d.label}, every IAE item of the data (no model): the correct option is the only longest in ${l.alone} of ${l.n} (${pct(l.alone / l.n)}%) and tied for the longest in ${l.tied}; a random option would be the longest in ${pct(l.chance)}%.`);
   }
   return [...out, ''];
 }

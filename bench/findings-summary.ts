@@ -27,8 +27,15 @@ import type { WandaMetrics, WandaSettings } from '../src/wanda/types.js';
 import { classifierTable, comparisonTable, recordedLines, sweepDetail, wandaDetail } from './findings-parts.js';
 import { clozeLines } from './findings-cloze.js';
 import { writeFileAtomicSync } from '../src/util/io.js';
+import { loadSocialEvalBench, type IaeItem } from '../src/data/socialeval-eval.js';
 
 const HERE = path.dirname(new URL(import.meta.url).pathname);
+/** SocialEval's IAE items per language, for the length statistics of the cloze section, when the data is at $SHARED (default ../shared). */
+function clozeData(): { language: string; label: string; items: IaeItem[] }[] {
+  const trees = path.join(process.env.SHARED ?? path.join(HERE, '..', '..', 'shared'), 'socialeval', 'worldtree_data');
+  if (!existsSync(trees)) return [];
+  return (['en', 'zh'] as const).map((l) => ({ language: l, label: l === 'en' ? 'English' : 'Chinese', items: loadSocialEvalBench(`socialeval:${trees}?lang=${l}`, { iae: true, gae: false }).iae }));
+}
 if (process.argv[2] === '--cloze-into') {
   // Only the cloze section, from bench/cloze/ alone: written into an earlier output of this script
   // (replacing its cloze section, else placed where the whole script puts it), so that a summary
@@ -43,7 +50,7 @@ if (process.argv[2] === '--cloze-into') {
     process.stderr.write(`findings-summary: ${file} is not an output of bench/findings-summary.ts (its first line differs); not written\n`);
     process.exit(1);
   }
-  const section = clozeLines(path.join(HERE, 'cloze')).join('\n');
+  const section = clozeLines(path.join(HERE, 'cloze'), clozeData()).join('\n');
   const start = text.indexOf('### Cloze scoring');
   let next: string;
   if (start >= 0) {
@@ -195,7 +202,7 @@ for (const [name, m] of full) {
 }
 for (const r of ['en-qr', 'en-qr-control', 'zh-qr', 'zh-qr-control']) for (const sub of ['wanda-256', 'wanda']) lines.push(...wandaDetail(`Regions of ${LABEL[r] ?? r}`, path.join(OUT, r, sub)));
 lines.push(...recordedLines(path.join(path.dirname(new URL(import.meta.url).pathname), 'findings-recorded.json')));
-lines.push(...clozeLines(path.join(HERE, 'cloze')));
+lines.push(...clozeLines(path.join(HERE, 'cloze'), clozeData()));
 const sk = path.join(path.dirname(new URL(import.meta.url).pathname), 'findings-sklearn.out.txt');
 if (existsSync(sk)) lines.push('### scikit-learn on the same runs (bench/findings-sklearn.out.txt)', '', '```', readFileSync(sk, 'utf8').trimEnd(), '```', '');
 const times = path.join(OUT, 'times.tsv');

@@ -11,7 +11,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { checkClozeFile, clozeItems, controlHits, clozeRows, clozeTable, mcnemarExact, metricHits, overlapHits, overlapOf, overlapUnits, type ClozeFile, type ClozeFileItem } from '../../bench/findings-cloze.js';
+import { checkClozeFile, clozeItems, controlHits, longestAnswer, clozeRows, clozeTable, mcnemarExact, metricHits, overlapHits, overlapOf, overlapUnits, type ClozeFile, type ClozeFileItem } from '../../bench/findings-cloze.js';
 import type { EvalRecord } from '../../src/eval/types.js';
 
 const G = JSON.parse(readFileSync(path.resolve(import.meta.dirname, '../goldens/cloze-finding/cloze_finding_goldens.json'), 'utf8')) as {
@@ -97,6 +97,17 @@ describe('the surface-overlap control', () => {
     const long = mk([[0, 1], [0, 1], [0, 1], [0, 1]], 2);
     long.options![2]!.chars = 40;
     expect(controlHits([long], 'longest option').picks).toEqual([2]);
+  });
+
+  it('counts, over the data, how often the correct option is the only longest or tied for it, in code points', () => {
+    const l = longestAnswer([
+      { options: ['long answer', 'short', 'tiny'], answer: 0 },
+      { options: ['same', 'four', 'x'], answer: 0 },
+      { options: ['a', 'longer', 'bb', 'c'], answer: 0 },
+      // 3 Han characters (9 UTF-8 bytes) against 4 ASCII characters: the ASCII option is longer
+      { options: ['我们走', 'abcd'], answer: 0 },
+    ]);
+    expect(l).toEqual({ n: 4, alone: 1, tied: 1, chance: (1 / 3 + 1 / 3 + 1 / 4 + 1 / 2) / 4 });
   });
 
   it('breaks ties at random, not in favour of the first option (the answer in SocialEval)', () => {
