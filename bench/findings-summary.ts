@@ -55,7 +55,7 @@ if (process.argv[2] === '--cloze-into') {
   let next: string;
   if (start >= 0) {
     const end = text.indexOf('\n### ', start + 1);
-    next = text.slice(0, start) + section + (end >= 0 ? text.slice(end + 1) : '');
+    next = text.slice(0, start) + section + (end >= 0 ? '\n' + text.slice(end + 1) : '\n');
   } else {
     const at = text.indexOf('### scikit-learn on the same runs');
     const w = at >= 0 ? at : text.indexOf('### Wall times');
