@@ -33,17 +33,7 @@ MODEL=$OUT/smollm2-fp32
 SEED=0
 mkdir -p "$OUT"
 TIMES=$OUT/times.tsv
-[ -f "$TIMES" ] || printf 'step\tseconds\tload_avg_1m_start\tload_avg_1m_end\n' > "$TIMES"
-
-step() { # step NAME CMD... : run CMD, log its wall time and the load average around it
-  local name=$1; shift
-  local l0 t0 t1 l1
-  l0=$(cut -d' ' -f1 /proc/loadavg); t0=$(date +%s.%N)
-  echo "== $name: $*" >&2
-  "$@"
-  t1=$(date +%s.%N); l1=$(cut -d' ' -f1 /proc/loadavg)
-  printf '%s\t%.1f\t%s\t%s\n' "$name" "$(echo "$t1 - $t0" | bc)" "$l0" "$l1" >> "$TIMES"
-}
+. bench/steps.sh
 done_or() { [ -z "${FORCE:-}" ] && [ -e "$1" ]; } # done_or PATH: true when PATH exists (skip the step)
 
 done_or "$MODEL/model.onnx" || step convert $LOBES convert "$GGUF" --out "$MODEL" --weights fp32 --force --quiet

@@ -10,7 +10,12 @@
  * findings quote (bench/findings-parts.ts): each classifier with its family's Holm p and z, the
  * paired model − words and incremental probes, the sweep after Holm with its layer steps, the
  * regions pair by pair with Holm and BH, density against random placements and the channel test;
- * and the statistics derived from figures recorded from earlier runs (bench/findings-recorded.json).
+ * and the statistics derived from figures recorded from earlier runs (bench/findings-recorded.json);
+ * the cloze-scoring table from the evaluations kept in bench/cloze/ (bench/findings-cloze.ts).
+ *
+ *   node --import tsx bench/findings-summary.ts --cloze-into bench/findings-summary.out.md
+ *
+ * writes only the cloze section into an earlier output (its runs need not be on disk).
  */
 import { existsSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
@@ -20,7 +25,46 @@ import { verdictLines } from '../src/report/verdict.js';
 import type { ClassifierMetrics, MetricWithCI } from '../src/cluster/types.js';
 import type { WandaMetrics, WandaSettings } from '../src/wanda/types.js';
 import { classifierTable, comparisonTable, recordedLines, sweepDetail, wandaDetail } from './findings-parts.js';
+import { clozeLines } from './findings-cloze.js';
+import { writeFileAtomicSync } from '../src/util/io.js';
+import { loadSocialEvalBench, type IaeItem } from '../src/data/socialeval-eval.js';
 
+const HERE = path.dirname(new URL(import.meta.url).pathname);
+/** SocialEval's IAE items per language, for the length statistics of the cloze section, when the data is at $SHARED (default ../shared). */
+function clozeData(): { language: string; label: string; items: IaeItem[] }[] {
+  const trees = path.join(process.env.SHARED ?? path.join(HERE, '..', '..', 'shared'), 'socialeval', 'worldtree_data');
+  if (!existsSync(trees)) return [];
+  return (['en', 'zh'] as const).map((l) => ({ language: l, label: l === 'en' ? 'English' : 'Chinese', items: loadSocialEvalBench(`socialeval:${trees}?lang=${l}`, { iae: true, gae: false }).iae }));
+}
+if (process.argv[2] === '--cloze-into') {
+  // Only the cloze section, from bench/cloze/ alone: written into an earlier output of this script
+  // (replacing its cloze section, else placed where the whole script puts it), so that a summary
+  // whose runs are no longer on disk gets the section without losing the rest.
+  const file = process.argv[3];
+  if (!file || !existsSync(file)) {
+    process.stderr.write(`findings-summary: --cloze-into needs an existing output of this script, got ${file ?? 'nothing'}\n`);
+    process.exit(2);
+  }
+  const text = readFileSync(file, 'utf8');
+  if (!text.startsWith('# SmolLM2-135M-Instruct on SocialEval: the numbers')) {
+    process.stderr.write(`findings-summary: ${file} is not an output of bench/findings-summary.ts (its first line differs); not written\n`);
+    process.exit(1);
+  }
+  const section = clozeLines(path.join(HERE, 'cloze'), clozeData()).join('\n');
+  const start = text.indexOf('### Cloze scoring');
+  let next: string;
+  if (start >= 0) {
+    const end = text.indexOf('\n### ', start + 1);
+    next = text.slice(0, start) + section + (end >= 0 ? '\n' + text.slice(end + 1) : '\n');
+  } else {
+    const at = text.indexOf('### scikit-learn on the same runs');
+    const w = at >= 0 ? at : text.indexOf('### Wall times');
+    next = w >= 0 ? text.slice(0, w) + section + '\n' + text.slice(w) : text.trimEnd() + '\n\n' + section + '\n';
+  }
+  writeFileAtomicSync(file, next);
+  process.stderr.write(`wrote the cloze section into ${file}\n`);
+  process.exit(0);
+}
 const OUT = process.argv[2] ?? 'runs/findings';
 const RUNS = ['en-qr', 'en-qr-control', 'en-r', 'en-r-control', 'en-q', 'en-q-control', 'zh-qr', 'zh-qr-control', 'zh-r', 'zh-r-control', 'zh-q', 'zh-q-control'];
 const LABEL: Record<string, string> = {
@@ -158,6 +202,7 @@ for (const [name, m] of full) {
 }
 for (const r of ['en-qr', 'en-qr-control', 'zh-qr', 'zh-qr-control']) for (const sub of ['wanda-256', 'wanda']) lines.push(...wandaDetail(`Regions of ${LABEL[r] ?? r}`, path.join(OUT, r, sub)));
 lines.push(...recordedLines(path.join(path.dirname(new URL(import.meta.url).pathname), 'findings-recorded.json')));
+lines.push(...clozeLines(path.join(HERE, 'cloze'), clozeData()));
 const sk = path.join(path.dirname(new URL(import.meta.url).pathname), 'findings-sklearn.out.txt');
 if (existsSync(sk)) lines.push('### scikit-learn on the same runs (bench/findings-sklearn.out.txt)', '', '```', readFileSync(sk, 'utf8').trimEnd(), '```', '');
 const times = path.join(OUT, 'times.tsv');
