@@ -126,6 +126,11 @@ export async function scoreClozeSteps(steps: readonly ClozeStep[], ctx: ClozeCon
   const uncondReq: LoglikRequest | null = cloze.mutualInfo ? { context: [prefixId!], continuations: [] } : null;
   for (const [si, s] of steps.entries()) {
     if (s.item.options.length < 2) throw new LobesError(`item has ${s.item.options.length} option(s); multiple choice needs at least 2`, { where: `item ${s.item.id}` });
+    const empty = s.item.options.findIndex((o) => o.trim() === '');
+    if (empty >= 0) {
+      out[si] = skippedRecord(s.facts, `option ${empty} is empty, so cloze scoring has no text of it to score`);
+      continue;
+    }
     const c = clozeContext(s.item, s.style, tok);
     const delimiter = cloze.delimiter ?? (c.cut ? '' : ' ');
     const conts = s.item.options.map((o) => delimiter + o);
@@ -145,9 +150,10 @@ export async function scoreClozeSteps(steps: readonly ClozeStep[], ctx: ClozeCon
     let uncond: number | null = null;
     if (uncondReq) {
       uncond = uncondReq.continuations.length;
-      for (const x of conts) {
+      for (const [j, x] of conts.entries()) {
         const u = splitContinuation(tok, '', x, prefixId!);
-        if (u.context[0] !== prefixId || u.continuation.length === 0) throw new LobesError('an option starts with the prefix token, so it cannot be scored without a context', { where: `item ${s.item.id}` });
+        if (u.context[0] !== prefixId) throw new LobesError(`option ${j} (${JSON.stringify(s.item.options[j])}) starts with the prefix token, so it cannot be scored without a context`, { where: `item ${s.item.id}` });
+        if (u.continuation.length === 0) throw new LobesError(`option ${j} (${JSON.stringify(s.item.options[j])}) has no tokens of its own without a context`, { where: `item ${s.item.id}` });
         uncondReq.continuations.push(u.continuation);
       }
     }

@@ -100,6 +100,21 @@ describe('lobes eval --scoring cloze on a generated model', () => {
     await expect(runEval({ model, data: spec, out, chatTemplate: 'off', quiet: true, bootstrap: 0 })).rejects.toThrow(/--scoring/);
   }, 120_000);
 
+  it('skips an item with an empty option, with its reason, and scores the others (with --mutual-info)', async () => {
+    const f = path.join(root, 'empty.jsonl');
+    const rows = [...ITEMS, { id: 'q3', question: 'Which one is cold?', options: ['ice', ''], answer: 0 }];
+    writeFileSync(f, rows.map((x) => JSON.stringify(x)).join('\n') + '\n');
+    const out = path.join(root, 'cloze-empty');
+    await runEval({ model, data: `jsonl:${f}?question=question&options=options&answer=answer&id=id`, out, scoring: 'cloze', mutualInfo: true, chatTemplate: 'off', quiet: true, bootstrap: 0 });
+    const r = readEvalResults(out);
+    const byId = new Map(r.records.map((x) => [x.id, x]));
+    expect(byId.get('q3')!.skipped).toMatch(/option 1 is empty/);
+    expect(byId.get('q3')!.cloze).toBeUndefined();
+    expect(byId.get('q1')!.cloze!.options).toHaveLength(3);
+    expect(byId.get('q2')!.cloze!.options[0]!.unconditional).toBeTypeOf('number');
+    expect(r.summary.cloze!.mcq!.items).toBe(2);
+  }, 120_000);
+
   it('cuts a prompt with {choices} where the first option starts', async () => {
     const tok = await loadEvalTokenizer(model, { chatTemplate: 'off' });
     const style = { variant: 'custom', template: 'Q: {question}\n[Options]\n{choices}\n\nAnswer in JSON.', separator: '. ', answerPrefix: '' };
