@@ -11,9 +11,9 @@
  * reads SocialEval's composite items, extract by default does not) share nearly all of their
  * samples. The sample keeps the data's order.
  */
+import { createHash } from 'node:crypto';
 import { UsageError } from '../util/errors.js';
 import { nearest } from '../util/suggest.js';
-import { sha256Text } from '../store/manifest.js';
 
 /** What --limit, --by and --seed ask for. */
 export interface LimitSpec {
@@ -53,7 +53,7 @@ export function limitAxes(by: readonly string[] | undefined, axes: readonly stri
 
 /** An item's rank in a --limit sample: the hex sha256 of the seed and the item's id (smallest first). */
 export function limitRank(seed: number, id: string): string {
-  return sha256Text(`${seed}\u0000${id}`);
+  return createHash('sha256').update(`${seed}\u0000${id}`).digest('hex');
 }
 
 /**
