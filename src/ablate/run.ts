@@ -19,7 +19,7 @@ import { writeFileAtomicSync } from '../util/io.js';
 import { Progress, fmtTime } from '../util/progress.js';
 import { claimJobFolder, isFreshFolder } from '../store/job.js';
 import { RecordChunks, readVerifiedJsonl, type RecordLayout } from '../store/records.js';
-import { readManifest } from '../store/manifest.js';
+import { readManifest, sha256Text } from '../store/manifest.js';
 import { sameModel } from '../store/provenance.js';
 import { modelIdentity, resolveRunModel } from '../runtime/modelfiles.js';
 import { checkContext, modelContext } from '../runtime/plan.js';
@@ -144,7 +144,7 @@ export async function runAblate(o: AblateOptions): Promise<AblateSummary> {
     lobesVersion: LOBES_VERSION,
     run: { dir: o.run, identity: manifest.identity ?? null, wanda: { by, block: w.settings.block, top: w.settings.top } },
     model: { dir: modelDir, graphSha256: manifest.model.graphSha256 },
-    data: { spec: data.spec, items: items.length, limit: data.limit },
+    data: { spec: data.spec, items: items.length, limit: data.limit, itemsSha256: sha256Text(items.map((it) => JSON.stringify([it.id, it.labels, it.context, it.continuation]) + '\n').join('')) },
     settings: { region: o.region, minus: o.minus ?? null, random: K, scope, seed, chunkUnits, bootstrap: o.bootstrap ?? 2000, device: o.device ?? 'cpu' },
     passes: passes.map((p) => p.id),
     complete: false,
@@ -156,7 +156,8 @@ export async function runAblate(o: AblateOptions): Promise<AblateSummary> {
   try {
     const prev = isAblateJobDir(o.out) ? readAblateJob(o.out) : null;
     if (prev && (o.force || JSON.stringify({ ...prev, complete: false, files: undefined, timings: undefined }) !== JSON.stringify({ ...job, timings: undefined }))) {
-      if (!o.force) throw new LobesError('this ablation folder was made with other settings, data, run or model', { file: path.join(o.out, JOB_MANIFEST), hint: 'use a new --out, or --force to replace it' });
+      const differ = (['run', 'model', 'data', 'settings', 'passes'] as const).filter((k) => JSON.stringify(prev[k]) !== JSON.stringify(job[k]));
+      if (!o.force) throw new LobesError(`this ablation folder was made with other settings, data, run or model${differ.length ? ` (${differ.join(', ')} differ${differ.length === 1 ? 's' : ''})` : ''}`, { file: path.join(o.out, JOB_MANIFEST), hint: 'use a new --out, or --force to replace it' });
       for (const f of ABLATE_OUTPUTS) rmSync(path.join(o.out, f), { recursive: true, force: true });
     } else if (prev?.complete) {
       say(`ablate: ${o.out} is already complete; nothing to do`);

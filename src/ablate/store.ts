@@ -56,7 +56,8 @@ export interface AblateJob {
   lobesVersion: string;
   run: { dir: string; identity: string | null; wanda: { by: string; block: [number, number]; top: unknown } };
   model: { dir: string; graphSha256: string };
-  data: { spec: string; items: number; limit: LimitRecord | null };
+  /** itemsSha256: sha256 over the scored items (id, labels, context, continuation), so a rerun over other items (an edited file, another --limit sample) is not resumed. */
+  data: { spec: string; items: number; limit: LimitRecord | null; itemsSha256?: string };
   settings: { region: string; minus: string | null; random: number; scope: NullScope; seed: number; chunkUnits: number; bootstrap: number; device: string };
   passes: string[];
   complete: boolean;

@@ -93,6 +93,12 @@ export const DEFAULT_LAYERS = 'last:20';
 export const DEFAULT_TOP = 30;
 export const DEFAULT_BOOTSTRAP = 2000;
 export const DEFAULT_CHUNK_UNITS = 32;
+/**
+ * On the CPU, without --token-budget, a batch holds at most this many padded tokens (rows ×
+ * longest row), so long prompts run in several batches and progress ticks as each finishes
+ * (one batch of eight long prompts was minutes without a line).
+ */
+export const CPU_TOKEN_BUDGET = 2048;
 export { ITEMS as ITEMS_FILE, SUMMARY as SUMMARY_FILE } from './store.js';
 
 /** What identifies the model: the graph's sha256 and one sha256 over all its files. */
@@ -248,7 +254,8 @@ async function attendUnderLock(opts: AttendOptions, manifest: AttendManifest, in
     const { items } = input;
     const { chunkUnits, layout: range } = manifest;
     const chunkItems = (c: number) => Array.from({ length: Math.min((c + 1) * chunkUnits, items.length) - c * chunkUnits }, (_, k) => c * chunkUnits + k);
-    const plan = (idx: number[]) => planBatches(Int32Array.from(idx, (i) => items[i]!.ids.length), { batch: opts.batch ?? (opts.tokenBudget ? undefined : 8), tokenBudget: opts.tokenBudget }).map((b) => b.map((k) => idx[k]!));
+    const tokenBudget = opts.tokenBudget ?? (device === 'cpu' ? CPU_TOKEN_BUDGET : undefined);
+    const plan = (idx: number[]) => planBatches(Int32Array.from(idx, (i) => items[i]!.ids.length), { batch: opts.batch ?? (opts.tokenBudget ? undefined : 8), tokenBudget }).map((b) => b.map((k) => idx[k]!));
     // The same memory plan as extract and eval, over every batch this process may run, before any runs.
     if (!etok) {
       const all: number[][] = [];

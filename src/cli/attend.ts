@@ -1,7 +1,7 @@
 import { parseCommand, intOption, type CommandSpec } from './args.js';
 import { UsageError } from '../util/errors.js';
 import { parseShard, expandOut } from '../store/layout.js';
-import { runAttend, DEFAULT_BOOTSTRAP, DEFAULT_CHUNK_UNITS, DEFAULT_LAYERS, DEFAULT_TOP } from '../attend/run.js';
+import { runAttend, CPU_TOKEN_BUDGET, DEFAULT_BOOTSTRAP, DEFAULT_CHUNK_UNITS, DEFAULT_LAYERS, DEFAULT_TOP } from '../attend/run.js';
 import type { AttendPosition } from '../attend/types.js';
 import type { ItemSelection } from '../attend/inputs.js';
 import { CHAT_TEMPLATE_OPTION, DEVICE_OPTIONS, FORCE_OPTION, HELP, LAYERS_OPTION, LIMIT_OPTIONS, MAX_TOKENS_OPTION, MODEL_OPTIONS, OUTPUT_OPTIONS, chatTemplateOn, deviceOf, limitOf, maxTokensOf, modelArg } from './options.js';
@@ -40,6 +40,7 @@ ${HELP.maxTokens}
                        (socialeval: data; a GGUF is converted in the genai layout for it)
 ${HELP.device}
   --batch N            rows per batch (default 8); --token-budget N caps rows × longest
+                       (default on the CPU: ${CPU_TOKEN_BUDGET}, so long prompts tick batch by batch)
   --chunk-units N      items per record chunk (default ${DEFAULT_CHUNK_UNITS}); shards need the same
   --shard S            i/n (0-based), auto or auto/N, as for lobes extract; lobes attend merge
                        joins the shard folders

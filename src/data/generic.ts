@@ -2,7 +2,7 @@ import * as path from 'node:path';
 import { LobesError, UsageError } from '../util/errors.js';
 import { aspectOf } from './bessi.js';
 import { canonicalizeAbility } from './labels.js';
-import { parseJson, readUtf8, type Problem } from './read.js';
+import { absentFieldsError, parseJson, readUtf8, type Problem } from './read.js';
 import { checkParams, formatSpec, type ParsedSpec } from './spec.js';
 import type { Excluded, Sample } from './types.js';
 
@@ -239,6 +239,7 @@ export function loadJsonl(p: ParsedSpec): GenericResult {
   }
   const lines = r.text.split('\n');
   const rows: Row[] = [];
+  const found = new Set<string>();
   lines.forEach((ln, i) => {
     const s = ln.replace(/\r$/, '');
     if (s.trim() === '') return;
@@ -247,9 +248,13 @@ export function loadJsonl(p: ParsedSpec): GenericResult {
     const v = j.value;
     if (typeof v !== 'object' || v === null || Array.isArray(v)) return out.problems.push({ file, where: `line ${i + 1}`, reason: 'expected a JSON object' });
     const o = v as Record<string, unknown>;
+    for (const k of Object.keys(o)) found.add(k);
     rows.push({ line: i + 1, get: (f) => fieldOf(o, f).value, has: (f) => fieldOf(o, f).has });
   });
   if (rows.length === 0 && out.problems.length === 0) out.problems.push({ file, reason: 'file is empty (no JSON lines)' });
+  const named: [string, string][] = [['text', g.text], ...g.labels.map((f): [string, string] => ['label', f]), ...(g.id ? [['id', g.id] as [string, string]] : [])];
+  const absent = rows.length ? absentFieldsError(file, named, (f) => rows.some((row) => row.has(f)), found) : null;
+  if (absent) throw absent;
   rowsToSamples(rows, file, g, out);
   return out;
 }

@@ -12,7 +12,7 @@
  */
 import * as path from 'node:path';
 import { LobesError, LobesErrors, UsageError } from '../util/errors.js';
-import { parseJson, problemError, readUtf8, type Problem } from './read.js';
+import { absentFieldsError, parseJson, problemError, readUtf8, type Problem } from './read.js';
 import { checkParams, formatSpec, parseSpec } from './spec.js';
 import type { Excluded } from './types.js';
 
@@ -95,6 +95,9 @@ export function loadMcqJsonl(spec: string, skipInvalid = false): McqLoad {
   const problems: Problem[] = [];
   const items: McqItem[] = [];
   const seen = new Map<string, number>();
+  // Every field a line has, and how many lines are objects (for absentFieldsError).
+  const found = new Set<string>();
+  let objects = 0;
   r.text.split('\n').forEach((ln, i) => {
     const line = i + 1;
     const s = ln.replace(/\r$/, '');
@@ -105,6 +108,8 @@ export function loadMcqJsonl(spec: string, skipInvalid = false): McqLoad {
     if ('problem' in j) return void problems.push(j.problem);
     const o = j.value as Record<string, unknown>;
     if (typeof o !== 'object' || o === null || Array.isArray(o)) return bad('expected a JSON object');
+    objects++;
+    for (const k of Object.keys(o)) found.add(k);
     const q = o[qf];
     if (typeof q !== 'string' || !q.trim()) return bad(q === undefined ? `missing field ${JSON.stringify(qf)}` : `field ${JSON.stringify(qf)} is not a non-empty string`);
     const opts = o[of];
@@ -134,6 +139,9 @@ export function loadMcqJsonl(spec: string, skipInvalid = false): McqLoad {
     items.push({ id, question: q, options: opts as string[], answer: ans, labels: lab, fields, line });
   });
   if (items.length === 0 && problems.length === 0) problems.push({ file, reason: 'file is empty (no JSON lines)' });
+  const named: [string, string][] = [['question', qf], ['options', of], ['answer', af], ...labels.map((f): [string, string] => ['label', f]), ...(idf ? [['id', idf] as [string, string]] : [])];
+  const absent = objects ? absentFieldsError(file, named, (f) => found.has(f), found) : null;
+  if (absent) throw absent;
   const excluded: Excluded[] = [];
   if (problems.length) {
     if (!skipInvalid) throw new LobesErrors(`dataset ${spec} has invalid items`, problems.map(problemError), { hint: 'fix the lines, or pass --skip-invalid to leave them out' });

@@ -10,6 +10,21 @@ export interface Problem {
   id?: string;
 }
 
+/**
+ * A JSON Lines spec whose fields no line has: one error naming them (as the spec names them,
+ * `text=question`) and the fields the lines do have, instead of one problem per line. `named`
+ * pairs each spec key with its field; `anyHas` says whether some line has a field; `found` lists
+ * the lines' fields in order of first appearance. Null when every named field is on some line.
+ */
+export function absentFieldsError(file: string, named: [key: string, field: string][], anyHas: (field: string) => boolean, found: Iterable<string>): LobesError | null {
+  const absent = named.filter(([, f]) => !anyHas(f));
+  if (absent.length === 0) return null;
+  const have = [...found];
+  const list = have.length > 30 ? `${have.slice(0, 30).join(', ')}, … (${have.length} in all)` : have.join(', ');
+  const one = absent.length === 1;
+  return new LobesError(`no line has the field${one ? '' : 's'} the spec names: ${absent.map(([k, f]) => `${k}=${f}`).join(', ')} (fields found: ${list || 'none'})`, { file });
+}
+
 export function problemError(p: Problem): LobesError {
   return new LobesError(p.reason, { file: p.file, where: p.where });
 }

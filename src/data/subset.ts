@@ -4,14 +4,16 @@
  *
  * The strata are the combinations of the `--by` axes' values. Each stratum gets a share of N
  * proportional to its size (floors, then the largest remainders, ties by stratum name), and
- * inside a stratum a seeded shuffle (seeded by the seed and the stratum's name) picks which.
- * The sample depends only on the items (ids, labels, order), N, the strata and the seed, not
- * on which command reads them: the same data gives the same sample in every command. The
- * sample keeps the data's order.
+ * inside a stratum the items with the smallest sha256 of the seed and their own id are kept.
+ * An item's rank depends only on its id and the seed, never on the other items or their order,
+ * so the sample depends only on the items' ids and labels, N, the strata and the seed, not on
+ * which command reads them or in which order; and two lists that differ by a few items (eval
+ * reads SocialEval's composite items, extract by default does not) share nearly all of their
+ * samples. The sample keeps the data's order.
  */
+import { createHash } from 'node:crypto';
 import { UsageError } from '../util/errors.js';
 import { nearest } from '../util/suggest.js';
-import { Rng, hash32 } from '../util/rng.js';
 
 /** What --limit, --by and --seed ask for. */
 export interface LimitSpec {
@@ -49,13 +51,17 @@ export function limitAxes(by: readonly string[] | undefined, axes: readonly stri
   return [...by];
 }
 
+/** An item's rank in a --limit sample: the hex sha256 of the seed and the item's id (smallest first). */
+export function limitRank(seed: number, id: string): string {
+  return createHash('sha256').update(`${seed}\u0000${id}`).digest('hex');
+}
+
 /**
- * The sample: at most `n` of `xs`, stratified by `stratum`: the items of each stratum in data
- * order, shuffled by an Rng seeded with hash32(seed, stratum), and the first ones kept; in the
- * original order. All of `xs` when n >= xs.length. (`lobes eval --limit` has drawn its
- * samples this way from the start, so earlier evaluations keep their items.)
+ * The sample: at most `n` of `xs`, stratified by `stratum`: each stratum's quota of its items
+ * with the smallest limitRank(seed, id) (equal ids, which the loaders refuse, by data order);
+ * in the original order. All of `xs` when n >= xs.length.
  */
-export function stratifiedSample<T>(xs: readonly T[], stratum: (x: T) => string, n: number, seed: number): T[] {
+export function stratifiedSample<T>(xs: readonly T[], stratum: (x: T) => string, id: (x: T) => string, n: number, seed: number): T[] {
   if (n >= xs.length) return [...xs];
   const groups = new Map<string, number[]>();
   xs.forEach((x, i) => {
@@ -74,10 +80,10 @@ export function stratifiedSample<T>(xs: readonly T[], stratum: (x: T) => string,
     quota[i]!++;
     left--;
   }
+  const rank = xs.map((x) => limitRank(seed, id(x)));
   const keep = new Set<number>();
   keys.forEach((k, gi) => {
-    const idx = [...groups.get(k)!];
-    new Rng(hash32(`${seed}\u0000${k}`)).shuffle(idx);
+    const idx = [...groups.get(k)!].sort((a, b) => (rank[a]! < rank[b]! ? -1 : rank[a]! > rank[b]! ? 1 : a - b));
     for (const i of idx.slice(0, quota[gi])) keep.add(i);
   });
   return xs.filter((_, i) => keep.has(i));
@@ -89,6 +95,6 @@ export function stratifiedSample<T>(xs: readonly T[], stratum: (x: T) => string,
  */
 export function limitItems<T extends { id: string; labels: Record<string, string> }>(xs: readonly T[], axes: readonly string[], spec: LimitSpec): { items: T[]; record: LimitRecord } {
   const by = limitAxes(spec.by, axes);
-  const items = stratifiedSample(xs, (x) => by.map((a) => x.labels[a] ?? '').join('/'), spec.limit, spec.seed);
+  const items = stratifiedSample(xs, (x) => by.map((a) => x.labels[a] ?? '').join('/'), (x) => x.id, spec.limit, spec.seed);
   return { items, record: { limit: spec.limit, by, seed: spec.seed, of: xs.length } };
 }

@@ -90,7 +90,7 @@ export function loadEvalData(spec: string, o: EvalDataOptions): EvalData {
     const available = iae.length + gae.length;
     if (o.limit != null) {
       if (iae.length) iae = limitItems(iae, Object.keys(iae[0]!.labels), { limit: o.limit, by: o.by, seed: o.seed }).items;
-      gae = stratifiedSample(gae, (t) => `${t.language}/${t.category}`, o.limit, o.seed);
+      gae = stratifiedSample(gae, (t) => `${t.language}/${t.category}`, (t) => t.stem, o.limit, o.seed);
     }
     const units: Unit[] = [
       ...iae.map((it): Unit => ({

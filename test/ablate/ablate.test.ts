@@ -97,6 +97,32 @@ describe('lobes ablate jobs', () => {
     expect(readFileSync(path.join(b, 'summary.json'), 'utf8')).toBe(readFileSync(path.join(a, 'summary.json'), 'utf8'));
   }, 180_000);
 
+  it('a killed --limit job rerun over other items of the same file is refused, not resumed with a mix of both samples', async () => {
+    const out = path.join(tmp, 'other-items');
+    const n = GOLD.items.length - 1;
+    let calls = 0;
+    const { openLoglikEngine } = await import('../../src/runtime/loglik.js');
+    const failing = async (m: string, o: any) => {
+      const e = await openLoglikEngine(m, o);
+      return { ...e, info: e.info, usesCache: e.usesCache, stats: e.stats, close: () => e.close(), score: (r: any, d: any) => (++calls === 3 ? Promise.reject(new Error('killed')) : e.score(r, d)) };
+    };
+    // a copy of the items, so that the rerun reads the same spec (the same file path)
+    const file = spec.slice('jsonl:'.length, spec.indexOf('?'));
+    const copy = path.join(tmp, 'limit-items.jsonl');
+    const rows = readFileSync(file, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    writeFileSync(copy, rows.map((r) => JSON.stringify(r)).join('\n') + '\n');
+    const data = spec.replace(file, copy);
+    await expect(runAblate({ run, region: 'A', data, out, random: 1, chunkUnits: 1, limit: n, quiet: true, deps: { openLoglik: failing as any } })).rejects.toThrow('killed');
+    const job = JSON.parse(readFileSync(path.join(out, 'job.json'), 'utf8'));
+    // the same file, spec, number of items and --limit; other items (every id renamed)
+    writeFileSync(copy, rows.map((r) => JSON.stringify({ ...r, id: `${r.id}-renamed` })).join('\n') + '\n');
+    const err = await runAblate({ run, region: 'A', data, out, random: 1, chunkUnits: 1, limit: n, quiet: true }).then(() => null, (e) => e);
+    expect(err?.message).toMatch(/made with other settings, data, run or model \(data differs\)/);
+    expect(String(err.message)).not.toContain('\n');
+    expect(existsSync(path.join(out, 'summary.json'))).toBe(false);
+    expect(JSON.parse(readFileSync(path.join(out, 'job.json'), 'utf8'))).toEqual(job);
+  }, 180_000);
+
   it('a complete folder is kept; other settings are refused; --force replaces it', async () => {
     const out = path.join(tmp, 'again');
     await runAblate({ run, region: 'A', data: spec, out, random: 2, quiet: true });

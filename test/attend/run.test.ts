@@ -90,14 +90,21 @@ describe('lobes attend --data', () => {
 
   it.skipIf(!existsSync(SOCIALEVAL))('socialeval: data at the answering position: IAE prompts rendered as lobes eval renders them, with their parts', async () => {
     const out = join(tmp, 'iae');
-    // Chinese IAE prompts are longer than the tiny model's declared 2,048 positions (its byte-level
-    // tokenizer): a copy declaring a longer context reads them whole (the context check is tested in plan.test.ts).
+    // One Chinese world tree with short IAE prompts (fields of at most about 1,500 bytes), so the
+    // cost does not depend on which items --limit draws: the tiny model's tokenizer is byte-level,
+    // Chinese prompts run up to about 25,000 bytes, and a row's attention scores grow with the
+    // square of its length (--limit 2 of all Chinese items drew prompts of about 9,500 and 18,400
+    // bytes: minutes and a 14 GB process).
+    const tree = join(SOCIALEVAL, '[0,-1]_cn_example_6.json');
+    // Chinese IAE prompts can be longer than the tiny model's declared 2,048 positions: a copy
+    // declaring a longer context reads them whole (the context check is tested in plan.test.ts).
     const long = join(tmp, 'tiny-long-context');
     cpSync(TINY, long, { recursive: true });
     writeFileSync(join(long, 'config.json'), JSON.stringify({ ...JSON.parse(readFileSync(join(TINY, 'config.json'), 'utf8')), max_position_embeddings: 1 << 16 }));
-    const r = await cli(['attend', long, '--data', `socialeval:${SOCIALEVAL}?lang=zh`, '--out', out, '--limit', '2', '--quiet', '--bootstrap', '0']);
+    const r = await cli(['attend', long, '--data', `socialeval:${tree}?lang=zh`, '--out', out, '--limit', '2', '--quiet', '--bootstrap', '0']);
     expect(r.code, r.err).toBe(0);
     const items = readItems(out);
+    expect(items.length).toBe(2);
     const s = readSummary(out);
     expect(s.settings.position).toBe('answer');
     for (const it of items) {

@@ -1,12 +1,20 @@
 /**
  * `--limit N --seed S` selects the same items in lobes extract, lobes eval and lobes attend for
  * the same data (the ids each command wrote are compared), stratified by language and aspect.
+ * Inside a stratum an item's place depends only on its own id and the seed, so the sample does
+ * not depend on the data's order, and lists that differ by a few items (eval reads SocialEval's
+ * composite items, extract by default does not) share nearly all of their samples.
  */
+import { createHash } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { main } from '../../src/cli/main.js';
+import { limitItems } from '../../src/data/subset.js';
+import { loadDataset } from '../../src/data/index.js';
+import { loadEvalData } from '../../src/eval/units.js';
+import { Rng } from '../../src/util/rng.js';
 
 const TINY = path.resolve(__dirname, '../../models/tiny-llama');
 const HAVE = existsSync(path.join(TINY, 'model.onnx'));
@@ -78,4 +86,84 @@ describe.skipIf(!HAVE)('--limit across commands', () => {
     expect(await main([...base, '--out', path.join(dir, 'bad'), '--layers', '7'])).toBe(2);
     expect(c.err).toContain('--layers: layer 7 does not exist');
   }, 120000);
+});
+
+/** Labelled items: two languages, four aspects, ids that say nothing about their order. */
+function labelled(n: number, prefix = 'item') {
+  return Array.from({ length: n }, (_, i) => ({ id: `${prefix}-${(i * 7919) % 10007}`, labels: { language: i % 3 === 0 ? 'zh' : 'en', aspect: ['A', 'B', 'C', 'D'][i % 4]! } }));
+}
+const stratum = (x: { labels: Record<string, string> }) => `${x.labels.language}/${x.labels.aspect}`;
+const idSet = (xs: { id: string }[]) => new Set(xs.map((x) => x.id));
+
+describe('--limit: an item\'s place depends only on its own id', () => {
+  it('inside each stratum, the items kept are the ones with the smallest sha256(seed, NUL, id), computed here', () => {
+    const xs = labelled(300);
+    for (const seed of [0, 1, 4294967295]) {
+      for (const n of [1, 13, 50, 299]) {
+        const got = limitItems(xs, ['language', 'aspect'], { limit: n, seed }).items;
+        expect(got.length).toBe(n);
+        const rank = (id: string) => createHash('sha256').update(`${seed}\u0000${id}`, 'utf8').digest('hex');
+        const per = new Map<string, number>();
+        for (const x of got) per.set(stratum(x), (per.get(stratum(x)) ?? 0) + 1);
+        const want = new Set<string>();
+        for (const [k, m] of per) {
+          const members = xs.filter((x) => stratum(x) === k).map((x) => x.id);
+          members.sort((a, b) => (rank(a) < rank(b) ? -1 : 1));
+          for (const id of members.slice(0, m)) want.add(id);
+        }
+        expect([...idSet(got)].sort(), `seed ${seed}, --limit ${n}`).toEqual([...want].sort());
+      }
+    }
+  });
+
+  it('does not depend on the data order: shuffled input, the same ids (in the new order)', () => {
+    const xs = labelled(400);
+    const a = limitItems(xs, ['language', 'aspect'], { limit: 60, seed: 7 }).items;
+    for (const s of [1, 2, 3]) {
+      const ys = [...xs];
+      new Rng(s).shuffle(ys);
+      const b = limitItems(ys, ['language', 'aspect'], { limit: 60, seed: 7 }).items;
+      expect([...idSet(b)].sort()).toEqual([...idSet(a)].sort());
+      const pos = new Map(ys.map((y, i) => [y.id, i]));
+      const at = b.map((y) => pos.get(y.id)!);
+      expect(at).toEqual([...at].sort((p, q) => p - q));
+    }
+  });
+
+  it('a list with extra items (new and existing strata) keeps most of the sample', () => {
+    const xs = labelled(600);
+    // 40 more: composite-like items of their own strata and items of the existing strata
+    const extra = Array.from({ length: 40 }, (_, i) => ({ id: `extra-${i}`, labels: { language: i % 2 ? 'en' : 'zh', aspect: i < 16 ? 'A + B' : ['A', 'B', 'C', 'D'][i % 4]! } }));
+    const ys = [...xs.slice(0, 300), ...extra, ...xs.slice(300)];
+    for (const seed of [0, 1, 2]) {
+      const a = idSet(limitItems(xs, ['language', 'aspect'], { limit: 60, seed }).items);
+      const b = limitItems(ys, ['language', 'aspect'], { limit: 60, seed }).items;
+      const kept = b.filter((x) => a.has(x.id)).length;
+      expect(kept, `seed ${seed}: ${kept} of 60 kept`).toBeGreaterThanOrEqual(44);
+    }
+  });
+});
+
+const SOCIALEVAL = path.resolve(__dirname, '../../../shared/socialeval/worldtree_data');
+const HAVE_SE = existsSync(SOCIALEVAL);
+if (!HAVE_SE) console.log(`test/cli/limit.test.ts: SocialEval overlap skipped, ${SOCIALEVAL} is absent (the published SocialEval world trees)`);
+
+describe.skipIf(!HAVE_SE)('--limit on the real SocialEval lists', () => {
+  it('extract\'s socialeval: samples and eval\'s IAE items (composite included) share at least 45 of 50; all 50 when extract includes composite items', async () => {
+    for (const lang of ['en', 'zh']) {
+      const spec = `socialeval:${SOCIALEVAL}?lang=${lang}`;
+      const ds = await loadDataset(spec);
+      const withComposite = await loadDataset(`${spec}&composite=include`);
+      const ev = loadEvalData(spec, { task: 'iae', cot: false, limit: 50, seed: 0 });
+      const evalIds = ev.units.map((u) => (u.kind === 'item' ? u.facts.id : ''));
+      expect(evalIds.length).toBe(50);
+      // the two lists differ: eval reads the composite items too
+      expect(ev.available).toBeGreaterThan(ds.samples.length);
+      const x = idSet(limitItems(ds.samples, ds.axes, { limit: 50, seed: 0 }).items);
+      const shared = evalIds.filter((id) => x.has(id)).length;
+      expect(shared, `${lang}: ${shared} of 50 shared`).toBeGreaterThanOrEqual(45);
+      const xc = idSet(limitItems(withComposite.samples, withComposite.axes, { limit: 50, seed: 0 }).items);
+      expect(evalIds.filter((id) => xc.has(id)).length, `${lang} with composite=include`).toBe(50);
+    }
+  }, 180000);
 });

@@ -215,7 +215,7 @@ describe('--limit: one seeded stratified sample', () => {
     expect(ids(a)).not.toEqual(ids(xs.slice(0, 20)));
     // every item can be chosen: over many seeds, each id turns up
     const seen = new Set<string>();
-    for (let s = 0; s < 200; s++) for (const x of stratifiedSample(xs, () => '', 10, s)) seen.add(x.id);
+    for (let s = 0; s < 200; s++) for (const x of stratifiedSample(xs, () => '', (x) => x.id, 10, s)) seen.add(x.id);
     expect(seen.size).toBe(200);
   });
 

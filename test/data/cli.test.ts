@@ -6,7 +6,7 @@ import { run } from '../../src/cli/data.js';
 import { main } from '../../src/cli/main.js';
 import { loadDataset } from '../../src/data/index.js';
 import { reasonKey } from '../../src/data/inspect.js';
-import { LobesErrors } from '../../src/util/errors.js';
+import { LobesError } from '../../src/util/errors.js';
 import { capture } from '../capture.js';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'lobes-data-cli-'));
@@ -86,7 +86,9 @@ describe('lobes data export', () => {
     expect(readdirSync(dir).filter((n) => n.includes('.tmp-'))).toEqual([]);
     // The export round-trips through the jsonl adapter.
     const back = await loadDataset(`jsonl:${out}?text=text&label=label&id=id`).catch((e) => e);
-    expect(back).toBeInstanceOf(LobesErrors); // no top-level "label" field: refused, not guessed
+    // no top-level "label" field: refused, not guessed, in one error naming the fields the lines have
+    expect(back).toBeInstanceOf(LobesError);
+    expect(back.message).toBe(`${out}: no line has the field the spec names: label=label (fields found: id, text, labels, provenance, extras)`);
   });
 
   it('on bad input lists all problems, exits non-zero and leaves an existing output untouched', async () => {

@@ -5,7 +5,8 @@ import { describe, expect, it } from 'vitest';
 import { loadDataset } from '../../src/data/index.js';
 import { parseCsv } from '../../src/data/generic.js';
 import { firstInvalidUtf8 } from '../../src/data/read.js';
-import { LobesErrors, UsageError } from '../../src/util/errors.js';
+import { LobesError, LobesErrors, UsageError } from '../../src/util/errors.js';
+import { loadMcqJsonl } from '../../src/data/mcq.js';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'lobes-data-'));
 function put(name: string, data: string | Buffer): string {
@@ -72,6 +73,33 @@ describe('jsonl adapter', () => {
     expect(ds.samples.map((s) => s.id)).toEqual(['a']);
     expect(ds.excluded.length).toBe(7);
     expect(ds.excluded.every((e) => e.reason.startsWith('invalid: ') && e.file === f && /^line \d+$/.test(e.where!))).toBe(true);
+  });
+
+  it('a spec naming fields that no line has: one error naming them and the fields the lines have', async () => {
+    const rows = Array.from({ length: 50 }, (_, i) => ({ q: `question ${i}`, lab: 'ab'[i % 2], opts: ['x', 'y'], nested: { aspect: 'A' }, ...(i === 7 ? { extra: 1 } : {}) }));
+    const f = put('fields.jsonl', rows.map((r) => JSON.stringify(r)).join('\n') + '\n');
+    const one = async (load: () => unknown) => {
+      let err: unknown = null;
+      try {
+        await load();
+      } catch (e) {
+        err = e;
+      }
+      expect(err).toBeInstanceOf(LobesError);
+      expect(err).not.toBeInstanceOf(LobesErrors);
+      const m = (err as Error).message;
+      expect(m.split('\n')).toHaveLength(1);
+      return m;
+    };
+    expect(await one(() => loadDataset(`jsonl:${f}?text=question&label=lab,aspect&id=key`))).toBe(`${f}: no line has the fields the spec names: text=question, label=aspect, id=key (fields found: q, lab, opts, nested, extra)`);
+    // a nested field that the lines have counts as present
+    expect(await one(() => loadDataset(`jsonl:${f}?text=text&label=nested.aspect`))).toBe(`${f}: no line has the field the spec names: text=text (fields found: q, lab, opts, nested, extra)`);
+    // multiple choice: the same one error
+    expect(await one(() => loadMcqJsonl(`jsonl:${f}?question=q&options=options&answer=answer&label=lab`))).toBe(`${f}: no line has the fields the spec names: options=options, answer=answer (fields found: q, lab, opts, nested, extra)`);
+    // a field that some line has: the per-line problems as before
+    const msgs = await problems(`jsonl:${f}?text=q&label=extra`);
+    expect(msgs.length).toBe(49);
+    expect(msgs[0]).toBe(`${f}: line 1: missing label field "extra"`);
   });
 
   it('refuses unknown BESSI labels, empty files, UTF-16, Latin-1 and invalid UTF-8', async () => {
