@@ -366,15 +366,7 @@ export function mulXtBColsJs(X: Float32Array, n: number, d: number, B: Float64Ar
  */
 export function orthonormalize(A: Float64Array, rows: number, cols: number): void {
   for (let pass = 0; pass < 2; pass++) {
-    const G = new Float64Array(cols * cols);
-    for (let r = 0; r < rows; r++) {
-      const o = r * cols;
-      for (let a = 0; a < cols; a++) {
-        const v = A[o + a];
-        if (v === 0) continue;
-        for (let b = a; b < cols; b++) G[a * cols + b] += v * A[o + b];
-      }
-    }
+    const G = gramUpper(A, rows, cols);
     // Cholesky G = Rᵀ R (upper R stored in G's upper triangle)
     let ok = true;
     const R = new Float64Array(cols * cols);
@@ -397,14 +389,87 @@ export function orthonormalize(A: Float64Array, rows: number, cols: number): voi
       gramSchmidt(A, rows, cols);
       return;
     }
-    // A <- A R^{-1}: solve row-wise x R = a (forward substitution over columns)
-    for (let r = 0; r < rows; r++) {
-      const o = r * cols;
-      for (let c = 0; c < cols; c++) {
-        let v = A[o + c];
-        for (let t = 0; t < c; t++) v -= A[o + t] * R[t * cols + c];
-        A[o + c] = v / R[c * cols + c];
+    solveUpperRows(A, rows, cols, R);
+  }
+}
+
+/**
+ * The upper triangle of Aᵀ A [cols, cols] for A [rows, cols]: G[a, b] = Σ_r A[r, a] · A[r, b]
+ * summed in row order. Four rows per pass over G (each entry still takes its rows' products one
+ * at a time in row order, so the sums are those of one row at a time, bit for bit: a zero entry
+ * adds an exact zero, which leaves a sum that starts at +0 unchanged).
+ */
+function gramUpper(A: Float64Array, rows: number, cols: number): Float64Array {
+  const G = new Float64Array(cols * cols);
+  let r = 0;
+  for (; r + 4 <= rows; r += 4) {
+    const o0 = r * cols;
+    const o1 = o0 + cols;
+    const o2 = o1 + cols;
+    const o3 = o2 + cols;
+    for (let a = 0; a < cols; a++) {
+      const v0 = A[o0 + a];
+      const v1 = A[o1 + a];
+      const v2 = A[o2 + a];
+      const v3 = A[o3 + a];
+      const go = a * cols;
+      for (let b = a; b < cols; b++) {
+        let g = G[go + b];
+        g += v0 * A[o0 + b];
+        g += v1 * A[o1 + b];
+        g += v2 * A[o2 + b];
+        g += v3 * A[o3 + b];
+        G[go + b] = g;
       }
+    }
+  }
+  for (; r < rows; r++) {
+    const o = r * cols;
+    for (let a = 0; a < cols; a++) {
+      const v = A[o + a];
+      if (v === 0) continue;
+      for (let b = a; b < cols; b++) G[a * cols + b] += v * A[o + b];
+    }
+  }
+  return G;
+}
+
+/**
+ * A ← A R⁻¹ for upper-triangular R: each row x solves x R = a by forward substitution over the
+ * columns. Four rows at a time (each row's operations in the order of one row alone).
+ */
+function solveUpperRows(A: Float64Array, rows: number, cols: number, R: Float64Array): void {
+  let r = 0;
+  for (; r + 4 <= rows; r += 4) {
+    const o0 = r * cols;
+    const o1 = o0 + cols;
+    const o2 = o1 + cols;
+    const o3 = o2 + cols;
+    for (let c = 0; c < cols; c++) {
+      let v0 = A[o0 + c];
+      let v1 = A[o1 + c];
+      let v2 = A[o2 + c];
+      let v3 = A[o3 + c];
+      for (let t = 0; t < c; t++) {
+        const rt = R[t * cols + c];
+        v0 -= A[o0 + t] * rt;
+        v1 -= A[o1 + t] * rt;
+        v2 -= A[o2 + t] * rt;
+        v3 -= A[o3 + t] * rt;
+      }
+      const rcc = R[c * cols + c];
+      A[o0 + c] = v0 / rcc;
+      A[o1 + c] = v1 / rcc;
+      A[o2 + c] = v2 / rcc;
+      A[o3 + c] = v3 / rcc;
+    }
+  }
+  for (; r < rows; r++) {
+    const o = r * cols;
+    for (let c = 0; c < cols; c++) {
+      let v = A[o + c];
+      for (let t = 0; t < c; t++) v -= A[o + t] * R[t * cols + c];
+      A[o + c] = v / R[c * cols + c];
     }
   }
 }

@@ -239,20 +239,32 @@ export class ClusterPool implements MatMulPool {
   /**
    * Repeats of the probe's k-fold CV (src/cluster/probecv.ts), one task per repeat: this thread
    * runs repeat 0 (whose prepared folds the permutation null refits) and takes further repeats
-   * between awaits; the workers take the rest. Identical to repeatedCv in one thread.
+   * between awaits; the workers take the rest. Identical to repeatedCv in one thread. With keyed
+   * blocks (Block.key) every thread takes the same repeats each time (thread t of T: the repeats
+   * r ≡ t mod T), so each finds the in-fold reductions it kept for an earlier probe on the same
+   * labels.
    */
   async repeatedCv(blocks: Block[], n: number, labels: Int32Array, nClasses: number, opts: ProbeOptions, onDone?: () => void): Promise<RepeatedCv> {
     const R = Math.max(1, opts.repeats ?? 1);
     const seed = opts.seed ?? 0;
-    const shared = blocks.map((b) => ({ X: sharedF64(b.X), d: b.d }));
+    const shared = blocks.map((b) => ({ X: sharedF64(b.X), d: b.d, key: b.key }));
     const preds: Int32Array[] = new Array(R);
     const chosenC: number[][] = new Array(R);
     let prepared: PreparedFold[] = [];
     const folds = foldCount(labels, nClasses, opts.folds ?? 5);
+    const T = this.workers.length + 1;
+    const fixed = blocks.some((b) => b.key !== undefined);
+    // the next repeat for thread t (0: this one): the shared queue, or its own residue class
     let next = 1;
-    const runWorker = async (w: Worker) => {
-      while (next < R) {
-        const r = next++;
+    const own = Array.from({ length: T }, (_, t) => (t === 0 ? T : t));
+    const claim = (t: number): number | null => {
+      if (!fixed) return next < R ? next++ : null;
+      const r = own[t];
+      own[t] += T;
+      return r < R ? r : null;
+    };
+    const runWorker = async (w: Worker, t: number) => {
+      for (let r = claim(t); r !== null; r = claim(t)) {
         const pred = new Int32Array(new SharedArrayBuffer(n * 4));
         const cs = new Float64Array(new SharedArrayBuffer((folds + 1) * 8));
         await this.call(w, { cmd: 'cv', blocks: shared, n, labels, nClasses, opts, seed: seed + r, pred, cs });
@@ -262,19 +274,16 @@ export class ClusterPool implements MatMulPool {
       }
     };
     const mine = (async () => {
-      let r = 0;
-      for (;;) {
+      for (let r: number | null = 0; r !== null; r = claim(0)) {
         const run = cvRun(shared, n, labels, nClasses, opts, seed + r);
         preds[r] = run.pred;
         chosenC[r] = run.chosenC;
         if (r === 0) prepared = run.folds;
         onDone?.();
         await new Promise((res) => setImmediate(res));
-        if (next >= R) break;
-        r = next++;
       }
     })();
-    await Promise.all([...this.workers.map(runWorker), mine]);
+    await Promise.all([...this.workers.map((w, i) => runWorker(w, i + 1)), mine]);
     return { preds, chosenC, folds, prepared };
   }
 

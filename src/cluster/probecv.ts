@@ -23,6 +23,12 @@ import { classScores } from './scores.js';
 export interface Block {
   X: Float64Array | Float32Array;
   d: number;
+  /**
+   * A name unique to this matrix within the process (blockKey): its in-fold PCA is then kept
+   * (reducedParts) and reused by every probe that reduces it on the same training rows with the
+   * same seed and components, on whichever thread meets it again. Absent: computed every time.
+   */
+  key?: string;
 }
 
 /** One fold's training and test rows, reduced and standardized as the probe sees them. */
@@ -96,30 +102,91 @@ function rowsOf(X: Float64Array | Float32Array, d: number, rows: Int32Array): Fl
   return out;
 }
 
+/** One block of one split, reduced by the training rows' PCA: [train, d] and [test, d], before standardization. */
+interface ReducedPart {
+  tr: Float64Array;
+  te: Float64Array;
+  d: number;
+}
+
+/** A block reduced to its top k components of the training rows, the test rows projected on them. */
+function reduceBlock(b: Block, train: Int32Array, test: Int32Array, k: number, seed: number): ReducedPart {
+  if (b.d > 256 && k + 10 < b.d && density(b) < SPARSE_DENSITY) {
+    // a sparse block (token counts): the same randomized PCA on the sparse rows
+    const A = csrRows(b.X, b.d, train);
+    const p = pcaCsr(A, k, seed);
+    return { tr: csrProject(A, p), te: csrProject(csrRows(b.X, b.d, test), p), d: p.k };
+  }
+  const tr = rowsOf(b.X, b.d, train);
+  const te = rowsOf(b.X, b.d, test);
+  // randomized unless the sketch would span the space: the exact route's Jacobi sweeps on a
+  // d × d covariance cost O(d³) per fold, far more than the sketch for d near 256
+  const p = pca(tr, train.length, b.d, k, { seed, method: k + 10 < Math.min(b.d, train.length) ? 'randomized' : 'exact' });
+  return { tr: pcaProject(p, tr, train.length, b.d), te: pcaProject(p, te, test.length, b.d), d: p.k };
+}
+
+/** Kept reductions of keyed blocks in this thread, oldest first (Map order), and their size. */
+const kept = new Map<string, { train: Int32Array; test: Int32Array; part: ReducedPart }>();
+let keptBytes = 0;
+/** The most this thread keeps (the oldest go first): a swap analysis needs its word features' and one point's. */
+const KEPT_BYTES = 256 * 2 ** 20;
+
+const sameRows = (a: Int32Array, b: Int32Array) => a.length === b.length && a.every((v, i) => v === b[i]);
+
+/**
+ * reduceBlock of a keyed block, computed once per (key, d, k, seed, rows) in this thread: the
+ * folds of every probe on one labelling and fold seed are the same rows, so the probes that share
+ * a block (a state's probe and its incremental probe with the words; the words in every
+ * incremental probe) share its reductions. The parts are never written to after (prepareFold
+ * copies them), so sharing them changes no number.
+ */
+function reducedParts(b: Block, key: string, train: Int32Array, test: Int32Array, k: number, seed: number): ReducedPart {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < train.length; i++) h = Math.imul(h ^ train[i], 0x01000193) >>> 0;
+  const id = `${key}\u0000${b.d}\u0000${k}\u0000${seed}\u0000${train.length}\u0000${test.length}\u0000${h}`;
+  const hit = kept.get(id);
+  if (hit && sameRows(hit.train, train) && sameRows(hit.test, test)) {
+    kept.delete(id);
+    kept.set(id, hit);
+    return hit.part;
+  }
+  const part = reduceBlock(b, train, test, k, seed);
+  if (hit) forget(id);
+  kept.set(id, { train: Int32Array.from(train), test: Int32Array.from(test), part });
+  keptBytes += bytesOf(part, train, test);
+  for (const old of kept.keys()) {
+    if (keptBytes <= KEPT_BYTES || old === id) break;
+    forget(old);
+  }
+  return part;
+}
+
+const bytesOf = (p: ReducedPart, train: Int32Array, test: Int32Array) => 8 * (p.tr.length + p.te.length) + 4 * (train.length + test.length);
+
+function forget(id: string): void {
+  const e = kept.get(id);
+  if (!e) return;
+  kept.delete(id);
+  keptBytes -= bytesOf(e.part, e.train, e.test);
+}
+
+/** A key for Block.key unique to one matrix of this process (prefix: what it is, for reading). */
+let keys = 0;
+export function blockKey(prefix: string): string {
+  return `${prefix}#${++keys}`;
+}
+
 /**
  * The training and test matrices of one split: each block reduced by a PCA of the training rows
  * (when `k` is below its dimension and the training size), concatenated, standardized with the
  * training rows' mean and standard deviation (a constant column keeps sd 1).
  */
 export function prepareFold(blocks: Block[], train: Int32Array, test: Int32Array, k: number, seed: number): PreparedFold {
-  const parts: { tr: Float64Array; te: Float64Array; d: number }[] = [];
+  const parts: ReducedPart[] = [];
   for (const b of blocks) {
     const reduce = k > 0 && k < b.d && k < train.length;
-    if (reduce && b.d > 256 && k + 10 < b.d && density(b) < SPARSE_DENSITY) {
-      // a sparse block (token counts): the same randomized PCA on the sparse rows
-      const A = csrRows(b.X, b.d, train);
-      const p = pcaCsr(A, k, seed);
-      parts.push({ tr: csrProject(A, p), te: csrProject(csrRows(b.X, b.d, test), p), d: p.k });
-      continue;
-    }
-    const tr = rowsOf(b.X, b.d, train);
-    const te = rowsOf(b.X, b.d, test);
-    if (reduce) {
-      // randomized unless the sketch would span the space: the exact route's Jacobi sweeps on a
-      // d × d covariance cost O(d³) per fold, far more than the sketch for d near 256
-      const p = pca(tr, train.length, b.d, k, { seed, method: k + 10 < Math.min(b.d, train.length) ? 'randomized' : 'exact' });
-      parts.push({ tr: pcaProject(p, tr, train.length, b.d), te: pcaProject(p, te, test.length, b.d), d: p.k });
-    } else parts.push({ tr, te, d: b.d });
+    if (!reduce) parts.push({ tr: rowsOf(b.X, b.d, train), te: rowsOf(b.X, b.d, test), d: b.d });
+    else parts.push(b.key === undefined ? reduceBlock(b, train, test, k, seed) : reducedParts(b, b.key, train, test, k, seed));
   }
   const d = parts.reduce((a, p) => a + p.d, 0);
   const glue = (m: number, pick: (p: (typeof parts)[number]) => Float64Array) => {

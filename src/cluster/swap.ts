@@ -31,7 +31,7 @@ import type { RunReader } from '../store/types.js';
 import type { Chance, ClassifierMetrics, DifferenceCI } from './types.js';
 import { chanceOf, runProbe, type MeasureContext, type MetricSample } from './measure.js';
 import { pairedBootstrap } from './paired.js';
-import { probeSettings, type RepeatedCv } from './probecv.js';
+import { blockKey, probeSettings, type Block, type RepeatedCv } from './probecv.js';
 import type { ClusterPool } from './pool.js';
 import type { WordFeatures } from './baseline.js';
 import type { ScoreName } from './scores.js';
@@ -162,7 +162,7 @@ export async function swapAnalysis(input: SwapInput, opts: SwapOptions = {}): Pr
     lap: () => {},
   });
   const C = classes.length;
-  const fit = async (label: Label, blocks: { X: Float32Array | Float64Array; d: number }[], perms: number, name: string): Promise<Fitted> => {
+  const fit = async (label: Label, blocks: Block[], perms: number, name: string): Promise<Fitted> => {
     const r = await runProbe(ctx(label), blocks, sample(label), perms, name);
     return { metrics: r.metrics, cv: r.cv };
   };
@@ -170,6 +170,9 @@ export async function swapAnalysis(input: SwapInput, opts: SwapOptions = {}): Pr
   const labels: Label[] = ['question', 'response'];
 
   // the words alone, for both labels
+  // keyed blocks: the in-fold PCA of a block on one label's folds is computed once and shared by
+  // every probe that reduces it (probecv.ts reducedParts), which changes no number
+  const wordBlocks = new Map(input.words.map((w) => [w.name, { X: w.X, d: w.dim, key: blockKey(`words ${w.name}`) }]));
   const words: SwapWordsResult[] = [];
   const wordFits = new Map<string, Record<Label, Fitted>>();
   for (const w of input.words) {
@@ -178,7 +181,8 @@ export async function swapAnalysis(input: SwapInput, opts: SwapOptions = {}): Pr
       continue;
     }
     say(`words: ${w.name}`);
-    const f = { question: await fit('question', [{ X: w.X, d: w.dim }], R, w.name), response: await fit('response', [{ X: w.X, d: w.dim }], R, w.name) };
+    const wb = wordBlocks.get(w.name)!;
+    const f = { question: await fit('question', [wb], R, w.name), response: await fit('response', [wb], R, w.name) };
     wordFits.set(w.name, f);
     words.push({ name: w.name, description: w.description, dim: w.dim, question: f.question.metrics, response: f.response.metrics, questionMinusResponse: diff(f.question, codes.question, f.response, codes.response, `words ${w.name}`) });
   }
@@ -191,17 +195,18 @@ export async function swapAnalysis(input: SwapInput, opts: SwapOptions = {}): Pr
   for (const p of input.points) {
     const X = await p.read();
     for (let t = 0; t < X.length; t++) if (!Number.isFinite(X[t])) throw new LobesError(`non-finite value at sample ${Math.floor(t / p.dim)}`, { where: p.name });
+    const block: Block = { X, d: p.dim, key: blockKey(`point ${p.name}`) };
     const per = {} as Record<Label, SwapLabelResult>;
     const fits = {} as Record<Label, Fitted>;
     for (const label of labels) {
-      const f = await fit(label, [{ X, d: p.dim }], R, p.name);
+      const f = await fit(label, [block], R, p.name);
       fits[label] = f;
       const minusWords: Record<string, ScoreDifferences> = {};
       for (const [name, wf] of wordFits) minusWords[name] = diff(f, codes[label], wf[label], codes[label], `${p.name} ${label} - ${name}`);
       let incremental: ScoreDifferences | null = null;
       let combined: ClassifierMetrics | null = null;
       if (incWords) {
-        const both = await fit(label, [{ X: incWords.X, d: incWords.dim }, { X, d: p.dim }], 0, `${incWords.name} + ${p.name}`);
+        const both = await fit(label, [wordBlocks.get(incWords.name)!, block], 0, `${incWords.name} + ${p.name}`);
         combined = both.metrics;
         incremental = diff(both, codes[label], wordFits.get(incWords.name)![label], codes[label], `${p.name} ${label} incremental`);
       }

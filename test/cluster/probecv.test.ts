@@ -5,9 +5,9 @@
  */
 import { describe, expect, it } from 'vitest';
 import { Rng } from '../../src/util/rng.js';
-import { pca, pcaProject } from '../../src/cluster/pca.js';
+import { orthonormalize, pca, pcaProject } from '../../src/cluster/pca.js';
 import { fitLogistic, stratifiedFolds } from '../../src/cluster/probe.js';
-import { crossValidatedPredictions, cvRun, predictFold, prepareFold, repeatedCv, sampleWeights, splitFold } from '../../src/cluster/probecv.js';
+import { blockKey, crossValidatedPredictions, cvRun, predictFold, prepareFold, repeatedCv, sampleWeights, splitFold, type Block, type RepeatedCv } from '../../src/cluster/probecv.js';
 import { bootstrapRepeated, pairedBootstrap } from '../../src/cluster/paired.js';
 import { bootstrapScores } from '../../src/cluster/scores.js';
 import { blobs } from './blobs.js';
@@ -72,6 +72,88 @@ describe('the fold pipeline', () => {
     expect(Array.from(cv.preds[1])).toEqual(Array.from(crossValidatedPredictions(X, 150, 5, lab, 3, { seed: 12 })));
     // with overlapping classes some items change prediction with the folds
     expect(cv.preds[1].some((v, i) => v !== cv.preds[0][i])).toBe(true);
+  });
+});
+
+/** Everything a repeated CV gives, as plain arrays (for exact comparison). */
+const cvArrays = (r: RepeatedCv) => ({ preds: r.preds.map((p) => Array.from(p)), chosenC: r.chosenC, folds: r.folds, prepared: r.prepared.map((f) => ({ train: Array.from(f.train), Xtr: Array.from(f.Xtr), Xte: Array.from(f.Xte), d: f.d })) });
+
+describe('keyed blocks (the in-fold PCA shared between probes)', () => {
+  // a state X and word features W of the same items, two labellings of them (other folds)
+  const n = 120;
+  const { X, lab } = blobs(n, 20, 3, 0.6, 21);
+  const rng = new Rng(8);
+  const W = Float64Array.from({ length: n * 15 }, (_, t) => rng.normal() + (lab[Math.floor(t / 15)] === t % 3 ? 0.8 : 0));
+  const lab2 = Int32Array.from(lab, (c, i) => (i % 4 === 0 ? (c + 1) % 3 : c));
+  const opts = { repeats: 3, seed: 4, pca: 5, cGrid: [0.1, 1] };
+
+  it('give exactly the unkeyed probes, in the order a swap analysis fits them', () => {
+    const plain = (blocks: Block[], y: Int32Array) => cvArrays(repeatedCv(blocks.map((b) => ({ X: b.X, d: b.d })), n, y, 3, opts));
+    const w: Block = { X: W, d: 15, key: blockKey('words') };
+    const x: Block = { X, d: 20, key: blockKey('state') };
+    for (const [blocks, y] of [[[w], lab], [[w], lab2], [[x], lab], [[w, x], lab], [[x], lab2], [[w, x], lab2], [[x, w], lab]] as [Block[], Int32Array][]) {
+      expect(cvArrays(repeatedCv(blocks, n, y, 3, opts))).toEqual(plain(blocks, y));
+    }
+  });
+
+  it('are reduced once: values changed under a key already seen change nothing (a key names one matrix)', () => {
+    const Xc = Float64Array.from(X);
+    const x: Block = { X: Xc, d: 20, key: blockKey('state') };
+    const first = cvArrays(repeatedCv([x], n, lab, 3, opts));
+    Xc.fill(0);
+    // the same folds: every reduction is the kept one
+    expect(cvArrays(repeatedCv([x], n, lab, 3, opts))).toEqual(first);
+    // other folds (another labelling): reduced anew, from the zeros
+    const other = repeatedCv([x], n, lab2, 3, opts);
+    expect(other.prepared.every((f) => f.Xtr.every((v) => v === 0))).toBe(true);
+  });
+
+  it('on worker threads give exactly the single-thread probes', async () => {
+    const { ClusterPool } = await import('../../src/cluster/pool.js');
+    const pool = await ClusterPool.start(2);
+    try {
+      const w: Block = { X: W, d: 15, key: blockKey('words') };
+      const x: Block = { X, d: 20, key: blockKey('state') };
+      const o = { ...opts, repeats: 5 };
+      for (const [blocks, y] of [[[w], lab], [[x], lab], [[w, x], lab], [[w, x], lab2]] as [Block[], Int32Array][]) {
+        const b = await pool.repeatedCv(blocks, n, y, 3, o);
+        expect(cvArrays(b)).toEqual(cvArrays(repeatedCv(blocks.map((k) => ({ X: k.X, d: k.d })), n, y, 3, o)));
+      }
+    } finally {
+      await pool.close();
+    }
+  });
+});
+
+describe('orthonormalize', () => {
+  it('gives the thin QR factor: orthonormal columns, A = Q R with R upper triangular, positive diagonal', () => {
+    const rng = new Rng(3);
+    for (const [rows, cols] of [[39, 7], [40, 12], [6, 6], [3, 2]]) {
+      const A = Float64Array.from({ length: rows * cols }, () => (rng.next() < 0.25 ? 0 : rng.normal()));
+      const Q = Float64Array.from(A);
+      orthonormalize(Q, rows, cols);
+      const dot = (M: Float64Array, a: number, N: Float64Array, b: number) => {
+        let s = 0;
+        for (let r = 0; r < rows; r++) s += M[r * cols + a] * N[r * cols + b];
+        return s;
+      };
+      for (let a = 0; a < cols; a++) {
+        for (let b = 0; b < cols; b++) {
+          expect(dot(Q, a, Q, b)).toBeCloseTo(a === b ? 1 : 0, 10);
+          // R = Qᵀ A: zero below the diagonal, positive on it
+          if (a > b) expect(dot(Q, a, A, b)).toBeCloseTo(0, 10);
+          if (a === b) expect(dot(Q, a, A, b)).toBeGreaterThan(0);
+        }
+      }
+      // Q R = A
+      for (let r = 0; r < rows; r++) {
+        for (let b = 0; b < cols; b++) {
+          let s = 0;
+          for (let a = 0; a <= b; a++) s += Q[r * cols + a] * dot(Q, a, A, b);
+          expect(s).toBeCloseTo(A[r * cols + b], 9);
+        }
+      }
+    }
   });
 });
 
