@@ -131,7 +131,6 @@ const SKIPS: Skip[] = [
   { doc: 'README.md', has: '--out runs/70b --device cuda', reason: `${GPU} (runs/70b is a stand-in)` },
   { doc: 'docs/attend.md', has: 'lobes eval  smollm2.gguf', reason: 'every IAE item (633, three orders each): too long for the suite (runs/smol-eval is a stand-in)' },
   { doc: 'docs/attend.md', has: '--cot 256 --out runs/smol-attend-cot', reason: 'generates up to 256 tokens for each of the 633 IAE items: hours on CPU; the --cot path is checked against Hugging Face in test/attend/cot.test.ts' },
-  { doc: 'docs/datasets.md', has: 'lobes swap runs/en-swap', exact: true, reason: 'about 120 CPU seconds even on the tiny model (nested-CV probes with their nulls at every point of 1,985 swapped texts; bench/RESULTS.md, `lobes swap` before and after); test/cluster/swap.test.ts runs extract → swap end to end' },
   { doc: 'docs/eval.md', has: '--task both --limit 64', reason: '30 s of CPU on the tiny model (64 items of both tasks); the IAE path runs with --limit 32 below' },
   { doc: 'docs/eval.md', has: '--out eval/8b-en --device cuda', reason: `${GPU} (eval/8b-en is a stand-in)` },
   { doc: 'docs/eval.md', has: '--cot 512', reason: GPU },
