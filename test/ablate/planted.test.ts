@@ -64,7 +64,7 @@ async function plantedEngine(dir: string): Promise<LoglikEngine> {
   }
   const pShare = pZero / ((P_ROWS[1]! - P_ROWS[0]!) * (P_COLS[1]! - P_COLS[0]!));
   const zeroShare = zeros / total;
-  const stats = { scoredTokens: 0, computedTokens: 0, runs: 0 };
+  const stats = { scoredTokens: 0, computedTokens: 0, runs: 0, tensors: 0, liveTensors: 0 };
   return {
     info: {} as any,
     usesCache: false,
