@@ -123,8 +123,9 @@ describe('the engine', () => {
     it(`disposes every tensor it feeds or receives (cache ${cache})`, async () => {
       const seen = new Set<ort.Tensor>();
       const outputs: string[][] = [];
-      const run = ort.InferenceSession.prototype.run;
-      const spy = vi.spyOn(ort.InferenceSession.prototype, 'run').mockImplementation(async function (this: ort.InferenceSession, feeds: any, ...rest: any[]) {
+      const proto = (ort.InferenceSession as any).prototype as ort.InferenceSession;
+      const run = proto.run;
+      const spy = vi.spyOn(proto, 'run').mockImplementation(async function (this: ort.InferenceSession, feeds: any, ...rest: any[]) {
         for (const t of Object.values(feeds)) seen.add(t as ort.Tensor);
         const out = await (run as any).call(this, feeds, ...rest);
         for (const t of Object.values(out)) seen.add(t as ort.Tensor);
