@@ -20,6 +20,7 @@ import { ensureGeneratedModel } from '../../src/models/write.js';
 import { runAblate } from '../../src/ablate/run.js';
 import { storedMatrices } from '../../src/ablate/patch.js';
 import { main } from '../../src/cli/main.js';
+import { ablatePayload, loadAblate, parseAblateSummary } from '../../src/report/ablate.js';
 import type { LoglikEngine, LoglikRequest } from '../../src/runtime/loglik.js';
 import type { EvalTokenizer } from '../../src/eval/tokenizer.js';
 import type { AblateSummary } from '../../src/ablate/store.js';
@@ -252,6 +253,23 @@ describe('lobes ablate --task iae on a planted model', () => {
     // The top-level cells are the same accuracy changes.
     for (const c of s.iae!.cells) expect(s.cells.find((x) => x.region === c.region && x.label === c.label)!.delta).toBeCloseTo(c.change, 12);
   }, 120_000);
+
+  it('the report reads the iae section into its accuracy table, and refuses a broken one naming the field', () => {
+    const out = path.join(tmp, 'mi');
+    const d = loadAblate(out);
+    const a = ablatePayload(d);
+    expect(a.unit).toBe('accuracy');
+    expect(a.iae!.metric).toBe('acc_mutual_info');
+    expect(a.iae!.rows).toHaveLength(9);
+    for (const c of d.summary.iae!.cells) {
+      const r = a.iae!.rows.find((x) => x.region === c.region && x.label === c.label)!;
+      expect([r.before, r.after, r.change, r.lost, r.gained, r.pMcNemar, r.p, r.pHolm]).toEqual([c.accuracyBefore, c.accuracyAfter, c.change, c.lost, c.gained, c.pMcNemar, c.p, c.pHolm]);
+      expect(r.atFloor).toBe(c.p <= 1 / (K + 1) + 1e-12);
+    }
+    const j = JSON.parse(readFileSync(path.join(out, 'summary.json'), 'utf8'));
+    j.iae.cells[2].lost = -1;
+    expect(() => parseAblateSummary(j, 'summary.json')).toThrow(/summary\.json.*iae\.cells\[2\]\.lost.*expected an integer ≥ 0, got -1/);
+  });
 
   it('refuses, writing nothing, when the model is at or below chance before ablating (acc: "decoy" always wins)', async () => {
     const out = path.join(tmp, 'acc');
