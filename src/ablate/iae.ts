@@ -25,7 +25,7 @@ import { LobesError, UsageError } from '../util/errors.js';
 import { binomialLower, holm, poissonBinomialUpper } from '../util/stats.js';
 import { loadEvalData, hashUnits, type ItemUnit } from '../eval/units.js';
 import { evaluateUnits, newStats } from '../eval/evaluate.js';
-import { clozeHit, type ClozeMetricName } from '../eval/summary-cloze.js';
+import { clozeHit, clozePick } from '../eval/summary-cloze.js';
 import type { Scorer } from '../eval/engine.js';
 import type { EvalTokenizer } from '../eval/tokenizer.js';
 import type { LoglikEngine } from '../runtime/loglik.js';
@@ -126,7 +126,7 @@ export async function scoreIaeUnits(units: readonly ItemUnit[], c: IaePassContex
   return r.records.map((rec) => ({
     id: rec.id,
     correct: rec.skipped ? null : cloze ? clozeHit(rec, c.settings.metric) : rec.correct,
-    pick: cloze ? (c.settings.metric === 'acc' ? rec.cloze?.pick : c.settings.metric === 'acc_norm' ? rec.cloze?.pickNorm : rec.cloze?.pickMutualInfo) ?? -1 : rec.vote,
+    pick: cloze ? (clozePick(rec, c.settings.metric) ?? -1) : rec.vote,
   }));
 }
 

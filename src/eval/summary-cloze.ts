@@ -31,10 +31,16 @@ export type ClozeMetricName = (typeof CLOZE_METRICS)[number];
  * no answer, was skipped, or lacks the metric's pick: acc_mutual_info without --mutual-info).
  */
 export function clozeHit(r: EvalRecord, metric: ClozeMetricName): boolean | null {
-  if (!r.cloze || r.skipped || r.answer === null) return null;
-  const c = r.cloze;
-  const pick = metric === 'acc' ? c.pick : metric === 'acc_norm' ? c.pickNorm : metric === 'acc_bytes' ? c.pickBytes : c.pickMutualInfo;
+  if (r.skipped || r.answer === null) return null;
+  const pick = clozePick(r, metric);
   return pick === null ? null : pick === r.answer;
+}
+
+/** The option a cloze record picks under `metric` (null without a cloze record or without the metric's pick). */
+export function clozePick(r: EvalRecord, metric: ClozeMetricName): number | null {
+  const c = r.cloze;
+  if (!c) return null;
+  return metric === 'acc' ? c.pick : metric === 'acc_norm' ? c.pickNorm : metric === 'acc_bytes' ? c.pickBytes : c.pickMutualInfo;
 }
 
 /** The cloze summary of scored records (those with answers and a cloze record). */

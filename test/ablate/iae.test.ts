@@ -22,9 +22,8 @@ import { storedMatrices } from '../../src/ablate/patch.js';
 import { main } from '../../src/cli/main.js';
 import { ablatePayload, loadAblate, parseAblateSummary } from '../../src/report/ablate.js';
 import type { LoglikEngine, LoglikRequest } from '../../src/runtime/loglik.js';
-import type { EvalTokenizer } from '../../src/eval/tokenizer.js';
 import type { AblateSummary } from '../../src/ablate/store.js';
-import { tinyMatrices, writeAblateRun } from './fixture.js';
+import { CHAR_TOKENIZER, tinyMatrices, writeAblateRun } from './fixture.js';
 
 const BLOCK: [number, number] = [16, 16];
 const UP = 'layers.0.mlp.up_proj';
@@ -47,22 +46,7 @@ function plantedRight(i: number, zA: boolean, zB: boolean): boolean {
   return r;
 }
 
-const tokenizer: EvalTokenizer = {
-  source: 'chars',
-  chat: null,
-  encode: (t) => [...t].map((c) => c.charCodeAt(0)),
-  encodePiece: (t) => [...t].map((c) => c.charCodeAt(0)),
-  decode: (ids) => String.fromCharCode(...ids),
-  eos: new Set(),
-  padId: 0,
-  prefixId: 1,
-  answerSlot: () => {
-    throw new Error('unused');
-  },
-  pieceSlot: () => {
-    throw new Error('unused');
-  },
-};
+const tokenizer = CHAR_TOKENIZER;
 
 /** Whether block b of up_proj is all zeros in the folder's weights (MatMul [d_in, d_out] layout). */
 function zeroed(dir: string): { zA: boolean; zB: boolean } {
