@@ -21,6 +21,7 @@ import { runAblate } from '../../src/ablate/run.js';
 import { storedMatrices } from '../../src/ablate/patch.js';
 import { main } from '../../src/cli/main.js';
 import { ablatePayload, loadAblate, parseAblateSummary } from '../../src/report/ablate.js';
+import { fakeEvalDeps, oneHot, slotOf } from '../eval/fakes.js';
 import type { LoglikEngine, LoglikRequest } from '../../src/runtime/loglik.js';
 import type { AblateSummary } from '../../src/ablate/store.js';
 import { CHAR_TOKENIZER, tinyMatrices, writeAblateRun } from './fixture.js';
@@ -254,6 +255,33 @@ describe('lobes ablate --task iae on a planted model', () => {
     j.iae.cells[2].lost = -1;
     expect(() => parseAblateSummary(j, 'summary.json')).toThrow(/summary\.json.*iae\.cells\[2\]\.lost.*expected an integer ≥ 0, got -1/);
   });
+
+  it('with letter scoring, votes eval\'s letter picks over 3 option orders per item, on the patched model of each pass', async () => {
+    let z = { zA: false, zB: false };
+    const fake = fakeEvalDeps((p) => {
+      const i = Number(/item (\d+)/.exec(p.text)![1]);
+      return oneHot(p.k, slotOf(p.text, plantedRight(i, z.zA, z.zB) ? 'right' : 'decoy', '. ', p.k));
+    });
+    const seen: string[] = [];
+    const out = path.join(tmp, 'letter');
+    const s = await runAblate({
+      run, region: 'A', data, out, random: 2, task: 'iae', quiet: true,
+      deps: { ...fake, openScorer: async (dir, o) => ((z = zeroed(dir)), seen.push(dir), fake.openScorer!(dir, o)) },
+    });
+    expect(s.iae!.scoring).toBe('letter');
+    expect(s.iae!.shuffles).toBe(3);
+    const abl = JSON.parse(readFileSync(path.join(out, 'ablation.json'), 'utf8'));
+    const hitsA = abl.regions[0].blocks.some((x: any) => x.tensor === `model.${UP}.weight` && x.rows[0] === 80 && x.cols[0] === 16);
+    expect(hitsA).toBe(true);
+    const recs = readFileSync(path.join(out, 'records.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    recs.forEach((r, i) => {
+      expect(r.before).toBe(plantedRight(i, false, false));
+      expect(r.after.A).toBe(plantedRight(i, true, false));
+    });
+    // The pass before ablating runs on the model folder itself, every other on the patched copy.
+    expect(seen[0]).toBe(ensureGeneratedModel('tiny-llama'));
+    expect(seen.slice(1).every((d) => d.endsWith('.lobes-ablate-model'))).toBe(true);
+  }, 60_000);
 
   it('refuses, writing nothing, when the model is at or below chance before ablating (acc: "decoy" always wins)', async () => {
     const out = path.join(tmp, 'acc');
