@@ -41,6 +41,13 @@ export const IAE_METRICS = ['acc', 'acc_norm', 'acc_mutual_info'] as const;
 export type IaeMetric = (typeof IAE_METRICS)[number];
 /** Option orders per item under letter scoring (eval's default). */
 export const IAE_LETTER_SHUFFLES = 3;
+/**
+ * Padded tokens per batch when scoring the items (IAE prompts run to about a thousand tokens,
+ * and a run's model is usually the explicit conversion, without a KV cache, where a batch's
+ * memory grows with its rows times the square of their length): with the default --batch 8 an
+ * ablation peaked at 18 GB on SmolLM2 and was killed.
+ */
+export const IAE_TOKEN_BUDGET = 2048;
 /** The level of the test against chance that the model must pass before ablating. */
 export const CHANCE_ALPHA = 0.05;
 
@@ -116,7 +123,7 @@ export async function scoreIaeUnits(units: readonly ItemUnit[], c: IaePassContex
     seed: c.seed,
     cot: 0,
     batch: c.batch,
-    tokenBudget: null,
+    tokenBudget: IAE_TOKEN_BUDGET,
     sharePrefix: false,
     maxTokens: c.maxTokens,
     stats: newStats(),

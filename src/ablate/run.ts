@@ -41,7 +41,7 @@ import { blockEdits, copyModelFolder, storedMatrices, WeightPatcher, type Edit, 
 import type { WandaMatrix } from '../wanda/types.js';
 import { countBlocks, hfBlocks, nullPools, poolCounts, randomRegion, randomSeed, readWandaResults, regionKey, regionMasks, regionSpecs, type Masks, type NullScope, NULL_SCOPES } from './regions.js';
 import { ablationStats } from './stats.js';
-import { chanceTest, iaeSettings, iaeStats, loadIaeItems, requireAboveChance, scoreIaeUnits, type IaeOutcome, type IaeSettings } from './iae.js';
+import { IAE_TOKEN_BUDGET, chanceTest, iaeSettings, iaeStats, loadIaeItems, requireAboveChance, scoreIaeUnits, type IaeOutcome, type IaeSettings } from './iae.js';
 import { ABLATE_OUTPUTS, CHUNK_INDEX, JOB_MANIFEST, ablateChunksDir, continuationRecords, isAblateJobDir, passRecords, readAblateJob, readAblateSummary, type AblateIaeRecord, type AblateJob, type AblatePass, type AblateSummary, writeAblateOutputs } from './store.js';
 
 export interface AblateOptions {
@@ -334,7 +334,7 @@ function splitItems(items: AblateItem[], tok: EvalTokenizer, modelDir: string): 
 /** --task iae: the scorer of one pass on the model in `dir` (letter: eval's scorer; cloze: the log-likelihood engine). */
 async function openIae(deps: AblateDeps, dir: string, s: IaeSettings, o: AblateOptions): Promise<{ engine: LoglikEngine | null; scorer: Scorer | null }> {
   const device = o.device ?? 'cpu';
-  if (s.scoring === 'cloze') return { engine: await deps.openLoglik(dir, { device, deviceId: o.deviceId, threads: o.threads, cache: 'auto', batch: o.batch ?? 8 }), scorer: null };
+  if (s.scoring === 'cloze') return { engine: await deps.openLoglik(dir, { device, deviceId: o.deviceId, threads: o.threads, cache: 'auto', batch: o.batch ?? 8, tokenBudget: IAE_TOKEN_BUDGET }), scorer: null };
   return { engine: null, scorer: await deps.openScorer(dir, { device, deviceId: o.deviceId, threads: o.threads, generation: false }) };
 }
 
