@@ -11,6 +11,11 @@
  * The job folder is claimed like every job (src/store/job.ts); scores go to record chunks
  * (src/store/records.ts), one chunk per (pass, 64 items), so a killed job resumes where it was.
  * ablation.json, records.jsonl and summary.json are written only when every pass is done.
+ *
+ * With --task iae (src/ablate/iae.ts) every pass answers eval's multiple-choice items with
+ * eval's scorers instead, and the chunks hold whether each item was answered right. The pass
+ * before ablating is scored first, on the model folder itself, and the job is refused (nothing
+ * written) unless the model answers above chance.
  */
 import { rmSync } from 'node:fs';
 import * as path from 'node:path';
@@ -25,15 +30,19 @@ import { modelIdentity, resolveRunModel } from '../runtime/modelfiles.js';
 import { checkContext, modelContext } from '../runtime/plan.js';
 import { splitContinuation, type LoglikEngine, type LoglikOptions } from '../runtime/loglik.js';
 import type { EvalTokenizer, EvalTokenizerOptions } from '../eval/tokenizer.js';
+import type { Scorer, ScorerOptions } from '../eval/engine.js';
+import type { ItemUnit } from '../eval/units.js';
 import type { Device } from '../runtime/types.js';
 import type { ModelSourceRecord } from '../store/types.js';
 import { LOBES_VERSION } from '../version.js';
-import { loadAblateItems } from './items.js';
+import { loadAblateItems, type AblateItem } from './items.js';
+import type { LimitRecord } from '../data/subset.js';
 import { blockEdits, copyModelFolder, storedMatrices, WeightPatcher, type Edit, type StoredMatrix } from './patch.js';
 import type { WandaMatrix } from '../wanda/types.js';
 import { countBlocks, hfBlocks, nullPools, poolCounts, randomRegion, randomSeed, readWandaResults, regionKey, regionMasks, regionSpecs, type Masks, type NullScope, NULL_SCOPES } from './regions.js';
 import { ablationStats } from './stats.js';
-import { ABLATE_OUTPUTS, CHUNK_INDEX, JOB_MANIFEST, ablateChunksDir, isAblateJobDir, readAblateJob, readAblateSummary, type AblateJob, type AblatePass, type AblateSummary, writeAblateOutputs } from './store.js';
+import { IAE_TOKEN_BUDGET, chanceTest, iaeSettings, iaeStats, loadIaeItems, requireAboveChance, scoreIaeUnits, type IaeOutcome, type IaeSettings } from './iae.js';
+import { ABLATE_OUTPUTS, CHUNK_INDEX, JOB_MANIFEST, ablateChunksDir, continuationRecords, isAblateJobDir, passRecords, readAblateJob, readAblateSummary, type AblateIaeRecord, type AblateJob, type AblatePass, type AblateSummary, writeAblateOutputs } from './store.js';
 
 export interface AblateOptions {
   run: string;
@@ -48,6 +57,12 @@ export interface AblateOptions {
   model?: string | null;
   modelSource?: ModelSourceRecord | null;
   seed?: number;
+  /** 'continuation' (default): each item's continuation log-likelihood; 'iae': eval's multiple-choice items answered right (src/ablate/iae.ts). */
+  task?: string;
+  /** --task iae: letter (default) or cloze. */
+  scoring?: string;
+  /** --task iae: acc (default), acc_norm or acc_mutual_info (the last two with cloze). */
+  metric?: string;
   limit?: number | null;
   by?: string[];
   device?: Device;
@@ -65,6 +80,8 @@ export interface AblateOptions {
 export interface AblateDeps {
   openLoglik(model: string, opts: LoglikOptions): Promise<LoglikEngine>;
   loadTokenizer(model: string, opts: EvalTokenizerOptions): Promise<EvalTokenizer>;
+  /** The letter scorer (--task iae --scoring letter). */
+  openScorer(model: string, opts: ScorerOptions): Promise<Scorer>;
 }
 
 export const WORK_DIR = '.lobes-ablate-model';
@@ -79,6 +96,7 @@ export async function runAblate(o: AblateOptions): Promise<AblateSummary> {
   const scope = o.scope ?? 'matrix';
   if (!NULL_SCOPES.includes(scope)) throw new UsageError(`--scope must be ${NULL_SCOPES.join(', ')}, got ${JSON.stringify(scope)}`);
   const seed = o.seed ?? 0;
+  const iae = iaeSettings(o.task, o.scoring, o.metric);
   const chunkUnits = o.chunkUnits ?? 64;
   if (!isFreshFolder(o.out) && !isAblateJobDir(o.out)) throw new LobesError('output folder exists and is not a lobes ablation; lobes does not write into it', { file: o.out, hint: 'give a new or empty folder' });
 
@@ -100,25 +118,21 @@ export async function runAblate(o: AblateOptions): Promise<AblateSummary> {
   } else modelDir = resolveRunModel(manifest, o.run);
   const stored = storedMatrices(modelDir, matrices);
 
-  // The items, their labels on wanda's axis, and their tokens.
-  const data = await loadAblateItems(o.data, { limit: o.limit ?? null, by: o.by, seed });
+  // The items, their labels on wanda's axis, and (continuation task) their tokens.
   const by = w.settings.by;
-  if (!data.axes.includes(by)) throw new LobesError(`the data has no label axis ${JSON.stringify(by)}, which the wanda results group by (axes: ${data.axes.join(', ')})`, { hint: 'give data labelled on the same axis as the run' });
   const labels = [...w.settings.groups].sort();
-  const items = data.items.filter((it) => labels.includes(it.labels[by] ?? ''));
-  if (!items.length) throw new LobesError(`no item of ${data.spec} has a ${by} label among the wanda groups (${labels.join(', ')})`);
+  const items = iae ? await loadTask(o.data, iae, { limit: o.limit ?? null, by: o.by, seed }, by, labels) : await loadContinuations(o.data, { limit: o.limit ?? null, by: o.by, seed }, by, labels);
   const deps: AblateDeps = {
     openLoglik: o.deps?.openLoglik ?? (await import('../runtime/loglik.js')).openLoglikEngine,
     loadTokenizer: o.deps?.loadTokenizer ?? (await import('../eval/tokenizer.js')).loadEvalTokenizer,
+    openScorer: o.deps?.openScorer ?? (await import('../eval/engine.js')).openScorer,
   };
-  const tok = await deps.loadTokenizer(modelDir, { chatTemplate: 'off' });
-  const split = items.map((it) => {
-    const s = splitContinuation(tok, it.context, it.continuation, tok.prefixId ?? 0);
-    if (!s.context.length) throw new LobesError('the context has no tokens', { where: `item ${it.id}` });
-    if (!s.continuation.length) throw new LobesError('the continuation has no tokens of its own after the context', { where: `item ${it.id}` });
-    return s;
-  });
-  checkContext(split.map((s, i) => ({ id: items[i]!.id, tokens: s.context.length + s.continuation.length })), modelContext(modelDir), () => 'leave out the longer items (lobes ablate scores each context and continuation whole)');
+  const tok = await deps.loadTokenizer(modelDir, { chatTemplate: iae ? 'auto' : 'off' });
+  const split = items.kind === 'continuation' ? splitItems(items.items, tok, modelDir) : [];
+  const maxTokens = modelContext(modelDir)?.tokens ?? null;
+  const ids = items.kind === 'iae' ? items.units.map((u) => u.facts.id) : items.items.map((it) => it.id);
+  const itemLabels = items.kind === 'iae' ? items.units.map((u) => u.facts.labels) : items.items.map((it) => it.labels);
+  const N = ids.length;
 
   // Null sets: regions with the same size per pool share their K random regions.
   const pools = nullPools(matrices, scope);
@@ -144,8 +158,8 @@ export async function runAblate(o: AblateOptions): Promise<AblateSummary> {
     lobesVersion: LOBES_VERSION,
     run: { dir: o.run, identity: manifest.identity ?? null, wanda: { by, block: w.settings.block, top: w.settings.top } },
     model: { dir: modelDir, graphSha256: manifest.model.graphSha256 },
-    data: { spec: data.spec, items: items.length, limit: data.limit, itemsSha256: sha256Text(items.map((it) => JSON.stringify([it.id, it.labels, it.context, it.continuation]) + '\n').join('')) },
-    settings: { region: o.region, minus: o.minus ?? null, random: K, scope, seed, chunkUnits, bootstrap: o.bootstrap ?? 2000, device: o.device ?? 'cpu' },
+    data: { spec: items.spec, items: N, limit: items.limit, ...(items.kind === 'iae' ? { unitsSha256: items.unitsSha256 } : { itemsSha256: sha256Text(items.items.map((it) => JSON.stringify([it.id, it.labels, it.context, it.continuation]) + '\n').join('')) }) },
+    settings: { region: o.region, minus: o.minus ?? null, random: K, scope, seed, chunkUnits, bootstrap: o.bootstrap ?? 2000, device: o.device ?? 'cpu', ...(iae ? { task: 'iae' as const, scoring: iae.scoring, metric: iae.metric, shuffles: iae.shuffles } : {}) },
     passes: passes.map((p) => p.id),
     complete: false,
   };
@@ -153,6 +167,29 @@ export async function runAblate(o: AblateOptions): Promise<AblateSummary> {
   let failed = true;
   const work = path.join(o.out, WORK_DIR);
   let patcher: WeightPatcher | null = null;
+  const nChunks = Math.ceil(N / chunkUnits);
+  const chunkIdx = (j: number) => Array.from({ length: Math.min(chunkUnits, N - j * chunkUnits) }, (_, k) => j * chunkUnits + k);
+  /** Score the chunks `js` of one pass with the model in `dir`; each chunk's rows go to `put`. */
+  const scorePass = async (dir: string, label: string, js: number[], put: (j: number, rows: object[]) => void) => {
+    const progress = new Progress({ label, total: js.reduce((a, j) => a + chunkIdx(j).length, 0), unit: 'items', quiet: o.quiet });
+    const opened = iae ? await openIae(deps, dir, iae, o) : { engine: await deps.openLoglik(dir, { device: o.device ?? 'cpu', deviceId: o.deviceId, threads: o.threads, cache: 'off', batch: o.batch ?? 8 }), scorer: null };
+    try {
+      for (const j of js) {
+        const idx = chunkIdx(j);
+        if (items.kind === 'iae') {
+          const got = await scoreIaeUnits(idx.map((i) => items.units[i]!), { settings: iae!, tok, scorer: opened.scorer, engine: opened.engine, seed, batch: o.batch ?? 8, maxTokens, device: o.device ?? 'cpu', say, onItem: () => progress.tick(1) });
+          put(j, got.map((g) => ({ id: g.id, correct: g.correct, pick: g.pick })));
+        } else {
+          const got = await opened.engine!.score(idx.map((i) => ({ context: split[i]!.context, continuations: [split[i]!.continuation] })), (k) => progress.tick(k));
+          put(j, idx.map((i, k) => ({ id: ids[i]!, ll: got[k]![0]!.logprob })));
+        }
+      }
+    } finally {
+      await opened.engine?.close();
+      await opened.scorer?.close();
+    }
+    progress.finish();
+  };
   try {
     const prev = isAblateJobDir(o.out) ? readAblateJob(o.out) : null;
     if (prev && (o.force || JSON.stringify({ ...prev, complete: false, files: undefined, timings: undefined }) !== JSON.stringify({ ...job, timings: undefined }))) {
@@ -164,13 +201,32 @@ export async function runAblate(o: AblateOptions): Promise<AblateSummary> {
       failed = false;
       return readAblateSummary(o.out);
     }
+    // --task iae, a new job: the pass before ablating first, on the model folder itself, and the
+    // test against chance before anything is written.
+    const before = new Map<number, object[]>();
+    if (iae && !prev) {
+      await scorePass(modelDir, `ablate 1/${passes.length} before`, Array.from({ length: nChunks }, (_, j) => j), (j, rows) => before.set(j, rows));
+      checkChance([...before.keys()].sort((a, b) => a - b).flatMap((j) => before.get(j)! as IaeOutcome[]), items, iae);
+    }
     writeFileAtomicSync(path.join(o.out, JOB_MANIFEST), JSON.stringify(job, null, 2) + '\n');
     const { writer, dropped } = await RecordChunks.resume(o.out, ABLATE_RECORDS, chunkUnits);
     for (const d of dropped) say(`ablate: ${d}; scoring it again`);
-    const nChunks = Math.ceil(items.length / chunkUnits);
+    for (const [j, rows] of before) writer.write(j, j * chunkUnits, rows.length, { scores: rows });
     const todo = passes.map((_, p) => Array.from({ length: nChunks }, (_, j) => p * nChunks + j).filter((c) => !writer.has(c)));
     const left = todo.reduce((a, t) => a + t.length, 0);
-    say(`ablate: ${items.length} items × ${passes.length} passes (before, ${specs.length} region${specs.length > 1 ? 's' : ''}, ${sigs.length * K} random regions)${left < passes.length * nChunks ? `, resuming: ${passes.length * nChunks - left} of ${passes.length * nChunks} chunks done` : ''}`);
+    say(`ablate: ${N} items × ${passes.length} passes (before, ${specs.length} region${specs.length > 1 ? 's' : ''}, ${sigs.length * K} random regions)${left < passes.length * nChunks ? `, resuming: ${passes.length * nChunks - left} of ${passes.length * nChunks} chunks done` : ''}`);
+    const byChunk = () => new Map(writer.index.chunks.map((e) => [e.chunk, e]));
+    /** The rows of pass p, in item order, read back from their verified chunks. */
+    const passRows = <T extends { id: string }>(p: number, index = byChunk()): T[] =>
+      Array.from({ length: nChunks }, (_, j) => {
+        const e = index.get(p * nChunks + j)!;
+        const rows = readVerifiedJsonl<T>(ablateChunksDir(o.out), e.scores as any, CHUNK_INDEX);
+        rows.forEach((r, k) => {
+          const i = j * chunkUnits + k;
+          if (r.id !== ids[i]) throw new LobesError(`record chunk ${e.chunk} holds item ${r.id} where ${ids[i]} was expected`, { file: ablateChunksDir(o.out), hint: 'delete the folder and run again' });
+        });
+        return rows;
+      }).flat();
     if (left) {
       rmSync(work, { recursive: true, force: true });
       copyModelFolder(modelDir, work);
@@ -178,69 +234,60 @@ export async function runAblate(o: AblateOptions): Promise<AblateSummary> {
     }
     const byMatrix = new Map(stored.map((s, k) => [k, s]));
     for (const [p, pass] of passes.entries()) {
+      // --task iae: a resumed job whose pass before ablating was scored now is tested against chance here.
+      if (iae && p === 1 && todo[0]!.length) checkChance(passRows<IaeOutcome>(0), items, iae);
       if (!todo[p]!.length) continue;
       patcher!.restore();
       if (pass.masks) patcher!.apply(zeroEdits(pass.masks, matrices, w.settings.block, byMatrix));
-      const engine = await deps.openLoglik(work, { device: o.device ?? 'cpu', deviceId: o.deviceId, threads: o.threads, cache: 'off', batch: o.batch ?? 8 });
-      const progress = new Progress({ label: `ablate ${p + 1}/${passes.length} ${pass.id}`, total: todo[p]!.reduce((a, c) => a + Math.min(chunkUnits, items.length - (c - p * nChunks) * chunkUnits), 0), unit: 'items', quiet: o.quiet });
-      try {
-        for (const c of todo[p]!) {
-          const j = c - p * nChunks;
-          const idx = Array.from({ length: Math.min(chunkUnits, items.length - j * chunkUnits) }, (_, k) => j * chunkUnits + k);
-          const got = await engine.score(idx.map((i) => ({ context: split[i]!.context, continuations: [split[i]!.continuation] })), (k) => progress.tick(k));
-          writer.write(c, c * chunkUnits, idx.length, { scores: idx.map((i, k) => ({ id: items[i]!.id, ll: got[k]![0]!.logprob })) });
-        }
-      } finally {
-        await engine.close();
-      }
-      progress.finish();
+      await scorePass(work, `ablate ${p + 1}/${passes.length} ${pass.id}`, todo[p]!.map((c) => c - p * nChunks), (j, rows) => writer.write(p * nChunks + j, (p * nChunks + j) * chunkUnits, rows.length, { scores: rows }));
     }
     // Every pass is scored: gather, check, compute, write.
-    const ll = passes.map(() => new Float64Array(items.length));
-    const byChunk = new Map(writer.index.chunks.map((e) => [e.chunk, e]));
-    passes.forEach((_, p) => {
-      for (let j = 0; j < nChunks; j++) {
-        const e = byChunk.get(p * nChunks + j)!;
-        const rows = readVerifiedJsonl<{ id: string; ll: number }>(ablateChunksDir(o.out), e.scores as any, CHUNK_INDEX);
-        rows.forEach((r, k) => {
-          const i = j * chunkUnits + k;
-          if (r.id !== items[i]!.id) throw new LobesError(`record chunk ${e.chunk} holds item ${r.id} where ${items[i]!.id} was expected`, { file: ablateChunksDir(o.out), hint: 'delete the folder and run again' });
-          ll[p]![i] = r.ll;
-        });
-      }
-    });
-    const labelOf = Int32Array.from(items, (it) => labels.indexOf(it.labels[by]!));
+    const index = byChunk();
     const randomPasses = (s: number) => passes.map((q, p) => (q.kind === 'random' && q.nullSet === s ? p : -1)).filter((p) => p >= 0);
-    const st = ablationStats({
-      labels,
-      labelOf,
-      before: ll[0]!,
-      regions: specs.map((r, i) => ({ name: r.name, minus: r.minus, after: ll[i + 1]!, random: randomPasses(nullOf[i]!).map((p) => ll[p]!) })),
-      bootstrap: job.settings.bootstrap,
-      seed,
-    });
-    const summary: AblateSummary = {
-      kind: 'ablate',
-      version: 1,
-      by,
-      labels,
-      random: K,
-      unit: 'nats',
-      regions: specs.map((r, i) => ({ name: r.name, minus: r.minus, blocks: countBlocks(masks[i]!) })),
-      cells: st.cells,
-      specificity: st.specificity,
-      pFloor: 1 / (K + 1),
-      scope,
-      seed,
-      items: items.length,
-    };
-    const files = writeAblateOutputs(o.out, { passes, items, split, ll, stored, matrices, block: w.settings.block, summary, job });
+    const regionsOut = specs.map((r, i) => ({ name: r.name, minus: r.minus, blocks: countBlocks(masks[i]!) }));
+    const base = { kind: 'ablate' as const, version: 1 as const, by, labels, random: K, regions: regionsOut, pFloor: 1 / (K + 1), scope, seed };
+    let summary: AblateSummary;
+    let records: object[];
+    if (items.kind === 'iae') {
+      const got = passes.map((_, p) => passRows<IaeOutcome>(p, index));
+      // Items left unscored (a prompt longer than the model's context) are out of every figure.
+      const scored = ids.map((_, i) => i).filter((i) => got.every((g) => g[i]!.correct !== null));
+      const skipped = ids.filter((_, i) => !scored.includes(i));
+      const bits = (p: number) => Uint8Array.from(scored, (i) => (got[p]![i]!.correct ? 1 : 0));
+      const st = iaeStats({
+        labels,
+        labelOf: Int32Array.from(scored, (i) => labels.indexOf(itemLabels[i]![by]!)),
+        before: bits(0),
+        regions: specs.map((r, i) => ({ name: r.name, minus: r.minus, after: bits(i + 1), random: randomPasses(nullOf[i]!).map(bits) })),
+        bootstrap: job.settings.bootstrap,
+        seed,
+      });
+      const chance = chanceTest(scored.map((i) => got[0]![i]!.correct!), scored.map((i) => 1 / items.units[i]!.facts.options.length));
+      summary = { ...base, unit: 'accuracy', cells: st.cells, specificity: st.specificity, items: scored.length, iae: { version: 1, scoring: iae!.scoring, metric: iae!.metric, shuffles: iae!.shuffles, chance, skipped, cells: st.iae } };
+      records = passRecords(passes, N, (p, i) => got[p]![i]!.correct).map((v, i): AblateIaeRecord => {
+        const f = items.units[i]!.facts;
+        return { id: f.id, labels: f.labels, options: f.options.length, answer: f.answer!, ...v };
+      });
+    } else {
+      const ll = passes.map((_, p) => Float64Array.from(passRows<{ id: string; ll: number }>(p, index), (r) => r.ll));
+      const st = ablationStats({
+        labels,
+        labelOf: Int32Array.from(itemLabels, (l) => labels.indexOf(l[by]!)),
+        before: ll[0]!,
+        regions: specs.map((r, i) => ({ name: r.name, minus: r.minus, after: ll[i + 1]!, random: randomPasses(nullOf[i]!).map((p) => ll[p]!) })),
+        bootstrap: job.settings.bootstrap,
+        seed,
+      });
+      summary = { ...base, unit: 'nats', cells: st.cells, specificity: st.specificity, items: N };
+      records = continuationRecords(passes, items.items, split, ll);
+    }
+    const files = writeAblateOutputs(o.out, { passes, records: records as any, stored, matrices, block: w.settings.block, summary, job });
     job.complete = true;
     job.files = files;
     job.timings = { wallMs: Date.now() - t0 };
     writeFileAtomicSync(path.join(o.out, JOB_MANIFEST), JSON.stringify(job, null, 2) + '\n');
     writer.dropChunks();
-    say(`ablate: done, ${items.length} items × ${passes.length} passes in ${fmtTime((Date.now() - t0) / 1000)} -> ${o.out}`);
+    say(`ablate: done, ${N} items × ${passes.length} passes in ${fmtTime((Date.now() - t0) / 1000)} -> ${o.out}`);
     failed = false;
     return summary;
   } finally {
@@ -248,6 +295,56 @@ export async function runAblate(o: AblateOptions): Promise<AblateSummary> {
     rmSync(work, { recursive: true, force: true });
     claim.close(failed);
   }
+}
+
+type TaskItems = ({ kind: 'continuation'; items: AblateItem[] } | { kind: 'iae'; units: ItemUnit[]; unitsSha256: string }) & { spec: string; limit: LimitRecord | null };
+
+/** The continuation task's items with a label among the wanda groups. */
+async function loadContinuations(spec: string, o: { limit: number | null; by?: string[]; seed: number }, by: string, labels: string[]): Promise<TaskItems> {
+  const data = await loadAblateItems(spec, o);
+  if (!data.axes.includes(by)) throw noAxis(by, data.axes);
+  const items = data.items.filter((it) => labels.includes(it.labels[by] ?? ''));
+  if (!items.length) throw noItems(data.spec, by, labels);
+  return { kind: 'continuation', items, spec: data.spec, limit: data.limit };
+}
+
+/** --task iae: eval's multiple-choice items with a label among the wanda groups. */
+async function loadTask(spec: string, s: IaeSettings, o: { limit: number | null; by?: string[]; seed: number }, by: string, labels: string[]): Promise<TaskItems> {
+  const d = loadIaeItems(spec, s, o);
+  if (!d.axes.includes(by)) throw noAxis(by, d.axes);
+  const units = d.units.filter((u) => labels.includes(u.facts.labels[by] ?? ''));
+  if (!units.length) throw noItems(d.spec, by, labels);
+  return { kind: 'iae', units, unitsSha256: d.unitsSha256, spec: d.spec, limit: d.limit };
+}
+
+const noAxis = (by: string, axes: string[]) => new LobesError(`the data has no label axis ${JSON.stringify(by)}, which the wanda results group by (axes: ${axes.join(', ')})`, { hint: 'give data labelled on the same axis as the run' });
+const noItems = (spec: string, by: string, labels: string[]) => new LobesError(`no item of ${spec} has a ${by} label among the wanda groups (${labels.join(', ')})`);
+
+/** The continuation task's token split of every item, checked against the model's context. */
+function splitItems(items: AblateItem[], tok: EvalTokenizer, modelDir: string): { context: number[]; continuation: number[] }[] {
+  const split = items.map((it) => {
+    const s = splitContinuation(tok, it.context, it.continuation, tok.prefixId ?? 0);
+    if (!s.context.length) throw new LobesError('the context has no tokens', { where: `item ${it.id}` });
+    if (!s.continuation.length) throw new LobesError('the continuation has no tokens of its own after the context', { where: `item ${it.id}` });
+    return s;
+  });
+  checkContext(split.map((s, i) => ({ id: items[i]!.id, tokens: s.context.length + s.continuation.length })), modelContext(modelDir), () => 'leave out the longer items (lobes ablate scores each context and continuation whole)');
+  return split;
+}
+
+/** --task iae: the scorer of one pass on the model in `dir` (letter: eval's scorer; cloze: the log-likelihood engine). */
+async function openIae(deps: AblateDeps, dir: string, s: IaeSettings, o: AblateOptions): Promise<{ engine: LoglikEngine | null; scorer: Scorer | null }> {
+  const device = o.device ?? 'cpu';
+  if (s.scoring === 'cloze') return { engine: await deps.openLoglik(dir, { device, deviceId: o.deviceId, threads: o.threads, cache: 'auto', batch: o.batch ?? 8, tokenBudget: IAE_TOKEN_BUDGET }), scorer: null };
+  return { engine: null, scorer: await deps.openScorer(dir, { device, deviceId: o.deviceId, threads: o.threads, generation: false }) };
+}
+
+/** --task iae: refuse unless the pass before ablating answers above chance. */
+function checkChance(before: IaeOutcome[], items: TaskItems, s: IaeSettings): void {
+  if (items.kind !== 'iae') return;
+  const scored = before.map((b, i) => (b.correct === null ? -1 : i)).filter((i) => i >= 0);
+  const t = chanceTest(scored.map((i) => before[i]!.correct!), scored.map((i) => 1 / items.units[i]!.facts.options.length));
+  requireAboveChance(t, `${s.scoring} scoring, ${s.metric}`);
 }
 
 /** The edits zeroing every block of a set. */

@@ -6,7 +6,8 @@
  *   DIR/ablation.json   every zeroed block (Hugging Face tensor, rows, cols, ONNX initializer), per region
  *                       and per random region (with its seed)
  *   DIR/records.jsonl   one item per line: id, labels, context, continuation, before, after per region,
- *                       random (after per random region)
+ *                       random (after per random region); with --task iae (src/ablate/iae.ts) whether
+ *                       the item was answered right in each pass instead
  *   DIR/summary.json    AblateSummary (the report reads it)
  */
 import { existsSync, readFileSync } from 'node:fs';
@@ -24,6 +25,7 @@ import type { AblateItem } from './items.js';
 import type { StoredMatrix } from './patch.js';
 import { hfBlocks, regionKey, type Masks, type RegionSpec, type NullScope } from './regions.js';
 import type { AblateCell, AblateSpecificity } from './stats.js';
+import type { IaeMetric, IaeScoring, IaeSection } from './iae.js';
 
 export const JOB_MANIFEST = 'job.json';
 /** Every file and folder lobes ablate writes in DIR besides its model copy (what --force replaces). */
@@ -56,9 +58,10 @@ export interface AblateJob {
   lobesVersion: string;
   run: { dir: string; identity: string | null; wanda: { by: string; block: [number, number]; top: unknown } };
   model: { dir: string; graphSha256: string };
-  /** itemsSha256: sha256 over the scored items (id, labels, context, continuation), so a rerun over other items (an edited file, another --limit sample) is not resumed. */
-  data: { spec: string; items: number; limit: LimitRecord | null; itemsSha256?: string };
-  settings: { region: string; minus: string | null; random: number; scope: NullScope; seed: number; chunkUnits: number; bootstrap: number; device: string };
+  /** itemsSha256 (continuation task): sha256 over the scored items (id, labels, context, continuation), so a rerun over other items (an edited file, another --limit sample) is not resumed; unitsSha256 (--task iae): eval's hash of the items as they are prompted. */
+  data: { spec: string; items: number; limit: LimitRecord | null; itemsSha256?: string; unitsSha256?: string };
+  /** task, scoring, metric and shuffles only with --task iae (absent: the continuation task). */
+  settings: { region: string; minus: string | null; random: number; scope: NullScope; seed: number; chunkUnits: number; bootstrap: number; device: string; task?: 'iae'; scoring?: IaeScoring; metric?: IaeMetric; shuffles?: number };
   passes: string[];
   complete: boolean;
   files?: Record<string, ChunkFile>;
@@ -75,7 +78,8 @@ export interface AblateSummary {
   labels: string[];
   /** Random regions per region (K). */
   random: number;
-  unit: 'nats';
+  /** nats: change of continuation log-likelihood; accuracy (--task iae): change of the share answered right. */
+  unit: 'nats' | 'accuracy';
   regions: { name: string; minus: string | null; blocks: number }[];
   cells: AblateCell[];
   specificity: AblateSpecificity[];
@@ -84,6 +88,8 @@ export interface AblateSummary {
   scope: NullScope;
   seed: number;
   items: number;
+  /** With --task iae: the settings, the test against chance and the per-cell accuracy figures. */
+  iae?: IaeSection;
 }
 
 export interface AblateRecord {
@@ -100,6 +106,32 @@ export interface AblateRecord {
   random: Record<string, number>;
 }
 
+/** One item of an ablation with --task iae: whether it was answered right in each pass (null: not scored, its prompt is too long). */
+export interface AblateIaeRecord {
+  id: string;
+  labels: Record<string, string>;
+  options: number;
+  answer: number;
+  before: boolean | null;
+  /** Per region (key `A` or `A∖B`). */
+  after: Record<string, boolean | null>;
+  /** Per random region id. */
+  random: Record<string, boolean | null>;
+}
+
+/** Per item, its value under each pass: `before`, `after` per region, `random` per random region. */
+export function passRecords<T>(passes: AblatePass[], n: number, value: (pass: number, item: number) => T): { before: T; after: Record<string, T>; random: Record<string, T> }[] {
+  return Array.from({ length: n }, (_, i) => {
+    const after: Record<string, T> = {};
+    const random: Record<string, T> = {};
+    passes.forEach((p, k) => {
+      if (p.kind === 'region') after[p.id] = value(k, i);
+      else if (p.kind === 'random') random[p.id] = value(k, i);
+    });
+    return { before: value(0, i), after, random };
+  });
+}
+
 function blockList(masks: Masks, matrices: WandaMatrix[], block: [number, number], stored: StoredMatrix[]) {
   return hfBlocks(masks, matrices, block).map((b) => ({ tensor: b.tensor, rows: b.rows, cols: b.cols, initializer: stored[b.matrix]!.initializer }));
 }
@@ -110,10 +142,18 @@ const fileOf = (dir: string, name: string, text: string): ChunkFile => {
   return { path: name, bytes: bytes.byteLength, sha256: createHash('sha256').update(bytes).digest('hex') };
 };
 
+/** The records of the continuation task: each item's log-likelihood per pass. */
+export function continuationRecords(passes: AblatePass[], items: AblateItem[], split: { context: number[]; continuation: number[] }[], ll: Float64Array[]): AblateRecord[] {
+  return passRecords(passes, items.length, (k, i) => ll[k]![i]!).map((v, i) => {
+    const it = items[i]!;
+    return { id: it.id, labels: it.labels, context: it.context, continuation: it.continuation, contextTokens: split[i]!.context.length, continuationTokens: split[i]!.continuation.length, ...v };
+  });
+}
+
 /** Write ablation.json, records.jsonl and summary.json (each atomically); returns their files. */
 export function writeAblateOutputs(
   dir: string,
-  x: { passes: AblatePass[]; items: AblateItem[]; split: { context: number[]; continuation: number[] }[]; ll: Float64Array[]; stored: StoredMatrix[]; matrices: WandaMatrix[]; block: [number, number]; summary: AblateSummary; job: AblateJob },
+  x: { passes: AblatePass[]; records: (AblateRecord | AblateIaeRecord)[]; stored: StoredMatrix[]; matrices: WandaMatrix[]; block: [number, number]; summary: AblateSummary; job: AblateJob },
 ): Record<string, ChunkFile> {
   const { passes, matrices, block, stored } = x;
   const ablation = {
@@ -127,18 +167,9 @@ export function writeAblateOutputs(
     regions: passes.flatMap((p) => (p.kind === 'region' ? [{ name: p.region.name, minus: p.region.minus, key: regionKey(p.region), random: passes.filter((q) => q.kind === 'random' && q.nullSet === p.nullSet).map((q) => q.id), blocks: blockList(p.masks, matrices, block, stored) }] : [])),
     random: passes.flatMap((p) => (p.kind === 'random' ? [{ id: p.id, nullSet: p.nullSet, seed: p.seed, blocks: blockList(p.masks, matrices, block, stored) }] : [])),
   };
-  const records: AblateRecord[] = x.items.map((it, i) => {
-    const after: Record<string, number> = {};
-    const random: Record<string, number> = {};
-    passes.forEach((p, k) => {
-      if (p.kind === 'region') after[p.id] = x.ll[k]![i]!;
-      else if (p.kind === 'random') random[p.id] = x.ll[k]![i]!;
-    });
-    return { id: it.id, labels: it.labels, context: it.context, continuation: it.continuation, contextTokens: x.split[i]!.context.length, continuationTokens: x.split[i]!.continuation.length, before: x.ll[0]![i]!, after, random };
-  });
   return {
     ablation: fileOf(dir, 'ablation.json', JSON.stringify(ablation) + '\n'),
-    records: fileOf(dir, 'records.jsonl', jsonl(records)),
+    records: fileOf(dir, 'records.jsonl', jsonl(x.records)),
     summary: fileOf(dir, ABLATE_SUMMARY, JSON.stringify(x.summary, null, 2) + '\n'),
   };
 }

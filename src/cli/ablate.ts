@@ -4,7 +4,7 @@ import { DEVICE_OPTIONS, FORCE_OPTION, HELP, LIMIT_OPTIONS, MODEL_OPTIONS, OUTPU
 import type { AblateSummary } from '../ablate/store.js';
 
 const USAGE =
-  'lobes ablate RUN --region A|all [--minus B|others] --data SPEC --out DIR [--random K] [--scope matrix|layer|global] [--model M] [--limit N [--by LABELS]] [--seed N] [--bootstrap B] [--batch N] [--device cpu|cuda|webgpu] [--device-id N] [--threads N] [--force] [--quiet] [--json]';
+  'lobes ablate RUN --region A|all [--minus B|others] --data SPEC --out DIR [--task continuation|iae [--scoring letter|cloze] [--metric acc|acc_norm|acc_mutual_info]] [--random K] [--scope matrix|layer|global] [--model M] [--limit N [--by LABELS]] [--seed N] [--bootstrap B] [--batch N] [--device cpu|cuda|webgpu] [--device-id N] [--threads N] [--force] [--quiet] [--json]';
 
 const HELP_TEXT = `
 A causal test of wanda's neuron regions: zero every weight in the blocks of a group's region
@@ -21,6 +21,13 @@ initializer), DIR/records.jsonl (one item per line) and DIR/summary.json (docs/a
                        continuation: the correct response) or
                        jsonl:FILE?context=F&continuation=G&label=L[&id=I]
   --out DIR            the ablation folder (a killed run resumes into it)
+  --task T             continuation (default): each item's continuation log-likelihood;
+                       iae: the multiple-choice items of lobes eval (SocialEval IAE, or
+                       jsonl:FILE?question=…&options=…&answer=…), answered right or not
+  --scoring S          --task iae: letter (default, eval's letter scoring over 3 orders) or
+                       cloze (every option as a continuation)
+  --metric M           --task iae: acc (default), acc_norm or acc_mutual_info (cloze); the
+                       model must be above chance on it before ablating, else lobes refuses
   --random K           random regions per region for the null (default 10; p ≥ 1/(K+1))
   --scope S            where random blocks are drawn with the region's count: matrix (default:
                        the same number of blocks in every matrix), layer or global
@@ -54,6 +61,9 @@ export async function run(argv: string[]): Promise<number> {
       minus: { type: 'string' },
       data: { type: 'string' },
       out: { type: 'string' },
+      task: { type: 'string', choices: ['continuation', 'iae'] },
+      scoring: { type: 'string', choices: ['letter', 'cloze'] },
+      metric: { type: 'string', choices: ['acc', 'acc_norm', 'acc_mutual_info'] },
       random: { type: 'string' },
       scope: { type: 'string', choices: ['matrix', 'layer', 'global'] },
       bootstrap: { type: 'string' },
@@ -83,6 +93,9 @@ export async function run(argv: string[]): Promise<number> {
     out: v.out,
     random: intOption(v.random, '--random', 10, 1),
     scope: v.scope,
+    task: v.task,
+    scoring: v.scoring,
+    metric: v.metric,
     model,
     modelSource,
     seed,

@@ -22,6 +22,27 @@ function metric(hits: boolean[], chance: number): ClozeMetric {
   return { n, correct, accuracy: n ? correct / n : NaN, ci95: clopperPearson(correct, n), chance };
 }
 
+/** The cloze metrics a record's picks answer: acc, acc_norm, acc_bytes, acc_mutual_info. */
+export const CLOZE_METRICS = ['acc', 'acc_norm', 'acc_bytes', 'acc_mutual_info'] as const;
+export type ClozeMetricName = (typeof CLOZE_METRICS)[number];
+
+/**
+ * Whether a scored cloze record's pick under `metric` is its answer (null when the record has
+ * no answer, was skipped, or lacks the metric's pick: acc_mutual_info without --mutual-info).
+ */
+export function clozeHit(r: EvalRecord, metric: ClozeMetricName): boolean | null {
+  if (r.skipped || r.answer === null) return null;
+  const pick = clozePick(r, metric);
+  return pick === null ? null : pick === r.answer;
+}
+
+/** The option a cloze record picks under `metric` (null without a cloze record or without the metric's pick). */
+export function clozePick(r: EvalRecord, metric: ClozeMetricName): number | null {
+  const c = r.cloze;
+  if (!c) return null;
+  return metric === 'acc' ? c.pick : metric === 'acc_norm' ? c.pickNorm : metric === 'acc_bytes' ? c.pickBytes : c.pickMutualInfo;
+}
+
 /** The cloze summary of scored records (those with answers and a cloze record). */
 export function summarizeCloze(records: readonly EvalRecord[]): ClozeSummary {
   const out: ClozeSummary = {};
@@ -40,10 +61,10 @@ export function summarizeCloze(records: readonly EvalRecord[]): ClozeSummary {
     }
     out[task] = {
       items: rs.length,
-      acc: metric(rs.map((r) => r.cloze!.pick === r.answer), chance),
-      acc_norm: metric(rs.map((r) => r.cloze!.pickNorm === r.answer), chance),
-      acc_bytes: metric(rs.map((r) => r.cloze!.pickBytes === r.answer), chance),
-      acc_mutual_info: withMi ? metric(rs.map((r) => r.cloze!.pickMutualInfo === r.answer), chance) : null,
+      acc: metric(rs.map((r) => clozeHit(r, 'acc')!), chance),
+      acc_norm: metric(rs.map((r) => clozeHit(r, 'acc_norm')!), chance),
+      acc_bytes: metric(rs.map((r) => clozeHit(r, 'acc_bytes')!), chance),
+      acc_mutual_info: withMi ? metric(rs.map((r) => clozeHit(r, 'acc_mutual_info')!), chance) : null,
       exactMatch: rs.filter((r) => r.cloze!.options[r.answer!]!.greedy).length / rs.length,
       meanTokens: toks / opts,
     };

@@ -12,11 +12,17 @@
  * regions of the same size. The page shows, per region and label, the effect beyond the null:
  * delta − mean(nullDelta), with the null's 2.5–97.5% band and p. A permutation p cannot be
  * smaller than 1/(K+1); at that floor the page says so.
+ *
+ * With `lobes ablate --task iae` the unit is "accuracy" (delta: the change of the share of the
+ * label's items answered right) and the summary has an `iae` section (version 1: scoring, metric,
+ * the test against chance before ablating, and per cell the accuracy before and after, the items
+ * lost and gained with the exact McNemar p, and Holm over regions), shown as its own table.
  */
 import { existsSync } from 'node:fs';
 import { ablateSummaryFile, isAblateJobDir, readAblateSummary } from '../ablate/store.js';
 import { LobesError } from '../util/errors.js';
-import type { AblateCellPayload, AblatePayload, AblateSpecificityPayload } from './types.js';
+import type { AblateCellPayload, AblateIaePayload, AblatePayload, AblateSpecificityPayload } from './types.js';
+import type { IaeSection } from '../ablate/iae.js';
 import type { AblateCell, AblateSpecificity } from '../ablate/stats.js';
 
 export type { AblatePayload };
@@ -40,6 +46,8 @@ export interface AblateSummary {
   regions: AblateRegion[];
   cells: AblateCell[];
   specificity: AblateSpecificity[];
+  /** With --task iae. */
+  iae?: IaeSection;
 }
 
 export interface AblateData {
@@ -161,7 +169,46 @@ export function parseAblateSummary(j: unknown, file: string): AblateSummary {
       pHolm: c.prob(x.pHolm, `${w}.pHolm`),
     };
   });
-  return { kind: 'ablate', version: 1, by, labels, random: K, unit, regions, cells, specificity };
+  const out: AblateSummary = { kind: 'ablate', version: 1, by, labels, random: K, unit, regions, cells, specificity };
+  if (o.iae !== undefined) out.iae = parseIae(o.iae, c, K, (x, w) => region(x, w), labelSet);
+  return out;
+}
+
+/** The `iae` section of a summary (--task iae). */
+function parseIae(v: unknown, c: ReturnType<typeof checker>, K: number, region: (x: Record<string, unknown>, w: string) => { region: string; minus: string | null }, labels: Set<string>): IaeSection {
+  if (!isObj(v)) return c.fail('iae', 'expected an object');
+  if (v.version !== 1) c.fail('iae.version', `expected 1, got ${JSON.stringify(v.version) ?? 'nothing'} (written by another lobes version)`);
+  if (v.scoring !== 'letter' && v.scoring !== 'cloze') c.fail('iae.scoring', `expected letter or cloze, got ${JSON.stringify(v.scoring) ?? 'nothing'}`);
+  const metric = c.str(v.metric, 'iae.metric');
+  if (!['acc', 'acc_norm', 'acc_mutual_info'].includes(metric)) c.fail('iae.metric', `expected acc, acc_norm or acc_mutual_info, got ${JSON.stringify(metric)}`);
+  const ch = v.chance;
+  if (!isObj(ch)) return c.fail('iae.chance', 'expected an object');
+  const chance = { n: c.count(ch.n, 'iae.chance.n', 1), correct: c.count(ch.correct, 'iae.chance.correct'), accuracy: c.prob(ch.accuracy, 'iae.chance.accuracy'), chance: c.prob(ch.chance, 'iae.chance.chance'), p: c.prob(ch.p, 'iae.chance.p'), alpha: c.prob(ch.alpha, 'iae.chance.alpha') };
+  if (!Array.isArray(v.skipped) || v.skipped.some((x) => typeof x !== 'string')) c.fail('iae.skipped', 'expected a list of item ids');
+  if (!Array.isArray(v.cells)) c.fail('iae.cells', 'expected a list');
+  const cells = (v.cells as unknown[]).map((x, i) => {
+    const w = `iae.cells[${i}]`;
+    if (!isObj(x)) return c.fail(w, 'expected an object');
+    const r = region(x, w);
+    const label = c.str(x.label, `${w}.label`);
+    if (!labels.has(label)) c.fail(`${w}.label`, `label ${JSON.stringify(label)} is not in "labels"`);
+    return {
+      ...r, label,
+      n: c.count(x.n, `${w}.n`, 1),
+      accuracyBefore: c.prob(x.accuracyBefore, `${w}.accuracyBefore`),
+      accuracyAfter: c.prob(x.accuracyAfter, `${w}.accuracyAfter`),
+      change: c.num(x.change, `${w}.change`),
+      ci: c.ci(x.ci, `${w}.ci`),
+      lost: c.count(x.lost, `${w}.lost`),
+      gained: c.count(x.gained, `${w}.gained`),
+      pMcNemar: c.prob(x.pMcNemar, `${w}.pMcNemar`),
+      nullChange: c.nums(x.nullChange, `${w}.nullChange`, K),
+      p: c.prob(x.p, `${w}.p`),
+      pHolm: c.prob(x.pHolm, `${w}.pHolm`),
+      z: x.z === null ? null : c.num(x.z, `${w}.z`),
+    };
+  });
+  return { version: 1, scoring: v.scoring as IaeSection['scoring'], metric: metric as IaeSection['metric'], shuffles: c.count(v.shuffles, 'iae.shuffles', 1), chance, skipped: v.skipped as string[], cells };
 }
 
 /**
@@ -216,8 +263,17 @@ export function ablatePayload(data: AblateData): AblatePayload {
       nullMean: nul.mean, nullBand: nul.band, p: x.p, pHolm: x.pHolm, atFloor: x.p <= floor * (1 + 1e-9),
     };
   });
+  const iae: AblateIaePayload | null = s.iae
+    ? {
+        scoring: s.iae.scoring, metric: s.iae.metric, chance: s.iae.chance, skipped: s.iae.skipped.length,
+        rows: s.iae.cells.map((c) => ({
+          region: regionName(c.region, c.minus), label: c.label, n: c.n, before: c.accuracyBefore, after: c.accuracyAfter, change: c.change, ci: c.ci,
+          lost: c.lost, gained: c.gained, pMcNemar: c.pMcNemar, nullMean: nullSummary(c.nullChange).mean, p: c.p, pHolm: c.pHolm, atFloor: c.p <= floor * (1 + 1e-9),
+        })),
+      }
+    : null;
   return {
     dir: data.dir, by: s.by, labels: s.labels, random: s.random, unit: s.unit, floor,
-    regions, blocks: s.regions.map((r) => r.blocks), cells, specificity,
+    regions, blocks: s.regions.map((r) => r.blocks), cells, specificity, iae,
   };
 }

@@ -206,6 +206,34 @@ export interface AblatePayload {
   blocks: number[];
   cells: AblateCellPayload[];
   specificity: AblateSpecificityPayload[];
+  /** With lobes ablate --task iae: accuracy per region × label (null otherwise). */
+  iae?: AblateIaePayload | null;
+}
+
+/** An IAE ablation's accuracy table (src/ablate/iae.ts). */
+export interface AblateIaePayload {
+  scoring: string;
+  metric: string;
+  /** The exact test against chance the model passed before ablating. */
+  chance: { n: number; correct: number; accuracy: number; chance: number; p: number; alpha: number };
+  /** Items not scored (prompt longer than the model's context). */
+  skipped: number;
+  rows: {
+    region: string;
+    label: string;
+    n: number;
+    before: number;
+    after: number;
+    change: number;
+    ci: [number, number];
+    lost: number;
+    gained: number;
+    pMcNemar: number;
+    nullMean: number;
+    p: number;
+    pHolm: number;
+    atFloor: boolean;
+  }[];
 }
 
 export interface ComparisonRow {

@@ -16,6 +16,12 @@
  *   rows planned by length (planBatches).
  * The engine opens any model folder lobes can read, so a model whose weights were edited on
  * disk is scored the same way.
+ *
+ * Memory: every tensor the engine makes (feeds, tiled caches) or receives (session outputs) is
+ * disposed as soon as it is no longer needed, and a run fetches only the outputs it reads (a
+ * continuation run no KV cache, a prefill only the KV cache), so what a call holds does not grow
+ * with the number of requests. stats.liveTensors counts the tensors not yet disposed (0 between
+ * calls).
  */
 import * as ort from 'onnxruntime-node';
 import { LobesError } from '../util/errors.js';
@@ -67,6 +73,10 @@ export interface LoglikStats {
   /** Tokens the model computed (padding excluded). */
   computedTokens: number;
   runs: number;
+  /** Tensors made or received (cumulative). */
+  tensors: number;
+  /** Of those, the ones not yet disposed (0 between calls of score). */
+  liveTensors: number;
 }
 
 export interface LoglikEngine {
@@ -145,7 +155,27 @@ function validate(reqs: readonly LoglikRequest[]): void {
 }
 
 class OrtLoglik implements LoglikEngine {
-  readonly stats: LoglikStats = { scoredTokens: 0, computedTokens: 0, runs: 0 };
+  readonly stats: LoglikStats = { scoredTokens: 0, computedTokens: 0, runs: 0, tensors: 0, liveTensors: 0 };
+  /** Tensors made or received and not yet disposed. */
+  private readonly live = new Set<ort.Tensor>();
+
+  private own<T extends ort.Tensor>(t: T): T {
+    if (!this.live.has(t)) {
+      this.live.add(t);
+      this.stats.tensors++;
+      this.stats.liveTensors = this.live.size;
+    }
+    return t;
+  }
+
+  /** Dispose tensors this engine owns (others are left alone). */
+  private drop(ts: Iterable<ort.Tensor>): void {
+    for (const t of ts) {
+      if (!this.live.delete(t)) continue;
+      t.dispose();
+    }
+    this.stats.liveTensors = this.live.size;
+  }
   constructor(
     readonly info: ModelInfo,
     private readonly a: Analysis,
@@ -168,13 +198,18 @@ class OrtLoglik implements LoglikEngine {
     this.quiet = true;
     try {
       const a = await this.runCached(null, 0, [[0, 1]], null);
-      await this.runCached(a.past, 2, [[1, 0]], [[0, 0]]);
-      this.usesCache = true;
-      await this.runCached(a.past, 2, [[1, 0], [1, 0]], [[0, 0], [0, 0]]);
-      this.cacheBatches = true;
+      try {
+        await this.runCached(a.past, 2, [[1, 0]], [[0, 0]]);
+        this.usesCache = true;
+        await this.runCached(a.past, 2, [[1, 0], [1, 0]], [[0, 0], [0, 0]]);
+        this.cacheBatches = true;
+      } finally {
+        this.drop(a.past.values());
+      }
     } catch {
       // What failed stays off.
     }
+    this.drop([...this.live]);
     this.quiet = false;
     this.stats.runs = runs;
   }
@@ -183,18 +218,29 @@ class OrtLoglik implements LoglikEngine {
     const f = modelFeeds(session, this.plans, { ids, mask, pos, B, S, T }, past, this.addedMask);
     f[POSITIONS_INPUT] = new ort.Tensor('int64', positions, [positions.length]);
     f[TARGETS_INPUT] = new ort.Tensor('int64', targets, [targets.length]);
+    for (const t of Object.values(f)) this.own(t);
     return f;
   }
 
   /** Set while probing: a failing probe is expected and must not print onnxruntime's error log. */
   private quiet = false;
 
-  private async run(session: ort.InferenceSession, feeds: Record<string, ort.Tensor>, what: string): Promise<ort.InferenceSession.OnnxValueMapType> {
+  /**
+   * Run a session on feeds, fetching only `fetches`; the feeds the engine made are disposed
+   * (those in `keep`, a KV cache the caller still uses, are not), the outputs are the caller's
+   * to dispose.
+   */
+  private async run(session: ort.InferenceSession, feeds: Record<string, ort.Tensor>, fetches: string[], what: string, keep: Iterable<ort.Tensor> = []): Promise<ort.InferenceSession.OnnxValueMapType> {
     this.stats.runs++;
+    const kept = new Set(keep);
     try {
-      return await session.run(feeds, this.quiet ? { logSeverityLevel: 4 } : {});
+      const out = await session.run(feeds, fetches, this.quiet ? { logSeverityLevel: 4 } : {});
+      for (const t of Object.values(out)) this.own(t as ort.Tensor);
+      return out;
     } catch (e) {
       throw new LobesError(`onnxruntime failed on ${what}: ${String((e as Error).message ?? e).split('\n')[0]}`, { file: this.a.loaded.file });
+    } finally {
+      this.drop(Object.values(feeds).filter((t) => !kept.has(t)));
     }
   }
 
@@ -212,11 +258,20 @@ class OrtLoglik implements LoglikEngine {
     for (let b = 0; b < B; b++) for (let j = 0; j < S; j++) pos[b * S + j] = BigInt(pastLen + j);
     const positions = targets ? i64(Array.from({ length: B * S }, (_, i) => i)) : i64([0]);
     const tg = targets ? i64(targets.flat()) : i64([0]);
-    const out = await this.run(this.cached!, this.feeds(this.cached!, i64(rows.flat()), new BigInt64Array(B * T).fill(1n), pos, B, S, T, positions, tg, tiled), `${B} continuation(s) of ${S} tokens after ${pastLen} cached tokens`);
+    // A prefill fetches the KV cache only; a continuation run its scores only.
+    const fetches = targets ? [TARGET_LOGPROB, TARGET_TOP] : this.present;
+    const feeds = this.feeds(this.cached!, i64(rows.flat()), new BigInt64Array(B * T).fill(1n), pos, B, S, T, positions, tg, tiled);
+    const out = await this.run(this.cached!, feeds, fetches, `${B} continuation(s) of ${S} tokens after ${pastLen} cached tokens`, past?.values());
     const next = new Map<string, ort.Tensor>();
-    const pastInputs = this.plans.filter((p) => p.role === 'past').map((p) => p.name);
-    this.present.forEach((o, i) => next.set(pastInputs[i]!, out[o]!));
-    return { past: next, lp: out[TARGET_LOGPROB]!.data as Float32Array, top: out[TARGET_TOP]!.data as BigInt64Array };
+    if (!targets) {
+      const pastInputs = this.plans.filter((p) => p.role === 'past').map((p) => p.name);
+      this.present.forEach((o, i) => next.set(pastInputs[i]!, out[o]!));
+      return { past: next, lp: new Float32Array(0), top: new BigInt64Array(0) };
+    }
+    const lp = Float32Array.from(out[TARGET_LOGPROB]!.data as Float32Array);
+    const top = BigInt64Array.from(out[TARGET_TOP]!.data as BigInt64Array);
+    this.drop(Object.values(out) as ort.Tensor[]);
+    return { past: next, lp, top };
   }
 
   async score(reqs: readonly LoglikRequest[], onDone?: (k: number) => void): Promise<ContinuationScore[][]> {
@@ -244,13 +299,17 @@ class OrtLoglik implements LoglikEngine {
       const byLen = new Map<number, number[]>();
       r.continuations.forEach((c, j) => byLen.set(c.length, [...(byLen.get(c.length) ?? []), j]));
       const groups = [...byLen].sort((x, y) => x[0] - y[0]).flatMap(([m, idx]): [number, number[]][] => (this.cacheBatches ? [[m, idx]] : idx.map((j) => [m, [j]])));
-      for (const [m, idx] of groups) {
-        const rows = idx.map((j) => [r.context[n - 1]!, ...r.continuations[j]!.slice(0, m - 1)]);
-        const o = await this.runCached(past, n - 1, rows, idx.map((j) => r.continuations[j]!));
-        idx.forEach((j, b) => (res[j] = collect(o.lp, o.top, b * m, r.continuations[j]!)));
-        this.stats.computedTokens += m * idx.length;
-        this.stats.scoredTokens += m * idx.length;
-        onDone?.(idx.length);
+      try {
+        for (const [m, idx] of groups) {
+          const rows = idx.map((j) => [r.context[n - 1]!, ...r.continuations[j]!.slice(0, m - 1)]);
+          const o = await this.runCached(past, n - 1, rows, idx.map((j) => r.continuations[j]!));
+          idx.forEach((j, b) => (res[j] = collect(o.lp, o.top, b * m, r.continuations[j]!)));
+          this.stats.computedTokens += m * idx.length;
+          this.stats.scoredTokens += m * idx.length;
+          onDone?.(idx.length);
+        }
+      } finally {
+        if (past) this.drop(past.values());
       }
       out.push(res);
     }
@@ -286,9 +345,10 @@ class OrtLoglik implements LoglikEngine {
         this.stats.computedTokens += r.ids.length;
         this.stats.scoredTokens += cont.length;
       });
-      const o = await this.run(this.batched, this.feeds(this.batched, ids, mask, pos, B, S, S, i64(positions), i64(targets), null), `a ${B}×${S} batch`);
-      const lp = o[TARGET_LOGPROB]!.data as Float32Array;
-      const top = o[TARGET_TOP]!.data as BigInt64Array;
+      const o = await this.run(this.batched, this.feeds(this.batched, ids, mask, pos, B, S, S, i64(positions), i64(targets), null), [TARGET_LOGPROB, TARGET_TOP], `a ${B}×${S} batch`);
+      const lp = Float32Array.from(o[TARGET_LOGPROB]!.data as Float32Array);
+      const top = BigInt64Array.from(o[TARGET_TOP]!.data as BigInt64Array);
+      this.drop(Object.values(o) as ort.Tensor[]);
       let at = 0;
       for (const i of b) {
         const r = rows[i]!;
@@ -302,6 +362,7 @@ class OrtLoglik implements LoglikEngine {
   }
 
   async close(): Promise<void> {
+    this.drop([...this.live]);
     await this.batched.release();
     if (this.cached) await this.cached.release();
   }

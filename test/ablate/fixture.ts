@@ -9,6 +9,7 @@ import * as path from 'node:path';
 import { writeSyntheticRun } from '../../src/report/synthetic.js';
 import { runIdentity } from '../../src/store/provenance.js';
 import type { BlockSet, WandaMatrix } from '../../src/wanda/types.js';
+import type { EvalTokenizer } from '../../src/eval/tokenizer.js';
 
 export const TINY_DIMS: Record<string, [number, number]> = { gate_proj: [256, 64], up_proj: [256, 64], down_proj: [64, 256] };
 
@@ -58,3 +59,21 @@ export function writeGoldenItems(dir: string): string {
   writeFileSync(f, GOLD.items.map((it) => JSON.stringify({ id: it.id, group: it.group, context: it.context, continuation: it.continuation })).join('\n') + '\n');
   return `jsonl:${f}?context=context&continuation=continuation&label=group&id=id`;
 }
+
+/** A tokenizer of one token per character (its code), no chat template, prefix token 1: for stand-in scorers that read the text back. */
+export const CHAR_TOKENIZER: EvalTokenizer = {
+  source: 'chars',
+  chat: null,
+  encode: (t) => [...t].map((c) => c.charCodeAt(0)),
+  encodePiece: (t) => [...t].map((c) => c.charCodeAt(0)),
+  decode: (ids) => String.fromCharCode(...ids),
+  eos: new Set(),
+  padId: 0,
+  prefixId: 1,
+  answerSlot: () => {
+    throw new Error('unused');
+  },
+  pieceSlot: () => {
+    throw new Error('unused');
+  },
+};

@@ -15,8 +15,7 @@ import { ensureGeneratedModel } from '../../src/models/write.js';
 import { runAblate } from '../../src/ablate/run.js';
 import { storedMatrices } from '../../src/ablate/patch.js';
 import type { LoglikEngine, LoglikRequest } from '../../src/runtime/loglik.js';
-import type { EvalTokenizer } from '../../src/eval/tokenizer.js';
-import { tinyMatrices, writeAblateRun } from './fixture.js';
+import { CHAR_TOKENIZER, tinyMatrices, writeAblateRun } from './fixture.js';
 
 const BLOCK: [number, number] = [16, 16];
 const P = { tensor: 'model.layers.0.mlp.up_proj.weight', flat: 21 }; // up_proj: 16 × 4 blocks -> (5, 1)
@@ -28,18 +27,7 @@ const REGIONS = {
   C: { 'layers.0.mlp.up_proj': [60], 'layers.1.mlp.gate_proj': [9], 'layers.1.mlp.down_proj': [1] },
 };
 
-const tokenizer: EvalTokenizer = {
-  source: 'chars',
-  chat: null,
-  encode: (t) => [...t].map((c) => c.charCodeAt(0)),
-  encodePiece: (t) => [...t].map((c) => c.charCodeAt(0)),
-  decode: (ids) => String.fromCharCode(...ids),
-  eos: new Set(),
-  padId: 0,
-  prefixId: 1,
-  answerSlot: () => { throw new Error('unused'); },
-  pieceSlot: () => { throw new Error('unused'); },
-};
+const tokenizer = CHAR_TOKENIZER;
 
 /** The stand-in scorer: reads the (edited) weights of the folder it is opened on. */
 async function plantedEngine(dir: string): Promise<LoglikEngine> {
@@ -64,7 +52,7 @@ async function plantedEngine(dir: string): Promise<LoglikEngine> {
   }
   const pShare = pZero / ((P_ROWS[1]! - P_ROWS[0]!) * (P_COLS[1]! - P_COLS[0]!));
   const zeroShare = zeros / total;
-  const stats = { scoredTokens: 0, computedTokens: 0, runs: 0 };
+  const stats = { scoredTokens: 0, computedTokens: 0, runs: 0, tensors: 0, liveTensors: 0 };
   return {
     info: {} as any,
     usesCache: false,

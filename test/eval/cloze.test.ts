@@ -144,7 +144,7 @@ describe('the memory plan of cloze scoring', () => {
     const engine: LoglikEngine = {
       info: { dir: 'fake', arch: ARCH, points: [], providers: [], inputs: [] } as any,
       usesCache: false,
-      stats: { scoredTokens: 0, computedTokens: 0, runs: 0 },
+      stats: { scoredTokens: 0, computedTokens: 0, runs: 0, tensors: 0, liveTensors: 0 },
       async score(reqs) {
         calls.push([...reqs]);
         return reqs.map((r) => r.continuations.map((c) => ({ logprob: -c.length, tokens: c.length, greedy: false, tokenLogprobs: new Float32Array(c.length).fill(-1), tokenGreedy: new Uint8Array(c.length) })));

@@ -7,7 +7,8 @@
  * against the float64 forward pass of its own dequantized weights (test/models/reference-forward.ts).
  * Also: greedy flags, what leaves the session, the work the cache saves, and bad requests.
  */
-import { describe, it, expect, afterAll } from 'vitest';
+import { describe, it, expect, afterAll, vi } from 'vitest';
+import * as ort from 'onnxruntime-node';
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { ensureGeneratedModel, generatedModelParams } from '../../src/models/write.js';
@@ -116,6 +117,39 @@ describe('greedy continuations', () => {
 });
 
 describe('the engine', () => {
+  // Memory does not grow with the requests of a call: every tensor that goes into or comes out
+  // of a session run (feeds, tiled KV caches, outputs) is disposed by the time score returns.
+  for (const cache of ['auto', 'off'] as const) {
+    it(`disposes every tensor it feeds or receives (cache ${cache})`, async () => {
+      const seen = new Set<ort.Tensor>();
+      const outputs: string[][] = [];
+      const proto = (ort.InferenceSession as any).prototype as ort.InferenceSession;
+      const run = proto.run;
+      const spy = vi.spyOn(proto, 'run').mockImplementation(async function (this: ort.InferenceSession, feeds: any, ...rest: any[]) {
+        for (const t of Object.values(feeds)) seen.add(t as ort.Tensor);
+        const out = await (run as any).call(this, feeds, ...rest);
+        for (const t of Object.values(out)) seen.add(t as ort.Tensor);
+        outputs.push(Object.keys(out));
+        return out;
+      });
+      try {
+        const e = await openLoglikEngine(ensureGeneratedModel('tiny-llama-past'), { device: 'cpu', cache, batch: 2, cacheMinContext: 1 });
+        engines.push(e);
+        expect(e.usesCache).toBe(cache === 'auto');
+        const before = seen.size;
+        await e.score([...REQS, ...REQS]);
+        expect(seen.size - before).toBeGreaterThan(20);
+        const live = [...seen].filter((t) => t.location !== 'none');
+        expect(live.length, 'tensors fed to or received from a session and never disposed').toBe(0);
+        expect(e.stats.liveTensors).toBe(0);
+        // A run fetches what it reads: scores, or (a prefill) the KV cache, never both.
+        for (const names of outputs) expect(names.includes(TARGET_LOGPROB) && names.some((n) => n.startsWith('present')), names.join(',')).toBe(false);
+      } finally {
+        spy.mockRestore();
+      }
+    });
+  }
+
   it('computes the context once per request through the KV cache', async () => {
     const a = await openLoglikEngine(ensureGeneratedModel('tiny-llama-past'), { device: 'cpu', cacheMinContext: 1 });
     const b = await openLoglikEngine(ensureGeneratedModel('tiny-llama-past'), { device: 'cpu', cache: 'off' });

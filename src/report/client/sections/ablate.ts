@@ -58,7 +58,7 @@ function runFigure(run: RunPayload, a: AblatePayload, zmax: number): PlotlyFigur
       esc('random regions: mean ' + fmt(c.nullMean) + ', 95% band ' + fmtCI(c.nullBand)) + '<br>' +
       esc('beyond the null ' + fmt(c.excess) + ', p ' + pFloor(c.p, c.atFloor, a));
   }));
-  return heatmap(esc(run.name) + ': change of log-likelihood beyond ' + a.random + ' random regions of the same size (' + esc(a.unit) + ')',
+  return heatmap(esc(run.name) + ': change of ' + (a.unit === 'accuracy' ? 'accuracy' : 'log-likelihood') + ' beyond ' + a.random + ' random regions of the same size (' + esc(a.unit) + ')',
     a.regions, a.labels, excessMatrix(a), hover, zmax, 'change −<br>null mean');
 }
 
@@ -68,6 +68,14 @@ function cellTable(a: AblatePayload): HTMLElement {
   const rows: Cell[][] = a.cells.map((c) => [c.region, c.label, c.n, c.before, c.delta, fmtCI(c.ci), c.nullMean, fmtCI(c.nullBand), c.excess, pFloor(c.p, c.atFloor, a)]);
   det.appendChild(table(['region', a.by, 'n', 'before', 'change', '95% CI', 'null mean', 'null 95% band', 'change − null', 'p'], rows, 'metrics small'));
   return det;
+}
+
+/** --task iae: accuracy before and after per region × label, with the paired tests. */
+function iaeTable(a: AblatePayload): HTMLElement {
+  const t = a.iae!;
+  const pct = (x: number) => (100 * x).toFixed(1) + '%';
+  const rows: Cell[][] = t.rows.map((r) => [r.region, r.label, r.n, pct(r.before), pct(r.after), r.change, fmtCI(r.ci), r.lost, r.gained, fmtP(r.pMcNemar), r.nullMean, pFloor(r.p, r.atFloor, a), fmtP(r.pHolm)]);
+  return table(['region', a.by, 'n', 'accuracy before', 'after', 'change', '95% CI (paired)', 'lost', 'gained', 'McNemar p', 'null mean', 'p vs random', 'Holm p'], rows);
 }
 
 function specificityTable(a: AblatePayload): HTMLElement {
@@ -101,8 +109,14 @@ export const ablateSection: Section = {
       const div = el('div', 'fig');
       cell.appendChild(div);
       page.ready.push(page.figures.draw(id, div));
-      cell.appendChild(el('p', 'meta', 'Each cell: the mean change (after − before, ' + a.unit + ') of the log-likelihood of the label\'s items when the region\'s blocks are zeroed, minus the mean change when as many random blocks are zeroed (' + a.random + ' random regions, the same block count per matrix). Red: the region hurts these items more than random blocks do. p: the share of random regions whose change is at least as extreme; with K = ' + a.random + ' it cannot be below 1/(K+1) = ' + fmt(a.floor) + '.'));
+      cell.appendChild(el('p', 'meta', 'Each cell: the mean change (after − before, ' + a.unit + ') of ' + (a.unit === 'accuracy' ? 'whether each of the label\'s items is answered right' : 'the log-likelihood of the label\'s items') + ' when the region\'s blocks are zeroed, minus the mean change when as many random blocks are zeroed (' + a.random + ' random regions, the same block count per matrix). Red: the region hurts these items more than random blocks do. p: the share of random regions whose change is at least as extreme; with K = ' + a.random + ' it cannot be below 1/(K+1) = ' + fmt(a.floor) + '.'));
       cell.appendChild(cellTable(a));
+      if (a.iae) {
+        const t = a.iae;
+        cell.appendChild(el('h4', null, 'Accuracy on the items (' + t.scoring + ' scoring, ' + t.metric + ')'));
+        cell.appendChild(el('p', 'meta', 'Before ablating: ' + t.chance.correct + '/' + t.chance.n + ' right (' + fmt(t.chance.accuracy) + ', chance ' + fmt(t.chance.chance) + ', exact one-sided p ' + fmtP(t.chance.p) + ')' + (t.skipped ? '; ' + t.skipped + ' items too long, left out' : '') + '. lost: items right before and wrong after; gained: the reverse; McNemar p: exact, two-sided; p vs random: the share of random regions that cost at least as much accuracy; Holm p: over the regions within a label.'));
+        cell.appendChild(iaeTable(a));
+      }
       cell.appendChild(el('h4', null, 'Specificity: does zeroing a region hurt its own label\'s items more than the others\'?'));
       cell.appendChild(specificityTable(a));
       cell.appendChild(el('p', 'meta', 'contrast: the target label\'s mean change minus the other labels\' (' + a.unit + '; negative: the target is hurt more), with its 95% CI; the null is the same contrast for the random regions; Holm p: adjusted over the rows of this table.'));
