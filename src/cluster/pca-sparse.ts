@@ -7,7 +7,8 @@
  * same order as the dense PCA's, so both find the same subspace up to rounding.
  */
 import { Rng } from '../util/rng.js';
-import { orthonormalize, sketchComponents, sketchEigen } from './pca.js';
+import { orthonormalize } from './linalg.js';
+import { sketchComponents, sketchEigen } from './pca.js';
 
 /** Compressed sparse rows [n, d]. */
 export interface Csr {

@@ -5,7 +5,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { Rng } from '../../src/util/rng.js';
-import { orthonormalize, pca, pcaProject } from '../../src/cluster/pca.js';
+import { orthonormalize } from '../../src/cluster/linalg.js';
+import { pca, pcaProject } from '../../src/cluster/pca.js';
 import { fitLogistic, stratifiedFolds } from '../../src/cluster/probe.js';
 import { blockKey, crossValidatedPredictions, cvRun, predictFold, prepareFold, repeatedCv, sampleWeights, splitFold, type Block, type RepeatedCv } from '../../src/cluster/probecv.js';
 import { bootstrapRepeated, pairedBootstrap } from '../../src/cluster/paired.js';
