@@ -10,6 +10,7 @@ import { writeSyntheticRun } from '../../src/report/synthetic.js';
 import { runIdentity } from '../../src/store/provenance.js';
 import type { BlockSet, WandaMatrix } from '../../src/wanda/types.js';
 import type { EvalTokenizer } from '../../src/eval/tokenizer.js';
+import type { LoglikEngine, LoglikRequest } from '../../src/runtime/loglik.js';
 
 export const TINY_DIMS: Record<string, [number, number]> = { gate_proj: [256, 64], up_proj: [256, 64], down_proj: [64, 256] };
 
@@ -77,3 +78,23 @@ export const CHAR_TOKENIZER: EvalTokenizer = {
     throw new Error('unused');
   },
 };
+
+/**
+ * A stand-in log-likelihood engine for planted models: `scoreRequest` gives each continuation's
+ * log-likelihood (one token each); `onDone` is told as the continuations are done.
+ */
+export function fakeLoglikEngine(scoreRequest: (r: LoglikRequest) => number[]): LoglikEngine {
+  const stats = { scoredTokens: 0, computedTokens: 0, runs: 0, tensors: 0, liveTensors: 0 };
+  const score = (ll: number) => ({ logprob: ll, tokens: 1, greedy: false, tokenLogprobs: new Float32Array([ll]), tokenGreedy: new Uint8Array(1) });
+  return {
+    info: {} as any,
+    usesCache: false,
+    stats,
+    async score(reqs: readonly LoglikRequest[], onDone) {
+      const out = reqs.map((r) => scoreRequest(r).map(score));
+      onDone?.(reqs.reduce((a, r) => a + r.continuations.length, 0));
+      return out;
+    },
+    async close() {},
+  };
+}

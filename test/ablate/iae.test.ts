@@ -22,9 +22,9 @@ import { storedMatrices } from '../../src/ablate/patch.js';
 import { main } from '../../src/cli/main.js';
 import { ablatePayload, loadAblate, parseAblateSummary } from '../../src/report/ablate.js';
 import { fakeEvalDeps, oneHot, slotOf } from '../eval/fakes.js';
-import type { LoglikEngine, LoglikRequest } from '../../src/runtime/loglik.js';
+import type { LoglikEngine } from '../../src/runtime/loglik.js';
 import type { AblateSummary } from '../../src/ablate/store.js';
-import { CHAR_TOKENIZER, tinyMatrices, writeAblateRun } from './fixture.js';
+import { CHAR_TOKENIZER, fakeLoglikEngine, tinyMatrices, writeAblateRun } from './fixture.js';
 
 const BLOCK: [number, number] = [16, 16];
 const UP = 'layers.0.mlp.up_proj';
@@ -67,31 +67,19 @@ function zeroed(dir: string): { zA: boolean; zB: boolean } {
 
 async function plantedEngine(dir: string): Promise<LoglikEngine> {
   const { zA, zB } = zeroed(dir);
-  const stats = { scoredTokens: 0, computedTokens: 0, runs: 0, tensors: 0, liveTensors: 0 };
   const text = (ids: number[]) => String.fromCharCode(...ids);
-  const score = (ll: number) => ({ logprob: ll, tokens: 1, greedy: false, tokenLogprobs: new Float32Array([ll]), tokenGreedy: new Uint8Array(1) });
-  return {
-    info: {} as any,
-    usesCache: false,
-    stats,
-    async score(reqs: readonly LoglikRequest[], onDone) {
-      const out = reqs.map((r) => {
-        if (r.context.length === 1 && r.context[0] === 1) {
-          // Without the question: "decoy" is very likely, the rest equally so.
-          return r.continuations.map((c) => score(text(c).trim() === 'decoy' ? -1 : -6));
-        }
-        const i = Number(/item (\d+)/.exec(text(r.context))![1]);
-        const right = plantedRight(i, zA, zB);
-        return r.continuations.map((c) => {
-          const o = text(c).trim();
-          return score(o === 'decoy' ? -0.5 : o === 'right' ? (right ? -1 : -20) : o === 'other' ? -2 : -9);
-        });
-      });
-      onDone?.(reqs.reduce((a, r) => a + r.continuations.length, 0));
-      return out;
-    },
-    async close() {},
-  };
+  return fakeLoglikEngine((r) => {
+    if (r.context.length === 1 && r.context[0] === 1) {
+      // Without the question: "decoy" is very likely, the rest equally so.
+      return r.continuations.map((c) => (text(c).trim() === 'decoy' ? -1 : -6));
+    }
+    const i = Number(/item (\d+)/.exec(text(r.context))![1]);
+    const right = plantedRight(i, zA, zB);
+    return r.continuations.map((c) => {
+      const o = text(c).trim();
+      return o === 'decoy' ? -0.5 : o === 'right' ? (right ? -1 : -20) : o === 'other' ? -2 : -9;
+    });
+  });
 }
 
 /** C(n, k) exactly. */

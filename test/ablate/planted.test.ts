@@ -14,8 +14,8 @@ import * as path from 'node:path';
 import { ensureGeneratedModel } from '../../src/models/write.js';
 import { runAblate } from '../../src/ablate/run.js';
 import { storedMatrices } from '../../src/ablate/patch.js';
-import type { LoglikEngine, LoglikRequest } from '../../src/runtime/loglik.js';
-import { CHAR_TOKENIZER, tinyMatrices, writeAblateRun } from './fixture.js';
+import type { LoglikEngine } from '../../src/runtime/loglik.js';
+import { CHAR_TOKENIZER, fakeLoglikEngine, tinyMatrices, writeAblateRun } from './fixture.js';
 
 const BLOCK: [number, number] = [16, 16];
 const P = { tensor: 'model.layers.0.mlp.up_proj.weight', flat: 21 }; // up_proj: 16 × 4 blocks -> (5, 1)
@@ -52,23 +52,11 @@ async function plantedEngine(dir: string): Promise<LoglikEngine> {
   }
   const pShare = pZero / ((P_ROWS[1]! - P_ROWS[0]!) * (P_COLS[1]! - P_COLS[0]!));
   const zeroShare = zeros / total;
-  const stats = { scoredTokens: 0, computedTokens: 0, runs: 0, tensors: 0, liveTensors: 0 };
-  return {
-    info: {} as any,
-    usesCache: false,
-    stats,
-    async score(reqs: readonly LoglikRequest[], onDone) {
-      const out = reqs.map((r) => {
-        const ctx = String.fromCharCode(...r.context);
-        const i = Number(/item (\d+)/.exec(ctx)![1]);
-        const ll = -10 - (i % 7) * 0.3 - 5 * zeroShare - (ctx.includes('group A') ? 2 * pShare : 0);
-        return [{ logprob: ll, tokens: 1, greedy: false, tokenLogprobs: new Float32Array([ll]), tokenGreedy: new Uint8Array(1) }];
-      });
-      onDone?.(reqs.length);
-      return out;
-    },
-    async close() {},
-  };
+  return fakeLoglikEngine((r) => {
+    const ctx = String.fromCharCode(...r.context);
+    const i = Number(/item (\d+)/.exec(ctx)![1]);
+    return [-10 - (i % 7) * 0.3 - 5 * zeroShare - (ctx.includes('group A') ? 2 * pShare : 0)];
+  });
 }
 
 describe('a planted block', () => {
