@@ -29,6 +29,7 @@ import { clozeHit, clozePick } from '../eval/summary-cloze.js';
 import type { Scorer } from '../eval/engine.js';
 import type { EvalTokenizer } from '../eval/tokenizer.js';
 import type { LoglikEngine } from '../runtime/loglik.js';
+import { LONG_PROMPT_TOKEN_BUDGET } from '../runtime/batching.js';
 import type { Device } from '../runtime/types.js';
 import { limitAxes, type LimitRecord } from '../data/subset.js';
 import { ablationStats, type AblateCell, type AblateSpecificity } from './stats.js';
@@ -41,13 +42,8 @@ export const IAE_METRICS = ['acc', 'acc_norm', 'acc_mutual_info'] as const;
 export type IaeMetric = (typeof IAE_METRICS)[number];
 /** Option orders per item under letter scoring (eval's default). */
 export const IAE_LETTER_SHUFFLES = 3;
-/**
- * Padded tokens per batch when scoring the items (IAE prompts run to about a thousand tokens,
- * and a run's model is usually the explicit conversion, without a KV cache, where a batch's
- * memory grows with its rows times the square of their length): with the default --batch 8 an
- * ablation peaked at 18 GB on SmolLM2 and was killed.
- */
-export const IAE_TOKEN_BUDGET = 2048;
+/** Padded tokens per batch when scoring the items (IAE prompts run to about a thousand tokens; src/runtime/batching.ts says why). */
+export const IAE_TOKEN_BUDGET = LONG_PROMPT_TOKEN_BUDGET;
 /** The level of the test against chance that the model must pass before ablating. */
 export const CHANCE_ALPHA = 0.05;
 

@@ -17,7 +17,7 @@ import { Progress, fmtTime, type ProgressOptions } from '../util/progress.js';
 import { LOBES_VERSION } from '../version.js';
 import type { Device } from '../runtime/types.js';
 import { modelIdentity } from '../runtime/modelfiles.js';
-import { planBatches, padBatch } from '../runtime/batching.js';
+import { LONG_PROMPT_TOKEN_BUDGET, planBatches, padBatch } from '../runtime/batching.js';
 import { checkBatchMemory, checkContext, modelContext } from '../runtime/plan.js';
 import { shardRange, type ShardSpec } from '../store/layout.js';
 import { claimJobFolder, isFreshFolder } from '../store/job.js';
@@ -93,12 +93,8 @@ export const DEFAULT_LAYERS = 'last:20';
 export const DEFAULT_TOP = 30;
 export const DEFAULT_BOOTSTRAP = 2000;
 export const DEFAULT_CHUNK_UNITS = 32;
-/**
- * On the CPU, without --token-budget, a batch holds at most this many padded tokens (rows ×
- * longest row), so long prompts run in several batches and progress ticks as each finishes
- * (one batch of eight long prompts was minutes without a line).
- */
-export const CPU_TOKEN_BUDGET = 2048;
+/** On the CPU, without --token-budget, a batch holds at most this many padded tokens (src/runtime/batching.ts says why). */
+export const CPU_TOKEN_BUDGET = LONG_PROMPT_TOKEN_BUDGET;
 export { ITEMS as ITEMS_FILE, SUMMARY as SUMMARY_FILE } from './store.js';
 
 /** What identifies the model: the graph's sha256 and one sha256 over all its files. */

@@ -7,6 +7,16 @@ import type { BatchPlanOptions, TokenBatch } from './types.js';
 import { LobesError } from '../util/errors.js';
 
 /**
+ * Padded tokens (rows × longest row) per batch where long prompts run on the CPU and the user
+ * gave no --token-budget (attend, ablate's --task iae): long prompts then run in several
+ * batches, so progress ticks as each finishes (one batch of eight long prompts was minutes
+ * without a line), and a model without a KV cache, whose batch memory grows with its rows times
+ * the square of their length, stays bounded (ablate with --batch 8 on SmolLM2's IAE prompts
+ * peaked at 18 GB and was killed).
+ */
+export const LONG_PROMPT_TOKEN_BUDGET = 2048;
+
+/**
  * Group item indices into batches. Items are sorted by length (longest first, ties by index,
  * so the plan is deterministic); a batch closes when adding the next item would exceed
  * `batch` rows or `tokenBudget` padded tokens (rows × longest). An item longer than the
