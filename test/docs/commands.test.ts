@@ -150,14 +150,18 @@ export function mapPlaceholders(text: string): string {
   return out;
 }
 
+/** The reason a command (placeholders mapped) that reads ../shared cannot run here, or null. */
+function sharedAbsent(mapped: string): string | null {
+  return mapped.includes(SHARED) && !existsSync(SHARED) ? `${SHARED} is absent` : null;
+}
+
 /** Why this command cannot run here, or null. */
 function missing(mapped: string): string | null {
   if (/--(png|svg)\b/.test(mapped)) {
     const p = chromiumProblem();
     if (p) return p;
   }
-  if (mapped.includes(SHARED) && !existsSync(SHARED)) return `${SHARED} is absent`;
-  return null;
+  return sharedAbsent(mapped);
 }
 
 const HOME = mkdtempSync(path.join(tmpdir(), 'lobes-docs-home-'));
@@ -189,6 +193,7 @@ const ONLY = process.env.LOBES_DOCS ? new Set(process.env.LOBES_DOCS.split(','))
 /** One command's time limit: the slowest runs in seconds on an idle machine; shared CI runners are slower. */
 const LIMIT_MS = 300_000;
 const timings: string[] = [];
+const skipped: string[] = [];
 const pageDirs: string[] = [];
 
 describe('the documented command lines', () => {
@@ -203,6 +208,7 @@ describe('the documented command lines', () => {
 
   afterAll(() => {
     console.log(`documented commands: ${scan.commands.length} (${scan.synopses.length} synopses not run), seconds each:\n${timings.join('\n')}`);
+    if (skipped.length) console.log(`skipped, each with its reason:\n${skipped.join('\n')}`);
     for (const d of [HOME, ...pageDirs]) rmSync(d, { recursive: true, force: true });
   });
 
@@ -222,6 +228,9 @@ describe('the documented command lines', () => {
         }
       }, LIMIT_MS);
       const seen = new Map<string, number>();
+      // Without ../shared, a command that reads it is skipped, and so is every later command of
+      // the page (they may read what it, or a stand-in made from ../shared, would have written).
+      let after: string | null = STAND_INS.some((s) => s.doc === doc && sharedAbsent(mapPlaceholders(s.command))) ? `a stand-in of this page needs ${SHARED}, which is absent` : null;
       for (const c of commands) {
         const skip = skipOf(c);
         const name = `${c.doc}:${c.line} ${c.command}`;
@@ -229,8 +238,11 @@ describe('the documented command lines', () => {
         const key = [...c.vars, c.command].join('\n');
         const again = seen.has(key) ? `the same command as line ${seen.get(key)} of the page, run there` : null;
         if (!seen.has(key)) seen.set(key, c.line);
-        const why = skip?.reason ?? again ?? missing(mapPlaceholders(c.command));
+        const mapped = [...c.vars, c.command].map(mapPlaceholders).join('\n');
+        const why = skip?.reason ?? again ?? after ?? missing(mapped);
+        if (!after && sharedAbsent(mapped)) after = `an earlier command of this page needs ${SHARED}, which is absent`;
         if (why) {
+          skipped.push(`  ${name}: ${why}`);
           it.skip(`${name}  [skipped: ${why}]`, () => {});
           continue;
         }

@@ -57,11 +57,12 @@ describe('templates', () => {
 });
 
 describe.skipIf(!haveData)('SocialEval prompts equal the Python renderings', () => {
-  const benches = { en: loadSocialEvalBench(`socialeval:${DATA}?lang=en`, { iae: true, gae: true }), zh: loadSocialEvalBench(`socialeval:${DATA}?lang=zh`, { iae: true, gae: true }) };
+  // describe.skipIf still collects this body, so the data is read only when it is there.
+  const benches = haveData ? { en: loadSocialEvalBench(`socialeval:${DATA}?lang=en`, { iae: true, gae: true }), zh: loadSocialEvalBench(`socialeval:${DATA}?lang=zh`, { iae: true, gae: true }) } : null;
 
   it.each(GOLD.prompts.map((p, i) => [i, p.task, p.lang, p.id ?? `${p.tree}:${p.path!.join('>')}`] as const))('#%i %s %s %s', (i) => {
     const g = GOLD.prompts[i]!;
-    const b = benches[g.lang];
+    const b = benches![g.lang];
     let text: string;
     if (g.task === 'iae') {
       const it = b.iae.find((x) => x.id === g.id);
@@ -76,7 +77,7 @@ describe.skipIf(!haveData)('SocialEval prompts equal the Python renderings', () 
   });
 
   it('parts tile the prompt; options, profile and question sit where their text is', () => {
-    const it = benches.en.iae.find((x) => x.id === GOLD.prompts[0]!.id)!;
+    const it = benches!.en.iae.find((x) => x.id === GOLD.prompts[0]!.id)!;
     const order = [2, 1, 3, 0];
     const chat = (c: string) => `<|im_start|>user\n${c}<|im_end|>\n<|im_start|>assistant\n`;
     const r = renderPrompt({ id: it.id, fields: it.fields, options: it.options }, order, { template: SOCIALEVAL_TEMPLATES.iae.en, separator: '. ', chat, answerPrefix: '{"choice": "' });
@@ -99,7 +100,7 @@ describe.skipIf(!haveData)('SocialEval prompts equal the Python renderings', () 
   });
 
   it('a chat template that trims the message keeps every part inside the text', () => {
-    const it = benches.zh.iae[0]!;
+    const it = benches!.zh.iae[0]!;
     const chat = (c: string) => `user: ${c.trim()}\nassistant:`;
     const r = renderPrompt({ id: it.id, fields: it.fields, options: it.options }, [0, 1, 2, 3], { template: SOCIALEVAL_TEMPLATES.iae.zh, separator: '. ', chat, answerPrefix: '{"choice": "' });
     expect(r.text.startsWith('user: 请你扮演')).toBe(true);
