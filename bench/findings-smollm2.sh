@@ -63,6 +63,11 @@ wanda() { # wanda NAME: 256×256 (kept as wanda-256/), then --block auto (RUN/wa
   (done_or "$OUT/$run/wanda/settings.json" && grep -q '"auto": true' "$OUT/$run/wanda/settings.json") ||
     step "wanda auto $run" $LOBES wanda "$OUT/$run" --by aspect --block auto --permutations 200 --seed $SEED --quiet
 }
+wanda_sweep() { # wanda_sweep NAME: --block auto again with the block-size × top-fraction sweep (16–128 × 0.05–0.2) into RUN/wanda/sensitivity.csv
+  local run=$1
+  done_or "$OUT/$run/wanda/sensitivity.csv" ||
+    step "wanda sweep $run" $LOBES wanda "$OUT/$run" --by aspect --block auto --permutations 200 --seed $SEED --sweep all --quiet
+}
 compare() { # compare A B FILE
   done_or "$OUT/$3" ||
     step "compare $1 $2" $LOBES compare "$OUT/$1" "$OUT/$2" --out "$OUT/$3"
@@ -77,6 +82,11 @@ wanda en-qr
 extract en-qr-control "$EN" final,mlp,resid $CTL
 cluster en-qr-control
 compare en-qr en-qr-control compare-en-qr-vs-control.html
+# the mean over each text's tokens of the final hidden state, so that the state is compared with the
+# token baselines pooled against pooled (the probe on final.mean, with the same baselines)
+extract en-qr-mean "$EN" final,mean
+done_or "$OUT/en-qr-mean/cluster/metrics.json" ||
+  step "cluster en-qr-mean" $LOBES cluster "$OUT/en-qr-mean" --by aspect --point final.mean --metric-points 2200 --seed $SEED --quiet
 extract zh-qr "$ZH" final,mlp,resid
 cluster zh-qr
 compare en-qr zh-qr compare-en-vs-zh.html
@@ -85,6 +95,7 @@ extract en-r "$EN&text=response" final,resid
 cluster en-r
 compare en-qr en-r compare-en-qr-vs-r.html
 wanda en-qr-control
+wanda_sweep en-qr
 cluster_full en-qr
 cluster_full en-qr-control
 cluster_full zh-qr
@@ -109,6 +120,7 @@ alone() { # alone LANG PART [full]: one part of the text (r: response, q: questi
   cluster "$run-control"
   compare "$run" "$run-control" "compare-$run-vs-control.html"
 }
+wanda_sweep zh-qr
 alone zh r
 alone en q full
 alone zh q

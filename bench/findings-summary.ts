@@ -66,9 +66,10 @@ if (process.argv[2] === '--cloze-into') {
   process.exit(0);
 }
 const OUT = process.argv[2] ?? 'runs/findings';
-const RUNS = ['en-qr', 'en-qr-control', 'en-r', 'en-r-control', 'en-q', 'en-q-control', 'zh-qr', 'zh-qr-control', 'zh-r', 'zh-r-control', 'zh-q', 'zh-q-control'];
+const RUNS = ['en-qr', 'en-qr-mean', 'en-qr-control', 'en-r', 'en-r-control', 'en-q', 'en-q-control', 'zh-qr', 'zh-qr-control', 'zh-r', 'zh-r-control', 'zh-q', 'zh-q-control'];
 const LABEL: Record<string, string> = {
   'en-qr': 'English, question + response, trained',
+  'en-qr-mean': 'English, question + response, trained, mean over the tokens (final.mean)',
   'en-qr-control': 'English, question + response, random weights',
   'en-r': 'English, response only, trained',
   'en-r-control': 'English, response only, random weights',
