@@ -2,6 +2,7 @@ import { parseCommand, intOption, type CommandSpec } from './args.js';
 import { UsageError } from '../util/errors.js';
 import { parseShard, expandOut } from '../store/layout.js';
 import { DEFAULT_CHUNK_UNITS, DEFAULT_EVAL_BATCH } from '../eval/run.js';
+import { LONG_PROMPT_TOKEN_BUDGET } from '../runtime/batching.js';
 import type { EvalSummary } from '../eval/summary.js';
 import { formatSummary } from '../eval/format.js';
 import { CHAT_TEMPLATE_OPTION, DEVICE_OPTIONS, HELP, LIMIT_OPTIONS, MODEL_OPTIONS, OUTPUT_OPTIONS, deviceOf, limitOf, modelArg } from './options.js';
@@ -39,6 +40,7 @@ ${HELP.seed('the option orders, --limit and the bootstrap')}
                        answer, with the published explanation prompts (default 0: none)
 ${HELP.device}
   --batch N            prompts per batch (default ${DEFAULT_EVAL_BATCH}); --token-budget N: padded tokens per batch
+                       (cloze scoring on the CPU: at most ${LONG_PROMPT_TOKEN_BUDGET} unless --token-budget is given)
   --chunk-units N      units (items or world trees) per record chunk (default ${DEFAULT_CHUNK_UNITS}); shards need the same
   --shard S            i/n (0-based), auto or auto/N, as for lobes extract
 ${HELP.chatTemplate('auto')}

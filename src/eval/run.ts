@@ -25,6 +25,7 @@ import type { EpisodeRecord, EvalRecord } from './types.js';
 import type { OrderMode } from './score.js';
 import type { Scorer, ScorerOptions } from './engine.js';
 import { modelContext } from '../runtime/plan.js';
+import { LONG_PROMPT_TOKEN_BUDGET } from '../runtime/batching.js';
 import type { EvalTokenizer, EvalTokenizerOptions } from './tokenizer.js';
 import type { LoglikEngine, LoglikOptions } from '../runtime/loglik.js';
 
@@ -179,6 +180,18 @@ function resolveSettings(o: EvalOptions): Settings {
 }
 
 /**
+ * Padded tokens per batch of cloze scoring's batched rows ((context + option)[:-1], one per
+ * option): --token-budget when given; otherwise, on the CPU, LONG_PROMPT_TOKEN_BUDGET (a graph
+ * without a KV cache puts every option of a long prompt in a padded batch whose memory grows
+ * with its rows times the square of their length; src/runtime/batching.ts says why), and no
+ * budget elsewhere. The log-likelihood engine batches with it and the memory plan checks the
+ * same batches. Not an identity setting: every row's numbers are the same in any batch.
+ */
+export function clozeTokenBudget(s: Pick<Settings, 'tokenBudget' | 'device'>): number | null {
+  return s.tokenBudget ?? (s.device === 'cpu' ? LONG_PROMPT_TOKEN_BUDGET : null);
+}
+
+/**
  * The longest prompt scored, in tokens (longer items are skipped and recorded as such): the
  * model's context length unless --max-tokens asks for fewer; never more than the context,
  * since positions past it are outside what the model was trained on (0, or a larger number,
@@ -272,7 +285,9 @@ async function evalUnderLock(opts: EvalOptions, s: Settings, deps: EvalDeps, dat
   const t1 = Date.now();
   const cloze = s.scoring === 'cloze';
   const scorer = cloze ? null : await deps.openScorer(opts.model, { device: s.device, deviceId: opts.deviceId, generation: s.cot > 0 || s.sharePrefix === 'on' || (s.sharePrefix === 'auto' && s.device === 'cpu') });
-  const loglik = cloze ? await deps.openLoglik(opts.model, { device: s.device, deviceId: opts.deviceId, cache: s.sharePrefix === 'off' ? 'off' : 'auto', batch: s.batch ?? undefined, tokenBudget: s.tokenBudget ?? undefined }) : null;
+  // Cloze rows are whole prompts plus an option: the engine and the memory plan share one budget.
+  const tokenBudget = cloze ? clozeTokenBudget(s) : s.tokenBudget;
+  const loglik = cloze ? await deps.openLoglik(opts.model, { device: s.device, deviceId: opts.deviceId, cache: s.sharePrefix === 'off' ? 'off' : 'auto', batch: s.batch ?? undefined, tokenBudget: tokenBudget ?? undefined }) : null;
   manifest.timings.modelLoadMs += Date.now() - t1;
   manifest.model.arch = (scorer ?? loglik)!.info.arch;
   try {
@@ -309,7 +324,7 @@ async function evalUnderLock(opts: EvalOptions, s: Settings, deps: EvalDeps, dat
       const end = Math.min(start + s.chunkUnits, N);
       const units = data.units.slice(start, end);
       const clozeSettings = loglik ? { engine: loglik, delimiter: s.targetDelimiter ?? null, mutualInfo: !!s.mutualInfo } : null;
-      const r = await evaluateUnits(units, { scorer, cloze: clozeSettings, tok, shuffles: s.shuffles, orders: s.orders, seed: s.seed, cot: s.cot, batch: s.batch, tokenBudget: s.tokenBudget, sharePrefix, maxTokens: s.maxTokens, stats, memory: { device: s.device, limit: opts.memoryLimit?.(s.device), force: opts.ignorePlan, say }, onScored: (_p, t) => progress.tick(0, { tokens: t }), onUnit: () => progress.tick(1) });
+      const r = await evaluateUnits(units, { scorer, cloze: clozeSettings, tok, shuffles: s.shuffles, orders: s.orders, seed: s.seed, cot: s.cot, batch: s.batch, tokenBudget, sharePrefix, maxTokens: s.maxTokens, stats, memory: { device: s.device, limit: opts.memoryLimit?.(s.device), force: opts.ignorePlan, say }, onScored: (_p, t) => progress.tick(0, { tokens: t }), onUnit: () => progress.tick(1) });
       writer.write(c, start, end - start, { records: r.records, episodes: hasTrees(data) ? r.episodes : null });
       manifest.timings.wallMs = wallBase + Date.now() - tAttempt;
       writeEvalManifest(out, manifest);
