@@ -34,7 +34,7 @@ import { evalFile, isEvalDir, readEvalResults } from '../eval/store.js';
 import { renderPrompt } from '../data/prompt.js';
 import { ANSWER_PREFIX, OPTION_SEPARATOR, SOCIALEVAL_TEMPLATES } from '../data/prompt-templates.js';
 import { parseSpec } from '../data/spec.js';
-import { sameModel } from '../store/provenance.js';
+import { controlKey, sameModel } from '../store/provenance.js';
 import type { CotBase } from './cot.js';
 import type { EvalTokenizer } from '../eval/tokenizer.js';
 
@@ -216,6 +216,7 @@ interface ModelFacts {
   filesSha256?: string | null;
   source?: { identity?: string } | null;
   sourceIdentity?: string;
+  control?: { kind: string; seed: number; version?: number } | null;
 }
 
 /**
@@ -223,8 +224,11 @@ interface ModelFacts {
  * report and eval label); the message says what differs.
  */
 function checkSameModel(ev: ModelFacts, here: ModelFacts, file: string): void {
-  const mine = { graphSha256: here.graphSha256, filesSha256: here.filesSha256, source: here.source ?? (here.sourceIdentity ? { identity: here.sourceIdentity } : null) };
+  const mine = { graphSha256: here.graphSha256, filesSha256: here.filesSha256, source: here.source ?? (here.sourceIdentity ? { identity: here.sourceIdentity } : null), control: here.control ?? null };
   if (sameModel(ev, mine)) return;
+  if (controlKey(ev.control) !== controlKey(mine.control)) {
+    throw new LobesError(ev.control ? `the evaluation scored a random-weights control of the model (${controlKey(ev.control)}, eval --control), not the trained model lobes attend reads` : `the evaluation scored the trained model, not a random-weights control (${controlKey(mine.control)})`, { file, hint: 'run lobes attend --eval on an evaluation of the trained model' });
+  }
   if (ev.source?.identity && mine.source?.identity) {
     throw new LobesError('the evaluation was run with another model (its eval.json records another GGUF identity: other file contents, dtype or weight storage)', { file, hint: 'give lobes attend the GGUF and --dtype/--weights the evaluation used' });
   }

@@ -119,7 +119,7 @@ export async function modelFolder(model: string, opts: { cache?: string; quiet?:
  * GGUF's conversion with 4-bit MatMulNBits weights (which the control does not redraw), an fp16
  * conversion of the same GGUF made now into the same cache (once; reused after).
  */
-export async function controlSourceFolder(model: string, resolved: import('../convert/cache.js').ResolvedModel, opts: { cache?: string; quiet?: boolean }): Promise<string> {
+export async function controlSourceFolder(model: string, resolved: import('../convert/cache.js').ResolvedModel, opts: { cache?: string; quiet?: boolean; command?: string }): Promise<string> {
   if (!resolved.source) return resolved.dir;
   const { readFileSync } = await import('node:fs');
   let weights: unknown;
@@ -129,6 +129,6 @@ export async function controlSourceFolder(model: string, resolved: import('../co
     weights = undefined;
   }
   if (weights !== 'q4') return resolved.dir;
-  if (!opts.quiet) process.stderr.write(`extract: the control is drawn from an fp16 conversion of ${resolved.source.path} (its 4-bit weights are not redrawn in place)\n`);
+  if (!opts.quiet) process.stderr.write(`${opts.command ?? 'extract'}: the control is drawn from an fp16 conversion of ${resolved.source.path} (its 4-bit weights are not redrawn in place)\n`);
   return (await modelFolder(model, { cache: opts.cache, quiet: opts.quiet, weights: 'fp16' })).dir;
 }

@@ -5,11 +5,12 @@ import { DEFAULT_CHUNK_UNITS, DEFAULT_EVAL_BATCH } from '../eval/run.js';
 import { LONG_PROMPT_TOKEN_BUDGET } from '../runtime/batching.js';
 import type { EvalSummary } from '../eval/summary.js';
 import { formatSummary } from '../eval/format.js';
+import { controlModel, controlSeedOf } from './control.js';
 import { CHAT_TEMPLATE_OPTION, DEVICE_OPTIONS, HELP, LIMIT_OPTIONS, MODEL_OPTIONS, OUTPUT_OPTIONS, deviceOf, limitOf, modelArg } from './options.js';
 
 const spec = {
   usage:
-    'lobes eval --model MODEL_DIR|FILE.gguf --data SPEC --out DIR [--task iae|gae|both] [--limit N [--by LABELS]] [--shuffles K] [--orders random|cyclic] [--seed N] [--cot N] [--device cpu|cuda|webgpu] [--device-id N] [--batch N | --token-budget N] [--chunk-units N] [--shard i/n|auto] [--chat-template auto|on|off] [--answer-prefix TEXT] [--prompt TEMPLATE_FILE] [--bootstrap B] [--share-prefix auto|on|off] [--skip-longer-than N] [--ignore-plan] [--scoring letter|cloze] [--target-delimiter TEXT] [--mutual-info] [--cache DIR] [--layout genai|explicit] [--skip-invalid] [--quiet] [--json]\n' +
+    'lobes eval --model MODEL_DIR|FILE.gguf --data SPEC --out DIR [--task iae|gae|both] [--limit N [--by LABELS]] [--shuffles K] [--orders random|cyclic] [--seed N] [--cot N] [--device cpu|cuda|webgpu] [--device-id N] [--batch N | --token-budget N] [--chunk-units N] [--shard i/n|auto] [--chat-template auto|on|off] [--answer-prefix TEXT] [--prompt TEMPLATE_FILE] [--bootstrap B] [--share-prefix auto|on|off] [--skip-longer-than N] [--ignore-plan] [--scoring letter|cloze] [--target-delimiter TEXT] [--mutual-info] [--cache DIR] [--layout genai|explicit] [--control random [--control-seed N]] [--skip-invalid] [--quiet] [--json]\n' +
     '       lobes eval merge SHARD_DIR... --out DIR      (lobes eval merge --help)\n' +
     '       lobes eval label RUN EVAL_DIR [--axis correct]      (lobes eval label --help)',
   name: 'lobes eval',
@@ -25,6 +26,11 @@ ${HELP.model}
 ${HELP.cache}
   --layout L           graph layout of a GGUF's conversion: genai (default: with the KV cache that
                        --cot and --share-prefix use) or explicit
+  --control random     evaluate a random-weights control of the model instead: the weights
+                       lobes extract --control random draws for the same model and seed
+                       (docs/controls.md), in the layout of the trained model's conversion (a
+                       GGUF: genai, with its KV cache); recorded in eval.json as model.control
+  --control-seed N     seed of the control's weights (default 0)
   --data SPEC          socialeval:PATH[?lang=en|zh&...]  (SocialEval world trees), or
                        jsonl:FILE?question=F&options=F&answer=F[&label=F,...][&id=F]
   --out DIR            evaluation folder to create or resume; {i}/{n} are replaced by the shard
@@ -92,6 +98,8 @@ items, for lobes cluster RUN --by correct and lobes wanda RUN --by correct.
     'max-tokens': { type: 'string', renamed: 'skip-longer-than' },
     'ignore-plan': { type: 'boolean' },
     layout: { type: 'string', choices: ['genai', 'explicit'] },
+    control: { type: 'string', choices: ['random'] },
+    'control-seed': { type: 'string' },
     scoring: { type: 'string', choices: ['letter', 'cloze'] },
     'target-delimiter': { type: 'string' },
     'mutual-info': { type: 'boolean' },
@@ -176,11 +184,15 @@ export async function run(argv: string[]): Promise<number> {
   const shard = parseShard(v.shard);
   const { runEval, readEvalResults } = await import('../eval/run.js');
   const { modelFolder } = await import('./convert.js');
-  const model = await modelFolder(modelArgument, { cache: v.cache, layout: v.layout ?? 'genai', quiet: !!v.quiet });
+  const controlSeed = controlSeedOf(v);
+  const layout = v.layout ?? 'genai';
+  const model = await modelFolder(modelArgument, { cache: v.cache, layout, quiet: !!v.quiet });
+  const control = controlSeed === null ? null : await controlModel(modelArgument, model, { seed: controlSeed, cache: v.cache, quiet: !!v.quiet, layout, command: 'eval' });
   const { device, deviceId } = deviceOf(v);
   const m = await runEval({
-    model: model.dir,
+    model: control?.dir ?? model.dir,
     modelSource: model.source,
+    control: control?.info ?? null,
     data: v.data,
     out: expandOut(v.out, shard),
     task: v.task ?? 'both',

@@ -4,8 +4,8 @@ import { runExtract, DEFAULT_CHUNK_ROWS, DEFAULT_BATCH } from '../extract/run.js
 import { parseShard, expandOut } from '../store/layout.js';
 import type { CaptureFamily } from '../runtime/types.js';
 import { CAPTURE_FAMILIES } from '../hooks.js';
-import { controlSourceFolder, modelFolder } from './convert.js';
-import { randomControlModel } from '../runtime/control.js';
+import { modelFolder } from './convert.js';
+import { controlModel, controlSeedOf } from './control.js';
 import type { ControlInfo } from '../store/types.js';
 import { CHAT_TEMPLATE_OPTION, DEVICE_OPTIONS, HELP, LAYERS_OPTION, LIMIT_OPTIONS, MAX_TOKENS_OPTION, MODEL_OPTIONS, OUTPUT_OPTIONS, deviceOf, limitOf, maxTokensOf, modelArg, chatTemplateOn } from './options.js';
 
@@ -95,17 +95,14 @@ export async function run(argv: string[]): Promise<number> {
   if (v.seed !== undefined && limit === null) throw new UsageError('--seed here seeds the --limit sample; give --limit N with it (--control-seed seeds the control)');
   const shard = parseShard(v.shard);
   const model = await modelFolder(modelArgument, { cache: v.cache, quiet: !!v.quiet });
+  const seed0 = controlSeedOf(v);
   let dir = model.dir;
   let control: ControlInfo | undefined;
-  if (v.control !== undefined) {
-    const { analyseModel } = await import('../runtime/engine.js');
-    dir = await controlSourceFolder(v.model, model, { cache: v.cache, quiet: !!v.quiet });
-    const { arch } = analyseModel(dir).info;
-    const c = await randomControlModel(dir, arch, { seed: intOption(v['control-seed'], '--control-seed', 0, 0, 2 ** 32 - 1), quiet: !!v.quiet, ...(v.cache ? { cacheDir: v.cache } : {}) });
-    if (!v.quiet) process.stderr.write(`extract: random-weights control of ${dir} (seed ${c.info.seed}) at ${c.dir}\n`);
+  if (seed0 !== null) {
+    const c = await controlModel(modelArgument, model, { seed: seed0, cache: v.cache, quiet: !!v.quiet, command: 'extract' });
     dir = c.dir;
     control = c.info;
-  } else if (v['control-seed'] !== undefined) throw new UsageError('--control-seed needs --control random');
+  }
   const { device, deviceId } = deviceOf(v);
   const manifest = await runExtract({
     model: dir,

@@ -65,7 +65,7 @@ export function formatSummary(s: EvalSummary, m?: EvalManifest): string {
   const out: string[] = [];
   if (m) {
     const t = m.throughput;
-    out.push(`## ${modelName(m.model)}: ${m.dataset.spec}`, '', `model folder ${m.model.dir}`, '', `${m.settings.shuffles} shuffles (seed ${m.settings.seed})${m.settings.cot ? `, reasoning up to ${m.settings.cot} tokens` : ''}${m.settings.limit ? `, --limit ${m.settings.limit}` : ''}; ${t.prompts} prompts, ${t.promptTokens} tokens (${t.prompts ? Math.round(t.promptTokens / t.prompts) : 0} per prompt); wall ${(m.timings.wallMs / 1000).toFixed(0)} s.`, '');
+    out.push(`## ${modelName(m.model)}${m.model.control ? `, random-weights control (seed ${m.model.control.seed})` : ''}: ${m.dataset.spec}`, '', `model folder ${m.model.dir}`, '', `${m.settings.shuffles} shuffles (seed ${m.settings.seed})${m.settings.cot ? `, reasoning up to ${m.settings.cot} tokens` : ''}${m.settings.limit ? `, --limit ${m.settings.limit}` : ''}; ${t.prompts} prompts, ${t.promptTokens} tokens (${t.prompts ? Math.round(t.promptTokens / t.prompts) : 0} per prompt); wall ${(m.timings.wallMs / 1000).toFixed(0)} s.`, '');
   }
   // Cloze scoring has no shuffles, letters or votes: its own table replaces the letter tables.
   if (s.cloze) out.push(...formatCloze(s.cloze));

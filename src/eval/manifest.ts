@@ -1,7 +1,7 @@
 /** The evaluation folder's manifest type (DIR/eval.json), read and written by store.ts. */
 import type { ChunkFile } from '../store/chunks.js';
 import type { ShardRange, ShardSpec } from '../store/layout.js';
-import type { ModelArch, ModelFile, ModelSourceRecord } from '../store/types.js';
+import type { ControlInfo, ModelArch, ModelFile, ModelSourceRecord } from '../store/types.js';
 import type { Device } from '../runtime/types.js';
 import type { EvalData, TaskChoice } from './units.js';
 import type { EvalStats } from './evaluate.js';
@@ -14,7 +14,7 @@ export interface EvalManifest {
   formatVersion: number;
   lobesVersion: string;
   createdAt: string;
-  model: { dir: string; graphSha256: string; arch: ModelArch | null; source?: ModelSourceRecord; files?: ModelFile[]; filesSha256?: string };
+  model: { dir: string; graphSha256: string; arch: ModelArch | null; source?: ModelSourceRecord; /** Set when the model is a random-weights control (lobes eval --control random). */ control?: ControlInfo; files?: ModelFile[]; filesSha256?: string };
   tokenizer: { source: string; chatTemplate: boolean };
   dataset: { spec: string; kind: EvalData['kind']; unitsSha256: string; units: number; available: number; excluded: number };
   task: TaskChoice | 'mcq';

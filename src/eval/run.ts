@@ -16,7 +16,8 @@ import { claimJobFolder, isFreshFolder } from '../store/job.js';
 import { RecordChunks, readVerifiedJsonl } from '../store/records.js';
 import { modelIdentity } from '../runtime/modelfiles.js';
 import type { Device } from '../runtime/types.js';
-import type { ModelFile, ModelSourceRecord } from '../store/types.js';
+import type { ControlInfo, ModelFile, ModelSourceRecord } from '../store/types.js';
+import { controlKey } from '../store/provenance.js';
 import { loadEvalData, hashUnits, type EvalData, type TaskChoice } from './units.js';
 import { evaluateUnits, newStats } from './evaluate.js';
 import { EVAL_FORMAT_VERSION, EVAL_RECORDS, evalFile, SUMMARY, checkEvalFiles, isEvalDir, readEvalManifest, writeEvalManifest, writeEvalSummary } from './store.js';
@@ -34,6 +35,8 @@ export interface EvalOptions {
   model: string;
   /** Where the folder came from when it is a conversion (recorded in eval.json). */
   modelSource?: ModelSourceRecord | null;
+  /** The folder is a random-weights control of the model (src/cli/control.ts): recorded as eval.json model.control, part of the evaluation's identity. */
+  control?: ControlInfo | null;
   data: string;
   out: string;
   task?: TaskChoice;
@@ -104,6 +107,7 @@ export function evalIdentity(m: EvalManifest, includeShard: boolean): Record<str
   const id: Record<string, string> = {
     'model graph sha256': m.model.graphSha256,
     'model files sha256 (graph, weights, tokenizer)': String(m.model.filesSha256),
+    'model control (--control, --control-seed)': controlKey(m.model.control),
     'chat template': String(m.tokenizer.chatTemplate),
     'dataset spec': m.dataset.spec,
     'dataset units sha256': m.dataset.unitsSha256,
@@ -262,7 +266,7 @@ async function evalUnderLock(opts: EvalOptions, s: Settings, deps: EvalDeps, dat
     formatVersion: EVAL_FORMAT_VERSION,
     lobesVersion: LOBES_VERSION,
     createdAt: previous?.createdAt ?? new Date().toISOString(),
-    model: { dir: opts.model, graphSha256, arch: previous?.model.arch ?? null, ...(opts.modelSource ? { source: opts.modelSource } : {}), files, filesSha256 },
+    model: { dir: opts.model, graphSha256, arch: previous?.model.arch ?? null, ...(opts.modelSource ? { source: opts.modelSource } : {}), ...(opts.control ? { control: opts.control } : {}), files, filesSha256 },
     tokenizer: { source: tok.source, chatTemplate: tok.chat !== null },
     dataset: { spec: data.spec, kind: data.kind, unitsSha256, units: N, available: data.available, excluded: data.excluded.length },
     task: data.kind === 'jsonl' ? 'mcq' : s.task,

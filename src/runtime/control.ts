@@ -77,7 +77,7 @@ const NORM_BIAS_INPUT: Record<string, number[]> = { LayerNormalization: [2], Ski
 const FLOAT_TYPES = new Set<number>([DataType.FLOAT, DataType.FLOAT16, DataType.BFLOAT16, DataType.DOUBLE]);
 
 /** The stored initializer behind value `v` (looking through casts, identities and transposes), if any. */
-function storedWeight(g: GraphIndex, init: Map<string, TensorProto>, v: string | undefined): string | null {
+export function storedWeight(g: GraphIndex, init: Map<string, TensorProto>, v: string | undefined): string | null {
   for (let k = 0; k < 4 && v; k++) {
     if (init.has(v)) return v;
     const p = g.prod(v);
@@ -185,34 +185,49 @@ export async function randomControlModel(modelDir: string, arch: { hidden: numbe
   if (!Number.isInteger(seed) || seed < 0) throw new UsageError(`--control-seed must be a non-negative integer, got ${seed}`);
   const m = loadModel(modelDir);
   const sourceGraphSha256 = sha256File(m.file).sha256;
-  const info: ControlInfo = { kind: 'random', seed, source: path.resolve(modelDir), sourceGraphSha256, scheme: CONTROL_SCHEME };
+  const info: ControlInfo = { kind: 'random', seed, source: path.resolve(modelDir), sourceGraphSha256, scheme: CONTROL_SCHEME, version: CONTROL_VERSION };
   const root = opts.cacheDir ?? defaultControlDir();
   const dir = path.join(root, `control-random-${sourceGraphSha256.slice(0, 16)}-seed${seed}-v${CONTROL_VERSION}`);
+  await cachedControlFolder(dir, `drawing the random-weights control of ${path.resolve(modelDir)}`, !!opts.quiet, () => {
+    const plan = controlPlan(m, arch.hidden, arch.intermediate);
+    if (plan.redraw.size === 0) throw new LobesError('found no projection or embedding weights to redraw', { file: m.file, hint: 'is this a Llama-class model with float weights?' });
+    return plan;
+  }, (tmp, plan) => writeControl(m, plan, seed, tmp, info, !!opts.quiet));
+  return { dir, info };
+}
+
+/**
+ * A control folder `dir` in the control cache, used as it is when its record says its files are
+ * as written (controlProblem), else built: `check` runs first (its refusals leave nothing
+ * behind), then, under a lock (shards starting together build it once), `write` fills a private
+ * temporary folder, returning the files' hashes, and the folder is renamed into place.
+ */
+export async function cachedControlFolder<T>(dir: string, purpose: string, quiet: boolean, check: () => T, write: (tmp: string, checked: T) => FolderHashes | Promise<FolderHashes>): Promise<void> {
+  const root = path.dirname(dir);
   const done = () => controlProblem(dir) === null;
   const problem = controlProblem(dir);
-  if (problem === null) return { dir, info };
-  if (problem !== 'absent' && !opts.quiet) process.stderr.write(`control ${dir} is not used: ${problem}; drawing it again\n`);
-  const plan = controlPlan(m, arch.hidden, arch.intermediate);
-  if (plan.redraw.size === 0) throw new LobesError('found no projection or embedding weights to redraw', { file: m.file, hint: 'is this a Llama-class model with float weights?' });
+  if (problem === null) return;
+  if (problem !== 'absent' && !quiet) process.stderr.write(`control ${dir} is not used: ${problem}; drawing it again\n`);
+  const checked = check();
   try {
     mkdirSync(root, { recursive: true });
   } catch (e: any) {
     throw new LobesError(`cannot create the control cache folder (${e?.code ?? e?.message})`, { file: root, hint: 'pass --cache DIR, or set LOBES_CACHE' });
   }
   const lock = await acquireLock(`${dir}.lock`, {
-    purpose: `drawing the random-weights control of ${path.resolve(modelDir)}`,
+    purpose,
     onWait: (h) => {
-      if (!opts.quiet) process.stderr.write(`waiting for another lobes process (pid ${h.pid} on ${h.host}) drawing the control into ${dir}\n`);
+      if (!quiet) process.stderr.write(`waiting for another lobes process (pid ${h.pid} on ${h.host}) writing the control into ${dir}\n`);
     },
     until: done,
   });
-  if (!lock) return { dir, info };
+  if (!lock) return;
   try {
-    if (done()) return { dir, info };
+    if (done()) return;
     const tmp = `${dir}.tmp-${process.pid}-${Date.now()}`;
     mkdirSync(tmp, { recursive: true });
     try {
-      const hashed = writeControl(m, plan, seed, tmp, info, !!opts.quiet);
+      const hashed = await write(tmp, checked);
       rmSync(dir, { recursive: true, force: true });
       renameSync(tmp, dir);
       rememberFolder(dir, hashed);
@@ -223,10 +238,10 @@ export async function randomControlModel(modelDir: string, arch: { hidden: numbe
   } finally {
     lock.release();
   }
-  return { dir, info };
 }
 
-const CONTROL_RECORD = 'lobes-control.json';
+/** The record of a control folder: what it is, what was redrawn, and every file's size and sha256. */
+export const CONTROL_RECORD = 'lobes-control.json';
 
 /**
  * Why the control folder `dir` cannot be used, or null when it can: its record must be there

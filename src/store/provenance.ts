@@ -161,6 +161,13 @@ export interface ModelRef {
   /** sha256 over every model file (graph, weights, tokenizer), where recorded (eval, attend). */
   filesSha256?: string | null;
   source?: { size?: number; headerSha256?: string; identity?: string } | null;
+  /** Set when the model is a random-weights control of the model `source` names (extract and eval --control random). */
+  control?: { kind: string; seed: number; version?: number } | null;
+}
+
+/** A model record's control as one string ('none' for a trained model): kind, seed and version of the draw (absent version: 1). */
+export function controlKey(c: { kind: string; seed: number; version?: number } | null | undefined): string {
+  return c ? `${c.kind} seed ${c.seed} v${c.version ?? 1}` : 'none';
 }
 
 /**
@@ -168,10 +175,15 @@ export interface ModelRef {
  * file (extract, eval and attend may convert one GGUF into different layouts): the same
  * conversion identity where both recorded one, else the same size and header bytes. The same
  * graph with other weight or tokenizer files (both records hold filesSha256, and they differ)
- * is another model.
+ * is another model, and so is a random-weights control (model.control) against the trained
+ * model or a control of another seed or draw version: controls of one GGUF with the same
+ * kind, seed and version are one model in either layout (extract's explicit control and eval's
+ * genai layout of it hold the same weights).
  */
 export function sameModel(a: ModelRef | null | undefined, b: ModelRef | null | undefined): boolean {
   if (!a || !b) return false;
+  // A random-weights control is another model than the one it was drawn from, and than another draw.
+  if (controlKey(a.control) !== controlKey(b.control)) return false;
   if (a.graphSha256 && a.graphSha256 === b.graphSha256) return !(a.filesSha256 && b.filesSha256 && a.filesSha256 !== b.filesSha256);
   const x = a.source;
   const y = b.source;

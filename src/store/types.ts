@@ -112,6 +112,14 @@ export interface ControlInfo {
   sourceGraphSha256: string;
   /** How the weights were drawn, in words. */
   scheme: string;
+  /** Version of the draw (src/runtime/control.ts CONTROL_VERSION; absent in older records: 1). */
+  version?: number;
+  /**
+   * Set when the control's graph has another layout than `source` (lobes eval's genai layout of
+   * a GGUF): the weights are the control drawn in `source`, the same values laid out again, and
+   * `drawn` is that control's folder.
+   */
+  layout?: { name: 'genai'; drawn: string };
 }
 
 export interface RunSettings {
