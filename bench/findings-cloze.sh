@@ -17,9 +17,9 @@
 # bench/findings-cloze-items.ts then reduces them to bench/cloze/smollm2-LANG.json (the control:
 # smollm2-en-control.json), which bench/findings-summary.ts reads; the cloze section of
 # bench/findings-summary.out.md is rewritten from those files at the end.
-# The control is drawn once by `lobes extract --control random` (docs/controls.md: from the
-# GGUF's fp16 conversion) and its folder evaluated like any model folder: without a KV cache,
-# every option is one full forward pass, about 3 times the trained model's time.
+# The control is `lobes eval GGUF --control random --control-seed 0` (docs/controls.md): the
+# weights `lobes extract --control random` draws for the GGUF (from its fp16 conversion), laid
+# out in the genai layout with the KV cache, so it costs about what the trained model does.
 # Wall times go to OUT_DIR/times.tsv, as bench/findings-smollm2.sh writes them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -60,11 +60,7 @@ for lang in $LANGS; do
   sample "cloze-$lang" "$GGUF" "$lang" "bench/cloze/smollm2-$lang.json" --cache "$OUT/cache/gguf"
 done
 if [ -n "${CONTROL:-}" ]; then
-  # draw the control once (a one-item extraction through it), then evaluate its folder
-  [ -f "$OUT/control-draw/manifest.json" ] ||
-    step "draw control" $LOBES extract --model "$GGUF" --data "socialeval:$TREES?lang=en" --limit 1 --seed $SEED \
-      --capture final --out "$OUT/control-draw" --control random --control-seed $SEED --cache "$OUT/cache/controls" --quiet
-  ctl=$(node -e "process.stdout.write(require('./$OUT/control-draw/manifest.json').model.dir)")
-  sample cloze-en-control "$ctl" en bench/cloze/smollm2-en-control.json
+  # the control drawn once into the cache (by the first shard, under a lock) and read by every shard
+  sample cloze-en-control "$GGUF" en bench/cloze/smollm2-en-control.json --cache "$OUT/cache/gguf" --control random --control-seed $SEED
 fi
 node --import tsx bench/findings-summary.ts --cloze-into bench/findings-summary.out.md
