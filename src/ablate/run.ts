@@ -26,6 +26,7 @@ import { claimJobFolder, isFreshFolder } from '../store/job.js';
 import { RecordChunks, readVerifiedJsonl, type RecordLayout } from '../store/records.js';
 import { readManifest, sha256Text } from '../store/manifest.js';
 import { sameModel } from '../store/provenance.js';
+import { controlOfFolder } from '../runtime/control.js';
 import { modelIdentity, resolveRunModel } from '../runtime/modelfiles.js';
 import { checkContext, modelContext } from '../runtime/plan.js';
 import { splitContinuation, type LoglikEngine, type LoglikOptions } from '../runtime/loglik.js';
@@ -111,7 +112,7 @@ export async function runAblate(o: AblateOptions): Promise<AblateSummary> {
   let modelDir: string;
   if (o.model) {
     const id = modelIdentity(o.model);
-    if (!sameModel({ graphSha256: id.graphSha256, source: o.modelSource ?? null }, manifest.model)) {
+    if (!sameModel({ graphSha256: id.graphSha256, source: o.modelSource ?? null, control: controlOfFolder(o.model) }, manifest.model)) {
       throw new LobesError(`--model is not the run's model (the run was extracted from ${manifest.model.dir})`, { file: o.model, hint: 'give the model the run was extracted with, or leave --model out' });
     }
     modelDir = o.model;

@@ -35,6 +35,7 @@ import { renderPrompt } from '../data/prompt.js';
 import { ANSWER_PREFIX, OPTION_SEPARATOR, SOCIALEVAL_TEMPLATES } from '../data/prompt-templates.js';
 import { parseSpec } from '../data/spec.js';
 import { controlKey, sameModel } from '../store/provenance.js';
+import { controlOfFolder } from '../runtime/control.js';
 import type { CotBase } from './cot.js';
 import type { EvalTokenizer } from '../eval/tokenizer.js';
 
@@ -173,7 +174,7 @@ export async function evalItems(dir: string, modelDir: string, model: { graphSha
   const chosen = opts.limit !== null ? limitItems(selected.map((x) => ({ ...x, id: x.rec.id, labels: x.rec.labels ?? {} })), evalAxes(selected), opts.limit).items : selected;
   if (chosen.length === 0) throw new LobesError(`no ${opts.items === 'all' ? '' : opts.items + ' '}records to read`, { file, hint: opts.items === 'all' ? undefined : 'use --items all' });
   const facts = { chat: ev.manifest.tokenizer.chatTemplate };
-  checkSameModel(ev.manifest.model, model, evalFile(dir, 'manifest'));
+  checkSameModel(ev.manifest.model, { ...model, control: controlOfFolder(modelDir) }, evalFile(dir, 'manifest'));
   const chat = facts.chat ?? looksChatTemplated(chosen[0]!.rec.shuffles[0]!.prompt, tok);
   // The evaluation's own tokenizer logic, so that the ids are the ones it scored.
   const { loadEvalTokenizer } = await import('../eval/tokenizer.js');

@@ -201,7 +201,7 @@ function section<T>(omitted: string[], what: string, load: () => T | null): T | 
 function evalOnly(abs: string, ev: EvalData, opts: LoadOptions): ReportModel {
   const m = ev.manifest;
   const manifest = { format: 'lobes-eval', createdAt: m.createdAt, lobesVersion: m.lobesVersion, model: m.model, dataset: { spec: m.dataset?.spec }, complete: true } as unknown as RunManifest;
-  return { dir: abs, name: opts.name ?? path.basename(abs), manifest, samples: [], wanda: null, cluster: null, eval: ev, randomModel: isBuiltinRandomModel(manifest, abs), control: null, omitted: [] };
+  return { dir: abs, name: opts.name ?? path.basename(abs), manifest, samples: [], wanda: null, cluster: null, eval: ev, randomModel: isBuiltinRandomModel(manifest, abs), control: m.model?.control ?? null, omitted: [] };
 }
 
 /** Load a run directory (or an evaluation folder) for the report. */

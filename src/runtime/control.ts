@@ -244,6 +244,21 @@ export async function cachedControlFolder<T>(dir: string, purpose: string, quiet
 export const CONTROL_RECORD = 'lobes-control.json';
 
 /**
+ * The control a model folder is (kind, seed and version from its lobes-control.json), or null
+ * for a folder that is not a control lobes wrote: what a command given the folder itself records
+ * of it, to compare with a run's or an evaluation's model.control (src/store/provenance.ts).
+ */
+export function controlOfFolder(dir: string): { kind: 'random'; seed: number; version: number } | null {
+  try {
+    const rec = JSON.parse(readFileSync(path.join(dir, CONTROL_RECORD), 'utf8'));
+    if (rec?.kind !== 'random' || !Number.isInteger(rec.seed)) return null;
+    return { kind: 'random', seed: rec.seed, version: Number.isInteger(rec.version) ? rec.version : 1 };
+  } catch {
+    return null;
+  }
+}
+
+/**
  * Why the control folder `dir` cannot be used, or null when it can: its record must be there
  * with the size and sha256 of every file as written, and the files must still have them
  * (src/convert/folder-hash.ts; 'absent' when there is no folder).

@@ -6,7 +6,8 @@
  * control within float rounding, differs from the trained model, and is reproducible. eval.json
  * records model.control (kind, seed, version), which is part of the evaluation's identity: a
  * resume with another control, or with none, is refused. A control is another model than the
- * trained one to every command that compares models (sameModel): attend --eval refuses it.
+ * trained one to every command that compares models (sameModel): attend --eval refuses it, and a
+ * command given the control folder itself (ablate --model) reads its control from the folder.
  */
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -15,7 +16,7 @@ import * as path from 'node:path';
 import { cli } from '../runtime/helpers.js';
 import { TINY_GGUF } from '../convert/tiny-llama3.js';
 import { GraphIndex, loadModel, readInitializerFloat32, type LoadedModel } from '../../src/onnx/index.js';
-import { storedWeight } from '../../src/runtime/control.js';
+import { controlOfFolder, storedWeight } from '../../src/runtime/control.js';
 import { openLoglikEngine } from '../../src/runtime/loglik.js';
 import { controlKey, sameModel } from '../../src/store/provenance.js';
 
@@ -197,5 +198,11 @@ describe('lobes eval --control random on a GGUF', { timeout: 600_000 }, () => {
     expect(sameModel(m3.model, { ...rm.model, control: old })).toBe(true);
     expect(sameModel(m3.model, { ...rm.model, control: { ...old, version: 2 } })).toBe(false);
     expect(controlKey(null)).toBe('none');
+    // A command given the control folder itself (ablate --model, attend) reads its control from the folder.
+    expect(controlOfFolder(rm.model.dir)).toEqual({ kind: 'random', seed: 3, version: 1 });
+    expect(controlOfFolder(m3.model.dir)).toEqual({ kind: 'random', seed: 3, version: 1 });
+    expect(controlOfFolder(mt.model.dir)).toBeNull();
+    expect(sameModel({ graphSha256: rm.model.graphSha256, control: controlOfFolder(rm.model.dir) }, rm.model)).toBe(true);
+    expect(sameModel({ graphSha256: mt.model.graphSha256, source: mt.model.source, control: controlOfFolder(mt.model.dir) }, rm.model)).toBe(false);
   });
 });
