@@ -19,6 +19,7 @@ import { GraphIndex, loadModel, readInitializerFloat32, type LoadedModel } from 
 import { controlOfFolder, storedWeight } from '../../src/runtime/control.js';
 import { openLoglikEngine } from '../../src/runtime/loglik.js';
 import { controlKey, sameModel } from '../../src/store/provenance.js';
+import { ensureGeneratedModel } from '../../src/models/write.js';
 
 let root: string;
 let cache: string;
@@ -181,6 +182,20 @@ describe('lobes eval --control random on a GGUF', { timeout: 600_000 }, () => {
     const lines = a.err.trim().split('\n');
     expect(lines).toHaveLength(1);
     expect(lines[0]).toMatch(/eval\.json.*the evaluation scored a random-weights control of the model \(random seed 3 v1, eval --control\), not the trained model lobes attend reads/);
+  });
+
+  it('an ONNX folder (with a KV cache): eval reads the very control folder extract makes from it', async () => {
+    const model = ensureGeneratedModel('tiny-llama-past');
+    const x = await cli(['extract', model, '--data', `jsonl:${texts}?text=text&label=label&id=id`, '--out', ev('run-onnx-ctl'), '--capture', 'final', '--dtype', 'fp32', '--control', 'random', '--control-seed', '1', '--cache', cache, '--quiet']);
+    expect(x.code, x.err).toBe(0);
+    const e = await cli(['eval', model, '--data', `jsonl:${items}?id=id&question=q&options=o&answer=a`, '--out', ev('onnx-ctl'), '--cache', cache, '--scoring', 'cloze', '--chat-template', 'off', '--bootstrap', '0', '--quiet', '--control', 'random', '--control-seed', '1']);
+    expect(e.code, e.err).toBe(0);
+    const [rm, em] = [json(path.join(ev('run-onnx-ctl'), 'manifest.json')), json(path.join(ev('onnx-ctl'), 'eval.json'))];
+    expect(em.model.dir).toBe(rm.model.dir);
+    expect(em.model.control).toMatchObject({ kind: 'random', seed: 1, version: 1, source: path.resolve(model) });
+    expect(em.model.control.layout).toBeUndefined();
+    expect(em.sharedPrefix).toBe(true);
+    expect(sameModel(em.model, rm.model)).toBe(true);
   });
 
   it('sameModel: a control is the same model only as a control of the same kind, seed and version', () => {
