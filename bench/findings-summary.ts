@@ -178,6 +178,7 @@ const en = byName.get('en-qr');
 if (en) for (const l of verdictLines(en.cluster?.metrics ?? null, en.cluster?.settings ?? null, en.wanda?.settings ?? null)) lines.push(`> ${l}`, '>');
 lines.push('');
 lines.push(...compareLines(byName.get('en-qr') ?? null, byName.get('en-qr-control') ?? null, 'English, question + response: trained − random weights (paired over items)'));
+lines.push(...compareLines(byName.get('en-qr') ?? null, byName.get('en-qr-mean') ?? null, 'English, question + response, trained: the mean over the tokens (final.mean) − the last token (final.hidden) (paired over items)'));
 lines.push(...compareLines(byName.get('en-r') ?? null, byName.get('en-r-control') ?? null, 'English, response only: trained − random weights (paired over items)'));
 lines.push(...compareLines(byName.get('zh-qr') ?? null, byName.get('zh-qr-control') ?? null, 'Chinese, question + response: trained − random weights (paired over items)'));
 lines.push(...compareLines(byName.get('zh-r') ?? null, byName.get('zh-r-control') ?? null, 'Chinese, response only: trained − random weights (paired over items)'));
