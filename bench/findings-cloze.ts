@@ -300,6 +300,26 @@ function readClozeFile(file: string): ClozeFile {
   return f;
 }
 
+/**
+ * Trained against the random-weights control on the items both scored, per metric: the paired
+ * exact McNemar test of their hits (the same items, so the comparison is paired, not two marginal
+ * intervals side by side).
+ */
+export function pairedWithControl(trained: readonly ClozeFileItem[], control: readonly ClozeFileItem[]): string[] {
+  const byId = new Map(scored(control).map((i) => [i.id, i]));
+  const both = scored(trained).filter((i) => byId.has(i.id));
+  const ctl = both.map((i) => byId.get(i.id)!);
+  if (!both.length) return [];
+  return METRICS.map((m) => {
+    const a = metricHits(both, m);
+    const b = metricHits(ctl, m);
+    const t = mcnemarExact(a, b);
+    const ka = a.filter(Boolean).length;
+    const kb = b.filter(Boolean).length;
+    return `${m}, trained vs random weights on the same ${both.length} items: ${ka} against ${kb} right (${pct(ka / both.length)}% − ${pct(kb / both.length)}% = ${((100 * (ka - kb)) / both.length).toFixed(1)} points); only trained ${t.onlyA}, only control ${t.onlyB}, exact McNemar p = ${fp(t.p)}.`;
+  });
+}
+
 /** The cloze section of the findings summary from the files of `dir` (bench/cloze/), or nothing when none is there. */
 export function clozeLines(dir: string, data: { language: string; label: string; items: readonly { options: string[]; answer: number }[] }[] = []): string[] {
   const sets = CLOZE_FILES.filter(([f]) => existsSync(path.join(dir, f))).map(([f, language, label]) => ({ language, label, items: readClozeFile(path.join(dir, f)).items }));
@@ -311,6 +331,9 @@ export function clozeLines(dir: string, data: { language: string; label: string;
     const { model } = clozeRows([{ language: 'en', items }]);
     out.push('Random-weights control (English, the same items; not in the family):', '', '| metric | correct / n | accuracy % | exact 95% CI | chance % | P(X ≥ k) at chance |', '|---|---|---|---|---|---|');
     for (const r of model) out.push(`| ${r.metric} | ${r.k} / ${r.n} | ${pct(r.accuracy)} | ${r.ci95 ? `[${pct(r.ci95[0])}, ${pct(r.ci95[1])}]` : '—'} | ${pct(r.chance)} | ${fp(r.p)} |`);
+    out.push('');
+    const trained = sets.find((s) => s.language === 'en');
+    if (trained) for (const l of pairedWithControl(trained.items, items)) out.push(`- ${l}`);
     out.push('');
   }
   for (const [f, , label] of [...CLOZE_FILES, [CLOZE_CONTROL_FILE, 'en', 'English, random-weights control'] as [string, string, string]]) {

@@ -11,7 +11,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { checkClozeFile, clozeItems, controlHits, longestAnswer, clozeRows, clozeTable, mcnemarExact, metricHits, overlapHits, overlapOf, overlapUnits, type ClozeFile, type ClozeFileItem } from '../../bench/findings-cloze.js';
+import { checkClozeFile, clozeItems, controlHits, longestAnswer, clozeRows, clozeTable, mcnemarExact, metricHits, overlapHits, overlapOf, overlapUnits, pairedWithControl, type ClozeFile, type ClozeFileItem } from '../../bench/findings-cloze.js';
 import type { EvalRecord } from '../../src/eval/types.js';
 
 const G = JSON.parse(readFileSync(path.resolve(import.meta.dirname, '../goldens/cloze-finding/cloze_finding_goldens.json'), 'utf8')) as {
@@ -199,5 +199,33 @@ describe('findings-summary --cloze-into', () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('trained against the random-weights control', () => {
+  // 6 shared items; acc_mutual_info right on trained items 0–3 and on control items 2–5, so
+  // both right on 2, trained only on 2 (0, 1), control only on 2 (4, 5): McNemar p = 1 by hand
+  // (2 × P(Bin(4, ½) ≤ 2) = 2 × 11/16, capped at 1). acc right on trained 0–4, control none: 5
+  // discordant all one way, p = 2 × (½)^5 = 0.0625.
+  const mk = (id: string, mi: boolean, acc: boolean): ClozeFileItem => ({ id, aspect: null, answer: 0, pick: acc ? 0 : 1, pickNorm: 1, pickBytes: 1, pickMutualInfo: mi ? 0 : 1, options: [0, 1].map(() => ({ ll: 0, ll0: 0, tokens: 1, chars: 1, bytes: 1, overlap: [0, 1] as [number, number] })) });
+  const trained = [0, 1, 2, 3, 4, 5].map((i) => mk(`i${i}`, i <= 3, i <= 4));
+  // the control in another order, with one item the trained run lacks and one it skipped
+  const control = [5, 4, 3, 2, 1, 0].map((i) => mk(`i${i}`, i >= 2, false));
+  control.push(mk('only-control', true, true), { id: 'i9', aspect: null, answer: 0, skipped: 'too long' });
+
+  it('pairs the items by id and tests each metric with the exact McNemar test', () => {
+    const lines = pairedWithControl(trained, control);
+    expect(lines).toHaveLength(4);
+    const mi = lines.find((l) => l.startsWith('acc_mutual_info'))!;
+    expect(mi).toContain('same 6 items: 4 against 4 right');
+    expect(mi).toContain('only trained 2, only control 2, exact McNemar p = 1.000');
+    const acc = lines.find((l) => l.startsWith('acc,'))!;
+    expect(acc).toContain('5 against 0 right');
+    expect(acc).toContain('p = 0.063');
+    expect(mcnemarExact([true, true, true, true, true], [false, false, false, false, false]).p).toBeCloseTo(0.0625, 12);
+  });
+
+  it('says nothing when no item is shared', () => {
+    expect(pairedWithControl(trained, [mk('other', true, true)])).toEqual([]);
   });
 });
