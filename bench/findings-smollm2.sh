@@ -85,8 +85,15 @@ compare en-qr en-qr-control compare-en-qr-vs-control.html
 # the mean over each text's tokens of the final hidden state, so that the state is compared with the
 # token baselines pooled against pooled (the probe on final.mean, with the same baselines)
 extract en-qr-mean "$EN" final,mean
-done_or "$OUT/en-qr-mean/cluster/metrics.json" ||
-  step "cluster en-qr-mean" $LOBES cluster "$OUT/en-qr-mean" --by aspect --point final.mean --metric-points 2200 --seed $SEED --quiet
+cluster_mean() { # cluster_mean NAME: the probe on final.mean
+  done_or "$OUT/$1/cluster/metrics.json" ||
+    step "cluster $1" $LOBES cluster "$OUT/$1" --by aspect --point final.mean --metric-points 2200 --seed $SEED --quiet
+}
+cluster_mean en-qr-mean
+# and through the random-weights control: does a random network's context mixing also add to the embedding mean?
+extract en-qr-mean-control "$EN" final,mean $CTL
+cluster_mean en-qr-mean-control
+compare en-qr-mean en-qr-mean-control compare-en-qr-mean-vs-control.html
 extract zh-qr "$ZH" final,mlp,resid
 cluster zh-qr
 compare en-qr zh-qr compare-en-vs-zh.html

@@ -66,10 +66,11 @@ if (process.argv[2] === '--cloze-into') {
   process.exit(0);
 }
 const OUT = process.argv[2] ?? 'runs/findings';
-const RUNS = ['en-qr', 'en-qr-mean', 'en-qr-control', 'en-r', 'en-r-control', 'en-q', 'en-q-control', 'zh-qr', 'zh-qr-control', 'zh-r', 'zh-r-control', 'zh-q', 'zh-q-control'];
+const RUNS = ['en-qr', 'en-qr-mean', 'en-qr-mean-control', 'en-qr-control', 'en-r', 'en-r-control', 'en-q', 'en-q-control', 'zh-qr', 'zh-qr-control', 'zh-r', 'zh-r-control', 'zh-q', 'zh-q-control'];
 const LABEL: Record<string, string> = {
   'en-qr': 'English, question + response, trained',
   'en-qr-mean': 'English, question + response, trained, mean over the tokens (final.mean)',
+  'en-qr-mean-control': 'English, question + response, random weights, mean over the tokens (final.mean)',
   'en-qr-control': 'English, question + response, random weights',
   'en-r': 'English, response only, trained',
   'en-r-control': 'English, response only, random weights',
@@ -178,6 +179,7 @@ const en = byName.get('en-qr');
 if (en) for (const l of verdictLines(en.cluster?.metrics ?? null, en.cluster?.settings ?? null, en.wanda?.settings ?? null)) lines.push(`> ${l}`, '>');
 lines.push('');
 lines.push(...compareLines(byName.get('en-qr') ?? null, byName.get('en-qr-control') ?? null, 'English, question + response: trained − random weights (paired over items)'));
+lines.push(...compareLines(byName.get('en-qr-mean') ?? null, byName.get('en-qr-mean-control') ?? null, 'English, question + response, mean over the tokens: trained − random weights (paired over items)'));
 lines.push(...compareLines(byName.get('en-qr') ?? null, byName.get('en-qr-mean') ?? null, 'English, question + response, trained: the mean over the tokens (final.mean) − the last token (final.hidden) (paired over items)'));
 lines.push(...compareLines(byName.get('en-r') ?? null, byName.get('en-r-control') ?? null, 'English, response only: trained − random weights (paired over items)'));
 lines.push(...compareLines(byName.get('zh-qr') ?? null, byName.get('zh-qr-control') ?? null, 'Chinese, question + response: trained − random weights (paired over items)'));

@@ -5,7 +5,7 @@
 #
 #   bench/swap-smollm2.sh [OUT_DIR]     # default runs/swap
 #
-# Environment: LIMIT_EN, LIMIT_ZH (texts per language, default 1200 and 600: half own, half
+# Environment: LANGS (default "en zh"; e.g. LANGS=zh runs Chinese alone), LIMIT_EN, LIMIT_ZH (texts per language, default 1200 and 600: half own, half
 # swapped), POINTS (the capture points lobes swap reads; default the final points and layers
 # 0, 8, 16, 24 and 29 (the last), last token and mean), SWAP_ARGS (more lobes swap flags). The defaults are
 # what docs/findings-swap.md reports: a subset, because the machine they ran on was a shared,
@@ -41,7 +41,8 @@ TIMES=$OUT/times.tsv
 done_or() { [ -z "${FORCE:-}" ] && [ -e "$1" ]; }
 
 done_or "$MODEL/model.onnx" || step convert $LOBES convert "$GGUF" --out "$MODEL" --weights fp32 --force --quiet
-for lang in en zh; do
+LANGS=${LANGS:-"en zh"}
+for lang in $LANGS; do
   run=$OUT/$lang-swap
   limit=$([ "$lang" = en ] && echo "$LIMIT_EN" || echo "$LIMIT_ZH")
   if ! { [ -f "$run/manifest.json" ] && grep -q '"complete": true' "$run/manifest.json"; }; then
@@ -53,6 +54,7 @@ for lang in en zh; do
     step "swap $lang" sh -c "$LOBES swap '$run' --points '$POINTS' --seed $SEED --probe-repeats 2 --permutations 10 ${SWAP_ARGS:-} > '$OUT/$lang-swap.txt'"
 done
 # more English layers (4, 12, 20, 28), the same settings, in RUN/swap-more (bench/swap-summary.ts joins them)
+case " $LANGS " in *" en "*) ;; *) echo "done; wall times in $TIMES" >&2; exit 0 ;; esac
 MORE=layers.4.resid_out,layers.4.resid_out.mean,layers.12.resid_out,layers.12.resid_out.mean,layers.20.resid_out,layers.20.resid_out.mean,layers.28.resid_out,layers.28.resid_out.mean
 done_or "$OUT/en-swap/swap-more/swap.json" ||
   step "swap en (layers 4 12 20 28)" sh -c "$LOBES swap '$OUT/en-swap' --points '$MORE' --seed $SEED --probe-repeats 2 --permutations 10 --out '$OUT/en-swap/swap-more' ${SWAP_ARGS:-} > '$OUT/en-swap-more.txt'"
