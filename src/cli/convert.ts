@@ -59,6 +59,23 @@ export function convertSummary(r: ConvertResult): string {
   return lines.join('\n') + '\n';
 }
 
+/**
+ * The conversion's progress bar in MB. The writer's planned total is an estimate for blocks given
+ * by the source, refined upward as it writes: the bar follows it and never shows more done than
+ * the total.
+ */
+export function convertProgress(quiet: boolean, stream?: NodeJS.WriteStream): { onProgress: (done: number, total: number) => void; finish: () => void } {
+  let bar: Progress | null = null;
+  return {
+    onProgress: (done, total) => {
+      bar ??= new Progress({ label: 'convert', total: Math.round(total / 1e6), unit: 'MB', quiet, ...(stream ? { stream } : {}) });
+      bar.setTotal(Math.round(total / 1e6));
+      bar.set(Math.round(Math.min(done, total) / 1e6));
+    },
+    finish: () => bar?.finish(),
+  };
+}
+
 export async function run(argv: string[]): Promise<number> {
   const p = parseCommand(argv, spec);
   if (!p) return 0;
@@ -66,17 +83,13 @@ export async function run(argv: string[]): Promise<number> {
   if (!v.out) throw new UsageError('--out is required', `usage: ${spec.usage}`);
   const { convertGguf, resolveConvertOptions } = await import('../convert/convert.js');
   const opts = resolveConvertOptions({ dtype: v.dtype, weights: v.weights as WeightsMode | undefined, layout: v.layout });
-  let progress: Progress | null = null;
+  const progress = convertProgress(!!v.quiet || !!v.json);
   const res = await convertGguf(modelArg(p, spec.usage).model, path.resolve(v.out), {
     ...opts,
     overwrite: !!v.force,
-    onProgress: (done, total) => {
-      progress ??= new Progress({ label: 'convert', total: Math.round(total / 1e6), unit: 'MB', quiet: !!v.quiet || !!v.json });
-      // The writer's planned total is an estimate for blocks given by the source; never show more than it.
-      progress.set(Math.round(Math.min(done, total) / 1e6));
-    },
+    onProgress: progress.onProgress,
   });
-  (progress as Progress | null)?.finish();
+  progress.finish();
   if (v.json) process.stdout.write(JSON.stringify(res, null, 2) + '\n');
   else process.stdout.write(convertSummary(res));
   return 0;
@@ -89,7 +102,7 @@ export async function run(argv: string[]): Promise<number> {
  */
 export async function modelFolder(model: string, opts: { cache?: string; quiet?: boolean; layout?: 'genai' | 'explicit'; weights?: WeightsMode } = {}): Promise<import('../convert/cache.js').ResolvedModel> {
   const { resolveModel } = await import('../convert/cache.js');
-  let progress: Progress | null = null;
+  const progress = convertProgress(!!opts.quiet);
   let hashing: Progress | null = null;
   const res = await resolveModel(model, {
     cache: opts.cache,
@@ -104,12 +117,9 @@ export async function modelFolder(model: string, opts: { cache?: string; quiet?:
     log: (l) => {
       if (!opts.quiet) process.stderr.write(l + '\n');
     },
-    onProgress: (done, total) => {
-      progress ??= new Progress({ label: 'convert', total: Math.round(total / 1e6), unit: 'MB', quiet: opts.quiet });
-      progress.set(Math.round(Math.min(done, total) / 1e6));
-    },
+    onProgress: progress.onProgress,
   });
-  (progress as Progress | null)?.finish();
+  progress.finish();
   if (res.converted && !opts.quiet) process.stderr.write(convertSummary(res.converted));
   return res;
 }

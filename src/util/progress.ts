@@ -25,7 +25,7 @@ export class Progress {
   private readonly stream: NodeJS.WriteStream;
   private finished = false;
 
-  constructor(private readonly opts: ProgressOptions) {
+  constructor(private opts: ProgressOptions) {
     this.stream = opts.stream ?? process.stderr;
     this.tty = !!this.stream.isTTY && !process.env.CI;
   }
@@ -35,6 +35,11 @@ export class Progress {
     this.done += n;
     for (const [k, v] of Object.entries(counters)) this.extra.set(k, (this.extra.get(k) ?? 0) + v);
     this.draw(false);
+  }
+
+  /** Change the total (one that was an estimate, e.g. a writer's planned bytes, refined as it goes). */
+  setTotal(total: number): void {
+    this.opts = { ...this.opts, total };
   }
 
   /** Set the absolute count (for resumed work). */
