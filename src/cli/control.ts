@@ -39,9 +39,12 @@ export async function controlModel(modelArgument: string, resolved: ResolvedMode
   const { randomControlModel } = await import('../runtime/control.js');
   const say = (l: string) => void (opts.quiet ? undefined : process.stderr.write(`${opts.command}: ${l}\n`));
   const gguf = resolved.source !== null && resolved.source !== undefined;
-  // A GGUF's control is drawn in the explicit layout, as extract converts it.
-  const explicit = gguf && opts.layout === 'genai' ? await modelFolder(modelArgument, { cache: opts.cache, quiet: opts.quiet, layout: 'explicit' }) : resolved;
-  const from = await controlSourceFolder(modelArgument, explicit, { cache: opts.cache, quiet: opts.quiet, command: opts.command });
+  // A GGUF's control is drawn in the explicit layout, as extract converts it: from the fp16
+  // conversion when the trained conversion holds 4-bit blocks (read from the conversion at hand,
+  // whatever its layout, so that eval's genai conversion needs no explicit 4-bit one, gigabytes
+  // for an 8B file, only to learn the same), else from the explicit conversion itself.
+  let from = await controlSourceFolder(modelArgument, resolved, { cache: opts.cache, quiet: opts.quiet, command: opts.command });
+  if (gguf && opts.layout === 'genai' && from === resolved.dir) from = (await modelFolder(modelArgument, { cache: opts.cache, quiet: opts.quiet, layout: 'explicit' })).dir;
   const { arch } = analyseModel(from).info;
   const drawn = await randomControlModel(from, arch, { seed: opts.seed, quiet: opts.quiet, ...(opts.cache ? { cacheDir: opts.cache } : {}) });
   if (!gguf || opts.layout !== 'genai') {

@@ -3,6 +3,8 @@
  * file with "MatMulNBits … cannot redraw yet", and wrote the control under the system temp
  * folder whatever --cache said). The control is drawn from an fp16 conversion of the GGUF made
  * automatically, and everything (the q4 conversion, the fp16 one, the control) lives in --cache.
+ * `lobes eval --control random` on the same GGUF lays out the same draw in its genai layout,
+ * reaching the fp16 conversion from the genai one without an explicit 4-bit conversion.
  */
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -10,6 +12,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { SMOLLM2_GGUF } from '../eval/smollm2.js';
 import { run as extractCli } from '../../src/cli/extract.js';
+import { run as evalCli } from '../../src/cli/eval.js';
 import { loadModel } from '../../src/onnx/index.js';
 import { defaultControlDir } from '../../src/runtime/control.js';
 
@@ -27,6 +30,7 @@ describe('control from a GGUF', () => {
 
 describe.skipIf(!have)('lobes extract --model Q4_1.gguf --control random --cache DIR', () => {
   let root: string;
+  let ctlName: string;
   const saved = { tmp: process.env.TMPDIR, mc: process.env.LOBES_MODEL_CACHE, hc: process.env.LOBES_HASH_CACHE };
   beforeAll(() => {
     root = mkdtempSync(path.join(tmpdir(), 'lobes-control-gguf-'));
@@ -70,5 +74,26 @@ describe.skipIf(!have)('lobes extract --model Q4_1.gguf --control random --cache
     expect(weights).toEqual(['fp16', 'q4']);
     expect(readdirSync(cache).filter((n) => n.endsWith('.lock') || n.includes('.tmp-') || n.startsWith('.'))).toEqual([]);
     expect(readFileSync(SMOLLM2_GGUF).equals(ggufBefore)).toBe(true);
+    ctlName = path.basename(m.model.dir);
+  }, 600_000);
+
+  it('eval --control random draws the same control from the genai conversion, with no explicit 4-bit conversion in between', async () => {
+    // A fresh cache: the 4-bit genai conversion eval reads says which folder extract draws from
+    // (the fp16 conversion), so no explicit 4-bit conversion is written only to learn it.
+    const cache = path.join(root, 'cache-eval');
+    const items = path.join(root, 'items.jsonl');
+    writeFileSync(items, JSON.stringify({ id: 'a', q: 'What is the capital of France?', o: ['Berlin', 'Paris'], a: 1 }) + '\n');
+    const out = path.join(root, 'eval-ctl');
+    const code = await evalCli(['--model', SMOLLM2_GGUF, '--data', `jsonl:${items}?id=id&question=q&options=o&answer=a`, '--out', out, '--scoring', 'cloze', '--bootstrap', '0', '--control', 'random', '--control-seed', '2', '--cache', cache, '--quiet']);
+    expect(code).toBe(0);
+    const em = JSON.parse(readFileSync(path.join(out, 'eval.json'), 'utf8'));
+    // the same draw as extract's (the folder name holds the source graph's sha256, the seed and the version)
+    expect(path.basename(em.model.control.layout.drawn)).toBe(ctlName);
+    const options = readdirSync(cache)
+      .filter((n) => !n.startsWith('control-') && !n.endsWith('.lock'))
+      .map((e) => JSON.parse(readFileSync(path.join(cache, e, 'lobes-convert.json'), 'utf8')).options)
+      .map((o: { layout: string; weights: string }) => `${o.layout} ${o.weights}`)
+      .sort();
+    expect(options).toEqual(['explicit fp16', 'genai q4']);
   }, 600_000);
 });
