@@ -46,7 +46,7 @@ ${HELP.seed('the option orders, --limit and the bootstrap')}
                        answer, with the published explanation prompts (default 0: none)
 ${HELP.device}
   --batch N            prompts per batch (default ${DEFAULT_EVAL_BATCH}); --token-budget N: padded tokens per batch
-                       (cloze scoring on the CPU: at most ${LONG_PROMPT_TOKEN_BUDGET} unless --token-budget is given)
+                       (on the CPU: at most ${LONG_PROMPT_TOKEN_BUDGET} unless --token-budget is given)
   --chunk-units N      units (items or world trees) per record chunk (default ${DEFAULT_CHUNK_UNITS}); shards need the same
   --shard S            i/n (0-based), auto or auto/N, as for lobes extract
 ${HELP.chatTemplate('auto')}

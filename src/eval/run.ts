@@ -184,14 +184,16 @@ function resolveSettings(o: EvalOptions): Settings {
 }
 
 /**
- * Padded tokens per batch of cloze scoring's batched rows ((context + option)[:-1], one per
- * option): --token-budget when given; otherwise, on the CPU, LONG_PROMPT_TOKEN_BUDGET (a graph
- * without a KV cache puts every option of a long prompt in a padded batch whose memory grows
- * with its rows times the square of their length; src/runtime/batching.ts says why), and no
- * budget elsewhere. The log-likelihood engine batches with it and the memory plan checks the
- * same batches. Not an identity setting: every row's numbers are the same in any batch.
+ * Padded tokens per batch of the right-padded rows eval scores without a KV cache (cloze:
+ * (context + option)[:-1], one per option; letters: one prompt per option order, with
+ * --share-prefix off, on the GPU, or for a model without a cache): --token-budget when given;
+ * otherwise, on the CPU, LONG_PROMPT_TOKEN_BUDGET (a padded batch's attention memory grows with
+ * its rows times the square of their length, and a SocialEval IAE prompt is about 1,500 tokens;
+ * src/runtime/batching.ts says why), and no budget elsewhere. The engines batch with it and the
+ * memory plan checks the same batches. Not an identity setting: every row's numbers are the same
+ * in any batch.
  */
-export function clozeTokenBudget(s: Pick<Settings, 'tokenBudget' | 'device'>): number | null {
+export function evalTokenBudget(s: Pick<Settings, 'tokenBudget' | 'device'>): number | null {
   return s.tokenBudget ?? (s.device === 'cpu' ? LONG_PROMPT_TOKEN_BUDGET : null);
 }
 
@@ -289,8 +291,8 @@ async function evalUnderLock(opts: EvalOptions, s: Settings, deps: EvalDeps, dat
   const t1 = Date.now();
   const cloze = s.scoring === 'cloze';
   const scorer = cloze ? null : await deps.openScorer(opts.model, { device: s.device, deviceId: opts.deviceId, generation: s.cot > 0 || s.sharePrefix === 'on' || (s.sharePrefix === 'auto' && s.device === 'cpu') });
-  // Cloze rows are whole prompts plus an option: the engine and the memory plan share one budget.
-  const tokenBudget = cloze ? clozeTokenBudget(s) : s.tokenBudget;
+  // Batched rows are whole prompts: the engines and the memory plan share one budget.
+  const tokenBudget = evalTokenBudget(s);
   const loglik = cloze ? await deps.openLoglik(opts.model, { device: s.device, deviceId: opts.deviceId, cache: s.sharePrefix === 'off' ? 'off' : 'auto', batch: s.batch ?? undefined, tokenBudget: tokenBudget ?? undefined }) : null;
   manifest.timings.modelLoadMs += Date.now() - t1;
   manifest.model.arch = (scorer ?? loglik)!.info.arch;

@@ -1,7 +1,8 @@
 /**
- * Cloze scoring's padded-token budget: on the CPU, without --token-budget, the batched rows of
- * `lobes eval --scoring cloze` ((context + option)[:-1], one per option) run in batches of at
- * most LONG_PROMPT_TOKEN_BUDGET padded tokens; --token-budget wins over that cap; off the CPU
+ * eval's padded-token budget: on the CPU, without --token-budget, the batched rows of
+ * `lobes eval --scoring cloze` ((context + option)[:-1], one per option) and of letter scoring
+ * without a KV cache (one prompt per option order) run in batches of at most
+ * LONG_PROMPT_TOKEN_BUDGET padded tokens; --token-budget wins over that cap; off the CPU
  * there is no cap. The cap changes how rows are grouped, never a number: records and summary
  * are the same bytes as an evaluation without it. The memory plan checks the batches the engine
  * runs (a memory limit between the capped and the uncapped batches passes only with the cap).
@@ -13,7 +14,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import * as ort from 'onnxruntime-node';
-import { runEval, clozeTokenBudget, type EvalOptions } from '../../src/eval/run.js';
+import { runEval, evalTokenBudget, type EvalOptions } from '../../src/eval/run.js';
 import { openLoglikEngine, type LoglikOptions } from '../../src/runtime/loglik.js';
 import { LONG_PROMPT_TOKEN_BUDGET } from '../../src/runtime/batching.js';
 import { batchBytes } from '../../src/runtime/plan.js';
@@ -56,20 +57,45 @@ describe('cloze scoring on the CPU caps padded tokens per batch', () => {
   });
   afterAll(() => rmSync(root, { recursive: true, force: true }));
 
+  let letters = false;
   const evaluate = async (name: string, extra: Partial<EvalOptions>) => {
     shapes = [];
     const out = path.join(root, name);
-    await runEval({ model, data: spec, out, scoring: 'cloze', mutualInfo: true, chatTemplate: 'off', quiet: true, bootstrap: 0, ...extra });
+    await runEval({ model, data: spec, out, ...(letters ? { shuffles: 3 } : { scoring: 'cloze', mutualInfo: true }), chatTemplate: 'off', quiet: true, bootstrap: 0, ...extra });
     return { out, shapes: [...shapes], files: ['records.jsonl', 'summary.json'].map((f) => readFileSync(path.join(out, f), 'utf8')) };
   };
 
+  it('letter scoring without a KV cache: batches within the cap, and the same records and summary as uncapped', async () => {
+    letters = true;
+    try {
+      // 3 items × 3 option orders: 9 prompts of about 600 tokens; the default --batch 4 would pad
+      // four of them into one batch over the cap.
+      const capped = await evaluate('letters-capped', {});
+      expect(capped.shapes.length, JSON.stringify(capped.shapes)).toBeGreaterThan(0);
+      expect(padded(capped.shapes).every((p) => p <= BUDGET), JSON.stringify(capped.shapes)).toBe(true);
+      expect(Math.max(...capped.shapes.map(([, q]) => q)) * 4).toBeGreaterThan(BUDGET);
+      expect(capped.shapes.reduce((a, [r]) => a + r, 0)).toBe(9);
+      const open = await evaluate('letters-uncapped', { batch: 4, tokenBudget: 1_000_000 });
+      expect(Math.max(...padded(open.shapes)), JSON.stringify(open.shapes)).toBeGreaterThan(BUDGET);
+      expect(capped.shapes).not.toEqual(open.shapes);
+      expect(capped.files[0]).toBe(open.files[0]);
+      expect(capped.files[1]).toBe(open.files[1]);
+      // --token-budget wins over the cap here too
+      const wide = await evaluate('letters-4096', { batch: 4, tokenBudget: 4096 });
+      expect(padded(wide.shapes).every((p) => p <= 4096), JSON.stringify(wide.shapes)).toBe(true);
+      expect(Math.max(...padded(wide.shapes)), JSON.stringify(wide.shapes)).toBeGreaterThan(BUDGET);
+    } finally {
+      letters = false;
+    }
+  });
+
   it('the budget: --token-budget, else the cap on the CPU, else none', () => {
-    expect(clozeTokenBudget({ device: 'cpu', tokenBudget: null })).toBe(BUDGET);
-    expect(clozeTokenBudget({ device: 'cpu', tokenBudget: 4096 })).toBe(4096);
-    expect(clozeTokenBudget({ device: 'cpu', tokenBudget: 512 })).toBe(512);
-    expect(clozeTokenBudget({ device: 'cuda', tokenBudget: null })).toBeNull();
-    expect(clozeTokenBudget({ device: 'webgpu', tokenBudget: null })).toBeNull();
-    expect(clozeTokenBudget({ device: 'cuda', tokenBudget: 4096 })).toBe(4096);
+    expect(evalTokenBudget({ device: 'cpu', tokenBudget: null })).toBe(BUDGET);
+    expect(evalTokenBudget({ device: 'cpu', tokenBudget: 4096 })).toBe(4096);
+    expect(evalTokenBudget({ device: 'cpu', tokenBudget: 512 })).toBe(512);
+    expect(evalTokenBudget({ device: 'cuda', tokenBudget: null })).toBeNull();
+    expect(evalTokenBudget({ device: 'webgpu', tokenBudget: null })).toBeNull();
+    expect(evalTokenBudget({ device: 'cuda', tokenBudget: 4096 })).toBe(4096);
   });
 
   it('batches stay within the cap, and records and summary equal an uncapped evaluation byte for byte', async () => {
