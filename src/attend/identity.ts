@@ -9,7 +9,7 @@ import type { AttendManifest } from './store.js';
 const SHARD_KEY = '--shard';
 
 /** The identity record of an attend job (stored in attend.json as `identity`). */
-export function attendIdentity(m: AttendManifest, o: { layers: string; perLayer: boolean; batch: number | null; tokenBudget: number | null }): Record<string, string> {
+export function attendIdentity(m: AttendManifest, o: { cot: number; layers: string; perLayer: boolean; batch: number | null; tokenBudget: number | null }): Record<string, string> {
   const { model, tokenizer, input, settings } = m.facts;
   return {
     'model graph sha256': model.graphSha256,
@@ -26,7 +26,8 @@ export function attendIdentity(m: AttendManifest, o: { layers: string; perLayer:
     '--top': String(settings.top),
     '--cjk': settings.cjk,
     '--max-tokens': String(settings.maxTokens),
-    '--cot': String(settings.cot ?? 0),
+    // the flag: with --eval, settings.cot records the evaluation's budget, which its records' hash covers
+    '--cot': String(o.cot),
     '--per-layer': String(o.perLayer),
     '--batch': String(o.batch),
     '--token-budget': String(o.tokenBudget),

@@ -60,6 +60,8 @@ export interface PreparedInput {
   total: number;
   selection: string;
   chatTemplate: boolean;
+  /** --eval: the evaluation's reasoning budget (its settings.cot; 0 when it scored the letter directly). */
+  cot?: number;
   /** --eval: records the evaluation skipped (never scored, never read here). */
   skipped?: number;
 }
@@ -198,7 +200,7 @@ export async function evalItems(dir: string, modelDir: string, model: { graphSha
     });
     return prepared({ id: rec.id, index, labels: rec.labels ?? {}, correct: rec.correct ?? null, prompt, parts, roles, allIds, ...(sh.cot ? { reasoning: sh.cot } : {}) }, opts.maxTokens, tok.bosId);
   });
-  return { kind: 'eval', spec: path.resolve(dir), sha256: ev.manifest.files!.records.sha256, items, total: records.length, selection: opts.items + (opts.limit !== null ? `, ${limitText(items.length, opts.limit)}` : ''), chatTemplate: chat, ...(skipped ? { skipped } : {}) };
+  return { kind: 'eval', spec: path.resolve(dir), sha256: ev.manifest.files!.records.sha256, items, total: records.length, selection: opts.items + (opts.limit !== null ? `, ${limitText(items.length, opts.limit)}` : ''), chatTemplate: chat, cot: ev.manifest.settings?.cot ?? 0, ...(skipped ? { skipped } : {}) };
 }
 
 /** The token ids a record of `lobes eval --cot` was scored on: the prompt before the reasoning, the kept reasoning ids, the cue before the letter. */

@@ -184,7 +184,7 @@ export async function runAttend(opts: AttendOptions): Promise<AttendSummary> {
       model: { dir: path.resolve(opts.model), graphSha256, files, filesSha256, layers: 0, heads: null, attention: '', ...(opts.modelSource ? { source: opts.modelSource } : {}) },
       tokenizer: { source: tok.source, scheme: tok.table.scheme, chatTemplate: input.chatTemplate },
       input: { kind: input.kind, spec: input.spec, sha256: input.sha256, items: input.selection, selected: N, total: input.total, ...(input.skipped ? { skipped: input.skipped } : {}) },
-      settings: { layers: [], position, top: opts.top ?? DEFAULT_TOP, cjk: opts.cjk ?? 'char', maxTokens: opts.maxTokens ?? null, bootstrap: opts.bootstrap ?? DEFAULT_BOOTSTRAP, seed: opts.seed ?? 0, device: opts.device ?? 'cpu', cot },
+      settings: { layers: [], position, top: opts.top ?? DEFAULT_TOP, cjk: opts.cjk ?? 'char', maxTokens: opts.maxTokens ?? null, bootstrap: opts.bootstrap ?? DEFAULT_BOOTSTRAP, seed: opts.seed ?? 0, device: opts.device ?? 'cpu', cot: cot || (input.cot ?? 0) },
     },
     units: N,
     chunkUnits,
@@ -193,7 +193,7 @@ export async function runAttend(opts: AttendOptions): Promise<AttendSummary> {
     timings: { tokenizeMs: Date.now() - t0, modelLoadMs: 0, computeMs: 0, wallMs: 0, attempts: 1 },
     complete: false,
   };
-  manifest.identity = attendIdentity(manifest, { layers: opts.layers ?? DEFAULT_LAYERS, perLayer: !!opts.perLayer, batch: opts.batch ?? null, tokenBudget: opts.tokenBudget ?? null });
+  manifest.identity = attendIdentity(manifest, { cot, layers: opts.layers ?? DEFAULT_LAYERS, perLayer: !!opts.perLayer, batch: opts.batch ?? null, tokenBudget: opts.tokenBudget ?? null });
   // From here on this process is the folder's only writer; its state is read under the lock.
   const job = await claimJobFolder(out, { command: 'lobes attend', isJob: (d) => isAttendDir(d) || (force && isOldAttendDir(d)), what: 'a lobes attend folder', log });
   let failed = true;
@@ -269,7 +269,7 @@ async function attendUnderLock(opts: AttendOptions, manifest: AttendManifest, in
       else todo.push(c);
     }
     const here = range.rowEnd - range.rowStart;
-    say(`attend: ${here} items (${input.selection} of ${input.total})${manifest.shard ? `, shard ${manifest.shard.index}/${manifest.shard.count}` : ''}, layers ${fmtLayers(engine.layers)} of ${engine.sites.length} (${site.source}${site.detail ? `: ${site.detail}` : ''}), position ${manifest.facts.settings.position}${etok ? `, after up to ${manifest.facts.settings.cot} tokens of reasoning` : ''}${doneItems ? `, resuming: ${doneItems} done` : ''}`);
+    say(`attend: ${here} items (${input.selection} of ${input.total})${manifest.shard ? `, shard ${manifest.shard.index}/${manifest.shard.count}` : ''}, layers ${fmtLayers(engine.layers)} of ${engine.sites.length} (${site.source}${site.detail ? `: ${site.detail}` : ''}), position ${manifest.facts.settings.position}${etok ? `, after up to ${manifest.facts.settings.cot} tokens of reasoning` : manifest.facts.settings.cot ? `, after the evaluation's reasoning (up to ${manifest.facts.settings.cot} tokens)` : ''}${doneItems ? `, resuming: ${doneItems} done` : ''}`);
     // One line at once (0 done, or what a resume found), then one tick per item.
     const progress = new Progress({ label: 'attend', total: here, unit: 'items', quiet: opts.quiet, ...opts.progress });
     progress.set(doneItems);

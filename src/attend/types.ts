@@ -153,7 +153,11 @@ export interface AttendSummary {
     bootstrap: number;
     seed: number;
     device: string;
-    /** --cot N: reasoning tokens generated before the answer (0: none; absent in older folders). */
+    /**
+     * The model's reasoning budget before the answer whose attention was read: --cot N, or with
+     * --eval the evaluation's own --cot (0: none; absent in older folders, which recorded 0 for
+     * --eval whatever the evaluation used).
+     */
     cot?: number;
   };
   counts: { items: number; right: number; wrong: number; unscored: number; tokens: number; truncated: number; unalignedTokens: number };

@@ -112,9 +112,17 @@ describe('lobes attend --eval of an evaluation made with --cot', () => {
       await runEval({ model, data: `jsonl:${data}?id=id&question=q&options=o&answer=a`, out: ev, cot: 5, shuffles: 1, bootstrap: 0, quiet: true });
       const records = readEvalResults(ev).records;
       const out = path.join(root, 'attend');
-      await runAttend({ model, eval: ev, items: 'all', layers: 'all', bootstrap: 0, out, quiet: true });
-      const { items } = readAttendResults(out);
+      const opts = { model, eval: ev, items: 'all' as const, layers: 'all', bootstrap: 0, out, quiet: true };
+      await runAttend(opts);
+      const { items, summary } = readAttendResults(out);
       expect(items.map((x) => x.id)).toEqual(['a', 'b', 'c']);
+      // The summary says the attention was read after the evaluation's reasoning budget,
+      // while the job's identity keeps the flag (0), so the same command finds the job done.
+      expect(summary.settings.cot).toBe(5);
+      const job = JSON.parse(readFileSync(path.join(out, 'attend.json'), 'utf8')) as { identity: Record<string, string>; facts: { settings: { cot: number } } };
+      expect(job.identity['--cot']).toBe('0');
+      expect(job.facts.settings.cot).toBe(5);
+      await runAttend(opts);
       const scorer = await openScorer(model, { device: 'cpu' });
       const p = generatedModelParams('tiny-llama');
       for (const it of items) {
