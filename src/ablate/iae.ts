@@ -120,7 +120,9 @@ export async function scoreIaeUnits(units: readonly ItemUnit[], c: IaePassContex
     cot: 0,
     batch: c.batch,
     tokenBudget: IAE_TOKEN_BUDGET,
-    sharePrefix: false,
+    // letters, as lobes eval on the CPU: an item's option orders share the prompt before the
+    // options, computed once through the KV cache when the model has one
+    sharePrefix: !cloze && c.device === 'cpu' && !!c.scorer?.hasPast && !!c.scorer.multiTokenExtend,
     maxTokens: c.maxTokens,
     stats: newStats(),
     memory: { device: c.device, say: c.say },

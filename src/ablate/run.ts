@@ -337,7 +337,7 @@ function splitItems(items: AblateItem[], tok: EvalTokenizer, modelDir: string): 
 async function openIae(deps: AblateDeps, dir: string, s: IaeSettings, o: AblateOptions): Promise<{ engine: LoglikEngine | null; scorer: Scorer | null }> {
   const device = o.device ?? 'cpu';
   if (s.scoring === 'cloze') return { engine: await deps.openLoglik(dir, { device, deviceId: o.deviceId, threads: o.threads, cache: 'auto', batch: o.batch ?? 8, tokenBudget: IAE_TOKEN_BUDGET }), scorer: null };
-  return { engine: null, scorer: await deps.openScorer(dir, { device, deviceId: o.deviceId, threads: o.threads, generation: false }) };
+  return { engine: null, scorer: await deps.openScorer(dir, { device, deviceId: o.deviceId, threads: o.threads, generation: device === 'cpu' }) };
 }
 
 /** --task iae: refuse unless the pass before ablating answers above chance. */

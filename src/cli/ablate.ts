@@ -2,6 +2,8 @@ import { parseCommand, intOption } from './args.js';
 import { UsageError } from '../util/errors.js';
 import { DEVICE_OPTIONS, FORCE_OPTION, HELP, LIMIT_OPTIONS, MODEL_OPTIONS, OUTPUT_OPTIONS, deviceOf, limitOf } from './options.js';
 import type { AblateSummary } from '../ablate/store.js';
+import type { WeightsMode } from '../convert/convert.js';
+import { readManifest } from '../store/manifest.js';
 
 const USAGE =
   'lobes ablate RUN --region A|all [--minus B|others] --data SPEC --out DIR [--task continuation|iae [--scoring letter|cloze] [--metric acc|acc_norm|acc_mutual_info]] [--random K] [--scope matrix|layer|global] [--model M] [--limit N [--by LABELS]] [--seed N] [--bootstrap B] [--batch N] [--device cpu|cuda|webgpu] [--device-id N] [--threads N] [--force] [--quiet] [--json]';
@@ -80,7 +82,7 @@ export async function run(argv: string[]): Promise<number> {
   let modelSource = null;
   if (v.model !== undefined) {
     const { modelFolder } = await import('./convert.js');
-    const m = await modelFolder(v.model, { cache: v.cache, quiet: !!v.quiet });
+    const m = await modelFolder(v.model, { cache: v.cache, quiet: !!v.quiet, ...(v.task === 'iae' ? iaeConversion(p.positionals[0]!) : {}) });
     model = m.dir;
     modelSource = m.source;
   }
@@ -111,6 +113,25 @@ export async function run(argv: string[]): Promise<number> {
   });
   process.stdout.write(v.json ? JSON.stringify(s, null, 1) + '\n' : formatAblate(s) + '\n');
   return 0;
+}
+
+/**
+ * --task iae with a GGUF --model: the genai (KV-cache) conversion, so that each item's prompt is
+ * computed once for all its options (cloze) or option orders (letters) instead of once per
+ * row; with the run's weight storage and compute dtype (when the run came from a GGUF), so it is
+ * the run's model (the conversion identity covers the GGUF, the dtype and the weights, not the
+ * layout). An ONNX --model folder is used as it is.
+ */
+function iaeConversion(run: string): { layout: 'genai'; weights?: WeightsMode; dtype?: 'fp32' | 'fp16' } {
+  let src: { options?: { dtype?: string; weights?: string } } | null | undefined = null;
+  try {
+    src = readManifest(run).model.source;
+  } catch {
+    // runAblate reports an unreadable run in its own words
+  }
+  const weights = src?.options?.weights;
+  const dtype = src?.options?.dtype;
+  return { layout: 'genai', ...(weights && ['auto', 'q4', 'fp16', 'fp32'].includes(weights) ? { weights: weights as WeightsMode } : {}), ...(dtype === 'fp32' || dtype === 'fp16' ? { dtype } : {}) };
 }
 
 /** The effect matrix and the specificity rows as text. */

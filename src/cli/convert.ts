@@ -100,7 +100,7 @@ export async function run(argv: string[]): Promise<number> {
  * of a GGUF file (converted now when not cached, with a progress bar). `cache` is --cache;
  * `layout` the conversion's graph layout (default: the converter's).
  */
-export async function modelFolder(model: string, opts: { cache?: string; quiet?: boolean; layout?: 'genai' | 'explicit'; weights?: WeightsMode } = {}): Promise<import('../convert/cache.js').ResolvedModel> {
+export async function modelFolder(model: string, opts: { cache?: string; quiet?: boolean; layout?: 'genai' | 'explicit'; weights?: WeightsMode; dtype?: 'fp32' | 'fp16' } = {}): Promise<import('../convert/cache.js').ResolvedModel> {
   const { resolveModel } = await import('../convert/cache.js');
   const progress = convertProgress(!!opts.quiet);
   let hashing: Progress | null = null;
@@ -114,6 +114,7 @@ export async function modelFolder(model: string, opts: { cache?: string; quiet?:
     },
     ...(opts.layout ? { layout: opts.layout } : {}),
     ...(opts.weights ? { weights: opts.weights } : {}),
+    ...(opts.dtype ? { dtype: opts.dtype } : {}),
     log: (l) => {
       if (!opts.quiet) process.stderr.write(l + '\n');
     },
