@@ -34,8 +34,10 @@ initializer), DIR/records.jsonl (one item per line) and DIR/summary.json (docs/a
   --scope S            where random blocks are drawn with the region's count: matrix (default:
                        the same number of blocks in every matrix), layer or global
   --model M            the model to score: an ONNX model folder or a llama GGUF file (converted
-                       once into the cache); default the run's model; another must be the same
-                       model (the same graph, or a conversion of the same GGUF)
+                       once into the cache; with --task iae, to the KV-cache layout, so each
+                       prompt is computed once for all its options); default the run's model;
+                       another must be the same model (the same graph, or a conversion of the
+                       same GGUF)
 ${HELP.cache}
 ${HELP.limit}
 ${HELP.seed('the --limit sample, the random regions and the bootstrap')}
