@@ -7,7 +7,6 @@
  */
 import * as ort from 'onnxruntime-node';
 import { LobesError } from '../util/errors.js';
-import { encodeModel } from '../onnx/index.js';
 import { analyseModel, modelFeeds, planInputs, positionIds, type Analysis, type FeedPlan } from '../runtime/engine.js';
 import { buildLogitHeadModel, CAND_LOGITS, CANDIDATES_INPUT, LOG_SUM_EXP, TOP_ID } from '../runtime/logit-head.js';
 import { openEditedSession } from '../runtime/providers.js';
@@ -173,7 +172,7 @@ export async function openScorer(modelDir: string, opts: ScorerOptions): Promise
   const { plans, mask, inGraphPast } = planInputs(a);
   const hasPast = plans.some((p) => p.role === 'past');
   const scoringGraph = buildLogitHeadModel(a.loaded.model, a.disc, { maskInput: mask, inGraphPast });
-  const scoring = await openEditedSession(encodeModel(scoringGraph.model), a.loaded.dir, opts, a.loaded.file);
+  const scoring = await openEditedSession(scoringGraph.model, a.loaded.dir, opts, a.loaded.file);
   let gen: ort.InferenceSession | null = null;
   let genPresent: string[] = [];
   if (opts.generation && hasPast) {
@@ -181,7 +180,7 @@ export async function openScorer(modelDir: string, opts: ScorerOptions): Promise
     const g = buildLogitHeadModel(a.loaded.model, a.disc, { maskInput: mask, keepPresent: true });
     const nPast = plans.filter((p) => p.role === 'past').length;
     if (g.present.length !== nPast) throw new LobesError(`the model has ${nPast} KV-cache inputs but ${g.present.length} KV-cache outputs`, { file: a.loaded.file });
-    gen = await openEditedSession(encodeModel(g.model), a.loaded.dir, opts, a.loaded.file);
+    gen = await openEditedSession(g.model, a.loaded.dir, opts, a.loaded.file);
     genPresent = g.present;
   }
   const sc = new OrtScorer(a.info, a, plans, scoring, { name: scoringGraph.maskInput, added: scoringGraph.maskAdded }, gen, genPresent, hasPast);

@@ -11,7 +11,6 @@
 import * as ort from 'onnxruntime-node';
 import type { Device, ModelInfo, TokenBatch } from './types.js';
 import { LobesError } from '../util/errors.js';
-import { encodeModel } from '../onnx/index.js';
 import { analyseModel, batchFeeds, checkBatch, planInputs, type Analysis } from './engine.js';
 import { opsetOf } from './surgery.js';
 import { findAttention, type AttentionSite } from './attention.js';
@@ -233,7 +232,7 @@ export async function openAttentionEngine(modelDir: string, opts: AttentionEngin
   const chosen = all.filter((s) => layers.includes(s.layer));
   const { plans, mask, inGraphPast } = planInputs(a);
   const surg = buildAttentionModel(a.loaded.model, a.disc.index, chosen, mask, inGraphPast, a.loaded.file);
-  const session = await openEditedSession(encodeModel(surg.model), a.loaded.dir, opts, a.loaded.file);
+  const session = await openEditedSession(surg.model, a.loaded.dir, opts, a.loaded.file);
   const outputs = new Map(chosen.map((s) => [s.layer, surg.outputs.get(s.name)!]));
   const needsRight = all.some((s) => s.kind === 'fused' && s.op === 'GroupQueryAttention');
   return new OrtAttentionEngine(a.info, all.map(siteInfo), layers, session, plans, outputs, surg.maskInput, surg.maskAdded, needsRight, a.loaded.file);

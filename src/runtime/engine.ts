@@ -8,7 +8,7 @@ import type { CaptureEngine, CapturePoint, EngineOptions, ModelInfo, TokenBatch 
 import { LobesError } from '../util/errors.js';
 import { siteFamily } from '../hooks.js';
 import { parseLayerSelection } from './layers.js';
-import { DataType, dataTypeName, encodeModel, loadModel, valueShape, type LoadedModel, type ValueInfo } from '../onnx/index.js';
+import { DataType, dataTypeName, loadModel, valueShape, type LoadedModel, type ValueInfo } from '../onnx/index.js';
 import { discover, isPastInput, type DiscoveredPoint, type Discovery } from './discover.js';
 import { configDir, readConfigHints } from './config.js';
 import { checkModel } from './consistency.js';
@@ -271,7 +271,7 @@ export async function openCaptureEngine(modelDir: string, opts: EngineOptions): 
   const hooks = a.disc.points.filter((p) => fams.has(siteFamily(p.site)) && (layers === null || p.layer === null || layers.has(p.layer)));
   const { plans, mask, inGraphPast } = planInputs(a);
   const surg = buildCaptureModel(a.loaded.model, hooks, mask, inGraphPast);
-  const session = await openEditedSession(encodeModel(surg.model), a.loaded.dir, opts, a.loaded.file);
+  const session = await openEditedSession(surg.model, a.loaded.dir, opts, a.loaded.file);
   return new OrtCaptureEngine(a.info, hooks.map(publicPoint), session, plans, surg.outputs, surg.maskInput, surg.maskAdded, a.loaded.file);
 }
 

@@ -25,7 +25,6 @@
  */
 import * as ort from 'onnxruntime-node';
 import { LobesError } from '../util/errors.js';
-import { encodeModel } from '../onnx/index.js';
 import { planBatches } from './batching.js';
 import { analyseModel, modelFeeds, planInputs, type Analysis, type FeedPlan } from './engine.js';
 import { buildLoglikHeadModel, POSITIONS_INPUT, TARGET_LOGPROB, TARGET_TOP, TARGETS_INPUT } from './loglik-head.js';
@@ -387,14 +386,14 @@ export async function openLoglikEngine(modelDir: string, opts: LoglikOptions): P
   const { plans, mask, inGraphPast } = planInputs(a);
   const hasPast = plans.some((p) => p.role === 'past');
   const bg = buildLoglikHeadModel(a.loaded.model, a.disc, { maskInput: mask, inGraphPast });
-  const batched = await openEditedSession(encodeModel(bg.model), a.loaded.dir, opts, a.loaded.file);
+  const batched = await openEditedSession(bg.model, a.loaded.dir, opts, a.loaded.file);
   let cached: ort.InferenceSession | null = null;
   let present: string[] = [];
   if (hasPast && inGraphPast.length === 0 && opts.cache !== 'off') {
     const cg = buildLoglikHeadModel(a.loaded.model, a.disc, { maskInput: mask, keepPresent: true });
     const nPast = plans.filter((p) => p.role === 'past').length;
     if (cg.present.length === nPast) {
-      cached = await openEditedSession(encodeModel(cg.model), a.loaded.dir, opts, a.loaded.file);
+      cached = await openEditedSession(cg.model, a.loaded.dir, opts, a.loaded.file);
       present = cg.present;
     }
   }

@@ -10,6 +10,8 @@ import * as ort from 'onnxruntime-node';
 import { LobesError } from '../util/errors.js';
 import { bindingDir, preloadProviderLibraries } from './preload.js';
 import type { Device } from './types.js';
+import { encodeModel, type ModelProto } from '../onnx/index.js';
+import { rewriteFloatZeroPoints } from './nbits-zp.js';
 
 export const CUDA_INSTALL_HINT =
   'install the CUDA provider on a GPU box: ONNXRUNTIME_NODE_INSTALL=cuda12 node node_modules/onnxruntime-node/script/install.js (from NuGet), or from PyPI wheels: lobes doctor --install-cuda-from-wheels DIR --download; lobes doctor --device cuda says what is missing';
@@ -64,11 +66,14 @@ export function executionProviders(device: Device, deviceId = 0): ort.InferenceS
 }
 
 /**
- * A session on an edited graph (`bytes`: capture, attention or logit-head surgery) whose
+ * A session on an edited graph (`model`: capture, attention or logit-head surgery) whose
  * external weights stay in `dataDir`, the model's own folder; a failure is a one-line error
  * naming `file`.
  */
-export async function openEditedSession(bytes: Uint8Array, dataDir: string, opts: { device: Device; deviceId?: number; threads?: number }, file: string): Promise<ort.InferenceSession> {
+export async function openEditedSession(model: ModelProto, dataDir: string, opts: { device: Device; deviceId?: number; threads?: number }, file: string): Promise<ort.InferenceSession> {
+  // On the CPU, MatMulNBits with float zero points (GGUF blocks with minima) run through
+  // ONNX Runtime's fast integer path plus a small correction (src/runtime/nbits-zp.ts).
+  const bytes = encodeModel(opts.device === 'cpu' ? rewriteFloatZeroPoints(model, dataDir, file).model : model);
   const so = {
     executionProviders: executionProviders(opts.device, opts.deviceId ?? 0),
     graphOptimizationLevel: 'all',
