@@ -72,8 +72,10 @@ export function executionProviders(device: Device, deviceId = 0): ort.InferenceS
  */
 export async function openEditedSession(model: ModelProto, dataDir: string, opts: { device: Device; deviceId?: number; threads?: number }, file: string): Promise<ort.InferenceSession> {
   // On the CPU, MatMulNBits with float zero points (GGUF blocks with minima) run through
-  // ONNX Runtime's fast integer path plus a small correction (src/runtime/nbits-zp.ts).
-  const bytes = encodeModel(opts.device === 'cpu' ? rewriteFloatZeroPoints(model, dataDir, file).model : model);
+  // ONNX Runtime's fast integer path plus a small correction (src/runtime/nbits-zp.ts);
+  // LOBES_NBITS_REWRITE=0 keeps the graph as it is (for bench/nbits-zp.ts's "before").
+  const rewrite = opts.device === 'cpu' && process.env.LOBES_NBITS_REWRITE !== '0';
+  const bytes = encodeModel(rewrite ? rewriteFloatZeroPoints(model, dataDir, file).model : model);
   const so = {
     executionProviders: executionProviders(opts.device, opts.deviceId ?? 0),
     graphOptimizationLevel: 'all',
