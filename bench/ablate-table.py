@@ -1,5 +1,7 @@
 """Markdown tables of a `lobes ablate` summary.json: the effect matrix (region × label: mean
-change of log-likelihood, the random regions' mean, p, z) and the specificity rows.
+change of log-likelihood, or of accuracy with --task iae, the random regions' mean, p, z) and the
+specificity rows; with --task iae also accuracy before → after per cell, with the items lost and
+gained and the exact McNemar p, and the test against chance.
 
     python3 bench/ablate-table.py bench/ablate/smollm2-en-summary.json [runs/ablate/en-all/records.jsonl]
 
@@ -31,7 +33,43 @@ for sp in s["specificity"]:
     nc = sp["nullContrast"]
     print(f"| {key(sp)} | {sp['contrast']:.1f} | [{sp['ci'][0]:.1f}, {sp['ci'][1]:.1f}] | {sum(nc)/len(nc):.1f} ({min(nc):.1f} to {max(nc):.1f}) | {sp['p']:.3f} | {sp['pHolm']:.3f} |")
 
-if len(sys.argv) > 2:
+if s.get("iae"):
+    iae = s["iae"]
+    ch = iae["chance"]
+    print(f"\nBefore ablating ({iae['scoring']}, {iae['metric']}): {ch['correct']}/{ch['n']} = {100 * ch['accuracy']:.1f}% right, chance {100 * ch['chance']:.1f}%, exact one-sided p = {ch['p']:.2g}; skipped {len(iae['skipped'])}.\n")
+    print("| region ↓ / items → | " + " | ".join(labels) + " |")
+    print("|---|" + "---|" * len(labels))
+    for r in s["regions"]:
+        k = r["name"] if r["minus"] is None else f"{r['name']}∖{r['minus']}"
+        cells = {c["label"]: c for c in iae["cells"] if key(c) == k}
+        row = []
+        for l in labels:
+            c = cells[l]
+            nm = sum(c["nullChange"]) / len(c["nullChange"])
+            row.append(f"{100 * c['accuracyBefore']:.0f}→{100 * c['accuracyAfter']:.0f}% (−{c['lost']}/+{c['gained']}, McNemar {c['pMcNemar']:.2g}; random {100 * nm:+.0f})")
+        print(f"| {k} | " + " | ".join(row) + " |")
+
+    if len(sys.argv) > 2:
+        # every item together, from the records: accuracy after each region and each random region
+        from math import comb
+        recs = [json.loads(l) for l in open(sys.argv[2])]
+        recs = [r for r in recs if r["before"] is not None]
+        def mcnemar(lost, gained):
+            n = lost + gained
+            return 1.0 if n == 0 else min(1.0, 2 * sum(comb(n, i) for i in range(min(lost, gained) + 1)) / 2 ** n)
+        n = len(recs)
+        b = sum(1 for r in recs if r["before"])
+        print(f"\nAll {n} items together (right before ablating: {b}, {100 * b / n:.1f}%):\n")
+        print("| zeroed | right after | lost | gained | exact McNemar p |")
+        print("|---|---:|---:|---:|---:|")
+        rows = [(g, lambda r, g=g: r["after"][g]) for g in recs[0]["after"]] + [(f"random {k}", lambda r, k=k: r["random"][k]) for k in recs[0]["random"]]
+        for g, f in rows:
+            lost = sum(1 for r in recs if r["before"] and not f(r))
+            gained = sum(1 for r in recs if not r["before"] and f(r))
+            a = sum(1 for r in recs if f(r))
+            print(f"| {g} | {a} ({100 * a / n:.1f}%) | {lost} | {gained} | {mcnemar(lost, gained):.2g} |")
+
+if len(sys.argv) > 2 and not s.get("iae"):
     recs = [json.loads(l) for l in open(sys.argv[2])]
     by = s["by"]
     regs = list(recs[0]["after"].keys())
