@@ -60,5 +60,14 @@ describe('lobes ablate --task iae --model GGUF', () => {
     expect(answered(cached.err)).toBe(answered(plain.err));
     expect(existsSync(path.join(root, 'genai'))).toBe(false);
     expect(existsSync(path.join(root, 'explicit'))).toBe(false);
+    // Letter scoring: the genai conversion shares each prompt across its option orders through
+    // the KV cache, the explicit one scores whole padded prompts; the votes agree.
+    const letters = (out: string, extra: string[]) => args(out, extra).map((x) => (x === 'cloze' ? 'letter' : x)).filter((x, i, all) => x !== '--metric' && all[i - 1] !== '--metric');
+    const lc = await cli(letters(path.join(root, 'genai-letters'), ['--model', TINY_GGUF]));
+    const lp = await cli(letters(path.join(root, 'explicit-letters'), []));
+    const votes = (err: string) => /letter scoring, acc: (\d+\/\d+) = /.exec(err)?.[1];
+    for (const r of [lc, lp]) expect(r.err).toMatch(/not above chance before ablating/);
+    expect(votes(lc.err)).toBeDefined();
+    expect(votes(lc.err)).toBe(votes(lp.err));
   }, 300_000);
 });
