@@ -24,7 +24,12 @@ function ancestors(nodes: NodeProto[], name: string): Set<string> {
     const v = stack.pop()!;
     const p = producer.get(v);
     if (!p) continue;
-    for (const i of p.input) if (i && !seen.has(i)) (seen.add(i), stack.push(i));
+    for (const i of p.input) {
+      if (i && !seen.has(i)) {
+        seen.add(i);
+        stack.push(i);
+      }
+    }
   }
   return seen;
 }
