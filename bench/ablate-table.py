@@ -17,18 +17,24 @@ labels = s["labels"]
 acc = s["unit"] == "accuracy"
 fmt = (lambda x: f"{100 * x:+.0f} pp") if acc else (lambda x: f"{x:.1f}")
 print(f"Mean change per item ({'accuracy, percentage points' if acc else s['unit']}, after − before); in brackets the mean over the {s['random']} random regions; p (floor {s['pFloor']:.3f}) / z against them.\n")
-print("| region ↓ / items → | " + " | ".join(f"{l} (n={next(c['n'] for c in s['cells'] if c['label'] == l)})" for l in labels) + " |")
-print("|---|" + "---:|" * len(labels))
-for r in s["regions"]:
-    k = r["name"] if r["minus"] is None else f"{r['name']}∖{r['minus']}"
-    cells = {c["label"]: c for c in s["cells"] if key(c) == k}
-    row = []
-    for l in labels:
-        c = cells[l]
-        nm = sum(c["nullDelta"]) / len(c["nullDelta"])
-        z = "—" if c["z"] is None else f"{c['z']:.1f}"
-        row.append(f"{fmt(c['delta'])} [{fmt(nm)}] p {c['p']:.2f} z {z}")
-    print(f"| {k} ({r['blocks']} blocks) | " + " | ".join(row) + " |")
+
+def matrix(cells, heads, align, name, cell):
+    """One row per region, one column per label: `cell(c)` of each region × label cell."""
+    print("| region ↓ / items → | " + " | ".join(heads) + " |")
+    print("|---|" + f"{align}|" * len(labels))
+    for r in s["regions"]:
+        k = r["name"] if r["minus"] is None else f"{r['name']}∖{r['minus']}"
+        row = {c["label"]: c for c in cells if key(c) == k}
+        print(f"| {name(r, k)} | " + " | ".join(cell(row[l]) for l in labels) + " |")
+
+
+def effect(c):
+    nm = sum(c["nullDelta"]) / len(c["nullDelta"])
+    z = "—" if c["z"] is None else f"{c['z']:.1f}"
+    return f"{fmt(c['delta'])} [{fmt(nm)}] p {c['p']:.2f} z {z}"
+
+
+matrix(s["cells"], [f"{l} (n={next(c['n'] for c in s['cells'] if c['label'] == l)})" for l in labels], "---:", lambda r, k: f"{k} ({r['blocks']} blocks)", effect)
 print("\n| region | contrast (own − other items) | 95% CI | random regions' contrasts (mean, range) | p | Holm |")
 print("|---|---:|---|---|---:|---:|")
 for sp in s["specificity"]:
@@ -39,17 +45,10 @@ if s.get("iae"):
     iae = s["iae"]
     ch = iae["chance"]
     print(f"\nBefore ablating ({iae['scoring']}, {iae['metric']}): {ch['correct']}/{ch['n']} = {100 * ch['accuracy']:.1f}% right, chance {100 * ch['chance']:.1f}%, exact one-sided p = {ch['p']:.2g}; skipped {len(iae['skipped'])}.\n")
-    print("| region ↓ / items → | " + " | ".join(labels) + " |")
-    print("|---|" + "---|" * len(labels))
-    for r in s["regions"]:
-        k = r["name"] if r["minus"] is None else f"{r['name']}∖{r['minus']}"
-        cells = {c["label"]: c for c in iae["cells"] if key(c) == k}
-        row = []
-        for l in labels:
-            c = cells[l]
-            nm = sum(c["nullChange"]) / len(c["nullChange"])
-            row.append(f"{100 * c['accuracyBefore']:.0f}→{100 * c['accuracyAfter']:.0f}% (−{c['lost']}/+{c['gained']}, McNemar {c['pMcNemar']:.2g}; random {100 * nm:+.0f})")
-        print(f"| {k} | " + " | ".join(row) + " |")
+    def answers(c):
+        nm = sum(c["nullChange"]) / len(c["nullChange"])
+        return f"{100 * c['accuracyBefore']:.0f}→{100 * c['accuracyAfter']:.0f}% (−{c['lost']}/+{c['gained']}, McNemar {c['pMcNemar']:.2g}; random {100 * nm:+.0f})"
+    matrix(iae["cells"], labels, "---", lambda r, k: k, answers)
 
     if len(sys.argv) > 2:
         # every item together, from the records: accuracy after each region and each random region
