@@ -19,12 +19,12 @@
  * Everything added is named under surgery.ts's prefix; the rest of the graph is pruned to what
  * the outputs need (lm_head, logits and KV-cache outputs drop out).
  */
-import type { ModelProto, NodeProto, ValueInfo } from '../onnx/index.js';
+import type { ModelProto, ValueInfo } from '../onnx/index.js';
 import { DataType, makeNode, makeTensor, makeValueInfo } from '../onnx/index.js';
 import { LobesError } from '../util/errors.js';
-import { GraphEdit, OUT_PREFIX, SEL_PREFIX, editedInputs, emptyPasts, lastTokenIndex, nodeReads, opsetOf, prune, type InGraphPast, type LastToken } from './surgery.js';
+import { GraphEdit, OUT_PREFIX, SEL_PREFIX, editedInputs, emptyPasts, lastTokenIndex, opsetOf, prune, type InGraphPast, type LastToken } from './surgery.js';
 import type { AttentionSite, FusedAttention, SoftmaxAttention } from './attention.js';
-import type { GraphIndex } from '../onnx/index.js';
+import { GraphIndex } from '../onnx/index.js';
 
 export interface AttentionSurgery {
   model: ModelProto;
@@ -135,7 +135,8 @@ export function buildAttentionModel(model: ModelProto, g: GraphIndex, sites: Att
     if (s.kind === 'softmax') previous = out;
   }
   const pruned = prune(graph, e, inputs, outInfos);
-  return { model: { ...model, graph: { ...pruned, node: topological(pruned.node) } }, outputs, maskInput: mask, maskAdded };
+  // afterRow makes a Softmax read a node appended after it: GraphIndex gives the file order back, sorted.
+  return { model: { ...model, graph: { ...pruned, node: new GraphIndex(pruned).nodes } }, outputs, maskInput: mask, maskAdded };
 }
 
 /**
@@ -154,30 +155,6 @@ function afterRow(c: Ctx, s: SoftmaxAttention, previousRow: string): void {
   const x = node.input[0]!;
   const nan = o.op('IsNaN', [o.op('ReduceSum', [previousRow], 'dep', { keepdims: 0 })], 'depnan');
   o.e.nodes[at] = { ...node, input: [o.op('Where', [nan, x, x], 'after'), ...node.input.slice(1)] };
-}
-
-/** Nodes in a topological order, keeping the given order where it already is one (Kahn, lowest index first). */
-function topological(nodes: NodeProto[]): NodeProto[] {
-  const producer = new Map<string, number>();
-  nodes.forEach((n, i) => n.output.forEach((o) => o && producer.set(o, i)));
-  const users: number[][] = nodes.map(() => []);
-  const left = nodes.map((n, i) => {
-    const deps = new Set(nodeReads(n).filter((x) => producer.has(x)).map((x) => producer.get(x)!));
-    deps.forEach((j) => users[j]!.push(i));
-    return deps.size;
-  });
-  const ready: number[] = [];
-  left.forEach((c, i) => c === 0 && ready.push(i));
-  const out: NodeProto[] = [];
-  while (ready.length) {
-    let k = 0;
-    for (let j = 1; j < ready.length; j++) if (ready[j]! < ready[k]!) k = j;
-    const i = ready.splice(k, 1)[0]!;
-    out.push(nodes[i]!);
-    for (const u of users[i]!) if (--left[u]! === 0) ready.push(u);
-  }
-  if (out.length !== nodes.length) throw new LobesError('the attention graph has a cycle after surgery');
-  return out;
 }
 
 /** Gather the last real token's row of a value flattened to [batch·seq, ...]: [batch, ...]. */

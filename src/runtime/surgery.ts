@@ -35,7 +35,7 @@ export function opsetOf(model: ModelProto, domain = ''): number {
 }
 
 /** Every value read by a node, including outer-scope values its subgraphs read. */
-export function nodeReads(n: NodeProto, out: string[] = []): string[] {
+function nodeReads(n: NodeProto, out: string[] = []): string[] {
   for (const i of n.input) if (i) out.push(i);
   for (const a of n.attribute) {
     const gs: GraphProto[] = [];
