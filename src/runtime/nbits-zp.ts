@@ -34,10 +34,8 @@ export const MAX_MINIMA_BYTES = 1.2e9;
 export interface NbitsRewrite {
   /** The graph to run (the input graph when nothing was rewritten). */
   model: ModelProto;
-  /** MatMulNBits nodes rewritten. */
+  /** MatMulNBits nodes rewritten (0 also when the minima would exceed MAX_MINIMA_BYTES). */
   rewritten: number;
-  /** Why nothing was rewritten although float zero points were found (null otherwise). */
-  skipped: string | null;
 }
 
 /** Float32 of an initializer's bytes (float32 data only; null otherwise). */
@@ -53,24 +51,19 @@ function f32(t: TensorProto, dir: string, file: string): Float32Array | null {
  */
 export function rewriteFloatZeroPoints(model: ModelProto, dir: string, file: string): NbitsRewrite {
   const g = model.graph;
-  if (!g) return { model, rewritten: 0, skipped: null };
+  if (!g) return { model, rewritten: 0 };
   const inits = new Map(g.initializer.map((t) => [t.name ?? '', t]));
-  const isFloatZp = (n: NodeProto) => {
-    if (n.opType !== 'MatMulNBits' || n.domain !== 'com.microsoft') return false;
-    const zp = n.input[3] ? inits.get(n.input[3]) : undefined;
-    return !!zp && (zp.dataType === DataType.FLOAT || zp.dataType === DataType.FLOAT16);
-  };
+  // float32 scales and zero points, no bias or g_idx, whole blocks
   const candidates = g.node.filter((n) => {
-    if (!isFloatZp(n)) return false;
+    if (n.opType !== 'MatMulNBits' || n.domain !== 'com.microsoft' || !n.input[3] || n.input[4] || n.input[5]) return false;
     const K = attrInt(n, 'K', 0);
     const bs = attrInt(n, 'block_size', 0);
     const bits = attrInt(n, 'bits', 4);
-    const s = inits.get(n.input[2] ?? '');
-    return (bits === 4 || bits === 8) && K > 0 && bs > 0 && K % bs === 0 && !n.input[4] && !n.input[5] && s?.dataType === DataType.FLOAT && inits.get(n.input[3]!)!.dataType === DataType.FLOAT;
+    return (bits === 4 || bits === 8) && K > 0 && bs > 0 && K % bs === 0 && inits.get(n.input[2]!)?.dataType === DataType.FLOAT && inits.get(n.input[3])?.dataType === DataType.FLOAT;
   });
-  if (candidates.length === 0) return { model, rewritten: 0, skipped: null };
+  if (candidates.length === 0) return { model, rewritten: 0 };
   const bytes = candidates.reduce((a, n) => a + 4 * attrInt(n, 'N', 0) * (attrInt(n, 'K', 0) / attrInt(n, 'block_size', 1)), 0);
-  if (bytes > MAX_MINIMA_BYTES) return { model, rewritten: 0, skipped: `the blocks' minima would take ${(bytes / 1e9).toFixed(2)} GB inside the graph (at most ${MAX_MINIMA_BYTES / 1e9} GB)` };
+  if (bytes > MAX_MINIMA_BYTES) return { model, rewritten: 0 };
 
   const added: TensorProto[] = [];
   const sums = new Map<string, string>(); // `${K}x${bs}` → the initializer E
@@ -130,5 +123,5 @@ export function rewriteFloatZeroPoints(model: ModelProto, dir: string, file: str
   const read = new Set(node.flatMap((n) => n.input));
   const dropped = new Set(candidates.map((n) => n.input[3]!).filter((z) => !read.has(z)));
   const initializer = [...g.initializer.filter((t) => !dropped.has(t.name ?? '')), ...added];
-  return { model: { ...model, graph: { ...g, node, initializer } }, rewritten: candidates.length, skipped: null };
+  return { model: { ...model, graph: { ...g, node, initializer } }, rewritten: candidates.length };
 }
