@@ -3,7 +3,7 @@
  * coordinates as .npy. Prints one JSON line: seconds (PCA + kNN + P + optimization, the
  * same span as scikit-learn's fit_transform), stage times and lobes' own KL.
  *
- *   node --import tsx bench/tsne-lobes.ts X.npy OUT.npy [--perplexity 30] [--seed 0] [--threads 2] [--pca 0] [--theta 0.5] [--method auto|bh|fft] [--learning-rate auto|LR]
+ *   node --import tsx bench/tsne-lobes.ts X.npy OUT.npy [--perplexity 30] [--seed 0] [--threads 2] [--pca 0] [--theta 0.5] [--method auto|bh|fft] [--learning-rate auto|per-phase|LR]
  *
  * --pca K builds the neighbourhoods in the top K principal components (lobes cluster --pca K);
  * the default 0 builds them in the original space, as lobes cluster does by default.
@@ -57,7 +57,7 @@ if (k > 0 && k < d) {
   explained = r.explainedVariance;
 } else feats = Float64Array.from(data);
 lap('pca');
-const t = await Tsne.create(feats, n, fd, { perplexity: Number(values.perplexity), seed, threads, theta: Number(values.theta), method: values.method as TsneMethod, learningRate: values['learning-rate'] === 'auto' ? 'auto' : Number(values['learning-rate']), iterations: Number(values.iterations), pool: pool ?? undefined });
+const t = await Tsne.create(feats, n, fd, { perplexity: Number(values.perplexity), seed, threads, theta: Number(values.theta), method: values.method as TsneMethod, learningRate: values['learning-rate'] === 'auto' || values['learning-rate'] === 'per-phase' ? values['learning-rate'] : Number(values['learning-rate']), iterations: Number(values.iterations), pool: pool ?? undefined });
 lap('knn+P');
 t.init();
 await t.run();

@@ -2,13 +2,14 @@
 t-SNE scaling: lobes vs openTSNE (FFT) vs scikit-learn (Barnes-Hut) at growing N, in one sitting.
 
     /work/venv/bin/python bench/tsne-scaling.py [--sizes 5k,10k,20k,50k,100k,200k]
-        [--methods lobes,opentsne,sklearn] [--lobes-method auto] [--budget 1800] [--out bench/out/scaling]
+        [--methods lobes,opentsne,sklearn] [--lobes-method auto] [--lobes-lr auto|per-phase] [--budget 1800] [--out bench/out/scaling]
 
 Data (seeded, one .npy per size, so every method reads the same numbers): N points from 10
 Gaussian clusters in 50 dimensions (centres N(0, 3^2) per coordinate, unit spread).
 Settings: perplexity 30, PCA initialisation, 1000 iterations (250 of exaggeration 12), 2 threads:
   lobes    node --import tsx bench/tsne-lobes.ts X OUT --threads 2 --method M (exact neighbours in
-           the data, as `lobes cluster` by default; M = --lobes-method, default auto)
+           the data, as `lobes cluster` by default; M = --lobes-method, default auto;
+           --learning-rate --lobes-lr: auto is scikit-learn's rule, per-phase openTSNE's)
   openTSNE negative_gradient_method='fft', n_jobs=2, n_iter=750 + early_exaggeration_iter=250
   sklearn  method='barnes_hut', angle=0.5, n_jobs=2, max_iter=1000
 Each method runs in its own process with a wall budget (--budget seconds, default 30 minutes);
@@ -73,10 +74,10 @@ def recall10(X, Y, sample):
     return tot / len(sample)
 
 
-def run_one(method, xpath, ypath, budget, lobes_method):
+def run_one(method, xpath, ypath, budget, lobes_method, lobes_lr):
     if method == "lobes":
         cmd = ["node", "--import", "tsx", os.path.join(HERE, "tsne-lobes.ts"), xpath, ypath, "--threads", "2",
-               "--method", lobes_method]
+               "--method", lobes_method, "--learning-rate", lobes_lr]
     else:
         cmd = [sys.executable, os.path.abspath(__file__), "--worker", method, xpath, ypath]
     try:
@@ -93,6 +94,7 @@ def main():
     ap.add_argument("--sizes", default="5k,10k,20k,50k,100k,200k")
     ap.add_argument("--methods", default="lobes,opentsne,sklearn")
     ap.add_argument("--lobes-method", default="auto", help="lobes' --method: auto, bh or fft")
+    ap.add_argument("--lobes-lr", default="auto", help="lobes' --learning-rate: auto (scikit-learn's rule) or per-phase (openTSNE's)")
     ap.add_argument("--budget", type=float, default=1800, help="wall seconds per run at most")
     ap.add_argument("--out", default=os.path.join(HERE, "out", "scaling"))
     ap.add_argument("--worker", nargs=3, metavar=("METHOD", "X", "Y"), help=argparse.SUPPRESS)
@@ -102,7 +104,7 @@ def main():
         return
     os.makedirs(a.out, exist_ok=True)
     methods = a.methods.split(",")
-    print(f"{time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime())} UTC, {os.cpu_count()} cores, lobes method {a.lobes_method}")
+    print(f"{time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime())} UTC, {os.cpu_count()} cores, lobes method {a.lobes_method}, learning rate {a.lobes_lr}")
     results = {m: {} for m in methods}
     out_of_budget = set()
     for name in a.sizes.split(","):
@@ -117,7 +119,7 @@ def main():
                 continue
             ypath = os.path.join(a.out, f"{name}_{m}.npy")
             l0 = os.getloadavg()[0]
-            got = run_one(m, xpath, ypath, a.budget, a.lobes_method)
+            got = run_one(m, xpath, ypath, a.budget, a.lobes_method, a.lobes_lr)
             l1 = os.getloadavg()[0]
             if got is None:
                 out_of_budget.add(m)
@@ -148,7 +150,7 @@ def main():
             slopes[m] = float(np.polyfit(np.log([p[0] for p in pts]), np.log([p[1] for p in pts]), 1)[0])
     print("\nslope of log(time) against log(N): " + ", ".join(f"{m} {s:.2f}" for m, s in slopes.items()))
     with open(os.path.join(a.out, "tsne-scaling.json"), "w") as f:
-        json.dump({"results": results, "slopes": slopes, "lobesMethod": a.lobes_method}, f, indent=2)
+        json.dump({"results": results, "slopes": slopes, "lobesMethod": a.lobes_method, "lobesLearningRate": a.lobes_lr}, f, indent=2)
 
 
 if __name__ == "__main__":

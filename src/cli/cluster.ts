@@ -6,7 +6,7 @@ import type { ClassifierMetrics } from '../cluster/types.js';
 import type { TsneMethod } from '../cluster/tsne.js';
 
 const USAGE =
-  'lobes cluster RUN|MATRIX_FILE [--labels FILE] [--point HOOK] [--by LABEL] [--seed N] [--perplexity P] [--out DIR] [--pca K] [--probe-pca 50] [--theta 0.5] [--tsne-method auto|bh|fft] [--iterations 1000] [--bootstrap B] [--permutations R] [--probe-permutations R] [--probe-repeats 5] [--probe-c C|nested] [--class-weight balanced] [--sweep] [--sweep-permutations R] [--no-baselines] [--model DIR] [--json]';
+  'lobes cluster RUN|MATRIX_FILE [--labels FILE] [--point HOOK] [--by LABEL] [--seed N] [--perplexity P] [--out DIR] [--pca K] [--probe-pca 50] [--theta 0.5] [--tsne-method auto|bh|fft] [--learning-rate auto|per-phase|LR] [--iterations 1000] [--bootstrap B] [--permutations R] [--probe-permutations R] [--probe-repeats 5] [--probe-c C|nested] [--class-weight balanced] [--sweep] [--sweep-permutations R] [--no-baselines] [--model DIR] [--json]';
 
 const HELP = `
 Seeded Barnes–Hut t-SNE of one capture point and numbers for how well a label separates:
@@ -32,6 +32,9 @@ sweep.json with --sweep).
   --theta T           Barnes–Hut angle (default 0.5; 0 = exact gradient, O(N²))
   --tsne-method M     t-SNE repulsion: bh (Barnes–Hut), fft (FFT interpolation) or auto
                       (default; Barnes–Hut, faster at every size measured)
+  --learning-rate R   t-SNE step: auto (default; max(N/48, 50) throughout, scikit-learn's rule),
+                      per-phase (N/48 while exaggerated, then N/4, steps clipped at 5: openTSNE's
+                      rule, sharper local neighbourhoods at large N) or a number
   --iterations N      t-SNE iterations including 250 of early exaggeration (default 1000)
   --bootstrap B       bootstrap resamples (default 1000)
   --permutations R    label permutations (default 200)
@@ -74,6 +77,7 @@ export async function run(argv: string[]): Promise<number> {
       model: { type: 'string' },
       theta: { type: 'string' },
       'tsne-method': { type: 'string' },
+      'learning-rate': { type: 'string' },
       iterations: { type: 'string' },
       bootstrap: { type: 'string' },
       permutations: { type: 'string' },
@@ -104,6 +108,7 @@ export async function run(argv: string[]): Promise<number> {
     model: v.model,
     theta: numOption(v.theta, '--theta', 0.5, 0, 1),
     tsneMethod: tsneMethodOption(v['tsne-method']),
+    learningRate: learningRateOption(v['learning-rate']),
     iterations: intOption(v.iterations, '--iterations', 1000, 0),
     bootstrap: intOption(v.bootstrap, '--bootstrap', 1000, 0),
     permutations: intOption(v.permutations, '--permutations', 200, 0),
@@ -143,6 +148,14 @@ function classWeightOption(v: string | undefined): 'balanced' | null {
   if (v === undefined) return null;
   if (v !== 'balanced') throw new UsageError(`--class-weight ${v}: the only class weighting is 'balanced'`, 'use --class-weight balanced, or leave it out');
   return 'balanced';
+}
+
+/** --learning-rate: auto, per-phase or a positive number. */
+function learningRateOption(v: string | undefined): number | 'auto' | 'per-phase' | undefined {
+  if (v === undefined || v === 'auto' || v === 'per-phase') return v;
+  const n = Number(v);
+  if (v.trim() === '' || !(n > 0) || !Number.isFinite(n)) throw new UsageError(`--learning-rate must be auto, per-phase or a positive number, got ${JSON.stringify(v)}`);
+  return n;
 }
 
 /** --tsne-method: auto, bh or fft. */

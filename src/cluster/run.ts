@@ -64,6 +64,8 @@ export interface ClusterOptions {
   theta?: number;
   /** t-SNE repulsion: 'auto' (default), 'bh' (Barnes–Hut) or 'fft' (FFT interpolation). */
   tsneMethod?: TsneMethod;
+  /** t-SNE step rule: 'auto' (scikit-learn's, default), 'per-phase' (openTSNE's) or a number. */
+  learningRate?: number | 'auto' | 'per-phase';
   iterations?: number;
   earlyExaggeration?: number;
   /** Bootstrap resamples for the CIs (default 1000). */
@@ -400,7 +402,7 @@ async function embed(st: Stage, f: Features, perplexity: number, threads: number
   const n = st.inp.n;
   const nbProg = n * n * f.fd > 2e10 ? new Progress({ label: 'cluster neighbours', total: n, unit: 'rows', quiet: opts.quiet }) : null;
   const onNeighbours = nbProg ? (done: number) => nbProg.set(done) : undefined;
-  const tsne = await Tsne.create(f.feats, n, f.fd, { perplexity, seed, theta: opts.theta, method: opts.tsneMethod, iterations: opts.iterations, earlyExaggeration: opts.earlyExaggeration, threads, pool: pool ?? undefined, onNeighbours }, (s) => st.say(s));
+  const tsne = await Tsne.create(f.feats, n, f.fd, { perplexity, seed, theta: opts.theta, method: opts.tsneMethod, learningRate: opts.learningRate, iterations: opts.iterations, earlyExaggeration: opts.earlyExaggeration, threads, pool: pool ?? undefined, onNeighbours }, (s) => st.say(s));
   nbProg?.finish();
   try {
     tsne.init();
@@ -452,6 +454,8 @@ function clusterResult(st: Stage, perplexity: number, f: Features, emb: Embeddin
     permutations: mopts.permutations,
     source: inp.source,
     learningRate: emb.opts.learningRate,
+    ...(emb.opts.learningRateAfter !== emb.opts.learningRate ? { learningRateAfter: emb.opts.learningRateAfter } : {}),
+    ...(Number.isFinite(emb.opts.maxStepNorm) ? { maxStepNorm: emb.opts.maxStepNorm } : {}),
     exaggerationIterations: emb.opts.exaggerationIterations,
     knnK: mopts.k,
     probeFolds,

@@ -54,8 +54,17 @@ export interface TsneOptions {
   earlyExaggeration?: number;
   /** Iterations of early exaggeration (default 250). */
   exaggerationIterations?: number;
-  /** Step size, or 'auto' = max(N / earlyExaggeration / 4, 50) (default 'auto'). */
-  learningRate?: number | 'auto';
+  /**
+   * Step size (default 'auto'):
+   *  - 'auto': max(N / earlyExaggeration / 4, 50) in both phases (scikit-learn's rule);
+   *  - 'per-phase': max(N / α / 4, 50) with α the exaggeration in effect, so N / 4 after the early
+   *    phase, and each point's update clipped to norm 5 (openTSNE's defaults; the / 4 because this
+   *    gradient carries scikit-learn's factor 4 and openTSNE's does not);
+   *  - a number: that step in both phases.
+   */
+  learningRate?: number | 'auto' | 'per-phase';
+  /** Largest norm of one point's update per iteration (default 5 under 'per-phase', else none). */
+  maxStepNorm?: number;
   /** Momentum during / after early exaggeration (defaults 0.5 / 0.8). */
   momentum?: [number, number];
   /** 'pca' (default): first two principal components scaled to std 1e-4; 'random': N(0, 1e-4²); or given [n*2]. */
@@ -82,7 +91,12 @@ interface Resolved {
   iterations: number;
   earlyExaggeration: number;
   exaggerationIterations: number;
+  /** Step during early exaggeration. */
   learningRate: number;
+  /** Step after it (the same unless the rule is 'per-phase'). */
+  learningRateAfter: number;
+  /** Largest norm of one point's update (Infinity: no clipping). */
+  maxStepNorm: number;
   momentum: [number, number];
   seed: number;
   threads: number;
@@ -143,6 +157,8 @@ export class Tsne {
     const lr = options.learningRate ?? 'auto';
     const theta = options.theta ?? 0.5;
     const method = options.method ?? 'auto';
+    if (lr !== 'auto' && lr !== 'per-phase' && typeof lr !== 'number') throw new LobesError(`learning rate must be auto, per-phase or a number, got ${String(lr)}`);
+    const lr0 = typeof lr === 'number' ? lr : Math.max(n / earlyExaggeration / 4, 50);
     if (method !== 'auto' && method !== 'bh' && method !== 'fft') throw new LobesError(`t-SNE method must be auto, bh or fft, got ${String(method)}`);
     const opts: Resolved = {
       perplexity,
@@ -151,7 +167,9 @@ export class Tsne {
       iterations: options.iterations ?? 1000,
       earlyExaggeration,
       exaggerationIterations: options.exaggerationIterations ?? 250,
-      learningRate: lr === 'auto' ? Math.max(n / earlyExaggeration / 4, 50) : lr,
+      learningRate: lr0,
+      learningRateAfter: lr === 'per-phase' ? Math.max(n / 4, 50) : lr0,
+      maxStepNorm: options.maxStepNorm ?? (lr === 'per-phase' ? 5 : Number.POSITIVE_INFINITY),
       momentum: options.momentum ?? [0.5, 0.8],
       seed: options.seed ?? 0,
       threads: Math.max(1, options.threads ?? 1),
@@ -159,7 +177,8 @@ export class Tsne {
     };
     if (!(opts.theta >= 0 && opts.theta <= 1)) throw new LobesError(`theta must be in [0, 1], got ${opts.theta}`);
     if (!Number.isInteger(opts.iterations) || opts.iterations < 0) throw new LobesError(`iterations must be a non-negative integer, got ${opts.iterations}`);
-    if (!(opts.learningRate > 0)) throw new LobesError(`learning rate must be positive, got ${opts.learningRate}`);
+    if (!(opts.maxStepNorm > 0)) throw new LobesError(`the largest step must be positive, got ${opts.maxStepNorm}`);
+    if (!(opts.learningRate > 0 && opts.learningRateAfter > 0)) throw new LobesError(`learning rate must be positive, got ${opts.learningRate}`);
     const k = neighboursFor(perplexity, n);
     const external = options.pool ?? null;
     const pool = external ?? (opts.threads > 1 && n >= (options.poolMinPoints ?? 2000) ? await ClusterPool.start(opts.threads - 1) : null);
@@ -276,8 +295,9 @@ export class Tsne {
     else attraction(this.P, this.Y, this.exaggeration, g);
     const invZ = 1 / Math.max(Z, 1e-300);
     for (let t = 0; t < 2 * n; t++) g[t] = 4 * (g[t] - this.Frep[t] * invZ);
-    const mom = this.iter < this.opts.exaggerationIterations ? this.opts.momentum[0] : this.opts.momentum[1];
-    const lr = this.opts.learningRate;
+    const early = this.iter < this.opts.exaggerationIterations;
+    const mom = early ? this.opts.momentum[0] : this.opts.momentum[1];
+    const lr = early ? this.opts.learningRate : this.opts.learningRateAfter;
     const up = this.update;
     const gains = this.gains;
     const Y = this.Y;
@@ -286,10 +306,19 @@ export class Tsne {
       gain = up[t] * g[t] < 0 ? gain + 0.2 : gain * 0.8;
       if (gain < 0.01) gain = 0.01;
       gains[t] = gain;
-      const u = mom * up[t] - lr * gain * g[t];
-      up[t] = u;
-      Y[t] += u;
+      up[t] = mom * up[t] - lr * gain * g[t];
     }
+    const maxStep = this.opts.maxStepNorm;
+    if (maxStep < Number.POSITIVE_INFINITY) {
+      for (let i = 0; i < n; i++) {
+        const norm = Math.hypot(up[2 * i], up[2 * i + 1]);
+        if (norm > maxStep) {
+          up[2 * i] *= maxStep / norm;
+          up[2 * i + 1] *= maxStep / norm;
+        }
+      }
+    }
+    for (let t = 0; t < 2 * n; t++) Y[t] += up[t];
     this.iter++;
     if (this.iter === this.opts.exaggerationIterations) {
       // scikit-learn starts a fresh optimizer (zero update, unit gains) when exaggeration ends

@@ -25,8 +25,12 @@ export interface ClusterSettings {
   permutations: number;
   source: string;
   /** Added fields (all written by lobes cluster). */
-  /** Learning rate actually used ('auto' resolved). */
+  /** Learning rate actually used ('auto' resolved); under 'per-phase', the early phase's. */
   learningRate?: number;
+  /** Learning rate after early exaggeration, when it differs ('per-phase'). */
+  learningRateAfter?: number;
+  /** Largest step of one point per iteration, when clipped ('per-phase'). */
+  maxStepNorm?: number;
   /** Iterations of early exaggeration. */
   exaggerationIterations?: number;
   /** Neighbours of the kNN classifier. */

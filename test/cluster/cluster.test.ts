@@ -220,5 +220,23 @@ describe('bad input', () => {
     expect(errs.join('').trim().split('\n').length).toBe(1);
     expect(await main(['cluster', npy, '--perplexity', 'abc'])).toBe(2);
     expect(await main(['cluster', npy, '--tsne-method', 'quad'])).toBe(2);
+    expect(await main(['cluster', npy, '--learning-rate', 'fast'])).toBe(2);
+    expect(await main(['cluster', npy, '--learning-rate', '0'])).toBe(2);
+  });
+  it("--learning-rate per-phase reaches the t-SNE and is recorded with the rate after exaggeration and the step limit", async () => {
+    const dir = tmp();
+    const { npy, lab } = writeMatrix(dir, X, n, 5, labels);
+    const code = await main(['cluster', npy, '--labels', lab, '--perplexity', '10', '--iterations', '30', '--bootstrap', '0', '--permutations', '0', '--no-baselines', '--learning-rate', 'per-phase', '--quiet']);
+    expect(code).toBe(0);
+    const m = JSON.parse(readFileSync(path.join(dir, 'emb.cluster', 'settings.json'), 'utf8'));
+    // 60 points: max(60 / 48, 50) and max(60 / 4, 50) are both 50, so no second rate is written
+    expect(m).toMatchObject({ learningRate: 50, maxStepNorm: 5 });
+    expect(m.learningRateAfter).toBeUndefined();
+    const dir2 = tmp();
+    const w2 = writeMatrix(dir2, X, n, 5, labels);
+    expect(await main(['cluster', w2.npy, '--labels', w2.lab, '--perplexity', '10', '--iterations', '30', '--bootstrap', '0', '--permutations', '0', '--no-baselines', '--learning-rate', '7.5', '--quiet'])).toBe(0);
+    const m2 = JSON.parse(readFileSync(path.join(dir2, 'emb.cluster', 'settings.json'), 'utf8'));
+    expect(m2.learningRate).toBe(7.5);
+    expect(m2.maxStepNorm).toBeUndefined();
   });
 });

@@ -535,6 +535,63 @@ describe('t-SNE optimizer schedule (scikit-learn)', () => {
   });
 });
 
+describe("t-SNE learning rate 'per-phase' (openTSNE's defaults)", () => {
+  it('steps with N / 48 while exaggerated, N / 4 after, and clips each point\'s update to the largest step (5 unless given)', async () => {
+    // openTSNE: learning rate N / exaggeration in each phase, on a gradient without the factor 4
+    // (so N / 4α here), and every point's update scaled down to norm 5 when longer.
+    const n = 800;
+    const { X } = blobs(n, 5, 3, 3, 21);
+    const d = await Tsne.create(X, n, 5, { perplexity: 8, learningRate: 'per-phase' });
+    expect(d.opts.learningRate).toBe(50); // max(800 / 48, 50)
+    expect(d.opts.learningRateAfter).toBe(200); // max(800 / 4, 50)
+    expect(d.opts.maxStepNorm).toBe(5);
+    expect((await Tsne.create(X, n, 5, { perplexity: 8 })).opts.maxStepNorm).toBe(Number.POSITIVE_INFINITY);
+    // the steps of this small problem stay under 5, so clip at 0.5 to exercise the clipping
+    const t = await Tsne.create(X, n, 5, { perplexity: 8, theta: 0, iterations: 30, exaggerationIterations: 6, learningRate: 'per-phase', maxStepNorm: 0.5, init: randomY(n, 22, 1) });
+    t.init();
+    const Pd = denseP(t.P);
+    const up = new Float64Array(2 * n);
+    const gains = new Float64Array(2 * n).fill(1);
+    let clipped = 0;
+    for (let it = 0; it < 30; it++) {
+      if (it === 6) {
+        up.fill(0);
+        gains.fill(1);
+      }
+      const early = it < 6;
+      const ex = early ? 12 : 1;
+      const Y = t.embedding;
+      const g = denseGradient(Pd, Y, n, ex);
+      const want = Float64Array.from(Y);
+      for (let c = 0; c < 2 * n; c++) {
+        gains[c] = up[c] * g[c] < 0 ? gains[c] + 0.2 : gains[c] * 0.8;
+        if (gains[c] < 0.01) gains[c] = 0.01;
+        up[c] = (early ? 0.5 : 0.8) * up[c] - (early ? 50 : 200) * gains[c] * g[c];
+      }
+      for (let i = 0; i < n; i++) {
+        const norm = Math.hypot(up[2 * i], up[2 * i + 1]);
+        if (norm > 0.5) {
+          clipped++;
+          up[2 * i] *= 0.5 / norm;
+          up[2 * i + 1] *= 0.5 / norm;
+        }
+        want[2 * i] += up[2 * i];
+        want[2 * i + 1] += up[2 * i + 1];
+      }
+      t.step();
+      let err = 0;
+      for (let c = 0; c < 2 * n; c++) err = Math.max(err, Math.abs(t.Y[c] - want[c]));
+      expect(err, `iteration ${it}`).toBeLessThan(1e-9);
+    }
+    expect(clipped).toBeGreaterThan(0); // the clipping was exercised
+  });
+
+  it('refuses a rule it does not know', async () => {
+    const { X } = blobs(40, 5, 3, 3, 23);
+    await expect(Tsne.create(X, 40, 5, { perplexity: 8, learningRate: 'fast' as never })).rejects.toThrow(/learning rate must be auto, per-phase or a number/);
+  });
+});
+
 describe('parallel PCA', () => {
   it('gives exactly the single-thread result', async () => {
     const { pcaParallel } = await import('../../src/cluster/pca.js');
