@@ -3,7 +3,7 @@
  * coordinates as .npy. Prints one JSON line: seconds (PCA + kNN + P + optimization, the
  * same span as scikit-learn's fit_transform), stage times and lobes' own KL.
  *
- *   node --import tsx bench/tsne-lobes.ts X.npy OUT.npy [--perplexity 30] [--seed 0] [--threads 2] [--pca 0] [--theta 0.5] [--method auto|bh|fft] [--learning-rate auto|per-phase|LR]
+ *   node --import tsx bench/tsne-lobes.ts X.npy OUT.npy [--perplexity 30] [--seed 0] [--threads 2] [--pca 0] [--theta 0.5] [--method auto|bh|fft] [--learning-rate auto|per-phase|LR] [--neighbours auto|exact|approximate]
  *
  * --pca K builds the neighbourhoods in the top K principal components (lobes cluster --pca K);
  * the default 0 builds them in the original space, as lobes cluster does by default.
@@ -26,6 +26,7 @@ const { positionals, values } = parseArgs({
     iterations: { type: 'string', default: '1000' },
     method: { type: 'string', default: 'auto' },
     'learning-rate': { type: 'string', default: 'auto' },
+    neighbours: { type: 'string', default: 'auto' },
   },
 });
 const [input, output] = positionals;
@@ -57,7 +58,7 @@ if (k > 0 && k < d) {
   explained = r.explainedVariance;
 } else feats = Float64Array.from(data);
 lap('pca');
-const t = await Tsne.create(feats, n, fd, { perplexity: Number(values.perplexity), seed, threads, theta: Number(values.theta), method: values.method as TsneMethod, learningRate: values['learning-rate'] === 'auto' || values['learning-rate'] === 'per-phase' ? values['learning-rate'] : Number(values['learning-rate']), iterations: Number(values.iterations), pool: pool ?? undefined });
+const t = await Tsne.create(feats, n, fd, { perplexity: Number(values.perplexity), seed, threads, theta: Number(values.theta), method: values.method as TsneMethod, learningRate: values['learning-rate'] === 'auto' || values['learning-rate'] === 'per-phase' ? values['learning-rate'] : Number(values['learning-rate']), iterations: Number(values.iterations), neighbours: values.neighbours as 'auto' | 'exact' | 'approximate', pool: pool ?? undefined });
 lap('knn+P');
 t.init();
 await t.run();
@@ -68,4 +69,4 @@ await t.close();
 await pool?.close();
 const kl = t.klDivergence();
 writeFileSync(output, encodeNpy(t.embedding, [n, 2]));
-process.stdout.write(JSON.stringify({ seconds, cpuSeconds, stages, method: t.opts.method, kl, pcaExplained: explained, learningRate: t.opts.learningRate }) + '\n');
+process.stdout.write(JSON.stringify({ seconds, cpuSeconds, stages, method: t.opts.method, kl, pcaExplained: explained, learningRate: t.opts.learningRate, neighbours: t.opts.neighbours, neighbourRecall: t.neighbourRecall?.recall ?? null }) + '\n');

@@ -2,13 +2,14 @@
 t-SNE scaling: lobes vs openTSNE (FFT) vs scikit-learn (Barnes-Hut) at growing N, in one sitting.
 
     /work/venv/bin/python bench/tsne-scaling.py [--sizes 5k,10k,20k,50k,100k,200k]
-        [--methods lobes,opentsne,sklearn] [--lobes-method auto] [--lobes-lr auto|per-phase] [--budget 1800] [--out bench/out/scaling]
+        [--methods lobes,opentsne,sklearn] [--lobes-method auto] [--lobes-lr auto|per-phase] [--lobes-neighbours auto|exact|approximate] [--budget 1800] [--out bench/out/scaling]
 
 Data (seeded, one .npy per size, so every method reads the same numbers): N points from 10
 Gaussian clusters in 50 dimensions (centres N(0, 3^2) per coordinate, unit spread).
 Settings: perplexity 30, PCA initialisation, 1000 iterations (250 of exaggeration 12), 2 threads:
-  lobes    node --import tsx bench/tsne-lobes.ts X OUT --threads 2 --method M (exact neighbours in
-           the data, as `lobes cluster` by default; M = --lobes-method, default auto;
+  lobes    node --import tsx bench/tsne-lobes.ts X OUT --threads 2 --method M --neighbours S (exact
+           neighbours in the data by default, as `lobes cluster`; S = --lobes-neighbours exact|approximate,
+           the approximate search's recall printed; M = --lobes-method, default auto;
            --learning-rate --lobes-lr: auto is scikit-learn's rule, per-phase openTSNE's)
   openTSNE negative_gradient_method='fft', n_jobs=2, n_iter=750 + early_exaggeration_iter=250
   sklearn  method='barnes_hut', angle=0.5, n_jobs=2, max_iter=1000
@@ -74,10 +75,10 @@ def recall10(X, Y, sample):
     return tot / len(sample)
 
 
-def run_one(method, xpath, ypath, budget, lobes_method, lobes_lr):
+def run_one(method, xpath, ypath, budget, lobes_method, lobes_lr, lobes_nn):
     if method == "lobes":
         cmd = ["node", "--import", "tsx", os.path.join(HERE, "tsne-lobes.ts"), xpath, ypath, "--threads", "2",
-               "--method", lobes_method, "--learning-rate", lobes_lr]
+               "--method", lobes_method, "--learning-rate", lobes_lr, "--neighbours", lobes_nn]
     else:
         cmd = [sys.executable, os.path.abspath(__file__), "--worker", method, xpath, ypath]
     try:
@@ -94,6 +95,7 @@ def main():
     ap.add_argument("--sizes", default="5k,10k,20k,50k,100k,200k")
     ap.add_argument("--methods", default="lobes,opentsne,sklearn")
     ap.add_argument("--lobes-method", default="auto", help="lobes' --method: auto, bh or fft")
+    ap.add_argument("--lobes-neighbours", default="auto", help="lobes' --neighbours: auto (exact), exact or approximate")
     ap.add_argument("--lobes-lr", default="auto", help="lobes' --learning-rate: auto (scikit-learn's rule) or per-phase (openTSNE's)")
     ap.add_argument("--budget", type=float, default=1800, help="wall seconds per run at most")
     ap.add_argument("--out", default=os.path.join(HERE, "out", "scaling"))
@@ -104,7 +106,7 @@ def main():
         return
     os.makedirs(a.out, exist_ok=True)
     methods = a.methods.split(",")
-    print(f"{time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime())} UTC, {os.cpu_count()} cores, lobes method {a.lobes_method}, learning rate {a.lobes_lr}")
+    print(f"{time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime())} UTC, {os.cpu_count()} cores, lobes method {a.lobes_method}, learning rate {a.lobes_lr}, neighbours {a.lobes_neighbours}")
     results = {m: {} for m in methods}
     out_of_budget = set()
     for name in a.sizes.split(","):
@@ -119,7 +121,7 @@ def main():
                 continue
             ypath = os.path.join(a.out, f"{name}_{m}.npy")
             l0 = os.getloadavg()[0]
-            got = run_one(m, xpath, ypath, a.budget, a.lobes_method, a.lobes_lr)
+            got = run_one(m, xpath, ypath, a.budget, a.lobes_method, a.lobes_lr, a.lobes_neighbours)
             l1 = os.getloadavg()[0]
             if got is None:
                 out_of_budget.add(m)
@@ -127,9 +129,9 @@ def main():
                 print(f"{name:>5} {m:<9} over the {a.budget:.0f} s budget (load {l0:.1f} -> {l1:.1f})", flush=True)
                 continue
             rec = recall10(X.astype(np.float64), np.load(ypath).astype(np.float64), sample)
-            results[m][name] = {"n": n, "seconds": got["seconds"], "recall10": rec, "load": [l0, l1], **({"stages": got.get("stages")} if m == "lobes" else {})}
+            results[m][name] = {"n": n, "seconds": got["seconds"], "recall10": rec, "load": [l0, l1], **({"stages": got.get("stages"), "neighbours": got.get("neighbours"), "neighbourRecall": got.get("neighbourRecall")} if m == "lobes" else {})}
             print(f"{name:>5} {m:<9} {got['seconds']:8.1f} s  recall@10 {rec:.4f}  load {l0:.1f} -> {l1:.1f}"
-                  + (f"  stages {got.get('stages')}" if m == "lobes" else ""), flush=True)
+                  + (f"  stages {got.get('stages')}  neighbours {got.get('neighbours')} (recall {got.get('neighbourRecall')})" if m == "lobes" else ""), flush=True)
     # the table and the slopes
     names = [s for s in a.sizes.split(",")]
     print("\n| N | " + " | ".join(f"{m} s (recall@10)" for m in methods) + " | lobes ÷ openTSNE | lobes ÷ sklearn |")
@@ -150,7 +152,7 @@ def main():
             slopes[m] = float(np.polyfit(np.log([p[0] for p in pts]), np.log([p[1] for p in pts]), 1)[0])
     print("\nslope of log(time) against log(N): " + ", ".join(f"{m} {s:.2f}" for m, s in slopes.items()))
     with open(os.path.join(a.out, "tsne-scaling.json"), "w") as f:
-        json.dump({"results": results, "slopes": slopes, "lobesMethod": a.lobes_method, "lobesLearningRate": a.lobes_lr}, f, indent=2)
+        json.dump({"results": results, "slopes": slopes, "lobesMethod": a.lobes_method, "lobesLearningRate": a.lobes_lr, "lobesNeighbours": a.lobes_neighbours}, f, indent=2)
 
 
 if __name__ == "__main__":

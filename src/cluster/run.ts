@@ -64,6 +64,8 @@ export interface ClusterOptions {
   theta?: number;
   /** t-SNE repulsion: 'auto' (default), 'bh' (Barnes–Hut) or 'fft' (FFT interpolation). */
   tsneMethod?: TsneMethod;
+  /** t-SNE neighbour search: 'auto' (default; exact at present), 'exact' or 'approximate'. */
+  neighbours?: 'exact' | 'approximate' | 'auto';
   /** t-SNE step rule: 'auto' (scikit-learn's, default), 'per-phase' (openTSNE's) or a number. */
   learningRate?: number | 'auto' | 'per-phase';
   iterations?: number;
@@ -265,6 +267,7 @@ interface Embedding {
   Y: Float64Array;
   kl: number;
   opts: Tsne['opts'];
+  neighbourRecall: Tsne['neighbourRecall'];
 }
 
 /** What every stage of runCluster reads. */
@@ -402,14 +405,14 @@ async function embed(st: Stage, f: Features, perplexity: number, threads: number
   const n = st.inp.n;
   const nbProg = n * n * f.fd > 2e10 ? new Progress({ label: 'cluster neighbours', total: n, unit: 'rows', quiet: opts.quiet }) : null;
   const onNeighbours = nbProg ? (done: number) => nbProg.set(done) : undefined;
-  const tsne = await Tsne.create(f.feats, n, f.fd, { perplexity, seed, theta: opts.theta, method: opts.tsneMethod, learningRate: opts.learningRate, iterations: opts.iterations, earlyExaggeration: opts.earlyExaggeration, threads, pool: pool ?? undefined, onNeighbours }, (s) => st.say(s));
+  const tsne = await Tsne.create(f.feats, n, f.fd, { perplexity, seed, theta: opts.theta, method: opts.tsneMethod, learningRate: opts.learningRate, neighbours: opts.neighbours, iterations: opts.iterations, earlyExaggeration: opts.earlyExaggeration, threads, pool: pool ?? undefined, onNeighbours }, (s) => st.say(s));
   nbProg?.finish();
   try {
     tsne.init();
     const prog = new Progress({ label: 'cluster t-SNE', total: tsne.opts.iterations, unit: 'iterations', quiet: opts.quiet });
     await tsne.run(() => prog.tick(1));
     prog.finish();
-    return { Y: tsne.embedding, kl: tsne.klDivergence(), opts: tsne.opts };
+    return { Y: tsne.embedding, kl: tsne.klDivergence(), opts: tsne.opts, neighbourRecall: tsne.neighbourRecall };
   } finally {
     await tsne.close();
   }
@@ -456,6 +459,7 @@ function clusterResult(st: Stage, perplexity: number, f: Features, emb: Embeddin
     learningRate: emb.opts.learningRate,
     ...(emb.opts.learningRateAfter !== emb.opts.learningRate ? { learningRateAfter: emb.opts.learningRateAfter } : {}),
     ...(Number.isFinite(emb.opts.maxStepNorm) ? { maxStepNorm: emb.opts.maxStepNorm } : {}),
+    ...(emb.neighbourRecall ? { neighbours: 'approximate' as const, neighbourRecall: emb.neighbourRecall } : {}),
     exaggerationIterations: emb.opts.exaggerationIterations,
     knnK: mopts.k,
     probeFolds,

@@ -25,6 +25,10 @@ import { Rng } from '../util/rng.js';
 import { checkPerplexity, conditionalP, jointP, neighboursFor, type SparseP } from './affinity.js';
 import { knn, type KnnResult } from './knn.js';
 import { knnScreened } from './knn-screen.js';
+import { estimateRecall, knnApprox } from './knn-approx.js';
+import { exactRepulsion, exactZ, klWithZ } from './tsne-exact.js';
+
+export { exactGradient, exactKl, exactRepulsion, exactZ, klWithZ } from './tsne-exact.js';
 import { pca } from './pca.js';
 import { QuadTree, repulsionAll } from './quadtree.js';
 import { ClusterPool } from './pool.js';
@@ -40,6 +44,15 @@ export type TsneMethod = 'auto' | 'bh' | 'fft';
  * 100,000–200,000 (bench/tsne-interp.ts; bench/RESULTS.md, "t-SNE scaling").
  */
 export const FFT_MIN_POINTS = Number.POSITIVE_INFINITY;
+
+/**
+ * From this many points, neighbours 'auto' would take the approximate search (src/cluster/knn-approx.ts).
+ * At present never: on 100,000 points in 50 dimensions it found 0.85 of the exact neighbours, and
+ * the map kept 0.051 of each point's 10 nearest against 0.067 from the exact search (openTSNE
+ * 0.070), so 'auto' stays exact and `--neighbours approximate` is the user's choice
+ * (bench/RESULTS.md, "t-SNE scaling").
+ */
+export const APPROX_MIN_POINTS = Number.POSITIVE_INFINITY;
 
 export interface TsneOptions {
   /** Effective number of neighbours (default 30). */
@@ -79,6 +92,8 @@ export interface TsneOptions {
   poolMinPoints?: number;
   /** Use these worker threads (the caller closes them) instead of starting new ones. */
   pool?: ClusterPool;
+  /** Neighbour search: 'exact', 'approximate' (forest + refinement) or 'auto' (default: approximate from APPROX_MIN_POINTS, at present never). */
+  neighbours?: 'exact' | 'approximate' | 'auto';
   /** Called as the exact neighbour search finishes rows (done of n); it is O(N²·d). */
   onNeighbours?: (done: number, n: number) => void;
 }
@@ -101,6 +116,8 @@ interface Resolved {
   seed: number;
   threads: number;
   exactKlLimit: number;
+  /** The neighbour search used. */
+  neighbours: 'exact' | 'approximate';
 }
 
 export class Tsne {
@@ -125,6 +142,8 @@ export class Tsne {
   private d: number;
   /** Z of the last gradient evaluation. */
   lastZ = 0;
+  /** Share of the exact k neighbours the approximate search found, on sampled rows (null: exact search). */
+  neighbourRecall: { recall: number; rows: number } | null = null;
   private ownsPool = true;
 
   private constructor(X: Float64Array | Float32Array, n: number, d: number, P: SparseP, opts: Resolved, init: Float64Array | 'pca' | 'random', pool: ClusterPool | null) {
@@ -174,6 +193,7 @@ export class Tsne {
       seed: options.seed ?? 0,
       threads: Math.max(1, options.threads ?? 1),
       exactKlLimit: options.exactKlLimit ?? 5000,
+      neighbours: neighbourSearch(options.neighbours, n),
     };
     if (!(opts.theta >= 0 && opts.theta <= 1)) throw new LobesError(`theta must be in [0, 1], got ${opts.theta}`);
     if (!Number.isInteger(opts.iterations) || opts.iterations < 0) throw new LobesError(`iterations must be a non-negative integer, got ${opts.iterations}`);
@@ -185,7 +205,12 @@ export class Tsne {
     try {
       onStage?.(`nearest neighbours (k = ${k})`);
       let nn: KnnResult;
-      if (pool) nn = await pool.knn(X, n, d, k, options.onNeighbours && ((done) => options.onNeighbours!(done, n)));
+      let recall: Tsne['neighbourRecall'] = null;
+      if (opts.neighbours === 'approximate') {
+        nn = knnApprox(X, n, d, k, { seed: opts.seed, onProgress: options.onNeighbours && ((stage, done, total) => stage === 'candidates' && options.onNeighbours!(done, total)) });
+        onStage?.('neighbour recall on 200 sampled rows');
+        recall = estimateRecall(X, n, d, nn, 200, opts.seed);
+      } else if (pool) nn = await pool.knn(X, n, d, k, options.onNeighbours && ((done) => options.onNeighbours!(done, n)));
       else {
         // wide data through the float32 screen (identical result), else the float64 pass
         nn = (await knnScreened(X, n, d, k, { threads: 1 })) ?? knn(X, n, d, k);
@@ -199,6 +224,7 @@ export class Tsne {
       if (init instanceof Float64Array && init.length !== 2 * n) throw new LobesError(`init has ${init.length} values, expected ${2 * n}`);
       const t = new Tsne(X, n, d, P, opts, init, pool);
       t.ownsPool = !external;
+      t.neighbourRecall = recall;
       return t;
     } catch (e) {
       if (!external) await pool?.close();
@@ -360,6 +386,13 @@ export class Tsne {
   }
 }
 
+/** The neighbour search for n points: 'auto' is approximate from APPROX_MIN_POINTS. */
+function neighbourSearch(v: TsneOptions['neighbours'], n: number): 'exact' | 'approximate' {
+  if (v === undefined || v === 'auto') return n >= APPROX_MIN_POINTS ? 'approximate' : 'exact';
+  if (v === 'exact' || v === 'approximate') return v;
+  throw new LobesError(`neighbours must be exact, approximate or auto, got ${String(v)}`);
+}
+
 /** A copy of P on SharedArrayBuffers (for worker threads). */
 function shareP(P: SparseP): SparseP {
   const rowPtr = new Int32Array(new SharedArrayBuffer(P.rowPtr.byteLength));
@@ -372,104 +405,6 @@ function shareP(P: SparseP): SparseP {
 }
 
 let nextPId = 1;
-
-/** Exact repulsive sums (O(N²)). */
-export function exactRepulsion(Y: Float64Array, n: number, F: Float64Array, Zi: Float64Array): void {
-  for (let i = 0; i < n; i++) {
-    const xi = Y[2 * i];
-    const yi = Y[2 * i + 1];
-    let z = 0;
-    let fx = 0;
-    let fy = 0;
-    for (let j = 0; j < n; j++) {
-      if (j === i) continue;
-      const dx = xi - Y[2 * j];
-      const dy = yi - Y[2 * j + 1];
-      const w = 1 / (1 + dx * dx + dy * dy);
-      z += w;
-      fx += w * w * dx;
-      fy += w * w * dy;
-    }
-    Zi[i] = z;
-    F[2 * i] = fx;
-    F[2 * i + 1] = fy;
-  }
-}
-
-/** Z = Σ_{i≠j} 1 / (1 + |y_i − y_j|²). */
-export function exactZ(Y: Float64Array, n: number): number {
-  let z = 0;
-  for (let i = 0; i < n; i++) {
-    const xi = Y[2 * i];
-    const yi = Y[2 * i + 1];
-    let zi = 0;
-    for (let j = i + 1; j < n; j++) {
-      const dx = xi - Y[2 * j];
-      const dy = yi - Y[2 * j + 1];
-      zi += 1 / (1 + dx * dx + dy * dy);
-    }
-    z += 2 * zi;
-  }
-  return z;
-}
-
-/** KL(P‖Q) = Σ p_ij log(p_ij / q_ij) over the nonzeros of P, q_ij = w_ij / Z. */
-export function klWithZ(P: SparseP, Y: Float64Array, Z: number): number {
-  let kl = 0;
-  const { rowPtr, cols, vals } = P;
-  const logZ = Math.log(Z);
-  for (let i = 0; i < P.n; i++) {
-    for (let t = rowPtr[i]; t < rowPtr[i + 1]; t++) {
-      const p = vals[t];
-      if (p <= 0) continue;
-      const j = cols[t];
-      const dx = Y[2 * i] - Y[2 * j];
-      const dy = Y[2 * i + 1] - Y[2 * j + 1];
-      // log q = -log(1 + d²) - log Z
-      kl += p * (Math.log(p) + Math.log(1 + dx * dx + dy * dy) + logZ);
-    }
-  }
-  return kl;
-}
-
-/** Exact gradient of KL(P‖Q) for a dense P [n, n] (for tests and small N). */
-export function exactGradient(Pd: Float64Array, Y: Float64Array, n: number): Float64Array {
-  let Z = 0;
-  const W = new Float64Array(n * n);
-  for (let i = 0; i < n; i++)
-    for (let j = 0; j < n; j++) {
-      if (i === j) continue;
-      const dx = Y[2 * i] - Y[2 * j];
-      const dy = Y[2 * i + 1] - Y[2 * j + 1];
-      W[i * n + j] = 1 / (1 + dx * dx + dy * dy);
-      Z += W[i * n + j];
-    }
-  const g = new Float64Array(2 * n);
-  for (let i = 0; i < n; i++)
-    for (let j = 0; j < n; j++) {
-      if (i === j) continue;
-      const w = W[i * n + j];
-      const m = 4 * (Pd[i * n + j] - w / Z) * w;
-      g[2 * i] += m * (Y[2 * i] - Y[2 * j]);
-      g[2 * i + 1] += m * (Y[2 * i + 1] - Y[2 * j + 1]);
-    }
-  return g;
-}
-
-/** KL(P‖Q) for a dense P (exact, for tests). */
-export function exactKl(Pd: Float64Array, Y: Float64Array, n: number): number {
-  const Z = exactZ(Y, n);
-  let kl = 0;
-  for (let i = 0; i < n; i++)
-    for (let j = 0; j < n; j++) {
-      const p = Pd[i * n + j];
-      if (i === j || p <= 0) continue;
-      const dx = Y[2 * i] - Y[2 * j];
-      const dy = Y[2 * i + 1] - Y[2 * j + 1];
-      kl += p * Math.log(p / (1 / (1 + dx * dx + dy * dy) / Z));
-    }
-  return kl;
-}
 
 /** The gradient the optimizer uses (sparse P; BH, FFT-interpolated or exact repulsion), exposed for tests. */
 export function tsneGradient(P: SparseP, Y: Float64Array, theta: number, exaggeration = 1, method: 'bh' | 'fft' = 'bh'): Float64Array {

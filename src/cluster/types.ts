@@ -31,6 +31,10 @@ export interface ClusterSettings {
   learningRateAfter?: number;
   /** Largest step of one point per iteration, when clipped ('per-phase'). */
   maxStepNorm?: number;
+  /** 'approximate' when t-SNE's neighbours came from the forest search (absent: exact). */
+  neighbours?: 'approximate';
+  /** The share of the exact neighbours that search found, on `rows` sampled rows. */
+  neighbourRecall?: { recall: number; rows: number };
   /** Iterations of early exaggeration. */
   exaggerationIterations?: number;
   /** Neighbours of the kNN classifier. */

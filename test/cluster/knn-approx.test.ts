@@ -1,0 +1,115 @@
+import { describe, it, expect } from 'vitest';
+import { Rng } from '../../src/util/rng.js';
+import { knn } from '../../src/cluster/knn.js';
+import { estimateRecall, knnApprox } from '../../src/cluster/knn-approx.js';
+import { Tsne, APPROX_MIN_POINTS } from '../../src/cluster/tsne.js';
+import { blobs } from './blobs.js';
+
+/** Points near a 3-dimensional manifold in 12 dimensions: the structure neighbour search meets in embeddings. */
+function curved(n: number, seed: number): Float32Array {
+  const rng = new Rng(seed);
+  const X = new Float32Array(n * 12);
+  for (let i = 0; i < n; i++) {
+    const a = rng.normal() * 3;
+    const b = rng.normal() * 3;
+    const c = rng.normal();
+    const base = [a, b, c, Math.sin(a), Math.cos(b), a * b * 0.1, Math.sin(a + c), b - c, 0.5 * a, Math.cos(a - b), c * c * 0.2, a + b];
+    for (let j = 0; j < 12; j++) X[i * 12 + j] = base[j] + rng.normal() * 0.05;
+  }
+  return X;
+}
+
+/** The share of exact neighbours found, over all rows. */
+function recallOf(exact: Int32Array, got: Int32Array, n: number, k: number): number {
+  let f = 0;
+  for (let i = 0; i < n; i++) {
+    const s = new Set(got.subarray(i * k, (i + 1) * k));
+    for (let a = 0; a < k; a++) if (s.has(exact[i * k + a])) f++;
+  }
+  return f / (n * k);
+}
+
+describe('approximate neighbours (random-projection forest + refinement)', () => {
+  const n = 3000;
+  const d = 12;
+  const k = 31;
+  const X = curved(n, 5);
+  const exact = knn(X, n, d, k);
+  const approx = knnApprox(X, n, d, k, { seed: 1 });
+
+  it('finds nearly all of the exact neighbours on data near a low-dimensional manifold', () => {
+    expect(recallOf(exact.indices, approx.indices, n, k)).toBeGreaterThan(0.97);
+  });
+
+  it('lists k distinct other points per row, nearest first, with their exact squared distances', () => {
+    const bad: string[] = [];
+    for (const res of [approx, knnApprox(X, n, d, k, { seed: 1, rounds: 0 })])
+    for (let i = 0; i < n; i++) {
+      const row = res.indices.subarray(i * k, (i + 1) * k);
+      if (new Set(row).size !== k || row.includes(i)) bad.push(`row ${i}: ${Array.from(row)}`);
+      for (let a = 0; a < k; a++) {
+        const j = row[a];
+        let s = 0;
+        for (let c = 0; c < d; c++) s += (X[i * d + c] - X[j * d + c]) ** 2;
+        const got = res.dist2[i * k + a];
+        if (got !== s || (a > 0 && got < res.dist2[i * k + a - 1])) bad.push(`row ${i} entry ${a}: ${got} vs ${s}`);
+      }
+    }
+    expect(bad.slice(0, 3)).toEqual([]);
+  });
+
+  it('where it agrees with the exact list, it agrees exactly (the first neighbour of almost every row)', () => {
+    let same = 0;
+    for (let i = 0; i < n; i++) if (approx.indices[i * k] === exact.indices[i * k]) same++;
+    expect(same / n).toBeGreaterThan(0.99);
+  });
+
+  it('the refinement rounds raise the recall of the forest alone; more trees raise it too', () => {
+    const r = (o: { trees: number; rounds?: number }) => recallOf(exact.indices, knnApprox(X, n, d, k, { seed: 1, ...o }).indices, n, k);
+    const oneTree = r({ trees: 1, rounds: 0 });
+    const twoTrees = r({ trees: 2, rounds: 0 });
+    const refined = r({ trees: 2 });
+    expect(oneTree).toBeLessThan(twoTrees - 0.02);
+    expect(twoTrees).toBeLessThan(refined - 0.02);
+    expect(refined).toBeGreaterThan(0.95);
+  });
+
+  it('is a function of the data, k and the seed', () => {
+    const again = knnApprox(X, n, d, k, { seed: 1 });
+    expect(again.indices).toEqual(approx.indices);
+    expect(again.dist2).toEqual(approx.dist2);
+    const other = knnApprox(X, n, d, k, { seed: 2, rounds: 0 });
+    expect(other.indices).not.toEqual(knnApprox(X, n, d, k, { seed: 1, rounds: 0 }).indices);
+  });
+
+  it('estimateRecall is the recall over the sampled rows (all rows when the sample is as large as N)', () => {
+    const all = estimateRecall(X, n, d, approx, n);
+    expect(all.rows).toBe(n);
+    expect(all.recall).toBeCloseTo(recallOf(exact.indices, approx.indices, n, k), 12);
+    const some = estimateRecall(X, n, d, approx, 300, 3);
+    expect(some.rows).toBe(300);
+    expect(Math.abs(some.recall - all.recall)).toBeLessThan(0.03);
+    // an exact list has recall 1
+    expect(estimateRecall(X, n, d, exact, 100).recall).toBe(1);
+  });
+});
+
+describe("t-SNE's neighbour search choice", () => {
+  it("'auto' is exact below APPROX_MIN_POINTS; 'approximate' records the estimated recall; a wrong value is refused", async () => {
+    const n = 600;
+    const { X } = blobs(n, 8, 3, 4, 9);
+    const auto = await Tsne.create(X, n, 8, { perplexity: 10 });
+    expect(APPROX_MIN_POINTS).toBeGreaterThan(n);
+    expect(auto.opts.neighbours).toBe('exact');
+    expect(auto.neighbourRecall).toBeNull();
+    const ap = await Tsne.create(X, n, 8, { perplexity: 10, neighbours: 'approximate' });
+    expect(ap.opts.neighbours).toBe('approximate');
+    expect(ap.neighbourRecall!.rows).toBe(200);
+    expect(ap.neighbourRecall!.recall).toBeGreaterThan(0.5);
+    // the same P as the exact search where the lists agree: every row's weights sum to 1 / N (before symmetrising, Σ P = 1)
+    let total = 0;
+    for (let t = 0; t < ap.P.vals.length; t++) total += ap.P.vals[t];
+    expect(total).toBeCloseTo(1, 9);
+    await expect(Tsne.create(X, n, 8, { perplexity: 10, neighbours: 'fuzzy' as never })).rejects.toThrow(/neighbours must be exact, approximate or auto/);
+  });
+});
