@@ -70,6 +70,20 @@ export class GgufWeightSource implements LlamaWeightSource {
 
   /** Raw bytes read into one reused buffer, then decoded into a fresh output (one allocation per call). */
   private raw = new Uint8Array(0);
+  /** Buffers of released fastNbits results, by byte length, for the next tensor of that size. */
+  private spare = new Map<number, ArrayBuffer[]>();
+
+  private take(bytes: number): ArrayBuffer {
+    return this.spare.get(bytes)?.pop() ?? new ArrayBuffer(bytes);
+  }
+
+  private give(...bufs: ArrayBuffer[]): void {
+    for (const b of bufs) {
+      const list = this.spare.get(b.byteLength);
+      if (list) list.push(b);
+      else this.spare.set(b.byteLength, [b]);
+    }
+  }
 
   private decode(t: GgufTensorInfo, r0: number, r1: number, into?: Float32Array): Float32Array {
     const out = into ? into.subarray(0, (r1 - r0) * t.dims[0]) : new Float32Array((r1 - r0) * t.dims[0]);
@@ -222,9 +236,11 @@ export class GgufWeightSource implements LlamaWeightSource {
     const k = t.dims[0];
     const kBlocks = k / f.blockSize;
     const blob = (f.blockSize * f.bits) / 8;
-    const weights = new Uint8Array(n * kBlocks * blob);
-    const scales = new Float32Array(n * kBlocks);
-    const minTerm = f.zeroPoint === null ? new Float32Array(n * kBlocks) : null;
+    // every element is written by decodeInto below, so buffers of an earlier tensor of the same
+    // size (released by the writer) are reused: fresh pages cost a fault each
+    const weights = new Uint8Array(this.take(n * kBlocks * blob));
+    const scales = new Float32Array(this.take(n * kBlocks * 4));
+    const minTerm = f.zeroPoint === null ? new Float32Array(this.take(n * kBlocks * 4)) : null;
     const rowsPer = Math.max(1, Math.floor(READ_BYTES / t.rowBytes));
     const chunk = Math.min(rowsPer, n);
     const raw = new Uint8Array(chunk * t.rowBytes);
@@ -249,7 +265,13 @@ export class GgufWeightSource implements LlamaWeightSource {
       }
     }
     const w = finishNbits(f.bits, f.blockSize, n, k, weights, scales, minTerm, f.zeroPoint);
-    return { bits: f.bits, blockSize: f.blockSize, weights: w.packed, scales: w.scales, zeroPoints: w.mins ? null : w.zeroPoints, mins: w.mins };
+    let released = false;
+    const release = () => {
+      if (released) return;
+      released = true;
+      this.give(weights.buffer, scales.buffer, ...(minTerm ? [minTerm.buffer] : []));
+    };
+    return { bits: f.bits, blockSize: f.blockSize, weights: w.packed, scales: w.scales, zeroPoints: w.mins ? null : w.zeroPoints, mins: w.mins, release };
   }
 }
 

@@ -139,6 +139,32 @@ describe('tiny Llama-3.1-shaped GGUF', () => {
     expect(new Set(kinds)).toEqual(new Set(['Q4_K:4/32/min', 'Q4_0:4/32/zp', 'Q8_0:8/32/zp', 'Q6_K:8/16/zp', 'Q4_1:4/32/min', 'Q5_K:8/32/min', 'Q3_K:4/16/zp', 'Q5_0:8/32/zp', 'Q5_1:8/32/min', 'Q2_K:4/16/min', 'F16:none']));
   });
 
+  it('released blocks are reused for the next weight of the same size, and the reused arrays hold that weight exactly', () => {
+    // The writer releases each weight's blocks once written; the source then decodes the next
+    // weight of the same byte size into the same buffers. Every result must equal what a source
+    // that never reuses gives (a fresh open, nothing released).
+    const reusing = openGgufLlama(TINY_GGUF).weights;
+    const fresh = openGgufLlama(TINY_GGUF).weights;
+    const seen = new Set<ArrayBufferLike>();
+    let reused = 0;
+    for (const m of model.mapped) {
+      if (m.shape.length !== 2) continue;
+      const a = reusing.nbits(m.name);
+      const b = fresh.nbits(m.name);
+      expect(a === null, m.name).toBe(b === null);
+      if (!a || !b) continue;
+      if (seen.has(a.weights.buffer)) reused++;
+      seen.add(a.weights.buffer);
+      expect(Buffer.from(a.weights).equals(Buffer.from(b.weights)), `${m.name} codes`).toBe(true);
+      expect(Buffer.from(a.scales.buffer, a.scales.byteOffset, a.scales.byteLength).equals(Buffer.from(b.scales.buffer, b.scales.byteOffset, b.scales.byteLength)), `${m.name} scales`).toBe(true);
+      expect(a.zeroPoints === null ? null : Buffer.from(a.zeroPoints).toString('hex'), `${m.name} zero points`).toEqual(b.zeroPoints === null ? null : Buffer.from(b.zeroPoints).toString('hex'));
+      expect(a.mins ? Array.from(a.mins) : null, `${m.name} mins`).toEqual(b.mins ? Array.from(b.mins) : null);
+      a.release?.();
+      a.release?.(); // twice is harmless: the buffers go back once
+    }
+    expect(reused).toBeGreaterThan(0);
+  });
+
   it('converts to an ONNX folder whose last-token activations and logits equal the Hugging Face model (explicit, fp32)', async () => {
     const res = await convertGguf(TINY_GGUF, path.join(tmp, 'fp32'), { weights: 'fp32' });
     expect(res.options).toEqual({ dtype: 'fp32', weights: 'fp32', layout: 'explicit' });

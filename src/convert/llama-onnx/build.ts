@@ -192,6 +192,8 @@ export class GraphBuilder {
     const scales = this.sink.reserve(names.scales, this.ft, sdims);
     const zp = p.zp === 'u8' ? this.sink.reserve(names.zp, 'uint8', n.scales2d ? [N, zpRowBytes(nb, p.bits)] : [N * zpRowBytes(nb, p.bits)]) : this.sink.reserve(names.zp, this.ft, sdims);
     streamNbits(this.ctx, { B, scales, zp }, parts, p, this.ft);
+    // written (synchronously): the source may reuse the arrays for its next weight
+    for (const b of p.blocks) b?.release?.();
     parts.forEach((q, i) => (this.storage[q] = p.blocks[i] ? `nbits${p.bits}` : `q${p.bits}:rows`));
     const attrs: Record<string, GAttr> = { K: int(K), N: int(N) };
     if (this.opts.accuracyLevel) attrs.accuracy_level = int(this.opts.accuracyLevel);

@@ -73,6 +73,11 @@ export interface NbitsBlocks {
   zeroPoints: Uint8Array | null;
   /** float32 [dOut, dIn/blockSize]: value = q*scale + min (types with a min, e.g. Q4_1/Q4_K). */
   mins?: Float32Array | null;
+  /**
+   * Hands the arrays back to the source for its next weight of the same size. Call it only once
+   * nothing reads them any more (the writer does, after writing them); not calling it is safe.
+   */
+  release?: () => void;
 }
 
 export type LlamaLayout = 'explicit' | 'genai';

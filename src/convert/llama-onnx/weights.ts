@@ -248,6 +248,15 @@ function unpackZp(zp: Uint8Array, rowOff: number, b: number, bits: number): numb
   return (zp[rowOff + (b >> 1)]! >> ((b & 1) * 4)) & 15;
 }
 
+/** One reused float32 buffer for the float zero points streamNbits writes (zeroed): a fresh array per tensor costs a page fault per 4 KB. */
+let scratch = new Float32Array(0);
+function scratchF32(n: number): Float32Array {
+  if (scratch.length < n) scratch = new Float32Array(n);
+  const out = scratch.subarray(0, n);
+  out.fill(0);
+  return out;
+}
+
 /**
  * Stream the parts of a plan into MatMulNBits tensors: B [N, nb, blob], scales [N·nb] and
  * zero points (u8 [N, zpRowBytes] or float [N·nb]), in `dtype` for scales and float zero
@@ -274,7 +283,7 @@ export function streamNbits(ctx: StreamCtx, r: NbitsRegions, parts: string[], pl
         r.zp.write(rowOff * zpb, given.zeroPoints!);
       } else {
         let scales = given.scales;
-        const zf = new Float32Array(dOut * nb);
+        const zf = scratchF32(dOut * nb);
         const fixed: number[] = [];
         const mins = given.mins;
         if (mins) {
