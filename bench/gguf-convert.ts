@@ -17,7 +17,11 @@
  * ratio is conversion throughput / baseline throughput = baseline seconds / conversion
  * seconds; the target is ≥ 0.5 against the copy, with peak RSS ≤ 2 GB.
  *
- *   npx tsx bench/gguf-convert.ts [smollm2] [big] [--layers N] [--dir PARENT] [--layout explicit|genai] [--keep] [--gguf FILE]
+ *   npx tsx bench/gguf-convert.ts [smollm2] [big] [--layers N] [--dir PARENT] [--layout explicit|genai] [--keep] [--gguf FILE] [--reps N]
+ *
+ * --reps N (big): N pairs of copy + sync and conversion, alternating, each after a global `sync`;
+ * the table gives the medians, and each pair's ratio is printed (a single copy's time varies
+ * several-fold with the write-back the kernel still has pending).
  *
  * --gguf FILE: the 8B-shaped GGUF is written to FILE (when it does not exist yet) and kept, so
  * that later runs reuse it instead of generating 4.9 GB again; delete it yourself afterwards.
@@ -40,7 +44,7 @@ import { byteLevelMetadataFromHf, LLAMA3_DIR, SMOL_GGUF } from '../test/convert/
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
-  options: { layers: { type: 'string' }, dir: { type: 'string' }, gguf: { type: 'string' }, layout: { type: 'string' }, keep: { type: 'boolean' }, child: { type: 'string' } },
+  options: { layers: { type: 'string' }, dir: { type: 'string' }, gguf: { type: 'string' }, layout: { type: 'string' }, keep: { type: 'boolean' }, child: { type: 'string' }, reps: { type: 'string' } },
 });
 
 const SELF = fileURLToPath(import.meta.url);
@@ -242,15 +246,29 @@ function big(dir: string, layers: number, layout: 'explicit' | 'genai'): void {
     timeSh(`cat ${sh(file)} > /dev/null`);
     const catRead = timeSh(`cat ${sh(file)} > /dev/null`, 2);
     const copy = path.join(dir, 'copy.gguf');
-    const catCopy = timeSh(`cat ${sh(file)} > ${sh(copy)} && sync ${sh(copy)}`);
-    rmSync(copy, { force: true });
-    timeSh(`cat ${sh(file)} > /dev/null`); // back into the page cache
     const out = path.join(dir, 'converted');
-    t0 = performance.now();
-    const r = runChild({ file, out, weights: 'q4', layout });
-    const conv = r.wall_s;
+    const reps = Math.max(1, Number(values.reps ?? 1));
+    // copy and conversion alternate, each after a global sync (no write-back left over from the
+    // step before) and with the GGUF back in the page cache; each pair gives one ratio
+    const pairs: { copy: number; conv: number; r: ReturnType<typeof runChild> }[] = [];
+    for (let rep = 0; rep < reps; rep++) {
+      timeSh('sync');
+      const catCopy = timeSh(`cat ${sh(file)} > ${sh(copy)} && sync ${sh(copy)}`);
+      rmSync(copy, { force: true });
+      timeSh(`cat ${sh(file)} > /dev/null`); // back into the page cache
+      timeSh('sync');
+      rmSync(out, { recursive: true, force: true });
+      const r = runChild({ file, out, weights: 'q4', layout });
+      pairs.push({ copy: catCopy, conv: r.wall_s, r });
+      if (reps > 1) console.log(`big: pair ${rep + 1}: copy + sync ${catCopy.toFixed(2)} s, conversion ${r.wall_s.toFixed(2)} s (CPU ${r.cpu_s.toFixed(1)} s), conversion ÷ copy ${(r.wall_s / catCopy).toFixed(2)}×`);
+    }
+    const med = (a: number[]) => [...a].sort((x, y) => x - y)[Math.floor((a.length - 1) / 2)]!;
+    const conv = med(pairs.map((p) => p.conv));
+    const catCopy = med(pairs.map((p) => p.copy));
+    const r = pairs.find((p) => p.conv === conv)!.r;
     const row = (name: string, s: number) => `| ${name} | ${s.toFixed(2)} | ${gb(bytes / s)} | ${(s / conv).toFixed(2)} |`;
     console.log(`big: converted to ${out} (${gb(r.out_bytes)} GB; ${Object.entries(r.storage).map(([k, n]) => `${n} ${k}`).join(', ')}; ${r.requantized} re-quantized)`);
+    if (reps > 1) console.log(`big: medians of ${reps} pairs; median of the pairs' ratios ${med(pairs.map((p) => p.conv / p.copy)).toFixed(2)}×`);
     console.log('| step | seconds | GB/s of GGUF | conversion ratio (baseline s / conversion s) |');
     console.log('|---|---|---|---|');
     console.log(row('cat FILE > /dev/null (page cache)', catRead));
