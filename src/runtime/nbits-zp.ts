@@ -36,6 +36,8 @@ export interface NbitsRewrite {
   model: ModelProto;
   /** MatMulNBits nodes rewritten (0 also when the minima would exceed MAX_MINIMA_BYTES). */
   rewritten: number;
+  /** Set when candidates were left on the slow path because their minima exceed MAX_MINIMA_BYTES. */
+  tooLarge?: { nodes: number; bytes: number };
 }
 
 /** Float32 of an initializer's bytes (float32 data only; null otherwise). */
@@ -63,7 +65,7 @@ export function rewriteFloatZeroPoints(model: ModelProto, dir: string, file: str
   });
   if (candidates.length === 0) return { model, rewritten: 0 };
   const bytes = candidates.reduce((a, n) => a + 4 * attrInt(n, 'N', 0) * (attrInt(n, 'K', 0) / attrInt(n, 'block_size', 1)), 0);
-  if (bytes > MAX_MINIMA_BYTES) return { model, rewritten: 0 };
+  if (bytes > MAX_MINIMA_BYTES) return { model, rewritten: 0, tooLarge: { nodes: candidates.length, bytes } };
 
   const added: TensorProto[] = [];
   const sums = new Map<string, string>(); // `${K}x${bs}` → the initializer E

@@ -65,6 +65,9 @@ export function executionProviders(device: Device, deviceId = 0): ort.InferenceS
   return ['webgpu'];
 }
 
+/** Model files whose slow-path note was printed (once per process). */
+const slowPathNoted = new Set<string>();
+
 /**
  * A session on an edited graph (`model`: capture, attention or logit-head surgery) whose
  * external weights stay in `dataDir`, the model's own folder; a failure is a one-line error
@@ -75,7 +78,18 @@ export async function openEditedSession(model: ModelProto, dataDir: string, opts
   // ONNX Runtime's fast integer path plus a small correction (src/runtime/nbits-zp.ts);
   // LOBES_NBITS_REWRITE=0 keeps the graph as it is (for bench/nbits-zp.ts's "before").
   const rewrite = opts.device === 'cpu' && process.env.LOBES_NBITS_REWRITE !== '0';
-  const bytes = encodeModel(rewrite ? rewriteFloatZeroPoints(model, dataDir, file).model : model);
+  let edited = model;
+  if (rewrite) {
+    const r = rewriteFloatZeroPoints(model, dataDir, file);
+    edited = r.model;
+    if (r.tooLarge && !slowPathNoted.has(file)) {
+      slowPathNoted.add(file);
+      process.stderr.write(
+        `note: ${file}: ${r.tooLarge.nodes} MatMulNBits nodes with float zero points keep ONNX Runtime's slow CPU path (their minima, ${(r.tooLarge.bytes / 1e9).toFixed(2)} GB, are more than the in-memory graph can carry); results are the same, decoding is slower\n`,
+      );
+    }
+  }
+  const bytes = encodeModel(edited);
   const so = {
     executionProviders: executionProviders(opts.device, opts.deviceId ?? 0),
     graphOptimizationLevel: 'all',

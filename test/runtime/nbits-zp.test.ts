@@ -159,5 +159,21 @@ describe('MatMulNBits with float zero points on the CPU', () => {
     expect(rewriteFloatZeroPoints(model(odd), dir, 'test.onnx').rewritten).toBe(0);
   });
 
+  it('leaves the graph as it is, and says so, when the minima would be more than the graph can carry', () => {
+    // the size comes from the node's N, K and block_size: claim 3.5e8 rows of one block (1.4 GB of minima)
+    const m = model(makeCase(32, 4, 32, 4, 9));
+    const node = m.graph!.node[0]!;
+    for (const a of node.attribute) if (a.name === 'N') a.i = 350_000_000;
+    const r = rewriteFloatZeroPoints(m, dir, 'big.onnx');
+    expect(r.rewritten).toBe(0);
+    expect(r.model).toBe(m);
+    expect(r.tooLarge).toEqual({ nodes: 1, bytes: 4 * 350_000_000 });
+    // just under the limit it is rewritten (and nothing is reported)
+    for (const a of node.attribute) if (a.name === 'N') a.i = 4;
+    const ok = rewriteFloatZeroPoints(m, dir, 'small.onnx');
+    expect(ok.rewritten).toBe(1);
+    expect(ok.tooLarge).toBeUndefined();
+  });
+
   it('cleans up', () => rmSync(dir, { recursive: true, force: true }));
 });
