@@ -233,7 +233,7 @@ function big(dir: string, layers: number, layout: 'explicit' | 'genai'): void {
   if (free < need) throw new Error(`big: ${gb(free)} GB free in ${dir}, about ${gb(need)} GB needed`);
   const reuse = values.gguf ? path.resolve(values.gguf) : null;
   const file = reuse ?? path.join(dir, 'llama-8b-shaped-Q4_K_M.gguf');
-  let t0 = performance.now();
+  const t0 = performance.now();
   let bytes: number;
   if (reuse && existsSync(reuse)) {
     bytes = statSync(reuse).size;

@@ -12,18 +12,18 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { cli } from '../runtime/helpers.js';
 import { TINY_GGUF } from '../convert/tiny-llama3.js';
+import { scopedEnv } from '../env.js';
 
 let root: string;
 let cache: string;
-const saved = process.env.LOBES_HASH_CACHE;
+const env = scopedEnv();
 beforeAll(() => {
   root = mkdtempSync(path.join(tmpdir(), 'lobes-ablate-gguf-'));
   cache = path.join(root, 'cache');
-  process.env.LOBES_HASH_CACHE = path.join(root, 'file-sha256.json');
+  env.set({ LOBES_HASH_CACHE: path.join(root, 'file-sha256.json') });
 });
 afterAll(() => {
-  if (saved === undefined) delete process.env.LOBES_HASH_CACHE;
-  else process.env.LOBES_HASH_CACHE = saved;
+  env.restore();
   rmSync(root, { recursive: true, force: true });
 });
 

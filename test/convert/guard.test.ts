@@ -16,10 +16,12 @@ import { resolveModel, cacheEntryName, entryProblem } from '../../src/convert/ca
 import { convertGguf, ggufIdentity } from '../../src/convert/convert.js';
 import { readGgufHeader } from '../../src/formats/gguf.js';
 import { processStartMs } from '../../src/util/lock.js';
+import { scopedEnv } from '../env.js';
 
 const BIN = path.join(ROOT, 'src/cli/bin.ts');
 let tmp: string;
 let env: NodeJS.ProcessEnv;
+const scoped = scopedEnv();
 
 function lobes(args: string[], extra: NodeJS.ProcessEnv = {}) {
   const r = spawnSync(process.execPath, ['--import', 'tsx', BIN, ...args], { cwd: ROOT, env: { ...process.env, ...env, ...extra }, encoding: 'utf8', timeout: 110_000 });
@@ -50,10 +52,10 @@ beforeAll(() => {
   tmp = mkdtempSync(path.join(tmpdir(), 'lobes-convert-guard-'));
   // A private file-hash cache, so that what the machine cache holds cannot hide a change.
   env = { LOBES_HASH_CACHE: path.join(tmp, 'file-sha256.json') };
-  process.env.LOBES_HASH_CACHE = env.LOBES_HASH_CACHE;
+  scoped.set({ LOBES_HASH_CACHE: env.LOBES_HASH_CACHE });
 });
 afterAll(() => {
-  delete process.env.LOBES_HASH_CACHE;
+  scoped.restore();
   rmSync(tmp, { recursive: true, force: true });
 });
 

@@ -20,16 +20,17 @@ import { controlOfFolder, storedWeight } from '../../src/runtime/control.js';
 import { openLoglikEngine } from '../../src/runtime/loglik.js';
 import { controlKey, sameModel } from '../../src/store/provenance.js';
 import { ensureGeneratedModel } from '../../src/models/write.js';
+import { scopedEnv } from '../env.js';
 
 let root: string;
 let cache: string;
 let items: string;
 let texts: string;
-const saved = process.env.LOBES_HASH_CACHE;
+const env = scopedEnv();
 beforeAll(() => {
   root = mkdtempSync(path.join(tmpdir(), 'lobes-eval-control-'));
   cache = path.join(root, 'cache');
-  process.env.LOBES_HASH_CACHE = path.join(root, 'file-sha256.json');
+  env.set({ LOBES_HASH_CACHE: path.join(root, 'file-sha256.json') });
   items = path.join(root, 'items.jsonl');
   const qs = [
     { id: 'a', q: 'What is the capital of France?', o: ['Berlin', 'Paris', 'Rome', 'Madrid'], a: 1 },
@@ -41,8 +42,7 @@ beforeAll(() => {
   writeFileSync(texts, ['The cat sat on the mat.', 'Paris is in France.', 'Two and two make four.', 'She opened the door.'].map((t, i) => JSON.stringify({ id: `t${i}`, text: t, label: i % 2 ? 'a' : 'b' })).join('\n') + '\n');
 });
 afterAll(() => {
-  if (saved === undefined) delete process.env.LOBES_HASH_CACHE;
-  else process.env.LOBES_HASH_CACHE = saved;
+  env.restore();
   rmSync(root, { recursive: true, force: true });
 });
 

@@ -13,15 +13,16 @@ import * as path from 'node:path';
 import { cli } from '../runtime/helpers.js';
 import { TINY_GGUF } from '../convert/tiny-llama3.js';
 import { readGgufHeader } from '../../src/formats/gguf.js';
+import { scopedEnv } from '../env.js';
 
 let root: string;
 let cache: string;
 let items: string;
-const saved = process.env.LOBES_HASH_CACHE;
+const env = scopedEnv();
 beforeAll(() => {
   root = mkdtempSync(path.join(tmpdir(), 'lobes-gguf-attend-'));
   cache = path.join(root, 'cache');
-  process.env.LOBES_HASH_CACHE = path.join(root, 'file-sha256.json');
+  env.set({ LOBES_HASH_CACHE: path.join(root, 'file-sha256.json') });
   items = path.join(root, 'items.jsonl');
   writeFileSync(
     items,
@@ -35,8 +36,7 @@ beforeAll(() => {
   );
 });
 afterAll(() => {
-  if (saved === undefined) delete process.env.LOBES_HASH_CACHE;
-  else process.env.LOBES_HASH_CACHE = saved;
+  env.restore();
   rmSync(root, { recursive: true, force: true });
 });
 

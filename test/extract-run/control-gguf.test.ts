@@ -15,6 +15,7 @@ import { run as extractCli } from '../../src/cli/extract.js';
 import { run as evalCli } from '../../src/cli/eval.js';
 import { loadModel } from '../../src/onnx/index.js';
 import { defaultControlDir } from '../../src/runtime/control.js';
+import { scopedEnv } from '../env.js';
 
 const have = existsSync(SMOLLM2_GGUF);
 if (!have) console.warn(`test/extract-run/control-gguf: skipped: ${SMOLLM2_GGUF} is absent`);
@@ -31,15 +32,12 @@ describe('control from a GGUF', () => {
 describe.skipIf(!have)('lobes extract --model Q4_1.gguf --control random --cache DIR', () => {
   let root: string;
   let ctlName: string;
-  const saved = { tmp: process.env.TMPDIR, mc: process.env.LOBES_MODEL_CACHE, hc: process.env.LOBES_HASH_CACHE };
+  const env = scopedEnv();
   beforeAll(() => {
     root = mkdtempSync(path.join(tmpdir(), 'lobes-control-gguf-'));
   });
   afterAll(() => {
-    for (const [k, v] of [['TMPDIR', saved.tmp], ['LOBES_MODEL_CACHE', saved.mc], ['LOBES_HASH_CACHE', saved.hc]] as const) {
-      if (v === undefined) delete process.env[k];
-      else process.env[k] = v;
-    }
+    env.restore();
     rmSync(root, { recursive: true, force: true });
   });
 
@@ -47,9 +45,7 @@ describe.skipIf(!have)('lobes extract --model Q4_1.gguf --control random --cache
     const cache = path.join(root, 'cache');
     const sysTmp = path.join(root, 'system-tmp');
     mkdirSync(sysTmp);
-    process.env.TMPDIR = sysTmp;
-    delete process.env.LOBES_MODEL_CACHE;
-    process.env.LOBES_HASH_CACHE = path.join(root, 'file-sha256.json');
+    env.set({ TMPDIR: sysTmp, LOBES_MODEL_CACHE: undefined, LOBES_HASH_CACHE: path.join(root, 'file-sha256.json') });
     const data = path.join(root, 'texts.jsonl');
     writeFileSync(data, ['The cat sat on the mat.', 'Paris is in France.', 'Two and two make four.', 'She opened the door.'].map((t, i) => JSON.stringify({ id: `t${i}`, text: t, label: i % 2 ? 'a' : 'b' })).join('\n') + '\n');
     const ggufBefore = readFileSync(SMOLLM2_GGUF);
