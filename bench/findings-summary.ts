@@ -66,7 +66,7 @@ if (process.argv[2] === '--cloze-into') {
   process.exit(0);
 }
 const OUT = process.argv[2] ?? 'runs/findings';
-const RUNS = ['en-qr', 'en-qr-mean', 'en-qr-mean-control', 'en-qr-control', 'en-r', 'en-r-control', 'en-q', 'en-q-control', 'zh-qr', 'zh-qr-control', 'zh-r', 'zh-r-control', 'zh-q', 'zh-q-control'];
+const RUNS = ['en-qr', 'en-qr-mean', 'en-qr-mean-control', 'en-qr-control', 'en-r', 'en-r-control', 'en-q', 'en-q-control', 'zh-qr', 'zh-qr-mean', 'zh-qr-mean-control', 'zh-qr-control', 'zh-r', 'zh-r-control', 'zh-q', 'zh-q-control'];
 const LABEL: Record<string, string> = {
   'en-qr': 'English, question + response, trained',
   'en-qr-mean': 'English, question + response, trained, mean over the tokens (final.mean)',
@@ -77,6 +77,8 @@ const LABEL: Record<string, string> = {
   'en-q': 'English, question only, trained',
   'en-q-control': 'English, question only, random weights',
   'zh-qr': 'Chinese, question + response, trained',
+  'zh-qr-mean': 'Chinese, question + response, trained, mean over the tokens (final.mean)',
+  'zh-qr-mean-control': 'Chinese, question + response, random weights, mean over the tokens (final.mean)',
   'zh-qr-control': 'Chinese, question + response, random weights',
   'zh-r': 'Chinese, response only, trained',
   'zh-r-control': 'Chinese, response only, random weights',
@@ -184,6 +186,8 @@ lines.push(...compareLines(byName.get('en-qr') ?? null, byName.get('en-qr-mean')
 lines.push(...compareLines(byName.get('en-r') ?? null, byName.get('en-r-control') ?? null, 'English, response only: trained − random weights (paired over items)'));
 lines.push(...compareLines(byName.get('zh-qr') ?? null, byName.get('zh-qr-control') ?? null, 'Chinese, question + response: trained − random weights (paired over items)'));
 lines.push(...compareLines(byName.get('zh-r') ?? null, byName.get('zh-r-control') ?? null, 'Chinese, response only: trained − random weights (paired over items)'));
+lines.push(...compareLines(byName.get('zh-qr-mean') ?? null, byName.get('zh-qr-mean-control') ?? null, 'Chinese, question + response, mean over the tokens: trained − random weights (paired over items)'));
+lines.push(...compareLines(byName.get('zh-qr') ?? null, byName.get('zh-qr-mean') ?? null, 'Chinese, question + response, trained: the mean over the tokens (final.mean) − the last token (final.hidden) (paired over items)'));
 lines.push(...compareLines(byName.get('en-qr') ?? null, byName.get('en-r') ?? null, 'English, trained: response only − question + response (paired over items)'));
 lines.push(...compareLines(byName.get('zh-qr') ?? null, byName.get('zh-r') ?? null, 'Chinese, trained: response only − question + response (paired over items)'));
 lines.push(...compareLines(byName.get('en-q') ?? null, byName.get('en-q-control') ?? null, 'English, question only: trained − random weights (paired over items)'));
