@@ -21,7 +21,7 @@
 
 import { Rng } from '../util/rng.js';
 import { orderRow, push, type Heap, type KnnResult } from './knn.js';
-import { claimSlot, pairSpace, pairSums } from './knn-simd.js';
+import { claimSlot, pairSpace, pairSums, type PairSlot, type PairSpace } from './knn-simd.js';
 
 export interface ApproxKnnOptions {
   /** Seed of the forest (default 0). */
@@ -89,109 +89,216 @@ function buildTree(X: Float64Array | Float32Array, n: number, d: number, leafSiz
   return { order, start, leafOf };
 }
 
-/** Approximate kNN of every row (see the file comment). */
-export function knnApprox(X: Float64Array | Float32Array, n: number, d: number, k: number, opts: ApproxKnnOptions = {}): KnnResult {
-  if (k >= n) throw new Error(`knnApprox: k = ${k} needs more than ${n} points`);
-  const trees = Math.max(1, opts.trees ?? 8);
-  const leafSize = Math.max(k + 1, opts.leafSize ?? 32);
-  const rounds = Math.max(0, opts.rounds ?? 3);
-  const join = Math.min(k, Math.max(1, opts.join ?? 32));
-  const minChange = opts.minChange ?? 0.001;
-  const rng = new Rng(opts.seed ?? 0);
-  const forest: Tree[] = [];
-  for (let t = 0; t < trees; t++) {
-    forest.push(buildTree(X, n, d, leafSize, rng.fork()));
-    opts.onProgress?.('forest', t + 1, trees);
-  }
-  const sp = pairSpace(X, n, d, 1, X instanceof Float32Array);
-  const Xs = sp ? sp.X : X;
-  const slot = sp ? claimSlot(sp.space) : null;
-  const heap: Heap = { hd: new Float64Array(k), hi: new Int32Array(k), size: 0 };
-  const seen = new Int32Array(n).fill(-1);
-  let stamp = 0;
-  const maxCand = Math.max(trees * 2 * leafSize, k + join * join);
-  const cand = new Int32Array(maxCand);
-  const dist = new Float64Array(maxCand);
-  let indices = new Int32Array(n * k);
-  let dist2 = new Float64Array(n * k);
-  const select = (i: number, m: number, outI: Int32Array, outD: Float64Array) => {
-    pairSums(slot, Xs, d, i, cand, m, 'diff', dist);
-    heap.size = 0;
-    for (let t = 0; t < m; t++) push(heap, k, dist[t], cand[t]);
-    orderRow(heap, i * k, outI, outD);
+/** What the row functions of one search share (on SharedArrayBuffers when threads take part). */
+export interface ApproxJob {
+  /** The data, in `space`'s memory when there is one (its SIMD kernel computes the distances). */
+  X: Float64Array | Float32Array;
+  space: PairSpace | null;
+  n: number;
+  d: number;
+  k: number;
+  join: number;
+  forest: Tree[];
+  /** The lists being read (after the forest pass: its output) and which entries are new in them. */
+  curI: Int32Array;
+  curD: Float64Array;
+  fresh: Uint8Array;
+  /** The lists being written. */
+  outI: Int32Array;
+  outD: Float64Array;
+  outFresh: Uint8Array;
+}
+
+/** The resolved options. */
+function settings(k: number, opts: ApproxKnnOptions): { trees: number; leafSize: number; rounds: number; join: number; minChange: number; seed: number } {
+  return {
+    trees: Math.max(1, opts.trees ?? 8),
+    leafSize: Math.max(k + 1, opts.leafSize ?? 32),
+    rounds: Math.max(0, opts.rounds ?? 3),
+    join: Math.min(k, Math.max(1, opts.join ?? 32)),
+    minChange: opts.minChange ?? 0.001,
+    seed: opts.seed ?? 0,
   };
+}
+
+/** The forest (on this thread; its arrays shared when `shared`). */
+function buildForest(X: Float64Array | Float32Array, n: number, d: number, o: ReturnType<typeof settings>, shared: boolean, onProgress?: ApproxKnnOptions['onProgress']): Tree[] {
+  const rng = new Rng(o.seed);
+  const forest: Tree[] = [];
+  for (let t = 0; t < o.trees; t++) {
+    const tr = buildTree(X, n, d, o.leafSize, rng.fork());
+    forest.push(shared ? { order: sharedCopy(tr.order), start: sharedCopy(tr.start), leafOf: sharedCopy(tr.leafOf) } : tr);
+    onProgress?.('forest', t + 1, o.trees);
+  }
+  return forest;
+}
+
+function sharedCopy(a: Int32Array): Int32Array {
+  const out = new Int32Array(new SharedArrayBuffer(a.byteLength));
+  out.set(a);
+  return out;
+}
+
+/** Per-thread scratch of the row functions. */
+interface Scratch {
+  seen: Int32Array;
+  mark: Int32Array;
+  stamp: number;
+  cand: Int32Array;
+  dist: Float64Array;
+  heap: Heap;
+}
+
+function scratchFor(job: ApproxJob): Scratch {
+  const leafMax = Math.max(...job.forest.map((t) => maxLeaf(t)));
+  const maxCand = Math.max(job.forest.length * leafMax, job.join * job.join);
+  return {
+    seen: new Int32Array(job.n).fill(-1),
+    mark: new Int32Array(job.n).fill(-1),
+    stamp: 0,
+    cand: new Int32Array(maxCand),
+    dist: new Float64Array(maxCand),
+    heap: { hd: new Float64Array(job.k), hi: new Int32Array(job.k), size: 0 },
+  };
+}
+
+function maxLeaf(t: Tree): number {
+  let m = 0;
+  for (let l = 0; l + 1 < t.start.length; l++) m = Math.max(m, t.start[l + 1] - t.start[l]);
+  return m;
+}
+
+/**
+ * Rows [start, end) of one pass: 'forest' lists each row's nearest among the union of its leaves
+ * into outI/outD; 'refine' joins neighbours of neighbours from curI/curD (see the file comment) into
+ * outI/outD/outFresh. Returns the entries that changed (refine). A row's result depends only on the
+ * job's inputs, so any split of the rows across threads gives the same lists.
+ */
+export function approxRows(job: ApproxJob, pass: 'forest' | 'refine', start: number, end: number): number {
+  const sc = scratchFor(job);
+  const slot = job.space ? claimSlot(job.space) : null;
   try {
-    const step = Math.max(1, Math.floor(n / 100));
-    for (let i = 0; i < n; i++) {
-      stamp++;
-      seen[i] = stamp;
-      let m = 0;
-      for (const tr of forest) {
-        const l = tr.leafOf[i];
-        for (let t = tr.start[l]; t < tr.start[l + 1]; t++) {
-          const j = tr.order[t];
-          if (seen[j] !== stamp) {
-            seen[j] = stamp;
-            cand[m++] = j;
-          }
-        }
-      }
-      select(i, m, indices, dist2);
-      if (i % step === 0) opts.onProgress?.('candidates', i + 1, n);
-    }
-    // entries that entered a list in the last pass: only pairs with one of them can find anything new
-    let fresh = new Uint8Array(n * k).fill(1);
-    const mark = new Int32Array(n).fill(-1);
-    for (let r = 0; r < rounds; r++) {
-      const nextI = new Int32Array(n * k);
-      const nextD = new Float64Array(n * k);
-      const nextFresh = new Uint8Array(n * k);
-      let changed = 0;
-      for (let i = 0; i < n; i++) {
-        stamp++;
-        seen[i] = stamp;
-        heap.size = 0;
-        for (let a = 0; a < k; a++) {
-          const j = indices[i * k + a];
-          seen[j] = stamp;
-          mark[j] = i;
-          push(heap, k, dist2[i * k + a], j);
-        }
-        let m = 0;
-        for (let a = 0; a < join; a++) {
-          const j = indices[i * k + a];
-          const jFresh = fresh[i * k + a] === 1;
-          for (let b = 0; b < join; b++) {
-            if (!jFresh && fresh[j * k + b] === 0) continue;
-            const q = indices[j * k + b];
-            if (seen[q] !== stamp) {
-              seen[q] = stamp;
-              cand[m++] = q;
-            }
-          }
-        }
-        if (m > 0) {
-          pairSums(slot, Xs, d, i, cand, m, 'diff', dist);
-          for (let t = 0; t < m; t++) push(heap, k, dist[t], cand[t]);
-        }
-        orderRow(heap, i * k, nextI, nextD);
-        for (let a = 0; a < k; a++) {
-          if (mark[nextI[i * k + a]] !== i) {
-            nextFresh[i * k + a] = 1;
-            changed++;
-          }
-        }
-        if (i % step === 0) opts.onProgress?.(`refinement ${r + 1}`, i + 1, n);
-      }
-      indices = nextI;
-      dist2 = nextD;
-      fresh = nextFresh;
-      if (changed <= minChange * n * k) break;
-    }
+    return pass === 'forest' ? forestRows(job, sc, slot, start, end) : refineRows(job, sc, slot, start, end);
   } finally {
     slot?.release();
   }
-  return { k, indices, dist2 };
+}
+
+function forestRows(job: ApproxJob, sc: Scratch, slot: PairSlot | null, start: number, end: number): number {
+  const { k, d } = job;
+  for (let i = start; i < end; i++) {
+    const stamp = ++sc.stamp;
+    sc.seen[i] = stamp;
+    let m = 0;
+    for (const tr of job.forest) {
+      const l = tr.leafOf[i];
+      for (let t = tr.start[l]; t < tr.start[l + 1]; t++) {
+        const j = tr.order[t];
+        if (sc.seen[j] !== stamp) {
+          sc.seen[j] = stamp;
+          sc.cand[m++] = j;
+        }
+      }
+    }
+    pairSums(slot, job.X, d, i, sc.cand, m, 'diff', sc.dist);
+    sc.heap.size = 0;
+    for (let t = 0; t < m; t++) push(sc.heap, k, sc.dist[t], sc.cand[t]);
+    orderRow(sc.heap, i * k, job.outI, job.outD);
+  }
+  return 0;
+}
+
+function refineRows(job: ApproxJob, sc: Scratch, slot: PairSlot | null, start: number, end: number): number {
+  const { k, d, join, curI, curD, fresh } = job;
+  let changed = 0;
+  for (let i = start; i < end; i++) {
+    const stamp = ++sc.stamp;
+    sc.seen[i] = stamp;
+    sc.heap.size = 0;
+    for (let a = 0; a < k; a++) {
+      const j = curI[i * k + a];
+      sc.seen[j] = stamp;
+      sc.mark[j] = i;
+      push(sc.heap, k, curD[i * k + a], j);
+    }
+    // entries that entered a list in the last pass: only pairs with one of them can find anything new
+    let m = 0;
+    for (let a = 0; a < join; a++) {
+      const j = curI[i * k + a];
+      const jFresh = fresh[i * k + a] === 1;
+      for (let b = 0; b < join; b++) {
+        if (!jFresh && fresh[j * k + b] === 0) continue;
+        const q = curI[j * k + b];
+        if (sc.seen[q] !== stamp) {
+          sc.seen[q] = stamp;
+          sc.cand[m++] = q;
+        }
+      }
+    }
+    if (m > 0) {
+      pairSums(slot, job.X, d, i, sc.cand, m, 'diff', sc.dist);
+      for (let t = 0; t < m; t++) push(sc.heap, k, sc.dist[t], sc.cand[t]);
+    }
+    orderRow(sc.heap, i * k, job.outI, job.outD);
+    for (let a = 0; a < k; a++) {
+      const isNew = sc.mark[job.outI[i * k + a]] !== i ? 1 : 0;
+      job.outFresh[i * k + a] = isNew;
+      changed += isNew;
+    }
+  }
+  return changed;
+}
+
+/**
+ * Runs `rows(pass, start, end)` over all rows (split across threads by the caller's runner), pass
+ * after pass; returns the final lists. `threads` > 1 puts every array on shared memory.
+ */
+export async function approxSearch(
+  X: Float64Array | Float32Array,
+  n: number,
+  d: number,
+  k: number,
+  opts: ApproxKnnOptions,
+  threads: number,
+  run: (job: ApproxJob, pass: 'forest' | 'refine') => Promise<number>,
+): Promise<KnnResult> {
+  if (k >= n) throw new Error(`knnApprox: k = ${k} needs more than ${n} points`);
+  const o = settings(k, opts);
+  const shared = threads > 1;
+  const sp = pairSpace(X, n, d, threads, X instanceof Float32Array);
+  const Xs = sp ? sp.X : shared ? sharedF64(X) : X;
+  const forest = buildForest(Xs, n, d, o, shared, opts.onProgress);
+  const i32 = (len: number) => new Int32Array(shared ? new SharedArrayBuffer(len * 4) : new ArrayBuffer(len * 4));
+  const f64 = (len: number) => new Float64Array(shared ? new SharedArrayBuffer(len * 8) : new ArrayBuffer(len * 8));
+  const u8 = (len: number) => new Uint8Array(shared ? new SharedArrayBuffer(len) : new ArrayBuffer(len));
+  const job: ApproxJob = { X: Xs, space: sp?.space ?? null, n, d, k, join: o.join, forest, curI: i32(0), curD: f64(0), fresh: u8(0), outI: i32(n * k), outD: f64(n * k), outFresh: u8(0) };
+  await run(job, 'forest');
+  job.curI = job.outI;
+  job.curD = job.outD;
+  job.fresh = u8(n * k).fill(1);
+  for (let r = 0; r < o.rounds; r++) {
+    job.outI = i32(n * k);
+    job.outD = f64(n * k);
+    job.outFresh = u8(n * k);
+    const changed = await run(job, 'refine');
+    opts.onProgress?.(`refinement ${r + 1}`, n, n);
+    job.curI = job.outI;
+    job.curD = job.outD;
+    job.fresh = job.outFresh;
+    if (changed <= o.minChange * n * k) break;
+  }
+  return { k, indices: job.curI, dist2: job.curD };
+}
+
+function sharedF64(a: Float64Array | Float32Array): Float64Array {
+  const out = new Float64Array(new SharedArrayBuffer(a.length * 8));
+  out.set(a);
+  return out;
+}
+
+/** Approximate kNN of every row on this thread (see the file comment). */
+export function knnApprox(X: Float64Array | Float32Array, n: number, d: number, k: number, opts: ApproxKnnOptions = {}): Promise<KnnResult> {
+  return approxSearch(X, n, d, k, opts, 1, async (job, pass) => approxRows(job, pass, 0, n));
 }
 
 /**

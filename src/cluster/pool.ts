@@ -9,6 +9,7 @@ import { Worker } from 'node:worker_threads';
 import { startWorker } from '../util/worker.js';
 import { knnRows, type KnnResult } from './knn.js';
 import { knnScreened, screenRows, type ScreenJob } from './knn-screen.js';
+import { approxRows, approxSearch, type ApproxKnnOptions } from './knn-approx.js';
 import { groupRanges, repulsion, type QuadTree } from './quadtree.js';
 import { attraction } from './attraction.js';
 import { interpWork, type InterpRepulsion } from './interp.js';
@@ -98,6 +99,38 @@ export class ClusterPool implements MatMulPool {
     await Promise.all([...this.workers.map(runWorker), mine]);
     // left on the shared memory: conditionalP hands dist2 to the workers as it is
     return { k, indices, dist2 };
+  }
+
+  /**
+   * The approximate neighbour search (src/cluster/knn-approx.ts) with each pass's rows in blocks
+   * taken by whichever thread is free: the same lists as knnApprox on one thread.
+   */
+  async knnApprox(X: Float64Array | Float32Array, n: number, d: number, k: number, opts: ApproxKnnOptions = {}): Promise<KnnResult> {
+    const parts = Math.min(n, 8 * (this.workers.length + 1));
+    const blocks: [number, number][] = Array.from({ length: parts }, (_, p) => [Math.floor((p * n) / parts), Math.floor(((p + 1) * n) / parts)]);
+    return approxSearch(X, n, d, k, opts, this.workers.length + 1, async (job, pass) => {
+      const changed = new Int32Array(new SharedArrayBuffer(4 * parts));
+      let next = 0;
+      let done = 0;
+      const finished = (b: [number, number]) => pass === 'forest' && opts.onProgress?.('forest rows', (done += b[1] - b[0]), n);
+      const runWorker = async (w: Worker) => {
+        while (next < blocks.length) {
+          const p = next++;
+          await this.call(w, { cmd: 'approx', job, pass, start: blocks[p][0], end: blocks[p][1], changed, slot: p });
+          finished(blocks[p]);
+        }
+      };
+      const mine = (async () => {
+        while (next < blocks.length) {
+          const p = next++;
+          changed[p] = approxRows(job, pass, blocks[p][0], blocks[p][1]);
+          finished(blocks[p]);
+          await new Promise((res) => setImmediate(res));
+        }
+      })();
+      await Promise.all([...this.workers.map(runWorker), mine]);
+      return changed.reduce((a, b) => a + b, 0);
+    });
   }
 
   /** screenRows over rows [r0, r1) in small ranges taken by whichever thread is free. */

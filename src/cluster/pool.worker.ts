@@ -2,6 +2,7 @@
 import { parentPort } from 'node:worker_threads';
 import { knnRows } from './knn.js';
 import { screenRows } from './knn-screen.js';
+import { approxRows } from './knn-approx.js';
 import { conditionalRows } from './affinity.js';
 import { repulsion } from './quadtree.js';
 import { attraction } from './attraction.js';
@@ -15,6 +16,8 @@ parentPort!.on('message', (m: any) => {
   try {
     if (m.cmd === 'knn') {
       knnRows(m.X, m.n, m.d, m.k, m.start, m.end, m.indices, m.dist2);
+    } else if (m.cmd === 'approx') {
+      m.changed[m.slot] = approxRows(m.job, m.pass, m.start, m.end);
     } else if (m.cmd === 'screen') {
       screenRows(m.job, m.start, m.end);
     } else if (m.cmd === 'gram') {

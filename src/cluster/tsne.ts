@@ -207,7 +207,8 @@ export class Tsne {
       let nn: KnnResult;
       let recall: Tsne['neighbourRecall'] = null;
       if (opts.neighbours === 'approximate') {
-        nn = knnApprox(X, n, d, k, { seed: opts.seed, onProgress: options.onNeighbours && ((stage, done, total) => stage === 'candidates' && options.onNeighbours!(done, total)) });
+        const ao = { seed: opts.seed, onProgress: options.onNeighbours && ((stage: string, done: number, total: number) => stage === 'forest rows' && options.onNeighbours!(done, total)) };
+        nn = await (pool ? pool.knnApprox(X, n, d, k, ao) : knnApprox(X, n, d, k, ao));
         onStage?.('neighbour recall on 200 sampled rows');
         recall = estimateRecall(X, n, d, nn, 200, opts.seed);
       } else if (pool) nn = await pool.knn(X, n, d, k, options.onNeighbours && ((done) => options.onNeighbours!(done, n)));

@@ -1,6 +1,7 @@
-import { describe, it, expect } from 'vitest';
+import { describe, it, expect, beforeAll } from 'vitest';
 import { Rng } from '../../src/util/rng.js';
-import { knn } from '../../src/cluster/knn.js';
+import { knn, type KnnResult } from '../../src/cluster/knn.js';
+import { ClusterPool } from '../../src/cluster/pool.js';
 import { estimateRecall, knnApprox } from '../../src/cluster/knn-approx.js';
 import { Tsne, APPROX_MIN_POINTS } from '../../src/cluster/tsne.js';
 import { blobs } from './blobs.js';
@@ -35,15 +36,18 @@ describe('approximate neighbours (random-projection forest + refinement)', () =>
   const k = 31;
   const X = curved(n, 5);
   const exact = knn(X, n, d, k);
-  const approx = knnApprox(X, n, d, k, { seed: 1 });
+  let approx: KnnResult;
+  beforeAll(async () => {
+    approx = await knnApprox(X, n, d, k, { seed: 1 });
+  });
 
-  it('finds nearly all of the exact neighbours on data near a low-dimensional manifold', () => {
+  it('finds nearly all of the exact neighbours on data near a low-dimensional manifold', async () => {
     expect(recallOf(exact.indices, approx.indices, n, k)).toBeGreaterThan(0.97);
   });
 
-  it('lists k distinct other points per row, nearest first, with their exact squared distances', () => {
+  it('lists k distinct other points per row, nearest first, with their exact squared distances', async () => {
     const bad: string[] = [];
-    for (const res of [approx, knnApprox(X, n, d, k, { seed: 1, rounds: 0 })])
+    for (const res of [approx, await knnApprox(X, n, d, k, { seed: 1, rounds: 0 })])
     for (let i = 0; i < n; i++) {
       const row = res.indices.subarray(i * k, (i + 1) * k);
       if (new Set(row).size !== k || row.includes(i)) bad.push(`row ${i}: ${Array.from(row)}`);
@@ -58,31 +62,45 @@ describe('approximate neighbours (random-projection forest + refinement)', () =>
     expect(bad.slice(0, 3)).toEqual([]);
   });
 
-  it('where it agrees with the exact list, it agrees exactly (the first neighbour of almost every row)', () => {
+  it('where it agrees with the exact list, it agrees exactly (the first neighbour of almost every row)', async () => {
     let same = 0;
     for (let i = 0; i < n; i++) if (approx.indices[i * k] === exact.indices[i * k]) same++;
     expect(same / n).toBeGreaterThan(0.99);
   });
 
-  it('the refinement rounds raise the recall of the forest alone; more trees raise it too', () => {
-    const r = (o: { trees: number; rounds?: number }) => recallOf(exact.indices, knnApprox(X, n, d, k, { seed: 1, ...o }).indices, n, k);
-    const oneTree = r({ trees: 1, rounds: 0 });
-    const twoTrees = r({ trees: 2, rounds: 0 });
-    const refined = r({ trees: 2 });
+  it('the refinement rounds raise the recall of the forest alone; more trees raise it too', async () => {
+    const r = async (o: { trees: number; rounds?: number }) => recallOf(exact.indices, (await knnApprox(X, n, d, k, { seed: 1, ...o })).indices, n, k);
+    const oneTree = await r({ trees: 1, rounds: 0 });
+    const twoTrees = await r({ trees: 2, rounds: 0 });
+    const refined = await r({ trees: 2 });
     expect(oneTree).toBeLessThan(twoTrees - 0.02);
     expect(twoTrees).toBeLessThan(refined - 0.02);
     expect(refined).toBeGreaterThan(0.95);
   });
 
-  it('is a function of the data, k and the seed', () => {
-    const again = knnApprox(X, n, d, k, { seed: 1 });
+  it('is a function of the data, k and the seed', async () => {
+    const again = await knnApprox(X, n, d, k, { seed: 1 });
     expect(again.indices).toEqual(approx.indices);
     expect(again.dist2).toEqual(approx.dist2);
-    const other = knnApprox(X, n, d, k, { seed: 2, rounds: 0 });
-    expect(other.indices).not.toEqual(knnApprox(X, n, d, k, { seed: 1, rounds: 0 }).indices);
+    const other = await knnApprox(X, n, d, k, { seed: 2, rounds: 0 });
+    expect(other.indices).not.toEqual((await knnApprox(X, n, d, k, { seed: 1, rounds: 0 })).indices);
   });
 
-  it('estimateRecall is the recall over the sampled rows (all rows when the sample is as large as N)', () => {
+  it('gives the same lists on two threads as on one (the rows of each pass split across a worker)', async () => {
+    const pool = await ClusterPool.start(1);
+    try {
+      for (const o of [{ seed: 1 }, { seed: 3, trees: 2, rounds: 4 }]) {
+        const one = await knnApprox(X, n, d, k, o);
+        const two = await pool.knnApprox(X, n, d, k, o);
+        expect(Buffer.from(two.indices.buffer, two.indices.byteOffset, two.indices.byteLength).equals(Buffer.from(one.indices.buffer, one.indices.byteOffset, one.indices.byteLength))).toBe(true);
+        expect(Buffer.from(two.dist2.buffer, two.dist2.byteOffset, two.dist2.byteLength).equals(Buffer.from(one.dist2.buffer, one.dist2.byteOffset, one.dist2.byteLength))).toBe(true);
+      }
+    } finally {
+      await pool.close();
+    }
+  });
+
+  it('estimateRecall is the recall over the sampled rows (all rows when the sample is as large as N)', async () => {
     const all = estimateRecall(X, n, d, approx, n);
     expect(all.rows).toBe(n);
     expect(all.recall).toBeCloseTo(recallOf(exact.indices, approx.indices, n, k), 12);
