@@ -20,6 +20,7 @@
  */
 
 import { Rng } from '../util/rng.js';
+import { sharedF64, sharedI32 } from '../util/worker.js';
 import { orderRow, push, type Heap, type KnnResult } from './knn.js';
 import { claimSlot, pairSpace, pairSums, type PairSlot, type PairSpace } from './knn-simd.js';
 
@@ -127,16 +128,10 @@ function buildForest(X: Float64Array | Float32Array, n: number, d: number, o: Re
   const forest: Tree[] = [];
   for (let t = 0; t < o.trees; t++) {
     const tr = buildTree(X, n, d, o.leafSize, rng.fork());
-    forest.push(shared ? { order: sharedCopy(tr.order), start: sharedCopy(tr.start), leafOf: sharedCopy(tr.leafOf) } : tr);
+    forest.push(shared ? { order: sharedI32(tr.order), start: sharedI32(tr.start), leafOf: sharedI32(tr.leafOf) } : tr);
     onProgress?.('forest', t + 1, o.trees);
   }
   return forest;
-}
-
-function sharedCopy(a: Int32Array): Int32Array {
-  const out = new Int32Array(new SharedArrayBuffer(a.byteLength));
-  out.set(a);
-  return out;
 }
 
 /** Per-thread scratch of the row functions. */
@@ -288,12 +283,6 @@ export async function approxSearch(
     if (changed <= o.minChange * n * k) break;
   }
   return { k, indices: job.curI, dist2: job.curD };
-}
-
-function sharedF64(a: Float64Array | Float32Array): Float64Array {
-  const out = new Float64Array(new SharedArrayBuffer(a.length * 8));
-  out.set(a);
-  return out;
 }
 
 /** Approximate kNN of every row on this thread (see the file comment). */

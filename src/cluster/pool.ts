@@ -6,7 +6,7 @@
  * on the split, so results are identical with any number of threads.
  */
 import { Worker } from 'node:worker_threads';
-import { startWorker } from '../util/worker.js';
+import { sharedF64, startWorker } from '../util/worker.js';
 import { knnRows, type KnnResult } from './knn.js';
 import { knnScreened, screenRows, type ScreenJob } from './knn-screen.js';
 import { approxRows, approxSearch, type ApproxKnnOptions } from './knn-approx.js';
@@ -63,6 +63,37 @@ export class ClusterPool implements MatMulPool {
     return out;
   }
 
+  /** Rows [r0, r1) in about 8 blocks per thread: even load, and progress at a useful grain. */
+  private blocksOf(r0: number, r1: number): [number, number][] {
+    const rows = r1 - r0;
+    const parts = Math.min(rows, 8 * (this.workers.length + 1));
+    return Array.from({ length: parts }, (_, p) => [r0 + Math.floor((p * rows) / parts), r0 + Math.floor(((p + 1) * rows) / parts)]);
+  }
+
+  /**
+   * Tasks 0 … count − 1, each taken by whichever thread is free: a worker runs the message
+   * `remote(i)`, this thread runs `local(i)` between awaits; `after(i)` follows each task, on this thread.
+   */
+  private async tasks(count: number, remote: (i: number) => object, local: (i: number) => void, after?: (i: number) => void): Promise<void> {
+    let next = 0;
+    const runWorker = async (w: Worker) => {
+      while (next < count) {
+        const i = next++;
+        await this.call(w, remote(i));
+        after?.(i);
+      }
+    };
+    const mine = (async () => {
+      while (next < count) {
+        const i = next++;
+        local(i);
+        after?.(i);
+        await new Promise((res) => setImmediate(res));
+      }
+    })();
+    await Promise.all([...this.workers.map(runWorker), mine]);
+  }
+
   /**
    * Exact k nearest neighbours of every row, in row blocks taken by whichever thread is free;
    * `onRows(done)` reports the rows finished so far.
@@ -75,28 +106,14 @@ export class ClusterPool implements MatMulPool {
     const Xs = sharedF64(X.subarray(0, n * d));
     const indices = new Int32Array(new SharedArrayBuffer(n * k * 4));
     const dist2 = new Float64Array(new SharedArrayBuffer(n * k * 8));
-    // about 8 blocks per thread: even load, and progress without recomputing the row norms often
-    const parts = Math.min(n, 8 * (this.workers.length + 1));
-    const blocks: [number, number][] = Array.from({ length: parts }, (_, p) => [Math.floor((p * n) / parts), Math.floor(((p + 1) * n) / parts)]);
-    let next = 0;
+    const blocks = this.blocksOf(0, n);
     let done = 0;
-    const finished = (b: [number, number]) => onRows?.((done += b[1] - b[0]));
-    const runWorker = async (w: Worker) => {
-      while (next < blocks.length) {
-        const b = blocks[next++];
-        await this.call(w, { cmd: 'knn', X: Xs, n, d, k, start: b[0], end: b[1], indices, dist2 });
-        finished(b);
-      }
-    };
-    const mine = (async () => {
-      while (next < blocks.length) {
-        const b = blocks[next++];
-        knnRows(Xs, n, d, k, b[0], b[1], indices, dist2);
-        finished(b);
-        await new Promise((res) => setImmediate(res));
-      }
-    })();
-    await Promise.all([...this.workers.map(runWorker), mine]);
+    await this.tasks(
+      blocks.length,
+      (p) => ({ cmd: 'knn', X: Xs, n, d, k, start: blocks[p][0], end: blocks[p][1], indices, dist2 }),
+      (p) => knnRows(Xs, n, d, k, blocks[p][0], blocks[p][1], indices, dist2),
+      (p) => onRows?.((done += blocks[p][1] - blocks[p][0])),
+    );
     // left on the shared memory: conditionalP hands dist2 to the workers as it is
     return { k, indices, dist2 };
   }
@@ -106,53 +123,28 @@ export class ClusterPool implements MatMulPool {
    * taken by whichever thread is free: the same lists as knnApprox on one thread.
    */
   async knnApprox(X: Float64Array | Float32Array, n: number, d: number, k: number, opts: ApproxKnnOptions = {}): Promise<KnnResult> {
-    const parts = Math.min(n, 8 * (this.workers.length + 1));
-    const blocks: [number, number][] = Array.from({ length: parts }, (_, p) => [Math.floor((p * n) / parts), Math.floor(((p + 1) * n) / parts)]);
+    const blocks = this.blocksOf(0, n);
     return approxSearch(X, n, d, k, opts, this.workers.length + 1, async (job, pass) => {
-      const changed = new Int32Array(new SharedArrayBuffer(4 * parts));
-      let next = 0;
+      const changed = new Int32Array(new SharedArrayBuffer(4 * blocks.length));
       let done = 0;
-      const finished = (b: [number, number]) => pass === 'forest' && opts.onProgress?.('forest rows', (done += b[1] - b[0]), n);
-      const runWorker = async (w: Worker) => {
-        while (next < blocks.length) {
-          const p = next++;
-          await this.call(w, { cmd: 'approx', job, pass, start: blocks[p][0], end: blocks[p][1], changed, slot: p });
-          finished(blocks[p]);
-        }
-      };
-      const mine = (async () => {
-        while (next < blocks.length) {
-          const p = next++;
-          changed[p] = approxRows(job, pass, blocks[p][0], blocks[p][1]);
-          finished(blocks[p]);
-          await new Promise((res) => setImmediate(res));
-        }
-      })();
-      await Promise.all([...this.workers.map(runWorker), mine]);
+      await this.tasks(
+        blocks.length,
+        (p) => ({ cmd: 'approx', job, pass, start: blocks[p][0], end: blocks[p][1], changed, slot: p }),
+        (p) => (changed[p] = approxRows(job, pass, blocks[p][0], blocks[p][1])),
+        (p) => pass === 'forest' && opts.onProgress?.('forest rows', (done += blocks[p][1] - blocks[p][0]), n),
+      );
       return changed.reduce((a, b) => a + b, 0);
     });
   }
 
   /** screenRows over rows [r0, r1) in small ranges taken by whichever thread is free. */
   private async screenSplit(job: ScreenJob, r0: number, r1: number): Promise<void> {
-    const rows = r1 - r0;
-    const parts = Math.min(rows, 8 * (this.workers.length + 1));
-    const blocks: [number, number][] = Array.from({ length: parts }, (_, p) => [r0 + Math.floor((p * rows) / parts), r0 + Math.floor(((p + 1) * rows) / parts)]);
-    let next = 0;
-    const runWorker = async (w: Worker) => {
-      while (next < blocks.length) {
-        const b = blocks[next++];
-        await this.call(w, { cmd: 'screen', job, start: b[0], end: b[1] });
-      }
-    };
-    const mine = (async () => {
-      while (next < blocks.length) {
-        const b = blocks[next++];
-        screenRows(job, b[0], b[1]);
-        await new Promise((res) => setImmediate(res));
-      }
-    })();
-    await Promise.all([...this.workers.map(runWorker), mine]);
+    const blocks = this.blocksOf(r0, r1);
+    await this.tasks(
+      blocks.length,
+      (p) => ({ cmd: 'screen', job, start: blocks[p][0], end: blocks[p][1] }),
+      (p) => screenRows(job, blocks[p][0], blocks[p][1]),
+    );
   }
 
   /** conditionalP over row ranges (identical to the single-thread result). */
@@ -245,28 +237,15 @@ export class ClusterPool implements MatMulPool {
   async probeScores(folds: PreparedFold[], n: number, perms: Int32Array[], nClasses: number, opts: ProbeOptions, seed: number, onDone?: () => void): Promise<Float64Array> {
     // the fold matrices go to shared memory once; each task then only names a labelling
     const shared = folds.map((f) => ({ train: f.train, test: f.test, d: f.d, Xtr: sharedF64(f.Xtr), Xte: sharedF64(f.Xte) }));
-    const out = new Float64Array(3 * perms.length);
-    let next = 0;
-    const runWorker = async (w: Worker) => {
-      while (next < perms.length) {
-        const r = next++;
-        const res = new Float64Array(new SharedArrayBuffer(3 * 8));
-        await this.call(w, { cmd: 'probe', folds: shared, n, labels: perms[r], nClasses, opts, seed, res });
-        out.set(res, 3 * r);
-        onDone?.();
-      }
-    };
-    // this thread takes tasks too, between awaits
-    const mine = (async () => {
-      while (next < perms.length) {
-        const r = next++;
-        out.set(probeNullScores(shared, n, [perms[r]], nClasses, opts, seed), 3 * r);
-        onDone?.();
-        await new Promise((res) => setImmediate(res));
-      }
-    })();
-    await Promise.all([...this.workers.map(runWorker), mine]);
-    return out;
+    // each task's three scores land in its own slice of one shared array
+    const res = new Float64Array(new SharedArrayBuffer(3 * 8 * perms.length));
+    await this.tasks(
+      perms.length,
+      (r) => ({ cmd: 'probe', folds: shared, n, labels: perms[r], nClasses, opts, seed, res: res.subarray(3 * r, 3 * r + 3) }),
+      (r) => res.set(probeNullScores(shared, n, [perms[r]], nClasses, opts, seed), 3 * r),
+      () => onDone?.(),
+    );
+    return Float64Array.from(res);
   }
 
   /**
@@ -351,13 +330,6 @@ export class ClusterPool implements MatMulPool {
     this.workers = [];
     await Promise.all(ws.map((w) => w.terminate()));
   }
-}
-
-/** A float64 copy of `a` on a SharedArrayBuffer (for the worker threads). */
-function sharedF64(a: ArrayLike<number>): Float64Array {
-  const out = new Float64Array(new SharedArrayBuffer(a.length * 8));
-  out.set(a);
-  return out;
 }
 
 function spawn(): Worker {

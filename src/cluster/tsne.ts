@@ -21,19 +21,20 @@
  * identical coordinates with any number of threads.
  */
 import { LobesError } from '../util/errors.js';
+import { sharedF64, sharedI32 } from '../util/worker.js';
 import { Rng } from '../util/rng.js';
 import { checkPerplexity, conditionalP, jointP, neighboursFor, type SparseP } from './affinity.js';
 import { knn, type KnnResult } from './knn.js';
 import { knnScreened } from './knn-screen.js';
 import { estimateRecall, knnApprox } from './knn-approx.js';
 import { exactRepulsion, exactZ, klWithZ } from './tsne-exact.js';
-
-export { exactGradient, exactKl, exactRepulsion, exactZ, klWithZ } from './tsne-exact.js';
 import { pca } from './pca.js';
 import { QuadTree, repulsionAll } from './quadtree.js';
 import { ClusterPool } from './pool.js';
 import { attraction } from './attraction.js';
 import { InterpRepulsion } from './interp.js';
+
+export { exactGradient, exactKl, exactRepulsion, exactZ, klWithZ } from './tsne-exact.js';
 
 /** How the repulsive sums are computed: 'bh' (Barnes–Hut), 'fft' (FFT interpolation), 'auto' (fft from FFT_MIN_POINTS). */
 export type TsneMethod = 'auto' | 'bh' | 'fft';
@@ -396,13 +397,7 @@ function neighbourSearch(v: TsneOptions['neighbours'], n: number): 'exact' | 'ap
 
 /** A copy of P on SharedArrayBuffers (for worker threads). */
 function shareP(P: SparseP): SparseP {
-  const rowPtr = new Int32Array(new SharedArrayBuffer(P.rowPtr.byteLength));
-  const cols = new Int32Array(new SharedArrayBuffer(P.cols.byteLength));
-  const vals = new Float64Array(new SharedArrayBuffer(P.vals.byteLength));
-  rowPtr.set(P.rowPtr);
-  cols.set(P.cols);
-  vals.set(P.vals);
-  return { n: P.n, rowPtr, cols, vals, id: nextPId++ };
+  return { n: P.n, rowPtr: sharedI32(P.rowPtr), cols: sharedI32(P.cols), vals: sharedF64(P.vals), id: nextPId++ };
 }
 
 let nextPId = 1;

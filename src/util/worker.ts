@@ -30,3 +30,17 @@ export async function defaultThreads(): Promise<number> {
   const n = typeof os.availableParallelism === 'function' ? os.availableParallelism() : os.cpus().length;
   return Math.max(1, n);
 }
+
+/** A float64 copy of `a` on a SharedArrayBuffer (what worker threads read without a copy of their own). */
+export function sharedF64(a: ArrayLike<number>): Float64Array {
+  const out = new Float64Array(new SharedArrayBuffer(a.length * 8));
+  out.set(a);
+  return out;
+}
+
+/** An int32 copy of `a` on a SharedArrayBuffer. */
+export function sharedI32(a: ArrayLike<number>): Int32Array {
+  const out = new Int32Array(new SharedArrayBuffer(a.length * 4));
+  out.set(a);
+  return out;
+}
