@@ -287,7 +287,11 @@ export async function approxSearch(
 
 /** Approximate kNN of every row on this thread (see the file comment). */
 export function knnApprox(X: Float64Array | Float32Array, n: number, d: number, k: number, opts: ApproxKnnOptions = {}): Promise<KnnResult> {
-  return approxSearch(X, n, d, k, opts, 1, async (job, pass) => approxRows(job, pass, 0, n));
+  return approxSearch(X, n, d, k, opts, 1, async (job, pass) => {
+    const changed = approxRows(job, pass, 0, n);
+    if (pass === 'forest') opts.onProgress?.('forest rows', n, n);
+    return changed;
+  });
 }
 
 /**
@@ -311,17 +315,15 @@ export function estimateRecall(X: Float64Array | Float32Array, n: number, d: num
   const Xs = sp ? sp.X : X;
   const slot = sp ? claimSlot(sp.space) : null;
   const heap: Heap = { hd: new Float64Array(k), hi: new Int32Array(k), size: 0 };
-  const exactI = new Int32Array(n * k);
-  const exactD = new Float64Array(n * k);
   let found = 0;
   try {
     for (const i of pick) {
       pairSums(slot, Xs, d, i, all, n, 'diff', D);
       heap.size = 0;
       for (let j = 0; j < n; j++) if (j !== i) push(heap, k, D[j], j);
-      orderRow(heap, i * k, exactI, exactD);
+      // the heap holds the exact k nearest (order does not matter for a count)
       const got = new Set(nn.indices.subarray(i * k, (i + 1) * k));
-      for (let a = 0; a < k; a++) if (got.has(exactI[i * k + a])) found++;
+      for (let a = 0; a < k; a++) if (got.has(heap.hi[a])) found++;
     }
   } finally {
     slot?.release();
