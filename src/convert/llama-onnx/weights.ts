@@ -17,6 +17,8 @@ export interface StreamCtx {
   chunkBytes: number;
   /** The chunk buffer reused across rowsInto calls (grown on demand). */
   chunk?: Float32Array;
+  /** The float zero points' buffer reused across streamNbits calls (grown on demand). */
+  zeroPointBuf?: Float32Array;
 }
 
 const bytes = (a: Float32Array | Uint16Array | Uint8Array) => new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
@@ -248,15 +250,6 @@ function unpackZp(zp: Uint8Array, rowOff: number, b: number, bits: number): numb
   return (zp[rowOff + (b >> 1)]! >> ((b & 1) * 4)) & 15;
 }
 
-/** One reused float32 buffer for the float zero points streamNbits writes (zeroed): a fresh array per tensor costs a page fault per 4 KB. */
-let scratch = new Float32Array(0);
-function scratchF32(n: number): Float32Array {
-  if (scratch.length < n) scratch = new Float32Array(n);
-  const out = scratch.subarray(0, n);
-  out.fill(0);
-  return out;
-}
-
 /**
  * Stream the parts of a plan into MatMulNBits tensors: B [N, nb, blob], scales [N·nb] and
  * zero points (u8 [N, zpRowBytes] or float [N·nb]), in `dtype` for scales and float zero
@@ -283,7 +276,9 @@ export function streamNbits(ctx: StreamCtx, r: NbitsRegions, parts: string[], pl
         r.zp.write(rowOff * zpb, given.zeroPoints!);
       } else {
         let scales = given.scales;
-        const zf = scratchF32(dOut * nb);
+        // one buffer for every weight's float zero points (a fresh array per weight costs a page fault per 4 KB)
+        if (!ctx.zeroPointBuf || ctx.zeroPointBuf.length < dOut * nb) ctx.zeroPointBuf = new Float32Array(dOut * nb);
+        const zf = ctx.zeroPointBuf.subarray(0, dOut * nb).fill(0);
         const fixed: number[] = [];
         const mins = given.mins;
         if (mins) {
