@@ -6,14 +6,23 @@
  *   those items (paired: each resampled item brings its own before and after), and the same
  *   mean under each of the K random regions (nullDelta). p = (1 + #{k: nullDelta_k ≤ delta}) /
  *   (K + 1), one-sided: R lowers these items' LL more than random regions of its size do; its
- *   floor is 1/(K + 1). z = (delta − mean(nullDelta)) / sd(nullDelta).
+ *   floor is 1/(K + 1). z = (delta − mean(nullDelta)) / sd(nullDelta). pT: the prediction-interval
+ *   t test of delta against the K nullDelta (util/stats.ts predictionP, lower tail; assumes the
+ *   random regions' deltas are normal, and can fall below 1/(K + 1)); pTHolm: Holm over every cell
+ *   of the run.
  * - specificity of R for its target label A: contrast = mean d over A's items − mean d over
  *   every other item (pooled), CI by a bootstrap resampling A's items and the others separately;
  *   nullContrast the same contrast under each random region; p as above (lower: more specific);
- *   pHolm: Holm over the regions of the run.
+ *   pHolm: Holm over the regions of the run; pT and pTHolm as for cells.
+ * - ratio of R for A: mean d over A's items / mean d over the others (both must be costs, d < 0;
+ *   else null). Unlike the contrast it does not grow with the region's overall damage, so a
+ *   region that costs every item the same share (long responses lose more nats under any region)
+ *   gives the same ratio as random regions. nullRatio per random region; ratioP the prediction t
+ *   test of ln ratio against the ln nullRatio, upper tail (A's items lose a larger share than under
+ *   random regions); ratioPHolm: Holm over the regions.
  */
 import { Rng, hash32 } from '../util/rng.js';
-import { holm, nullZ } from '../util/stats.js';
+import { holm, nullZ, predictionP } from '../util/stats.js';
 import { regionKey } from './regions.js';
 
 export interface AblateCell {
@@ -27,6 +36,8 @@ export interface AblateCell {
   nullDelta: number[];
   p: number;
   z: number | null;
+  pT: number | null;
+  pTHolm: number | null;
 }
 
 export interface AblateSpecificity {
@@ -38,6 +49,12 @@ export interface AblateSpecificity {
   nullContrast: number[];
   p: number;
   pHolm: number;
+  pT: number | null;
+  pTHolm: number | null;
+  ratio: number | null;
+  nullRatio: (number | null)[];
+  ratioP: number | null;
+  ratioPHolm: number | null;
 }
 
 const mean = (xs: ArrayLike<number>, idx: ArrayLike<number>): number => {
@@ -83,6 +100,11 @@ export function bootstrapContrast(xs: ArrayLike<number>, a: readonly number[], b
   return percentileCi(out);
 }
 
+/** A / B of two mean changes when both are costs (negative), else null. */
+export function costRatio(a: number, b: number): number | null {
+  return a < 0 && b < 0 ? a / b : null;
+}
+
 /** p = (1 + #{null ≤ observed}) / (K + 1): the observed value is at least as low as the nulls. */
 export function lowerP(observed: number, nulls: readonly number[]): number {
   let c = 0;
@@ -99,6 +121,39 @@ export interface StatsInput {
   regions: { name: string; minus: string | null; after: Float64Array; random: Float64Array[] }[];
   bootstrap: number;
   seed: number;
+}
+
+/**
+ * Fill the t tests and cost ratios of an ablation's cells and specificity rows (in place) from
+ * what the summary holds: pT (lower tail against nullDelta, Holm over every cell) for cells; pT
+ * against nullContrast, the cost ratio and ratioP, each with Holm over the regions, for the
+ * specificity rows. The "others" of a ratio are the n-weighted mean of the region's other cells,
+ * which is the mean over every other item because each item has one label. Summaries written
+ * before these fields existed get them the same way (src/report/ablate.ts).
+ */
+export function predictionTests(cells: AblateCell[], spec: AblateSpecificity[]): void {
+  for (const c of cells) c.pT = predictionP(c.delta, c.nullDelta, 'lower');
+  const adjC = holm(cells.map((c) => c.pT));
+  cells.forEach((c, i) => (c.pTHolm = adjC[i]!));
+  for (const s of spec) {
+    s.pT = predictionP(s.contrast, s.nullContrast, 'lower');
+    const own = cells.filter((c) => c.region === s.region && c.minus === s.minus);
+    const target = own.find((c) => c.label === s.target);
+    const others = own.filter((c) => c.label !== s.target);
+    const n = others.reduce((t, c) => t + c.n, 0);
+    if (!target || !n) continue;
+    const pooled = (v: (c: AblateCell) => number) => others.reduce((t, c) => t + c.n * v(c), 0) / n;
+    s.ratio = costRatio(target.delta, pooled((c) => c.delta));
+    s.nullRatio = target.nullDelta.map((v, k) => costRatio(v, pooled((c) => c.nullDelta[k]!)));
+    const logNull = s.nullRatio.every((v) => v !== null) ? (s.nullRatio as number[]).map(Math.log) : null;
+    s.ratioP = s.ratio === null ? null : predictionP(Math.log(s.ratio), logNull, 'upper');
+  }
+  const adjT = holm(spec.map((s) => s.pT));
+  const adjR = holm(spec.map((s) => s.ratioP));
+  spec.forEach((s, i) => {
+    s.pTHolm = adjT[i]!;
+    s.ratioPHolm = adjR[i]!;
+  });
 }
 
 /** Cells and specificity rows of an ablation. */
@@ -122,7 +177,7 @@ export function ablationStats(x: StatsInput): { cells: AblateCell[]; specificity
       const m = mean(d, idx);
       const nullDelta = nd.map((v) => mean(v, idx));
       const rng = new Rng(hash32(`${x.seed}:cell:${key}:${label}`));
-      cells.push({ region: r.name, minus: r.minus, label, n: idx.length, before: mean(x.before, idx), delta: m, ci: bootstrapMean(d, idx, x.bootstrap, rng), nullDelta, p: lowerP(m, nullDelta), z: nullZ(m, nullDelta) });
+      cells.push({ region: r.name, minus: r.minus, label, n: idx.length, before: mean(x.before, idx), delta: m, ci: bootstrapMean(d, idx, x.bootstrap, rng), nullDelta, p: lowerP(m, nullDelta), z: nullZ(m, nullDelta), pT: null, pTHolm: null });
     });
     const t = x.labels.indexOf(r.name);
     if (t < 0 || !byLabel[t]!.length) continue;
@@ -133,9 +188,13 @@ export function ablationStats(x: StatsInput): { cells: AblateCell[]; specificity
     const contrast = mean(d, a) - mean(d, b);
     const nullContrast = nd.map((v) => mean(v, a) - mean(v, b));
     const rng = new Rng(hash32(`${x.seed}:specificity:${key}`));
-    spec.push({ region: r.name, minus: r.minus, target: r.name, contrast, ci: bootstrapContrast(d, a, b, x.bootstrap, rng), nullContrast, p: lowerP(contrast, nullContrast), pHolm: NaN });
+    spec.push({
+      region: r.name, minus: r.minus, target: r.name, contrast, ci: bootstrapContrast(d, a, b, x.bootstrap, rng), nullContrast, p: lowerP(contrast, nullContrast), pHolm: NaN,
+      pT: null, pTHolm: null, ratio: null, nullRatio: [], ratioP: null, ratioPHolm: null,
+    });
   }
   const adj = holm(spec.map((s) => s.p));
   spec.forEach((s, i) => (s.pHolm = adj[i]!));
+  predictionTests(cells, spec);
   return { cells, specificity: spec };
 }

@@ -139,13 +139,17 @@ function iaeConversion(run: string): { layout: 'genai'; weights?: WeightsMode; d
 /** The effect matrix and the specificity rows as text. */
 export function formatAblate(s: AblateSummary): string {
   const f = (x: number) => (x >= 0 ? '+' : '') + x.toFixed(3);
+  const fp = (x: number | null) => (x === null ? '—' : x < 1e-3 ? x.toExponential(1) : x.toFixed(3));
   const key = (r: { region: string; minus: string | null }) => (r.minus === null ? r.region : `${r.region}∖${r.minus}`);
   const out = [`mean change of log-likelihood (${s.unit}, after − before) per item, by ${s.by}; p against ${s.random} random regions (floor ${s.pFloor.toFixed(3)})`];
   for (const r of s.regions) {
     const k = r.minus === null ? r.name : `${r.name}∖${r.minus}`;
     out.push(`${k} (${r.blocks} blocks):`);
-    for (const c of s.cells.filter((c) => key(c) === k)) out.push(`  ${c.label.padEnd(24)} n=${String(c.n).padStart(4)}  ${f(c.delta)} [${f(c.ci[0])}, ${f(c.ci[1])}]  random ${f(c.nullDelta.reduce((a, b) => a + b, 0) / c.nullDelta.length)}  p=${c.p.toFixed(3)}`);
+    for (const c of s.cells.filter((c) => key(c) === k)) out.push(`  ${c.label.padEnd(24)} n=${String(c.n).padStart(4)}  ${f(c.delta)} [${f(c.ci[0])}, ${f(c.ci[1])}]  random ${f(c.nullDelta.reduce((a, b) => a + b, 0) / c.nullDelta.length)}  p=${c.p.toFixed(3)}${c.pT === null ? '' : `  t-test p=${fp(c.pT)} (Holm ${fp(c.pTHolm)})`}`);
   }
-  for (const sp of s.specificity) out.push(`specificity ${key(sp)} for ${sp.target}: ${f(sp.contrast)} [${f(sp.ci[0])}, ${f(sp.ci[1])}] (own items − others), p=${sp.p.toFixed(3)}, Holm ${sp.pHolm.toFixed(3)}`);
+  for (const sp of s.specificity) {
+    out.push(`specificity ${key(sp)} for ${sp.target}: ${f(sp.contrast)} [${f(sp.ci[0])}, ${f(sp.ci[1])}] (own items − others), p=${sp.p.toFixed(3)}, Holm ${sp.pHolm.toFixed(3)}${sp.pT === null ? '' : `; t-test p=${fp(sp.pT)} (Holm ${fp(sp.pTHolm)})`}`);
+    if (sp.ratio !== null) out.push(`  cost ratio own/others ${sp.ratio.toFixed(3)} (random regions: ${sp.nullRatio.map((r) => (r === null ? '—' : r.toFixed(3))).join(', ')})${sp.ratioP === null ? '' : `, t-test p=${fp(sp.ratioP)} (Holm ${fp(sp.ratioPHolm)})`}`);
+  }
   return out.join('\n');
 }

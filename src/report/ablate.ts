@@ -5,8 +5,11 @@
  * The file (docs/report.md#ablation):
  *   { kind: "ablate", version: 1, by: <label axis>, labels: [...], random: K, unit: "nats",
  *     regions: [{ name, minus: null | B, blocks }],
- *     cells: [{ region, minus, label, n, before, delta, ci: [lo, hi], nullDelta: [K], p, z }],
- *     specificity: [{ region, minus, target, contrast, ci: [lo, hi], nullContrast: [K], p, pHolm }] }
+ *     cells: [{ region, minus, label, n, before, delta, ci: [lo, hi], nullDelta: [K], p, z, pT, pTHolm }],
+ *     specificity: [{ region, minus, target, contrast, ci: [lo, hi], nullContrast: [K], p, pHolm, pT, pTHolm,
+ *                     ratio, nullRatio: [K], ratioP, ratioPHolm }] }
+ * (pT … ratioPHolm came later within version 1: for summaries without them they are derived from
+ * the cells and nulls, as lobes ablate derives them: src/ablate/stats.ts predictionTests.)
  * `delta` is a label's mean change of the items' continuation log-likelihood (after − before,
  * nats) when the region's blocks are zeroed; `nullDelta` the same change for each of K random
  * regions of the same size. The page shows, per region and label, the effect beyond the null:
@@ -23,7 +26,7 @@ import { ablateSummaryFile, isAblateJobDir, readAblateSummary } from '../ablate/
 import { LobesError } from '../util/errors.js';
 import type { AblateCellPayload, AblateIaePayload, AblatePayload, AblateSpecificityPayload } from './types.js';
 import type { IaeSection } from '../ablate/iae.js';
-import type { AblateCell, AblateSpecificity } from '../ablate/stats.js';
+import { predictionTests, type AblateCell, type AblateSpecificity } from '../ablate/stats.js';
 
 export type { AblatePayload };
 
@@ -87,9 +90,24 @@ function checker(file: string) {
       if (typeof v !== 'string' || !v) fail(where, `expected a region name or null, got ${JSON.stringify(v) ?? 'nothing'}`);
       return v as string;
     },
+    /** A p-value written by newer versions (missing in older summaries: null), or null where it is undefined. */
+    probOpt(v: unknown, where: string): number | null {
+      if (v === undefined || v === null) return null;
+      if (!isNum(v) || v < 0 || v > 1) fail(where, `expected a probability in [0, 1] or null, got ${JSON.stringify(v)}`);
+      return v as number;
+    },
+    posOpt(v: unknown, where: string): number | null {
+      if (v === undefined || v === null) return null;
+      if (!isNum(v) || v <= 0) fail(where, `expected a positive number or null, got ${JSON.stringify(v)}`);
+      return v as number;
+    },
     ci(v: unknown, where: string): [number, number] {
       if (!Array.isArray(v) || v.length !== 2 || !isNum(v[0]) || !isNum(v[1]) || v[0] > v[1]) fail(where, `expected [low, high] with low ≤ high, got ${JSON.stringify(v) ?? 'nothing'}`);
       return [(v as number[])[0], (v as number[])[1]];
+    },
+    list(v: unknown, where: string, length: number): unknown[] {
+      if (!Array.isArray(v) || v.length !== length) fail(where, `expected a list of ${length} (one per random region), got ${JSON.stringify(v) ?? 'nothing'}`);
+      return v as unknown[];
     },
     nums(v: unknown, where: string, length: number): number[] {
       if (!Array.isArray(v)) fail(where, `expected ${length} numbers, got ${JSON.stringify(v) ?? 'nothing'}`);
@@ -151,6 +169,8 @@ export function parseAblateSummary(j: unknown, file: string): AblateSummary {
       nullDelta: c.nums(x.nullDelta, `${w}.nullDelta`, K),
       p: c.prob(x.p, `${w}.p`),
       z: x.z === null ? null : c.num(x.z, `${w}.z`),
+      pT: c.probOpt(x.pT, `${w}.pT`),
+      pTHolm: c.probOpt(x.pTHolm, `${w}.pTHolm`),
     };
   });
   if (!Array.isArray(o.specificity)) c.fail('specificity', 'expected a list');
@@ -167,8 +187,16 @@ export function parseAblateSummary(j: unknown, file: string): AblateSummary {
       nullContrast: c.nums(x.nullContrast, `${w}.nullContrast`, K),
       p: c.prob(x.p, `${w}.p`),
       pHolm: c.prob(x.pHolm, `${w}.pHolm`),
+      pT: c.probOpt(x.pT, `${w}.pT`),
+      pTHolm: c.probOpt(x.pTHolm, `${w}.pTHolm`),
+      ratio: c.posOpt(x.ratio, `${w}.ratio`),
+      nullRatio: x.nullRatio === undefined ? [] : c.list(x.nullRatio, `${w}.nullRatio`, K).map((v, j) => c.posOpt(v, `${w}.nullRatio[${j}]`)),
+      ratioP: c.probOpt(x.ratioP, `${w}.ratioP`),
+      ratioPHolm: c.probOpt(x.ratioPHolm, `${w}.ratioPHolm`),
     };
   });
+  // written before the t tests and cost ratios: derive them from the cells and nulls, as lobes ablate does now
+  if ((o.cells as Record<string, unknown>[]).some((x) => x.pT === undefined)) predictionTests(cells, specificity);
   const out: AblateSummary = { kind: 'ablate', version: 1, by, labels, random: K, unit, regions, cells, specificity };
   if (o.iae !== undefined) out.iae = parseIae(o.iae, c, K, (x, w) => region(x, w), labelSet);
   return out;
@@ -239,6 +267,12 @@ export function nullSummary(values: readonly number[]): { mean: number; band: [n
   return { mean: mean(s), band: [quantile(s, 0.025), quantile(s, 0.975)] };
 }
 
+/** The geometric mean of positive values; null when any is missing or there are none. */
+function geometricMean(xs: readonly (number | null)[]): number | null {
+  if (!xs.length || xs.some((x) => x === null)) return null;
+  return Math.exp(xs.reduce((s: number, x) => s + Math.log(x as number), 0) / xs.length);
+}
+
 /** A region's display name: "A", or "A∖B" for A's blocks that are not B's. */
 export function regionName(name: string, minus: string | null): string {
   return minus === null ? name : `${name}∖${minus}`;
@@ -254,6 +288,7 @@ export function ablatePayload(data: AblateData): AblatePayload {
     return {
       region: regionName(c.region, c.minus), label: c.label, n: c.n, before: c.before, delta: c.delta, ci: c.ci,
       nullMean: nul.mean, nullBand: nul.band, excess: c.delta - nul.mean, p: c.p, atFloor: c.p <= floor * (1 + 1e-9),
+      pT: c.pT, pTHolm: c.pTHolm,
     };
   });
   const specificity: AblateSpecificityPayload[] = s.specificity.map((x) => {
@@ -261,6 +296,7 @@ export function ablatePayload(data: AblateData): AblatePayload {
     return {
       region: regionName(x.region, x.minus), target: x.target, contrast: x.contrast, ci: x.ci,
       nullMean: nul.mean, nullBand: nul.band, p: x.p, pHolm: x.pHolm, atFloor: x.p <= floor * (1 + 1e-9),
+      pT: x.pT, pTHolm: x.pTHolm, ratio: x.ratio, nullRatio: geometricMean(x.nullRatio), ratioP: x.ratioP, ratioPHolm: x.ratioPHolm,
     };
   });
   const iae: AblateIaePayload | null = s.iae

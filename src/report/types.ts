@@ -175,6 +175,9 @@ export interface AblateCellPayload {
   p: number;
   /** p is the permutation floor 1/(K+1). */
   atFloor: boolean;
+  /** The prediction-interval t test against the random regions, and Holm over the run's cells (null: not in the summary, or K < 3). */
+  pT: number | null;
+  pTHolm: number | null;
 }
 
 /** Whether ablating a region hurts its target label's items more than the others' (contrast), against the null. */
@@ -188,6 +191,13 @@ export interface AblateSpecificityPayload {
   p: number;
   pHolm: number;
   atFloor: boolean;
+  pT: number | null;
+  pTHolm: number | null;
+  /** Mean cost of the target's items / the others' (null: not costs, or not in the summary), the random regions' geometric mean, and the prediction t test on the logs. */
+  ratio: number | null;
+  nullRatio: number | null;
+  ratioP: number | null;
+  ratioPHolm: number | null;
 }
 
 export interface AblatePayload {

@@ -2,7 +2,8 @@
  * Small exact statistics shared by the analyses: multiplicity corrections (Holm,
  * Benjamini–Hochberg), binomial intervals (Wilson, Clopper–Pearson), the exact upper tail of
  * a Poisson-binomial count (successes of units with unequal chances), the z-score of a value
- * against a null sample, and the smallest p a permutation test can give.
+ * against a null sample, the smallest p a permutation test can give, Student's t (through the
+ * regularized incomplete beta) and the prediction-interval t test of a value against K null draws.
  *
  * Checked against scipy and statsmodels by test/util/stats.test.ts, whose figures come from
  * test/goldens/stats/make_stats_goldens.py.
@@ -206,4 +207,67 @@ export function poissonBinomialUpper(ps: ArrayLike<number>, k: number): number {
   let s = 0;
   for (let j = Math.max(0, k); j < f.length; j++) s += f[j]!;
   return Math.min(1, s);
+}
+
+/** The continued fraction of the incomplete beta function (modified Lentz), for x < (a + 1)/(a + b + 2). */
+function betaFraction(x: number, a: number, b: number): number {
+  const tiny = 1e-300;
+  const guard = (v: number) => (Math.abs(v) < tiny ? tiny : v);
+  let c = 1;
+  let d = 1 / guard(1 - ((a + b) * x) / (a + 1));
+  let h = d;
+  for (let m = 1; m <= 500; m++) {
+    const m2 = 2 * m;
+    const even = (m * (b - m) * x) / ((a + m2 - 1) * (a + m2));
+    d = 1 / guard(1 + even * d);
+    c = guard(1 + even / c);
+    h *= d * c;
+    const odd = (-(a + m) * (a + b + m) * x) / ((a + m2) * (a + m2 + 1));
+    d = 1 / guard(1 + odd * d);
+    c = guard(1 + odd / c);
+    const step = d * c;
+    h *= step;
+    if (Math.abs(step - 1) < 1e-15) break;
+  }
+  return h;
+}
+
+/** The regularized incomplete beta function I_x(a, b), a, b > 0 (the continued fraction on whichever side converges). */
+export function incompleteBeta(x: number, a: number, b: number): number {
+  if (!(a > 0 && b > 0) || Number.isNaN(x)) return NaN;
+  if (x <= 0) return 0;
+  if (x >= 1) return 1;
+  const front = Math.exp(logGamma(a + b) - logGamma(a) - logGamma(b) + a * Math.log(x) + b * Math.log1p(-x));
+  return x < (a + 1) / (a + b + 2) ? (front * betaFraction(x, a, b)) / a : 1 - (front * betaFraction(1 - x, b, a)) / b;
+}
+
+/** P(T ≤ t) for Student's t with df degrees of freedom (df > 0). */
+export function studentTCdf(t: number, df: number): number {
+  if (Number.isNaN(t) || !(df > 0)) return NaN;
+  if (!Number.isFinite(t)) return t > 0 ? 1 : 0;
+  const tail = 0.5 * incompleteBeta(df / (df + t * t), df / 2, 0.5);
+  return t < 0 ? tail : 1 - tail;
+}
+
+/**
+ * The prediction-interval t test of one value against a sample of K draws from its null (here:
+ * K random regions): under the null the value is one more draw from a normal distribution whose
+ * mean and sd the K draws estimate, so t = (value − mean) / (sd · √(1 + 1/K)) follows Student's
+ * t with K − 1 degrees of freedom. Unlike the rank p (1 + #{null ≤ value}) / (K + 1), whose floor
+ * is 1/(K + 1), this p can be small with few draws, at the price of assuming the null draws are
+ * normal. `lower`: the value is below its null (P(T ≤ t)); `upper`: above it. null when K < 3 or
+ * the draws have no spread.
+ */
+export function predictionP(value: number, nulls: ArrayLike<number> | null | undefined, tail: 'lower' | 'upper'): number | null {
+  if (!nulls || nulls.length < 3 || !Number.isFinite(value)) return null;
+  const K = nulls.length;
+  let s = 0;
+  for (let i = 0; i < K; i++) s += nulls[i]!;
+  const mean = s / K;
+  let ss = 0;
+  for (let i = 0; i < K; i++) ss += (nulls[i]! - mean) ** 2;
+  const sd = Math.sqrt(ss / (K - 1));
+  if (!(sd > 0)) return null;
+  const t = (value - mean) / (sd * Math.sqrt(1 + 1 / K));
+  return studentTCdf(tail === 'lower' ? t : -t, K - 1);
 }

@@ -4,7 +4,8 @@
  * of a mean approaches, the null p with ties, and Holm.
  */
 import { describe, it, expect } from 'vitest';
-import { ablationStats, bootstrapContrast, bootstrapMean, lowerP, percentileCi } from '../../src/ablate/stats.js';
+import { ablationStats, bootstrapContrast, bootstrapMean, costRatio, lowerP, percentileCi } from '../../src/ablate/stats.js';
+import { holm, predictionP } from '../../src/util/stats.js';
 import { Rng } from '../../src/util/rng.js';
 
 describe('ablation statistics', () => {
@@ -68,5 +69,66 @@ describe('ablation statistics', () => {
     // Holm: sorted p (1/3, 1) -> (2/3, 1).
     expect(sx.pHolm).toBeCloseTo(2 / 3, 12);
     expect(sy.pHolm).toBe(1);
+  });
+
+  it('a region whose damage scales with response length looks specific by the contrast, not by the cost ratio; a region that costs its own items a larger share does', () => {
+    // 3 labels of 30, 50 and 40 items; A's responses are 3× longer. Every region costs c nats per token of every
+    // item (times a shared item difficulty and a little per-region noise); "Long" is such a region
+    // with c = 1 (random regions: c ≈ 0.2); "Own" costs A's items twice its rate on the others.
+    const rng = new Rng(11);
+    const n = 120;
+    const labelOf = Int32Array.from({ length: n }, (_, i) => (i < 30 ? 0 : i < 80 ? 1 : 2));
+    const len = Array.from({ length: n }, (_, i) => (labelOf[i] === 0 ? 30 : 10));
+    const hard = Array.from({ length: n }, () => 0.8 + 0.4 * rng.next());
+    const before = Float64Array.from({ length: n }, (_, i) => -2 * len[i]!);
+    const cost = (c: number, ownFactor = 1) => Float64Array.from(before, (b, i) => b - c * len[i]! * hard[i]! * (labelOf[i] === 0 ? ownFactor : 1) * (1 + 0.05 * (rng.next() - 0.5)));
+    const random = Array.from({ length: 10 }, () => cost(0.2 * (1 + 0.2 * (rng.next() - 0.5))));
+    const longAfter = cost(1);
+    const s = ablationStats({ labels: ['A', 'B', 'C'], labelOf, before, regions: [{ name: 'A', minus: null, after: longAfter, random }, { name: 'B', minus: null, after: cost(1, 2), random }], bootstrap: 100, seed: 0 });
+    const [long, own] = s.specificity;
+    // the ratio from the cells equals the one over items: mean cost of A's items / mean cost of all the others
+    const itemMean = (after: Float64Array, own: boolean) => {
+      let t = 0;
+      let k = 0;
+      for (let i = 0; i < n; i++) {
+        if ((labelOf[i] === 0) !== own) continue;
+        t += after[i]! - before[i]!;
+        k++;
+      }
+      return t / k;
+    };
+    expect(long!.ratio!).toBeCloseTo(itemMean(longAfter, true) / itemMean(longAfter, false), 10);
+    expect(long!.nullRatio[3]!).toBeCloseTo(itemMean(random[3]!, true) / itemMean(random[3]!, false), 10);
+    // the contrast: far below every random region's for both (A's items lose more nats), at the rank floor
+    expect(long!.p).toBeCloseTo(1 / 11, 12);
+    expect(long!.pT).toBe(predictionP(long!.contrast, long!.nullContrast, 'lower'));
+    expect(long!.pT!).toBeLessThan(1e-4);
+    // the ratio: "Long" costs A's items the same share as random regions do; B's region (target B) is checked below
+    expect(long!.ratio!).toBeCloseTo(3, 0);
+    expect(long!.ratioP!).toBeGreaterThan(0.01);
+    expect(long!.nullRatio.every((r) => r !== null && Math.abs(r - long!.ratio!) < 0.1)).toBe(true);
+    // B's region doubles A's cost, so for its own target (B) the ratio falls: B's items lose a smaller share
+    expect(own!.target).toBe('B');
+    expect(own!.ratio!).toBeLessThan(long!.nullRatio[0]! / 3);
+    expect(own!.ratioP!).toBeGreaterThan(0.99);
+    expect([long!.ratioPHolm, own!.ratioPHolm]).toEqual(holm([long!.ratioP, own!.ratioP]));
+    // the cells' t-test p, and Holm over every cell of the run
+    for (const c of s.cells) expect(c.pT).toBe(predictionP(c.delta, c.nullDelta, 'lower'));
+    expect(s.cells.map((c) => c.pTHolm)).toEqual(holm(s.cells.map((c) => c.pT)));
+  });
+  it('a region that costs its own items a larger share than random regions do has a small ratio p', () => {
+    const rng = new Rng(12);
+    const n = 90;
+    const labelOf = Int32Array.from({ length: n }, (_, i) => i % 3);
+    const before = Float64Array.from({ length: n }, () => -20);
+    const cost = (c: number, own: number) => Float64Array.from(before, (b, i) => b - c * (labelOf[i] === 0 ? own : 1) * (0.9 + 0.2 * rng.next()));
+    const random = Array.from({ length: 10 }, () => cost(0.3, 1));
+    const s = ablationStats({ labels: ['A', 'B', 'C'], labelOf, before, regions: [{ name: 'A', minus: null, after: cost(1, 1.5), random }, { name: 'B', minus: null, after: cost(1, 1), random }], bootstrap: 100, seed: 0 });
+    expect(s.specificity[0]!.ratio!).toBeGreaterThan(1.3);
+    expect(s.specificity[0]!.ratioP!).toBeLessThan(1e-4);
+    expect(s.specificity[0]!.ratioPHolm!).toBeLessThan(1e-3);
+    // no cost, no ratio
+    expect(costRatio(0.5, -1)).toBeNull();
+    expect(costRatio(-2, -1)).toBe(2);
   });
 });

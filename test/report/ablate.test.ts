@@ -111,7 +111,19 @@ describe('ablate summary.json: checks', () => {
     ['a p outside [0, 1]', (s) => (s.specificity[0].pHolm = 1.5), /summary\.json: specificity\[0\]\.pHolm: expected a probability/],
     ['a reversed CI', (s) => (s.specificity[1].ci = [1, 0]), /summary\.json: specificity\[1\]\.ci: expected \[low, high\]/],
     ['an empty region', (s) => (s.regions[1].blocks = 0), /summary\.json: regions\[1\]\.blocks: expected an integer ≥ 1/],
+    ['a t-test p outside [0, 1]', (s) => { s.cells[0].pT = -0.1; }, /summary\.json: cells\[0\]\.pT: expected a probability in \[0, 1\] or null/],
+    ['a negative cost ratio', (s) => { s.cells[0].pT = 0.5; s.specificity[0].ratio = -2; }, /summary\.json: specificity\[0\]\.ratio: expected a positive number or null/],
   ];
+  it('a summary written before the t tests and cost ratios gets them derived from its cells and nulls, as lobes ablate writes them', () => {
+    const committed = JSON.parse(readFileSync(path.join(import.meta.dirname, '..', '..', 'bench', 'ablate', 'smollm2-en-summary.json'), 'utf8'));
+    expect(committed.cells[0].pT).toBeUndefined();
+    const got = parseAblateSummary(committed, file);
+    expect(got.cells.every((c) => c.pT !== null && c.pT < 0.01)).toBe(true);
+    expect(got.specificity.every((s) => s.ratio !== null && s.nullRatio.length === committed.random && s.ratioP !== null)).toBe(true);
+    // the same numbers lobes ablate would write: parsing its own output (fields present) keeps them
+    const again = parseAblateSummary(JSON.parse(JSON.stringify(got)), file);
+    expect(again.specificity.map((s) => s.ratioP)).toEqual(got.specificity.map((s) => s.ratioP));
+  });
   it('accepts the contract as written', () => {
     expect(parseAblateSummary(summary(), file).cells.length).toBe(9);
   });

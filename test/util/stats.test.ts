@@ -7,9 +7,10 @@
 import { describe, it, expect } from 'vitest';
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
+import { Rng } from '../../src/util/rng.js';
 import {
   holm, benjaminiHochberg, wilson, clopperPearson, binomialUpper, binomialLower, poissonBinomialUpper, poissonBinomialPmf,
-  permutationFloor, permutationsForFamily, nullZ, normalQuantile, logGamma,
+  permutationFloor, permutationsForFamily, nullZ, normalQuantile, logGamma, incompleteBeta, studentTCdf, predictionP,
 } from '../../src/util/stats.js';
 
 const G = JSON.parse(readFileSync(path.join(import.meta.dirname, '..', 'goldens', 'stats', 'stats_goldens.json'), 'utf8'));
@@ -87,5 +88,42 @@ describe('nullZ', () => {
     expect(nullZ(5, [1, 2, 3, 4])).toBeCloseTo((5 - 2.5) / Math.sqrt(5 / 3), 12);
     expect(nullZ(1, [2, 2, 2])).toBeNull();
     expect(nullZ(1, [])).toBeNull();
+  });
+});
+
+describe("Student's t and the prediction-interval test (scipy t.cdf, special.betainc)", () => {
+  it('the regularized incomplete beta on both sides of its switch, and the t CDF in both tails', () => {
+    for (const c of G.incompleteBeta) expect(Math.abs(incompleteBeta(c.x, c.a, c.b) - c.value), `I_${c.x}(${c.a}, ${c.b})`).toBeLessThan(1e-12);
+    for (const c of G.studentT) {
+      const got = studentTCdf(c.t, c.df);
+      // relative in the far tails, where the CDF is tiny
+      expect(Math.abs(got - c.cdf), `t=${c.t} df=${c.df}`).toBeLessThan(1e-12 + 1e-9 * Math.min(c.cdf, 1 - c.cdf));
+    }
+  });
+  it('the p of a value against K null draws, lower and upper', () => {
+    for (const c of G.prediction) {
+      expect(predictionP(c.value, c.nulls, 'lower')!, `K=${c.nulls.length}`).toBeCloseTo(c.lower, 10);
+      expect(predictionP(c.value, c.nulls, 'upper')!, `K=${c.nulls.length}`).toBeCloseTo(c.upper, 10);
+    }
+  });
+  it('is null with fewer than 3 draws or none with spread', () => {
+    expect(predictionP(1, [2, 3], 'lower')).toBeNull();
+    expect(predictionP(1, [2, 2, 2, 2], 'lower')).toBeNull();
+    expect(predictionP(NaN, [1, 2, 3], 'lower')).toBeNull();
+  });
+  it('is calibrated: a value drawn like its K normal nulls is rejected at 5% about 5% of the time, for K = 3 and 10', () => {
+    for (const K of [3, 10]) {
+      const rng = new Rng(7 + K);
+      const normal = () => Math.sqrt(-2 * Math.log(1 - rng.next())) * Math.cos(2 * Math.PI * rng.next());
+      let hits = 0;
+      const sims = 20000;
+      for (let s = 0; s < sims; s++) {
+        const nulls = Array.from({ length: K }, () => 3 + 2 * normal());
+        if (predictionP(3 + 2 * normal(), nulls, 'lower')! <= 0.05) hits++;
+      }
+      // binomial sd at 20,000 sims: 0.0015. Leaving out √(1 + 1/K) rejects 0.064 at K = 3; the
+      // normal's tails instead of t's reject 0.13 at K = 3 and 0.07 at K = 10
+      expect(Math.abs(hits / sims - 0.05), `K=${K}: ${hits / sims}`).toBeLessThan(0.0055);
+    }
   });
 });

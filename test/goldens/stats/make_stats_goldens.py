@@ -114,6 +114,26 @@ for R, K, k in [(4, 5, 6), (3, 6, 2), (5, 4, 10), (2, 8, 5)]:
         "ratioOfExpectations": (k - 1) / (n - 1),
     })
 
+# Student's t and the incomplete beta (scipy.stats.t.cdf, scipy.special.betainc), and the
+# prediction-interval t test of a value against K null draws: t.cdf((v - mean) / (sd * sqrt(1 + 1/K)), K - 1).
+from scipy import special
+
+out["studentT"] = [{"t": t, "df": df, "cdf": float(stats.t.cdf(t, df))}
+                   for t in (-40.0, -6.0, -2.5, -1.0, -0.1, 0.0, 0.3, 1.7, 4.0, 12.0)
+                   for df in (1, 2, 4, 9, 30, 200)]
+out["incompleteBeta"] = [{"x": x, "a": a, "b": b, "value": float(special.betainc(a, b, x))}
+                         for x in (1e-6, 0.01, 0.3, 0.5, 0.77, 0.999)
+                         for a, b in ((0.5, 0.5), (2.0, 3.0), (4.5, 0.5), (15.0, 0.5), (100.0, 40.0), (1.0, 1.0))]
+out["prediction"] = []
+prng = np.random.default_rng(25)
+for K in (3, 5, 10, 40):
+    for shift in (-8.0, -2.0, 0.0, 1.5):
+        nulls = prng.normal(-100.0, 20.0, K)
+        v = float(nulls.mean() + shift * nulls.std(ddof=1))
+        t = (v - nulls.mean()) / (nulls.std(ddof=1) * np.sqrt(1 + 1 / K))
+        out["prediction"].append({"value": v, "nulls": [float(x) for x in nulls],
+                                  "lower": float(stats.t.cdf(t, K - 1)), "upper": float(stats.t.sf(t, K - 1))})
+
 path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "stats_goldens.json")
 with open(path, "w") as f:
     json.dump(out, f, indent=1)

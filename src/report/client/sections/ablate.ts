@@ -56,7 +56,7 @@ function runFigure(run: RunPayload, a: AblatePayload, zmax: number): PlotlyFigur
     return esc(r + ' zeroed, ' + l + ' items (n = ' + c.n + ')') + '<br>' +
       esc('change ' + fmt(c.delta) + ' ' + a.unit + ' ' + fmtCI(c.ci) + ', before ' + fmt(c.before)) + '<br>' +
       esc('random regions: mean ' + fmt(c.nullMean) + ', 95% band ' + fmtCI(c.nullBand)) + '<br>' +
-      esc('beyond the null ' + fmt(c.excess) + ', p ' + pFloor(c.p, c.atFloor, a));
+      esc('beyond the null ' + fmt(c.excess) + ', p ' + pFloor(c.p, c.atFloor, a) + (c.pT === null ? '' : ', t-test p ' + fmtP(c.pT)));
   }));
   return heatmap(esc(run.name) + ': change of ' + (a.unit === 'accuracy' ? 'accuracy' : 'log-likelihood') + ' beyond ' + a.random + ' random regions of the same size (' + esc(a.unit) + ')',
     a.regions, a.labels, excessMatrix(a), hover, zmax, 'change −<br>null mean');
@@ -65,8 +65,8 @@ function runFigure(run: RunPayload, a: AblatePayload, zmax: number): PlotlyFigur
 function cellTable(a: AblatePayload): HTMLElement {
   const det = el('details');
   det.appendChild(el('summary', null, 'Every cell (' + a.cells.length + ')'));
-  const rows: Cell[][] = a.cells.map((c) => [c.region, c.label, c.n, c.before, c.delta, fmtCI(c.ci), c.nullMean, fmtCI(c.nullBand), c.excess, pFloor(c.p, c.atFloor, a)]);
-  det.appendChild(table(['region', a.by, 'n', 'before', 'change', '95% CI', 'null mean', 'null 95% band', 'change − null', 'p'], rows, 'metrics small'));
+  const rows: Cell[][] = a.cells.map((c) => [c.region, c.label, c.n, c.before, c.delta, fmtCI(c.ci), c.nullMean, fmtCI(c.nullBand), c.excess, pFloor(c.p, c.atFloor, a), fmtP(c.pT), fmtP(c.pTHolm)]);
+  det.appendChild(table(['region', a.by, 'n', 'before', 'change', '95% CI', 'null mean', 'null 95% band', 'change − null', 'p (rank)', 'p (t)', 'Holm p (t)'], rows, 'metrics small'));
   return det;
 }
 
@@ -79,8 +79,9 @@ function iaeTable(a: AblatePayload): HTMLElement {
 }
 
 function specificityTable(a: AblatePayload): HTMLElement {
-  const rows: Cell[][] = a.specificity.map((s) => [s.region, s.target, s.contrast, fmtCI(s.ci), s.nullMean, fmtCI(s.nullBand), pFloor(s.p, s.atFloor, a), fmtP(s.pHolm)]);
-  return table(['region', 'target ' + a.by, 'contrast', '95% CI', 'null mean', 'null 95% band', 'p', 'Holm p'], rows);
+  const rows: Cell[][] = a.specificity.map((s) => [s.region, s.target, s.contrast, fmtCI(s.ci), s.nullMean, fmtCI(s.nullBand), pFloor(s.p, s.atFloor, a), fmtP(s.pHolm), fmtP(s.pT), fmtP(s.pTHolm),
+    s.ratio ?? '—', s.nullRatio ?? '—', fmtP(s.ratioP), fmtP(s.ratioPHolm)]);
+  return table(['region', 'target ' + a.by, 'contrast', '95% CI', 'null mean', 'null 95% band', 'p (rank)', 'Holm p', 'p (t)', 'Holm p (t)', 'cost ratio', 'random ratio', 'ratio p (t)', 'Holm p'], rows);
 }
 
 export const ablateSection: Section = {
