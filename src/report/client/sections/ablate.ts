@@ -110,7 +110,7 @@ export const ablateSection: Section = {
       const div = el('div', 'fig');
       cell.appendChild(div);
       page.ready.push(page.figures.draw(id, div));
-      cell.appendChild(el('p', 'meta', 'Each cell: the mean change (after − before, ' + a.unit + ') of ' + (a.unit === 'accuracy' ? 'whether each of the label\'s items is answered right' : 'the log-likelihood of the label\'s items') + ' when the region\'s blocks are zeroed, minus the mean change when as many random blocks are zeroed (' + a.random + ' random regions, the same block count per matrix). Red: the region hurts these items more than random blocks do. p: the share of random regions whose change is at least as extreme; with K = ' + a.random + ' it cannot be below 1/(K+1) = ' + fmt(a.floor) + '.'));
+      cell.appendChild(el('p', 'meta', 'Each cell: the mean change (after − before, ' + a.unit + ') of ' + (a.unit === 'accuracy' ? 'whether each of the label\'s items is answered right' : 'the log-likelihood of the label\'s items') + ' when the region\'s blocks are zeroed, minus the mean change when as many random blocks are zeroed (' + a.random + ' random regions, the same block count per matrix). Red: the region hurts these items more than random blocks do. p: the share of random regions whose change is at least as extreme; with K = ' + a.random + ' it cannot be below 1/(K+1) = ' + fmt(a.floor) + '. p (t), in the table: the region\'s change as one more draw from the random regions\' values, assumed normal (Student\'s t, K − 1 degrees of freedom), which can go below that floor.'));
       cell.appendChild(cellTable(a));
       if (a.iae) {
         const t = a.iae;
@@ -120,7 +120,7 @@ export const ablateSection: Section = {
       }
       cell.appendChild(el('h4', null, 'Specificity: does zeroing a region hurt its own label\'s items more than the others\'?'));
       cell.appendChild(specificityTable(a));
-      cell.appendChild(el('p', 'meta', 'contrast: the target label\'s mean change minus the other labels\' (' + a.unit + '; negative: the target is hurt more), with its 95% CI; the null is the same contrast for the random regions; Holm p: adjusted over the rows of this table.'));
+      cell.appendChild(el('p', 'meta', 'contrast: the target label\'s mean change minus the other labels\' (' + a.unit + '; negative: the target is hurt more), with its 95% CI; the null is the same contrast for the random regions; Holm p: adjusted over the rows of this table; p (t): the t test against the random regions\' values. The contrast grows with the region\'s overall damage, so read specificity from the cost ratio: the target\'s mean cost over the others\', against the random regions\' ratios (their geometric mean; p by the t test on the logs). — where the change is not a cost.'));
     });
     const [ra, rb] = page.runs;
     if (page.compare && ra?.ablate && rb?.ablate) {
