@@ -18,7 +18,9 @@ for (const file of process.argv.slice(2)) {
   console.log(`## ${file}\n`);
   const items = s.cells.filter((c) => c.region === s.cells[0]!.region && c.minus === s.cells[0]!.minus).reduce((t, c) => t + c.n, 0);
   console.log(`${items} items, K = ${s.random} random regions (rank-p floor ${(1 / (s.random + 1)).toFixed(3)}), unit ${s.unit}.`);
-  console.log(`Cells (region × ${s.by}): t-test p after Holm over ${holm.length} cells from ${p(Math.min(...holm))} to ${p(Math.max(...holm))}; ${holm.filter((x) => x <= 0.05).length} of ${holm.length} at or below 0.05.\n`);
+  const raw = s.cells.map((c) => c.pT).filter((x): x is number => x !== null);
+  const logs = s.cells.filter((c) => c.pTScale === 'log').length;
+  console.log(`Cells (region × ${s.by}): t-test p ${p(Math.min(...raw))} to ${p(Math.max(...raw))} (on ln cost in ${logs} of ${s.cells.length} cells, where the change and every random change are costs; raw changes in the rest); after Holm over ${holm.length} cells ${p(Math.min(...holm))} to ${p(Math.max(...holm))}; ${holm.filter((x) => x <= 0.05).length} of ${holm.length} at or below 0.05.\n`);
   console.log('| region | target | contrast | random contrasts (mean) | rank p | t-test p | Holm | cost ratio | random ratios | ratio t-test p | Holm |');
   console.log('|---|---|---:|---:|---:|---:|---:|---:|---|---:|---:|');
   for (const x of s.specificity) {

@@ -171,6 +171,7 @@ export function parseAblateSummary(j: unknown, file: string): AblateSummary {
       z: x.z === null ? null : c.num(x.z, `${w}.z`),
       pT: c.probOpt(x.pT, `${w}.pT`),
       pTHolm: c.probOpt(x.pTHolm, `${w}.pTHolm`),
+      ...(x.pTScale === undefined ? {} : { pTScale: x.pTScale === 'log' || x.pTScale === 'raw' ? x.pTScale : c.fail(`${w}.pTScale`, `expected "log" or "raw", got ${JSON.stringify(x.pTScale)}`) }),
     };
   });
   if (!Array.isArray(o.specificity)) c.fail('specificity', 'expected a list');

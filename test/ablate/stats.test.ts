@@ -4,7 +4,7 @@
  * of a mean approaches, the null p with ties, and Holm.
  */
 import { describe, it, expect } from 'vitest';
-import { ablationStats, bootstrapContrast, bootstrapMean, costRatio, lowerP, percentileCi } from '../../src/ablate/stats.js';
+import { ablationStats, bootstrapContrast, bootstrapMean, costP, costRatio, lowerP, percentileCi } from '../../src/ablate/stats.js';
 import { holm, predictionP } from '../../src/util/stats.js';
 import { Rng } from '../../src/util/rng.js';
 
@@ -113,7 +113,11 @@ describe('ablation statistics', () => {
     expect(own!.ratioP!).toBeGreaterThan(0.99);
     expect([long!.ratioPHolm, own!.ratioPHolm]).toEqual(holm([long!.ratioP, own!.ratioP]));
     // the cells' t-test p, and Holm over every cell of the run
-    for (const c of s.cells) expect(c.pT).toBe(predictionP(c.delta, c.nullDelta, 'lower'));
+    for (const c of s.cells) {
+      // every change here is a cost: the test is on the logarithms
+      expect(c.pTScale).toBe('log');
+      expect(c.pT).toBe(predictionP(Math.log(-c.delta), c.nullDelta.map((v) => Math.log(-v)), 'upper'));
+    }
     expect(s.cells.map((c) => c.pTHolm)).toEqual(holm(s.cells.map((c) => c.pT)));
   });
   it('a region that costs its own items a larger share than random regions do has a small ratio p', () => {
@@ -130,5 +134,27 @@ describe('ablation statistics', () => {
     // no cost, no ratio
     expect(costRatio(0.5, -1)).toBeNull();
     expect(costRatio(-2, -1)).toBe(2);
+  });
+
+  it('the cells\' t test is calibrated on costs that spread multiplicatively (lognormal, K = 10), where the raw t test rejects too often', () => {
+    const rng = new Rng(13);
+    const normal = () => Math.sqrt(-2 * Math.log(1 - rng.next())) * Math.cos(2 * Math.PI * rng.next());
+    const cost = () => -100 * Math.exp(0.4 * normal());
+    const sims = 20000;
+    let hits = 0;
+    let raw = 0;
+    for (let s = 0; s < sims; s++) {
+      const nulls = Array.from({ length: 10 }, cost);
+      const v = cost();
+      if (costP(v, nulls).p! <= 0.05) hits++;
+      if (predictionP(v, nulls, 'lower')! <= 0.05) raw++;
+    }
+    // binomial sd 0.0015 at 20,000 sims; scipy's simulation of the raw test gives 0.076 here
+    expect(Math.abs(hits / sims - 0.05), `log: ${hits / sims}`).toBeLessThan(0.0055);
+    expect(raw / sims, `raw: ${raw / sims}`).toBeGreaterThan(0.065);
+    // a gain anywhere: the raw changes
+    expect(costP(-5, [-1, 2, -3]).scale).toBe('raw');
+    expect(costP(-5, [-1, 2, -3]).p).toBe(predictionP(-5, [-1, 2, -3], 'lower'));
+    expect(costP(-5, [-1, -2, -3]).scale).toBe('log');
   });
 });
