@@ -142,6 +142,7 @@ const SKIPS: Skip[] = [
   { doc: 'docs/scale.md', has: '--install-cuda-from-wheels', reason: 'downloads CUDA wheels from PyPI (network, 2 GB)' },
   { doc: 'docs/scale.md', has: '--install-vulkan-from', reason: 'needs libvulkan from a user\'s download' },
   { doc: 'docs/scale.md', has: 'lobes doctor --device webgpu', reason: 'needs a GPU adapter' },
+  { doc: 'docs/findings-ablation.md', has: '--out runs/abl/zh-minus', reason: 'reads the findings run runs/findings/zh-qr, which bench/findings-smollm2.sh makes (every Chinese item, hours); the page\'s first block runs the same kind of ablation from its own extraction' },
   { doc: 'docs/findings-ablation.md', has: '--out runs/abl/en-full --random 10', reason: 'every English item (1,985) × 12 passes: minutes even on the tiny stand-in model; the page\'s first block runs the same kind of ablation with --limit' },
 ];
 
