@@ -261,13 +261,8 @@ export function studentTCdf(t: number, df: number): number {
 export function predictionP(value: number, nulls: ArrayLike<number> | null | undefined, tail: 'lower' | 'upper'): number | null {
   if (!nulls || nulls.length < 3 || !Number.isFinite(value)) return null;
   const K = nulls.length;
-  let s = 0;
-  for (let i = 0; i < K; i++) s += nulls[i]!;
-  const mean = s / K;
-  let ss = 0;
-  for (let i = 0; i < K; i++) ss += (nulls[i]! - mean) ** 2;
-  const sd = Math.sqrt(ss / (K - 1));
-  if (!(sd > 0)) return null;
-  const t = (value - mean) / (sd * Math.sqrt(1 + 1 / K));
+  const z = nullZ(value, nulls);
+  if (z === null) return null;
+  const t = z / Math.sqrt(1 + 1 / K);
   return studentTCdf(tail === 'lower' ? t : -t, K - 1);
 }
