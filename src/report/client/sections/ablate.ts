@@ -120,7 +120,7 @@ export const ablateSection: Section = {
       }
       cell.appendChild(el('h4', null, 'Specificity: does zeroing a region hurt its own label\'s items more than the others\'?'));
       cell.appendChild(specificityTable(a));
-      cell.appendChild(el('p', 'meta', 'contrast: the target label\'s mean change minus the other labels\' (' + a.unit + '; negative: the target is hurt more), with its 95% CI; the null is the same contrast for the random regions; Holm p: adjusted over the rows of this table; p (t): the t test against the random regions\' values. The contrast grows with the region\'s overall damage, so read specificity from the cost ratio: the target\'s mean cost over the others\', against the random regions\' ratios (their geometric mean; p by the t test on the logs). — where the change is not a cost.'));
+      cell.appendChild(el('p', 'meta', 'contrast: the target label\'s mean change minus the other labels\' (' + a.unit + '; negative: the target is hurt more), with its 95% CI; the null is the same contrast for the random regions; Holm p: adjusted over the rows of this table; p (t): the t test against the random regions\' values. The contrast grows with the region\'s overall damage, so read specificity from the cost ratio: the target\'s mean cost over the others\', against the random regions\' ratios (their geometric mean; p by the t test on the logs). A dash: no ratio, because a change is not a cost.'));
     });
     const [ra, rb] = page.runs;
     if (page.compare && ra?.ablate && rb?.ablate) {
