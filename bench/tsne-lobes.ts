@@ -69,4 +69,4 @@ await t.close();
 await pool?.close();
 const kl = t.klDivergence();
 writeFileSync(output, encodeNpy(t.embedding, [n, 2]));
-process.stdout.write(JSON.stringify({ seconds, cpuSeconds, stages, method: t.opts.method, kl, pcaExplained: explained, learningRate: t.opts.learningRate, neighbours: t.opts.neighbours, neighbourRecall: t.neighbourRecall?.recall ?? null }) + '\n');
+process.stdout.write(JSON.stringify({ seconds, cpuSeconds, stages, method: t.opts.method, kl, pcaExplained: explained, learningRate: t.opts.learningRate, neighbours: t.opts.neighbours, neighbourRecall: t.neighbourRecall?.recall ?? null, fftIterations: t.fftIterations }) + '\n');

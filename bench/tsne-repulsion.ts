@@ -14,7 +14,7 @@
 import { parseArgs } from 'node:util';
 import { readNpy } from '../src/cluster/npy.js';
 import { Tsne } from '../src/cluster/tsne.js';
-import { QuadTree, repulsionAll, MAX_LEVEL, type TreeArrays } from '../src/cluster/quadtree.js';
+import { QuadTree, repulsionAll, MAX_DEPTH, type TreeArrays } from '../src/cluster/quadtree.js';
 
 const { positionals, values } = parseArgs({
   allowPositionals: true,
@@ -32,7 +32,7 @@ if (!(theta > 0 && theta * theta <= 0.5)) throw new Error('the per-point referen
 function perPoint(t: TreeArrays, Y: Float64Array, n: number, F: Float64Array, Zi: Float64Array): void {
   const { node, child, leaf, order } = t;
   const th2 = theta * theta;
-  const stack = new Int32Array(4 * MAX_LEVEL + 8);
+  const stack = new Int32Array(3 * MAX_DEPTH + 8);
   for (let p0 = 0; p0 < n; p0++) {
     const i = order[p0];
     const xi = Y[2 * i];

@@ -15,6 +15,12 @@ export interface SparseP {
   vals: Float64Array;
   /** Identifies a P that crosses to worker threads (a copy arrives with each message); P is never changed after it is made. */
   id?: number;
+  /**
+   * An order of the rows in which a row's columns sit near it (src/cluster/attraction.ts
+   * bfsOrder): where it is set, the attraction takes rows order[start], …, order[end − 1] for a
+   * range [start, end), with every row's sum unchanged.
+   */
+  order?: Int32Array;
 }
 
 /** Number of neighbours used for a perplexity (scikit-learn: min(n - 1, floor(3·perplexity + 1))). */

@@ -186,6 +186,22 @@ export class InterpRepulsion {
     this.g = { nb: 0, M: 0, L: 0, lox: 0, loy: 0, h: 1, Kh: e, kL: 0, kh: 0, Kr: e, Ki: e, Ar: e, Ai: e, Br: e, Bi: e, Tr: e, Ti: e, box: new Int32Array(shared ? new SharedArrayBuffer(8 * n) : new ArrayBuffer(8 * n)), wx: f(3 * n), wy: f(3 * n) };
   }
 
+  /** The FFT size L = 6 × boxes the grid for Y would have (nothing is sized or allocated). */
+  gridSize(Y: Float64Array): number {
+    let lo = Infinity, hi = -Infinity, lo2 = Infinity, hi2 = -Infinity;
+    for (let i = 0; i < this.n; i++) {
+      const x = Y[2 * i];
+      const y = Y[2 * i + 1];
+      if (x < lo) lo = x;
+      if (x > hi) hi = x;
+      if (y < lo2) lo2 = y;
+      if (y > hi2) hi2 = y;
+    }
+    const span = Math.max(hi - lo, hi2 - lo2);
+    if (!Number.isFinite(span)) throw new Error('t-SNE embedding has non-finite coordinates');
+    return 6 * smoothSize(Math.max(this.minBoxes, Math.ceil((span > 0 ? span : 1e-3) / this.boxWidth)));
+  }
+
   /** Size the grid for Y (its buffers grow when needed). */
   size(Y: Float64Array): InterpGrid {
     const n = this.n;

@@ -9,6 +9,7 @@ import { Worker } from 'node:worker_threads';
 import { sharedF64, startWorker } from '../util/worker.js';
 import { knnRows, type KnnResult } from './knn.js';
 import { knnScreened, screenRows, type ScreenJob } from './knn-screen.js';
+import { prunable, prunedBlocks, pruneJob } from './knn-prune.js';
 import { approxRows, approxSearch, type ApproxKnnOptions } from './knn-approx.js';
 import { groupRanges, repulsion, type QuadTree } from './quadtree.js';
 import { attraction } from './attraction.js';
@@ -96,14 +97,30 @@ export class ClusterPool implements MatMulPool {
 
   /**
    * Exact k nearest neighbours of every row, in row blocks taken by whichever thread is free;
-   * `onRows(done)` reports the rows finished so far.
+   * `onRows(done)` reports the rows finished so far. `prune` false runs the full pass on narrow
+   * data too (benches compare the two).
    */
-  async knn(X: Float64Array | Float32Array, n: number, d: number, k: number, onRows?: (done: number) => void): Promise<KnnResult> {
+  async knn(X: Float64Array | Float32Array, n: number, d: number, k: number, onRows?: (done: number) => void, prune = true): Promise<KnnResult> {
     // wide data: the float32 screen (identical result; null where it does not apply). It puts
     // what the threads read on shared memory itself, so X is not copied here first.
     const screened = await knnScreened(X, n, d, k, { threads: this.workers.length + 1, onRows, split: (job, r0, r1) => this.screenSplit(job, r0, r1) });
     if (screened) return screened;
     const Xs = sharedF64(X.subarray(0, n * d));
+    if (prune && prunable(X, n, d, k)) {
+      // narrow data, enough rows: the search with block bounds (src/cluster/knn-prune.ts; the same lists)
+      const job = pruneJob(Xs, n, d, k, true);
+      // small tasks: a worker whose task ends waits for this thread's task to end before it gets the next
+      const parts = Math.min(job.nb, 64 * (this.workers.length + 1));
+      const groups = Array.from({ length: parts }, (_, p): [number, number] => [Math.floor((p * job.nb) / parts), Math.floor(((p + 1) * job.nb) / parts)]);
+      let rowsDone = 0;
+      await this.tasks(
+        groups.length,
+        (p) => ({ cmd: 'knnp', job, b0: groups[p][0], b1: groups[p][1] }),
+        (p) => prunedBlocks(job, groups[p][0], groups[p][1]),
+        (p) => onRows?.((rowsDone += job.start[groups[p][1]] - job.start[groups[p][0]])),
+      );
+      return { k, indices: job.indices, dist2: job.dist2 };
+    }
     const indices = new Int32Array(new SharedArrayBuffer(n * k * 4));
     const dist2 = new Float64Array(new SharedArrayBuffer(n * k * 8));
     const blocks = this.blocksOf(0, n);

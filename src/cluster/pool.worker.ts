@@ -2,6 +2,7 @@
 import { parentPort } from 'node:worker_threads';
 import { knnRows } from './knn.js';
 import { screenRows } from './knn-screen.js';
+import { prunedBlocks } from './knn-prune.js';
 import { approxRows } from './knn-approx.js';
 import { conditionalRows } from './affinity.js';
 import { repulsion } from './quadtree.js';
@@ -16,6 +17,8 @@ parentPort!.on('message', (m: any) => {
   try {
     if (m.cmd === 'knn') {
       knnRows(m.X, m.n, m.d, m.k, m.start, m.end, m.indices, m.dist2);
+    } else if (m.cmd === 'knnp') {
+      prunedBlocks(m.job, m.b0, m.b1);
     } else if (m.cmd === 'approx') {
       m.changed[m.slot] = approxRows(m.job, m.pass, m.start, m.end);
     } else if (m.cmd === 'screen') {

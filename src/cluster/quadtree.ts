@@ -4,9 +4,16 @@
  * Built from Morton (Z-curve) codes: the points are mapped onto a 2^15 × 2^15 grid over
  * their square bounding box and sorted by interleaved code (radix sort; ties by index). Each
  * node splits its sorted range into four contiguous quadrant ranges by the next two code bits. A node with at most
- * LEAF_SIZE points (or at the last grid level) is a leaf that keeps its range of points, and
- * the traversal handles a leaf's points one by one (exactly) unless the whole leaf is far
- * enough to be summarized. Identical points therefore need no special case.
+ * LEAF_SIZE points is a leaf that keeps its range of points, and the traversal handles a leaf's
+ * points one by one (exactly) unless the whole leaf is far enough to be summarized.
+ *
+ * A cell at the last grid level that still holds more than LEAF_SIZE points gets a grid of its
+ * own: a new 2^15 × 2^15 grid over its points' square bounding box, their codes on it, and the
+ * split goes on (at most MAX_ROOTS times, then it is a leaf). Early exaggeration can pack a
+ * cluster of thousands of points into less than 2^-15 of the map's span; without the new grid
+ * that cluster was one leaf, walked point by point: O(cluster²) per iteration. A leaf whose
+ * points are all identical has width 0 and its first point as centre; the walk takes it as one
+ * entry of weight `count`, which is exact.
  *
  * Nodes with at most GROUP_SIZE points form the repulsion groups (see repulsion()).
  *
@@ -18,6 +25,10 @@
 import { repulsionSimd, sumPairsJs, type RepulsionSimd } from './repulsion-simd.js';
 
 export const MAX_LEVEL = 15;
+/** New grids under a last-level cell at most (see above). */
+export const MAX_ROOTS = 3;
+/** Levels below the root at most, over all grids: stacks of 3 · MAX_DEPTH + 8 entries suffice for a depth-first walk. */
+export const MAX_DEPTH = MAX_LEVEL * (MAX_ROOTS + 1);
 /** Points kept in a leaf at most (above the last level). */
 export const LEAF_SIZE = 8;
 /** Points in a repulsion group at most (unless it is a leaf at the last level): one tree walk serves them all. */
@@ -118,32 +129,10 @@ export class QuadTree {
       const iy = Math.min(32767, Math.floor((Y[2 * i + 1] - minY) * scale));
       raw[i] = interleave(ix) | (interleave(iy) << 1);
     }
-    // stable LSD radix sort of the 30-bit codes, 10 bits a pass: ties keep index order
-    let src = this.tmp;
-    let dst = this.t.order;
-    for (let i = 0; i < n; i++) src[i] = i;
-    const count = this.count;
-    for (let shift = 0; shift < 30; shift += 10) {
-      count.fill(0);
-      for (let t = 0; t < n; t++) count[(raw[src[t]] >>> shift) & 1023]++;
-      let sum = 0;
-      for (let b = 0; b < 1024; b++) {
-        const c = count[b];
-        count[b] = sum;
-        sum += c;
-      }
-      for (let t = 0; t < n; t++) {
-        const i = src[t];
-        dst[count[(raw[i] >>> shift) & 1023]++] = i;
-      }
-      const s = src;
-      src = dst;
-      dst = s;
-    }
-    // after an odd number of passes the sorted indices are in `order`
     const order = this.t.order;
-    const codes = this.codes;
-    for (let t = 0; t < n; t++) codes[t] = raw[order[t]];
+    for (let i = 0; i < n; i++) order[i] = i;
+    sortByCode(order, raw, this.tmp, this.codes, 0, n, this.count);
+    order.set(this.tmp.subarray(0, n));
     this.Y = Y;
     this.t.nodes = 1;
     this.make(0, 0, n, 0, side);
@@ -153,7 +142,7 @@ export class QuadTree {
   /** Collect the repulsion groups in Morton order (depth first, children in quadrant order). */
   private findGroups(): void {
     const { node, child, groups } = this.t;
-    const stack = new Int32Array(3 * MAX_LEVEL + 8);
+    const stack = new Int32Array(3 * MAX_DEPTH + 8);
     let sp = 0;
     let g = 0;
     stack[sp++] = 0;
@@ -174,23 +163,74 @@ export class QuadTree {
     this.t.ngroups = g;
   }
 
-  /** Fill node `id` for sorted points [lo, hi) at `level` (cell side `w`); returns nothing, writes COM. */
-  private make(id: number, lo: number, hi: number, level: number, w: number): void {
+  /**
+   * A new grid over the points [lo, hi) of `order`: their codes on a 2^15 × 2^15 grid over their
+   * own square bounding box, and the range sorted by them (stable, so ties keep their order).
+   * Returns the box's side, or 0 when the points are identical (or too close for the grid).
+   */
+  private regrid(lo: number, hi: number): number {
+    const Y = this.Y;
+    const order = this.t.order;
+    let minX = Infinity;
+    let minY = Infinity;
+    let maxX = -Infinity;
+    let maxY = -Infinity;
+    for (let t = lo; t < hi; t++) {
+      const i = order[t];
+      const x = Y[2 * i];
+      const y = Y[2 * i + 1];
+      if (x < minX) minX = x;
+      if (x > maxX) maxX = x;
+      if (y < minY) minY = y;
+      if (y > maxY) maxY = y;
+    }
+    const side = Math.max(maxX - minX, maxY - minY) * (1 + 1e-9);
+    const scale = 32768 / side;
+    if (!(side > 0) || !Number.isFinite(scale)) return 0;
+    // keys in raw[lo, hi), indices in order[lo, hi); sorted into tmp and codes
+    const raw = this.raw;
+    for (let t = lo; t < hi; t++) {
+      const i = order[t];
+      const ix = Math.min(32767, Math.floor((Y[2 * i] - minX) * scale));
+      const iy = Math.min(32767, Math.floor((Y[2 * i + 1] - minY) * scale));
+      raw[t] = interleave(ix) | (interleave(iy) << 1);
+    }
+    sortByCode(order, raw, this.tmp, this.codes, lo, hi, this.count);
+    order.set(this.tmp.subarray(lo, hi), lo);
+    return side;
+  }
+
+  /**
+   * Fill node `id` for sorted points [lo, hi) at `level` of grid number `roots` (cell side `w`);
+   * returns nothing, writes COM.
+   */
+  private make(id: number, lo: number, hi: number, level: number, w: number, roots = 0): void {
     const count = hi - lo;
+    if (count > LEAF_SIZE && level === MAX_LEVEL && roots < MAX_ROOTS) {
+      const side = this.regrid(lo, hi);
+      if (side > 0) {
+        this.make(id, lo, hi, 0, side, roots + 1);
+        return;
+      }
+    }
     if (count <= LEAF_SIZE || level === MAX_LEVEL) {
       const Y = this.Y;
       const order = this.t.order;
       let sx = 0;
       let sy = 0;
+      let same = count > 0;
+      const x0 = count > 0 ? Y[2 * order[lo]] : 0;
+      const y0 = count > 0 ? Y[2 * order[lo] + 1] : 0;
       for (let t = lo; t < hi; t++) {
         const i = order[t];
         sx += Y[2 * i];
         sy += Y[2 * i + 1];
+        if (Y[2 * i] !== x0 || Y[2 * i + 1] !== y0) same = false;
       }
       const node = this.t.node;
-      node[id * 4] = count > 0 ? sx / count : 0;
-      node[id * 4 + 1] = count > 0 ? sy / count : 0;
-      node[id * 4 + 2] = w * w;
+      node[id * 4] = same ? x0 : count > 0 ? sx / count : 0;
+      node[id * 4 + 1] = same ? y0 : count > 0 ? sy / count : 0;
+      node[id * 4 + 2] = same ? 0 : w * w;
       node[id * 4 + 3] = count;
       this.t.child[id] = -1;
       this.t.leaf[id * 2] = lo;
@@ -211,7 +251,7 @@ export class QuadTree {
     for (let q = 0; q < 4; q++) {
       let end = start;
       while (end < hi && ((codes[end] >>> shift) & 3) === q) end++;
-      this.make(first + q, start, end, level + 1, w / 2);
+      this.make(first + q, start, end, level + 1, w / 2, roots);
       const c = this.t.node[(first + q) * 4 + 3];
       sx += this.t.node[(first + q) * 4] * c;
       sy += this.t.node[(first + q) * 4 + 1] * c;
@@ -222,6 +262,34 @@ export class QuadTree {
     node[id * 4 + 1] = sy / count;
     node[id * 4 + 2] = w * w;
     node[id * 4 + 3] = count;
+  }
+}
+
+/**
+ * Stable LSD radix sort of positions [lo, hi) of (idx, key) by the 30-bit keys, 10 bits a pass,
+ * into (outIdx, outKey); idx and key are scratch (three passes: in, out, in, out).
+ */
+function sortByCode(idx: Int32Array, key: Int32Array, outIdx: Int32Array, outKey: Int32Array, lo: number, hi: number, count: Int32Array): void {
+  let si = idx;
+  let sk = key;
+  let di = outIdx;
+  let dk = outKey;
+  for (let shift = 0; shift < 30; shift += 10) {
+    count.fill(0);
+    for (let t = lo; t < hi; t++) count[(sk[t] >>> shift) & 1023]++;
+    let sum = lo;
+    for (let b = 0; b < 1024; b++) {
+      const c = count[b];
+      count[b] = sum;
+      sum += c;
+    }
+    for (let t = lo; t < hi; t++) {
+      const p = count[(sk[t] >>> shift) & 1023]++;
+      di[p] = si[t];
+      dk[p] = sk[t];
+    }
+    [si, di] = [di, si];
+    [sk, dk] = [dk, sk];
   }
 }
 
@@ -259,7 +327,7 @@ export function repulsion(t: TreeArrays, Y: Float64Array, g0: number, g1: number
   const th2 = theta * theta;
   // For theta > 1/√2 a cell could pass the test while holding a point of the group: then check ranges.
   const guard = th2 > 0.5;
-  const stack = new Int32Array(4 * MAX_LEVEL + 8);
+  const stack = new Int32Array(3 * MAX_DEPTH + 8);
   const ws = workspace();
   for (let g = g0; g < g1; g++) {
     const gid = groups[g];
@@ -312,7 +380,14 @@ export function repulsion(t: TreeArrays, Y: Float64Array, g0: number, g1: number
         m++;
         continue;
       }
-      if (c === -1) {
+      if (c === -1 && node[o + 2] === 0) {
+        // identical points: one entry of weight cnt at their common position, which is exact
+        const q = lp + 6 * (m >> 1) + (m & 1);
+        M[q] = cx;
+        M[q + 2] = cy;
+        M[q + 4] = cnt;
+        m++;
+      } else if (c === -1) {
         const b = leaf[id * 2 + 1];
         for (let p = leaf[id * 2]; p < b; p++) {
           const j = pts[p];

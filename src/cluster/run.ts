@@ -268,6 +268,7 @@ interface Embedding {
   kl: number;
   opts: Tsne['opts'];
   neighbourRecall: Tsne['neighbourRecall'];
+  fftIterations: number;
 }
 
 /** What every stage of runCluster reads. */
@@ -412,7 +413,7 @@ async function embed(st: Stage, f: Features, perplexity: number, threads: number
     const prog = new Progress({ label: 'cluster t-SNE', total: tsne.opts.iterations, unit: 'iterations', quiet: opts.quiet });
     await tsne.run(() => prog.tick(1));
     prog.finish();
-    return { Y: tsne.embedding, kl: tsne.klDivergence(), opts: tsne.opts, neighbourRecall: tsne.neighbourRecall };
+    return { Y: tsne.embedding, kl: tsne.klDivergence(), opts: tsne.opts, neighbourRecall: tsne.neighbourRecall, fftIterations: tsne.fftIterations };
   } finally {
     await tsne.close();
   }
@@ -451,6 +452,7 @@ function clusterResult(st: Stage, perplexity: number, f: Features, emb: Embeddin
     pcaDims: f.fd < d ? f.fd : 0,
     theta: emb.opts.theta,
     tsneMethod: emb.opts.method,
+    ...(emb.opts.method === 'mixed' ? { fftIterations: emb.fftIterations } : {}),
     iterations: emb.opts.iterations,
     earlyExaggeration: emb.opts.earlyExaggeration,
     bootstrap: mopts.bootstrap,

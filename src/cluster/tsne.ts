@@ -26,25 +26,40 @@ import { Rng } from '../util/rng.js';
 import { checkPerplexity, conditionalP, jointP, neighboursFor, type SparseP } from './affinity.js';
 import { knn, type KnnResult } from './knn.js';
 import { knnScreened } from './knn-screen.js';
+import { knnPruned, prunable } from './knn-prune.js';
 import { estimateRecall, knnApprox } from './knn-approx.js';
 import { exactRepulsion, exactZ, klWithZ } from './tsne-exact.js';
 import { pca } from './pca.js';
 import { QuadTree, repulsionAll } from './quadtree.js';
 import { ClusterPool } from './pool.js';
-import { attraction } from './attraction.js';
+import { attraction, bfsOrder } from './attraction.js';
 import { InterpRepulsion } from './interp.js';
+import { smoothSize } from './fft.js';
 
 export { exactGradient, exactKl, exactRepulsion, exactZ, klWithZ } from './tsne-exact.js';
 
-/** How the repulsive sums are computed: 'bh' (Barnes–Hut), 'fft' (FFT interpolation), 'auto' (fft from FFT_MIN_POINTS). */
+/** How the repulsive sums are computed: 'bh' (Barnes–Hut), 'fft' (FFT interpolation), 'auto' ('mixed' from MIXED_MIN_POINTS, 'bh' below). */
 export type TsneMethod = 'auto' | 'bh' | 'fft';
 /**
- * 'auto' switches from Barnes–Hut to FFT interpolation at this many points. None yet: with box
- * width 1 the grid grows with the embedding's area (∝ N), and one FFT iteration costs more than
- * one Barnes–Hut iteration at every size measured, 5× at 10,000 points and 1.7–2.4× at
- * 100,000–200,000 (bench/tsne-interp.ts; bench/RESULTS.md, "t-SNE scaling").
+ * 'mixed' (what 'auto' runs from MIXED_MIN_POINTS points) takes FFT interpolation in an iteration
+ * whose grid is small for N, L² · log2 L < FFT_GRID_PER_POINT · N (L = 6 × boxes per axis, the
+ * FFT's size; src/cluster/interp.ts), and Barnes–Hut in the others. The grid grows with the map's
+ * span, not with N: early exaggeration keeps the map small, so those iterations go to the FFT.
+ * Measured (bench/tsne-interp.ts, one thread): at 100,000 points, iteration 150, L = 324, the FFT
+ * path costs 35 ms and Barnes–Hut 139 ms; on the final map, L = 972, 141 ms against 77 ms. The
+ * transforms cost about 21 ns × L² log2 L and the spreading and interpolation about 0.17 µs per
+ * point, against Barnes–Hut's 0.8–1.4 µs per point: the FFT wins while L² log2 L < ~30 N.
+ * The choice depends on Y only, so the same seed gives the same map on any number of threads.
  */
-export const FFT_MIN_POINTS = Number.POSITIVE_INFINITY;
+export const FFT_GRID_PER_POINT = 30;
+/** True when an iteration on an L × L grid with n points takes FFT interpolation under 'mixed'. */
+export function fftIteration(L: number, n: number): boolean {
+  return L * L * Math.log2(L) < FFT_GRID_PER_POINT * n;
+}
+/** The smallest grid's L: 6 × the boxes of an embedding narrower than 50 box widths (54 = the first 2^a·3^b ≥ 50). */
+const MIN_GRID = 6 * smoothSize(50);
+/** 'auto' is 'mixed' from this many points (29,183): where the smallest grid passes fftIteration. */
+export const MIXED_MIN_POINTS = Math.floor((MIN_GRID * MIN_GRID * Math.log2(MIN_GRID)) / FFT_GRID_PER_POINT) + 1;
 
 /**
  * From this many points, neighbours 'auto' would take the approximate search (src/cluster/knn-approx.ts).
@@ -60,7 +75,7 @@ export interface TsneOptions {
   perplexity?: number;
   /** Barnes–Hut opening angle (default 0.5); 0 runs the exact O(N²) gradient (whatever the method). */
   theta?: number;
-  /** Repulsion: 'auto' (default: FFT interpolation from FFT_MIN_POINTS points, Barnes–Hut below; at present Barnes–Hut always), 'bh' or 'fft'. */
+  /** Repulsion: 'auto' (default: 'mixed' from MIXED_MIN_POINTS points, Barnes–Hut below), 'bh' or 'fft'. */
   method?: TsneMethod;
   /** Total iterations including early exaggeration (default 1000). */
   iterations?: number;
@@ -102,8 +117,8 @@ export interface TsneOptions {
 interface Resolved {
   perplexity: number;
   theta: number;
-  /** The repulsion in use: 'exact' when theta is 0. */
-  method: 'bh' | 'fft' | 'exact';
+  /** The repulsion in use: 'exact' when theta is 0; 'mixed' is FFT or Barnes–Hut by iteration (see fftIteration). */
+  method: 'bh' | 'fft' | 'mixed' | 'exact';
   iterations: number;
   earlyExaggeration: number;
   exaggerationIterations: number;
@@ -145,6 +160,8 @@ export class Tsne {
   lastZ = 0;
   /** Share of the exact k neighbours the approximate search found, on sampled rows (null: exact search). */
   neighbourRecall: { recall: number; rows: number } | null = null;
+  /** Iterations whose repulsion was FFT-interpolated ('fft': all; 'mixed': those with a small grid). */
+  fftIterations = 0;
   private ownsPool = true;
 
   private constructor(X: Float64Array | Float32Array, n: number, d: number, P: SparseP, opts: Resolved, init: Float64Array | 'pca' | 'random', pool: ClusterPool | null) {
@@ -164,8 +181,8 @@ export class Tsne {
     this.gains = new Float64Array(2 * n).fill(1);
     this.grad = new Float64Array(2 * n);
     this.attr = mk(2 * n);
-    if (opts.method === 'fft') this.interp = new InterpRepulsion(n, shared);
-    else this.tree = new QuadTree(n, shared);
+    if (opts.method === 'fft' || opts.method === 'mixed') this.interp = new InterpRepulsion(n, shared);
+    if (opts.method !== 'fft') this.tree = new QuadTree(n, shared);
   }
 
   /** Resolve options, compute the kNN graph and the joint P. */
@@ -183,7 +200,7 @@ export class Tsne {
     const opts: Resolved = {
       perplexity,
       theta,
-      method: theta === 0 ? 'exact' : method === 'auto' ? (n >= FFT_MIN_POINTS ? 'fft' : 'bh') : method,
+      method: theta === 0 ? 'exact' : method === 'auto' ? (n >= MIXED_MIN_POINTS ? 'mixed' : 'bh') : method,
       iterations: options.iterations ?? 1000,
       earlyExaggeration,
       exaggerationIterations: options.exaggerationIterations ?? 250,
@@ -214,14 +231,15 @@ export class Tsne {
         recall = estimateRecall(X, n, d, nn, 200, opts.seed);
       } else if (pool) nn = await pool.knn(X, n, d, k, options.onNeighbours && ((done) => options.onNeighbours!(done, n)));
       else {
-        // wide data through the float32 screen (identical result), else the float64 pass
-        nn = (await knnScreened(X, n, d, k, { threads: 1 })) ?? knn(X, n, d, k);
+        // wide data through the float32 screen, narrow data with block bounds (identical results), else the float64 pass
+        nn = (await knnScreened(X, n, d, k, { threads: 1 })) ?? (prunable(X, n, d, k) ? knnPruned(X, n, d, k) : knn(X, n, d, k));
         options.onNeighbours?.(n, n);
       }
       onStage?.('perplexity calibration');
       const Pc = pool ? await pool.conditionalP(nn, n, perplexity) : conditionalP(nn, n, perplexity).P;
       let P = jointP(nn, Pc, n);
       if (pool) P = shareP(P);
+      P.order = bfsOrder(P, pool !== null);
       const init = options.init ?? 'pca';
       if (init instanceof Float64Array && init.length !== 2 * n) throw new LobesError(`init has ${init.length} values, expected ${2 * n}`);
       const t = new Tsne(X, n, d, P, opts, init, pool);
@@ -275,8 +293,8 @@ export class Tsne {
       this.step();
       return;
     }
-    if (this.interp) {
-      await this.pool.interpGradient(this.interp, this.Y, this.n, this.Frep, this.Zi, this.P, this.exaggeration, this.attr);
+    if (this.fftNow()) {
+      await this.pool.interpGradient(this.interp!, this.Y, this.n, this.Frep, this.Zi, this.P, this.exaggeration, this.attr);
     } else {
       const tree = this.tree!;
       tree.build(this.Y, this.n);
@@ -300,11 +318,18 @@ export class Tsne {
     this.pool = null;
   }
 
+  /** Whether this iteration's repulsion is FFT-interpolated (counted in fftIterations). */
+  private fftNow(): boolean {
+    const fft = this.opts.method === 'fft' || (this.opts.method === 'mixed' && fftIteration(this.interp!.gridSize(this.Y), this.n));
+    if (fft) this.fftIterations++;
+    return fft;
+  }
+
   private computeRepulsionLocal(): void {
     if (this.opts.method === 'exact') {
       exactRepulsion(this.Y, this.n, this.Frep, this.Zi);
-    } else if (this.interp) {
-      this.interp.compute(this.Y, this.Frep, this.Zi);
+    } else if (this.fftNow()) {
+      this.interp!.compute(this.Y, this.Frep, this.Zi);
     } else {
       const tree = this.tree!;
       tree.build(this.Y, this.n);
@@ -338,7 +363,10 @@ export class Tsne {
     }
     const maxStep = this.opts.maxStepNorm;
     if (maxStep < Number.POSITIVE_INFINITY) {
+      // Math.hypot is slow: only steps whose squared norm comes near the clip need it (the same clips)
+      const near = 0.999 * maxStep * maxStep;
       for (let i = 0; i < n; i++) {
+        if (!(up[2 * i] * up[2 * i] + up[2 * i + 1] * up[2 * i + 1] > near)) continue;
         const norm = Math.hypot(up[2 * i], up[2 * i + 1]);
         if (norm > maxStep) {
           up[2 * i] *= maxStep / norm;

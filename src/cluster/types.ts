@@ -17,8 +17,10 @@ export interface ClusterSettings {
   perplexity: number;
   pcaDims: number;
   theta: number;
-  /** The t-SNE repulsion used: Barnes–Hut, FFT interpolation, or exact (theta 0). */
-  tsneMethod?: 'bh' | 'fft' | 'exact';
+  /** The t-SNE repulsion used: Barnes–Hut, FFT interpolation, both by iteration ('mixed'), or exact (theta 0). */
+  tsneMethod?: 'bh' | 'fft' | 'mixed' | 'exact';
+  /** Iterations whose repulsion was FFT-interpolated (under 'mixed', those whose grid was small for N). */
+  fftIterations?: number;
   iterations: number;
   earlyExaggeration: number;
   bootstrap: number;

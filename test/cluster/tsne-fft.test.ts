@@ -3,7 +3,7 @@ import { Rng } from '../../src/util/rng.js';
 import { blobs } from './blobs.js';
 import { fftColumns, fftPlan, naiveDft, smoothSize, isSmooth, transposeRows } from '../../src/cluster/fft.js';
 import { InterpRepulsion, lagrange3 } from '../../src/cluster/interp.js';
-import { Tsne, exactRepulsion, tsneGradient, exactKl, FFT_MIN_POINTS } from '../../src/cluster/tsne.js';
+import { Tsne, exactRepulsion, tsneGradient, exactKl, MIXED_MIN_POINTS, fftIteration } from '../../src/cluster/tsne.js';
 import { denseP } from '../../src/cluster/affinity.js';
 import { QuadTree, repulsionAll } from '../../src/cluster/quadtree.js';
 
@@ -225,9 +225,55 @@ describe('t-SNE with FFT interpolation', () => {
     expect(right / n).toBeGreaterThan(0.99);
   });
 
-  it('auto picks Barnes–Hut below FFT_MIN_POINTS; theta 0 is exact; a bad method is an error', async () => {
+  it("'mixed' (auto from MIXED_MIN_POINTS) takes the FFT in iterations with a small grid and Barnes–Hut in the others", async () => {
+    // the rule: the smallest grid (54 boxes, L = 324) passes from MIXED_MIN_POINTS points; a grid 4× as wide does not
+    expect(MIXED_MIN_POINTS).toBe(29183);
+    expect(fftIteration(324, MIXED_MIN_POINTS)).toBe(true);
+    expect(fftIteration(324, MIXED_MIN_POINTS - 1)).toBe(false);
+    expect(fftIteration(1296, MIXED_MIN_POINTS)).toBe(false);
+    const n = MIXED_MIN_POINTS;
+    const { X } = blobs(n, 4, 4, 8, 7);
+    const make = (method?: 'bh' | 'fft') => Tsne.create(X, n, 4, { perplexity: 10, seed: 3, method });
+    const [mixed, fft, bh] = await Promise.all([make(), make('fft'), make('bh')]);
+    expect(mixed.opts.method).toBe('mixed');
+    // a wide map: 600 across, a grid far above the rule (L = 6 · 648)
+    const wide = new Float64Array(2 * n).map((_, t) => ((t * 7919) % 601) - 300);
+    const one = (t: Tsne, start: 'pca' | 'wide') => {
+      t.init();
+      if (start === 'wide') t.Y.set(wide);
+      t.step();
+      return Float64Array.from(t.Y);
+    };
+    const same = (a: Float64Array, b: Float64Array) => a.every((v, i) => Object.is(v, b[i]));
+    // the PCA start is compact: the FFT's step, to the bit
+    const m0 = one(mixed, 'pca');
+    expect(mixed.fftIterations).toBe(1);
+    expect(same(m0, one(fft, 'pca'))).toBe(true);
+    expect(same(m0, one(bh, 'pca'))).toBe(false);
+    // the wide start: Barnes–Hut's step (the FFT's would need a 3888² grid)
+    const m1 = one(mixed, 'wide');
+    expect(mixed.fftIterations).toBe(1);
+    expect(same(m1, one(bh, 'wide'))).toBe(true);
+    // on two threads: both kinds of iteration give the same coordinates as on one
+    const two = await Tsne.create(X, n, 4, { perplexity: 10, seed: 3, threads: 2 });
+    const run = async (t: Tsne) => {
+      t.init();
+      for (let i = 0; i < 3; i++) await t.stepAsync();
+      const compact = Float64Array.from(t.Y);
+      t.Y.set(wide);
+      for (let i = 0; i < 2; i++) await t.stepAsync();
+      return [compact, Float64Array.from(t.Y)];
+    };
+    const [a1, b1] = await run(mixed);
+    const [a2, b2] = await run(two);
+    await two.close();
+    expect(same(a1, a2)).toBe(true);
+    expect(same(b1, b2)).toBe(true);
+    expect(two.fftIterations).toBe(3);
+  });
+  it('auto picks Barnes–Hut below MIXED_MIN_POINTS; theta 0 is exact; a bad method is an error', async () => {
     const { X } = blobs(100, 5, 2, 3, 1);
-    expect(100 < FFT_MIN_POINTS).toBe(true);
+    expect(100 < MIXED_MIN_POINTS).toBe(true);
     expect((await Tsne.create(X, 100, 5, { perplexity: 10 })).opts.method).toBe('bh');
     expect((await Tsne.create(X, 100, 5, { perplexity: 10, method: 'fft' })).opts.method).toBe('fft');
     expect((await Tsne.create(X, 100, 5, { perplexity: 10, theta: 0, method: 'fft' })).opts.method).toBe('exact');

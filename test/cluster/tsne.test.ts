@@ -3,7 +3,7 @@ import { Matrix, SingularValueDecomposition } from 'ml-matrix';
 import { Rng } from '../../src/util/rng.js';
 import { blobs } from './blobs.js';
 import { Tsne, exactGradient, exactKl, tsneGradient, exactRepulsion, klWithZ, exactZ } from '../../src/cluster/tsne.js';
-import { attraction, attractionJs } from '../../src/cluster/attraction.js';
+import { attraction, attractionJs, bfsOrder } from '../../src/cluster/attraction.js';
 import type { SparseP } from '../../src/cluster/affinity.js';
 import { conditionalP, jointP, denseP, checkPerplexity, neighboursFor } from '../../src/cluster/affinity.js';
 import { knn } from '../../src/cluster/knn.js';
@@ -175,7 +175,7 @@ describe('gradient', () => {
     }
     expect(Math.sqrt(num / den)).toBeLessThan(5e-3);
   });
-  it('coincident points: a last-level leaf and a group larger than GROUP_SIZE still give exact sums at theta 0', () => {
+  it('coincident points: one zero-width leaf, a group larger than GROUP_SIZE, and exact sums at theta 0', () => {
     // at theta 0 every list holds all 3000 points: the scratch memory must grow mid-walk
     const n = 3000;
     const Y = randomY(n, 21, 6);
@@ -190,7 +190,82 @@ describe('gradient', () => {
     exactRepulsion(Y, n, Fe, Ze);
     const tree = new QuadTree(n);
     tree.build(Y, n);
+    // the 250 copies are one leaf of width 0 centred exactly on them
+    const t = tree.t;
+    const leaves = [];
+    for (let id = 0; id < t.nodes; id++) if (t.child[id] === -1 && t.leaf[2 * id + 1] - t.leaf[2 * id] === 250) leaves.push(id);
+    expect(leaves.length).toBe(1);
+    expect([...t.node.subarray(4 * leaves[0], 4 * leaves[0] + 4)]).toEqual([1.25, -0.5, 0, 250]);
     for (const [theta, tol] of [[0, 1e-12], [0.2, 5e-3], [0.5, 3e-2]] as const) {
+      const F = new Float64Array(2 * n);
+      const Zi = new Float64Array(n);
+      repulsionAll(tree, Y, theta, F, Zi);
+      for (let i = 0; i < n; i++) {
+        expect(Math.abs(Zi[i] - Ze[i]) / Ze[i]).toBeLessThan(tol);
+        const scale = Math.hypot(Fe[2 * i], Fe[2 * i + 1]) + 1e-3 * Ze[i] / n;
+        expect(Math.hypot(F[2 * i] - Fe[2 * i], F[2 * i + 1] - Fe[2 * i + 1]) / scale).toBeLessThan(theta === 0 ? 1e-9 : 10 * tol);
+      }
+    }
+  });
+  it('clusters packed below the grid resolution get grids of their own: small leaves, and sums within the theta bound', () => {
+    // three clusters of 600 points, each spread over 1e-7 (two levels: one of them holds a
+    // sub-cluster over 1e-13), in a map 10 wide: below 2^-15 of the span, as early exaggeration packs them
+    const n = 2000;
+    const rng = new Rng(23);
+    const Y = new Float64Array(2 * n);
+    const centres = [[-4, 1], [3, -2], [0.5, 4.5]];
+    for (let i = 0; i < n; i++) {
+      const c = i < 1800 ? centres[Math.floor(i / 600)] : null;
+      if (!c) {
+        Y[2 * i] = 10 * rng.next() - 5;
+        Y[2 * i + 1] = 10 * rng.next() - 5;
+      } else {
+        const s = i >= 1200 && i < 1500 ? 1e-13 : 1e-7;
+        Y[2 * i] = c[0] + s * (rng.next() - 0.5);
+        Y[2 * i + 1] = c[1] + s * (rng.next() - 0.5);
+      }
+    }
+    const tree = new QuadTree(n);
+    tree.build(Y, n);
+    const t = tree.t;
+    let maxLeaf = 0;
+    let maxGroup = 0;
+    for (let id = 0; id < t.nodes; id++) if (t.child[id] === -1) maxLeaf = Math.max(maxLeaf, t.leaf[2 * id + 1] - t.leaf[2 * id]);
+    for (let g = 0; g < t.ngroups; g++) maxGroup = Math.max(maxGroup, t.leaf[2 * t.groups[g] + 1] - t.leaf[2 * t.groups[g]]);
+    expect(maxLeaf).toBeLessThanOrEqual(8);
+    expect(maxGroup).toBeLessThanOrEqual(GROUP_SIZE);
+    // every node's points fit in its cell: the tree is deeper than one grid and still a quadtree
+    let deepest = 0;
+    for (let id = 0; id < t.nodes; id++) {
+      const w = Math.sqrt(t.node[4 * id + 2]);
+      let x0 = Infinity, x1 = -Infinity, y0 = Infinity, y1 = -Infinity;
+      for (let p = t.leaf[2 * id]; p < t.leaf[2 * id + 1]; p++) {
+        const i = t.order[p];
+        x0 = Math.min(x0, Y[2 * i]);
+        x1 = Math.max(x1, Y[2 * i]);
+        y0 = Math.min(y0, Y[2 * i + 1]);
+        y1 = Math.max(y1, Y[2 * i + 1]);
+      }
+      if (x1 >= x0) {
+        expect(Math.max(x1 - x0, y1 - y0)).toBeLessThanOrEqual(w);
+        if (t.node[4 * id + 3] > 1) deepest = Math.max(deepest, 10 / w);
+      }
+    }
+    expect(deepest).toBeGreaterThan(2 ** 30);
+    // the groups still tile the points, in the tree's order
+    const seen = new Uint8Array(n);
+    for (let p = 0; p < n; p++) seen[t.order[p]]++;
+    expect(seen.every((v) => v === 1)).toBe(true);
+    let next = 0;
+    for (let g = 0; g < t.ngroups; g++) {
+      expect(t.leaf[2 * t.groups[g]]).toBe(next);
+      next = t.leaf[2 * t.groups[g] + 1];
+    }
+    expect(next).toBe(n);
+    const Fe = new Float64Array(2 * n);
+    const Ze = new Float64Array(n);
+    exactRepulsion(Y, n, Fe, Ze);
+    for (const [theta, tol] of [[0, 1e-12], [0.5, 3e-2]] as const) {
       const F = new Float64Array(2 * n);
       const Zi = new Float64Array(n);
       repulsionAll(tree, Y, theta, F, Zi);
@@ -262,6 +337,25 @@ describe('gradient', () => {
         fx += (P.vals[t] / (1 + dx * dx + dy * dy)) * dx;
       }
       expect(a[2 * i]).toBeCloseTo(ex * fx, 12);
+    }
+    // with a row order (breadth first over P's graph): ranges of positions, every row's sum the same to the bit
+    const P3 = randomP(n, 101);
+    const plain = new Float64Array(2 * n);
+    attractionJs(P3, Y, 12, plain);
+    const order = bfsOrder(P3);
+    expect([...order].sort((x, y) => x - y)).toEqual(Array.from({ length: n }, (_, i) => i));
+    // a row's columns come after it or before it in the order: the first row's columns follow it directly
+    expect(Array.from(order.subarray(1, 1 + new Set(P3.cols.subarray(P3.rowPtr[0], P3.rowPtr[1])).size)).sort()).toEqual([...new Set(Array.from(P3.cols.subarray(P3.rowPtr[0], P3.rowPtr[1])).filter((j) => j !== 0))].sort());
+    const Po = { ...P3, order, id: 102 };
+    for (const cuts of [[0, n], [0, 40, 41, 100, n]]) {
+      const a = new Float64Array(2 * n).fill(NaN);
+      const b = new Float64Array(2 * n).fill(NaN);
+      for (let c = 0; c + 1 < cuts.length; c++) {
+        attraction(Po, Y, 12, a, cuts[c], cuts[c + 1]);
+        attractionJs(Po, Y, 12, b, cuts[c], cuts[c + 1]);
+      }
+      expect(Array.from(a)).toEqual(Array.from(plain));
+      expect(Array.from(b)).toEqual(Array.from(plain));
     }
   });
   it('the WebAssembly SIMD pair kernel and its JavaScript twin agree bit for bit, and equal a direct sum', () => {
