@@ -154,7 +154,6 @@ export function attractionJs(P: SparseP, Y: Float64Array, ex: number, out: Float
       const pw = vals[t] / (1 + dx * dx + dy * dy);
       fx += pw * dx;
       fy += pw * dy;
-      t++;
     }
     out[2 * i] = ex * (fx + gx);
     out[2 * i + 1] = ex * (fy + gy);
