@@ -64,6 +64,13 @@ export interface InterpGrid {
   box: Int32Array;
   wx: Float64Array;
   wy: Float64Array;
+  /**
+   * The points by box row, in point order within a row (byRow[rowStart[b] … rowStart[b+1]) are
+   * row b's): threads that spread disjoint box rows write disjoint node rows, each node in the
+   * order of the single-thread spread. rowStart has room for nb + 1 entries.
+   */
+  byRow: Int32Array;
+  rowStart: Int32Array;
 }
 
 /** Lagrange weights of the nodes 1/6, 1/2, 5/6 at t ∈ [0, 1], into w[o..o+2]. */
@@ -142,6 +149,36 @@ export const interpWork = {
     fftColumns(plan, g.Ar, g.Ai, g.Tr, g.Ti, g.L, c0, c1, true);
     fftColumns(plan, g.Br, g.Bi, g.Tr, g.Ti, g.L, c0, c1, true);
   },
+  /** Zero rows [r0, r1) of the four charge grids (all L columns). */
+  zeroRows(g: InterpGrid, r0: number, r1: number): void {
+    for (const a of [g.Ar, g.Ai, g.Br, g.Bi]) a.fill(0, r0 * g.L, r1 * g.L);
+  },
+  /** Points [i0, i1): their boxes and Lagrange weights. */
+  weights(g: InterpGrid, Y: Float64Array, i0: number, i1: number): void {
+    const { nb, h, box, wx, wy } = g;
+    for (let i = i0; i < i1; i++) {
+      const ux = (Y[2 * i] - g.lox) / h;
+      const uy = (Y[2 * i + 1] - g.loy) / h;
+      const bx = Math.min(nb - 1, Math.max(0, Math.floor(ux)));
+      const by = Math.min(nb - 1, Math.max(0, Math.floor(uy)));
+      box[2 * i] = bx;
+      box[2 * i + 1] = by;
+      lagrange3(ux - bx, wx, 3 * i);
+      lagrange3(uy - by, wy, 3 * i);
+    }
+  },
+  /** The points of box rows [b0, b1) (byRow, after sortRows) spread onto their nodes, in point order. */
+  spreadRows(g: InterpGrid, Y: Float64Array, b0: number, b1: number): void {
+    const { nb, L, h, Ar, Ai, Br, Bi, box, wx, wy, byRow, rowStart } = g;
+    const cx = g.lox + (nb * h) / 2;
+    const cy = g.loy + (nb * h) / 2;
+    for (let p = rowStart[b0]; p < rowStart[b1]; p++) {
+      const i = byRow[p];
+      const xc = Y[2 * i] - cx;
+      const yc = Y[2 * i + 1] - cy;
+      spreadPoint(L, box[2 * i], box[2 * i + 1], wx, wy, i, xc, yc, xc * xc + yc * yc, Ar, Ai, Br, Bi);
+    }
+  },
   /** Interpolate the potentials back to points [i0, i1) and form F and Z_i. */
   interpolate(g: InterpGrid, Y: Float64Array, i0: number, i1: number, F: Float64Array, Zi: Float64Array): void {
     const { L, box, wx, wy, Ar, Ai, Br, Bi } = g;
@@ -171,6 +208,31 @@ export const interpWork = {
   },
 };
 
+/** Point i's charges onto the 3 × 3 nodes of its box (bx, by): the one loop of both spreads. */
+function spreadPoint(L: number, bx: number, by: number, wx: Float64Array, wy: Float64Array, i: number, xc: number, yc: number, r2: number, Ar: Float64Array, Ai: Float64Array, Br: Float64Array, Bi: Float64Array): void {
+  for (let b = 0; b < 3; b++) {
+    const row = (3 * by + b) * L + 3 * bx;
+    const vy = wy[3 * i + b];
+    for (let a = 0; a < 3; a++) {
+      const w = vy * wx[3 * i + a];
+      Ar[row + a] += w;
+      Ai[row + a] += w * xc;
+      Br[row + a] += w * yc;
+      Bi[row + a] += w * r2;
+    }
+  }
+}
+
+/** byRow and rowStart of g from the boxes (a counting sort by box row; stable, so point order within a row). */
+export function sortRows(g: InterpGrid, n: number): void {
+  const { nb, box, byRow, rowStart } = g;
+  rowStart.fill(0, 0, nb + 1);
+  for (let i = 0; i < n; i++) rowStart[box[2 * i + 1] + 1]++;
+  for (let b = 0; b < nb; b++) rowStart[b + 1] += rowStart[b];
+  const next = rowStart.slice(0, nb);
+  for (let i = 0; i < n; i++) byRow[next[box[2 * i + 1]]++] = i;
+}
+
 /** Owner of the grid buffers: sizes the grid from Y and spreads the charges. */
 export class InterpRepulsion {
   g: InterpGrid;
@@ -183,7 +245,8 @@ export class InterpRepulsion {
     this.boxWidth = opts.boxWidth ?? 1;
     const f = (len: number) => new Float64Array(shared ? new SharedArrayBuffer(len * 8) : new ArrayBuffer(len * 8));
     const e = new Float64Array(0);
-    this.g = { nb: 0, M: 0, L: 0, lox: 0, loy: 0, h: 1, Kh: e, kL: 0, kh: 0, Kr: e, Ki: e, Ar: e, Ai: e, Br: e, Bi: e, Tr: e, Ti: e, box: new Int32Array(shared ? new SharedArrayBuffer(8 * n) : new ArrayBuffer(8 * n)), wx: f(3 * n), wy: f(3 * n) };
+    const i32 = (len: number) => new Int32Array(shared ? new SharedArrayBuffer(4 * len) : new ArrayBuffer(4 * len));
+    this.g = { nb: 0, M: 0, L: 0, lox: 0, loy: 0, h: 1, Kh: e, kL: 0, kh: 0, Kr: e, Ki: e, Ar: e, Ai: e, Br: e, Bi: e, Tr: e, Ti: e, box: i32(2 * n), wx: f(3 * n), wy: f(3 * n), byRow: i32(n), rowStart: i32(1) };
   }
 
   /** The FFT size L = 6 × boxes the grid for Y would have (nothing is sized or allocated). */
@@ -231,6 +294,7 @@ export class InterpRepulsion {
     g.h = h;
     g.lox = (xmin + xmax) / 2 - (nb * h) / 2;
     g.loy = (ymin + ymax) / 2 - (nb * h) / 2;
+    if (g.rowStart.length < nb + 1) g.rowStart = new Int32Array(this.shared ? new SharedArrayBuffer(4 * (nb + 1)) : new ArrayBuffer(4 * (nb + 1)));
     if (L * L > this.cap) {
       const cap = L * L;
       const f = () => new Float64Array(this.shared ? new SharedArrayBuffer(cap * 8) : new ArrayBuffer(cap * 8));
@@ -266,18 +330,7 @@ export class InterpRepulsion {
       lagrange3(uy - by, wy, 3 * i);
       const xc = x - cx;
       const yc = y - cy;
-      const r2 = xc * xc + yc * yc;
-      for (let b = 0; b < 3; b++) {
-        const row = (3 * by + b) * L + 3 * bx;
-        const vy = wy[3 * i + b];
-        for (let a = 0; a < 3; a++) {
-          const w = vy * wx[3 * i + a];
-          Ar[row + a] += w;
-          Ai[row + a] += w * xc;
-          Br[row + a] += w * yc;
-          Bi[row + a] += w * r2;
-        }
-      }
+      spreadPoint(L, bx, by, wx, wy, i, xc, yc, xc * xc + yc * yc, Ar, Ai, Br, Bi);
     }
   }
 

@@ -13,7 +13,7 @@ import { prunable, prunedBlocks, pruneJob } from './knn-prune.js';
 import { approxRows, approxSearch, type ApproxKnnOptions } from './knn-approx.js';
 import { groupRanges, repulsion, type QuadTree } from './quadtree.js';
 import { attraction } from './attraction.js';
-import { interpWork, type InterpRepulsion } from './interp.js';
+import { interpWork, sortRows, type InterpRepulsion } from './interp.js';
 import { conditionalRows, type SparseP } from './affinity.js';
 import { mulXBRows, mulXtBCols, type MatMulPool, type MulRequest } from './pca.js';
 import type { ProbeOptions } from './probe.js';
@@ -214,15 +214,33 @@ export class ClusterPool implements MatMulPool {
       await Promise.all(pending);
     };
     const last = parts - 1;
-    // the charges spread on this thread, in point order
-    rep.spread(Y);
+    // the charges: boxes and weights by points (and the grids zeroed by rows), the points sorted
+    // by box row here, then spread by bands of box rows with about equal numbers of points (a
+    // node gets its points in point order, as from the single-thread spread)
+    const pr = split(n);
+    const zr = split(L);
+    await phase(
+      (i) => ({ phase: 'weights', a: pr[i][0], b: pr[i][1], za: zr[i][0], zb: zr[i][1], Y }),
+      () => {
+        interpWork.weights(g, Y, pr[last][0], pr[last][1]);
+        interpWork.zeroRows(g, zr[last][0], zr[last][1]);
+      },
+    );
+    sortRows(g, n);
+    const bands: [number, number][] = [];
+    for (let p = 0, b = 0; p < parts; p++) {
+      const b0 = b;
+      const target = Math.round(((p + 1) * n) / parts);
+      while (b < g.nb && (p === last || g.rowStart[b + 1] <= target)) b++;
+      bands.push([b0, b]);
+    }
+    await phase((i) => ({ phase: 'spread', a: bands[i][0], b: bands[i][1], Y }), () => interpWork.spreadRows(g, Y, bands[last][0], bands[last][1]));
     const kc = split(L), ac = split(M);
     await phase((i) => ({ phase: 'pass1', a: ac[i][0], b: ac[i][1] }), () => interpWork.pass1(g, ac[last][0], ac[last][1]));
     await phase((i) => ({ phase: 'transpose', a: tri[i][0], b: tri[i][1] }), () => interpWork.transpose(g, tri[last][0], tri[last][1]));
     await phase((i) => ({ phase: 'middle', a: kc[i][0], b: kc[i][1] }), () => interpWork.middle(g, kc[last][0], kc[last][1]));
     await phase((i) => ({ phase: 'transpose', a: tri[i][0], b: tri[i][1] }), () => interpWork.transpose(g, tri[last][0], tri[last][1]));
     await phase((i) => ({ phase: 'pass2', a: ac[i][0], b: ac[i][1] }), () => interpWork.pass2(g, ac[last][0], ac[last][1]));
-    const pr = split(n);
     await phase(
       (i) => ({ phase: 'points', a: pr[i][0], b: pr[i][1], Y, F, Zi, P, ex, A }),
       () => {

@@ -41,7 +41,11 @@ parentPort!.on('message', (m: any) => {
       conditionalRows(m.dist2, m.k, m.perplexity, m.start, m.end, m.P, m.betas);
     } else if (m.cmd === 'interp') {
       const g = m.g;
-      if (m.phase === 'pass1') interpWork.pass1(g, m.a, m.b);
+      if (m.phase === 'weights') {
+        interpWork.weights(g, m.Y, m.a, m.b);
+        interpWork.zeroRows(g, m.za, m.zb);
+      } else if (m.phase === 'spread') interpWork.spreadRows(g, m.Y, m.a, m.b);
+      else if (m.phase === 'pass1') interpWork.pass1(g, m.a, m.b);
       else if (m.phase === 'middle') interpWork.middle(g, m.a, m.b);
       else if (m.phase === 'transpose') interpWork.transpose(g, m.a, m.b);
       else if (m.phase === 'pass2') interpWork.pass2(g, m.a, m.b);
