@@ -29,6 +29,7 @@
  * and points across threads (src/cluster/pool.ts) gives bit-identical results.
  */
 import { fftColumns, fftPlan, smoothSize, transposeRows, type FftPlan } from './fft.js';
+import { bounds, type Bounds } from './bounds.js';
 
 export interface InterpOptions {
   /** Boxes per axis at least (default 50). */
@@ -249,38 +250,25 @@ export class InterpRepulsion {
     this.g = { nb: 0, M: 0, L: 0, lox: 0, loy: 0, h: 1, Kh: e, kL: 0, kh: 0, Kr: e, Ki: e, Ar: e, Ai: e, Br: e, Bi: e, Tr: e, Ti: e, box: i32(2 * n), wx: f(3 * n), wy: f(3 * n), byRow: i32(n), rowStart: i32(1) };
   }
 
+  /** The square side of Y's bounding box (1e-3 when the points coincide), and the box. */
+  private span(Y: Float64Array): { span: number; b: Bounds } {
+    const b = bounds(Y, 0, this.n);
+    let span = Math.max(b.maxX - b.minX, b.maxY - b.minY);
+    if (!(span > 0)) span = 1e-3;
+    if (!Number.isFinite(span)) throw new Error('t-SNE embedding has non-finite coordinates');
+    return { span, b };
+  }
+
   /** The FFT size L = 6 × boxes the grid for Y would have (nothing is sized or allocated). */
   gridSize(Y: Float64Array): number {
-    let lo = Infinity, hi = -Infinity, lo2 = Infinity, hi2 = -Infinity;
-    for (let i = 0; i < this.n; i++) {
-      const x = Y[2 * i];
-      const y = Y[2 * i + 1];
-      if (x < lo) lo = x;
-      if (x > hi) hi = x;
-      if (y < lo2) lo2 = y;
-      if (y > hi2) hi2 = y;
-    }
-    const span = Math.max(hi - lo, hi2 - lo2);
-    if (!Number.isFinite(span)) throw new Error('t-SNE embedding has non-finite coordinates');
-    return 6 * smoothSize(Math.max(this.minBoxes, Math.ceil((span > 0 ? span : 1e-3) / this.boxWidth)));
+    return 6 * smoothSize(Math.max(this.minBoxes, Math.ceil(this.span(Y).span / this.boxWidth)));
   }
 
   /** Size the grid for Y (its buffers grow when needed). */
   size(Y: Float64Array): InterpGrid {
-    const n = this.n;
     const g = this.g;
-    let xmin = Infinity, xmax = -Infinity, ymin = Infinity, ymax = -Infinity;
-    for (let i = 0; i < n; i++) {
-      const x = Y[2 * i];
-      const y = Y[2 * i + 1];
-      if (x < xmin) xmin = x;
-      if (x > xmax) xmax = x;
-      if (y < ymin) ymin = y;
-      if (y > ymax) ymax = y;
-    }
-    let span = Math.max(xmax - xmin, ymax - ymin);
-    if (!(span > 0)) span = 1e-3;
-    if (!Number.isFinite(span)) throw new Error('t-SNE embedding has non-finite coordinates');
+    const { span, b } = this.span(Y);
+    const { minX: xmin, minY: ymin, maxX: xmax, maxY: ymax } = b;
     const need = Math.ceil(span / this.boxWidth);
     const nb = smoothSize(Math.max(this.minBoxes, need));
     const M = 3 * nb;
@@ -311,26 +299,14 @@ export class InterpRepulsion {
     const g = this.g;
     const { nb, L, h, Ar, Ai, Br, Bi, box, wx, wy } = g;
     // the charges occupy rows [0, M) and columns [0, M); the rest of each grid must be zero
-    Ar.fill(0, 0, L * L);
-    Ai.fill(0, 0, L * L);
-    Br.fill(0, 0, L * L);
-    Bi.fill(0, 0, L * L);
+    interpWork.zeroRows(g, 0, L);
+    interpWork.weights(g, Y, 0, n);
     const cx = g.lox + (nb * h) / 2;
     const cy = g.loy + (nb * h) / 2;
     for (let i = 0; i < n; i++) {
-      const x = Y[2 * i];
-      const y = Y[2 * i + 1];
-      const ux = (x - g.lox) / h;
-      const uy = (y - g.loy) / h;
-      const bx = Math.min(nb - 1, Math.max(0, Math.floor(ux)));
-      const by = Math.min(nb - 1, Math.max(0, Math.floor(uy)));
-      box[2 * i] = bx;
-      box[2 * i + 1] = by;
-      lagrange3(ux - bx, wx, 3 * i);
-      lagrange3(uy - by, wy, 3 * i);
-      const xc = x - cx;
-      const yc = y - cy;
-      spreadPoint(L, bx, by, wx, wy, i, xc, yc, xc * xc + yc * yc, Ar, Ai, Br, Bi);
+      const xc = Y[2 * i] - cx;
+      const yc = Y[2 * i + 1] - cy;
+      spreadPoint(L, box[2 * i], box[2 * i + 1], wx, wy, i, xc, yc, xc * xc + yc * yc, Ar, Ai, Br, Bi);
     }
   }
 

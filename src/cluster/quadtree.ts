@@ -23,6 +23,7 @@
  */
 
 import { repulsionSimd, sumPairsJs, type RepulsionSimd } from './repulsion-simd.js';
+import { bounds } from './bounds.js';
 
 export const MAX_LEVEL = 15;
 /** New grids under a last-level cell at most (see above). */
@@ -109,18 +110,7 @@ export class QuadTree {
       this.tmp = new Int32Array(n);
       this.codes = new Int32Array(n);
     }
-    let minX = Infinity;
-    let minY = Infinity;
-    let maxX = -Infinity;
-    let maxY = -Infinity;
-    for (let i = 0; i < n; i++) {
-      const x = Y[2 * i];
-      const y = Y[2 * i + 1];
-      if (x < minX) minX = x;
-      if (x > maxX) maxX = x;
-      if (y < minY) minY = y;
-      if (y > maxY) maxY = y;
-    }
+    const { minX, minY, maxX, maxY } = bounds(Y, 0, n);
     const side = Math.max(maxX - minX, maxY - minY, 1e-300) * (1 + 1e-9);
     const scale = 32768 / side;
     const raw = this.raw;
@@ -171,19 +161,7 @@ export class QuadTree {
   private regrid(lo: number, hi: number): number {
     const Y = this.Y;
     const order = this.t.order;
-    let minX = Infinity;
-    let minY = Infinity;
-    let maxX = -Infinity;
-    let maxY = -Infinity;
-    for (let t = lo; t < hi; t++) {
-      const i = order[t];
-      const x = Y[2 * i];
-      const y = Y[2 * i + 1];
-      if (x < minX) minX = x;
-      if (x > maxX) maxX = x;
-      if (y < minY) minY = y;
-      if (y > maxY) maxY = y;
-    }
+    const { minX, minY, maxX, maxY } = bounds(Y, lo, hi, order);
     const side = Math.max(maxX - minX, maxY - minY) * (1 + 1e-9);
     const scale = 32768 / side;
     if (!(side > 0) || !Number.isFinite(scale)) return 0;

@@ -4,19 +4,13 @@ import { knnPruned, prunable, pruneJob, PRUNE_MIN_ROWS } from '../../src/cluster
 import { ClusterPool } from '../../src/cluster/pool.js';
 import { OUT_STRIDE } from '../../src/cluster/dot-simd.js';
 import { Rng } from '../../src/util/rng.js';
+import { blobs } from './blobs.js';
 
 // The oracle is knnRows' float64 pass over every pair (knn): the pruned search must give its lists to the bit.
 
-/** C Gaussian clusters in d dimensions, centres `sep` apart per coordinate (scale). */
+/** C Gaussian clusters in d dimensions, centres N(0, sep²) per coordinate, unit spread (test/cluster/blobs.ts). */
 function clusters(n: number, d: number, seed: number, C = 8, sep = 3): Float64Array {
-  const rng = new Rng(seed);
-  const centres = Array.from({ length: C * d }, () => rng.normal() * sep);
-  const X = new Float64Array(n * d);
-  for (let i = 0; i < n; i++) {
-    const c = rng.int(C);
-    for (let j = 0; j < d; j++) X[i * d + j] = centres[c * d + j] + rng.normal();
-  }
-  return X;
+  return blobs(n, d, C, sep, seed).X;
 }
 
 function expectSame(a: KnnResult, b: KnnResult): void {

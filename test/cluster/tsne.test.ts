@@ -18,6 +18,23 @@ function randomY(n: number, seed: number, scale = 3): Float64Array {
 }
 
 /** Independent dense P: bisection on sigma per row over all other points, then (P + Pᵀ)/2N. */
+/** Barnes–Hut sums of a built tree against the exact O(N²) ones, for each [theta, tolerance] (theta 0: exact to rounding). */
+function expectNearExact(tree: QuadTree, Y: Float64Array, n: number, cases: (readonly [number, number])[]): void {
+  const Fe = new Float64Array(2 * n);
+  const Ze = new Float64Array(n);
+  exactRepulsion(Y, n, Fe, Ze);
+  for (const [theta, tol] of cases) {
+    const F = new Float64Array(2 * n);
+    const Zi = new Float64Array(n);
+    repulsionAll(tree, Y, theta, F, Zi);
+    for (let i = 0; i < n; i++) {
+      expect(Math.abs(Zi[i] - Ze[i]) / Ze[i]).toBeLessThan(tol);
+      const scale = Math.hypot(Fe[2 * i], Fe[2 * i + 1]) + (1e-3 * Ze[i]) / n;
+      expect(Math.hypot(F[2 * i] - Fe[2 * i], F[2 * i + 1] - Fe[2 * i + 1]) / scale).toBeLessThan(theta === 0 ? 1e-9 : 10 * tol);
+    }
+  }
+}
+
 function referenceP(X: Float64Array, n: number, d: number, perplexity: number): Float64Array {
   const P = new Float64Array(n * n);
   for (let i = 0; i < n; i++) {
@@ -185,9 +202,6 @@ describe('gradient', () => {
       Y[2 * i + 1] = -0.5;
     }
     expect(250).toBeGreaterThan(GROUP_SIZE);
-    const Fe = new Float64Array(2 * n);
-    const Ze = new Float64Array(n);
-    exactRepulsion(Y, n, Fe, Ze);
     const tree = new QuadTree(n);
     tree.build(Y, n);
     // the 250 copies are one leaf of width 0 centred exactly on them
@@ -196,16 +210,7 @@ describe('gradient', () => {
     for (let id = 0; id < t.nodes; id++) if (t.child[id] === -1 && t.leaf[2 * id + 1] - t.leaf[2 * id] === 250) leaves.push(id);
     expect(leaves.length).toBe(1);
     expect([...t.node.subarray(4 * leaves[0], 4 * leaves[0] + 4)]).toEqual([1.25, -0.5, 0, 250]);
-    for (const [theta, tol] of [[0, 1e-12], [0.2, 5e-3], [0.5, 3e-2]] as const) {
-      const F = new Float64Array(2 * n);
-      const Zi = new Float64Array(n);
-      repulsionAll(tree, Y, theta, F, Zi);
-      for (let i = 0; i < n; i++) {
-        expect(Math.abs(Zi[i] - Ze[i]) / Ze[i]).toBeLessThan(tol);
-        const scale = Math.hypot(Fe[2 * i], Fe[2 * i + 1]) + 1e-3 * Ze[i] / n;
-        expect(Math.hypot(F[2 * i] - Fe[2 * i], F[2 * i + 1] - Fe[2 * i + 1]) / scale).toBeLessThan(theta === 0 ? 1e-9 : 10 * tol);
-      }
-    }
+    expectNearExact(tree, Y, n, [[0, 1e-12], [0.2, 5e-3], [0.5, 3e-2]]);
   });
   it('clusters packed below the grid resolution get grids of their own: small leaves, and sums within the theta bound', () => {
     // three clusters of 600 points, each spread over 1e-7 (two levels: one of them holds a
@@ -262,19 +267,7 @@ describe('gradient', () => {
       next = t.leaf[2 * t.groups[g] + 1];
     }
     expect(next).toBe(n);
-    const Fe = new Float64Array(2 * n);
-    const Ze = new Float64Array(n);
-    exactRepulsion(Y, n, Fe, Ze);
-    for (const [theta, tol] of [[0, 1e-12], [0.5, 3e-2]] as const) {
-      const F = new Float64Array(2 * n);
-      const Zi = new Float64Array(n);
-      repulsionAll(tree, Y, theta, F, Zi);
-      for (let i = 0; i < n; i++) {
-        expect(Math.abs(Zi[i] - Ze[i]) / Ze[i]).toBeLessThan(tol);
-        const scale = Math.hypot(Fe[2 * i], Fe[2 * i + 1]) + 1e-3 * Ze[i] / n;
-        expect(Math.hypot(F[2 * i] - Fe[2 * i], F[2 * i + 1] - Fe[2 * i + 1]) / scale).toBeLessThan(theta === 0 ? 1e-9 : 10 * tol);
-      }
-    }
+    expectNearExact(tree, Y, n, [[0, 1e-12], [0.5, 3e-2]]);
   });
   it('any split of the groups gives bit-identical repulsion; the ranges tile the points', () => {
     const n = 3000;
