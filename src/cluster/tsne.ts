@@ -46,7 +46,7 @@ export type TsneMethod = 'auto' | 'bh' | 'fft';
  * FFT's size; src/cluster/interp.ts), and Barnes–Hut in the others. The grid grows with the map's
  * span, not with N: early exaggeration keeps the map small, so those iterations go to the FFT.
  * Measured (bench/tsne-interp.ts, one thread): at 100,000 points, iteration 150, L = 324, the FFT
- * path costs 35 ms and Barnes–Hut 139 ms; on the final map, L = 972, 141 ms against 77 ms. The
+ * path costs 31 ms and Barnes–Hut 145 ms; on the final map, L = 768, 186 ms against 92 ms. The
  * transforms cost about 21 ns × L² log2 L and the spreading and interpolation about 0.17 µs per
  * point, against Barnes–Hut's 0.8–1.4 µs per point: the FFT wins while L² log2 L < ~30 N.
  * The choice depends on Y only, so the same seed gives the same map on any number of threads.
