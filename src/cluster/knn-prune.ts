@@ -24,8 +24,7 @@
  * that of knnRows plus the ordering (O(n d log n)).
  */
 import { dotKernel, OUT_STRIDE } from './dot-simd.js';
-import { squaredNorms, push, orderRow, type Heap, type KnnResult } from './knn.js';
-import { pairSumsJs } from './knn-simd.js';
+import { finishRow, packQuads, scan, squaredNorms, type Heap, type KnnResult } from './knn.js';
 
 /** Rows at least for the pruned search (below, knnRows' single pass is as fast). */
 export const PRUNE_MIN_ROWS = 4096;
@@ -206,10 +205,8 @@ export function prunedBlocks(job: PruneJob, b0: number, b1: number): void {
     const q1 = start[qb + 1];
     const rows = q1 - q0;
     M.fill(0, 0, ypAt);
+    packQuads(M, 0, sqqAt, Xp, d, sq, q0, q1);
     for (let p = q0; p < q1; p++) {
-      const b = ((p - q0) >> 2) * 4 * d + ((p - q0) & 3);
-      for (let c = 0; c < d; c++) M[b + 4 * c] = Xp[p * d + c];
-      M[sqqAt + p - q0] = sq[p];
       let s = 0;
       for (let c = 0; c < d; c++) {
         const t = Xp[p * d + c] - cent[qb * d + c];
@@ -246,36 +243,16 @@ export function prunedBlocks(job: PruneJob, b0: number, b1: number): void {
         if (skip) continue;
         if (!packed) {
           M.fill(0, ypAt, outAt);
-          for (let j = j0; j < j1; j++) {
-            const b = ypAt + ((j - j0) >> 2) * 4 * d + ((j - j0) & 3);
-            for (let c = 0; c < d; c++) M[b + 4 * c] = Xp[j * d + c];
-            M[sqyAt + j - j0] = sq[j];
-          }
+          packQuads(M, ypAt, sqyAt, Xp, d, sq, j0, j1);
           packed = true;
         }
         simd.dist(r0 * d * 8, ypAt * 8, Math.ceil((j1 - j0) / 4), d, outAt * 8, (sqqAt + r0) * 8, sqyAt * 8);
         pairs += m * (j1 - j0);
-        for (let r = 0; r < m; r++) {
-          const h = heaps[r0 + r];
-          const self = q0 + r0 + r;
-          const o = outAt + r * JB - j0;
-          let top = h.size === k ? h.hd[0] : Infinity;
-          for (let j = j0; j < j1; j++) {
-            const v = M[o + j];
-            if (v > top || j === self) continue;
-            push(h, k, v, perm[j]);
-            if (h.size === k) top = h.hd[0];
-          }
-        }
+        for (let r = 0; r < m; r++) scan(M, outAt + r * JB - j0, j0, j1, q0 + r0 + r, heaps[r0 + r], k, perm);
       }
     }
     job.pairs[qb] = pairs;
-    for (let r = 0; r < rows; r++) {
-      const i = perm[q0 + r];
-      const h = heaps[r];
-      pairSumsJs(job.X, d, i, h.hi, h.size, 'diff', h.hd);
-      orderRow(h, i * k, job.indices, job.dist2);
-    }
+    for (let r = 0; r < rows; r++) finishRow(job.X, d, perm[q0 + r], heaps[r], perm[q0 + r] * k, job.indices, job.dist2);
   }
 }
 

@@ -167,11 +167,7 @@ export function knnRows(
   }
   const M = new Float64Array(simd.memory.buffer);
   M.fill(0, 0, outAt);
-  for (let i = start; i < end; i++) {
-    const b = ((i - start) >> 2) * 4 * d + ((i - start) & 3);
-    for (let c = 0; c < d; c++) M[b + 4 * c] = X[i * d + c];
-    M[sqqAt + i - start] = sq[i];
-  }
+  packQuads(M, 0, sqqAt, X, d, sq, start, end);
   const dist = simd.dist;
   const hd = new Float64Array(rows * k);
   const hi = new Int32Array(rows * k);
@@ -181,11 +177,7 @@ export function knnRows(
   for (let js = 0; js < n; js += JB) {
     const je = Math.min(js + JB, n);
     M.fill(0, ypAt, outAt);
-    for (let j = js; j < je; j++) {
-      const b = ypAt + ((j - js) >> 2) * 4 * d + ((j - js) & 3);
-      for (let c = 0; c < d; c++) M[b + 4 * c] = X[j * d + c];
-      M[sqyAt + j - js] = sq[j];
-    }
+    packQuads(M, ypAt, sqyAt, X, d, sq, js, je);
     const nblk = Math.ceil((je - js) / 4);
     for (let i0 = start; i0 < end; i0 += 4) {
       const m = Math.min(4, end - i0);
@@ -209,14 +201,30 @@ export function squaredNorms(X: Float64Array | Float32Array, n: number, d: numbe
 
 export type Heap = { hd: Float64Array; hi: Int32Array; size: number };
 
-/** Offer candidates j in [js, je) with distances M[o + j] to the heap of row i. */
-function scan(M: Float64Array, o: number, js: number, je: number, i: number, h: Heap, k: number): void {
+/**
+ * Rows [r0, r1) of X into the kernel's layout at float64 offset `at` (quads [4][d] interleaved
+ * by column: at[q][4 c + s] = x_{r0+4q+s}[c]), and their |x|² at `sqAt`. The caller zeroes the
+ * slots of a last, partial quad.
+ */
+export function packQuads(M: Float64Array, at: number, sqAt: number, X: Float64Array | Float32Array, d: number, sq: Float64Array, r0: number, r1: number): void {
+  for (let r = r0; r < r1; r++) {
+    const b = at + ((r - r0) >> 2) * 4 * d + ((r - r0) & 3);
+    for (let c = 0; c < d; c++) M[b + 4 * c] = X[r * d + c];
+    M[sqAt + r - r0] = sq[r];
+  }
+}
+
+/**
+ * Offer candidates j in [js, je) with distances M[o + j] to the heap of row i (skipping j = i);
+ * with `ids`, candidate j enters as ids[j] (row i's own position is still i).
+ */
+export function scan(M: Float64Array, o: number, js: number, je: number, i: number, h: Heap, k: number, ids: Int32Array | null = null): void {
   // candidates beyond the current k-th distance cannot enter (push re-checks ties)
   let top = h.size === k ? h.hd[0] : Infinity;
   for (let j = js; j < je; j++) {
     const v = M[o + j];
     if (v > top || j === i) continue;
-    push(h, k, v, j);
+    push(h, k, v, ids ? ids[j] : j);
     if (h.size === k) top = h.hd[0];
   }
 }
@@ -243,7 +251,7 @@ function finish(
  * pairSumsJs; the float32 screen of src/cluster/knn-screen.ts gets the same values from its SIMD
  * twin), then ascending order (ties by index).
  */
-function finishRow(X: Float64Array | Float32Array, d: number, i: number, h: Heap, ro: number, indices: Int32Array, dist2: Float64Array): void {
+export function finishRow(X: Float64Array | Float32Array, d: number, i: number, h: Heap, ro: number, indices: Int32Array, dist2: Float64Array): void {
   pairSumsJs(X, d, i, h.hi, h.size, 'diff', h.hd);
   orderRow(h, ro, indices, dist2);
 }

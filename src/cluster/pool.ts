@@ -64,10 +64,10 @@ export class ClusterPool implements MatMulPool {
     return out;
   }
 
-  /** Rows [r0, r1) in about 8 blocks per thread: even load, and progress at a useful grain. */
-  private blocksOf(r0: number, r1: number): [number, number][] {
+  /** Rows [r0, r1) in about `perThread` blocks per thread (default 8): even load, and progress at a useful grain. */
+  private blocksOf(r0: number, r1: number, perThread = 8): [number, number][] {
     const rows = r1 - r0;
-    const parts = Math.min(rows, 8 * (this.workers.length + 1));
+    const parts = Math.min(rows, perThread * (this.workers.length + 1));
     return Array.from({ length: parts }, (_, p) => [r0 + Math.floor((p * rows) / parts), r0 + Math.floor(((p + 1) * rows) / parts)]);
   }
 
@@ -110,8 +110,7 @@ export class ClusterPool implements MatMulPool {
       // narrow data, enough rows: the search with block bounds (src/cluster/knn-prune.ts; the same lists)
       const job = pruneJob(Xs, n, d, k, true);
       // small tasks: a worker whose task ends waits for this thread's task to end before it gets the next
-      const parts = Math.min(job.nb, 64 * (this.workers.length + 1));
-      const groups = Array.from({ length: parts }, (_, p): [number, number] => [Math.floor((p * job.nb) / parts), Math.floor(((p + 1) * job.nb) / parts)]);
+      const groups = this.blocksOf(0, job.nb, 64);
       let rowsDone = 0;
       await this.tasks(
         groups.length,

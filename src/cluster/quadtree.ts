@@ -112,18 +112,10 @@ export class QuadTree {
     }
     const { minX, minY, maxX, maxY } = bounds(Y, 0, n);
     const side = Math.max(maxX - minX, maxY - minY, 1e-300) * (1 + 1e-9);
-    const scale = 32768 / side;
-    const raw = this.raw;
-    for (let i = 0; i < n; i++) {
-      const ix = Math.min(32767, Math.floor((Y[2 * i] - minX) * scale));
-      const iy = Math.min(32767, Math.floor((Y[2 * i + 1] - minY) * scale));
-      raw[i] = interleave(ix) | (interleave(iy) << 1);
-    }
     const order = this.t.order;
     for (let i = 0; i < n; i++) order[i] = i;
-    sortByCode(order, raw, this.tmp, this.codes, 0, n, this.count);
-    order.set(this.tmp.subarray(0, n));
     this.Y = Y;
+    this.sortRange(0, n, minX, minY, 32768 / side);
     this.t.nodes = 1;
     this.make(0, 0, n, 0, side);
     this.findGroups();
@@ -165,7 +157,18 @@ export class QuadTree {
     const side = Math.max(maxX - minX, maxY - minY) * (1 + 1e-9);
     const scale = 32768 / side;
     if (!(side > 0) || !Number.isFinite(scale)) return 0;
-    // keys in raw[lo, hi), indices in order[lo, hi); sorted into tmp and codes
+    this.sortRange(lo, hi, minX, minY, scale);
+    return side;
+  }
+
+  /**
+   * The points order[lo, hi) sorted by their Morton codes on the grid with lower corner
+   * (minX, minY) and `scale` cells per unit (stable: ties keep their order); the sorted codes go
+   * to codes[lo, hi).
+   */
+  private sortRange(lo: number, hi: number, minX: number, minY: number, scale: number): void {
+    const Y = this.Y;
+    const order = this.t.order;
     const raw = this.raw;
     for (let t = lo; t < hi; t++) {
       const i = order[t];
@@ -175,7 +178,6 @@ export class QuadTree {
     }
     sortByCode(order, raw, this.tmp, this.codes, lo, hi, this.count);
     order.set(this.tmp.subarray(lo, hi), lo);
-    return side;
   }
 
   /**
