@@ -27,6 +27,7 @@ const { positionals, values } = parseArgs({
     method: { type: 'string', default: 'auto' },
     'learning-rate': { type: 'string', default: 'auto' },
     neighbours: { type: 'string', default: 'auto' },
+    optimizer: { type: 'string', default: 'scikit-learn' },
   },
 });
 const [input, output] = positionals;
@@ -58,7 +59,7 @@ if (k > 0 && k < d) {
   explained = r.explainedVariance;
 } else feats = Float64Array.from(data);
 lap('pca');
-const t = await Tsne.create(feats, n, fd, { perplexity: Number(values.perplexity), seed, threads, theta: Number(values.theta), method: values.method as TsneMethod, learningRate: values['learning-rate'] === 'auto' || values['learning-rate'] === 'per-phase' ? values['learning-rate'] : Number(values['learning-rate']), iterations: Number(values.iterations), neighbours: values.neighbours as 'auto' | 'exact' | 'approximate', pool: pool ?? undefined });
+const t = await Tsne.create(feats, n, fd, { perplexity: Number(values.perplexity), seed, threads, theta: Number(values.theta), method: values.method as TsneMethod, learningRate: values['learning-rate'] === 'auto' || values['learning-rate'] === 'per-phase' ? values['learning-rate'] : Number(values['learning-rate']), iterations: Number(values.iterations), neighbours: values.neighbours as 'auto' | 'exact' | 'approximate', optimizer: values.optimizer as 'scikit-learn' | 'openTSNE', pool: pool ?? undefined });
 lap('knn+P');
 t.init();
 await t.run();

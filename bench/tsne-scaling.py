@@ -2,7 +2,7 @@
 t-SNE scaling: lobes vs openTSNE (FFT) vs scikit-learn (Barnes-Hut) at growing N, in one sitting.
 
     /work/venv/bin/python bench/tsne-scaling.py [--sizes 5k,10k,20k,50k,100k,200k]
-        [--methods lobes,opentsne,sklearn] [--lobes-method auto] [--lobes-lr auto|per-phase] [--lobes-neighbours auto|exact|approximate] [--budget 1800] [--out bench/out/scaling]
+        [--methods lobes,opentsne,sklearn] [--lobes-method auto] [--lobes-lr auto|per-phase] [--lobes-neighbours auto|exact|approximate] [--budget 1800] [--repeats 1] [--out bench/out/scaling]
 
 Data (seeded, one .npy per size, so every method reads the same numbers): N points from 10
 Gaussian clusters in 50 dimensions (centres N(0, 3^2) per coordinate, unit spread).
@@ -13,6 +13,9 @@ Settings: perplexity 30, PCA initialisation, 1000 iterations (250 of exaggeratio
            --learning-rate --lobes-lr: auto is scikit-learn's rule, per-phase openTSNE's)
   openTSNE negative_gradient_method='fft', n_jobs=2, n_iter=750 + early_exaggeration_iter=250
   sklearn  method='barnes_hut', angle=0.5, n_jobs=2, max_iter=1000
+--repeats R runs each size R times, the methods alternating (lobes, openTSNE, lobes, …), and reports the
+median time and, per size, the ratio of each lobes run to the openTSNE run after it (on a shared machine the
+speed drifts within minutes, so paired ratios say more than one run each).
 Each method runs in its own process with a wall budget (--budget seconds, default 30 minutes);
 one that runs out is reported as such, and a method is not run at a larger N once it has.
 
@@ -98,6 +101,7 @@ def main():
     ap.add_argument("--lobes-neighbours", default="auto", help="lobes' --neighbours: auto (exact), exact or approximate")
     ap.add_argument("--lobes-lr", default="auto", help="lobes' --learning-rate: auto (scikit-learn's rule) or per-phase (openTSNE's)")
     ap.add_argument("--budget", type=float, default=1800, help="wall seconds per run at most")
+    ap.add_argument("--repeats", type=int, default=1, help="runs per size and method, the methods alternating; the table shows medians")
     ap.add_argument("--out", default=os.path.join(HERE, "out", "scaling"))
     ap.add_argument("--worker", nargs=3, metavar=("METHOD", "X", "Y"), help=argparse.SUPPRESS)
     a = ap.parse_args()
@@ -115,23 +119,27 @@ def main():
         xpath = os.path.join(a.out, f"{name}_X.npy")
         np.save(xpath, X)
         sample = np.random.default_rng(123).choice(n, size=min(n, 1000), replace=False)
-        for m in methods:
-            if m in out_of_budget:
-                print(f"{name:>5} {m:<9} skipped (ran out of budget at a smaller N)", flush=True)
-                continue
-            ypath = os.path.join(a.out, f"{name}_{m}.npy")
-            l0 = os.getloadavg()[0]
-            got = run_one(m, xpath, ypath, a.budget, a.lobes_method, a.lobes_lr, a.lobes_neighbours)
-            l1 = os.getloadavg()[0]
-            if got is None:
-                out_of_budget.add(m)
-                results[m][name] = {"n": n, "seconds": None, "load": [l0, l1]}
-                print(f"{name:>5} {m:<9} over the {a.budget:.0f} s budget (load {l0:.1f} -> {l1:.1f})", flush=True)
-                continue
-            rec = recall10(X.astype(np.float64), np.load(ypath).astype(np.float64), sample)
-            results[m][name] = {"n": n, "seconds": got["seconds"], "recall10": rec, "load": [l0, l1], **({"stages": got.get("stages"), "neighbours": got.get("neighbours"), "neighbourRecall": got.get("neighbourRecall")} if m == "lobes" else {})}
-            print(f"{name:>5} {m:<9} {got['seconds']:8.1f} s  recall@10 {rec:.4f}  load {l0:.1f} -> {l1:.1f}"
-                  + (f"  stages {got.get('stages')}  neighbours {got.get('neighbours')} (recall {got.get('neighbourRecall')})" if m == "lobes" else ""), flush=True)
+        for rep in range(a.repeats):
+            for m in methods:
+                if m in out_of_budget:
+                    print(f"{name:>5} {m:<9} skipped (ran out of budget)", flush=True)
+                    continue
+                ypath = os.path.join(a.out, f"{name}_{m}.npy")
+                l0 = os.getloadavg()[0]
+                got = run_one(m, xpath, ypath, a.budget, a.lobes_method, a.lobes_lr, a.lobes_neighbours)
+                l1 = os.getloadavg()[0]
+                if got is None:
+                    out_of_budget.add(m)
+                    results[m][name] = {"n": n, "seconds": None, "load": [l0, l1]}
+                    print(f"{name:>5} {m:<9} over the {a.budget:.0f} s budget (load {l0:.1f} -> {l1:.1f})", flush=True)
+                    continue
+                rec = recall10(X.astype(np.float64), np.load(ypath).astype(np.float64), sample)
+                prev = results[m].get(name, {}).get("runs", [])
+                runs = prev + [got["seconds"]]
+                results[m][name] = {"n": n, "seconds": float(np.median(runs)), "runs": runs, "recall10": rec, "load": [l0, l1], **({"stages": got.get("stages"), "neighbours": got.get("neighbours"), "neighbourRecall": got.get("neighbourRecall")} if m == "lobes" else {})}
+                print(f"{name:>5} {m:<9} {got['seconds']:8.1f} s  recall@10 {rec:.4f}  load {l0:.1f} -> {l1:.1f}"
+                      + (f"  run {rep + 1} of {a.repeats}" if a.repeats > 1 else "")
+                      + (f"  stages {got.get('stages')}  neighbours {got.get('neighbours')} (recall {got.get('neighbourRecall')})" if m == "lobes" else ""), flush=True)
     # the table and the slopes
     names = [s for s in a.sizes.split(",")]
     print("\n| N | " + " | ".join(f"{m} s (recall@10)" for m in methods) + " | lobes ÷ openTSNE | lobes ÷ sklearn |")
@@ -145,6 +153,13 @@ def main():
             ra, rb = results.get("lobes", {}).get(name), results.get(b, {}).get(name)
             return f"{ra['seconds'] / rb['seconds']:.2f}×" if ra and rb and ra["seconds"] and rb["seconds"] else "—"
         print(f"| {SIZES[name]:,} | " + " | ".join(cells) + f" | {ratio('opentsne')} | {ratio('sklearn')} |")
+    if a.repeats > 1 and "lobes" in results and "opentsne" in results:
+        print("\npaired ratios lobes ÷ openTSNE (run r of lobes against run r of openTSNE, which follows it):")
+        for name in names:
+            ra, rb = results["lobes"].get(name, {}).get("runs", []), results["opentsne"].get(name, {}).get("runs", [])
+            pairs = [x / y for x, y in zip(ra, rb)]
+            if pairs:
+                print(f"  {SIZES[name]:,}: " + ", ".join(f"{p:.3f}" for p in pairs) + f"  (median {float(np.median(pairs)):.3f})")
     slopes = {}
     for m in methods:
         pts = [(r["n"], r["seconds"]) for r in results[m].values() if r["seconds"]]

@@ -32,7 +32,7 @@ sweep.json with --sweep).
   --theta T           Barnes–Hut angle (default 0.5; 0 = exact gradient, O(N²))
   --tsne-method M     t-SNE repulsion: bh (Barnes–Hut), fft (FFT interpolation) or auto
                       (default; from 29,183 points the FFT in iterations whose grid is small
-                      for N, Barnes–Hut in the others; Barnes–Hut below)
+                      for N and in the last 50, Barnes–Hut in the others; Barnes–Hut below)
   --learning-rate R   t-SNE step: auto (default; max(N/48, 50) throughout, scikit-learn's rule),
                       per-phase (N/48 while exaggerated, then N/4, steps clipped at 5: openTSNE's
                       rule, sharper local neighbourhoods at large N) or a number

@@ -13,6 +13,7 @@ import { prunable, prunedBlocks, pruneJob } from './knn-prune.js';
 import { approxRows, approxSearch, type ApproxKnnOptions } from './knn-approx.js';
 import { groupRanges, repulsion, type QuadTree } from './quadtree.js';
 import { attraction } from './attraction.js';
+import { stepRange, type StepParams } from './step.js';
 import { interpWork, sortRows, type InterpRepulsion } from './interp.js';
 import { conditionalRows, type SparseP } from './affinity.js';
 import { mulXBRows, mulXtBCols, type MatMulPool, type MulRequest } from './pca.js';
@@ -178,21 +179,41 @@ export class ClusterPool implements MatMulPool {
   }
 
   /**
-   * Repulsion (F, Zi) from a built tree over Y, and the attractive sums (A, scaled by `ex`),
-   * for all points; all arrays shared.
+   * One Barnes–Hut gradient whose tree is built on this thread while the workers start on the
+   * attraction: the workers take rows [0, split) of the attraction (the scaled sums into A) in
+   * equal shares as soon as the call begins (split 0: the even split of all threads), this thread
+   * runs `build`, then the repulsion's groups go to all threads in equal shares of points and this
+   * thread adds the attraction of rows [split, n). Every sum is computed as on one thread, so the
+   * split changes no number. Returns this thread's build and attraction milliseconds, for overlapSplit.
    */
-  async gradientParts(tree: QuadTree, Y: Float64Array, n: number, theta: number, F: Float64Array, Zi: Float64Array, P: SparseP, ex: number, A: Float64Array): Promise<void> {
+  async bhGradient(build: () => void, tree: QuadTree, split: number, Y: Float64Array, n: number, theta: number, F: Float64Array, Zi: Float64Array, P: SparseP, ex: number, A: Float64Array): Promise<{ buildMs: number; attrMs: number; split: number }> {
+    const W = this.workers.length;
+    const s = split > 0 ? Math.min(split, n) : this.ranges(n)[W][0];
+    // no reply: a worker handles its messages in order, so the reply to 'grad' below means both are done
+    this.workers.forEach((w, i) => w.postMessage({ cmd: 'attr', noReply: true, P, Y, ex, A, start: Math.floor((i * s) / W), end: Math.floor(((i + 1) * s) / W) }));
+    const t0 = performance.now();
+    build();
+    const t1 = performance.now();
     const t = tree.t;
+    const gs = groupRanges(t, W + 1);
+    const pending = this.workers.map((w, i) => this.call(w, { cmd: 'grad', tree: t, Y, F, Zi, theta, g0: gs[i][0], g1: gs[i][1] }));
+    let t2 = 0;
+    let t3 = 0;
+    await settled(pending, () => {
+      repulsion(t, Y, gs[W][0], gs[W][1], theta, F, Zi);
+      t2 = performance.now();
+      attraction(P, Y, ex, A, s, n);
+      t3 = performance.now();
+    });
+    return { buildMs: t1 - t0, attrMs: t3 - t2, split: s };
+  }
+
+  /** One optimizer step (src/cluster/step.ts) over all points, split by points across the threads (the same numbers on any split). */
+  async step(Y: Float64Array, update: Float64Array, gains: Float64Array, A: Float64Array, F: Float64Array, sp: StepParams, n: number): Promise<void> {
     const rs = this.ranges(n);
-    const gs = groupRanges(t, rs.length);
-    const pending = this.workers.map((w, i) =>
-      this.call(w, { cmd: 'grad', tree: t, Y, F, Zi, theta, g0: gs[i][0], g1: gs[i][1], start: rs[i][0], end: rs[i][1], P, ex, A }),
-    );
-    const [s, e] = rs[rs.length - 1];
-    const [g0, g1] = gs[gs.length - 1];
-    repulsion(t, Y, g0, g1, theta, F, Zi);
-    attraction(P, Y, ex, A, s, e);
-    await Promise.all(pending);
+    const pending = this.workers.map((w, i) => this.call(w, { cmd: 'step', Y, update, gains, A, F, sp, i0: rs[i][0], i1: rs[i][1] }));
+    const [a, b] = rs[rs.length - 1];
+    await settled(pending, () => stepRange(Y, update, gains, A, F, sp, a, b));
   }
 
   /**
@@ -368,4 +389,33 @@ export class ClusterPool implements MatMulPool {
 
 function spawn(): Worker {
   return startWorker(new URL('./pool.worker.js', import.meta.url));
+}
+
+/**
+ * This thread's part (`mine`) while the workers' calls run; then every call is waited for before
+ * the first error (this thread's, else a worker's) is thrown, so no reply is left unawaited.
+ */
+async function settled(pending: Promise<void>[], mine: () => void): Promise<void> {
+  let err: unknown = null;
+  try {
+    mine();
+  } catch (e) {
+    err = e;
+  }
+  const done = await Promise.allSettled(pending);
+  if (err !== null) throw err;
+  for (const d of done) if (d.status === 'rejected') throw d.reason;
+}
+
+/**
+ * The rows of the attraction the workers should take in bhGradient so that they finish it as this
+ * thread finishes the tree build plus the rest: with W workers, a share x = (1 + build / attraction)
+ * · W / (W + 1) of the rows (build and attraction in milliseconds, the attraction for all n rows),
+ * at least the even split and at most 0.95, rounded to 256 rows so that the threads' copies of P
+ * (src/cluster/attraction.ts) are not redone for small changes.
+ */
+export function overlapSplit(buildMs: number, attrMs: number, n: number, workers: number): number {
+  const even = workers / (workers + 1);
+  const x = attrMs > 0 ? Math.min(0.95, Math.max(even, (1 + buildMs / attrMs) * even)) : even;
+  return Math.min(n, Math.round((x * n) / 256) * 256);
 }

@@ -7,11 +7,15 @@ import { approxRows } from './knn-approx.js';
 import { conditionalRows } from './affinity.js';
 import { repulsion } from './quadtree.js';
 import { attraction } from './attraction.js';
+import { stepRange } from './step.js';
 import { interpWork } from './interp.js';
 import { mulXBRows, mulXtBCols } from './pca.js';
 import { probeNullScores } from './space.js';
 import { cvRun } from './probecv.js';
 import { silhouetteMeans, gramRows } from './metrics.js';
+
+/** The error of a message sent without a reply, until the next reply carries it. */
+let held: string | null = null;
 
 parentPort!.on('message', (m: any) => {
   try {
@@ -55,10 +59,21 @@ parentPort!.on('message', (m: any) => {
       }
     } else if (m.cmd === 'grad') {
       repulsion(m.tree, m.Y, m.g0, m.g1, m.theta, m.F, m.Zi);
+    } else if (m.cmd === 'attr') {
       attraction(m.P, m.Y, m.ex, m.A, m.start, m.end);
+    } else if (m.cmd === 'step') {
+      stepRange(m.Y, m.update, m.gains, m.A, m.F, m.sp, m.i0, m.i1);
     }
-    parentPort!.postMessage({ ok: true });
+    if (m.noReply) return;
+    parentPort!.postMessage(held ? { error: held } : { ok: true });
+    held = null;
   } catch (e: any) {
-    parentPort!.postMessage({ error: String(e?.message ?? e) });
+    const msg = String(e?.message ?? e);
+    // a message without a reply reports its error with the next reply
+    if (m.noReply) held ??= msg;
+    else {
+      parentPort!.postMessage({ error: held ?? msg });
+      held = null;
+    }
   }
 });

@@ -4,7 +4,9 @@
  * momentum 0.5, then momentum 0.8; per-coordinate gains (+0.2 when the gradient changes
  * sign against the update, ×0.8 otherwise, at least 0.01), reset when the exaggeration
  * ends; learning rate 'auto' = max(N / early_exaggeration / 4, 50); PCA initialisation
- * scaled to standard deviation 1e-4 on the first axis.
+ * scaled to standard deviation 1e-4 on the first axis. `optimizer: 'openTSNE'` follows
+ * openTSNE's instead: momentum 0.8 throughout, gains ×0.8 + 0.01, state kept across the phases
+ * (src/cluster/step.ts).
  *
  * Step-wise API:
  *   const t = await Tsne.create(X, n, d, opts);   // kNN, perplexity calibration, P
@@ -31,7 +33,8 @@ import { estimateRecall, knnApprox } from './knn-approx.js';
 import { exactRepulsion, exactZ, klWithZ } from './tsne-exact.js';
 import { pca } from './pca.js';
 import { QuadTree, repulsionAll } from './quadtree.js';
-import { ClusterPool } from './pool.js';
+import { ClusterPool, overlapSplit } from './pool.js';
+import { stepRange, type StepParams } from './step.js';
 import { attraction, bfsOrder } from './attraction.js';
 import { InterpRepulsion } from './interp.js';
 import { smoothSize } from './fft.js';
@@ -50,8 +53,18 @@ export type TsneMethod = 'auto' | 'bh' | 'fft';
  * transforms cost about 21 ns × L² log2 L and the spreading and interpolation about 0.17 µs per
  * point, against Barnes–Hut's 0.8–1.4 µs per point: the FFT wins while L² log2 L < ~30 N.
  * The choice depends on Y only, so the same seed gives the same map on any number of threads.
+ * The last POLISH_ITERATIONS iterations take the FFT whatever the grid (see there).
  */
 export const FFT_GRID_PER_POINT = 30;
+/**
+ * Under 'mixed', the last 50 iterations (after the exaggeration) take FFT interpolation on any grid.
+ * Barnes–Hut at θ = 0.5 leaves the points' local arrangement worse than the FFT's gradient does:
+ * at 50,000 points (bench/tsne-scaling.py's data, seeds 0–2), the 10-NN recall of 5,000 points
+ * went from 0.1039 / 0.1055 / 0.1008 with Barnes–Hut to the end to 0.1121 / 0.1126 / 0.1085 with
+ * these 50 iterations on the FFT; openTSNE's was 0.1127 / 0.1127 / 0.1071 (bench/RESULTS.md). At
+ * 100,000 points they cost about 2 s more than Barnes–Hut.
+ */
+export const POLISH_ITERATIONS = 50;
 /** True when an iteration on an L × L grid with n points takes FFT interpolation under 'mixed'. */
 export function fftIteration(L: number, n: number): boolean {
   return L * L * Math.log2(L) < FFT_GRID_PER_POINT * n;
@@ -96,6 +109,12 @@ export interface TsneOptions {
   maxStepNorm?: number;
   /** Momentum during / after early exaggeration (defaults 0.5 / 0.8). */
   momentum?: [number, number];
+  /**
+   * 'scikit-learn' (default): momentum 0.5 then 0.8, gains floored at 0.01, a fresh update and gains
+   * when the exaggeration ends; 'openTSNE': momentum 0.8 in both phases (unless `momentum` is given),
+   * gains ×0.8 + 0.01 with sign changes counted as np.sign does, update and gains kept.
+   */
+  optimizer?: 'scikit-learn' | 'openTSNE';
   /** 'pca' (default): first two principal components scaled to std 1e-4; 'random': N(0, 1e-4²); or given [n*2]. */
   init?: 'pca' | 'random' | Float64Array;
   /** Seed for the random initialisation and the PCA sketch (default 0). */
@@ -129,6 +148,7 @@ interface Resolved {
   /** Largest norm of one point's update (Infinity: no clipping). */
   maxStepNorm: number;
   momentum: [number, number];
+  optimizer: 'scikit-learn' | 'openTSNE';
   seed: number;
   threads: number;
   exactKlLimit: number;
@@ -146,7 +166,6 @@ export class Tsne {
   iter = 0;
   private update: Float64Array;
   private gains: Float64Array;
-  private grad: Float64Array;
   private attr: Float64Array;
   private Frep: Float64Array;
   private Zi: Float64Array;
@@ -163,6 +182,9 @@ export class Tsne {
   /** Iterations whose repulsion was FFT-interpolated ('fft': all; 'mixed': those with a small grid). */
   fftIterations = 0;
   private ownsPool = true;
+  /** Rows of the attraction the workers take while this thread builds the tree (0: the even split; see overlapSplit). */
+  private attrSplit = 0;
+  private bhTiming = { build: 0, attr: 0, iters: 0 };
 
   private constructor(X: Float64Array | Float32Array, n: number, d: number, P: SparseP, opts: Resolved, init: Float64Array | 'pca' | 'random', pool: ClusterPool | null) {
     this.X = X;
@@ -177,9 +199,8 @@ export class Tsne {
     this.Y = mk(2 * n);
     this.Frep = mk(2 * n);
     this.Zi = mk(n);
-    this.update = new Float64Array(2 * n);
-    this.gains = new Float64Array(2 * n).fill(1);
-    this.grad = new Float64Array(2 * n);
+    this.update = mk(2 * n);
+    this.gains = mk(2 * n).fill(1);
     this.attr = mk(2 * n);
     if (opts.method === 'fft' || opts.method === 'mixed') this.interp = new InterpRepulsion(n, shared);
     if (opts.method !== 'fft') this.tree = new QuadTree(n, shared);
@@ -207,13 +228,15 @@ export class Tsne {
       learningRate: lr0,
       learningRateAfter: lr === 'per-phase' ? Math.max(n / 4, 50) : lr0,
       maxStepNorm: options.maxStepNorm ?? (lr === 'per-phase' ? 5 : Number.POSITIVE_INFINITY),
-      momentum: options.momentum ?? [0.5, 0.8],
+      momentum: options.momentum ?? (options.optimizer === 'openTSNE' ? [0.8, 0.8] : [0.5, 0.8]),
+      optimizer: options.optimizer ?? 'scikit-learn',
       seed: options.seed ?? 0,
       threads: Math.max(1, options.threads ?? 1),
       exactKlLimit: options.exactKlLimit ?? 5000,
       neighbours: neighbourSearch(options.neighbours, n),
     };
     if (!(opts.theta >= 0 && opts.theta <= 1)) throw new LobesError(`theta must be in [0, 1], got ${opts.theta}`);
+    if (opts.optimizer !== 'scikit-learn' && opts.optimizer !== 'openTSNE') throw new LobesError(`optimizer must be scikit-learn or openTSNE, got ${String(opts.optimizer)}`);
     if (!Number.isInteger(opts.iterations) || opts.iterations < 0) throw new LobesError(`iterations must be a non-negative integer, got ${opts.iterations}`);
     if (!(opts.maxStepNorm > 0)) throw new LobesError(`the largest step must be positive, got ${opts.maxStepNorm}`);
     if (!(opts.learningRate > 0 && opts.learningRateAfter > 0)) throw new LobesError(`learning rate must be positive, got ${opts.learningRate}`);
@@ -284,7 +307,8 @@ export class Tsne {
   /** One iteration using this thread only. */
   step(): void {
     this.computeRepulsionLocal();
-    this.applyStep();
+    stepRange(this.Y, this.update, this.gains, this.attr, this.Frep, this.stepParams(false), 0, this.n);
+    this.endStep();
   }
 
   /** One iteration, splitting the repulsion across worker threads when there are any. */
@@ -297,10 +321,18 @@ export class Tsne {
       await this.pool.interpGradient(this.interp!, this.Y, this.n, this.Frep, this.Zi, this.P, this.exaggeration, this.attr);
     } else {
       const tree = this.tree!;
-      tree.build(this.Y, this.n);
-      await this.pool.gradientParts(tree, this.Y, this.n, this.opts.theta, this.Frep, this.Zi, this.P, this.exaggeration, this.attr);
+      const took = await this.pool.bhGradient(() => tree.build(this.Y, this.n), tree, this.attrSplit, this.Y, this.n, this.opts.theta, this.Frep, this.Zi, this.P, this.exaggeration, this.attr);
+      // every 16 Barnes–Hut iterations, the workers' share of the attraction from the mean times (the numbers do not depend on it)
+      const b = this.bhTiming;
+      b.build += took.buildMs;
+      b.attr += (took.attrMs * this.n) / Math.max(1, this.n - took.split);
+      if (++b.iters === 16) {
+        this.attrSplit = overlapSplit(b.build / 16, b.attr / 16, this.n, this.pool.size);
+        b.build = b.attr = b.iters = 0;
+      }
     }
-    this.applyStep(true);
+    await this.pool.step(this.Y, this.update, this.gains, this.attr, this.Frep, this.stepParams(true), this.n);
+    this.endStep();
   }
 
   /** Run the remaining iterations; `onIteration` is called after each one. */
@@ -320,7 +352,7 @@ export class Tsne {
 
   /** Whether this iteration's repulsion is FFT-interpolated (counted in fftIterations). */
   private fftNow(): boolean {
-    const fft = this.opts.method === 'fft' || (this.opts.method === 'mixed' && fftIteration(this.interp!.gridSize(this.Y), this.n));
+    const fft = this.opts.method === 'fft' || (this.opts.method === 'mixed' && (this.iter >= Math.max(this.opts.exaggerationIterations, this.opts.iterations - POLISH_ITERATIONS) || fftIteration(this.interp!.gridSize(this.Y), this.n)));
     if (fft) this.fftIterations++;
     return fft;
   }
@@ -337,49 +369,29 @@ export class Tsne {
     }
   }
 
-  /** Gradient from the repulsion already in Frep/Zi, then the gains/momentum update. */
-  private applyStep(attractionDone = false): void {
+  /** Z from the repulsion already in Frep/Zi (and the attraction into attr unless attractionDone): this iteration's step constants. */
+  private stepParams(attractionDone: boolean): StepParams {
     const n = this.n;
     let Z = 0;
     for (let i = 0; i < n; i++) Z += this.Zi[i];
     this.lastZ = Z;
-    const g = this.grad;
-    if (attractionDone) g.set(this.attr);
-    else attraction(this.P, this.Y, this.exaggeration, g);
-    const invZ = 1 / Math.max(Z, 1e-300);
-    for (let t = 0; t < 2 * n; t++) g[t] = 4 * (g[t] - this.Frep[t] * invZ);
+    if (!attractionDone) attraction(this.P, this.Y, this.exaggeration, this.attr);
     const early = this.iter < this.opts.exaggerationIterations;
-    const mom = early ? this.opts.momentum[0] : this.opts.momentum[1];
-    const lr = early ? this.opts.learningRate : this.opts.learningRateAfter;
-    const up = this.update;
-    const gains = this.gains;
-    const Y = this.Y;
-    for (let t = 0; t < 2 * n; t++) {
-      let gain = gains[t];
-      gain = up[t] * g[t] < 0 ? gain + 0.2 : gain * 0.8;
-      if (gain < 0.01) gain = 0.01;
-      gains[t] = gain;
-      up[t] = mom * up[t] - lr * gain * g[t];
-    }
-    const maxStep = this.opts.maxStepNorm;
-    if (maxStep < Number.POSITIVE_INFINITY) {
-      // Math.hypot is slow: only steps whose squared norm comes near the clip need it (the same clips)
-      const near = 0.999 * maxStep * maxStep;
-      for (let i = 0; i < n; i++) {
-        if (!(up[2 * i] * up[2 * i] + up[2 * i + 1] * up[2 * i + 1] > near)) continue;
-        const norm = Math.hypot(up[2 * i], up[2 * i + 1]);
-        if (norm > maxStep) {
-          up[2 * i] *= maxStep / norm;
-          up[2 * i + 1] *= maxStep / norm;
-        }
-      }
-    }
-    for (let t = 0; t < 2 * n; t++) Y[t] += up[t];
+    return {
+      invZ: 1 / Math.max(Z, 1e-300),
+      momentum: early ? this.opts.momentum[0] : this.opts.momentum[1],
+      learningRate: early ? this.opts.learningRate : this.opts.learningRateAfter,
+      maxStepNorm: this.opts.maxStepNorm,
+      additiveGain: this.opts.optimizer === 'openTSNE',
+    };
+  }
+
+  /** Count the iteration; scikit-learn's rule starts a fresh optimizer (zero update, unit gains) when exaggeration ends. */
+  private endStep(): void {
     this.iter++;
-    if (this.iter === this.opts.exaggerationIterations) {
-      // scikit-learn starts a fresh optimizer (zero update, unit gains) when exaggeration ends
-      up.fill(0);
-      gains.fill(1);
+    if (this.iter === this.opts.exaggerationIterations && this.opts.optimizer === 'scikit-learn') {
+      this.update.fill(0);
+      this.gains.fill(1);
     }
   }
 

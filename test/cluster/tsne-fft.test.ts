@@ -3,7 +3,7 @@ import { Rng } from '../../src/util/rng.js';
 import { blobs } from './blobs.js';
 import { fftColumns, fftPlan, naiveDft, smoothSize, isSmooth, transposeRows } from '../../src/cluster/fft.js';
 import { InterpRepulsion, lagrange3 } from '../../src/cluster/interp.js';
-import { Tsne, exactRepulsion, tsneGradient, exactKl, MIXED_MIN_POINTS, fftIteration } from '../../src/cluster/tsne.js';
+import { Tsne, exactRepulsion, tsneGradient, exactKl, MIXED_MIN_POINTS, POLISH_ITERATIONS, fftIteration } from '../../src/cluster/tsne.js';
 import { denseP } from '../../src/cluster/affinity.js';
 import { QuadTree, repulsionAll } from '../../src/cluster/quadtree.js';
 
@@ -225,7 +225,7 @@ describe('t-SNE with FFT interpolation', () => {
     expect(right / n).toBeGreaterThan(0.99);
   });
 
-  it("'mixed' (auto from MIXED_MIN_POINTS) takes the FFT in iterations with a small grid and Barnes–Hut in the others", async () => {
+  it("'mixed' (auto from MIXED_MIN_POINTS) takes the FFT in iterations with a small grid and in the last 50, and Barnes–Hut in the others", async () => {
     // the rule: the smallest grid (54 boxes, L = 324) passes from MIXED_MIN_POINTS points; a grid 4× as wide does not
     expect(MIXED_MIN_POINTS).toBe(29183);
     expect(fftIteration(324, MIXED_MIN_POINTS)).toBe(true);
@@ -254,6 +254,26 @@ describe('t-SNE with FFT interpolation', () => {
     const m1 = one(mixed, 'wide');
     expect(mixed.fftIterations).toBe(1);
     expect(same(m1, one(bh, 'wide'))).toBe(true);
+    // the last POLISH_ITERATIONS iterations take the FFT on any grid: a map 150 across (L = 972,
+    // far above the rule) gets Barnes–Hut's step at iteration 949 of 1000 and the FFT's at 950
+    expect(fftIteration(972, n)).toBe(false);
+    const mid = new Float64Array(2 * n).map((_, t) => ((t * 7919) % 151) - 75);
+    const at = (t: Tsne, iter: number) => {
+      t.init();
+      t.Y.set(mid);
+      t.iter = iter;
+      t.step();
+      return Float64Array.from(t.Y);
+    };
+    const last = 1000 - POLISH_ITERATIONS;
+    expect(POLISH_ITERATIONS).toBe(50);
+    const before = mixed.fftIterations;
+    expect(same(at(mixed, last - 1), at(bh, last - 1))).toBe(true);
+    expect(mixed.fftIterations).toBe(before);
+    const p1 = at(mixed, last);
+    expect(mixed.fftIterations).toBe(before + 1);
+    expect(same(p1, at(fft, last))).toBe(true);
+    expect(same(p1, at(bh, last))).toBe(false);
     // on two threads: both kinds of iteration give the same coordinates as on one
     const two = await Tsne.create(X, n, 4, { perplexity: 10, seed: 3, threads: 2 });
     const run = async (t: Tsne) => {
