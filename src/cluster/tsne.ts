@@ -107,7 +107,7 @@ export interface TsneOptions {
   learningRate?: number | 'auto' | 'per-phase';
   /** Largest norm of one point's update per iteration (default 5 under 'per-phase', else none). */
   maxStepNorm?: number;
-  /** Momentum during / after early exaggeration (defaults 0.5 / 0.8). */
+  /** Momentum during / after early exaggeration (defaults 0.5 / 0.8; 0.8 / 0.8 with optimizer 'openTSNE'). */
   momentum?: [number, number];
   /**
    * 'scikit-learn' (default): momentum 0.5 then 0.8, gains floored at 0.01, a fresh update and gains
@@ -179,7 +179,7 @@ export class Tsne {
   lastZ = 0;
   /** Share of the exact k neighbours the approximate search found, on sampled rows (null: exact search). */
   neighbourRecall: { recall: number; rows: number } | null = null;
-  /** Iterations whose repulsion was FFT-interpolated ('fft': all; 'mixed': those with a small grid). */
+  /** Iterations whose repulsion was FFT-interpolated ('fft': all; 'mixed': those with a small grid, and the last POLISH_ITERATIONS). */
   fftIterations = 0;
   private ownsPool = true;
   /** Rows of the attraction the workers take while this thread builds the tree (0: the even split; see overlapSplit). */

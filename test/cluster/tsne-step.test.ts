@@ -55,7 +55,7 @@ describe('the overlapped Barnes–Hut gradient and the threaded step', () => {
     }
   });
 
-  it('the step on three threads equals one thread’s, for both gains rules, with clipped points', () => {
+  it('the step on three threads equals one thread’s, for both gains rules, with clipped points', async () => {
     const { Y } = setup();
     const rng = new Rng(8);
     const mk = (s: number) => sharedF64(new Float64Array(2 * n).map(() => rng.normal() * s));
@@ -64,26 +64,24 @@ describe('the overlapped Barnes–Hut gradient and the threaded step', () => {
     const up0 = mk(2);
     up0.fill(0, 0, 100); // zero updates: openTSNE's rule counts them as a change of sign
     const gains0 = sharedF64(new Float64Array(2 * n).map(() => 0.02 + rng.next() * 2));
-    return (async () => {
-      for (const additiveGain of [false, true]) {
-        const sp: StepParams = { invZ: 1 / 40, momentum: 0.8, learningRate: 300, maxStepNorm: 5, additiveGain };
-        const y1 = Float64Array.from(Y), u1 = Float64Array.from(up0), g1 = Float64Array.from(gains0);
-        stepRange(y1, u1, g1, A, F, sp, 0, n);
-        const y2 = sharedF64(Y), u2 = sharedF64(up0), g2 = sharedF64(gains0);
-        await pool.step(y2, u2, g2, A, F, sp, n);
-        expect(Array.from(y2)).toEqual(Array.from(y1));
-        expect(Array.from(u2)).toEqual(Array.from(u1));
-        expect(Array.from(g2)).toEqual(Array.from(g1));
-        // some points were clipped, and none is above the largest step
-        let clipped = 0;
-        for (let i = 0; i < n; i++) {
-          const s = Math.hypot(u1[2 * i], u1[2 * i + 1]);
-          expect(s).toBeLessThanOrEqual(5 * (1 + 1e-12));
-          if (s > 5 - 1e-9) clipped++;
-        }
-        expect(clipped).toBeGreaterThan(10);
+    for (const additiveGain of [false, true]) {
+      const sp: StepParams = { invZ: 1 / 40, momentum: 0.8, learningRate: 300, maxStepNorm: 5, additiveGain };
+      const y1 = Float64Array.from(Y), u1 = Float64Array.from(up0), g1 = Float64Array.from(gains0);
+      stepRange(y1, u1, g1, A, F, sp, 0, n);
+      const y2 = sharedF64(Y), u2 = sharedF64(up0), g2 = sharedF64(gains0);
+      await pool.step(y2, u2, g2, A, F, sp, n);
+      expect(Array.from(y2)).toEqual(Array.from(y1));
+      expect(Array.from(u2)).toEqual(Array.from(u1));
+      expect(Array.from(g2)).toEqual(Array.from(g1));
+      // some points were clipped, and none is above the largest step
+      let clipped = 0;
+      for (let i = 0; i < n; i++) {
+        const s = Math.hypot(u1[2 * i], u1[2 * i + 1]);
+        expect(s).toBeLessThanOrEqual(5 * (1 + 1e-12));
+        if (s > 5 - 1e-9) clipped++;
       }
-    })();
+      expect(clipped).toBeGreaterThan(10);
+    }
   });
 
   it('the gains rules against their definitions (scikit-learn: ×0.8 floored at 0.01; openTSNE: ×0.8 + 0.01, sign changes by np.sign)', () => {
