@@ -31,7 +31,7 @@ sweep.json with --sweep).
                       dimensions, exact but slow for large d)
   --theta T           Barnes–Hut angle (default 0.5; 0 = exact gradient, O(N²))
   --tsne-method M     t-SNE repulsion: bh (Barnes–Hut), fft (FFT interpolation) or auto
-                      (default; from 29,183 points the FFT in iterations whose grid is small
+                      (default; from 30,000 points the FFT in iterations whose grid is small
                       for N and in the last 50, Barnes–Hut in the others; Barnes–Hut below)
   --learning-rate R   t-SNE step: auto (default; max(N/48, 50) throughout, scikit-learn's rule),
                       per-phase (N/48 while exaggerated, then N/4, steps clipped at 5: openTSNE's

@@ -7,10 +7,10 @@
  * row) for the columns c in [c0, c1): for each such column, X_k = Σ_j x_j · e^{∓2πi jk/n}
  * (− forward, + inverse; no 1/n). Each stage of radix r with current length n_s = r·m and
  * stride s maps element (q + s(p + j m)) to (q + s(r p + k)) with the twiddle e^{∓2πi pk/n_s};
- * the column index is the innermost loop, so a 2-D transform is a column pass, a transpose and
- * a column pass, all with long contiguous inner loops. Every column is transformed with the
- * same operations whatever [c0, c1) is, so splitting the columns across threads gives
- * bit-identical results.
+ * the column index is the innermost loop. The interpolated repulsion runs these stages on blocks
+ * of 8 columns (src/cluster/fft-block.ts; as WebAssembly SIMD in src/cluster/fft-simd.ts). Every
+ * column is transformed with the same operations whatever [c0, c1) is, so splitting the columns
+ * across threads gives bit-identical results.
  */
 
 export interface FftStage {
@@ -95,9 +95,7 @@ export function fftColumns(plan: FftPlan, re: Float64Array, im: Float64Array, tr
   let xr = re, xi = im, yr = tre, yi = tim;
   const sg = inverse ? 1 : -1;
   for (const st of plan.stages) {
-    if (st.r === 4) radix4(st, xr, xi, yr, yi, B, c0, c1, sg);
-    else if (st.r === 3) radix3(st, xr, xi, yr, yi, B, c0, c1, sg);
-    else radix2(st, xr, xi, yr, yi, B, c0, c1, sg);
+    fftStage(st, xr, xi, yr, yi, B, c0, c1, sg);
     const tr = xr;
     xr = yr;
     yr = tr;
@@ -115,6 +113,13 @@ export function fftColumns(plan: FftPlan, re: Float64Array, im: Float64Array, tr
       }
     }
   }
+}
+
+/** One stage of the transform (sg −1 forward, +1 inverse) from x into y, columns [c0, c1) of [n][B]. */
+export function fftStage(st: FftStage, xr: Float64Array, xi: Float64Array, yr: Float64Array, yi: Float64Array, B: number, c0: number, c1: number, sg: number): void {
+  if (st.r === 4) radix4(st, xr, xi, yr, yi, B, c0, c1, sg);
+  else if (st.r === 3) radix3(st, xr, xi, yr, yi, B, c0, c1, sg);
+  else radix2(st, xr, xi, yr, yi, B, c0, c1, sg);
 }
 
 function radix4(st: FftStage, xr: Float64Array, xi: Float64Array, yr: Float64Array, yi: Float64Array, B: number, c0: number, c1: number, sg: number): void {
@@ -203,21 +208,6 @@ function radix2(st: FftStage, xr: Float64Array, xi: Float64Array, yr: Float64Arr
         yi[o0] = xi[i0] + xi[i1];
         yr[o1] = ur * w1r - ui * w1i;
         yi[o1] = ur * w1i + ui * w1r;
-      }
-    }
-  }
-}
-
-/** Transpose rows [r0, r1) of a square L×L array with the columns below the diagonal (swaps (i, j) ↔ (j, i) for j < i), in 32-column tiles. */
-export function transposeRows(a: Float64Array, L: number, r0: number, r1: number): void {
-  for (let j0 = 0; j0 < r1; j0 += 32) {
-    for (let i = Math.max(r0, j0); i < r1; i++) {
-      const bi = i * L;
-      const je = Math.min(j0 + 32, i);
-      for (let j = j0; j < je; j++) {
-        const u = a[bi + j];
-        a[bi + j] = a[j * L + i];
-        a[j * L + i] = u;
       }
     }
   }

@@ -19,16 +19,19 @@
  * minBoxes · boxWidth, rarely after). Per iteration:
  *   1. spread: each point adds L_a(x)·L_b(y)·q_c to the 3 × 3 nodes of its box (in point order);
  *   2. convolve: the node grid with K on the node offsets, as a circulant of size L = 2M
- *      (zero-padded 2-D FFT: column pass, transpose, column pass; multiply by the kernel's
- *      spectrum, which is real because the circulant kernel is even; inverse likewise);
+ *      (zero-padded 2-D FFT by blocks of 8 lines, src/cluster/fft-block.ts: forward along the
+ *      rows for the M nonzero columns; then, by blocks of rows, forward along the columns, the
+ *      product with the kernel's spectrum, which is real because the circulant kernel is even,
+ *      and the inverse along the columns; then the inverse along the rows, keeping rows [0, M));
  *   3. interpolate: φ_c(i) = Σ L_a(x_i) L_b(y_i) φ_c(node).
  * The four charges travel as two complex grids (q0 + i q1, q2 + i q3): the kernel is real.
  *
- * Every value depends on Y only: the spreading runs in point order on one thread, the
- * transforms column by column and the interpolation point by point, so splitting the columns
- * and points across threads (src/cluster/pool.ts) gives bit-identical results.
+ * Every value depends on Y only: each node sums its points in point order, the transforms run
+ * block by block and the interpolation point by point, so splitting the box rows, blocks and
+ * points across threads (src/cluster/pool.ts) gives bit-identical results.
  */
-import { fftColumns, fftPlan, smoothSize, transposeRows, type FftPlan } from './fft.js';
+import { smoothSize } from './fft.js';
+import { blockCount, columnPass, kernelColumns, kernelRows, rowPass, threadBlocks } from './fft-block.js';
 import { bounds, type Bounds } from './bounds.js';
 
 export interface InterpOptions {
@@ -48,19 +51,19 @@ export interface InterpGrid {
   lox: number;
   loy: number;
   h: number;
-  /** The kernel's spectrum / L² (real; transposed layout) for kL and kh. */
+  /** The kernel's spectrum / L² (real) for kL and kh, by blocks of 8 rows: [ceil(L/8)][L][8]. */
   Kh: Float64Array;
   kL: number;
   kh: number;
-  /** Kernel, charge grids (q0 + i q1 in A, q2 + i q3 in B) and scratch, [L][L] each; capacity may exceed L². */
-  Kr: Float64Array;
-  Ki: Float64Array;
-  Ar: Float64Array;
-  Ai: Float64Array;
-  Br: Float64Array;
-  Bi: Float64Array;
-  Tr: Float64Array;
-  Ti: Float64Array;
+  /** The kernel's columns transformed (scratch of the spectrum), column panels [ceil(L/8)][L][16]. */
+  Kp: Float64Array;
+  /**
+   * The charge grids (q0 + i q1 in A, q2 + i q3 in B) as column panels (src/cluster/fft-block.ts):
+   * the charges and potentials occupy rows and columns [0, M) of an L × L transform, so only the
+   * ceil(M/8) panels of columns [0, M) are stored, [panel][L rows][8 real, 8 imaginary].
+   */
+  A: Float64Array;
+  B: Float64Array;
   /** Per point: box (bx, by) and the three Lagrange weights per axis. */
   box: Int32Array;
   wx: Float64Array;
@@ -86,73 +89,47 @@ export function lagrange3(t: number, w: Float64Array, o: number): void {
 
 /** Per-thread work on a grid: the ranges each call takes are set by the caller. */
 export const interpWork = {
-  /** Kernel grid rows [r0, r1): K[r][c] = 1/(1 + δ²(dr² + dc²))², dr = min(r, L−r); imaginary part 0. */
-  kernelRows(g: InterpGrid, r0: number, r1: number): void {
-    const { L } = g;
+  /** The kernel's spectrum, first half: its columns in panels [p0, p1) of ceil(L/8), transformed along the rows. */
+  kernelColumns(g: InterpGrid, p0: number, p1: number): void {
     const d2 = (g.h / 3) * (g.h / 3);
-    for (let r = r0; r < r1; r++) {
-      const dr = Math.min(r, L - r);
-      const b = r * L;
-      for (let c = 0; c < L; c++) {
-        const dc = Math.min(c, L - c);
-        const v = 1 / (1 + d2 * (dr * dr + dc * dc));
-        g.Kr[b + c] = v * v;
-        g.Ki[b + c] = 0;
-      }
-    }
+    kernelColumns(threadBlocks(), g.Kp, g.L, d2, p0, p1);
   },
-  /** The kernel's spectrum / L² into Kh (this thread; the same layout as the charges' spectra). */
+  /** The kernel's spectrum, second half: row blocks [b0, b1) of ceil(L/8) along the columns, / L², into Kh. */
+  kernelRows(g: InterpGrid, b0: number, b1: number): void {
+    kernelRows(threadBlocks(), g.Kp, g.L, 1 / (g.L * g.L), g.Kh, b0, b1);
+  },
+  /** The kernel's spectrum for the grid's L and h, on this thread. */
   kernelSpectrum(g: InterpGrid): void {
-    const { L } = g;
-    const plan = fftPlan(L);
-    interpWork.kernelRows(g, 0, L);
-    fftColumns(plan, g.Kr, g.Ki, g.Tr, g.Ti, L, 0, L, false);
-    transposeRows(g.Kr, L, 0, L);
-    transposeRows(g.Ki, L, 0, L);
-    fftColumns(plan, g.Kr, g.Ki, g.Tr, g.Ti, L, 0, L, false);
-    const s = 1 / (L * L);
-    for (let t = 0; t < L * L; t++) g.Kh[t] = g.Kr[t] * s;
-    g.kL = L;
+    interpWork.kernelColumns(g, 0, blockCount(g.L));
+    interpWork.kernelRows(g, 0, blockCount(g.L));
+    g.kL = g.L;
     g.kh = g.h;
   },
-  /** Forward first pass of the charge columns [a0, a1) of M (the others are zero). */
-  pass1(g: InterpGrid, a0: number, a1: number): void {
-    const plan = fftPlan(g.L);
-    fftColumns(plan, g.Ar, g.Ai, g.Tr, g.Ti, g.L, a0, a1, false);
-    fftColumns(plan, g.Br, g.Bi, g.Tr, g.Ti, g.L, a0, a1, false);
+  /** Forward along the rows, panels [p0, p1) of ceil(M/8) (rows [M, L) of the charges are zero). */
+  pass1(g: InterpGrid, p0: number, p1: number): void {
+    const w = threadBlocks();
+    columnPass(w, g.A, g.L, p0, p1, g.M, g.L, false);
+    columnPass(w, g.B, g.L, p0, p1, g.M, g.L, false);
   },
-  /** Transpose rows [r0, r1) of the charge grids. */
-  transpose(g: InterpGrid, r0: number, r1: number): void {
-    for (const a of [g.Ar, g.Ai, g.Br, g.Bi]) transposeRows(a, g.L, r0, r1);
+  /** Row blocks [b0, b1) of ceil(L/8): forward along the columns, product with the kernel's spectrum / L², inverse. */
+  middle(g: InterpGrid, b0: number, b1: number): void {
+    const w = threadBlocks();
+    rowPass(w, g.A, g.L, g.M, g.Kh, b0, b1);
+    rowPass(w, g.B, g.L, g.M, g.Kh, b0, b1);
   },
-  /** Columns [c0, c1): forward second pass, product with the kernel's spectrum / L², inverse first pass. */
-  middle(g: InterpGrid, c0: number, c1: number): void {
-    const { L } = g;
-    const plan = fftPlan(L);
-    fftColumns(plan, g.Ar, g.Ai, g.Tr, g.Ti, L, c0, c1, false);
-    fftColumns(plan, g.Br, g.Bi, g.Tr, g.Ti, L, c0, c1, false);
-    for (let r = 0; r < L; r++) {
-      const b = r * L;
-      for (let c = c0; c < c1; c++) {
-        const k = g.Kh[b + c];
-        g.Ar[b + c] *= k;
-        g.Ai[b + c] *= k;
-        g.Br[b + c] *= k;
-        g.Bi[b + c] *= k;
-      }
+  /** Inverse along the rows, panels [p0, p1) of ceil(M/8); rows [0, M) back. */
+  pass2(g: InterpGrid, p0: number, p1: number): void {
+    const w = threadBlocks();
+    columnPass(w, g.A, g.L, p0, p1, g.L, g.M, true);
+    columnPass(w, g.B, g.L, p0, p1, g.L, g.M, true);
+  },
+  /** Zero rows [0, M) of panels [p0, p1) of the charge grids (nothing else is read before it is written). */
+  zeroPanels(g: InterpGrid, p0: number, p1: number): void {
+    for (let p = p0; p < p1; p++) {
+      const base = p * g.L * 16;
+      g.A.fill(0, base, base + g.M * 16);
+      g.B.fill(0, base, base + g.M * 16);
     }
-    fftColumns(plan, g.Ar, g.Ai, g.Tr, g.Ti, L, c0, c1, true);
-    fftColumns(plan, g.Br, g.Bi, g.Tr, g.Ti, L, c0, c1, true);
-  },
-  /** Inverse second pass, columns [c0, c1) of M. */
-  pass2(g: InterpGrid, c0: number, c1: number): void {
-    const plan = fftPlan(g.L);
-    fftColumns(plan, g.Ar, g.Ai, g.Tr, g.Ti, g.L, c0, c1, true);
-    fftColumns(plan, g.Br, g.Bi, g.Tr, g.Ti, g.L, c0, c1, true);
-  },
-  /** Zero rows [r0, r1) of the four charge grids (all L columns). */
-  zeroRows(g: InterpGrid, r0: number, r1: number): void {
-    for (const a of [g.Ar, g.Ai, g.Br, g.Bi]) a.fill(0, r0 * g.L, r1 * g.L);
   },
   /** Points [i0, i1): their boxes and Lagrange weights. */
   weights(g: InterpGrid, Y: Float64Array, i0: number, i1: number): void {
@@ -170,19 +147,19 @@ export const interpWork = {
   },
   /** The points of box rows [b0, b1) (byRow, after sortRows) spread onto their nodes, in point order. */
   spreadRows(g: InterpGrid, Y: Float64Array, b0: number, b1: number): void {
-    const { nb, L, h, Ar, Ai, Br, Bi, box, wx, wy, byRow, rowStart } = g;
+    const { nb, L, h, A, B, box, wx, wy, byRow, rowStart } = g;
     const cx = g.lox + (nb * h) / 2;
     const cy = g.loy + (nb * h) / 2;
     for (let p = rowStart[b0]; p < rowStart[b1]; p++) {
       const i = byRow[p];
       const xc = Y[2 * i] - cx;
       const yc = Y[2 * i + 1] - cy;
-      spreadPoint(L, box[2 * i], box[2 * i + 1], wx, wy, i, xc, yc, xc * xc + yc * yc, Ar, Ai, Br, Bi);
+      spreadPoint(L, box[2 * i], box[2 * i + 1], wx, wy, i, xc, yc, xc * xc + yc * yc, A, B);
     }
   },
   /** Interpolate the potentials back to points [i0, i1) and form F and Z_i. */
   interpolate(g: InterpGrid, Y: Float64Array, i0: number, i1: number, F: Float64Array, Zi: Float64Array): void {
-    const { L, box, wx, wy, Ar, Ai, Br, Bi } = g;
+    const { L, box, wx, wy, A, B } = g;
     const cx = g.lox + (g.nb * g.h) / 2;
     const cy = g.loy + (g.nb * g.h) / 2;
     for (let i = i0; i < i1; i++) {
@@ -190,14 +167,14 @@ export const interpWork = {
       const gy = 3 * box[2 * i + 1];
       let p0 = 0, p1 = 0, p2 = 0, p3 = 0;
       for (let b = 0; b < 3; b++) {
-        const row = (gy + b) * L + gx;
         const vy = wy[3 * i + b];
         for (let a = 0; a < 3; a++) {
           const w = vy * wx[3 * i + a];
-          p0 += w * Ar[row + a];
-          p1 += w * Ai[row + a];
-          p2 += w * Br[row + a];
-          p3 += w * Bi[row + a];
+          const t = node(L, gy + b, gx + a);
+          p0 += w * A[t];
+          p1 += w * A[t + 8];
+          p2 += w * B[t];
+          p3 += w * B[t + 8];
         }
       }
       const x = Y[2 * i] - cx;
@@ -209,17 +186,22 @@ export const interpWork = {
   },
 };
 
+/** Where node (r, c)'s real part is in a panel grid of L rows (its imaginary part is 8 after). */
+function node(L: number, r: number, c: number): number {
+  return ((c >> 3) * L + r) * 16 + (c & 7);
+}
+
 /** Point i's charges onto the 3 × 3 nodes of its box (bx, by): the one loop of both spreads. */
-function spreadPoint(L: number, bx: number, by: number, wx: Float64Array, wy: Float64Array, i: number, xc: number, yc: number, r2: number, Ar: Float64Array, Ai: Float64Array, Br: Float64Array, Bi: Float64Array): void {
+function spreadPoint(L: number, bx: number, by: number, wx: Float64Array, wy: Float64Array, i: number, xc: number, yc: number, r2: number, A: Float64Array, B: Float64Array): void {
   for (let b = 0; b < 3; b++) {
-    const row = (3 * by + b) * L + 3 * bx;
     const vy = wy[3 * i + b];
     for (let a = 0; a < 3; a++) {
       const w = vy * wx[3 * i + a];
-      Ar[row + a] += w;
-      Ai[row + a] += w * xc;
-      Br[row + a] += w * yc;
-      Bi[row + a] += w * r2;
+      const t = node(L, 3 * by + b, 3 * bx + a);
+      A[t] += w;
+      A[t + 8] += w * xc;
+      B[t] += w * yc;
+      B[t + 8] += w * r2;
     }
   }
 }
@@ -238,6 +220,7 @@ export function sortRows(g: InterpGrid, n: number): void {
 export class InterpRepulsion {
   g: InterpGrid;
   private cap = 0;
+  private kcap = 0;
   readonly minBoxes: number;
   readonly boxWidth: number;
 
@@ -247,7 +230,7 @@ export class InterpRepulsion {
     const f = (len: number) => new Float64Array(shared ? new SharedArrayBuffer(len * 8) : new ArrayBuffer(len * 8));
     const e = new Float64Array(0);
     const i32 = (len: number) => new Int32Array(shared ? new SharedArrayBuffer(4 * len) : new ArrayBuffer(4 * len));
-    this.g = { nb: 0, M: 0, L: 0, lox: 0, loy: 0, h: 1, Kh: e, kL: 0, kh: 0, Kr: e, Ki: e, Ar: e, Ai: e, Br: e, Bi: e, Tr: e, Ti: e, box: i32(2 * n), wx: f(3 * n), wy: f(3 * n), byRow: i32(n), rowStart: i32(1) };
+    this.g = { nb: 0, M: 0, L: 0, lox: 0, loy: 0, h: 1, Kh: e, kL: 0, kh: 0, Kp: e, A: e, B: e, box: i32(2 * n), wx: f(3 * n), wy: f(3 * n), byRow: i32(n), rowStart: i32(1) };
   }
 
   /** The square side of Y's bounding box (1e-3 when the points coincide), and the box. */
@@ -264,8 +247,8 @@ export class InterpRepulsion {
     return 6 * smoothSize(Math.max(this.minBoxes, Math.ceil(this.span(Y).span / this.boxWidth)));
   }
 
-  /** Size the grid for Y (its buffers grow when needed). */
-  size(Y: Float64Array): InterpGrid {
+  /** Size the grid for Y (its buffers grow when needed); the kernel's spectrum too unless `spectrum` is false (see needsSpectrum). */
+  size(Y: Float64Array, spectrum = true): InterpGrid {
     const g = this.g;
     const { span, b } = this.span(Y);
     const { minX: xmin, minY: ymin, maxX: xmax, maxY: ymax } = b;
@@ -283,45 +266,57 @@ export class InterpRepulsion {
     g.lox = (xmin + xmax) / 2 - (nb * h) / 2;
     g.loy = (ymin + ymax) / 2 - (nb * h) / 2;
     if (g.rowStart.length < nb + 1) g.rowStart = new Int32Array(this.shared ? new SharedArrayBuffer(4 * (nb + 1)) : new ArrayBuffer(4 * (nb + 1)));
-    if (L * L > this.cap) {
-      const cap = L * L;
-      const f = () => new Float64Array(this.shared ? new SharedArrayBuffer(cap * 8) : new ArrayBuffer(cap * 8));
-      g.Kh = f(); g.kL = 0; g.Kr = f(); g.Ki = f(); g.Ar = f(); g.Ai = f(); g.Br = f(); g.Bi = f(); g.Tr = f(); g.Ti = f();
+    // the kernel's L × L (panels and factors), the charges' ceil(M/8) panels of L rows
+    const kcap = blockCount(L) * L * 16;
+    if (kcap > this.kcap) {
+      g.Kp = this.array(kcap);
+      g.Kh = this.array(kcap / 2);
+      g.kL = 0;
+      this.kcap = kcap;
+    }
+    const cap = blockCount(M) * L * 16;
+    if (cap > this.cap) {
+      g.A = this.array(cap);
+      g.B = this.array(cap);
       this.cap = cap;
     }
-    if (g.kL !== L || g.kh !== h) interpWork.kernelSpectrum(g);
+    if (spectrum && this.needsSpectrum()) interpWork.kernelSpectrum(g);
     return g;
+  }
+
+  /** Whether the kernel's spectrum is not the one of the grid's L and h (after size). */
+  needsSpectrum(): boolean {
+    return this.g.kL !== this.g.L || this.g.kh !== this.g.h;
+  }
+
+  private array(len: number): Float64Array {
+    return new Float64Array(this.shared ? new SharedArrayBuffer(len * 8) : new ArrayBuffer(len * 8));
   }
 
   /** Each point's box and weights, and the charges spread onto the grid (this thread, point order). */
   spread(Y: Float64Array): void {
     const n = this.n;
     const g = this.g;
-    const { nb, L, h, Ar, Ai, Br, Bi, box, wx, wy } = g;
-    // the charges occupy rows [0, M) and columns [0, M); the rest of each grid must be zero
-    interpWork.zeroRows(g, 0, L);
+    const { nb, L, h, A, B, box, wx, wy } = g;
+    interpWork.zeroPanels(g, 0, blockCount(g.M));
     interpWork.weights(g, Y, 0, n);
     const cx = g.lox + (nb * h) / 2;
     const cy = g.loy + (nb * h) / 2;
     for (let i = 0; i < n; i++) {
       const xc = Y[2 * i] - cx;
       const yc = Y[2 * i + 1] - cy;
-      spreadPoint(L, box[2 * i], box[2 * i + 1], wx, wy, i, xc, yc, xc * xc + yc * yc, Ar, Ai, Br, Bi);
+      spreadPoint(L, box[2 * i], box[2 * i + 1], wx, wy, i, xc, yc, xc * xc + yc * yc, A, B);
     }
   }
 
   /** F and Z_i for every point on this thread (the same numbers as any split across threads). */
   compute(Y: Float64Array, F: Float64Array, Zi: Float64Array): void {
     const g = this.size(Y);
-    const { L, M } = g;
     this.spread(Y);
-    interpWork.pass1(g, 0, M);
-    interpWork.transpose(g, 0, L);
-    interpWork.middle(g, 0, L);
-    interpWork.transpose(g, 0, L);
-    interpWork.pass2(g, 0, M);
+    interpWork.pass1(g, 0, blockCount(g.M));
+    interpWork.middle(g, 0, blockCount(g.L));
+    interpWork.pass2(g, 0, blockCount(g.M));
     interpWork.interpolate(g, Y, 0, this.n, F, Zi);
   }
 }
 
-export type { FftPlan };

@@ -15,6 +15,7 @@ import { groupRanges, repulsion, type QuadTree } from './quadtree.js';
 import { attraction } from './attraction.js';
 import { stepRange, type StepParams } from './step.js';
 import { interpWork, sortRows, type InterpRepulsion } from './interp.js';
+import { blockCount } from './fft-block.js';
 import { conditionalRows, type SparseP } from './affinity.js';
 import { mulXBRows, mulXtBCols, type MatMulPool, type MulRequest } from './pca.js';
 import type { ProbeOptions } from './probe.js';
@@ -222,28 +223,28 @@ export class ClusterPool implements MatMulPool {
    * value is computed by the same operations whatever the split); all arrays shared.
    */
   async interpGradient(rep: InterpRepulsion, Y: Float64Array, n: number, F: Float64Array, Zi: Float64Array, P: SparseP, ex: number, A: Float64Array): Promise<void> {
-    const g = rep.size(Y);
-    const { L, M } = g;
+    const g = rep.size(Y, false);
     const parts = this.workers.length + 1;
     const split = (len: number) => Array.from({ length: parts }, (_, p): [number, number] => [Math.floor((p * len) / parts), Math.floor(((p + 1) * len) / parts)]);
-    // the transpose of row i swaps i entries: equal areas of the triangle
-    const tri = Array.from({ length: parts }, (_, p): [number, number] => [Math.round(L * Math.sqrt(p / parts)), Math.round(L * Math.sqrt((p + 1) / parts))]);
     const phase = async (msg: (i: number) => object, mine: () => void) => {
       const pending = this.workers.map((w, i) => this.call(w, { cmd: 'interp', g, ...msg(i) }));
       mine();
       await Promise.all(pending);
     };
     const last = parts - 1;
-    // the charges: boxes and weights by points (and the grids zeroed by rows), the points sorted
-    // by box row here, then spread by bands of box rows with about equal numbers of points (a
-    // node gets its points in point order, as from the single-thread spread)
+    // the kernel's spectrum when L or h changed: its columns beside the weights, its rows beside the spread
+    const kb = split(rep.needsSpectrum() ? blockCount(g.L) : 0);
+    // the charges: boxes and weights by points (and the panels zeroed), the points sorted by box
+    // row here, then spread by bands of box rows with about equal numbers of points (a node gets
+    // its points in point order, as from the single-thread spread)
     const pr = split(n);
-    const zr = split(L);
+    const zr = split(blockCount(g.M));
     await phase(
-      (i) => ({ phase: 'weights', a: pr[i][0], b: pr[i][1], za: zr[i][0], zb: zr[i][1], Y }),
+      (i) => ({ phase: 'weights', a: pr[i][0], b: pr[i][1], za: zr[i][0], zb: zr[i][1], ka: kb[i][0], kb: kb[i][1], Y }),
       () => {
         interpWork.weights(g, Y, pr[last][0], pr[last][1]);
-        interpWork.zeroRows(g, zr[last][0], zr[last][1]);
+        interpWork.zeroPanels(g, zr[last][0], zr[last][1]);
+        if (kb[last][1] > kb[last][0]) interpWork.kernelColumns(g, kb[last][0], kb[last][1]);
       },
     );
     sortRows(g, n);
@@ -254,13 +255,19 @@ export class ClusterPool implements MatMulPool {
       while (b < g.nb && (p === last || g.rowStart[b + 1] <= target)) b++;
       bands.push([b0, b]);
     }
-    await phase((i) => ({ phase: 'spread', a: bands[i][0], b: bands[i][1], Y }), () => interpWork.spreadRows(g, Y, bands[last][0], bands[last][1]));
-    const kc = split(L), ac = split(M);
-    await phase((i) => ({ phase: 'pass1', a: ac[i][0], b: ac[i][1] }), () => interpWork.pass1(g, ac[last][0], ac[last][1]));
-    await phase((i) => ({ phase: 'transpose', a: tri[i][0], b: tri[i][1] }), () => interpWork.transpose(g, tri[last][0], tri[last][1]));
-    await phase((i) => ({ phase: 'middle', a: kc[i][0], b: kc[i][1] }), () => interpWork.middle(g, kc[last][0], kc[last][1]));
-    await phase((i) => ({ phase: 'transpose', a: tri[i][0], b: tri[i][1] }), () => interpWork.transpose(g, tri[last][0], tri[last][1]));
-    await phase((i) => ({ phase: 'pass2', a: ac[i][0], b: ac[i][1] }), () => interpWork.pass2(g, ac[last][0], ac[last][1]));
+    await phase(
+      (i) => ({ phase: 'spread', a: bands[i][0], b: bands[i][1], ka: kb[i][0], kb: kb[i][1], Y }),
+      () => {
+        interpWork.spreadRows(g, Y, bands[last][0], bands[last][1]);
+        if (kb[last][1] > kb[last][0]) interpWork.kernelRows(g, kb[last][0], kb[last][1]);
+      },
+    );
+    g.kL = g.L;
+    g.kh = g.h;
+    const pc = split(blockCount(g.M)), rb = split(blockCount(g.L));
+    await phase((i) => ({ phase: 'pass1', a: pc[i][0], b: pc[i][1] }), () => interpWork.pass1(g, pc[last][0], pc[last][1]));
+    await phase((i) => ({ phase: 'middle', a: rb[i][0], b: rb[i][1] }), () => interpWork.middle(g, rb[last][0], rb[last][1]));
+    await phase((i) => ({ phase: 'pass2', a: pc[i][0], b: pc[i][1] }), () => interpWork.pass2(g, pc[last][0], pc[last][1]));
     await phase(
       (i) => ({ phase: 'points', a: pr[i][0], b: pr[i][1], Y, F, Zi, P, ex, A }),
       () => {

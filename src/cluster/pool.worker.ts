@@ -47,11 +47,13 @@ parentPort!.on('message', (m: any) => {
       const g = m.g;
       if (m.phase === 'weights') {
         interpWork.weights(g, m.Y, m.a, m.b);
-        interpWork.zeroRows(g, m.za, m.zb);
-      } else if (m.phase === 'spread') interpWork.spreadRows(g, m.Y, m.a, m.b);
-      else if (m.phase === 'pass1') interpWork.pass1(g, m.a, m.b);
+        interpWork.zeroPanels(g, m.za, m.zb);
+        if (m.kb > m.ka) interpWork.kernelColumns(g, m.ka, m.kb);
+      } else if (m.phase === 'spread') {
+        interpWork.spreadRows(g, m.Y, m.a, m.b);
+        if (m.kb > m.ka) interpWork.kernelRows(g, m.ka, m.kb);
+      } else if (m.phase === 'pass1') interpWork.pass1(g, m.a, m.b);
       else if (m.phase === 'middle') interpWork.middle(g, m.a, m.b);
-      else if (m.phase === 'transpose') interpWork.transpose(g, m.a, m.b);
       else if (m.phase === 'pass2') interpWork.pass2(g, m.a, m.b);
       else if (m.phase === 'points') {
         interpWork.interpolate(g, m.Y, m.a, m.b, m.F, m.Zi);

@@ -37,7 +37,6 @@ import { ClusterPool, overlapSplit } from './pool.js';
 import { stepRange, type StepParams } from './step.js';
 import { attraction, bfsOrder } from './attraction.js';
 import { InterpRepulsion } from './interp.js';
-import { smoothSize } from './fft.js';
 
 export { exactGradient, exactKl, exactRepulsion, exactZ, klWithZ } from './tsne-exact.js';
 
@@ -48,31 +47,37 @@ export type TsneMethod = 'auto' | 'bh' | 'fft';
  * whose grid is small for N, L² · log2 L < FFT_GRID_PER_POINT · N (L = 6 × boxes per axis, the
  * FFT's size; src/cluster/interp.ts), and Barnes–Hut in the others. The grid grows with the map's
  * span, not with N: early exaggeration keeps the map small, so those iterations go to the FFT.
- * Measured (bench/tsne-interp.ts, one thread): at 100,000 points, iteration 150, L = 324, the FFT
- * path costs 31 ms and Barnes–Hut 145 ms; on the final map, L = 768, 186 ms against 92 ms. The
- * transforms cost about 21 ns × L² log2 L and the spreading and interpolation about 0.17 µs per
- * point, against Barnes–Hut's 0.8–1.4 µs per point: the FFT wins while L² log2 L < ~30 N.
+ * Measured (bench/tsne-interp.ts, one thread, on final maps of bench/tsne-scaling.py's data, L = 768):
+ * the blocked SIMD transforms (src/cluster/fft-block.ts) cost about 6 ns × L² log2 L and the
+ * spreading and interpolation about 0.29 µs per point, against Barnes–Hut's 1.1–1.2 µs per point
+ * (2.2 µs on a map without clusters): 40.5 against 21.8 ms at 20,000 points, 48.7 against 52.9 at
+ * 50,000 and 51.8 against 116.5 at 100,000: the FFT wins while L² log2 L < ~130 N on one thread.
+ * On two threads its iteration synchronises the threads six times, so the rule takes 100 N.
  * The choice depends on Y only, so the same seed gives the same map on any number of threads.
  * The last POLISH_ITERATIONS iterations take the FFT whatever the grid (see there).
  */
-export const FFT_GRID_PER_POINT = 30;
+export const FFT_GRID_PER_POINT = 100;
 /**
  * Under 'mixed', the last 50 iterations (after the exaggeration) take FFT interpolation on any grid.
  * Barnes–Hut at θ = 0.5 leaves the points' local arrangement worse than the FFT's gradient does:
  * at 50,000 points (bench/tsne-scaling.py's data, seeds 0–2), the 10-NN recall of 5,000 points
  * went from 0.1039 / 0.1055 / 0.1008 with Barnes–Hut to the end to 0.1121 / 0.1126 / 0.1085 with
- * these 50 iterations on the FFT; openTSNE's was 0.1127 / 0.1127 / 0.1071 (bench/RESULTS.md). At
- * 100,000 points they cost about 2 s more than Barnes–Hut.
+ * these 50 iterations on the FFT; openTSNE's was 0.1127 / 0.1127 / 0.1071 (bench/RESULTS.md), with
+ * FFT_GRID_PER_POINT at 30 then; at 100 the FFT takes every iteration of those maps anyway.
  */
 export const POLISH_ITERATIONS = 50;
 /** True when an iteration on an L × L grid with n points takes FFT interpolation under 'mixed'. */
 export function fftIteration(L: number, n: number): boolean {
   return L * L * Math.log2(L) < FFT_GRID_PER_POINT * n;
 }
-/** The smallest grid's L: 6 × the boxes of an embedding narrower than 50 box widths (54 = the first 2^a·3^b ≥ 50). */
-const MIN_GRID = 6 * smoothSize(50);
-/** 'auto' is 'mixed' from this many points (29,183): where the smallest grid passes fftIteration. */
-export const MIXED_MIN_POINTS = Math.floor((MIN_GRID * MIN_GRID * Math.log2(MIN_GRID)) / FFT_GRID_PER_POINT) + 1;
+/**
+ * 'auto' is 'mixed' from this many points, Barnes–Hut below. The smallest grid (L = 324) passes
+ * fftIteration from 8,755 points, but on two threads the FFT's iterations did not pay at 20,000
+ * points (bench/tsne-scaling.py's data, 2 threads, one sitting: 'mixed' 21.6 and 26.1 s, Barnes–Hut
+ * 19.2 and 20.4 s, the same CPU seconds; recall@10 of 5,000 points 0.1539 against 0.1554), while
+ * at 50,000 they did (43.8 s against 57.3 s, recall 0.1094 against 0.1073; bench/RESULTS.md).
+ */
+export const MIXED_MIN_POINTS = 30000;
 
 /**
  * From this many points, neighbours 'auto' would take the approximate search (src/cluster/knn-approx.ts).

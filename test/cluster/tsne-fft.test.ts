@@ -1,7 +1,7 @@
 import { describe, it, expect } from 'vitest';
 import { Rng } from '../../src/util/rng.js';
 import { blobs } from './blobs.js';
-import { fftColumns, fftPlan, naiveDft, smoothSize, isSmooth, transposeRows } from '../../src/cluster/fft.js';
+import { fftColumns, fftPlan, naiveDft, smoothSize, isSmooth } from '../../src/cluster/fft.js';
 import { InterpRepulsion, lagrange3 } from '../../src/cluster/interp.js';
 import { Tsne, exactRepulsion, tsneGradient, exactKl, MIXED_MIN_POINTS, POLISH_ITERATIONS, fftIteration } from '../../src/cluster/tsne.js';
 import { denseP } from '../../src/cluster/affinity.js';
@@ -62,14 +62,6 @@ describe('FFT', () => {
     expect([smoothSize(50), smoothSize(97), smoothSize(1)]).toEqual([54, 108, 1]);
     expect(isSmooth(150)).toBe(false);
     expect(() => fftPlan(10)).toThrow(/2\^a/);
-  });
-
-  it('transposes by row ranges', () => {
-    const L = 70;
-    const a = new Float64Array(L * L).map((_, t) => t);
-    transposeRows(a, L, 0, 33);
-    transposeRows(a, L, 33, L);
-    for (let i = 0; i < L; i++) for (let j = 0; j < L; j++) expect(a[i * L + j]).toBe(j * L + i);
   });
 });
 
@@ -226,10 +218,10 @@ describe('t-SNE with FFT interpolation', () => {
   });
 
   it("'mixed' (auto from MIXED_MIN_POINTS) takes the FFT in iterations with a small grid and in the last 50, and Barnes–Hut in the others", async () => {
-    // the rule: the smallest grid (54 boxes, L = 324) passes from MIXED_MIN_POINTS points; a grid 4× as wide does not
-    expect(MIXED_MIN_POINTS).toBe(29183);
-    expect(fftIteration(324, MIXED_MIN_POINTS)).toBe(true);
-    expect(fftIteration(324, MIXED_MIN_POINTS - 1)).toBe(false);
+    // the rule, L² log2 L < 100 N: the smallest grid (54 boxes, L = 324) passes from 8,755 points; a grid 4× as wide does not at MIXED_MIN_POINTS
+    expect(MIXED_MIN_POINTS).toBe(30000);
+    expect(fftIteration(324, 8755)).toBe(true);
+    expect(fftIteration(324, 8754)).toBe(false);
     expect(fftIteration(1296, MIXED_MIN_POINTS)).toBe(false);
     const n = MIXED_MIN_POINTS;
     const { X } = blobs(n, 4, 4, 8, 7);
