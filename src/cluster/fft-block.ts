@@ -17,7 +17,6 @@ const SQRT3_2 = Math.sqrt(3) / 2;
 /** One thread's workspace: blocks x and y of `rows` rows, a factor block, the twiddles of one length. */
 export class FftBlocks {
   private k: FftSimd | null;
-  private own: ArrayBuffer | null = null;
   /** The workspace as float64 values. */
   M = new Float64Array(0);
   private rows = 0;
@@ -45,8 +44,7 @@ export class FftBlocks {
       if (this.k && this.k.ensure(total * 8)) this.M = new Float64Array(this.k.memory.buffer);
       else {
         this.k = null;
-        this.own = new ArrayBuffer(Math.ceil(total * 1.25) * 8);
-        this.M = new Float64Array(this.own);
+        this.M = new Float64Array(Math.ceil(total * 1.25));
       }
     }
     this.rows = rows;
@@ -148,7 +146,6 @@ export function rowPass(w: FftBlocks, P: Float64Array, n: number, cols: number, 
   w.ensure(n);
   const M = w.M;
   const x = w.x;
-  const panels = blockCount(cols);
   for (let b = b0; b < b1; b++) {
     const r0 = b * BW;
     const wd = Math.min(BW, n - r0);
@@ -159,17 +156,7 @@ export function rowPass(w: FftBlocks, P: Float64Array, n: number, cols: number, 
     M.set(factors.subarray(b * n * BW, (b + 1) * n * BW), w.kf);
     w.mulFactors(a, n);
     a = w.transform(plan, true, a);
-    for (let p = 0; p < panels; p++) {
-      const d = (p * n + r0) * BR;
-      for (let j = 0; j < wd; j++) {
-        const o = a + p * BW * BR + j;
-        const t = d + j * BR;
-        for (let i = 0; i < BW; i++) {
-          P[t + i] = M[o + i * BR];
-          P[t + BW + i] = M[o + i * BR + BW];
-        }
-      }
-    }
+    toPanels(M, a, P, n, blockCount(cols), r0, wd);
   }
 }
 
@@ -184,6 +171,21 @@ function fromPanels(M: Float64Array, x: number, P: Float64Array, n: number, cols
       for (let i = 0; i < iw; i++) {
         M[o + i * BR] = P[t + i];
         M[o + i * BR + BW] = P[t + BW + i];
+      }
+    }
+  }
+}
+
+/** fromPanels' inverse for all 8 lanes of `panels` panels: block row c, lane j of the block at a to element (r0 + j, c). */
+function toPanels(M: Float64Array, a: number, P: Float64Array, n: number, panels: number, r0: number, wd: number): void {
+  for (let p = 0; p < panels; p++) {
+    const d = (p * n + r0) * BR;
+    for (let j = 0; j < wd; j++) {
+      const o = a + p * BW * BR + j;
+      const t = d + j * BR;
+      for (let i = 0; i < BW; i++) {
+        P[t + i] = M[o + i * BR];
+        P[t + BW + i] = M[o + i * BR + BW];
       }
     }
   }

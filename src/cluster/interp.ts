@@ -31,7 +31,7 @@
  * points across threads (src/cluster/pool.ts) gives bit-identical results.
  */
 import { smoothSize } from './fft.js';
-import { blockCount, columnPass, kernelColumns, kernelRows, rowPass, threadBlocks } from './fft-block.js';
+import { blockCount, columnPass, kernelColumns, kernelRows, panelIndex, rowPass, threadBlocks } from './fft-block.js';
 import { bounds, type Bounds } from './bounds.js';
 
 export interface InterpOptions {
@@ -170,7 +170,7 @@ export const interpWork = {
         const vy = wy[3 * i + b];
         for (let a = 0; a < 3; a++) {
           const w = vy * wx[3 * i + a];
-          const t = node(L, gy + b, gx + a);
+          const t = panelIndex(L, gy + b, gx + a);
           p0 += w * A[t];
           p1 += w * A[t + 8];
           p2 += w * B[t];
@@ -186,18 +186,13 @@ export const interpWork = {
   },
 };
 
-/** Where node (r, c)'s real part is in a panel grid of L rows (its imaginary part is 8 after). */
-function node(L: number, r: number, c: number): number {
-  return ((c >> 3) * L + r) * 16 + (c & 7);
-}
-
 /** Point i's charges onto the 3 × 3 nodes of its box (bx, by): the one loop of both spreads. */
 function spreadPoint(L: number, bx: number, by: number, wx: Float64Array, wy: Float64Array, i: number, xc: number, yc: number, r2: number, A: Float64Array, B: Float64Array): void {
   for (let b = 0; b < 3; b++) {
     const vy = wy[3 * i + b];
     for (let a = 0; a < 3; a++) {
       const w = vy * wx[3 * i + a];
-      const t = node(L, 3 * by + b, 3 * bx + a);
+      const t = panelIndex(L, 3 * by + b, 3 * bx + a);
       A[t] += w;
       A[t + 8] += w * xc;
       B[t] += w * yc;

@@ -226,11 +226,7 @@ export class ClusterPool implements MatMulPool {
     const g = rep.size(Y, false);
     const parts = this.workers.length + 1;
     const split = (len: number) => Array.from({ length: parts }, (_, p): [number, number] => [Math.floor((p * len) / parts), Math.floor(((p + 1) * len) / parts)]);
-    const phase = async (msg: (i: number) => object, mine: () => void) => {
-      const pending = this.workers.map((w, i) => this.call(w, { cmd: 'interp', g, ...msg(i) }));
-      mine();
-      await Promise.all(pending);
-    };
+    const phase = (msg: (i: number) => object, mine: () => void) => settled(this.workers.map((w, i) => this.call(w, { cmd: 'interp', g, ...msg(i) })), mine);
     const last = parts - 1;
     // the kernel's spectrum when L or h changed: its columns beside the weights, its rows beside the spread
     const kb = split(rep.needsSpectrum() ? blockCount(g.L) : 0);
