@@ -145,19 +145,25 @@ export function rowPass(w: FftBlocks, P: Float64Array, n: number, cols: number, 
   const plan = fftPlan(n);
   w.ensure(n);
   const M = w.M;
-  const x = w.x;
   for (let b = b0; b < b1; b++) {
-    const r0 = b * BW;
-    const wd = Math.min(BW, n - r0);
-    if (wd < BW) M.fill(0, x, x + cols * BR);
-    fromPanels(M, x, P, n, cols, r0, wd);
-    M.fill(0, x + cols * BR, x + n * BR);
-    let a = w.transform(plan, false);
+    let a = rowBlockForward(w, plan, P, n, cols, b);
     M.set(factors.subarray(b * n * BW, (b + 1) * n * BW), w.kf);
     w.mulFactors(a, n);
     a = w.transform(plan, true, a);
-    toPanels(M, a, P, n, blockCount(cols), r0, wd);
+    toPanels(M, a, P, n, blockCount(cols), b * BW, Math.min(BW, n - b * BW));
   }
+}
+
+/** Rows 8b … 8b+7, columns [0, cols) of the panels ([panels][n][16]) into w's block x (the rest zero), transformed forward along the columns; the result's offset. */
+function rowBlockForward(w: FftBlocks, plan: FftPlan, P: Float64Array, n: number, cols: number, b: number): number {
+  const M = w.M;
+  const x = w.x;
+  const r0 = b * BW;
+  const wd = Math.min(BW, n - r0);
+  if (wd < BW) M.fill(0, x, x + cols * BR);
+  fromPanels(M, x, P, n, cols, r0, wd);
+  M.fill(0, x + cols * BR, x + n * BR);
+  return w.transform(plan, false);
 }
 
 /** Rows r0 … r0+wd−1, columns [0, cols) of the panels into the block at x transposed: element (r0 + j, c) to block row c, lane j. */
@@ -223,13 +229,9 @@ export function kernelRows(w: FftBlocks, Kp: Float64Array, n: number, scale: num
   const plan = fftPlan(n);
   w.ensure(n);
   const M = w.M;
-  const x = w.x;
   for (let b = b0; b < b1; b++) {
-    const r0 = b * BW;
-    const wd = Math.min(BW, n - r0);
-    if (wd < BW) M.fill(0, x, x + n * BR);
-    fromPanels(M, x, Kp, n, n, r0, wd);
-    const a = w.transform(plan, false);
+    const wd = Math.min(BW, n - b * BW);
+    const a = rowBlockForward(w, plan, Kp, n, n, b);
     const f = b * n * BW;
     for (let c = 0; c < n; c++) for (let j = 0; j < BW; j++) factors[f + c * BW + j] = j < wd ? M[a + c * BR + j] * scale : 0;
   }
