@@ -17,20 +17,71 @@
  */
 import { benjaminiHochberg, holm, nullZ } from '../util/stats.js';
 import type { WandaChannelTest } from './types.js';
+import type { SimdKernel } from './simd.js';
 
-/** T_j for every channel from one labelling's group RMS s [G * d] (group-major) and the group sizes. */
-export function channelSpread(s: ArrayLike<number>, counts: readonly number[], d: number, out: Float64Array = new Float64Array(d)): Float64Array {
+/**
+ * T_j for every channel from one labelling's group RMS s [G * d] (group-major) and the group
+ * sizes. Group by group over all channels (the additions of each T_j in group order, as a loop
+ * over groups inside a loop over channels would do them: the same bits, with typed-array loops).
+ */
+export function channelSpread(s: ArrayLike<number>, counts: readonly number[], d: number, out: Float64Array = new Float64Array(d), work: Float64Array = new Float64Array(d)): Float64Array {
   const G = counts.length;
   let N = 0;
   for (const c of counts) N += c;
-  for (let j = 0; j < d; j++) {
-    // Overall RMS from the group RMS: s² = Σ n_g s_g² / N.
-    let m = 0;
-    for (let g = 0; g < G; g++) m += counts[g]! * s[g * d + j]! ** 2;
-    const all = Math.sqrt(m / N);
-    let t = 0;
-    if (all > 0) for (let g = 0; g < G; g++) t += (counts[g]! / N) * (s[g * d + j]! / all - 1) ** 2;
-    out[j] = t;
+  // Overall RMS from the group RMS: s² = Σ n_g s_g² / N.
+  const all = work;
+  all.fill(0, 0, d);
+  for (let g = 0; g < G; g++) {
+    const n = counts[g]!;
+    for (let j = 0, o = g * d; j < d; j++, o++) {
+      const v = s[o]!;
+      all[j] += n * (v * v);
+    }
+  }
+  for (let j = 0; j < d; j++) all[j] = Math.sqrt(all[j]! / N);
+  out.fill(0, 0, d);
+  for (let g = 0; g < G; g++) {
+    const w = counts[g]! / N;
+    for (let j = 0, o = g * d; j < d; j++, o++) {
+      const a = all[j]!;
+      if (a > 0) {
+        const e = s[o]! / a - 1;
+        out[j] += w * (e * e);
+      }
+    }
+  }
+  return out;
+}
+
+/** Bytes of channelSpreadSimd's parameters for G groups. */
+export const spreadParamBytes = (G: number): number => 16 + 16 * G;
+
+/**
+ * channelSpread through the SIMD kernel (the same operations per channel, so the same bits):
+ * the group RMS are G rows of d float64 at byte sOff of the kernel's memory, the parameters go
+ * to pOff (spreadParamBytes, 8-aligned) and T to outOff, returned as a view (valid until the
+ * memory grows or the next call).
+ */
+export function channelSpreadSimd(k: SimdKernel, sOff: number, d: number, counts: readonly number[], pOff: number, outOff: number): Float64Array {
+  const G = counts.length;
+  let N = 0;
+  for (const c of counts) N += c;
+  const mem = k.memory.buffer;
+  const head = new Int32Array(mem, pOff, 2);
+  head[0] = G;
+  head[1] = d * 8;
+  const par = new Float64Array(mem, pOff + 8, 1 + 2 * G);
+  par[0] = N;
+  for (let g = 0; g < G; g++) {
+    par[1 + 2 * g] = counts[g]!;
+    par[2 + 2 * g] = counts[g]! / N;
+  }
+  if (d >> 1 > 0) k.spread(sOff, outOff, d >> 1, pOff);
+  const out = new Float64Array(mem, outOff, d);
+  if (d & 1) {
+    // The last channel of an odd dimension: channelSpread of that channel alone.
+    const s = new Float64Array(mem, sOff, G * d);
+    out[d - 1] = channelSpread(Float64Array.from(counts, (_, g) => s[g * d + d - 1]!), counts, 1)[0]!;
   }
   return out;
 }
@@ -46,6 +97,7 @@ export class ChannelNull {
   private readonly layerNull: Float64Array;
   private r = 0;
   private readonly buf: Float64Array;
+  private readonly work: Float64Array;
 
   constructor(
     readonly hook: string,
@@ -56,11 +108,12 @@ export class ChannelNull {
     this.ge = new Int32Array(d);
     this.layerNull = new Float64Array(R);
     this.buf = new Float64Array(d);
+    this.work = new Float64Array(d);
   }
 
-  /** Labelling 0 is the observed one; 1..R the permutations, in order. */
-  add(labelling: number, s: ArrayLike<number>): void {
-    const t: Float64Array = channelSpread(s, this.counts, this.d, labelling === 0 ? new Float64Array(this.d) : this.buf);
+  /** Labelling 0 is the observed one; 1..R the permutations, in order. `spread`: channelSpread(s) when the caller has it (channelSpreadSimd). */
+  add(labelling: number, s: ArrayLike<number>, spread?: Float64Array): void {
+    const t: Float64Array = spread ? (labelling === 0 ? spread.slice() : spread) : channelSpread(s, this.counts, this.d, labelling === 0 ? new Float64Array(this.d) : this.buf, this.work);
     if (labelling === 0) {
       this.observed = t;
       this.observedS = Float64Array.from(s as ArrayLike<number>);

@@ -18,8 +18,9 @@
 import { LobesError } from '../util/errors.js';
 import { createSimd, type SimdKernel } from './simd.js';
 import { matrixPooler, rmsScaler, squareRow, type ActivationSource } from './stats.js';
-import { selectTop, minus, size, intersectionSize, densityCounts, components, type Masks, type TopSpec } from './regions.js';
-import { ChannelNull } from './channels.js';
+import type { TopSpec } from './regions.js';
+import { bitLayout, selectTopBits, countAnd, andNot, densityBits, componentsBits, RunScratch, type BitLayout } from './bitsets.js';
+import { ChannelNull, channelSpreadSimd, spreadParamBytes } from './channels.js';
 import { emptyNulls, pairList, type Nulls } from './nulls.js';
 import type { WandaChannelTest, WandaMatrix } from './types.js';
 
@@ -63,6 +64,8 @@ export interface HookNullResult {
   channel: WandaChannelTest;
 }
 
+/** Labellings whose groups' scalers are pooled in one call. */
+const POOLED_LABELINGS = 4;
 /** Rows squared at once. */
 const SUB_ROWS = 32;
 /** Every labelling's accumulators of one tile of features fit in this (a share of a 1 MiB L2). */
@@ -92,24 +95,60 @@ export async function hookNull(src: ActivationSource, job: HookNullJob, kernel: 
   const B = Math.max(1, Math.min(L, Math.floor(job.batchBytes / (G * dPad * 8))));
   const k = kernel;
   const observed: Float32Array[][] = [];
-  const s = new Float64Array(G * d);
+  // Four labellings' scalers are pooled together: 4·G scalers, a multiple of four, so that
+  // every read of C serves four of them (poolrow4) even when G is not a multiple of four.
+  // They live in the kernel's memory past the group sums, with the channel test's parameters
+  // and output, so that the RMS and the channel spread run there too (rms, spread).
+  const sLen = POOLED_LABELINGS * G * d;
+  const sOff = align16(sumsBytes(B, G, dPad));
+  const pOff = sOff + align16(sLen * 8);
+  const tOff = pOff + align16(spreadParamBytes(G));
+  const fast = k && tOff + d * 8 < 2 ** 31 && k.ensure(tOff + d * 8) ? k : null;
+  const s = fast ? new Float64Array(fast.memory.buffer, sOff, sLen) : new Float64Array(sLen);
+  const counter = new MaskCounter(matrices, G);
   for (let l0 = 0; l0 < L; l0 += B) {
     const nb = Math.min(B, L - l0);
     const acc = await squareSums(src, hook, d, job.labelings, n, l0, nb, G, k);
-    for (let t = 0; t < nb; t++) {
-      const l = l0 + t;
-      for (let g = 0; g < G; g++) {
-        const o = (t * G + g) * dPad;
-        rmsScaler(acc.subarray(o, o + d), 0, d, counts[g]!, s.subarray(g * d, (g + 1) * d));
+    const simd = fast !== null && acc.buffer === fast.memory.buffer ? fast : null;
+    for (let t0 = 0; t0 < nb; t0 += POOLED_LABELINGS) {
+      const nt = Math.min(POOLED_LABELINGS, nb - t0);
+      const scalers: Float64Array[] = [];
+      for (let u = 0; u < nt; u++) {
+        const su = s.subarray(u * G * d, (u + 1) * G * d);
+        for (let g = 0; g < G; g++) {
+          const o = ((t0 + u) * G + g) * dPad;
+          const sg = su.subarray(g * d, (g + 1) * d);
+          if (simd) rmsSimd(simd, acc, o, sg, d, counts[g]!, pOff);
+          else rmsScaler(acc.subarray(o, o + d), 0, d, counts[g]!, sg);
+          scalers.push(sg);
+        }
+        channel.add(l0 + t0 + u, su, simd ? channelSpreadSimd(simd, su.byteOffset, d, counts, pOff, tOff) : undefined);
       }
-      channel.add(l, s);
-      const maps = pool(counts.map((_, g) => s.subarray(g * d, (g + 1) * d)));
-      if (l === 0) observed.push(...maps);
-      const masks = maps.map((m) => selectTop(m, matrices, top));
-      if (l > 0) countMasks(masks, pairs, matrices, out, (l - 1) * stride);
+      const maps = pool(scalers);
+      for (let u = 0; u < nt; u++) {
+        const l = l0 + t0 + u;
+        const mu = maps.slice(u * G, (u + 1) * G);
+        if (l === 0) observed.push(...mu);
+        else counter.count(mu, top, pairs, out, (l - 1) * stride);
+      }
     }
   }
   return { observed, counts: out, channel: channel.result(job.groups, job.layer) };
+}
+
+const align16 = (x: number): number => Math.ceil(x / 16) * 16;
+
+/** Bytes of squareSums' kernel memory for nb labellings (group sums, squared rows, entry list). */
+function sumsBytes(nb: number, G: number, dPad: number): number {
+  return nb * G * dPad * 8 + SUB_ROWS * dPad * 8 + nb * (2 * G + SUB_ROWS) * 4;
+}
+
+/** rmsScaler of the group sums at acc[o ..] into dst through the kernel (acc and dst in its memory; inv at p). */
+function rmsSimd(k: SimdKernel, acc: Float64Array, o: number, dst: Float64Array, d: number, count: number, p: number): void {
+  const inv = count > 0 ? 1 / count : 0;
+  new Float64Array(k.memory.buffer, p, 1)[0] = inv;
+  if (d >> 1 > 0) k.rms(acc.byteOffset + o * 8, dst.byteOffset, d >> 1, p);
+  if (d & 1) dst[d - 1] = Math.sqrt(acc[o + d - 1]! * inv);
 }
 
 /**
@@ -119,11 +158,10 @@ export async function hookNull(src: ActivationSource, job: HookNullJob, kernel: 
 async function squareSums(src: ActivationSource, hook: string, d: number, labelings: Int32Array, n: number, l0: number, nb: number, G: number, kernel: SimdKernel | null): Promise<Float64Array> {
   const dPad = d + (d & 1);
   const nvec = dPad >> 1;
-  const accBytes = nb * G * dPad * 8;
-  const x2Off = accBytes;
+  const x2Off = nb * G * dPad * 8;
   const listOff = x2Off + SUB_ROWS * dPad * 8;
   // At most two words of head per labelling and group, one per labelled row.
-  const end = listOff + nb * (2 * G + SUB_ROWS) * 4;
+  const end = sumsBytes(nb, G, dPad);
   const k = kernel && end < 2 ** 31 && kernel.ensure(end) ? kernel : null;
   const mem = k ? k.memory.buffer : new ArrayBuffer(end);
   const acc = new Float64Array(mem, 0, nb * G * dPad);
@@ -183,33 +221,55 @@ async function squareSums(src: ActivationSource, hook: string, d: number, labeli
   return acc;
 }
 
-/** One labelling's counts (see PAIR_FIELDS, GROUP_FIELDS) of the groups' masks into out[o ..]. */
-function countMasks(masks: Masks[], pairs: [number, number][], matrices: WandaMatrix[], out: Float64Array, o: number): void {
-  const gBase = o + pairs.length * PAIR_FIELDS;
-  masks.forEach((m, g) => {
-    const dc = densityCounts(m, matrices);
-    const x = gBase + g * GROUP_FIELDS;
-    out[x] = size(m);
-    out[x + 1] = dc.inSet;
-    out[x + 2] = dc.slots;
-    out[x + 3] = components(m, matrices);
-  });
-  pairs.forEach(([a, b], p) => {
-    const amb = minus(masks[a]!, masks[b]!);
-    const bma = minus(masks[b]!, masks[a]!);
-    const da = densityCounts(amb, matrices);
-    const db = densityCounts(bma, matrices);
-    const x = o + p * PAIR_FIELDS;
-    out[x] = intersectionSize(masks[a]!, masks[b]!);
-    out[x + 1] = size(amb);
-    out[x + 2] = size(bma);
-    out[x + 3] = da.inSet;
-    out[x + 4] = da.slots;
-    out[x + 5] = db.inSet;
-    out[x + 6] = db.slots;
-    out[x + 7] = components(amb, matrices);
-    out[x + 8] = components(bma, matrices);
-  });
+/** One labelling's counts (see PAIR_FIELDS, GROUP_FIELDS) from its groups' pooled maps, on block sets as bits (src/wanda/bitsets.ts): the numbers regions.ts's masks give. */
+class MaskCounter {
+  private readonly L: BitLayout;
+  private readonly sets: Uint32Array[];
+  private readonly amb: Uint32Array;
+  private readonly bma: Uint32Array;
+  private readonly work: Float32Array;
+  private readonly runs: RunScratch;
+  private readonly res = new Float64Array(3);
+  constructor(matrices: WandaMatrix[], G: number) {
+    this.L = bitLayout(matrices);
+    const words = this.L.words;
+    this.sets = Array.from({ length: G }, () => new Uint32Array(words));
+    this.amb = new Uint32Array(words);
+    this.bma = new Uint32Array(words);
+    this.work = new Float32Array(Math.max(1, ...matrices.map((m) => m.rowBlocks * m.colBlocks)));
+    this.runs = new RunScratch(this.L);
+  }
+
+  count(maps: Float32Array[][], top: TopSpec, pairs: [number, number][], out: Float64Array, o: number): void {
+    const { L, sets, amb, bma, res, runs } = this;
+    const words = L.words;
+    maps.forEach((m, g) => selectTopBits(m, L, top, sets[g]!, this.work));
+    const gBase = o + pairs.length * PAIR_FIELDS;
+    sets.forEach((set, g) => {
+      densityBits(set, L, res);
+      const x = gBase + g * GROUP_FIELDS;
+      out[x] = res[0]!;
+      out[x + 1] = res[1]!;
+      out[x + 2] = res[2]!;
+      out[x + 3] = componentsBits(set, L, runs);
+    });
+    pairs.forEach(([a, b], p) => {
+      const x = o + p * PAIR_FIELDS;
+      andNot(sets[a]!, sets[b]!, amb, words);
+      andNot(sets[b]!, sets[a]!, bma, words);
+      out[x] = countAnd(sets[a]!, sets[b]!, words);
+      densityBits(amb, L, res);
+      out[x + 1] = res[0]!;
+      out[x + 3] = res[1]!;
+      out[x + 4] = res[2]!;
+      out[x + 7] = componentsBits(amb, L, runs);
+      densityBits(bma, L, res);
+      out[x + 2] = res[0]!;
+      out[x + 5] = res[1]!;
+      out[x + 6] = res[2]!;
+      out[x + 8] = componentsBits(bma, L, runs);
+    });
+  }
 }
 
 /** Add one capture point's counts into the total (integers: any order gives the same sums). */

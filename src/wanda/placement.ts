@@ -15,7 +15,8 @@
  * matrix). densityRatio = density / randomDensity is the density normalised for the set's size.
  */
 import { Rng } from '../util/rng.js';
-import { density, components, type Masks } from './regions.js';
+import type { Masks } from './regions.js';
+import { bitLayout, densityBits, componentsBits, RunScratch, type BitLayout } from './bitsets.js';
 import type { WandaMatrix } from './types.js';
 
 /** Blocks of a set in each matrix. */
@@ -87,17 +88,72 @@ function randomSubset(n: number, c: number, rng: Rng, scratch?: Int32Array): Int
   return a;
 }
 
-/** Density and component counts of R random placements of a set with `counts` blocks per matrix. */
+/**
+ * Density and component counts of R random placements of a set with `counts` blocks per matrix:
+ * randomPlacement's sets (the same draws in the same order), held as bits and counted by
+ * src/wanda/bitsets.ts, which gives regions.ts's density and components exactly.
+ */
 export function placementNull(counts: ArrayLike<number>, matrices: WandaMatrix[], R: number, seed: number): { density: Float64Array; components: Float64Array } {
   const rng = new Rng(seed);
   const dens = new Float64Array(R);
   const comp = new Float64Array(R);
   const maxN = matrices.reduce((a, m) => Math.max(a, m.rowBlocks * m.colBlocks), 0);
-  const scratch = new Int32Array(maxN);
+  const ident = Int32Array.from({ length: maxN }, (_, i) => i);
+  const L = bitLayout(matrices);
+  const bits = new Uint32Array(L.words);
+  const runs = new RunScratch(L);
+  const res = new Float64Array(3);
   for (let r = 0; r < R; r++) {
-    const s = randomPlacement(counts, matrices, rng, scratch);
-    dens[r] = density(s, matrices);
-    comp[r] = components(s, matrices);
+    placeBits(counts, L, rng, ident, bits);
+    densityBits(bits, L, res);
+    dens[r] = res[2] === 0 ? 0 : res[1]! / res[2]!;
+    comp[r] = componentsBits(bits, L, runs);
   }
   return { density: dens, components: comp };
+}
+
+/**
+ * randomPlacement into bits (overwritten): the same draws (randomSubset's partial Fisher–Yates).
+ * `ident` holds 0, 1, 2, … on entry and on return: only the c swapped positions are put back,
+ * instead of writing the whole index array for every matrix of every placement.
+ */
+function placeBits(counts: ArrayLike<number>, L: BitLayout, rng: Rng, ident: Int32Array, bits: Uint32Array): void {
+  bits.fill(0);
+  const flip = (k: number, i: number) => {
+    const r = Math.floor(i / L.K[k]!);
+    const c = i - r * L.K[k]!;
+    bits[L.off[k]! + r * L.W[k]! + (c >>> 5)] ^= 1 << (c & 31);
+  };
+  for (let k = 0; k < L.R.length; k++) {
+    const K = L.K[k]!;
+    const W = L.W[k]!;
+    const n = L.R[k]! * K;
+    const c = Math.min(n, counts[k]!);
+    if (c === 0) continue;
+    const drawn = 2 * c > n ? n - c : c;
+    if (drawn < c) {
+      // More than half: the complement is drawn, as randomPlacement does.
+      for (let r = 0; r < L.R[k]!; r++) {
+        for (let w = 0; w < W; w++) {
+          const nb = Math.min(32, K - 32 * w);
+          bits[L.off[k]! + r * W + w] = nb === 32 ? -1 : (1 << nb) - 1;
+        }
+      }
+    }
+    for (let i = 0; i < drawn; i++) {
+      const j = i + rng.int(n - i);
+      const t = ident[i]!;
+      ident[i] = ident[j]!;
+      ident[j] = t;
+    }
+    for (let i = 0; i < drawn; i++) flip(k, ident[i]!);
+    // Back to the identity. Positions past `drawn` change only when swapped with some i, and
+    // then their original value stays at that i (position i is not touched after step i); so
+    // resetting [0, drawn) and the positions of the values ≥ drawn found there restores all.
+    for (let i = 0; i < drawn; i++) {
+      const v = ident[i]!;
+      ident[i] = i;
+      if (v >= drawn) ident[v] = v;
+    }
+  }
 }

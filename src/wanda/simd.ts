@@ -37,6 +37,11 @@ const F64X2_MUL = simd(0xf2);
 const F64X2_PROMOTE_LOW_F32X4 = simd(0x5f);
 const I32_LOAD = (offset: number) => [0x28, 0x02, ...leb(offset)];
 const V128_LOAD64_ZERO = (offset: number) => [...simd(0x5d), 0x00, ...leb(offset)];
+const V128_LOAD64_SPLAT = (offset: number) => [...simd(0x0a), 0x03, ...leb(offset)];
+const F64X2_SUB = simd(0xf1);
+const F64X2_DIV = simd(0xf3);
+const F64X2_SQRT = simd(0xef);
+const F64X2_GT = simd(0x4a);
 
 // Parameters and locals: row pointers P[0..3], source vectors V[0..3], values X[0..3].
 const SRC = 0, NROWS = 1, ROWBYTES = 2, NVEC = 3, ACC = 4;
@@ -233,6 +238,73 @@ function poolrow4Body(): number[] {
   return funcBody([[1, I32], [10, V128]], code);
 }
 
+/**
+ * rms(src, dst, nvec, p, _): dst[i] = √(src[i] · inv) over 2 · nvec float64 values, inv the
+ * float64 at p: rmsScaler's operations (src/wanda/stats.ts), two values a step.
+ */
+function rmsBody(): number[] {
+  const SRC = 0, DST = 1, N = 2, PAR = 3;
+  const code = [
+    LOOP, VOID,
+    ...get(DST), ...get(SRC), ...V128_LOAD(0), ...get(PAR), ...V128_LOAD64_SPLAT(0), ...F64X2_MUL, ...F64X2_SQRT, ...V128_STORE(0),
+    ...get(SRC), I32_CONST, 16, I32_ADD, ...set(SRC),
+    ...get(DST), I32_CONST, 16, I32_ADD, ...set(DST),
+    ...get(N), I32_CONST, 1, I32_SUB, LOCAL_TEE, N, BR_IF, 0,
+    END,
+    END,
+  ];
+  return funcBody([], code);
+}
+
+/**
+ * spread(s, out, nvec, p, _): channelSpread (src/wanda/channels.ts) of channels 0 .. 2·nvec − 1,
+ * two at a time. s: G rows of group RMS, `stride` bytes apart; p: i32 G, i32 stride, f64 N,
+ * then per group f64 n_g and f64 n_g / N. Per channel, as the JavaScript: a = √((Σ_g n_g · s_g²)
+ * / N) adding groups in order from 0, then T = Σ_g (n_g/N) · (s_g / a − 1)² in group order from
+ * 0 where a > 0 (a masked term adds +0, which leaves T's bits as they are), else 0.
+ */
+function spreadBody(): number[] {
+  const S = 0, OUT = 1, N = 2, PAR = 3;
+  const G = 5, STRIDE = 6, Q = 7, PP = 8, GC = 9, ALL = 10, T = 11, MSK = 12, E = 13;
+  const ZERO = V128_CONST(new Array(16).fill(0));
+  const ONE = V128_CONST([0, 0, 0, 0, 0, 0, 0xf0, 0x3f, 0, 0, 0, 0, 0, 0, 0xf0, 0x3f]);
+  const restart = [...get(S), ...set(Q), ...get(PAR), I32_CONST, 16, I32_ADD, ...set(PP), ...get(G), ...set(GC)];
+  const next = [
+    ...get(Q), ...get(STRIDE), I32_ADD, ...set(Q),
+    ...get(PP), I32_CONST, 16, I32_ADD, ...set(PP),
+    ...get(GC), I32_CONST, 1, I32_SUB, LOCAL_TEE, GC, BR_IF, 0,
+  ];
+  const code = [
+    ...get(PAR), ...I32_LOAD(0), ...set(G),
+    ...get(PAR), ...I32_LOAD(4), ...set(STRIDE),
+    LOOP, VOID,
+    ...ZERO, ...set(ALL),
+    ...restart,
+    LOOP, VOID,
+    ...get(Q), ...V128_LOAD(0), LOCAL_TEE, E, ...get(E), ...F64X2_MUL, ...get(PP), ...V128_LOAD64_SPLAT(0), ...F64X2_MUL,
+    ...get(ALL), ...F64X2_ADD, ...set(ALL),
+    ...next,
+    END,
+    ...get(ALL), ...get(PAR), ...V128_LOAD64_SPLAT(8), ...F64X2_DIV, ...F64X2_SQRT, ...set(ALL),
+    ...get(ALL), ...ZERO, ...F64X2_GT, ...set(MSK),
+    ...ZERO, ...set(T),
+    ...restart,
+    LOOP, VOID,
+    ...get(Q), ...V128_LOAD(0), ...get(ALL), ...F64X2_DIV, ...ONE, ...F64X2_SUB, LOCAL_TEE, E, ...get(E), ...F64X2_MUL,
+    ...get(PP), ...V128_LOAD64_SPLAT(8), ...F64X2_MUL, ...get(MSK), ...V128_AND,
+    ...get(T), ...F64X2_ADD, ...set(T),
+    ...next,
+    END,
+    ...get(OUT), ...get(T), ...V128_STORE(0),
+    ...get(S), I32_CONST, 16, I32_ADD, ...set(S),
+    ...get(OUT), I32_CONST, 16, I32_ADD, ...set(OUT),
+    ...get(N), I32_CONST, 1, I32_SUB, LOCAL_TEE, N, BR_IF, 0,
+    END,
+    END,
+  ];
+  return funcBody([[5, I32], [4, V128]], code);
+}
+
 export type RowKernel = (src: number, nrows: number, rowBytes: number, nvec: number, acc: number) => void;
 
 export interface SimdKernel {
@@ -250,6 +322,10 @@ export interface SimdKernel {
   poolrow4: (c: number, s: number, nblocks: number, n4: number, out: number) => void;
   /** For each entry [dst, ns, src_1 .. src_ns] at list: addf64(dst + off, src_k + off, nvec) for k = 1 .. ns in order, dst loaded and stored once (nentries, ns, nvec >= 1); four vectors at a time where it can. */
   addgroups: (list: number, nentries: number, nvec: number, off: number) => void;
+  /** rmsScaler of 2 · nvec values (src, dst byte addresses; inv the float64 at p). */
+  rms: (src: number, dst: number, nvec: number, p: number) => void;
+  /** channelSpread of 2 · nvec channels (see spreadBody for s, out and the parameters at p). */
+  spread: (s: number, out: number, nvec: number, p: number) => void;
   /** Make the memory at least `bytes` long (views must be re-made after); false when it cannot grow that far. */
   ensure(bytes: number): boolean;
 }
@@ -275,10 +351,12 @@ export function createSimd(): SimdKernel | null {
       ['addgroups', addgroupsBody(1)],
       ['addgroups4', addgroupsBody(4)],
       ['poolrow4', poolrow4Body()],
+      ['rms', rmsBody()],
+      ['spread', spreadBody()],
     ]),
   );
   if (!inst) return null;
-  const ex = inst.exports as unknown as { bf16: RowKernel; f32: RowKernel; bf16x4: RowKernel; f32x4: RowKernel; addf64: RowKernel; poolrow: RowKernel; addgroups: RowKernel; addgroups4: RowKernel; poolrow4: RowKernel };
+  const ex = inst.exports as unknown as { bf16: RowKernel; f32: RowKernel; bf16x4: RowKernel; f32x4: RowKernel; addf64: RowKernel; poolrow: RowKernel; addgroups: RowKernel; addgroups4: RowKernel; poolrow4: RowKernel; rms: RowKernel; spread: RowKernel };
   return {
     memory: inst.memory,
     bf16: ex.bf16,
@@ -288,6 +366,8 @@ export function createSimd(): SimdKernel | null {
     addf64: (dst: number, src: number, nvec: number) => ex.addf64(dst, src, nvec, 0, 0),
     poolrow: ex.poolrow,
     poolrow4: ex.poolrow4,
+    rms: (src: number, dst: number, nvec: number, p: number) => ex.rms(src, dst, nvec, p, 0),
+    spread: (s: number, out: number, nvec: number, p: number) => ex.spread(s, out, nvec, p, 0),
     addgroups: (list: number, nentries: number, nvec: number, off: number) => {
       const four = nvec & ~3;
       if (four > 0) ex.addgroups4(list, nentries, four, off, 0);

@@ -14,7 +14,8 @@ import { analyze, matrixInfo } from '../../src/wanda/analyze.js';
 import { memorySource } from '../../src/wanda/stats.js';
 import { addInference, setPlacement } from '../../src/wanda/inference.js';
 import { randomDensity, randomSlots, randomPlacement, placementNull } from '../../src/wanda/placement.js';
-import { channelSpread } from '../../src/wanda/channels.js';
+import { channelSpread, channelSpreadSimd, spreadParamBytes } from '../../src/wanda/channels.js';
+import { createSimd } from '../../src/wanda/simd.js';
 import { holm, benjaminiHochberg } from '../../src/util/stats.js';
 import { Rng } from '../../src/util/rng.js';
 import type { WandaMatrix } from '../../src/wanda/types.js';
@@ -133,6 +134,42 @@ describe('the per-channel RMS test', () => {
     const all = Math.sqrt((1 * 4 + 3 * 1) / 4);
     expect(t[0]).toBeCloseTo(0.25 * (2 / all - 1) ** 2 + 0.75 * (1 / all - 1) ** 2, 12);
     expect(t[1]).toBe(0);
+  });
+
+  it('channelSpread equals the formula channel by channel to the bit (5 groups, zero channels, reused buffers)', () => {
+    let seed = 7;
+    const rnd = () => ((seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0) / 2 ** 32);
+    const counts = [3, 1, 4, 1, 5];
+    const N = 14;
+    const d = 257;
+    const out = new Float64Array(d);
+    const work = new Float64Array(d);
+    for (let rep = 0; rep < 3; rep++) {
+      const s = Float64Array.from({ length: counts.length * d }, (_, i) => (i % d) % 11 === 0 ? 0 : rnd() * 10 ** (rnd() * 6 - 3));
+      const got = channelSpread(s, counts, d, out, work);
+      for (let j = 0; j < d; j++) {
+        let m = 0;
+        for (let g = 0; g < counts.length; g++) m += counts[g]! * s[g * d + j]! ** 2;
+        const all = Math.sqrt(m / N);
+        let want = 0;
+        if (all > 0) for (let g = 0; g < counts.length; g++) want += (counts[g]! / N) * (s[g * d + j]! / all - 1) ** 2;
+        expect(Object.is(got[j], want), `channel ${j}: ${got[j]} against ${want}`).toBe(true);
+      }
+      // The WebAssembly kernel (two channels a step, the odd last one in JavaScript) gives the same bits.
+      const k = createSimd();
+      if (!k) continue;
+      for (const dd of [d, d - 1, 1]) {
+        const sOff = 64;
+        const pOff = sOff + counts.length * dd * 8 + 8;
+        const tOff = pOff + spreadParamBytes(counts.length) + 8;
+        k.ensure(tOff + dd * 8);
+        const sv = new Float64Array(k.memory.buffer, sOff, counts.length * dd);
+        for (let g = 0; g < counts.length; g++) sv.set(s.subarray(g * d, g * d + dd), g * dd);
+        const simd = channelSpreadSimd(k, sOff, dd, counts, pOff, tOff);
+        const js = channelSpread(sv.slice(), counts, dd);
+        expect(Buffer.from(simd.buffer, simd.byteOffset, dd * 8).equals(Buffer.from(js.buffer)), `d = ${dd}`).toBe(true);
+      }
+    }
   });
 
   it('finds the planted channels of the planted groups, and nothing under shuffled labels', async () => {
