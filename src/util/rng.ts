@@ -4,10 +4,12 @@
  * Generator: xoshiro128** seeded through splitmix32; 32-bit integer arithmetic only.
  */
 export class Rng {
-  private s0: number;
-  private s1: number;
-  private s2: number;
-  private s3: number;
+  /**
+   * The four state words. A typed array, not four fields: uint32 values past 2^30 do not fit
+   * V8's small integers, so fields would box every new value (about 85 ns a draw); the same
+   * operations on typed-array words give the same numbers.
+   */
+  private readonly s = new Uint32Array(4);
   private spare: number | null = null;
 
   constructor(readonly seed: number) {
@@ -19,24 +21,27 @@ export class Rng {
       z = Math.imul(z ^ (z >>> 13), 0xc2b2ae35) >>> 0;
       return (z ^ (z >>> 16)) >>> 0;
     };
-    this.s0 = next();
-    this.s1 = next();
-    this.s2 = next();
-    this.s3 = next();
-    if ((this.s0 | this.s1 | this.s2 | this.s3) === 0) this.s0 = 1;
+    const s = this.s;
+    s[0] = next();
+    s[1] = next();
+    s[2] = next();
+    s[3] = next();
+    if ((s[0]! | s[1]! | s[2]! | s[3]!) === 0) s[0] = 1;
   }
 
-  /** Uniform 32-bit unsigned integer. */
+  /** Uniform 32-bit unsigned integer (xoshiro128**). */
   nextU32(): number {
-    const result = Math.imul(rotl(Math.imul(this.s1, 5) >>> 0, 7), 9) >>> 0;
-    const t = (this.s1 << 9) >>> 0;
-    this.s2 ^= this.s0;
-    this.s3 ^= this.s1;
-    this.s1 ^= this.s2;
-    this.s0 ^= this.s3;
-    this.s2 ^= t;
-    this.s3 = rotl(this.s3, 11);
-    this.s0 >>>= 0; this.s1 >>>= 0; this.s2 >>>= 0; this.s3 >>>= 0;
+    const s = this.s;
+    const s0 = s[0]!;
+    const s1 = s[1]!;
+    const result = Math.imul(rotl(Math.imul(s1, 5) >>> 0, 7), 9) >>> 0;
+    const t = s1 << 9;
+    const s2 = s[2]! ^ s0;
+    const s3 = s[3]! ^ s1;
+    s[1] = s1 ^ s2;
+    s[0] = s0 ^ s3;
+    s[2] = s2 ^ t;
+    s[3] = rotl(s3, 11);
     return result;
   }
 

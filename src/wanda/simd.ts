@@ -42,6 +42,10 @@ const F64X2_SUB = simd(0xf1);
 const F64X2_DIV = simd(0xf3);
 const F64X2_SQRT = simd(0xef);
 const F64X2_GT = simd(0x4a);
+const F64X2_EXTRACT_LANE = (lane: number) => [...simd(0x21), lane];
+const F64_ADD = 0xa0, F64_DIV = 0xa3, F32_DEMOTE_F64 = 0xb6, F64 = 0x7c;
+const F64_LOAD = (offset: number) => [0x2b, 0x03, ...leb(offset)];
+const F32_STORE = (offset: number) => [0x38, 0x02, ...leb(offset)];
 
 // Parameters and locals: row pointers P[0..3], source vectors V[0..3], values X[0..3].
 const SRC = 0, NROWS = 1, ROWBYTES = 2, NVEC = 3, ACC = 4;
@@ -198,26 +202,42 @@ function poolrowBody(): number[] {
 }
 
 /**
- * poolrow4(c, s, nblocks, n4, out): poolrow for four scalers at once, C read once. s holds
- * the four scalers interleaved by steps of four features (128 bytes a step: s_0[j..j+3],
- * s_1[j..j+3], s_2[j..j+3], s_3[j..j+3]); out gets per block the four partial sums of each
- * scaler in turn (128 bytes). Each scaler's sums are poolrow's (the same operations in the same
- * order); eight independent chains of additions instead of two.
+ * poolrow4(c, s, nblocks, n4, out): poolrow for four scalers at once, C read once, finished
+ * in the kernel. The scalers are four planes of float64 `stride` bytes apart from s; for each
+ * block, scaler g's four partial sums (poolrow's, the same operations in the same order, eight
+ * independent chains of additions) are combined as poolBlocks does, ((a0 + a1) + (a2 + a3)) /
+ * div, rounded to float32 and stored at out + g · plane (out advancing 4 bytes a block). The
+ * header at address 0 holds f64 div, i32 stride and i32 plane.
  */
 function poolrow4Body(): number[] {
   const C = 0, S = 1, NB = 2, N4 = 3, OUT = 4;
-  const J = 5, CL = 6, CH = 7, A = 8;
+  const J = 5, ST = 6, PL = 7, P = [8, 9, 10, 11];
+  const CL = 12, CH = 13, A = 14, DIV = 22;
   const ZERO = V128_CONST(new Array(16).fill(0));
   const zero: number[] = [];
   const step: number[] = [];
-  const store: number[] = [];
+  const finish: number[] = [];
   for (let t = 0; t < 8; t++) zero.push(...ZERO, ...set(A + t));
   for (let g = 0; g < 4; g++) {
-    step.push(...get(A + 2 * g), ...get(S), ...V128_LOAD(32 * g), ...get(CL), ...F64X2_MUL, ...F64X2_ADD, ...set(A + 2 * g));
-    step.push(...get(A + 2 * g + 1), ...get(S), ...V128_LOAD(32 * g + 16), ...get(CH), ...F64X2_MUL, ...F64X2_ADD, ...set(A + 2 * g + 1));
+    step.push(...get(A + 2 * g), ...get(P[g]!), ...V128_LOAD(0), ...get(CL), ...F64X2_MUL, ...F64X2_ADD, ...set(A + 2 * g));
+    step.push(...get(A + 2 * g + 1), ...get(P[g]!), ...V128_LOAD(16), ...get(CH), ...F64X2_MUL, ...F64X2_ADD, ...set(A + 2 * g + 1));
   }
-  for (let t = 0; t < 8; t++) store.push(...get(OUT), ...get(A + t), ...V128_STORE(16 * t));
+  for (let g = 0; g < 4; g++) step.push(...get(P[g]!), I32_CONST, 32, I32_ADD, ...set(P[g]!));
+  for (let g = 0; g < 4; g++) {
+    const lanes = (v: number) => [...get(v), ...F64X2_EXTRACT_LANE(0), ...get(v), ...F64X2_EXTRACT_LANE(1), F64_ADD];
+    finish.push(
+      ...get(OUT), ...(g ? [...get(PL), I32_CONST, g, I32_MUL, I32_ADD] : []),
+      ...lanes(A + 2 * g), ...lanes(A + 2 * g + 1), F64_ADD, ...get(DIV), F64_DIV, F32_DEMOTE_F64, ...F32_STORE(0),
+    );
+  }
   const code = [
+    I32_CONST, 0, ...F64_LOAD(0), ...set(DIV),
+    I32_CONST, 0, ...I32_LOAD(8), ...set(ST),
+    I32_CONST, 0, ...I32_LOAD(12), ...set(PL),
+    ...get(S), ...set(P[0]!),
+    ...get(P[0]!), ...get(ST), I32_ADD, ...set(P[1]!),
+    ...get(P[1]!), ...get(ST), I32_ADD, ...set(P[2]!),
+    ...get(P[2]!), ...get(ST), I32_ADD, ...set(P[3]!),
     LOOP, VOID,
     ...zero,
     ...get(N4), ...set(J),
@@ -226,16 +246,15 @@ function poolrow4Body(): number[] {
     ...get(C), ...V128_LOAD64_ZERO(8), ...F64X2_PROMOTE_LOW_F32X4, ...set(CH),
     ...step,
     ...get(C), I32_CONST, 16, I32_ADD, ...set(C),
-    ...get(S), I32_CONST, ...sleb(128), I32_ADD, ...set(S),
     ...get(J), I32_CONST, 1, I32_SUB, LOCAL_TEE, J, BR_IF, 0,
     END,
-    ...store,
-    ...get(OUT), I32_CONST, ...sleb(128), I32_ADD, ...set(OUT),
+    ...finish,
+    ...get(OUT), I32_CONST, 4, I32_ADD, ...set(OUT),
     ...get(NB), I32_CONST, 1, I32_SUB, LOCAL_TEE, NB, BR_IF, 0,
     END,
     END,
   ];
-  return funcBody([[1, I32], [10, V128]], code);
+  return funcBody([[7, I32], [10, V128], [1, F64]], code);
 }
 
 /**
@@ -318,7 +337,7 @@ export interface SimdKernel {
   addf64: (dst: number, src: number, nvec: number) => void;
   /** poolBlocks' four partial sums of `nblocks` blocks of 4·n4 values (C float32 at c, s float64 at s), 4 float64 per block at out (nblocks, n4 >= 1). */
   poolrow: (c: number, s: number, nblocks: number, n4: number, out: number) => void;
-  /** poolrow for four scalers interleaved by steps of four features (128 bytes a step); 16 float64 per block at out (each scaler's four in turn). */
+  /** poolrow for four scalers (planes `stride` bytes apart), finished: float32 block means at out + g · plane (header at address 0: f64 div, i32 stride, i32 plane). */
   poolrow4: (c: number, s: number, nblocks: number, n4: number, out: number) => void;
   /** For each entry [dst, ns, src_1 .. src_ns] at list: addf64(dst + off, src_k + off, nvec) for k = 1 .. ns in order, dst loaded and stored once (nentries, ns, nvec >= 1); four vectors at a time where it can. */
   addgroups: (list: number, nentries: number, nvec: number, off: number) => void;

@@ -174,58 +174,71 @@ export function poolHook(sums: Float64Array[], d: number, counts: readonly numbe
 
 /** poolBlocks of every matrix fed by one capture point for each scaler s_g [d]: [g][matrix]; the SIMD kernels where they apply, else poolBlocks (the same bytes). */
 export function matrixPooler(d: number, mats: readonly PoolMatrix[], rb: number, cb: number): (s: Float64Array[]) => Float32Array[][] {
-  const simd = simdPooler(d, mats, cb);
-  return simd ? (s) => simd(s, rb) : (s) => s.map((sg) => mats.map((m) => poolBlocks(m.C, sg, m.dOut, m.dIn, rb, cb)));
+  const simd = simdPooler(d, mats, rb, cb);
+  return simd ?? ((s) => s.map((sg) => mats.map((m) => poolBlocks(m.C, sg, m.dOut, m.dIn, rb, cb))));
 }
 
 /**
  * poolBlocks of every matrix fed by one capture point through the SIMD kernel (C copied into
  * its memory once; the scalers per call), or null when SIMD is unavailable or the column blocks
- * are not a multiple of 4 wide. Four groups' scalers at a time share each read of C (poolrow4),
- * the rest one at a time (poolrow). Bit-identical to poolBlocks: the kernels compute the same
- * four partial sums per block in the same order, and a last narrower column block goes
- * through the same JavaScript.
+ * are not a multiple of 4 wide. Four groups' scalers at a time share each read of C and are
+ * finished in the kernel (poolrow4: the block means as float32), the rest one at a time
+ * (poolrow, finished here). Bit-identical to poolBlocks: the kernels compute the same four
+ * partial sums per block in the same order and combine them the same way, and a last narrower
+ * column block goes through the same JavaScript.
  */
-function simdPooler(d: number, mats: readonly PoolMatrix[], cb: number): ((s: Float64Array[], rb: number) => Float32Array[][]) | null {
+function simdPooler(d: number, mats: readonly PoolMatrix[], rb: number, cb: number): ((s: Float64Array[]) => Float32Array[][]) | null {
   if (cb % 4 !== 0 || mats.length === 0) return null;
   // An instance of its own: its memory holds this capture point's C for the whole call.
   const k = createSimd();
   if (!k) return null;
   const d4 = d - (d % 4);
-  const sOff = 0;
-  const outOff = Math.ceil((d4 * 4 * 8) / 16) * 16 + 16;
+  const up16 = (x: number) => Math.ceil(x / 16) * 16;
+  // Header (poolrow4's divisor, scaler stride and output plane), four scaler planes, the
+  // output planes (or poolrow's partial sums), then each matrix's C.
+  const sOff = 16;
+  const stride = up16(d4 * 8);
+  const outOff = sOff + 4 * stride;
+  const plane = up16(Math.max(...mats.map((m) => Math.ceil(m.dOut / rb) * Math.ceil(m.dIn / cb))) * 4);
   const maxK = Math.max(...mats.map((m) => Math.ceil(m.dIn / cb)));
   const cOffs: number[] = [];
-  let end = outOff + maxK * 128;
+  let end = outOff + Math.max(4 * plane, maxK * 32);
   for (const m of mats) {
     cOffs.push(end);
-    end += Math.ceil((m.C.byteLength) / 16) * 16;
+    end += up16(m.C.byteLength);
   }
   if (!k.ensure(end)) return null;
   const mem = k.memory.buffer;
   mats.forEach((m, i) => new Float32Array(mem, cOffs[i], m.C.length).set(m.C));
-  const sView = new Float64Array(mem, sOff, d4 * 4);
-  const parts = new Float64Array(mem, outOff, maxK * 16);
-  // Pooled maps of `w` scalers (1 or 4) whose first `d4` values are in sView (interleaved when w = 4).
-  const pool = (ss: Float64Array[], w: number, rb: number): Float32Array[][] => {
+  const sPlanes = [0, 1, 2, 3].map((t) => new Float64Array(mem, sOff + t * stride, d4));
+  const parts = new Float64Array(mem, outOff, maxK * 4);
+  const header = new DataView(mem, 0, 16);
+  header.setInt32(8, stride, true);
+  header.setInt32(12, plane, true);
+  // Pooled maps of `w` scalers (1 or 4) whose first `d4` values are in the scaler planes.
+  const pool = (ss: Float64Array[], w: number): Float32Array[][] => {
     const all = ss.map(() => mats.map((m) => new Float32Array(Math.ceil(m.dOut / rb) * Math.ceil(m.dIn / cb))));
     mats.forEach((m, i) => {
       const { C, dOut, dIn } = m;
       const R = Math.ceil(dOut / rb);
       const K = Math.ceil(dIn / cb);
       const full = Math.floor(dIn / cb);
+      if (full > 0 && w === 4) {
+        for (let bi = 0; bi < R; bi++) {
+          header.setFloat64(0, Math.min(rb, dOut - bi * rb) * cb, true);
+          k.poolrow4(cOffs[i]! + bi * dIn * 4, sOff, full, cb / 4, outOff + bi * K * 4);
+        }
+        for (let t = 0; t < 4; t++) all[t]![i]!.set(new Float32Array(mem, outOff + t * plane, R * K));
+      }
       for (let bi = 0; bi < R; bi++) {
         const h = Math.min(rb, dOut - bi * rb);
         const row = bi * dIn;
-        if (full > 0) {
-          if (w === 4) k.poolrow4(cOffs[i] + row * 4, sOff, full, cb / 4, outOff);
-          else k.poolrow(cOffs[i] + row * 4, sOff, full, cb / 4, outOff);
-          for (let t = 0; t < w; t++) {
-            const res = all[t]![i]!;
-            for (let bj = 0; bj < full; bj++) {
-              const p = bj * 4 * w + t * 4;
-              res[bi * K + bj] = (parts[p] + parts[p + 1] + (parts[p + 2] + parts[p + 3])) / (h * cb);
-            }
+        if (full > 0 && w === 1) {
+          k.poolrow(cOffs[i]! + row * 4, sOff, full, cb / 4, outOff);
+          const res = all[0]![i]!;
+          for (let bj = 0; bj < full; bj++) {
+            const p = bj * 4;
+            res[bi * K + bj] = (parts[p] + parts[p + 1] + (parts[p + 2] + parts[p + 3])) / (h * cb);
           }
         }
         if (full < K) {
@@ -237,25 +250,17 @@ function simdPooler(d: number, mats: readonly PoolMatrix[], cb: number): ((s: Fl
     });
     return all;
   };
-  return (scalers, rb) => {
+  return (scalers) => {
     const out: Float32Array[][] = [];
     let g = 0;
     for (; g + 4 <= scalers.length; g += 4) {
       const four = scalers.slice(g, g + 4);
-      for (let t = 0; t < 4; t++) {
-        const st = four[t]!;
-        for (let j = 0, o = t * 4; j < d4; j += 4, o += 16) {
-          sView[o] = st[j]!;
-          sView[o + 1] = st[j + 1]!;
-          sView[o + 2] = st[j + 2]!;
-          sView[o + 3] = st[j + 3]!;
-        }
-      }
-      out.push(...pool(four, 4, rb));
+      four.forEach((st, t) => sPlanes[t]!.set(st.subarray(0, d4)));
+      out.push(...pool(four, 4));
     }
     for (; g < scalers.length; g++) {
-      sView.set(scalers[g]!.subarray(0, d4));
-      out.push(...pool([scalers[g]!], 1, rb));
+      sPlanes[0]!.set(scalers[g]!.subarray(0, d4));
+      out.push(...pool([scalers[g]!], 1));
     }
     return out;
   };
