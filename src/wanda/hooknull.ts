@@ -67,7 +67,7 @@ export interface HookNullResult {
 /** Labellings whose groups' scalers are pooled in one call. */
 const POOLED_LABELINGS = 4;
 /** Rows squared at once. */
-const SUB_ROWS = 32;
+const SUB_ROWS = 128;
 /** Every labelling's accumulators of one tile of features fit in this (a share of a 1 MiB L2). */
 const TILE_BYTES = 512 << 10;
 

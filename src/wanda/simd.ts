@@ -369,13 +369,14 @@ export function createSimd(): SimdKernel | null {
       ['poolrow', poolrowBody()],
       ['addgroups', addgroupsBody(1)],
       ['addgroups4', addgroupsBody(4)],
+      ['addgroups8', addgroupsBody(8)],
       ['poolrow4', poolrow4Body()],
       ['rms', rmsBody()],
       ['spread', spreadBody()],
     ]),
   );
   if (!inst) return null;
-  const ex = inst.exports as unknown as { bf16: RowKernel; f32: RowKernel; bf16x4: RowKernel; f32x4: RowKernel; addf64: RowKernel; poolrow: RowKernel; addgroups: RowKernel; addgroups4: RowKernel; poolrow4: RowKernel; rms: RowKernel; spread: RowKernel };
+  const ex = inst.exports as unknown as { bf16: RowKernel; f32: RowKernel; bf16x4: RowKernel; f32x4: RowKernel; addf64: RowKernel; poolrow: RowKernel; addgroups: RowKernel; addgroups4: RowKernel; addgroups8: RowKernel; poolrow4: RowKernel; rms: RowKernel; spread: RowKernel };
   return {
     memory: inst.memory,
     bf16: ex.bf16,
@@ -388,8 +389,10 @@ export function createSimd(): SimdKernel | null {
     rms: (src: number, dst: number, nvec: number, p: number) => ex.rms(src, dst, nvec, p, 0),
     spread: (s: number, out: number, nvec: number, p: number) => ex.spread(s, out, nvec, p, 0),
     addgroups: (list: number, nentries: number, nvec: number, off: number) => {
+      const eight = nvec & ~7;
       const four = nvec & ~3;
-      if (four > 0) ex.addgroups4(list, nentries, four, off, 0);
+      if (eight > 0) ex.addgroups8(list, nentries, eight, off, 0);
+      if (four > eight) ex.addgroups4(list, nentries, four - eight, off + eight * 16, 0);
       if (nvec > four) ex.addgroups(list, nentries, nvec - four, off + four * 16, 0);
     },
     ensure: inst.ensure,

@@ -8,6 +8,7 @@ import { weightPass } from '../../src/wanda/pass.js';
 import { poolBlocks, poolHook, groupSquareSums, memorySource, rmsScaler } from '../../src/wanda/stats.js';
 import { selectTop, density, components, jaccard, minus, keepCount } from '../../src/wanda/regions.js';
 import { nullTest, matrixInfo } from '../../src/wanda/analyze.js';
+import { createSimd } from '../../src/wanda/simd.js';
 import { kthLargest } from '../../src/wanda/weightres.js';
 import { wantedMatrices } from '../../src/wanda/weights.js';
 import { randn, toBf16, transpose, naivePooled, tmpDir, cleanupTmp } from './helpers.js';
@@ -205,6 +206,41 @@ describe('group statistic', () => {
     const bad = x.slice();
     bad[7 * d + 2] = NaN;
     await expect(groupSquareSums(memorySource(n, { h: { dim: d, data: bad } }, Array.from({ length: n }, (_, i) => `id${i}`)), 'h', [L2], 2)).rejects.toThrow(/h, row 7 \(sample "id7"\).*NaN at feature 2/);
+  });
+});
+
+describe('addgroups', () => {
+  it('adds each entry\'s rows in order into its destination, for every vector count (8-, 4- and 1-vector steps)', () => {
+    const k = createSimd();
+    if (!k) return;
+    let x = 99;
+    const rnd = () => ((x = (Math.imul(x, 1103515245) + 12345) >>> 0) / 2 ** 32);
+    for (let nvec = 1; nvec <= 21; nvec++) {
+      const rows = 5;
+      const entries: [number, number[]][] = [[0, [0, 2, 4]], [1, [1]], [2, [3, 0, 1, 2]]];
+      const vals = 2 * nvec;
+      // Destinations (3 × vals), rows (5 × vals, 8 extra values so an offset is visible), then the list.
+      const dstOff = 0;
+      const rowOff = 3 * vals * 8;
+      const listOff = rowOff + rows * (vals + 8) * 8;
+      k.ensure(listOff + 64 * 4);
+      const mem = k.memory.buffer;
+      const dst = new Float64Array(mem, dstOff, 3 * vals);
+      const src = new Float64Array(mem, rowOff, rows * (vals + 8));
+      dst.set(Float64Array.from({ length: dst.length }, () => rnd()));
+      src.set(Float64Array.from({ length: src.length }, () => rnd() * 1e3));
+      const want = dst.slice();
+      for (const [e, rs] of entries) for (const r of rs) for (let i = 0; i < vals; i++) want[e * vals + i] += src[r * (vals + 8) + i]!;
+      const list = new Int32Array(mem, listOff, 64);
+      let w = 0;
+      for (const [e, rs] of entries) {
+        list[w++] = dstOff + e * vals * 8;
+        list[w++] = rs.length;
+        for (const r of rs) list[w++] = rowOff + r * (vals + 8) * 8;
+      }
+      k.addgroups(listOff, entries.length, nvec, 0);
+      expect(Buffer.from(dst.buffer, dst.byteOffset, dst.byteLength).equals(Buffer.from(want.buffer)), `nvec ${nvec}`).toBe(true);
+    }
   });
 });
 
