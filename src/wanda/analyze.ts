@@ -280,8 +280,8 @@ async function analyzeByLabeling(input: { matrices: WandaMatrix[]; colsums: Map<
 
 /** Memory the worker threads of the null may hold together (their sums and their own heaps). */
 export const NULL_THREADS_BYTES = 2 * 2 ** 30;
-/** What one worker thread of the null is taken to need besides its sums (its own JavaScript heap and reader). */
-const WORKER_BASE_BYTES = 32 * 2 ** 20;
+/** What one worker thread of the null is taken to need besides its sums (its own JavaScript heap and reader, and up to 16 MiB of squared rows: hooknull.ts subRows). */
+const WORKER_BASE_BYTES = 48 * 2 ** 20;
 
 /**
  * Threads for the null: at most `threads`, one per capture point, and no more than fit in

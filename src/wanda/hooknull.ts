@@ -66,8 +66,12 @@ export interface HookNullResult {
 
 /** Labellings whose groups' scalers are pooled in one call. */
 const POOLED_LABELINGS = 4;
-/** Rows squared at once. */
-const SUB_ROWS = 128;
+/**
+ * Rows squared and added per pass: 128 (each accumulator is loaded and stored once per pass,
+ * so more rows mean less traffic), fewer for very wide capture points so that the squared rows
+ * stay within 16 MiB, and at least 32.
+ */
+const subRows = (dPad: number): number => Math.max(32, Math.min(128, Math.floor((16 << 20) / (dPad * 8))));
 /** Every labelling's accumulators of one tile of features fit in this (a share of a 1 MiB L2). */
 const TILE_BYTES = 512 << 10;
 
@@ -140,7 +144,8 @@ const align16 = (x: number): number => Math.ceil(x / 16) * 16;
 
 /** Bytes of squareSums' kernel memory for nb labellings (group sums, squared rows, entry list). */
 function sumsBytes(nb: number, G: number, dPad: number): number {
-  return nb * G * dPad * 8 + SUB_ROWS * dPad * 8 + nb * (2 * G + SUB_ROWS) * 4;
+  const rows = subRows(dPad);
+  return nb * G * dPad * 8 + rows * dPad * 8 + nb * (2 * G + rows) * 4;
 }
 
 /** rmsScaler of the group sums at acc[o ..] into dst through the kernel (acc and dst in its memory; inv at p). */
@@ -159,16 +164,17 @@ async function squareSums(src: ActivationSource, hook: string, d: number, labeli
   const dPad = d + (d & 1);
   const nvec = dPad >> 1;
   const x2Off = nb * G * dPad * 8;
-  const listOff = x2Off + SUB_ROWS * dPad * 8;
+  const rowsPerPass = subRows(dPad);
+  const listOff = x2Off + rowsPerPass * dPad * 8;
   // At most two words of head per labelling and group, one per labelled row.
   const end = sumsBytes(nb, G, dPad);
   const k = kernel && end < 2 ** 31 && kernel.ensure(end) ? kernel : null;
   const mem = k ? k.memory.buffer : new ArrayBuffer(end);
   const acc = new Float64Array(mem, 0, nb * G * dPad);
   acc.fill(0);
-  const x2 = new Float64Array(mem, x2Off, SUB_ROWS * dPad);
+  const x2 = new Float64Array(mem, x2Off, rowsPerPass * dPad);
   x2.fill(0);
-  const list = new Int32Array(mem, listOff, nb * (2 * G + SUB_ROWS));
+  const list = new Int32Array(mem, listOff, nb * (2 * G + rowsPerPass));
   // Vectors (two features) per tile: every labelling's accumulators of a tile fit in TILE_BYTES.
   const tile = Math.max(1, Math.min(nvec, Math.floor(TILE_BYTES / (nb * G * 16))));
   let seen = 0;
@@ -176,8 +182,8 @@ async function squareSums(src: ActivationSource, hook: string, d: number, labeli
     const data = chunk.data;
     if (data.length !== chunk.rows * d) throw new LobesError(`chunk at row ${chunk.start} has ${data.length} values, expected ${chunk.rows} x ${d}`, { file: src.where, where: hook });
     if (chunk.start + chunk.rows > n) throw new LobesError(`capture point ${hook} has more rows than the run's ${n} samples`, { file: src.where });
-    for (let r0 = 0; r0 < chunk.rows; r0 += SUB_ROWS) {
-      const rows = Math.min(SUB_ROWS, chunk.rows - r0);
+    for (let r0 = 0; r0 < chunk.rows; r0 += rowsPerPass) {
+      const rows = Math.min(rowsPerPass, chunk.rows - r0);
       for (let r = 0; r < rows; r++) squareRow(src, hook, data, (r0 + r) * d, d, chunk.start + r0 + r, x2, r * dPad);
       // Entries [accumulator, rows, row addresses...]: labelling by labelling, group by group, rows in order.
       let ne = 0;
