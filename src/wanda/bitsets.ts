@@ -89,11 +89,10 @@ export function selectTopBits(scores: readonly Float32Array[], L: BitLayout, top
   }
 }
 
-/** Σ popcount(a & b) (b null: of a). */
-export function countAnd(a: Uint32Array, b: Uint32Array | null, words: number): number {
+/** Σ popcount(a & b): |A ∩ B|. */
+export function countAnd(a: Uint32Array, b: Uint32Array, words: number): number {
   let n = 0;
-  if (b) for (let i = 0; i < words; i++) n += popcount(a[i]! & b[i]!);
-  else for (let i = 0; i < words; i++) n += popcount(a[i]!);
+  for (let i = 0; i < words; i++) n += popcount(a[i]! & b[i]!);
   return n;
 }
 
@@ -119,13 +118,14 @@ export function densityBits(x: Uint32Array, L: BitLayout, res: Float64Array): vo
       for (let w = 0; w < W; w++) {
         const a = x[o + w]!;
         if (a === 0) continue;
-        size += popcount(a);
+        const pa = popcount(a);
+        size += pa;
         // Bit c and c + 1 both set: a & (a >> 1), with bit 31 taking the next word's bit 0.
         const next = w + 1 < W ? x[o + w + 1]! : 0;
         pairs += popcount(a & ((a >>> 1) | (next << 31)));
         if (r + 1 < R) pairs += popcount(a & x[o + W + w]!);
-        if (r === 0) edge += popcount(a);
-        if (r === R - 1) edge += popcount(a);
+        if (r === 0) edge += pa;
+        if (r === R - 1) edge += pa;
       }
       edge += (x[o]! & 1) + ((x[o + lastWord]! >>> lastBit) & 1);
     }

@@ -16,7 +16,7 @@
  * cache instead of all labellings' being streamed from memory for every row.
  */
 import { LobesError } from '../util/errors.js';
-import { createSimd, type SimdKernel } from './simd.js';
+import { createSimd, align16, type SimdKernel } from './simd.js';
 import { matrixPooler, rmsScaler, squareRow, type ActivationSource } from './stats.js';
 import type { TopSpec } from './regions.js';
 import { bitLayout, selectTopBits, countAnd, andNot, densityBits, componentsBits, RunScratch, type BitLayout } from './bitsets.js';
@@ -140,8 +140,6 @@ export async function hookNull(src: ActivationSource, job: HookNullJob, kernel: 
   return { observed, counts: out, channel: channel.result(job.groups, job.layer) };
 }
 
-const align16 = (x: number): number => Math.ceil(x / 16) * 16;
-
 /** Bytes of squareSums' kernel memory for nb labellings (group sums, squared rows, entry list). */
 function sumsBytes(nb: number, G: number, dPad: number): number {
   const rows = subRows(dPad);
@@ -153,7 +151,7 @@ function rmsSimd(k: SimdKernel, acc: Float64Array, o: number, dst: Float64Array,
   const inv = count > 0 ? 1 / count : 0;
   new Float64Array(k.memory.buffer, p, 1)[0] = inv;
   if (d >> 1 > 0) k.rms(acc.byteOffset + o * 8, dst.byteOffset, d >> 1, p);
-  if (d & 1) dst[d - 1] = Math.sqrt(acc[o + d - 1]! * inv);
+  if (d & 1) rmsScaler(acc.subarray(o + d - 1, o + d), 0, 1, count, dst.subarray(d - 1));
 }
 
 /**

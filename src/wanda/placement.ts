@@ -79,13 +79,18 @@ export function randomPlacement(counts: ArrayLike<number>, matrices: WandaMatrix
 function randomSubset(n: number, c: number, rng: Rng, scratch?: Int32Array): Int32Array {
   const a = scratch && scratch.length >= n ? scratch : new Int32Array(n);
   for (let i = 0; i < n; i++) a[i] = i;
+  drawFront(a, n, c, rng);
+  return a;
+}
+
+/** The first c steps of a Fisher–Yates shuffle of a[0 .. n): a[0 .. c) becomes a uniform c-subset. */
+function drawFront(a: Int32Array, n: number, c: number, rng: Rng): void {
   for (let i = 0; i < c; i++) {
     const j = i + rng.int(n - i);
     const t = a[i]!;
     a[i] = a[j]!;
     a[j] = t;
   }
-  return a;
 }
 
 /**
@@ -113,9 +118,9 @@ export function placementNull(counts: ArrayLike<number>, matrices: WandaMatrix[]
 }
 
 /**
- * randomPlacement into bits (overwritten): the same draws (randomSubset's partial Fisher–Yates).
- * `ident` holds 0, 1, 2, … on entry and on return: only the c swapped positions are put back,
- * instead of writing the whole index array for every matrix of every placement.
+ * randomPlacement into bits (overwritten): the same draws (drawFront, as randomSubset). `ident`
+ * holds 0, 1, 2, … on entry and on return: only the swapped positions are put back, instead of
+ * writing the whole index array for every matrix of every placement.
  */
 function placeBits(counts: ArrayLike<number>, L: BitLayout, rng: Rng, ident: Int32Array, bits: Uint32Array): void {
   bits.fill(0);
@@ -140,12 +145,7 @@ function placeBits(counts: ArrayLike<number>, L: BitLayout, rng: Rng, ident: Int
         }
       }
     }
-    for (let i = 0; i < drawn; i++) {
-      const j = i + rng.int(n - i);
-      const t = ident[i]!;
-      ident[i] = ident[j]!;
-      ident[j] = t;
-    }
+    drawFront(ident, n, drawn, rng);
     for (let i = 0; i < drawn; i++) flip(k, ident[i]!);
     // Back to the identity. Positions past `drawn` change only when swapped with some i, and
     // then their original value stays at that i (position i is not touched after step i); so

@@ -324,6 +324,9 @@ function spreadBody(): number[] {
   return funcBody([[5, I32], [4, V128]], code);
 }
 
+/** x rounded up to a multiple of 16 bytes (vector alignment of offsets in a kernel's memory). */
+export const align16 = (x: number): number => Math.ceil(x / 16) * 16;
+
 export type RowKernel = (src: number, nrows: number, rowBytes: number, nvec: number, acc: number) => void;
 
 export interface SimdKernel {

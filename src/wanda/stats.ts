@@ -9,7 +9,7 @@
  */
 import { LobesError } from '../util/errors.js';
 import type { RowChunk, RunReader } from '../store/types.js';
-import { createSimd } from './simd.js';
+import { createSimd, align16 } from './simd.js';
 
 /** What the analysis needs from a run: per-sample activations of its capture points. */
 export interface ActivationSource {
@@ -136,7 +136,7 @@ export function squareRow(src: ActivationSource, hook: string, data: Float32Arra
 }
 
 /** s_g = sqrt(sum / count) for group g of one labelling's sums. */
-export function rmsScaler(sums: Float64Array, g: number, d: number, count: number, out = new Float64Array(d)): Float64Array {
+export function rmsScaler(sums: Float64Array, g: number, d: number, count: number, out: Float64Array = new Float64Array(d)): Float64Array {
   const o = g * d;
   const inv = count > 0 ? 1 / count : 0;
   for (let j = 0; j < d; j++) out[j] = Math.sqrt(sums[o + j] * inv);
@@ -193,19 +193,18 @@ function simdPooler(d: number, mats: readonly PoolMatrix[], rb: number, cb: numb
   const k = createSimd();
   if (!k) return null;
   const d4 = d - (d % 4);
-  const up16 = (x: number) => Math.ceil(x / 16) * 16;
   // Header (poolrow4's divisor, scaler stride and output plane), four scaler planes, the
   // output planes (or poolrow's partial sums), then each matrix's C.
   const sOff = 16;
-  const stride = up16(d4 * 8);
+  const stride = align16(d4 * 8);
   const outOff = sOff + 4 * stride;
-  const plane = up16(Math.max(...mats.map((m) => Math.ceil(m.dOut / rb) * Math.ceil(m.dIn / cb))) * 4);
+  const plane = align16(Math.max(...mats.map((m) => Math.ceil(m.dOut / rb) * Math.ceil(m.dIn / cb))) * 4);
   const maxK = Math.max(...mats.map((m) => Math.ceil(m.dIn / cb)));
   const cOffs: number[] = [];
   let end = outOff + Math.max(4 * plane, maxK * 32);
   for (const m of mats) {
     cOffs.push(end);
-    end += up16(m.C.byteLength);
+    end += align16(m.C.byteLength);
   }
   if (!k.ensure(end)) return null;
   const mem = k.memory.buffer;
