@@ -45,10 +45,11 @@ export interface HfBlock {
  * the provenance against the run), plus what an ablation needs beyond it: wanda's block size and
  * a region for every group. One-line error naming the file when any of it is missing or broken.
  */
-export function readWandaResults(runDir: string, manifest: RunManifest): WandaResults {
-  const w = readWanda(runDir, manifest);
-  const file = wandaFile(wandaDir(runDir), 'regions');
-  if (!w) throw new LobesError(`the run has no wanda results (${path.basename(file)} is missing)`, { file, hint: `run lobes wanda ${runDir} first` });
+export function readWandaResults(runDir: string, manifest: RunManifest, by?: string): WandaResults {
+  const dir = by === undefined ? wandaDir(runDir) : wandaDir(runDir, { manifest, axis: by });
+  const w = readWanda(runDir, manifest, dir);
+  const file = wandaFile(dir, 'regions');
+  if (!w) throw new LobesError(`the run has no wanda results${by === undefined ? '' : ` by ${by}`} (${path.basename(file)} is missing)`, { file, hint: `run lobes wanda ${runDir}${by === undefined ? '' : ` --by ${by}`} first` });
   const sfile = wandaFile(w.dir, 'settings');
   const b = w.settings.block as unknown;
   if (!Array.isArray(b) || b.length !== 2 || !b.every((x) => Number.isInteger(x) && x > 0)) throw new LobesError('expected "block" as two positive integers', { file: sfile, where: 'block' });

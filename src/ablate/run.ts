@@ -25,9 +25,11 @@ import { Progress, fmtTime } from '../util/progress.js';
 import { claimJobFolder, isFreshFolder } from '../store/job.js';
 import { RecordChunks, readVerifiedJsonl, type RecordLayout } from '../store/records.js';
 import { readManifest, sha256Text } from '../store/manifest.js';
-import { sameModel } from '../store/provenance.js';
+import { runIdentity, sameModel } from '../store/provenance.js';
+import { DATA_INPUT, RUN_INPUT, inputsDiffer, modelInput } from '../store/lineage.js';
+import { wandaRegionInputs } from '../wanda/store.js';
 import { controlOfFolder } from '../runtime/control.js';
-import { modelIdentity, resolveRunModel } from '../runtime/modelfiles.js';
+import { modelFolderDifference, modelIdentity, resolveRunModel } from '../runtime/modelfiles.js';
 import { checkContext, modelContext } from '../runtime/plan.js';
 import { splitContinuation, type LoglikEngine, type LoglikOptions } from '../runtime/loglik.js';
 import type { EvalTokenizer, EvalTokenizerOptions } from '../eval/tokenizer.js';
@@ -54,6 +56,8 @@ export interface AblateOptions {
   /** Random regions per null set (default 10). */
   random?: number;
   scope?: NullScope;
+  /** The label axis whose wanda results give the regions (default: the run's default axis, RUN/wanda; else RUN/wanda.by-AXIS). */
+  wandaBy?: string;
   /** A model folder to score (default: the run's model); must be the run's model (sameModel). */
   model?: string | null;
   modelSource?: ModelSourceRecord | null;
@@ -103,7 +107,7 @@ export async function runAblate(o: AblateOptions): Promise<AblateSummary> {
 
   // The run, its wanda results, the regions.
   const manifest = readManifest(o.run);
-  const w = readWandaResults(o.run, manifest);
+  const w = readWandaResults(o.run, manifest, o.wandaBy);
   const specs = regionSpecs(w, o.region, o.minus ?? null);
   const masks = specs.map((r) => regionMasks(w, r));
   const matrices = w.regions.matrices;
@@ -111,12 +115,15 @@ export async function runAblate(o: AblateOptions): Promise<AblateSummary> {
   // The model: the run's own, or one that is the run's model.
   let modelDir: string;
   if (o.model) {
+    // By content: every file (graph, weights, tokenizer), or the GGUF's conversion identity.
     const id = modelIdentity(o.model);
-    if (!sameModel({ graphSha256: id.graphSha256, source: o.modelSource ?? null, control: controlOfFolder(o.model) }, manifest.model)) {
-      throw new LobesError(`--model is not the run's model (the run was extracted from ${manifest.model.dir})`, { file: o.model, hint: 'give the model the run was extracted with, or leave --model out' });
+    if (!sameModel({ graphSha256: id.graphSha256, filesSha256: id.filesSha256, source: o.modelSource ?? null, control: controlOfFolder(o.model) }, manifest.model)) {
+      const diff = id.graphSha256 === manifest.model.graphSha256 && !o.modelSource ? modelFolderDifference(o.model, manifest.model.files ?? []) : null;
+      throw new LobesError(`--model is not the run's model (the run was extracted from ${manifest.model.dir}${diff ? `; ${diff.message}` : ''})`, { file: o.model, hint: 'give the model the run was extracted with, or leave --model out' });
     }
     modelDir = o.model;
-  } else modelDir = resolveRunModel(manifest, o.run);
+  } else modelDir = resolveRunModel(manifest, o.run, { roles: ['graph', 'data', 'tokenizer'], hint: 'restore the model the run was extracted with, or give it with --model' });
+  const modelFilesNow = o.model ? modelIdentity(o.model).files : manifest.model.files ?? [];
   const stored = storedMatrices(modelDir, matrices);
 
   // The items, their labels on wanda's axis, and (continuation task) their tokens.
@@ -153,13 +160,26 @@ export async function runAblate(o: AblateOptions): Promise<AblateSummary> {
     }
   });
 
+  // Every edit is computed once before anything is written: a block the weight layout cannot zero
+  // exactly (a 4-bit layout's quantisation blocks cut by a wanda block) is refused here.
+  const byMatrix = new Map(stored.map((st, k) => [k, st]));
+  for (const pass of passes) if (pass.masks) zeroEdits(pass.masks, matrices, w.settings.block, byMatrix);
+
+  const itemsSha256 = items.kind === 'iae' ? items.unitsSha256 : sha256Text(items.items.map((it) => JSON.stringify([it.id, it.labels, it.context, it.continuation]) + '\n').join(''));
   const job: AblateJob = {
     format: 'lobes-ablate',
     formatVersion: 1,
     lobesVersion: LOBES_VERSION,
     run: { dir: o.run, identity: manifest.identity ?? null, wanda: { by, block: w.settings.block, top: w.settings.top } },
+    // Lineage: what the scores stand on, by content (the regions' files, the model's files, the items).
+    inputs: [
+      { name: RUN_INPUT, sha256: manifest.identity ?? runIdentity(manifest), from: path.resolve(o.run) },
+      ...wandaRegionInputs(o.run, w.dir),
+      modelInput(modelFilesNow, modelDir),
+      { name: DATA_INPUT, sha256: itemsSha256 },
+    ],
     model: { dir: modelDir, graphSha256: manifest.model.graphSha256 },
-    data: { spec: items.spec, items: N, limit: items.limit, ...(items.kind === 'iae' ? { unitsSha256: items.unitsSha256 } : { itemsSha256: sha256Text(items.items.map((it) => JSON.stringify([it.id, it.labels, it.context, it.continuation]) + '\n').join('')) }) },
+    data: { spec: items.spec, items: N, limit: items.limit, ...(items.kind === 'iae' ? { unitsSha256: items.unitsSha256 } : { itemsSha256 }) },
     settings: { region: o.region, minus: o.minus ?? null, random: K, scope, seed, chunkUnits, bootstrap: o.bootstrap ?? 2000, device: o.device ?? 'cpu', ...(iae ? { task: 'iae' as const, scoring: iae.scoring, metric: iae.metric, shuffles: iae.shuffles } : {}) },
     passes: passes.map((p) => p.id),
     complete: false,
@@ -194,8 +214,16 @@ export async function runAblate(o: AblateOptions): Promise<AblateSummary> {
   try {
     const prev = isAblateJobDir(o.out) ? readAblateJob(o.out) : null;
     if (prev && (o.force || JSON.stringify({ ...prev, complete: false, files: undefined, timings: undefined }) !== JSON.stringify({ ...job, timings: undefined }))) {
-      const differ = (['run', 'model', 'data', 'settings', 'passes'] as const).filter((k) => JSON.stringify(prev[k]) !== JSON.stringify(job[k]));
-      if (!o.force) throw new LobesError(`this ablation folder was made with other settings, data, run or model${differ.length ? ` (${differ.join(', ')} differ${differ.length === 1 ? 's' : ''})` : ''}`, { file: path.join(o.out, JOB_MANIFEST), hint: 'use a new --out, or --force to replace it' });
+      if (!o.force) {
+        const differ = (['run', 'model', 'data', 'settings', 'passes'] as const).filter((k) => JSON.stringify(prev[k]) !== JSON.stringify(job[k]));
+        // The same settings, run, model and items, but an input that changed by content (the
+        // regions rewritten by lobes wanda, a model file): lineage names it.
+        const changed = differ.length ? null : inputsDiffer(prev.inputs, job.inputs!);
+        const file = path.join(o.out, JOB_MANIFEST);
+        const hint = 'use a new --out, or --force to replace it';
+        if (changed) throw new LobesError(`this ablation folder ${prev.complete ? 'holds a finished ablation' : 'holds an unfinished ablation'} made from other inputs: ${changed}`, { file, hint });
+        throw new LobesError(`this ablation folder was made with other settings, data, run or model${differ.length ? ` (${differ.join(', ')} differ${differ.length === 1 ? 's' : ''})` : ''}`, { file, hint });
+      }
       for (const f of ABLATE_OUTPUTS) rmSync(path.join(o.out, f), { recursive: true, force: true });
     } else if (prev?.complete) {
       say(`ablate: ${o.out} is already complete; nothing to do`);
@@ -233,7 +261,6 @@ export async function runAblate(o: AblateOptions): Promise<AblateSummary> {
       copyModelFolder(modelDir, work);
       patcher = new WeightPatcher(path.resolve(modelDir), work);
     }
-    const byMatrix = new Map(stored.map((s, k) => [k, s]));
     for (const [p, pass] of passes.entries()) {
       // --task iae: a resumed job whose pass before ablating was scored now is tested against chance here.
       if (iae && p === 1 && todo[0]!.length) checkChance(passRows<IaeOutcome>(0), items, iae);

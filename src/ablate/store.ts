@@ -19,6 +19,7 @@ import { CHUNKS_DIR, CHUNK_INDEX, jsonl } from '../store/records.js';
 import { readJsonFile } from '../store/json.js';
 export { CHUNK_INDEX };
 import type { ChunkFile } from '../store/chunks.js';
+import type { LineageInput } from '../store/lineage.js';
 import type { LimitRecord } from '../data/subset.js';
 import type { WandaMatrix } from '../wanda/types.js';
 import type { AblateItem } from './items.js';
@@ -57,6 +58,8 @@ export interface AblateJob {
   formatVersion: 1;
   lobesVersion: string;
   run: { dir: string; identity: string | null; wanda: { by: string; block: [number, number]; top: unknown } };
+  /** Lineage (src/store/lineage.ts): the run, the wanda files the regions came from, the model's files and the items, each by content (absent in jobs of an older lobes). */
+  inputs?: LineageInput[];
   model: { dir: string; graphSha256: string };
   /** itemsSha256 (continuation task): sha256 over the scored items (id, labels, context, continuation), so a rerun over other items (an edited file, another --limit sample) is not resumed; unitsSha256 (--task iae): eval's hash of the items as they are prompted. */
   data: { spec: string; items: number; limit: LimitRecord | null; itemsSha256?: string; unitsSha256?: string };

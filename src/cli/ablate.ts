@@ -6,7 +6,7 @@ import type { WeightsMode } from '../convert/convert.js';
 import { readManifest } from '../store/manifest.js';
 
 const USAGE =
-  'lobes ablate RUN --region A|all [--minus B|others] --data SPEC --out DIR [--task continuation|iae [--scoring letter|cloze] [--metric acc|acc_norm|acc_mutual_info]] [--random K] [--scope matrix|layer|global] [--model M] [--limit N [--by LABELS]] [--seed N] [--bootstrap B] [--batch N] [--device cpu|cuda|webgpu] [--device-id N] [--threads N] [--force] [--quiet] [--json]';
+  'lobes ablate RUN --region A|all [--minus B|others] --data SPEC --out DIR [--task continuation|iae [--scoring letter|cloze] [--metric acc|acc_norm|acc_mutual_info]] [--random K] [--scope matrix|layer|global] [--wanda-by LABEL] [--model M] [--limit N [--by LABELS]] [--seed N] [--bootstrap B] [--batch N] [--device cpu|cuda|webgpu] [--device-id N] [--threads N] [--force] [--quiet] [--json]';
 
 const HELP_TEXT = `
 A causal test of wanda's neuron regions: zero every weight in the blocks of a group's region
@@ -33,11 +33,13 @@ initializer), DIR/records.jsonl (one item per line) and DIR/summary.json (docs/a
   --random K           random regions per region for the null (default 10; p ≥ 1/(K+1))
   --scope S            where random blocks are drawn with the region's count: matrix (default:
                        the same number of blocks in every matrix), layer or global
+  --wanda-by LABEL     the label axis of the wanda results that give the regions (default the
+                       run's default axis, RUN/wanda; another axis: RUN/wanda.by-LABEL)
   --model M            the model to score: an ONNX model folder or a llama GGUF file (converted
                        once into the cache; with --task iae, to the KV-cache layout, so each
                        prompt is computed once for all its options); default the run's model;
-                       another must be the same model (the same graph, or a conversion of the
-                       same GGUF)
+                       another must be the same model (every file the same by sha256, or a
+                       conversion of the same GGUF)
 ${HELP.cache}
 ${HELP.limit}
 ${HELP.seed('the --limit sample, the random regions and the bootstrap')}
@@ -62,6 +64,7 @@ export async function run(argv: string[]): Promise<number> {
       ...FORCE_OPTION,
       ...LIMIT_OPTIONS,
       region: { type: 'string' },
+      'wanda-by': { type: 'string' },
       minus: { type: 'string' },
       data: { type: 'string' },
       out: { type: 'string' },
@@ -93,6 +96,7 @@ export async function run(argv: string[]): Promise<number> {
     run: p.positionals[0]!,
     region: v.region,
     minus: v.minus ?? null,
+    wandaBy: v['wanda-by'],
     data: v.data,
     out: v.out,
     random: intOption(v.random, '--random', 10, 1),

@@ -22,33 +22,45 @@ import { existsSync } from 'node:fs';
 import * as path from 'node:path';
 import type { RepeatedCv } from './probecv.js';
 import type { RunReader } from '../store/types.js';
-import { hashFileCached } from '../store/filehash.js';
-import { runModelCandidates } from '../runtime/modelfiles.js';
+import { modelFolderDifference, runModelCandidates } from '../runtime/modelfiles.js';
+import { modelInput, type LineageInput } from '../store/lineage.js';
 import { LobesError } from '../util/errors.js';
 import type { BaselineMetrics, ClusterItems, IncrementalMetrics, ProbeComparison } from './types.js';
 import { compareProbes, runProbe, type MeasureContext, type MetricSample } from './measure.js';
 
 /**
  * The model folder whose tokenizer and input embeddings the baselines read: the run's recorded
- * folder, or `override` (cluster --model, for a run moved to another machine). An override must
- * hold the very files the run recorded (graph, external data and tokenizer, by sha256; hashes are
+ * folder, or `override` (cluster --model, for a run moved to another machine). Either must hold
+ * the very files the run recorded (graph, external data and tokenizer, by sha256; hashes are
  * cached per machine): a different tokenizer or embedding table (the graph holds the embeddings
- * when they are not in external data) would give baselines of another model.
+ * when they are not in external data) would give baselines of another model. Undefined when the
+ * run records no model folder; a recorded folder that is gone is returned as it is (the
+ * baselines then say they cannot be had).
  */
 export function baselineModelDir(run: RunReader, override?: string): string | undefined {
+  const recorded = run.manifest?.model?.files ?? [];
   if (override === undefined) {
     if (!run.manifest?.model?.dir) return undefined;
     const found = runModelCandidates(run.manifest, run.dir).find((d) => existsSync(d));
-    return found ?? run.manifest.model.dir;
+    if (!found) return run.manifest.model.dir;
+    const diff = modelFolderDifference(found, recorded);
+    if (diff) throw new LobesError(`${diff.message}, so its token baselines would be another model's`, { file: diff.file, hint: 'restore the model folder, give the run\'s model with --model DIR, or leave the baselines out with --no-baselines' });
+    return found;
   }
   if (!existsSync(override)) throw new LobesError('no such model folder', { file: override, hint: 'cluster --model names the folder of the model the run was extracted with' });
-  for (const f of run.manifest?.model?.files ?? []) {
+  for (const f of recorded) {
     const file = path.join(override, f.name);
     if (!existsSync(file)) throw new LobesError(`${f.name} is missing, and the run was extracted with one`, { file: override, hint: 'give the folder of the model the run was extracted with' });
-    const got = hashFileCached(file, { what: f.name }).sha256;
-    if (got !== f.sha256) throw new LobesError(`${f.name} differs from the run's (sha256 ${got.slice(0, 12)}…, the run recorded ${f.sha256.slice(0, 12)}…)`, { file, hint: 'the token baselines need the tokenizer and embeddings (graph and weight files) the run was extracted with' });
   }
+  const diff = modelFolderDifference(override, recorded);
+  if (diff) throw new LobesError(`${diff.message}; the token baselines need the tokenizer and embeddings (graph and weight files) the run was extracted with`, { file: diff.file, hint: 'give the folder of the model the run was extracted with' });
   return override;
+}
+
+/** The lineage input of the model the baselines read (the run's recorded files, which baselineModelDir checked the folder holds). */
+export function baselineModelInput(run: RunReader, dir: string | undefined): LineageInput[] {
+  const files = run.manifest?.model?.files;
+  return dir && files?.length && existsSync(dir) ? [modelInput(files, dir)] : [];
 }
 
 /** Token ids of the metric sample's items, as extract fed them; or why they cannot be had. */

@@ -32,13 +32,15 @@ import { FINAL_HIDDEN, parseHook, sitePool } from '../hooks.js';
 import type { RunReader } from '../store/types.js';
 import type { BaselineMetrics, ClusterCoords, ClusterItems, ClusterMetrics, ClusterSettings, IncrementalMetrics, ProbeComparison, SpaceMetrics, SweepPoint } from './types.js';
 import { readNpy } from './npy.js';
-import { writeClusterFiles, CLUSTER_DIR } from './store.js';
+import { clusterDir, writeClusterFiles } from './store.js';
+import { previousSettings } from '../store/analyses.js';
+import { externalFileInput, runInputs, type LineageInput } from '../store/lineage.js';
 import { pca, pcaParallel } from './pca.js';
 import { ClusterPool } from './pool.js';
 import { Tsne, type TsneMethod } from './tsne.js';
 import { checkPerplexity } from './affinity.js';
 import { chanceOf, METRICS_CSV_HEADER, layerSweep, stratifiedSample, metricsCsvRows, separation, type Coded, type Features, type MeasureContext, type MetricSample, type RunPca } from './measure.js';
-import { baselineModelDir, tokenBaselines } from './baseline.js';
+import { baselineModelDir, baselineModelInput, tokenBaselines } from './baseline.js';
 import { probeSettings } from './probecv.js';
 import { adjustFamilies } from './multiplicity.js';
 
@@ -172,7 +174,8 @@ async function loadInput(input: RunReader | string, opts: ClusterOptions): Promi
       text: text.some((t) => t.length > 0) ? text : undefined,
       run,
       labelsWhere: `label axis ${JSON.stringify(by)}`,
-      outDir: opts.out ?? run.analysisDir(CLUSTER_DIR),
+      // one folder per label axis and capture point (RUN/cluster, RUN/cluster.by-correct, ...)
+      outDir: opts.out ?? clusterDir(run.dir, { manifest: run.manifest, by, point }),
     };
   }
   const file = input;
@@ -354,7 +357,10 @@ export async function runCluster(input: RunReader | string, opts: ClusterOptions
     const result = clusterResult(st, perplexity, features, emb, sample, sep.spaces, extra);
     if (!opts.noWrite) {
       result.outDir = inp.outDir;
-      await writeOutputs(result.outDir, result.settings, result.coords, result.metrics, items);
+      const inputs = inp.run ? [...runInputs(inp.run), ...baselineModelInput(inp.run, baselineDir)] : matrixInputs(inp, opts);
+      const replaced = describeReplaced(result.outDir, result.settings);
+      if (replaced) say(`replacing ${result.outDir} (${replaced})`);
+      await writeOutputs(result.outDir, result.settings, result.coords, result.metrics, items, inputs);
       say(`wrote ${result.outDir}`);
     }
     result.items = items;
@@ -505,11 +511,25 @@ export function metricsCsv(metrics: ClusterMetrics): string {
 }
 
 /** Write the result folder whole (writeDirAtomic): a failure leaves the previous result untouched. */
-async function writeOutputs(dir: string, settings: ClusterSettings, coords: ClusterCoords, metrics: ClusterMetrics, items: ClusterItems): Promise<void> {
+async function writeOutputs(dir: string, settings: ClusterSettings, coords: ClusterCoords, metrics: ClusterMetrics, items: ClusterItems, inputs: LineageInput[]): Promise<void> {
   await writeDirAtomic(
     dir,
     (tmp) => writeClusterFiles(tmp, { settings, coords, items, metrics, metricsCsv: metricsCsv(metrics), coordsCsv: true }),
     // Only an earlier result of lobes cluster (its marker, or its legacy settings.json and files) is replaced.
-    { kind: 'cluster' },
+    { kind: 'cluster', inputs },
   );
+}
+
+/** Lineage of a matrix's analysis: the matrix file and its labels file, by content. */
+function matrixInputs(inp: LoadedInput, opts: ClusterOptions): LineageInput[] {
+  return [externalFileInput(inp.source, inp.inputSha256?.matrix), ...(opts.labels ? [externalFileInput(opts.labels, inp.inputSha256?.labels)] : [])];
+}
+
+/** What an earlier result in `dir` was made with, where it differs from `now` (null: none there). */
+function describeReplaced(dir: string, now: ClusterSettings): string | null {
+  const prev = previousSettings(dir) as Partial<ClusterSettings> | null;
+  if (!prev) return null;
+  const keys = ['point', 'by', 'seed', 'perplexity', 'pcaDims', 'theta', 'iterations', 'bootstrap', 'permutations', 'probePermutations', 'metricSample', 'probePca'] as const;
+  const differ = keys.filter((k) => JSON.stringify(prev[k]) !== JSON.stringify(now[k])).map((k) => `${k} ${JSON.stringify(prev[k])} then, ${JSON.stringify(now[k])} now`);
+  return differ.length ? `made with ${differ.join('; ')}` : 'the same settings, run again';
 }

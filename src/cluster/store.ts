@@ -14,8 +14,10 @@ import * as path from 'node:path';
 import { LobesError } from '../util/errors.js';
 import { csvField } from '../util/csv.js';
 import { writeFileAtomicSync } from '../util/io.js';
-import { checkProvenance } from '../store/provenance.js';
-import { readJsonFile, need, isObj, isStrArr } from '../store/json.js';
+import { need, isObj, isStrArr } from '../store/json.js';
+import { checkOutputCurrent, readOutputJson } from '../store/lineage.js';
+import { analysisFolderName, analysisFolders } from '../store/analyses.js';
+import { readOutputMarker } from '../util/output.js';
 import type { RunManifest, SampleRow } from '../store/types.js';
 import type { ClusterCoords, ClusterItems, ClusterMetrics, ClusterSettings } from './types.js';
 
@@ -29,9 +31,21 @@ const METRICS = 'metrics.json';
 const METRICS_CSV = 'metrics.csv';
 const SWEEP = 'sweep.json';
 
-/** RUN/cluster. */
-export function clusterDir(runDir: string): string {
-  return path.join(runDir, CLUSTER_DIR);
+/** The capture point cluster reads without --point. */
+const DEFAULT_POINT = 'final.hidden';
+
+/**
+ * The cluster folder of a run: RUN/cluster for the run's default axis at final.hidden, else
+ * RUN/cluster.by-AXIS, RUN/cluster.at-POINT or both (src/store/analyses.ts); RUN/cluster when
+ * no key is given.
+ */
+export function clusterDir(runDir: string, key?: { manifest: Pick<RunManifest, 'dataset'>; by: string; point?: string }): string {
+  return path.join(runDir, key ? analysisFolderName(CLUSTER_DIR, key.manifest, { by: key.by, point: key.point, defaultPoint: DEFAULT_POINT }) : CLUSTER_DIR);
+}
+
+/** Every cluster folder of a run (RUN/cluster and its per-axis and per-point siblings). */
+export function clusterDirs(runDir: string): string[] {
+  return analysisFolders(runDir, CLUSTER_DIR, 'cluster');
 }
 
 /** What one cluster result holds; items and the tables are optional (the synthetic runs leave them out). */
@@ -92,10 +106,12 @@ export function readCluster(cd: string, runDir: string, manifest: RunManifest, s
   }
   const sf = path.join(cd, SETTINGS);
   if (!existsSync(sf)) throw new LobesError(`cluster results have no ${SETTINGS}, so nothing says which run they belong to`, { file: cd, hint: 'run lobes cluster on this run again' });
-  const settings = readJsonFile(sf);
+  // Every file is read only as lobes cluster wrote it (lineage: the sha256 in the folder's marker).
+  const marker = readOutputMarker(cd);
+  const settings = readOutputJson(cd, SETTINGS, marker);
   need(isObj(settings), sf, 'settings', 'expected a JSON object');
-  checkProvenance(runDir, manifest, settings.provenance, 'the cluster results', sf, 'lobes cluster');
-  const c = readJsonFile(cf);
+  checkOutputCurrent(cd, { runDir, manifest }, 'the cluster results', sf, 'lobes cluster', settings.provenance);
+  const c = readOutputJson(cd, COORDS, marker);
   need(isObj(c) && isStrArr(c.ids) && isStrArr(c.labels) && Array.isArray(c.xy), cf, 'ids', 'expected "ids", "labels" (strings) and "xy" (numbers)');
   need(c.labels.length === c.ids.length, cf, 'labels', `${c.labels.length} labels for ${c.ids.length} ids`);
   need(c.xy.length === 2 * c.ids.length, cf, 'xy', `${c.xy.length} coordinates for ${c.ids.length} points (expected x, y interleaved)`);
@@ -111,14 +127,14 @@ export function readCluster(cd: string, runDir: string, manifest: RunManifest, s
   const mf = path.join(cd, METRICS);
   let metrics: ClusterMetrics | null = null;
   if (existsSync(mf)) {
-    const m = readJsonFile(mf);
+    const m = readOutputJson(cd, METRICS, marker);
     need(isObj(m) && Array.isArray(m.spaces) && isStrArr(m.classes), mf, 'spaces', 'expected "classes" and "spaces" arrays');
     metrics = m as ClusterMetrics;
   }
   const itf = path.join(cd, ITEMS);
   let items: ClusterItems | null = null;
   if (existsSync(itf)) {
-    const it = readJsonFile(itf);
+    const it = readOutputJson(cd, ITEMS, marker);
     need(isObj(it) && isStrArr(it.ids) && isStrArr(it.classes) && Array.isArray(it.y) && it.y.length === it.ids.length && Array.isArray(it.spaces), itf, 'ids', 'expected "ids", "classes", "y" (one per id) and "spaces"');
     items = it as ClusterItems;
   }

@@ -17,7 +17,8 @@ import { analysisProvenance } from '../store/provenance.js';
 import { defaultThreads } from '../util/worker.js';
 import { LOBES_VERSION } from '../version.js';
 import type { RunReader } from '../store/types.js';
-import { baselineModelDir } from './baseline.js';
+import { baselineModelDir, baselineModelInput } from './baseline.js';
+import { runInputs } from '../store/lineage.js';
 import { ClusterPool } from './pool.js';
 import { swapAnalysis, swapDir, swapInputOf, type ScoreDifferences, type SwapOptions, type SwapResult } from './swap.js';
 import type { MetricWithCI } from './types.js';
@@ -56,7 +57,7 @@ export async function runSwap(input: RunReader | string, opts: RunSwapOptions = 
   await writeDirAtomic(
     out,
     (tmp) => writeSwapFiles(tmp, { settings, csv: swapCsv(result), result }),
-    { kind: 'swap' },
+    { kind: 'swap', inputs: [...runInputs(run), ...baselineModelInput(run, modelDir)] },
   );
   return { result, outDir: out };
 }

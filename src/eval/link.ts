@@ -9,9 +9,11 @@
 import * as path from 'node:path';
 import { LobesError } from '../util/errors.js';
 import { openRun } from '../store/index.js';
-import { writeLabelOverlay } from '../store/labels.js';
+import { checkOverlayWritable, writeLabelOverlay } from '../store/labels.js';
+import { RUN_INPUT } from '../store/lineage.js';
+import { LOBES_VERSION } from '../version.js';
 import { evalFile } from './store.js';
-import { sameModel } from '../store/provenance.js';
+import { runIdentity, sameModel } from '../store/provenance.js';
 import { readEvalResults } from './run.js';
 
 export interface LabelResult {
@@ -27,6 +29,8 @@ export interface LabelResult {
 export async function labelRunFromEval(runDir: string, evalDir: string, opts: { axis?: string } = {}): Promise<LabelResult> {
   const axis = opts.axis ?? 'correct';
   const run = await openRun(runDir);
+  // A researcher's own labels/AXIS.json is refused before the evaluation is read.
+  checkOverlayWritable(runDir, axis);
   if (run.manifest.dataset.axes?.includes(axis)) throw new LobesError(`the run already has a label axis ${JSON.stringify(axis)} from its dataset`, { file: runDir, hint: 'choose another name with --axis' });
   const ev = readEvalResults(evalDir);
   const answered = new Map<string, boolean>();
@@ -49,6 +53,12 @@ export async function labelRunFromEval(runDir: string, evalDir: string, opts: { 
   }
   const file = writeLabelOverlay(runDir, {
     format: 'lobes-labels',
+    writer: { tool: 'lobes', command: 'eval label', lobesVersion: LOBES_VERSION },
+    // Lineage: the run the ids are of, and the evaluation's records the values come from.
+    inputs: [
+      { name: RUN_INPUT, sha256: run.manifest.identity ?? runIdentity(run.manifest), from: path.resolve(runDir) },
+      { name: 'eval records', sha256: ev.manifest.files!.records.sha256, from: path.resolve(evalDir) },
+    ],
     axis,
     default: 'unevaluated',
     source: { eval: path.resolve(evalDir), model: ev.manifest.model.dir, modelGraphSha256: ev.manifest.model.graphSha256, dataset: ev.manifest.dataset.spec, recordsSha256: ev.manifest.files!.records.sha256, shuffles: ev.manifest.settings.shuffles },

@@ -22,7 +22,10 @@
  * lost and gained with the exact McNemar p, and Holm over regions), shown as its own table.
  */
 import { existsSync } from 'node:fs';
-import { ablateSummaryFile, isAblateJobDir, readAblateSummary } from '../ablate/store.js';
+import { ablateJobFile, ablateSummaryFile, isAblateJobDir, readAblateJob, readAblateSummary } from '../ablate/store.js';
+import { ProvenanceError, runIdentity } from '../store/provenance.js';
+import { staleInput } from '../store/lineage.js';
+import type { RunManifest } from '../store/types.js';
 import { LobesError } from '../util/errors.js';
 import type { AblateCellPayload, AblateIaePayload, AblatePayload, AblateSpecificityPayload } from './types.js';
 import type { IaeSection } from '../ablate/iae.js';
@@ -250,6 +253,26 @@ export function loadAblate(dir: string): AblateData {
   if (!existsSync(file)) throw new LobesError('no ablation summary here', { file, hint: 'pass the --out folder of lobes ablate' });
   if (!isAblateJobDir(dir)) throw new LobesError('no job.json beside the summary, so it cannot be verified as the output of lobes ablate', { file, hint: 'pass the --out folder of lobes ablate as it wrote it' });
   return { dir, summary: parseAblateSummary(readAblateSummary(dir), file) };
+}
+
+/**
+ * Check that an ablation belongs to a run as it is now (lineage, src/store/lineage.ts): made from
+ * this run, and from the wanda files the run holds now (a wanda rerun since, or an edited
+ * regions.json, makes it stale). Ablations of an older lobes, which recorded no inputs, are
+ * checked by their run identity alone. Throws a ProvenanceError naming job.json and the first
+ * input that differs.
+ */
+export function checkAblateOfRun(dir: string, runDir: string, manifest: RunManifest): void {
+  const job = readAblateJob(dir);
+  const file = ablateJobFile(dir);
+  const hint = `run lobes ablate on ${runDir} again (a new --out, or --force)`;
+  if (!job.inputs) {
+    const id = manifest.identity ?? runIdentity(manifest);
+    if (job.run?.identity !== id) throw new ProvenanceError(`the ablation belongs to another run (run identity ${String(job.run?.identity).slice(0, 12)}… of ${job.run?.dir}, this run is ${id.slice(0, 12)}…)`, { file, hint });
+    return;
+  }
+  const stale = staleInput(job.inputs, { runDir, manifest });
+  if (stale) throw new ProvenanceError(`the ablation is not current: ${stale}`, { file, hint });
 }
 
 const mean = (a: readonly number[]) => a.reduce((s, x) => s + x, 0) / a.length;

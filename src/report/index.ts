@@ -10,7 +10,8 @@ import { writeFileAtomicSync } from '../util/io.js';
 import { checkOutputPlace, checkOwnedOutputFile } from '../util/output.js';
 import { isLobesFigure, isLobesPage, markFigure } from './marks.js';
 import { LOBES_VERSION } from '../version.js';
-import { loadRun, type ReportModel, type LoadOptions } from './load.js';
+import { loadRun, section, type ReportModel, type LoadOptions } from './load.js';
+import { ProvenanceError } from '../store/provenance.js';
 import { runPayload } from './payload.js';
 import { renderPage, type PagePayload } from './html.js';
 import { compareRuns } from './compare.js';
@@ -18,7 +19,7 @@ import { launchChromium } from './browser.js';
 import { attendPayload, attendProvenance, isAttendDir, loadAttend } from './attend.js';
 import { isBuiltinRandomModel } from './load.js';
 import { nameRun, modelName } from './naming.js';
-import { loadAblate } from './ablate.js';
+import { checkAblateOfRun, loadAblate } from './ablate.js';
 import type { RunManifest } from '../store/types.js';
 import { hasRunManifest } from '../store/layout.js';
 
@@ -91,15 +92,24 @@ export async function reportPage(runDir: string, out?: string, opts: LoadOptions
 
 /** The run with the `lobes ablate` results of `dir` attached (unchanged when no folder is given). */
 export function withAblate(model: ReportModel, dir: string | undefined): ReportModel {
-  return dir === undefined ? model : { ...model, ablate: loadAblate(dir) };
+  if (dir === undefined) return model;
+  const data = loadAblate(dir);
+  // Shown only while it belongs to the run as it is now; else left out with the reason, as eval and attend are.
+  const omitted = [...model.omitted];
+  const ablate = section(omitted, 'the ablation', () => {
+    if (!hasRunManifest(model.dir)) throw new ProvenanceError('the page is not of a run, and an ablation is of a run\'s regions', { file: dir });
+    checkAblateOfRun(dir, model.dir, model.manifest);
+    return data;
+  });
+  return { ...model, ablate, omitted };
 }
 
 /** The comparison page of two runs, not yet written. */
-export async function comparePage(runA: string, runB: string, out?: string, names: [string?, string?] = [], ablateDirs: [string?, string?] = []): Promise<Page> {
+export async function comparePage(runA: string, runB: string, out?: string, names: [string?, string?] = [], ablateDirs: [string?, string?] = [], opts: Pick<LoadOptions, 'by'> = {}): Promise<Page> {
   const file = path.resolve(out ?? 'compare.html');
   checkPageFile(file, [runA, runB]);
-  const a = withAblate(nameRun(await loadRun(runA), names[0]), ablateDirs[0]);
-  const b = withAblate(nameRun(await loadRun(runB), names[1]), ablateDirs[1]);
+  const a = withAblate(nameRun(await loadRun(runA, opts), names[0]), ablateDirs[0]);
+  const b = withAblate(nameRun(await loadRun(runB, opts), names[1]), ablateDirs[1]);
   return { file, html: compareHtml(a, b), sources: [runA, runB] };
 }
 

@@ -16,10 +16,11 @@ import type { RunManifest, SampleRow } from '../store/types.js';
 import { readManifest, readSamples } from '../store/index.js';
 import { ProvenanceError, sameModel } from '../store/provenance.js';
 import { evalDirOf, evalFile, isEvalDir, readCompleteEval, readEvalRecords, type EvalData } from '../eval/store.js';
-import { readWanda, type WandaData } from '../wanda/store.js';
-import { clusterDir, readCluster, type ClusterData } from '../cluster/store.js';
+import { readWanda, wandaDir, wandaDirs, type WandaData } from '../wanda/store.js';
+import { clusterDir, clusterDirs, readCluster, type ClusterData } from '../cluster/store.js';
 import { hasRunManifest, hasSamples } from '../store/layout.js';
 import { overlayPath } from '../store/labels.js';
+import { previousSettings } from '../store/analyses.js';
 import { readJsonFile } from '../store/json.js';
 import type { WandaMatrix } from '../wanda/types.js';
 import { loadAttend, type AttendData } from './attend.js';
@@ -46,6 +47,8 @@ export interface ReportModel {
   control: ControlInfo | null;
   /** Sections left out because they do not belong to the run as it is now, one line each (why). */
   omitted: string[];
+  /** Which analyses of the run the page shows (label axis, capture point, folder) and which others the run holds, one line each. */
+  shown?: string[];
   /** `lobes ablate` results given with --ablate-dir (src/report/ablate.ts). */
   ablate?: AblateData | null;
 }
@@ -53,8 +56,10 @@ export interface ReportModel {
 export interface LoadOptions {
   /** Display name (default: the folder name). */
   name?: string;
-  /** Cluster results folder (default RUN/cluster). */
+  /** Cluster results folder (default RUN/cluster, or the folder of `by`). */
   clusterDir?: string;
+  /** The label axis whose analyses are shown (RUN/wanda.by-AXIS, RUN/cluster.by-AXIS; default the run's default axis: RUN/wanda, RUN/cluster). */
+  by?: string;
   /** `lobes attend` results folder (default RUN/attend when it holds them). */
   attendDir?: string;
   /** `lobes ablate` results folder to show with the run (report/ablate.ts; attached by reportPage). */
@@ -187,7 +192,7 @@ function withAttendCheck(a: AttendData | null, manifest: RunManifest, samples: S
 }
 
 /** A section, or null with the reason added to `omitted` when it does not belong to the run. */
-function section<T>(omitted: string[], what: string, load: () => T | null): T | null {
+export function section<T>(omitted: string[], what: string, load: () => T | null): T | null {
   try {
     return load();
   } catch (e) {
@@ -216,14 +221,20 @@ export async function loadRun(dir: string, opts: LoadOptions = {}): Promise<Repo
   }
   const { manifest, samples } = readRunBasics(abs);
   const omitted: string[] = [];
+  const by = opts.by;
+  const wd = by === undefined ? wandaDir(abs) : wandaDir(abs, { manifest, axis: by });
+  const cd = opts.clusterDir !== undefined ? path.resolve(opts.clusterDir) : by === undefined ? clusterDir(abs) : clusterDir(abs, { manifest, by });
+  const wanda = section(omitted, 'the neuron regions (wanda)', () => readWanda(abs, manifest, wd));
+  // Results asked for by name (--cluster-dir, --attend-dir) that do not belong are errors; found in the run, they are left out with a note.
+  const cluster = opts.clusterDir !== undefined ? readCluster(cd, abs, manifest, samples, true) : section(omitted, 'the cluster results', () => readCluster(cd, abs, manifest, samples, false));
   return {
     dir: abs,
     name: opts.name ?? path.basename(abs),
     manifest,
     samples,
-    wanda: section(omitted, 'the neuron regions (wanda)', () => readWanda(abs, manifest)),
-    // Results asked for by name (--cluster-dir, --attend-dir) that do not belong are errors; found in the run, they are left out with a note.
-    cluster: opts.clusterDir !== undefined ? readCluster(path.resolve(opts.clusterDir), abs, manifest, samples, true) : section(omitted, 'the cluster results', () => readCluster(clusterDir(abs), abs, manifest, samples, false)),
+    wanda,
+    cluster,
+    shown: shownAnalyses(abs, wanda, cluster, by),
     eval: section(omitted, 'the evaluation', () => linkedEval(abs, manifest, samples)),
     randomModel: isBuiltinRandomModel(manifest, abs),
     attend: opts.attendDir !== undefined ? withAttendCheck(loadAttendOf(abs, opts.attendDir), manifest, samples) : section(omitted, 'the attention results', () => withAttendCheck(loadAttendOf(abs, undefined), manifest, samples)),
@@ -233,3 +244,26 @@ export async function loadRun(dir: string, opts: LoadOptions = {}): Promise<Repo
 }
 
 export type { WandaMatrix };
+
+/**
+ * What the page shows of the run's analyses, and the other wanda and cluster folders the run
+ * holds (made by another label axis or at another capture point), each named by what it was
+ * made from, with how to show it.
+ */
+export function shownAnalyses(runDir: string, wanda: WandaData | null, cluster: ClusterData | null, by: string | undefined): string[] {
+  const out: string[] = [];
+  const rel = (d: string) => path.relative(runDir, d) || '.';
+  const parts: string[] = [];
+  if (cluster?.settings) parts.push(`the map and separation by ${cluster.settings.by} at ${cluster.settings.point} (${rel(cluster.dir)}/)`);
+  if (wanda) parts.push(`the neuron regions by ${wanda.settings.by} (${rel(wanda.dir)}/)`);
+  if (parts.length) out.push(`Shown: ${parts.join('; ')}`);
+  const showing = new Set([cluster?.dir, wanda?.dir].filter((d): d is string => !!d).map((d) => path.resolve(d)));
+  const others = [...clusterDirs(runDir), ...wandaDirs(runDir)].filter((d) => !showing.has(path.resolve(d)));
+  if (others.length) {
+    // The axis each was made by, from its own settings (informative: which --by shows it).
+    const axes = [...new Set(others.map((d) => previousSettings(d)?.by).filter((a): a is string => typeof a === 'string' && a !== (cluster?.settings?.by ?? by)))];
+    const how = axes.length ? ` (lobes report ${runDir} --by ${axes[0]}${axes.length > 1 ? ` or --by ${axes.slice(1).join(', --by ')}` : ''}; --cluster-dir for another capture point)` : ' (--cluster-dir DIR shows one of them)';
+    out.push(`Also in this run, not shown: ${others.map((d) => `${rel(d)}/`).join(', ')}${how}`);
+  }
+  return out;
+}

@@ -294,7 +294,7 @@ export function runPayload(model: ReportModel): RunPayload {
     name: model.name,
     randomModel: model.randomModel,
     control: ctl ? `This run is a random-weights control: the architecture and tokenizer of ${ctl.source} with every weight drawn again (seed ${ctl.seed}; ${ctl.scheme}). Its numbers are the floor a trained model's must beat.` : null,
-    summary: [...(model.omitted ?? []).map((n) => `Note: ${n}.`.replace(/\.\.$/, '.')), ...(islands ? [islands, ...summary] : summary)],
+    summary: [...(model.omitted ?? []).map((n) => `Note: ${n}.`.replace(/\.\.$/, '.')), ...(islands ? [islands, ...summary] : summary), ...(model.shown ?? []).map((n) => `${n}.`)],
     provenance: provenanceOf(model),
     scatter,
     cluster: model.cluster ? { metrics: model.cluster.metrics, settings: model.cluster.settings } : null,

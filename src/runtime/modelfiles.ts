@@ -8,14 +8,13 @@
  * - resolveRunModel: the run's model folder, verified by hash (graph and external data)
  *   before an analysis reads its weights.
  */
-import { createHash } from 'node:crypto';
 import { existsSync, statSync } from 'node:fs';
 import * as path from 'node:path';
 import { LobesError } from '../util/errors.js';
 import { loadModel, resolveModelFile } from '../onnx/index.js';
 import { hashFileCached } from '../store/filehash.js';
 import { manifestPath } from '../store/layout.js';
-import { hashModelFiles, type ModelFileRef } from '../store/provenance.js';
+import { filesSha256, hashModelFiles, type ModelFileRef } from '../store/provenance.js';
 import type { ModelFile, RunManifest } from '../store/types.js';
 import { tokenizerDir } from './tokenize.js';
 
@@ -69,8 +68,7 @@ export function modelFiles(model: string, tokenizerDir: string | null): ModelFil
 export function modelIdentity(model: string): { files: ModelFile[]; graphSha256: string; filesSha256: string } {
   const files = hashModelFiles(modelFiles(model, tokenizerDir(model)));
   const graphSha256 = files.find((f) => f.role === 'graph')!.sha256;
-  const filesSha256 = createHash('sha256').update(JSON.stringify(files.map((f) => [f.name, f.sha256]))).digest('hex');
-  return { files, graphSha256, filesSha256 };
+  return { files, graphSha256, filesSha256: filesSha256(files) };
 }
 
 /** Where a run's model folder may be: its recorded path; a relative one (older runs) from the working directory and from the run folder. */
@@ -80,12 +78,38 @@ export function runModelCandidates(manifest: RunManifest, runDir: string): strin
 }
 
 /**
- * The run's model folder, checked by hash before an analysis reads its weights: the graph
- * file and every external data file must have the sha256 the manifest records. A relative
- * folder (runs written by older lobes) is tried from the working directory and from the run
- * folder. Throws naming the folder and both hashes when the model is not the run's.
+ * The first recorded model file (of `roles`) that the folder `dir` does not hold with the same
+ * sha256 (hashed through the file-hash cache), as a message and the file; null when every one
+ * matches. `recorded` is a run's manifest.model.files (names relative to the model folder).
  */
-export function resolveRunModel(manifest: RunManifest, runDir: string): string {
+export function modelFolderDifference(dir: string, recorded: readonly ModelFile[], roles: readonly ModelFile['role'][] = ['graph', 'data', 'tokenizer']): { file: string; message: string } | null {
+  const base = existsSync(dir) && statSync(dir).isDirectory() ? dir : path.dirname(dir);
+  const what = { graph: 'model graph', data: 'weight data file', tokenizer: 'tokenizer file' } as const;
+  for (const f of recorded) {
+    if (!roles.includes(f.role)) continue;
+    const p = path.resolve(base, f.name);
+    const h = existsSync(p) ? hashFileCached(p, { what: what[f.role] }).sha256 : null;
+    if (h !== f.sha256) return { file: p, message: `the model's ${what[f.role]} ${f.name} ${h ? `has sha256 ${short(h)}` : 'is missing'}; the run was extracted with sha256 ${short(f.sha256)}` };
+  }
+  return null;
+}
+
+export interface ResolveRunModelOptions {
+  /** The files that must be the run's (default: graph and weight data; add 'tokenizer' when the tokenizer is used). */
+  roles?: ModelFile['role'][];
+  /** What to do when the model is not the run's, for the message (default: wanda's). */
+  hint?: string;
+}
+
+/**
+ * The run's model folder, checked by hash before an analysis reads it: the graph file, every
+ * external data file and (with `roles`) the tokenizer files must have the sha256 the manifest
+ * records. A relative folder (runs written by older lobes) is tried from the working directory
+ * and from the run folder. Throws naming the file and both hashes when the model is not the run's.
+ */
+export function resolveRunModel(manifest: RunManifest, runDir: string, opts: ResolveRunModelOptions = {}): string {
+  const hint = opts.hint ?? 'restore the model the run was extracted with, or pass --weights explicitly';
+  const roles = opts.roles ?? ['graph', 'data'];
   const candidates = runModelCandidates(manifest, runDir);
   const problems: string[] = [];
   for (const dir of candidates) {
@@ -99,22 +123,9 @@ export function resolveRunModel(manifest: RunManifest, runDir: string): string {
       problems.push(`${graph} has sha256 ${short(got)} but the run was extracted from a graph with sha256 ${short(manifest.model.graphSha256)}`);
       continue;
     }
-    const base = statSync(dir).isDirectory() ? dir : path.dirname(graph);
-    for (const f of manifest.model.files ?? []) {
-      if (f.role !== 'data') continue;
-      const p = path.resolve(base, f.name);
-      const h = existsSync(p) ? hashFileCached(p, { what: 'external weight data file' }).sha256 : null;
-      if (h !== f.sha256) {
-        throw new LobesError(`the model's weight data file ${f.name} ${h ? `has sha256 ${short(h)}` : 'is missing'}; the run was extracted with sha256 ${short(f.sha256)}`, {
-          file: p,
-          hint: 'restore the model the run was extracted with, or pass --weights explicitly',
-        });
-      }
-    }
+    const diff = modelFolderDifference(dir, manifest.model.files ?? [], roles);
+    if (diff) throw new LobesError(diff.message, { file: diff.file, hint });
     return dir;
   }
-  throw new LobesError(`the run's model is not the one it was extracted with: ${problems.join('; ')}`, {
-    file: manifestPath(runDir),
-    hint: 'restore the model folder the run was extracted with, or pass --weights explicitly',
-  });
+  throw new LobesError(`the run's model is not the one it was extracted with: ${problems.join('; ')}`, { file: manifestPath(runDir), hint });
 }

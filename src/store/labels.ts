@@ -18,6 +18,10 @@ export const LABELS_DIR = 'labels';
 
 export interface LabelOverlay {
   format: 'lobes-labels';
+  /** lobes' marker: the command that wrote the overlay (absent in overlays of an older lobes, and in ones written by hand). */
+  writer?: { tool: 'lobes'; command: string; lobesVersion: string };
+  /** Lineage (src/store/lineage.ts): what the values were computed from, by content. */
+  inputs?: { name: string; sha256: string; from?: string }[];
   axis: string;
   /** Value of samples the overlay does not list. */
   default: string;
@@ -33,10 +37,39 @@ export function overlayPath(runDir: string, axis: string): string {
   return path.join(runDir, LABELS_DIR, `${axis}.json`);
 }
 
-/** Write (or replace) an overlay atomically. */
+/**
+ * Whether an existing overlay file was written by lobes: its writer marker, or (an older lobes,
+ * which wrote none) the record of the evaluation it came from that only lobes eval label writes.
+ */
+export function isLobesOverlay(file: string): boolean {
+  let o: any;
+  try {
+    o = JSON.parse(readFileSync(file, 'utf8'));
+  } catch {
+    return false;
+  }
+  if (!o || typeof o !== 'object' || o.format !== 'lobes-labels') return false;
+  if (o.writer?.tool === 'lobes') return true;
+  return typeof o.source?.eval === 'string' && typeof o.source?.recordsSha256 === 'string';
+}
+
+/**
+ * Write (or replace) an overlay atomically. An existing RUN/labels/AXIS.json that lobes did not
+ * write (a researcher's own labels) is never replaced: refused in one line before anything is
+ * written. Returns the file.
+ */
 export function writeLabelOverlay(runDir: string, o: LabelOverlay): string {
-  const file = overlayPath(runDir, o.axis);
+  const file = checkOverlayWritable(runDir, o.axis);
   writeFileAtomicSync(file, JSON.stringify(o) + '\n');
+  return file;
+}
+
+/** RUN/labels/AXIS.json, after refusing it when it exists and lobes did not write it (call before any work). */
+export function checkOverlayWritable(runDir: string, axis: string): string {
+  const file = overlayPath(runDir, axis);
+  if (existsSync(file) && !isLobesOverlay(file)) {
+    throw new LobesError(`a label overlay ${JSON.stringify(axis)} exists and was not written by lobes; it is not replaced`, { file, hint: 'give another name with --axis, or move the file away' });
+  }
   return file;
 }
 

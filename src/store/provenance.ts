@@ -160,9 +160,16 @@ export interface ModelRef {
   graphSha256?: string | null;
   /** sha256 over every model file (graph, weights, tokenizer), where recorded (eval, attend). */
   filesSha256?: string | null;
+  /** Every model file with its sha256 (a run's manifest); filesSha256 is computed from it when not recorded. */
+  files?: readonly Pick<ModelFile, 'name' | 'sha256'>[] | null;
   source?: { size?: number; headerSha256?: string; identity?: string } | null;
   /** Set when the model is a random-weights control of the model `source` names (extract and eval --control random). */
   control?: { kind: string; seed: number; version?: number } | null;
+}
+
+/** One sha256 over a model's files, names and hashes in their recorded order (what eval and attend record as filesSha256). */
+export function filesSha256(files: readonly Pick<ModelFile, 'name' | 'sha256'>[]): string {
+  return createHash('sha256').update(JSON.stringify(files.map((f) => [f.name, f.sha256]))).digest('hex');
 }
 
 /** A model record's control as one string ('none' for a trained model): kind, seed and version of the draw (absent version: 1). */
@@ -171,23 +178,27 @@ export function controlKey(c: { kind: string; seed: number; version?: number } |
 }
 
 /**
- * Whether two records name the same model: the same graph, or conversions of the same GGUF
- * file (extract, eval and attend may convert one GGUF into different layouts): the same
- * conversion identity where both recorded one, else the same size and header bytes. The same
- * graph with other weight or tokenizer files (both records hold filesSha256, and they differ)
- * is another model, and so is a random-weights control (model.control) against the trained
- * model or a control of another seed or draw version: controls of one GGUF with the same
- * kind, seed and version are one model in either layout (extract's explicit control and eval's
- * genai layout of it hold the same weights).
+ * Whether two records name the same model, by content:
+ * - a random-weights control (model.control) is another model than the trained one, and than a
+ *   control of another seed or draw version;
+ * - conversions of a GGUF are compared by their conversion identity (the GGUF's sha256, dtype and
+ *   weight storage, not the layout) where both recorded one: extract, eval and attend may convert
+ *   one GGUF into different layouts, and a modified copy of the GGUF is another model even when
+ *   its converted graph is byte-identical;
+ * - otherwise the same graph with the same weight and tokenizer files (filesSha256, or the files
+ *   of a run's manifest), where both records hold them;
+ * - records of older lobes without either: the GGUF's size and header bytes.
  */
 export function sameModel(a: ModelRef | null | undefined, b: ModelRef | null | undefined): boolean {
   if (!a || !b) return false;
-  // A random-weights control is another model than the one it was drawn from, and than another draw.
   if (controlKey(a.control) !== controlKey(b.control)) return false;
-  if (a.graphSha256 && a.graphSha256 === b.graphSha256) return !(a.filesSha256 && b.filesSha256 && a.filesSha256 !== b.filesSha256);
   const x = a.source;
   const y = b.source;
-  // Both recorded the conversion identity (the GGUF's sha256, dtype and weight storage, not the layout).
   if (x?.identity && y?.identity) return x.identity === y.identity;
+  if (a.graphSha256 && a.graphSha256 === b.graphSha256) {
+    const fa = a.filesSha256 ?? (a.files?.length ? filesSha256(a.files) : null);
+    const fb = b.filesSha256 ?? (b.files?.length ? filesSha256(b.files) : null);
+    return !(fa && fb && fa !== fb);
+  }
   return !!x && !!y && x.size !== undefined && x.size === y.size && !!x.headerSha256 && x.headerSha256 === y.headerSha256;
 }

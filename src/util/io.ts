@@ -18,7 +18,7 @@
 import { closeSync, existsSync, fstatSync, fsyncSync, mkdirSync, openSync, promises as fsp, readdirSync, readSync, renameSync, rmSync, rmdirSync, statSync, writeSync } from 'node:fs';
 import * as path from 'node:path';
 import { LobesError, rethrowSystem, systemError } from './errors.js';
-import { checkOutputDir, checkOutputPlace, OUTPUT_MARKER, outputMarkerText, type OutputKind } from './output.js';
+import { checkOutputDir, checkOutputPlace, hashFolderFiles, OUTPUT_MARKER, outputMarkerText, type LineageInput, type OutputKind } from './output.js';
 
 /** Largest single read: one readSync is capped well below its 2 GiB limit. */
 export const MAX_READ_BYTES = 1 << 30;
@@ -364,6 +364,11 @@ export interface DirWriteOptions {
    * may be replaced at all.
    */
   replaces?: (existing: string) => boolean;
+  /**
+   * Lineage (src/store/lineage.ts): what the output read. With a kind, the marker records these
+   * inputs and the size and sha256 of every file `fill` wrote; a function is called after `fill`.
+   */
+  inputs?: LineageInput[] | (() => LineageInput[]);
 }
 
 /**
@@ -410,7 +415,10 @@ export async function writeDirAtomic<T>(dir: string, fill: (tmp: string) => T | 
   try {
     mkdirSync(tmp);
     const out = await fill(tmp);
-    if (opts.kind) writeFileAtomicSync(path.join(tmp, OUTPUT_MARKER), outputMarkerText(opts.kind, readdirSync(tmp)));
+    if (opts.kind) {
+      const lineage = opts.inputs ? { inputs: typeof opts.inputs === 'function' ? opts.inputs() : opts.inputs, outputs: hashFolderFiles(tmp) } : undefined;
+      writeFileAtomicSync(path.join(tmp, OUTPUT_MARKER), outputMarkerText(opts.kind, readdirSync(tmp), lineage));
+    }
     fsyncDir(tmp);
     if (existsSync(target)) {
       renameSync(target, old);

@@ -23,6 +23,7 @@
  * never inside a run's own files or inside an output folder.
  */
 import { closeSync, existsSync, lstatSync, openSync, readdirSync, readFileSync, readSync, statSync } from 'node:fs';
+import { createHash } from 'node:crypto';
 import * as path from 'node:path';
 import { LobesError } from './errors.js';
 import { LOBES_VERSION } from '../version.js';
@@ -45,16 +46,73 @@ export interface OutputMarker {
    * over time (then the kind alone decides).
    */
   files?: string[];
+  /**
+   * Lineage (src/store/lineage.ts): the size and sha256 of every file lobes wrote in the folder,
+   * by path relative to it (readers check the files they read against it). Absent in folders
+   * written by an older lobes and in folders lobes fills over time.
+   */
+  outputs?: Record<string, OutputFileRecord>;
+  /** Lineage: what the output read, each input with its content hash (src/store/lineage.ts names them). */
+  inputs?: LineageInput[];
 }
 
-/** The marker of a folder of `kind`, as written now (with the entries written, when known). */
-export function outputMarker(kind: OutputKind, files?: string[]): OutputMarker {
-  return { format: 'lobes-output', kind, lobesVersion: LOBES_VERSION, createdAt: new Date().toISOString(), ...(files ? { files: [...files].sort() } : {}) };
+/** Size and sha256 of one file an output wrote. */
+export interface OutputFileRecord {
+  bytes: number;
+  sha256: string;
+}
+
+/** One input an output read: its name (src/store/lineage.ts), its content hash, and where it was read from (informative). */
+export interface LineageInput {
+  name: string;
+  sha256: string;
+  from?: string;
+}
+
+/** The lineage of a folder written whole: its inputs, and (computed when it is written) its files. */
+export interface MarkerLineage {
+  inputs: LineageInput[];
+  outputs?: Record<string, OutputFileRecord>;
+}
+
+/** The marker of a folder of `kind`, as written now (with the entries written, when known, and its lineage). */
+export function outputMarker(kind: OutputKind, files?: string[], lineage?: MarkerLineage): OutputMarker {
+  return {
+    format: 'lobes-output',
+    kind,
+    lobesVersion: LOBES_VERSION,
+    createdAt: new Date().toISOString(),
+    ...(files ? { files: [...files].sort() } : {}),
+    ...(lineage?.outputs ? { outputs: lineage.outputs } : {}),
+    ...(lineage ? { inputs: lineage.inputs } : {}),
+  };
 }
 
 /** The text of the marker file of a folder of `kind`. */
-export function outputMarkerText(kind: OutputKind, files?: string[]): string {
-  return JSON.stringify(outputMarker(kind, files), null, 2) + '\n';
+export function outputMarkerText(kind: OutputKind, files?: string[], lineage?: MarkerLineage): string {
+  return JSON.stringify(outputMarker(kind, files, lineage), null, 2) + '\n';
+}
+
+/**
+ * Size and sha256 of every regular file under `dir` (paths relative to it, '/'-separated, sorted),
+ * lobes' marker file left out: what an output folder records as the files it wrote.
+ */
+export function hashFolderFiles(dir: string): Record<string, OutputFileRecord> {
+  const out: Record<string, OutputFileRecord> = {};
+  const walk = (d: string, rel: string) => {
+    for (const name of readdirSync(d).sort()) {
+      const p = path.join(d, name);
+      const r = rel ? `${rel}/${name}` : name;
+      const st = lstatSync(p);
+      if (st.isDirectory()) walk(p, r);
+      else if (st.isFile() && r !== OUTPUT_MARKER) {
+        const bytes = readFileSync(p);
+        out[r] = { bytes: bytes.byteLength, sha256: createHash('sha256').update(bytes).digest('hex') };
+      }
+    }
+  };
+  walk(dir, '');
+  return out;
 }
 
 /** The marker of `dir`, or null when it has none (or an unreadable one). */

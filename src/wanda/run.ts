@@ -26,7 +26,9 @@ import { analysisProvenance, hashModelFiles } from '../store/provenance.js';
 import { modelFiles, resolveRunModel } from '../runtime/modelfiles.js';
 import { hashFilesInBackground } from '../store/filehash.js';
 import type { StWriteTensor } from '../formats/safetensors.js';
-import { writeWandaFiles, WANDA_DIR } from './store.js';
+import { wandaDir, writeWandaFiles } from './store.js';
+import { previousSettings } from '../store/analyses.js';
+import { modelInput, runInputs, type LineageInput } from '../store/lineage.js';
 import { LOBES_VERSION } from '../version.js';
 import type { RunReader } from '../store/types.js';
 import type { ModelInfo } from '../runtime/types.js';
@@ -151,9 +153,12 @@ interface AnalysisInput {
 export async function runWanda(run: RunReader | string, opts: WandaOptions = {}): Promise<WandaResult> {
   const reader: RunReader = typeof run === 'string' ? await (await import('../store/index.js')).openRun(run) : run;
   const r = resolveOptions(opts);
-  // RUN/wanda may be replaced only when it is an earlier wanda result (checked again when written)
-  checkOutputDir(reader.analysisDir(WANDA_DIR), 'wanda');
+  if (opts.sweep && r.resolution !== 'block') throw new UsageError('--sweep needs --resolution block');
   const by = chooseAxis(reader.labelAxes(), opts.by);
+  // One folder per label axis (RUN/wanda, RUN/wanda.by-AXIS); it may be replaced only when it is
+  // an earlier wanda result (checked again when written).
+  const target = wandaDir(reader.dir, { manifest: reader.manifest, axis: by });
+  checkOutputDir(target, 'wanda');
   const labels = reader.labels(by);
   const located = await locateRunWeights(reader, opts);
   const matrices = located.matrices;
@@ -205,7 +210,6 @@ export async function runWanda(run: RunReader | string, opts: WandaOptions = {})
   if (weightLevel) correctFamily(weightLevel.map((w) => w.jaccard));
   const metrics: WandaMetrics = weightLevel ? { ...tested, weightLevel } : tested;
   if (opts.sweep) {
-    if (r.resolution !== 'block') throw new UsageError('--sweep needs --resolution block');
     const grid = opts.sweep === true ? {} : opts.sweep;
     const progress = new Progress({ label: 'wanda sensitivity sweep', total: (grid.blocks ?? SWEEP_BLOCKS).length * (grid.tops ?? SWEEP_TOPS).length, unit: 'configurations', quiet: opts.quiet });
     metrics.sensitivity = await sensitivitySweep(
@@ -215,10 +219,13 @@ export async function runWanda(run: RunReader | string, opts: WandaOptions = {})
     progress.finish();
   }
   // The capture points read (by worker threads too, which the reader does not see).
-  settings.provenance = analysisProvenance(reader, [...new Set(matrices.map((m) => m.input))]);
-
-  const target = reader.analysisDir(WANDA_DIR);
-  await writeOutputs(target, settings, result, metrics);
+  const hooks = [...new Set(matrices.map((m) => m.input))];
+  settings.provenance = analysisProvenance(reader, hooks);
+  // Lineage: the run's inputs read, and the weights scored (every weight file by content).
+  const inputs = [...runInputs(reader, hooks), modelInput(settings.weights.files ?? [], located.path)];
+  const replaced = describeReplaced(target, settings);
+  if (replaced && !opts.quiet) process.stderr.write(`wanda: replacing ${target} (${replaced})\n`);
+  await writeOutputs(target, settings, result, metrics, inputs);
   return { settings, regions: result.regions, metrics, dir: target };
 }
 
@@ -418,7 +425,7 @@ export function channelsCsv(metrics: WandaMetrics): string {
 }
 
 /** Write every output into a temporary sibling of `target`, then swap it in (writeDirAtomic). */
-async function writeOutputs(target: string, settings: WandaSettings, result: AnalyzeResult, metrics: WandaMetrics): Promise<void> {
+async function writeOutputs(target: string, settings: WandaSettings, result: AnalyzeResult, metrics: WandaMetrics, inputs: LineageInput[]): Promise<void> {
   await writeDirAtomic(target, (tmp) => {
     const tensors: StWriteTensor[] = [];
     for (const [key, map] of result.pooled) {
@@ -436,5 +443,21 @@ async function writeOutputs(target: string, settings: WandaSettings, result: Ana
       },
       pooled: { tensors, meta: { by: settings.by, block: settings.block.join('x'), seed: String(settings.seed), format: 'lobes-wanda-pooled' } },
     });
-  }, { kind: 'wanda' });
+  }, { kind: 'wanda', inputs });
+}
+
+/** What an earlier result in `target` was made with, where it differs from `now` (null: none there, or the same settings). */
+function describeReplaced(target: string, now: WandaSettings): string | null {
+  const prev = previousSettings(target) as Partial<WandaSettings> | null;
+  if (!prev) return null;
+  const shown: [string, unknown, unknown][] = [
+    ['--block', prev.block, now.block],
+    ['--top', prev.top, now.top],
+    ['--permutations', prev.permutations, now.permutations],
+    ['--seed', prev.seed, now.seed],
+    ['--resolution', prev.resolution, now.resolution],
+    ['weights', prev.weights?.path, now.weights.path],
+  ];
+  const differ = shown.filter(([, a, b]) => JSON.stringify(a) !== JSON.stringify(b)).map(([k, a, b]) => `${k} ${JSON.stringify(a)} then, ${JSON.stringify(b)} now`);
+  return differ.length ? `made with ${differ.join('; ')}` : 'the same settings, run again';
 }

@@ -13,8 +13,10 @@ import * as path from 'node:path';
 import { LobesError } from '../util/errors.js';
 import { writeFileAtomicSync } from '../util/io.js';
 import { readSafetensorsHeader, readTensorFloat32, writeSafetensors, type StHeader, type StWriteTensor } from '../formats/safetensors.js';
-import { checkProvenance } from '../store/provenance.js';
-import { readJsonFile, need, isObj, isStrArr } from '../store/json.js';
+import { need, isObj, isStrArr } from '../store/json.js';
+import { checkOutputCurrent, readOutputFile, readOutputJson, runFileInput, type LineageInput } from '../store/lineage.js';
+import { analysisFolderName, analysisFolders } from '../store/analyses.js';
+import { readOutputMarker } from '../util/output.js';
 import type { RunManifest } from '../store/types.js';
 import type { WandaSettings, WandaRegions, WandaMetrics } from './types.js';
 
@@ -33,9 +35,22 @@ export function wandaFile(dir: string, which: 'settings' | 'regions'): string {
   return path.join(dir, which === 'settings' ? SETTINGS : REGIONS);
 }
 
-/** RUN/wanda. */
-export function wandaDir(runDir: string): string {
-  return path.join(runDir, WANDA_DIR);
+/**
+ * The wanda folder of a run: RUN/wanda for the run's default axis (src/store/analyses.ts), else
+ * RUN/wanda.by-AXIS; RUN/wanda when no axis is given.
+ */
+export function wandaDir(runDir: string, by?: { manifest: Pick<RunManifest, 'dataset'>; axis: string }): string {
+  return path.join(runDir, by ? analysisFolderName(WANDA_DIR, by.manifest, { by: by.axis }) : WANDA_DIR);
+}
+
+/** Every wanda folder of a run (RUN/wanda and its per-axis siblings). */
+export function wandaDirs(runDir: string): string[] {
+  return analysisFolders(runDir, WANDA_DIR, 'wanda');
+}
+
+/** The inputs a wanda result's regions stand on, for an output that reads them (ablate): its settings and regions files. */
+export function wandaRegionInputs(runDir: string, dir: string): LineageInput[] {
+  return [runFileInput(runDir, path.join(dir, SETTINGS)), runFileInput(runDir, path.join(dir, REGIONS))];
 }
 
 /** What one wanda result holds; the tables and the pooled scores are optional (the synthetic runs leave some out). */
@@ -74,15 +89,16 @@ export interface WandaData {
  * another run, or of this run before it was extracted again, throws a ProvenanceError); null
  * when the run has no wanda result. Other breaks of the contract throw naming file and place.
  */
-export function readWanda(runDir: string, manifest: RunManifest): WandaData | null {
-  const wd = wandaDir(runDir);
+export function readWanda(runDir: string, manifest: RunManifest, wd: string = wandaDir(runDir)): WandaData | null {
   const rf = path.join(wd, REGIONS);
   if (!existsSync(rf)) return null;
   const sfile = path.join(wd, SETTINGS);
-  const settings = readJsonFile(sfile);
+  // Every file is read only as lobes wanda wrote it (lineage: the sha256 in the folder's marker).
+  const marker = readOutputMarker(wd);
+  const settings = readOutputJson(wd, SETTINGS, marker);
   need(isObj(settings) && isStrArr(settings.groups) && typeof settings.by === 'string', sfile, 'groups', 'settings need "by" (string) and "groups" (string array)');
-  checkProvenance(runDir, manifest, settings.provenance, 'the wanda results', sfile, 'lobes wanda');
-  const regions = readJsonFile(rf);
+  checkOutputCurrent(wd, { runDir, manifest }, 'the wanda results', sfile, 'lobes wanda', settings.provenance);
+  const regions = readOutputJson(wd, REGIONS, marker);
   need(isObj(regions) && Array.isArray(regions.matrices), rf, 'matrices', 'expected a "matrices" array');
   const names = new Set<string>();
   const sizes = new Map<string, number>();
@@ -120,13 +136,14 @@ export function readWanda(runDir: string, manifest: RunManifest): WandaData | nu
   const mfile = path.join(wd, METRICS);
   let metrics: WandaMetrics | null = null;
   if (existsSync(mfile)) {
-    const m = readJsonFile(mfile);
+    const m = readOutputJson(wd, METRICS, marker);
     need(isObj(m) && Array.isArray(m.pairs) && Array.isArray(m.groups), mfile, 'pairs', 'expected "groups" and "pairs" arrays');
     metrics = m as WandaMetrics;
   }
   const pfile = path.join(wd, POOLED);
   let pooled: WandaData['pooled'] = null;
   if (existsSync(pfile)) {
+    readOutputFile(wd, POOLED, marker);
     const h: StHeader = readSafetensorsHeader(pfile);
     pooled = (group, matrix) => {
       const name = `${group}|${matrix}`;

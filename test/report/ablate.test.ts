@@ -17,6 +17,9 @@ import { ablateDifference } from '../../src/report/client/ablate-diff.js';
 import { writeSyntheticRun } from '../../src/report/synthetic.js';
 import { writeReport, writeCompare, launchChromium, chromiumProblem, loadRun, compareRuns, type Browser } from '../../src/report/index.js';
 import { main } from '../../src/cli/main.js';
+import { readManifest } from '../../src/store/manifest.js';
+import { runIdentity } from '../../src/store/provenance.js';
+import { wandaDir, wandaRegionInputs } from '../../src/wanda/store.js';
 import { capture } from '../capture.js';
 
 async function captureOutput(f: () => Promise<number>): Promise<{ result: number; out: string; err: string }> {
@@ -62,12 +65,18 @@ function summary(shift = 0): any {
  * An ablation folder as lobes ablate leaves it: summary.json (`s` as JSON, or a string as it is)
  * and, unless `job` is false, a complete job.json recording its sha256.
  */
-function writeAblate(dir: string, s: unknown, job = true): string {
+function writeAblate(dir: string, s: unknown, job = true, of?: string): string {
   mkdirSync(dir, { recursive: true });
   const bytes = Buffer.from(typeof s === 'string' ? s : JSON.stringify(s));
   writeFileSync(path.join(dir, 'summary.json'), bytes);
   const sha256 = createHash('sha256').update(bytes).digest('hex');
-  if (job) writeFileSync(path.join(dir, 'job.json'), JSON.stringify({ complete: true, files: { summary: { path: 'summary.json', bytes: bytes.byteLength, sha256 } } }));
+  // The lineage lobes ablate records: the run (its identity) and the wanda files the regions came from.
+  const lineage = of ? (() => {
+    const m = readManifest(of);
+    const identity = m.identity ?? runIdentity(m);
+    return { run: { dir: of, identity }, inputs: [{ name: 'run', sha256: identity, from: of }, ...wandaRegionInputs(of, wandaDir(of))] };
+  })() : {};
+  if (job) writeFileSync(path.join(dir, 'job.json'), JSON.stringify({ complete: true, ...lineage, files: { summary: { path: 'summary.json', bytes: bytes.byteLength, sha256 } } }));
   return dir;
 }
 
@@ -195,7 +204,7 @@ describe('ablate payload', () => {
 describe('lobes report / compare --ablate-dir', () => {
   const run = writeSyntheticRun(path.join(tmp, 'cli', 'run'), { layers: 3, seed: 2 });
   const run2 = writeSyntheticRun(path.join(tmp, 'cli', 'run2'), { layers: 3, seed: 4 });
-  const good = writeAblate(path.join(tmp, 'cli', 'ablate'), summary());
+  const good = writeAblate(path.join(tmp, 'cli', 'ablate'), summary(), true, run);
   const payloadOf = (file: string) => {
     const html = readFileSync(file, 'utf8');
     const i = html.indexOf('id="lobes-data">') + 16;
@@ -212,13 +221,45 @@ describe('lobes report / compare --ablate-dir', () => {
   it('refuses a broken summary in one line, writing no page', async () => {
     const s = summary();
     delete s.cells[3].delta;
-    const bad = writeAblate(path.join(tmp, 'cli', 'bad'), s);
+    const bad = writeAblate(path.join(tmp, 'cli', 'bad'), s, true, run);
     const out = path.join(tmp, 'cli', 'bad.html');
     const r = await captureOutput(() => main(['report', run, '--ablate-dir', bad, '--out', out]));
     expect(r.result).toBe(1);
     expect(r.err.trim()).toMatch(/^lobes report: .*bad\/summary\.json: cells\[3\]\.delta: expected a finite number/);
     expect(r.err.trim().split('\n').length).toBe(1);
     expect(existsSync(out)).toBe(false);
+  });
+  it("another run's ablation, or one made before the run's wanda was rewritten, is left out with the reason (report and compare)", async () => {
+    const foreign = writeAblate(path.join(tmp, 'cli', 'foreign'), summary(), true, run2);
+    const out = path.join(tmp, 'cli', 'foreign.html');
+    expect((await captureOutput(() => main(['report', run, '--ablate-dir', foreign, '--out', out]))).result).toBe(0);
+    const p = payloadOf(out);
+    expect(p.runs[0].ablate).toBeNull();
+    expect(p.runs[0].summary.join('\n')).toMatch(/the ablation left out: \S*foreign\/job\.json: the ablation is not current: (they belong to another run|wanda\/\S+ has changed since)/);
+    // compare with the two folders swapped: each is checked against its own run
+    const own2 = writeAblate(path.join(tmp, 'cli', 'own2'), summary(1), true, run2);
+    const c = path.join(tmp, 'cli', 'swapped.html');
+    expect((await captureOutput(() => main(['compare', run, run2, '--ablate-dir', own2, '--ablate-dir', good, '--out', c]))).result).toBe(0);
+    const cp = payloadOf(c);
+    expect(cp.runs.map((r: any) => r.ablate)).toEqual([null, null]);
+    // the run's wanda regions rewritten after the ablation: stale
+    const stale = writeAblate(path.join(tmp, 'cli', 'stale'), summary(), true, run);
+    const regions = path.join(wandaDir(run), 'regions.json');
+    const before = readFileSync(regions);
+    try {
+      const r = JSON.parse(before.toString('utf8'));
+      const g = Object.keys(r.regions)[0]!;
+      const mat = Object.keys(r.regions[g])[0]!;
+      r.regions[g][mat] = r.regions[g][mat].slice(0, 1);
+      writeFileSync(regions, JSON.stringify(r) + '\n');
+      const o2 = path.join(tmp, 'cli', 'stale.html');
+      expect((await captureOutput(() => main(['report', run, '--ablate-dir', stale, '--out', o2]))).result).toBe(0);
+      const p2 = payloadOf(o2);
+      expect(p2.runs[0].ablate).toBeNull();
+      expect(p2.runs[0].summary.join('\n')).toMatch(/the ablation left out: \S*stale\/job\.json: the ablation is not current: wanda\/regions\.json has changed since/);
+    } finally {
+      writeFileSync(regions, before);
+    }
   });
   it('compare takes one folder per run', async () => {
     const r = await captureOutput(() => main(['compare', run, run2, '--ablate-dir', good, '--out', path.join(tmp, 'cli', 'c.html')]));
@@ -267,8 +308,8 @@ describe.skipIf(!!problem)('ablation and cloze sections in headless Chromium', (
   beforeAll(async () => {
     const a = writeSyntheticRun(path.join(tmp, 'ui', 'a'), { layers: 3, seed: 3 });
     const b = writeSyntheticRun(path.join(tmp, 'ui', 'b'), { layers: 3, seed: 5 });
-    const da = writeAblate(path.join(tmp, 'ui', 'abl-a'), summary());
-    const db = writeAblate(path.join(tmp, 'ui', 'abl-b'), summary(1));
+    const da = writeAblate(path.join(tmp, 'ui', 'abl-a'), summary(), true, a);
+    const db = writeAblate(path.join(tmp, 'ui', 'abl-b'), summary(1), true, b);
     report = await writeReport(a, path.join(tmp, 'ui', 'report.html'), { ablateDir: da });
     compare = await writeCompare(a, b, path.join(tmp, 'ui', 'compare.html'), [], [da, db]);
     // an evaluation folder scored by cloze: 40 items of 4 options

@@ -10,6 +10,7 @@ import * as path from 'node:path';
 import { createHash } from 'node:crypto';
 import { Rng } from '../../src/util/rng.js';
 import { runIdentity } from '../../src/store/provenance.js';
+import { OUTPUT_MARKER, hashFolderFiles } from '../../src/util/output.js';
 import { encodeNpy } from '../../src/cluster/npy.js';
 import { runCluster } from '../../src/cluster/run.js';
 import { classScores } from '../../src/cluster/scores.js';
@@ -68,6 +69,12 @@ function adoptMatrixRows(dir: string): void {
   const settings = JSON.parse(readFileSync(sf, 'utf8'));
   settings.provenance = { run: m.identity, runDir: path.resolve(dir), samplesSha256: m.samplesSha256, rows: rows.length, chunks: {} };
   writeFileSync(sf, JSON.stringify(settings));
+  // The lineage lobes cluster RUN records: the run and its samples as inputs, the files as written now.
+  const cdir = path.join(dir, 'cluster');
+  const marker = JSON.parse(readFileSync(path.join(cdir, OUTPUT_MARKER), 'utf8'));
+  marker.inputs = [{ name: 'run', sha256: m.identity, from: path.resolve(dir) }, { name: 'samples.jsonl', sha256: m.samplesSha256 }];
+  marker.outputs = hashFolderFiles(cdir);
+  writeFileSync(path.join(cdir, OUTPUT_MARKER), JSON.stringify(marker));
 }
 
 /** 270 "common" and 30 "rare" items; features: noise, plus `signal` times a class offset. */

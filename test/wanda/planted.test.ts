@@ -242,11 +242,15 @@ describe('runWanda over a run directory and a safetensors checkpoint', () => {
     expect(d.aMinusB['layers.0.mlp.gate_proj']).toContain(PLANT.interBlock * 4 + PLANT.hiddenBlock);
     expect(res.metrics.pairs[0].isolationAB.p!).toBeLessThan(0.02);
 
-    // Regrouping by another axis replaces the folder.
+    // Regrouping by another axis writes its own folder beside the first, which stays byte-identical.
+    const first = readFileSync(path.join(out, 'regions.json'));
     const res2 = await runWanda(runDir, { weights: ck, by: 'parity', block: BLOCK, permutations: 0, quiet: true });
     expect(res2.settings.groups).toEqual(['even', 'odd']);
-    expect(JSON.parse(readFileSync(path.join(out, 'settings.json'), 'utf8')).by).toBe('parity');
+    expect(res2.dir).toBe(path.join(runDir, 'wanda.by-parity'));
+    expect(JSON.parse(readFileSync(path.join(res2.dir, 'settings.json'), 'utf8')).by).toBe('parity');
+    expect(JSON.parse(readFileSync(path.join(out, 'settings.json'), 'utf8')).by).toBe('aspect');
+    expect(readFileSync(path.join(out, 'regions.json')).equals(first)).toBe(true);
     expect(res2.metrics.pairs[0].jaccard.p).toBeNull();
-    expect(existsSync(path.join(out, 'pooled.safetensors'))).toBe(true);
+    expect(existsSync(path.join(res2.dir, 'pooled.safetensors'))).toBe(true);
   });
 });
