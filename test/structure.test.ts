@@ -108,8 +108,31 @@ export const RUN_FOLDER_MODULES: Record<string, string> = {
   // The output guard knows which entries are the run itself and the forms of wanda and cluster
   // folders written before outputs carried lobes' marker; src/util cannot import the stores.
   'util/output.ts': 'the output guard: the run\'s own entries and the unmarked forms of older outputs',
+  // Lineage names the run's files it records as inputs (samples.jsonl); the analyses index reads
+  // an analysis folder's settings.json only to say what a rerun replaces.
+  'store/lineage.ts': 'lineage: the inputs an output records (the run, its samples, chunks, overlays)',
+  'store/analyses.ts': 'the analysis folders of a run (one per label axis and capture point)',
   // attend's folder I/O is read and written here until it moves into src/attend/store.ts.
 };
+
+/** The stores of the outputs written whole (a marker with each file's sha256): they read only through lineage. */
+export const LINEAGE_READERS = ['wanda/store.ts', 'cluster/store.ts'];
+
+/** Of `readers` (paths under src/), those that read a file other than through lineage, or never check currency. */
+export function unverifiedReads(sources: Map<string, string>, readers: readonly string[]): string[] {
+  const out: string[] = [];
+  for (const rel of readers) {
+    const text = sources.get(path.join(SRC, rel));
+    if (text === undefined) {
+      out.push(`${rel}: not a source file`);
+      continue;
+    }
+    const code = text.replace(/\/\*[\s\S]*?\*\//g, '').replace(/\/\/.*$/gm, '');
+    for (const fn of ['readFileSync', 'readJsonFile', 'createReadStream', 'openSync']) if (new RegExp(`\\b${fn}\\s*\\(`).test(code)) out.push(`${rel}: reads a file with ${fn}`);
+    if (!/\bcheckOutputCurrent\s*\(/.test(code)) out.push(`${rel}: never calls checkOutputCurrent`);
+  }
+  return out;
+}
 
 /** String literals of a TypeScript source (quotes and template pieces), comments skipped. */
 export function stringLiterals(text: string): string[] {
@@ -231,6 +254,19 @@ describe('source structure', () => {
     ]);
     expect(findCycles(importGraph(planted))).toEqual([[a, b, a]]);
   });
+  it('the analysis stores read their outputs only through lineage (verified against the sha256 each file was written with)', () => {
+    const bad = unverifiedReads(files, LINEAGE_READERS);
+    expect(bad, 'read wanda and cluster outputs with readOutputJson/readOutputFile (src/store/lineage.ts) and check them with checkOutputCurrent').toEqual([]);
+  });
+
+  it('names a planted store that reads an output file directly, or skips the currency check (the check can fail)', () => {
+    const planted = new Map([
+      [path.join(SRC, 'wanda/store.ts'), "import { readFileSync } from 'node:fs';\nconst x = JSON.parse(readFileSync(f, 'utf8'));\ncheckOutputCurrent(a);\n"],
+      [path.join(SRC, 'cluster/store.ts'), "const s = readOutputJson(d, 'settings.json');\n"],
+    ]);
+    expect(unverifiedReads(planted, LINEAGE_READERS)).toEqual(['wanda/store.ts: reads a file with readFileSync', 'cluster/store.ts: never calls checkOutputCurrent']);
+  });
+
   it('only the store modules name the files of a run folder', () => {
     const allowed = Object.keys(RUN_FOLDER_MODULES);
     for (const m of allowed.filter((m) => !m.startsWith('attend/store') && !m.startsWith('ablate/'))) {

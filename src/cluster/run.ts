@@ -359,7 +359,8 @@ export async function runCluster(input: RunReader | string, opts: ClusterOptions
       result.outDir = inp.outDir;
       const inputs = inp.run ? [...runInputs(inp.run), ...baselineModelInput(inp.run, baselineDir)] : matrixInputs(inp, opts);
       const replaced = describeReplaced(result.outDir, result.settings);
-      if (replaced) say(`replacing ${result.outDir} (${replaced})`);
+      // said even with --quiet: a replaced analysis is never silent
+      if (replaced) process.stderr.write(`cluster: replacing ${result.outDir} (${replaced})\n`);
       await writeOutputs(result.outDir, result.settings, result.coords, result.metrics, items, inputs);
       say(`wrote ${result.outDir}`);
     }

@@ -17,11 +17,21 @@ import * as path from 'node:path';
 import { outputKindOf, type OutputKind } from '../util/output.js';
 import type { RunManifest } from './types.js';
 
-/** The axis cluster and wanda use without --by: `aspect` if the data has it, else its only axis (null: none). */
-export function defaultAxis(manifest: Pick<RunManifest, 'dataset'>): string | null {
+/**
+ * The axis whose analyses take the plain folder (RUN/wanda, RUN/cluster): `aspect` if the data
+ * has it, else the data's first axis (null: none). Axes added later (eval label's `correct`) and
+ * the data's other axes get `.by-AXIS` folders beside it.
+ */
+export function defaultAxis(manifest: Pick<RunManifest, 'dataset'>): string {
   const axes = manifest.dataset?.axes ?? [];
-  if (axes.includes('aspect')) return 'aspect';
-  return axes.length === 1 ? axes[0]! : null;
+  // (no axes recorded: the commands' own default, aspect)
+  if (axes.includes('aspect') || !axes.length) return 'aspect';
+  return axes[0]!;
+}
+
+/** A label axis or capture point as one safe part of a folder name: characters other than letters, digits, `_`, `.` and `-` as %XX of their UTF-8 bytes. */
+export function folderPart(name: string): string {
+  return [...Buffer.from(name, 'utf8')].map((b) => (/[A-Za-z0-9_.-]/.test(String.fromCharCode(b)) && b < 128 ? String.fromCharCode(b) : `%${b.toString(16).toUpperCase().padStart(2, '0')}`)).join('');
 }
 
 /** What an analysis was made from: its label axis and (for cluster) its capture point. */
@@ -35,8 +45,8 @@ export interface AnalysisKey {
 /** The folder name of an analysis (`base`: its plain folder, e.g. 'cluster') made from `key`. */
 export function analysisFolderName(base: string, manifest: Pick<RunManifest, 'dataset'>, key: AnalysisKey): string {
   let name = base;
-  if (key.by !== defaultAxis(manifest)) name += `.by-${key.by}`;
-  if (key.point !== undefined && key.point !== key.defaultPoint) name += `.at-${key.point}`;
+  if (key.by !== defaultAxis(manifest)) name += `.by-${folderPart(key.by)}`;
+  if (key.point !== undefined && key.point !== key.defaultPoint) name += `.at-${folderPart(key.point)}`;
   return name;
 }
 

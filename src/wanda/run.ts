@@ -224,7 +224,8 @@ export async function runWanda(run: RunReader | string, opts: WandaOptions = {})
   // Lineage: the run's inputs read, and the weights scored (every weight file by content).
   const inputs = [...runInputs(reader, hooks), modelInput(settings.weights.files ?? [], located.path)];
   const replaced = describeReplaced(target, settings);
-  if (replaced && !opts.quiet) process.stderr.write(`wanda: replacing ${target} (${replaced})\n`);
+  // said even with --quiet: a replaced analysis is never silent
+  if (replaced) process.stderr.write(`wanda: replacing ${target} (${replaced})\n`);
   await writeOutputs(target, settings, result, metrics, inputs);
   return { settings, regions: result.regions, metrics, dir: target };
 }

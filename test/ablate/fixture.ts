@@ -8,6 +8,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { writeSyntheticRun } from '../../src/report/synthetic.js';
 import { runIdentity } from '../../src/store/provenance.js';
+import { modelIdentity } from '../../src/runtime/modelfiles.js';
 import type { BlockSet, WandaMatrix } from '../../src/wanda/types.js';
 import type { EvalTokenizer } from '../../src/eval/tokenizer.js';
 import type { LoglikEngine, LoglikRequest } from '../../src/runtime/loglik.js';
@@ -26,13 +27,15 @@ export function tinyMatrices(block: [number, number], layers = 2): WandaMatrix[]
   return out;
 }
 
-export function writeAblateRun(dir: string, modelDir: string, regions: Record<string, BlockSet>, block: [number, number], by = 'group'): string {
+/** `files`: record every model file by content in the manifest, as lobes extract does (default: the graph alone, as older runs did). */
+export function writeAblateRun(dir: string, modelDir: string, regions: Record<string, BlockSet>, block: [number, number], by = 'group', files = false): string {
   const groups = Object.keys(regions);
   writeSyntheticRun(dir, { groups, layers: 2, samplesPerGroup: 2, wanda: true, cluster: false, pooled: false });
   const mf = path.join(dir, 'manifest.json');
   const m = JSON.parse(readFileSync(mf, 'utf8'));
   m.model = { ...m.model, dir: modelDir, graphSha256: createHash('sha256').update(readFileSync(path.join(modelDir, 'model.onnx'))).digest('hex') };
-  delete m.model.files;
+  if (files) m.model.files = modelIdentity(modelDir).files;
+  else delete m.model.files;
   delete m.identity;
   m.identity = runIdentity(m);
   writeFileSync(mf, JSON.stringify(m, null, 1) + '\n');

@@ -4,7 +4,7 @@
  * moved since extraction (`cluster --model DIR`, checked against the run by hash).
  */
 import { describe, it, expect, afterAll } from 'vitest';
-import { cpSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { ensureModelFromSpec, type GeneratedModelSpec } from '../../src/models/write.js';
@@ -100,7 +100,7 @@ describe('token baselines of a run', () => {
     const tok = path.join(other, 'tokenizer.json');
     writeFileSync(tok, (await import('node:fs')).readFileSync(tok, 'utf8') + ' ');
     const out = path.join(tmp, 'c-other');
-    await expect(runCluster(run, { ...CLUSTER, model: other, out })).rejects.toThrow(/tokenizer\.json differs from the run's/);
+    await expect(runCluster(run, { ...CLUSTER, model: other, out })).rejects.toThrow(/tokenizer file tokenizer\.json has sha256 [0-9a-f]{12}…; the run was extracted with sha256/);
     expect(existsSync(out)).toBe(false);
 
     // the right tokenizer, other embeddings (another seed's weights)
@@ -108,14 +108,14 @@ describe('token baselines of a run', () => {
     cpSync(ensureModelFromSpec('baseline-words', { ...SPEC, model: { ...SPEC.model, seed: 78 } }), other2, { recursive: true });
     cpSync(path.join(tmp, 'model-moved', 'tokenizer.json'), path.join(other2, 'tokenizer.json'));
     // (the first recorded file that differs is named: the graph, then the weight data)
-    await expect(runCluster(run, { ...CLUSTER, model: other2, out })).rejects.toThrow(/model\.onnx(_data)? differs from the run's/);
+    await expect(runCluster(run, { ...CLUSTER, model: other2, out })).rejects.toThrow(/(model graph model\.onnx|weight data file model\.onnx_data) has sha256 [0-9a-f]{12}…; the run was extracted with/);
 
     // the right tokenizer and weight file, a decoy graph (it can hold the embeddings itself)
     const decoy = path.join(tmp, 'model-decoy');
     cpSync(path.join(tmp, 'model-moved'), decoy, { recursive: true });
     const g = path.join(decoy, 'model.onnx');
     writeFileSync(g, Buffer.concat([(await import('node:fs')).readFileSync(g), Buffer.from([0])]));
-    await expect(runCluster(run, { ...CLUSTER, model: decoy, out })).rejects.toThrow(/model\.onnx differs from the run's/);
+    await expect(runCluster(run, { ...CLUSTER, model: decoy, out })).rejects.toThrow(/model graph model\.onnx has sha256 [0-9a-f]{12}…; the run was extracted with/);
     expect(existsSync(out)).toBe(false);
 
     // through the CLI: exit 1 with one line naming the file
@@ -135,5 +135,19 @@ describe('token baselines of a run', () => {
     expect(text).toContain(path.join(tmp, 'nowhere'));
     expect(text).toMatch(/no such model folder/);
     expect(existsSync(out)).toBe(false);
+  }, 120_000);
+
+  it("the run's own model folder with 20 KB of its weight data XOR-ed is refused before any work, naming the file; --no-baselines still runs", async () => {
+    // the folder back where the run recorded it, its weight data changed in place
+    cpSync(path.join(tmp, 'model-moved'), model, { recursive: true });
+    const data = path.join(model, 'model.onnx_data');
+    const bytes = readFileSync(data);
+    for (let i = 1024; i < 1024 + 20 * 1024 && i < bytes.length; i++) bytes[i] ^= 0x5a;
+    writeFileSync(data, bytes);
+    const out = path.join(tmp, 'c-xor');
+    await expect(runCluster(run, { ...CLUSTER, out })).rejects.toThrow(/weight data file model\.onnx_data has sha256 [0-9a-f]{12}…; the run was extracted with sha256 [0-9a-f]{12}…, so its token baselines would be another model's/);
+    expect(existsSync(out)).toBe(false);
+    const bare = await runCluster(run, { ...CLUSTER, baselines: false, out });
+    expect(bare.metrics.baselines ?? []).toEqual([]);
   }, 120_000);
 });

@@ -4,7 +4,7 @@
  * reader then offers to every analysis (lobes cluster / wanda --by correct).
  */
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { runExtract } from '../../src/extract/run.js';
@@ -51,11 +51,23 @@ describe.skipIf(!have)('lobes eval label: the correct axis of a run', () => {
     expect(r.counts.correct + r.counts.wrong).toBe(evaluated);
     expect(r.counts.correct + r.counts.wrong + r.counts.unevaluated).toBe(reader.samples.length);
     const c = await runCluster(run, { by: 'correct', quiet: true, perplexity: 5, iterations: 250, bootstrap: 20, permutations: 20 } as any);
-    expect(c).toBeDefined();
+    // beside the run's aspect analysis, not over it
+    expect(path.basename(c.outDir!)).toBe('cluster.by-correct');
     // The CLI says what it wrote.
     const out = await cli(['eval', 'label', run, ev]);
     expect(out.code).toBe(0);
     expect(out.err).toMatch(/correct\.json: \d+ correct, \d+ wrong, \d+ unevaluated of \d+ samples \(lobes cluster .* --by correct\)/);
+    // A user's own overlay of that name is never replaced: one line, exit 1, the file as it was.
+    const mine = path.join(run, 'labels', 'mine.json');
+    const own = JSON.stringify({ axis: 'mine', labels: reader.samples.map(() => 'x') }) + '\n';
+    writeFileSync(mine, own);
+    const refused = await cli(['eval', 'label', run, ev, '--axis', 'mine']);
+    expect(refused.code).toBe(1);
+    expect(refused.err.trim().split('\n')).toHaveLength(1);
+    expect(refused.err).toMatch(/labels\/mine\.json: a label overlay "mine" exists and was not written by lobes; it is not replaced/);
+    expect(readFileSync(mine, 'utf8')).toBe(own);
+    // lobes' own overlay is rewritten as before
+    expect((await cli(['eval', 'label', run, ev])).code).toBe(0);
   }, 600_000);
 });
 

@@ -7,6 +7,8 @@
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { loadRun } from '../../src/report/load.js';
+import { createHash } from 'node:crypto';
+import { runIdentity } from '../../src/store/provenance.js';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { ensureModelFromSpec, GENERATED_MODELS } from '../../src/models/index.js';
@@ -39,7 +41,7 @@ describe.skipIf(!HAVE)('analyses read only what the run says, and fail without l
     const r = lobesOnFullDisk(['cluster', run, '--by', 'ability', ...CLUSTER], run, 20_000);
     expect(r.code).toBe(1);
     expect(r.stderr.trim().split('\n')).toHaveLength(1);
-    expect(r.stderr).toMatch(new RegExp(`lobes cluster: ${run}/cluster/\\S+: no space left on the device \\(ENOSPC, write\\)`));
+    expect(r.stderr).toMatch(new RegExp(`lobes cluster: ${run}/cluster\\.by-ability/\\S+: no space left on the device \\(ENOSPC, write\\)`));
     expect(r.stderr).not.toMatch(/internal error/);
     expect(snapshot(run)).toEqual(before);
     expect(hidden(run)).toEqual([]);
@@ -48,9 +50,63 @@ describe.skipIf(!HAVE)('analyses read only what the run says, and fail without l
   it('a full disk during wanda leaves the previous wanda/ exactly as it was', () => {
     const r = lobesOnFullDisk(['wanda', run, '--by', 'ability', ...WANDA], run, 5_000);
     expect(r.code).toBe(1);
-    expect(r.stderr).toMatch(/lobes wanda: .*\/wanda\/\S+: no space left on the device \(ENOSPC/);
+    expect(r.stderr).toMatch(/lobes wanda: .*\/wanda\.by-ability\/\S+: no space left on the device \(ENOSPC/);
     expect(snapshot(run)).toEqual(before);
     expect(hidden(run)).toEqual([]);
+  });
+
+  it('cluster and wanda --by another axis add their folders beside the aspect ones; the report says which it shows', async () => {
+    const copy = path.join(root, 'two-axes');
+    cpSync(run, copy, { recursive: true });
+    const first = snapshot(copy);
+    const QUICK = [...CLUSTER, '--no-baselines', '--probe-permutations', '3', '--probe-repeats', '1', '--probe-c', '1'];
+    expect((await lobes(['cluster', copy, '--by', 'ability', ...QUICK])).code).toBe(0);
+    const w = await lobes(['wanda', copy, '--by', 'ability', ...WANDA]);
+    expect(w.code, w.stderr).toBe(0);
+    const after = snapshot(copy);
+    // the aspect analyses are byte for byte what they were
+    for (const k of Object.keys(first)) expect(after[k], k).toBe(first[k]);
+    expect(Object.keys(after).filter((k) => k.startsWith('cluster.by-ability/')).length).toBeGreaterThan(3);
+    expect(JSON.parse(readFileSync(path.join(copy, 'wanda.by-ability', 'settings.json'), 'utf8')).by).toBe('ability');
+    const page = path.join(root, 'two-axes.html');
+    const r = await lobes(['report', copy, '--out', page]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout + r.stderr).toMatch(/Shown: the map and separation by aspect at final\.hidden \(cluster\/\); the neuron regions by aspect \(wanda\/\)/);
+    expect(r.stdout + r.stderr).toMatch(/Also in this run, not shown: cluster\.by-ability\/, wanda\.by-ability\/ \(lobes report \S+ --by ability/);
+    const byAbility = await loadRun(copy, { by: 'ability' });
+    expect(byAbility.cluster?.settings?.by).toBe('ability');
+    expect(byAbility.wanda?.settings.by).toBe('ability');
+    // rerun with other settings: it says what it replaces
+    const again = await lobes(['cluster', copy, '--by', 'ability', ...QUICK, '--perplexity', '12']);
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stderr + again.stdout).toMatch(/cluster: replacing \S*cluster\.by-ability \(made with /);
+  });
+
+  it('an edited wanda/regions.json (a region cut to 30 blocks) is refused by ablate and left out of the report, naming the file', async () => {
+    const copy = path.join(root, 'cut-region');
+    cpSync(run, copy, { recursive: true });
+    const rf = path.join(copy, 'wanda', 'regions.json');
+    const r = JSON.parse(readFileSync(rf, 'utf8'));
+    const g = Object.keys(r.regions)[0]!;
+    const mats = Object.keys(r.regions[g]);
+    let left = 30;
+    for (const m of mats) {
+      r.regions[g][m] = r.regions[g][m].slice(0, Math.max(0, Math.min(left, r.regions[g][m].length)));
+      left -= r.regions[g][m].length;
+    }
+    writeFileSync(rf, JSON.stringify(r));
+    const edited = snapshot(copy);
+    const out = path.join(root, 'cut-ablate');
+    const a = await lobes(['ablate', copy, '--region', g, '--data', 'builtin:social?lang=en', '--out', out, '--random', '2', '--quiet']);
+    expect(a.code).toBe(1);
+    expect(a.stderr.trim().split('\n')).toHaveLength(1);
+    expect(a.stderr).toMatch(/cut-region\/wanda\/regions\.json: was changed after lobes wanda wrote it \(sha256 [0-9a-f]{12}…, recorded [0-9a-f]{12}…\)/);
+    expect(existsSync(out)).toBe(false);
+    const page = path.join(root, 'cut-region.html');
+    const rep = await lobes(['report', copy, '--out', page]);
+    expect(rep.code, rep.stderr).toBe(0);
+    expect(rep.stdout + rep.stderr).toMatch(/the neuron regions \(wanda\) left out: .*regions\.json: was changed after lobes wanda wrote it/);
+    expect(snapshot(copy)).toEqual(edited);
   });
 
   it('cluster and wanda refuse a bit-flipped chunk file (exit 1, naming the file) and keep their earlier results', async () => {
@@ -126,7 +182,7 @@ describe.skipIf(!HAVE)('analyses read only what the run says, and fail without l
     const out = path.join(root, 'mixed.html');
     const r = await lobes(['report', run, '--cluster-dir', path.join(other, 'cluster'), '--out', out]);
     expect(r.code).toBe(1);
-    expect(r.stderr).toMatch(/run-other\/cluster\/settings\.json: the cluster results belong to another run \(run identity [0-9a-f]{12}… of .*run-other, this run is [0-9a-f]{12}…\)/);
+    expect(r.stderr).toMatch(/run-other\/cluster\/settings\.json: the cluster results are not current: they belong to another run \(run identity [0-9a-f]{12}… of .*run-other, this run is [0-9a-f]{12}…\)/);
     expect(existsSync(out)).toBe(false);
     // The same results copied into a run folder are refused by compare as well.
     const planted = path.join(root, 'run-planted');
@@ -138,7 +194,7 @@ describe.skipIf(!HAVE)('analyses read only what the run says, and fail without l
     const c = await lobes(['compare', run, planted, '--out', cmpOut]);
     expect(c.code, c.stderr).toBe(0);
     const page = readFileSync(cmpOut, 'utf8');
-    expect(page).toMatch(/the cluster results left out: .*run-planted\/cluster\/settings\.json: the cluster results belong to another run/);
+    expect(page).toMatch(/the cluster results left out: .*run-planted\/cluster\/settings\.json: the cluster results are not current: they belong to another run/);
     // Unchanged results of the run itself are shown.
     expect((await lobes(['report', run, '--out', path.join(root, 'ok.html')])).code).toBe(0);
   });
@@ -146,16 +202,24 @@ describe.skipIf(!HAVE)('analyses read only what the run says, and fail without l
   it('report refuses cluster results from before the run was re-extracted with other samples', async () => {
     const copy = path.join(root, 'relabelled');
     cpSync(run, copy, { recursive: true });
-    const sf = path.join(copy, 'cluster/settings.json');
-    const s = JSON.parse(readFileSync(sf, 'utf8'));
-    s.provenance.samplesSha256 = '0'.repeat(64);
-    writeFileSync(sf, JSON.stringify(s));
+    // the run re-extracted with one sample relabelled: a new samples table (and run identity)
+    const table = readFileSync(path.join(copy, 'samples.jsonl'), 'utf8').split('\n');
+    const row = JSON.parse(table[0]!);
+    row.labels.aspect = row.labels.aspect === 'Cooperation' ? 'Self-Management' : 'Cooperation';
+    table[0] = JSON.stringify(row);
+    writeFileSync(path.join(copy, 'samples.jsonl'), table.join('\n'));
+    const mf = path.join(copy, 'manifest.json');
+    const m = JSON.parse(readFileSync(mf, 'utf8'));
+    m.samplesSha256 = createHash('sha256').update(table.join('\n')).digest('hex');
+    delete m.identity;
+    m.identity = runIdentity(m);
+    writeFileSync(mf, JSON.stringify(m, null, 2) + '\n');
     const out = path.join(root, 'relabelled.html');
     const r = await lobes(['report', copy, '--out', out]);
     expect(r.code, r.stderr).toBe(0);
-    expect(r.stderr + r.stdout).toMatch(/the cluster results left out: .*the cluster results were computed from another samples table/);
-    const m = await loadRun(copy);
-    expect(m.cluster).toBeNull();
+    expect(r.stderr + r.stdout).toMatch(/the cluster results left out: .*cluster\/settings\.json: the cluster results are not current: (they belong to another run|the run's samples table \(samples\.jsonl\) has changed since)/);
+    const m2 = await loadRun(copy);
+    expect(m2.cluster).toBeNull();
   });
 
   it('a failed cluster (perplexity too large; fewer than 2 classes) leaves no empty or temporary folder', async () => {
