@@ -37,7 +37,7 @@ MODEL=$OUT/smollm2-fp32
 side() { # side NAME LOBES PAIR
   local name=$1 lobes=$2 p=$3 run=$OUT/run-$1
   if [ ! -f "$run/manifest.json" ]; then
-    step "extract $name" $lobes extract --model "$MODEL" --data "$SPEC" --limit 200 --capture final,mlp.in --dtype fp16 --out "$run" --quiet
+    step "extract $name" $lobes extract --model "$MODEL" --data "$SPEC" --limit 200 --capture final,mlp --dtype fp16 --out "$run" --quiet
   fi
   step "wanda $name $p" $lobes wanda "$run" --by aspect --block auto --permutations 200 --seed 0 --quiet
   step "cluster $name $p" $lobes cluster "$run" --by aspect --seed 0 --quiet
