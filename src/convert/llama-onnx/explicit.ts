@@ -3,7 +3,8 @@
  * RMSNorm (Pow, ReduceMean, Add ε, Sqrt, Div, Mul), RoPE computed from position_ids and
  * inv_freq (rotate-half with Slice/Concat), attention as MatMul(q, kᵀ)·scale + mask → Softmax
  * → MatMul(·, v) with a causal + padding mask, grouped-query attention by repeating the KV
- * heads, SiLU as Sigmoid·x, optional KV-cache inputs/outputs. Projections are MatMul over
+ * heads, SiLU as Sigmoid·x, optional KV-cache inputs/outputs. Qwen2's q/k/v biases are an Add
+ * after each projection; Qwen3's q_norm / k_norm the same decomposed RMSNorm over each head. Projections are MatMul over
  * [d_in, d_out] weights named onnx::MatMul_N, or MatMulNBits. lm_head is MatMulNBits when the
  * weights are 'q4' and the source gives its blocks in a form ONNX Runtime runs, else float.
  *
@@ -125,11 +126,19 @@ export function buildExplicit(b: GraphBuilder): GGraph {
   for (let l = 0; l < layers; l++) {
     const pre = `/model/layers.${l}`;
     const h = rmsNorm(`${pre}/input_layernorm`, x, W.inputNorm(l));
-    const q0 = proj(`${pre}/self_attn/q_proj`, h, W.attn(l, 'q'));
-    const k0 = proj(`${pre}/self_attn/k_proj`, h, W.attn(l, 'k'));
-    const v0 = proj(`${pre}/self_attn/v_proj`, h, W.attn(l, 'v'));
-    const q1 = node('Reshape', `${pre}/self_attn/Reshape`, [q0, cQShape]);
-    const k1 = node('Reshape', `${pre}/self_attn/Reshape_1`, [k0, cKvShape]);
+    // Qwen2: a bias after each of q, k and v (o_proj has none).
+    const biased = (p: 'q' | 'k' | 'v', t: string) =>
+      s.attnBias ? node('Add', `${pre}/self_attn/${p}_proj/Add`, [b.floatTensor(W.attnBias(l, p), [W.attnBias(l, p)], false, ft), t]) : t;
+    const q0 = biased('q', proj(`${pre}/self_attn/q_proj`, h, W.attn(l, 'q')));
+    const k0 = biased('k', proj(`${pre}/self_attn/k_proj`, h, W.attn(l, 'k')));
+    const v0 = biased('v', proj(`${pre}/self_attn/v_proj`, h, W.attn(l, 'v')));
+    let q1 = node('Reshape', `${pre}/self_attn/Reshape`, [q0, cQShape]);
+    let k1 = node('Reshape', `${pre}/self_attn/Reshape_1`, [k0, cKvShape]);
+    if (s.qkNorm) {
+      // Qwen3: RMSNorm over each head's headDim values, before the rotary embedding.
+      q1 = rmsNorm(`${pre}/self_attn/q_norm`, q1, W.qkNorm(l, 'q'));
+      k1 = rmsNorm(`${pre}/self_attn/k_norm`, k1, W.qkNorm(l, 'k'));
+    }
     const v1 = node('Reshape', `${pre}/self_attn/Reshape_2`, [v0, cKvShape]);
     const q2 = node('Transpose', `${pre}/self_attn/Transpose`, [q1], { perm: ints([0, 2, 1, 3]) });
     const k2 = node('Transpose', `${pre}/self_attn/Transpose_1`, [k1], { perm: ints([0, 2, 1, 3]) });

@@ -16,6 +16,7 @@
  * Tied embeddings: one [hidden, vocab] weight, read by lm_head and, through a Transpose, by
  * the embedding Gather.
  */
+import { LobesError } from '../../util/errors.js';
 import { float, int, ints, type GGraph } from './graph.js';
 import type { GraphBuilder, ProjNaming } from './build.js';
 import { ropeInvFreq, W } from './spec.js';
@@ -37,6 +38,10 @@ export function buildGenai(b: GraphBuilder): GGraph {
   const ft = b.ft;
   const node = b.node.bind(b);
   const ms = { domain: 'com.microsoft' };
+  if (s.attnBias || s.qkNorm) {
+    const what = s.qkNorm ? "per-head q_norm / k_norm (Qwen3)" : 'q/k/v projection biases (Qwen2)';
+    throw new LobesError(`the genai layout does not express ${what} yet`, { hint: 'use the explicit layout (--layout explicit)' });
+  }
 
   b.inputs.push(
     { name: 'input_ids', dtype: 'int64', shape: ['batch_size', 'sequence_length'] },

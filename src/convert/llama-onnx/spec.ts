@@ -14,6 +14,8 @@ export const W = {
   postNorm: (l: number) => `model.layers.${l}.post_attention_layernorm.weight`,
   attn: (l: number, p: 'q' | 'k' | 'v' | 'o') => `model.layers.${l}.self_attn.${p}_proj.weight`,
   mlp: (l: number, p: 'gate' | 'up' | 'down') => `model.layers.${l}.mlp.${p}_proj.weight`,
+  attnBias: (l: number, p: 'q' | 'k' | 'v') => `model.layers.${l}.self_attn.${p}_proj.bias`,
+  qkNorm: (l: number, p: 'q' | 'k') => `model.layers.${l}.self_attn.${p}_norm.weight`,
 };
 
 /** Every weight a spec needs with its expected shape (HF layout), in model order. */
@@ -25,6 +27,15 @@ export function expectedWeights(spec: LlamaSpec): [string, number[]][] {
     out.push([W.attn(l, 'q'), [heads * hd, H]]);
     out.push([W.attn(l, 'k'), [kvHeads * hd, H]]);
     out.push([W.attn(l, 'v'), [kvHeads * hd, H]]);
+    if (spec.attnBias) {
+      out.push([W.attnBias(l, 'q'), [heads * hd]]);
+      out.push([W.attnBias(l, 'k'), [kvHeads * hd]]);
+      out.push([W.attnBias(l, 'v'), [kvHeads * hd]]);
+    }
+    if (spec.qkNorm) {
+      out.push([W.qkNorm(l, 'q'), [hd]]);
+      out.push([W.qkNorm(l, 'k'), [hd]]);
+    }
     out.push([W.attn(l, 'o'), [H, heads * hd]]);
     out.push([W.postNorm(l), [H]]);
     out.push([W.mlp(l, 'gate'), [I, H]]);
