@@ -10,6 +10,7 @@
  *  - a sharded checkpoint whose index disagrees with its files, and families or settings lobes
  *    cannot express, are refused in one line before anything is written.
  */
+import { spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import * as os from 'node:os';
@@ -171,5 +172,28 @@ describe('refusals, in one line, before anything is written', () => {
     delete j.weight_map['model.layers.0.input_layernorm.weight'];
     writeFileSync(idx, JSON.stringify(j));
     expect(() => openHfCheckpoint(d)).toThrow(/tensor "model\.layers\.0\.self_attn\.o_proj\.bias": is a bias llama does not have/);
+  });
+});
+
+describe('the command line', () => {
+  const BIN = path.join(CKPTS, '..', '..', '..', 'src', 'cli', 'bin.ts');
+  const lobes = (args: string[]) => spawnSync(process.execPath, ['--import', 'tsx', BIN, ...args], { cwd: path.join(CKPTS, '..', '..', '..'), encoding: 'utf8' });
+
+  it('inspect --model CHECKPOINT_DIR converts into the cache and finds every capture point by structure; convert writes the folder', () => {
+    const cache = path.join(tmp, 'cli-cache');
+    const r = lobes(['inspect', '--model', path.join(CKPTS, 'qwen3'), '--cache', cache, '--json', '--strict']);
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    const j = JSON.parse(r.stdout);
+    expect(j.source.format).toBe('hf-checkpoint');
+    const points: string[] = (j.points ?? j.capturePoints ?? []).map((p: any) => p.name);
+    for (const l of [0, 1]) for (const s of ['mlp.in', 'mlp.down_in', 'resid_out']) expect(points).toContain(`layers.${l}.${s}`);
+    expect(points).toContain('final.hidden');
+    const out = path.join(tmp, 'cli-out');
+    const c = lobes(['convert', '--model', path.join(CKPTS, 'qwen2'), '--out', out, '--quiet']);
+    expect(c.status, c.stderr).toBe(0);
+    expect(c.stdout).toMatch(/wrote .*cli-out/);
+    expect(JSON.parse(readFileSync(path.join(out, 'lobes-convert.json'), 'utf8')).source.format).toBe('hf-checkpoint');
+    expect(JSON.parse(readFileSync(path.join(out, 'config.json'), 'utf8')).architectures).toEqual(['Qwen2ForCausalLM']);
   });
 });
