@@ -21,6 +21,8 @@ import { resolveModel } from '../../src/convert/cache.js';
 import { isHfCheckpoint, openHfCheckpoint } from '../../src/convert/hf-checkpoint.js';
 import { loadTokenizer } from '../../src/runtime/tokenize.js';
 import { modelFilesDigest } from '../../src/store/lineage.js';
+import { identity } from '../../src/store/identity.js';
+import { runIdentity } from '../../src/store/provenance.js';
 import { CKPTS, META, expectGoldens } from './hf-families.js';
 
 let tmp: string;
@@ -195,5 +197,22 @@ describe('the command line', () => {
     expect(c.stdout).toMatch(/wrote .*cli-out/);
     expect(JSON.parse(readFileSync(path.join(out, 'lobes-convert.json'), 'utf8')).source.format).toBe('hf-checkpoint');
     expect(JSON.parse(readFileSync(path.join(out, 'config.json'), 'utf8')).architectures).toEqual(['Qwen2ForCausalLM']);
+  });
+});
+
+describe('a run extracted from a checkpoint', () => {
+  it("records the checkpoint's files and their sha256 in model.source and in the run identity", async () => {
+    const run = path.join(tmp, 'run');
+    const BIN = path.join(CKPTS, '..', '..', '..', 'src', 'cli', 'bin.ts');
+    const r = spawnSync(process.execPath, ['--import', 'tsx', BIN, 'extract', '--model', path.join(CKPTS, 'qwen2'), '--data', 'builtin:social', '--out', run, '--cache', path.join(tmp, 'run-cache'), '--limit', '8', '--quiet'], { encoding: 'utf8' });
+    expect(r.status, r.stderr).toBe(0);
+    const m = JSON.parse(readFileSync(path.join(run, 'manifest.json'), 'utf8'));
+    expect(m.model.source.format).toBe('hf-checkpoint');
+    expect(m.model.source.path).toBe(path.join(CKPTS, 'qwen2'));
+    const id = identity(m, { includeShard: false });
+    for (const f of m.model.source.files) expect(id[`checkpoint file ${f.name} sha256`]).toBe(f.sha256);
+    const before = runIdentity(m);
+    m.model.source.files[1].sha256 = '0'.repeat(64);
+    expect(runIdentity(m)).not.toBe(before);
   });
 });
