@@ -20,6 +20,7 @@ import { convertHfCheckpoint } from '../../src/convert/convert.js';
 import { resolveModel } from '../../src/convert/cache.js';
 import { isHfCheckpoint, openHfCheckpoint } from '../../src/convert/hf-checkpoint.js';
 import { loadTokenizer } from '../../src/runtime/tokenize.js';
+import { loadModel } from '../../src/onnx/index.js';
 import { modelFilesDigest } from '../../src/store/lineage.js';
 import { identity } from '../../src/store/identity.js';
 import { runIdentity } from '../../src/store/provenance.js';
@@ -47,6 +48,17 @@ describe.each(FAMILIES)('%s checkpoint', (family) => {
     const left = await expectGoldens(out, family, 'left');
     const right = await expectGoldens(out, family, 'right');
     console.log(`${family}: max relative error vs transformers ${Math.max(left, right).toExponential(2)}`);
+  });
+
+  it('converts to the genai layout (GroupQueryAttention; biases as Adds, q/k norms as SimplifiedLayerNormalization) with the same captures and logits (right padding)', async () => {
+    const out = path.join(tmp, `genai-${family}`);
+    await convertHfCheckpoint(src, out, { layout: 'genai' });
+    const ops = new Set(loadModel(out).model.graph!.node!.map((n) => n.opType));
+    expect(ops.has('GroupQueryAttention')).toBe(true);
+    if (family === 'qwen3') expect([...loadModel(out).model.graph!.node!].filter((n) => n.opType === 'SimplifiedLayerNormalization').length).toBe(2 * 2 + 1);
+    // GroupQueryAttention reads each row's length from the mask and expects right padding.
+    const worst = await expectGoldens(out, family, 'right');
+    console.log(`${family} genai: max relative error vs transformers ${worst.toExponential(2)}`);
   });
 
   it("carries the tokenizer: transformers' token ids, the chat template", async () => {

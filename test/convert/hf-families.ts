@@ -30,7 +30,7 @@ const HEADER = readSafetensorsHeader(path.join(CKPTS, 'goldens.safetensors'));
 export const golden = (name: string) => readTensorFloat32(HEADER, name);
 export const grow = (a: Float32Array, i: number, d: number) => a.subarray(i * d, (i + 1) * d);
 
-/** Last-token logits [rows, V] of a converted explicit-layout model, one padded batch. */
+/** Last-token logits [rows, V] of a converted model (either layout), one padded batch. */
 export async function batchLogits(dir: string, ids: number[][], pad: number, side: 'left' | 'right'): Promise<{ logits: Float32Array; V: number }> {
   const s = await ort.InferenceSession.create(path.join(dir, 'model.onnx'));
   try {
@@ -43,11 +43,14 @@ export async function batchLogits(dir: string, ids: number[][], pad: number, sid
         pos[r * b.seq + t] = BigInt(Math.max(c, 0));
       }
     }
-    const out = await s.run({
+    const feeds: Record<string, ort.Tensor> = {
       input_ids: new ort.Tensor('int64', b.inputIds, [b.batch, b.seq]),
       attention_mask: new ort.Tensor('int64', b.attentionMask, [b.batch, b.seq]),
-      position_ids: new ort.Tensor('int64', pos, [b.batch, b.seq]),
-    });
+    };
+    if (s.inputNames.includes('position_ids')) feeds.position_ids = new ort.Tensor('int64', pos, [b.batch, b.seq]);
+    const cfg = JSON.parse(readFileSync(path.join(dir, 'config.json'), 'utf8'));
+    for (const n of s.inputNames) if (n.startsWith('past_key_values.')) feeds[n] = new ort.Tensor('float32', new Float32Array(0), [b.batch, cfg.num_key_value_heads, 0, cfg.head_dim]);
+    const out = await s.run(feeds);
     const all = out.logits!.data as Float32Array;
     const V = out.logits!.dims[2]!;
     const res = new Float32Array(b.batch * V);
