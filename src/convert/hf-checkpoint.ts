@@ -4,12 +4,12 @@
  * weight source for the ONNX writer (src/convert/llama-onnx), read one row range of one tensor
  * at a time.
  *
- * Families: llama (LlamaForCausalLM), mistral without a sliding window, qwen2 (Qwen2 / Qwen2.5:
+ * Families: llama (LlamaForCausalLM), mistral (a sliding window in every layer, or none), qwen2 (Qwen2 / Qwen2.5:
  * q/k/v biases), qwen3 (per-head q_norm / k_norm, head_dim set on its own). Weights in F32, F16
  * or BF16 (decoded to float32 as they are read). Every difference lobes' graphs do not express
  * is refused by name, before anything is written: a family outside these (experts, attention
  * sinks, (1 + w) norms, fused weights), an activation other than SiLU, biases where the family
- * has none, sliding-window attention, rope scaling other than linear and llama3, a tensor the
+ * has none, sliding windows on some layers only, rope scaling other than linear and llama3, a tensor the
  * family does not have.
  *
  * config.json spellings read: rope_theta and rope_scaling at the top level (rope_scaling's kind
@@ -237,10 +237,18 @@ export function hfSpec(config: Record<string, any>, file: string): { family: HfF
   if (config.num_local_experts || config.num_experts || config.n_routed_experts) fail('num_experts', 'mixture-of-experts MLPs are not expressed by lobes\' graphs');
   const ppd = config.partial_rotary_factor;
   if (ppd !== undefined && ppd !== null && ppd !== 1) fail('partial_rotary_factor', `partial rotary embeddings (factor ${ppd}) are not expressed: lobes rotates the whole head`);
-  const sliding = family === 'mistral' ? config.sliding_window : family === 'qwen2' && config.use_sliding_window ? config.sliding_window : null;
+  // Mistral's window applies to every layer; Qwen2's (use_sliding_window) only from
+  // max_window_layers on, and per-layer types mix windowed and full layers: those are refused.
+  let slidingWindow: number | null = null;
   const layerTypes: unknown[] = Array.isArray(config.layer_types) ? config.layer_types : [];
-  if ((sliding !== null && sliding !== undefined) || layerTypes.some((t) => t === 'sliding_attention')) {
-    fail(family === 'mistral' ? 'sliding_window' : 'use_sliding_window', `sliding-window attention (window ${sliding ?? 'per layer'}) is not expressed by lobes' graphs`, 'a checkpoint without a sliding window (sliding_window null) converts');
+  if (family === 'mistral' && config.sliding_window !== null && config.sliding_window !== undefined) {
+    if (!posInt(config.sliding_window)) fail('sliding_window', `must be a positive integer or null, got ${JSON.stringify(config.sliding_window)}`);
+    slidingWindow = config.sliding_window;
+    if (layerTypes.some((t) => t !== 'sliding_attention')) fail('layer_types', 'mixes sliding-window and full-attention layers, which lobes\' graphs do not express (one window for every layer)');
+  } else if (family === 'qwen2' && config.use_sliding_window) {
+    fail('use_sliding_window', `sliding-window attention from layer max_window_layers on (window ${config.sliding_window}) is not expressed by lobes' graphs`, 'a checkpoint with use_sliding_window false converts');
+  } else if (layerTypes.some((t) => t === 'sliding_attention')) {
+    fail('layer_types', 'has sliding-window layers, which lobes\' graphs express only for Mistral (one window for every layer)');
   }
   const eps = config.rms_norm_eps ?? 1e-6;
   if (typeof eps !== 'number' || !(eps > 0)) fail('rms_norm_eps', `must be a positive number, got ${JSON.stringify(eps)}`);
@@ -266,6 +274,7 @@ export function hfSpec(config: Record<string, any>, file: string): { family: HfF
     modelType: family,
     ...(family === 'qwen2' ? { attnBias: true } : {}),
     ...(family === 'qwen3' ? { qkNorm: true } : {}),
+    ...(slidingWindow ? { slidingWindow } : {}),
   };
   return { family, spec };
 }

@@ -32,7 +32,7 @@ beforeAll(() => {
 });
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
-const FAMILIES = ['llama', 'qwen2', 'qwen3'] as const;
+const FAMILIES = ['llama', 'mistral', 'qwen2', 'qwen3'] as const;
 const converted: Record<string, string> = {};
 
 describe.each(FAMILIES)('%s checkpoint', (family) => {
@@ -159,8 +159,9 @@ describe('refusals, in one line, before anything is written', () => {
       ['llama', (j) => (j.rope_scaling = { type: 'yarn', factor: 4 }), /rope_scaling\.type: rope scaling "yarn" is not converted/],
       ['llama', (j) => (j.rope_scaling = { rope_type: 'dynamic', factor: 2 }), /rope scaling "dynamic" is not converted/],
       ['llama', (j) => (j.rope_scaling = { rope_type: 'longrope', factor: 2 }), /rope scaling "longrope" is not converted/],
-      ['llama', (j) => (j.model_type = 'mistral', j.sliding_window = 16), /sliding-window attention \(window 16\)/],
-      ['qwen2', (j) => (j.use_sliding_window = true, j.sliding_window = 8), /sliding-window attention/],
+      ['mistral', (j) => (j.layer_types = ['sliding_attention', 'full_attention']), /layer_types: mixes sliding-window and full-attention layers/],
+      ['llama', (j) => (j.layer_types = ['sliding_attention', 'sliding_attention']), /layer_types: has sliding-window layers/],
+      ['qwen2', (j) => (j.use_sliding_window = true, j.sliding_window = 8), /use_sliding_window: sliding-window attention from layer max_window_layers on/],
       ['llama', (j) => (j.num_hidden_layers = 3), /weight model\.layers\.2\.\S+ is missing/],
     ];
     for (const [family, edit, re] of cases) {

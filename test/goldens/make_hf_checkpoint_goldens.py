@@ -1,6 +1,6 @@
 """Hugging Face checkpoints of each family lobes converts, with goldens from transformers.
 
-For each family (llama, qwen2, qwen3) this script makes a tiny random-weight model from a seeded
+For each family (llama, mistral, qwen2, qwen3) this script makes a tiny random-weight model from a seeded
 config with the family's own features switched on, saves it with save_pretrained as a
 researcher's checkpoint folder is saved, and records what transformers computes from that
 folder (loaded back with from_pretrained, fp32, eager attention):
@@ -8,6 +8,8 @@ folder (loaded back with from_pretrained, fp32, eager attention):
   llama  hidden 64, 2 layers, 4 heads / 2 KV heads, untied lm_head, rope_theta and a
          legacy-spelled rope_scaling {"type": "linear", "factor": 2} at the top level of
          config.json, BF16 weights in 3 shards with model.safetensors.index.json;
+  mistral sliding-window attention with a window of 8 tokens, shorter than every text (10 to
+         66 tokens), 4 heads / 1 KV head, F32;
   qwen2  q/k/v biases (not o), tied embeddings, rope_theta 1e6, rope_scaling {"rope_type":
          "llama3", ...}, F32 weights in one model.safetensors;
   qwen3  per-head q_norm / k_norm, head_dim 128 with hidden 64 and 4 heads (not hidden/heads; 128 as the real Qwen3s,
@@ -36,7 +38,7 @@ maximum relative error is recorded).
 Run from the repository root:
     python3 -m venv /work/venv && /work/venv/bin/pip install torch transformers gguf safetensors accelerate
     /work/venv/bin/python test/goldens/make_hf_checkpoint_goldens.py
-Writes test/goldens/hf-checkpoints/{tokenizer,llama,qwen2,qwen3}/ and goldens.json,
+Writes test/goldens/hf-checkpoints/{tokenizer,llama,mistral,qwen2,qwen3}/ and goldens.json,
 goldens.safetensors (tensors named FAMILY.POINT).
 """
 import json
@@ -83,6 +85,14 @@ FAMILIES = {
                     attention_bias=False, mlp_bias=False),
         rope=("legacy", 10000.0, {"type": "linear", "factor": 2.0}),
         dtype=torch.bfloat16, shard="60KB",
+    ),
+    "mistral": dict(
+        seed=44,
+        config=dict(model_type="mistral", architectures=["MistralForCausalLM"], hidden_size=64, intermediate_size=128,
+                    num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=1, rms_norm_eps=1e-5,
+                    max_position_embeddings=256, tie_word_embeddings=False, hidden_act="silu", sliding_window=8),
+        rope=("legacy", 10000.0, None),
+        dtype=torch.float32, shard=None,
     ),
     "qwen2": dict(
         seed=22,

@@ -31,6 +31,7 @@ export function llamaConfigJson(spec: LlamaSpec, opts: Pick<WriteLlamaOptions, '
     max_position_embeddings: spec.maxPositions,
     tie_word_embeddings: spec.tiedEmbeddings,
     attention_bias: !!spec.attnBias,
+    ...(spec.modelType === 'mistral' ? { sliding_window: spec.slidingWindow ?? null } : {}),
     mlp_bias: false,
     bos_token_id: spec.bosTokenId ?? null,
     eos_token_id: spec.eosTokenId ?? null,

@@ -4,7 +4,8 @@
  * inv_freq (rotate-half with Slice/Concat), attention as MatMul(q, kᵀ)·scale + mask → Softmax
  * → MatMul(·, v) with a causal + padding mask, grouped-query attention by repeating the KV
  * heads, SiLU as Sigmoid·x, optional KV-cache inputs/outputs. Qwen2's q/k/v biases are an Add
- * after each projection; Qwen3's q_norm / k_norm the same decomposed RMSNorm over each head. Projections are MatMul over
+ * after each projection; Qwen3's q_norm / k_norm the same decomposed RMSNorm over each head;
+ * Mistral's sliding window one more condition in the mask (i − j < window). Projections are MatMul over
  * [d_in, d_out] weights named onnx::MatMul_N, or MatMulNBits. lm_head is MatMulNBits when the
  * weights are 'q4' and the source gives its blocks in a form ONNX Runtime runs, else float.
  *
@@ -80,7 +81,14 @@ export function buildExplicit(b: GraphBuilder): GGraph {
   const kPos = node('Range', '/model/Range', [cI0, totLen, cI1]);
   const qPos0 = node('Range', '/model/Range_1', [pastLen, totLen, cI1]);
   const qPos = node('Unsqueeze', '/model/Unsqueeze', [qPos0, cAxLast]);
-  const causal = node('LessOrEqual', '/model/LessOrEqual', [kPos, qPos]); // [S, T]
+  let causal = node('LessOrEqual', '/model/LessOrEqual', [kPos, qPos]); // [S, T]
+  if (s.slidingWindow) {
+    // Mistral: key j is visible to query i only when i − j < window, i.e. j > i − window.
+    const cWin = b.i64('/model/constants/sliding_window', [s.slidingWindow], []);
+    const lo = node('Sub', '/model/Sub_window', [qPos, cWin]);
+    const inWindow = node('Greater', '/model/Greater_window', [kPos, lo]);
+    causal = node('And', '/model/And_window', [causal, inWindow]);
+  }
   const padBool = node('Cast', '/model/Cast', ['attention_mask'], { to: int(9) });
   const pad4 = node('Unsqueeze', '/model/Unsqueeze_1', [padBool, cAx12]); // [B,1,1,T]
   const allowed = node('And', '/model/And', [causal, pad4]); // [B,1,S,T]

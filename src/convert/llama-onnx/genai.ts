@@ -144,7 +144,7 @@ export function buildGenai(b: GraphBuilder): GGraph {
       'GroupQueryAttention',
       `${pre}/attn/GroupQueryAttention`,
       [...gqaIn, `past_key_values.${l}.key`, `past_key_values.${l}.value`, seqlensK, totalLen, caches[0], caches[1]],
-      { num_heads: int(heads), kv_num_heads: int(kvHeads), scale: float(1 / Math.sqrt(hd)), local_window_size: int(-1), softcap: float(0), do_rotary: int(1), rotary_interleaved: int(0) },
+      { num_heads: int(heads), kv_num_heads: int(kvHeads), scale: float(1 / Math.sqrt(hd)), local_window_size: int(s.slidingWindow ? s.slidingWindow : -1), softcap: float(0), do_rotary: int(1), rotary_interleaved: int(0) },
       { outputs: [`${pre}/attn/GroupQueryAttention/output_0`, `present.${l}.key`, `present.${l}.value`], ...ms },
     );
     const o = b.projection(attn, [W.attn(l, 'o')], naming(`${pre}/attn/o_proj`, `${base}.attn.o_proj`));

@@ -59,6 +59,7 @@ export function checkSpec(spec: LlamaSpec): void {
   if (spec.headDim % 2 !== 0) throw bad(`head dim ${spec.headDim} must be even (RoPE rotates pairs)`);
   if (!(spec.rmsNormEps > 0)) throw bad(`rmsNormEps must be positive, got ${spec.rmsNormEps}`);
   if (!(spec.ropeTheta > 0)) throw bad(`ropeTheta must be positive, got ${spec.ropeTheta}`);
+  if (spec.slidingWindow !== undefined && spec.slidingWindow !== null && !posInt(spec.slidingWindow)) throw bad(`slidingWindow must be a positive integer or null, got ${String(spec.slidingWindow)}`);
   ropeInvFreq(spec);
 }
 

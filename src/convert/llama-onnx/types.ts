@@ -41,6 +41,11 @@ export interface LlamaSpec {
    * rotary embedding (default false).
    */
   qkNorm?: boolean;
+  /**
+   * Mistral's sliding-window attention: query i sees key j only when i − j < slidingWindow (as
+   * transformers masks it), in every layer. Null or absent: full causal attention.
+   */
+  slidingWindow?: number | null;
 }
 
 /**
