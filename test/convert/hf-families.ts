@@ -3,7 +3,7 @@
  * test/goldens/make_hf_checkpoint_goldens.py, and the comparison of a converted model's captures
  * and logits with them.
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as ort from 'onnxruntime-node';
@@ -24,6 +24,7 @@ export interface FamilyGolden {
   tensors: Record<string, number[]>;
   gguf?: string;
   gguf_vs_checkpoint_logits_rel?: number;
+  builder_export: { builder: string; note: string | null; oracle: string; drops?: string; builder_vs_checkpoint_logits_rel?: number };
 }
 export const META: { texts: string[]; ids: number[][]; pad: number; families: Record<string, FamilyGolden> } = JSON.parse(readFileSync(path.join(CKPTS, 'goldens.json'), 'utf8'));
 const HEADER = readSafetensorsHeader(path.join(CKPTS, 'goldens.safetensors'));
@@ -48,8 +49,11 @@ export async function batchLogits(dir: string, ids: number[][], pad: number, sid
       attention_mask: new ort.Tensor('int64', b.attentionMask, [b.batch, b.seq]),
     };
     if (s.inputNames.includes('position_ids')) feeds.position_ids = new ort.Tensor('int64', pos, [b.batch, b.seq]);
-    const cfg = JSON.parse(readFileSync(path.join(dir, 'config.json'), 'utf8'));
-    for (const n of s.inputNames) if (n.startsWith('past_key_values.')) feeds[n] = new ort.Tensor('float32', new Float32Array(0), [b.batch, cfg.num_key_value_heads, 0, cfg.head_dim]);
+    // KV heads and head size from config.json, or genai_config.json (a builder export has only that).
+    const kv = existsSync(path.join(dir, 'config.json'))
+      ? ((c) => [c.num_key_value_heads, c.head_dim])(JSON.parse(readFileSync(path.join(dir, 'config.json'), 'utf8')))
+      : ((c) => [c.model.decoder.num_key_value_heads, c.model.decoder.head_size])(JSON.parse(readFileSync(path.join(dir, 'genai_config.json'), 'utf8')));
+    for (const n of s.inputNames) if (n.startsWith('past_key_values.')) feeds[n] = new ort.Tensor('float32', new Float32Array(0), [b.batch, kv[0], 0, kv[1]]);
     const out = await s.run(feeds);
     const all = out.logits!.data as Float32Array;
     const V = out.logits!.dims[2]!;

@@ -35,8 +35,13 @@ row permutation, as llama.cpp's converter writes these NEOX-rope families), F32,
 with transformers' GGUF loader: its logits must equal the checkpoint's (checked here, the
 maximum relative error is recorded).
 
+Each checkpoint is also exported by onnxruntime-genai's model builder (-p fp32 -e cpu) into
+builder-FAMILY/ (model.onnx, model.onnx.data, genai_config.json), so that lobes' capture points
+can be checked on the builder's own graphs. The builder does not export qwen2's llama3 rope
+scaling: its qwen2 export is of a copy without rope_scaling, whose oracle is the qwen2 GGUF's.
+
 Run from the repository root:
-    python3 -m venv /work/venv && /work/venv/bin/pip install torch transformers gguf safetensors accelerate
+    python3 -m venv /work/venv && /work/venv/bin/pip install torch transformers gguf safetensors accelerate onnxruntime-genai onnx onnx_ir
     /work/venv/bin/python test/goldens/make_hf_checkpoint_goldens.py
 Writes test/goldens/hf-checkpoints/{tokenizer,llama,mistral,qwen2,qwen3}/ and goldens.json,
 goldens.safetensors (tensors named FAMILY.POINT).
@@ -44,6 +49,8 @@ goldens.safetensors (tensors named FAMILY.POINT).
 import json
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 
 import gguf
@@ -269,6 +276,52 @@ def write_gguf(model, family, path, tok):
     w.close()
 
 
+def builder_export(folder, family, out):
+    """onnxruntime-genai's model builder on the checkpoint (-p fp32 -e cpu); qwen2's llama3 rope
+    scaling, which the builder refuses, is taken out of a copy first (its oracle is then the
+    GGUF's: the same weights without rope scaling)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        src = os.path.join(tmp, "ckpt")
+        shutil.copytree(folder, src)
+        note = None
+        if family == "qwen2":
+            cfg = json.load(open(os.path.join(src, "config.json")))
+            cfg.pop("rope_scaling", None)
+            json.dump(cfg, open(os.path.join(src, "config.json"), "w"), indent=2)
+            note = "rope_scaling removed (the builder does not export llama3 scaling for qwen2); oracle: qwen2-gguf"
+        dst = os.path.join(tmp, "out")
+        subprocess.run([sys.executable, "-m", "onnxruntime_genai.models.builder", "-m", src, "-i", src, "-o", dst,
+                        "-p", "fp32", "-e", "cpu", "-c", os.path.join(tmp, "cache")], check=True, capture_output=True)
+        os.makedirs(out)
+        for f in ("model.onnx", "model.onnx.data", "genai_config.json"):
+            shutil.copy(os.path.join(dst, f), out)
+    import onnxruntime_genai
+    oracle = {"qwen2": "qwen2-gguf", "llama": "llama-builder", "mistral": "mistral-builder"}.get(family, family)
+    return {"builder": f"onnxruntime_genai.models.builder -p fp32 -e cpu, onnxruntime-genai {onnxruntime_genai.__version__}", "note": note,
+            "oracle": oracle}
+
+
+# What the builder (0.18) writes instead of the checkpoint, found by reading its graphs: it
+# leaves out a rope_scaling spelled with the legacy "type" key (cos/sin caches unscaled), and
+# Mistral's sliding window (GroupQueryAttention local_window_size -1). The goldens FAMILY-builder
+# are transformers on the checkpoint with that setting taken out, the model the builder exported.
+BUILDER_DROPS = {"llama": ("rope_scaling", None), "mistral": ("sliding_window", None)}
+
+
+def builder_oracle(folder, family, ids):
+    key, value = BUILDER_DROPS[family]
+    with tempfile.TemporaryDirectory() as tmp:
+        src = os.path.join(tmp, "ckpt")
+        shutil.copytree(folder, src)
+        cfg = json.load(open(os.path.join(src, "config.json")))
+        cfg[key] = value
+        if value is None:
+            cfg.pop(key)
+        json.dump(cfg, open(os.path.join(src, "config.json"), "w"), indent=2)
+        m = AutoModelForCausalLM.from_pretrained(src, dtype=torch.float32, attn_implementation="eager").eval()
+        return hooks_run(m, ids)
+
+
 def main():
     if os.path.exists(OUT):
         shutil.rmtree(OUT)
@@ -321,6 +374,13 @@ def main():
             for k, v in gg.items():
                 tensors[f"{family}-gguf.{k}"] = v.contiguous()
             info["gguf"] = os.path.basename(gpath)
+        info["builder_export"] = builder_export(folder, family, os.path.join(OUT, f"builder-{family}"))
+        if family in BUILDER_DROPS:
+            bo = builder_oracle(folder, family, ids)
+            info["builder_export"]["drops"] = BUILDER_DROPS[family][0]
+            info["builder_export"]["builder_vs_checkpoint_logits_rel"] = rel(bo["logits"], g["logits"])
+            for k, v in bo.items():
+                tensors[f"{family}-builder.{k}"] = v.contiguous()
         meta["families"][family] = info
         print(family, "ok", info.get("gguf_vs_checkpoint_logits_rel"))
     save_file(tensors, os.path.join(OUT, "goldens.safetensors"))
