@@ -43,4 +43,11 @@ describe.each(['qwen2', 'qwen3'] as const)('%s GGUF', (family) => {
     const worst = Math.max(await expectGoldens(out, `${family}-gguf`, 'left'), await expectGoldens(out, `${family}-gguf`, 'right'));
     console.log(`${family} GGUF: max relative error vs transformers' GGUF loader ${worst.toExponential(2)}`);
   });
+
+  it('converts to the genai layout with the same captures and logits (right padding)', async () => {
+    const out = path.join(tmp, `${family}-genai`);
+    await convertGguf(file, out, { layout: 'genai' });
+    const worst = await expectGoldens(out, `${family}-gguf`, 'right');
+    console.log(`${family} GGUF genai: max relative error vs transformers' GGUF loader ${worst.toExponential(2)}`);
+  });
 });
