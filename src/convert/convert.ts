@@ -76,6 +76,8 @@ export interface ConvertResult {
   modelBytes: number;
   dataBytes: number;
   seconds: number;
+  /** The writer's phases in seconds: streaming the weights (fsync included), the fsync alone, encoding the graph, all. */
+  phases?: { weights: number; sync: number; graph: number; total: number };
 }
 
 /** Which Hugging Face checkpoint a folder was converted from: enough to tell whether it still is that checkpoint. */
@@ -271,15 +273,20 @@ export async function convertHfCheckpoint(dir: string, out: string, opts: Conver
     weightsReason: chosen?.reason ?? null,
     tokenizer: 'tokenizer.json',
   };
-  const res = await writeLlamaOnnx(out, ck.spec, ck.weights, {
-    layout: o.layout,
-    dtype: o.dtype,
-    weights,
-    overwrite: !!opts.overwrite,
-    onProgress: opts.onProgress,
-    beforeCommit: () => checkFilesUnchanged(before, 'checkpoint file'),
-    extraFiles: { ...hfTokenizerFiles(ck), [CONVERT_RECORD]: JSON.stringify(record, null, 2) + '\n' },
-  });
+  let res;
+  try {
+    res = await writeLlamaOnnx(out, ck.spec, ck.weights, {
+      layout: o.layout,
+      dtype: o.dtype,
+      weights,
+      overwrite: !!opts.overwrite,
+      onProgress: opts.onProgress,
+      beforeCommit: () => checkFilesUnchanged(before, 'checkpoint file'),
+      extraFiles: { ...hfTokenizerFiles(ck), [CONVERT_RECORD]: JSON.stringify(record, null, 2) + '\n' },
+    });
+  } finally {
+    ck.weights.close();
+  }
   const storage: Record<string, number> = {};
   const requantized: string[] = [];
   for (const [name, how] of Object.entries(res.storage)) {
@@ -297,5 +304,6 @@ export async function convertHfCheckpoint(dir: string, out: string, opts: Conver
     modelBytes: res.modelBytes,
     dataBytes: res.dataBytes,
     seconds: (performance.now() - t0) / 1000,
+    phases: res.seconds,
   };
 }

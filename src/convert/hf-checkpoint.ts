@@ -25,8 +25,9 @@ import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import * as path from 'node:path';
 import { LobesError } from '../util/errors.js';
-import { readFileRange } from '../util/io.js';
-import { readSafetensorsHeader, readTensorFloat32, type StHeader } from '../formats/safetensors.js';
+import { RangeFile, readFileRange } from '../util/io.js';
+import { bf16ArrayToFloat, halfArrayToFloat } from '../util/half.js';
+import { DTYPE_BYTES, readSafetensorsHeader, type StHeader } from '../formats/safetensors.js';
 import { expectedWeights, type LlamaSpec, type LlamaWeightSource } from './llama-onnx/index.js';
 
 export const HF_CONFIG = 'config.json';
@@ -79,7 +80,8 @@ export interface HfCheckpoint {
   family: HfFamily;
   config: Record<string, any>;
   spec: LlamaSpec;
-  weights: LlamaWeightSource;
+  /** The weights (close() releases the shard held open). */
+  weights: SafetensorsWeightSource;
   /** Every file read: config.json, the index, the shards holding the weights, the tokenizer files. */
   files: HfFile[];
   /** Tensor name → header of the shard holding it. */
@@ -282,8 +284,16 @@ export function hfSpec(config: Record<string, any>, file: string): { family: HfF
 /** Tensors a checkpoint may hold that the converted graph does not need (dropped knowingly). */
 const IGNORED = /^model\.layers\.\d+\.self_attn\.rotary_emb\.inv_freq$/;
 
-/** A weight source over a checkpoint's shards, by Hugging Face name, decoded to float32 a row range at a time. */
+/**
+ * A weight source over a checkpoint's shards, by Hugging Face name, decoded to float32 a row
+ * range at a time. rowsInto reads into one reused byte buffer and decodes into the caller's
+ * buffer, so that streaming gigabytes allocates (and page-faults) nothing per chunk; each shard
+ * stays open while it is read.
+ */
 export class SafetensorsWeightSource implements LlamaWeightSource {
+  private raw = new Uint8Array(0);
+  private open: { file: string; f: RangeFile } | null = null;
+
   constructor(
     private readonly tensors: Map<string, StHeader>,
     private readonly dir: string,
@@ -301,10 +311,38 @@ export class SafetensorsWeightSource implements LlamaWeightSource {
   }
 
   rows(name: string, r0: number, r1: number): Float32Array {
-    const { h } = this.info(name);
-    const out = readTensorFloat32(h, name, r0, r1);
-    // decodeToFloat32 may return a view of the bytes read; the writer may keep it, so it is its own.
-    return out;
+    const { t } = this.info(name);
+    const cols = t.shape.length === 1 ? 1 : t.shape.slice(1).reduce((a, b) => a * b, 1);
+    return this.rowsInto(name, r0, r1, new Float32Array((r1 - r0) * cols));
+  }
+
+  rowsInto(name: string, r0: number, r1: number, out: Float32Array): Float32Array {
+    const { h, t } = this.info(name);
+    const rows = t.shape[0] ?? 1;
+    if (!(r0 >= 0 && r1 >= r0 && r1 <= rows)) throw new LobesError(`rows [${r0}, ${r1}) out of range for ${rows}`, { file: h.file, where: name });
+    const rowBytes = rows === 0 ? 0 : t.byteLength / rows;
+    const es = DTYPE_BYTES[t.dtype];
+    const n = ((r1 - r0) * rowBytes) / es;
+    if (this.open?.file !== h.file) {
+      this.open?.f.close();
+      this.open = { file: h.file, f: RangeFile.open(h.file, 'safetensors file', name) };
+    }
+    const bytes = (r1 - r0) * rowBytes;
+    if (this.raw.byteLength < bytes) this.raw = new Uint8Array(new ArrayBuffer(bytes));
+    const raw = this.raw.subarray(0, bytes);
+    this.open.f.readInto(raw, t.offset + r0 * rowBytes);
+    const dst = out.subarray(0, n);
+    if (t.dtype === 'BF16') bf16ArrayToFloat(new Uint16Array(raw.buffer, 0, n), dst as Float32Array<ArrayBuffer>);
+    else if (t.dtype === 'F16') halfArrayToFloat(new Uint16Array(raw.buffer, 0, n), dst as Float32Array<ArrayBuffer>);
+    else if (t.dtype === 'F32') dst.set(new Float32Array(raw.buffer, 0, n));
+    else throw new LobesError(`has dtype ${t.dtype}; lobes reads F32, F16 and BF16 weights`, { file: h.file, where: name });
+    return dst;
+  }
+
+  /** Close the shard held open. */
+  close(): void {
+    this.open?.f.close();
+    this.open = null;
   }
 }
 
