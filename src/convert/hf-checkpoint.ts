@@ -9,8 +9,8 @@
  * or BF16 (decoded to float32 as they are read). Every difference lobes' graphs do not express
  * is refused by name, before anything is written: a family outside these (experts, attention
  * sinks, (1 + w) norms, fused weights), an activation other than SiLU, biases where the family
- * has none, sliding windows on some layers only, rope scaling other than linear and llama3, a tensor the
- * family does not have.
+ * has none, sliding windows on some layers only, rope scaling other than linear, llama3 and
+ * yarn, a tensor the family does not have.
  *
  * config.json spellings read: rope_theta and rope_scaling at the top level (rope_scaling's kind
  * as `rope_type` or the older `type`), or transformers 5's rope_parameters (rope_theta and the
@@ -202,12 +202,17 @@ export function hfRope(config: Record<string, any>, file: string, defaultTheta: 
     if (kind === 'linear' && params.factor === 1) return { theta, scaling: null };
     return { theta, scaling: { rope_type: kind, ...params } };
   }
+  if (kind === 'yarn') {
+    // transformers takes original_max_position_embeddings from max_position_embeddings when absent.
+    const original = params.original_max_position_embeddings ?? config.max_position_embeddings;
+    if (!posInt(original)) throw new LobesError('YaRN needs original_max_position_embeddings (or max_position_embeddings)', { file, where });
+    return { theta, scaling: { rope_type: kind, ...params, original_max_position_embeddings: original } };
+  }
   const why: Record<string, string> = {
     dynamic: 'dynamic NTK scaling changes the frequencies with the length of each text',
-    yarn: 'YaRN also scales the attention by a factor lobes\' graphs do not apply yet',
     longrope: 'longrope switches between two sets of frequency factors at a length threshold',
   };
-  throw new LobesError(`rope scaling "${kind}" is not converted (${why[kind] ?? 'an unknown scaling'}); lobes converts linear and llama3 scaling`, { file, where: `${where}.${src.rope_type !== undefined ? 'rope_type' : 'type'}` });
+  throw new LobesError(`rope scaling "${kind}" is not converted (${why[kind] ?? 'an unknown scaling'}); lobes converts linear, llama3 and yarn scaling`, { file, where: `${where}.${src.rope_type !== undefined ? 'rope_type' : 'type'}` });
 }
 
 /** A config.json (of a known family) as a Llama spec, with every setting lobes cannot express refused. */

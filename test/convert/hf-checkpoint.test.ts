@@ -69,6 +69,28 @@ describe.each(FAMILIES)('%s checkpoint', (family) => {
   });
 });
 
+describe('YaRN rope scaling (legacy "type" spelling)', () => {
+  it('the llama weights with a yarn rope_scaling equal transformers, explicit and genai layouts', async () => {
+    const yarn = (META.families.llama as any).yarn;
+    const d = mkdtempSync(path.join(tmp, 'yarn-'));
+    cpSync(path.join(CKPTS, 'llama'), d, { recursive: true });
+    const cfgFile = path.join(d, 'config.json');
+    const cfg = JSON.parse(readFileSync(cfgFile, 'utf8'));
+    cfg.rope_scaling = yarn.rope_scaling;
+    writeFileSync(cfgFile, JSON.stringify(cfg));
+    // The variant differs from the checkpoint's own numbers (so a yarn read as default fails).
+    expect(yarn.vs_checkpoint_logits_rel).toBeGreaterThan(0.05);
+    const ex = path.join(tmp, 'yarn-explicit');
+    const r = await convertHfCheckpoint(d, ex);
+    expect(r.spec.ropeScaling).toMatchObject({ rope_type: 'yarn', factor: 4, original_max_position_embeddings: 64 });
+    const worstEx = Math.max(await expectGoldens(ex, 'llama-yarn', 'left'), await expectGoldens(ex, 'llama-yarn', 'right'));
+    const ge = path.join(tmp, 'yarn-genai');
+    await convertHfCheckpoint(d, ge, { layout: 'genai' });
+    const worstGe = await expectGoldens(ge, 'llama-yarn', 'right');
+    console.log(`yarn: max relative error vs transformers ${worstEx.toExponential(2)} explicit, ${worstGe.toExponential(2)} genai (attention factor ${yarn.attention_scaling})`);
+  });
+});
+
 describe('--model DIR through the conversion cache', () => {
   it("converts once, and records the checkpoint's files with their sha256 as the model's identity", async () => {
     const cache = path.join(tmp, 'cache');
@@ -156,7 +178,7 @@ describe('refusals, in one line, before anything is written', () => {
     const cases: [string, (j: any) => void, RegExp][] = [
       ['llama', (j) => (j.hidden_act = 'gelu'), /activation "gelu" is not SiLU/],
       ['llama', (j) => (j.attention_bias = true), /attention_bias puts a bias on o_proj/],
-      ['llama', (j) => (j.rope_scaling = { type: 'yarn', factor: 4 }), /rope_scaling\.type: rope scaling "yarn" is not converted/],
+      ['llama', (j) => (j.rope_scaling = { type: 'longrope', factor: 4 }), /rope_scaling\.type: rope scaling "longrope" is not converted/],
       ['llama', (j) => (j.rope_scaling = { rope_type: 'dynamic', factor: 2 }), /rope scaling "dynamic" is not converted/],
       ['llama', (j) => (j.rope_scaling = { rope_type: 'longrope', factor: 2 }), /rope scaling "longrope" is not converted/],
       ['mistral', (j) => (j.layer_types = ['sliding_attention', 'full_attention']), /layer_types: mixes sliding-window and full-attention layers/],

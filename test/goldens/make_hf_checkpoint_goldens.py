@@ -301,6 +301,23 @@ def builder_export(folder, family, out):
             "oracle": oracle}
 
 
+# A YaRN variant of the llama checkpoint: the same folder with this rope_scaling (legacy "type"
+# spelling) in config.json; goldens llama-yarn.* from transformers reading that folder. The
+# original context (64) is shorter than the longest text (66 tokens) and the ramp spans 3 dims.
+YARN = {"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64, "beta_fast": 32, "beta_slow": 1}
+
+
+def variant_goldens(folder, edit, ids):
+    with tempfile.TemporaryDirectory() as tmp:
+        src = os.path.join(tmp, "ckpt")
+        shutil.copytree(folder, src)
+        cfg = json.load(open(os.path.join(src, "config.json")))
+        edit(cfg)
+        json.dump(cfg, open(os.path.join(src, "config.json"), "w"), indent=2)
+        m = AutoModelForCausalLM.from_pretrained(src, dtype=torch.float32, attn_implementation="eager").eval()
+        return hooks_run(m, ids), m.model.rotary_emb.attention_scaling
+
+
 # What the builder (0.18) writes instead of the checkpoint, found by reading its graphs: it
 # leaves out a rope_scaling spelled with the legacy "type" key (cos/sin caches unscaled), and
 # Mistral's sliding window (GroupQueryAttention local_window_size -1). The goldens FAMILY-builder
@@ -375,6 +392,11 @@ def main():
                 tensors[f"{family}-gguf.{k}"] = v.contiguous()
             info["gguf"] = os.path.basename(gpath)
         info["builder_export"] = builder_export(folder, family, os.path.join(OUT, f"builder-{family}"))
+        if family == "llama":
+            yg, scaling = variant_goldens(folder, lambda c: c.__setitem__("rope_scaling", YARN), ids)
+            info["yarn"] = {"rope_scaling": YARN, "attention_scaling": scaling, "vs_checkpoint_logits_rel": rel(yg["logits"], g["logits"])}
+            for k, v in yg.items():
+                tensors[f"llama-yarn.{k}"] = v.contiguous()
         if family in BUILDER_DROPS:
             bo = builder_oracle(folder, family, ids)
             info["builder_export"]["drops"] = BUILDER_DROPS[family][0]

@@ -15,7 +15,7 @@
 import { int, ints } from './graph.js';
 import type { GGraph } from './graph.js';
 import type { GraphBuilder, ProjNaming } from './build.js';
-import { ropeInvFreq, W } from './spec.js';
+import { ropeAttentionFactor, ropeInvFreq, W } from './spec.js';
 
 /** Build the explicit graph, streaming the weights into the builder's sink. */
 export function buildExplicit(b: GraphBuilder): GGraph {
@@ -102,8 +102,15 @@ export function buildExplicit(b: GraphBuilder): GGraph {
   const emb = node('Concat', '/model/rotary_emb/Concat', [freqs, freqs], { axis: int(-1) });
   const cos0 = b.castTo(node('Cos', '/model/rotary_emb/Cos', [emb]), 'float32', '/model/rotary_emb/Cast_cos');
   const sin0 = b.castTo(node('Sin', '/model/rotary_emb/Sin', [emb]), 'float32', '/model/rotary_emb/Cast_sin');
-  const cos = node('Unsqueeze', '/model/rotary_emb/Unsqueeze_1', [cos0, cAx1]); // [B,1,S,hd]
-  const sin = node('Unsqueeze', '/model/rotary_emb/Unsqueeze_2', [sin0, cAx1]);
+  let cos = node('Unsqueeze', '/model/rotary_emb/Unsqueeze_1', [cos0, cAx1]); // [B,1,S,hd]
+  let sin = node('Unsqueeze', '/model/rotary_emb/Unsqueeze_2', [sin0, cAx1]);
+  const attnFactor = ropeAttentionFactor(s);
+  if (attnFactor !== 1) {
+    // YaRN: cos and sin scaled by the attention factor, as transformers' rotary embedding does.
+    const cF = b.fconst('/model/constants/rope_attention_factor', [attnFactor]);
+    cos = node('Mul', '/model/rotary_emb/Mul_cos', [cos, cF]);
+    sin = node('Mul', '/model/rotary_emb/Mul_sin', [sin, cF]);
+  }
 
   const rmsNorm = (prefix: string, input: string, wName: string): string => {
     const sq = node('Pow', `${prefix}/Pow`, [input, cTwo]);

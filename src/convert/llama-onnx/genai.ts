@@ -21,7 +21,7 @@
  */
 import { float, int, ints, type GGraph } from './graph.js';
 import type { GraphBuilder, ProjNaming } from './build.js';
-import { ropeInvFreq, W } from './spec.js';
+import { ropeAttentionFactor, ropeInvFreq, W } from './spec.js';
 
 function naming(prefix: string, base: string, scales2d = true): ProjNaming {
   return {
@@ -81,10 +81,11 @@ export function buildGenai(b: GraphBuilder): GGraph {
 
   // cos/sin caches [maxPositions, headDim/2] from the (scaled) inverse frequencies.
   const invFreq = ropeInvFreq(s);
+  const attnFactor = ropeAttentionFactor(s);
   const half = hd / 2;
   const trig = (fn: (a: number) => number) => (r0: number, r1: number) => {
     const out = new Float32Array((r1 - r0) * half);
-    for (let p = r0; p < r1; p++) for (let i = 0; i < half; i++) out[(p - r0) * half + i] = fn(p * invFreq[i]!);
+    for (let p = r0; p < r1; p++) for (let i = 0; i < half; i++) out[(p - r0) * half + i] = attnFactor * fn(p * invFreq[i]!);
     return out;
   };
   let caches: [string, string] | null = null;
