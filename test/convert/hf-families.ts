@@ -106,5 +106,5 @@ export async function expectGoldens(dir: string, prefix: string, side: 'left' | 
 
 /** The golden point names recorded under `prefix.` (layers.L.mlp.in, ..., final.hidden, logits). */
 export function goldenPoints(prefix: string): string[] {
-  return [...HEADER.tensors.keys()].filter((k) => k.startsWith(`${prefix}.`)).map((k) => k.slice(prefix.length + 1));
+  return [...HEADER.tensors.keys()].filter((k) => k.startsWith(`${prefix}.`)).map((k) => k.slice(prefix.length + 1)).filter((k) => !k.startsWith('attn.'));
 }

@@ -23,7 +23,8 @@ The tokenizer is a byte-level BPE trained here on a fixed English and Chinese te
 deterministic), saved as tokenizer.json + tokenizer_config.json with a chat template, shared by
 the three checkpoints.
 
-Goldens (each text alone, no padding; row i = text i at its last token): for every layer the
+Goldens (each text alone, no padding; row i = text i at its last token): every layer's attention
+weights from the last token (FAMILY.attn.textI, [layers, heads, n], output_attentions); for every layer the
 input of gate_proj (layers.L.mlp.in), the input of down_proj (layers.L.mlp.down_in) and the
 decoder layer's output (layers.L.resid_out); the last hidden state after the final norm
 (final.hidden); the logits. Also the logits of the same texts as one right-padded batch, as a
@@ -206,6 +207,17 @@ def hooks_run(model, ids_list):
     return {k: torch.stack(rows[k]) for k in names}
 
 
+def attention_rows(model, ids_list):
+    """Each text's attention weights from its last token, [layers, heads, n] (eager, output_attentions)."""
+    out = []
+    with torch.no_grad():
+        for ids in ids_list:
+            t = torch.tensor([ids])
+            o = model(input_ids=t, attention_mask=torch.ones_like(t), output_attentions=True, use_cache=False)
+            out.append(torch.stack([a[0, :, -1, :] for a in o.attentions]).float().contiguous())
+    return out
+
+
 def batch_logits(model, ids_list, pad):
     n = max(len(x) for x in ids_list)
     ids = torch.tensor([x + [pad] * (n - len(x)) for x in ids_list])
@@ -373,6 +385,8 @@ def main():
         assert batch_err < 1e-5, batch_err
         for k, v in g.items():
             tensors[f"{family}.{k}"] = v.contiguous()
+        for i, a in enumerate(attention_rows(ref, ids)):
+            tensors[f"{family}.attn.text{i}"] = a
         info = {"seed": fam["seed"], "dtype": str(fam["dtype"]).replace("torch.", ""), "files": sorted(os.listdir(folder)),
                 "rope": fam["rope"][0], "batch_vs_single_logits_rel": batch_err,
                 "tensors": {k: list(v.shape) for k, v in g.items()}}
