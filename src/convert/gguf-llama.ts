@@ -1,5 +1,5 @@
 /**
- * A llama-architecture GGUF (llama.cpp, Ollama, LM Studio) as a Llama spec and a weight source
+ * A llama, qwen2 or qwen3 GGUF (llama.cpp, Ollama, LM Studio) as a Llama spec and a weight source
  * for the ONNX writer (src/convert/llama-onnx): the hyperparameters from `llama.*` metadata, the
  * weights under their Hugging Face names, read a row range at a time.
  *
@@ -20,9 +20,12 @@
  *     from it (see `ropeScalingFromFreqFactors`) and checked to reproduce every stored factor.
  *     Linear scaling comes from `llama.rope.scaling.*` metadata; YaRN is refused.
  *
- * Anything outside the plain Llama architecture (another `general.architecture`, experts,
- * biases, partial rotary, per-layer sizes, unknown tensors) is refused with a one-line error
- * naming the file and the key or tensor, never silently dropped.
+ * qwen2 adds `blk.N.attn_{q,k,v}.bias` (Qwen2's q/k/v biases), qwen3 `blk.N.attn_{q,k}_norm`
+ * (per-head q/k RMSNorm, with `qwen3.attention.key_length` as the head size); llama.cpp writes
+ * both families' q/k rows in Hugging Face's order (NEOX rotary), so only llama rows are
+ * un-permuted. Anything else (another `general.architecture`, named with what lobes' graphs lack
+ * where it is known, experts, other biases, partial rotary, per-layer sizes, unknown tensors) is
+ * refused with a one-line error naming the file and the key or tensor, never silently dropped.
  */
 import { openGguf, type GgufFile, type GgufTensorInfo } from '../formats/gguf.js';
 import { GGUF_KEYS as K, GgufMeta, type GgufKey } from '../formats/gguf-meta.js';
