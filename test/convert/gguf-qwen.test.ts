@@ -13,6 +13,7 @@ import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { convertGguf } from '../../src/convert/convert.js';
 import { openGgufLlama } from '../../src/convert/gguf-llama.js';
+import { loadTokenizer } from '../../src/runtime/tokenize.js';
 import { CKPTS, META, expectGoldens } from './hf-families.js';
 
 let tmp: string;
@@ -42,6 +43,15 @@ describe.each(['qwen2', 'qwen3'] as const)('%s GGUF', (family) => {
     await convertGguf(file, out, {});
     const worst = Math.max(await expectGoldens(out, `${family}-gguf`, 'left'), await expectGoldens(out, `${family}-gguf`, 'right'));
     console.log(`${family} GGUF: max relative error vs transformers' GGUF loader ${worst.toExponential(2)}`);
+  });
+
+  it("the tokenizer built from the GGUF (pre-tokenizer qwen2) gives transformers' GGUF tokenizer's ids", async () => {
+    const out = path.join(tmp, `${family}-tok`);
+    await convertGguf(file, out, {});
+    const tok = await loadTokenizer(out, { maxTokens: null, chatTemplate: false });
+    const g = (META.families[family] as any).gguf_tokenizer as { texts: string[]; ids: number[][] };
+    expect(g.texts.length).toBeGreaterThanOrEqual(7);
+    for (let i = 0; i < g.texts.length; i++) expect(tok.encode(g.texts[i]!).ids, JSON.stringify(g.texts[i])).toEqual(g.ids[i]);
   });
 
   it('converts to the genai layout with the same captures and logits (right padding)', async () => {

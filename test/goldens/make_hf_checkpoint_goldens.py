@@ -32,8 +32,9 @@ check that transformers' batch equals the single runs.
 
 For qwen2 and qwen3 the same weights are also written as a GGUF with the `gguf` package
 (llama.cpp's tensor names: attn_q.bias, attn_q_norm, ...; architecture qwen2 / qwen3; no q/k
-row permutation, as llama.cpp's converter writes these NEOX-rope families), F32, and read back
-with transformers' GGUF loader: its logits must equal the checkpoint's (checked here, the
+row permutation, as llama.cpp's converter writes these NEOX-rope families; the vocabulary with
+tokenizer.ggml.pre "qwen2", whose token ids on TOKENIZER_TEXTS transformers' GGUF tokenizer
+loader records), F32, and read back with transformers' GGUF loader: its logits must equal the checkpoint's (checked here, the
 maximum relative error is recorded).
 
 Each checkpoint is also exported by onnxruntime-genai's model builder (-p fp32 -e cpu) into
@@ -79,6 +80,14 @@ TEXTS = [
     "A friend helps.",
     "我们明天一起去图书馆看书吧，今天的天气很好，适合出去走走，朋友之间应该互相帮助。",
 ]
+# Texts for the GGUF tokenizers (pre-tokenizer "qwen2", as llama.cpp writes Qwen2 / Qwen3
+# files): digits, contractions, newlines, spaces, a decomposed accent (NFC), Chinese.
+TOKENIZER_TEXTS = TEXTS + [
+    "Numbers: 3 trains, 12 stations, 240 passengers! It's 2024-05-17.",
+    "Line one\n\n  Line two   with  spaces\tand a tab. We'll see, you're right.",
+    "Cafe\u0301 or café? 東京 2 时 30 分。",
+]
+
 CHAT_TEMPLATE = (
     "{% for m in messages %}{{ '<|im_start|>' + m['role'] + '\\n' + m['content'] + '<|im_end|>\\n' }}{% endfor %}"
     "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
@@ -259,7 +268,7 @@ def write_gguf(model, family, path, tok):
     merges = json.loads(tok.backend_tokenizer.to_str())["model"]["merges"]
     merges = [" ".join(m) if isinstance(m, list) else m for m in merges]
     w.add_tokenizer_model("gpt2")
-    w.add_tokenizer_pre("gpt-2")
+    w.add_tokenizer_pre("qwen2")
     w.add_token_list(tokens)
     w.add_token_types(types)
     w.add_token_merges(merges)
@@ -404,6 +413,10 @@ def main():
                 assert info["gguf_vs_checkpoint_logits_rel"] < 1e-5, info["gguf_vs_checkpoint_logits_rel"]
             for k, v in gg.items():
                 tensors[f"{family}-gguf.{k}"] = v.contiguous()
+            with tempfile.TemporaryDirectory() as tmp:
+                shutil.copy(gpath, tmp)
+                gt = transformers.AutoTokenizer.from_pretrained(tmp, gguf_file=os.path.basename(gpath))
+            info["gguf_tokenizer"] = {"texts": TOKENIZER_TEXTS, "ids": [gt(t, add_special_tokens=True)["input_ids"] for t in TOKENIZER_TEXTS]}
             info["gguf"] = os.path.basename(gpath)
         info["builder_export"] = builder_export(folder, family, os.path.join(OUT, f"builder-{family}"))
         if family == "llama":
