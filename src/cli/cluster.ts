@@ -52,7 +52,8 @@ sweep.json with --sweep).
   --sweep-permutations R  permutations of each layer's null (default min(probe permutations, 20))
   --no-baselines      skip the token baselines
   --model DIR         the run's model folder, when it has moved since extraction (the token
-                      baselines need its tokenizer and embeddings; checked against the run by hash)
+                      baselines need its tokenizer and embeddings; checked against the run by hash);
+                      a GGUF file or Hugging Face checkpoint folder names its cached conversion
   --threads N         worker threads (default: all cores; results do not depend on it)
   --out DIR           output directory (default RUN/cluster, or NAME.cluster beside a matrix)
   --json              print the metrics as JSON on stdout
@@ -96,6 +97,13 @@ export async function run(argv: string[]): Promise<number> {
   });
   if (!parsed) return 0;
   const v = parsed.values;
+  // A checkpoint folder or GGUF given as the run's model: its cached conversion is the folder the run read.
+  let model = v.model;
+  if (model !== undefined) {
+    const { isHfCheckpoint } = await import('../convert/hf-checkpoint.js');
+    const { isGgufFile } = await import('../convert/cache.js');
+    if (isHfCheckpoint(model) || isGgufFile(model)) model = (await (await import('./convert.js')).modelFolder(model, { quiet: !!v.json })).dir;
+  }
   const res = await runCluster(parsed.positionals[0], {
     labels: v.labels,
     point: v.point,
@@ -110,7 +118,7 @@ export async function run(argv: string[]): Promise<number> {
     probePermutations: v['probe-permutations'] === undefined ? undefined : intOption(v['probe-permutations'], '--probe-permutations', 50, 0),
     sweepPermutations: v['sweep-permutations'] === undefined ? undefined : intOption(v['sweep-permutations'], '--sweep-permutations', 20, 0),
     baselines: !v['no-baselines'],
-    model: v.model,
+    model,
     theta: numOption(v.theta, '--theta', 0.5, 0, 1),
     tsneMethod: tsneMethodOption(v['tsne-method']),
     learningRate: learningRateOption(v['learning-rate']),

@@ -51,14 +51,19 @@ export async function controlModel(modelArgument: string, resolved: ResolvedMode
     say(`random-weights control of ${from} (seed ${drawn.info.seed}) at ${drawn.dir}`);
     return drawn;
   }
-  const { openGgufLlama } = await import('../convert/gguf-llama.js');
   const { genaiControlModel } = await import('../runtime/control-layout.js');
-  const g = openGgufLlama(resolved.source!.path);
   let spec;
-  try {
-    spec = g.spec;
-  } finally {
-    g.close();
+  if (resolved.source!.format === 'hf-checkpoint') {
+    const { openHfCheckpoint } = await import('../convert/hf-checkpoint.js');
+    spec = openHfCheckpoint(resolved.source!.path).spec;
+  } else {
+    const { openGgufLlama } = await import('../convert/gguf-llama.js');
+    const g = openGgufLlama(resolved.source!.path);
+    try {
+      spec = g.spec;
+    } finally {
+      g.close();
+    }
   }
   const dtype = resolved.source!.options?.dtype === 'fp16' ? 'fp16' : 'fp32';
   const c = await genaiControlModel(drawn, spec, { dtype, quiet: opts.quiet });

@@ -6,22 +6,25 @@ import { Progress, fmtTime } from '../util/progress.js';
 import type { ConvertResult, WeightsMode } from '../convert/convert.js';
 
 const spec = {
-  usage: 'lobes convert --model MODEL.gguf --out DIR [--dtype fp32|fp16] [--weights auto|q4|fp16|fp32] [--layout explicit|genai] [--force] [--quiet] [--json]',
+  usage: 'lobes convert --model MODEL.gguf|CHECKPOINT_DIR --out DIR [--dtype fp32|fp16] [--weights auto|q4|fp16|fp32] [--layout explicit|genai] [--force] [--quiet] [--json]',
   help: `
 Convert a llama-architecture GGUF (llama.cpp, Ollama, LM Studio: Llama 2/3.x, Mistral 7B,
-TinyLlama, SmolLM) into an ONNX model folder: model.onnx + model.onnx.data, config.json,
-tokenizer.json / tokenizer_config.json built from the GGUF metadata, and lobes-convert.json
-(where it came from). The weights are streamed a tensor at a time; the folder appears only
+TinyLlama, SmolLM) or a Hugging Face checkpoint folder (config.json, safetensors weights,
+tokenizer.json: Llama, Mistral without a sliding window, Qwen2/2.5, Qwen3) into an ONNX model
+folder: model.onnx + model.onnx.data, config.json, tokenizer.json / tokenizer_config.json
+(built from the GGUF metadata, or the checkpoint's own), and lobes-convert.json (where it came
+from). See docs/models-supported.md for what converts and what is refused. The weights are streamed a tensor at a time; the folder appears only
 when complete. Other commands take the GGUF directly (--model FILE.gguf) and convert it once
 into a cache; see docs/gguf.md.
 
-  --model FILE.gguf the GGUF file (an Ollama blob under ~/.ollama/models/blobs/ works as is);
-                    the file as the first argument is the same
+  --model FILE.gguf the GGUF file (an Ollama blob under ~/.ollama/models/blobs/ works as is),
+                    or a Hugging Face checkpoint folder (single or sharded safetensors, F32,
+                    F16 or BF16); the path as the first argument is the same
   --out DIR         the folder to write (must not exist or be empty, unless --force)
   --dtype T         compute dtype of the graph: fp32 (default) or fp16 (for GPUs)
   --weights W       projection weights: auto (default: the smallest storage that keeps every
                     weight exact: q4 for Q4_0/Q4_1/Q5_0/Q8_0/Q2_K-Q6_K files, fp16 for F16,
-                    else fp32), q4 (MatMulNBits; GGML blocks kept as they are where they map,
+                    else fp32; a checkpoint: fp16 when every weight is F16, else fp32), q4 (MatMulNBits; GGML blocks kept as they are where they map,
                     others quantized to 4 bits), fp16 or fp32 (dequantized)
   --layout L        explicit (default: the layout lobes' captures read) or genai
                     (onnxruntime-genai style: GroupQueryAttention, KV cache; fastest on CUDA)
@@ -81,10 +84,12 @@ export async function run(argv: string[]): Promise<number> {
   if (!p) return 0;
   const v = p.values;
   if (!v.out) throw new UsageError('--out is required', `usage: ${spec.usage}`);
-  const { convertGguf, resolveConvertOptions } = await import('../convert/convert.js');
+  const { convertGguf, convertHfCheckpoint, resolveConvertOptions } = await import('../convert/convert.js');
+  const { isHfCheckpoint } = await import('../convert/hf-checkpoint.js');
   const opts = resolveConvertOptions({ dtype: v.dtype, weights: v.weights as WeightsMode | undefined, layout: v.layout });
   const progress = convertProgress(!!v.quiet || !!v.json);
-  const res = await convertGguf(modelArg(p, spec.usage).model, path.resolve(v.out), {
+  const model = modelArg(p, spec.usage).model;
+  const res = await (isHfCheckpoint(model) ? convertHfCheckpoint : convertGguf)(model, path.resolve(v.out), {
     ...opts,
     overwrite: !!v.force,
     onProgress: progress.onProgress,

@@ -4,7 +4,7 @@ import { HELP, modelArg } from './options.js';
 import type { ModelInfo } from '../runtime/types.js';
 
 const spec = {
-  usage: 'lobes inspect --model MODEL_DIR|FILE.gguf [--cache DIR] [--json] [--strict]',
+  usage: 'lobes inspect --model MODEL_DIR|FILE.gguf|CHECKPOINT_DIR [--cache DIR] [--json] [--strict]',
   help: `
 Print a model's architecture (layers, hidden, intermediate, heads, kv-heads, vocab, dtype,
 quantization), every capture point lobes found by graph structure (hook name, shape, and the

@@ -30,10 +30,11 @@ export const LAYERS_OPTION = { layers: { type: 'string' } } as const satisfies O
 
 /** Help lines of the shared options (description column 24, as every command's help). */
 export const HELP = {
-  model: `  --model M            the model: an ONNX model folder (model.onnx and tokenizer files) or a llama
-                       GGUF file (converted once into the cache; lobes convert --help); MODEL as
-                       the first argument is the same`,
-  cache: `  --cache DIR          where converted GGUF models are kept (default $LOBES_CACHE/gguf or
+  model: `  --model M            the model: an ONNX model folder (model.onnx and tokenizer files), a llama
+                       GGUF file, or a Hugging Face checkpoint folder (config.json, safetensors,
+                       tokenizer.json); the last two are converted once into the cache (lobes
+                       convert --help); MODEL as the first argument is the same`,
+  cache: `  --cache DIR          where converted GGUF and checkpoint models are kept (default $LOBES_CACHE/gguf or
                        ~/.cache/lobes/gguf)`,
   device: `  --device D           ${DEVICES.join(', ')} (default cpu); --device-id N picks the GPU`,
   maxTokens: `  --max-tokens N       keep the last N tokens of each text (the first ones are cut)`,
@@ -61,7 +62,7 @@ export function modelArg(p: ParsedCommand, usage: string): { model: string; rest
     if (first !== undefined && first !== flag) throw new UsageError(`the model is given twice (${JSON.stringify(first)} and --model ${JSON.stringify(flag)}); give one`);
     return { model: flag, rest };
   }
-  if (first === undefined) throw new UsageError('no model given: --model M (an ONNX folder or a GGUF file)', `usage: ${usage.split('\n')[0]}`);
+  if (first === undefined) throw new UsageError('no model given: --model M (an ONNX folder, a GGUF file or a Hugging Face checkpoint folder)', `usage: ${usage.split('\n')[0]}`);
   return { model: first, rest };
 }
 

@@ -38,7 +38,9 @@ import { WRITER_VERSION } from './llama-onnx/index.js';
 import { readGgufHeader } from '../formats/gguf.js';
 import type { ModelSourceRecord } from '../store/types.js';
 import { openGgufLlama } from './gguf-llama.js';
-import { CONVERTER_VERSION, CONVERT_RECORD, convertGguf, ggufIdentity, resolveConvertOptions, type ConvertOptions, type ConvertResult, type GgufIdentity } from './convert.js';
+import { CONVERTER_VERSION, CONVERT_RECORD, convertGguf, convertHfCheckpoint, ggufIdentity, hfIdentity, resolveConvertOptions, type ConvertOptions, type ConvertResult, type GgufIdentity, type HfIdentity } from './convert.js';
+import { isHfCheckpoint, openHfCheckpoint } from './hf-checkpoint.js';
+import { modelFilesDigest } from '../store/lineage.js';
 
 /** Where a run's model came from when it was given as a GGUF (recorded in the run manifest as model.source). */
 export type ModelSource = ModelSourceRecord;
@@ -170,11 +172,13 @@ export function sameSourceModel(a: ModelSource | null | undefined, b: ModelSourc
 }
 
 /**
- * The model folder for `p`: `p` itself when it is not a GGUF file, else the cached conversion
- * of it (converting when there is none). `lobes extract`, `inspect`, `wanda`, `demo`, `eval` and
+ * The model folder for `p`: the cached conversion of a GGUF file or of a Hugging Face
+ * checkpoint folder (config.json with safetensors weights, no ONNX graph; resolveCheckpoint),
+ * converting when there is none; else `p` itself. `lobes extract`, `inspect`, `wanda`, `demo`, `eval` and
  * `attend` call this on their --model argument.
  */
 export async function resolveModel(p: string, opts: ResolveModelOptions = {}): Promise<ResolvedModel> {
+  if (isHfCheckpoint(p)) return resolveCheckpoint(p, opts);
   // A path named .gguf that is not a folder goes on to the GGUF reader, whose error says what is
   // wrong (not a GGUF, a FIFO, a device).
   if (!isGgufFile(p) && !(/\.gguf$/i.test(p) && existsSync(p) && !statSync(p).isDirectory())) return { dir: p, source: null, converted: null };
@@ -199,9 +203,28 @@ export async function resolveModel(p: string, opts: ResolveModelOptions = {}): P
   if (problem === null) return { dir, source: sourceOf(), converted: null };
   if (problem !== 'absent') log(`cache entry ${dir} is not used: ${problem}; converting again`);
 
+  return buildEntry(root, dir, entry, id, path.basename(p), log, sourceOf, (target) => convertGguf(p, target, { dtype: o.dtype, weights: o.weights, layout: o.layout, onProgress: opts.onProgress }), `converting ${p} to ONNX (once) into ${dir}`);
+}
+
+/**
+ * Build (or wait for another process building) the cache entry `dir` with `convert`, under the
+ * entry's lock: set aside an invalid one, build in a private folder, record every file's hash,
+ * rename into place.
+ */
+async function buildEntry(
+  root: string,
+  dir: string,
+  entry: string,
+  id: unknown,
+  label: string,
+  log: (line: string) => void,
+  sourceOf: () => ModelSource,
+  convert: (target: string) => Promise<ConvertResult>,
+  saying: string,
+): Promise<ResolvedModel> {
   const lock = await acquireLock(`${dir}.lock`, {
-    purpose: `converting ${path.basename(p)}`,
-    onWait: (h) => log(`waiting for another lobes process (pid ${h.pid} on ${h.host}) converting ${path.basename(p)} into ${dir}`),
+    purpose: `converting ${label}`,
+    onWait: (h) => log(`waiting for another lobes process (pid ${h.pid} on ${h.host}) converting ${label} into ${dir}`),
     until: () => validEntry(dir, entry),
   });
   if (!lock) return { dir, source: sourceOf(), converted: null };
@@ -217,9 +240,9 @@ export async function resolveModel(p: string, opts: ResolveModelOptions = {}): P
     const build = path.join(root, `.build-${process.pid}-${randomBytes(4).toString('hex')}-${hostname().replace(/[^A-Za-z0-9._-]+/g, '_')}`);
     mkdirSync(build);
     try {
-      log(`converting ${p} to ONNX (once) into ${dir}`);
+      log(saying);
       const target = path.join(build, 'model');
-      const res = await convertGguf(p, target, { dtype: o.dtype, weights: o.weights, layout: o.layout, onProgress: opts.onProgress });
+      const res = await convert(target);
       const hashed = hashFolder(target, CACHE_RECORD, 'converted model file');
       writeFileAtomicSync(path.join(target, CACHE_RECORD), JSON.stringify({ entry, version: CACHE_RECORD_VERSION, createdAt: new Date().toISOString(), source: id, files: hashed.files }, null, 2) + '\n');
       renameSync(target, dir);
@@ -233,6 +256,61 @@ export async function resolveModel(p: string, opts: ResolveModelOptions = {}): P
   } finally {
     lock.release();
   }
+}
+
+/** Cache entry name of a Hugging Face checkpoint identity and options. */
+export function checkpointEntryName(id: HfIdentity, opts: { dtype: string; weights: string; layout: string }): string {
+  const key = createHash('sha256')
+    .update(JSON.stringify({ converter: CONVERTER_VERSION, writer: WRITER_VERSION, format: 'hf-checkpoint', size: id.size, mtimeMs: id.mtimeMs, header: id.headerSha256, files: id.files, dtype: opts.dtype, weights: opts.weights, layout: opts.layout }))
+    .digest('hex')
+    .slice(0, 16);
+  const stem = path.basename(id.path).replace(/[^A-Za-z0-9._-]+/g, '_').slice(0, 48) || 'model';
+  return `${stem}-hf-${key}`;
+}
+
+/**
+ * The cached conversion of a Hugging Face checkpoint folder (converting it when there is none).
+ * Its identity is the sha256 of every file read (config.json, the index, the shards, the
+ * tokenizer files) by name (src/store/lineage.ts modelFilesDigest) with the dtype and weight
+ * storage, recorded with the files themselves in model.source.
+ */
+export async function resolveCheckpoint(p: string, opts: ResolveModelOptions = {}): Promise<ResolvedModel> {
+  const log = opts.log ?? ((l: string) => process.stderr.write(l + '\n'));
+  const o = resolveConvertOptions(opts);
+  const ck = openHfCheckpoint(p);
+  const id = hfIdentity(ck);
+  const root = path.resolve(opts.cache ?? defaultCacheDir());
+  try {
+    mkdirSync(root, { recursive: true });
+  } catch (e: any) {
+    throw new LobesError(`cannot create the cache folder (${e?.code ?? e?.message})`, { file: root, hint: 'pass --cache DIR, or set LOBES_CACHE' });
+  }
+  const entry = checkpointEntryName(id, o);
+  const dir = path.join(root, entry);
+  const total = id.size;
+  let before = 0;
+  const files = ck.files.map((f) => {
+    const sha256 = hashFileCached(f.path, { what: 'checkpoint file', onBytes: opts.onHash ? (d) => opts.onHash!(before + d, total) : undefined }).sha256;
+    before += f.bytes;
+    return { name: f.name, bytes: f.bytes, role: f.role, sha256 };
+  });
+  const sha256 = modelFilesDigest(files);
+  const sourceOf = (): ModelSource => ({
+    format: 'hf-checkpoint',
+    path: id.path,
+    size: id.size,
+    mtimeMs: id.mtimeMs,
+    headerSha256: id.headerSha256,
+    sha256,
+    files,
+    identity: sourceIdentity(sha256, o.dtype, resolvedWeights(dir, o.weights)),
+    converted: dir,
+    options: { dtype: o.dtype, weights: o.weights, layout: o.layout },
+  });
+  const problem = entryProblem(dir, entry);
+  if (problem === null) return { dir, source: sourceOf(), converted: null };
+  if (problem !== 'absent') log(`cache entry ${dir} is not used: ${problem}; converting again`);
+  return buildEntry(root, dir, entry, id, path.basename(id.path), log, sourceOf, (target) => convertHfCheckpoint(id.path, target, { dtype: o.dtype, weights: o.weights, layout: o.layout, onProgress: opts.onProgress }), `converting the ${ck.family} checkpoint ${p} to ONNX (once) into ${dir}`);
 }
 
 /**

@@ -22,7 +22,8 @@ import { NBITS_MAPPING } from '../formats/ggml-nbits.js';
 import { writeLlamaOnnx, WRITER_VERSION, type LlamaLayout, type LlamaSpec } from './llama-onnx/index.js';
 import { openGgufLlama, type GgufLlama } from './gguf-llama.js';
 import { tokenizerFilesFromGguf } from './tokenizer.js';
-import { checkForceTarget, checkSourceUnchanged, sourceSnapshot } from './guard.js';
+import { checkFilesUnchanged, checkForceTarget, checkSourceUnchanged, filesSnapshot, sourceSnapshot } from './guard.js';
+import { hfHeaderSha256, hfTokenizerFiles, openHfCheckpoint, type HfCheckpoint } from './hf-checkpoint.js';
 
 /**
  * Bump when a converted folder would differ for the same GGUF and options (cache entries are
@@ -59,7 +60,10 @@ export interface GgufIdentity {
 /** What `convertGguf` did. */
 export interface ConvertResult {
   dir: string;
-  gguf: GgufIdentity;
+  /** The GGUF converted (absent for a Hugging Face checkpoint). */
+  gguf?: GgufIdentity;
+  /** The Hugging Face checkpoint converted (absent for a GGUF). */
+  checkpoint?: HfIdentity;
   spec: LlamaSpec;
   /** Options as used (auto resolved). */
   options: { dtype: 'fp32' | 'fp16'; weights: 'q4' | 'fp16' | 'fp32'; layout: LlamaLayout };
@@ -72,6 +76,37 @@ export interface ConvertResult {
   modelBytes: number;
   dataBytes: number;
   seconds: number;
+  /** The writer's phases in seconds: streaming the weights (fsync included), the fsync alone, encoding the graph, all. */
+  phases?: { weights: number; sync: number; graph: number; total: number };
+}
+
+/** Which Hugging Face checkpoint a folder was converted from: enough to tell whether it still is that checkpoint. */
+export interface HfIdentity {
+  /** Absolute path of the checkpoint folder. */
+  path: string;
+  family: string;
+  /** Bytes of the files read, all together. */
+  size: number;
+  /** Latest modification time among them. */
+  mtimeMs: number;
+  /** sha256 of config.json, the index, every shard's header and the tokenizer files (hfHeaderSha256). */
+  headerSha256: string;
+  /** The files read (names relative to the folder) with their sizes. */
+  files: { name: string; bytes: number; role: string }[];
+}
+
+/** Identity of an opened checkpoint (reads config, index, shard headers and tokenizer files). */
+export function hfIdentity(ck: HfCheckpoint): HfIdentity {
+  let mtimeMs = 0;
+  for (const f of ck.files) mtimeMs = Math.max(mtimeMs, statSync(f.path).mtimeMs);
+  return {
+    path: ck.dir,
+    family: ck.family,
+    size: ck.files.reduce((a, f) => a + f.bytes, 0),
+    mtimeMs,
+    headerSha256: hfHeaderSha256(ck),
+    files: ck.files.map((f) => ({ name: f.name, bytes: f.bytes, role: f.role })),
+  };
 }
 
 /** The provenance file written into every converted folder. */
@@ -197,4 +232,78 @@ export async function convertGguf(file: string, out: string, opts: ConvertOption
   } finally {
     model.close();
   }
+}
+
+/**
+ * Hugging Face float weights kept as they are: fp32 when any weight is F32 or BF16 (exact: a
+ * bfloat16 is a float32 with its low bits zero), fp16 when every weight is F16.
+ */
+export function chooseCheckpointWeights(ck: HfCheckpoint, dtype: 'fp32' | 'fp16'): { weights: 'q4' | 'fp16' | 'fp32'; reason: string } {
+  const list = Object.keys(ck.dtypes).sort().join(', ');
+  if (list === 'F16') return { weights: 'fp16', reason: 'every weight is F16' };
+  if (dtype === 'fp16') return { weights: 'fp16', reason: `weights are ${list}; an fp16 graph stores them as fp16 (rounded)` };
+  return { weights: 'fp32', reason: `weights are ${list}; fp32 holds every one exactly` };
+}
+
+/**
+ * Convert a Hugging Face checkpoint folder (src/convert/hf-checkpoint.ts) into an ONNX model
+ * folder `out`, as convertGguf does for a GGUF: everything checked before the first byte is
+ * written, the weights streamed a row chunk of one tensor at a time, the tokenizer files carried
+ * over, lobes-convert.json recording the checkpoint's files, and the folder renamed into place
+ * complete. A checkpoint file that changes while it is read abandons the folder.
+ */
+export async function convertHfCheckpoint(dir: string, out: string, opts: ConvertOptions = {}): Promise<ConvertResult> {
+  const t0 = performance.now();
+  const o = resolveConvertOptions(opts);
+  const ck = openHfCheckpoint(dir);
+  if (opts.overwrite) checkForceTarget(path.resolve(out), ck.dir, CONVERT_RECORD);
+  const before = filesSnapshot(ck.files.map((f) => f.path));
+  const chosen = o.weights === 'auto' ? chooseCheckpointWeights(ck, o.dtype) : null;
+  const weights = chosen?.weights ?? (o.weights as 'q4' | 'fp16' | 'fp32');
+  const identity = hfIdentity(ck);
+  const options = { dtype: o.dtype, weights, layout: o.layout };
+  const record = {
+    format: 'lobes-convert',
+    converterVersion: CONVERTER_VERSION,
+    writerVersion: WRITER_VERSION,
+    lobesVersion: LOBES_VERSION,
+    createdAt: new Date().toISOString(),
+    source: { ...identity, format: 'hf-checkpoint', dtypes: ck.dtypes },
+    options: { ...options, weightsRequested: o.weights },
+    weightsReason: chosen?.reason ?? null,
+    tokenizer: 'tokenizer.json',
+  };
+  let res;
+  try {
+    res = await writeLlamaOnnx(out, ck.spec, ck.weights, {
+      layout: o.layout,
+      dtype: o.dtype,
+      weights,
+      overwrite: !!opts.overwrite,
+      onProgress: opts.onProgress,
+      beforeCommit: () => checkFilesUnchanged(before, 'checkpoint file'),
+      extraFiles: { ...hfTokenizerFiles(ck), [CONVERT_RECORD]: JSON.stringify(record, null, 2) + '\n' },
+    });
+  } finally {
+    ck.weights.close();
+  }
+  const storage: Record<string, number> = {};
+  const requantized: string[] = [];
+  for (const [name, how] of Object.entries(res.storage)) {
+    storage[how] = (storage[how] ?? 0) + 1;
+    if (how.endsWith(':rows')) requantized.push(name);
+  }
+  return {
+    dir: res.dir,
+    checkpoint: identity,
+    spec: ck.spec,
+    options,
+    weightsReason: chosen?.reason ?? null,
+    storage,
+    requantized,
+    modelBytes: res.modelBytes,
+    dataBytes: res.dataBytes,
+    seconds: (performance.now() - t0) / 1000,
+    phases: res.seconds,
+  };
 }

@@ -1,5 +1,5 @@
 /**
- * A llama-architecture GGUF (llama.cpp, Ollama, LM Studio) as a Llama spec and a weight source
+ * A llama, qwen2 or qwen3 GGUF (llama.cpp, Ollama, LM Studio) as a Llama spec and a weight source
  * for the ONNX writer (src/convert/llama-onnx): the hyperparameters from `llama.*` metadata, the
  * weights under their Hugging Face names, read a row range at a time.
  *
@@ -20,9 +20,12 @@
  *     from it (see `ropeScalingFromFreqFactors`) and checked to reproduce every stored factor.
  *     Linear scaling comes from `llama.rope.scaling.*` metadata; YaRN is refused.
  *
- * Anything outside the plain Llama architecture (another `general.architecture`, experts,
- * biases, partial rotary, per-layer sizes, unknown tensors) is refused with a one-line error
- * naming the file and the key or tensor, never silently dropped.
+ * qwen2 adds `blk.N.attn_{q,k,v}.bias` (Qwen2's q/k/v biases), qwen3 `blk.N.attn_{q,k}_norm`
+ * (per-head q/k RMSNorm, with `qwen3.attention.key_length` as the head size); llama.cpp writes
+ * both families' q/k rows in Hugging Face's order (NEOX rotary), so only llama rows are
+ * un-permuted. Anything else (another `general.architecture`, named with what lobes' graphs lack
+ * where it is known, experts, other biases, partial rotary, per-layer sizes, unknown tensors) is
+ * refused with a one-line error naming the file and the key or tensor, never silently dropped.
  */
 import { openGguf, type GgufFile, type GgufTensorInfo } from '../formats/gguf.js';
 import { GGUF_KEYS as K, GgufMeta, type GgufKey } from '../formats/gguf-meta.js';
@@ -46,8 +49,28 @@ export interface GgufLlama {
   close(): void;
 }
 
-/** Tensor names of the Llama architecture (anything else in a llama GGUF is refused). */
-const KNOWN_TENSOR = /^(token_embd|output_norm|output|rope_freqs)\.weight$|^blk\.\d+\.(attn_norm|attn_q|attn_k|attn_v|attn_output|ffn_norm|ffn_gate|ffn_up|ffn_down)\.weight$/;
+/** The GGUF architectures converted, each with what it adds to the Llama graph. */
+export const GGUF_ARCHITECTURES = ['llama', 'qwen2', 'qwen3'] as const;
+export type GgufArchitecture = (typeof GGUF_ARCHITECTURES)[number];
+
+/** Tensor names of each architecture (anything else in the file is refused). */
+const KNOWN_TENSOR: Record<GgufArchitecture, RegExp> = {
+  llama: /^(token_embd|output_norm|output|rope_freqs)\.weight$|^blk\.\d+\.(attn_norm|attn_q|attn_k|attn_v|attn_output|ffn_norm|ffn_gate|ffn_up|ffn_down)\.weight$/,
+  qwen2: /^(token_embd|output_norm|output)\.weight$|^blk\.\d+\.(attn_norm|attn_q|attn_k|attn_v|attn_output|ffn_norm|ffn_gate|ffn_up|ffn_down)\.weight$|^blk\.\d+\.attn_[qkv]\.bias$/,
+  qwen3: /^(token_embd|output_norm|output)\.weight$|^blk\.\d+\.(attn_norm|attn_q|attn_k|attn_v|attn_output|attn_q_norm|attn_k_norm|ffn_norm|ffn_gate|ffn_up|ffn_down)\.weight$/,
+};
+
+/** What lobes' graphs lack for other llama.cpp architectures (refused by name). */
+const REFUSED_ARCHITECTURES: Record<string, string> = {
+  qwen2moe: 'mixture-of-experts MLPs',
+  qwen3moe: 'mixture-of-experts MLPs',
+  gemma: 'RMSNorm that scales by (1 + w) instead of w',
+  gemma2: 'RMSNorm that scales by (1 + w) instead of w',
+  gemma3: 'RMSNorm that scales by (1 + w) instead of w',
+  phi3: 'fused qkv and gate/up weights (not split yet)',
+  'gpt-oss': 'attention sinks and mixture-of-experts MLPs',
+  deepseek2: 'mixture-of-experts MLPs and multi-head latent attention',
+};
 
 /**
  * Reads `llama.*` hyperparameters (keys of the table in src/formats/gguf-meta.ts) through the
@@ -97,17 +120,26 @@ class Hparams {
   }
 }
 
-/** The Hugging Face name of every Llama weight, with its GGUF tensor name. */
-function weightNames(layers: number, tied: boolean): Array<[string, string, 'q' | 'k' | null]> {
+/**
+ * The Hugging Face name of every weight, with its GGUF tensor name and whether its rows are in
+ * llama.cpp's rotary order. Only `llama` files are permuted: llama.cpp's converter writes qwen2
+ * and qwen3 (NEOX rotary) in Hugging Face's own row order.
+ */
+function weightNames(layers: number, tied: boolean, arch: GgufArchitecture = 'llama'): Array<[string, string, 'q' | 'k' | null]> {
+  const perm = arch === 'llama';
   const out: Array<[string, string, 'q' | 'k' | null]> = [['model.embed_tokens.weight', 'token_embd.weight', null]];
   for (let i = 0; i < layers; i++) {
     const b = `blk.${i}`;
     const m = `model.layers.${i}`;
     out.push(
       [`${m}.input_layernorm.weight`, `${b}.attn_norm.weight`, null],
-      [`${m}.self_attn.q_proj.weight`, `${b}.attn_q.weight`, 'q'],
-      [`${m}.self_attn.k_proj.weight`, `${b}.attn_k.weight`, 'k'],
+      [`${m}.self_attn.q_proj.weight`, `${b}.attn_q.weight`, perm ? 'q' : null],
+      [`${m}.self_attn.k_proj.weight`, `${b}.attn_k.weight`, perm ? 'k' : null],
       [`${m}.self_attn.v_proj.weight`, `${b}.attn_v.weight`, null],
+    );
+    if (arch === 'qwen2') for (const p of ['q', 'k', 'v']) out.push([`${m}.self_attn.${p}_proj.bias`, `${b}.attn_${p}.bias`, null]);
+    if (arch === 'qwen3') for (const p of ['q', 'k']) out.push([`${m}.self_attn.${p}_norm.weight`, `${b}.attn_${p}_norm.weight`, null]);
+    out.push(
       [`${m}.self_attn.o_proj.weight`, `${b}.attn_output.weight`, null],
       [`${m}.post_attention_layernorm.weight`, `${b}.ffn_norm.weight`, null],
       [`${m}.mlp.gate_proj.weight`, `${b}.ffn_gate.weight`, null],
@@ -140,14 +172,17 @@ function describeLlama(g: GgufFile): { spec: LlamaSpec; weights: GgufWeightSourc
   const file = g.file;
   const meta: GgufMeta = new GgufMeta(g.metadata, file);
   if (!meta.has(K.architecture)) throw new LobesError(`no ${K.architecture.key} key: not a llama.cpp model file`, { file, where: 'metadata' });
-  const arch = meta.read(K.architecture)!;
-  if (arch !== 'llama') {
-    throw new LobesError(`architecture "${arch}" is not supported: lobes converts llama-architecture GGUFs (Llama 2/3.x, Mistral 7B, TinyLlama, SmolLM)`, {
-      file,
-      where: K.architecture.key,
-      hint: 'export the original Hugging Face checkpoint to ONNX instead',
-    });
+  const archName = meta.read(K.architecture)!;
+  if (!(GGUF_ARCHITECTURES as readonly string[]).includes(archName)) {
+    const lacks = REFUSED_ARCHITECTURES[archName];
+    throw new LobesError(
+      lacks
+        ? `architecture "${archName}" is not converted: lobes' graphs do not express its ${lacks}`
+        : `architecture "${archName}" is not supported: lobes converts ${GGUF_ARCHITECTURES.join(', ')} GGUFs (Llama 2/3.x, Mistral 7B, TinyLlama, SmolLM, Qwen2/2.5, Qwen3)`,
+      { file, where: K.architecture.key, hint: 'see docs/models-supported.md' },
+    );
   }
+  const arch = archName as GgufArchitecture;
   const hp = new Hparams(g);
   const experts = meta.read(K.expertCount) ?? 0;
   if (experts > 0) {
@@ -173,8 +208,8 @@ function describeLlama(g: GgufFile): { spec: LlamaSpec; weights: GgufWeightSourc
 
   // Tensors: every name known, every weight present, shapes as the hyperparameters say.
   for (const t of g.tensors) {
-    if (!KNOWN_TENSOR.test(t.name)) {
-      throw new LobesError('is not part of the Llama architecture lobes converts (no biases, experts or extra tensors)', { file, where: `tensor ${JSON.stringify(t.name)}`, hint: 'export the original Hugging Face checkpoint to ONNX instead' });
+    if (!KNOWN_TENSOR[arch].test(t.name)) {
+      throw new LobesError(`is not part of the ${arch} architecture lobes converts (no ${arch === 'qwen2' ? 'o_proj biases' : 'biases'}, experts or extra tensors)`, { file, where: `tensor ${JSON.stringify(t.name)}`, hint: 'export the original Hugging Face checkpoint to ONNX instead' });
     }
     const m = /^blk\.(\d+)\./.exec(t.name);
     if (m && Number(m[1]) >= layers) throw new LobesError(`belongs to layer ${m[1]} but llama.block_count is ${layers}`, { file, where: `tensor ${JSON.stringify(t.name)}` });
@@ -198,11 +233,12 @@ function describeLlama(g: GgufFile): { spec: LlamaSpec; weights: GgufWeightSourc
   const want: Record<string, number[]> = {
     attn_norm: [hidden], ffn_norm: [hidden], attn_q: [hidden, q], attn_k: [hidden, kv], attn_v: [hidden, kv], attn_output: [q, hidden],
     ffn_gate: [hidden, intermediate], ffn_up: [hidden, intermediate], ffn_down: [intermediate, hidden],
+    'attn_q.bias': [q], 'attn_k.bias': [kv], 'attn_v.bias': [kv], attn_q_norm: [headDim], attn_k_norm: [headDim],
   };
   const mapped: MappedWeight[] = [];
-  for (const [name, tname, perm] of weightNames(layers, tied)) {
+  for (const [name, tname, perm] of weightNames(layers, tied, arch)) {
     const t = requireTensor(g, tname);
-    const part = /^blk\.\d+\.(\w+)\.weight$/.exec(tname)?.[1];
+    const part = /^blk\.\d+\.(\w+)\.weight$/.exec(tname)?.[1] ?? /^blk\.\d+\.(\w+\.bias)$/.exec(tname)?.[1];
     const dims = part ? want[part] : tname === 'output_norm.weight' ? [hidden] : [hidden, vocab];
     if (t.dims.length !== dims.length || t.dims.some((d, i) => d !== dims[i])) throw shapeError(g, t, `[${dims.join(', ')}]`);
     const ty = ggmlType(t.type);
@@ -238,7 +274,9 @@ function describeLlama(g: GgufFile): { spec: LlamaSpec; weights: GgufWeightSourc
     bosTokenId: tok(K.bosTokenId),
     eosTokenId: stops.length > 1 ? stops : (stops[0] ?? null),
     padTokenId: tok(K.paddingTokenId),
-    modelType: 'llama',
+    modelType: arch,
+    ...(arch === 'qwen2' ? { attnBias: true } : {}),
+    ...(arch === 'qwen3' ? { qkNorm: true } : {}),
   };
   return { spec, weights: new GgufWeightSource(g, mapped, headDim), mapped };
 }

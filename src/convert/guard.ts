@@ -88,6 +88,35 @@ export function checkSourceUnchanged(file: string, dataStart: number, before: So
   }
 }
 
+/** Device, inode, size and times (ns) of each file of a source read as several files (a checkpoint folder). */
+export type FilesSnapshot = Map<string, string>;
+
+function statLine(file: string): string {
+  const st = statSync(file, { bigint: true });
+  return [st.dev, st.ino, st.size, st.mtimeNs, st.ctimeNs].join(' ');
+}
+
+/** Snapshot of each file in `files`, taken before the first weight is read. */
+export function filesSnapshot(files: readonly string[]): FilesSnapshot {
+  return new Map(files.map((f) => [f, statLine(f)]));
+}
+
+/**
+ * Throw when a file of `before` is no longer the one it was (replaced, written, resized or
+ * gone): a rewrite in place moves the status-change time, a copy renamed over it the inode.
+ */
+export function checkFilesUnchanged(before: FilesSnapshot, what = 'source file'): void {
+  for (const [f, line] of before) {
+    let now: string;
+    try {
+      now = statLine(f);
+    } catch (e: any) {
+      throw new LobesError(`the ${what} could not be read again after the conversion (${e?.code ?? e?.message}); nothing was written`, { file: f, hint: 'convert again once the file is in place' });
+    }
+    if (now !== line) throw new LobesError(`the ${what} changed while it was being converted; nothing was written`, { file: f, hint: 'convert again once nothing is writing the files' });
+  }
+}
+
 /** Files a conversion writes into its folder (and the cache's record). */
 export const CONVERT_OUTPUT_FILES = new Set([
   'model.onnx',
@@ -98,6 +127,8 @@ export const CONVERT_OUTPUT_FILES = new Set([
   'tokenizer.json',
   'tokenizer_config.json',
   'special_tokens_map.json',
+  'chat_template.jinja',
+  'chat_template.json',
   'lobes-convert.json',
   'lobes-cache.json',
 ]);

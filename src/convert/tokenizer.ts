@@ -16,6 +16,8 @@
  *       - `smollm` (SmolLM / SmolLM2): every numeral on its own, then ByteLevel with the GPT-2
  *         regex.
  *       - `gpt-2` (GPT-2): ByteLevel with the GPT-2 regex.
+ *       - `qwen2` (Qwen2 / Qwen2.5 / Qwen3): the Qwen2 split regex (Llama-3's with single
+ *         digits), then ByteLevel without its own regex (no NFC: as transformers' GGUF loader).
  *   - `tokenizer.ggml.model = llama` (SentencePiece-style BPE; Llama-2, TinyLlama, Mistral v0.1):
  *     `▁` for spaces with one prepended (unless `tokenizer.ggml.add_space_prefix` is false),
  *     byte fallback to `<0xXX>` tokens, merges recovered from the scores.
@@ -42,7 +44,7 @@ export const GGUF_TOKEN_TYPE = {
 export type { GgufMetadata } from '../formats/gguf-meta.js';
 
 /** The tokenizer family a GGUF vocabulary was recognised as. */
-export type GgufTokenizerFamily = 'llama3' | 'smollm' | 'gpt2' | 'llama-spm';
+export type GgufTokenizerFamily = 'llama3' | 'smollm' | 'gpt2' | 'qwen2' | 'llama-spm';
 
 /** The files of a Hugging Face tokenizer folder, as JSON values. */
 export interface TokenizerFiles {
@@ -59,6 +61,10 @@ export interface TokenizerFiles {
 export const LLAMA3_SPLIT_REGEX =
   "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 
+/** The Qwen2 / Qwen2.5 / Qwen3 pre-tokenizer split (as Llama-3's, with every digit on its own). */
+export const QWEN2_SPLIT_REGEX =
+  "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+
 /** Pre-tokenizer names (`tokenizer.ggml.pre`) accepted for byte-level vocabularies. */
 const BYTE_LEVEL_PRE: Record<string, GgufTokenizerFamily> = {
   'llama-bpe': 'llama3',
@@ -66,6 +72,7 @@ const BYTE_LEVEL_PRE: Record<string, GgufTokenizerFamily> = {
   'llama-v3': 'llama3',
   smollm: 'smollm',
   'gpt-2': 'gpt2',
+  qwen2: 'qwen2',
 };
 
 /** `clean_up_tokenization_spaces` in Hugging Face's tokenizer_config.json for each family. */
@@ -73,6 +80,7 @@ const CLEAN_UP_SPACES: Record<GgufTokenizerFamily, boolean> = {
   llama3: true,
   smollm: false,
   gpt2: true,
+  qwen2: false,
   'llama-spm': false,
 };
 
@@ -81,6 +89,7 @@ const DEFAULT_ADD_BOS: Record<GgufTokenizerFamily, boolean> = {
   llama3: true,
   smollm: false,
   gpt2: false,
+  qwen2: false,
   'llama-spm': true,
 };
 
@@ -220,6 +229,19 @@ export function tokenizerFilesFromGguf(metadata: GgufMetadata, file: string): To
         ],
       };
       postLead = byteLevelPost(true);
+      decoder = { type: 'ByteLevel', add_prefix_space: true, trim_offsets: true, use_regex: true };
+    } else if (family === 'qwen2') {
+      // The Qwen2 split, then ByteLevel without its own regex, as transformers' GGUF loader and
+      // llama.cpp read a qwen2 vocabulary: without the NFC normalizer of Qwen2's own
+      // tokenizer.json, which only changes texts not already in NFC.
+      preTokenizer = {
+        type: 'Sequence',
+        pretokenizers: [
+          { type: 'Split', pattern: { Regex: QWEN2_SPLIT_REGEX }, behavior: 'Isolated', invert: false },
+          { type: 'ByteLevel', add_prefix_space: false, trim_offsets: true, use_regex: false },
+        ],
+      };
+      postLead = byteLevelPost(false);
       decoder = { type: 'ByteLevel', add_prefix_space: true, trim_offsets: true, use_regex: true };
     } else {
       const byteLevel = { type: 'ByteLevel', add_prefix_space: false, trim_offsets: true, use_regex: true };

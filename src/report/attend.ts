@@ -114,7 +114,7 @@ export function attendProvenance(a: AttendData): [string, string][] {
   add('lobes version', s.lobesVersion);
   add('model', s.model?.dir);
   add('model graph sha256', s.model?.graphSha256);
-  if (s.model?.source?.identity) add('model source', `GGUF ${s.model.source.path} (sha256 ${s.model.source.sha256}); identity ${s.model.source.identity} (the same for every layout: ${s.model.source.options?.layout} here)`);
+  if (s.model?.source?.identity) add('model source', `${s.model.source.format === 'hf-checkpoint' ? 'Hugging Face checkpoint' : 'GGUF'} ${s.model.source.path} (sha256 ${s.model.source.sha256}); identity ${s.model.source.identity} (the same for every layout: ${s.model.source.options?.layout} here)`);
   add('attention', `${s.model?.attention}; ${s.model?.layers} layers, ${s.model?.heads ?? '?'} heads`);
   add('tokenizer', `${s.tokenizer?.source}; ${s.tokenizer?.scheme}; chat template ${s.tokenizer?.chatTemplate ? 'on' : 'off'}`);
   add('input', `${s.input?.kind} ${s.input?.spec} (${s.input?.items}: ${s.input?.selected} of ${s.input?.total})`);

@@ -45,7 +45,7 @@ export function provenanceOf(model: ReportModel): [string, string][] {
   add('lobes version', m.lobesVersion);
   add('model', m.model?.dir);
   add('model graph sha256', m.model?.graphSha256);
-  if (m.model?.source?.identity) add('model source', `GGUF ${m.model.source.path} (sha256 ${m.model.source.sha256}); identity ${m.model.source.identity} (the same for every layout: ${m.model.source.options?.layout} here)`);
+  if (m.model?.source?.identity) add('model source', `${m.model.source.format === 'hf-checkpoint' ? 'Hugging Face checkpoint' : 'GGUF'} ${m.model.source.path} (sha256 ${m.model.source.sha256}); identity ${m.model.source.identity} (the same for every layout: ${m.model.source.options?.layout} here)`);
   if (m.model?.control) add('random-weights control of', `${m.model.control.source} (graph sha256 ${m.model.control.sourceGraphSha256}); seed ${m.model.control.seed}; ${m.model.control.scheme}`);
   const a = m.model?.arch;
   if (a) add('architecture', `${a.family ?? '?'}: ${a.layers} layers, hidden ${a.hidden}, intermediate ${a.intermediate}, vocab ${a.vocab}, ${a.dtype}${a.quantization ? `, ${a.quantization}` : ''}`);

@@ -32,6 +32,7 @@ export function readConfigHints(dir: string): ConfigHints {
   const hints: ConfigHints = {
     heads: cfg?.num_attention_heads ?? genai?.decoder?.num_attention_heads ?? null,
     kvHeads: cfg?.num_key_value_heads ?? genai?.decoder?.num_key_value_heads ?? null,
+    headDim: cfg?.head_dim ?? genai?.decoder?.head_size ?? null,
   };
   if (family !== undefined && family !== null) hints.family = String(family);
   return hints;

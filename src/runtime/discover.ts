@@ -39,6 +39,8 @@ export interface ConfigHints {
   /** Attention heads and KV heads. */
   heads?: number | null;
   kvHeads?: number | null;
+  /** Head size (config.json head_dim, genai_config.json head_size), where it is not hidden/heads (Qwen3). */
+  headDim?: number | null;
 }
 
 export interface MlpMatch {

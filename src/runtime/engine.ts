@@ -80,6 +80,7 @@ export function planInputs(a: Analysis): { plans: FeedPlan[]; mask: string | nul
   const plans: FeedPlan[] = [];
   const inGraphPast: InGraphPast[] = [];
   let mask: string | null = null;
+  let headDimHint: number | null | undefined;
   const file = a.loaded.file;
   for (const v of a.loaded.model.graph!.input) {
     const name = v.name!;
@@ -89,7 +90,9 @@ export function planInputs(a: Analysis): { plans: FeedPlan[]; mask: string | nul
     if (isPastInput(g, name)) {
       const s = g.shapeOf(name)!;
       const kvh = typeof s[1] === 'number' ? s[1] : a.disc.arch.kvHeads;
-      const hd = typeof s[3] === 'number' ? s[3] : a.disc.arch.heads ? a.disc.arch.hidden / a.disc.arch.heads : null;
+      // The declared head size, else the config files' (Qwen3's is not hidden/heads), else hidden/heads.
+      headDimHint ??= readConfigHints(a.loaded.dir).headDim ?? null;
+      const hd = typeof s[3] === 'number' ? s[3] : Number.isInteger(headDimHint) && headDimHint! > 0 ? headDimHint : a.disc.arch.heads ? a.disc.arch.hidden / a.disc.arch.heads : null;
       if (!kvh || !hd) throw new LobesError(`cannot tell the KV-cache shape of graph input ${name} (declared ${JSON.stringify(s)})`, { file });
       // bfloat16 (and other types JavaScript cannot hold) are made in-graph instead of fed.
       if (type) plans.push({ name, role: 'past', type, kv: [kvh, hd] });

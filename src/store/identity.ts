@@ -22,7 +22,8 @@ export function specOptions(spec: string): string {
 
 /**
  * Flat `setting -> value` map of everything that must agree: the content hashes of the
- * model's files (graph, external data, tokenizer files), the tokenizer settings, the items
+ * model's files (graph, external data, tokenizer files; of a model given as a Hugging Face
+ * checkpoint, the checkpoint's files as well), the tokenizer settings, the items
  * and the dataset options, the capture points and the batching. Paths are not part of it.
  */
 export function identity(m: RunManifest, opts: { includeShard: boolean }): Record<string, string> {
@@ -49,6 +50,11 @@ export function identity(m: RunManifest, opts: { includeShard: boolean }): Recor
     }
   } else {
     id['model and tokenizer files'] = NOT_RECORDED;
+  }
+  // A model given as a Hugging Face checkpoint: the checkpoint's own files too (GGUF runs keep
+  // the identity they always had: their converted files already follow from the one GGUF).
+  if (m.model?.source?.format === 'hf-checkpoint') {
+    for (const f of m.model.source.files ?? []) id[`checkpoint file ${f.name} sha256`] = f.sha256;
   }
   if (opts.includeShard) id['shard (--shard)'] = m.shard ? `${m.shard.index}/${m.shard.count}` : 'none';
   return id;

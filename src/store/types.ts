@@ -35,17 +35,29 @@ export interface SampleRow {
   provenance?: Record<string, string>;
 }
 
-/** A model given as a GGUF file, converted into the ONNX folder a run used (src/convert/cache.ts). */
+/**
+ * A model given as a GGUF file or a Hugging Face checkpoint folder, converted into the ONNX
+ * folder a run used (src/convert/cache.ts).
+ */
 export interface ModelSourceRecord {
-  format: 'gguf';
-  /** Absolute path of the GGUF. */
+  format: 'gguf' | 'hf-checkpoint';
+  /** Absolute path of the GGUF, or of the checkpoint folder. */
   path: string;
+  /** Bytes of the GGUF (of a checkpoint: of every file read). */
   size: number;
   mtimeMs: number;
-  /** sha256 of every byte before the GGUF's data section (header, metadata, tensor infos). */
+  /**
+   * sha256 of every byte before the GGUF's data section (header, metadata, tensor infos); of a
+   * checkpoint, of its config, index, shard headers and tokenizer files.
+   */
   headerSha256: string;
-  /** sha256 of the whole GGUF file (runs written by older lobes: absent). */
+  /**
+   * sha256 of the whole GGUF file (runs written by older lobes: absent); of a checkpoint, one
+   * sha256 over its files by name (src/store/lineage.ts modelFilesDigest of `files`).
+   */
   sha256?: string;
+  /** A checkpoint's files (config.json, index, shards, tokenizer files) with their sha256. */
+  files?: { name: string; bytes: number; role: string; sha256: string }[];
   /**
    * The model's identity whichever layout it was converted to: sha256 over the GGUF's sha256,
    * the compute dtype and the weight storage as resolved (src/convert/cache.ts sourceIdentity).

@@ -278,8 +278,8 @@ describe('bad input', () => {
 
   it('refuses an unknown or missing byte-level pre-tokenizer, naming it', () => {
     const m = base();
-    m.set('tokenizer.ggml.pre', 'qwen2');
-    fails(m, /tokenizer\.ggml\.pre: unsupported pre-tokenizer "qwen2"/);
+    m.set('tokenizer.ggml.pre', 'deepseek-llm');
+    fails(m, /tokenizer\.ggml\.pre: unsupported pre-tokenizer "deepseek-llm"/);
     m.delete('tokenizer.ggml.pre');
     fails(m, /tokenizer\.ggml\.pre: byte-level BPE vocabulary without a pre-tokenizer name/);
   });

@@ -4,10 +4,18 @@
  */
 import type { LlamaSpec, WriteLlamaOptions } from './types.js';
 
-/** Hugging Face LlamaConfig fields of a spec (config.json). */
+/** Hugging Face architecture class of each model_type the writer lays out. */
+const ARCHITECTURES: Record<string, string> = {
+  llama: 'LlamaForCausalLM',
+  mistral: 'MistralForCausalLM',
+  qwen2: 'Qwen2ForCausalLM',
+  qwen3: 'Qwen3ForCausalLM',
+};
+
+/** Hugging Face config fields of a spec (config.json: LlamaConfig, or Qwen2Config / Qwen3Config). */
 export function llamaConfigJson(spec: LlamaSpec, opts: Pick<WriteLlamaOptions, 'dtype' | 'weights' | 'layout' | 'withPast'>): Record<string, unknown> {
   const out: Record<string, unknown> = {
-    architectures: ['LlamaForCausalLM'],
+    architectures: [ARCHITECTURES[spec.modelType ?? 'llama'] ?? 'LlamaForCausalLM'],
     model_type: spec.modelType ?? 'llama',
     hidden_size: spec.hidden,
     intermediate_size: spec.intermediate,
@@ -22,7 +30,8 @@ export function llamaConfigJson(spec: LlamaSpec, opts: Pick<WriteLlamaOptions, '
     hidden_act: 'silu',
     max_position_embeddings: spec.maxPositions,
     tie_word_embeddings: spec.tiedEmbeddings,
-    attention_bias: false,
+    attention_bias: !!spec.attnBias,
+    ...(spec.modelType === 'mistral' ? { sliding_window: spec.slidingWindow ?? null } : {}),
     mlp_bias: false,
     bos_token_id: spec.bosTokenId ?? null,
     eos_token_id: spec.eosTokenId ?? null,

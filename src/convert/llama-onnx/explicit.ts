@@ -3,7 +3,9 @@
  * RMSNorm (Pow, ReduceMean, Add ε, Sqrt, Div, Mul), RoPE computed from position_ids and
  * inv_freq (rotate-half with Slice/Concat), attention as MatMul(q, kᵀ)·scale + mask → Softmax
  * → MatMul(·, v) with a causal + padding mask, grouped-query attention by repeating the KV
- * heads, SiLU as Sigmoid·x, optional KV-cache inputs/outputs. Projections are MatMul over
+ * heads, SiLU as Sigmoid·x, optional KV-cache inputs/outputs. Qwen2's q/k/v biases are an Add
+ * after each projection; Qwen3's q_norm / k_norm the same decomposed RMSNorm over each head;
+ * Mistral's sliding window one more condition in the mask (i − j < window). Projections are MatMul over
  * [d_in, d_out] weights named onnx::MatMul_N, or MatMulNBits. lm_head is MatMulNBits when the
  * weights are 'q4' and the source gives its blocks in a form ONNX Runtime runs, else float.
  *
@@ -13,7 +15,7 @@
 import { int, ints } from './graph.js';
 import type { GGraph } from './graph.js';
 import type { GraphBuilder, ProjNaming } from './build.js';
-import { ropeInvFreq, W } from './spec.js';
+import { ropeAttentionFactor, ropeInvFreq, W } from './spec.js';
 
 /** Build the explicit graph, streaming the weights into the builder's sink. */
 export function buildExplicit(b: GraphBuilder): GGraph {
@@ -79,7 +81,14 @@ export function buildExplicit(b: GraphBuilder): GGraph {
   const kPos = node('Range', '/model/Range', [cI0, totLen, cI1]);
   const qPos0 = node('Range', '/model/Range_1', [pastLen, totLen, cI1]);
   const qPos = node('Unsqueeze', '/model/Unsqueeze', [qPos0, cAxLast]);
-  const causal = node('LessOrEqual', '/model/LessOrEqual', [kPos, qPos]); // [S, T]
+  let causal = node('LessOrEqual', '/model/LessOrEqual', [kPos, qPos]); // [S, T]
+  if (s.slidingWindow) {
+    // Mistral: key j is visible to query i only when i − j < window, i.e. j > i − window.
+    const cWin = b.i64('/model/constants/sliding_window', [s.slidingWindow], []);
+    const lo = node('Sub', '/model/Sub_window', [qPos, cWin]);
+    const inWindow = node('Greater', '/model/Greater_window', [kPos, lo]);
+    causal = node('And', '/model/And_window', [causal, inWindow]);
+  }
   const padBool = node('Cast', '/model/Cast', ['attention_mask'], { to: int(9) });
   const pad4 = node('Unsqueeze', '/model/Unsqueeze_1', [padBool, cAx12]); // [B,1,1,T]
   const allowed = node('And', '/model/And', [causal, pad4]); // [B,1,S,T]
@@ -93,8 +102,15 @@ export function buildExplicit(b: GraphBuilder): GGraph {
   const emb = node('Concat', '/model/rotary_emb/Concat', [freqs, freqs], { axis: int(-1) });
   const cos0 = b.castTo(node('Cos', '/model/rotary_emb/Cos', [emb]), 'float32', '/model/rotary_emb/Cast_cos');
   const sin0 = b.castTo(node('Sin', '/model/rotary_emb/Sin', [emb]), 'float32', '/model/rotary_emb/Cast_sin');
-  const cos = node('Unsqueeze', '/model/rotary_emb/Unsqueeze_1', [cos0, cAx1]); // [B,1,S,hd]
-  const sin = node('Unsqueeze', '/model/rotary_emb/Unsqueeze_2', [sin0, cAx1]);
+  let cos = node('Unsqueeze', '/model/rotary_emb/Unsqueeze_1', [cos0, cAx1]); // [B,1,S,hd]
+  let sin = node('Unsqueeze', '/model/rotary_emb/Unsqueeze_2', [sin0, cAx1]);
+  const attnFactor = ropeAttentionFactor(s);
+  if (attnFactor !== 1) {
+    // YaRN: cos and sin scaled by the attention factor, as transformers' rotary embedding does.
+    const cF = b.fconst('/model/constants/rope_attention_factor', [attnFactor]);
+    cos = node('Mul', '/model/rotary_emb/Mul_cos', [cos, cF]);
+    sin = node('Mul', '/model/rotary_emb/Mul_sin', [sin, cF]);
+  }
 
   const rmsNorm = (prefix: string, input: string, wName: string): string => {
     const sq = node('Pow', `${prefix}/Pow`, [input, cTwo]);
@@ -125,11 +141,19 @@ export function buildExplicit(b: GraphBuilder): GGraph {
   for (let l = 0; l < layers; l++) {
     const pre = `/model/layers.${l}`;
     const h = rmsNorm(`${pre}/input_layernorm`, x, W.inputNorm(l));
-    const q0 = proj(`${pre}/self_attn/q_proj`, h, W.attn(l, 'q'));
-    const k0 = proj(`${pre}/self_attn/k_proj`, h, W.attn(l, 'k'));
-    const v0 = proj(`${pre}/self_attn/v_proj`, h, W.attn(l, 'v'));
-    const q1 = node('Reshape', `${pre}/self_attn/Reshape`, [q0, cQShape]);
-    const k1 = node('Reshape', `${pre}/self_attn/Reshape_1`, [k0, cKvShape]);
+    // Qwen2: a bias after each of q, k and v (o_proj has none).
+    const biased = (p: 'q' | 'k' | 'v', t: string) =>
+      s.attnBias ? node('Add', `${pre}/self_attn/${p}_proj/Add`, [b.floatTensor(W.attnBias(l, p), [W.attnBias(l, p)], false, ft), t]) : t;
+    const q0 = biased('q', proj(`${pre}/self_attn/q_proj`, h, W.attn(l, 'q')));
+    const k0 = biased('k', proj(`${pre}/self_attn/k_proj`, h, W.attn(l, 'k')));
+    const v0 = biased('v', proj(`${pre}/self_attn/v_proj`, h, W.attn(l, 'v')));
+    let q1 = node('Reshape', `${pre}/self_attn/Reshape`, [q0, cQShape]);
+    let k1 = node('Reshape', `${pre}/self_attn/Reshape_1`, [k0, cKvShape]);
+    if (s.qkNorm) {
+      // Qwen3: RMSNorm over each head's headDim values, before the rotary embedding.
+      q1 = rmsNorm(`${pre}/self_attn/q_norm`, q1, W.qkNorm(l, 'q'));
+      k1 = rmsNorm(`${pre}/self_attn/k_norm`, k1, W.qkNorm(l, 'k'));
+    }
     const v1 = node('Reshape', `${pre}/self_attn/Reshape_2`, [v0, cKvShape]);
     const q2 = node('Transpose', `${pre}/self_attn/Transpose`, [q1], { perm: ints([0, 2, 1, 3]) });
     const k2 = node('Transpose', `${pre}/self_attn/Transpose_1`, [k1], { perm: ints([0, 2, 1, 3]) });

@@ -13,12 +13,15 @@
  * Projections are MatMul over [d_in, d_out] weights or MatMulNBits ('q4'; lm_head too when it
  * is not tied). When q, k and v come from the source in different MatMulNBits forms they
  * stay three projections feeding GroupQueryAttention's separate query/key/value inputs.
+ * Qwen2's q/k/v biases: an Add after the (stacked) projection. Qwen3's q_norm / k_norm: q, k and
+ * v as three projections, q and k each reshaped to heads, SimplifiedLayerNormalization, reshaped
+ * back, into GroupQueryAttention's separate query/key/value inputs.
  * Tied embeddings: one [hidden, vocab] weight, read by lm_head and, through a Transpose, by
  * the embedding Gather.
  */
 import { float, int, ints, type GGraph } from './graph.js';
 import type { GraphBuilder, ProjNaming } from './build.js';
-import { ropeInvFreq, W } from './spec.js';
+import { ropeAttentionFactor, ropeInvFreq, W } from './spec.js';
 
 function naming(prefix: string, base: string, scales2d = true): ProjNaming {
   return {
@@ -37,7 +40,6 @@ export function buildGenai(b: GraphBuilder): GGraph {
   const ft = b.ft;
   const node = b.node.bind(b);
   const ms = { domain: 'com.microsoft' };
-
   b.inputs.push(
     { name: 'input_ids', dtype: 'int64', shape: ['batch_size', 'sequence_length'] },
     { name: 'attention_mask', dtype: 'int64', shape: ['batch_size', 'total_sequence_length'] },
@@ -79,10 +81,11 @@ export function buildGenai(b: GraphBuilder): GGraph {
 
   // cos/sin caches [maxPositions, headDim/2] from the (scaled) inverse frequencies.
   const invFreq = ropeInvFreq(s);
+  const attnFactor = ropeAttentionFactor(s);
   const half = hd / 2;
   const trig = (fn: (a: number) => number) => (r0: number, r1: number) => {
     const out = new Float32Array((r1 - r0) * half);
-    for (let p = r0; p < r1; p++) for (let i = 0; i < half; i++) out[(p - r0) * half + i] = fn(p * invFreq[i]!);
+    for (let p = r0; p < r1; p++) for (let i = 0; i < half; i++) out[(p - r0) * half + i] = attnFactor * fn(p * invFreq[i]!);
     return out;
   };
   let caches: [string, string] | null = null;
@@ -98,6 +101,7 @@ export function buildGenai(b: GraphBuilder): GGraph {
 
   let residual = x;
   let pendingDelta: string | null = null;
+  let cHeads: string[] | undefined;
   for (let l = 0; l < layers; l++) {
     const pre = `/model/layers.${l}`;
     const base = `model.layers.${l}`;
@@ -105,14 +109,31 @@ export function buildGenai(b: GraphBuilder): GGraph {
     if (pendingDelta === null) h = norm(`${pre}/input_layernorm`, residual, W.inputNorm(l));
     else [h, residual] = skipNorm(`${pre}/input_layernorm`, residual, pendingDelta, W.inputNorm(l));
 
-    // Attention: q, k, v stacked into one projection when they share a storage form.
+    // Attention: q, k, v stacked into one projection when they share a storage form (and no
+    // per-head norm needs them apart), each bias added after its projection (Qwen2: one Add of
+    // the three stacked biases after a stacked projection).
     const qkvParts = [W.attn(l, 'q'), W.attn(l, 'k'), W.attn(l, 'v')];
-    const plan = b.opts.weights === 'q4' ? b.nbitsPlan(qkvParts) : null;
+    const plan = b.opts.weights === 'q4' && !s.qkNorm ? b.nbitsPlan(qkvParts) : null;
+    const addBias = (t: string, parts: string[], tag: string) =>
+      s.attnBias ? node('Add', `${pre}/attn/${tag}/Add`, [t, b.floatTensor(`${base}.attn.${tag}.bias`, parts, false, ft)], undefined, { outputs: [`${pre}/attn/${tag}/Add/output_0`] }) : t;
     let gqaIn: string[];
-    if (b.opts.weights !== 'q4' || plan) {
-      gqaIn = [b.projection(h, qkvParts, naming(`${pre}/attn/qkv_proj`, `${base}.attn.qkv_proj`), plan), '', ''];
+    if (!s.qkNorm && (b.opts.weights !== 'q4' || plan)) {
+      const qkv = b.projection(h, qkvParts, naming(`${pre}/attn/qkv_proj`, `${base}.attn.qkv_proj`), plan);
+      gqaIn = [addBias(qkv, (['q', 'k', 'v'] as const).map((p) => W.attnBias(l, p)), 'qkv_proj'), '', ''];
     } else {
-      gqaIn = (['q', 'k', 'v'] as const).map((p) => b.projection(h, [W.attn(l, p)], naming(`${pre}/attn/${p}_proj`, `${base}.attn.${p}_proj`)));
+      gqaIn = (['q', 'k', 'v'] as const).map((p) => addBias(b.projection(h, [W.attn(l, p)], naming(`${pre}/attn/${p}_proj`, `${base}.attn.${p}_proj`)), [W.attnBias(l, p)], `${p}_proj`));
+    }
+    if (s.qkNorm) {
+      // Qwen3: SimplifiedLayerNormalization over each head of q and k ([B, S, n, headDim]), as
+      // onnxruntime-genai's builder writes it, before GroupQueryAttention rotates them.
+      cHeads ??= [b.i64('/model/constants/q_heads_shape', [0, 0, heads, hd]), b.i64('/model/constants/kv_heads_shape', [0, 0, kvHeads, hd]), b.i64('/model/constants/flat_shape', [0, 0, -1])];
+      const shapes = cHeads;
+      for (const [i, p] of (['q', 'k'] as const).entries()) {
+        const pp = `${pre}/attn/${p}_norm`;
+        const r = node('Reshape', `${pp}/Reshape`, [gqaIn[i]!, shapes[i]!], undefined, { outputs: [`${pp}/Reshape/output_0`] });
+        const n = node('SimplifiedLayerNormalization', `${pp}/SimplifiedLayerNormalization`, [r, b.floatTensor(W.qkNorm(l, p), [W.qkNorm(l, p)], false, ft)], { epsilon: float(eps), axis: int(-1), stash_type: int(1) }, { outputs: [`${pp}/SimplifiedLayerNormalization/output_0`] });
+        gqaIn[i] = node('Reshape', `${pp}/Reshape_1`, [n, shapes[2]!], undefined, { outputs: [`${pp}/Reshape_1/output_0`] });
+      }
     }
     if (!caches) {
       caches = [
@@ -124,7 +145,7 @@ export function buildGenai(b: GraphBuilder): GGraph {
       'GroupQueryAttention',
       `${pre}/attn/GroupQueryAttention`,
       [...gqaIn, `past_key_values.${l}.key`, `past_key_values.${l}.value`, seqlensK, totalLen, caches[0], caches[1]],
-      { num_heads: int(heads), kv_num_heads: int(kvHeads), scale: float(1 / Math.sqrt(hd)), local_window_size: int(-1), softcap: float(0), do_rotary: int(1), rotary_interleaved: int(0) },
+      { num_heads: int(heads), kv_num_heads: int(kvHeads), scale: float(1 / Math.sqrt(hd)), local_window_size: int(s.slidingWindow ? s.slidingWindow : -1), softcap: float(0), do_rotary: int(1), rotary_interleaved: int(0) },
       { outputs: [`${pre}/attn/GroupQueryAttention/output_0`, `present.${l}.key`, `present.${l}.value`], ...ms },
     );
     const o = b.projection(attn, [W.attn(l, 'o')], naming(`${pre}/attn/o_proj`, `${base}.attn.o_proj`));

@@ -14,6 +14,8 @@ export const W = {
   postNorm: (l: number) => `model.layers.${l}.post_attention_layernorm.weight`,
   attn: (l: number, p: 'q' | 'k' | 'v' | 'o') => `model.layers.${l}.self_attn.${p}_proj.weight`,
   mlp: (l: number, p: 'gate' | 'up' | 'down') => `model.layers.${l}.mlp.${p}_proj.weight`,
+  attnBias: (l: number, p: 'q' | 'k' | 'v') => `model.layers.${l}.self_attn.${p}_proj.bias`,
+  qkNorm: (l: number, p: 'q' | 'k') => `model.layers.${l}.self_attn.${p}_norm.weight`,
 };
 
 /** Every weight a spec needs with its expected shape (HF layout), in model order. */
@@ -25,6 +27,15 @@ export function expectedWeights(spec: LlamaSpec): [string, number[]][] {
     out.push([W.attn(l, 'q'), [heads * hd, H]]);
     out.push([W.attn(l, 'k'), [kvHeads * hd, H]]);
     out.push([W.attn(l, 'v'), [kvHeads * hd, H]]);
+    if (spec.attnBias) {
+      out.push([W.attnBias(l, 'q'), [heads * hd]]);
+      out.push([W.attnBias(l, 'k'), [kvHeads * hd]]);
+      out.push([W.attnBias(l, 'v'), [kvHeads * hd]]);
+    }
+    if (spec.qkNorm) {
+      out.push([W.qkNorm(l, 'q'), [hd]]);
+      out.push([W.qkNorm(l, 'k'), [hd]]);
+    }
     out.push([W.attn(l, 'o'), [H, heads * hd]]);
     out.push([W.postNorm(l), [H]]);
     out.push([W.mlp(l, 'gate'), [I, H]]);
@@ -48,6 +59,7 @@ export function checkSpec(spec: LlamaSpec): void {
   if (spec.headDim % 2 !== 0) throw bad(`head dim ${spec.headDim} must be even (RoPE rotates pairs)`);
   if (!(spec.rmsNormEps > 0)) throw bad(`rmsNormEps must be positive, got ${spec.rmsNormEps}`);
   if (!(spec.ropeTheta > 0)) throw bad(`ropeTheta must be positive, got ${spec.ropeTheta}`);
+  if (spec.slidingWindow !== undefined && spec.slidingWindow !== null && !posInt(spec.slidingWindow)) throw bad(`slidingWindow must be a positive integer or null, got ${String(spec.slidingWindow)}`);
   ropeInvFreq(spec);
 }
 
@@ -72,17 +84,42 @@ function num(rs: Record<string, unknown>, key: string, type: string): number {
   return v;
 }
 
-/** The rope type of a spec: 'default', 'llama3' or 'linear' (anything else throws). */
-export function ropeType(spec: LlamaSpec): 'default' | 'llama3' | 'linear' {
+/** The rope type of a spec: 'default', 'llama3', 'linear' or 'yarn' (anything else throws). */
+export function ropeType(spec: LlamaSpec): 'default' | 'llama3' | 'linear' | 'yarn' {
   const rs = spec.ropeScaling;
   if (!rs) return 'default';
   const t = String(rs.rope_type ?? rs.type ?? 'default');
-  if (t === 'default' || t === 'llama3' || t === 'linear') return t;
-  throw new LobesError(`rope_scaling type '${t}' is not supported (supported: llama3, linear, default)`);
+  if (t === 'default' || t === 'llama3' || t === 'linear' || t === 'yarn') return t;
+  throw new LobesError(`rope_scaling type '${t}' is not supported (supported: llama3, linear, yarn, default)`);
+}
+
+/** YaRN's get_mscale: 0.1·m·ln(s) + 1 for s > 1, else 1. */
+const yarnMscale = (scale: number, m = 1) => (scale <= 1 ? 1 : 0.1 * m * Math.log(scale) + 1);
+
+/** YaRN's scaling factor (factor, or max_position_embeddings / original when factor is absent). */
+function yarnFactor(spec: LlamaSpec, rs: Record<string, unknown>): number {
+  if (rs.factor === undefined || rs.factor === null) return spec.maxPositions / num(rs, 'original_max_position_embeddings', 'yarn');
+  return num(rs, 'factor', 'yarn');
 }
 
 /**
- * RoPE inverse frequencies [headDim/2], computed in float64 and rounded once to float32:
+ * The factor cos and sin are multiplied by (transformers' attention_scaling): 1, except for
+ * YaRN: attention_factor when given, else get_mscale(factor, mscale) / get_mscale(factor,
+ * mscale_all_dim) when both are given, else 0.1·ln(factor) + 1.
+ */
+export function ropeAttentionFactor(spec: LlamaSpec): number {
+  if (ropeType(spec) !== 'yarn') return 1;
+  const rs = spec.ropeScaling!;
+  if (rs.attention_factor !== undefined && rs.attention_factor !== null) return num(rs, 'attention_factor', 'yarn');
+  const factor = yarnFactor(spec, rs);
+  const m = rs.mscale as number | undefined;
+  const mAll = rs.mscale_all_dim as number | undefined;
+  return m && mAll ? yarnMscale(factor, m) / yarnMscale(factor, mAll) : yarnMscale(factor);
+}
+
+/**
+ * RoPE inverse frequencies [headDim/2], computed in float64 and rounded once to float32
+ * ('yarn': see the branch below, with ropeAttentionFactor scaling cos and sin):
  * inv_freq_i = θ^(−2i/d), then scaled as Hugging Face's rope initialisers do.
  * 'linear': inv_freq / factor. 'llama3' (transformers' _compute_llama3_parameters): with
  * wavelen = 2π / inv_freq, low = L / low_freq_factor, high = L / high_freq_factor
@@ -116,6 +153,30 @@ export function ropeInvFreq(spec: LlamaSpec): Float32Array {
         const s = (L / wave - lowF) / (highF - lowF);
         base[i] = ((1 - s) * scaled) / factor + s * scaled;
       }
+    }
+  } else if (type === 'yarn') {
+    // transformers' _compute_yarn_parameters: interpolated (÷ factor) and extrapolated
+    // frequencies blended by a linear ramp between the correction dims of beta_fast and beta_slow.
+    const factor = yarnFactor(spec, rs);
+    const L = num(rs, 'original_max_position_embeddings', type);
+    const betaFast = (rs.beta_fast as number) || 32;
+    const betaSlow = (rs.beta_slow as number) || 1;
+    const truncate = rs.truncate === undefined ? true : !!rs.truncate;
+    const corr = (rot: number) => (d * Math.log(L / (rot * 2 * Math.PI))) / (2 * Math.log(spec.ropeTheta));
+    let low = corr(betaFast);
+    let high = corr(betaSlow);
+    if (truncate) {
+      low = Math.floor(low);
+      high = Math.ceil(high);
+    }
+    low = Math.max(low, 0);
+    high = Math.min(high, d - 1);
+    if (low === high) high += 0.001;
+    for (let i = 0; i < base.length; i++) {
+      const ramp = Math.min(1, Math.max(0, (i - low) / (high - low)));
+      const extrapolation = 1 - ramp;
+      const f = base[i]!;
+      base[i] = (f / factor) * (1 - extrapolation) + f * extrapolation;
     }
   }
   return Float32Array.from(base);

@@ -28,8 +28,24 @@ export interface LlamaSpec {
   bosTokenId?: number | null;
   eosTokenId?: number | number[] | null;
   padTokenId?: number | null;
-  /** model_type for config.json (default 'llama'). */
+  /** model_type for config.json (default 'llama'): llama, mistral, qwen2 or qwen3. */
   modelType?: string;
+  /**
+   * Biases on q_proj, k_proj and v_proj (not o_proj), as Qwen2 / Qwen2.5 have them:
+   * model.layers.{i}.self_attn.{q,k,v}_proj.bias, added after each projection (default false).
+   */
+  attnBias?: boolean;
+  /**
+   * Qwen3's per-head RMSNorm of the queries and keys (model.layers.{i}.self_attn.{q,k}_norm.weight,
+   * [headDim], epsilon rmsNormEps), applied to each head after the projection and before the
+   * rotary embedding (default false).
+   */
+  qkNorm?: boolean;
+  /**
+   * Mistral's sliding-window attention: query i sees key j only when i − j < slidingWindow (as
+   * transformers masks it), in every layer. Null or absent: full causal attention.
+   */
+  slidingWindow?: number | null;
 }
 
 /**
@@ -37,7 +53,8 @@ export interface LlamaSpec {
  * Names: model.embed_tokens.weight, model.layers.{i}.input_layernorm.weight,
  * model.layers.{i}.self_attn.{q,k,v,o}_proj.weight, model.layers.{i}.post_attention_layernorm.weight,
  * model.layers.{i}.mlp.{gate,up,down}_proj.weight, model.norm.weight, lm_head.weight (absent
- * when tied). q/k rows are in HF order (already un-permuted from any GGUF rope layout).
+ * when tied); with `attnBias` model.layers.{i}.self_attn.{q,k,v}_proj.bias, with `qkNorm`
+ * model.layers.{i}.self_attn.{q,k}_norm.weight. q/k rows are in HF order (already un-permuted from any GGUF rope layout).
  */
 export interface LlamaWeightSource {
   /** [rows, cols] of a weight (1-D norms: [n]). Throws naming the weight when missing. */

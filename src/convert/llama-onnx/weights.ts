@@ -17,6 +17,8 @@ export interface StreamCtx {
   chunkBytes: number;
   /** The chunk buffer reused across rowsInto calls (grown on demand). */
   chunk?: Float32Array;
+  /** The transposed tile reused across chunks (grown on demand; written out before the next chunk). */
+  tile?: Float32Array;
   /** The float zero points' buffer reused across streamNbits calls (grown on demand). */
   zeroPointBuf?: Float32Array;
 }
@@ -71,15 +73,16 @@ export function streamFloat(ctx: StreamCtx, region: Region, parts: string[], opt
       const r1 = Math.min(rows, r0 + step);
       const R = r1 - r0;
       const plain = !opts.transpose || cols === 1;
-      // The plain path writes the chunk out at once, so it can reuse one buffer.
-      const chunk = readRows(ctx.src, name, r0, r1, cols, plain ? ctx : undefined);
+      // Both paths are done with the chunk before the next read, so it reuses one buffer.
+      const chunk = readRows(ctx.src, name, r0, r1, cols, ctx);
       if (plain) {
         const out = opts.dtype === 'float16' ? bytes(floatArrayToHalf(chunk)) : bytes(chunk);
         region.write((rowOff + r0) * cols * es, out);
         continue;
       }
       // Transposed: out[i, rowOff + r0 + j] = chunk[j, i]; a tile of R values per output row.
-      const tile = new Float32Array(R * cols);
+      if (!ctx.tile || ctx.tile.length < R * cols) ctx.tile = new Float32Array(R * cols);
+      const tile = ctx.tile.subarray(0, R * cols);
       transposeInto(chunk, R, cols, tile);
       const tb = opts.dtype === 'float16' ? bytes(floatArrayToHalf(tile)) : bytes(tile);
       if (R === total) region.write(0, tb);

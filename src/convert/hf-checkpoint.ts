@@ -1,0 +1,439 @@
+/**
+ * A Hugging Face checkpoint folder (config.json, model.safetensors or shards with
+ * model.safetensors.index.json, tokenizer.json and tokenizer_config.json) as a Llama spec and a
+ * weight source for the ONNX writer (src/convert/llama-onnx), read one row range of one tensor
+ * at a time.
+ *
+ * Families: llama (LlamaForCausalLM), mistral (a sliding window in every layer, or none), qwen2 (Qwen2 / Qwen2.5:
+ * q/k/v biases), qwen3 (per-head q_norm / k_norm, head_dim set on its own). Weights in F32, F16
+ * or BF16 (decoded to float32 as they are read). Every difference lobes' graphs do not express
+ * is refused by name, before anything is written: a family outside these (experts, attention
+ * sinks, (1 + w) norms, fused weights), an activation other than SiLU, biases where the family
+ * has none, sliding windows on some layers only, rope scaling other than linear, llama3 and
+ * yarn, a tensor the family does not have.
+ *
+ * config.json spellings read: rope_theta and rope_scaling at the top level (rope_scaling's kind
+ * as `rope_type` or the older `type`), or transformers 5's rope_parameters (rope_theta and the
+ * scaling in one object).
+ *
+ * A sharded checkpoint's index must agree with its files: every shard it names present, every
+ * tensor it places in a shard held by that shard, every tensor of those shards placed by it, and
+ * its metadata.total_size (when given) the sum of the tensors' bytes; otherwise one line says
+ * which tensor or shard disagrees.
+ */
+import { createHash } from 'node:crypto';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import * as path from 'node:path';
+import { LobesError } from '../util/errors.js';
+import { RangeFile, readFileRange } from '../util/io.js';
+import { bf16ArrayToFloat, halfArrayToFloat } from '../util/half.js';
+import { DTYPE_BYTES, readSafetensorsHeader, type StHeader } from '../formats/safetensors.js';
+import { expectedWeights, type LlamaSpec, type LlamaWeightSource } from './llama-onnx/index.js';
+
+export const HF_CONFIG = 'config.json';
+export const HF_INDEX = 'model.safetensors.index.json';
+export const HF_SINGLE = 'model.safetensors';
+
+/** Tokenizer files of a checkpoint carried into the converted folder (tokenizer.json is required). */
+export const HF_TOKENIZER_FILES = ['tokenizer.json', 'tokenizer_config.json', 'special_tokens_map.json', 'chat_template.jinja', 'chat_template.json'];
+
+/** The model families read from Hugging Face checkpoints. */
+export type HfFamily = 'llama' | 'mistral' | 'qwen2' | 'qwen3';
+export const HF_FAMILIES: readonly HfFamily[] = ['llama', 'mistral', 'qwen2', 'qwen3'];
+
+/**
+ * Families lobes' graphs cannot express, each with the difference it lacks (model_type →
+ * what is missing). They are refused by name, never converted approximately.
+ */
+export const REFUSED_FAMILIES: Record<string, string> = {
+  mixtral: 'mixture-of-experts MLPs (a router choosing experts per token)',
+  qwen2_moe: 'mixture-of-experts MLPs (a router choosing experts per token)',
+  qwen3_moe: 'mixture-of-experts MLPs (a router choosing experts per token)',
+  deepseek_v2: 'mixture-of-experts MLPs and multi-head latent attention',
+  deepseek_v3: 'mixture-of-experts MLPs and multi-head latent attention',
+  gpt_oss: 'attention sinks (a learned logit per head in every softmax) and mixture-of-experts MLPs',
+  gemma: 'RMSNorm that scales by (1 + w) instead of w',
+  gemma2: 'RMSNorm that scales by (1 + w) instead of w',
+  gemma3: 'RMSNorm that scales by (1 + w) instead of w',
+  gemma3_text: 'RMSNorm that scales by (1 + w) instead of w',
+  phi3: 'fused qkv_proj and gate_up_proj weights (not split into their Hugging Face parts yet)',
+  phi: 'LayerNorm with a bias and attention parallel to the MLP',
+  olmo2: 'RMSNorm after attention and MLP (post-norm) with q/k norms over all heads at once',
+  cohere: 'LayerNorm with attention parallel to the MLP',
+  gpt2: 'LayerNorm and learned absolute positions',
+  gpt_neox: 'LayerNorm with attention parallel to the MLP',
+  falcon: 'LayerNorm with attention parallel to the MLP',
+};
+
+/** One file of a checkpoint that shapes the converted model's numbers. */
+export interface HfFile {
+  /** Name relative to the checkpoint folder. */
+  name: string;
+  path: string;
+  bytes: number;
+  role: 'config' | 'index' | 'weights' | 'tokenizer';
+}
+
+/** A checkpoint opened for conversion. */
+export interface HfCheckpoint {
+  dir: string;
+  family: HfFamily;
+  config: Record<string, any>;
+  spec: LlamaSpec;
+  /** The weights (close() releases the shard held open). */
+  weights: SafetensorsWeightSource;
+  /** Every file read: config.json, the index, the shards holding the weights, the tokenizer files. */
+  files: HfFile[];
+  /** Tensor name → header of the shard holding it. */
+  tensors: Map<string, StHeader>;
+  /** dtypes of the weights read, counted. */
+  dtypes: Record<string, number>;
+}
+
+/** Whether `p` is a folder holding config.json and safetensors weights (and no ONNX graph). */
+export function isHfCheckpoint(p: string): boolean {
+  try {
+    if (!statSync(p).isDirectory()) return false;
+    const names = readdirSync(p);
+    if (!names.includes(HF_CONFIG)) return false;
+    if (names.some((n) => n.endsWith('.onnx'))) return false;
+    return names.includes(HF_INDEX) || names.some((n) => n.endsWith('.safetensors'));
+  } catch {
+    return false;
+  }
+}
+
+function readJson(file: string, what: string): any {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (e: any) {
+    throw new LobesError(`cannot read the ${what} (${e?.code ?? e?.message})`, { file });
+  }
+  try {
+    return JSON.parse(text);
+  } catch (e: any) {
+    throw new LobesError(`the ${what} is not valid JSON (${e.message})`, { file });
+  }
+}
+
+/**
+ * The shards of a checkpoint and the tensor → shard map, checked for agreement between the
+ * index and the files (see the module comment).
+ */
+export function checkpointTensors(dir: string): { tensors: Map<string, StHeader>; shards: string[]; index: boolean } {
+  const indexFile = path.join(dir, HF_INDEX);
+  const tensors = new Map<string, StHeader>();
+  if (existsSync(indexFile)) {
+    const idx = readJson(indexFile, 'safetensors index');
+    const map = idx?.weight_map;
+    if (!map || typeof map !== 'object' || Array.isArray(map)) throw new LobesError('has no "weight_map" object', { file: indexFile });
+    const headers = new Map<string, StHeader>();
+    for (const [name, shard] of Object.entries(map)) {
+      if (typeof shard !== 'string' || shard.includes('/') || shard.includes('\\') || shard.startsWith('.')) throw new LobesError(`places ${name} in ${JSON.stringify(shard)}, which is not a file name in the folder`, { file: indexFile });
+      if (!headers.has(shard)) {
+        const f = path.join(dir, shard);
+        if (!existsSync(f)) throw new LobesError(`names the shard ${shard} (for ${name}), which is not in the folder`, { file: indexFile, hint: 'download the missing shard, or the checkpoint again' });
+        headers.set(shard, readSafetensorsHeader(f));
+      }
+      const h = headers.get(shard)!;
+      if (!h.tensors.has(name)) throw new LobesError(`places ${name} in ${shard}, which does not hold it`, { file: indexFile, hint: 'the index and the shards are of different checkpoints; download them again' });
+      tensors.set(name, h);
+    }
+    let total = 0;
+    for (const [shard, h] of headers) {
+      for (const [name, t] of h.tensors) {
+        const placed = map[name];
+        if (placed !== shard) throw new LobesError(`${shard} holds ${name}, which the index ${placed === undefined ? 'does not list' : `places in ${placed}`}`, { file: indexFile, hint: 'the index and the shards are of different checkpoints; download them again' });
+        total += t.byteLength;
+      }
+    }
+    const declared = idx?.metadata?.total_size;
+    if (typeof declared === 'number' && declared !== total) {
+      throw new LobesError(`metadata.total_size is ${declared} but the shards it names hold ${total} bytes of tensors`, { file: indexFile, hint: 'the index and the shards are of different checkpoints; download them again' });
+    }
+    return { tensors, shards: [...headers.keys()].sort(), index: true };
+  }
+  const files = readdirSync(dir).filter((n) => n.endsWith('.safetensors')).sort();
+  let use: string[];
+  if (files.includes(HF_SINGLE)) use = [HF_SINGLE];
+  else if (files.length === 1) use = files;
+  else if (files.length === 0) throw new LobesError('no .safetensors weights in the folder', { file: dir });
+  else throw new LobesError(`${files.length} .safetensors files (${files.slice(0, 3).join(', ')}${files.length > 3 ? ', …' : ''}) but no ${HF_INDEX} saying which holds what`, { file: dir, hint: 'add the index the checkpoint came with' });
+  const h = readSafetensorsHeader(path.join(dir, use[0]!));
+  for (const name of h.tensors.keys()) tensors.set(name, h);
+  return { tensors, shards: use, index: false };
+}
+
+const posInt = (x: unknown): x is number => typeof x === 'number' && Number.isInteger(x) && x > 0;
+
+/** The family of a config.json: its model_type (or architectures[0]), refused by name when lobes cannot express it. */
+export function hfFamily(config: Record<string, any>, file: string): HfFamily {
+  const mt = typeof config.model_type === 'string' ? config.model_type : null;
+  const arch = Array.isArray(config.architectures) ? String(config.architectures[0] ?? '') : '';
+  const type = mt ?? ({ LlamaForCausalLM: 'llama', MistralForCausalLM: 'mistral', Qwen2ForCausalLM: 'qwen2', Qwen3ForCausalLM: 'qwen3' } as Record<string, string>)[arch] ?? null;
+  if (type === null) throw new LobesError('has no model_type: the model family is unknown', { file, hint: 'a config.json written by transformers names it' });
+  if ((HF_FAMILIES as readonly string[]).includes(type)) return type as HfFamily;
+  const lacks = REFUSED_FAMILIES[type];
+  if (lacks) throw new LobesError(`model_type "${type}" is not converted: lobes' graphs do not express its ${lacks}`, { file, where: 'model_type', hint: `lobes converts ${HF_FAMILIES.join(', ')}` });
+  throw new LobesError(`model_type "${type}" is not one lobes converts (${HF_FAMILIES.join(', ')})`, { file, where: 'model_type' });
+}
+
+/**
+ * Hugging Face rope settings of a config, as the spec's ropeTheta and ropeScaling (rope_type
+ * spelled out): rope_theta / rope_scaling (`rope_type` or the older `type`), or rope_parameters.
+ */
+export function hfRope(config: Record<string, any>, file: string, defaultTheta: number): { theta: number; scaling: Record<string, unknown> | null } {
+  const rp = config.rope_parameters && typeof config.rope_parameters === 'object' ? config.rope_parameters : null;
+  const rs = config.rope_scaling && typeof config.rope_scaling === 'object' ? config.rope_scaling : null;
+  if (rp && rs) throw new LobesError('has both rope_parameters and rope_scaling: which one holds is unclear', { file, where: 'rope_scaling' });
+  const theta = rp?.rope_theta ?? config.rope_theta ?? defaultTheta;
+  if (typeof theta !== 'number' || !(theta > 0)) throw new LobesError(`rope_theta must be a positive number, got ${JSON.stringify(theta)}`, { file, where: rp ? 'rope_parameters.rope_theta' : 'rope_theta' });
+  const src = rp ?? rs;
+  if (!src) return { theta, scaling: null };
+  const where = rp ? 'rope_parameters' : 'rope_scaling';
+  if (src.rope_type !== undefined && src.type !== undefined && src.rope_type !== src.type) {
+    throw new LobesError(`names two rope types, rope_type "${src.rope_type}" and type "${src.type}"`, { file, where });
+  }
+  const kind = String(src.rope_type ?? src.type ?? 'default');
+  const { rope_theta: _t, type: _legacy, rope_type: _rt, ...params } = src;
+  if (kind === 'default') return { theta, scaling: null };
+  if (kind === 'linear' || kind === 'llama3') {
+    if (kind === 'linear' && params.factor === 1) return { theta, scaling: null };
+    return { theta, scaling: { rope_type: kind, ...params } };
+  }
+  if (kind === 'yarn') {
+    // transformers takes original_max_position_embeddings from max_position_embeddings when absent.
+    const original = params.original_max_position_embeddings ?? config.max_position_embeddings;
+    if (!posInt(original)) throw new LobesError('YaRN needs original_max_position_embeddings (or max_position_embeddings)', { file, where });
+    return { theta, scaling: { rope_type: kind, ...params, original_max_position_embeddings: original } };
+  }
+  const why: Record<string, string> = {
+    dynamic: 'dynamic NTK scaling changes the frequencies with the length of each text',
+    longrope: 'longrope switches between two sets of frequency factors at a length threshold',
+  };
+  throw new LobesError(`rope scaling "${kind}" is not converted (${why[kind] ?? 'an unknown scaling'}); lobes converts linear, llama3 and yarn scaling`, { file, where: `${where}.${src.rope_type !== undefined ? 'rope_type' : 'type'}` });
+}
+
+/** A config.json (of a known family) as a Llama spec, with every setting lobes cannot express refused. */
+export function hfSpec(config: Record<string, any>, file: string): { family: HfFamily; spec: LlamaSpec } {
+  const family = hfFamily(config, file);
+  const fail = (where: string, cause: string, hint?: string): never => {
+    throw new LobesError(cause, { file, where, ...(hint ? { hint } : {}) });
+  };
+  const int = (key: string, fallback?: number): number => {
+    const v = config[key] ?? fallback;
+    if (!posInt(v)) fail(key, v === undefined ? `missing: every ${family} config.json has it` : `must be a positive integer, got ${JSON.stringify(v)}`);
+    return v as number;
+  };
+  const layers = int('num_hidden_layers');
+  const hidden = int('hidden_size');
+  const intermediate = int('intermediate_size');
+  if (Array.isArray(config.intermediate_size)) fail('intermediate_size', 'is a list (a size per layer): lobes converts models whose layers all have the same shape');
+  const heads = int('num_attention_heads');
+  const kvHeads = int('num_key_value_heads', heads);
+  if (heads % kvHeads !== 0) fail('num_key_value_heads', `${heads} attention heads are not a multiple of ${kvHeads} KV heads`);
+  const headDim = config.head_dim ?? (family === 'qwen3' ? 128 : hidden / heads);
+  if (!posInt(headDim)) fail('head_dim', `head dim ${headDim} is not a positive integer`);
+  if (headDim % 2 !== 0) fail('head_dim', `head dim ${headDim} is odd: rotary embeddings need pairs`);
+  const vocab = int('vocab_size');
+  const act = config.hidden_act ?? config.hidden_activation ?? 'silu';
+  if (act !== 'silu') fail('hidden_act', `activation "${act}" is not SiLU: lobes' graphs compute SwiGLU MLPs`);
+  if (config.mlp_bias) fail('mlp_bias', 'biases on the MLP projections are not expressed by lobes\' graphs');
+  if (family !== 'qwen2' && config.attention_bias) fail('attention_bias', `attention_bias puts a bias on o_proj as well as q, k, v; lobes' graphs add biases to q, k and v only (as Qwen2 has them)`);
+  if (config.num_local_experts || config.num_experts || config.n_routed_experts) fail('num_experts', 'mixture-of-experts MLPs are not expressed by lobes\' graphs');
+  const ppd = config.partial_rotary_factor;
+  if (ppd !== undefined && ppd !== null && ppd !== 1) fail('partial_rotary_factor', `partial rotary embeddings (factor ${ppd}) are not expressed: lobes rotates the whole head`);
+  // Mistral's window applies to every layer; Qwen2's (use_sliding_window) only from
+  // max_window_layers on, and per-layer types mix windowed and full layers: those are refused.
+  let slidingWindow: number | null = null;
+  const layerTypes: unknown[] = Array.isArray(config.layer_types) ? config.layer_types : [];
+  if (family === 'mistral' && config.sliding_window !== null && config.sliding_window !== undefined) {
+    if (!posInt(config.sliding_window)) fail('sliding_window', `must be a positive integer or null, got ${JSON.stringify(config.sliding_window)}`);
+    slidingWindow = config.sliding_window;
+    if (layerTypes.some((t) => t !== 'sliding_attention')) fail('layer_types', 'mixes sliding-window and full-attention layers, which lobes\' graphs do not express (one window for every layer)');
+  } else if (family === 'qwen2' && config.use_sliding_window) {
+    fail('use_sliding_window', `sliding-window attention from layer max_window_layers on (window ${config.sliding_window}) is not expressed by lobes' graphs`, 'a checkpoint with use_sliding_window false converts');
+  } else if (layerTypes.some((t) => t === 'sliding_attention')) {
+    fail('layer_types', 'has sliding-window layers, which lobes\' graphs express only for Mistral (one window for every layer)');
+  }
+  const eps = config.rms_norm_eps ?? 1e-6;
+  if (typeof eps !== 'number' || !(eps > 0)) fail('rms_norm_eps', `must be a positive number, got ${JSON.stringify(eps)}`);
+  const rope = hfRope(config, file, 10000);
+  const tokenId = (k: string): number | null => (Number.isInteger(config[k]) ? config[k] : null);
+  const eos = Array.isArray(config.eos_token_id) ? config.eos_token_id.filter((x: unknown) => Number.isInteger(x)) : tokenId('eos_token_id');
+  const spec: LlamaSpec = {
+    layers,
+    hidden,
+    intermediate,
+    heads,
+    kvHeads,
+    headDim,
+    vocab,
+    rmsNormEps: eps,
+    ropeTheta: rope.theta,
+    ropeScaling: rope.scaling,
+    maxPositions: posInt(config.max_position_embeddings) ? config.max_position_embeddings : 4096,
+    tiedEmbeddings: !!config.tie_word_embeddings,
+    bosTokenId: tokenId('bos_token_id'),
+    eosTokenId: eos,
+    padTokenId: tokenId('pad_token_id'),
+    modelType: family,
+    ...(family === 'qwen2' ? { attnBias: true } : {}),
+    ...(family === 'qwen3' ? { qkNorm: true } : {}),
+    ...(slidingWindow ? { slidingWindow } : {}),
+  };
+  return { family, spec };
+}
+
+/** Tensors a checkpoint may hold that the converted graph does not need (dropped knowingly). */
+const IGNORED = /^model\.layers\.\d+\.self_attn\.rotary_emb\.inv_freq$/;
+
+/**
+ * A weight source over a checkpoint's shards, by Hugging Face name, decoded to float32 a row
+ * range at a time. rowsInto reads into one reused byte buffer and decodes into the caller's
+ * buffer, so that streaming gigabytes allocates (and page-faults) nothing per chunk; each shard
+ * stays open while it is read.
+ */
+export class SafetensorsWeightSource implements LlamaWeightSource {
+  private raw = new Uint8Array(0);
+  private open: { file: string; f: RangeFile } | null = null;
+
+  constructor(
+    private readonly tensors: Map<string, StHeader>,
+    private readonly dir: string,
+  ) {}
+
+  private info(name: string) {
+    const h = this.tensors.get(name);
+    const t = h?.tensors.get(name);
+    if (!h || !t) throw new LobesError('weight not found in the checkpoint', { file: this.dir, where: name });
+    return { h, t };
+  }
+
+  shape(name: string): number[] {
+    return [...this.info(name).t.shape];
+  }
+
+  rows(name: string, r0: number, r1: number): Float32Array {
+    const { t } = this.info(name);
+    const cols = t.shape.length === 1 ? 1 : t.shape.slice(1).reduce((a, b) => a * b, 1);
+    return this.rowsInto(name, r0, r1, new Float32Array((r1 - r0) * cols));
+  }
+
+  rowsInto(name: string, r0: number, r1: number, out: Float32Array): Float32Array {
+    const { h, t } = this.info(name);
+    const rows = t.shape[0] ?? 1;
+    if (!(r0 >= 0 && r1 >= r0 && r1 <= rows)) throw new LobesError(`rows [${r0}, ${r1}) out of range for ${rows}`, { file: h.file, where: name });
+    const rowBytes = rows === 0 ? 0 : t.byteLength / rows;
+    const es = DTYPE_BYTES[t.dtype];
+    const n = ((r1 - r0) * rowBytes) / es;
+    if (this.open?.file !== h.file) {
+      this.open?.f.close();
+      this.open = { file: h.file, f: RangeFile.open(h.file, 'safetensors file', name) };
+    }
+    const bytes = (r1 - r0) * rowBytes;
+    if (this.raw.byteLength < bytes) this.raw = new Uint8Array(new ArrayBuffer(bytes));
+    const raw = this.raw.subarray(0, bytes);
+    this.open.f.readInto(raw, t.offset + r0 * rowBytes);
+    const dst = out.subarray(0, n);
+    if (t.dtype === 'BF16') bf16ArrayToFloat(new Uint16Array(raw.buffer, 0, n), dst as Float32Array<ArrayBuffer>);
+    else if (t.dtype === 'F16') halfArrayToFloat(new Uint16Array(raw.buffer, 0, n), dst as Float32Array<ArrayBuffer>);
+    else if (t.dtype === 'F32') dst.set(new Float32Array(raw.buffer, 0, n));
+    else throw new LobesError(`has dtype ${t.dtype}; lobes reads F32, F16 and BF16 weights`, { file: h.file, where: name });
+    return dst;
+  }
+
+  /** Close the shard held open. */
+  close(): void {
+    this.open?.f.close();
+    this.open = null;
+  }
+}
+
+/**
+ * Open a checkpoint folder for conversion: config.json → spec (family checked), the shards'
+ * headers (index checked against them), every tensor the spec needs present with its shape and
+ * a float dtype, no tensor the family does not have, and tokenizer.json present. Nothing beyond
+ * the headers is read.
+ */
+export function openHfCheckpoint(dir: string): HfCheckpoint {
+  const abs = path.resolve(dir);
+  const cfgFile = path.join(abs, HF_CONFIG);
+  if (!existsSync(cfgFile)) throw new LobesError(`no ${HF_CONFIG}: not a Hugging Face checkpoint folder`, { file: abs });
+  const config = readJson(cfgFile, 'model config');
+  if (!config || typeof config !== 'object' || Array.isArray(config)) throw new LobesError('is not a JSON object', { file: cfgFile });
+  const { family, spec } = hfSpec(config, cfgFile);
+  const { tensors, shards, index } = checkpointTensors(abs);
+  const want = new Map(expectedWeights(spec));
+  const dtypes: Record<string, number> = {};
+  for (const [name, h] of tensors) {
+    const t = h.tensors.get(name)!;
+    const where = `tensor ${JSON.stringify(name)}`;
+    const file = h.file;
+    if (!want.has(name)) {
+      if (IGNORED.test(name) || (name === 'lm_head.weight' && spec.tiedEmbeddings)) continue;
+      const why = /\.bias$/.test(name) ? `a bias ${family} does not have` : /experts|router|gate\.weight$/.test(name) ? 'an expert or router weight (mixture of experts)' : `not part of the ${family} architecture lobes converts`;
+      throw new LobesError(`is ${why}; converting without it would change the numbers`, { file, where });
+    }
+    const shape = want.get(name)!;
+    if (t.shape.length !== shape.length || t.shape.some((d, i) => d !== shape[i])) {
+      throw new LobesError(`has shape [${t.shape.join(', ')}] but config.json implies [${shape.join(', ')}]`, { file, where });
+    }
+    if (t.dtype !== 'F32' && t.dtype !== 'F16' && t.dtype !== 'BF16') throw new LobesError(`has dtype ${t.dtype}; lobes reads F32, F16 and BF16 weights`, { file, where, hint: 'quantized checkpoints (GPTQ, AWQ, bitsandbytes) are not read; use the original weights' });
+    dtypes[t.dtype] = (dtypes[t.dtype] ?? 0) + 1;
+  }
+  for (const name of want.keys()) {
+    if (!tensors.has(name)) {
+      const hint = name === 'lm_head.weight' ? 'config.json says the embeddings are not tied (tie_word_embeddings false), so lm_head.weight must be there' : 'the checkpoint is incomplete or of another configuration';
+      throw new LobesError(`weight ${name} is missing from the checkpoint`, { file: abs, hint });
+    }
+  }
+  if (!existsSync(path.join(abs, 'tokenizer.json'))) throw new LobesError('no tokenizer.json: lobes reads the fast tokenizer file Hugging Face checkpoints carry', { file: abs, hint: 'save the tokenizer with tokenizer.save_pretrained(DIR) next to the weights' });
+  const files: HfFile[] = [];
+  const add = (name: string, role: HfFile['role']) => {
+    const p = path.join(abs, name);
+    files.push({ name, path: p, bytes: statSync(p).size, role });
+  };
+  add(HF_CONFIG, 'config');
+  if (index) add(HF_INDEX, 'index');
+  for (const s of shards) add(s, 'weights');
+  for (const f of HF_TOKENIZER_FILES) if (existsSync(path.join(abs, f))) add(f, 'tokenizer');
+  return { dir: abs, family, config, spec, weights: new SafetensorsWeightSource(tensors, abs), files, tensors, dtypes };
+}
+
+/**
+ * sha256 of every byte before a checkpoint's weights: config.json, the index, each shard's
+ * header, and the tokenizer files, by name. Together with the files' sizes and modification
+ * times it keys the conversion cache without reading the weights.
+ */
+export function hfHeaderSha256(ck: HfCheckpoint): string {
+  const h = createHash('sha256');
+  for (const f of ck.files) {
+    h.update(`${f.name}\n${f.bytes}\n`);
+    if (f.role === 'weights') {
+      const head = readSafetensorsHeader(f.path);
+      h.update(readFileRange(f.path, 0, head.dataStart, 'safetensors file'));
+    } else h.update(readFileSync(f.path));
+  }
+  return h.digest('hex');
+}
+
+/**
+ * The tokenizer files to write into the converted folder: each as it is, except that
+ * tokenizer_config.json gains the chat template of chat_template.jinja (transformers 5 saves it
+ * there) when it has none of its own, so that every tokenizer reader finds it.
+ */
+export function hfTokenizerFiles(ck: HfCheckpoint): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const f of ck.files) if (f.role === 'tokenizer') out[f.name] = readFileSync(f.path, 'utf8');
+  const jinja = out['chat_template.jinja'];
+  if (jinja !== undefined) {
+    const cfg = out['tokenizer_config.json'] !== undefined ? readJson(path.join(ck.dir, 'tokenizer_config.json'), 'tokenizer config') : {};
+    if (cfg.chat_template === undefined) {
+      cfg.chat_template = jinja;
+      out['tokenizer_config.json'] = JSON.stringify(cfg, null, 2) + '\n';
+    }
+  }
+  return out;
+}

@@ -1,0 +1,442 @@
+"""Hugging Face checkpoints of each family lobes converts, with goldens from transformers.
+
+For each family (llama, mistral, qwen2, qwen3) this script makes a tiny random-weight model from a seeded
+config with the family's own features switched on, saves it with save_pretrained as a
+researcher's checkpoint folder is saved, and records what transformers computes from that
+folder (loaded back with from_pretrained, fp32, eager attention):
+
+  llama  hidden 64, 2 layers, 4 heads / 2 KV heads, untied lm_head, rope_theta and a
+         legacy-spelled rope_scaling {"type": "linear", "factor": 2} at the top level of
+         config.json, BF16 weights in 3 shards with model.safetensors.index.json;
+  mistral sliding-window attention with a window of 8 tokens, shorter than every text (10 to
+         66 tokens), 4 heads / 1 KV head, F32;
+  qwen2  q/k/v biases (not o), tied embeddings, rope_theta 1e6, rope_scaling {"rope_type":
+         "llama3", ...}, F32 weights in one model.safetensors;
+  qwen3  per-head q_norm / k_norm, head_dim 128 with hidden 64 and 4 heads (not hidden/heads; 128 as the real Qwen3s,
+         which transformers' GGUF loader assumes),
+         no biases, F16 weights, transformers 5's rope_parameters spelling.
+
+Weights are ~ N(0, 1/fan_in), embeddings N(0, 1), norms 1 + N(0, 0.1^2), biases N(0, 0.5^2)
+(large enough that dropping one moves the outputs well beyond the tolerance).
+
+The tokenizer is a byte-level BPE trained here on a fixed English and Chinese text (vocab 384,
+deterministic), saved as tokenizer.json + tokenizer_config.json with a chat template, shared by
+the three checkpoints.
+
+Goldens (each text alone, no padding; row i = text i at its last token): every layer's attention
+weights from the last token (FAMILY.attn.textI, [layers, heads, n], output_attentions); for every layer the
+input of gate_proj (layers.L.mlp.in), the input of down_proj (layers.L.mlp.down_in) and the
+decoder layer's output (layers.L.resid_out); the last hidden state after the final norm
+(final.hidden); the logits. Also the logits of the same texts as one right-padded batch, as a
+check that transformers' batch equals the single runs.
+
+For qwen2 and qwen3 the same weights are also written as a GGUF with the `gguf` package
+(llama.cpp's tensor names: attn_q.bias, attn_q_norm, ...; architecture qwen2 / qwen3; no q/k
+row permutation, as llama.cpp's converter writes these NEOX-rope families; the vocabulary with
+tokenizer.ggml.pre "qwen2", whose token ids on TOKENIZER_TEXTS transformers' GGUF tokenizer
+loader records), F32, and read back with transformers' GGUF loader: its logits must equal the checkpoint's (checked here, the
+maximum relative error is recorded).
+
+Each checkpoint is also exported by onnxruntime-genai's model builder (-p fp32 -e cpu) into
+builder-FAMILY/ (model.onnx, model.onnx.data, genai_config.json), so that lobes' capture points
+can be checked on the builder's own graphs. The builder does not export qwen2's llama3 rope
+scaling: its qwen2 export is of a copy without rope_scaling, whose oracle is the qwen2 GGUF's.
+
+Run from the repository root:
+    python3 -m venv /work/venv && /work/venv/bin/pip install torch transformers gguf safetensors accelerate onnxruntime-genai onnx onnx_ir
+    /work/venv/bin/python test/goldens/make_hf_checkpoint_goldens.py
+Writes test/goldens/hf-checkpoints/{tokenizer,llama,mistral,qwen2,qwen3}/ and goldens.json,
+goldens.safetensors (tensors named FAMILY.POINT).
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import gguf
+import numpy as np
+import torch
+import transformers
+from safetensors.torch import save_file
+from tokenizers import Tokenizer, models, pre_tokenizers, decoders, trainers, processors
+from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+OUT = os.path.join(ROOT, "test", "goldens", "hf-checkpoints")
+VOCAB = 384
+
+CORPUS = [
+    "The lighthouse keeper wrote in her notebook every evening before the storm came.",
+    "A good friend listens before giving advice, and notices how you feel.",
+    "Numbers: 3 trains, 12 stations, 240 passengers! The river runs north to the sea.",
+    "他每天早上六点起床，然后去公园散步。我们明天一起去图书馆看书吧。",
+    "朋友之间应该互相帮助，互相理解。今天的天气很好，适合出去走走。",
+]
+TEXTS = [
+    "The keeper listens to the sea every evening, and writes what she hears in a small notebook by the window.",
+    "他每天早上去公园散步。",
+    "A friend helps.",
+    "我们明天一起去图书馆看书吧，今天的天气很好，适合出去走走，朋友之间应该互相帮助。",
+]
+# Texts for the GGUF tokenizers (pre-tokenizer "qwen2", as llama.cpp writes Qwen2 / Qwen3
+# files): digits, contractions, newlines, spaces, a decomposed accent (NFC), Chinese.
+TOKENIZER_TEXTS = TEXTS + [
+    "Numbers: 3 trains, 12 stations, 240 passengers! It's 2024-05-17.",
+    "Line one\n\n  Line two   with  spaces\tand a tab. We'll see, you're right.",
+    "Cafe\u0301 or café? 東京 2 时 30 分。",
+]
+
+CHAT_TEMPLATE = (
+    "{% for m in messages %}{{ '<|im_start|>' + m['role'] + '\\n' + m['content'] + '<|im_end|>\\n' }}{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
+)
+
+FAMILIES = {
+    "llama": dict(
+        seed=11,
+        config=dict(model_type="llama", architectures=["LlamaForCausalLM"], hidden_size=64, intermediate_size=128,
+                    num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, rms_norm_eps=1e-5,
+                    max_position_embeddings=256, tie_word_embeddings=False, hidden_act="silu",
+                    attention_bias=False, mlp_bias=False),
+        rope=("legacy", 10000.0, {"type": "linear", "factor": 2.0}),
+        dtype=torch.bfloat16, shard="60KB",
+    ),
+    "mistral": dict(
+        seed=44,
+        config=dict(model_type="mistral", architectures=["MistralForCausalLM"], hidden_size=64, intermediate_size=128,
+                    num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=1, rms_norm_eps=1e-5,
+                    max_position_embeddings=256, tie_word_embeddings=False, hidden_act="silu", sliding_window=8),
+        rope=("legacy", 10000.0, None),
+        dtype=torch.float32, shard=None,
+    ),
+    "qwen2": dict(
+        seed=22,
+        config=dict(model_type="qwen2", architectures=["Qwen2ForCausalLM"], hidden_size=64, intermediate_size=96,
+                    num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, rms_norm_eps=1e-6,
+                    max_position_embeddings=256, tie_word_embeddings=True, hidden_act="silu",
+                    use_sliding_window=False, sliding_window=None),
+        rope=("rope_type", 1000000.0, {"rope_type": "llama3", "factor": 4.0, "low_freq_factor": 1.0,
+                                       "high_freq_factor": 4.0, "original_max_position_embeddings": 16}),
+        dtype=torch.float32, shard=None,
+    ),
+    "qwen3": dict(
+        seed=33,
+        config=dict(model_type="qwen3", architectures=["Qwen3ForCausalLM"], hidden_size=64, intermediate_size=128,
+                    num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, head_dim=128,
+                    rms_norm_eps=1e-6, max_position_embeddings=256, tie_word_embeddings=False,
+                    hidden_act="silu", attention_bias=False, use_sliding_window=False, sliding_window=None),
+        rope=("parameters", 1000000.0, None),
+        dtype=torch.float16, shard=None,
+    ),
+}
+
+
+def make_tokenizer(out):
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    tok.decoder = decoders.ByteLevel()
+    tok.post_processor = processors.ByteLevel(trim_offsets=False)
+    trainer = trainers.BpeTrainer(vocab_size=VOCAB, min_frequency=1, special_tokens=["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    tok.train_from_iterator(CORPUS * 4, trainer=trainer)
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token=None, eos_token="<|im_end|>", pad_token="<|endoftext|>")
+    fast.chat_template = CHAT_TEMPLATE
+    fast.save_pretrained(out)
+    return fast
+
+
+def init_weights(model, seed):
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("norm.weight"):
+                p.copy_(1 + 0.1 * torch.randn(p.shape, generator=g))
+            elif name.endswith(".bias"):
+                p.copy_(0.5 * torch.randn(p.shape, generator=g))
+            elif "embed_tokens" in name:
+                p.copy_(torch.randn(p.shape, generator=g))
+            else:
+                p.copy_(torch.randn(p.shape, generator=g) / p.shape[1] ** 0.5)
+
+
+def write_config(folder, fam):
+    """Rewrite config.json with the family's rope spelling (transformers reads every one back)."""
+    path = os.path.join(folder, "config.json")
+    cfg = json.load(open(path))
+    for k in ("rope_parameters", "rope_scaling", "rope_theta"):
+        cfg.pop(k, None)
+    spelling, theta, scaling = fam["rope"]
+    if spelling == "parameters":
+        cfg["rope_parameters"] = dict(scaling or {"rope_type": "default"}, rope_theta=theta)
+    else:
+        cfg["rope_theta"] = theta
+        if scaling:
+            cfg["rope_scaling"] = scaling
+    json.dump(cfg, open(path, "w"), indent=2)
+
+
+def hooks_run(model, ids_list):
+    layers = model.config.num_hidden_layers
+    cap = {}
+
+    def pre(name):
+        def fn(_m, inputs):
+            cap[name] = inputs[0][0, -1].detach().clone()
+        return fn
+
+    def post(name):
+        def fn(_m, _inp, out):
+            o = out[0] if isinstance(out, tuple) else out
+            cap[name] = o[0, -1].detach().clone()
+        return fn
+
+    hs = []
+    for i, layer in enumerate(model.model.layers):
+        hs.append(layer.mlp.gate_proj.register_forward_pre_hook(pre(f"layers.{i}.mlp.in")))
+        hs.append(layer.mlp.down_proj.register_forward_pre_hook(pre(f"layers.{i}.mlp.down_in")))
+        hs.append(layer.register_forward_hook(post(f"layers.{i}.resid_out")))
+    rows = {}
+    with torch.no_grad():
+        for ids in ids_list:
+            t = torch.tensor([ids])
+            out = model(input_ids=t, attention_mask=torch.ones_like(t), output_hidden_states=True, use_cache=False)
+            vals = dict(cap)
+            vals["final.hidden"] = out.hidden_states[-1][0, -1]
+            vals["logits"] = out.logits[0, -1]
+            for k, v in vals.items():
+                rows.setdefault(k, []).append(v.float())
+    for h in hs:
+        h.remove()
+    # The last hidden state is the lm_head input.
+    for h, lg in zip(rows["final.hidden"], rows["logits"]):
+        assert torch.allclose(model.lm_head(h), lg, atol=1e-4)
+    names = [f"layers.{i}.{s}" for i in range(layers) for s in ("mlp.in", "mlp.down_in", "resid_out")] + ["final.hidden", "logits"]
+    return {k: torch.stack(rows[k]) for k in names}
+
+
+def attention_rows(model, ids_list):
+    """Each text's attention weights from its last token, [layers, heads, n] (eager, output_attentions)."""
+    out = []
+    with torch.no_grad():
+        for ids in ids_list:
+            t = torch.tensor([ids])
+            o = model(input_ids=t, attention_mask=torch.ones_like(t), output_attentions=True, use_cache=False)
+            out.append(torch.stack([a[0, :, -1, :] for a in o.attentions]).float().contiguous())
+    return out
+
+
+def batch_logits(model, ids_list, pad):
+    n = max(len(x) for x in ids_list)
+    ids = torch.tensor([x + [pad] * (n - len(x)) for x in ids_list])
+    mask = torch.tensor([[1] * len(x) + [0] * (n - len(x)) for x in ids_list])
+    with torch.no_grad():
+        lg = model(input_ids=ids, attention_mask=mask, use_cache=False).logits
+    return torch.stack([lg[i, len(x) - 1] for i, x in enumerate(ids_list)])
+
+
+def rel(a, b):
+    return float((a - b).norm() / b.norm())
+
+
+def write_gguf(model, family, path, tok):
+    cfg = model.config
+    sd = {k: v.detach().float().numpy() for k, v in model.state_dict().items()}
+    w = gguf.GGUFWriter(path, family)
+    w.add_name(f"lobes tiny {family} test model")
+    w.add_context_length(cfg.max_position_embeddings)
+    w.add_embedding_length(cfg.hidden_size)
+    w.add_block_count(cfg.num_hidden_layers)
+    w.add_feed_forward_length(cfg.intermediate_size)
+    hd = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+    w.add_rope_dimension_count(hd)
+    w.add_head_count(cfg.num_attention_heads)
+    w.add_head_count_kv(cfg.num_key_value_heads)
+    if family == "qwen3":
+        w.add_key_length(hd)
+        w.add_value_length(hd)
+    w.add_rope_freq_base(cfg.rope_parameters["rope_theta"])
+    w.add_layer_norm_rms_eps(cfg.rms_norm_eps)
+    w.add_file_type(gguf.LlamaFileType.ALL_F32)
+    vocab = tok.backend_tokenizer.get_vocab(with_added_tokens=True)
+    tokens = [None] * len(vocab)
+    for t, i in vocab.items():
+        tokens[i] = t
+    added = {a.content for a in tok.backend_tokenizer.get_added_tokens_decoder().values()}
+    types = [gguf.TokenType.CONTROL if t in added else gguf.TokenType.NORMAL for t in tokens]
+    merges = json.loads(tok.backend_tokenizer.to_str())["model"]["merges"]
+    merges = [" ".join(m) if isinstance(m, list) else m for m in merges]
+    w.add_tokenizer_model("gpt2")
+    w.add_tokenizer_pre("qwen2")
+    w.add_token_list(tokens)
+    w.add_token_types(types)
+    w.add_token_merges(merges)
+    w.add_eos_token_id(tok.eos_token_id)
+    w.add_pad_token_id(tok.pad_token_id)
+    w.add_add_bos_token(False)
+    w.add_chat_template(CHAT_TEMPLATE)
+    names = {"input_layernorm.weight": "attn_norm.weight", "post_attention_layernorm.weight": "ffn_norm.weight",
+             "self_attn.q_proj.weight": "attn_q.weight", "self_attn.k_proj.weight": "attn_k.weight",
+             "self_attn.v_proj.weight": "attn_v.weight", "self_attn.o_proj.weight": "attn_output.weight",
+             "self_attn.q_proj.bias": "attn_q.bias", "self_attn.k_proj.bias": "attn_k.bias", "self_attn.v_proj.bias": "attn_v.bias",
+             "self_attn.q_norm.weight": "attn_q_norm.weight", "self_attn.k_norm.weight": "attn_k_norm.weight",
+             "mlp.gate_proj.weight": "ffn_gate.weight", "mlp.up_proj.weight": "ffn_up.weight", "mlp.down_proj.weight": "ffn_down.weight"}
+    w.add_tensor("token_embd.weight", sd["model.embed_tokens.weight"])
+    for l in range(cfg.num_hidden_layers):
+        for hf, gg in names.items():
+            k = f"model.layers.{l}.{hf}"
+            if k in sd:
+                w.add_tensor(f"blk.{l}.{gg}", sd[k])
+    w.add_tensor("output_norm.weight", sd["model.norm.weight"])
+    if not cfg.tie_word_embeddings:
+        w.add_tensor("output.weight", sd["lm_head.weight"])
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+def builder_export(folder, family, out):
+    """onnxruntime-genai's model builder on the checkpoint (-p fp32 -e cpu); qwen2's llama3 rope
+    scaling, which the builder refuses, is taken out of a copy first (its oracle is then the
+    GGUF's: the same weights without rope scaling)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        src = os.path.join(tmp, "ckpt")
+        shutil.copytree(folder, src)
+        note = None
+        if family == "qwen2":
+            cfg = json.load(open(os.path.join(src, "config.json")))
+            cfg.pop("rope_scaling", None)
+            json.dump(cfg, open(os.path.join(src, "config.json"), "w"), indent=2)
+            note = "rope_scaling removed (the builder does not export llama3 scaling for qwen2); oracle: qwen2-gguf"
+        dst = os.path.join(tmp, "out")
+        subprocess.run([sys.executable, "-m", "onnxruntime_genai.models.builder", "-m", src, "-i", src, "-o", dst,
+                        "-p", "fp32", "-e", "cpu", "-c", os.path.join(tmp, "cache")], check=True, capture_output=True)
+        os.makedirs(out)
+        for f in ("model.onnx", "model.onnx.data", "genai_config.json"):
+            shutil.copy(os.path.join(dst, f), out)
+    import onnxruntime_genai
+    oracle = {"qwen2": "qwen2-gguf", "llama": "llama-builder", "mistral": "mistral-builder"}.get(family, family)
+    return {"builder": f"onnxruntime_genai.models.builder -p fp32 -e cpu, onnxruntime-genai {onnxruntime_genai.__version__}", "note": note,
+            "oracle": oracle}
+
+
+# A YaRN variant of the llama checkpoint: the same folder with this rope_scaling (legacy "type"
+# spelling) in config.json; goldens llama-yarn.* from transformers reading that folder. The
+# original context (64) is shorter than the longest text (66 tokens) and the ramp spans 3 dims.
+YARN = {"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64, "beta_fast": 32, "beta_slow": 1}
+
+
+def variant_goldens(folder, edit, ids):
+    with tempfile.TemporaryDirectory() as tmp:
+        src = os.path.join(tmp, "ckpt")
+        shutil.copytree(folder, src)
+        cfg = json.load(open(os.path.join(src, "config.json")))
+        edit(cfg)
+        json.dump(cfg, open(os.path.join(src, "config.json"), "w"), indent=2)
+        m = AutoModelForCausalLM.from_pretrained(src, dtype=torch.float32, attn_implementation="eager").eval()
+        return hooks_run(m, ids), m.model.rotary_emb.attention_scaling
+
+
+# What the builder (0.18) writes instead of the checkpoint, found by reading its graphs: it
+# leaves out a rope_scaling spelled with the legacy "type" key (cos/sin caches unscaled), and
+# Mistral's sliding window (GroupQueryAttention local_window_size -1). The goldens FAMILY-builder
+# are transformers on the checkpoint with that setting taken out, the model the builder exported.
+BUILDER_DROPS = {"llama": ("rope_scaling", None), "mistral": ("sliding_window", None)}
+
+
+def builder_oracle(folder, family, ids):
+    key, value = BUILDER_DROPS[family]
+    with tempfile.TemporaryDirectory() as tmp:
+        src = os.path.join(tmp, "ckpt")
+        shutil.copytree(folder, src)
+        cfg = json.load(open(os.path.join(src, "config.json")))
+        cfg[key] = value
+        if value is None:
+            cfg.pop(key)
+        json.dump(cfg, open(os.path.join(src, "config.json"), "w"), indent=2)
+        m = AutoModelForCausalLM.from_pretrained(src, dtype=torch.float32, attn_implementation="eager").eval()
+        return hooks_run(m, ids)
+
+
+def main():
+    if os.path.exists(OUT):
+        shutil.rmtree(OUT)
+    os.makedirs(OUT)
+    tok_dir = os.path.join(OUT, "tokenizer")
+    tok = make_tokenizer(tok_dir)
+    ids = [tok(t, add_special_tokens=True)["input_ids"] for t in TEXTS]
+    meta = {"transformers": transformers.__version__, "torch": torch.__version__, "gguf": gguf.__version__ if hasattr(gguf, "__version__") else "?",
+            "texts": TEXTS, "ids": ids, "pad": tok.pad_token_id, "families": {}}
+    tensors = {}
+    for family, fam in FAMILIES.items():
+        torch.manual_seed(fam["seed"])
+        cfg = transformers.AutoConfig.for_model(**fam["config"], vocab_size=len(tok), eos_token_id=tok.eos_token_id,
+                                                pad_token_id=tok.pad_token_id, bos_token_id=None)
+        model = AutoModelForCausalLM.from_config(cfg, attn_implementation="eager").eval()
+        init_weights(model, fam["seed"])
+        folder = os.path.join(OUT, family)
+        model.to(fam["dtype"])
+        kw = {"max_shard_size": fam["shard"]} if fam["shard"] else {}
+        model.save_pretrained(folder, safe_serialization=True, **kw)
+        for f in os.listdir(tok_dir):
+            shutil.copy(os.path.join(tok_dir, f), folder)
+        gen = os.path.join(folder, "generation_config.json")
+        if os.path.exists(gen):
+            os.remove(gen)
+        write_config(folder, fam)
+        # The oracle: transformers reading the folder as it is, in float32.
+        ref = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32, attn_implementation="eager").eval()
+        g = hooks_run(ref, ids)
+        b = batch_logits(ref, ids, tok.pad_token_id)
+        batch_err = rel(b, g["logits"])
+        assert batch_err < 1e-5, batch_err
+        for k, v in g.items():
+            tensors[f"{family}.{k}"] = v.contiguous()
+        for i, a in enumerate(attention_rows(ref, ids)):
+            tensors[f"{family}.attn.text{i}"] = a
+        info = {"seed": fam["seed"], "dtype": str(fam["dtype"]).replace("torch.", ""), "files": sorted(os.listdir(folder)),
+                "rope": fam["rope"][0], "batch_vs_single_logits_rel": batch_err,
+                "tensors": {k: list(v.shape) for k, v in g.items()}}
+        if family in ("qwen2", "qwen3"):
+            gpath = os.path.join(OUT, f"tiny-{family}.gguf")
+            write_gguf(ref, family, gpath, tok)
+            with tempfile.TemporaryDirectory() as tmp:
+                shutil.copy(gpath, tmp)
+                hg = AutoModelForCausalLM.from_pretrained(tmp, gguf_file=os.path.basename(gpath), dtype=torch.float32, attn_implementation="eager").eval()
+            # The GGUF oracle is transformers reading the GGUF. llama.cpp keeps no rope_scaling for
+            # these families, so where the checkpoint has none the two must agree.
+            gg = hooks_run(hg, ids)
+            info["gguf_vs_checkpoint_logits_rel"] = rel(gg["logits"], g["logits"])
+            if fam["rope"][2] is None:
+                assert info["gguf_vs_checkpoint_logits_rel"] < 1e-5, info["gguf_vs_checkpoint_logits_rel"]
+            for k, v in gg.items():
+                tensors[f"{family}-gguf.{k}"] = v.contiguous()
+            with tempfile.TemporaryDirectory() as tmp:
+                shutil.copy(gpath, tmp)
+                gt = transformers.AutoTokenizer.from_pretrained(tmp, gguf_file=os.path.basename(gpath))
+            info["gguf_tokenizer"] = {"texts": TOKENIZER_TEXTS, "ids": [gt(t, add_special_tokens=True)["input_ids"] for t in TOKENIZER_TEXTS]}
+            info["gguf"] = os.path.basename(gpath)
+        info["builder_export"] = builder_export(folder, family, os.path.join(OUT, f"builder-{family}"))
+        if family == "llama":
+            yg, scaling = variant_goldens(folder, lambda c: c.__setitem__("rope_scaling", YARN), ids)
+            info["yarn"] = {"rope_scaling": YARN, "attention_scaling": scaling, "vs_checkpoint_logits_rel": rel(yg["logits"], g["logits"])}
+            for k, v in yg.items():
+                tensors[f"llama-yarn.{k}"] = v.contiguous()
+        if family in BUILDER_DROPS:
+            bo = builder_oracle(folder, family, ids)
+            info["builder_export"]["drops"] = BUILDER_DROPS[family][0]
+            info["builder_export"]["builder_vs_checkpoint_logits_rel"] = rel(bo["logits"], g["logits"])
+            for k, v in bo.items():
+                tensors[f"{family}-builder.{k}"] = v.contiguous()
+        meta["families"][family] = info
+        print(family, "ok", info.get("gguf_vs_checkpoint_logits_rel"))
+    save_file(tensors, os.path.join(OUT, "goldens.safetensors"))
+    with open(os.path.join(OUT, "goldens.json"), "w") as f:
+        json.dump(meta, f, indent=1, ensure_ascii=False)
+        f.write("\n")
+
+
+if __name__ == "__main__":
+    main()
