@@ -1,4 +1,4 @@
-import { parseCommand, intOption, numOption } from './args.js';
+import { parseCommand, intOption, numOption, parseInteger } from './args.js';
 import { UsageError } from '../util/errors.js';
 import { runWanda, DEFAULT_PERMUTATIONS } from '../wanda/run.js';
 import type { TopSpec } from '../wanda/regions.js';
@@ -54,9 +54,8 @@ function parseBlock(v: string | undefined): [number, number] | 'auto' | undefine
   if (v === 'auto') return 'auto';
   const m = /^(\d+)(?:x(\d+))?$/.exec(v);
   if (!m) throw new UsageError(`--block must be N, RxC or auto (e.g. 256, 128x256), got ${JSON.stringify(v)}`);
-  const r = Number(m[1]);
-  const c = m[2] !== undefined ? Number(m[2]) : r;
-  if (r < 1 || c < 1) throw new UsageError('--block sizes must be at least 1');
+  const r = parseInteger(m[1]!, '--block', 1);
+  const c = m[2] !== undefined ? parseInteger(m[2], '--block', 1) : r;
   return [r, c];
 }
 
