@@ -67,7 +67,8 @@ ${HELP.chatTemplate('auto')}
   --target-delimiter T cloze: text between the prompt and each option (default " ", or "" when
                        the prompt is cut where its {choices} would go, as for SocialEval)
   --mutual-info        cloze: also score each option without the prompt (acc_mutual_info)
-  --skip-invalid       leave out invalid items/trees (reported) instead of stopping
+  --skip-invalid       leave out invalid items/trees (reported) instead of stopping (an item
+                       with more than 26 options is invalid where its options are lettered)
 ${HELP.quiet}
   --json               print summary.json on stdout
 

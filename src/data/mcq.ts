@@ -69,8 +69,13 @@ export function resolveAnswer(v: unknown, options: string[]): number | string {
   return 'answer is neither a number nor a string';
 }
 
-/** Load a `jsonl:` multiple-choice spec. */
-export function loadMcqJsonl(spec: string, skipInvalid = false): McqLoad {
+/**
+ * Load a `jsonl:` multiple-choice spec. `maxOptions`: the most options an item may have (the
+ * answer letters of a lettered prompt, 26); an item with more is invalid like any other bad
+ * line, so it is refused (or left out with skipInvalid) before anything is written.
+ */
+export function loadMcqJsonl(spec: string, skipInvalid = false, limits: { maxOptions?: number } = {}): McqLoad {
+  const maxOptions = limits.maxOptions ?? Infinity;
   const p = parseSpec(spec);
   if (p.kind !== 'jsonl') throw new UsageError(`multiple-choice items come from jsonl: files, got ${JSON.stringify(spec)}`, 'e.g. jsonl:items.jsonl?question=question&options=options&answer=answer');
   checkParams(p, MCQ_KEYS);
@@ -115,6 +120,7 @@ export function loadMcqJsonl(spec: string, skipInvalid = false): McqLoad {
     const opts = o[of];
     if (!Array.isArray(opts) || !opts.every((x) => typeof x === 'string')) return bad(opts === undefined ? `missing field ${JSON.stringify(of)}` : `field ${JSON.stringify(of)} is not a list of strings`);
     if (opts.length < 2) return bad(`the item has ${opts.length} option${opts.length === 1 ? '' : 's'}; multiple choice needs at least 2`);
+    if (opts.length > maxOptions) return bad(`the item has ${opts.length} options, more than the ${maxOptions} answer letters (--scoring cloze, without {choices} in the prompt, takes any number)`);
     if (!(af in o)) return bad(`missing field ${JSON.stringify(af)}`);
     const ans = resolveAnswer(o[af], opts as string[]);
     if (typeof ans === 'string') return bad(ans);

@@ -4,8 +4,7 @@
  * --sweep grids are checked; --shard auto refuses two schedulers that disagree. Every refusal
  * is one line naming the flag, exit 2, and leaves earlier results byte-identical.
  */
-import { createHash } from 'node:crypto';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -15,25 +14,12 @@ import { canonicalLayerSpec, parseLayerSelection } from '../../src/runtime/layer
 import { parseShard } from '../../src/store/layout.js';
 import { UsageError } from '../../src/util/errors.js';
 import { capture } from '../capture.js';
+import { tree } from '../tree.js';
 
 const TINY = path.resolve(__dirname, '../../models/tiny-llama');
 const HAVE = existsSync(path.join(TINY, 'model.onnx'));
 
 afterEach(() => vi.restoreAllMocks());
-
-/** sha256 of every file under dir, by relative path. */
-export function tree(dir: string): Record<string, string> {
-  const out: Record<string, string> = {};
-  const walk = (d: string) => {
-    for (const n of readdirSync(d).sort()) {
-      const p = path.join(d, n);
-      if (statSync(p).isDirectory()) walk(p);
-      else out[path.relative(dir, p)] = createHash('sha256').update(readFileSync(p)).digest('hex');
-    }
-  };
-  walk(dir);
-  return out;
-}
 
 function refusal(f: () => unknown): string {
   try {
