@@ -10,7 +10,9 @@ export function tree(dir: string): Record<string, string> {
   const walk = (d: string) => {
     for (const n of readdirSync(d).sort()) {
       const p = path.join(d, n);
-      if (statSync(p).isDirectory()) walk(p);
+      const st = statSync(p);
+      if (st.isDirectory()) walk(p);
+      else if (!st.isFile()) out[path.relative(dir, p)] = 'not a regular file';
       else out[path.relative(dir, p)] = createHash('sha256').update(readFileSync(p)).digest('hex');
     }
   };

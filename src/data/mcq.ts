@@ -12,7 +12,7 @@
  */
 import * as path from 'node:path';
 import { LobesError, LobesErrors, UsageError } from '../util/errors.js';
-import { absentFieldsError, parseJson, problemError, readUtf8, type Problem } from './read.js';
+import { absentFieldsError, invalidInputHint, parseJson, problemError, readUtf8, type Problem } from './read.js';
 import { checkParams, formatSpec, parseSpec } from './spec.js';
 import type { Excluded } from './types.js';
 
@@ -150,7 +150,7 @@ export function loadMcqJsonl(spec: string, skipInvalid = false, limits: { maxOpt
   if (absent) throw absent;
   const excluded: Excluded[] = [];
   if (problems.length) {
-    if (!skipInvalid) throw new LobesErrors(`dataset ${spec} has invalid items`, problems.map(problemError), { hint: 'fix the lines, or pass --skip-invalid to leave them out' });
+    if (!skipInvalid) throw new LobesErrors(`dataset ${spec} has invalid items`, problems.map(problemError), { hint: invalidInputHint(items.length, 'fix the lines', '--skip-invalid') });
     for (const pr of problems) excluded.push({ id: pr.id ?? `${base}: ${pr.where ?? ''}`, file: pr.file, where: pr.where, reason: `invalid: ${pr.reason}` });
   }
   if (items.length === 0) throw new LobesError(`dataset ${spec} has no valid items`, { file });

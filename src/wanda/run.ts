@@ -87,7 +87,7 @@ export const DEFAULT_PERMUTATIONS = 199;
 
 /** Resolve where the weights are and which matrices they give for the wanted list. */
 export async function locateWeights(weights: string, wanted: WantedMatrix[], modelInfo?: ModelInfo): Promise<{ source: 'onnx' | 'safetensors' | 'gguf'; path: string; matrices: MatrixRef[] }> {
-  if (!existsSync(weights)) throw new LobesError('weights folder or file not found', { file: weights, hint: 'pass --weights DIR (ONNX model folder, safetensors checkpoint or GGUF file)' });
+  if (!existsSync(weights)) throw new LobesError('weights folder or file not found', { file: weights, hint: 'give --model with an ONNX model folder, a safetensors checkpoint or a GGUF file' });
   if (!statSync(weights).isDirectory()) checkRegularFile(weights, 'weights file');
   if (isGgufFile(weights)) return { source: 'gguf', path: weights, matrices: ggufMatrices(weights, wanted) };
   const isOnnx = statSync(weights).isFile() ? weights.endsWith('.onnx') : existsSync(path.join(weights, 'model.onnx')) || existsSync(path.join(weights, 'genai_config.json'));
