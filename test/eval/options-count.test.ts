@@ -62,4 +62,21 @@ describe('option counts', () => {
     // the vote is the option of the highest log-likelihood, the 27th letterless one included
     expect(b.vote).toBe(lp.indexOf(Math.max(...lp)));
   }, 60000);
+
+  it('cloze skips name --skip-longer-than, and 0 is the model\'s context (as --help says)', async () => {
+    const file = path.join(root, 'long.jsonl');
+    const q = (n: number) => Array.from({ length: n }, (_, i) => `w${i}`).join(' ');
+    writeFileSync(file, [{ id: 'short', question: q(3), options: ['yes', 'no'], answer: 0 }, { id: 'long', question: q(60), options: ['yes', 'no'], answer: 0 }].map((r) => JSON.stringify(r) + '\n').join(''));
+    const data = `jsonl:${file}?question=question&options=options&answer=answer&id=id`;
+    const skip = async (n: string) => {
+      const out = path.join(root, `long-${n}`);
+      expect((await cli(['eval', model, '--data', data, '--out', out, '--scoring', 'cloze', '--skip-longer-than', n, '--bootstrap', '0', '--quiet'])).code).toBe(0);
+      return readFileSync(path.join(out, 'records.jsonl'), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l)).map((r) => [r.id, r.skipped ?? null]);
+    };
+    const at40 = await skip('40');
+    expect(at40[0]).toEqual(['short', null]);
+    expect(at40[1]![1]).toMatch(/^the context and its longest option have \d+ tokens; --skip-longer-than is 40$/);
+    const ctx = JSON.parse(readFileSync(path.join(model, 'config.json'), 'utf8')).max_position_embeddings;
+    expect(await skip('0')).toEqual(await skip(String(ctx)));
+  }, 60000);
 });
