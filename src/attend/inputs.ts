@@ -233,7 +233,7 @@ function checkSameModel(ev: ModelFacts, here: ModelFacts, file: string): void {
     throw new LobesError(ev.control ? `the evaluation scored a random-weights control of the model (${controlKey(ev.control)}, eval --control), not the trained model lobes attend reads` : `the evaluation scored the trained model, not a random-weights control (${controlKey(mine.control)})`, { file, hint: 'run lobes attend --eval on an evaluation of the trained model' });
   }
   if (ev.source?.identity && mine.source?.identity) {
-    throw new LobesError('the evaluation was run with another model (its eval.json records another GGUF identity: other file contents, dtype or weight storage)', { file, hint: 'give lobes attend the GGUF and --dtype/--weights the evaluation used' });
+    throw new LobesError('the evaluation was run with another model (its eval.json records another GGUF identity: other file contents, dtype or weight storage)', { file, hint: 'give lobes attend the GGUF the evaluation used, converted the same way (lobes convert --dtype and --weights)' });
   }
   if (ev.graphSha256 && ev.graphSha256 === mine.graphSha256) {
     throw new LobesError('the evaluation was run with other model files (its eval.json records another sha256 over graph, weights and tokenizer files)', { file, hint: 'give lobes attend the model folder the evaluation used, unchanged' });

@@ -18,7 +18,8 @@ import { LOBES_VERSION } from '../version.js';
 import type { Device } from '../runtime/types.js';
 import { modelIdentity } from '../runtime/modelfiles.js';
 import { LONG_PROMPT_TOKEN_BUDGET, planBatches, padBatch } from '../runtime/batching.js';
-import { checkBatchMemory, checkContext, modelContext } from '../runtime/plan.js';
+import { checkBatchMemory, checkContext, modelContext, modelLayers } from '../runtime/plan.js';
+import { canonicalLayerSpec, parseLayerSelection } from '../runtime/layers.js';
 import { shardRange, type ShardSpec } from '../store/layout.js';
 import { claimJobFolder, isFreshFolder } from '../store/job.js';
 import { RecordChunks, readVerifiedJsonl } from '../store/records.js';
@@ -162,6 +163,11 @@ export async function runAttend(opts: AttendOptions): Promise<AttendSummary> {
   const force = !!opts.overwrite;
   checkOut(out, force);
   const cot = opts.cot ?? 0;
+  // --layers in its canonical text (equal selections, equal records), checked against the
+  // layer count the model declares before anything is written (the engine checks it again).
+  const layers = canonicalLayerSpec(opts.layers ?? DEFAULT_LAYERS);
+  const declared = modelLayers(opts.model);
+  if (declared !== null) parseLayerSelection(layers, declared, { clamp: opts.layers === undefined });
   // The model's identity: every file that shapes the numbers, hashed as lobes eval hashes them.
   const tok = await loadAttendTokenizer(opts.model);
   const { files, graphSha256, filesSha256 } = modelIdentity(opts.model);
@@ -193,7 +199,7 @@ export async function runAttend(opts: AttendOptions): Promise<AttendSummary> {
     timings: { tokenizeMs: Date.now() - t0, modelLoadMs: 0, computeMs: 0, wallMs: 0, attempts: 1 },
     complete: false,
   };
-  manifest.identity = attendIdentity(manifest, { cot, layers: opts.layers ?? DEFAULT_LAYERS, perLayer: !!opts.perLayer, batch: opts.batch ?? null, tokenBudget: opts.tokenBudget ?? null });
+  manifest.identity = attendIdentity(manifest, { cot, layers, perLayer: !!opts.perLayer, batch: opts.batch ?? null, tokenBudget: opts.tokenBudget ?? null });
   // From here on this process is the folder's only writer; its state is read under the lock.
   const job = await claimJobFolder(out, { command: 'lobes attend', isJob: (d) => isAttendDir(d) || (force && isOldAttendDir(d)), what: 'a lobes attend folder', log });
   let failed = true;
@@ -233,10 +239,10 @@ async function attendUnderLock(opts: AttendOptions, manifest: AttendManifest, in
       manifest.timings = { tokenizeMs: p.tokenizeMs + manifest.timings.tokenizeMs, modelLoadMs: p.modelLoadMs, computeMs: p.computeMs, wallMs: p.wallMs, attempts: p.attempts + 1 };
     }
   }
-  const { openAttentionEngine, parseLayerSelection, realRows } = await import('../runtime/attention-engine.js');
+  const { openAttentionEngine, realRows } = await import('../runtime/attention-engine.js');
   const t1 = Date.now();
   const device = opts.device ?? 'cpu';
-  const engine = await openAttentionEngine(opts.model, { layers: (n) => parseLayerSelection(opts.layers ?? DEFAULT_LAYERS, n), device, deviceId: opts.deviceId, threads: opts.threads });
+  const engine = await openAttentionEngine(opts.model, { layers: (n) => parseLayerSelection(canonicalLayerSpec(opts.layers ?? DEFAULT_LAYERS), n, { clamp: opts.layers === undefined }), device, deviceId: opts.deviceId, threads: opts.threads });
   let scorer: Scorer | null = null;
   try {
     if (etok) {

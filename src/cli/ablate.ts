@@ -145,7 +145,9 @@ export function formatAblate(s: AblateSummary): string {
   const f = (x: number) => (x >= 0 ? '+' : '') + x.toFixed(3);
   const fp = (x: number | null) => (x === null ? '—' : x < 1e-3 ? x.toExponential(1) : x.toFixed(3));
   const key = (r: { region: string; minus: string | null }) => (r.minus === null ? r.region : `${r.region}∖${r.minus}`);
-  const out = [`mean change of log-likelihood (${s.unit}, after − before) per item, by ${s.by}; p against ${s.random} random regions (floor ${s.pFloor.toFixed(3)})`];
+  // --task iae measures accuracy (the share of items answered right), not a log-likelihood
+  const what = s.unit === 'accuracy' ? `accuracy (${s.iae?.metric ?? 'acc'}, share answered right, after − before)` : 'log-likelihood (nats, after − before)';
+  const out = [`mean change of ${what} per item, by ${s.by}; p against ${s.random} random regions (floor ${s.pFloor.toFixed(3)})`];
   for (const r of s.regions) {
     const k = r.minus === null ? r.name : `${r.name}∖${r.minus}`;
     out.push(`${k} (${r.blocks} blocks):`);

@@ -11,6 +11,9 @@
 import { parseArgs } from 'node:util';
 import { UsageError } from '../util/errors.js';
 import { nearest } from '../util/suggest.js';
+import { parseInteger, parseNumber } from '../util/parse.js';
+
+export { parseInteger, parseNumber };
 
 export interface OptionDef {
   type: 'string' | 'boolean';
@@ -153,18 +156,12 @@ export function listOr(xs: readonly string[]): string {
   return xs.length <= 1 ? (xs[0] ?? '') : `${xs.slice(0, -1).join(', ')} or ${xs[xs.length - 1]}`;
 }
 
-/** Parse an integer option, with a usage error naming the flag. */
+/** Parse an integer option (parseInteger), `def` when it is not given. */
 export function intOption(v: string | undefined, flag: string, def: number, min = -Infinity, max = Infinity): number {
-  if (v === undefined) return def;
-  const n = Number(v);
-  if (v.trim() === '' || !Number.isInteger(n) || n < min || n > max) throw new UsageError(`${flag} must be an integer${min > -Infinity ? ` >= ${min}` : ''}${max < Infinity ? ` <= ${max}` : ''}, got ${JSON.stringify(v)}`);
-  return n;
+  return v === undefined ? def : parseInteger(v, flag, min, max);
 }
 
-/** Parse a number option, with a usage error naming the flag. */
+/** Parse a number option (parseNumber), `def` when it is not given. */
 export function numOption(v: string | undefined, flag: string, def: number, min = -Infinity, max = Infinity): number {
-  if (v === undefined) return def;
-  const n = Number(v);
-  if (v.trim() === '' || !Number.isFinite(n) || n < min || n > max) throw new UsageError(`${flag} must be a number${min > -Infinity ? ` >= ${min}` : ''}${max < Infinity ? ` <= ${max}` : ''}, got ${JSON.stringify(v)}`);
-  return n;
+  return v === undefined ? def : parseNumber(v, flag, min, max);
 }

@@ -1,4 +1,4 @@
-import { parseCommand, intOption, numOption } from './args.js';
+import { parseCommand, intOption, numOption, parseNumber } from './args.js';
 import { runCluster, DEFAULT_PROBE_PCA } from '../cluster/run.js';
 import { DEFAULT_PROBE_REPEATS } from '../cluster/probecv.js';
 import { UsageError } from '../util/errors.js';
@@ -167,8 +167,8 @@ function classWeightOption(v: string | undefined): 'balanced' | null {
 /** --learning-rate: auto, per-phase or a positive number. */
 function learningRateOption(v: string | undefined): number | 'auto' | 'per-phase' | undefined {
   if (v === undefined || v === 'auto' || v === 'per-phase') return v;
-  const n = Number(v);
-  if (v.trim() === '' || !(n > 0) || !Number.isFinite(n)) throw new UsageError(`--learning-rate must be auto, per-phase or a positive number, got ${JSON.stringify(v)}`);
+  const n = /^[\d.]/.test(v) ? parseNumber(v, '--learning-rate', 0) : NaN;
+  if (!(n > 0)) throw new UsageError(`--learning-rate must be auto, per-phase or a positive number, got ${JSON.stringify(v)}`);
   return n;
 }
 

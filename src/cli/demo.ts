@@ -16,6 +16,7 @@ the pipeline, not a finding about any language model.
                      SmolLM2-135M-Instruct, or an Ollama blob) or an ONNX model folder
   --cache DIR        where converted GGUF models are kept (default $LOBES_CACHE/gguf or ~/.cache/lobes/gguf)
   --out DIR          where to write (default ./lobes-demo): DIR/run (the run) and DIR/report.html
+                     (a report.html lobes did not write there is refused before anything runs)
   --seed N           seed for wanda's permutations and t-SNE (default 0)
   --permutations N   label permutations for the p-values (default 100)
   --quiet            no progress output (warnings still print)
@@ -49,6 +50,12 @@ export async function run(argv: string[]): Promise<number> {
   const say = (m: string) => {
     if (!quiet) process.stderr.write(`demo: ${m}\n`);
   };
+  const runDir = path.join(out, 'run');
+  // The page's place is checked before the pipeline runs and before a GGUF is converted: a
+  // report.html lobes did not write (or a folder or link there) is refused now, not after
+  // minutes of extract, wanda and cluster.
+  const checkPageFile = await stage<(file: string, sources?: readonly string[]) => void>('report', () => import('../report/index.js'), 'checkPageFile');
+  checkPageFile(path.join(out, 'report.html'), [runDir]);
   if (!v.model && !existsSync(path.join(BUILTIN_MODEL_DIR, 'model.onnx'))) {
     throw new LobesError('the built-in tiny model is missing', { file: BUILTIN_MODEL_DIR, hint: 'reinstall lobes; the package ships models/tiny-llama' });
   }
@@ -60,7 +67,6 @@ export async function run(argv: string[]): Promise<number> {
   const runCluster = await stage<(r: string, o: any) => Promise<unknown>>('cluster', () => import('../cluster/run.js'), 'runCluster');
   const writeReport = await stage<(r: string, o?: string) => Promise<string>>('report', () => import('../report/index.js'), 'writeReport');
 
-  const runDir = path.join(out, 'run');
   if (builtin) say(`the built-in model has random weights: these figures show the pipeline working, not a finding`);
   say(`1/4 extract: builtin:social through ${model.source ? model.source.path : model.dir} -> ${runDir}`);
   await runExtract({ model: model.dir, modelSource: model.source, data: 'builtin:social', out: runDir, capture: ['final', 'mlp'], dtype: 'fp32', quiet });

@@ -54,8 +54,9 @@ ${HELP.chatTemplate('auto')}
   --prompt FILE        template for jsonl items: {question}, {choices}, any {FIELD} of the line
   --bootstrap B        bootstrap resamples for the CIs (default 2000)
   --skip-longer-than N skip items (and GAE decisions) whose prompt is longer than N tokens, listing
-                       them (default: the model's context length from its config files; 0: no
-                       limit); a prompt is never cut (formerly --max-tokens)
+                       them (default and 0: the model's context length from its config files;
+                       a larger N is capped there, since positions past the context are outside
+                       what the model was trained on); a prompt is never cut (formerly --max-tokens)
   --ignore-plan        run even if the memory plan says a batch needs more memory than the
                        device has (with a warning)
   --share-prefix M     auto (default: on for --device cpu when the model has a KV cache), on, off:
@@ -67,7 +68,8 @@ ${HELP.chatTemplate('auto')}
   --target-delimiter T cloze: text between the prompt and each option (default " ", or "" when
                        the prompt is cut where its {choices} would go, as for SocialEval)
   --mutual-info        cloze: also score each option without the prompt (acc_mutual_info)
-  --skip-invalid       leave out invalid items/trees (reported) instead of stopping
+  --skip-invalid       leave out invalid items/trees (reported) instead of stopping (an item
+                       with more than 26 options is invalid where its options are lettered)
 ${HELP.quiet}
   --json               print summary.json on stdout
 

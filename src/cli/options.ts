@@ -45,7 +45,8 @@ export const HELP = {
   --by LABELS          label axes the sample is stratified by, comma-separated (default
                        language,aspect where the data has them, else its first axis)`,
   seed: (what: string) => `  --seed N             seed of ${what} (default 0)`,
-  layers: `  --layers L           decoder layers: all, last:N or a list like 0,3,10-19 (0-based)`,
+  layers: `  --layers L           decoder layers: all, last:N or a list like 0,3,10-19 (0-based; recorded
+                       sorted without repeats; a layer the model lacks is refused)`,
   force: `  --force              replace an earlier result of this command at --out`,
   quiet: `  --quiet              no progress output (warnings still print)`,
   json: `  --json               print the result as JSON on stdout`,

@@ -1,4 +1,4 @@
-import { parseCommand, intOption, numOption } from './args.js';
+import { parseCommand, intOption, numOption, parseInteger, parseNumber } from './args.js';
 import { UsageError } from '../util/errors.js';
 import { runWanda, DEFAULT_PERMUTATIONS } from '../wanda/run.js';
 import type { TopSpec } from '../wanda/regions.js';
@@ -28,7 +28,8 @@ Writes RUN/wanda/ (pooled.safetensors, regions.json, metrics.json, metrics.csv, 
   --seed N           seed of the shuffles (default 0; recorded in settings.json)
   --sweep all|B/T    also run the analysis at every block size × top fraction and summarise
                      each in one row (metrics.sensitivity, sensitivity.csv); all: the grid
-                     16,32,64,128 / 0.05,0.1,0.2; or e.g. --sweep 32,64/0.1,0.2
+                     16,32,64,128 / 0.05,0.1,0.2; or e.g. --sweep 32,64/0.1,0.2 (both lists,
+                     no repeats, no size above the largest matrix side)
   --resolution R     block (default): rank pooled blocks; weight: rank individual weights
                      (top-k per matrix) and report their block shares
   --threads N        worker threads for the weight pass and the permutation null (default: all cores)
@@ -36,16 +37,20 @@ Writes RUN/wanda/ (pooled.safetensors, regions.json, metrics.json, metrics.csv, 
   --quiet            no progress output (warnings still print)
 `;
 
-/** --sweep: '' or 'all' for the default grid, else BLOCKS/TOPS as comma lists (either side may be empty). */
-function parseSweep(v: string | undefined): boolean | { blocks?: number[]; tops?: number[] } | undefined {
+/**
+ * --sweep: '' or 'all' for the default grid, else BLOCKS/TOPS as comma lists, both given. Each
+ * size and fraction goes through the shared parsers; repeats and sizes past the model's
+ * matrices are refused by runWanda (checkSweepGrid) before any work.
+ */
+function parseSweep(v: string | undefined): boolean | { blocks: number[]; tops: number[] } | undefined {
   if (v === undefined) return undefined;
   if (v === '' || v === 'all' || v === 'default') return true;
-  const m = /^([\d,]*)\/([\d.,]*)$/.exec(v);
-  if (!m) throw new UsageError(`--sweep must be BLOCKS/TOPS (e.g. 16,32,64/0.05,0.1), got ${JSON.stringify(v)}`);
-  const blocks = m[1] ? m[1].split(',').map(Number) : undefined;
-  const tops = m[2] ? m[2].split(',').map(Number) : undefined;
-  if (blocks && !blocks.every((b) => Number.isInteger(b) && b >= 1)) throw new UsageError(`--sweep block sizes must be positive integers, got ${JSON.stringify(m[1])}`);
-  if (tops && !tops.every((t) => t > 0 && t <= 1)) throw new UsageError(`--sweep top fractions must be in (0, 1], got ${JSON.stringify(m[2])}`);
+  const m = /^([^/]*)\/([^/]*)$/.exec(v);
+  if (!m) throw new UsageError(`--sweep must be all or BLOCKS/TOPS (e.g. 16,32,64/0.05,0.1), got ${JSON.stringify(v)}`);
+  if (m[1] === '' || m[2] === '') throw new UsageError(`--sweep ${v} has no ${m[1] === '' ? 'block sizes' : 'top fractions'}`, 'give both lists, e.g. --sweep 16,32/0.05,0.1, or --sweep all for the default grid');
+  const blocks = m[1]!.split(',').map((x) => parseInteger(x, '--sweep block size', 1));
+  const tops = m[2]!.split(',').map((x) => parseNumber(x, '--sweep top fraction', 0, 1));
+  if (tops.includes(0)) throw new UsageError(`--sweep ${v}: a top fraction of 0 keeps no block`, 'give fractions above 0, up to 1');
   return { blocks, tops };
 }
 
@@ -54,9 +59,8 @@ function parseBlock(v: string | undefined): [number, number] | 'auto' | undefine
   if (v === 'auto') return 'auto';
   const m = /^(\d+)(?:x(\d+))?$/.exec(v);
   if (!m) throw new UsageError(`--block must be N, RxC or auto (e.g. 256, 128x256), got ${JSON.stringify(v)}`);
-  const r = Number(m[1]);
-  const c = m[2] !== undefined ? Number(m[2]) : r;
-  if (r < 1 || c < 1) throw new UsageError('--block sizes must be at least 1');
+  const r = parseInteger(m[1]!, '--block', 1);
+  const c = m[2] !== undefined ? parseInteger(m[2], '--block', 1) : r;
   return [r, c];
 }
 

@@ -133,7 +133,7 @@ function axesOf(g: GenericSpec): string[] {
  * `provenance` and `extras`, kept as they are. Every line must carry the same label axes.
  */
 function loadSampleJsonl(p: ParsedSpec): GenericResult {
-  checkParams(p, []);
+  checkParams(p, [], `${p.kind}:FILE without text= is a file in lobes' sample form and takes no options; name your fields with text=FIELD&label=FIELD, e.g. ${p.kind}:FILE?text=question&label=aspect`);
   const file = p.path;
   const out: GenericResult = { samples: [], excluded: [], problems: [], spec: formatSpec('jsonl', p.path, p.params), axes: [] };
   const r = readUtf8(file);

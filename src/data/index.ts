@@ -9,7 +9,7 @@
 import { LobesError, LobesErrors, UsageError } from '../util/errors.js';
 import { loadBuiltin } from './builtin.js';
 import { loadCsv, loadJsonl } from './generic.js';
-import { problemError, type Problem } from './read.js';
+import { invalidInputHint, problemError, type Problem } from './read.js';
 import { loadSocialEval } from './socialeval.js';
 import { parseSpec } from './spec.js';
 import type { Dataset, Excluded, LoadOptions, Sample } from './types.js';
@@ -48,7 +48,7 @@ export async function loadDataset(spec: string, opts: LoadOptions = {}): Promise
   }
   if (r.problems.length > 0) {
     if (!opts.skipInvalid) {
-      const hint = opts.skipFlag ? `fix the input, or pass ${opts.skipFlag} to leave those items out` : `fix the input (lobes data inspect ${JSON.stringify(spec)} lists every problem)`;
+      const hint = opts.skipFlag ? invalidInputHint(r.samples.length, 'fix the input', opts.skipFlag, 'those items') : `fix the input (lobes data inspect ${JSON.stringify(spec)} lists every problem)`;
       throw new LobesErrors(`dataset ${spec} has invalid input`, r.problems.map(problemError), { hint });
     }
     for (const pr of r.problems) r.excluded.push({ id: pr.id ?? [pr.file, pr.where].filter(Boolean).join(': '), file: pr.file, where: pr.where, reason: `invalid: ${pr.reason}` });

@@ -12,7 +12,7 @@
  */
 import * as path from 'node:path';
 import { LobesError, LobesErrors, UsageError } from '../util/errors.js';
-import { absentFieldsError, parseJson, problemError, readUtf8, type Problem } from './read.js';
+import { absentFieldsError, invalidInputHint, parseJson, problemError, readUtf8, type Problem } from './read.js';
 import { checkParams, formatSpec, parseSpec } from './spec.js';
 import type { Excluded } from './types.js';
 
@@ -69,8 +69,13 @@ export function resolveAnswer(v: unknown, options: string[]): number | string {
   return 'answer is neither a number nor a string';
 }
 
-/** Load a `jsonl:` multiple-choice spec. */
-export function loadMcqJsonl(spec: string, skipInvalid = false): McqLoad {
+/**
+ * Load a `jsonl:` multiple-choice spec. `maxOptions`: the most options an item may have (the
+ * answer letters of a lettered prompt, 26); an item with more is invalid like any other bad
+ * line, so it is refused (or left out with skipInvalid) before anything is written.
+ */
+export function loadMcqJsonl(spec: string, skipInvalid = false, limits: { maxOptions?: number } = {}): McqLoad {
+  const maxOptions = limits.maxOptions ?? Infinity;
   const p = parseSpec(spec);
   if (p.kind !== 'jsonl') throw new UsageError(`multiple-choice items come from jsonl: files, got ${JSON.stringify(spec)}`, 'e.g. jsonl:items.jsonl?question=question&options=options&answer=answer');
   checkParams(p, MCQ_KEYS);
@@ -115,6 +120,7 @@ export function loadMcqJsonl(spec: string, skipInvalid = false): McqLoad {
     const opts = o[of];
     if (!Array.isArray(opts) || !opts.every((x) => typeof x === 'string')) return bad(opts === undefined ? `missing field ${JSON.stringify(of)}` : `field ${JSON.stringify(of)} is not a list of strings`);
     if (opts.length < 2) return bad(`the item has ${opts.length} option${opts.length === 1 ? '' : 's'}; multiple choice needs at least 2`);
+    if (opts.length > maxOptions) return bad(`the item has ${opts.length} options, more than the ${maxOptions} answer letters (--scoring cloze, without {choices} in the prompt, takes any number)`);
     if (!(af in o)) return bad(`missing field ${JSON.stringify(af)}`);
     const ans = resolveAnswer(o[af], opts as string[]);
     if (typeof ans === 'string') return bad(ans);
@@ -144,7 +150,7 @@ export function loadMcqJsonl(spec: string, skipInvalid = false): McqLoad {
   if (absent) throw absent;
   const excluded: Excluded[] = [];
   if (problems.length) {
-    if (!skipInvalid) throw new LobesErrors(`dataset ${spec} has invalid items`, problems.map(problemError), { hint: 'fix the lines, or pass --skip-invalid to leave them out' });
+    if (!skipInvalid) throw new LobesErrors(`dataset ${spec} has invalid items`, problems.map(problemError), { hint: invalidInputHint(items.length, 'fix the lines', '--skip-invalid') });
     for (const pr of problems) excluded.push({ id: pr.id ?? `${base}: ${pr.where ?? ''}`, file: pr.file, where: pr.where, reason: `invalid: ${pr.reason}` });
   }
   if (items.length === 0) throw new LobesError(`dataset ${spec} has no valid items`, { file });

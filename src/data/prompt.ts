@@ -154,9 +154,12 @@ export function renderContent(item: PromptItem, order: readonly number[], opts: 
   const n = item.options.length;
   if (n < 2) throw new LobesError(`item has ${n} option${n === 1 ? '' : 's'}; multiple choice needs at least 2`, { where: `item ${item.id}` });
   const letterSet = opts.letters ?? LETTERS;
-  if (n > letterSet.length) throw new LobesError(`item has ${n} options, more than the ${letterSet.length} letters`, { where: `item ${item.id}` });
+  // Letters are needed only where the template lists the options ({choices}); a cloze template
+  // without it takes any number of options.
+  const lettered = templateFields(opts.template).includes('choices');
+  if (lettered && n > letterSet.length) throw new LobesError(`item has ${n} options, more than the ${letterSet.length} answer letters`, { where: `item ${item.id}` });
   checkOrder(order, n, item.id);
-  const letters = letterSet.slice(0, n);
+  const letters = letterSet.slice(0, Math.min(n, letterSet.length));
   const out = new SpanText();
   let part: string | null = null;
   for (const s of parseTemplate(opts.template)) {

@@ -11,6 +11,15 @@ export interface Problem {
 }
 
 /**
+ * The hint of a refusal for invalid input. The skip flag is offered only where leaving the
+ * invalid items out leaves some to use (`valid` > 0): never for an empty file, a pipe, or a
+ * file that could not be read, where skipping would only end in "no valid items".
+ */
+export function invalidInputHint(valid: number, fix: string, skipFlag?: string, what = 'them'): string {
+  return valid > 0 && skipFlag ? `${fix}, or pass ${skipFlag} to leave ${what} out` : fix;
+}
+
+/**
  * A JSON Lines spec whose fields no line has: one error naming them (as the spec names them,
  * `text=question`) and the fields the lines do have, instead of one problem per line. `named`
  * pairs each spec key with its field; `anyHas` says whether some line has a field; `found` lists

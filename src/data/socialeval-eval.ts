@@ -12,7 +12,7 @@
 import * as path from 'node:path';
 import { readdirSync, statSync } from 'node:fs';
 import { LobesError, LobesErrors, UsageError } from '../util/errors.js';
-import { parseJson, problemError, readUtf8, type Problem } from './read.js';
+import { invalidInputHint, parseJson, problemError, readUtf8, type Problem } from './read.js';
 import { fileFacts, loadSocialEval, SOCIALEVAL_KEYS } from './socialeval.js';
 import { filtersFromSpec, orientationMatches } from './filters.js';
 import { ABILITIES, aspectOf } from './bessi.js';
@@ -377,7 +377,7 @@ export function loadSocialEvalBench(spec: string, tasks: { iae: boolean; gae: bo
     }
   }
   if (problems.length && !skipInvalid) {
-    throw new LobesErrors(`dataset ${spec} cannot be evaluated`, problems.map(problemError), { hint: 'fix the trees, or pass --skip-invalid to leave them out' });
+    throw new LobesErrors(`dataset ${spec} cannot be evaluated`, problems.map(problemError), { hint: invalidInputHint(iae.length + trees.size, 'fix the trees', '--skip-invalid') });
   }
   for (const pr of problems) excluded.push({ id: [pr.file, pr.where].filter(Boolean).join(': '), file: pr.file, where: pr.where, reason: `invalid: ${pr.reason}` });
   return { spec: formatSpec('socialeval', p.path, params), iae, gae: tasks.gae ? [...trees.values()] : [], excluded };

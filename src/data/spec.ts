@@ -40,10 +40,13 @@ export function parseSpec(spec: string): ParsedSpec {
   return { kind, path, params, raw: spec };
 }
 
-/** Throw a usage error for any key not in `allowed`. */
-export function checkParams(p: ParsedSpec, allowed: string[]): void {
+/**
+ * Throw a usage error for any key not in `allowed`. The hint lists what the spec accepts, or,
+ * where it accepts nothing, `none` (what to write instead).
+ */
+export function checkParams(p: ParsedSpec, allowed: string[], none?: string): void {
   for (const k of p.params.keys()) {
-    if (!allowed.includes(k)) throw new UsageError(`dataset spec ${JSON.stringify(p.raw)}: unknown option ${JSON.stringify(k)}`, `${p.kind}: accepts ${allowed.join(', ')}`);
+    if (!allowed.includes(k)) throw new UsageError(`dataset spec ${JSON.stringify(p.raw)}: unknown option ${JSON.stringify(k)}`, allowed.length ? `${p.kind}: accepts ${allowed.join(', ')}` : (none ?? `${p.kind}: takes no options`));
   }
 }
 

@@ -91,10 +91,13 @@ export function stratifiedSample<T>(xs: readonly T[], stratum: (x: T) => string,
 
 /**
  * Apply a --limit to labelled items: the axes resolved against `axes` (limitAxes), the
- * stratum of an item the values of those axes. Returns the sample and its record.
+ * stratum of an item the values of those axes. Returns the sample and its record. A limit
+ * above the item count takes them all, with a note on stderr.
  */
 export function limitItems<T extends { id: string; labels: Record<string, string> }>(xs: readonly T[], axes: readonly string[], spec: LimitSpec): { items: T[]; record: LimitRecord } {
   const by = limitAxes(spec.by, axes);
+  // A limit past the item count takes every item; it is said (the record keeps both numbers).
+  if (spec.limit > xs.length) process.stderr.write(`lobes: note: --limit ${spec.limit} is more than the ${xs.length} items; all ${xs.length} are used\n`);
   const items = stratifiedSample(xs, (x) => by.map((a) => x.labels[a] ?? '').join('/'), (x) => x.id, spec.limit, spec.seed);
   return { items, record: { limit: spec.limit, by, seed: spec.seed, of: xs.length } };
 }

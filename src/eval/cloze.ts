@@ -143,7 +143,7 @@ export async function scoreClozeSteps(steps: readonly ClozeStep[], ctx: ClozeCon
     if (ctxIds.length === 0) throw new LobesError('the context has no tokens', { where: `item ${s.item.id}`, hint: 'give a prompt template with text before the options' });
     const longest = ctxIds.length + Math.max(...split.map((p) => p.continuation.length));
     if (ctx.maxTokens !== null && longest > ctx.maxTokens) {
-      const rec = skippedRecord(s.facts, `the context and its longest option have ${longest} tokens; --max-tokens is ${ctx.maxTokens}`);
+      const rec = skippedRecord(s.facts, `the context and its longest option have ${longest} tokens; --skip-longer-than is ${ctx.maxTokens}`);
       out[si] = rec;
       continue;
     }

@@ -199,7 +199,7 @@ export function evalTokenBudget(s: Pick<Settings, 'tokenBudget' | 'device'>): nu
 
 /**
  * The longest prompt scored, in tokens (longer items are skipped and recorded as such): the
- * model's context length unless --max-tokens asks for fewer; never more than the context,
+ * model's context length unless --skip-longer-than asks for fewer; never more than the context,
  * since positions past it are outside what the model was trained on (0, or a larger number,
  * means the context). null only when the model declares no context length.
  */

@@ -14,7 +14,7 @@ import { loadSocialEvalBench, type WorldTree } from '../data/socialeval-eval.js'
 import { loadMcqJsonl } from '../data/mcq.js';
 import type { Excluded } from '../data/types.js';
 import { ANSWER_PREFIX, MCQ_DEFAULT_TEMPLATE, OPTION_SEPARATOR, SOCIALEVAL_TEMPLATES, type PromptVariant } from '../data/prompt-templates.js';
-import { parseTemplate, templateFields, type PromptItem } from '../data/prompt.js';
+import { LETTERS, parseTemplate, templateFields, type PromptItem } from '../data/prompt.js';
 import type { ItemFacts } from './records.js';
 
 /** The plain cloze prompt for `jsonl:` items without --prompt with --scoring cloze (lm-eval's usual "Question: … Answer:" layout). */
@@ -106,7 +106,6 @@ export function loadEvalData(spec: string, o: EvalDataOptions): EvalData {
   }
   if (p.kind === 'jsonl') {
     if (o.task === 'gae') throw new UsageError('--task gae needs a socialeval: spec (world trees)');
-    const d = loadMcqJsonl(spec, o.skipInvalid);
     const cloze = o.scoring === 'cloze';
     let template = cloze ? CLOZE_MCQ_TEMPLATE : MCQ_DEFAULT_TEMPLATE;
     let variant = cloze ? 'mcq-cloze' : 'mcq';
@@ -120,6 +119,9 @@ export function loadEvalData(spec: string, o: EvalDataOptions): EvalData {
       if (!cloze && !templateFields(template).includes('choices')) throw new LobesError('the prompt template has no {choices} field (where the lettered options go)', { file: o.promptFile });
       variant = 'custom';
     }
+    // A prompt that letters its options ({choices}) takes at most 26; the count is checked with
+    // the other item checks, before anything is written (--skip-invalid leaves such items out).
+    const d = loadMcqJsonl(spec, o.skipInvalid, { maxOptions: templateFields(template).includes('choices') ? LETTERS.length : Infinity });
     const style: PromptStyle = { variant, template, separator: '. ', answerPrefix: o.answerPrefix ?? (cloze ? '' : ANSWER_PREFIX.mcq) };
     const items = o.limit != null ? limitItems(d.items, d.axes, { limit: o.limit, by: o.by, seed: o.seed }).items : d.items;
     const units: Unit[] = items.map((it) => ({

@@ -32,6 +32,7 @@ import { tokenizerDir } from '../runtime/tokenize.js';
 import { configDir, declaredContext, type ContextLimit } from '../runtime/config.js';
 import { checkBatchMemory, checkContext as checkTextContext, fmtBytes } from '../runtime/plan.js';
 import type { GraphFacts } from '../runtime/consistency.js';
+import { canonicalLayerSpec } from '../runtime/layers.js';
 import { limitItems, type LimitRecord, type LimitSpec } from '../data/subset.js';
 
 export { hashItems } from '../store/provenance.js';
@@ -271,6 +272,13 @@ async function extractUnderLock(opts: ExtractOptions, s: Settings, deps: Extract
   }
 }
 
+/** --layers in its canonical text (null: all layers), so that equal selections get equal records. */
+function selectedLayers(spec: string | undefined): string | null {
+  if (spec === undefined) return null;
+  const c = canonicalLayerSpec(spec);
+  return c === 'all' ? null : c;
+}
+
 /** Fill in the defaults; a bad chunk size is a usage error. */
 function resolveSettings(opts: ExtractOptions): Settings {
   const chunkRows = opts.chunkRows ?? DEFAULT_CHUNK_ROWS;
@@ -280,7 +288,7 @@ function resolveSettings(opts: ExtractOptions): Settings {
     modelSource: opts.modelSource ?? null,
     out: opts.out,
     capture: opts.capture ?? ['final', 'mlp'],
-    layers: opts.layers && opts.layers !== 'all' ? opts.layers : null,
+    layers: selectedLayers(opts.layers),
     limit: opts.limit ?? null,
     device: opts.device ?? 'cpu',
     deviceId: opts.deviceId,

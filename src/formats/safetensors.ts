@@ -90,6 +90,16 @@ export function readSafetensorsHeader(file: string): StHeader {
       }
       tensors.set(name, { name, dtype, shape, offset: dataStart + off[0], byteLength: off[1] - off[0] });
     }
+    // Two tensors may not share bytes (the format's rule; GGUF readers refuse the same): a
+    // crafted header that points two weights at one range would otherwise be read as given.
+    const ranges = [...tensors.values()].filter((t) => t.byteLength > 0).sort((a, b) => a.offset - b.offset || a.name.localeCompare(b.name));
+    for (let i = 1; i < ranges.length; i++) {
+      const a = ranges[i - 1]!;
+      const b = ranges[i]!;
+      if (b.offset < a.offset + a.byteLength) {
+        throw new LobesError(`data_offsets overlap those of tensor ${JSON.stringify(a.name)}: two tensors share bytes ${b.offset - dataStart}..${Math.min(a.offset + a.byteLength, b.offset + b.byteLength) - dataStart}`, { file, where: `tensor ${JSON.stringify(b.name)}` });
+      }
+    }
     return { file, fileSize: size, dataStart, tensors, metadata };
   } finally {
     f.close();

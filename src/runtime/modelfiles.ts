@@ -108,7 +108,7 @@ export interface ResolveRunModelOptions {
  * and from the run folder. Throws naming the file and both hashes when the model is not the run's.
  */
 export function resolveRunModel(manifest: RunManifest, runDir: string, opts: ResolveRunModelOptions = {}): string {
-  const hint = opts.hint ?? 'restore the model the run was extracted with, or pass --weights explicitly';
+  const hint = opts.hint ?? 'restore the model the run was extracted with, or name it with --model';
   const roles = opts.roles ?? ['graph', 'data'];
   const candidates = runModelCandidates(manifest, runDir);
   const problems: string[] = [];

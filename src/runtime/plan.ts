@@ -13,7 +13,7 @@ import { existsSync, statSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { LobesError } from '../util/errors.js';
-import { configDir, declaredContext, type ContextLimit } from './config.js';
+import { configDir, declaredContext, declaredLayers, type ContextLimit } from './config.js';
 import type { Device } from './types.js';
 import type { ModelArch } from '../store/types.js';
 
@@ -24,6 +24,13 @@ export function modelContext(model: string): ContextLimit | null {
   const isFile = existsSync(model) && statSync(model).isFile();
   const dir = isFile ? path.dirname(model) : model;
   return declaredContext(configDir(dir, dir));
+}
+
+/** The decoder layer count a model folder (or an .onnx file in it) declares; null when nothing says. */
+export function modelLayers(model: string): number | null {
+  const isFile = existsSync(model) && statSync(model).isFile();
+  const dir = isFile ? path.dirname(model) : model;
+  return declaredLayers(configDir(dir, dir));
 }
 
 /** One input as the checks see it. */

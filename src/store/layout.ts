@@ -8,6 +8,7 @@
 import { existsSync } from 'node:fs';
 import * as path from 'node:path';
 import { UsageError } from '../util/errors.js';
+import { parseInteger } from '../util/parse.js';
 
 export const FORMAT_VERSION = 1;
 export const MANIFEST = 'manifest.json';
@@ -84,32 +85,49 @@ export function shardRange(datasetRows: number, chunkRows: number, shard: ShardS
 export function parseShard(spec: string | undefined, env: NodeJS.ProcessEnv = process.env): ShardSpec | null {
   if (spec === undefined || spec === '') return null;
   const m = /^(\d+)\/(\d+)$/.exec(spec);
-  if (m) return checkShard(Number(m[1]), Number(m[2]), `--shard ${spec}`);
+  if (m) return checkShard(parseInteger(m[1]!, '--shard i'), parseInteger(m[2]!, '--shard n'), `--shard ${spec}`);
   const a = /^auto(?:\/(\d+))?$/.exec(spec);
   if (!a) throw new UsageError(`--shard must be i/n (0-based, e.g. 0/4), auto or auto/N, got ${JSON.stringify(spec)}`);
-  const given = a[1] !== undefined ? Number(a[1]) : undefined;
+  const given = a[1] !== undefined ? parseInteger(a[1], '--shard auto/N') : undefined;
   const int = (name: string): number | undefined => {
     const v = env[name];
     if (v === undefined || v === '') return undefined;
-    if (!/^\d+$/.test(v)) throw new UsageError(`--shard auto: ${name}=${JSON.stringify(v)} is not a non-negative integer`);
-    return Number(v);
+    return parseInteger(v, `--shard auto: ${name}`, 0);
   };
-  const slurmId = int('SLURM_ARRAY_TASK_ID');
-  if (slurmId !== undefined) {
-    const min = int('SLURM_ARRAY_TASK_MIN') ?? 0;
-    const step = int('SLURM_ARRAY_TASK_STEP') ?? 1;
-    const count = given ?? int('SLURM_ARRAY_TASK_COUNT');
-    if (count === undefined) throw new UsageError('--shard auto: SLURM_ARRAY_TASK_ID is set but SLURM_ARRAY_TASK_COUNT is not', 'use --shard auto/N');
-    if (step < 1 || (slurmId - min) % step !== 0) throw new UsageError(`--shard auto: SLURM_ARRAY_TASK_ID=${slurmId} is not MIN=${min} plus a multiple of STEP=${step}`);
-    return checkShard((slurmId - min) / step, count, `--shard auto (SLURM_ARRAY_TASK_ID=${slurmId}, MIN=${min}, STEP=${step}, COUNT=${count})`);
+  const slurm = slurmShard(int, given);
+  const k8s = k8sShard(int, given ?? slurm?.count);
+  if (slurm && k8s && slurm.index !== k8s.index) {
+    throw new UsageError(
+      `--shard auto: two schedulers disagree: Slurm gives shard ${slurm.index} (SLURM_ARRAY_TASK_ID=${env.SLURM_ARRAY_TASK_ID}) and Kubernetes shard ${k8s.index} (JOB_COMPLETION_INDEX=${env.JOB_COMPLETION_INDEX})`,
+      'unset the variable of the scheduler that did not start this job, or use --shard i/n',
+    );
   }
-  const k8s = int('JOB_COMPLETION_INDEX');
-  if (k8s !== undefined) {
-    const count = given ?? int('LOBES_SHARD_COUNT');
-    if (count === undefined) throw new UsageError('--shard auto: JOB_COMPLETION_INDEX is set but the shard count is unknown', 'use --shard auto/N (N = the Job\'s completions) or set LOBES_SHARD_COUNT');
-    return checkShard(k8s, count, `--shard auto (JOB_COMPLETION_INDEX=${k8s}, count ${count})`);
-  }
+  const shard = slurm ?? k8s;
+  if (shard) return shard;
   throw new UsageError('--shard auto: neither SLURM_ARRAY_TASK_ID (Slurm job array) nor JOB_COMPLETION_INDEX (Kubernetes Indexed Job) is set', 'use --shard i/n');
+}
+
+type EnvInt = (name: string) => number | undefined;
+
+/** The shard of a Slurm job array (null: SLURM_ARRAY_TASK_ID is not set). */
+function slurmShard(int: EnvInt, given: number | undefined): ShardSpec | null {
+  const slurmId = int('SLURM_ARRAY_TASK_ID');
+  if (slurmId === undefined) return null;
+  const min = int('SLURM_ARRAY_TASK_MIN') ?? 0;
+  const step = int('SLURM_ARRAY_TASK_STEP') ?? 1;
+  const count = given ?? int('SLURM_ARRAY_TASK_COUNT');
+  if (count === undefined) throw new UsageError('--shard auto: SLURM_ARRAY_TASK_ID is set but SLURM_ARRAY_TASK_COUNT is not', 'use --shard auto/N');
+  if (step < 1 || (slurmId - min) % step !== 0) throw new UsageError(`--shard auto: SLURM_ARRAY_TASK_ID=${slurmId} is not MIN=${min} plus a multiple of STEP=${step}`);
+  return checkShard((slurmId - min) / step, count, `--shard auto (SLURM_ARRAY_TASK_ID=${slurmId}, MIN=${min}, STEP=${step}, COUNT=${count})`);
+}
+
+/** The shard of a Kubernetes Indexed Job (null: JOB_COMPLETION_INDEX is not set). */
+function k8sShard(int: EnvInt, given: number | undefined): ShardSpec | null {
+  const k8s = int('JOB_COMPLETION_INDEX');
+  if (k8s === undefined) return null;
+  const count = given ?? int('LOBES_SHARD_COUNT');
+  if (count === undefined) throw new UsageError('--shard auto: JOB_COMPLETION_INDEX is set but the shard count is unknown', 'use --shard auto/N (N = the Job\'s completions) or set LOBES_SHARD_COUNT');
+  return checkShard(k8s, count, `--shard auto (JOB_COMPLETION_INDEX=${k8s}, count ${count})`);
 }
 
 function checkShard(index: number, count: number, what: string): ShardSpec {

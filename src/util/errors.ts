@@ -3,8 +3,9 @@
  * message is one line: what went wrong, where (file, place, sample id) and, when there
  * is one, what to do about it. The CLI prints `lobes: <message>` and exits non-zero.
  */
+import { resolve } from 'node:path';
 export interface ErrorPlace {
-  /** File the problem is in (printed as given). */
+  /** File the problem is in (printed as given; `.` and `..` by their full path). */
   file?: string;
   /** Place inside the file: a line, a tensor name, a node, a sample id, a byte offset. */
   where?: string;
@@ -21,11 +22,14 @@ export class LobesError extends Error {
   readonly exitCode: number;
   /** `message` says what went wrong; `place` where, and what to do. */
   constructor(message: string, place: ErrorPlace = {}) {
-    const loc = [place.file, place.where].filter(Boolean).join(': ');
+    // A file given as `.` or `..` (the working folder, or a path that ends in it) is named by
+    // its full path: "lobes extract: .: no .onnx file" names nothing a user can find.
+    const file = place.file !== undefined && /(^|\/)\.\.?\/?$/.test(place.file) ? resolve(place.file) : place.file;
+    const loc = [file, place.where].filter(Boolean).join(': ');
     const msg = (loc ? `${loc}: ` : '') + message + (place.hint ? ` (${place.hint})` : '');
     super(msg.replace(/[\r\n]+/g, ' '));
     this.name = 'LobesError';
-    this.file = place.file;
+    this.file = file;
     this.where = place.where;
     this.hint = place.hint;
     this.exitCode = place.exitCode ?? 1;

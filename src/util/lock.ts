@@ -6,7 +6,8 @@
  * process start time (ms since the epoch), when the lock was taken, and what for. A waiting
  * process decides, each time it looks:
  *  - the holder is on this host and its pid is gone, or the pid now belongs to a process that
- *    started at another time than the holder (the pid was reused): the lock is stale and is
+ *    started at another time than the holder (the pid was reused), or runs a program that
+ *    cannot be lobes (its /proc/PID/cmdline is not a JavaScript runtime): the lock is stale and is
  *    removed (by renaming it aside first, so two waiters never both remove a fresh lock);
  *  - the holder is on another host (a shared file system) and the lock is older than
  *    `foreignStaleMs`: nothing here can tell whether it is alive, so the wait stops with a
@@ -18,6 +19,7 @@
  */
 import { closeSync, openSync, readFileSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
 import { hostname } from 'node:os';
+import * as path from 'node:path';
 import { LobesError } from './errors.js';
 
 /** What a lock file records about its holder. */
@@ -99,9 +101,37 @@ function ageMs(file: string): number | null {
   }
 }
 
-/** Whether a holder on this host is gone: its pid is dead, or was reused by a process started at another time. */
+/**
+ * The command line of a process on this host (/proc/PID/cmdline, arguments joined by spaces);
+ * null where it cannot be read (another OS, or no such process).
+ */
+export function processCommand(pid: number): string | null {
+  try {
+    const raw = readFileSync(`/proc/${pid}/cmdline`, 'latin1');
+    return raw ? raw.split('\0').filter(Boolean).join(' ') : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Whether a command line can be a lobes process: lobes runs in a JavaScript runtime (node, bun,
+ * deno; through npx, tsx or vitest too), so a lock whose live pid runs anything else (a shell,
+ * `sleep`, a database) is not held by lobes. Unknown (null): assume it can.
+ */
+function canBeLobes(cmd: string | null): boolean {
+  if (cmd === null) return true;
+  const prog = path.basename(cmd.split(' ')[0] ?? '');
+  return /^(node|nodejs|bun|deno|npx|npm|tsx|vitest|lobes)(\d|\.|-|$)/i.test(prog) || /\blobes\b/.test(cmd);
+}
+
+/**
+ * Whether a holder on this host is gone: its pid is dead, was reused by a process started at
+ * another time, or now runs a program that cannot be lobes (checked by its command line).
+ */
 function deadHere(h: LockHolder): boolean {
   if (!pidAlive(h.pid)) return true;
+  if (!canBeLobes(processCommand(h.pid))) return true;
   if (h.processStartMs === null) return false;
   const now = processStartMs(h.pid);
   // /proc start times are in clock ticks; allow a generous margin.
@@ -130,7 +160,8 @@ function removeStale(file: string, seen: LockHolder | null): void {
 }
 
 function describeHolder(h: LockHolder): string {
-  return `pid ${h.pid} on ${h.host}${h.takenAt ? ` since ${h.takenAt}` : ''}${h.purpose ? ` (${h.purpose})` : ''}`;
+  const cmd = h.host === hostname() ? processCommand(h.pid) : null;
+  return `pid ${h.pid} on ${h.host}${h.takenAt ? ` since ${h.takenAt}` : ''}${h.purpose ? ` (${h.purpose})` : ''}${cmd ? `, running ${JSON.stringify(cmd.length > 120 ? cmd.slice(0, 117) + '...' : cmd)}` : ''}`;
 }
 
 /** One attempt: the lock, or the live holder that has it. Stale locks are removed and retried. */

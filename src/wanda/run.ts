@@ -39,7 +39,7 @@ import { analyze, matrixInfo, NULL_METRICS, type AnalyzeResult } from './analyze
 import { analyzeWeights } from './weightres.js';
 import { addInference, correctFamily, placementSets, type PlacementNull } from './inference.js';
 import { hookPooler } from './sumpool.js';
-import { sensitivitySweep, sensitivityCsv, SWEEP_BLOCKS, SWEEP_TOPS } from './sensitivity.js';
+import { checkSweepGrid, sensitivitySweep, sensitivityCsv, SWEEP_BLOCKS, SWEEP_TOPS } from './sensitivity.js';
 import { wantedMatrices, isSafetensorsPath, openSafetensorsCheckpoint, safetensorsMatrices, onnxMatrices, ggufMatrices, type WantedMatrix } from './weights.js';
 import { isGgufFile, sameGguf } from '../convert/cache.js';
 import { expectedBytes, type MatrixRef } from './kernel.js';
@@ -87,7 +87,7 @@ export const DEFAULT_PERMUTATIONS = 199;
 
 /** Resolve where the weights are and which matrices they give for the wanted list. */
 export async function locateWeights(weights: string, wanted: WantedMatrix[], modelInfo?: ModelInfo): Promise<{ source: 'onnx' | 'safetensors' | 'gguf'; path: string; matrices: MatrixRef[] }> {
-  if (!existsSync(weights)) throw new LobesError('weights folder or file not found', { file: weights, hint: 'pass --weights DIR (ONNX model folder, safetensors checkpoint or GGUF file)' });
+  if (!existsSync(weights)) throw new LobesError('weights folder or file not found', { file: weights, hint: 'give --model with an ONNX model folder, a safetensors checkpoint or a GGUF file' });
   if (!statSync(weights).isDirectory()) checkRegularFile(weights, 'weights file');
   if (isGgufFile(weights)) return { source: 'gguf', path: weights, matrices: ggufMatrices(weights, wanted) };
   const isOnnx = statSync(weights).isFile() ? weights.endsWith('.onnx') : existsSync(path.join(weights, 'model.onnx')) || existsSync(path.join(weights, 'genai_config.json'));
@@ -166,6 +166,7 @@ export async function runWanda(run: RunReader | string, opts: WandaOptions = {})
   const auto = opts.block === 'auto' || opts.block === undefined;
   if (auto) r.block = [autoBlockSize(matrices, r.top), autoBlockSize(matrices, r.top)];
   const check = blockCheck(matrices, r.block, r.top, auto);
+  if (opts.sweep) checkSweepGrid(opts.sweep === true ? {} : opts.sweep, matrices);
   if (!opts.quiet && auto) {
     const paper = r.block[0] === PAPER_BLOCK;
     process.stderr.write(`wanda: blocks ${r.block.join('×')} (${paper ? `the paper's ${PAPER_BLOCK}×${PAPER_BLOCK}` : `auto: the largest power of two ≤ ${PAPER_BLOCK} giving every matrix ≥ ${MIN_SHORT_SIDE} blocks on its short side and ≥ ${MIN_SELECTED} selected; the paper's ${PAPER_BLOCK}×${PAPER_BLOCK} would be too coarse here`})\n`);

@@ -8,7 +8,7 @@
  *   differences over a random set's, differences denser than random blocks after Holm, and the
  *   block-size rule's verdict on that grid.
  */
-import { LobesError } from '../util/errors.js';
+import { LobesError, UsageError } from '../util/errors.js';
 import { csvField } from '../util/csv.js';
 import { weightPass } from './pass.js';
 import { analyze, matrixInfo } from './analyze.js';
@@ -46,6 +46,23 @@ const median = (xs: number[]) => {
   const m = s.length >> 1;
   return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 };
+
+/**
+ * Refuse a sweep grid that cannot give distinct, readable rows, before any work: a repeated
+ * size or fraction, or a block size above every matrix's longer side (the whole matrix would
+ * be one block: a "99999×99999" row).
+ */
+export function checkSweepGrid(grid: { blocks?: number[]; tops?: number[] }, matrices: readonly { dOut: number; dIn: number }[]): void {
+  const blocks = grid.blocks ?? SWEEP_BLOCKS;
+  const tops = grid.tops ?? SWEEP_TOPS;
+  for (const [xs, what] of [[blocks, 'block size'], [tops, 'top fraction']] as const) {
+    const dup = xs.find((x, i) => xs.indexOf(x) !== i);
+    if (dup !== undefined) throw new UsageError(`--sweep: ${what} ${dup} is given twice (it would be a duplicate row)`);
+  }
+  const side = Math.max(0, ...matrices.map((m) => Math.max(m.dOut, m.dIn)));
+  const over = blocks.filter((b) => b > side);
+  if (matrices.length && over.length) throw new UsageError(`--sweep: block size ${over.join(', ')} is larger than every matrix (the longest side is ${side})`, `give block sizes up to ${side}`);
+}
 
 /** One summary row per block size × top fraction. */
 export async function sensitivitySweep(input: SweepInput, o: SweepOptions): Promise<WandaSensitivityRow[]> {

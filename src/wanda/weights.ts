@@ -157,7 +157,7 @@ export function safetensorsMatrices(ck: SafetensorsCheckpoint, wanted: WantedMat
   if (missing.length) {
     throw new LobesError(`${missing.length} weight tensor${missing.length === 1 ? '' : 's'} missing: ${missing.slice(0, 3).join(', ')}${missing.length > 3 ? ', ...' : ''}`, {
       file: ck.dir,
-      hint: 'the run captured inputs of these projections; pass the checkpoint of the same model with --weights',
+      hint: 'the run captured inputs of these projections; pass the checkpoint of the same model with --model',
     });
   }
   return out;
@@ -259,7 +259,7 @@ export function onnxMatrices(m: LoadedModel, points: { name: string; dim: number
   if (missing.length) {
     throw new LobesError(`no weight found in the graph for ${missing.length} projection${missing.length === 1 ? '' : 's'}: ${missing.slice(0, 3).join(', ')}${missing.length > 3 ? ', ...' : ''}`, {
       file: m.file,
-      hint: 'pass a safetensors checkpoint of the same model with --weights',
+      hint: 'pass a safetensors checkpoint of the same model with --model',
     });
   }
   return out;

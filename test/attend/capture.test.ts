@@ -212,7 +212,9 @@ describe('layer selection', () => {
   it('parses all, last:N and lists with ranges; refuses layers that do not exist', () => {
     expect(parseLayerSelection('all', 4)).toEqual([0, 1, 2, 3]);
     expect(parseLayerSelection('last:20', 30)).toEqual(Array.from({ length: 20 }, (_, i) => 10 + i));
-    expect(parseLayerSelection('last:20', 2)).toEqual([0, 1]);
+    // last:N past the model: refused when asked for, every layer for a command's default (clamp)
+    expect(parseLayerSelection('last:20', 2, { clamp: true })).toEqual([0, 1]);
+    expect(() => parseLayerSelection('last:20', 2)).toThrow(LobesError);
     expect(parseLayerSelection('3, 0,5-7', 30)).toEqual([0, 3, 5, 6, 7]);
     for (const bad of ['30', '5-3', 'x', 'last:0', '']) expect(() => parseLayerSelection(bad, 30), bad).toThrow(LobesError);
   });

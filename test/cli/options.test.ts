@@ -75,7 +75,7 @@ describe('the shared parser', () => {
   it('a negative --seed is refused for what it is, not as an ambiguous argument', async () => {
     const c = capture();
     expect(await main(['demo', '--seed', '-1'])).toBe(2);
-    expect(c.err()).toMatch(/--seed must be an integer >= 0 .*got "-1"/);
+    expect(c.err()).toMatch(/--seed must be a decimal integer from 0 to 4294967295, got "-1"/);
     expect(c.err()).not.toContain('ambiguous');
   });
 

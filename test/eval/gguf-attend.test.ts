@@ -78,7 +78,7 @@ describe('lobes eval G.gguf, then lobes attend G.gguf --eval DIR', { timeout: 30
     expect(a.code).toBe(1);
     const lines = a.err.trim().split('\n');
     expect(lines).toHaveLength(1);
-    expect(lines[0]).toBe(`lobes attend: ${path.join(ev, 'eval.json')}: the evaluation was run with another model (its eval.json records another GGUF identity: other file contents, dtype or weight storage) (give lobes attend the GGUF and --dtype/--weights the evaluation used)`);
+    expect(lines[0]).toBe(`lobes attend: ${path.join(ev, 'eval.json')}: the evaluation was run with another model (its eval.json records another GGUF identity: other file contents, dtype or weight storage) (give lobes attend the GGUF the evaluation used, converted the same way (lobes convert --dtype and --weights))`);
     expect(files(ev)).toEqual(before);
   });
 });

@@ -260,7 +260,7 @@ describe.skipIf(!HAVE)('analyses read only what the run says, and fail without l
   it('--perplexity below 1 is a usage error', async () => {
     const r = await lobes(['cluster', run, '--perplexity', '0.001']);
     expect(r.code).toBe(2);
-    expect(r.stderr).toMatch(/--perplexity must be a number >= 1, got "0\.001"/);
+    expect(r.stderr).toMatch(/--perplexity must be a decimal number of at least 1, got "0\.001"/);
   });
 
   it('--out naming a folder for a file output fails with one line and leaves no temporary file', async () => {

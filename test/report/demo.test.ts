@@ -3,16 +3,32 @@
  * cluster and report. Checks the report against the run's own files.
  */
 import { describe, it, expect } from 'vitest';
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { main } from '../../src/cli/main.js';
 import { BUILTIN_MODEL_DIR } from '../../src/report/index.js';
+import { cli } from '../runtime/helpers.js';
 
 const haveModel = existsSync(path.join(BUILTIN_MODEL_DIR, 'model.onnx'));
 if (!haveModel) console.log(`demo test skipped: the built-in model is missing at ${BUILTIN_MODEL_DIR}`);
 
 describe.skipIf(!haveModel)('lobes demo', () => {
+  it('refuses --out over a report.html lobes did not write before the pipeline runs', async () => {
+    const out = path.join(mkdtempSync(path.join(tmpdir(), 'lobes-demo-')), 'mine');
+    mkdirSync(out);
+    const page = path.join(out, 'report.html');
+    writeFileSync(page, '<html><body>my own page</body></html>\n');
+    const t0 = Date.now();
+    const r = await cli(['demo', '--out', out, '--quiet', '--permutations', '20']);
+    expect(r.code).toBe(1);
+    expect(r.err.split('\n').filter(Boolean)).toEqual([`lobes demo: ${page}: report file exists and was not written by lobes; it is not overwritten (give a new file name, or move the file away)`]);
+    expect(readFileSync(page, 'utf8')).toBe('<html><body>my own page</body></html>\n');
+    // nothing of the pipeline ran: no run folder, and no time spent on it
+    expect(existsSync(path.join(out, 'run'))).toBe(false);
+    expect(Date.now() - t0).toBeLessThan(5000);
+  });
+
   it('runs the whole pipeline and writes a report that says the model is random', async () => {
     const out = path.join(mkdtempSync(path.join(tmpdir(), 'lobes-demo-')), 'demo');
     let stdout = '';

@@ -15,7 +15,8 @@ let dir: string;
 let child: ChildProcess;
 beforeAll(() => {
   dir = mkdtempSync(path.join(tmpdir(), 'lobes-lock-'));
-  child = spawn('sleep', ['60'], { stdio: 'ignore' });
+  // a live holder is a JavaScript runtime, as lobes is (a lock of any other program is stale)
+  child = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60000)'], { stdio: 'ignore' });
 });
 afterAll(() => {
   child.kill();
@@ -35,6 +36,24 @@ async function deadPid(): Promise<number> {
 }
 
 describe('lock files', () => {
+  it('a lock of a live pid that runs another program than lobes is stale after a look at its command line', async () => {
+    const other = spawn('sleep', ['30'], { stdio: 'ignore' });
+    try {
+      await new Promise((r) => setTimeout(r, 100));
+      const f = lockFile();
+      plant(f, { pid: other.pid, host: hostname(), processStartMs: processStartMs(other.pid!) });
+      const t0 = Date.now();
+      const l = await acquireLock(f, { timeoutMs: 5000, pollMs: 20 });
+      expect(l).not.toBeNull();
+      expect(Date.now() - t0).toBeLessThan(1000);
+      expect(JSON.parse(readFileSync(f, 'utf8')).pid).toBe(process.pid);
+      l!.release();
+      expect(pidAlive(other.pid!)).toBe(true);
+    } finally {
+      other.kill();
+    }
+  });
+
   it('takes a free lock, records pid, host and start time, and releases it', () => {
     const f = lockFile();
     const l = tryLock(f, { purpose: 'testing' });

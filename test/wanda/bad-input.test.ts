@@ -130,7 +130,7 @@ describe('lobes wanda command line', () => {
       out = '';
       err = '';
       expect(await main(['wanda', run, '--model', ck, '--top', '2'])).toBe(2);
-      expect(err).toMatch(/^lobes wanda: --top must be a number >= .* <= 1, got "2"\n$/);
+      expect(err).toBe('lobes wanda: --top must be a decimal number from 0 to 1, got "2"\n');
       err = '';
       expect(await main(['wanda', run, '--model', path.join(run, 'nowhere')])).toBe(1);
       expect(err.split('\n').filter(Boolean)).toHaveLength(1);
