@@ -12,7 +12,7 @@ import { LobesError } from '../util/errors.js';
 import { Progress } from '../util/progress.js';
 import { compareHooks, parseHook } from '../hooks.js';
 import type { HookInfo, RunReader } from '../store/types.js';
-import type { Chance, ClassifierMetrics, ClusterItems, ClusterMetrics, ProbeComparison, SpaceMetrics, SweepPoint } from './types.js';
+import type { Chance, ClassifierMetrics, ClusterItems, ClusterSettings, ClusterMetrics, ProbeComparison, SpaceMetrics, SweepPoint } from './types.js';
 import type { PcaOptions, PcaResult } from './pca.js';
 import { Rng } from '../util/rng.js';
 import { repeatedCv, type Block, type RepeatedCv } from './probecv.js';
@@ -50,6 +50,8 @@ export interface MetricSample {
   probePca: number;
   /** Label permutations per layer of the sweep. */
   sweepPermutations: number;
+  /** How the permutation counts were sized to their families (settings.json's sizing). */
+  sizing?: ClusterSettings['sizing'];
 }
 
 /** What the measuring stages read. */
@@ -238,18 +240,23 @@ export async function layerSweep(ctx: MeasureContext, run: RunReader | undefined
   return { sweep, items, comparisons };
 }
 
-/** The header of metrics.csv: p_holm and p_bh are the p adjusted within its family (metrics.families), z the value against its null. */
-export const METRICS_CSV_HEADER = 'space,metric,value,ci_low,ci_high,p,null_mean,null_low,null_high,p_holm,p_bh,z';
+/**
+ * The header of metrics.csv: p_holm and p_bh are the p adjusted within its family
+ * (metrics.families), z the value against its null, p_normal the one-sided normal approximation
+ * of z's p (an approximation), permutations the null's R, and verdict the test's status within
+ * its family (pass, fail, not-testable, degenerate; src/util/resolution.ts; empty outside a family).
+ */
+export const METRICS_CSV_HEADER = 'space,metric,value,ci_low,ci_high,p,null_mean,null_low,null_high,p_holm,p_bh,z,p_normal,permutations,verdict';
 
 /** Metrics as CSV rows, one per METRICS_CSV_HEADER. */
 export function metricsCsvRows(metrics: ClusterMetrics, field: (s: string) => string): string[] {
   const lines: string[] = [];
   const num = (v: number | null | undefined) => (v === null || v === undefined ? '' : String(v));
-  type M = { value: number; ci95: [number, number] | null; p: number | null; nullMean?: number | null; nullBand?: [number, number] | null; pHolm?: number | null; pBH?: number | null; z?: number | null } | null | undefined;
+  type M = { value: number; ci95: [number, number] | null; p: number | null; nullMean?: number | null; nullBand?: [number, number] | null; pHolm?: number | null; pBH?: number | null; z?: number | null; pNormal?: number | null; permutations?: number; verdict?: { status: string } } | null | undefined;
   const row = (space: string, name: string, m: M) => {
-    if (m) lines.push([field(space), field(name), num(m.value), num(m.ci95?.[0]), num(m.ci95?.[1]), num(m.p), num(m.nullMean), num(m.nullBand?.[0]), num(m.nullBand?.[1]), num(m.pHolm), num(m.pBH), num(m.z)].join(','));
+    if (m) lines.push([field(space), field(name), num(m.value), num(m.ci95?.[0]), num(m.ci95?.[1]), num(m.p), num(m.nullMean), num(m.nullBand?.[0]), num(m.nullBand?.[1]), num(m.pHolm), num(m.pBH), num(m.z), num(m.pNormal), num(m.permutations), m.verdict?.status ?? ''].join(','));
   };
-  const plain = (space: string, name: string, v: number | null | undefined) => lines.push([field(space), field(name), num(v), '', '', '', '', '', '', '', '', ''].join(','));
+  const plain = (space: string, name: string, v: number | null | undefined) => lines.push([field(space), field(name), num(v), '', '', '', '', '', '', '', '', '', '', '', ''].join(','));
   for (const s of metrics.spaces) {
     row(s.space, 'silhouette', s.silhouette);
     row(s.space, 'knn_accuracy', s.knnAccuracy);

@@ -28,6 +28,7 @@ import { Rng } from '../util/rng.js';
 import { confusionCounts, percentileSorted, scoresFromConfusion, SCORE_NAMES, type ScoreName } from '../cluster/scores.js';
 import type { Accuracy, AccuracyTable, ClozeMetric } from '../eval/summary-types.js';
 import { distinctNames } from './naming.js';
+import { formatP, verdictNumbers, verdictWords } from '../util/resolution.js';
 
 export type Direction = 'higher' | 'lower' | 'neutral';
 
@@ -286,7 +287,30 @@ export function compareRuns(r1: ReportModel, r2: ReportModel): Comparison {
   if (ctx.used.has('normal')) notes.push('CI of a difference, normal approximation (results without items.json): each run\'s 95% bootstrap CI is read as ±1.96 standard errors and the runs are treated as independent, giving diff ± 1.96·sqrt(se₁² + se₂²).');
   evalRows(ctx, r1, r2, rows, notes);
   notes.push('"CI excludes 0" marks differences whose interval does not contain zero.');
-  return { runs: names, rows, notes, diffLabel, order, summary: [order, ...comparisonSummary(rows, ['A', 'B'], diffLabel)] };
+  return { runs: names, rows, notes, diffLabel, order, summary: [order, ...comparisonSummary(rows, ['A', 'B'], diffLabel), ...ownVerdicts(r1, r2)] };
+}
+
+/**
+ * Each run's own verdict on its headline classifiers, as its metrics.json records it (one
+ * Verdict per test, src/util/resolution.ts), so that a difference is read beside what each
+ * run could show: "not testable at R = 50" in one run is not "not above chance".
+ */
+export function ownVerdicts(r1: ReportModel, r2: ReportModel): string[] {
+  const out: string[] = [];
+  const pick = (r: ReportModel, space: string, of: 'probe' | 'knn') => r.cluster?.metrics?.spaces.find((s) => s.space === space)?.[of]?.balancedAccuracy ?? null;
+  const words = (m: MetricWithCI | null) => {
+    if (!m) return 'not measured';
+    const v = m.verdict;
+    if (!v) return m.p === null ? 'no permutation null' : `p = ${formatP(m.p)} (no verdict recorded: an older cluster output)`;
+    return v.status === 'degenerate' || v.status === 'untested' ? verdictWords(v) : `${verdictWords(v, 'above chance', 'not above chance')} (${verdictNumbers(v, 'classifiers')})`;
+  };
+  for (const [space, of, label] of [['original-euclidean', 'probe', 'Linear probe'], ['original-cosine', 'knn', 'kNN (cosine)']] as const) {
+    const a = pick(r1, space, of);
+    const b = pick(r2, space, of);
+    if (!a && !b) continue;
+    out.push(`${label}, each run against its own null: A ${words(a)}; B ${words(b)}.`);
+  }
+  return out;
 }
 
 /** The headline differences in words: balanced accuracy of the probe and kNN on the representation, and of the token baselines. */
