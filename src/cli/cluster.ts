@@ -7,7 +7,7 @@ import { verdictWords } from '../util/resolution.js';
 import type { TsneMethod } from '../cluster/tsne.js';
 
 const USAGE =
-  'lobes cluster RUN|MATRIX_FILE [--labels FILE] [--point HOOK] [--by LABEL] [--seed N] [--perplexity P] [--out DIR] [--pca K] [--probe-pca 50] [--theta 0.5] [--tsne-method auto|bh|fft] [--learning-rate auto|per-phase|LR] [--neighbours auto|exact|approximate] [--iterations 1000] [--bootstrap B] [--permutations R] [--probe-permutations R] [--probe-repeats 5] [--probe-c C|nested] [--class-weight balanced] [--sweep] [--sweep-permutations R] [--no-baselines] [--model DIR] [--json]';
+  'lobes cluster RUN|MATRIX_FILE [--labels FILE] [--point HOOK] [--by LABEL] [--seed N] [--perplexity P] [--out DIR] [--pca K] [--probe-pca 50] [--theta 0.5] [--tsne-method auto|bh|fft] [--learning-rate auto|per-phase|LR] [--neighbours auto|exact|approximate] [--iterations 1000] [--bootstrap B] [--permutations R] [--probe-permutations R] [--probe-repeats 5] [--probe-c C|nested] [--class-weight balanced|none] [--sweep] [--sweep-permutations R] [--no-baselines] [--model DIR] [--json]';
 
 const HELP = `
 Seeded Barnes–Hut t-SNE of one capture point and numbers for how well a label separates:
@@ -45,8 +45,10 @@ sweep.json with --sweep).
   --permutations R    label permutations of silhouette and kNN (default 200)
   --probe-repeats N   repeats of the probe's stratified k-fold CV with other fold seeds (default 5)
   --probe-c C|nested  the probe's C, or 'nested': chosen inside each training fold by a 3-fold CV
-                      over 0.01, 0.1, 1, 10 (default nested)
-  --class-weight balanced  weigh each class by n / (K · n_c) in the probe's loss
+                      over 0.0001, 0.001, 0.01, 0.1, 1, 10 for the best balanced accuracy
+                      (default nested; a choice at the grid's edge is noted)
+  --class-weight W    balanced (default: each class weighed by n / (K · n_c) in the probe's
+                      loss) or none
   --probe-permutations R  permutations of the probe's null (default: what the family of the
                       verdict's classifiers needs for Holm at 0.05, 59 for 3 and 99 for 5, at
                       most 100 and at most --permutations; each retrains every fold). A smaller
@@ -173,9 +175,10 @@ export async function run(argv: string[]): Promise<number> {
 }
 
 /** --class-weight: 'balanced' or absent. */
-function classWeightOption(v: string | undefined): 'balanced' | null {
-  if (v === undefined) return null;
-  if (v !== 'balanced') throw new UsageError(`--class-weight ${v}: the only class weighting is 'balanced'`, 'use --class-weight balanced, or leave it out');
+function classWeightOption(v: string | undefined): 'balanced' | null | undefined {
+  if (v === undefined) return undefined;
+  if (v === 'none') return null;
+  if (v !== 'balanced') throw new UsageError(`--class-weight ${v}: the class weighting is 'balanced' (the default) or 'none'`, 'use --class-weight balanced or --class-weight none');
   return 'balanced';
 }
 

@@ -171,7 +171,7 @@ export async function separation(ctx: MeasureContext, Y: Float64Array, sample: M
   const items: ClusterItems['spaces'] = [];
   const add = (r: ReturnType<typeof spaceResult>) => {
     spaces.push(r.metrics);
-    items.push({ space: r.metrics.space, knn: Array.from(r.knnPred), probe: r.probePred ? Array.from(r.probePred) : null, silhouette: Array.from(r.silhouette, (v) => Math.round(v * 1e6) / 1e6) });
+    items.push({ space: r.metrics.space, knn: Array.from(r.knnPred), probe: r.probePred ? Array.from(r.probePred) : null, ...(r.probePreds ? { probeRepeats: r.probePreds.map((p) => Array.from(p)) } : {}), silhouette: Array.from(r.silhouette, (v) => Math.round(v * 1e6) / 1e6) });
   };
   say('metrics 1/3: original-cosine');
   add(spaceResult({ space: 'original-cosine', X: Xs, d, distance: 'cosine', probe: null, D: G.cosine, silhouetteNull: await silNull(G.cosine) }, m, sub, classes, mopts));
@@ -229,7 +229,7 @@ export async function layerSweep(ctx: MeasureContext, run: RunReader | undefined
     const r = await runProbe(quiet, [{ X: L, d: h.dim }], sample, sample.sweepPermutations, h.name);
     const a = r.metrics.accuracy;
     sweep.push({ point: h.name, probeAccuracy: a.value, ci95: a.ci95, accuracy: a, balancedAccuracy: r.metrics.balancedAccuracy, macroF1: r.metrics.macroF1, cv: r.metrics.cv });
-    items.push({ point: h.name, probe: Array.from(r.cv.preds[0]) });
+    items.push({ point: h.name, probe: Array.from(r.cv.preds[0]), probeRepeats: r.cv.preds.map((p) => Array.from(p)) });
     // each layer against the one before it, paired over items and fold repeats
     const cur = { name: h.name, cv: r.cv };
     if (prev) comparisons.push(compareProbes(ctx, sample, 'layers', cur, prev));

@@ -17,9 +17,11 @@ export interface ProbeOptions {
   C?: number;
   /**
    * C chosen by nested CV inside each training fold over these values (stratified
-   * `innerFolds`-fold CV, highest accuracy, ties to the earlier value); none: `C` throughout.
+   * `innerFolds`-fold CV, highest `cScore`, ties to the earlier value); none: `C` throughout.
    */
   cGrid?: number[];
+  /** The score the inner CV chooses C by: 'balancedAccuracy' (default: the score the probe reports) or 'accuracy'. */
+  cScore?: 'balancedAccuracy' | 'accuracy';
   /** Folds of the inner CV that chooses C (default 3). */
   innerFolds?: number;
   /** 'balanced': sample weights n / (K · n_c) of the training fold's class counts. */

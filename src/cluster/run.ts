@@ -30,7 +30,7 @@ import { readSafetensorsHeader, readTensorFloat32 } from '../formats/safetensors
 import { LOBES_VERSION } from '../version.js';
 import { FINAL_HIDDEN, parseHook, sitePool } from '../hooks.js';
 import type { RunReader } from '../store/types.js';
-import type { BaselineMetrics, ClusterCoords, ClusterItems, ClusterMetrics, ClusterSettings, IncrementalMetrics, ProbeComparison, SpaceMetrics, SweepPoint } from './types.js';
+import type { BaselineMetrics, ClassifierMetrics, ClusterCoords, ClusterItems, ClusterMetrics, ClusterSettings, IncrementalMetrics, ProbeComparison, SpaceMetrics, SweepPoint } from './types.js';
 import { readNpy } from './npy.js';
 import { clusterDir, writeClusterFiles } from './store.js';
 import { previousSettings } from '../store/analyses.js';
@@ -91,7 +91,7 @@ export interface ClusterOptions {
   probeRepeats?: number;
   /** The probe's C: a number, or 'nested' (chosen inside each training fold over PROBE_C_GRID; the default). */
   probeC?: number | 'nested';
-  /** Class weights of the probe: 'balanced' (n / (K · n_c)) or none (default). */
+  /** Class weights of the probe: 'balanced' (n / (K · n_c), the default) or null (none). */
   classWeight?: 'balanced' | null;
   /** Metrics on at most this many points (seeded stratified subsample; default 2000). */
   maxMetricPoints?: number;
@@ -376,6 +376,10 @@ export async function runCluster(input: RunReader | string, opts: ClusterOptions
       items.sweep = sw.items;
       laps.lap('sweep');
     }
+    for (const n of gridEdgeNotes(sep.spaces, extra.baselines)) {
+      extra.notes.push(n);
+      say(`warning: ${n}`);
+    }
     const result = clusterResult(st, perplexity, features, emb, sample, sep.spaces, extra);
     if (!opts.noWrite) {
       result.outDir = inp.outDir;
@@ -496,6 +500,23 @@ export function permutationSizing(opts: Pick<ClusterOptions, 'permutations' | 'p
 function runSample(inp: LoadedInput, sample: MetricSample): MetricSample {
   const map = inp.runRows;
   return map ? { ...sample, rows: Int32Array.from(sample.rows, (r) => map[r]!) } : sample;
+}
+
+/**
+ * A warning for each probe whose nested choice of C sat at an edge of its grid in at least half
+ * of its folds: the best C may lie beyond the grid (the probe is then over- or under-penalized).
+ */
+export function gridEdgeNotes(spaces: SpaceMetrics[], baselines: BaselineMetrics[]): string[] {
+  const probes: [string, ClassifierMetrics | null | undefined][] = [...spaces.map((s) => [`the probe in ${s.space}`, s.probe] as [string, ClassifierMetrics | null | undefined]), ...baselines.map((b) => [`the ${b.name} probe`, b.probe] as [string, ClassifierMetrics])];
+  const out: string[] = [];
+  for (const [name, p] of probes) {
+    const e = p?.cv?.gridEdge;
+    const grid = p?.cv?.cGrid;
+    if (!e || !grid?.length || 2 * Math.max(e.low, e.high) < e.of) continue;
+    const low = e.low >= e.high;
+    out.push(`${name} chose C = ${low ? Math.min(...grid) : Math.max(...grid)}, the ${low ? 'smallest' : 'largest'} of its grid, in ${low ? e.low : e.high} of ${e.of} folds: the best C may lie beyond the grid (--probe-c C fixes it)`);
+  }
+  return out;
 }
 
 /** The stream a sweep reads: the mean-pooled one when the point is a mean-pooled one. */

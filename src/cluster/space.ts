@@ -11,7 +11,7 @@ import { Rng } from '../util/rng.js';
 import { nullZ } from '../util/stats.js';
 import { normalUpper } from '../util/resolution.js';
 import type { ProbeOptions } from './probe.js';
-import { modalC, probeNullPrepared, repeatedCv, type PreparedFold, type RepeatedCv } from './probecv.js';
+import { gridEdge, modalC, probeNullPrepared, repeatedCv, type PreparedFold, type RepeatedCv } from './probecv.js';
 import { bootstrapRepeated } from './paired.js';
 import { bootstrapCI, daviesBouldin, distanceMatrix, knnPredict, mean, neighboursFromDistances, normalizeRows, permutationP, probePermutationLabels, silhouetteMeans, silhouetteSamples, type Distance } from './metrics.js';
 import { bootstrapScores, classScores, confusionCounts, nullSummary, perClassRecall, SCORE_NAMES } from './scores.js';
@@ -101,6 +101,7 @@ export function probeCvInfo(opts: ProbeOptions, cv: RepeatedCv): ProbeCv {
     cMethod: nested ? 'nested' : 'fixed',
     ...(nested ? { cGrid: opts.cGrid } : {}),
     chosenC: cv.chosenC,
+    ...(nested ? { cScore: opts.cScore ?? 'balancedAccuracy', gridEdge: gridEdge(cv, opts.cGrid)! } : {}),
     nullC: modalC(cv.chosenC, opts.C ?? 1),
     classWeight: opts.classWeight ?? null,
     pca: opts.pca ?? 0,
@@ -160,6 +161,8 @@ export interface SpaceResult {
   metrics: SpaceMetrics;
   knnPred: Int32Array;
   probePred: Int32Array | null;
+  /** Every CV repeat's out-of-fold predictions (the first is probePred). */
+  probePreds: Int32Array[] | null;
   silhouette: Float64Array;
 }
 
@@ -228,7 +231,7 @@ export function spaceResult(input: SpaceInput, n: number, labels: Int32Array, cl
     perClass,
     confusion: knn.confusion,
   };
-  return { metrics, knnPred: pred, probePred, silhouette: sil };
+  return { metrics, knnPred: pred, probePred, probePreds: cv ? cv.preds : null, silhouette: sil };
 }
 
 /** The probe's repeated CV scored with bootstrap CIs and, given `nullScores`, their null (the layer sweep, the baselines). */

@@ -137,6 +137,10 @@ export interface ProbeCv {
   cGrid?: number[];
   /** C of each repeat's folds. */
   chosenC: number[][];
+  /** The score the nested CV chose C by (balanced accuracy unless set otherwise). */
+  cScore?: 'balancedAccuracy' | 'accuracy';
+  /** Folds whose chosen C sat at the grid's smallest (`low`) or largest (`high`) value, of `of`. */
+  gridEdge?: { low: number; high: number; of: number };
   /** C the permutation null refits with (the most frequently chosen). */
   nullC: number;
   classWeight: 'balanced' | null;
@@ -232,9 +236,14 @@ export interface ClusterItems {
   classes: string[];
   /** True class index per item. */
   y: number[];
-  spaces: { space: string; knn: number[]; probe: number[] | null; silhouette: number[] }[];
-  baselines: { name: string; probe: number[] }[];
-  sweep?: { point: string; probe: number[] }[];
+  /**
+   * `probe` is the first CV repeat's out-of-fold predictions; `probeRepeats` every repeat's, in
+   * repeat order (the first is `probe`), so that a comparison resamples repeats as the probe's
+   * own CI does (absent in files of earlier versions, which kept the first repeat only).
+   */
+  spaces: { space: string; knn: number[]; probe: number[] | null; probeRepeats?: number[][]; silhouette: number[] }[];
+  baselines: { name: string; probe: number[]; probeRepeats?: number[][] }[];
+  sweep?: { point: string; probe: number[]; probeRepeats?: number[][] }[];
 }
 
 export interface SpaceMetrics {

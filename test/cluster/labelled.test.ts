@@ -63,6 +63,11 @@ describe('items without a value on the axis', () => {
     expect(res.settings.leftOut).toEqual({ count: 30, of: 90, values: { unevaluated: 30 } });
     expect(res.coords.ids).not.toContain('item-2');
     expect(res.items!.ids).toEqual(Array.from({ length: 90 }, (_, i) => i).filter((i) => i % 3 !== 2).map((i) => `item-${i}`));
+    // items.json keeps every CV repeat of each probe (for compare's bootstrap over repeats)
+    const eu = res.items!.spaces.find((x) => x.space === 'original-euclidean')!;
+    expect(eu.probeRepeats!.length).toBe(2);
+    expect(eu.probeRepeats![0]).toEqual(eu.probe);
+    expect(res.items!.sweep![0]!.probeRepeats!.length).toBe(2);
     // the layer's one-hot is read through the kept rows' run rows: the probe gets every item right
     expect(res.metrics.sweep![0]!.balancedAccuracy!.value).toBe(1);
     const first = verdictLines(res.metrics, res.settings)[0];

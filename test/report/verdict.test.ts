@@ -20,7 +20,7 @@ import { writeSyntheticRun } from '../../src/report/synthetic.js';
 import { loadRun } from '../../src/report/load.js';
 import { runPayload } from '../../src/report/payload.js';
 import { reportHtml } from '../../src/report/index.js';
-import { bootstrapDiff, compareRuns } from '../../src/report/compare.js';
+import { bootstrapDiff, compareRuns, itemSeries, seriesValue } from '../../src/report/compare.js';
 
 const tmp = mkdtempSync(path.join(tmpdir(), 'lobes-verdict-'));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
@@ -138,8 +138,7 @@ describe('comparing a run with its random-weights control', () => {
     expect(row.ahead).toBe('A (CI excludes 0)');
     expect(cmp.summary!.find((l) => l.startsWith('Linear probe'))).toMatch(/balanced accuracy A 0\.\d\d, B 0\.\d\d; B − A: -0\.\d\d \[-0\.\d\d, -0\.\d\d\] \(paired bootstrap over 300 items; the CI excludes 0\)/);
     // beside the difference, each run's own verdict from its recorded Verdict objects
-    expect(cmp.summary!.find((l) => l.startsWith('Linear probe, each run against its own null'))).toMatch(/^Linear probe, each run against its own null: A above chance \(p = 0\.03 \(the floor 1\/\(R\+1\) of 39 permutations\), z = [\d.]+, .*Holm 0\.03 over 3 classifiers\); B no p: the null has no spread \(every one of the 39 shuffles scored 0\.5000\), so a p would only count ties\.$/);
-    // (the control's probe always answers the majority class: its null is one value, so it has no p)
+    expect(cmp.summary!.find((l) => l.startsWith('Linear probe, each run against its own null'))).toMatch(/^Linear probe, each run against its own null: A above chance \(p = 0\.03 \(the floor 1\/\(R\+1\) of 39 permutations\), z = [\d.]+, .*Holm 0\.03 over 3 classifiers\); B not above chance \(p = 0\.\d+, z = -?\d\.\d, normal approx\. p = 0\.\d+, Holm [01]\.\d+ over 3 classifiers\)\.$/);
     // the other order: the same difference with the other sign, never flipped back to trained − control
     const rev = compareRuns(await loadRun(control), await loadRun(trained));
     expect(rev.order).toBe('A is control, B is trained. Every difference is B − A. A is a random-weights control, so a positive difference means the trained model B is ahead.');
@@ -179,6 +178,51 @@ describe('comparing a run with its random-weights control', () => {
     const ind = bootstrapDiff(s1, s3, 'balancedAccuracy', B, 11)!;
     expect(ind.kind).toBe('independent');
     expect(ind.ci[1] - ind.ci[0]).toBeGreaterThan(r.ci[1] - r.ci[0]);
+  });
+});
+
+describe('compare from every CV repeat', () => {
+  it('one repeat that differs: the interval resamples repeats with the items and contains its own point estimate', () => {
+    const rng = new Rng(21);
+    const n = 200;
+    const ids = Array.from({ length: n }, (_, i) => `i${i}`);
+    const y = Int32Array.from({ length: n }, () => rng.int(3));
+    const shared = Int32Array.from(y, (v) => (rng.next() < 0.6 ? v : rng.int(3)));
+    // repeats 0-3 of both runs predict the same; repeat 4 of A is nearly perfect
+    const sharp = Int32Array.from(y, (v) => (rng.next() < 0.97 ? v : rng.int(3)));
+    const A = { ids, y, C: 3, pred: shared, preds: [shared, shared, shared, shared, sharp] };
+    const Bs = { ids, y, C: 3, pred: shared, preds: [shared, shared, shared, shared, shared] };
+    const stat = (p: Int32Array, rows?: number[]) => {
+      const yy = rows ? Int32Array.from(rows, (i) => y[i]!) : y;
+      return classScores(yy, rows ? Int32Array.from(rows, (i) => p[i]!) : p, 3).balancedAccuracy;
+    };
+    const point = seriesValue(Bs, 'balancedAccuracy') - seriesValue(A, 'balancedAccuracy');
+    expect(point).toBeCloseTo((stat(shared) - stat(sharp)) / 5, 12);
+    const B = 500;
+    const r = bootstrapDiff(A, Bs, 'balancedAccuracy', B, 5)!;
+    expect(r.ci[0]).toBeLessThan(point);
+    expect(r.ci[1]).toBeGreaterThanOrEqual(point);
+    // from the definition: each resample draws one repeat for both runs, then the items
+    const g = new Rng(5);
+    const diffs: number[] = [];
+    for (let b = 0; b < B; b++) {
+      const q = g.int(5);
+      const idx = Array.from({ length: n }, () => g.int(n));
+      diffs.push(stat(Bs.preds[q]!, idx) - stat(A.preds[q]!, idx));
+    }
+    diffs.sort((a, b) => a - b);
+    expect(r.ci[0]).toBeCloseTo(percentileSorted(diffs, 2.5), 12);
+    expect(r.ci[1]).toBeCloseTo(percentileSorted(diffs, 97.5), 12);
+    // the first repeat alone (what items.json used to keep) gives [0, 0], which leaves the point estimate out
+    const first = bootstrapDiff({ ids, y, C: 3, pred: shared }, { ids, y, C: 3, pred: shared }, 'balancedAccuracy', B, 5)!;
+    expect(first.ci).toEqual([0, 0]);
+    expect(point).toBeLessThan(-0.05);
+  });
+
+  it('items.json keeps every repeat, and itemSeries reads them', () => {
+    const items = { ids: ['a', 'b'], classes: ['x', 'y'], y: [0, 1], spaces: [{ space: 'original-euclidean', knn: [0, 1], probe: [0, 0], probeRepeats: [[0, 0], [0, 1]], silhouette: [0, 0] }], baselines: [] };
+    const s = itemSeries(items, { space: 'original-euclidean', of: 'probe' }) as { preds: Int32Array[] };
+    expect(s.preds.map((p) => Array.from(p))).toEqual([[0, 0], [0, 1]]);
   });
 });
 
