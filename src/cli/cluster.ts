@@ -7,7 +7,7 @@ import { verdictWords } from '../util/resolution.js';
 import type { TsneMethod } from '../cluster/tsne.js';
 
 const USAGE =
-  'lobes cluster RUN|MATRIX_FILE [--labels FILE] [--point HOOK] [--by LABEL] [--seed N] [--perplexity P] [--out DIR] [--pca K] [--probe-pca 50] [--theta 0.5] [--tsne-method auto|bh|fft] [--learning-rate auto|per-phase|LR] [--neighbours auto|exact|approximate] [--iterations 1000] [--bootstrap B] [--permutations R] [--probe-permutations R] [--probe-repeats 5] [--probe-c C|nested] [--class-weight balanced|none] [--sweep] [--sweep-permutations R] [--no-baselines] [--model DIR] [--json]';
+  'lobes cluster RUN|MATRIX_FILE [--labels FILE] [--point HOOK] [--by LABEL] [--seed N] [--perplexity P] [--out DIR] [--pca K] [--probe-pca 50] [--theta 0.5] [--tsne-method auto|bh|fft] [--learning-rate auto|per-phase|LR] [--neighbours auto|exact|approximate] [--iterations 1000] [--bootstrap B] [--permutations R] [--probe-permutations R] [--probe-repeats 5] [--probe-c C|nested] [--class-weight balanced|none] [--sweep] [--sweep-permutations R] [--no-baselines] [--group AXIS|none] [--model DIR] [--json]';
 
 const HELP = `
 Seeded Barnes–Hut t-SNE of one capture point and numbers for how well a label separates:
@@ -59,6 +59,9 @@ sweep.json with --sweep).
                       where the layers' family needs more, the layers are read on the normal
                       approximation of their z, flagged as such)
   --no-baselines      skip the token baselines
+  --group AXIS|none   a label axis holding each item's group (e.g. its world tree): the probes'
+                      folds keep groups whole and their bootstraps resample groups, then items
+                      (default: the axis item_group a dataset's group=FIELD wrote, if any)
   --model DIR         the run's model folder, when it has moved since extraction (the token
                       baselines need its tokenizer and embeddings; checked against the run by hash)
   --threads N         worker threads (default: all cores; results do not depend on it)
@@ -86,6 +89,7 @@ export async function run(argv: string[]): Promise<number> {
       'class-weight': { type: 'string' },
       'sweep-permutations': { type: 'string' },
       'no-baselines': { type: 'boolean' },
+      group: { type: 'string' },
       model: { type: 'string' },
       theta: { type: 'string' },
       'tsne-method': { type: 'string' },
@@ -118,6 +122,7 @@ export async function run(argv: string[]): Promise<number> {
     probePermutations: v['probe-permutations'] === undefined ? undefined : intOption(v['probe-permutations'], '--probe-permutations', 50, 0),
     sweepPermutations: v['sweep-permutations'] === undefined ? undefined : intOption(v['sweep-permutations'], '--sweep-permutations', 20, 0),
     baselines: !v['no-baselines'],
+    group: v.group === 'none' ? null : v.group,
     model: v.model,
     theta: numOption(v.theta, '--theta', 0.5, 0, 1),
     tsneMethod: tsneMethodOption(v['tsne-method']),

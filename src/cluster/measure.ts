@@ -147,7 +147,7 @@ export async function runProbe(ctx: MeasureContext, blocks: Block[], sample: Met
 export function compareProbes(ctx: MeasureContext, sample: MetricSample, kind: ProbeComparison['kind'], a: { name: string; cv: RepeatedCv }, b: { name: string; cv: RepeatedCv }): ProbeComparison {
   let h = ctx.seed >>> 0;
   for (const ch of `${a.name}\u0000${b.name}`) h = (Math.imul(h, 31) + ch.charCodeAt(0)) >>> 0;
-  const d = pairedBootstrap(sample.sub, a.cv.preds, b.cv.preds, ctx.coded.classes.length, sample.mopts.bootstrap, new Rng(h));
+  const d = pairedBootstrap(sample.sub, a.cv.preds, b.cv.preds, ctx.coded.classes.length, sample.mopts.bootstrap, new Rng(h), sample.sub, sample.mopts.probe.groups);
   return { kind, a: a.name, b: b.name, ...d, n: sample.m };
 }
 

@@ -16,7 +16,7 @@
  */
 import { pca, pcaProject } from './pca.js';
 import { csrProject, csrRows, pcaCsr } from './pca-sparse.js';
-import { fitLogistic, predictLogistic, stratifiedFolds, type ProbeOptions } from './probe.js';
+import { fitLogistic, predictLogistic, stratifiedFolds, stratifiedGroupFolds, type ProbeOptions } from './probe.js';
 import { classScores } from './scores.js';
 
 /** A feature matrix [n, d] row-major. */
@@ -62,12 +62,19 @@ export interface RepeatedCv {
 }
 
 /** The number of folds for these labels: `folds`, lowered to the smallest class size, at least 2. */
-export function foldCount(labels: Int32Array, nClasses: number, folds = 5): number {
+export function foldCount(labels: Int32Array, nClasses: number, folds = 5, groups?: Int32Array): number {
   const counts = new Int32Array(nClasses);
   for (let i = 0; i < labels.length; i++) counts[labels[i]]++;
   let smallest = Infinity;
   for (let c = 0; c < nClasses; c++) if (counts[c] > 0) smallest = Math.min(smallest, counts[c]);
+  // with groups, no more folds than groups
+  if (groups) smallest = Math.min(smallest, new Set(groups).size);
   return Math.max(2, Math.min(folds, smallest));
+}
+
+/** The fold of each sample: stratified, or with `groups` stratified group folds (groups kept whole). */
+export function foldsOf(labels: Int32Array, nClasses: number, folds: number, seed: number, groups?: Int32Array): Int32Array {
+  return groups ? stratifiedGroupFolds(labels, groups, nClasses, folds, seed) : stratifiedFolds(labels, nClasses, folds, seed);
 }
 
 /** Rows of `fold` equal to f (test) and the others (train). */
@@ -245,8 +252,8 @@ export function fitPredict(X: Float64Array, n: number, d: number, y: Int32Array,
  */
 export function chooseC(X: Float64Array, n: number, d: number, y: Int32Array, nClasses: number, grid: number[], opts: ProbeOptions, seed: number): number {
   if (grid.length === 1) return grid[0];
-  const folds = foldCount(y, nClasses, opts.innerFolds ?? 3);
-  return chooseCOnFolds(X, d, y, nClasses, grid, opts, stratifiedFolds(y, nClasses, folds, seed), folds).C;
+  const folds = foldCount(y, nClasses, opts.innerFolds ?? 3, opts.groups);
+  return chooseCOnFolds(X, d, y, nClasses, grid, opts, foldsOf(y, nClasses, folds, seed, opts.groups), folds).C;
 }
 
 /**
@@ -280,14 +287,16 @@ export function chooseCOnFolds(X: Float64Array, d: number, y: Int32Array, nClass
 /** Predictions of one prepared fold's test rows for labels `labels` (C fixed, or chosen by nested CV). */
 export function predictFold(pf: PreparedFold, labels: Int32Array, nClasses: number, opts: ProbeOptions, seed: number): { pred: Int32Array; C: number } {
   const yt = Int32Array.from(pf.train, (i) => labels[i]);
-  const C = opts.cGrid?.length ? chooseC(pf.Xtr, pf.train.length, pf.d, yt, nClasses, opts.cGrid, opts, seed) : opts.C ?? 1;
+  const g = opts.groups;
+  const inner = g ? { ...opts, groups: Int32Array.from(pf.train, (i) => g[i]!) } : opts;
+  const C = opts.cGrid?.length ? chooseC(pf.Xtr, pf.train.length, pf.d, yt, nClasses, opts.cGrid, inner, seed) : opts.C ?? 1;
   return { pred: fitPredict(pf.Xtr, pf.train.length, pf.d, yt, pf.Xte, pf.test.length, nClasses, C, opts), C };
 }
 
 /** The prepared folds of one repeat (seed `seed`): the fold assignment and each fold's matrices. */
 export function prepareFolds(blocks: Block[], labels: Int32Array, nClasses: number, opts: ProbeOptions, seed: number): PreparedFold[] {
-  const folds = foldCount(labels, nClasses, opts.folds ?? 5);
-  const fold = stratifiedFolds(labels, nClasses, folds, seed);
+  const folds = foldCount(labels, nClasses, opts.folds ?? 5, opts.groups);
+  const fold = foldsOf(labels, nClasses, folds, seed, opts.groups);
   const out: PreparedFold[] = [];
   for (let f = 0; f < folds; f++) {
     const { train, test } = splitFold(fold, f);

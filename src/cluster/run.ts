@@ -45,6 +45,7 @@ import { probeSettings } from './probecv.js';
 import { adjustFamilies } from './multiplicity.js';
 import { residHooks } from './measure.js';
 import { planPermutations, type PermutationPlan } from '../util/resolution.js';
+import { GROUP_AXIS } from '../data/generic.js';
 
 export interface ClusterOptions {
   /** Labels file (one per line) for a matrix input. */
@@ -93,6 +94,13 @@ export interface ClusterOptions {
   probeC?: number | 'nested';
   /** Class weights of the probe: 'balanced' (n / (K · n_c), the default) or null (none). */
   classWeight?: 'balanced' | null;
+  /**
+   * A label axis of the run holding each item's group (e.g. its SocialEval world tree): the
+   * probes' folds keep groups whole (stratified group folds, the inner folds too), and their
+   * bootstraps and paired comparisons resample groups, then items within them. Default: the axis
+   * item_group when the run has one (a dataset spec's group=FIELD), unless it is `by`; null: none.
+   */
+  group?: string | null;
   /** Metrics on at most this many points (seeded stratified subsample; default 2000). */
   maxMetricPoints?: number;
   /** Probe accuracy for every layers.{i}.resid_out (run input only; layers.{i}.resid_out.mean when `point` is a mean-pooled point). */
@@ -131,6 +139,9 @@ interface LoadedInput {
   outDir: string;
   /** sha256 of the matrix file and the labels file (matrix input). */
   inputSha256?: { matrix: string; labels: string };
+  /** The group of each row (on `groupAxis`), when the probes are grouped. */
+  groupOf?: string[];
+  groupAxis?: string;
   /** The run rows of X's rows when some were left out (no value on the axis). */
   runRows?: Int32Array;
   /** Items left out for having no value on the axis, by the value they read as. */
@@ -180,6 +191,10 @@ async function loadInput(input: RunReader | string, opts: ClusterOptions): Promi
     const labels = pick(all);
     const n = labels.length;
     const text = pick(run.samples.map((s) => s.text ?? ''));
+    // the items' groups: --group AXIS, else the axis a dataset's group=FIELD wrote (null: none)
+    const groupAxis = opts.group === null ? undefined : opts.group ?? (run.labelAxes().includes(GROUP_AXIS) && by !== GROUP_AXIS ? GROUP_AXIS : undefined);
+    if (groupAxis !== undefined && !run.labelAxes().includes(groupAxis)) throw new UsageError(`--group ${opts.group}: the run has no label axis ${JSON.stringify(opts.group)} (axes: ${run.labelAxes().join(', ')})`, 'name the axis that holds each item\'s group');
+    const groupOf = groupAxis !== undefined ? pick(run.labels(groupAxis)) : undefined;
     const values: Record<string, number> = {};
     all.forEach((l, i) => {
       if (!has[i]) values[l || '(empty)'] = (values[l || '(empty)'] ?? 0) + 1;
@@ -193,6 +208,7 @@ async function loadInput(input: RunReader | string, opts: ClusterOptions): Promi
       ids: pick(run.samples.map((s) => s.id)),
       labels,
       ...(runRows ? { runRows, leftOut: { count: leftOut, of: all.length, values } } : {}),
+      ...(groupOf ? { groupOf, groupAxis } : {}),
       text: text.some((t) => t.length > 0) ? text : undefined,
       run,
       labelsWhere: `label axis ${JSON.stringify(by)}`,
@@ -331,6 +347,7 @@ export async function runCluster(input: RunReader | string, opts: ClusterOptions
   if (!(perplexity >= 1) || !Number.isFinite(perplexity)) throw new UsageError(`--perplexity must be a number of at least 1 (the effective number of neighbours), got ${perplexity}`, 'typical values are 5 to 50');
   const inp = await loadInput(input, opts);
   validate(inp);
+  if (opts.group !== undefined && opts.group !== null && !inp.run) throw new UsageError('--group names a label axis of a run; a matrix has none', 'drop --group');
   if (opts.model !== undefined && !inp.run) throw new UsageError('--model names the model folder of a run (for its token baselines); a matrix has none', 'drop --model');
   // checked before the long stages: a wrong folder fails at once, not after the t-SNE
   const baselineDir = inp.run && opts.baselines !== false ? baselineModelDir(inp.run, opts.model) : undefined;
@@ -457,12 +474,17 @@ function metricSample(st: Stage): MetricSample {
   const rows = stratifiedSample(coded.codes, coded.classes.length, opts.maxMetricPoints ?? 2000, seed);
   const sub = Int32Array.from(rows, (r) => coded.codes[r]);
   const B = opts.bootstrap ?? 1000;
+  // the sample's groups, numbered 0.. in order of first appearance
+  const gOf = st.inp.groupOf;
+  const gIndex = new Map<string, number>();
+  const groups = gOf ? Int32Array.from(rows, (r) => gIndex.get(gOf[r]!) ?? (gIndex.set(gOf[r]!, gIndex.size), gIndex.size - 1)) : undefined;
+  const probe = probeSettings(opts.folds, opts.probeRepeats, opts.probeC, opts.classWeight);
   const sizing = permutationSizing(opts, !!st.inp.run, st.inp.run && opts.sweep ? residHooks(st.inp.run, sweepPool(opts, st.inp)).length : 0);
   return {
     rows,
     m: rows.length,
     sub,
-    mopts: { k: opts.knnK ?? 10, bootstrap: B, permutations: sizing.permutations.R, probePermutations: sizing.probePermutations.R, seed, probe: probeSettings(opts.folds, opts.probeRepeats, opts.probeC, opts.classWeight) },
+    mopts: { k: opts.knnK ?? 10, bootstrap: B, permutations: sizing.permutations.R, probePermutations: sizing.probePermutations.R, seed, probe: groups ? { ...probe, groups } : probe },
     probePca: opts.probePca ?? DEFAULT_PROBE_PCA,
     sweepPermutations: sizing.sweepPermutations?.R ?? Math.min(sizing.probePermutations.R, SWEEP_PERMUTATION_CAP),
     sizing,
@@ -559,6 +581,7 @@ function clusterResult(st: Stage, perplexity: number, f: Features, emb: Embeddin
     ...(opts.sweep ? { sweepPermutations: sample.sweepPermutations } : {}),
     sizing: sample.sizing,
     ...(inp.leftOut ? { leftOut: inp.leftOut } : {}),
+    ...(sample.mopts.probe.groups ? { group: { axis: inp.groupAxis!, groups: new Set(sample.mopts.probe.groups).size } } : {}),
     baselines: extra.baselines.map((b) => b.name),
     input: inp.kind,
     lobesVersion: LOBES_VERSION,

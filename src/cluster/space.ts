@@ -114,7 +114,7 @@ export function probeCvInfo(opts: ProbeOptions, cv: RepeatedCv): ProbeCv {
  * repeats, the confusion matrix the first repeat's.
  */
 export function scoreProbe(y: Int32Array, cv: RepeatedCv, C: number, nullScores: Float64Array, B: number, rng: Rng, opts: ProbeOptions): ClassifierMetrics {
-  const bs = bootstrapRepeated(y, cv.preds, C, B, rng);
+  const bs = bootstrapRepeated(y, cv.preds, C, B, rng, opts.groups);
   const M = confusionCounts(y, cv.preds[0], C);
   const confusion = Array.from({ length: C }, (_, a) => Array.from({ length: C }, (_, b) => M[a * C + b]));
   const recalls = cv.preds.map((p) => perClassRecall(y, p, C));

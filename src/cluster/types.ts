@@ -64,6 +64,8 @@ export interface ClusterSettings {
    * of how many rows, and how many read as each value.
    */
   leftOut?: { count: number; of: number; values: Record<string, number> };
+  /** The label axis the probes were grouped by (--group) and the number of groups in the metric sample. */
+  group?: { axis: string; groups: number };
   /** Token baselines computed ([] when none could be). */
   baselines?: string[];
   /** Input kind: 'run' (a run directory) or 'matrix' (.npy / .safetensors). */

@@ -214,7 +214,8 @@ export function verdictLines(metrics: ClusterMetrics | null, settings: ClusterSe
     const majText = metrics.chance ? `; always answering "${metrics.chance.majorityClass}" gets accuracy ${f2(majority)}` : '';
     const lo = settings?.leftOut;
     const left = lo ? ` (${lo.count} of the run's ${lo.of} items have no value on ${by} and are left out: ${Object.entries(lo.values).map(([v, c]) => `${c} ${v}`).join(', ')})` : '';
-    out.push(`${C} classes of ${by} on ${m} items${left}: chance balanced accuracy is ${f2(chance)}${majText}.`);
+    const grp = settings?.group ? `; the probes' folds keep the ${settings.group.groups} groups of "${settings.group.axis}" whole and their CIs resample groups` : '';
+    out.push(`${C} classes of ${by} on ${m} items${left}: chance balanced accuracy is ${f2(chance)}${majText}${grp}.`);
     const space = (name: string) => metrics.spaces.find((s) => s.space === name);
     const eu = space('original-euclidean');
     const cos = space('original-cosine');
