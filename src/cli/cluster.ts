@@ -2,11 +2,12 @@ import { parseCommand, intOption, numOption, parseNumber } from './args.js';
 import { runCluster, DEFAULT_PROBE_PCA } from '../cluster/run.js';
 import { DEFAULT_PROBE_REPEATS } from '../cluster/probecv.js';
 import { UsageError } from '../util/errors.js';
-import type { ClassifierMetrics } from '../cluster/types.js';
+import type { ClassifierMetrics, MetricWithCI } from '../cluster/types.js';
+import { verdictWords } from '../util/resolution.js';
 import type { TsneMethod } from '../cluster/tsne.js';
 
 const USAGE =
-  'lobes cluster RUN|MATRIX_FILE [--labels FILE] [--point HOOK] [--by LABEL] [--seed N] [--perplexity P] [--out DIR] [--pca K] [--probe-pca 50] [--theta 0.5] [--tsne-method auto|bh|fft] [--learning-rate auto|per-phase|LR] [--neighbours auto|exact|approximate] [--iterations 1000] [--bootstrap B] [--permutations R] [--probe-permutations R] [--probe-repeats 5] [--probe-c C|nested] [--class-weight balanced] [--sweep] [--sweep-permutations R] [--no-baselines] [--model DIR] [--json]';
+  'lobes cluster RUN|MATRIX_FILE [--labels FILE] [--point HOOK] [--by LABEL] [--seed N] [--perplexity P] [--out DIR] [--pca K] [--probe-pca 50] [--theta 0.5] [--tsne-method auto|bh|fft] [--learning-rate auto|per-phase|LR] [--neighbours auto|exact|approximate] [--iterations 1000] [--bootstrap B] [--permutations R] [--probe-permutations R] [--probe-repeats 5] [--probe-c C|nested] [--class-weight balanced|none] [--sweep] [--sweep-permutations R] [--no-baselines] [--group AXIS|none] [--model DIR] [--json]';
 
 const HELP = `
 Seeded Barnes–Hut t-SNE of one capture point and numbers for how well a label separates:
@@ -41,16 +42,26 @@ sweep.json with --sweep).
                       from about 50,000 points, its recall estimated on 200 rows and recorded)
   --iterations N      t-SNE iterations including 250 of early exaggeration (default 1000)
   --bootstrap B       bootstrap resamples (default 1000)
-  --permutations R    label permutations (default 200)
+  --permutations R    label permutations of silhouette and kNN (default 200)
   --probe-repeats N   repeats of the probe's stratified k-fold CV with other fold seeds (default 5)
   --probe-c C|nested  the probe's C, or 'nested': chosen inside each training fold by a 3-fold CV
-                      over 0.01, 0.1, 1, 10 (default nested)
-  --class-weight balanced  weigh each class by n / (K · n_c) in the probe's loss
-  --probe-permutations R  permutations of the probe's null (default min(R, 50); each retrains every fold)
+                      over 0.0001, 0.001, 0.01, 0.1, 1, 10 for the best balanced accuracy
+                      (default nested; a choice at the grid's edge is noted)
+  --class-weight W    balanced (default: each class weighed by n / (K · n_c) in the probe's
+                      loss) or none
+  --probe-permutations R  permutations of the probe's null (default: what the family of the
+                      verdict's classifiers needs for Holm at 0.05, 59 for 3 and 99 for 5, at
+                      most 100 and at most --permutations; each retrains every fold). A smaller
+                      count makes the verdict say "not testable at R = ..." 
   --metric-points M   metrics on a seeded stratified subsample of at most M points (default 2000)
   --sweep             the probe at every layers.{i}.resid_out of the run
-  --sweep-permutations R  permutations of each layer's null (default min(probe permutations, 20))
+  --sweep-permutations R  permutations of each layer's null (default min(probe permutations, 20);
+                      where the layers' family needs more, the layers are read on the normal
+                      approximation of their z, flagged as such)
   --no-baselines      skip the token baselines
+  --group AXIS|none   a label axis holding each item's group (e.g. its world tree): the probes'
+                      folds keep groups whole and their bootstraps resample groups, then items
+                      (default: the axis item_group a dataset's group=FIELD wrote, if any)
   --model DIR         the run's model folder, when it has moved since extraction (the token
                       baselines need its tokenizer and embeddings; checked against the run by hash);
                       a GGUF file or Hugging Face checkpoint folder names its cached conversion
@@ -79,6 +90,7 @@ export async function run(argv: string[]): Promise<number> {
       'class-weight': { type: 'string' },
       'sweep-permutations': { type: 'string' },
       'no-baselines': { type: 'boolean' },
+      group: { type: 'string' },
       model: { type: 'string' },
       theta: { type: 'string' },
       'tsne-method': { type: 'string' },
@@ -118,6 +130,7 @@ export async function run(argv: string[]): Promise<number> {
     probePermutations: v['probe-permutations'] === undefined ? undefined : intOption(v['probe-permutations'], '--probe-permutations', 50, 0),
     sweepPermutations: v['sweep-permutations'] === undefined ? undefined : intOption(v['sweep-permutations'], '--sweep-permutations', 20, 0),
     baselines: !v['no-baselines'],
+    group: v.group === 'none' ? null : v.group,
     model,
     theta: numOption(v.theta, '--theta', 0.5, 0, 1),
     tsneMethod: tsneMethodOption(v['tsne-method']),
@@ -125,7 +138,8 @@ export async function run(argv: string[]): Promise<number> {
     neighbours: neighboursOption(v.neighbours),
     iterations: intOption(v.iterations, '--iterations', 1000, 0),
     bootstrap: intOption(v.bootstrap, '--bootstrap', 1000, 0),
-    permutations: intOption(v.permutations, '--permutations', 200, 0),
+    // undefined when not given: the probe's count is then sized to its family (src/util/resolution.ts)
+    permutations: v.permutations === undefined ? undefined : intOption(v.permutations, '--permutations', 200, 0),
     maxMetricPoints: intOption(v['metric-points'], '--metric-points', 2000, 10),
     sweep: !!v.sweep,
     threads: v.threads === undefined ? undefined : intOption(v.threads, '--threads', 1, 1, 256),
@@ -139,10 +153,26 @@ export async function run(argv: string[]): Promise<number> {
     const cm = res.metrics;
     const lines = [`cluster: ${cm.n} points, ${cm.classes.length} classes, KL ${f(cm.klDivergence)}`];
     const ci = (m: { ci95: [number, number] | null }) => (m.ci95 ? ` [${f(m.ci95[0])}, ${f(m.ci95[1])}]` : '');
-    const p = (m: { p: number | null }) => (m.p !== null ? ` p=${m.p.toPrecision(2)}` : '');
+    // beside every permutation p: z and its normal approximation (flagged), the floor, and a family member's verdict
+    const p = (m: MetricWithCI) => {
+      if (m.nullSd === 0) return ` no p (the null has no spread: every shuffle scored ${f(m.nullMean ?? NaN)})`;
+      if (m.p === null) return '';
+      const floor = m.atFloor ? ` (floor of R=${m.permutations})` : '';
+      const z = m.z !== null && m.z !== undefined ? ` z=${m.z.toFixed(1)}` : '';
+      const pn = m.pNormal !== null && m.pNormal !== undefined ? ` p_normal≈${m.pNormal < 1e-16 ? '<1e-16' : m.pNormal.toPrecision(2)}` : '';
+      return ` p=${m.p.toPrecision(2)}${floor}${z}${pn}${m.verdict ? ` [${verdictWords(m.verdict, 'passes', 'does not pass')}${m.verdict.adjusted !== null && m.verdict.family > 1 ? `; Holm ${m.verdict.adjusted.toPrecision(2)} over ${m.verdict.family}` : ''}]` : ''}`;
+    };
     const nul = (m: { nullMean?: number | null }) => (m.nullMean !== null && m.nullMean !== undefined ? ` null ${f(m.nullMean)}` : '');
     const bal = (name: string, c: ClassifierMetrics) => `  ${name} balanced ${f(c.balancedAccuracy.value)}${ci(c.balancedAccuracy)}${nul(c.balancedAccuracy)}${p(c.balancedAccuracy)}, macro-F1 ${f(c.macroF1.value)}, accuracy ${f(c.accuracy.value)}`;
     if (cm.chance) lines.push(`  chance: balanced accuracy ${f(cm.chance.balancedAccuracy)}; majority class ${JSON.stringify(cm.chance.majorityClass)} gets accuracy ${f(cm.chance.majorityRate)}`);
+    const lo = res.settings.leftOut;
+    if (lo) lines.push(`  left out: ${lo.count} of ${lo.of} items without a value on the axis (${Object.entries(lo.values).map(([k, c]) => `${k}: ${c}`).join(', ')})`);
+    const sz = res.settings.sizing;
+    if (sz) {
+      const how = (x: NonNullable<typeof sz.permutations>) => (x.sizing === 'user' ? 'as given' : x.sizing === 'sized' ? `sized: ${x.family} tests need ${x.needed} for Holm at 0.05` : `capped for cost below the ${x.needed} that ${x.family} tests need: read on the normal approximation`);
+      const parts = [sz.permutations && `${sz.permutations.R} for silhouette and kNN (${how(sz.permutations)})`, sz.probePermutations && `${sz.probePermutations.R} for the probes (${how(sz.probePermutations)})`, sz.sweepPermutations && `${sz.sweepPermutations.R} per layer (${how(sz.sweepPermutations)})`].filter(Boolean);
+      lines.push(`  permutations: ${parts.join('; ')}; p_normal is the normal approximation of z's p`);
+    }
     for (const s of cm.spaces) {
       lines.push(`  ${s.space.padEnd(19)} silhouette ${f(s.silhouette.value)}${ci(s.silhouette)}${p(s.silhouette)}  DB ${f(s.daviesBouldin.value)}`);
       if (s.knn) lines.push(bal('    kNN  ', s.knn));
@@ -158,9 +188,10 @@ export async function run(argv: string[]): Promise<number> {
 }
 
 /** --class-weight: 'balanced' or absent. */
-function classWeightOption(v: string | undefined): 'balanced' | null {
-  if (v === undefined) return null;
-  if (v !== 'balanced') throw new UsageError(`--class-weight ${v}: the only class weighting is 'balanced'`, 'use --class-weight balanced, or leave it out');
+function classWeightOption(v: string | undefined): 'balanced' | null | undefined {
+  if (v === undefined) return undefined;
+  if (v === 'none') return null;
+  if (v !== 'balanced') throw new UsageError(`--class-weight ${v}: the class weighting is 'balanced' (the default) or 'none'`, 'use --class-weight balanced or --class-weight none');
   return 'balanced';
 }
 

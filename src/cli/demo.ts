@@ -18,7 +18,9 @@ the pipeline, not a finding about any language model.
   --out DIR          where to write (default ./lobes-demo): DIR/run (the run) and DIR/report.html
                      (a report.html lobes did not write there is refused before anything runs)
   --seed N           seed for wanda's permutations and t-SNE (default 0)
-  --permutations N   label permutations for the p-values (default 100)
+  --permutations N   label permutations for the p-values (default: each analysis sizes its
+                     own to the family its p-values are read in; a smaller count makes the
+                     verdicts say "not testable at R = N")
   --quiet            no progress output (warnings still print)
   --json             print {"run": DIR, "report": FILE} on stdout`,
   options: {
@@ -45,7 +47,8 @@ export async function run(argv: string[]): Promise<number> {
   const v = args.values;
   const out = path.resolve(v.out ?? 'lobes-demo');
   const seed = intOption(v.seed, '--seed', 0, 0, 2 ** 32 - 1);
-  const permutations = intOption(v.permutations, '--permutations', 100, 0);
+  // undefined unless given: wanda and cluster then size their counts to their families
+  const permutations = v.permutations === undefined ? undefined : intOption(v.permutations, '--permutations', 100, 0);
   const quiet = !!v.quiet;
   const say = (m: string) => {
     if (!quiet) process.stderr.write(`demo: ${m}\n`);

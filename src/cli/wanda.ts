@@ -1,6 +1,6 @@
 import { parseCommand, intOption, numOption, parseInteger, parseNumber } from './args.js';
 import { UsageError } from '../util/errors.js';
-import { runWanda, DEFAULT_PERMUTATIONS } from '../wanda/run.js';
+import { runWanda, DEFAULT_PERMUTATIONS, MAX_SIZED_PERMUTATIONS } from '../wanda/run.js';
 import type { TopSpec } from '../wanda/regions.js';
 
 const USAGE =
@@ -24,7 +24,10 @@ Writes RUN/wanda/ (pooled.safetensors, regions.json, metrics.json, metrics.csv, 
   --top FRACTION     keep this fraction of blocks per group (default 0.1)
   --top-count N      keep N blocks per group instead of a fraction
   --scope S          where the top blocks are chosen: matrix (default), layer or global
-  --permutations R   label shuffles for the null (default ${DEFAULT_PERMUTATIONS}; 0 = no null)
+  --permutations R   label shuffles for the null (default: what the 2P set differences of the
+                     groups' P pairs need for Holm at 0.05, at least ${DEFAULT_PERMUTATIONS} and at most
+                     ${MAX_SIZED_PERMUTATIONS}, 399 for 5 groups; 0 = no null; a smaller count makes the
+                     verdicts say "not testable at R = N")
   --seed N           seed of the shuffles (default 0; recorded in settings.json)
   --sweep all|B/T    also run the analysis at every block size × top fraction and summarise
                      each in one row (metrics.sensitivity, sensitivity.csv); all: the grid
@@ -102,7 +105,8 @@ export async function run(argv: string[]): Promise<number> {
     by: v.by,
     block: parseBlock(v.block),
     top,
-    permutations: intOption(v.permutations, '--permutations', DEFAULT_PERMUTATIONS, 0),
+    // undefined when not given: runWanda sizes the count to the groups' families
+    permutations: v.permutations === undefined ? undefined : intOption(v.permutations, '--permutations', DEFAULT_PERMUTATIONS, 0),
     seed: intOption(v.seed, '--seed', 0, 0, 0xffffffff),
     resolution,
     sweep: parseSweep(v.sweep),

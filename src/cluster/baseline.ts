@@ -219,7 +219,7 @@ export async function tokenBaselines(
     }
     const r = await runProbe(ctx, [{ X: f.X, d: f.dim }], sample, Rp, `cluster probe (${f.name})`);
     baselines.push({ name: f.name, description: f.description, dim: f.dim, probeDims: r.dims, probe: r.metrics });
-    items.push({ name: f.name, probe: Array.from(r.cv.preds[0]) });
+    items.push({ name: f.name, probe: Array.from(r.cv.preds[0]), probeRepeats: r.cv.preds.map((p) => Array.from(p)) });
     if (!state) continue;
     const words = { name: f.name, cv: r.cv };
     comparisons.push(compareProbes(ctx, sample, 'model-vs-words', { name: state.name, cv: state.cv }, words));

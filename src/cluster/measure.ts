@@ -12,7 +12,7 @@ import { LobesError } from '../util/errors.js';
 import { Progress } from '../util/progress.js';
 import { compareHooks, parseHook } from '../hooks.js';
 import type { HookInfo, RunReader } from '../store/types.js';
-import type { Chance, ClassifierMetrics, ClusterItems, ClusterMetrics, ProbeComparison, SpaceMetrics, SweepPoint } from './types.js';
+import type { Chance, ClassifierMetrics, ClusterItems, ClusterSettings, ClusterMetrics, ProbeComparison, SpaceMetrics, SweepPoint } from './types.js';
 import type { PcaOptions, PcaResult } from './pca.js';
 import { Rng } from '../util/rng.js';
 import { repeatedCv, type Block, type RepeatedCv } from './probecv.js';
@@ -50,6 +50,8 @@ export interface MetricSample {
   probePca: number;
   /** Label permutations per layer of the sweep. */
   sweepPermutations: number;
+  /** How the permutation counts were sized to their families (settings.json's sizing). */
+  sizing?: ClusterSettings['sizing'];
 }
 
 /** What the measuring stages read. */
@@ -145,7 +147,7 @@ export async function runProbe(ctx: MeasureContext, blocks: Block[], sample: Met
 export function compareProbes(ctx: MeasureContext, sample: MetricSample, kind: ProbeComparison['kind'], a: { name: string; cv: RepeatedCv }, b: { name: string; cv: RepeatedCv }): ProbeComparison {
   let h = ctx.seed >>> 0;
   for (const ch of `${a.name}\u0000${b.name}`) h = (Math.imul(h, 31) + ch.charCodeAt(0)) >>> 0;
-  const d = pairedBootstrap(sample.sub, a.cv.preds, b.cv.preds, ctx.coded.classes.length, sample.mopts.bootstrap, new Rng(h));
+  const d = pairedBootstrap(sample.sub, a.cv.preds, b.cv.preds, ctx.coded.classes.length, sample.mopts.bootstrap, new Rng(h), sample.sub, sample.mopts.probe.groups);
   return { kind, a: a.name, b: b.name, ...d, n: sample.m };
 }
 
@@ -169,7 +171,7 @@ export async function separation(ctx: MeasureContext, Y: Float64Array, sample: M
   const items: ClusterItems['spaces'] = [];
   const add = (r: ReturnType<typeof spaceResult>) => {
     spaces.push(r.metrics);
-    items.push({ space: r.metrics.space, knn: Array.from(r.knnPred), probe: r.probePred ? Array.from(r.probePred) : null, silhouette: Array.from(r.silhouette, (v) => Math.round(v * 1e6) / 1e6) });
+    items.push({ space: r.metrics.space, knn: Array.from(r.knnPred), probe: r.probePred ? Array.from(r.probePred) : null, ...(r.probePreds ? { probeRepeats: r.probePreds.map((p) => Array.from(p)) } : {}), silhouette: Array.from(r.silhouette, (v) => Math.round(v * 1e6) / 1e6) });
   };
   say('metrics 1/3: original-cosine');
   add(spaceResult({ space: 'original-cosine', X: Xs, d, distance: 'cosine', probe: null, D: G.cosine, silhouetteNull: await silNull(G.cosine) }, m, sub, classes, mopts));
@@ -227,7 +229,7 @@ export async function layerSweep(ctx: MeasureContext, run: RunReader | undefined
     const r = await runProbe(quiet, [{ X: L, d: h.dim }], sample, sample.sweepPermutations, h.name);
     const a = r.metrics.accuracy;
     sweep.push({ point: h.name, probeAccuracy: a.value, ci95: a.ci95, accuracy: a, balancedAccuracy: r.metrics.balancedAccuracy, macroF1: r.metrics.macroF1, cv: r.metrics.cv });
-    items.push({ point: h.name, probe: Array.from(r.cv.preds[0]) });
+    items.push({ point: h.name, probe: Array.from(r.cv.preds[0]), probeRepeats: r.cv.preds.map((p) => Array.from(p)) });
     // each layer against the one before it, paired over items and fold repeats
     const cur = { name: h.name, cv: r.cv };
     if (prev) comparisons.push(compareProbes(ctx, sample, 'layers', cur, prev));
@@ -238,18 +240,23 @@ export async function layerSweep(ctx: MeasureContext, run: RunReader | undefined
   return { sweep, items, comparisons };
 }
 
-/** The header of metrics.csv: p_holm and p_bh are the p adjusted within its family (metrics.families), z the value against its null. */
-export const METRICS_CSV_HEADER = 'space,metric,value,ci_low,ci_high,p,null_mean,null_low,null_high,p_holm,p_bh,z';
+/**
+ * The header of metrics.csv: p_holm and p_bh are the p adjusted within its family
+ * (metrics.families), z the value against its null, p_normal the one-sided normal approximation
+ * of z's p (an approximation), permutations the null's R, and verdict the test's status within
+ * its family (pass, fail, not-testable, degenerate; src/util/resolution.ts; empty outside a family).
+ */
+export const METRICS_CSV_HEADER = 'space,metric,value,ci_low,ci_high,p,null_mean,null_low,null_high,p_holm,p_bh,z,p_normal,permutations,verdict';
 
 /** Metrics as CSV rows, one per METRICS_CSV_HEADER. */
 export function metricsCsvRows(metrics: ClusterMetrics, field: (s: string) => string): string[] {
   const lines: string[] = [];
   const num = (v: number | null | undefined) => (v === null || v === undefined ? '' : String(v));
-  type M = { value: number; ci95: [number, number] | null; p: number | null; nullMean?: number | null; nullBand?: [number, number] | null; pHolm?: number | null; pBH?: number | null; z?: number | null } | null | undefined;
+  type M = { value: number; ci95: [number, number] | null; p: number | null; nullMean?: number | null; nullBand?: [number, number] | null; pHolm?: number | null; pBH?: number | null; z?: number | null; pNormal?: number | null; permutations?: number; verdict?: { status: string } } | null | undefined;
   const row = (space: string, name: string, m: M) => {
-    if (m) lines.push([field(space), field(name), num(m.value), num(m.ci95?.[0]), num(m.ci95?.[1]), num(m.p), num(m.nullMean), num(m.nullBand?.[0]), num(m.nullBand?.[1]), num(m.pHolm), num(m.pBH), num(m.z)].join(','));
+    if (m) lines.push([field(space), field(name), num(m.value), num(m.ci95?.[0]), num(m.ci95?.[1]), num(m.p), num(m.nullMean), num(m.nullBand?.[0]), num(m.nullBand?.[1]), num(m.pHolm), num(m.pBH), num(m.z), num(m.pNormal), num(m.permutations), m.verdict?.status ?? ''].join(','));
   };
-  const plain = (space: string, name: string, v: number | null | undefined) => lines.push([field(space), field(name), num(v), '', '', '', '', '', '', '', '', ''].join(','));
+  const plain = (space: string, name: string, v: number | null | undefined) => lines.push([field(space), field(name), num(v), '', '', '', '', '', '', '', '', '', '', '', ''].join(','));
   for (const s of metrics.spaces) {
     row(s.space, 'silhouette', s.silhouette);
     row(s.space, 'knn_accuracy', s.knnAccuracy);

@@ -15,7 +15,8 @@
  * A missing p (no null) stays out of its family and gets no adjusted value.
  */
 import { benjaminiHochberg, holm } from '../util/stats.js';
-import type { ClassifierMetrics, ClusterMetrics, DifferenceCI, MetricFamily, MetricWithCI } from './types.js';
+import { familyVerdicts, type Sizing } from '../util/resolution.js';
+import type { ClassifierMetrics, ClusterMetrics, ClusterSettings, DifferenceCI, MetricFamily, MetricWithCI } from './types.js';
 
 /** The score fields a classifier and a paired comparison carry. */
 export const FAMILY_SCORES = ['accuracy', 'balancedAccuracy', 'macroF1'] as const;
@@ -49,15 +50,27 @@ function adjust(tests: (MetricWithCI | DifferenceCI | null | undefined)[]): void
   });
 }
 
+/** The verdicts of a family's tests (src/util/resolution.ts), written onto them. */
+function judge(tests: (MetricWithCI | null | undefined)[], sizing: (i: number) => Sizing | undefined): void {
+  const v = familyVerdicts(tests.map((t, i) => ({ p: t?.p ?? null, z: t?.z ?? null, R: t?.permutations ?? 0, sizing: sizing(i), nullSd: t?.nullSd, nullMean: t?.nullMean })));
+  tests.forEach((t, i) => {
+    if (t) t.verdict = v[i];
+  });
+}
+
 /**
- * Adds pHolm and pBH beside every p of the families above, in place, and records the families
- * (`metrics.families`). Returns the metrics.
+ * Adds pHolm and pBH beside every p of the families above, in place, and each test's verdict
+ * within its family (what its permutation count allows; `sizing` says how the counts were set),
+ * and records the families (`metrics.families`). Returns the metrics.
  */
-export function adjustFamilies(metrics: ClusterMetrics): ClusterMetrics {
+export function adjustFamilies(metrics: ClusterMetrics, sizing?: ClusterSettings['sizing']): ClusterMetrics {
   const families: MetricFamily[] = [];
   const cls = verdictClassifiers(metrics);
   if (cls.length) {
     for (const s of FAMILY_SCORES) adjust(cls.map(([, c]) => c[s]));
+    // the kNN classifiers' nulls use --permutations, the probes' --probe-permutations
+    const how = (i: number) => (cls[i]![0].endsWith(':knn') ? sizing?.permutations?.sizing : sizing?.probePermutations?.sizing);
+    for (const s of FAMILY_SCORES) judge(cls.map(([, c]) => c[s]), how);
     families.push({ family: 'classifiers', members: cls.map(([n]) => n) });
     // The accuracy is also kept as knnAccuracy / probeAccuracy of each space (the same numbers).
     for (const sp of metrics.spaces) {
@@ -72,6 +85,7 @@ export function adjustFamilies(metrics: ClusterMetrics): ClusterMetrics {
   const sweep = metrics.sweep ?? [];
   if (sweep.length) {
     for (const s of FAMILY_SCORES) adjust(sweep.map((w) => w[s]));
+    for (const s of FAMILY_SCORES) judge(sweep.map((w) => w[s]), () => sizing?.sweepPermutations?.sizing);
     families.push({ family: 'layers', members: sweep.map((w) => w.point) });
   }
   const kinds: [ProbeKind, MetricFamily['family']][] = [['model-vs-words', 'model-vs-words'], ['incremental', 'incremental'], ['layers', 'layers-steps']];

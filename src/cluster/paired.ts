@@ -36,19 +36,52 @@ function ci(v: Float64Array): [number, number] {
 }
 
 /**
- * Scores of repeated-CV predictions: the mean over repeats, and the percentile-bootstrap 95% CI
- * over items and repeats (B resamples from `rng`).
+ * A resample of the items: n items with replacement, or with `members` (the items of each
+ * group) a two-stage one: as many groups as there are, drawn with replacement, and within each
+ * drawn group as many of its items as it has, drawn with replacement (items of one group, e.g.
+ * one SocialEval world tree, are not independent draws).
  */
-export function bootstrapRepeated(y: Int32Array, preds: Int32Array[], C: number, B: number, rng: Rng): { value: Record<ScoreName, number>; ci: Record<ScoreName, [number, number] | null> } {
+export function resampleRows(n: number, rng: Rng, members: Int32Array[] | null, into?: Int32Array): Int32Array {
+  if (!members) {
+    const rows = into && into.length === n ? into : new Int32Array(n);
+    for (let t = 0; t < n; t++) rows[t] = rng.int(n);
+    return rows;
+  }
+  const out: number[] = [];
+  const G = members.length;
+  for (let t = 0; t < G; t++) {
+    const m = members[rng.int(G)]!;
+    for (let k = 0; k < m.length; k++) out.push(m[rng.int(m.length)]!);
+  }
+  return Int32Array.from(out);
+}
+
+/** The items of each group (groups numbered 0..G-1), or null without groups. */
+export function groupMembers(groups: Int32Array | null | undefined): Int32Array[] | null {
+  if (!groups) return null;
+  let G = 0;
+  for (const g of groups) G = Math.max(G, g + 1);
+  const lists: number[][] = Array.from({ length: G }, () => []);
+  groups.forEach((g, i) => lists[g]!.push(i));
+  return lists.filter((l) => l.length > 0).map((l) => Int32Array.from(l));
+}
+
+/**
+ * Scores of repeated-CV predictions: the mean over repeats, and the percentile-bootstrap 95% CI
+ * over items and repeats (B resamples from `rng`); with `groups`, over groups, then items within
+ * them (resampleRows).
+ */
+export function bootstrapRepeated(y: Int32Array, preds: Int32Array[], C: number, B: number, rng: Rng, groups?: Int32Array | null): { value: Record<ScoreName, number>; ci: Record<ScoreName, [number, number] | null> } {
   const value = meanScores(y, preds, C);
   const n = y.length;
   if (B <= 0 || n === 0 || preds.length === 0) return { value, ci: { accuracy: null, balancedAccuracy: null, macroF1: null } };
   const vals = { accuracy: new Float64Array(B), balancedAccuracy: new Float64Array(B), macroF1: new Float64Array(B) };
-  const rows = new Int32Array(n);
+  const members = groupMembers(groups);
+  let rows: Int32Array = new Int32Array(n);
   const M = new Float64Array(C * C);
   for (let b = 0; b < B; b++) {
     const r = preds.length > 1 ? rng.int(preds.length) : 0;
-    for (let t = 0; t < n; t++) rows[t] = rng.int(n);
+    rows = resampleRows(n, rng, members, rows);
     const s = scoresFromConfusion(confusionCounts(y, preds[r], C, rows, M), C);
     for (const k of SCORE_NAMES) vals[k][b] = s[k];
   }
@@ -60,9 +93,10 @@ export function bootstrapRepeated(y: Int32Array, preds: Int32Array[], C: number,
  * predictions of the same items (repeat r of each on the same folds; with unequal repeat counts,
  * repeat r of the shorter list is r modulo its length). `yB`, when given, is the labelling B is
  * scored against (two labels of the same items, e.g. the question's and the response's aspect:
- * each resample then scores A against y and B against yB on the same items).
+ * each resample then scores A against y and B against yB on the same items). With `groups`, the
+ * items are resampled by group, then within each group (resampleRows).
  */
-export function pairedBootstrap(y: Int32Array, A: Int32Array[], Bp: Int32Array[], C: number, B: number, rng: Rng, yB: Int32Array = y): Record<ScoreName, DifferenceCI> {
+export function pairedBootstrap(y: Int32Array, A: Int32Array[], Bp: Int32Array[], C: number, B: number, rng: Rng, yB: Int32Array = y, groups?: Int32Array | null): Record<ScoreName, DifferenceCI> {
   const n = y.length;
   const R = Math.max(A.length, Bp.length);
   const value = { accuracy: 0, balancedAccuracy: 0, macroF1: 0 };
@@ -77,12 +111,13 @@ export function pairedBootstrap(y: Int32Array, A: Int32Array[], Bp: Int32Array[]
     return out;
   }
   const diffs = { accuracy: new Float64Array(B), balancedAccuracy: new Float64Array(B), macroF1: new Float64Array(B) };
-  const rows = new Int32Array(n);
+  const members = groupMembers(groups);
+  let rows: Int32Array = new Int32Array(n);
   const Ma = new Float64Array(C * C);
   const Mb = new Float64Array(C * C);
   for (let b = 0; b < B; b++) {
     const r = R > 1 ? rng.int(R) : 0;
-    for (let t = 0; t < n; t++) rows[t] = rng.int(n);
+    rows = resampleRows(n, rng, members, rows);
     const sa = scoresFromConfusion(confusionCounts(y, A[r % A.length], C, rows, Ma), C);
     const sb = scoresFromConfusion(confusionCounts(yB, Bp[r % Bp.length], C, rows, Mb), C);
     for (const k of SCORE_NAMES) diffs[k][b] = sa[k] - sb[k];

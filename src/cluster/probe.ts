@@ -17,15 +17,23 @@ export interface ProbeOptions {
   C?: number;
   /**
    * C chosen by nested CV inside each training fold over these values (stratified
-   * `innerFolds`-fold CV, highest accuracy, ties to the earlier value); none: `C` throughout.
+   * `innerFolds`-fold CV, highest `cScore`, ties to the earlier value); none: `C` throughout.
    */
   cGrid?: number[];
+  /** The score the inner CV chooses C by: 'balancedAccuracy' (default: the score the probe reports) or 'accuracy'. */
+  cScore?: 'balancedAccuracy' | 'accuracy';
   /** Folds of the inner CV that chooses C (default 3). */
   innerFolds?: number;
   /** 'balanced': sample weights n / (K · n_c) of the training fold's class counts. */
   classWeight?: 'balanced' | null;
   /** Principal components of each feature block fitted inside each training fold (0 or absent: none). */
   pca?: number;
+  /**
+   * The group of each sample (0..G-1; e.g. its SocialEval world tree): the folds keep every
+   * group whole (stratifiedGroupFolds), the inner folds that choose C too, so no item is tested
+   * beside a sibling it was trained on. Absent: items are folded one by one.
+   */
+  groups?: Int32Array;
   /** Repeats of the k-fold CV with different fold seeds (default 1; repeat r uses seed + r). */
   repeats?: number;
   /** L-BFGS iterations at most (default 100). */
@@ -46,6 +54,69 @@ export function stratifiedFolds(labels: Int32Array, nClasses: number, folds: num
     offset += idx.length;
   }
   return fold;
+}
+
+/**
+ * Stratified group folds (scikit-learn's StratifiedGroupKFold): every group's items go to one
+ * fold, and the folds' class proportions are kept as even as the groups allow. `groups` holds a
+ * group index per sample (0..G-1). The groups are taken in order of the spread (population sd)
+ * of their class counts, largest first (a stable sort; with `seed` not null, of a seeded shuffle
+ * of the groups first, as StratifiedGroupKFold(shuffle=True) does with its own generator), and
+ * each goes to the fold that, with it, has the smallest mean over classes of the sd over folds of
+ * the fold's share of the class; ties (within numpy's isclose) go to the fold with fewer items,
+ * then the first. With `seed` null the folds are scikit-learn's (shuffle=False) exactly, given
+ * groups and classes numbered in sorted order of their values.
+ */
+export function stratifiedGroupFolds(labels: Int32Array, groups: Int32Array, nClasses: number, folds: number, seed: number | null): Int32Array {
+  const n = labels.length;
+  let G = 0;
+  for (let i = 0; i < n; i++) G = Math.max(G, groups[i] + 1);
+  const K = nClasses;
+  const counts = new Float64Array(G * K);
+  const total = new Float64Array(K);
+  for (let i = 0; i < n; i++) {
+    counts[groups[i] * K + labels[i]]++;
+    total[labels[i]]++;
+  }
+  const sd = (len: number, at: (i: number) => number) => {
+    let m = 0;
+    for (let i = 0; i < len; i++) m += at(i);
+    m /= len;
+    let ss = 0;
+    for (let i = 0; i < len; i++) ss += (at(i) - m) ** 2;
+    return Math.sqrt(ss / len);
+  };
+  const order = Array.from({ length: G }, (_, g) => g);
+  if (seed !== null) new Rng(seed).shuffle(order);
+  const spread = Float64Array.from({ length: G }, (_, g) => sd(K, (c) => counts[g * K + c]));
+  // a stable sort by decreasing spread (numpy's argsort(-spread, kind='mergesort'))
+  const ranked = order.map((g, pos) => ({ g, pos })).sort((a, b) => spread[b.g] - spread[a.g] || a.pos - b.pos).map((x) => x.g);
+  const perFold = new Float64Array(folds * K);
+  const size = new Float64Array(folds);
+  const foldOf = new Int32Array(G);
+  const share = (f: number, c: number) => (total[c] > 0 ? perFold[f * K + c] / total[c] : 0);
+  for (const g of ranked) {
+    let best = -1;
+    let bestEval = Infinity;
+    let bestSize = Infinity;
+    for (let f = 0; f < folds; f++) {
+      for (let c = 0; c < K; c++) perFold[f * K + c] += counts[g * K + c];
+      let ev = 0;
+      for (let c = 0; c < K; c++) ev += sd(folds, (h) => share(h, c));
+      ev /= K;
+      for (let c = 0; c < K; c++) perFold[f * K + c] -= counts[g * K + c];
+      const close = Math.abs(ev - bestEval) <= 1e-8 + 1e-5 * Math.abs(bestEval);
+      if (ev < bestEval || (close && size[f] < bestSize)) {
+        best = f;
+        bestEval = ev;
+        bestSize = size[f];
+      }
+    }
+    foldOf[g] = best;
+    for (let c = 0; c < K; c++) perFold[best * K + c] += counts[g * K + c];
+    size[best] += counts.subarray(g * K, g * K + K).reduce((a, v) => a + v, 0);
+  }
+  return Int32Array.from(groups, (g) => foldOf[g]);
 }
 
 export interface FitResult {

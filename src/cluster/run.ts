@@ -30,7 +30,7 @@ import { readSafetensorsHeader, readTensorFloat32 } from '../formats/safetensors
 import { LOBES_VERSION } from '../version.js';
 import { FINAL_HIDDEN, parseHook, sitePool } from '../hooks.js';
 import type { RunReader } from '../store/types.js';
-import type { BaselineMetrics, ClusterCoords, ClusterItems, ClusterMetrics, ClusterSettings, IncrementalMetrics, ProbeComparison, SpaceMetrics, SweepPoint } from './types.js';
+import type { BaselineMetrics, ClassifierMetrics, ClusterCoords, ClusterItems, ClusterMetrics, ClusterSettings, IncrementalMetrics, ProbeComparison, SpaceMetrics, SweepPoint } from './types.js';
 import { readNpy } from './npy.js';
 import { clusterDir, writeClusterFiles } from './store.js';
 import { previousSettings } from '../store/analyses.js';
@@ -43,6 +43,9 @@ import { chanceOf, METRICS_CSV_HEADER, layerSweep, stratifiedSample, metricsCsvR
 import { baselineModelDir, baselineModelInput, tokenBaselines } from './baseline.js';
 import { probeSettings } from './probecv.js';
 import { adjustFamilies } from './multiplicity.js';
+import { residHooks } from './measure.js';
+import { planPermutations, type PermutationPlan } from '../util/resolution.js';
+import { GROUP_AXIS } from '../data/generic.js';
 
 export interface ClusterOptions {
   /** Labels file (one per line) for a matrix input. */
@@ -57,7 +60,7 @@ export interface ClusterOptions {
   pca?: number;
   /** PCA components the linear probe is fitted on (default 50; 0 = every dimension). */
   probePca?: number;
-  /** Label permutations per layer of the sweep (default min(probePermutations, 20)). */
+  /** Label permutations per layer of the sweep (default what the layers' family needs, at most min(probePermutations, 20): past that the layers are read on z's normal approximation). */
   sweepPermutations?: number;
   /** Probes on the tokens alone for a run input (default true). */
   baselines?: boolean;
@@ -74,9 +77,12 @@ export interface ClusterOptions {
   earlyExaggeration?: number;
   /** Bootstrap resamples for the CIs (default 1000). */
   bootstrap?: number;
-  /** Label permutations for the p-values (default 200). */
+  /** Label permutations for the silhouette and kNN p-values (default 200). */
   permutations?: number;
-  /** Permutations for the probe p-value (default min(permutations, 50)). */
+  /**
+   * Permutations for the probe p-value (default: what the verdict's family of classifiers needs,
+   * permutationsForFamily, at most 100 and at most `permutations` when that is given).
+   */
   probePermutations?: number;
   /** Neighbours of the kNN classifier (default 10). */
   knnK?: number;
@@ -86,8 +92,15 @@ export interface ClusterOptions {
   probeRepeats?: number;
   /** The probe's C: a number, or 'nested' (chosen inside each training fold over PROBE_C_GRID; the default). */
   probeC?: number | 'nested';
-  /** Class weights of the probe: 'balanced' (n / (K · n_c)) or none (default). */
+  /** Class weights of the probe: 'balanced' (n / (K · n_c), the default) or null (none). */
   classWeight?: 'balanced' | null;
+  /**
+   * A label axis of the run holding each item's group (e.g. its SocialEval world tree): the
+   * probes' folds keep groups whole (stratified group folds, the inner folds too), and their
+   * bootstraps and paired comparisons resample groups, then items within them. Default: the axis
+   * item_group when the run has one (a dataset spec's group=FIELD), unless it is `by`; null: none.
+   */
+  group?: string | null;
   /** Metrics on at most this many points (seeded stratified subsample; default 2000). */
   maxMetricPoints?: number;
   /** Probe accuracy for every layers.{i}.resid_out (run input only; layers.{i}.resid_out.mean when `point` is a mean-pooled point). */
@@ -126,6 +139,13 @@ interface LoadedInput {
   outDir: string;
   /** sha256 of the matrix file and the labels file (matrix input). */
   inputSha256?: { matrix: string; labels: string };
+  /** The group of each row (on `groupAxis`), when the probes are grouped. */
+  groupOf?: string[];
+  groupAxis?: string;
+  /** The run rows of X's rows when some were left out (no value on the axis). */
+  runRows?: Int32Array;
+  /** Items left out for having no value on the axis, by the value they read as. */
+  leftOut?: NonNullable<ClusterSettings['leftOut']>;
 }
 
 /** The default number of PCA components the probe is fitted on. */
@@ -159,18 +179,36 @@ async function loadInput(input: RunReader | string, opts: ClusterOptions): Promi
     const point = opts.point ?? FINAL_HIDDEN;
     const by = opts.by ?? 'aspect';
     const info = run.hook(point);
-    const labels = run.labels(by);
-    const X = await run.read(point);
-    const n = run.samples.length;
-    const text = run.samples.map((s) => s.text ?? '');
+    const all = run.labels(by);
+    // Only labelled items are compared: rows without a value on the axis (an empty label, or
+    // "unevaluated" after eval label) are left out of the analysis, and counted.
+    const has = run.labelled?.(by) ?? all.map((l) => l !== '' && l !== undefined);
+    const keep = all.map((_, i) => i).filter((i) => has[i]);
+    const leftOut = all.length - keep.length;
+    const runRows = leftOut ? Int32Array.from(keep) : undefined;
+    const X = await run.read(point, runRows);
+    const pick = <T>(xs: T[]): T[] => (runRows ? Array.from(runRows, (r) => xs[r]!) : xs);
+    const labels = pick(all);
+    const n = labels.length;
+    const text = pick(run.samples.map((s) => s.text ?? ''));
+    // the items' groups: --group AXIS, else the axis a dataset's group=FIELD wrote (null: none)
+    const groupAxis = opts.group === null ? undefined : opts.group ?? (run.labelAxes().includes(GROUP_AXIS) && by !== GROUP_AXIS ? GROUP_AXIS : undefined);
+    if (groupAxis !== undefined && !run.labelAxes().includes(groupAxis)) throw new UsageError(`--group ${opts.group}: the run has no label axis ${JSON.stringify(opts.group)} (axes: ${run.labelAxes().join(', ')})`, 'name the axis that holds each item\'s group');
+    const groupOf = groupAxis !== undefined ? pick(run.labels(groupAxis)) : undefined;
+    const values: Record<string, number> = {};
+    all.forEach((l, i) => {
+      if (!has[i]) values[l || '(empty)'] = (values[l || '(empty)'] ?? 0) + 1;
+    });
     return {
       kind: 'run',
       source: run.dir,
       X,
       n,
       d: info.dim,
-      ids: run.samples.map((s) => s.id),
+      ids: pick(run.samples.map((s) => s.id)),
       labels,
+      ...(runRows ? { runRows, leftOut: { count: leftOut, of: all.length, values } } : {}),
+      ...(groupOf ? { groupOf, groupAxis } : {}),
       text: text.some((t) => t.length > 0) ? text : undefined,
       run,
       labelsWhere: `label axis ${JSON.stringify(by)}`,
@@ -309,6 +347,7 @@ export async function runCluster(input: RunReader | string, opts: ClusterOptions
   if (!(perplexity >= 1) || !Number.isFinite(perplexity)) throw new UsageError(`--perplexity must be a number of at least 1 (the effective number of neighbours), got ${perplexity}`, 'typical values are 5 to 50');
   const inp = await loadInput(input, opts);
   validate(inp);
+  if (opts.group !== undefined && opts.group !== null && !inp.run) throw new UsageError('--group names a label axis of a run; a matrix has none', 'drop --group');
   if (opts.model !== undefined && !inp.run) throw new UsageError('--model names the model folder of a run (for its token baselines); a matrix has none', 'drop --model');
   // checked before the long stages: a wrong folder fails at once, not after the t-SNE
   const baselineDir = inp.run && opts.baselines !== false ? baselineModelDir(inp.run, opts.model) : undefined;
@@ -322,6 +361,7 @@ export async function runCluster(input: RunReader | string, opts: ClusterOptions
   const pool = threads > 1 && inp.n >= 2000 ? await ClusterPool.start(threads - 1) : null;
   const runPca: RunPca = (M, rows, dim, k, po) => (pool && dim > 256 ? pcaParallel(M, rows, dim, k, po, pool) : pca(M, rows, dim, k, po));
   const st: Stage = { opts, inp, coded, seed, pool, runPca, laps, say };
+  if (inp.leftOut) say(`left out ${inp.leftOut.count} of ${inp.leftOut.of} items without a value on ${inp.labelsWhere} (${Object.entries(inp.leftOut.values).map(([v, c]) => `${v}: ${c}`).join(', ')}); the analysis compares the other ${inp.n}`);
   try {
     const features = await reduce(st);
     laps.lap('pca');
@@ -336,7 +376,7 @@ export async function runCluster(input: RunReader | string, opts: ClusterOptions
     if (inp.run && opts.baselines !== false) {
       say('token baselines');
       const state = sep.probeCv ? { name: settingsPoint(opts, inp), X: sep.Xs, d: inp.d, cv: sep.probeCv } : undefined;
-      const b = await tokenBaselines(ctx, inp.run, sample, baselineDir, state);
+      const b = await tokenBaselines(ctx, inp.run, runSample(inp, sample), baselineDir, state);
       extra.baselines = b.baselines;
       extra.incremental = b.incremental;
       extra.comparisons.push(...b.comparisons);
@@ -347,12 +387,15 @@ export async function runCluster(input: RunReader | string, opts: ClusterOptions
     }
     if (opts.sweep) {
       // a mean-pooled point sweeps the mean-pooled stream, so that every layer is read the same way
-      const hook = inp.kind === 'run' ? parseHook(settingsPoint(opts, inp)) : null;
-      const sw = await layerSweep(ctx, inp.run, inp.source, sample, hook && sitePool(hook.site) === 'mean' ? 'mean' : 'last');
+      const sw = await layerSweep(ctx, inp.run, inp.source, runSample(inp, sample), sweepPool(opts, inp));
       extra.sweep = sw.sweep;
       extra.comparisons.push(...sw.comparisons);
       items.sweep = sw.items;
       laps.lap('sweep');
+    }
+    for (const n of gridEdgeNotes(sep.spaces, extra.baselines)) {
+      extra.notes.push(n);
+      say(`warning: ${n}`);
     }
     const result = clusterResult(st, perplexity, features, emb, sample, sep.spaces, extra);
     if (!opts.noWrite) {
@@ -432,16 +475,77 @@ function metricSample(st: Stage): MetricSample {
   const rows = stratifiedSample(coded.codes, coded.classes.length, opts.maxMetricPoints ?? 2000, seed);
   const sub = Int32Array.from(rows, (r) => coded.codes[r]);
   const B = opts.bootstrap ?? 1000;
-  const R = opts.permutations ?? 200;
-  const Rp = opts.probePermutations ?? Math.min(R, 50);
+  // the sample's groups, numbered 0.. in order of first appearance
+  const gOf = st.inp.groupOf;
+  const gIndex = new Map<string, number>();
+  const groups = gOf ? Int32Array.from(rows, (r) => gIndex.get(gOf[r]!) ?? (gIndex.set(gOf[r]!, gIndex.size), gIndex.size - 1)) : undefined;
+  const probe = probeSettings(opts.folds, opts.probeRepeats, opts.probeC, opts.classWeight);
+  const sizing = permutationSizing(opts, !!st.inp.run, st.inp.run && opts.sweep ? residHooks(st.inp.run, sweepPool(opts, st.inp)).length : 0);
   return {
     rows,
     m: rows.length,
     sub,
-    mopts: { k: opts.knnK ?? 10, bootstrap: B, permutations: R, probePermutations: Rp, seed, probe: probeSettings(opts.folds, opts.probeRepeats, opts.probeC, opts.classWeight) },
+    mopts: { k: opts.knnK ?? 10, bootstrap: B, permutations: sizing.permutations.R, probePermutations: sizing.probePermutations.R, seed, probe: groups ? { ...probe, groups } : probe },
     probePca: opts.probePca ?? DEFAULT_PROBE_PCA,
-    sweepPermutations: opts.sweepPermutations ?? Math.min(Rp, 20),
+    sweepPermutations: sizing.sweepPermutations?.R ?? Math.min(sizing.probePermutations.R, SWEEP_PERMUTATION_CAP),
+    sizing,
   };
+}
+
+/** The default label permutations of silhouette and kNN (more than any verdict family of up to 10 needs). */
+export const DEFAULT_PERMUTATIONS = 200;
+/** The most permutations the probe's null gets by default: each refits every fold, so a larger family is read on z's normal approximation. */
+export const PROBE_PERMUTATION_CAP = 100;
+/** The most permutations per layer a sweep gets by default (every layer refits its probe R times). */
+export const SWEEP_PERMUTATION_CAP = 20;
+
+/**
+ * The permutation counts of a run, each sized before it to the family its p-values are read in
+ * (src/util/resolution.ts): the verdict's classifiers (the probe, kNN in the original space and in
+ * the map, and with `baselines` the two token baselines) and, with `sweepLayers`, the layers of
+ * the sweep. A count the options give is kept (`user`); a probe count derived from a given
+ * --permutations is the smaller of that and what the family needs.
+ */
+export function permutationSizing(opts: Pick<ClusterOptions, 'permutations' | 'probePermutations' | 'sweepPermutations' | 'baselines'>, run: boolean, sweepLayers: number): NonNullable<ClusterSettings['sizing']> & { permutations: PermutationPlan; probePermutations: PermutationPlan } {
+  const family = 3 + (run && opts.baselines !== false ? 2 : 0);
+  const permutations = planPermutations(family, opts.permutations, Infinity, DEFAULT_PERMUTATIONS);
+  let probePermutations: PermutationPlan;
+  if (opts.probePermutations !== undefined || opts.permutations === undefined) probePermutations = planPermutations(family, opts.probePermutations, PROBE_PERMUTATION_CAP);
+  else {
+    const plan = planPermutations(family, undefined, Math.min(opts.permutations, PROBE_PERMUTATION_CAP));
+    probePermutations = opts.permutations < plan.needed ? { ...plan, sizing: 'user' } : plan;
+  }
+  const sweepPermutations = sweepLayers > 0 ? planPermutations(sweepLayers, opts.sweepPermutations, Math.min(probePermutations.R, SWEEP_PERMUTATION_CAP)) : undefined;
+  return { permutations, probePermutations, ...(sweepPermutations ? { sweepPermutations } : {}) };
+}
+
+/** The metric sample with its rows as the run's rows (they differ when unlabelled items were left out). */
+function runSample(inp: LoadedInput, sample: MetricSample): MetricSample {
+  const map = inp.runRows;
+  return map ? { ...sample, rows: Int32Array.from(sample.rows, (r) => map[r]!) } : sample;
+}
+
+/**
+ * A warning for each probe whose nested choice of C sat at an edge of its grid in at least half
+ * of its folds: the best C may lie beyond the grid (the probe is then over- or under-penalized).
+ */
+export function gridEdgeNotes(spaces: SpaceMetrics[], baselines: BaselineMetrics[]): string[] {
+  const probes: [string, ClassifierMetrics | null | undefined][] = [...spaces.map((s) => [`the probe in ${s.space}`, s.probe] as [string, ClassifierMetrics | null | undefined]), ...baselines.map((b) => [`the ${b.name} probe`, b.probe] as [string, ClassifierMetrics])];
+  const out: string[] = [];
+  for (const [name, p] of probes) {
+    const e = p?.cv?.gridEdge;
+    const grid = p?.cv?.cGrid;
+    if (!e || !grid?.length || 2 * Math.max(e.low, e.high) < e.of) continue;
+    const low = e.low >= e.high;
+    out.push(`${name} chose C = ${low ? Math.min(...grid) : Math.max(...grid)}, the ${low ? 'smallest' : 'largest'} of its grid, in ${low ? e.low : e.high} of ${e.of} folds: the best C may lie beyond the grid (--probe-c C fixes it)`);
+  }
+  return out;
+}
+
+/** The stream a sweep reads: the mean-pooled one when the point is a mean-pooled one. */
+function sweepPool(opts: ClusterOptions, inp: LoadedInput): 'mean' | 'last' {
+  const hook = inp.kind === 'run' ? parseHook(settingsPoint(opts, inp)) : null;
+  return hook && sitePool(hook.site) === 'mean' ? 'mean' : 'last';
 }
 
 /** Settings, coordinates and metrics as written (outDir is set by the caller when it writes). */
@@ -476,6 +580,9 @@ function clusterResult(st: Stage, perplexity: number, f: Features, emb: Embeddin
     metricSample: m,
     probePca: sample.probePca,
     ...(opts.sweep ? { sweepPermutations: sample.sweepPermutations } : {}),
+    sizing: sample.sizing,
+    ...(inp.leftOut ? { leftOut: inp.leftOut } : {}),
+    ...(sample.mopts.probe.groups ? { group: { axis: inp.groupAxis!, groups: new Set(sample.mopts.probe.groups).size } } : {}),
     baselines: extra.baselines.map((b) => b.name),
     input: inp.kind,
     lobesVersion: LOBES_VERSION,
@@ -502,11 +609,11 @@ function clusterResult(st: Stage, perplexity: number, f: Features, emb: Embeddin
     timings: st.laps.timings,
     cpuTimings: st.laps.cpu,
   };
-  adjustFamilies(metrics); // pHolm and pBH beside each p of a family
+  adjustFamilies(metrics, sample.sizing); // pHolm, pBH and the verdict beside each p of a family
   return { settings, coords, metrics, outDir: null };
 }
 
-/** Metrics as CSV rows: space,metric,value,ci_low,ci_high,p,null_mean,null_low,null_high,p_holm,p_bh,z. */
+/** Metrics as CSV rows: METRICS_CSV_HEADER (src/cluster/measure.ts). */
 export function metricsCsv(metrics: ClusterMetrics): string {
   return [METRICS_CSV_HEADER, ...metricsCsvRows(metrics, csvField)].join('\n') + '\n';
 }

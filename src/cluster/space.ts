@@ -9,8 +9,9 @@
  */
 import { Rng } from '../util/rng.js';
 import { nullZ } from '../util/stats.js';
+import { normalUpper } from '../util/resolution.js';
 import type { ProbeOptions } from './probe.js';
-import { modalC, probeNullPrepared, repeatedCv, type PreparedFold, type RepeatedCv } from './probecv.js';
+import { gridEdge, modalC, probeNullPrepared, repeatedCv, type PreparedFold, type RepeatedCv } from './probecv.js';
 import { bootstrapRepeated } from './paired.js';
 import { bootstrapCI, daviesBouldin, distanceMatrix, knnPredict, mean, neighboursFromDistances, normalizeRows, permutationP, probePermutationLabels, silhouetteMeans, silhouetteSamples, type Distance } from './metrics.js';
 import { bootstrapScores, classScores, confusionCounts, nullSummary, perClassRecall, SCORE_NAMES } from './scores.js';
@@ -46,9 +47,30 @@ export interface MetricOptions {
   probe?: ProbeOptions;
 }
 
-/** A statistic with its CI and its null's p-value, mean and band. */
+/**
+ * A statistic with its CI and its null's p-value, mean, band, sd and R; z and the normal
+ * approximation of z's p beside the permutation p; no p (nor z) when the null has no spread.
+ */
 export function withNull(value: number, ci95: [number, number] | null, nulls: ArrayLike<number>): MetricWithCI {
-  return { value, ci95, p: permutationP(value, nulls), ...nullSummary(nulls), z: nullZ(value, nulls) };
+  const R = nulls.length;
+  const sd = nullSd(nulls);
+  // a null without spread (every shuffle scored the same) gives no p: it would only count ties
+  const p = sd === 0 ? null : permutationP(value, nulls);
+  const z = sd === 0 ? null : nullZ(value, nulls);
+  return { value, ci95, p, ...nullSummary(nulls), z, ...(R ? { permutations: R, nullSd: sd, pNormal: z === null ? null : normalUpper(z), atFloor: p !== null && Math.abs(p - 1 / (R + 1)) < 1e-12 } : {}) };
+}
+
+/** Standard deviation of a null sample (n − 1); null when it has fewer than two values. */
+function nullSd(v: ArrayLike<number>): number | null {
+  const n = v.length;
+  if (n < 2) return null;
+  let s = 0;
+  for (let i = 0; i < n; i++) s += v[i];
+  const mu = s / n;
+  let ss = 0;
+  for (let i = 0; i < n; i++) ss += (v[i] - mu) ** 2;
+  // a spread below rounding noise of the scores is none
+  return ss / (n - 1) > 1e-24 ? Math.sqrt(ss / (n - 1)) : 0;
 }
 
 /** Accuracy, balanced accuracy and macro-F1 of predictions, one row [3] per labelling in `out`. */
@@ -79,6 +101,7 @@ export function probeCvInfo(opts: ProbeOptions, cv: RepeatedCv): ProbeCv {
     cMethod: nested ? 'nested' : 'fixed',
     ...(nested ? { cGrid: opts.cGrid } : {}),
     chosenC: cv.chosenC,
+    ...(nested ? { cScore: opts.cScore ?? 'balancedAccuracy', gridEdge: gridEdge(cv, opts.cGrid)! } : {}),
     nullC: modalC(cv.chosenC, opts.C ?? 1),
     classWeight: opts.classWeight ?? null,
     pca: opts.pca ?? 0,
@@ -91,7 +114,7 @@ export function probeCvInfo(opts: ProbeOptions, cv: RepeatedCv): ProbeCv {
  * repeats, the confusion matrix the first repeat's.
  */
 export function scoreProbe(y: Int32Array, cv: RepeatedCv, C: number, nullScores: Float64Array, B: number, rng: Rng, opts: ProbeOptions): ClassifierMetrics {
-  const bs = bootstrapRepeated(y, cv.preds, C, B, rng);
+  const bs = bootstrapRepeated(y, cv.preds, C, B, rng, opts.groups);
   const M = confusionCounts(y, cv.preds[0], C);
   const confusion = Array.from({ length: C }, (_, a) => Array.from({ length: C }, (_, b) => M[a * C + b]));
   const recalls = cv.preds.map((p) => perClassRecall(y, p, C));
@@ -138,6 +161,8 @@ export interface SpaceResult {
   metrics: SpaceMetrics;
   knnPred: Int32Array;
   probePred: Int32Array | null;
+  /** Every CV repeat's out-of-fold predictions (the first is probePred). */
+  probePreds: Int32Array[] | null;
   silhouette: Float64Array;
 }
 
@@ -206,7 +231,7 @@ export function spaceResult(input: SpaceInput, n: number, labels: Int32Array, cl
     perClass,
     confusion: knn.confusion,
   };
-  return { metrics, knnPred: pred, probePred, silhouette: sil };
+  return { metrics, knnPred: pred, probePred, probePreds: cv ? cv.preds : null, silhouette: sil };
 }
 
 /** The probe's repeated CV scored with bootstrap CIs and, given `nullScores`, their null (the layer sweep, the baselines). */

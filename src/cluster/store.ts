@@ -120,9 +120,14 @@ export function readCluster(cd: string, runDir: string, manifest: RunManifest, s
   }
   if (c.text !== undefined) need(isStrArr(c.text) && c.text.length === c.ids.length, cf, 'text', `"text" must hold one string per point`);
   if (samples.length) {
-    need(c.ids.length === samples.length, cf, 'ids', `${c.ids.length} points but the run has ${samples.length} samples (results of another run?)`);
-    const at = c.ids.findIndex((id: string, i: number) => id !== samples[i]!.id);
-    need(at < 0, cf, `ids[${at}]`, `point ${JSON.stringify(c.ids[at])} is not the run's sample ${JSON.stringify(samples[at]?.id)} (results of another run?)`);
+    // items without a value on the axis were left out (settings.leftOut): the points are the others, in run order
+    const left = isObj(settings.leftOut) && typeof settings.leftOut.count === 'number' ? settings.leftOut.count : 0;
+    need(c.ids.length === samples.length - left, cf, 'ids', `${c.ids.length} points but the run has ${samples.length} samples${left ? `, ${left} of them left out` : ''} (results of another run?)`);
+    const ids = new Set<string>(c.ids);
+    const kept = left ? samples.filter((x) => ids.has(x.id)) : samples;
+    need(kept.length === c.ids.length, cf, 'ids', `${c.ids.length - kept.length} points are not samples of the run (results of another run?)`);
+    const at = c.ids.findIndex((id: string, i: number) => id !== kept[i]!.id);
+    need(at < 0, cf, `ids[${at}]`, `point ${JSON.stringify(c.ids[at])} is not the run's sample ${JSON.stringify(kept[at]?.id)} (results of another run?)`);
   }
   const mf = path.join(cd, METRICS);
   let metrics: ClusterMetrics | null = null;

@@ -9,6 +9,7 @@
  */
 
 import type { AnalysisProvenance } from '../store/types.js';
+import type { PermutationPlan, Verdict } from '../util/resolution.js';
 
 export interface ClusterSettings {
   point: string;
@@ -51,6 +52,20 @@ export interface ClusterSettings {
   probePca?: number;
   /** Label permutations per layer of the sweep. */
   sweepPermutations?: number;
+  /**
+   * How each permutation count was set for its family before the run (src/util/resolution.ts):
+   * `permutations` (silhouette and kNN) and `probePermutations` for the verdict's classifiers,
+   * `sweepPermutations` for the layers of a sweep.
+   */
+  sizing?: { permutations?: PermutationPlan; probePermutations?: PermutationPlan; sweepPermutations?: PermutationPlan };
+  /**
+   * Items of the run left out of the analysis for having no value on `by` (an empty label, or a
+   * row a label overlay does not list, e.g. "unevaluated" after `lobes eval label`): how many,
+   * of how many rows, and how many read as each value.
+   */
+  leftOut?: { count: number; of: number; values: Record<string, number> };
+  /** The label axis the probes were grouped by (--group) and the number of groups in the metric sample. */
+  group?: { axis: string; groups: number };
   /** Token baselines computed ([] when none could be). */
   baselines?: string[];
   /** Input kind: 'run' (a run directory) or 'matrix' (.npy / .safetensors). */
@@ -87,6 +102,16 @@ export interface MetricWithCI {
   pHolm?: number | null;
   /** p adjusted by Benjamini–Hochberg within its family. */
   pBH?: number | null;
+  /** Permutations of the null. */
+  permutations?: number;
+  /** Standard deviation of the null (0: a degenerate null, every shuffle scored the same; then p is left out). */
+  nullSd?: number | null;
+  /** One-sided normal-approximation p of z (an approximation: it assumes a normal null). */
+  pNormal?: number | null;
+  /** Whether p sits at its floor 1/(R + 1). */
+  atFloor?: boolean;
+  /** The test's verdict within its family (members of metrics.families; src/util/resolution.ts). */
+  verdict?: Verdict;
 }
 
 /** A classifier's out-of-sample predictions, scored (the kNN classifier or the linear probe). */
@@ -114,6 +139,10 @@ export interface ProbeCv {
   cGrid?: number[];
   /** C of each repeat's folds. */
   chosenC: number[][];
+  /** The score the nested CV chose C by (balanced accuracy unless set otherwise). */
+  cScore?: 'balancedAccuracy' | 'accuracy';
+  /** Folds whose chosen C sat at the grid's smallest (`low`) or largest (`high`) value, of `of`. */
+  gridEdge?: { low: number; high: number; of: number };
   /** C the permutation null refits with (the most frequently chosen). */
   nullC: number;
   classWeight: 'balanced' | null;
@@ -209,9 +238,14 @@ export interface ClusterItems {
   classes: string[];
   /** True class index per item. */
   y: number[];
-  spaces: { space: string; knn: number[]; probe: number[] | null; silhouette: number[] }[];
-  baselines: { name: string; probe: number[] }[];
-  sweep?: { point: string; probe: number[] }[];
+  /**
+   * `probe` is the first CV repeat's out-of-fold predictions; `probeRepeats` every repeat's, in
+   * repeat order (the first is `probe`), so that a comparison resamples repeats as the probe's
+   * own CI does (absent in files of earlier versions, which kept the first repeat only).
+   */
+  spaces: { space: string; knn: number[]; probe: number[] | null; probeRepeats?: number[][]; silhouette: number[] }[];
+  baselines: { name: string; probe: number[]; probeRepeats?: number[][] }[];
+  sweep?: { point: string; probe: number[]; probeRepeats?: number[][] }[];
 }
 
 export interface SpaceMetrics {

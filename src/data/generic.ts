@@ -21,6 +21,9 @@ export interface GenericResult {
   axes: string[];
 }
 
+/** The label axis `group=FIELD` writes: each item's group (a name no label field is likely to have). */
+export const GROUP_AXIS = 'item_group';
+
 interface GenericSpec {
   text: string;
   labels: string[];
@@ -31,7 +34,7 @@ interface GenericSpec {
 }
 
 function genericSpec(p: ParsedSpec, extra: string[], nested = false): GenericSpec {
-  checkParams(p, ['text', 'label', 'id', 'bessi', ...extra]);
+  checkParams(p, ['text', 'label', 'id', 'bessi', 'group', ...extra]);
   if (!p.path) throw new UsageError(`${p.kind}: needs a file path`, `e.g. ${p.kind}:data.${p.kind}?text=text&label=label`);
   const text = p.params.get('text');
   const label = p.params.get('label');
@@ -44,6 +47,15 @@ function genericSpec(p: ParsedSpec, extra: string[], nested = false): GenericSpe
   const axes = labels.map((f) => (nested && f.includes('.') ? f.slice(f.lastIndexOf('.') + 1) : f));
   if (bessi !== undefined && axes.includes('aspect')) throw new UsageError(`dataset spec ${JSON.stringify(p.raw)}: bessi= adds the axis "aspect", which is already a label field`);
   if (new Set(axes).size !== axes.length) throw new UsageError(`dataset spec ${JSON.stringify(p.raw)}: two label fields give the same axis name (${axes.join(', ')})`, 'a nested field a.b gives the axis b');
+  // group=FIELD: each item's group (items of one story, one source...), read as the label axis
+  // GROUP_AXIS, which lobes cluster then keeps whole in the probes' folds and resamples as a unit
+  const group = p.params.get('group');
+  if (group !== undefined) {
+    if (group.trim() === '') throw new UsageError(`dataset spec ${JSON.stringify(p.raw)}: group= needs a field name`, `e.g. ${p.kind}:${p.path}?text=${text}&label=${label}&group=story`);
+    if (axes.includes(GROUP_AXIS)) throw new UsageError(`dataset spec ${JSON.stringify(p.raw)}: group= adds the axis "${GROUP_AXIS}", which is already a label field`, 'name the group field with group= only');
+    labels.push(group.trim());
+    axes.push(GROUP_AXIS);
+  }
   return { text, labels, id: p.params.get('id'), bessi, axes };
 }
 

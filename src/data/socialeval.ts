@@ -9,6 +9,7 @@ import { applyTemplate, templateFromSpec } from './template.js';
 import { filtersFromSpec, keep } from './filters.js';
 import type { Excluded, Sample } from './types.js';
 import { SWAP_AXES, swapSamples, swapSeed, type SwapComposition } from './swap.js';
+import { GROUP_AXIS } from './generic.js';
 
 // eslint-disable-next-line no-control-regex -- control characters are exactly what this replaces
 const CONTROL_CHARS = /[\u0000-\u001f]/g;
@@ -350,7 +351,7 @@ function choiceUtterance(content: unknown): { speaker: string; response: string 
   return { speaker, response };
 }
 
-export const SOCIALEVAL_KEYS = ['lang', 'orientation', 'aspect', 'ability', 'composite', 'agree', 'template', 'scenario', 'speaker', 'text', 'swap'];
+export const SOCIALEVAL_KEYS = ['lang', 'orientation', 'aspect', 'ability', 'composite', 'agree', 'template', 'scenario', 'speaker', 'text', 'swap', 'group'];
 
 export function loadSocialEval(p: ParsedSpec): { samples: Sample[]; excluded: Excluded[]; problems: Problem[]; spec: string; axes: string[]; composition?: SwapComposition } {
   checkParams(p, SOCIALEVAL_KEYS);
@@ -360,6 +361,12 @@ export function loadSocialEval(p: ParsedSpec): { samples: Sample[]; excluded: Ex
   const filters = filtersFromSpec(p, ABILITIES.map((a) => a.name));
   const r = readSocialEval(p.path, { template, includeComposite, requireAgreement: boolParam(p, 'agree') });
   let samples = r.samples.filter((s) => keep(s, filters));
+  // group=tree: each item's world tree (its file; one story, many items) as the axis item_group,
+  // which lobes cluster keeps whole in the probes' folds and resamples as a unit
+  const group = p.params.get('group');
+  if (group !== undefined && group !== 'tree') throw new UsageError(`socialeval: group=${group}: the only grouping is group=tree (each item's world tree)`, 'use group=tree');
+  if (group !== undefined && p.params.has('swap')) throw new UsageError('socialeval: group=tree does not combine with swap= yet', 'drop one of them');
+  if (group !== undefined) samples = samples.map((s) => ({ ...s, labels: { ...s.labels, [GROUP_AXIS]: s.id.slice(0, s.id.indexOf('/')) } }));
   // swap=SEED: every response with its own question and with one naming another aspect (src/data/swap.ts)
   const swap = p.params.get('swap');
   let composition: SwapComposition | undefined;
@@ -379,6 +386,6 @@ export function loadSocialEval(p: ParsedSpec): { samples: Sample[]; excluded: Ex
     }
     return true;
   });
-  const axes = ['aspect', 'ability', 'language', 'orientation', ...(composition ? SWAP_AXES : [])];
+  const axes = ['aspect', 'ability', 'language', 'orientation', ...(composition ? SWAP_AXES : []), ...(group !== undefined ? [GROUP_AXIS] : [])];
   return { samples, excluded, problems: r.problems, spec: formatSpec('socialeval', p.path, p.params), axes, ...(composition ? { composition } : {}) };
 }

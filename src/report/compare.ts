@@ -11,8 +11,9 @@
  * CIs of differences, in order of preference:
  *  - paired bootstrap over items: both runs wrote cluster/items.json (per-item predictions and
  *    silhouettes) for the same item ids; each of B = 1000 seeded resamples draws items with
- *    replacement, recomputes the statistic in both runs on the same items and takes the
- *    difference; the CI is its 2.5 and 97.5 percentiles. Same items through two models (trained
+ *    replacement (and for a probe one of its CV repeats, the same for both runs), recomputes the
+ *    statistic in both runs on the same items and takes the difference; the CI is its 2.5 and
+ *    97.5 percentiles. Same items through two models (trained
  *    and control, 8B and 70B on one dataset) are the usual case.
  *  - independent bootstrap: per-item data for different items (e.g. English and Chinese): each
  *    run is resampled on its own.
@@ -28,6 +29,7 @@ import { Rng } from '../util/rng.js';
 import { confusionCounts, percentileSorted, scoresFromConfusion, SCORE_NAMES, type ScoreName } from '../cluster/scores.js';
 import type { Accuracy, AccuracyTable, ClozeMetric } from '../eval/summary-types.js';
 import { distinctNames } from './naming.js';
+import { formatP, verdictNumbers, verdictWords } from '../util/resolution.js';
 
 export type Direction = 'higher' | 'lower' | 'neutral';
 
@@ -46,11 +48,17 @@ export function diffCI(a: number, ciA: [number, number], b: number, ciB: [number
   return [d - Z * se, d + Z * se];
 }
 
-/** One run's per-item series of one statistic: predictions against true classes, or per-item values. */
-export type ItemSeries = { ids: string[]; y: Int32Array; C: number; pred: Int32Array } | { ids: string[]; values: Float64Array };
+/**
+ * One run's per-item series of one statistic: predictions against true classes (`pred`, and for
+ * a probe `preds`, every CV repeat's, the first being `pred`), or per-item values.
+ */
+export type ItemSeries = { ids: string[]; y: Int32Array; C: number; pred: Int32Array; preds?: Int32Array[] } | { ids: string[]; values: Float64Array };
 
-/** The statistic of a series on the items `rows` (all when null). */
-function statOn(s: ItemSeries, stat: ScoreName | 'mean', rows: Int32Array | null, M: Float64Array | null): number {
+/** The repeats of a series: its CV repeats' predictions, or one (kNN, a file that kept one). */
+const repeatsOf = (s: ItemSeries): number => ('values' in s ? 1 : s.preds?.length || 1);
+
+/** The statistic of repeat `r` of a series on the items `rows` (all when null). */
+function statOn(s: ItemSeries, stat: ScoreName | 'mean', rows: Int32Array | null, M: Float64Array | null, r = 0): number {
   if ('values' in s) {
     const v = s.values;
     let sum = 0;
@@ -58,13 +66,26 @@ function statOn(s: ItemSeries, stat: ScoreName | 'mean', rows: Int32Array | null
     for (let t = 0; t < n; t++) sum += v[rows ? rows[t] : t];
     return n ? sum / n : 0;
   }
-  const sc = scoresFromConfusion(confusionCounts(s.y, s.pred, s.C, rows ?? undefined, M ?? undefined), s.C);
+  const pred = s.preds?.length ? s.preds[r % s.preds.length]! : s.pred;
+  const sc = scoresFromConfusion(confusionCounts(s.y, pred, s.C, rows ?? undefined, M ?? undefined), s.C);
   return sc[stat as ScoreName];
+}
+
+/** The statistic of a series over all its items, the mean over its repeats (what metrics.json shows). */
+export function seriesValue(s: ItemSeries, stat: ScoreName | 'mean'): number {
+  const R = repeatsOf(s);
+  let v = 0;
+  for (let r = 0; r < R; r++) v += statOn(s, stat, null, null, r) / R;
+  return v;
 }
 
 /**
  * 95% bootstrap CI of stat(s2) − stat(s1): paired over the items when both series hold the same
- * item ids, else each resampled on its own. `kind` says which.
+ * item ids, else each resampled on its own. `kind` says which. Probes with several CV repeats
+ * are resampled over repeats and items together, as their own CIs are (src/cluster/paired.ts):
+ * each resample draws a repeat r (paired: the same r for both, modulo each one's repeat count;
+ * independent: one for each) and then the items, so the interval covers the point estimate, the
+ * mean over repeats.
  */
 export function bootstrapDiff(s1: ItemSeries, s2: ItemSeries, stat: ScoreName | 'mean', B: number, seed: number): { ci: [number, number]; kind: 'paired' | 'independent'; n: number } | null {
   const n1 = s1.ids.length;
@@ -79,18 +100,27 @@ export function bootstrapDiff(s1: ItemSeries, s2: ItemSeries, stat: ScoreName | 
   const r1 = new Int32Array(n1);
   const r2 = new Int32Array(n2);
   const map = paired ? Int32Array.from(s1.ids, (id) => pos2.get(id)!) : null;
+  const R1 = repeatsOf(s1);
+  const R2 = repeatsOf(s2);
+  const Rp = Math.max(R1, R2);
   for (let b = 0; b < B; b++) {
+    let q1 = 0;
+    let q2 = 0;
     if (map) {
+      // one repeat for both (repeat r of each used the same folds), drawn only when there are several
+      if (Rp > 1) q1 = q2 = rng.int(Rp);
       for (let t = 0; t < n1; t++) {
         const i = rng.int(n1);
         r1[t] = i;
         r2[t] = map[i];
       }
     } else {
+      if (R1 > 1) q1 = rng.int(R1);
       for (let t = 0; t < n1; t++) r1[t] = rng.int(n1);
+      if (R2 > 1) q2 = rng.int(R2);
       for (let t = 0; t < n2; t++) r2[t] = rng.int(n2);
     }
-    diffs[b] = statOn(s2, stat, r2, M2) - statOn(s1, stat, r1, M1);
+    diffs[b] = statOn(s2, stat, r2, M2, q2) - statOn(s1, stat, r1, M1, q1);
   }
   diffs.sort();
   return { ci: [percentileSorted(diffs, 2.5), percentileSorted(diffs, 97.5)], kind: paired ? 'paired' : 'independent', n: paired ? n1 : n1 + n2 };
@@ -100,19 +130,21 @@ export function bootstrapDiff(s1: ItemSeries, s2: ItemSeries, stat: ScoreName | 
 export function itemSeries(items: ClusterItems | null | undefined, what: { space: string; of: 'knn' | 'probe' | 'silhouette' } | { baseline: string } | { sweep: string }): ItemSeries | null {
   if (!items) return null;
   const base = { ids: items.ids, y: Int32Array.from(items.y), C: items.classes.length };
+  // a probe's every CV repeat when the file keeps them (earlier files: the first only)
+  const probe = (first: number[], all: number[][] | undefined) => ({ ...base, pred: Int32Array.from(first), ...(all?.length ? { preds: all.map((p) => Int32Array.from(p)) } : {}) });
   if ('baseline' in what) {
     const b = items.baselines.find((x) => x.name === what.baseline);
-    return b ? { ...base, pred: Int32Array.from(b.probe) } : null;
+    return b ? probe(b.probe, b.probeRepeats) : null;
   }
   if ('sweep' in what) {
     const w = items.sweep?.find((x) => x.point === what.sweep);
-    return w ? { ...base, pred: Int32Array.from(w.probe) } : null;
+    return w ? probe(w.probe, w.probeRepeats) : null;
   }
   const s = items.spaces.find((x) => x.space === what.space);
   if (!s) return null;
   if (what.of === 'silhouette') return { ids: items.ids, values: Float64Array.from(s.silhouette) };
-  const p = what.of === 'knn' ? s.knn : s.probe;
-  return p ? { ...base, pred: Int32Array.from(p) } : null;
+  if (what.of === 'knn') return { ...base, pred: Int32Array.from(s.knn) };
+  return s.probe ? probe(s.probe, s.probeRepeats) : null;
 }
 
 function aheadOf(dir: Direction, a: number | null, b: number | null, ci: [number, number] | null, names: [string, string]): string {
@@ -286,7 +318,30 @@ export function compareRuns(r1: ReportModel, r2: ReportModel): Comparison {
   if (ctx.used.has('normal')) notes.push('CI of a difference, normal approximation (results without items.json): each run\'s 95% bootstrap CI is read as ±1.96 standard errors and the runs are treated as independent, giving diff ± 1.96·sqrt(se₁² + se₂²).');
   evalRows(ctx, r1, r2, rows, notes);
   notes.push('"CI excludes 0" marks differences whose interval does not contain zero.');
-  return { runs: names, rows, notes, diffLabel, order, summary: [order, ...comparisonSummary(rows, ['A', 'B'], diffLabel)] };
+  return { runs: names, rows, notes, diffLabel, order, summary: [order, ...comparisonSummary(rows, ['A', 'B'], diffLabel), ...ownVerdicts(r1, r2)] };
+}
+
+/**
+ * Each run's own verdict on its headline classifiers, as its metrics.json records it (one
+ * Verdict per test, src/util/resolution.ts), so that a difference is read beside what each
+ * run could show: "not testable at R = 50" in one run is not "not above chance".
+ */
+export function ownVerdicts(r1: ReportModel, r2: ReportModel): string[] {
+  const out: string[] = [];
+  const pick = (r: ReportModel, space: string, of: 'probe' | 'knn') => r.cluster?.metrics?.spaces.find((s) => s.space === space)?.[of]?.balancedAccuracy ?? null;
+  const words = (m: MetricWithCI | null) => {
+    if (!m) return 'not measured';
+    const v = m.verdict;
+    if (!v) return m.p === null ? 'no permutation null' : `p = ${formatP(m.p)} (no verdict recorded: an older cluster output)`;
+    return v.status === 'degenerate' || v.status === 'untested' ? verdictWords(v) : `${verdictWords(v, 'above chance', 'not above chance')} (${verdictNumbers(v, 'classifiers')})`;
+  };
+  for (const [space, of, label] of [['original-euclidean', 'probe', 'Linear probe'], ['original-cosine', 'knn', 'kNN (cosine)']] as const) {
+    const a = pick(r1, space, of);
+    const b = pick(r2, space, of);
+    if (!a && !b) continue;
+    out.push(`${label}, each run against its own null: A ${words(a)}; B ${words(b)}.`);
+  }
+  return out;
 }
 
 /** The headline differences in words: balanced accuracy of the probe and kNN on the representation, and of the token baselines. */

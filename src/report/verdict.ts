@@ -17,14 +17,15 @@
  * within its family.
  */
 import type { ClassifierMetrics, ClusterMetrics, ClusterSettings, MetricWithCI } from '../cluster/types.js';
-import type { WandaMetrics, WandaSettings } from '../wanda/types.js';
-import { binomialUpper, holm } from '../util/stats.js';
+import type { NullTested, WandaMetrics, WandaSettings } from '../wanda/types.js';
+import { binomialUpper } from '../util/stats.js';
+import { familyVerdicts, formatP, verdictNumbers, verdictWords, type Sizing, type Verdict } from '../util/resolution.js';
 
 /** Significance level of the statements. */
 export const ALPHA = 0.05;
 
 const f2 = (v: number) => v.toFixed(2);
-const fp = (p: number) => (p < 0.001 ? p.toExponential(0) : p < 0.01 ? p.toFixed(3) : p.toFixed(2));
+const fp = formatP;
 
 /** Whether a balanced accuracy beats chance: its null (p ≤ ALPHA), else its CI against 1/C; null when untested. */
 export function beatsChance(m: MetricWithCI, chance: number): boolean | null {
@@ -33,37 +34,93 @@ export function beatsChance(m: MetricWithCI, chance: number): boolean | null {
   return null;
 }
 
-/** The family correction of one p in a verdict: the Holm-adjusted p, the family's size and the permutation floor. */
-export interface FamilyP {
-  holm: number | null;
-  family: number;
-  floor: number | null;
+/**
+ * The verdicts of a family of tests as their metrics record them (metrics.json written by this
+ * version), else computed here from their p, z and permutation counts (`R` when the file does not
+ * record them; how they were sized unknown, so each is read as the permutation test it was).
+ */
+export function verdictsOf(tests: MetricWithCI[], R: (i: number) => number, sizing?: (i: number) => Sizing | undefined): Verdict[] {
+  if (tests.every((t) => t.verdict)) return tests.map((t) => t.verdict!);
+  return familyVerdicts(tests.map((t, i) => ({ p: t.p, z: t.z ?? null, R: t.permutations ?? R(i), sizing: sizing?.(i), nullSd: t.nullSd, nullMean: t.nullMean })), ALPHA);
 }
 
-/** "p = 0.005 (the floor 1/(R+1) of 199 permutations)" when p sits at the floor, else "p = 0.02". */
-function pText(p: number, floor: number | null): string {
-  return floor !== null && Math.abs(p - floor) < 1e-12 ? `p = ${fp(p)} (the floor 1/(R+1) of ${Math.round(1 / floor - 1)} permutations)` : `p = ${fp(p)}`;
-}
-
-/** "balanced accuracy 0.45 [0.43, 0.47] vs chance 0.20 (null 0.20 [0.17, 0.23], p = 0.02, Holm 0.04 over 2 classifiers)". */
-export function describeBalanced(m: MetricWithCI, chance: number, fam?: FamilyP): string {
+/** "balanced accuracy 0.45 [0.43, 0.47] vs chance 0.20 (null 0.20 [0.17, 0.23], p = 0.02, z = 3.0, normal approx. p = 0.001, Holm 0.04 over 2 classifiers)". */
+export function describeBalanced(m: MetricWithCI, chance: number, v?: Verdict): string {
   const ci = m.ci95 ? ` [${f2(m.ci95[0])}, ${f2(m.ci95[1])}]` : '';
   const nul = m.nullMean !== null && m.nullMean !== undefined ? `null ${f2(m.nullMean)}${m.nullBand ? ` [${f2(m.nullBand[0])}, ${f2(m.nullBand[1])}]` : ''}, ` : '';
-  const adj = fam && fam.holm !== null && fam.family > 1 ? `, Holm ${fp(fam.holm)} over ${fam.family} classifiers` : '';
-  const p = m.p !== null && m.p !== undefined ? `${pText(m.p, fam?.floor ?? null)}${adj}` : 'no permutation null';
+  const p = v ? verdictNumbers(v, 'classifiers') : m.p !== null && m.p !== undefined ? `p = ${fp(m.p)}` : 'no permutation null';
   return `balanced accuracy ${f2(m.value)}${ci} vs chance ${f2(chance)} (${nul}${p})`;
 }
 
-/** One classifier's sentence and whether it beats chance (its Holm-adjusted p when it has a null). */
-function classifierLine(name: string, c: ClassifierMetrics, chance: number, majority: number, fam?: FamilyP): { text: string; beats: boolean | null; gain: number } {
+/** One row of the verdict: a classifier, its verdict object, and the sentence made from it. */
+interface Row {
+  name: string;
+  c: ClassifierMetrics;
+  model: boolean;
+  knn: boolean;
+  v: Verdict;
+  text: string;
+}
+
+/** One classifier's sentence from its verdict. */
+function classifierLine(name: string, c: ClassifierMetrics, chance: number, majority: number, v: Verdict): string {
   const b = c.balancedAccuracy;
-  const beats = fam && fam.holm !== null ? fam.holm <= ALPHA : beatsChance(b, chance);
+  // without a null, the CI against chance (no verdict object is needed for that)
+  const noNull = v.status === 'untested' ? beatsChance(b, chance) : null;
   const ref = b.nullMean ?? chance;
   const gain = b.value - ref;
-  const verdict = beats === null ? 'not tested against chance' : beats ? `above chance by ${f2(gain)}` : 'not above chance';
+  const verdict = v.status === 'untested' ? (noNull === null ? 'not tested against chance' : noNull ? `above chance by ${f2(b.value - chance)} (its CI, no null)` : 'not above chance (its CI, no null)') : verdictWords(v, `above chance by ${f2(gain)}`, 'not above chance');
   const acc = c.accuracy.value;
   const accNote = acc <= majority + 1e-9 ? `accuracy ${f2(acc)} is no better than the majority-class guess (${f2(majority)})` : `accuracy ${f2(acc)} (majority-class guess ${f2(majority)})`;
-  return { text: `${name}: ${describeBalanced(b, chance, fam)}: ${verdict}; ${accNote}.`, beats, gain };
+  return `${name}: ${describeBalanced(b, chance, v)}: ${verdict}; ${accNote}.`;
+}
+
+/** Whether a row's verdict separates (its own test, or without a null its CI). */
+function passes(r: Row, chance: number): boolean {
+  return r.v.status === 'pass' || (r.v.status === 'untested' && beatsChance(r.c.balancedAccuracy, chance) === true);
+}
+
+/** The names of rows, as a list in words. */
+const names = (rs: Row[]) => rs.map((r) => r.name.replace(/ \(.*\)$/, '')).join('; ');
+
+/**
+ * The headline from the model rows' verdicts: separated (some pass), not separated (every tested
+ * one fails), or not testable (none passes and some could not have: their permutation counts are
+ * too few for the family). Never "not separated" when a row could not have passed.
+ */
+function headline(rows: Row[], chance: number): string[] {
+  const model = rows.filter((r) => r.model);
+  if (!model.length) return [];
+  const tested = rows.filter((r) => r.v.status !== 'untested').length;
+  if (model.every((r) => r.v.status === 'untested' && beatsChance(r.c.balancedAccuracy, chance) === null)) return ['Not tested: without permutations or bootstrap resamples no number is read against chance.'];
+  const sep = model.filter((r) => passes(r, chance));
+  const blind = model.filter((r) => r.v.status === 'not-testable');
+  const noP = model.filter((r) => r.v.status === 'degenerate');
+  const normal = model.some((r) => r.v.basis === 'normal') ? ' (read on the normal approximation of z where the default permutations were held down for cost, flagged on each line)' : '';
+  const extra = [blind.length ? `${blind.length} not testable at R = ${[...new Set(blind.map((r) => r.v.R))].join(', ')} (${names(blind)})` : '', noP.length ? `${noP.length} without a p (a null with no spread: ${names(noP)})` : ''].filter(Boolean).join('; ');
+  if (sep.length) return [`Separated beyond chance by ${sep.length} of ${model.length} classifiers on the representation (balanced accuracy against its permutation null, Holm-adjusted p ≤ ${ALPHA} over the ${tested} classifiers tested)${normal}${extra ? `; ${extra}` : ''}.`];
+  if (blind.length) {
+    const need = Math.max(...blind.map((r) => r.v.needed));
+    return [`Not testable at R = ${[...new Set(blind.map((r) => r.v.R))].join(', ')}: ${names(blind)} cannot reach a Holm-adjusted p ≤ ${ALPHA} over ${blind[0]!.v.family} classifiers with so few permutations (${need} would), so the representation's separation is not decided; ${model.length - blind.length - noP.length} other classifier${model.length - blind.length - noP.length === 1 ? '' : 's'} on the representation tested without passing.`];
+  }
+  return [`Not separated: no classifier's balanced accuracy on the representation beats its permutation null (Holm-adjusted p ≤ ${ALPHA})${normal}${extra ? `; ${extra}` : ''}; accuracy alone does not count.`];
+}
+
+/** The representation's probe against the best token baseline, from the same rows' verdicts. */
+function tokenLine(probe: Row, bases: Row[], rows: Row[], chance: number): string {
+  const best = bases.reduce((a, b) => (b.c.balancedAccuracy.value > a.c.balancedAccuracy.value ? b : a));
+  const bn = best.name.replace(/^Tokens alone, /, '').replace(/ probe$/, '');
+  const d = probe.c.balancedAccuracy.value - best.c.balancedAccuracy.value;
+  const bv = f2(best.c.balancedAccuracy.value);
+  const pv = f2(probe.c.balancedAccuracy.value);
+  const sep = rows.some((r) => r.model && passes(r, chance));
+  if (d > 0) return `The representation's probe beats the best token baseline (${bn}) by ${f2(d)} balanced accuracy (difference of point estimates; compare runs for a CI).`;
+  if (passes(best, chance) && !sep) {
+    const pw = probe.v.status === 'not-testable' ? `is not testable at R = ${probe.v.R}` : probe.v.status === 'degenerate' ? 'has no p' : 'does not';
+    return `The tokens alone separate the labels (${bn} ${bv} balanced accuracy) where the representation's probe ${pw} (${pv})${probe.v.status === 'fail' ? ": what the texts' tokens carry does not reach this representation" : ''}.`;
+  }
+  if (sep) return `The tokens alone do at least as well: ${bn} ${bv} vs the representation's probe ${pv} balanced accuracy, so the separation need not come from what the model computes.`;
+  return `The tokens alone score at least as high (${bn} ${bv} vs the representation's probe ${pv} balanced accuracy), and are themselves ${verdictWords(best.v, 'above chance', 'not above chance')}.`;
 }
 
 /**
@@ -75,11 +132,15 @@ export function sweepLines(metrics: ClusterMetrics, settings: ClusterSettings | 
   const sw = (metrics.sweep ?? []).filter((s) => s.balancedAccuracy && s.balancedAccuracy.p !== null && s.balancedAccuracy.p !== undefined);
   if (!sw.length) return [];
   const ps = sw.map((s) => s.balancedAccuracy!.p!);
-  const adj = holm(ps);
   const L = sw.length;
   const raw = ps.filter((p) => p <= ALPHA).length;
-  const passed = adj.filter((p) => p !== null && p <= ALPHA).length;
   const R = settings?.sweepPermutations;
+  const vs = verdictsOf(sw.map((s) => s.balancedAccuracy!), () => R ?? 0, () => settings?.sizing?.sweepPermutations?.sizing);
+  const passed = vs.filter((v) => v.status === 'pass').length;
+  if (vs.some((v) => v.basis === 'normal')) {
+    const v = vs.find((x) => x.basis === 'normal')!;
+    return [`Layer sweep: the probe's balanced accuracy beats its null in ${passed} of ${L} layers after Holm across the layers, read on the normal approximation of each layer's z (${R ?? v.R} permutations per layer is below the ${v.needed} the ${L} layers need for a permutation p to pass; the count was held down for cost, so these p-values assume a normal null) (${raw} at permutation p ≤ ${ALPHA}).`];
+  }
   const floor = R ? 1 / (R + 1) : Math.min(...ps);
   // Were the layers independent, P(at least `raw` of L at p ≤ α) under the null: small means the layers together beat chance.
   const tail = raw ? binomialUpper(raw, L, ALPHA) : 1;
@@ -92,21 +153,52 @@ export function sweepLines(metrics: ClusterMetrics, settings: ClusterSettings | 
   return [`Layer sweep: the probe's balanced accuracy beats its permutation null in ${passed} of ${L} layers after Holm across the layers (${raw} before).${reach}`];
 }
 
-/** The plain-words line on the neuron regions (wanda/metrics.json), counted after Holm within each family. */
+/**
+ * One family of region tests in words: "3 of 20 … after Holm (5 before)", or "not testable at R =
+ * 199 (…)" when no member could pass, with the normal-approximation reading flagged.
+ */
+function familyCount(vs: (Verdict | undefined)[], raw: number, what: string, also = ''): string {
+  const got = vs.filter((v): v is Verdict => !!v);
+  const n = vs.length;
+  const blind = got.filter((v) => v.status === 'not-testable');
+  if (got.length && blind.length === got.length) {
+    const v = blind[0]!;
+    return `the ${n} ${what}: not testable at R = ${v.R} (${v.reason}; ${raw} at raw p ≤ ${ALPHA}${also ? `; ${also}` : ''})`;
+  }
+  const pass = got.filter((v) => v.status === 'pass').length;
+  const normal = got.some((v) => v.basis === 'normal') ? `, on the normal approximation of z (${got.find((v) => v.basis === 'normal')!.reason!.replace(/^read from the normal approximation of z: /, '')})` : '';
+  const none = got.filter((v) => v.status === 'degenerate').length;
+  return `${pass} of ${n} ${what} after Holm${normal} (${raw} before${none ? `; ${none} without a p, their null has no spread` : ''}${blind.length ? `; ${blind.length} not testable at R = ${blind[0]!.R}` : ''}${also ? `; ${also}` : ''})`;
+}
+
+/** The verdicts of a wanda family: recorded ones, else computed from p and z (older files). */
+function wandaVerdicts(ts: (NullTested | { p: number | null; z: number | null; nullMean: number | null; verdict?: Verdict })[], R: number, lower: boolean): Verdict[] {
+  const have = ts.map((t) => (lower ? (t as NullTested).verdictLower : t.verdict));
+  if (have.every((v) => !!v)) return have as Verdict[];
+  return familyVerdicts(ts.map((t) => {
+    const p = lower ? (t as NullTested).pLower ?? null : t.p;
+    return { p, z: t.z ?? null, R, tail: lower ? 'lower' : 'upper', nullSd: p !== null && t.z === null ? 0 : undefined, nullMean: t.nullMean };
+  }), ALPHA);
+}
+
+/** The plain-words line on the neuron regions (wanda/metrics.json), counted after Holm within each family from its verdicts. */
 export function wandaLines(m: WandaMetrics | null | undefined, by: string): string[] {
   if (!m || !m.permutations) return [];
-  const P = m.pairs.length;
-  const pass = (xs: (number | null | undefined)[]) => xs.filter((x) => x !== null && x !== undefined && x <= ALPHA).length;
-  const jRaw = pass(m.pairs.map((p) => p.jaccard.pLower));
-  const jHolm = pass(m.pairs.map((p) => p.jaccard.pLowerHolm));
-  const parts = [`Neuron regions by "${by}": ${jHolm} of ${P} pairs overlap less than under shuffled labels after Holm (${jRaw} before; Jaccard, ${m.permutations} permutations, floor p = ${fp(1 / (m.permutations + 1))})`];
-  const pl = m.pairs.flatMap((p) => [p.placementAminusB, p.placementBminusA]).filter((x) => !!x);
+  const R = m.permutations;
+  const raw = (xs: (number | null | undefined)[]) => xs.filter((x) => x !== null && x !== undefined && x <= ALPHA).length;
+  const jv = wandaVerdicts(m.pairs.map((p) => p.jaccard), R, true);
+  const parts = [`Neuron regions by "${by}": ${familyCount(jv, raw(m.pairs.map((p) => p.jaccard.pLower)), 'pairs overlap less than under shuffled labels', `Jaccard, ${R} permutations, floor p = ${fp(1 / (R + 1))}`)}`];
+  const pl = m.pairs.flatMap((p) => [p.placementAminusB, p.placementBminusA]).filter((x): x is NonNullable<typeof x> => !!x);
   if (pl.length) {
-    const ratio = pl.map((x) => x!.densityRatio).filter((x): x is number => x !== null);
+    const ratio = pl.map((x) => x.densityRatio).filter((x): x is number => x !== null);
     const med = ratio.length ? ratio.slice().sort((a, b) => a - b)[Math.floor(ratio.length / 2)]! : NaN;
-    parts.push(`${pass(pl.map((x) => x!.density.pHolm))} of ${pl.length} set differences are denser than random blocks of their size after Holm (median density ${f2(med)}× a random set's)`);
+    const pv = wandaVerdicts(pl.map((x) => x.density), R, false);
+    parts.push(familyCount(pv, raw(pl.map((x) => x.density.p)), 'set differences are denser than random blocks of their size', `median density ${f2(med)}× a random set's`));
   }
-  if (m.channels?.length) parts.push(`the groups' activation RMS differs beyond shuffled labels in ${pass(m.channels.map((c) => c.pHolm))} of ${m.channels.length} capture points after Holm`);
+  if (m.channels?.length) {
+    const cv = wandaVerdicts(m.channels, R, false);
+    parts.push(`the groups' activation RMS differs beyond shuffled labels in ${familyCount(cv, raw(m.channels.map((c) => c.p)), 'capture points')}`);
+  }
   return [parts.join('; ') + '.'];
 }
 
@@ -120,44 +212,30 @@ export function verdictLines(metrics: ClusterMetrics | null, settings: ClusterSe
     const by = !settings?.by ? 'the labels' : settings.input === 'matrix' ? `the labels in ${settings.by.split(/[\\/]/).pop()}` : `"${settings.by}"`;
     const m = metrics.metricSample ?? metrics.n;
     const majText = metrics.chance ? `; always answering "${metrics.chance.majorityClass}" gets accuracy ${f2(majority)}` : '';
-    out.push(`${C} classes of ${by} on ${m} items: chance balanced accuracy is ${f2(chance)}${majText}.`);
-    const lines: { text: string; beats: boolean | null; gain: number; model: boolean }[] = [];
+    const lo = settings?.leftOut;
+    const left = lo ? ` (${lo.count} of the run's ${lo.of} items have no value on ${by} and are left out: ${Object.entries(lo.values).map(([v, c]) => `${c} ${v}`).join(', ')})` : '';
+    const grp = settings?.group ? `; the probes' folds keep the ${settings.group.groups} groups of "${settings.group.axis}" whole and their CIs resample groups` : '';
+    out.push(`${C} classes of ${by} on ${m} items${left}: chance balanced accuracy is ${f2(chance)}${majText}${grp}.`);
     const space = (name: string) => metrics.spaces.find((s) => s.space === name);
     const eu = space('original-euclidean');
     const cos = space('original-cosine');
     const emb = space('embedding');
     const k = settings?.knnK ?? 10;
-    // The verdict's classifiers, one family for Holm.
-    const family: { name: string; c: ClassifierMetrics; model: boolean }[] = [];
-    if (eu?.probe) family.push({ name: `Linear probe on the representation (${eu.probe.cv && eu.probe.cv.pca > 0 ? `${eu.probe.cv.pca} principal components, fitted in each fold` : `${eu.probeDims ?? metrics.dim} dims`})`, c: eu.probe, model: true });
-    if (cos?.knn) family.push({ name: `kNN (k = ${k}, cosine) on the representation`, c: cos.knn, model: true });
-    if (emb?.knn) family.push({ name: `kNN (k = ${k}) in the t-SNE map`, c: emb.knn, model: true });
-    for (const b of metrics.baselines ?? []) family.push({ name: `Tokens alone, ${b.name} probe`, c: b.probe, model: false });
-    const adj = holm(family.map((f) => f.c.balancedAccuracy.p));
-    const nTested = adj.filter((x) => x !== null).length;
-    const floor = settings?.permutations ? 1 / (settings.permutations + 1) : null;
-    family.forEach((f, i) => lines.push({ ...classifierLine(f.name, f.c, chance, majority, { holm: adj[i]!, family: nTested, floor }), model: f.model }));
-    for (const l of lines) out.push(l.text);
-    const model = lines.filter((l) => l.model);
-    const sep = model.filter((l) => l.beats);
-    if (model.length && model.every((l) => l.beats === null)) out.push('Not tested: without permutations or bootstrap resamples no number is read against chance.');
-    else if (sep.length === 0) out.push(`Not separated: no classifier's balanced accuracy on the representation beats its permutation null (Holm-adjusted p ≤ ${ALPHA}); accuracy alone does not count.`);
-    else out.push(`Separated beyond chance by ${sep.length} of ${model.length} classifiers on the representation (balanced accuracy against its permutation null, Holm-adjusted p ≤ ${ALPHA} over the ${nTested} classifiers tested).`);
-    const probe = eu?.probe;
-    const bases = (metrics.baselines ?? []).filter((b) => b.probe.balancedAccuracy);
-    if (probe && bases.length) {
-      const best = bases.reduce((a, b) => (b.probe.balancedAccuracy.value > a.probe.balancedAccuracy.value ? b : a));
-      const d = probe.balancedAccuracy.value - best.probe.balancedAccuracy.value;
-      const bv = f2(best.probe.balancedAccuracy.value);
-      const pv = f2(probe.balancedAccuracy.value);
-      out.push(
-        d > 0
-          ? `The representation's probe beats the best token baseline (${best.name}) by ${f2(d)} balanced accuracy (difference of point estimates; compare runs for a CI).`
-          : sep.length === 0 && beatsChance(best.probe.balancedAccuracy, chance)
-            ? `The tokens alone separate the labels (${best.name} ${bv} balanced accuracy) where the representation's probe does not (${pv}): what the texts' tokens carry does not reach this representation.`
-            : `The tokens alone do at least as well: ${best.name} ${bv} vs the representation's probe ${pv} balanced accuracy, so the separation need not come from what the model computes.`,
-      );
-    }
+    // The verdict's classifiers, one family for Holm; one verdict object per row, every sentence below made from them.
+    const family: { name: string; c: ClassifierMetrics; model: boolean; knn: boolean }[] = [];
+    if (eu?.probe) family.push({ name: `Linear probe on the representation (${eu.probe.cv && eu.probe.cv.pca > 0 ? `${eu.probe.cv.pca} principal components, fitted in each fold` : `${eu.probeDims ?? metrics.dim} dims`})`, c: eu.probe, model: true, knn: false });
+    if (cos?.knn) family.push({ name: `kNN (k = ${k}, cosine) on the representation`, c: cos.knn, model: true, knn: true });
+    if (emb?.knn) family.push({ name: `kNN (k = ${k}) in the t-SNE map`, c: emb.knn, model: true, knn: true });
+    for (const b of metrics.baselines ?? []) family.push({ name: `Tokens alone, ${b.name} probe`, c: b.probe, model: false, knn: false });
+    const Rof = (i: number) => (family[i]!.knn ? settings?.permutations : settings?.probePermutations ?? settings?.permutations) ?? 0;
+    const sizingOf = (i: number) => (family[i]!.knn ? settings?.sizing?.permutations?.sizing : settings?.sizing?.probePermutations?.sizing);
+    const verdicts = verdictsOf(family.map((f) => f.c.balancedAccuracy), Rof, sizingOf);
+    const rows: Row[] = family.map((f, i) => ({ ...f, v: verdicts[i]!, text: classifierLine(f.name, f.c, chance, majority, verdicts[i]!) }));
+    for (const r of rows) out.push(r.text);
+    out.push(...headline(rows, chance));
+    const probe = rows.find((r) => r.model && !r.knn);
+    const bases = rows.filter((r) => !r.model);
+    if (probe && bases.length) out.push(tokenLine(probe, bases, rows, chance));
     out.push(...sweepLines(metrics, settings));
     for (const n of metrics.notes ?? []) out.push(`Note: ${n}.`.replace(/\.\.$/, '.'));
   }

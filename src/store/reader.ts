@@ -179,6 +179,13 @@ export class Run implements RunReader {
     return this.samples.map((s) => s.labels[axis]);
   }
 
+  labelled(axis: string): boolean[] {
+    const labels = this.labels(axis);
+    const o = this.labelOverlays().get(axis);
+    const overlay = !!o && !(this.manifest.dataset.axes ?? []).includes(axis);
+    return this.samples.map((s, i) => labels[i] !== '' && labels[i] !== undefined && (!overlay || Object.prototype.hasOwnProperty.call(o!.values, s.id)));
+  }
+
   select(axis: string, value: string): Int32Array {
     const labels = this.labels(axis);
     let n = 0;

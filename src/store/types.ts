@@ -214,6 +214,12 @@ export interface RunReader {
   labelAxes(): string[];
   /** The value of one axis for every row (throws naming the axis when unknown). */
   labels(axis: string): string[];
+  /**
+   * Whether each row has a value on `axis`: false for an empty label, and for the rows a label
+   * overlay does not list (they read as its default, e.g. "unevaluated" after `lobes eval
+   * label`). The analyses compare only the rows with a value and say how many they left out.
+   */
+  labelled?(axis: string): boolean[];
   /** Row indices whose label on `axis` equals `value`. */
   select(axis: string, value: string): Int32Array;
   /** Rows of a hook as [rows.length, dim] float32 (all rows when omitted). Reads only those rows. */

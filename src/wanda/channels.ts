@@ -16,6 +16,7 @@
  * across the channels of a capture point).
  */
 import { benjaminiHochberg, holm, nullZ } from '../util/stats.js';
+import { familyVerdicts, type Sizing } from '../util/resolution.js';
 import type { WandaChannelTest } from './types.js';
 import type { SimdKernel } from './simd.js';
 
@@ -181,8 +182,9 @@ export class ChannelNull {
 }
 
 /** Holm and Benjamini–Hochberg across the capture points (the layers of the run). */
-export function correctChannelFamily(tests: WandaChannelTest[]): WandaChannelTest[] {
+export function correctChannelFamily(tests: WandaChannelTest[], test?: { R: number; sizing?: Sizing }): WandaChannelTest[] {
   const h = holm(tests.map((t) => t.p));
   const b = benjaminiHochberg(tests.map((t) => t.p));
-  return tests.map((t, i) => ({ ...t, pHolm: h[i]!, pBH: b[i]! }));
+  const v = test && test.R > 0 ? familyVerdicts(tests.map((t) => ({ p: t.p, z: t.z, R: test.R, sizing: test.sizing, nullSd: t.p !== null && t.z === null ? 0 : undefined, nullMean: t.nullMean }))) : null;
+  return tests.map((t, i) => ({ ...t, pHolm: h[i]!, pBH: b[i]!, ...(v ? { verdict: v[i] } : {}) }));
 }

@@ -9,6 +9,7 @@
  * the capture points of the channel test. The adjusted p-values sit beside the raw ones.
  */
 import { holm, benjaminiHochberg, nullZ, permutationFloor } from '../util/stats.js';
+import { familyVerdicts, type Sizing } from '../util/resolution.js';
 import { nullTest, type Nulls } from './analyze.js';
 import { placementNull, randomDensity, countsPerMatrix } from './placement.js';
 import { density, components, type Masks } from './regions.js';
@@ -23,6 +24,8 @@ export interface InferenceOptions {
   channels?: WandaChannelTest[];
   /** The placement nulls of placementSets' sets, in that order, computed already (on worker threads); else computed here. */
   placed?: PlacementNull[];
+  /** How the permutation count was set for its families (settings.sizing; default `sized`). */
+  sizing?: Sizing;
 }
 
 /** R random placements' densities and component counts of one set (placementNull). */
@@ -77,8 +80,12 @@ function withZ(t: NullTested, nulls: Float64Array | null): NullTested {
   return { ...t, z: nulls && nulls.length ? nullZ(t.value, nulls) : null };
 }
 
-/** Holm and BH of p and pLower across a family, written into the members (in place). */
-export function correctFamily(family: NullTested[]): void {
+/**
+ * Holm and BH of p and pLower across a family, written into the members (in place); given the
+ * family's permutation count and how it was set, each member's verdicts too (`verdict` for p,
+ * `verdictLower` for pLower; src/util/resolution.ts): a null with no spread gives no verdict p.
+ */
+export function correctFamily(family: NullTested[], test?: { R: number; sizing?: Sizing }): void {
   const ph = holm(family.map((t) => t.p));
   const pb = benjaminiHochberg(family.map((t) => t.p));
   const lh = holm(family.map((t) => t.pLower));
@@ -88,6 +95,14 @@ export function correctFamily(family: NullTested[]): void {
     t.pBH = pb[i]!;
     t.pLowerHolm = lh[i]!;
     t.pLowerBH = lb[i]!;
+  });
+  if (!test || test.R <= 0) return;
+  const input = (t: NullTested, p: number | null | undefined, tail: 'upper' | 'lower') => ({ p, z: t.z ?? null, R: test.R, sizing: test.sizing, tail, nullSd: p !== null && p !== undefined && t.z === null ? 0 : undefined, nullMean: t.nullMean });
+  const up = familyVerdicts(family.map((t) => input(t, t.p, 'upper')));
+  const lo = familyVerdicts(family.map((t) => input(t, t.pLower, 'lower')));
+  family.forEach((t, i) => {
+    t.verdict = up[i];
+    if (t.pLower !== undefined && t.pLower !== null) t.verdictLower = lo[i];
   });
 }
 
@@ -130,20 +145,22 @@ export function addInference(metrics: WandaMetrics, regions: WandaRegions, nulls
       ...(P > 0 ? { placement: setPlacement(masksOf(regions.regions[g.group] ?? {}, mats), mats, P, placementSeed(opts.seed, nPairSets + gi), opts.placed?.[nPairSets + gi]) } : {}),
     };
   });
-  // The families.
-  correctFamily(pairs.map((p) => p.jaccard));
-  correctFamily(pairs.flatMap((p) => [p.isolationAB, p.isolationBA]));
-  correctFamily(pairs.flatMap((p) => [p.densityAminusB, p.densityBminusA]));
-  correctFamily(pairs.flatMap((p) => [p.componentsAminusBNull, p.componentsBminusANull].filter((t): t is NullTested => !!t)));
-  correctFamily(groups.flatMap((g) => (g.densityNull ? [g.densityNull] : [])));
-  correctFamily(groups.flatMap((g) => (g.componentsNull ? [g.componentsNull] : [])));
+  // The families, each with its verdicts: the label permutations' and the placements' counts are both R.
+  const lab = { R, sizing: opts.sizing };
+  const pla = { R: P, sizing: opts.sizing };
+  correctFamily(pairs.map((p) => p.jaccard), lab);
+  correctFamily(pairs.flatMap((p) => [p.isolationAB, p.isolationBA]), lab);
+  correctFamily(pairs.flatMap((p) => [p.densityAminusB, p.densityBminusA]), lab);
+  correctFamily(pairs.flatMap((p) => [p.componentsAminusBNull, p.componentsBminusANull].filter((t): t is NullTested => !!t)), lab);
+  correctFamily(groups.flatMap((g) => (g.densityNull ? [g.densityNull] : [])), lab);
+  correctFamily(groups.flatMap((g) => (g.componentsNull ? [g.componentsNull] : [])), lab);
   if (P > 0) {
-    correctFamily(pairs.flatMap((p) => [p.placementAminusB!.density, p.placementBminusA!.density]));
-    correctFamily(pairs.flatMap((p) => [p.placementAminusB!.components, p.placementBminusA!.components]));
-    correctFamily(groups.map((g) => g.placement!.density));
-    correctFamily(groups.map((g) => g.placement!.components));
+    correctFamily(pairs.flatMap((p) => [p.placementAminusB!.density, p.placementBminusA!.density]), pla);
+    correctFamily(pairs.flatMap((p) => [p.placementAminusB!.components, p.placementBminusA!.components]), pla);
+    correctFamily(groups.map((g) => g.placement!.density), pla);
+    correctFamily(groups.map((g) => g.placement!.components), pla);
   }
-  const channels = opts.channels ? correctChannelFamily(opts.channels) : undefined;
+  const channels = opts.channels ? correctChannelFamily(opts.channels, { R, sizing: opts.sizing }) : undefined;
   return {
     ...metrics,
     groups,

@@ -46,6 +46,7 @@ import { expectedBytes, type MatrixRef } from './kernel.js';
 import type { TopSpec } from './regions.js';
 import { autoBlockSize, blockCheck, coarseWarnings, MIN_SELECTED, MIN_SHORT_SIDE, PAPER_BLOCK } from './blocksize.js';
 import type { WandaSettings, WandaRegions, WandaMetrics, WandaMatrix, NullTested } from './types.js';
+import { planPermutations, type PermutationPlan } from '../util/resolution.js';
 
 export interface WandaOptions {
   /** Weights: safetensors file/folder, ONNX model folder/file or llama GGUF file (default: the run's model: its GGUF when it was converted from one and the file is unchanged, else its folder). */
@@ -80,10 +81,24 @@ export interface WandaResult {
 
 export const DEFAULT_TOP: TopSpec = { kind: 'fraction', value: 0.1, scope: 'matrix' };
 /**
- * Label permutations by default: 199, so that the smallest possible p, 1/200, passes Holm in a
- * family of 10 (10 region pairs of 5 groups) at 0.05 (src/util/stats.ts permutationsForFamily).
+ * Label permutations by default: at least 199, so that the smallest possible p, 1/200, passes
+ * Holm in a family of 10 (10 region pairs of 5 groups) at 0.05 (src/util/stats.ts
+ * permutationsForFamily); more when the largest family read (the 2P set differences of P pairs)
+ * needs it, up to MAX_SIZED_PERMUTATIONS.
  */
 export const DEFAULT_PERMUTATIONS = 199;
+/**
+ * The most permutations a default sizing gives: 399, what the 20 set differences of 5 groups
+ * need. The null's cost grows with R + 1, so this keeps it within twice the 199's; a larger family
+ * is read on z's normal approximation, flagged in its verdicts.
+ */
+export const MAX_SIZED_PERMUTATIONS = 399;
+
+/** The permutation count of G groups: sized to the 2P set differences of their P pairs (src/util/resolution.ts). */
+export function wandaPermutationPlan(groups: number, user: number | undefined): PermutationPlan {
+  const pairs = (groups * (groups - 1)) / 2;
+  return planPermutations(Math.max(1, 2 * pairs), user, MAX_SIZED_PERMUTATIONS, DEFAULT_PERMUTATIONS);
+}
 
 /** Resolve where the weights are and which matrices they give for the wanted list. */
 export async function locateWeights(weights: string, wanted: WantedMatrix[], modelInfo?: ModelInfo): Promise<{ source: 'onnx' | 'safetensors' | 'gguf'; path: string; matrices: MatrixRef[] }> {
@@ -134,6 +149,8 @@ interface Resolved {
   permutations: number;
   seed: number;
   resolution: 'block' | 'weight';
+  /** How `permutations` was set (sized to the groups once the labels are read). */
+  sizing: PermutationPlan;
 }
 
 /** What the two resolutions analyse: the matrices, their activations and labels. */
@@ -159,7 +176,19 @@ export async function runWanda(run: RunReader | string, opts: WandaOptions = {})
   // an earlier wanda result (checked again when written).
   const target = wandaDir(reader.dir, { manifest: reader.manifest, axis: by });
   checkOutputDir(target, 'wanda');
-  const labels = reader.labels(by);
+  // Only labelled items are compared: a row without a value on the axis (an empty label, or
+  // "unevaluated" after eval label) joins no group, and is counted in settings.samples.
+  const has = reader.labelled?.(by);
+  const read = reader.labels(by);
+  const leftOut: Record<string, number> = {};
+  const labels = has ? read.map((l, i) => (has[i] ? l : '')) : read;
+  read.forEach((l, i) => {
+    if (labels[i] === '') leftOut[l || '(empty)'] = (leftOut[l || '(empty)'] ?? 0) + 1;
+  });
+  if (Object.keys(leftOut).length && !opts.quiet) process.stderr.write(`wanda: left out ${labels.filter((l) => l === '').length} of ${labels.length} items without a value on "${by}" (${Object.entries(leftOut).map(([v, c]) => `${v}: ${c}`).join(', ')})\n`);
+  // the permutations sized to the groups' families before anything runs
+  r.sizing = wandaPermutationPlan(new Set(labels.filter((l) => l !== '')).size, opts.permutations);
+  r.permutations = r.sizing.R;
   const located = await locateRunWeights(reader, opts);
   const matrices = located.matrices;
   // No --block: the paper's 256 where every matrix has enough blocks for regions to be read, else auto.
@@ -187,6 +216,7 @@ export async function runWanda(run: RunReader | string, opts: WandaOptions = {})
     top: r.top,
     statistic: 'rms',
     permutations: r.permutations,
+    sizing: r.sizing,
     seed: r.seed,
     weights: { source: located.source, path: path.resolve(located.path) },
     resolution: r.resolution,
@@ -205,10 +235,10 @@ export async function runWanda(run: RunReader | string, opts: WandaOptions = {})
   const { result, weightLevel } = analysed;
   settings.groups = result.groups;
   const used = result.counts.reduce((a, b) => a + b, 0);
-  settings.samples = { used, excluded: labels.length - used };
+  settings.samples = { used, excluded: labels.length - used, ...(Object.keys(leftOut).length ? { leftOut } : {}) };
   const placed = await placementsOnThreads(result, input, r, opts.threads);
-  const tested = addInference(result.metrics, result.regions, result.nulls, { placements: r.permutations, seed: r.seed, channels: result.channels, placed });
-  if (weightLevel) correctFamily(weightLevel.map((w) => w.jaccard));
+  const tested = addInference(result.metrics, result.regions, result.nulls, { placements: r.permutations, seed: r.seed, channels: result.channels, placed, sizing: r.sizing.sizing });
+  if (weightLevel) correctFamily(weightLevel.map((w) => w.jaccard), { R: r.permutations, sizing: r.sizing.sizing });
   const metrics: WandaMetrics = weightLevel ? { ...tested, weightLevel } : tested;
   if (opts.sweep) {
     const grid = opts.sweep === true ? {} : opts.sweep;
@@ -239,7 +269,7 @@ function resolveOptions(opts: WandaOptions): Resolved {
   const top = parseTop(opts.top);
   const permutations = opts.permutations ?? DEFAULT_PERMUTATIONS;
   if (!Number.isInteger(permutations) || permutations < 0) throw new UsageError(`--permutations must be a non-negative integer, got ${permutations}`);
-  return { block, top, permutations, seed: opts.seed ?? 0, resolution: opts.resolution ?? 'block' };
+  return { block, top, permutations, seed: opts.seed ?? 0, resolution: opts.resolution ?? 'block', sizing: { R: permutations, family: 0, needed: 0, sizing: opts.permutations === undefined ? 'sized' : 'user' } };
 }
 
 /** The matrices whose inputs the run captured, located in --weights (default: the run's model folder). */

@@ -9,6 +9,7 @@
  */
 
 import type { AnalysisProvenance } from '../store/types.js';
+import type { PermutationPlan, Verdict } from '../util/resolution.js';
 
 export interface WandaSettings {
   by: string;
@@ -30,14 +31,16 @@ export interface WandaSettings {
   top: { kind: 'fraction' | 'count'; value: number; scope: 'matrix' | 'layer' | 'global' };
   statistic: 'rms';
   permutations: number;
+  /** How `permutations` was set for the largest family the report reads (the pairs' set differences; src/util/resolution.ts). */
+  sizing?: PermutationPlan;
   seed: number;
   /** The weights scored: where, and each file read with its sha256. */
   weights: { source: 'onnx' | 'safetensors' | 'gguf'; path: string; files?: { name: string; bytes: number; sha256: string }[] };
   resolution: 'block' | 'weight';
   /** The run (identity), samples table and chunk files the analysis read (src/store/provenance.ts). */
   provenance?: AnalysisProvenance;
-  /** Samples used (a non-empty label on `by`) and samples left out (empty label). */
-  samples?: { used: number; excluded: number };
+  /** Samples used (a value on `by`) and samples left out (an empty label, or a row a label overlay does not list: `leftOut` counts them by the value they read as, e.g. unevaluated). */
+  samples?: { used: number; excluded: number; leftOut?: Record<string, number> };
   lobesVersion?: string;
   createdAt?: string;
 }
@@ -84,6 +87,9 @@ export interface NullTested {
   pBH?: number | null;
   pLowerHolm?: number | null;
   pLowerBH?: number | null;
+  /** The verdict of p within its family, and of pLower (src/util/resolution.ts). */
+  verdict?: Verdict;
+  verdictLower?: Verdict;
 }
 
 /**
@@ -116,6 +122,8 @@ export interface WandaChannelTest {
   nullMean: number | null;
   pHolm: number | null;
   pBH: number | null;
+  /** The verdict of p within the capture points' family (src/util/resolution.ts). */
+  verdict?: Verdict;
   /** Channels whose own permutation p passes Benjamini–Hochberg at 0.05 within this capture point. */
   channelsBH05: number | null;
   /** The channels with the largest T_j: their p, BH q, and the groups with the highest and lowest RMS (ratio high/low). */

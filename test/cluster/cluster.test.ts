@@ -106,7 +106,7 @@ describe('runCluster on a matrix file', () => {
     expect(emb.silhouette.p).toBeCloseTo(1 / 20, 12);
     expect(emb.confusion.flat().reduce((x, y) => x + y, 0)).toBe(n);
     const csv = readFileSync(path.join(a.outDir!, 'metrics.csv'), 'utf8').split('\n');
-    expect(csv[0]).toBe('space,metric,value,ci_low,ci_high,p,null_mean,null_low,null_high,p_holm,p_bh,z');
+    expect(csv[0]).toBe('space,metric,value,ci_low,ci_high,p,null_mean,null_low,null_high,p_holm,p_bh,z,p_normal,permutations,verdict');
     expect(csv.some((l) => l.startsWith('embedding,knn_accuracy,'))).toBe(true);
     const b = await runCluster(npy, { ...FAST, labels: lab, seed: 7, pca: 20, perplexity: 20, noWrite: true });
     expect(b.coords.xy).toEqual(a.coords.xy);

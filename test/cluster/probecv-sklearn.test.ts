@@ -7,7 +7,9 @@
  * repeats differ by the fold draws alone. The scikit-learn repeats' sd is s ≈ 0.02, so each mean
  * over 20 repeats has a standard error ≈ s/√20 ≈ 0.0046 and their difference ≈ 0.0065; the
  * tolerance 0.02 is about 3 of those. Fitting C = 10 throughout instead of choosing it (the bug
- * this guards against) costs 0.031 here, outside the tolerance.
+ * this guards against) costs 0.031 here, outside the tolerance. The reference scores GridSearchCV
+ * by accuracy without class weights, so the probe is run so too (cScore 'accuracy'; the default
+ * chooses by balanced accuracy with balanced weights: test/cluster/probe-c.test.ts).
  */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
@@ -26,7 +28,7 @@ const R = REF.sklearn.repeats as number;
 describe('nested CV against scikit-learn (planted problem)', () => {
   const base = { folds: P.folds, innerFolds: P.innerFolds, pca: P.pca, repeats: R, seed: 0 };
   it('matches the accuracy of PCA + scaler + GridSearchCV inside each outer fold', () => {
-    const cv = repeatedCv([{ X, d: P.d }], P.n, y, P.K, { ...base, cGrid: P.grid });
+    const cv = repeatedCv([{ X, d: P.d }], P.n, y, P.K, { ...base, cGrid: P.grid, cScore: 'accuracy' });
     const ours = mean(accuracies(cv.preds));
     expect(Math.abs(ours - REF.sklearn.mean)).toBeLessThan(0.02);
     // and chooses C the way GridSearchCV does: mostly the strong penalties, which fit best here

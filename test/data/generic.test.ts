@@ -25,6 +25,18 @@ async function problems(spec: string): Promise<string[]> {
 }
 
 describe('jsonl adapter', () => {
+  it('group=FIELD gives each item its group as the axis item_group (csv too); an empty group is a problem', async () => {
+    const rows = [{ id: 'a', text: 'one', aspect: 'x', story: 's1' }, { id: 'b', text: 'two', aspect: 'y', story: 's1' }, { id: 'c', text: 'three', aspect: 'x', story: 's2' }];
+    const f = put('grouped.jsonl', rows.map((r) => JSON.stringify(r)).join('\n') + '\n');
+    const ds = await loadDataset(`jsonl:${f}?text=text&label=aspect&id=id&group=story`);
+    expect(ds.axes).toEqual(['aspect', 'item_group']);
+    expect(ds.samples.map((s) => s.labels.item_group)).toEqual(['s1', 's1', 's2']);
+    const c = put('grouped.csv', 'id,text,aspect,story\na,one,x,s1\nb,two,y,s2\n');
+    expect((await loadDataset(`csv:${c}?text=text&label=aspect&id=id&group=story`)).samples.map((s) => s.labels.item_group)).toEqual(['s1', 's2']);
+    const e = put('grouped-empty.jsonl', JSON.stringify({ id: 'a', text: 'one', aspect: 'x', story: '' }) + '\n');
+    expect((await problems(`jsonl:${e}?text=text&label=aspect&id=id&group=story`)).join('\n')).toMatch(/label field "story" is empty/);
+  });
+
   it('reads text, several label fields and ids; each label field becomes an axis', async () => {
     const rows = [
       { id: 'a1', text: 'How do you greet a neighbour?\nGood morning!', skill: 'Conversational Skill', group: 'x', n: 3 },

@@ -187,6 +187,22 @@ describe.skipIf(!HAVE)('socialeval: adapter on ../shared/socialeval', () => {
   });
 });
 
+describe.skipIf(!HAVE)('socialeval: group=tree', () => {
+  it('gives each item its world tree (its file, read here from the raw files) as item_group', async () => {
+    const ds = await loadDataset(`socialeval:${SHARED}?lang=en&group=tree`);
+    expect(ds.axes).toEqual(['aspect', 'ability', 'language', 'orientation', 'item_group']);
+    const files = new Set(readdirSync(SHARED).map((f) => f.replace(/\.json$/, '')));
+    for (const s of ds.samples) {
+      expect(files.has(s.labels.item_group!), s.id).toBe(true);
+      expect(s.provenance!.file).toBe(`${s.labels.item_group}.json`);
+    }
+    // 1,985 English items in 122 trees: most trees hold four or five aspects
+    expect(ds.samples.length).toBe(1985);
+    expect(new Set(ds.samples.map((s) => s.labels.item_group)).size).toBe(122);
+    await expect(loadDataset(`socialeval:${SHARED}?lang=en&group=story`)).rejects.toThrow(/the only grouping is group=tree/);
+  });
+});
+
 describe('socialeval: label resolution of one choice (no shared data needed)', () => {
   it('completes a truncated label from the question list and falls back on the question label', () => {
     expect(resolveChoiceLabels(['capacity for '], ['capacity for '], ['trust '], [])).toMatchObject({ abilities: ['Capacity for Trust'] });

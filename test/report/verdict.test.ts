@@ -20,7 +20,7 @@ import { writeSyntheticRun } from '../../src/report/synthetic.js';
 import { loadRun } from '../../src/report/load.js';
 import { runPayload } from '../../src/report/payload.js';
 import { reportHtml } from '../../src/report/index.js';
-import { bootstrapDiff, compareRuns } from '../../src/report/compare.js';
+import { bootstrapDiff, compareRuns, itemSeries, seriesValue } from '../../src/report/compare.js';
 
 const tmp = mkdtempSync(path.join(tmpdir(), 'lobes-verdict-'));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
@@ -112,7 +112,7 @@ describe('the first lines of the report', () => {
     const dir = await runWith('separable', X, d, labels);
     const lines = verdictLines((await loadRun(dir)).cluster!.metrics, null);
     const probe = lines.find((l) => l.startsWith('Linear probe'))!;
-    expect(probe).toMatch(/balanced accuracy (0\.9\d|1\.00) \[\d\.\d\d, \d\.\d\d\] vs chance 0\.50 \(null 0\.\d\d \[0\.\d\d, 0\.\d\d\], p = 0\.03, Holm 0\.03 over 3 classifiers\): above chance by 0\.\d\d/);
+    expect(probe).toMatch(/balanced accuracy (0\.9\d|1\.00) \[\d\.\d\d, \d\.\d\d\] vs chance 0\.50 \(null 0\.\d\d \[0\.\d\d, 0\.\d\d\], p = 0\.03 \(the floor 1\/\(R\+1\) of 39 permutations\), z = \d+\.\d, normal approx\. p (< 1e-16|= \de-\d+), Holm 0\.03 over 3 classifiers\): above chance by 0\.\d\d/);
     expect(lines.some((l) => l.startsWith('Separated beyond chance by 3 of 3 classifiers'))).toBe(true);
   }, 120_000);
 });
@@ -137,6 +137,8 @@ describe('comparing a run with its random-weights control', () => {
     expect(row.ci![1]).toBeGreaterThan(row.diff!);
     expect(row.ahead).toBe('A (CI excludes 0)');
     expect(cmp.summary!.find((l) => l.startsWith('Linear probe'))).toMatch(/balanced accuracy A 0\.\d\d, B 0\.\d\d; B − A: -0\.\d\d \[-0\.\d\d, -0\.\d\d\] \(paired bootstrap over 300 items; the CI excludes 0\)/);
+    // beside the difference, each run's own verdict from its recorded Verdict objects
+    expect(cmp.summary!.find((l) => l.startsWith('Linear probe, each run against its own null'))).toMatch(/^Linear probe, each run against its own null: A above chance \(p = 0\.03 \(the floor 1\/\(R\+1\) of 39 permutations\), z = [\d.]+, .*Holm 0\.03 over 3 classifiers\); B not above chance \(p = 0\.\d+, z = -?\d\.\d, normal approx\. p = 0\.\d+, Holm [01]\.\d+ over 3 classifiers\)\.$/);
     // the other order: the same difference with the other sign, never flipped back to trained − control
     const rev = compareRuns(await loadRun(control), await loadRun(trained));
     expect(rev.order).toBe('A is control, B is trained. Every difference is B − A. A is a random-weights control, so a positive difference means the trained model B is ahead.');
@@ -176,6 +178,51 @@ describe('comparing a run with its random-weights control', () => {
     const ind = bootstrapDiff(s1, s3, 'balancedAccuracy', B, 11)!;
     expect(ind.kind).toBe('independent');
     expect(ind.ci[1] - ind.ci[0]).toBeGreaterThan(r.ci[1] - r.ci[0]);
+  });
+});
+
+describe('compare from every CV repeat', () => {
+  it('one repeat that differs: the interval resamples repeats with the items and contains its own point estimate', () => {
+    const rng = new Rng(21);
+    const n = 200;
+    const ids = Array.from({ length: n }, (_, i) => `i${i}`);
+    const y = Int32Array.from({ length: n }, () => rng.int(3));
+    const shared = Int32Array.from(y, (v) => (rng.next() < 0.6 ? v : rng.int(3)));
+    // repeats 0-3 of both runs predict the same; repeat 4 of A is nearly perfect
+    const sharp = Int32Array.from(y, (v) => (rng.next() < 0.97 ? v : rng.int(3)));
+    const A = { ids, y, C: 3, pred: shared, preds: [shared, shared, shared, shared, sharp] };
+    const Bs = { ids, y, C: 3, pred: shared, preds: [shared, shared, shared, shared, shared] };
+    const stat = (p: Int32Array, rows?: number[]) => {
+      const yy = rows ? Int32Array.from(rows, (i) => y[i]!) : y;
+      return classScores(yy, rows ? Int32Array.from(rows, (i) => p[i]!) : p, 3).balancedAccuracy;
+    };
+    const point = seriesValue(Bs, 'balancedAccuracy') - seriesValue(A, 'balancedAccuracy');
+    expect(point).toBeCloseTo((stat(shared) - stat(sharp)) / 5, 12);
+    const B = 500;
+    const r = bootstrapDiff(A, Bs, 'balancedAccuracy', B, 5)!;
+    expect(r.ci[0]).toBeLessThan(point);
+    expect(r.ci[1]).toBeGreaterThanOrEqual(point);
+    // from the definition: each resample draws one repeat for both runs, then the items
+    const g = new Rng(5);
+    const diffs: number[] = [];
+    for (let b = 0; b < B; b++) {
+      const q = g.int(5);
+      const idx = Array.from({ length: n }, () => g.int(n));
+      diffs.push(stat(Bs.preds[q]!, idx) - stat(A.preds[q]!, idx));
+    }
+    diffs.sort((a, b) => a - b);
+    expect(r.ci[0]).toBeCloseTo(percentileSorted(diffs, 2.5), 12);
+    expect(r.ci[1]).toBeCloseTo(percentileSorted(diffs, 97.5), 12);
+    // the first repeat alone (what items.json used to keep) gives [0, 0], which leaves the point estimate out
+    const first = bootstrapDiff({ ids, y, C: 3, pred: shared }, { ids, y, C: 3, pred: shared }, 'balancedAccuracy', B, 5)!;
+    expect(first.ci).toEqual([0, 0]);
+    expect(point).toBeLessThan(-0.05);
+  });
+
+  it('items.json keeps every repeat, and itemSeries reads them', () => {
+    const items = { ids: ['a', 'b'], classes: ['x', 'y'], y: [0, 1], spaces: [{ space: 'original-euclidean', knn: [0, 1], probe: [0, 0], probeRepeats: [[0, 0], [0, 1]], silhouette: [0, 0] }], baselines: [] };
+    const s = itemSeries(items, { space: 'original-euclidean', of: 'probe' }) as { preds: Int32Array[] };
+    expect(s.preds.map((p) => Array.from(p))).toEqual([[0, 0], [0, 1]]);
   });
 });
 
@@ -223,6 +270,29 @@ describe('the token-baseline line', () => {
     expect(lines.find((l) => l.startsWith('Linear probe'))).toContain('p = 0.005 (the floor 1/(R+1) of 199 permutations)');
   });
 
+  it('a family whose permutations are too few says "not testable at R = …", never "not above chance" or "Not separated"', () => {
+    // the SmolLM2 demo as it was: the probe and the token baseline at the floor of 50 permutations, with kNN at 200
+    const m = metrics(0.43, 1 / 51, 0.3, 1 / 51) as any;
+    m.spaces.push({ space: 'original-cosine', silhouette: null, daviesBouldin: null, knn: clf(0.25, 0.3), perClass: [] });
+    m.spaces.push({ space: 'embedding', silhouette: null, daviesBouldin: null, knn: clf(0.24, 0.4), perClass: [] });
+    m.baselines.push({ ...m.baselines[0], name: 'token-embedding-mean', probe: clf(0.28, 1 / 51) });
+    const lines = verdictLines(m, { permutations: 200, probePermutations: 50, sizing: { probePermutations: { R: 50, family: 5, needed: 99, sizing: 'user' } } } as any);
+    const probe = lines.find((l) => l.startsWith('Linear probe'))!;
+    expect(probe).toContain('p = 0.02 (the floor 1/(R+1) of 50 permutations)');
+    expect(probe).toContain(': not testable at R = 50: its smallest attainable Holm-adjusted p is 0.059 > 0.05 over 5 tests (99 permutations would reach it)');
+    expect(lines.some((l) => /^Not testable at R = 50: Linear probe on the representation cannot reach a Holm-adjusted p ≤ 0\.05 over 5 classifiers with so few permutations \(99 would\)/.test(l))).toBe(true);
+    expect(lines.some((l) => /^Not separated/.test(l))).toBe(false);
+    expect(lines.filter((l) => /not above chance/.test(l) && /R = 50|1\/\(R\+1\) of 50/.test(l))).toEqual([]);
+  });
+
+  it('the token line and the token row read one verdict: raw p = 0.04 that fails Holm is not "the tokens alone separate"', () => {
+    const lines = verdictLines(metrics(0.2, 0.7, 0.34, 0.04), null);
+    const row = lines.find((l) => l.startsWith('Tokens alone, token-counts probe'))!;
+    expect(row).toMatch(/Holm 0\.08 over 2 classifiers\): not above chance/);
+    expect(lines.some((l) => /The tokens alone separate/.test(l))).toBe(false);
+    expect(lines).toContain('The tokens alone score at least as high (token-counts 0.34 vs the representation\'s probe 0.20 balanced accuracy), and are themselves not above chance.');
+  });
+
   it('a representation above the tokens: the margin over the best baseline', () => {
     const lines = verdictLines(metrics(0.45, 0.02, 0.34), null);
     expect(lines.some((l) => /beats the best token baseline \(token-counts\) by 0\.11 balanced accuracy/.test(l))).toBe(true);
@@ -263,19 +333,20 @@ describe('families in the first lines', () => {
 
   it('the regions line counts after Holm within each family', async () => {
     const { wandaLines } = await import('../../src/report/verdict.js');
-    const nt = (pLower: number, pLowerHolm: number) => ({ value: 0.1, p: 1, percentile: 0, nullMean: 0.3, pLower, pLowerHolm });
-    const pl = (pHolm: number, ratio: number) => ({ size: 5, randomDensity: 0.1, densityRatio: ratio, density: { value: 0.3, p: 0.005, percentile: 100, nullMean: 0.1, pHolm }, components: { value: 1, p: 1, percentile: 0, nullMean: 3 } });
+    const nt = (pLower: number) => ({ value: 0.1, p: 1, percentile: 0, nullMean: 0.3, pLower, z: -1 });
+    const pl = (p: number, ratio: number) => ({ size: 5, randomDensity: 0.1, densityRatio: ratio, density: { value: 0.3, p, percentile: 100, nullMean: 0.1, z: 2 }, components: { value: 1, p: 1, percentile: 0, nullMean: 3 } });
     const m = {
       groups: [], permutations: 199,
       pairs: [
-        { jaccard: nt(0.005, 0.015), placementAminusB: pl(0.01, 3), placementBminusA: pl(0.2, 1) },
-        { jaccard: nt(0.03, 0.06), placementAminusB: pl(0.01, 5), placementBminusA: pl(0.01, 2) },
-        { jaccard: nt(0.5, 0.5), placementAminusB: pl(0.5, 1), placementBminusA: pl(0.5, 0.5) },
+        { jaccard: nt(0.005), placementAminusB: pl(0.005, 3), placementBminusA: pl(0.2, 1) },
+        { jaccard: nt(0.03), placementAminusB: pl(0.005, 5), placementBminusA: pl(0.005, 2) },
+        { jaccard: nt(0.5), placementAminusB: pl(0.5, 1), placementBminusA: pl(0.5, 0.5) },
       ],
-      channels: [{ pHolm: 0.02 }, { pHolm: 0.3 }],
+      channels: [{ p: 0.005, z: 3, nullMean: 0 }, { p: 0.3, z: 0.5, nullMean: 0 }],
     } as any;
+    // Holm: Jaccard 3 · 0.005 = 0.015, then 2 · 0.03 = 0.06; densities 6 · 0.005 … 4 · 0.005 = 0.02; channels 2 · 0.005
     expect(wandaLines(m, 'aspect')).toEqual([
-      'Neuron regions by "aspect": 1 of 3 pairs overlap less than under shuffled labels after Holm (2 before; Jaccard, 199 permutations, floor p = 0.005); 3 of 6 set differences are denser than random blocks of their size after Holm (median density 2.00× a random set\'s); the groups\' activation RMS differs beyond shuffled labels in 1 of 2 capture points after Holm.',
+      'Neuron regions by "aspect": 1 of 3 pairs overlap less than under shuffled labels after Holm (2 before; Jaccard, 199 permutations, floor p = 0.005); 3 of 6 set differences are denser than random blocks of their size after Holm (3 before; median density 2.00× a random set\'s); the groups\' activation RMS differs beyond shuffled labels in 1 of 2 capture points after Holm (1 before).',
     ]);
   });
 });

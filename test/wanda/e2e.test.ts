@@ -14,6 +14,8 @@ import { runWanda } from '../../src/wanda/index.js';
 import { readSafetensorsHeader, readTensorFloat32, writeSafetensors } from '../../src/formats/safetensors.js';
 import { Rng } from '../../src/util/rng.js';
 import { tmpDir, cleanupTmp } from './helpers.js';
+import { openRun } from '../../src/store/index.js';
+import { writeLabelOverlay } from '../../src/store/labels.js';
 
 afterAll(cleanupTmp);
 
@@ -92,6 +94,23 @@ describe('planted tiny Llama (blocks): extract -> wanda', () => {
     for (const [k, v] of mapsA) expect(Array.from(readTensorFloat32(hb, k))).toEqual(Array.from(v));
     expect(b.regions).toEqual(a.regions);
   });
+
+  it('leaves out the items a label overlay does not list (unevaluated), says so, and compares the others', async () => {
+    const reader = await openRun(runDir);
+    const groups = reader.labels('group');
+    // an eval-label-style overlay: alpha items "correct", beta items "wrong", control items unlisted
+    const values: Record<string, string> = {};
+    reader.samples.forEach((x, i) => {
+      if (groups[i] !== 'control') values[x.id] = groups[i] === 'alpha' ? 'correct' : 'wrong';
+    });
+    writeLabelOverlay(runDir, { format: 'lobes-labels', axis: 'correct', default: 'unevaluated', source: {}, values });
+    const unlisted = groups.filter((g) => g === 'control').length;
+    expect((await openRun(runDir)).labels('correct').filter((l) => l === 'unevaluated').length).toBe(unlisted);
+    const r = await runWanda(runDir, { by: 'correct', block: 256, top: { kind: 'count', value: 1 }, permutations: 0, quiet: true });
+    expect(r.settings.groups).toEqual(['correct', 'wrong']);
+    expect(r.settings.samples).toEqual({ used: groups.length - unlisted, excluded: unlisted, leftOut: { unevaluated: unlisted } });
+  });
+
 });
 
 describe('unplanted tiny Llama with labels independent of the texts', () => {

@@ -51,3 +51,19 @@ export function fmtPFloor(p: number | null | undefined, floor: number | null | u
 export function fmtCI(ci: [number, number] | null | undefined): string {
   return ci ? '[' + fmt(ci[0]) + ', ' + fmt(ci[1]) + ']' : '—';
 }
+
+/**
+ * A permutation test's p as the tables show it: "no p" for a null without spread, the floor
+ * marked, z and its normal approximation (marked "≈ … normal") beside it, and the verdict within
+ * its family when the metrics record one ("not testable at R = 50" rather than a bare p).
+ */
+export function fmtTest(m: { p: number | null; z?: number | null; pNormal?: number | null; atFloor?: boolean; permutations?: number; nullSd?: number | null; verdict?: { status: string; R: number } } | null | undefined): string {
+  if (!m) return '—';
+  if (m.nullSd === 0) return 'no p (the null has no spread)';
+  if (m.p === null || m.p === undefined) return '—';
+  let t = fmtP(m.p) + (m.atFloor ? ' (floor, R = ' + m.permutations + ')' : '');
+  if (m.z !== null && m.z !== undefined) t += '; z ' + m.z.toFixed(1) + (m.pNormal !== null && m.pNormal !== undefined ? ', ≈ ' + (m.pNormal < 1e-16 ? '< 1e-16' : fmtP(m.pNormal)) + ' normal approx.' : '');
+  const v = m.verdict;
+  if (v) t += v.status === 'pass' ? '; passes' : v.status === 'fail' ? '; does not pass' : v.status === 'not-testable' ? '; not testable at R = ' + v.R : '';
+  return t;
+}

@@ -7,7 +7,7 @@ import type { ClassifierMetrics, ClusterMetrics, DifferenceCI, MetricWithCI } fr
 import type { Page } from '../page.js';
 import type { Section } from '../section.js';
 import { el, table, columns, type Cell } from '../dom.js';
-import { esc, fmt, fmtP, fmtCI, fmtPFloor, wrapTitle } from '../format.js';
+import { esc, fmt, fmtP, fmtCI, fmtPFloor, fmtTest, wrapTitle } from '../format.js';
 
 function comparisonTables(page: Page, root: HTMLElement): void {
   const cmp = page.data.comparison;
@@ -99,13 +99,13 @@ function clusterTables(run: RunPayload, cell: HTMLElement): void {
   if (cls.length) {
     cell.appendChild(table(['classifier', 'balanced accuracy [95% CI]', 'null mean [95% band]', 'p', 'macro-F1 [95% CI]', 'null mean [95% band]', 'p', 'accuracy [95% CI]', 'null mean [95% band]', 'p'],
       cls.map(({ name, c }): Cell[] => [
-        name, withCI(c.balancedAccuracy), nullOf(c.balancedAccuracy), fmtP(c.balancedAccuracy.p), withCI(c.macroF1), nullOf(c.macroF1), fmtP(c.macroF1.p),
-        withCI(c.accuracy), nullOf(c.accuracy), fmtP(c.accuracy.p),
+        name, withCI(c.balancedAccuracy), nullOf(c.balancedAccuracy), fmtTest(c.balancedAccuracy), withCI(c.macroF1), nullOf(c.macroF1), fmtTest(c.macroF1),
+        withCI(c.accuracy), nullOf(c.accuracy), fmtTest(c.accuracy),
       ])));
   }
   probeComparisons(cm, cell);
   cell.appendChild(table(['space', 'silhouette [95% CI]', 'null mean [95% band]', 'p', 'Davies–Bouldin'],
-    cm.spaces.map((s): Cell[] => [s.space, withCI(s.silhouette), nullOf(s.silhouette), fmtP(s.silhouette.p), s.daviesBouldin.value])));
+    cm.spaces.map((s): Cell[] => [s.space, withCI(s.silhouette), nullOf(s.silhouette), fmtTest(s.silhouette), s.daviesBouldin.value])));
   cell.appendChild(el('p', 'meta', 'Null: the same statistic on label permutations (p one-sided, +1 corrected). Davies–Bouldin has no null and no CI: read it only alongside the others. ' +
     (cm.pcaDims && cm.pcaDims < cm.dim ? 'PCA explained variance ' + fmt(cm.pcaExplainedVariance) + '; ' : '') + 't-SNE KL divergence ' + fmt(cm.klDivergence) + '.'));
   (cm.baselines || []).forEach((b) => cell.appendChild(el('p', 'meta', 'Tokens alone, ' + b.name + ': ' + b.description + '.')));

@@ -1,0 +1,158 @@
+/**
+ * Grouped validation: stratified group folds against scikit-learn's StratifiedGroupKFold
+ * (test/goldens/groups/make_group_goldens.py), the grouped bootstrap against one written here
+ * from its definition, and a planted dataset whose label is readable only through its group:
+ * ungrouped CV learns each group's label from its sibling items and scores far above chance,
+ * grouped CV tests unseen groups and sits at chance.
+ */
+import { readFileSync } from 'node:fs';
+import * as path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { Rng } from '../../src/util/rng.js';
+import { stratifiedGroupFolds } from '../../src/cluster/probe.js';
+import { repeatedCv } from '../../src/cluster/probecv.js';
+import { bootstrapRepeated } from '../../src/cluster/paired.js';
+import { classScores, percentileSorted } from '../../src/cluster/scores.js';
+import { runCluster } from '../../src/cluster/run.js';
+import { verdictLines } from '../../src/report/verdict.js';
+import type { HookInfo, RunReader, SampleRow } from '../../src/store/types.js';
+
+const G = JSON.parse(readFileSync(path.join(import.meta.dirname, '..', 'goldens', 'groups', 'group_goldens.json'), 'utf8'));
+
+describe('stratified group folds', () => {
+  it('are scikit-learn\'s StratifiedGroupKFold(shuffle=False) folds, sample by sample', () => {
+    for (const c of G.stratifiedGroupKFold) {
+      const f = stratifiedGroupFolds(Int32Array.from(c.y), Int32Array.from(c.groups), c.K, c.folds, null);
+      expect(Array.from(f), c.name).toEqual(c.fold);
+    }
+  });
+
+  it('with a seed, every group still sits in one fold', () => {
+    const c = G.stratifiedGroupKFold[0];
+    const f = stratifiedGroupFolds(Int32Array.from(c.y), Int32Array.from(c.groups), c.K, c.folds, 7);
+    const where = new Map<number, number>();
+    c.groups.forEach((g: number, i: number) => {
+      if (where.has(g)) expect(where.get(g)).toBe(f[i]);
+      where.set(g, f[i]!);
+    });
+  });
+});
+
+/** 40 groups of 6 near-identical items; the label is the group's, drawn at random: nothing but the group carries it. */
+function planted(seed: number) {
+  const rng = new Rng(seed);
+  const nG = 40;
+  const per = 6;
+  // more dimensions than groups: a linear probe can fit any labelling of the groups
+  const d = 60;
+  const n = nG * per;
+  const glabel = Int32Array.from({ length: nG }, (_, g) => g % 2);
+  rng.shuffle(glabel);
+  const gvec = Float64Array.from({ length: nG * d }, () => 2 * rng.normal());
+  const X = new Float64Array(n * d);
+  const y = new Int32Array(n);
+  const groups = new Int32Array(n);
+  for (let i = 0; i < n; i++) {
+    const g = Math.floor(i / per);
+    groups[i] = g;
+    y[i] = glabel[g]!;
+    for (let j = 0; j < d; j++) X[i * d + j] = gvec[g * d + j]! + 0.1 * rng.normal();
+  }
+  return { X, y, groups, n, d };
+}
+
+describe('grouped CV on a label readable only through its group', () => {
+  it('ungrouped CV scores far above chance, grouped CV at chance', () => {
+    const { X, y, groups, n, d } = planted(1);
+    const bal = (preds: Int32Array[]) => preds.reduce((a, p) => a + classScores(y, p, 2).balancedAccuracy, 0) / preds.length;
+    const opts = { repeats: 3, seed: 0, C: 10, classWeight: 'balanced' as const };
+    const flat = bal(repeatedCv([{ X, d }], n, y, 2, opts).preds);
+    const grouped = repeatedCv([{ X, d }], n, y, 2, { ...opts, groups });
+    expect(flat).toBeGreaterThan(0.9);
+    expect(Math.abs(bal(grouped.preds) - 0.5)).toBeLessThan(0.15);
+    // no test fold holds a group of its training rows
+    for (const pf of grouped.prepared) {
+      const train = new Set(Array.from(pf.train, (i) => groups[i]));
+      for (const i of pf.test) expect(train.has(groups[i]!)).toBe(false);
+    }
+  });
+});
+
+describe('the grouped bootstrap', () => {
+  it('resamples groups, then items within each drawn group, as written here from its definition', () => {
+    const rng = new Rng(4);
+    const n = 120;
+    const groups = Int32Array.from({ length: n }, (_, i) => Math.floor(i / 4) % 25);
+    const y = Int32Array.from({ length: n }, () => rng.int(3));
+    const preds = [Int32Array.from(y, (v) => (rng.next() < 0.6 ? v : rng.int(3))), Int32Array.from(y, (v) => (rng.next() < 0.5 ? v : rng.int(3)))];
+    const B = 300;
+    const r = bootstrapRepeated(y, preds, 3, B, new Rng(9), groups);
+    const members: number[][] = Array.from({ length: 25 }, () => []);
+    groups.forEach((g, i) => members[g]!.push(i));
+    const g = new Rng(9);
+    const vals: number[] = [];
+    for (let b = 0; b < B; b++) {
+      const rep = g.int(2);
+      const rows: number[] = [];
+      for (let t = 0; t < 25; t++) {
+        const m = members[g.int(25)]!;
+        for (let k = 0; k < m.length; k++) rows.push(m[g.int(m.length)]!);
+      }
+      vals.push(classScores(Int32Array.from(rows, (i) => y[i]!), Int32Array.from(rows, (i) => preds[rep]![i]!), 3).balancedAccuracy);
+    }
+    vals.sort((a, b) => a - b);
+    expect(r.ci.balancedAccuracy![0]).toBeCloseTo(percentileSorted(vals, 2.5), 12);
+    expect(r.ci.balancedAccuracy![1]).toBeCloseTo(percentileSorted(vals, 97.5), 12);
+  });
+});
+
+/** The planted data as a run with two label axes: the label, and the group ("tree") of each item. */
+function plantedRun(axis = 'tree'): RunReader {
+  const { X, y, groups, d } = planted(2);
+  const X32 = Float32Array.from(X);
+  const label = Array.from(y, (v) => (v ? 'b' : 'a'));
+  const tree = Array.from(groups, (g) => `tree-${g}`);
+  const samples: SampleRow[] = label.map((_, i) => ({ index: i, id: `item-${i}`, labels: {}, tokens: 5, truncated: false }));
+  const info = (name: string): HookInfo => ({ name, dim: d, dtype: 'F32' });
+  return {
+    dir: '/nonexistent', manifest: {} as any, samples,
+    hooks: () => [info('final.hidden')], hook: info,
+    labelAxes: () => ['label', axis],
+    labels: (a: string) => (a === axis ? tree : label).slice(),
+    select: () => new Int32Array(0),
+    read: async (_name: string, rows?: ArrayLike<number>) => {
+      if (!rows) return X32.slice();
+      const out = new Float32Array(rows.length * d);
+      for (let r = 0; r < rows.length; r++) out.set(X32.subarray(rows[r]! * d, rows[r]! * d + d), r * d);
+      return out;
+    },
+    iterate: async function* () {},
+    analysisDir: () => '/nonexistent',
+  } as RunReader;
+}
+
+describe('lobes cluster --group', () => {
+  it('groups the probe: the planted label reads far above chance ungrouped and at chance grouped, and the first line says so', async () => {
+    const o = { by: 'label', baselines: false, perplexity: 10, iterations: 250, bootstrap: 200, permutations: 59, probeRepeats: 2, probeC: 10, probePca: 0, quiet: true, threads: 1, noWrite: true } as const;
+    const flat = await runCluster(plantedRun(), o);
+    const grouped = await runCluster(plantedRun(), { ...o, group: 'tree' });
+    const probe = (r: typeof flat) => r.metrics.spaces.find((x) => x.space === 'original-euclidean')!.probe!.balancedAccuracy;
+    expect(probe(flat).value).toBeGreaterThan(0.9);
+    expect(Math.abs(probe(grouped).value - 0.5)).toBeLessThan(0.15);
+    expect(probe(grouped).verdict!.status).not.toBe('pass');
+    expect(grouped.settings.group).toEqual({ axis: 'tree', groups: 40 });
+    // the CI resamples the 40 groups: siblings are predicted alike, so it is far wider than an
+    // item bootstrap of the same predictions (240 items treated as independent; about √6 ×)
+    const it = grouped.items!;
+    const preds = it.spaces.find((x) => x.space === 'original-euclidean')!.probeRepeats!.map((p) => Int32Array.from(p));
+    const byItem = bootstrapRepeated(Int32Array.from(it.y), preds, 2, 200, new Rng(0)).ci.balancedAccuracy!;
+    const ci = probe(grouped).ci95!;
+    expect(ci[1] - ci[0]).toBeGreaterThan(1.5 * (byItem[1] - byItem[0]));
+    // the axis a dataset's group=FIELD writes is used without --group; --group none turns it off
+    const auto = await runCluster(plantedRun('item_group'), { ...o, bootstrap: 0, permutations: 0 });
+    expect(auto.settings.group).toEqual({ axis: 'item_group', groups: 40 });
+    expect(probe(auto).value).toBe(probe(grouped).value);
+    expect((await runCluster(plantedRun('item_group'), { ...o, bootstrap: 0, permutations: 0, group: null })).settings.group).toBeUndefined();
+    expect(verdictLines(grouped.metrics, grouped.settings)[0]).toContain('the probes\' folds keep the 40 groups of "tree" whole and their CIs resample groups');
+  }, 60_000);
+});
