@@ -3,7 +3,6 @@
  * message is one line: what went wrong, where (file, place, sample id) and, when there
  * is one, what to do about it. The CLI prints `lobes: <message>` and exits non-zero.
  */
-import { resolve } from 'node:path';
 export interface ErrorPlace {
   /** File the problem is in (printed as given; `.` and `..` by their full path). */
   file?: string;
@@ -24,7 +23,7 @@ export class LobesError extends Error {
   constructor(message: string, place: ErrorPlace = {}) {
     // A file given as `.` or `..` (the working folder, or a path that ends in it) is named by
     // its full path: "lobes extract: .: no .onnx file" names nothing a user can find.
-    const file = place.file !== undefined && /(^|\/)\.\.?\/?$/.test(place.file) ? resolve(place.file) : place.file;
+    const file = place.file !== undefined && /(^|\/)\.\.?\/?$/.test(place.file) ? fullPath(place.file) : place.file;
     const loc = [file, place.where].filter(Boolean).join(': ');
     const msg = (loc ? `${loc}: ` : '') + message + (place.hint ? ` (${place.hint})` : '');
     super(msg.replace(/[\r\n]+/g, ' '));
@@ -104,4 +103,20 @@ export function systemError(e: unknown, file?: string): LobesError | null {
 /** Rethrow an operating-system error as its one-line LobesError naming `file`; other errors unchanged. */
 export function rethrowSystem(e: unknown, file?: string): never {
   throw systemError(e, file) ?? e;
+}
+
+/**
+ * `file` from the working folder, `.` and `..` resolved (no node:path here: the report page's
+ * script type-checks the error types without Node's).
+ */
+function fullPath(file: string): string {
+  const cwd = (globalThis as { process?: { cwd(): string } }).process?.cwd();
+  if (!cwd) return file;
+  const parts: string[] = [];
+  for (const p of (file.startsWith('/') ? file : `${cwd}/${file}`).split('/')) {
+    if (p === '' || p === '.') continue;
+    if (p === '..') parts.pop();
+    else parts.push(p);
+  }
+  return '/' + parts.join('/');
 }
