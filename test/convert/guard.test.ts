@@ -126,7 +126,8 @@ describe('the conversion cache is verified on use', { timeout: 300_000 }, () => 
     const id = ggufIdentity(TINY_GGUF, readGgufHeader(TINY_GGUF).dataStart);
     const entry = cacheEntryName(id, { dtype: 'fp32', weights: 'auto', layout: 'explicit' });
     const lock = path.join(cache, `${entry}.lock`);
-    const holder = spawn('sleep', ['60'], { stdio: 'ignore' });
+    // a live node process (a live pid of another program is a stale lock at once)
+    const holder = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60000)'], { stdio: 'ignore' });
     try {
       writeFileSync(lock, JSON.stringify({ pid: holder.pid, host: hostname(), processStartMs: processStartMs(holder.pid!), takenAt: new Date().toISOString() }));
       const t0 = Date.now();

@@ -134,6 +134,8 @@ const SKIPS: Skip[] = [
   { doc: 'docs/eval.md', has: '--task both --limit 64', reason: '30 s of CPU on the tiny model (64 items of both tasks); the IAE path runs with --limit 32 below' },
   { doc: 'docs/eval.md', has: '--out eval/8b-en --device cuda', reason: `${GPU} (eval/8b-en is a stand-in)` },
   { doc: 'docs/eval.md', has: '--cot 512', reason: GPU },
+  { doc: 'docs/eval.md', has: 'lobes cluster runs/8b --by correct', reason: 'the tiny stand-in answers each of its 16 evaluated items wrong, and unevaluated items are left out of the comparison, so "correct" has one class here; test/eval/link.test.ts runs cluster --by correct on a planted evaluation' },
+  { doc: 'docs/eval.md', has: 'lobes wanda runs/8b --by correct', reason: 'one class of "correct" on the tiny stand-in, as for cluster above; test/wanda/planted.test.ts runs wanda --by another axis beside the first' },
   { doc: 'docs/eval.md', has: '--task iae --limit 32 --out eval/smol-en', reason: '96 prompts of a GGUF: a minute on a shared 2-core machine; the GGUF evaluation runs in docs/attend.md (runs/smol-eval)' },
   { doc: 'docs/eval.md', has: '--task iae --scoring cloze --mutual-info', reason: 'every IAE item (633): too long for the suite; cloze runs on items.jsonl above' },
   { doc: 'docs/eval.md', has: 'lobes eval --model llama-8b --data "socialeval:DATA?lang=en" --task iae --out eval/8b-en', reason: 'every IAE item (633): too long for the suite (eval/8b-en is a stand-in)' },
