@@ -29,8 +29,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, renameSync, rmSync, statSync } from 'node:fs';
 import { hostname, homedir } from 'node:os';
 import * as path from 'node:path';
-import { LobesError } from '../util/errors.js';
-import { fsyncDir, writeFileAtomicSync } from '../util/io.js';
+import { fsyncDir, makeDirs, writeFileAtomicSync } from '../util/io.js';
 import { acquireLock, pidAlive } from '../util/lock.js';
 import { hashFileCached } from '../store/filehash.js';
 import { folderProblem, hashFolder, rememberFolder, type RecordedFile } from './folder-hash.js';
@@ -40,6 +39,9 @@ import type { ModelSourceRecord } from '../store/types.js';
 import { openGgufLlama } from './gguf-llama.js';
 import { CONVERTER_VERSION, CONVERT_RECORD, convertGguf, convertHfCheckpoint, ggufIdentity, hfIdentity, resolveConvertOptions, type ConvertOptions, type ConvertResult, type GgufIdentity, type HfIdentity } from './convert.js';
 import { isHfCheckpoint, openHfCheckpoint } from './hf-checkpoint.js';
+
+/** The cache folder, as a failure to create it names it. */
+const CACHE_FOLDER = { what: 'cache folder', hint: 'pass --cache DIR, or set LOBES_CACHE' };
 import { modelFilesDigest } from '../store/lineage.js';
 
 /** Where a run's model came from when it was given as a GGUF (recorded in the run manifest as model.source). */
@@ -190,11 +192,7 @@ export async function resolveModel(p: string, opts: ResolveModelOptions = {}): P
   check.close();
   const id = ggufIdentity(p, check.gguf.dataStart);
   const root = path.resolve(opts.cache ?? defaultCacheDir());
-  try {
-    mkdirSync(root, { recursive: true });
-  } catch (e: any) {
-    throw new LobesError(`cannot create the cache folder (${e?.code ?? e?.message})`, { file: root, hint: 'pass --cache DIR, or set LOBES_CACHE' });
-  }
+  makeDirs(root, CACHE_FOLDER);
   const entry = cacheEntryName(id, o);
   const dir = path.join(root, entry);
   const sha256 = hashFileCached(p, { what: 'GGUF file', onBytes: opts.onHash }).sha256;
@@ -280,11 +278,7 @@ export async function resolveCheckpoint(p: string, opts: ResolveModelOptions = {
   const ck = openHfCheckpoint(p);
   const id = hfIdentity(ck);
   const root = path.resolve(opts.cache ?? defaultCacheDir());
-  try {
-    mkdirSync(root, { recursive: true });
-  } catch (e: any) {
-    throw new LobesError(`cannot create the cache folder (${e?.code ?? e?.message})`, { file: root, hint: 'pass --cache DIR, or set LOBES_CACHE' });
-  }
+  makeDirs(root, CACHE_FOLDER);
   const entry = checkpointEntryName(id, o);
   const dir = path.join(root, entry);
   const total = id.size;

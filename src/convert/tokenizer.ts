@@ -25,9 +25,8 @@
  * Anything else is refused with a one-line error naming the value and the file. The function
  * is pure: it reads the metadata map and returns plain JSON objects.
  */
-import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { writeFileAtomicSync } from '../util/io.js';
+import { makeDirs, writeFileAtomicSync } from '../util/io.js';
 import { GGUF_KEYS as K, GgufMeta, type GgufKey, type GgufMetadata } from '../formats/gguf-meta.js';
 
 /** llama.cpp's token types (`tokenizer.ggml.token_type`). */
@@ -409,7 +408,7 @@ function chatTemplate(m: GgufMeta): string | { name: string; template: string }[
  * tokenizer_config.json and special_tokens_map.json, each atomically.
  */
 export function writeTokenizerFiles(dir: string, files: TokenizerFiles): void {
-  mkdirSync(dir, { recursive: true });
+  makeDirs(dir);
   writeFileAtomicSync(join(dir, 'tokenizer.json'), JSON.stringify(files.tokenizerJson));
   writeFileAtomicSync(join(dir, 'tokenizer_config.json'), JSON.stringify(files.tokenizerConfigJson, null, 2) + '\n');
   writeFileAtomicSync(join(dir, 'special_tokens_map.json'), JSON.stringify(files.specialTokensMap, null, 2) + '\n');

@@ -6,10 +6,10 @@
  * the caller likes, so memory stays O(one piece) even for a model of many GiB. The file
  * appears under its name only when complete (written to a temporary sibling, then renamed).
  */
-import { openSync, writeSync, fsyncSync, closeSync, renameSync, rmSync, mkdirSync } from 'node:fs';
+import { openSync, writeSync, fsyncSync, closeSync, renameSync, rmSync } from 'node:fs';
 import * as path from 'node:path';
 import { LobesError } from '../util/errors.js';
-import { fsyncDir } from '../util/io.js';
+import { fsyncDir, makeDirs } from '../util/io.js';
 import { ggmlByteSize, ggmlType, ggmlTypeName } from './ggml.js';
 import { GGUF_SCALAR_BYTES, GGUF_VALUE_TYPE_IDS, type GgufArray, type GgufValue, type GgufValueType } from './gguf.js';
 
@@ -251,7 +251,7 @@ export class GgufWriter {
     this.plan = enc.tensors;
     this.alignment = enc.alignment;
     const dir = path.dirname(file);
-    mkdirSync(dir, { recursive: true });
+    makeDirs(dir);
     this.tmp = path.join(dir, `.${path.basename(file)}.tmp-${process.pid}-${Math.floor(Math.random() * 1e9)}`);
     this.fd = openSync(this.tmp, 'w');
     try {

@@ -14,7 +14,7 @@ import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, renameSync, rmSy
 import * as path from 'node:path';
 import { LobesError } from '../util/errors.js';
 import { halfArrayToFloat, bf16ArrayToFloat } from '../util/half.js';
-import { RangeFile, bytesOf, fsyncDir, readFileRange, writeFileAtomicSync } from '../util/io.js';
+import { RangeFile, bytesOf, fsyncDir, makeDirs, readFileRange, writeFileAtomicSync } from '../util/io.js';
 
 export type StDtype = 'F64' | 'F32' | 'F16' | 'BF16' | 'I64' | 'I32' | 'I16' | 'I8' | 'U8' | 'U16' | 'U32' | 'U64' | 'BOOL';
 
@@ -411,7 +411,7 @@ export async function writeShardedSafetensors(
   const plan = planShards(specs, opts.maxShardBytes ?? DEFAULT_MAX_SHARD_BYTES);
   const totalSize = plan.reduce((a, s) => a + s.dataBytes, 0);
   const tmpDir = path.join(path.dirname(path.resolve(dir)), `.${path.basename(dir)}.tmp-${process.pid}-${Math.floor(Math.random() * 1e9)}`);
-  mkdirSync(tmpDir, { recursive: true });
+  makeDirs(tmpDir);
   let done = 0;
   let fileBytes = 0;
   try {

@@ -3,11 +3,11 @@
  * the larger generated models.
  */
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { existsSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { writeFileAtomicSync } from '../util/io.js';
+import { makeDirs, writeFileAtomicSync } from '../util/io.js';
 import { Rng } from '../util/rng.js';
 import { UsageError } from '../util/errors.js';
 import { buildGraph, configJson, generateParams, type TinyLlamaOptions, type TinyLlamaParams } from './tinyllama.js';
@@ -88,7 +88,7 @@ const json = (o: object) => JSON.stringify(o, null, 2) + '\n';
  * tokenizer.json, tokenizer_config.json, and plant.json when groups were planted.
  */
 export function writeModelFolder(dir: string, p: TinyLlamaParams, opts: WriteOptions = {}): void {
-  mkdirSync(dir, { recursive: true });
+  makeDirs(dir);
   let graph = buildGraph(p, opts.dtype === 'float16' ? 'fp16' : 'fp32');
   if (opts.opaqueNames) graph = obfuscateGraph(graph, opts.opaqueNames.seed);
   const { model, data } = encodeGraph(graph, opts);
@@ -225,7 +225,7 @@ export function ensureModelFromSpec(name: string, spec: GeneratedModelSpec): str
   const root = modelCacheDir();
   const dir = path.join(root, `${name}-${specHash(spec)}`);
   if (existsSync(path.join(dir, 'model.onnx'))) return dir;
-  mkdirSync(root, { recursive: true });
+  makeDirs(root);
   const tmp = path.join(root, `.${name}-${process.pid}-${Date.now()}`);
   try {
     writeModelFolder(tmp, generateParams(spec.model), spec.write);

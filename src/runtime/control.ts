@@ -38,7 +38,7 @@ import { LobesError, UsageError } from '../util/errors.js';
 import { Rng } from '../util/rng.js';
 import { Progress } from '../util/progress.js';
 import { floatArrayToHalf, floatToBf16 } from '../util/half.js';
-import { bytesOf } from '../util/io.js';
+import { bytesOf, makeDirs } from '../util/io.js';
 import { DataLocation, DataType, GraphIndex, PASSTHROUGH, getAttr, isExternal, loadModel, readInitializerFloat32, writeModel, type LoadedModel, type NodeProto, type TensorProto } from '../onnx/index.js';
 import { sha256File } from '../store/chunks.js';
 import type { ControlInfo } from '../store/types.js';
@@ -209,11 +209,7 @@ export async function cachedControlFolder<T>(dir: string, purpose: string, quiet
   if (problem === null) return;
   if (problem !== 'absent' && !quiet) process.stderr.write(`control ${dir} is not used: ${problem}; drawing it again\n`);
   const checked = check();
-  try {
-    mkdirSync(root, { recursive: true });
-  } catch (e: any) {
-    throw new LobesError(`cannot create the control cache folder (${e?.code ?? e?.message})`, { file: root, hint: 'pass --cache DIR, or set LOBES_CACHE' });
-  }
+  makeDirs(root, { what: 'control cache folder', hint: 'pass --cache DIR, or set LOBES_CACHE' });
   const lock = await acquireLock(`${dir}.lock`, {
     purpose,
     onWait: (h) => {

@@ -88,16 +88,29 @@ const SYSTEM_ERRORS: Record<string, { what: string; hint: string }> = {
  * else. `file` names the path when the error itself has none (writes on an open file).
  */
 export function systemError(e: unknown, file?: string): LobesError | null {
+  const known = systemKnown(e);
+  if (!known) return null;
+  const err = e as { path?: unknown; dest?: unknown };
+  const at = file ?? (typeof err.path === 'string' ? err.path : undefined);
+  const dest = typeof err.dest === 'string' && err.dest !== at ? ` (to ${err.dest})` : '';
+  return new LobesError(`${known.what}${dest} (${known.code})`, { file: at, hint: known.hint });
+}
+
+/** What an operating-system error means, as "read-only file system (EROFS, mkdir)"; null when not one. */
+export function systemCause(e: unknown): string | null {
+  const known = systemKnown(e);
+  return known ? `${known.what} (${known.code})` : null;
+}
+
+function systemKnown(e: unknown): { what: string; hint: string; code: string } | null {
   if (e instanceof LobesError || !e || typeof e !== 'object') return null;
-  const err = e as { code?: unknown; path?: unknown; dest?: unknown; syscall?: unknown };
+  const err = e as { code?: unknown; syscall?: unknown };
   if (typeof err.code !== 'string') return null;
   let known = SYSTEM_ERRORS[err.code];
   if (!known) return null;
   if (err.code === 'EEXIST' && err.syscall === 'mkdir') known = { what: 'exists as a file where a folder is needed', hint: 'choose another path, or move the file away' };
-  const at = file ?? (typeof err.path === 'string' ? err.path : undefined);
-  const dest = typeof err.dest === 'string' && err.dest !== at ? ` (to ${err.dest})` : '';
   const op = typeof err.syscall === 'string' ? `, ${err.syscall}` : '';
-  return new LobesError(`${known.what}${dest} (${err.code}${op})`, { file: at, hint: known.hint });
+  return { ...known, code: `${err.code}${op}` };
 }
 
 /** Rethrow an operating-system error as its one-line LobesError naming `file`; other errors unchanged. */

@@ -17,7 +17,7 @@
  */
 import { closeSync, existsSync, fstatSync, fsyncSync, mkdirSync, openSync, promises as fsp, readdirSync, readSync, renameSync, rmSync, rmdirSync, statSync, writeSync } from 'node:fs';
 import * as path from 'node:path';
-import { LobesError, rethrowSystem, systemError } from './errors.js';
+import { LobesError, rethrowSystem, systemCause, systemError } from './errors.js';
 import { checkOutputDir, checkOutputPlace, hashFolderFiles, OUTPUT_MARKER, outputMarkerText, type LineageInput, type OutputKind } from './output.js';
 
 /** Largest single read: one readSync is capped well below its 2 GiB limit. */
@@ -164,7 +164,15 @@ function partsOf(data: FileData): readonly Uint8Array[] {
  * ENOENT the first missing folder is created on its own to get the operating system's own
  * error (EROFS, EACCES, ...). Failures are one-line LobesErrors naming the folder.
  */
-export function makeDirs(dir: string): string | undefined {
+export function makeDirs(dir: string, named?: { what: string; hint: string }): string | undefined {
+  // `named`: a folder lobes keeps for the user (a cache); a failure says which folder it was
+  // meant to be, the real cause and what to do.
+  const fail = (e: unknown, at: string): never => {
+    if (!named) rethrowSystem(e, at);
+    const err = e as { code?: unknown; message?: unknown };
+    const cause = systemCause(e) ?? String(typeof err?.code === 'string' ? err.code : err?.message);
+    throw new LobesError(`cannot create the ${named.what}: ${cause}`, { file: at, hint: named.hint });
+  };
   try {
     return mkdirSync(dir, { recursive: true });
   } catch (e: any) {
@@ -174,12 +182,12 @@ export function makeDirs(dir: string): string | undefined {
       try {
         mkdirSync(first);
       } catch (e2) {
-        rethrowSystem(e2, first);
+        fail(e2, first);
       }
-      makeDirs(dir);
+      makeDirs(dir, named);
       return first;
     }
-    rethrowSystem(e, dir);
+    fail(e, dir);
   }
 }
 

@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { makeDirs, writeFileAtomicSync, writeDirAtomic } from '../../src/util/io.js';
 import { TINY, lobes, writeNpy, values } from './helpers.js';
+import { TINY_GGUF } from '../convert/tiny-llama3.js';
 
 const root = mkdtempSync(path.join(tmpdir(), 'lobes-erofs-'));
 const ro = path.join(root, 'ro');
@@ -50,5 +51,21 @@ describe.skipIf(!mounted)('a read-only disk', () => {
     expect(r.code).toBe(1);
     expect(r.stderr.trim().split('\n')).toHaveLength(1);
     expect(r.stderr, r.stderr).toMatch(/^lobes extract: .*ro\/runs: read-only file system \(EROFS, mkdir\)/);
+  });
+  it('a cache folder on it is named as such, with the real cause: --cache and LOBES_CACHE', async () => {
+    expect(() => makeDirs(path.join(ro, 'c', 'gguf'), { what: 'cache folder', hint: 'pass --cache DIR' })).toThrow(/ro\/c: cannot create the cache folder: read-only file system \(EROFS, mkdir\) \(pass --cache DIR\)$/);
+    const a = await lobes(['inspect', TINY_GGUF, '--cache', path.join(ro, 'c')]);
+    expect(a.code).toBe(1);
+    expect(a.stderr.trim().split('\n')).toHaveLength(1);
+    expect(a.stderr).toMatch(/^lobes inspect: .*ro\/c: cannot create the cache folder: read-only file system \(EROFS, mkdir\) \(pass --cache DIR, or set LOBES_CACHE\)/);
+    const saved = process.env.LOBES_CACHE;
+    process.env.LOBES_CACHE = path.join(ro, 'lc');
+    const b = await lobes(['inspect', TINY_GGUF]).finally(() => {
+      if (saved === undefined) delete process.env.LOBES_CACHE;
+      else process.env.LOBES_CACHE = saved;
+    });
+    expect(b.code).toBe(1);
+    expect(b.stderr).toMatch(/^lobes inspect: .*ro\/lc: cannot create the cache folder: read-only file system \(EROFS, mkdir\)/);
+    expect(a.stderr + b.stderr).not.toMatch(/ENOENT|no such file/);
   });
 });

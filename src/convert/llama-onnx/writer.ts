@@ -7,7 +7,7 @@
 import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, rmdirSync, statSync } from 'node:fs';
 import * as path from 'node:path';
 import { LobesError } from '../../util/errors.js';
-import { fsyncDir, writeFileAtomicSync } from '../../util/io.js';
+import { fsyncDir, makeDirs, writeFileAtomicSync } from '../../util/io.js';
 import { buildOptions, GraphBuilder, type BuildOptions } from './build.js';
 import { genaiConfigJson, llamaConfigJson } from './config.js';
 import { buildExplicit } from './explicit.js';
@@ -86,7 +86,7 @@ export async function writeLlamaOnnx(dir: string, spec: LlamaSpec, src: LlamaWei
   const target = path.resolve(dir);
   checkTarget(target, !!opts.overwrite);
   const parent = path.dirname(target);
-  mkdirSync(parent, { recursive: true });
+  makeDirs(parent);
   const tmp = path.join(parent, `.${path.basename(target)}.tmp-${process.pid}-${Date.now()}`);
   mkdirSync(tmp);
   let sink: FileSink | null = null;
