@@ -180,7 +180,10 @@ export async function openScorer(modelDir: string, opts: ScorerOptions): Promise
     const g = buildLogitHeadModel(a.loaded.model, a.disc, { maskInput: mask, keepPresent: true });
     const nPast = plans.filter((p) => p.role === 'past').length;
     if (g.present.length !== nPast) throw new LobesError(`the model has ${nPast} KV-cache inputs but ${g.present.length} KV-cache outputs`, { file: a.loaded.file });
-    gen = await openEditedSession(g.model, a.loaded.dir, opts, a.loaded.file);
+    // Fatal messages only: the multi-token probe below is expected to fail on exports whose
+    // mask subgraph takes one new token after a cache (onnxruntime-genai's), and a failed step
+    // is thrown with onnxruntime's message, so its own red log line would only alarm.
+    gen = await openEditedSession(g.model, a.loaded.dir, { ...opts, logSeverityLevel: 4 }, a.loaded.file);
     genPresent = g.present;
   }
   const sc = new OrtScorer(a.info, a, plans, scoring, { name: scoringGraph.maskInput, added: scoringGraph.maskAdded }, gen, genPresent, hasPast);

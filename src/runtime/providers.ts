@@ -73,7 +73,7 @@ const slowPathNoted = new Set<string>();
  * external weights stay in `dataDir`, the model's own folder; a failure is a one-line error
  * naming `file`.
  */
-export async function openEditedSession(model: ModelProto, dataDir: string, opts: { device: Device; deviceId?: number; threads?: number }, file: string): Promise<ort.InferenceSession> {
+export async function openEditedSession(model: ModelProto, dataDir: string, opts: { device: Device; deviceId?: number; threads?: number; /** onnxruntime's own log: 3 errors (default), 4 fatal only (a session whose failures lobes catches and reports itself). */ logSeverityLevel?: 3 | 4 }, file: string): Promise<ort.InferenceSession> {
   // On the CPU, MatMulNBits with float zero points (GGUF blocks with minima) run through
   // ONNX Runtime's fast integer path plus a small correction (src/runtime/nbits-zp.ts);
   // LOBES_NBITS_REWRITE=0 keeps the graph as it is (for bench/nbits-zp.ts's "before").
@@ -93,7 +93,7 @@ export async function openEditedSession(model: ModelProto, dataDir: string, opts
   const so = {
     executionProviders: executionProviders(opts.device, opts.deviceId ?? 0),
     graphOptimizationLevel: 'all',
-    logSeverityLevel: 3,
+    logSeverityLevel: opts.logSeverityLevel ?? 3,
     extra: { session: { model_external_initializers_file_folder_path: dataDir } },
     ...(opts.threads ? { intraOpNumThreads: opts.threads } : {}),
   } as ort.InferenceSession.SessionOptions;

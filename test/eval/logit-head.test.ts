@@ -8,6 +8,8 @@
  * tensors leave the session; a model without an lm_head is a one-line error.
  */
 import { describe, it, expect, afterAll } from 'vitest';
+import { spawnSync } from 'node:child_process';
+import * as path from 'node:path';
 import { ensureGeneratedModel, generatedModelParams } from '../../src/models/write.js';
 import { analyseModel, planInputs } from '../../src/runtime/engine.js';
 import { buildLogitHeadModel, CAND_LOGITS, LOG_SUM_EXP, TOP_ID } from '../../src/runtime/logit-head.js';
@@ -114,6 +116,20 @@ describe.skipIf(!hasGenai)('letter head on the onnxruntime-genai fp16 export', (
     const a = await sc.prefill(seqs[2]!.slice(0, 3), cands);
     const b = await sc.extend(a.state, seqs[2]!.slice(3), cands);
     cands.forEach((_, j) => expect(Math.abs(b.out.cand[j]! - h.cand[2 * h.k + j]!)).toBeLessThan(2e-2));
+  });
+
+  it('opening it prints nothing: the multi-token cache probe that this export refuses is an answer, not an onnxruntime error line', () => {
+    // onnxruntime writes its log to fd 2 from C++, so only a child process sees it.
+    const engine = path.resolve(import.meta.dirname, '../../src/eval/engine.ts');
+    const code = `import { openScorer } from ${JSON.stringify(engine)};
+      const sc = await openScorer(${JSON.stringify(GENAI)}, { device: 'cpu', generation: true });
+      process.stdout.write(JSON.stringify({ hasPast: sc.hasPast, multi: sc.multiTokenExtend }));
+      await sc.close();`;
+    const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], { encoding: 'utf8' });
+    expect(r.status, r.stderr).toBe(0);
+    // The probe ran and was refused (one new token at a time after a cache, on this export).
+    expect(JSON.parse(r.stdout)).toEqual({ hasPast: true, multi: false });
+    expect(r.stderr).not.toMatch(/onnxruntime|Expand|invalid expand shape/);
   });
 });
 
