@@ -108,8 +108,11 @@ export function checkChunkBytes(bytes: Uint8Array, file: string, h: HookInfo, en
   if (!t || t.dtype !== h.dtype || !Array.isArray(t.shape) || t.shape.length !== 2 || t.shape[0] !== entry.rows || t.shape[1] !== h.dim) {
     throw bad(`does not hold ${h.name} as ${h.dtype} [${entry.rows}, ${h.dim}]`);
   }
+  const others = Object.keys(header).filter((k) => k !== h.name && k !== '__metadata__');
+  if (others.length) throw bad(`holds ${others.length === 1 ? 'a tensor' : `${others.length} tensors`} besides ${h.name} (${others.slice(0, 3).map((k) => JSON.stringify(k)).join(', ')}${others.length > 3 ? ', …' : ''}); lobes writes one per chunk file`);
   const off = t.data_offsets;
   if (!Array.isArray(off) || off[0] !== 0 || off[1] !== entry.rows * rowBytes || 8 + n + off[1] > bytes.byteLength) throw bad(`has data offsets ${JSON.stringify(off)} that do not fit [${entry.rows}, ${h.dim}]`);
+  if (8 + n + off[1] !== bytes.byteLength) throw bad(`has ${bytes.byteLength - 8 - n - off[1]} bytes after its ${h.name} data; lobes writes none`);
   if (meta.hook !== h.name) throw bad(`says it holds capture point ${JSON.stringify(meta.hook)}, not ${h.name} (a file copied from another capture point?)`);
   if (meta.row_start !== String(entry.start)) {
     throw bad(`holds rows from ${JSON.stringify(meta.row_start)} on (row_start), but its slot in the index is chunk ${entry.chunk}, rows from ${entry.start} (a chunk file copied over another?)`);

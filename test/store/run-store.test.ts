@@ -171,4 +171,39 @@ describe('run directory: write, parse independently, read', () => {
     // Rows in intact chunks still read.
     expect((await r.read('final.hidden', [0])).length).toBe(16);
   });
+  it('a chunk file re-indexed with an extra tensor or trailing bytes is refused, whatever its recorded sha256', async () => {
+    const dir = path.join(root, 'extra');
+    await runExtract({ model: fakeModelDir(root), data: 'fake', out: dir, chunkRows: K, batch: BATCH, quiet: true, deps: fakeDeps(N) });
+    const hook = 'final.hidden';
+    const rel = path.join(hook, 'chunk-000001.safetensors');
+    const file = path.join(dir, 'activations', rel);
+    const orig = readFileSync(file);
+    const n = Number(orig.readBigUInt64LE(0));
+    const header = JSON.parse(orig.subarray(8, 8 + n).toString('utf8'));
+    const data = orig.subarray(8 + n);
+    const reindex = (bytes: Buffer) => {
+      writeFileSync(file, bytes);
+      const idxFile = path.join(dir, 'activations', 'index.json');
+      const idx = JSON.parse(readFileSync(idxFile, 'utf8'));
+      const f = idx.chunks.find((c: any) => c.chunk === 1).files[hook];
+      f.bytes = bytes.length;
+      f.sha256 = createHash('sha256').update(bytes).digest('hex');
+      writeFileSync(idxFile, JSON.stringify(idx));
+    };
+    const withHeader = (h: object, tail: Buffer) => {
+      let text = JSON.stringify(h);
+      text += ' '.repeat((8 - ((8 + text.length) % 8)) % 8);
+      const len = Buffer.alloc(8);
+      len.writeBigUInt64LE(BigInt(text.length));
+      return Buffer.concat([len, Buffer.from(text), tail]);
+    };
+    // The untouched layout re-written the same way still reads (the check is the extra part, not the rewrite).
+    reindex(withHeader(header, data));
+    expect((await (await openRun(dir)).read(hook, [6])).length).toBe(16);
+    reindex(withHeader({ ...header, planted: { dtype: 'F32', shape: [1], data_offsets: [data.length, data.length + 4] } }, Buffer.concat([data, Buffer.alloc(4)])));
+    await expect((await openRun(dir)).read(hook, [6])).rejects.toThrow(/final\.hidden\/chunk-000001\.safetensors: chunk file holds a tensor besides final\.hidden \("planted"\); lobes writes one per chunk file/);
+    reindex(withHeader(header, Buffer.concat([data, Buffer.alloc(8)])));
+    await expect((await openRun(dir)).read(hook, [6])).rejects.toThrow(/chunk-000001\.safetensors: chunk file has 8 bytes after its final\.hidden data/);
+  });
 });
+
