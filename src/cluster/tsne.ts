@@ -10,7 +10,7 @@
  *
  * Step-wise API:
  *   const t = await Tsne.create(X, n, d, opts);   // kNN, perplexity calibration, P
- *   t.init();                                      // PCA or random start
+ *   t.init();                                      // PCA or random start (the first step does it when not called)
  *   t.step();  /  await t.stepAsync();             // one iteration
  *   await t.run((it, t) => ...)                    // all iterations with a callback
  *   t.klDivergence(); t.embedding
@@ -302,7 +302,11 @@ export class Tsne {
     this.update.fill(0);
     this.gains.fill(1);
     this.iter = 0;
+    this.started = true;
   }
+
+  /** Whether init() has run: a step before it would start from all-zero positions, where nothing moves. */
+  private started = false;
 
   /** Exaggeration factor in effect at the current iteration. */
   get exaggeration(): number {
@@ -311,6 +315,7 @@ export class Tsne {
 
   /** One iteration using this thread only. */
   step(): void {
+    if (!this.started) this.init();
     this.computeRepulsionLocal();
     stepRange(this.Y, this.update, this.gains, this.attr, this.Frep, this.stepParams(false), 0, this.n);
     this.endStep();
@@ -318,6 +323,7 @@ export class Tsne {
 
   /** One iteration, splitting the repulsion across worker threads when there are any. */
   async stepAsync(): Promise<void> {
+    if (!this.started) this.init();
     if (!this.pool || this.opts.method === 'exact') {
       this.step();
       return;

@@ -22,6 +22,7 @@ import { padBatch } from '../../src/runtime/batching.js';
 import { ensureGeneratedModel } from '../../src/models/write.js';
 import { generatedModelParams } from '../../src/models/index.js';
 import { lastRowAttention } from './reference.js';
+import { cases } from '../goldens/cases.js';
 
 const GOLDEN = JSON.parse(readFileSync(path.resolve(import.meta.dirname, '../goldens/attend-cot/tiny-llama.json'), 'utf8'));
 const SOCIALEVAL = path.resolve(import.meta.dirname, '../../../shared/socialeval/worldtree_data');
@@ -65,7 +66,7 @@ describe('against Hugging Face transformers (tiny-llama weights)', () => {
   afterAll(async () => scorer?.close());
 
   it('greedy generation through the KV cache equals the argmax of full forward passes', async () => {
-    for (const g of GOLDEN.items) {
+    for (const g of cases(GOLDEN, 'items')) {
       const got = await greedy(scorer, g.ids, GOLDEN.budget, new Set([GOLDEN.eos]));
       // Compare while the argmax is robust (a gap of 1e-3 between the two largest logits).
       const robust = g.gaps.findIndex((x: number) => x < 1e-3);
@@ -79,7 +80,7 @@ describe('against Hugging Face transformers (tiny-llama weights)', () => {
   it('the attention at the cue\'s last token, averaged over heads and layers, equals output_attentions', async () => {
     const engine = await openAttentionEngine(past, { device: 'cpu', layers: null });
     try {
-      for (const g of GOLDEN.items) {
+      for (const g of cases(GOLDEN, 'items')) {
         const tb = padBatch([g.sequence], 0, 'right');
         const res = await engine.run(tb);
         const row = realRows(tb, res, engine.layers)[0]!;

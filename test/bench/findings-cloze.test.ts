@@ -13,6 +13,7 @@ import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { checkClozeFile, clozeItems, controlHits, longestAnswer, clozeRows, clozeTable, mcnemarExact, metricHits, overlapHits, overlapOf, overlapUnits, pairedWithControl, type ClozeFile, type ClozeFileItem } from '../../bench/findings-cloze.js';
 import type { EvalRecord } from '../../src/eval/types.js';
+import { cases } from '../goldens/cases.js';
 
 const G = JSON.parse(readFileSync(path.resolve(import.meta.dirname, '../goldens/cloze-finding/cloze_finding_goldens.json'), 'utf8')) as {
   options: Record<string, number[]>;
@@ -68,7 +69,7 @@ describe('the cloze table', () => {
   });
 
   it('tests acc_mutual_info against the control with the exact McNemar test scipy gives', () => {
-    for (const g of G.mcnemar) {
+    for (const g of cases(G, 'mcnemar')) {
       const a = [...Array(g.onlyA).fill(true), ...Array(g.onlyB).fill(false), true, false];
       const b = [...Array(g.onlyA).fill(false), ...Array(g.onlyB).fill(true), true, false];
       const t = mcnemarExact(a, b);

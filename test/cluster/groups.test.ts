@@ -16,12 +16,13 @@ import { classScores, percentileSorted } from '../../src/cluster/scores.js';
 import { runCluster } from '../../src/cluster/run.js';
 import { verdictLines } from '../../src/report/verdict.js';
 import type { HookInfo, RunReader, SampleRow } from '../../src/store/types.js';
+import { cases } from '../goldens/cases.js';
 
 const G = JSON.parse(readFileSync(path.join(import.meta.dirname, '..', 'goldens', 'groups', 'group_goldens.json'), 'utf8'));
 
 describe('stratified group folds', () => {
   it('are scikit-learn\'s StratifiedGroupKFold(shuffle=False) folds, sample by sample', () => {
-    for (const c of G.stratifiedGroupKFold) {
+    for (const c of cases(G, 'stratifiedGroupKFold')) {
       const f = stratifiedGroupFolds(Int32Array.from(c.y), Int32Array.from(c.groups), c.K, c.folds, null);
       expect(Array.from(f), c.name).toEqual(c.fold);
     }

@@ -5,6 +5,7 @@ import { Rng } from '../../src/util/rng.js';
 import { bootstrapScores, classScores, majorityRate, nullSummary, perClassRecall, percentileSorted } from '../../src/cluster/scores.js';
 import { fitLogistic } from '../../src/cluster/probe.js';
 import { logisticObjective } from '../../src/cluster/logistic.js';
+import { cases } from '../goldens/cases.js';
 
 // Reference numbers from scikit-learn and numpy: test/cluster/reference/make_scores_reference.py.
 const REF = JSON.parse(readFileSync(path.join(__dirname, 'reference', 'scores_reference.json'), 'utf8'));
@@ -35,7 +36,7 @@ describe('classification scores by hand', () => {
 });
 
 describe('classification scores against scikit-learn', () => {
-  for (const c of REF.cases) {
+  for (const c of cases(REF, 'cases')) {
     it(c.name, () => {
       const y = Int32Array.from(c.y);
       const p = Int32Array.from(c.pred);
@@ -51,7 +52,7 @@ describe('classification scores against scikit-learn', () => {
 
 describe('null summary', () => {
   it('mean and 95% band equal numpy.mean and numpy.percentile(v, [2.5, 97.5])', () => {
-    for (const nl of REF.nulls) {
+    for (const nl of cases(REF, 'nulls')) {
       const s = nullSummary(nl.values);
       expect(s.nullMean).toBeCloseTo(nl.mean, 12);
       expect(s.nullBand![0]).toBeCloseTo(nl.band[0], 12);

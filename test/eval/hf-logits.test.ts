@@ -15,6 +15,7 @@ import { loadEvalTokenizer, type EvalTokenizer } from '../../src/eval/tokenizer.
 import { openScorer, type Scorer } from '../../src/eval/engine.js';
 import { softmax } from '../../src/eval/score.js';
 import { smollm2Onnx } from './smollm2.js';
+import { cases } from '../goldens/cases.js';
 
 interface Row {
   task: 'iae' | 'gae';
@@ -43,7 +44,7 @@ describe.skipIf(typeof model !== 'string')('letter logits of SmolLM2-135M-Instru
     tok = await loadEvalTokenizer(model as string, { chatTemplate: 'on' });
     scorer = await openScorer(model as string, { device: 'cpu' });
     const benches = { en: loadSocialEvalBench(`socialeval:${DATA}?lang=en`, { iae: true, gae: true }), zh: loadSocialEvalBench(`socialeval:${DATA}?lang=zh`, { iae: true, gae: true }) };
-    for (const g of GOLD.rows) {
+    for (const g of cases<Row>(GOLD, 'rows')) {
       const b = benches[g.lang];
       let item: PromptItem;
       if (g.task === 'iae') {

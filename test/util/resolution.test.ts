@@ -12,16 +12,17 @@ import { familyVerdicts, holmReach, normalUpper, planPermutations, verdictNumber
 import { withNull } from '../../src/cluster/space.js';
 import { permutationSizing } from '../../src/cluster/run.js';
 import { wandaPermutationPlan } from '../../src/wanda/run.js';
+import { cases } from '../goldens/cases.js';
 
 const G = JSON.parse(readFileSync(path.join(import.meta.dirname, '..', 'goldens', 'verdict', 'verdict_goldens.json'), 'utf8'));
 
 describe('the numbers behind a verdict', () => {
   it('P(Z ≥ z) as scipy.stats.norm.sf, to 2e-7 relative, far into the tail', () => {
-    for (const g of G.normalUpper) expect(Math.abs(normalUpper(g.z) - g.sf) / g.sf, `z = ${g.z}`).toBeLessThan(2e-7);
+    for (const g of cases(G, 'normalUpper')) expect(Math.abs(normalUpper(g.z) - g.sf) / g.sf, `z = ${g.z}`).toBeLessThan(2e-7);
   });
 
   it('the smallest attainable Holm p of each member: statsmodels over every combination of floors', () => {
-    for (const f of G.holmReach) {
+    for (const f of cases(G, 'holmReach')) {
       const floors = f.R.map((R: number) => 1 / (R + 1));
       f.reach.forEach((r: number, i: number) => expect(holmReach(floors, i), `R = ${f.R.join(',')}, member ${i}`).toBeCloseTo(r, 12));
     }

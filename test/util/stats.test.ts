@@ -12,6 +12,7 @@ import {
   holm, benjaminiHochberg, wilson, clopperPearson, binomialUpper, binomialLower, poissonBinomialUpper, poissonBinomialPmf,
   permutationFloor, permutationsForFamily, nullZ, normalQuantile, logGamma, incompleteBeta, studentTCdf, predictionP,
 } from '../../src/util/stats.js';
+import { cases } from '../goldens/cases.js';
 
 const G = JSON.parse(readFileSync(path.join(import.meta.dirname, '..', 'goldens', 'stats', 'stats_goldens.json'), 'utf8'));
 
@@ -22,7 +23,7 @@ const close = (a: readonly (number | null)[], b: readonly number[], tol: number)
 
 describe('multiplicity corrections (statsmodels multipletests)', () => {
   it('Holm and BH adjusted p-values', () => {
-    for (const f of G.multiplicity) {
+    for (const f of cases(G, 'multiplicity')) {
       close(holm(f.p), f.holm, 1e-12);
       close(benjaminiHochberg(f.p), f.bh, 1e-12);
     }
@@ -47,7 +48,7 @@ describe('multiplicity corrections (statsmodels multipletests)', () => {
 
 describe('binomial intervals (statsmodels proportion_confint)', () => {
   it('Wilson and Clopper–Pearson, k = 0 and k = n included', () => {
-    for (const c of G.intervals) {
+    for (const c of cases(G, 'intervals')) {
       close(wilson(c.k, c.n, c.conf)!, c.wilson, 1e-8);
       close(clopperPearson(c.k, c.n, c.conf)!, c.clopperPearson, 1e-9);
     }
@@ -60,7 +61,7 @@ describe('binomial intervals (statsmodels proportion_confint)', () => {
     expect(clopperPearson(0, 0)).toBeNull();
   });
   it('binomial tails (scipy binom.sf / cdf)', () => {
-    for (const b of G.binomial) {
+    for (const b of cases(G, 'binomial')) {
       expect(binomialUpper(b.k, b.n, b.p)).toBeCloseTo(b.upper, 12);
       expect(binomialLower(b.k, b.n, b.p)).toBeCloseTo(b.lower, 12);
     }
@@ -75,7 +76,7 @@ describe('binomial intervals (statsmodels proportion_confint)', () => {
 
 describe('Poisson-binomial upper tail (enumeration, numpy convolution)', () => {
   it('P(X ≥ k) for units with unequal chances', () => {
-    for (const c of G.poissonBinomial) expect(Math.abs(poissonBinomialUpper(c.ps, c.k) - c.upper), `${c.method} k=${c.k}`).toBeLessThan(1e-12);
+    for (const c of cases(G, 'poissonBinomial')) expect(Math.abs(poissonBinomialUpper(c.ps, c.k) - c.upper), `${c.method} k=${c.k}`).toBeLessThan(1e-12);
   });
   it('the distribution sums to 1', () => {
     const f = poissonBinomialPmf([0.1, 0.9, 0.5, 0.3]);
@@ -93,15 +94,15 @@ describe('nullZ', () => {
 
 describe("Student's t and the prediction-interval test (scipy t.cdf, special.betainc)", () => {
   it('the regularized incomplete beta on both sides of its switch, and the t CDF in both tails', () => {
-    for (const c of G.incompleteBeta) expect(Math.abs(incompleteBeta(c.x, c.a, c.b) - c.value), `I_${c.x}(${c.a}, ${c.b})`).toBeLessThan(1e-12);
-    for (const c of G.studentT) {
+    for (const c of cases(G, 'incompleteBeta')) expect(Math.abs(incompleteBeta(c.x, c.a, c.b) - c.value), `I_${c.x}(${c.a}, ${c.b})`).toBeLessThan(1e-12);
+    for (const c of cases(G, 'studentT')) {
       const got = studentTCdf(c.t, c.df);
       // relative in the far tails, where the CDF is tiny
       expect(Math.abs(got - c.cdf), `t=${c.t} df=${c.df}`).toBeLessThan(1e-12 + 1e-9 * Math.min(c.cdf, 1 - c.cdf));
     }
   });
   it('the p of a value against K null draws, lower and upper', () => {
-    for (const c of G.prediction) {
+    for (const c of cases(G, 'prediction')) {
       expect(predictionP(c.value, c.nulls, 'lower')!, `K=${c.nulls.length}`).toBeCloseTo(c.lower, 10);
       expect(predictionP(c.value, c.nulls, 'upper')!, `K=${c.nulls.length}`).toBeCloseTo(c.upper, 10);
     }

@@ -20,6 +20,7 @@ import { holm, benjaminiHochberg } from '../../src/util/stats.js';
 import { Rng } from '../../src/util/rng.js';
 import type { WandaMatrix } from '../../src/wanda/types.js';
 import { syntheticModel, syntheticActivations, cleanupTmp, type Plant } from './helpers.js';
+import { cases } from '../goldens/cases.js';
 
 afterAll(cleanupTmp);
 
@@ -41,7 +42,7 @@ function inSetSlots(mask: Uint8Array, R: number, K: number): number {
 
 describe('random-placement null', () => {
   it('the expected in-set slots are hypergeometric, and the random density is (k − 1)/(n − 1) for one matrix', () => {
-    for (const g of G.placement) {
+    for (const g of cases(G, 'placement')) {
       const m = mat(g.rows, g.cols);
       expect(randomSlots([g.k], [m]).inSet).toBeCloseTo(g.hypergeometricInSet, 12);
       expect(randomDensity([g.k], [m])).toBeCloseTo(g.ratioOfExpectations, 12);
@@ -50,7 +51,7 @@ describe('random-placement null', () => {
 
   it('random placements have the exact mean density (enumeration of every subset) and the hypergeometric mean in-set slots', () => {
     const R = 20000;
-    for (const g of G.placement) {
+    for (const g of cases(G, 'placement')) {
       const m = mat(g.rows, g.cols);
       const nul = placementNull([g.k], [m], R, 7);
       const mean = nul.density.reduce((a, b) => a + b, 0) / R;
