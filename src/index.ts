@@ -68,6 +68,13 @@ export { openLoglikEngine, splitContinuation, type LoglikEngine, type LoglikOpti
 export { summarizeCloze, type ClozeSummary } from './eval/summary-cloze.js';
 export type { EvalSummary } from './eval/summary-types.js';
 
+// Causal tests of neuron regions (docs/ablate.md)
+export { runAblate, type AblateOptions } from './ablate/run.js';
+export type { AblateSummary } from './ablate/store.js';
+
+// Environment checks (lobes doctor)
+export { runDoctor, type DoctorOptions, type DoctorReport } from './doctor/index.js';
+
 // Weight and tensor files
 export { readSafetensorsHeader, readTensorFloat32, writeSafetensors, type StHeader, type StTensorInfo } from './formats/safetensors.js';
 export { SafetensorsWriter, writeShardedSafetensors, planShards, encodeSafetensorsHeader, stTensorBytes, type StTensorSpec } from './formats/safetensors.js';
