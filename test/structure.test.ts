@@ -85,12 +85,16 @@ export const RUN_FOLDER_FILES = [
   'settings.json', 'regions.json', 'metrics.json', 'metrics.csv', 'channels.csv', 'sensitivity.csv', 'pooled.safetensors',
   // cluster (src/cluster/store.ts)
   'coords.json', 'coords.csv', 'items.json', 'sweep.json',
+  // swap (RUN/swap, written by src/cluster/store.ts)
+  'swap.json',
   // eval (src/eval/store.ts) and attend (src/attend/store.ts)
-  'eval.json', 'records.jsonl', 'episodes.jsonl', 'summary.json', 'items.jsonl',
+  'eval.json', 'records.jsonl', 'episodes.jsonl', 'summary.json', 'items.jsonl', 'attend.json',
+  // ablate (src/ablate/store.ts)
+  'ablation.json', 'job.json',
 ];
 
 /** Folders of a run: a path joined from a literal one of these is built outside its store module. */
-export const RUN_FOLDER_DIRS = ['activations', 'labels', 'wanda', 'cluster', 'eval', 'attend', 'ablate'];
+export const RUN_FOLDER_DIRS = ['activations', 'labels', 'wanda', 'cluster', 'swap', 'eval', 'attend', 'ablate'];
 
 /**
  * The modules that may name a run folder's files, each for a reason (paths under src/).
@@ -112,7 +116,6 @@ export const RUN_FOLDER_MODULES: Record<string, string> = {
   // an analysis folder's settings.json only to say what a rerun replaces.
   'store/lineage.ts': 'lineage: the inputs an output records (the run, its samples, chunks, overlays)',
   'store/analyses.ts': 'the analysis folders of a run (one per label axis and capture point)',
-  // attend's folder I/O is read and written here until it moves into src/attend/store.ts.
 };
 
 /** The stores of the outputs written whole (a marker with each file's sha256): they read only through lineage. */
@@ -269,7 +272,7 @@ describe('source structure', () => {
 
   it('only the store modules name the files of a run folder', () => {
     const allowed = Object.keys(RUN_FOLDER_MODULES);
-    for (const m of allowed.filter((m) => !m.startsWith('attend/store') && !m.startsWith('ablate/'))) {
+    for (const m of allowed) {
       expect(files.has(path.join(SRC, m)), `${m} is in the allow-list but is not a source file`).toBe(true);
     }
     const bad = runFolderNames(files, allowed);

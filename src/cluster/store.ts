@@ -31,6 +31,11 @@ const METRICS = 'metrics.json';
 const METRICS_CSV = 'metrics.csv';
 const SWEEP = 'sweep.json';
 
+/** The folder of a run that `lobes swap` writes when no --out is given. */
+export function swapFolder(runDir: string): string {
+  return path.join(runDir, 'swap');
+}
+
 /** The capture point cluster reads without --point. */
 const DEFAULT_POINT = 'final.hidden';
 

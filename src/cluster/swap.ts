@@ -22,7 +22,6 @@
  * majority rates differ). The two labels are never equal on a swapped sample, so a state that
  * encodes only one aspect still predicts the other above 1/K: `crossChance` gives that floor.
  */
-import * as path from 'node:path';
 import { LobesError } from '../util/errors.js';
 import { Progress } from '../util/progress.js';
 import { Rng, hash32 } from '../util/rng.js';
@@ -32,6 +31,7 @@ import type { Chance, ClassifierMetrics, DifferenceCI } from './types.js';
 import { chanceOf, runProbe, type MeasureContext, type MetricSample } from './measure.js';
 import { pairedBootstrap } from './paired.js';
 import { blockKey, probeSettings, type Block, type RepeatedCv } from './probecv.js';
+import { swapFolder } from './store.js';
 import type { ClusterPool } from './pool.js';
 import type { WordFeatures } from './baseline.js';
 import type { ScoreName } from './scores.js';
@@ -269,5 +269,5 @@ export async function swapInputOf(run: RunReader, modelDir: string | undefined, 
 
 /** The output folder of the analysis of a run. */
 export function swapDir(run: RunReader, out?: string): string {
-  return out ?? path.join(run.dir, 'swap');
+  return out ?? swapFolder(run.dir);
 }
