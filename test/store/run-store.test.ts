@@ -1,5 +1,5 @@
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
-import { mkdtempSync, readFileSync, writeFileSync, truncateSync, statSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync, truncateSync, statSync, rmSync, openSync, fstatSync, readSync, writeSync, closeSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
@@ -204,6 +204,25 @@ describe('run directory: write, parse independently, read', () => {
     await expect((await openRun(dir)).read(hook, [6])).rejects.toThrow(/final\.hidden\/chunk-000001\.safetensors: chunk file holds a tensor besides final\.hidden \("planted"\); lobes writes one per chunk file/);
     reindex(withHeader(header, Buffer.concat([data, Buffer.alloc(8)])));
     await expect((await openRun(dir)).read(hook, [6])).rejects.toThrow(/chunk-000001\.safetensors: chunk file has 8 bytes after its final\.hidden data/);
+  });
+  it('a chunk changed in place after it was verified is re-hashed and refused on the next read through the same open run (the verified-file cache is keyed by more than size)', async () => {
+    const dir = path.join(root, 'inplace');
+    await runExtract({ model: fakeModelDir(root), data: 'fake', out: dir, chunkRows: K, batch: BATCH, quiet: true, deps: fakeDeps(N) });
+    const run = await openRun(dir);
+    const hook = 'final.hidden';
+    expect((await run.read(hook, [0, 1])).length).toBe(32);
+    // Flip one bit of the first chunk's last value: same size, same inode.
+    const file = path.join(dir, 'activations', hook, 'chunk-000000.safetensors');
+    const fd = openSync(file, 'r+');
+    const size = fstatSync(fd).size;
+    const b = Buffer.alloc(1);
+    readSync(fd, b, 0, 1, size - 1);
+    b[0] = b[0]! ^ 0x40;
+    writeSync(fd, b, 0, 1, size - 1);
+    closeSync(fd);
+    await expect(run.read(hook, [0, 1])).rejects.toThrow(/final\.hidden\/chunk-000000\.safetensors: chunk file is corrupted: sha256/);
+    // Rows of the other chunks still read through the same reader.
+    expect((await run.read(hook, [K])).length).toBe(16);
   });
 });
 
