@@ -91,9 +91,14 @@ export interface AttractionSimd {
   ensure(bytes: number): boolean;
 }
 
+/** The module's bytes (its text form is test/goldens/wasm/attraction.wat). */
+export function attractionModule(): Uint8Array<ArrayBuffer> {
+  return assembleModule(8, [['attract', attractBody()]]);
+}
+
 /** A new instance with its own memory, or null when WebAssembly SIMD is unavailable. */
 export function attractionSimd(): AttractionSimd | null {
-  const inst = instantiate(assembleModule(8, [['attract', attractBody()]]));
+  const inst = instantiate(attractionModule());
   if (!inst) return null;
   return { memory: inst.memory, attract: inst.exports.attract as AttractionSimd['attract'], ensure: inst.ensure };
 }

@@ -104,9 +104,14 @@ export function dotKernel(): DotSimd | null {
   return kernel;
 }
 
+/** The module's bytes (its text form is test/goldens/wasm/dot.wat). */
+export function dotModule(): Uint8Array<ArrayBuffer> {
+  return assembleModule(7, [['dist', dotsBody(false)], ['dots', dotsBody(true)]]);
+}
+
 /** A new instance with its own memory, or null when WebAssembly SIMD is unavailable. */
 function dotSimd(): DotSimd | null {
-  const inst = instantiate(assembleModule(7, [['dist', dotsBody(false)], ['dots', dotsBody(true)]]));
+  const inst = instantiate(dotModule());
   if (!inst) return null;
   return { memory: inst.memory, dist: inst.exports.dist as DotSimd['dist'], dots: inst.exports.dots as DotSimd['dots'], ensure: inst.ensure };
 }

@@ -170,9 +170,14 @@ export interface FftSimd {
 
 let moduleBytes: Uint8Array<ArrayBuffer> | undefined;
 
+/** The module's bytes (its text form is test/goldens/wasm/fft.wat). */
+export function fftModule(): Uint8Array<ArrayBuffer> {
+  return assembleModule(6, [['r4', stageBody(4)], ['r3', stageBody(3)], ['r2', stageBody(2)], ['mul', mulBody()]]);
+}
+
 /** A new instance with its own memory, or null when WebAssembly SIMD is unavailable. */
 export function fftSimd(): FftSimd | null {
-  moduleBytes ??= assembleModule(6, [['r4', stageBody(4)], ['r3', stageBody(3)], ['r2', stageBody(2)], ['mul', mulBody()]]);
+  moduleBytes ??= fftModule();
   const inst = instantiate(moduleBytes);
   if (!inst) return null;
   const e = inst.exports as Record<string, FftSimd['r4']>;

@@ -107,12 +107,17 @@ function align(b: number): number {
   return Math.ceil(b / 16) * 16;
 }
 
+/** The module's bytes, on a shared memory (its text form is test/goldens/wasm/knn.wat). */
+export function knnModule(): Uint8Array<ArrayBuffer> {
+  return assembleModule(6, NAMES.map(([nm, w, f32, diff]) => [nm, pairsBody(w, f32, diff)]), true);
+}
+
 /** This memory's instance's functions (one instance per memory object seen by this thread). */
 const instances = new WeakMap<WasmMemory, Record<string, Fn> | null>();
 function kernelOf(memory: WasmMemory): Record<string, Fn> | null {
   let k = instances.get(memory);
   if (k === undefined) {
-    moduleBytes ??= assembleModule(6, NAMES.map(([nm, w, f32, diff]) => [nm, pairsBody(w, f32, diff)]), true);
+    moduleBytes ??= knnModule();
     k = instantiateShared(moduleBytes, memory) as Record<string, Fn> | null;
     instances.set(memory, k);
   }

@@ -90,9 +90,14 @@ export interface RepulsionSimd {
   ensure(bytes: number): boolean;
 }
 
+/** The module's bytes (its text form is test/goldens/wasm/repulsion.wat). */
+export function repulsionModule(): Uint8Array<ArrayBuffer> {
+  return assembleModule(5, [['sum', sumBody()]]);
+}
+
 /** A new instance with its own memory, or null when WebAssembly SIMD is unavailable. */
 export function repulsionSimd(): RepulsionSimd | null {
-  const inst = instantiate(assembleModule(5, [['sum', sumBody()]]));
+  const inst = instantiate(repulsionModule());
   if (!inst) return null;
   return { memory: inst.memory, sum: inst.exports.sum as RepulsionSimd['sum'], ensure: inst.ensure };
 }

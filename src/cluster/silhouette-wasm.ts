@@ -71,10 +71,15 @@ function sumsBody(): number[] {
 type SumsFn = (dp: number, op: number, sp: number, nc: number, outp: number) => void;
 let kernel: { memory: { buffer: ArrayBuffer }; sums: SumsFn; ensure(bytes: number): boolean } | null | undefined;
 
+/** The module's bytes (its text form is test/goldens/wasm/silhouette.wat). */
+export function silhouetteModule(): Uint8Array<ArrayBuffer> {
+  return assembleModule(5, [['sums', sumsBody()]]);
+}
+
 /** This thread's kernel (made on first use), or null without WebAssembly (or with LOBES_NO_SIMD set). */
 function silKernel() {
   if (kernel === undefined) {
-    const inst = instantiate(assembleModule(5, [['sums', sumsBody()]]));
+    const inst = instantiate(silhouetteModule());
     kernel = inst ? { memory: inst.memory, sums: inst.exports.sums as SumsFn, ensure: inst.ensure } : null;
   }
   return kernel;

@@ -360,10 +360,9 @@ export function simdKernel(): SimdKernel | null {
   return cached;
 }
 
-/** A new instance with its own memory (for callers that keep data in it across calls). */
-export function createSimd(): SimdKernel | null {
-  const inst = instantiate(
-    assembleModule(5, [
+/** The module's bytes (its text form is test/goldens/wasm/wanda.wat). */
+export function wandaModule(): Uint8Array<ArrayBuffer> {
+  return assembleModule(5, [
       ['bf16', body(bf16Inner(1), 16, 32, 1)],
       ['bf16x4', body(bf16Inner(4), 16, 32, 4)],
       ['f32', body(f32Inner(1), 16, 16, 1)],
@@ -376,8 +375,12 @@ export function createSimd(): SimdKernel | null {
       ['poolrow4', poolrow4Body()],
       ['rms', rmsBody()],
       ['spread', spreadBody()],
-    ]),
-  );
+  ]);
+}
+
+/** A new instance with its own memory (for callers that keep data in it across calls). */
+export function createSimd(): SimdKernel | null {
+  const inst = instantiate(wandaModule());
   if (!inst) return null;
   const ex = inst.exports as unknown as { bf16: RowKernel; f32: RowKernel; bf16x4: RowKernel; f32x4: RowKernel; addf64: RowKernel; poolrow: RowKernel; addgroups: RowKernel; addgroups4: RowKernel; addgroups8: RowKernel; poolrow4: RowKernel; rms: RowKernel; spread: RowKernel };
   return {
