@@ -13,24 +13,7 @@
  * (rebased to 0) at rp, cols at cp, vals at vp, ex (one float64) at exp, out [nrows][2] at op.
  */
 
-import { funcBody, assembleModule, instantiate, leb, simd, get, set, LOCAL_TEE, I32_CONST, I32_ADD, LOOP, VOID, END, BR_IF, I32, V128, type WasmMemory } from '../util/wasm.js';
-
-const F64 = 0x7c;
-const BLOCK = 0x02, IF = 0x04, BR = 0x0c;
-const I32_SHL = 0x74, I32_GE_S = 0x4e, I32_LT_S = 0x48;
-const I32_LOAD = (offset: number) => [0x28, 0x02, ...leb(offset)];
-const F64_LOAD = (offset: number) => [0x2b, 0x03, ...leb(offset)];
-const F64_CONST_ONE = [0x44, 0, 0, 0, 0, 0, 0, 0xf0, 0x3f];
-const F64_ADD = 0xa0, F64_DIV = 0xa3;
-const V128_LOAD = (offset: number) => [...simd(0x00), 0x04, ...leb(offset)];
-const V128_LOAD64_SPLAT = (offset: number) => [...simd(0x0a), 0x03, ...leb(offset)];
-const V128_STORE = (offset: number) => [...simd(0x0b), 0x04, ...leb(offset)];
-const V128_ZERO = [...simd(0x0c), ...new Array<number>(16).fill(0)];
-const F64X2_SPLAT = simd(0x14);
-const F64X2_EXTRACT_LANE = (lane: number) => [...simd(0x21), lane];
-const F64X2_ADD = simd(0xf0);
-const F64X2_SUB = simd(0xf1);
-const F64X2_MUL = simd(0xf2);
+import { BLOCK, BR, BR_IF, END, F64, F64X2_ADD, F64X2_EXTRACT_LANE, F64X2_MUL, F64X2_SPLAT, F64X2_SUB, F64_ADD, F64_CONST, F64_DIV, F64_LOAD, I32, I32_ADD, I32_CONST, I32_GE_S, I32_LOAD, I32_LT_S, I32_SHL, IF, LOCAL_TEE, LOOP, V128, V128_LOAD, V128_LOAD64_SPLAT, V128_STORE, V128_ZERO, VOID, assembleModule, funcBody, get, instantiate, set, type WasmMemory } from '../util/wasm.js';
 
 // Parameters, then locals.
 const YP = 0, RP = 1, CP = 2, VP = 3, NROWS = 4, OP = 5, EXP = 6, ROW0 = 7;
@@ -45,7 +28,7 @@ function entry(k: number, acc: number): number[] {
     ...get(PI), ...get(YP), ...get(J), I32_CONST, 4, I32_SHL, I32_ADD, ...V128_LOAD(0), ...F64X2_SUB, LOCAL_TEE, D,
     ...get(D), ...F64X2_MUL, ...set(DD),
     ...get(VP), ...get(T), I32_CONST, 3, I32_SHL, I32_ADD, ...F64_LOAD(8 * k),
-    ...F64_CONST_ONE, ...get(DD), ...F64X2_EXTRACT_LANE(0), F64_ADD, ...get(DD), ...F64X2_EXTRACT_LANE(1), F64_ADD,
+    ...F64_CONST(1), ...get(DD), ...F64X2_EXTRACT_LANE(0), F64_ADD, ...get(DD), ...F64X2_EXTRACT_LANE(1), F64_ADD,
     F64_DIV, ...set(PW),
     ...get(acc), ...get(PW), ...F64X2_SPLAT, ...get(D), ...F64X2_MUL, ...F64X2_ADD, ...set(acc),
   ];

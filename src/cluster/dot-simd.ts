@@ -19,17 +19,10 @@
  * sums one product per column in column order).
  */
 
-import { funcBody, assembleModule, instantiate, leb, simd, get, set, LOCAL_TEE, I32_CONST, I32_ADD, I32_SUB, LOOP, VOID, END, BR_IF, I32, V128, type WasmMemory } from '../util/wasm.js';
-
-const V128_LOAD = (offset: number) => [...simd(0x00), 0x03, ...leb(offset)];
-const V128_LOAD64_SPLAT = (offset: number) => [...simd(0x0a), 0x03, ...leb(offset)];
-const V128_STORE = (offset: number) => [...simd(0x0b), 0x03, ...leb(offset)];
-const V128_ZERO = [...simd(0x0c), ...new Array<number>(16).fill(0)];
-const F64X2_ADD = simd(0xf0);
-const F64X2_MUL = simd(0xf2);
-const F64X2_SUB = simd(0xf1);
-const F64X2_MAX = simd(0xf5);
-const V128_TWO = [...simd(0x0c), 0, 0, 0, 0, 0, 0, 0, 0x40, 0, 0, 0, 0, 0, 0, 0, 0x40];
+import { BR_IF, END, F64X2_ADD, F64X2_MAX, F64X2_MUL, F64X2_SUB, I32, I32_ADD, I32_CONST, I32_SUB, LOCAL_TEE, LOOP, V128, V128_F64X2, V128_LOAD, V128_LOAD64_SPLAT, V128_STORE, V128_ZERO, VOID, assembleModule, funcBody, get, instantiate, set, type WasmMemory } from '../util/wasm.js';
+// Rows are f64 arrays at any 8-byte boundary: 8-byte aligned, not 16.
+const V128_LOAD_8 = (offset: number): number[] => V128_LOAD(offset, 8);
+const V128_STORE_8 = (offset: number): number[] => V128_STORE(offset, 8);
 
 /** Values between the rows of `out` (the data rows of one call are at most this many). */
 export const OUT_STRIDE = 256;
@@ -44,7 +37,7 @@ const Y = [17, 18];
 function dotsBody(raw: boolean): number[] {
   const zero: number[] = [];
   for (const a of ACC) for (const v of a) zero.push(...V128_ZERO, ...set(v));
-  const inner: number[] = [...get(YP), ...V128_LOAD(0), ...set(Y[0]), ...get(YP), ...V128_LOAD(16), ...set(Y[1])];
+  const inner: number[] = [...get(YP), ...V128_LOAD_8(0), ...set(Y[0]), ...get(YP), ...V128_LOAD_8(16), ...set(Y[1])];
   for (let r = 0; r < 4; r++) {
     for (let h = 0; h < 2; h++) {
       inner.push(...get(ACC[r][h]), ...get(QC), ...V128_LOAD64_SPLAT(8 * r), ...get(Y[h]), ...F64X2_MUL, ...F64X2_ADD, ...set(ACC[r][h]));
@@ -56,11 +49,11 @@ function dotsBody(raw: boolean): number[] {
   for (let r = 0; r < 4; r++)
     for (let h = 0; h < 2; h++) {
       if (raw) {
-        store.push(...get(OUT), ...get(ACC[r][h]), ...V128_STORE(8 * OUT_STRIDE * r + 16 * h));
+        store.push(...get(OUT), ...get(ACC[r][h]), ...V128_STORE_8(8 * OUT_STRIDE * r + 16 * h));
         continue;
       }
-      store.push(...get(OUT), ...get(SQQ), ...V128_LOAD64_SPLAT(8 * r), ...get(SQY), ...V128_LOAD(16 * h), ...F64X2_ADD);
-      store.push(...get(ACC[r][h]), ...V128_TWO, ...F64X2_MUL, ...F64X2_SUB, ...V128_ZERO, ...F64X2_MAX, ...V128_STORE(8 * OUT_STRIDE * r + 16 * h));
+      store.push(...get(OUT), ...get(SQQ), ...V128_LOAD64_SPLAT(8 * r), ...get(SQY), ...V128_LOAD_8(16 * h), ...F64X2_ADD);
+      store.push(...get(ACC[r][h]), ...V128_F64X2(2), ...F64X2_MUL, ...F64X2_SUB, ...V128_ZERO, ...F64X2_MAX, ...V128_STORE_8(8 * OUT_STRIDE * r + 16 * h));
     }
   const code = [
     LOOP, VOID,

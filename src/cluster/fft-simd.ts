@@ -15,7 +15,7 @@
  * m, s and rows are at least 1.
  */
 
-import { funcBody, assembleModule, instantiate, leb, sleb, simd, get, set, LOCAL_TEE, I32_CONST, I32_ADD, I32_MUL, LOOP, VOID, END, BR_IF, I32, V128, type WasmMemory } from '../util/wasm.js';
+import { BR_IF, END, F64X2_ADD, F64X2_MUL, F64X2_SPLAT, F64X2_SUB, F64_LOAD, I32, I32_ADD, I32_CONST, I32_MUL, I32_NE, LOCAL_TEE, LOOP, V128, V128_LOAD, V128_STORE, VOID, assembleModule, funcBody, get, instantiate, set, sleb, type WasmMemory } from '../util/wasm.js';
 
 /** Columns per block, and float64 values per block row (real parts, then imaginary parts). */
 export const BLOCK_COLUMNS = 8;
@@ -23,21 +23,12 @@ export const BLOCK_ROW = 2 * BLOCK_COLUMNS;
 const ROW_BYTES = 8 * BLOCK_ROW;
 const IM = 8 * BLOCK_COLUMNS;
 
-const V128_LOAD = (offset: number) => [...simd(0x00), 0x04, ...leb(offset)];
-const V128_STORE = (offset: number) => [...simd(0x0b), 0x04, ...leb(offset)];
-const F64_LOAD = (offset: number) => [0x2b, 0x03, ...leb(offset)];
-const F64X2_SPLAT = simd(0x14);
-const ADD = simd(0xf0);
-const SUB = simd(0xf1);
-const MUL = simd(0xf2);
-const I32_NE = 0x47;
-
 type Code = number[];
 const v = (i: number): Code => get(i);
 const op = (o: Code, a: Code, b: Code): Code => [...a, ...b, ...o];
-const add = (a: Code, b: Code) => op(ADD, a, b);
-const sub = (a: Code, b: Code) => op(SUB, a, b);
-const mul = (a: Code, b: Code) => op(MUL, a, b);
+const add = (a: Code, b: Code) => op(F64X2_ADD, a, b);
+const sub = (a: Code, b: Code) => op(F64X2_SUB, a, b);
+const mul = (a: Code, b: Code) => op(F64X2_MUL, a, b);
 const splat = (ptr: number, offset: number): Code => [...get(ptr), ...F64_LOAD(offset), ...F64X2_SPLAT];
 
 // Parameters, then i32 locals, then v128 locals.
@@ -149,8 +140,8 @@ function mulBody(): number[] {
   for (let o = 0; o < IM; o += 16) {
     code.push(
       ...get(OUT), ...V128_LOAD(o), ...set(T0R),
-      ...get(IN), ...get(IN), ...V128_LOAD(o), ...get(T0R), ...MUL, ...V128_STORE(o),
-      ...get(IN), ...get(IN), ...V128_LOAD(IM + o), ...get(T0R), ...MUL, ...V128_STORE(IM + o),
+      ...get(IN), ...get(IN), ...V128_LOAD(o), ...get(T0R), ...F64X2_MUL, ...V128_STORE(o),
+      ...get(IN), ...get(IN), ...V128_LOAD(IM + o), ...get(T0R), ...F64X2_MUL, ...V128_STORE(IM + o),
     );
   }
   code.push(...get(IN), ...i32(ROW_BYTES), I32_ADD, ...set(IN), ...get(OUT), ...i32(IM), I32_ADD, ...set(OUT), ...countTo(P, MM), END, END);

@@ -17,21 +17,7 @@
  * (claimed with Atomics): the query row widened to float64, the row list, the sums.
  */
 
-import { funcBody, assembleModule, instantiateShared, sharedMemory, leb, sleb, simd, get, set, LOCAL_TEE, I32_CONST, I32_ADD, I32_SUB, I32_MUL, LOOP, VOID, END, BR_IF, I32, V128, type WasmMemory } from '../util/wasm.js';
-
-const I32_SHL = 0x74;
-const I32_LOAD = (offset: number) => [0x28, 0x02, ...leb(offset)];
-const V128_LOAD64_SPLAT = [...simd(0x0a), 0x03, 0x00];
-const V128_STORE = (offset: number) => [...simd(0x0b), 0x04, ...leb(offset)];
-const V128_ZERO = [...simd(0x0c), ...new Array<number>(16).fill(0)];
-const V128_LOAD32_ZERO = [...simd(0x5c), 0x02, 0x00];
-const V128_LOAD64_ZERO = [...simd(0x5d), 0x03, 0x00];
-const V128_LOAD32_LANE1 = [...simd(0x56), 0x02, 0x00, 1];
-const V128_LOAD64_LANE1 = [...simd(0x57), 0x03, 0x00, 1];
-const F64X2_PROMOTE_LOW = simd(0x5f);
-const F64X2_ADD = simd(0xf0);
-const F64X2_SUB = simd(0xf1);
-const F64X2_MUL = simd(0xf2);
+import { BR_IF, END, F64X2_ADD, F64X2_MUL, F64X2_PROMOTE_LOW_F32X4, F64X2_SUB, I32, I32_ADD, I32_CONST, I32_LOAD, I32_MUL, I32_SHL, I32_SUB, LOCAL_TEE, LOOP, V128, V128_LOAD32_LANE, V128_LOAD32_ZERO, V128_LOAD64_LANE, V128_LOAD64_SPLAT, V128_LOAD64_ZERO, V128_STORE, V128_ZERO, VOID, assembleModule, funcBody, get, instantiateShared, set, sharedMemory, sleb, type WasmMemory } from '../util/wasm.js';
 
 // Parameters: the query (float64) at QP, the row list (int32) at IX, groups of W rows, d, the
 // sums (float64) at OUT, X at XB. Then locals.
@@ -48,12 +34,12 @@ function pairsBody(w: number, f32: boolean, diff: boolean): number[] {
   for (let r = 0; r < w; r++) code.push(...get(XB), ...get(IX), ...I32_LOAD(4 * r), ...get(ROWB), I32_MUL, I32_ADD, ...set(P0 + r));
   for (let h = 0; h < w / 2; h++) code.push(...V128_ZERO, ...set(ACC + h));
   code.push(...get(QP), ...set(QC), I32_CONST, 0, ...set(C), ...get(D), ...set(CNT), LOOP, VOID);
-  code.push(...get(QC), ...V128_LOAD64_SPLAT, ...set(QV));
+  code.push(...get(QC), ...V128_LOAD64_SPLAT(), ...set(QV));
   for (let h = 0; h < w / 2; h++) {
     // [the second row's address, the first row's value in lane 0] → both values
     code.push(...get(P0 + 2 * h + 1), ...get(C), I32_ADD, ...get(P0 + 2 * h), ...get(C), I32_ADD);
-    code.push(...(f32 ? V128_LOAD32_ZERO : V128_LOAD64_ZERO), ...(f32 ? V128_LOAD32_LANE1 : V128_LOAD64_LANE1));
-    if (f32) code.push(...F64X2_PROMOTE_LOW);
+    code.push(...(f32 ? V128_LOAD32_ZERO() : V128_LOAD64_ZERO()), ...(f32 ? V128_LOAD32_LANE(1) : V128_LOAD64_LANE(1)));
+    if (f32) code.push(...F64X2_PROMOTE_LOW_F32X4);
     if (diff) code.push(...set(Y), ...get(QV), ...get(Y), ...F64X2_SUB, LOCAL_TEE, Y, ...get(Y), ...F64X2_MUL);
     else code.push(...get(QV), ...F64X2_MUL);
     code.push(...get(ACC + h), ...F64X2_ADD, ...set(ACC + h));

@@ -15,20 +15,9 @@
  * the same order, so the choice of path never changes a result.
  */
 
-import { funcBody, assembleModule, instantiate, leb, simd, get, set, LOCAL_TEE, I32_CONST, I32_ADD, I32_SUB, LOOP, VOID, END, BR_IF, I32, V128, type WasmMemory } from '../util/wasm.js';
-
-const V128_LOAD = (offset: number) => [...simd(0x00), 0x03, ...leb(offset)];
-const V128_LOAD64_SPLAT = (offset: number) => [...simd(0x0a), 0x03, ...leb(offset)];
-const V128_ZERO = [...simd(0x0c), ...new Array<number>(16).fill(0)];
-const F64_ONE = [0, 0, 0, 0, 0, 0, 0xf0, 0x3f];
-const V128_ONE = [...simd(0x0c), ...F64_ONE, ...F64_ONE];
-const F64X2_ADD = simd(0xf0);
-const F64X2_SUB = simd(0xf1);
-const F64X2_MUL = simd(0xf2);
-const F64X2_DIV = simd(0xf3);
-const F64X2_EXTRACT_LANE = (lane: number) => [...simd(0x21), lane];
-const F64_ADD = 0xa0;
-const F64_STORE = (offset: number) => [0x39, 0x03, ...leb(offset)];
+import { BR_IF, END, F64X2_ADD, F64X2_DIV, F64X2_EXTRACT_LANE, F64X2_MUL, F64X2_SUB, F64_ADD, F64_STORE, I32, I32_ADD, I32_CONST, I32_SUB, LOCAL_TEE, LOOP, V128, V128_F64X2, V128_LOAD, V128_LOAD64_SPLAT, V128_ZERO, VOID, assembleModule, funcBody, get, instantiate, set, type WasmMemory } from '../util/wasm.js';
+// Point pairs are f64 arrays: 8-byte aligned, not 16.
+const V128_LOAD_8 = (offset: number): number[] => V128_LOAD(offset, 8);
 
 // Parameters, then locals.
 const LP = 0, NPAIRS = 1, GP = 2, NGP = 3, OP = 4;
@@ -38,14 +27,14 @@ const ACC = [[11, 12, 13], [14, 15, 16]]; // [point][z, fx, fy]
 const EX = 17, EY = 18, EC = 19, DX = 20, DY = 21, W = 22, CW = 23;
 
 function sumBody(): number[] {
-  const inner: number[] = [...get(L), ...V128_LOAD(0), ...set(EX), ...get(L), ...V128_LOAD(16), ...set(EY), ...get(L), ...V128_LOAD(32), ...set(EC)];
+  const inner: number[] = [...get(L), ...V128_LOAD_8(0), ...set(EX), ...get(L), ...V128_LOAD_8(16), ...set(EY), ...get(L), ...V128_LOAD_8(32), ...set(EC)];
   for (let p = 0; p < 2; p++) {
     const [Z, FX, FY] = ACC[p];
     inner.push(
       ...get(PX[p]), ...get(EX), ...F64X2_SUB, ...set(DX),
       ...get(PY[p]), ...get(EY), ...F64X2_SUB, ...set(DY),
-      ...V128_ONE,
-      ...V128_ONE, ...get(DX), ...get(DX), ...F64X2_MUL, ...F64X2_ADD,
+      ...V128_F64X2(1),
+      ...V128_F64X2(1), ...get(DX), ...get(DX), ...F64X2_MUL, ...F64X2_ADD,
       ...get(DY), ...get(DY), ...F64X2_MUL, ...F64X2_ADD,
       ...F64X2_DIV, ...set(W),
       ...get(EC), ...get(W), ...F64X2_MUL, ...set(CW),

@@ -11,16 +11,7 @@
  *              t ≡ 0, 1, 2, 3 of each group of four in s0..s3, the rest in s0; out = s0 + s1 + (s2 + s3))
  *   with D_row (float64) at byte dp, order (int32) at op, start (int32, nc + 1) at sp, out (float64) at outp.
  */
-import { funcBody, assembleModule, instantiate, leb, get, set, LOCAL_TEE, I32_CONST, I32_ADD, LOOP, VOID, END, BR_IF, I32 } from '../util/wasm.js';
-
-const F64 = 0x7c;
-const BLOCK = 0x02, BR = 0x0c;
-const I32_SHL = 0x74, I32_GE_S = 0x4e, I32_LT_S = 0x48;
-const I32_LOAD = (offset: number) => [0x28, 0x02, ...leb(offset)];
-const F64_LOAD = (offset: number) => [0x2b, 0x03, ...leb(offset)];
-const F64_STORE = (offset: number) => [0x39, 0x03, ...leb(offset)];
-const F64_ZERO = [0x44, 0, 0, 0, 0, 0, 0, 0, 0];
-const F64_ADD = 0xa0;
+import { BLOCK, BR, BR_IF, END, F64, F64_ADD, F64_CONST, F64_LOAD, F64_STORE, I32, I32_ADD, I32_CONST, I32_GE_S, I32_LOAD, I32_LT_S, I32_SHL, LOCAL_TEE, LOOP, VOID, assembleModule, funcBody, get, instantiate, set } from '../util/wasm.js';
 
 // parameters, then locals
 const DP = 0, OP = 1, SP = 2, NC = 3, OUTP = 4;
@@ -38,7 +29,7 @@ function sumsBody(): number[] {
     LOOP, VOID,
     ...get(SP), ...get(C), I32_CONST, 2, I32_SHL, I32_ADD, ...I32_LOAD(0), ...set(T),
     ...get(SP), ...get(C), I32_CONST, 2, I32_SHL, I32_ADD, ...I32_LOAD(4), ...set(E),
-    ...S.flatMap((s) => [...F64_ZERO, ...set(s)]),
+    ...S.flatMap((s) => [...F64_CONST(0), ...set(s)]),
     // groups of four while T + 3 < E
     BLOCK, VOID,
     LOOP, VOID,

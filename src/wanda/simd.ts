@@ -21,31 +21,12 @@
  * order, with a quarter of the accumulator traffic.
  */
 
-import { funcBody, assembleModule, instantiate, leb, sleb, simd, get, set, LOCAL_TEE, I32_CONST, I32_ADD, I32_SUB, I32_MUL, I32_LT_U, LOOP, VOID, END, BR_IF, I32, V128, type WasmMemory } from '../util/wasm.js';
-
-const V128_LOAD = (offset: number) => [...simd(0x00), 0x00, ...leb(offset)];
-const V128_STORE = (offset: number) => [...simd(0x0b), 0x00, ...leb(offset)];
-const V128_CONST = (bytes: number[]) => [...simd(0x0c), ...bytes];
-const V128_AND = simd(0x4e);
-const I32X4_EXTEND_LOW_I16X8_U = simd(0xa9);
-const I32X4_EXTEND_HIGH_I16X8_U = simd(0xaa);
-const I32X4_SHL = simd(0xab);
-const F32X4_ABS = simd(0xe0);
-const F64X2_ADD = simd(0xf0);
-const F32X4_ADD = simd(0xe4);
-const F64X2_MUL = simd(0xf2);
-const F64X2_PROMOTE_LOW_F32X4 = simd(0x5f);
-const I32_LOAD = (offset: number) => [0x28, 0x02, ...leb(offset)];
-const V128_LOAD64_ZERO = (offset: number) => [...simd(0x5d), 0x00, ...leb(offset)];
-const V128_LOAD64_SPLAT = (offset: number) => [...simd(0x0a), 0x03, ...leb(offset)];
-const F64X2_SUB = simd(0xf1);
-const F64X2_DIV = simd(0xf3);
-const F64X2_SQRT = simd(0xef);
-const F64X2_GT = simd(0x4a);
-const F64X2_EXTRACT_LANE = (lane: number) => [...simd(0x21), lane];
-const F64_ADD = 0xa0, F64_DIV = 0xa3, F32_DEMOTE_F64 = 0xb6, F64 = 0x7c;
-const F64_LOAD = (offset: number) => [0x2b, 0x03, ...leb(offset)];
-const F32_STORE = (offset: number) => [0x38, 0x02, ...leb(offset)];
+import { BR_IF, END, F32X4_ABS, F32X4_ADD, F32_DEMOTE_F64, F32_STORE, F64, F64X2_ADD, F64X2_DIV, F64X2_EXTRACT_LANE, F64X2_GT, F64X2_MUL, F64X2_PROMOTE_LOW_F32X4, F64X2_SQRT, F64X2_SUB, F64_ADD, F64_DIV, F64_LOAD, I32, I32X4_EXTEND_HIGH_I16X8_U, I32X4_EXTEND_LOW_I16X8_U, I32X4_SHL, I32_ADD, I32_CONST, I32_LOAD, I32_LT_U, I32_MUL, I32_SUB, LOCAL_TEE, LOOP, V128, V128_AND, V128_CONST, V128_LOAD, V128_LOAD64_SPLAT, V128_LOAD64_ZERO, V128_STORE, VOID, assembleModule, funcBody, get, instantiate, set, sleb, type WasmMemory } from '../util/wasm.js';
+// The vector accesses promise 1-byte alignment: rows are read where a weight file puts them (any
+// offset), and the accumulators keep the same hint.
+const V128_LOAD_U = (offset: number): number[] => V128_LOAD(offset, 1);
+const V128_STORE_U = (offset: number): number[] => V128_STORE(offset, 1);
+const V128_LOAD64_ZERO_U = (offset: number): number[] => V128_LOAD64_ZERO(offset, 1);
 
 // Parameters and locals: row pointers P[0..3], source vectors V[0..3], values X[0..3].
 const SRC = 0, NROWS = 1, ROWBYTES = 2, NVEC = 3, ACC = 4;
@@ -59,7 +40,7 @@ const MASK = V128_CONST(Array.from({ length: 16 }, (_, i) => (i % 4 === 3 ? 0x7f
 function addRows(off: number, k: number): number[] {
   const adds: number[] = [];
   for (let t = 0; t < k; t++) adds.push(...get(X[t]), ...F32X4_ADD);
-  return [...get(A), ...get(A), ...V128_LOAD(off), ...adds, ...V128_STORE(off)];
+  return [...get(A), ...get(A), ...V128_LOAD_U(off), ...adds, ...V128_STORE_U(off)];
 }
 
 /** Loops over rows (k at a time) and vectors; `inner` handles one vector position of k rows. */
@@ -92,7 +73,7 @@ function body(inner: number[], srcStep: number, accStep: number, k: number): num
 const bf16Half = (ext: number[], t: number) => [...get(V[t]), ...ext, I32_CONST, 16, ...I32X4_SHL, ...MASK, ...V128_AND, ...set(X[t])];
 function bf16Inner(k: number): number[] {
   const code: number[] = [];
-  for (let t = 0; t < k; t++) code.push(...get(P[t]), ...V128_LOAD(0), ...set(V[t]));
+  for (let t = 0; t < k; t++) code.push(...get(P[t]), ...V128_LOAD_U(0), ...set(V[t]));
   for (let t = 0; t < k; t++) code.push(...bf16Half(I32X4_EXTEND_LOW_I16X8_U, t));
   code.push(...addRows(0, k));
   for (let t = 0; t < k; t++) code.push(...bf16Half(I32X4_EXTEND_HIGH_I16X8_U, t));
@@ -101,7 +82,7 @@ function bf16Inner(k: number): number[] {
 }
 function f32Inner(k: number): number[] {
   const code: number[] = [];
-  for (let t = 0; t < k; t++) code.push(...get(P[t]), ...V128_LOAD(0), ...F32X4_ABS, ...set(X[t]));
+  for (let t = 0; t < k; t++) code.push(...get(P[t]), ...V128_LOAD_U(0), ...F32X4_ABS, ...set(X[t]));
   code.push(...addRows(0, k));
   return code;
 }
@@ -111,7 +92,7 @@ function addf64Body(): number[] {
   const DST = 0, SRC2 = 1, N = 2;
   const code = [
     LOOP, VOID,
-    ...get(DST), ...get(DST), ...V128_LOAD(0), ...get(SRC2), ...V128_LOAD(0), ...F64X2_ADD, ...V128_STORE(0),
+    ...get(DST), ...get(DST), ...V128_LOAD_U(0), ...get(SRC2), ...V128_LOAD_U(0), ...F64X2_ADD, ...V128_STORE_U(0),
     ...get(DST), I32_CONST, 16, I32_ADD, ...set(DST),
     ...get(SRC2), I32_CONST, 16, I32_ADD, ...set(SRC2),
     ...get(N), I32_CONST, 1, I32_SUB, LOCAL_TEE, N, BR_IF, 0,
@@ -137,9 +118,9 @@ function addgroupsBody(w: number): number[] {
   const add: number[] = [];
   const store: number[] = [];
   for (let t = 0; t < w; t++) {
-    load.push(...get(DST), ...V128_LOAD(16 * t), ...set(acc(t)));
-    add.push(...get(acc(t)), ...get(ADDR), ...V128_LOAD(16 * t), ...F64X2_ADD, ...set(acc(t)));
-    store.push(...get(DST), ...get(acc(t)), ...V128_STORE(16 * t));
+    load.push(...get(DST), ...V128_LOAD_U(16 * t), ...set(acc(t)));
+    add.push(...get(acc(t)), ...get(ADDR), ...V128_LOAD_U(16 * t), ...F64X2_ADD, ...set(acc(t)));
+    store.push(...get(DST), ...get(acc(t)), ...V128_STORE_U(16 * t));
   }
   const code = [
     LOOP, VOID,
@@ -185,14 +166,14 @@ function poolrowBody(): number[] {
     ...ZERO, ...set(A23),
     ...get(N4), ...set(J),
     LOOP, VOID,
-    ...get(A01), ...get(S), ...V128_LOAD(0), ...get(C), ...V128_LOAD64_ZERO(0), ...F64X2_PROMOTE_LOW_F32X4, ...F64X2_MUL, ...F64X2_ADD, ...set(A01),
-    ...get(A23), ...get(S), ...V128_LOAD(16), ...get(C), ...V128_LOAD64_ZERO(8), ...F64X2_PROMOTE_LOW_F32X4, ...F64X2_MUL, ...F64X2_ADD, ...set(A23),
+    ...get(A01), ...get(S), ...V128_LOAD_U(0), ...get(C), ...V128_LOAD64_ZERO_U(0), ...F64X2_PROMOTE_LOW_F32X4, ...F64X2_MUL, ...F64X2_ADD, ...set(A01),
+    ...get(A23), ...get(S), ...V128_LOAD_U(16), ...get(C), ...V128_LOAD64_ZERO_U(8), ...F64X2_PROMOTE_LOW_F32X4, ...F64X2_MUL, ...F64X2_ADD, ...set(A23),
     ...get(C), I32_CONST, 16, I32_ADD, ...set(C),
     ...get(S), I32_CONST, 32, I32_ADD, ...set(S),
     ...get(J), I32_CONST, 1, I32_SUB, LOCAL_TEE, J, BR_IF, 0,
     END,
-    ...get(OUT), ...get(A01), ...V128_STORE(0),
-    ...get(OUT), ...get(A23), ...V128_STORE(16),
+    ...get(OUT), ...get(A01), ...V128_STORE_U(0),
+    ...get(OUT), ...get(A23), ...V128_STORE_U(16),
     ...get(OUT), I32_CONST, 32, I32_ADD, ...set(OUT),
     ...get(NB), I32_CONST, 1, I32_SUB, LOCAL_TEE, NB, BR_IF, 0,
     END,
@@ -219,8 +200,8 @@ function poolrow4Body(): number[] {
   const finish: number[] = [];
   for (let t = 0; t < 8; t++) zero.push(...ZERO, ...set(A + t));
   for (let g = 0; g < 4; g++) {
-    step.push(...get(A + 2 * g), ...get(P[g]!), ...V128_LOAD(0), ...get(CL), ...F64X2_MUL, ...F64X2_ADD, ...set(A + 2 * g));
-    step.push(...get(A + 2 * g + 1), ...get(P[g]!), ...V128_LOAD(16), ...get(CH), ...F64X2_MUL, ...F64X2_ADD, ...set(A + 2 * g + 1));
+    step.push(...get(A + 2 * g), ...get(P[g]!), ...V128_LOAD_U(0), ...get(CL), ...F64X2_MUL, ...F64X2_ADD, ...set(A + 2 * g));
+    step.push(...get(A + 2 * g + 1), ...get(P[g]!), ...V128_LOAD_U(16), ...get(CH), ...F64X2_MUL, ...F64X2_ADD, ...set(A + 2 * g + 1));
   }
   for (let g = 0; g < 4; g++) step.push(...get(P[g]!), I32_CONST, 32, I32_ADD, ...set(P[g]!));
   for (let g = 0; g < 4; g++) {
@@ -242,8 +223,8 @@ function poolrow4Body(): number[] {
     ...zero,
     ...get(N4), ...set(J),
     LOOP, VOID,
-    ...get(C), ...V128_LOAD64_ZERO(0), ...F64X2_PROMOTE_LOW_F32X4, ...set(CL),
-    ...get(C), ...V128_LOAD64_ZERO(8), ...F64X2_PROMOTE_LOW_F32X4, ...set(CH),
+    ...get(C), ...V128_LOAD64_ZERO_U(0), ...F64X2_PROMOTE_LOW_F32X4, ...set(CL),
+    ...get(C), ...V128_LOAD64_ZERO_U(8), ...F64X2_PROMOTE_LOW_F32X4, ...set(CH),
     ...step,
     ...get(C), I32_CONST, 16, I32_ADD, ...set(C),
     ...get(J), I32_CONST, 1, I32_SUB, LOCAL_TEE, J, BR_IF, 0,
@@ -265,7 +246,7 @@ function rmsBody(): number[] {
   const SRC = 0, DST = 1, N = 2, PAR = 3;
   const code = [
     LOOP, VOID,
-    ...get(DST), ...get(SRC), ...V128_LOAD(0), ...get(PAR), ...V128_LOAD64_SPLAT(0), ...F64X2_MUL, ...F64X2_SQRT, ...V128_STORE(0),
+    ...get(DST), ...get(SRC), ...V128_LOAD_U(0), ...get(PAR), ...V128_LOAD64_SPLAT(0), ...F64X2_MUL, ...F64X2_SQRT, ...V128_STORE_U(0),
     ...get(SRC), I32_CONST, 16, I32_ADD, ...set(SRC),
     ...get(DST), I32_CONST, 16, I32_ADD, ...set(DST),
     ...get(N), I32_CONST, 1, I32_SUB, LOCAL_TEE, N, BR_IF, 0,
@@ -300,7 +281,7 @@ function spreadBody(): number[] {
     ...ZERO, ...set(ALL),
     ...restart,
     LOOP, VOID,
-    ...get(Q), ...V128_LOAD(0), LOCAL_TEE, E, ...get(E), ...F64X2_MUL, ...get(PP), ...V128_LOAD64_SPLAT(0), ...F64X2_MUL,
+    ...get(Q), ...V128_LOAD_U(0), LOCAL_TEE, E, ...get(E), ...F64X2_MUL, ...get(PP), ...V128_LOAD64_SPLAT(0), ...F64X2_MUL,
     ...get(ALL), ...F64X2_ADD, ...set(ALL),
     ...next,
     END,
@@ -309,12 +290,12 @@ function spreadBody(): number[] {
     ...ZERO, ...set(T),
     ...restart,
     LOOP, VOID,
-    ...get(Q), ...V128_LOAD(0), ...get(ALL), ...F64X2_DIV, ...ONE, ...F64X2_SUB, LOCAL_TEE, E, ...get(E), ...F64X2_MUL,
+    ...get(Q), ...V128_LOAD_U(0), ...get(ALL), ...F64X2_DIV, ...ONE, ...F64X2_SUB, LOCAL_TEE, E, ...get(E), ...F64X2_MUL,
     ...get(PP), ...V128_LOAD64_SPLAT(8), ...F64X2_MUL, ...get(MSK), ...V128_AND,
     ...get(T), ...F64X2_ADD, ...set(T),
     ...next,
     END,
-    ...get(OUT), ...get(T), ...V128_STORE(0),
+    ...get(OUT), ...get(T), ...V128_STORE_U(0),
     ...get(S), I32_CONST, 16, I32_ADD, ...set(S),
     ...get(OUT), I32_CONST, 16, I32_ADD, ...set(OUT),
     ...get(N), I32_CONST, 1, I32_SUB, LOCAL_TEE, N, BR_IF, 0,

@@ -9,6 +9,7 @@ import { describe, it, expect } from 'vitest';
 import { readFileSync, readdirSync, statSync } from 'node:fs';
 import * as path from 'node:path';
 import { KERNEL_MODULES, watOf } from './modules.js';
+import { V128_LOAD, F64_LOAD, V128_LOAD32_LANE } from '../../src/util/wasm.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 
@@ -47,4 +48,12 @@ describe('WebAssembly kernels (text form, wabt)', () => {
       }
     });
   }
+  it('memory instructions: natural alignment by default, a smaller power of two on request, never more', () => {
+    expect(V128_LOAD(16)).toEqual([0xfd, 0x00, 4, 16]);
+    expect(V128_LOAD(200, 8)).toEqual([0xfd, 0x00, 3, 0xc8, 0x01]);
+    expect(F64_LOAD()).toEqual([0x2b, 3, 0]);
+    expect(V128_LOAD32_LANE(1)).toEqual([0xfd, 0x56, 2, 0, 1]);
+    expect(() => V128_LOAD(0, 32)).toThrow(/alignment 32 of a 16-byte access/);
+    expect(() => V128_LOAD(0, 3)).toThrow(/alignment 3/);
+  });
 });
