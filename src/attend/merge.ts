@@ -11,7 +11,7 @@ import { writeOutputMarker } from '../util/io.js';
 import { checkOutputPlace } from '../util/output.js';
 import { chunkCount } from '../store/layout.js';
 import { claimJobFolder, isFreshFolder } from '../store/job.js';
-import { concatAtomic, readVerifiedJsonl } from '../store/records.js';
+import { concatAtomic, readVerifiedJsonl, tileShards } from '../store/records.js';
 import { ITEMS, readAttendResults, writeAttendManifest, writeAttendSummary, type AttendManifest } from './store.js';
 import { attendDifferences } from './identity.js';
 import { summarize } from './summary.js';
@@ -29,16 +29,9 @@ export async function mergeAttend(dirs: string[], out: string, opts: { quiet?: b
     const diff = attendDifferences(a.m.identity, b.m.identity, a.dir, b.dir, false);
     if (diff.length) throw new LobesError(`these are not shards of one attend job: ${diff[0]}${diff.length > 1 ? ` (and ${diff.length - 1} more)` : ''}`);
   }
-  shards.sort((x, y) => x.m.layout.chunkStart - y.m.layout.chunkStart);
   const total = chunkCount(a.m.units, a.m.chunkUnits);
-  let next = 0;
-  for (const s of shards) {
-    if (s.m.layout.chunkStart !== next) {
-      throw new LobesError(s.m.layout.chunkStart < next ? `shards overlap: ${s.dir} starts at chunk ${s.m.layout.chunkStart}, before chunk ${next}` : `chunks ${next}..${s.m.layout.chunkStart - 1} are in no shard (next shard: ${s.dir})`);
-    }
-    next = s.m.layout.chunkEnd;
-  }
-  if (next !== total) throw new LobesError(`chunks ${next}..${total - 1} of ${total} are in no shard`, { hint: 'merge every shard of the attend job' });
+  const tiled = tileShards(shards.map((s) => ({ ...s, layout: s.m.layout })), total, 'the attend job');
+  shards.splice(0, shards.length, ...tiled);
   const job = await claimJobFolder(out, { command: 'lobes attend merge', isJob: () => false, what: 'empty' });
   let failed = true;
   try {

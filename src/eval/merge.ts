@@ -7,7 +7,7 @@
 import { LobesError, UsageError } from '../util/errors.js';
 import { chunkCount } from '../store/layout.js';
 import { claimJobFolder, isFreshFolder } from '../store/job.js';
-import { concatAtomic, readVerifiedJsonl } from '../store/records.js';
+import { concatAtomic, readVerifiedJsonl, tileShards } from '../store/records.js';
 import { SUMMARY, evalFile, readEvalManifest, readEvalResults, writeEvalManifest, writeEvalSummary } from './store.js';
 import { evalDifferences } from './run.js';
 import type { EvalManifest } from './manifest.js';
@@ -29,16 +29,9 @@ export async function mergeEvals(dirs: string[], out: string, opts: { quiet?: bo
     const diff = evalDifferences(a.m, b.m, a.dir, b.dir, false);
     if (diff.length) throw new LobesError(`these are not shards of one evaluation: ${diff[0]}${diff.length > 1 ? ` (and ${diff.length - 1} more)` : ''}`);
   }
-  shards.sort((x, y) => x.m.layout.chunkStart - y.m.layout.chunkStart);
   const total = chunkCount(a.m.dataset.units, a.m.settings.chunkUnits);
-  let next = 0;
-  for (const s of shards) {
-    if (s.m.layout.chunkStart !== next) {
-      throw new LobesError(s.m.layout.chunkStart < next ? `shards overlap: ${s.dir} starts at chunk ${s.m.layout.chunkStart}, before chunk ${next}` : `chunks ${next}..${s.m.layout.chunkStart - 1} are in no shard (next shard: ${s.dir})`);
-    }
-    next = s.m.layout.chunkEnd;
-  }
-  if (next !== total) throw new LobesError(`chunks ${next}..${total - 1} of ${total} are in no shard`, { hint: 'merge every shard of the evaluation' });
+  const tiled = tileShards(shards.map((s) => ({ ...s, layout: s.m.layout })), total, 'the evaluation');
+  shards.splice(0, shards.length, ...tiled);
   const job = await claimJobFolder(out, { command: 'lobes eval merge', isJob: () => false, what: 'empty' });
   let failed = true;
   try {

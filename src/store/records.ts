@@ -264,3 +264,21 @@ export function readVerifiedJsonl<T>(dir: string, f: ChunkFile, manifestName: st
   }
   return parseJsonl<T>(bytes.toString('utf8'), file);
 }
+
+/**
+ * Order the shards of one job by their first chunk and check they tile chunks [0, total)
+ * exactly once: an overlap, a gap or a missing tail is a one-line error naming the shard
+ * (`job` names the job in the hint, e.g. "the evaluation").
+ */
+export function tileShards<T extends { dir: string; layout: { chunkStart: number; chunkEnd: number } }>(shards: T[], total: number, job: string): T[] {
+  const sorted = [...shards].sort((x, y) => x.layout.chunkStart - y.layout.chunkStart);
+  let next = 0;
+  for (const s of sorted) {
+    if (s.layout.chunkStart !== next) {
+      throw new LobesError(s.layout.chunkStart < next ? `shards overlap: ${s.dir} starts at chunk ${s.layout.chunkStart}, before chunk ${next}` : `chunks ${next}..${s.layout.chunkStart - 1} are in no shard (next shard: ${s.dir})`);
+    }
+    next = s.layout.chunkEnd;
+  }
+  if (next !== total) throw new LobesError(`chunks ${next}..${total - 1} of ${total} are in no shard`, { hint: `merge every shard of ${job}` });
+  return sorted;
+}
