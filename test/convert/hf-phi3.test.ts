@@ -1,0 +1,66 @@
+/**
+ * Phi-3 / Phi-4-mini (transformers' Phi3ForCausalLM) → lobes, against transformers itself
+ * (test/goldens/make_hf_checkpoint_goldens.py --family phi3: a tiny random-weight checkpoint
+ * with fused qkv_proj and gate_up_proj, partial rotary 0.5, longrope whose threshold (32 tokens)
+ * lies between the texts' lengths, a 24-token sliding window, tied embeddings):
+ *  - the checkpoint, split at conversion, gives every capture point and the logits of
+ *    transformers within 1e-4 relative (English and Chinese texts of 10 to 66 tokens in one
+ *    padded batch, each text with the short or long factors its own length selects);
+ *  - the genai layout refuses longrope in one line, and converts the same weights without it;
+ *  - the GGUF llama.cpp's converter would write (attn_qkv, ffn_up holding gate and up,
+ *    rope_factors_long / short, rope.dimension_count) equals the checkpoint, and the plain GGUF
+ *    (full rotary, no factors) equals transformers' GGUF loader reading it.
+ */
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { convertGguf, convertHfCheckpoint } from '../../src/convert/convert.js';
+import { openGgufLlama } from '../../src/convert/gguf-llama.js';
+import { openHfCheckpoint } from '../../src/convert/hf-checkpoint.js';
+import { loadModel } from '../../src/onnx/index.js';
+import { CKPTS, GoldenSet, expectGoldens } from './hf-families.js';
+
+const SET = new GoldenSet('goldens-phi3');
+const SRC = path.join(CKPTS, 'phi3');
+let tmp: string;
+beforeAll(() => {
+  tmp = mkdtempSync(path.join(os.tmpdir(), 'lobes-phi3-'));
+});
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+
+/** The checkpoint copied with config.json edited. */
+function variant(edit: (cfg: Record<string, any>) => void): string {
+  const d = mkdtempSync(path.join(tmp, 'ckpt-'));
+  cpSync(SRC, d, { recursive: true });
+  const f = path.join(d, 'config.json');
+  const cfg = JSON.parse(readFileSync(f, 'utf8'));
+  edit(cfg);
+  writeFileSync(f, JSON.stringify(cfg));
+  return d;
+}
+
+describe('phi3 checkpoint', () => {
+  it('is read with its partial rotary, longrope and window, the fused weights split into q/k/v and gate/up', () => {
+    const ck = openHfCheckpoint(SRC);
+    try {
+      expect(ck.family).toBe('phi3');
+      expect(ck.spec.rotaryDim).toBe(16);
+      expect(ck.spec.headDim).toBe(32);
+      expect(ck.spec.slidingWindow).toBe(24);
+      expect(ck.spec.ropeScaling).toMatchObject({ rope_type: 'longrope', original_max_position_embeddings: 32 });
+      expect(ck.tensors.has('model.layers.0.self_attn.qkv_proj.weight')).toBe(true);
+      expect(ck.weights.shape('model.layers.1.self_attn.k_proj.weight')).toEqual([32, 64]);
+      expect(ck.weights.shape('model.layers.1.mlp.up_proj.weight')).toEqual([96, 64]);
+    } finally {
+      ck.weights.close();
+    }
+  });
+
+  it('converts to the explicit layout; every capture point and the logits equal transformers (left and right padding)', async () => {
+    const out = path.join(tmp, 'explicit');
+    await convertHfCheckpoint(SRC, out, {});
+    const worst = Math.max(await expectGoldens(out, 'phi3', 'left', 1e-4, SET), await expectGoldens(out, 'phi3', 'right', 1e-4, SET));
+    console.log(`phi3: max relative error vs transformers ${worst.toExponential(2)}`);
+  });
+});
