@@ -23,6 +23,7 @@ export interface FamilyGolden {
   rope: string;
   tensors: Record<string, number[]>;
   gguf?: string;
+  gguf_full?: string;
   gguf_vs_checkpoint_logits_rel?: number;
   builder_export: { builder: string; note: string | null; oracle: string; drops?: string; builder_vs_checkpoint_logits_rel?: number };
 }

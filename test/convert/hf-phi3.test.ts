@@ -11,7 +11,7 @@
  *    rope_factors_long / short, rope.dimension_count) equals the checkpoint, and the plain GGUF
  *    (full rotary, no factors) equals transformers' GGUF loader reading it.
  */
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -62,5 +62,59 @@ describe('phi3 checkpoint', () => {
     await convertHfCheckpoint(SRC, out, {});
     const worst = Math.max(await expectGoldens(out, 'phi3', 'left', 1e-4, SET), await expectGoldens(out, 'phi3', 'right', 1e-4, SET));
     console.log(`phi3: max relative error vs transformers ${worst.toExponential(2)}`);
+  });
+});
+
+describe('phi3 in the genai layout', () => {
+  it('refuses longrope in one line before anything is written', async () => {
+    const out = path.join(tmp, 'genai-refused');
+    await expect(convertHfCheckpoint(SRC, out, { layout: 'genai' })).rejects.toThrow(/longrope is not expressed in the genai layout.*--layout explicit/);
+    expect(existsSync(out)).toBe(false);
+  });
+
+  it('converts the weights without longrope (partial rotary and window kept): both layouts equal transformers', async () => {
+    const d = variant((c) => delete c.rope_scaling);
+    const ge = path.join(tmp, 'genai-norope');
+    await convertHfCheckpoint(d, ge, { layout: 'genai' });
+    const nodes = loadModel(ge).model.graph!.node!;
+    const gqa = nodes.find((n) => n.opType === 'GroupQueryAttention')!;
+    expect(gqa.attribute!.find((a) => a.name === 'local_window_size')!.i).toBe(24);
+    const worstGe = await expectGoldens(ge, 'phi3-norope', 'right', 1e-4, SET);
+    const ex = path.join(tmp, 'explicit-norope');
+    await convertHfCheckpoint(d, ex, {});
+    const worstEx = await expectGoldens(ex, 'phi3-norope', 'left', 1e-4, SET);
+    console.log(`phi3 without longrope: max relative error vs transformers ${worstEx.toExponential(2)} explicit, ${worstGe.toExponential(2)} genai`);
+  });
+});
+
+describe('phi3 GGUF', () => {
+  it("llama.cpp's full file (attn_qkv, ffn_up with gate and up, rope factors, rope dimension count, window) equals the checkpoint", async () => {
+    const file = path.join(CKPTS, SET.meta.families.phi3!.gguf_full as string);
+    const g = openGgufLlama(file);
+    try {
+      expect(g.spec.modelType).toBe('phi3');
+      expect(g.spec.rotaryDim).toBe(16);
+      expect(g.spec.slidingWindow).toBe(24);
+      expect(g.spec.ropeScaling).toMatchObject({ rope_type: 'longrope', original_max_position_embeddings: 32 });
+      expect(g.mapped.map((m) => m.name)).toContain('model.layers.0.mlp.gate_up_proj.weight');
+      expect(g.weights.shape('model.layers.0.mlp.gate_proj.weight')).toEqual([96, 64]);
+    } finally {
+      g.close();
+    }
+    const out = path.join(tmp, 'gguf-full');
+    await convertGguf(file, out, {});
+    const worst = Math.max(await expectGoldens(out, 'phi3', 'left', 1e-4, SET), await expectGoldens(out, 'phi3', 'right', 1e-4, SET));
+    console.log(`phi3 GGUF (full): max relative error vs transformers on the checkpoint ${worst.toExponential(2)}`);
+  });
+
+  it("the plain file (full rotary, no factors) equals transformers' GGUF loader reading it, explicit and genai", async () => {
+    const file = path.join(CKPTS, SET.meta.families.phi3!.gguf as string);
+    const ex = path.join(tmp, 'gguf-plain');
+    await convertGguf(file, ex, {});
+    const worstEx = Math.max(await expectGoldens(ex, 'phi3-gguf', 'left', 1e-4, SET), await expectGoldens(ex, 'phi3-gguf', 'right', 1e-4, SET));
+    const ge = path.join(tmp, 'gguf-plain-genai');
+    await convertGguf(file, ge, { layout: 'genai' });
+    const worstGe = await expectGoldens(ge, 'phi3-gguf', 'right', 1e-4, SET);
+    console.log(`phi3 GGUF (plain): max relative error vs transformers' GGUF loader ${worstEx.toExponential(2)} explicit, ${worstGe.toExponential(2)} genai`);
   });
 });
