@@ -9,7 +9,9 @@
  *  - the genai layout refuses longrope in one line, and converts the same weights without it;
  *  - the GGUF llama.cpp's converter would write (attn_qkv, ffn_up holding gate and up,
  *    rope_factors_long / short, rope.dimension_count) equals the checkpoint, and the plain GGUF
- *    (full rotary, no factors) equals transformers' GGUF loader reading it.
+ *    (full rotary, no factors) equals transformers' GGUF loader reading it;
+ *  - wanda locates gate_proj and up_proj in the checkpoint's gate_up_proj and the GGUF's ffn_up
+ *    as the rows the converted model (equal to transformers) holds under those names.
  */
 import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import * as os from 'node:os';
@@ -19,6 +21,9 @@ import { convertGguf, convertHfCheckpoint } from '../../src/convert/convert.js';
 import { openGgufLlama } from '../../src/convert/gguf-llama.js';
 import { openHfCheckpoint } from '../../src/convert/hf-checkpoint.js';
 import { loadModel } from '../../src/onnx/index.js';
+import { columnBlockSums } from '../../src/wanda/kernel.js';
+import { locateWeights } from '../../src/wanda/run.js';
+import { wantedMatrices } from '../../src/wanda/weights.js';
 import { CKPTS, GoldenSet, expectGoldens } from './hf-families.js';
 
 const SET = new GoldenSet('goldens-phi3');
@@ -116,5 +121,30 @@ describe('phi3 GGUF', () => {
     await convertGguf(file, ge, { layout: 'genai' });
     const worstGe = await expectGoldens(ge, 'phi3-gguf', 'right', 1e-4, SET);
     console.log(`phi3 GGUF (plain): max relative error vs transformers' GGUF loader ${worstEx.toExponential(2)} explicit, ${worstGe.toExponential(2)} genai`);
+  });
+});
+
+describe('phi3 weights for wanda', () => {
+  it("gate_proj and up_proj are row ranges of the checkpoint's gate_up_proj and the GGUF's ffn_up, equal to the converted model's", async () => {
+    const wanted = wantedMatrices([0, 1].flatMap((l) => [{ name: `layers.${l}.mlp.in`, dim: 64 }]));
+    expect(wanted.map((w) => w.proj)).toEqual(['gate_proj', 'up_proj', 'gate_proj', 'up_proj']);
+    const out = path.join(tmp, 'wanda-onnx');
+    await convertHfCheckpoint(SRC, out, {});
+    const sums = async (weights: string) => {
+      const r = await locateWeights(weights, wanted);
+      return r.matrices.map((m) => ({ tensor: m.source.tensor, dOut: m.dOut, abs: columnBlockSums(m, { rowBlock: 1 }) }));
+    };
+    const onnx = await sums(out);
+    const st = await sums(SRC);
+    const gg = await sums(path.join(CKPTS, SET.meta.families.phi3!.gguf_full as string));
+    expect(st.map((m) => m.tensor)).toEqual(['model.layers.0.mlp.gate_up_proj.weight[0:96]', 'model.layers.0.mlp.gate_up_proj.weight[96:192]', 'model.layers.1.mlp.gate_up_proj.weight[0:96]', 'model.layers.1.mlp.gate_up_proj.weight[96:192]']);
+    expect(gg[1]!.tensor).toBe('blk.0.ffn_up.weight[96:192]');
+    for (let i = 0; i < wanted.length; i++) {
+      expect(st[i]!.dOut).toBe(96);
+      // |W| row by row (row blocks of one row): the same matrix, not merely the same sums.
+      expect(st[i]!.abs).toEqual(onnx[i]!.abs);
+      expect(gg[i]!.abs).toEqual(onnx[i]!.abs);
+    }
+    expect(st[0]!.abs).not.toEqual(st[1]!.abs);
   });
 });
