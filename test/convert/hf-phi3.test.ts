@@ -10,6 +10,8 @@
  *  - the GGUF llama.cpp's converter would write (attn_qkv, ffn_up holding gate and up,
  *    rope_factors_long / short, rope.dimension_count) equals the checkpoint, and the plain GGUF
  *    (full rotary, no factors) equals transformers' GGUF loader reading it;
+ *  - attend's attention weights (every layer and head from the last token) equal transformers'
+ *    output_attentions, with longrope (explicit) and without (explicit and genai);
  *  - wanda locates gate_proj and up_proj in the checkpoint's gate_up_proj and the GGUF's ffn_up
  *    as the rows the converted model (equal to transformers) holds under those names.
  */
@@ -21,6 +23,8 @@ import { convertGguf, convertHfCheckpoint } from '../../src/convert/convert.js';
 import { openGgufLlama } from '../../src/convert/gguf-llama.js';
 import { openHfCheckpoint } from '../../src/convert/hf-checkpoint.js';
 import { loadModel } from '../../src/onnx/index.js';
+import { openAttentionEngine, realRows } from '../../src/runtime/attention-engine.js';
+import { padBatch } from '../../src/runtime/batching.js';
 import { columnBlockSums } from '../../src/wanda/kernel.js';
 import { locateWeights } from '../../src/wanda/run.js';
 import { wantedMatrices } from '../../src/wanda/weights.js';
@@ -146,5 +150,41 @@ describe('phi3 weights for wanda', () => {
       expect(gg[i]!.abs).toEqual(onnx[i]!.abs);
     }
     expect(st[0]!.abs).not.toEqual(st[1]!.abs);
+  });
+});
+
+describe('phi3 attention weights', () => {
+  const maxAbs = (a: ArrayLike<number>, b: ArrayLike<number>) => {
+    let m = 0;
+    for (let i = 0; i < b.length; i++) m = Math.max(m, Math.abs(a[i]! - b[i]!));
+    return m;
+  };
+  const cases = [
+    ['phi3', 'explicit', SRC],
+    ['phi3-norope', 'explicit', null],
+    ['phi3-norope', 'genai', null],
+  ] as const;
+  it.each(cases)('%s %s: every layer and head from the last token equals transformers', async (prefix, layout, src) => {
+    const out = path.join(tmp, `attn-${prefix}-${layout}`);
+    await convertHfCheckpoint(src ?? variant((c) => delete c.rope_scaling), out, { layout });
+    const eng = await openAttentionEngine(out, { device: 'cpu' });
+    let worst = 0;
+    try {
+      expect(eng.layers).toEqual([0, 1]);
+      for (const side of layout === 'explicit' ? (['left', 'right'] as const) : (['right'] as const)) {
+        const b = padBatch(SET.meta.ids, SET.meta.pad, side);
+        const rows = realRows(b, await eng.run(b), eng.layers);
+        rows.forEach((r, i) => {
+          const want = SET.golden(`${prefix}.attn.text${i}`);
+          expect(r.length).toBe(want.length);
+          const e = maxAbs(r, want);
+          worst = Math.max(worst, e);
+          expect(e, `${prefix} ${layout} text ${i} (${side} padding)`).toBeLessThan(1e-5);
+        });
+      }
+    } finally {
+      await eng.close();
+    }
+    console.log(`${prefix} ${layout}: attention weights max abs error vs transformers ${worst.toExponential(2)}`);
   });
 });

@@ -452,7 +452,8 @@ def main():
 # texts 0 and 3 (66 and 56 tokens) are longer, texts 1 and 2 (16, 10) shorter; max_position_embeddings
 # 256 gives the attention factor sqrt(1 + ln 8 / ln 32)), a sliding window of 24 tokens, F32.
 # Goldens phi3.* from transformers reading the folder, each text run alone (so each text picks
-# the short or long factors by its own length); phi3-norope.* the same folder without rope_scaling
+# the short or long factors by its own length), with the attention weights from the last token
+# (phi3.attn.textI, [layers, heads, n]); phi3-norope.* the same folder without rope_scaling
 # (partial rotary and the window kept).
 #
 # GGUFs, written with the gguf package under llama.cpp's phi3 names (blk.N.attn_qkv,
@@ -583,6 +584,8 @@ def phi3_main():
         del layer.mlp.gate_proj
     for k, v in g.items():
         tensors[f"phi3.{k}"] = v.contiguous()
+    for i, a in enumerate(attention_rows(ref, ids)):
+        tensors[f"phi3.attn.text{i}"] = a
     info = {"seed": fam["seed"], "dtype": "float32", "files": sorted(os.listdir(folder)), "rope": "legacy",
             "attention_scaling": rot.attention_scaling, "lengths": [len(x) for x in ids],
             "tensors": {k: list(v.shape) for k, v in g.items()}}
@@ -597,14 +600,16 @@ def phi3_main():
             m = AutoModelForCausalLM.from_pretrained(src, dtype=torch.float32, attn_implementation="eager").eval()
             for layer in m.model.layers:
                 layer.mlp.gate_proj = layer.mlp.gate_up_proj
-            return hooks_run(m, ids)
+            return hooks_run(m, ids), attention_rows(m, ids)
 
-    nr = run_variant(lambda cc: cc.pop("rope_scaling"))
+    nr, nr_attn = run_variant(lambda cc: cc.pop("rope_scaling"))
+    for i, a in enumerate(nr_attn):
+        tensors[f"phi3-norope.attn.text{i}"] = a
     info["norope_vs_checkpoint_logits_rel"] = rel(nr["logits"], g["logits"])
     for k, v in nr.items():
         tensors[f"phi3-norope.{k}"] = v.contiguous()
     # Plain: no partial rotary, no rope scaling, no window (what transformers' GGUF loader keeps of a phi3 file).
-    plain = run_variant(lambda cc: [cc.pop("rope_scaling"), cc.pop("sliding_window"), cc.__setitem__("partial_rotary_factor", 1.0)])
+    plain, _ = run_variant(lambda cc: [cc.pop("rope_scaling"), cc.pop("sliding_window"), cc.__setitem__("partial_rotary_factor", 1.0)])
     for name, full in (("tiny-phi3.gguf", True), ("tiny-phi3-plain.gguf", False)):
         gpath = os.path.join(OUT, name)
         write_phi3_gguf(ref, gpath, tok, full)
