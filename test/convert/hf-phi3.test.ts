@@ -10,6 +10,9 @@
  *  - the GGUF llama.cpp's converter would write (attn_qkv, ffn_up holding gate and up,
  *    rope_factors_long / short, rope.dimension_count) equals the checkpoint, and the plain GGUF
  *    (full rotary, no factors) equals transformers' GGUF loader reading it;
+ *  - onnxruntime-genai's builder export (-p fp32 -e cpu) of the checkpoint: every capture point
+ *    found by structure in its graph (fused qkv_proj, the If choosing the longrope caches) and
+ *    equal to transformers on what it wrote (no window; longrope chosen once for the batch);
  *  - attend's attention weights (every layer and head from the last token) equal transformers'
  *    output_attentions, with longrope (explicit) and without (explicit and genai);
  *  - wanda locates gate_proj and up_proj in the checkpoint's gate_up_proj and the GGUF's ffn_up
@@ -186,5 +189,15 @@ describe('phi3 attention weights', () => {
       await eng.close();
     }
     console.log(`${prefix} ${layout}: attention weights max abs error vs transformers ${worst.toExponential(2)}`);
+  });
+});
+
+describe("onnxruntime-genai's builder export of the phi3 checkpoint", () => {
+  it('every capture point (found by structure) and the logits equal transformers on what the builder wrote (right padding)', async () => {
+    const info = SET.meta.families.phi3!.builder_export;
+    // The builder drops the window and picks the longrope cache once per batch: another model than the checkpoint.
+    expect(info.builder_vs_checkpoint_logits_rel!).toBeGreaterThan(0.05);
+    const worst = await expectGoldens(path.join(CKPTS, 'builder-phi3'), info.oracle, 'right', 1e-4, SET);
+    console.log(`builder phi3: max relative error vs transformers ${worst.toExponential(2)} (oracle ${info.oracle}; the export vs the checkpoint ${info.builder_vs_checkpoint_logits_rel!.toExponential(2)})`);
   });
 });

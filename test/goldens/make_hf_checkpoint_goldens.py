@@ -539,6 +539,39 @@ def write_phi3_gguf(model, path, tok, full):
     w.close()
 
 
+def hooks_run_batch(model, ids_list, pad):
+    """hooks_run's points from one right-padded batch (row i at its last real token): the
+    forward onnxruntime-genai's builder graphs compute, longrope chosen once for the batch."""
+    cap = {}
+
+    def pre(name):
+        def fn(_m, inputs):
+            cap[name] = inputs[0].detach().clone()
+        return fn
+
+    def post(name):
+        def fn(_m, _inp, out):
+            cap[name] = (out[0] if isinstance(out, tuple) else out).detach().clone()
+        return fn
+
+    hs = []
+    for i, layer in enumerate(model.model.layers):
+        hs.append(layer.mlp.gate_up_proj.register_forward_pre_hook(pre(f"layers.{i}.mlp.in")))
+        hs.append(layer.mlp.down_proj.register_forward_pre_hook(pre(f"layers.{i}.mlp.down_in")))
+        hs.append(layer.register_forward_hook(post(f"layers.{i}.resid_out")))
+    n = max(len(x) for x in ids_list)
+    t = torch.tensor([x + [pad] * (n - len(x)) for x in ids_list])
+    mask = torch.tensor([[1] * len(x) + [0] * (n - len(x)) for x in ids_list])
+    with torch.no_grad():
+        out = model(input_ids=t, attention_mask=mask, output_hidden_states=True, use_cache=False)
+    for h in hs:
+        h.remove()
+    cap["final.hidden"] = out.hidden_states[-1]
+    cap["logits"] = out.logits
+    last = [len(x) - 1 for x in ids_list]
+    return {k: torch.stack([v[r, last[r]].float() for r in range(len(ids_list))]) for k, v in cap.items()}
+
+
 def phi3_main():
     tok = PreTrainedTokenizerFast.from_pretrained(os.path.join(OUT, "tokenizer"))
     ids = [tok(t, add_special_tokens=True)["input_ids"] for t in TEXTS]
@@ -627,6 +660,26 @@ def phi3_main():
             for k, v in gg.items():
                 tensors[f"phi3-gguf.{k}"] = v.contiguous()
         info[key] = name
+    # onnxruntime-genai's builder (-p fp32 -e cpu) on the checkpoint: it leaves out the sliding
+    # window (local_window_size -1) and chooses the longrope cache once per batch by its length
+    # (an If on the sequence length), so its oracle is transformers' batched forward (right
+    # padding, 66 > 32 tokens: the long factors for every text) on the checkpoint without the window.
+    out_b = os.path.join(OUT, "builder-phi3")
+    if os.path.exists(out_b):
+        shutil.rmtree(out_b)
+    info["builder_export"] = builder_export(folder, "phi3", out_b)
+    with tempfile.TemporaryDirectory() as tmp:
+        src = os.path.join(tmp, "ckpt")
+        shutil.copytree(folder, src)
+        cc = json.load(open(os.path.join(src, "config.json")))
+        cc.pop("sliding_window")
+        json.dump(cc, open(os.path.join(src, "config.json"), "w"), indent=2)
+        m = AutoModelForCausalLM.from_pretrained(src, dtype=torch.float32, attn_implementation="eager").eval()
+        bo = hooks_run_batch(m, ids, tok.pad_token_id)
+    info["builder_export"].update(oracle="phi3-builder", drops="sliding_window; longrope chosen per batch",
+                                  builder_vs_checkpoint_logits_rel=rel(bo["logits"], g["logits"]))
+    for k, v in bo.items():
+        tensors[f"phi3-builder.{k}"] = v.contiguous()
     save_file(tensors, os.path.join(OUT, "goldens-phi3.safetensors"))
     out = {"transformers": transformers.__version__, "torch": torch.__version__, "texts": TEXTS, "ids": ids, "pad": tok.pad_token_id,
            "families": {"phi3": info}}
