@@ -25,6 +25,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { convertGguf, convertHfCheckpoint } from '../../src/convert/convert.js';
 import { openGgufLlama } from '../../src/convert/gguf-llama.js';
 import { openHfCheckpoint } from '../../src/convert/hf-checkpoint.js';
+import { resolveModel } from '../../src/convert/cache.js';
 import { loadModel } from '../../src/onnx/index.js';
 import { openAttentionEngine, realRows } from '../../src/runtime/attention-engine.js';
 import { padBatch } from '../../src/runtime/batching.js';
@@ -80,7 +81,7 @@ describe('phi3 checkpoint', () => {
 describe('phi3 in the genai layout', () => {
   it('refuses longrope in one line before anything is written', async () => {
     const out = path.join(tmp, 'genai-refused');
-    await expect(convertHfCheckpoint(SRC, out, { layout: 'genai' })).rejects.toThrow(/longrope is not expressed in the genai layout.*--layout explicit/);
+    await expect(convertHfCheckpoint(SRC, out, { layout: 'genai' })).rejects.toThrow(/longrope is not expressed in the genai layout.*the explicit layout expresses it/);
     expect(existsSync(out)).toBe(false);
   });
 
@@ -199,5 +200,36 @@ describe("onnxruntime-genai's builder export of the phi3 checkpoint", () => {
     expect(info.builder_vs_checkpoint_logits_rel!).toBeGreaterThan(0.05);
     const worst = await expectGoldens(path.join(CKPTS, 'builder-phi3'), info.oracle, 'right', 1e-4, SET);
     console.log(`builder phi3: max relative error vs transformers ${worst.toExponential(2)} (oracle ${info.oracle}; the export vs the checkpoint ${info.builder_vs_checkpoint_logits_rel!.toExponential(2)})`);
+  });
+});
+
+describe('phi3 refusals, in one line, before anything is written', () => {
+  const refused = async (dir: string, re: RegExp) => {
+    const out = path.join(tmp, `out-${Math.random().toString(36).slice(2)}`);
+    const e = await convertHfCheckpoint(dir, out).catch((x: Error) => x);
+    expect(e).toBeInstanceOf(Error);
+    expect((e as Error).message).toMatch(re);
+    expect((e as Error).message).not.toMatch(/\n/);
+    expect(existsSync(out)).toBe(false);
+  };
+  it('settings the graph would not reproduce', async () => {
+    await refused(variant((c) => (c.partial_rotary_factor = 0.3)), /partial_rotary_factor: rotates 9 of 32 head dims: rotary embeddings need an even number/);
+    await refused(variant((c) => (c.rope_scaling.long_factor = c.rope_scaling.long_factor.slice(1))), /rope_scaling longrope needs long_factor as 8 positive numbers \(one per rotary frequency\), got 7 values/);
+    await refused(variant((c) => (c.rope_scaling.short_factor = 'x')), /rope_scaling\.short_factor: longrope needs short_factor as a list of numbers/);
+    await refused(variant((c) => (c.layer_types = ['sliding_attention', 'full_attention'])), /layer_types: mixes sliding-window and full-attention layers/);
+    await refused(variant((c) => (c.hidden_act = 'gelu_pytorch_tanh')), /activation "gelu_pytorch_tanh" is not SiLU/);
+  });
+});
+
+describe('--model DIR through the conversion cache', () => {
+  it('a phi3 checkpoint converts once, recorded as the checkpoint', async () => {
+    const cache = path.join(tmp, 'cache');
+    const a = await resolveModel(SRC, { cache, log: () => {} });
+    expect(a.converted).not.toBeNull();
+    const b = await resolveModel(SRC, { cache, log: () => {} });
+    expect(b.converted).toBeNull();
+    expect(b.dir).toBe(a.dir);
+    expect(b.source!.format).toBe('hf-checkpoint');
+    await expectGoldens(b.dir, 'phi3', 'right', 1e-4, SET);
   });
 });
