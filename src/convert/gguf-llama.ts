@@ -203,7 +203,7 @@ function describeLlama(g: GgufFile): { spec: LlamaSpec; weights: GgufWeightSourc
     throw new LobesError(
       lacks
         ? `architecture "${archName}" is not converted: lobes' graphs do not express its ${lacks}`
-        : `architecture "${archName}" is not supported: lobes converts ${GGUF_ARCHITECTURES.join(', ')} GGUFs (Llama 2/3.x, Mistral 7B, TinyLlama, SmolLM, Qwen2/2.5, Qwen3)`,
+        : `architecture "${archName}" is not supported: lobes converts ${GGUF_ARCHITECTURES.join(', ')} GGUFs (Llama 2/3.x, Mistral 7B, TinyLlama, SmolLM, Qwen2/2.5, Qwen3, Phi-3/Phi-4-mini)`,
       { file, where: K.architecture.key, hint: 'see docs/models-supported.md' },
     );
   }
