@@ -32,7 +32,8 @@ import { padBatch } from '../../src/runtime/batching.js';
 import { columnBlockSums } from '../../src/wanda/kernel.js';
 import { locateWeights } from '../../src/wanda/run.js';
 import { wantedMatrices } from '../../src/wanda/weights.js';
-import { CKPTS, GoldenSet, expectGoldens } from './hf-families.js';
+import { relErr } from '../models/reference-forward.js';
+import { CKPTS, GoldenSet, batchLogits, expectGoldens, grow } from './hf-families.js';
 
 const SET = new GoldenSet('goldens-phi3');
 const SRC = path.join(CKPTS, 'phi3');
@@ -75,6 +76,20 @@ describe('phi3 checkpoint', () => {
     await convertHfCheckpoint(SRC, out, {});
     const worst = Math.max(await expectGoldens(out, 'phi3', 'left', 1e-4, SET), await expectGoldens(out, 'phi3', 'right', 1e-4, SET));
     console.log(`phi3: max relative error vs transformers ${worst.toExponential(2)}`);
+  });
+});
+
+describe('the longrope threshold', () => {
+  it('a text of original_max_position_embeddings tokens takes the short factors, one token more the long ones, as in transformers', async () => {
+    const out = path.join(tmp, 'edge');
+    await convertHfCheckpoint(SRC, out, {});
+    const edge = SET.meta.families.phi3!.edge_ids as number[][];
+    expect(edge.map((e) => e.length)).toEqual([32, 33]);
+    const g = SET.golden('phi3-edge.logits');
+    for (const side of ['left', 'right'] as const) {
+      const { logits, V } = await batchLogits(out, edge, SET.meta.pad, side);
+      for (let i = 0; i < 2; i++) expect(relErr(grow(logits, i, V), grow(g, i, V)), `${edge[i]!.length} tokens (${side} padding)`).toBeLessThan(1e-4);
+    }
   });
 });
 

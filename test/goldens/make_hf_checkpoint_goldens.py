@@ -619,8 +619,13 @@ def phi3_main():
         tensors[f"phi3.{k}"] = v.contiguous()
     for i, a in enumerate(attention_rows(ref, ids)):
         tensors[f"phi3.attn.text{i}"] = a
+    # The longrope threshold: text 0 cut to 32 tokens (= original_max_position_embeddings: short
+    # factors) and to 33 (long), each run alone; last-token logits phi3-edge.logits [2, V].
+    edge = [ids[0][:32], ids[0][:33]]
+    with torch.no_grad():
+        tensors["phi3-edge.logits"] = torch.stack([ref(input_ids=torch.tensor([e]), use_cache=False).logits[0, -1].float() for e in edge]).contiguous()
     info = {"seed": fam["seed"], "dtype": "float32", "files": sorted(os.listdir(folder)), "rope": "legacy",
-            "attention_scaling": rot.attention_scaling, "lengths": [len(x) for x in ids],
+            "attention_scaling": rot.attention_scaling, "lengths": [len(x) for x in ids], "edge_ids": edge,
             "tensors": {k: list(v.shape) for k, v in g.items()}}
 
     def run_variant(edit):
