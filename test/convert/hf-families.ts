@@ -24,6 +24,7 @@ export interface FamilyGolden {
   tensors: Record<string, number[]>;
   gguf?: string;
   gguf_full?: string;
+  gguf_q8?: string;
   edge_ids?: number[][];
   gguf_vs_checkpoint_logits_rel?: number;
   builder_export: { builder: string; note: string | null; oracle: string; drops?: string; builder_vs_checkpoint_logits_rel?: number };

@@ -147,6 +147,18 @@ describe('phi3 GGUF', () => {
   });
 });
 
+describe('a quantized phi3 GGUF (Q8_0 matrices)', () => {
+  it("is dequantized (--weights auto: the split parts carry no blocks) and equals transformers' GGUF loader dequantizing it", async () => {
+    const file = path.join(CKPTS, SET.meta.families.phi3!.gguf_q8 as string);
+    const out = path.join(tmp, 'gguf-q8');
+    const r = await convertGguf(file, out, {});
+    expect(r.options.weights).toBe('fp32');
+    expect(r.weightsReason).toMatch(/phi3's fused qkv and gate\/up weights are split by rows and dequantized/);
+    const worst = Math.max(await expectGoldens(out, 'phi3-gguf-q8', 'left', 1e-4, SET), await expectGoldens(out, 'phi3-gguf-q8', 'right', 1e-4, SET));
+    console.log(`phi3 GGUF (Q8_0): max relative error vs transformers' GGUF loader ${worst.toExponential(2)}`);
+  });
+});
+
 describe('phi3 weights for wanda', () => {
   it("gate_proj and up_proj are row ranges of the checkpoint's gate_up_proj and the GGUF's ffn_up, equal to the converted model's", async () => {
     const wanted = wantedMatrices([0, 1].flatMap((l) => [{ name: `layers.${l}.mlp.in`, dim: 64 }]));
@@ -169,6 +181,13 @@ describe('phi3 weights for wanda', () => {
       expect(gg[i]!.abs).toEqual(onnx[i]!.abs);
     }
     expect(st[0]!.abs).not.toEqual(st[1]!.abs);
+    // The Q8_0 file: gate and up as row ranges of whole Q8_0 rows, decoded by wanda as the converted model dequantized them.
+    const q8 = path.join(CKPTS, SET.meta.families.phi3!.gguf_q8 as string);
+    const q8out = path.join(tmp, 'wanda-q8');
+    await convertGguf(q8, q8out, {});
+    const [gq, oq] = [await sums(q8), await sums(q8out)];
+    for (let i = 0; i < wanted.length; i++) expect(gq[i]!.abs).toEqual(oq[i]!.abs);
+    expect(gq[0]!.abs).not.toEqual(onnx[0]!.abs);
   });
 });
 

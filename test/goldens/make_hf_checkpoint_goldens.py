@@ -464,7 +464,10 @@ def main():
 #                         GGUF loader reads none of these, so its oracle is the checkpoint (phi3.*);
 #   tiny-phi3-plain.gguf  the same weights with full rotary, no rope factors, no window: its oracle
 #                         is transformers' GGUF loader reading it (phi3-gguf.*), checked here to equal
-#                         the checkpoint with partial rotary, rope scaling and window taken out.
+#                         the checkpoint with partial rotary, rope scaling and window taken out;
+#   tiny-phi3-q8.gguf     the plain file with every matrix in Q8_0 (the fused attn_qkv / ffn_up
+#                         quantized whole, as llama.cpp does): oracle transformers' GGUF loader
+#                         dequantizing it (phi3-gguf-q8.*).
 PHI3 = dict(
     seed=55,
     config=dict(model_type="phi3", architectures=["Phi3ForCausalLM"], hidden_size=64, intermediate_size=96,
@@ -482,7 +485,7 @@ def phi3_factors(seed, n):
     return short, long
 
 
-def write_phi3_gguf(model, path, tok, full):
+def write_phi3_gguf(model, path, tok, full, q8=False):
     cfg = model.config
     sd = {k: v.detach().float().numpy() for k, v in model.state_dict().items()}
     hd = cfg.hidden_size // cfg.num_attention_heads
@@ -496,7 +499,7 @@ def write_phi3_gguf(model, path, tok, full):
     w.add_head_count_kv(cfg.num_key_value_heads)
     w.add_rope_freq_base(PHI3["theta"])
     w.add_layer_norm_rms_eps(cfg.rms_norm_eps)
-    w.add_file_type(gguf.LlamaFileType.ALL_F32)
+    w.add_file_type(gguf.LlamaFileType.MOSTLY_Q8_0 if q8 else gguf.LlamaFileType.ALL_F32)
     if full:
         rp = cfg.rope_parameters
         rd = int(hd * rp["partial_rotary_factor"])
@@ -528,10 +531,17 @@ def write_phi3_gguf(model, path, tok, full):
     names = {"input_layernorm.weight": "attn_norm.weight", "post_attention_layernorm.weight": "ffn_norm.weight",
              "self_attn.qkv_proj.weight": "attn_qkv.weight", "self_attn.o_proj.weight": "attn_output.weight",
              "mlp.gate_up_proj.weight": "ffn_up.weight", "mlp.down_proj.weight": "ffn_down.weight"}
-    w.add_tensor("token_embd.weight", sd["model.embed_tokens.weight"])
+    def put(name, x):
+        if q8 and x.ndim == 2:
+            qt = gguf.GGMLQuantizationType.Q8_0
+            w.add_tensor(name, gguf.quants.quantize(x, qt), raw_shape=gguf.quant_shape_to_byte_shape(x.shape, qt), raw_dtype=qt)
+        else:
+            w.add_tensor(name, x)
+
+    put("token_embd.weight", sd["model.embed_tokens.weight"])
     for l in range(cfg.num_hidden_layers):
         for hf, gg in names.items():
-            w.add_tensor(f"blk.{l}.{gg}", sd[f"model.layers.{l}.{hf}"])
+            put(f"blk.{l}.{gg}", sd[f"model.layers.{l}.{hf}"])
     w.add_tensor("output_norm.weight", sd["model.norm.weight"])
     w.write_header_to_file()
     w.write_kv_data_to_file()
@@ -648,22 +658,25 @@ def phi3_main():
         tensors[f"phi3-norope.{k}"] = v.contiguous()
     # Plain: no partial rotary, no rope scaling, no window (what transformers' GGUF loader keeps of a phi3 file).
     plain, _ = run_variant(lambda cc: [cc.pop("rope_scaling"), cc.pop("sliding_window"), cc.__setitem__("partial_rotary_factor", 1.0)])
-    for name, full in (("tiny-phi3.gguf", True), ("tiny-phi3-plain.gguf", False)):
+    for name, full, q8 in (("tiny-phi3.gguf", True, False), ("tiny-phi3-plain.gguf", False, False), ("tiny-phi3-q8.gguf", False, True)):
         gpath = os.path.join(OUT, name)
-        write_phi3_gguf(ref, gpath, tok, full)
+        write_phi3_gguf(ref, gpath, tok, full, q8)
         with tempfile.TemporaryDirectory() as tmp:
             shutil.copy(gpath, tmp)
             hg = AutoModelForCausalLM.from_pretrained(tmp, gguf_file=name, dtype=torch.float32, attn_implementation="eager").eval()
         for layer in hg.model.layers:
             layer.mlp.gate_proj = layer.mlp.gate_up_proj
         gg = hooks_run(hg, ids)
-        key = "gguf" if not full else "gguf_full"
+        key = "gguf_full" if full else "gguf_q8" if q8 else "gguf"
         info[f"{key}_loader_vs_checkpoint_logits_rel"] = rel(gg["logits"], g["logits"])
         info[f"{key}_loader_vs_plain_checkpoint_logits_rel"] = rel(gg["logits"], plain["logits"])
-        if not full:
+        if not full and not q8:
             assert info["gguf_loader_vs_plain_checkpoint_logits_rel"] < 1e-5, info
             for k, v in gg.items():
                 tensors[f"phi3-gguf.{k}"] = v.contiguous()
+        if q8:
+            for k, v in gg.items():
+                tensors[f"phi3-gguf-q8.{k}"] = v.contiguous()
         info[key] = name
     # onnxruntime-genai's builder (-p fp32 -e cpu) on the checkpoint: it leaves out the sliding
     # window (local_window_size -1) and chooses the longrope cache once per batch by its length
