@@ -202,6 +202,10 @@ export function hfRope(config: Record<string, any>, file: string, defaultTheta: 
   if (family === 'phi3' && (kind === 'su' || kind === 'yarn')) kind = 'longrope';
   const { rope_theta: _t, type: _legacy, rope_type: _rt, partial_rotary_factor: _p, ...params } = src;
   if (kind === 'default') return { theta, scaling: null };
+  // transformers (standardize_rope_params) gives a top-level original_max_position_embeddings
+  // priority over the scaling's own for llama3, yarn and longrope; Phi3Config always has one (4096 by default).
+  const topOriginal = posInt(config.original_max_position_embeddings) ? config.original_max_position_embeddings : family === 'phi3' ? 4096 : undefined;
+  if (topOriginal !== undefined && (kind === 'llama3' || kind === 'yarn' || kind === 'longrope')) params.original_max_position_embeddings = topOriginal;
   if (kind === 'linear' || kind === 'llama3') {
     if (kind === 'linear' && params.factor === 1) return { theta, scaling: null };
     return { theta, scaling: { rope_type: kind, ...params } };
@@ -213,8 +217,7 @@ export function hfRope(config: Record<string, any>, file: string, defaultTheta: 
     return { theta, scaling: { rope_type: kind, ...params, original_max_position_embeddings: original } };
   }
   if (kind === 'longrope') {
-    // transformers takes original_max_position_embeddings from the config's top level (Phi-3) when absent.
-    const original = params.original_max_position_embeddings ?? config.original_max_position_embeddings;
+    const original = params.original_max_position_embeddings;
     if (!posInt(original)) throw new LobesError('longrope needs original_max_position_embeddings', { file, where });
     for (const k of ['short_factor', 'long_factor']) {
       if (!Array.isArray(params[k]) || params[k].some((x: unknown) => typeof x !== 'number')) throw new LobesError(`longrope needs ${k} as a list of numbers, got ${JSON.stringify(params[k])}`, { file, where: `${where}.${k}` });

@@ -79,6 +79,26 @@ describe('phi3 checkpoint', () => {
   });
 });
 
+describe('config.json spellings', () => {
+  it("transformers 5's rope_parameters gives the same model; the top-level original_max_position_embeddings takes priority, 4096 when absent, as transformers reads it", async () => {
+    const v5 = (top: boolean) =>
+      variant((c) => {
+        c.rope_parameters = { rope_type: 'longrope', rope_theta: c.rope_theta, partial_rotary_factor: c.partial_rotary_factor, original_max_position_embeddings: 32, short_factor: c.rope_scaling.short_factor, long_factor: c.rope_scaling.long_factor };
+        for (const k of ['rope_scaling', 'rope_theta', 'partial_rotary_factor']) delete c[k];
+        if (!top) delete c.original_max_position_embeddings;
+      });
+    const out = path.join(tmp, 'spelling-rope-parameters');
+    const r = await convertHfCheckpoint(v5(true), out, {});
+    expect(r.spec.rotaryDim).toBe(16);
+    expect(r.spec.ropeScaling).toMatchObject({ rope_type: 'longrope', original_max_position_embeddings: 32 });
+    await expectGoldens(out, 'phi3', 'right', 1e-4, SET);
+    // Phi3Config's default: transformers 5.24 gives this folder the logits of original 4096 (checked in Python: max abs difference 0).
+    const ck = openHfCheckpoint(v5(false));
+    ck.weights.close();
+    expect(ck.spec.ropeScaling).toMatchObject({ original_max_position_embeddings: 4096 });
+  });
+});
+
 describe('the longrope threshold', () => {
   it('a text of original_max_position_embeddings tokens takes the short factors, one token more the long ones, as in transformers', async () => {
     const out = path.join(tmp, 'edge');
