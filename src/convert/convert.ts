@@ -149,7 +149,12 @@ export function chooseWeights(model: GgufLlama, dtype: 'fp32' | 'fp16'): { weigh
   const types = new Map<string, number>();
   for (const m of model.mapped) if (m.shape.length === 2 && PROJECTION.test(m.name)) types.set(m.tensor.typeName, (types.get(m.tensor.typeName) ?? 0) + 1);
   const list = [...types.keys()].sort().join(', ');
-  if ([...types.keys()].every((t) => NBITS_MAPPING[t])) return { weights: 'q4', reason: `every projection is ${list}, which MatMulNBits holds exactly` };
+  const allBlocks = [...types.keys()].every((t) => NBITS_MAPPING[t]);
+  if (allBlocks && model.spec.modelType === 'phi3') {
+    // The parts of phi3's fused attn_qkv / ffn_up are row ranges whose blocks are not carried over.
+    return { weights: dtype === 'fp16' ? 'fp16' : 'fp32', reason: `projections are ${list}; phi3's fused qkv and gate/up weights are split by rows and dequantized (${dtype === 'fp16' ? 'rounded to fp16' : 'fp32 holds every one exactly'})` };
+  }
+  if (allBlocks) return { weights: 'q4', reason: `every projection is ${list}, which MatMulNBits holds exactly` };
   if ([...types.keys()].every((t) => t === 'F16')) return { weights: 'fp16', reason: 'every projection is F16' };
   if (dtype === 'fp16') return { weights: 'fp16', reason: `projections are ${list}; an fp16 graph stores them as fp16 (rounded)` };
   return { weights: 'fp32', reason: `projections are ${list}; fp32 holds every one exactly` };

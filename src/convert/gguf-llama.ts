@@ -23,7 +23,13 @@
  * qwen2 adds `blk.N.attn_{q,k,v}.bias` (Qwen2's q/k/v biases), qwen3 `blk.N.attn_{q,k}_norm`
  * (per-head q/k RMSNorm, with `qwen3.attention.key_length` as the head size); llama.cpp writes
  * both families' q/k rows in Hugging Face's order (NEOX rotary), so only llama rows are
- * un-permuted. Anything else (another `general.architecture`, named with what lobes' graphs lack
+ * un-permuted. phi3 (Phi-3 / Phi-4-mini) holds `blk.N.attn_qkv` (q, k, v rows stacked) and
+ * `blk.N.ffn_up` (gate rows, then up: Hugging Face's gate_up_proj; there is no ffn_gate), split
+ * into their Hugging Face parts (src/convert/fused.ts); `phi3.rope.dimension_count` below the
+ * head size is partial rotary; `rope_factors_short` / `rope_factors_long` with
+ * `phi3.rope.scaling.original_context_length` (and `attn_factor`) are longrope, chosen per text
+ * by its length as transformers does (llama.cpp chooses once, by the context size it runs with);
+ * `phi3.attention.sliding_window` a window in every layer. Anything else (another `general.architecture`, named with what lobes' graphs lack
  * where it is known, experts, other biases, partial rotary, per-layer sizes, unknown tensors) is
  * refused with a one-line error naming the file and the key or tensor, never silently dropped.
  */
@@ -32,6 +38,7 @@ import { GGUF_KEYS as K, GgufMeta, type GgufKey } from '../formats/gguf-meta.js'
 import { ggmlType, DEQUANTIZABLE } from '../formats/ggml.js';
 import { LobesError } from '../util/errors.js';
 import type { LlamaSpec } from './llama-onnx/index.js';
+import { phi3Parts, SplitWeightSource } from './fused.js';
 import { GgufWeightSource, type MappedWeight } from './gguf-weights.js';
 import { ropeScalingFromFreqFactors, shortFloat32 } from './rope-scaling.js';
 
@@ -43,14 +50,15 @@ export interface GgufLlama {
   file: string;
   gguf: GgufFile;
   spec: LlamaSpec;
-  weights: GgufWeightSource;
-  /** Every weight the writer will ask for, in layer order. */
+  /** The weights under Hugging Face names (phi3: the fused tensors' parts). */
+  weights: GgufWeightSource | SplitWeightSource;
+  /** Every weight the file holds under its Hugging Face name, in layer order (phi3: qkv_proj, gate_up_proj). */
   mapped: MappedWeight[];
   close(): void;
 }
 
 /** The GGUF architectures converted, each with what it adds to the Llama graph. */
-export const GGUF_ARCHITECTURES = ['llama', 'qwen2', 'qwen3'] as const;
+export const GGUF_ARCHITECTURES = ['llama', 'qwen2', 'qwen3', 'phi3'] as const;
 export type GgufArchitecture = (typeof GGUF_ARCHITECTURES)[number];
 
 /** Tensor names of each architecture (anything else in the file is refused). */
@@ -58,6 +66,13 @@ const KNOWN_TENSOR: Record<GgufArchitecture, RegExp> = {
   llama: /^(token_embd|output_norm|output|rope_freqs)\.weight$|^blk\.\d+\.(attn_norm|attn_q|attn_k|attn_v|attn_output|ffn_norm|ffn_gate|ffn_up|ffn_down)\.weight$/,
   qwen2: /^(token_embd|output_norm|output)\.weight$|^blk\.\d+\.(attn_norm|attn_q|attn_k|attn_v|attn_output|ffn_norm|ffn_gate|ffn_up|ffn_down)\.weight$|^blk\.\d+\.attn_[qkv]\.bias$/,
   qwen3: /^(token_embd|output_norm|output)\.weight$|^blk\.\d+\.(attn_norm|attn_q|attn_k|attn_v|attn_output|attn_q_norm|attn_k_norm|ffn_norm|ffn_gate|ffn_up|ffn_down)\.weight$/,
+  phi3: /^(token_embd|output_norm|output|rope_factors_long|rope_factors_short)\.weight$|^blk\.\d+\.(attn_norm|attn_qkv|attn_output|ffn_norm|ffn_up|ffn_down)\.weight$/,
+};
+
+/** phi3 keys beyond the shared table (llama.cpp's names). */
+const PHI3_KEYS = {
+  ropeAttnFactor: { key: '{arch}.rope.scaling.attn_factor', type: 'number' } as GgufKey<'number'>,
+  slidingWindow: { key: '{arch}.attention.sliding_window', type: 'int' } as GgufKey<'int'>,
 };
 
 /** What lobes' graphs lack for other llama.cpp architectures (refused by name). */
@@ -67,7 +82,6 @@ const REFUSED_ARCHITECTURES: Record<string, string> = {
   gemma: 'RMSNorm that scales by (1 + w) instead of w',
   gemma2: 'RMSNorm that scales by (1 + w) instead of w',
   gemma3: 'RMSNorm that scales by (1 + w) instead of w',
-  phi3: 'fused qkv and gate/up weights (not split yet)',
   'gpt-oss': 'attention sinks and mixture-of-experts MLPs',
   deepseek2: 'mixture-of-experts MLPs and multi-head latent attention',
 };
@@ -131,6 +145,17 @@ function weightNames(layers: number, tied: boolean, arch: GgufArchitecture = 'll
   for (let i = 0; i < layers; i++) {
     const b = `blk.${i}`;
     const m = `model.layers.${i}`;
+    if (arch === 'phi3') {
+      out.push(
+        [`${m}.input_layernorm.weight`, `${b}.attn_norm.weight`, null],
+        [`${m}.self_attn.qkv_proj.weight`, `${b}.attn_qkv.weight`, null],
+        [`${m}.self_attn.o_proj.weight`, `${b}.attn_output.weight`, null],
+        [`${m}.post_attention_layernorm.weight`, `${b}.ffn_norm.weight`, null],
+        [`${m}.mlp.gate_up_proj.weight`, `${b}.ffn_up.weight`, null],
+        [`${m}.mlp.down_proj.weight`, `${b}.ffn_down.weight`, null],
+      );
+      continue;
+    }
     out.push(
       [`${m}.input_layernorm.weight`, `${b}.attn_norm.weight`, null],
       [`${m}.self_attn.q_proj.weight`, `${b}.attn_q.weight`, perm ? 'q' : null],
@@ -168,7 +193,7 @@ export function openGgufLlama(file: string): GgufLlama {
   }
 }
 
-function describeLlama(g: GgufFile): { spec: LlamaSpec; weights: GgufWeightSource; mapped: MappedWeight[] } {
+function describeLlama(g: GgufFile): { spec: LlamaSpec; weights: GgufWeightSource | SplitWeightSource; mapped: MappedWeight[] } {
   const file = g.file;
   const meta: GgufMeta = new GgufMeta(g.metadata, file);
   if (!meta.has(K.architecture)) throw new LobesError(`no ${K.architecture.key} key: not a llama.cpp model file`, { file, where: 'metadata' });
@@ -178,7 +203,7 @@ function describeLlama(g: GgufFile): { spec: LlamaSpec; weights: GgufWeightSourc
     throw new LobesError(
       lacks
         ? `architecture "${archName}" is not converted: lobes' graphs do not express its ${lacks}`
-        : `architecture "${archName}" is not supported: lobes converts ${GGUF_ARCHITECTURES.join(', ')} GGUFs (Llama 2/3.x, Mistral 7B, TinyLlama, SmolLM, Qwen2/2.5, Qwen3)`,
+        : `architecture "${archName}" is not supported: lobes converts ${GGUF_ARCHITECTURES.join(', ')} GGUFs (Llama 2/3.x, Mistral 7B, TinyLlama, SmolLM, Qwen2/2.5, Qwen3, Phi-3/Phi-4-mini)`,
       { file, where: K.architecture.key, hint: 'see docs/models-supported.md' },
     );
   }
@@ -199,7 +224,8 @@ function describeLlama(g: GgufFile): { spec: LlamaSpec; weights: GgufWeightSourc
   if (valueDim !== headDim) throw new LobesError(`value head size ${valueDim} differs from key head size ${headDim}: not a Llama attention`, { file, where: meta.key(K.valueLength) });
   if (headDim % 2 !== 0) throw new LobesError(`head dim ${headDim} is odd: rotary embeddings need pairs`, { file, where: meta.key(K.keyLength) });
   const ropeDims = hp.int(K.ropeDimensionCount, headDim);
-  if (ropeDims !== headDim) {
+  if (arch === 'phi3' && (ropeDims > headDim || ropeDims % 2 !== 0)) throw new LobesError(`rotates ${ropeDims} of ${headDim} head dims: rotary embeddings need an even number up to the head size`, { file, where: meta.key(K.ropeDimensionCount) });
+  if (ropeDims !== headDim && arch !== 'phi3') {
     throw new LobesError(`partial rotary embeddings (${ropeDims} of ${headDim} head dims) are not Llama's`, { file, where: meta.key(K.ropeDimensionCount), hint: 'lobes converts models that rotate the whole head' });
   }
   const ropeTheta = shortFloat32(hp.num(K.ropeFreqBase, 10000));
@@ -232,7 +258,7 @@ function describeLlama(g: GgufFile): { spec: LlamaSpec; weights: GgufWeightSourc
   const kv = kvHeads * headDim;
   const want: Record<string, number[]> = {
     attn_norm: [hidden], ffn_norm: [hidden], attn_q: [hidden, q], attn_k: [hidden, kv], attn_v: [hidden, kv], attn_output: [q, hidden],
-    ffn_gate: [hidden, intermediate], ffn_up: [hidden, intermediate], ffn_down: [intermediate, hidden],
+    ffn_gate: [hidden, intermediate], ffn_up: [hidden, arch === 'phi3' ? 2 * intermediate : intermediate], ffn_down: [intermediate, hidden], attn_qkv: [hidden, q + 2 * kv],
     'attn_q.bias': [q], 'attn_k.bias': [kv], 'attn_v.bias': [kv], attn_q_norm: [headDim], attn_k_norm: [headDim],
   };
   const mapped: MappedWeight[] = [];
@@ -252,7 +278,9 @@ function describeLlama(g: GgufFile): { spec: LlamaSpec; weights: GgufWeightSourc
     mapped.push({ name, tensor: t, permutedHeads: perm === 'q' ? heads : perm === 'k' ? kvHeads : 0, shape: [...dims].reverse() });
   }
 
-  const ropeScaling = ropeScalingOf(g, hp, ropeTheta, headDim);
+  const ropeScaling = arch === 'phi3' ? longropeOf(g, hp, ropeDims) : ropeScalingOf(g, hp, ropeTheta, headDim);
+  let slidingWindow: number | null = null;
+  if (arch === 'phi3' && hp.has(PHI3_KEYS.slidingWindow)) slidingWindow = hp.int(PHI3_KEYS.slidingWindow);
   const tok = (key: GgufKey<'int'>): number | null => meta.read(key) ?? null;
   const eos = tok(K.eosTokenId);
   const eot = tok(K.eotTokenId);
@@ -277,8 +305,11 @@ function describeLlama(g: GgufFile): { spec: LlamaSpec; weights: GgufWeightSourc
     modelType: arch,
     ...(arch === 'qwen2' ? { attnBias: true } : {}),
     ...(arch === 'qwen3' ? { qkNorm: true } : {}),
+    ...(ropeDims !== headDim ? { rotaryDim: ropeDims } : {}),
+    ...(slidingWindow ? { slidingWindow } : {}),
   };
-  return { spec, weights: new GgufWeightSource(g, mapped, headDim), mapped };
+  const src = new GgufWeightSource(g, mapped, headDim);
+  return { spec, weights: arch === 'phi3' ? new SplitWeightSource(src, phi3Parts(spec)) : src, mapped };
 }
 
 function requireTensor(g: GgufFile, name: string): GgufTensorInfo {
@@ -288,6 +319,36 @@ function requireTensor(g: GgufFile, name: string): GgufTensorInfo {
 
 function shapeError(g: GgufFile, t: GgufTensorInfo, want: string): LobesError {
   return new LobesError(`dims [${t.dims.join(', ')}] do not match the hyperparameters (${want} in GGUF order)`, { file: g.file, where: `tensor ${JSON.stringify(t.name)}` });
+}
+
+/**
+ * phi3's rope scaling: longrope from `rope_factors_short` / `rope_factors_long` (F32, one
+ * factor per rotary frequency) with the original context length and, when present, the
+ * attention factor; null when the file has neither tensor.
+ */
+function longropeOf(g: GgufFile, hp: Hparams, ropeDims: number): Record<string, unknown> | null {
+  const has = ['rope_factors_short.weight', 'rope_factors_long.weight'].map((n) => g.hasTensor(n));
+  if (!has[0] && !has[1]) {
+    const type = hp.str(K.ropeScalingType);
+    if (type !== undefined && type !== 'none') throw new LobesError(`rope scaling "${type}" is not converted for phi3 (longrope through rope_factors_long / rope_factors_short only)`, { file: g.file, where: hp.m.key(K.ropeScalingType) });
+    return null;
+  }
+  if (!has[0] || !has[1]) throw new LobesError(`holds ${has[0] ? 'rope_factors_short' : 'rope_factors_long'} without ${has[0] ? 'rope_factors_long' : 'rope_factors_short'}: longrope needs both`, { file: g.file, where: `tensor "${has[0] ? 'rope_factors_short' : 'rope_factors_long'}.weight"` });
+  const factors = (name: string) => {
+    const t = g.tensor(name);
+    const place = { file: g.file, where: `tensor ${JSON.stringify(name)}` };
+    if (t.typeName !== 'F32' || t.dims.length !== 1 || t.dims[0] !== ropeDims / 2) throw new LobesError(`expected F32 [${ropeDims / 2}] (one factor per rotary frequency), got ${t.typeName} [${t.dims.join(', ')}]`, place);
+    return Array.from(g.dequantize(t), (x) => shortFloat32(x));
+  };
+  if (!hp.has(K.ropeScalingOriginalContext)) throw new LobesError('longrope factors without the original context length they switch at', { file: g.file, where: `metadata ${JSON.stringify(hp.m.key(K.ropeScalingOriginalContext))}` });
+  const out: Record<string, unknown> = {
+    rope_type: 'longrope',
+    short_factor: factors('rope_factors_short.weight'),
+    long_factor: factors('rope_factors_long.weight'),
+    original_max_position_embeddings: hp.int(K.ropeScalingOriginalContext),
+  };
+  if (hp.has(PHI3_KEYS.ropeAttnFactor)) out.attention_factor = shortFloat32(hp.num(PHI3_KEYS.ropeAttnFactor));
+  return out;
 }
 
 /** The spec's rope_scaling: llama3 from rope_freqs, linear from metadata, or null. */

@@ -5,7 +5,9 @@
  * at a time.
  *
  * Families: llama (LlamaForCausalLM), mistral (a sliding window in every layer, or none), qwen2 (Qwen2 / Qwen2.5:
- * q/k/v biases), qwen3 (per-head q_norm / k_norm, head_dim set on its own). Weights in F32, F16
+ * q/k/v biases), qwen3 (per-head q_norm / k_norm, head_dim set on its own), phi3 (Phi-3 /
+ * Phi-4(-mini): fused qkv_proj and gate_up_proj split into their parts (src/convert/fused.ts),
+ * partial rotary, longrope, a sliding window in every layer or none). Weights in F32, F16
  * or BF16 (decoded to float32 as they are read). Every difference lobes' graphs do not express
  * is refused by name, before anything is written: a family outside these (experts, attention
  * sinks, (1 + w) norms, fused weights), an activation other than SiLU, biases where the family
@@ -29,6 +31,7 @@ import { RangeFile, readFileRange } from '../util/io.js';
 import { bf16ArrayToFloat, halfArrayToFloat } from '../util/half.js';
 import { DTYPE_BYTES, readSafetensorsHeader, type StHeader } from '../formats/safetensors.js';
 import { expectedWeights, type LlamaSpec, type LlamaWeightSource } from './llama-onnx/index.js';
+import { phi3FusedWeights, phi3Parts, SplitWeightSource } from './fused.js';
 
 export const HF_CONFIG = 'config.json';
 export const HF_INDEX = 'model.safetensors.index.json';
@@ -38,8 +41,8 @@ export const HF_SINGLE = 'model.safetensors';
 export const HF_TOKENIZER_FILES = ['tokenizer.json', 'tokenizer_config.json', 'special_tokens_map.json', 'chat_template.jinja', 'chat_template.json'];
 
 /** The model families read from Hugging Face checkpoints. */
-export type HfFamily = 'llama' | 'mistral' | 'qwen2' | 'qwen3';
-export const HF_FAMILIES: readonly HfFamily[] = ['llama', 'mistral', 'qwen2', 'qwen3'];
+export type HfFamily = 'llama' | 'mistral' | 'qwen2' | 'qwen3' | 'phi3';
+export const HF_FAMILIES: readonly HfFamily[] = ['llama', 'mistral', 'qwen2', 'qwen3', 'phi3'];
 
 /**
  * Families lobes' graphs cannot express, each with the difference it lacks (model_type →
@@ -52,11 +55,10 @@ export const REFUSED_FAMILIES: Record<string, string> = {
   deepseek_v2: 'mixture-of-experts MLPs and multi-head latent attention',
   deepseek_v3: 'mixture-of-experts MLPs and multi-head latent attention',
   gpt_oss: 'attention sinks (a learned logit per head in every softmax) and mixture-of-experts MLPs',
-  gemma: 'RMSNorm that scales by (1 + w) instead of w',
-  gemma2: 'RMSNorm that scales by (1 + w) instead of w',
-  gemma3: 'RMSNorm that scales by (1 + w) instead of w',
-  gemma3_text: 'RMSNorm that scales by (1 + w) instead of w',
-  phi3: 'fused qkv_proj and gate_up_proj weights (not split into their Hugging Face parts yet)',
+  gemma: 'RMSNorm that scales by (1 + w) instead of w, GeGLU MLPs and embeddings scaled by sqrt(hidden)',
+  gemma2: 'RMSNorm that scales by (1 + w), GeGLU MLPs, norms after attention and MLP, and attention logit soft-capping',
+  gemma3: 'RMSNorm that scales by (1 + w), GeGLU MLPs, norms after attention and MLP, and local layers with their own rope base',
+  gemma3_text: 'RMSNorm that scales by (1 + w), GeGLU MLPs, norms after attention and MLP, and local layers with their own rope base',
   phi: 'LayerNorm with a bias and attention parallel to the MLP',
   olmo2: 'RMSNorm after attention and MLP (post-norm) with q/k norms over all heads at once',
   cohere: 'LayerNorm with attention parallel to the MLP',
@@ -81,7 +83,7 @@ export interface HfCheckpoint {
   config: Record<string, any>;
   spec: LlamaSpec;
   /** The weights (close() releases the shard held open). */
-  weights: SafetensorsWeightSource;
+  weights: LlamaWeightSource & { close(): void };
   /** Every file read: config.json, the index, the shards holding the weights, the tokenizer files. */
   files: HfFile[];
   /** Tensor name → header of the shard holding it. */
@@ -171,7 +173,7 @@ const posInt = (x: unknown): x is number => typeof x === 'number' && Number.isIn
 export function hfFamily(config: Record<string, any>, file: string): HfFamily {
   const mt = typeof config.model_type === 'string' ? config.model_type : null;
   const arch = Array.isArray(config.architectures) ? String(config.architectures[0] ?? '') : '';
-  const type = mt ?? ({ LlamaForCausalLM: 'llama', MistralForCausalLM: 'mistral', Qwen2ForCausalLM: 'qwen2', Qwen3ForCausalLM: 'qwen3' } as Record<string, string>)[arch] ?? null;
+  const type = mt ?? ({ LlamaForCausalLM: 'llama', MistralForCausalLM: 'mistral', Qwen2ForCausalLM: 'qwen2', Qwen3ForCausalLM: 'qwen3', Phi3ForCausalLM: 'phi3' } as Record<string, string>)[arch] ?? null;
   if (type === null) throw new LobesError('has no model_type: the model family is unknown', { file, hint: 'a config.json written by transformers names it' });
   if ((HF_FAMILIES as readonly string[]).includes(type)) return type as HfFamily;
   const lacks = REFUSED_FAMILIES[type];
@@ -183,7 +185,7 @@ export function hfFamily(config: Record<string, any>, file: string): HfFamily {
  * Hugging Face rope settings of a config, as the spec's ropeTheta and ropeScaling (rope_type
  * spelled out): rope_theta / rope_scaling (`rope_type` or the older `type`), or rope_parameters.
  */
-export function hfRope(config: Record<string, any>, file: string, defaultTheta: number): { theta: number; scaling: Record<string, unknown> | null } {
+export function hfRope(config: Record<string, any>, file: string, defaultTheta: number, family?: HfFamily): { theta: number; scaling: Record<string, unknown> | null } {
   const rp = config.rope_parameters && typeof config.rope_parameters === 'object' ? config.rope_parameters : null;
   const rs = config.rope_scaling && typeof config.rope_scaling === 'object' ? config.rope_scaling : null;
   if (rp && rs) throw new LobesError('has both rope_parameters and rope_scaling: which one holds is unclear', { file, where: 'rope_scaling' });
@@ -195,9 +197,15 @@ export function hfRope(config: Record<string, any>, file: string, defaultTheta: 
   if (src.rope_type !== undefined && src.type !== undefined && src.rope_type !== src.type) {
     throw new LobesError(`names two rope types, rope_type "${src.rope_type}" and type "${src.type}"`, { file, where });
   }
-  const kind = String(src.rope_type ?? src.type ?? 'default');
-  const { rope_theta: _t, type: _legacy, rope_type: _rt, ...params } = src;
+  let kind = String(src.rope_type ?? src.type ?? 'default');
+  // Phi3Config reads the older names "su" and "yarn" as longrope.
+  if (family === 'phi3' && (kind === 'su' || kind === 'yarn')) kind = 'longrope';
+  const { rope_theta: _t, type: _legacy, rope_type: _rt, partial_rotary_factor: _p, ...params } = src;
   if (kind === 'default') return { theta, scaling: null };
+  // transformers (standardize_rope_params) gives a top-level original_max_position_embeddings
+  // priority over the scaling's own for llama3, yarn and longrope; Phi3Config always has one (4096 by default).
+  const topOriginal = posInt(config.original_max_position_embeddings) ? config.original_max_position_embeddings : family === 'phi3' ? 4096 : undefined;
+  if (topOriginal !== undefined && (kind === 'llama3' || kind === 'yarn' || kind === 'longrope')) params.original_max_position_embeddings = topOriginal;
   if (kind === 'linear' || kind === 'llama3') {
     if (kind === 'linear' && params.factor === 1) return { theta, scaling: null };
     return { theta, scaling: { rope_type: kind, ...params } };
@@ -208,11 +216,18 @@ export function hfRope(config: Record<string, any>, file: string, defaultTheta: 
     if (!posInt(original)) throw new LobesError('YaRN needs original_max_position_embeddings (or max_position_embeddings)', { file, where });
     return { theta, scaling: { rope_type: kind, ...params, original_max_position_embeddings: original } };
   }
+  if (kind === 'longrope') {
+    const original = params.original_max_position_embeddings;
+    if (!posInt(original)) throw new LobesError('longrope needs original_max_position_embeddings', { file, where });
+    for (const k of ['short_factor', 'long_factor']) {
+      if (!Array.isArray(params[k]) || params[k].some((x: unknown) => typeof x !== 'number')) throw new LobesError(`longrope needs ${k} as a list of numbers, got ${JSON.stringify(params[k])}`, { file, where: `${where}.${k}` });
+    }
+    return { theta, scaling: { rope_type: kind, ...params, original_max_position_embeddings: original } };
+  }
   const why: Record<string, string> = {
     dynamic: 'dynamic NTK scaling changes the frequencies with the length of each text',
-    longrope: 'longrope switches between two sets of frequency factors at a length threshold',
   };
-  throw new LobesError(`rope scaling "${kind}" is not converted (${why[kind] ?? 'an unknown scaling'}); lobes converts linear, llama3 and yarn scaling`, { file, where: `${where}.${src.rope_type !== undefined ? 'rope_type' : 'type'}` });
+  throw new LobesError(`rope scaling "${kind}" is not converted (${why[kind] ?? 'an unknown scaling'}); lobes converts linear, llama3, yarn and longrope scaling`, { file, where: `${where}.${src.rope_type !== undefined ? 'rope_type' : 'type'}` });
 }
 
 /** A config.json (of a known family) as a Llama spec, with every setting lobes cannot express refused. */
@@ -242,13 +257,20 @@ export function hfSpec(config: Record<string, any>, file: string): { family: HfF
   if (config.mlp_bias) fail('mlp_bias', 'biases on the MLP projections are not expressed by lobes\' graphs');
   if (family !== 'qwen2' && config.attention_bias) fail('attention_bias', `attention_bias puts a bias on o_proj as well as q, k, v; lobes' graphs add biases to q, k and v only (as Qwen2 has them)`);
   if (config.num_local_experts || config.num_experts || config.n_routed_experts) fail('num_experts', 'mixture-of-experts MLPs are not expressed by lobes\' graphs');
-  const ppd = config.partial_rotary_factor;
-  if (ppd !== undefined && ppd !== null && ppd !== 1) fail('partial_rotary_factor', `partial rotary embeddings (factor ${ppd}) are not expressed: lobes rotates the whole head`);
+  // partial_rotary_factor at the top level, or inside rope_parameters / rope_scaling (transformers 5).
+  const ppd = config.partial_rotary_factor ?? config.rope_parameters?.partial_rotary_factor ?? config.rope_scaling?.partial_rotary_factor;
+  let rotaryDim: number | undefined;
+  if (ppd !== undefined && ppd !== null && ppd !== 1) {
+    if (family !== 'phi3') fail('partial_rotary_factor', `partial rotary embeddings (factor ${ppd}) are expressed for phi3 only: ${family} rotates the whole head in transformers`);
+    if (typeof ppd !== 'number' || !(ppd > 0 && ppd < 1)) fail('partial_rotary_factor', `must be a number in (0, 1], got ${JSON.stringify(ppd)}`);
+    rotaryDim = Math.floor(headDim * ppd);
+    if (rotaryDim < 2 || rotaryDim % 2 !== 0) fail('partial_rotary_factor', `rotates ${rotaryDim} of ${headDim} head dims: rotary embeddings need an even number`);
+  }
   // Mistral's window applies to every layer; Qwen2's (use_sliding_window) only from
   // max_window_layers on, and per-layer types mix windowed and full layers: those are refused.
   let slidingWindow: number | null = null;
   const layerTypes: unknown[] = Array.isArray(config.layer_types) ? config.layer_types : [];
-  if (family === 'mistral' && config.sliding_window !== null && config.sliding_window !== undefined) {
+  if ((family === 'mistral' || family === 'phi3') && config.sliding_window !== null && config.sliding_window !== undefined) {
     if (!posInt(config.sliding_window)) fail('sliding_window', `must be a positive integer or null, got ${JSON.stringify(config.sliding_window)}`);
     slidingWindow = config.sliding_window;
     if (layerTypes.some((t) => t !== 'sliding_attention')) fail('layer_types', 'mixes sliding-window and full-attention layers, which lobes\' graphs do not express (one window for every layer)');
@@ -259,7 +281,7 @@ export function hfSpec(config: Record<string, any>, file: string): { family: HfF
   }
   const eps = config.rms_norm_eps ?? 1e-6;
   if (typeof eps !== 'number' || !(eps > 0)) fail('rms_norm_eps', `must be a positive number, got ${JSON.stringify(eps)}`);
-  const rope = hfRope(config, file, 10000);
+  const rope = hfRope(config, file, 10000, family);
   const tokenId = (k: string): number | null => (Number.isInteger(config[k]) ? config[k] : null);
   const eos = Array.isArray(config.eos_token_id) ? config.eos_token_id.filter((x: unknown) => Number.isInteger(x)) : tokenId('eos_token_id');
   const spec: LlamaSpec = {
@@ -282,6 +304,7 @@ export function hfSpec(config: Record<string, any>, file: string): { family: HfF
     ...(family === 'qwen2' ? { attnBias: true } : {}),
     ...(family === 'qwen3' ? { qkNorm: true } : {}),
     ...(slidingWindow ? { slidingWindow } : {}),
+    ...(rotaryDim !== undefined ? { rotaryDim } : {}),
   };
   return { family, spec };
 }
@@ -365,7 +388,14 @@ export function openHfCheckpoint(dir: string): HfCheckpoint {
   if (!config || typeof config !== 'object' || Array.isArray(config)) throw new LobesError('is not a JSON object', { file: cfgFile });
   const { family, spec } = hfSpec(config, cfgFile);
   const { tensors, shards, index } = checkpointTensors(abs);
+  // Phi-3: the checkpoint holds qkv_proj and gate_up_proj in place of their parts.
   const want = new Map(expectedWeights(spec));
+  if (family === 'phi3') {
+    for (const f of phi3FusedWeights(spec)) {
+      for (const [part] of f.parts) want.delete(part);
+      want.set(f.fused, [f.parts.reduce((a, [, r]) => a + r, 0), f.cols]);
+    }
+  }
   const dtypes: Record<string, number> = {};
   for (const [name, h] of tensors) {
     const t = h.tensors.get(name)!;
@@ -399,7 +429,9 @@ export function openHfCheckpoint(dir: string): HfCheckpoint {
   if (index) add(HF_INDEX, 'index');
   for (const s of shards) add(s, 'weights');
   for (const f of HF_TOKENIZER_FILES) if (existsSync(path.join(abs, f))) add(f, 'tokenizer');
-  return { dir: abs, family, config, spec, weights: new SafetensorsWeightSource(tensors, abs), files, tensors, dtypes };
+  const st = new SafetensorsWeightSource(tensors, abs);
+  const weights = family === 'phi3' ? Object.assign(new SplitWeightSource(st, phi3Parts(spec)), { close: () => st.close() }) : st;
+  return { dir: abs, family, config, spec, weights, files, tensors, dtypes };
 }
 
 /**

@@ -8,6 +8,9 @@
  *    names them `model.layers.{i}.mlp.{gate,up,down}_proj.weight` ([d_out, d_in]);
  *  - an ONNX model names them through the capture points' ProjectionRefs (src/runtime),
  *    stored as MatMul [d_in, d_out], Gemm/HF [d_out, d_in] or MatMulNBits blocks;
+ *  - Phi-3 / Phi-4-mini hold gate_proj and up_proj as one `mlp.gate_up_proj.weight`
+ *    ([2·intermediate, d_in]: gate rows, then up; llama.cpp's phi3 `blk.{i}.ffn_up`): each part
+ *    is located as its row range of the fused tensor, under its own name;
  *  - a llama GGUF (llama.cpp, Ollama) names them `blk.{i}.ffn_{gate,up,down}.weight`, GGML
  *    blocks with one stored row per output, dequantized by the weight pass exactly as the
  *    converted model's weights are (src/convert/gguf-llama.ts).
@@ -129,6 +132,28 @@ export function safetensorsMatrices(ck: SafetensorsCheckpoint, wanted: WantedMat
     // HF names: model.layers.{i}.{module}.{proj}.weight (or without the model. prefix).
     const candidates = [`model.${w.name}.weight`, `${w.name}.weight`];
     const tname = candidates.find((c) => ck.tensors.has(c));
+    const fused = tname ? null : fusedMlpPart(w);
+    const fname = fused && [`model.${fused.tensor}`, fused.tensor].find((c) => ck.tensors.has(c));
+    if (fused && fname) {
+      const h = ck.tensors.get(fname)!;
+      const t = h.tensors.get(fname)!;
+      if (t.shape.length !== 2 || t.shape[0]! % 2 !== 0) throw new LobesError(`expected a 2-D weight of gate rows then up rows, got shape ${JSON.stringify(t.shape)}`, { file: h.file, where: fname });
+      const [rows, dIn] = t.shape as [number, number];
+      if (dIn !== w.dIn) throw new LobesError(`weight shape [${rows}, ${dIn}] has d_in=${dIn} but the run captured ${w.input} with dim ${w.dIn}`, { file: h.file, where: fname, hint: 'the checkpoint does not belong to the model of this run' });
+      const dOut = rows / 2;
+      const rowBytes = t.byteLength / rows;
+      const r0 = fused.part * dOut;
+      out.push({
+        name: w.name,
+        layer: w.layer,
+        proj: w.proj,
+        input: w.input,
+        dOut,
+        dIn,
+        source: { kind: 'dense', tensor: `${fname}[${r0}:${r0 + dOut}]`, dtype: stDtype(t.dtype, h.file, fname), layout: 'out_in', data: { file: h.file, offset: t.offset + r0 * rowBytes, byteLength: dOut * rowBytes } },
+      });
+      continue;
+    }
     if (!tname) {
       missing.push(candidates[0]);
       continue;
@@ -161,6 +186,12 @@ export function safetensorsMatrices(ck: SafetensorsCheckpoint, wanted: WantedMat
     });
   }
   return out;
+}
+
+/** gate_proj / up_proj as part 0 / 1 of the layer's fused `mlp.gate_up_proj.weight` (Phi-3); null for other projections. */
+function fusedMlpPart(w: WantedMatrix): { tensor: string; part: 0 | 1 } | null {
+  if (w.proj !== 'gate_proj' && w.proj !== 'up_proj') return null;
+  return { tensor: `layers.${w.layer}.mlp.gate_up_proj.weight`, part: w.proj === 'gate_proj' ? 0 : 1 };
 }
 
 // ---------------------------------------------------------------------------------------
@@ -279,6 +310,19 @@ export function ggufMatrices(file: string, wanted: WantedMatrix[]): MatrixRef[] 
     const out: MatrixRef[] = [];
     for (const w of wanted) {
       const hf = `model.${w.name}.weight`;
+      const fused = fusedMlpPart(w);
+      const fusedMapped = fused && model.mapped.find((m) => m.name === `model.${fused.tensor}`);
+      if (fused && fusedMapped) {
+        // phi3's ffn_up: gate rows then up rows, each stored row one output (a row range is a byte range).
+        const [rows, dIn] = fusedMapped.shape as [number, number];
+        if (dIn !== w.dIn) throw new LobesError(`weight shape [${rows}, ${dIn}] has d_in=${dIn} but the run captured ${w.input} with dim ${w.dIn}`, { file, where: `tensor ${JSON.stringify(fusedMapped.tensor.name)}`, hint: 'the GGUF does not belong to the model of this run' });
+        const t = fusedMapped.tensor;
+        const dOut = rows / 2;
+        const rowBytes = t.nbytes / rows;
+        const r0 = fused.part * dOut;
+        out.push({ name: w.name, layer: w.layer, proj: w.proj, input: w.input, dOut, dIn, source: { kind: 'ggml', tensor: `${t.name}[${r0}:${r0 + dOut}]`, type: t.type, data: { file, offset: t.offset + r0 * rowBytes, byteLength: dOut * rowBytes } } });
+        continue;
+      }
       const mapped = model.mapped.find((m) => m.name === hf);
       if (!mapped) throw new LobesError(`no tensor for ${hf} in this llama GGUF`, { file });
       if (mapped.permutedHeads) throw new LobesError(`${w.proj} rows are permuted in GGUF files; lobes scores MLP projections only`, { file, where: `tensor ${JSON.stringify(mapped.tensor.name)}` });

@@ -165,7 +165,7 @@ describe('refusals, in one line, before anything is written', () => {
       ['mixtral', /model_type "mixtral" is not converted: .*mixture-of-experts/],
       ['gemma2', /model_type "gemma2" is not converted: .*\(1 \+ w\)/],
       ['gpt_oss', /attention sinks/],
-      ['phi3', /fused qkv_proj and gate_up_proj/],
+      ['phi', /model_type "phi" is not converted: .*LayerNorm with a bias/],
       ['mamba', /model_type "mamba" is not one lobes converts/],
     ] as const) {
       const d = copy('llama');
@@ -178,9 +178,10 @@ describe('refusals, in one line, before anything is written', () => {
     const cases: [string, (j: any) => void, RegExp][] = [
       ['llama', (j) => (j.hidden_act = 'gelu'), /activation "gelu" is not SiLU/],
       ['llama', (j) => (j.attention_bias = true), /attention_bias puts a bias on o_proj/],
-      ['llama', (j) => (j.rope_scaling = { type: 'longrope', factor: 4 }), /rope_scaling\.type: rope scaling "longrope" is not converted/],
+      ['llama', (j) => (j.rope_scaling = { type: 'longrope', factor: 4 }), /rope_scaling: longrope needs original_max_position_embeddings/],
       ['llama', (j) => (j.rope_scaling = { rope_type: 'dynamic', factor: 2 }), /rope scaling "dynamic" is not converted/],
-      ['llama', (j) => (j.rope_scaling = { rope_type: 'longrope', factor: 2 }), /rope scaling "longrope" is not converted/],
+      ['llama', (j) => (j.rope_scaling = { rope_type: 'longrope', factor: 2, original_max_position_embeddings: 64 }), /rope_scaling\.short_factor: longrope needs short_factor as a list of numbers/],
+      ['llama', (j) => (j.partial_rotary_factor = 0.5), /partial_rotary_factor: partial rotary embeddings \(factor 0\.5\) are expressed for phi3 only/],
       ['mistral', (j) => (j.layer_types = ['sliding_attention', 'full_attention']), /layer_types: mixes sliding-window and full-attention layers/],
       ['llama', (j) => (j.layer_types = ['sliding_attention', 'sliding_attention']), /layer_types: has sliding-window layers/],
       ['qwen2', (j) => (j.use_sliding_window = true, j.sliding_window = 8), /use_sliding_window: sliding-window attention from layer max_window_layers on/],

@@ -23,12 +23,39 @@ export interface FamilyGolden {
   rope: string;
   tensors: Record<string, number[]>;
   gguf?: string;
+  gguf_full?: string;
+  gguf_q8?: string;
+  edge_ids?: number[][];
   gguf_vs_checkpoint_logits_rel?: number;
   builder_export: { builder: string; note: string | null; oracle: string; drops?: string; builder_vs_checkpoint_logits_rel?: number };
 }
-export const META: { texts: string[]; ids: number[][]; pad: number; families: Record<string, FamilyGolden> } = JSON.parse(readFileSync(path.join(CKPTS, 'goldens.json'), 'utf8'));
-const HEADER = readSafetensorsHeader(path.join(CKPTS, 'goldens.safetensors'));
-export const golden = (name: string) => readTensorFloat32(HEADER, name);
+export interface GoldenMeta {
+  texts: string[];
+  ids: number[][];
+  pad: number;
+  families: Record<string, FamilyGolden>;
+}
+
+/** A goldens file pair of the generator: NAME.json (texts, ids, families) and NAME.safetensors. */
+export class GoldenSet {
+  readonly meta: GoldenMeta;
+  private readonly header;
+  constructor(name: string) {
+    this.meta = JSON.parse(readFileSync(path.join(CKPTS, `${name}.json`), 'utf8'));
+    this.header = readSafetensorsHeader(path.join(CKPTS, `${name}.safetensors`));
+  }
+  golden(name: string): Float32Array {
+    return readTensorFloat32(this.header, name);
+  }
+  /** The golden point names recorded under `prefix.` (layers.L.mlp.in, ..., final.hidden, logits). */
+  points(prefix: string): string[] {
+    return [...this.header.tensors.keys()].filter((k) => k.startsWith(`${prefix}.`)).map((k) => k.slice(prefix.length + 1)).filter((k) => !k.startsWith('attn.'));
+  }
+}
+
+const DEFAULT_SET = new GoldenSet('goldens');
+export const META: GoldenMeta = DEFAULT_SET.meta;
+export const golden = (name: string) => DEFAULT_SET.golden(name);
 export const grow = (a: Float32Array, i: number, d: number) => a.subarray(i * d, (i + 1) * d);
 
 /** Last-token logits [rows, V] of a converted model (either layout), one padded batch. */
@@ -70,16 +97,18 @@ export async function batchLogits(dir: string, ids: number[][], pad: number, sid
  * the converted model `dir` equal the goldens `prefix.*` within `tol` (relative), text by text,
  * the texts run as one batch padded on `side`. Returns the largest error seen.
  */
-export async function expectGoldens(dir: string, prefix: string, side: 'left' | 'right', tol = 1e-4): Promise<number> {
-  const ids = META.ids;
-  const names = goldenPoints(prefix);
+export async function expectGoldens(dir: string, prefix: string, side: 'left' | 'right', tol = 1e-4, set: GoldenSet = DEFAULT_SET): Promise<number> {
+  const ids = set.meta.ids;
+  const pad = set.meta.pad;
+  const golden = (name: string) => set.golden(name);
+  const names = set.points(prefix);
   let worst = 0;
   const engine = await openCaptureEngine(dir, { capture: ['final', 'mlp', 'resid'], device: 'cpu' });
   try {
     const got = engine.hooks.map((h) => h.name).sort();
     const want = names.filter((n) => n !== 'logits').sort();
     expect(got).toEqual(want);
-    const out = await engine.run(padBatch(ids, META.pad, side));
+    const out = await engine.run(padBatch(ids, pad, side));
     for (const name of want) {
       const g = golden(`${prefix}.${name}`);
       const d = g.length / ids.length;
@@ -94,7 +123,7 @@ export async function expectGoldens(dir: string, prefix: string, side: 'left' | 
   } finally {
     await engine.close();
   }
-  const { logits, V } = await batchLogits(dir, ids, META.pad, side);
+  const { logits, V } = await batchLogits(dir, ids, pad, side);
   const g = golden(`${prefix}.logits`);
   for (let i = 0; i < ids.length; i++) {
     const e = relErr(grow(logits, i, V), grow(g, i, V));
@@ -106,5 +135,5 @@ export async function expectGoldens(dir: string, prefix: string, side: 'left' | 
 
 /** The golden point names recorded under `prefix.` (layers.L.mlp.in, ..., final.hidden, logits). */
 export function goldenPoints(prefix: string): string[] {
-  return [...HEADER.tensors.keys()].filter((k) => k.startsWith(`${prefix}.`)).map((k) => k.slice(prefix.length + 1)).filter((k) => !k.startsWith('attn.'));
+  return DEFAULT_SET.points(prefix);
 }

@@ -47,6 +47,8 @@ Run from the repository root:
     /work/venv/bin/python test/goldens/make_hf_checkpoint_goldens.py
 Writes test/goldens/hf-checkpoints/{tokenizer,llama,mistral,qwen2,qwen3}/ and goldens.json,
 goldens.safetensors (tensors named FAMILY.POINT).
+    /work/venv/bin/python test/goldens/make_hf_checkpoint_goldens.py --family phi3
+adds phi3/, tiny-phi3.gguf, tiny-phi3-plain.gguf and goldens-phi3.{json,safetensors} (see PHI3 below).
 """
 import json
 import os
@@ -438,5 +440,275 @@ def main():
         f.write("\n")
 
 
+# ---------------------------------------------------------------------------------------
+# Phi-3 / Phi-4-mini (run with --family phi3; writes phi3/, tiny-phi3*.gguf and
+# goldens-phi3.{json,safetensors} next to the others, leaving them as they are).
+#
+# The checkpoint: hidden 64, 2 layers, 2 heads / 1 KV head of 32 dims, tied embeddings
+# (Phi-4-mini), fused qkv_proj and gate_up_proj as transformers' Phi3ForCausalLM holds them,
+# partial_rotary_factor 0.5 (16 of the 32 dims rotate), longrope scaling in config.json's
+# legacy spelling (rope_scaling {"type": "longrope", short_factor, long_factor} with
+# original_max_position_embeddings 32 at the top level, as Phi-3 / Phi-4-mini configs have it:
+# texts 0 and 3 (66 and 56 tokens) are longer, texts 1 and 2 (16, 10) shorter; max_position_embeddings
+# 256 gives the attention factor sqrt(1 + ln 8 / ln 32)), a sliding window of 24 tokens, F32.
+# Goldens phi3.* from transformers reading the folder, each text run alone (so each text picks
+# the short or long factors by its own length), with the attention weights from the last token
+# (phi3.attn.textI, [layers, heads, n]); phi3-norope.* the same folder without rope_scaling
+# (partial rotary and the window kept).
+#
+# GGUFs, written with the gguf package under llama.cpp's phi3 names (blk.N.attn_qkv,
+# blk.N.ffn_up holding gate and up, no ffn_gate; no q/k row permutation):
+#   tiny-phi3.gguf        everything llama.cpp's converter writes: phi3.rope.dimension_count 16,
+#                         rope_factors_long / rope_factors_short, phi3.rope.scaling.original_context_length,
+#                         phi3.rope.scaling.attn_factor, phi3.attention.sliding_window; transformers'
+#                         GGUF loader reads none of these, so its oracle is the checkpoint (phi3.*);
+#   tiny-phi3-plain.gguf  the same weights with full rotary, no rope factors, no window: its oracle
+#                         is transformers' GGUF loader reading it (phi3-gguf.*), checked here to equal
+#                         the checkpoint with partial rotary, rope scaling and window taken out;
+#   tiny-phi3-q8.gguf     the plain file with every matrix in Q8_0 (the fused attn_qkv / ffn_up
+#                         quantized whole, as llama.cpp does): oracle transformers' GGUF loader
+#                         dequantizing it (phi3-gguf-q8.*).
+PHI3 = dict(
+    seed=55,
+    config=dict(model_type="phi3", architectures=["Phi3ForCausalLM"], hidden_size=64, intermediate_size=96,
+                num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1, rms_norm_eps=1e-5,
+                max_position_embeddings=256, original_max_position_embeddings=32, tie_word_embeddings=True,
+                hidden_act="silu", sliding_window=24),
+    partial_rotary_factor=0.5, theta=10000.0,
+)
+
+
+def phi3_factors(seed, n):
+    g = np.random.default_rng(seed)
+    short = [round(float(x), 4) for x in 1 + 0.5 * g.random(n)]
+    long = [round(float(x), 4) for x in np.sort(1 + 7 * g.random(n))]
+    return short, long
+
+
+def write_phi3_gguf(model, path, tok, full, q8=False):
+    cfg = model.config
+    sd = {k: v.detach().float().numpy() for k, v in model.state_dict().items()}
+    hd = cfg.hidden_size // cfg.num_attention_heads
+    w = gguf.GGUFWriter(path, "phi3")
+    w.add_name("lobes tiny phi3 test model")
+    w.add_context_length(cfg.max_position_embeddings)
+    w.add_embedding_length(cfg.hidden_size)
+    w.add_block_count(cfg.num_hidden_layers)
+    w.add_feed_forward_length(cfg.intermediate_size)
+    w.add_head_count(cfg.num_attention_heads)
+    w.add_head_count_kv(cfg.num_key_value_heads)
+    w.add_rope_freq_base(PHI3["theta"])
+    w.add_layer_norm_rms_eps(cfg.rms_norm_eps)
+    w.add_file_type(gguf.LlamaFileType.MOSTLY_Q8_0 if q8 else gguf.LlamaFileType.ALL_F32)
+    if full:
+        rp = cfg.rope_parameters
+        rd = int(hd * rp["partial_rotary_factor"])
+        w.add_rope_dimension_count(rd)
+        orig = rp["original_max_position_embeddings"]
+        scale = cfg.max_position_embeddings / orig
+        w.add_rope_scaling_attn_factors(1.0 if scale <= 1 else float(np.sqrt(1 + np.log(scale) / np.log(orig))))
+        w.add_rope_scaling_orig_ctx_len(orig)
+        w.add_sliding_window(cfg.sliding_window)
+        w.add_tensor("rope_factors_long.weight", np.array(rp["long_factor"], dtype=np.float32))
+        w.add_tensor("rope_factors_short.weight", np.array(rp["short_factor"], dtype=np.float32))
+    else:
+        w.add_rope_dimension_count(hd)
+    vocab = tok.backend_tokenizer.get_vocab(with_added_tokens=True)
+    tokens = [None] * len(vocab)
+    for t, i in vocab.items():
+        tokens[i] = t
+    added = {a.content for a in tok.backend_tokenizer.get_added_tokens_decoder().values()}
+    merges = json.loads(tok.backend_tokenizer.to_str())["model"]["merges"]
+    w.add_tokenizer_model("gpt2")
+    w.add_tokenizer_pre("qwen2")
+    w.add_token_list(tokens)
+    w.add_token_types([gguf.TokenType.CONTROL if t in added else gguf.TokenType.NORMAL for t in tokens])
+    w.add_token_merges([" ".join(m) if isinstance(m, list) else m for m in merges])
+    w.add_eos_token_id(tok.eos_token_id)
+    w.add_pad_token_id(tok.pad_token_id)
+    w.add_add_bos_token(False)
+    w.add_chat_template(CHAT_TEMPLATE)
+    names = {"input_layernorm.weight": "attn_norm.weight", "post_attention_layernorm.weight": "ffn_norm.weight",
+             "self_attn.qkv_proj.weight": "attn_qkv.weight", "self_attn.o_proj.weight": "attn_output.weight",
+             "mlp.gate_up_proj.weight": "ffn_up.weight", "mlp.down_proj.weight": "ffn_down.weight"}
+    def put(name, x):
+        if q8 and x.ndim == 2:
+            qt = gguf.GGMLQuantizationType.Q8_0
+            w.add_tensor(name, gguf.quants.quantize(x, qt), raw_shape=gguf.quant_shape_to_byte_shape(x.shape, qt), raw_dtype=qt)
+        else:
+            w.add_tensor(name, x)
+
+    put("token_embd.weight", sd["model.embed_tokens.weight"])
+    for l in range(cfg.num_hidden_layers):
+        for hf, gg in names.items():
+            put(f"blk.{l}.{gg}", sd[f"model.layers.{l}.{hf}"])
+    w.add_tensor("output_norm.weight", sd["model.norm.weight"])
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+def hooks_run_batch(model, ids_list, pad):
+    """hooks_run's points from one right-padded batch (row i at its last real token): the
+    forward onnxruntime-genai's builder graphs compute, longrope chosen once for the batch."""
+    cap = {}
+
+    def pre(name):
+        def fn(_m, inputs):
+            cap[name] = inputs[0].detach().clone()
+        return fn
+
+    def post(name):
+        def fn(_m, _inp, out):
+            cap[name] = (out[0] if isinstance(out, tuple) else out).detach().clone()
+        return fn
+
+    hs = []
+    for i, layer in enumerate(model.model.layers):
+        hs.append(layer.mlp.gate_up_proj.register_forward_pre_hook(pre(f"layers.{i}.mlp.in")))
+        hs.append(layer.mlp.down_proj.register_forward_pre_hook(pre(f"layers.{i}.mlp.down_in")))
+        hs.append(layer.register_forward_hook(post(f"layers.{i}.resid_out")))
+    n = max(len(x) for x in ids_list)
+    t = torch.tensor([x + [pad] * (n - len(x)) for x in ids_list])
+    mask = torch.tensor([[1] * len(x) + [0] * (n - len(x)) for x in ids_list])
+    with torch.no_grad():
+        out = model(input_ids=t, attention_mask=mask, output_hidden_states=True, use_cache=False)
+    for h in hs:
+        h.remove()
+    cap["final.hidden"] = out.hidden_states[-1]
+    cap["logits"] = out.logits
+    last = [len(x) - 1 for x in ids_list]
+    return {k: torch.stack([v[r, last[r]].float() for r in range(len(ids_list))]) for k, v in cap.items()}
+
+
+def phi3_main():
+    tok = PreTrainedTokenizerFast.from_pretrained(os.path.join(OUT, "tokenizer"))
+    ids = [tok(t, add_special_tokens=True)["input_ids"] for t in TEXTS]
+    meta = json.load(open(os.path.join(OUT, "goldens.json")))
+    assert ids == meta["ids"], "the tokenizer differs from goldens.json's"
+    fam = PHI3
+    hd = fam["config"]["hidden_size"] // fam["config"]["num_attention_heads"]
+    short, long = phi3_factors(fam["seed"], int(hd * fam["partial_rotary_factor"]) // 2)
+    rope_scaling = {"type": "longrope", "short_factor": short, "long_factor": long}
+    torch.manual_seed(fam["seed"])
+    cfg = transformers.AutoConfig.for_model(**fam["config"], vocab_size=len(tok), eos_token_id=tok.eos_token_id,
+                                            pad_token_id=tok.pad_token_id, bos_token_id=None,
+                                            rope_scaling=dict(rope_scaling, rope_theta=fam["theta"]),
+                                            partial_rotary_factor=fam["partial_rotary_factor"])
+    model = AutoModelForCausalLM.from_config(cfg, attn_implementation="eager").eval()
+    init_weights(model, fam["seed"])
+    folder = os.path.join(OUT, "phi3")
+    if os.path.exists(folder):
+        shutil.rmtree(folder)
+    model.save_pretrained(folder, safe_serialization=True)
+    for f in os.listdir(os.path.join(OUT, "tokenizer")):
+        shutil.copy(os.path.join(OUT, "tokenizer", f), folder)
+    gen = os.path.join(folder, "generation_config.json")
+    if os.path.exists(gen):
+        os.remove(gen)
+    # config.json as Phi-3 / Phi-4-mini checkpoints spell it: rope_theta, rope_scaling, partial_rotary_factor at the top level.
+    path = os.path.join(folder, "config.json")
+    c = json.load(open(path))
+    c.pop("rope_parameters", None)
+    c.update(rope_theta=fam["theta"], rope_scaling=rope_scaling, partial_rotary_factor=fam["partial_rotary_factor"],
+             original_max_position_embeddings=fam["config"]["original_max_position_embeddings"])
+    json.dump(c, open(path, "w"), indent=2)
+    ref = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32, attn_implementation="eager").eval()
+    assert ref.config.rope_parameters["rope_type"] == "longrope", ref.config.rope_parameters
+    assert ref.config.rope_parameters["partial_rotary_factor"] == 0.5
+    rot = ref.model.rotary_emb
+    tensors = {}
+    # hooks_run hooks gate_proj / down_proj: Phi3 has gate_up_proj, whose input is mlp.in.
+    for layer in ref.model.layers:
+        layer.mlp.gate_proj = layer.mlp.gate_up_proj
+    g = hooks_run(ref, ids)
+    for layer in ref.model.layers:
+        del layer.mlp.gate_proj
+    for k, v in g.items():
+        tensors[f"phi3.{k}"] = v.contiguous()
+    for i, a in enumerate(attention_rows(ref, ids)):
+        tensors[f"phi3.attn.text{i}"] = a
+    # The longrope threshold: text 0 cut to 32 tokens (= original_max_position_embeddings: short
+    # factors) and to 33 (long), each run alone; last-token logits phi3-edge.logits [2, V].
+    edge = [ids[0][:32], ids[0][:33]]
+    with torch.no_grad():
+        tensors["phi3-edge.logits"] = torch.stack([ref(input_ids=torch.tensor([e]), use_cache=False).logits[0, -1].float() for e in edge]).contiguous()
+    info = {"seed": fam["seed"], "dtype": "float32", "files": sorted(os.listdir(folder)), "rope": "legacy",
+            "attention_scaling": rot.attention_scaling, "lengths": [len(x) for x in ids], "edge_ids": edge,
+            "tensors": {k: list(v.shape) for k, v in g.items()}}
+
+    def run_variant(edit):
+        with tempfile.TemporaryDirectory() as tmp:
+            src = os.path.join(tmp, "ckpt")
+            shutil.copytree(folder, src)
+            cc = json.load(open(os.path.join(src, "config.json")))
+            edit(cc)
+            json.dump(cc, open(os.path.join(src, "config.json"), "w"), indent=2)
+            m = AutoModelForCausalLM.from_pretrained(src, dtype=torch.float32, attn_implementation="eager").eval()
+            for layer in m.model.layers:
+                layer.mlp.gate_proj = layer.mlp.gate_up_proj
+            return hooks_run(m, ids), attention_rows(m, ids)
+
+    nr, nr_attn = run_variant(lambda cc: cc.pop("rope_scaling"))
+    for i, a in enumerate(nr_attn):
+        tensors[f"phi3-norope.attn.text{i}"] = a
+    info["norope_vs_checkpoint_logits_rel"] = rel(nr["logits"], g["logits"])
+    for k, v in nr.items():
+        tensors[f"phi3-norope.{k}"] = v.contiguous()
+    # Plain: no partial rotary, no rope scaling, no window (what transformers' GGUF loader keeps of a phi3 file).
+    plain, _ = run_variant(lambda cc: [cc.pop("rope_scaling"), cc.pop("sliding_window"), cc.__setitem__("partial_rotary_factor", 1.0)])
+    for name, full, q8 in (("tiny-phi3.gguf", True, False), ("tiny-phi3-plain.gguf", False, False), ("tiny-phi3-q8.gguf", False, True)):
+        gpath = os.path.join(OUT, name)
+        write_phi3_gguf(ref, gpath, tok, full, q8)
+        with tempfile.TemporaryDirectory() as tmp:
+            shutil.copy(gpath, tmp)
+            hg = AutoModelForCausalLM.from_pretrained(tmp, gguf_file=name, dtype=torch.float32, attn_implementation="eager").eval()
+        for layer in hg.model.layers:
+            layer.mlp.gate_proj = layer.mlp.gate_up_proj
+        gg = hooks_run(hg, ids)
+        key = "gguf_full" if full else "gguf_q8" if q8 else "gguf"
+        info[f"{key}_loader_vs_checkpoint_logits_rel"] = rel(gg["logits"], g["logits"])
+        info[f"{key}_loader_vs_plain_checkpoint_logits_rel"] = rel(gg["logits"], plain["logits"])
+        if not full and not q8:
+            assert info["gguf_loader_vs_plain_checkpoint_logits_rel"] < 1e-5, info
+            for k, v in gg.items():
+                tensors[f"phi3-gguf.{k}"] = v.contiguous()
+        if q8:
+            for k, v in gg.items():
+                tensors[f"phi3-gguf-q8.{k}"] = v.contiguous()
+        info[key] = name
+    # onnxruntime-genai's builder (-p fp32 -e cpu) on the checkpoint: it leaves out the sliding
+    # window (local_window_size -1) and chooses the longrope cache once per batch by its length
+    # (an If on the sequence length), so its oracle is transformers' batched forward (right
+    # padding, 66 > 32 tokens: the long factors for every text) on the checkpoint without the window.
+    out_b = os.path.join(OUT, "builder-phi3")
+    if os.path.exists(out_b):
+        shutil.rmtree(out_b)
+    info["builder_export"] = builder_export(folder, "phi3", out_b)
+    with tempfile.TemporaryDirectory() as tmp:
+        src = os.path.join(tmp, "ckpt")
+        shutil.copytree(folder, src)
+        cc = json.load(open(os.path.join(src, "config.json")))
+        cc.pop("sliding_window")
+        json.dump(cc, open(os.path.join(src, "config.json"), "w"), indent=2)
+        m = AutoModelForCausalLM.from_pretrained(src, dtype=torch.float32, attn_implementation="eager").eval()
+        bo = hooks_run_batch(m, ids, tok.pad_token_id)
+    info["builder_export"].update(oracle="phi3-builder", drops="sliding_window; longrope chosen per batch",
+                                  builder_vs_checkpoint_logits_rel=rel(bo["logits"], g["logits"]))
+    for k, v in bo.items():
+        tensors[f"phi3-builder.{k}"] = v.contiguous()
+    save_file(tensors, os.path.join(OUT, "goldens-phi3.safetensors"))
+    out = {"transformers": transformers.__version__, "torch": torch.__version__, "texts": TEXTS, "ids": ids, "pad": tok.pad_token_id,
+           "families": {"phi3": info}}
+    with open(os.path.join(OUT, "goldens-phi3.json"), "w") as f:
+        json.dump(out, f, indent=1, ensure_ascii=False)
+        f.write("\n")
+    print("phi3 ok", json.dumps({k: v for k, v in info.items() if "rel" in k or "scaling" in k}))
+
+
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:] == ["--family", "phi3"]:
+        phi3_main()
+    else:
+        main()

@@ -10,6 +10,7 @@ const ARCHITECTURES: Record<string, string> = {
   mistral: 'MistralForCausalLM',
   qwen2: 'Qwen2ForCausalLM',
   qwen3: 'Qwen3ForCausalLM',
+  phi3: 'Phi3ForCausalLM',
 };
 
 /** Hugging Face config fields of a spec (config.json: LlamaConfig, or Qwen2Config / Qwen3Config). */
@@ -31,7 +32,8 @@ export function llamaConfigJson(spec: LlamaSpec, opts: Pick<WriteLlamaOptions, '
     max_position_embeddings: spec.maxPositions,
     tie_word_embeddings: spec.tiedEmbeddings,
     attention_bias: !!spec.attnBias,
-    ...(spec.modelType === 'mistral' ? { sliding_window: spec.slidingWindow ?? null } : {}),
+    ...(spec.modelType === 'mistral' || spec.modelType === 'phi3' ? { sliding_window: spec.slidingWindow ?? null } : {}),
+    ...(spec.rotaryDim !== undefined && spec.rotaryDim !== spec.headDim ? { partial_rotary_factor: spec.rotaryDim / spec.headDim } : {}),
     mlp_bias: false,
     bos_token_id: spec.bosTokenId ?? null,
     eos_token_id: spec.eosTokenId ?? null,

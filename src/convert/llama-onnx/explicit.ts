@@ -15,12 +15,13 @@
 import { int, ints } from './graph.js';
 import type { GGraph } from './graph.js';
 import type { GraphBuilder, ProjNaming } from './build.js';
-import { ropeAttentionFactor, ropeInvFreq, W } from './spec.js';
+import { ropeAttentionFactor, ropeInvFreq, ropeLongInvFreq, rotaryDim, W } from './spec.js';
 
 /** Build the explicit graph, streaming the weights into the builder's sink. */
 export function buildExplicit(b: GraphBuilder): GGraph {
   const s = b.spec;
   const { heads, kvHeads, vocab: V, layers, rmsNormEps, headDim: hd } = s;
+  const rd = rotaryDim(s);
   const withPast = b.opts.withPast;
   const ft = b.ft;
   const rep = heads / kvHeads;
@@ -58,8 +59,9 @@ export function buildExplicit(b: GraphBuilder): GGraph {
   const cAx12 = b.i64('/model/constants/axes12', [1, 2]);
   const cAxLast = b.i64('/model/constants/axes_last', [-1]);
   const cHalf0 = b.i64('/model/constants/half_start', [0]);
-  const cHalf1 = b.i64('/model/constants/half_mid', [hd / 2]);
-  const cHalf2 = b.i64('/model/constants/half_end', [hd]);
+  const cHalf1 = b.i64('/model/constants/half_mid', [rd / 2]);
+  const cHalf2 = b.i64('/model/constants/half_end', [rd]);
+  const cHeadEnd = rd < hd ? b.i64('/model/constants/head_end', [hd]) : '';
   const cQShape = b.i64('/model/constants/q_shape', [0, 0, heads, hd]);
   const cKvShape = b.i64('/model/constants/kv_shape', [0, 0, kvHeads, hd]);
   const cRepShape = b.i64('/model/constants/rep_shape', [1, 1, rep, 1, 1]);
@@ -95,10 +97,27 @@ export function buildExplicit(b: GraphBuilder): GGraph {
   const mask = node('Where', '/model/Where', [allowed, cZero, cMaskMin]);
 
   // Rotary embedding from position_ids, computed in float32 (cast to float16 after cos/sin).
-  const invFreq = b.f32const('model.rotary_emb.inv_freq', ropeInvFreq(s), [1, hd / 2]);
+  // (Partial rotary: rd of the hd dims of each head rotate.)
   const posF = node('Cast', '/model/rotary_emb/Cast', ['position_ids'], { to: int(1) });
   const posU = node('Unsqueeze', '/model/rotary_emb/Unsqueeze', [posF, cAxLast]); // [B,S,1]
-  const freqs = node('MatMul', '/model/rotary_emb/MatMul', [posU, invFreq]); // [B,S,hd/2]
+  const longrope = ropeLongInvFreq(s);
+  let freqs: string;
+  if (longrope) {
+    // longrope: each row's frequencies are the long ones when its length (largest position + 1)
+    // exceeds original_max_position_embeddings, else the short ones, as transformers chooses
+    // for a text run alone.
+    const longInv = b.f32const('model.rotary_emb.long_inv_freq', longrope.long, [1, 1, rd / 2]);
+    const shortInv = b.f32const('model.rotary_emb.short_inv_freq', ropeInvFreq(s), [1, 1, rd / 2]);
+    const rowMax = node('ReduceMax', '/model/rotary_emb/ReduceMax', ['position_ids'], { axes: ints([1]), keepdims: int(1) }); // [B,1]
+    const cLast = b.i64('/model/constants/longrope_last_short_position', [longrope.threshold - 1], []);
+    const isLong = node('Greater', '/model/rotary_emb/Greater', [rowMax, cLast]);
+    const isLong3 = node('Unsqueeze', '/model/rotary_emb/Unsqueeze_long', [isLong, cAxLast]); // [B,1,1]
+    const inv = node('Where', '/model/rotary_emb/Where', [isLong3, longInv, shortInv]); // [B,1,rd/2]
+    freqs = node('Mul', '/model/rotary_emb/Mul', [posU, inv]); // [B,S,rd/2]
+  } else {
+    const invFreq = b.f32const('model.rotary_emb.inv_freq', ropeInvFreq(s), [1, rd / 2]);
+    freqs = node('MatMul', '/model/rotary_emb/MatMul', [posU, invFreq]); // [B,S,rd/2]
+  }
   const emb = node('Concat', '/model/rotary_emb/Concat', [freqs, freqs], { axis: int(-1) });
   const cos0 = b.castTo(node('Cos', '/model/rotary_emb/Cos', [emb]), 'float32', '/model/rotary_emb/Cast_cos');
   const sin0 = b.castTo(node('Sin', '/model/rotary_emb/Sin', [emb]), 'float32', '/model/rotary_emb/Cast_sin');
@@ -121,14 +140,19 @@ export function buildExplicit(b: GraphBuilder): GGraph {
     const normed = node('Mul', `${prefix}/Mul`, [input, inv]);
     return node('Mul', `${prefix}/Mul_1`, [b.floatTensor(wName, [wName], false, ft), normed]);
   };
-  const rope = (prefix: string, t: string): string => {
+  const rope = (prefix: string, t0: string): string => {
+    // Partial rotary: the first rd dims rotate, dims rd..hd pass through unchanged.
+    const t = rd < hd ? node('Slice', `${prefix}/Slice_rot`, [t0, cHalf0, cHalf2, cAxLast]) : t0;
     const x1 = node('Slice', `${prefix}/Slice`, [t, cHalf0, cHalf1, cAxLast]);
     const x2 = node('Slice', `${prefix}/Slice_1`, [t, cHalf1, cHalf2, cAxLast]);
     const nx2 = node('Mul', `${prefix}/Mul_neg`, [x2, cNegOne]);
     const rot = node('Concat', `${prefix}/Concat`, [nx2, x1], { axis: int(-1) });
     const a = node('Mul', `${prefix}/Mul`, [t, cos]);
     const c = node('Mul', `${prefix}/Mul_1`, [rot, sin]);
-    return node('Add', `${prefix}/Add`, [a, c]);
+    const rotated = node('Add', `${prefix}/Add`, [a, c]);
+    if (rd === hd) return rotated;
+    const pass = node('Slice', `${prefix}/Slice_pass`, [t0, cHalf2, cHeadEnd, cAxLast]);
+    return node('Concat', `${prefix}/Concat_pass`, [rotated, pass], { axis: int(-1) });
   };
 
   b.outputs.push({ name: 'logits', dtype: ft, shape: ['batch_size', 'sequence_length', V] });

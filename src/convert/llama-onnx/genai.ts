@@ -21,7 +21,8 @@
  */
 import { float, int, ints, type GGraph } from './graph.js';
 import type { GraphBuilder, ProjNaming } from './build.js';
-import { ropeAttentionFactor, ropeInvFreq, W } from './spec.js';
+import { LobesError } from '../../util/errors.js';
+import { ropeAttentionFactor, ropeInvFreq, ropeType, rotaryDim, W } from './spec.js';
 
 function naming(prefix: string, base: string, scales2d = true): ProjNaming {
   return {
@@ -38,6 +39,9 @@ export function buildGenai(b: GraphBuilder): GGraph {
   const s = b.spec;
   const { heads, kvHeads, vocab: V, layers, rmsNormEps: eps, headDim: hd, maxPositions } = s;
   const ft = b.ft;
+  if (ropeType(s) === 'longrope') {
+    throw new LobesError("longrope is not expressed in the genai layout: GroupQueryAttention reads one cos/sin cache for the whole batch, while longrope chooses its short or long factors by each text's length", { hint: 'the explicit layout expresses it (lobes convert --layout explicit; what extract, attend without --cot and ablate without --task iae read)' });
+  }
   const node = b.node.bind(b);
   const ms = { domain: 'com.microsoft' };
   b.inputs.push(
@@ -82,7 +86,8 @@ export function buildGenai(b: GraphBuilder): GGraph {
   // cos/sin caches [maxPositions, headDim/2] from the (scaled) inverse frequencies.
   const invFreq = ropeInvFreq(s);
   const attnFactor = ropeAttentionFactor(s);
-  const half = hd / 2;
+  // Partial rotary: caches of rotaryDim/2 columns; GroupQueryAttention rotates that many dims.
+  const half = rotaryDim(s) / 2;
   const trig = (fn: (a: number) => number) => (r0: number, r1: number) => {
     const out = new Float32Array((r1 - r0) * half);
     for (let p = r0; p < r1; p++) for (let i = 0; i < half; i++) out[(p - r0) * half + i] = attnFactor * fn(p * invFreq[i]!);

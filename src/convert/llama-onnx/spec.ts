@@ -60,7 +60,11 @@ export function checkSpec(spec: LlamaSpec): void {
   if (!(spec.rmsNormEps > 0)) throw bad(`rmsNormEps must be positive, got ${spec.rmsNormEps}`);
   if (!(spec.ropeTheta > 0)) throw bad(`ropeTheta must be positive, got ${spec.ropeTheta}`);
   if (spec.slidingWindow !== undefined && spec.slidingWindow !== null && !posInt(spec.slidingWindow)) throw bad(`slidingWindow must be a positive integer or null, got ${String(spec.slidingWindow)}`);
+  if (spec.rotaryDim !== undefined) {
+    if (!posInt(spec.rotaryDim) || spec.rotaryDim % 2 !== 0 || spec.rotaryDim > spec.headDim) throw bad(`rotaryDim must be an even positive integer up to headDim ${spec.headDim}, got ${String(spec.rotaryDim)}`);
+  }
   ropeInvFreq(spec);
+  ropeLongInvFreq(spec);
 }
 
 /** Check that the source has every weight with the expected shape. */
@@ -84,13 +88,43 @@ function num(rs: Record<string, unknown>, key: string, type: string): number {
   return v;
 }
 
-/** The rope type of a spec: 'default', 'llama3', 'linear' or 'yarn' (anything else throws). */
-export function ropeType(spec: LlamaSpec): 'default' | 'llama3' | 'linear' | 'yarn' {
+export type RopeType = 'default' | 'llama3' | 'linear' | 'yarn' | 'longrope';
+
+/** The rope type of a spec: 'default', 'llama3', 'linear', 'yarn' or 'longrope' (anything else throws). */
+export function ropeType(spec: LlamaSpec): RopeType {
   const rs = spec.ropeScaling;
   if (!rs) return 'default';
   const t = String(rs.rope_type ?? rs.type ?? 'default');
-  if (t === 'default' || t === 'llama3' || t === 'linear' || t === 'yarn') return t;
-  throw new LobesError(`rope_scaling type '${t}' is not supported (supported: llama3, linear, yarn, default)`);
+  if (t === 'default' || t === 'llama3' || t === 'linear' || t === 'yarn' || t === 'longrope') return t;
+  throw new LobesError(`rope_scaling type '${t}' is not supported (supported: llama3, linear, yarn, longrope, default)`);
+}
+
+/** The dims of each head that rotate (spec.rotaryDim, else the whole head). */
+export const rotaryDim = (spec: LlamaSpec): number => spec.rotaryDim ?? spec.headDim;
+
+/** longrope's factors list `key` (short_factor / long_factor): one positive number per rotary frequency. */
+function longropeFactors(spec: LlamaSpec, key: 'short_factor' | 'long_factor'): number[] {
+  const v = spec.ropeScaling?.[key];
+  const n = rotaryDim(spec) / 2;
+  if (!Array.isArray(v) || v.length !== n || v.some((x) => typeof x !== 'number' || !(x > 0) || !Number.isFinite(x))) {
+    throw new LobesError(`rope_scaling longrope needs ${key} as ${n} positive numbers (one per rotary frequency), got ${Array.isArray(v) ? `${v.length} values` : JSON.stringify(v)}`);
+  }
+  return v as number[];
+}
+
+/**
+ * longrope (transformers' _compute_longrope_parameters and longrope_frequency_update): the
+ * long frequencies θ^(−2i/d) / long_factor_i, used for a text whose length (its largest
+ * position + 1) exceeds `threshold` = original_max_position_embeddings; shorter texts use the
+ * short ones (ropeInvFreq). Null for every other rope type.
+ */
+export function ropeLongInvFreq(spec: LlamaSpec): { long: Float32Array; threshold: number } | null {
+  if (ropeType(spec) !== 'longrope') return null;
+  const rs = spec.ropeScaling!;
+  const threshold = num(rs, 'original_max_position_embeddings', 'longrope');
+  const f = longropeFactors(spec, 'long_factor');
+  const d = rotaryDim(spec);
+  return { long: Float32Array.from(f, (x, i) => 1 / (x * Math.pow(spec.ropeTheta, (2 * i) / d))), threshold };
 }
 
 /** YaRN's get_mscale: 0.1·m·ln(s) + 1 for s > 1, else 1. */
@@ -108,7 +142,17 @@ function yarnFactor(spec: LlamaSpec, rs: Record<string, unknown>): number {
  * mscale_all_dim) when both are given, else 0.1·ln(factor) + 1.
  */
 export function ropeAttentionFactor(spec: LlamaSpec): number {
-  if (ropeType(spec) !== 'yarn') return 1;
+  const type = ropeType(spec);
+  if (type === 'longrope') {
+    // longrope: attention_factor, else sqrt(1 + ln f / ln L) for f = factor (or
+    // max_position_embeddings / L when absent, as Phi-3 configs have it) above 1, else 1.
+    const rs = spec.ropeScaling!;
+    if (rs.attention_factor !== undefined && rs.attention_factor !== null) return num(rs, 'attention_factor', type);
+    const L = num(rs, 'original_max_position_embeddings', type);
+    const f = rs.factor === undefined || rs.factor === null ? spec.maxPositions / L : num(rs, 'factor', type);
+    return f <= 1 ? 1 : Math.sqrt(1 + Math.log(f) / Math.log(L));
+  }
+  if (type !== 'yarn') return 1;
   const rs = spec.ropeScaling!;
   if (rs.attention_factor !== undefined && rs.attention_factor !== null) return num(rs, 'attention_factor', 'yarn');
   const factor = yarnFactor(spec, rs);
@@ -118,7 +162,7 @@ export function ropeAttentionFactor(spec: LlamaSpec): number {
 }
 
 /**
- * RoPE inverse frequencies [headDim/2], computed in float64 and rounded once to float32
+ * RoPE inverse frequencies [rotaryDim/2], computed in float64 and rounded once to float32
  * ('yarn': see the branch below, with ropeAttentionFactor scaling cos and sin):
  * inv_freq_i = θ^(−2i/d), then scaled as Hugging Face's rope initialisers do.
  * 'linear': inv_freq / factor. 'llama3' (transformers' _compute_llama3_parameters): with
@@ -128,12 +172,16 @@ export function ropeAttentionFactor(spec: LlamaSpec): number {
  * s = (L / wavelen − low_freq_factor) / (high_freq_factor − low_freq_factor).
  */
 export function ropeInvFreq(spec: LlamaSpec): Float32Array {
-  const d = spec.headDim;
+  const d = rotaryDim(spec);
   const base = new Float64Array(d / 2);
   for (let i = 0; i < d / 2; i++) base[i] = 1 / Math.pow(spec.ropeTheta, (2 * i) / d);
   const type = ropeType(spec);
   const rs = spec.ropeScaling ?? {};
-  if (type === 'linear') {
+  if (type === 'longrope') {
+    // The short factors (a text no longer than original_max_position_embeddings); see ropeLongInvFreq.
+    const f = longropeFactors(spec, 'short_factor');
+    for (let i = 0; i < base.length; i++) base[i] = base[i]! / f[i]!;
+  } else if (type === 'linear') {
     const factor = num(rs, 'factor', type);
     for (let i = 0; i < base.length; i++) base[i] = base[i]! / factor;
   } else if (type === 'llama3') {

@@ -18,7 +18,9 @@ export interface LlamaSpec {
   /**
    * Hugging Face rope_scaling (e.g. { rope_type: 'llama3', factor, low_freq_factor,
    * high_freq_factor, original_max_position_embeddings }), or null. Supported: 'llama3',
-   * 'linear' (and 'default'); anything else is refused.
+   * 'linear', 'yarn', 'longrope' (Phi-3: short_factor / long_factor, one per rotary frequency,
+   * original_max_position_embeddings, optional factor / attention_factor) and 'default';
+   * anything else is refused.
    */
   ropeScaling: Record<string, unknown> | null;
   /** Context length (max_position_embeddings; the genai layout's cos/sin cache length). */
@@ -46,6 +48,12 @@ export interface LlamaSpec {
    * transformers masks it), in every layer. Null or absent: full causal attention.
    */
   slidingWindow?: number | null;
+  /**
+   * Dims of each q/k head that rotate (transformers' int(headDim · partial_rotary_factor),
+   * Phi-4-mini's partial rotary): the first rotaryDim dims rotate as a head of that size
+   * (halves of rotaryDim/2), the rest pass through. Absent: headDim (the whole head).
+   */
+  rotaryDim?: number;
 }
 
 /**

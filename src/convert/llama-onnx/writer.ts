@@ -58,7 +58,7 @@ export function plannedDataBytes(spec: LlamaSpec, opts: BuildOptions, layout: Wr
     } else if (name === 'model.embed_tokens.weight' && opts.weights === 'q4') total += n * fsz;
     else total += n * wsz;
   }
-  if (layout === 'genai') total += 2 * spec.maxPositions * (spec.headDim / 2) * fsz;
+  if (layout === 'genai') total += 2 * spec.maxPositions * ((spec.rotaryDim ?? spec.headDim) / 2) * fsz;
   return total;
 }
 
