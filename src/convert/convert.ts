@@ -191,17 +191,7 @@ export async function convertGguf(file: string, out: string, opts: ConvertOption
     const weights = chosen?.weights ?? (o.weights as 'q4' | 'fp16' | 'fp32');
     const identity = ggufIdentity(file, model.gguf.dataStart);
     const options = { dtype: o.dtype, weights, layout: o.layout };
-    const record = {
-      format: 'lobes-convert',
-      converterVersion: CONVERTER_VERSION,
-      writerVersion: WRITER_VERSION,
-      lobesVersion: LOBES_VERSION,
-      createdAt: new Date().toISOString(),
-      source: { ...identity, format: 'gguf', version: model.gguf.version, tensors: model.gguf.tensors.length },
-      options: { ...options, weightsRequested: o.weights },
-      weightsReason: chosen?.reason ?? null,
-      tokenizer: tok.family,
-    };
+    const record = convertRecord({ ...identity, format: 'gguf', version: model.gguf.version, tensors: model.gguf.tensors.length }, { ...options, weightsRequested: o.weights }, chosen?.reason ?? null, tok.family);
     const res = await writeLlamaOnnx(out, model.spec, model.weights, {
       layout: o.layout,
       dtype: o.dtype,
@@ -216,24 +206,7 @@ export async function convertGguf(file: string, out: string, opts: ConvertOption
         [CONVERT_RECORD]: JSON.stringify(record, null, 2) + '\n',
       },
     });
-    const storage: Record<string, number> = {};
-    const requantized: string[] = [];
-    for (const [name, how] of Object.entries(res.storage)) {
-      storage[how] = (storage[how] ?? 0) + 1;
-      if (how.endsWith(':rows')) requantized.push(name);
-    }
-    return {
-      dir: res.dir,
-      gguf: identity,
-      spec: model.spec,
-      options,
-      weightsReason: chosen?.reason ?? null,
-      storage,
-      requantized,
-      modelBytes: res.modelBytes,
-      dataBytes: res.dataBytes,
-      seconds: (performance.now() - t0) / 1000,
-    };
+    return { gguf: identity, spec: model.spec, options, weightsReason: chosen?.reason ?? null, ...written(res, t0) };
   } finally {
     model.close();
   }
@@ -267,17 +240,7 @@ export async function convertHfCheckpoint(dir: string, out: string, opts: Conver
   const weights = chosen?.weights ?? (o.weights as 'q4' | 'fp16' | 'fp32');
   const identity = hfIdentity(ck);
   const options = { dtype: o.dtype, weights, layout: o.layout };
-  const record = {
-    format: 'lobes-convert',
-    converterVersion: CONVERTER_VERSION,
-    writerVersion: WRITER_VERSION,
-    lobesVersion: LOBES_VERSION,
-    createdAt: new Date().toISOString(),
-    source: { ...identity, format: 'hf-checkpoint', dtypes: ck.dtypes },
-    options: { ...options, weightsRequested: o.weights },
-    weightsReason: chosen?.reason ?? null,
-    tokenizer: 'tokenizer.json',
-  };
+  const record = convertRecord({ ...identity, format: 'hf-checkpoint', dtypes: ck.dtypes }, { ...options, weightsRequested: o.weights }, chosen?.reason ?? null, 'tokenizer.json');
   let res;
   try {
     res = await writeLlamaOnnx(out, ck.spec, ck.weights, {
@@ -292,23 +255,31 @@ export async function convertHfCheckpoint(dir: string, out: string, opts: Conver
   } finally {
     ck.weights.close();
   }
+  return { checkpoint: identity, spec: ck.spec, options, weightsReason: chosen?.reason ?? null, ...written(res, t0), phases: res.seconds };
+}
+
+/** What a conversion wrote: its folder, the count of tensors per storage, the re-quantized ones, sizes and time since `t0`. */
+function written(res: { dir: string; storage: Record<string, string>; modelBytes: number; dataBytes: number }, t0: number) {
   const storage: Record<string, number> = {};
   const requantized: string[] = [];
   for (const [name, how] of Object.entries(res.storage)) {
     storage[how] = (storage[how] ?? 0) + 1;
     if (how.endsWith(':rows')) requantized.push(name);
   }
+  return { dir: res.dir, storage, requantized, modelBytes: res.modelBytes, dataBytes: res.dataBytes, seconds: (performance.now() - t0) / 1000 };
+}
+
+/** The CONVERT_RECORD a converted folder carries: versions, time, the source, the options and why the weights were chosen. */
+function convertRecord(source: Record<string, unknown>, options: Record<string, unknown>, weightsReason: string | null, tokenizer: string) {
   return {
-    dir: res.dir,
-    checkpoint: identity,
-    spec: ck.spec,
+    format: 'lobes-convert',
+    converterVersion: CONVERTER_VERSION,
+    writerVersion: WRITER_VERSION,
+    lobesVersion: LOBES_VERSION,
+    createdAt: new Date().toISOString(),
+    source,
     options,
-    weightsReason: chosen?.reason ?? null,
-    storage,
-    requantized,
-    modelBytes: res.modelBytes,
-    dataBytes: res.dataBytes,
-    seconds: (performance.now() - t0) / 1000,
-    phases: res.seconds,
+    weightsReason,
+    tokenizer,
   };
 }
