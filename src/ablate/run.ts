@@ -43,7 +43,7 @@ import type { LimitRecord } from '../data/subset.js';
 import { blockEdits, copyModelFolder, storedMatrices, WeightPatcher, type Edit, type StoredMatrix } from './patch.js';
 import type { WandaMatrix } from '../wanda/types.js';
 import { countBlocks, hfBlocks, nullPools, poolCounts, randomRegion, randomSeed, readWandaResults, regionKey, regionMasks, regionSpecs, type Masks, type NullScope, NULL_SCOPES } from './regions.js';
-import { ablationStats } from './stats.js';
+import { ABLATE_RANDOM, ablationStats } from './stats.js';
 import { IAE_TOKEN_BUDGET, chanceTest, iaeSettings, iaeStats, loadIaeItems, requireAboveChance, scoreIaeUnits, type IaeOutcome, type IaeSettings } from './iae.js';
 import { ABLATE_OUTPUTS, CHUNK_INDEX, JOB_MANIFEST, ablateChunksDir, continuationRecords, isAblateJobDir, passRecords, readAblateJob, readAblateSummary, type AblateIaeRecord, type AblateJob, type AblatePass, type AblateSummary, writeAblateOutputs } from './store.js';
 
@@ -53,7 +53,7 @@ export interface AblateOptions {
   minus?: string | null;
   data: string;
   out: string;
-  /** Random regions per null set (default 10). */
+  /** Random regions per null set (default ABLATE_RANDOM, 20). */
   random?: number;
   scope?: NullScope;
   /** The label axis whose wanda results give the regions (default: the run's default axis, RUN/wanda; else RUN/wanda.by-AXIS). */
@@ -96,7 +96,7 @@ export const ABLATE_RECORDS: RecordLayout = { format: 'lobes-ablate-chunks', str
 export async function runAblate(o: AblateOptions): Promise<AblateSummary> {
   const t0 = Date.now();
   const say = o.log ?? ((l: string) => void (o.quiet ? undefined : process.stderr.write(l + '\n')));
-  const K = o.random ?? 10;
+  const K = o.random ?? ABLATE_RANDOM;
   if (!Number.isInteger(K) || K < 1) throw new UsageError(`--random must be a positive integer, got ${K}`);
   const scope = o.scope ?? 'matrix';
   if (!NULL_SCOPES.includes(scope)) throw new UsageError(`--scope must be ${NULL_SCOPES.join(', ')}, got ${JSON.stringify(scope)}`);

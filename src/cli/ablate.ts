@@ -2,6 +2,7 @@ import { parseCommand, intOption } from './args.js';
 import { UsageError } from '../util/errors.js';
 import { DEVICE_OPTIONS, FORCE_OPTION, HELP, LIMIT_OPTIONS, MODEL_OPTIONS, OUTPUT_OPTIONS, deviceOf, limitOf } from './options.js';
 import type { AblateSummary } from '../ablate/store.js';
+import { ABLATE_ALPHA, ABLATE_POWER, ABLATE_RANDOM, type HeadTest, type NullNormality, type PairedSide } from '../ablate/stats.js';
 import type { WeightsMode } from '../convert/convert.js';
 import { readManifest } from '../store/manifest.js';
 
@@ -30,7 +31,7 @@ initializer), DIR/records.jsonl (one item per line) and DIR/summary.json (docs/a
                        cloze (every option as a continuation)
   --metric M           --task iae: acc (default), acc_norm or acc_mutual_info (cloze); the
                        model must be above chance on it before ablating, else lobes refuses
-  --random K           random regions per region for the null (default 10; p ≥ 1/(K+1))
+  --random K           random regions per region for the null (default 20; rank p ≥ 1/(K+1))
   --scope S            where random blocks are drawn with the region's count: matrix (default:
                        the same number of blocks in every matrix), layer or global
   --wanda-by LABEL     the label axis of the wanda results that give the regions (default the
@@ -99,7 +100,7 @@ export async function run(argv: string[]): Promise<number> {
     wandaBy: v['wanda-by'],
     data: v.data,
     out: v.out,
-    random: intOption(v.random, '--random', 10, 1),
+    random: intOption(v.random, '--random', ABLATE_RANDOM, 1),
     scope: v.scope,
     task: v.task,
     scoring: v.scoring,
@@ -140,6 +141,19 @@ function iaeConversion(run: string): { layout: 'genai'; weights?: WeightsMode; d
   return { layout: 'genai', ...(weights && ['auto', 'q4', 'fp16', 'fp32'].includes(weights) ? { weights: weights as WeightsMode } : {}), ...(dtype === 'fp32' || dtype === 'fp16' ? { dtype } : {}) };
 }
 
+/** How a row's headline p was chosen: the t test when its null passed Shapiro–Wilk, else the rank p. */
+function headNote(head: HeadTest | undefined, n: NullNormality | null | undefined, fp: (x: number | null) => string): string {
+  if (!head) return '';
+  if (!n) return head === 'rank' ? ' (rank p: the null has too few values or no spread for a normality check)' : '';
+  return head === 't' ? ` (t test: its null passes Shapiro–Wilk, W ${n.w.toFixed(3)}, p ${fp(n.p)})` : ` (rank p: its null fails Shapiro–Wilk, W ${n.w.toFixed(3)}, p ${fp(n.p)}, so the t test's normality does not hold)`;
+}
+
+/** One side of the paired tests: how many random regions the region beats at Holm ≤ α. */
+function pairedNote(side: PairedSide, K: number, what: string): string {
+  const worst = side.pHolm.reduce<number | null>((m, p) => (p === null ? m : m === null ? p : Math.max(m, p)), null);
+  return `${what} (n=${side.n}): costlier than ${side.beaten} of ${K} random regions${worst === null ? '' : `, largest Holm p ${worst < 1e-3 ? worst.toExponential(1) : worst.toFixed(3)}`}`;
+}
+
 /** The effect matrix and the specificity rows as text. */
 export function formatAblate(s: AblateSummary): string {
   const f = (x: number) => (x >= 0 ? '+' : '') + x.toFixed(3);
@@ -147,15 +161,28 @@ export function formatAblate(s: AblateSummary): string {
   const key = (r: { region: string; minus: string | null }) => (r.minus === null ? r.region : `${r.region}∖${r.minus}`);
   // --task iae measures accuracy (the share of items answered right), not a log-likelihood
   const what = s.unit === 'accuracy' ? `accuracy (${s.iae?.metric ?? 'acc'}, share answered right, after − before)` : 'log-likelihood (nats, after − before)';
-  const out = [`mean change of ${what} per item, by ${s.by}; p against ${s.random} random regions (floor ${s.pFloor.toFixed(3)})`];
+  const out = [`mean change of ${what} per item, by ${s.by}; p against ${s.random} random regions (rank p floor ${s.pFloor.toFixed(3)}; the t test heads a row only when its random regions pass Shapiro–Wilk at ${ABLATE_ALPHA})`];
   for (const r of s.regions) {
     const k = r.minus === null ? r.name : `${r.name}∖${r.minus}`;
     out.push(`${k} (${r.blocks} blocks):`);
-    for (const c of s.cells.filter((c) => key(c) === k)) out.push(`  ${c.label.padEnd(24)} n=${String(c.n).padStart(4)}  ${f(c.delta)} [${f(c.ci[0])}, ${f(c.ci[1])}]  random ${f(c.nullDelta.reduce((a, b) => a + b, 0) / c.nullDelta.length)}  p=${c.p.toFixed(3)}${c.pT === null ? '' : `  t-test p=${fp(c.pT)} (Holm ${fp(c.pTHolm)})`}`);
+    for (const c of s.cells.filter((c) => key(c) === k)) {
+      const head = c.head === undefined ? '' : `  headline ${c.head === 't' ? 't-test' : 'rank'} p=${fp(c.pHead ?? null)} (Holm over ${s.cells.length} cells ${fp(c.pHeadHolm ?? null)})${c.head === 'rank' && c.normality ? ', null not normal' : ''}`;
+      out.push(`  ${c.label.padEnd(24)} n=${String(c.n).padStart(4)}  ${f(c.delta)} [${f(c.ci[0])}, ${f(c.ci[1])}]  random ${f(c.nullDelta.reduce((a, b) => a + b, 0) / c.nullDelta.length)}  rank p=${c.p.toFixed(3)}${c.pT === null ? '' : `  t-test p=${fp(c.pT)} (Holm ${fp(c.pTHolm)})`}${head}`);
+    }
   }
+  const m = s.specificity.length;
   for (const sp of s.specificity) {
-    out.push(`specificity ${key(sp)} for ${sp.target}: ${f(sp.contrast)} [${f(sp.ci[0])}, ${f(sp.ci[1])}] (own items − others), p=${sp.p.toFixed(3)}, Holm ${sp.pHolm.toFixed(3)}${sp.pT === null ? '' : `; t-test p=${fp(sp.pT)} (Holm ${fp(sp.pTHolm)})`}`);
-    if (sp.ratio !== null) out.push(`  cost ratio own/others ${sp.ratio.toFixed(3)} (random regions: ${sp.nullRatio.map((r) => (r === null ? '—' : r.toFixed(3))).join(', ')})${sp.ratioP === null ? '' : `, t-test p=${fp(sp.ratioP)} (Holm ${fp(sp.ratioPHolm)})`}`);
+    const nullMean = sp.nullContrast.reduce((a, b) => a + b, 0) / sp.nullContrast.length;
+    out.push(`specificity ${key(sp)} for ${sp.target}: ${f(sp.contrast)} [${f(sp.ci[0])}, ${f(sp.ci[1])}] (own items − others; random regions ${f(nullMean)}), rank p=${sp.p.toFixed(3)}, Holm over ${m} region${m === 1 ? '' : 's'} ${sp.pHolm.toFixed(3)}${sp.pT === null ? '' : `; t-test p=${fp(sp.pT)} (Holm ${fp(sp.pTHolm)})`}`);
+    if (sp.head !== undefined) out.push(`  headline ${sp.head === 't' ? 't-test' : 'rank'} p=${fp(sp.pHead ?? null)}, Holm ${fp(sp.pHeadHolm ?? null)}${headNote(sp.head, sp.normality, fp)}; detectable (α ${ABLATE_ALPHA}, power ${ABLATE_POWER}): a contrast of ${sp.mde == null ? '— (no spread)' : f(sp.mde)} or lower`);
+    if (sp.ratio !== null) {
+      out.push(`  cost ratio own/others ${sp.ratio.toFixed(3)} (random regions: ${sp.nullRatio.map((r) => (r === null ? '—' : r.toFixed(3))).join(', ')}), chance 1 (no specificity)${sp.ratioRankP == null ? '' : `, rank p=${fp(sp.ratioRankP)}`}${sp.ratioP === null ? '' : `, t-test p=${fp(sp.ratioP)} (Holm ${fp(sp.ratioPHolm)})`}`);
+      if (sp.ratioHead !== undefined && sp.ratioPHead != null) out.push(`  ratio headline ${sp.ratioHead === 't' ? 't-test' : 'rank'} p=${fp(sp.ratioPHead)}, Holm over ${m} ${fp(sp.ratioPHeadHolm ?? null)}${headNote(sp.ratioHead, sp.ratioNormality, fp)}; detectable: a ratio of ${sp.ratioMde == null ? '—' : sp.ratioMde.toFixed(3)} or more`);
+    }
+    if (sp.paired) {
+      const K = sp.paired.own.p.length;
+      out.push(`  paired per item (Wilcoxon signed-rank, one-sided, Holm over the ${K} random regions of ${key(sp)}, α ${sp.paired.alpha}): ${pairedNote(sp.paired.own, K, `own items`)}; ${pairedNote(sp.paired.others, K, 'other items')}`);
+    }
   }
   return out.join('\n');
 }
