@@ -75,7 +75,7 @@ describe('a planted specific region at a non-saturating dose', () => {
     const spec = Object.fromEntries(s.specificity.map((x) => [x.region, x]));
     const a = spec.A!;
     // A's items are a little easier than the others here, so every ratio carries the same factor: A's is 1.5× the random regions'
-    const gm = Math.exp(a.nullRatio.reduce((t, r) => t + Math.log(r!), 0) / 20);
+    const gm = Math.exp(a.nullRatio.reduce<number>((t, r) => t + Math.log(r!), 0) / 20);
     expect(a.ratio! / gm).toBeGreaterThan(1.4);
     expect(a.ratio! / gm).toBeLessThan(1.6);
     for (const r of a.nullRatio) expect(Math.abs(r! / gm - 1)).toBeLessThan(0.1);
@@ -88,7 +88,7 @@ describe('a planted specific region at a non-saturating dose', () => {
     expect(a.paired!.others.beaten).toBeLessThan(20);
     for (const g of ['B', 'C']) {
       const x = spec[g]!;
-      expect(Math.abs(x.ratio! / Math.exp(x.nullRatio.reduce((t, r) => t + Math.log(r!), 0) / 20) - 1)).toBeLessThan(0.1);
+      expect(Math.abs(x.ratio! / Math.exp(x.nullRatio.reduce<number>((t, r) => t + Math.log(r!), 0) / 20) - 1)).toBeLessThan(0.1);
       expect(x.ratioPHeadHolm!).toBeGreaterThan(0.05);
     }
   }, 60_000);
