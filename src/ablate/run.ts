@@ -42,10 +42,10 @@ import { loadAblateItems, type AblateItem } from './items.js';
 import type { LimitRecord } from '../data/subset.js';
 import { blockEdits, copyModelFolder, storedMatrices, WeightPatcher, type Edit, type StoredMatrix } from './patch.js';
 import type { WandaMatrix } from '../wanda/types.js';
-import { countBlocks, hfBlocks, nullPools, poolCounts, randomRegion, randomSeed, readWandaResults, regionKey, regionMasks, regionSpecs, type Masks, type NullScope, NULL_SCOPES } from './regions.js';
+import { countBlocks, doseKey, groupMasksAtTop, isStoredTop, hfBlocks, nullPools, poolCounts, randomRegion, randomSeed, readWandaResults, regionKey, regionMasks, regionSpecs, type Masks, type NullScope, NULL_SCOPES } from './regions.js';
 import { ABLATE_RANDOM, ablationStats } from './stats.js';
 import { IAE_TOKEN_BUDGET, chanceTest, iaeSettings, iaeStats, loadIaeItems, requireAboveChance, scoreIaeUnits, type IaeOutcome, type IaeSettings } from './iae.js';
-import { ABLATE_OUTPUTS, CHUNK_INDEX, JOB_MANIFEST, ablateChunksDir, continuationRecords, isAblateJobDir, passRecords, readAblateJob, readAblateSummary, type AblateIaeRecord, type AblateJob, type AblatePass, type AblateSummary, writeAblateOutputs } from './store.js';
+import { ABLATE_OUTPUTS, CHUNK_INDEX, JOB_MANIFEST, ablateChunksDir, continuationRecords, isAblateJobDir, passRecords, readAblateJob, readAblateSummary, type AblateIaeRecord, type AblateDose, type AblateJob, type AblatePass, type AblateSummary, writeAblateOutputs } from './store.js';
 
 export interface AblateOptions {
   run: string;
@@ -56,6 +56,8 @@ export interface AblateOptions {
   /** Random regions per null set (default ABLATE_RANDOM, 20). */
   random?: number;
   scope?: NullScope;
+  /** A dose–response: every region also at these wanda top fractions (computed from the stored pooled block scores), each against its own random regions. */
+  tops?: number[];
   /** The label axis whose wanda results give the regions (default: the run's default axis, RUN/wanda; else RUN/wanda.by-AXIS). */
   wandaBy?: string;
   /** A model folder to score (default: the run's model); must be the run's model (sameModel). */
@@ -111,6 +113,18 @@ export async function runAblate(o: AblateOptions): Promise<AblateSummary> {
   const specs = regionSpecs(w, o.region, o.minus ?? null);
   const masks = specs.map((r) => regionMasks(w, r));
   const matrices = w.regions.matrices;
+  // A dose–response: the regions at other top fractions, from the stored pooled block scores.
+  const tops = o.tops?.length ? [...new Set(o.tops)].sort((a, b) => a - b) : null;
+  for (const t of tops ?? []) if (!(t > 0 && t <= 1)) throw new UsageError(`--top takes fractions in (0, 1], got ${t}`);
+  if (tops && iae) throw new UsageError('--top (a dose–response) applies to the continuation task; --task iae ablates the stored regions only');
+  const doseTops = (tops ?? []).filter((t) => !isStoredTop(w, t));
+  const doseMasks = doseTops.map((t) => {
+    const at = groupMasksAtTop(w, t);
+    return specs.map((r) => regionMasks(w, r, at, t));
+  });
+  const allMasks = [...masks, ...doseMasks.flat()];
+  /** The index into allMasks (and nullOf) of region i at dose d (−1: the stored regions). */
+  const maskIndex = (d: number, i: number) => (d < 0 ? i : specs.length * (1 + d) + i);
 
   // The model: the run's own, or one that is the run's model.
   let modelDir: string;
@@ -145,15 +159,16 @@ export async function runAblate(o: AblateOptions): Promise<AblateSummary> {
   // Null sets: regions with the same size per pool share their K random regions.
   const pools = nullPools(matrices, scope);
   const sigs: string[] = [];
-  const nullOf = masks.map((m) => {
+  const nullOf = allMasks.map((m) => {
     const sig = poolCounts(m, pools).join(',');
     if (!sigs.includes(sig)) sigs.push(sig);
     return sigs.indexOf(sig);
   });
   const passes: AblatePass[] = [{ id: 'before', kind: 'before', masks: null }];
   specs.forEach((r, i) => passes.push({ id: regionKey(r), kind: 'region', region: r, masks: masks[i]!, nullSet: nullOf[i]! }));
+  doseTops.forEach((t, d) => specs.forEach((r, i) => passes.push({ id: doseKey(r, t), kind: 'region', region: r, masks: doseMasks[d]![i]!, nullSet: nullOf[maskIndex(d, i)]!, top: t })));
   sigs.forEach((_, s) => {
-    const counts = poolCounts(masks[nullOf.indexOf(s)]!, pools);
+    const counts = poolCounts(allMasks[nullOf.indexOf(s)]!, pools);
     for (let j = 0; j < K; j++) {
       const sd = randomSeed(seed, s, j);
       passes.push({ id: `random:${s}:${j}`, kind: 'random', nullSet: s, seed: sd, masks: randomRegion(counts, pools, matrices, sd) });
@@ -180,7 +195,7 @@ export async function runAblate(o: AblateOptions): Promise<AblateSummary> {
     ],
     model: { dir: modelDir, graphSha256: manifest.model.graphSha256 },
     data: { spec: items.spec, items: N, limit: items.limit, ...(items.kind === 'iae' ? { unitsSha256: items.unitsSha256 } : { itemsSha256 }) },
-    settings: { region: o.region, minus: o.minus ?? null, random: K, scope, seed, chunkUnits, bootstrap: o.bootstrap ?? 2000, device: o.device ?? 'cpu', ...(iae ? { task: 'iae' as const, scoring: iae.scoring, metric: iae.metric, shuffles: iae.shuffles } : {}) },
+    settings: { region: o.region, minus: o.minus ?? null, random: K, scope, seed, chunkUnits, bootstrap: o.bootstrap ?? 2000, device: o.device ?? 'cpu', ...(tops ? { tops } : {}), ...(iae ? { task: 'iae' as const, scoring: iae.scoring, metric: iae.metric, shuffles: iae.shuffles } : {}) },
     passes: passes.map((p) => p.id),
     complete: false,
   };
@@ -243,7 +258,7 @@ export async function runAblate(o: AblateOptions): Promise<AblateSummary> {
     for (const [j, rows] of before) writer.write(j, j * chunkUnits, rows.length, { scores: rows });
     const todo = passes.map((_, p) => Array.from({ length: nChunks }, (_, j) => p * nChunks + j).filter((c) => !writer.has(c)));
     const left = todo.reduce((a, t) => a + t.length, 0);
-    say(`ablate: ${N} items × ${passes.length} passes (before, ${specs.length} region${specs.length > 1 ? 's' : ''}, ${sigs.length * K} random regions)${left < passes.length * nChunks ? `, resuming: ${passes.length * nChunks - left} of ${passes.length * nChunks} chunks done` : ''}`);
+    say(`ablate: ${N} items × ${passes.length} passes (before, ${specs.length} region${specs.length > 1 ? 's' : ''}${doseTops.length ? ` at ${doseTops.length + 1} tops` : ''}, ${sigs.length * K} random regions)${left < passes.length * nChunks ? `, resuming: ${passes.length * nChunks - left} of ${passes.length * nChunks} chunks done` : ''}`);
     const byChunk = () => new Map(writer.index.chunks.map((e) => [e.chunk, e]));
     /** The rows of pass p, in item order, read back from their verified chunks. */
     const passRows = <T extends { id: string }>(p: number, index = byChunk()): T[] =>
@@ -306,7 +321,21 @@ export async function runAblate(o: AblateOptions): Promise<AblateSummary> {
         bootstrap: job.settings.bootstrap,
         seed,
       });
-      summary = { ...base, unit: 'nats', cells: st.cells, specificity: st.specificity, items: N };
+      const passIdx = new Map(passes.map((q, p) => [q.id, p]));
+      const doses = tops?.map((t): AblateDose => {
+        if (isStoredTop(w, t)) return { top: t, stored: true, regions: regionsOut, cells: st.cells, specificity: st.specificity };
+        const d = doseTops.indexOf(t);
+        const sd = ablationStats({
+          labels,
+          labelOf: Int32Array.from(itemLabels, (l) => labels.indexOf(l[by]!)),
+          before: ll[0]!,
+          regions: specs.map((r, i) => ({ name: r.name, minus: r.minus, after: ll[passIdx.get(doseKey(r, t))!]!, random: randomPasses(nullOf[maskIndex(d, i)]!).map((p) => ll[p]!) })),
+          bootstrap: job.settings.bootstrap,
+          seed,
+        });
+        return { top: t, stored: false, regions: specs.map((r, i) => ({ name: r.name, minus: r.minus, blocks: countBlocks(doseMasks[d]![i]!) })), cells: sd.cells, specificity: sd.specificity };
+      });
+      summary = { ...base, unit: 'nats', cells: st.cells, specificity: st.specificity, items: N, ...(doses ? { doses } : {}) };
       records = continuationRecords(passes, items.items, split, ll);
     }
     const files = writeAblateOutputs(o.out, { passes, records: records as any, stored, matrices, block: w.settings.block, summary, job });

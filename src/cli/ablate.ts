@@ -7,7 +7,7 @@ import type { WeightsMode } from '../convert/convert.js';
 import { readManifest } from '../store/manifest.js';
 
 const USAGE =
-  'lobes ablate RUN --region A|all [--minus B|others] --data SPEC --out DIR [--task continuation|iae [--scoring letter|cloze] [--metric acc|acc_norm|acc_mutual_info]] [--random K] [--scope matrix|layer|global] [--wanda-by LABEL] [--model M] [--limit N [--by LABELS]] [--seed N] [--bootstrap B] [--batch N] [--device cpu|cuda|webgpu] [--device-id N] [--threads N] [--force] [--quiet] [--json]';
+  'lobes ablate RUN --region A|all [--minus B|others] --data SPEC --out DIR [--task continuation|iae [--scoring letter|cloze] [--metric acc|acc_norm|acc_mutual_info]] [--random K] [--top F1,F2,…] [--scope matrix|layer|global] [--wanda-by LABEL] [--model M] [--limit N [--by LABELS]] [--seed N] [--bootstrap B] [--batch N] [--device cpu|cuda|webgpu] [--device-id N] [--threads N] [--force] [--quiet] [--json]';
 
 const HELP_TEXT = `
 A causal test of wanda's neuron regions: zero every weight in the blocks of a group's region
@@ -32,6 +32,10 @@ initializer), DIR/records.jsonl (one item per line) and DIR/summary.json (docs/a
   --metric M           --task iae: acc (default), acc_norm or acc_mutual_info (cloze); the
                        model must be above chance on it before ablating, else lobes refuses
   --random K           random regions per region for the null (default 20; rank p ≥ 1/(K+1))
+  --top F1,F2,…        a dose–response: every region also at these wanda top fractions
+                       (e.g. 0.005,0.01,0.02,0.05,0.1), computed from RUN/wanda's pooled
+                       block scores, each against its own K random regions of its size
+                       (continuation task; block-resolution wanda results)
   --scope S            where random blocks are drawn with the region's count: matrix (default:
                        the same number of blocks in every matrix), layer or global
   --wanda-by LABEL     the label axis of the wanda results that give the regions (default the
@@ -73,6 +77,7 @@ export async function run(argv: string[]): Promise<number> {
       scoring: { type: 'string', choices: ['letter', 'cloze'] },
       metric: { type: 'string', choices: ['acc', 'acc_norm', 'acc_mutual_info'] },
       random: { type: 'string' },
+      top: { type: 'string' },
       scope: { type: 'string', choices: ['matrix', 'layer', 'global'] },
       bootstrap: { type: 'string' },
       batch: { type: 'string' },
@@ -102,6 +107,7 @@ export async function run(argv: string[]): Promise<number> {
     out: v.out,
     random: intOption(v.random, '--random', ABLATE_RANDOM, 1),
     scope: v.scope,
+    tops: v.top === undefined ? undefined : topList(v.top),
     task: v.task,
     scoring: v.scoring,
     metric: v.metric,
@@ -120,6 +126,15 @@ export async function run(argv: string[]): Promise<number> {
   });
   process.stdout.write(v.json ? JSON.stringify(s, null, 1) + '\n' : formatAblate(s) + '\n');
   return 0;
+}
+
+/** --top F1,F2,…: fractions in (0, 1]. */
+function topList(v: string): number[] {
+  return v.split(',').map((x) => {
+    const t = Number(x.trim());
+    if (!x.trim() || !Number.isFinite(t) || !(t > 0 && t <= 1)) throw new UsageError(`--top takes comma-separated fractions in (0, 1], got ${JSON.stringify(x.trim())}`, 'e.g. --top 0.005,0.01,0.02,0.05,0.1');
+    return t;
+  });
 }
 
 /**
@@ -183,6 +198,23 @@ export function formatAblate(s: AblateSummary): string {
       const K = sp.paired.own.p.length;
       out.push(`  paired per item (Wilcoxon signed-rank, one-sided, Holm over the ${K} random regions of ${key(sp)}, α ${sp.paired.alpha}): ${pairedNote(sp.paired.own, K, `own items`)}; ${pairedNote(sp.paired.others, K, 'other items')}`);
     }
+  }
+  if (s.doses?.length) {
+    out.push(`dose–response: each region at each wanda top fraction, against its own ${s.random} random regions of its size (mean change per item, own items | the others; cost ratio with chance 1; headline p with Holm over the ${s.doses[0]!.specificity.length} regions of the dose)`);
+    for (const d of s.doses) {
+      for (const sp of d.specificity) {
+        const k = key(sp);
+        const r = d.regions.find((x) => key({ region: x.name, minus: x.minus }) === k);
+        const own = d.cells.find((c) => key(c) === k && c.label === sp.target);
+        const others = d.cells.filter((c) => key(c) === k && c.label !== sp.target);
+        const n = others.reduce((t, c) => t + c.n, 0);
+        const pooled = (v: (c: (typeof others)[number]) => number) => (n ? others.reduce((t, c) => t + c.n * v(c), 0) / n : NaN);
+        const nm = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+        const gm = sp.nullRatio.every((x) => x !== null) && sp.nullRatio.length ? Math.exp(nm((sp.nullRatio as number[]).map(Math.log))) : null;
+        out.push(`  top ${String(d.top).padEnd(6)}${d.stored ? '*' : ' '} ${k.padEnd(20)} ${String(r?.blocks ?? '?').padStart(6)} blocks  own ${own ? f(own.delta) : '—'} (random ${own ? f(nm(own.nullDelta)) : '—'})  others ${f(pooled((c) => c.delta))} (random ${f(pooled((c) => nm(c.nullDelta)))})  ratio ${sp.ratio === null ? '—' : sp.ratio.toFixed(3)} (random ${gm === null ? '—' : gm.toFixed(3)}, detectable ${sp.ratioMde == null ? '—' : sp.ratioMde.toFixed(3)})  ${sp.ratioHead === 't' ? 't-test' : 'rank'} p=${fp(sp.ratioPHead ?? null)} Holm ${fp(sp.ratioPHeadHolm ?? null)}`);
+      }
+    }
+    if (s.doses.some((d) => d.stored)) out.push('  * the regions regions.json holds (the figures above)');
   }
   return out.join('\n');
 }
