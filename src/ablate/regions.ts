@@ -226,6 +226,39 @@ export function randomRegion(counts: readonly number[], pools: number[][], matri
   return masks;
 }
 
+/**
+ * The |W|-magnitude baseline of a region: in each pool, as many blocks as the region has there,
+ * the ones with the largest mean |W| (ties in matrix then index order). `meanAbs[k]` is the mean
+ * |W| of every block of matrix k. Wanda's score is |W| times the group's activation norms; this
+ * region keeps |W| alone.
+ */
+export function magnitudeRegion(counts: readonly number[], pools: number[][], meanAbs: Float64Array[]): Masks {
+  const masks = meanAbs.map((m) => new Uint8Array(m.length));
+  pools.forEach((pool, p) => {
+    const all: [number, number, number][] = [];
+    for (const k of pool) meanAbs[k]!.forEach((v, i) => all.push([v, k, i]));
+    all.sort((a, b) => b[0] - a[0] || a[1] - b[1] || a[2] - b[2]);
+    for (let j = 0; j < counts[p]!; j++) masks[all[j]![1]]![all[j]![2]] = 1;
+  });
+  return masks;
+}
+
+/** Mean |W| of each block of a matrix from its column sums of |W| per row block (C [rowBlocks, d_in], src/wanda/kernel.ts). */
+export function blockMeanAbs(C: Float32Array, m: WandaMatrix, block: [number, number]): Float64Array {
+  const [br, bc] = block;
+  const out = new Float64Array(m.rowBlocks * m.colBlocks);
+  for (let bi = 0; bi < m.rowBlocks; bi++) {
+    const rows = Math.min((bi + 1) * br, m.dOut) - bi * br;
+    for (let bj = 0; bj < m.colBlocks; bj++) {
+      const c1 = Math.min((bj + 1) * bc, m.dIn);
+      let s = 0;
+      for (let c = bj * bc; c < c1; c++) s += C[bi * m.dIn + c]!;
+      out[bi * m.colBlocks + bj] = s / (rows * (c1 - bj * bc));
+    }
+  }
+  return out;
+}
+
 /** The seed of random region j of null set s (recorded in ablation.json). */
 export function randomSeed(seed: number, set: number, j: number): number {
   return (Math.imul(seed >>> 0, 1000003) + Math.imul(set + 1, 7919) + j) >>> 0;

@@ -64,7 +64,7 @@ export interface AblateJob {
   /** itemsSha256 (continuation task): sha256 over the scored items (id, labels, context, continuation), so a rerun over other items (an edited file, another --limit sample) is not resumed; unitsSha256 (--task iae): eval's hash of the items as they are prompted. */
   data: { spec: string; items: number; limit: LimitRecord | null; itemsSha256?: string; unitsSha256?: string };
   /** task, scoring, metric and shuffles only with --task iae (absent: the continuation task). */
-  settings: { region: string; minus: string | null; random: number; scope: NullScope; seed: number; chunkUnits: number; bootstrap: number; device: string; tops?: number[]; task?: 'iae'; scoring?: IaeScoring; metric?: IaeMetric; shuffles?: number };
+  settings: { region: string; minus: string | null; random: number; scope: NullScope; seed: number; chunkUnits: number; bootstrap: number; device: string; tops?: number[]; magnitude?: boolean; task?: 'iae'; scoring?: IaeScoring; metric?: IaeMetric; shuffles?: number };
   passes: string[];
   complete: boolean;
   files?: Record<string, ChunkFile>;
@@ -93,8 +93,25 @@ export interface AblateSummary {
   items: number;
   /** With --task iae: the settings, the test against chance and the per-cell accuracy figures. */
   iae?: IaeSection;
+  /** With --magnitude: per region, its |W| baseline of the same size. */
+  magnitude?: AblateMagnitude[];
   /** With --top F,…: the regions at each top fraction (ascending), each with its own random regions of its size. */
   doses?: AblateDose[];
+}
+
+/**
+ * The |W|-magnitude baseline of a region: the blocks with the largest mean |W| (no activation
+ * norm), as many per pool as the region; its cells and its specificity for the region's target
+ * against the region's random regions; and the region against it item by item.
+ */
+export interface AblateMagnitude {
+  region: string;
+  minus: string | null;
+  blocks: number;
+  cells: AblateCell[];
+  specificity: AblateSpecificity;
+  /** One-sided signed-rank tests of d_region − d_baseline (lower: the region costs the items more than |W| alone does). */
+  versusRegion: { test: 'wilcoxon-signed-rank'; alternative: 'less'; own: { n: number; p: number | null }; others: { n: number; p: number | null } };
 }
 
 /** One dose of a dose–response: every region at a wanda top fraction. `stored`: the regions regions.json holds (the same figures as the summary's own). */

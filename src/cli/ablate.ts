@@ -7,7 +7,7 @@ import type { WeightsMode } from '../convert/convert.js';
 import { readManifest } from '../store/manifest.js';
 
 const USAGE =
-  'lobes ablate RUN --region A|all [--minus B|others] --data SPEC --out DIR [--task continuation|iae [--scoring letter|cloze] [--metric acc|acc_norm|acc_mutual_info]] [--random K] [--top F1,F2,…] [--scope matrix|layer|global] [--wanda-by LABEL] [--model M] [--limit N [--by LABELS]] [--seed N] [--bootstrap B] [--batch N] [--device cpu|cuda|webgpu] [--device-id N] [--threads N] [--force] [--quiet] [--json]';
+  'lobes ablate RUN --region A|all [--minus B|others] --data SPEC --out DIR [--task continuation|iae [--scoring letter|cloze] [--metric acc|acc_norm|acc_mutual_info]] [--random K] [--top F1,F2,…] [--magnitude] [--scope matrix|layer|global] [--wanda-by LABEL] [--model M] [--limit N [--by LABELS]] [--seed N] [--bootstrap B] [--batch N] [--device cpu|cuda|webgpu] [--device-id N] [--threads N] [--force] [--quiet] [--json]';
 
 const HELP_TEXT = `
 A causal test of wanda's neuron regions: zero every weight in the blocks of a group's region
@@ -36,6 +36,9 @@ initializer), DIR/records.jsonl (one item per line) and DIR/summary.json (docs/a
                        (e.g. 0.005,0.01,0.02,0.05,0.1), computed from RUN/wanda's pooled
                        block scores, each against its own K random regions of its size
                        (continuation task; block-resolution wanda results)
+  --magnitude          a |W|-magnitude baseline per region: as many blocks per pool, those of
+                       largest mean |W| (no activation norm), scored against the same random
+                       regions and compared with the region item by item (continuation task)
   --scope S            where random blocks are drawn with the region's count: matrix (default:
                        the same number of blocks in every matrix), layer or global
   --wanda-by LABEL     the label axis of the wanda results that give the regions (default the
@@ -78,6 +81,7 @@ export async function run(argv: string[]): Promise<number> {
       metric: { type: 'string', choices: ['acc', 'acc_norm', 'acc_mutual_info'] },
       random: { type: 'string' },
       top: { type: 'string' },
+      magnitude: { type: 'boolean' },
       scope: { type: 'string', choices: ['matrix', 'layer', 'global'] },
       bootstrap: { type: 'string' },
       batch: { type: 'string' },
@@ -107,6 +111,7 @@ export async function run(argv: string[]): Promise<number> {
     out: v.out,
     random: intOption(v.random, '--random', ABLATE_RANDOM, 1),
     scope: v.scope,
+    magnitude: !!v.magnitude,
     tops: v.top === undefined ? undefined : topList(v.top),
     task: v.task,
     scoring: v.scoring,
@@ -198,6 +203,13 @@ export function formatAblate(s: AblateSummary): string {
       const K = sp.paired.own.p.length;
       out.push(`  paired per item (Wilcoxon signed-rank, one-sided, Holm over the ${K} random regions of ${key(sp)}, α ${sp.paired.alpha}): ${pairedNote(sp.paired.own, K, `own items`)}; ${pairedNote(sp.paired.others, K, 'other items')}`);
     }
+  }
+  for (const mg of s.magnitude ?? []) {
+    const sp = mg.specificity;
+    const k = key({ region: mg.region, minus: mg.minus });
+    const gm = sp.nullRatio.length && sp.nullRatio.every((x) => x !== null) ? Math.exp((sp.nullRatio as number[]).reduce((a, b) => a + Math.log(b), 0) / sp.nullRatio.length) : null;
+    const own = s.specificity.find((x) => key(x) === k);
+    out.push(`|W| baseline of ${k} (${mg.blocks} blocks of largest mean |W|, no activation norm): cost ratio for ${sp.target} ${sp.ratio === null ? '—' : sp.ratio.toFixed(3)} (random regions ${gm === null ? '—' : gm.toFixed(3)}, region ${own?.ratio == null ? '—' : own.ratio.toFixed(3)}), ${sp.ratioHead === 't' ? 't-test' : 'rank'} p=${fp(sp.ratioPHead ?? null)}; ${k} costlier than it item by item (Wilcoxon signed-rank, one-sided, uncorrected): own items p=${fp(mg.versusRegion.own.p)} (n=${mg.versusRegion.own.n}), others p=${fp(mg.versusRegion.others.p)} (n=${mg.versusRegion.others.n})`);
   }
   if (s.doses?.length) {
     out.push(`dose–response: each region at each wanda top fraction, against its own ${s.random} random regions of its size (mean change per item, own items | the others; cost ratio with chance 1; headline p with Holm over the ${s.doses[0]!.specificity.length} regions of the dose)`);
