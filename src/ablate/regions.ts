@@ -17,6 +17,7 @@ import { Rng } from '../util/rng.js';
 import { didYouMean } from '../util/suggest.js';
 import type { WandaMatrix, WandaRegions, WandaSettings } from '../wanda/types.js';
 import { readWanda, wandaDir, wandaFile } from '../wanda/store.js';
+import { selectTop } from '../wanda/regions.js';
 import type { RunManifest } from '../store/types.js';
 
 export type Masks = Uint8Array[];
@@ -28,6 +29,8 @@ export interface WandaResults {
   dir: string;
   settings: WandaSettings;
   regions: WandaRegions;
+  /** The pooled block scores of a group for a matrix (RUN/wanda/pooled.safetensors); null when the folder has none. */
+  pooled?: ((group: string, matrix: string) => Float32Array | null) | null;
 }
 
 /** One zeroed block in Hugging Face coordinates. */
@@ -54,7 +57,41 @@ export function readWandaResults(runDir: string, manifest: RunManifest, by?: str
   const b = w.settings.block as unknown;
   if (!Array.isArray(b) || b.length !== 2 || !b.every((x) => Number.isInteger(x) && x > 0)) throw new LobesError('expected "block" as two positive integers', { file: sfile, where: 'block' });
   for (const g of w.settings.groups) if (!w.regions.regions[g]) throw new LobesError(`group ${JSON.stringify(g)} of settings.json has no region`, { file });
-  return { dir: w.dir, settings: w.settings, regions: w.regions };
+  return { dir: w.dir, settings: w.settings, regions: w.regions, pooled: w.pooled };
+}
+
+/** Whether a --top fraction is the one the wanda results' regions were kept at. */
+export function isStoredTop(w: WandaResults, top: number): boolean {
+  return w.settings.top.kind === 'fraction' && Math.abs(w.settings.top.value - top) < 1e-12;
+}
+
+/**
+ * Every group's region at another top fraction, from the stored pooled block scores: the top
+ * round(f · n) blocks of each pool (wanda's own selection, src/wanda/regions.ts selectTop, with
+ * the scope wanda kept its regions in). Refused, saying why, when the stored regions are not that
+ * selection of the stored scores at wanda's own top (block resolution only: --resolution weight
+ * keeps weights, not blocks; no pooled.safetensors; regions.json not reproduced).
+ */
+export function groupMasksAtTop(w: WandaResults, top: number): (group: string) => Masks {
+  const file = wandaFile(w.dir, 'regions');
+  const hint = 'leave out --top to ablate the stored regions, or run lobes wanda at that --top';
+  if (w.settings.resolution === 'weight') throw new LobesError(`--top ${top}: the regions were kept with --resolution weight (the top weights by |W|·s, then blocks by their share), which the pooled block scores do not determine`, { file, hint });
+  if (!w.pooled) throw new LobesError(`--top ${top}: the wanda results hold no pooled block scores (pooled.safetensors), from which regions at another top are computed`, { file, hint });
+  const pooled = w.pooled;
+  const scores = (g: string) =>
+    w.regions.matrices.map((m) => {
+      const s = pooled(g, m.name);
+      if (!s) throw new LobesError(`--top ${top}: pooled.safetensors has no scores for group ${JSON.stringify(g)} and matrix ${m.name}`, { file, hint });
+      return s;
+    });
+  // The stored regions must be the stored scores' own top selection, or other tops would not be comparable to them.
+  for (const g of w.settings.groups) {
+    const again = selectTop(scores(g), w.regions.matrices, w.settings.top);
+    const stored = masksOf(w, g);
+    if (again.some((m, k) => m.some((v, i) => v !== stored[k]![i]))) throw new LobesError(`--top ${top}: region ${g} of regions.json is not the top selection of its pooled block scores at wanda's --top ${w.settings.top.value}, so regions at other tops cannot be computed from them`, { file, hint });
+  }
+  const spec = { kind: 'fraction' as const, value: top, scope: w.settings.top.scope };
+  return (g: string) => selectTop(scores(g), w.regions.matrices, spec);
 }
 
 /** The masks of a block set given as sorted flat indices per matrix name. */
@@ -83,6 +120,11 @@ export interface RegionSpec {
   minus: string | null;
 }
 
+/** The key of a region at a --top dose other than the stored one: `A@0.01`, `A∖B@0.01`. */
+export function doseKey(r: RegionSpec, top: number): string {
+  return `${regionKey(r)}@${top}`;
+}
+
 /** The key naming a region in records and outputs: `A`, or `A∖B`. */
 export function regionKey(r: RegionSpec): string {
   return r.minus === null ? r.name : `${r.name}∖${r.minus}`;
@@ -100,19 +142,19 @@ export function regionSpecs(w: WandaResults, region: string, minus: string | nul
 }
 
 /** The masks of a region spec (empty regions are an error naming it). */
-export function regionMasks(w: WandaResults, r: RegionSpec): Masks {
-  const a = masksOf(w, r.name);
+export function regionMasks(w: WandaResults, r: RegionSpec, groupMasks: (group: string) => Masks = (g) => masksOf(w, g), top?: number): Masks {
+  const a = groupMasks(r.name);
   if (r.minus !== null) {
     const others = r.minus === 'others' ? w.settings.groups.filter((g) => g !== r.name) : [r.minus];
     for (const g of others) {
-      const b = masksOf(w, g);
+      const b = groupMasks(g);
       a.forEach((m, k) => {
         for (let i = 0; i < m.length; i++) if (b[k]![i]) m[i] = 0;
       });
     }
   }
   if (countBlocks(a) === 0) {
-    throw new LobesError(`region ${regionKey(r)} is empty: it has no block to zero`, { file: wandaFile(w.dir, 'regions'), hint: r.minus ? 'every block of the region is also in the subtracted one; choose another pair or a larger --top in lobes wanda' : 'run lobes wanda with a larger --top' });
+    throw new LobesError(`region ${top === undefined ? regionKey(r) : doseKey(r, top)} is empty: it has no block to zero`, { file: wandaFile(w.dir, 'regions'), hint: r.minus ? 'every block of the region is also in the subtracted one; choose another pair or a larger --top in lobes wanda' : 'run lobes wanda with a larger --top' });
   }
   return a;
 }
@@ -182,6 +224,39 @@ export function randomRegion(counts: readonly number[], pools: number[][], matri
     }
   });
   return masks;
+}
+
+/**
+ * The |W|-magnitude baseline of a region: in each pool, as many blocks as the region has there,
+ * the ones with the largest mean |W| (ties in matrix then index order). `meanAbs[k]` is the mean
+ * |W| of every block of matrix k. Wanda's score is |W| times the group's activation norms; this
+ * region keeps |W| alone.
+ */
+export function magnitudeRegion(counts: readonly number[], pools: number[][], meanAbs: Float64Array[]): Masks {
+  const masks = meanAbs.map((m) => new Uint8Array(m.length));
+  pools.forEach((pool, p) => {
+    const all: [number, number, number][] = [];
+    for (const k of pool) meanAbs[k]!.forEach((v, i) => all.push([v, k, i]));
+    all.sort((a, b) => b[0] - a[0] || a[1] - b[1] || a[2] - b[2]);
+    for (let j = 0; j < counts[p]!; j++) masks[all[j]![1]]![all[j]![2]] = 1;
+  });
+  return masks;
+}
+
+/** Mean |W| of each block of a matrix from its column sums of |W| per row block (C [rowBlocks, d_in], src/wanda/kernel.ts). */
+export function blockMeanAbs(C: Float32Array, m: WandaMatrix, block: [number, number]): Float64Array {
+  const [br, bc] = block;
+  const out = new Float64Array(m.rowBlocks * m.colBlocks);
+  for (let bi = 0; bi < m.rowBlocks; bi++) {
+    const rows = Math.min((bi + 1) * br, m.dOut) - bi * br;
+    for (let bj = 0; bj < m.colBlocks; bj++) {
+      const c1 = Math.min((bj + 1) * bc, m.dIn);
+      let s = 0;
+      for (let c = bj * bc; c < c1; c++) s += C[bi * m.dIn + c]!;
+      out[bi * m.colBlocks + bj] = s / (rows * (c1 - bj * bc));
+    }
+  }
+  return out;
 }
 
 /** The seed of random region j of null set s (recorded in ablation.json). */

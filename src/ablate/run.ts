@@ -42,10 +42,12 @@ import { loadAblateItems, type AblateItem } from './items.js';
 import type { LimitRecord } from '../data/subset.js';
 import { blockEdits, copyModelFolder, storedMatrices, WeightPatcher, type Edit, type StoredMatrix } from './patch.js';
 import type { WandaMatrix } from '../wanda/types.js';
-import { countBlocks, hfBlocks, nullPools, poolCounts, randomRegion, randomSeed, readWandaResults, regionKey, regionMasks, regionSpecs, type Masks, type NullScope, NULL_SCOPES } from './regions.js';
-import { ablationStats } from './stats.js';
+import { blockMeanAbs, magnitudeRegion, countBlocks, doseKey, groupMasksAtTop, isStoredTop, hfBlocks, nullPools, poolCounts, randomRegion, randomSeed, readWandaResults, regionKey, regionMasks, regionSpecs, type Masks, type NullScope, NULL_SCOPES } from './regions.js';
+import { ABLATE_RANDOM, ablationStats } from './stats.js';
+import { signedRank } from '../util/wilcoxon.js';
+import type { RegionSpec } from './regions.js';
 import { IAE_TOKEN_BUDGET, chanceTest, iaeSettings, iaeStats, loadIaeItems, requireAboveChance, scoreIaeUnits, type IaeOutcome, type IaeSettings } from './iae.js';
-import { ABLATE_OUTPUTS, CHUNK_INDEX, JOB_MANIFEST, ablateChunksDir, continuationRecords, isAblateJobDir, passRecords, readAblateJob, readAblateSummary, type AblateIaeRecord, type AblateJob, type AblatePass, type AblateSummary, writeAblateOutputs } from './store.js';
+import { ABLATE_OUTPUTS, CHUNK_INDEX, JOB_MANIFEST, ablateChunksDir, continuationRecords, isAblateJobDir, passRecords, readAblateJob, readAblateSummary, type AblateIaeRecord, type AblateDose, type AblateMagnitude, type AblateJob, type AblatePass, type AblateSummary, writeAblateOutputs } from './store.js';
 
 export interface AblateOptions {
   run: string;
@@ -53,9 +55,13 @@ export interface AblateOptions {
   minus?: string | null;
   data: string;
   out: string;
-  /** Random regions per null set (default 10). */
+  /** Random regions per null set (default ABLATE_RANDOM, 20). */
   random?: number;
   scope?: NullScope;
+  /** The |W|-magnitude baseline: per null set, a region of the same size of the blocks with the largest mean |W|. */
+  magnitude?: boolean;
+  /** A dose–response: every region also at these wanda top fractions (computed from the stored pooled block scores), each against its own random regions. */
+  tops?: number[];
   /** The label axis whose wanda results give the regions (default: the run's default axis, RUN/wanda; else RUN/wanda.by-AXIS). */
   wandaBy?: string;
   /** A model folder to score (default: the run's model); must be the run's model (sameModel). */
@@ -96,7 +102,7 @@ export const ABLATE_RECORDS: RecordLayout = { format: 'lobes-ablate-chunks', str
 export async function runAblate(o: AblateOptions): Promise<AblateSummary> {
   const t0 = Date.now();
   const say = o.log ?? ((l: string) => void (o.quiet ? undefined : process.stderr.write(l + '\n')));
-  const K = o.random ?? 10;
+  const K = o.random ?? ABLATE_RANDOM;
   if (!Number.isInteger(K) || K < 1) throw new UsageError(`--random must be a positive integer, got ${K}`);
   const scope = o.scope ?? 'matrix';
   if (!NULL_SCOPES.includes(scope)) throw new UsageError(`--scope must be ${NULL_SCOPES.join(', ')}, got ${JSON.stringify(scope)}`);
@@ -111,6 +117,19 @@ export async function runAblate(o: AblateOptions): Promise<AblateSummary> {
   const specs = regionSpecs(w, o.region, o.minus ?? null);
   const masks = specs.map((r) => regionMasks(w, r));
   const matrices = w.regions.matrices;
+  // A dose–response: the regions at other top fractions, from the stored pooled block scores.
+  const tops = o.tops?.length ? [...new Set(o.tops)].sort((a, b) => a - b) : null;
+  for (const t of tops ?? []) if (!(t > 0 && t <= 1)) throw new UsageError(`--top takes fractions in (0, 1], got ${t}`);
+  if (o.magnitude && iae) throw new UsageError('--magnitude applies to the continuation task');
+  if (tops && iae) throw new UsageError('--top (a dose–response) applies to the continuation task; --task iae ablates the stored regions only');
+  const doseTops = (tops ?? []).filter((t) => !isStoredTop(w, t));
+  const doseMasks = doseTops.map((t) => {
+    const at = groupMasksAtTop(w, t);
+    return specs.map((r) => regionMasks(w, r, at, t));
+  });
+  const allMasks = [...masks, ...doseMasks.flat()];
+  /** The index into allMasks (and nullOf) of region i at dose d (−1: the stored regions). */
+  const maskIndex = (d: number, i: number) => (d < 0 ? i : specs.length * (1 + d) + i);
 
   // The model: the run's own, or one that is the run's model.
   let modelDir: string;
@@ -145,15 +164,22 @@ export async function runAblate(o: AblateOptions): Promise<AblateSummary> {
   // Null sets: regions with the same size per pool share their K random regions.
   const pools = nullPools(matrices, scope);
   const sigs: string[] = [];
-  const nullOf = masks.map((m) => {
+  const nullOf = allMasks.map((m) => {
     const sig = poolCounts(m, pools).join(',');
     if (!sigs.includes(sig)) sigs.push(sig);
     return sigs.indexOf(sig);
   });
   const passes: AblatePass[] = [{ id: 'before', kind: 'before', masks: null }];
   specs.forEach((r, i) => passes.push({ id: regionKey(r), kind: 'region', region: r, masks: masks[i]!, nullSet: nullOf[i]! }));
+  doseTops.forEach((t, d) => specs.forEach((r, i) => passes.push({ id: doseKey(r, t), kind: 'region', region: r, masks: doseMasks[d]![i]!, nullSet: nullOf[maskIndex(d, i)]!, top: t })));
+  if (o.magnitude) {
+    // |W| alone: the mean |W| of every block, from wanda's column sums of |W| per row block.
+    const { columnBlockSums } = await import('../wanda/kernel.js');
+    const meanAbs = stored.map((st, k) => blockMeanAbs(columnBlockSums(st.ref, { rowBlock: w.settings.block[0] }), matrices[k]!, w.settings.block));
+    sigs.forEach((_, s) => passes.push({ id: magnitudeKey(s), kind: 'region', region: { name: MAGNITUDE, minus: null }, masks: magnitudeRegion(poolCounts(allMasks[nullOf.indexOf(s)]!, pools), pools, meanAbs), nullSet: s }));
+  }
   sigs.forEach((_, s) => {
-    const counts = poolCounts(masks[nullOf.indexOf(s)]!, pools);
+    const counts = poolCounts(allMasks[nullOf.indexOf(s)]!, pools);
     for (let j = 0; j < K; j++) {
       const sd = randomSeed(seed, s, j);
       passes.push({ id: `random:${s}:${j}`, kind: 'random', nullSet: s, seed: sd, masks: randomRegion(counts, pools, matrices, sd) });
@@ -180,7 +206,7 @@ export async function runAblate(o: AblateOptions): Promise<AblateSummary> {
     ],
     model: { dir: modelDir, graphSha256: manifest.model.graphSha256 },
     data: { spec: items.spec, items: N, limit: items.limit, ...(items.kind === 'iae' ? { unitsSha256: items.unitsSha256 } : { itemsSha256 }) },
-    settings: { region: o.region, minus: o.minus ?? null, random: K, scope, seed, chunkUnits, bootstrap: o.bootstrap ?? 2000, device: o.device ?? 'cpu', ...(iae ? { task: 'iae' as const, scoring: iae.scoring, metric: iae.metric, shuffles: iae.shuffles } : {}) },
+    settings: { region: o.region, minus: o.minus ?? null, random: K, scope, seed, chunkUnits, bootstrap: o.bootstrap ?? 2000, device: o.device ?? 'cpu', ...(tops ? { tops } : {}), ...(o.magnitude ? { magnitude: true } : {}), ...(iae ? { task: 'iae' as const, scoring: iae.scoring, metric: iae.metric, shuffles: iae.shuffles } : {}) },
     passes: passes.map((p) => p.id),
     complete: false,
   };
@@ -243,7 +269,7 @@ export async function runAblate(o: AblateOptions): Promise<AblateSummary> {
     for (const [j, rows] of before) writer.write(j, j * chunkUnits, rows.length, { scores: rows });
     const todo = passes.map((_, p) => Array.from({ length: nChunks }, (_, j) => p * nChunks + j).filter((c) => !writer.has(c)));
     const left = todo.reduce((a, t) => a + t.length, 0);
-    say(`ablate: ${N} items × ${passes.length} passes (before, ${specs.length} region${specs.length > 1 ? 's' : ''}, ${sigs.length * K} random regions)${left < passes.length * nChunks ? `, resuming: ${passes.length * nChunks - left} of ${passes.length * nChunks} chunks done` : ''}`);
+    say(`ablate: ${N} items × ${passes.length} passes (before, ${specs.length} region${specs.length > 1 ? 's' : ''}${doseTops.length ? ` at ${doseTops.length + 1} tops` : ''}, ${sigs.length * K} random regions)${left < passes.length * nChunks ? `, resuming: ${passes.length * nChunks - left} of ${passes.length * nChunks} chunks done` : ''}`);
     const byChunk = () => new Map(writer.index.chunks.map((e) => [e.chunk, e]));
     /** The rows of pass p, in item order, read back from their verified chunks. */
     const passRows = <T extends { id: string }>(p: number, index = byChunk()): T[] =>
@@ -306,7 +332,22 @@ export async function runAblate(o: AblateOptions): Promise<AblateSummary> {
         bootstrap: job.settings.bootstrap,
         seed,
       });
-      summary = { ...base, unit: 'nats', cells: st.cells, specificity: st.specificity, items: N };
+      const passIdx = new Map(passes.map((q, p) => [q.id, p]));
+      const doses = tops?.map((t): AblateDose => {
+        if (isStoredTop(w, t)) return { top: t, stored: true, regions: regionsOut, cells: st.cells, specificity: st.specificity };
+        const d = doseTops.indexOf(t);
+        const sd = ablationStats({
+          labels,
+          labelOf: Int32Array.from(itemLabels, (l) => labels.indexOf(l[by]!)),
+          before: ll[0]!,
+          regions: specs.map((r, i) => ({ name: r.name, minus: r.minus, after: ll[passIdx.get(doseKey(r, t))!]!, random: randomPasses(nullOf[maskIndex(d, i)]!).map((p) => ll[p]!) })),
+          bootstrap: job.settings.bootstrap,
+          seed,
+        });
+        return { top: t, stored: false, regions: specs.map((r, i) => ({ name: r.name, minus: r.minus, blocks: countBlocks(doseMasks[d]![i]!) })), cells: sd.cells, specificity: sd.specificity };
+      });
+      const magnitude = o.magnitude ? magnitudeRows(specs, labels, Int32Array.from(itemLabels, (l) => labels.indexOf(l[by]!)), ll, (i) => ({ region: ll[i + 1]!, magnitude: ll[passIdx.get(magnitudeKey(nullOf[i]!))!]!, random: randomPasses(nullOf[i]!).map((p) => ll[p]!), blocks: countBlocks(passes[passIdx.get(magnitudeKey(nullOf[i]!))!]!.masks!) }), job.settings.bootstrap, seed) : null;
+      summary = { ...base, unit: 'nats', cells: st.cells, specificity: st.specificity, items: N, ...(doses ? { doses } : {}), ...(magnitude ? { magnitude } : {}) };
       records = continuationRecords(passes, items.items, split, ll);
     }
     const files = writeAblateOutputs(o.out, { passes, records: records as any, stored, matrices, block: w.settings.block, summary, job });
@@ -323,6 +364,30 @@ export async function runAblate(o: AblateOptions): Promise<AblateSummary> {
     rmSync(work, { recursive: true, force: true });
     claim.close(failed);
   }
+}
+
+/** The pseudo-group name and pass id of the |W| baselines. */
+const MAGNITUDE = '|W|';
+const magnitudeKey = (nullSet: number) => `${MAGNITUDE}:${nullSet}`;
+
+/**
+ * Per region: its |W| baseline's specificity for the region's target, against the region's own
+ * random regions, and the per-item paired tests of the region against its baseline (one-sided
+ * signed-rank: the region costs the items more), on the target's items and on the others.
+ */
+function magnitudeRows(specs: RegionSpec[], labels: string[], labelOf: Int32Array, ll: Float64Array[], of: (i: number) => { region: Float64Array; magnitude: Float64Array; random: Float64Array[]; blocks: number }, bootstrap: number, seed: number): AblateMagnitude[] {
+  return specs.flatMap((r, i) => {
+    const x = of(i);
+    const st = ablationStats({ labels, labelOf, before: ll[0]!, regions: [{ name: r.name, minus: r.minus, after: x.magnitude, random: x.random }], bootstrap, seed });
+    const sp = st.specificity[0];
+    if (!sp) return [];
+    const t = labels.indexOf(r.name);
+    const own: number[] = [];
+    const others: number[] = [];
+    labelOf.forEach((l, k) => (l === t ? own : others).push(k));
+    const side = (idx: number[]) => ({ n: idx.length, p: signedRank(idx.map((k) => x.region[k]! - x.magnitude[k]!), 'less')?.p ?? null });
+    return [{ region: r.name, minus: r.minus, blocks: x.blocks, specificity: { ...sp, paired: undefined }, cells: st.cells, versusRegion: { test: 'wilcoxon-signed-rank' as const, alternative: 'less' as const, own: side(own), others: side(others) } }];
+  });
 }
 
 type TaskItems = ({ kind: 'continuation'; items: AblateItem[] } | { kind: 'iae'; units: ItemUnit[]; unitsSha256: string }) & { spec: string; limit: LimitRecord | null };

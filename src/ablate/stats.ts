@@ -23,8 +23,56 @@
  *   random regions); ratioPHolm: Holm over the regions.
  */
 import { Rng, hash32 } from '../util/rng.js';
-import { holm, nullZ, predictionP } from '../util/stats.js';
+import { holm, nullZ, predictionP, studentTQuantile } from '../util/stats.js';
+import { shapiroWilk } from '../util/shapiro.js';
+import { signedRank } from '../util/wilcoxon.js';
 import { regionKey } from './regions.js';
+
+/**
+ * Random regions per region by default: at K = 20 the rank p's floor 1/21 ≈ 0.048 is below 0.05,
+ * and Shapiro–Wilk on 20 values has some power against the skew of costs.
+ */
+export const ABLATE_RANDOM = 20;
+
+/** The level of the normality check, of the paired tests' verdicts and of the minimum detectable effect. */
+export const ABLATE_ALPHA = 0.05;
+/** The power the minimum detectable effect is computed for. */
+export const ABLATE_POWER = 0.8;
+
+/** Shapiro–Wilk on the random regions' values a t test reads (its scale: log costs, log ratios or raw). */
+export interface NullNormality {
+  w: number;
+  p: number;
+}
+
+/**
+ * Which p heads a row: `t` (the prediction t test) when the random regions' values on its scale
+ * pass Shapiro–Wilk at 0.05, else `rank` (no normality assumed; floor 1/(K + 1)).
+ */
+export type HeadTest = 't' | 'rank';
+
+/** The per-item paired tests of a region against each of its random regions, on one set of items. */
+export interface PairedSide {
+  /** Items compared (non-zero differences are what the test counts). */
+  n: number;
+  /** Per random region k: the one-sided signed-rank p of d_region − d_random (lower: the region costs these items more). */
+  p: (number | null)[];
+  /** Holm over the K random regions of this region. */
+  pHolm: (number | null)[];
+  /** Random regions the region beats: pHolm ≤ 0.05. */
+  beaten: number;
+}
+
+export interface PairedTests {
+  test: 'wilcoxon-signed-rank';
+  alternative: 'less';
+  /** The family of each Holm correction. */
+  family: 'random-regions-of-region';
+  alpha: number;
+  /** The region's own (target) items, and every other item. */
+  own: PairedSide;
+  others: PairedSide;
+}
 
 export interface AblateCell {
   region: string;
@@ -41,6 +89,13 @@ export interface AblateCell {
   pTHolm: number | null;
   /** The scale pT was taken on: "log" (ln of the costs, when the change and every random change are costs), else "raw". */
   pTScale?: 'log' | 'raw';
+  /** Shapiro–Wilk on the random regions' values on pT's scale (null: fewer than 3 or no spread). */
+  normality?: NullNormality | null;
+  /** The headline test: t when the null passes the normality check, else the rank p. */
+  head?: HeadTest;
+  pHead?: number;
+  /** Holm over every cell of the run. */
+  pHeadHolm?: number | null;
 }
 
 export interface AblateSpecificity {
@@ -58,6 +113,24 @@ export interface AblateSpecificity {
   nullRatio: (number | null)[];
   ratioP: number | null;
   ratioPHolm: number | null;
+  /** Shapiro–Wilk on nullContrast; the headline test of the contrast and its p (Holm over the regions). */
+  normality?: NullNormality | null;
+  head?: HeadTest;
+  pHead?: number;
+  pHeadHolm?: number | null;
+  /** The contrast the t test detects with power 0.8 at 0.05 (mean(nullContrast) − δ, docs/ablate.md "Power"); null when K < 3 or no spread. */
+  mde?: number | null;
+  /** (1 + #{nullRatio ≥ ratio}) / (K + 1), upper tail; null without a ratio or when a random region's ratio is undefined. */
+  ratioRankP?: number | null;
+  /** Shapiro–Wilk on ln nullRatio; the headline test of the ratio and its p (Holm over the regions). */
+  ratioNormality?: NullNormality | null;
+  ratioHead?: HeadTest;
+  ratioPHead?: number | null;
+  ratioPHeadHolm?: number | null;
+  /** The cost ratio the t test on ln ratio detects with power 0.8 at 0.05 (exp(mean ln nullRatio + δ)). */
+  ratioMde?: number | null;
+  /** Per-item paired tests against each random region (absent in summaries written before them). */
+  paired?: PairedTests;
 }
 
 const mean = (xs: ArrayLike<number>, idx: ArrayLike<number>): number => {
@@ -116,6 +189,43 @@ export function costP(delta: number, nulls: readonly number[]): { p: number | nu
   return { p: predictionP(delta, nulls, 'lower'), scale: 'raw' };
 }
 
+/** The values the cells' t test reads: ln of the costs when the change and every random change are costs, else the raw changes. */
+function costScale(delta: number, nulls: readonly number[]): number[] {
+  return delta < 0 && nulls.length && nulls.every((v) => v < 0) ? nulls.map((v) => Math.log(-v)) : [...nulls];
+}
+
+/**
+ * The shift a prediction t test against K null draws detects with power `power` at level
+ * `alpha` (one-sided): δ = (t_{1−α,K−1} + t_{power,K−1}) · s · √(1 + 1/K), s the draws' sd (the
+ * usual approximation of the noncentral t; docs/ablate.md "Power"). null when K < 3 or s = 0.
+ */
+export function predictionMde(nulls: readonly number[], alpha = ABLATE_ALPHA, power = ABLATE_POWER): number | null {
+  const K = nulls.length;
+  if (K < 3) return null;
+  const m = nulls.reduce((a, b) => a + b, 0) / K;
+  const sd = Math.sqrt(nulls.reduce((a, v) => a + (v - m) ** 2, 0) / (K - 1));
+  if (!(sd > 0)) return null;
+  return (studentTQuantile(1 - alpha, K - 1) + studentTQuantile(power, K - 1)) * sd * Math.sqrt(1 + 1 / K);
+}
+
+/** Shapiro–Wilk of null draws, as summary.json keeps it. */
+export function nullNormality(nulls: readonly number[]): NullNormality | null {
+  const r = shapiroWilk(nulls);
+  return r && { w: r.w, p: r.p };
+}
+
+/** The headline of a t p and a rank p: the t p only when it exists and its null passes the normality check. */
+export function headTest(pT: number | null, normality: NullNormality | null): HeadTest {
+  return pT !== null && normality !== null && normality.p >= ABLATE_ALPHA ? 't' : 'rank';
+}
+
+/** p = (1 + #{null ≥ observed}) / (K + 1): the observed value is at least as high as the nulls. */
+export function upperP(observed: number, nulls: readonly number[]): number {
+  let c = 0;
+  for (const v of nulls) if (v >= observed) c++;
+  return (1 + c) / (nulls.length + 1);
+}
+
 /** A / B of two mean changes when both are costs (negative), else null. */
 export function costRatio(a: number, b: number): number | null {
   return a < 0 && b < 0 ? a / b : null;
@@ -152,11 +262,26 @@ export function predictionTests(cells: AblateCell[], spec: AblateSpecificity[]):
     const t = costP(c.delta, c.nullDelta);
     c.pT = t.p;
     c.pTScale = t.scale;
+    c.normality = nullNormality(costScale(c.delta, c.nullDelta));
+    c.head = headTest(c.pT, c.normality);
+    c.pHead = c.head === 't' ? c.pT! : c.p;
   }
   const adjC = holm(cells.map((c) => c.pT));
   cells.forEach((c, i) => (c.pTHolm = adjC[i]!));
+  const adjH = holm(cells.map((c) => c.pHead));
+  cells.forEach((c, i) => (c.pHeadHolm = adjH[i]!));
   for (const s of spec) {
     s.pT = predictionP(s.contrast, s.nullContrast, 'lower');
+    s.normality = nullNormality(s.nullContrast);
+    s.head = headTest(s.pT, s.normality);
+    s.pHead = s.head === 't' ? s.pT! : s.p;
+    const mde = predictionMde(s.nullContrast);
+    s.mde = mde === null ? null : s.nullContrast.reduce((a, b) => a + b, 0) / s.nullContrast.length - mde;
+    s.ratioRankP = null;
+    s.ratioNormality = null;
+    s.ratioHead = 'rank';
+    s.ratioPHead = null;
+    s.ratioMde = null;
     const own = cells.filter((c) => c.region === s.region && c.minus === s.minus);
     const target = own.find((c) => c.label === s.target);
     const others = own.filter((c) => c.label !== s.target);
@@ -167,13 +292,34 @@ export function predictionTests(cells: AblateCell[], spec: AblateSpecificity[]):
     s.nullRatio = target.nullDelta.map((v, k) => costRatio(v, pooled((c) => c.nullDelta[k]!)));
     const logNull = s.nullRatio.every((v) => v !== null) ? (s.nullRatio as number[]).map(Math.log) : null;
     s.ratioP = s.ratio === null ? null : predictionP(Math.log(s.ratio), logNull, 'upper');
+    s.ratioRankP = s.ratio === null || logNull === null ? null : upperP(s.ratio, s.nullRatio as number[]);
+    s.ratioNormality = logNull && nullNormality(logNull);
+    s.ratioHead = headTest(s.ratioP, s.ratioNormality);
+    s.ratioPHead = s.ratioHead === 't' ? s.ratioP : s.ratioRankP;
+    const rm = logNull && predictionMde(logNull);
+    s.ratioMde = rm === null || logNull === null ? null : Math.exp(logNull.reduce((a, b) => a + b, 0) / logNull.length + rm);
   }
   const adjT = holm(spec.map((s) => s.pT));
   const adjR = holm(spec.map((s) => s.ratioP));
+  const adjSH = holm(spec.map((s) => s.pHead));
+  const adjRH = holm(spec.map((s) => s.ratioPHead));
   spec.forEach((s, i) => {
     s.pTHolm = adjT[i]!;
     s.ratioPHolm = adjR[i]!;
+    s.pHeadHolm = adjSH[i]!;
+    s.ratioPHeadHolm = adjRH[i]!;
   });
+}
+
+/**
+ * The paired tests of a region against each random region on the items `idx`: per item,
+ * d_region − d_random_k (the same item scored under both), the one-sided Wilcoxon signed-rank
+ * test (lower: the region costs the item more), Holm over the K random regions.
+ */
+export function pairedSide(d: Float64Array, nd: Float64Array[], idx: readonly number[]): PairedSide {
+  const p = nd.map((v) => signedRank(idx.map((i) => d[i]! - v[i]!), 'less')?.p ?? null);
+  const pHolm = holm(p);
+  return { n: idx.length, p, pHolm, beaten: pHolm.filter((q) => q !== null && q <= ABLATE_ALPHA).length };
 }
 
 /** Cells and specificity rows of an ablation. */
@@ -211,6 +357,7 @@ export function ablationStats(x: StatsInput): { cells: AblateCell[]; specificity
     spec.push({
       region: r.name, minus: r.minus, target: r.name, contrast, ci: bootstrapContrast(d, a, b, x.bootstrap, rng), nullContrast, p: lowerP(contrast, nullContrast), pHolm: NaN,
       pT: null, pTHolm: null, ratio: null, nullRatio: [], ratioP: null, ratioPHolm: null,
+      paired: { test: 'wilcoxon-signed-rank', alternative: 'less', family: 'random-regions-of-region', alpha: ABLATE_ALPHA, own: pairedSide(d, nd, a), others: pairedSide(d, nd, b) },
     });
   }
   const adj = holm(spec.map((s) => s.p));

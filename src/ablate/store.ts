@@ -24,7 +24,7 @@ import type { LimitRecord } from '../data/subset.js';
 import type { WandaMatrix } from '../wanda/types.js';
 import type { AblateItem } from './items.js';
 import type { StoredMatrix } from './patch.js';
-import { hfBlocks, regionKey, type Masks, type RegionSpec, type NullScope } from './regions.js';
+import { hfBlocks, type Masks, type RegionSpec, type NullScope } from './regions.js';
 import type { AblateCell, AblateSpecificity } from './stats.js';
 import type { IaeMetric, IaeScoring, IaeSection } from './iae.js';
 
@@ -50,7 +50,7 @@ export function ablateChunksDir(dir: string): string {
 /** One scoring pass: the model as it is, a region zeroed, or a random region zeroed. */
 export type AblatePass =
   | { id: 'before'; kind: 'before'; masks: null }
-  | { id: string; kind: 'region'; region: RegionSpec; masks: Masks; nullSet: number }
+  | { id: string; kind: 'region'; region: RegionSpec; masks: Masks; nullSet: number; top?: number }
   | { id: string; kind: 'random'; nullSet: number; seed: number; masks: Masks };
 
 export interface AblateJob {
@@ -64,7 +64,7 @@ export interface AblateJob {
   /** itemsSha256 (continuation task): sha256 over the scored items (id, labels, context, continuation), so a rerun over other items (an edited file, another --limit sample) is not resumed; unitsSha256 (--task iae): eval's hash of the items as they are prompted. */
   data: { spec: string; items: number; limit: LimitRecord | null; itemsSha256?: string; unitsSha256?: string };
   /** task, scoring, metric and shuffles only with --task iae (absent: the continuation task). */
-  settings: { region: string; minus: string | null; random: number; scope: NullScope; seed: number; chunkUnits: number; bootstrap: number; device: string; task?: 'iae'; scoring?: IaeScoring; metric?: IaeMetric; shuffles?: number };
+  settings: { region: string; minus: string | null; random: number; scope: NullScope; seed: number; chunkUnits: number; bootstrap: number; device: string; tops?: number[]; magnitude?: boolean; task?: 'iae'; scoring?: IaeScoring; metric?: IaeMetric; shuffles?: number };
   passes: string[];
   complete: boolean;
   files?: Record<string, ChunkFile>;
@@ -93,6 +93,34 @@ export interface AblateSummary {
   items: number;
   /** With --task iae: the settings, the test against chance and the per-cell accuracy figures. */
   iae?: IaeSection;
+  /** With --magnitude: per region, its |W| baseline of the same size. */
+  magnitude?: AblateMagnitude[];
+  /** With --top F,…: the regions at each top fraction (ascending), each with its own random regions of its size. */
+  doses?: AblateDose[];
+}
+
+/**
+ * The |W|-magnitude baseline of a region: the blocks with the largest mean |W| (no activation
+ * norm), as many per pool as the region; its cells and its specificity for the region's target
+ * against the region's random regions; and the region against it item by item.
+ */
+export interface AblateMagnitude {
+  region: string;
+  minus: string | null;
+  blocks: number;
+  cells: AblateCell[];
+  specificity: AblateSpecificity;
+  /** One-sided signed-rank tests of d_region − d_baseline (lower: the region costs the items more than |W| alone does). */
+  versusRegion: { test: 'wilcoxon-signed-rank'; alternative: 'less'; own: { n: number; p: number | null }; others: { n: number; p: number | null } };
+}
+
+/** One dose of a dose–response: every region at a wanda top fraction. `stored`: the regions regions.json holds (the same figures as the summary's own). */
+export interface AblateDose {
+  top: number;
+  stored: boolean;
+  regions: { name: string; minus: string | null; blocks: number }[];
+  cells: AblateCell[];
+  specificity: AblateSpecificity[];
 }
 
 export interface AblateRecord {
@@ -167,7 +195,7 @@ export function writeAblateOutputs(
     model: x.job.model,
     scope: x.summary.scope,
     seed: x.summary.seed,
-    regions: passes.flatMap((p) => (p.kind === 'region' ? [{ name: p.region.name, minus: p.region.minus, key: regionKey(p.region), random: passes.filter((q) => q.kind === 'random' && q.nullSet === p.nullSet).map((q) => q.id), blocks: blockList(p.masks, matrices, block, stored) }] : [])),
+    regions: passes.flatMap((p) => (p.kind === 'region' ? [{ name: p.region.name, minus: p.region.minus, key: p.id, ...(p.top === undefined ? {} : { top: p.top }), random: passes.filter((q) => q.kind === 'random' && q.nullSet === p.nullSet).map((q) => q.id), blocks: blockList(p.masks, matrices, block, stored) }] : [])),
     random: passes.flatMap((p) => (p.kind === 'random' ? [{ id: p.id, nullSet: p.nullSet, seed: p.seed, blocks: blockList(p.masks, matrices, block, stored) }] : [])),
   };
   return {

@@ -2,11 +2,12 @@ import { parseCommand, intOption } from './args.js';
 import { UsageError } from '../util/errors.js';
 import { DEVICE_OPTIONS, FORCE_OPTION, HELP, LIMIT_OPTIONS, MODEL_OPTIONS, OUTPUT_OPTIONS, deviceOf, limitOf } from './options.js';
 import type { AblateSummary } from '../ablate/store.js';
+import { ABLATE_ALPHA, ABLATE_POWER, ABLATE_RANDOM, type HeadTest, type NullNormality, type PairedSide } from '../ablate/stats.js';
 import type { WeightsMode } from '../convert/convert.js';
 import { readManifest } from '../store/manifest.js';
 
 const USAGE =
-  'lobes ablate RUN --region A|all [--minus B|others] --data SPEC --out DIR [--task continuation|iae [--scoring letter|cloze] [--metric acc|acc_norm|acc_mutual_info]] [--random K] [--scope matrix|layer|global] [--wanda-by LABEL] [--model M] [--limit N [--by LABELS]] [--seed N] [--bootstrap B] [--batch N] [--device cpu|cuda|webgpu] [--device-id N] [--threads N] [--force] [--quiet] [--json]';
+  'lobes ablate RUN --region A|all [--minus B|others] --data SPEC --out DIR [--task continuation|iae [--scoring letter|cloze] [--metric acc|acc_norm|acc_mutual_info]] [--random K] [--top F1,F2,…] [--magnitude] [--scope matrix|layer|global] [--wanda-by LABEL] [--model M] [--limit N [--by LABELS]] [--seed N] [--bootstrap B] [--batch N] [--device cpu|cuda|webgpu] [--device-id N] [--threads N] [--force] [--quiet] [--json]';
 
 const HELP_TEXT = `
 A causal test of wanda's neuron regions: zero every weight in the blocks of a group's region
@@ -30,7 +31,14 @@ initializer), DIR/records.jsonl (one item per line) and DIR/summary.json (docs/a
                        cloze (every option as a continuation)
   --metric M           --task iae: acc (default), acc_norm or acc_mutual_info (cloze); the
                        model must be above chance on it before ablating, else lobes refuses
-  --random K           random regions per region for the null (default 10; p ≥ 1/(K+1))
+  --random K           random regions per region for the null (default 20; rank p ≥ 1/(K+1))
+  --top F1,F2,…        a dose–response: every region also at these wanda top fractions
+                       (e.g. 0.005,0.01,0.02,0.05,0.1), computed from RUN/wanda's pooled
+                       block scores, each against its own K random regions of its size
+                       (continuation task; block-resolution wanda results)
+  --magnitude          a |W|-magnitude baseline per region: as many blocks per pool, those of
+                       largest mean |W| (no activation norm), scored against the same random
+                       regions and compared with the region item by item (continuation task)
   --scope S            where random blocks are drawn with the region's count: matrix (default:
                        the same number of blocks in every matrix), layer or global
   --wanda-by LABEL     the label axis of the wanda results that give the regions (default the
@@ -72,6 +80,8 @@ export async function run(argv: string[]): Promise<number> {
       scoring: { type: 'string', choices: ['letter', 'cloze'] },
       metric: { type: 'string', choices: ['acc', 'acc_norm', 'acc_mutual_info'] },
       random: { type: 'string' },
+      top: { type: 'string' },
+      magnitude: { type: 'boolean' },
       scope: { type: 'string', choices: ['matrix', 'layer', 'global'] },
       bootstrap: { type: 'string' },
       batch: { type: 'string' },
@@ -99,8 +109,10 @@ export async function run(argv: string[]): Promise<number> {
     wandaBy: v['wanda-by'],
     data: v.data,
     out: v.out,
-    random: intOption(v.random, '--random', 10, 1),
+    random: intOption(v.random, '--random', ABLATE_RANDOM, 1),
     scope: v.scope,
+    magnitude: !!v.magnitude,
+    tops: v.top === undefined ? undefined : topList(v.top),
     task: v.task,
     scoring: v.scoring,
     metric: v.metric,
@@ -119,6 +131,15 @@ export async function run(argv: string[]): Promise<number> {
   });
   process.stdout.write(v.json ? JSON.stringify(s, null, 1) + '\n' : formatAblate(s) + '\n');
   return 0;
+}
+
+/** --top F1,F2,…: fractions in (0, 1]. */
+function topList(v: string): number[] {
+  return v.split(',').map((x) => {
+    const t = Number(x.trim());
+    if (!x.trim() || !Number.isFinite(t) || !(t > 0 && t <= 1)) throw new UsageError(`--top takes comma-separated fractions in (0, 1], got ${JSON.stringify(x.trim())}`, 'e.g. --top 0.005,0.01,0.02,0.05,0.1');
+    return t;
+  });
 }
 
 /**
@@ -140,6 +161,19 @@ function iaeConversion(run: string): { layout: 'genai'; weights?: WeightsMode; d
   return { layout: 'genai', ...(weights && ['auto', 'q4', 'fp16', 'fp32'].includes(weights) ? { weights: weights as WeightsMode } : {}), ...(dtype === 'fp32' || dtype === 'fp16' ? { dtype } : {}) };
 }
 
+/** How a row's headline p was chosen: the t test when its null passed Shapiro–Wilk, else the rank p. */
+function headNote(head: HeadTest | undefined, n: NullNormality | null | undefined, fp: (x: number | null) => string): string {
+  if (!head) return '';
+  if (!n) return head === 'rank' ? ' (rank p: the null has too few values or no spread for a normality check)' : '';
+  return head === 't' ? ` (t test: its null passes Shapiro–Wilk, W ${n.w.toFixed(3)}, p ${fp(n.p)})` : ` (rank p: its null fails Shapiro–Wilk, W ${n.w.toFixed(3)}, p ${fp(n.p)}, so the t test's normality does not hold)`;
+}
+
+/** One side of the paired tests: how many random regions the region beats at Holm ≤ α. */
+function pairedNote(side: PairedSide, K: number, what: string): string {
+  const worst = side.pHolm.reduce<number | null>((m, p) => (p === null ? m : m === null ? p : Math.max(m, p)), null);
+  return `${what} (n=${side.n}): costlier than ${side.beaten} of ${K} random regions${worst === null ? '' : `, largest Holm p ${worst < 1e-3 ? worst.toExponential(1) : worst.toFixed(3)}`}`;
+}
+
 /** The effect matrix and the specificity rows as text. */
 export function formatAblate(s: AblateSummary): string {
   const f = (x: number) => (x >= 0 ? '+' : '') + x.toFixed(3);
@@ -147,15 +181,52 @@ export function formatAblate(s: AblateSummary): string {
   const key = (r: { region: string; minus: string | null }) => (r.minus === null ? r.region : `${r.region}∖${r.minus}`);
   // --task iae measures accuracy (the share of items answered right), not a log-likelihood
   const what = s.unit === 'accuracy' ? `accuracy (${s.iae?.metric ?? 'acc'}, share answered right, after − before)` : 'log-likelihood (nats, after − before)';
-  const out = [`mean change of ${what} per item, by ${s.by}; p against ${s.random} random regions (floor ${s.pFloor.toFixed(3)})`];
+  const out = [`mean change of ${what} per item, by ${s.by}; p against ${s.random} random regions (rank p floor ${s.pFloor.toFixed(3)}; the t test heads a row only when its random regions pass Shapiro–Wilk at ${ABLATE_ALPHA})`];
   for (const r of s.regions) {
     const k = r.minus === null ? r.name : `${r.name}∖${r.minus}`;
     out.push(`${k} (${r.blocks} blocks):`);
-    for (const c of s.cells.filter((c) => key(c) === k)) out.push(`  ${c.label.padEnd(24)} n=${String(c.n).padStart(4)}  ${f(c.delta)} [${f(c.ci[0])}, ${f(c.ci[1])}]  random ${f(c.nullDelta.reduce((a, b) => a + b, 0) / c.nullDelta.length)}  p=${c.p.toFixed(3)}${c.pT === null ? '' : `  t-test p=${fp(c.pT)} (Holm ${fp(c.pTHolm)})`}`);
+    for (const c of s.cells.filter((c) => key(c) === k)) {
+      const head = c.head === undefined ? '' : `  headline ${c.head === 't' ? 't-test' : 'rank'} p=${fp(c.pHead ?? null)} (Holm over ${s.cells.length} cells ${fp(c.pHeadHolm ?? null)})${c.head === 'rank' && c.normality ? ', null not normal' : ''}`;
+      out.push(`  ${c.label.padEnd(24)} n=${String(c.n).padStart(4)}  ${f(c.delta)} [${f(c.ci[0])}, ${f(c.ci[1])}]  random ${f(c.nullDelta.reduce((a, b) => a + b, 0) / c.nullDelta.length)}  rank p=${c.p.toFixed(3)}${c.pT === null ? '' : `  t-test p=${fp(c.pT)} (Holm ${fp(c.pTHolm)})`}${head}`);
+    }
   }
+  const m = s.specificity.length;
   for (const sp of s.specificity) {
-    out.push(`specificity ${key(sp)} for ${sp.target}: ${f(sp.contrast)} [${f(sp.ci[0])}, ${f(sp.ci[1])}] (own items − others), p=${sp.p.toFixed(3)}, Holm ${sp.pHolm.toFixed(3)}${sp.pT === null ? '' : `; t-test p=${fp(sp.pT)} (Holm ${fp(sp.pTHolm)})`}`);
-    if (sp.ratio !== null) out.push(`  cost ratio own/others ${sp.ratio.toFixed(3)} (random regions: ${sp.nullRatio.map((r) => (r === null ? '—' : r.toFixed(3))).join(', ')})${sp.ratioP === null ? '' : `, t-test p=${fp(sp.ratioP)} (Holm ${fp(sp.ratioPHolm)})`}`);
+    const nullMean = sp.nullContrast.reduce((a, b) => a + b, 0) / sp.nullContrast.length;
+    out.push(`specificity ${key(sp)} for ${sp.target}: ${f(sp.contrast)} [${f(sp.ci[0])}, ${f(sp.ci[1])}] (own items − others; random regions ${f(nullMean)}), rank p=${sp.p.toFixed(3)}, Holm over ${m} region${m === 1 ? '' : 's'} ${sp.pHolm.toFixed(3)}${sp.pT === null ? '' : `; t-test p=${fp(sp.pT)} (Holm ${fp(sp.pTHolm)})`}`);
+    if (sp.head !== undefined) out.push(`  headline ${sp.head === 't' ? 't-test' : 'rank'} p=${fp(sp.pHead ?? null)}, Holm ${fp(sp.pHeadHolm ?? null)}${headNote(sp.head, sp.normality, fp)}; detectable (α ${ABLATE_ALPHA}, power ${ABLATE_POWER}): a contrast of ${sp.mde == null ? '— (no spread)' : f(sp.mde)} or lower`);
+    if (sp.ratio !== null) {
+      out.push(`  cost ratio own/others ${sp.ratio.toFixed(3)} (random regions: ${sp.nullRatio.map((r) => (r === null ? '—' : r.toFixed(3))).join(', ')}), chance 1 (no specificity)${sp.ratioRankP == null ? '' : `, rank p=${fp(sp.ratioRankP)}`}${sp.ratioP === null ? '' : `, t-test p=${fp(sp.ratioP)} (Holm ${fp(sp.ratioPHolm)})`}`);
+      if (sp.ratioHead !== undefined && sp.ratioPHead != null) out.push(`  ratio headline ${sp.ratioHead === 't' ? 't-test' : 'rank'} p=${fp(sp.ratioPHead)}, Holm over ${m} ${fp(sp.ratioPHeadHolm ?? null)}${headNote(sp.ratioHead, sp.ratioNormality, fp)}; detectable: a ratio of ${sp.ratioMde == null ? '—' : sp.ratioMde.toFixed(3)} or more`);
+    }
+    if (sp.paired) {
+      const K = sp.paired.own.p.length;
+      out.push(`  paired per item (Wilcoxon signed-rank, one-sided, Holm over the ${K} random regions of ${key(sp)}, α ${sp.paired.alpha}): ${pairedNote(sp.paired.own, K, `own items`)}; ${pairedNote(sp.paired.others, K, 'other items')}`);
+    }
+  }
+  for (const mg of s.magnitude ?? []) {
+    const sp = mg.specificity;
+    const k = key({ region: mg.region, minus: mg.minus });
+    const gm = sp.nullRatio.length && sp.nullRatio.every((x) => x !== null) ? Math.exp((sp.nullRatio as number[]).reduce((a, b) => a + Math.log(b), 0) / sp.nullRatio.length) : null;
+    const own = s.specificity.find((x) => key(x) === k);
+    out.push(`|W| baseline of ${k} (${mg.blocks} blocks of largest mean |W|, no activation norm): cost ratio for ${sp.target} ${sp.ratio === null ? '—' : sp.ratio.toFixed(3)} (random regions ${gm === null ? '—' : gm.toFixed(3)}, region ${own?.ratio == null ? '—' : own.ratio.toFixed(3)}), ${sp.ratioHead === 't' ? 't-test' : 'rank'} p=${fp(sp.ratioPHead ?? null)}; ${k} costlier than it item by item (Wilcoxon signed-rank, one-sided, uncorrected): own items p=${fp(mg.versusRegion.own.p)} (n=${mg.versusRegion.own.n}), others p=${fp(mg.versusRegion.others.p)} (n=${mg.versusRegion.others.n})`);
+  }
+  if (s.doses?.length) {
+    out.push(`dose–response: each region at each wanda top fraction, against its own ${s.random} random regions of its size (mean change per item, own items | the others; cost ratio with chance 1; headline p with Holm over the ${s.doses[0]!.specificity.length} regions of the dose)`);
+    for (const d of s.doses) {
+      for (const sp of d.specificity) {
+        const k = key(sp);
+        const r = d.regions.find((x) => key({ region: x.name, minus: x.minus }) === k);
+        const own = d.cells.find((c) => key(c) === k && c.label === sp.target);
+        const others = d.cells.filter((c) => key(c) === k && c.label !== sp.target);
+        const n = others.reduce((t, c) => t + c.n, 0);
+        const pooled = (v: (c: (typeof others)[number]) => number) => (n ? others.reduce((t, c) => t + c.n * v(c), 0) / n : NaN);
+        const nm = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+        const gm = sp.nullRatio.every((x) => x !== null) && sp.nullRatio.length ? Math.exp(nm((sp.nullRatio as number[]).map(Math.log))) : null;
+        out.push(`  top ${String(d.top).padEnd(6)}${d.stored ? '*' : ' '} ${k.padEnd(20)} ${String(r?.blocks ?? '?').padStart(6)} blocks  own ${own ? f(own.delta) : '—'} (random ${own ? f(nm(own.nullDelta)) : '—'})  others ${f(pooled((c) => c.delta))} (random ${f(pooled((c) => nm(c.nullDelta)))})  ratio ${sp.ratio === null ? '—' : sp.ratio.toFixed(3)} (random ${gm === null ? '—' : gm.toFixed(3)}, detectable ${sp.ratioMde == null ? '—' : sp.ratioMde.toFixed(3)})  ${sp.ratioHead === 't' ? 't-test' : 'rank'} p=${fp(sp.ratioPHead ?? null)} Holm ${fp(sp.ratioPHeadHolm ?? null)}`);
+      }
+    }
+    if (s.doses.some((d) => d.stored)) out.push('  * the regions regions.json holds (the figures above)');
   }
   return out.join('\n');
 }

@@ -266,3 +266,19 @@ export function predictionP(value: number, nulls: ArrayLike<number> | null | und
   const t = z / Math.sqrt(1 + 1 / K);
   return studentTCdf(tail === 'lower' ? t : -t, K - 1);
 }
+
+/** The q-quantile of Student's t with df degrees of freedom (0 < q < 1; bisection on studentTCdf to 1e-12). */
+export function studentTQuantile(q: number, df: number): number {
+  if (!(q > 0 && q < 1) || !(df > 0)) return NaN;
+  if (q === 0.5) return 0;
+  let lo = -1;
+  let hi = 1;
+  while (studentTCdf(lo, df) > q) lo *= 2;
+  while (studentTCdf(hi, df) < q) hi *= 2;
+  for (let i = 0; i < 200 && hi - lo > 1e-12 * Math.max(1, Math.abs(lo)); i++) {
+    const mid = (lo + hi) / 2;
+    if (studentTCdf(mid, df) < q) lo = mid;
+    else hi = mid;
+  }
+  return (lo + hi) / 2;
+}

@@ -85,9 +85,9 @@ describe('hints', () => {
 
   it('the --task iae header says accuracy, the continuation header log-likelihood', () => {
     const base = { kind: 'ablate', version: 1, by: 'aspect', labels: ['A'], random: 5, regions: [], cells: [], specificity: [], pFloor: 1 / 6, scope: 'matrix', seed: 0, items: 10 } as unknown as AblateSummary;
-    expect(formatAblate({ ...base, unit: 'nats' })).toBe('mean change of log-likelihood (nats, after − before) per item, by aspect; p against 5 random regions (floor 0.167)');
+    expect(formatAblate({ ...base, unit: 'nats' })).toBe('mean change of log-likelihood (nats, after − before) per item, by aspect; p against 5 random regions (rank p floor 0.167; the t test heads a row only when its random regions pass Shapiro–Wilk at 0.05)');
     const iae = formatAblate({ ...base, unit: 'accuracy', iae: { metric: 'acc' } as AblateSummary['iae'] });
-    expect(iae).toBe('mean change of accuracy (acc, share answered right, after − before) per item, by aspect; p against 5 random regions (floor 0.167)');
+    expect(iae).toBe('mean change of accuracy (acc, share answered right, after − before) per item, by aspect; p against 5 random regions (rank p floor 0.167; the t test heads a row only when its random regions pass Shapiro–Wilk at 0.05)');
     expect(iae).not.toContain('log-likelihood');
   });
 });
