@@ -177,7 +177,8 @@ export async function separation(ctx: MeasureContext, Y: Float64Array, sample: M
   add(spaceResult({ space: 'original-cosine', X: Xs, d, distance: 'cosine', probe: null, D: G.cosine, silhouetteNull: await silNull(G.cosine) }, m, sub, classes, mopts));
   lap('metrics-original-cosine');
   say(`metrics 2/3: original-euclidean (the probe: ${popts.repeats ?? 1} repeats × ${mopts.probe.folds} folds${popts.pca ? `, PCA-${popts.pca} inside each fold` : ''}; its null refits ${Rp} permutations)`);
-  const cvE = await probeCv(ctx, [{ X: Xs, d }], sample, 'cluster probe CV (original space)', popts);
+  // the in-fold PCA runs on the distances' Gram matrix when the training rows are fewer than d
+  const cvE = await probeCv(ctx, [{ X: Xs, d, gram: G.gram }], sample, 'cluster probe CV (original space)', popts);
   const nullE = await probeNull(ctx, cvE, m, sub, Rp, popts, 'cluster probe null (original space)');
   add(spaceResult({ space: 'original-euclidean', X: Xs, d, distance: 'euclidean', probe: { X: Xs, d }, probeCv: cvE, D: G.euclidean, probeNull: nullE, silhouetteNull: await silNull(G.euclidean) }, m, sub, classes, { ...mopts, probe: popts }));
   lap('metrics-original-euclidean');

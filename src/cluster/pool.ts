@@ -317,7 +317,8 @@ export class ClusterPool implements MatMulPool {
   async repeatedCv(blocks: Block[], n: number, labels: Int32Array, nClasses: number, opts: ProbeOptions, onDone?: () => void): Promise<RepeatedCv> {
     const R = Math.max(1, opts.repeats ?? 1);
     const seed = opts.seed ?? 0;
-    const shared = blocks.map((b) => ({ X: sharedF64(b.X), d: b.d, key: b.key }));
+    const share = (a: Float64Array | Float32Array) => (a instanceof Float64Array && a.buffer instanceof SharedArrayBuffer ? a : sharedF64(a));
+    const shared = blocks.map((b) => ({ X: share(b.X), d: b.d, key: b.key, ...(b.gram ? { gram: share(b.gram) } : {}) }));
     const preds: Int32Array[] = new Array(R);
     const chosenC: number[][] = new Array(R);
     let prepared: PreparedFold[] = [];
@@ -358,7 +359,7 @@ export class ClusterPool implements MatMulPool {
   }
 
   /** Euclidean and cosine distance matrices through a Gram matrix split by rows (balanced by triangle area). */
-  async gramDistances(X: Float64Array, n: number, d: number): Promise<{ euclidean: Float64Array; cosine: Float64Array }> {
+  async gramDistances(X: Float64Array, n: number, d: number): Promise<{ euclidean: Float64Array; cosine: Float64Array; gram: Float64Array }> {
     const Xs = sharedF64(X);
     const G = new Float64Array(new SharedArrayBuffer(n * n * 8));
     const parts = this.workers.length + 1;
@@ -368,7 +369,7 @@ export class ClusterPool implements MatMulPool {
     const [s, e] = rs[rs.length - 1];
     gramRows(Xs, n, d, G, s, e);
     await Promise.all(pending);
-    return distancesFromGram(G, n);
+    return { ...distancesFromGram(G, n), gram: G };
   }
 
   /** Mean silhouette for each label permutation from a distance matrix [n, n]. */

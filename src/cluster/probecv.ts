@@ -14,7 +14,7 @@
  * Repeated CV runs all of this for `repeats` fold seeds (seed, seed + 1, ...): the spread of the
  * scores over repeats is the part of the uncertainty that comes from the choice of folds.
  */
-import { pca, pcaProject } from './pca.js';
+import { gramPcaProject, mulXBRows, pca, pcaProject, sketchOmega } from './pca.js';
 import { csrProject, csrRows, pcaCsr } from './pca-sparse.js';
 import { fitLogistic, predictLogistic, stratifiedFolds, stratifiedGroupFolds, type ProbeOptions } from './probe.js';
 import { classScores } from './scores.js';
@@ -29,6 +29,13 @@ export interface Block {
    * same seed and components, on whichever thread meets it again. Absent: computed every time.
    */
   key?: string;
+  /**
+   * X Xᵀ [n, n] of the same rows (at least its upper triangle j ≥ i, as gramRows writes it): a
+   * dense block's randomized in-fold PCA then runs on the training rows' double-centred Gram
+   * matrix (gramPcaProject, the same components up to rounding) when the training rows are
+   * fewer than its dimension.
+   */
+  gram?: Float64Array;
 }
 
 /** One fold's training and test rows, reduced and standardized as the probe sees them. */
@@ -124,12 +131,35 @@ function reduceBlock(b: Block, train: Int32Array, test: Int32Array, k: number, s
     const p = pcaCsr(A, k, seed);
     return { tr: csrProject(A, p), te: csrProject(csrRows(b.X, b.d, test), p), d: p.k };
   }
-  const tr = rowsOf(b.X, b.d, train);
-  const te = rowsOf(b.X, b.d, test);
   // randomized unless the sketch would span the space: the exact route's Jacobi sweeps on a
   // d × d covariance cost O(d³) per fold, far more than the sketch for d near 256
-  const p = pca(tr, train.length, b.d, k, { seed, method: k + 10 < Math.min(b.d, train.length) ? 'randomized' : 'exact' });
+  const randomized = k + 10 < Math.min(b.d, train.length);
+  if (randomized && b.gram && train.length < b.d) return gramReduce(b, b.gram, train, test, k, seed);
+  const tr = rowsOf(b.X, b.d, train);
+  const te = rowsOf(b.X, b.d, test);
+  const p = pca(tr, train.length, b.d, k, { seed, method: randomized ? 'randomized' : 'exact' });
   return { tr: pcaProject(p, tr, train.length, b.d), te: pcaProject(p, te, test.length, b.d), d: p.k };
+}
+
+/** X Ω of every row of a block for the last sketch seed it was reduced with (the folds of one repeat share it). */
+const sketched = new WeakMap<object, { seed: number; l: number; XO: Float64Array }>();
+
+/**
+ * reduceBlock through the Gram matrix (gramPcaProject): X Ω is computed once per block and
+ * seed for all its rows (each fold's training rows take theirs), the rest from the Gram matrix.
+ */
+function gramReduce(b: Block, gram: Float64Array, train: Int32Array, test: Int32Array, k: number, seed: number): ReducedPart {
+  const n = b.X.length / b.d;
+  const l = k + 10;
+  let s = sketched.get(b.X);
+  if (!s || s.seed !== seed || s.l !== l) {
+    const XO = new Float64Array(n * l);
+    mulXBRows(b.X, b.d, sketchOmega(b.d, l, seed), l, XO, 0, n);
+    s = { seed, l, XO };
+    sketched.set(b.X, s);
+  }
+  const r = gramPcaProject(gram, n, s.XO, l, train, test, k);
+  return { tr: r.tr, te: r.te, d: r.k };
 }
 
 /** Kept reductions of keyed blocks in this thread, oldest first (Map order), and their size. */
