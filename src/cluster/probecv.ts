@@ -348,6 +348,30 @@ export function predictPrepared(folds: PreparedFold[], n: number, labels: Int32A
   return { pred, chosenC };
 }
 
+/** The non-empty folds of one repeat (fold seed `seed`): each fold's training and test rows, in fold order. */
+export function foldSplits(labels: Int32Array, nClasses: number, opts: ProbeOptions, seed: number): { train: Int32Array; test: Int32Array }[] {
+  const folds = foldCount(labels, nClasses, opts.folds ?? 5, opts.groups);
+  const fold = foldsOf(labels, nClasses, folds, seed, opts.groups);
+  const out: { train: Int32Array; test: Int32Array }[] = [];
+  for (let f = 0; f < folds; f++) {
+    const s = splitFold(fold, f);
+    if (s.test.length > 0) out.push(s);
+  }
+  return out;
+}
+
+/**
+ * Fold j (of foldSplits) of one repeat with fold seed `seed`, alone: its prepared matrices, the
+ * predictions of its test rows and its C, exactly as cvRun computes that fold (the folds of a
+ * repeat do not depend on each other, so they can run on any thread in any order).
+ */
+export function cvFold(blocks: Block[], labels: Int32Array, nClasses: number, opts: ProbeOptions, seed: number, j: number): { fold: PreparedFold; pred: Int32Array; C: number } {
+  const { train, test } = foldSplits(labels, nClasses, opts, seed)[j];
+  const fold = prepareFold(blocks, train, test, opts.pca ?? 0, seed);
+  const r = predictFold(fold, labels, nClasses, opts, seed + 7919 * (j + 1));
+  return { fold, pred: r.pred, C: r.C };
+}
+
 /** One repeat of the stratified k-fold CV with fold seed `seed`. */
 export function cvRun(blocks: Block[], n: number, labels: Int32Array, nClasses: number, opts: ProbeOptions, seed: number): CvRun & { folds: PreparedFold[] } {
   const folds = prepareFolds(blocks, labels, nClasses, opts, seed);
