@@ -404,7 +404,13 @@ export class ClusterPool implements MatMulPool {
 
   /** Euclidean and cosine distance matrices through a Gram matrix split by rows (balanced by triangle area). */
   async gramDistances(X: Float64Array, n: number, d: number): Promise<{ euclidean: Float64Array; cosine: Float64Array; gram: Float64Array }> {
-    const Xs = sharedF64(X);
+    const G = await this.gram(X, n, d);
+    return { ...distancesFromGram(G, n), gram: G };
+  }
+
+  /** The upper triangle of the Gram matrix X Xᵀ [n, n] (gramRows) on shared memory, split by rows (balanced by triangle area). */
+  async gram(X: Float64Array | Float32Array, n: number, d: number): Promise<Float64Array> {
+    const Xs = sharedF64(X.subarray(0, n * d));
     const G = new Float64Array(new SharedArrayBuffer(n * n * 8));
     const parts = this.workers.length + 1;
     const cut = (p: number) => Math.round(n - n * Math.sqrt(1 - p / parts));
@@ -413,7 +419,7 @@ export class ClusterPool implements MatMulPool {
     const [s, e] = rs[rs.length - 1];
     gramRows(Xs, n, d, G, s, e);
     await Promise.all(pending);
-    return { ...distancesFromGram(G, n), gram: G };
+    return G;
   }
 
   /** Mean silhouette for each label permutation from a distance matrix [n, n]. */

@@ -141,6 +141,17 @@ function reduceBlock(b: Block, train: Int32Array, test: Int32Array, k: number, s
   return { tr: pcaProject(p, tr, train.length, b.d), te: pcaProject(p, te, test.length, b.d), d: p.k };
 }
 
+/**
+ * Whether a block's in-fold PCA would take the Gram route (reduceBlock) if it had its Gram
+ * matrix: dense, unkeyed (a keyed block's reductions are shared with probes that may not have
+ * one), a randomized PCA, and fewer rows than dimensions, so that the [n, n] Gram matrix is
+ * smaller than the block itself and each fold's products cost m² l instead of 2 m d l.
+ */
+export function gramPays(b: Block, n: number, k: number): boolean {
+  if (b.key !== undefined || b.gram || !(k > 0) || n >= b.d || k + 10 >= Math.min(b.d, n)) return false;
+  return !(b.d > 256 && k + 10 < b.d && density(b) < SPARSE_DENSITY);
+}
+
 /** X Ω of every row of a block for the last sketch seed it was reduced with (the folds of one repeat share it). */
 const sketched = new WeakMap<object, { seed: number; l: number; XO: Float64Array }>();
 

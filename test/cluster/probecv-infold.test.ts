@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { Rng } from '../../src/util/rng.js';
 import { gramRows } from '../../src/cluster/metrics.js';
 import { csrProject, csrRows, pcaCsr } from '../../src/cluster/pca-sparse.js';
-import { prepareFold, repeatedCv, splitFold, standardize } from '../../src/cluster/probecv.js';
+import { blockKey, gramPays, prepareFold, repeatedCv, splitFold, standardize } from '../../src/cluster/probecv.js';
 import { stratifiedFolds } from '../../src/cluster/probe.js';
 
 /** n rows of d dims with a decaying spectrum (sd 3 / √(1 + j)) plus a class offset on the first 6 dims. */
@@ -117,3 +117,18 @@ describe('the in-fold PCA of a sparse block (token counts)', () => {
   });
 });
 
+
+describe('which blocks get a Gram matrix (gramPays: a layer of the sweep, the original space)', () => {
+  it('a dense block wider than the sample; not a sparse, keyed, narrow or unreduced one', () => {
+    const n = 40;
+    const rng = new Rng(1);
+    const dense = { X: Float64Array.from({ length: n * 300 }, () => rng.normal()), d: 300 };
+    const sparse = { X: Float64Array.from({ length: n * 300 }, (_, t) => (t % 50 === 0 ? 1 : 0)), d: 300 };
+    expect(gramPays(dense, n, 8)).toBe(true);
+    expect(gramPays(sparse, n, 8)).toBe(false);
+    expect(gramPays({ ...dense, key: blockKey('state') }, n, 8)).toBe(false);
+    expect(gramPays(dense, n, 0)).toBe(false);
+    expect(gramPays({ X: dense.X.subarray(0, n * 30), d: 30 }, n, 8)).toBe(false);
+    expect(gramPays(dense, 300, 8)).toBe(false);
+  });
+});
