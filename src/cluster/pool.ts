@@ -307,12 +307,12 @@ export class ClusterPool implements MatMulPool {
   }
 
   /**
-   * Repeats of the probe's k-fold CV (src/cluster/probecv.ts), one task per repeat: this thread
-   * runs repeat 0 (whose prepared folds the permutation null refits) and takes further repeats
-   * between awaits; the workers take the rest. Identical to repeatedCv in one thread. With keyed
-   * blocks (Block.key) every thread takes the same repeats each time (thread t of T: the repeats
-   * r ≡ t mod T), so each finds the in-fold reductions it kept for an earlier probe on the same
-   * labels.
+   * Repeats of the probe's k-fold CV (src/cluster/probecv.ts). Unkeyed blocks: one task per
+   * fold of every repeat (repeatedCvByFolds). Keyed blocks (Block.key): one task per repeat, this
+   * thread running repeat 0 (whose prepared folds the permutation null refits), and every thread
+   * taking the same repeats each time (thread t of T: the repeats r ≡ t mod T), so each finds the
+   * in-fold reductions it kept for an earlier probe on the same labels. Identical to repeatedCv
+   * in one thread.
    */
   async repeatedCv(blocks: Block[], n: number, labels: Int32Array, nClasses: number, opts: ProbeOptions, onDone?: () => void): Promise<RepeatedCv> {
     const R = Math.max(1, opts.repeats ?? 1);
