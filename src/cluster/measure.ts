@@ -15,10 +15,10 @@ import type { HookInfo, RunReader } from '../store/types.js';
 import type { Chance, ClassifierMetrics, ClusterItems, ClusterSettings, ClusterMetrics, ProbeComparison, SpaceMetrics, SweepPoint } from './types.js';
 import type { PcaOptions, PcaResult } from './pca.js';
 import { Rng } from '../util/rng.js';
-import { repeatedCv, type Block, type RepeatedCv } from './probecv.js';
+import { gramPays, repeatedCv, type Block, type RepeatedCv } from './probecv.js';
 import { pairedBootstrap } from './paired.js';
 import type { ClusterPool } from './pool.js';
-import { distanceMatrix, gramDistances, permutationLabels, probePermutationLabels } from './metrics.js';
+import { distanceMatrix, gramDistances, gramRows, permutationLabels, probePermutationLabels } from './metrics.js';
 import { nullOptions, probeNullScores, scoreProbe, spaceResult, type MetricOptions } from './space.js';
 import { majorityRate } from './scores.js';
 import type { ProbeOptions } from './probe.js';
@@ -124,11 +124,21 @@ export async function probeNull(ctx: MeasureContext, cv: RepeatedCv, m: number, 
   return out;
 }
 
+/** The upper triangle of X Xᵀ [n, n] (on the worker threads when there are any). */
+async function gramMatrix(ctx: MeasureContext, X: Float64Array | Float32Array, n: number, d: number): Promise<Float64Array> {
+  if (ctx.pool) return ctx.pool.gram(X, n, d);
+  const G = new Float64Array(n * n);
+  gramRows(X, n, d, G, 0, n);
+  return G;
+}
+
 /** The repeated CV of the probe on feature blocks of the metric sample, with a progress bar over repeats. */
 export async function probeCv(ctx: MeasureContext, blocks: Block[], sample: MetricSample, label: string, opts: ProbeOptions = probeOptions(sample, ctx.seed)): Promise<RepeatedCv> {
   const prog = new Progress({ label, total: Math.max(1, opts.repeats ?? 1), unit: 'repeats', quiet: ctx.quiet });
   const C = ctx.coded.classes.length;
   const tick = () => prog.tick(1);
+  // a dense block wider than the sample (a layer of an 8B run): its in-fold PCA from its Gram matrix
+  blocks = await Promise.all(blocks.map(async (b) => (gramPays(b, sample.m, opts.pca ?? 0) ? { ...b, gram: await gramMatrix(ctx, b.X, sample.m, b.d) } : b)));
   const cv = ctx.pool && (opts.repeats ?? 1) > 1 ? await ctx.pool.repeatedCv(blocks, sample.m, sample.sub, C, opts, tick) : repeatedCv(blocks, sample.m, sample.sub, C, opts, tick);
   prog.finish();
   return cv;
@@ -177,7 +187,8 @@ export async function separation(ctx: MeasureContext, Y: Float64Array, sample: M
   add(spaceResult({ space: 'original-cosine', X: Xs, d, distance: 'cosine', probe: null, D: G.cosine, silhouetteNull: await silNull(G.cosine) }, m, sub, classes, mopts));
   lap('metrics-original-cosine');
   say(`metrics 2/3: original-euclidean (the probe: ${popts.repeats ?? 1} repeats × ${mopts.probe.folds} folds${popts.pca ? `, PCA-${popts.pca} inside each fold` : ''}; its null refits ${Rp} permutations)`);
-  const cvE = await probeCv(ctx, [{ X: Xs, d }], sample, 'cluster probe CV (original space)', popts);
+  // the in-fold PCA runs on the distances' Gram matrix when the training rows are fewer than d
+  const cvE = await probeCv(ctx, [{ X: Xs, d, gram: G.gram }], sample, 'cluster probe CV (original space)', popts);
   const nullE = await probeNull(ctx, cvE, m, sub, Rp, popts, 'cluster probe null (original space)');
   add(spaceResult({ space: 'original-euclidean', X: Xs, d, distance: 'euclidean', probe: { X: Xs, d }, probeCv: cvE, D: G.euclidean, probeNull: nullE, silhouetteNull: await silNull(G.euclidean) }, m, sub, classes, { ...mopts, probe: popts }));
   lap('metrics-original-euclidean');

@@ -78,12 +78,13 @@ export function distanceMatrix(X: Float64Array | Float32Array, n: number, d: num
 
 /**
  * Euclidean and cosine distance matrices [n, n] from one Gram matrix (for high-dimensional
- * rows: one pass of dot products, four rows at a time, serves both).
+ * rows: one pass of dot products, four rows at a time, serves both), and the Gram matrix itself
+ * (its upper triangle, for the probe's in-fold PCA: Block.gram in src/cluster/probecv.ts).
  */
-export function gramDistances(X: Float64Array | Float32Array, n: number, d: number): { euclidean: Float64Array; cosine: Float64Array } {
+export function gramDistances(X: Float64Array | Float32Array, n: number, d: number): { euclidean: Float64Array; cosine: Float64Array; gram: Float64Array } {
   const G = new Float64Array(n * n);
   gramRows(X, n, d, G, 0, n);
-  return distancesFromGram(G, n);
+  return { ...distancesFromGram(G, n), gram: G };
 }
 
 /**

@@ -19,7 +19,7 @@ import { blockCount } from './fft-block.js';
 import { conditionalRows, type SparseP } from './affinity.js';
 import { mulXBRows, mulXtBCols, type MatMulPool, type MulRequest } from './pca.js';
 import type { ProbeOptions } from './probe.js';
-import { cvRun, foldCount, type Block, type PreparedFold, type RepeatedCv } from './probecv.js';
+import { cvFold, cvRun, foldCount, foldSplits, type Block, type PreparedFold, type RepeatedCv } from './probecv.js';
 import { probeNullScores } from './space.js';
 import { silhouetteMeans, gramRows, distancesFromGram } from './metrics.js';
 
@@ -307,23 +307,25 @@ export class ClusterPool implements MatMulPool {
   }
 
   /**
-   * Repeats of the probe's k-fold CV (src/cluster/probecv.ts), one task per repeat: this thread
-   * runs repeat 0 (whose prepared folds the permutation null refits) and takes further repeats
-   * between awaits; the workers take the rest. Identical to repeatedCv in one thread. With keyed
-   * blocks (Block.key) every thread takes the same repeats each time (thread t of T: the repeats
-   * r ≡ t mod T), so each finds the in-fold reductions it kept for an earlier probe on the same
-   * labels.
+   * Repeats of the probe's k-fold CV (src/cluster/probecv.ts). Unkeyed blocks: one task per
+   * fold of every repeat (repeatedCvByFolds). Keyed blocks (Block.key): one task per repeat, this
+   * thread running repeat 0 (whose prepared folds the permutation null refits), and every thread
+   * taking the same repeats each time (thread t of T: the repeats r ≡ t mod T), so each finds the
+   * in-fold reductions it kept for an earlier probe on the same labels. Identical to repeatedCv
+   * in one thread.
    */
   async repeatedCv(blocks: Block[], n: number, labels: Int32Array, nClasses: number, opts: ProbeOptions, onDone?: () => void): Promise<RepeatedCv> {
     const R = Math.max(1, opts.repeats ?? 1);
     const seed = opts.seed ?? 0;
-    const shared = blocks.map((b) => ({ X: sharedF64(b.X), d: b.d, key: b.key }));
+    const share = (a: Float64Array | Float32Array) => (a instanceof Float64Array && a.buffer instanceof SharedArrayBuffer ? a : sharedF64(a));
+    const shared = blocks.map((b) => ({ X: share(b.X), d: b.d, key: b.key, ...(b.gram ? { gram: share(b.gram) } : {}) }));
     const preds: Int32Array[] = new Array(R);
     const chosenC: number[][] = new Array(R);
     let prepared: PreparedFold[] = [];
     const folds = foldCount(labels, nClasses, opts.folds ?? 5);
     const T = this.workers.length + 1;
     const fixed = blocks.some((b) => b.key !== undefined);
+    if (!fixed && this.workers.length > 0) return this.repeatedCvByFolds(shared, n, labels, nClasses, opts, R, seed, folds, onDone);
     // the next repeat for thread t (0: this one): the shared queue, or its own residue class
     let next = 1;
     const own = Array.from({ length: T }, (_, t) => (t === 0 ? T : t));
@@ -357,9 +359,58 @@ export class ClusterPool implements MatMulPool {
     return { preds, chosenC, folds, prepared };
   }
 
+  /**
+   * repeatedCv of unkeyed blocks by folds: every fold of every repeat is one task (cvFold), so
+   * the threads split R × folds tasks evenly instead of R repeats (5 repeats on 2 threads: 13 and
+   * 12 folds, not 3 and 2 repeats). This thread runs all of repeat 0 (whose prepared folds the
+   * permutation null refits) and as many more as it takes to an even share; each worker gets its
+   * share in one message (a worker that asked for the next task would wait while this thread
+   * computes). Identical to repeatedCv in one thread.
+   */
+  private async repeatedCvByFolds(blocks: Block[], n: number, labels: Int32Array, nClasses: number, opts: ProbeOptions, R: number, seed: number, folds: number, onDone?: () => void): Promise<RepeatedCv> {
+    const counts = Array.from({ length: R }, (_, r) => foldSplits(labels, nClasses, opts, seed + r).length);
+    const F = Math.max(...counts);
+    const all: [number, number][] = [];
+    for (let r = 0; r < R; r++) for (let j = 0; j < counts[r]; j++) all.push([r, j]);
+    const W = this.workers.length;
+    const mineCount = Math.max(counts[0], Math.ceil(all.length / (W + 1)));
+    const rest = all.slice(mineCount);
+    const shares = Array.from({ length: W }, (_, w) => rest.slice(Math.floor((w * rest.length) / W), Math.floor(((w + 1) * rest.length) / W)));
+    const preds = new Int32Array(new SharedArrayBuffer(R * n * 4));
+    const cs = new Float64Array(new SharedArrayBuffer(R * F * 8));
+    const pending = this.workers.map((w, i) => (shares[i].length ? this.call(w, { cmd: 'cvfolds', blocks, labels, nClasses, opts, seed, tasks: shares[i], preds, cs, n, F }) : Promise.resolve()));
+    const prepared: PreparedFold[] = [];
+    const left = Int32Array.from(counts);
+    const finished = (r: number) => {
+      if (--left[r] === 0) onDone?.();
+    };
+    await settled(pending, () => {
+      for (const [r, j] of all.slice(0, mineCount)) {
+        const f = cvFold(blocks, labels, nClasses, opts, seed + r, j);
+        f.fold.test.forEach((i, t) => (preds[r * n + i] = f.pred[t]));
+        cs[r * F + j] = f.C;
+        if (r === 0) prepared.push(f.fold);
+        finished(r);
+      }
+    });
+    for (const sh of shares) for (const [r] of sh) finished(r);
+    return {
+      preds: Array.from({ length: R }, (_, r) => preds.slice(r * n, (r + 1) * n)),
+      chosenC: counts.map((c, r) => Array.from(cs.subarray(r * F, r * F + c))),
+      folds,
+      prepared,
+    };
+  }
+
   /** Euclidean and cosine distance matrices through a Gram matrix split by rows (balanced by triangle area). */
-  async gramDistances(X: Float64Array, n: number, d: number): Promise<{ euclidean: Float64Array; cosine: Float64Array }> {
-    const Xs = sharedF64(X);
+  async gramDistances(X: Float64Array, n: number, d: number): Promise<{ euclidean: Float64Array; cosine: Float64Array; gram: Float64Array }> {
+    const G = await this.gram(X, n, d);
+    return { ...distancesFromGram(G, n), gram: G };
+  }
+
+  /** The upper triangle of the Gram matrix X Xᵀ [n, n] (gramRows) on shared memory, split by rows (balanced by triangle area). */
+  async gram(X: Float64Array | Float32Array, n: number, d: number): Promise<Float64Array> {
+    const Xs = sharedF64(X.subarray(0, n * d));
     const G = new Float64Array(new SharedArrayBuffer(n * n * 8));
     const parts = this.workers.length + 1;
     const cut = (p: number) => Math.round(n - n * Math.sqrt(1 - p / parts));
@@ -368,7 +419,7 @@ export class ClusterPool implements MatMulPool {
     const [s, e] = rs[rs.length - 1];
     gramRows(Xs, n, d, G, s, e);
     await Promise.all(pending);
-    return distancesFromGram(G, n);
+    return G;
   }
 
   /** Mean silhouette for each label permutation from a distance matrix [n, n]. */

@@ -11,7 +11,7 @@ import { stepRange } from './step.js';
 import { interpWork } from './interp.js';
 import { mulXBRows, mulXtBCols } from './pca.js';
 import { probeNullScores } from './space.js';
-import { cvRun } from './probecv.js';
+import { cvFold, cvRun } from './probecv.js';
 import { silhouetteMeans, gramRows } from './metrics.js';
 
 /** The error of a message sent without a reply, until the next reply carries it. */
@@ -38,6 +38,12 @@ parentPort!.on('message', (m: any) => {
       m.pred.set(run.pred);
       m.cs.set(run.chosenC);
       m.cs[m.cs.length - 1] = run.chosenC.length;
+    } else if (m.cmd === 'cvfolds') {
+      for (const [r, j] of m.tasks as [number, number][]) {
+        const f = cvFold(m.blocks, m.labels, m.nClasses, m.opts, m.seed + r, j);
+        f.fold.test.forEach((i: number, t: number) => (m.preds[r * m.n + i] = f.pred[t]));
+        m.cs[r * m.F + j] = f.C;
+      }
     } else if (m.cmd === 'mul') {
       if (m.op === 'xb') mulXBRows(m.X, m.d, m.B, m.l, m.out, m.start, m.end);
       else mulXtBCols(m.X, m.n, m.d, m.B, m.l, m.out, m.start, m.end);

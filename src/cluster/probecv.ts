@@ -14,7 +14,7 @@
  * Repeated CV runs all of this for `repeats` fold seeds (seed, seed + 1, ...): the spread of the
  * scores over repeats is the part of the uncertainty that comes from the choice of folds.
  */
-import { pca, pcaProject } from './pca.js';
+import { gramPcaProject, mulXBRows, pca, pcaProject, sketchOmega } from './pca.js';
 import { csrProject, csrRows, pcaCsr } from './pca-sparse.js';
 import { fitLogistic, predictLogistic, stratifiedFolds, stratifiedGroupFolds, type ProbeOptions } from './probe.js';
 import { classScores } from './scores.js';
@@ -29,6 +29,13 @@ export interface Block {
    * same seed and components, on whichever thread meets it again. Absent: computed every time.
    */
   key?: string;
+  /**
+   * X Xᵀ [n, n] of the same rows (at least its upper triangle j ≥ i, as gramRows writes it): a
+   * dense block's randomized in-fold PCA then runs on the training rows' double-centred Gram
+   * matrix (gramPcaProject, the same components up to rounding) when the training rows are
+   * fewer than its dimension.
+   */
+  gram?: Float64Array;
 }
 
 /** One fold's training and test rows, reduced and standardized as the probe sees them. */
@@ -124,12 +131,46 @@ function reduceBlock(b: Block, train: Int32Array, test: Int32Array, k: number, s
     const p = pcaCsr(A, k, seed);
     return { tr: csrProject(A, p), te: csrProject(csrRows(b.X, b.d, test), p), d: p.k };
   }
-  const tr = rowsOf(b.X, b.d, train);
-  const te = rowsOf(b.X, b.d, test);
   // randomized unless the sketch would span the space: the exact route's Jacobi sweeps on a
   // d × d covariance cost O(d³) per fold, far more than the sketch for d near 256
-  const p = pca(tr, train.length, b.d, k, { seed, method: k + 10 < Math.min(b.d, train.length) ? 'randomized' : 'exact' });
+  const randomized = k + 10 < Math.min(b.d, train.length);
+  if (randomized && b.gram && train.length < b.d) return gramReduce(b, b.gram, train, test, k, seed);
+  const tr = rowsOf(b.X, b.d, train);
+  const te = rowsOf(b.X, b.d, test);
+  const p = pca(tr, train.length, b.d, k, { seed, method: randomized ? 'randomized' : 'exact' });
   return { tr: pcaProject(p, tr, train.length, b.d), te: pcaProject(p, te, test.length, b.d), d: p.k };
+}
+
+/**
+ * Whether a block's in-fold PCA would take the Gram route (reduceBlock) if it had its Gram
+ * matrix: dense, unkeyed (a keyed block's reductions are shared with probes that may not have
+ * one), a randomized PCA, and fewer rows than dimensions, so that the [n, n] Gram matrix is
+ * smaller than the block itself and each fold's products cost m² l instead of 2 m d l.
+ */
+export function gramPays(b: Block, n: number, k: number): boolean {
+  if (b.key !== undefined || b.gram || !(k > 0) || n >= b.d || k + 10 >= Math.min(b.d, n)) return false;
+  return !(b.d > 256 && k + 10 < b.d && density(b) < SPARSE_DENSITY);
+}
+
+/** X Ω of every row of a block for the last sketch seed it was reduced with (the folds of one repeat share it). */
+const sketched = new WeakMap<object, { seed: number; l: number; XO: Float64Array }>();
+
+/**
+ * reduceBlock through the Gram matrix (gramPcaProject): X Ω is computed once per block and
+ * seed for all its rows (each fold's training rows take theirs), the rest from the Gram matrix.
+ */
+function gramReduce(b: Block, gram: Float64Array, train: Int32Array, test: Int32Array, k: number, seed: number): ReducedPart {
+  const n = b.X.length / b.d;
+  const l = k + 10;
+  let s = sketched.get(b.X);
+  if (!s || s.seed !== seed || s.l !== l) {
+    const XO = new Float64Array(n * l);
+    mulXBRows(b.X, b.d, sketchOmega(b.d, l, seed), l, XO, 0, n);
+    s = { seed, l, XO };
+    sketched.set(b.X, s);
+  }
+  const r = gramPcaProject(gram, n, s.XO, l, train, test, k);
+  return { tr: r.tr, te: r.te, d: r.k };
 }
 
 /** Kept reductions of keyed blocks in this thread, oldest first (Map order), and their size. */
@@ -316,6 +357,30 @@ export function predictPrepared(folds: PreparedFold[], n: number, labels: Int32A
     chosenC.push(r.C);
   });
   return { pred, chosenC };
+}
+
+/** The non-empty folds of one repeat (fold seed `seed`): each fold's training and test rows, in fold order. */
+export function foldSplits(labels: Int32Array, nClasses: number, opts: ProbeOptions, seed: number): { train: Int32Array; test: Int32Array }[] {
+  const folds = foldCount(labels, nClasses, opts.folds ?? 5, opts.groups);
+  const fold = foldsOf(labels, nClasses, folds, seed, opts.groups);
+  const out: { train: Int32Array; test: Int32Array }[] = [];
+  for (let f = 0; f < folds; f++) {
+    const s = splitFold(fold, f);
+    if (s.test.length > 0) out.push(s);
+  }
+  return out;
+}
+
+/**
+ * Fold j (of foldSplits) of one repeat with fold seed `seed`, alone: its prepared matrices, the
+ * predictions of its test rows and its C, exactly as cvRun computes that fold (the folds of a
+ * repeat do not depend on each other, so they can run on any thread in any order).
+ */
+export function cvFold(blocks: Block[], labels: Int32Array, nClasses: number, opts: ProbeOptions, seed: number, j: number): { fold: PreparedFold; pred: Int32Array; C: number } {
+  const { train, test } = foldSplits(labels, nClasses, opts, seed)[j];
+  const fold = prepareFold(blocks, train, test, opts.pca ?? 0, seed);
+  const r = predictFold(fold, labels, nClasses, opts, seed + 7919 * (j + 1));
+  return { fold, pred: r.pred, C: r.C };
 }
 
 /** One repeat of the stratified k-fold CV with fold seed `seed`. */
