@@ -74,8 +74,8 @@ const PLACEHOLDERS: [string | RegExp, string][] = [
  */
 interface Slice {
   doc: string;
-  /** The name in the page's commands that becomes the copy. */
-  name: string;
+  /** The name in the page's commands (before PLACEHOLDERS) and what it becomes, given the copy's folder. */
+  name: (copy: string) => [string, string];
   /** The files of the SocialEval folder the copy holds. */
   files: RegExp;
   why: string;
@@ -83,9 +83,15 @@ interface Slice {
 const SLICES: Slice[] = [
   {
     doc: 'docs/datasets.md',
-    name: 'socialeval:DIR',
+    name: (copy) => ['socialeval:DIR', `socialeval:${copy}`],
     files: /^\[1,-1\]_/,
     why: 'lobes swap with its defaults on every English item (1,985 swapped samples) took 211 s of the suite; the files of one orientation ([1,-1], 265 English items, 265 swapped) hold all 5 aspects on both sides of the swap, at least 27 per class, enough for the nested 5-fold CV, and the page checks that its commands run as written, which does not depend on the item count (the analysis itself is checked on planted data in test/cluster/swap.test.ts)',
+  },
+  {
+    doc: 'docs/findings-ablation.md',
+    name: (copy) => ['../shared/socialeval/worldtree_data', copy],
+    files: /^\[1,-1\]_/,
+    why: 'the page\'s last block extracts every English item (1,985; 12 s of the suite on the tiny GGUF) for wanda and an ablation the suite skips; 265 items of one orientation give wanda its regions by aspect all the same, and the first block\'s --limit 500 and --limit 75 draw from them (stratified by aspect)',
   },
 ];
 const sliceDir = (dir: string) => path.join(dir, 'socialeval-slice');
@@ -175,7 +181,11 @@ const SKIPS: Skip[] = [
 
 export function mapPlaceholders(text: string, page?: { doc: string; dir: string }): string {
   let out = text;
-  for (const sl of SLICES) if (page?.doc === sl.doc) out = out.split(sl.name).join(`socialeval:${sliceDir(page.dir)}`);
+  for (const sl of SLICES) {
+    if (page?.doc !== sl.doc) continue;
+    const [from, to] = sl.name(sliceDir(page.dir));
+    out = out.split(from).join(to);
+  }
   for (const [from, to] of PLACEHOLDERS) out = typeof from === 'string' ? out.split(from).join(to) : out.replace(from, to);
   return out;
 }
