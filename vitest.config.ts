@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config';
+import LongestFirstSequencer from './test/sequencer.js';
 
 export default defineConfig({
   test: {
@@ -8,5 +9,7 @@ export default defineConfig({
     pool: 'forks',
     // 2-core machines: keep parallelism modest so timing-sensitive work does not starve.
     maxWorkers: 2,
+    // Longest files first (test/durations.json), so that no long file starts last and runs alone.
+    sequence: { sequencer: LongestFirstSequencer },
   },
 });

@@ -7,12 +7,14 @@
  * HOME in a temporary folder too (the GGUF cache `~/.cache/lobes` lands there). `lobes` and
  * `npx lobes` are this checkout's command line (src/cli/bin.ts through tsx). Each must exit 0.
  *
- * What a command needs and this machine cannot give is handled by three tables below, each
- * entry with its reason:
+ * What a command needs and this machine cannot give, or gives only slowly, is handled by four
+ * tables below, each entry with its reason:
  *   - PLACEHOLDERS: a name in the docs (a user's model, a data folder) → the shipped or shared
  *     file that stands in for it, the same for every command;
  *   - STAND_INS: an input a page's commands read but that only a skipped command makes
  *     (e.g. runs/8b, extracted on a GPU): made first in that page's folder by a small command;
+ *   - SLICES: a page whose commands read some of the SocialEval files instead of all, where
+ *     their cost grows with the items and the page only checks that they run as written;
  *   - SKIPS: commands not run here (a GPU, the network, hours of compute), matched by page and
  *     a piece of the command's text. A command a page repeats (a recap) runs once. A new example in the docs that cannot run here needs an
  *     entry; an entry that matches no command fails the test, so the list stays true.
@@ -20,7 +22,7 @@
  * skip with a printed reason otherwise.
  */
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
-import { mkdtempSync, mkdirSync, existsSync, readdirSync, writeFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, existsSync, readdirSync, writeFileSync, rmSync, copyFileSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
@@ -64,6 +66,35 @@ const PLACEHOLDERS: [string | RegExp, string][] = [
   ['/tmp/find2/', 'find2/'],
   ['/tmp/find/', 'find/'],
 ];
+
+/**
+ * A page whose commands read a slice of the SocialEval folder instead of all of it: the slice's
+ * files are copied into the page's folder first, and `name` in the page's commands (before
+ * PLACEHOLDERS) names that copy. Commands that read ../shared skip without it as before.
+ */
+interface Slice {
+  doc: string;
+  /** The name in the page's commands (before PLACEHOLDERS) and what it becomes, given the copy's folder. */
+  name: (copy: string) => [string, string];
+  /** The files of the SocialEval folder the copy holds. */
+  files: RegExp;
+  why: string;
+}
+const SLICES: Slice[] = [
+  {
+    doc: 'docs/datasets.md',
+    name: (copy) => ['socialeval:DIR', `socialeval:${copy}`],
+    files: /^\[1,-1\]_/,
+    why: 'lobes swap with its defaults on every English item (1,985 swapped samples) took 211 s of the suite; the files of one orientation ([1,-1], 265 English items, 265 swapped) hold all 5 aspects on both sides of the swap, at least 27 per class, enough for the nested 5-fold CV, and the page checks that its commands run as written, which does not depend on the item count (the analysis itself is checked on planted data in test/cluster/swap.test.ts)',
+  },
+  {
+    doc: 'docs/findings-ablation.md',
+    name: (copy) => ['../shared/socialeval/worldtree_data', copy],
+    files: /^\[1,-1\]_/,
+    why: 'the page\'s last block extracts every English item (1,985; 12 s of the suite on the tiny GGUF) for wanda and an ablation the suite skips; 265 items of one orientation give wanda its regions by aspect all the same, and the first block\'s --limit 500 and --limit 75 draw from them (stratified by aspect)',
+  },
+];
+const sliceDir = (dir: string) => path.join(dir, 'socialeval-slice');
 
 /** Files a page's commands read as the user's own (written into the page's folder first). */
 const FILES: Record<string, string> = {
@@ -148,8 +179,13 @@ const SKIPS: Skip[] = [
   { doc: 'docs/findings-ablation.md', has: '--out runs/abl/en-full --random 10', reason: 'every English item (1,985) × 12 passes: minutes even on the tiny stand-in model; the page\'s first block runs the same kind of ablation with --limit' },
 ];
 
-export function mapPlaceholders(text: string): string {
+export function mapPlaceholders(text: string, page?: { doc: string; dir: string }): string {
   let out = text;
+  for (const sl of SLICES) {
+    if (page?.doc !== sl.doc) continue;
+    const [from, to] = sl.name(sliceDir(page.dir));
+    out = out.split(from).join(to);
+  }
   for (const [from, to] of PLACEHOLDERS) out = typeof from === 'string' ? out.split(from).join(to) : out.replace(from, to);
   return out;
 }
@@ -174,9 +210,10 @@ const PRELUDE = [
   'npx() { if [ "$1" = lobes ]; then shift; lobes "$@"; else echo "unexpected npx $1" >&2; return 127; fi; }',
 ].join('\n');
 
-function sh(cwd: string, vars: string[], command: string): { code: number; tail: string; seconds: number } {
+function sh(cwd: string, doc: string, vars: string[], command: string): { code: number; tail: string; seconds: number } {
   const t0 = performance.now();
-  const script = [PRELUDE, ...vars.map(mapPlaceholders), mapPlaceholders(command)].join('\n');
+  const map = (t: string) => mapPlaceholders(t, { doc, dir: cwd });
+  const script = [PRELUDE, ...vars.map(map), map(command)].join('\n');
   const r = spawnSync('bash', ['-c', script], {
     cwd,
     env: { ...process.env, HOME },
@@ -223,10 +260,14 @@ describe('the documented command lines', () => {
       pageDirs.push(dir);
       beforeAll(() => {
         for (const [name, text] of Object.entries(FILES)) writeFileSync(path.join(dir, name), text);
+        for (const sl of SLICES.filter((x) => x.doc === doc && existsSync(WORLDTREE))) {
+          mkdirSync(sliceDir(dir));
+          for (const f of readdirSync(WORLDTREE).filter((n) => sl.files.test(n))) copyFileSync(path.join(WORLDTREE, f), path.join(sliceDir(dir), f));
+        }
         for (const s of STAND_INS.filter((x) => x.doc === doc)) {
           if (missing(mapPlaceholders(s.command))) continue;
           mkdirSync(path.dirname(path.join(dir, s.makes)), { recursive: true });
-          const r = sh(dir, [], s.command);
+          const r = sh(dir, doc, [], s.command);
           timings.push(`${r.seconds.toFixed(1).padStart(6)} s  ${doc} stand-in ${s.makes}`);
           if (r.code !== 0) throw new Error(`stand-in ${s.makes} (${s.command}) exited ${r.code}:\n${r.tail}`);
         }
@@ -242,7 +283,7 @@ describe('the documented command lines', () => {
         const key = [...c.vars, c.command].join('\n');
         const again = seen.has(key) ? `the same command as line ${seen.get(key)} of the page, run there` : null;
         if (!seen.has(key)) seen.set(key, c.line);
-        const mapped = [...c.vars, c.command].map(mapPlaceholders).join('\n');
+        const mapped = [...c.vars, c.command].map((t) => mapPlaceholders(t)).join('\n');
         const why = skip?.reason ?? again ?? after ?? missing(mapped);
         if (!after && sharedAbsent(mapped)) after = `an earlier command of this page needs ${SHARED}, which is absent`;
         if (why) {
@@ -251,7 +292,7 @@ describe('the documented command lines', () => {
           continue;
         }
         it(name, () => {
-          const r = sh(dir, c.vars, c.command);
+          const r = sh(dir, doc, c.vars, c.command);
           timings.push(`${r.seconds.toFixed(1).padStart(6)} s  ${name}`);
           expect(r.code, `${name}\nexited ${r.code}; the last lines:\n${r.tail}`).toBe(0);
         }, LIMIT_MS);
