@@ -318,8 +318,11 @@ export function compareRuns(r1: ReportModel, r2: ReportModel): Comparison {
   if (ctx.used.has('normal')) notes.push('CI of a difference, normal approximation (results without items.json): each run\'s 95% bootstrap CI is read as ±1.96 standard errors and the runs are treated as independent, giving diff ± 1.96·sqrt(se₁² + se₂²).');
   evalRows(ctx, r1, r2, rows, notes);
   notes.push('"CI excludes 0" marks differences whose interval does not contain zero.');
-  return { runs: names, rows, notes, diffLabel, order, summary: [order, ...comparisonSummary(rows, ['A', 'B'], diffLabel), ...ownVerdicts(r1, r2)] };
+  return { runs: names, rows, notes, diffLabel, order, headline: headlineDifferences(rows, diffLabel), summary: [order, ...comparisonSummary(rows, ['A', 'B'], diffLabel), ...ownVerdicts(r1, r2)] };
 }
+
+/** Differences the comparison's headline names. */
+export const HEADLINE_DIFFERENCES = 4;
 
 /**
  * Each run's own verdict on its headline classifiers, as its metrics.json records it (one
@@ -344,7 +347,30 @@ export function ownVerdicts(r1: ReportModel, r2: ReportModel): string[] {
   return out;
 }
 
-/** The headline differences in words: balanced accuracy of the probe and kNN on the representation, and of the token baselines. */
+/**
+ * The comparison's headline: of the rows whose 95% CI of B − A excludes 0, the `n` whose interval
+ * lies farthest from 0 in its own half-widths (a scale-free order: Jaccard, accuracy and
+ * silhouette differences compare), each with A, B, the difference and its CI, A before B.
+ */
+export function headlineDifferences(rows: ComparisonRow[], diffLabel: string, n = HEADLINE_DIFFERENCES): string[] {
+  const f2 = (v: number) => (Math.abs(v) >= 100 ? v.toFixed(0) : Math.abs(v) >= 0.01 || v === 0 ? v.toFixed(2) : v.toExponential(1));
+  const half = (r: ComparisonRow) => (r.ci![1] - r.ci![0]) / 2;
+  const clear = rows.filter((r) => r.a !== null && r.b !== null && r.diff !== null && r.ci && (r.ci[0] > 0 || r.ci[1] < 0));
+  if (!clear.length) {
+    const withCi = rows.filter((r) => r.ci && r.diff !== null).length;
+    return [withCi ? `No difference's 95% CI excludes 0 (${withCi} differences with a CI; ${diffLabel}).` : 'No difference here has a CI (the runs carry no bootstrap CIs to compare).'];
+  }
+  // how far the interval lies from 0, in its own half-widths: comparable across scales
+  const far = (r: ComparisonRow) => (half(r) > 0 ? Math.min(Math.abs(r.ci![0]), Math.abs(r.ci![1])) / half(r) : Infinity);
+  const top = clear.slice().sort((x, y) => far(y) - far(x) || Math.abs(y.diff!) - Math.abs(x.diff!)).slice(0, n);
+  const lines = top.map((r) => `${r.section}, ${r.metric}: A ${f2(r.a!)}, B ${f2(r.b!)}; ${diffLabel} ${r.diff! >= 0 ? '+' : ''}${f2(r.diff!)} [${f2(r.ci![0])}, ${f2(r.ci![1])}]${r.detail ? ' (a detail row)' : ''}.`);
+  return [`${clear.length} of ${rows.filter((r) => r.ci && r.diff !== null).length} differences have a 95% CI that excludes 0 (no correction across them); the ${top.length} whose CI lies farthest from 0 in its own half-widths:`, ...lines];
+}
+
+/**
+ * The comparison's lines after headlineDifferences, in words: the balanced accuracy of the probe
+ * and kNN on the representation and of the token baselines in both runs, with the CI of the difference.
+ */
 export function comparisonSummary(rows: ComparisonRow[], names: [string, string], diffLabel: string): string[] {
   const f2 = (v: number) => v.toFixed(2);
   const pick = (sec: string, metric: string) => rows.find((r) => r.section === sec && r.metric === metric && !r.detail);

@@ -51,6 +51,8 @@ export interface ReportModel {
   shown?: string[];
   /** `lobes ablate` results given with --ablate-dir (src/report/ablate.ts). */
   ablate?: AblateData | null;
+  /** The run's analyses by its other label axes (RUN/cluster.by-AXIS, RUN/wanda.by-AXIS) that belong to it, for their verdict tables. */
+  otherAxes?: { by: string; cluster: ClusterData | null; wanda: WandaData | null }[];
 }
 
 export interface LoadOptions {
@@ -235,6 +237,7 @@ export async function loadRun(dir: string, opts: LoadOptions = {}): Promise<Repo
     wanda,
     cluster,
     shown: shownAnalyses(abs, wanda, cluster, by),
+    otherAxes: otherAxes(abs, manifest, samples, cluster?.settings?.by ?? wanda?.settings.by ?? by),
     eval: section(omitted, 'the evaluation', () => linkedEval(abs, manifest, samples)),
     randomModel: isBuiltinRandomModel(manifest, abs),
     attend: opts.attendDir !== undefined ? withAttendCheck(loadAttendOf(abs, opts.attendDir), manifest, samples) : section(omitted, 'the attention results', () => withAttendCheck(loadAttendOf(abs, undefined), manifest, samples)),
@@ -244,6 +247,30 @@ export async function loadRun(dir: string, opts: LoadOptions = {}): Promise<Repo
 }
 
 export type { WandaMatrix };
+
+/**
+ * The analyses by the run's label axes other than `shown`: each cluster.by-AXIS and
+ * wanda.by-AXIS folder whose settings name another axis, read as the page reads its own (a
+ * folder that does not belong to the run is left out, as the page leaves out its own).
+ */
+function otherAxes(abs: string, manifest: RunManifest, samples: SampleRow[], shown: string | undefined): { by: string; cluster: ClusterData | null; wanda: WandaData | null }[] {
+  const axes = new Map<string, { by: string; cluster: ClusterData | null; wanda: WandaData | null }>();
+  const of = (d: string) => {
+    const b = previousSettings(d)?.by;
+    return typeof b === 'string' && b !== shown ? b : null;
+  };
+  const entry = (b: string) => axes.get(b) ?? axes.set(b, { by: b, cluster: null, wanda: null }).get(b)!;
+  const ignored: string[] = [];
+  for (const d of clusterDirs(abs)) {
+    const b = of(d);
+    if (b && !entry(b).cluster) entry(b).cluster = section(ignored, 'cluster', () => readCluster(d, abs, manifest, samples, false));
+  }
+  for (const d of wandaDirs(abs)) {
+    const b = of(d);
+    if (b && !entry(b).wanda) entry(b).wanda = section(ignored, 'wanda', () => readWanda(abs, manifest, d));
+  }
+  return [...axes.values()].filter((a) => a.cluster || a.wanda);
+}
 
 /**
  * What the page shows of the run's analyses, and the other wanda and cluster folders the run

@@ -10,11 +10,11 @@
  * matrix (0..255), which colours the heatmaps on a scale that is comparable across models.
  */
 import type { ReportModel } from './load.js';
-import { verdictLines } from './verdict.js';
+import { verdictLines, verdictTable } from './verdict.js';
 import type { WandaMatrix, BlockSet } from '../wanda/types.js';
 import { attendPayload } from './attend.js';
 import { ablatePayload } from './ablate.js';
-import type { ScatterPayload, WandaPayload, RunPayload, EvalPayload } from './types.js';
+import type { ScatterPayload, WandaPayload, RunPayload, EvalPayload, VerdictTable } from './types.js';
 import { PAPER_REFERENCE, PAPER_SOURCE } from '../eval/reference.js';
 import { modelName } from './naming.js';
 import { axisFits, islandLine } from './islands.js';
@@ -290,6 +290,7 @@ export function runPayload(model: ReportModel): RunPayload {
   const summary = verdictLines(model.cluster?.metrics ?? null, model.cluster?.settings ?? null, model.wanda?.settings ?? null, model.wanda?.metrics ?? null);
   // First line: when the map's islands follow another label better than the one it is coloured by.
   const islands = scatter?.fits ? islandLine(scatter.fits, scatter.by) : null;
+  const ablate = model.ablate ? ablatePayload(model.ablate) : null;
   return {
     name: model.name,
     randomModel: model.randomModel,
@@ -300,7 +301,15 @@ export function runPayload(model: ReportModel): RunPayload {
     cluster: model.cluster ? { metrics: model.cluster.metrics, settings: model.cluster.settings } : null,
     wanda: wandaPayload(model),
     attend: model.attend ? attendPayload(model.attend) : null,
-    ablate: model.ablate ? ablatePayload(model.ablate) : null,
+    ablate,
     eval: evalPayload(model),
+    verdicts: verdictTables(model, ablate),
   };
+}
+
+/** The run's verdict tables: its own label axis (with the ablation when one is shown), then each other axis it was analysed by. */
+export function verdictTables(model: ReportModel, ablate: ReturnType<typeof ablatePayload> | null = model.ablate ? ablatePayload(model.ablate) : null): VerdictTable[] {
+  const own = verdictTable(model.cluster?.metrics ?? null, model.cluster?.settings ?? null, model.wanda?.settings ?? null, model.wanda?.metrics ?? null, ablate);
+  const others = (model.otherAxes ?? []).map((a) => verdictTable(a.cluster?.metrics ?? null, a.cluster?.settings ?? null, a.wanda?.settings ?? null, a.wanda?.metrics ?? null));
+  return [own, ...others].filter((t): t is VerdictTable => !!t);
 }
