@@ -85,6 +85,8 @@ td.v-not-testable, td.v-degenerate, td.v-untested { color: #9a6700; }
 .pairbar { margin: 6px 0 10px; }
 select { font: inherit; padding: 3px 6px; max-width: 60ch; }
 table { border-collapse: collapse; margin: 6px 0 10px; background: #fff; font-size: 13px; }
+/* a table wider than its box scrolls inside it (on a comparison page, in its run's column) */
+main table { display: block; width: max-content; max-width: 100%; overflow-x: auto; }
 th, td { border: 1px solid var(--line); padding: 3px 7px; text-align: left; vertical-align: top; }
 th { background: #f0f2f5; font-weight: 600; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
