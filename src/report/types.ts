@@ -154,6 +154,10 @@ export interface EvalPayload {
   /** Shuffles, seed, reasoning, --limit, prompts and tokens, in words. */
   settings: string;
   summary: EvalSummary;
+  /** Per task: accuracy with its CI against chance and the scoring (src/report/eval-headline.ts). */
+  headline?: string[];
+  /** "letter accuracy means little here: …" when one letter takes over the picks. */
+  warnings?: string[];
   /** Published results shown as labelled reference lines (never as this model's numbers). */
   reference: { source: string; rows: PaperReference[] };
 }
