@@ -4,6 +4,7 @@ import { DEFAULT_PROBE_REPEATS } from '../cluster/probecv.js';
 import { UsageError } from '../util/errors.js';
 import type { ClassifierMetrics, MetricWithCI } from '../cluster/types.js';
 import { verdictWords } from '../util/resolution.js';
+import { verdictTable, verdictTableLines } from '../report/verdict.js';
 import type { TsneMethod } from '../cluster/tsne.js';
 
 const USAGE =
@@ -151,7 +152,8 @@ export async function run(argv: string[]): Promise<number> {
   } else {
     const f = (x: number) => x.toFixed(3);
     const cm = res.metrics;
-    const lines = [`cluster: ${cm.n} points, ${cm.classes.length} classes, KL ${f(cm.klDivergence)}`];
+    const vt = verdictTable(cm, res.settings, null, null);
+    const lines = [...(vt ? verdictTableLines(vt) : []), `cluster: ${cm.n} points, ${cm.classes.length} classes, KL ${f(cm.klDivergence)}`];
     const ci = (m: { ci95: [number, number] | null }) => (m.ci95 ? ` [${f(m.ci95[0])}, ${f(m.ci95[1])}]` : '');
     // beside every permutation p: z and its normal approximation (flagged), the floor, and a family member's verdict
     const p = (m: MetricWithCI) => {

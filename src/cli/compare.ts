@@ -35,5 +35,9 @@ export async function run(argv: string[]): Promise<number> {
   const ablate = (args.values['ablate-dir'] ?? []) as string[];
   if (ablate.length !== 0 && ablate.length !== 2) throw new UsageError(`--ablate-dir is given once for each run (A, then B), got ${ablate.length}`, `usage: ${SPEC.usage}`);
   return writePageWithFigures(args.values, 'comparison', () => comparePage(a, b, args.values.out, [names[0], names[1]], [ablate[0], ablate[1]], { by: args.values.by }),
-    async () => compareRuns(nameRun(await loadRun(a, { by: args.values.by }), names[0]), nameRun(await loadRun(b, { by: args.values.by }), names[1])).summary ?? []);
+    async () => {
+      const c = compareRuns(nameRun(await loadRun(a, { by: args.values.by }), names[0]), nameRun(await loadRun(b, { by: args.values.by }), names[1]));
+      const [order, ...rest] = c.summary ?? [];
+      return [...(order ? [order] : []), ...(c.headline ?? []), ...rest];
+    });
 }

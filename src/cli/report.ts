@@ -1,5 +1,6 @@
 import { parseCommand } from './args.js';
 import { loadRun, nameRun, reportPage, runPayload } from '../report/index.js';
+import { verdictTableLines } from '../report/verdict.js';
 import { isAttendDir } from '../report/attend.js';
 import { hasRunManifest } from '../store/layout.js';
 import { FIGURE_OPTIONS, writePageWithFigures } from './figures.js';
@@ -42,6 +43,7 @@ export async function run(argv: string[]): Promise<number> {
   return writePageWithFigures(args.values, 'report', () => reportPage(args.positionals[0]!, args.values.out, opts), async () => {
     if (isAttendDir(args.positionals[0]!) && !hasRunManifest(args.positionals[0]!)) return [];
     const model = nameRun(await loadRun(args.positionals[0]!, opts), opts.name);
-    return [`${model.name}:`, ...runPayload(model).summary];
+    const run = runPayload(model);
+    return [`${model.name}:`, ...(run.verdicts ?? []).flatMap(verdictTableLines), ...run.summary];
   });
 }

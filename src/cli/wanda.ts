@@ -2,6 +2,7 @@ import { parseCommand, intOption, numOption, parseInteger, parseNumber } from '.
 import { UsageError } from '../util/errors.js';
 import { runWanda, DEFAULT_PERMUTATIONS, MAX_SIZED_PERMUTATIONS } from '../wanda/run.js';
 import type { TopSpec } from '../wanda/regions.js';
+import { verdictTable, verdictTableLines } from '../report/verdict.js';
 
 const USAGE =
   'lobes wanda RUN [--model DIR|FILE.gguf] [--by LABEL] [--block 256|auto] [--top FRACTION] [--top-count N] [--scope matrix|layer|global] [--permutations R] [--seed N] [--resolution block|weight] [--sweep all|BLOCKS/TOPS] [--threads N] [--json] [--quiet]';
@@ -116,7 +117,8 @@ export async function run(argv: string[]): Promise<number> {
   if (v.json) {
     process.stdout.write(JSON.stringify({ dir: res.dir, settings: res.settings, metrics: res.metrics }, null, 1) + '\n');
   } else {
-    const out: string[] = [`wrote ${res.dir} (blocks ${res.settings.block.join('×')})`, `groups (${res.settings.by}): ${res.metrics.groups.map((g) => `${g.group} (${g.n})`).join(', ')}`];
+    const vt = verdictTable(null, null, res.settings, res.metrics);
+    const out: string[] = [...(vt ? verdictTableLines(vt) : []), `wrote ${res.dir} (blocks ${res.settings.block.join('×')})`, `groups (${res.settings.by}): ${res.metrics.groups.map((g) => `${g.group} (${g.n})`).join(', ')}`];
     const p = (x: number | null | undefined, h?: number | null) => (x === null || x === undefined ? '' : ` (p=${x.toFixed(3)}${h !== null && h !== undefined ? `, Holm ${h.toFixed(3)}` : ''})`);
     const ratio = (x: number | null | undefined) => (x === null || x === undefined ? '' : `, ${x.toFixed(1)}× a random set's density`);
     for (const pr of res.metrics.pairs) {

@@ -6,6 +6,7 @@ import type { EvalManifest } from './run.js';
 import { modelName } from '../store/model-name.js';
 import type { Accuracy, AccuracyTable, EvalSummary, GaeSummary, ItemSummary, PositionBias } from './summary.js';
 import { formatCloze } from './summary-cloze.js';
+import { evalHeadline, omittedOnce } from '../report/eval-headline.js';
 
 const pct = (x: number) => (Number.isFinite(x) ? (100 * x).toFixed(1) : '—');
 const ci = (a: Accuracy) => (a.ci95 ? `[${pct(a.ci95[0])}, ${pct(a.ci95[1])}]${a.ciMethod === 'bootstrap' ? ' b' : ''}` : '—');
@@ -35,7 +36,7 @@ function biasLines(b: PositionBias[]): string[] {
 function items(s: ItemSummary, title: string): string[] {
   const out = [`### ${title}`, '', ...(s.skipped?.length ? [`${s.skipped.length} items skipped (prompt longer than --skip-longer-than): ${s.skipped.slice(0, 5).join(', ')}${s.skipped.length > 5 ? ', …' : ''}`, ''] : []), ...HEAD('slice'), row('overall (every item once, voted)', s.overall)];
   if (s.macro) out.push(row('mean over abilities (run_iae.py "Overall Average")', s.macro));
-  if (s.macroOmitted) out.push(`| ${s.macroOmitted} | | | | | | |`);
+  if (s.macroOmitted) out.push(`| ${omittedOnce(s.macroOmitted)} | | | | | | |`);
   for (const [l, a] of Object.entries(s.macroByLanguage)) out.push(row(`mean over abilities, ${l}`, a));
   out.push(row('single shuffles before the vote', s.unvoted));
   for (const t of s.tables) out.push(...tableLines(t));
@@ -52,7 +53,7 @@ function gae(s: GaeSummary): string[] {
     ...HEAD('slice'),
     row('overall (every tree once)', s.overall),
     ...(s.macro ? [row('mean over world categories (run_gae.py "Overall Average")', s.macro)] : []),
-    ...(s.macroOmitted ? [`| ${s.macroOmitted} | | | | | | |`] : []),
+    ...(s.macroOmitted ? [`| ${omittedOnce(s.macroOmitted)} | | | | | | |`] : []),
   ];
   for (const [l, a] of Object.entries(s.macroByLanguage)) out.push(row(`mean over categories, ${l}`, a));
   for (const t of s.tables) out.push(...tableLines(t));
@@ -67,11 +68,16 @@ export function formatSummary(s: EvalSummary, m?: EvalManifest): string {
     const t = m.throughput;
     out.push(`## ${modelName(m.model)}${m.model.control ? `, random-weights control (seed ${m.model.control.seed})` : ''}: ${m.dataset.spec}`, '', `model folder ${m.model.dir}`, '', `${m.settings.shuffles} shuffles (seed ${m.settings.seed})${m.settings.cot ? `, reasoning up to ${m.settings.cot} tokens` : ''}${m.settings.limit ? `, --limit ${m.settings.limit}` : ''}; ${t.prompts} prompts, ${t.promptTokens} tokens (${t.prompts ? Math.round(t.promptTokens / t.prompts) : 0} per prompt); wall ${(m.timings.wallMs / 1000).toFixed(0)} s.`, '');
   }
+  // First: each task's accuracy against chance and its scoring, and a letter that takes over the picks.
+  const h = evalHeadline(s);
+  if (h.warnings.length || h.headline.length) out.push(...h.warnings.map((w) => `**${w}**`), ...h.headline.map((l) => `- ${l}`), '');
   // Cloze scoring has no shuffles, letters or votes: its own table replaces the letter tables.
   if (s.cloze) out.push(...formatCloze(s.cloze));
+  const letters = (s.iae && !s.cloze?.iae) || (s.mcq && !s.cloze?.mcq) || s.gae;
   if (s.iae && !s.cloze?.iae) out.push(...items(s.iae, 'IAE (interpersonal ability: the utterance that shows the asked ability)'));
   if (s.mcq && !s.cloze?.mcq) out.push(...items(s.mcq, 'Multiple choice'));
   if (s.gae) out.push(...gae(s.gae));
-  out.push(LEGEND, '');
+  // the p and Holm columns' legend only under tables that have them (the cloze table has neither)
+  if (letters) out.push(LEGEND, '');
   return out.join('\n') + '\n';
 }

@@ -27,7 +27,8 @@ import type { NullTested, WandaPairMetrics } from '../wanda/types.js';
 import type { ComparisonRow, Comparison } from './types.js';
 import { Rng } from '../util/rng.js';
 import { confusionCounts, percentileSorted, scoresFromConfusion, SCORE_NAMES, type ScoreName } from '../cluster/scores.js';
-import type { Accuracy, AccuracyTable, ClozeMetric } from '../eval/summary-types.js';
+import type { Accuracy, AccuracyTable, ClozeMetric, EvalSummary } from '../eval/summary-types.js';
+import { scoringOf } from './eval-headline.js';
 import { distinctNames } from './naming.js';
 import { formatP, verdictNumbers, verdictWords } from '../util/resolution.js';
 
@@ -318,8 +319,12 @@ export function compareRuns(r1: ReportModel, r2: ReportModel): Comparison {
   if (ctx.used.has('normal')) notes.push('CI of a difference, normal approximation (results without items.json): each run\'s 95% bootstrap CI is read as ±1.96 standard errors and the runs are treated as independent, giving diff ± 1.96·sqrt(se₁² + se₂²).');
   evalRows(ctx, r1, r2, rows, notes);
   notes.push('"CI excludes 0" marks differences whose interval does not contain zero.');
-  return { runs: names, rows, notes, diffLabel, order, summary: [order, ...comparisonSummary(rows, ['A', 'B'], diffLabel), ...ownVerdicts(r1, r2)] };
+  const evalLines = evalCompareLines(r1, r2, rows);
+  return { runs: names, rows, notes, diffLabel, order, headline: [...evalLines, ...headlineDifferences(rows, diffLabel)], summary: [order, ...evalLines, ...comparisonSummary(rows, ['A', 'B'], diffLabel), ...ownVerdicts(r1, r2)] };
 }
+
+/** Differences the comparison's headline names. */
+export const HEADLINE_DIFFERENCES = 4;
 
 /**
  * Each run's own verdict on its headline classifiers, as its metrics.json records it (one
@@ -344,7 +349,30 @@ export function ownVerdicts(r1: ReportModel, r2: ReportModel): string[] {
   return out;
 }
 
-/** The headline differences in words: balanced accuracy of the probe and kNN on the representation, and of the token baselines. */
+/**
+ * The comparison's headline: of the rows whose 95% CI of B − A excludes 0, the `n` whose interval
+ * lies farthest from 0 in its own half-widths (a scale-free order: Jaccard, accuracy and
+ * silhouette differences compare), each with A, B, the difference and its CI, A before B.
+ */
+export function headlineDifferences(rows: ComparisonRow[], diffLabel: string, n = HEADLINE_DIFFERENCES): string[] {
+  const f2 = (v: number) => (Math.abs(v) >= 100 ? v.toFixed(0) : Math.abs(v) >= 0.01 || v === 0 ? v.toFixed(2) : v.toExponential(1));
+  const half = (r: ComparisonRow) => (r.ci![1] - r.ci![0]) / 2;
+  const clear = rows.filter((r) => r.a !== null && r.b !== null && r.diff !== null && r.ci && (r.ci[0] > 0 || r.ci[1] < 0));
+  if (!clear.length) {
+    const withCi = rows.filter((r) => r.ci && r.diff !== null).length;
+    return [withCi ? `No difference's 95% CI excludes 0 (${withCi} differences with a CI; ${diffLabel}).` : 'No difference here has a CI (the runs carry no bootstrap CIs to compare).'];
+  }
+  // how far the interval lies from 0, in its own half-widths: comparable across scales
+  const far = (r: ComparisonRow) => (half(r) > 0 ? Math.min(Math.abs(r.ci![0]), Math.abs(r.ci![1])) / half(r) : Infinity);
+  const top = clear.slice().sort((x, y) => far(y) - far(x) || Math.abs(y.diff!) - Math.abs(x.diff!)).slice(0, n);
+  const lines = top.map((r) => `${r.section}, ${r.metric}: A ${f2(r.a!)}, B ${f2(r.b!)}; ${diffLabel} ${r.diff! >= 0 ? '+' : ''}${f2(r.diff!)} [${f2(r.ci![0])}, ${f2(r.ci![1])}]${r.detail ? ' (a detail row)' : ''}.`);
+  return [`${clear.length} of ${rows.filter((r) => r.ci && r.diff !== null).length} differences have a 95% CI that excludes 0 (no correction across them); the ${top.length} whose CI lies farthest from 0 in its own half-widths:`, ...lines];
+}
+
+/**
+ * The comparison's lines after headlineDifferences, in words: the balanced accuracy of the probe
+ * and kNN on the representation and of the token baselines in both runs, with the CI of the difference.
+ */
 export function comparisonSummary(rows: ComparisonRow[], names: [string, string], diffLabel: string): string[] {
   const f2 = (v: number) => v.toFixed(2);
   const pick = (sec: string, metric: string) => rows.find((r) => r.section === sec && r.metric === metric && !r.detail);
@@ -373,6 +401,38 @@ function tableRows(ctx: Ctx, sec: string, t1: AccuracyTable | undefined, t2: Acc
   return keys.map((k) => detail(row(ctx, sec, `accuracy, ${t1?.by ?? t2?.by} = ${k}`, 'higher', acc(t1?.rows.find((r) => r.key === k)), acc(t2?.rows.find((r) => r.key === k)))));
 }
 
+/**
+ * The evaluations' result in words, one line per task: the scoring each was compared by, both
+ * accuracies with their CIs, and B − A with its CI (from the comparison's own rows).
+ */
+export function evalCompareLines(r1: ReportModel, r2: ReportModel, rows: ComparisonRow[]): string[] {
+  const e1 = r1.eval?.summary;
+  const e2 = r2.eval?.summary;
+  if (!e1 || !e2) return [];
+  const p1 = (x: number) => (100 * x).toFixed(1);
+  const ci = (c: [number, number] | null) => (c ? ` [${p1(c[0])}, ${p1(c[1])}]` : '');
+  const out: string[] = [];
+  for (const task of ['iae', 'mcq', 'gae'] as const) {
+    const cz = task !== 'gae' && !!e1.cloze?.[task] && !!e2.cloze?.[task];
+    const has = (e: EvalSummary): boolean => (task === 'gae' ? !!e.gae : !!e[task] || !!e.cloze?.[task]);
+    if (!has(e1) || !has(e2)) continue;
+    const s1 = scoringOf(e1, task);
+    const s2 = scoringOf(e2, task);
+    const r = cz ? rows.find((x) => x.section === `evaluation, cloze (${task.toUpperCase()})` && x.metric === 'acc') : rows.find((x) => x.section === `evaluation (${task.toUpperCase()})` && /every (item|tree) once/.test(x.metric));
+    const scoring = s1 === s2 ? `scored by ${s1} in both` : `A scored by ${s1}, B by ${s2}: not the same measurement`;
+    if (!r || r.a === null || r.b === null || r.diff === null) {
+      out.push(`Evaluation (${task.toUpperCase()}), ${scoring}: no accuracy in both.`);
+      continue;
+    }
+    const what = task === 'gae' ? 'success rate' : 'accuracy';
+    const verdict = r.ci ? (r.ci[0] > 0 || r.ci[1] < 0 ? `the CI excludes 0: ${r.diff > 0 ? 'B' : 'A'} is ahead` : 'the CI includes 0: no difference shown') : 'no CI';
+    const va = cz ? e1.cloze![task as 'iae' | 'mcq']!.acc.ci95 : null;
+    const vb = cz ? e2.cloze![task as 'iae' | 'mcq']!.acc.ci95 : null;
+    out.push(`Evaluation (${task.toUpperCase()}), ${scoring}: ${what} A ${p1(r.a)}%${ci(va)}, B ${p1(r.b)}%${ci(vb)}; B − A ${r.diff >= 0 ? '+' : ''}${p1(r.diff)} points${ci(r.ci)} (${verdict}).`);
+  }
+  return out;
+}
+
 /** Benchmark deltas: every accuracy of both evaluations (lobes eval) with the CI of the difference. */
 function evalRows(ctx: Ctx, r1: ReportModel, r2: ReportModel, rows: ComparisonRow[], notes: string[]): void {
   const e1 = r1.eval?.summary;
@@ -382,6 +442,8 @@ function evalRows(ctx: Ctx, r1: ReportModel, r2: ReportModel, rows: ComparisonRo
     const a = e1?.[task];
     const b = e2?.[task];
     if (!a && !b) continue;
+    // both scored by cloze: the letter tables (votes, shuffles) do not exist for them; their cloze rows follow
+    if (e1?.cloze?.[task] && e2?.cloze?.[task]) continue;
     const sec = `evaluation (${task.toUpperCase()})`;
     rows.push(row(ctx, sec, 'accuracy, every item once (voted)', 'higher', acc(a?.overall), acc(b?.overall)));
     if (a?.macro || b?.macro) rows.push(row(ctx, sec, 'accuracy, mean over abilities', 'higher', acc(a?.macro), acc(b?.macro)));

@@ -71,10 +71,22 @@ main { padding: 0 28px 40px; }
 .meta, .hint, .missing { color: var(--muted); }
 .summary { background: #fff; border: 1px solid var(--line); border-left: 4px solid #4c7be0; padding: 6px 12px; margin: 8px 0; }
 .summary p { margin: 4px 0; }
+details.summary > summary { cursor: pointer; color: var(--muted); }
+.verdicts { max-width: 100%; overflow-x: auto; }
+table.verdict { width: 100%; table-layout: auto; }
+table.verdict caption { text-align: left; font-weight: 600; padding: 2px 0 4px; }
+table.verdict td { overflow-wrap: break-word; }
+table.verdict td:first-child { min-width: 22ch; }
+table.verdict td:last-child, table.verdict td.v { font-weight: 600; }
+td.v-pass { color: #1a7f37; }
+td.v-fail { color: var(--muted); }
+td.v-not-testable, td.v-degenerate, td.v-untested { color: #9a6700; }
 .hint { margin-left: 12px; font-size: 12px; }
 .pairbar { margin: 6px 0 10px; }
 select { font: inherit; padding: 3px 6px; max-width: 60ch; }
 table { border-collapse: collapse; margin: 6px 0 10px; background: #fff; font-size: 13px; }
+/* a table wider than its box scrolls inside it (on a comparison page, in its run's column) */
+main table { display: block; width: max-content; max-width: 100%; overflow-x: auto; }
 th, td { border: 1px solid var(--line); padding: 3px 7px; text-align: left; vertical-align: top; }
 th { background: #f0f2f5; font-weight: 600; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }

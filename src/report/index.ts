@@ -53,7 +53,7 @@ export function compareHtml(a: ReportModel, b: ReportModel): string {
   pb.name = `B: ${comparison.runs[1]}`;
   pa.tag = 'A';
   pb.tag = 'B';
-  const payload: PagePayload = { title: `lobes compare: B = ${comparison.runs[1]} against A = ${comparison.runs[0]}`, generatedBy: stamp(), runs: [pa, pb], comparison };
+  const payload: PagePayload = { title: `lobes compare: A = ${comparison.runs[0]}, B = ${comparison.runs[1]}`, generatedBy: stamp(), runs: [pa, pb], comparison };
   return renderPage(payload);
 }
 

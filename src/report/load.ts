@@ -10,7 +10,7 @@
 import { existsSync, readFileSync, statSync, realpathSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import * as path from 'node:path';
-import { LobesError } from '../util/errors.js';
+import { LobesError, UsageError } from '../util/errors.js';
 import { PACKAGE_ROOT } from '../version.js';
 import type { RunManifest, SampleRow } from '../store/types.js';
 import { readManifest, readSamples } from '../store/index.js';
@@ -19,7 +19,7 @@ import { evalDirOf, evalFile, isEvalDir, readCompleteEval, readEvalRecords, type
 import { readWanda, wandaDir, wandaDirs, type WandaData } from '../wanda/store.js';
 import { clusterDir, clusterDirs, readCluster, type ClusterData } from '../cluster/store.js';
 import { hasRunManifest, hasSamples } from '../store/layout.js';
-import { overlayPath } from '../store/labels.js';
+import { overlayPath, readLabelOverlays } from '../store/labels.js';
 import { previousSettings } from '../store/analyses.js';
 import { readJsonFile } from '../store/json.js';
 import type { WandaMatrix } from '../wanda/types.js';
@@ -51,6 +51,8 @@ export interface ReportModel {
   shown?: string[];
   /** `lobes ablate` results given with --ablate-dir (src/report/ablate.ts). */
   ablate?: AblateData | null;
+  /** The run's analyses by its other label axes (RUN/cluster.by-AXIS, RUN/wanda.by-AXIS) that belong to it, for their verdict tables. */
+  otherAxes?: { by: string; cluster: ClusterData | null; wanda: WandaData | null }[];
 }
 
 export interface LoadOptions {
@@ -222,6 +224,7 @@ export async function loadRun(dir: string, opts: LoadOptions = {}): Promise<Repo
   const { manifest, samples } = readRunBasics(abs);
   const omitted: string[] = [];
   const by = opts.by;
+  if (by !== undefined) checkAxis(abs, manifest, samples, by);
   const wd = by === undefined ? wandaDir(abs) : wandaDir(abs, { manifest, axis: by });
   const cd = opts.clusterDir !== undefined ? path.resolve(opts.clusterDir) : by === undefined ? clusterDir(abs) : clusterDir(abs, { manifest, by });
   const wanda = section(omitted, 'the neuron regions (wanda)', () => readWanda(abs, manifest, wd));
@@ -235,6 +238,7 @@ export async function loadRun(dir: string, opts: LoadOptions = {}): Promise<Repo
     wanda,
     cluster,
     shown: shownAnalyses(abs, wanda, cluster, by),
+    otherAxes: otherAxes(abs, manifest, samples, cluster?.settings?.by ?? wanda?.settings.by ?? by),
     eval: section(omitted, 'the evaluation', () => linkedEval(abs, manifest, samples)),
     randomModel: isBuiltinRandomModel(manifest, abs),
     attend: opts.attendDir !== undefined ? withAttendCheck(loadAttendOf(abs, opts.attendDir), manifest, samples) : section(omitted, 'the attention results', () => withAttendCheck(loadAttendOf(abs, undefined), manifest, samples)),
@@ -244,6 +248,38 @@ export async function loadRun(dir: string, opts: LoadOptions = {}): Promise<Repo
 }
 
 export type { WandaMatrix };
+
+/** --by names a label axis of the run (its samples' labels or a label overlay); else a usage error (exit 2) naming the run's axes. */
+function checkAxis(abs: string, manifest: RunManifest, samples: SampleRow[], by: string): void {
+  const axes = [...new Set([...(manifest.dataset?.axes ?? []), ...samples.flatMap((s) => Object.keys(s.labels ?? {})), ...(samples.length ? readLabelOverlays(abs).keys() : [])])];
+  if (axes.includes(by)) return;
+  const near = axes.find((a) => a.toLowerCase().startsWith(by.toLowerCase().slice(0, 3)));
+  throw new UsageError(`--by ${by}: the run ${abs} has no label axis ${JSON.stringify(by)} (axes: ${axes.join(', ') || 'none'})`, near ? `did you mean --by ${near}?` : 'name one of the run\'s axes');
+}
+
+/**
+ * The analyses by the run's label axes other than `shown`: each cluster.by-AXIS and
+ * wanda.by-AXIS folder whose settings name another axis, read as the page reads its own (a
+ * folder that does not belong to the run is left out, as the page leaves out its own).
+ */
+function otherAxes(abs: string, manifest: RunManifest, samples: SampleRow[], shown: string | undefined): { by: string; cluster: ClusterData | null; wanda: WandaData | null }[] {
+  const axes = new Map<string, { by: string; cluster: ClusterData | null; wanda: WandaData | null }>();
+  const of = (d: string) => {
+    const b = previousSettings(d)?.by;
+    return typeof b === 'string' && b !== shown ? b : null;
+  };
+  const entry = (b: string) => axes.get(b) ?? axes.set(b, { by: b, cluster: null, wanda: null }).get(b)!;
+  const ignored: string[] = [];
+  for (const d of clusterDirs(abs)) {
+    const b = of(d);
+    if (b && !entry(b).cluster) entry(b).cluster = section(ignored, 'cluster', () => readCluster(d, abs, manifest, samples, false));
+  }
+  for (const d of wandaDirs(abs)) {
+    const b = of(d);
+    if (b && !entry(b).wanda) entry(b).wanda = section(ignored, 'wanda', () => readWanda(abs, manifest, d));
+  }
+  return [...axes.values()].filter((a) => a.cluster || a.wanda);
+}
 
 /**
  * What the page shows of the run's analyses, and the other wanda and cluster folders the run

@@ -10,13 +10,14 @@
  * matrix (0..255), which colours the heatmaps on a scale that is comparable across models.
  */
 import type { ReportModel } from './load.js';
-import { verdictLines } from './verdict.js';
+import { verdictLines, verdictTable } from './verdict.js';
 import type { WandaMatrix, BlockSet } from '../wanda/types.js';
 import { attendPayload } from './attend.js';
 import { ablatePayload } from './ablate.js';
-import type { ScatterPayload, WandaPayload, RunPayload, EvalPayload } from './types.js';
+import type { ScatterPayload, WandaPayload, RunPayload, EvalPayload, VerdictTable } from './types.js';
 import { PAPER_REFERENCE, PAPER_SOURCE } from '../eval/reference.js';
 import { modelName } from './naming.js';
+import { evalHeadline } from './eval-headline.js';
 import { axisFits, islandLine } from './islands.js';
 import { readLabelOverlays } from '../store/labels.js';
 
@@ -267,9 +268,10 @@ function evalPayload(model: ReportModel): EvalPayload | null {
   const m = ev.manifest;
   const s = m.settings ?? {};
   const t = m.throughput ?? {};
+  const cloze = s.scoring === 'cloze';
   const words = [
-    `${s.shuffles} shuffles of the options, majority vote (seed ${s.seed})`,
-    s.cot ? `greedy reasoning up to ${s.cot} tokens before the answer` : 'answer letter scored directly (no reasoning)',
+    cloze ? 'cloze scoring: every option\'s text scored as a continuation of the prompt (no letters, no shuffles)' : `${s.shuffles} shuffles of the options, majority vote (seed ${s.seed})`,
+    ...(cloze ? [] : [s.cot ? `greedy reasoning up to ${s.cot} tokens before the answer` : 'answer letter scored directly (no reasoning)']),
     s.limit ? `--limit ${s.limit} (seeded, stratified subset of ${m.dataset?.available} units)` : 'every item',
     `${t.prompts} prompts, ${t.prompts ? Math.round(t.promptTokens / t.prompts) : 0} tokens per prompt on average`,
     `${s.device}, ${Math.round((m.timings?.wallMs ?? 0) / 1000)} s`,
@@ -280,6 +282,7 @@ function evalPayload(model: ReportModel): EvalPayload | null {
     dataset: String(m.dataset?.spec ?? ''),
     settings: words.join('; '),
     summary: ev.summary,
+    ...evalHeadline(ev.summary),
     reference: { source: PAPER_SOURCE, rows: [...PAPER_REFERENCE] },
   };
 }
@@ -290,17 +293,29 @@ export function runPayload(model: ReportModel): RunPayload {
   const summary = verdictLines(model.cluster?.metrics ?? null, model.cluster?.settings ?? null, model.wanda?.settings ?? null, model.wanda?.metrics ?? null);
   // First line: when the map's islands follow another label better than the one it is coloured by.
   const islands = scatter?.fits ? islandLine(scatter.fits, scatter.by) : null;
+  const ablate = model.ablate ? ablatePayload(model.ablate) : null;
+  const ev = evalPayload(model);
+  // an evaluation alone: its headline is the page's first lines
+  const evalFirst = ev && !model.cluster && !model.wanda ? [...(ev.warnings ?? []), ...(ev.headline ?? [])] : [];
   return {
     name: model.name,
     randomModel: model.randomModel,
     control: ctl ? `This run is a random-weights control: the architecture and tokenizer of ${ctl.source} with every weight drawn again (seed ${ctl.seed}; ${ctl.scheme}). Its numbers are the floor a trained model's must beat.` : null,
-    summary: [...(model.omitted ?? []).map((n) => `Note: ${n}.`.replace(/\.\.$/, '.')), ...(islands ? [islands, ...summary] : summary), ...(model.shown ?? []).map((n) => `${n}.`)],
+    summary: [...evalFirst, ...(model.omitted ?? []).map((n) => `Note: ${n}.`.replace(/\.\.$/, '.')), ...(islands ? [islands, ...summary] : summary), ...(model.shown ?? []).map((n) => `${n}.`)],
     provenance: provenanceOf(model),
     scatter,
     cluster: model.cluster ? { metrics: model.cluster.metrics, settings: model.cluster.settings } : null,
     wanda: wandaPayload(model),
     attend: model.attend ? attendPayload(model.attend) : null,
-    ablate: model.ablate ? ablatePayload(model.ablate) : null,
-    eval: evalPayload(model),
+    ablate,
+    eval: ev,
+    verdicts: verdictTables(model, ablate),
   };
+}
+
+/** The run's verdict tables: its own label axis (with the ablation when one is shown), then each other axis it was analysed by. */
+export function verdictTables(model: ReportModel, ablate: ReturnType<typeof ablatePayload> | null = model.ablate ? ablatePayload(model.ablate) : null): VerdictTable[] {
+  const own = verdictTable(model.cluster?.metrics ?? null, model.cluster?.settings ?? null, model.wanda?.settings ?? null, model.wanda?.metrics ?? null, ablate);
+  const others = (model.otherAxes ?? []).map((a) => verdictTable(a.cluster?.metrics ?? null, a.cluster?.settings ?? null, a.wanda?.settings ?? null, a.wanda?.metrics ?? null));
+  return [own, ...others].filter((t): t is VerdictTable => !!t);
 }

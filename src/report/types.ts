@@ -87,6 +87,8 @@ export interface RunPayload {
   control: string | null;
   /** The page's first lines for this run: which numbers beat chance and by how much (src/report/verdict.ts). */
   summary: string[];
+  /** The page's first table: the run's own label axis first, then any other axis the run was analysed by (src/report/verdict.ts). */
+  verdicts?: VerdictTable[];
   provenance: [string, string][];
   scatter: ScatterPayload | null;
   cluster: { metrics: ClusterMetrics | null; settings: ClusterSettings | null } | null;
@@ -152,6 +154,10 @@ export interface EvalPayload {
   /** Shuffles, seed, reasoning, --limit, prompts and tokens, in words. */
   settings: string;
   summary: EvalSummary;
+  /** Per task: accuracy with its CI against chance and the scoring (src/report/eval-headline.ts). */
+  headline?: string[];
+  /** "letter accuracy means little here: …" when one letter takes over the picks. */
+  warnings?: string[];
   /** Published results shown as labelled reference lines (never as this model's numbers). */
   reference: { source: string; rows: PaperReference[] };
 }
@@ -272,4 +278,32 @@ export interface Comparison {
   order?: string;
   /** The comparison's first lines: the headline differences in words. */
   summary?: string[];
+  /** The page's headline: the differences whose 95% CI excludes 0 and lies farthest from it (src/report/compare.ts). */
+  headline?: string[];
+}
+
+/** One row of a verdict table: the question an analysis answers, its numbers as printed, and its verdict (src/report/verdict.ts). */
+export interface VerdictTableRow {
+  /** The question in words, with the analysis in parentheses. */
+  question: string;
+  /** Id of the page section that shows the analysis. */
+  anchor: string;
+  /** The value with its 95% CI, as printed. */
+  value: string;
+  /** The chance level ('' where the null is the only reference). */
+  chance: string;
+  /** The null's mean and its 2.5–97.5% band ('' without a null). */
+  nul: string;
+  /** The deciding p, adjusted within its family, with the family named ('' without a p). */
+  p: string;
+  /** The verdict in a word or three: "above chance", "at chance", "not testable at R = 49", "degenerate null", "untested". */
+  verdict: string;
+  status: 'pass' | 'fail' | 'not-testable' | 'degenerate' | 'untested';
+}
+
+/** The verdicts of one label axis's analyses, one row per question. */
+export interface VerdictTable {
+  /** The label axis the analyses are of. */
+  axis: string;
+  rows: VerdictTableRow[];
 }

@@ -169,7 +169,8 @@ export class Run implements RunReader {
   labels(axis: string): string[] {
     if (!this.labelAxes().includes(axis)) {
       const near = nearest(axis, this.labelAxes());
-      throw new LobesError(`label axis ${JSON.stringify(axis)} is not in this run (axes: ${this.labelAxes().join(', ') || 'none'})`, { file: path.join(this.dir, SAMPLES), ...(near ? { hint: `did you mean --by ${near}?` } : {}) });
+      // a label the user named that the run lacks is a usage error (exit 2), as README says
+      throw new LobesError(`label axis ${JSON.stringify(axis)} is not in this run (axes: ${this.labelAxes().join(', ') || 'none'})`, { file: path.join(this.dir, SAMPLES), exitCode: 2, ...(near ? { hint: `did you mean --by ${near}?` } : {}) });
     }
     const o = this.labelOverlays().get(axis);
     if (o && !(this.manifest.dataset.axes ?? []).includes(axis)) {

@@ -34,9 +34,14 @@ describe('lobes report / compare command line', () => {
     const lines = a.out.trimEnd().split('\n');
     expect(lines[lines.length - 1]).toBe(`report: ${path.join(run, 'report.html')}`);
     expect(lines[0]).toBe("synthetic · synthetic, 100 items:"); // the run's name: model folder, then the dataset (no language axis) and the item count
-    expect(lines[1]).toMatch(/^5 classes of "aspect" on 100 items: chance balanced accuracy is 0\.20/);
+    // the verdict table first, then the sentences
+    expect(lines[1]).toMatch(/^Verdicts for "aspect" \(value \[95% CI\] \| chance \| null mean/);
+    expect(lines[2]).toMatch(/^ {2}Does the representation at \S+ separate the 5 values of "aspect"\? \(linear probe/);
+    expect(lines[3]).toMatch(/^ {4}(ABOVE CHANCE|AT CHANCE|NOT TESTABLE AT R = \d+): 0\.\d\d \[0\.\d\d, 0\.\d\d\] \| chance 0\.20 \| null /);
+    const first = lines.findIndex((l) => l.startsWith('5 classes of'));
+    expect(lines[first]).toMatch(/^5 classes of "aspect" on 100 items: chance balanced accuracy is 0\.20/);
     const html = readFileSync(path.join(run, 'report.html'), 'utf8');
-    expect(html).toContain(JSON.stringify(lines[1]).slice(1, -1));
+    expect(html).toContain(JSON.stringify(lines[first]).slice(1, -1));
     expect(html).toContain(`"title":"lobes report: ${lines[0].slice(0, -1)}"`);
     expect(html.startsWith('<!doctype html>')).toBe(true);
     const payload = JSON.parse(html.slice(html.indexOf('id="lobes-data">') + 16, html.indexOf('</script>', html.indexOf('id="lobes-data">'))));
@@ -64,7 +69,10 @@ describe('lobes report / compare command line', () => {
     expect(payload.comparison.rows.length).toBeGreaterThan(100);
     const lines = r.out.split('\n');
     expect(lines[0]).toBe(`A is ${names[0].slice(3)}, B is ${names[1].slice(3)}. Every difference is B − A.`);
-    expect(lines[1]).toMatch(/^Linear probe on the representation: balanced accuracy A 0\.\d\d, B 0\.\d\d; B − A: /);
+    // then the headline: the differences whose CI excludes 0, A before B
+    expect(lines[1]).toMatch(/^(\d+ of \d+ differences have a 95% CI that excludes 0|No difference's 95% CI excludes 0)/);
+    if (!lines[1]!.startsWith('No ')) expect(lines[2]).toMatch(/: A -?[\d.e-]+, B -?[\d.e-]+; B − A [+-][\d.e-]+ \[-?[\d.e-]+, -?[\d.e-]+\]/);
+    expect(lines.find((l) => l.startsWith('Linear probe on the representation:'))).toMatch(/^Linear probe on the representation: balanced accuracy A 0\.\d\d, B 0\.\d\d; B − A: /);
     // --name, once per run
     const named = await cli(['compare', run, run2, '--out', out, '--name', 'eight', '--name', 'seventy']);
     expect(named.code).toBe(0);

@@ -14,7 +14,7 @@ import type { PagePayload } from '../types.js';
 import type { LobesReportApi } from './api.js';
 import type { Section } from './section.js';
 import { createPage } from './page.js';
-import { addSection, el } from './dom.js';
+import { addSection, compareVerdictTable, el, verdictTable } from './dom.js';
 import { scatterSection } from './sections/scatter.js';
 import { regionsSection } from './sections/regions.js';
 import { metricsSection } from './sections/metrics.js';
@@ -42,11 +42,11 @@ document.title = data.title;
 document.getElementById('title')!.textContent = data.title;
 const notes = document.getElementById('notes')!;
 // First lines: in plain words, what beats chance and by how much (src/report/verdict.ts, compare.ts).
-const cmpSummary = data.comparison && data.comparison.summary;
-if (cmpSummary && cmpSummary.length) {
-  const box = el('div', 'summary');
-  box.appendChild(el('h3', null, 'B against A'));
-  cmpSummary.forEach((line) => box.appendChild(el('p', null, line)));
+const cmp = data.comparison;
+if (cmp && cmp.headline && cmp.headline.length) {
+  const box = el('div', 'summary headline');
+  box.appendChild(el('h3', null, 'A = ' + cmp.runs[0] + ', B = ' + cmp.runs[1] + ': the clearest differences'));
+  cmp.headline.forEach((line) => box.appendChild(el('p', null, line)));
   notes.appendChild(box);
 }
 page.runs.forEach((run) => {
@@ -55,11 +55,33 @@ page.runs.forEach((run) => {
       'This run uses the built-in tiny model, whose weights are random. Its figures demonstrate the pipeline, not a finding about any language model.'));
   }
   if (run.control) notes.appendChild(el('p', 'warning', (page.compare ? run.name + ': ' : '') + run.control));
+});
+// The verdict tables first (one per label axis, the run's own first; on a comparison page one
+// table of both runs per axis), the sentences behind them folded.
+if (page.compare) {
+  const axes: string[] = [];
+  page.runs.forEach((run) => (run.verdicts || []).forEach((t) => { if (!axes.includes(t.axis)) axes.push(t.axis); }));
+  axes.forEach((axis, i) => {
+    const [a, b] = page.runs.map((run) => (run.verdicts || []).find((t) => t.axis === axis) || null);
+    notes.appendChild(compareVerdictTable(a!, b!, [page.runs[0]!.name, page.runs[1]!.name], (i === 0 ? 'Verdicts' : 'Other label axis') + ' for "' + axis + '", A then B'));
+  });
+} else {
+  (page.runs[0]!.verdicts || []).forEach((t, i) => notes.appendChild(verdictTable(t, (i === 0 ? 'Verdicts' : 'Other label axis') + ' for "' + t.axis + '"')));
+}
+if (cmp && cmp.summary && cmp.summary.length) {
+  const fold = el('details', 'summary');
+  fold.appendChild(el('summary', null, 'B against A in words (' + cmp.summary.length + ' lines)'));
+  cmp.summary.forEach((line) => fold.appendChild(el('p', null, line)));
+  notes.appendChild(fold);
+}
+page.runs.forEach((run) => {
   if (run.summary && run.summary.length) {
-    const box = el('div', 'summary');
-    if (page.compare) box.appendChild(el('h3', null, run.name));
-    run.summary.forEach((line) => box.appendChild(el('p', null, line)));
-    notes.appendChild(box);
+    const fold = el('details', 'summary');
+    const has = !!(run.verdicts && run.verdicts.length);
+    fold.open = !has;
+    fold.appendChild(el('summary', null, (page.compare ? run.name + ': ' : '') + (has ? 'The verdicts in words (' + run.summary.length + ' lines)' : 'Summary')));
+    run.summary.forEach((line) => fold.appendChild(el('p', null, line)));
+    notes.appendChild(fold);
   }
 });
 if (data.generatedBy) notes.appendChild(el('p', 'meta', data.generatedBy));

@@ -10,6 +10,7 @@ import type { Page } from '../page.js';
 import type { Section } from '../section.js';
 import { el, table, columns, type Cell } from '../dom.js';
 import { esc, wrapTitle } from '../format.js';
+import { omittedOnce } from '../../eval-headline.js';
 
 /** A share as a percent with one decimal (text, so every cell shows the same precision). */
 const pct = (x: number | null | undefined): Cell => (typeof x === 'number' && isFinite(x) ? (x * 100).toFixed(1) : '—');
@@ -44,7 +45,7 @@ function itemTables(s: ItemSummary, cell: HTMLElement, title: string): void {
   Object.keys(s.macroByLanguage).forEach((l) => rows.push(accRow('mean over abilities, ' + l, s.macroByLanguage[l]!)));
   rows.push(accRow('single shuffles, before the vote', s.unvoted));
   cell.appendChild(table(HEAD, rows));
-  if (s.macroOmitted) cell.appendChild(el('p', 'meta', s.macroOmitted + '.'));
+  if (s.macroOmitted) cell.appendChild(el('p', 'meta', omittedOnce(s.macroOmitted) + '.'));
   cell.appendChild(el('p', 'meta', LEGEND));
   s.tables.forEach((t) => {
     if (t.by === 'ability') {
@@ -68,7 +69,7 @@ function gaeTables(s: GaeSummary, cell: HTMLElement): void {
   if (s.macro) rows.push(accRow('mean over world categories', s.macro));
   Object.keys(s.macroByLanguage).forEach((l) => rows.push(accRow('mean over categories, ' + l, s.macroByLanguage[l]!)));
   cell.appendChild(table(HEAD, rows));
-  if (s.macroOmitted) cell.appendChild(el('p', 'meta', s.macroOmitted + '.'));
+  if (s.macroOmitted) cell.appendChild(el('p', 'meta', omittedOnce(s.macroOmitted) + '.'));
   s.tables.forEach((t) => {
     cell.appendChild(el('p', 'meta', 'By ' + t.by));
     cell.appendChild(table(HEAD, tableRows(t), 'metrics small'));
@@ -159,6 +160,12 @@ export const evalSection: Section = {
         cell.appendChild(el('p', 'missing', run.name + ': no evaluation.'));
         return;
       }
+      (ev.warnings || []).forEach((w) => cell.appendChild(el('p', 'warning letter-bias', w)));
+      if (ev.headline && ev.headline.length) {
+        const box = el('div', 'summary eval-headline');
+        ev.headline.forEach((h) => box.appendChild(el('p', null, h)));
+        cell.appendChild(box);
+      }
       cell.appendChild(el('p', 'meta', ev.model + ' on ' + ev.dataset + ': ' + ev.settings + ' (' + ev.dir + ').'));
       const fig = accuracyFigure(run, ev);
       if (fig) {
@@ -168,8 +175,10 @@ export const evalSection: Section = {
         page.ready.push(page.figures.draw(id, div));
       }
       if (ev.summary.cloze) clozeTables(ev.summary.cloze, cell);
-      if (ev.summary.iae) itemTables(ev.summary.iae, cell, 'IAE: interpersonal abilities');
-      if (ev.summary.mcq) itemTables(ev.summary.mcq, cell, 'Multiple choice');
+      // cloze scoring has no letters, shuffles or votes: its table replaces the letter tables of its task
+      const cz = ev.summary.cloze;
+      if (ev.summary.iae && !(cz && cz.iae)) itemTables(ev.summary.iae, cell, 'IAE: interpersonal abilities');
+      if (ev.summary.mcq && !(cz && cz.mcq)) itemTables(ev.summary.mcq, cell, 'Multiple choice');
       if (ev.summary.gae) gaeTables(ev.summary.gae, cell);
       referenceTable(ev, cell);
     });

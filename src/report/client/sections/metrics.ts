@@ -233,6 +233,7 @@ function wandaTables(run: RunPayload, cell: HTMLElement): void {
 export const metricsSection: Section = {
   title: 'Metrics',
   id: 'metrics',
+  visible: (page) => !!page.data.comparison || page.runs.some((r) => !!(r.cluster && r.cluster.metrics) || !!(r.wanda && r.wanda.metrics)),
   render(page, root) {
     comparisonTables(page, root);
     const sep = separationFigure(page);

@@ -139,6 +139,7 @@ function pairMetricsTable(p: Pair): HTMLElement {
 export const regionsSection: Section = {
   title: 'Neuron regions: set differences per pair',
   id: 'regions',
+  visible: (page) => page.runs.some((r) => !!r.wanda),
   render(page, root) {
     const runs = page.runs;
     // Pairs of the whole page in order of first appearance; pairIndex[k][ri]: the pair's index in run ri, or -1.

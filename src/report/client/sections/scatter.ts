@@ -134,6 +134,8 @@ function sweepFigure(runs: SweepRun[], compare: boolean): PlotlyFigure {
 export const scatterSection: Section = {
   title: 'Representations: t-SNE',
   id: 'scatter',
+  // a page shows what its folders hold: no map section without a map
+  visible: (page) => page.runs.some((r) => !!r.scatter),
   render(page, root) {
     // Colour by: the label the run was clustered by, or any other label axis of its items.
     const axisNames: string[] = [];
