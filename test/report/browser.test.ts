@@ -126,7 +126,8 @@ describe.skipIf(!!problem)('report in headless Chromium', () => {
         sections: Array.from(document.querySelectorAll('#app > section')).map((s) => s.id) };
     });
     expect(api.keys).toEqual(['figure', 'figureIds', 'pairs', 'ready', 'readyMs', 'showPair', 'startMs', 'toImage']);
-    expect(api).toMatchObject({ ids: [], pairs: [], title: 'bare', sections: ['scatter', 'regions', 'metrics', 'provenance'] });
+    // A run without analyses shows only what it holds: no empty map, regions or metrics section.
+    expect(api).toMatchObject({ ids: [], pairs: [], title: 'bare', sections: ['provenance'] });
     expect(await page.evaluate(() => (globalThis as any).lobesReport.showPair(0))).toBeUndefined();
     expect(problems).toEqual([]);
     await page.close();
@@ -262,8 +263,10 @@ describe.skipIf(!!problem)('report in headless Chromium', () => {
     expect(axes[0]!.cmax).toBe(axes[1]!.cmax);
     expect(axes.map((x: any) => x.rows)).toEqual([4, 8]);
     const expected = compareRuns(await loadRun(a), await loadRun(b));
-    const rows = await page.evaluate(() => document.querySelectorAll('table.compare tbody tr').length);
+    // The full metrics table (the verdict table above it is also a table.compare).
+    const rows = await page.evaluate(() => document.querySelectorAll('table.compare:not(.verdict) tbody tr').length);
     expect(rows).toBe(expected.rows.length);
+    expect(await page.evaluate(() => document.querySelectorAll('table.verdict.compare').length)).toBeGreaterThan(0);
     expect(problems).toEqual([]);
     await page.close();
   });
