@@ -132,6 +132,12 @@ export function safetensorsMatrices(ck: SafetensorsCheckpoint, wanted: WantedMat
     // HF names: model.layers.{i}.{module}.{proj}.weight (or without the model. prefix).
     const candidates = [`model.${w.name}.weight`, `${w.name}.weight`];
     const tname = candidates.find((c) => ck.tensors.has(c));
+    // A weight whose d_in is not the captured input's belongs to another model.
+    const checkDIn = (dOut: number, dIn: number, file: string, where: string) => {
+      if (dIn !== w.dIn) throw new LobesError(`weight shape [${dOut}, ${dIn}] has d_in=${dIn} but the run captured ${w.input} with dim ${w.dIn}`, { file, where, hint: 'the checkpoint does not belong to the model of this run' });
+    };
+    const dense = (dOut: number, dIn: number, tensor: string, dtype: ReturnType<typeof stDtype>, data: { file: string; offset: number; byteLength: number }): MatrixRef =>
+      ({ name: w.name, layer: w.layer, proj: w.proj, input: w.input, dOut, dIn, source: { kind: 'dense', tensor, dtype, layout: 'out_in', data } });
     const fused = tname ? null : fusedMlpPart(w);
     const fname = fused && [`model.${fused.tensor}`, fused.tensor].find((c) => ck.tensors.has(c));
     if (fused && fname) {
@@ -139,19 +145,11 @@ export function safetensorsMatrices(ck: SafetensorsCheckpoint, wanted: WantedMat
       const t = h.tensors.get(fname)!;
       if (t.shape.length !== 2 || t.shape[0]! % 2 !== 0) throw new LobesError(`expected a 2-D weight of gate rows then up rows, got shape ${JSON.stringify(t.shape)}`, { file: h.file, where: fname });
       const [rows, dIn] = t.shape as [number, number];
-      if (dIn !== w.dIn) throw new LobesError(`weight shape [${rows}, ${dIn}] has d_in=${dIn} but the run captured ${w.input} with dim ${w.dIn}`, { file: h.file, where: fname, hint: 'the checkpoint does not belong to the model of this run' });
+      checkDIn(rows, dIn, h.file, fname);
       const dOut = rows / 2;
       const rowBytes = t.byteLength / rows;
       const r0 = fused.part * dOut;
-      out.push({
-        name: w.name,
-        layer: w.layer,
-        proj: w.proj,
-        input: w.input,
-        dOut,
-        dIn,
-        source: { kind: 'dense', tensor: `${fname}[${r0}:${r0 + dOut}]`, dtype: stDtype(t.dtype, h.file, fname), layout: 'out_in', data: { file: h.file, offset: t.offset + r0 * rowBytes, byteLength: dOut * rowBytes } },
-      });
+      out.push(dense(dOut, dIn, `${fname}[${r0}:${r0 + dOut}]`, stDtype(t.dtype, h.file, fname), { file: h.file, offset: t.offset + r0 * rowBytes, byteLength: dOut * rowBytes }));
       continue;
     }
     if (!tname) {
@@ -161,23 +159,9 @@ export function safetensorsMatrices(ck: SafetensorsCheckpoint, wanted: WantedMat
     const h = ck.tensors.get(tname)!;
     const t = h.tensors.get(tname)!;
     if (t.shape.length !== 2) throw new LobesError(`expected a 2-D weight, got shape ${JSON.stringify(t.shape)}`, { file: h.file, where: tname });
-    const [dOut, dIn] = t.shape;
-    if (dIn !== w.dIn) {
-      throw new LobesError(`weight shape [${dOut}, ${dIn}] has d_in=${dIn} but the run captured ${w.input} with dim ${w.dIn}`, {
-        file: h.file,
-        where: tname,
-        hint: 'the checkpoint does not belong to the model of this run',
-      });
-    }
-    out.push({
-      name: w.name,
-      layer: w.layer,
-      proj: w.proj,
-      input: w.input,
-      dOut,
-      dIn,
-      source: { kind: 'dense', tensor: tname, dtype: stDtype(t.dtype, h.file, tname), layout: 'out_in', data: { file: h.file, offset: t.offset, byteLength: t.byteLength } },
-    });
+    const [dOut, dIn] = t.shape as [number, number];
+    checkDIn(dOut, dIn, h.file, tname);
+    out.push(dense(dOut, dIn, tname, stDtype(t.dtype, h.file, tname), { file: h.file, offset: t.offset, byteLength: t.byteLength }));
   }
   if (missing.length) {
     throw new LobesError(`${missing.length} weight tensor${missing.length === 1 ? '' : 's'} missing: ${missing.slice(0, 3).join(', ')}${missing.length > 3 ? ', ...' : ''}`, {

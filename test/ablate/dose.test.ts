@@ -14,11 +14,10 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { ensureGeneratedModel } from '../../src/models/write.js';
 import { runAblate } from '../../src/ablate/run.js';
-import { storedMatrices } from '../../src/ablate/patch.js';
 import { writeSafetensors } from '../../src/formats/safetensors.js';
 import type { LoglikEngine } from '../../src/runtime/loglik.js';
 import { formatAblate } from '../../src/cli/ablate.js';
-import { CHAR_TOKENIZER, fakeLoglikEngine, tinyMatrices, writeAblateRun } from './fixture.js';
+import { CHAR_TOKENIZER, fakeLoglikEngine, tinyMatrices, unitHash, writeAblateRun, zeroedBlocks } from './fixture.js';
 
 const BLOCK: [number, number] = [16, 16];
 const MATRICES = tinyMatrices(BLOCK);
@@ -29,21 +28,10 @@ const rank = (g: number, k: number, b: number) => (b * 37 + g * 11 + k * 5) % 64
 const topBlocks = (g: number, k: number, n: number) => Array.from({ length: 64 }, (_, b) => b).filter((b) => rank(g, k, b) < n);
 const regionsAt = (n: number) => Object.fromEntries(GROUPS.map((g, gi) => [g, Object.fromEntries(MATRICES.map((m, k) => [m.name, topBlocks(gi, k, n)]))]));
 const PLANTED = new Set(MATRICES.flatMap((m, k) => topBlocks(0, k, 13).map((b) => `${m.name}#${b}`)));
-const u = (i: number, key: string) => {
-  let h = 2166136261 ^ i;
-  for (const ch of key) h = Math.imul(h ^ ch.charCodeAt(0), 16777619);
-  return ((h >>> 0) % 10007) / 10007;
-};
+const u = unitHash;
 
 async function plantedEngine(dir: string): Promise<LoglikEngine> {
-  const zeroed: string[] = [];
-  for (const [k, sm] of storedMatrices(dir, MATRICES).entries()) {
-    const m = MATRICES[k]!;
-    const s = sm.ref.source as { data: { file: string; offset: number; byteLength: number } };
-    const buf = readFileSync(s.data.file);
-    const f = new Float32Array(buf.buffer.slice(buf.byteOffset + s.data.offset, buf.byteOffset + s.data.offset + s.data.byteLength));
-    for (let b = 0; b < m.rowBlocks * m.colBlocks; b++) if (f[(b % m.colBlocks) * BLOCK[1] * m.dOut + Math.floor(b / m.colBlocks) * BLOCK[0]] === 0) zeroed.push(`${m.name}#${b}`);
-  }
+  const zeroed = zeroedBlocks(dir, MATRICES, BLOCK);
   return fakeLoglikEngine((req) => {
     const i = Number(/item (\d+)/.exec(String.fromCharCode(...req.context))![1]);
     const own = GROUPS[i % 3] === 'A';

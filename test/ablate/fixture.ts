@@ -10,6 +10,7 @@ import { writeSyntheticRun } from '../../src/report/synthetic.js';
 import { runIdentity } from '../../src/store/provenance.js';
 import { modelIdentity } from '../../src/runtime/modelfiles.js';
 import type { BlockSet, WandaMatrix } from '../../src/wanda/types.js';
+import { storedMatrices } from '../../src/ablate/patch.js';
 import type { EvalTokenizer } from '../../src/eval/tokenizer.js';
 import type { LoglikEngine, LoglikRequest } from '../../src/runtime/loglik.js';
 
@@ -100,4 +101,32 @@ export function fakeLoglikEngine(scoreRequest: (r: LoglikRequest) => number[]): 
     },
     async close() {},
   };
+}
+
+/** A deterministic number in [0, 1) for (item, key): the planted scorers' per-item and per-block noise. */
+export function unitHash(i: number, key: string): number {
+  let h = 2166136261 ^ i;
+  for (const ch of key) h = Math.imul(h ^ ch.charCodeAt(0), 16777619);
+  return ((h >>> 0) % 10007) / 10007;
+}
+
+/**
+ * The blocks zeroed in an ablation folder's weight files, as "MATRIX#b" (b counted row-major over
+ * the block grid), read from the float32 MatMul [d_in, d_out] initializers: a block is zeroed
+ * when its first weight W[r, c] (element c · d_out + r) is 0.
+ */
+export function zeroedBlocks(dir: string, matrices: WandaMatrix[], block: [number, number]): string[] {
+  const zeroed: string[] = [];
+  for (const [k, sm] of storedMatrices(dir, matrices).entries()) {
+    const m = matrices[k]!;
+    const s = sm.ref.source as { data: { file: string; offset: number; byteLength: number } };
+    const buf = readFileSync(s.data.file);
+    const f = new Float32Array(buf.buffer.slice(buf.byteOffset + s.data.offset, buf.byteOffset + s.data.offset + s.data.byteLength));
+    for (let b = 0; b < m.rowBlocks * m.colBlocks; b++) {
+      const r = Math.floor(b / m.colBlocks) * block[0];
+      const c = (b % m.colBlocks) * block[1];
+      if (f[c * m.dOut + r] === 0) zeroed.push(`${m.name}#${b}`);
+    }
+  }
+  return zeroed;
 }

@@ -15,9 +15,8 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { ensureGeneratedModel } from '../../src/models/write.js';
 import { runAblate } from '../../src/ablate/run.js';
-import { storedMatrices } from '../../src/ablate/patch.js';
 import type { LoglikEngine } from '../../src/runtime/loglik.js';
-import { CHAR_TOKENIZER, fakeLoglikEngine, tinyMatrices, writeAblateRun } from './fixture.js';
+import { CHAR_TOKENIZER, fakeLoglikEngine, tinyMatrices, unitHash, writeAblateRun, zeroedBlocks } from './fixture.js';
 
 const BLOCK: [number, number] = [16, 16];
 const MATRICES = tinyMatrices(BLOCK);
@@ -28,28 +27,11 @@ const PLANTED = new Set(names.flatMap((n) => REGIONS.A[n]!.map((f) => `${n}#${f}
 const GROUPS = 'ABC';
 const N = 30;
 
-/** A deterministic number in [0, 1) for (item, block). */
-const u = (i: number, key: string) => {
-  let h = 2166136261 ^ i;
-  for (const ch of key) h = Math.imul(h ^ ch.charCodeAt(0), 16777619);
-  return ((h >>> 0) % 10007) / 10007;
-};
+const u = unitHash;
 
 /** The stand-in scorer: which blocks are zeroed in the folder it is opened on, and what that costs each item. */
 async function plantedEngine(dir: string): Promise<LoglikEngine> {
-  const zeroed: string[] = [];
-  for (const [k, sm] of storedMatrices(dir, MATRICES).entries()) {
-    const m = MATRICES[k]!;
-    const s = sm.ref.source as { data: { file: string; offset: number; byteLength: number } };
-    const buf = readFileSync(s.data.file);
-    const f = new Float32Array(buf.buffer.slice(buf.byteOffset + s.data.offset, buf.byteOffset + s.data.offset + s.data.byteLength));
-    // MatMul [d_in, d_out]: W[r, c] is element c · d_out + r; a block is zeroed when its first weight is
-    for (let b = 0; b < m.rowBlocks * m.colBlocks; b++) {
-      const r = Math.floor(b / m.colBlocks) * BLOCK[0];
-      const c = (b % m.colBlocks) * BLOCK[1];
-      if (f[c * m.dOut + r] === 0) zeroed.push(`${m.name}#${b}`);
-    }
-  }
+  const zeroed = zeroedBlocks(dir, MATRICES, BLOCK);
   return fakeLoglikEngine((req) => {
     const i = Number(/item (\d+)/.exec(String.fromCharCode(...req.context))![1]);
     const own = GROUPS[i % 3] === 'A';
