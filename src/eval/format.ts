@@ -6,7 +6,7 @@ import type { EvalManifest } from './run.js';
 import { modelName } from '../store/model-name.js';
 import type { Accuracy, AccuracyTable, EvalSummary, GaeSummary, ItemSummary, PositionBias } from './summary.js';
 import { formatCloze } from './summary-cloze.js';
-import { evalHeadline, omittedOnce } from '../report/eval-headline.js';
+import { evalHeadline, omittedOnce } from './headline.js';
 
 const pct = (x: number) => (Number.isFinite(x) ? (100 * x).toFixed(1) : '—');
 const ci = (a: Accuracy) => (a.ci95 ? `[${pct(a.ci95[0])}, ${pct(a.ci95[1])}]${a.ciMethod === 'bootstrap' ? ' b' : ''}` : '—');

@@ -28,7 +28,7 @@ import type { ComparisonRow, Comparison } from './types.js';
 import { Rng } from '../util/rng.js';
 import { confusionCounts, percentileSorted, scoresFromConfusion, SCORE_NAMES, type ScoreName } from '../cluster/scores.js';
 import type { Accuracy, AccuracyTable, ClozeMetric, EvalSummary } from '../eval/summary-types.js';
-import { scoringOf } from './eval-headline.js';
+import { scoringOf } from '../eval/headline.js';
 import { distinctNames } from './naming.js';
 import { formatP, verdictNumbers, verdictWords } from '../util/resolution.js';
 

@@ -17,7 +17,7 @@ import { ablatePayload } from './ablate.js';
 import type { ScatterPayload, WandaPayload, RunPayload, EvalPayload, VerdictTable } from './types.js';
 import { PAPER_REFERENCE, PAPER_SOURCE } from '../eval/reference.js';
 import { modelName } from './naming.js';
-import { evalHeadline } from './eval-headline.js';
+import { evalHeadline } from '../eval/headline.js';
 import { axisFits, islandLine } from './islands.js';
 import { readLabelOverlays } from '../store/labels.js';
 

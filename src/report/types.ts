@@ -154,7 +154,7 @@ export interface EvalPayload {
   /** Shuffles, seed, reasoning, --limit, prompts and tokens, in words. */
   settings: string;
   summary: EvalSummary;
-  /** Per task: accuracy with its CI against chance and the scoring (src/report/eval-headline.ts). */
+  /** Per task: accuracy with its CI against chance and the scoring (src/eval/headline.ts). */
   headline?: string[];
   /** "letter accuracy means little here: …" when one letter takes over the picks. */
   warnings?: string[];

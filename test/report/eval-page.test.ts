@@ -11,7 +11,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { evalHeadline, omittedOnce, topLetter } from '../../src/report/eval-headline.js';
+import { evalHeadline, omittedOnce, topLetter } from '../../src/eval/headline.js';
 import { formatSummary } from '../../src/eval/format.js';
 import { runEval } from '../../src/eval/run.js';
 import { ensureGeneratedModel } from '../../src/models/write.js';

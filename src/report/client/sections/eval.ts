@@ -10,7 +10,7 @@ import type { Page } from '../page.js';
 import type { Section } from '../section.js';
 import { el, table, columns, type Cell } from '../dom.js';
 import { esc, wrapTitle } from '../format.js';
-import { omittedOnce } from '../../eval-headline.js';
+import { omittedOnce } from '../../../eval/headline.js';
 
 /** A share as a percent with one decimal (text, so every cell shows the same precision). */
 const pct = (x: number | null | undefined): Cell => (typeof x === 'number' && isFinite(x) ? (x * 100).toFixed(1) : '—');

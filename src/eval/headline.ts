@@ -4,7 +4,7 @@
  * the picks (then letter accuracy says more about the letter than the model); and the
  * "no mean over …" notes once each.
  */
-import type { Accuracy, EvalSummary, PositionBias } from '../eval/summary-types.js';
+import type { Accuracy, EvalSummary, PositionBias } from './summary-types.js';
 
 /** Share of picks above which one letter is said to take over. */
 export const LETTER_TAKEOVER = 0.9;
