@@ -278,7 +278,7 @@ async function attendUnderLock(opts: AttendOptions, manifest: AttendManifest, in
     say(`attend: ${here} items (${input.selection} of ${input.total})${manifest.shard ? `, shard ${manifest.shard.index}/${manifest.shard.count}` : ''}, layers ${fmtLayers(engine.layers)} of ${engine.sites.length} (${site.source}${site.detail ? `: ${site.detail}` : ''}), position ${manifest.facts.settings.position}${etok ? `, after up to ${manifest.facts.settings.cot} tokens of reasoning` : manifest.facts.settings.cot ? `, after the evaluation's reasoning (up to ${manifest.facts.settings.cot} tokens)` : ''}${doneItems ? `, resuming: ${doneItems} done` : ''}`);
     // One line at once (0 done, or what a resume found), then one tick per item.
     const progress = new Progress({ label: 'attend', total: here, unit: 'items', quiet: opts.quiet, ...opts.progress });
-    progress.set(doneItems);
+    progress.resume(doneItems);
     const rec = { top: manifest.facts.settings.top, cjk: manifest.facts.settings.cjk, perLayer: !!opts.perLayer };
     const tAttempt = Date.now();
     const wallBase = manifest.timings.wallMs;

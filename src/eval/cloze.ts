@@ -164,7 +164,19 @@ export async function scoreClozeSteps(steps: readonly ClozeStep[], ctx: ClozeCon
   const before = cloze.engine.stats.computedTokens;
   const all = uncondReq && uncondReq.continuations.length ? [...reqs, uncondReq] : reqs;
   checkClozeMemory(all, [...plan.map((p) => steps[p.step]!.item.id), 'the options without a context (--mutual-info)'], ctx);
-  const scored = await cloze.engine.score(all, (k) => ctx.onScored?.(k, 0));
+  // An item is done once its own options are scored (the shared no-context request of
+  // --mutual-info is not waited for): tick it then, not when the whole call returns.
+  const left = all.map((r) => r.continuations.length);
+  const stepOf = new Map(plan.map((p) => [p.req, p.step]));
+  const ticked = new Set<number>();
+  const scored = await cloze.engine.score(all, (k, d) => {
+    ctx.onScored?.(k, d.tokens);
+    for (const r of d.requests) {
+      if (--left[r]! !== 0 || !stepOf.has(r)) continue;
+      ticked.add(stepOf.get(r)!);
+      onStep?.();
+    }
+  });
   stats.scoreMs += performance.now() - t0;
   stats.computedTokens += cloze.engine.stats.computedTokens - before;
   const uncondScores = uncondReq && uncondReq.continuations.length ? scored[reqs.length]! : [];
@@ -199,6 +211,7 @@ export async function scoreClozeSteps(steps: readonly ClozeStep[], ctx: ClozeCon
     stats.promptTokens += p.contextTokens * got.length + toks;
     stats.scoredTokens = (stats.scoredTokens ?? 0) + toks;
   }
-  for (let i = 0; i < steps.length; i++) onStep?.();
+  // skipped steps (and any the engine did not report) are done now
+  for (let i = 0; i < steps.length; i++) if (!ticked.has(i)) onStep?.();
   return out.map((r) => r!);
 }

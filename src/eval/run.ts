@@ -9,7 +9,7 @@
  * whichever shard evaluates it.
  */
 import { LobesError, UsageError } from '../util/errors.js';
-import { Progress, fmtTime } from '../util/progress.js';
+import { Progress, fmtTime, type ProgressOptions } from '../util/progress.js';
 import { LOBES_VERSION } from '../version.js';
 import { chunkCount, shardRange, type ShardRange, type ShardSpec } from '../store/layout.js';
 import { claimJobFolder, isFreshFolder } from '../store/job.js';
@@ -76,6 +76,8 @@ export interface EvalOptions {
   mutualInfo?: boolean;
   quiet?: boolean;
   log?: (line: string) => void;
+  /** Where progress goes and how often off a terminal (tests; default stderr, every 10 s). */
+  progress?: Pick<ProgressOptions, 'stream' | 'intervalMs'>;
   /** Stand-ins for tests. */
   deps?: Partial<EvalDeps>;
 }
@@ -320,8 +322,8 @@ async function evalUnderLock(opts: EvalOptions, s: Settings, deps: EvalDeps, dat
     }
     const here = range.rowEnd - range.rowStart;
     say(`eval: ${here} units (${describeUnits(data, range)})${opts.shard ? ` shard ${opts.shard.index}/${opts.shard.count}` : ''}, ${s.scoring === 'cloze' ? `cloze scoring${sharePrefix ? ' (contexts through the KV cache)' : ''}` : `${s.shuffles} shuffle${s.shuffles > 1 ? 's' : ''}`}${s.cot ? `, reasoning up to ${s.cot} tokens` : ''}${doneUnits ? `, resuming: ${doneUnits} done` : ''}`);
-    const progress = new Progress({ label: 'eval', total: here, unit: 'units', quiet: opts.quiet });
-    if (doneUnits) progress.set(doneUnits);
+    const progress = new Progress({ label: 'eval', total: here, unit: 'units', quiet: opts.quiet, ...opts.progress });
+    if (doneUnits) progress.resume(doneUnits);
     const stats = manifest.throughput;
     const tAttempt = Date.now();
     const wallBase = manifest.timings.wallMs;

@@ -103,7 +103,7 @@ async function extractUnderLock(opts: ExtractOptions, s: Settings, deps: Extract
       writer = ChunkWriter.create(s.out, hooks, s.chunkRows);
     }
     const progress = new Progress({ label: 'extract', total: input.rowsHere, unit: 'samples', quiet: opts.quiet });
-    if (plan.doneRows) progress.set(plan.doneRows);
+    if (plan.doneRows) progress.resume(plan.doneRows);
     await extractChunks(plan.todo, writer, { s, input, deps, engine, hooks, progress, clock }, () => {
       manifest.timings = clock.timings();
       writeManifest(s.out, manifest);

@@ -78,13 +78,20 @@ export interface LoglikStats {
   liveTensors: number;
 }
 
+/** Called as continuations finish: how many, their requests (indices into the call's list), their scored tokens. */
+export type OnScored = (k: number, done: { requests: readonly number[]; tokens: number }) => void;
+
 export interface LoglikEngine {
   readonly info: ModelInfo;
   /** True when continuations are scored after a shared KV cache of their context. */
   readonly usesCache: boolean;
   readonly stats: LoglikStats;
-  /** Scores per request, per continuation, in order. `onDone(k)` is called as k more continuations are done. */
-  score(reqs: readonly LoglikRequest[], onDone?: (k: number) => void): Promise<ContinuationScore[][]>;
+  /**
+   * Scores per request, per continuation, in order. `onDone(k, done)` is called as k more
+   * continuations are done: `done.requests` gives each one's request (an index into `reqs`),
+   * `done.tokens` the continuation tokens they scored.
+   */
+  score(reqs: readonly LoglikRequest[], onDone?: OnScored): Promise<ContinuationScore[][]>;
   close(): Promise<void>;
 }
 
@@ -273,20 +280,24 @@ class OrtLoglik implements LoglikEngine {
     return { past: next, lp, top };
   }
 
-  async score(reqs: readonly LoglikRequest[], onDone?: (k: number) => void): Promise<ContinuationScore[][]> {
+  async score(reqs: readonly LoglikRequest[], onDone?: OnScored): Promise<ContinuationScore[][]> {
     validate(reqs);
     // Through the cache: requests whose context is worth sharing; the rest in batches.
     const viaCache = reqs.map((r) => goesViaCache(r, this.usesCache, this.opts.cacheMinContext));
-    const a = await this.scoreCached(reqs.filter((_, i) => viaCache[i]), onDone);
-    const b = await this.scoreBatched(reqs.filter((_, i) => !viaCache[i]), onDone);
+    const cachedIdx = reqs.flatMap((_, i) => (viaCache[i] ? [i] : []));
+    const batchedIdx = reqs.flatMap((_, i) => (viaCache[i] ? [] : [i]));
+    // each part numbers its requests from 0: report them in the caller's numbering
+    const back = (idx: number[]): OnScored | undefined => (onDone ? (k, d) => onDone(k, { requests: d.requests.map((r) => idx[r]!), tokens: d.tokens }) : undefined);
+    const a = await this.scoreCached(cachedIdx.map((i) => reqs[i]!), back(cachedIdx));
+    const b = await this.scoreBatched(batchedIdx.map((i) => reqs[i]!), back(batchedIdx));
     let ia = 0;
     let ib = 0;
     return reqs.map((_, i) => (viaCache[i] ? a[ia++]! : b[ib++]!));
   }
 
-  private async scoreCached(reqs: readonly LoglikRequest[], onDone?: (k: number) => void): Promise<ContinuationScore[][]> {
+  private async scoreCached(reqs: readonly LoglikRequest[], onDone?: OnScored): Promise<ContinuationScore[][]> {
     const out: ContinuationScore[][] = [];
-    for (const r of reqs) {
+    for (const [ri, r] of reqs.entries()) {
       const n = r.context.length;
       let past: Map<string, ort.Tensor> | null = null;
       if (n >= 2) {
@@ -305,7 +316,7 @@ class OrtLoglik implements LoglikEngine {
           idx.forEach((j, b) => (res[j] = collect(o.lp, o.top, b * m, r.continuations[j]!)));
           this.stats.computedTokens += m * idx.length;
           this.stats.scoredTokens += m * idx.length;
-          onDone?.(idx.length);
+          onDone?.(idx.length, { requests: idx.map(() => ri), tokens: m * idx.length });
         }
       } finally {
         if (past) this.drop(past.values());
@@ -315,7 +326,7 @@ class OrtLoglik implements LoglikEngine {
     return out;
   }
 
-  private async scoreBatched(reqs: readonly LoglikRequest[], onDone?: (k: number) => void): Promise<ContinuationScore[][]> {
+  private async scoreBatched(reqs: readonly LoglikRequest[], onDone?: OnScored): Promise<ContinuationScore[][]> {
     const rows: { req: number; cont: number; ids: number[]; from: number }[] = [];
     reqs.forEach((r, i) => r.continuations.forEach((c, j) => rows.push({ req: i, cont: j, ids: [...r.context, ...c].slice(0, -1), from: r.context.length - 1 })));
     const out: ContinuationScore[][] = reqs.map((r) => new Array(r.continuations.length));
@@ -355,7 +366,7 @@ class OrtLoglik implements LoglikEngine {
         out[r.req]![r.cont] = collect(lp, top, at, cont);
         at += cont.length;
       }
-      onDone?.(B);
+      onDone?.(B, { requests: b.map((i) => rows[i]!.req), tokens: at });
     }
     return out;
   }

@@ -2,6 +2,13 @@
  * Progress for long work. On a TTY: a single redrawn bar with rate(s) and ETA.
  * Off a TTY: a plain line at most every `intervalMs`. `quiet` prints nothing.
  * Output goes to stderr so stdout stays clean for --json.
+ *
+ * Rates and the ETA are measured from the first advance (the first `tick` or `set`), not from
+ * the start: the time before the first unit is loading and warm-up, and counts a resumed job
+ * found done were not done now. Until a second advance has come at least half a second later
+ * there is no rate to show, so the line shows "-" and no ETA. Advances within 50 ms of the first
+ * (the other items of the first batch) join the window's zero. The last line (`finish`) falls
+ * back to the whole time since the start when no such rate exists.
  */
 export interface ProgressOptions {
   /** What is being done, e.g. "extract". */
@@ -16,6 +23,9 @@ export interface ProgressOptions {
   stream?: NodeJS.WriteStream;
 }
 
+/** Advances this close together (the items of one batch) count as one. */
+const BURST_MS = 50;
+
 export class Progress {
   private done = 0;
   private extra = new Map<string, number>();
@@ -24,6 +34,9 @@ export class Progress {
   private readonly tty: boolean;
   private readonly stream: NodeJS.WriteStream;
   private finished = false;
+  /** The first advance: its time and the counts right after it (the rates' zero). */
+  private first: { t: number; done: number; extra: Map<string, number> } | null = null;
+  private firstAt: number | null = null;
 
   constructor(private opts: ProgressOptions) {
     this.stream = opts.stream ?? process.stderr;
@@ -34,6 +47,7 @@ export class Progress {
   tick(n = 1, counters: Record<string, number> = {}): void {
     this.done += n;
     for (const [k, v] of Object.entries(counters)) this.extra.set(k, (this.extra.get(k) ?? 0) + v);
+    this.advanced();
     this.draw(false);
   }
 
@@ -42,10 +56,24 @@ export class Progress {
     this.opts = { ...this.opts, total };
   }
 
-  /** Set the absolute count (for resumed work). */
-  set(done: number): void {
+  /** Counts found done when a job resumes: shown, but not a rate (the window starts at the next advance). */
+  resume(done: number): void {
     this.done = done;
     this.draw(false);
+  }
+
+  /** Set the absolute count. */
+  set(done: number): void {
+    this.done = done;
+    this.advanced();
+    this.draw(false);
+  }
+
+  /** Start the window at the first advance; advances in the same burst (one batch's items) join its zero. */
+  private advanced(): void {
+    const now = Date.now();
+    this.firstAt ??= now;
+    if (!this.first || now - this.firstAt < BURST_MS) this.first = { t: now, done: this.done, extra: new Map(this.extra) };
   }
 
   finish(message?: string): void {
@@ -73,13 +101,17 @@ export class Progress {
     this.lastDraw = now;
     const secs = Math.max((now - this.start) / 1000, 1e-9);
     const unit = this.opts.unit ?? 'items';
-    // Rates over less than half a second are noise; show them once there is something to average.
-    const rate = (v: number) => (secs < 0.5 ? '-' : fmtRate(v / secs));
-    const rates = [`${rate(this.done)} ${unit}/s`];
-    for (const [k, v] of this.extra) rates.push(`${rate(v)} ${k}/s`);
+    // The window since the first advance; a rate needs something done in at least half a second of it.
+    const f = this.first;
+    const win = f ? (now - f.t) / 1000 : 0;
+    const windowed = !!f && win >= 0.5 && (this.done > f.done || [...this.extra].some(([k, v]) => v > (f.extra.get(k) ?? 0)));
+    const overall = force && !windowed && secs >= 0.5;
+    const rate = (v: number, v0: number) => (windowed ? fmtRate((v - v0) / win) : overall ? fmtRate(v / secs) : '-');
+    const rates = [`${rate(this.done, f?.done ?? 0)} ${unit}/s`];
+    for (const [k, v] of this.extra) rates.push(`${rate(v, f?.extra.get(k) ?? 0)} ${k}/s`);
     const total = this.opts.total;
     let eta = '';
-    if (total > 0 && this.done > 0 && this.done < total) eta = ` ETA ${fmtTime(((total - this.done) * secs) / this.done)}`;
+    if (windowed && total > 0 && this.done > f!.done && this.done < total) eta = ` ETA ${fmtTime(((total - this.done) * win) / (this.done - f!.done))}`;
     const count = total > 0 ? `${this.done}/${total}` : `${this.done}`;
     if (this.tty) {
       const width = 24;

@@ -96,7 +96,8 @@ export function fakeLoglikEngine(scoreRequest: (r: LoglikRequest) => number[]): 
     stats,
     async score(reqs: readonly LoglikRequest[], onDone) {
       const out = reqs.map((r) => scoreRequest(r).map(score));
-      onDone?.(reqs.reduce((a, r) => a + r.continuations.length, 0));
+      const requests = reqs.flatMap((r, i) => r.continuations.map(() => i));
+      onDone?.(requests.length, { requests, tokens: requests.length });
       return out;
     },
     async close() {},
