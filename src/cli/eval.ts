@@ -185,6 +185,10 @@ export async function run(argv: string[]): Promise<number> {
   const { limit, by, seed } = limitOf(v);
   const shard = parseShard(v.shard);
   const { runEval, readEvalResults } = await import('../eval/run.js');
+  // The data and the prompt file are checked before a model is loaded or converted (minutes for a GGUF).
+  const { checkDataSpec, checkInputFile } = await import('../data/index.js');
+  checkDataSpec(v.data, ['socialeval', 'jsonl']);
+  if (v.prompt) checkInputFile(v.prompt);
   const { modelFolder } = await import('./convert.js');
   const controlSeed = controlSeedOf(v);
   const layout = v.layout ?? 'genai';

@@ -5,6 +5,7 @@ import { parseShard, expandOut } from '../store/layout.js';
 import type { CaptureFamily } from '../runtime/types.js';
 import { CAPTURE_FAMILIES } from '../hooks.js';
 import { modelFolder } from './convert.js';
+import { checkDataSpec } from '../data/index.js';
 import { controlModel, controlSeedOf } from './control.js';
 import type { ControlInfo } from '../store/types.js';
 import { CHAT_TEMPLATE_OPTION, DEVICE_OPTIONS, HELP, LAYERS_OPTION, LIMIT_OPTIONS, MAX_TOKENS_OPTION, MODEL_OPTIONS, OUTPUT_OPTIONS, deviceOf, limitOf, maxTokensOf, modelArg, chatTemplateOn } from './options.js';
@@ -94,6 +95,8 @@ export async function run(argv: string[]): Promise<number> {
   const { limit, by, seed } = limitOf(v);
   if (v.seed !== undefined && limit === null) throw new UsageError('--seed here seeds the --limit sample; give --limit N with it (--control-seed seeds the control)');
   const shard = parseShard(v.shard);
+  // The data is checked before a model is loaded or converted (minutes for a GGUF).
+  checkDataSpec(v.data);
   const model = await modelFolder(modelArgument, { cache: v.cache, quiet: !!v.quiet });
   const seed0 = controlSeedOf(v);
   let dir = model.dir;

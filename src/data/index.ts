@@ -6,11 +6,12 @@
  *   csv:PATH?text=F&label=F[,F...]     RFC 4180 CSV with a header row
  * See docs/datasets.md.
  */
+import { statSync } from 'node:fs';
 import { LobesError, LobesErrors, UsageError } from '../util/errors.js';
 import { loadBuiltin } from './builtin.js';
 import { loadCsv, loadJsonl } from './generic.js';
 import { invalidInputHint, problemError, type Problem } from './read.js';
-import { loadSocialEval } from './socialeval.js';
+import { listFiles, loadSocialEval } from './socialeval.js';
 import { parseSpec } from './spec.js';
 import type { Dataset, Excluded, LoadOptions, Sample } from './types.js';
 
@@ -21,6 +22,34 @@ export { DEFAULT_TEMPLATE } from './template.js';
 
 /** The dataset used when none is given. */
 export const DEFAULT_DATASET = 'builtin:social';
+
+/**
+ * What a command checks before it loads or converts a model: the spec parses, its kind is one
+ * the command reads (`kinds`, default every kind), and its path exists (a socialeval: folder
+ * holds world-tree files; a jsonl:/csv: path is a regular file). The content is read later.
+ */
+export function checkDataSpec(spec: string, kinds: readonly string[] = ['builtin', 'socialeval', 'jsonl', 'csv'], flag = '--data'): void {
+  const p = parseSpec(spec);
+  if (!kinds.includes(p.kind)) throw new UsageError(`${flag} ${JSON.stringify(spec)}: ${['builtin', 'socialeval', 'jsonl', 'csv'].includes(p.kind) ? 'this command does not read' : 'unknown dataset kind'} ${p.kind}:`, `kinds here: ${kinds.join(', ')}`);
+  if (p.kind === 'builtin') return;
+  if (p.kind === 'socialeval') {
+    listFiles(p.path);
+    return;
+  }
+  checkInputFile(p.path);
+}
+
+/** A file an input must be: it exists and is a regular file (not a folder, pipe or device). */
+export function checkInputFile(file: string): void {
+  let st;
+  try {
+    st = statSync(file);
+  } catch (e: any) {
+    throw new LobesError(e?.code === 'ENOENT' ? 'no such file' : `cannot read (${e?.code ?? e?.message ?? e})`, { file });
+  }
+  if (st.isDirectory()) throw new LobesError('is a folder, expected a file', { file });
+  if (!st.isFile()) throw new LobesError('is not a regular file (a pipe or device); give a file', { file });
+}
 
 /**
  * Load a dataset. Invalid input (unreadable or mis-encoded files, invalid JSON, missing

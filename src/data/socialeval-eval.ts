@@ -10,10 +10,9 @@
  * way adds its dialogue and the characters it introduces.
  */
 import * as path from 'node:path';
-import { readdirSync, statSync } from 'node:fs';
 import { LobesError, LobesErrors, UsageError } from '../util/errors.js';
 import { invalidInputHint, parseJson, problemError, readUtf8, type Problem } from './read.js';
-import { fileFacts, loadSocialEval, SOCIALEVAL_KEYS } from './socialeval.js';
+import { fileFacts, listFiles, loadSocialEval, SOCIALEVAL_KEYS } from './socialeval.js';
 import { filtersFromSpec, orientationMatches } from './filters.js';
 import { ABILITIES, aspectOf } from './bessi.js';
 import { formatSpec, parseSpec, type ParsedSpec } from './spec.js';
@@ -301,18 +300,6 @@ export interface SocialEvalBench {
 
 export const SOCIALEVAL_EVAL_KEYS = SOCIALEVAL_KEYS;
 
-function listTreeFiles(root: string): string[] {
-  let st;
-  try {
-    st = statSync(root);
-  } catch {
-    throw new LobesError('no such file or folder', { file: root, hint: 'socialeval:PATH takes the worldtree_data folder or one of its .json files' });
-  }
-  if (st.isFile()) return [root];
-  const files = readdirSync(root).filter((n) => n.toLowerCase().endsWith('.json')).sort().map((n) => path.join(root, n));
-  if (files.length === 0) throw new LobesError('folder has no .json world-tree files', { file: root });
-  return files;
-}
 
 /**
  * Load SocialEval for evaluation from a `socialeval:PATH?...` spec. IAE items are the
@@ -331,7 +318,7 @@ export function loadSocialEvalBench(spec: string, tasks: { iae: boolean; gae: bo
   const problems: Problem[] = [];
   const filters = filtersFromSpec(eff, ABILITIES.map((a) => a.name));
   const trees = new Map<string, WorldTree>();
-  for (const file of listTreeFiles(p.path)) {
+  for (const file of listFiles(p.path)) {
     const f = fileFacts(file);
     if (filters.lang && f.language && f.language !== filters.lang) continue;
     if (filters.orientation && f.orientation && !orientationMatches(f.orientation, filters.orientation)) continue;

@@ -159,7 +159,8 @@ export function fileFacts(file: string): { language?: 'en' | 'zh'; orientation?:
   return { language, orientation: m ? `[${Number(m[1])},${Number(m[2])}]` : undefined };
 }
 
-function listFiles(p: string): string[] {
+/** The world-tree files of a socialeval: path (a folder of .json files, or one file). */
+export function listFiles(p: string): string[] {
   let st;
   try {
     st = statSync(p);
