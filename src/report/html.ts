@@ -94,6 +94,18 @@ table.prov td:first-child { color: var(--muted); white-space: nowrap; }
 table.prov td { word-break: break-all; }
 table.prov thead { display: none; }
 details { margin: 6px 0; }
+/* the contents bar stays at the top while the page scrolls; anchors land below it */
+nav#toc { position: sticky; top: 0; z-index: 10; background: #fff; border-bottom: 1px solid var(--line); padding: 6px 28px; white-space: nowrap; overflow-x: auto; font-size: 13px; }
+nav#toc a { color: var(--muted); text-decoration: none; margin-right: 16px; }
+nav#toc a:hover, nav#toc a.current { color: var(--fg); text-decoration: underline; }
+[id] { scroll-margin-top: 44px; }
+@media print { nav#toc { display: none; } }
+details.fold > summary { cursor: pointer; color: var(--muted); }
+details.fold .filter { margin: 4px 0; }
+details.fold .filter input { font: inherit; padding: 2px 6px; width: 24ch; }
+table.sortable th { cursor: pointer; user-select: none; }
+table.sortable th[aria-sort="ascending"]::after { content: " ▲"; font-size: 10px; }
+table.sortable th[aria-sort="descending"]::after { content: " ▼"; font-size: 10px; }
 .cols > div { min-width: 0; overflow-x: auto; }
 .attn-text { white-space: pre-wrap; background: #fff; border: 1px solid var(--line); padding: 10px 12px; line-height: 1.7; max-height: 60vh; overflow-y: auto; }
 .attn-w { border-radius: 2px; }
@@ -112,7 +124,8 @@ export function renderPage(payload: PagePayload): string {
     `<style>${CSS}</style>`,
     `<script>${plotlySource()}</script>`,
     '</head><body>',
-    '<header><h1 id="title"></h1><div id="notes"></div></header>',
+    '<header id="top"><h1 id="title"></h1><div id="notes"></div></header>',
+    '<nav id="toc" aria-label="sections"></nav>',
     '<main id="app"></main>',
     `<script type="application/json" id="lobes-data">${jsonForScript(payload)}</script>`,
     `<script>${clientScript().replace(/<\/(script)/gi, '<\\/$1')}</script>`,

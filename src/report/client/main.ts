@@ -15,6 +15,7 @@ import type { LobesReportApi } from './api.js';
 import type { Section } from './section.js';
 import { createPage } from './page.js';
 import { addSection, compareVerdictTable, el, verdictTable } from './dom.js';
+import { contentsBar, enhanceTables } from './tables.js';
 import { scatterSection } from './sections/scatter.js';
 import { regionsSection } from './sections/regions.js';
 import { metricsSection } from './sections/metrics.js';
@@ -90,6 +91,10 @@ for (const s of SECTIONS) {
   if ((data.sections && !data.sections.includes(s.id)) || (s.visible && !s.visible(page))) continue;
   s.render(page, addSection(s.title, s.id));
 }
+const app = document.getElementById('app')!;
+const toc = document.getElementById('toc');
+if (toc) contentsBar(toc, app);
+enhanceTables(app);
 
 const api: LobesReportApi = {
   ready: false,
