@@ -36,16 +36,24 @@ interface SiteSpec {
   readonly pool?: 'mean';
   /** For a pooled site, the site whose per-position value it pools. */
   readonly of?: string;
+  /** The same value in a Hugging Face model: a module and which side of it (`{i}` is the layer). */
+  readonly hf: { readonly module: string; readonly side: 'input' | 'output'; readonly note?: string };
+  /** The same value in TransformerLens' HookedTransformer (`{i}` is the layer), and how it relates. */
+  readonly tl: { readonly hook: string; readonly note?: string } | null;
 }
 
+// TransformerLens' RMSNorm hooks its `hook_normalized` before the norm's weight multiplies (and
+// from_pretrained folds that weight into the next matrices), so lobes' normalized points are its
+// hook_normalized times the weight as Hugging Face applies it ((1 + w) for Gemma).
+const TIMES_W = "times the norm's weight, which TransformerLens applies after this hook (and fold_ln moves into the next matrices)";
 const SITES = {
-  'final.hidden': { family: 'final', perLayer: false, module: null, projections: ['lm_head'] },
-  'mlp.in': { family: 'mlp', perLayer: true, module: 'mlp', projections: ['gate_proj', 'up_proj'] },
-  'mlp.down_in': { family: 'mlp', perLayer: true, module: 'mlp', projections: ['down_proj'] },
-  resid_out: { family: 'resid', perLayer: true, module: null, projections: [] },
-  'final.mean': { family: 'mean', perLayer: false, module: null, projections: [], pool: 'mean', of: 'final.hidden' },
-  'resid_out.mean': { family: 'mean', perLayer: true, module: null, projections: [], pool: 'mean', of: 'resid_out' },
-  'attn.weights': { family: 'attn', perLayer: true, module: 'self_attn', projections: [], rows: 'positions' },
+  'final.hidden': { family: 'final', perLayer: false, module: null, projections: ['lm_head'], hf: { module: 'model.norm', side: 'output', note: 'output_hidden_states[-1]; the input of lm_head' }, tl: { hook: 'ln_final.hook_normalized', note: TIMES_W } },
+  'mlp.in': { family: 'mlp', perLayer: true, module: 'mlp', projections: ['gate_proj', 'up_proj'], hf: { module: 'model.layers.{i}.mlp', side: 'input', note: 'the output of post_attention_layernorm, of pre_feedforward_layernorm in Gemma 2/3; read by gate_proj and up_proj, gate_up_proj in Phi-3' }, tl: { hook: 'blocks.{i}.ln2.hook_normalized', note: TIMES_W } },
+  'mlp.down_in': { family: 'mlp', perLayer: true, module: 'mlp', projections: ['down_proj'], hf: { module: 'model.layers.{i}.mlp.down_proj', side: 'input', note: 'act(gate_proj(x)) * up_proj(x)' }, tl: { hook: 'blocks.{i}.mlp.hook_post' } },
+  resid_out: { family: 'resid', perLayer: true, module: null, projections: [], hf: { module: 'model.layers.{i}', side: 'output', note: 'output[0]; output_hidden_states[i + 1] for every layer but the last, whose entry is after the final norm' }, tl: { hook: 'blocks.{i}.hook_resid_post' } },
+  'final.mean': { family: 'mean', perLayer: false, module: null, projections: [], pool: 'mean', of: 'final.hidden', hf: { module: 'model.norm', side: 'output', note: 'averaged over the positions whose attention_mask is 1' }, tl: { hook: 'ln_final.hook_normalized', note: 'times the norm weight, averaged over the real tokens' } },
+  'resid_out.mean': { family: 'mean', perLayer: true, module: null, projections: [], pool: 'mean', of: 'resid_out', hf: { module: 'model.layers.{i}', side: 'output', note: 'output[0], averaged over the positions whose attention_mask is 1' }, tl: { hook: 'blocks.{i}.hook_resid_post', note: 'averaged over the real tokens' } },
+  'attn.weights': { family: 'attn', perLayer: true, module: 'self_attn', projections: [], rows: 'positions', hf: { module: 'model.layers.{i}.self_attn', side: 'output', note: 'output[1] with eager attention, attentions[i] of output_attentions=True; the answering position\'s row' }, tl: { hook: 'blocks.{i}.attn.hook_pattern', note: 'the answering position\'s row' } },
 } as const satisfies Record<string, SiteSpec>;
 
 type Sites = typeof SITES;
@@ -108,6 +116,31 @@ export function siteModule(site: HookSite): string | null {
 /** The projections reading a site's value, as Hugging Face names (`gate_proj`, `up_proj`, ...). */
 export function siteProjections(site: HookSite): readonly string[] {
   return SITES[site].projections;
+}
+
+/** Where a site's value is in a Hugging Face model and in TransformerLens, `{i}` standing for the layer. */
+export interface SiteEquivalents {
+  huggingFace: { module: string; side: 'input' | 'output'; note: string | null };
+  transformerLens: { hook: string; note: string | null } | null;
+}
+
+/** The Hugging Face module (and side) and the TransformerLens hook holding a site's value, as templates in `{i}`. */
+export function siteEquivalents(site: HookSite): SiteEquivalents {
+  const s = SITES[site] as SiteSpec;
+  return {
+    huggingFace: { module: s.hf.module, side: s.hf.side, note: s.hf.note ?? null },
+    transformerLens: s.tl ? { hook: s.tl.hook, note: s.tl.note ?? null } : null,
+  };
+}
+
+/** The same for one hook, with its layer filled in (`layers.3.mlp.in` → `model.layers.3.mlp`, `blocks.3.ln2.hook_normalized`). */
+export function hookEquivalents(h: Hook): SiteEquivalents {
+  const e = siteEquivalents(h.site);
+  const fill = (t: string) => (h.layer === null ? t : t.replace(/\{i\}/g, String(h.layer)));
+  return {
+    huggingFace: { ...e.huggingFace, module: fill(e.huggingFace.module) },
+    transformerLens: e.transformerLens ? { ...e.transformerLens, hook: fill(e.transformerLens.hook) } : null,
+  };
 }
 
 /** The name of a hook: `final.hidden`, `layers.3.mlp.in`, ... */

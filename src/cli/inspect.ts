@@ -1,3 +1,4 @@
+import { hookEquivalents, isLayerSite, parseHook, siteEquivalents, type HookSite } from '../hooks.js';
 import { parseCommand } from './args.js';
 import { LobesError } from '../util/errors.js';
 import { HELP, modelArg } from './options.js';
@@ -32,11 +33,16 @@ ${HELP.cache}
 export function inspectJson(info: ModelInfo): unknown {
   return {
     arch: info.arch,
-    points: info.points.map((p) => ({
-      name: p.name,
-      shape: ['batch', p.dim],
-      ...(p.projections ? { projections: p.projections } : {}),
-    })),
+    points: info.points.map((p) => {
+      const h = parseHook(p.name);
+      const e = h ? hookEquivalents(h) : null;
+      return {
+        name: p.name,
+        shape: ['batch', p.dim],
+        ...(p.projections ? { projections: p.projections } : {}),
+        ...(e ? { huggingFace: e.huggingFace, transformerLens: e.transformerLens } : {}),
+      };
+    }),
     inputs: info.inputs,
     providers: info.providers,
     ...(info.check ? { graph: info.check.graph, declared: info.check.declared, context: info.check.context, problems: info.check.problems } : {}),
@@ -70,6 +76,25 @@ function checkText(info: ModelInfo): string[] {
   return lines;
 }
 
+/** Each capture site the model has, once: the Hugging Face module and the TransformerLens hook that hold the same value. */
+function equivalentsText(info: ModelInfo): string[] {
+  const sites: HookSite[] = [];
+  for (const p of info.points) {
+    const h = parseHook(p.name);
+    if (h && !sites.includes(h.site)) sites.push(h.site);
+  }
+  if (!sites.length) return [];
+  const lines = ['', 'the same values in Hugging Face transformers and TransformerLens (i = layer; docs/capture.md):'];
+  const names = sites.map((s) => (isLayerSite(s) ? `layers.{i}.${s}` : s));
+  const w = Math.max(...names.map((n) => n.length));
+  sites.forEach((s, k) => {
+    const e = siteEquivalents(s);
+    lines.push(`  ${names[k]!.padEnd(w)}  HF: ${e.huggingFace.side} of ${e.huggingFace.module}${e.huggingFace.note ? ` · ${e.huggingFace.note}` : ''}`);
+    if (e.transformerLens) lines.push(`  ${''.padEnd(w)}  TL: ${e.transformerLens.hook}${e.transformerLens.note ? ` · ${e.transformerLens.note}` : ''}`);
+  });
+  return lines;
+}
+
 export function inspectText(info: ModelInfo): string {
   const a = info.arch;
   const lines: string[] = [];
@@ -90,6 +115,7 @@ export function inspectText(info: ModelInfo): string {
     const proj = p.projections?.map((r) => `${r.proj}=${r.op} ${r.weight} (${r.layout} ${r.dIn}→${r.dOut}${r.bits ? `, int${r.bits}/${r.blockSize}` : ''})`).join('; ');
     lines.push(`  ${p.name.padEnd(w)}  [batch, ${p.dim}]${proj ? `  ${proj}` : ''}`);
   }
+  lines.push(...equivalentsText(info));
   lines.push('');
   lines.push('graph inputs:');
   for (const i of info.inputs) lines.push(`  ${i.name}  ${i.dtype} [${i.shape.join(', ')}]`);
