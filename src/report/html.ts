@@ -91,7 +91,7 @@ th, td { border: 1px solid var(--line); padding: 3px 7px; text-align: left; vert
 th { background: #f0f2f5; font-weight: 600; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 table.prov td:first-child { color: var(--muted); white-space: nowrap; }
-table.prov td { word-break: break-all; }
+table.prov td { overflow-wrap: anywhere; }
 table.prov thead { display: none; }
 details { margin: 6px 0; }
 /* the contents bar stays at the top while the page scrolls; anchors land below it */

@@ -86,6 +86,31 @@ describe.skipIf(!!problem)('navigating a long report page in headless Chromium',
     }, 90_000);
   }
 
+  it('the provenance table wraps at spaces: no word of up to 24 letters is broken across lines', async () => {
+    const { page, errors } = await open(browser, report, 1200);
+    const broken: string[] = await page.evaluate(() => {
+      const out: string[] = [];
+      document.querySelectorAll('table.prov').forEach((t) => ((t.closest('details') as HTMLDetailsElement | null)?.setAttribute('open', '')));
+      document.querySelectorAll('table.prov td').forEach((td) => {
+        const walker = document.createTreeWalker(td, NodeFilter.SHOW_TEXT);
+        for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+          const text = n.textContent ?? '';
+          for (const m of text.matchAll(/[A-Za-z]{4,24}/g)) {
+            const r = document.createRange();
+            r.setStart(n, m.index!);
+            r.setEnd(n, m.index! + m[0].length);
+            const lines = new Set(Array.from(r.getClientRects()).map((b) => Math.round(b.top)));
+            if (lines.size > 1) out.push(m[0]);
+          }
+        }
+      });
+      return out;
+    });
+    expect(broken).toEqual([]);
+    expect(errors).toEqual([]);
+    await page.close();
+  }, 90_000);
+
   it('folds a long table, counts and filters its rows', async () => {
     const { page, errors } = await open(browser, compare);
     const f = await page.evaluate(() => {
