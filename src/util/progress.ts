@@ -34,6 +34,8 @@ export class Progress {
   private readonly tty: boolean;
   private readonly stream: NodeJS.WriteStream;
   private finished = false;
+  /** The last line written off a TTY (the same line is not written twice in a row). */
+  private lastLine = '';
   /** The first advance: its time and the counts right after it (the rates' zero). */
   private first: { t: number; done: number; extra: Map<string, number> } | null = null;
   private firstAt: number | null = null;
@@ -89,6 +91,7 @@ export class Progress {
     if (this.opts.quiet) return;
     if (this.tty) this.stream.write('\r\x1b[K');
     this.stream.write(message + '\n');
+    this.lastLine = '';
     this.lastDraw = 0;
     this.draw(false);
   }
@@ -120,7 +123,11 @@ export class Progress {
       const bar = total > 0 ? `[${'#'.repeat(fill)}${'.'.repeat(width - fill)}] ` : '';
       this.stream.write(`\r\x1b[K${this.opts.label} ${bar}${count} ${unit}, ${rates.join(', ')}${eta}`);
     } else {
-      this.stream.write(`${this.opts.label}: ${count} ${unit}, ${rates.join(', ')}${eta}, ${fmtTime(secs)} elapsed\n`);
+      const line = `${this.opts.label}: ${count} ${unit}, ${rates.join(', ')}${eta}, ${fmtTime(secs)} elapsed`;
+      // finish() right after a line with nothing new (a last tick) would repeat it
+      if (line === this.lastLine) return;
+      this.lastLine = line;
+      this.stream.write(line + '\n');
     }
   }
 }

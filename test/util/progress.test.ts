@@ -74,4 +74,21 @@ describe('progress rates and ETA', () => {
     p.finish();
     expect(lines.at(-1)).toBe('x: 1/1 items, 0.25 items/s, 4s elapsed');
   });
+
+  it('off a TTY, finish() right after an unchanged line does not write it again; a changed one it writes', () => {
+    const { stream, lines } = sink();
+    const p = new Progress({ label: 'w', total: 0, unit: 'MB', stream, intervalMs: 0 });
+    p.tick(0);
+    p.finish();
+    expect(lines).toEqual(['w: 0 MB, - MB/s, 0s elapsed']);
+    const q = sink();
+    const r = new Progress({ label: 'w', total: 4, unit: 'points', stream: q.stream, intervalMs: 0 });
+    r.tick(1);
+    at(2_000);
+    r.tick(3);
+    r.log('a message');
+    r.finish();
+    // after a message, the last line is written again so the status is the last thing read
+    expect(q.lines).toEqual(['w: 1/4 points, - points/s, 0s elapsed', 'w: 4/4 points, 1.50 points/s, 2s elapsed', 'a message', 'w: 4/4 points, 1.50 points/s, 2s elapsed']);
+  });
 });
