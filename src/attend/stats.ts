@@ -80,16 +80,38 @@ export function wordKey(text: string): string {
 }
 
 /**
- * Keywords across `items`: each content word's weight summed within an item, then averaged over
- * the items (0 where absent); with how many items have it in their own top words and how many
- * contain it, and the part it sits in most. Heaviest `k` first (ties by key).
+ * Function words: English articles, pronouns, prepositions, conjunctions and auxiliaries, and
+ * Chinese particles and pronoun characters. They take attention in every text (the heaviest
+ * units of most prompts are "the", "a", "of", 的), so a keyword list that keeps them says what
+ * any text has, not what the model looked at in these items.
+ */
+export const FUNCTION_WORDS: ReadonlySet<string> = new Set([
+  ...'a an the this that these those i me my you your he him his she her it its we us our they them their who whom which what'.split(' '),
+  ...'of to in on at by for with from into onto over under about as than then so if or and but nor not no yes'.split(' '),
+  ...'is am are was were be been being do does did have has had will would shall should can could may might must'.split(' '),
+  ...'的 了 是 在 和 与 我 你 他 她 它 们 这 那 吗 呢 吧 啊 也 都 就 而 及 或 之 个 着 过 把 被'.split(' '),
+]);
+
+/** Parts that every item shares word for word, apart from a name (the benchmark's published instruction). */
+export const INSTRUCTION_PARTS: ReadonlySet<string> = new Set(['instruction']);
+
+/** Whether a unit counts towards the keywords: content, not punctuation, not a function word, not in the instruction. */
+export function keywordUnit(w: { content: boolean; kind: string; text: string; part: string }): boolean {
+  return w.content && w.kind !== 'punct' && !INSTRUCTION_PARTS.has(w.part) && !FUNCTION_WORDS.has(wordKey(w.text));
+}
+
+/**
+ * Keywords across `items`: each keyword unit's (keywordUnit: no function words, nothing of the
+ * instruction) weight summed within an item, then averaged over the items (0 where absent); with
+ * how many items have it in their own top words and how many contain it, and the part it sits in
+ * most. Heaviest `k` first (ties by key).
  */
 export function keywords(items: AttendItem[], k: number): Keyword[] {
   const acc = new Map<string, { w: number; inTop: number; items: number; parts: Map<string, number> }>();
   for (const it of items) {
     const perItem = new Map<string, number>();
     for (const w of it.words) {
-      if (!w.content || w.kind === 'punct') continue;
+      if (!keywordUnit(w)) continue;
       const key = wordKey(w.text);
       perItem.set(key, (perItem.get(key) ?? 0) + w.weight);
       let a = acc.get(key);
