@@ -305,6 +305,7 @@ describe.skipIf(!!problem)('ablation and cloze sections in headless Chromium', (
   let report: string;
   let compare: string;
   let cloze: string;
+  let long: string;
   beforeAll(async () => {
     const a = writeSyntheticRun(path.join(tmp, 'ui', 'a'), { layers: 3, seed: 3 });
     const b = writeSyntheticRun(path.join(tmp, 'ui', 'b'), { layers: 3, seed: 5 });
@@ -315,6 +316,11 @@ describe.skipIf(!!problem)('ablation and cloze sections in headless Chromium', (
     // an evaluation folder scored by cloze: 40 items of 4 options
     const ev = writeClozeEval(path.join(tmp, 'ui', 'eval'), { acc: 9, acc_norm: 14, acc_bytes: 13, acc_mutual_info: 17 }, [0.1234, 0.4567]);
     cloze = await writeReport(ev, path.join(tmp, 'ui', 'cloze.html'));
+    // the aspects' own names as regions and labels (X∖Y becomes "Emotional Resilience∖Social Engagement")
+    const names: Record<string, string> = { X: 'Emotional Resilience', Y: 'Social Engagement', Z: 'Self-Management' };
+    const renamed = JSON.parse(JSON.stringify(summary()), (k, v) => (typeof v === 'string' && names[v] && ['region', 'minus', 'label', 'target', 'name', ''].includes(Number.isInteger(Number(k)) ? '' : k) ? names[v] : v));
+    const c = writeSyntheticRun(path.join(tmp, 'ui', 'c'), { layers: 3, seed: 3 });
+    long = await writeReport(c, path.join(tmp, 'ui', 'long.html'), { ablateDir: writeAblate(path.join(tmp, 'ui', 'abl-c'), renamed, true, c) });
     browser = await launchChromium();
   });
   afterAll(async () => {
@@ -351,6 +357,32 @@ describe.skipIf(!!problem)('ablation and cloze sections in headless Chromium', (
     expect(text).toContain('0.100 (floor 1/(K+1), K = 9)');
     expect(text).toContain('Holm p');
     expect(text).toContain('[-2.400, -1.400]');
+    expect(problems).toEqual([]);
+    await page.close();
+  });
+
+  it('long region names: every tick label and axis title inside the figure, no title over a tick label; the title counts the items ablated', async () => {
+    const { page, problems } = await open(long);
+    const m = await page.evaluate(() => {
+      const e: any = document.querySelector('[data-figure="ablate"]');
+      const svg = e.querySelector('svg.main-svg').getBoundingClientRect();
+      const box = (t: Element) => t.getBoundingClientRect();
+      const inside = (b: DOMRect) => b.left >= svg.left - 0.5 && b.right <= svg.right + 0.5 && b.top >= svg.top - 0.5 && b.bottom <= svg.bottom + 0.5;
+      const ticks = Array.from(e.querySelectorAll('.ytick text, .xtick text')) as Element[];
+      const titles = Array.from(e.querySelectorAll('.g-ytitle text, .g-xtitle text')) as Element[];
+      const meets = (a: DOMRect, b: DOMRect) => a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
+      return {
+        y: e.data[0].y,
+        out: [...ticks, ...titles].filter((t) => !inside(box(t))).map((t) => t.textContent),
+        over: titles.flatMap((t) => ticks.filter((k) => meets(box(t), box(k))).map((k) => `${t.textContent} over ${k.textContent}`)),
+        title: e._fullLayout.title.text,
+      };
+    });
+    expect(m.y).toContain('Emotional Resilience∖Social Engagement');
+    expect(m.out).toEqual([]);
+    expect(m.over).toEqual([]);
+    // 20 + 21 + 22 items under the three labels
+    expect(m.title.replace(/<br>/g, ' ')).toContain('on the 63 items ablated');
     expect(problems).toEqual([]);
     await page.close();
   });

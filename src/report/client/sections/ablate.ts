@@ -42,11 +42,17 @@ function heatmap(title: string, regions: string[], labels: string[], z: (number 
     layout: {
       title: t.title,
       height: t.top + 110 + Math.max(3, regions.length) * 44,
-      margin: { t: t.top, l: 110, r: 20, b: 90 },
-      xaxis: { title: { text: 'items by label' }, type: 'category' },
-      yaxis: { title: { text: 'region zeroed' }, type: 'category', autorange: 'reversed' },
+      // margins grow to the longest tick label (automargin), and the axis titles stand off them
+      margin: { t: t.top, l: 20, r: 20, b: 20 },
+      xaxis: { title: { text: 'items by label', standoff: 12 }, type: 'category', automargin: true },
+      yaxis: { title: { text: 'region zeroed', standoff: 12 }, type: 'category', autorange: 'reversed', automargin: true },
     },
   };
+}
+
+/** The items the ablation scored: each item has one label, so the first region's cells count them once. */
+export function ablatedItems(a: AblatePayload): number {
+  return a.cells.filter((c) => c.region === a.regions[0]).reduce((s, c) => s + c.n, 0);
 }
 
 function runFigure(run: RunPayload, a: AblatePayload, zmax: number): PlotlyFigure {
@@ -58,7 +64,7 @@ function runFigure(run: RunPayload, a: AblatePayload, zmax: number): PlotlyFigur
       esc('random regions: mean ' + fmt(c.nullMean) + ', 95% band ' + fmtCI(c.nullBand)) + '<br>' +
       esc('beyond the null ' + fmt(c.excess) + ', p ' + pFloor(c.p, c.atFloor, a) + (c.pT === null ? '' : ', t-test p ' + fmtP(c.pT)));
   }));
-  return heatmap(esc(run.name) + ': change of ' + (a.unit === 'accuracy' ? 'accuracy' : 'log-likelihood') + ' beyond ' + a.random + ' random regions of the same size (' + esc(a.unit) + ')',
+  return heatmap(esc(run.name) + ': change of ' + (a.unit === 'accuracy' ? 'accuracy' : 'log-likelihood') + ' on the ' + ablatedItems(a) + ' items ablated, beyond ' + a.random + ' random regions of the same size (' + esc(a.unit) + ')',
     a.regions, a.labels, excessMatrix(a), hover, zmax, 'change −<br>null mean');
 }
 
