@@ -137,11 +137,52 @@ describe.skipIf(!!problem)('report figures hold their shape in headless Chromium
     });
   }
 
+  it('the accuracy figure: its y axis spans the data, not 0–1; the chance label is clear of every marker and band; tick labels level and inside', async () => {
+    for (const file of [report, compare]) {
+      const { page } = await open(browser, file, 1200);
+      const m = await page.evaluate(() => {
+        const gd: any = document.querySelector('[data-figure="separation"]');
+        const ys: number[] = [];
+        for (const t of gd.data) {
+          (t.y || []).forEach((v: number | null, i: number) => {
+            if (v === null || v === undefined) return;
+            if (t.type === 'bar') ys.push(t.base[i], t.base[i] + v);
+            else {
+              ys.push(v);
+              if (t.error_y) ys.push(v + t.error_y.array[i], v - t.error_y.arrayminus[i]);
+            }
+          });
+        }
+        const svg = gd.querySelector('svg.main-svg').getBoundingClientRect();
+        const ann = gd.querySelector('.annotation-text').getBoundingClientRect();
+        const data = Array.from(gd.querySelectorAll('.point, .bars path')).map((e: any) => e.getBoundingClientRect()).filter((b: DOMRect) => b.width > 0);
+        const meets = (a: DOMRect, b: DOMRect) => a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
+        const ticks = Array.from(gd.querySelectorAll('.xtick text')).map((e: any) => ({ b: e.getBoundingClientRect(), t: e.getAttribute('transform') || '' }));
+        return {
+          range: gd._fullLayout.yaxis.range, lo: Math.min(...ys), hi: Math.max(...ys), chance: gd.layout.shapes[0].y0,
+          annText: gd.querySelector('.annotation-text').textContent, hits: data.filter((b: DOMRect) => meets(b, ann)).length, points: data.length,
+          outside: ticks.filter(({ b }) => b.left < svg.left - 0.5 || b.right > svg.right + 0.5).length, rotated: ticks.filter(({ t }) => /rotate\((?!0)/.test(t)).length,
+        };
+      });
+      const what = path.basename(file);
+      expect(m.points, what).toBeGreaterThan(3);
+      // the axis holds every value, CI end, band end and chance, and is not much wider than they are
+      expect(m.range[0], what).toBeLessThanOrEqual(Math.min(m.lo, m.chance));
+      expect(m.range[1], what).toBeGreaterThanOrEqual(Math.max(m.hi, m.chance));
+      expect(m.range[1] - m.range[0], what).toBeLessThan(1.25 * (Math.max(m.hi, m.chance) - Math.min(m.lo, m.chance)) + 0.05);
+      expect(m.annText, what).toMatch(/^chance/);
+      expect(m.hits, what).toBe(0);
+      expect(m.outside, what).toBe(0);
+      expect(m.rotated, what).toBe(0);
+      await page.close();
+    }
+  });
+
   it('compare page: the accuracy figure puts both runs side by side within each classifier', async () => {
     const { page } = await open(browser, compare, 1400);
     const sep = await page.evaluate(() => {
       const gd: any = document.querySelector('[data-figure="separation"]');
-      return { traces: gd.data.map((t: any) => ({ name: t.name, type: t.type, x: t.x, text: t.text })), ticks: gd.layout.xaxis.ticktext };
+      return { traces: gd.data.map((t: any) => ({ name: t.name, type: t.type, x: t.x, text: t.text })), ticks: gd.layout.xaxis.ticktext.map((t: string) => t.replace(/<br>/g, ' ')) };
     });
     const values = sep.traces.filter((t: any) => t.type === 'scatter' && !/null/.test(t.name));
     expect(values.length).toBe(2);

@@ -10,6 +10,14 @@ export function esc(s: unknown): string {
  * titles), and the top margin that leaves them room. `text` is already escaped for Plotly.
  */
 export function wrapTitle(text: string, max: number): { title: Record<string, unknown>; top: number } {
+  const wrapped = wrapWords(text, max);
+  const lines = wrapped.split('<br>').length;
+  // Anchored to the top of the figure, so extra lines grow into the margin, never into the plot.
+  return { title: { text: wrapped, y: 1, yref: 'container', yanchor: 'top', pad: { t: 22 } }, top: 40 + 21 * lines };
+}
+
+/** Words joined into lines of at most `max` characters with Plotly's <br> (a longer word keeps a line of its own). */
+export function wrapWords(text: string, max: number): string {
   const lines: string[] = [];
   let line = '';
   for (const w of text.split(' ')) {
@@ -19,8 +27,7 @@ export function wrapTitle(text: string, max: number): { title: Record<string, un
     } else line = line ? line + ' ' + w : w;
   }
   if (line) lines.push(line);
-  // Anchored to the top of the figure, so extra lines grow into the margin, never into the plot.
-  return { title: { text: lines.join('<br>'), y: 1, yref: 'container', yanchor: 'top', pad: { t: 22 } }, top: 40 + 21 * lines.length };
+  return lines.join('<br>');
 }
 
 /** A metric value for a table cell: '—' when absent or not finite, integers as is, else 3 to 4 significant places. */

@@ -7,7 +7,7 @@ import type { ClassifierMetrics, ClusterMetrics, DifferenceCI, MetricWithCI } fr
 import type { Page } from '../page.js';
 import type { Section } from '../section.js';
 import { el, table, columns, type Cell } from '../dom.js';
-import { esc, fmt, fmtP, fmtCI, fmtPFloor, fmtTest, wrapTitle } from '../format.js';
+import { esc, fmt, fmtP, fmtCI, fmtPFloor, fmtTest, wrapTitle, wrapWords } from '../format.js';
 
 function comparisonTables(page: Page, root: HTMLElement): void {
   const cmp = page.data.comparison;
@@ -182,13 +182,26 @@ export function separationFigure(page: Page): PlotlyFigure | null {
   if (!data.length) return null;
   const title = wrapTitle('Balanced accuracy against chance and the permutation null' + (page.compare ? ' (' + page.runs.map((r) => esc(r.tag || '') + ' = ' + esc(r.name.replace(/^[AB]: /, ''))).join('; ') + ')' : ''), 110);
   const shapes = chance === null ? [] : [{ type: 'line', xref: 'paper', x0: 0, x1: 1, y0: chance, y1: chance, line: { dash: 'dash', color: '#444', width: 1.5 } }];
-  const annotations = chance === null ? [] : [{ xref: 'paper', x: 1, y: chance, text: 'chance ' + fmt(chance), showarrow: false, xanchor: 'right', yanchor: 'bottom', font: { size: 11, color: '#444' } }];
+  // the chance label sits in the right margin, beside its line, where no marker or band can be
+  const annotations = chance === null ? [] : [{ xref: 'paper', x: 1, xshift: 4, y: chance, text: 'chance<br>' + fmt(chance), showarrow: false, xanchor: 'left', yanchor: 'middle', align: 'left', font: { size: 11, color: '#444' } }];
+  // the axis spans the data (values, CIs, null bands and means, chance) with a margin, not 0–1:
+  // balanced accuracies of 0.17–0.27 would be a sliver of a 0–1 axis
+  const ys: number[] = chance === null ? [] : [chance];
+  perRun.forEach(({ cls }) => cls.forEach((c) => {
+    const b = c.c.balancedAccuracy;
+    [b.value, b.nullMean, ...(b.ci95 || []), ...(b.nullBand || [])].forEach((v) => { if (typeof v === 'number' && isFinite(v)) ys.push(v); });
+  }));
+  const lo = Math.min(...ys);
+  const hi = Math.max(...ys);
+  const pad = Math.max(0.02, 0.08 * (hi - lo));
+  // tick labels in lines of at most 18 characters, level: rotated ones ran off the figure's left edge
+  const ticktext = names.map((n) => wrapWords(esc(n), 18));
   return {
     data,
     layout: {
-      title: title.title, yaxis: { title: { text: 'balanced accuracy' }, range: [0, 1] },
-      xaxis: { automargin: true, tickangle: -20, tickmode: 'array', tickvals: names.map((_, i) => i), ticktext: names.map(esc), range: [-0.5, names.length - 0.5], zeroline: false, showgrid: false },
-      barmode: 'overlay', shapes, annotations, height: 430 + title.top, margin: { t: title.top + 10 },
+      title: title.title, yaxis: { title: { text: 'balanced accuracy' }, range: [Math.max(0, lo - pad), Math.min(1, hi + pad)] },
+      xaxis: { automargin: true, tickangle: 0, tickmode: 'array', tickvals: names.map((_, i) => i), ticktext, range: [-0.5, names.length - 0.5], zeroline: false, showgrid: false },
+      barmode: 'overlay', shapes, annotations, height: 430 + title.top, margin: { t: title.top + 10, r: 70 },
     },
   };
 }
