@@ -1,0 +1,121 @@
+/**
+ * Regions recomputed from other labels (src/ablate/refit.ts) on a run with planted activations
+ * and lobes wanda's own results (test/ablate/refit-fixture.ts):
+ *
+ * - the shuffled-label null: where A's rows carry the planted activations, A's real region sits
+ *   in the planted columns more than any region wanda gives A under shuffled labels, and its cost
+ *   ratio is beyond all 19 shuffled-label regions' (rank p 1/20); where the planted rows are
+ *   spread evenly over the groups (the labels carry nothing), A's real region is a typical one
+ *   and its rank p is not small. A shuffled region is checked against lobes wanda itself, run on
+ *   the run relabelled with that shuffle's labels.
+ * - the fit split: the regions are lobes wanda's on a run of the fit half's rows alone, and no
+ *   ablated item is a row they were fitted on.
+ */
+import { describe, it, expect, afterAll } from 'vitest';
+import { readFileSync } from 'node:fs';
+import * as path from 'node:path';
+import { ensureGeneratedModel } from '../../src/models/write.js';
+import { runAblate } from '../../src/ablate/run.js';
+import { shuffledLabeling } from '../../src/ablate/refit.js';
+import { CHAR_TOKENIZER } from './fixture.js';
+import { cleanupTmp, tmpDir } from '../wanda/helpers.js';
+import { BLOCK, GROUPS, MATRICES, N, activations, groupOf, inPlantedColumn, refitEngine, writeRefitItems, writeRefitRun } from './refit-fixture.js';
+
+afterAll(cleanupTmp);
+
+const model = () => ensureGeneratedModel('tiny-llama');
+const deps = { openLoglik: (m: string) => refitEngine(m), loadTokenizer: async () => CHAR_TOKENIZER };
+type Block = { tensor: string; rows: [number, number]; cols: [number, number] };
+const readJson = (f: string) => JSON.parse(readFileSync(f, 'utf8'));
+/** A block list as "tensor:row:col" keys. */
+const keys = (bs: Block[]) => bs.map((b) => `${b.tensor}:${b.rows[0]}:${b.cols[0]}`).sort();
+/** The blocks of a group's region in a wanda folder's regions.json, as the same keys. */
+function wandaKeys(run: string, group: string): string[] {
+  const r = readJson(path.join(run, 'wanda', 'regions.json'));
+  return MATRICES.flatMap((m) => (r.regions[group][m.name] as number[]).map((b) => `model.${m.name}.weight:${Math.floor(b / m.colBlocks) * BLOCK[0]}:${(b % m.colBlocks) * BLOCK[1]}`)).sort();
+}
+/** The share of a block list in the planted columns. */
+const plantedShare = (bs: Block[]) => bs.filter((b) => {
+  const k = MATRICES.findIndex((m) => `model.${m.name}.weight` === b.tensor);
+  const m = MATRICES[k]!;
+  return inPlantedColumn(k, (b.rows[0] / BLOCK[0]) * m.colBlocks + b.cols[0] / BLOCK[1]);
+}).length / bs.length;
+
+describe('the shuffled-label null', () => {
+  it('A is specific beyond every shuffled-label region when its rows carry the plant', async () => {
+    const tmp = tmpDir('lobes-refit-');
+    const hooks = activations((i) => groupOf(i) === 'A');
+    const run = await writeRefitRun(path.join(tmp, 'run'), model(), hooks);
+    const out = path.join(tmp, 'out');
+    const s = await runAblate({ run, region: 'all', data: writeRefitItems(tmp), out, random: 3, shuffled: 19, quiet: true, bootstrap: 100, deps });
+    const sh = s.shuffled!;
+    expect(sh.shuffles).toBe(19);
+    expect(new Set(sh.seeds).size).toBe(19);
+    expect(sh.pFloor).toBeCloseTo(1 / 20, 12);
+    expect(sh.family).toBe('regions');
+    const a = sh.rows.find((r) => r.region === 'A')!;
+    // every shuffled region keeps wanda's top 10% per matrix: 6 blocks in each of the 6 matrices
+    expect(sh.blocks.A).toEqual(Array(19).fill(36));
+    const abl = readJson(path.join(out, 'ablation.json'));
+    const real = abl.regions.find((r: { key: string }) => r.key === 'A');
+    const shuffledA = abl.shuffled.filter((r: { name: string }) => r.name === 'A');
+    expect(shuffledA.map((r: { seed: number }) => r.seed)).toEqual(sh.seeds);
+    // the ground truth: A's region leans into the planted columns more than any shuffled one
+    for (const r of shuffledA) expect(plantedShare(r.blocks)).toBeLessThan(plantedShare(real.blocks));
+    expect(a.ratio).not.toBeNull();
+    for (const r of a.nullRatio) expect(r!).toBeLessThan(a.ratio!);
+    expect(a.ratioP).toBeCloseTo(1 / 20, 12);
+    expect(a.ratioZ!).toBeGreaterThan(2);
+    expect(a.contrastP).toBeCloseTo(1 / 20, 12);
+    expect(a.ratioPHolm!).toBeLessThanOrEqual(3 / 20 + 1e-12);
+    // records and the lineage: every shuffled pass is in records.jsonl, the run's activations in job.json's inputs
+    const rec = readJson.call(null, path.join(out, 'job.json'));
+    expect(rec.inputs.map((x: { name: string }) => x.name)).toEqual(expect.arrayContaining(['activations/layers.0.mlp.in', 'activations/layers.1.mlp.down_in']));
+    const first = JSON.parse(readFileSync(path.join(out, 'records.jsonl'), 'utf8').split('\n')[0]!);
+    expect(Object.keys(first.shuffled)).toHaveLength(19 * 3);
+
+    // shuffle 0's region of A is lobes wanda's on the run relabelled with that shuffle
+    const lab = shuffledLabeling(Int32Array.from({ length: N }, (_, i) => i % 3), sh.seeds[0]!);
+    const relabelled = await writeRefitRun(path.join(tmp, 'relabelled'), model(), hooks, undefined, (i) => GROUPS[lab[i]!]!);
+    expect(keys(shuffledA[0].blocks)).toEqual(wandaKeys(relabelled, 'A'));
+  }, 120_000);
+
+  it('A is not specific beyond the shuffled-label regions when the labels carry nothing', async () => {
+    const tmp = tmpDir('lobes-refit-null-');
+    // four planted rows in every group: A's real rows are exactly as planted as any group's
+    const run = await writeRefitRun(path.join(tmp, 'run'), model(), activations((i) => Math.floor(i / 3) % 3 === 0));
+    const s = await runAblate({ run, region: 'A', data: writeRefitItems(tmp), out: path.join(tmp, 'out'), random: 3, shuffled: 19, quiet: true, bootstrap: 100, deps });
+    const a = s.shuffled!.rows[0]!;
+    expect(a.nullRatio.every((r) => r !== null)).toBe(true);
+    expect(a.ratioP!).toBeGreaterThan(0.2);
+    expect(a.contrastP).toBeGreaterThan(0.2);
+    expect(Math.abs(a.ratioZ!)).toBeLessThan(1.5);
+  }, 120_000);
+});
+
+describe('the fit split', () => {
+  it('fits the regions on the fit half (lobes wanda on those rows alone) and ablates the test half only', async () => {
+    const tmp = tmpDir('lobes-refit-split-');
+    const hooks = activations((i) => groupOf(i) === 'A');
+    const run = await writeRefitRun(path.join(tmp, 'run'), model(), hooks);
+    const out = path.join(tmp, 'out');
+    const s = await runAblate({ run, region: 'all', data: writeRefitItems(tmp), out, random: 3, fitSplit: 7, quiet: true, bootstrap: 100, deps });
+    const fs = s.fitSplit!;
+    expect(fs.fit).toEqual({ items: 15, rows: 15, byLabel: { A: 5, B: 5, C: 5 }, notInRun: 0 });
+    expect(fs.test).toEqual({ items: 15, byLabel: { A: 5, B: 5, C: 5 } });
+    expect(s.items).toBe(15);
+    const abl = readJson(path.join(out, 'ablation.json'));
+    const ablated = readFileSync(path.join(out, 'records.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l).id as string);
+    expect(ablated).toHaveLength(15);
+    expect(ablated).toEqual(abl.fitSplit.testIds);
+    // no ablated item is a row the regions were fitted on
+    const fitRows = new Set<string>(abl.fitSplit.fitRows);
+    expect(fitRows.size).toBe(15);
+    for (const id of ablated) expect(fitRows.has(id)).toBe(false);
+    // the regions are lobes wanda's on a run of the fit rows alone
+    const rows = [...fitRows].map((id) => Number(id.slice(1))).sort((x, y) => x - y);
+    const fitRun = await writeRefitRun(path.join(tmp, 'fit'), model(), hooks, rows);
+    for (const g of GROUPS) expect(keys(abl.regions.find((r: { key: string }) => r.key === g).blocks)).toEqual(wandaKeys(fitRun, g));
+    expect(fs.regions.map((r) => r.blocks)).toEqual([36, 36, 36]);
+  }, 120_000);
+});
