@@ -41,8 +41,8 @@ export function inPlantedColumn(k: number, b: number): boolean {
 }
 const PLANTED_COLUMN = new Set(MATRICES.flatMap((m, k) => Array.from({ length: m.rowBlocks * m.colBlocks }, (_, b) => b).filter((b) => inPlantedColumn(k, b)).map((b) => `${m.name}#${b}`)));
 
-/** The activations: ±1, and ±a on the planted features of the rows `planted(i)`. */
-export function activations(planted: (i: number) => boolean, a2 = 1.3, seed = 5): Record<string, { dim: number; data: Float32Array }> {
+/** The activations: ±1, and ±a on the planted features of the rows `planted(i)`; `gaussian`: times |z| of a standard normal z, so that every row has its own scale (regions fitted on other rows then differ). */
+export function activations(planted: (i: number) => boolean, a2 = 1.3, seed = 5, gaussian = false): Record<string, { dim: number; data: Float32Array }> {
   const rng = new Rng(seed);
   const a = Math.sqrt(a2);
   const hooks: Record<string, { dim: number; data: Float32Array }> = {};
@@ -52,7 +52,7 @@ export function activations(planted: (i: number) => boolean, a2 = 1.3, seed = 5)
       for (let r = 0; r < N; r++) {
         for (let j = 0; j < dim; j++) {
           const mag = planted(r) && j >= blk * 16 && j < (blk + 1) * 16 ? a : 1;
-          data[r * dim + j] = rng.next() < 0.5 ? -mag : mag;
+          data[r * dim + j] = (rng.next() < 0.5 ? -mag : mag) * (gaussian ? Math.abs(rng.normal()) : 1);
         }
       }
       hooks[hook] = { dim, data };
