@@ -61,9 +61,10 @@ export function activations(planted: (i: number) => boolean, a2 = 1.3, seed = 5,
   return hooks;
 }
 
-/** A run of the rows (ids s0.., labels by `label`, default groupOf; or `rows` of them only) naming the model, and lobes wanda's results on it. */
-export async function writeRefitRun(dir: string, modelDir: string, hooks: Record<string, { dim: number; data: Float32Array }>, rows?: number[], label: (i: number) => string = groupOf): Promise<string> {
-  const keep = rows ?? Array.from({ length: N }, (_, i) => i);
+/** A run of the rows (ids s0.., labels by `label`, default groupOf; or `rows` of them only) naming the model, and lobes wanda's results on it (from `weights`, default the model; at `resolution`, default block). */
+export async function writeRefitRun(dir: string, modelDir: string, hooks: Record<string, { dim: number; data: Float32Array }>, o: { rows?: number[]; label?: (i: number) => string; weights?: string; resolution?: 'block' | 'weight' } = {}): Promise<string> {
+  const keep = o.rows ?? Array.from({ length: N }, (_, i) => i);
+  const label = o.label ?? groupOf;
   const sub = Object.fromEntries(Object.entries(hooks).map(([h, v]) => [h, { dim: v.dim, data: Float32Array.from(keep.flatMap((r) => [...v.data.subarray(r * v.dim, (r + 1) * v.dim)])) }]));
   writeRun(dir, keep.map((i) => ({ group: label(i) })), sub, modelDir);
   // the sample ids of the rows kept (s<i> of the whole run)
@@ -78,7 +79,7 @@ export async function writeRefitRun(dir: string, modelDir: string, hooks: Record
   delete m.identity;
   m.identity = runIdentity(m);
   writeFileSync(mf, JSON.stringify(m, null, 1) + '\n');
-  await runWanda(dir, { weights: modelDir, by: 'group', block: BLOCK, top: { kind: 'fraction', value: 0.1, scope: 'matrix' }, permutations: 0, quiet: true, threads: 1 });
+  await runWanda(dir, { weights: o.weights ?? modelDir, resolution: o.resolution ?? 'block', by: 'group', block: BLOCK, top: { kind: 'fraction', value: 0.1, scope: 'matrix' }, permutations: 0, quiet: true, threads: 1 });
   return dir;
 }
 

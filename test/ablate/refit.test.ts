@@ -12,11 +12,13 @@
  *   ablated item is a row they were fitted on.
  */
 import { describe, it, expect, afterAll } from 'vitest';
-import { readFileSync } from 'node:fs';
+import { cpSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { ensureGeneratedModel } from '../../src/models/write.js';
 import { runAblate } from '../../src/ablate/run.js';
 import { shuffledLabeling } from '../../src/ablate/refit.js';
+import { formatAblate } from '../../src/cli/ablate.js';
+import { storedMatrices } from '../../src/ablate/patch.js';
 import { CHAR_TOKENIZER } from './fixture.js';
 import { cleanupTmp, tmpDir } from '../wanda/helpers.js';
 import { BLOCK, GROUPS, MATRICES, N, activations, groupOf, inPlantedColumn, refitEngine, writeRefitItems, writeRefitRun } from './refit-fixture.js';
@@ -68,6 +70,9 @@ describe('the shuffled-label null', () => {
     expect(a.ratioZ!).toBeGreaterThan(2);
     expect(a.contrastP).toBeCloseTo(1 / 20, 12);
     expect(a.ratioPHolm!).toBeLessThanOrEqual(3 / 20 + 1e-12);
+    const text = formatAblate(s);
+    expect(text).toMatch(/^shuffled-label null: each region against the regions wanda gives its group under 19 shuffles of the labels \(seeds .*; rank p floor 0\.050; Holm over the 3 regions\)$/m);
+    expect(text).toMatch(new RegExp(`^  A for A \\(shuffled regions of 36(, 36){18} blocks\\): cost ratio ${a.ratio!.toFixed(3)} .*rank p=0\\.050 `, 'm'));
     // records and the lineage: every shuffled pass is in records.jsonl, the run's activations in job.json's inputs
     const rec = readJson.call(null, path.join(out, 'job.json'));
     expect(rec.inputs.map((x: { name: string }) => x.name)).toEqual(expect.arrayContaining(['activations/layers.0.mlp.in', 'activations/layers.1.mlp.down_in']));
@@ -80,7 +85,7 @@ describe('the shuffled-label null', () => {
     const sIdx = sh.seeds.findIndex((_, k) => new Set(GROUPS.map((g) => region(k, g))).size === 3);
     expect(sIdx).toBeGreaterThanOrEqual(0);
     const lab = shuffledLabeling(Int32Array.from({ length: N }, (_, i) => i % 3), sh.seeds[sIdx]!);
-    const relabelled = await writeRefitRun(path.join(tmp, 'relabelled'), model(), hooks, undefined, (i) => GROUPS[lab[i]!]!);
+    const relabelled = await writeRefitRun(path.join(tmp, 'relabelled'), model(), hooks, { label: (i) => GROUPS[lab[i]!]! });
     for (const g of GROUPS) expect(region(sIdx, g)).toBe(wandaKeys(relabelled, g).join(' '));
   }, 120_000);
 
@@ -119,10 +124,47 @@ describe('the fit split', () => {
     for (const id of ablated) expect(fitRows.has(id)).toBe(false);
     // the regions are lobes wanda's on a run of the fit rows alone
     const rows = [...fitRows].map((id) => Number(id.slice(1))).sort((x, y) => x - y);
-    const fitRun = await writeRefitRun(path.join(tmp, 'fit'), model(), hooks, rows);
+    const fitRun = await writeRefitRun(path.join(tmp, 'fit'), model(), hooks, { rows });
     for (const g of GROUPS) expect(keys(abl.regions.find((r: { key: string }) => r.key === g).blocks)).toEqual(wandaKeys(fitRun, g));
     expect(fs.regions.map((r) => r.blocks)).toEqual([36, 36, 36]);
     // and they are not the regions of every row (which regions.json holds)
     for (const r of fs.regions) expect(r.jaccardWithStored).toBeLessThan(1);
+    expect(formatAblate(s)).toMatch(/^fit split \(seed 7, stratified by group\): regions fitted on 15 run rows of the fit half's 15 items \(A 5, B 5, C 5\); every figure above is on the test half's 15 items \(A 5, B 5, C 5\), Holm families as above$/m);
+  }, 120_000);
+});
+
+describe('bad input', () => {
+  it('refuses when the run\'s own labels no longer give regions.json (wanda\'s weights changed since), writing nothing', async () => {
+    const tmp = tmpDir('lobes-refit-bad-');
+    const weights = path.join(tmp, 'weights');
+    cpSync(model(), weights, { recursive: true });
+    const run = await writeRefitRun(path.join(tmp, 'run'), model(), activations((i) => groupOf(i) === 'A'), { weights });
+    // wanda's copy of the weights, edited after lobes wanda: layer 0's gate_proj input features 48..63 ×4
+    const m = MATRICES[0]!;
+    const src = storedMatrices(weights, MATRICES)[0]!.ref.source as unknown as { data: { file: string; offset: number } };
+    const buf = readFileSync(src.data.file);
+    for (let c = 48; c < 64; c++) for (let r = 0; r < m.dOut; r++) {
+      const at = src.data.offset + 4 * (c * m.dOut + r);
+      buf.writeFloatLE(buf.readFloatLE(at) * 4, at);
+    }
+    writeFileSync(src.data.file, buf);
+    const out = path.join(tmp, 'out');
+    await expect(runAblate({ run, region: 'all', data: writeRefitItems(tmp), out, random: 2, shuffled: 2, quiet: true, deps })).rejects.toThrow(/--shuffled: wanda's regions recomputed from the run's activations and wanda's weights are not those of regions\.json \(region A: \d+ blocks differ of 36\)/);
+    expect(existsSync(out)).toBe(false);
+  }, 120_000);
+
+  it('refuses --shuffled with --task iae, weight-resolution regions, and a fit half with no row in the run', async () => {
+    const tmp = tmpDir('lobes-refit-bad2-');
+    const hooks = activations((i) => groupOf(i) === 'A');
+    const run = await writeRefitRun(path.join(tmp, 'run'), model(), hooks);
+    const data = writeRefitItems(tmp);
+    await expect(runAblate({ run, region: 'A', data, out: path.join(tmp, 'o1'), shuffled: 2, task: 'iae', quiet: true, deps })).rejects.toThrow('--shuffled applies to the continuation task');
+    await expect(runAblate({ run, region: 'A', data, out: path.join(tmp, 'o2'), shuffled: -1, quiet: true, deps })).rejects.toThrow('--shuffled must be a non-negative integer, got -1');
+    const wrun = await writeRefitRun(path.join(tmp, 'wrun'), model(), hooks, { resolution: 'weight' });
+    await expect(runAblate({ run: wrun, region: 'A', data, out: path.join(tmp, 'o3'), shuffled: 2, quiet: true, deps })).rejects.toThrow(/--shuffled: the regions were kept with --resolution weight/);
+    // items whose ids are not the run's samples
+    const f = path.join(tmp, 'other.jsonl');
+    writeFileSync(f, Array.from({ length: N }, (_, i) => JSON.stringify({ id: `x${i}`, group: groupOf(i), context: `item ${i} group ${groupOf(i)}:`, continuation: ' yes' })).join('\n') + '\n');
+    await expect(runAblate({ run, region: 'A', data: `jsonl:${f}?context=context&continuation=continuation&label=group&id=id`, out: path.join(tmp, 'o4'), fitSplit: 1, quiet: true, deps })).rejects.toThrow(/--fit-split: no row of the run is an item of the fit half labelled "A"/);
   }, 120_000);
 });
