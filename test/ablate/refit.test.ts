@@ -16,7 +16,7 @@ import { cpSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { ensureGeneratedModel } from '../../src/models/write.js';
 import { runAblate } from '../../src/ablate/run.js';
-import { shuffledLabeling } from '../../src/ablate/refit.js';
+import { shuffledLabeling, splitHalves } from '../../src/ablate/refit.js';
 import { formatAblate } from '../../src/cli/ablate.js';
 import { storedMatrices } from '../../src/ablate/patch.js';
 import { CHAR_TOKENIZER } from './fixture.js';
@@ -42,6 +42,26 @@ const plantedShare = (bs: Block[]) => bs.filter((b) => {
   const m = MATRICES[k]!;
   return inPlantedColumn(k, (b.rows[0] / BLOCK[0]) * m.colBlocks + b.cols[0] / BLOCK[1]);
 }).length / bs.length;
+
+describe('the labellings', () => {
+  it('a shuffle keeps every group\'s size and the left-out rows out; the halves are stratified and seeded', () => {
+    const index = Int32Array.from({ length: 40 }, (_, i) => (i % 7 === 0 ? -1 : i % 4));
+    const count = (l: Int32Array) => [0, 1, 2, 3].map((g) => l.filter((x) => x === g).length);
+    const a = shuffledLabeling(index, 11);
+    const b = shuffledLabeling(index, 12);
+    expect(count(a)).toEqual(count(index));
+    for (let r = 0; r < 40; r++) expect(a[r]! < 0).toBe(index[r]! < 0);
+    expect([...a]).not.toEqual([...index]);
+    expect([...a]).not.toEqual([...b]);
+    expect([...shuffledLabeling(index, 11)]).toEqual([...a]);
+    const labels = Array.from({ length: 23 }, (_, i) => 'PQR'[i % 3]!);
+    const fit = splitHalves(labels, 3);
+    // ⌊n/2⌋ of each label: P has 8 items, Q and R 8 and 7
+    expect(['P', 'Q', 'R'].map((l) => labels.filter((x, i) => x === l && fit[i]).length)).toEqual([4, 4, 3]);
+    expect([...splitHalves(labels, 3)]).toEqual([...fit]);
+    expect([...splitHalves(labels, 4)]).not.toEqual([...fit]);
+  });
+});
 
 describe('the shuffled-label null', () => {
   it('A is specific beyond every shuffled-label region when its rows carry the plant', async () => {
