@@ -157,7 +157,7 @@ export async function runAblate(o: AblateOptions): Promise<AblateSummary> {
   // --shuffled, --fit-split: regions recomputed from the run's rows by wanda's machinery (src/ablate/refit.ts).
   const refit = S || fitSeed !== null ? await refitRegions(o.run, w, modelDir, stored, loaded, { S, seed, fitSeed }) : null;
   const items = refit?.items ?? loaded;
-  /** A group's region: the stored one, or the one fitted on the fit half. */
+  // Each region: from the stored regions, or (--fit-split) from the regions fitted on the fit half.
   const fitted = refit?.fitted ?? null;
   const masks = specs.map((r) => (fitted ? regionMasks(w, r, (g) => fitted.masks[labels.indexOf(g)]!.map((m) => m.slice())) : regionMasks(w, r)));
   const doseMasks = doseTops.map((t) => {
