@@ -6,8 +6,11 @@ import { ABLATE_ALPHA, ABLATE_POWER, ABLATE_RANDOM, type HeadTest, type NullNorm
 import type { WeightsMode } from '../convert/convert.js';
 import { readManifest } from '../store/manifest.js';
 
+/** `--shuffled` alone: 5 shuffled-label regions per region (rank p floor 1/6). */
+const SHUFFLED_DEFAULT = 5;
+
 const USAGE =
-  'lobes ablate RUN --region A|all [--minus B|others] --data SPEC --out DIR [--task continuation|iae [--scoring letter|cloze] [--metric acc|acc_norm|acc_mutual_info]] [--random K] [--top F1,F2,…] [--magnitude] [--shuffled S] [--fit-split SEED] [--scope matrix|layer|global] [--wanda-by LABEL] [--model M] [--limit N [--by LABELS]] [--seed N] [--bootstrap B] [--batch N] [--device cpu|cuda|webgpu] [--device-id N] [--threads N] [--force] [--quiet] [--json]';
+  'lobes ablate RUN --region A|all [--minus B|others] --data SPEC --out DIR [--task continuation|iae [--scoring letter|cloze] [--metric acc|acc_norm|acc_mutual_info]] [--random K] [--top F1,F2,…] [--magnitude] [--shuffled [S]] [--fit-split SEED] [--scope matrix|layer|global] [--wanda-by LABEL] [--model M] [--limit N [--by LABELS]] [--seed N] [--bootstrap B] [--batch N] [--device cpu|cuda|webgpu] [--device-id N] [--threads N] [--force] [--quiet] [--json]';
 
 const HELP_TEXT = `
 A causal test of wanda's neuron regions: zero every weight in the blocks of a group's region
@@ -39,11 +42,11 @@ initializer), DIR/records.jsonl (one item per line) and DIR/summary.json (docs/a
   --magnitude          a |W|-magnitude baseline per region: as many blocks per pool, those of
                        largest mean |W| (no activation norm), scored against the same random
                        regions and compared with the region item by item (continuation task)
-  --shuffled S         the shuffled-label null: S labellings with the groups shuffled across
-                       the run's rows (seeded); wanda's regions under each, recomputed from
-                       the run's activations, are ablated too, and each region's specificity
-                       (contrast, cost ratio) is ranked among theirs (rank p floor 1/(S+1));
-                       continuation task
+  --shuffled [S]       the shuffled-label null: S labellings (alone: 5) with the groups
+                       shuffled across the run's rows (seeded); wanda's regions under each,
+                       recomputed from the run's activations, are ablated too, and each
+                       region's specificity (contrast, cost ratio) is ranked among theirs
+                       (rank p floor 1/(S+1); 19 gives 0.05); continuation task
   --fit-split SEED     split the items in halves stratified by label (seeded); fit the regions
                        on the fit half's rows of the run (wanda's machinery) and ablate on the
                        test half only
@@ -90,7 +93,7 @@ export async function run(argv: string[]): Promise<number> {
       random: { type: 'string' },
       top: { type: 'string' },
       magnitude: { type: 'boolean' },
-      shuffled: { type: 'string' },
+      shuffled: { type: 'string', bare: String(SHUFFLED_DEFAULT) },
       'fit-split': { type: 'string' },
       scope: { type: 'string', choices: ['matrix', 'layer', 'global'] },
       bootstrap: { type: 'string' },

@@ -11,13 +11,15 @@
  * - the fit split: the regions are lobes wanda's on a run of the fit half's rows alone, and no
  *   ablated item is a row they were fitted on.
  */
-import { describe, it, expect, afterAll } from 'vitest';
+import { describe, it, expect, afterAll, vi } from 'vitest';
 import { cpSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { ensureGeneratedModel } from '../../src/models/write.js';
 import { runAblate } from '../../src/ablate/run.js';
 import { shuffledLabeling, splitHalves } from '../../src/ablate/refit.js';
-import { formatAblate } from '../../src/cli/ablate.js';
+import { formatAblate, run as ablateCli } from '../../src/cli/ablate.js';
+import { parseCommand } from '../../src/cli/args.js';
+import { capture } from '../capture.js';
 import { storedMatrices } from '../../src/ablate/patch.js';
 import { CHAR_TOKENIZER } from './fixture.js';
 import { cleanupTmp, tmpDir } from '../wanda/helpers.js';
@@ -186,5 +188,30 @@ describe('bad input', () => {
     const f = path.join(tmp, 'other.jsonl');
     writeFileSync(f, Array.from({ length: N }, (_, i) => JSON.stringify({ id: `x${i}`, group: groupOf(i), context: `item ${i} group ${groupOf(i)}:`, continuation: ' yes' })).join('\n') + '\n');
     await expect(runAblate({ run, region: 'A', data: `jsonl:${f}?context=context&continuation=continuation&label=group&id=id`, out: path.join(tmp, 'o4'), fitSplit: 1, quiet: true, deps })).rejects.toThrow(/--fit-split: no row of the run is an item of the fit half labelled "A"/);
+  }, 120_000);
+});
+
+describe('the command line', () => {
+  it('--shuffled alone is 5 shuffles, --shuffled S takes a count; both flags reach the summary (the real scorer on tiny-llama)', async () => {
+    const spec = { usage: 'lobes t RUN [--shuffled [S]]', help: '', options: { shuffled: { type: 'string' as const, bare: '5' }, random: { type: 'string' as const } }, positionals: [0, 1] as [number, number] };
+    expect(parseCommand(['--shuffled', '19', 'RUN'], spec)!.values.shuffled).toBe('19');
+    const p = parseCommand(['--shuffled', 'RUN', '--random', '2'], spec)!;
+    expect(p.values.shuffled).toBe('5');
+    expect(p.positionals).toEqual(['RUN']);
+    expect(parseCommand(['RUN', '--shuffled'], spec)!.values.shuffled).toBe('5');
+
+    const tmp = tmpDir('lobes-refit-cli-');
+    const run = await writeRefitRun(path.join(tmp, 'run'), model(), activations((i) => groupOf(i) === 'A'));
+    const io = capture();
+    try {
+      expect(await ablateCli([run, '--region', 'A', '--data', writeRefitItems(tmp), '--out', path.join(tmp, 'out'), '--shuffled', '--fit-split', '2', '--random', '2', '--bootstrap', '100', '--json'])).toBe(0);
+    } finally {
+      vi.restoreAllMocks();
+    }
+    const s = JSON.parse(io.out());
+    expect(s.shuffled.shuffles).toBe(5);
+    expect(s.shuffled.rows.map((r: { region: string }) => r.region)).toEqual(['A']);
+    expect(s.fitSplit.seed).toBe(2);
+    expect(s.items).toBe(15);
   }, 120_000);
 });
