@@ -29,8 +29,11 @@ import { selectTop, type TopSpec } from '../wanda/regions.js';
 import { columnBlockSums, type MatrixRef } from '../wanda/kernel.js';
 import { wandaFile } from '../wanda/store.js';
 import type { WandaMatrix } from '../wanda/types.js';
-import { countBlocks, type Masks, type WandaResults } from './regions.js';
+import { countBlocks, regionKey, regionMasks, type Masks, type RegionSpec, type WandaResults } from './regions.js';
 import type { StoredMatrix } from './patch.js';
+import { runInputs, type LineageInput } from '../store/lineage.js';
+import { shuffledLabelStats } from './stats.js';
+import type { AblateFitSplit, AblatePass, AblateShuffled } from './store.js';
 
 /** The run's rows as wanda grouped them: the group index of every row (−1: no value on the axis). */
 export interface RefitRows {
@@ -182,4 +185,100 @@ export function maskJaccard(a: Masks, b: Masks): number {
     }
   });
   return union ? inter / union : 0;
+}
+
+/** The pass id of region r under shuffle s. */
+export const shuffledKey = (s: number, r: RegionSpec) => `shuffled:${s}:${regionKey(r)}`;
+
+/** regionMasks of a shuffled labelling's regions, or no block at all where the difference is empty (such a pass costs nothing). */
+export function differenceOrEmpty(w: WandaResults, r: RegionSpec, gm: (g: string) => Masks): Masks {
+  try {
+    return regionMasks(w, r, gm);
+  } catch (e) {
+    if (!(e instanceof LobesError) || r.minus === null) throw e;
+    return gm(r.name).map((m) => new Uint8Array(m.length));
+  }
+}
+
+/** What --shuffled and --fit-split recomputed: the fit half (a flag per item), the fitted regions, the shuffled labellings' regions, and their record. */
+export interface RefitResult {
+  /** --fit-split: 1 for the items of the fit half (not scored), per item in order; null without a split. */
+  fit: Uint8Array | null;
+  fitted: Refitted | null;
+  shuffled: Refitted[];
+  seeds: number[];
+  split: Omit<AblateFitSplit, 'regions'> | null;
+  fitIds: string[];
+  /** The run rows the fitted regions were computed from (their sample ids). */
+  fitRows: string[];
+  inputs: LineageInput[];
+  record: Record<string, unknown>;
+}
+
+/**
+ * --shuffled S and --fit-split SEED: the run's rows as wanda labelled them; with a fit split the
+ * items halved (stratified by label) and the regions fitted on the fit half's rows, the items
+ * kept to the test half; S labellings shuffling the groups across the fitted-on rows; every
+ * labelling's regions by wanda's machinery, after the run's own labelling has reproduced
+ * regions.json.
+ */
+export async function refitRegions(runDir: string, w: WandaResults, modelDir: string, stored: StoredMatrix[], items: { ids: string[]; labels: string[] }, o: { S: number; seed: number; fitSeed: number | null }): Promise<RefitResult> {
+  const flag = o.fitSeed !== null ? '--fit-split' : '--shuffled';
+  const rows = await refitRows(runDir, w, flag);
+  const by = w.settings.by;
+  const groups = rows.groups;
+  const itemIds = items.ids;
+  const itemLabel = items.labels;
+  let base = rows.index;
+  let fit: Uint8Array | null = null;
+  let split: RefitResult['split'] = null;
+  let fitIds: string[] = [];
+  if (o.fitSeed !== null) {
+    const half = splitHalves(itemLabel, o.fitSeed);
+    fit = half;
+    fitIds = itemIds.filter((_, i) => half[i]);
+    const fitSet = new Set(fitIds);
+    base = Int32Array.from(rows.index, (g, r) => (g >= 0 && fitSet.has(rows.ids[r]!) ? g : -1));
+    const perGroup = groups.map((_, g) => base.reduce((a, x) => a + (x === g ? 1 : 0), 0));
+    perGroup.forEach((c, g) => {
+      if (c === 0) throw new LobesError(`--fit-split: no row of the run is an item of the fit half labelled ${JSON.stringify(groups[g])}, so its region cannot be fitted`, { file: runDir, hint: 'give the items the run was extracted from (their ids are matched to the run\'s samples)' });
+    });
+    const inRun = new Set(rows.ids);
+    const count = (keep: (i: number) => boolean) => Object.fromEntries(groups.map((g) => [g, itemLabel.filter((l, i) => l === g && keep(i)).length]));
+    split = {
+      seed: o.fitSeed,
+      by,
+      fit: { items: fitIds.length, rows: perGroup.reduce((a, b) => a + b, 0), byLabel: Object.fromEntries(groups.map((g, gi) => [g, perGroup[gi]!])), notInRun: fitIds.filter((id) => !inRun.has(id)).length },
+      test: { items: itemIds.length - fitIds.length, byLabel: count((i) => !half[i]) },
+      family: 'as-summary',
+    };
+  }
+  const seeds = Array.from({ length: o.S }, (_, s) => shuffleSeed(o.seed, s));
+  const labelings = [rows.index, ...(o.fitSeed !== null ? [base] : []), ...seeds.map((sd) => shuffledLabeling(base, sd))];
+  const C = await wandaColsums(w, modelDir, stored, rows.reader);
+  const got = await refitLabelings(rows, w.regions.matrices, C, w.settings.block, w.settings.top, labelings);
+  checkReproduced(w, groups, got[0]!.masks, flag);
+  const fitted = o.fitSeed !== null ? got[1]! : null;
+  const shuffled = got.slice(o.fitSeed !== null ? 2 : 1);
+  const hooks = [...new Set(w.regions.matrices.map((m) => m.input))];
+  const inputs = runInputs(rows.reader, hooks).filter((x) => x.name !== 'run');
+  const record = {
+    from: "the run's activations and wanda's weights, by wanda's group sums, pooling and top selection",
+    weights: w.settings.weights?.path ?? modelDir,
+    reproduced: 'the run\'s own labels give the regions of regions.json, block for block',
+    inputs,
+    ...(o.S ? { shuffledLabels: { shuffles: o.S, seeds, over: o.fitSeed !== null ? 'the fit half\'s rows' : "the run's labelled rows", family: 'regions' } } : {}),
+  };
+  const fitRows = o.fitSeed !== null ? rows.ids.filter((_, r) => base[r]! >= 0) : [];
+  return { fit, fitted, shuffled, seeds, split, fitIds, fitRows, inputs, record };
+}
+
+/** summary.json's shuffled section: each region's specificity against its S shuffled-label regions. */
+export function shuffledSection(refit: RefitResult, specs: RegionSpec[], passes: AblatePass[], labels: string[], labelOf: Int32Array, ll: Float64Array[], after: (i: number) => Float64Array): AblateShuffled {
+  const idx = new Map(passes.map((q, p) => [q.id, p]));
+  const S = refit.seeds.length;
+  const blocks: Record<string, number[]> = {};
+  for (const r of specs) blocks[regionKey(r)] = Array.from({ length: S }, (_, s) => countBlocks(passes[idx.get(shuffledKey(s, r))!]!.masks!));
+  const rows = shuffledLabelStats({ labels, labelOf, before: ll[0]!, regions: specs.map((r, i) => ({ name: r.name, minus: r.minus, after: after(i), shuffled: Array.from({ length: S }, (_, s) => ll[idx.get(shuffledKey(s, r))!]!) })) });
+  return { shuffles: S, seeds: refit.seeds, pFloor: 1 / (S + 1), family: 'regions', blocks, rows };
 }

@@ -43,14 +43,13 @@ import type { LimitRecord } from '../data/subset.js';
 import { blockEdits, copyModelFolder, storedMatrices, WeightPatcher, type Edit, type StoredMatrix } from './patch.js';
 import type { WandaMatrix } from '../wanda/types.js';
 import { selectTop } from '../wanda/regions.js';
-import { checkReproduced, maskJaccard, refitLabelings, refitRows, shuffledLabeling, shuffleSeed, splitHalves, wandaColsums, type Refitted } from './refit.js';
-import { runInputs, type LineageInput } from '../store/lineage.js';
+import { differenceOrEmpty, maskJaccard, refitRegions, shuffledKey, shuffledSection } from './refit.js';
 import { blockMeanAbs, magnitudeRegion, countBlocks, doseKey, groupMasksAtTop, isStoredTop, hfBlocks, nullPools, poolCounts, randomRegion, randomSeed, readWandaResults, regionKey, regionMasks, regionSpecs, type Masks, type NullScope, NULL_SCOPES } from './regions.js';
-import { ABLATE_RANDOM, ablationStats, shuffledLabelStats } from './stats.js';
+import { ABLATE_RANDOM, ablationStats } from './stats.js';
 import { signedRank } from '../util/wilcoxon.js';
 import type { RegionSpec } from './regions.js';
 import { IAE_TOKEN_BUDGET, chanceTest, iaeSettings, iaeStats, loadIaeItems, requireAboveChance, scoreIaeUnits, type IaeOutcome, type IaeSettings } from './iae.js';
-import { ABLATE_OUTPUTS, CHUNK_INDEX, JOB_MANIFEST, ablateChunksDir, continuationRecords, isAblateJobDir, passRecords, readAblateJob, readAblateSummary, type AblateIaeRecord, type AblateDose, type AblateFitSplit, type AblateMagnitude, type AblateShuffled, type AblateJob, type AblatePass, type AblateSummary, writeAblateOutputs } from './store.js';
+import { ABLATE_OUTPUTS, CHUNK_INDEX, JOB_MANIFEST, ablateChunksDir, continuationRecords, isAblateJobDir, passRecords, readAblateJob, readAblateSummary, type AblateIaeRecord, type AblateDose, type AblateMagnitude, type AblateJob, type AblatePass, type AblateSummary, writeAblateOutputs } from './store.js';
 
 export interface AblateOptions {
   run: string;
@@ -155,8 +154,12 @@ export async function runAblate(o: AblateOptions): Promise<AblateSummary> {
   const loaded = iae ? await loadTask(o.data, iae, { limit: o.limit ?? null, by: o.by, seed }, by, labels) : await loadContinuations(o.data, { limit: o.limit ?? null, by: o.by, seed }, by, labels);
 
   // --shuffled, --fit-split: regions recomputed from the run's rows by wanda's machinery (src/ablate/refit.ts).
-  const refit = S || fitSeed !== null ? await refitRegions(o.run, w, modelDir, stored, loaded, { S, seed, fitSeed }) : null;
-  const items = refit?.items ?? loaded;
+  const loadedIds = loaded.kind === 'iae' ? loaded.units.map((u) => u.facts.id) : loaded.items.map((it) => it.id);
+  const loadedLabels = (loaded.kind === 'iae' ? loaded.units.map((u) => u.facts.labels) : loaded.items.map((it) => it.labels)).map((l) => l[by]!);
+  const refit = S || fitSeed !== null ? await refitRegions(o.run, w, modelDir, stored, { ids: loadedIds, labels: loadedLabels }, { S, seed, fitSeed }) : null;
+  // --fit-split: only the test half is scored.
+  const fitFlags = refit?.fit ?? null;
+  const items: TaskItems = !fitFlags ? loaded : loaded.kind === 'iae' ? { ...loaded, units: loaded.units.filter((_, i) => !fitFlags[i]) } : { ...loaded, items: loaded.items.filter((_, i) => !fitFlags[i]) };
   // Each region: from the stored regions, or (--fit-split) from the regions fitted on the fit half.
   const fitted = refit?.fitted ?? null;
   const masks = specs.map((r) => (fitted ? regionMasks(w, r, (g) => fitted.masks[labels.indexOf(g)]!.map((m) => m.slice())) : regionMasks(w, r)));
@@ -471,99 +474,4 @@ function checkChance(before: IaeOutcome[], items: TaskItems, s: IaeSettings): vo
 /** The edits zeroing every block of a set. */
 export function zeroEdits(masks: Masks, matrices: WandaMatrix[], block: [number, number], stored: Map<number, StoredMatrix>): Edit[] {
   return hfBlocks(masks, matrices, block).flatMap((b) => blockEdits(stored.get(b.matrix)!, b));
-}
-
-/** The pass id of region r under shuffle s. */
-const shuffledKey = (s: number, r: RegionSpec) => `shuffled:${s}:${regionKey(r)}`;
-
-/** regionMasks of a shuffled labelling's regions, or no block at all where the difference is empty (such a pass costs nothing). */
-function differenceOrEmpty(w: ReturnType<typeof readWandaResults>, r: RegionSpec, gm: (g: string) => Masks): Masks {
-  try {
-    return regionMasks(w, r, gm);
-  } catch (e) {
-    if (!(e instanceof LobesError) || r.minus === null) throw e;
-    return gm(r.name).map((m) => new Uint8Array(m.length));
-  }
-}
-
-/** What --shuffled and --fit-split recomputed: the items left to score, the fitted regions, the shuffled labellings' regions, and their record. */
-interface RefitResult {
-  items: TaskItems;
-  fitted: Refitted | null;
-  shuffled: Refitted[];
-  seeds: number[];
-  split: Omit<AblateFitSplit, 'regions'> | null;
-  fitIds: string[];
-  /** The run rows the fitted regions were computed from (their sample ids). */
-  fitRows: string[];
-  inputs: LineageInput[];
-  record: Record<string, unknown>;
-}
-
-/**
- * --shuffled S and --fit-split SEED: the run's rows as wanda labelled them; with a fit split the
- * items halved (stratified by label) and the regions fitted on the fit half's rows, the items
- * kept to the test half; S labellings shuffling the groups across the fitted-on rows; every
- * labelling's regions by wanda's machinery, after the run's own labelling has reproduced
- * regions.json.
- */
-async function refitRegions(runDir: string, w: ReturnType<typeof readWandaResults>, modelDir: string, stored: StoredMatrix[], items: TaskItems, o: { S: number; seed: number; fitSeed: number | null }): Promise<RefitResult> {
-  const flag = o.fitSeed !== null ? '--fit-split' : '--shuffled';
-  const rows = await refitRows(runDir, w, flag);
-  const by = w.settings.by;
-  const groups = rows.groups;
-  const itemIds = items.kind === 'iae' ? items.units.map((u) => u.facts.id) : items.items.map((it) => it.id);
-  const itemLabel = (items.kind === 'iae' ? items.units.map((u) => u.facts.labels) : items.items.map((it) => it.labels)).map((l) => l[by]!);
-  let base = rows.index;
-  let kept = items;
-  let split: RefitResult['split'] = null;
-  let fitIds: string[] = [];
-  if (o.fitSeed !== null) {
-    const fit = splitHalves(itemLabel, o.fitSeed);
-    fitIds = itemIds.filter((_, i) => fit[i]);
-    const fitSet = new Set(fitIds);
-    base = Int32Array.from(rows.index, (g, r) => (g >= 0 && fitSet.has(rows.ids[r]!) ? g : -1));
-    const perGroup = groups.map((_, g) => base.reduce((a, x) => a + (x === g ? 1 : 0), 0));
-    perGroup.forEach((c, g) => {
-      if (c === 0) throw new LobesError(`--fit-split: no row of the run is an item of the fit half labelled ${JSON.stringify(groups[g])}, so its region cannot be fitted`, { file: runDir, hint: 'give the items the run was extracted from (their ids are matched to the run\'s samples)' });
-    });
-    const inRun = new Set(rows.ids);
-    const count = (keep: (i: number) => boolean) => Object.fromEntries(groups.map((g) => [g, itemLabel.filter((l, i) => l === g && keep(i)).length]));
-    kept = items.kind === 'iae' ? { ...items, units: items.units.filter((_, i) => !fit[i]) } : { ...items, items: items.items.filter((_, i) => !fit[i]) };
-    split = {
-      seed: o.fitSeed,
-      by,
-      fit: { items: fitIds.length, rows: perGroup.reduce((a, b) => a + b, 0), byLabel: Object.fromEntries(groups.map((g, gi) => [g, perGroup[gi]!])), notInRun: fitIds.filter((id) => !inRun.has(id)).length },
-      test: { items: itemIds.length - fitIds.length, byLabel: count((i) => !fit[i]) },
-      family: 'as-summary',
-    };
-  }
-  const seeds = Array.from({ length: o.S }, (_, s) => shuffleSeed(o.seed, s));
-  const labelings = [rows.index, ...(o.fitSeed !== null ? [base] : []), ...seeds.map((sd) => shuffledLabeling(base, sd))];
-  const C = await wandaColsums(w, modelDir, stored, rows.reader);
-  const got = await refitLabelings(rows, w.regions.matrices, C, w.settings.block, w.settings.top, labelings);
-  checkReproduced(w, groups, got[0]!.masks, flag);
-  const fitted = o.fitSeed !== null ? got[1]! : null;
-  const shuffled = got.slice(o.fitSeed !== null ? 2 : 1);
-  const hooks = [...new Set(w.regions.matrices.map((m) => m.input))];
-  const inputs = runInputs(rows.reader, hooks).filter((x) => x.name !== 'run');
-  const record = {
-    from: "the run's activations and wanda's weights, by wanda's group sums, pooling and top selection",
-    weights: w.settings.weights?.path ?? modelDir,
-    reproduced: 'the run\'s own labels give the regions of regions.json, block for block',
-    inputs,
-    ...(o.S ? { shuffledLabels: { shuffles: o.S, seeds, over: o.fitSeed !== null ? 'the fit half\'s rows' : "the run's labelled rows", family: 'regions' } } : {}),
-  };
-  const fitRows = o.fitSeed !== null ? rows.ids.filter((_, r) => base[r]! >= 0) : [];
-  return { items: kept, fitted, shuffled, seeds, split, fitIds, fitRows, inputs, record };
-}
-
-/** summary.json's shuffled section: each region's specificity against its S shuffled-label regions. */
-function shuffledSection(refit: RefitResult, specs: RegionSpec[], passes: AblatePass[], labels: string[], labelOf: Int32Array, ll: Float64Array[], after: (i: number) => Float64Array): AblateShuffled {
-  const idx = new Map(passes.map((q, p) => [q.id, p]));
-  const S = refit.seeds.length;
-  const blocks: Record<string, number[]> = {};
-  for (const r of specs) blocks[regionKey(r)] = Array.from({ length: S }, (_, s) => countBlocks(passes[idx.get(shuffledKey(s, r))!]!.masks!));
-  const rows = shuffledLabelStats({ labels, labelOf, before: ll[0]!, regions: specs.map((r, i) => ({ name: r.name, minus: r.minus, after: after(i), shuffled: Array.from({ length: S }, (_, s) => ll[idx.get(shuffledKey(s, r))!]!) })) });
-  return { shuffles: S, seeds: refit.seeds, pFloor: 1 / (S + 1), family: 'regions', blocks, rows };
 }
