@@ -217,10 +217,10 @@ export interface RefitResult {
 
 /**
  * --shuffled S and --fit-split SEED: the run's rows as wanda labelled them; with a fit split the
- * items halved (stratified by label) and the regions fitted on the fit half's rows, the items
- * kept to the test half; S labellings shuffling the groups across the fitted-on rows; every
+ * items halved (stratified by label) and the regions fitted on the fit half's rows (the caller
+ * scores the test half only); S labellings shuffling the groups across the fitted-on rows; every
  * labelling's regions by wanda's machinery, after the run's own labelling has reproduced
- * regions.json.
+ * regions.json. Items are matched to the run's rows by id.
  */
 export async function refitRegions(runDir: string, w: WandaResults, modelDir: string, stored: StoredMatrix[], items: { ids: string[]; labels: string[] }, o: { S: number; seed: number; fitSeed: number | null }): Promise<RefitResult> {
   const flag = o.fitSeed !== null ? '--fit-split' : '--shuffled';
