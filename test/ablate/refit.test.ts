@@ -151,6 +151,10 @@ describe('the fit split', () => {
     expect(fs.regions.map((r) => r.blocks)).toEqual([36, 36, 36]);
     // and they are not the regions of every row (which regions.json holds)
     for (const r of fs.regions) expect(r.jaccardWithStored).toBeLessThan(1);
+    // the split is part of the job: the same command finds it complete, another seed is refused
+    const again = { run, region: 'all', data: writeRefitItems(tmp), out, random: 3, quiet: true, bootstrap: 100, deps };
+    expect(await runAblate({ ...again, fitSplit: 7 })).toEqual(s);
+    await expect(runAblate({ ...again, fitSplit: 8 })).rejects.toThrow(/this ablation folder was made with other settings, data, run or model \(data, settings differ\)/);
     expect(formatAblate(s)).toMatch(/^fit split \(seed 7, stratified by group\): regions fitted on 15 run rows of the fit half's 15 items \(A 5, B 5, C 5\); every figure above is on the test half's 15 items \(A 5, B 5, C 5\), Holm families as above$/m);
   }, 120_000);
 });
