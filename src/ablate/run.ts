@@ -42,6 +42,8 @@ import { loadAblateItems, type AblateItem } from './items.js';
 import type { LimitRecord } from '../data/subset.js';
 import { blockEdits, copyModelFolder, storedMatrices, WeightPatcher, type Edit, type StoredMatrix } from './patch.js';
 import type { WandaMatrix } from '../wanda/types.js';
+import { selectTop } from '../wanda/regions.js';
+import { differenceOrEmpty, maskJaccard, refitRegions, shuffledKey, shuffledSection } from './refit.js';
 import { blockMeanAbs, magnitudeRegion, countBlocks, doseKey, groupMasksAtTop, isStoredTop, hfBlocks, nullPools, poolCounts, randomRegion, randomSeed, readWandaResults, regionKey, regionMasks, regionSpecs, type Masks, type NullScope, NULL_SCOPES } from './regions.js';
 import { ABLATE_RANDOM, ablationStats } from './stats.js';
 import { signedRank } from '../util/wilcoxon.js';
@@ -62,6 +64,10 @@ export interface AblateOptions {
   magnitude?: boolean;
   /** A dose–response: every region also at these wanda top fractions (computed from the stored pooled block scores), each against its own random regions. */
   tops?: number[];
+  /** The shuffled-label null: S labellings with the groups shuffled across the run's rows, whose regions (wanda's machinery, src/ablate/refit.ts) are ablated too (continuation task). */
+  shuffled?: number;
+  /** Fit the regions on one half of the items (stratified by label, this seed) and ablate on the other half only. */
+  fitSplit?: number | null;
   /** The label axis whose wanda results give the regions (default: the run's default axis, RUN/wanda; else RUN/wanda.by-AXIS). */
   wandaBy?: string;
   /** A model folder to score (default: the run's model); must be the run's model (sameModel). */
@@ -115,21 +121,18 @@ export async function runAblate(o: AblateOptions): Promise<AblateSummary> {
   const manifest = readManifest(o.run);
   const w = readWandaResults(o.run, manifest, o.wandaBy);
   const specs = regionSpecs(w, o.region, o.minus ?? null);
-  const masks = specs.map((r) => regionMasks(w, r));
   const matrices = w.regions.matrices;
+  const S = o.shuffled ?? 0;
+  if (!Number.isInteger(S) || S < 0) throw new UsageError(`--shuffled must be a non-negative integer, got ${S}`);
+  const fitSeed = o.fitSplit ?? null;
+  if (fitSeed !== null && !(Number.isInteger(fitSeed) && fitSeed >= 0)) throw new UsageError(`--fit-split takes a seed, a non-negative integer, got ${fitSeed}`);
   // A dose–response: the regions at other top fractions, from the stored pooled block scores.
   const tops = o.tops?.length ? [...new Set(o.tops)].sort((a, b) => a - b) : null;
   for (const t of tops ?? []) if (!(t > 0 && t <= 1)) throw new UsageError(`--top takes fractions in (0, 1], got ${t}`);
   if (o.magnitude && iae) throw new UsageError('--magnitude applies to the continuation task');
   if (tops && iae) throw new UsageError('--top (a dose–response) applies to the continuation task; --task iae ablates the stored regions only');
+  if (S && iae) throw new UsageError('--shuffled applies to the continuation task');
   const doseTops = (tops ?? []).filter((t) => !isStoredTop(w, t));
-  const doseMasks = doseTops.map((t) => {
-    const at = groupMasksAtTop(w, t);
-    return specs.map((r) => regionMasks(w, r, at, t));
-  });
-  const allMasks = [...masks, ...doseMasks.flat()];
-  /** The index into allMasks (and nullOf) of region i at dose d (−1: the stored regions). */
-  const maskIndex = (d: number, i: number) => (d < 0 ? i : specs.length * (1 + d) + i);
 
   // The model: the run's own, or one that is the run's model.
   let modelDir: string;
@@ -148,7 +151,25 @@ export async function runAblate(o: AblateOptions): Promise<AblateSummary> {
   // The items, their labels on wanda's axis, and (continuation task) their tokens.
   const by = w.settings.by;
   const labels = [...w.settings.groups].sort();
-  const items = iae ? await loadTask(o.data, iae, { limit: o.limit ?? null, by: o.by, seed }, by, labels) : await loadContinuations(o.data, { limit: o.limit ?? null, by: o.by, seed }, by, labels);
+  const loaded = iae ? await loadTask(o.data, iae, { limit: o.limit ?? null, by: o.by, seed }, by, labels) : await loadContinuations(o.data, { limit: o.limit ?? null, by: o.by, seed }, by, labels);
+
+  // --shuffled, --fit-split: regions recomputed from the run's rows by wanda's machinery (src/ablate/refit.ts).
+  const loadedIds = loaded.kind === 'iae' ? loaded.units.map((u) => u.facts.id) : loaded.items.map((it) => it.id);
+  const loadedLabels = (loaded.kind === 'iae' ? loaded.units.map((u) => u.facts.labels) : loaded.items.map((it) => it.labels)).map((l) => l[by]!);
+  const refit = S || fitSeed !== null ? await refitRegions(o.run, w, modelDir, stored, { ids: loadedIds, labels: loadedLabels }, { S, seed, fitSeed }) : null;
+  // --fit-split: only the test half is scored.
+  const fitFlags = refit?.fit ?? null;
+  const items: TaskItems = !fitFlags ? loaded : loaded.kind === 'iae' ? { ...loaded, units: loaded.units.filter((_, i) => !fitFlags[i]) } : { ...loaded, items: loaded.items.filter((_, i) => !fitFlags[i]) };
+  // Each region: from the stored regions, or (--fit-split) from the regions fitted on the fit half.
+  const fitted = refit?.fitted ?? null;
+  const masks = specs.map((r) => (fitted ? regionMasks(w, r, (g) => fitted.masks[labels.indexOf(g)]!.map((m) => m.slice())) : regionMasks(w, r)));
+  const doseMasks = doseTops.map((t) => {
+    const at = fitted ? (g: string) => selectTop(fitted.pooled[labels.indexOf(g)]!, matrices, { ...w.settings.top, kind: 'fraction', value: t }) : groupMasksAtTop(w, t);
+    return specs.map((r) => regionMasks(w, r, at, t));
+  });
+  const allMasks = [...masks, ...doseMasks.flat()];
+  /** The index into allMasks (and nullOf) of region i at dose d (−1: the stored regions). */
+  const maskIndex = (d: number, i: number) => (d < 0 ? i : specs.length * (1 + d) + i);
   const deps: AblateDeps = {
     openLoglik: o.deps?.openLoglik ?? (await import('../runtime/loglik.js')).openLoglikEngine,
     loadTokenizer: o.deps?.loadTokenizer ?? (await import('../eval/tokenizer.js')).loadEvalTokenizer,
@@ -178,6 +199,11 @@ export async function runAblate(o: AblateOptions): Promise<AblateSummary> {
     const meanAbs = stored.map((st, k) => blockMeanAbs(columnBlockSums(st.ref, { rowBlock: w.settings.block[0] }), matrices[k]!, w.settings.block));
     sigs.forEach((_, s) => passes.push({ id: magnitudeKey(s), kind: 'region', region: { name: MAGNITUDE, minus: null }, masks: magnitudeRegion(poolCounts(allMasks[nullOf.indexOf(s)]!, pools), pools, meanAbs), nullSet: s }));
   }
+  // The shuffled-label regions: for shuffle s, each region as wanda gives it under those labels.
+  refit?.shuffled.forEach((sh, s) => {
+    const gm = (g: string) => sh.masks[labels.indexOf(g)]!.map((m) => m.slice());
+    for (const r of specs) passes.push({ id: shuffledKey(s, r), kind: 'shuffled', region: r, shuffle: s, seed: refit.seeds[s]!, masks: differenceOrEmpty(w, r, gm) });
+  });
   sigs.forEach((_, s) => {
     const counts = poolCounts(allMasks[nullOf.indexOf(s)]!, pools);
     for (let j = 0; j < K; j++) {
@@ -201,12 +227,14 @@ export async function runAblate(o: AblateOptions): Promise<AblateSummary> {
     inputs: [
       { name: RUN_INPUT, sha256: manifest.identity ?? runIdentity(manifest), from: path.resolve(o.run) },
       ...wandaRegionInputs(o.run, w.dir),
+      // The regions recomputed from other labels stand on the run's activations too.
+      ...(refit ? refit.inputs : []),
       modelInput(modelFilesNow, modelDir),
       { name: DATA_INPUT, sha256: itemsSha256 },
     ],
     model: { dir: modelDir, graphSha256: manifest.model.graphSha256 },
     data: { spec: items.spec, items: N, limit: items.limit, ...(items.kind === 'iae' ? { unitsSha256: items.unitsSha256 } : { itemsSha256 }) },
-    settings: { region: o.region, minus: o.minus ?? null, random: K, scope, seed, chunkUnits, bootstrap: o.bootstrap ?? 2000, device: o.device ?? 'cpu', ...(tops ? { tops } : {}), ...(o.magnitude ? { magnitude: true } : {}), ...(iae ? { task: 'iae' as const, scoring: iae.scoring, metric: iae.metric, shuffles: iae.shuffles } : {}) },
+    settings: { region: o.region, minus: o.minus ?? null, random: K, scope, seed, chunkUnits, bootstrap: o.bootstrap ?? 2000, device: o.device ?? 'cpu', ...(tops ? { tops } : {}), ...(o.magnitude ? { magnitude: true } : {}), ...(S ? { shuffled: S } : {}), ...(fitSeed !== null ? { fitSplit: fitSeed } : {}), ...(iae ? { task: 'iae' as const, scoring: iae.scoring, metric: iae.metric, shuffles: iae.shuffles } : {}) },
     passes: passes.map((p) => p.id),
     complete: false,
   };
@@ -269,7 +297,7 @@ export async function runAblate(o: AblateOptions): Promise<AblateSummary> {
     for (const [j, rows] of before) writer.write(j, j * chunkUnits, rows.length, { scores: rows });
     const todo = passes.map((_, p) => Array.from({ length: nChunks }, (_, j) => p * nChunks + j).filter((c) => !writer.has(c)));
     const left = todo.reduce((a, t) => a + t.length, 0);
-    say(`ablate: ${N} items × ${passes.length} passes (before, ${specs.length} region${specs.length > 1 ? 's' : ''}${doseTops.length ? ` at ${doseTops.length + 1} tops` : ''}, ${sigs.length * K} random regions)${left < passes.length * nChunks ? `, resuming: ${passes.length * nChunks - left} of ${passes.length * nChunks} chunks done` : ''}`);
+    say(`ablate: ${N} items${refit?.split ? ` (the test half; the regions were fitted on ${refit.split.fit.rows} other rows)` : ''} × ${passes.length} passes (before, ${specs.length} region${specs.length > 1 ? 's' : ''}${doseTops.length ? ` at ${doseTops.length + 1} tops` : ''}, ${sigs.length * K} random regions${S ? `, ${S * specs.length} shuffled-label regions` : ''})${left < passes.length * nChunks ? `, resuming: ${passes.length * nChunks - left} of ${passes.length * nChunks} chunks done` : ''}`);
     const byChunk = () => new Map(writer.index.chunks.map((e) => [e.chunk, e]));
     /** The rows of pass p, in item order, read back from their verified chunks. */
     const passRows = <T extends { id: string }>(p: number, index = byChunk()): T[] =>
@@ -347,10 +375,13 @@ export async function runAblate(o: AblateOptions): Promise<AblateSummary> {
         return { top: t, stored: false, regions: specs.map((r, i) => ({ name: r.name, minus: r.minus, blocks: countBlocks(doseMasks[d]![i]!) })), cells: sd.cells, specificity: sd.specificity };
       });
       const magnitude = o.magnitude ? magnitudeRows(specs, labels, Int32Array.from(itemLabels, (l) => labels.indexOf(l[by]!)), ll, (i) => ({ region: ll[i + 1]!, magnitude: ll[passIdx.get(magnitudeKey(nullOf[i]!))!]!, random: randomPasses(nullOf[i]!).map((p) => ll[p]!), blocks: countBlocks(passes[passIdx.get(magnitudeKey(nullOf[i]!))!]!.masks!) }), job.settings.bootstrap, seed) : null;
-      summary = { ...base, unit: 'nats', cells: st.cells, specificity: st.specificity, items: N, ...(doses ? { doses } : {}), ...(magnitude ? { magnitude } : {}) };
+      const shuffled = refit && S ? shuffledSection(refit, specs, passes, labels, Int32Array.from(itemLabels, (l) => labels.indexOf(l[by]!)), ll, (i) => ll[i + 1]!) : null;
+      summary = { ...base, unit: 'nats', cells: st.cells, specificity: st.specificity, items: N, ...(doses ? { doses } : {}), ...(magnitude ? { magnitude } : {}), ...(shuffled ? { shuffled } : {}) };
       records = continuationRecords(passes, items.items, split, ll);
     }
-    const files = writeAblateOutputs(o.out, { passes, records: records as any, stored, matrices, block: w.settings.block, summary, job });
+    if (refit?.split) summary.fitSplit = { ...refit.split, regions: labels.map((g, gi) => ({ name: g, blocks: countBlocks(refit.fitted!.masks[gi]!), jaccardWithStored: maskJaccard(refit.fitted!.masks[gi]!, regionMasks(w, { name: g, minus: null })) })) };
+    const extra = refit ? { recomputed: refit.record, ...(refit.split ? { fitSplit: { ...summary.fitSplit, fitIds: refit.fitIds, fitRows: refit.fitRows, testIds: ids } } : {}) } : undefined;
+    const files = writeAblateOutputs(o.out, { passes, records: records as any, stored, matrices, block: w.settings.block, summary, job, extra });
     job.complete = true;
     job.files = files;
     job.timings = { wallMs: Date.now() - t0 };

@@ -24,8 +24,8 @@ import type { LimitRecord } from '../data/subset.js';
 import type { WandaMatrix } from '../wanda/types.js';
 import type { AblateItem } from './items.js';
 import type { StoredMatrix } from './patch.js';
-import { hfBlocks, type Masks, type RegionSpec, type NullScope } from './regions.js';
-import type { AblateCell, AblateSpecificity } from './stats.js';
+import { countBlocks, hfBlocks, type Masks, type RegionSpec, type NullScope } from './regions.js';
+import type { AblateCell, AblateSpecificity, ShuffledLabelRow } from './stats.js';
 import type { IaeMetric, IaeScoring, IaeSection } from './iae.js';
 
 export const JOB_MANIFEST = 'job.json';
@@ -51,7 +51,9 @@ export function ablateChunksDir(dir: string): string {
 export type AblatePass =
   | { id: 'before'; kind: 'before'; masks: null }
   | { id: string; kind: 'region'; region: RegionSpec; masks: Masks; nullSet: number; top?: number }
-  | { id: string; kind: 'random'; nullSet: number; seed: number; masks: Masks };
+  | { id: string; kind: 'random'; nullSet: number; seed: number; masks: Masks }
+  /** A region wanda gives the group under shuffled labels (--shuffled): shuffle s, its seed. */
+  | { id: string; kind: 'shuffled'; region: RegionSpec; shuffle: number; seed: number; masks: Masks };
 
 export interface AblateJob {
   format: 'lobes-ablate';
@@ -64,7 +66,7 @@ export interface AblateJob {
   /** itemsSha256 (continuation task): sha256 over the scored items (id, labels, context, continuation), so a rerun over other items (an edited file, another --limit sample) is not resumed; unitsSha256 (--task iae): eval's hash of the items as they are prompted. */
   data: { spec: string; items: number; limit: LimitRecord | null; itemsSha256?: string; unitsSha256?: string };
   /** task, scoring, metric and shuffles only with --task iae (absent: the continuation task). */
-  settings: { region: string; minus: string | null; random: number; scope: NullScope; seed: number; chunkUnits: number; bootstrap: number; device: string; tops?: number[]; magnitude?: boolean; task?: 'iae'; scoring?: IaeScoring; metric?: IaeMetric; shuffles?: number };
+  settings: { region: string; minus: string | null; random: number; scope: NullScope; seed: number; chunkUnits: number; bootstrap: number; device: string; tops?: number[]; magnitude?: boolean; shuffled?: number; fitSplit?: number; task?: 'iae'; scoring?: IaeScoring; metric?: IaeMetric; shuffles?: number };
   passes: string[];
   complete: boolean;
   files?: Record<string, ChunkFile>;
@@ -97,6 +99,38 @@ export interface AblateSummary {
   magnitude?: AblateMagnitude[];
   /** With --top F,…: the regions at each top fraction (ascending), each with its own random regions of its size. */
   doses?: AblateDose[];
+  /** With --shuffled S: each region's specificity against the regions of S shuffled labellings. */
+  shuffled?: AblateShuffled;
+  /** With --fit-split SEED: the regions were fitted on one half of the items, every figure is on the other half. */
+  fitSplit?: AblateFitSplit;
+}
+
+/** The shuffled-label null (docs/ablate.md). */
+export interface AblateShuffled {
+  /** Shuffles S; the rank p's floor is 1 / (S + 1). */
+  shuffles: number;
+  seeds: number[];
+  pFloor: number;
+  /** What Holm runs over: the regions of the run, for the contrast's rank p and for the ratio's each. */
+  family: 'regions';
+  /** Each shuffled region's block count, per region key, in shuffle order. */
+  blocks: Record<string, number[]>;
+  rows: ShuffledLabelRow[];
+}
+
+/** The disjoint fit and test halves (docs/ablate.md). */
+export interface AblateFitSplit {
+  seed: number;
+  /** The axis the halves are stratified by (wanda's --by). */
+  by: string;
+  /** The fit half: its items, the run rows the regions were computed from, per label; items of the fit half the run does not hold. */
+  fit: { items: number; rows: number; byLabel: Record<string, number>; notInRun: number };
+  /** The test half: the items every figure is computed on, per label. */
+  test: { items: number; byLabel: Record<string, number> };
+  /** Per group: the fitted region's blocks and its Jaccard overlap with the region of regions.json (fitted on every row). */
+  regions: { name: string; blocks: number; jaccardWithStored: number }[];
+  /** The Holm families are those of the summary, over the test half's items: every cell (cells), the regions (specificity). */
+  family: 'as-summary';
 }
 
 /**
@@ -135,6 +169,8 @@ export interface AblateRecord {
   after: Record<string, number>;
   /** Log-likelihood with each random region zeroed (key: the random region's id in ablation.json). */
   random: Record<string, number>;
+  /** With --shuffled: log-likelihood with each shuffled-label region zeroed (key: its id in ablation.json). */
+  shuffled?: Record<string, number>;
 }
 
 /** One item of an ablation with --task iae: whether it was answered right in each pass (null: not scored, its prompt is too long). */
@@ -151,15 +187,18 @@ export interface AblateIaeRecord {
 }
 
 /** Per item, its value under each pass: `before`, `after` per region, `random` per random region. */
-export function passRecords<T>(passes: AblatePass[], n: number, value: (pass: number, item: number) => T): { before: T; after: Record<string, T>; random: Record<string, T> }[] {
+export function passRecords<T>(passes: AblatePass[], n: number, value: (pass: number, item: number) => T): { before: T; after: Record<string, T>; random: Record<string, T>; shuffled?: Record<string, T> }[] {
+  const anyShuffled = passes.some((p) => p.kind === 'shuffled');
   return Array.from({ length: n }, (_, i) => {
     const after: Record<string, T> = {};
     const random: Record<string, T> = {};
+    const shuffled: Record<string, T> = {};
     passes.forEach((p, k) => {
       if (p.kind === 'region') after[p.id] = value(k, i);
       else if (p.kind === 'random') random[p.id] = value(k, i);
+      else if (p.kind === 'shuffled') shuffled[p.id] = value(k, i);
     });
-    return { before: value(0, i), after, random };
+    return { before: value(0, i), after, random, ...(anyShuffled ? { shuffled } : {}) };
   });
 }
 
@@ -184,7 +223,7 @@ export function continuationRecords(passes: AblatePass[], items: AblateItem[], s
 /** Write ablation.json, records.jsonl and summary.json (each atomically); returns their files. */
 export function writeAblateOutputs(
   dir: string,
-  x: { passes: AblatePass[]; records: (AblateRecord | AblateIaeRecord)[]; stored: StoredMatrix[]; matrices: WandaMatrix[]; block: [number, number]; summary: AblateSummary; job: AblateJob },
+  x: { passes: AblatePass[]; records: (AblateRecord | AblateIaeRecord)[]; stored: StoredMatrix[]; matrices: WandaMatrix[]; block: [number, number]; summary: AblateSummary; job: AblateJob; extra?: Record<string, unknown> },
 ): Record<string, ChunkFile> {
   const { passes, matrices, block, stored } = x;
   const ablation = {
@@ -197,6 +236,8 @@ export function writeAblateOutputs(
     seed: x.summary.seed,
     regions: passes.flatMap((p) => (p.kind === 'region' ? [{ name: p.region.name, minus: p.region.minus, key: p.id, ...(p.top === undefined ? {} : { top: p.top }), random: passes.filter((q) => q.kind === 'random' && q.nullSet === p.nullSet).map((q) => q.id), blocks: blockList(p.masks, matrices, block, stored) }] : [])),
     random: passes.flatMap((p) => (p.kind === 'random' ? [{ id: p.id, nullSet: p.nullSet, seed: p.seed, blocks: blockList(p.masks, matrices, block, stored) }] : [])),
+    ...(passes.some((p) => p.kind === 'shuffled') ? { shuffled: passes.flatMap((p) => (p.kind === 'shuffled' ? [{ id: p.id, name: p.region.name, minus: p.region.minus, shuffle: p.shuffle, seed: p.seed, size: countBlocks(p.masks), blocks: blockList(p.masks, matrices, block, stored) }] : [])) } : {}),
+    ...(x.extra ?? {}),
   };
   return {
     ablation: fileOf(dir, 'ablation.json', JSON.stringify(ablation) + '\n'),

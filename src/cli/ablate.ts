@@ -6,8 +6,11 @@ import { ABLATE_ALPHA, ABLATE_POWER, ABLATE_RANDOM, type HeadTest, type NullNorm
 import type { WeightsMode } from '../convert/convert.js';
 import { readManifest } from '../store/manifest.js';
 
+/** `--shuffled` alone: 5 shuffled-label regions per region (rank p floor 1/6). */
+const SHUFFLED_DEFAULT = 5;
+
 const USAGE =
-  'lobes ablate RUN --region A|all [--minus B|others] --data SPEC --out DIR [--task continuation|iae [--scoring letter|cloze] [--metric acc|acc_norm|acc_mutual_info]] [--random K] [--top F1,F2,…] [--magnitude] [--scope matrix|layer|global] [--wanda-by LABEL] [--model M] [--limit N [--by LABELS]] [--seed N] [--bootstrap B] [--batch N] [--device cpu|cuda|webgpu] [--device-id N] [--threads N] [--force] [--quiet] [--json]';
+  'lobes ablate RUN --region A|all [--minus B|others] --data SPEC --out DIR [--task continuation|iae [--scoring letter|cloze] [--metric acc|acc_norm|acc_mutual_info]] [--random K] [--top F1,F2,…] [--magnitude] [--shuffled [S]] [--fit-split SEED] [--scope matrix|layer|global] [--wanda-by LABEL] [--model M] [--limit N [--by LABELS]] [--seed N] [--bootstrap B] [--batch N] [--device cpu|cuda|webgpu] [--device-id N] [--threads N] [--force] [--quiet] [--json]';
 
 const HELP_TEXT = `
 A causal test of wanda's neuron regions: zero every weight in the blocks of a group's region
@@ -39,6 +42,14 @@ initializer), DIR/records.jsonl (one item per line) and DIR/summary.json (docs/a
   --magnitude          a |W|-magnitude baseline per region: as many blocks per pool, those of
                        largest mean |W| (no activation norm), scored against the same random
                        regions and compared with the region item by item (continuation task)
+  --shuffled [S]       the shuffled-label null: S labellings (alone: 5) with the groups
+                       shuffled across the run's rows (seeded); wanda's regions under each,
+                       recomputed from the run's activations, are ablated too, and each
+                       region's specificity (contrast, cost ratio) is ranked among theirs
+                       (rank p floor 1/(S+1); 19 gives 0.05); continuation task
+  --fit-split SEED     split the items in halves stratified by label (seeded); fit the regions
+                       on the fit half's rows of the run (wanda's machinery) and ablate on the
+                       test half only
   --scope S            where random blocks are drawn with the region's count: matrix (default:
                        the same number of blocks in every matrix), layer or global
   --wanda-by LABEL     the label axis of the wanda results that give the regions (default the
@@ -82,6 +93,8 @@ export async function run(argv: string[]): Promise<number> {
       random: { type: 'string' },
       top: { type: 'string' },
       magnitude: { type: 'boolean' },
+      shuffled: { type: 'string', bare: String(SHUFFLED_DEFAULT) },
+      'fit-split': { type: 'string' },
       scope: { type: 'string', choices: ['matrix', 'layer', 'global'] },
       bootstrap: { type: 'string' },
       batch: { type: 'string' },
@@ -114,6 +127,8 @@ export async function run(argv: string[]): Promise<number> {
     random: intOption(v.random, '--random', ABLATE_RANDOM, 1),
     scope: v.scope,
     magnitude: !!v.magnitude,
+    shuffled: intOption(v.shuffled, '--shuffled', 0, 0),
+    fitSplit: v['fit-split'] === undefined ? null : intOption(v['fit-split'], '--fit-split', 0, 0),
     tops: v.top === undefined ? undefined : topList(v.top),
     task: v.task,
     scoring: v.scoring,
@@ -212,6 +227,22 @@ export function formatAblate(s: AblateSummary): string {
     const gm = sp.nullRatio.length && sp.nullRatio.every((x) => x !== null) ? Math.exp((sp.nullRatio as number[]).reduce((a, b) => a + Math.log(b), 0) / sp.nullRatio.length) : null;
     const own = s.specificity.find((x) => key(x) === k);
     out.push(`|W| baseline of ${k} (${mg.blocks} blocks of largest mean |W|, no activation norm): cost ratio for ${sp.target} ${sp.ratio === null ? '—' : sp.ratio.toFixed(3)} (random regions ${gm === null ? '—' : gm.toFixed(3)}, region ${own?.ratio == null ? '—' : own.ratio.toFixed(3)}), ${sp.ratioHead === 't' ? 't-test' : 'rank'} p=${fp(sp.ratioPHead ?? null)}; ${k} costlier than it item by item (Wilcoxon signed-rank, one-sided, uncorrected): own items p=${fp(mg.versusRegion.own.p)} (n=${mg.versusRegion.own.n}), others p=${fp(mg.versusRegion.others.p)} (n=${mg.versusRegion.others.n})`);
+  }
+  if (s.shuffled) {
+    const sh = s.shuffled;
+    out.push(`shuffled-label null: each region against the regions wanda gives its group under ${sh.shuffles} shuffles of the labels (seeds ${sh.seeds.join(', ')}; rank p floor ${sh.pFloor.toFixed(3)}; Holm over the ${sh.rows.length} region${sh.rows.length === 1 ? '' : 's'})`);
+    for (const r of sh.rows) {
+      const k = key(r);
+      const gm = r.nullRatio.length && r.nullRatio.every((x) => x !== null) ? Math.exp((r.nullRatio as number[]).reduce((a, b) => a + Math.log(b), 0) / r.nullRatio.length) : null;
+      const cm = r.nullContrast.reduce((a, b) => a + b, 0) / r.nullContrast.length;
+      out.push(`  ${k} for ${r.target} (shuffled regions of ${(sh.blocks[k] ?? []).join(', ')} blocks): cost ratio ${r.ratio === null ? '—' : r.ratio.toFixed(3)} (shuffled ${gm === null ? '—' : gm.toFixed(3)}), rank p=${fp(r.ratioP)} Holm ${fp(r.ratioPHolm)}, z ${r.ratioZ === null ? '—' : r.ratioZ.toFixed(2)} (ln); contrast ${f(r.contrast)} (shuffled ${f(cm)}), rank p=${fp(r.contrastP)} Holm ${fp(r.contrastPHolm)}, z ${r.contrastZ === null ? '—' : r.contrastZ.toFixed(2)}`);
+    }
+  }
+  if (s.fitSplit) {
+    const fs = s.fitSplit;
+    const per = (x: Record<string, number>) => Object.entries(x).map(([g, n]) => `${g} ${n}`).join(', ');
+    out.push(`fit split (seed ${fs.seed}, stratified by ${fs.by}): regions fitted on ${fs.fit.rows} run rows of the fit half's ${fs.fit.items} items (${per(fs.fit.byLabel)}${fs.fit.notInRun ? `; ${fs.fit.notInRun} not in the run` : ''}); every figure above is on the test half's ${fs.test.items} items (${per(fs.test.byLabel)}), Holm families as above`);
+    out.push(`  fitted regions vs regions.json (fitted on every row): ${fs.regions.map((r) => `${r.name} ${r.blocks} blocks, Jaccard ${r.jaccardWithStored.toFixed(2)}`).join('; ')}`);
   }
   if (s.doses?.length) {
     out.push(`dose–response: each region at each wanda top fraction, against its own ${s.random} random regions of its size (mean change per item, own items | the others; cost ratio with chance 1; headline p with Holm over the ${s.doses[0]!.specificity.length} regions of the dose)`);

@@ -4,7 +4,8 @@
  *   - A negative number is a value (`--seed -1`), not a flag.
  *   - `choices` are checked here, with the nearest allowed value as the hint.
  *   - `bare`: a string option that may stand alone (`--chat-template` means `--chat-template on`);
- *     the next word is its value only when it is one of the choices.
+ *     the next word is its value only when it is one of the choices (an option without
+ *     choices: when it is a count, digits only, as `--shuffled` alone or `--shuffled 19`).
  *   - `renamed`: an old spelling that still works, with a one-line note on stderr.
  * The shared option definitions (one meaning per flag in every command) are in options.ts.
  */
@@ -78,7 +79,8 @@ function normalizeArgv(argv: string[], options: Options, name: string): string[]
       }
       if (def.type === 'string' && eq < 0) {
         const next = argv[i + 1];
-        if (def.bare !== undefined && (next === undefined || !def.choices?.includes(next))) {
+        // A bare option takes the next word only when it is one of its choices (without choices: a count, digits only).
+        if (def.bare !== undefined && (next === undefined || !(def.choices ? def.choices.includes(next) : /^\d+$/.test(next)))) {
           out.push(`--${key}=${def.bare}`);
           continue;
         }
