@@ -27,7 +27,7 @@ import { ProvenanceError, runIdentity } from '../store/provenance.js';
 import { staleInput } from '../store/lineage.js';
 import type { RunManifest } from '../store/types.js';
 import { LobesError } from '../util/errors.js';
-import type { AblateCellPayload, AblateIaePayload, AblatePayload, AblateSpecificityPayload } from './types.js';
+import type { AblateBaselinesPayload, AblateCellPayload, AblateIaePayload, AblatePayload, AblateSpecificityPayload } from './types.js';
 import type { IaeSection } from '../ablate/iae.js';
 import { predictionTests, type AblateCell, type AblateSpecificity } from '../ablate/stats.js';
 
@@ -54,6 +54,8 @@ export interface AblateSummary {
   specificity: AblateSpecificity[];
   /** With --task iae. */
   iae?: IaeSection;
+  /** With --top, --magnitude, --shuffled or --fit-split: what the page shows of them. */
+  baselines?: AblateBaselinesPayload;
 }
 
 export interface AblateData {
@@ -203,7 +205,73 @@ export function parseAblateSummary(j: unknown, file: string): AblateSummary {
   if ((o.cells as Record<string, unknown>[]).some((x) => x.pT === undefined)) predictionTests(cells, specificity);
   const out: AblateSummary = { kind: 'ablate', version: 1, by, labels, random: K, unit, regions, cells, specificity };
   if (o.iae !== undefined) out.iae = parseIae(o.iae, c, K, (x, w) => region(x, w), labelSet);
+  if (o.doses !== undefined || o.magnitude !== undefined || o.shuffled !== undefined || o.fitSplit !== undefined) out.baselines = parseBaselines(o, c, (x, w) => region(x, w));
   return out;
+}
+
+/** The baselines' sections of a summary (--top, --magnitude, --shuffled, --fit-split): the fields the page shows, each checked. */
+function parseBaselines(o: Record<string, unknown>, c: ReturnType<typeof checker>, region: (x: Record<string, unknown>, w: string) => { region: string; minus: string | null }): AblateBaselinesPayload {
+  const list = (v: unknown, w: string): Record<string, unknown>[] => {
+    if (!Array.isArray(v)) c.fail(w, 'expected a list');
+    return (v as unknown[]).map((x, i) => (isObj(x) ? x : c.fail(`${w}[${i}]`, 'expected an object')));
+  };
+  // the baseline's ratios as one number: their geometric mean (costs spread multiplicatively)
+  const geo = (v: unknown, w: string) => {
+    if (v === undefined) return null;
+    if (!Array.isArray(v)) return c.fail(w, 'expected a list of ratios');
+    return geometricMean((v as unknown[]).map((x, j) => c.posOpt(x, `${w}[${j}]`)));
+  };
+  const doses = o.doses === undefined ? [] : list(o.doses, 'doses').map((d, i) => {
+    const w = `doses[${i}]`;
+    const top = c.num(d.top, `${w}.top`);
+    if (!(top > 0 && top <= 1)) c.fail(`${w}.top`, `expected a fraction in (0, 1], got ${top}`);
+    const blocks = new Map(list(d.regions, `${w}.regions`).map((r, j) => [regionName(c.str(r.name, `${w}.regions[${j}].name`), c.strOrNull(r.minus, `${w}.regions[${j}].minus`)), c.count(r.blocks, `${w}.regions[${j}].blocks`, 1)]));
+    const rows = list(d.specificity, `${w}.specificity`).map((x, j) => {
+      const v = `${w}.specificity[${j}]`;
+      const { region: rn, minus } = region(x, v);
+      const name = regionName(rn, minus);
+      return { region: name, blocks: blocks.get(name) ?? null, ratio: c.posOpt(x.ratio, `${v}.ratio`), baseline: geo(x.nullRatio, `${v}.nullRatio`), p: c.probOpt(x.ratioP, `${v}.ratioP`), pHolm: c.probOpt(x.ratioPHolm, `${v}.ratioPHolm`) };
+    });
+    return { top, stored: d.stored === true, rows };
+  });
+  const magnitude = o.magnitude === undefined ? [] : list(o.magnitude, 'magnitude').map((m, i) => {
+    const w = `magnitude[${i}]`;
+    const { region: rn, minus } = region(m, w);
+    if (!isObj(m.specificity)) c.fail(`${w}.specificity`, 'expected an object');
+    if (!isObj(m.versusRegion) || !isObj(m.versusRegion.own) || !isObj(m.versusRegion.others)) c.fail(`${w}.versusRegion`, 'expected {own, others}');
+    const vr = m.versusRegion as { own: Record<string, unknown>; others: Record<string, unknown> };
+    const own = (o.specificity as Record<string, unknown>[]).find((x) => x.region === rn && (x.minus ?? null) === minus);
+    return {
+      region: regionName(rn, minus), blocks: c.count(m.blocks, `${w}.blocks`, 1),
+      ratio: own ? c.posOpt(own.ratio, `specificity (${regionName(rn, minus)}).ratio`) : null,
+      baseline: c.posOpt((m.specificity as Record<string, unknown>).ratio, `${w}.specificity.ratio`),
+      pOwn: c.probOpt(vr.own.p, `${w}.versusRegion.own.p`), pOthers: c.probOpt(vr.others.p, `${w}.versusRegion.others.p`),
+    };
+  });
+  let shuffled: AblateBaselinesPayload['shuffled'] = null;
+  if (o.shuffled !== undefined) {
+    if (!isObj(o.shuffled)) c.fail('shuffled', 'expected an object');
+    const sh = o.shuffled as Record<string, unknown>;
+    const S = c.count(sh.shuffles, 'shuffled.shuffles', 1);
+    shuffled = {
+      shuffles: S, floor: 1 / (S + 1),
+      rows: list(sh.rows, 'shuffled.rows').map((x, j) => {
+        const w = `shuffled.rows[${j}]`;
+        const { region: rn, minus } = region(x, w);
+        return { region: regionName(rn, minus), blocks: null, ratio: c.posOpt(x.ratio, `${w}.ratio`), baseline: geo(x.nullRatio, `${w}.nullRatio`), p: c.probOpt(x.ratioP, `${w}.ratioP`), pHolm: c.probOpt(x.ratioPHolm, `${w}.ratioPHolm`) };
+      }),
+    };
+  }
+  let fitSplit: AblateBaselinesPayload['fitSplit'] = null;
+  if (o.fitSplit !== undefined) {
+    if (!isObj(o.fitSplit) || !isObj(o.fitSplit.fit) || !isObj(o.fitSplit.test)) c.fail('fitSplit', 'expected an object with fit and test');
+    const fs = o.fitSplit as { seed: unknown; fit: Record<string, unknown>; test: Record<string, unknown>; regions: unknown };
+    fitSplit = {
+      seed: c.count(fs.seed, 'fitSplit.seed'), fit: c.count(fs.fit.items, 'fitSplit.fit.items', 1), test: c.count(fs.test.items, 'fitSplit.test.items', 1),
+      regions: list(fs.regions, 'fitSplit.regions').map((r, j) => ({ name: c.str(r.name, `fitSplit.regions[${j}].name`), blocks: c.count(r.blocks, `fitSplit.regions[${j}].blocks`, 1), jaccard: c.prob(r.jaccardWithStored, `fitSplit.regions[${j}].jaccardWithStored`) })),
+    };
+  }
+  return { doses, magnitude, shuffled, fitSplit };
 }
 
 /** The `iae` section of a summary (--task iae). */
@@ -334,6 +402,6 @@ export function ablatePayload(data: AblateData): AblatePayload {
     : null;
   return {
     dir: data.dir, by: s.by, labels: s.labels, random: s.random, unit: s.unit, floor,
-    regions, blocks: s.regions.map((r) => r.blocks), cells, specificity, iae,
+    regions, blocks: s.regions.map((r) => r.blocks), cells, specificity, iae, baselines: s.baselines ?? null,
   };
 }

@@ -224,6 +224,31 @@ export interface AblatePayload {
   specificity: AblateSpecificityPayload[];
   /** With lobes ablate --task iae: accuracy per region × label (null otherwise). */
   iae?: AblateIaePayload | null;
+  /** The other baselines the ablation ran (--top, --magnitude, --shuffled, --fit-split), each null when not run. */
+  baselines?: AblateBaselinesPayload | null;
+}
+
+/** A region's specificity beside one baseline: its cost ratio (own items / the others') and the baseline's, with the rank p. */
+export interface AblateBaselineRow {
+  region: string;
+  blocks: number | null;
+  /** The region's own cost ratio, and the baseline's (geometric mean over its regions where it has several). */
+  ratio: number | null;
+  baseline: number | null;
+  /** One-sided p of the region against the baseline (its kind named by the table), and its Holm p; null where not defined. */
+  p: number | null;
+  pHolm: number | null;
+}
+
+export interface AblateBaselinesPayload {
+  /** --top: per dose, each region's ratio against its own random regions of its size. */
+  doses: { top: number; stored: boolean; rows: AblateBaselineRow[] }[];
+  /** --magnitude: each region against the |W| region of its size: signed-rank p on the own items and on the others. */
+  magnitude: { region: string; blocks: number; ratio: number | null; baseline: number | null; pOwn: number | null; pOthers: number | null }[];
+  /** --shuffled S: each region's ratio against the S regions of shuffled labels (rank p, floor 1/(S+1)). */
+  shuffled: { shuffles: number; floor: number; rows: AblateBaselineRow[] } | null;
+  /** --fit-split: the halves, and each fitted region's Jaccard overlap with the stored one. */
+  fitSplit: { seed: number; fit: number; test: number; regions: { name: string; blocks: number; jaccard: number }[] } | null;
 }
 
 /** An IAE ablation's accuracy table (src/ablate/iae.ts). */

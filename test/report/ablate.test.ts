@@ -201,6 +201,61 @@ describe('ablate payload', () => {
   });
 });
 
+describe('ablate payload: the other baselines (--top, --magnitude, --shuffled, --fit-split)', () => {
+  const file = 'summary.json';
+  /** The planted summary with every baseline section, as lobes ablate writes them. */
+  function withBaselines(): any {
+    const s = summary();
+    const spec = (r: string, minus: string | null, ratio: number, nullRatio: number[], p: number) => ({ region: r, minus, target: r, contrast: -1, ci: [-2, 0], nullContrast: Array(K).fill(0), p: 0.5, pHolm: 1, ratio, nullRatio, ratioP: p, ratioPHolm: Math.min(1, 3 * p) });
+    s.doses = [0.01, 0.1].map((top, i) => ({ top, stored: i === 1, regions: REGIONS.map(([name, minus]) => ({ name, minus, blocks: 3 + 9 * i })), cells: [], specificity: REGIONS.map(([r, m]) => spec(r, m, 1.5 + i, [1, 4], 0.1 * (i + 1))) }));
+    s.specificity.forEach((x: any, i: number) => { x.ratio = 2 + i; });
+    s.magnitude = REGIONS.slice(0, 2).map(([region, minus]) => ({ region, minus, blocks: 12, cells: [], specificity: spec(region, minus, 1.25, [1, 1], 0.5), versusRegion: { test: 'wilcoxon-signed-rank', alternative: 'less', own: { n: 20, p: 0.01 }, others: { n: 40, p: 0.7 } } }));
+    s.shuffled = { shuffles: 4, seeds: [1, 2, 3, 4], pFloor: 0.2, family: 'regions', blocks: {}, rows: REGIONS.map(([region, minus]) => ({ region, minus, target: region, contrast: -1, nullContrast: [0, 0, 0, 0], contrastP: 0.2, contrastPHolm: 0.6, contrastZ: 1, ratio: 3, nullRatio: [1, 2, 4, 8], ratioP: 0.2, ratioPHolm: 0.6, ratioZ: 1 })) };
+    s.fitSplit = { seed: 7, by: 'aspect', fit: { items: 30, rows: 30, byLabel: {}, notInRun: 0 }, test: { items: 33, byLabel: {} }, family: 'as-summary', regions: [{ name: 'X', blocks: 12, jaccardWithStored: 0.75 }] };
+    return s;
+  }
+
+  it('carries each baseline to the page: ratios, the baseline ratio as the geometric mean of its regions\', p and Holm p', () => {
+    const p = ablatePayload({ dir: 'd', summary: parseAblateSummary(withBaselines(), file) }).baselines!;
+    expect(p.doses.map((d) => [d.top, d.stored, d.rows.length])).toEqual([[0.01, false, 3], [0.1, true, 3]]);
+    // the geometric mean of 1 and 4 is 2
+    expect(p.doses[0]!.rows[0]).toEqual({ region: 'X', blocks: 3, ratio: 1.5, baseline: 2, p: 0.1, pHolm: expect.closeTo(0.3, 12) });
+    expect(p.doses[1]!.rows[2]!.region).toBe('X∖Y');
+    // magnitude: the region's own ratio from the summary's specificity beside the |W| region's
+    expect(p.magnitude).toEqual([
+      { region: 'X', blocks: 12, ratio: 2, baseline: 1.25, pOwn: 0.01, pOthers: 0.7 },
+      { region: 'Y', blocks: 12, ratio: 3, baseline: 1.25, pOwn: 0.01, pOthers: 0.7 },
+    ]);
+    // shuffled: the geometric mean of 1, 2, 4, 8 is 2√2
+    expect(p.shuffled!.floor).toBe(0.2);
+    expect(p.shuffled!.rows[0]!.baseline).toBeCloseTo(2 * Math.SQRT2, 12);
+    expect(p.fitSplit).toEqual({ seed: 7, fit: 30, test: 33, regions: [{ name: 'X', blocks: 12, jaccard: 0.75 }] });
+    // without them, no baselines
+    expect(ablatePayload({ dir: 'd', summary: parseAblateSummary(summary(), file) }).baselines).toBeNull();
+  });
+
+  it('reads the summary a real lobes ablate --shuffled 5 --fit-split 0 wrote (SmolLM2)', () => {
+    const real = JSON.parse(readFileSync(path.join(import.meta.dirname, '../../bench/ablate/smollm2-en-shuffled-fit-summary.json'), 'utf8'));
+    const p = ablatePayload({ dir: 'd', summary: parseAblateSummary(real, file) }).baselines!;
+    expect(p.shuffled!.rows.map((r) => r.ratio)).toEqual(real.shuffled.rows.map((r: any) => r.ratio));
+    expect(p.shuffled!.rows.map((r) => r.p)).toEqual(real.shuffled.rows.map((r: any) => r.ratioP));
+    expect(p.fitSplit!.test).toBe(real.fitSplit.test.items);
+  });
+
+  for (const [what, edit, msg] of [
+    ['a dose outside (0, 1]', (s: any) => { s.doses[0].top = 2; }, 'doses[0].top: expected a fraction in (0, 1], got 2'],
+    ['a shuffled ratio that is not positive', (s: any) => { s.shuffled.rows[1].nullRatio[2] = -1; }, 'shuffled.rows[1].nullRatio[2]: expected a positive number or null, got -1'],
+    ['a magnitude region not in the summary', (s: any) => { s.magnitude[0].region = 'Q'; }, 'magnitude[0].region: region Q is not in "regions"'],
+    ['a Jaccard above 1', (s: any) => { s.fitSplit.regions[0].jaccardWithStored = 1.5; }, 'fitSplit.regions[0].jaccardWithStored: expected a probability in [0, 1], got 1.5'],
+  ] as [string, (s: any) => void, string][]) {
+    it(`refuses ${what} in one line naming the field`, () => {
+      const s = withBaselines();
+      edit(s);
+      expect(() => parseAblateSummary(s, file)).toThrow(msg);
+    });
+  }
+});
+
 describe('lobes report / compare --ablate-dir', () => {
   const run = writeSyntheticRun(path.join(tmp, 'cli', 'run'), { layers: 3, seed: 2 });
   const run2 = writeSyntheticRun(path.join(tmp, 'cli', 'run2'), { layers: 3, seed: 4 });
@@ -306,6 +361,7 @@ describe.skipIf(!!problem)('ablation and cloze sections in headless Chromium', (
   let compare: string;
   let cloze: string;
   let long: string;
+  let real: string;
   beforeAll(async () => {
     const a = writeSyntheticRun(path.join(tmp, 'ui', 'a'), { layers: 3, seed: 3 });
     const b = writeSyntheticRun(path.join(tmp, 'ui', 'b'), { layers: 3, seed: 5 });
@@ -321,6 +377,10 @@ describe.skipIf(!!problem)('ablation and cloze sections in headless Chromium', (
     const renamed = JSON.parse(JSON.stringify(summary()), (k, v) => (typeof v === 'string' && names[v] && ['region', 'minus', 'label', 'target', 'name', ''].includes(Number.isInteger(Number(k)) ? '' : k) ? names[v] : v));
     const c = writeSyntheticRun(path.join(tmp, 'ui', 'c'), { layers: 3, seed: 3 });
     long = await writeReport(c, path.join(tmp, 'ui', 'long.html'), { ablateDir: writeAblate(path.join(tmp, 'ui', 'abl-c'), renamed, true, c) });
+    // the summary a real lobes ablate --shuffled 5 --fit-split 0 wrote on SmolLM2
+    const sm = readFileSync(path.join(import.meta.dirname, '../../bench/ablate/smollm2-en-shuffled-fit-summary.json'), 'utf8');
+    const d = writeSyntheticRun(path.join(tmp, 'ui', 'd'), { layers: 3, seed: 4 });
+    real = await writeReport(d, path.join(tmp, 'ui', 'real.html'), { ablateDir: writeAblate(path.join(tmp, 'ui', 'abl-d'), sm, true, d) });
     browser = await launchChromium();
   });
   afterAll(async () => {
@@ -383,6 +443,20 @@ describe.skipIf(!!problem)('ablation and cloze sections in headless Chromium', (
     expect(m.over).toEqual([]);
     // 20 + 21 + 22 items under the three labels
     expect(m.title.replace(/<br>/g, ' ')).toContain('on the 63 items ablated');
+    expect(problems).toEqual([]);
+    await page.close();
+  });
+
+  it('shows the baselines the ablation ran, and only those', async () => {
+    const { page, problems } = await open(real);
+    const got = await page.evaluate(() => Array.from(document.querySelectorAll('#ablation h4')).map((h) => ({ h: h.textContent, rows: (h.nextElementSibling?.tagName === 'TABLE' ? (h.nextElementSibling as HTMLTableElement).tBodies[0]!.rows.length : null) })));
+    const heads = got.map((g) => g.h);
+    expect(heads).toContain('Against regions from shuffled labels (--shuffled 5)');
+    expect(got.find((g) => g.h!.startsWith('Against regions from shuffled'))!.rows).toBe(5);
+    expect(heads).toContain('Regions fitted on other items (--fit-split 0)');
+    expect(heads.some((h) => /Dose–response|\|W\| region/.test(h!))).toBe(false);
+    const text = await page.evaluate(() => document.getElementById('ablation')!.textContent);
+    expect(text).toContain('fitted on 28 items and every figure above is on the other 32');
     expect(problems).toEqual([]);
     await page.close();
   });

@@ -7,7 +7,7 @@
  * specificity table (the target label's change minus the others', against the null, Holm p); and
  * on a comparison page, B − A of the two matrices.
  */
-import type { AblatePayload, RunPayload } from '../../types.js';
+import type { AblateBaselineRow, AblateBaselinesPayload, AblatePayload, RunPayload } from '../../types.js';
 import type { Page } from '../page.js';
 import type { Section } from '../section.js';
 import { el, table, columns, type Cell } from '../dom.js';
@@ -90,6 +90,32 @@ function specificityTable(a: AblatePayload): HTMLElement {
   return table(['region', 'target ' + a.by, 'contrast', '95% CI', 'null mean', 'null 95% band', 'p (rank)', 'Holm p', 'p (t)', 'Holm p (t)', 'cost ratio', 'random ratio', 'ratio p (t)', 'Holm p'], rows);
 }
 
+/** The other baselines lobes ablate ran (--top, --magnitude, --shuffled, --fit-split): one table each, only those it ran. */
+function baselinesPart(cell: HTMLElement, b: AblateBaselinesPayload): void {
+  const ratioRows = (rows: AblateBaselineRow[]): Cell[][] => rows.map((r) => [r.region, r.blocks, r.ratio ?? '—', r.baseline ?? '—', fmtP(r.p), fmtP(r.pHolm)]);
+  if (b.doses.length) {
+    cell.appendChild(el('h4', null, 'Dose–response: each region at each wanda top fraction (' + b.doses.length + ' doses)'));
+    const rows: Cell[][] = b.doses.flatMap((d) => ratioRows(d.rows).map((r) => [fmt(d.top) + (d.stored ? ' (stored)' : ''), ...r]));
+    cell.appendChild(table(['top', 'region', 'blocks', 'cost ratio', 'random regions\' ratio', 'p (t)', 'Holm p'], rows));
+    cell.appendChild(el('p', 'meta', 'At each dose, the region\'s cost ratio (its own items\' mean cost over the others\') against random regions of its size; a region whose specificity is real keeps its ratio above the random ones as the dose falls below saturation. Holm p: over the regions of the dose.'));
+  }
+  if (b.magnitude.length) {
+    cell.appendChild(el('h4', null, 'Against the |W| region of the same size (--magnitude)'));
+    cell.appendChild(table(['region', 'blocks', 'cost ratio', '|W| region\'s ratio', 'p (own items)', 'p (other items)'], b.magnitude.map((m) => [m.region, m.blocks, m.ratio ?? '—', m.baseline ?? '—', fmtP(m.pOwn), fmtP(m.pOthers)])));
+    cell.appendChild(el('p', 'meta', 'The |W| region holds the blocks with the largest mean |W| (no activations), as many per matrix. p: one-sided Wilcoxon signed-rank tests, item by item, that zeroing the region costs more than zeroing the |W| region, on the region\'s own items and on the others.'));
+  }
+  if (b.shuffled) {
+    cell.appendChild(el('h4', null, 'Against regions from shuffled labels (--shuffled ' + b.shuffled.shuffles + ')'));
+    cell.appendChild(table(['region', 'blocks', 'cost ratio', 'shuffled regions\' ratio', 'rank p', 'Holm p'], ratioRows(b.shuffled.rows)));
+    cell.appendChild(el('p', 'meta', 'Each region recomputed by wanda from the same rows with the labels shuffled (group sizes kept), ablated like the real one: the specificity test\'s proper null. rank p: the share of shuffled regions whose ratio is at least the real one\'s; with ' + b.shuffled.shuffles + ' shuffles it cannot be below ' + fmt(b.shuffled.floor) + '. Holm p: over the regions.'));
+  }
+  if (b.fitSplit) {
+    const f = b.fitSplit;
+    cell.appendChild(el('h4', null, 'Regions fitted on other items (--fit-split ' + f.seed + ')'));
+    cell.appendChild(el('p', 'meta', 'The regions were fitted on ' + f.fit + ' items and every figure above is on the other ' + f.test + ' (halves stratified by label). Each fitted region\'s overlap with the region fitted on every item: ' + f.regions.map((r) => r.name + ' ' + fmt(r.jaccard)).join(', ') + ' (Jaccard).'));
+  }
+}
+
 export const ablateSection: Section = {
   title: 'Ablation',
   id: 'ablation',
@@ -126,6 +152,7 @@ export const ablateSection: Section = {
       }
       cell.appendChild(el('h4', null, 'Specificity: does zeroing a region hurt its own label\'s items more than the others\'?'));
       cell.appendChild(specificityTable(a));
+      if (a.baselines) baselinesPart(cell, a.baselines);
       cell.appendChild(el('p', 'meta', 'contrast: the target label\'s mean change minus the other labels\' (' + a.unit + '; negative: the target is hurt more), with its 95% CI; the null is the same contrast for the random regions; Holm p: adjusted over the rows of this table; p (t): the t test against the random regions\' values. The contrast grows with the region\'s overall damage, so read specificity from the cost ratio: the target\'s mean cost over the others\', against the random regions\' ratios (their geometric mean; p by the t test on the logs). A dash: no ratio, because a change is not a cost.'));
     });
     const [ra, rb] = page.runs;
