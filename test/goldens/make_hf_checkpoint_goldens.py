@@ -49,6 +49,8 @@ Writes test/goldens/hf-checkpoints/{tokenizer,llama,mistral,qwen2,qwen3}/ and go
 goldens.safetensors (tensors named FAMILY.POINT).
     /work/venv/bin/python test/goldens/make_hf_checkpoint_goldens.py --family phi3
 adds phi3/, tiny-phi3.gguf, tiny-phi3-plain.gguf and goldens-phi3.{json,safetensors} (see PHI3 below).
+    /work/venv/bin/python test/goldens/make_hf_checkpoint_goldens.py --family gemma2   (or gemma3)
+adds gemma2/ (gemma3/) and goldens-gemma2.{json,safetensors} (see GEMMA below).
 """
 import json
 import os
@@ -179,7 +181,7 @@ def write_config(folder, fam):
     json.dump(cfg, open(path, "w"), indent=2)
 
 
-def hooks_run(model, ids_list):
+def hooks_run(model, ids_list, final_softcap=None):
     layers = model.config.num_hidden_layers
     cap = {}
 
@@ -213,7 +215,10 @@ def hooks_run(model, ids_list):
         h.remove()
     # The last hidden state is the lm_head input.
     for h, lg in zip(rows["final.hidden"], rows["logits"]):
-        assert torch.allclose(model.lm_head(h), lg, atol=1e-4)
+        lm = model.lm_head(h)
+        if final_softcap is not None:
+            lm = torch.tanh(lm / final_softcap) * final_softcap
+        assert torch.allclose(lm, lg, atol=1e-4)
     names = [f"layers.{i}.{s}" for i in range(layers) for s in ("mlp.in", "mlp.down_in", "resid_out")] + ["final.hidden", "logits"]
     return {k: torch.stack(rows[k]) for k in names}
 
@@ -707,8 +712,124 @@ def phi3_main():
     print("phi3 ok", json.dumps({k: v for k, v in info.items() if "rel" in k or "scaling" in k}))
 
 
+# ---------------------------------------------------------------------------------------
+# Gemma 2 and Gemma 3 text (run with --family gemma2 / --family gemma3; each writes FAMILY/ and
+# goldens-FAMILY.{json,safetensors}, leaving the other files as they are).
+#
+# Both: hidden 64, 4 heads of 32 dims (head_dim set on its own: q_proj has 128 outputs), GeGLU
+# MLPs (gelu_pytorch_tanh on the gate), four (1 + w) RMSNorms per layer, embeddings times
+# sqrt(64), query_pre_attn_scalar unlike head_dim (the attention scale is its inverse square
+# root), sliding_window 8 (shorter than every text: 10 to 66 tokens) on the sliding_attention
+# layers of layer_types. Norm weights ~ N(0, 0.3^2) (Gemma stores w for a scale of 1 + w).
+#   gemma2  3 layers (sliding, full, sliding: Gemma2Config's default alternation), 2 KV heads,
+#           attention logit soft-capping 4 and final logit soft-capping 6 (small enough that the
+#           tanh changes the outputs well beyond the tolerance), tied embeddings, rope_theta
+#           10000, F32;
+#   gemma3  gemma3_text, 4 layers (layer_types sliding, sliding, full, sliding), 1 KV head,
+#           per-head q_norm / k_norm, no soft-capping, the sliding layers' rope base 10000
+#           (rope_local_base_freq) and the full layers' 1e6 with linear scaling factor 4, saved in
+#           transformers 5's spelling (rope_parameters per layer type), untied lm_head, BF16.
+# Goldens FAMILY.* from transformers reading the folder (fp32, eager attention), each text run
+# alone; the same texts as one right-padded batch must give the same logits. For gemma3 the
+# legacy spelling (rope_theta, rope_local_base_freq, rope_scaling at the top level) is checked
+# here to give transformers the same logits.
+GEMMA = {
+    "gemma2": dict(
+        seed=66,
+        config=dict(model_type="gemma2", architectures=["Gemma2ForCausalLM"], hidden_size=64, intermediate_size=96,
+                    num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=2, head_dim=32,
+                    rms_norm_eps=1e-6, max_position_embeddings=256, tie_word_embeddings=True,
+                    hidden_activation="gelu_pytorch_tanh", query_pre_attn_scalar=24, sliding_window=8,
+                    attn_logit_softcapping=4.0, final_logit_softcapping=6.0,
+                    rope_parameters={"rope_type": "default", "rope_theta": 10000.0}),
+        dtype=torch.float32,
+    ),
+    "gemma3": dict(
+        seed=77,
+        config=dict(model_type="gemma3_text", architectures=["Gemma3ForCausalLM"], hidden_size=64, intermediate_size=96,
+                    num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=1, head_dim=32,
+                    rms_norm_eps=1e-6, max_position_embeddings=256, tie_word_embeddings=False,
+                    hidden_activation="gelu_pytorch_tanh", query_pre_attn_scalar=20, sliding_window=8,
+                    layer_types=["sliding_attention", "sliding_attention", "full_attention", "sliding_attention"],
+                    rope_parameters={"full_attention": {"rope_type": "linear", "factor": 4.0, "rope_theta": 1000000.0},
+                                     "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}}),
+        dtype=torch.bfloat16,
+    ),
+}
+
+
+def gemma_init(model, seed):
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("norm.weight"):
+                p.copy_(0.3 * torch.randn(p.shape, generator=g))
+            elif "embed_tokens" in name:
+                p.copy_(torch.randn(p.shape, generator=g))
+            else:
+                p.copy_(torch.randn(p.shape, generator=g) / p.shape[1] ** 0.5)
+
+
+def gemma_main(family):
+    tok = PreTrainedTokenizerFast.from_pretrained(os.path.join(OUT, "tokenizer"))
+    ids = [tok(t, add_special_tokens=True)["input_ids"] for t in TEXTS]
+    meta = json.load(open(os.path.join(OUT, "goldens.json")))
+    assert ids == meta["ids"], "the tokenizer differs from goldens.json's"
+    fam = GEMMA[family]
+    torch.manual_seed(fam["seed"])
+    cfg = transformers.AutoConfig.for_model(**fam["config"], vocab_size=len(tok), eos_token_id=tok.eos_token_id,
+                                            pad_token_id=tok.pad_token_id, bos_token_id=None)
+    model = AutoModelForCausalLM.from_config(cfg, attn_implementation="eager").eval()
+    gemma_init(model, fam["seed"])
+    model.to(fam["dtype"])
+    folder = os.path.join(OUT, family)
+    if os.path.exists(folder):
+        shutil.rmtree(folder)
+    model.save_pretrained(folder, safe_serialization=True)
+    for f in os.listdir(os.path.join(OUT, "tokenizer")):
+        shutil.copy(os.path.join(OUT, "tokenizer", f), folder)
+    gen = os.path.join(folder, "generation_config.json")
+    if os.path.exists(gen):
+        os.remove(gen)
+    ref = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32, attn_implementation="eager").eval()
+    cap = ref.config.final_logit_softcapping
+    g = hooks_run(ref, ids, cap)
+    b = batch_logits(ref, ids, tok.pad_token_id)
+    batch_err = rel(b, g["logits"])
+    assert batch_err < 1e-5, batch_err
+    tensors = {f"{family}.{k}": v.contiguous() for k, v in g.items()}
+    info = {"seed": fam["seed"], "dtype": str(fam["dtype"]).replace("torch.", ""), "files": sorted(os.listdir(folder)),
+            "rope": "parameters", "layer_types": ref.config.layer_types, "batch_vs_single_logits_rel": batch_err,
+            "lengths": [len(x) for x in ids], "tensors": {k: list(v.shape) for k, v in g.items()}}
+    if family == "gemma3":
+        # The legacy spelling of the same rope settings (as Gemma 3 configs on the Hub have it).
+        with tempfile.TemporaryDirectory() as tmp:
+            src = os.path.join(tmp, "ckpt")
+            shutil.copytree(folder, src)
+            cc = json.load(open(os.path.join(src, "config.json")))
+            rp = cc.pop("rope_parameters")
+            full = dict(rp["full_attention"])
+            cc["rope_theta"] = full.pop("rope_theta")
+            cc["rope_local_base_freq"] = rp["sliding_attention"]["rope_theta"]
+            cc["rope_scaling"] = full
+            json.dump(cc, open(os.path.join(src, "config.json"), "w"), indent=2)
+            m = AutoModelForCausalLM.from_pretrained(src, dtype=torch.float32, attn_implementation="eager").eval()
+            assert m.config.rope_parameters == ref.config.rope_parameters, (m.config.rope_parameters, ref.config.rope_parameters)
+            info["legacy_spelling_vs_checkpoint_logits_rel"] = rel(hooks_run(m, ids)["logits"], g["logits"])
+            assert info["legacy_spelling_vs_checkpoint_logits_rel"] == 0, info
+    save_file(tensors, os.path.join(OUT, f"goldens-{family}.safetensors"))
+    out = {"transformers": transformers.__version__, "torch": torch.__version__, "texts": TEXTS, "ids": ids, "pad": tok.pad_token_id,
+           "families": {family: info}}
+    with open(os.path.join(OUT, f"goldens-{family}.json"), "w") as f:
+        json.dump(out, f, indent=1, ensure_ascii=False)
+        f.write("\n")
+    print(family, "ok", batch_err)
+
+
 if __name__ == "__main__":
     if sys.argv[1:] == ["--family", "phi3"]:
         phi3_main()
+    elif len(sys.argv) == 3 and sys.argv[1] == "--family" and sys.argv[2] in GEMMA:
+        gemma_main(sys.argv[2])
     else:
         main()
