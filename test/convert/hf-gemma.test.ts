@@ -9,6 +9,9 @@
  *    mlp.down_in, resid_out after the second residual Add, final.hidden) and the logits (after
  *    soft-capping) equal transformers within 1e-4 relative, English and Chinese texts of 10 to
  *    66 tokens in one padded batch, in both layouts;
+ *  - attend's attention weights (every layer and head from the last token; Gemma 2's after the
+ *    soft-cap) equal transformers' output_attentions, in both layouts;
+ *  - the eval scoring head re-applies Gemma 2's final soft-cap after lm_head;
  *  - Gemma 3's older config.json spelling (rope_theta, rope_local_base_freq, rope_scaling) gives
  *    the same model; a multimodal gemma3 config and settings lobes does not express are refused
  *    in one line.
@@ -22,6 +25,8 @@ import { openHfCheckpoint } from '../../src/convert/hf-checkpoint.js';
 import { loadModel } from '../../src/onnx/index.js';
 import { discover } from '../../src/runtime/discover.js';
 import { openScorer } from '../../src/eval/engine.js';
+import { openAttentionEngine, realRows } from '../../src/runtime/attention-engine.js';
+import { padBatch } from '../../src/runtime/batching.js';
 import { CKPTS, GoldenSet, expectGoldens, grow } from './hf-families.js';
 
 const SETS = { gemma2: new GoldenSet('goldens-gemma2'), gemma3: new GoldenSet('goldens-gemma3') };
@@ -128,6 +133,36 @@ describe('capture points found by structure', () => {
     expect(d.lmHead.dOut).toBe(384);
     expect(g.prod('logits')?.opType).toBe('Mul');
   });
+});
+
+describe.each(['gemma2', 'gemma3'] as const)('%s attention weights', (family) => {
+  for (const layout of ['explicit', 'genai'] as const) {
+    it(`${layout}: every layer and head from the last token equals transformers`, async () => {
+      const out = path.join(tmp, `${family}-attn-${layout}`);
+      await convertHfCheckpoint(path.join(CKPTS, family), out, { layout });
+      const set = SETS[family];
+      const eng = await openAttentionEngine(out, { device: 'cpu' });
+      let worst = 0;
+      try {
+        expect(eng.layers).toEqual(family === 'gemma2' ? [0, 1, 2] : [0, 1, 2, 3]);
+        for (const side of layout === 'explicit' ? (['left', 'right'] as const) : (['right'] as const)) {
+          const b = padBatch(set.meta.ids, set.meta.pad, side);
+          const rows = realRows(b, await eng.run(b), eng.layers);
+          rows.forEach((r, i) => {
+            const want = set.golden(`${family}.attn.text${i}`);
+            expect(r.length, `text ${i}`).toBe(want.length);
+            let e = 0;
+            for (let j = 0; j < want.length; j++) e = Math.max(e, Math.abs(r[j]! - want[j]!));
+            worst = Math.max(worst, e);
+            expect(e, `${family} ${layout} text ${i} (${side} padding)`).toBeLessThan(1e-5);
+          });
+        }
+      } finally {
+        await eng.close();
+      }
+      console.log(`${family} ${layout}: attention weights max abs error vs transformers ${worst.toExponential(2)}`);
+    });
+  }
 });
 
 describe('scoring (the eval letter head) re-applies the soft-cap after lm_head', () => {

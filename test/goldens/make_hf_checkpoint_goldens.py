@@ -730,7 +730,8 @@ def phi3_main():
 #           (rope_local_base_freq) and the full layers' 1e6 with linear scaling factor 4, saved in
 #           transformers 5's spelling (rope_parameters per layer type), untied lm_head, BF16.
 # Goldens FAMILY.* from transformers reading the folder (fp32, eager attention), each text run
-# alone; the same texts as one right-padded batch must give the same logits. For gemma3 the
+# alone, with the attention weights from the last token (FAMILY.attn.textI, [layers, heads, n];
+# Gemma 2's after the soft-cap); the same texts as one right-padded batch must give the same logits. For gemma3 the
 # legacy spelling (rope_theta, rope_local_base_freq, rope_scaling at the top level) is checked
 # here to give transformers the same logits.
 GEMMA = {
@@ -798,6 +799,8 @@ def gemma_main(family):
     batch_err = rel(b, g["logits"])
     assert batch_err < 1e-5, batch_err
     tensors = {f"{family}.{k}": v.contiguous() for k, v in g.items()}
+    for i, a in enumerate(attention_rows(ref, ids)):
+        tensors[f"{family}.attn.text{i}"] = a
     info = {"seed": fam["seed"], "dtype": str(fam["dtype"]).replace("torch.", ""), "files": sorted(os.listdir(folder)),
             "rope": "parameters", "layer_types": ref.config.layer_types, "batch_vs_single_logits_rel": batch_err,
             "lengths": [len(x) for x in ids], "tensors": {k: list(v.shape) for k, v in g.items()}}
