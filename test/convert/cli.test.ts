@@ -75,7 +75,7 @@ function badFiles(dir: string): Array<{ name: string; file: string; want: RegExp
   put('non-llama', arch, /architecture "gemma" is not converted: lobes' graphs do not express its RMSNorm that scales by \(1 \+ w\)/);
   const other = Buffer.from(TINY);
   other.write('mamba', aAt + 8, 'latin1');
-  put('unknown-arch', other, /architecture "mamba" is not supported: lobes converts llama, qwen2, qwen3, phi3 GGUFs/);
+  put('unknown-arch', other, /architecture "mamba" is not supported: lobes converts llama, qwen2, qwen3, phi3, gemma2, gemma3 GGUFs/);
   // blk.0.ffn_gate's type (Q4_K) set to IQ2_XXS (id 16), whose blocks are smaller: the file stays readable.
   const quant = Buffer.from(TINY);
   const qAt = stringAt(quant, 'blk.0.ffn_gate.weight') + 8 + 'blk.0.ffn_gate.weight'.length;

@@ -12,6 +12,9 @@
  *  - attend's attention weights (every layer and head from the last token; Gemma 2's after the
  *    soft-cap) equal transformers' output_attentions, in both layouts;
  *  - the eval scoring head re-applies Gemma 2's final soft-cap after lm_head;
+ *  - the GGUFs llama.cpp's converter would write (its tensor names, norm weights stored as 1 + w)
+ *    equal transformers' GGUF loader reading them, in both layouts (models with head_dim 256,
+ *    default soft-caps and layer patterns, where llama.cpp's and the loader's reading agree);
  *  - Gemma 3's older config.json spelling (rope_theta, rope_local_base_freq, rope_scaling) gives
  *    the same model; a multimodal gemma3 config and settings lobes does not express are refused
  *    in one line.
@@ -20,7 +23,8 @@ import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } 
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { convertHfCheckpoint } from '../../src/convert/convert.js';
+import { convertGguf, convertHfCheckpoint } from '../../src/convert/convert.js';
+import { openGgufLlama } from '../../src/convert/gguf-llama.js';
 import { openHfCheckpoint } from '../../src/convert/hf-checkpoint.js';
 import { loadModel } from '../../src/onnx/index.js';
 import { discover } from '../../src/runtime/discover.js';
@@ -111,6 +115,44 @@ describe('gemma3 checkpoint', () => {
     await convertHfCheckpoint(d, out, {});
     await expectGoldens(out, 'gemma3', 'right', 1e-4, SETS.gemma3);
   });
+});
+
+describe.each(['gemma2', 'gemma3'] as const)('%s GGUF', (family) => {
+  const file = () => path.join(CKPTS, SETS[family].meta.families[family]!.gguf as string);
+
+  it("is read as llama.cpp reads it: its norms' stored 1 + w back to w, the attention scale head_dim^−½, the layer pattern", () => {
+    const g = openGgufLlama(file());
+    try {
+      expect(g.spec.modelType).toBe(family);
+      expect(g.spec.headDim).toBe(256);
+      expect(g.spec.tiedEmbeddings).toBe(true);
+      expect(g.spec.slidingWindow).toBe(8);
+      expect(g.spec.gemma).toEqual(
+        family === 'gemma2'
+          ? { queryPreAttnScalar: 256, attnSoftcap: 50, finalSoftcap: 30, sliding: [true, false] }
+          : { queryPreAttnScalar: 256, attnSoftcap: null, finalSoftcap: null, sliding: [true, true, true, true, true, false], localRope: { theta: 10000, scaling: null } },
+      );
+      expect(g.spec.ropeTheta).toBe(family === 'gemma2' ? 10000 : 1e6);
+      // blk.0.attn_norm holds 1 + w: read back, the weight is what transformers' GGUF loader holds (stored − 1)
+      const stored = g.gguf.dequantize(g.gguf.tensor('blk.0.attn_norm.weight'));
+      const w = g.weights.rows('model.layers.0.input_layernorm.weight', 0, 64);
+      for (let i = 0; i < 64; i++) expect(w[i]).toBe(Math.fround(stored[i]! - 1));
+      expect(g.weights.shape('model.layers.1.post_feedforward_layernorm.weight')).toEqual([64]);
+    } finally {
+      g.close();
+    }
+  });
+
+  for (const layout of ['explicit', 'genai'] as const) {
+    it(`converts to the ${layout} layout; every capture point and the logits equal transformers' GGUF loader`, async () => {
+      const out = path.join(tmp, `${family}-gguf-${layout}`);
+      await convertGguf(file(), out, { layout });
+      const sides = layout === 'explicit' ? (['left', 'right'] as const) : (['right'] as const);
+      let worst = 0;
+      for (const side of sides) worst = Math.max(worst, await expectGoldens(out, `${family}-gguf`, side, 1e-4, SETS[family]));
+      console.log(`${family} GGUF ${layout}: max relative error vs transformers' GGUF loader ${worst.toExponential(2)}`);
+    });
+  }
 });
 
 describe('capture points found by structure', () => {

@@ -50,7 +50,7 @@ goldens.safetensors (tensors named FAMILY.POINT).
     /work/venv/bin/python test/goldens/make_hf_checkpoint_goldens.py --family phi3
 adds phi3/, tiny-phi3.gguf, tiny-phi3-plain.gguf and goldens-phi3.{json,safetensors} (see PHI3 below).
     /work/venv/bin/python test/goldens/make_hf_checkpoint_goldens.py --family gemma2   (or gemma3)
-adds gemma2/ (gemma3/) and goldens-gemma2.{json,safetensors} (see GEMMA below).
+adds gemma2/ (gemma3/), tiny-gemma2.gguf (tiny-gemma3.gguf) and goldens-gemma2.{json,safetensors} (see GEMMA below).
 """
 import json
 import os
@@ -759,6 +759,127 @@ GEMMA = {
 }
 
 
+# The GGUFs (tiny-gemma2.gguf F32, tiny-gemma3.gguf F16), written with the gguf package as
+# llama.cpp's converter writes these architectures: its tensor names (attn_norm,
+# post_attention_norm, ffn_norm for pre_feedforward_layernorm, post_ffw_norm, attn_q_norm,
+# attn_k_norm), every norm weight stored as 1 + w, no q/k row permutation, no output.weight
+# (tied), key_length / value_length = head_dim, sliding_window, gemma2's soft-caps, gemma3's
+# rope_theta of the full layers. llama.cpp itself takes the attention scale as head_dim^-1/2
+# (hidden/heads for the 27B models), the sliding layers every other one (gemma2) or five of six
+# (gemma3), gemma3's local rope base 10000; transformers' GGUF loader reads none of these nor the
+# soft-caps, taking its config classes' defaults (query_pre_attn_scalar 256, soft-caps 50 / 30,
+# the same layer patterns and local base). The models written as GGUFs are therefore made where
+# both agree: head_dim 256 (1 head, 1 KV head), query_pre_attn_scalar 256, soft-caps 50 / 30,
+# gemma2 2 layers, gemma3 6 layers (5 sliding, 1 full) without rope scaling. Oracle FAMILY-gguf.*:
+# transformers loading the GGUF, checked here to equal that model's checkpoint.
+GEMMA_GGUF = {
+    "gemma2": dict(num_hidden_layers=2, num_attention_heads=1, num_key_value_heads=1, head_dim=256, intermediate_size=64,
+                   query_pre_attn_scalar=256, attn_logit_softcapping=50.0, final_logit_softcapping=30.0, layer_types=None),
+    "gemma3": dict(num_hidden_layers=6, num_attention_heads=1, num_key_value_heads=1, head_dim=256, intermediate_size=64,
+                   query_pre_attn_scalar=256, tie_word_embeddings=True, layer_types=None,
+                   rope_parameters={"full_attention": {"rope_type": "default", "rope_theta": 1000000.0},
+                                    "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}}),
+}
+
+
+def write_gemma_gguf(model, family, path, tok, ftype):
+    cfg = model.config
+    sd = {k: v.detach().float().numpy() for k, v in model.state_dict().items()}
+    w = gguf.GGUFWriter(path, family)
+    w.add_name(f"lobes tiny {family} test model")
+    w.add_context_length(cfg.max_position_embeddings)
+    w.add_embedding_length(cfg.hidden_size)
+    w.add_block_count(cfg.num_hidden_layers)
+    w.add_feed_forward_length(cfg.intermediate_size)
+    w.add_head_count(cfg.num_attention_heads)
+    w.add_head_count_kv(cfg.num_key_value_heads)
+    w.add_layer_norm_rms_eps(cfg.rms_norm_eps)
+    w.add_key_length(cfg.head_dim)
+    w.add_value_length(cfg.head_dim)
+    w.add_file_type(gguf.LlamaFileType.MOSTLY_F16 if ftype == "f16" else gguf.LlamaFileType.ALL_F32)
+    if family == "gemma2":
+        w.add_attn_logit_softcapping(cfg.attn_logit_softcapping)
+        w.add_final_logit_softcapping(cfg.final_logit_softcapping)
+    else:
+        w.add_rope_freq_base(cfg.rope_parameters["full_attention"]["rope_theta"])
+    w.add_sliding_window(cfg.sliding_window)
+    vocab = tok.backend_tokenizer.get_vocab(with_added_tokens=True)
+    tokens = [None] * len(vocab)
+    for t, i in vocab.items():
+        tokens[i] = t
+    added = {a.content for a in tok.backend_tokenizer.get_added_tokens_decoder().values()}
+    merges = json.loads(tok.backend_tokenizer.to_str())["model"]["merges"]
+    w.add_tokenizer_model("gpt2")
+    w.add_tokenizer_pre("qwen2")
+    w.add_token_list(tokens)
+    w.add_token_types([gguf.TokenType.CONTROL if t in added else gguf.TokenType.NORMAL for t in tokens])
+    w.add_token_merges([" ".join(m) if isinstance(m, list) else m for m in merges])
+    w.add_eos_token_id(tok.eos_token_id)
+    w.add_pad_token_id(tok.pad_token_id)
+    w.add_add_bos_token(False)
+    w.add_chat_template(CHAT_TEMPLATE)
+    names = {"input_layernorm.weight": "attn_norm.weight", "post_attention_layernorm.weight": "post_attention_norm.weight",
+             "pre_feedforward_layernorm.weight": "ffn_norm.weight", "post_feedforward_layernorm.weight": "post_ffw_norm.weight",
+             "self_attn.q_proj.weight": "attn_q.weight", "self_attn.k_proj.weight": "attn_k.weight",
+             "self_attn.v_proj.weight": "attn_v.weight", "self_attn.o_proj.weight": "attn_output.weight",
+             "self_attn.q_norm.weight": "attn_q_norm.weight", "self_attn.k_norm.weight": "attn_k_norm.weight",
+             "mlp.gate_proj.weight": "ffn_gate.weight", "mlp.up_proj.weight": "ffn_up.weight", "mlp.down_proj.weight": "ffn_down.weight"}
+
+    def put(name, x, hf):
+        if hf.endswith("norm.weight"):
+            x = x + np.float32(1)  # llama.cpp's converter stores Gemma's norm weights as 1 + w
+            w.add_tensor(name, x.astype(np.float32))
+        elif ftype == "f16":
+            w.add_tensor(name, x.astype(np.float16))
+        else:
+            w.add_tensor(name, x)
+
+    put("token_embd.weight", sd["model.embed_tokens.weight"], "model.embed_tokens.weight")
+    for l in range(cfg.num_hidden_layers):
+        for hf, gg in names.items():
+            k = f"model.layers.{l}.{hf}"
+            if k in sd:
+                put(f"blk.{l}.{gg}", sd[k], k)
+    put("output_norm.weight", sd["model.norm.weight"], "model.norm.weight")
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+def gemma_gguf(family, tok, ids, tensors, info):
+    fam = GEMMA[family]
+    torch.manual_seed(fam["seed"] + 1)
+    conf = dict(fam["config"], **GEMMA_GGUF[family])
+    conf = {k: v for k, v in conf.items() if v is not None}
+    cfg = transformers.AutoConfig.for_model(**conf, vocab_size=len(tok), eos_token_id=tok.eos_token_id,
+                                            pad_token_id=tok.pad_token_id, bos_token_id=None)
+    model = AutoModelForCausalLM.from_config(cfg, attn_implementation="eager").eval()
+    gemma_init(model, fam["seed"] + 1)
+    if family == "gemma3":
+        # F16 storage: the oracle model holds the F16-rounded weights (norms stay F32).
+        with torch.no_grad():
+            for n, p in model.named_parameters():
+                if not n.endswith("norm.weight"):
+                    p.copy_(p.half().float())
+    cap = model.config.final_logit_softcapping
+    ck = hooks_run(model, ids, cap)
+    name = f"tiny-{family}.gguf"
+    gpath = os.path.join(OUT, name)
+    write_gemma_gguf(model, family, gpath, tok, "f16" if family == "gemma3" else "f32")
+    with tempfile.TemporaryDirectory() as tmp:
+        shutil.copy(gpath, tmp)
+        hg = AutoModelForCausalLM.from_pretrained(tmp, gguf_file=name, dtype=torch.float32, attn_implementation="eager").eval()
+    assert hg.config.layer_types == model.config.layer_types, (hg.config.layer_types, model.config.layer_types)
+    gg = hooks_run(hg, ids, hg.config.final_logit_softcapping)
+    info["gguf"] = name
+    info["gguf_layer_types"] = hg.config.layer_types
+    info["gguf_loader_vs_checkpoint_logits_rel"] = rel(gg["logits"], ck["logits"])
+    assert info["gguf_loader_vs_checkpoint_logits_rel"] < 1e-5, info
+    for k, v in gg.items():
+        tensors[f"{family}-gguf.{k}"] = v.contiguous()
+
+
 def gemma_init(model, seed):
     g = torch.Generator().manual_seed(seed)
     with torch.no_grad():
@@ -820,6 +941,7 @@ def gemma_main(family):
             assert m.config.rope_parameters == ref.config.rope_parameters, (m.config.rope_parameters, ref.config.rope_parameters)
             info["legacy_spelling_vs_checkpoint_logits_rel"] = rel(hooks_run(m, ids)["logits"], g["logits"])
             assert info["legacy_spelling_vs_checkpoint_logits_rel"] == 0, info
+    gemma_gguf(family, tok, ids, tensors, info)
     save_file(tensors, os.path.join(OUT, f"goldens-{family}.safetensors"))
     out = {"transformers": transformers.__version__, "torch": torch.__version__, "texts": TEXTS, "ids": ids, "pad": tok.pad_token_id,
            "families": {family: info}}
