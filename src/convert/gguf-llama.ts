@@ -126,7 +126,6 @@ const PHI3_KEYS = {
 const REFUSED_ARCHITECTURES: Record<string, string> = {
   qwen2moe: 'mixture-of-experts MLPs',
   qwen3moe: 'mixture-of-experts MLPs',
-  gemma: 'RMSNorm that scales by (1 + w) instead of w',
   'gpt-oss': 'attention sinks and mixture-of-experts MLPs',
   deepseek2: 'mixture-of-experts MLPs and multi-head latent attention',
 };
@@ -250,6 +249,9 @@ function describeLlama(g: GgufFile): { spec: LlamaSpec; weights: GgufLlama['weig
   const meta: GgufMeta = new GgufMeta(g.metadata, file);
   if (!meta.has(K.architecture)) throw new LobesError(`no ${K.architecture.key} key: not a llama.cpp model file`, { file, where: 'metadata' });
   const archName = meta.read(K.architecture)!;
+  if (archName === 'gemma') {
+    throw new LobesError('architecture "gemma" (Gemma 1) is not converted from GGUF: its conversion has no oracle (transformers\' GGUF loader does not read gemma files), so it is not offered untested', { file, where: K.architecture.key, hint: 'convert the Hugging Face checkpoint folder instead (model_type gemma converts)' });
+  }
   if (!(GGUF_ARCHITECTURES as readonly string[]).includes(archName)) {
     const lacks = REFUSED_ARCHITECTURES[archName];
     throw new LobesError(
@@ -341,6 +343,7 @@ function describeLlama(g: GgufFile): { spec: LlamaSpec; weights: GgufLlama['weig
     const sliding = gemmaSlidingLayers(g, meta, layers, g2 ? 2 : 6);
     if (sliding.some((x) => x)) slidingWindow = g2 ? hp.int(GEMMA_KEYS.slidingWindow, 4096) : hp.int(GEMMA_KEYS.slidingWindow);
     gemma = {
+      postNorms: true,
       queryPreAttnScalar: layers === GEMMA_27B_LAYERS[arch] ? hidden / heads : headDim,
       attnSoftcap: g2 ? hp.num(GEMMA_KEYS.attnSoftcap, 50) : null,
       finalSoftcap: g2 ? hp.num(GEMMA_KEYS.finalSoftcap, 30) : null,

@@ -41,11 +41,11 @@ export const HF_SINGLE = 'model.safetensors';
 export const HF_TOKENIZER_FILES = ['tokenizer.json', 'tokenizer_config.json', 'special_tokens_map.json', 'chat_template.jinja', 'chat_template.json'];
 
 /** The model families read from Hugging Face checkpoints. */
-export type HfFamily = 'llama' | 'mistral' | 'qwen2' | 'qwen3' | 'phi3' | 'gemma2' | 'gemma3_text';
-export const HF_FAMILIES: readonly HfFamily[] = ['llama', 'mistral', 'qwen2', 'qwen3', 'phi3', 'gemma2', 'gemma3_text'];
+export type HfFamily = 'llama' | 'mistral' | 'qwen2' | 'qwen3' | 'phi3' | 'gemma' | 'gemma2' | 'gemma3_text';
+export const HF_FAMILIES: readonly HfFamily[] = ['llama', 'mistral', 'qwen2', 'qwen3', 'phi3', 'gemma', 'gemma2', 'gemma3_text'];
 
-/** Gemma 2 and Gemma 3 text: (1 + w) norms, GeGLU, post norms, per-layer windows (LlamaSpec.gemma). */
-const isGemma = (f: HfFamily): f is 'gemma2' | 'gemma3_text' => f === 'gemma2' || f === 'gemma3_text';
+/** Gemma 1, Gemma 2 and Gemma 3 text: (1 + w) norms, GeGLU, sqrt(hidden) embeddings; 2 and 3 post norms and per-layer windows (LlamaSpec.gemma). */
+const isGemma = (f: HfFamily): f is 'gemma' | 'gemma2' | 'gemma3_text' => f === 'gemma' || f === 'gemma2' || f === 'gemma3_text';
 
 /**
  * Families lobes' graphs cannot express, each with the difference it lacks (model_type →
@@ -58,7 +58,6 @@ export const REFUSED_FAMILIES: Record<string, string> = {
   deepseek_v2: 'mixture-of-experts MLPs and multi-head latent attention',
   deepseek_v3: 'mixture-of-experts MLPs and multi-head latent attention',
   gpt_oss: 'attention sinks (a learned logit per head in every softmax) and mixture-of-experts MLPs',
-  gemma: 'RMSNorm that scales by (1 + w) instead of w, GeGLU MLPs and embeddings scaled by sqrt(hidden)',
   gemma3: 'vision tower (Gemma3ForConditionalGeneration is multimodal: its text model sits under model.language_model next to the image encoder)',
   phi: 'LayerNorm with a bias and attention parallel to the MLP',
   olmo2: 'RMSNorm after attention and MLP (post-norm) with q/k norms over all heads at once',
@@ -174,7 +173,7 @@ const posInt = (x: unknown): x is number => typeof x === 'number' && Number.isIn
 export function hfFamily(config: Record<string, any>, file: string): HfFamily {
   const mt = typeof config.model_type === 'string' ? config.model_type : null;
   const arch = Array.isArray(config.architectures) ? String(config.architectures[0] ?? '') : '';
-  const type = mt ?? ({ LlamaForCausalLM: 'llama', MistralForCausalLM: 'mistral', Qwen2ForCausalLM: 'qwen2', Qwen3ForCausalLM: 'qwen3', Phi3ForCausalLM: 'phi3', Gemma2ForCausalLM: 'gemma2', Gemma3ForCausalLM: 'gemma3_text' } as Record<string, string>)[arch] ?? null;
+  const type = mt ?? ({ LlamaForCausalLM: 'llama', MistralForCausalLM: 'mistral', Qwen2ForCausalLM: 'qwen2', Qwen3ForCausalLM: 'qwen3', Phi3ForCausalLM: 'phi3', GemmaForCausalLM: 'gemma', Gemma2ForCausalLM: 'gemma2', Gemma3ForCausalLM: 'gemma3_text' } as Record<string, string>)[arch] ?? null;
   if (type === null) throw new LobesError('has no model_type: the model family is unknown', { file, hint: 'a config.json written by transformers names it' });
   if ((HF_FAMILIES as readonly string[]).includes(type)) return type as HfFamily;
   const lacks = REFUSED_FAMILIES[type];
@@ -241,7 +240,7 @@ export function hfRope(config: Record<string, any>, file: string, defaultTheta: 
  * (rope_parameters.full_attention / sliding_attention, or the older rope_theta (1e6 by
  * default), rope_scaling for the full layers, rope_local_base_freq (1e4) for the sliding ones).
  */
-function gemmaSettings(config: Record<string, any>, family: 'gemma2' | 'gemma3_text', layers: number, file: string): { gemma: NonNullable<LlamaSpec['gemma']>; slidingWindow: number | null; rope: { theta: number; scaling: Record<string, unknown> | null } } {
+function gemmaSettings(config: Record<string, any>, family: 'gemma' | 'gemma2' | 'gemma3_text', layers: number, headDim: number, file: string): { gemma: NonNullable<LlamaSpec['gemma']>; slidingWindow: number | null; rope: { theta: number; scaling: Record<string, unknown> | null } } {
   const fail = (where: string, cause: string, hint?: string): never => {
     throw new LobesError(cause, { file, where, ...(hint ? { hint } : {}) });
   };
@@ -252,7 +251,10 @@ function gemmaSettings(config: Record<string, any>, family: 'gemma2' | 'gemma3_t
     return v as number;
   };
   const v3 = family === 'gemma3_text';
-  if (config.attention_bias) fail('attention_bias', "attention_bias puts biases on q, k, v and o_proj; lobes' Gemma graphs have none");
+  if (family === 'gemma') {
+    // Gemma 1: Llama's two norms per layer, the scale head_dim^−½, every layer full attention, no soft-caps.
+    return { gemma: { postNorms: false, queryPreAttnScalar: headDim, attnSoftcap: null, finalSoftcap: null, sliding: new Array<boolean>(layers).fill(false) }, slidingWindow: null, rope: hfRope(config, file, 10000, family) };
+  }
   if (config.use_bidirectional_attention) fail('use_bidirectional_attention', "bidirectional attention (every token sees the window around it, before and after) is not expressed by lobes' causal graphs");
   const queryPreAttnScalar = posNum('query_pre_attn_scalar', 256)!;
   const attnSoftcap = posNum('attn_logit_softcapping', v3 ? null : 50);
@@ -291,7 +293,7 @@ function gemmaSettings(config: Record<string, any>, family: 'gemma2' | 'gemma3_t
     }
     if (rope.scaling?.rope_type === 'longrope' || localRope.scaling?.rope_type === 'longrope') fail('rope_parameters', 'longrope is not converted for gemma3_text');
   }
-  return { gemma: { queryPreAttnScalar, attnSoftcap, finalSoftcap, sliding, ...(localRope ? { localRope } : {}) }, slidingWindow, rope };
+  return { gemma: { postNorms: true, queryPreAttnScalar, attnSoftcap, finalSoftcap, sliding, ...(localRope ? { localRope } : {}) }, slidingWindow, rope };
 }
 
 /** A config.json (of a known family) as a Llama spec, with every setting lobes cannot express refused. */
@@ -317,8 +319,12 @@ export function hfSpec(config: Record<string, any>, file: string): { family: HfF
   if (!posInt(headDim)) fail('head_dim', `head dim ${headDim} is not a positive integer`);
   if (headDim % 2 !== 0) fail('head_dim', `head dim ${headDim} is odd: rotary embeddings need pairs`);
   const vocab = int('vocab_size');
-  if (isGemma(family)) {
-    // Gemma's MLP reads hidden_activation (gelu_pytorch_tanh by default).
+  if (family === 'gemma') {
+    // Gemma 1's MLP reads hidden_act; GemmaConfig reads the official configs' "gelu" as gelu_pytorch_tanh.
+    const gact = config.hidden_act ?? 'gelu_pytorch_tanh';
+    if (gact !== 'gelu_pytorch_tanh' && gact !== 'gelu') fail('hidden_act', `activation "${gact}" is not gelu_pytorch_tanh: lobes' Gemma graphs compute GELU with the tanh approximation`);
+  } else if (isGemma(family)) {
+    // Gemma 2 / 3's MLP reads hidden_activation (gelu_pytorch_tanh by default).
     const gact = config.hidden_activation ?? 'gelu_pytorch_tanh';
     if (gact !== 'gelu_pytorch_tanh') fail('hidden_activation', `activation "${gact}" is not gelu_pytorch_tanh: lobes' Gemma graphs compute GELU with the tanh approximation`);
   } else {
@@ -357,7 +363,7 @@ export function hfSpec(config: Record<string, any>, file: string): { family: HfF
   let gemma: LlamaSpec['gemma'];
   let rope: { theta: number; scaling: Record<string, unknown> | null };
   if (isGemma(family)) {
-    const g = gemmaSettings(config, family, layers, file);
+    const g = gemmaSettings(config, family, layers, headDim as number, file);
     gemma = g.gemma;
     slidingWindow = g.slidingWindow;
     rope = g.rope;

@@ -15,6 +15,8 @@
  *  - the GGUFs llama.cpp's converter would write (its tensor names, norm weights stored as 1 + w)
  *    equal transformers' GGUF loader reading them, in both layouts (models with head_dim 256,
  *    default soft-caps and layer patterns, where llama.cpp's and the loader's reading agree);
+ *  - Gemma 1 (model_type gemma: (1 + w) norms, sqrt(hidden), GeGLU with Llama's two norms per
+ *    layer, hidden_act "gelu" read as the tanh approximation, as GemmaConfig does) the same;
  *  - Gemma 3's older config.json spelling (rope_theta, rope_local_base_freq, rope_scaling) gives
  *    the same model; a multimodal gemma3 config and settings lobes does not express are refused
  *    in one line.
@@ -33,7 +35,7 @@ import { openAttentionEngine, realRows } from '../../src/runtime/attention-engin
 import { padBatch } from '../../src/runtime/batching.js';
 import { CKPTS, GoldenSet, expectGoldens, grow } from './hf-families.js';
 
-const SETS = { gemma2: new GoldenSet('goldens-gemma2'), gemma3: new GoldenSet('goldens-gemma3') };
+const SETS = { gemma: new GoldenSet('goldens-gemma'), gemma2: new GoldenSet('goldens-gemma2'), gemma3: new GoldenSet('goldens-gemma3') };
 let tmp: string;
 beforeAll(() => {
   tmp = mkdtempSync(path.join(os.tmpdir(), 'lobes-gemma-'));
@@ -41,7 +43,7 @@ beforeAll(() => {
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
 /** The checkpoint copied with config.json edited. */
-function variant(family: 'gemma2' | 'gemma3', edit: (cfg: Record<string, any>) => void): string {
+function variant(family: 'gemma' | 'gemma2' | 'gemma3', edit: (cfg: Record<string, any>) => void): string {
   const d = mkdtempSync(path.join(tmp, `${family}-`));
   cpSync(path.join(CKPTS, family), d, { recursive: true });
   const f = path.join(d, 'config.json');
@@ -51,6 +53,28 @@ function variant(family: 'gemma2' | 'gemma3', edit: (cfg: Record<string, any>) =
   return d;
 }
 
+describe('gemma (Gemma 1) checkpoint', () => {
+  it('is read with two norms per layer, the scale head_dim^−½, no windows or soft-caps', () => {
+    const ck = openHfCheckpoint(path.join(CKPTS, 'gemma'));
+    ck.weights.close();
+    expect(ck.family).toBe('gemma');
+    expect(ck.spec.gemma).toEqual({ postNorms: false, queryPreAttnScalar: 32, attnSoftcap: null, finalSoftcap: null, sliding: [false, false] });
+    expect(ck.spec.slidingWindow).toBeUndefined();
+    expect(ck.tensors.has('model.layers.0.pre_feedforward_layernorm.weight')).toBe(false);
+  });
+
+  for (const layout of ['explicit', 'genai'] as const) {
+    it(`converts to the ${layout} layout; every capture point and the logits equal transformers`, async () => {
+      const out = path.join(tmp, `gemma-${layout}`);
+      await convertHfCheckpoint(path.join(CKPTS, 'gemma'), out, { layout });
+      const sides = layout === 'explicit' ? (['left', 'right'] as const) : (['right'] as const);
+      let worst = 0;
+      for (const side of sides) worst = Math.max(worst, await expectGoldens(out, 'gemma', side, 1e-4, SETS.gemma));
+      console.log(`gemma ${layout}: max relative error vs transformers ${worst.toExponential(2)}`);
+    });
+  }
+});
+
 describe('gemma2 checkpoint', () => {
   it('is read with its soft-caps, attention scale, alternating windows and tied embeddings', () => {
     const ck = openHfCheckpoint(path.join(CKPTS, 'gemma2'));
@@ -59,7 +83,7 @@ describe('gemma2 checkpoint', () => {
     expect(ck.spec.headDim).toBe(32);
     expect(ck.spec.tiedEmbeddings).toBe(true);
     expect(ck.spec.slidingWindow).toBe(8);
-    expect(ck.spec.gemma).toEqual({ queryPreAttnScalar: 24, attnSoftcap: 4, finalSoftcap: 6, sliding: [true, false, true] });
+    expect(ck.spec.gemma).toEqual({ postNorms: true, queryPreAttnScalar: 24, attnSoftcap: 4, finalSoftcap: 6, sliding: [true, false, true] });
   });
 
   for (const layout of ['explicit', 'genai'] as const) {
@@ -83,7 +107,7 @@ describe('gemma3 checkpoint', () => {
     expect(ck.spec.tiedEmbeddings).toBe(false);
     expect(ck.spec.ropeTheta).toBe(1e6);
     expect(ck.spec.ropeScaling).toMatchObject({ rope_type: 'linear', factor: 4 });
-    expect(ck.spec.gemma).toEqual({ queryPreAttnScalar: 20, attnSoftcap: null, finalSoftcap: null, sliding: [true, true, false, true], localRope: { theta: 1e4, scaling: null } });
+    expect(ck.spec.gemma).toEqual({ postNorms: true, queryPreAttnScalar: 20, attnSoftcap: null, finalSoftcap: null, sliding: [true, true, false, true], localRope: { theta: 1e4, scaling: null } });
   });
 
   for (const layout of ['explicit', 'genai'] as const) {
@@ -129,8 +153,8 @@ describe.each(['gemma2', 'gemma3'] as const)('%s GGUF', (family) => {
       expect(g.spec.slidingWindow).toBe(8);
       expect(g.spec.gemma).toEqual(
         family === 'gemma2'
-          ? { queryPreAttnScalar: 256, attnSoftcap: 50, finalSoftcap: 30, sliding: [true, false] }
-          : { queryPreAttnScalar: 256, attnSoftcap: null, finalSoftcap: null, sliding: [true, true, true, true, true, false], localRope: { theta: 10000, scaling: null } },
+          ? { postNorms: true, queryPreAttnScalar: 256, attnSoftcap: 50, finalSoftcap: 30, sliding: [true, false] }
+          : { postNorms: true, queryPreAttnScalar: 256, attnSoftcap: null, finalSoftcap: null, sliding: [true, true, true, true, true, false], localRope: { theta: 10000, scaling: null } },
       );
       expect(g.spec.ropeTheta).toBe(family === 'gemma2' ? 10000 : 1e6);
       // blk.0.attn_norm holds 1 + w: read back, the weight is what transformers' GGUF loader holds (stored − 1)
@@ -177,7 +201,7 @@ describe('capture points found by structure', () => {
   });
 });
 
-describe.each(['gemma2', 'gemma3'] as const)('%s attention weights', (family) => {
+describe.each(['gemma', 'gemma2', 'gemma3'] as const)('%s attention weights', (family) => {
   for (const layout of ['explicit', 'genai'] as const) {
     it(`${layout}: every layer and head from the last token equals transformers`, async () => {
       const out = path.join(tmp, `${family}-attn-${layout}`);
@@ -186,7 +210,7 @@ describe.each(['gemma2', 'gemma3'] as const)('%s attention weights', (family) =>
       const eng = await openAttentionEngine(out, { device: 'cpu' });
       let worst = 0;
       try {
-        expect(eng.layers).toEqual(family === 'gemma2' ? [0, 1, 2] : [0, 1, 2, 3]);
+        expect(eng.layers).toEqual({ gemma: [0, 1], gemma2: [0, 1, 2], gemma3: [0, 1, 2, 3] }[family]);
         for (const side of layout === 'explicit' ? (['left', 'right'] as const) : (['right'] as const)) {
           const b = padBatch(set.meta.ids, set.meta.pad, side);
           const rows = realRows(b, await eng.run(b), eng.layers);

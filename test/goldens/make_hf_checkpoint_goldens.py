@@ -49,7 +49,7 @@ Writes test/goldens/hf-checkpoints/{tokenizer,llama,mistral,qwen2,qwen3}/ and go
 goldens.safetensors (tensors named FAMILY.POINT).
     /work/venv/bin/python test/goldens/make_hf_checkpoint_goldens.py --family phi3
 adds phi3/, tiny-phi3.gguf, tiny-phi3-plain.gguf and goldens-phi3.{json,safetensors} (see PHI3 below).
-    /work/venv/bin/python test/goldens/make_hf_checkpoint_goldens.py --family gemma2   (or gemma3)
+    /work/venv/bin/python test/goldens/make_hf_checkpoint_goldens.py --family gemma2   (or gemma3, gemma)
 adds gemma2/ (gemma3/), tiny-gemma2.gguf (tiny-gemma3.gguf) and goldens-gemma2.{json,safetensors} (see GEMMA below).
 """
 import json
@@ -713,7 +713,8 @@ def phi3_main():
 
 
 # ---------------------------------------------------------------------------------------
-# Gemma 2 and Gemma 3 text (run with --family gemma2 / --family gemma3; each writes FAMILY/ and
+# Gemma 2 and Gemma 3 text (run with --family gemma2 / --family gemma3, and --family gemma for
+# Gemma 1; each writes FAMILY/ and
 # goldens-FAMILY.{json,safetensors}, leaving the other files as they are).
 #
 # Both: hidden 64, 4 heads of 32 dims (head_dim set on its own: q_proj has 128 outputs), GeGLU
@@ -735,6 +736,17 @@ def phi3_main():
 # legacy spelling (rope_theta, rope_local_base_freq, rope_scaling at the top level) is checked
 # here to give transformers the same logits.
 GEMMA = {
+    # Gemma 1: (1 + w) norms, sqrt(hidden) embeddings and GeGLU, but Llama's two norms per layer,
+    # the attention scale head_dim^-1/2, no windows, no soft-caps; hidden_act "gelu" as the
+    # official configs spell it (GemmaConfig reads it as gelu_pytorch_tanh); MQA (1 KV head), F16.
+    "gemma": dict(
+        seed=88,
+        config=dict(model_type="gemma", architectures=["GemmaForCausalLM"], hidden_size=64, intermediate_size=96,
+                    num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=1, head_dim=32,
+                    rms_norm_eps=1e-6, max_position_embeddings=256, tie_word_embeddings=True, hidden_act="gelu",
+                    rope_parameters={"rope_type": "default", "rope_theta": 10000.0}),
+        dtype=torch.float16,
+    ),
     "gemma2": dict(
         seed=66,
         config=dict(model_type="gemma2", architectures=["Gemma2ForCausalLM"], hidden_size=64, intermediate_size=96,
@@ -913,8 +925,15 @@ def gemma_main(family):
     gen = os.path.join(folder, "generation_config.json")
     if os.path.exists(gen):
         os.remove(gen)
+    if family == "gemma":
+        # config.json as the official Gemma 1 checkpoints spell the activation
+        path = os.path.join(folder, "config.json")
+        c = json.load(open(path))
+        c["hidden_act"] = "gelu"
+        json.dump(c, open(path, "w"), indent=2)
     ref = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32, attn_implementation="eager").eval()
-    cap = ref.config.final_logit_softcapping
+    assert (ref.config.hidden_act if family == "gemma" else ref.config.hidden_activation) == "gelu_pytorch_tanh"
+    cap = getattr(ref.config, "final_logit_softcapping", None)
     g = hooks_run(ref, ids, cap)
     b = batch_logits(ref, ids, tok.pad_token_id)
     batch_err = rel(b, g["logits"])
@@ -923,7 +942,7 @@ def gemma_main(family):
     for i, a in enumerate(attention_rows(ref, ids)):
         tensors[f"{family}.attn.text{i}"] = a
     info = {"seed": fam["seed"], "dtype": str(fam["dtype"]).replace("torch.", ""), "files": sorted(os.listdir(folder)),
-            "rope": "parameters", "layer_types": ref.config.layer_types, "batch_vs_single_logits_rel": batch_err,
+            "rope": "parameters", "layer_types": getattr(ref.config, "layer_types", None), "batch_vs_single_logits_rel": batch_err,
             "lengths": [len(x) for x in ids], "tensors": {k: list(v.shape) for k, v in g.items()}}
     if family == "gemma3":
         # The legacy spelling of the same rope settings (as Gemma 3 configs on the Hub have it).
@@ -941,7 +960,8 @@ def gemma_main(family):
             assert m.config.rope_parameters == ref.config.rope_parameters, (m.config.rope_parameters, ref.config.rope_parameters)
             info["legacy_spelling_vs_checkpoint_logits_rel"] = rel(hooks_run(m, ids)["logits"], g["logits"])
             assert info["legacy_spelling_vs_checkpoint_logits_rel"] == 0, info
-    gemma_gguf(family, tok, ids, tensors, info)
+    if family in GEMMA_GGUF:
+        gemma_gguf(family, tok, ids, tensors, info)
     save_file(tensors, os.path.join(OUT, f"goldens-{family}.safetensors"))
     out = {"transformers": transformers.__version__, "torch": torch.__version__, "texts": TEXTS, "ids": ids, "pad": tok.pad_token_id,
            "families": {family: info}}

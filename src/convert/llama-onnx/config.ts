@@ -11,6 +11,7 @@ const ARCHITECTURES: Record<string, string> = {
   qwen2: 'Qwen2ForCausalLM',
   qwen3: 'Qwen3ForCausalLM',
   phi3: 'Phi3ForCausalLM',
+  gemma: 'GemmaForCausalLM',
   gemma2: 'Gemma2ForCausalLM',
   gemma3_text: 'Gemma3ForCausalLM',
 };
@@ -44,7 +45,8 @@ export function llamaConfigJson(spec: LlamaSpec, opts: Pick<WriteLlamaOptions, '
     use_cache: opts.layout === 'genai' || !!opts.withPast,
   };
   const gm = spec.gemma;
-  if (gm) {
+  if (gm && !gm.postNorms) out.hidden_act = 'gelu_pytorch_tanh';
+  else if (gm) {
     // Gemma2Config / Gemma3TextConfig fields (the older rope spelling, which both read).
     Object.assign(out, {
       hidden_activation: 'gelu_pytorch_tanh',

@@ -263,15 +263,15 @@ export function buildExplicit(b: GraphBuilder): GGraph {
     let attn = proj(`${pre}/self_attn/o_proj`, ctx, W.attn(l, 'o'));
     // Gemma: the attention output is normalized (post_attention_layernorm) before the residual Add,
     // and the MLP reads pre_feedforward_layernorm.
-    if (gm) attn = rmsNorm(`${pre}/post_attention_layernorm`, attn, W.postNorm(l));
+    if (gm?.postNorms) attn = rmsNorm(`${pre}/post_attention_layernorm`, attn, W.postNorm(l));
     x = node('Add', `${pre}/Add`, [x, attn]);
-    const h2 = gm ? rmsNorm(`${pre}/pre_feedforward_layernorm`, x, W.preFfNorm(l)) : rmsNorm(`${pre}/post_attention_layernorm`, x, W.postNorm(l));
+    const h2 = gm?.postNorms ? rmsNorm(`${pre}/pre_feedforward_layernorm`, x, W.preFfNorm(l)) : rmsNorm(`${pre}/post_attention_layernorm`, x, W.postNorm(l));
     const gate = proj(`${pre}/mlp/gate_proj`, h2, W.mlp(l, 'gate'));
     const up = proj(`${pre}/mlp/up_proj`, h2, W.mlp(l, 'up'));
     const act = gm ? geluTanh(`${pre}/mlp/act_fn`, gate) : node('Mul', `${pre}/mlp/act_fn/Mul`, [gate, node('Sigmoid', `${pre}/mlp/act_fn/Sigmoid`, [gate])]);
     const prod = node('Mul', `${pre}/mlp/Mul`, [act, up]);
     let down = proj(`${pre}/mlp/down_proj`, prod, W.mlp(l, 'down'));
-    if (gm) down = rmsNorm(`${pre}/post_feedforward_layernorm`, down, W.postFfNorm(l));
+    if (gm?.postNorms) down = rmsNorm(`${pre}/post_feedforward_layernorm`, down, W.postFfNorm(l));
     x = node('Add', `${pre}/Add_1`, [x, down]);
   }
   const hf = rmsNorm('/model/norm', x, W.norm);

@@ -198,8 +198,8 @@ export function buildGenai(b: GraphBuilder): GGraph {
     );
     const o = b.projection(attn, [W.attn(l, 'o')], naming(`${pre}/attn/o_proj`, `${base}.attn.o_proj`));
     let h2: string;
-    if (gm) {
-      // Gemma: the attention output normalized before it is added; the MLP reads pre_feedforward_layernorm.
+    if (gm?.postNorms) {
+      // Gemma 2 / 3: the attention output normalized before it is added; the MLP reads pre_feedforward_layernorm.
       const a = norm(`${pre}/post_attention_layernorm`, o, W.postNorm(l));
       [h2, residual] = skipNorm(`${pre}/pre_feedforward_layernorm`, residual, a, W.preFfNorm(l));
     } else [h2, residual] = skipNorm(`${pre}/post_attention_layernorm`, residual, o, W.postNorm(l));
@@ -213,7 +213,7 @@ export function buildGenai(b: GraphBuilder): GGraph {
     }
     const prod = node('Mul', `${pre}/mlp/Mul`, [act, up], undefined, { outputs: [`${pre}/mlp/Mul/output_0`] });
     pendingDelta = b.projection(prod, [W.mlp(l, 'down')], naming(`${pre}/mlp/down_proj`, `${base}.mlp.down_proj`));
-    if (gm) pendingDelta = norm(`${pre}/post_feedforward_layernorm`, pendingDelta, W.postFfNorm(l));
+    if (gm?.postNorms) pendingDelta = norm(`${pre}/post_feedforward_layernorm`, pendingDelta, W.postFfNorm(l));
   }
   const [hf] = skipNorm(`/model/layers.${layers}/final_norm_layernorm`, residual, pendingDelta!, W.norm, `model.layers.${layers}.final_norm_layernorm.weight`, false);
 

@@ -41,7 +41,7 @@ export function expectedWeights(spec: LlamaSpec): [string, number[]][] {
     }
     out.push([W.attn(l, 'o'), [H, heads * hd]]);
     out.push([W.postNorm(l), [H]]);
-    if (spec.gemma) {
+    if (spec.gemma?.postNorms) {
       out.push([W.preFfNorm(l), [H]]);
       out.push([W.postFfNorm(l), [H]]);
     }

@@ -63,7 +63,8 @@ export interface LlamaSpec {
 }
 
 /**
- * What Gemma 2 and Gemma 3 (text) add to the Llama graph, as transformers computes them:
+ * What Gemma 2 and Gemma 3 (text) add to the Llama graph, as transformers computes them (Gemma 1:
+ * the same without the post norms, soft-caps and windows, postNorms false):
  *
  *   x = embed(ids) · sqrt(hidden)
  *   per layer: x += post_attention_layernorm(attn(input_layernorm(x)))
@@ -78,6 +79,12 @@ export interface LlamaSpec {
  * (1 + w) too.
  */
 export interface GemmaSpec {
+  /**
+   * Gemma 2 / 3: post_attention_layernorm normalizes the attention output and
+   * pre_feedforward_layernorm / post_feedforward_layernorm surround the MLP. False for Gemma 1,
+   * whose two norms per layer sit where Llama's do.
+   */
+  postNorms: boolean;
   /** query_pre_attn_scalar: the attention scores are scaled by its inverse square root. */
   queryPreAttnScalar: number;
   /** attn_logit_softcapping (Gemma 2), or null. */
