@@ -156,20 +156,40 @@ export function asProjection(g: GraphIndex, n: NodeProto): Projection | null {
 const isConst = (g: GraphIndex, v: string | undefined) => !!v && g.constTensor(g.skipBack(v, THROUGH)) !== undefined;
 
 /**
- * Whether `t` is computed from `x` alone (and constants) within `depth` nodes of Mul, Add, Pow
- * and Div: the polynomial inside GELU's tanh, x + 0.044715·x³ scaled.
+ * The degree of `t` as a polynomial of `x` (constants 0, `x` 1) when `t` is computed from `x`
+ * alone and constants within `depth` nodes of Mul, Add, Sub, Pow (constant exponent) and Div (by
+ * a constant); else −1. GELU's tanh argument √(2/π)·(x + 0.044715·x³) has degree 3.
  */
-function polynomialOf(g: GraphIndex, t: string, x: string, depth = 6): boolean {
-  if (g.skipBack(t, THROUGH) === x) return true;
-  if (depth === 0) return false;
-  const p = g.prod(g.skipBack(t, THROUGH));
-  if (!p || p.domain || !['Mul', 'Add', 'Pow', 'Div'].includes(p.opType)) return false;
-  return p.input.every((i) => isConst(g, i) || polynomialOf(g, i, x, depth - 1));
+function polyDegree(g: GraphIndex, t: string, x: string, depth = 8): number {
+  const v = g.skipBack(t, THROUGH);
+  if (v === x) return 1;
+  if (isConst(g, v)) return 0;
+  if (depth === 0) return -1;
+  const p = g.prod(v);
+  if (!p || p.domain || p.input.length !== 2) return -1;
+  const [a, b] = [polyDegree(g, p.input[0]!, x, depth - 1), polyDegree(g, p.input[1]!, x, depth - 1)];
+  if (a < 0 || b < 0) return -1;
+  switch (p.opType) {
+    case 'Mul':
+      return a + b;
+    case 'Add':
+    case 'Sub':
+      return Math.max(a, b);
+    case 'Div':
+      return b === 0 ? a : -1;
+    case 'Pow': {
+      const e = g.constNumbers(g.skipBack(p.input[1]!, THROUGH));
+      return b === 0 && e?.length === 1 && Number.isInteger(e[0]) && e[0]! > 0 ? a * e[0]! : -1;
+    }
+    default:
+      return -1;
+  }
 }
 
 /**
- * If `a` is GELU's tanh approximation written out, x · c · (1 + tanh(poly(x))) (c = 0.5, the
- * factors in any order of Mul / Add with constants), return x.
+ * If `p` is GELU's tanh approximation written out, x · c · (1 + tanh(poly(x))) with poly of
+ * degree 3 (c = 0.5; the factors in any order of Mul / Add with constants, one of them the
+ * Add of 1), return x.
  */
 function geluTanhOf(g: GraphIndex, p: NodeProto): string | null {
   if (p.opType !== 'Mul' || p.domain) return null;
@@ -178,16 +198,21 @@ function geluTanhOf(g: GraphIndex, p: NodeProto): string | null {
     if (isConst(g, x)) continue;
     // Walk the other factor back through Mul / Add with a constant operand to a Tanh.
     let v = p.input[1 - k]!;
+    let plusOne = false;
     for (let hop = 0; hop < 4; hop++) {
       const q = g.prod(g.skipBack(v, THROUGH));
       if (!q || q.domain) break;
       if (q.opType === 'Tanh') {
-        if (polynomialOf(g, q.input[0]!, x)) return p.input[k]!;
+        if (plusOne && polyDegree(g, q.input[0]!, x) === 3) return p.input[k]!;
         break;
       }
       if ((q.opType !== 'Mul' && q.opType !== 'Add') || q.input.length !== 2) break;
       const c = q.input.findIndex((i) => isConst(g, i));
       if (c < 0) break;
+      if (q.opType === 'Add') {
+        const one = g.constNumbers(g.skipBack(q.input[c]!, THROUGH));
+        plusOne ||= one?.length === 1 && Math.abs(one[0]! - 1) < 1e-3;
+      }
       v = q.input[1 - c]!;
     }
   }

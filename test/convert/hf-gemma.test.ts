@@ -199,6 +199,22 @@ describe('capture points found by structure', () => {
     expect(d.lmHead.dOut).toBe(384);
     expect(g.prod('logits')?.opType).toBe('Mul');
   });
+
+  it('a tanh of a polynomial of degree 2 (x + c·x², not GELU) is not taken for the gate activation', async () => {
+    const out = path.join(tmp, 'gemma2-not-gelu');
+    await convertHfCheckpoint(path.join(CKPTS, 'gemma2'), out, {});
+    const m = loadModel(out);
+    let changed = 0;
+    for (const n of m.model.graph!.node) {
+      // x·x·x → x·x: the cube of GELU's tanh argument becomes a square
+      if (n.name.endsWith('/mlp/act_fn/Mul_cube')) {
+        n.input[0] = n.input[1]!;
+        changed++;
+      }
+    }
+    expect(changed).toBe(3);
+    expect(() => discover(m)).toThrow(/no gated MLP found/);
+  });
 });
 
 describe.each(['gemma', 'gemma2', 'gemma3'] as const)('%s attention weights', (family) => {
