@@ -257,14 +257,17 @@ function gemmaSettings(config: Record<string, any>, family: 'gemma' | 'gemma2' |
   }
   if (config.use_bidirectional_attention) fail('use_bidirectional_attention', "bidirectional attention (every token sees the window around it, before and after) is not expressed by lobes' causal graphs");
   const queryPreAttnScalar = posNum('query_pre_attn_scalar', 256)!;
-  const attnSoftcap = posNum('attn_logit_softcapping', v3 ? null : 50);
+  // Gemma3Attention keeps attn_logit_softcapping but never passes it to the attention (transformers
+  // 5.25): a gemma3_text config's value changes nothing there, and nothing here.
+  const attnSoftcap = v3 ? null : posNum('attn_logit_softcapping', 50);
   const finalSoftcap = posNum('final_logit_softcapping', v3 ? null : 30);
   let types: unknown[];
   if (config.layer_types !== undefined && config.layer_types !== null) {
     if (!Array.isArray(config.layer_types) || config.layer_types.length !== layers) fail('layer_types', `must list one type per layer (${layers}), got ${JSON.stringify(config.layer_types)}`);
     types = config.layer_types;
   } else {
-    const pattern = v3 ? (config.sliding_window_pattern ?? config._sliding_window_pattern ?? 6) : 2;
+    // Gemma3TextConfig reads sliding_window_pattern (not the _sliding_window_pattern it saves).
+    const pattern = v3 ? (config.sliding_window_pattern ?? 6) : 2;
     if (!posInt(pattern)) fail('sliding_window_pattern', `must be a positive integer, got ${JSON.stringify(pattern)}`);
     types = Array.from({ length: layers }, (_, i) => ((i + 1) % (pattern as number) ? 'sliding_attention' : 'full_attention'));
   }

@@ -121,6 +121,16 @@ describe('gemma3 checkpoint', () => {
     });
   }
 
+  it("an attn_logit_softcapping in a gemma3_text config changes nothing, as in transformers (Gemma3Attention never passes it on; checked in Python: logits equal)", async () => {
+    const d = variant('gemma3', (c) => (c.attn_logit_softcapping = 0.5));
+    const ck = openHfCheckpoint(d);
+    ck.weights.close();
+    expect(ck.spec.gemma!.attnSoftcap).toBeNull();
+    const out = path.join(tmp, 'gemma3-attn-cap');
+    await convertHfCheckpoint(d, out, {});
+    await expectGoldens(out, 'gemma3', 'right', 1e-4, SETS.gemma3);
+  });
+
   it('the older spelling (rope_theta, rope_local_base_freq, rope_scaling at the top level) gives the same model', async () => {
     const d = variant('gemma3', (c) => {
       const rp = c.rope_parameters;
@@ -207,7 +217,7 @@ describe('capture points found by structure', () => {
     let changed = 0;
     for (const n of m.model.graph!.node) {
       // x·x·x → x·x: the cube of GELU's tanh argument becomes a square
-      if (n.name.endsWith('/mlp/act_fn/Mul_cube')) {
+      if (n.name?.endsWith('/mlp/act_fn/Mul_cube')) {
         n.input[0] = n.input[1]!;
         changed++;
       }
