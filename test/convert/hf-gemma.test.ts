@@ -17,6 +17,8 @@
  *    default soft-caps and layer patterns, where llama.cpp's and the loader's reading agree);
  *  - Gemma 1 (model_type gemma: (1 + w) norms, sqrt(hidden), GeGLU with Llama's two norms per
  *    layer, hidden_act "gelu" read as the tanh approximation, as GemmaConfig does) the same;
+ *  - Gemma's SentencePiece vocabulary from a GGUF (tokenizer.ggml.model llama, architecture
+ *    gemma2) gives transformers' GGUF tokenizer's merges and token ids;
  *  - Gemma 3's older config.json spelling (rope_theta, rope_local_base_freq, rope_scaling) gives
  *    the same model; a multimodal gemma3 config and settings lobes does not express are refused
  *    in one line.
@@ -31,6 +33,8 @@ import { openHfCheckpoint } from '../../src/convert/hf-checkpoint.js';
 import { loadModel } from '../../src/onnx/index.js';
 import { discover } from '../../src/runtime/discover.js';
 import { openScorer } from '../../src/eval/engine.js';
+import { tokenizerFilesFromGguf, writeTokenizerFiles } from '../../src/convert/tokenizer.js';
+import { openGguf } from '../../src/formats/gguf.js';
 import { openAttentionEngine, realRows } from '../../src/runtime/attention-engine.js';
 import { padBatch } from '../../src/runtime/batching.js';
 import { CKPTS, GoldenSet, expectGoldens, grow } from './hf-families.js';
@@ -187,6 +191,27 @@ describe.each(['gemma2', 'gemma3'] as const)('%s GGUF', (family) => {
       console.log(`${family} GGUF ${layout}: max relative error vs transformers' GGUF loader ${worst.toExponential(2)}`);
     });
   }
+});
+
+describe("Gemma's SentencePiece vocabulary in a GGUF", () => {
+  it("gives the merges and the token ids of transformers' GGUF tokenizer (no space prepended, runs of spaces, turn markers, byte fallback)", async () => {
+    const g = openGguf(path.join(CKPTS, 'tiny-gemma-vocab.gguf'));
+    const files = tokenizerFilesFromGguf(g.metadata, g.file);
+    g.close();
+    expect(files.family).toBe('gemma-spm');
+    const want = JSON.parse(readFileSync(path.join(CKPTS, 'gemma-vocab.json'), 'utf8')) as { texts: string[]; ids: number[][]; merges: string[] };
+    const merges = ((files.tokenizerJson.model as { merges: [string, string][] }).merges).map((m) => m.join(' '));
+    expect(merges.length).toBe(want.merges.length);
+    const first = merges.findIndex((m, i) => m !== want.merges[i]);
+    expect(first, `first different merge: ${merges[first]} vs ${want.merges[first]}`).toBe(-1);
+    const dir = mkdtempSync(path.join(tmp, 'gemma-vocab-'));
+    writeTokenizerFiles(dir, files);
+    const tf = await import('@huggingface/transformers');
+    tf.env.allowRemoteModels = false;
+    tf.env.allowLocalModels = true;
+    const tok = await tf.AutoTokenizer.from_pretrained(dir, { local_files_only: true } as any);
+    want.texts.forEach((t, i) => expect(Array.from(tok.encode(t)), JSON.stringify(t)).toEqual(want.ids[i]));
+  });
 });
 
 describe('capture points found by structure', () => {

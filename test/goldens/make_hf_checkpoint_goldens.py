@@ -51,6 +51,8 @@ goldens.safetensors (tensors named FAMILY.POINT).
 adds phi3/, tiny-phi3.gguf, tiny-phi3-plain.gguf and goldens-phi3.{json,safetensors} (see PHI3 below).
     /work/venv/bin/python test/goldens/make_hf_checkpoint_goldens.py --family gemma2   (or gemma3, gemma)
 adds gemma2/ (gemma3/), tiny-gemma2.gguf (tiny-gemma3.gguf) and goldens-gemma2.{json,safetensors} (see GEMMA below).
+    /work/venv/bin/python test/goldens/make_hf_checkpoint_goldens.py --gemma-vocab
+adds tiny-gemma-vocab.gguf and gemma-vocab.json (Gemma's SentencePiece vocabulary, see gemma_vocab_main).
 """
 import json
 import os
@@ -971,9 +973,59 @@ def gemma_main(family):
     print(family, "ok", batch_err)
 
 
+# Gemma's vocabulary as llama.cpp writes it into Gemma GGUFs (run with --gemma-vocab): a
+# SentencePiece BPE vocabulary (tokenizer.ggml.model "llama") of architecture gemma2, trained
+# here with byte fallback on CORPUS with spaces as "▁" and none prepended, laid out as Gemma's
+# files are: <pad> 0, <eos> 1, <bos> 2, <unk> 3, two turn markers (control), the 256 byte tokens,
+# then the pieces in merge order, then tokens of spaces only stored as real spaces ("  ", "   ",
+# as llama.cpp writes Gemma's "▁▁") and a tab. Written to tiny-gemma-vocab.gguf (metadata
+# only); gemma-vocab.json holds transformers' GGUF tokenizer's ids on TOKENIZER_TEXTS and a few
+# more (turn markers, runs of spaces) and the merges it recovers from the file.
+def gemma_vocab_main():
+    from tokenizers import normalizers
+    sp = Tokenizer(models.BPE(byte_fallback=True, unk_token="<unk>"))
+    sp.normalizer = normalizers.Replace(" ", "\u2581")
+    sp.train_from_iterator(CORPUS * 4, trainer=trainers.BpeTrainer(vocab_size=420, min_frequency=1, special_tokens=[], show_progress=False))
+    learned = [t for t, _ in sorted(sp.get_vocab().items(), key=lambda kv: kv[1])]
+    specials = ["<pad>", "<eos>", "<bos>", "<unk>", "<start_of_turn>", "<end_of_turn>"]
+    tokens = specials + [f"<0x{b:02X}>" for b in range(256)] + learned + ["  ", "   ", "\t"]
+    types = [3, 3, 3, 2, 3, 3] + [6] * 256 + [1] * (len(learned) + 3)
+    path = os.path.join(OUT, "tiny-gemma-vocab.gguf")
+    w = gguf.GGUFWriter(path, "gemma2")
+    w.add_name("lobes tiny gemma vocabulary")
+    w.add_tokenizer_model("llama")
+    w.add_token_list(tokens)
+    w.add_token_types(types)
+    w.add_token_scores([float(-i) for i in range(len(tokens))])
+    w.add_bos_token_id(2)
+    w.add_eos_token_id(1)
+    w.add_unk_token_id(3)
+    w.add_pad_token_id(0)
+    w.add_add_bos_token(True)
+    w.add_add_eos_token(False)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    with tempfile.TemporaryDirectory() as tmp:
+        shutil.copy(path, tmp)
+        t = transformers.AutoTokenizer.from_pretrained(tmp, gguf_file=os.path.basename(path))
+    assert type(t).__name__ == "GemmaTokenizer", type(t)
+    texts = TOKENIZER_TEXTS + ["<start_of_turn>user\nhi  there<end_of_turn>", "  leading spaces", "end  ", "a\tb   c"]
+    tj = json.loads(t.backend_tokenizer.to_str())
+    out = {"transformers": transformers.__version__, "texts": texts, "ids": [t(x, add_special_tokens=True)["input_ids"] for x in texts],
+           "merges": [" ".join(m) if isinstance(m, list) else m for m in tj["model"]["merges"]]}
+    with open(os.path.join(OUT, "gemma-vocab.json"), "w") as f:
+        json.dump(out, f, indent=1, ensure_ascii=False)
+        f.write("\n")
+    print("gemma vocabulary ok", len(tokens), "tokens,", len(out["merges"]), "merges")
+
+
 if __name__ == "__main__":
     if sys.argv[1:] == ["--family", "phi3"]:
         phi3_main()
+    elif sys.argv[1:] == ["--gemma-vocab"]:
+        gemma_vocab_main()
     elif len(sys.argv) == 3 and sys.argv[1] == "--family" and sys.argv[2] in GEMMA:
         gemma_main(sys.argv[2])
     else:
