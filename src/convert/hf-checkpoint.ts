@@ -7,12 +7,15 @@
  * Families: llama (LlamaForCausalLM), mistral (a sliding window in every layer, or none), qwen2 (Qwen2 / Qwen2.5:
  * q/k/v biases), qwen3 (per-head q_norm / k_norm, head_dim set on its own), phi3 (Phi-3 /
  * Phi-4(-mini): fused qkv_proj and gate_up_proj split into their parts (src/convert/fused.ts),
- * partial rotary, longrope, a sliding window in every layer or none). Weights in F32, F16
+ * partial rotary, longrope, a sliding window in every layer or none), gemma / gemma2 /
+ * gemma3_text (Gemma 1, 2, 3 text: (1 + w) norms, sqrt(hidden) embeddings, tanh-GELU; 2 and 3
+ * with norms after attention and MLP, query_pre_attn_scalar, soft-capping (2), sliding layers
+ * by layer_types with their own rope (3), q/k norms (3): LlamaSpec.gemma). Weights in F32, F16
  * or BF16 (decoded to float32 as they are read). Every difference lobes' graphs do not express
  * is refused by name, before anything is written: a family outside these (experts, attention
- * sinks, (1 + w) norms, fused weights), an activation other than SiLU, biases where the family
- * has none, sliding windows on some layers only, rope scaling other than linear, llama3 and
- * yarn, a tensor the family does not have.
+ * sinks, a vision tower, fused weights), an activation other than the family's, biases where
+ * the family has none, sliding windows on some layers only (outside Gemma), rope scaling other
+ * than linear, llama3, yarn and longrope, a tensor the family does not have.
  *
  * config.json spellings read: rope_theta and rope_scaling at the top level (rope_scaling's kind
  * as `rope_type` or the older `type`), or transformers 5's rope_parameters (rope_theta and the
