@@ -5,7 +5,8 @@
  * → MatMul(·, v) with a causal + padding mask, grouped-query attention by repeating the KV
  * heads, SiLU as Sigmoid·x, optional KV-cache inputs/outputs. Qwen2's q/k/v biases are an Add
  * after each projection; Qwen3's q_norm / k_norm the same decomposed RMSNorm over each head;
- * Mistral's sliding window one more condition in the mask (i − j < window). Gemma 2 / 3 (spec.gemma):
+ * Mistral's sliding window one more condition in the mask (i − j < window). Gemma (spec.gemma; Gemma 1
+ * without the post norms, soft-caps and windows):
  * embeddings times sqrt(hidden), every RMSNorm's weight w applied as (1 + w) (an Add on the
  * stored w), post-attention and post-feedforward norms before each residual Add, the MLP read
  * from pre_feedforward_layernorm, GELU (tanh approximation) decomposed as
@@ -153,7 +154,8 @@ export function buildExplicit(b: GraphBuilder): GGraph {
   const globalRope = rotary(s, 'rotary_emb', '');
   // Gemma 3: the sliding layers rotate with their own base (rope_local_base_freq) when it differs.
   const local = localRopeSpec(s);
-  const sameRope = local === s || (ropeInvFreq(local).every((v, i) => v === ropeInvFreq(s)[i]) && ropeAttentionFactor(local) === ropeAttentionFactor(s));
+  const globalInv = ropeInvFreq(s);
+  const sameRope = local === s || (ropeInvFreq(local).every((v, i) => v === globalInv[i]) && ropeAttentionFactor(local) === ropeAttentionFactor(s));
   const localRope = gm && gm.sliding.some((x) => x) && !sameRope ? rotary(local, 'rotary_emb_local', '_local') : globalRope;
 
   const rmsNorm = (prefix: string, input: string, wName: string): string => {

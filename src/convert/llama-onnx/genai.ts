@@ -18,7 +18,7 @@
  * back, into GroupQueryAttention's separate query/key/value inputs.
  * Tied embeddings: one [hidden, vocab] weight, read by lm_head and, through a Transpose, by
  * the embedding Gather.
- * Gemma 2 / 3 (spec.gemma): the embeddings times sqrt(hidden); every norm's weight (1 + w) (an
+ * Gemma (spec.gemma; Gemma 1 without the post norms, soft-caps and windows): the embeddings times sqrt(hidden); every norm's weight (1 + w) (an
  * Add on the stored w); the attention output normalized (SimplifiedLayerNormalization,
  * post_attention_layernorm) before the SkipSimplifiedLayerNormalization that adds it and
  * normalizes for the MLP (pre_feedforward_layernorm); FastGelu (GELU's tanh approximation) on
@@ -114,7 +114,8 @@ export function buildGenai(b: GraphBuilder): GGraph {
   let caches: [string, string] | null = null;
   let localCaches: [string, string] | null = null;
   const local = localRopeSpec(s);
-  const sameRope = local === s || (ropeInvFreq(local).every((v, i) => v === ropeInvFreq(s)[i]) && ropeAttentionFactor(local) === ropeAttentionFactor(s));
+  const globalInv = ropeInvFreq(s);
+  const sameRope = local === s || (ropeInvFreq(local).every((v, i) => v === globalInv[i]) && ropeAttentionFactor(local) === ropeAttentionFactor(s));
 
   /** A norm weight as the norm applies it: w, or Gemma's 1 + w (an Add ONNX Runtime folds). */
   const cOne = gm ? b.fconst('/model/constants/one', [1]) : '';
