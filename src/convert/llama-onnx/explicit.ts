@@ -96,23 +96,21 @@ export function buildExplicit(b: GraphBuilder): GGraph {
   const qPos0 = node('Range', '/model/Range_1', [pastLen, totLen, cI1]);
   const qPos = node('Unsqueeze', '/model/Unsqueeze', [qPos0, cAxLast]);
   const causal = node('LessOrEqual', '/model/LessOrEqual', [kPos, qPos]); // [S, T]
+  /** The causal condition with the window: key j is visible to query i only when i − j < window, i.e. j > i − window. */
+  const windowed = (tag: string): string => {
+    const cWin = b.i64('/model/constants/sliding_window', [s.slidingWindow!], []);
+    const lo = node('Sub', `/model/Sub_window${tag}`, [qPos, cWin]);
+    const inWindow = node('Greater', `/model/Greater_window${tag}`, [kPos, lo]);
+    return node('And', `/model/And_window${tag}`, [causal, inWindow]);
+  };
+  // Mistral, Phi-3: the window in every layer.
+  const causalAll = !gm && s.slidingWindow ? windowed('') : causal;
   const padBool = node('Cast', '/model/Cast', ['attention_mask'], { to: int(9) });
   const pad4 = node('Unsqueeze', '/model/Unsqueeze_1', [padBool, cAx12]); // [B,1,1,T]
-  const makeMask = (windowed: boolean, tag: string): string => {
-    let c = causal;
-    if (windowed) {
-      // Mistral (and Gemma's sliding layers): key j is visible to query i only when i − j < window, i.e. j > i − window.
-      const cWin = b.i64('/model/constants/sliding_window', [s.slidingWindow!], []);
-      const lo = node('Sub', `/model/Sub_window${tag}`, [qPos, cWin]);
-      const inWindow = node('Greater', `/model/Greater_window${tag}`, [kPos, lo]);
-      c = node('And', `/model/And_window${tag}`, [c, inWindow]);
-    }
-    const allowed = node('And', `/model/And${tag}`, [c, pad4]); // [B,1,S,T]
-    return node('Where', `/model/Where${tag}`, [allowed, cZero, cMaskMin]);
-  };
-  // Gemma: a full mask and, for the sliding layers, a windowed one; otherwise one mask for every layer.
-  const mask = makeMask(!gm && !!s.slidingWindow, '');
-  const slidingMask = gm && gm.sliding.some((x) => x) ? makeMask(true, '_sliding') : mask;
+  const maskOf = (c: string, tag: string): string => node('Where', `/model/Where${tag}`, [node('And', `/model/And${tag}`, [c, pad4]), cZero, cMaskMin]); // [B,1,S,T]
+  const mask = maskOf(causalAll, '');
+  // Gemma: a full mask and, for the sliding layers, a windowed one.
+  const slidingMask = gm && gm.sliding.some((x) => x) ? maskOf(windowed('_sliding'), '_sliding') : mask;
 
   // Rotary embedding from position_ids, computed in float32 (cast to float16 after cos/sin).
   // (Partial rotary: rd of the hd dims of each head rotate.)
