@@ -310,6 +310,28 @@ describe('scoring (the eval letter head) re-applies the soft-cap after lm_head',
       }
     });
   }
+
+  it('genai through the KV cache: a 66-token text prefilled for 20 tokens then extended past the 8-token window gives the same logits', async () => {
+    const out = path.join(tmp, 'gemma2-score-kv');
+    await convertHfCheckpoint(path.join(CKPTS, 'gemma2'), out, { layout: 'genai' });
+    const set = SETS.gemma2;
+    const ids = set.meta.ids[0]!;
+    expect(ids.length).toBe(66);
+    const g = grow(set.golden('gemma2.logits'), 0, 384);
+    const cands = [5, 66, 7, 300, 383];
+    const sc = await openScorer(out, { device: 'cpu', generation: true });
+    try {
+      expect(sc.hasPast).toBe(true);
+      let st = await sc.prefill(ids.slice(0, 20), cands);
+      // one token at a time when the graph refuses several after a cache
+      const steps = sc.multiTokenExtend ? [ids.slice(20, 50), ids.slice(50)] : ids.slice(20).map((t) => [t]);
+      for (const s of steps) st = await sc.extend(st.state, s, cands);
+      expect(st.state.length).toBe(66);
+      cands.forEach((c, j) => expect(Math.abs(st.out.cand[j]! - g[c]!), `token ${c}`).toBeLessThan(1e-4 * 6));
+    } finally {
+      await sc.close();
+    }
+  });
 });
 
 describe('refusals, in one line, before anything is written', () => {
