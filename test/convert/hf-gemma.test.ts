@@ -11,7 +11,8 @@
  *    66 tokens in one padded batch, in both layouts;
  *  - attend's attention weights (every layer and head from the last token; Gemma 2's after the
  *    soft-cap) equal transformers' output_attentions, in both layouts;
- *  - the eval scoring head re-applies Gemma 2's final soft-cap after lm_head;
+ *  - the eval scoring head re-applies Gemma 2's final soft-cap after lm_head, batched and through
+ *    the genai graph's KV cache past the window;
  *  - the GGUFs llama.cpp's converter would write (its tensor names, norm weights stored as 1 + w)
  *    equal transformers' GGUF loader reading them, in both layouts (models with head_dim 256,
  *    default soft-caps and layer patterns, where llama.cpp's and the loader's reading agree);
