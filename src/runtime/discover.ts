@@ -78,7 +78,7 @@ const FUSED_ACT: Record<string, string> = {
   Swish: 'silu',
   QuickGelu: 'quick_gelu',
   Gelu: 'gelu',
-  FastGelu: 'gelu',
+  FastGelu: 'gelu_tanh',
   BiasGelu: 'gelu',
   Relu: 'relu',
   Mish: 'mish',
@@ -227,6 +227,8 @@ function activationOf(g: GraphIndex, a: string): [string, string] | null {
   if (fused) {
     // QuickGelu is x·sigmoid(αx); with α = 1 (ORT's fusion of SiLU) it is SiLU.
     if (p.opType === 'QuickGelu' && Math.abs((getAttr(p, 'alpha')?.f ?? 1.702) - 1) < 1e-6) return [p.input[0]!, 'silu'];
+    // ONNX Gelu (opset 20) with approximate "tanh": what onnxruntime-genai's builder writes for Gemma.
+    if (p.opType === 'Gelu' && !p.domain && new TextDecoder().decode(getAttr(p, 'approximate')?.s ?? new Uint8Array()) === 'tanh') return [p.input[0]!, 'gelu_tanh'];
     return [p.input[0]!, fused];
   }
   if (p.opType === 'Mul' && !p.domain) {

@@ -236,6 +236,28 @@ describe('capture points found by structure', () => {
     expect(g.prod('logits')?.opType).toBe('Mul');
   });
 
+  it('the genai graph\'s FastGelu, and ONNX Gelu with approximate "tanh" (what onnxruntime-genai\'s builder writes for Gemma), are tanh-GELU; exact Gelu is not', async () => {
+    const out = path.join(tmp, 'gemma2-discover-genai');
+    await convertHfCheckpoint(path.join(CKPTS, 'gemma2'), out, { layout: 'genai' });
+    const m = loadModel(out);
+    const d = discover(m);
+    expect(d.activation).toBe('gelu_tanh');
+    expect(d.mlps.map((l) => d.index.prod(l.down.x)?.opType)).toEqual(['Mul', 'Mul', 'Mul']);
+    expect(d.logitSoftcap).toBeCloseTo(6, 6);
+    const asGelu = (approximate: string | null) => {
+      const c = structuredClone(m);
+      for (const n of c.model.graph!.node) {
+        if (n.opType !== 'FastGelu') continue;
+        n.opType = 'Gelu';
+        delete n.domain;
+        n.attribute = approximate === null ? [] : [{ name: 'approximate', s: new TextEncoder().encode(approximate), type: 3 }];
+      }
+      return discover(c).activation;
+    };
+    expect(asGelu('tanh')).toBe('gelu_tanh');
+    expect(asGelu(null)).toBe('gelu');
+  });
+
   it('a tanh of a polynomial of degree 2 (x + c·x², not GELU) is not taken for the gate activation', async () => {
     const out = path.join(tmp, 'gemma2-not-gelu');
     await convertHfCheckpoint(path.join(CKPTS, 'gemma2'), out, {});
