@@ -1,5 +1,5 @@
 /**
- * A llama, qwen2 or qwen3 GGUF (llama.cpp, Ollama, LM Studio) as a Llama spec and a weight source
+ * A llama, qwen2, qwen3, phi3, gemma2 or gemma3 GGUF (llama.cpp, Ollama, LM Studio) as a Llama spec and a weight source
  * for the ONNX writer (src/convert/llama-onnx): the hyperparameters from `llama.*` metadata, the
  * weights under their Hugging Face names, read a row range at a time.
  *
@@ -29,15 +29,24 @@
  * head size is partial rotary; `rope_factors_short` / `rope_factors_long` with
  * `phi3.rope.scaling.original_context_length` (and `attn_factor`) are longrope, chosen per text
  * by its length as transformers does (llama.cpp chooses once, by the context size it runs with);
- * `phi3.attention.sliding_window` a window in every layer. Anything else (another `general.architecture`, named with what lobes' graphs lack
+ * `phi3.attention.sliding_window` a window in every layer. gemma2 / gemma3 (Gemma 2, Gemma 3
+ * text) hold `blk.N.post_attention_norm` (of the attention output), `ffn_norm` (Hugging Face's
+ * pre_feedforward_layernorm), `post_ffw_norm` and, for gemma3, `attn_q_norm` / `attn_k_norm`,
+ * every norm stored as 1 + w (read back as stored − 1, as transformers' GGUF loader does; the
+ * graph scales by 1 + w), q/k rows in Hugging Face's order; what the file leaves out is taken
+ * as llama.cpp takes it: the attention scale head_dim^−½ ((hidden / heads)^−½ for the 27B
+ * models: 46 layers for gemma2, 62 for gemma3), the sliding layers every other one (gemma2) or
+ * five of six (gemma3) unless `{arch}.attention.sliding_window_pattern` says otherwise, gemma2's
+ * soft-caps 50 / 30 and window 4096 when absent, gemma3's sliding layers rotating with base
+ * 10000 unscaled (its rope_freq_base and linear scaling are the full layers'). Anything else (another `general.architecture`, named with what lobes' graphs lack
  * where it is known, experts, other biases, partial rotary, per-layer sizes, unknown tensors) is
  * refused with a one-line error naming the file and the key or tensor, never silently dropped.
  */
 import { openGguf, type GgufFile, type GgufTensorInfo } from '../formats/gguf.js';
-import { GGUF_KEYS as K, GgufMeta, type GgufKey } from '../formats/gguf-meta.js';
+import { GGUF_KEYS as K, GgufMeta, plainGgufValue, type GgufKey } from '../formats/gguf-meta.js';
 import { ggmlType, DEQUANTIZABLE } from '../formats/ggml.js';
 import { LobesError } from '../util/errors.js';
-import type { LlamaSpec } from './llama-onnx/index.js';
+import type { LlamaSpec, LlamaWeightSource, NbitsBlocks } from './llama-onnx/index.js';
 import { phi3Parts, SplitWeightSource } from './fused.js';
 import { GgufWeightSource, type MappedWeight } from './gguf-weights.js';
 import { ropeScalingFromFreqFactors, shortFloat32 } from './rope-scaling.js';
@@ -50,15 +59,15 @@ export interface GgufLlama {
   file: string;
   gguf: GgufFile;
   spec: LlamaSpec;
-  /** The weights under Hugging Face names (phi3: the fused tensors' parts). */
-  weights: GgufWeightSource | SplitWeightSource;
+  /** The weights under Hugging Face names (phi3: the fused tensors' parts; gemma: norm weights as transformers holds them). */
+  weights: GgufWeightSource | SplitWeightSource | GemmaNormSource;
   /** Every weight the file holds under its Hugging Face name, in layer order (phi3: qkv_proj, gate_up_proj). */
   mapped: MappedWeight[];
   close(): void;
 }
 
 /** The GGUF architectures converted, each with what it adds to the Llama graph. */
-export const GGUF_ARCHITECTURES = ['llama', 'qwen2', 'qwen3', 'phi3'] as const;
+export const GGUF_ARCHITECTURES = ['llama', 'qwen2', 'qwen3', 'phi3', 'gemma2', 'gemma3'] as const;
 export type GgufArchitecture = (typeof GGUF_ARCHITECTURES)[number];
 
 /** Tensor names of each architecture (anything else in the file is refused). */
@@ -67,7 +76,45 @@ const KNOWN_TENSOR: Record<GgufArchitecture, RegExp> = {
   qwen2: /^(token_embd|output_norm|output)\.weight$|^blk\.\d+\.(attn_norm|attn_q|attn_k|attn_v|attn_output|ffn_norm|ffn_gate|ffn_up|ffn_down)\.weight$|^blk\.\d+\.attn_[qkv]\.bias$/,
   qwen3: /^(token_embd|output_norm|output)\.weight$|^blk\.\d+\.(attn_norm|attn_q|attn_k|attn_v|attn_output|attn_q_norm|attn_k_norm|ffn_norm|ffn_gate|ffn_up|ffn_down)\.weight$/,
   phi3: /^(token_embd|output_norm|output|rope_factors_long|rope_factors_short)\.weight$|^blk\.\d+\.(attn_norm|attn_qkv|attn_output|ffn_norm|ffn_up|ffn_down)\.weight$/,
+  gemma2: /^(token_embd|output_norm|output)\.weight$|^blk\.\d+\.(attn_norm|attn_q|attn_k|attn_v|attn_output|post_attention_norm|ffn_norm|ffn_gate|ffn_up|ffn_down|post_ffw_norm)\.weight$/,
+  gemma3: /^(token_embd|output_norm|output)\.weight$|^blk\.\d+\.(attn_norm|attn_q|attn_k|attn_v|attn_output|attn_q_norm|attn_k_norm|post_attention_norm|ffn_norm|ffn_gate|ffn_up|ffn_down|post_ffw_norm)\.weight$/,
 };
+
+/** Gemma keys beyond the shared table (llama.cpp's names). */
+const GEMMA_KEYS = {
+  attnSoftcap: { key: '{arch}.attn_logit_softcapping', type: 'number' } as GgufKey<'number'>,
+  finalSoftcap: { key: '{arch}.final_logit_softcapping', type: 'number' } as GgufKey<'number'>,
+  slidingWindow: { key: '{arch}.attention.sliding_window', type: 'int' } as GgufKey<'int'>,
+  swaPattern: '{arch}.attention.sliding_window_pattern',
+};
+
+/** llama.cpp's layer count of the 27B Gemmas, whose attention scale is (hidden / heads)^−½ rather than head_dim^−½. */
+const GEMMA_27B_LAYERS: Record<string, number> = { gemma2: 46, gemma3: 62 };
+
+/**
+ * A Gemma GGUF's weights with llama.cpp's norm storage undone: its converter writes every
+ * RMSNorm weight (…norm.weight) as 1 + w, so w is read back as stored − 1 (in float32, as
+ * transformers' GGUF loader does); the graph applies 1 + w again.
+ */
+export class GemmaNormSource implements LlamaWeightSource {
+  constructor(private readonly src: GgufWeightSource) {}
+  private static isNorm = (name: string) => /norm\.weight$/.test(name);
+  shape(name: string): number[] {
+    return this.src.shape(name);
+  }
+  rows(name: string, r0: number, r1: number): Float32Array {
+    const v = this.src.rows(name, r0, r1);
+    if (GemmaNormSource.isNorm(name)) for (let i = 0; i < v.length; i++) v[i] = v[i]! - 1;
+    return v;
+  }
+  rowsInto(name: string, r0: number, r1: number, out: Float32Array): Float32Array {
+    if (GemmaNormSource.isNorm(name)) return this.rows(name, r0, r1);
+    return this.src.rowsInto(name, r0, r1, out);
+  }
+  nbits(name: string): NbitsBlocks | null {
+    return this.src.nbits(name);
+  }
+}
 
 /** phi3 keys beyond the shared table (llama.cpp's names). */
 const PHI3_KEYS = {
@@ -79,9 +126,6 @@ const PHI3_KEYS = {
 const REFUSED_ARCHITECTURES: Record<string, string> = {
   qwen2moe: 'mixture-of-experts MLPs',
   qwen3moe: 'mixture-of-experts MLPs',
-  gemma: 'RMSNorm that scales by (1 + w) instead of w',
-  gemma2: 'RMSNorm that scales by (1 + w) instead of w',
-  gemma3: 'RMSNorm that scales by (1 + w) instead of w',
   'gpt-oss': 'attention sinks and mixture-of-experts MLPs',
   deepseek2: 'mixture-of-experts MLPs and multi-head latent attention',
 };
@@ -163,10 +207,17 @@ function weightNames(layers: number, tied: boolean, arch: GgufArchitecture = 'll
       [`${m}.self_attn.v_proj.weight`, `${b}.attn_v.weight`, null],
     );
     if (arch === 'qwen2') for (const p of ['q', 'k', 'v']) out.push([`${m}.self_attn.${p}_proj.bias`, `${b}.attn_${p}.bias`, null]);
-    if (arch === 'qwen3') for (const p of ['q', 'k']) out.push([`${m}.self_attn.${p}_norm.weight`, `${b}.attn_${p}_norm.weight`, null]);
+    if (arch === 'qwen3' || arch === 'gemma3') for (const p of ['q', 'k']) out.push([`${m}.self_attn.${p}_norm.weight`, `${b}.attn_${p}_norm.weight`, null]);
+    out.push([`${m}.self_attn.o_proj.weight`, `${b}.attn_output.weight`, null]);
+    // Gemma: post_attention_norm normalizes the attention output, ffn_norm is pre_feedforward_layernorm.
+    if (arch === 'gemma2' || arch === 'gemma3') {
+      out.push(
+        [`${m}.post_attention_layernorm.weight`, `${b}.post_attention_norm.weight`, null],
+        [`${m}.pre_feedforward_layernorm.weight`, `${b}.ffn_norm.weight`, null],
+        [`${m}.post_feedforward_layernorm.weight`, `${b}.post_ffw_norm.weight`, null],
+      );
+    } else out.push([`${m}.post_attention_layernorm.weight`, `${b}.ffn_norm.weight`, null]);
     out.push(
-      [`${m}.self_attn.o_proj.weight`, `${b}.attn_output.weight`, null],
-      [`${m}.post_attention_layernorm.weight`, `${b}.ffn_norm.weight`, null],
       [`${m}.mlp.gate_proj.weight`, `${b}.ffn_gate.weight`, null],
       [`${m}.mlp.up_proj.weight`, `${b}.ffn_up.weight`, null],
       [`${m}.mlp.down_proj.weight`, `${b}.ffn_down.weight`, null],
@@ -193,17 +244,20 @@ export function openGgufLlama(file: string): GgufLlama {
   }
 }
 
-function describeLlama(g: GgufFile): { spec: LlamaSpec; weights: GgufWeightSource | SplitWeightSource; mapped: MappedWeight[] } {
+function describeLlama(g: GgufFile): { spec: LlamaSpec; weights: GgufLlama['weights']; mapped: MappedWeight[] } {
   const file = g.file;
   const meta: GgufMeta = new GgufMeta(g.metadata, file);
   if (!meta.has(K.architecture)) throw new LobesError(`no ${K.architecture.key} key: not a llama.cpp model file`, { file, where: 'metadata' });
   const archName = meta.read(K.architecture)!;
+  if (archName === 'gemma') {
+    throw new LobesError('architecture "gemma" (Gemma 1) is not converted from GGUF: its conversion has no oracle (transformers\' GGUF loader does not read gemma files), so it is not offered untested', { file, where: K.architecture.key, hint: 'convert the Hugging Face checkpoint folder instead (model_type gemma converts)' });
+  }
   if (!(GGUF_ARCHITECTURES as readonly string[]).includes(archName)) {
     const lacks = REFUSED_ARCHITECTURES[archName];
     throw new LobesError(
       lacks
         ? `architecture "${archName}" is not converted: lobes' graphs do not express its ${lacks}`
-        : `architecture "${archName}" is not supported: lobes converts ${GGUF_ARCHITECTURES.join(', ')} GGUFs (Llama 2/3.x, Mistral 7B, TinyLlama, SmolLM, Qwen2/2.5, Qwen3, Phi-3/Phi-4-mini)`,
+        : `architecture "${archName}" is not supported: lobes converts ${GGUF_ARCHITECTURES.join(', ')} GGUFs (Llama 2/3.x, Mistral 7B, TinyLlama, SmolLM, Qwen2/2.5, Qwen3, Phi-3/Phi-4-mini, Gemma 2, Gemma 3 text)`,
       { file, where: K.architecture.key, hint: 'see docs/models-supported.md' },
     );
   }
@@ -260,6 +314,7 @@ function describeLlama(g: GgufFile): { spec: LlamaSpec; weights: GgufWeightSourc
     attn_norm: [hidden], ffn_norm: [hidden], attn_q: [hidden, q], attn_k: [hidden, kv], attn_v: [hidden, kv], attn_output: [q, hidden],
     ffn_gate: [hidden, intermediate], ffn_up: [hidden, arch === 'phi3' ? 2 * intermediate : intermediate], ffn_down: [intermediate, hidden], attn_qkv: [hidden, q + 2 * kv],
     'attn_q.bias': [q], 'attn_k.bias': [kv], 'attn_v.bias': [kv], attn_q_norm: [headDim], attn_k_norm: [headDim],
+    post_attention_norm: [hidden], post_ffw_norm: [hidden],
   };
   const mapped: MappedWeight[] = [];
   for (const [name, tname, perm] of weightNames(layers, tied, arch)) {
@@ -281,6 +336,22 @@ function describeLlama(g: GgufFile): { spec: LlamaSpec; weights: GgufWeightSourc
   const ropeScaling = arch === 'phi3' ? longropeOf(g, hp, ropeDims) : ropeScalingOf(g, hp, ropeTheta, headDim);
   let slidingWindow: number | null = null;
   if (arch === 'phi3' && hp.has(PHI3_KEYS.slidingWindow)) slidingWindow = hp.int(PHI3_KEYS.slidingWindow);
+  let gemma: LlamaSpec['gemma'];
+  if (arch === 'gemma2' || arch === 'gemma3') {
+    const g2 = arch === 'gemma2';
+    // What llama.cpp reads or assumes for these architectures (llama-model.cpp).
+    const sliding = gemmaSlidingLayers(g, meta, layers, g2 ? 2 : 6);
+    if (sliding.some((x) => x)) slidingWindow = g2 ? hp.int(GEMMA_KEYS.slidingWindow, 4096) : hp.int(GEMMA_KEYS.slidingWindow);
+    gemma = {
+      postNorms: true,
+      queryPreAttnScalar: layers === GEMMA_27B_LAYERS[arch] ? hidden / heads : headDim,
+      attnSoftcap: g2 ? hp.num(GEMMA_KEYS.attnSoftcap, 50) : null,
+      finalSoftcap: g2 ? hp.num(GEMMA_KEYS.finalSoftcap, 30) : null,
+      sliding,
+      // gemma3's sliding layers rotate with base 10000 and no scaling (llama.cpp's rope_freq_base_train_swa).
+      ...(g2 ? {} : { localRope: { theta: 10000, scaling: null } }),
+    };
+  }
   const tok = (key: GgufKey<'int'>): number | null => meta.read(key) ?? null;
   const eos = tok(K.eosTokenId);
   const eot = tok(K.eotTokenId);
@@ -304,12 +375,35 @@ function describeLlama(g: GgufFile): { spec: LlamaSpec; weights: GgufWeightSourc
     padTokenId: tok(K.paddingTokenId),
     modelType: arch,
     ...(arch === 'qwen2' ? { attnBias: true } : {}),
-    ...(arch === 'qwen3' ? { qkNorm: true } : {}),
+    ...(arch === 'qwen3' || arch === 'gemma3' ? { qkNorm: true } : {}),
     ...(ropeDims !== headDim ? { rotaryDim: ropeDims } : {}),
     ...(slidingWindow ? { slidingWindow } : {}),
+    ...(gemma ? { gemma } : {}),
   };
   const src = new GgufWeightSource(g, mapped, headDim);
-  return { spec, weights: arch === 'phi3' ? new SplitWeightSource(src, phi3Parts(spec)) : src, mapped };
+  const weights = arch === 'phi3' ? new SplitWeightSource(src, phi3Parts(spec)) : gemma ? new GemmaNormSource(src) : src;
+  return { spec, weights, mapped };
+}
+
+/**
+ * Which layers of a Gemma GGUF are sliding-window layers: `{arch}.attention.sliding_window_pattern`
+ * (a period n: layer i slides when i mod n < n − 1; or one bool per layer), else llama.cpp's
+ * fixed period (2 for gemma2, 6 for gemma3).
+ */
+function gemmaSlidingLayers(g: GgufFile, meta: GgufMeta, layers: number, period: number): boolean[] {
+  const key = GEMMA_KEYS.swaPattern.replace('{arch}', meta.read(K.architecture)!);
+  const v = plainGgufValue(g.get(key));
+  const place = { file: g.file, where: `metadata ${JSON.stringify(key)}` };
+  if (Array.isArray(v)) {
+    if (v.length !== layers || v.some((x) => typeof x !== 'boolean')) throw new LobesError(`must be one boolean per layer (${layers}), got ${v.length} values`, place);
+    return v as boolean[];
+  }
+  let n = period;
+  if (v !== undefined && v !== null) {
+    n = typeof v === 'bigint' ? Number(v) : (v as number);
+    if (!Number.isInteger(n) || n < 1) throw new LobesError(`must be a positive integer period or one boolean per layer, got ${String(v)}`, place);
+  }
+  return Array.from({ length: layers }, (_, i) => i % n < n - 1);
 }
 
 function requireTensor(g: GgufFile, name: string): GgufTensorInfo {

@@ -7,12 +7,15 @@
  * Families: llama (LlamaForCausalLM), mistral (a sliding window in every layer, or none), qwen2 (Qwen2 / Qwen2.5:
  * q/k/v biases), qwen3 (per-head q_norm / k_norm, head_dim set on its own), phi3 (Phi-3 /
  * Phi-4(-mini): fused qkv_proj and gate_up_proj split into their parts (src/convert/fused.ts),
- * partial rotary, longrope, a sliding window in every layer or none). Weights in F32, F16
+ * partial rotary, longrope, a sliding window in every layer or none), gemma / gemma2 /
+ * gemma3_text (Gemma 1, 2, 3 text: (1 + w) norms, sqrt(hidden) embeddings, tanh-GELU; 2 and 3
+ * with norms after attention and MLP, query_pre_attn_scalar, soft-capping (2), sliding layers
+ * by layer_types with their own rope (3), q/k norms (3): LlamaSpec.gemma). Weights in F32, F16
  * or BF16 (decoded to float32 as they are read). Every difference lobes' graphs do not express
  * is refused by name, before anything is written: a family outside these (experts, attention
- * sinks, (1 + w) norms, fused weights), an activation other than SiLU, biases where the family
- * has none, sliding windows on some layers only, rope scaling other than linear, llama3 and
- * yarn, a tensor the family does not have.
+ * sinks, a vision tower, fused weights), an activation other than the family's, biases where
+ * the family has none, sliding windows on some layers only (outside Gemma), rope scaling other
+ * than linear, llama3, yarn and longrope, a tensor the family does not have.
  *
  * config.json spellings read: rope_theta and rope_scaling at the top level (rope_scaling's kind
  * as `rope_type` or the older `type`), or transformers 5's rope_parameters (rope_theta and the
@@ -41,8 +44,11 @@ export const HF_SINGLE = 'model.safetensors';
 export const HF_TOKENIZER_FILES = ['tokenizer.json', 'tokenizer_config.json', 'special_tokens_map.json', 'chat_template.jinja', 'chat_template.json'];
 
 /** The model families read from Hugging Face checkpoints. */
-export type HfFamily = 'llama' | 'mistral' | 'qwen2' | 'qwen3' | 'phi3';
-export const HF_FAMILIES: readonly HfFamily[] = ['llama', 'mistral', 'qwen2', 'qwen3', 'phi3'];
+export type HfFamily = 'llama' | 'mistral' | 'qwen2' | 'qwen3' | 'phi3' | 'gemma' | 'gemma2' | 'gemma3_text';
+export const HF_FAMILIES: readonly HfFamily[] = ['llama', 'mistral', 'qwen2', 'qwen3', 'phi3', 'gemma', 'gemma2', 'gemma3_text'];
+
+/** Gemma 1, Gemma 2 and Gemma 3 text: (1 + w) norms, GeGLU, sqrt(hidden) embeddings; 2 and 3 post norms and per-layer windows (LlamaSpec.gemma). */
+const isGemma = (f: HfFamily): f is 'gemma' | 'gemma2' | 'gemma3_text' => f === 'gemma' || f === 'gemma2' || f === 'gemma3_text';
 
 /**
  * Families lobes' graphs cannot express, each with the difference it lacks (model_type →
@@ -55,10 +61,7 @@ export const REFUSED_FAMILIES: Record<string, string> = {
   deepseek_v2: 'mixture-of-experts MLPs and multi-head latent attention',
   deepseek_v3: 'mixture-of-experts MLPs and multi-head latent attention',
   gpt_oss: 'attention sinks (a learned logit per head in every softmax) and mixture-of-experts MLPs',
-  gemma: 'RMSNorm that scales by (1 + w) instead of w, GeGLU MLPs and embeddings scaled by sqrt(hidden)',
-  gemma2: 'RMSNorm that scales by (1 + w), GeGLU MLPs, norms after attention and MLP, and attention logit soft-capping',
-  gemma3: 'RMSNorm that scales by (1 + w), GeGLU MLPs, norms after attention and MLP, and local layers with their own rope base',
-  gemma3_text: 'RMSNorm that scales by (1 + w), GeGLU MLPs, norms after attention and MLP, and local layers with their own rope base',
+  gemma3: 'vision tower (Gemma3ForConditionalGeneration is multimodal: its text model sits under model.language_model next to the image encoder)',
   phi: 'LayerNorm with a bias and attention parallel to the MLP',
   olmo2: 'RMSNorm after attention and MLP (post-norm) with q/k norms over all heads at once',
   cohere: 'LayerNorm with attention parallel to the MLP',
@@ -173,10 +176,11 @@ const posInt = (x: unknown): x is number => typeof x === 'number' && Number.isIn
 export function hfFamily(config: Record<string, any>, file: string): HfFamily {
   const mt = typeof config.model_type === 'string' ? config.model_type : null;
   const arch = Array.isArray(config.architectures) ? String(config.architectures[0] ?? '') : '';
-  const type = mt ?? ({ LlamaForCausalLM: 'llama', MistralForCausalLM: 'mistral', Qwen2ForCausalLM: 'qwen2', Qwen3ForCausalLM: 'qwen3', Phi3ForCausalLM: 'phi3' } as Record<string, string>)[arch] ?? null;
+  const type = mt ?? ({ LlamaForCausalLM: 'llama', MistralForCausalLM: 'mistral', Qwen2ForCausalLM: 'qwen2', Qwen3ForCausalLM: 'qwen3', Phi3ForCausalLM: 'phi3', GemmaForCausalLM: 'gemma', Gemma2ForCausalLM: 'gemma2', Gemma3ForCausalLM: 'gemma3_text' } as Record<string, string>)[arch] ?? null;
   if (type === null) throw new LobesError('has no model_type: the model family is unknown', { file, hint: 'a config.json written by transformers names it' });
   if ((HF_FAMILIES as readonly string[]).includes(type)) return type as HfFamily;
   const lacks = REFUSED_FAMILIES[type];
+  if (type === 'gemma3') throw new LobesError(`model_type "gemma3" is not converted: it is Gemma 3 with a ${lacks}`, { file, where: 'model_type', hint: 'a text-only Gemma 3 (model_type gemma3_text, Gemma3ForCausalLM, as Gemma 3 1B is saved) converts' });
   if (lacks) throw new LobesError(`model_type "${type}" is not converted: lobes' graphs do not express its ${lacks}`, { file, where: 'model_type', hint: `lobes converts ${HF_FAMILIES.join(', ')}` });
   throw new LobesError(`model_type "${type}" is not one lobes converts (${HF_FAMILIES.join(', ')})`, { file, where: 'model_type' });
 }
@@ -230,6 +234,74 @@ export function hfRope(config: Record<string, any>, file: string, defaultTheta: 
   throw new LobesError(`rope scaling "${kind}" is not converted (${why[kind] ?? 'an unknown scaling'}); lobes converts linear, llama3, yarn and longrope scaling`, { file, where: `${where}.${src.rope_type !== undefined ? 'rope_type' : 'type'}` });
 }
 
+/**
+ * Gemma 2 / Gemma 3 text settings of a config.json, with the config classes' defaults for
+ * what it leaves out (transformers 5.25): query_pre_attn_scalar 256; soft-capping 50
+ * (attention) and 30 (final) for gemma2, none for gemma3_text; sliding_window 4096; layer_types
+ * alternating sliding / full for gemma2, five sliding then one full for gemma3_text (its
+ * sliding_window_pattern); rope: gemma2's as every family's, gemma3_text's per layer type
+ * (rope_parameters.full_attention / sliding_attention, or the older rope_theta (1e6 by
+ * default), rope_scaling for the full layers, rope_local_base_freq (1e4) for the sliding ones).
+ */
+function gemmaSettings(config: Record<string, any>, family: 'gemma' | 'gemma2' | 'gemma3_text', layers: number, headDim: number, file: string): { gemma: NonNullable<LlamaSpec['gemma']>; slidingWindow: number | null; rope: { theta: number; scaling: Record<string, unknown> | null } } {
+  const fail = (where: string, cause: string, hint?: string): never => {
+    throw new LobesError(cause, { file, where, ...(hint ? { hint } : {}) });
+  };
+  const posNum = (key: string, fallback: number | null): number | null => {
+    const v = config[key] === undefined ? fallback : config[key];
+    if (v === null) return null;
+    if (typeof v !== 'number' || !(v > 0) || !Number.isFinite(v)) fail(key, `must be a positive number${fallback === null ? ' or null' : ''}, got ${JSON.stringify(v)}`);
+    return v as number;
+  };
+  const v3 = family === 'gemma3_text';
+  if (family === 'gemma') {
+    // Gemma 1: Llama's two norms per layer, the scale head_dim^−½, every layer full attention, no soft-caps.
+    return { gemma: { postNorms: false, queryPreAttnScalar: headDim, attnSoftcap: null, finalSoftcap: null, sliding: new Array<boolean>(layers).fill(false) }, slidingWindow: null, rope: hfRope(config, file, 10000, family) };
+  }
+  if (config.use_bidirectional_attention) fail('use_bidirectional_attention', "bidirectional attention (every token sees the window around it, before and after) is not expressed by lobes' causal graphs");
+  const queryPreAttnScalar = posNum('query_pre_attn_scalar', 256)!;
+  // Gemma3Attention keeps attn_logit_softcapping but never passes it to the attention (transformers
+  // 5.25): a gemma3_text config's value changes nothing there, and nothing here.
+  const attnSoftcap = v3 ? null : posNum('attn_logit_softcapping', 50);
+  const finalSoftcap = posNum('final_logit_softcapping', v3 ? null : 30);
+  let types: unknown[];
+  if (config.layer_types !== undefined && config.layer_types !== null) {
+    if (!Array.isArray(config.layer_types) || config.layer_types.length !== layers) fail('layer_types', `must list one type per layer (${layers}), got ${JSON.stringify(config.layer_types)}`);
+    types = config.layer_types;
+  } else {
+    // Gemma3TextConfig reads sliding_window_pattern (not the _sliding_window_pattern it saves).
+    const pattern = v3 ? (config.sliding_window_pattern ?? 6) : 2;
+    if (!posInt(pattern)) fail('sliding_window_pattern', `must be a positive integer, got ${JSON.stringify(pattern)}`);
+    types = Array.from({ length: layers }, (_, i) => ((i + 1) % (pattern as number) ? 'sliding_attention' : 'full_attention'));
+  }
+  const bad = types.findIndex((t) => t !== 'sliding_attention' && t !== 'full_attention');
+  if (bad >= 0) fail(`layer_types[${bad}]`, `is ${JSON.stringify(types[bad])}; lobes converts sliding_attention and full_attention layers`);
+  const sliding = types.map((t) => t === 'sliding_attention');
+  const window = config.sliding_window === undefined ? 4096 : config.sliding_window;
+  if (sliding.some((x) => x) && !posInt(window)) fail('sliding_window', `must be a positive integer for the sliding_attention layers, got ${JSON.stringify(window)}`);
+  const slidingWindow = sliding.some((x) => x) ? (window as number) : null;
+  let rope: { theta: number; scaling: Record<string, unknown> | null };
+  let localRope: { theta: number; scaling: Record<string, unknown> | null } | undefined;
+  if (!v3) rope = hfRope(config, file, 10000, family);
+  else {
+    const rp = config.rope_parameters;
+    if (rp !== undefined && rp !== null) {
+      if (typeof rp !== 'object' || Array.isArray(rp) || !('full_attention' in rp || 'sliding_attention' in rp)) fail('rope_parameters', 'gemma3_text names the rope of each layer type: rope_parameters.full_attention and rope_parameters.sliding_attention');
+      if (config.rope_scaling) fail('rope_scaling', 'has both rope_parameters and rope_scaling: which one holds is unclear');
+      const part = (k: string, theta: number) => (rp[k] ? hfRope({ rope_parameters: rp[k] }, file, theta, family) : { theta, scaling: null });
+      rope = part('full_attention', 1e6);
+      localRope = part('sliding_attention', 1e4);
+    } else {
+      rope = hfRope({ rope_theta: config.rope_theta ?? 1e6, rope_scaling: config.rope_scaling ?? null }, file, 1e6, family);
+      const lt = config.rope_local_base_freq ?? 1e4;
+      if (typeof lt !== 'number' || !(lt > 0)) fail('rope_local_base_freq', `must be a positive number, got ${JSON.stringify(lt)}`);
+      localRope = { theta: lt, scaling: null };
+    }
+    if (rope.scaling?.rope_type === 'longrope' || localRope.scaling?.rope_type === 'longrope') fail('rope_parameters', 'longrope is not converted for gemma3_text');
+  }
+  return { gemma: { postNorms: true, queryPreAttnScalar, attnSoftcap, finalSoftcap, sliding, ...(localRope ? { localRope } : {}) }, slidingWindow, rope };
+}
+
 /** A config.json (of a known family) as a Llama spec, with every setting lobes cannot express refused. */
 export function hfSpec(config: Record<string, any>, file: string): { family: HfFamily; spec: LlamaSpec } {
   const family = hfFamily(config, file);
@@ -248,12 +320,23 @@ export function hfSpec(config: Record<string, any>, file: string): { family: HfF
   const heads = int('num_attention_heads');
   const kvHeads = int('num_key_value_heads', heads);
   if (heads % kvHeads !== 0) fail('num_key_value_heads', `${heads} attention heads are not a multiple of ${kvHeads} KV heads`);
-  const headDim = config.head_dim ?? (family === 'qwen3' ? 128 : hidden / heads);
+  // Defaults of the config classes where config.json leaves head_dim out (Qwen3Config 128, Gemma2Config / Gemma3TextConfig 256).
+  const headDim = config.head_dim ?? (family === 'qwen3' ? 128 : isGemma(family) ? 256 : hidden / heads);
   if (!posInt(headDim)) fail('head_dim', `head dim ${headDim} is not a positive integer`);
   if (headDim % 2 !== 0) fail('head_dim', `head dim ${headDim} is odd: rotary embeddings need pairs`);
   const vocab = int('vocab_size');
-  const act = config.hidden_act ?? config.hidden_activation ?? 'silu';
-  if (act !== 'silu') fail('hidden_act', `activation "${act}" is not SiLU: lobes' graphs compute SwiGLU MLPs`);
+  if (family === 'gemma') {
+    // Gemma 1's MLP reads hidden_act; GemmaConfig reads the official configs' "gelu" as gelu_pytorch_tanh.
+    const gact = config.hidden_act ?? 'gelu_pytorch_tanh';
+    if (gact !== 'gelu_pytorch_tanh' && gact !== 'gelu') fail('hidden_act', `activation "${gact}" is not gelu_pytorch_tanh: lobes' Gemma graphs compute GELU with the tanh approximation`);
+  } else if (isGemma(family)) {
+    // Gemma 2 / 3's MLP reads hidden_activation (gelu_pytorch_tanh by default).
+    const gact = config.hidden_activation ?? 'gelu_pytorch_tanh';
+    if (gact !== 'gelu_pytorch_tanh') fail('hidden_activation', `activation "${gact}" is not gelu_pytorch_tanh: lobes' Gemma graphs compute GELU with the tanh approximation`);
+  } else {
+    const act = config.hidden_act ?? config.hidden_activation ?? 'silu';
+    if (act !== 'silu') fail('hidden_act', `activation "${act}" is not SiLU: lobes' graphs compute SwiGLU MLPs`);
+  }
   if (config.mlp_bias) fail('mlp_bias', 'biases on the MLP projections are not expressed by lobes\' graphs');
   if (family !== 'qwen2' && config.attention_bias) fail('attention_bias', `attention_bias puts a bias on o_proj as well as q, k, v; lobes' graphs add biases to q, k and v only (as Qwen2 has them)`);
   if (config.num_local_experts || config.num_experts || config.n_routed_experts) fail('num_experts', 'mixture-of-experts MLPs are not expressed by lobes\' graphs');
@@ -276,12 +359,21 @@ export function hfSpec(config: Record<string, any>, file: string): { family: HfF
     if (layerTypes.some((t) => t !== 'sliding_attention')) fail('layer_types', 'mixes sliding-window and full-attention layers, which lobes\' graphs do not express (one window for every layer)');
   } else if (family === 'qwen2' && config.use_sliding_window) {
     fail('use_sliding_window', `sliding-window attention from layer max_window_layers on (window ${config.sliding_window}) is not expressed by lobes' graphs`, 'a checkpoint with use_sliding_window false converts');
+  } else if (isGemma(family)) {
+    // Gemma: sliding_attention and full_attention layers (layer_types, or the config class's pattern).
   } else if (layerTypes.some((t) => t === 'sliding_attention')) {
     fail('layer_types', 'has sliding-window layers, which lobes\' graphs express only for Mistral (one window for every layer)');
   }
   const eps = config.rms_norm_eps ?? 1e-6;
   if (typeof eps !== 'number' || !(eps > 0)) fail('rms_norm_eps', `must be a positive number, got ${JSON.stringify(eps)}`);
-  const rope = hfRope(config, file, 10000, family);
+  let gemma: LlamaSpec['gemma'];
+  let rope: { theta: number; scaling: Record<string, unknown> | null };
+  if (isGemma(family)) {
+    const g = gemmaSettings(config, family, layers, headDim as number, file);
+    gemma = g.gemma;
+    slidingWindow = g.slidingWindow;
+    rope = g.rope;
+  } else rope = hfRope(config, file, 10000, family);
   const tokenId = (k: string): number | null => (Number.isInteger(config[k]) ? config[k] : null);
   const eos = Array.isArray(config.eos_token_id) ? config.eos_token_id.filter((x: unknown) => Number.isInteger(x)) : tokenId('eos_token_id');
   const spec: LlamaSpec = {
@@ -296,13 +388,15 @@ export function hfSpec(config: Record<string, any>, file: string): { family: HfF
     ropeTheta: rope.theta,
     ropeScaling: rope.scaling,
     maxPositions: posInt(config.max_position_embeddings) ? config.max_position_embeddings : 4096,
-    tiedEmbeddings: !!config.tie_word_embeddings,
+    // Gemma2Config and Gemma3TextConfig tie the embeddings unless config.json says otherwise.
+    tiedEmbeddings: isGemma(family) ? config.tie_word_embeddings !== false : !!config.tie_word_embeddings,
     bosTokenId: tokenId('bos_token_id'),
     eosTokenId: eos,
     padTokenId: tokenId('pad_token_id'),
     modelType: family,
     ...(family === 'qwen2' ? { attnBias: true } : {}),
-    ...(family === 'qwen3' ? { qkNorm: true } : {}),
+    ...(family === 'qwen3' || family === 'gemma3_text' ? { qkNorm: true } : {}),
+    ...(gemma ? { gemma } : {}),
     ...(slidingWindow ? { slidingWindow } : {}),
     ...(rotaryDim !== undefined ? { rotaryDim } : {}),
   };

@@ -21,6 +21,11 @@
  *   - `tokenizer.ggml.model = llama` (SentencePiece-style BPE; Llama-2, TinyLlama, Mistral v0.1):
  *     `▁` for spaces with one prepended (unless `tokenizer.ggml.add_space_prefix` is false),
  *     byte fallback to `<0xXX>` tokens, merges recovered from the scores.
+ *   - `tokenizer.ggml.model = llama` of architecture gemma / gemma2 / gemma3 (Gemma's
+ *     SentencePiece BPE, as transformers' GGUF loader reads it): spaces become `▁` with none
+ *     prepended; a token of spaces only, which llama.cpp stores as real spaces, is spelled with
+ *     `▁`; the merges are recovered from the vocabulary in the order of the file (Gemma's scores
+ *     do not follow its merge order; see `gemmaMerges`).
  *
  * Anything else is refused with a one-line error naming the value and the file. The function
  * is pure: it reads the metadata map and returns plain JSON objects.
@@ -43,7 +48,7 @@ export const GGUF_TOKEN_TYPE = {
 export type { GgufMetadata } from '../formats/gguf-meta.js';
 
 /** The tokenizer family a GGUF vocabulary was recognised as. */
-export type GgufTokenizerFamily = 'llama3' | 'smollm' | 'gpt2' | 'qwen2' | 'llama-spm';
+export type GgufTokenizerFamily = 'llama3' | 'smollm' | 'gpt2' | 'qwen2' | 'llama-spm' | 'gemma-spm';
 
 /** The files of a Hugging Face tokenizer folder, as JSON values. */
 export interface TokenizerFiles {
@@ -81,6 +86,7 @@ const CLEAN_UP_SPACES: Record<GgufTokenizerFamily, boolean> = {
   gpt2: true,
   qwen2: false,
   'llama-spm': false,
+  'gemma-spm': false,
 };
 
 /** Whether llama.cpp adds BOS when the file has no `tokenizer.ggml.add_bos_token`. */
@@ -90,7 +96,11 @@ const DEFAULT_ADD_BOS: Record<GgufTokenizerFamily, boolean> = {
   gpt2: false,
   qwen2: false,
   'llama-spm': true,
+  'gemma-spm': true,
 };
+
+/** Architectures whose SentencePiece vocabulary is read as Gemma's (transformers' gemma_tokenizer). */
+const GEMMA_ARCHS = new Set(['gemma', 'gemma2', 'gemma3']);
 
 const SPM_SPACE = '\u2581';
 
@@ -147,10 +157,10 @@ export function tokenizerFilesFromGguf(metadata: GgufMetadata, file: string): To
     if (pre !== undefined && pre !== 'default') {
       m.fail(K.tokenizerPre.key, `unsupported pre-tokenizer "${pre}" for a SentencePiece vocabulary (supported: default)`);
     }
-    if (arch !== 'llama') {
-      m.fail(K.architecture.key, `SentencePiece vocabulary of architecture "${arch}" is not supported (supported: llama)`);
+    if (arch !== 'llama' && !GEMMA_ARCHS.has(arch)) {
+      m.fail(K.architecture.key, `SentencePiece vocabulary of architecture "${arch}" is not supported (supported: llama, gemma, gemma2, gemma3)`);
     }
-    family = 'llama-spm';
+    family = arch === 'llama' ? 'llama-spm' : 'gemma-spm';
   } else {
     m.fail(K.tokenizerModel.key, `unsupported tokenizer model "${model}" (supported: gpt2, llama)`, 'convert the original Hugging Face model to ONNX instead');
   }
@@ -160,7 +170,10 @@ export function tokenizerFilesFromGguf(metadata: GgufMetadata, file: string): To
     if (v !== undefined && (v < 0 || v >= n)) m.fail(key.key, `token id ${v} outside the vocabulary of ${n}`);
     return v;
   };
-  const spm = family === 'llama-spm';
+  const gemma = family === 'gemma-spm';
+  const spm = family === 'llama-spm' || gemma;
+  // Gemma: a token of spaces only (llama.cpp writes "▁▁" as two spaces) is looked up as "▁▁".
+  const spelled = gemma ? tokens.map((t) => (t.includes(' ') && t.trim() === '' ? SPM_SPACE.repeat(Array.from(t).length) : t)) : tokens;
   // llama.cpp's defaults for a SentencePiece vocabulary: <unk> 0, <s> 1, </s> 2.
   const bosId = id(K.bosTokenId, spm ? 1 : undefined);
   const eosId = id(K.eosTokenId, spm ? 2 : undefined);
@@ -182,12 +195,13 @@ export function tokenizerFilesFromGguf(metadata: GgufMetadata, file: string): To
 
   const vocab: Record<string, number> = Object.create(null);
   for (let i = 0; i < n; i++) {
-    const t = tokens[i]!;
-    if (!(t in vocab)) vocab[t] = i;
+    const t = spelled[i]!;
+    // A token listed twice: the first id (transformers' Gemma reading keeps the last).
+    if (!(t in vocab) || gemma) vocab[t] = i;
   }
 
   const tok = (i: number | undefined): string | null => (i === undefined ? null : tokens[i]!);
-  const addSpacePrefix = spm ? m.read(K.addSpacePrefix) ?? true : false;
+  const addSpacePrefix = spm && !gemma ? m.read(K.addSpacePrefix) ?? true : false;
 
   let modelJson: Record<string, unknown>;
   let normalizer: unknown = null;
@@ -275,7 +289,7 @@ export function tokenizerFilesFromGguf(metadata: GgufMetadata, file: string): To
       byte_fallback: true,
       ignore_merges: false,
       vocab,
-      merges: spmMerges(tokens, types, scores, vocab),
+      merges: gemma ? gemmaMerges(spelled, vocab) : spmMerges(tokens, types, scores, vocab),
     };
     const replaceSpaces = { type: 'Replace', pattern: { String: ' ' }, content: SPM_SPACE };
     normalizer = addSpacePrefix
@@ -288,6 +302,8 @@ export function tokenizerFilesFromGguf(metadata: GgufMetadata, file: string): To
         { type: 'ByteFallback' },
         { type: 'Fuse' },
         ...(addSpacePrefix ? [{ type: 'Strip', content: ' ', start: 1, stop: 0 }] : []),
+        // (Gemma: no space prepended, none stripped; GemmaTokenizer's Split on " " after the
+        // normalizer has replaced every space is a no-op and is left out.)
       ],
     };
   }
@@ -328,7 +344,7 @@ export function tokenizerFilesFromGguf(metadata: GgufMetadata, file: string): To
   const chat = chatTemplate(m);
   if (chat !== undefined) config.chat_template = chat;
   config.clean_up_tokenization_spaces = CLEAN_UP_SPACES[family];
-  if (spm) config.legacy = true;
+  if (spm && !gemma) config.legacy = true;
   const ctx = m.read(K.contextLength);
   if (ctx !== undefined) config.model_max_length = ctx;
   config.tokenizer_class = 'PreTrainedTokenizerFast';
@@ -362,6 +378,37 @@ export function spmMerges(
   }
   cands.sort((a, b) => b.score - a.score || a.l - b.l || a.r - b.r);
   return cands.map((c) => [tokens[c.l]!, tokens[c.r]!]);
+}
+
+/**
+ * Merges of Gemma's SentencePiece vocabulary as transformers' GGUF loader recovers them
+ * (gemma_tokenizer → generate_merges with each token's score its negated position in the
+ * file): for every token in file order, each split into two tokens of the vocabulary (sorted
+ * by the left, then the right token's id); then all of them, stably, by position in the file
+ * (first first), then the longer left piece, then the longer right piece. Lengths are in code
+ * points, as Python counts them. `vocab` maps each spelling to its (last) id.
+ */
+export function gemmaMerges(spelled: readonly string[], vocab: Record<string, number>): [string, string][] {
+  const seen = new Set<string>();
+  const cands: { pos: number; l: string; r: string; ll: number; lr: number }[] = [];
+  for (const t of spelled) {
+    // A dict keeps its first insertion: the token's place in the iteration; its value the last position.
+    if (seen.has(t)) continue;
+    seen.add(t);
+    const cps = Array.from(t);
+    const local: { l: string; r: string; ll: number; lr: number }[] = [];
+    for (let k = 1; k < cps.length; k++) {
+      const l = cps.slice(0, k).join('');
+      const r = cps.slice(k).join('');
+      if (l in vocab && r in vocab) local.push({ l, r, ll: k, lr: cps.length - k });
+    }
+    local.sort((a, b) => vocab[a.l]! - vocab[b.l]! || vocab[a.r]! - vocab[b.r]!);
+    const pos = vocab[t]!;
+    for (const c of local) cands.push({ pos, ...c });
+  }
+  // Python's sorted(key=(score, len l, len r), reverse=True) with score −position: stable.
+  cands.sort((a, b) => a.pos - b.pos || b.ll - a.ll || b.lr - a.lr);
+  return cands.map((c) => [c.l, c.r]);
 }
 
 /**

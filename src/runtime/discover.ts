@@ -2,11 +2,14 @@
  * Capture-point discovery by graph structure.
  *
  * Per decoder layer: the MLP (gate and up projections reading the same value, an activation
- * on the gate — Sigmoid·x or a fused op — their product, the down projection reading it) and
- * the residual sum the down projection flows into (an Add, or the sum output of a
- * Skip(Simplified)LayerNormalization). Finally the lm_head projection feeding a graph output;
- * its input is the final normalized hidden state. Layers are numbered along the residual
- * stream. Names of nodes and values are never looked at.
+ * on the gate — Sigmoid·x, GELU's tanh approximation written out, or a fused op — their
+ * product, the down projection reading it) and the residual sum the down projection flows
+ * into (an Add, or the sum output of a Skip(Simplified)LayerNormalization), directly or through
+ * a norm of the MLP's output (Gemma 2 / 3's post_feedforward_layernorm: decomposed RMSNorm or
+ * SimplifiedLayerNormalization). Finally the lm_head projection feeding a graph output, looked
+ * through a soft-capping cap · tanh(y / cap) (Gemma 2); its input is the final normalized
+ * hidden state. Layers are numbered along the residual stream. Names of nodes and values are
+ * never looked at.
  */
 import type { ModelArch } from '../store/types.js';
 import { hookName, type Hook } from '../hooks.js';
@@ -60,6 +63,11 @@ export interface Discovery {
   points: DiscoveredPoint[];
   mlps: MlpMatch[];
   lmHead: Projection;
+  /**
+   * The cap of a soft-capping cap · tanh(y / cap) between lm_head and the logits (Gemma 2's
+   * final_logit_softcapping), or null: what re-applies lm_head elsewhere must apply it too.
+   */
+  logitSoftcap: number | null;
   /** Activation function found in the MLPs. */
   activation: string;
   index: GraphIndex;
@@ -70,7 +78,7 @@ const FUSED_ACT: Record<string, string> = {
   Swish: 'silu',
   QuickGelu: 'quick_gelu',
   Gelu: 'gelu',
-  FastGelu: 'gelu',
+  FastGelu: 'gelu_tanh',
   BiasGelu: 'gelu',
   Relu: 'relu',
   Mish: 'mish',
@@ -144,7 +152,74 @@ export function asProjection(g: GraphIndex, n: NodeProto): Projection | null {
   return null;
 }
 
-/** If `a` is act(g) (fused op or g·Sigmoid(g), possibly g·Sigmoid(α·g)), return [g, act name]. */
+/** Whether value `v` is a constant (an initializer or Constant node, looked through Cast). */
+const isConst = (g: GraphIndex, v: string | undefined) => !!v && g.constTensor(g.skipBack(v, THROUGH)) !== undefined;
+
+/**
+ * The degree of `t` as a polynomial of `x` (constants 0, `x` 1) when `t` is computed from `x`
+ * alone and constants within `depth` nodes of Mul, Add, Sub, Pow (constant exponent) and Div (by
+ * a constant); else −1. GELU's tanh argument √(2/π)·(x + 0.044715·x³) has degree 3.
+ */
+function polyDegree(g: GraphIndex, t: string, x: string, depth = 8): number {
+  const v = g.skipBack(t, THROUGH);
+  if (v === x) return 1;
+  if (isConst(g, v)) return 0;
+  if (depth === 0) return -1;
+  const p = g.prod(v);
+  if (!p || p.domain || p.input.length !== 2) return -1;
+  const [a, b] = [polyDegree(g, p.input[0]!, x, depth - 1), polyDegree(g, p.input[1]!, x, depth - 1)];
+  if (a < 0 || b < 0) return -1;
+  switch (p.opType) {
+    case 'Mul':
+      return a + b;
+    case 'Add':
+    case 'Sub':
+      return Math.max(a, b);
+    case 'Div':
+      return b === 0 ? a : -1;
+    case 'Pow': {
+      const e = g.constNumbers(g.skipBack(p.input[1]!, THROUGH));
+      return b === 0 && e?.length === 1 && Number.isInteger(e[0]) && e[0]! > 0 ? a * e[0]! : -1;
+    }
+    default:
+      return -1;
+  }
+}
+
+/**
+ * If `p` is GELU's tanh approximation written out, x · c · (1 + tanh(poly(x))) with poly of
+ * degree 3 (c = 0.5; the factors in any order of Mul / Add with constants, one of them the
+ * Add of 1), return x.
+ */
+function geluTanhOf(g: GraphIndex, p: NodeProto): string | null {
+  if (p.opType !== 'Mul' || p.domain) return null;
+  for (let k = 0; k < 2; k++) {
+    const x = g.skipBack(p.input[k]!, THROUGH);
+    if (isConst(g, x)) continue;
+    // Walk the other factor back through Mul / Add with a constant operand to a Tanh.
+    let v = p.input[1 - k]!;
+    let plusOne = false;
+    for (let hop = 0; hop < 4; hop++) {
+      const q = g.prod(g.skipBack(v, THROUGH));
+      if (!q || q.domain) break;
+      if (q.opType === 'Tanh') {
+        if (plusOne && polyDegree(g, q.input[0]!, x) === 3) return p.input[k]!;
+        break;
+      }
+      if ((q.opType !== 'Mul' && q.opType !== 'Add') || q.input.length !== 2) break;
+      const c = q.input.findIndex((i) => isConst(g, i));
+      if (c < 0) break;
+      if (q.opType === 'Add') {
+        const one = g.constNumbers(g.skipBack(q.input[c]!, THROUGH));
+        plusOne ||= one?.length === 1 && Math.abs(one[0]! - 1) < 1e-3;
+      }
+      v = q.input[1 - c]!;
+    }
+  }
+  return null;
+}
+
+/** If `a` is act(g) (fused op, g·Sigmoid(g), possibly g·Sigmoid(α·g), or tanh-GELU written out), return [g, act name]. */
 function activationOf(g: GraphIndex, a: string): [string, string] | null {
   const p = g.prod(g.skipBack(a, THROUGH));
   if (!p) return null;
@@ -152,9 +227,13 @@ function activationOf(g: GraphIndex, a: string): [string, string] | null {
   if (fused) {
     // QuickGelu is x·sigmoid(αx); with α = 1 (ORT's fusion of SiLU) it is SiLU.
     if (p.opType === 'QuickGelu' && Math.abs((getAttr(p, 'alpha')?.f ?? 1.702) - 1) < 1e-6) return [p.input[0]!, 'silu'];
+    // ONNX Gelu (opset 20) with approximate "tanh": what onnxruntime-genai's builder writes for Gemma.
+    if (p.opType === 'Gelu' && !p.domain && new TextDecoder().decode(getAttr(p, 'approximate')?.s ?? new Uint8Array()) === 'tanh') return [p.input[0]!, 'gelu_tanh'];
     return [p.input[0]!, fused];
   }
   if (p.opType === 'Mul' && !p.domain) {
+    const gx = geluTanhOf(g, p);
+    if (gx) return [gx, 'gelu_tanh'];
     for (let k = 0; k < 2; k++) {
       const s = g.prod(g.skipBack(p.input[k]!, THROUGH));
       const x = g.skipBack(p.input[1 - k]!, THROUGH);
@@ -173,8 +252,58 @@ function activationOf(g: GraphIndex, a: string): [string, string] | null {
   return null;
 }
 
+/** Norms whose first input is normalized (a post-norm of the MLP output, Gemma's post_feedforward_layernorm). */
+const NORMS = new Set(['SimplifiedLayerNormalization', 'RMSNormalization', 'LayerNormalization']);
+
+/**
+ * The output of an RMSNorm of `v` (Gemma's post_feedforward_layernorm), or null: a norm op
+ * reading `v` first, or the decomposed form v · r (r computed from v, 1 / sqrt(mean(v²) + ε))
+ * times an optional weight (w, or 1 + w).
+ */
+function normOf(g: GraphIndex, v: string): string | null {
+  for (const [c, read] of g.consThrough(v, THROUGH)) {
+    if (NORMS.has(c.opType) && c.input[0] === read && (c.domain ?? '') !== 'ai.onnx.ml') return c.output[0]!;
+    if (c.opType !== 'Mul' || c.domain || c.input.length !== 2) continue;
+    const at = c.input.indexOf(read);
+    const r = c.input[1 - at];
+    if (at < 0 || !r || r === read || !g.prod(r) || !g.reaches(read, r, 64)) continue;
+    // r must pass through a ReduceMean of v (the mean square), not be another path from v.
+    if (!reducesMean(g, r, read)) continue;
+    let out = c.output[0]!;
+    const next = g.consThrough(out, THROUGH);
+    if (next.length === 1 && next[0]![0].opType === 'Mul' && !next[0]![0].domain) {
+      const m = next[0]![0];
+      const other = m.input[1 - m.input.indexOf(next[0]![1])];
+      if (other && !g.reaches(read, other, 64)) out = m.output[0]!;
+    }
+    return out;
+  }
+  return null;
+}
+
+/** Whether `r` descends from a ReduceMean of a value computed from `v`, within a few nodes. */
+function reducesMean(g: GraphIndex, r: string, v: string): boolean {
+  const stack: [string, number][] = [[r, 0]];
+  while (stack.length) {
+    const [u, d] = stack.pop()!;
+    const p = g.prod(u);
+    if (!p || d > 6) continue;
+    if (p.opType === 'ReduceMean' && g.reaches(v, p.input[0]!, 16)) return true;
+    for (const i of p.input) if (i) stack.push([i, d + 1]);
+  }
+  return false;
+}
+
 function residualAfter(g: GraphIndex, down: Projection): { src: PointSource; anchor: string } | null {
-  for (const [c, v] of g.consThrough(down.y, THROUGH)) {
+  const direct = residualAt(g, down.y);
+  if (direct) return direct;
+  // Gemma 2 / 3: down_proj's output is normalized (post_feedforward_layernorm) before it is added.
+  const normed = normOf(g, down.y);
+  return normed ? residualAt(g, normed) : null;
+}
+
+function residualAt(g: GraphIndex, y: string): { src: PointSource; anchor: string } | null {
+  for (const [c, v] of g.consThrough(y, THROUGH)) {
     if (c.opType === 'Add' && !c.domain) {
       return { src: { kind: 'value', value: c.output[0]! }, anchor: c.output[0]! };
     }
@@ -221,10 +350,10 @@ export function discover(m: LoadedModel, hints: ConfigHints = {}): Discovery {
   const projs = findProjections(g, unsupported);
   const mlps = findMlps(g, projs, unsupported);
   const { hidden, intermediate } = checkLayers(g, mlps, unsupported);
-  const lmHead = findLmHead(g, projs, mlps, hidden, unsupported);
+  const { lmHead, cap } = findLmHead(g, projs, mlps, hidden, unsupported);
   const arch = architecture(g, mlps, lmHead, hints);
   const points = capturePoints(g, mlps, lmHead, hidden, intermediate);
-  return { arch, points, mlps, lmHead, activation: mlps[0]!.act, index: g };
+  return { arch, points, mlps, lmHead, logitSoftcap: cap, activation: mlps[0]!.act, index: g };
 }
 
 /** Every node computing a projection (a matrix product with a constant weight). */
@@ -301,20 +430,49 @@ function checkLayers(g: GraphIndex, mlps: MlpMatch[], unsupported: Unsupported):
 }
 
 /** lm_head: the widest projection after the last layer whose output reaches a graph output. */
-function findLmHead(g: GraphIndex, projs: Map<NodeProto, Projection>, mlps: MlpMatch[], hidden: number, unsupported: Unsupported): Projection {
+function findLmHead(g: GraphIndex, projs: Map<NodeProto, Projection>, mlps: MlpMatch[], hidden: number, unsupported: Unsupported): { lmHead: Projection; cap: number | null } {
   const lastAnchor = mlps[mlps.length - 1]!.residAnchor!;
   const mlpNodes = new Set(mlps.flatMap((l) => [l.gate.node, l.up.node, l.down.node]));
   let lmHead: Projection | null = null;
+  let cap: number | null = null;
+  const through = new Set(['Cast', 'Identity', 'Reshape', 'Squeeze', 'Unsqueeze', 'Slice']);
   for (const out of g.graph.output) {
     if (!out.name) continue;
-    const src = g.prod(g.skipBack(out.name, new Set(['Cast', 'Identity', 'Reshape', 'Squeeze', 'Unsqueeze', 'Slice'])));
+    const sc = softcapInput(g, g.skipBack(out.name, through), through);
+    const src = g.prod(sc.value);
     const p = src ? projs.get(src) : undefined;
     if (!p || mlpNodes.has(p.node) || p.dIn !== hidden) continue;
     if (!g.reaches(lastAnchor, p.x)) continue;
-    if (!lmHead || p.dOut > lmHead.dOut) lmHead = p;
+    if (!lmHead || p.dOut > lmHead.dOut) {
+      lmHead = p;
+      cap = sc.cap;
+    }
   }
   if (!lmHead) throw unsupported(`no lm_head: no projection of width ${hidden} after the last layer feeds a graph output`);
-  return lmHead;
+  return { lmHead, cap };
+}
+
+/**
+ * `v` with a soft-capping cap · tanh(y / cap) (Gemma 2's final_logit_softcapping: Mul by a
+ * constant of Tanh of Div by (or Mul by) a constant) looked through to y; else `v`.
+ */
+function softcapInput(g: GraphIndex, v: string, through: Set<string>): { value: string; cap: number | null } {
+  const none = { value: v, cap: null };
+  const m = g.prod(v);
+  if (!m || m.opType !== 'Mul' || m.domain || m.input.length !== 2) return none;
+  const c = m.input.findIndex((i) => isConst(g, i));
+  if (c < 0) return none;
+  const t = g.prod(g.skipBack(m.input[1 - c]!, THROUGH));
+  if (!t || t.opType !== 'Tanh' || t.domain) return none;
+  const d = g.prod(g.skipBack(t.input[0]!, THROUGH));
+  if (!d || d.domain || (d.opType !== 'Div' && d.opType !== 'Mul') || !isConst(g, d.input[1])) return none;
+  const outer = g.constNumbers(g.skipBack(m.input[c]!, THROUGH));
+  const inner = g.constNumbers(g.skipBack(d.input[1]!, THROUGH));
+  if (outer?.length !== 1 || inner?.length !== 1) return none;
+  const innerCap = d.opType === 'Div' ? inner[0]! : 1 / inner[0]!;
+  // the same cap outside and inside (to float precision), else it is not a soft-cap
+  if (!(outer[0]! > 0) || Math.abs(innerCap - outer[0]!) > 1e-6 * outer[0]!) return none;
+  return { value: g.skipBack(d.input[0]!, through), cap: outer[0]! };
 }
 
 /** Attention heads and KV heads: from the config files, else attention ops, else the KV-cache inputs. */

@@ -44,8 +44,9 @@ export interface LogitHeadOptions {
 /**
  * lm_head applied to some rows of the final hidden state only: `hiddenValue` [batch, seq, dim]
  * is flattened to [batch·seq, dim], the rows `rowIndex` (int64 [n]) are gathered, and the
- * model's own lm_head node (same op, weights and attributes) is applied to them. Returns the
- * name of the float32 [n, vocab] logits.
+ * model's own lm_head node (same op, weights and attributes) is applied to them, followed by
+ * the model's soft-capping of the logits when it has one (Gemma 2). Returns the name of the
+ * float32 [n, vocab] logits.
  */
 export function lmHeadOnRows(e: GraphEdit, disc: Discovery, hiddenValue: string, dim: number, rowIndex: string, tag: string): string {
   const x2 = e.add('Reshape', [hiddenValue, e.c64(`${tag}.rows_shape`, [-1, dim], [2])], `${tag}.hidden_rows`);
@@ -56,7 +57,13 @@ export function lmHeadOnRows(e: GraphEdit, disc: Discovery, hiddenValue: string,
   const raw = `${SEL_PREFIX}${tag}.logits`;
   e.nodes.push(makeNode(head.opType, headInputs, [raw], {}, head.domain || undefined, `${SEL_PREFIX}${tag}.lm_head`));
   e.nodes[e.nodes.length - 1]!.attribute = head.attribute;
-  return e.add('Cast', [raw], `${tag}.logits_f32`, { to: DataType.FLOAT });
+  const f32 = e.add('Cast', [raw], `${tag}.logits_f32`, { to: DataType.FLOAT });
+  const cap = disc.logitSoftcap;
+  if (!cap) return f32;
+  // The model soft-caps its logits after lm_head (Gemma 2): cap · tanh(logits / cap), as its own graph does.
+  const c = e.f32(`${tag}.softcap`, [cap], []);
+  const t = e.add('Tanh', [e.add('Div', [f32, c], `${tag}.softcap_div`)], `${tag}.softcap_tanh`);
+  return e.add('Mul', [t, c], `${tag}.logits_capped`);
 }
 
 /** Append the model's KV-cache outputs (present.*: rank-4 graph outputs) to `outInfos`; returns their names in the model's order. */

@@ -70,6 +70,12 @@ export class GraphEdit {
     return P + name;
   }
 
+  /** Add a float32 constant; returns its name. */
+  f32(name: string, vals: number[], dims: number[]): string {
+    this.inits.push(makeTensor(P + name, DataType.FLOAT, dims, Float32Array.from(vals)));
+    return P + name;
+  }
+
   /** Add a node with one output; returns the output's name. */
   add(op: string, ins: string[], out: string, attrs: Record<string, any> = {}): string {
     this.nodes.push(makeNode(op, ins, [P + out], attrs, undefined, P + out));

@@ -163,7 +163,7 @@ describe('refusals, in one line, before anything is written', () => {
   it('families lobes cannot express, by name with what they lack', async () => {
     for (const [type, re] of [
       ['mixtral', /model_type "mixtral" is not converted: .*mixture-of-experts/],
-      ['gemma2', /model_type "gemma2" is not converted: .*\(1 \+ w\)/],
+      ['cohere', /model_type "cohere" is not converted: .*LayerNorm with attention parallel to the MLP/],
       ['gpt_oss', /attention sinks/],
       ['phi', /model_type "phi" is not converted: .*LayerNorm with a bias/],
       ['mamba', /model_type "mamba" is not one lobes converts/],

@@ -49,6 +49,10 @@ Writes test/goldens/hf-checkpoints/{tokenizer,llama,mistral,qwen2,qwen3}/ and go
 goldens.safetensors (tensors named FAMILY.POINT).
     /work/venv/bin/python test/goldens/make_hf_checkpoint_goldens.py --family phi3
 adds phi3/, tiny-phi3.gguf, tiny-phi3-plain.gguf and goldens-phi3.{json,safetensors} (see PHI3 below).
+    /work/venv/bin/python test/goldens/make_hf_checkpoint_goldens.py --family gemma2   (or gemma3, gemma)
+adds gemma2/ (gemma3/), tiny-gemma2.gguf (tiny-gemma3.gguf) and goldens-gemma2.{json,safetensors} (see GEMMA below).
+    /work/venv/bin/python test/goldens/make_hf_checkpoint_goldens.py --gemma-vocab
+adds tiny-gemma-vocab.gguf and gemma-vocab.json (Gemma's SentencePiece vocabulary, see gemma_vocab_main).
 """
 import json
 import os
@@ -179,7 +183,7 @@ def write_config(folder, fam):
     json.dump(cfg, open(path, "w"), indent=2)
 
 
-def hooks_run(model, ids_list):
+def hooks_run(model, ids_list, final_softcap=None):
     layers = model.config.num_hidden_layers
     cap = {}
 
@@ -213,7 +217,10 @@ def hooks_run(model, ids_list):
         h.remove()
     # The last hidden state is the lm_head input.
     for h, lg in zip(rows["final.hidden"], rows["logits"]):
-        assert torch.allclose(model.lm_head(h), lg, atol=1e-4)
+        lm = model.lm_head(h)
+        if final_softcap is not None:
+            lm = torch.tanh(lm / final_softcap) * final_softcap
+        assert torch.allclose(lm, lg, atol=1e-4)
     names = [f"layers.{i}.{s}" for i in range(layers) for s in ("mlp.in", "mlp.down_in", "resid_out")] + ["final.hidden", "logits"]
     return {k: torch.stack(rows[k]) for k in names}
 
@@ -707,8 +714,319 @@ def phi3_main():
     print("phi3 ok", json.dumps({k: v for k, v in info.items() if "rel" in k or "scaling" in k}))
 
 
+# ---------------------------------------------------------------------------------------
+# Gemma 2 and Gemma 3 text (run with --family gemma2 / --family gemma3, and --family gemma for
+# Gemma 1; each writes FAMILY/ and
+# goldens-FAMILY.{json,safetensors}, leaving the other files as they are).
+#
+# Both: hidden 64, 4 heads of 32 dims (head_dim set on its own: q_proj has 128 outputs), GeGLU
+# MLPs (gelu_pytorch_tanh on the gate), four (1 + w) RMSNorms per layer, embeddings times
+# sqrt(64), query_pre_attn_scalar unlike head_dim (the attention scale is its inverse square
+# root), sliding_window 8 (shorter than every text: 10 to 66 tokens) on the sliding_attention
+# layers of layer_types. Norm weights ~ N(0, 0.3^2) (Gemma stores w for a scale of 1 + w).
+#   gemma2  3 layers (sliding, full, sliding: Gemma2Config's default alternation), 2 KV heads,
+#           attention logit soft-capping 4 and final logit soft-capping 6 (small enough that the
+#           tanh changes the outputs well beyond the tolerance), tied embeddings, rope_theta
+#           10000, F32;
+#   gemma3  gemma3_text, 4 layers (layer_types sliding, sliding, full, sliding), 1 KV head,
+#           per-head q_norm / k_norm, no soft-capping, the sliding layers' rope base 10000
+#           (rope_local_base_freq) and the full layers' 1e6 with linear scaling factor 4, saved in
+#           transformers 5's spelling (rope_parameters per layer type), untied lm_head, BF16.
+# Goldens FAMILY.* from transformers reading the folder (fp32, eager attention), each text run
+# alone, with the attention weights from the last token (FAMILY.attn.textI, [layers, heads, n];
+# Gemma 2's after the soft-cap); the same texts as one right-padded batch must give the same logits. For gemma3 the
+# legacy spelling (rope_theta, rope_local_base_freq, rope_scaling at the top level) is checked
+# here to give transformers the same logits.
+GEMMA = {
+    # Gemma 1: (1 + w) norms, sqrt(hidden) embeddings and GeGLU, but Llama's two norms per layer,
+    # the attention scale head_dim^-1/2, no windows, no soft-caps; hidden_act "gelu" as the
+    # official configs spell it (GemmaConfig reads it as gelu_pytorch_tanh); MQA (1 KV head), F16.
+    "gemma": dict(
+        seed=88,
+        config=dict(model_type="gemma", architectures=["GemmaForCausalLM"], hidden_size=64, intermediate_size=96,
+                    num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=1, head_dim=32,
+                    rms_norm_eps=1e-6, max_position_embeddings=256, tie_word_embeddings=True, hidden_act="gelu",
+                    rope_parameters={"rope_type": "default", "rope_theta": 10000.0}),
+        dtype=torch.float16,
+    ),
+    "gemma2": dict(
+        seed=66,
+        config=dict(model_type="gemma2", architectures=["Gemma2ForCausalLM"], hidden_size=64, intermediate_size=96,
+                    num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=2, head_dim=32,
+                    rms_norm_eps=1e-6, max_position_embeddings=256, tie_word_embeddings=True,
+                    hidden_activation="gelu_pytorch_tanh", query_pre_attn_scalar=24, sliding_window=8,
+                    attn_logit_softcapping=4.0, final_logit_softcapping=6.0,
+                    rope_parameters={"rope_type": "default", "rope_theta": 10000.0}),
+        dtype=torch.float32,
+    ),
+    "gemma3": dict(
+        seed=77,
+        config=dict(model_type="gemma3_text", architectures=["Gemma3ForCausalLM"], hidden_size=64, intermediate_size=96,
+                    num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=1, head_dim=32,
+                    rms_norm_eps=1e-6, max_position_embeddings=256, tie_word_embeddings=False,
+                    hidden_activation="gelu_pytorch_tanh", query_pre_attn_scalar=20, sliding_window=8,
+                    layer_types=["sliding_attention", "sliding_attention", "full_attention", "sliding_attention"],
+                    rope_parameters={"full_attention": {"rope_type": "linear", "factor": 4.0, "rope_theta": 1000000.0},
+                                     "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}}),
+        dtype=torch.bfloat16,
+    ),
+}
+
+
+# The GGUFs (tiny-gemma2.gguf F32, tiny-gemma3.gguf F16), written with the gguf package as
+# llama.cpp's converter writes these architectures: its tensor names (attn_norm,
+# post_attention_norm, ffn_norm for pre_feedforward_layernorm, post_ffw_norm, attn_q_norm,
+# attn_k_norm), every norm weight stored as 1 + w, no q/k row permutation, no output.weight
+# (tied), key_length / value_length = head_dim, sliding_window, gemma2's soft-caps, gemma3's
+# rope_theta of the full layers. llama.cpp itself takes the attention scale as head_dim^-1/2
+# (hidden/heads for the 27B models), the sliding layers every other one (gemma2) or five of six
+# (gemma3), gemma3's local rope base 10000; transformers' GGUF loader reads none of these nor the
+# soft-caps, taking its config classes' defaults (query_pre_attn_scalar 256, soft-caps 50 / 30,
+# the same layer patterns and local base). The models written as GGUFs are therefore made where
+# both agree: head_dim 256 (1 head, 1 KV head), query_pre_attn_scalar 256, soft-caps 50 / 30,
+# gemma2 2 layers, gemma3 6 layers (5 sliding, 1 full) without rope scaling. Oracle FAMILY-gguf.*:
+# transformers loading the GGUF, checked here to equal that model's checkpoint.
+GEMMA_GGUF = {
+    "gemma2": dict(num_hidden_layers=2, num_attention_heads=1, num_key_value_heads=1, head_dim=256, intermediate_size=64,
+                   query_pre_attn_scalar=256, attn_logit_softcapping=50.0, final_logit_softcapping=30.0, layer_types=None),
+    "gemma3": dict(num_hidden_layers=6, num_attention_heads=1, num_key_value_heads=1, head_dim=256, intermediate_size=64,
+                   query_pre_attn_scalar=256, tie_word_embeddings=True, layer_types=None,
+                   rope_parameters={"full_attention": {"rope_type": "default", "rope_theta": 1000000.0},
+                                    "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}}),
+}
+
+
+def write_gemma_gguf(model, family, path, tok, ftype):
+    cfg = model.config
+    sd = {k: v.detach().float().numpy() for k, v in model.state_dict().items()}
+    w = gguf.GGUFWriter(path, family)
+    w.add_name(f"lobes tiny {family} test model")
+    w.add_context_length(cfg.max_position_embeddings)
+    w.add_embedding_length(cfg.hidden_size)
+    w.add_block_count(cfg.num_hidden_layers)
+    w.add_feed_forward_length(cfg.intermediate_size)
+    w.add_head_count(cfg.num_attention_heads)
+    w.add_head_count_kv(cfg.num_key_value_heads)
+    w.add_layer_norm_rms_eps(cfg.rms_norm_eps)
+    w.add_key_length(cfg.head_dim)
+    w.add_value_length(cfg.head_dim)
+    w.add_file_type(gguf.LlamaFileType.MOSTLY_F16 if ftype == "f16" else gguf.LlamaFileType.ALL_F32)
+    if family == "gemma2":
+        w.add_attn_logit_softcapping(cfg.attn_logit_softcapping)
+        w.add_final_logit_softcapping(cfg.final_logit_softcapping)
+    else:
+        w.add_rope_freq_base(cfg.rope_parameters["full_attention"]["rope_theta"])
+    w.add_sliding_window(cfg.sliding_window)
+    vocab = tok.backend_tokenizer.get_vocab(with_added_tokens=True)
+    tokens = [None] * len(vocab)
+    for t, i in vocab.items():
+        tokens[i] = t
+    added = {a.content for a in tok.backend_tokenizer.get_added_tokens_decoder().values()}
+    merges = json.loads(tok.backend_tokenizer.to_str())["model"]["merges"]
+    w.add_tokenizer_model("gpt2")
+    w.add_tokenizer_pre("qwen2")
+    w.add_token_list(tokens)
+    w.add_token_types([gguf.TokenType.CONTROL if t in added else gguf.TokenType.NORMAL for t in tokens])
+    w.add_token_merges([" ".join(m) if isinstance(m, list) else m for m in merges])
+    w.add_eos_token_id(tok.eos_token_id)
+    w.add_pad_token_id(tok.pad_token_id)
+    w.add_add_bos_token(False)
+    w.add_chat_template(CHAT_TEMPLATE)
+    names = {"input_layernorm.weight": "attn_norm.weight", "post_attention_layernorm.weight": "post_attention_norm.weight",
+             "pre_feedforward_layernorm.weight": "ffn_norm.weight", "post_feedforward_layernorm.weight": "post_ffw_norm.weight",
+             "self_attn.q_proj.weight": "attn_q.weight", "self_attn.k_proj.weight": "attn_k.weight",
+             "self_attn.v_proj.weight": "attn_v.weight", "self_attn.o_proj.weight": "attn_output.weight",
+             "self_attn.q_norm.weight": "attn_q_norm.weight", "self_attn.k_norm.weight": "attn_k_norm.weight",
+             "mlp.gate_proj.weight": "ffn_gate.weight", "mlp.up_proj.weight": "ffn_up.weight", "mlp.down_proj.weight": "ffn_down.weight"}
+
+    def put(name, x, hf):
+        if hf.endswith("norm.weight"):
+            x = x + np.float32(1)  # llama.cpp's converter stores Gemma's norm weights as 1 + w
+            w.add_tensor(name, x.astype(np.float32))
+        elif ftype == "f16":
+            w.add_tensor(name, x.astype(np.float16))
+        else:
+            w.add_tensor(name, x)
+
+    put("token_embd.weight", sd["model.embed_tokens.weight"], "model.embed_tokens.weight")
+    for l in range(cfg.num_hidden_layers):
+        for hf, gg in names.items():
+            k = f"model.layers.{l}.{hf}"
+            if k in sd:
+                put(f"blk.{l}.{gg}", sd[k], k)
+    put("output_norm.weight", sd["model.norm.weight"], "model.norm.weight")
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+def gemma_gguf(family, tok, ids, tensors, info):
+    fam = GEMMA[family]
+    torch.manual_seed(fam["seed"] + 1)
+    conf = dict(fam["config"], **GEMMA_GGUF[family])
+    conf = {k: v for k, v in conf.items() if v is not None}
+    cfg = transformers.AutoConfig.for_model(**conf, vocab_size=len(tok), eos_token_id=tok.eos_token_id,
+                                            pad_token_id=tok.pad_token_id, bos_token_id=None)
+    model = AutoModelForCausalLM.from_config(cfg, attn_implementation="eager").eval()
+    gemma_init(model, fam["seed"] + 1)
+    if family == "gemma3":
+        # F16 storage: the oracle model holds the F16-rounded weights (norms stay F32).
+        with torch.no_grad():
+            for n, p in model.named_parameters():
+                if not n.endswith("norm.weight"):
+                    p.copy_(p.half().float())
+    cap = model.config.final_logit_softcapping
+    ck = hooks_run(model, ids, cap)
+    name = f"tiny-{family}.gguf"
+    gpath = os.path.join(OUT, name)
+    write_gemma_gguf(model, family, gpath, tok, "f16" if family == "gemma3" else "f32")
+    with tempfile.TemporaryDirectory() as tmp:
+        shutil.copy(gpath, tmp)
+        hg = AutoModelForCausalLM.from_pretrained(tmp, gguf_file=name, dtype=torch.float32, attn_implementation="eager").eval()
+    assert hg.config.layer_types == model.config.layer_types, (hg.config.layer_types, model.config.layer_types)
+    gg = hooks_run(hg, ids, hg.config.final_logit_softcapping)
+    info["gguf"] = name
+    info["gguf_layer_types"] = hg.config.layer_types
+    info["gguf_loader_vs_checkpoint_logits_rel"] = rel(gg["logits"], ck["logits"])
+    assert info["gguf_loader_vs_checkpoint_logits_rel"] < 1e-5, info
+    for k, v in gg.items():
+        tensors[f"{family}-gguf.{k}"] = v.contiguous()
+
+
+def gemma_init(model, seed):
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("norm.weight"):
+                p.copy_(0.3 * torch.randn(p.shape, generator=g))
+            elif "embed_tokens" in name:
+                p.copy_(torch.randn(p.shape, generator=g))
+            else:
+                p.copy_(torch.randn(p.shape, generator=g) / p.shape[1] ** 0.5)
+
+
+def gemma_main(family):
+    tok = PreTrainedTokenizerFast.from_pretrained(os.path.join(OUT, "tokenizer"))
+    ids = [tok(t, add_special_tokens=True)["input_ids"] for t in TEXTS]
+    meta = json.load(open(os.path.join(OUT, "goldens.json")))
+    assert ids == meta["ids"], "the tokenizer differs from goldens.json's"
+    fam = GEMMA[family]
+    torch.manual_seed(fam["seed"])
+    cfg = transformers.AutoConfig.for_model(**fam["config"], vocab_size=len(tok), eos_token_id=tok.eos_token_id,
+                                            pad_token_id=tok.pad_token_id, bos_token_id=None)
+    model = AutoModelForCausalLM.from_config(cfg, attn_implementation="eager").eval()
+    gemma_init(model, fam["seed"])
+    model.to(fam["dtype"])
+    folder = os.path.join(OUT, family)
+    if os.path.exists(folder):
+        shutil.rmtree(folder)
+    model.save_pretrained(folder, safe_serialization=True)
+    for f in os.listdir(os.path.join(OUT, "tokenizer")):
+        shutil.copy(os.path.join(OUT, "tokenizer", f), folder)
+    gen = os.path.join(folder, "generation_config.json")
+    if os.path.exists(gen):
+        os.remove(gen)
+    if family == "gemma":
+        # config.json as the official Gemma 1 checkpoints spell the activation
+        path = os.path.join(folder, "config.json")
+        c = json.load(open(path))
+        c["hidden_act"] = "gelu"
+        json.dump(c, open(path, "w"), indent=2)
+    ref = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32, attn_implementation="eager").eval()
+    assert (ref.config.hidden_act if family == "gemma" else ref.config.hidden_activation) == "gelu_pytorch_tanh"
+    cap = getattr(ref.config, "final_logit_softcapping", None)
+    g = hooks_run(ref, ids, cap)
+    b = batch_logits(ref, ids, tok.pad_token_id)
+    batch_err = rel(b, g["logits"])
+    assert batch_err < 1e-5, batch_err
+    tensors = {f"{family}.{k}": v.contiguous() for k, v in g.items()}
+    for i, a in enumerate(attention_rows(ref, ids)):
+        tensors[f"{family}.attn.text{i}"] = a
+    info = {"seed": fam["seed"], "dtype": str(fam["dtype"]).replace("torch.", ""), "files": sorted(os.listdir(folder)),
+            "rope": "parameters", "layer_types": getattr(ref.config, "layer_types", None), "batch_vs_single_logits_rel": batch_err,
+            "lengths": [len(x) for x in ids], "tensors": {k: list(v.shape) for k, v in g.items()}}
+    if family == "gemma3":
+        # The legacy spelling of the same rope settings (as Gemma 3 configs on the Hub have it).
+        with tempfile.TemporaryDirectory() as tmp:
+            src = os.path.join(tmp, "ckpt")
+            shutil.copytree(folder, src)
+            cc = json.load(open(os.path.join(src, "config.json")))
+            rp = cc.pop("rope_parameters")
+            full = dict(rp["full_attention"])
+            cc["rope_theta"] = full.pop("rope_theta")
+            cc["rope_local_base_freq"] = rp["sliding_attention"]["rope_theta"]
+            cc["rope_scaling"] = full
+            json.dump(cc, open(os.path.join(src, "config.json"), "w"), indent=2)
+            m = AutoModelForCausalLM.from_pretrained(src, dtype=torch.float32, attn_implementation="eager").eval()
+            assert m.config.rope_parameters == ref.config.rope_parameters, (m.config.rope_parameters, ref.config.rope_parameters)
+            info["legacy_spelling_vs_checkpoint_logits_rel"] = rel(hooks_run(m, ids)["logits"], g["logits"])
+            assert info["legacy_spelling_vs_checkpoint_logits_rel"] == 0, info
+    if family in GEMMA_GGUF:
+        gemma_gguf(family, tok, ids, tensors, info)
+    save_file(tensors, os.path.join(OUT, f"goldens-{family}.safetensors"))
+    out = {"transformers": transformers.__version__, "torch": torch.__version__, "texts": TEXTS, "ids": ids, "pad": tok.pad_token_id,
+           "families": {family: info}}
+    with open(os.path.join(OUT, f"goldens-{family}.json"), "w") as f:
+        json.dump(out, f, indent=1, ensure_ascii=False)
+        f.write("\n")
+    print(family, "ok", batch_err)
+
+
+# Gemma's vocabulary as llama.cpp writes it into Gemma GGUFs (run with --gemma-vocab): a
+# SentencePiece BPE vocabulary (tokenizer.ggml.model "llama") of architecture gemma2, trained
+# here with byte fallback on CORPUS with spaces as "▁" and none prepended, laid out as Gemma's
+# files are: <pad> 0, <eos> 1, <bos> 2, <unk> 3, two turn markers (control), the 256 byte tokens,
+# then the pieces in merge order, then tokens of spaces only stored as real spaces ("  ", "   ",
+# as llama.cpp writes Gemma's "▁▁") and a tab. Written to tiny-gemma-vocab.gguf (metadata
+# only); gemma-vocab.json holds transformers' GGUF tokenizer's ids on TOKENIZER_TEXTS and a few
+# more (turn markers, runs of spaces) and the merges it recovers from the file.
+def gemma_vocab_main():
+    from tokenizers import normalizers
+    sp = Tokenizer(models.BPE(byte_fallback=True, unk_token="<unk>"))
+    sp.normalizer = normalizers.Replace(" ", "\u2581")
+    sp.train_from_iterator(CORPUS * 4, trainer=trainers.BpeTrainer(vocab_size=420, min_frequency=1, special_tokens=[], show_progress=False))
+    learned = [t for t, _ in sorted(sp.get_vocab().items(), key=lambda kv: kv[1])]
+    specials = ["<pad>", "<eos>", "<bos>", "<unk>", "<start_of_turn>", "<end_of_turn>"]
+    tokens = specials + [f"<0x{b:02X}>" for b in range(256)] + learned + ["  ", "   ", "\t"]
+    types = [3, 3, 3, 2, 3, 3] + [6] * 256 + [1] * (len(learned) + 3)
+    path = os.path.join(OUT, "tiny-gemma-vocab.gguf")
+    w = gguf.GGUFWriter(path, "gemma2")
+    w.add_name("lobes tiny gemma vocabulary")
+    w.add_tokenizer_model("llama")
+    w.add_token_list(tokens)
+    w.add_token_types(types)
+    w.add_token_scores([float(-i) for i in range(len(tokens))])
+    w.add_bos_token_id(2)
+    w.add_eos_token_id(1)
+    w.add_unk_token_id(3)
+    w.add_pad_token_id(0)
+    w.add_add_bos_token(True)
+    w.add_add_eos_token(False)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    with tempfile.TemporaryDirectory() as tmp:
+        shutil.copy(path, tmp)
+        t = transformers.AutoTokenizer.from_pretrained(tmp, gguf_file=os.path.basename(path))
+    assert type(t).__name__ == "GemmaTokenizer", type(t)
+    texts = TOKENIZER_TEXTS + ["<start_of_turn>user\nhi  there<end_of_turn>", "  leading spaces", "end  ", "a\tb   c"]
+    tj = json.loads(t.backend_tokenizer.to_str())
+    out = {"transformers": transformers.__version__, "texts": texts, "ids": [t(x, add_special_tokens=True)["input_ids"] for x in texts],
+           "merges": [" ".join(m) if isinstance(m, list) else m for m in tj["model"]["merges"]]}
+    with open(os.path.join(OUT, "gemma-vocab.json"), "w") as f:
+        json.dump(out, f, indent=1, ensure_ascii=False)
+        f.write("\n")
+    print("gemma vocabulary ok", len(tokens), "tokens,", len(out["merges"]), "merges")
+
+
 if __name__ == "__main__":
     if sys.argv[1:] == ["--family", "phi3"]:
         phi3_main()
+    elif sys.argv[1:] == ["--gemma-vocab"]:
+        gemma_vocab_main()
+    elif len(sys.argv) == 3 and sys.argv[1] == "--family" and sys.argv[2] in GEMMA:
+        gemma_main(sys.argv[2])
     else:
         main()

@@ -11,6 +11,9 @@ const ARCHITECTURES: Record<string, string> = {
   qwen2: 'Qwen2ForCausalLM',
   qwen3: 'Qwen3ForCausalLM',
   phi3: 'Phi3ForCausalLM',
+  gemma: 'GemmaForCausalLM',
+  gemma2: 'Gemma2ForCausalLM',
+  gemma3_text: 'Gemma3ForCausalLM',
 };
 
 /** Hugging Face config fields of a spec (config.json: LlamaConfig, or Qwen2Config / Qwen3Config). */
@@ -28,7 +31,7 @@ export function llamaConfigJson(spec: LlamaSpec, opts: Pick<WriteLlamaOptions, '
     rms_norm_eps: spec.rmsNormEps,
     rope_theta: spec.ropeTheta,
     rope_scaling: spec.ropeScaling,
-    hidden_act: 'silu',
+    hidden_act: spec.gemma ? 'gelu_pytorch_tanh' : 'silu',
     max_position_embeddings: spec.maxPositions,
     tie_word_embeddings: spec.tiedEmbeddings,
     attention_bias: !!spec.attnBias,
@@ -41,6 +44,20 @@ export function llamaConfigJson(spec: LlamaSpec, opts: Pick<WriteLlamaOptions, '
     torch_dtype: opts.dtype === 'fp16' ? 'float16' : 'float32',
     use_cache: opts.layout === 'genai' || !!opts.withPast,
   };
+  const gm = spec.gemma;
+  if (gm && !gm.postNorms) out.hidden_act = 'gelu_pytorch_tanh';
+  else if (gm) {
+    // Gemma2Config / Gemma3TextConfig fields (the older rope spelling, which both read).
+    Object.assign(out, {
+      hidden_activation: 'gelu_pytorch_tanh',
+      query_pre_attn_scalar: gm.queryPreAttnScalar,
+      attn_logit_softcapping: gm.attnSoftcap,
+      final_logit_softcapping: gm.finalSoftcap,
+      sliding_window: spec.slidingWindow ?? null,
+      layer_types: gm.sliding.map((x) => (x ? 'sliding_attention' : 'full_attention')),
+      ...(gm.localRope ? { rope_local_base_freq: gm.localRope.theta } : {}),
+    });
+  }
   if (opts.weights === 'q4') out.quantization_config = { quant_method: 'matmul_nbits', bits: 4, block_size: 32, symmetric: false };
   return out;
 }

@@ -18,11 +18,21 @@
  * back, into GroupQueryAttention's separate query/key/value inputs.
  * Tied embeddings: one [hidden, vocab] weight, read by lm_head and, through a Transpose, by
  * the embedding Gather.
+ * Gemma (spec.gemma; Gemma 1 without the post norms, soft-caps and windows): the embeddings times sqrt(hidden); every norm's weight (1 + w) (an
+ * Add on the stored w); the attention output normalized (SimplifiedLayerNormalization,
+ * post_attention_layernorm) before the SkipSimplifiedLayerNormalization that adds it and
+ * normalizes for the MLP (pre_feedforward_layernorm); FastGelu (GELU's tanh approximation) on
+ * the gate; down_proj's output normalized (post_feedforward_layernorm) before the next skip
+ * norm adds it; GroupQueryAttention with scale query_pre_attn_scalar^−½, softcap (Gemma 2's
+ * attention soft-capping, applied to the scaled scores before the mask), local_window_size on
+ * the sliding layers only, and the sliding layers' own cos/sin caches (Gemma 3's local base);
+ * the logits soft-capped after lm_head (Div, Tanh, Mul).
  */
 import { float, int, ints, type GGraph } from './graph.js';
 import type { GraphBuilder, ProjNaming } from './build.js';
 import { LobesError } from '../../util/errors.js';
-import { ropeAttentionFactor, ropeInvFreq, ropeType, rotaryDim, W } from './spec.js';
+import { attnScale, localRopeSpec, ropeAttentionFactor, ropeInvFreq, ropeType, rotaryDim, W } from './spec.js';
+import type { LlamaSpec } from './types.js';
 
 function naming(prefix: string, base: string, scales2d = true): ProjNaming {
   return {
@@ -83,25 +93,50 @@ export function buildGenai(b: GraphBuilder): GGraph {
     x = b.castTo(x, embDtype, '/model/embed_tokens/Cast');
   }
 
+  const gm = s.gemma;
+  if (gm) {
+    // Gemma: the embeddings times sqrt(hidden) (transformers rounds the factor to the weights' dtype).
+    x = node('Mul', '/model/embed_tokens/Mul_scale', [x, b.fconst('/model/constants/embed_scale', [Math.sqrt(s.hidden)])], undefined, { outputs: ['/model/embed_tokens/Mul_scale/output_0'] });
+  }
+
   // cos/sin caches [maxPositions, headDim/2] from the (scaled) inverse frequencies.
-  const invFreq = ropeInvFreq(s);
-  const attnFactor = ropeAttentionFactor(s);
   // Partial rotary: caches of rotaryDim/2 columns; GroupQueryAttention rotates that many dims.
   const half = rotaryDim(s) / 2;
-  const trig = (fn: (a: number) => number) => (r0: number, r1: number) => {
-    const out = new Float32Array((r1 - r0) * half);
-    for (let p = r0; p < r1; p++) for (let i = 0; i < half; i++) out[(p - r0) * half + i] = attnFactor * fn(p * invFreq[i]!);
-    return out;
+  const trig = (rs: LlamaSpec, fn: (a: number) => number) => {
+    const invFreq = ropeInvFreq(rs);
+    const attnFactor = ropeAttentionFactor(rs);
+    return (r0: number, r1: number) => {
+      const out = new Float32Array((r1 - r0) * half);
+      for (let p = r0; p < r1; p++) for (let i = 0; i < half; i++) out[(p - r0) * half + i] = attnFactor * fn(p * invFreq[i]!);
+      return out;
+    };
   };
   let caches: [string, string] | null = null;
+  let localCaches: [string, string] | null = null;
+  const local = localRopeSpec(s);
+  const globalInv = ropeInvFreq(s);
+  const sameRope = local === s || (ropeInvFreq(local).every((v, i) => v === globalInv[i]) && ropeAttentionFactor(local) === ropeAttentionFactor(s));
 
+  /** A norm weight as the norm applies it: w, or Gemma's 1 + w (an Add ONNX Runtime folds). */
+  const cOne = gm ? b.fconst('/model/constants/one', [1]) : '';
+  const normWeight = (initName: string, w: string) => {
+    const t = b.floatTensor(initName, [w], false, ft);
+    return gm ? node('Add', `/model/norm_weights/${initName}/Add_one`, [t, cOne], undefined, { outputs: [`${initName}.plus_one`] }) : t;
+  };
   const norm = (prefix: string, input: string, w: string) =>
-    node('SimplifiedLayerNormalization', `${prefix}/LayerNorm`, [input, b.floatTensor(w, [w], false, ft)], { epsilon: float(eps), axis: int(-1), stash_type: int(1) }, { outputs: [`${prefix}/output_0`] });
+    node('SimplifiedLayerNormalization', `${prefix}/LayerNorm`, [input, normWeight(w, w)], { epsilon: float(eps), axis: int(-1), stash_type: int(1) }, { outputs: [`${prefix}/output_0`] });
   /** Skip norm: [normed, sum] of residual + delta. */
   const skipNorm = (prefix: string, residual: string, delta: string, w: string, wName = w, withSum = true): [string, string] => {
     const outs = withSum ? [`${prefix}/output_0`, '', '', `${prefix}/output_3`] : [`${prefix}/output_0`];
-    node('SkipSimplifiedLayerNormalization', `${prefix}/SkipLayerNorm`, [residual, delta, b.floatTensor(wName, [w], false, ft)], { epsilon: float(eps) }, { outputs: outs, ...ms });
+    node('SkipSimplifiedLayerNormalization', `${prefix}/SkipLayerNorm`, [residual, delta, normWeight(wName, w)], { epsilon: float(eps) }, { outputs: outs, ...ms });
     return [outs[0]!, outs[3] ?? ''];
+  };
+  /** cap · tanh(v / cap) (Gemma 2's final soft-capping). */
+  const softcap = (prefix: string, v: string, cap: number, output: string): string => {
+    const cCap = b.fconst(`${prefix}/cap`, [cap]);
+    const d = node('Div', `${prefix}/Div`, [v, cCap], undefined, { outputs: [`${prefix}/Div/output_0`] });
+    const t = node('Tanh', `${prefix}/Tanh`, [d], undefined, { outputs: [`${prefix}/Tanh/output_0`] });
+    return node('Mul', `${prefix}/Mul`, [t, cCap], undefined, { outputs: [output] });
   };
 
   let residual = x;
@@ -136,41 +171,63 @@ export function buildGenai(b: GraphBuilder): GGraph {
       for (const [i, p] of (['q', 'k'] as const).entries()) {
         const pp = `${pre}/attn/${p}_norm`;
         const r = node('Reshape', `${pp}/Reshape`, [gqaIn[i]!, shapes[i]!], undefined, { outputs: [`${pp}/Reshape/output_0`] });
-        const n = node('SimplifiedLayerNormalization', `${pp}/SimplifiedLayerNormalization`, [r, b.floatTensor(W.qkNorm(l, p), [W.qkNorm(l, p)], false, ft)], { epsilon: float(eps), axis: int(-1), stash_type: int(1) }, { outputs: [`${pp}/SimplifiedLayerNormalization/output_0`] });
+        const n = node('SimplifiedLayerNormalization', `${pp}/SimplifiedLayerNormalization`, [r, normWeight(W.qkNorm(l, p), W.qkNorm(l, p))], { epsilon: float(eps), axis: int(-1), stash_type: int(1) }, { outputs: [`${pp}/SimplifiedLayerNormalization/output_0`] });
         gqaIn[i] = node('Reshape', `${pp}/Reshape_1`, [n, shapes[2]!], undefined, { outputs: [`${pp}/Reshape_1/output_0`] });
       }
     }
     if (!caches) {
       caches = [
-        b.generatedTensor('cos_cache', maxPositions, half, ft, trig(Math.cos)),
-        b.generatedTensor('sin_cache', maxPositions, half, ft, trig(Math.sin)),
+        b.generatedTensor('cos_cache', maxPositions, half, ft, trig(s, Math.cos)),
+        b.generatedTensor('sin_cache', maxPositions, half, ft, trig(s, Math.sin)),
       ];
     }
+    // Gemma: only the sliding layers have the window; Gemma 3's rotate with their own base.
+    const sliding = gm ? gm.sliding[l]! : !!s.slidingWindow;
+    if (gm && sliding && !sameRope && !localCaches) {
+      localCaches = [
+        b.generatedTensor('cos_cache_local', maxPositions, half, ft, trig(local, Math.cos)),
+        b.generatedTensor('sin_cache_local', maxPositions, half, ft, trig(local, Math.sin)),
+      ];
+    }
+    const [cosC, sinC] = gm && sliding && localCaches ? localCaches : caches;
     const attn = node(
       'GroupQueryAttention',
       `${pre}/attn/GroupQueryAttention`,
-      [...gqaIn, `past_key_values.${l}.key`, `past_key_values.${l}.value`, seqlensK, totalLen, caches[0], caches[1]],
-      { num_heads: int(heads), kv_num_heads: int(kvHeads), scale: float(1 / Math.sqrt(hd)), local_window_size: int(s.slidingWindow ? s.slidingWindow : -1), softcap: float(0), do_rotary: int(1), rotary_interleaved: int(0) },
+      [...gqaIn, `past_key_values.${l}.key`, `past_key_values.${l}.value`, seqlensK, totalLen, cosC, sinC],
+      { num_heads: int(heads), kv_num_heads: int(kvHeads), scale: float(attnScale(s)), local_window_size: int(sliding && s.slidingWindow ? s.slidingWindow : -1), softcap: float(gm?.attnSoftcap ?? 0), do_rotary: int(1), rotary_interleaved: int(0) },
       { outputs: [`${pre}/attn/GroupQueryAttention/output_0`, `present.${l}.key`, `present.${l}.value`], ...ms },
     );
     const o = b.projection(attn, [W.attn(l, 'o')], naming(`${pre}/attn/o_proj`, `${base}.attn.o_proj`));
     let h2: string;
-    [h2, residual] = skipNorm(`${pre}/post_attention_layernorm`, residual, o, W.postNorm(l));
+    if (gm?.postNorms) {
+      // Gemma 2 / 3: the attention output normalized before it is added; the MLP reads pre_feedforward_layernorm.
+      const a = norm(`${pre}/post_attention_layernorm`, o, W.postNorm(l));
+      [h2, residual] = skipNorm(`${pre}/pre_feedforward_layernorm`, residual, a, W.preFfNorm(l));
+    } else [h2, residual] = skipNorm(`${pre}/post_attention_layernorm`, residual, o, W.postNorm(l));
     const gate = b.projection(h2, [W.mlp(l, 'gate')], naming(`${pre}/mlp/gate_proj`, `${base}.mlp.gate_proj`));
     const up = b.projection(h2, [W.mlp(l, 'up')], naming(`${pre}/mlp/up_proj`, `${base}.mlp.up_proj`));
-    const sig = node('Sigmoid', `${pre}/mlp/act_fn/Sigmoid`, [gate], undefined, { outputs: [`${pre}/mlp/act_fn/Sigmoid/output_0`] });
-    const act = node('Mul', `${pre}/mlp/act_fn/Mul`, [gate, sig], undefined, { outputs: [`${pre}/mlp/act_fn/Mul/output_0`] });
+    let act: string;
+    if (gm) act = node('FastGelu', `${pre}/mlp/act_fn/FastGelu`, [gate], undefined, { outputs: [`${pre}/mlp/act_fn/FastGelu/output_0`], ...ms });
+    else {
+      const sig = node('Sigmoid', `${pre}/mlp/act_fn/Sigmoid`, [gate], undefined, { outputs: [`${pre}/mlp/act_fn/Sigmoid/output_0`] });
+      act = node('Mul', `${pre}/mlp/act_fn/Mul`, [gate, sig], undefined, { outputs: [`${pre}/mlp/act_fn/Mul/output_0`] });
+    }
     const prod = node('Mul', `${pre}/mlp/Mul`, [act, up], undefined, { outputs: [`${pre}/mlp/Mul/output_0`] });
     pendingDelta = b.projection(prod, [W.mlp(l, 'down')], naming(`${pre}/mlp/down_proj`, `${base}.mlp.down_proj`));
+    if (gm?.postNorms) pendingDelta = norm(`${pre}/post_feedforward_layernorm`, pendingDelta, W.postFfNorm(l));
   }
   const [hf] = skipNorm(`/model/layers.${layers}/final_norm_layernorm`, residual, pendingDelta!, W.norm, `model.layers.${layers}.final_norm_layernorm.weight`, false);
 
+  // Gemma 2: lm_head's output soft-capped into the logits.
+  const finalCap = gm?.finalSoftcap ?? null;
+  const lmOut = finalCap ? '/lm_head/MatMul/output_0' : 'logits';
   if (tiedWeight) {
     const w = b.castTo(tiedWeight, lmFloat, '/lm_head/Cast');
-    node('MatMul', '/lm_head/MatMul', [hf, w], undefined, { outputs: ['logits'] });
+    node('MatMul', '/lm_head/MatMul', [hf, w], undefined, { outputs: [lmOut] });
   } else {
     const n = naming('/lm_head', 'lm_head');
-    b.projection(hf, [W.lmHead], { ...n, node: (op, bits) => ({ ...n.node(op, bits), output: 'logits' }) });
+    b.projection(hf, [W.lmHead], { ...n, node: (op, bits) => ({ ...n.node(op, bits), output: lmOut }) });
   }
+  if (finalCap) softcap('/lm_head/softcap', lmOut, finalCap, 'logits');
   return b.graph(17);
 }

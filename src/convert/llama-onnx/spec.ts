@@ -12,6 +12,9 @@ export const W = {
   lmHead: 'lm_head.weight',
   inputNorm: (l: number) => `model.layers.${l}.input_layernorm.weight`,
   postNorm: (l: number) => `model.layers.${l}.post_attention_layernorm.weight`,
+  /** Gemma 2 / 3: the norm before the MLP (post_attention_layernorm then normalizes the attention output). */
+  preFfNorm: (l: number) => `model.layers.${l}.pre_feedforward_layernorm.weight`,
+  postFfNorm: (l: number) => `model.layers.${l}.post_feedforward_layernorm.weight`,
   attn: (l: number, p: 'q' | 'k' | 'v' | 'o') => `model.layers.${l}.self_attn.${p}_proj.weight`,
   mlp: (l: number, p: 'gate' | 'up' | 'down') => `model.layers.${l}.mlp.${p}_proj.weight`,
   attnBias: (l: number, p: 'q' | 'k' | 'v') => `model.layers.${l}.self_attn.${p}_proj.bias`,
@@ -38,6 +41,10 @@ export function expectedWeights(spec: LlamaSpec): [string, number[]][] {
     }
     out.push([W.attn(l, 'o'), [H, heads * hd]]);
     out.push([W.postNorm(l), [H]]);
+    if (spec.gemma?.postNorms) {
+      out.push([W.preFfNorm(l), [H]]);
+      out.push([W.postFfNorm(l), [H]]);
+    }
     out.push([W.mlp(l, 'gate'), [I, H]]);
     out.push([W.mlp(l, 'up'), [I, H]]);
     out.push([W.mlp(l, 'down'), [H, I]]);
@@ -65,6 +72,33 @@ export function checkSpec(spec: LlamaSpec): void {
   }
   ropeInvFreq(spec);
   ropeLongInvFreq(spec);
+  const gm = spec.gemma;
+  if (gm) {
+    if (!(gm.queryPreAttnScalar > 0) || !Number.isFinite(gm.queryPreAttnScalar)) throw bad(`gemma queryPreAttnScalar must be a positive number, got ${gm.queryPreAttnScalar}`);
+    for (const k of ['attnSoftcap', 'finalSoftcap'] as const) {
+      const v = gm[k];
+      if (v !== null && !(v > 0 && Number.isFinite(v))) throw bad(`gemma ${k} must be a positive number or null, got ${String(v)}`);
+    }
+    if (gm.sliding.length !== spec.layers) throw bad(`gemma sliding marks ${gm.sliding.length} layers, the model has ${spec.layers}`);
+    if (gm.sliding.some((x) => x) && !spec.slidingWindow) throw bad('gemma has sliding layers but no slidingWindow');
+    if (spec.rotaryDim !== undefined || ropeType(spec) === 'longrope') throw bad('gemma rotates whole heads without longrope');
+    if (gm.localRope) {
+      if (!(gm.localRope.theta > 0)) throw bad(`gemma local rope theta must be positive, got ${gm.localRope.theta}`);
+      const t = ropeType(localRopeSpec(spec));
+      if (t === 'longrope') throw bad('gemma local rope cannot be longrope');
+    }
+  }
+}
+
+/** The attention scale: query_pre_attn_scalar^−½ for Gemma, else headDim^−½. */
+export function attnScale(spec: LlamaSpec): number {
+  return spec.gemma ? Math.pow(spec.gemma.queryPreAttnScalar, -0.5) : 1 / Math.sqrt(spec.headDim);
+}
+
+/** The spec as the sliding layers rotate (Gemma 3's localRope in place of ropeTheta / ropeScaling). */
+export function localRopeSpec(spec: LlamaSpec): LlamaSpec {
+  const lr = spec.gemma?.localRope;
+  return lr ? { ...spec, ropeTheta: lr.theta, ropeScaling: lr.scaling } : spec;
 }
 
 /** Check that the source has every weight with the expected shape. */

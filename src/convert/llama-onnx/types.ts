@@ -30,7 +30,7 @@ export interface LlamaSpec {
   bosTokenId?: number | null;
   eosTokenId?: number | number[] | null;
   padTokenId?: number | null;
-  /** model_type for config.json (default 'llama'): llama, mistral, qwen2 or qwen3. */
+  /** model_type for config.json (default 'llama'): llama, mistral, qwen2, qwen3, phi3, gemma2 or gemma3_text. */
   modelType?: string;
   /**
    * Biases on q_proj, k_proj and v_proj (not o_proj), as Qwen2 / Qwen2.5 have them:
@@ -54,6 +54,47 @@ export interface LlamaSpec {
    * (halves of rotaryDim/2), the rest pass through. Absent: headDim (the whole head).
    */
   rotaryDim?: number;
+  /**
+   * Gemma 2 / Gemma 3 text (absent for every other family): RMSNorms that scale by (1 + w),
+   * embeddings times sqrt(hidden), tanh-approximated GELU on the gate, norms after attention
+   * and after the MLP (see GemmaSpec).
+   */
+  gemma?: GemmaSpec;
+}
+
+/**
+ * What Gemma 2 and Gemma 3 (text) add to the Llama graph, as transformers computes them (Gemma 1:
+ * the same without the post norms, soft-caps and windows, postNorms false):
+ *
+ *   x = embed(ids) · sqrt(hidden)
+ *   per layer: x += post_attention_layernorm(attn(input_layernorm(x)))
+ *              x += post_feedforward_layernorm(mlp(pre_feedforward_layernorm(x)))
+ *   mlp(h) = down(gelu_tanh(gate(h)) · up(h)); every norm x / rms(x) · (1 + w)
+ *   logits = cap · tanh(lm_head(norm(x)) / cap) with the final soft-cap (Gemma 2)
+ *
+ * Attention: scores · queryPreAttnScalar^−½, then cap · tanh(s / cap) with the
+ * attention soft-cap (Gemma 2), then the mask; layers marked sliding see keys j with
+ * i − j < slidingWindow only, and rotate with localRope (Gemma 3's rope_local_base_freq) when
+ * given; the others with ropeTheta / ropeScaling. Gemma 3's q_norm / k_norm are qkNorm with
+ * (1 + w) too.
+ */
+export interface GemmaSpec {
+  /**
+   * Gemma 2 / 3: post_attention_layernorm normalizes the attention output and
+   * pre_feedforward_layernorm / post_feedforward_layernorm surround the MLP. False for Gemma 1,
+   * whose two norms per layer sit where Llama's do.
+   */
+  postNorms: boolean;
+  /** query_pre_attn_scalar: the attention scores are scaled by its inverse square root. */
+  queryPreAttnScalar: number;
+  /** attn_logit_softcapping (Gemma 2), or null. */
+  attnSoftcap: number | null;
+  /** final_logit_softcapping (Gemma 2), or null. */
+  finalSoftcap: number | null;
+  /** Per layer: whether it is a sliding_attention layer (window spec.slidingWindow). */
+  sliding: boolean[];
+  /** RoPE of the sliding layers when it is their own (Gemma 3); absent: the spec's. */
+  localRope?: { theta: number; scaling: Record<string, unknown> | null };
 }
 
 /**
