@@ -449,7 +449,7 @@ describe.skipIf(!!problem)('ablation and cloze sections in headless Chromium', (
 
   it('shows the baselines the ablation ran, and only those', async () => {
     const { page, problems } = await open(real);
-    const got = await page.evaluate(() => Array.from(document.querySelectorAll('#ablation h4')).map((h) => ({ h: h.textContent, rows: (h.nextElementSibling?.tagName === 'TABLE' ? (h.nextElementSibling as HTMLTableElement).tBodies[0]!.rows.length : null) })));
+    const got: { h: string | null; rows: number | null }[] = await page.evaluate(() => Array.from(document.querySelectorAll('#ablation h4')).map((h) => ({ h: h.textContent, rows: (h.nextElementSibling?.tagName === 'TABLE' ? (h.nextElementSibling as HTMLTableElement).tBodies[0]!.rows.length : null) })));
     const heads = got.map((g) => g.h);
     expect(heads).toContain('Against regions from shuffled labels (--shuffled 5)');
     expect(got.find((g) => g.h!.startsWith('Against regions from shuffled'))!.rows).toBe(5);
