@@ -97,7 +97,7 @@ describe('Holm and BH in cluster metrics, against statsmodels', () => {
       // a family of one: its p unchanged
       const mw = m.comparisons!.find((c) => c.kind === 'model-vs-words')!;
       expect(mw.balancedAccuracy.pHolm).toBe(0.2);
-      expect(m.families!.map((f) => f.family)).toEqual(['classifiers', 'layers', 'model-vs-words', 'layers-steps']);
+      expect(m.families!.map((f) => f.family)).toEqual(['classifiers', 'layers', 'representation-vs-words', 'layers-steps']);
       expect(m.families![0].members).toEqual(['original-euclidean:probe', 'original-cosine:knn', 'embedding:knn', 'baseline:token-counts', 'baseline:token-embedding-mean']);
     });
   }
@@ -178,3 +178,24 @@ describe('a planted sweep: signal in layers 2 and 3 of 4', () => {
     expect(Number(m[1])).toBeCloseTo(probe.pHolm!, 2);
   });
 });
+
+describe('the paired comparisons of the representation against the words are one family', () => {
+  it('model-vs-words and incremental adjusted together: Holm over 4, by hand', () => {
+    const diff = (p: number) => ({ value: 0.01, ci95: [-0.01, 0.03] as [number, number], p });
+    const m = synthetic(G.layers20);
+    m.sweep = [];
+    m.comparisons = [
+      { kind: 'model-vs-words', a: 'final.hidden', b: 'token-counts', accuracy: diff(0.03), balancedAccuracy: diff(0.03), macroF1: diff(0.03), n: 100 },
+      { kind: 'model-vs-words', a: 'final.hidden', b: 'token-embedding-mean', accuracy: diff(0.01), balancedAccuracy: diff(0.01), macroF1: diff(0.01), n: 100 },
+      { kind: 'incremental', a: 'token-counts + final.hidden', b: 'token-counts', accuracy: diff(0.04), balancedAccuracy: diff(0.04), macroF1: diff(0.04), n: 100 },
+      { kind: 'incremental', a: 'token-embedding-mean + final.hidden', b: 'token-embedding-mean', accuracy: diff(0.02), balancedAccuracy: diff(0.02), macroF1: diff(0.02), n: 100 },
+    ] as any;
+    adjustFamilies(m);
+    // sorted 0.01, 0.02, 0.03, 0.04: 4·0.01 = 0.04, 3·0.02 = 0.06, 2·0.03 = 0.06, 1·0.04 = 0.04 → 0.06 (monotone)
+    expect(m.comparisons!.map((c) => c.balancedAccuracy.pHolm)).toEqual([0.06, 0.04, 0.06, 0.06].map((x) => expect.closeTo(x, 12)));
+    const fam = m.families!.find((f) => f.family === 'representation-vs-words')!;
+    expect(fam.members).toHaveLength(4);
+    expect(m.families!.map((f) => f.family)).not.toContain('incremental');
+  });
+});
+
