@@ -171,12 +171,11 @@ export function conditionalWords(t: ConditionalTest, label: Label, n: number): s
   const v = t.balancedAccuracy.verdict;
   const ex = t.exchangeable.items < n ? ` (${t.exchangeable.items} of ${n} items exchangeable)` : '';
   if (!v) return `${what}: untested`;
-  const normal = v.basis === 'normal' ? `; read on z's normal approximation, R = ${v.R} being below the ${v.needed} the family needs` : '';
   switch (v.status) {
     case 'pass':
-      return `carries ${what}: ${verdictNumbers(v, 'tests')}${normal}${ex}`;
+      return `carries ${what}: ${verdictNumbers(v, 'tests')}${ex}`;
     case 'fail':
-      return `no evidence it carries ${what}: ${verdictNumbers(v, 'tests')}${normal}${ex}`;
+      return `no evidence it carries ${what}: ${verdictNumbers(v, 'tests')}${ex}`;
     case 'not-testable':
       return `${what}: not testable at R = ${v.R}: ${v.reason}${ex}`;
     case 'degenerate':
@@ -195,7 +194,7 @@ export function summaryLines(r: SwapResult): string[] {
   const plan = r.settings.conditionalPermutations;
   const lines = [
     `swap: ${r.n} swapped samples; balanced accuracy by chance ${f(r.chance.question.balancedAccuracy)}; crossChance (descriptive: the best one label alone gives for the other) ${f(r.crossChance.questionFromResponse.balancedAccuracy)} (question's aspect) / ${f(r.crossChance.responseFromQuestion.balancedAccuracy)} (response's)`,
-    `  test of each label beyond the other: its null shuffles the label within the strata of the other (${plan.R} permutations, ${plan.sizing === 'user' ? 'as given' : plan.sizing === 'capped' ? `capped below the ${plan.needed} the family needs` : 'sized to the family'}); Holm over the family of ${fam?.size ?? 0} tests (points × labels)`,
+    `  test of each label beyond the other: its null shuffles the label within the strata of the other (${plan.R} permutations, ${plan.sizing === 'user' ? 'as given' : plan.sizing === 'capped' ? `held below the ${plan.needed} the family needs, so the verdicts read z's normal approximation` : 'sized to the family'}); Holm over the family of ${fam?.size ?? 0} tests (points × labels)`,
   ];
   for (const w of r.words) lines.push(`  words ${w.name}: question ${f(w.question.balancedAccuracy.value)}${ci(w.question.balancedAccuracy)}, response ${f(w.response.balancedAccuracy.value)}${ci(w.response.balancedAccuracy)}; question − response ${s(w.questionMinusResponse.balancedAccuracy.value)}${ci(w.questionMinusResponse.balancedAccuracy)}`);
   const control = new Map((r.control?.points ?? []).map((p) => [p.point, p]));
