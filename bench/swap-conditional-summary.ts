@@ -8,6 +8,7 @@
  *   node --import tsx bench/swap-conditional-summary.ts RUN/swap/swap.json > bench/swap-conditional-en.out.md
  */
 import { readFileSync } from 'node:fs';
+import * as path from 'node:path';
 import type { SwapPointResult, SwapResult } from '../src/cluster/swap.js';
 
 const file = process.argv[2];
@@ -35,7 +36,7 @@ const header = ['| point | pool | label | balanced accuracy | plain null mean (p
 out.push('## The run', '', ...header);
 for (const pt of r.points) for (const l of ['question', 'response'] as const) out.push(row(pt.point, pt, l));
 if (r.control) {
-  out.push('', `## Its random-weights control (\`${r.control.run}\`, seed ${r.control.seed}; its own family of ${r.control.families[0]?.size})`, '', ...header);
+  out.push('', `## Its random-weights control (\`${path.basename(r.control.run)}\`, seed ${r.control.seed}; its own family of ${r.control.families[0]?.size})`, '', ...header);
   for (const pt of r.control.points) for (const l of ['question', 'response'] as const) out.push(row(pt.point, pt, l));
 }
 out.push('');
