@@ -20,10 +20,8 @@ import { defaultThreads } from '../util/worker.js';
 import { LOBES_VERSION } from '../version.js';
 import type { RunReader } from '../store/types.js';
 import { baselineModelDir, baselineModelInput } from './baseline.js';
-import { externalFileInput, runInputs, type LineageInput } from '../store/lineage.js';
-import { INDEX } from '../store/layout.js';
+import { otherRunInputs, runInputs } from '../store/lineage.js';
 import * as path from 'node:path';
-import { existsSync } from 'node:fs';
 import { ClusterPool } from './pool.js';
 import { checkSwapControl, swapAnalysis, swapDir, swapInputOf, type ScoreDifferences, type SwapOptions, type SwapResult } from './swap.js';
 import type { MetricWithCI } from './types.js';
@@ -79,14 +77,9 @@ export async function runSwap(input: RunReader | string, opts: RunSwapOptions = 
   await writeDirAtomic(
     out,
     (tmp) => writeSwapFiles(tmp, { settings, csv: swapCsv(result), result }),
-    { kind: 'swap', inputs: [...runInputs(run), ...baselineModelInput(run, modelDir), ...(control ? controlInputs(control) : [])] },
+    { kind: 'swap', inputs: [...runInputs(run), ...baselineModelInput(run, modelDir), ...(control ? otherRunInputs(control, 'control') : [])] },
   );
   return { result, outDir: out };
-}
-
-/** The control run's files the analysis read, as inputs outside the run: its manifest, samples table and chunk index. */
-function controlInputs(control: RunReader): LineageInput[] {
-  return ['manifest.json', 'samples.jsonl', INDEX].map((f) => path.join(control.dir, f)).filter((f) => existsSync(f)).map((f) => ({ ...externalFileInput(f), name: `file:control/${path.basename(f)}` }));
 }
 
 const num = (v: number | null | undefined) => (v === null || v === undefined ? '' : String(v));

@@ -188,6 +188,18 @@ describe('lobes swap on an extracted swap composition', () => {
     const { summaryLines } = await import('../../src/cluster/swap-run.js');
     expect(summaryLines(withCtl.result).filter((l) => l.includes('random-weights control:'))).toHaveLength(4);
     expect(readFileSync(path.join(dir, 'swap-ctl', 'swap.csv'), 'utf8')).toMatch(/^control:final\.hidden,last,,response,conditional:balanced_accuracy,/m);
+    // the control's manifest, samples table and chunk index are inputs of the output's lineage: a change to one makes it stale
+    const { recordedInputs, staleInput } = await import('../../src/store/lineage.js');
+    const { openRun } = await import('../../src/store/index.js');
+    const inputs = recordedInputs(path.join(dir, 'swap-ctl'))!;
+    expect(inputs.filter((i) => i.name.startsWith('file:control/')).map((i) => [i.name, i.from])).toEqual(['manifest.json', 'samples.jsonl', 'index.json'].map((f) => [`file:control/${f}`, path.resolve(ctl, f === 'index.json' ? 'activations/index.json' : f)]));
+    const ctx = { runDir: run, manifest: (await openRun(run)).manifest };
+    expect(staleInput(inputs, ctx)).toBeNull();
+    const ctlManifest = path.join(ctl, 'manifest.json');
+    const before = readFileSync(ctlManifest);
+    writeFileSync(ctlManifest, before.toString() + '\n');
+    expect(staleInput(inputs, ctx)).toMatch(/ctl\/manifest\.json has changed since/);
+    writeFileSync(ctlManifest, before);
     // a control that is not one, or of other samples, is refused in one line
     await expect(runSwap(run, { ...swapOpts, control: run, noWrite: true })).rejects.toThrow(/--control: not a random-weights control run/);
     const ctl4 = path.join(dir, 'ctl4');
