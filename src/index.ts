@@ -48,7 +48,8 @@ export type { WandaSettings, WandaRegions, WandaMetrics } from './wanda/types.js
 export { runCluster, readLabelsFile, Tsne, pca, readNpy, encodeNpy, spaceMetrics, type ClusterOptions, type ClusterResult, type TsneOptions, type PcaResult } from './cluster/index.js';
 export type { ClusterSettings, ClusterCoords, ClusterMetrics, SpaceMetrics } from './cluster/types.js';
 export { runSwap, type RunSwapOptions } from './cluster/swap-run.js';
-export { swapAnalysis, type SwapInput, type SwapResult, type SwapPointResult } from './cluster/swap.js';
+export { swapAnalysis, checkSwapControl, type SwapInput, type SwapResult, type SwapPointResult, type ConditionalTest, type SwapFamily, type SwapControlResult } from './cluster/swap.js';
+export { stratifiedPermutations, exchangeability, type Exchangeability } from './cluster/conditional.js';
 
 // Reports
 export { loadRun, runPayload, compareRuns, reportHtml, compareHtml, writeReport, writeCompare, exportFigures, type ReportModel } from './report/index.js';

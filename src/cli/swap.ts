@@ -4,23 +4,30 @@ import { DEFAULT_PROBE_REPEATS } from '../cluster/probecv.js';
 import { UsageError } from '../util/errors.js';
 
 const USAGE =
-  'lobes swap RUN [--points HOOK,...] [--seed N] [--bootstrap B] [--permutations R] [--probe-repeats 5] [--probe-c C|nested] [--probe-pca 50] [--class-weight balanced] [--words token-counts|token-embedding-mean] [--model DIR] [--threads N] [--out DIR] [--json] [--quiet]';
+  'lobes swap RUN [--points HOOK,...] [--seed N] [--bootstrap B] [--permutations R] [--conditional-permutations R] [--control CONTROL_RUN] [--probe-repeats 5] [--probe-c C|nested] [--probe-pca 50] [--class-weight balanced] [--words token-counts|token-embedding-mean] [--model DIR] [--threads N] [--out DIR] [--json] [--quiet]';
 
 const HELP = `
 The question/response swap analysis of a run extracted from socialeval:DIR?swap=SEED (every
 response shown after its own question and after a question naming another aspect). On the
 swapped samples, at every final and residual-stream capture point of the run (last token and
 mean over the tokens), the probe of lobes cluster is fitted for the question's aspect and for the
-response's aspect; the token baselines of the same texts go through the same probe. Paired
-bootstrap CIs: question − response, state − words, and (words + state) − words. Writes
-RUN/swap/ (settings.json, swap.json, swap.csv).
+response's aspect; the token baselines of the same texts go through the same probe. Each label is
+tested beyond the other: its null shuffles it only within the strata of the other label (Holm over
+points × labels). Paired bootstrap CIs: question − response, state − words, and (words + state) −
+words. Writes RUN/swap/ (settings.json, swap.json, swap.csv).
 
   RUN                 a run of a swap composition (labels question_aspect, response_aspect, swapped)
   --points LIST       only these capture points (default: final.hidden, final.mean and every
                       layers.{i}.resid_out and layers.{i}.resid_out.mean the run holds)
   --seed N            seed of the folds, bootstrap and permutations (default 0)
   --bootstrap B       bootstrap resamples of every CI (default 1000)
-  --permutations R    label permutations of each probe's null (default 20)
+  --permutations R    label permutations of each probe's plain null (default 20); when given
+                      alone, also the most the conditional nulls get
+  --conditional-permutations R  permutations of each conditional null (default: sized to the
+                      family of points × labels, at most 100; beyond, the verdicts read z's
+                      normal approximation)
+  --control RUN       a random-weights control run (lobes extract --control random) of the same
+                      model and data: the same probes and conditional tests on it, side by side
   --probe-repeats N   repeats of the stratified k-fold CV (default 5)
   --probe-c C|nested  the probe's C, or nested (default) as lobes cluster
   --probe-pca K       in-fold PCA components per feature block (default 50; 0 = every dimension)
@@ -43,6 +50,8 @@ export async function run(argv: string[]): Promise<number> {
       seed: { type: 'string' },
       bootstrap: { type: 'string' },
       permutations: { type: 'string' },
+      'conditional-permutations': { type: 'string' },
+      control: { type: 'string' },
       'probe-repeats': { type: 'string' },
       'probe-c': { type: 'string' },
       'probe-pca': { type: 'string' },
@@ -63,7 +72,9 @@ export async function run(argv: string[]): Promise<number> {
     points: v.points?.split(',').map((s: string) => s.trim()).filter(Boolean),
     seed: intOption(v.seed, '--seed', 0, 0, 2 ** 32 - 1),
     bootstrap: intOption(v.bootstrap, '--bootstrap', 1000, 0),
-    permutations: intOption(v.permutations, '--permutations', 20, 0),
+    permutations: v.permutations === undefined ? undefined : intOption(v.permutations, '--permutations', 20, 0),
+    conditionalPermutations: v['conditional-permutations'] === undefined ? undefined : intOption(v['conditional-permutations'], '--conditional-permutations', 0, 0),
+    control: v.control,
     probeRepeats: intOption(v['probe-repeats'], '--probe-repeats', DEFAULT_PROBE_REPEATS, 1, 100),
     probeC: v['probe-c'] === undefined || v['probe-c'] === 'nested' ? 'nested' : numOption(v['probe-c'], '--probe-c', 1, 1e-9),
     probePca: intOption(v['probe-pca'], '--probe-pca', 50, 0),

@@ -20,13 +20,26 @@
  *
  * Balanced accuracy is the score to read across the two labels (chance 1/K for both, while the
  * majority rates differ). The two labels are never equal on a swapped sample, so a state that
- * encodes only one aspect still predicts the other above 1/K: `crossChance` gives that floor.
+ * encodes only one aspect still predicts the other above 1/K, and above the plain
+ * label-permutation null. `crossChance` (the best score one label alone gives for the other) is
+ * reported as a description of the design only: a probe below it does not show that its label is
+ * absent, nor one above it that it is present.
+ *
+ * The test of each label is the conditional permutation null (src/cluster/conditional.ts): the
+ * label's values are shuffled only among the items that share the other label's value, so the
+ * null keeps the dependence of the two labels, and a p below α says the state carries this
+ * label beyond what the other explains. One family of tests: every point × both labels, Holm
+ * within it for each score (`families`), each test's verdict read as the rest of lobes reads
+ * them (src/util/resolution.ts: "not testable at R = …" when its count cannot reach α over the
+ * family). Its permutation count is sized to the family (permutationsForFamily), at most
+ * CONDITIONAL_PERMUTATION_CAP by default (beyond: the verdicts read z's normal approximation).
  */
 import { LobesError } from '../util/errors.js';
 import { Progress } from '../util/progress.js';
 import { Rng, hash32 } from '../util/rng.js';
 import { compareHooks, parseHook, sitePool } from '../hooks.js';
 import type { RunReader } from '../store/types.js';
+import { hashItems } from '../store/provenance.js';
 import type { Chance, ClassifierMetrics, DifferenceCI } from './types.js';
 import { chanceOf, runProbe, type MeasureContext, type MetricSample } from './measure.js';
 import { pairedBootstrap } from './paired.js';
@@ -36,6 +49,11 @@ import type { ClusterPool } from './pool.js';
 import type { WordFeatures } from './baseline.js';
 import type { ScoreName } from './scores.js';
 import { crossChance } from '../data/swap.js';
+import { exchangeability, stratifiedPermutations, type Exchangeability } from './conditional.js';
+import { nullOptions, probeNullScores, withNull } from './space.js';
+import { familyVerdicts, planPermutations, type PermutationPlan, type Verdict } from '../util/resolution.js';
+import { holm } from '../util/stats.js';
+import type { MetricWithCI } from './types.js';
 
 /** One capture point of the analysis: how to read its rows. */
 export interface SwapPointSource {
@@ -60,8 +78,14 @@ export interface SwapOptions {
   seed?: number;
   /** Bootstrap resamples of every CI (default 1000). */
   bootstrap?: number;
-  /** Label permutations of each probe's null (default 20). */
+  /** Label permutations of each probe's plain null (default 20). */
   permutations?: number;
+  /**
+   * Permutations of each conditional null (default: sized to the family of points × labels,
+   * at most CONDITIONAL_PERMUTATION_CAP; with `permutations` given and this not, the smaller of
+   * the two, as cluster derives its probe's count).
+   */
+  conditionalPermutations?: number;
   probeRepeats?: number;
   probeC?: number | 'nested';
   /** In-fold PCA components of each block (default 50; 0: every dimension). */
@@ -77,9 +101,44 @@ export interface SwapOptions {
 /** Differences of the three scores, each with its paired-bootstrap CI and p. */
 export type ScoreDifferences = Record<ScoreName, DifferenceCI>;
 
+/** The most conditional-null permutations by default (each refits every fold, as the probe's null). */
+export const CONDITIONAL_PERMUTATION_CAP = 100;
+
+/** The family the conditional tests are adjusted in, as swap.json declares it. */
+export interface SwapFamily {
+  family: 'conditional';
+  /** Members with a p (the size Holm divides by); members without one stay out. */
+  size: number;
+  /** Every test of the family, `point:label`, in the order of `points`. */
+  members: string[];
+  /** Level of the verdicts. */
+  alpha: number;
+  /** Holm runs over the family once for each score. */
+  scores: ScoreName[];
+}
+
+/**
+ * One label's conditional test at one point: the probe's score against the null of its labels
+ * shuffled within the strata of the other label.
+ */
+export interface ConditionalTest {
+  /** The label held fixed: the shuffles stay within its values. */
+  given: Label;
+  /** Which items the shuffles can move. */
+  exchangeable: Exchangeability;
+  /** The probe's scores (the values of `probe`) against the conditional null, with Holm over the family and the verdict. */
+  accuracy: MetricWithCI;
+  balancedAccuracy: MetricWithCI;
+  macroF1: MetricWithCI;
+  /** Why there is no test (no stratum can shuffle, or no permutations were asked for). */
+  untestable?: string;
+}
+
 /** One label's probe at one point, with its comparisons against the words. */
 export interface SwapLabelResult {
   probe: ClassifierMetrics;
+  /** The test of this label beyond the other (the conditional permutation null). */
+  conditional: ConditionalTest;
   /** state − each word feature set, by name. */
   minusWords: Record<string, ScoreDifferences>;
   /** (words + state) − words, for the incremental word features. */
@@ -117,11 +176,71 @@ export interface SwapResult {
   words: SwapWordsResult[];
   incrementalWords: string | null;
   points: SwapPointResult[];
+  /** The multiplicity family of the conditional tests. */
+  families: SwapFamily[];
+  /** The same probes and conditional tests on a random-weights control run of the same samples (`--control`). */
+  control?: SwapControlResult;
   notes: string[];
-  settings: { seed: number; bootstrap: number; permutations: number; probe: ReturnType<typeof probeSettings>; probePca: number };
+  settings: { seed: number; bootstrap: number; permutations: number; conditionalPermutations: PermutationPlan; probe: ReturnType<typeof probeSettings>; probePca: number };
 }
 
-type Label = 'question' | 'response';
+export type Label = 'question' | 'response';
+
+/** The analysis of a random-weights control run beside the trained run's (no word features: they are the same texts). */
+export interface SwapControlResult {
+  /** The control run's folder and identity. */
+  run: string;
+  identity: string | null;
+  /** The control's draw (its manifest's model.control). */
+  seed: number;
+  scheme: string;
+  points: SwapPointResult[];
+  /** Its own family: the control's tests are adjusted among themselves. */
+  families: SwapFamily[];
+  conditionalPermutations: PermutationPlan;
+}
+
+const SCORES: ScoreName[] = ['accuracy', 'balancedAccuracy', 'macroF1'];
+
+/**
+ * The permutation count of the conditional nulls of a family of `family` tests: the count given;
+ * else sized to the family (at most the cap); with only the plain count given, the smaller of it
+ * and what the family needs (then `user` when below it).
+ */
+export function conditionalPlan(family: number, opts: Pick<SwapOptions, 'permutations' | 'conditionalPermutations'>): PermutationPlan {
+  if (opts.conditionalPermutations !== undefined) return planPermutations(family, opts.conditionalPermutations, CONDITIONAL_PERMUTATION_CAP);
+  if (opts.permutations === undefined) return planPermutations(family, undefined, CONDITIONAL_PERMUTATION_CAP);
+  const plan = planPermutations(family, undefined, Math.min(opts.permutations, CONDITIONAL_PERMUTATION_CAP));
+  return opts.permutations < plan.needed ? { ...plan, sizing: 'user' } : plan;
+}
+
+/** Score column k of a [R][3] null table. */
+function column(t: Float64Array, k: number): Float64Array {
+  return Float64Array.from({ length: t.length / 3 }, (_, r) => t[3 * r + k]!);
+}
+
+/**
+ * Holm within the family of conditional tests (each score separately) and each test's verdict
+ * (src/util/resolution.ts), written onto the tests; a test without a null is not testable, with
+ * its reason. Returns the family as swap.json declares it.
+ */
+export function adjustConditional(points: SwapPointResult[], plan: PermutationPlan): SwapFamily {
+  const tests = points.flatMap((p) => (['question', 'response'] as const).map((l) => ({ name: `${p.point}:${l}`, t: p[l].conditional })));
+  for (const s of SCORES) {
+    const ms = tests.map((x) => x.t[s]);
+    const h = holm(ms.map((m) => m.p));
+    const v = familyVerdicts(ms.map((m) => ({ p: m.p, z: m.z ?? null, R: m.permutations ?? 0, sizing: plan.sizing, nullSd: m.nullSd, nullMean: m.nullMean })));
+    ms.forEach((m, i) => {
+      m.pHolm = h[i] ?? null;
+      m.verdict = tests[i]!.t.untestable ? untestableVerdict(v[i]!, tests[i]!.t.untestable!) : v[i]!;
+    });
+  }
+  return { family: 'conditional', size: tests.filter((x) => x.t.balancedAccuracy.p !== null).length, members: tests.map((x) => x.name), alpha: 0.05, scores: SCORES };
+}
+
+function untestableVerdict(v: Verdict, reason: string): Verdict {
+  return { ...v, status: 'not-testable', reason };
+}
 
 /** A probe's repeated-CV predictions and scores. */
 interface Fitted {
@@ -143,6 +262,8 @@ export async function swapAnalysis(input: SwapInput, opts: SwapOptions = {}): Pr
   const probePca = opts.probePca ?? 50;
   const probe = probeSettings(opts.folds, opts.probeRepeats, opts.probeC, opts.classWeight ?? null);
   const rows = Int32Array.from({ length: n }, (_, i) => i);
+  const plan = conditionalPlan(2 * input.points.length, opts);
+  const Rc = plan.R;
   const say = (m: string) => {
     if (!opts.quiet) process.stderr.write(`swap: ${m}\n`);
   };
@@ -165,6 +286,24 @@ export async function swapAnalysis(input: SwapInput, opts: SwapOptions = {}): Pr
   const fit = async (label: Label, blocks: Block[], perms: number, name: string): Promise<Fitted> => {
     const r = await runProbe(ctx(label), blocks, sample(label), perms, name);
     return { metrics: r.metrics, cv: r.cv };
+  };
+  // the conditional null: the label shuffled within the strata of the other, refitting repeat 0's
+  // prepared folds with C fixed at the modal choice, as the plain null does; the same shuffles at every point
+  const conditional = async (label: Label, f: Fitted): Promise<ConditionalTest> => {
+    const given: Label = label === 'question' ? 'response' : 'question';
+    const ex = exchangeability(codes[label], codes[given]);
+    const untestable = ex.items === 0 ? `no value of the ${given}'s aspect holds two items with different ${label}'s aspects, so nothing can be shuffled` : Rc === 0 ? 'no permutations (--permutations 0)' : null;
+    const m = f.metrics;
+    if (untestable) {
+      const bare = (k: ScoreName): MetricWithCI => ({ value: m[k].value, ci95: m[k].ci95, p: null, nullMean: null, nullBand: null, z: null, permutations: Rc });
+      return { given, exchangeable: ex, accuracy: bare('accuracy'), balancedAccuracy: bare('balancedAccuracy'), macroF1: bare('macroF1'), untestable };
+    }
+    const perms = stratifiedPermutations(codes[label], codes[given], Rc, hash32(`${seed}\u0000conditional ${label}`));
+    const popts = nullOptions({ ...probe, pca: probePca, seed }, f.cv);
+    const pool = opts.pool ?? null;
+    const nulls = pool ? await pool.probeScores(f.cv.prepared, n, perms, C, popts, seed) : probeNullScores(f.cv.prepared, n, perms, C, popts, seed);
+    const w = (k: ScoreName, col: number) => withNull(m[k].value, m[k].ci95, column(nulls, col));
+    return { given, exchangeable: ex, accuracy: w('accuracy', 0), balancedAccuracy: w('balancedAccuracy', 1), macroF1: w('macroF1', 2) };
   };
   const diff = (a: Fitted, ya: Int32Array, b: Fitted, yb: Int32Array, key: string): ScoreDifferences => pairedBootstrap(ya, a.cv.preds, b.cv.preds, C, B, new Rng(hash32(`${seed}\u0000${key}`)), yb);
   const labels: Label[] = ['question', 'response'];
@@ -210,7 +349,7 @@ export async function swapAnalysis(input: SwapInput, opts: SwapOptions = {}): Pr
         combined = both.metrics;
         incremental = diff(both, codes[label], wordFits.get(incWords.name)![label], codes[label], `${p.name} ${label} incremental`);
       }
-      per[label] = { probe: f.metrics, minusWords, incremental, combined };
+      per[label] = { probe: f.metrics, conditional: await conditional(label, f), minusWords, incremental, combined };
     }
     points.push({ point: p.name, layer: p.layer, pool: p.pool, question: per.question, response: per.response, questionMinusResponse: diff(fits.question, codes.question, fits.response, codes.response, `${p.name} q-r`) });
     prog.tick(1);
@@ -219,6 +358,7 @@ export async function swapAnalysis(input: SwapInput, opts: SwapOptions = {}): Pr
     say(`${p.name}: balanced accuracy question ${q.toFixed(3)}, response ${r.toFixed(3)}`);
   }
   prog.finish();
+  const family = adjustConditional(points, plan);
   return {
     n,
     classes,
@@ -227,8 +367,9 @@ export async function swapAnalysis(input: SwapInput, opts: SwapOptions = {}): Pr
     words,
     incrementalWords: incWords?.name ?? null,
     points,
+    families: [family],
     notes: input.notes,
-    settings: { seed, bootstrap: B, permutations: R, probe, probePca },
+    settings: { seed, bootstrap: B, permutations: R, conditionalPermutations: plan, probe, probePca },
   };
 }
 
@@ -240,7 +381,7 @@ const NEEDED = ['question_aspect', 'response_aspect', 'swapped'];
  * labels, every final/resid point (last token and mean; `points` picks some by name) and the
  * word features of their texts.
  */
-export async function swapInputOf(run: RunReader, modelDir: string | undefined, pick?: string[]): Promise<SwapInput> {
+export async function swapInputOf(run: RunReader, modelDir: string | undefined, pick?: string[], withWords = true): Promise<SwapInput> {
   for (const a of NEEDED) {
     if (!run.samples.every((s) => a in s.labels)) {
       throw new LobesError(`the run has no ${a} label: it is not a question/response swap`, { file: run.dir, hint: 'extract from socialeval:DIR?swap=SEED (docs/datasets.md)' });
@@ -257,7 +398,7 @@ export async function swapInputOf(run: RunReader, modelDir: string | undefined, 
   if (pick) for (const p of pick) if (!hooks.some((x) => x.h.name === p)) throw new LobesError(`the run has no capture point ${p} (final.hidden, final.mean, layers.{i}.resid_out, layers.{i}.resid_out.mean)`, { file: run.dir });
   if (hooks.length === 0) throw new LobesError('the run has no final or residual-stream capture points', { file: run.dir, hint: 'extract with --capture final,resid,mean' });
   const { wordFeatures } = await import('./baseline.js');
-  const w = await wordFeatures(run, rows, modelDir);
+  const w = withWords ? await wordFeatures(run, rows, modelDir) : { features: [], notes: [] };
   return {
     question: Array.from(rows, (r) => run.samples[r].labels.question_aspect),
     response: Array.from(rows, (r) => run.samples[r].labels.response_aspect),
@@ -265,6 +406,23 @@ export async function swapInputOf(run: RunReader, modelDir: string | undefined, 
     words: w.features,
     notes: w.notes,
   };
+}
+
+/**
+ * Check that `control` is a random-weights control (`extract --control random`) of the model of
+ * `run`, extracted from the same samples (ids, texts and labels in the same order, the same swap
+ * pairing); throws one line naming the control run and what differs.
+ */
+export function checkSwapControl(run: RunReader, control: RunReader): void {
+  const short = (h: string | undefined) => (h ? `${h.slice(0, 12)}…` : 'none');
+  const hint = 'extract the control with lobes extract --control random from the same model and --data';
+  const c = control.manifest.model.control;
+  if (run.manifest.model.control) throw new LobesError('the run is itself a random-weights control: give the trained run, and the control with --control', { file: run.dir });
+  if (!c || c.kind !== 'random') throw new LobesError('--control: not a random-weights control run (its manifest has no model.control)', { file: control.dir, hint });
+  if (c.sourceGraphSha256 !== run.manifest.model.graphSha256) throw new LobesError(`--control: a control of another model (its source graph sha256 ${short(c.sourceGraphSha256)}, the run's ${short(run.manifest.model.graphSha256)})`, { file: control.dir, hint });
+  const pairs = (r: RunReader) => r.manifest.dataset.composition?.pairsSha256;
+  if (pairs(control) !== pairs(run)) throw new LobesError(`--control: another question/response pairing (pairs sha256 ${short(pairs(control))}, the run's ${short(pairs(run))})`, { file: control.dir, hint });
+  if (control.samples.length !== run.samples.length || hashItems(control.samples) !== hashItems(run.samples)) throw new LobesError(`--control: other samples than the run's (${control.samples.length} samples, the run ${run.samples.length}; their ids, texts and labels hash differently)`, { file: control.dir, hint });
 }
 
 /** The output folder of the analysis of a run. */

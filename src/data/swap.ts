@@ -18,7 +18,9 @@
  *
  * Within the swapped samples the two labels are never equal. A state that encoded only the
  * response's aspect would therefore still predict the question's aspect above 1/K (by excluding
- * the response's aspect): `crossChance` measures that floor from the labels themselves.
+ * the response's aspect): `crossChance` describes that from the labels themselves. It is not a
+ * test of either label; `lobes swap` tests each label beyond the other with a null that shuffles
+ * it within the strata of the other (src/cluster/conditional.ts).
  */
 import { UsageError } from '../util/errors.js';
 import { Rng } from '../util/rng.js';
@@ -94,7 +96,8 @@ export function swapSamples(items: Sample[], template: string, scenarioOf: (id: 
 
 /**
  * The accuracy of the best prediction of label `a` from label `b` alone (Σ_b max_a n(a, b) / n):
- * what a probe of a state that encodes only `b` can reach on `a`. Balanced accuracy likewise:
+ * what a probe of a state that encodes only `b` can reach on `a` (a description of the design,
+ * not a test: a probe below it does not show `a` absent). Balanced accuracy likewise:
  * the mean over the classes of `a` of the recall of the best mapping b → a found by trying, for
  * each value of b, every class (exhaustive up to 10^6 mappings; beyond, the accuracy's mapping).
  */

@@ -27,7 +27,7 @@ import * as path from 'node:path';
 import { LobesError } from '../util/errors.js';
 import { readOutputMarker, type LineageInput, type OutputMarker } from '../util/output.js';
 import { readChunkIndex } from './chunks.js';
-import { INDEX } from './layout.js';
+import { INDEX, MANIFEST, SAMPLES } from './layout.js';
 import { overlaySha256 } from './labels.js';
 import { ProvenanceError, analysisProvenance, checkProvenance, chunkDigest, runIdentity } from './provenance.js';
 import type { ModelFile, RunManifest, RunReader } from './types.js';
@@ -58,6 +58,18 @@ export function runInputs(run: RunReader, hooks?: string[]): LineageInput[] {
   for (const [hook, digest] of Object.entries(p.chunks)) if (digest !== 'unknown') out.push({ name: CHUNKS_PREFIX + hook, sha256: digest });
   for (const [axis, sha] of Object.entries(p.overlays ?? {})) out.push({ name: `${OVERLAY_PREFIX}${axis}.json`, sha256: sha });
   return out;
+}
+
+/**
+ * The files of another run an analysis read beside its own run (a random-weights control run
+ * given to lobes swap): that run's manifest, samples table and chunk index, each a file input by
+ * its path, named `file:LABEL/NAME`, so that the output is stale when any of them changes.
+ */
+export function otherRunInputs(run: Pick<RunReader, 'dir'>, label: string): LineageInput[] {
+  return [MANIFEST, SAMPLES, INDEX]
+    .map((f) => path.join(run.dir, f))
+    .filter((f) => existsSync(f))
+    .map((f) => ({ ...externalFileInput(f), name: `${FILE_INPUT_PREFIX}${label}/${path.basename(f)}` }));
 }
 
 /** One sha256 over a model's files by name (graph, external weights, tokenizer), whatever their order. */

@@ -96,10 +96,16 @@ describe('swap analysis on planted states', () => {
           expect(ciSide(d), p.point).toBe('spans');
           continue;
         }
-        // the planted label is read far above chance, the other no better than what excluding one aspect gives
+        // the planted label is read far above chance
         expect(p[follow].probe.balancedAccuracy.value, p.point).toBeGreaterThan(0.45);
         expect(p[follow].probe.balancedAccuracy.p, p.point).toBeLessThan(0.2);
-        expect(p[other].probe.balancedAccuracy.value, p.point).toBeLessThan(r.crossChance[follow === 'question' ? 'responseFromQuestion' : 'questionFromResponse'].balancedAccuracy + 0.06);
+        // 5 permutations over a family of 16 conditional tests: none can pass Holm, and each says so
+        for (const label of ['question', 'response'] as const) {
+          const v = p[label].conditional.balancedAccuracy.verdict!;
+          expect(v.status, p.point).toBe('not-testable');
+          expect(v.R).toBe(5);
+          expect(v.reason).toMatch(/over 16 tests \(319 permutations would reach it\)/);
+        }
         expect(ciSide(d), p.point).toBe(follow === 'question' ? 'above' : 'below');
         // the state adds the planted aspect to the words, not the other
         expect(ciSide(p[follow].incremental!.balancedAccuracy), p.point).toBe('above');
@@ -159,10 +165,47 @@ describe('lobes swap on an extracted swap composition', () => {
     expect(result.points.map((p) => [p.point, p.pool])).toEqual([['layers.1.resid_out.mean', 'mean'], ['final.hidden', 'last'], ['final.mean', 'mean']]);
     expect(result.words.map((w) => w.name)).toEqual(['token-counts', 'token-embedding-mean']);
     const csv = readFileSync(path.join(outDir!, 'swap.csv'), 'utf8');
-    expect(csv.split('\n')[0]).toBe('point,pool,layer,label,quantity,value,ci_low,ci_high,p,null_mean,null_low,null_high');
+    expect(csv.split('\n')[0]).toBe('point,pool,layer,label,quantity,value,ci_low,ci_high,p,null_mean,null_low,null_high,p_holm,z,permutations,verdict');
     expect(csv).toMatch(/^final\.mean,mean,,question-response,difference:balanced_accuracy,/m);
     const settings = JSON.parse(readFileSync(path.join(outDir!, 'settings.json'), 'utf8'));
     expect(settings.provenance.run).toBe(manifest.identity);
+    // the random-weights control of the same model on the same samples: the same tests, side by side
+    const { analyseModel } = await import('../../src/runtime/engine.js');
+    const { randomControlModel } = await import('../../src/runtime/control.js');
+    const ctlModel = await randomControlModel(model, analyseModel(model).info.arch, { seed: 1, cacheDir: path.join(dir, 'cache'), quiet: true });
+    const ctl = path.join(dir, 'ctl');
+    await runExtract({ model: ctlModel.dir, control: ctlModel.info, data: `socialeval:${trees}?swap=3`, out: ctl, capture: ['final', 'resid', 'mean'], quiet: true, dtype: 'fp32' });
+    const swapOpts = { points: ['final.hidden', 'layers.1.resid_out.mean'], bootstrap: 20, permutations: 3, probeRepeats: 1, probeC: 1, threads: 1, quiet: true };
+    const withCtl = await runSwap(run, { ...swapOpts, control: ctl, out: path.join(dir, 'swap-ctl') });
+    const ctr = withCtl.result.control!;
+    expect(ctr.run).toBe(path.resolve(ctl));
+    expect(ctr.seed).toBe(1);
+    expect(ctr.points.map((p) => p.point)).toEqual(['layers.1.resid_out.mean', 'final.hidden']);
+    expect(ctr.families[0]!.members).toEqual(['layers.1.resid_out.mean:question', 'layers.1.resid_out.mean:response', 'final.hidden:question', 'final.hidden:response']);
+    // other states than the trained run's, the same labels
+    expect(ctr.points[1]!.question.probe.balancedAccuracy.value).not.toBe(withCtl.result.points[1]!.question.probe.balancedAccuracy.value);
+    expect(ctr.points[1]!.response.conditional.exchangeable).toEqual(withCtl.result.points[1]!.response.conditional.exchangeable);
+    const { summaryLines } = await import('../../src/cluster/swap-run.js');
+    expect(summaryLines(withCtl.result).filter((l) => l.includes('random-weights control:'))).toHaveLength(4);
+    expect(readFileSync(path.join(dir, 'swap-ctl', 'swap.csv'), 'utf8')).toMatch(/^control:final\.hidden,last,,response,conditional:balanced_accuracy,/m);
+    // the control's manifest, samples table and chunk index are inputs of the output's lineage: a change to one makes it stale
+    const { recordedInputs, staleInput } = await import('../../src/store/lineage.js');
+    const { openRun } = await import('../../src/store/index.js');
+    const inputs = recordedInputs(path.join(dir, 'swap-ctl'))!;
+    expect(inputs.filter((i) => i.name.startsWith('file:control/')).map((i) => [i.name, i.from])).toEqual(['manifest.json', 'samples.jsonl', 'index.json'].map((f) => [`file:control/${f}`, path.resolve(ctl, f === 'index.json' ? 'activations/index.json' : f)]));
+    const ctx = { runDir: run, manifest: (await openRun(run)).manifest };
+    expect(staleInput(inputs, ctx)).toBeNull();
+    const ctlManifest = path.join(ctl, 'manifest.json');
+    const before = readFileSync(ctlManifest);
+    writeFileSync(ctlManifest, before.toString() + '\n');
+    expect(staleInput(inputs, ctx)).toMatch(/ctl\/manifest\.json has changed since/);
+    writeFileSync(ctlManifest, before);
+    // a control that is not one, or of other samples, is refused in one line
+    await expect(runSwap(run, { ...swapOpts, control: run, noWrite: true })).rejects.toThrow(/--control: not a random-weights control run/);
+    const ctl4 = path.join(dir, 'ctl4');
+    await runExtract({ model: ctlModel.dir, control: ctlModel.info, data: `socialeval:${trees}?swap=4`, out: ctl4, capture: ['final', 'resid', 'mean'], quiet: true, dtype: 'fp32' });
+    await expect(runSwap(run, { ...swapOpts, control: ctl4, noWrite: true })).rejects.toThrow(/--control: another question\/response pairing/);
+    await expect(runSwap(ctl, { ...swapOpts, control: ctl, noWrite: true })).rejects.toThrow(/the run is itself a random-weights control/);
     // cluster on a mean-pooled point compares pooled with pooled and sweeps the mean-pooled stream
     const { runCluster } = await import('../../src/cluster/run.js');
     const c = await runCluster(run, { point: 'final.mean', by: 'response_aspect', sweep: true, probeRepeats: 1, probeC: 1, permutations: 2, bootstrap: 20, iterations: 50, perplexity: 5, threads: 1, quiet: true, noWrite: true });

@@ -1,0 +1,74 @@
+/**
+ * The conditional permutation null of a probe: does a state carry label A beyond what label B
+ * explains? The plain label-permutation null shuffles A over every item, which breaks A's
+ * dependence on B; where A and B are dependent (on a question/response swap they are never
+ * equal), a state that carries only B then predicts A above that null. This null shuffles A only
+ * among the items that share a value of B (the strata of B), so every shuffled labelling keeps
+ * the joint counts of (A, B) and each item's B, and the state's link to B. Under "the state
+ * carries nothing of A that B does not" (A independent of the state given B), the observed
+ * labelling is one more draw of the same distribution, and the rank p is exact.
+ *
+ * A stratum with a single item, or whose items all have the same A, contributes no shuffle:
+ * `exchangeability` counts the items that can move. With none, the test is not testable.
+ */
+import { Rng } from '../util/rng.js';
+
+/** Which items the conditional null can shuffle. */
+export interface Exchangeability {
+  /** Items in strata that hold at least two items with at least two different values of A. */
+  items: number;
+  /** Strata of B that contribute a shuffle. */
+  strata: number;
+  /** Strata of B present. */
+  of: number;
+}
+
+/** The strata of `strata` as lists of item indices, in order of first appearance. */
+function groups(strata: Int32Array): number[][] {
+  const byValue = new Map<number, number[]>();
+  for (let i = 0; i < strata.length; i++) {
+    let g = byValue.get(strata[i]!);
+    if (!g) byValue.set(strata[i]!, (g = []));
+    g.push(i);
+  }
+  return [...byValue.values()];
+}
+
+/** How many items of `a` the shuffles within the strata of `strata` can move. */
+export function exchangeability(a: Int32Array, strata: Int32Array): Exchangeability {
+  if (a.length !== strata.length) throw new Error(`exchangeability: ${a.length} labels but ${strata.length} strata`);
+  const gs = groups(strata);
+  let items = 0;
+  let n = 0;
+  for (const g of gs) {
+    if (g.length < 2) continue;
+    const first = a[g[0]!];
+    if (g.every((i) => a[i] === first)) continue;
+    items += g.length;
+    n++;
+  }
+  return { items, strata: n, of: gs.length };
+}
+
+/**
+ * `count` labellings of `a`, each shuffling the values of `a` among the items of every stratum of
+ * `strata` (Fisher–Yates within each stratum, from a generator seeded by `seed`): each stratum keeps
+ * its multiset of values of `a`.
+ */
+export function stratifiedPermutations(a: Int32Array, strata: Int32Array, count: number, seed: number): Int32Array[] {
+  if (a.length !== strata.length) throw new Error(`stratifiedPermutations: ${a.length} labels but ${strata.length} strata`);
+  const gs = groups(strata).filter((g) => g.length > 1);
+  const rng = new Rng(seed);
+  const vals = new Int32Array(a.length);
+  const out: Int32Array[] = [];
+  for (let r = 0; r < count; r++) {
+    const p = Int32Array.from(a);
+    for (const g of gs) {
+      for (let k = 0; k < g.length; k++) vals[k] = a[g[k]!]!;
+      rng.shuffle(vals.subarray(0, g.length));
+      for (let k = 0; k < g.length; k++) p[g[k]!] = vals[k]!;
+    }
+    out.push(p);
+  }
+  return out;
+}
