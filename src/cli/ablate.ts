@@ -106,7 +106,8 @@ export async function run(argv: string[]): Promise<number> {
   for (const k of ['region', 'data', 'out']) if (!v[k]) throw new UsageError(`--${k} is required`, `usage: ${USAGE}`);
   const { limit, by, seed } = limitOf(v);
   const { device, deviceId } = deviceOf(v);
-  // The data is checked before a model is loaded or converted (minutes for a GGUF).
+  // The run and the data are checked before a model is loaded or converted (minutes for a GGUF).
+  (await import('../store/manifest.js')).readManifest(p.positionals[0]!);
   (await import('../data/index.js')).checkDataSpec(v.data, ['socialeval', 'jsonl']);
   let model: string | null = null;
   let modelSource = null;

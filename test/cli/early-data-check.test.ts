@@ -4,7 +4,7 @@
  * here is a file that is not a GGUF at all, so a command that opened the model first would fail
  * on it instead, and nothing may be written to the conversion cache.
  */
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -15,13 +15,17 @@ const model = join(dir, 'model.gguf');
 writeFileSync(model, 'this is not a GGUF file\n');
 const cache = join(dir, 'cache');
 const missing = join(dir, 'no-such-data');
+// a run folder as far as ablate's first check reads it (its manifest)
+const run = join(dir, 'run');
+mkdirSync(run);
+writeFileSync(join(run, 'manifest.json'), JSON.stringify({ format: 'lobes-run', formatVersion: 1 }));
 
 type Cmd = { name: string; argv: (data: string) => string[]; run: () => Promise<(argv: string[]) => Promise<number>> };
 const commands: Cmd[] = [
   { name: 'eval', argv: (d) => ['--model', model, '--data', d, '--out', join(dir, 'e'), '--cache', cache, '--quiet'], run: async () => (await import('../../src/cli/eval.js')).run },
   { name: 'extract', argv: (d) => ['--model', model, '--data', d, '--out', join(dir, 'x'), '--cache', cache, '--quiet'], run: async () => (await import('../../src/cli/extract.js')).run },
   { name: 'attend', argv: (d) => ['--model', model, '--data', d, '--out', join(dir, 'a'), '--cache', cache, '--quiet'], run: async () => (await import('../../src/cli/attend.js')).run },
-  { name: 'ablate', argv: (d) => [join(dir, 'run'), '--model', model, '--region', 'all', '--data', d, '--out', join(dir, 'b'), '--cache', cache, '--quiet'], run: async () => (await import('../../src/cli/ablate.js')).run },
+  { name: 'ablate', argv: (d) => [run, '--model', model, '--region', 'all', '--data', d, '--out', join(dir, 'b'), '--cache', cache, '--quiet'], run: async () => (await import('../../src/cli/ablate.js')).run },
 ];
 
 async function failure(c: Cmd, data: string): Promise<string> {
@@ -58,6 +62,14 @@ describe('--data is checked before the model is opened', () => {
     const jsonl = join(dir, 'items.jsonl');
     writeFileSync(jsonl, '');
     await expect(run(['--model', model, '--data', `jsonl:${jsonl}`, '--prompt', join(dir, 'no-prompt.txt'), '--out', join(dir, 'e'), '--cache', cache])).rejects.toThrow(/no-prompt\.txt.*no such file/);
+    expect(existsSync(cache)).toBe(false);
+  });
+
+  it('ablate: a run folder that is not a run; attend: an --eval folder that is not an evaluation', async () => {
+    const ablate = (await import('../../src/cli/ablate.js')).run;
+    await expect(ablate([join(dir, 'no-run'), '--model', model, '--region', 'all', '--data', `socialeval:${dir}`, '--out', join(dir, 'b'), '--cache', cache])).rejects.toThrow(/no-run\/manifest\.json: not a lobes run/);
+    const attend = (await import('../../src/cli/attend.js')).run;
+    await expect(attend(['--model', model, '--eval', join(dir, 'no-eval'), '--out', join(dir, 'a'), '--cache', cache])).rejects.toThrow(/no-eval\/eval\.json: not a lobes evaluation/);
     expect(existsSync(cache)).toBe(false);
   });
 
