@@ -106,12 +106,13 @@ export async function run(argv: string[]): Promise<number> {
   for (const k of ['region', 'data', 'out']) if (!v[k]) throw new UsageError(`--${k} is required`, `usage: ${USAGE}`);
   const { limit, by, seed } = limitOf(v);
   const { device, deviceId } = deviceOf(v);
-  // The run and the data are checked before a model is loaded or converted (minutes for a GGUF).
-  (await import('../store/manifest.js')).readManifest(p.positionals[0]!);
-  (await import('../data/index.js')).checkDataSpec(v.data, ['socialeval', 'jsonl']);
   let model: string | null = null;
   let modelSource = null;
   if (v.model !== undefined) {
+    // The run and the data are checked before the model is loaded or converted (minutes for a
+    // GGUF); without --model nothing is opened before the run's own checks.
+    (await import('../store/manifest.js')).readManifest(p.positionals[0]!);
+    (await import('../data/index.js')).checkDataSpec(v.data, ['socialeval', 'jsonl']);
     const { modelFolder } = await import('./convert.js');
     const m = await modelFolder(v.model, { cache: v.cache, quiet: !!v.quiet, ...(v.task === 'iae' ? iaeConversion(p.positionals[0]!) : {}) });
     model = m.dir;
