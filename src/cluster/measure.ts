@@ -115,7 +115,7 @@ export function probeOptions(sample: MetricSample, seed: number): ProbeOptions {
  */
 export async function probeNull(ctx: MeasureContext, cv: RepeatedCv, m: number, sub: Int32Array, R: number, probe: ProbeOptions, label: string): Promise<Float64Array> {
   if (R <= 0) return new Float64Array(0);
-  const perms = probePermutationLabels(sub, R, ctx.seed);
+  const perms = probePermutationLabels(sub, R, ctx.seed, probe.groups);
   const C = ctx.coded.classes.length;
   const prog = new Progress({ label, total: R, unit: 'permutations', quiet: ctx.quiet });
   const opts = nullOptions({ ...probe, seed: ctx.seed }, cv);
@@ -170,7 +170,7 @@ export async function separation(ctx: MeasureContext, Y: Float64Array, sample: M
   const Xs = take(ctx.X, d, rows);
   const Ys = take(Y, 2, rows);
   say(`metrics on ${m} points (${B} bootstrap resamples, ${R} permutations, ${Rp} for the probe)`);
-  const perms = pool && R > 0 ? permutationLabels(sub, R, seed) : null;
+  const perms = pool && R > 0 ? permutationLabels(sub, R, seed, mopts.probe.groups) : null;
   const silNull = async (D: Float64Array) => (pool && perms ? pool.silhouettes(D, m, perms, classes.length) : undefined);
   const popts = probeOptions(sample, seed);
   lap('metrics-setup');

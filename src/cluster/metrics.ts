@@ -347,15 +347,61 @@ export function permutationP(observed: number, nulls: ArrayLike<number>): number
 }
 
 /** The label permutations of the silhouette and kNN p-values (the same draws spaceMetrics makes). */
-export function permutationLabels(labels: Int32Array, count: number, seed: number): Int32Array[] {
+export function permutationLabels(labels: Int32Array, count: number, seed: number, groups?: Int32Array | null): Int32Array[] {
   const permRng = new Rng(seed).fork();
+  const design = permutationDesign(labels, groups);
   const perm = Int32Array.from(labels);
   const out: Int32Array[] = [];
   for (let r = 0; r < count; r++) {
-    permRng.shuffle(perm);
+    designShuffle(permRng, perm, design);
     out.push(Int32Array.from(perm));
   }
   return out;
+}
+
+/**
+ * How a null may shuffle the labels, given the items' groups (world trees, `--group`): without
+ * groups, freely over the items; with groups whose every item has one label (the label belongs
+ * to the group), whole groups' labels among the groups; otherwise only within each group, so
+ * every group keeps its own labels and the null asks what the representation reads beyond the
+ * group. The shuffles are exchangeable under each design's null; an item-level shuffle of
+ * grouped data would make label patterns the design cannot produce.
+ */
+export type PermutationDesign =
+  | { kind: 'items' }
+  | { kind: 'within-groups'; blocks: Int32Array[]; exchangeable: number }
+  | { kind: 'groups'; members: Int32Array[]; exchangeable: number };
+
+/** The design for `labels` with `groups` (null or absent: items). */
+export function permutationDesign(labels: Int32Array, groups?: Int32Array | null): PermutationDesign {
+  if (!groups) return { kind: 'items' };
+  const members = new Map<number, number[]>();
+  groups.forEach((g, i) => { const m = members.get(g); if (m) m.push(i); else members.set(g, [i]); });
+  const lists = [...members.values()].map((m) => Int32Array.from(m));
+  const pure = lists.every((m) => m.every((i) => labels[i] === labels[m[0]!]));
+  if (pure) return { kind: 'groups', members: lists, exchangeable: new Set(lists.map((m) => labels[m[0]!])).size > 1 ? labels.length : 0 };
+  // within each group: the items of a group with one label cannot move
+  const blocks = lists.filter((m) => m.some((i) => labels[i] !== labels[m[0]!]));
+  return { kind: 'within-groups', blocks, exchangeable: blocks.reduce((s, m) => s + m.length, 0) };
+}
+
+/** One shuffle of `perm` in place under `design` (items: the plain Fisher–Yates of before, draw for draw). */
+export function designShuffle(rng: Rng, perm: Int32Array, design: PermutationDesign): void {
+  if (design.kind === 'items') {
+    rng.shuffle(perm);
+    return;
+  }
+  if (design.kind === 'groups') {
+    const gl = Int32Array.from(design.members, (m) => perm[m[0]!]!);
+    rng.shuffle(gl);
+    design.members.forEach((m, g) => m.forEach((i) => { perm[i] = gl[g]!; }));
+    return;
+  }
+  for (const b of design.blocks) {
+    const vals = Int32Array.from(b, (i) => perm[i]!);
+    rng.shuffle(vals);
+    b.forEach((i, j) => { perm[i] = vals[j]!; });
+  }
 }
 
 /** Mean silhouette for labels `labels` from a distance matrix. */
@@ -375,14 +421,15 @@ export function silhouetteMeans(D: Float64Array, n: number, perms: Int32Array[],
  * The label permutations the probe's p-value uses (the same draws spaceMetrics makes), so they
  * can be evaluated elsewhere (worker threads) with identical results.
  */
-export function probePermutationLabels(labels: Int32Array, count: number, seed: number): Int32Array[] {
+export function probePermutationLabels(labels: Int32Array, count: number, seed: number, groups?: Int32Array | null): Int32Array[] {
   const rng = new Rng(seed);
   rng.fork(); // the silhouette/kNN permutations' generator
   const pr = rng.fork();
+  const design = permutationDesign(labels, groups);
   const pl = Int32Array.from(labels);
   const out: Int32Array[] = [];
   for (let r = 0; r < count; r++) {
-    pr.shuffle(pl);
+    designShuffle(pr, pl, design);
     out.push(Int32Array.from(pl));
   }
   return out;

@@ -31,6 +31,7 @@ import { LOBES_VERSION } from '../version.js';
 import { FINAL_HIDDEN, parseHook, sitePool } from '../hooks.js';
 import type { RunReader } from '../store/types.js';
 import type { BaselineMetrics, ClassifierMetrics, ClusterCoords, ClusterItems, ClusterMetrics, ClusterSettings, IncrementalMetrics, ProbeComparison, SpaceMetrics, SweepPoint } from './types.js';
+import { permutationDesign } from './metrics.js';
 import { readNpy } from './npy.js';
 import { clusterDir, writeClusterFiles } from './store.js';
 import { previousSettings } from '../store/analyses.js';
@@ -582,7 +583,7 @@ function clusterResult(st: Stage, perplexity: number, f: Features, emb: Embeddin
     ...(opts.sweep ? { sweepPermutations: sample.sweepPermutations } : {}),
     sizing: sample.sizing,
     ...(inp.leftOut ? { leftOut: inp.leftOut } : {}),
-    ...(sample.mopts.probe.groups ? { group: { axis: inp.groupAxis!, groups: new Set(sample.mopts.probe.groups).size } } : {}),
+    ...(sample.mopts.probe.groups ? { group: groupSettings(inp.groupAxis!, sample.sub, sample.mopts.probe.groups) } : {}),
     baselines: extra.baselines.map((b) => b.name),
     input: inp.kind,
     lobesVersion: LOBES_VERSION,
@@ -641,3 +642,10 @@ function describeReplaced(dir: string, now: ClusterSettings): string | null {
   const differ = keys.filter((k) => JSON.stringify(prev[k]) !== JSON.stringify(now[k])).map((k) => `${k} ${JSON.stringify(prev[k])} then, ${JSON.stringify(now[k])} now`);
   return differ.length ? `made with ${differ.join('; ')}` : 'the same settings, run again';
 }
+
+/** The grouping of the metric sample: its axis, its groups, and how the nulls shuffle the labels under it (metrics.ts permutationDesign). */
+function groupSettings(axis: string, labels: Int32Array, groups: Int32Array): NonNullable<ClusterSettings['group']> {
+  const d = permutationDesign(labels, groups);
+  return { axis, groups: new Set(groups).size, null: d.kind === 'items' ? 'items' : d.kind, exchangeable: d.kind === 'items' ? labels.length : d.exchangeable };
+}
+

@@ -13,7 +13,7 @@ import { normalUpper } from '../util/resolution.js';
 import type { ProbeOptions } from './probe.js';
 import { gridEdge, modalC, probeNullPrepared, repeatedCv, type PreparedFold, type RepeatedCv } from './probecv.js';
 import { bootstrapRepeated } from './paired.js';
-import { bootstrapCI, daviesBouldin, distanceMatrix, knnPredict, mean, neighboursFromDistances, normalizeRows, permutationP, probePermutationLabels, silhouetteMeans, silhouetteSamples, type Distance } from './metrics.js';
+import { bootstrapCI, daviesBouldin, designShuffle, distanceMatrix, knnPredict, mean, neighboursFromDistances, normalizeRows, permutationDesign, permutationP, probePermutationLabels, silhouetteMeans, silhouetteSamples, type Distance } from './metrics.js';
 import { bootstrapScores, classScores, confusionCounts, nullSummary, perClassRecall, SCORE_NAMES } from './scores.js';
 import type { ClassifierMetrics, MetricWithCI, ProbeCv, SpaceMetrics } from './types.js';
 
@@ -194,8 +194,10 @@ export function spaceResult(input: SpaceInput, n: number, labels: Int32Array, cl
   const perm = Int32Array.from(labels);
   const permRng = rng.fork();
   const perms: Int32Array[] = [];
+  // shuffled within what the design allows (metrics.ts permutationDesign: items, or by the groups)
+  const design = permutationDesign(labels, opts.probe?.groups);
   for (let r = 0; r < R; r++) {
-    permRng.shuffle(perm);
+    designShuffle(permRng, perm, design);
     if (!input.silhouetteNull) perms.push(Int32Array.from(perm));
     scoreRow(perm, knnPredict(nbrs, n, k, perm, C), C, nullKnn, r);
   }
@@ -203,7 +205,7 @@ export function spaceResult(input: SpaceInput, n: number, labels: Int32Array, cl
   let nullProbe: Float64Array = new Float64Array(0);
   if (input.probe && Rp > 0) {
     rng.fork(); // the probe permutations' generator (see probePermutationLabels)
-    nullProbe = input.probeNull ?? probeNullScores(cv!.prepared, n, probePermutationLabels(labels, Rp, seed), C, nullOptions(popts, cv!), seed);
+    nullProbe = input.probeNull ?? probeNullScores(cv!.prepared, n, probePermutationLabels(labels, Rp, seed, opts.probe?.groups), C, nullOptions(popts, cv!), seed);
   }
   const bootRng = rng.fork();
   const silhouette = withNull(mean(sil), bootstrapCI(sil, B, bootRng), nullSil);

@@ -64,8 +64,13 @@ export interface ClusterSettings {
    * of how many rows, and how many read as each value.
    */
   leftOut?: { count: number; of: number; values: Record<string, number> };
-  /** The label axis the probes were grouped by (--group) and the number of groups in the metric sample. */
-  group?: { axis: string; groups: number };
+  /**
+   * The label axis the probes were grouped by (--group), the number of groups in the metric
+   * sample, and how every permutation null shuffled the labels under the groups: `groups` (each
+   * group has one label: whole groups' labels shuffled among the groups) or `within-groups`
+   * (labels shuffled only inside each group), with the items that can move.
+   */
+  group?: { axis: string; groups: number; null?: 'items' | 'groups' | 'within-groups'; exchangeable?: number };
   /** Token baselines computed ([] when none could be). */
   baselines?: string[];
   /** Input kind: 'run' (a run directory) or 'matrix' (.npy / .safetensors). */

@@ -233,7 +233,8 @@ export function verdictLines(metrics: ClusterMetrics | null, settings: ClusterSe
     const majText = metrics.chance ? `; always answering "${metrics.chance.majorityClass}" gets accuracy ${f2(majority)}` : '';
     const lo = settings?.leftOut;
     const left = lo ? ` (${lo.count} of the run's ${lo.of} items have no value on ${by} and are left out: ${Object.entries(lo.values).map(([v, c]) => `${c} ${v}`).join(', ')})` : '';
-    const grp = settings?.group ? `; the probes' folds keep the ${settings.group.groups} groups of "${settings.group.axis}" whole and their CIs resample groups` : '';
+    const nul = settings?.group?.null === 'groups' ? ", and the nulls shuffle whole groups' labels" : settings?.group?.null === 'within-groups' ? ', and the nulls shuffle labels within each group' : '';
+    const grp = settings?.group ? `; the probes' folds keep the ${settings.group.groups} groups of "${settings.group.axis}" whole and their CIs resample groups${nul}` : '';
     out.push(`${C} classes of ${by} on ${m} items${left}: chance balanced accuracy is ${f2(chance)}${majText}${grp}.`);
     const rows: Row[] = classifierFamily(metrics, settings).map((f) => ({ ...f, text: classifierLine(f.name, f.c, chance, majority, f.v) }));
     for (const r of rows) out.push(r.text);

@@ -3,7 +3,8 @@
  * (test/goldens/groups/make_group_goldens.py), the grouped bootstrap against one written here
  * from its definition, and a planted dataset whose label is readable only through its group:
  * ungrouped CV learns each group's label from its sibling items and scores far above chance,
- * grouped CV tests unseen groups and sits at chance.
+ * grouped CV tests unseen groups and sits at chance. The permutation nulls shuffle within what
+ * the groups allow (whole groups' labels, or labels within each group), checked by counting.
  */
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
@@ -13,6 +14,7 @@ import { stratifiedGroupFolds } from '../../src/cluster/probe.js';
 import { repeatedCv } from '../../src/cluster/probecv.js';
 import { bootstrapRepeated } from '../../src/cluster/paired.js';
 import { classScores, percentileSorted } from '../../src/cluster/scores.js';
+import { permutationDesign, permutationLabels, probePermutationLabels } from '../../src/cluster/metrics.js';
 import { runCluster } from '../../src/cluster/run.js';
 import { verdictLines } from '../../src/report/verdict.js';
 import type { HookInfo, RunReader, SampleRow } from '../../src/store/types.js';
@@ -132,6 +134,52 @@ function plantedRun(axis = 'tree'): RunReader {
   } as RunReader;
 }
 
+describe('permutation nulls under groups', () => {
+  it('items: the plain shuffle of before, draw for draw', () => {
+    const y = Int32Array.from({ length: 50 }, (_, i) => i % 3);
+    const rng = new Rng(5).fork();
+    const perm = Int32Array.from(y);
+    const want = Array.from({ length: 7 }, () => Int32Array.from(rng.shuffle(perm)));
+    expect(permutationLabels(y, 7, 5)).toEqual(want);
+    expect(permutationLabels(y, 7, 5, null)).toEqual(want);
+  });
+
+  it('within groups: each group keeps its labels, a one-label group never moves, a 3-item group takes its 3 arrangements alike', () => {
+    // groups 0: a b c; 1: a a b b; 2: c c (one label: fixed)
+    const y = Int32Array.from([0, 1, 2, 0, 0, 1, 1, 2, 2]);
+    const g = Int32Array.from([0, 0, 0, 1, 1, 1, 1, 2, 2]);
+    const d = permutationDesign(y, g);
+    expect(d.kind).toBe('within-groups');
+    expect(d.kind === 'within-groups' && d.exchangeable).toBe(7);
+    const perms = permutationLabels(y, 3000, 11, g);
+    const seen = new Map<string, number>();
+    for (const p of perms) {
+      expect([...p.slice(0, 3)].sort()).toEqual([0, 1, 2]);
+      expect([...p.slice(3, 7)].sort()).toEqual([0, 0, 1, 1]);
+      expect([...p.slice(7)]).toEqual([2, 2]);
+      const k = p.slice(0, 3).join('');
+      seen.set(k, (seen.get(k) ?? 0) + 1);
+    }
+    expect(seen.size).toBe(6);
+    for (const c of seen.values()) expect(Math.abs(c - 500)).toBeLessThan(100);
+  });
+
+  it('whole groups when each group has one label: labels stay equal within a group, the groups\' labels are shuffled among them', () => {
+    const g = Int32Array.from([0, 0, 1, 1, 1, 2, 3, 3]);
+    const y = Int32Array.from([1, 1, 0, 0, 0, 1, 0, 0]);
+    expect(permutationDesign(y, g).kind).toBe('groups');
+    const perms = probePermutationLabels(y, 400, 3, g);
+    let moved = 0;
+    for (const p of perms) {
+      for (const m of [[0, 1], [2, 3, 4], [6, 7]]) expect(new Set(m.map((i) => p[i])).size).toBe(1);
+      // two groups labelled 1 and two labelled 0, whatever their sizes
+      expect([p[0], p[2], p[5], p[6]].sort()).toEqual([0, 0, 1, 1]);
+      if (p[0] !== y[0]) moved++;
+    }
+    expect(moved).toBeGreaterThan(100);
+  });
+});
+
 describe('lobes cluster --group', () => {
   it('groups the probe: the planted label reads far above chance ungrouped and at chance grouped, and the first line says so', async () => {
     const o = { by: 'label', baselines: false, perplexity: 10, iterations: 250, bootstrap: 200, permutations: 59, probeRepeats: 2, probeC: 10, probePca: 0, quiet: true, threads: 1, noWrite: true } as const;
@@ -141,7 +189,20 @@ describe('lobes cluster --group', () => {
     expect(probe(flat).value).toBeGreaterThan(0.9);
     expect(Math.abs(probe(grouped).value - 0.5)).toBeLessThan(0.15);
     expect(probe(grouped).verdict!.status).not.toBe('pass');
-    expect(grouped.settings.group).toEqual({ axis: 'tree', groups: 40 });
+    expect(grouped.settings.group).toEqual({ axis: 'tree', groups: 40, null: 'groups', exchangeable: 240 });
+    // kNN is not cross-validated: an item's neighbours are its siblings, which share its label, so
+    // it reads the label through the group. Items shuffled freely break that (null near 0.5, p at
+    // the floor: "above chance" from the group alone); the groups' labels shuffled among the
+    // groups keep it: every shuffle scores as the data do, a null with no spread, so no p and no
+    // claim.
+    const knn = (r: typeof flat) => r.metrics.spaces.find((x) => x.space === 'original-cosine')!.knn!.balancedAccuracy;
+    expect(knn(flat).value).toBeGreaterThan(0.9);
+    expect(knn(flat).p).toBeCloseTo(1 / 60, 12);
+    expect(knn(grouped).value).toBe(knn(flat).value);
+    expect(knn(grouped).nullMean!).toBeGreaterThan(0.9);
+    expect(knn(grouped).p).toBeNull();
+    expect(knn(grouped).verdict!.status).toBe('degenerate');
+    expect(knn(flat).verdict!.status).toBe('pass');
     // the CI resamples the 40 groups: siblings are predicted alike, so it is far wider than an
     // item bootstrap of the same predictions (240 items treated as independent; about √6 ×)
     const it = grouped.items!;
@@ -151,9 +212,9 @@ describe('lobes cluster --group', () => {
     expect(ci[1] - ci[0]).toBeGreaterThan(1.5 * (byItem[1] - byItem[0]));
     // the axis a dataset's group=FIELD writes is used without --group; --group none turns it off
     const auto = await runCluster(plantedRun('item_group'), { ...o, bootstrap: 0, permutations: 0 });
-    expect(auto.settings.group).toEqual({ axis: 'item_group', groups: 40 });
+    expect(auto.settings.group).toEqual({ axis: 'item_group', groups: 40, null: 'groups', exchangeable: 240 });
     expect(probe(auto).value).toBe(probe(grouped).value);
     expect((await runCluster(plantedRun('item_group'), { ...o, bootstrap: 0, permutations: 0, group: null })).settings.group).toBeUndefined();
-    expect(verdictLines(grouped.metrics, grouped.settings)[0]).toContain('the probes\' folds keep the 40 groups of "tree" whole and their CIs resample groups');
+    expect(verdictLines(grouped.metrics, grouped.settings)[0]).toContain('the probes\' folds keep the 40 groups of "tree" whole and their CIs resample groups, and the nulls shuffle whole groups\' labels');
   }, 60_000);
 });
