@@ -5,7 +5,7 @@
  * that differ only in length, and labels independent of length.
  */
 import { describe, it, expect, afterAll } from 'vitest';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { ensureModelFromSpec, type GeneratedModelSpec } from '../../src/models/write.js';
@@ -105,10 +105,29 @@ describe('the length control of a run', () => {
     // every length 3–8 occurs equally often under each label
     const run = path.join(tmp, 'run-flat');
     await runExtract({ model, data: data('flat', (i) => 3 + (i % 6), (i) => (Math.floor(i / 6) % 2 ? 'b' : 'a')), out: run, capture: ['final'], quiet: true, dtype: 'fp32' });
-    const r = await runCluster(run, { ...CLUSTER, noWrite: true });
-    const len = r.metrics.controls!.find((b) => b.name === LENGTH_CONTROL)!;
+    // through the CLI: the summary prints the control, its sentence and its incremental comparison
+    const out = path.join(tmp, 'c-flat');
+    const lines: string[] = [];
+    const write = process.stdout.write;
+    process.stdout.write = ((t: string) => (lines.push(String(t)), true)) as typeof process.stdout.write;
+    let code: number;
+    try {
+      const { main } = await import('../../src/cli/main.js');
+      code = await main(['cluster', run, '--by', 'group', '--perplexity', '5', '--iterations', '250', '--bootstrap', '200', '--permutations', '39', '--probe-permutations', '39', '--threads', '1', '--quiet', '--out', out]);
+    } finally {
+      process.stdout.write = write;
+    }
+    expect(code).toBe(0);
+    const m = JSON.parse(readFileSync(path.join(out, 'metrics.json'), 'utf8')) as ClusterMetrics;
+    const len = m.controls!.find((b) => b.name === LENGTH_CONTROL)!;
     expect(len.probe.balancedAccuracy.p).toBeGreaterThan(0.05);
-    expect(Math.abs(len.probe.balancedAccuracy.value - r.metrics.chance!.balancedAccuracy)).toBeLessThan(0.2);
-    expect(lengthSentence(len, r.metrics.chance!.balancedAccuracy)).toMatch(/^length alone does not separate the labels: balanced accuracy [0-9.]+ \[[0-9.]+, [0-9.]+\] vs chance 0\.500, p=/);
+    expect(Math.abs(len.probe.balancedAccuracy.value - m.chance!.balancedAccuracy)).toBeLessThan(0.2);
+    const sentence = lengthSentence(len, m.chance!.balancedAccuracy);
+    expect(sentence).toMatch(/^length alone does not separate the labels: balanced accuracy [0-9.]+ \[[0-9.]+, [0-9.]+\] vs chance 0\.500, p=/);
+    const text = lines.join('');
+    expect(text).toContain(`  ${sentence}\n`);
+    expect(text).toMatch(/control \(length\) probe balanced [0-9.]+/);
+    expect(text).toMatch(/length \+ final\.hidden − length: balanced accuracy [+-][0-9.]+ \[/);
+    expect(readFileSync(path.join(out, 'metrics.csv'), 'utf8')).toMatch(/^control:length,probe_balanced_accuracy,/m);
   }, 120_000);
 });
