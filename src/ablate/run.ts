@@ -46,6 +46,7 @@ import { selectTop } from '../wanda/regions.js';
 import { differenceOrEmpty, maskJaccard, refitRegions, shuffledKey, shuffledSection } from './refit.js';
 import { blockMeanAbs, magnitudeRegion, countBlocks, doseKey, groupMasksAtTop, isStoredTop, hfBlocks, nullPools, poolCounts, randomRegion, randomSeed, readWandaResults, regionKey, regionMasks, regionSpecs, type Masks, type NullScope, NULL_SCOPES } from './regions.js';
 import { ABLATE_RANDOM, ablationStats } from './stats.js';
+import { ablationStatsPerToken } from './pertoken.js';
 import { signedRank } from '../util/wilcoxon.js';
 import type { RegionSpec } from './regions.js';
 import { IAE_TOKEN_BUDGET, chanceTest, iaeSettings, iaeStats, loadIaeItems, requireAboveChance, scoreIaeUnits, type IaeOutcome, type IaeSettings } from './iae.js';
@@ -352,25 +353,29 @@ export async function runAblate(o: AblateOptions): Promise<AblateSummary> {
       });
     } else {
       const ll = passes.map((_, p) => Float64Array.from(passRows<{ id: string; ll: number }>(p, index), (r) => r.ll));
-      const st = ablationStats({
+      // the continuations' token counts, for the per-token cost ratio (a longer continuation loses more nats under any region)
+      const tokens = Float64Array.from(split, (s) => s.continuation.length);
+      const st = ablationStatsPerToken({
         labels,
         labelOf: Int32Array.from(itemLabels, (l) => labels.indexOf(l[by]!)),
         before: ll[0]!,
         regions: specs.map((r, i) => ({ name: r.name, minus: r.minus, after: ll[i + 1]!, random: randomPasses(nullOf[i]!).map((p) => ll[p]!) })),
         bootstrap: job.settings.bootstrap,
         seed,
+        tokens,
       });
       const passIdx = new Map(passes.map((q, p) => [q.id, p]));
       const doses = tops?.map((t): AblateDose => {
         if (isStoredTop(w, t)) return { top: t, stored: true, regions: regionsOut, cells: st.cells, specificity: st.specificity };
         const d = doseTops.indexOf(t);
-        const sd = ablationStats({
+        const sd = ablationStatsPerToken({
           labels,
           labelOf: Int32Array.from(itemLabels, (l) => labels.indexOf(l[by]!)),
           before: ll[0]!,
           regions: specs.map((r, i) => ({ name: r.name, minus: r.minus, after: ll[passIdx.get(doseKey(r, t))!]!, random: randomPasses(nullOf[maskIndex(d, i)]!).map((p) => ll[p]!) })),
           bootstrap: job.settings.bootstrap,
           seed,
+          tokens,
         });
         return { top: t, stored: false, regions: specs.map((r, i) => ({ name: r.name, minus: r.minus, blocks: countBlocks(doseMasks[d]![i]!) })), cells: sd.cells, specificity: sd.specificity };
       });

@@ -21,6 +21,9 @@
  *   gives the same ratio as random regions. nullRatio per random region; ratioP the prediction t
  *   test of ln ratio against the ln nullRatio, upper tail (A's items lose a larger share than under
  *   random regions); ratioPHolm: Holm over the regions.
+ * - per-token ratio of R for A (`perToken`, src/ablate/pertoken.ts, given the continuations'
+ *   token counts): the same ratio, null and tests on d_i / tokens_i, so that a label whose
+ *   continuations are longer does not look costlier for being longer.
  */
 import { Rng, hash32 } from '../util/rng.js';
 import { holm, nullZ, predictionP, studentTQuantile } from '../util/stats.js';
@@ -131,9 +134,39 @@ export interface AblateSpecificity {
   ratioMde?: number | null;
   /** Per-item paired tests against each random region (absent in summaries written before them). */
   paired?: PairedTests;
+  /** The cost ratio on per-token changes, d / continuation tokens (absent without the token counts, and in summaries written before it). */
+  perToken?: PerTokenRatio;
 }
 
-const mean = (xs: ArrayLike<number>, idx: ArrayLike<number>): number => {
+
+/**
+ * The cost ratio of a specificity row on per-token changes: each item's d divided by its
+ * continuation's token count, so that items whose continuations are longer (more tokens, more
+ * nats under any region) weigh as much as short ones. The same random regions and tests as the
+ * row's ratio; Holm over the regions.
+ */
+export interface PerTokenRatio {
+  /** Mean d / continuation tokens over the target's items and over every other item (nats per token). */
+  own: number;
+  others: number;
+  /** own / others when both are costs, else null; nullRatio the same under each random region. */
+  ratio: number | null;
+  nullRatio: (number | null)[];
+  /** The prediction t test of ln ratio against the ln nullRatio, upper tail; Holm over the regions. */
+  ratioP: number | null;
+  ratioPHolm: number | null;
+  /** (1 + #{nullRatio ≥ ratio}) / (K + 1). */
+  ratioRankP: number | null;
+  ratioNormality: NullNormality | null;
+  ratioHead: HeadTest;
+  ratioPHead: number | null;
+  ratioPHeadHolm: number | null;
+  /** The per-token ratio the t test detects with power 0.8 at 0.05. */
+  ratioMde: number | null;
+}
+
+/** The mean of xs over the indices idx (NaN when idx is empty). */
+export const mean = (xs: ArrayLike<number>, idx: ArrayLike<number>): number => {
   let s = 0;
   for (let i = 0; i < idx.length; i++) s += xs[idx[i]!]!;
   return idx.length ? s / idx.length : NaN;
@@ -290,14 +323,7 @@ export function predictionTests(cells: AblateCell[], spec: AblateSpecificity[]):
     const pooled = (v: (c: AblateCell) => number) => others.reduce((t, c) => t + c.n * v(c), 0) / n;
     s.ratio = costRatio(target.delta, pooled((c) => c.delta));
     s.nullRatio = target.nullDelta.map((v, k) => costRatio(v, pooled((c) => c.nullDelta[k]!)));
-    const logNull = s.nullRatio.every((v) => v !== null) ? (s.nullRatio as number[]).map(Math.log) : null;
-    s.ratioP = s.ratio === null ? null : predictionP(Math.log(s.ratio), logNull, 'upper');
-    s.ratioRankP = s.ratio === null || logNull === null ? null : upperP(s.ratio, s.nullRatio as number[]);
-    s.ratioNormality = logNull && nullNormality(logNull);
-    s.ratioHead = headTest(s.ratioP, s.ratioNormality);
-    s.ratioPHead = s.ratioHead === 't' ? s.ratioP : s.ratioRankP;
-    const rm = logNull && predictionMde(logNull);
-    s.ratioMde = rm === null || logNull === null ? null : Math.exp(logNull.reduce((a, b) => a + b, 0) / logNull.length + rm);
+    Object.assign(s, ratioTests(s.ratio, s.nullRatio));
   }
   const adjT = holm(spec.map((s) => s.pT));
   const adjR = holm(spec.map((s) => s.ratioP));
@@ -309,6 +335,22 @@ export function predictionTests(cells: AblateCell[], spec: AblateSpecificity[]):
     s.pHeadHolm = adjSH[i]!;
     s.ratioPHeadHolm = adjRH[i]!;
   });
+}
+
+/**
+ * The tests of a cost ratio against its random regions' ratios: the prediction t test of ln ratio
+ * against the ln nullRatio (upper), the rank p, Shapiro–Wilk on the ln nullRatio, the headline
+ * and the detectable ratio. The t and rank p are null without a ratio or when a random region's
+ * ratio is undefined.
+ */
+export function ratioTests(ratio: number | null, nullRatio: (number | null)[]): Pick<PerTokenRatio, 'ratioP' | 'ratioRankP' | 'ratioNormality' | 'ratioHead' | 'ratioPHead' | 'ratioMde'> {
+  const logNull = nullRatio.every((v) => v !== null) ? (nullRatio as number[]).map(Math.log) : null;
+  const ratioP = ratio === null ? null : predictionP(Math.log(ratio), logNull, 'upper');
+  const ratioRankP = ratio === null || logNull === null ? null : upperP(ratio, nullRatio as number[]);
+  const ratioNormality = logNull && nullNormality(logNull);
+  const ratioHead = headTest(ratioP, ratioNormality);
+  const rm = logNull && predictionMde(logNull);
+  return { ratioP, ratioRankP, ratioNormality, ratioHead, ratioPHead: ratioHead === 't' ? ratioP : ratioRankP, ratioMde: rm === null || logNull === null ? null : Math.exp(logNull.reduce((a, b) => a + b, 0) / logNull.length + rm) };
 }
 
 /**

@@ -218,6 +218,11 @@ export function formatAblate(s: AblateSummary): string {
       out.push(`  cost ratio own/others ${sp.ratio.toFixed(3)} (random regions: ${sp.nullRatio.map((r) => (r === null ? '—' : r.toFixed(3))).join(', ')}), chance 1 (no specificity)${sp.ratioRankP == null ? '' : `, rank p=${fp(sp.ratioRankP)}`}${sp.ratioP === null ? '' : `, t-test p=${fp(sp.ratioP)} (Holm ${fp(sp.ratioPHolm)})`}`);
       if (sp.ratioHead !== undefined && sp.ratioPHead != null) out.push(`  ratio headline ${sp.ratioHead === 't' ? 't-test' : 'rank'} p=${fp(sp.ratioPHead)}, Holm over ${m} ${fp(sp.ratioPHeadHolm ?? null)}${headNote(sp.ratioHead, sp.ratioNormality, fp)}; detectable: a ratio of ${sp.ratioMde == null ? '—' : sp.ratioMde.toFixed(3)} or more`);
     }
+    const pt = sp.perToken;
+    if (pt) {
+      const g = (x: number) => x.toFixed(4);
+      out.push(`  per-token cost ratio own/others ${pt.ratio === null ? '— (not both costs)' : pt.ratio.toFixed(3)} (d / continuation tokens: own ${g(pt.own)}, others ${g(pt.others)} nats per token; random regions: ${pt.nullRatio.map((r) => (r === null ? '—' : r.toFixed(3))).join(', ')}), chance 1 whatever the continuations' lengths${pt.ratioRankP == null ? '' : `, rank p=${fp(pt.ratioRankP)}`}${pt.ratioP === null ? '' : `, t-test p=${fp(pt.ratioP)} (Holm ${fp(pt.ratioPHolm)})`}${pt.ratioPHead == null ? '' : `; headline ${pt.ratioHead === 't' ? 't-test' : 'rank'} p=${fp(pt.ratioPHead)}, Holm over ${m} ${fp(pt.ratioPHeadHolm)}`}`);
+    }
     if (sp.paired) {
       const K = sp.paired.own.p.length;
       out.push(`  paired per item (Wilcoxon signed-rank, one-sided, Holm over the ${K} random regions of ${key(sp)}, α ${sp.paired.alpha}): ${pairedNote(sp.paired.own, K, `own items`)}; ${pairedNote(sp.paired.others, K, 'other items')}`);

@@ -1,5 +1,6 @@
 import { parseCommand, intOption, numOption, parseNumber } from './args.js';
 import { runCluster, DEFAULT_PROBE_PCA } from '../cluster/run.js';
+import { LENGTH_CONTROL, lengthSentence } from '../cluster/baseline.js';
 import { DEFAULT_PROBE_REPEATS } from '../cluster/probecv.js';
 import { UsageError } from '../util/errors.js';
 import type { ClassifierMetrics, MetricWithCI } from '../cluster/types.js';
@@ -8,7 +9,7 @@ import { verdictTable, verdictTableLines } from '../report/verdict.js';
 import type { TsneMethod } from '../cluster/tsne.js';
 
 const USAGE =
-  'lobes cluster RUN|MATRIX_FILE [--labels FILE] [--point HOOK] [--by LABEL] [--seed N] [--perplexity P] [--out DIR] [--pca K] [--probe-pca 50] [--theta 0.5] [--tsne-method auto|bh|fft] [--learning-rate auto|per-phase|LR] [--neighbours auto|exact|approximate] [--iterations 1000] [--bootstrap B] [--permutations R] [--probe-permutations R] [--probe-repeats 5] [--probe-c C|nested] [--class-weight balanced|none] [--sweep] [--sweep-permutations R] [--no-baselines] [--group AXIS|none] [--model DIR] [--json]';
+  'lobes cluster RUN|MATRIX_FILE [--labels FILE] [--point HOOK] [--by LABEL] [--seed N] [--perplexity P] [--out DIR] [--pca K] [--probe-pca 50] [--theta 0.5] [--tsne-method auto|bh|fft] [--learning-rate auto|per-phase|LR] [--neighbours auto|exact|approximate] [--iterations 1000] [--bootstrap B] [--permutations R] [--probe-permutations R] [--probe-repeats 5] [--probe-c C|nested] [--class-weight balanced|none] [--sweep] [--sweep-permutations R] [--no-baselines] [--no-length-control] [--group AXIS|none] [--model DIR] [--json]';
 
 const HELP = `
 Seeded Barnes–Hut t-SNE of one capture point and numbers for how well a label separates:
@@ -59,7 +60,8 @@ sweep.json with --sweep).
   --sweep-permutations R  permutations of each layer's null (default min(probe permutations, 20);
                       where the layers' family needs more, the layers are read on the normal
                       approximation of their z, flagged as such)
-  --no-baselines      skip the token baselines
+  --no-baselines      skip the token baselines and the length control
+  --no-length-control skip the length control (the probe on the items' token counts)
   --group AXIS|none   a label axis holding each item's group (e.g. its world tree): the probes'
                       folds keep groups whole and their bootstraps resample groups, then items
                       (default: the axis item_group a dataset's group=FIELD wrote, if any)
@@ -91,6 +93,7 @@ export async function run(argv: string[]): Promise<number> {
       'class-weight': { type: 'string' },
       'sweep-permutations': { type: 'string' },
       'no-baselines': { type: 'boolean' },
+      'no-length-control': { type: 'boolean' },
       group: { type: 'string' },
       model: { type: 'string' },
       theta: { type: 'string' },
@@ -131,6 +134,7 @@ export async function run(argv: string[]): Promise<number> {
     probePermutations: v['probe-permutations'] === undefined ? undefined : intOption(v['probe-permutations'], '--probe-permutations', 50, 0),
     sweepPermutations: v['sweep-permutations'] === undefined ? undefined : intOption(v['sweep-permutations'], '--sweep-permutations', 20, 0),
     baselines: !v['no-baselines'],
+    lengthControl: !v['no-length-control'],
     group: v.group === 'none' ? null : v.group,
     model,
     theta: numOption(v.theta, '--theta', 0.5, 0, 1),
@@ -181,6 +185,14 @@ export async function run(argv: string[]): Promise<number> {
       if (s.probe) lines.push(bal('    probe', s.probe));
     }
     for (const b of cm.baselines ?? []) lines.push(bal(`  tokens alone (${b.name}) probe`, b.probe));
+    for (const b of cm.controls ?? []) {
+      lines.push(bal(`  control (${b.name}) probe`, b.probe));
+      if (b.name === LENGTH_CONTROL && cm.chance) lines.push(`  ${lengthSentence(b, cm.chance.balancedAccuracy)}`);
+    }
+    for (const c of (cm.comparisons ?? []).filter((x) => x.kind === 'incremental' && x.b === LENGTH_CONTROL)) {
+      const d = c.balancedAccuracy;
+      lines.push(`  ${c.a} − ${c.b}: balanced accuracy ${d.value >= 0 ? '+' : ''}${f(d.value)}${ci(d)}${d.p !== null && d.p !== undefined ? ` p=${d.p.toPrecision(2)}` : ''}${d.pHolm !== null && d.pHolm !== undefined ? ` (Holm ${d.pHolm.toPrecision(2)} over representation-vs-words)` : ''}`);
+    }
     for (const w of cm.sweep ?? []) lines.push(`  sweep ${w.point}: probe ${w.balancedAccuracy ? `balanced ${f(w.balancedAccuracy.value)}${nul(w.balancedAccuracy)}${p(w.balancedAccuracy)}, ` : ''}accuracy ${f(w.probeAccuracy)}`);
     for (const n of cm.notes ?? []) lines.push(`  note: ${n}`);
     if (res.outDir) lines.push(`wrote ${res.outDir}`);

@@ -17,6 +17,11 @@
  *
  * A baseline that cannot be computed (no model folder, no texts in the run, an embedding table
  * lobes cannot find) is left out with a note; the rest of the analysis does not depend on it.
+ *
+ * A control beside them, `length` (lengthControl): the item's token count as extract fed it (the
+ * run's samples table) and its log, through the same probe with its null, and the incremental
+ * probe (length + representation) − length. It needs no model folder. It is not a member of the
+ * verdict's family of classifiers (docs/cluster.md, "Length control").
  */
 import { existsSync } from 'node:fs';
 import * as path from 'node:path';
@@ -189,6 +194,67 @@ export async function wordFeatures(run: RunReader, rows: Int32Array, modelDir: s
   if ('note' in emb) notes.push(emb.note);
   else features.push({ name: 'token-embedding-mean', description: `mean of the model's input embeddings of the item's tokens (d = ${emb.dim})`, X: embeddingMeans(tok.ids, emb.E, emb.vocab, emb.dim), dim: emb.dim });
   return { features, notes };
+}
+
+/** The name of the length control's feature set. */
+export const LENGTH_CONTROL = 'length';
+
+/**
+ * The length features [m, 2] of the run's rows `rows`: each item's token count as extract fed it
+ * (samples.jsonl `tokens`) and its natural log. A note instead when a row has no token count.
+ */
+export function lengthFeatures(run: Pick<RunReader, 'samples'>, rows: Int32Array): WordFeatures | { note: string } {
+  const X = new Float64Array(rows.length * 2);
+  let lo = Infinity;
+  let hi = -Infinity;
+  for (let i = 0; i < rows.length; i++) {
+    const s = run.samples[rows[i]!];
+    const t = s?.tokens;
+    if (typeof t !== 'number' || !Number.isInteger(t) || t < 1) return { note: `no length control: samples row ${rows[i]! + 1}${s?.id !== undefined ? ` (id ${s.id})` : ''} has no token count (tokens ${JSON.stringify(t)})` };
+    X[2 * i] = t;
+    X[2 * i + 1] = Math.log(t);
+    lo = Math.min(lo, t);
+    hi = Math.max(hi, t);
+  }
+  return { name: LENGTH_CONTROL, description: `the item's token count as extract fed it (${lo}–${hi}) and its log`, X, dim: 2 };
+}
+
+/**
+ * The length control of a run's metric sample: the probe on the length features with its null
+ * and, given the representation's probe, the incremental probe (length + representation) and its
+ * paired comparison with length alone (kind `incremental`, so that it joins the
+ * representation-vs-words family). Nothing but a note when the run has no token counts.
+ */
+export async function lengthControl(
+  ctx: MeasureContext,
+  run: Pick<RunReader, 'samples'>,
+  sample: MetricSample,
+  state?: StateProbe,
+): Promise<{ controls: BaselineMetrics[]; items: ClusterItems['baselines']; notes: string[]; incremental: IncrementalMetrics[]; comparisons: ProbeComparison[] }> {
+  const f = lengthFeatures(run, sample.rows);
+  if ('note' in f) return { controls: [], items: [], notes: [f.note], incremental: [], comparisons: [] };
+  const Rp = sample.mopts.probePermutations;
+  const r = await runProbe(ctx, [{ X: f.X, d: f.dim }], sample, Rp, `cluster probe (${f.name})`);
+  const controls = [{ name: f.name, description: f.description, dim: f.dim, probeDims: r.dims, probe: r.metrics }];
+  const items = [{ name: f.name, probe: Array.from(r.cv.preds[0]!), probeRepeats: r.cv.preds.map((p) => Array.from(p)) }];
+  if (!state) return { controls, items, notes: [], incremental: [], comparisons: [] };
+  const both = await runProbe(ctx, [{ X: f.X, d: f.dim }, { X: state.X, d: state.d }], sample, Rp, `cluster probe (${f.name} + ${state.name})`);
+  const comparison = compareProbes(ctx, sample, 'incremental', { name: `${f.name} + ${state.name}`, cv: both.cv }, { name: f.name, cv: r.cv });
+  return { controls, items, notes: [], incremental: [{ words: f.name, probeDims: both.dims, probe: both.metrics }], comparisons: [comparison] };
+}
+
+/**
+ * The summary's sentence on the length control: whether length alone separates the labels, i.e.
+ * its probe's balanced accuracy is above chance on its permutation null (p ≤ 0.05, one test: the
+ * control is read on its own), or, without a null, its CI's lower end is above chance.
+ */
+export function lengthSentence(control: BaselineMetrics, chance: number): string {
+  const b = control.probe.balancedAccuracy;
+  const ci = b.ci95 ? ` [${b.ci95[0].toFixed(3)}, ${b.ci95[1].toFixed(3)}]` : '';
+  const p = b.p !== null && b.p !== undefined ? `, p=${b.p.toPrecision(2)}` : '';
+  const above = b.p !== null && b.p !== undefined ? b.p <= 0.05 : !!b.ci95 && b.ci95[0] > chance;
+  const figures = `balanced accuracy ${b.value.toFixed(3)}${ci} vs chance ${chance.toFixed(3)}${p}`;
+  return above ? `length alone separates the labels: ${figures}; read the (length + representation) − length comparison before crediting the representation` : `length alone does not separate the labels: ${figures}`;
 }
 
 /**

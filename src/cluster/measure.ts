@@ -288,6 +288,11 @@ export function metricsCsvRows(metrics: ClusterMetrics, field: (s: string) => st
     row(`baseline:${b.name}`, 'probe_balanced_accuracy', b.probe.balancedAccuracy);
     row(`baseline:${b.name}`, 'probe_macro_f1', b.probe.macroF1);
   }
+  for (const b of metrics.controls ?? []) {
+    row(`control:${b.name}`, 'probe_accuracy', b.probe.accuracy);
+    row(`control:${b.name}`, 'probe_balanced_accuracy', b.probe.balancedAccuracy);
+    row(`control:${b.name}`, 'probe_macro_f1', b.probe.macroF1);
+  }
   for (const b of metrics.incremental ?? []) {
     row(`incremental:${b.words}`, 'probe_accuracy', b.probe.accuracy);
     row(`incremental:${b.words}`, 'probe_balanced_accuracy', b.probe.balancedAccuracy);

@@ -7,11 +7,12 @@
  * - `classifiers`: the classifiers the report's verdict reads (src/report/verdict.ts), in its
  *   order: the linear probe in the original space, kNN (cosine) in the original space, kNN in the
  *   t-SNE map, and each token baseline's probe. The other classifiers of the file (kNN with the
- *   euclidean distance, the probe on the map's two coordinates, the incremental probes) are
- *   descriptive and are left unadjusted;
+ *   euclidean distance, the probe on the map's two coordinates, the incremental probes, the
+ *   `length` control of `metrics.controls`) are descriptive and are left unadjusted;
  * - `layers`: the probe at every layer of a `--sweep`;
  * - `representation-vs-words`: the paired comparisons of the representation against the words
- *   (`model-vs-words` and `incremental` together: one claim);
+ *   (`model-vs-words` and `incremental` together: one claim; the length control's (length +
+ *   representation) − length is an `incremental` comparison and a member);
  * - `layers-steps`: the layer − previous layer comparisons of a `--sweep`.
  *
  * A missing p (no null) stays out of its family and gets no adjusted value.

@@ -41,7 +41,7 @@ import { ClusterPool } from './pool.js';
 import { Tsne, type TsneMethod } from './tsne.js';
 import { checkPerplexity } from './affinity.js';
 import { chanceOf, METRICS_CSV_HEADER, layerSweep, stratifiedSample, metricsCsvRows, separation, type Coded, type Features, type MeasureContext, type MetricSample, type RunPca } from './measure.js';
-import { baselineModelDir, baselineModelInput, tokenBaselines } from './baseline.js';
+import { baselineModelDir, baselineModelInput, lengthControl, tokenBaselines } from './baseline.js';
 import { probeSettings } from './probecv.js';
 import { adjustFamilies } from './multiplicity.js';
 import { residHooks } from './measure.js';
@@ -65,6 +65,8 @@ export interface ClusterOptions {
   sweepPermutations?: number;
   /** Probes on the tokens alone for a run input (default true). */
   baselines?: boolean;
+  /** The length control beside the baselines (default true; off with `baselines` false). */
+  lengthControl?: boolean;
   /** The model folder for the token baselines when the run's recorded one has moved (checked by hash). */
   model?: string;
   theta?: number;
@@ -335,7 +337,8 @@ function context(st: Stage): MeasureContext {
  * Run t-SNE and the metrics; write the results unless `noWrite`.
  *
  * Stages: load and check the input; PCA (only with `pca`); t-SNE; the separation metrics on a
- * subsample; the token baselines (run input); the layer sweep; the results and their files.
+ * subsample; the token baselines and the length control (run input); the layer sweep; the
+ * results and their files.
  */
 export async function runCluster(input: RunReader | string, opts: ClusterOptions = {}): Promise<ClusterResult> {
   const laps = new Laps();
@@ -373,7 +376,7 @@ export async function runCluster(input: RunReader | string, opts: ClusterOptions
     const ctx = context(st);
     const sep = await separation(ctx, emb.Y, sample);
     const items: ClusterItems = { ids: Array.from(sample.rows, (r) => inp.ids[r]), classes: coded.classes, y: Array.from(sample.sub), spaces: sep.items, baselines: [] };
-    const extra: Extra = { notes: [], baselines: [], incremental: [], comparisons: [] };
+    const extra: Extra = { notes: [], baselines: [], controls: [], incremental: [], comparisons: [] };
     if (inp.run && opts.baselines !== false) {
       say('token baselines');
       const state = sep.probeCv ? { name: settingsPoint(opts, inp), X: sep.Xs, d: inp.d, cv: sep.probeCv } : undefined;
@@ -386,6 +389,19 @@ export async function runCluster(input: RunReader | string, opts: ClusterOptions
       for (const n of b.notes) say(n);
       laps.lap('baselines');
     }
+    if (inp.run && opts.baselines !== false && opts.lengthControl !== false) {
+      // the length control: the items' token counts from the samples table (no model folder needed)
+      say('length control');
+      const state = sep.probeCv ? { name: settingsPoint(opts, inp), X: sep.Xs, d: inp.d, cv: sep.probeCv } : undefined;
+      const lc = await lengthControl(ctx, inp.run, runSample(inp, sample), state);
+      extra.controls = lc.controls;
+      extra.incremental.push(...lc.incremental);
+      extra.comparisons.push(...lc.comparisons);
+      extra.notes.push(...lc.notes);
+      if (lc.items.length) items.controls = lc.items;
+      for (const n of lc.notes) say(n);
+      laps.lap('length-control');
+    }
     if (opts.sweep) {
       // a mean-pooled point sweeps the mean-pooled stream, so that every layer is read the same way
       const sw = await layerSweep(ctx, inp.run, inp.source, runSample(inp, sample), sweepPool(opts, inp));
@@ -394,7 +410,7 @@ export async function runCluster(input: RunReader | string, opts: ClusterOptions
       items.sweep = sw.items;
       laps.lap('sweep');
     }
-    for (const n of gridEdgeNotes(sep.spaces, extra.baselines)) {
+    for (const n of gridEdgeNotes(sep.spaces, [...extra.baselines, ...extra.controls])) {
       extra.notes.push(n);
       say(`warning: ${n}`);
     }
@@ -419,6 +435,8 @@ export async function runCluster(input: RunReader | string, opts: ClusterOptions
 interface Extra {
   sweep?: SweepPoint[];
   baselines: BaselineMetrics[];
+  /** The controls outside the verdict's family (`length`). */
+  controls: BaselineMetrics[];
   notes: string[];
   incremental: IncrementalMetrics[];
   comparisons: ProbeComparison[];
@@ -585,6 +603,7 @@ function clusterResult(st: Stage, perplexity: number, f: Features, emb: Embeddin
     ...(inp.leftOut ? { leftOut: inp.leftOut } : {}),
     ...(sample.mopts.probe.groups ? { group: groupSettings(inp.groupAxis!, sample.sub, sample.mopts.probe.groups) } : {}),
     baselines: extra.baselines.map((b) => b.name),
+    ...(extra.controls.length ? { controls: extra.controls.map((b) => b.name) } : {}),
     input: inp.kind,
     lobesVersion: LOBES_VERSION,
     ...(inp.run ? { provenance: analysisProvenance(inp.run) } : {}),
@@ -601,6 +620,7 @@ function clusterResult(st: Stage, perplexity: number, f: Features, emb: Embeddin
     ...(extra.sweep ? { sweep: extra.sweep } : {}),
     chance: chanceOf(sub, classes),
     ...(extra.baselines.length ? { baselines: extra.baselines } : {}),
+    ...(extra.controls.length ? { controls: extra.controls } : {}),
     ...(extra.incremental.length ? { incremental: extra.incremental } : {}),
     ...(extra.comparisons.length ? { comparisons: extra.comparisons } : {}),
     ...(extra.notes.length ? { notes: extra.notes } : {}),

@@ -73,6 +73,8 @@ export interface ClusterSettings {
   group?: { axis: string; groups: number; null?: 'items' | 'groups' | 'within-groups'; exchangeable?: number };
   /** Token baselines computed ([] when none could be). */
   baselines?: string[];
+  /** Controls computed outside the verdict's family (`length`; absent when none could be). */
+  controls?: string[];
   /** Input kind: 'run' (a run directory) or 'matrix' (.npy / .safetensors). */
   input?: 'run' | 'matrix';
   /** For a run: the run (identity), samples table and chunk files read (src/store/provenance.ts). */
@@ -251,6 +253,8 @@ export interface ClusterItems {
    */
   spaces: { space: string; knn: number[]; probe: number[] | null; probeRepeats?: number[][]; silhouette: number[] }[];
   baselines: { name: string; probe: number[]; probeRepeats?: number[][] }[];
+  /** The controls' probes (`length`), as `baselines`. */
+  controls?: { name: string; probe: number[]; probeRepeats?: number[][] }[];
   sweep?: { point: string; probe: number[]; probeRepeats?: number[][] }[];
 }
 
@@ -286,6 +290,12 @@ export interface ClusterMetrics {
   chance?: Chance;
   /** Probes on token features of the same items (run input only). */
   baselines?: BaselineMetrics[];
+  /**
+   * Controls through the same probe, outside the verdict's family: `length` (the item's token
+   * count and its log; run input only). Its incremental probe is in `incremental` and its paired
+   * comparison in `comparisons` (the representation-vs-words family).
+   */
+  controls?: BaselineMetrics[];
   /** Notes on what could not be computed (e.g. a baseline without the model's tokenizer). */
   notes?: string[];
   /** Probes on a token baseline's features and the representation's together (run input). */

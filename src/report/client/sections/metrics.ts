@@ -45,7 +45,7 @@ function nullOf(m: MetricWithCI | null | undefined): string {
   return m && m.nullMean !== null && m.nullMean !== undefined ? fmt(m.nullMean) + (m.nullBand ? ' ' + fmtCI(m.nullBand) : '') : '—';
 }
 
-/** Every classifier of a run (kNN and probe per space, then the token baselines), in display order. */
+/** Every classifier of a run (kNN and probe per space, then the token baselines, the controls and the incremental probes), in display order. */
 export function classifiers(cm: ClusterMetrics): { name: string; c: ClassifierMetrics }[] {
   const out: { name: string; c: ClassifierMetrics }[] = [];
   cm.spaces.forEach((s) => {
@@ -53,7 +53,8 @@ export function classifiers(cm: ClusterMetrics): { name: string; c: ClassifierMe
     if (s.probe) out.push({ name: 'probe, ' + s.space + (s.probeDims ? ' (' + s.probeDims + ' dims)' : ''), c: s.probe });
   });
   (cm.baselines || []).forEach((b) => out.push({ name: 'tokens alone: ' + b.name + ' probe (' + b.probeDims + ' dims)', c: b.probe }));
-  (cm.incremental || []).forEach((b) => out.push({ name: 'tokens + representation: ' + b.words + ' probe (' + b.probeDims + ' dims)', c: b.probe }));
+  (cm.controls || []).forEach((b) => out.push({ name: 'control: ' + b.name + ' probe (' + b.probeDims + ' dims; not in the verdict\'s family)', c: b.probe }));
+  (cm.incremental || []).forEach((b) => out.push({ name: (b.words === 'length' ? 'length + representation: ' : 'tokens + representation: ') + b.words + ' probe (' + b.probeDims + ' dims)', c: b.probe }));
   return out;
 }
 
@@ -109,6 +110,7 @@ function clusterTables(run: RunPayload, cell: HTMLElement): void {
   cell.appendChild(el('p', 'meta', 'Null: the same statistic on label permutations (p one-sided, +1 corrected). Davies–Bouldin has no null and no CI: read it only alongside the others. ' +
     (cm.pcaDims && cm.pcaDims < cm.dim ? 'PCA explained variance ' + fmt(cm.pcaExplainedVariance) + '; ' : '') + 't-SNE KL divergence ' + fmt(cm.klDivergence) + '.'));
   (cm.baselines || []).forEach((b) => cell.appendChild(el('p', 'meta', 'Tokens alone, ' + b.name + ': ' + b.description + '.')));
+  (cm.controls || []).forEach((b) => cell.appendChild(el('p', 'meta', 'Control, ' + b.name + ': ' + b.description + '.')));
   (cm.notes || []).forEach((n) => cell.appendChild(el('p', 'meta', 'Note: ' + n)));
   cm.spaces.forEach((s) => {
     if (!s.perClass || !s.perClass.length) return;
