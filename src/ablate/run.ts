@@ -115,7 +115,7 @@ export async function runAblate(o: AblateOptions): Promise<AblateSummary> {
   const seed = o.seed ?? 0;
   const iae = iaeSettings(o.task, o.scoring, o.metric);
   const chunkUnits = o.chunkUnits ?? 64;
-  if (!isFreshFolder(o.out) && !isAblateJobDir(o.out)) throw new LobesError('output folder exists and is not a lobes ablation; lobes does not write into it', { file: o.out, hint: 'give a new or empty folder' });
+  if (!isFreshFolder(o.out) && !isAblateJobDir(o.out)) throw new LobesError('output folder exists and is not a lobes ablation; lobes does not write into it', { file: o.out, hint: 'give a new or empty folder', code: 'E_EXISTS' });
 
   // The run, its wanda results, the regions.
   const manifest = readManifest(o.run);

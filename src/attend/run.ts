@@ -148,7 +148,7 @@ function checkOut(out: string, force: boolean): void {
     if (!force) throw new LobesError('folder holds the results of an older lobes attend', { file: out, hint: 'pass --force to replace them, or give a new folder' });
     return;
   }
-  throw new LobesError('folder exists and is not a lobes attend folder; lobes does not write into it', { file: out, hint: 'give a new or empty folder' });
+  throw new LobesError('folder exists and is not a lobes attend folder; lobes does not write into it', { file: out, hint: 'give a new or empty folder', code: 'E_EXISTS' });
 }
 
 /** Run (or resume) `lobes attend`; returns the summary of the finished folder. */

@@ -222,7 +222,7 @@ export async function runEval(opts: EvalOptions): Promise<EvalManifest> {
   const s = resolveSettings(opts);
   const out = opts.out;
   // Refused before anything is loaded: a folder that is neither new nor an evaluation.
-  if (!isFreshOrEval(out)) throw new LobesError('output folder exists and is not a lobes evaluation; lobes does not write into it', { file: out, hint: 'give a new or empty folder' });
+  if (!isFreshOrEval(out)) throw new LobesError('output folder exists and is not a lobes evaluation; lobes does not write into it', { file: out, hint: 'give a new or empty folder', code: 'E_EXISTS' });
   const deps = await resolveDeps(opts.deps);
 
   const t0 = Date.now();
