@@ -80,8 +80,7 @@ export class ModelError extends LobesError {
 export function throwIfAborted(signal: AbortSignal | undefined, command: string, where?: string): void {
   if (!signal?.aborted) return;
   const reason = signal.reason instanceof Error ? signal.reason.message : typeof signal.reason === 'string' ? signal.reason : null;
-  throw new LobesError(`${command} was cancelled${reason && !/^This operation was aborted$/.test(reason) ? ` (${reason})` : ''}`, {
-    where,
+  throw new LobesError(`${command} was cancelled${where ? ` ${where}` : ''}${reason && !/^This operation was aborted$/.test(reason) ? ` (${reason})` : ''}`, {
     hint: 'the same call again resumes where it stopped',
     code: 'E_ABORTED',
   });
