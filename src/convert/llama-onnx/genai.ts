@@ -30,7 +30,7 @@
  */
 import { float, int, ints, type GGraph } from './graph.js';
 import type { GraphBuilder, ProjNaming } from './build.js';
-import { LobesError, ModelError } from '../../util/errors.js';
+import { ModelError } from '../../util/errors.js';
 import { attnScale, localRopeSpec, ropeAttentionFactor, ropeInvFreq, ropeType, rotaryDim, W } from './spec.js';
 import type { LlamaSpec } from './types.js';
 
