@@ -74,7 +74,7 @@ export class ModelError extends LobesError {
 
 /**
  * Throw a LobesError with code E_ABORTED when `signal` has been aborted; `where` names the
- * unit the job stopped before (e.g. "chunk 3"). Called between units of work, so what was
+ * unit the job stopped before (e.g. "before chunk 3"). Called between units of work, so what was
  * written stays as a kill would leave it, and the same call again resumes.
  */
 export function throwIfAborted(signal: AbortSignal | undefined, command: string, where?: string): void {
