@@ -39,6 +39,47 @@ describe('library API', () => {
     expect([...exportedNames()].sort()).toEqual([...doc].sort());
   });
 
+  it('every run function is exported in one of the two calling styles docs/api.md names, with its option type', () => {
+    const file = path.join(ROOT, 'src/index.ts');
+    const cfg = ts.getParsedCommandLineOfConfigFile(path.join(ROOT, 'tsconfig.build.json'), {}, { ...ts.sys, onUnRecoverableConfigFileDiagnostic: () => {} })!;
+    const program = ts.createProgram([file], cfg.options);
+    const checker = program.getTypeChecker();
+    const exports = checker.getExportsOfModule(checker.getSymbolAtLocation(program.getSourceFile(file)!)!);
+    const byName = new Map(exports.map((s) => [s.getName(), s]));
+    /** The parameter names and the first parameter's type of an exported function. */
+    const shape = (name: string) => {
+      const sym = byName.get(name);
+      expect(sym, `${name} is not exported`).toBeDefined();
+      const target = sym!.flags & ts.SymbolFlags.Alias ? checker.getAliasedSymbol(sym!) : sym!;
+      const sig = checker.getSignaturesOfType(checker.getTypeOfSymbol(target), ts.SignatureKind.Call)[0]!;
+      const decl = (p: ts.Symbol) => p.valueDeclaration as ts.ParameterDeclaration;
+      return { params: sig.parameters.map((p) => p.getName()), first: sig.parameters[0] ? checker.typeToString(checker.getTypeOfSymbolAtLocation(sig.parameters[0], decl(sig.parameters[0]))) : '' };
+    };
+    // The two shapes, as docs/api.md ("Calling styles and cancellation") lists them.
+    const md = readFileSync(path.join(ROOT, 'docs/api.md'), 'utf8');
+    const listed = (style: string) => {
+      const line = md.split('\n').find((l) => l.startsWith(`- **${style}**`));
+      expect(line, `docs/api.md lists the ${style} style`).toBeDefined();
+      const para = md.slice(md.indexOf(line!)).split(/\n(?=- |\n)/)[0]!;
+      return [...para.matchAll(/`(run[A-Z]\w*)`/g)].map((m) => m[1]!);
+    };
+    const optsOnly = listed('(opts)');
+    const runFirst = listed('(run, opts)');
+    expect(optsOnly.sort()).toEqual(['runAblate', 'runAttend', 'runDoctor', 'runEval', 'runExtract']);
+    expect(runFirst.sort()).toEqual(['runCluster', 'runSwap', 'runWanda']);
+    for (const n of optsOnly) expect(shape(n).params, n).toHaveLength(1);
+    for (const n of runFirst) {
+      const s = shape(n);
+      expect(s.params, n).toHaveLength(2);
+      expect(s.first, n).toMatch(/^(string \| RunReader|RunReader \| string)$/);
+    }
+    // Every exported run* function is one of them, but for the two helpers that are not jobs.
+    const runs = [...byName.keys()].filter((n) => /^run[A-Z]/.test(n) && !['runIdentity', 'runPayload'].includes(n));
+    expect(runs.sort()).toEqual([...optsOnly, ...runFirst].sort());
+    // Each job's option type is exported too.
+    for (const t of ['ExtractOptions', 'EvalOptions', 'AttendOptions', 'AblateOptions', 'DoctorOptions', 'ClusterOptions', 'WandaOptions', 'RunSwapOptions']) expect(byName.has(t), t).toBe(true);
+  });
+
   it('has no wildcard re-exports (each export is chosen)', () => {
     const src = readFileSync(path.join(ROOT, 'src/index.ts'), 'utf8');
     expect(src).not.toMatch(/export \*|export type \*/);

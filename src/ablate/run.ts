@@ -19,7 +19,7 @@
  */
 import { rmSync } from 'node:fs';
 import * as path from 'node:path';
-import { LobesError, UsageError } from '../util/errors.js';
+import { LobesError, UsageError, throwIfAborted } from '../util/errors.js';
 import { writeFileAtomicSync } from '../util/io.js';
 import { Progress, fmtTime } from '../util/progress.js';
 import { claimJobFolder, isFreshFolder } from '../store/job.js';
@@ -92,6 +92,8 @@ export interface AblateOptions {
   force?: boolean;
   quiet?: boolean;
   log?: (line: string) => void;
+  /** Cancels the job between chunks: a LobesError with code E_ABORTED, the folder left resumable (the same call again finishes it). */
+  signal?: AbortSignal;
   deps?: Partial<AblateDeps>;
 }
 
@@ -108,6 +110,7 @@ export const ABLATE_RECORDS: RecordLayout = { format: 'lobes-ablate-chunks', str
 /** Run (or resume) an ablation; returns the summary. Nothing is written before every input has been checked. */
 export async function runAblate(o: AblateOptions): Promise<AblateSummary> {
   const t0 = Date.now();
+  throwIfAborted(o.signal, 'lobes ablate');
   const say = o.log ?? ((l: string) => void (o.quiet ? undefined : process.stderr.write(l + '\n')));
   const K = o.random ?? ABLATE_RANDOM;
   if (!Number.isInteger(K) || K < 1) throw new UsageError(`--random must be a positive integer, got ${K}`);
@@ -116,7 +119,7 @@ export async function runAblate(o: AblateOptions): Promise<AblateSummary> {
   const seed = o.seed ?? 0;
   const iae = iaeSettings(o.task, o.scoring, o.metric);
   const chunkUnits = o.chunkUnits ?? 64;
-  if (!isFreshFolder(o.out) && !isAblateJobDir(o.out)) throw new LobesError('output folder exists and is not a lobes ablation; lobes does not write into it', { file: o.out, hint: 'give a new or empty folder' });
+  if (!isFreshFolder(o.out) && !isAblateJobDir(o.out)) throw new LobesError('output folder exists and is not a lobes ablation; lobes does not write into it', { file: o.out, hint: 'give a new or empty folder', code: 'E_EXISTS' });
 
   // The run, its wanda results, the regions.
   const manifest = readManifest(o.run);
@@ -251,6 +254,8 @@ export async function runAblate(o: AblateOptions): Promise<AblateSummary> {
     const opened = iae ? await openIae(deps, dir, iae, o) : { engine: await deps.openLoglik(dir, { device: o.device ?? 'cpu', deviceId: o.deviceId, threads: o.threads, cache: 'off', batch: o.batch ?? 8 }), scorer: null };
     try {
       for (const j of js) {
+        // Cancelled between chunks: the chunks written so far stay listed, as after a kill.
+        throwIfAborted(o.signal, 'lobes ablate', `${label}, before chunk ${j}`);
         const idx = chunkIdx(j);
         if (items.kind === 'iae') {
           const got = await scoreIaeUnits(idx.map((i) => items.units[i]!), { settings: iae!, tok, scorer: opened.scorer, engine: opened.engine, seed, batch: o.batch ?? 8, maxTokens, device: o.device ?? 'cpu', say, onItem: () => progress.tick(1) });
@@ -276,7 +281,7 @@ export async function runAblate(o: AblateOptions): Promise<AblateSummary> {
         const changed = differ.length ? null : inputsDiffer(prev.inputs, job.inputs!);
         const file = path.join(o.out, JOB_MANIFEST);
         const hint = 'use a new --out, or --force to replace it';
-        if (changed) throw new LobesError(`this ablation folder ${prev.complete ? 'holds a finished ablation' : 'holds an unfinished ablation'} made from other inputs: ${changed}`, { file, hint });
+        if (changed) throw new LobesError(`this ablation folder ${prev.complete ? 'holds a finished ablation' : 'holds an unfinished ablation'} made from other inputs: ${changed}`, { file, hint, code: 'E_STALE' });
         throw new LobesError(`this ablation folder was made with other settings, data, run or model${differ.length ? ` (${differ.join(', ')} differ${differ.length === 1 ? 's' : ''})` : ''}`, { file, hint });
       }
       for (const f of ABLATE_OUTPUTS) rmSync(path.join(o.out, f), { recursive: true, force: true });

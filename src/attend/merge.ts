@@ -21,7 +21,7 @@ import type { AttendItem } from './types.js';
 export async function mergeAttend(dirs: string[], out: string, opts: { quiet?: boolean } = {}): Promise<AttendManifest> {
   if (dirs.length === 0) throw new UsageError('nothing to merge');
   checkOutputPlace(out, 'output folder');
-  if (!isFreshFolder(out)) throw new LobesError('output folder exists and is not empty', { file: out, hint: 'give a new folder' });
+  if (!isFreshFolder(out)) throw new LobesError('output folder exists and is not empty', { file: out, hint: 'give a new folder', code: 'E_EXISTS' });
   // Each shard complete, its files verified against its attend.json.
   const shards = dirs.map((d) => ({ dir: d, m: readAttendResults(d).manifest }));
   const a = shards[0]!;

@@ -10,7 +10,7 @@
  * a chunk's records are the same bytes after a crash and rerun, and whichever shard computes it.
  */
 import * as path from 'node:path';
-import { LobesError, UsageError } from '../util/errors.js';
+import { LobesError, UsageError, throwIfAborted } from '../util/errors.js';
 import { writeOutputMarker } from '../util/io.js';
 import { checkOutputDir, checkOutputPlace } from '../util/output.js';
 import { Progress, fmtTime, type ProgressOptions } from '../util/progress.js';
@@ -86,6 +86,8 @@ export interface AttendOptions {
   ignorePlan?: boolean;
   quiet?: boolean;
   log?: (line: string) => void;
+  /** Cancels the job between chunks: a LobesError with code E_ABORTED, the folder left resumable (the same call again finishes it). */
+  signal?: AbortSignal;
   /** Where progress goes and how often off a terminal (tests; default stderr, every 10 s). */
   progress?: Pick<ProgressOptions, 'stream' | 'intervalMs'>;
 }
@@ -148,7 +150,7 @@ function checkOut(out: string, force: boolean): void {
     if (!force) throw new LobesError('folder holds the results of an older lobes attend', { file: out, hint: 'pass --force to replace them, or give a new folder' });
     return;
   }
-  throw new LobesError('folder exists and is not a lobes attend folder; lobes does not write into it', { file: out, hint: 'give a new or empty folder' });
+  throw new LobesError('folder exists and is not a lobes attend folder; lobes does not write into it', { file: out, hint: 'give a new or empty folder', code: 'E_EXISTS' });
 }
 
 /** Run (or resume) `lobes attend`; returns the summary of the finished folder. */
@@ -159,6 +161,7 @@ export async function runAttend(opts: AttendOptions): Promise<AttendSummary> {
   const say = (l: string) => void (opts.quiet ? undefined : log(l));
   const position: AttendPosition = opts.position ?? (opts.eval || /^socialeval:/.test(opts.data ?? '') ? 'answer' : 'last');
   checkOptions(opts, position);
+  throwIfAborted(opts.signal, 'lobes attend');
   const out = opts.out;
   const force = !!opts.overwrite;
   checkOut(out, force);
@@ -283,6 +286,8 @@ async function attendUnderLock(opts: AttendOptions, manifest: AttendManifest, in
     const tAttempt = Date.now();
     const wallBase = manifest.timings.wallMs;
     for (const c of todo) {
+      // Cancelled between chunks: the chunks written so far stay listed, as after a kill.
+      throwIfAborted(opts.signal, 'lobes attend', `before chunk ${c}`);
       const idx = chunkItems(c);
       const records = new Map<number, AttendItem>();
       const tc = performance.now();

@@ -2,6 +2,8 @@
  * The lobes command line. Each command lives in its own module under src/cli/ and is
  * loaded only when used, so `lobes data inspect` never loads ONNX Runtime.
  * Every command module exports `run(argv: string[]): Promise<number>` (the exit code).
+ * A failure prints one line on stderr; with --json it is also one JSON object on stdout,
+ * `{"error":{"code","message","file","where","hint","exitCode"}}` (code: docs/api.md, "Error codes").
  */
 import { isLobesError, systemError } from '../util/errors.js';
 import { LOBES_VERSION } from '../version.js';
@@ -62,12 +64,20 @@ export async function main(argv: string[]): Promise<number> {
     const e = systemError(caught) ?? caught;
     if (isLobesError(e)) {
       process.stderr.write(`lobes ${cmd}: ${e.message}\n`);
+      if (wantsJson(rest)) process.stdout.write(JSON.stringify({ error: { code: e.code, message: e.message, file: e.file ?? null, where: e.where ?? null, hint: e.hint ?? null, exitCode: e.exitCode } }) + '\n');
       if (process.env.LOBES_DEBUG && e.stack) process.stderr.write(e.stack + '\n');
       return e.exitCode;
     }
     const err = e as Error;
     process.stderr.write(`lobes ${cmd}: internal error: ${String(err?.message ?? err).split('\n')[0]} (set LOBES_DEBUG=1 for the stack trace)\n`);
+    if (wantsJson(rest)) process.stdout.write(JSON.stringify({ error: { code: 'E_INTERNAL', message: `internal error: ${String(err?.message ?? err).split('\n')[0]}`, file: null, where: null, hint: 'set LOBES_DEBUG=1 for the stack trace', exitCode: 70 } }) + '\n');
     if (process.env.LOBES_DEBUG && err?.stack) process.stderr.write(err.stack + '\n');
     return 70;
   }
+}
+
+/** Whether the command's arguments ask for JSON output (--json before any `--`). */
+function wantsJson(argv: string[]): boolean {
+  const end = argv.indexOf('--');
+  return (end < 0 ? argv : argv.slice(0, end)).includes('--json');
 }

@@ -77,7 +77,7 @@ export function checkSourceUnchanged(file: string, dataStart: number, before: So
   try {
     after = sourceSnapshot(file, dataStart);
   } catch (e: any) {
-    throw new LobesError(`the GGUF could not be read again after the conversion (${e?.code ?? e?.message}); nothing was written`, { file, hint: 'convert again once the file is in place' });
+    throw new LobesError(`the GGUF could not be read again after the conversion (${e instanceof LobesError ? e.message : (e?.code ?? e?.message)}); nothing was written`, { file, hint: 'convert again once the file is in place' });
   }
   const changed = (Object.keys(WHAT) as (keyof SourceSnapshot)[]).filter((k) => before[k] !== after[k]);
   if (changed.length) {
@@ -154,7 +154,7 @@ export function checkForceTarget(out: string, source: string, record: string): v
   const srcReal = real(source);
   const rel = path.relative(outReal, srcReal);
   if (rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel))) {
-    throw new LobesError(`--force would replace the folder that holds the source GGUF (${path.basename(source)}); nothing was changed`, { file: out, hint: 'choose another --out' });
+    throw new LobesError(`--force would replace the folder that holds the source GGUF (${path.basename(source)}); nothing was changed`, { file: out, hint: 'choose another --out', code: 'E_EXISTS' });
   }
   let rec: any;
   try {
@@ -163,10 +163,10 @@ export function checkForceTarget(out: string, source: string, record: string): v
     rec = null;
   }
   if (rec?.format !== 'lobes-convert') {
-    throw new LobesError(`--force replaces only a folder lobes convert wrote (one holding its ${record}); this one has ${rec === null ? 'none' : 'another record'}, so nothing was changed`, { file: out, hint: 'choose another --out, or empty the folder yourself' });
+    throw new LobesError(`--force replaces only a folder lobes convert wrote (one holding its ${record}); this one has ${rec === null ? 'none' : 'another record'}, so nothing was changed`, { file: out, hint: 'choose another --out, or empty the folder yourself', code: 'E_EXISTS' });
   }
   const foreign = names.filter((n) => !CONVERT_OUTPUT_FILES.has(n)).sort();
   if (foreign.length) {
-    throw new LobesError(`--force would remove ${foreign.length === 1 ? 'a file' : `${foreign.length} files`} lobes convert did not write (${foreign.slice(0, 3).join(', ')}${foreign.length > 3 ? ', …' : ''}); nothing was changed`, { file: out, hint: 'move them out, or choose another --out' });
+    throw new LobesError(`--force would remove ${foreign.length === 1 ? 'a file' : `${foreign.length} files`} lobes convert did not write (${foreign.slice(0, 3).join(', ')}${foreign.length > 3 ? ', …' : ''}); nothing was changed`, { file: out, hint: 'move them out, or choose another --out', code: 'E_EXISTS' });
   }
 }

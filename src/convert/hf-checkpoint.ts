@@ -29,7 +29,7 @@
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import * as path from 'node:path';
-import { LobesError } from '../util/errors.js';
+import { ModelError } from '../util/errors.js';
 import { RangeFile, readFileRange } from '../util/io.js';
 import { bf16ArrayToFloat, halfArrayToFloat } from '../util/half.js';
 import { DTYPE_BYTES, readSafetensorsHeader, type StHeader } from '../formats/safetensors.js';
@@ -112,12 +112,12 @@ function readJson(file: string, what: string): any {
   try {
     text = readFileSync(file, 'utf8');
   } catch (e: any) {
-    throw new LobesError(`cannot read the ${what} (${e?.code ?? e?.message})`, { file });
+    throw new ModelError(`cannot read the ${what} (${e?.code ?? e?.message})`, { file });
   }
   try {
     return JSON.parse(text);
   } catch (e: any) {
-    throw new LobesError(`the ${what} is not valid JSON (${e.message})`, { file });
+    throw new ModelError(`the ${what} is not valid JSON (${e.message})`, { file });
   }
 }
 
@@ -131,30 +131,30 @@ export function checkpointTensors(dir: string): { tensors: Map<string, StHeader>
   if (existsSync(indexFile)) {
     const idx = readJson(indexFile, 'safetensors index');
     const map = idx?.weight_map;
-    if (!map || typeof map !== 'object' || Array.isArray(map)) throw new LobesError('has no "weight_map" object', { file: indexFile });
+    if (!map || typeof map !== 'object' || Array.isArray(map)) throw new ModelError('has no "weight_map" object', { file: indexFile });
     const headers = new Map<string, StHeader>();
     for (const [name, shard] of Object.entries(map)) {
-      if (typeof shard !== 'string' || shard.includes('/') || shard.includes('\\') || shard.startsWith('.')) throw new LobesError(`places ${name} in ${JSON.stringify(shard)}, which is not a file name in the folder`, { file: indexFile });
+      if (typeof shard !== 'string' || shard.includes('/') || shard.includes('\\') || shard.startsWith('.')) throw new ModelError(`places ${name} in ${JSON.stringify(shard)}, which is not a file name in the folder`, { file: indexFile });
       if (!headers.has(shard)) {
         const f = path.join(dir, shard);
-        if (!existsSync(f)) throw new LobesError(`names the shard ${shard} (for ${name}), which is not in the folder`, { file: indexFile, hint: 'download the missing shard, or the checkpoint again' });
+        if (!existsSync(f)) throw new ModelError(`names the shard ${shard} (for ${name}), which is not in the folder`, { file: indexFile, hint: 'download the missing shard, or the checkpoint again' });
         headers.set(shard, readSafetensorsHeader(f));
       }
       const h = headers.get(shard)!;
-      if (!h.tensors.has(name)) throw new LobesError(`places ${name} in ${shard}, which does not hold it`, { file: indexFile, hint: 'the index and the shards are of different checkpoints; download them again' });
+      if (!h.tensors.has(name)) throw new ModelError(`places ${name} in ${shard}, which does not hold it`, { file: indexFile, hint: 'the index and the shards are of different checkpoints; download them again' });
       tensors.set(name, h);
     }
     let total = 0;
     for (const [shard, h] of headers) {
       for (const [name, t] of h.tensors) {
         const placed = map[name];
-        if (placed !== shard) throw new LobesError(`${shard} holds ${name}, which the index ${placed === undefined ? 'does not list' : `places in ${placed}`}`, { file: indexFile, hint: 'the index and the shards are of different checkpoints; download them again' });
+        if (placed !== shard) throw new ModelError(`${shard} holds ${name}, which the index ${placed === undefined ? 'does not list' : `places in ${placed}`}`, { file: indexFile, hint: 'the index and the shards are of different checkpoints; download them again' });
         total += t.byteLength;
       }
     }
     const declared = idx?.metadata?.total_size;
     if (typeof declared === 'number' && declared !== total) {
-      throw new LobesError(`metadata.total_size is ${declared} but the shards it names hold ${total} bytes of tensors`, { file: indexFile, hint: 'the index and the shards are of different checkpoints; download them again' });
+      throw new ModelError(`metadata.total_size is ${declared} but the shards it names hold ${total} bytes of tensors`, { file: indexFile, hint: 'the index and the shards are of different checkpoints; download them again' });
     }
     return { tensors, shards: [...headers.keys()].sort(), index: true };
   }
@@ -162,8 +162,8 @@ export function checkpointTensors(dir: string): { tensors: Map<string, StHeader>
   let use: string[];
   if (files.includes(HF_SINGLE)) use = [HF_SINGLE];
   else if (files.length === 1) use = files;
-  else if (files.length === 0) throw new LobesError('no .safetensors weights in the folder', { file: dir });
-  else throw new LobesError(`${files.length} .safetensors files (${files.slice(0, 3).join(', ')}${files.length > 3 ? ', …' : ''}) but no ${HF_INDEX} saying which holds what`, { file: dir, hint: 'add the index the checkpoint came with' });
+  else if (files.length === 0) throw new ModelError('no .safetensors weights in the folder', { file: dir });
+  else throw new ModelError(`${files.length} .safetensors files (${files.slice(0, 3).join(', ')}${files.length > 3 ? ', …' : ''}) but no ${HF_INDEX} saying which holds what`, { file: dir, hint: 'add the index the checkpoint came with' });
   const h = readSafetensorsHeader(path.join(dir, use[0]!));
   for (const name of h.tensors.keys()) tensors.set(name, h);
   return { tensors, shards: use, index: false };
@@ -175,19 +175,19 @@ export function hfFamily(config: Record<string, any>, file: string): HfFamily {
   const mt = typeof config.model_type === 'string' ? config.model_type : null;
   const arch = Array.isArray(config.architectures) ? String(config.architectures[0] ?? '') : '';
   const type = mt ?? ({ LlamaForCausalLM: 'llama', MistralForCausalLM: 'mistral', Qwen2ForCausalLM: 'qwen2', Qwen3ForCausalLM: 'qwen3', Phi3ForCausalLM: 'phi3', GemmaForCausalLM: 'gemma', Gemma2ForCausalLM: 'gemma2', Gemma3ForCausalLM: 'gemma3_text' } as Record<string, string>)[arch] ?? null;
-  if (type === null) throw new LobesError('has no model_type: the model family is unknown', { file, hint: 'a config.json written by transformers names it' });
+  if (type === null) throw new ModelError('has no model_type: the model family is unknown', { file, hint: 'a config.json written by transformers names it' });
   if ((HF_FAMILIES as readonly string[]).includes(type)) return type as HfFamily;
   const lacks = REFUSED_FAMILIES[type];
-  if (type === 'gemma3') throw new LobesError(`model_type "gemma3" is not converted: it is Gemma 3 with a ${lacks}`, { file, where: 'model_type', hint: 'a text-only Gemma 3 (model_type gemma3_text, Gemma3ForCausalLM, as Gemma 3 1B is saved) converts' });
-  if (lacks) throw new LobesError(`model_type "${type}" is not converted: lobes' graphs do not express its ${lacks}`, { file, where: 'model_type', hint: `lobes converts ${HF_FAMILIES.join(', ')}` });
-  throw new LobesError(`model_type "${type}" is not one lobes converts (${HF_FAMILIES.join(', ')})`, { file, where: 'model_type' });
+  if (type === 'gemma3') throw new ModelError(`model_type "gemma3" is not converted: it is Gemma 3 with a ${lacks}`, { file, where: 'model_type', hint: 'a text-only Gemma 3 (model_type gemma3_text, Gemma3ForCausalLM, as Gemma 3 1B is saved) converts' });
+  if (lacks) throw new ModelError(`model_type "${type}" is not converted: lobes' graphs do not express its ${lacks}`, { file, where: 'model_type', hint: `lobes converts ${HF_FAMILIES.join(', ')}` });
+  throw new ModelError(`model_type "${type}" is not one lobes converts (${HF_FAMILIES.join(', ')})`, { file, where: 'model_type' });
 }
 
 /** A config.json (of a known family) as a Llama spec, with every setting lobes cannot express refused. */
 export function hfSpec(config: Record<string, any>, file: string): { family: HfFamily; spec: LlamaSpec } {
   const family = hfFamily(config, file);
   const fail = (where: string, cause: string, hint?: string): never => {
-    throw new LobesError(cause, { file, where, ...(hint ? { hint } : {}) });
+    throw new ModelError(cause, { file, where, ...(hint ? { hint } : {}) });
   };
   const int = (key: string, fallback?: number): number => {
     const v = config[key] ?? fallback;
@@ -305,7 +305,7 @@ export class SafetensorsWeightSource implements LlamaWeightSource {
   private info(name: string) {
     const h = this.tensors.get(name);
     const t = h?.tensors.get(name);
-    if (!h || !t) throw new LobesError('weight not found in the checkpoint', { file: this.dir, where: name });
+    if (!h || !t) throw new ModelError('weight not found in the checkpoint', { file: this.dir, where: name });
     return { h, t };
   }
 
@@ -322,7 +322,7 @@ export class SafetensorsWeightSource implements LlamaWeightSource {
   rowsInto(name: string, r0: number, r1: number, out: Float32Array): Float32Array {
     const { h, t } = this.info(name);
     const rows = t.shape[0] ?? 1;
-    if (!(r0 >= 0 && r1 >= r0 && r1 <= rows)) throw new LobesError(`rows [${r0}, ${r1}) out of range for ${rows}`, { file: h.file, where: name });
+    if (!(r0 >= 0 && r1 >= r0 && r1 <= rows)) throw new ModelError(`rows [${r0}, ${r1}) out of range for ${rows}`, { file: h.file, where: name });
     const rowBytes = rows === 0 ? 0 : t.byteLength / rows;
     const es = DTYPE_BYTES[t.dtype];
     const n = ((r1 - r0) * rowBytes) / es;
@@ -338,7 +338,7 @@ export class SafetensorsWeightSource implements LlamaWeightSource {
     if (t.dtype === 'BF16') bf16ArrayToFloat(new Uint16Array(raw.buffer, 0, n), dst as Float32Array<ArrayBuffer>);
     else if (t.dtype === 'F16') halfArrayToFloat(new Uint16Array(raw.buffer, 0, n), dst as Float32Array<ArrayBuffer>);
     else if (t.dtype === 'F32') dst.set(new Float32Array(raw.buffer, 0, n));
-    else throw new LobesError(`has dtype ${t.dtype}; lobes reads F32, F16 and BF16 weights`, { file: h.file, where: name });
+    else throw new ModelError(`has dtype ${t.dtype}; lobes reads F32, F16 and BF16 weights`, { file: h.file, where: name });
     return dst;
   }
 
@@ -358,9 +358,9 @@ export class SafetensorsWeightSource implements LlamaWeightSource {
 export function openHfCheckpoint(dir: string): HfCheckpoint {
   const abs = path.resolve(dir);
   const cfgFile = path.join(abs, HF_CONFIG);
-  if (!existsSync(cfgFile)) throw new LobesError(`no ${HF_CONFIG}: not a Hugging Face checkpoint folder`, { file: abs });
+  if (!existsSync(cfgFile)) throw new ModelError(`no ${HF_CONFIG}: not a Hugging Face checkpoint folder`, { file: abs });
   const config = readJson(cfgFile, 'model config');
-  if (!config || typeof config !== 'object' || Array.isArray(config)) throw new LobesError('is not a JSON object', { file: cfgFile });
+  if (!config || typeof config !== 'object' || Array.isArray(config)) throw new ModelError('is not a JSON object', { file: cfgFile });
   const { family, spec } = hfSpec(config, cfgFile);
   const { tensors, shards, index } = checkpointTensors(abs);
   // Phi-3: the checkpoint holds qkv_proj and gate_up_proj in place of their parts.
@@ -379,22 +379,22 @@ export function openHfCheckpoint(dir: string): HfCheckpoint {
     if (!want.has(name)) {
       if (IGNORED.test(name) || (name === 'lm_head.weight' && spec.tiedEmbeddings)) continue;
       const why = /\.bias$/.test(name) ? `a bias ${family} does not have` : /experts|router|gate\.weight$/.test(name) ? 'an expert or router weight (mixture of experts)' : `not part of the ${family} architecture lobes converts`;
-      throw new LobesError(`is ${why}; converting without it would change the numbers`, { file, where });
+      throw new ModelError(`is ${why}; converting without it would change the numbers`, { file, where });
     }
     const shape = want.get(name)!;
     if (t.shape.length !== shape.length || t.shape.some((d, i) => d !== shape[i])) {
-      throw new LobesError(`has shape [${t.shape.join(', ')}] but config.json implies [${shape.join(', ')}]`, { file, where });
+      throw new ModelError(`has shape [${t.shape.join(', ')}] but config.json implies [${shape.join(', ')}]`, { file, where });
     }
-    if (t.dtype !== 'F32' && t.dtype !== 'F16' && t.dtype !== 'BF16') throw new LobesError(`has dtype ${t.dtype}; lobes reads F32, F16 and BF16 weights`, { file, where, hint: 'quantized checkpoints (GPTQ, AWQ, bitsandbytes) are not read; use the original weights' });
+    if (t.dtype !== 'F32' && t.dtype !== 'F16' && t.dtype !== 'BF16') throw new ModelError(`has dtype ${t.dtype}; lobes reads F32, F16 and BF16 weights`, { file, where, hint: 'quantized checkpoints (GPTQ, AWQ, bitsandbytes) are not read; use the original weights' });
     dtypes[t.dtype] = (dtypes[t.dtype] ?? 0) + 1;
   }
   for (const name of want.keys()) {
     if (!tensors.has(name)) {
       const hint = name === 'lm_head.weight' ? 'config.json says the embeddings are not tied (tie_word_embeddings false), so lm_head.weight must be there' : 'the checkpoint is incomplete or of another configuration';
-      throw new LobesError(`weight ${name} is missing from the checkpoint`, { file: abs, hint });
+      throw new ModelError(`weight ${name} is missing from the checkpoint`, { file: abs, hint });
     }
   }
-  if (!existsSync(path.join(abs, 'tokenizer.json'))) throw new LobesError('no tokenizer.json: lobes reads the fast tokenizer file Hugging Face checkpoints carry', { file: abs, hint: 'save the tokenizer with tokenizer.save_pretrained(DIR) next to the weights' });
+  if (!existsSync(path.join(abs, 'tokenizer.json'))) throw new ModelError('no tokenizer.json: lobes reads the fast tokenizer file Hugging Face checkpoints carry', { file: abs, hint: 'save the tokenizer with tokenizer.save_pretrained(DIR) next to the weights' });
   const files: HfFile[] = [];
   const add = (name: string, role: HfFile['role']) => {
     const p = path.join(abs, name);

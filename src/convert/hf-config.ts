@@ -4,7 +4,7 @@
  * transformers 5's rope_parameters, per layer type for Gemma 3), and Gemma's own settings (norms,
  * soft-capping, attention scale, sliding and global layers). hf-checkpoint.ts reads the rest.
  */
-import { LobesError } from '../util/errors.js';
+import { ModelError } from '../util/errors.js';
 import type { LlamaSpec } from './llama-onnx/index.js';
 
 /** The model families read from Hugging Face checkpoints. */
@@ -20,14 +20,14 @@ export const posInt = (x: unknown): x is number => typeof x === 'number' && Numb
 export function hfRope(config: Record<string, any>, file: string, defaultTheta: number, family?: HfFamily): { theta: number; scaling: Record<string, unknown> | null } {
   const rp = config.rope_parameters && typeof config.rope_parameters === 'object' ? config.rope_parameters : null;
   const rs = config.rope_scaling && typeof config.rope_scaling === 'object' ? config.rope_scaling : null;
-  if (rp && rs) throw new LobesError('has both rope_parameters and rope_scaling: which one holds is unclear', { file, where: 'rope_scaling' });
+  if (rp && rs) throw new ModelError('has both rope_parameters and rope_scaling: which one holds is unclear', { file, where: 'rope_scaling' });
   const theta = rp?.rope_theta ?? config.rope_theta ?? defaultTheta;
-  if (typeof theta !== 'number' || !(theta > 0)) throw new LobesError(`rope_theta must be a positive number, got ${JSON.stringify(theta)}`, { file, where: rp ? 'rope_parameters.rope_theta' : 'rope_theta' });
+  if (typeof theta !== 'number' || !(theta > 0)) throw new ModelError(`rope_theta must be a positive number, got ${JSON.stringify(theta)}`, { file, where: rp ? 'rope_parameters.rope_theta' : 'rope_theta' });
   const src = rp ?? rs;
   if (!src) return { theta, scaling: null };
   const where = rp ? 'rope_parameters' : 'rope_scaling';
   if (src.rope_type !== undefined && src.type !== undefined && src.rope_type !== src.type) {
-    throw new LobesError(`names two rope types, rope_type "${src.rope_type}" and type "${src.type}"`, { file, where });
+    throw new ModelError(`names two rope types, rope_type "${src.rope_type}" and type "${src.type}"`, { file, where });
   }
   let kind = String(src.rope_type ?? src.type ?? 'default');
   // Phi3Config reads the older names "su" and "yarn" as longrope.
@@ -45,21 +45,21 @@ export function hfRope(config: Record<string, any>, file: string, defaultTheta: 
   if (kind === 'yarn') {
     // transformers takes original_max_position_embeddings from max_position_embeddings when absent.
     const original = params.original_max_position_embeddings ?? config.max_position_embeddings;
-    if (!posInt(original)) throw new LobesError('YaRN needs original_max_position_embeddings (or max_position_embeddings)', { file, where });
+    if (!posInt(original)) throw new ModelError('YaRN needs original_max_position_embeddings (or max_position_embeddings)', { file, where });
     return { theta, scaling: { rope_type: kind, ...params, original_max_position_embeddings: original } };
   }
   if (kind === 'longrope') {
     const original = params.original_max_position_embeddings;
-    if (!posInt(original)) throw new LobesError('longrope needs original_max_position_embeddings', { file, where });
+    if (!posInt(original)) throw new ModelError('longrope needs original_max_position_embeddings', { file, where });
     for (const k of ['short_factor', 'long_factor']) {
-      if (!Array.isArray(params[k]) || params[k].some((x: unknown) => typeof x !== 'number')) throw new LobesError(`longrope needs ${k} as a list of numbers, got ${JSON.stringify(params[k])}`, { file, where: `${where}.${k}` });
+      if (!Array.isArray(params[k]) || params[k].some((x: unknown) => typeof x !== 'number')) throw new ModelError(`longrope needs ${k} as a list of numbers, got ${JSON.stringify(params[k])}`, { file, where: `${where}.${k}` });
     }
     return { theta, scaling: { rope_type: kind, ...params, original_max_position_embeddings: original } };
   }
   const why: Record<string, string> = {
     dynamic: 'dynamic NTK scaling changes the frequencies with the length of each text',
   };
-  throw new LobesError(`rope scaling "${kind}" is not converted (${why[kind] ?? 'an unknown scaling'}); lobes converts linear, llama3, yarn and longrope scaling`, { file, where: `${where}.${src.rope_type !== undefined ? 'rope_type' : 'type'}` });
+  throw new ModelError(`rope scaling "${kind}" is not converted (${why[kind] ?? 'an unknown scaling'}); lobes converts linear, llama3, yarn and longrope scaling`, { file, where: `${where}.${src.rope_type !== undefined ? 'rope_type' : 'type'}` });
 }
 
 /**
@@ -73,7 +73,7 @@ export function hfRope(config: Record<string, any>, file: string, defaultTheta: 
  */
 export function gemmaSettings(config: Record<string, any>, family: 'gemma' | 'gemma2' | 'gemma3_text', layers: number, headDim: number, file: string): { gemma: NonNullable<LlamaSpec['gemma']>; slidingWindow: number | null; rope: { theta: number; scaling: Record<string, unknown> | null } } {
   const fail = (where: string, cause: string, hint?: string): never => {
-    throw new LobesError(cause, { file, where, ...(hint ? { hint } : {}) });
+    throw new ModelError(cause, { file, where, ...(hint ? { hint } : {}) });
   };
   const posNum = (key: string, fallback: number | null): number | null => {
     const v = config[key] === undefined ? fallback : config[key];

@@ -2,7 +2,7 @@
  * Llama-3 rope scaling from llama.cpp's `rope_freqs` tensor, and float32 hyperparameters as
  * their shortest decimals.
  */
-import { LobesError } from '../util/errors.js';
+import { ModelError } from '../util/errors.js';
 
 /** The shortest decimal that rounds to the same float32 (1e-5 instead of 9.999999747e-6). */
 export function shortFloat32(x: number): number {
@@ -30,10 +30,10 @@ export function shortFloat32(x: number): number {
  */
 export function ropeScalingFromFreqFactors(factors: Float32Array, theta: number, headDim: number, originalContext: number | null, place: { file: string; where: string }): Record<string, unknown> | null {
   const half = headDim / 2;
-  if (factors.length !== half) throw new LobesError(`holds ${factors.length} factors but the head dim ${headDim} has ${half} rotary frequencies`, place);
+  if (factors.length !== half) throw new ModelError(`holds ${factors.length} factors but the head dim ${headDim} has ${half} rotary frequencies`, place);
   let factor = 1;
   for (const f of factors) {
-    if (!(f >= 1) || !Number.isFinite(f)) throw new LobesError(`factor ${f} is not a number >= 1: not llama3 rope scaling`, { ...place, hint: 'lobes converts llama3-style rope_freqs only' });
+    if (!(f >= 1) || !Number.isFinite(f)) throw new ModelError(`factor ${f} is not a number >= 1: not llama3 rope scaling`, { ...place, hint: 'lobes converts llama3-style rope_freqs only' });
     factor = Math.max(factor, f);
   }
   if (factor === 1) return null;
@@ -71,7 +71,7 @@ export function ropeScalingFromFreqFactors(factors: Float32Array, theta: number,
       return { rope_type: 'llama3', factor: shortFloat32(factor), low_freq_factor: c.low, high_freq_factor: c.high, original_max_position_embeddings: L };
     }
   }
-  throw new LobesError(`the ${half} rope frequency factors do not follow llama3 rope scaling (plateau ${factor}, ${pts.length} factors in between)`, {
+  throw new ModelError(`the ${half} rope frequency factors do not follow llama3 rope scaling (plateau ${factor}, ${pts.length} factors in between)`, {
     ...place,
     hint: 'lobes recovers llama3 scaling only; convert the original Hugging Face checkpoint instead',
   });

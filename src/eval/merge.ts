@@ -17,7 +17,7 @@ import type { EpisodeRecord, EvalRecord } from './types.js';
 /** Merge shard evaluation folders into `out`; returns the merged manifest. */
 export async function mergeEvals(dirs: string[], out: string, opts: { quiet?: boolean } = {}): Promise<EvalManifest> {
   if (dirs.length === 0) throw new UsageError('nothing to merge');
-  if (!isFreshFolder(out)) throw new LobesError('output folder exists and is not empty', { file: out, hint: 'give a new folder' });
+  if (!isFreshFolder(out)) throw new LobesError('output folder exists and is not empty', { file: out, hint: 'give a new folder', code: 'E_EXISTS' });
   const shards = dirs.map((d) => {
     const m = readEvalManifest(d);
     if (!m.complete) throw new LobesError('shard is incomplete', { file: evalFile(d, 'manifest'), hint: 'rerun its lobes eval command to finish it' });

@@ -8,7 +8,7 @@
  * prompts), so a chunk's records are the same bytes after a crash and rerun, and the same
  * whichever shard evaluates it.
  */
-import { LobesError, UsageError } from '../util/errors.js';
+import { LobesError, UsageError, throwIfAborted } from '../util/errors.js';
 import { Progress, fmtTime, type ProgressOptions } from '../util/progress.js';
 import { LOBES_VERSION } from '../version.js';
 import { chunkCount, shardRange, type ShardRange, type ShardSpec } from '../store/layout.js';
@@ -76,6 +76,8 @@ export interface EvalOptions {
   mutualInfo?: boolean;
   quiet?: boolean;
   log?: (line: string) => void;
+  /** Cancels the job between chunks: a LobesError with code E_ABORTED, the folder left resumable (the same call again finishes it). */
+  signal?: AbortSignal;
   /** Where progress goes and how often off a terminal (tests; default stderr, every 10 s). */
   progress?: Pick<ProgressOptions, 'stream' | 'intervalMs'>;
   /** Stand-ins for tests. */
@@ -221,8 +223,9 @@ export async function runEval(opts: EvalOptions): Promise<EvalManifest> {
   const say = opts.log ?? ((l: string) => void (opts.quiet ? undefined : process.stderr.write(l + '\n')));
   const s = resolveSettings(opts);
   const out = opts.out;
+  throwIfAborted(opts.signal, 'lobes eval');
   // Refused before anything is loaded: a folder that is neither new nor an evaluation.
-  if (!isFreshOrEval(out)) throw new LobesError('output folder exists and is not a lobes evaluation; lobes does not write into it', { file: out, hint: 'give a new or empty folder' });
+  if (!isFreshOrEval(out)) throw new LobesError('output folder exists and is not a lobes evaluation; lobes does not write into it', { file: out, hint: 'give a new or empty folder', code: 'E_EXISTS' });
   const deps = await resolveDeps(opts.deps);
 
   const t0 = Date.now();
@@ -328,6 +331,8 @@ async function evalUnderLock(opts: EvalOptions, s: Settings, deps: EvalDeps, dat
     const tAttempt = Date.now();
     const wallBase = manifest.timings.wallMs;
     for (const c of todo) {
+      // Cancelled between chunks: the chunks written so far stay listed, as after a kill.
+      throwIfAborted(opts.signal, 'lobes eval', `before chunk ${c}`);
       const start = c * s.chunkUnits;
       const end = Math.min(start + s.chunkUnits, N);
       const units = data.units.slice(start, end);

@@ -23,7 +23,7 @@ import { type ExtractOptions, type Settings, type Input, chunkSpan } from './set
 /** The output folder: new (null), or an earlier attempt of this command (its manifest). */
 export function openRunFolder(out: string): RunManifest | null {
   if (existsSync(path.join(out, MANIFEST))) return readManifest(out);
-  if (!isFreshFolder(out)) throw new LobesError('output folder exists and is not a lobes run; lobes does not write into it', { file: out, hint: 'give a new or empty folder' });
+  if (!isFreshFolder(out)) throw new LobesError('output folder exists and is not a lobes run; lobes does not write into it', { file: out, hint: 'give a new or empty folder', code: 'E_EXISTS' });
   return null;
 }
 

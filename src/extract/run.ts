@@ -13,7 +13,7 @@
 import { existsSync } from 'node:fs';
 import { makeDirs } from '../util/io.js';
 import * as path from 'node:path';
-import { LobesError } from '../util/errors.js';
+import { LobesError, throwIfAborted } from '../util/errors.js';
 import { Progress, fmtTime } from '../util/progress.js';
 import type { HookInfo, ModelArch, RunManifest } from '../store/types.js';
 import type { CaptureEngine } from '../runtime/types.js';
@@ -38,6 +38,7 @@ interface ChunkContext {
   hooks: HookInfo[];
   progress: Progress;
   clock: AttemptClock;
+  signal?: AbortSignal;
 }
 
 /**
@@ -55,6 +56,7 @@ export async function runExtract(opts: ExtractOptions): Promise<RunManifest> {
     if (!opts.quiet) log(l);
   };
   const s = resolveSettings(opts);
+  throwIfAborted(opts.signal, 'lobes extract');
   // Refused before anything is read: a folder that is neither new nor a run.
   openRunFolder(s.out);
   const deps = await resolveDeps(opts.deps);
@@ -104,7 +106,7 @@ async function extractUnderLock(opts: ExtractOptions, s: Settings, deps: Extract
     }
     const progress = new Progress({ label: 'extract', total: input.rowsHere, unit: 'samples', quiet: opts.quiet });
     if (plan.doneRows) progress.resume(plan.doneRows);
-    await extractChunks(plan.todo, writer, { s, input, deps, engine, hooks, progress, clock }, () => {
+    await extractChunks(plan.todo, writer, { s, input, deps, engine, hooks, progress, clock, signal: opts.signal }, () => {
       manifest.timings = clock.timings();
       writeManifest(s.out, manifest);
     });
@@ -155,6 +157,8 @@ async function extractChunks(todo: number[], writer: ChunkWriter, ctx: ChunkCont
   let pending: Promise<void> | null = null;
   try {
     for (const c of todo) {
+      // Cancelled between chunks: the chunks stored so far stay listed, as after a kill.
+      throwIfAborted(ctx.signal, 'lobes extract', `before chunk ${c}`);
       const { start, n } = chunkSpan(c, s.chunkRows, input.N);
       const buffers = await captureChunk(c, ctx);
       // Wait for the previous chunk's files (storeMs counts only time the loop is held up by storage).

@@ -69,6 +69,8 @@ export interface ExtractOptions {
   diskFree?: (dir: string) => number | null;
   /** Where messages go (default stderr). */
   log?: (line: string) => void;
+  /** Cancels the job between chunks: a LobesError with code E_ABORTED, the run left resumable (the same call again finishes it). */
+  signal?: AbortSignal;
   /** The model is a random-weights control (src/runtime/control.ts): recorded as manifest model.control. */
   control?: ControlInfo;
 }

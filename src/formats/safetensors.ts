@@ -407,7 +407,7 @@ export async function writeShardedSafetensors(
   fill: (spec: StTensorSpec, write: (data: ArrayBufferView) => void) => void | Promise<void>,
   opts: ShardedWriteOptions = {},
 ): Promise<ShardedWriteResult> {
-  if (existsSync(dir)) throw new LobesError('already exists; remove it or write elsewhere', { file: dir });
+  if (existsSync(dir)) throw new LobesError('already exists; remove it or write elsewhere', { file: dir, code: 'E_EXISTS' });
   const plan = planShards(specs, opts.maxShardBytes ?? DEFAULT_MAX_SHARD_BYTES);
   const totalSize = plan.reduce((a, s) => a + s.dataBytes, 0);
   const tmpDir = path.join(path.dirname(path.resolve(dir)), `.${path.basename(dir)}.tmp-${process.pid}-${Math.floor(Math.random() * 1e9)}`);

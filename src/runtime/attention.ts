@@ -17,7 +17,7 @@
  * attention reaches layer i's MLP input and not layer i−1's.
  */
 import type { Discovery } from './discover.js';
-import { LobesError } from '../util/errors.js';
+import { LobesError, ModelError } from '../util/errors.js';
 import { attrInt, getAttr, PASSTHROUGH, type GraphIndex, type NodeProto } from '../onnx/index.js';
 import { hookName } from '../hooks.js';
 
@@ -131,7 +131,7 @@ function inputBehind(g: GraphIndex, v: string): string | null {
 /** A fused attention op (GroupQueryAttention, MultiHeadAttention) as a FusedAttention without its layer; throws a LobesError saying what is not supported. */
 export function fusedAttentionSite(g: GraphIndex, n: NodeProto, hints: { heads: number | null; kvHeads: number | null } = { heads: null, kvHeads: null }, file = ''): Omit<FusedAttention, 'layer' | 'name'> {
   const input = (i: number): string | null => n.input[i] || null;
-  const refuse = (what: string) => new LobesError(`cannot recompute the attention weights of ${n.opType}: ${what}`, { file, where: n.name ? `node ${n.name}` : undefined, hint: 'export the model with explicit attention (optimum or torch.onnx), which lobes reads directly' });
+  const refuse = (what: string) => new ModelError(`cannot recompute the attention weights of ${n.opType}: ${what}`, { file, where: n.name ? `node ${n.name}` : undefined, hint: 'export the model with explicit attention (optimum or torch.onnx), which lobes reads directly' });
   const heads = attrInt(n, 'num_heads', 0) || hints.heads || 0;
   if (!heads) throw refuse('no num_heads attribute');
   if (n.opType === 'GroupQueryAttention') {

@@ -270,7 +270,7 @@ export function controlProblem(dir: string): string | null {
   try {
     return folderProblem(dir, rec.files as Record<string, RecordedFile>, CONTROL_RECORD, 'control model file');
   } catch (e: any) {
-    return `its files cannot be read (${e?.code ?? e?.message})`;
+    return `its files cannot be read (${e instanceof LobesError ? e.message : (e?.code ?? e?.message)})`;
   }
 }
 

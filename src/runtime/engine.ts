@@ -5,7 +5,7 @@
  */
 import * as ort from 'onnxruntime-node';
 import type { CaptureEngine, CapturePoint, EngineOptions, ModelInfo, TokenBatch } from './types.js';
-import { LobesError } from '../util/errors.js';
+import { LobesError, ModelError } from '../util/errors.js';
 import { siteFamily } from '../hooks.js';
 import { parseLayerSelection } from './layers.js';
 import { DataType, dataTypeName, loadModel, valueShape, type LoadedModel, type ValueInfo } from '../onnx/index.js';
@@ -93,23 +93,23 @@ export function planInputs(a: Analysis): { plans: FeedPlan[]; mask: string | nul
       // The declared head size, else the config files' (Qwen3's is not hidden/heads), else hidden/heads.
       headDimHint ??= readConfigHints(a.loaded.dir).headDim ?? null;
       const hd = typeof s[3] === 'number' ? s[3] : Number.isInteger(headDimHint) && headDimHint! > 0 ? headDimHint : a.disc.arch.heads ? a.disc.arch.hidden / a.disc.arch.heads : null;
-      if (!kvh || !hd) throw new LobesError(`cannot tell the KV-cache shape of graph input ${name} (declared ${JSON.stringify(s)})`, { file });
+      if (!kvh || !hd) throw new ModelError(`cannot tell the KV-cache shape of graph input ${name} (declared ${JSON.stringify(s)})`, { file });
       // bfloat16 (and other types JavaScript cannot hold) are made in-graph instead of fed.
       if (type) plans.push({ name, role: 'past', type, kv: [kvh, hd] });
       else inGraphPast.push({ name, elemType: et ?? DataType.FLOAT, kv: [kvh, hd] });
       continue;
     }
-    if (!type) throw new LobesError(`graph input ${name} has unsupported type ${dataTypeName(et)}`, { file });
+    if (!type) throw new ModelError(`graph input ${name} has unsupported type ${dataTypeName(et)}`, { file });
     if (name === 'input_ids') plans.push({ name, role: 'ids', type });
     else if (name === 'attention_mask') {
       plans.push({ name, role: 'mask', type });
       mask = name;
     } else if (name === 'position_ids') plans.push({ name, role: 'pos', type });
     else {
-      throw new LobesError(`graph input ${name} is not one lobes can feed (input_ids, attention_mask, position_ids, past_key_values.*)`, { file });
+      throw new ModelError(`graph input ${name} is not one lobes can feed (input_ids, attention_mask, position_ids, past_key_values.*)`, { file });
     }
   }
-  if (!plans.some((p) => p.role === 'ids')) throw new LobesError('the graph has no input_ids input', { file });
+  if (!plans.some((p) => p.role === 'ids')) throw new ModelError('the graph has no input_ids input', { file });
   return { plans, mask, inGraphPast };
 }
 

@@ -64,7 +64,7 @@ export function isFreshFolder(dir: string): boolean {
 export async function claimJobFolder(dir: string, opts: ClaimOptions): Promise<JobFolder> {
   const e = entries(dir);
   if (e !== null && e.length > 0 && !opts.isJob(dir)) {
-    throw new LobesError(`output folder exists and is not ${opts.what}; lobes does not write into it`, { file: dir, hint: 'give a new or empty folder' });
+    throw new LobesError(`output folder exists and is not ${opts.what}; lobes does not write into it`, { file: dir, hint: 'give a new or empty folder', code: 'E_EXISTS' });
   }
   // makeDirs names a read-only disk as such (a recursive mkdir there reports ENOENT).
   const created = e === null ? makeDirs(dir) : undefined;
@@ -91,12 +91,12 @@ function lockFolder(dir: string, command: string): Lock {
   const got = tryLock(file, { purpose: command });
   if ('release' in got) return got;
   const h = got.holder;
-  if (h.pid === 0) throw new LobesError('another lobes process is starting to write this folder', { file, hint: 'wait for it, or write to another folder' });
+  if (h.pid === 0) throw new LobesError('another lobes process is starting to write this folder', { file, hint: 'wait for it, or write to another folder', code: 'E_LOCKED' });
   const who = `${h.purpose ?? 'a lobes command'} (pid ${h.pid}${h.host !== os.hostname() ? ` on host ${h.host}` : ''}${h.takenAt ? `, since ${h.takenAt}` : ''})`;
   if (h.host !== os.hostname()) {
-    throw new LobesError(`another lobes process may be writing this folder: ${who}`, { file, hint: `wait for it to finish; if it no longer runs on ${h.host}, delete ${file} and run again` });
+    throw new LobesError(`another lobes process may be writing this folder: ${who}`, { file, hint: `wait for it to finish; if it no longer runs on ${h.host}, delete ${file} and run again`, code: 'E_LOCKED' });
   }
-  throw new LobesError(`another lobes process is writing this folder: ${who}`, { file, hint: 'wait for it to finish, or write to another folder' });
+  throw new LobesError(`another lobes process is writing this folder: ${who}`, { file, hint: 'wait for it to finish, or write to another folder', code: 'E_LOCKED' });
 }
 
 /** Remove `dir` and its parents up to `top` (the first folder mkdir created), each only while empty. */

@@ -68,7 +68,7 @@ export function writeLabelOverlay(runDir: string, o: LabelOverlay): string {
 export function checkOverlayWritable(runDir: string, axis: string): string {
   const file = overlayPath(runDir, axis);
   if (existsSync(file) && !isLobesOverlay(file)) {
-    throw new LobesError(`a label overlay ${JSON.stringify(axis)} exists and was not written by lobes; it is not replaced`, { file, hint: 'give another name with --axis, or move the file away' });
+    throw new LobesError(`a label overlay ${JSON.stringify(axis)} exists and was not written by lobes; it is not replaced`, { file, hint: 'give another name with --axis, or move the file away', code: 'E_EXISTS' });
   }
   return file;
 }

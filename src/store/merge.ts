@@ -118,7 +118,7 @@ async function mergeChecked(shardDirs: string[], outDir: string, opts: MergeOpti
     throw new LobesError(`shards do not cover the dataset: rows ${gaps.join(', ')} of ${N} are in no shard${missing}`, { hint: 'give every shard run of the extraction' });
   }
 
-  if (!isFreshFolder(outDir)) throw new LobesError('output folder exists and is not empty', { file: outDir, hint: 'merge into a new folder' });
+  if (!isFreshFolder(outDir)) throw new LobesError('output folder exists and is not empty', { file: outDir, hint: 'merge into a new folder', code: 'E_EXISTS' });
   const job = await claimJobFolder(outDir, { command: 'lobes merge', isJob: () => false, what: 'an empty folder' });
   let failed = true;
   try {

@@ -118,7 +118,7 @@ const short = (h: string | null | undefined) => (typeof h === 'string' ? `${h.sl
  */
 export class ProvenanceError extends LobesError {
   constructor(message: string, place: { file?: string; hint?: string }) {
-    super(message, place);
+    super(message, { ...place, code: 'E_STALE' });
     this.name = 'ProvenanceError';
   }
 }

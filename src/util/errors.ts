@@ -2,7 +2,23 @@
  * Errors a user can act on. Every failure that reaches the CLI is a LobesError whose
  * message is one line: what went wrong, where (file, place, sample id) and, when there
  * is one, what to do about it. The CLI prints `lobes: <message>` and exits non-zero.
+ * Each carries a stable machine-readable `code` (ERROR_CODES; docs/api.md lists them).
  */
+
+/** What kind of failure a LobesError is, for scripts: stable across versions. */
+export const ERROR_CODES = {
+  E_INPUT: 'bad input: a file, dataset, run or setting lobes cannot use as it is (the default, operating-system failures included)',
+  E_USAGE: 'bad flags or arguments (UsageError, exit code 2)',
+  E_STALE: 'an output whose inputs changed since it was written, or that belongs to another run',
+  E_LOCKED: 'another lobes process holds the folder or file lock',
+  E_EXISTS: 'refused to write over a file or folder lobes did not write (or another command\'s output)',
+  E_MODEL: 'a model lobes cannot read, convert or capture from',
+  E_ABORTED: 'the call was cancelled through its AbortSignal; a job folder is left resumable',
+} as const;
+
+/** One of ERROR_CODES' keys. */
+export type ErrorCode = keyof typeof ERROR_CODES;
+
 export interface ErrorPlace {
   /** File the problem is in (printed as given; `.` and `..` by their full path). */
   file?: string;
@@ -12,6 +28,8 @@ export interface ErrorPlace {
   hint?: string;
   /** Exit code for the CLI (default 1; 2 is reserved for usage errors). */
   exitCode?: number;
+  /** The kind of failure (default E_INPUT). */
+  code?: ErrorCode;
 }
 
 export class LobesError extends Error {
@@ -19,6 +37,8 @@ export class LobesError extends Error {
   readonly where?: string;
   readonly hint?: string;
   readonly exitCode: number;
+  /** The kind of failure, for scripts (ERROR_CODES). */
+  readonly code: ErrorCode;
   /** `message` says what went wrong; `place` where, and what to do. */
   constructor(message: string, place: ErrorPlace = {}) {
     // A file given as `.` or `..` (the working folder, or a path that ends in it) is named by
@@ -32,22 +52,45 @@ export class LobesError extends Error {
     this.where = place.where;
     this.hint = place.hint;
     this.exitCode = place.exitCode ?? 1;
+    this.code = place.code ?? 'E_INPUT';
   }
 }
 
 /** A usage error: bad flags or arguments. Exit code 2. */
 export class UsageError extends LobesError {
   constructor(message: string, hint?: string) {
-    super(message, { hint, exitCode: 2 });
+    super(message, { hint, exitCode: 2, code: 'E_USAGE' });
     this.name = 'UsageError';
   }
+}
+
+/** A model lobes cannot read, convert or capture from (code E_MODEL). */
+export class ModelError extends LobesError {
+  constructor(message: string, place: Omit<ErrorPlace, 'code'> = {}) {
+    super(message, { ...place, code: 'E_MODEL' });
+    this.name = 'ModelError';
+  }
+}
+
+/**
+ * Throw a LobesError with code E_ABORTED when `signal` has been aborted; `where` names the
+ * unit the job stopped before (e.g. "before chunk 3"). Called between units of work, so what was
+ * written stays as a kill would leave it, and the same call again resumes.
+ */
+export function throwIfAborted(signal: AbortSignal | undefined, command: string, where?: string): void {
+  if (!signal?.aborted) return;
+  const reason = signal.reason instanceof Error ? signal.reason.message : typeof signal.reason === 'string' ? signal.reason : null;
+  throw new LobesError(`${command} was cancelled${where ? ` ${where}` : ''}${reason && !/^This operation was aborted$/.test(reason) ? ` (${reason})` : ''}`, {
+    hint: 'the same call again resumes where it stopped',
+    code: 'E_ABORTED',
+  });
 }
 
 /** Several problems found at once (e.g. every invalid item of a dataset). */
 export class LobesErrors extends LobesError {
   readonly problems: LobesError[];
   constructor(summary: string, problems: LobesError[], place: ErrorPlace = {}) {
-    super(`${summary}: ${problems.length} problem${problems.length === 1 ? '' : 's'}; first: ${problems[0]?.message ?? 'none'}`, place);
+    super(`${summary}: ${problems.length} problem${problems.length === 1 ? '' : 's'}; first: ${problems[0]?.message ?? 'none'}`, { code: problems[0]?.code, ...place });
     this.name = 'LobesErrors';
     this.problems = problems;
   }

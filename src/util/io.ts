@@ -400,7 +400,7 @@ export async function writeDirAtomic<T>(dir: string, fill: (tmp: string) => T | 
   if (opts.kind) {
     checkOutputDir(dir, opts.kind);
     if (existsSync(target) && readdirSync(target).length && opts.replaces && !opts.replaces(target)) {
-      throw new LobesError(`folder holds an earlier lobes ${opts.kind} result; it is not replaced`, { file: dir, hint: 'give a new or empty folder' });
+      throw new LobesError(`folder holds an earlier lobes ${opts.kind} result; it is not replaced`, { file: dir, hint: 'give a new or empty folder', code: 'E_EXISTS' });
     }
   } else {
     checkOutputPlace(dir, 'output folder');
@@ -408,7 +408,7 @@ export async function writeDirAtomic<T>(dir: string, fill: (tmp: string) => T | 
       if (!statSync(target).isDirectory()) throw new LobesError('exists and is not a folder; an output folder is written here', { file: dir, hint: 'give a folder path, or remove the file' });
       const names = readdirSync(target);
       if (names.length && !(opts.replaces?.(target) ?? false)) {
-        throw new LobesError(`folder exists and holds files this command did not write (${names.slice(0, 3).join(', ')}${names.length > 3 ? ', …' : ''}); it is not replaced`, { file: dir, hint: 'give a new or empty folder' });
+        throw new LobesError(`folder exists and holds files this command did not write (${names.slice(0, 3).join(', ')}${names.length > 3 ? ', …' : ''}); it is not replaced`, { file: dir, hint: 'give a new or empty folder', code: 'E_EXISTS' });
       }
     }
   }

@@ -209,11 +209,12 @@ export function tryLock(file: string, opts: Pick<LockOptions, 'purpose' | 'forei
       throw new LobesError(`the lock is held by ${describeHolder(h)}, another host, for ${Math.round(age / 60000)} min; lobes cannot tell from here whether that process still runs`, {
         file,
         hint: `if no lobes process on ${h.host} is using it, remove the lock file and run again`,
+        code: 'E_LOCKED',
       });
     }
     return { holder: h };
   }
-  throw new LobesError('the lock file keeps reappearing while stale locks are removed', { file, hint: 'another process is racing for it; run again' });
+  throw new LobesError('the lock file keeps reappearing while stale locks are removed', { file, hint: 'another process is racing for it; run again', code: 'E_LOCKED' });
 }
 
 function defaultTimeoutMs(): number {
@@ -244,6 +245,7 @@ export async function acquireLock(file: string, opts: LockOptions = {}): Promise
       throw new LobesError(`waited ${Math.round((Date.now() - t0) / 1000)} s for the lock held by ${got.holder.pid ? describeHolder(got.holder) : 'a process that has not written its name yet'}`, {
         file,
         hint: 'if that process is not running lobes any more, remove the lock file; or wait longer with LOBES_LOCK_TIMEOUT=SECONDS',
+        code: 'E_LOCKED',
       });
     }
     await sleep(Math.min(poll, Math.max(1, timeout - (Date.now() - t0))));

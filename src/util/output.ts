@@ -253,7 +253,7 @@ export function checkOutputDir(dir: string, kind: OutputKind): void {
   }
   if (!exists) return;
   const problem = folderProblem(dir, kind);
-  if (problem) throw new LobesError(problem, { file: dir, hint: 'give a new or empty folder' });
+  if (problem) throw new LobesError(problem, { file: dir, hint: 'give a new or empty folder', code: 'E_EXISTS' });
 }
 
 /**
@@ -273,7 +273,7 @@ export function checkOwnedOutputFile(file: string, what: string, recognise: (fil
   if (st?.isDirectory()) throw new LobesError('is a folder; a file is written here', { file, hint: 'give a file path inside the folder, not the folder itself' });
   if (st && !st.isFile()) throw new LobesError('is not a regular file (a link, pipe or device); a file is written here', { file, hint: 'give the path of a new file' });
   checkOutputPlace(file, what, allowIn);
-  if (st && !recognise(file)) throw new LobesError(`${what} exists and was not written by lobes; it is not overwritten`, { file, hint: 'give a new file name, or move the file away' });
+  if (st && !recognise(file)) throw new LobesError(`${what} exists and was not written by lobes; it is not overwritten`, { file, hint: 'give a new file name, or move the file away', code: 'E_EXISTS' });
 }
 
 /** The first `n` bytes of a file (fewer when it is shorter; empty when unreadable). */

@@ -13,6 +13,8 @@ import { runAndKill as runKill } from '../kill-child.js';
 import { ensureGeneratedModel } from '../../src/models/write.js';
 import { runEval, readEvalManifest, readEvalResults } from '../../src/eval/run.js';
 import { mergeEvals } from '../../src/eval/merge.js';
+import { openScorer as realOpenScorer, type Scorer, type ScorerOptions } from '../../src/eval/engine.js';
+import { LobesError } from '../../src/util/errors.js';
 
 const DATA = path.resolve(__dirname, '../../../shared/socialeval/worldtree_data');
 const CHILD = path.resolve(__dirname, 'child.ts');
@@ -60,6 +62,40 @@ describe.skipIf(!have)('evaluation crash safety, shards and merge', () => {
     const r = readEvalResults(out);
     expect(r.records.filter((x) => x.task === 'iae').length).toBe(4);
     expect(r.episodes.length).toBe(4);
+  }, 600_000);
+
+  it('aborted through its signal after the first chunk, then rerun without it: the same bytes as an uninterrupted evaluation', async () => {
+    const out = path.join(root, 'aborted');
+    const ac = new AbortController();
+    // The scorer aborts the controller when first used: that chunk is scored and written, the check before the next stops the job.
+    const openScorer = async (model: string, o: ScorerOptions): Promise<Scorer> => {
+      const s = await realOpenScorer(model, o);
+      const hit = () => ac.abort();
+      return {
+        info: s.info,
+        hasPast: s.hasPast,
+        multiTokenExtend: s.multiTokenExtend,
+        score: (...a) => (hit(), s.score(...a)),
+        prefill: (...a) => (hit(), s.prefill(...a)),
+        extend: (...a) => (hit(), s.extend(...a)),
+        close: () => s.close(),
+      };
+    };
+    const err = await runEval({ ...(base as any), out, quiet: true, signal: ac.signal, deps: { openScorer } }).catch((x: unknown) => x);
+    expect(err).toBeInstanceOf(LobesError);
+    expect((err as LobesError).code).toBe('E_ABORTED');
+    // Stopped before the chunk after the one that first scored; every chunk before it is listed.
+    const at = Number(/lobes eval was cancelled before chunk (\d+) /.exec((err as LobesError).message)?.[1]);
+    expect(at).toBeGreaterThanOrEqual(1);
+    expect(at).toBeLessThan(8);
+    const idx = JSON.parse(readFileSync(path.join(out, 'records/index.json'), 'utf8'));
+    expect(idx.chunks.map((c: { chunk: number }) => c.chunk)).toEqual(Array.from({ length: at }, (_, c) => c));
+    expect(readEvalManifest(out).complete).toBe(false);
+    expect(existsSync(path.join(out, '.lobes-lock'))).toBe(false);
+    await runEval({ ...(base as any), out, quiet: true });
+    for (const f of FILES) expect(readFileSync(path.join(out, f)), f).toEqual(readFileSync(path.join(reference, f)));
+    expect(readEvalManifest(out).timings.attempts).toBe(2);
+    expect(existsSync(path.join(out, 'records'))).toBe(false);
   }, 600_000);
 
   it('a damaged chunk is evaluated again on resume', async () => {

@@ -7,6 +7,7 @@ import { runExtract } from '../../src/extract/run.js';
 import { openRun, readChunkIndex } from '../../src/store/index.js';
 import { fakeDeps, fakeModelDir } from './fake.js';
 import { diffTrees, listFiles } from '../store/independent.js';
+import { LobesError } from '../../src/util/errors.js';
 
 const N = 60;
 const K = 4;
@@ -52,6 +53,36 @@ describe('crash safety: kill -9 and resume', () => {
     expect(r.manifest.complete).toBe(true);
     expect(r.manifest.timings.attempts).toBe(3);
     // No temporary files left behind.
+    for (const h of r.hooks()) expect(readdirSync(path.join(out, 'activations', h.name)).filter((f) => f.startsWith('.'))).toEqual([]);
+  });
+
+  it('a call aborted through its signal after the first chunk resumes, without it, to the bytes of an uninterrupted run', async () => {
+    const out = path.join(root, 'aborted');
+    const ac = new AbortController();
+    const deps = fakeDeps(N);
+    // The engine aborts the controller on its first batch: chunk 0 finishes, the check before chunk 1 stops the job.
+    const aborting = { ...deps, openCaptureEngine: async (...a: Parameters<typeof deps.openCaptureEngine>) => {
+      const e = await deps.openCaptureEngine(...a);
+      return { ...e, run: (b: Parameters<typeof e.run>[0]) => (ac.abort(), e.run(b)), close: () => e.close() };
+    } };
+    const err = await runExtract({ model, data: 'fake', out, chunkRows: K, batch: 3, quiet: true, deps: aborting, signal: ac.signal }).catch((x: unknown) => x);
+    expect(err).toBeInstanceOf(LobesError);
+    expect((err as LobesError).code).toBe('E_ABORTED');
+    expect((err as LobesError).message).toMatch(/lobes extract was cancelled.*before chunk 1/);
+    // What a kill leaves: the manifest of an unfinished run, chunk 0 listed, no lock, no temporary file.
+    expect(readChunkIndex(out).chunks.map((c) => c.chunk)).toEqual([0]);
+    expect(JSON.parse(readFileSync(path.join(out, 'manifest.json'), 'utf8')).complete).toBe(false);
+    expect(existsSync(path.join(out, '.lobes-lock'))).toBe(false);
+    // An aborted signal stops a call before it reads or writes anything.
+    const before = readFileSync(path.join(out, 'manifest.json'));
+    await expect(runExtract({ model, data: 'fake', out, chunkRows: K, batch: 3, quiet: true, deps, signal: ac.signal })).rejects.toMatchObject({ code: 'E_ABORTED' });
+    expect(readFileSync(path.join(out, 'manifest.json'))).toEqual(before);
+    await runExtract({ model, data: 'fake', out, chunkRows: K, batch: 3, quiet: true, deps });
+    expect(diffTrees(reference, out, 'activations')).toEqual([]);
+    expect(readFileSync(path.join(out, 'samples.jsonl'))).toEqual(readFileSync(path.join(reference, 'samples.jsonl')));
+    const r = await openRun(out);
+    expect(r.manifest.complete).toBe(true);
+    expect(r.manifest.timings.attempts).toBe(2);
     for (const h of r.hooks()) expect(readdirSync(path.join(out, 'activations', h.name)).filter((f) => f.startsWith('.'))).toEqual([]);
   });
 

@@ -30,7 +30,7 @@
  */
 import { float, int, ints, type GGraph } from './graph.js';
 import type { GraphBuilder, ProjNaming } from './build.js';
-import { LobesError } from '../../util/errors.js';
+import { ModelError } from '../../util/errors.js';
 import { attnScale, localRopeSpec, ropeAttentionFactor, ropeInvFreq, ropeType, rotaryDim, W } from './spec.js';
 import type { LlamaSpec } from './types.js';
 
@@ -50,7 +50,7 @@ export function buildGenai(b: GraphBuilder): GGraph {
   const { heads, kvHeads, vocab: V, layers, rmsNormEps: eps, headDim: hd, maxPositions } = s;
   const ft = b.ft;
   if (ropeType(s) === 'longrope') {
-    throw new LobesError("longrope is not expressed in the genai layout: GroupQueryAttention reads one cos/sin cache for the whole batch, while longrope chooses its short or long factors by each text's length", { hint: 'the explicit layout expresses it (lobes convert --layout explicit; what extract, attend without --cot and ablate without --task iae read)' });
+    throw new ModelError("longrope is not expressed in the genai layout: GroupQueryAttention reads one cos/sin cache for the whole batch, while longrope chooses its short or long factors by each text's length", { hint: 'the explicit layout expresses it (lobes convert --layout explicit; what extract, attend without --cot and ablate without --task iae read)' });
   }
   const node = b.node.bind(b);
   const ms = { domain: 'com.microsoft' };

@@ -66,7 +66,7 @@ function checkTarget(dir: string, overwrite: boolean): void {
   if (!existsSync(dir)) return;
   if (!statSync(dir).isDirectory()) throw new LobesError('the output path exists and is not a folder', { file: dir, hint: 'choose another --out' });
   if (readdirSync(dir).length > 0 && !overwrite) {
-    throw new LobesError('the output folder exists and is not empty', { file: dir, hint: 'choose another folder or remove it first' });
+    throw new LobesError('the output folder exists and is not empty', { file: dir, hint: 'choose another folder or remove it first', code: 'E_EXISTS' });
   }
 }
 
