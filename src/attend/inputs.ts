@@ -153,10 +153,15 @@ function looksChatTemplated(prompt: string, tok: AttendTokenizer): boolean {
   return n > 0 && prompt.startsWith(open.slice(0, n));
 }
 
+/** `--eval DIR` must be a lobes evaluation folder (checked before a model is opened, and again when read). */
+export function checkEvalFolder(dir: string): void {
+  if (!isEvalDir(dir)) throw new LobesError('not a lobes evaluation folder (no eval.json)', { file: dir, hint: 'give the --out folder of lobes eval' });
+}
+
 /** Records of `lobes eval` (DIR/records.jsonl), the selected ones, read up to their answer position. */
 export async function evalItems(dir: string, modelDir: string, model: { graphSha256: string; filesSha256?: string; sourceIdentity?: string }, tok: AttendTokenizer, opts: { items: ItemSelection; maxTokens: number | null; limit: LimitSpec | null }): Promise<PreparedInput> {
   // Through the evaluation's own reader: a finished folder whose records still hash to eval.json.
-  if (!isEvalDir(dir)) throw new LobesError('not a lobes evaluation folder (no eval.json)', { file: dir, hint: 'give the --out folder of lobes eval' });
+  checkEvalFolder(dir);
   const ev = readEvalResults(dir);
   const records = ev.records;
   const file = path.join(dir, ev.manifest.files!.records.path);

@@ -126,7 +126,7 @@ export async function run(argv: string[]): Promise<number> {
   const cot = intOption(v.cot, '--cot', 0, 0);
   // The data (or the evaluation) is checked before a model is loaded or converted (minutes for a GGUF).
   if (v.data) (await import('../data/index.js')).checkDataSpec(v.data);
-  if (v.eval) (await import('../eval/store.js')).readEvalManifest(v.eval);
+  if (v.eval) (await import('../attend/inputs.js')).checkEvalFolder(v.eval);
   const { modelFolder } = await import('./convert.js');
   // --cot generates through the KV cache, which the genai layout of a GGUF's conversion has.
   const model = await modelFolder(modelArgument, { cache: v.cache, quiet: !!v.quiet, ...(cot ? { layout: 'genai' as const } : {}) });

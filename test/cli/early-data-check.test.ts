@@ -69,7 +69,7 @@ describe('--data is checked before the model is opened', () => {
     const ablate = (await import('../../src/cli/ablate.js')).run;
     await expect(ablate([join(dir, 'no-run'), '--model', model, '--region', 'all', '--data', `socialeval:${dir}`, '--out', join(dir, 'b'), '--cache', cache])).rejects.toThrow(/no-run\/manifest\.json: not a lobes run/);
     const attend = (await import('../../src/cli/attend.js')).run;
-    await expect(attend(['--model', model, '--eval', join(dir, 'no-eval'), '--out', join(dir, 'a'), '--cache', cache])).rejects.toThrow(/no-eval\/eval\.json: not a lobes evaluation/);
+    await expect(attend(['--model', model, '--eval', join(dir, 'no-eval'), '--out', join(dir, 'a'), '--cache', cache])).rejects.toThrow(/no-eval: not a lobes evaluation folder \(no eval\.json\)/);
     expect(existsSync(cache)).toBe(false);
   });
 
