@@ -22,7 +22,7 @@ import * as path from 'node:path';
 import { LobesError, UsageError, throwIfAborted } from '../util/errors.js';
 import { writeFileAtomicSync } from '../util/io.js';
 import { Progress, fmtTime } from '../util/progress.js';
-import { claimJobFolder, isFreshFolder } from '../store/job.js';
+import { withJobFolder, isFreshFolder } from '../store/job.js';
 import { RecordChunks, readVerifiedJsonl, type RecordLayout } from '../store/records.js';
 import { readManifest, sha256Text } from '../store/manifest.js';
 import { runIdentity, sameModel } from '../store/provenance.js';
@@ -242,169 +242,166 @@ export async function runAblate(o: AblateOptions): Promise<AblateSummary> {
     passes: passes.map((p) => p.id),
     complete: false,
   };
-  const claim = await claimJobFolder(o.out, { command: 'lobes ablate', isJob: isAblateJobDir, what: 'a lobes ablation', log: say });
-  let failed = true;
-  const work = path.join(o.out, WORK_DIR);
-  let patcher: WeightPatcher | null = null;
-  const nChunks = Math.ceil(N / chunkUnits);
-  const chunkIdx = (j: number) => Array.from({ length: Math.min(chunkUnits, N - j * chunkUnits) }, (_, k) => j * chunkUnits + k);
-  /** Score the chunks `js` of one pass with the model in `dir`; each chunk's rows go to `put`. */
-  const scorePass = async (dir: string, label: string, js: number[], put: (j: number, rows: object[]) => void) => {
-    const progress = new Progress({ label, total: js.reduce((a, j) => a + chunkIdx(j).length, 0), unit: 'items', quiet: o.quiet });
-    const opened = iae ? await openIae(deps, dir, iae, o) : { engine: await deps.openLoglik(dir, { device: o.device ?? 'cpu', deviceId: o.deviceId, threads: o.threads, cache: 'off', batch: o.batch ?? 8 }), scorer: null };
-    try {
-      for (const j of js) {
-        // Cancelled between chunks: the chunks written so far stay listed, as after a kill.
-        throwIfAborted(o.signal, 'lobes ablate', `${label}, before chunk ${j}`);
-        const idx = chunkIdx(j);
-        if (items.kind === 'iae') {
-          const got = await scoreIaeUnits(idx.map((i) => items.units[i]!), { settings: iae!, tok, scorer: opened.scorer, engine: opened.engine, seed, batch: o.batch ?? 8, maxTokens, device: o.device ?? 'cpu', say, onItem: () => progress.tick(1) });
-          put(j, got.map((g) => ({ id: g.id, correct: g.correct, pick: g.pick })));
-        } else {
-          const got = await opened.engine!.score(idx.map((i) => ({ context: split[i]!.context, continuations: [split[i]!.continuation] })), (k) => progress.tick(k));
-          put(j, idx.map((i, k) => ({ id: ids[i]!, ll: got[k]![0]!.logprob })));
+  return withJobFolder(o.out, { command: 'lobes ablate', isJob: isAblateJobDir, what: 'a lobes ablation', log: say }, async () => {
+    const work = path.join(o.out, WORK_DIR);
+    let patcher: WeightPatcher | null = null;
+    const nChunks = Math.ceil(N / chunkUnits);
+    const chunkIdx = (j: number) => Array.from({ length: Math.min(chunkUnits, N - j * chunkUnits) }, (_, k) => j * chunkUnits + k);
+    /** Score the chunks `js` of one pass with the model in `dir`; each chunk's rows go to `put`. */
+    const scorePass = async (dir: string, label: string, js: number[], put: (j: number, rows: object[]) => void) => {
+      const progress = new Progress({ label, total: js.reduce((a, j) => a + chunkIdx(j).length, 0), unit: 'items', quiet: o.quiet });
+      const opened = iae ? await openIae(deps, dir, iae, o) : { engine: await deps.openLoglik(dir, { device: o.device ?? 'cpu', deviceId: o.deviceId, threads: o.threads, cache: 'off', batch: o.batch ?? 8 }), scorer: null };
+      try {
+        for (const j of js) {
+          // Cancelled between chunks: the chunks written so far stay listed, as after a kill.
+          throwIfAborted(o.signal, 'lobes ablate', `${label}, before chunk ${j}`);
+          const idx = chunkIdx(j);
+          if (items.kind === 'iae') {
+            const got = await scoreIaeUnits(idx.map((i) => items.units[i]!), { settings: iae!, tok, scorer: opened.scorer, engine: opened.engine, seed, batch: o.batch ?? 8, maxTokens, device: o.device ?? 'cpu', say, onItem: () => progress.tick(1) });
+            put(j, got.map((g) => ({ id: g.id, correct: g.correct, pick: g.pick })));
+          } else {
+            const got = await opened.engine!.score(idx.map((i) => ({ context: split[i]!.context, continuations: [split[i]!.continuation] })), (k) => progress.tick(k));
+            put(j, idx.map((i, k) => ({ id: ids[i]!, ll: got[k]![0]!.logprob })));
+          }
         }
+      } finally {
+        await opened.engine?.close();
+        await opened.scorer?.close();
       }
-    } finally {
-      await opened.engine?.close();
-      await opened.scorer?.close();
-    }
-    progress.finish();
-  };
-  try {
-    const prev = isAblateJobDir(o.out) ? readAblateJob(o.out) : null;
-    if (prev && (o.force || JSON.stringify({ ...prev, complete: false, files: undefined, timings: undefined }) !== JSON.stringify({ ...job, timings: undefined }))) {
-      if (!o.force) {
-        const differ = (['run', 'model', 'data', 'settings', 'passes'] as const).filter((k) => JSON.stringify(prev[k]) !== JSON.stringify(job[k]));
-        // The same settings, run, model and items, but an input that changed by content (the
-        // regions rewritten by lobes wanda, a model file): lineage names it.
-        const changed = differ.length ? null : inputsDiffer(prev.inputs, job.inputs!);
-        const file = path.join(o.out, JOB_MANIFEST);
-        const hint = 'use a new --out, or --force to replace it';
-        if (changed) throw new LobesError(`this ablation folder ${prev.complete ? 'holds a finished ablation' : 'holds an unfinished ablation'} made from other inputs: ${changed}`, { file, hint, code: 'E_STALE' });
-        throw new LobesError(`this ablation folder was made with other settings, data, run or model${differ.length ? ` (${differ.join(', ')} differ${differ.length === 1 ? 's' : ''})` : ''}`, { file, hint });
+      progress.finish();
+    };
+    try {
+      const prev = isAblateJobDir(o.out) ? readAblateJob(o.out) : null;
+      if (prev && (o.force || JSON.stringify({ ...prev, complete: false, files: undefined, timings: undefined }) !== JSON.stringify({ ...job, timings: undefined }))) {
+        if (!o.force) {
+          const differ = (['run', 'model', 'data', 'settings', 'passes'] as const).filter((k) => JSON.stringify(prev[k]) !== JSON.stringify(job[k]));
+          // The same settings, run, model and items, but an input that changed by content (the
+          // regions rewritten by lobes wanda, a model file): lineage names it.
+          const changed = differ.length ? null : inputsDiffer(prev.inputs, job.inputs!);
+          const file = path.join(o.out, JOB_MANIFEST);
+          const hint = 'use a new --out, or --force to replace it';
+          if (changed) throw new LobesError(`this ablation folder ${prev.complete ? 'holds a finished ablation' : 'holds an unfinished ablation'} made from other inputs: ${changed}`, { file, hint, code: 'E_STALE' });
+          throw new LobesError(`this ablation folder was made with other settings, data, run or model${differ.length ? ` (${differ.join(', ')} differ${differ.length === 1 ? 's' : ''})` : ''}`, { file, hint });
+        }
+        for (const f of ABLATE_OUTPUTS) rmSync(path.join(o.out, f), { recursive: true, force: true });
+      } else if (prev?.complete) {
+        say(`ablate: ${o.out} is already complete; nothing to do`);
+        return readAblateSummary(o.out);
       }
-      for (const f of ABLATE_OUTPUTS) rmSync(path.join(o.out, f), { recursive: true, force: true });
-    } else if (prev?.complete) {
-      say(`ablate: ${o.out} is already complete; nothing to do`);
-      failed = false;
-      return readAblateSummary(o.out);
-    }
-    // --task iae, a new job: the pass before ablating first, on the model folder itself, and the
-    // test against chance before anything is written.
-    const before = new Map<number, object[]>();
-    if (iae && !prev) {
-      await scorePass(modelDir, `ablate 1/${passes.length} before`, Array.from({ length: nChunks }, (_, j) => j), (j, rows) => before.set(j, rows));
-      checkChance([...before.keys()].sort((a, b) => a - b).flatMap((j) => before.get(j)! as IaeOutcome[]), items, iae);
-    }
-    writeFileAtomicSync(path.join(o.out, JOB_MANIFEST), JSON.stringify(job, null, 2) + '\n');
-    const { writer, dropped } = await RecordChunks.resume(o.out, ABLATE_RECORDS, chunkUnits);
-    for (const d of dropped) say(`ablate: ${d}; scoring it again`);
-    for (const [j, rows] of before) writer.write(j, j * chunkUnits, rows.length, { scores: rows });
-    const todo = passes.map((_, p) => Array.from({ length: nChunks }, (_, j) => p * nChunks + j).filter((c) => !writer.has(c)));
-    const left = todo.reduce((a, t) => a + t.length, 0);
-    say(`ablate: ${N} items${refit?.split ? ` (the test half; the regions were fitted on ${refit.split.fit.rows} other rows)` : ''} × ${passes.length} passes (before, ${specs.length} region${specs.length > 1 ? 's' : ''}${doseTops.length ? ` at ${doseTops.length + 1} tops` : ''}, ${sigs.length * K} random regions${S ? `, ${S * specs.length} shuffled-label regions` : ''})${left < passes.length * nChunks ? `, resuming: ${passes.length * nChunks - left} of ${passes.length * nChunks} chunks done` : ''}`);
-    const byChunk = () => new Map(writer.index.chunks.map((e) => [e.chunk, e]));
-    /** The rows of pass p, in item order, read back from their verified chunks. */
-    const passRows = <T extends { id: string }>(p: number, index = byChunk()): T[] =>
-      Array.from({ length: nChunks }, (_, j) => {
-        const e = index.get(p * nChunks + j)!;
-        const rows = readVerifiedJsonl<T>(ablateChunksDir(o.out), e.scores as any, CHUNK_INDEX);
-        rows.forEach((r, k) => {
-          const i = j * chunkUnits + k;
-          if (r.id !== ids[i]) throw new LobesError(`record chunk ${e.chunk} holds item ${r.id} where ${ids[i]} was expected`, { file: ablateChunksDir(o.out), hint: 'delete the folder and run again' });
+      // --task iae, a new job: the pass before ablating first, on the model folder itself, and the
+      // test against chance before anything is written.
+      const before = new Map<number, object[]>();
+      if (iae && !prev) {
+        await scorePass(modelDir, `ablate 1/${passes.length} before`, Array.from({ length: nChunks }, (_, j) => j), (j, rows) => before.set(j, rows));
+        checkChance([...before.keys()].sort((a, b) => a - b).flatMap((j) => before.get(j)! as IaeOutcome[]), items, iae);
+      }
+      writeFileAtomicSync(path.join(o.out, JOB_MANIFEST), JSON.stringify(job, null, 2) + '\n');
+      const { writer, dropped } = await RecordChunks.resume(o.out, ABLATE_RECORDS, chunkUnits);
+      for (const d of dropped) say(`ablate: ${d}; scoring it again`);
+      for (const [j, rows] of before) writer.write(j, j * chunkUnits, rows.length, { scores: rows });
+      const todo = passes.map((_, p) => Array.from({ length: nChunks }, (_, j) => p * nChunks + j).filter((c) => !writer.has(c)));
+      const left = todo.reduce((a, t) => a + t.length, 0);
+      say(`ablate: ${N} items${refit?.split ? ` (the test half; the regions were fitted on ${refit.split.fit.rows} other rows)` : ''} × ${passes.length} passes (before, ${specs.length} region${specs.length > 1 ? 's' : ''}${doseTops.length ? ` at ${doseTops.length + 1} tops` : ''}, ${sigs.length * K} random regions${S ? `, ${S * specs.length} shuffled-label regions` : ''})${left < passes.length * nChunks ? `, resuming: ${passes.length * nChunks - left} of ${passes.length * nChunks} chunks done` : ''}`);
+      const byChunk = () => new Map(writer.index.chunks.map((e) => [e.chunk, e]));
+      /** The rows of pass p, in item order, read back from their verified chunks. */
+      const passRows = <T extends { id: string }>(p: number, index = byChunk()): T[] =>
+        Array.from({ length: nChunks }, (_, j) => {
+          const e = index.get(p * nChunks + j)!;
+          const rows = readVerifiedJsonl<T>(ablateChunksDir(o.out), e.scores as any, CHUNK_INDEX);
+          rows.forEach((r, k) => {
+            const i = j * chunkUnits + k;
+            if (r.id !== ids[i]) throw new LobesError(`record chunk ${e.chunk} holds item ${r.id} where ${ids[i]} was expected`, { file: ablateChunksDir(o.out), hint: 'delete the folder and run again' });
+          });
+          return rows;
+        }).flat();
+      if (left) {
+        rmSync(work, { recursive: true, force: true });
+        copyModelFolder(modelDir, work);
+        patcher = new WeightPatcher(path.resolve(modelDir), work);
+      }
+      for (const [p, pass] of passes.entries()) {
+        // --task iae: a resumed job whose pass before ablating was scored now is tested against chance here.
+        if (iae && p === 1 && todo[0]!.length) checkChance(passRows<IaeOutcome>(0), items, iae);
+        if (!todo[p]!.length) continue;
+        patcher!.restore();
+        if (pass.masks) patcher!.apply(zeroEdits(pass.masks, matrices, w.settings.block, byMatrix));
+        await scorePass(work, `ablate ${p + 1}/${passes.length} ${pass.id}`, todo[p]!.map((c) => c - p * nChunks), (j, rows) => writer.write(p * nChunks + j, (p * nChunks + j) * chunkUnits, rows.length, { scores: rows }));
+      }
+      // Every pass is scored: gather, check, compute, write.
+      const index = byChunk();
+      const randomPasses = (s: number) => passes.map((q, p) => (q.kind === 'random' && q.nullSet === s ? p : -1)).filter((p) => p >= 0);
+      const regionsOut = specs.map((r, i) => ({ name: r.name, minus: r.minus, blocks: countBlocks(masks[i]!) }));
+      const base = { kind: 'ablate' as const, version: 1 as const, by, labels, random: K, regions: regionsOut, pFloor: 1 / (K + 1), scope, seed };
+      let summary: AblateSummary;
+      let records: object[];
+      if (items.kind === 'iae') {
+        const got = passes.map((_, p) => passRows<IaeOutcome>(p, index));
+        // Items left unscored (a prompt longer than the model's context) are out of every figure.
+        const scored = ids.map((_, i) => i).filter((i) => got.every((g) => g[i]!.correct !== null));
+        const skipped = ids.filter((_, i) => !scored.includes(i));
+        const bits = (p: number) => Uint8Array.from(scored, (i) => (got[p]![i]!.correct ? 1 : 0));
+        const st = iaeStats({
+          labels,
+          labelOf: Int32Array.from(scored, (i) => labels.indexOf(itemLabels[i]![by]!)),
+          before: bits(0),
+          regions: specs.map((r, i) => ({ name: r.name, minus: r.minus, after: bits(i + 1), random: randomPasses(nullOf[i]!).map(bits) })),
+          bootstrap: job.settings.bootstrap,
+          seed,
         });
-        return rows;
-      }).flat();
-    if (left) {
-      rmSync(work, { recursive: true, force: true });
-      copyModelFolder(modelDir, work);
-      patcher = new WeightPatcher(path.resolve(modelDir), work);
-    }
-    for (const [p, pass] of passes.entries()) {
-      // --task iae: a resumed job whose pass before ablating was scored now is tested against chance here.
-      if (iae && p === 1 && todo[0]!.length) checkChance(passRows<IaeOutcome>(0), items, iae);
-      if (!todo[p]!.length) continue;
-      patcher!.restore();
-      if (pass.masks) patcher!.apply(zeroEdits(pass.masks, matrices, w.settings.block, byMatrix));
-      await scorePass(work, `ablate ${p + 1}/${passes.length} ${pass.id}`, todo[p]!.map((c) => c - p * nChunks), (j, rows) => writer.write(p * nChunks + j, (p * nChunks + j) * chunkUnits, rows.length, { scores: rows }));
-    }
-    // Every pass is scored: gather, check, compute, write.
-    const index = byChunk();
-    const randomPasses = (s: number) => passes.map((q, p) => (q.kind === 'random' && q.nullSet === s ? p : -1)).filter((p) => p >= 0);
-    const regionsOut = specs.map((r, i) => ({ name: r.name, minus: r.minus, blocks: countBlocks(masks[i]!) }));
-    const base = { kind: 'ablate' as const, version: 1 as const, by, labels, random: K, regions: regionsOut, pFloor: 1 / (K + 1), scope, seed };
-    let summary: AblateSummary;
-    let records: object[];
-    if (items.kind === 'iae') {
-      const got = passes.map((_, p) => passRows<IaeOutcome>(p, index));
-      // Items left unscored (a prompt longer than the model's context) are out of every figure.
-      const scored = ids.map((_, i) => i).filter((i) => got.every((g) => g[i]!.correct !== null));
-      const skipped = ids.filter((_, i) => !scored.includes(i));
-      const bits = (p: number) => Uint8Array.from(scored, (i) => (got[p]![i]!.correct ? 1 : 0));
-      const st = iaeStats({
-        labels,
-        labelOf: Int32Array.from(scored, (i) => labels.indexOf(itemLabels[i]![by]!)),
-        before: bits(0),
-        regions: specs.map((r, i) => ({ name: r.name, minus: r.minus, after: bits(i + 1), random: randomPasses(nullOf[i]!).map(bits) })),
-        bootstrap: job.settings.bootstrap,
-        seed,
-      });
-      const chance = chanceTest(scored.map((i) => got[0]![i]!.correct!), scored.map((i) => 1 / items.units[i]!.facts.options.length));
-      summary = { ...base, unit: 'accuracy', cells: st.cells, specificity: st.specificity, items: scored.length, iae: { version: 1, scoring: iae!.scoring, metric: iae!.metric, shuffles: iae!.shuffles, chance, skipped, cells: st.iae } };
-      records = passRecords(passes, N, (p, i) => got[p]![i]!.correct).map((v, i): AblateIaeRecord => {
-        const f = items.units[i]!.facts;
-        return { id: f.id, labels: f.labels, options: f.options.length, answer: f.answer!, ...v };
-      });
-    } else {
-      const ll = passes.map((_, p) => Float64Array.from(passRows<{ id: string; ll: number }>(p, index), (r) => r.ll));
-      // the continuations' token counts, for the per-token cost ratio (a longer continuation loses more nats under any region)
-      const tokens = Float64Array.from(split, (s) => s.continuation.length);
-      const st = ablationStatsPerToken({
-        labels,
-        labelOf: Int32Array.from(itemLabels, (l) => labels.indexOf(l[by]!)),
-        before: ll[0]!,
-        regions: specs.map((r, i) => ({ name: r.name, minus: r.minus, after: ll[i + 1]!, random: randomPasses(nullOf[i]!).map((p) => ll[p]!) })),
-        bootstrap: job.settings.bootstrap,
-        seed,
-        tokens,
-      });
-      const passIdx = new Map(passes.map((q, p) => [q.id, p]));
-      const doses = tops?.map((t): AblateDose => {
-        if (isStoredTop(w, t)) return { top: t, stored: true, regions: regionsOut, cells: st.cells, specificity: st.specificity };
-        const d = doseTops.indexOf(t);
-        const sd = ablationStatsPerToken({
+        const chance = chanceTest(scored.map((i) => got[0]![i]!.correct!), scored.map((i) => 1 / items.units[i]!.facts.options.length));
+        summary = { ...base, unit: 'accuracy', cells: st.cells, specificity: st.specificity, items: scored.length, iae: { version: 1, scoring: iae!.scoring, metric: iae!.metric, shuffles: iae!.shuffles, chance, skipped, cells: st.iae } };
+        records = passRecords(passes, N, (p, i) => got[p]![i]!.correct).map((v, i): AblateIaeRecord => {
+          const f = items.units[i]!.facts;
+          return { id: f.id, labels: f.labels, options: f.options.length, answer: f.answer!, ...v };
+        });
+      } else {
+        const ll = passes.map((_, p) => Float64Array.from(passRows<{ id: string; ll: number }>(p, index), (r) => r.ll));
+        // the continuations' token counts, for the per-token cost ratio (a longer continuation loses more nats under any region)
+        const tokens = Float64Array.from(split, (s) => s.continuation.length);
+        const st = ablationStatsPerToken({
           labels,
           labelOf: Int32Array.from(itemLabels, (l) => labels.indexOf(l[by]!)),
           before: ll[0]!,
-          regions: specs.map((r, i) => ({ name: r.name, minus: r.minus, after: ll[passIdx.get(doseKey(r, t))!]!, random: randomPasses(nullOf[maskIndex(d, i)]!).map((p) => ll[p]!) })),
+          regions: specs.map((r, i) => ({ name: r.name, minus: r.minus, after: ll[i + 1]!, random: randomPasses(nullOf[i]!).map((p) => ll[p]!) })),
           bootstrap: job.settings.bootstrap,
           seed,
           tokens,
         });
-        return { top: t, stored: false, regions: specs.map((r, i) => ({ name: r.name, minus: r.minus, blocks: countBlocks(doseMasks[d]![i]!) })), cells: sd.cells, specificity: sd.specificity };
-      });
-      const magnitude = o.magnitude ? magnitudeRows(specs, labels, Int32Array.from(itemLabels, (l) => labels.indexOf(l[by]!)), ll, (i) => ({ region: ll[i + 1]!, magnitude: ll[passIdx.get(magnitudeKey(nullOf[i]!))!]!, random: randomPasses(nullOf[i]!).map((p) => ll[p]!), blocks: countBlocks(passes[passIdx.get(magnitudeKey(nullOf[i]!))!]!.masks!) }), job.settings.bootstrap, seed) : null;
-      const shuffled = refit && S ? shuffledSection(refit, specs, passes, labels, Int32Array.from(itemLabels, (l) => labels.indexOf(l[by]!)), ll, (i) => ll[i + 1]!) : null;
-      summary = { ...base, unit: 'nats', cells: st.cells, specificity: st.specificity, items: N, ...(doses ? { doses } : {}), ...(magnitude ? { magnitude } : {}), ...(shuffled ? { shuffled } : {}) };
-      records = continuationRecords(passes, items.items, split, ll);
+        const passIdx = new Map(passes.map((q, p) => [q.id, p]));
+        const doses = tops?.map((t): AblateDose => {
+          if (isStoredTop(w, t)) return { top: t, stored: true, regions: regionsOut, cells: st.cells, specificity: st.specificity };
+          const d = doseTops.indexOf(t);
+          const sd = ablationStatsPerToken({
+            labels,
+            labelOf: Int32Array.from(itemLabels, (l) => labels.indexOf(l[by]!)),
+            before: ll[0]!,
+            regions: specs.map((r, i) => ({ name: r.name, minus: r.minus, after: ll[passIdx.get(doseKey(r, t))!]!, random: randomPasses(nullOf[maskIndex(d, i)]!).map((p) => ll[p]!) })),
+            bootstrap: job.settings.bootstrap,
+            seed,
+            tokens,
+          });
+          return { top: t, stored: false, regions: specs.map((r, i) => ({ name: r.name, minus: r.minus, blocks: countBlocks(doseMasks[d]![i]!) })), cells: sd.cells, specificity: sd.specificity };
+        });
+        const magnitude = o.magnitude ? magnitudeRows(specs, labels, Int32Array.from(itemLabels, (l) => labels.indexOf(l[by]!)), ll, (i) => ({ region: ll[i + 1]!, magnitude: ll[passIdx.get(magnitudeKey(nullOf[i]!))!]!, random: randomPasses(nullOf[i]!).map((p) => ll[p]!), blocks: countBlocks(passes[passIdx.get(magnitudeKey(nullOf[i]!))!]!.masks!) }), job.settings.bootstrap, seed) : null;
+        const shuffled = refit && S ? shuffledSection(refit, specs, passes, labels, Int32Array.from(itemLabels, (l) => labels.indexOf(l[by]!)), ll, (i) => ll[i + 1]!) : null;
+        summary = { ...base, unit: 'nats', cells: st.cells, specificity: st.specificity, items: N, ...(doses ? { doses } : {}), ...(magnitude ? { magnitude } : {}), ...(shuffled ? { shuffled } : {}) };
+        records = continuationRecords(passes, items.items, split, ll);
+      }
+      if (refit?.split) summary.fitSplit = { ...refit.split, regions: labels.map((g, gi) => ({ name: g, blocks: countBlocks(refit.fitted!.masks[gi]!), jaccardWithStored: maskJaccard(refit.fitted!.masks[gi]!, regionMasks(w, { name: g, minus: null })) })) };
+      const extra = refit ? { recomputed: refit.record, ...(refit.split ? { fitSplit: { ...summary.fitSplit, fitIds: refit.fitIds, fitRows: refit.fitRows, testIds: ids } } : {}) } : undefined;
+      const files = writeAblateOutputs(o.out, { passes, records: records as any, stored, matrices, block: w.settings.block, summary, job, extra });
+      job.complete = true;
+      job.files = files;
+      job.timings = { wallMs: Date.now() - t0 };
+      writeFileAtomicSync(path.join(o.out, JOB_MANIFEST), JSON.stringify(job, null, 2) + '\n');
+      writer.dropChunks();
+      say(`ablate: done, ${N} items × ${passes.length} passes in ${fmtTime((Date.now() - t0) / 1000)} -> ${o.out}`);
+      return summary;
+    } finally {
+      patcher?.close();
+      rmSync(work, { recursive: true, force: true });
     }
-    if (refit?.split) summary.fitSplit = { ...refit.split, regions: labels.map((g, gi) => ({ name: g, blocks: countBlocks(refit.fitted!.masks[gi]!), jaccardWithStored: maskJaccard(refit.fitted!.masks[gi]!, regionMasks(w, { name: g, minus: null })) })) };
-    const extra = refit ? { recomputed: refit.record, ...(refit.split ? { fitSplit: { ...summary.fitSplit, fitIds: refit.fitIds, fitRows: refit.fitRows, testIds: ids } } : {}) } : undefined;
-    const files = writeAblateOutputs(o.out, { passes, records: records as any, stored, matrices, block: w.settings.block, summary, job, extra });
-    job.complete = true;
-    job.files = files;
-    job.timings = { wallMs: Date.now() - t0 };
-    writeFileAtomicSync(path.join(o.out, JOB_MANIFEST), JSON.stringify(job, null, 2) + '\n');
-    writer.dropChunks();
-    say(`ablate: done, ${N} items × ${passes.length} passes in ${fmtTime((Date.now() - t0) / 1000)} -> ${o.out}`);
-    failed = false;
-    return summary;
-  } finally {
-    patcher?.close();
-    rmSync(work, { recursive: true, force: true });
-    claim.close(failed);
-  }
+  });
 }
 
 /** The pseudo-group name and pass id of the |W| baselines. */

@@ -10,7 +10,7 @@ import { LobesError, UsageError } from '../util/errors.js';
 import { writeOutputMarker } from '../util/io.js';
 import { checkOutputPlace } from '../util/output.js';
 import { chunkCount } from '../store/layout.js';
-import { claimJobFolder, isFreshFolder } from '../store/job.js';
+import { withJobFolder, isFreshFolder } from '../store/job.js';
 import { concatAtomic, readVerifiedJsonl, tileShards } from '../store/records.js';
 import { ITEMS, readAttendResults, writeAttendManifest, writeAttendSummary, type AttendManifest } from './store.js';
 import { attendDifferences } from './identity.js';
@@ -32,16 +32,9 @@ export async function mergeAttend(dirs: string[], out: string, opts: { quiet?: b
   const total = chunkCount(a.m.units, a.m.chunkUnits);
   const tiled = tileShards(shards.map((s) => ({ ...s, layout: s.m.layout })), total, 'the attend job');
   shards.splice(0, shards.length, ...tiled);
-  const job = await claimJobFolder(out, { command: 'lobes attend merge', isJob: () => false, what: 'empty' });
-  let failed = true;
-  try {
-    const merged = writeMerged(shards, out, total);
-    failed = false;
-    if (!opts.quiet) process.stderr.write(`attend merge: ${shards.length} shards -> ${out}\n`);
-    return merged;
-  } finally {
-    job.close(failed);
-  }
+  const merged = await withJobFolder(out, { command: 'lobes attend merge', isJob: () => false, what: 'empty' }, () => writeMerged(shards, out, total));
+  if (!opts.quiet) process.stderr.write(`attend merge: ${shards.length} shards -> ${out}\n`);
+  return merged;
 }
 
 function writeMerged(shards: { dir: string; m: AttendManifest }[], out: string, total: number): AttendManifest {

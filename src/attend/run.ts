@@ -21,7 +21,7 @@ import { LONG_PROMPT_TOKEN_BUDGET, planBatches, padBatch } from '../runtime/batc
 import { checkBatchMemory, checkContext, modelContext, modelLayers } from '../runtime/plan.js';
 import { canonicalLayerSpec, parseLayerSelection } from '../runtime/layers.js';
 import { shardRange, type ShardSpec } from '../store/layout.js';
-import { claimJobFolder, isFreshFolder } from '../store/job.js';
+import { withJobFolder, isFreshFolder } from '../store/job.js';
 import { RecordChunks, readVerifiedJsonl } from '../store/records.js';
 import type { ModelSourceRecord } from '../store/types.js';
 import type { AttendItem, AttendPosition, AttendSummary } from './types.js';
@@ -204,15 +204,7 @@ export async function runAttend(opts: AttendOptions): Promise<AttendSummary> {
   };
   manifest.identity = attendIdentity(manifest, { cot, layers, perLayer: !!opts.perLayer, batch: opts.batch ?? null, tokenBudget: opts.tokenBudget ?? null });
   // From here on this process is the folder's only writer; its state is read under the lock.
-  const job = await claimJobFolder(out, { command: 'lobes attend', isJob: (d) => isAttendDir(d) || (force && isOldAttendDir(d)), what: 'a lobes attend folder', log });
-  let failed = true;
-  try {
-    const s = await attendUnderLock(opts, manifest, input, tok, etok, { say, log, t0 });
-    failed = false;
-    return s;
-  } finally {
-    job.close(failed);
-  }
+  return withJobFolder(out, { command: 'lobes attend', isJob: (d) => isAttendDir(d) || (force && isOldAttendDir(d)), what: 'a lobes attend folder', log }, () => attendUnderLock(opts, manifest, input, tok, etok, { say, log, t0 }));
 }
 
 interface Logs {

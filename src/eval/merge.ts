@@ -6,7 +6,7 @@
  */
 import { LobesError, UsageError } from '../util/errors.js';
 import { chunkCount } from '../store/layout.js';
-import { claimJobFolder, isFreshFolder } from '../store/job.js';
+import { withJobFolder, isFreshFolder } from '../store/job.js';
 import { concatAtomic, readVerifiedJsonl, tileShards } from '../store/records.js';
 import { SUMMARY, evalFile, readEvalManifest, readEvalResults, writeEvalManifest, writeEvalSummary } from './store.js';
 import { evalDifferences } from './run.js';
@@ -32,16 +32,9 @@ export async function mergeEvals(dirs: string[], out: string, opts: { quiet?: bo
   const total = chunkCount(a.m.dataset.units, a.m.settings.chunkUnits);
   const tiled = tileShards(shards.map((s) => ({ ...s, layout: s.m.layout })), total, 'the evaluation');
   shards.splice(0, shards.length, ...tiled);
-  const job = await claimJobFolder(out, { command: 'lobes eval merge', isJob: () => false, what: 'empty' });
-  let failed = true;
-  try {
-    const merged = writeMerged(shards, out, total);
-    failed = false;
-    if (!opts.quiet) process.stderr.write(`eval merge: ${shards.length} shards -> ${out}\n`);
-    return merged;
-  } finally {
-    job.close(failed);
-  }
+  const merged = await withJobFolder(out, { command: 'lobes eval merge', isJob: () => false, what: 'empty' }, () => writeMerged(shards, out, total));
+  if (!opts.quiet) process.stderr.write(`eval merge: ${shards.length} shards -> ${out}\n`);
+  return merged;
 }
 
 function writeMerged(shards: { dir: string; m: EvalManifest }[], out: string, total: number): EvalManifest {

@@ -12,7 +12,7 @@ import { LobesError, UsageError, throwIfAborted } from '../util/errors.js';
 import { Progress, fmtTime, type ProgressOptions } from '../util/progress.js';
 import { LOBES_VERSION } from '../version.js';
 import { chunkCount, shardRange, type ShardRange, type ShardSpec } from '../store/layout.js';
-import { claimJobFolder, isFreshFolder } from '../store/job.js';
+import { withJobFolder, isFreshFolder } from '../store/job.js';
 import { RecordChunks, readVerifiedJsonl } from '../store/records.js';
 import { modelIdentity } from '../runtime/modelfiles.js';
 import type { Device } from '../runtime/types.js';
@@ -239,15 +239,7 @@ export async function runEval(opts: EvalOptions): Promise<EvalManifest> {
   const range = shardRange(N, s.chunkUnits, opts.shard ?? null);
   const loadMs = Date.now() - t0;
   // From here on this process is the folder's only writer; its state is read under the lock.
-  const job = await claimJobFolder(out, { command: 'lobes eval', isJob: isEvalDir, what: 'a lobes evaluation', log: say });
-  let failed = true;
-  try {
-    const m = await evalUnderLock(opts, s, deps, data, { unitsSha256, files, graphSha256, filesSha256, tok, N, range, loadMs, tStart }, say);
-    failed = false;
-    return m;
-  } finally {
-    job.close(failed);
-  }
+  return withJobFolder(out, { command: 'lobes eval', isJob: isEvalDir, what: 'a lobes evaluation', log: say }, () => evalUnderLock(opts, s, deps, data, { unitsSha256, files, graphSha256, filesSha256, tok, N, range, loadMs, tStart }, say));
 }
 
 interface Loaded {

@@ -20,7 +20,7 @@ import type { CaptureEngine } from '../runtime/types.js';
 import { MANIFEST, SAMPLES } from '../store/layout.js';
 import { writeManifest, writeSamples } from '../store/manifest.js';
 import { ChunkWriter } from '../store/writer.js';
-import { claimJobFolder } from '../store/job.js';
+import { withJobFolder } from '../store/job.js';
 import type { GraphFacts } from '../runtime/consistency.js';
 import { type ExtractDeps, type ExtractOptions, resolveDeps, type Settings, type Input, resolveSettings, chunkSpan } from './settings.js';
 import { loadInput, checkContext, checkGraph, checkMemory } from './input.js';
@@ -62,15 +62,7 @@ export async function runExtract(opts: ExtractOptions): Promise<RunManifest> {
   const deps = await resolveDeps(opts.deps);
   const input = await loadInput(opts.data, s, deps, opts, say);
   // From here on this process is the folder's only writer (src/store/job.ts); its state is read under the lock.
-  const job = await claimJobFolder(s.out, { command: 'lobes extract', isJob: (d) => existsSync(path.join(d, MANIFEST)), what: 'a lobes run', log });
-  let failed = true;
-  try {
-    const m = await extractUnderLock(opts, s, deps, input, tStart, say, log);
-    failed = false;
-    return m;
-  } finally {
-    job.close(failed);
-  }
+  return withJobFolder(s.out, { command: 'lobes extract', isJob: (d) => existsSync(path.join(d, MANIFEST)), what: 'a lobes run', log }, () => extractUnderLock(opts, s, deps, input, tStart, say, log));
 }
 
 /** The extraction once the folder is claimed. */

@@ -85,6 +85,23 @@ export async function claimJobFolder(dir: string, opts: ClaimOptions): Promise<J
   };
 }
 
+/**
+ * Run `work` as the only writer of `dir`: claim the folder (claimJobFolder), run, and release it,
+ * as failed unless `work` returned (so a folder this claim created is removed if still empty).
+ * Every job command (extract, eval, attend, ablate and the merges) goes through it.
+ */
+export async function withJobFolder<T>(dir: string, opts: ClaimOptions, work: (job: JobFolder) => Promise<T> | T): Promise<T> {
+  const job = await claimJobFolder(dir, opts);
+  let failed = true;
+  try {
+    const out = await work(job);
+    failed = false;
+    return out;
+  } finally {
+    job.close(failed);
+  }
+}
+
 /** Take `dir/.lobes-lock`, or refuse naming the process that holds it. */
 function lockFolder(dir: string, command: string): Lock {
   const file = path.join(dir, LOCK_FILE);

@@ -13,7 +13,7 @@ import type { RunManifest, SampleRow } from './types.js';
 import { ACTIVATIONS, MANIFEST, SAMPLES, chunkCount } from './layout.js';
 import { readManifest, writeManifest, readSamples, writeSamples, samplesSha256 } from './manifest.js';
 import { ChunkWriter } from './writer.js';
-import { claimJobFolder, isFreshFolder } from './job.js';
+import { withJobFolder, isFreshFolder } from './job.js';
 import { readChunkIndex, checkChunkBytes, type ChunkIndex } from './chunks.js';
 import { differences } from './identity.js';
 import { hashItems, runIdentity } from './provenance.js';
@@ -119,19 +119,15 @@ async function mergeChecked(shardDirs: string[], outDir: string, opts: MergeOpti
   }
 
   if (!isFreshFolder(outDir)) throw new LobesError('output folder exists and is not empty', { file: outDir, hint: 'merge into a new folder', code: 'E_EXISTS' });
-  const job = await claimJobFolder(outDir, { command: 'lobes merge', isJob: () => false, what: 'an empty folder' });
-  let failed = true;
-  try {
-    const m = writeMerged(shards, sorted, outDir, N, chunkRows, first, t0, opts);
-    failed = false;
-    return m;
-  } catch (e) {
-    // Leave nothing half-written: remove what the merge wrote (the folder was new or empty, and locked).
-    for (const f of [MANIFEST, SAMPLES, ACTIVATIONS]) rmSync(path.join(outDir, f), { recursive: true, force: true });
-    throw e;
-  } finally {
-    job.close(failed);
-  }
+  return withJobFolder(outDir, { command: 'lobes merge', isJob: () => false, what: 'an empty folder' }, () => {
+    try {
+      return writeMerged(shards, sorted, outDir, N, chunkRows, first, t0, opts);
+    } catch (e) {
+      // Leave nothing half-written: remove what the merge wrote (the folder was new or empty, and locked).
+      for (const f of [MANIFEST, SAMPLES, ACTIVATIONS]) rmSync(path.join(outDir, f), { recursive: true, force: true });
+      throw e;
+    }
+  });
 }
 
 function writeMerged(shards: Shard[], sorted: Shard[], outDir: string, N: number, chunkRows: number, first: Shard, t0: number, opts: MergeOptions): RunManifest {
