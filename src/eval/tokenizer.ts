@@ -14,6 +14,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { LobesError } from '../util/errors.js';
+import { readJsonFile } from '../store/json.js';
 import { openHfTokenizer } from '../runtime/tokenize.js';
 
 /** Where the answer letters go in one prompt. */
@@ -109,7 +110,7 @@ export async function loadEvalTokenizer(modelDir: string, opts: EvalTokenizerOpt
   const { dir, tok, hasTemplate } = await openHfTokenizer(modelDir);
   if (opts.chatTemplate === 'on' && !hasTemplate) throw new LobesError('the tokenizer has no chat template', { file: path.join(dir, 'tokenizer_config.json'), hint: 'use --chat-template off' });
   const useChat = opts.chatTemplate === 'on' || (opts.chatTemplate === 'auto' && hasTemplate);
-  const tj = JSON.parse(readFileSync(path.join(dir, 'tokenizer.json'), 'utf8'));
+  const tj = readJsonFile(path.join(dir, 'tokenizer.json'));
   const added: { content: string; special: boolean; rstrip?: boolean; lstrip?: boolean; id: number }[] = Array.isArray(tj.added_tokens) ? tj.added_tokens : [];
   // Special tokens split the text before anything else, so the tokens after the last one in a
   // prompt do not depend on what comes before it (unless it swallows whitespace).

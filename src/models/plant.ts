@@ -2,11 +2,12 @@
  * Planted ground truth of generated models (see docs/models.md, "Planting"): reading a
  * folder's plant.json and building labelled texts whose last token is a planted word.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import * as path from 'node:path';
 import type { Sample } from '../data/types.js';
 import { Rng } from '../util/rng.js';
 import type { PlantedGroup } from './tinyllama.js';
+import { readJsonFile } from '../store/json.js';
 
 export interface PlantInfo {
   blockSize: number;
@@ -18,7 +19,7 @@ export interface PlantInfo {
 export function readPlant(modelDir: string): PlantInfo | null {
   const file = path.join(modelDir, 'plant.json');
   if (!existsSync(file)) return null;
-  return JSON.parse(readFileSync(file, 'utf8')) as PlantInfo;
+  return readJsonFile(file) as PlantInfo;
 }
 
 /** Neutral sentence starts; a planted word is appended at the end. */
