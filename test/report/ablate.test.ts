@@ -11,7 +11,6 @@ import { describe, it, expect, beforeAll, afterAll, vi } from 'vitest';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { parseAblateSummary, loadAblate, ablatePayload } from '../../src/report/ablate.js';
 import { ablateDifference } from '../../src/report/client/ablate-diff.js';
 import { writeSyntheticRun } from '../../src/report/synthetic.js';
@@ -21,6 +20,7 @@ import { readManifest } from '../../src/store/manifest.js';
 import { runIdentity } from '../../src/store/provenance.js';
 import { wandaDir, wandaRegionInputs } from '../../src/wanda/store.js';
 import { capture } from '../capture.js';
+import { openReportPage } from './page.js';
 
 async function captureOutput(f: () => Promise<number>): Promise<{ result: number; out: string; err: string }> {
   const c = capture();
@@ -387,15 +387,7 @@ describe.skipIf(!!problem)('ablation and cloze sections in headless Chromium', (
     await browser?.close();
   });
 
-  async function open(file: string, width = 1200) {
-    const page = await browser.context.newPage();
-    const problems: string[] = [];
-    page.on('pageerror', (e: Error) => problems.push(e.message));
-    await page.setViewportSize({ width, height: 900 });
-    await page.goto(pathToFileURL(file).href, { waitUntil: 'load' });
-    await page.waitForFunction(() => (globalThis as any).lobesReport?.ready === true || document.documentElement.getAttribute('data-ready') === 'error', null, { timeout: 60_000 });
-    return { page, problems };
-  }
+  const open = (file: string, width = 1200) => openReportPage(browser, file, width);
 
   it('report: the heatmap is the change beyond the null, p at the floor says so, the figure keeps its height', async () => {
     const { page, problems } = await open(report);

@@ -9,9 +9,9 @@ import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { writeSyntheticRun } from '../../src/report/synthetic.js';
 import { writeReport, writeCompare, launchChromium, chromiumProblem, type Browser } from '../../src/report/index.js';
+import { openReportPage } from './page.js';
 import { writeLabelOverlay } from '../../src/store/labels.js';
 
 const problem = chromiumProblem();
@@ -19,15 +19,7 @@ if (problem) console.log(`report layout tests skipped: ${problem} (install Debia
 
 const tmp = mkdtempSync(path.join(tmpdir(), 'lobes-report-layout-'));
 
-async function open(browser: Browser, file: string, width: number) {
-  const page = await browser.context.newPage();
-  const problems: string[] = [];
-  page.on('pageerror', (e: Error) => problems.push(`pageerror: ${e.message}`));
-  await page.setViewportSize({ width, height: 900 });
-  await page.goto(pathToFileURL(file).href, { waitUntil: 'load' });
-  await page.waitForFunction(() => (globalThis as any).lobesReport?.ready === true || document.documentElement.getAttribute('data-ready') === 'error', null, { timeout: 60_000 });
-  return { page, problems };
-}
+const open = openReportPage;
 
 /** Every drawn figure: its id, the div's height and the height Plotly drew the figure at. */
 function heights(page: any): Promise<{ id: string; div: number; drawn: number; spec: number }[]> {

@@ -10,9 +10,9 @@ import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { writeSyntheticRun } from '../../src/report/synthetic.js';
 import { writeReport, writeCompare, launchChromium, chromiumProblem, type Browser } from '../../src/report/index.js';
+import { openReportPage } from './page.js';
 
 const problem = chromiumProblem();
 if (problem) console.log(`first-screen tests skipped: ${problem} (install Debian's chromium or set LOBES_CHROMIUM)`);
@@ -84,12 +84,7 @@ describe.skipIf(!!problem)('the first screen of a report, in headless Chromium',
   for (const width of [1200, 1920]) {
     it(`at ${width} px: the verdict table on the first screen, no clipped label, no overflowing table`, async () => {
       for (const file of [report, compare]) {
-        const page = await browser.context.newPage();
-        const errors: string[] = [];
-        page.on('pageerror', (e: Error) => errors.push(e.message));
-        await page.setViewportSize({ width, height: SCREEN });
-        await page.goto(pathToFileURL(file).href, { waitUntil: 'load' });
-        await page.waitForFunction(() => (globalThis as any).lobesReport?.ready === true || document.documentElement.getAttribute('data-ready') === 'error', null, { timeout: 60_000 });
+        const { page, problems: errors } = await openReportPage(browser, file, width, SCREEN);
         const l: Layout = await page.evaluate(layout);
         const what = `${path.basename(file)} at ${width} px`;
         expect(errors, what).toEqual([]);

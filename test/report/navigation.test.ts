@@ -11,24 +11,15 @@ import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { writeSyntheticRun } from '../../src/report/synthetic.js';
 import { writeReport, writeCompare, launchChromium, chromiumProblem, type Browser } from '../../src/report/index.js';
+import { openReportPage } from './page.js';
 
 const problem = chromiumProblem();
 if (problem) console.log(`navigation tests skipped: ${problem} (install Debian's chromium or set LOBES_CHROMIUM)`);
 
 const tmp = mkdtempSync(path.join(tmpdir(), 'lobes-report-nav-'));
 
-async function open(browser: Browser, file: string, width = 1200) {
-  const page = await browser.context.newPage();
-  const errors: string[] = [];
-  page.on('pageerror', (e: Error) => errors.push(e.message));
-  await page.setViewportSize({ width, height: 900 });
-  await page.goto(pathToFileURL(file).href, { waitUntil: 'load' });
-  await page.waitForFunction(() => (globalThis as any).lobesReport?.ready === true || document.documentElement.getAttribute('data-ready') === 'error', null, { timeout: 60_000 });
-  return { page, errors };
-}
 
 describe.skipIf(!!problem)('navigating a long report page in headless Chromium', () => {
   let browser: Browser;
@@ -49,7 +40,7 @@ describe.skipIf(!!problem)('navigating a long report page in headless Chromium',
   for (const width of [1200, 1920]) {
     it(`at ${width} px: a contents bar with every section, on screen at the top wherever the page is scrolled`, async () => {
       for (const file of [report, compare]) {
-        const { page, errors } = await open(browser, file, width);
+        const { page, problems: errors } = await openReportPage(browser, file, width);
         const what = `${path.basename(file)} at ${width} px`;
         const m = await page.evaluate(() => ({
           links: Array.from(document.querySelectorAll('nav#toc a')).map((a) => a.getAttribute('href')),
@@ -87,7 +78,7 @@ describe.skipIf(!!problem)('navigating a long report page in headless Chromium',
   }
 
   it('the provenance table wraps at spaces: no word of up to 24 letters is broken across lines', async () => {
-    const { page, errors } = await open(browser, report, 1200);
+    const { page, problems: errors } = await openReportPage(browser, report, 1200);
     const broken: string[] = await page.evaluate(() => {
       const out: string[] = [];
       document.querySelectorAll('table.prov').forEach((t) => ((t.closest('details') as HTMLDetailsElement | null)?.setAttribute('open', '')));
@@ -112,7 +103,7 @@ describe.skipIf(!!problem)('navigating a long report page in headless Chromium',
   }, 90_000);
 
   it('folds a long table, counts and filters its rows', async () => {
-    const { page, errors } = await open(browser, compare);
+    const { page, problems: errors } = await openReportPage(browser, compare);
     const f = await page.evaluate(() => {
       const folds = Array.from(document.querySelectorAll('details.fold'));
       const long = Array.from(document.querySelectorAll('main table')).filter((t) => (t as HTMLTableElement).tBodies[0]?.rows.length > 12);
@@ -154,7 +145,7 @@ describe.skipIf(!!problem)('navigating a long report page in headless Chromium',
   }, 90_000);
 
   it('sorts a column by its numbers, ascending then descending, and opens a fold a link points into', async () => {
-    const { page, errors } = await open(browser, report);
+    const { page, problems: errors } = await openReportPage(browser, report);
     // the first sortable table with a column whose every cell is a plain number
     const target = await page.evaluate(() => {
       const tables = Array.from(document.querySelectorAll('table.sortable')) as HTMLTableElement[];
