@@ -23,8 +23,8 @@ export interface Exchangeability {
   of: number;
 }
 
-/** The strata of `strata` as lists of item indices, in order of first appearance. */
-function groups(strata: Int32Array): number[][] {
+/** The strata of `strata` as lists of item indices, in order of first appearance (also the groups of metrics.ts permutationDesign). */
+export function strataMembers(strata: Int32Array): number[][] {
   const byValue = new Map<number, number[]>();
   for (let i = 0; i < strata.length; i++) {
     let g = byValue.get(strata[i]!);
@@ -37,7 +37,7 @@ function groups(strata: Int32Array): number[][] {
 /** How many items of `a` the shuffles within the strata of `strata` can move. */
 export function exchangeability(a: Int32Array, strata: Int32Array): Exchangeability {
   if (a.length !== strata.length) throw new Error(`exchangeability: ${a.length} labels but ${strata.length} strata`);
-  const gs = groups(strata);
+  const gs = strataMembers(strata);
   let items = 0;
   let n = 0;
   for (const g of gs) {
@@ -57,18 +57,24 @@ export function exchangeability(a: Int32Array, strata: Int32Array): Exchangeabil
  */
 export function stratifiedPermutations(a: Int32Array, strata: Int32Array, count: number, seed: number): Int32Array[] {
   if (a.length !== strata.length) throw new Error(`stratifiedPermutations: ${a.length} labels but ${strata.length} strata`);
-  const gs = groups(strata).filter((g) => g.length > 1);
+  const gs = strataMembers(strata).filter((g) => g.length > 1);
   const rng = new Rng(seed);
   const vals = new Int32Array(a.length);
   const out: Int32Array[] = [];
   for (let r = 0; r < count; r++) {
     const p = Int32Array.from(a);
-    for (const g of gs) {
-      for (let k = 0; k < g.length; k++) vals[k] = a[g[k]!]!;
-      rng.shuffle(vals.subarray(0, g.length));
-      for (let k = 0; k < g.length; k++) p[g[k]!] = vals[k]!;
-    }
+    for (const g of gs) shuffleWithin(rng, a, p, g, vals);
     out.push(p);
   }
   return out;
+}
+
+/**
+ * One Fisher–Yates shuffle of the values `from` holds at the items `members`, written to `to` at
+ * the same items (`from` and `to` may be one array); `buf` holds at least members.length values.
+ */
+export function shuffleWithin(rng: Rng, from: Int32Array, to: Int32Array, members: readonly number[], buf: Int32Array): void {
+  for (let k = 0; k < members.length; k++) buf[k] = from[members[k]!]!;
+  rng.shuffle(buf.subarray(0, members.length));
+  for (let k = 0; k < members.length; k++) to[members[k]!] = buf[k]!;
 }

@@ -18,6 +18,7 @@
 import { Rng } from '../util/rng.js';
 import { dotKernel, OUT_STRIDE } from './dot-simd.js';
 import { silhouetteMeansWasm } from './silhouette-wasm.js';
+import { exchangeability, shuffleWithin, strataMembers } from './conditional.js';
 
 export type Distance = 'euclidean' | 'cosine';
 
@@ -369,20 +370,18 @@ export function permutationLabels(labels: Int32Array, count: number, seed: numbe
  */
 export type PermutationDesign =
   | { kind: 'items' }
-  | { kind: 'within-groups'; blocks: Int32Array[]; exchangeable: number }
-  | { kind: 'groups'; members: Int32Array[]; exchangeable: number };
+  | { kind: 'within-groups'; blocks: number[][]; exchangeable: number; buf: Int32Array }
+  | { kind: 'groups'; members: number[][]; exchangeable: number };
 
 /** The design for `labels` with `groups` (null or absent: items). */
 export function permutationDesign(labels: Int32Array, groups?: Int32Array | null): PermutationDesign {
   if (!groups) return { kind: 'items' };
-  const members = new Map<number, number[]>();
-  groups.forEach((g, i) => { const m = members.get(g); if (m) m.push(i); else members.set(g, [i]); });
-  const lists = [...members.values()].map((m) => Int32Array.from(m));
+  const lists = strataMembers(groups);
   const pure = lists.every((m) => m.every((i) => labels[i] === labels[m[0]!]));
   if (pure) return { kind: 'groups', members: lists, exchangeable: new Set(lists.map((m) => labels[m[0]!])).size > 1 ? labels.length : 0 };
-  // within each group: the items of a group with one label cannot move
+  // within each group: the items of a group with one label cannot move (as swap's conditional null counts them)
   const blocks = lists.filter((m) => m.some((i) => labels[i] !== labels[m[0]!]));
-  return { kind: 'within-groups', blocks, exchangeable: blocks.reduce((s, m) => s + m.length, 0) };
+  return { kind: 'within-groups', blocks, exchangeable: exchangeability(labels, groups).items, buf: new Int32Array(Math.max(0, ...blocks.map((b) => b.length))) };
 }
 
 /** One shuffle of `perm` in place under `design` (items: the plain Fisher–Yates of before, draw for draw). */
@@ -397,11 +396,7 @@ export function designShuffle(rng: Rng, perm: Int32Array, design: PermutationDes
     design.members.forEach((m, g) => m.forEach((i) => { perm[i] = gl[g]!; }));
     return;
   }
-  for (const b of design.blocks) {
-    const vals = Int32Array.from(b, (i) => perm[i]!);
-    rng.shuffle(vals);
-    b.forEach((i, j) => { perm[i] = vals[j]!; });
-  }
+  for (const b of design.blocks) shuffleWithin(rng, perm, perm, b, design.buf);
 }
 
 /** Mean silhouette for labels `labels` from a distance matrix. */
