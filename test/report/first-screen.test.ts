@@ -10,9 +10,8 @@ import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { writeSyntheticRun } from '../../src/report/synthetic.js';
-import { writeReport, writeCompare, launchChromium, chromiumProblem, type Browser } from '../../src/report/index.js';
-import { openReportPage } from './page.js';
+import { launchChromium, chromiumProblem, type Browser } from '../../src/report/index.js';
+import { demoSizedPages, openReportPage } from './page.js';
 
 const problem = chromiumProblem();
 if (problem) console.log(`first-screen tests skipped: ${problem} (install Debian's chromium or set LOBES_CHROMIUM)`);
@@ -70,10 +69,7 @@ describe.skipIf(!!problem)('the first screen of a report, in headless Chromium',
   let report: string;
   let compare: string;
   beforeAll(async () => {
-    const a = writeSyntheticRun(path.join(tmp, 'a', 'run'), { layers: 12, samplesPerGroup: 24, seed: 3, sweep: true });
-    const b = writeSyntheticRun(path.join(tmp, 'b', 'run'), { layers: 8, samplesPerGroup: 24, seed: 5, sweep: true });
-    report = await writeReport(a, path.join(tmp, 'report.html'));
-    compare = await writeCompare(a, b, path.join(tmp, 'compare.html'), ['SmolLM2-135M-Instruct-Q8_0 · en+zh, 120 items', 'SmolLM2-135M-Instruct-Q8_0, random-weights control · en+zh, 120 items']);
+    ({ report, compare } = await demoSizedPages(tmp, ['SmolLM2-135M-Instruct-Q8_0 · en+zh, 120 items', 'SmolLM2-135M-Instruct-Q8_0, random-weights control · en+zh, 120 items']));
     browser = await launchChromium();
   });
   afterAll(async () => {

@@ -11,9 +11,8 @@ import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { writeSyntheticRun } from '../../src/report/synthetic.js';
-import { writeReport, writeCompare, launchChromium, chromiumProblem, type Browser } from '../../src/report/index.js';
-import { openReportPage } from './page.js';
+import { launchChromium, chromiumProblem, type Browser } from '../../src/report/index.js';
+import { demoSizedPages, openReportPage } from './page.js';
 
 const problem = chromiumProblem();
 if (problem) console.log(`navigation tests skipped: ${problem} (install Debian's chromium or set LOBES_CHROMIUM)`);
@@ -26,10 +25,7 @@ describe.skipIf(!!problem)('navigating a long report page in headless Chromium',
   let report: string;
   let compare: string;
   beforeAll(async () => {
-    const a = writeSyntheticRun(path.join(tmp, 'a', 'run'), { layers: 12, samplesPerGroup: 24, seed: 3, sweep: true });
-    const b = writeSyntheticRun(path.join(tmp, 'b', 'run'), { layers: 8, samplesPerGroup: 24, seed: 5, sweep: true });
-    report = await writeReport(a, path.join(tmp, 'report.html'));
-    compare = await writeCompare(a, b, path.join(tmp, 'compare.html'), ['trained', 'control']);
+    ({ report, compare } = await demoSizedPages(tmp, ['trained', 'control']));
     browser = await launchChromium();
   });
   afterAll(async () => {
