@@ -5,6 +5,7 @@ import type { AblateSummary } from '../ablate/store.js';
 import { ABLATE_ALPHA, ABLATE_POWER, ABLATE_RANDOM, type HeadTest, type NullNormality, type PairedSide } from '../ablate/stats.js';
 import type { WeightsMode } from '../convert/convert.js';
 import { readManifest } from '../store/manifest.js';
+import { interruptSignal } from './interrupt.js';
 
 /** `--shuffled` alone: 5 shuffled-label regions per region (rank p floor 1/6). */
 const SHUFFLED_DEFAULT = 5;
@@ -120,6 +121,7 @@ export async function run(argv: string[]): Promise<number> {
   }
   const { runAblate } = await import('../ablate/run.js');
   const s = await runAblate({
+    signal: interruptSignal('ablate'),
     run: p.positionals[0]!,
     region: v.region,
     minus: v.minus ?? null,

@@ -5,6 +5,7 @@ import { runAttend, CPU_TOKEN_BUDGET, DEFAULT_BOOTSTRAP, DEFAULT_CHUNK_UNITS, DE
 import type { AttendPosition } from '../attend/types.js';
 import type { ItemSelection } from '../attend/inputs.js';
 import { CHAT_TEMPLATE_OPTION, DEVICE_OPTIONS, FORCE_OPTION, HELP, LAYERS_OPTION, LIMIT_OPTIONS, MAX_TOKENS_OPTION, MODEL_OPTIONS, OUTPUT_OPTIONS, chatTemplateOn, deviceOf, limitOf, maxTokensOf, modelArg } from './options.js';
+import { interruptSignal } from './interrupt.js';
 
 const USAGE =
   'lobes attend --model MODEL_DIR|FILE.gguf (--data SPEC | --eval EVAL_DIR [--items wrong|right|all]) --out DIR [--layers LIST|last:N|all] [--position answer|last] [--top N] [--cjk char|segment] [--chat-template [auto|on|off]] [--max-tokens N] [--cot N] [--device cpu|cuda|webgpu] [--device-id N] [--batch N | --token-budget N] [--chunk-units N] [--shard i/n|auto] [--bootstrap B] [--seed N] [--per-layer] [--limit N [--by LABELS]] [--cache DIR] [--force] [--quiet] [--json]\n' +
@@ -132,6 +133,7 @@ export async function run(argv: string[]): Promise<number> {
   const model = await modelFolder(modelArgument, { cache: v.cache, quiet: !!v.quiet, ...(cot ? { layout: 'genai' as const } : {}) });
   const { device, deviceId } = deviceOf(v);
   const summary = await runAttend({
+    signal: interruptSignal('attend'),
     model: model.dir,
     modelSource: model.source,
     data: v.data,

@@ -7,6 +7,7 @@ import type { EvalSummary } from '../eval/summary.js';
 import { formatSummary } from '../eval/format.js';
 import { controlModel, controlSeedOf } from './control.js';
 import { CHAT_TEMPLATE_OPTION, DEVICE_OPTIONS, HELP, LIMIT_OPTIONS, MODEL_OPTIONS, OUTPUT_OPTIONS, deviceOf, limitOf, modelArg } from './options.js';
+import { interruptSignal } from './interrupt.js';
 
 const spec = {
   usage:
@@ -196,6 +197,7 @@ export async function run(argv: string[]): Promise<number> {
   const control = controlSeed === null ? null : await controlModel(modelArgument, model, { seed: controlSeed, cache: v.cache, quiet: !!v.quiet, layout, command: 'eval' });
   const { device, deviceId } = deviceOf(v);
   const m = await runEval({
+    signal: interruptSignal('eval'),
     model: control?.dir ?? model.dir,
     modelSource: model.source,
     control: control?.info ?? null,

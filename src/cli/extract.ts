@@ -9,6 +9,7 @@ import { checkDataSpec } from '../data/index.js';
 import { controlModel, controlSeedOf } from './control.js';
 import type { ControlInfo } from '../store/types.js';
 import { CHAT_TEMPLATE_OPTION, DEVICE_OPTIONS, HELP, LAYERS_OPTION, LIMIT_OPTIONS, MAX_TOKENS_OPTION, MODEL_OPTIONS, OUTPUT_OPTIONS, deviceOf, limitOf, maxTokensOf, modelArg, chatTemplateOn } from './options.js';
+import { interruptSignal } from './interrupt.js';
 
 const spec = {
   usage: 'lobes extract --model MODEL_DIR|FILE.gguf --data SPEC --out RUN [--capture final,mlp,resid,mean] [--layers L] [--limit N [--by LABELS] [--seed N]] [--device cpu|cuda|webgpu] [--device-id N] [--batch N | --token-budget N] [--max-tokens N] [--dtype fp16|fp32] [--shard i/n|auto|auto/N] [--chunk-rows N] [--chat-template [auto|on|off]] [--control random [--control-seed N]] [--cache DIR] [--ignore-plan] [--repair] [--strict] [--quiet] [--json]',
@@ -108,6 +109,7 @@ export async function run(argv: string[]): Promise<number> {
   }
   const { device, deviceId } = deviceOf(v);
   const manifest = await runExtract({
+    signal: interruptSignal('extract'),
     model: dir,
     modelSource: model.source,
     control,

@@ -8,6 +8,7 @@
 import { isLobesError, systemError } from '../util/errors.js';
 import { LOBES_VERSION } from '../version.js';
 import { nearest } from '../util/suggest.js';
+import { interruptedExitCode } from './interrupt.js';
 
 const COMMANDS: Record<string, { summary: string; load: () => Promise<{ run(argv: string[]): Promise<number> }> }> = {
   inspect: { summary: 'architecture and capture points of an ONNX model folder', load: () => import('./inspect.js') },
@@ -63,10 +64,13 @@ export async function main(argv: string[]): Promise<number> {
     // permission) are the user's to fix: the same one-line form as every other error.
     const e = systemError(caught) ?? caught;
     if (isLobesError(e)) {
-      process.stderr.write(`lobes ${cmd}: ${e.message}\n`);
-      if (wantsJson(rest)) process.stdout.write(JSON.stringify({ error: { code: e.code, message: e.message, file: e.file ?? null, where: e.where ?? null, hint: e.hint ?? null, exitCode: e.exitCode } }) + '\n');
+      // a job stopped by Ctrl-C exits as a process ended by that signal would (130, 143 for SIGTERM)
+      const exitCode = e.code === 'E_ABORTED' ? interruptedExitCode(e.exitCode) : e.exitCode;
+      // a message that already names the command ("lobes extract was cancelled …") is not prefixed again
+      process.stderr.write(e.message.startsWith(`lobes ${cmd} `) ? `${e.message}\n` : `lobes ${cmd}: ${e.message}\n`);
+      if (wantsJson(rest)) process.stdout.write(JSON.stringify({ error: { code: e.code, message: e.message, file: e.file ?? null, where: e.where ?? null, hint: e.hint ?? null, exitCode } }) + '\n');
       if (process.env.LOBES_DEBUG && e.stack) process.stderr.write(e.stack + '\n');
-      return e.exitCode;
+      return exitCode;
     }
     const err = e as Error;
     process.stderr.write(`lobes ${cmd}: internal error: ${String(err?.message ?? err).split('\n')[0]} (set LOBES_DEBUG=1 for the stack trace)\n`);

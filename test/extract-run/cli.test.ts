@@ -94,6 +94,47 @@ describe.skipIf(!HAVE)('lobes extract / merge on the built-in model', () => {
     expect(readFileSync(path.join(out, 'samples.jsonl'))).toEqual(readFileSync(path.join(single, 'samples.jsonl')));
   });
 
+  it('Ctrl-C (SIGINT) mid-way: one line, exit 130, the lock released, and the same command resumes to the bytes of the uninterrupted run', async () => {
+    const out = path.join(root, 'interrupted');
+    const args = ['extract', ...COMMON, '--out', out, '--json'];
+    const res = await new Promise<{ code: number | null; signal: NodeJS.Signals | null; stderr: string; stdout: string; at: number }>((resolve) => {
+      const child = spawn(process.execPath, ['--import', 'tsx', BIN, ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+      let stderr = '';
+      let stdout = '';
+      child.stderr.on('data', (d) => (stderr += d));
+      child.stdout.on('data', (d) => (stdout += d));
+      let at = -1;
+      const t = setInterval(() => {
+        if (at < 0 && listed(out) >= 2) {
+          at = listed(out);
+          child.kill('SIGINT');
+        }
+      }, 3);
+      child.on('exit', (code, signal) => {
+        clearInterval(t);
+        resolve({ code, signal, stderr, stdout, at });
+      });
+    });
+    const total = Math.ceil((await openRun(single)).samples.length / 6);
+    expect(res.at, 'the run finished before it could be interrupted').toBeGreaterThanOrEqual(2);
+    // not killed by the signal: the job heard it, stopped before a chunk and exited as interrupted
+    expect(res.signal).toBeNull();
+    expect(res.code, res.stderr).toBe(130);
+    const lines = res.stderr.trim().split('\n');
+    expect(lines[0]).toMatch(/^lobes extract: interrupted \(SIGINT\); stopping before the next chunk/);
+    expect(lines.at(-1)).toMatch(/^lobes extract was cancelled before chunk \d+ \(interrupted by SIGINT\) \(the same call again resumes where it stopped\)$/);
+    const err = JSON.parse(res.stdout.trim().split('\n').at(-1)!).error;
+    expect(err.code).toBe('E_ABORTED');
+    expect(err.exitCode).toBe(130);
+    const stopped = listed(out);
+    expect(stopped).toBeLessThan(total);
+    expect(existsSync(path.join(out, '.lobes-lock'))).toBe(false);
+    const r = lobes(args.slice(0, -1));
+    expect(r.code, r.stderr).toBe(0);
+    expect(diffTrees(single, out, 'activations')).toEqual([]);
+    expect(readFileSync(path.join(out, 'samples.jsonl'))).toEqual(readFileSync(path.join(single, 'samples.jsonl')));
+  });
+
   it('three Slurm array tasks (--shard auto, ids 1..3, run concurrently) merged equal the single run', async () => {
     const pattern = path.join(root, 'shard-{i}-of-{n}');
     const tasks = await Promise.all(

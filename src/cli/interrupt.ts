@@ -1,0 +1,42 @@
+/**
+ * Ctrl-C as a cancellation for the commands whose jobs resume (extract, eval, attend, ablate).
+ *
+ * The first SIGINT or SIGTERM aborts the command's AbortSignal: the job stops before its next
+ * chunk, releases its lock and leaves its folder as a kill would, so the same command again
+ * resumes it. The command then fails with E_ABORTED and exits 130 (SIGINT) or 143 (SIGTERM), the
+ * shell's codes for a process ended by that signal. A second signal ends the process at once,
+ * for a user who will not wait for the chunk in progress; that too leaves the folder resumable.
+ */
+
+/** The signal that interrupted this process, if one did. */
+let received: NodeJS.Signals | null = null;
+
+/** The exit code of a process ended by `signal` (128 + its number). */
+function signalExit(signal: NodeJS.Signals): number {
+  return signal === 'SIGTERM' ? 143 : 130;
+}
+
+/**
+ * An AbortSignal that SIGINT and SIGTERM abort, for the job `command` is about to run. A note on
+ * stderr says what happens (always: a user pressing Ctrl-C should see that it was heard).
+ */
+export function interruptSignal(command: string): AbortSignal {
+  const ctl = new AbortController();
+  const on = (signal: NodeJS.Signals) => {
+    if (received) {
+      process.stderr.write(`lobes ${command}: stopped at once (${signal}); the same command again resumes from the last finished chunk\n`);
+      process.exit(signalExit(received));
+    }
+    received = signal;
+    process.stderr.write(`lobes ${command}: interrupted (${signal}); stopping before the next chunk (press Ctrl-C again to stop at once)\n`);
+    ctl.abort(`interrupted by ${signal}`);
+  };
+  process.on('SIGINT', on);
+  process.on('SIGTERM', on);
+  return ctl.signal;
+}
+
+/** The exit code for a failure: 130 / 143 when a signal interrupted the job, else `code`. */
+export function interruptedExitCode(code: number): number {
+  return received ? signalExit(received) : code;
+}
