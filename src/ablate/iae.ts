@@ -55,16 +55,17 @@ export interface IaeSettings {
 }
 
 /** Check --task, --scoring and --metric together; null for the continuation task. */
-export function iaeSettings(task: string | undefined, scoring: string | undefined, metric: string | undefined): IaeSettings | null {
-  const t = task ?? 'continuation';
+export function iaeSettings(task: AblateTask | undefined, scoring: IaeScoring | undefined, metric: IaeMetric | undefined): IaeSettings | null {
+  // checked at run time too: a JavaScript caller's string is not held to the types
+  const t: string = task ?? 'continuation';
   if (!ABLATE_TASKS.includes(t as AblateTask)) throw new UsageError(`--task must be ${ABLATE_TASKS.join(' or ')}, got ${JSON.stringify(t)}`);
   if (t === 'continuation') {
     if (scoring !== undefined || metric !== undefined) throw new UsageError('--scoring and --metric apply to --task iae');
     return null;
   }
-  const s = scoring ?? 'letter';
+  const s: string = scoring ?? 'letter';
   if (s !== 'letter' && s !== 'cloze') throw new UsageError(`--scoring must be letter or cloze, got ${JSON.stringify(s)}`);
-  const m = metric ?? 'acc';
+  const m: string = metric ?? 'acc';
   if (!IAE_METRICS.includes(m as IaeMetric)) throw new UsageError(`--metric must be ${IAE_METRICS.join(', ')}, got ${JSON.stringify(m)}`);
   if (s === 'letter' && m !== 'acc') throw new UsageError(`--metric ${m} applies to --scoring cloze; letter scoring has acc only`);
   return { scoring: s, metric: m as IaeMetric, shuffles: s === 'letter' ? IAE_LETTER_SHUFFLES : 1 };

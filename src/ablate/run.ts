@@ -49,7 +49,7 @@ import { ABLATE_RANDOM, ablationStats } from './stats.js';
 import { ablationStatsPerToken } from './pertoken.js';
 import { signedRank } from '../util/wilcoxon.js';
 import type { RegionSpec } from './regions.js';
-import { IAE_TOKEN_BUDGET, chanceTest, iaeSettings, iaeStats, loadIaeItems, requireAboveChance, scoreIaeUnits, type IaeOutcome, type IaeSettings } from './iae.js';
+import { IAE_TOKEN_BUDGET, chanceTest, iaeSettings, iaeStats, loadIaeItems, requireAboveChance, scoreIaeUnits, type AblateTask, type IaeMetric, type IaeOutcome, type IaeScoring, type IaeSettings } from './iae.js';
 import { ABLATE_OUTPUTS, CHUNK_INDEX, JOB_MANIFEST, ablateChunksDir, continuationRecords, isAblateJobDir, passRecords, readAblateJob, readAblateSummary, type AblateIaeRecord, type AblateDose, type AblateMagnitude, type AblateJob, type AblatePass, type AblateSummary, writeAblateOutputs } from './store.js';
 
 export interface AblateOptions {
@@ -76,11 +76,11 @@ export interface AblateOptions {
   modelSource?: ModelSourceRecord | null;
   seed?: number;
   /** 'continuation' (default): each item's continuation log-likelihood; 'iae': eval's multiple-choice items answered right (src/ablate/iae.ts). */
-  task?: string;
+  task?: AblateTask;
   /** --task iae: letter (default) or cloze. */
-  scoring?: string;
+  scoring?: IaeScoring;
   /** --task iae: acc (default), acc_norm or acc_mutual_info (the last two with cloze). */
-  metric?: string;
+  metric?: IaeMetric;
   limit?: number | null;
   by?: string[];
   device?: Device;
