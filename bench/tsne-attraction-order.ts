@@ -1,6 +1,6 @@
 /**
  * The t-SNE attraction kernel with P's rows in their own order against the breadth-first order
- * of P's graph (src/cluster/attraction.ts bfsOrder), on the same P, embedding and thread, in one
+ * of P's graph (src/tsne/attraction.ts bfsOrder), on the same P, embedding and thread, in one
  * process: median milliseconds of each over alternating blocks of calls, their ratio, and whether
  * every row's sum is identical.
  *
@@ -11,8 +11,8 @@
  */
 import { parseArgs } from 'node:util';
 import { readNpy } from '../src/cluster/npy.js';
-import { Tsne } from '../src/cluster/tsne.js';
-import { attraction, bfsOrder } from '../src/cluster/attraction.js';
+import { Tsne } from '../src/cluster/tsne-pca.js';
+import { attraction, bfsOrder } from '../src/tsne/attraction.js';
 import { Rng } from '../src/util/rng.js';
 
 const { positionals, values } = parseArgs({ allowPositionals: true, options: { reps: { type: 'string', default: '5' } } });

@@ -13,7 +13,8 @@ import { parseArgs } from 'node:util';
 import { readNpy, encodeNpy } from '../src/cluster/npy.js';
 import { pca, pcaParallel } from '../src/cluster/pca.js';
 import { ClusterPool } from '../src/cluster/pool.js';
-import { Tsne, type TsneMethod } from '../src/cluster/tsne.js';
+import { Tsne } from '../src/cluster/tsne-pca.js';
+import type { TsneMethod } from '../src/tsne/index.js';
 
 const { positionals, values } = parseArgs({
   allowPositionals: true,

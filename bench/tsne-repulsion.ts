@@ -13,8 +13,8 @@
  */
 import { parseArgs } from 'node:util';
 import { readNpy } from '../src/cluster/npy.js';
-import { Tsne } from '../src/cluster/tsne.js';
-import { QuadTree, repulsionAll, MAX_DEPTH, type TreeArrays } from '../src/cluster/quadtree.js';
+import { Tsne } from '../src/cluster/tsne-pca.js';
+import { QuadTree, repulsionAll, MAX_DEPTH, type TreeArrays } from '../src/tsne/quadtree.js';
 
 const { positionals, values } = parseArgs({
   allowPositionals: true,

@@ -10,8 +10,9 @@
 import { parseArgs } from 'node:util';
 import { readNpy } from '../src/cluster/npy.js';
 import { ClusterPool } from '../src/cluster/pool.js';
-import { Tsne, type TsneMethod } from '../src/cluster/tsne.js';
-import { QuadTree, repulsionAll, LEAF_SIZE } from '../src/cluster/quadtree.js';
+import { Tsne } from '../src/cluster/tsne-pca.js';
+import type { TsneMethod } from '../src/tsne/index.js';
+import { QuadTree, repulsionAll, LEAF_SIZE } from '../src/tsne/quadtree.js';
 
 const { positionals, values } = parseArgs({
   allowPositionals: true,

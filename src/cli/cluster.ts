@@ -6,7 +6,7 @@ import { UsageError } from '../util/errors.js';
 import type { ClassifierMetrics, MetricWithCI } from '../cluster/types.js';
 import { verdictWords } from '../util/resolution.js';
 import { verdictTable, verdictTableLines } from '../report/verdict.js';
-import type { TsneMethod } from '../cluster/tsne.js';
+import type { TsneMethod } from '../tsne/index.js';
 
 const USAGE =
   'lobes cluster RUN|MATRIX_FILE [--labels FILE] [--point HOOK] [--by LABEL] [--seed N] [--perplexity P] [--out DIR] [--pca K] [--probe-pca 50] [--theta 0.5] [--tsne-method auto|bh|fft] [--learning-rate auto|per-phase|LR] [--neighbours auto|exact|approximate] [--iterations 1000] [--bootstrap B] [--permutations R] [--probe-permutations R] [--probe-repeats 5] [--probe-c C|nested] [--class-weight balanced|none] [--sweep] [--sweep-permutations R] [--no-baselines] [--no-length-control] [--group AXIS|none] [--model DIR] [--json]';

@@ -12,9 +12,10 @@ import { describe, it, expect } from 'vitest';
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { silhouetteSamples, daviesBouldin, distanceMatrix } from '../../src/cluster/metrics.js';
-import { Tsne, exactKl } from '../../src/cluster/tsne.js';
-import { knn } from '../../src/cluster/knn.js';
-import { conditionalP, jointP, denseP } from '../../src/cluster/affinity.js';
+import { Tsne } from '../../src/cluster/tsne-pca.js';
+import { exactKl } from '../../src/tsne/tsne.js';
+import { knn } from '../../src/tsne/knn.js';
+import { conditionalP, jointP, denseP } from '../../src/tsne/affinity.js';
 
 const G = JSON.parse(readFileSync(path.join(import.meta.dirname, '..', 'goldens', 'geometry', 'geometry_goldens.json'), 'utf8'));
 

@@ -1,14 +1,16 @@
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { Rng } from '../../src/util/rng.js';
-import { blobs } from './blobs.js';
-import { ClusterPool, overlapSplit } from '../../src/cluster/pool.js';
-import { QuadTree, repulsionAll } from '../../src/cluster/quadtree.js';
-import { attraction } from '../../src/cluster/attraction.js';
-import { conditionalP, jointP, neighboursFor, type SparseP } from '../../src/cluster/affinity.js';
-import { knn } from '../../src/cluster/knn.js';
-import { stepRange, type StepParams } from '../../src/cluster/step.js';
+import { blobs } from '../cluster/blobs.js';
+import { ClusterPool } from '../../src/cluster/pool.js';
+import { overlapSplit } from '../../src/tsne/pool.js';
+import { QuadTree, repulsionAll } from '../../src/tsne/quadtree.js';
+import { attraction } from '../../src/tsne/attraction.js';
+import { conditionalP, jointP, neighboursFor, type SparseP } from '../../src/tsne/affinity.js';
+import { knn } from '../../src/tsne/knn.js';
+import { stepRange, type StepParams } from '../../src/tsne/step.js';
 import { sharedF64, sharedI32 } from '../../src/util/worker.js';
-import { Tsne, tsneGradient } from '../../src/cluster/tsne.js';
+import { Tsne } from '../../src/cluster/tsne-pca.js';
+import { tsneGradient } from '../../src/tsne/tsne.js';
 
 let pool: ClusterPool;
 beforeAll(async () => {

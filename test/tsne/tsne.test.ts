@@ -1,15 +1,16 @@
 import { describe, it, expect } from 'vitest';
 import { Matrix, SingularValueDecomposition } from 'ml-matrix';
 import { Rng } from '../../src/util/rng.js';
-import { blobs } from './blobs.js';
-import { Tsne, exactGradient, exactKl, tsneGradient, exactRepulsion, klWithZ, exactZ } from '../../src/cluster/tsne.js';
-import { attraction, attractionJs, bfsOrder } from '../../src/cluster/attraction.js';
-import type { SparseP } from '../../src/cluster/affinity.js';
-import { conditionalP, jointP, denseP, checkPerplexity, neighboursFor } from '../../src/cluster/affinity.js';
-import { knn } from '../../src/cluster/knn.js';
+import { blobs } from '../cluster/blobs.js';
+import { Tsne } from '../../src/cluster/tsne-pca.js';
+import { exactGradient, exactKl, tsneGradient, exactRepulsion, klWithZ, exactZ } from '../../src/tsne/tsne.js';
+import { attraction, attractionJs, bfsOrder } from '../../src/tsne/attraction.js';
+import type { SparseP } from '../../src/tsne/affinity.js';
+import { conditionalP, jointP, denseP, checkPerplexity, neighboursFor } from '../../src/tsne/affinity.js';
+import { knn } from '../../src/tsne/knn.js';
 import { pca, mulXBRows, mulXBRowsJs, mulXtBCols, mulXtBColsJs } from '../../src/cluster/pca.js';
-import { QuadTree, repulsion, repulsionAll, groupRanges, GROUP_SIZE } from '../../src/cluster/quadtree.js';
-import { repulsionSimd, sumPairsJs } from '../../src/cluster/repulsion-simd.js';
+import { QuadTree, repulsion, repulsionAll, groupRanges, GROUP_SIZE } from '../../src/tsne/quadtree.js';
+import { repulsionSimd, sumPairsJs } from '../../src/tsne/repulsion-simd.js';
 import { silhouetteSamples, distanceMatrix } from '../../src/cluster/metrics.js';
 
 function randomY(n: number, seed: number, scale = 3): Float64Array {

@@ -6,7 +6,7 @@
  * ends; learning rate 'auto' = max(N / early_exaggeration / 4, 50); PCA initialisation
  * scaled to standard deviation 1e-4 on the first axis. `optimizer: 'openTSNE'` follows
  * openTSNE's instead: momentum 0.8 throughout, gains ×0.8 + 0.01, state kept across the phases
- * (src/cluster/step.ts).
+ * (src/tsne/step.ts).
  *
  * Step-wise API:
  *   const t = await Tsne.create(X, n, d, opts);   // kNN, perplexity calibration, P
@@ -26,29 +26,26 @@ import { LobesError } from '../util/errors.js';
 import { sharedF64, sharedI32 } from '../util/worker.js';
 import { Rng } from '../util/rng.js';
 import { checkPerplexity, conditionalP, jointP, neighboursFor, type SparseP } from './affinity.js';
-import { knn, type KnnResult } from './knn.js';
-import { knnScreened } from './knn-screen.js';
-import { knnPruned, prunable } from './knn-prune.js';
-import { estimateRecall, knnApprox } from './knn-approx.js';
+import { nearestNeighbours, neighbourSearch, type NeighbourSearch } from './neighbours.js';
 import { exactRepulsion, exactZ, klWithZ } from './tsne-exact.js';
-import { pca } from './pca.js';
 import { QuadTree, repulsionAll } from './quadtree.js';
-import { ClusterPool, overlapSplit } from './pool.js';
+import { TsnePool, overlapSplit } from './pool.js';
 import { stepRange, type StepParams } from './step.js';
 import { attraction, bfsOrder } from './attraction.js';
 import { InterpRepulsion } from './interp.js';
 
 export { exactGradient, exactKl, exactRepulsion, exactZ, klWithZ } from './tsne-exact.js';
+export { APPROX_MIN_POINTS } from './neighbours.js';
 
 /** How the repulsive sums are computed: 'bh' (Barnes–Hut), 'fft' (FFT interpolation), 'auto' ('mixed' from MIXED_MIN_POINTS, 'bh' below). */
 export type TsneMethod = 'auto' | 'bh' | 'fft';
 /**
  * 'mixed' (what 'auto' runs from MIXED_MIN_POINTS points) takes FFT interpolation in an iteration
  * whose grid is small for N, L² · log2 L < FFT_GRID_PER_POINT · N (L = 6 × boxes per axis, the
- * FFT's size; src/cluster/interp.ts), and Barnes–Hut in the others. The grid grows with the map's
+ * FFT's size; src/tsne/interp.ts), and Barnes–Hut in the others. The grid grows with the map's
  * span, not with N: early exaggeration keeps the map small, so those iterations go to the FFT.
  * Measured (bench/tsne-interp.ts, one thread, on final maps of bench/tsne-scaling.py's data, L = 768):
- * the blocked SIMD transforms (src/cluster/fft-block.ts) cost about 6 ns × L² log2 L and the
+ * the blocked SIMD transforms (src/tsne/fft-block.ts) cost about 6 ns × L² log2 L and the
  * spreading and interpolation about 0.29 µs per point, against Barnes–Hut's 1.1–1.2 µs per point
  * (2.2 µs on a map without clusters): 40.5 against 21.8 ms at 20,000 points, 48.7 against 52.9 at
  * 50,000 and 51.8 against 116.5 at 100,000: the FFT wins while L² log2 L < ~130 N on one thread.
@@ -79,14 +76,9 @@ export function fftIteration(L: number, n: number): boolean {
  */
 export const MIXED_MIN_POINTS = 30000;
 
-/**
- * From this many points, neighbours 'auto' would take the approximate search (src/cluster/knn-approx.ts).
- * At present never: on 100,000 points in 50 dimensions it found 0.85 of the exact neighbours, and
- * the map kept 0.051 of each point's 10 nearest against 0.067 from the exact search (openTSNE
- * 0.070), so 'auto' stays exact and `--neighbours approximate` is the user's choice
- * (bench/RESULTS.md, "t-SNE scaling").
- */
-export const APPROX_MIN_POINTS = Number.POSITIVE_INFINITY;
+
+/** The first two principal components' scores [n*2] (row-major) of X [n, d], seeded. */
+export type PcaScores = (X: Float64Array | Float32Array, n: number, d: number, seed: number) => Float64Array;
 
 export interface TsneOptions {
   /** Effective number of neighbours (default 30). */
@@ -120,8 +112,14 @@ export interface TsneOptions {
    * gains ×0.8 + 0.01 with sign changes counted as np.sign does, update and gains kept.
    */
   optimizer?: 'scikit-learn' | 'openTSNE';
-  /** 'pca' (default): first two principal components scaled to std 1e-4; 'random': N(0, 1e-4²); or given [n*2]. */
+  /** 'pca' (default): first two principal components (from `pcaScores`) scaled to std 1e-4; 'random': N(0, 1e-4²); or given [n*2]. */
   init?: 'pca' | 'random' | Float64Array;
+  /**
+   * The scores of the first two principal components [n*2] for init 'pca'. src/tsne imports only
+   * src/util, and the PCA is the cluster command's (src/cluster/pca.ts): src/cluster's Tsne
+   * (src/cluster/tsne-pca.ts, the one src/index.ts exports) hands its seeded PCA in here.
+   */
+  pcaScores?: PcaScores;
   /** Seed for the random initialisation and the PCA sketch (default 0). */
   seed?: number;
   /** Worker threads for kNN and repulsion (default 1 = this thread only). */
@@ -131,9 +129,9 @@ export interface TsneOptions {
   /** Start worker threads only from this many points (default 2000; below, threads cost more than they save). */
   poolMinPoints?: number;
   /** Use these worker threads (the caller closes them) instead of starting new ones. */
-  pool?: ClusterPool;
+  pool?: TsnePool;
   /** Neighbour search: 'exact', 'approximate' (forest + refinement) or 'auto' (default: approximate from APPROX_MIN_POINTS, at present never). */
-  neighbours?: 'exact' | 'approximate' | 'auto';
+  neighbours?: NeighbourSearch;
   /** Called as the exact neighbour search finishes rows (done of n); it is O(N²·d). */
   onNeighbours?: (done: number, n: number) => void;
 }
@@ -176,7 +174,8 @@ export class Tsne {
   private Zi: Float64Array;
   private tree: QuadTree | null = null;
   private interp: InterpRepulsion | null = null;
-  private pool: ClusterPool | null;
+  private pool: TsnePool | null;
+  private pcaScores: PcaScores | null = null;
   private initData: Float64Array | 'pca' | 'random';
   private X: Float64Array | Float32Array;
   private d: number;
@@ -191,7 +190,7 @@ export class Tsne {
   private attrSplit = 0;
   private bhTiming = { build: 0, attr: 0, iters: 0 };
 
-  private constructor(X: Float64Array | Float32Array, n: number, d: number, P: SparseP, opts: Resolved, init: Float64Array | 'pca' | 'random', pool: ClusterPool | null) {
+  protected constructor(X: Float64Array | Float32Array, n: number, d: number, P: SparseP, opts: Resolved, init: Float64Array | 'pca' | 'random', pool: TsnePool | null) {
     this.X = X;
     this.n = n;
     this.d = d;
@@ -247,22 +246,10 @@ export class Tsne {
     if (!(opts.learningRate > 0 && opts.learningRateAfter > 0)) throw new LobesError(`learning rate must be positive, got ${opts.learningRate}`);
     const k = neighboursFor(perplexity, n);
     const external = options.pool ?? null;
-    const pool = external ?? (opts.threads > 1 && n >= (options.poolMinPoints ?? 2000) ? await ClusterPool.start(opts.threads - 1) : null);
+    const pool = external ?? (opts.threads > 1 && n >= (options.poolMinPoints ?? 2000) ? await TsnePool.start(opts.threads - 1) : null);
     try {
       onStage?.(`nearest neighbours (k = ${k})`);
-      let nn: KnnResult;
-      let recall: Tsne['neighbourRecall'] = null;
-      if (opts.neighbours === 'approximate') {
-        const ao = { seed: opts.seed, onProgress: options.onNeighbours && ((stage: string, done: number, total: number) => stage === 'forest rows' && options.onNeighbours!(done, total)) };
-        nn = await (pool ? pool.knnApprox(X, n, d, k, ao) : knnApprox(X, n, d, k, ao));
-        onStage?.('neighbour recall on 200 sampled rows');
-        recall = estimateRecall(X, n, d, nn, 200, opts.seed);
-      } else if (pool) nn = await pool.knn(X, n, d, k, options.onNeighbours && ((done) => options.onNeighbours!(done, n)));
-      else {
-        // wide data through the float32 screen, narrow data with block bounds (identical results), else the float64 pass
-        nn = (await knnScreened(X, n, d, k, { threads: 1 })) ?? (prunable(X, n, d, k) ? knnPruned(X, n, d, k) : knn(X, n, d, k));
-        options.onNeighbours?.(n, n);
-      }
+      const { nn, recall } = await nearestNeighbours(X, n, d, k, { search: opts.neighbours, seed: opts.seed, pool, onRows: options.onNeighbours, onStage });
       onStage?.('perplexity calibration');
       const Pc = pool ? await pool.conditionalP(nn, n, perplexity) : conditionalP(nn, n, perplexity).P;
       let P = jointP(nn, Pc, n);
@@ -270,7 +257,9 @@ export class Tsne {
       P.order = bfsOrder(P, pool !== null);
       const init = options.init ?? 'pca';
       if (init instanceof Float64Array && init.length !== 2 * n) throw new LobesError(`init has ${init.length} values, expected ${2 * n}`);
+      if (init === 'pca' && !options.pcaScores) throw new LobesError("t-SNE init 'pca' needs the principal components (pcaScores; src/cluster's Tsne gives them), or init 'random' or given coordinates");
       const t = new Tsne(X, n, d, P, opts, init, pool);
+      t.pcaScores = options.pcaScores ?? null;
       t.ownsPool = !external;
       t.neighbourRecall = recall;
       return t;
@@ -290,14 +279,14 @@ export class Tsne {
       const rng = new Rng(this.opts.seed);
       for (let i = 0; i < 2 * n; i++) Y[i] = rng.normal() * 1e-4;
     } else {
-      const r = pca(this.X, n, this.d, 2, { seed: this.opts.seed });
+      const scores = this.pcaScores!(this.X, n, this.d, this.opts.seed);
       let m = 0;
-      for (let i = 0; i < n; i++) m += r.scores[2 * i];
+      for (let i = 0; i < n; i++) m += scores[2 * i];
       m /= n;
       let v = 0;
-      for (let i = 0; i < n; i++) v += (r.scores[2 * i] - m) ** 2;
+      for (let i = 0; i < n; i++) v += (scores[2 * i] - m) ** 2;
       const std = Math.sqrt(v / n) || 1;
-      for (let i = 0; i < 2 * n; i++) Y[i] = (r.scores[i] / std) * 1e-4;
+      for (let i = 0; i < 2 * n; i++) Y[i] = (scores[i] / std) * 1e-4;
     }
     this.update.fill(0);
     this.gains.fill(1);
@@ -437,13 +426,6 @@ export class Tsne {
     }
     return klWithZ(this.P, this.Y, Z);
   }
-}
-
-/** The neighbour search for n points: 'auto' is approximate from APPROX_MIN_POINTS. */
-function neighbourSearch(v: TsneOptions['neighbours'], n: number): 'exact' | 'approximate' {
-  if (v === undefined || v === 'auto') return n >= APPROX_MIN_POINTS ? 'approximate' : 'exact';
-  if (v === 'exact' || v === 'approximate') return v;
-  throw new LobesError(`neighbours must be exact, approximate or auto, got ${String(v)}`);
 }
 
 /** A copy of P on SharedArrayBuffers (for worker threads). */

@@ -1,11 +1,12 @@
 import { describe, it, expect } from 'vitest';
 import { Rng } from '../../src/util/rng.js';
-import { blobs } from './blobs.js';
-import { fftColumns, fftPlan, naiveDft, smoothSize, isSmooth } from '../../src/cluster/fft.js';
-import { InterpRepulsion, lagrange3 } from '../../src/cluster/interp.js';
-import { Tsne, exactRepulsion, tsneGradient, exactKl, MIXED_MIN_POINTS, POLISH_ITERATIONS, fftIteration } from '../../src/cluster/tsne.js';
-import { denseP } from '../../src/cluster/affinity.js';
-import { QuadTree, repulsionAll } from '../../src/cluster/quadtree.js';
+import { blobs } from '../cluster/blobs.js';
+import { fftColumns, fftPlan, naiveDft, smoothSize, isSmooth } from '../../src/tsne/fft.js';
+import { InterpRepulsion, lagrange3 } from '../../src/tsne/interp.js';
+import { Tsne } from '../../src/cluster/tsne-pca.js';
+import { exactRepulsion, tsneGradient, exactKl, MIXED_MIN_POINTS, POLISH_ITERATIONS, fftIteration } from '../../src/tsne/tsne.js';
+import { denseP } from '../../src/tsne/affinity.js';
+import { QuadTree, repulsionAll } from '../../src/tsne/quadtree.js';
 
 function gaussianY(n: number, seed: number, scale: number): Float64Array {
   const rng = new Rng(seed);

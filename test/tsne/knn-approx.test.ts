@@ -1,10 +1,11 @@
 import { describe, it, expect, beforeAll } from 'vitest';
 import { Rng } from '../../src/util/rng.js';
-import { knn, type KnnResult } from '../../src/cluster/knn.js';
+import { knn, type KnnResult } from '../../src/tsne/knn.js';
 import { ClusterPool } from '../../src/cluster/pool.js';
-import { estimateRecall, knnApprox } from '../../src/cluster/knn-approx.js';
-import { Tsne, APPROX_MIN_POINTS } from '../../src/cluster/tsne.js';
-import { blobs } from './blobs.js';
+import { estimateRecall, knnApprox } from '../../src/tsne/knn-approx.js';
+import { Tsne } from '../../src/cluster/tsne-pca.js';
+import { APPROX_MIN_POINTS } from '../../src/tsne/neighbours.js';
+import { blobs } from '../cluster/blobs.js';
 
 /** Points near a 3-dimensional manifold in 12 dimensions: the structure neighbour search meets in embeddings. */
 function curved(n: number, seed: number): Float32Array {
