@@ -18,7 +18,7 @@ import { Rng } from '../src/util/rng.js';
 const { positionals, values } = parseArgs({ allowPositionals: true, options: { reps: { type: 'string', default: '5' } } });
 if (!positionals[0]) throw new Error('usage: bench/tsne-attraction-order.ts X.npy [EMBEDDING.npy] [--reps 5]');
 const { rows: n, cols: d, data } = readNpy(positionals[0]);
-const t = await Tsne.create(Float64Array.from(data), n, d, { perplexity: 30, threads: 2 });
+const t = await Tsne.create(Float64Array.from(data), n, d, { affinity: { perplexity: 30 }, execution: { threads: 2 } });
 await t.close();
 const rng = new Rng(1);
 const Y = positionals[1] ? Float64Array.from(readNpy(positionals[1]).data) : new Float64Array(2 * n).map(() => 30 * rng.normal());

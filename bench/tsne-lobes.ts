@@ -60,7 +60,7 @@ if (k > 0 && k < d) {
   explained = r.explainedVariance;
 } else feats = Float64Array.from(data);
 lap('pca');
-const t = await Tsne.create(feats, n, fd, { perplexity: Number(values.perplexity), seed, threads, theta: Number(values.theta), method: values.method as TsneMethod, learningRate: values['learning-rate'] === 'auto' || values['learning-rate'] === 'per-phase' ? values['learning-rate'] : Number(values['learning-rate']), iterations: Number(values.iterations), neighbours: values.neighbours as 'auto' | 'exact' | 'approximate', optimizer: values.optimizer as 'scikit-learn' | 'openTSNE', pool: pool ?? undefined });
+const t = await Tsne.create(feats, n, fd, { affinity: { perplexity: Number(values.perplexity), neighbours: values.neighbours as 'auto' | 'exact' | 'approximate' }, optimizer: { seed, theta: Number(values.theta), method: values.method as TsneMethod, learningRate: values['learning-rate'] === 'auto' || values['learning-rate'] === 'per-phase' ? values['learning-rate'] : Number(values['learning-rate']), iterations: Number(values.iterations), rule: values.optimizer as 'scikit-learn' | 'openTSNE' }, execution: { threads, pool: pool ?? undefined } });
 lap('knn+P');
 t.init();
 await t.run();

@@ -83,7 +83,7 @@ function perPoint(t: TreeArrays, Y: Float64Array, n: number, F: Float64Array, Zi
 }
 
 const { rows: n, cols: d, data } = readNpy(file);
-const t = await Tsne.create(data, n, d, { threads: 2, iterations: Number(values.iterations) });
+const t = await Tsne.create(data, n, d, { optimizer: { iterations: Number(values.iterations) }, execution: { threads: 2 } });
 t.init();
 await t.run();
 await t.close();

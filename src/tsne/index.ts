@@ -9,5 +9,6 @@ export { nearestNeighbours, neighbourSearch, APPROX_MIN_POINTS, type KnnResult, 
 export { checkPerplexity, conditionalP, jointP, neighboursFor, type SparseP } from './affinity.js';
 export { QuadTree, repulsionAll } from './quadtree.js';
 export { InterpRepulsion } from './interp.js';
-export { Tsne, tsneGradient, fftIteration, exactGradient, exactKl, MIXED_MIN_POINTS, FFT_GRID_PER_POINT, POLISH_ITERATIONS, type TsneOptions, type TsneMethod, type PcaScores } from './tsne.js';
+export { Tsne, tsneGradient, fftIteration, exactGradient, exactKl, FFT_GRID_PER_POINT, POLISH_ITERATIONS } from './tsne.js';
+export { resolveOptions, MIXED_MIN_POINTS, type TsneOptions, type AffinityOptions, type OptimizerOptions, type ExecutionOptions, type TsneSettings, type TsneMethod, type PcaScores } from './options.js';
 export { TsnePool, overlapSplit } from './pool.js';

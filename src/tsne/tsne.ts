@@ -4,7 +4,7 @@
  * momentum 0.5, then momentum 0.8; per-coordinate gains (+0.2 when the gradient changes
  * sign against the update, ×0.8 otherwise, at least 0.01), reset when the exaggeration
  * ends; learning rate 'auto' = max(N / early_exaggeration / 4, 50); PCA initialisation
- * scaled to standard deviation 1e-4 on the first axis. `optimizer: 'openTSNE'` follows
+ * scaled to standard deviation 1e-4 on the first axis. `optimizer.rule: 'openTSNE'` follows
  * openTSNE's instead: momentum 0.8 throughout, gains ×0.8 + 0.01, state kept across the phases
  * (src/tsne/step.ts).
  *
@@ -25,8 +25,9 @@
 import { LobesError } from '../util/errors.js';
 import { sharedF64, sharedI32 } from '../util/worker.js';
 import { Rng } from '../util/rng.js';
-import { checkPerplexity, conditionalP, jointP, neighboursFor, type SparseP } from './affinity.js';
-import { nearestNeighbours, neighbourSearch, type NeighbourSearch } from './neighbours.js';
+import { conditionalP, jointP, neighboursFor, type SparseP } from './affinity.js';
+import { nearestNeighbours } from './neighbours.js';
+import { resolveOptions, type PcaScores, type TsneOptions, type TsneSettings } from './options.js';
 import { exactRepulsion, exactZ, klWithZ } from './tsne-exact.js';
 import { QuadTree, repulsionAll } from './quadtree.js';
 import { TsnePool, overlapSplit } from './pool.js';
@@ -36,9 +37,9 @@ import { InterpRepulsion } from './interp.js';
 
 export { exactGradient, exactKl, exactRepulsion, exactZ, klWithZ } from './tsne-exact.js';
 export { APPROX_MIN_POINTS } from './neighbours.js';
+export { MIXED_MIN_POINTS } from './options.js';
+export type { AffinityOptions, ExecutionOptions, OptimizerOptions, PcaScores, TsneMethod, TsneOptions, TsneSettings } from './options.js';
 
-/** How the repulsive sums are computed: 'bh' (Barnes–Hut), 'fft' (FFT interpolation), 'auto' ('mixed' from MIXED_MIN_POINTS, 'bh' below). */
-export type TsneMethod = 'auto' | 'bh' | 'fft';
 /**
  * 'mixed' (what 'auto' runs from MIXED_MIN_POINTS points) takes FFT interpolation in an iteration
  * whose grid is small for N, L² · log2 L < FFT_GRID_PER_POINT · N (L = 6 × boxes per axis, the
@@ -67,102 +68,12 @@ export const POLISH_ITERATIONS = 50;
 export function fftIteration(L: number, n: number): boolean {
   return L * L * Math.log2(L) < FFT_GRID_PER_POINT * n;
 }
-/**
- * 'auto' is 'mixed' from this many points, Barnes–Hut below. The smallest grid (L = 324) passes
- * fftIteration from 8,755 points, but on two threads the FFT's iterations did not pay at 20,000
- * points (bench/tsne-scaling.py's data, 2 threads, one sitting: 'mixed' 21.6 and 26.1 s, Barnes–Hut
- * 19.2 and 20.4 s, the same CPU seconds; recall@10 of 5,000 points 0.1539 against 0.1554), while
- * at 50,000 they did (43.8 s against 57.3 s, recall 0.1094 against 0.1073; bench/RESULTS.md).
- */
-export const MIXED_MIN_POINTS = 30000;
 
-
-/** The first two principal components' scores [n*2] (row-major) of X [n, d], seeded. */
-export type PcaScores = (X: Float64Array | Float32Array, n: number, d: number, seed: number) => Float64Array;
-
-export interface TsneOptions {
-  /** Effective number of neighbours (default 30). */
-  perplexity?: number;
-  /** Barnes–Hut opening angle (default 0.5); 0 runs the exact O(N²) gradient (whatever the method). */
-  theta?: number;
-  /** Repulsion: 'auto' (default: 'mixed' from MIXED_MIN_POINTS points, Barnes–Hut below), 'bh' or 'fft'. */
-  method?: TsneMethod;
-  /** Total iterations including early exaggeration (default 1000). */
-  iterations?: number;
-  /** Factor on P during the first `exaggerationIterations` (default 12). */
-  earlyExaggeration?: number;
-  /** Iterations of early exaggeration (default 250). */
-  exaggerationIterations?: number;
-  /**
-   * Step size (default 'auto'):
-   *  - 'auto': max(N / earlyExaggeration / 4, 50) in both phases (scikit-learn's rule);
-   *  - 'per-phase': max(N / α / 4, 50) with α the exaggeration in effect, so N / 4 after the early
-   *    phase, and each point's update clipped to norm 5 (openTSNE's defaults; the / 4 because this
-   *    gradient carries scikit-learn's factor 4 and openTSNE's does not);
-   *  - a number: that step in both phases.
-   */
-  learningRate?: number | 'auto' | 'per-phase';
-  /** Largest norm of one point's update per iteration (default 5 under 'per-phase', else none). */
-  maxStepNorm?: number;
-  /** Momentum during / after early exaggeration (defaults 0.5 / 0.8; 0.8 / 0.8 with optimizer 'openTSNE'). */
-  momentum?: [number, number];
-  /**
-   * 'scikit-learn' (default): momentum 0.5 then 0.8, gains floored at 0.01, a fresh update and gains
-   * when the exaggeration ends; 'openTSNE': momentum 0.8 in both phases (unless `momentum` is given),
-   * gains ×0.8 + 0.01 with sign changes counted as np.sign does, update and gains kept.
-   */
-  optimizer?: 'scikit-learn' | 'openTSNE';
-  /** 'pca' (default): first two principal components (from `pcaScores`) scaled to std 1e-4; 'random': N(0, 1e-4²); or given [n*2]. */
-  init?: 'pca' | 'random' | Float64Array;
-  /**
-   * The scores of the first two principal components [n*2] for init 'pca'. src/tsne imports only
-   * src/util, and the PCA is the cluster command's (src/cluster/pca.ts): src/cluster's Tsne
-   * (src/cluster/tsne-pca.ts, the one src/index.ts exports) hands its seeded PCA in here.
-   */
-  pcaScores?: PcaScores;
-  /** Seed for the random initialisation and the PCA sketch (default 0). */
-  seed?: number;
-  /** Worker threads for kNN and repulsion (default 1 = this thread only). */
-  threads?: number;
-  /** Compute KL exactly (O(N²)) when N is at most this (default 5000). */
-  exactKlLimit?: number;
-  /** Start worker threads only from this many points (default 2000; below, threads cost more than they save). */
-  poolMinPoints?: number;
-  /** Use these worker threads (the caller closes them) instead of starting new ones. */
-  pool?: TsnePool;
-  /** Neighbour search: 'exact', 'approximate' (forest + refinement) or 'auto' (default: approximate from APPROX_MIN_POINTS, at present never). */
-  neighbours?: NeighbourSearch;
-  /** Called as the exact neighbour search finishes rows (done of n); it is O(N²·d). */
-  onNeighbours?: (done: number, n: number) => void;
-}
-
-interface Resolved {
-  perplexity: number;
-  theta: number;
-  /** The repulsion in use: 'exact' when theta is 0; 'mixed' is FFT or Barnes–Hut by iteration (see fftIteration). */
-  method: 'bh' | 'fft' | 'mixed' | 'exact';
-  iterations: number;
-  earlyExaggeration: number;
-  exaggerationIterations: number;
-  /** Step during early exaggeration. */
-  learningRate: number;
-  /** Step after it (the same unless the rule is 'per-phase'). */
-  learningRateAfter: number;
-  /** Largest norm of one point's update (Infinity: no clipping). */
-  maxStepNorm: number;
-  momentum: [number, number];
-  optimizer: 'scikit-learn' | 'openTSNE';
-  seed: number;
-  threads: number;
-  exactKlLimit: number;
-  /** The neighbour search used. */
-  neighbours: 'exact' | 'approximate';
-}
 
 export class Tsne {
   readonly n: number;
   readonly P: SparseP;
-  readonly opts: Resolved;
+  readonly opts: TsneSettings;
   /** Current embedding, interleaved x, y. */
   Y: Float64Array;
   /** Iterations done. */
@@ -190,7 +101,7 @@ export class Tsne {
   private attrSplit = 0;
   private bhTiming = { build: 0, attr: 0, iters: 0 };
 
-  protected constructor(X: Float64Array | Float32Array, n: number, d: number, P: SparseP, opts: Resolved, init: Float64Array | 'pca' | 'random', pool: TsnePool | null) {
+  protected constructor(X: Float64Array | Float32Array, n: number, d: number, P: SparseP, opts: TsneSettings, init: Float64Array | 'pca' | 'random', pool: TsnePool | null) {
     this.X = X;
     this.n = n;
     this.d = d;
@@ -212,54 +123,25 @@ export class Tsne {
 
   /** Resolve options, compute the kNN graph and the joint P. */
   static async create(X: Float64Array | Float32Array, n: number, d: number, options: TsneOptions = {}, onStage?: (stage: string) => void): Promise<Tsne> {
-    const perplexity = options.perplexity ?? 30;
     if (n < 4) throw new LobesError(`t-SNE needs at least 4 points, got ${n}`);
-    checkPerplexity(perplexity, n);
-    const earlyExaggeration = options.earlyExaggeration ?? 12;
-    const lr = options.learningRate ?? 'auto';
-    const theta = options.theta ?? 0.5;
-    const method = options.method ?? 'auto';
-    if (lr !== 'auto' && lr !== 'per-phase' && typeof lr !== 'number') throw new LobesError(`learning rate must be auto, per-phase or a number, got ${String(lr)}`);
-    const lr0 = typeof lr === 'number' ? lr : Math.max(n / earlyExaggeration / 4, 50);
-    if (method !== 'auto' && method !== 'bh' && method !== 'fft') throw new LobesError(`t-SNE method must be auto, bh or fft, got ${String(method)}`);
-    const opts: Resolved = {
-      perplexity,
-      theta,
-      method: theta === 0 ? 'exact' : method === 'auto' ? (n >= MIXED_MIN_POINTS ? 'mixed' : 'bh') : method,
-      iterations: options.iterations ?? 1000,
-      earlyExaggeration,
-      exaggerationIterations: options.exaggerationIterations ?? 250,
-      learningRate: lr0,
-      learningRateAfter: lr === 'per-phase' ? Math.max(n / 4, 50) : lr0,
-      maxStepNorm: options.maxStepNorm ?? (lr === 'per-phase' ? 5 : Number.POSITIVE_INFINITY),
-      momentum: options.momentum ?? (options.optimizer === 'openTSNE' ? [0.8, 0.8] : [0.5, 0.8]),
-      optimizer: options.optimizer ?? 'scikit-learn',
-      seed: options.seed ?? 0,
-      threads: Math.max(1, options.threads ?? 1),
-      exactKlLimit: options.exactKlLimit ?? 5000,
-      neighbours: neighbourSearch(options.neighbours, n),
-    };
-    if (!(opts.theta >= 0 && opts.theta <= 1)) throw new LobesError(`theta must be in [0, 1], got ${opts.theta}`);
-    if (opts.optimizer !== 'scikit-learn' && opts.optimizer !== 'openTSNE') throw new LobesError(`optimizer must be scikit-learn or openTSNE, got ${String(opts.optimizer)}`);
-    if (!Number.isInteger(opts.iterations) || opts.iterations < 0) throw new LobesError(`iterations must be a non-negative integer, got ${opts.iterations}`);
-    if (!(opts.maxStepNorm > 0)) throw new LobesError(`the largest step must be positive, got ${opts.maxStepNorm}`);
-    if (!(opts.learningRate > 0 && opts.learningRateAfter > 0)) throw new LobesError(`learning rate must be positive, got ${opts.learningRate}`);
-    const k = neighboursFor(perplexity, n);
-    const external = options.pool ?? null;
-    const pool = external ?? (opts.threads > 1 && n >= (options.poolMinPoints ?? 2000) ? await TsnePool.start(opts.threads - 1) : null);
+    const opts = resolveOptions(options, n);
+    const { optimizer = {}, execution = {} } = options;
+    const k = neighboursFor(opts.perplexity, n);
+    const external = execution.pool ?? null;
+    const pool = external ?? (opts.threads > 1 && n >= (execution.workerMinPoints ?? 2000) ? await TsnePool.start(opts.threads - 1) : null);
     try {
       onStage?.(`nearest neighbours (k = ${k})`);
-      const { nn, recall } = await nearestNeighbours(X, n, d, k, { search: opts.neighbours, seed: opts.seed, pool, onRows: options.onNeighbours, onStage });
+      const { nn, recall } = await nearestNeighbours(X, n, d, k, { search: opts.neighbours, seed: opts.seed, pool, onRows: execution.onNeighbours, onStage });
       onStage?.('perplexity calibration');
-      const Pc = pool ? await pool.conditionalP(nn, n, perplexity) : conditionalP(nn, n, perplexity).P;
+      const Pc = pool ? await pool.conditionalP(nn, n, opts.perplexity) : conditionalP(nn, n, opts.perplexity).P;
       let P = jointP(nn, Pc, n);
       if (pool) P = shareP(P);
       P.order = bfsOrder(P, pool !== null);
-      const init = options.init ?? 'pca';
+      const init = optimizer.init ?? 'pca';
       if (init instanceof Float64Array && init.length !== 2 * n) throw new LobesError(`init has ${init.length} values, expected ${2 * n}`);
-      if (init === 'pca' && !options.pcaScores) throw new LobesError("t-SNE init 'pca' needs the principal components (pcaScores; src/cluster's Tsne gives them), or init 'random' or given coordinates");
+      if (init === 'pca' && !optimizer.pcaScores) throw new LobesError("t-SNE init 'pca' needs the principal components (optimizer.pcaScores; src/cluster's Tsne gives them), or init 'random' or given coordinates");
       const t = new Tsne(X, n, d, P, opts, init, pool);
-      t.pcaScores = options.pcaScores ?? null;
+      t.pcaScores = optimizer.pcaScores ?? null;
       t.ownsPool = !external;
       t.neighbourRecall = recall;
       return t;
@@ -382,14 +264,14 @@ export class Tsne {
       momentum: early ? this.opts.momentum[0] : this.opts.momentum[1],
       learningRate: early ? this.opts.learningRate : this.opts.learningRateAfter,
       maxStepNorm: this.opts.maxStepNorm,
-      additiveGain: this.opts.optimizer === 'openTSNE',
+      additiveGain: this.opts.rule === 'openTSNE',
     };
   }
 
   /** Count the iteration; scikit-learn's rule starts a fresh optimizer (zero update, unit gains) when exaggeration ends. */
   private endStep(): void {
     this.iter++;
-    if (this.iter === this.opts.exaggerationIterations && this.opts.optimizer === 'scikit-learn') {
+    if (this.iter === this.opts.exaggerationIterations && this.opts.rule === 'scikit-learn') {
       this.update.fill(0);
       this.gains.fill(1);
     }

@@ -72,7 +72,7 @@ describe('the t-SNE map against scikit-learn (300 points, perplexity 30)', () =>
   });
 
   it("lobes' map is as good as scikit-learn's: KL within 2% (or lower), recall@10 within 0.01 (or higher)", async () => {
-    const t = await Tsne.create(X, T.n, T.d, { perplexity: T.perplexity, seed: 0 });
+    const t = await Tsne.create(X, T.n, T.d, { affinity: { perplexity: T.perplexity }, optimizer: { seed: 0 } });
     const Y = await t.run();
     const kl = exactKl(Pd, Y, T.n);
     const recall = recallAt(X, T.d, Y, T.n, 10);

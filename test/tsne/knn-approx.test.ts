@@ -117,11 +117,11 @@ describe("t-SNE's neighbour search choice", () => {
   it("'auto' is exact below APPROX_MIN_POINTS; 'approximate' records the estimated recall; a wrong value is refused", async () => {
     const n = 600;
     const { X } = blobs(n, 8, 3, 4, 9);
-    const auto = await Tsne.create(X, n, 8, { perplexity: 10 });
+    const auto = await Tsne.create(X, n, 8, { affinity: { perplexity: 10 } });
     expect(APPROX_MIN_POINTS).toBeGreaterThan(n);
     expect(auto.opts.neighbours).toBe('exact');
     expect(auto.neighbourRecall).toBeNull();
-    const ap = await Tsne.create(X, n, 8, { perplexity: 10, neighbours: 'approximate' });
+    const ap = await Tsne.create(X, n, 8, { affinity: { perplexity: 10, neighbours: 'approximate' } });
     expect(ap.opts.neighbours).toBe('approximate');
     expect(ap.neighbourRecall!.rows).toBe(200);
     expect(ap.neighbourRecall!.recall).toBeGreaterThan(0.5);
@@ -129,6 +129,6 @@ describe("t-SNE's neighbour search choice", () => {
     let total = 0;
     for (let t = 0; t < ap.P.vals.length; t++) total += ap.P.vals[t];
     expect(total).toBeCloseTo(1, 9);
-    await expect(Tsne.create(X, n, 8, { perplexity: 10, neighbours: 'fuzzy' as never })).rejects.toThrow(/neighbours must be exact, approximate or auto/);
+    await expect(Tsne.create(X, n, 8, { affinity: { perplexity: 10, neighbours: 'fuzzy' as never } })).rejects.toThrow(/neighbours must be exact, approximate or auto/);
   });
 });

@@ -179,7 +179,7 @@ describe('the optimizer rules, against a transcription of each library’s loop 
     const runs: Record<string, Float64Array> = {};
     let P: SparseP | null = null;
     for (const optimizer of ['scikit-learn', 'openTSNE'] as const) {
-      const t = await Tsne.create(X, m, 6, { perplexity: 10, theta: 0, iterations, exaggerationIterations: early, learningRate: 'per-phase', optimizer, init: Y0 });
+      const t = await Tsne.create(X, m, 6, { affinity: { perplexity: 10 }, optimizer: { theta: 0, iterations, exaggerationIterations: early, learningRate: 'per-phase', rule: optimizer, init: Y0 } });
       t.init();
       await t.run();
       runs[optimizer] = t.embedding;
@@ -193,6 +193,6 @@ describe('the optimizer rules, against a transcription of each library’s loop 
     expect(dist(runs.openTSNE, ot)).toBeLessThan(1e-9 * scale);
     expect(dist(runs.openTSNE, sk)).toBeGreaterThan(1e-3 * scale);
     expect(dist(sk, ot)).toBeGreaterThan(1e-3 * scale);
-    await expect(Tsne.create(X, m, 6, { perplexity: 10, optimizer: 'adam' as 'openTSNE' })).rejects.toThrow(/optimizer must be scikit-learn or openTSNE, got adam/);
+    await expect(Tsne.create(X, m, 6, { affinity: { perplexity: 10 }, optimizer: { rule: 'adam' as 'openTSNE' } })).rejects.toThrow(/optimizer rule must be scikit-learn or openTSNE, got adam/);
   });
 });
