@@ -1,6 +1,6 @@
 import * as path from 'node:path';
 import { parseCommand } from './args.js';
-import { modelArg } from './options.js';
+import { modelArg, FORCE_OPTION, OUTPUT_OPTIONS, QUIET_TEXT, helpLine } from './options.js';
 import { UsageError } from '../util/errors.js';
 import { Progress, fmtTime } from '../util/progress.js';
 import type { ConvertResult, WeightsMode } from '../convert/convert.js';
@@ -29,7 +29,7 @@ into a cache; see docs/gguf.md.
   --layout L        explicit (default: the layout lobes' captures read) or genai
                     (onnxruntime-genai style: GroupQueryAttention, KV cache; fastest on CUDA)
   --force           replace a non-empty --out folder
-  --quiet           no progress output (warnings still print)
+${helpLine('--quiet', QUIET_TEXT, 20)}
   --json            print the conversion summary as JSON on stdout
 `,
   options: {
@@ -38,9 +38,8 @@ into a cache; see docs/gguf.md.
     dtype: { type: 'string', choices: ['fp32', 'fp16'] },
     weights: { type: 'string', choices: ['auto', 'q4', 'fp16', 'fp32'] },
     layout: { type: 'string', choices: ['explicit', 'genai'] },
-    force: { type: 'boolean' },
-    quiet: { type: 'boolean', short: 'q' },
-    json: { type: 'boolean' },
+    ...FORCE_OPTION,
+    ...OUTPUT_OPTIONS,
   },
   positionals: [0, 1] as [number, number],
 } as const;
