@@ -4,6 +4,7 @@ import { modelArg, FORCE_OPTION, OUTPUT_OPTIONS, QUIET_TEXT, helpLine } from './
 import { UsageError } from '../util/errors.js';
 import { Progress, fmtTime } from '../util/progress.js';
 import type { ConvertResult, WeightsMode } from '../convert/convert.js';
+import { readJsonFile } from '../store/json.js';
 
 const spec = {
   usage: 'lobes convert --model MODEL.gguf|CHECKPOINT_DIR --out DIR [--dtype fp32|fp16] [--weights auto|q4|fp16|fp32] [--layout explicit|genai] [--force] [--quiet] [--json]',
@@ -136,13 +137,7 @@ export async function modelFolder(model: string, opts: { cache?: string; quiet?:
  */
 export async function controlSourceFolder(model: string, resolved: import('../convert/cache.js').ResolvedModel, opts: { cache?: string; quiet?: boolean; command?: string }): Promise<string> {
   if (!resolved.source) return resolved.dir;
-  const { readFileSync } = await import('node:fs');
-  let weights: unknown;
-  try {
-    weights = JSON.parse(readFileSync(path.join(resolved.dir, 'lobes-convert.json'), 'utf8'))?.options?.weights;
-  } catch {
-    weights = undefined;
-  }
+  const weights: unknown = readJsonFile(path.join(resolved.dir, 'lobes-convert.json'), { fallback: null })?.options?.weights;
   if (weights !== 'q4') return resolved.dir;
   if (!opts.quiet) process.stderr.write(`${opts.command ?? 'extract'}: the control is drawn from an fp16 conversion of ${resolved.source.path} (its 4-bit weights are not redrawn in place)\n`);
   return (await modelFolder(model, { cache: opts.cache, quiet: opts.quiet, weights: 'fp16' })).dir;
