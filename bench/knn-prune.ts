@@ -1,5 +1,5 @@
 /**
- * The exact kNN of narrow data with block bounds (src/cluster/knn-prune.ts) against the full
+ * The exact kNN of narrow data with block bounds (src/tsne/knn-prune.ts) against the full
  * float64 pass it replaces, on the same data, threads and k, alternating in one process. Prints
  * one JSON line per pair and a summary: wall seconds of each, their ratio, the share of the
  * pairs the bounds left, and whether the lists are identical.
@@ -9,7 +9,7 @@
 import { parseArgs } from 'node:util';
 import { readNpy } from '../src/cluster/npy.js';
 import { ClusterPool } from '../src/cluster/pool.js';
-import { pruneJob, prunedBlocks, pairsFraction } from '../src/cluster/knn-prune.js';
+import { pruneJob, prunedBlocks, pairsFraction } from '../src/tsne/knn-prune.js';
 
 const { positionals, values } = parseArgs({ allowPositionals: true, options: { k: { type: 'string', default: '91' }, threads: { type: 'string', default: '2' }, pairs: { type: 'string', default: '1' } } });
 if (!positionals[0]) throw new Error('usage: bench/knn-prune.ts X.npy [--k 91] [--threads 2] [--pairs 1]');

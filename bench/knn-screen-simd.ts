@@ -1,5 +1,5 @@
 /**
- * The float32 screen's exact part with the WebAssembly SIMD sums (src/cluster/knn-simd.ts)
+ * The float32 screen's exact part with the WebAssembly SIMD sums (src/tsne/knn-simd.ts)
  * against the same search with its JavaScript twin (LOBES_NO_SIMD set for those repetitions), one
  * thread for the rows, ONNX Runtime on one thread, repetitions alternating in one run. Both
  * results must be identical to the bit (checked). Prints the CPU seconds of each repetition and
@@ -11,8 +11,8 @@
  */
 import * as os from 'node:os';
 import { parseArgs } from 'node:util';
-import { knnScreened } from '../src/cluster/knn-screen.js';
-import type { KnnResult } from '../src/cluster/knn.js';
+import { knnScreened } from '../src/tsne/knn-screen.js';
+import type { KnnResult } from '../src/tsne/knn.js';
 import { Rng } from '../src/util/rng.js';
 
 const { values: o } = parseArgs({ options: { n: { type: 'string', default: '2000' }, d: { type: 'string', default: '4096' }, k: { type: 'string', default: '91' }, reps: { type: 'string', default: '3' } } });

@@ -1,5 +1,5 @@
 /**
- * t-SNE's exact neighbour search and affinities at 2,000 × 4,096: lobes (src/cluster/knn.ts
+ * t-SNE's exact neighbour search and affinities at 2,000 × 4,096: lobes (src/tsne/knn.ts
  * through the worker pool, conditionalP, jointP: what Tsne.create does) against scikit-learn's
  * TSNE front end (bench/knn-sklearn.py: NearestNeighbors + _joint_probabilities_nn), with the
  * same threads, repetitions interleaved (the side that goes first alternates), in one run.
@@ -20,8 +20,8 @@ import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import { encodeNpy, readNpy } from '../src/cluster/npy.js';
 import { ClusterPool } from '../src/cluster/pool.js';
-import { conditionalP, jointP, neighboursFor } from '../src/cluster/affinity.js';
-import { knn } from '../src/cluster/knn.js';
+import { conditionalP, jointP, neighboursFor } from '../src/tsne/affinity.js';
+import { knn } from '../src/tsne/knn.js';
 import { Rng } from '../src/util/rng.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');

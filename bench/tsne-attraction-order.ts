@@ -1,6 +1,6 @@
 /**
  * The t-SNE attraction kernel with P's rows in their own order against the breadth-first order
- * of P's graph (src/cluster/attraction.ts bfsOrder), on the same P, embedding and thread, in one
+ * of P's graph (src/tsne/attraction.ts bfsOrder), on the same P, embedding and thread, in one
  * process: median milliseconds of each over alternating blocks of calls, their ratio, and whether
  * every row's sum is identical.
  *
@@ -11,14 +11,14 @@
  */
 import { parseArgs } from 'node:util';
 import { readNpy } from '../src/cluster/npy.js';
-import { Tsne } from '../src/cluster/tsne.js';
-import { attraction, bfsOrder } from '../src/cluster/attraction.js';
+import { Tsne } from '../src/cluster/tsne-pca.js';
+import { attraction, bfsOrder } from '../src/tsne/attraction.js';
 import { Rng } from '../src/util/rng.js';
 
 const { positionals, values } = parseArgs({ allowPositionals: true, options: { reps: { type: 'string', default: '5' } } });
 if (!positionals[0]) throw new Error('usage: bench/tsne-attraction-order.ts X.npy [EMBEDDING.npy] [--reps 5]');
 const { rows: n, cols: d, data } = readNpy(positionals[0]);
-const t = await Tsne.create(Float64Array.from(data), n, d, { perplexity: 30, threads: 2 });
+const t = await Tsne.create(Float64Array.from(data), n, d, { affinity: { perplexity: 30 }, execution: { threads: 2 } });
 await t.close();
 const rng = new Rng(1);
 const Y = positionals[1] ? Float64Array.from(readNpy(positionals[1]).data) : new Float64Array(2 * n).map(() => 30 * rng.normal());

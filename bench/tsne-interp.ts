@@ -1,6 +1,6 @@
 /**
  * Per-iteration cost of the t-SNE repulsion, one thread: FFT interpolation by phase
- * (src/cluster/interp.ts) against the Barnes–Hut group walk (src/cluster/quadtree.ts), on a
+ * (src/tsne/interp.ts) against the Barnes–Hut group walk (src/tsne/quadtree.ts), on a
  * t-SNE embedding read from .npy (or Gaussian points), after warm-up, as CPU milliseconds
  * (process.cpuUsage, less sensitive to a shared machine than wall time). The kernel's spectrum
  * (computed again only when the grid's size or box width changes: every iteration early, rarely late)
@@ -10,9 +10,9 @@
  */
 import { parseArgs } from 'node:util';
 import { readNpy } from '../src/cluster/npy.js';
-import { InterpRepulsion, interpWork } from '../src/cluster/interp.js';
-import { blockCount } from '../src/cluster/fft-block.js';
-import { QuadTree, repulsionAll } from '../src/cluster/quadtree.js';
+import { InterpRepulsion, interpWork } from '../src/tsne/interp.js';
+import { blockCount } from '../src/tsne/fft-block.js';
+import { QuadTree, repulsionAll } from '../src/tsne/quadtree.js';
 import { Rng } from '../src/util/rng.js';
 
 const { positionals, values } = parseArgs({

@@ -13,7 +13,8 @@ import { parseArgs } from 'node:util';
 import { readNpy, encodeNpy } from '../src/cluster/npy.js';
 import { pca, pcaParallel } from '../src/cluster/pca.js';
 import { ClusterPool } from '../src/cluster/pool.js';
-import { Tsne, type TsneMethod } from '../src/cluster/tsne.js';
+import { Tsne } from '../src/cluster/tsne-pca.js';
+import type { TsneMethod } from '../src/tsne/index.js';
 
 const { positionals, values } = parseArgs({
   allowPositionals: true,
@@ -59,7 +60,7 @@ if (k > 0 && k < d) {
   explained = r.explainedVariance;
 } else feats = Float64Array.from(data);
 lap('pca');
-const t = await Tsne.create(feats, n, fd, { perplexity: Number(values.perplexity), seed, threads, theta: Number(values.theta), method: values.method as TsneMethod, learningRate: values['learning-rate'] === 'auto' || values['learning-rate'] === 'per-phase' ? values['learning-rate'] : Number(values['learning-rate']), iterations: Number(values.iterations), neighbours: values.neighbours as 'auto' | 'exact' | 'approximate', optimizer: values.optimizer as 'scikit-learn' | 'openTSNE', pool: pool ?? undefined });
+const t = await Tsne.create(feats, n, fd, { affinity: { perplexity: Number(values.perplexity), neighbours: values.neighbours as 'auto' | 'exact' | 'approximate' }, optimizer: { seed, theta: Number(values.theta), method: values.method as TsneMethod, learningRate: values['learning-rate'] === 'auto' || values['learning-rate'] === 'per-phase' ? values['learning-rate'] : Number(values['learning-rate']), iterations: Number(values.iterations), rule: values.optimizer as 'scikit-learn' | 'openTSNE' }, execution: { threads, pool: pool ?? undefined } });
 lap('knn+P');
 t.init();
 await t.run();

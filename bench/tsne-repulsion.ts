@@ -13,8 +13,8 @@
  */
 import { parseArgs } from 'node:util';
 import { readNpy } from '../src/cluster/npy.js';
-import { Tsne } from '../src/cluster/tsne.js';
-import { QuadTree, repulsionAll, MAX_DEPTH, type TreeArrays } from '../src/cluster/quadtree.js';
+import { Tsne } from '../src/cluster/tsne-pca.js';
+import { QuadTree, repulsionAll, MAX_DEPTH, type TreeArrays } from '../src/tsne/quadtree.js';
 
 const { positionals, values } = parseArgs({
   allowPositionals: true,
@@ -83,7 +83,7 @@ function perPoint(t: TreeArrays, Y: Float64Array, n: number, F: Float64Array, Zi
 }
 
 const { rows: n, cols: d, data } = readNpy(file);
-const t = await Tsne.create(data, n, d, { threads: 2, iterations: Number(values.iterations) });
+const t = await Tsne.create(data, n, d, { optimizer: { iterations: Number(values.iterations) }, execution: { threads: 2 } });
 t.init();
 await t.run();
 await t.close();

@@ -10,8 +10,9 @@
 import { parseArgs } from 'node:util';
 import { readNpy } from '../src/cluster/npy.js';
 import { ClusterPool } from '../src/cluster/pool.js';
-import { Tsne, type TsneMethod } from '../src/cluster/tsne.js';
-import { QuadTree, repulsionAll, LEAF_SIZE } from '../src/cluster/quadtree.js';
+import { Tsne } from '../src/cluster/tsne-pca.js';
+import type { TsneMethod } from '../src/tsne/index.js';
+import { QuadTree, repulsionAll, LEAF_SIZE } from '../src/tsne/quadtree.js';
 
 const { positionals, values } = parseArgs({
   allowPositionals: true,
@@ -21,7 +22,7 @@ if (!positionals[0]) throw new Error('usage: bench/tsne-tree.ts X.npy [--neighbo
 const { rows: n, cols: d, data } = readNpy(positionals[0]);
 const pool = await ClusterPool.start(1);
 const lr = values['learning-rate'] as 'per-phase' | 'auto';
-const t = await Tsne.create(Float64Array.from(data), n, d, { seed: 0, threads: 2, learningRate: lr, neighbours: values.neighbours as 'exact' | 'approximate', method: values.method as TsneMethod, pool });
+const t = await Tsne.create(Float64Array.from(data), n, d, { affinity: { neighbours: values.neighbours as 'exact' | 'approximate' }, optimizer: { seed: 0, learningRate: lr, method: values.method as TsneMethod }, execution: { threads: 2, pool } });
 t.init();
 const marks = new Set([1, 10, 25, 50, 100, 150, 250, 300, 400, 600, 1000]);
 let last = performance.now();

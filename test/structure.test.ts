@@ -218,6 +218,9 @@ describe('source structure', () => {
       onnx: ['util'],
       data: ['util', 'version.ts'],
       store: ['util', 'formats', 'hooks.ts', 'version.ts'],
+      // the t-SNE engine's stages: the ONNX graph builder (a layer over util) for the float32 kNN
+      // screen; the PCA start comes from src/cluster, which imports tsne (src/cluster/tsne-pca.ts)
+      tsne: ['util', 'onnx'],
     };
     const g = importGraph(files);
     const bad: string[] = [];

@@ -20,7 +20,6 @@
 import { rmSync } from 'node:fs';
 import * as path from 'node:path';
 import { LobesError, UsageError, throwIfAborted } from '../util/errors.js';
-import { writeFileAtomicSync } from '../util/io.js';
 import { Progress, fmtTime } from '../util/progress.js';
 import { withJobFolder, isFreshFolder } from '../store/job.js';
 import { RecordChunks, readVerifiedJsonl, type RecordLayout } from '../store/records.js';
@@ -51,6 +50,7 @@ import { signedRank } from '../util/wilcoxon.js';
 import type { RegionSpec } from './regions.js';
 import { IAE_TOKEN_BUDGET, chanceTest, iaeSettings, iaeStats, loadIaeItems, requireAboveChance, scoreIaeUnits, type AblateTask, type IaeMetric, type IaeOutcome, type IaeScoring, type IaeSettings } from './iae.js';
 import { ABLATE_OUTPUTS, CHUNK_INDEX, JOB_MANIFEST, ablateChunksDir, continuationRecords, isAblateJobDir, passRecords, readAblateJob, readAblateSummary, type AblateIaeRecord, type AblateDose, type AblateMagnitude, type AblateJob, type AblatePass, type AblateSummary, writeAblateOutputs } from './store.js';
+import { writeJsonAtomic } from '../store/json.js';
 
 export interface AblateOptions {
   run: string;
@@ -295,7 +295,7 @@ export async function runAblate(o: AblateOptions): Promise<AblateSummary> {
         await scorePass(modelDir, `ablate 1/${passes.length} before`, Array.from({ length: nChunks }, (_, j) => j), (j, rows) => before.set(j, rows));
         checkChance([...before.keys()].sort((a, b) => a - b).flatMap((j) => before.get(j)! as IaeOutcome[]), items, iae);
       }
-      writeFileAtomicSync(path.join(o.out, JOB_MANIFEST), JSON.stringify(job, null, 2) + '\n');
+      writeJsonAtomic(path.join(o.out, JOB_MANIFEST), job, 2);
       const { writer, dropped } = await RecordChunks.resume(o.out, ABLATE_RECORDS, chunkUnits);
       for (const d of dropped) say(`ablate: ${d}; scoring it again`);
       for (const [j, rows] of before) writer.write(j, j * chunkUnits, rows.length, { scores: rows });
@@ -393,7 +393,7 @@ export async function runAblate(o: AblateOptions): Promise<AblateSummary> {
       job.complete = true;
       job.files = files;
       job.timings = { wallMs: Date.now() - t0 };
-      writeFileAtomicSync(path.join(o.out, JOB_MANIFEST), JSON.stringify(job, null, 2) + '\n');
+      writeJsonAtomic(path.join(o.out, JOB_MANIFEST), job, 2);
       writer.dropChunks();
       say(`ablate: done, ${N} items × ${passes.length} passes in ${fmtTime((Date.now() - t0) / 1000)} -> ${o.out}`);
       return summary;

@@ -24,6 +24,7 @@ import { CHUNKS_DIR, readVerifiedJsonl, type RecordLayout } from '../store/recor
 import type { ChunkFile } from '../store/chunks.js';
 import type { ShardRange, ShardSpec } from '../store/layout.js';
 import type { AttendItem, AttendSummary } from './types.js';
+import { readJsonFile, writeJsonAtomic } from '../store/json.js';
 
 export const ATTEND_MANIFEST = 'attend.json';
 export const ITEMS = 'items.jsonl';
@@ -85,23 +86,22 @@ export function isOldAttendDir(dir: string): boolean {
 /** Read DIR/attend.json. */
 export function readAttendManifest(dir: string): AttendManifest {
   const file = path.join(dir, ATTEND_MANIFEST);
-  let m: AttendManifest;
-  try {
-    m = JSON.parse(readFileSync(file, 'utf8'));
-  } catch (e: any) {
-    if (e.code === 'ENOENT') {
+  const notJson = (msg: string) => `attend.json is not valid JSON (${msg.split('\n')[0]})`;
+  const m: AttendManifest = readJsonFile(file, {
+    unreadable: (e) => {
+      if (e.code !== 'ENOENT') return notJson(String(e.message));
       const old = isOldAttendDir(dir);
-      throw new LobesError(old ? 'attend results of an older lobes (no attend.json); their files cannot be verified' : 'not a lobes attend folder: attend.json is missing', { file, hint: old ? 'run lobes attend again into a new folder' : 'give the --out folder of lobes attend' });
-    }
-    throw new LobesError(`attend.json is not valid JSON (${String(e.message).split('\n')[0]})`, { file });
-  }
+      return new LobesError(old ? 'attend results of an older lobes (no attend.json); their files cannot be verified' : 'not a lobes attend folder: attend.json is missing', { file, hint: old ? 'run lobes attend again into a new folder' : 'give the --out folder of lobes attend' });
+    },
+    invalid: notJson,
+  });
   if (!m || m.format !== 'lobes-attend-job' || typeof m.identity !== 'object' || !m.layout) throw new LobesError('not a lobes attend manifest (format is not "lobes-attend-job")', { file });
   if (m.formatVersion > ATTEND_FORMAT_VERSION) throw new LobesError(`attend format ${m.formatVersion} is newer than this lobes understands`, { file, hint: 'upgrade lobes' });
   return m;
 }
 
 export function writeAttendManifest(dir: string, m: AttendManifest): void {
-  writeFileAtomicSync(path.join(dir, ATTEND_MANIFEST), JSON.stringify(m, null, 1) + '\n');
+  writeJsonAtomic(path.join(dir, ATTEND_MANIFEST), m, 1);
 }
 
 /** Write DIR/summary.json; returns its size and sha256 for the manifest. */

@@ -4,11 +4,11 @@
  * folder's tokenizer.json (the Hugging Face tokenizers format), the file the extract tokenizer
  * loads too.
  */
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { LobesError } from '../util/errors.js';
 import { tokenizerDir } from '../runtime/tokenize.js';
 import type { TokenScheme } from './words.js';
+import { readJsonFile } from '../store/json.js';
 
 export interface TokenTable {
   scheme: TokenScheme;
@@ -55,11 +55,7 @@ export function loadTokenTable(modelDir: string): TokenTable {
   const dir = tokenizerDir(modelDir);
   if (!dir) throw new LobesError('no tokenizer.json in the model folder', { file: modelDir, hint: 'copy tokenizer.json and tokenizer_config.json from the original model next to the .onnx file' });
   const file = join(dir, 'tokenizer.json');
-  let tj: any;
-  try {
-    tj = JSON.parse(readFileSync(file, 'utf8'));
-  } catch (e) {
-    throw new LobesError(`cannot read the tokenizer: ${String((e as Error).message).split('\n')[0]}`, { file });
-  }
+  const said = (m: string) => `cannot read the tokenizer: ${m.split('\n')[0]}`;
+  const tj = readJsonFile(file, { unreadable: (e) => said(String(e.message)), invalid: said });
   return tokenTableOf(tj);
 }

@@ -6,7 +6,8 @@ import { UsageError } from '../util/errors.js';
 import type { ClassifierMetrics, MetricWithCI } from '../cluster/types.js';
 import { verdictWords } from '../util/resolution.js';
 import { verdictTable, verdictTableLines } from '../report/verdict.js';
-import type { TsneMethod } from '../cluster/tsne.js';
+import type { TsneMethod } from '../tsne/index.js';
+import { OUTPUT_OPTIONS, QUIET_TEXT, helpLine } from './options.js';
 
 const USAGE =
   'lobes cluster RUN|MATRIX_FILE [--labels FILE] [--point HOOK] [--by LABEL] [--seed N] [--perplexity P] [--out DIR] [--pca K] [--probe-pca 50] [--theta 0.5] [--tsne-method auto|bh|fft] [--learning-rate auto|per-phase|LR] [--neighbours auto|exact|approximate] [--iterations 1000] [--bootstrap B] [--permutations R] [--probe-permutations R] [--probe-repeats 5] [--probe-c C|nested] [--class-weight balanced|none] [--sweep] [--sweep-permutations R] [--no-baselines] [--no-length-control] [--group AXIS|none] [--model DIR] [--json]';
@@ -71,7 +72,7 @@ sweep.json with --sweep).
   --threads N         worker threads (default: all cores; results do not depend on it)
   --out DIR           output directory (default RUN/cluster, or NAME.cluster beside a matrix)
   --json              print the metrics as JSON on stdout
-  --quiet             no progress output (warnings still print)
+${helpLine('--quiet', QUIET_TEXT, 22)}
 `;
 
 export async function run(argv: string[]): Promise<number> {
@@ -107,8 +108,7 @@ export async function run(argv: string[]): Promise<number> {
       sweep: { type: 'boolean' },
       threads: { type: 'string' },
       out: { type: 'string' },
-      json: { type: 'boolean' },
-      quiet: { type: 'boolean', short: 'q' },
+      ...OUTPUT_OPTIONS,
     },
   });
   if (!parsed) return 0;

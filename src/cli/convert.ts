@@ -1,9 +1,10 @@
 import * as path from 'node:path';
 import { parseCommand } from './args.js';
-import { modelArg } from './options.js';
+import { modelArg, FORCE_OPTION, OUTPUT_OPTIONS, QUIET_TEXT, helpLine } from './options.js';
 import { UsageError } from '../util/errors.js';
 import { Progress, fmtTime } from '../util/progress.js';
 import type { ConvertResult, WeightsMode } from '../convert/convert.js';
+import { readJsonFile } from '../store/json.js';
 
 const spec = {
   usage: 'lobes convert --model MODEL.gguf|CHECKPOINT_DIR --out DIR [--dtype fp32|fp16] [--weights auto|q4|fp16|fp32] [--layout explicit|genai] [--force] [--quiet] [--json]',
@@ -29,7 +30,7 @@ into a cache; see docs/gguf.md.
   --layout L        explicit (default: the layout lobes' captures read) or genai
                     (onnxruntime-genai style: GroupQueryAttention, KV cache; fastest on CUDA)
   --force           replace a non-empty --out folder
-  --quiet           no progress output (warnings still print)
+${helpLine('--quiet', QUIET_TEXT, 20)}
   --json            print the conversion summary as JSON on stdout
 `,
   options: {
@@ -38,9 +39,8 @@ into a cache; see docs/gguf.md.
     dtype: { type: 'string', choices: ['fp32', 'fp16'] },
     weights: { type: 'string', choices: ['auto', 'q4', 'fp16', 'fp32'] },
     layout: { type: 'string', choices: ['explicit', 'genai'] },
-    force: { type: 'boolean' },
-    quiet: { type: 'boolean', short: 'q' },
-    json: { type: 'boolean' },
+    ...FORCE_OPTION,
+    ...OUTPUT_OPTIONS,
   },
   positionals: [0, 1] as [number, number],
 } as const;
@@ -137,13 +137,7 @@ export async function modelFolder(model: string, opts: { cache?: string; quiet?:
  */
 export async function controlSourceFolder(model: string, resolved: import('../convert/cache.js').ResolvedModel, opts: { cache?: string; quiet?: boolean; command?: string }): Promise<string> {
   if (!resolved.source) return resolved.dir;
-  const { readFileSync } = await import('node:fs');
-  let weights: unknown;
-  try {
-    weights = JSON.parse(readFileSync(path.join(resolved.dir, 'lobes-convert.json'), 'utf8'))?.options?.weights;
-  } catch {
-    weights = undefined;
-  }
+  const weights: unknown = readJsonFile(path.join(resolved.dir, 'lobes-convert.json'), { fallback: null })?.options?.weights;
   if (weights !== 'q4') return resolved.dir;
   if (!opts.quiet) process.stderr.write(`${opts.command ?? 'extract'}: the control is drawn from an fp16 conversion of ${resolved.source.path} (its 4-bit weights are not redrawn in place)\n`);
   return (await modelFolder(model, { cache: opts.cache, quiet: opts.quiet, weights: 'fp16' })).dir;

@@ -7,6 +7,7 @@ import { Progress } from '../util/progress.js';
 import { loadDataset } from '../data/index.js';
 import { summarize, formatSummary, reasonKey, type TokenLengths } from '../data/inspect.js';
 import type { Dataset } from '../data/types.js';
+import { OUTPUT_OPTIONS, QUIET_OPTION } from './options.js';
 
 const inspectSpec = {
   usage: 'lobes data inspect SPEC [--json] [--verbose] [--tokenizer MODEL_DIR] [--skip-invalid] [--quiet]',
@@ -26,8 +27,7 @@ by reason (--verbose lists each) and, with --tokenizer, the distribution of toke
   --quiet              no progress output while tokenizing (warnings still print)
 `,
   options: {
-    json: { type: 'boolean' as const },
-    quiet: { type: 'boolean' as const, short: 'q' },
+    ...OUTPUT_OPTIONS,
     verbose: { type: 'boolean' as const, short: 'v' },
     tokenizer: { type: 'string' as const },
     'skip-invalid': { type: 'boolean' as const },
@@ -50,7 +50,7 @@ provenance and extra kept), so an exported set can be edited and used again.
   options: {
     out: { type: 'string' as const, short: 'o' },
     'skip-invalid': { type: 'boolean' as const },
-    quiet: { type: 'boolean' as const, short: 'q' },
+    ...QUIET_OPTION,
   },
   positionals: [1, 1] as [number, number],
 };

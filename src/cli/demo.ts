@@ -3,6 +3,7 @@ import { existsSync } from 'node:fs';
 import { parseCommand, intOption } from './args.js';
 import { LobesError } from '../util/errors.js';
 import { BUILTIN_MODEL_DIR } from '../report/load.js';
+import { MODEL_OPTIONS, OUTPUT_OPTIONS, QUIET_TEXT, helpLine } from './options.js';
 
 const SPEC = {
   usage: 'lobes demo [--model FILE.gguf|MODEL_DIR] [--cache DIR] [--out DIR] [--seed N] [--permutations N] [--quiet] [--json]',
@@ -21,10 +22,10 @@ the pipeline, not a finding about any language model.
   --permutations N   label permutations for the p-values (default: each analysis sizes its
                      own to the family its p-values are read in; a smaller count makes the
                      verdicts say "not testable at R = N")
-  --quiet            no progress output (warnings still print)
+${helpLine('--quiet', QUIET_TEXT, 21)}
   --json             print {"run": DIR, "report": FILE} on stdout`,
   options: {
-    model: { type: 'string' }, cache: { type: 'string' }, out: { type: 'string' }, seed: { type: 'string' }, permutations: { type: 'string' }, quiet: { type: 'boolean', short: 'q' }, json: { type: 'boolean' },
+    ...MODEL_OPTIONS, out: { type: 'string' }, seed: { type: 'string' }, permutations: { type: 'string' }, ...OUTPUT_OPTIONS,
   },
   positionals: [0, 0] as [number, number],
 } as const;

@@ -1,5 +1,5 @@
 import { parseCommand } from './args.js';
-import { DEVICES } from './options.js';
+import { DEVICES, JSON_OPTION } from './options.js';
 import { UsageError } from '../util/errors.js';
 import { expandHome, formatReport, runDoctor, type ProviderName } from '../doctor/index.js';
 import { installCudaFromWheels, pipDownloadCommand, shellJoin } from '../doctor/cuda.js';
@@ -37,7 +37,7 @@ installation succeeded; 1 when it is not, or the installation was refused; 2 for
   options: {
     device: { type: 'string', choices: DEVICES },
     'no-probe': { type: 'boolean' },
-    json: { type: 'boolean' },
+    ...JSON_OPTION,
     'install-cuda-from-wheels': { type: 'string' },
     download: { type: 'boolean' },
     'install-vulkan-from': { type: 'string' },

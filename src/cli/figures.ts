@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { intOption } from './args.js';
 import { checkFigureDir, checkFigureFiles, renderFigures, requireChromium, writeFigures, writePage, type Figure, type Page } from '../report/index.js';
+import { JSON_OPTION } from './options.js';
 
 /** Options shared by `lobes report` and `lobes compare` for the page and its figure export. */
 export const FIGURE_OPTIONS = {
@@ -12,7 +13,7 @@ export const FIGURE_OPTIONS = {
   width: { type: 'string' },
   height: { type: 'string' },
   chromium: { type: 'string' },
-  json: { type: 'boolean' },
+  ...JSON_OPTION,
 } as const;
 
 /**

@@ -1,7 +1,7 @@
 import { hookEquivalents, isLayerSite, parseHook, siteEquivalents, type HookSite } from '../hooks.js';
 import { parseCommand } from './args.js';
 import { LobesError } from '../util/errors.js';
-import { HELP, modelArg } from './options.js';
+import { HELP, modelArg, MODEL_OPTIONS, JSON_OPTION } from './options.js';
 import type { ModelInfo } from '../runtime/types.js';
 
 const spec = {
@@ -25,7 +25,7 @@ ${HELP.cache}
   --json               machine-readable output (stable under renaming of nodes and intermediate values)
   --strict             exit 1 when the graph disagrees with its config files
 `,
-  options: { model: { type: 'string' }, json: { type: 'boolean' }, strict: { type: 'boolean' }, cache: { type: 'string' } },
+  options: { ...MODEL_OPTIONS, ...JSON_OPTION, strict: { type: 'boolean' } },
   positionals: [0, 1] as [number, number],
 } as const;
 

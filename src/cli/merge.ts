@@ -1,6 +1,7 @@
 import { parseCommand } from './args.js';
 import { UsageError } from '../util/errors.js';
 import { mergeRuns } from '../store/merge.js';
+import { OUTPUT_OPTIONS } from './options.js';
 
 const spec = {
   usage: 'lobes merge SHARD_RUN... --out RUN [--quiet] [--json]',
@@ -17,8 +18,7 @@ The merged run's activation files are byte-identical to those of a single run.
 `,
   options: {
     out: { type: 'string' },
-    quiet: { type: 'boolean', short: 'q' },
-    json: { type: 'boolean' },
+    ...OUTPUT_OPTIONS,
   },
   positionals: [1, Infinity] as [number, number],
 } as const;

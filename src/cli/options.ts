@@ -21,12 +21,25 @@ export type ChatTemplateMode = (typeof CHAT_TEMPLATE_MODES)[number];
 
 export const MODEL_OPTIONS = { model: { type: 'string' }, cache: { type: 'string' } } as const satisfies Options;
 export const DEVICE_OPTIONS = { device: { type: 'string', choices: DEVICES }, 'device-id': { type: 'string' } } as const satisfies Options;
-export const OUTPUT_OPTIONS = { quiet: { type: 'boolean', short: 'q' }, json: { type: 'boolean' } } as const satisfies Options;
+export const QUIET_OPTION = { quiet: { type: 'boolean', short: 'q' } } as const satisfies Options;
+export const JSON_OPTION = { json: { type: 'boolean' } } as const satisfies Options;
+export const OUTPUT_OPTIONS = { ...QUIET_OPTION, ...JSON_OPTION } as const satisfies Options;
 export const FORCE_OPTION = { force: { type: 'boolean' } } as const satisfies Options;
 export const CHAT_TEMPLATE_OPTION = { 'chat-template': { type: 'string', choices: CHAT_TEMPLATE_MODES, bare: 'on' } } as const satisfies Options;
 export const MAX_TOKENS_OPTION = { 'max-tokens': { type: 'string' } } as const satisfies Options;
 export const LIMIT_OPTIONS = { limit: { type: 'string' }, by: { type: 'string' }, seed: { type: 'string' } } as const satisfies Options;
 export const LAYERS_OPTION = { layers: { type: 'string' } } as const satisfies Options;
+
+/** What --quiet means wherever it means the shared thing. */
+export const QUIET_TEXT = 'no progress output (warnings still print)';
+
+/**
+ * One help line, `  FLAG` and then `text` from `column` (0-based; HELP's lines use 23, and a
+ * command whose own lines start elsewhere passes its column, so its help stays aligned).
+ */
+export function helpLine(flag: string, text: string, column = 23): string {
+  return `  ${flag}`.padEnd(column) + text;
+}
 
 /** Help lines of the shared options (description column 24, as every command's help). */
 export const HELP = {
@@ -48,7 +61,7 @@ export const HELP = {
   layers: `  --layers L           decoder layers: all, last:N or a list like 0,3,10-19 (0-based; recorded
                        sorted without repeats; a layer the model lacks is refused)`,
   force: `  --force              replace an earlier result of this command at --out`,
-  quiet: `  --quiet              no progress output (warnings still print)`,
+  quiet: helpLine('--quiet', QUIET_TEXT),
   json: `  --json               print the result as JSON on stdout`,
 };
 

@@ -2,6 +2,7 @@ import { parseCommand, intOption, numOption } from './args.js';
 import { runSwap, summaryLines } from '../cluster/swap-run.js';
 import { DEFAULT_PROBE_REPEATS } from '../cluster/probecv.js';
 import { UsageError } from '../util/errors.js';
+import { OUTPUT_OPTIONS } from './options.js';
 
 const USAGE =
   'lobes swap RUN [--points HOOK,...] [--seed N] [--bootstrap B] [--permutations R] [--conditional-permutations R] [--control CONTROL_RUN] [--probe-repeats 5] [--probe-c C|nested] [--probe-pca 50] [--class-weight balanced] [--words token-counts|token-embedding-mean] [--model DIR] [--threads N] [--out DIR] [--json] [--quiet]';
@@ -60,8 +61,7 @@ export async function run(argv: string[]): Promise<number> {
       model: { type: 'string' },
       threads: { type: 'string' },
       out: { type: 'string' },
-      json: { type: 'boolean' },
-      quiet: { type: 'boolean', short: 'q' },
+      ...OUTPUT_OPTIONS,
     },
   });
   if (!parsed) return 0;

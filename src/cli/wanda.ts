@@ -3,6 +3,7 @@ import { UsageError } from '../util/errors.js';
 import { runWanda, DEFAULT_PERMUTATIONS, MAX_SIZED_PERMUTATIONS } from '../wanda/run.js';
 import type { TopSpec } from '../wanda/regions.js';
 import { verdictTable, verdictTableLines } from '../report/verdict.js';
+import { OUTPUT_OPTIONS, QUIET_TEXT, helpLine } from './options.js';
 
 const USAGE =
   'lobes wanda RUN [--model DIR|FILE.gguf] [--by LABEL] [--block 256|auto] [--top FRACTION] [--top-count N] [--scope matrix|layer|global] [--permutations R] [--seed N] [--resolution block|weight] [--sweep all|BLOCKS/TOPS] [--threads N] [--json] [--quiet]';
@@ -38,7 +39,7 @@ Writes RUN/wanda/ (pooled.safetensors, regions.json, metrics.json, metrics.csv, 
                      (top-k per matrix) and report their block shares
   --threads N        worker threads for the weight pass and the permutation null (default: all cores)
   --json             print the metrics as JSON on stdout
-  --quiet            no progress output (warnings still print)
+${helpLine('--quiet', QUIET_TEXT, 21)}
 `;
 
 /**
@@ -87,8 +88,7 @@ export async function run(argv: string[]): Promise<number> {
       resolution: { type: 'string', choices: ['block', 'weight'] },
       sweep: { type: 'string' },
       threads: { type: 'string' },
-      json: { type: 'boolean' },
-      quiet: { type: 'boolean', short: 'q' },
+      ...OUTPUT_OPTIONS,
     },
   });
   if (!p) return 0;

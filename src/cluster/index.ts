@@ -3,7 +3,8 @@
  * label separates (the command is in src/cluster/run.ts).
  */
 export { runCluster, readLabelsFile, stratifiedSample, metricsCsv, type ClusterOptions, type ClusterResult } from './run.js';
-export { Tsne, type TsneOptions, exactGradient, exactKl, tsneGradient } from './tsne.js';
+export { Tsne, tsnePcaScores } from './tsne-pca.js';
+export { type TsneOptions, exactGradient, exactKl, tsneGradient } from '../tsne/index.js';
 export { pca, type PcaResult } from './pca.js';
 export { parseNpy, readNpy, encodeNpy } from './npy.js';
 export { spaceMetrics, scoreClassifier } from './space.js';

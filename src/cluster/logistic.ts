@@ -10,13 +10,13 @@
  *
  * Parameters are class-major: W as [K][d], then the K biases. The two products, the logits
  * X Wᵀ and the gradient Rᵀ X, run in the dot-product WebAssembly SIMD kernel
- * (src/cluster/dot-simd.ts) when it is available: the training matrix is packed for it once per
+ * (src/util/dot-simd.ts) when it is available: the training matrix is packed for it once per
  * fit, sample rows in quads (for the logits) and feature columns in quads (for the gradient).
  * Every logit is Σ_j x_ij w_cj summed in j order plus the bias, every gradient entry Σ_i r_ic x_ij
  * summed in i order, in the kernel and in the JavaScript loops alike, so the two paths give
  * bit-identical losses, gradients and fits.
  */
-import { dotKernel, OUT_STRIDE, type DotSimd } from './dot-simd.js';
+import { dotKernel, OUT_STRIDE, type DotSimd } from '../util/dot-simd.js';
 
 /** Loss at (W, b) with the gradient written to g (both class-major, length (d + 1)·K). */
 export type Objective = (Wt: Float64Array, g: Float64Array) => number;

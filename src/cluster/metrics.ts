@@ -16,7 +16,7 @@
  *  - permutation p = (1 + #{null ≥ observed}) / (1 + R), labels shuffled R times.
  */
 import { Rng } from '../util/rng.js';
-import { dotKernel, OUT_STRIDE } from './dot-simd.js';
+import { dotKernel, OUT_STRIDE } from '../util/dot-simd.js';
 import { silhouetteMeansWasm } from './silhouette-wasm.js';
 import { exchangeability, shuffleWithin, strataMembers } from './conditional.js';
 

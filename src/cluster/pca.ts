@@ -7,7 +7,7 @@
  * entry is positive, so results do not depend on the sketch.
  */
 import { Rng } from '../util/rng.js';
-import { dotKernel, OUT_STRIDE, type DotSimd } from './dot-simd.js';
+import { dotKernel, OUT_STRIDE, type DotSimd } from '../util/dot-simd.js';
 import { jacobiEigen, orthonormalize } from './linalg.js';
 
 export interface PcaResult {

@@ -1,87 +1,31 @@
-/** Worker side of ClusterPool (src/cluster/pool.ts): one message = one range of one computation. */
-import { parentPort } from 'node:worker_threads';
-import { knnRows } from './knn.js';
-import { screenRows } from './knn-screen.js';
-import { prunedBlocks } from './knn-prune.js';
-import { approxRows } from './knn-approx.js';
-import { conditionalRows } from './affinity.js';
-import { repulsion } from './quadtree.js';
-import { attraction } from './attraction.js';
-import { stepRange } from './step.js';
-import { interpWork } from './interp.js';
+/** Worker side of ClusterPool (src/cluster/pool.ts): the t-SNE stages' jobs (src/tsne/work.ts) and the command's own. */
+import { serveTasks, tsneTask } from '../tsne/work.js';
 import { mulXBRows, mulXtBCols } from './pca.js';
 import { probeNullScores } from './space.js';
 import { cvFold, cvRun } from './probecv.js';
 import { silhouetteMeans, gramRows } from './metrics.js';
 
-/** The error of a message sent without a reply, until the next reply carries it. */
-let held: string | null = null;
-
-parentPort!.on('message', (m: any) => {
-  try {
-    if (m.cmd === 'knn') {
-      knnRows(m.X, m.n, m.d, m.k, m.start, m.end, m.indices, m.dist2);
-    } else if (m.cmd === 'knnp') {
-      prunedBlocks(m.job, m.b0, m.b1);
-    } else if (m.cmd === 'approx') {
-      m.changed[m.slot] = approxRows(m.job, m.pass, m.start, m.end);
-    } else if (m.cmd === 'screen') {
-      screenRows(m.job, m.start, m.end);
-    } else if (m.cmd === 'gram') {
-      gramRows(m.X, m.n, m.d, m.G, m.start, m.end);
-    } else if (m.cmd === 'sil') {
-      m.out.set(silhouetteMeans(m.D, m.n, m.perms, m.nClasses), m.offset);
-    } else if (m.cmd === 'probe') {
-      m.res.set(probeNullScores(m.folds, m.n, [m.labels], m.nClasses, m.opts, m.seed));
-    } else if (m.cmd === 'cv') {
-      const run = cvRun(m.blocks, m.n, m.labels, m.nClasses, m.opts, m.seed);
-      m.pred.set(run.pred);
-      m.cs.set(run.chosenC);
-      m.cs[m.cs.length - 1] = run.chosenC.length;
-    } else if (m.cmd === 'cvfolds') {
-      for (const [r, j] of m.tasks as [number, number][]) {
-        const f = cvFold(m.blocks, m.labels, m.nClasses, m.opts, m.seed + r, j);
-        f.fold.test.forEach((i: number, t: number) => (m.preds[r * m.n + i] = f.pred[t]));
-        m.cs[r * m.F + j] = f.C;
-      }
-    } else if (m.cmd === 'mul') {
-      if (m.op === 'xb') mulXBRows(m.X, m.d, m.B, m.l, m.out, m.start, m.end);
-      else mulXtBCols(m.X, m.n, m.d, m.B, m.l, m.out, m.start, m.end);
-    } else if (m.cmd === 'condp') {
-      conditionalRows(m.dist2, m.k, m.perplexity, m.start, m.end, m.P, m.betas);
-    } else if (m.cmd === 'interp') {
-      const g = m.g;
-      if (m.phase === 'weights') {
-        interpWork.weights(g, m.Y, m.a, m.b);
-        interpWork.zeroPanels(g, m.za, m.zb);
-        if (m.kb > m.ka) interpWork.kernelColumns(g, m.ka, m.kb);
-      } else if (m.phase === 'spread') {
-        interpWork.spreadRows(g, m.Y, m.a, m.b);
-        if (m.kb > m.ka) interpWork.kernelRows(g, m.ka, m.kb);
-      } else if (m.phase === 'pass1') interpWork.pass1(g, m.a, m.b);
-      else if (m.phase === 'middle') interpWork.middle(g, m.a, m.b);
-      else if (m.phase === 'pass2') interpWork.pass2(g, m.a, m.b);
-      else if (m.phase === 'points') {
-        interpWork.interpolate(g, m.Y, m.a, m.b, m.F, m.Zi);
-        attraction(m.P, m.Y, m.ex, m.A, m.a, m.b);
-      }
-    } else if (m.cmd === 'grad') {
-      repulsion(m.tree, m.Y, m.g0, m.g1, m.theta, m.F, m.Zi);
-    } else if (m.cmd === 'attr') {
-      attraction(m.P, m.Y, m.ex, m.A, m.start, m.end);
-    } else if (m.cmd === 'step') {
-      stepRange(m.Y, m.update, m.gains, m.A, m.F, m.sp, m.i0, m.i1);
+serveTasks((m) => {
+  if (tsneTask(m)) return;
+  if (m.cmd === 'gram') {
+    gramRows(m.X, m.n, m.d, m.G, m.start, m.end);
+  } else if (m.cmd === 'sil') {
+    m.out.set(silhouetteMeans(m.D, m.n, m.perms, m.nClasses), m.offset);
+  } else if (m.cmd === 'probe') {
+    m.res.set(probeNullScores(m.folds, m.n, [m.labels], m.nClasses, m.opts, m.seed));
+  } else if (m.cmd === 'cv') {
+    const run = cvRun(m.blocks, m.n, m.labels, m.nClasses, m.opts, m.seed);
+    m.pred.set(run.pred);
+    m.cs.set(run.chosenC);
+    m.cs[m.cs.length - 1] = run.chosenC.length;
+  } else if (m.cmd === 'cvfolds') {
+    for (const [r, j] of m.tasks as [number, number][]) {
+      const f = cvFold(m.blocks, m.labels, m.nClasses, m.opts, m.seed + r, j);
+      f.fold.test.forEach((i: number, t: number) => (m.preds[r * m.n + i] = f.pred[t]));
+      m.cs[r * m.F + j] = f.C;
     }
-    if (m.noReply) return;
-    parentPort!.postMessage(held ? { error: held } : { ok: true });
-    held = null;
-  } catch (e: any) {
-    const msg = String(e?.message ?? e);
-    // a message without a reply reports its error with the next reply
-    if (m.noReply) held ??= msg;
-    else {
-      parentPort!.postMessage({ error: held ?? msg });
-      held = null;
-    }
+  } else if (m.cmd === 'mul') {
+    if (m.op === 'xb') mulXBRows(m.X, m.d, m.B, m.l, m.out, m.start, m.end);
+    else mulXtBCols(m.X, m.n, m.d, m.B, m.l, m.out, m.start, m.end);
   }
 });

@@ -38,8 +38,9 @@ import { previousSettings } from '../store/analyses.js';
 import { externalFileInput, runInputs, type LineageInput } from '../store/lineage.js';
 import { pca, pcaParallel } from './pca.js';
 import { ClusterPool } from './pool.js';
-import { Tsne, type TsneMethod } from './tsne.js';
-import { checkPerplexity } from './affinity.js';
+import { Tsne } from './tsne-pca.js';
+import type { TsneMethod } from '../tsne/index.js';
+import { checkPerplexity } from '../tsne/affinity.js';
 import { chanceOf, METRICS_CSV_HEADER, layerSweep, stratifiedSample, metricsCsvRows, separation, type Coded, type Features, type MeasureContext, type MetricSample, type RunPca } from './measure.js';
 import { baselineModelDir, baselineModelInput, lengthControl, tokenBaselines } from './baseline.js';
 import { probeSettings } from './probecv.js';
@@ -475,7 +476,7 @@ async function embed(st: Stage, f: Features, perplexity: number, threads: number
   const n = st.inp.n;
   const nbProg = n * n * f.fd > 2e10 ? new Progress({ label: 'cluster neighbours', total: n, unit: 'rows', quiet: opts.quiet }) : null;
   const onNeighbours = nbProg ? (done: number) => nbProg.set(done) : undefined;
-  const tsne = await Tsne.create(f.feats, n, f.fd, { perplexity, seed, theta: opts.theta, method: opts.tsneMethod, learningRate: opts.learningRate, neighbours: opts.neighbours, iterations: opts.iterations, earlyExaggeration: opts.earlyExaggeration, threads, pool: pool ?? undefined, onNeighbours }, (s) => st.say(s));
+  const tsne = await Tsne.create(f.feats, n, f.fd, { affinity: { perplexity, neighbours: opts.neighbours }, optimizer: { seed, theta: opts.theta, method: opts.tsneMethod, learningRate: opts.learningRate, iterations: opts.iterations, earlyExaggeration: opts.earlyExaggeration }, execution: { threads, pool: pool ?? undefined, onNeighbours } }, (s) => st.say(s));
   nbProg?.finish();
   try {
     tsne.init();

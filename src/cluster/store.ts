@@ -14,7 +14,7 @@ import * as path from 'node:path';
 import { LobesError } from '../util/errors.js';
 import { csvField } from '../util/csv.js';
 import { writeFileAtomicSync } from '../util/io.js';
-import { need, isObj, isStrArr } from '../store/json.js';
+import { need, isObj, isStrArr, writeJsonAtomic } from '../store/json.js';
 import { checkOutputCurrent, readOutputJson } from '../store/lineage.js';
 import { analysisFolderName, analysisFolders } from '../store/analyses.js';
 import { readOutputMarker } from '../util/output.js';
@@ -67,25 +67,25 @@ export interface ClusterOutputs {
 
 /** Write a cluster result's files into `dir` (a temporary folder that writeDirAtomic swaps in, or a synthetic run's). */
 export function writeClusterFiles(dir: string, o: ClusterOutputs): void {
-  writeFileAtomicSync(path.join(dir, SETTINGS), JSON.stringify(o.settings, null, 2) + '\n');
-  writeFileAtomicSync(path.join(dir, COORDS), JSON.stringify(o.coords) + '\n');
+  writeJsonAtomic(path.join(dir, SETTINGS), o.settings, 2);
+  writeJsonAtomic(path.join(dir, COORDS), o.coords);
   if (o.coordsCsv) {
     const c = o.coords;
     const csv = ['id,label,x,y'];
     for (let i = 0; i < c.ids.length; i++) csv.push([csvField(c.ids[i]), csvField(c.labels[i]), c.xy[2 * i], c.xy[2 * i + 1]].join(','));
     writeFileAtomicSync(path.join(dir, COORDS_CSV), csv.join('\n') + '\n');
   }
-  if (o.items) writeFileAtomicSync(path.join(dir, ITEMS), JSON.stringify(o.items) + '\n');
+  if (o.items) writeJsonAtomic(path.join(dir, ITEMS), o.items);
   if (o.metricsCsv !== undefined) writeFileAtomicSync(path.join(dir, METRICS_CSV), o.metricsCsv);
-  if (o.metrics.sweep) writeFileAtomicSync(path.join(dir, SWEEP), JSON.stringify(o.metrics.sweep, null, 2) + '\n');
-  writeFileAtomicSync(path.join(dir, METRICS), JSON.stringify(o.metrics, null, 2) + '\n');
+  if (o.metrics.sweep) writeJsonAtomic(path.join(dir, SWEEP), o.metrics.sweep, 2);
+  writeJsonAtomic(path.join(dir, METRICS), o.metrics, 2);
 }
 
 /** Write a swap analysis's files (`lobes swap`) into `dir`: settings.json, swap.csv and swap.json. */
 export function writeSwapFiles(dir: string, o: { settings: unknown; csv: string; result: unknown }): void {
-  writeFileAtomicSync(path.join(dir, SETTINGS), JSON.stringify(o.settings, null, 2) + '\n');
+  writeJsonAtomic(path.join(dir, SETTINGS), o.settings, 2);
   writeFileAtomicSync(path.join(dir, 'swap.csv'), o.csv);
-  writeFileAtomicSync(path.join(dir, 'swap.json'), JSON.stringify(o.result, null, 1) + '\n');
+  writeJsonAtomic(path.join(dir, 'swap.json'), o.result, 1);
 }
 
 /** What the report reads of a cluster result. */

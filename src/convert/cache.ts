@@ -26,10 +26,10 @@
  * converted is refused (src/convert/guard.ts).
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, renameSync, rmSync, statSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readSync, renameSync, rmSync, statSync } from 'node:fs';
 import { hostname, homedir } from 'node:os';
 import * as path from 'node:path';
-import { fsyncDir, makeDirs, writeFileAtomicSync } from '../util/io.js';
+import { fsyncDir, makeDirs } from '../util/io.js';
 import { acquireLock, pidAlive } from '../util/lock.js';
 import { hashFileCached } from '../store/filehash.js';
 import { folderProblem, hashFolder, rememberFolder, type RecordedFile } from './folder-hash.js';
@@ -43,6 +43,7 @@ import { isHfCheckpoint, openHfCheckpoint } from './hf-checkpoint.js';
 /** The cache folder, as a failure to create it names it. */
 const CACHE_FOLDER = { what: 'cache folder', hint: 'pass --cache DIR, or set LOBES_CACHE' };
 import { modelFilesDigest } from '../store/lineage.js';
+import { readJsonFile, writeJsonAtomic } from '../store/json.js';
 
 /** Where a run's model came from when it was given as a GGUF (recorded in the run manifest as model.source). */
 export type ModelSource = ModelSourceRecord;
@@ -113,12 +114,9 @@ const CACHE_RECORD_VERSION = 2;
  * in device, inode, size, modification and status-change time is not read again).
  */
 export function entryProblem(dir: string, entry: string): string | null {
-  let rec: any;
-  try {
-    rec = JSON.parse(readFileSync(path.join(dir, CACHE_RECORD), 'utf8'));
-  } catch {
-    return existsSync(dir) ? `no readable ${CACHE_RECORD}` : 'absent';
-  }
+  // undefined: no file, or not JSON (a file holding null is read as null)
+  const rec = readJsonFile(path.join(dir, CACHE_RECORD), { fallback: undefined });
+  if (rec === undefined) return existsSync(dir) ? `no readable ${CACHE_RECORD}` : 'absent';
   if (rec?.entry !== entry) return `${CACHE_RECORD} is of another entry`;
   if (rec.version !== CACHE_RECORD_VERSION || !rec.files || typeof rec.files !== 'object') return `${CACHE_RECORD} is of an older lobes`;
   return folderProblem(dir, rec.files as Record<string, RecordedFile>, CACHE_RECORD, 'converted model file');
@@ -150,12 +148,8 @@ function cleanDeadBuilds(root: string): void {
 
 /** The resolved --weights of an entry (from its lobes-convert.json), or the requested one. */
 function resolvedWeights(dir: string, requested: string): string {
-  try {
-    const w = JSON.parse(readFileSync(path.join(dir, CONVERT_RECORD), 'utf8'))?.options?.weights;
-    return typeof w === 'string' ? w : requested;
-  } catch {
-    return requested;
-  }
+  const w = readJsonFile(path.join(dir, CONVERT_RECORD), { fallback: null })?.options?.weights;
+  return typeof w === 'string' ? w : requested;
 }
 
 /**
@@ -242,7 +236,7 @@ async function buildEntry(
       const target = path.join(build, 'model');
       const res = await convert(target);
       const hashed = hashFolder(target, CACHE_RECORD, 'converted model file');
-      writeFileAtomicSync(path.join(target, CACHE_RECORD), JSON.stringify({ entry, version: CACHE_RECORD_VERSION, createdAt: new Date().toISOString(), source: id, files: hashed.files }, null, 2) + '\n');
+      writeJsonAtomic(path.join(target, CACHE_RECORD), { entry, version: CACHE_RECORD_VERSION, createdAt: new Date().toISOString(), source: id, files: hashed.files }, 2);
       renameSync(target, dir);
       fsyncDir(root);
       // The files were hashed in the build folder; the hash cache learns them at their place.
@@ -313,8 +307,7 @@ export async function resolveCheckpoint(p: string, opts: ResolveModelOptions = {
  */
 export function sourceGgufOf(dir: string): GgufIdentity | null {
   try {
-    const rec = JSON.parse(readFileSync(path.join(dir, CONVERT_RECORD), 'utf8'));
-    const s = rec?.source;
+    const s = readJsonFile(path.join(dir, CONVERT_RECORD), { fallback: null })?.source;
     if (!s || typeof s.path !== 'string') return null;
     return sameGguf(s) ? { path: s.path, size: s.size, mtimeMs: s.mtimeMs, headerSha256: s.headerSha256 } : null;
   } catch {

@@ -12,10 +12,11 @@
  *   writes, and never one that holds the source GGUF itself.
  */
 import { createHash } from 'node:crypto';
-import { closeSync, existsSync, fstatSync, openSync, readdirSync, readFileSync, realpathSync, statSync } from 'node:fs';
+import { closeSync, existsSync, fstatSync, openSync, readdirSync, realpathSync, statSync } from 'node:fs';
 import * as path from 'node:path';
 import { LobesError } from '../util/errors.js';
 import { readExactly } from '../util/io.js';
+import { readJsonFile } from '../store/json.js';
 
 /** What is compared before and after a conversion. */
 export interface SourceSnapshot {
@@ -156,12 +157,7 @@ export function checkForceTarget(out: string, source: string, record: string): v
   if (rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel))) {
     throw new LobesError(`--force would replace the folder that holds the source GGUF (${path.basename(source)}); nothing was changed`, { file: out, hint: 'choose another --out', code: 'E_EXISTS' });
   }
-  let rec: any;
-  try {
-    rec = JSON.parse(readFileSync(path.join(out, record), 'utf8'));
-  } catch {
-    rec = null;
-  }
+  const rec = readJsonFile(path.join(out, record), { fallback: null });
   if (rec?.format !== 'lobes-convert') {
     throw new LobesError(`--force replaces only a folder lobes convert wrote (one holding its ${record}); this one has ${rec === null ? 'none' : 'another record'}, so nothing was changed`, { file: out, hint: 'choose another --out, or empty the folder yourself', code: 'E_EXISTS' });
   }

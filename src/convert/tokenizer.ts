@@ -33,6 +33,7 @@
 import { join } from 'node:path';
 import { makeDirs, writeFileAtomicSync } from '../util/io.js';
 import { GGUF_KEYS as K, GgufMeta, type GgufKey, type GgufMetadata } from '../formats/gguf-meta.js';
+import { writeJsonAtomic } from '../store/json.js';
 
 /** llama.cpp's token types (`tokenizer.ggml.token_type`). */
 export const GGUF_TOKEN_TYPE = {
@@ -457,6 +458,6 @@ function chatTemplate(m: GgufMeta): string | { name: string; template: string }[
 export function writeTokenizerFiles(dir: string, files: TokenizerFiles): void {
   makeDirs(dir);
   writeFileAtomicSync(join(dir, 'tokenizer.json'), JSON.stringify(files.tokenizerJson));
-  writeFileAtomicSync(join(dir, 'tokenizer_config.json'), JSON.stringify(files.tokenizerConfigJson, null, 2) + '\n');
-  writeFileAtomicSync(join(dir, 'special_tokens_map.json'), JSON.stringify(files.specialTokensMap, null, 2) + '\n');
+  writeJsonAtomic(join(dir, 'tokenizer_config.json'), files.tokenizerConfigJson, 2);
+  writeJsonAtomic(join(dir, 'special_tokens_map.json'), files.specialTokensMap, 2);
 }

@@ -20,6 +20,7 @@ import { defaultLibDirs, findLibrary, resolveClosure, splitPathList, type Linker
 import { hostMachine, readElfDynamic } from './elf.js';
 import { bindingDir, ortVersion, readPreloadManifest, type PreloadManifest } from '../runtime/preload.js';
 import { CUDA_LIB_DIR, DRIVER_LIB, MIN_DRIVER, PROVIDER_FILES, cudaMajorOf, driverAtLeast, pipDownloadCommand, pipRequirementFor, shellJoin } from './cuda.js';
+import { readJsonFile } from '../store/json.js';
 
 export type ProviderName = 'cpu' | 'cuda' | 'webgpu';
 
@@ -104,12 +105,8 @@ export function vulkanIcds(env: NodeJS.ProcessEnv = process.env, sysRoot = ''): 
     }
   }
   return files.map((file) => {
-    try {
-      const j = JSON.parse(readFileSync(file, 'utf8'));
-      return { file, library: typeof j?.ICD?.library_path === 'string' ? j.ICD.library_path : null };
-    } catch {
-      return { file, library: null };
-    }
+    const j = readJsonFile(file, { fallback: null });
+    return { file, library: typeof j?.ICD?.library_path === 'string' ? j.ICD.library_path : null };
   });
 }
 

@@ -12,12 +12,11 @@
  * A unit is one IAE / multiple-choice item (one record) or one GAE world tree (one record
  * per decision, one episode). Every other module reads an evaluation through this one.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import * as path from 'node:path';
 import { LobesError } from '../util/errors.js';
-import { writeFileAtomicSync } from '../util/io.js';
 import { readVerifiedJsonl, type RecordLayout } from '../store/records.js';
-import { readJsonFile, need, isObj } from '../store/json.js';
+import { readJsonFile, need, isObj, writeJsonAtomic } from '../store/json.js';
 import type { EpisodeRecord, EvalRecord } from './types.js';
 import type { EvalManifest } from './manifest.js';
 import type { EvalSummary } from './summary-types.js';
@@ -51,24 +50,21 @@ export function isEvalDir(dir: string): boolean {
 /** Read DIR/eval.json. */
 export function readEvalManifest(dir: string): EvalManifest {
   const file = path.join(dir, EVAL_MANIFEST);
-  let m: EvalManifest;
-  try {
-    m = JSON.parse(readFileSync(file, 'utf8'));
-  } catch (e: any) {
-    if (e.code === 'ENOENT') throw new LobesError('not a lobes evaluation: eval.json is missing', { file, hint: 'give the folder written by lobes eval' });
-    throw new LobesError(`eval.json is not valid JSON (${e.message})`, { file });
-  }
+  const m: EvalManifest = readJsonFile(file, {
+    unreadable: (e) => (e.code === 'ENOENT' ? new LobesError('not a lobes evaluation: eval.json is missing', { file, hint: 'give the folder written by lobes eval' }) : `eval.json is not valid JSON (${e.message})`),
+    invalid: (msg) => `eval.json is not valid JSON (${msg})`,
+  });
   if (!m || m.format !== 'lobes-eval') throw new LobesError('not a lobes evaluation manifest (format is not "lobes-eval")', { file });
   if (m.formatVersion > EVAL_FORMAT_VERSION) throw new LobesError(`evaluation format ${m.formatVersion} is newer than this lobes understands`, { file, hint: 'upgrade lobes' });
   return m;
 }
 
 export function writeEvalManifest(dir: string, m: EvalManifest): void {
-  writeFileAtomicSync(path.join(dir, EVAL_MANIFEST), JSON.stringify(m, null, 2) + '\n');
+  writeJsonAtomic(path.join(dir, EVAL_MANIFEST), m, 2);
 }
 
 export function writeEvalSummary(dir: string, s: EvalSummary): void {
-  writeFileAtomicSync(path.join(dir, SUMMARY), JSON.stringify(s, null, 2) + '\n');
+  writeJsonAtomic(path.join(dir, SUMMARY), s, 2);
 }
 
 /**
@@ -82,12 +78,11 @@ export function readEvalResults(dir: string): { manifest: EvalManifest; records:
   const records = readVerifiedJsonl<EvalRecord>(dir, manifest.files.records, EVAL_MANIFEST);
   const episodes = manifest.files.episodes ? readVerifiedJsonl<EpisodeRecord>(dir, manifest.files.episodes, EVAL_MANIFEST) : [];
   const sfile = path.join(dir, SUMMARY);
-  let summary: EvalSummary;
-  try {
-    summary = JSON.parse(readFileSync(sfile, 'utf8')) as EvalSummary;
-  } catch (e: any) {
-    throw new LobesError(e.code ? `cannot read (${e.code})` : `invalid JSON (${String(e.message).split('\n')[0]})`, { file: sfile, hint: 'rerun the same lobes eval command to write it again' });
-  }
+  const summary = readJsonFile(sfile, {
+    unreadable: (e) => (e.code ? `cannot read (${e.code})` : `invalid JSON (${String(e.message).split('\n')[0]})`),
+    invalid: (msg) => `invalid JSON (${msg.split('\n')[0]})`,
+    hint: 'rerun the same lobes eval command to write it again',
+  }) as EvalSummary;
   return { manifest, records, episodes, summary };
 }
 

@@ -30,85 +30,80 @@ export interface GgmlTypeInfo {
   dequantizable: boolean;
 }
 
-/** GGML type ids by name, for the types lobes decodes and a few it names in messages. */
-export const GgmlType = {
-  F32: 0,
-  F16: 1,
-  Q4_0: 2,
-  Q4_1: 3,
-  Q5_0: 6,
-  Q5_1: 7,
-  Q8_0: 8,
-  Q8_1: 9,
-  Q2_K: 10,
-  Q3_K: 11,
-  Q4_K: 12,
-  Q5_K: 13,
-  Q6_K: 14,
-  Q8_K: 15,
-  IQ2_XXS: 16,
-  I8: 24,
-  I16: 25,
-  I32: 26,
-  I64: 27,
-  F64: 28,
-  BF16: 30,
-} as const;
+/** Decodes nb whole blocks of one type from src into out (n = nb × blockSize values). */
+type Decoder = (src: Uint8Array, out: Float32Array, nb: number, n: number) => void;
+
+/** One registration: a type's id, name, block geometry and, when lobes decodes it, its decoder. */
+interface Registered<N extends string = string, I extends number = number> extends GgmlTypeInfo {
+  id: I;
+  name: N;
+  decode: Decoder | null;
+}
+
+function ggml<const I extends number, const N extends string>(id: I, name: N, blockSize: number, typeSize: number, decode?: Decoder): Registered<N, I> {
+  return { id, name, blockSize, typeSize, dequantizable: decode !== undefined, decode: decode ?? null };
+}
 
 const QK_K = 256;
 
-// [id, name, blockSize, typeSize]; removed ids keep their old name with block size 0.
-const TABLE: Array<[number, string, number, number]> = [
-  [0, 'F32', 1, 4],
-  [1, 'F16', 1, 2],
-  [2, 'Q4_0', 32, 2 + 16],
-  [3, 'Q4_1', 32, 2 + 2 + 16],
-  [4, 'Q4_2', 0, 0],
-  [5, 'Q4_3', 0, 0],
-  [6, 'Q5_0', 32, 2 + 4 + 16],
-  [7, 'Q5_1', 32, 2 + 2 + 4 + 16],
-  [8, 'Q8_0', 32, 2 + 32],
-  [9, 'Q8_1', 32, 4 + 4 + 32],
-  [10, 'Q2_K', QK_K, 2 + 2 + QK_K / 16 + QK_K / 4],
-  [11, 'Q3_K', QK_K, 2 + QK_K / 4 + QK_K / 8 + 12],
-  [12, 'Q4_K', QK_K, 2 + 2 + 12 + QK_K / 2],
-  [13, 'Q5_K', QK_K, 2 + 2 + 12 + QK_K / 8 + QK_K / 2],
-  [14, 'Q6_K', QK_K, QK_K / 2 + QK_K / 4 + QK_K / 16 + 2],
-  [15, 'Q8_K', QK_K, 4 + QK_K + QK_K / 8],
-  [16, 'IQ2_XXS', QK_K, 2 + QK_K / 4],
-  [17, 'IQ2_XS', QK_K, 2 + QK_K / 4 + QK_K / 32],
-  [18, 'IQ3_XXS', QK_K, 2 + QK_K / 4 + QK_K / 8],
-  [19, 'IQ1_S', QK_K, 2 + QK_K / 8 + QK_K / 16],
-  [20, 'IQ4_NL', 32, 2 + 16],
-  [21, 'IQ3_S', QK_K, 2 + QK_K / 4 + QK_K / 8 + QK_K / 32 + 4],
-  [22, 'IQ2_S', QK_K, 2 + QK_K / 4 + QK_K / 16],
-  [23, 'IQ4_XS', QK_K, 2 + 2 + QK_K / 2 + QK_K / 64],
-  [24, 'I8', 1, 1],
-  [25, 'I16', 1, 2],
-  [26, 'I32', 1, 4],
-  [27, 'I64', 1, 8],
-  [28, 'F64', 1, 8],
-  [29, 'IQ1_M', QK_K, QK_K / 8 + QK_K / 16 + QK_K / 32],
-  [30, 'BF16', 1, 2],
-  [31, 'Q4_0_4_4', 0, 0],
-  [32, 'Q4_0_4_8', 0, 0],
-  [33, 'Q4_0_8_8', 0, 0],
-  [34, 'TQ1_0', QK_K, 2 + 4 * 13],
-  [35, 'TQ2_0', QK_K, 2 + QK_K / 4],
-  [36, 'IQ4_NL_4_4', 0, 0],
-  [37, 'IQ4_NL_4_8', 0, 0],
-  [38, 'IQ4_NL_8_8', 0, 0],
-  [39, 'MXFP4', 32, 1 + 16],
-  [40, 'NVFP4', 64, 4 + 32],
-  [41, 'Q1_0', 128, 2 + 16],
-];
+/**
+ * The registry: every id GGML has assigned, each registered once (removed ids keep their old
+ * name with block size 0). GgmlType, GGML_TYPES, DEQUANTIZABLE and dequantizeBlocks' dispatch
+ * are all read from it, so a type lobes learns to decode is one line here plus its decoder.
+ */
+const REGISTRY = [
+  ggml(0, 'F32', 1, 4, f32),
+  ggml(1, 'F16', 1, 2, f16),
+  ggml(2, 'Q4_0', 32, 2 + 16, q4_0),
+  ggml(3, 'Q4_1', 32, 2 + 2 + 16, q4_1),
+  ggml(4, 'Q4_2', 0, 0),
+  ggml(5, 'Q4_3', 0, 0),
+  ggml(6, 'Q5_0', 32, 2 + 4 + 16, q5_0),
+  ggml(7, 'Q5_1', 32, 2 + 2 + 4 + 16, q5_1),
+  ggml(8, 'Q8_0', 32, 2 + 32, q8_0),
+  ggml(9, 'Q8_1', 32, 4 + 4 + 32),
+  ggml(10, 'Q2_K', QK_K, 2 + 2 + QK_K / 16 + QK_K / 4, q2_k),
+  ggml(11, 'Q3_K', QK_K, 2 + QK_K / 4 + QK_K / 8 + 12, q3_k),
+  ggml(12, 'Q4_K', QK_K, 2 + 2 + 12 + QK_K / 2, q4_k),
+  ggml(13, 'Q5_K', QK_K, 2 + 2 + 12 + QK_K / 8 + QK_K / 2, q5_k),
+  ggml(14, 'Q6_K', QK_K, QK_K / 2 + QK_K / 4 + QK_K / 16 + 2, q6_k),
+  ggml(15, 'Q8_K', QK_K, 4 + QK_K + QK_K / 8),
+  ggml(16, 'IQ2_XXS', QK_K, 2 + QK_K / 4),
+  ggml(17, 'IQ2_XS', QK_K, 2 + QK_K / 4 + QK_K / 32),
+  ggml(18, 'IQ3_XXS', QK_K, 2 + QK_K / 4 + QK_K / 8),
+  ggml(19, 'IQ1_S', QK_K, 2 + QK_K / 8 + QK_K / 16),
+  ggml(20, 'IQ4_NL', 32, 2 + 16),
+  ggml(21, 'IQ3_S', QK_K, 2 + QK_K / 4 + QK_K / 8 + QK_K / 32 + 4),
+  ggml(22, 'IQ2_S', QK_K, 2 + QK_K / 4 + QK_K / 16),
+  ggml(23, 'IQ4_XS', QK_K, 2 + 2 + QK_K / 2 + QK_K / 64),
+  ggml(24, 'I8', 1, 1),
+  ggml(25, 'I16', 1, 2),
+  ggml(26, 'I32', 1, 4),
+  ggml(27, 'I64', 1, 8),
+  ggml(28, 'F64', 1, 8),
+  ggml(29, 'IQ1_M', QK_K, QK_K / 8 + QK_K / 16 + QK_K / 32),
+  ggml(30, 'BF16', 1, 2, bf16),
+  ggml(31, 'Q4_0_4_4', 0, 0),
+  ggml(32, 'Q4_0_4_8', 0, 0),
+  ggml(33, 'Q4_0_8_8', 0, 0),
+  ggml(34, 'TQ1_0', QK_K, 2 + 4 * 13),
+  ggml(35, 'TQ2_0', QK_K, 2 + QK_K / 4),
+  ggml(36, 'IQ4_NL_4_4', 0, 0),
+  ggml(37, 'IQ4_NL_4_8', 0, 0),
+  ggml(38, 'IQ4_NL_8_8', 0, 0),
+  ggml(39, 'MXFP4', 32, 1 + 16),
+  ggml(40, 'NVFP4', 64, 4 + 32),
+  ggml(41, 'Q1_0', 128, 2 + 16),
+] as const;
 
-const DECODED = new Set(['F32', 'F16', 'BF16', 'Q4_0', 'Q4_1', 'Q5_0', 'Q5_1', 'Q8_0', 'Q2_K', 'Q3_K', 'Q4_K', 'Q5_K', 'Q6_K']);
+/** GGML type ids by name (Q4_K → 12), for every registered type. */
+export const GgmlType = Object.freeze(Object.fromEntries(REGISTRY.map((t) => [t.name, t.id]))) as { readonly [T in (typeof REGISTRY)[number] as T['name']]: T['id'] };
 
 /** Every GGML type id, in id order (gaps are ids GGML never assigned). */
-export const GGML_TYPES: readonly GgmlTypeInfo[] = TABLE.map(([id, name, blockSize, typeSize]) => ({ id, name, blockSize, typeSize, dequantizable: DECODED.has(name) }));
+export const GGML_TYPES: readonly GgmlTypeInfo[] = REGISTRY.map(({ id, name, blockSize, typeSize, dequantizable }) => ({ id, name, blockSize, typeSize, dequantizable }));
 
 const BY_ID = new Map(GGML_TYPES.map((t) => [t.id, t]));
+const DECODERS = new Map<number, Decoder>(REGISTRY.flatMap((t: Registered) => (t.decode ? [[t.id, t.decode] as const] : [])));
 const BY_NAME = new Map(GGML_TYPES.map((t) => [t.name, t]));
 
 /** The type with this id, or undefined for an id GGML never assigned. */
@@ -172,50 +167,21 @@ export function dequantizeBlocks(type: number, src: Uint8Array, out?: Float32Arr
   const n = nb * t.blockSize;
   if (!out) out = new Float32Array(n);
   else if (out.length < n) throw new LobesError(`output holds ${out.length} values but ${nb} ${t.name} blocks decode to ${n}`, place);
-  switch (t.name) {
-    case 'F32':
-      new Uint8Array(out.buffer, out.byteOffset, n * 4).set(src);
-      break;
-    case 'F16':
-      for (let i = 0, o = 0; i < n; i++, o += 2) out[i] = HALF[src[o] | (src[o + 1] << 8)];
-      break;
-    case 'BF16': {
-      const o32 = new Uint32Array(out.buffer, out.byteOffset, n);
-      for (let i = 0, o = 0; i < n; i++, o += 2) o32[i] = ((src[o] | (src[o + 1] << 8)) << 16) >>> 0;
-      break;
-    }
-    case 'Q4_0':
-      q4_0(src, out, nb);
-      break;
-    case 'Q4_1':
-      q4_1(src, out, nb);
-      break;
-    case 'Q5_0':
-      q5_0(src, out, nb);
-      break;
-    case 'Q5_1':
-      q5_1(src, out, nb);
-      break;
-    case 'Q8_0':
-      q8_0(src, out, nb);
-      break;
-    case 'Q2_K':
-      q2_k(src, out, nb);
-      break;
-    case 'Q3_K':
-      q3_k(src, out, nb);
-      break;
-    case 'Q4_K':
-      q4_k(src, out, nb);
-      break;
-    case 'Q5_K':
-      q5_k(src, out, nb);
-      break;
-    case 'Q6_K':
-      q6_k(src, out, nb);
-      break;
-  }
+  DECODERS.get(t.id)!(src, out, nb, n);
   return out;
+}
+
+function f32(src: Uint8Array, out: Float32Array, _nb: number, n: number): void {
+  new Uint8Array(out.buffer, out.byteOffset, n * 4).set(src);
+}
+
+function f16(src: Uint8Array, out: Float32Array, _nb: number, n: number): void {
+  for (let i = 0, o = 0; i < n; i++, o += 2) out[i] = HALF[src[o] | (src[o + 1] << 8)];
+}
+
+function bf16(src: Uint8Array, out: Float32Array, _nb: number, n: number): void {
+  const o32 = new Uint32Array(out.buffer, out.byteOffset, n);
+  for (let i = 0, o = 0; i < n; i++, o += 2) o32[i] = ((src[o] | (src[o + 1] << 8)) << 16) >>> 0;
 }
 
 function half(src: Uint8Array, o: number): number {

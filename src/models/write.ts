@@ -13,6 +13,7 @@ import { UsageError } from '../util/errors.js';
 import { buildGraph, configJson, generateParams, type TinyLlamaOptions, type TinyLlamaParams } from './tinyllama.js';
 import { encodeGGraph, type GGraph, type GInit } from '../convert/llama-onnx/graph.js';
 import { tokenizerConfigJson, tokenizerJson } from './tokenizer.js';
+import { writeJsonAtomic } from '../store/json.js';
 
 /** Bumped whenever the generator's output changes; part of the cache key. */
 export const GENERATOR_VERSION = 1;
@@ -102,7 +103,7 @@ export function writeModelFolder(dir: string, p: TinyLlamaParams, opts: WriteOpt
     path.join(dir, 'generation_config.json'),
     json({ bos_token_id: p.tokenizer.bosId, eos_token_id: p.tokenizer.eosId, pad_token_id: p.tokenizer.padId }),
   );
-  writeFileAtomicSync(path.join(dir, 'tokenizer.json'), JSON.stringify(tokenizerJson(p.tokenizer)) + '\n');
+  writeJsonAtomic(path.join(dir, 'tokenizer.json'), tokenizerJson(p.tokenizer));
   writeFileAtomicSync(path.join(dir, 'tokenizer_config.json'), json(tokenizerConfigJson(p.tokenizer)));
   if (p.planted.length > 0) {
     writeFileAtomicSync(path.join(dir, 'plant.json'), json({ blockSize: 256, seed: p.opts.seed, groups: p.planted }));

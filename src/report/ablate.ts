@@ -22,7 +22,7 @@
  * lost and gained with the exact McNemar p, and Holm over regions), shown as its own table.
  */
 import { existsSync } from 'node:fs';
-import { ablateJobFile, ablateSummaryFile, isAblateJobDir, readAblateJob, readAblateSummary } from '../ablate/store.js';
+import { ablateJobFile, ablateSummaryFile, isAblateJobDir, readAblateJob, readAblateSummary, type AblateSummary } from '../ablate/store.js';
 import { ProvenanceError, runIdentity } from '../store/provenance.js';
 import { staleInput } from '../store/lineage.js';
 import type { RunManifest } from '../store/types.js';
@@ -31,37 +31,29 @@ import type { AblateBaselinesPayload, AblateCellPayload, AblateIaePayload, Ablat
 import type { IaeSection } from '../ablate/iae.js';
 import { predictionTests, type AblateCell, type AblateSpecificity } from '../ablate/stats.js';
 
-export type { AblatePayload };
+export type { AblatePayload, AblateSummary };
 
-export interface AblateRegion {
-  name: string;
-  minus: string | null;
-  blocks: number;
-}
+/** A region of the summary (name, the region subtracted from it, its blocks). */
+export type AblateRegion = AblateSummary['regions'][number];
 
 /** One region × label cell and one specificity contrast, as lobes ablate writes them (src/ablate/stats.ts). */
 export type { AblateCell, AblateSpecificity };
 
-export interface AblateSummary {
-  kind: 'ablate';
-  version: 1;
-  by: string;
-  labels: string[];
-  random: number;
-  unit: string;
-  regions: AblateRegion[];
-  cells: AblateCell[];
-  specificity: AblateSpecificity[];
-  /** With --task iae. */
-  iae?: IaeSection;
+/**
+ * What the report reads of summary.json (AblateSummary, src/ablate/store.ts, the contract), each
+ * field checked: the cells, contrasts and iae section as written, and the baselines' sections
+ * (--top, --magnitude, --shuffled, --fit-split) as the page shows them. The settings the page
+ * does not show (pFloor, scope, seed, items) are not read, so summaries without them still load.
+ */
+export type CheckedAblateSummary = Pick<AblateSummary, 'kind' | 'version' | 'by' | 'labels' | 'random' | 'unit' | 'regions' | 'cells' | 'specificity' | 'iae'> & {
   /** With --top, --magnitude, --shuffled or --fit-split: what the page shows of them. */
   baselines?: AblateBaselinesPayload;
-}
+};
 
 export interface AblateData {
   /** The folder given (as given, for the page). */
   dir: string;
-  summary: AblateSummary;
+  summary: CheckedAblateSummary;
 }
 
 const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -126,7 +118,7 @@ function checker(file: string) {
 }
 
 /** Check a parsed summary.json against the contract; `file` names it in errors. */
-export function parseAblateSummary(j: unknown, file: string): AblateSummary {
+export function parseAblateSummary(j: unknown, file: string): CheckedAblateSummary {
   const c = checker(file);
   if (!isObj(j)) return c.fail('top level', 'expected a JSON object');
   const o = j as Record<string, unknown>;
@@ -138,6 +130,7 @@ export function parseAblateSummary(j: unknown, file: string): AblateSummary {
   if (new Set(labels).size !== labels.length) c.fail('labels', 'a label value is listed twice');
   const K = c.count(o.random, 'random', 1);
   const unit = c.str(o.unit, 'unit');
+  if (unit !== 'nats' && unit !== 'accuracy') c.fail('unit', `expected nats or accuracy, got ${JSON.stringify(unit)}`);
   if (!Array.isArray(o.regions) || o.regions.length === 0) c.fail('regions', 'expected a non-empty list of regions');
   const key = (name: string, minus: string | null) => (minus === null ? name : `${name}∖${minus}`);
   const regions: AblateRegion[] = (o.regions as unknown[]).map((r, i) => {
@@ -203,7 +196,7 @@ export function parseAblateSummary(j: unknown, file: string): AblateSummary {
   });
   // written before the t tests and cost ratios: derive them from the cells and nulls, as lobes ablate does now
   if ((o.cells as Record<string, unknown>[]).some((x) => x.pT === undefined)) predictionTests(cells, specificity);
-  const out: AblateSummary = { kind: 'ablate', version: 1, by, labels, random: K, unit, regions, cells, specificity };
+  const out: CheckedAblateSummary = { kind: 'ablate', version: 1, by, labels, random: K, unit: unit as AblateSummary['unit'], regions, cells, specificity };
   if (o.iae !== undefined) out.iae = parseIae(o.iae, c, K, (x, w) => region(x, w), labelSet);
   if (o.doses !== undefined || o.magnitude !== undefined || o.shuffled !== undefined || o.fitSplit !== undefined) out.baselines = parseBaselines(o, c, (x, w) => region(x, w));
   return out;

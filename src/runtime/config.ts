@@ -3,9 +3,10 @@
  * where they are and what discovery takes from them (src/runtime/discover.ts looks at the
  * graph only; these fill in what a graph may not show, such as the head counts).
  */
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import type { ConfigHints } from './discover.js';
+import { readJsonFile } from '../store/json.js';
 
 /** Folder holding config.json / genai_config.json: the model folder, or the parent of an onnx/ folder. */
 export function configDir(modelDir: string, graphDir: string): string {
@@ -17,11 +18,7 @@ export function configDir(modelDir: string, graphDir: string): string {
 
 /** A JSON file's content, or null when it is missing or not JSON (the config files are optional). */
 export function readJson(p: string): any {
-  try {
-    return existsSync(p) ? JSON.parse(readFileSync(p, 'utf8')) : null;
-  } catch {
-    return null;
-  }
+  return readJsonFile(p, { fallback: null });
 }
 
 /** What config.json (first) and genai_config.json in `dir` say about the model. */

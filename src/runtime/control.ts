@@ -31,7 +31,7 @@
  * 4-bit MatMulNBits weights are not redrawn here: a GGUF's control is drawn from an fp16
  * conversion of it, made automatically (src/cli/extract.ts, `controlSourceFolder`).
  */
-import { closeSync, copyFileSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, readSync, readdirSync, renameSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, copyFileSync, existsSync, fsyncSync, mkdirSync, openSync, readSync, readdirSync, renameSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs';
 import { homedir } from 'node:os';
 import * as path from 'node:path';
 import { LobesError, UsageError } from '../util/errors.js';
@@ -44,6 +44,7 @@ import { sha256File } from '../store/chunks.js';
 import type { ControlInfo } from '../store/types.js';
 import { acquireLock } from '../util/lock.js';
 import { folderProblem, hashFolder, rememberFolder, type FolderHashes, type RecordedFile } from '../convert/folder-hash.js';
+import { readJsonFile } from '../store/json.js';
 
 /** Bumped when the way controls are drawn changes (a new version never reuses an old folder). */
 export const CONTROL_VERSION = 1;
@@ -245,13 +246,9 @@ export const CONTROL_RECORD = 'lobes-control.json';
  * of it, to compare with a run's or an evaluation's model.control (src/store/provenance.ts).
  */
 export function controlOfFolder(dir: string): { kind: 'random'; seed: number; version: number } | null {
-  try {
-    const rec = JSON.parse(readFileSync(path.join(dir, CONTROL_RECORD), 'utf8'));
-    if (rec?.kind !== 'random' || !Number.isInteger(rec.seed)) return null;
-    return { kind: 'random', seed: rec.seed, version: Number.isInteger(rec.version) ? rec.version : 1 };
-  } catch {
-    return null;
-  }
+  const rec = readJsonFile(path.join(dir, CONTROL_RECORD), { fallback: null });
+  if (rec?.kind !== 'random' || !Number.isInteger(rec.seed)) return null;
+  return { kind: 'random', seed: rec.seed, version: Number.isInteger(rec.version) ? rec.version : 1 };
 }
 
 /**
@@ -260,12 +257,9 @@ export function controlOfFolder(dir: string): { kind: 'random'; seed: number; ve
  * (src/convert/folder-hash.ts; 'absent' when there is no folder).
  */
 export function controlProblem(dir: string): string | null {
-  let rec: any;
-  try {
-    rec = JSON.parse(readFileSync(path.join(dir, CONTROL_RECORD), 'utf8'));
-  } catch {
-    return existsSync(dir) ? `no readable ${CONTROL_RECORD}` : 'absent';
-  }
+  // undefined: no file, or not JSON (a file holding null is read as null)
+  const rec = readJsonFile(path.join(dir, CONTROL_RECORD), { fallback: undefined });
+  if (rec === undefined) return existsSync(dir) ? `no readable ${CONTROL_RECORD}` : 'absent';
   if (!rec?.files || typeof rec.files !== 'object') return `${CONTROL_RECORD} records no file hashes (an older lobes)`;
   try {
     return folderProblem(dir, rec.files as Record<string, RecordedFile>, CONTROL_RECORD, 'control model file');

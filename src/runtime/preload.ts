@@ -15,12 +15,12 @@
  * The list lives in lobes-providers.json next to the binding, so it is removed together with
  * the provider files when onnxruntime-node is reinstalled.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import * as os from 'node:os';
 import { dirname, join } from 'node:path';
 import { LobesError } from '../util/errors.js';
-import { writeFileAtomicSync } from '../util/io.js';
+import { readJsonFile, writeJsonAtomic } from '../store/json.js';
 
 export const PRELOAD_FILE = 'lobes-providers.json';
 export const PRELOAD_FORMAT = 'lobes-provider-libraries';
@@ -63,11 +63,8 @@ export function ortPackageDir(): string | null {
 export function ortVersion(): string | null {
   const dir = ortPackageDir();
   if (!dir) return null;
-  try {
-    return String(JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')).version);
-  } catch {
-    return null;
-  }
+  const pkg = readJsonFile(join(dir, 'package.json'), { fallback: null });
+  return pkg === null ? null : String(pkg.version);
 }
 
 /** The folder of onnxruntime-node's native binding for this platform: where it loads provider libraries from. */
@@ -81,12 +78,7 @@ export function readPreloadManifest(dir = bindingDir()): PreloadManifest | null 
   if (!dir) return null;
   const file = join(dir, PRELOAD_FILE);
   if (!existsSync(file)) return null;
-  let m: PreloadManifest;
-  try {
-    m = JSON.parse(readFileSync(file, 'utf8'));
-  } catch (e) {
-    throw new LobesError(`not valid JSON (${(e as Error).message})`, { file, hint: 'delete it and run lobes doctor --install-cuda-from-wheels DIR again' });
-  }
+  const m: PreloadManifest = readJsonFile(file, { unreadable: (e) => `not valid JSON (${e.message})`, invalid: (msg) => `not valid JSON (${msg})`, hint: 'delete it and run lobes doctor --install-cuda-from-wheels DIR again' });
   if (m?.format !== PRELOAD_FORMAT) throw new LobesError(`not a ${PRELOAD_FORMAT} file`, { file, hint: 'delete it' });
   return m;
 }
@@ -96,7 +88,7 @@ export function writePreloadSet(dir: string, onnxruntime: string, provider: 'cud
   const file = join(dir, PRELOAD_FILE);
   const old = existsSync(file) ? readPreloadManifest(dir) : null;
   const m: PreloadManifest = { ...(old && old.onnxruntime === onnxruntime ? old : {}), format: PRELOAD_FORMAT, version: 1, onnxruntime, [provider]: set };
-  writeFileAtomicSync(file, JSON.stringify(m, null, 2) + '\n');
+  writeJsonAtomic(file, m, 2);
   return file;
 }
 

@@ -12,10 +12,11 @@
  * cluster and wanda take without --by). Folder names come from axis and hook names, which are
  * already restricted to letters, digits, '_', '.' and '-' (src/store/labels.ts, layout.ts).
  */
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { readdirSync, statSync } from 'node:fs';
 import * as path from 'node:path';
 import { outputKindOf, type OutputKind } from '../util/output.js';
 import type { RunManifest } from './types.js';
+import { readJsonFile } from './json.js';
 
 /**
  * The axis whose analyses take the plain folder (RUN/wanda, RUN/cluster): `aspect` if the data
@@ -77,10 +78,6 @@ export function analysisFolders(runDir: string, base: string, kind: OutputKind):
  * by), never for trusting a result (readers verify it through src/store/lineage.ts).
  */
 export function previousSettings(dir: string): Record<string, unknown> | null {
-  try {
-    const s = JSON.parse(readFileSync(path.join(dir, 'settings.json'), 'utf8'));
-    return typeof s === 'object' && s !== null && !Array.isArray(s) ? s : null;
-  } catch {
-    return null;
-  }
+  const s = readJsonFile(path.join(dir, 'settings.json'), { fallback: null });
+  return typeof s === 'object' && s !== null && !Array.isArray(s) ? s : null;
 }

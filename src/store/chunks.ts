@@ -4,13 +4,14 @@
  * durable, so a chunk is either listed with files that were fully written or not listed.
  */
 import { createHash } from 'node:crypto';
-import { openSync, closeSync, fstatSync, readFileSync, existsSync } from 'node:fs';
+import { openSync, closeSync, fstatSync, existsSync } from 'node:fs';
 import * as path from 'node:path';
 import { LobesError } from '../util/errors.js';
-import { readFileRange, writeFileAtomicSync } from '../util/io.js';
+import { readFileRange } from '../util/io.js';
 import type { HookInfo } from './types.js';
 import { INDEX, ACTIVATIONS, chunkRelPath } from './layout.js';
 import { sha256Stream } from './filehash.js';
+import { readJsonFile, writeJsonAtomic } from './json.js';
 
 export interface ChunkFile {
   /** Path relative to RUN/activations. */
@@ -46,12 +47,7 @@ export function indexPath(runDir: string): string {
 export function readChunkIndex(runDir: string): ChunkIndex {
   const file = indexPath(runDir);
   if (!existsSync(file)) throw new LobesError('chunk index is missing', { file, hint: 'the run was never started or its folder was damaged' });
-  let idx: ChunkIndex;
-  try {
-    idx = JSON.parse(readFileSync(file, 'utf8'));
-  } catch (e: any) {
-    throw new LobesError(`chunk index is not valid JSON (${e.message})`, { file });
-  }
+  const idx: ChunkIndex = readJsonFile(file, { unreadable: (e) => `chunk index is not valid JSON (${e.message})`, invalid: (msg) => `chunk index is not valid JSON (${msg})` });
   if (!idx || idx.format !== 'lobes-chunks' || !Array.isArray(idx.chunks) || !Array.isArray(idx.hooks) || !(idx.chunkRows > 0)) {
     throw new LobesError('not a lobes chunk index (format, chunkRows, hooks or chunks missing)', { file });
   }
@@ -72,7 +68,7 @@ export function readChunkIndex(runDir: string): ChunkIndex {
 }
 
 export function writeChunkIndex(runDir: string, idx: ChunkIndex): void {
-  writeFileAtomicSync(indexPath(runDir), JSON.stringify(idx) + '\n');
+  writeJsonAtomic(indexPath(runDir), idx);
 }
 
 /** sha256 of a file, read in 4 MiB pieces (src/store/filehash.ts sha256Stream). */

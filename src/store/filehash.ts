@@ -14,12 +14,13 @@
  * cannot be read or written is ignored (everything is hashed).
  */
 import { createHash } from 'node:crypto';
-import { readFileSync, realpathSync, statSync, type BigIntStats } from 'node:fs';
+import { realpathSync, statSync, type BigIntStats } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { RangeFile, writeFileAtomicSync } from '../util/io.js';
+import { RangeFile } from '../util/io.js';
 import { LobesError } from '../util/errors.js';
 import { startWorker } from '../util/worker.js';
+import { readJsonFile, writeJsonAtomic } from './json.js';
 
 /** A file's sha256 and size. */
 export interface FileHash {
@@ -53,12 +54,8 @@ function statKey(st: BigIntStats): string {
 }
 
 function loadCache(file: string): Record<string, CacheEntry> {
-  try {
-    const o = JSON.parse(readFileSync(file, 'utf8'));
-    return o && typeof o === 'object' && o.format === 'lobes-file-sha256' && o.entries && typeof o.entries === 'object' ? o.entries : {};
-  } catch {
-    return {};
-  }
+  const o = readJsonFile(file, { fallback: null });
+  return o && typeof o === 'object' && o.format === 'lobes-file-sha256' && o.entries && typeof o.entries === 'object' ? o.entries : {};
 }
 
 function saveCache(file: string, entries: Record<string, CacheEntry>): void {
@@ -66,7 +63,7 @@ function saveCache(file: string, entries: Record<string, CacheEntry>): void {
     .sort((a, b) => b[1].at - a[1].at)
     .slice(0, MAX_ENTRIES);
   try {
-    writeFileAtomicSync(file, JSON.stringify({ format: 'lobes-file-sha256', entries: Object.fromEntries(kept) }) + '\n');
+    writeJsonAtomic(file, { format: 'lobes-file-sha256', entries: Object.fromEntries(kept) });
   } catch {
     // A cache that cannot be written only costs time.
   }

@@ -12,7 +12,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { LobesError } from '../util/errors.js';
-import { writeFileAtomicSync } from '../util/io.js';
+import { readJsonFile, writeJsonAtomic } from './json.js';
 
 export const LABELS_DIR = 'labels';
 
@@ -42,12 +42,7 @@ export function overlayPath(runDir: string, axis: string): string {
  * which wrote none) the record of the evaluation it came from that only lobes eval label writes.
  */
 export function isLobesOverlay(file: string): boolean {
-  let o: any;
-  try {
-    o = JSON.parse(readFileSync(file, 'utf8'));
-  } catch {
-    return false;
-  }
+  const o = readJsonFile(file, { fallback: null });
   if (!o || typeof o !== 'object' || o.format !== 'lobes-labels') return false;
   if (o.writer?.tool === 'lobes') return true;
   return typeof o.source?.eval === 'string' && typeof o.source?.recordsSha256 === 'string';
@@ -60,7 +55,7 @@ export function isLobesOverlay(file: string): boolean {
  */
 export function writeLabelOverlay(runDir: string, o: LabelOverlay): string {
   const file = checkOverlayWritable(runDir, o.axis);
-  writeFileAtomicSync(file, JSON.stringify(o) + '\n');
+  writeJsonAtomic(file, o);
   return file;
 }
 
@@ -89,12 +84,7 @@ export function readLabelOverlays(runDir: string): Map<string, LabelOverlay> {
   if (!existsSync(dir)) return out;
   for (const name of readdirSync(dir).filter((n) => n.endsWith('.json')).sort()) {
     const file = path.join(dir, name);
-    let o: LabelOverlay;
-    try {
-      o = JSON.parse(readFileSync(file, 'utf8'));
-    } catch (e: any) {
-      throw new LobesError(`label overlay is not valid JSON (${e.message})`, { file, hint: 'delete it and write it again (lobes eval label)' });
-    }
+    const o: LabelOverlay = readJsonFile(file, { unreadable: (e) => `label overlay is not valid JSON (${e.message})`, invalid: (msg) => `label overlay is not valid JSON (${msg})`, hint: 'delete it and write it again (lobes eval label)' });
     if (!o || o.format !== 'lobes-labels' || typeof o.axis !== 'string' || `${o.axis}.json` !== name || typeof o.default !== 'string' || typeof o.values !== 'object' || o.values === null) {
       throw new LobesError('not a lobes label overlay (format, axis matching the file name, default and values needed)', { file });
     }

@@ -9,25 +9,24 @@ import { LobesError, systemError } from '../util/errors.js';
 import { writeFileAtomicSync } from '../util/io.js';
 import type { RunManifest, SampleRow } from './types.js';
 import { MANIFEST, SAMPLES, FORMAT_VERSION } from './layout.js';
+import { readJsonFile, writeJsonAtomic } from './json.js';
 
 /** Write RUN/manifest.json (pretty-printed JSON). */
 export function writeManifest(runDir: string, m: RunManifest): void {
-  writeFileAtomicSync(path.join(runDir, MANIFEST), JSON.stringify(m, null, 2) + '\n');
+  writeJsonAtomic(path.join(runDir, MANIFEST), m, 2);
 }
 
 /** Read and check RUN/manifest.json: a lobes run of a format version this lobes understands. */
 export function readManifest(runDir: string): RunManifest {
   const file = path.join(runDir, MANIFEST);
-  let m: RunManifest;
-  try {
-    m = JSON.parse(readFileSync(file, 'utf8'));
-  } catch (e: any) {
-    if (e.code === 'ENOENT') throw new LobesError('not a lobes run: manifest.json is missing', { file, hint: 'give the folder written by lobes extract or lobes merge' });
-    if (e.code === 'ENOTDIR') throw new LobesError('not a lobes run: not a folder', { file: runDir, hint: 'give the folder written by lobes extract or lobes merge' });
-    const sys = systemError(e, file);
-    if (sys) throw sys;
-    throw new LobesError(`manifest is not valid JSON (${e.message})`, { file });
-  }
+  const m: RunManifest = readJsonFile(file, {
+    unreadable: (e) => {
+      if (e.code === 'ENOENT') return new LobesError('not a lobes run: manifest.json is missing', { file, hint: 'give the folder written by lobes extract or lobes merge' });
+      if (e.code === 'ENOTDIR') return new LobesError('not a lobes run: not a folder', { file: runDir, hint: 'give the folder written by lobes extract or lobes merge' });
+      return systemError(e, file) ?? `manifest is not valid JSON (${e.message})`;
+    },
+    invalid: (msg) => `manifest is not valid JSON (${msg})`,
+  });
   if (!m || m.format !== 'lobes-run') throw new LobesError('not a lobes run manifest (format is not "lobes-run")', { file });
   if (m.formatVersion > FORMAT_VERSION) {
     throw new LobesError(`run format version ${m.formatVersion} is newer than this lobes understands (${FORMAT_VERSION})`, { file, hint: 'upgrade lobes' });

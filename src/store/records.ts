@@ -19,6 +19,7 @@ import * as path from 'node:path';
 import { LobesError } from '../util/errors.js';
 import { cleanTempFiles, writeFileAtomicSync } from '../util/io.js';
 import { sha256File, type ChunkFile } from './chunks.js';
+import { readJsonFile, writeJsonAtomic } from './json.js';
 
 export const CHUNKS_DIR = 'records';
 export const CHUNK_INDEX = 'records/index.json';
@@ -69,12 +70,11 @@ const fileOf = (e: RecordChunkEntry, stream: string): ChunkFile | undefined => (
 
 function readIndex(dir: string, layout: RecordLayout): RecordChunkIndex {
   const file = path.join(dir, CHUNK_INDEX);
-  let idx: RecordChunkIndex;
-  try {
-    idx = JSON.parse(readFileSync(file, 'utf8'));
-  } catch (e: any) {
-    throw new LobesError(e.code === 'ENOENT' ? 'record index is missing' : `record index is not valid JSON (${e.message})`, { file, hint: 'delete the folder to start over' });
-  }
+  const idx: RecordChunkIndex = readJsonFile(file, {
+    unreadable: (e) => (e.code === 'ENOENT' ? 'record index is missing' : `record index is not valid JSON (${e.message})`),
+    invalid: (msg) => `record index is not valid JSON (${msg})`,
+    hint: 'delete the folder to start over',
+  });
   if (!idx || idx.format !== layout.format || !Array.isArray(idx.chunks) || !(idx.chunkUnits > 0)) {
     throw new LobesError(`not a ${layout.format} index (format, chunkUnits or chunks missing)`, { file });
   }
@@ -114,7 +114,7 @@ export class RecordChunks {
   static create(dir: string, layout: RecordLayout, chunkUnits: number): RecordChunks {
     mkdirSync(path.join(dir, CHUNKS_DIR), { recursive: true });
     const idx: RecordChunkIndex = { format: layout.format, formatVersion: RECORDS_FORMAT_VERSION, chunkUnits, chunks: [] };
-    writeFileAtomicSync(path.join(dir, CHUNK_INDEX), JSON.stringify(idx) + '\n');
+    writeJsonAtomic(path.join(dir, CHUNK_INDEX), idx);
     return new RecordChunks(dir, layout, idx);
   }
 
@@ -142,7 +142,7 @@ export class RecordChunks {
     }
     if (dropped.length) {
       idx.chunks = keep;
-      writeFileAtomicSync(path.join(dir, CHUNK_INDEX), JSON.stringify(idx) + '\n');
+      writeJsonAtomic(path.join(dir, CHUNK_INDEX), idx);
     }
     return { writer: new RecordChunks(dir, layout, idx), dropped };
   }
@@ -165,7 +165,7 @@ export class RecordChunks {
       entry[s] = f.file;
     }
     this.index.chunks = [...this.index.chunks.filter((c) => c.chunk !== chunk), entry].sort((a, b) => a.chunk - b.chunk);
-    writeFileAtomicSync(path.join(this.dir, CHUNK_INDEX), JSON.stringify(this.index) + '\n');
+    writeJsonAtomic(path.join(this.dir, CHUNK_INDEX), this.index);
     this.done.add(chunk);
     return entry;
   }

@@ -1,6 +1,6 @@
 /**
  * A minimal WebAssembly module assembler for lobes' hand-written SIMD kernels
- * (src/wanda/simd.ts, src/cluster/dot-simd.ts): binary encoding helpers, the common opcodes,
+ * (src/wanda/simd.ts, src/util/dot-simd.ts): binary encoding helpers, the common opcodes,
  * one-type modules that import their memory as env.mem, and instantiation that returns null
  * when WebAssembly SIMD is unavailable or LOBES_NO_SIMD is set (callers then run their
  * JavaScript loops).

@@ -13,7 +13,7 @@ import * as path from 'node:path';
 import { LobesError } from '../util/errors.js';
 import { writeFileAtomicSync } from '../util/io.js';
 import { readSafetensorsHeader, readTensorFloat32, writeSafetensors, type StHeader, type StWriteTensor } from '../formats/safetensors.js';
-import { need, isObj, isStrArr } from '../store/json.js';
+import { need, isObj, isStrArr, writeJsonAtomic } from '../store/json.js';
 import { checkOutputCurrent, readOutputFile, readOutputJson, runFileInput, type LineageInput } from '../store/lineage.js';
 import { analysisFolderName, analysisFolders } from '../store/analyses.js';
 import { readOutputMarker } from '../util/output.js';
@@ -66,12 +66,12 @@ export interface WandaOutputs {
 /** Write a wanda result's files into `dir` (a temporary folder that writeDirAtomic swaps in, or a synthetic run's). */
 export function writeWandaFiles(dir: string, o: WandaOutputs): void {
   if (o.pooled) writeSafetensors(path.join(dir, POOLED), o.pooled.tensors, o.pooled.meta);
-  writeFileAtomicSync(path.join(dir, REGIONS), JSON.stringify(o.regions) + '\n');
-  writeFileAtomicSync(path.join(dir, METRICS), JSON.stringify(o.metrics, null, 1) + '\n');
+  writeJsonAtomic(path.join(dir, REGIONS), o.regions);
+  writeJsonAtomic(path.join(dir, METRICS), o.metrics, 1);
   if (o.tables?.metrics !== undefined) writeFileAtomicSync(path.join(dir, METRICS_CSV), o.tables.metrics);
   if (o.tables?.channels !== undefined) writeFileAtomicSync(path.join(dir, CHANNELS_CSV), o.tables.channels);
   if (o.tables?.sensitivity !== undefined) writeFileAtomicSync(path.join(dir, SENSITIVITY_CSV), o.tables.sensitivity);
-  writeFileAtomicSync(path.join(dir, SETTINGS), JSON.stringify(o.settings, null, 2) + '\n');
+  writeJsonAtomic(path.join(dir, SETTINGS), o.settings, 2);
 }
 
 /** What the report reads of a wanda result. */

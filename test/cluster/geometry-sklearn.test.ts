@@ -12,9 +12,10 @@ import { describe, it, expect } from 'vitest';
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { silhouetteSamples, daviesBouldin, distanceMatrix } from '../../src/cluster/metrics.js';
-import { Tsne, exactKl } from '../../src/cluster/tsne.js';
-import { knn } from '../../src/cluster/knn.js';
-import { conditionalP, jointP, denseP } from '../../src/cluster/affinity.js';
+import { Tsne } from '../../src/cluster/tsne-pca.js';
+import { exactKl } from '../../src/tsne/tsne.js';
+import { knn } from '../../src/tsne/knn.js';
+import { conditionalP, jointP, denseP } from '../../src/tsne/affinity.js';
 
 const G = JSON.parse(readFileSync(path.join(import.meta.dirname, '..', 'goldens', 'geometry', 'geometry_goldens.json'), 'utf8'));
 
@@ -71,7 +72,7 @@ describe('the t-SNE map against scikit-learn (300 points, perplexity 30)', () =>
   });
 
   it("lobes' map is as good as scikit-learn's: KL within 2% (or lower), recall@10 within 0.01 (or higher)", async () => {
-    const t = await Tsne.create(X, T.n, T.d, { perplexity: T.perplexity, seed: 0 });
+    const t = await Tsne.create(X, T.n, T.d, { affinity: { perplexity: T.perplexity }, optimizer: { seed: 0 } });
     const Y = await t.run();
     const kl = exactKl(Pd, Y, T.n);
     const recall = recallAt(X, T.d, Y, T.n, 10);

@@ -7,7 +7,7 @@ import { describe, it, expect } from 'vitest';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { checkPerplexity } from '../../src/cluster/affinity.js';
+import { checkPerplexity } from '../../src/tsne/affinity.js';
 import { lobes, writeNpy, values } from '../integrity/helpers.js';
 
 /** The message of what checkPerplexity throws, or null. */

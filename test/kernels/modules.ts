@@ -3,20 +3,20 @@
  * test/goldens/wasm/ (NAME.wat), with the source file that builds it.
  */
 import { wandaModule } from '../../src/wanda/simd.js';
-import { attractionModule } from '../../src/cluster/attraction-simd.js';
-import { dotModule } from '../../src/cluster/dot-simd.js';
-import { fftModule } from '../../src/cluster/fft-simd.js';
-import { knnModule } from '../../src/cluster/knn-simd.js';
-import { repulsionModule } from '../../src/cluster/repulsion-simd.js';
+import { attractionModule } from '../../src/tsne/attraction-simd.js';
+import { dotModule } from '../../src/util/dot-simd.js';
+import { fftModule } from '../../src/tsne/fft-simd.js';
+import { knnModule } from '../../src/tsne/knn-simd.js';
+import { repulsionModule } from '../../src/tsne/repulsion-simd.js';
 import { silhouetteModule } from '../../src/cluster/silhouette-wasm.js';
 
 export const KERNEL_MODULES: { name: string; source: string; bytes: () => Uint8Array }[] = [
   { name: 'wanda', source: 'src/wanda/simd.ts', bytes: wandaModule },
-  { name: 'attraction', source: 'src/cluster/attraction-simd.ts', bytes: attractionModule },
-  { name: 'dot', source: 'src/cluster/dot-simd.ts', bytes: dotModule },
-  { name: 'fft', source: 'src/cluster/fft-simd.ts', bytes: fftModule },
-  { name: 'knn', source: 'src/cluster/knn-simd.ts', bytes: knnModule },
-  { name: 'repulsion', source: 'src/cluster/repulsion-simd.ts', bytes: repulsionModule },
+  { name: 'attraction', source: 'src/tsne/attraction-simd.ts', bytes: attractionModule },
+  { name: 'dot', source: 'src/util/dot-simd.ts', bytes: dotModule },
+  { name: 'fft', source: 'src/tsne/fft-simd.ts', bytes: fftModule },
+  { name: 'knn', source: 'src/tsne/knn-simd.ts', bytes: knnModule },
+  { name: 'repulsion', source: 'src/tsne/repulsion-simd.ts', bytes: repulsionModule },
   { name: 'silhouette', source: 'src/cluster/silhouette-wasm.ts', bytes: silhouetteModule },
 ];
 

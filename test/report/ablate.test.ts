@@ -120,6 +120,7 @@ describe('ablate summary.json: checks', () => {
     ['a p outside [0, 1]', (s) => (s.specificity[0].pHolm = 1.5), /summary\.json: specificity\[0\]\.pHolm: expected a probability/],
     ['a reversed CI', (s) => (s.specificity[1].ci = [1, 0]), /summary\.json: specificity\[1\]\.ci: expected \[low, high\]/],
     ['an empty region', (s) => (s.regions[1].blocks = 0), /summary\.json: regions\[1\]\.blocks: expected an integer ≥ 1/],
+    ['a unit the contract does not have', (s) => (s.unit = 'bits'), /summary\.json: unit: expected nats or accuracy, got "bits"/],
     ['a t-test p outside [0, 1]', (s) => { s.cells[0].pT = -0.1; }, /summary\.json: cells\[0\]\.pT: expected a probability in \[0, 1\] or null/],
     ['a negative cost ratio', (s) => { s.cells[0].pT = 0.5; s.specificity[0].ratio = -2; }, /summary\.json: specificity\[0\]\.ratio: expected a positive number or null/],
   ];

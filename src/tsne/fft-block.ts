@@ -1,8 +1,8 @@
 /**
- * The 2-D transforms of the FFT-interpolated repulsion (src/cluster/interp.ts) by blocks of
+ * The 2-D transforms of the FFT-interpolated repulsion (src/tsne/interp.ts) by blocks of
  * BLOCK_COLUMNS = 8 lines: a block is copied from the grid into a thread's workspace as
  * [length][8 real, 8 imaginary] (a row block transposed on the way in), transformed there by the
- * stages of src/cluster/fft.ts (the WebAssembly SIMD kernels of src/cluster/fft-simd.ts, or their
+ * stages of src/tsne/fft.ts (the WebAssembly SIMD kernels of src/tsne/fft-simd.ts, or their
  * JavaScript twins, bit-identical), and copied back. A block stays in the core's cache through all
  * its stages, and no pass transposes the whole grid.
  *

@@ -19,7 +19,7 @@
  * minBoxes · boxWidth, rarely after). Per iteration:
  *   1. spread: each point adds L_a(x)·L_b(y)·q_c to the 3 × 3 nodes of its box (in point order);
  *   2. convolve: the node grid with K on the node offsets, as a circulant of size L = 2M
- *      (zero-padded 2-D FFT by blocks of 8 lines, src/cluster/fft-block.ts: forward along the
+ *      (zero-padded 2-D FFT by blocks of 8 lines, src/tsne/fft-block.ts: forward along the
  *      rows for the M nonzero columns; then, by blocks of rows, forward along the columns, the
  *      product with the kernel's spectrum, which is real because the circulant kernel is even,
  *      and the inverse along the columns; then the inverse along the rows, keeping rows [0, M));
@@ -28,7 +28,7 @@
  *
  * Every value depends on Y only: each node sums its points in point order, the transforms run
  * block by block and the interpolation point by point, so splitting the box rows, blocks and
- * points across threads (src/cluster/pool.ts) gives bit-identical results.
+ * points across threads (src/tsne/pool.ts) gives bit-identical results.
  */
 import { smoothSize } from './fft.js';
 import { blockCount, columnPass, kernelColumns, kernelRows, panelIndex, rowPass, threadBlocks } from './fft-block.js';
@@ -58,7 +58,7 @@ export interface InterpGrid {
   /** The kernel's columns transformed (scratch of the spectrum), column panels [ceil(L/8)][L][16]. */
   Kp: Float64Array;
   /**
-   * The charge grids (q0 + i q1 in A, q2 + i q3 in B) as column panels (src/cluster/fft-block.ts):
+   * The charge grids (q0 + i q1 in A, q2 + i q3 in B) as column panels (src/tsne/fft-block.ts):
    * the charges and potentials occupy rows and columns [0, M) of an L × L transform, so only the
    * ceil(M/8) panels of columns [0, M) are stored, [panel][L rows][8 real, 8 imaginary].
    */

@@ -1,14 +1,16 @@
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { Rng } from '../../src/util/rng.js';
-import { blobs } from './blobs.js';
-import { ClusterPool, overlapSplit } from '../../src/cluster/pool.js';
-import { QuadTree, repulsionAll } from '../../src/cluster/quadtree.js';
-import { attraction } from '../../src/cluster/attraction.js';
-import { conditionalP, jointP, neighboursFor, type SparseP } from '../../src/cluster/affinity.js';
-import { knn } from '../../src/cluster/knn.js';
-import { stepRange, type StepParams } from '../../src/cluster/step.js';
+import { blobs } from '../cluster/blobs.js';
+import { ClusterPool } from '../../src/cluster/pool.js';
+import { overlapSplit } from '../../src/tsne/pool.js';
+import { QuadTree, repulsionAll } from '../../src/tsne/quadtree.js';
+import { attraction } from '../../src/tsne/attraction.js';
+import { conditionalP, jointP, neighboursFor, type SparseP } from '../../src/tsne/affinity.js';
+import { knn } from '../../src/tsne/knn.js';
+import { stepRange, type StepParams } from '../../src/tsne/step.js';
 import { sharedF64, sharedI32 } from '../../src/util/worker.js';
-import { Tsne, tsneGradient } from '../../src/cluster/tsne.js';
+import { Tsne } from '../../src/cluster/tsne-pca.js';
+import { tsneGradient } from '../../src/tsne/tsne.js';
 
 let pool: ClusterPool;
 beforeAll(async () => {
@@ -177,7 +179,7 @@ describe('the optimizer rules, against a transcription of each library’s loop 
     const runs: Record<string, Float64Array> = {};
     let P: SparseP | null = null;
     for (const optimizer of ['scikit-learn', 'openTSNE'] as const) {
-      const t = await Tsne.create(X, m, 6, { perplexity: 10, theta: 0, iterations, exaggerationIterations: early, learningRate: 'per-phase', optimizer, init: Y0 });
+      const t = await Tsne.create(X, m, 6, { affinity: { perplexity: 10 }, optimizer: { theta: 0, iterations, exaggerationIterations: early, learningRate: 'per-phase', rule: optimizer, init: Y0 } });
       t.init();
       await t.run();
       runs[optimizer] = t.embedding;
@@ -191,6 +193,6 @@ describe('the optimizer rules, against a transcription of each library’s loop 
     expect(dist(runs.openTSNE, ot)).toBeLessThan(1e-9 * scale);
     expect(dist(runs.openTSNE, sk)).toBeGreaterThan(1e-3 * scale);
     expect(dist(sk, ot)).toBeGreaterThan(1e-3 * scale);
-    await expect(Tsne.create(X, m, 6, { perplexity: 10, optimizer: 'adam' as 'openTSNE' })).rejects.toThrow(/optimizer must be scikit-learn or openTSNE, got adam/);
+    await expect(Tsne.create(X, m, 6, { affinity: { perplexity: 10 }, optimizer: { rule: 'adam' as 'openTSNE' } })).rejects.toThrow(/optimizer rule must be scikit-learn or openTSNE, got adam/);
   });
 });

@@ -1,5 +1,5 @@
 /**
- * The float64 sums of the exact kNN's re-check (src/cluster/knn.ts finishRow, src/cluster/knn-screen.ts)
+ * The float64 sums of the exact kNN's re-check (src/tsne/knn.ts finishRow, src/tsne/knn-screen.ts)
  * as a WebAssembly SIMD kernel: one query row q against a list of rows y_j of X,
  *
  *   diff: out[t] = Σ_c (q[c] − y_{j_t}[c])²      dot: out[t] = Σ_c q[c] · y_{j_t}[c]

@@ -1,6 +1,6 @@
 /**
  * The attractive part of the t-SNE gradient, over rows of the sparse joint P. Shared by
- * src/cluster/tsne.ts and the worker threads of src/cluster/pool.ts.
+ * src/tsne/tsne.ts and the worker threads of src/tsne/pool.ts.
  */
 import type { SparseP } from './affinity.js';
 import { attractionSimd, type AttractionSimd } from './attraction-simd.js';
@@ -42,7 +42,7 @@ export function bfsOrder(P: SparseP, shared = false): Int32Array {
 /**
  * Attractive part: out_i = ex · Σ_j p_ij w_ij (y_i − y_j) for rows [start, end), or, where P
  * has an order, for rows order[start], …, order[end − 1]. Runs in a WebAssembly SIMD kernel
- * (src/cluster/attraction-simd.ts) when available, bit-identical to attractionJs; the rows of P
+ * (src/tsne/attraction-simd.ts) when available, bit-identical to attractionJs; the rows of P
  * are copied into the kernel's memory once per P and range (relabelled by the order: the kernel
  * sees row order[r] as row r and Y in that order, so every row's sum is the same).
  */

@@ -1,8 +1,8 @@
 import { describe, it, expect } from 'vitest';
 import { Rng } from '../../src/util/rng.js';
-import { fftPlan, naiveDft } from '../../src/cluster/fft.js';
-import { FftBlocks, blockCount, columnPass, kernelColumns, kernelRows, panelIndex, rowPass } from '../../src/cluster/fft-block.js';
-import { fftSimd } from '../../src/cluster/fft-simd.js';
+import { fftPlan, naiveDft } from '../../src/tsne/fft.js';
+import { FftBlocks, blockCount, columnPass, kernelColumns, kernelRows, panelIndex, rowPass } from '../../src/tsne/fft-block.js';
+import { fftSimd } from '../../src/tsne/fft-simd.js';
 
 const same = (a: Float64Array, b: Float64Array) => a.length === b.length && a.every((v, i) => Object.is(v, b[i]));
 const simd = fftSimd() !== null;

@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { knn, type KnnResult } from '../../src/cluster/knn.js';
-import { knnPruned, prunable, pruneJob, PRUNE_MIN_ROWS } from '../../src/cluster/knn-prune.js';
+import { knn, type KnnResult } from '../../src/tsne/knn.js';
+import { knnPruned, prunable, pruneJob, PRUNE_MIN_ROWS } from '../../src/tsne/knn-prune.js';
 import { ClusterPool } from '../../src/cluster/pool.js';
-import { OUT_STRIDE } from '../../src/cluster/dot-simd.js';
+import { OUT_STRIDE } from '../../src/util/dot-simd.js';
 import { Rng } from '../../src/util/rng.js';
-import { blobs } from './blobs.js';
+import { blobs } from '../cluster/blobs.js';
 
 // The oracle is knnRows' float64 pass over every pair (knn): the pruned search must give its lists to the bit.
 

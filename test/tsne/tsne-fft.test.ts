@@ -1,11 +1,12 @@
 import { describe, it, expect } from 'vitest';
 import { Rng } from '../../src/util/rng.js';
-import { blobs } from './blobs.js';
-import { fftColumns, fftPlan, naiveDft, smoothSize, isSmooth } from '../../src/cluster/fft.js';
-import { InterpRepulsion, lagrange3 } from '../../src/cluster/interp.js';
-import { Tsne, exactRepulsion, tsneGradient, exactKl, MIXED_MIN_POINTS, POLISH_ITERATIONS, fftIteration } from '../../src/cluster/tsne.js';
-import { denseP } from '../../src/cluster/affinity.js';
-import { QuadTree, repulsionAll } from '../../src/cluster/quadtree.js';
+import { blobs } from '../cluster/blobs.js';
+import { fftColumns, fftPlan, naiveDft, smoothSize, isSmooth } from '../../src/tsne/fft.js';
+import { InterpRepulsion, lagrange3 } from '../../src/tsne/interp.js';
+import { Tsne } from '../../src/cluster/tsne-pca.js';
+import { exactRepulsion, tsneGradient, exactKl, MIXED_MIN_POINTS, POLISH_ITERATIONS, fftIteration } from '../../src/tsne/tsne.js';
+import { denseP } from '../../src/tsne/affinity.js';
+import { QuadTree, repulsionAll } from '../../src/tsne/quadtree.js';
 
 function gaussianY(n: number, seed: number, scale: number): Float64Array {
   const rng = new Rng(seed);
@@ -103,7 +104,7 @@ describe('FFT-interpolated repulsion', () => {
   it('the gradient is closer to the exact one than Barnes–Hut’s early (compact, exaggerated); late, the repulsive sums within a few percent', async () => {
     const n = 800;
     const { X } = blobs(n, 10, 5, 4, 2);
-    const t = await Tsne.create(X, n, 10, { perplexity: 20, seed: 1, iterations: 400, method: 'bh' });
+    const t = await Tsne.create(X, n, 10, { affinity: { perplexity: 20 }, optimizer: { seed: 1, iterations: 400, method: 'bh' } });
     t.init();
     for (let it = 0; it < 400; it++) {
       t.step();
@@ -161,7 +162,7 @@ describe('t-SNE with FFT interpolation', () => {
     const n = 300;
     const { X } = blobs(n, 10, 4, 4, 5);
     const run = async (threads: number) => {
-      const t = await Tsne.create(X, n, 10, { perplexity: 20, iterations: 120, seed: 4, threads, poolMinPoints: 0, method: 'fft' });
+      const t = await Tsne.create(X, n, 10, { affinity: { perplexity: 20 }, optimizer: { iterations: 120, seed: 4, method: 'fft' }, execution: { threads, workerMinPoints: 0 } });
       expect(t.opts.method).toBe('fft');
       t.init();
       await t.run();
@@ -176,7 +177,7 @@ describe('t-SNE with FFT interpolation', () => {
     const n = 600;
     const { X, lab } = blobs(n, 10, 4, 5, 9);
     const fit = async (method: 'bh' | 'fft') => {
-      const t = await Tsne.create(X, n, 10, { perplexity: 20, iterations: 500, seed: 2, method });
+      const t = await Tsne.create(X, n, 10, { affinity: { perplexity: 20 }, optimizer: { iterations: 500, seed: 2, method } });
       t.init();
       await t.run();
       return t;
@@ -225,7 +226,7 @@ describe('t-SNE with FFT interpolation', () => {
     expect(fftIteration(1296, MIXED_MIN_POINTS)).toBe(false);
     const n = MIXED_MIN_POINTS;
     const { X } = blobs(n, 4, 4, 8, 7);
-    const make = (method?: 'bh' | 'fft') => Tsne.create(X, n, 4, { perplexity: 10, seed: 3, method });
+    const make = (method?: 'bh' | 'fft') => Tsne.create(X, n, 4, { affinity: { perplexity: 10 }, optimizer: { seed: 3, method } });
     const [mixed, fft, bh] = await Promise.all([make(), make('fft'), make('bh')]);
     expect(mixed.opts.method).toBe('mixed');
     // a wide map: 600 across, a grid far above the rule (L = 6 · 648)
@@ -267,7 +268,7 @@ describe('t-SNE with FFT interpolation', () => {
     expect(same(p1, at(fft, last))).toBe(true);
     expect(same(p1, at(bh, last))).toBe(false);
     // on two threads: both kinds of iteration give the same coordinates as on one
-    const two = await Tsne.create(X, n, 4, { perplexity: 10, seed: 3, threads: 2 });
+    const two = await Tsne.create(X, n, 4, { affinity: { perplexity: 10 }, optimizer: { seed: 3 }, execution: { threads: 2 } });
     const run = async (t: Tsne) => {
       t.init();
       for (let i = 0; i < 3; i++) await t.stepAsync();
@@ -286,10 +287,10 @@ describe('t-SNE with FFT interpolation', () => {
   it('auto picks Barnes–Hut below MIXED_MIN_POINTS; theta 0 is exact; a bad method is an error', async () => {
     const { X } = blobs(100, 5, 2, 3, 1);
     expect(100 < MIXED_MIN_POINTS).toBe(true);
-    expect((await Tsne.create(X, 100, 5, { perplexity: 10 })).opts.method).toBe('bh');
-    expect((await Tsne.create(X, 100, 5, { perplexity: 10, method: 'fft' })).opts.method).toBe('fft');
-    expect((await Tsne.create(X, 100, 5, { perplexity: 10, theta: 0, method: 'fft' })).opts.method).toBe('exact');
-    await expect(Tsne.create(X, 100, 5, { perplexity: 10, method: 'nope' as 'bh' })).rejects.toThrow(/auto, bh or fft/);
+    expect((await Tsne.create(X, 100, 5, { affinity: { perplexity: 10 } })).opts.method).toBe('bh');
+    expect((await Tsne.create(X, 100, 5, { affinity: { perplexity: 10 }, optimizer: { method: 'fft' } })).opts.method).toBe('fft');
+    expect((await Tsne.create(X, 100, 5, { affinity: { perplexity: 10 }, optimizer: { theta: 0, method: 'fft' } })).opts.method).toBe('exact');
+    await expect(Tsne.create(X, 100, 5, { affinity: { perplexity: 10 }, optimizer: { method: 'nope' as 'bh' } })).rejects.toThrow(/auto, bh or fft/);
     // the Barnes–Hut tree is still used for 'bh'
     const Y = gaussianY(100, 1, 2);
     const tree = new QuadTree(100);

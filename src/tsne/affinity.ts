@@ -16,7 +16,7 @@ export interface SparseP {
   /** Identifies a P that crosses to worker threads (a copy arrives with each message); P is never changed after it is made. */
   id?: number;
   /**
-   * An order of the rows in which a row's columns sit near it (src/cluster/attraction.ts
+   * An order of the rows in which a row's columns sit near it (src/tsne/attraction.ts
    * bfsOrder): where it is set, the attraction takes rows order[start], …, order[end − 1] for a
    * range [start, end), with every row's sum unchanged.
    */

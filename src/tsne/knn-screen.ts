@@ -1,5 +1,5 @@
 /**
- * The exact kNN of src/cluster/knn.ts, fast for wide data: a float32 screen, then the float64
+ * The exact kNN of src/tsne/knn.ts, fast for wide data: a float32 screen, then the float64
  * values of the few rows that can still be neighbours. The result is identical to knnRows' to
  * the bit (same neighbours, same order, same distances), whatever the thread count.
  *
@@ -41,7 +41,7 @@
  * Costs: when the whole product fits one block (n² ≤ 8M), only its upper block triangle is
  * computed and the rest mirrored (upperProduct; E holds for a value from either side). The
  * float64 sums of step 4 (dot products of the uncertain candidates, Σ(x_i − x_j)² of the
- * neighbours) run in a WebAssembly SIMD kernel (src/cluster/knn-simd.ts, two rows per vector,
+ * neighbours) run in a WebAssembly SIMD kernel (src/tsne/knn-simd.ts, two rows per vector,
  * each lane one row's sum in column order: the same values as the JavaScript loops, which run
  * when SIMD is unavailable) on one copy of X in a shared WebAssembly memory. A pair that is
  * in both rows' neighbour lists gets its Σ(x_i − x_j)² once: the row finished second reads it
@@ -127,7 +127,7 @@ export async function knnScreened(X: Float64Array | Float32Array, n: number, d: 
   }
   // float64 data whose values are all float32 values (activations read from float32 files):
   // the exact part reads them from a float32 copy, the same numbers in half the memory traffic
-  // X once in a shared WebAssembly memory for the float64 sums' SIMD kernel (src/cluster/knn-simd.ts),
+  // X once in a shared WebAssembly memory for the float64 sums' SIMD kernel (src/tsne/knn-simd.ts),
   // one work slot per thread; without the kernel, the same sums in JavaScript
   const f32 = single || X instanceof Float32Array;
   const ps = pairSpace(X, n, d, Math.max(1, opts.threads), f32);

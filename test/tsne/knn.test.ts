@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { knn, knnRows } from '../../src/cluster/knn.js';
+import { knn, knnRows } from '../../src/tsne/knn.js';
 import { Rng } from '../../src/util/rng.js';
 
 /** Integer-valued points on a small grid, so that many distances tie exactly. */

@@ -1,6 +1,6 @@
 /**
- * One t-SNE optimizer step over a range of points, shared by src/cluster/tsne.ts and the worker
- * threads of src/cluster/pool.ts. Every coordinate's update depends on that coordinate alone
+ * One t-SNE optimizer step over a range of points, shared by src/tsne/tsne.ts and the worker
+ * threads of src/tsne/pool.ts. Every coordinate's update depends on that coordinate alone
  * (and a point's clip on its two coordinates), so any split of the points gives the same numbers.
  */
 

@@ -1,5 +1,5 @@
 /**
- * The inner sum of the Barnes–Hut repulsion (src/cluster/quadtree.ts), two points against two
+ * The inner sum of the Barnes–Hut repulsion (src/tsne/quadtree.ts), two points against two
  * interaction-list entries per step, as a WebAssembly SIMD kernel with a JavaScript twin that
  * gives bit-identical results.
  *

@@ -8,7 +8,7 @@
  *    tree's seeded generator (ties in the projection broken by index). A leaf therefore holds
  *    L to 2L points, so one tree alone gives every point at least k candidates.
  *  - Candidates of point i: the union of its leaves. The list keeps the k nearest by
- *    (squared euclidean distance, index), the exact order of src/cluster/knn.ts.
+ *    (squared euclidean distance, index), the exact order of src/tsne/knn.ts.
  *  - Refinement, `rounds` times: the candidates of i are the first m entries of the lists of
  *    i's first m neighbours (m = `join`), plus i's own list. Each round reads only the previous
  *    round's lists, so a row's result never depends on the order rows are processed in.

@@ -4,9 +4,9 @@
  * momentum 0.5, then momentum 0.8; per-coordinate gains (+0.2 when the gradient changes
  * sign against the update, ×0.8 otherwise, at least 0.01), reset when the exaggeration
  * ends; learning rate 'auto' = max(N / early_exaggeration / 4, 50); PCA initialisation
- * scaled to standard deviation 1e-4 on the first axis. `optimizer: 'openTSNE'` follows
+ * scaled to standard deviation 1e-4 on the first axis. `optimizer.rule: 'openTSNE'` follows
  * openTSNE's instead: momentum 0.8 throughout, gains ×0.8 + 0.01, state kept across the phases
- * (src/cluster/step.ts).
+ * (src/tsne/step.ts).
  *
  * Step-wise API:
  *   const t = await Tsne.create(X, n, d, opts);   // kNN, perplexity calibration, P
@@ -25,30 +25,28 @@
 import { LobesError } from '../util/errors.js';
 import { sharedF64, sharedI32 } from '../util/worker.js';
 import { Rng } from '../util/rng.js';
-import { checkPerplexity, conditionalP, jointP, neighboursFor, type SparseP } from './affinity.js';
-import { knn, type KnnResult } from './knn.js';
-import { knnScreened } from './knn-screen.js';
-import { knnPruned, prunable } from './knn-prune.js';
-import { estimateRecall, knnApprox } from './knn-approx.js';
+import { conditionalP, jointP, neighboursFor, type SparseP } from './affinity.js';
+import { nearestNeighbours } from './neighbours.js';
+import { resolveOptions, type PcaScores, type TsneOptions, type TsneSettings } from './options.js';
 import { exactRepulsion, exactZ, klWithZ } from './tsne-exact.js';
-import { pca } from './pca.js';
 import { QuadTree, repulsionAll } from './quadtree.js';
-import { ClusterPool, overlapSplit } from './pool.js';
+import { TsnePool, overlapSplit } from './pool.js';
 import { stepRange, type StepParams } from './step.js';
 import { attraction, bfsOrder } from './attraction.js';
 import { InterpRepulsion } from './interp.js';
 
 export { exactGradient, exactKl, exactRepulsion, exactZ, klWithZ } from './tsne-exact.js';
+export { APPROX_MIN_POINTS } from './neighbours.js';
+export { MIXED_MIN_POINTS } from './options.js';
+export type { AffinityOptions, ExecutionOptions, OptimizerOptions, PcaScores, TsneMethod, TsneOptions, TsneSettings } from './options.js';
 
-/** How the repulsive sums are computed: 'bh' (Barnes–Hut), 'fft' (FFT interpolation), 'auto' ('mixed' from MIXED_MIN_POINTS, 'bh' below). */
-export type TsneMethod = 'auto' | 'bh' | 'fft';
 /**
  * 'mixed' (what 'auto' runs from MIXED_MIN_POINTS points) takes FFT interpolation in an iteration
  * whose grid is small for N, L² · log2 L < FFT_GRID_PER_POINT · N (L = 6 × boxes per axis, the
- * FFT's size; src/cluster/interp.ts), and Barnes–Hut in the others. The grid grows with the map's
+ * FFT's size; src/tsne/interp.ts), and Barnes–Hut in the others. The grid grows with the map's
  * span, not with N: early exaggeration keeps the map small, so those iterations go to the FFT.
  * Measured (bench/tsne-interp.ts, one thread, on final maps of bench/tsne-scaling.py's data, L = 768):
- * the blocked SIMD transforms (src/cluster/fft-block.ts) cost about 6 ns × L² log2 L and the
+ * the blocked SIMD transforms (src/tsne/fft-block.ts) cost about 6 ns × L² log2 L and the
  * spreading and interpolation about 0.29 µs per point, against Barnes–Hut's 1.1–1.2 µs per point
  * (2.2 µs on a map without clusters): 40.5 against 21.8 ms at 20,000 points, 48.7 against 52.9 at
  * 50,000 and 51.8 against 116.5 at 100,000: the FFT wins while L² log2 L < ~130 N on one thread.
@@ -70,101 +68,12 @@ export const POLISH_ITERATIONS = 50;
 export function fftIteration(L: number, n: number): boolean {
   return L * L * Math.log2(L) < FFT_GRID_PER_POINT * n;
 }
-/**
- * 'auto' is 'mixed' from this many points, Barnes–Hut below. The smallest grid (L = 324) passes
- * fftIteration from 8,755 points, but on two threads the FFT's iterations did not pay at 20,000
- * points (bench/tsne-scaling.py's data, 2 threads, one sitting: 'mixed' 21.6 and 26.1 s, Barnes–Hut
- * 19.2 and 20.4 s, the same CPU seconds; recall@10 of 5,000 points 0.1539 against 0.1554), while
- * at 50,000 they did (43.8 s against 57.3 s, recall 0.1094 against 0.1073; bench/RESULTS.md).
- */
-export const MIXED_MIN_POINTS = 30000;
 
-/**
- * From this many points, neighbours 'auto' would take the approximate search (src/cluster/knn-approx.ts).
- * At present never: on 100,000 points in 50 dimensions it found 0.85 of the exact neighbours, and
- * the map kept 0.051 of each point's 10 nearest against 0.067 from the exact search (openTSNE
- * 0.070), so 'auto' stays exact and `--neighbours approximate` is the user's choice
- * (bench/RESULTS.md, "t-SNE scaling").
- */
-export const APPROX_MIN_POINTS = Number.POSITIVE_INFINITY;
-
-export interface TsneOptions {
-  /** Effective number of neighbours (default 30). */
-  perplexity?: number;
-  /** Barnes–Hut opening angle (default 0.5); 0 runs the exact O(N²) gradient (whatever the method). */
-  theta?: number;
-  /** Repulsion: 'auto' (default: 'mixed' from MIXED_MIN_POINTS points, Barnes–Hut below), 'bh' or 'fft'. */
-  method?: TsneMethod;
-  /** Total iterations including early exaggeration (default 1000). */
-  iterations?: number;
-  /** Factor on P during the first `exaggerationIterations` (default 12). */
-  earlyExaggeration?: number;
-  /** Iterations of early exaggeration (default 250). */
-  exaggerationIterations?: number;
-  /**
-   * Step size (default 'auto'):
-   *  - 'auto': max(N / earlyExaggeration / 4, 50) in both phases (scikit-learn's rule);
-   *  - 'per-phase': max(N / α / 4, 50) with α the exaggeration in effect, so N / 4 after the early
-   *    phase, and each point's update clipped to norm 5 (openTSNE's defaults; the / 4 because this
-   *    gradient carries scikit-learn's factor 4 and openTSNE's does not);
-   *  - a number: that step in both phases.
-   */
-  learningRate?: number | 'auto' | 'per-phase';
-  /** Largest norm of one point's update per iteration (default 5 under 'per-phase', else none). */
-  maxStepNorm?: number;
-  /** Momentum during / after early exaggeration (defaults 0.5 / 0.8; 0.8 / 0.8 with optimizer 'openTSNE'). */
-  momentum?: [number, number];
-  /**
-   * 'scikit-learn' (default): momentum 0.5 then 0.8, gains floored at 0.01, a fresh update and gains
-   * when the exaggeration ends; 'openTSNE': momentum 0.8 in both phases (unless `momentum` is given),
-   * gains ×0.8 + 0.01 with sign changes counted as np.sign does, update and gains kept.
-   */
-  optimizer?: 'scikit-learn' | 'openTSNE';
-  /** 'pca' (default): first two principal components scaled to std 1e-4; 'random': N(0, 1e-4²); or given [n*2]. */
-  init?: 'pca' | 'random' | Float64Array;
-  /** Seed for the random initialisation and the PCA sketch (default 0). */
-  seed?: number;
-  /** Worker threads for kNN and repulsion (default 1 = this thread only). */
-  threads?: number;
-  /** Compute KL exactly (O(N²)) when N is at most this (default 5000). */
-  exactKlLimit?: number;
-  /** Start worker threads only from this many points (default 2000; below, threads cost more than they save). */
-  poolMinPoints?: number;
-  /** Use these worker threads (the caller closes them) instead of starting new ones. */
-  pool?: ClusterPool;
-  /** Neighbour search: 'exact', 'approximate' (forest + refinement) or 'auto' (default: approximate from APPROX_MIN_POINTS, at present never). */
-  neighbours?: 'exact' | 'approximate' | 'auto';
-  /** Called as the exact neighbour search finishes rows (done of n); it is O(N²·d). */
-  onNeighbours?: (done: number, n: number) => void;
-}
-
-interface Resolved {
-  perplexity: number;
-  theta: number;
-  /** The repulsion in use: 'exact' when theta is 0; 'mixed' is FFT or Barnes–Hut by iteration (see fftIteration). */
-  method: 'bh' | 'fft' | 'mixed' | 'exact';
-  iterations: number;
-  earlyExaggeration: number;
-  exaggerationIterations: number;
-  /** Step during early exaggeration. */
-  learningRate: number;
-  /** Step after it (the same unless the rule is 'per-phase'). */
-  learningRateAfter: number;
-  /** Largest norm of one point's update (Infinity: no clipping). */
-  maxStepNorm: number;
-  momentum: [number, number];
-  optimizer: 'scikit-learn' | 'openTSNE';
-  seed: number;
-  threads: number;
-  exactKlLimit: number;
-  /** The neighbour search used. */
-  neighbours: 'exact' | 'approximate';
-}
 
 export class Tsne {
   readonly n: number;
   readonly P: SparseP;
-  readonly opts: Resolved;
+  readonly opts: TsneSettings;
   /** Current embedding, interleaved x, y. */
   Y: Float64Array;
   /** Iterations done. */
@@ -176,7 +85,8 @@ export class Tsne {
   private Zi: Float64Array;
   private tree: QuadTree | null = null;
   private interp: InterpRepulsion | null = null;
-  private pool: ClusterPool | null;
+  private pool: TsnePool | null;
+  private pcaScores: PcaScores | null = null;
   private initData: Float64Array | 'pca' | 'random';
   private X: Float64Array | Float32Array;
   private d: number;
@@ -191,7 +101,7 @@ export class Tsne {
   private attrSplit = 0;
   private bhTiming = { build: 0, attr: 0, iters: 0 };
 
-  private constructor(X: Float64Array | Float32Array, n: number, d: number, P: SparseP, opts: Resolved, init: Float64Array | 'pca' | 'random', pool: ClusterPool | null) {
+  protected constructor(X: Float64Array | Float32Array, n: number, d: number, P: SparseP, opts: TsneSettings, init: Float64Array | 'pca' | 'random', pool: TsnePool | null) {
     this.X = X;
     this.n = n;
     this.d = d;
@@ -213,64 +123,25 @@ export class Tsne {
 
   /** Resolve options, compute the kNN graph and the joint P. */
   static async create(X: Float64Array | Float32Array, n: number, d: number, options: TsneOptions = {}, onStage?: (stage: string) => void): Promise<Tsne> {
-    const perplexity = options.perplexity ?? 30;
     if (n < 4) throw new LobesError(`t-SNE needs at least 4 points, got ${n}`);
-    checkPerplexity(perplexity, n);
-    const earlyExaggeration = options.earlyExaggeration ?? 12;
-    const lr = options.learningRate ?? 'auto';
-    const theta = options.theta ?? 0.5;
-    const method = options.method ?? 'auto';
-    if (lr !== 'auto' && lr !== 'per-phase' && typeof lr !== 'number') throw new LobesError(`learning rate must be auto, per-phase or a number, got ${String(lr)}`);
-    const lr0 = typeof lr === 'number' ? lr : Math.max(n / earlyExaggeration / 4, 50);
-    if (method !== 'auto' && method !== 'bh' && method !== 'fft') throw new LobesError(`t-SNE method must be auto, bh or fft, got ${String(method)}`);
-    const opts: Resolved = {
-      perplexity,
-      theta,
-      method: theta === 0 ? 'exact' : method === 'auto' ? (n >= MIXED_MIN_POINTS ? 'mixed' : 'bh') : method,
-      iterations: options.iterations ?? 1000,
-      earlyExaggeration,
-      exaggerationIterations: options.exaggerationIterations ?? 250,
-      learningRate: lr0,
-      learningRateAfter: lr === 'per-phase' ? Math.max(n / 4, 50) : lr0,
-      maxStepNorm: options.maxStepNorm ?? (lr === 'per-phase' ? 5 : Number.POSITIVE_INFINITY),
-      momentum: options.momentum ?? (options.optimizer === 'openTSNE' ? [0.8, 0.8] : [0.5, 0.8]),
-      optimizer: options.optimizer ?? 'scikit-learn',
-      seed: options.seed ?? 0,
-      threads: Math.max(1, options.threads ?? 1),
-      exactKlLimit: options.exactKlLimit ?? 5000,
-      neighbours: neighbourSearch(options.neighbours, n),
-    };
-    if (!(opts.theta >= 0 && opts.theta <= 1)) throw new LobesError(`theta must be in [0, 1], got ${opts.theta}`);
-    if (opts.optimizer !== 'scikit-learn' && opts.optimizer !== 'openTSNE') throw new LobesError(`optimizer must be scikit-learn or openTSNE, got ${String(opts.optimizer)}`);
-    if (!Number.isInteger(opts.iterations) || opts.iterations < 0) throw new LobesError(`iterations must be a non-negative integer, got ${opts.iterations}`);
-    if (!(opts.maxStepNorm > 0)) throw new LobesError(`the largest step must be positive, got ${opts.maxStepNorm}`);
-    if (!(opts.learningRate > 0 && opts.learningRateAfter > 0)) throw new LobesError(`learning rate must be positive, got ${opts.learningRate}`);
-    const k = neighboursFor(perplexity, n);
-    const external = options.pool ?? null;
-    const pool = external ?? (opts.threads > 1 && n >= (options.poolMinPoints ?? 2000) ? await ClusterPool.start(opts.threads - 1) : null);
+    const opts = resolveOptions(options, n);
+    const { optimizer = {}, execution = {} } = options;
+    const k = neighboursFor(opts.perplexity, n);
+    const external = execution.pool ?? null;
+    const pool = external ?? (opts.threads > 1 && n >= (execution.workerMinPoints ?? 2000) ? await TsnePool.start(opts.threads - 1) : null);
     try {
       onStage?.(`nearest neighbours (k = ${k})`);
-      let nn: KnnResult;
-      let recall: Tsne['neighbourRecall'] = null;
-      if (opts.neighbours === 'approximate') {
-        const ao = { seed: opts.seed, onProgress: options.onNeighbours && ((stage: string, done: number, total: number) => stage === 'forest rows' && options.onNeighbours!(done, total)) };
-        nn = await (pool ? pool.knnApprox(X, n, d, k, ao) : knnApprox(X, n, d, k, ao));
-        onStage?.('neighbour recall on 200 sampled rows');
-        recall = estimateRecall(X, n, d, nn, 200, opts.seed);
-      } else if (pool) nn = await pool.knn(X, n, d, k, options.onNeighbours && ((done) => options.onNeighbours!(done, n)));
-      else {
-        // wide data through the float32 screen, narrow data with block bounds (identical results), else the float64 pass
-        nn = (await knnScreened(X, n, d, k, { threads: 1 })) ?? (prunable(X, n, d, k) ? knnPruned(X, n, d, k) : knn(X, n, d, k));
-        options.onNeighbours?.(n, n);
-      }
+      const { nn, recall } = await nearestNeighbours(X, n, d, k, { search: opts.neighbours, seed: opts.seed, pool, onRows: execution.onNeighbours, onStage });
       onStage?.('perplexity calibration');
-      const Pc = pool ? await pool.conditionalP(nn, n, perplexity) : conditionalP(nn, n, perplexity).P;
+      const Pc = pool ? await pool.conditionalP(nn, n, opts.perplexity) : conditionalP(nn, n, opts.perplexity).P;
       let P = jointP(nn, Pc, n);
       if (pool) P = shareP(P);
       P.order = bfsOrder(P, pool !== null);
-      const init = options.init ?? 'pca';
+      const init = optimizer.init ?? 'pca';
       if (init instanceof Float64Array && init.length !== 2 * n) throw new LobesError(`init has ${init.length} values, expected ${2 * n}`);
+      if (init === 'pca' && !optimizer.pcaScores) throw new LobesError("t-SNE init 'pca' needs the principal components (optimizer.pcaScores; src/cluster's Tsne gives them), or init 'random' or given coordinates");
       const t = new Tsne(X, n, d, P, opts, init, pool);
+      t.pcaScores = optimizer.pcaScores ?? null;
       t.ownsPool = !external;
       t.neighbourRecall = recall;
       return t;
@@ -290,14 +161,14 @@ export class Tsne {
       const rng = new Rng(this.opts.seed);
       for (let i = 0; i < 2 * n; i++) Y[i] = rng.normal() * 1e-4;
     } else {
-      const r = pca(this.X, n, this.d, 2, { seed: this.opts.seed });
+      const scores = this.pcaScores!(this.X, n, this.d, this.opts.seed);
       let m = 0;
-      for (let i = 0; i < n; i++) m += r.scores[2 * i];
+      for (let i = 0; i < n; i++) m += scores[2 * i];
       m /= n;
       let v = 0;
-      for (let i = 0; i < n; i++) v += (r.scores[2 * i] - m) ** 2;
+      for (let i = 0; i < n; i++) v += (scores[2 * i] - m) ** 2;
       const std = Math.sqrt(v / n) || 1;
-      for (let i = 0; i < 2 * n; i++) Y[i] = (r.scores[i] / std) * 1e-4;
+      for (let i = 0; i < 2 * n; i++) Y[i] = (scores[i] / std) * 1e-4;
     }
     this.update.fill(0);
     this.gains.fill(1);
@@ -393,14 +264,14 @@ export class Tsne {
       momentum: early ? this.opts.momentum[0] : this.opts.momentum[1],
       learningRate: early ? this.opts.learningRate : this.opts.learningRateAfter,
       maxStepNorm: this.opts.maxStepNorm,
-      additiveGain: this.opts.optimizer === 'openTSNE',
+      additiveGain: this.opts.rule === 'openTSNE',
     };
   }
 
   /** Count the iteration; scikit-learn's rule starts a fresh optimizer (zero update, unit gains) when exaggeration ends. */
   private endStep(): void {
     this.iter++;
-    if (this.iter === this.opts.exaggerationIterations && this.opts.optimizer === 'scikit-learn') {
+    if (this.iter === this.opts.exaggerationIterations && this.opts.rule === 'scikit-learn') {
       this.update.fill(0);
       this.gains.fill(1);
     }
@@ -437,13 +308,6 @@ export class Tsne {
     }
     return klWithZ(this.P, this.Y, Z);
   }
-}
-
-/** The neighbour search for n points: 'auto' is approximate from APPROX_MIN_POINTS. */
-function neighbourSearch(v: TsneOptions['neighbours'], n: number): 'exact' | 'approximate' {
-  if (v === undefined || v === 'auto') return n >= APPROX_MIN_POINTS ? 'approximate' : 'exact';
-  if (v === 'exact' || v === 'approximate') return v;
-  throw new LobesError(`neighbours must be exact, approximate or auto, got ${String(v)}`);
 }
 
 /** A copy of P on SharedArrayBuffers (for worker threads). */

@@ -1,15 +1,16 @@
 import { describe, it, expect } from 'vitest';
 import { Matrix, SingularValueDecomposition } from 'ml-matrix';
 import { Rng } from '../../src/util/rng.js';
-import { blobs } from './blobs.js';
-import { Tsne, exactGradient, exactKl, tsneGradient, exactRepulsion, klWithZ, exactZ } from '../../src/cluster/tsne.js';
-import { attraction, attractionJs, bfsOrder } from '../../src/cluster/attraction.js';
-import type { SparseP } from '../../src/cluster/affinity.js';
-import { conditionalP, jointP, denseP, checkPerplexity, neighboursFor } from '../../src/cluster/affinity.js';
-import { knn } from '../../src/cluster/knn.js';
+import { blobs } from '../cluster/blobs.js';
+import { Tsne } from '../../src/cluster/tsne-pca.js';
+import { exactGradient, exactKl, tsneGradient, exactRepulsion, klWithZ, exactZ } from '../../src/tsne/tsne.js';
+import { attraction, attractionJs, bfsOrder } from '../../src/tsne/attraction.js';
+import type { SparseP } from '../../src/tsne/affinity.js';
+import { conditionalP, jointP, denseP, checkPerplexity, neighboursFor } from '../../src/tsne/affinity.js';
+import { knn } from '../../src/tsne/knn.js';
 import { pca, mulXBRows, mulXBRowsJs, mulXtBCols, mulXtBColsJs } from '../../src/cluster/pca.js';
-import { QuadTree, repulsion, repulsionAll, groupRanges, GROUP_SIZE } from '../../src/cluster/quadtree.js';
-import { repulsionSimd, sumPairsJs } from '../../src/cluster/repulsion-simd.js';
+import { QuadTree, repulsion, repulsionAll, groupRanges, GROUP_SIZE } from '../../src/tsne/quadtree.js';
+import { repulsionSimd, sumPairsJs } from '../../src/tsne/repulsion-simd.js';
 import { silhouetteSamples, distanceMatrix } from '../../src/cluster/metrics.js';
 
 function randomY(n: number, seed: number, scale = 3): Float64Array {
@@ -486,7 +487,7 @@ describe('t-SNE', () => {
     const n = 300;
     const { X } = blobs(n, 10, 3, 3, 11);
     const run = async (threads: number) => {
-      const t = await Tsne.create(X, n, 10, { perplexity: 15, iterations: 120, seed: 5, threads, poolMinPoints: 0 });
+      const t = await Tsne.create(X, n, 10, { affinity: { perplexity: 15 }, optimizer: { iterations: 120, seed: 5 }, execution: { threads, workerMinPoints: 0 } });
       t.init();
       await t.run();
       await t.close();
@@ -499,7 +500,7 @@ describe('t-SNE', () => {
     expect(Array.from(a)).toEqual(Array.from(c));
     // random initialisation: the seed decides the start
     const rand = async (seed: number) => {
-      const t = await Tsne.create(X, n, 10, { perplexity: 15, iterations: 50, seed, init: 'random' });
+      const t = await Tsne.create(X, n, 10, { affinity: { perplexity: 15 }, optimizer: { iterations: 50, seed, init: 'random' } });
       t.init();
       await t.run();
       return Array.from(t.embedding);
@@ -510,7 +511,7 @@ describe('t-SNE', () => {
   it('separates well-separated clusters, lowers KL, follows the step API', async () => {
     const n = 240;
     const { X, lab } = blobs(n, 20, 4, 4, 12);
-    const t = await Tsne.create(X, n, 20, { perplexity: 20, iterations: 500, seed: 1 });
+    const t = await Tsne.create(X, n, 20, { affinity: { perplexity: 20 }, optimizer: { iterations: 500, seed: 1 } });
     t.init();
     expect(t.opts.learningRate).toBe(50); // max(240/12/4, 50)
     let sd = 0;
@@ -560,7 +561,7 @@ describe('t-SNE optimizer schedule (scikit-learn)', () => {
     const n = 40;
     const { X } = blobs(n, 5, 3, 3, 15);
     const init = randomY(n, 16, 1e-4);
-    const t = await Tsne.create(X, n, 5, { perplexity: 8, theta: 0, iterations: 262, init });
+    const t = await Tsne.create(X, n, 5, { affinity: { perplexity: 8 }, optimizer: { theta: 0, iterations: 262, init } });
     t.init();
     const Pd = denseP(t.P);
     const lr = Math.max(n / 12 / 4, 50);
@@ -597,7 +598,7 @@ describe('t-SNE optimizer schedule (scikit-learn)', () => {
     // Non-default settings: exaggeration 4 for 3 iterations, momenta 0.3 / 0.9, learning rate 20.
     const n = 40;
     const { X } = blobs(n, 5, 3, 3, 17);
-    const t = await Tsne.create(X, n, 5, { perplexity: 8, theta: 0, iterations: 300, exaggerationIterations: 3, earlyExaggeration: 4, momentum: [0.3, 0.9], learningRate: 20, init: randomY(n, 18, 1e-2) });
+    const t = await Tsne.create(X, n, 5, { affinity: { perplexity: 8 }, optimizer: { theta: 0, iterations: 300, exaggerationIterations: 3, earlyExaggeration: 4, momentum: [0.3, 0.9], learningRate: 20, init: randomY(n, 18, 1e-2) } });
     t.init();
     const Pd = denseP(t.P);
     for (let it = 0; it < 3; it++) {
@@ -628,13 +629,13 @@ describe("t-SNE learning rate 'per-phase' (openTSNE's defaults)", () => {
     // (so N / 4α here), and every point's update scaled down to norm 5 when longer.
     const n = 800;
     const { X } = blobs(n, 5, 3, 3, 21);
-    const d = await Tsne.create(X, n, 5, { perplexity: 8, learningRate: 'per-phase' });
+    const d = await Tsne.create(X, n, 5, { affinity: { perplexity: 8 }, optimizer: { learningRate: 'per-phase' } });
     expect(d.opts.learningRate).toBe(50); // max(800 / 48, 50)
     expect(d.opts.learningRateAfter).toBe(200); // max(800 / 4, 50)
     expect(d.opts.maxStepNorm).toBe(5);
-    expect((await Tsne.create(X, n, 5, { perplexity: 8 })).opts.maxStepNorm).toBe(Number.POSITIVE_INFINITY);
+    expect((await Tsne.create(X, n, 5, { affinity: { perplexity: 8 } })).opts.maxStepNorm).toBe(Number.POSITIVE_INFINITY);
     // the steps of this small problem stay under 5, so clip at 0.5 to exercise the clipping
-    const t = await Tsne.create(X, n, 5, { perplexity: 8, theta: 0, iterations: 30, exaggerationIterations: 6, learningRate: 'per-phase', maxStepNorm: 0.5, init: randomY(n, 22, 1) });
+    const t = await Tsne.create(X, n, 5, { affinity: { perplexity: 8 }, optimizer: { theta: 0, iterations: 30, exaggerationIterations: 6, learningRate: 'per-phase', maxStepNorm: 0.5, init: randomY(n, 22, 1) } });
     t.init();
     const Pd = denseP(t.P);
     const up = new Float64Array(2 * n);
@@ -675,7 +676,7 @@ describe("t-SNE learning rate 'per-phase' (openTSNE's defaults)", () => {
 
   it('refuses a rule it does not know', async () => {
     const { X } = blobs(40, 5, 3, 3, 23);
-    await expect(Tsne.create(X, 40, 5, { perplexity: 8, learningRate: 'fast' as never })).rejects.toThrow(/learning rate must be auto, per-phase or a number/);
+    await expect(Tsne.create(X, 40, 5, { affinity: { perplexity: 8 }, optimizer: { learningRate: 'fast' as never } })).rejects.toThrow(/learning rate must be auto, per-phase or a number/);
   });
 });
 

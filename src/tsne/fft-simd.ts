@@ -1,6 +1,6 @@
 /**
- * The stages of src/cluster/fft.ts's Stockham transform as WebAssembly SIMD kernels, on one
- * block of BLOCK_COLUMNS = 8 columns (src/cluster/fft-block.ts): the block is [rows][16] float64
+ * The stages of src/tsne/fft.ts's Stockham transform as WebAssembly SIMD kernels, on one
+ * block of BLOCK_COLUMNS = 8 columns (src/tsne/fft-block.ts): the block is [rows][16] float64
  * values, a row's 8 real parts and then its 8 imaginary parts (128 bytes). Each f64x2 lane is one
  * column, and a column gets the operations of fft.ts's radix loops in their order, with the same
  * twiddles, so the results are bit-identical to the JavaScript stages run on the same block

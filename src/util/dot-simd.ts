@@ -1,6 +1,6 @@
 /**
  * A WebAssembly SIMD kernel for dot products of row blocks, used by the exact kNN
- * (src/cluster/knn.ts), the Gram rows (src/cluster/metrics.ts) and the PCA products
+ * (src/tsne/knn.ts), the Gram rows (src/cluster/metrics.ts) and the PCA products
  * (src/cluster/pca.ts):
  *
  *   dist(qp, yp, nblk, d, out, sqq, sqy): for b in [0, nblk), r in [0, 4), s in [0, 4):
@@ -19,7 +19,7 @@
  * sums one product per column in column order).
  */
 
-import { BR_IF, END, F64X2_ADD, F64X2_MAX, F64X2_MUL, F64X2_SUB, I32, I32_ADD, I32_CONST, I32_SUB, LOCAL_TEE, LOOP, V128, V128_F64X2, V128_LOAD, V128_LOAD64_SPLAT, V128_STORE, V128_ZERO, VOID, assembleModule, funcBody, get, instantiate, set, type WasmMemory } from '../util/wasm.js';
+import { BR_IF, END, F64X2_ADD, F64X2_MAX, F64X2_MUL, F64X2_SUB, I32, I32_ADD, I32_CONST, I32_SUB, LOCAL_TEE, LOOP, V128, V128_F64X2, V128_LOAD, V128_LOAD64_SPLAT, V128_STORE, V128_ZERO, VOID, assembleModule, funcBody, get, instantiate, set, type WasmMemory } from './wasm.js';
 // Rows are f64 arrays at any 8-byte boundary: 8-byte aligned, not 16.
 const V128_LOAD_8 = (offset: number): number[] => V128_LOAD(offset, 8);
 const V128_STORE_8 = (offset: number): number[] => V128_STORE(offset, 8);

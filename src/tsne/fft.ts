@@ -1,6 +1,6 @@
 /**
  * Complex fast Fourier transforms for the FFT-interpolated t-SNE repulsion
- * (src/cluster/interp.ts): mixed-radix (4, 3, 2) Stockham autosort, decimation in frequency,
+ * (src/tsne/interp.ts): mixed-radix (4, 3, 2) Stockham autosort, decimation in frequency,
  * on split real/imaginary float64 arrays.
  *
  * A transform runs along the first index of an array [n][B] (row-major, B complex values per
@@ -8,7 +8,7 @@
  * (− forward, + inverse; no 1/n). Each stage of radix r with current length n_s = r·m and
  * stride s maps element (q + s(p + j m)) to (q + s(r p + k)) with the twiddle e^{∓2πi pk/n_s};
  * the column index is the innermost loop. The interpolated repulsion runs these stages on blocks
- * of 8 columns (src/cluster/fft-block.ts; as WebAssembly SIMD in src/cluster/fft-simd.ts). Every
+ * of 8 columns (src/tsne/fft-block.ts; as WebAssembly SIMD in src/tsne/fft-simd.ts). Every
  * column is transformed with the same operations whatever [c0, c1) is, so splitting the columns
  * across threads gives bit-identical results.
  */

@@ -293,7 +293,7 @@ function interleave(v: number): number {
  * group's bounding box (scikit-learn's test uses the distance to the point itself; the box
  * distance is never larger, so every point gets at least that accuracy). The cells and the
  * points of opened leaves go into one interaction list, which the points of the group then
- * sum two at a time against two entries at a time (src/cluster/repulsion-simd.ts: WebAssembly
+ * sum two at a time against two entries at a time (src/tsne/repulsion-simd.ts: WebAssembly
  * SIMD, or its bit-identical JavaScript twin). The group's own points are in the list, and
  * y_i's term is exactly w = 1 with zero force, removed from Zi afterwards. Each point's sums
  * depend only on the tree and Y, so any split of the groups gives the same numbers.

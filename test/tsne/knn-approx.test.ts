@@ -1,10 +1,11 @@
 import { describe, it, expect, beforeAll } from 'vitest';
 import { Rng } from '../../src/util/rng.js';
-import { knn, type KnnResult } from '../../src/cluster/knn.js';
+import { knn, type KnnResult } from '../../src/tsne/knn.js';
 import { ClusterPool } from '../../src/cluster/pool.js';
-import { estimateRecall, knnApprox } from '../../src/cluster/knn-approx.js';
-import { Tsne, APPROX_MIN_POINTS } from '../../src/cluster/tsne.js';
-import { blobs } from './blobs.js';
+import { estimateRecall, knnApprox } from '../../src/tsne/knn-approx.js';
+import { Tsne } from '../../src/cluster/tsne-pca.js';
+import { APPROX_MIN_POINTS } from '../../src/tsne/neighbours.js';
+import { blobs } from '../cluster/blobs.js';
 
 /** Points near a 3-dimensional manifold in 12 dimensions: the structure neighbour search meets in embeddings. */
 function curved(n: number, seed: number): Float32Array {
@@ -116,11 +117,11 @@ describe("t-SNE's neighbour search choice", () => {
   it("'auto' is exact below APPROX_MIN_POINTS; 'approximate' records the estimated recall; a wrong value is refused", async () => {
     const n = 600;
     const { X } = blobs(n, 8, 3, 4, 9);
-    const auto = await Tsne.create(X, n, 8, { perplexity: 10 });
+    const auto = await Tsne.create(X, n, 8, { affinity: { perplexity: 10 } });
     expect(APPROX_MIN_POINTS).toBeGreaterThan(n);
     expect(auto.opts.neighbours).toBe('exact');
     expect(auto.neighbourRecall).toBeNull();
-    const ap = await Tsne.create(X, n, 8, { perplexity: 10, neighbours: 'approximate' });
+    const ap = await Tsne.create(X, n, 8, { affinity: { perplexity: 10, neighbours: 'approximate' } });
     expect(ap.opts.neighbours).toBe('approximate');
     expect(ap.neighbourRecall!.rows).toBe(200);
     expect(ap.neighbourRecall!.recall).toBeGreaterThan(0.5);
@@ -128,6 +129,6 @@ describe("t-SNE's neighbour search choice", () => {
     let total = 0;
     for (let t = 0; t < ap.P.vals.length; t++) total += ap.P.vals[t];
     expect(total).toBeCloseTo(1, 9);
-    await expect(Tsne.create(X, n, 8, { perplexity: 10, neighbours: 'fuzzy' as never })).rejects.toThrow(/neighbours must be exact, approximate or auto/);
+    await expect(Tsne.create(X, n, 8, { affinity: { perplexity: 10, neighbours: 'fuzzy' as never } })).rejects.toThrow(/neighbours must be exact, approximate or auto/);
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { claimSlot, pairSpace, pairSumsJs } from '../../src/cluster/knn-simd.js';
+import { claimSlot, pairSpace, pairSumsJs } from '../../src/tsne/knn-simd.js';
 import { Rng } from '../../src/util/rng.js';
 
 // The oracle: one scalar sum per row in column order, written out here (the kernel and its
@@ -26,7 +26,7 @@ function data(n: number, d: number, seed: number, f32: boolean): Float64Array {
   return f32 ? X.map(Math.fround) : X;
 }
 
-describe('the kNN sums kernel (src/cluster/knn-simd.ts)', () => {
+describe('the kNN sums kernel (src/tsne/knn-simd.ts)', () => {
   it('gives the JavaScript twin’s and a plain column-order loop’s sums to the bit, float32 and float64, any list length', () => {
     const n = 40;
     const rng = new Rng(3);

@@ -1,5 +1,5 @@
 /**
- * Exact k nearest neighbours for narrow data (the float64 path of src/cluster/knn.ts, below the
+ * Exact k nearest neighbours for narrow data (the float64 path of src/tsne/knn.ts, below the
  * float32 screen's width), with whole blocks of candidates skipped when no point of the block can
  * be among a query's k nearest. The lists are those of knnRows, bit for bit: the same distances
  * (the same kernel, the same |x|² + |y|² − 2 x·y for every pair it computes), the same total
@@ -23,7 +23,7 @@
  * On clustered data most blocks are skipped; on data without structure few are, and the cost is
  * that of knnRows plus the ordering (O(n d log n)).
  */
-import { dotKernel, OUT_STRIDE } from './dot-simd.js';
+import { dotKernel, OUT_STRIDE } from '../util/dot-simd.js';
 import { finishRow, packQuads, scan, squaredNorms, type Heap, type KnnResult } from './knn.js';
 
 /** Rows at least for the pruned search (below, knnRows' single pass is as fast). */

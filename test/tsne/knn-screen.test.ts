@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { knn, type KnnResult } from '../../src/cluster/knn.js';
-import { knnScreened } from '../../src/cluster/knn-screen.js';
+import { knn, type KnnResult } from '../../src/tsne/knn.js';
+import { knnScreened } from '../../src/tsne/knn-screen.js';
 import { ClusterPool } from '../../src/cluster/pool.js';
 import { Rng } from '../../src/util/rng.js';
 

@@ -1,5 +1,5 @@
 /**
- * The attractive part of the t-SNE gradient (src/cluster/attraction.ts attraction()) as a WebAssembly
+ * The attractive part of the t-SNE gradient (src/tsne/attraction.ts attraction()) as a WebAssembly
  * SIMD kernel, each point's (x, y) in the two float64 lanes of one vector:
  *
  *   for rows r in [0, nrows), i = row0 + r, nonzeros t in [rp[r], rp[r+1]) of the row:

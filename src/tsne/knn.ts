@@ -4,7 +4,7 @@
  * depends only on the data, so results are identical however rows are split across threads.
  */
 
-import { dotKernel, OUT_STRIDE } from './dot-simd.js';
+import { dotKernel, OUT_STRIDE } from '../util/dot-simd.js';
 import { pairSumsJs } from './knn-simd.js';
 
 export interface KnnResult {
@@ -130,7 +130,7 @@ function knnRowsJs(
  * Neighbours of rows [start, end) of X [n, d]; writes into `indices`/`dist2` at row offsets
  * (relative to `start` when `relative`). Distances come from |x|² + |y|² − 2 x·y with the dot
  * products of four query rows against blocks of four data rows computed by a WebAssembly SIMD
- * kernel (src/cluster/dot-simd.ts; bit-identical to the scalar loop, which runs when SIMD is
+ * kernel (src/util/dot-simd.ts; bit-identical to the scalar loop, which runs when SIMD is
  * unavailable); the selected candidates are then re-checked with the direct difference formula
  * so reported distances are exact.
  */
@@ -248,7 +248,7 @@ function finish(
 
 /**
  * Row i: exact distances of its selected neighbours (Σ_c (x_i[c] − x_j[c])² in column order,
- * pairSumsJs; the float32 screen of src/cluster/knn-screen.ts gets the same values from its SIMD
+ * pairSumsJs; the float32 screen of src/tsne/knn-screen.ts gets the same values from its SIMD
  * twin), then ascending order (ties by index).
  */
 export function finishRow(X: Float64Array | Float32Array, d: number, i: number, h: Heap, ro: number, indices: Int32Array, dist2: Float64Array): void {
