@@ -10,7 +10,8 @@ import { LobesError } from '../util/errors.js';
 import { analyseModel, modelFeeds, planInputs, positionIds, type Analysis, type FeedPlan } from '../runtime/engine.js';
 import { buildLogitHeadModel, CAND_LOGITS, CANDIDATES_INPUT, LOG_SUM_EXP, TOP_ID } from '../runtime/logit-head.js';
 import { openEditedSession } from '../runtime/providers.js';
-import type { Device, ModelInfo } from '../runtime/types.js';
+import type { Device, Intervention, ModelInfo } from '../runtime/types.js';
+import { applyInterventions } from '../runtime/intervene.js';
 
 /** What the model says at each row's answering position. */
 export interface HeadOutput {
@@ -36,6 +37,8 @@ export interface ScorerOptions {
   threads?: number;
   /** Also open the KV-cache session (for generation). */
   generation?: boolean;
+  /** Edits of activations (src/runtime/intervene.ts) in every forward pass, scoring and generation alike. */
+  interventions?: Intervention[];
 }
 
 export interface Scorer {
@@ -171,13 +174,14 @@ export async function openScorer(modelDir: string, opts: ScorerOptions): Promise
   const a = analyseModel(modelDir);
   const { plans, mask, inGraphPast } = planInputs(a);
   const hasPast = plans.some((p) => p.role === 'past');
-  const scoringGraph = buildLogitHeadModel(a.loaded.model, a.disc, { maskInput: mask, inGraphPast });
+  const model = applyInterventions(a.loaded.model, a.disc, opts.interventions, a.loaded.file).model;
+  const scoringGraph = buildLogitHeadModel(model, a.disc, { maskInput: mask, inGraphPast });
   const scoring = await openEditedSession(scoringGraph.model, a.loaded.dir, opts, a.loaded.file);
   let gen: ort.InferenceSession | null = null;
   let genPresent: string[] = [];
   if (opts.generation && hasPast) {
     if (inGraphPast.length) throw new LobesError('the model keeps its KV cache in a dtype JavaScript cannot feed (e.g. bfloat16), so lobes cannot generate with it', { file: a.loaded.file, hint: 'export the model in float16 or float32' });
-    const g = buildLogitHeadModel(a.loaded.model, a.disc, { maskInput: mask, keepPresent: true });
+    const g = buildLogitHeadModel(model, a.disc, { maskInput: mask, keepPresent: true });
     const nPast = plans.filter((p) => p.role === 'past').length;
     if (g.present.length !== nPast) throw new LobesError(`the model has ${nPast} KV-cache inputs but ${g.present.length} KV-cache outputs`, { file: a.loaded.file });
     // Fatal messages only: the multi-token probe below is expected to fail on exports whose
