@@ -154,9 +154,11 @@ function editTarget(p: DiscoveredPoint, disc: Discovery, g: GraphIndex): { kind:
 /** Adds nodes of one output each to a list, and constants to the edit. */
 class Nodes {
   readonly list: NodeProto[] = [];
+  /** `typeRef`: a value of the original graph with the edited value's type (for Cast below opset 15). */
   constructor(
     readonly ctx: Ctx,
     readonly tag: string,
+    readonly typeRef: string,
   ) {}
 
   /** A node writing `{tag}.{out}`. */
@@ -185,8 +187,8 @@ class Nodes {
   /** float32 `c` in the type of `x`: CastLike from opset 15, else a Cast to the type found for x. */
   castLike(c: string, x: string, out: string): string {
     if (this.ctx.opset >= 15) return this.node('CastLike', [c, x], out);
-    const t = valueType(this.ctx.g, x);
-    if (t === undefined) throw new LobesError(`cannot tell the element type of ${x} to cast the intervention's value to (opset ${this.ctx.opset} has no CastLike)`, { file: this.ctx.file });
+    const t = valueType(this.ctx.g, this.typeRef);
+    if (t === undefined) throw new LobesError(`cannot tell the element type of ${this.typeRef} to cast the intervention's value to (opset ${this.ctx.opset} has no CastLike)`, { file: this.ctx.file });
     return this.node('Cast', [c], out, { to: t });
   }
 }
@@ -263,7 +265,7 @@ function editValue(ctx: Ctx, v: string, iv: Intervention, tag: string): void {
   const { e } = ctx;
   const prod = e.nodes.find((n) => n.output.includes(v));
   if (!prod) throw new LobesError(`the value ${v} has no producing node to edit after`, { file: ctx.file, where: `intervention ${iv.hook}` });
-  const n = new Nodes(ctx, tag);
+  const n = new Nodes(ctx, tag, v);
   const pre = `${tag}.pre`;
   let renamed: NodeProto;
   if (SKIP_NORMS.has(prod.opType) && prod.domain === 'com.microsoft' && prod.output.indexOf(v) === 3) {
@@ -283,7 +285,7 @@ function editFusedSum(ctx: Ctx, inputs: string[], iv: Intervention, tag: string)
   const { e } = ctx;
   const prod = e.nodes.find((n) => SKIP_NORMS.has(n.opType) && n.domain === 'com.microsoft' && n.input[0] === inputs[0] && n.input[1] === inputs[1]);
   if (!prod) throw new LobesError('cannot find the fused norm whose residual sum this hook is', { file: ctx.file, where: `intervention ${iv.hook}` });
-  const n = new Nodes(ctx, tag);
+  const n = new Nodes(ctx, tag, inputs[0]!);
   let s = inputs[0]!;
   for (let i = 1; i < inputs.length; i++) s = n.node('Add', [s, inputs[i]!], `sum${i}`);
   const edited = `${tag}.sum`;

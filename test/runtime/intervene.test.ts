@@ -16,9 +16,10 @@ import { padBatch } from '../../src/runtime/batching.js';
 import { openLoglikEngine } from '../../src/runtime/loglik.js';
 import { openAttentionEngine, realRows } from '../../src/runtime/attention-engine.js';
 import { openScorer } from '../../src/eval/engine.js';
-import { applyInterventions, checkInterventions, fromInterventionRecords, type Intervention, type InterventionRecord } from '../../src/runtime/intervene.js';
+import { applyInterventions, checkInterventions, describeIntervention, fromInterventionRecords, type Intervention, type InterventionRecord } from '../../src/runtime/intervene.js';
 import type { CaptureEngine, TokenBatch } from '../../src/runtime/types.js';
-import { expectLobesError, relErr } from './helpers.js';
+import { expectLobesError, GENAI, hasGenai, relErr } from './helpers.js';
+import { genaiForward, lastTokenHook } from './genai-forward.js';
 
 interface GSeq { [hook: string]: any; attn: Record<string, number[]>; logits: number[] }
 interface GCase { interventions: InterventionRecord[]; seqs: GSeq[]; loglik: { context: number[]; continuations: { tokens: number[]; logprobs: number[] }[] }[] }
@@ -86,6 +87,30 @@ describe('captures with interventions equal Hugging Face hooks making the same e
     const { e, out } = await capture(ensureGeneratedModel('tiny-llama-opaque'), ivsOf('mlp_in_replace'));
     SEQS.forEach((_, r) => {
       for (const h of HOOKS) expect(relErr(rowOf(out, e, h, r), GOLD.cases.mlp_in_replace!.seqs[r]![h]), `row ${r} ${h}`).toBeLessThan(TOL);
+    });
+  });
+});
+
+describe.skipIf(!hasGenai)('fused residual sums (onnxruntime-genai fixture, SkipSimplifiedLayerNormalization)', () => {
+  // layer 0's sum is an output of the next fused norm; the last layer's is not (rebuilt from its inputs)
+  it.each([0, 1])('an add at layers.%i.resid_out equals the float64 forward pass with the same edit', async (layer) => {
+    const v = Float32Array.from({ length: 16 }, (_, i) => Math.sin(i + 1) * 0.75);
+    const ivs: Intervention[] = [{ hook: `layers.${layer}.resid_out`, op: 'add', value: v }];
+    const e = await openCaptureEngine(GENAI, { capture: ['final', 'mlp', 'resid'], device: 'cpu', interventions: ivs });
+    closers.push(e);
+    const seqs = [[1, 5, 6, 7, 8], [1, 9], [1, 300, 301]];
+    const out = await e.run(padBatch(seqs, 0, 'right'));
+    seqs.forEach((s, r) => {
+      const f = genaiForward(GENAI, s, (l, x, S) => {
+        if (l === layer) for (let t = 0; t < S; t++) for (let j = 0; j < 16; j++) x[t * 16 + j] += v[j]!;
+      });
+      const plain = genaiForward(GENAI, s);
+      for (const h of e.hooks) {
+        const got = out.get(h.name)!.subarray(r * h.dim, (r + 1) * h.dim);
+        expect(relErr(got, lastTokenHook(f, h.name)), `${h.name} row ${r}`).toBeLessThan(3e-3);
+      }
+      // the edit reaches the final hidden state
+      expect(relErr(lastTokenHook(f, 'final.hidden'), lastTokenHook(plain, 'final.hidden'))).toBeGreaterThan(0.05);
     });
   });
 });
@@ -200,7 +225,7 @@ describe('bad interventions are refused in one line', () => {
     [{ hook: 'layers.0.resid_out', op: 'shift', value: 1 }, /unknown operation "shift"/],
     [{ hook: 'layers.0.resid_out', op: 'scale', value: NaN }, /not a finite number/],
     [{ hook: 'layers.0.resid_out', op: 'add', value: 1, positions: 'first' }, /positions must be 'all' or 'last'/],
-  ] as [Intervention, RegExp][])('%# %s', async (iv, msg) => {
+  ].map(([iv, m]) => [describeIntervention(iv as Intervention), iv, m]) as [string, Intervention, RegExp][])('%s', async (_, iv, msg) => {
     const err = await check(iv);
     expect(err.message).toMatch(msg);
     expect(err.message).toMatch(/^m\.onnx: intervention /);
