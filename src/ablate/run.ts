@@ -32,8 +32,8 @@ import { controlOfFolder } from '../runtime/control.js';
 import { modelFolderDifference, modelIdentity, resolveRunModel } from '../runtime/modelfiles.js';
 import { checkContext, modelContext } from '../runtime/plan.js';
 import { splitContinuation, type LoglikEngine, type LoglikOptions } from '../runtime/loglik.js';
-import type { EvalTokenizer, EvalTokenizerOptions } from '../eval/tokenizer.js';
-import type { Scorer, ScorerOptions } from '../eval/engine.js';
+import type { EvalTokenizer, EvalTokenizerOptions } from '../runtime/eval-tokenizer.js';
+import type { Scorer, ScorerOptions } from '../runtime/scorer.js';
 import type { ItemUnit } from '../eval/units.js';
 import type { Device } from '../runtime/types.js';
 import type { ModelSourceRecord } from '../store/types.js';
@@ -176,7 +176,7 @@ export async function runAblate(o: AblateOptions): Promise<AblateSummary> {
   const maskIndex = (d: number, i: number) => (d < 0 ? i : specs.length * (1 + d) + i);
   const deps: AblateDeps = {
     openLoglik: o.deps?.openLoglik ?? (await import('../runtime/loglik.js')).openLoglikEngine,
-    loadTokenizer: o.deps?.loadTokenizer ?? (await import('../eval/tokenizer.js')).loadEvalTokenizer,
+    loadTokenizer: o.deps?.loadTokenizer ?? (await import('../runtime/eval-tokenizer.js')).loadEvalTokenizer,
     openScorer: o.deps?.openScorer ?? (await import('../eval/engine.js')).openScorer,
   };
   const tok = await deps.loadTokenizer(modelDir, { chatTemplate: iae ? 'auto' : 'off' });

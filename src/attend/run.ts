@@ -32,8 +32,8 @@ import { summarize } from './summary.js';
 import { COT_CUE_ALLOWANCE, reason } from './cot.js';
 import { ATTEND_FORMAT_VERSION, ATTEND_MANIFEST, ATTEND_RECORDS, isAttendDir, isOldAttendDir, readAttendManifest, readAttendResults, removeAttendFiles, writeAttendManifest, writeAttendSummary, type AttendManifest } from './store.js';
 import { attendDifferences, attendIdentity } from './identity.js';
-import type { EvalTokenizer } from '../eval/tokenizer.js';
-import type { Scorer } from '../eval/engine.js';
+import type { EvalTokenizer } from '../runtime/eval-tokenizer.js';
+import type { Scorer } from '../runtime/scorer.js';
 
 export interface AttendOptions {
   /** ONNX model folder. */
@@ -174,7 +174,7 @@ export async function runAttend(opts: AttendOptions): Promise<AttendSummary> {
   // The model's identity: every file that shapes the numbers, hashed as lobes eval hashes them.
   const tok = await loadAttendTokenizer(opts.model);
   const { files, graphSha256, filesSha256 } = modelIdentity(opts.model);
-  const etok = cot ? await (await import('../eval/tokenizer.js')).loadEvalTokenizer(opts.model, { chatTemplate: 'auto' }) : null;
+  const etok = cot ? await (await import('../runtime/eval-tokenizer.js')).loadEvalTokenizer(opts.model, { chatTemplate: 'auto' }) : null;
   const input = await readInput(opts, tok, position, { graphSha256, filesSha256, ...(opts.modelSource?.identity ? { sourceIdentity: opts.modelSource.identity } : {}) }, etok);
   // The same context check as extract and eval (src/runtime/plan.ts), before the model loads;
   // with --cot the prompt, the reasoning budget and the answer cue must fit.

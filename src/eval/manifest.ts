@@ -5,7 +5,7 @@ import type { ControlInfo, ModelArch, ModelFile, ModelSourceRecord } from '../st
 import type { Device } from '../runtime/types.js';
 import type { EvalData, TaskChoice } from './units.js';
 import type { EvalStats } from './evaluate.js';
-import type { EvalTokenizerOptions } from './tokenizer.js';
+import type { EvalTokenizerOptions } from '../runtime/eval-tokenizer.js';
 import type { OrderMode } from './score.js';
 
 /** The evaluation directory's manifest (DIR/eval.json). */

@@ -24,10 +24,10 @@ import { EVAL_FORMAT_VERSION, EVAL_RECORDS, evalFile, SUMMARY, checkEvalFiles, i
 import { summarize } from './summary.js';
 import type { EpisodeRecord, EvalRecord } from './types.js';
 import type { OrderMode } from './score.js';
-import type { Scorer, ScorerOptions } from './engine.js';
+import type { Scorer, ScorerOptions } from '../runtime/scorer.js';
 import { modelContext } from '../runtime/plan.js';
 import { LONG_PROMPT_TOKEN_BUDGET } from '../runtime/batching.js';
-import type { EvalTokenizer, EvalTokenizerOptions } from './tokenizer.js';
+import type { EvalTokenizer, EvalTokenizerOptions } from '../runtime/eval-tokenizer.js';
 import type { LoglikEngine, LoglikOptions } from '../runtime/loglik.js';
 
 export interface EvalOptions {
@@ -98,7 +98,7 @@ export const DEFAULT_EVAL_BATCH = 4;
 
 async function resolveDeps(given: Partial<EvalDeps> | undefined): Promise<EvalDeps> {
   const openScorer = given?.openScorer ?? (await import('./engine.js')).openScorer;
-  const loadTokenizer = given?.loadTokenizer ?? (await import('./tokenizer.js')).loadEvalTokenizer;
+  const loadTokenizer = given?.loadTokenizer ?? (await import('../runtime/eval-tokenizer.js')).loadEvalTokenizer;
   const openLoglik = given?.openLoglik ?? (await import('../runtime/loglik.js')).openLoglikEngine;
   return { openScorer, loadTokenizer, openLoglik };
 }
