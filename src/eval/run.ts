@@ -74,6 +74,8 @@ export interface EvalOptions {
   targetDelimiter?: string | null;
   /** Cloze: also score each option without a context (acc_mutual_info). */
   mutualInfo?: boolean;
+  /** Edits of activations in every forward pass (`--intervene`, src/runtime/intervene.ts): recorded in the settings, part of the identity. */
+  interventions?: Intervention[];
   quiet?: boolean;
   log?: (line: string) => void;
   /** Cancels the job between chunks: a LobesError with code E_ABORTED, the folder left resumable (the same call again finishes it). */
@@ -91,6 +93,9 @@ export interface EvalDeps {
 }
 
 import type { EvalManifest } from './manifest.js';
+import { fromInterventionRecords, interventionRecords } from '../runtime/intervene.js';
+import { interventionsKey } from '../store/identity.js';
+import type { Intervention } from '../runtime/types.js';
 export type { EvalManifest } from './manifest.js';
 
 export const DEFAULT_CHUNK_UNITS = 32;
@@ -133,6 +138,7 @@ export function evalIdentity(m: EvalManifest, includeShard: boolean): Record<str
     '--scoring': s.scoring ?? 'letter',
     '--target-delimiter': String(s.targetDelimiter ?? null),
     '--mutual-info': String(s.mutualInfo ?? false),
+    '--intervene': interventionsKey(s.interventions),
   };
   if (includeShard) id['--shard'] = m.shard ? `${m.shard.index}/${m.shard.count}` : 'none';
   return id;
@@ -184,6 +190,7 @@ function resolveSettings(o: EvalOptions): Settings {
     sharePrefix: o.sharePrefix ?? 'auto',
     maxTokens: promptLimit(o),
     ...(scoring === 'cloze' ? { scoring, targetDelimiter: o.targetDelimiter ?? null, mutualInfo: !!o.mutualInfo } : {}),
+    ...(o.interventions?.length ? { interventions: interventionRecords(o.interventions) } : {}),
   };
 }
 
@@ -287,10 +294,11 @@ async function evalUnderLock(opts: EvalOptions, s: Settings, deps: EvalDeps, dat
   }
   const t1 = Date.now();
   const cloze = s.scoring === 'cloze';
-  const scorer = cloze ? null : await deps.openScorer(opts.model, { device: s.device, deviceId: opts.deviceId, generation: s.cot > 0 || s.sharePrefix === 'on' || (s.sharePrefix === 'auto' && s.device === 'cpu') });
+  const interventions = fromInterventionRecords(s.interventions);
+  const scorer = cloze ? null : await deps.openScorer(opts.model, { device: s.device, deviceId: opts.deviceId, ...(interventions.length ? { interventions } : {}), generation: s.cot > 0 || s.sharePrefix === 'on' || (s.sharePrefix === 'auto' && s.device === 'cpu') });
   // Batched rows are whole prompts: the engines and the memory plan share one budget.
   const tokenBudget = evalTokenBudget(s);
-  const loglik = cloze ? await deps.openLoglik(opts.model, { device: s.device, deviceId: opts.deviceId, cache: s.sharePrefix === 'off' ? 'off' : 'auto', batch: s.batch ?? undefined, tokenBudget: tokenBudget ?? undefined }) : null;
+  const loglik = cloze ? await deps.openLoglik(opts.model, { device: s.device, deviceId: opts.deviceId, ...(interventions.length ? { interventions } : {}), cache: s.sharePrefix === 'off' ? 'off' : 'auto', batch: s.batch ?? undefined, tokenBudget: tokenBudget ?? undefined }) : null;
   manifest.timings.modelLoadMs += Date.now() - t1;
   manifest.model.arch = (scorer ?? loglik)!.info.arch;
   try {

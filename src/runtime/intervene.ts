@@ -28,19 +28,14 @@ import { hookName, parseHook, sitePool, type HookSite } from '../hooks.js';
 import { LobesError } from '../util/errors.js';
 import type { DiscoveredPoint, Discovery } from './discover.js';
 import type { Intervention, InterventionOp } from './types.js';
+import type { InterventionRecord } from '../store/types.js';
 import { THROUGH } from './discover-ops.js';
 import { GraphEdit, opsetOf } from './surgery.js';
 
 export type { Intervention, InterventionOp } from './types.js';
 export const INTERVENTION_OPS: readonly InterventionOp[] = ['add', 'scale', 'replace', 'zero'];
 
-/** An intervention as JSON (manifests, settings): the vector as a plain array. */
-export interface InterventionRecord {
-  hook: string;
-  op: InterventionOp;
-  value?: number | number[];
-  positions: 'all' | 'last';
-}
+export type { InterventionRecord } from '../store/types.js';
 
 /** Prefix of every value and node an intervention adds. */
 export const IV_PREFIX = 'lobes.iv.';
