@@ -151,3 +151,25 @@ describe('lobes eval --intervene', () => {
     expect(x.err).toMatch(/different settings: --intervene is .*layers\.1\.mlp\.down_in:zero.* in .* but "none" in this command/);
   });
 });
+
+describe('lobes attend --intervene', () => {
+  it('reads the weights under the edit, records it, and refuses to resume without it', async () => {
+    const args = (out: string, extra: string[] = []) => ['attend', '--model', MODEL, '--data', `jsonl:${texts}?text=text&label=orientation&id=id`, '--position', 'last', '--layers', 'all', '--bootstrap', '0', '--out', out, '--quiet', ...extra];
+    const plain = path.join(root, 'attend-plain');
+    const steered = path.join(root, 'attend-steered');
+    expect((await cli(args(plain))).code).toBe(0);
+    const r = await cli(args(steered, ['--intervene', `${HOOK}:add:0.75`]));
+    expect(r.code, r.err).toBe(0);
+    const m = json(path.join(steered, 'attend.json'));
+    expect(m.facts.settings.interventions).toEqual([{ hook: HOOK, op: 'add', value: 0.75, positions: 'all' }]);
+    expect(m.identity['--intervene']).toBe(`${HOOK}:add:0.75`);
+    expect(json(path.join(plain, 'attend.json')).identity['--intervene']).toBeUndefined();
+    // layer 1 reads the edited stream: its weights moved
+    const items = (d: string) => readFileSync(path.join(d, 'items.jsonl'), 'utf8');
+    expect(items(steered)).not.toBe(items(plain));
+    const x = await cli(args(steered));
+    expect(x.code).toBe(1);
+    expect(x.err.trim().split('\n')).toHaveLength(1);
+    expect(x.err).toMatch(/--intervene is "layers\.0\.resid_out:add:0\.75" in .* but absent in this command/);
+  });
+});
