@@ -15,6 +15,8 @@ import { encodeNpy } from '../../src/cluster/npy.js';
 import { ensureGeneratedModel } from '../../src/models/write.js';
 import { parseInterventionSpec } from '../../src/cli/intervene.js';
 import { scopedEnv } from '../env.js';
+import { runAblate } from '../../src/ablate/run.js';
+import { GOLD, writeAblateRun, writeGoldenItems } from '../ablate/fixture.js';
 
 let root: string;
 let texts: string;
@@ -172,4 +174,29 @@ describe('lobes attend --intervene', () => {
     expect(x.err.trim().split('\n')).toHaveLength(1);
     expect(x.err).toMatch(/--intervene is "layers\.0\.resid_out:add:0\.75" in .* but absent in this command/);
   });
+});
+
+describe('lobes ablate --intervene', () => {
+  it('scores before and after ablating under the edit, records it, and refuses to resume without it', async () => {
+    const dir = path.join(root, 'ablate');
+    const run = writeAblateRun(path.join(dir, 'run'), MODEL, GOLD.regions, GOLD.block);
+    const spec = writeGoldenItems(dir);
+    const plain = path.join(dir, 'plain');
+    const edited = path.join(dir, 'edited');
+    await runAblate({ run, region: 'A', data: spec, out: plain, random: 1, quiet: true });
+    const r = await cli(['ablate', run, '--region', 'A', '--data', spec, '--out', edited, '--random', '1', '--quiet', '--intervene', 'layers.1.mlp.down_in:zero']);
+    expect(r.code, r.err).toBe(0);
+    const job = json(path.join(edited, 'job.json'));
+    expect(job.settings.interventions).toEqual([{ hook: 'layers.1.mlp.down_in', op: 'zero', positions: 'all' }]);
+    expect(json(path.join(plain, 'job.json')).settings.interventions).toBeUndefined();
+    // the log-likelihoods before ablating are those of the edited model
+    const before = (d: string) => readFileSync(path.join(d, 'records.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l).before as number);
+    const [bp, be] = [before(plain), before(edited)];
+    bp.forEach((b, i) => expect(Math.abs(b - GOLD.before[i]!)).toBeLessThan(1e-3));
+    expect(be.some((b, i) => Math.abs(b - bp[i]!) > 1e-2)).toBe(true);
+    const x = await cli(['ablate', run, '--region', 'A', '--data', spec, '--out', edited, '--random', '1', '--quiet']);
+    expect(x.code).toBe(1);
+    expect(x.err.trim().split('\n')).toHaveLength(1);
+    expect(x.err).toMatch(/made with other settings, data, run or model \(settings differs\)/);
+  }, 120_000);
 });
