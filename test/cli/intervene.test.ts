@@ -6,7 +6,8 @@
  * in one line.
  */
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { cli } from '../runtime/helpers.js';
@@ -94,6 +95,19 @@ describe('lobes extract --intervene', () => {
       expect(x.err.trim().split('\n')).toHaveLength(1);
       expect(x.err).toMatch(/different settings: interventions \(--intervene\) is/);
     }
+  });
+
+  it('docs/intervene.md\'s direction script computes the same direction from the run', async () => {
+    const page = readFileSync(path.resolve(__dirname, '../../docs/intervene.md'), 'utf8');
+    const script = /```js\n(\/\/ direction\.mjs[\s\S]*?)```/.exec(page)![1]!.replace("from 'lobes'", `from ${JSON.stringify(path.resolve(__dirname, '../../src/index.ts'))}`);
+    const cwd = path.join(root, 'docs-page');
+    cpSync(path.join(root, 'plain'), path.join(cwd, 'runs', 'plain'), { recursive: true });
+    writeFileSync(path.join(cwd, 'direction.mts'), script);
+    const r = spawnSync(process.execPath, ['--import', path.resolve(__dirname, '../../node_modules/tsx/dist/loader.mjs'), 'direction.mts'], { cwd, encoding: 'utf8' });
+    expect(r.status, r.stderr).toBe(0);
+    const got = Float32Array.from(json(path.join(cwd, 'direction.json')) as number[]);
+    const want = await direction(path.join(root, 'plain'), HOOK, 'self', 'altruism');
+    got.forEach((x, j) => expect(x).toBeCloseTo(want[j]!, 6));
   });
 
   it('a scale of 1 stores the plain run\'s values exactly (the edit is recorded all the same)', async () => {
