@@ -163,7 +163,8 @@ class Nodes {
 
   /** A node writing the value `out` itself. */
   named(op: string, ins: string[], out: string, attrs: Record<string, any> = {}): string {
-    this.list.push(makeNode(op, ins, [out], attrs, undefined, out));
+    // node names are the tag's own (the value's name may be written again by a later edit of the same hook)
+    this.list.push(makeNode(op, ins, [out], attrs, undefined, `${this.tag}.node${this.list.length}`));
     return out;
   }
 

@@ -132,14 +132,27 @@ describe('what an edit leaves alone', () => {
     for (let i = 0; i < d.length; i++) expect(d[i]! - p[i]!).toBeCloseTo(0.25, 5);
   });
 
-  it('scale 1 and add 0 give exactly the plain run', async () => {
-    const plain = await capture(tiny, undefined);
-    const noop = await capture(tiny, [
+  it.each(['tiny-llama', 'tiny-llama-fp16', 'tiny-llama-q4'])('scale 1 and add 0 give exactly the plain run (%s)', async (name) => {
+    const model = ensureGeneratedModel(name);
+    const plain = await capture(model, undefined);
+    const noop = await capture(model, [
       { hook: 'layers.0.resid_out', op: 'scale', value: 1 },
       { hook: 'layers.1.mlp.in', op: 'add', value: new Float32Array(64) },
       { hook: 'final.hidden', op: 'scale', value: new Float32Array(64).fill(1) },
     ]);
     for (const h of HOOKS) expect(Buffer.from(noop.out.get(h)!.buffer).equals(Buffer.from(plain.out.get(h)!.buffer)), h).toBe(true);
+  });
+
+  it('two edits of one hook apply in order: add v then scale 2 is 2·(x + v) there', async () => {
+    const v = Float32Array.from({ length: 64 }, (_, i) => Math.cos(i) / 2);
+    const plain = await capture(tiny, undefined);
+    const both = await capture(tiny, [
+      { hook: 'layers.0.resid_out', op: 'add', value: v },
+      { hook: 'layers.0.resid_out', op: 'scale', value: 2 },
+    ]);
+    const p = plain.out.get('layers.0.resid_out')!;
+    const b = both.out.get('layers.0.resid_out')!;
+    for (let i = 0; i < p.length; i++) expect(b[i]!).toBeCloseTo(2 * (p[i]! + v[i % 64]!), 5);
   });
 
   it('the edit sits right after the producing node, and the graph without interventions is the model itself', () => {
