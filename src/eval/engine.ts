@@ -146,6 +146,8 @@ export async function openScorer(modelDir: string, opts: ScorerOptions): Promise
     genPresent = g.present;
   }
   const sc = new OrtScorer(a.info, a, plans, scoring, { name: scoringGraph.maskInput, added: scoringGraph.maskAdded }, gen, genPresent, hasPast);
-  await sc.probe();
+  // An edit at the last position edits the last token of each run: a prefix scored once and then
+  // extended would have its own last token edited, so prefixes are not shared (one token per step).
+  if (!opts.interventions?.some((iv) => iv.positions === 'last')) await sc.probe();
   return sc;
 }

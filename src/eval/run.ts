@@ -171,6 +171,7 @@ function resolveSettings(o: EvalOptions): Settings {
     if (cot > 0) throw new UsageError('--cot applies to letter scoring; cloze scoring generates nothing');
     if (o.shuffles !== undefined && o.shuffles !== 1) throw new UsageError('--shuffles applies to letter scoring; cloze scores each option once, whatever the order');
   } else if (o.targetDelimiter != null || o.mutualInfo) throw new UsageError('--target-delimiter and --mutual-info apply to --scoring cloze');
+  if (o.sharePrefix === 'on' && o.interventions?.some((iv) => iv.positions === 'last')) throw new UsageError('--share-prefix on cannot go with an --intervene at :last (a shared prefix would have its own last token edited)', 'drop :last, or use --share-prefix auto or off');
   return {
     task: o.task ?? 'both',
     shuffles,

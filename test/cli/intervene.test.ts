@@ -161,6 +161,9 @@ describe('lobes eval --intervene', () => {
     expect(json(path.join(plain, 'eval.json')).settings.interventions).toBeUndefined();
     const records = (d: string) => readFileSync(path.join(d, 'records.jsonl'), 'utf8');
     expect(records(zeroed)).not.toBe(records(plain));
+    const on = await cli(args(path.join(root, 'eval-never'), ['--share-prefix', 'on', '--intervene', `${HOOK}:add:1:last`]));
+    expect(on.code).toBe(2);
+    expect(on.err).toMatch(/--share-prefix on cannot go with an --intervene at :last/);
     const x = await cli(args(zeroed));
     expect(x.code).toBe(1);
     expect(x.err.trim().split('\n')).toHaveLength(1);

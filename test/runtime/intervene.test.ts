@@ -202,6 +202,20 @@ describe('answer scoring with interventions', () => {
   });
 });
 
+describe('answer scoring with an edit at the last position and a KV cache', () => {
+  it('shares no prefixes (the cached prefix\'s last token is not the row\'s) and scores as Hugging Face', async () => {
+    const plain = await openScorer(ensureGeneratedModel('tiny-llama-past'), { device: 'cpu', generation: true });
+    closers.push(plain);
+    expect(plain.multiTokenExtend).toBe(true);
+    const s = await openScorer(ensureGeneratedModel('tiny-llama-past'), { device: 'cpu', generation: true, interventions: ivsOf('resid_add_last') });
+    closers.push(s);
+    expect(s.multiTokenExtend).toBe(false);
+    const all = Array.from({ length: 512 }, (_, i) => i);
+    const out = await s.score(SEQS, all, 511);
+    SEQS.forEach((_, r) => expect(relErr(out.cand.subarray(r * 512, (r + 1) * 512), GOLD.cases.resid_add_last!.seqs[r]!.logits), `row ${r}`).toBeLessThan(TOL));
+  });
+});
+
 describe('attention weights with interventions', () => {
   it('an edit of layer 0\'s output changes layer 1\'s weights as in Hugging Face, and leaves layer 0\'s', async () => {
     for (const c of ['resid_add', 'resid_add_last']) {
