@@ -19,7 +19,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import { loadEvalData, type Unit } from '../src/eval/units.js';
-import { loadEvalTokenizer } from '../src/eval/tokenizer.js';
+import { loadEvalTokenizer } from '../src/runtime/eval-tokenizer.js';
 import { clozeContext, scoreClozeSteps, type ClozeStep } from '../src/eval/cloze.js';
 import { newStats } from '../src/eval/evaluate.js';
 import { openLoglikEngine } from '../src/runtime/loglik.js';

@@ -15,7 +15,7 @@
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import { loadEvalData, type Unit } from '../src/eval/units.js';
-import { loadEvalTokenizer, type EvalTokenizer } from '../src/eval/tokenizer.js';
+import { loadEvalTokenizer, type EvalTokenizer } from '../src/runtime/eval-tokenizer.js';
 import { renderPrompt, type PromptItem } from '../src/data/prompt.js';
 import { optionOrders } from '../src/eval/score.js';
 import { gaeFields, pathTo, type WorldTree } from '../src/data/socialeval-eval.js';

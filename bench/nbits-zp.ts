@@ -9,7 +9,8 @@
  *   node --import tsx bench/nbits-zp.ts [--gguf FILE] [--prefill 1000] [--steps 20] [--reps 3] [--threads 2]
  */
 import { parseArgs } from 'node:util';
-import { openScorer, type Scorer } from '../src/eval/engine.js';
+import { openScorer } from '../src/eval/engine.js';
+import type { Scorer } from '../src/runtime/scorer.js';
 import { resolveModel } from '../src/convert/cache.js';
 
 const { values: v } = parseArgs({ options: { gguf: { type: 'string' }, prefill: { type: 'string' }, steps: { type: 'string' }, reps: { type: 'string' }, threads: { type: 'string' } } });

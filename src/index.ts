@@ -25,7 +25,8 @@ export { inspectModel, openCaptureEngine } from './runtime/engine.js';
 export { loadTokenizer } from './runtime/tokenize.js';
 export { planBatches, padBatch } from './runtime/batching.js';
 export { listProviders } from './runtime/providers.js';
-export type { CaptureEngine, CapturePoint, Device, EngineOptions, LobesTokenizer, ModelInfo, TokenBatch } from './runtime/types.js';
+export type { CaptureEngine, CapturePoint, Device, EngineOptions, Intervention, InterventionOp, LobesTokenizer, ModelInfo, TokenBatch } from './runtime/types.js';
+export { checkInterventions, interventionRecords, fromInterventionRecords, type InterventionRecord } from './runtime/intervene.js';
 
 // Attention from the answering position
 export { runAttend, type AttendOptions } from './attend/run.js';

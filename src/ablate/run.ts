@@ -31,8 +31,10 @@ import { controlOfFolder } from '../runtime/control.js';
 import { modelFolderDifference, modelIdentity, resolveRunModel } from '../runtime/modelfiles.js';
 import { checkContext, modelContext } from '../runtime/plan.js';
 import { splitContinuation, type LoglikEngine, type LoglikOptions } from '../runtime/loglik.js';
-import type { EvalTokenizer, EvalTokenizerOptions } from '../eval/tokenizer.js';
-import type { Scorer, ScorerOptions } from '../eval/engine.js';
+import type { EvalTokenizer, EvalTokenizerOptions } from '../runtime/eval-tokenizer.js';
+import { interventionRecords } from '../runtime/intervene.js';
+import type { Intervention } from '../runtime/types.js';
+import type { Scorer, ScorerOptions } from '../runtime/scorer.js';
 import type { ItemUnit } from '../eval/units.js';
 import type { Device } from '../runtime/types.js';
 import type { ModelSourceRecord } from '../store/types.js';
@@ -54,6 +56,8 @@ import { writeJsonAtomic } from '../store/json.js';
 
 export interface AblateOptions {
   run: string;
+  /** Edits of activations in every forward pass, before and after ablating (--intervene, src/runtime/intervene.ts): recorded in the settings. */
+  interventions?: Intervention[];
   region: string;
   minus?: string | null;
   data: string;
@@ -176,7 +180,7 @@ export async function runAblate(o: AblateOptions): Promise<AblateSummary> {
   const maskIndex = (d: number, i: number) => (d < 0 ? i : specs.length * (1 + d) + i);
   const deps: AblateDeps = {
     openLoglik: o.deps?.openLoglik ?? (await import('../runtime/loglik.js')).openLoglikEngine,
-    loadTokenizer: o.deps?.loadTokenizer ?? (await import('../eval/tokenizer.js')).loadEvalTokenizer,
+    loadTokenizer: o.deps?.loadTokenizer ?? (await import('../runtime/eval-tokenizer.js')).loadEvalTokenizer,
     openScorer: o.deps?.openScorer ?? (await import('../eval/engine.js')).openScorer,
   };
   const tok = await deps.loadTokenizer(modelDir, { chatTemplate: iae ? 'auto' : 'off' });
@@ -238,7 +242,7 @@ export async function runAblate(o: AblateOptions): Promise<AblateSummary> {
     ],
     model: { dir: modelDir, graphSha256: manifest.model.graphSha256 },
     data: { spec: items.spec, items: N, limit: items.limit, ...(items.kind === 'iae' ? { unitsSha256: items.unitsSha256 } : { itemsSha256 }) },
-    settings: { region: o.region, minus: o.minus ?? null, random: K, scope, seed, chunkUnits, bootstrap: o.bootstrap ?? 2000, device: o.device ?? 'cpu', ...(tops ? { tops } : {}), ...(o.magnitude ? { magnitude: true } : {}), ...(S ? { shuffled: S } : {}), ...(fitSeed !== null ? { fitSplit: fitSeed } : {}), ...(iae ? { task: 'iae' as const, scoring: iae.scoring, metric: iae.metric, shuffles: iae.shuffles } : {}) },
+    settings: { region: o.region, minus: o.minus ?? null, random: K, scope, seed, chunkUnits, bootstrap: o.bootstrap ?? 2000, device: o.device ?? 'cpu', ...(tops ? { tops } : {}), ...(o.magnitude ? { magnitude: true } : {}), ...(S ? { shuffled: S } : {}), ...(fitSeed !== null ? { fitSplit: fitSeed } : {}), ...(iae ? { task: 'iae' as const, scoring: iae.scoring, metric: iae.metric, shuffles: iae.shuffles } : {}), ...(o.interventions?.length ? { interventions: interventionRecords(o.interventions) } : {}) },
     passes: passes.map((p) => p.id),
     complete: false,
   };
@@ -250,7 +254,7 @@ export async function runAblate(o: AblateOptions): Promise<AblateSummary> {
     /** Score the chunks `js` of one pass with the model in `dir`; each chunk's rows go to `put`. */
     const scorePass = async (dir: string, label: string, js: number[], put: (j: number, rows: object[]) => void) => {
       const progress = new Progress({ label, total: js.reduce((a, j) => a + chunkIdx(j).length, 0), unit: 'items', quiet: o.quiet });
-      const opened = iae ? await openIae(deps, dir, iae, o) : { engine: await deps.openLoglik(dir, { device: o.device ?? 'cpu', deviceId: o.deviceId, threads: o.threads, cache: 'off', batch: o.batch ?? 8 }), scorer: null };
+      const opened = iae ? await openIae(deps, dir, iae, o) : { engine: await deps.openLoglik(dir, { device: o.device ?? 'cpu', deviceId: o.deviceId, threads: o.threads, cache: 'off', batch: o.batch ?? 8, ...ivOpt(o) }), scorer: null };
       try {
         for (const j of js) {
           // Cancelled between chunks: the chunks written so far stay listed, as after a kill.
@@ -466,8 +470,8 @@ function splitItems(items: AblateItem[], tok: EvalTokenizer, modelDir: string): 
 /** --task iae: the scorer of one pass on the model in `dir` (letter: eval's scorer; cloze: the log-likelihood engine). */
 async function openIae(deps: AblateDeps, dir: string, s: IaeSettings, o: AblateOptions): Promise<{ engine: LoglikEngine | null; scorer: Scorer | null }> {
   const device = o.device ?? 'cpu';
-  if (s.scoring === 'cloze') return { engine: await deps.openLoglik(dir, { device, deviceId: o.deviceId, threads: o.threads, cache: 'auto', batch: o.batch ?? 8, tokenBudget: IAE_TOKEN_BUDGET }), scorer: null };
-  return { engine: null, scorer: await deps.openScorer(dir, { device, deviceId: o.deviceId, threads: o.threads, generation: device === 'cpu' }) };
+  if (s.scoring === 'cloze') return { engine: await deps.openLoglik(dir, { device, deviceId: o.deviceId, threads: o.threads, cache: 'auto', batch: o.batch ?? 8, tokenBudget: IAE_TOKEN_BUDGET, ...ivOpt(o) }), scorer: null };
+  return { engine: null, scorer: await deps.openScorer(dir, { device, deviceId: o.deviceId, threads: o.threads, generation: device === 'cpu', ...ivOpt(o) }) };
 }
 
 /** --task iae: refuse unless the pass before ablating answers above chance. */
@@ -482,3 +486,6 @@ function checkChance(before: IaeOutcome[], items: TaskItems, s: IaeSettings): vo
 export function zeroEdits(masks: Masks, matrices: WandaMatrix[], block: [number, number], stored: Map<number, StoredMatrix>): Edit[] {
   return hfBlocks(masks, matrices, block).flatMap((b) => blockEdits(stored.get(b.matrix)!, b));
 }
+
+/** The engines' `interventions` option when the job has edits. */
+const ivOpt = (o: AblateOptions) => (o.interventions?.length ? { interventions: o.interventions } : {});

@@ -21,6 +21,7 @@ export { CHUNK_INDEX };
 import type { ChunkFile } from '../store/chunks.js';
 import type { LineageInput } from '../store/lineage.js';
 import type { LimitRecord } from '../data/subset.js';
+import type { InterventionRecord } from '../store/types.js';
 import type { WandaMatrix } from '../wanda/types.js';
 import type { AblateItem } from './items.js';
 import type { StoredMatrix } from './patch.js';
@@ -66,7 +67,7 @@ export interface AblateJob {
   /** itemsSha256 (continuation task): sha256 over the scored items (id, labels, context, continuation), so a rerun over other items (an edited file, another --limit sample) is not resumed; unitsSha256 (--task iae): eval's hash of the items as they are prompted. */
   data: { spec: string; items: number; limit: LimitRecord | null; itemsSha256?: string; unitsSha256?: string };
   /** task, scoring, metric and shuffles only with --task iae (absent: the continuation task). */
-  settings: { region: string; minus: string | null; random: number; scope: NullScope; seed: number; chunkUnits: number; bootstrap: number; device: string; tops?: number[]; magnitude?: boolean; shuffled?: number; fitSplit?: number; task?: 'iae'; scoring?: IaeScoring; metric?: IaeMetric; shuffles?: number };
+  settings: { region: string; minus: string | null; random: number; scope: NullScope; seed: number; chunkUnits: number; bootstrap: number; device: string; tops?: number[]; magnitude?: boolean; shuffled?: number; fitSplit?: number; task?: 'iae'; scoring?: IaeScoring; metric?: IaeMetric; shuffles?: number; /** Edits of activations (--intervene); absent when none. */ interventions?: InterventionRecord[] };
   passes: string[];
   complete: boolean;
   files?: Record<string, ChunkFile>;

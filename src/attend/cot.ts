@@ -13,8 +13,8 @@
  */
 import type { PromptPart } from './words.js';
 import type { CotRecord } from '../eval/types.js';
-import type { Scorer } from '../eval/engine.js';
-import type { EvalTokenizer } from '../eval/tokenizer.js';
+import type { Scorer } from '../runtime/scorer.js';
+import type { EvalTokenizer } from '../runtime/eval-tokenizer.js';
 import { cotAnswer, cutAtAnswerKey } from '../eval/evaluate.js';
 
 /** An item before its reasoning: the prompt that asks for reasoning (no answer prefix), its parts, letters and ids. */

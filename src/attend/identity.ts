@@ -42,5 +42,6 @@ export function attendIdentity(m: AttendManifest, o: { cot: number; layers: stri
 /** Every identity entry that differs between two attend jobs (with the shard unless `withShard` is false). */
 export function attendDifferences(a: Record<string, string>, b: Record<string, string>, aName: string, bName: string, withShard = true): string[] {
   const keys = [...new Set([...Object.keys(a), ...Object.keys(b)])].filter((k) => withShard || k !== SHARD_KEY);
-  return keys.filter((k) => a[k] !== b[k]).map((k) => `${k} is ${JSON.stringify(String(a[k]).slice(0, 80))} in ${aName} but ${JSON.stringify(String(b[k]).slice(0, 80))} in ${bName}`);
+  const show = (v: string | undefined) => (v === undefined ? 'absent' : JSON.stringify(String(v).slice(0, 80)));
+  return keys.filter((k) => a[k] !== b[k]).map((k) => `${k} is ${show(a[k])} in ${aName} but ${show(b[k])} in ${bName}`);
 }

@@ -37,7 +37,7 @@ import { parseSpec } from '../data/spec.js';
 import { controlKey, sameModel } from '../store/provenance.js';
 import { controlOfFolder } from '../runtime/control.js';
 import type { CotBase } from './cot.js';
-import type { EvalTokenizer } from '../eval/tokenizer.js';
+import type { EvalTokenizer } from '../runtime/eval-tokenizer.js';
 
 /** An item ready for the model: the fields of its DIR/items.jsonl line known before the forward pass (ids after --max-tokens). */
 export interface PreparedItem extends Pick<AttendItem, 'id' | 'index' | 'labels' | 'correct' | 'prompt' | 'parts' | 'roles' | 'ids' | 'reasoning'> {
@@ -184,7 +184,7 @@ export async function evalItems(dir: string, modelDir: string, model: { graphSha
   checkSameModel(ev.manifest.model, { ...model, control: controlOfFolder(modelDir) }, evalFile(dir, 'manifest'));
   const chat = facts.chat ?? looksChatTemplated(chosen[0]!.rec.shuffles[0]!.prompt, tok);
   // The evaluation's own tokenizer logic, so that the ids are the ones it scored.
-  const { loadEvalTokenizer } = await import('../eval/tokenizer.js');
+  const { loadEvalTokenizer } = await import('../runtime/eval-tokenizer.js');
   const etok = await loadEvalTokenizer(modelDir, { chatTemplate: chat ? 'on' : 'off' });
   const items = chosen.map(({ rec, index }) => {
     const sh = rec.shuffles[0]!;

@@ -32,12 +32,17 @@ import { summarize } from './summary.js';
 import { COT_CUE_ALLOWANCE, reason } from './cot.js';
 import { ATTEND_FORMAT_VERSION, ATTEND_MANIFEST, ATTEND_RECORDS, isAttendDir, isOldAttendDir, readAttendManifest, readAttendResults, removeAttendFiles, writeAttendManifest, writeAttendSummary, type AttendManifest } from './store.js';
 import { attendDifferences, attendIdentity } from './identity.js';
-import type { EvalTokenizer } from '../eval/tokenizer.js';
-import type { Scorer } from '../eval/engine.js';
+import { interventionRecords } from '../runtime/intervene.js';
+import { interventionsKey } from '../store/identity.js';
+import type { Intervention } from '../runtime/types.js';
+import type { EvalTokenizer } from '../runtime/eval-tokenizer.js';
+import type { Scorer } from '../runtime/scorer.js';
 
 export interface AttendOptions {
   /** ONNX model folder. */
   model: string;
+  /** Edits of activations in every forward pass (--intervene, src/runtime/intervene.ts): recorded in the settings and the identity. */
+  interventions?: Intervention[];
   /** Where the folder came from when the model was given as a GGUF (recorded in the summary). */
   modelSource?: ModelSourceRecord | null;
   /** Dataset spec (exactly one of data / eval). */
@@ -174,7 +179,7 @@ export async function runAttend(opts: AttendOptions): Promise<AttendSummary> {
   // The model's identity: every file that shapes the numbers, hashed as lobes eval hashes them.
   const tok = await loadAttendTokenizer(opts.model);
   const { files, graphSha256, filesSha256 } = modelIdentity(opts.model);
-  const etok = cot ? await (await import('../eval/tokenizer.js')).loadEvalTokenizer(opts.model, { chatTemplate: 'auto' }) : null;
+  const etok = cot ? await (await import('../runtime/eval-tokenizer.js')).loadEvalTokenizer(opts.model, { chatTemplate: 'auto' }) : null;
   const input = await readInput(opts, tok, position, { graphSha256, filesSha256, ...(opts.modelSource?.identity ? { sourceIdentity: opts.modelSource.identity } : {}) }, etok);
   // The same context check as extract and eval (src/runtime/plan.ts), before the model loads;
   // with --cot the prompt, the reasoning budget and the answer cue must fit.
@@ -193,7 +198,7 @@ export async function runAttend(opts: AttendOptions): Promise<AttendSummary> {
       model: { dir: path.resolve(opts.model), graphSha256, files, filesSha256, layers: 0, heads: null, attention: '', ...(opts.modelSource ? { source: opts.modelSource } : {}) },
       tokenizer: { source: tok.source, scheme: tok.table.scheme, chatTemplate: input.chatTemplate },
       input: { kind: input.kind, spec: input.spec, sha256: input.sha256, items: input.selection, selected: N, total: input.total, ...(input.skipped ? { skipped: input.skipped } : {}) },
-      settings: { layers: [], position, top: opts.top ?? DEFAULT_TOP, cjk: opts.cjk ?? 'char', maxTokens: opts.maxTokens ?? null, bootstrap: opts.bootstrap ?? DEFAULT_BOOTSTRAP, seed: opts.seed ?? 0, device: opts.device ?? 'cpu', cot: cot || (input.cot ?? 0) },
+      settings: { layers: [], position, top: opts.top ?? DEFAULT_TOP, cjk: opts.cjk ?? 'char', maxTokens: opts.maxTokens ?? null, bootstrap: opts.bootstrap ?? DEFAULT_BOOTSTRAP, seed: opts.seed ?? 0, device: opts.device ?? 'cpu', cot: cot || (input.cot ?? 0), ...(opts.interventions?.length ? { interventions: interventionRecords(opts.interventions) } : {}) },
     },
     units: N,
     chunkUnits,
@@ -203,6 +208,8 @@ export async function runAttend(opts: AttendOptions): Promise<AttendSummary> {
     complete: false,
   };
   manifest.identity = attendIdentity(manifest, { cot, layers, perLayer: !!opts.perLayer, batch: opts.batch ?? null, tokenBudget: opts.tokenBudget ?? null });
+  // only an edited job has the key, so that every earlier folder keeps its identity
+  if (opts.interventions?.length) manifest.identity['--intervene'] = interventionsKey(manifest.facts.settings.interventions);
   // From here on this process is the folder's only writer; its state is read under the lock.
   return withJobFolder(out, { command: 'lobes attend', isJob: (d) => isAttendDir(d) || (force && isOldAttendDir(d)), what: 'a lobes attend folder', log }, () => attendUnderLock(opts, manifest, input, tok, etok, { say, log, t0 }));
 }
@@ -237,11 +244,11 @@ async function attendUnderLock(opts: AttendOptions, manifest: AttendManifest, in
   const { openAttentionEngine, realRows } = await import('../runtime/attention-engine.js');
   const t1 = Date.now();
   const device = opts.device ?? 'cpu';
-  const engine = await openAttentionEngine(opts.model, { layers: (n) => parseLayerSelection(canonicalLayerSpec(opts.layers ?? DEFAULT_LAYERS), n, { clamp: opts.layers === undefined }), device, deviceId: opts.deviceId, threads: opts.threads });
+  const engine = await openAttentionEngine(opts.model, { layers: (n) => parseLayerSelection(canonicalLayerSpec(opts.layers ?? DEFAULT_LAYERS), n, { clamp: opts.layers === undefined }), device, deviceId: opts.deviceId, threads: opts.threads, ...(opts.interventions?.length ? { interventions: opts.interventions } : {}) });
   let scorer: Scorer | null = null;
   try {
     if (etok) {
-      scorer = await (await import('../eval/engine.js')).openScorer(opts.model, { device, deviceId: opts.deviceId, threads: opts.threads, generation: true });
+      scorer = await (await import('../eval/engine.js')).openScorer(opts.model, { device, deviceId: opts.deviceId, threads: opts.threads, generation: true, ...(opts.interventions?.length ? { interventions: opts.interventions } : {}) });
       if (!scorer.hasPast) throw new LobesError('--cot needs a model with KV-cache inputs (past_key_values.*) to generate its reasoning', { file: opts.model, hint: 'give a GGUF (converted with its KV cache) or an export with past_key_values, or drop --cot' });
     }
     manifest.timings.modelLoadMs += Date.now() - t1;

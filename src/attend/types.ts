@@ -4,7 +4,7 @@
  * in store.ts).
  */
 import type { PromptPart, UnitKind } from './words.js';
-import type { ModelFile, ModelSourceRecord } from '../store/types.js';
+import type { InterventionRecord, ModelFile, ModelSourceRecord } from '../store/types.js';
 import type { CotRecord } from '../eval/types.js';
 
 export type { PromptPart } from './words.js';
@@ -159,6 +159,8 @@ export interface AttendSummary {
      * --eval whatever the evaluation used).
      */
     cot?: number;
+    /** The edits of activations the weights were read under (--intervene, src/runtime/intervene.ts); absent when none. */
+    interventions?: InterventionRecord[];
   };
   counts: { items: number; right: number; wrong: number; unscored: number; tokens: number; truncated: number; unalignedTokens: number };
   /** Mean attention mass outside the content parts (template, answer prefix, special tokens). */

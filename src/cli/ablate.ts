@@ -1,5 +1,6 @@
 import { parseCommand, intOption } from './args.js';
 import { UsageError } from '../util/errors.js';
+import { INTERVENE_HELP, INTERVENE_OPTION, interventionsOf } from './intervene.js';
 import { DEVICE_OPTIONS, FORCE_OPTION, HELP, LIMIT_OPTIONS, MODEL_OPTIONS, OUTPUT_OPTIONS, deviceOf, limitOf } from './options.js';
 import type { AblateSummary } from '../ablate/store.js';
 import { ABLATE_ALPHA, ABLATE_POWER, ABLATE_RANDOM, type HeadTest, type NullNormality, type PairedSide } from '../ablate/stats.js';
@@ -11,7 +12,7 @@ import { interruptSignal } from './interrupt.js';
 const SHUFFLED_DEFAULT = 5;
 
 const USAGE =
-  'lobes ablate RUN --region A|all [--minus B|others] --data SPEC --out DIR [--task continuation|iae [--scoring letter|cloze] [--metric acc|acc_norm|acc_mutual_info]] [--random K] [--top F1,F2,…] [--magnitude] [--shuffled [S]] [--fit-split SEED] [--scope matrix|layer|global] [--wanda-by LABEL] [--model M] [--limit N [--by LABELS]] [--seed N] [--bootstrap B] [--batch N] [--device cpu|cuda|webgpu] [--device-id N] [--threads N] [--force] [--quiet] [--json]';
+  'lobes ablate RUN --region A|all [--minus B|others] --data SPEC --out DIR [--task continuation|iae [--scoring letter|cloze] [--metric acc|acc_norm|acc_mutual_info]] [--random K] [--top F1,F2,…] [--magnitude] [--shuffled [S]] [--fit-split SEED] [--scope matrix|layer|global] [--wanda-by LABEL] [--model M] [--limit N [--by LABELS]] [--seed N] [--bootstrap B] [--batch N] [--device cpu|cuda|webgpu] [--device-id N] [--threads N] [--intervene SPEC ...] [--force] [--quiet] [--json]';
 
 const HELP_TEXT = `
 A causal test of wanda's neuron regions: zero every weight in the blocks of a group's region
@@ -67,6 +68,7 @@ ${HELP.seed('the --limit sample, the random regions and the bootstrap')}
   --batch N            rows per forward pass (default 8)
 ${HELP.device}
   --threads N          onnxruntime threads (default: onnxruntime's)
+${INTERVENE_HELP}; before and after ablating alike
 ${HELP.force}
 ${HELP.quiet}
 ${HELP.json}
@@ -100,6 +102,7 @@ export async function run(argv: string[]): Promise<number> {
       bootstrap: { type: 'string' },
       batch: { type: 'string' },
       threads: { type: 'string' },
+      ...INTERVENE_OPTION,
     },
   });
   if (!p) return 0;
@@ -107,6 +110,7 @@ export async function run(argv: string[]): Promise<number> {
   for (const k of ['region', 'data', 'out']) if (!v[k]) throw new UsageError(`--${k} is required`, `usage: ${USAGE}`);
   const { limit, by, seed } = limitOf(v);
   const { device, deviceId } = deviceOf(v);
+  const interventions = interventionsOf(v);
   let model: string | null = null;
   let modelSource = null;
   if (v.model !== undefined) {
@@ -149,6 +153,7 @@ export async function run(argv: string[]): Promise<number> {
     bootstrap: intOption(v.bootstrap, '--bootstrap', 2000, 100),
     force: !!v.force,
     quiet: !!v.quiet || !!v.json,
+    ...(interventions.length ? { interventions } : {}),
   });
   process.stdout.write(v.json ? JSON.stringify(s, null, 1) + '\n' : formatAblate(s) + '\n');
   return 0;

@@ -4,11 +4,12 @@ import { parseShard, expandOut } from '../store/layout.js';
 import { runAttend, CPU_TOKEN_BUDGET, DEFAULT_BOOTSTRAP, DEFAULT_CHUNK_UNITS, DEFAULT_LAYERS, DEFAULT_TOP } from '../attend/run.js';
 import type { AttendPosition } from '../attend/types.js';
 import type { ItemSelection } from '../attend/inputs.js';
+import { INTERVENE_HELP, INTERVENE_OPTION, interventionsOf } from './intervene.js';
 import { CHAT_TEMPLATE_OPTION, DEVICE_OPTIONS, FORCE_OPTION, HELP, LAYERS_OPTION, LIMIT_OPTIONS, MAX_TOKENS_OPTION, MODEL_OPTIONS, OUTPUT_OPTIONS, chatTemplateOn, deviceOf, limitOf, maxTokensOf, modelArg } from './options.js';
 import { interruptSignal } from './interrupt.js';
 
 const USAGE =
-  'lobes attend --model MODEL_DIR|FILE.gguf (--data SPEC | --eval EVAL_DIR [--items wrong|right|all]) --out DIR [--layers LIST|last:N|all] [--position answer|last] [--top N] [--cjk char|segment] [--chat-template [auto|on|off]] [--max-tokens N] [--cot N] [--device cpu|cuda|webgpu] [--device-id N] [--batch N | --token-budget N] [--chunk-units N] [--shard i/n|auto] [--bootstrap B] [--seed N] [--per-layer] [--limit N [--by LABELS]] [--cache DIR] [--force] [--quiet] [--json]\n' +
+  'lobes attend --model MODEL_DIR|FILE.gguf (--data SPEC | --eval EVAL_DIR [--items wrong|right|all]) --out DIR [--layers LIST|last:N|all] [--position answer|last] [--top N] [--cjk char|segment] [--chat-template [auto|on|off]] [--max-tokens N] [--cot N] [--device cpu|cuda|webgpu] [--device-id N] [--batch N | --token-budget N] [--chunk-units N] [--shard i/n|auto] [--bootstrap B] [--seed N] [--per-layer] [--limit N [--by LABELS]] [--intervene SPEC ...] [--cache DIR] [--force] [--quiet] [--json]\n' +
   '       lobes attend merge SHARD_DIR... --out DIR      (lobes attend merge --help)';
 
 const HELP_TEXT = `
@@ -48,6 +49,7 @@ ${HELP.device}
   --bootstrap B        bootstrap resamples for the 95% intervals (default ${DEFAULT_BOOTSTRAP}; 0: none)
 ${HELP.seed('the bootstrap and the --limit sample')}
   --per-layer          also store each layer's head-averaged weights per item
+${INTERVENE_HELP}
 ${HELP.limit}
 ${HELP.cache}
   --force              replace an earlier attend job with other settings at --out (its own files;
@@ -111,6 +113,7 @@ export async function run(argv: string[]): Promise<number> {
       cot: { type: 'string' },
       bootstrap: { type: 'string' },
       'per-layer': { type: 'boolean' },
+      ...INTERVENE_OPTION,
       ...LIMIT_OPTIONS,
       ...FORCE_OPTION,
       overwrite: { type: 'boolean', renamed: 'force' },
@@ -128,6 +131,7 @@ export async function run(argv: string[]): Promise<number> {
   // The data (or the evaluation) is checked before a model is loaded or converted (minutes for a GGUF).
   if (v.data) (await import('../data/index.js')).checkDataSpec(v.data);
   if (v.eval) (await import('../attend/inputs.js')).checkEvalFolder(v.eval);
+  const interventions = interventionsOf(v);
   const { modelFolder } = await import('./convert.js');
   // --cot generates through the KV cache, which the genai layout of a GGUF's conversion has.
   const model = await modelFolder(modelArgument, { cache: v.cache, quiet: !!v.quiet, ...(cot ? { layout: 'genai' as const } : {}) });
@@ -160,6 +164,7 @@ export async function run(argv: string[]): Promise<number> {
     by,
     overwrite: !!v.force,
     quiet: !!v.quiet,
+    ...(interventions.length ? { interventions } : {}),
   });
   if (v.json) process.stdout.write(JSON.stringify(summary, null, 2) + '\n');
   return 0;

@@ -1,3 +1,4 @@
+import { INTERVENE_HELP, INTERVENE_OPTION, interventionsOf } from './intervene.js';
 import { parseCommand, intOption, type CommandSpec } from './args.js';
 import { UsageError } from '../util/errors.js';
 import { parseShard, expandOut } from '../store/layout.js';
@@ -11,7 +12,7 @@ import { interruptSignal } from './interrupt.js';
 
 const spec = {
   usage:
-    'lobes eval --model MODEL_DIR|FILE.gguf --data SPEC --out DIR [--task iae|gae|both] [--limit N [--by LABELS]] [--shuffles K] [--orders random|cyclic] [--seed N] [--cot N] [--device cpu|cuda|webgpu] [--device-id N] [--batch N | --token-budget N] [--chunk-units N] [--shard i/n|auto] [--chat-template auto|on|off] [--answer-prefix TEXT] [--prompt TEMPLATE_FILE] [--bootstrap B] [--share-prefix auto|on|off] [--skip-longer-than N] [--ignore-plan] [--scoring letter|cloze] [--target-delimiter TEXT] [--mutual-info] [--cache DIR] [--layout genai|explicit] [--control random [--control-seed N]] [--skip-invalid] [--quiet] [--json]\n' +
+    'lobes eval --model MODEL_DIR|FILE.gguf --data SPEC --out DIR [--task iae|gae|both] [--limit N [--by LABELS]] [--shuffles K] [--orders random|cyclic] [--seed N] [--cot N] [--device cpu|cuda|webgpu] [--device-id N] [--batch N | --token-budget N] [--chunk-units N] [--shard i/n|auto] [--chat-template auto|on|off] [--answer-prefix TEXT] [--prompt TEMPLATE_FILE] [--bootstrap B] [--share-prefix auto|on|off] [--skip-longer-than N] [--ignore-plan] [--scoring letter|cloze] [--target-delimiter TEXT] [--mutual-info] [--cache DIR] [--layout genai|explicit] [--control random [--control-seed N]] [--intervene SPEC ...] [--skip-invalid] [--quiet] [--json]\n' +
     '       lobes eval merge SHARD_DIR... --out DIR      (lobes eval merge --help)\n' +
     '       lobes eval label RUN EVAL_DIR [--axis correct]      (lobes eval label --help)',
   name: 'lobes eval',
@@ -32,6 +33,7 @@ ${HELP.cache}
                        (docs/controls.md), in the layout of the trained model's conversion (a
                        GGUF: genai, with its KV cache); recorded in eval.json as model.control
   --control-seed N     seed of the control's weights (default 0)
+${INTERVENE_HELP}
   --data SPEC          socialeval:PATH[?lang=en|zh&...]  (SocialEval world trees), or
                        jsonl:FILE?question=F&options=F&answer=F[&label=F,...][&id=F]
   --out DIR            evaluation folder to create or resume; {i}/{n} are replaced by the shard
@@ -103,6 +105,7 @@ items, for lobes cluster RUN --by correct and lobes wanda RUN --by correct.
     layout: { type: 'string', choices: ['genai', 'explicit'] },
     control: { type: 'string', choices: ['random'] },
     'control-seed': { type: 'string' },
+    ...INTERVENE_OPTION,
     scoring: { type: 'string', choices: ['letter', 'cloze'] },
     'target-delimiter': { type: 'string' },
     'mutual-info': { type: 'boolean' },
@@ -193,6 +196,7 @@ export async function run(argv: string[]): Promise<number> {
   const { modelFolder } = await import('./convert.js');
   const controlSeed = controlSeedOf(v);
   const layout = v.layout ?? 'genai';
+  const interventions = interventionsOf(v);
   const model = await modelFolder(modelArgument, { cache: v.cache, layout, quiet: !!v.quiet });
   const control = controlSeed === null ? null : await controlModel(modelArgument, model, { seed: controlSeed, cache: v.cache, quiet: !!v.quiet, layout, command: 'eval' });
   const { device, deviceId } = deviceOf(v);
@@ -227,6 +231,7 @@ export async function run(argv: string[]): Promise<number> {
     scoring: (v.scoring ?? 'letter') as 'letter' | 'cloze',
     targetDelimiter: v['target-delimiter'] ?? null,
     mutualInfo: !!v['mutual-info'],
+    ...(interventions.length ? { interventions } : {}),
     quiet: !!v.quiet,
   });
   const r = readEvalResults(expandOut(v.out, shard));

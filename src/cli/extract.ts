@@ -5,6 +5,7 @@ import { parseShard, expandOut } from '../store/layout.js';
 import type { CaptureFamily } from '../runtime/types.js';
 import { CAPTURE_FAMILIES } from '../hooks.js';
 import { modelFolder } from './convert.js';
+import { INTERVENE_HELP, INTERVENE_OPTION, interventionsOf } from './intervene.js';
 import { checkDataSpec } from '../data/index.js';
 import { controlModel, controlSeedOf } from './control.js';
 import type { ControlInfo } from '../store/types.js';
@@ -12,7 +13,7 @@ import { CHAT_TEMPLATE_OPTION, DEVICE_OPTIONS, HELP, LAYERS_OPTION, LIMIT_OPTION
 import { interruptSignal } from './interrupt.js';
 
 const spec = {
-  usage: 'lobes extract --model MODEL_DIR|FILE.gguf --data SPEC --out RUN [--capture final,mlp,resid,mean] [--layers L] [--limit N [--by LABELS] [--seed N]] [--device cpu|cuda|webgpu] [--device-id N] [--batch N | --token-budget N] [--max-tokens N] [--dtype fp16|fp32] [--shard i/n|auto|auto/N] [--chunk-rows N] [--chat-template [auto|on|off]] [--control random [--control-seed N]] [--cache DIR] [--ignore-plan] [--repair] [--strict] [--quiet] [--json]',
+  usage: 'lobes extract --model MODEL_DIR|FILE.gguf --data SPEC --out RUN [--capture final,mlp,resid,mean] [--layers L] [--limit N [--by LABELS] [--seed N]] [--device cpu|cuda|webgpu] [--device-id N] [--batch N | --token-budget N] [--max-tokens N] [--dtype fp16|fp32] [--shard i/n|auto|auto/N] [--chunk-rows N] [--chat-template [auto|on|off]] [--control random [--control-seed N]] [--intervene SPEC ...] [--cache DIR] [--ignore-plan] [--repair] [--strict] [--quiet] [--json]',
   help: `
 Run a model over a dataset and store the last token's activations in a run directory
 (format: docs/run-format.md). Rerunning the same command continues an interrupted run
@@ -47,6 +48,7 @@ ${HELP.chatTemplate('off')}; on wraps each text as a user turn
                        (docs/controls.md); built once in the cache, recorded in the manifest; a
                        GGUF with 4-bit weights is drawn from an fp16 conversion made once
   --control-seed N     seed of the control's weights (default 0)
+${INTERVENE_HELP}
   --ignore-plan        start even if the disk plan or the memory plan of a batch says it will
                        not fit (formerly --force)
   --repair             on resume, extract bad chunk files again and rewrite a damaged samples.jsonl
@@ -72,6 +74,7 @@ ${HELP.quiet}
     ...CHAT_TEMPLATE_OPTION,
     control: { type: 'string', choices: ['random'] },
     'control-seed': { type: 'string' },
+    ...INTERVENE_OPTION,
     'ignore-plan': { type: 'boolean' },
     force: { type: 'boolean', renamed: 'ignore-plan' },
     repair: { type: 'boolean' },
@@ -96,6 +99,7 @@ export async function run(argv: string[]): Promise<number> {
   const { limit, by, seed } = limitOf(v);
   if (v.seed !== undefined && limit === null) throw new UsageError('--seed here seeds the --limit sample; give --limit N with it (--control-seed seeds the control)');
   const shard = parseShard(v.shard);
+  const interventions = interventionsOf(v);
   // The data is checked before a model is loaded or converted (minutes for a GGUF).
   checkDataSpec(v.data);
   const model = await modelFolder(modelArgument, { cache: v.cache, quiet: !!v.quiet });
@@ -131,6 +135,7 @@ export async function run(argv: string[]): Promise<number> {
     force: !!v['ignore-plan'],
     repair: !!v.repair,
     strict: !!v.strict,
+    ...(interventions.length ? { interventions } : {}),
   });
   if (v.json) process.stdout.write(JSON.stringify(manifest, null, 2) + '\n');
   return 0;

@@ -21,7 +21,7 @@ import { checkBatchMemory } from '../runtime/plan.js';
 import type { Device } from '../runtime/types.js';
 import { f32, skippedRecord, type ItemFacts } from './records.js';
 import type { ClozeOption, ClozeRecord, EvalRecord } from './types.js';
-import type { EvalTokenizer } from './tokenizer.js';
+import type { EvalTokenizer } from '../runtime/eval-tokenizer.js';
 import type { PromptStyle } from './units.js';
 
 export interface ClozeSettings {

@@ -10,51 +10,9 @@ import { LobesError } from '../util/errors.js';
 import { analyseModel, modelFeeds, planInputs, positionIds, type Analysis, type FeedPlan } from '../runtime/engine.js';
 import { buildLogitHeadModel, CAND_LOGITS, CANDIDATES_INPUT, LOG_SUM_EXP, TOP_ID } from '../runtime/logit-head.js';
 import { openEditedSession } from '../runtime/providers.js';
-import type { Device, ModelInfo } from '../runtime/types.js';
-
-/** What the model says at each row's answering position. */
-export interface HeadOutput {
-  /** [rows, k] logits of the candidate tokens. */
-  cand: Float32Array;
-  /** [rows] log-sum-exp over the vocabulary. */
-  lse: Float32Array;
-  /** [rows] argmax over the vocabulary. */
-  top: Int32Array;
-  k: number;
-}
-
-/** A sequence's KV cache after some tokens. */
-export interface KvState {
-  /** Tokens the cache holds. */
-  length: number;
-  past: Map<string, ort.Tensor>;
-}
-
-export interface ScorerOptions {
-  device: Device;
-  deviceId?: number;
-  threads?: number;
-  /** Also open the KV-cache session (for generation). */
-  generation?: boolean;
-}
-
-export interface Scorer {
-  readonly info: ModelInfo;
-  /** True when the model has KV-cache inputs (generation is possible). */
-  readonly hasPast: boolean;
-  /**
-   * True when the KV-cache session accepts several new tokens after a non-empty cache (some
-   * exports only take a prompt or one token at a time); `extend` then feeds one token at a time.
-   */
-  readonly multiTokenExtend: boolean;
-  /** Score right-padded rows at their last tokens against `candidates`. */
-  score(rows: number[][], candidates: number[], padId: number): Promise<HeadOutput>;
-  /** Run one sequence from an empty cache. */
-  prefill(ids: number[], candidates: number[]): Promise<{ out: HeadOutput; state: KvState }>;
-  /** Feed more tokens of a sequence after its cache. */
-  extend(state: KvState, ids: number[], candidates: number[]): Promise<{ out: HeadOutput; state: KvState }>;
-  close(): Promise<void>;
-}
+import type { ModelInfo } from '../runtime/types.js';
+import type { HeadOutput, KvState, Scorer, ScorerOptions } from '../runtime/scorer.js';
+import { applyInterventions } from '../runtime/intervene.js';
 
 const i64 = (xs: ArrayLike<number>) => BigInt64Array.from(Array.from(xs, (x) => BigInt(x)));
 
@@ -171,13 +129,14 @@ export async function openScorer(modelDir: string, opts: ScorerOptions): Promise
   const a = analyseModel(modelDir);
   const { plans, mask, inGraphPast } = planInputs(a);
   const hasPast = plans.some((p) => p.role === 'past');
-  const scoringGraph = buildLogitHeadModel(a.loaded.model, a.disc, { maskInput: mask, inGraphPast });
+  const model = applyInterventions(a.loaded.model, a.disc, opts.interventions, a.loaded.file).model;
+  const scoringGraph = buildLogitHeadModel(model, a.disc, { maskInput: mask, inGraphPast });
   const scoring = await openEditedSession(scoringGraph.model, a.loaded.dir, opts, a.loaded.file);
   let gen: ort.InferenceSession | null = null;
   let genPresent: string[] = [];
   if (opts.generation && hasPast) {
     if (inGraphPast.length) throw new LobesError('the model keeps its KV cache in a dtype JavaScript cannot feed (e.g. bfloat16), so lobes cannot generate with it', { file: a.loaded.file, hint: 'export the model in float16 or float32' });
-    const g = buildLogitHeadModel(a.loaded.model, a.disc, { maskInput: mask, keepPresent: true });
+    const g = buildLogitHeadModel(model, a.disc, { maskInput: mask, keepPresent: true });
     const nPast = plans.filter((p) => p.role === 'past').length;
     if (g.present.length !== nPast) throw new LobesError(`the model has ${nPast} KV-cache inputs but ${g.present.length} KV-cache outputs`, { file: a.loaded.file });
     // Fatal messages only: the multi-token probe below is expected to fail on exports whose
@@ -187,6 +146,8 @@ export async function openScorer(modelDir: string, opts: ScorerOptions): Promise
     genPresent = g.present;
   }
   const sc = new OrtScorer(a.info, a, plans, scoring, { name: scoringGraph.maskInput, added: scoringGraph.maskAdded }, gen, genPresent, hasPast);
-  await sc.probe();
+  // An edit at the last position edits the last token of each run: a prefix scored once and then
+  // extended would have its own last token edited, so prefixes are not shared (one token per step).
+  if (!opts.interventions?.some((iv) => iv.positions === 'last')) await sc.probe();
   return sc;
 }

@@ -15,8 +15,8 @@ import { renderPrompt, type PromptItem, type PromptPart, type RenderedPrompt } f
 import { itemRecord, shuffleRecord, skippedRecord, type ItemFacts, type ShuffleScore } from './records.js';
 import { optionOrders, type OrderMode } from './score.js';
 import type { EpisodeRecord, EvalRecord, ShuffleRecord } from './types.js';
-import type { Scorer, KvState, HeadOutput } from './engine.js';
-import type { AnswerSlot, EvalTokenizer } from './tokenizer.js';
+import type { Scorer, KvState, HeadOutput } from '../runtime/scorer.js';
+import type { AnswerSlot, EvalTokenizer } from '../runtime/eval-tokenizer.js';
 import type { PromptStyle, Unit } from './units.js';
 import { scoreClozeSteps, type ClozeSettings, type ClozeStep, type MemoryCheck } from './cloze.js';
 

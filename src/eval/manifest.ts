@@ -1,11 +1,11 @@
 /** The evaluation folder's manifest type (DIR/eval.json), read and written by store.ts. */
 import type { ChunkFile } from '../store/chunks.js';
 import type { ShardRange, ShardSpec } from '../store/layout.js';
-import type { ControlInfo, ModelArch, ModelFile, ModelSourceRecord } from '../store/types.js';
+import type { ControlInfo, InterventionRecord, ModelArch, ModelFile, ModelSourceRecord } from '../store/types.js';
 import type { Device } from '../runtime/types.js';
 import type { EvalData, TaskChoice } from './units.js';
 import type { EvalStats } from './evaluate.js';
-import type { EvalTokenizerOptions } from './tokenizer.js';
+import type { EvalTokenizerOptions } from '../runtime/eval-tokenizer.js';
 import type { OrderMode } from './score.js';
 
 /** The evaluation directory's manifest (DIR/eval.json). */
@@ -18,7 +18,7 @@ export interface EvalManifest {
   tokenizer: { source: string; chatTemplate: boolean };
   dataset: { spec: string; kind: EvalData['kind']; unitsSha256: string; units: number; available: number; excluded: number };
   task: TaskChoice | 'mcq';
-  settings: { shuffles: number; /** How the option orders were drawn (absent in older folders: random). */ orders?: OrderMode; seed: number; cot: number; limit: number | null; by?: string[] | null; answerPrefix: string | null; prompt: string | null; chatTemplate: EvalTokenizerOptions['chatTemplate']; chunkUnits: number; batch: number | null; tokenBudget: number | null; device: Device; bootstrap: number; sharePrefix: 'auto' | 'on' | 'off'; maxTokens: number | null; scoring?: 'letter' | 'cloze'; targetDelimiter?: string | null; mutualInfo?: boolean };
+  settings: { shuffles: number; /** How the option orders were drawn (absent in older folders: random). */ orders?: OrderMode; seed: number; cot: number; limit: number | null; by?: string[] | null; answerPrefix: string | null; prompt: string | null; chatTemplate: EvalTokenizerOptions['chatTemplate']; chunkUnits: number; batch: number | null; tokenBudget: number | null; device: Device; bootstrap: number; sharePrefix: 'auto' | 'on' | 'off'; maxTokens: number | null; scoring?: 'letter' | 'cloze'; targetDelimiter?: string | null; mutualInfo?: boolean; /** Edits of activations (--intervene); absent when none. */ interventions?: InterventionRecord[] };
   shard: ShardSpec | null;
   layout: ShardRange & { datasetUnits: number };
   /** Counters summed over attempts. */

@@ -24,10 +24,10 @@ import { EVAL_FORMAT_VERSION, EVAL_RECORDS, evalFile, SUMMARY, checkEvalFiles, i
 import { summarize } from './summary.js';
 import type { EpisodeRecord, EvalRecord } from './types.js';
 import type { OrderMode } from './score.js';
-import type { Scorer, ScorerOptions } from './engine.js';
+import type { Scorer, ScorerOptions } from '../runtime/scorer.js';
 import { modelContext } from '../runtime/plan.js';
 import { LONG_PROMPT_TOKEN_BUDGET } from '../runtime/batching.js';
-import type { EvalTokenizer, EvalTokenizerOptions } from './tokenizer.js';
+import type { EvalTokenizer, EvalTokenizerOptions } from '../runtime/eval-tokenizer.js';
 import type { LoglikEngine, LoglikOptions } from '../runtime/loglik.js';
 
 export interface EvalOptions {
@@ -74,6 +74,8 @@ export interface EvalOptions {
   targetDelimiter?: string | null;
   /** Cloze: also score each option without a context (acc_mutual_info). */
   mutualInfo?: boolean;
+  /** Edits of activations in every forward pass (`--intervene`, src/runtime/intervene.ts): recorded in the settings, part of the identity. */
+  interventions?: Intervention[];
   quiet?: boolean;
   log?: (line: string) => void;
   /** Cancels the job between chunks: a LobesError with code E_ABORTED, the folder left resumable (the same call again finishes it). */
@@ -91,6 +93,9 @@ export interface EvalDeps {
 }
 
 import type { EvalManifest } from './manifest.js';
+import { fromInterventionRecords, interventionRecords } from '../runtime/intervene.js';
+import { interventionsKey } from '../store/identity.js';
+import type { Intervention } from '../runtime/types.js';
 export type { EvalManifest } from './manifest.js';
 
 export const DEFAULT_CHUNK_UNITS = 32;
@@ -98,7 +103,7 @@ export const DEFAULT_EVAL_BATCH = 4;
 
 async function resolveDeps(given: Partial<EvalDeps> | undefined): Promise<EvalDeps> {
   const openScorer = given?.openScorer ?? (await import('./engine.js')).openScorer;
-  const loadTokenizer = given?.loadTokenizer ?? (await import('./tokenizer.js')).loadEvalTokenizer;
+  const loadTokenizer = given?.loadTokenizer ?? (await import('../runtime/eval-tokenizer.js')).loadEvalTokenizer;
   const openLoglik = given?.openLoglik ?? (await import('../runtime/loglik.js')).openLoglikEngine;
   return { openScorer, loadTokenizer, openLoglik };
 }
@@ -133,6 +138,7 @@ export function evalIdentity(m: EvalManifest, includeShard: boolean): Record<str
     '--scoring': s.scoring ?? 'letter',
     '--target-delimiter': String(s.targetDelimiter ?? null),
     '--mutual-info': String(s.mutualInfo ?? false),
+    '--intervene': interventionsKey(s.interventions),
   };
   if (includeShard) id['--shard'] = m.shard ? `${m.shard.index}/${m.shard.count}` : 'none';
   return id;
@@ -165,6 +171,7 @@ function resolveSettings(o: EvalOptions): Settings {
     if (cot > 0) throw new UsageError('--cot applies to letter scoring; cloze scoring generates nothing');
     if (o.shuffles !== undefined && o.shuffles !== 1) throw new UsageError('--shuffles applies to letter scoring; cloze scores each option once, whatever the order');
   } else if (o.targetDelimiter != null || o.mutualInfo) throw new UsageError('--target-delimiter and --mutual-info apply to --scoring cloze');
+  if (o.sharePrefix === 'on' && o.interventions?.some((iv) => iv.positions === 'last')) throw new UsageError('--share-prefix on cannot go with an --intervene at :last (a shared prefix would have its own last token edited)', 'drop :last, or use --share-prefix auto or off');
   return {
     task: o.task ?? 'both',
     shuffles,
@@ -184,6 +191,7 @@ function resolveSettings(o: EvalOptions): Settings {
     sharePrefix: o.sharePrefix ?? 'auto',
     maxTokens: promptLimit(o),
     ...(scoring === 'cloze' ? { scoring, targetDelimiter: o.targetDelimiter ?? null, mutualInfo: !!o.mutualInfo } : {}),
+    ...(o.interventions?.length ? { interventions: interventionRecords(o.interventions) } : {}),
   };
 }
 
@@ -287,10 +295,11 @@ async function evalUnderLock(opts: EvalOptions, s: Settings, deps: EvalDeps, dat
   }
   const t1 = Date.now();
   const cloze = s.scoring === 'cloze';
-  const scorer = cloze ? null : await deps.openScorer(opts.model, { device: s.device, deviceId: opts.deviceId, generation: s.cot > 0 || s.sharePrefix === 'on' || (s.sharePrefix === 'auto' && s.device === 'cpu') });
+  const interventions = fromInterventionRecords(s.interventions);
+  const scorer = cloze ? null : await deps.openScorer(opts.model, { device: s.device, deviceId: opts.deviceId, ...(interventions.length ? { interventions } : {}), generation: s.cot > 0 || s.sharePrefix === 'on' || (s.sharePrefix === 'auto' && s.device === 'cpu') });
   // Batched rows are whole prompts: the engines and the memory plan share one budget.
   const tokenBudget = evalTokenBudget(s);
-  const loglik = cloze ? await deps.openLoglik(opts.model, { device: s.device, deviceId: opts.deviceId, cache: s.sharePrefix === 'off' ? 'off' : 'auto', batch: s.batch ?? undefined, tokenBudget: tokenBudget ?? undefined }) : null;
+  const loglik = cloze ? await deps.openLoglik(opts.model, { device: s.device, deviceId: opts.deviceId, ...(interventions.length ? { interventions } : {}), cache: s.sharePrefix === 'off' ? 'off' : 'auto', batch: s.batch ?? undefined, tokenBudget: tokenBudget ?? undefined }) : null;
   manifest.timings.modelLoadMs += Date.now() - t1;
   manifest.model.arch = (scorer ?? loglik)!.info.arch;
   try {

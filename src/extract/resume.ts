@@ -3,6 +3,7 @@
  * of this attempt, a rerun's settings checked, a finished run verified, a crashed one resumed
  * (its samples table and chunk files checked or repaired), and the disk plan of what is left.
  */
+import { interventionRecords } from '../runtime/intervene.js';
 import { existsSync, readFileSync, statfsSync } from 'node:fs';
 import * as path from 'node:path';
 import { LobesError } from '../util/errors.js';
@@ -45,7 +46,7 @@ export function runManifest(s: Settings, input: Input, previous: RunManifest | n
     },
     tokenizer: { source: input.tokenizer.source, chatTemplate: s.chatTemplate, addBos: input.tokenizer.addBos, maxTokens: s.maxTokens },
     dataset: { spec: input.dataset.spec, itemsSha256: input.itemsSha256, count: input.N, axes: input.dataset.axes, ...(input.limit ? { limit: input.limit } : {}), ...(input.dataset.composition ? { composition: input.dataset.composition } : {}) },
-    capture: { points, selection: s.layers ? [...s.capture, `layers=${s.layers}`] : s.capture },
+    capture: { points, selection: s.layers ? [...s.capture, `layers=${s.layers}`] : s.capture, ...(s.interventions.length ? { interventions: interventionRecords(s.interventions) } : {}) },
     dtype: s.dtype,
     provider: { device: s.device, deviceId: s.deviceId ?? 0 },
     shard: s.shard,

@@ -76,7 +76,7 @@ async function extractUnderLock(opts: ExtractOptions, s: Settings, deps: Extract
   checkContext(input, input.context);
 
   const t1 = Date.now();
-  const engine = await deps.openCaptureEngine(s.model, { capture: s.capture, ...(s.layers ? { layers: s.layers } : {}), device: s.device, deviceId: s.deviceId });
+  const engine = await deps.openCaptureEngine(s.model, { capture: s.capture, ...(s.layers ? { layers: s.layers } : {}), device: s.device, deviceId: s.deviceId, ...(s.interventions.length ? { interventions: s.interventions } : {}) });
   const modelLoadMs = Date.now() - t1;
   try {
     const graph = checkGraph(engine, s, opts, log);

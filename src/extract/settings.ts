@@ -5,7 +5,7 @@
 import { UsageError } from '../util/errors.js';
 import type { Dataset } from '../data/types.js';
 import type { ControlInfo, ModelSourceRecord, SampleRow } from '../store/types.js';
-import type { BatchPlanOptions, CaptureEngine, CaptureFamily, Device, EngineOptions, LobesTokenizer, TokenBatch, TokenizerOptions } from '../runtime/types.js';
+import type { BatchPlanOptions, CaptureEngine, CaptureFamily, Device, EngineOptions, Intervention, LobesTokenizer, TokenBatch, TokenizerOptions } from '../runtime/types.js';
 import { shardRange, type ShardSpec } from '../store/layout.js';
 import type { ModelFileRef } from '../store/provenance.js';
 import type { ModelFile } from '../store/types.js';
@@ -73,6 +73,8 @@ export interface ExtractOptions {
   signal?: AbortSignal;
   /** The model is a random-weights control (src/runtime/control.ts): recorded as manifest model.control. */
   control?: ControlInfo;
+  /** Edits of activations the values are captured under (`--intervene`, src/runtime/intervene.ts): recorded as manifest capture.interventions, part of the run's identity. */
+  interventions?: Intervention[];
 }
 
 export const DEFAULT_CHUNK_ROWS = 128;
@@ -108,6 +110,7 @@ export interface Settings {
   chatTemplate: boolean;
   shard: ShardSpec | null;
   control: ControlInfo | null;
+  interventions: Intervention[];
 }
 
 /** The dataset rows of this run (or shard), tokenized. */
@@ -164,6 +167,7 @@ export function resolveSettings(opts: ExtractOptions): Settings {
     chatTemplate: opts.chatTemplate ?? false,
     shard: opts.shard ?? null,
     control: opts.control ?? null,
+    interventions: opts.interventions ?? [],
   };
 }
 

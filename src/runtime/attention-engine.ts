@@ -9,12 +9,13 @@
  * either padding side gives the same weights.
  */
 import * as ort from 'onnxruntime-node';
-import type { Device, ModelInfo, TokenBatch } from './types.js';
+import type { Device, Intervention, ModelInfo, TokenBatch } from './types.js';
 import { LobesError } from '../util/errors.js';
 import { analyseModel, batchFeeds, checkBatch, planInputs, type Analysis } from './engine.js';
 import { opsetOf } from './surgery.js';
 import { findAttention, type AttentionSite } from './attention.js';
 import { buildAttentionModel } from './attention-surgery.js';
+import { applyInterventions } from './intervene.js';
 import { openEditedSession } from './providers.js';
 
 export { parseLayerSelection } from './layers.js';
@@ -26,6 +27,8 @@ export interface AttentionEngineOptions {
   deviceId?: number;
   /** ONNX Runtime intra-op threads (default: onnxruntime's choice). */
   threads?: number;
+  /** Edits of activations (src/runtime/intervene.ts) before the weights are read. */
+  interventions?: Intervention[];
 }
 
 /** What one attention site is, for manifests and `lobes attend` provenance. */
@@ -231,7 +234,8 @@ export async function openAttentionEngine(modelDir: string, opts: AttentionEngin
   }
   const chosen = all.filter((s) => layers.includes(s.layer));
   const { plans, mask, inGraphPast } = planInputs(a);
-  const surg = buildAttentionModel(a.loaded.model, a.disc.index, chosen, mask, inGraphPast, a.loaded.file);
+  const model = applyInterventions(a.loaded.model, a.disc, opts.interventions, a.loaded.file).model;
+  const surg = buildAttentionModel(model, a.disc.index, chosen, mask, inGraphPast, a.loaded.file);
   const session = await openEditedSession(surg.model, a.loaded.dir, opts, a.loaded.file);
   const outputs = new Map(chosen.map((s) => [s.layer, surg.outputs.get(s.name)!]));
   const needsRight = all.some((s) => s.kind === 'fused' && s.op === 'GroupQueryAttention');

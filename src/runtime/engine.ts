@@ -13,6 +13,7 @@ import { discover, isPastInput, type DiscoveredPoint, type Discovery } from './d
 import { configDir, readConfigHints } from './config.js';
 import { checkModel } from './consistency.js';
 import { buildCaptureModel, type InGraphPast } from './surgery.js';
+import { applyInterventions } from './intervene.js';
 import { executionProviders, listProviders, openEditedSession } from './providers.js';
 
 export interface Analysis {
@@ -271,9 +272,10 @@ export async function openCaptureEngine(modelDir: string, opts: EngineOptions): 
   const fams = new Set(opts.capture);
   if (fams.size === 0) throw new LobesError('nothing to capture (no capture families selected)');
   const layers = opts.layers ? new Set(parseLayerSelection(opts.layers, a.info.arch.layers)) : null;
-  const hooks = a.disc.points.filter((p) => fams.has(siteFamily(p.site)) && (layers === null || p.layer === null || layers.has(p.layer)));
+  const edited = applyInterventions(a.loaded.model, a.disc, opts.interventions, a.loaded.file);
+  const hooks = edited.points.filter((p) => fams.has(siteFamily(p.site)) && (layers === null || p.layer === null || layers.has(p.layer)));
   const { plans, mask, inGraphPast } = planInputs(a);
-  const surg = buildCaptureModel(a.loaded.model, hooks, mask, inGraphPast);
+  const surg = buildCaptureModel(edited.model, hooks, mask, inGraphPast);
   const session = await openEditedSession(surg.model, a.loaded.dir, opts, a.loaded.file);
   return new OrtCaptureEngine(a.info, hooks.map(publicPoint), session, plans, surg.outputs, surg.maskInput, surg.maskAdded, a.loaded.file);
 }

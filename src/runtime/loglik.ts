@@ -29,7 +29,8 @@ import { planBatches } from './batching.js';
 import { analyseModel, modelFeeds, planInputs, type Analysis, type FeedPlan } from './engine.js';
 import { buildLoglikHeadModel, POSITIONS_INPUT, TARGET_LOGPROB, TARGET_TOP, TARGETS_INPUT } from './loglik-head.js';
 import { openEditedSession } from './providers.js';
-import type { Device, ModelInfo } from './types.js';
+import type { Device, Intervention, ModelInfo } from './types.js';
+import { applyInterventions } from './intervene.js';
 
 /** One context and the continuations to score after it (token ids; the context is not empty). */
 export interface LoglikRequest {
@@ -63,6 +64,11 @@ export interface LoglikOptions {
   batch?: number;
   /** Padded tokens per batch (batches mode). */
   tokenBudget?: number;
+  /**
+   * Edits of activations (src/runtime/intervene.ts), in every token's forward pass. An edit at
+   * the last position only turns the cache off (a cached context's last token is not a row's last).
+   */
+  interventions?: Intervention[];
 }
 
 /** Work counters (cumulative). */
@@ -396,12 +402,14 @@ export async function openLoglikEngine(modelDir: string, opts: LoglikOptions): P
   const a = analyseModel(modelDir);
   const { plans, mask, inGraphPast } = planInputs(a);
   const hasPast = plans.some((p) => p.role === 'past');
-  const bg = buildLoglikHeadModel(a.loaded.model, a.disc, { maskInput: mask, inGraphPast });
+  const model = applyInterventions(a.loaded.model, a.disc, opts.interventions, a.loaded.file).model;
+  if (opts.interventions?.some((iv) => iv.positions === 'last')) opts = { ...opts, cache: 'off' };
+  const bg = buildLoglikHeadModel(model, a.disc, { maskInput: mask, inGraphPast });
   const batched = await openEditedSession(bg.model, a.loaded.dir, opts, a.loaded.file);
   let cached: ort.InferenceSession | null = null;
   let present: string[] = [];
   if (hasPast && inGraphPast.length === 0 && opts.cache !== 'off') {
-    const cg = buildLoglikHeadModel(a.loaded.model, a.disc, { maskInput: mask, keepPresent: true });
+    const cg = buildLoglikHeadModel(model, a.disc, { maskInput: mask, keepPresent: true });
     const nPast = plans.filter((p) => p.role === 'past').length;
     if (cg.present.length === nPast) {
       cached = await openEditedSession(cg.model, a.loaded.dir, opts, a.loaded.file);

@@ -73,8 +73,24 @@ export interface CaptureEngine {
   close(): Promise<void>;
 }
 
+/** How an intervention edits a value (src/runtime/intervene.ts). */
+export type InterventionOp = 'add' | 'scale' | 'replace' | 'zero';
+
+/** An edit of one hook's value inside the graph, seen by everything downstream (src/runtime/intervene.ts). */
+export interface Intervention {
+  /** A hook of the capture vocabulary (src/hooks.ts): `layers.3.resid_out`, `layers.5.mlp.down_in`, `final.hidden`, ... */
+  hook: string;
+  op: InterventionOp;
+  /** add / replace: a vector of the hook's width or one number; scale: one number or a vector; zero: none. */
+  value?: Float32Array | number;
+  /** Which positions are edited: every one (default) or each row's last real token. */
+  positions?: 'all' | 'last';
+}
+
 export interface EngineOptions {
   capture: CaptureFamily[];
+  /** Edits of activations, applied in order before anything is captured (src/runtime/intervene.ts). */
+  interventions?: Intervention[];
   /** Layers whose per-layer points are captured: 'all' (default), 'last:N' or '0,3,10-19'; final.hidden always. */
   layers?: string;
   device: Device;

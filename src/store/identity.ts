@@ -2,7 +2,8 @@
  * What makes two runs (or a run and a rerun, or two shards) the same extraction: every
  * setting that changes which rows exist or what numbers they hold.
  */
-import type { RunManifest } from './types.js';
+import { createHash } from 'node:crypto';
+import type { InterventionRecord, RunManifest } from './types.js';
 
 /** Recorded for model files a run made by an older lobes did not list. */
 const NOT_RECORDED = 'not recorded (run made by an older lobes)';
@@ -56,6 +57,8 @@ export function identity(m: RunManifest, opts: { includeShard: boolean }): Recor
   if (m.model?.source?.format === 'hf-checkpoint') {
     for (const f of m.model.source.files ?? []) id[`checkpoint file ${f.name} sha256`] = f.sha256;
   }
+  // Only a run with edits has the key, so that the identity of every run without stays what it was.
+  if (m.capture?.interventions?.length) id['interventions (--intervene)'] = interventionsKey(m.capture.interventions);
   if (opts.includeShard) id['shard (--shard)'] = m.shard ? `${m.shard.index}/${m.shard.count}` : 'none';
   return id;
 }
@@ -81,4 +84,20 @@ export function differences(a: RunManifest, b: RunManifest, aName: string, bName
     }
   }
   return out;
+}
+
+/**
+ * Interventions as one identity value: `hook:op:value[@last]` each, a vector by its length and
+ * the sha256 of its float32 bytes (two runs with the same key made the same edits); 'none'.
+ */
+export function interventionsKey(rs: readonly InterventionRecord[] | undefined): string {
+  if (!rs?.length) return 'none';
+  return rs
+    .map((r) => {
+      let v = '';
+      if (typeof r.value === 'number') v = `:${r.value}`;
+      else if (r.value) v = `:vector[${r.value.length}] sha256 ${createHash('sha256').update(new Uint8Array(Float32Array.from(r.value).buffer)).digest('hex').slice(0, 16)}`;
+      return `${r.hook}:${r.op}${v}${r.positions === 'last' ? '@last' : ''}`;
+    })
+    .join(' ');
 }

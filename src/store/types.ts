@@ -70,6 +70,17 @@ export interface ModelSourceRecord {
   options: { dtype: string; weights: string; layout: string };
 }
 
+/**
+ * An edit of activations inside the model (src/runtime/intervene.ts) as a run records it: the
+ * hook, the operation, its number or vector, and the positions edited.
+ */
+export interface InterventionRecord {
+  hook: string;
+  op: 'add' | 'scale' | 'replace' | 'zero';
+  value?: number | number[];
+  positions: 'all' | 'last';
+}
+
 export interface RunManifest {
   format: 'lobes-run';
   formatVersion: number;
@@ -99,8 +110,11 @@ export interface RunManifest {
   samplesSha256?: string;
   /** The run identity: sha256 over every setting and input hash (src/store/provenance.ts). */
   identity?: string;
-  /** `selection`: the --capture families, and `layers=L` when --layers chose the layers. */
-  capture: { points: HookInfo[]; selection: string[] };
+  /**
+   * `selection`: the --capture families, and `layers=L` when --layers chose the layers;
+   * `interventions`: the edits of activations the values were captured under (`--intervene`), absent when none.
+   */
+  capture: { points: HookInfo[]; selection: string[]; interventions?: InterventionRecord[] };
   dtype: 'fp16' | 'fp32';
   provider: { device: string; deviceId: number };
   shard: { index: number; count: number } | null;

@@ -11,7 +11,7 @@ import { runIdentity } from '../../src/store/provenance.js';
 import { modelIdentity } from '../../src/runtime/modelfiles.js';
 import type { BlockSet, WandaMatrix } from '../../src/wanda/types.js';
 import { storedMatrices } from '../../src/ablate/patch.js';
-import type { EvalTokenizer } from '../../src/eval/tokenizer.js';
+import type { EvalTokenizer } from '../../src/runtime/eval-tokenizer.js';
 import type { LoglikEngine, LoglikRequest } from '../../src/runtime/loglik.js';
 
 export const TINY_DIMS: Record<string, [number, number]> = { gate_proj: [256, 64], up_proj: [256, 64], down_proj: [64, 256] };

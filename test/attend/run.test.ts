@@ -15,7 +15,7 @@ import { cli } from '../runtime/helpers.js';
 import { generatedModelParams } from '../../src/models/index.js';
 import { renderPrompt } from '../../src/data/prompt.js';
 import { loadAttendTokenizer } from '../../src/attend/tokenize.js';
-import { loadEvalTokenizer } from '../../src/eval/tokenizer.js';
+import { loadEvalTokenizer } from '../../src/runtime/eval-tokenizer.js';
 import { meanCI, diffCI } from '../../src/attend/stats.js';
 import { Rng } from '../../src/util/rng.js';
 import type { AttendItem, AttendSummary } from '../../src/attend/types.js';

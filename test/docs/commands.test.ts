@@ -105,6 +105,9 @@ const FILES: Record<string, string> = {
     { q: 'Which is a fruit?', choices: ['a chair', 'a stone', 'an apple'], gold: 2, topic: 'home' },
     { q: 'How do you greet a friend?', choices: ['hello', 'goodbye forever', 'ignore them'], gold: 0, topic: 'manners' },
   ].map((o) => JSON.stringify(o)).join('\n') + '\n',
+  // intervene.md's steering direction: the page computes it from runs/plain with `node direction.mjs`
+  // (not a lobes command, so not run here); a fixed vector of models/tiny-llama's width (64) stands in
+  'direction.json': JSON.stringify(Array.from({ length: 64 }, (_, j) => Math.round(Math.sin(j + 1) * 1000) / 4000)),
 };
 
 interface StandIn {

@@ -14,7 +14,7 @@ import * as path from 'node:path';
 import { clopperPearson } from '../../src/eval/summary-cloze.js';
 import { clozeContext, clozePicks } from '../../src/eval/cloze.js';
 import { runEval, readEvalResults } from '../../src/eval/run.js';
-import { loadEvalTokenizer } from '../../src/eval/tokenizer.js';
+import { loadEvalTokenizer } from '../../src/runtime/eval-tokenizer.js';
 import { openLoglikEngine, splitContinuation, type LoglikEngine, type LoglikRequest } from '../../src/runtime/loglik.js';
 import { ensureGeneratedModel } from '../../src/models/write.js';
 import { LobesError } from '../../src/util/errors.js';

@@ -11,7 +11,7 @@ import * as path from 'node:path';
 import { runEval, readEvalResults } from '../../src/eval/run.js';
 import { cutAtAnswerKey, cotAnswer } from '../../src/eval/evaluate.js';
 import { ensureGeneratedModel } from '../../src/models/write.js';
-import { loadEvalTokenizer } from '../../src/eval/tokenizer.js';
+import { loadEvalTokenizer } from '../../src/runtime/eval-tokenizer.js';
 import { openScorer } from '../../src/eval/engine.js';
 import { expectLobesError } from '../runtime/helpers.js';
 

@@ -4,8 +4,8 @@
  * prompt text and the item it belongs to (from the slot's `where`) to a policy that returns
  * the letter logits.
  */
-import type { EvalTokenizer, AnswerSlot } from '../../src/eval/tokenizer.js';
-import type { Scorer, HeadOutput, KvState } from '../../src/eval/engine.js';
+import type { EvalTokenizer, AnswerSlot } from '../../src/runtime/eval-tokenizer.js';
+import type { Scorer, HeadOutput, KvState } from '../../src/runtime/scorer.js';
 import type { EvalDeps } from '../../src/eval/run.js';
 
 /** What a policy sees: the prompt text, the item id and shuffle, the number of letters. */

@@ -9,7 +9,7 @@ import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { loadEvalTokenizer, type EvalTokenizer } from '../../src/eval/tokenizer.js';
+import { loadEvalTokenizer, type EvalTokenizer } from '../../src/runtime/eval-tokenizer.js';
 
 const LETTERS = 'ABCDEFGH'.split('');
 let root: string;

@@ -11,7 +11,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { runEval, readEvalResults } from '../../src/eval/run.js';
-import { loadEvalTokenizer, type EvalTokenizer } from '../../src/eval/tokenizer.js';
+import { loadEvalTokenizer, type EvalTokenizer } from '../../src/runtime/eval-tokenizer.js';
 import { splitContinuation } from '../../src/runtime/loglik.js';
 import type { EvalRecord } from '../../src/eval/types.js';
 import type { EvalSummary } from '../../src/eval/summary.js';

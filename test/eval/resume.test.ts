@@ -13,7 +13,8 @@ import { runAndKill as runKill } from '../kill-child.js';
 import { ensureGeneratedModel } from '../../src/models/write.js';
 import { runEval, readEvalManifest, readEvalResults } from '../../src/eval/run.js';
 import { mergeEvals } from '../../src/eval/merge.js';
-import { openScorer as realOpenScorer, type Scorer, type ScorerOptions } from '../../src/eval/engine.js';
+import { openScorer as realOpenScorer } from '../../src/eval/engine.js';
+import type { Scorer, ScorerOptions } from '../../src/runtime/scorer.js';
 import { LobesError } from '../../src/util/errors.js';
 
 const DATA = path.resolve(__dirname, '../../../shared/socialeval/worldtree_data');

@@ -9,7 +9,7 @@ import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { loadEvalTokenizer, type EvalTokenizer } from '../../src/eval/tokenizer.js';
+import { loadEvalTokenizer, type EvalTokenizer } from '../../src/runtime/eval-tokenizer.js';
 import { tokenizerFilesFromGguf, writeTokenizerFiles } from '../../src/convert/tokenizer.js';
 import { openGguf } from '../../src/formats/gguf.js';
 import { SMOLLM2_GGUF } from './smollm2.js';

@@ -69,7 +69,11 @@ function weightsOf(dir: string): Weights {
 }
 
 /** Forward pass of one unpadded sequence (positions 0..seq−1). */
-export function genaiForward(dir: string, ids: number[]): GenaiForward {
+/**
+ * `residEdit(layer, x, S)` may change the residual stream after a layer in place ([S, 16]), as
+ * an intervention at layers.{layer}.resid_out does; everything after it reads the edited stream.
+ */
+export function genaiForward(dir: string, ids: number[], residEdit?: (layer: number, x: Float64Array, S: number) => void): GenaiForward {
   const w = weightsOf(dir);
   const S = ids.length;
   const emb = w('model.embed_tokens.weight');
@@ -123,6 +127,7 @@ export function genaiForward(dir: string, ids: number[]): GenaiForward {
     out.downIn.push(m);
     const d = matmul(m, w(`${p}.mlp.down_proj.MatMul.weight`), S, I, H);
     for (let j = 0; j < S * H; j++) x[j] += d[j];
+    residEdit?.(l, x, S);
     out.residOut.push(x.slice());
   }
   out.finalHidden = rms(x, w('model.layers.2.final_norm_layernorm.weight'), S);

@@ -15,7 +15,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { LobesError } from '../util/errors.js';
 import { readJsonFile } from '../store/json.js';
-import { openHfTokenizer } from '../runtime/tokenize.js';
+import { openHfTokenizer } from './tokenize.js';
 
 /** Where the answer letters go in one prompt. */
 export interface AnswerSlot {
