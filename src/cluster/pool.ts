@@ -17,7 +17,7 @@ import { stepRange, type StepParams } from './step.js';
 import { interpWork, sortRows, type InterpRepulsion } from './interp.js';
 import { blockCount } from './fft-block.js';
 import { conditionalRows, type SparseP } from './affinity.js';
-import { mulXBRows, mulXtBCols, type MatMulPool, type MulRequest } from './pca.js';
+import { mulXBRows, mulXtBCols, symmetricCopy, type MatMulPool, type MulRequest } from './pca.js';
 import type { ProbeOptions } from './probe.js';
 import { cvFold, cvRun, foldCount, foldSplits, type Block, type PreparedFold, type RepeatedCv } from './probecv.js';
 import { probeNullScores } from './space.js';
@@ -318,7 +318,8 @@ export class ClusterPool implements MatMulPool {
     const R = Math.max(1, opts.repeats ?? 1);
     const seed = opts.seed ?? 0;
     const share = (a: Float64Array | Float32Array) => (a instanceof Float64Array && a.buffer instanceof SharedArrayBuffer ? a : sharedF64(a));
-    const shared = blocks.map((b) => ({ X: share(b.X), d: b.d, key: b.key, ...(b.gram ? { gram: share(b.gram) } : {}) }));
+    // a Gram matrix goes with both triangles filled, once for all threads (gramPcaProject reads it along rows)
+    const shared = blocks.map((b) => ({ X: share(b.X), d: b.d, key: b.key, ...(b.gram ? { gram: b.gramFull ? share(b.gram) : symmetricCopy(b.gram, n, new Float64Array(new SharedArrayBuffer(n * n * 8))), gramFull: true } : {}) }));
     const preds: Int32Array[] = new Array(R);
     const chosenC: number[][] = new Array(R);
     let prepared: PreparedFold[] = [];

@@ -36,6 +36,8 @@ export interface Block {
    * fewer than its dimension.
    */
   gram?: Float64Array;
+  /** `gram` has both triangles filled (ClusterPool.repeatedCv shares it so): no thread makes its own symmetric copy. */
+  gramFull?: boolean;
 }
 
 /** One fold's training and test rows, reduced and standardized as the probe sees them. */
@@ -169,7 +171,7 @@ function gramReduce(b: Block, gram: Float64Array, train: Int32Array, test: Int32
     s = { seed, l, XO };
     sketched.set(b.X, s);
   }
-  const r = gramPcaProject(gram, n, s.XO, l, train, test, k);
+  const r = gramPcaProject(gram, n, s.XO, l, train, test, k, 2, b.gramFull === true);
   return { tr: r.tr, te: r.te, d: r.k };
 }
 
