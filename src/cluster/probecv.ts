@@ -14,7 +14,8 @@
  * Repeated CV runs all of this for `repeats` fold seeds (seed, seed + 1, ...): the spread of the
  * scores over repeats is the part of the uncertainty that comes from the choice of folds.
  */
-import { gramPcaProject, mulXBRows, pca, pcaProject, sketchOmega } from './pca.js';
+import { mulXBRows, pca, pcaProject, sketchOmega } from './pca.js';
+import { gramPcaProject } from './pca-gram.js';
 import { csrProject, csrRows, pcaCsr } from './pca-sparse.js';
 import { fitLogistic, predictLogistic, stratifiedFolds, stratifiedGroupFolds, type ProbeOptions } from './probe.js';
 import { classScores } from './scores.js';

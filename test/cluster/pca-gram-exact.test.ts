@@ -1,5 +1,5 @@
 /**
- * The in-fold PCA from the Gram matrix (src/cluster/pca.ts gramPcaProject) after its loops were
+ * The in-fold PCA from the Gram matrix (src/cluster/pca-gram.ts gramPcaProject) after its loops were
  * reorganized for speed gives what its first version gave, bit for bit
  * (test/cluster/reference/gram-pca-before.ts): on an upper-triangular and on a full Gram matrix,
  * on sorted and unsorted training rows, with more and fewer components than the sketch's rank;
@@ -8,7 +8,9 @@
 import { describe, expect, it } from 'vitest';
 import { Rng } from '../../src/util/rng.js';
 import { gramRows } from '../../src/cluster/metrics.js';
-import { gramPcaProject, mulPackedRows, mulPackedRowsJs, mulXBRows, mulXBRowsJs, mulXtBCols, mulXtBColsJs, packedRows, sketchOmega, symmetricCopy, symmetricGram } from '../../src/cluster/pca.js';
+import { mulXBRows, mulXBRowsJs, mulXtBCols, mulXtBColsJs, sketchOmega } from '../../src/cluster/pca.js';
+import { gramPcaProject, mulPackedRows, mulPackedRowsJs, packedRows, symmetricCopy, symmetricGram } from '../../src/cluster/pca-gram.js';
+import { gramUpper, gramUpperJs } from '../../src/cluster/linalg.js';
 import { gramPcaProjectBefore } from './reference/gram-pca-before.js';
 
 /** n rows of d dims with a decaying spectrum. */
@@ -98,4 +100,22 @@ describe('the packed products', () => {
     for (let i = 0; i < r; i++) s += A[i * len + 3] * B[i * l + 2];
     expect(a[3 * l + 2]).toBe(s);
   });
+});
+
+describe('the Gram matrix of the orthonormalization (linalg.ts gramUpper)', () => {
+  const rng = new Rng(8);
+  // column counts off the kernel's quads and past one call's 256 columns; row counts off four (the JavaScript tail); zeros
+  for (const [rows, cols] of [[1600, 60], [37, 7], [13, 263], [6, 1]] as const) {
+    it(`${rows} x ${cols}: the kernel's sums are the JavaScript loop's, bit for bit`, () => {
+      const A = Float64Array.from({ length: rows * cols }, (_, t) => (t % 11 === 3 ? 0 : rng.normal()));
+      const viaKernel = gramUpper(A, rows, cols);
+      const js = gramUpperJs(A, rows, cols);
+      expect(sameBits(viaKernel, js)).toBe(true);
+      let s = 0;
+      for (let i = 0; i < rows; i++) s += A[i * cols] * A[i * cols + cols - 1];
+      expect(viaKernel[cols - 1]).toBe(s);
+      // only the upper triangle
+      if (cols > 1) expect(viaKernel[cols]).toBe(0);
+    });
+  }
 });

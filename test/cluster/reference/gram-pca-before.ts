@@ -1,6 +1,6 @@
 /**
  * The in-fold PCA from the Gram matrix as it was written before its loops were reorganized for
- * speed (src/cluster/pca.ts gramPcaProject, the version of commit e7b2f58): every value by
+ * speed (src/cluster/pca-gram.ts gramPcaProject; src/cluster/pca.ts at commit e7b2f58): every value by
  * closures over the upper triangle, every small product in a JavaScript loop. The tests compare
  * the current function with this one bit for bit (test/cluster/pca-gram-exact.test.ts).
  */
