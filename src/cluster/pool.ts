@@ -42,19 +42,39 @@ export class ClusterPool implements MatMulPool {
     return this.workers.length;
   }
 
+  /** Each worker's calls waiting for their replies, oldest first, and an error it raised with none waiting. */
+  private waiting = new Map<Worker, { queue: { resolve: () => void; reject: (e: Error) => void }[]; failed: Error | null }>();
+
+  /**
+   * Post `msg` to worker `w`; resolves at its reply. A worker handles its messages one at a time
+   * in order and answers each (but those sent with noReply), so the replies are matched to the
+   * calls in order: two computations may have calls out on one worker at once (the cluster
+   * command's two probes do).
+   */
   private call(w: Worker, msg: unknown): Promise<void> {
+    let state = this.waiting.get(w);
+    if (!state) {
+      const st: { queue: { resolve: () => void; reject: (e: Error) => void }[]; failed: Error | null } = { queue: [], failed: null };
+      w.on('message', (m: any) => {
+        const p = st.queue.shift();
+        if (!p) return;
+        if (m && m.error) p.reject(new Error(m.error));
+        else p.resolve();
+      });
+      w.on('error', (e: Error) => {
+        if (st.queue.length === 0) st.failed ??= e;
+        for (const p of st.queue.splice(0)) p.reject(e);
+      });
+      this.waiting.set(w, st);
+      state = st;
+    }
+    const st = state;
     return new Promise((resolve, reject) => {
-      const onMsg = (m: any) => {
-        w.off('error', onErr);
-        if (m && m.error) reject(new Error(m.error));
-        else resolve();
-      };
-      const onErr = (e: Error) => {
-        w.off('message', onMsg);
-        reject(e);
-      };
-      w.once('message', onMsg);
-      w.once('error', onErr);
+      if (st.failed) {
+        reject(st.failed);
+        return;
+      }
+      st.queue.push({ resolve, reject });
       w.postMessage(msg);
     });
   }
@@ -365,7 +385,8 @@ export class ClusterPool implements MatMulPool {
    * repeatedCv of unkeyed blocks by folds: every fold of every repeat is one task (cvFold), so
    * the threads split R × folds tasks evenly instead of R repeats (5 repeats on 2 threads: 13 and
    * 12 folds, not 3 and 2 repeats). This thread runs all of repeat 0 (whose prepared folds the
-   * permutation null refits) and as many more as it takes to an even share; each worker gets its
+   * permutation null refits) and as many more as it takes to an even share, rounded down (the
+   * workers take the odd fold: this thread has the scoring after, and its messages); each worker gets its
    * share in one message (a worker that asked for the next task would wait while this thread
    * computes). Identical to repeatedCv in one thread.
    */
@@ -375,7 +396,7 @@ export class ClusterPool implements MatMulPool {
     const all: [number, number][] = [];
     for (let r = 0; r < R; r++) for (let j = 0; j < counts[r]; j++) all.push([r, j]);
     const W = this.workers.length;
-    const mineCount = Math.max(counts[0], Math.ceil(all.length / (W + 1)));
+    const mineCount = Math.max(counts[0], Math.floor(all.length / (W + 1)));
     const rest = all.slice(mineCount);
     const shares = Array.from({ length: W }, (_, w) => rest.slice(Math.floor((w * rest.length) / W), Math.floor(((w + 1) * rest.length) / W)));
     const preds = new Int32Array(new SharedArrayBuffer(R * n * 4));
