@@ -3,6 +3,7 @@
  * in-place orthonormalization of the columns of a matrix and the symmetric eigendecomposition
  * of the small sketch matrices.
  */
+import { dotKernel, OUT_STRIDE } from '../util/dot-simd.js';
 
 /**
  * In-place orthonormalization of the columns of A [rows, cols] by Cholesky QR applied twice
@@ -40,11 +41,53 @@ export function orthonormalize(A: Float64Array, rows: number, cols: number): voi
 
 /**
  * The upper triangle of Aᵀ A [cols, cols] for A [rows, cols]: G[a, b] = Σ_r A[r, a] · A[r, b]
- * summed in row order. Four rows per pass over G (each entry still takes its rows' products one
- * at a time in row order, so the sums are those of one row at a time, bit for bit: a zero entry
- * adds an exact zero, which leaves a sum that starts at +0 unchanged).
+ * summed in row order, in the dot kernel when it is available (gramUpperKernel), else in
+ * gramUpperJs; the two give the same sums bit for bit.
  */
-function gramUpper(A: Float64Array, rows: number, cols: number): Float64Array {
+export function gramUpper(A: Float64Array, rows: number, cols: number): Float64Array {
+  return gramUpperKernel(A, rows, cols) ?? gramUpperJs(A, rows, cols);
+}
+
+/**
+ * gramUpper in the dot kernel (src/util/dot-simd.ts): the columns of A packed in quads
+ * [⌈cols/4⌉][rows][4] (zero columns pad the last), each quad of columns against the quads from
+ * its own on; every entry is a product per row added in row order from +0, as in gramUpperJs.
+ * Null when the kernel is unavailable or its memory cannot hold the packed columns.
+ */
+function gramUpperKernel(A: Float64Array, rows: number, cols: number): Float64Array | null {
+  const k = dotKernel();
+  if (!k || rows === 0 || cols === 0) return null;
+  const nb = Math.ceil(cols / 4);
+  const outAt = nb * 4 * rows;
+  if (!k.ensure((outAt + 4 * OUT_STRIDE) * 8)) return null;
+  const M = new Float64Array(k.memory.buffer);
+  M.fill(0, 0, outAt);
+  for (let i = 0; i < rows; i++) {
+    const o = i * cols;
+    for (let c = 0; c < cols; c++) M[(c >> 2) * 4 * rows + 4 * i + (c & 3)] = A[o + c];
+  }
+  const G = new Float64Array(cols * cols);
+  const perCall = OUT_STRIDE / 4;
+  for (let q = 0; q < nb; q++) {
+    for (let b0 = q; b0 < nb; b0 += perCall) {
+      const blocks = Math.min(perCall, nb - b0);
+      k.dots(q * 4 * rows * 8, b0 * 4 * rows * 8, blocks, rows, outAt * 8, 0, 0);
+      for (let r = 0; r < 4; r++) {
+        const a = 4 * q + r;
+        if (a >= cols) break;
+        for (let b = Math.max(a, 4 * b0); b < Math.min(cols, 4 * (b0 + blocks)); b++) G[a * cols + b] = M[outAt + r * OUT_STRIDE + b - 4 * b0];
+      }
+    }
+  }
+  return G;
+}
+
+/**
+ * gramUpper's JavaScript loop: four rows per pass over G (each entry still takes its rows'
+ * products one at a time in row order, so the sums are those of one row at a time, bit for bit:
+ * a zero entry adds an exact zero, which leaves a sum that starts at +0 unchanged).
+ */
+export function gramUpperJs(A: Float64Array, rows: number, cols: number): Float64Array {
   const G = new Float64Array(cols * cols);
   let r = 0;
   for (; r + 4 <= rows; r += 4) {

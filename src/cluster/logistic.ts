@@ -33,10 +33,12 @@ export function logisticObjective(X: Float64Array, n: number, d: number, y: Int3
   const products = (k && kernelProducts(k, X, n, d, K)) || jsProducts(X, n, d, K);
   const logits = new Float64Array(n * K);
   const R = new Float64Array(n * K);
+  const bias = new Float64Array(K);
   const bo = K * d;
   return (Wt, g) => {
     products.logits(Wt, logits);
     let loss = 0;
+    bias.fill(0);
     for (let i = 0; i < n; i++) {
       const o = i * K;
       let mx = -Infinity;
@@ -46,25 +48,29 @@ export function logisticObjective(X: Float64Array, n: number, d: number, y: Int3
         if (v > mx) mx = v;
       }
       const yi = y[i];
-      // −log softmax_y = log Σ_c exp(v_c − max) + max − v_y
+      // −log softmax_y = log Σ_c exp(v_c − max) + max − v_y; exp(v_c − max) is exp(+0) = 1 where
+      // v_c is the (finite) maximum
       const vy = logits[o + yi];
+      const finite = mx > -Infinity && mx < Infinity;
       let se = 0;
       for (let c = 0; c < K; c++) {
-        const e = Math.exp(logits[o + c] - mx);
+        const v = logits[o + c];
+        const e = finite && v === mx ? 1 : Math.exp(v - mx);
         logits[o + c] = e;
         se += e;
       }
       const w = weights ? weights[i] : 1;
       loss += w * (Math.log(se) + mx - vy);
       const inv = 1 / se;
-      for (let c = 0; c < K; c++) R[o + c] = w * (logits[o + c] * inv - (c === yi ? 1 : 0));
+      // the residuals, and the bias gradient Σ_i r_ic summed in i order as they are made
+      for (let c = 0; c < K; c++) {
+        const r = w * (logits[o + c] * inv - (c === yi ? 1 : 0));
+        R[o + c] = r;
+        bias[c] += r;
+      }
     }
     products.gradient(R, g);
-    for (let c = 0; c < K; c++) {
-      let s = 0;
-      for (let i = 0; i < n; i++) s += R[i * K + c];
-      g[bo + c] = s;
-    }
+    for (let c = 0; c < K; c++) g[bo + c] = bias[c];
     for (let t = 0; t < bo; t++) {
       loss += 0.5 * lambda * Wt[t] * Wt[t];
       g[t] += lambda * Wt[t];

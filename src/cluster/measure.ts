@@ -188,14 +188,21 @@ export async function separation(ctx: MeasureContext, Y: Float64Array, sample: M
   lap('metrics-original-cosine');
   say(`metrics 2/3: original-euclidean (the probe: ${popts.repeats ?? 1} repeats × ${mopts.probe.folds} folds${popts.pca ? `, PCA-${popts.pca} inside each fold` : ''}; its null refits ${Rp} permutations)`);
   // the in-fold PCA runs on the distances' Gram matrix when the training rows are fewer than d
-  const cvE = await probeCv(ctx, [{ X: Xs, d, gram: G.gram }], sample, 'cluster probe CV (original space)', popts);
+  const cvEP = probeCv(ctx, [{ X: Xs, d, gram: G.gram }], sample, 'cluster probe CV (original space)', popts);
+  const YP = { X: Ys, d: 2 };
+  // the embedding's CV starts beside it on worker threads: a worker goes on to the embedding's
+  // folds while this thread ends its share and scores the original space (the same numbers in
+  // any order; the original-euclidean stage's time then holds this thread's embedding folds)
+  const cvYP = pool ? probeCv(ctx, [YP], sample, 'cluster probe CV (embedding)', popts) : null;
+  // (awaited below; marked handled here so that an error in the original space's CV is the one reported)
+  cvYP?.catch(() => undefined);
+  const cvE = await cvEP;
   const nullE = await probeNull(ctx, cvE, m, sub, Rp, popts, 'cluster probe null (original space)');
   add(spaceResult({ space: 'original-euclidean', X: Xs, d, distance: 'euclidean', probe: { X: Xs, d }, probeCv: cvE, D: G.euclidean, probeNull: nullE, silhouetteNull: await silNull(G.euclidean) }, m, sub, classes, { ...mopts, probe: popts }));
   lap('metrics-original-euclidean');
   say('metrics 3/3: embedding');
   const DY = distanceMatrix(Ys, m, 2, 'euclidean');
-  const YP = { X: Ys, d: 2 };
-  const cvY = await probeCv(ctx, [YP], sample, 'cluster probe CV (embedding)', popts);
+  const cvY = await (cvYP ?? probeCv(ctx, [YP], sample, 'cluster probe CV (embedding)', popts));
   const nullY = await probeNull(ctx, cvY, m, sub, Rp, popts, 'cluster probe null (embedding)');
   add(spaceResult({ space: 'embedding', X: Ys, d: 2, distance: 'euclidean', probe: YP, probeCv: cvY, D: DY, probeNull: nullY, silhouetteNull: await silNull(DY) }, m, sub, classes, { ...mopts, probe: popts }));
   lap('metrics-embedding');

@@ -170,108 +170,6 @@ export function sketchComponents(Zt: Float64Array, d: number, l: number, k: numb
   return components;
 }
 
-/**
- * The randomized PCA of pcaSteps for the training rows `train` of X [*, d], with the rows
- * `train` and `test` projected on its top k components, computed from the Gram matrix
- * K = X Xᵀ of all rows (`gram` [n, n], at least its upper triangle j ≥ i, as gramRows writes it)
- * instead of from X: with Xc the centred training rows, Kc = Xc Xcᵀ is K double-centred
- * (K_ij − r_i − r_j + s, r_i = x_i·μ, s = μ·μ, all from K), and every step of the sketch is
- *   Q₀ = orth(Xc Ω),  Q ← orth(Xc Xcᵀ Q) = orth(Kc Q)  (each power iteration),
- *   B Bᵀ = Qᵀ Xc Xcᵀ Q = Qᵀ Kc Q,   rows on the components: Xc V = Kc Q U S⁻¹,
- *   test rows: (z − μ) V = Kc(test, train) Q U S⁻¹,
- * (orth: the Q factor of a QR, which Xcᵀ's orthonormalization R⁻¹ between the two products does
- * not change), the same subspace and the same components as pcaSteps up to rounding; signs as
- * fixSigns leaves them (each column of Q U S's largest-magnitude entry positive). Only Q₀ needs
- * X: `XOmega` [n, l] = X Ω for all rows (Ω drawn as pcaSteps draws it from `seed`, see
- * sketchOmega). An [m, m] product costs m² l against pcaSteps' 2 m d l per power iteration, so
- * this pays when the training rows are fewer than about 2d.
- */
-export function gramPcaProject(gram: Float64Array, n: number, XOmega: Float64Array, l: number, train: Int32Array, test: Int32Array, k: number, powerIterations = 2): { tr: Float64Array; te: Float64Array; k: number } {
-  const m = train.length;
-  const mt = test.length;
-  k = Math.max(1, Math.min(k, l));
-  const at = (i: number, j: number) => (i <= j ? gram[i * n + j] : gram[j * n + i]);
-  // r_i = x_i · μ (every row of the training and the test part), s = μ · μ
-  const r = (i: number) => {
-    let v = 0;
-    for (let t = 0; t < m; t++) v += at(i, train[t]);
-    return v / m;
-  };
-  const rTr = Float64Array.from(train, r);
-  const rTe = Float64Array.from(test, r);
-  let s = 0;
-  for (let t = 0; t < m; t++) s += rTr[t];
-  s /= m;
-  const Kc = new Float64Array(m * m);
-  for (let a = 0; a < m; a++) {
-    const ia = train[a];
-    for (let b = a; b < m; b++) {
-      const v = at(ia, train[b]) - rTr[a] - rTr[b] + s;
-      Kc[a * m + b] = v;
-      Kc[b * m + a] = v;
-    }
-  }
-  const Ks = new Float64Array(mt * m);
-  for (let a = 0; a < mt; a++) for (let b = 0; b < m; b++) Ks[a * m + b] = at(test[a], train[b]) - rTe[a] - rTr[b] + s;
-  // Q₀ = orth(Xc Ω) = orth(X_train Ω − 1 (μᵀ Ω))
-  const muO = new Float64Array(l);
-  for (let t = 0; t < m; t++) for (let c = 0; c < l; c++) muO[c] += XOmega[train[t] * l + c];
-  for (let c = 0; c < l; c++) muO[c] /= m;
-  let Q = new Float64Array(m * l);
-  for (let t = 0; t < m; t++) for (let c = 0; c < l; c++) Q[t * l + c] = XOmega[train[t] * l + c] - muO[c];
-  orthonormalize(Q, m, l);
-  const mulK = (A: Float64Array, rows: number, B: Float64Array) => {
-    const out = new Float64Array(rows * l);
-    mulXBRows(A, m, B, l, out, 0, rows);
-    return out;
-  };
-  for (let it = 0; it < powerIterations; it++) {
-    Q = mulK(Kc, m, Q);
-    orthonormalize(Q, m, l);
-  }
-  const KQ = mulK(Kc, m, Q);
-  // Qᵀ Kc Q (upper triangle, mirrored)
-  const G = new Float64Array(l * l);
-  for (let t = 0; t < m; t++) {
-    const o = t * l;
-    for (let a = 0; a < l; a++) {
-      const v = Q[o + a];
-      if (v === 0) continue;
-      for (let b = a; b < l; b++) G[a * l + b] += v * KQ[o + b];
-    }
-  }
-  for (let a = 0; a < l; a++) for (let b = 0; b < a; b++) G[a * l + b] = G[b * l + a];
-  const { values, vectors } = jacobiEigen(G, l);
-  const KsQ = mulK(Ks, mt, Q);
-  const tr = new Float64Array(m * k);
-  const te = new Float64Array(mt * k);
-  const project = (A: Float64Array, rows: number, out: Float64Array, c: number, scale: number) => {
-    for (let i = 0; i < rows; i++) {
-      let acc = 0;
-      const o = i * l;
-      for (let a = 0; a < l; a++) acc += A[o + a] * vectors[a * l + c];
-      out[i * k + c] = acc * scale;
-    }
-  };
-  for (let c = 0; c < k; c++) {
-    const sv = Math.sqrt(Math.max(values[c], 0));
-    if (!(sv > 0)) continue;
-    // the sign fixSigns gives: the largest-magnitude entry of the score column Q U s positive
-    let best = 0;
-    for (let i = 0; i < m; i++) {
-      let acc = 0;
-      const o = i * l;
-      for (let a = 0; a < l; a++) acc += Q[o + a] * vectors[a * l + c];
-      const v = acc * sv;
-      if (Math.abs(v) > Math.abs(best)) best = v;
-    }
-    const scale = (best < 0 ? -1 : 1) / sv;
-    project(KQ, m, tr, c, scale);
-    project(KsQ, mt, te, c, scale);
-  }
-  return { tr, te, k };
-}
-
 /** The Gaussian sketch Ω [d, l] that pcaSteps draws from `seed` (the same numbers in the same order). */
 export function sketchOmega(d: number, l: number, seed: number): Float64Array {
   const rng = new Rng(seed);
@@ -371,7 +269,7 @@ export function mulXBRows(X: Float32Array | Float64Array, d: number, B: Float64A
  * B in blocks of four columns [⌈l/4⌉][len][4], then the quad, then the sums [4][OUT_STRIDE].
  * False, with nothing written, when the kernel's memory cannot hold that.
  */
-function productByQuads(k: DotSimd, len: number, B: Float64Array, l: number, out: Float64Array, q0: number, q1: number, quad: (M: Float64Array, at: number, q: number, m: number) => void): boolean {
+export function productByQuads(k: DotSimd, len: number, B: Float64Array, l: number, out: Float64Array, q0: number, q1: number, quad: (M: Float64Array, at: number, q: number, m: number) => void): boolean {
   const qpAt = Math.ceil(l / 4) * 4 * len;
   const outAt = qpAt + 4 * len;
   if (!k.ensure((outAt + 4 * OUT_STRIDE) * 8)) return false;
@@ -446,7 +344,7 @@ function mulXtB(X: Float32Array, n: number, d: number, B: Float64Array, l: numbe
  * four columns of B per step) when available, bit-identical to the JavaScript loop; each output
  * row's sums do not depend on the range.
  */
-export function mulXtBCols(X: Float32Array, n: number, d: number, B: Float64Array, l: number, out: Float64Array, j0: number, j1: number): void {
+export function mulXtBCols(X: Float32Array | Float64Array, n: number, d: number, B: Float64Array, l: number, out: Float64Array, j0: number, j1: number): void {
   const k = dotKernel();
   const quad = (M: Float64Array, at: number, jq: number, m: number) => {
     for (let i = 0; i < n; i++) {
@@ -458,7 +356,7 @@ export function mulXtBCols(X: Float32Array, n: number, d: number, B: Float64Arra
 }
 
 /** The JavaScript loop of mulXtBCols: rows of X in order, each adding its products to every output. */
-export function mulXtBColsJs(X: Float32Array, n: number, d: number, B: Float64Array, l: number, out: Float64Array, j0: number, j1: number): void {
+export function mulXtBColsJs(X: Float32Array | Float64Array, n: number, d: number, B: Float64Array, l: number, out: Float64Array, j0: number, j1: number): void {
   for (let i = 0; i < n; i++) {
     const xo = i * d;
     const bo = i * l;

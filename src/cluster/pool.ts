@@ -9,6 +9,7 @@ import type { Worker } from 'node:worker_threads';
 import { sharedF64 } from '../util/worker.js';
 import { TsnePool, settled, startWorkers } from '../tsne/pool.js';
 import { mulXBRows, mulXtBCols, type MatMulPool, type MulRequest } from './pca.js';
+import { symmetricCopy } from './pca-gram.js';
 import type { ProbeOptions } from './probe.js';
 import { cvFold, cvRun, foldCount, foldSplits, type Block, type PreparedFold, type RepeatedCv } from './probecv.js';
 import { probeNullScores } from './space.js';
@@ -67,7 +68,8 @@ export class ClusterPool extends TsnePool implements MatMulPool {
     const R = Math.max(1, opts.repeats ?? 1);
     const seed = opts.seed ?? 0;
     const share = (a: Float64Array | Float32Array) => (a instanceof Float64Array && a.buffer instanceof SharedArrayBuffer ? a : sharedF64(a));
-    const shared = blocks.map((b) => ({ X: share(b.X), d: b.d, key: b.key, ...(b.gram ? { gram: share(b.gram) } : {}) }));
+    // a Gram matrix goes with both triangles filled, once for all threads (gramPcaProject reads it along rows)
+    const shared = blocks.map((b) => ({ X: share(b.X), d: b.d, key: b.key, ...(b.gram ? { gram: b.gramFull ? share(b.gram) : symmetricCopy(b.gram, n, new Float64Array(new SharedArrayBuffer(n * n * 8))), gramFull: true } : {}) }));
     const preds: Int32Array[] = new Array(R);
     const chosenC: number[][] = new Array(R);
     let prepared: PreparedFold[] = [];
@@ -112,7 +114,8 @@ export class ClusterPool extends TsnePool implements MatMulPool {
    * repeatedCv of unkeyed blocks by folds: every fold of every repeat is one task (cvFold), so
    * the threads split R × folds tasks evenly instead of R repeats (5 repeats on 2 threads: 13 and
    * 12 folds, not 3 and 2 repeats). This thread runs all of repeat 0 (whose prepared folds the
-   * permutation null refits) and as many more as it takes to an even share; each worker gets its
+   * permutation null refits) and as many more as it takes to an even share, rounded down (the
+   * workers take the odd fold: this thread has the scoring after, and its messages); each worker gets its
    * share in one message (a worker that asked for the next task would wait while this thread
    * computes). Identical to repeatedCv in one thread.
    */
@@ -122,7 +125,7 @@ export class ClusterPool extends TsnePool implements MatMulPool {
     const all: [number, number][] = [];
     for (let r = 0; r < R; r++) for (let j = 0; j < counts[r]; j++) all.push([r, j]);
     const W = this.workers.length;
-    const mineCount = Math.max(counts[0], Math.ceil(all.length / (W + 1)));
+    const mineCount = Math.max(counts[0], Math.floor(all.length / (W + 1)));
     const rest = all.slice(mineCount);
     const shares = Array.from({ length: W }, (_, w) => rest.slice(Math.floor((w * rest.length) / W), Math.floor(((w + 1) * rest.length) / W)));
     const preds = new Int32Array(new SharedArrayBuffer(R * n * 4));

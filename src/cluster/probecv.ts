@@ -14,7 +14,8 @@
  * Repeated CV runs all of this for `repeats` fold seeds (seed, seed + 1, ...): the spread of the
  * scores over repeats is the part of the uncertainty that comes from the choice of folds.
  */
-import { gramPcaProject, mulXBRows, pca, pcaProject, sketchOmega } from './pca.js';
+import { mulXBRows, pca, pcaProject, sketchOmega } from './pca.js';
+import { gramPcaProject } from './pca-gram.js';
 import { csrProject, csrRows, pcaCsr } from './pca-sparse.js';
 import { fitLogistic, predictLogistic, stratifiedFolds, stratifiedGroupFolds, type ProbeOptions } from './probe.js';
 import { classScores } from './scores.js';
@@ -36,6 +37,8 @@ export interface Block {
    * fewer than its dimension.
    */
   gram?: Float64Array;
+  /** `gram` has both triangles filled (ClusterPool.repeatedCv shares it so): no thread makes its own symmetric copy. */
+  gramFull?: boolean;
 }
 
 /** One fold's training and test rows, reduced and standardized as the probe sees them. */
@@ -169,7 +172,7 @@ function gramReduce(b: Block, gram: Float64Array, train: Int32Array, test: Int32
     s = { seed, l, XO };
     sketched.set(b.X, s);
   }
-  const r = gramPcaProject(gram, n, s.XO, l, train, test, k);
+  const r = gramPcaProject(gram, n, s.XO, l, train, test, k, 2, b.gramFull === true);
   return { tr: r.tr, te: r.te, d: r.k };
 }
 

@@ -34,19 +34,39 @@ export class TsnePool {
     return this.workers.length;
   }
 
+  /** Each worker's calls waiting for their replies, oldest first, and an error it raised with none waiting. */
+  private waiting = new Map<Worker, { queue: { resolve: () => void; reject: (e: Error) => void }[]; failed: Error | null }>();
+
+  /**
+   * Post `msg` to worker `w`; resolves at its reply. A worker handles its messages one at a time
+   * in order and answers each (but those sent with noReply), so the replies are matched to the
+   * calls in order: two computations may have calls out on one worker at once (the cluster
+   * command's two probes do).
+   */
   protected call(w: Worker, msg: unknown): Promise<void> {
+    let state = this.waiting.get(w);
+    if (!state) {
+      const st: { queue: { resolve: () => void; reject: (e: Error) => void }[]; failed: Error | null } = { queue: [], failed: null };
+      w.on('message', (m: any) => {
+        const p = st.queue.shift();
+        if (!p) return;
+        if (m && m.error) p.reject(new Error(m.error));
+        else p.resolve();
+      });
+      w.on('error', (e: Error) => {
+        if (st.queue.length === 0) st.failed ??= e;
+        for (const p of st.queue.splice(0)) p.reject(e);
+      });
+      this.waiting.set(w, st);
+      state = st;
+    }
+    const st = state;
     return new Promise((resolve, reject) => {
-      const onMsg = (m: any) => {
-        w.off('error', onErr);
-        if (m && m.error) reject(new Error(m.error));
-        else resolve();
-      };
-      const onErr = (e: Error) => {
-        w.off('message', onMsg);
-        reject(e);
-      };
-      w.once('message', onMsg);
-      w.once('error', onErr);
+      if (st.failed) {
+        reject(st.failed);
+        return;
+      }
+      st.queue.push({ resolve, reject });
       w.postMessage(msg);
     });
   }

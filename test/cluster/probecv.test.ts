@@ -278,6 +278,26 @@ describe('repeats on worker threads', () => {
       await pool.close();
     }
   });
+  it('two at once on one pool (the cluster command starts the embedding’s beside the original space’s) each give their single-thread CV', async () => {
+    const { ClusterPool } = await import('../../src/cluster/pool.js');
+    const { X, lab } = blobs(90, 7, 3, 0.5, 13);
+    const Y = Float64Array.from({ length: 180 }, (_, t) => X[Math.floor(t / 2) * 7 + (t % 2)]);
+    const opts = { repeats: 5, seed: 4, pca: 3, cGrid: [0.01, 0.1, 1, 10] };
+    const a = repeatedCv([{ X, d: 7 }], 90, lab, 3, opts);
+    const b = repeatedCv([{ X: Y, d: 2 }], 90, lab, 3, opts);
+    const pool = await ClusterPool.start(1);
+    try {
+      const [pa, pb] = await Promise.all([pool.repeatedCv([{ X, d: 7 }], 90, lab, 3, opts), pool.repeatedCv([{ X: Y, d: 2 }], 90, lab, 3, opts)]);
+      for (const [got, want] of [[pa, a], [pb, b]] as const) {
+        expect(got.preds.map((p) => Array.from(p))).toEqual(want.preds.map((p) => Array.from(p)));
+        expect(got.chosenC).toEqual(want.chosenC);
+      }
+      // the two probes differ, so a reply matched to the wrong call would show
+      expect(a.preds.map((p) => Array.from(p))).not.toEqual(b.preds.map((p) => Array.from(p)));
+    } finally {
+      await pool.close();
+    }
+  });
 });
 
 describe('the PCA of a sparse block', () => {
