@@ -41,6 +41,12 @@ export interface WandaSettings {
   provenance?: AnalysisProvenance;
   /** Samples used (a value on `by`) and samples left out (an empty label, or a row a label overlay does not list: `leftOut` counts them by the value they read as, e.g. unevaluated). */
   samples?: { used: number; excluded: number; leftOut?: Record<string, number> };
+  /**
+   * The item groups the label null shuffled within (`--group`; by default the axis item_group,
+   * SocialEval's world trees): the axis, the number of groups among the used samples, and how many
+   * used samples could move (those in groups holding two labels or more).
+   */
+  group?: { axis: string; groups: number; null: 'within-groups'; exchangeable: number };
   lobesVersion?: string;
   createdAt?: string;
 }
