@@ -53,7 +53,7 @@ import { cellsOf, exchangeability, stratifiedPermutations, type Exchangeability 
 import { GROUP_AXIS } from '../data/generic.js';
 import { nullOptions, probeNullScores, withNull } from './space.js';
 import { familyVerdicts, planPermutations, type PermutationPlan, type Verdict } from '../util/resolution.js';
-import { holm } from '../util/stats.js';
+import { declareFamily, type FamilyRecord } from '../util/families.js';
 import type { MetricWithCI } from './types.js';
 
 /** One capture point of the analysis: how to read its rows. */
@@ -117,7 +117,7 @@ export type ScoreDifferences = Record<ScoreName, DifferenceCI>;
 export const CONDITIONAL_PERMUTATION_CAP = 100;
 
 /** The family the conditional tests are adjusted in, as swap.json declares it. */
-export interface SwapFamily {
+export interface SwapFamily extends Omit<FamilyRecord, 'family'> {
   family: 'conditional';
   /** Members with a p (the size Holm divides by); members without one stay out. */
   size: number;
@@ -246,16 +246,17 @@ function column(t: Float64Array, k: number): Float64Array {
  */
 export function adjustConditional(points: SwapPointResult[], plan: PermutationPlan): SwapFamily {
   const tests = points.flatMap((p) => (['question', 'response'] as const).map((l) => ({ name: `${p.point}:${l}`, t: p[l].conditional })));
+  const fam = declareFamily({ name: 'conditional', claim: 'the state carries a label beyond the other (every point × both labels, each score)', members: tests.map((x) => x.name) });
   for (const s of SCORES) {
     const ms = tests.map((x) => x.t[s]);
-    const h = holm(ms.map((m) => m.p));
-    const v = familyVerdicts(ms.map((m) => ({ p: m.p, z: m.z ?? null, R: m.permutations ?? 0, sizing: plan.sizing, nullSd: m.nullSd, nullMean: m.nullMean })));
+    const h = fam.adjust(ms.map((m) => m.p));
+    const v = familyVerdicts(ms.map((m) => ({ p: m.p, z: m.z ?? null, R: m.permutations ?? 0, sizing: plan.sizing, nullSd: m.nullSd, nullMean: m.nullMean })), fam);
     ms.forEach((m, i) => {
       m.pHolm = h[i] ?? null;
       m.verdict = tests[i]!.t.untestable ? untestableVerdict(v[i]!, tests[i]!.t.untestable!) : v[i]!;
     });
   }
-  return { family: 'conditional', size: tests.filter((x) => x.t.balancedAccuracy.p !== null).length, members: tests.map((x) => x.name), alpha: 0.05, scores: SCORES };
+  return { ...fam.record(), family: 'conditional', scores: SCORES };
 }
 
 function untestableVerdict(v: Verdict, reason: string): Verdict {

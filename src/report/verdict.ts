@@ -16,6 +16,7 @@
  * in how many capture points the groups' activation RMS differs, each counted after Holm
  * within its family.
  */
+import { declareFamily, indexMembers } from '../util/families.js';
 import type { ClassifierMetrics, ClusterMetrics, ClusterSettings, MetricWithCI } from '../cluster/types.js';
 import type { NullTested, WandaMetrics, WandaSettings } from '../wanda/types.js';
 import { binomialUpper } from '../util/stats.js';
@@ -42,7 +43,8 @@ export function beatsChance(m: MetricWithCI, chance: number): boolean | null {
  */
 export function verdictsOf(tests: MetricWithCI[], R: (i: number) => number, sizing?: (i: number) => Sizing | undefined): Verdict[] {
   if (tests.every((t) => t.verdict)) return tests.map((t) => t.verdict!);
-  return familyVerdicts(tests.map((t, i) => ({ p: t.p, z: t.z ?? null, R: t.permutations ?? R(i), sizing: sizing?.(i), nullSd: t.nullSd, nullMean: t.nullMean })), ALPHA);
+  const fam = declareFamily({ name: 'classifiers', claim: 'the labels separate in the representation (recomputed from a file without verdicts)', members: indexMembers(tests.length) });
+  return familyVerdicts(tests.map((t, i) => ({ p: t.p, z: t.z ?? null, R: t.permutations ?? R(i), sizing: sizing?.(i), nullSd: t.nullSd, nullMean: t.nullMean })), fam, ALPHA);
 }
 
 /** "balanced accuracy 0.45 [0.43, 0.47] vs chance 0.20 (null 0.20 [0.17, 0.23], p = 0.02, z = 3.0, normal approx. p = 0.001, Holm 0.04 over 2 classifiers)". */
@@ -176,10 +178,11 @@ function familyCount(vs: (Verdict | undefined)[], raw: number, what: string, als
 function wandaVerdicts(ts: (NullTested | { p: number | null; z: number | null; nullMean: number | null; verdict?: Verdict })[], R: number, lower: boolean): Verdict[] {
   const have = ts.map((t) => (lower ? (t as NullTested).verdictLower : t.verdict));
   if (have.every((v) => !!v)) return have as Verdict[];
+  const fam = declareFamily({ name: 'wanda', claim: 'a wanda family recomputed from a file without verdicts', members: indexMembers(ts.length) });
   return familyVerdicts(ts.map((t) => {
     const p = lower ? (t as NullTested).pLower ?? null : t.p;
     return { p, z: t.z ?? null, R, tail: lower ? 'lower' : 'upper', nullSd: p !== null && t.z === null ? 0 : undefined, nullMean: t.nullMean };
-  }), ALPHA);
+  }), fam, ALPHA);
 }
 
 /** The plain-words line on the neuron regions (wanda/metrics.json), counted after Holm within each family from its verdicts. */
@@ -386,7 +389,8 @@ export function verdictTable(metrics: ClusterMetrics | null, settings: ClusterSe
   }
   if (ablate && ablate.specificity.length) {
     const sp = ablate.specificity;
-    const vs = familyVerdicts(sp.map((s) => ({ p: s.p, R: ablate.random })), ALPHA);
+    const fam = declareFamily({ name: 'specificity', claim: 'zeroing a region costs its own label\'s items more than the others\'', members: sp.map((s) => s.region) });
+    const vs = familyVerdicts(sp.map((s) => ({ p: s.p, R: ablate.random })), fam, ALPHA);
     const best = sp.reduce((a, b) => (b.contrast > a.contrast ? b : a));
     const r = familyRow(`Does zeroing a region cost its own label's items more than the others'? (ablation specificity, ${sp.length} region${sp.length === 1 ? '' : 's'}, ${ablate.random} random regions)`, 'ablation', vs, `largest ${f2(best.contrast)} [${f2(best.ci[0])}, ${f2(best.ci[1])}] (${best.region})`, '', `${f2(best.nullMean)} [${f2(best.nullBand[0])}, ${f2(best.nullBand[1])}]`, 'regions', 'specific');
     if (r) rows.push(r);

@@ -38,7 +38,7 @@ import { weightPass } from './pass.js';
 import { analyze, matrixInfo, NULL_METRICS, type AnalyzeResult } from './analyze.js';
 import { groupSettings, itemGroupsOf } from './groups.js';
 import { analyzeWeights } from './weightres.js';
-import { addInference, correctFamily, placementSets, type PlacementNull } from './inference.js';
+import { addInference, correctWeightFamily, placementSets, type PlacementNull } from './inference.js';
 import { hookPooler } from './sumpool.js';
 import { checkSweepGrid, sensitivitySweep, sensitivityCsv, SWEEP_BLOCKS, SWEEP_TOPS } from './sensitivity.js';
 import { wantedMatrices, isSafetensorsPath, openSafetensorsCheckpoint, safetensorsMatrices, onnxMatrices, ggufMatrices, type WantedMatrix } from './weights.js';
@@ -243,7 +243,7 @@ export async function runWanda(run: RunReader | string, opts: WandaOptions = {})
   if (itemGroups) settings.group = groupSettings(groupAxis!, labels, itemGroups);
   const placed = await placementsOnThreads(result, input, r, opts.threads);
   const tested = addInference(result.metrics, result.regions, result.nulls, { placements: r.permutations, seed: r.seed, channels: result.channels, placed, sizing: r.sizing.sizing });
-  if (weightLevel) correctFamily(weightLevel.map((w) => w.jaccard), { R: r.permutations, sizing: r.sizing.sizing });
+  if (weightLevel) correctWeightFamily(tested, weightLevel, { R: r.permutations, sizing: r.sizing.sizing });
   const metrics: WandaMetrics = weightLevel ? { ...tested, weightLevel } : tested;
   if (opts.sweep) {
     const grid = opts.sweep === true ? {} : opts.sweep;

@@ -8,6 +8,7 @@
  *   wanda/metrics.json     WandaMetrics        (and metrics.csv: one row per pair x metric)
  */
 
+import type { FamilyRecord } from '../util/families.js';
 import type { AnalysisProvenance } from '../store/types.js';
 import type { PermutationPlan, Verdict } from '../util/resolution.js';
 
@@ -186,6 +187,8 @@ export interface WandaMetrics {
    * (both directions of A∖B and B∖A together), the groups' values, and the capture points.
    */
   families?: Record<string, number>;
+  /** Every family the p-values above were adjusted in, as declared (src/util/families.ts: name, claim, size, members, corrections, α); the per-channel BH families of `channels` are not listed. */
+  declaredFamilies?: FamilyRecord[];
   /** The per-channel RMS test, per capture point (block resolution). */
   channels?: WandaChannelTest[];
   /** With --sweep: the findings at every block size × top fraction (src/wanda/sensitivity.ts). */
