@@ -100,6 +100,8 @@ export interface Verdict {
   adjusted: number | null;
   /** Members of the family with a p. */
   family: number;
+  /** The declared family's name (src/util/families.ts; absent in files written before). */
+  familyName?: string;
   R: number;
   /** 1/(R + 1). */
   floor: number | null;
@@ -160,7 +162,7 @@ export function familyVerdicts(tests: readonly TestInput[], family: Family, alph
     const R = t.R;
     const floor = R > 0 ? 1 / (R + 1) : null;
     const z = t.z ?? null;
-    const base = { p: null, pNormal: pNormal[i] ?? null, z, adjusted: null, family: m, R, floor, atFloor: false, reach: null, needed, basis: null } as const;
+    const base = { p: null, pNormal: pNormal[i] ?? null, z, adjusted: null, family: m, familyName: family.name, R, floor, atFloor: false, reach: null, needed, basis: null } as const;
     if (degenerate(t)) {
       const at = t.nullMean !== null && t.nullMean !== undefined ? ` ${t.nullMean.toFixed(4)}` : ' the same value';
       return { ...base, status: 'degenerate', pNormal: null, reason: `the null has no spread (every one of the ${R} shuffles scored${at}), so a p would only count ties` };
@@ -199,7 +201,7 @@ export function verdictNumbers(v: Verdict, noun = 'tests'): string {
   const parts = [`${eq('p', v.p!)}${v.atFloor ? ` (the floor 1/(R+1) of ${v.R} permutations)` : ''}`];
   if (v.z !== null) parts.push(`z = ${v.z.toFixed(1)}`);
   if (v.pNormal !== null) parts.push(eq('normal approx. p', v.pNormal));
-  if (v.adjusted !== null && v.family > 1) parts.push(`Holm ${fp(v.adjusted)}${v.basis === 'normal' ? ' of the normal approx. p' : ''} over ${v.family} ${noun}`);
+  if (v.adjusted !== null && v.family > 1) parts.push(`Holm ${fp(v.adjusted)}${v.basis === 'normal' ? ' of the normal approx. p' : ''} over ${v.family} ${noun}${v.familyName && v.familyName !== noun ? ` in family ${v.familyName}` : ''}`);
   return parts.join(', ');
 }
 

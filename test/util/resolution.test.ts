@@ -61,7 +61,7 @@ describe('verdicts on planted families', () => {
     expect(v.map((x) => x.status)).toEqual(['not-testable', 'pass', 'pass', 'not-testable', 'not-testable']);
     expect(v[0]!.reach).toBeCloseTo(3 / 51, 12);
     expect(verdictWords(v[0]!)).toBe('not testable at R = 50: its smallest attainable Holm-adjusted p is 0.059 > 0.05 over 5 tests (99 permutations would reach it)');
-    expect(verdictNumbers(v[0]!, 'classifiers')).toBe('p = 0.02 (the floor 1/(R+1) of 50 permutations), z = 6.0, normal approx. p = 1e-9, Holm 0.06 over 5 classifiers');
+    expect(verdictNumbers(v[0]!, 'classifiers')).toBe('p = 0.02 (the floor 1/(R+1) of 50 permutations), z = 6.0, normal approx. p = 1e-9, Holm 0.06 over 5 classifiers in family planted');
     // sized to the family, the same effects pass
     expect(familyVerdicts(demo(99, 'sized'), fam(demo(99, 'sized').length)).map((x) => x.status)).toEqual(['pass', 'pass', 'pass', 'pass', 'pass']);
   });
