@@ -294,6 +294,11 @@ describe('lobes cluster --group', () => {
     expect(auto.settings.group).toEqual({ axis: 'item_group', groups: 40, null: 'groups', exchangeable: 240 });
     expect(probe(auto).value).toBe(probe(grouped).value);
     expect((await runCluster(plantedRun('item_group'), { ...o, bootstrap: 0, permutations: 0, group: null })).settings.group).toBeUndefined();
+    // fewer groups than folds: grouped folds cannot be made, so the sample is left ungrouped (and it is said)
+    const few = plantedRun('item_group');
+    const base = few.labels.bind(few);
+    few.labels = (a: string) => (a === 'item_group' ? base(a).map((t) => `t${Number(t.slice(5)) % 3}`) : base(a));
+    expect((await runCluster(few, { ...o, bootstrap: 0, permutations: 0 })).settings.group).toBeUndefined();
     expect(verdictLines(grouped.metrics, grouped.settings)[0]).toContain('the probes\' folds keep the 40 groups of "tree" whole and their CIs resample groups, and the nulls shuffle whole groups\' labels');
   }, 60_000);
 });
