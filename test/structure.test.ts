@@ -199,6 +199,21 @@ export function runFolderNames(files: Map<string, string>, allowed: readonly str
   return bad;
 }
 
+/** The modules that may call holm and benjaminiHochberg: the registry of families, and their definitions. */
+export const ADJUSTERS = ['util/families.ts', 'util/stats.ts'];
+
+/** `file: call` for each Holm or BH call outside ADJUSTERS (comments skipped): an adjustment outside a declared family. */
+export function undeclaredAdjustments(files: Map<string, string>): string[] {
+  const bad: string[] = [];
+  for (const [file, text] of files) {
+    const rel = path.relative(SRC, file).split(path.sep).join('/');
+    if (ADJUSTERS.includes(rel)) continue;
+    const code = text.replace(/\/\*[\s\S]*?\*\/|\/\/[^\n]*/g, '');
+    for (const m of code.matchAll(/\b(holm|benjaminiHochberg)\s*\(/g)) bad.push(`${rel}: ${m[1]}(`);
+  }
+  return bad;
+}
+
 describe('source structure', () => {
   const files = new Map(sourceFiles(SRC).map((f) => [f, readFileSync(f, 'utf8')]));
 
@@ -271,6 +286,20 @@ describe('source structure', () => {
       [path.join(SRC, 'cluster/store.ts'), "const s = readOutputJson(d, 'settings.json');\n"],
     ]);
     expect(unverifiedReads(planted, LINEAGE_READERS)).toEqual(['wanda/store.ts: reads a file with readFileSync', 'cluster/store.ts: never calls checkOutputCurrent']);
+  });
+
+  it('every Holm and BH adjustment runs through a declared family (src/util/families.ts)', () => {
+    for (const m of ADJUSTERS) expect(files.has(path.join(SRC, m)), m).toBe(true);
+    expect(undeclaredAdjustments(files), 'adjust p-values with declareFamily(...).adjust (src/util/families.ts)').toEqual([]);
+  });
+
+  it('finds a planted Holm call outside the registry, and not one in a comment (the check can fail)', () => {
+    const planted = new Map([
+      [path.join(SRC, 'cluster/x.ts'), "const h = holm(ps);\n"],
+      [path.join(SRC, 'wanda/y.ts'), "// holm(ps) in a comment\nconst q = benjaminiHochberg (ps);\n"],
+      [path.join(SRC, 'util/families.ts'), "return holm(p);\n"],
+    ]);
+    expect(undeclaredAdjustments(planted)).toEqual(['cluster/x.ts: holm(', 'wanda/y.ts: benjaminiHochberg(']);
   });
 
   it('only the store modules name the files of a run folder', () => {

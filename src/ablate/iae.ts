@@ -22,7 +22,8 @@
  * lower accuracy that is only chance.
  */
 import { LobesError, UsageError } from '../util/errors.js';
-import { binomialLower, holm, poissonBinomialUpper } from '../util/stats.js';
+import { binomialLower, poissonBinomialUpper } from '../util/stats.js';
+import { declareFamily, type FamilyRecord } from '../util/families.js';
 import { loadEvalData, hashUnits, type ItemUnit } from '../eval/units.js';
 import { evaluateUnits, newStats } from '../eval/evaluate.js';
 import { clozeHit, clozePick } from '../eval/summary-cloze.js';
@@ -220,7 +221,7 @@ export interface IaeStatsInput {
 }
 
 /** Cells (accuracy change), specificity rows and the IAE cells of an ablation on 0/1 correctness. */
-export function iaeStats(x: IaeStatsInput): { cells: AblateCell[]; specificity: AblateSpecificity[]; iae: IaeCell[] } {
+export function iaeStats(x: IaeStatsInput): { cells: AblateCell[]; specificity: AblateSpecificity[]; iae: IaeCell[]; families: FamilyRecord[] } {
   const f = (a: Uint8Array) => Float64Array.from(a);
   const base = ablationStats({ labels: x.labels, labelOf: x.labelOf, before: f(x.before), regions: x.regions.map((r) => ({ name: r.name, minus: r.minus, after: f(r.after), random: r.random.map(f) })), bootstrap: x.bootstrap, seed: x.seed });
   const region = new Map(x.regions.map((r) => [regionKey(r), r]));
@@ -240,7 +241,9 @@ export function iaeStats(x: IaeStatsInput): { cells: AblateCell[]; specificity: 
   });
   for (const label of x.labels) {
     const rows = iae.filter((c) => c.label === label);
-    const adj = holm(rows.map((c) => c.p));
+    const fam = declareFamily({ name: `iae ${label}`, claim: `zeroing a region changes the accuracy on ${label}'s items beyond random regions (every region)`, members: rows.map((c) => (c.minus ? `${c.region} ∖ ${c.minus}` : c.region)) });
+    const adj = fam.adjust(rows.map((c) => c.p));
+    base.families.push(fam.record());
     rows.forEach((c, i) => (c.pHolm = adj[i]!));
   }
   return { ...base, iae };

@@ -6,9 +6,9 @@
  * continuations are longer has a raw ratio above 1 without any specificity; its per-token ratio
  * does not.
  */
-import { holm } from '../util/stats.js';
+import { declareFamily, type FamilyRecord } from '../util/families.js';
 import { LobesError } from '../util/errors.js';
-import { ablationStats, costRatio, mean, ratioTests, type AblateSpecificity, type StatsInput } from './stats.js';
+import { ablationStats, costRatio, mean, ratioTests, specId, type AblateSpecificity, type StatsInput } from './stats.js';
 
 /**
  * The per-token cost ratio of each specificity row (in place): d_i / tokens_i for the region and
@@ -16,7 +16,7 @@ import { ablationStats, costRatio, mean, ratioTests, type AblateSpecificity, typ
  * ratio (ratioTests), Holm over the rows for the t p and for the headline p. `perItem(row)` gives
  * the row's per-item changes, its random regions' and the own and other items.
  */
-export function perTokenTests(spec: AblateSpecificity[], tokens: ArrayLike<number>, perItem: (s: AblateSpecificity) => { d: Float64Array; nd: Float64Array[]; own: number[]; others: number[] } | null): void {
+export function perTokenTests(spec: AblateSpecificity[], tokens: ArrayLike<number>, perItem: (s: AblateSpecificity) => { d: Float64Array; nd: Float64Array[]; own: number[]; others: number[] } | null): FamilyRecord {
   const rows: AblateSpecificity[] = [];
   for (const s of spec) {
     const x = perItem(s);
@@ -33,12 +33,14 @@ export function perTokenTests(spec: AblateSpecificity[], tokens: ArrayLike<numbe
     s.perToken = { own: real.own, others: real.others, ratio: real.ratio, nullRatio, ...ratioTests(real.ratio, nullRatio), ratioPHolm: null, ratioPHeadHolm: null };
     rows.push(s);
   }
-  const hT = holm(rows.map((s) => s.perToken!.ratioP));
-  const hH = holm(rows.map((s) => s.perToken!.ratioPHead));
+  const fam = declareFamily({ name: 'specificity-per-token', claim: 'zeroing a region costs its own label\'s items more per token than the others\' (every region)', members: rows.map(specId) });
+  const hT = fam.adjust(rows.map((s) => s.perToken!.ratioP));
+  const hH = fam.adjust(rows.map((s) => s.perToken!.ratioPHead));
   rows.forEach((s, i) => {
     s.perToken!.ratioPHolm = hT[i]!;
     s.perToken!.ratioPHeadHolm = hH[i]!;
   });
+  return fam.record();
 }
 
 /**
@@ -53,7 +55,7 @@ export function ablationStatsPerToken(x: StatsInput & { tokens: ArrayLike<number
   if (tokens.length !== N) throw new LobesError(`per-token ratio: ${tokens.length} token counts for ${N} items`);
   for (let i = 0; i < N; i++) if (!(tokens[i]! >= 1)) throw new LobesError(`per-token ratio: item ${i} has ${tokens[i]} continuation tokens`);
   const delta = (after: Float64Array) => Float64Array.from(after, (a, i) => a - x.before[i]!);
-  perTokenTests(spec, tokens, (s) => {
+  const fam = perTokenTests(spec, tokens, (s) => {
     const r = x.regions.find((q) => q.name === s.region && q.minus === s.minus);
     const t = x.labels.indexOf(s.target);
     if (!r || t < 0) return null;
@@ -62,5 +64,6 @@ export function ablationStatsPerToken(x: StatsInput & { tokens: ArrayLike<number
     for (let i = 0; i < N; i++) (x.labelOf[i] === t ? own : others).push(i);
     return { d: delta(r.after), nd: r.random.map(delta), own, others };
   });
+  st.families.push(fam);
   return st;
 }

@@ -22,7 +22,8 @@ import * as path from 'node:path';
 import { LobesError } from '../util/errors.js';
 import { Rng, hash32 } from '../util/rng.js';
 import type { RunReader } from '../store/types.js';
-import { encodeLabels } from '../wanda/analyze.js';
+import { encodeLabels, labellingDesign } from '../wanda/analyze.js';
+import { designShuffle } from '../cluster/metrics.js';
 import { runSource } from '../wanda/stats.js';
 import { hookPooler } from '../wanda/sumpool.js';
 import { selectTop, type TopSpec } from '../wanda/regions.js';
@@ -43,6 +44,10 @@ export interface RefitRows {
   index: Int32Array;
   /** Run sample id per row. */
   ids: string[];
+  /** Each row's item group (wanda's settings.group: the world tree), numbered from 0, or null: the shuffles move labels only within a group. */
+  itemGroups: Int32Array | null;
+  /** The axis of the item groups. */
+  groupAxis: string | null;
 }
 
 /** What one labelling gives: every group's pooled block scores ([group][matrix]) and region ([group] masks). */
@@ -67,7 +72,12 @@ export async function refitRows(runDir: string, w: WandaResults, flag: string): 
   enc.counts.forEach((c, g) => {
     if (c === 0) throw new LobesError(`${flag}: the run has no row labelled ${JSON.stringify(groups[g])} on ${by}, a group of the wanda results`, { file: runDir, hint: 'the run changed since lobes wanda; run it again' });
   });
-  return { reader, groups, index: enc.index, ids: reader.samples.map((s) => s.id) };
+  // the item groups wanda's null shuffled within, so that the shuffled-label regions shuffle alike
+  const groupAxis = w.settings.group?.axis ?? null;
+  if (groupAxis !== null && !reader.labelAxes().includes(groupAxis)) throw new LobesError(`${flag}: the run has no label axis ${JSON.stringify(groupAxis)}, which wanda's null grouped by`, { file: runDir, hint: 'the run changed since lobes wanda; run it again' });
+  const gIndex = new Map<string, number>();
+  const itemGroups = groupAxis !== null ? Int32Array.from(reader.labels(groupAxis), (g) => gIndex.get(g) ?? (gIndex.set(g, gIndex.size), gIndex.size - 1)) : null;
+  return { reader, groups, index: enc.index, ids: reader.samples.map((s) => s.id), itemGroups, groupAxis };
 }
 
 /** The seed of shuffle s (recorded in ablation.json). */
@@ -75,11 +85,17 @@ export function shuffleSeed(seed: number, s: number): number {
   return hash32(`${seed >>> 0}:shuffled-labels:${s}`);
 }
 
-/** The groups of the used rows (index ≥ 0) shuffled among those rows (Fisher–Yates, seeded): every group keeps its size; left-out rows stay out. */
-export function shuffledLabeling(index: Int32Array, seed: number): Int32Array {
+/**
+ * The groups of the used rows (index ≥ 0) shuffled among those rows (Fisher–Yates, seeded): every
+ * group keeps its size; left-out rows stay out. With `itemGroups` (the world trees wanda's null
+ * grouped by) only within each item group, as wanda's null shuffles (src/wanda/analyze.ts
+ * labellingDesign); without, the plain shuffle, draw for draw.
+ */
+export function shuffledLabeling(index: Int32Array, seed: number, itemGroups?: Int32Array | null): Int32Array {
   const used: number[] = [];
   index.forEach((g, r) => g >= 0 && used.push(r));
-  const perm = new Rng(seed).shuffle(Int32Array.from(used, (r) => index[r]!));
+  const perm = Int32Array.from(used, (r) => index[r]!);
+  designShuffle(new Rng(seed), perm, labellingDesign(perm, itemGroups ? Int32Array.from(used, (r) => itemGroups[r]!) : null));
   const out = new Int32Array(index.length).fill(-1);
   used.forEach((r, u) => (out[r] = perm[u]!));
   return out;
@@ -254,7 +270,7 @@ export async function refitRegions(runDir: string, w: WandaResults, modelDir: st
     };
   }
   const seeds = Array.from({ length: o.S }, (_, s) => shuffleSeed(o.seed, s));
-  const labelings = [rows.index, ...(o.fitSeed !== null ? [base] : []), ...seeds.map((sd) => shuffledLabeling(base, sd))];
+  const labelings = [rows.index, ...(o.fitSeed !== null ? [base] : []), ...seeds.map((sd) => shuffledLabeling(base, sd, rows.itemGroups))];
   const C = await wandaColsums(w, modelDir, stored, rows.reader);
   const got = await refitLabelings(rows, w.regions.matrices, C, w.settings.block, w.settings.top, labelings);
   checkReproduced(w, groups, got[0]!.masks, flag);
@@ -267,7 +283,7 @@ export async function refitRegions(runDir: string, w: WandaResults, modelDir: st
     weights: w.settings.weights?.path ?? modelDir,
     reproduced: 'the run\'s own labels give the regions of regions.json, block for block',
     inputs,
-    ...(o.S ? { shuffledLabels: { shuffles: o.S, seeds, over: o.fitSeed !== null ? 'the fit half\'s rows' : "the run's labelled rows", family: 'regions' } } : {}),
+    ...(o.S ? { shuffledLabels: { shuffles: o.S, seeds, over: o.fitSeed !== null ? 'the fit half\'s rows' : "the run's labelled rows", family: 'regions', ...(rows.groupAxis !== null ? { withinGroups: rows.groupAxis } : {}) } } : {}),
   };
   const fitRows = o.fitSeed !== null ? rows.ids.filter((_, r) => base[r]! >= 0) : [];
   return { fit, fitted, shuffled, seeds, split, fitIds, fitRows, inputs, record };

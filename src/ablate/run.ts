@@ -353,7 +353,7 @@ export async function runAblate(o: AblateOptions): Promise<AblateSummary> {
           seed,
         });
         const chance = chanceTest(scored.map((i) => got[0]![i]!.correct!), scored.map((i) => 1 / items.units[i]!.facts.options.length));
-        summary = { ...base, unit: 'accuracy', cells: st.cells, specificity: st.specificity, items: scored.length, iae: { version: 1, scoring: iae!.scoring, metric: iae!.metric, shuffles: iae!.shuffles, chance, skipped, cells: st.iae } };
+        summary = { ...base, unit: 'accuracy', cells: st.cells, specificity: st.specificity, declaredFamilies: st.families, items: scored.length, iae: { version: 1, scoring: iae!.scoring, metric: iae!.metric, shuffles: iae!.shuffles, chance, skipped, cells: st.iae } };
         records = passRecords(passes, N, (p, i) => got[p]![i]!.correct).map((v, i): AblateIaeRecord => {
           const f = items.units[i]!.facts;
           return { id: f.id, labels: f.labels, options: f.options.length, answer: f.answer!, ...v };
@@ -388,7 +388,7 @@ export async function runAblate(o: AblateOptions): Promise<AblateSummary> {
         });
         const magnitude = o.magnitude ? magnitudeRows(specs, labels, Int32Array.from(itemLabels, (l) => labels.indexOf(l[by]!)), ll, (i) => ({ region: ll[i + 1]!, magnitude: ll[passIdx.get(magnitudeKey(nullOf[i]!))!]!, random: randomPasses(nullOf[i]!).map((p) => ll[p]!), blocks: countBlocks(passes[passIdx.get(magnitudeKey(nullOf[i]!))!]!.masks!) }), job.settings.bootstrap, seed) : null;
         const shuffled = refit && S ? shuffledSection(refit, specs, passes, labels, Int32Array.from(itemLabels, (l) => labels.indexOf(l[by]!)), ll, (i) => ll[i + 1]!) : null;
-        summary = { ...base, unit: 'nats', cells: st.cells, specificity: st.specificity, items: N, ...(doses ? { doses } : {}), ...(magnitude ? { magnitude } : {}), ...(shuffled ? { shuffled } : {}) };
+        summary = { ...base, unit: 'nats', cells: st.cells, specificity: st.specificity, declaredFamilies: st.families, items: N, ...(doses ? { doses } : {}), ...(magnitude ? { magnitude } : {}), ...(shuffled ? { shuffled } : {}) };
         records = continuationRecords(passes, items.items, split, ll);
       }
       if (refit?.split) summary.fitSplit = { ...refit.split, regions: labels.map((g, gi) => ({ name: g, blocks: countBlocks(refit.fitted!.masks[gi]!), jaccardWithStored: maskJaccard(refit.fitted!.masks[gi]!, regionMasks(w, { name: g, minus: null })) })) };

@@ -26,7 +26,8 @@
  *   continuations are longer does not look costlier for being longer.
  */
 import { Rng, hash32 } from '../util/rng.js';
-import { holm, nullZ, predictionP, studentTQuantile } from '../util/stats.js';
+import { nullZ, predictionP, studentTQuantile } from '../util/stats.js';
+import { declareFamily, type FamilyRecord } from '../util/families.js';
 import { shapiroWilk } from '../util/shapiro.js';
 import { signedRank } from '../util/wilcoxon.js';
 import { regionKey } from './regions.js';
@@ -290,7 +291,10 @@ export interface StatsInput {
  * which is the mean over every other item because each item has one label. Summaries written
  * before these fields existed get them the same way (src/report/ablate.ts).
  */
-export function predictionTests(cells: AblateCell[], spec: AblateSpecificity[]): void {
+export function predictionTests(cells: AblateCell[], spec: AblateSpecificity[]): FamilyRecord[] {
+  // the families, declared from the cells and regions before any of their p-values is adjusted
+  const cellFam = declareFamily({ name: 'cells', claim: 'zeroing a region costs a label\'s items more than random regions do (every region × label cell)', members: cells.map(cellId) });
+  const specFam = declareFamily({ name: 'specificity', claim: 'zeroing a region costs its own label\'s items more than the others\' (every region)', members: spec.map(specId) });
   for (const c of cells) {
     const t = costP(c.delta, c.nullDelta);
     c.pT = t.p;
@@ -299,9 +303,9 @@ export function predictionTests(cells: AblateCell[], spec: AblateSpecificity[]):
     c.head = headTest(c.pT, c.normality);
     c.pHead = c.head === 't' ? c.pT! : c.p;
   }
-  const adjC = holm(cells.map((c) => c.pT));
+  const adjC = cellFam.adjust(cells.map((c) => c.pT));
   cells.forEach((c, i) => (c.pTHolm = adjC[i]!));
-  const adjH = holm(cells.map((c) => c.pHead));
+  const adjH = cellFam.adjust(cells.map((c) => c.pHead));
   cells.forEach((c, i) => (c.pHeadHolm = adjH[i]!));
   for (const s of spec) {
     s.pT = predictionP(s.contrast, s.nullContrast, 'lower');
@@ -325,16 +329,27 @@ export function predictionTests(cells: AblateCell[], spec: AblateSpecificity[]):
     s.nullRatio = target.nullDelta.map((v, k) => costRatio(v, pooled((c) => c.nullDelta[k]!)));
     Object.assign(s, ratioTests(s.ratio, s.nullRatio));
   }
-  const adjT = holm(spec.map((s) => s.pT));
-  const adjR = holm(spec.map((s) => s.ratioP));
-  const adjSH = holm(spec.map((s) => s.pHead));
-  const adjRH = holm(spec.map((s) => s.ratioPHead));
+  const adjT = specFam.adjust(spec.map((s) => s.pT));
+  const adjR = specFam.adjust(spec.map((s) => s.ratioP));
+  const adjSH = specFam.adjust(spec.map((s) => s.pHead));
+  const adjRH = specFam.adjust(spec.map((s) => s.ratioPHead));
   spec.forEach((s, i) => {
     s.pTHolm = adjT[i]!;
     s.ratioPHolm = adjR[i]!;
     s.pHeadHolm = adjSH[i]!;
     s.ratioPHeadHolm = adjRH[i]!;
   });
+  return [cellFam.record(), specFam.record()];
+}
+
+/** A cell's member id in its family: `REGION on LABEL` (`REGION ∖ MINUS` for a set difference). */
+export function cellId(c: { region: string; minus: string | null; label: string }): string {
+  return `${specId(c)} on ${c.label}`;
+}
+
+/** A region's member id in its family: `REGION`, or `REGION ∖ MINUS` for a set difference. */
+export function specId(s: { region: string; minus: string | null }): string {
+  return s.minus ? `${s.region} ∖ ${s.minus}` : s.region;
 }
 
 /**
@@ -360,12 +375,12 @@ export function ratioTests(ratio: number | null, nullRatio: (number | null)[]): 
  */
 export function pairedSide(d: Float64Array, nd: Float64Array[], idx: readonly number[]): PairedSide {
   const p = nd.map((v) => signedRank(idx.map((i) => d[i]! - v[i]!), 'less')?.p ?? null);
-  const pHolm = holm(p);
+  const pHolm = declareFamily({ name: 'random-regions-of-region', claim: 'a region costs the items more than each random region does (paired, per item)', members: nd.map((_, k) => `random ${k}`) }).adjust(p);
   return { n: idx.length, p, pHolm, beaten: pHolm.filter((q) => q !== null && q <= ABLATE_ALPHA).length };
 }
 
 /** Cells and specificity rows of an ablation. */
-export function ablationStats(x: StatsInput): { cells: AblateCell[]; specificity: AblateSpecificity[] } {
+export function ablationStats(x: StatsInput): { cells: AblateCell[]; specificity: AblateSpecificity[]; families: FamilyRecord[] } {
   const N = x.before.length;
   const byLabel = x.labels.map((_, l) => {
     const idx: number[] = [];
@@ -402,10 +417,11 @@ export function ablationStats(x: StatsInput): { cells: AblateCell[]; specificity
       paired: { test: 'wilcoxon-signed-rank', alternative: 'less', family: 'random-regions-of-region', alpha: ABLATE_ALPHA, own: pairedSide(d, nd, a), others: pairedSide(d, nd, b) },
     });
   }
-  const adj = holm(spec.map((s) => s.p));
+  const rank = declareFamily({ name: 'specificity-rank', claim: 'zeroing a region costs its own label\'s items more than the others\' (rank p against the random regions, every region)', members: spec.map(specId) });
+  const adj = rank.adjust(spec.map((s) => s.p));
   spec.forEach((s, i) => (s.pHolm = adj[i]!));
-  predictionTests(cells, spec);
-  return { cells, specificity: spec };
+  const families = predictionTests(cells, spec);
+  return { cells, specificity: spec, families: [rank.record(), ...families] };
 }
 
 /**
@@ -473,8 +489,9 @@ export function shuffledLabelStats(x: { labels: string[]; labelOf: Int32Array; b
       ratioZ: real.ratio === null || ratios === null ? null : nullZ(Math.log(real.ratio), ratios.map(Math.log)),
     });
   }
-  const hc = holm(rows.map((s) => s.contrastP));
-  const hr = holm(rows.map((s) => s.ratioP));
+  const fam = declareFamily({ name: 'shuffled-label-regions', claim: 'a region is more specific than the regions of shuffled labels (every region)', members: rows.map(specId) });
+  const hc = fam.adjust(rows.map((s) => s.contrastP));
+  const hr = fam.adjust(rows.map((s) => s.ratioP));
   rows.forEach((s, i) => {
     s.contrastPHolm = hc[i]!;
     s.ratioPHolm = hr[i]!;

@@ -10,6 +10,7 @@
  *                       the item was answered right in each pass instead
  *   DIR/summary.json    AblateSummary (the report reads it)
  */
+import type { FamilyRecord } from '../util/families.js';
 import { existsSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { createHash } from 'node:crypto';
@@ -89,6 +90,8 @@ export interface AblateSummary {
   regions: { name: string; minus: string | null; blocks: number }[];
   cells: AblateCell[];
   specificity: AblateSpecificity[];
+  /** The families the cells' and regions' p-values were adjusted in (src/util/families.ts; absent in files written before). */
+  declaredFamilies?: FamilyRecord[];
   /** 1 / (K + 1): the smallest p any cell or contrast can have. */
   pFloor: number;
   scope: NullScope;

@@ -5,7 +5,7 @@ import { UsageError } from '../util/errors.js';
 import { OUTPUT_OPTIONS } from './options.js';
 
 const USAGE =
-  'lobes swap RUN [--points HOOK,...] [--seed N] [--bootstrap B] [--permutations R] [--conditional-permutations R] [--control CONTROL_RUN] [--probe-repeats 5] [--probe-c C|nested] [--probe-pca 50] [--class-weight balanced] [--words token-counts|token-embedding-mean] [--model DIR] [--threads N] [--out DIR] [--json] [--quiet]';
+  'lobes swap RUN [--points HOOK,...] [--seed N] [--bootstrap B] [--permutations R] [--conditional-permutations R] [--control CONTROL_RUN] [--probe-repeats 5] [--probe-c C|nested] [--probe-pca 50] [--class-weight balanced] [--words token-counts|token-embedding-mean] [--group none] [--model DIR] [--threads N] [--out DIR] [--json] [--quiet]';
 
 const HELP = `
 The question/response swap analysis of a run extracted from socialeval:DIR?swap=SEED (every
@@ -34,6 +34,9 @@ words. Writes RUN/swap/ (settings.json, swap.json, swap.csv).
   --probe-pca K       in-fold PCA components per feature block (default 50; 0 = every dimension)
   --class-weight balanced  weigh each class by n / (K · n_c)
   --words NAME        the word features of the incremental probe (default token-counts)
+  --group none        ignore the run's groups (item_group, e.g. each response's world tree):
+                      by default the folds keep groups whole, the bootstraps resample them, and
+                      the conditional nulls shuffle within the cells of the other label × group
   --model DIR         the run's model folder, when it has moved (checked by hash)
   --threads N         worker threads (default: all cores; results do not depend on it)
   --out DIR           output folder (default RUN/swap)
@@ -58,6 +61,7 @@ export async function run(argv: string[]): Promise<number> {
       'probe-pca': { type: 'string' },
       'class-weight': { type: 'string' },
       words: { type: 'string' },
+      group: { type: 'string' },
       model: { type: 'string' },
       threads: { type: 'string' },
       out: { type: 'string' },
@@ -68,6 +72,7 @@ export async function run(argv: string[]): Promise<number> {
   const v = parsed.values;
   const cw = v['class-weight'];
   if (cw !== undefined && cw !== 'balanced') throw new UsageError(`--class-weight ${cw}: the only class weighting is 'balanced'`);
+  if (v.group !== undefined && v.group !== 'none') throw new UsageError(`--group ${v.group}: swap reads the run's item_group axis; the only choice is --group none`);
   const { result, outDir } = await runSwap(parsed.positionals[0], {
     points: v.points?.split(',').map((s: string) => s.trim()).filter(Boolean),
     seed: intOption(v.seed, '--seed', 0, 0, 2 ** 32 - 1),
@@ -80,6 +85,7 @@ export async function run(argv: string[]): Promise<number> {
     probePca: intOption(v['probe-pca'], '--probe-pca', 50, 0),
     classWeight: cw === 'balanced' ? 'balanced' : null,
     words: v.words,
+    ungrouped: v.group === 'none',
     model: v.model,
     threads: v.threads === undefined ? undefined : intOption(v.threads, '--threads', 1, 1, 256),
     out: v.out,

@@ -6,7 +6,7 @@ import { verdictTable, verdictTableLines } from '../report/verdict.js';
 import { OUTPUT_OPTIONS, QUIET_TEXT, helpLine } from './options.js';
 
 const USAGE =
-  'lobes wanda RUN [--model DIR|FILE.gguf] [--by LABEL] [--block 256|auto] [--top FRACTION] [--top-count N] [--scope matrix|layer|global] [--permutations R] [--seed N] [--resolution block|weight] [--sweep all|BLOCKS/TOPS] [--threads N] [--json] [--quiet]';
+  'lobes wanda RUN [--model DIR|FILE.gguf] [--by LABEL] [--block 256|auto] [--top FRACTION] [--top-count N] [--scope matrix|layer|global] [--permutations R] [--seed N] [--group AXIS|none] [--resolution block|weight] [--sweep all|BLOCKS/TOPS] [--threads N] [--json] [--quiet]';
 
 const HELP = `
 Wanda importance per group, pooled in blocks, top-block regions per group, set differences
@@ -31,6 +31,9 @@ Writes RUN/wanda/ (pooled.safetensors, regions.json, metrics.json, metrics.csv, 
                      ${MAX_SIZED_PERMUTATIONS}, 399 for 5 groups; 0 = no null; a smaller count makes the
                      verdicts say "not testable at R = N")
   --seed N           seed of the shuffles (default 0; recorded in settings.json)
+  --group AXIS|none  a label axis holding each item's group (e.g. its world tree): the label
+                     null shuffles the labels only within each group (default: the axis
+                     item_group a dataset's group= or SocialEval's trees wrote, if any)
   --sweep all|B/T    also run the analysis at every block size × top fraction and summarise
                      each in one row (metrics.sensitivity, sensitivity.csv); all: the grid
                      16,32,64,128 / 0.05,0.1,0.2; or e.g. --sweep 32,64/0.1,0.2 (both lists,
@@ -84,6 +87,7 @@ export async function run(argv: string[]): Promise<number> {
       'top-count': { type: 'string' },
       scope: { type: 'string', choices: ['matrix', 'layer', 'global'] },
       permutations: { type: 'string' },
+      group: { type: 'string' },
       seed: { type: 'string' },
       resolution: { type: 'string', choices: ['block', 'weight'] },
       sweep: { type: 'string' },
@@ -104,6 +108,7 @@ export async function run(argv: string[]): Promise<number> {
   const res = await runWanda(p.positionals[0], {
     weights: v['weights-from'] ?? v.model,
     by: v.by,
+    group: v.group === 'none' ? null : v.group,
     block: parseBlock(v.block),
     top,
     // undefined when not given: runWanda sizes the count to the groups' families

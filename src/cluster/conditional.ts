@@ -10,6 +10,13 @@
  *
  * A stratum with a single item, or whose items all have the same A, contributes no shuffle:
  * `exchangeability` counts the items that can move. With none, the test is not testable.
+ *
+ * With groups (the items' world trees, `group=`), the strata are the cells of B × group
+ * (`cellsOf`): A is shuffled only among items that share both B and the group, so every group
+ * keeps its own values of A within each value of B, as cluster's within-groups null keeps each
+ * group's labels (src/cluster/metrics.ts permutationDesign). A state that reads A only through
+ * the group then scores the shuffles as it scores the data, and is not taken for one that
+ * carries A; where every cell holds one value of A, nothing can move and the test is not testable.
  */
 import { Rng } from '../util/rng.js';
 
@@ -48,6 +55,22 @@ export function exchangeability(a: Int32Array, strata: Int32Array): Exchangeabil
     n++;
   }
   return { items, strata: n, of: gs.length };
+}
+
+/**
+ * The cells of `strata` × `groups` as one code per item (the strata of the grouped conditional
+ * null); without groups, `strata` itself.
+ */
+export function cellsOf(strata: Int32Array, groups: Int32Array | null | undefined): Int32Array {
+  if (!groups) return strata;
+  if (groups.length !== strata.length) throw new Error(`cellsOf: ${strata.length} strata but ${groups.length} groups`);
+  const code = new Map<string, number>();
+  return Int32Array.from(strata, (s, i) => {
+    const k = `${s}\u0000${groups[i]}`;
+    let c = code.get(k);
+    if (c === undefined) code.set(k, (c = code.size));
+    return c;
+  });
 }
 
 /**

@@ -19,6 +19,7 @@ import { Rng } from '../util/rng.js';
 import { dotKernel, OUT_STRIDE } from '../util/dot-simd.js';
 import { silhouetteMeansWasm } from './silhouette-wasm.js';
 import { exchangeability, shuffleWithin, strataMembers } from './conditional.js';
+import { resampleRows } from './resample.js';
 
 export type Distance = 'euclidean' | 'cosine';
 
@@ -319,15 +320,21 @@ export function mean(a: ArrayLike<number>): number {
   return a.length ? s / a.length : 0;
 }
 
-/** Percentile bootstrap 95% CI of the mean of per-sample values. */
-export function bootstrapCI(values: ArrayLike<number>, B: number, rng: Rng): [number, number] | null {
+/**
+ * Percentile bootstrap 95% CI of the mean of per-sample values; with `members` (the items of
+ * each group, src/cluster/resample.ts groupMembers) each resample draws groups, then items
+ * within them (a grouped resample's size varies with the groups drawn: its mean is over its rows).
+ */
+export function bootstrapCI(values: ArrayLike<number>, B: number, rng: Rng, members: Int32Array[] | null = null): [number, number] | null {
   const n = values.length;
   if (B <= 0 || n === 0) return null;
   const means = new Float64Array(B);
+  let rows: Int32Array = new Int32Array(n);
   for (let b = 0; b < B; b++) {
+    rows = resampleRows(n, rng, members, rows);
     let s = 0;
-    for (let t = 0; t < n; t++) s += values[rng.int(n)];
-    means[b] = s / n;
+    for (let t = 0; t < rows.length; t++) s += values[rows[t]!]!;
+    means[b] = s / rows.length;
   }
   means.sort();
   const q = (p: number) => {

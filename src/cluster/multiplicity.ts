@@ -17,8 +17,8 @@
  *
  * A missing p (no null) stays out of its family and gets no adjusted value.
  */
-import { benjaminiHochberg, holm } from '../util/stats.js';
 import { familyVerdicts, type Sizing } from '../util/resolution.js';
+import { declareFamily, type Family } from '../util/families.js';
 import type { ClassifierMetrics, ClusterMetrics, ClusterSettings, DifferenceCI, MetricFamily, MetricWithCI } from './types.js';
 
 /** The score fields a classifier and a paired comparison carry. */
@@ -41,11 +41,11 @@ export function verdictClassifiers(metrics: ClusterMetrics): [string, Classifier
   return out;
 }
 
-/** Holm and BH of the p-values of `tests`, written onto them (pHolm, pBH); a test without p gets null. */
-function adjust(tests: (MetricWithCI | DifferenceCI | null | undefined)[]): void {
+/** Holm and BH of the p-values of `tests` within `family`, written onto them (pHolm, pBH); a test without p gets null. */
+function adjust(family: Family, tests: (MetricWithCI | DifferenceCI | null | undefined)[]): void {
   const p = tests.map((t) => t?.p ?? null);
-  const h = holm(p);
-  const q = benjaminiHochberg(p);
+  const h = family.adjust(p, 'holm');
+  const q = family.adjust(p, 'bh');
   tests.forEach((t, i) => {
     if (!t) return;
     t.pHolm = h[i] ?? null;
@@ -54,8 +54,8 @@ function adjust(tests: (MetricWithCI | DifferenceCI | null | undefined)[]): void
 }
 
 /** The verdicts of a family's tests (src/util/resolution.ts), written onto them. */
-function judge(tests: (MetricWithCI | null | undefined)[], sizing: (i: number) => Sizing | undefined): void {
-  const v = familyVerdicts(tests.map((t, i) => ({ p: t?.p ?? null, z: t?.z ?? null, R: t?.permutations ?? 0, sizing: sizing(i), nullSd: t?.nullSd, nullMean: t?.nullMean })));
+function judge(family: Family, tests: (MetricWithCI | null | undefined)[], sizing: (i: number) => Sizing | undefined): void {
+  const v = familyVerdicts(tests.map((t, i) => ({ p: t?.p ?? null, z: t?.z ?? null, R: t?.permutations ?? 0, sizing: sizing(i), nullSd: t?.nullSd, nullMean: t?.nullMean })), family);
   tests.forEach((t, i) => {
     if (t) t.verdict = v[i];
   });
@@ -70,11 +70,13 @@ export function adjustFamilies(metrics: ClusterMetrics, sizing?: ClusterSettings
   const families: MetricFamily[] = [];
   const cls = verdictClassifiers(metrics);
   if (cls.length) {
-    for (const s of FAMILY_SCORES) adjust(cls.map(([, c]) => c[s]));
+    // declared from the verdict's classifiers before any is adjusted; each score is adjusted over them
+    const fam = declareFamily({ name: 'classifiers', claim: 'the labels separate in the representation (the verdict\'s classifiers, each score)', members: cls.map(([n]) => n), correction: ['holm', 'bh'] });
+    for (const s of FAMILY_SCORES) adjust(fam, cls.map(([, c]) => c[s]));
     // the kNN classifiers' nulls use --permutations, the probes' --probe-permutations
     const how = (i: number) => (cls[i]![0].endsWith(':knn') ? sizing?.permutations?.sizing : sizing?.probePermutations?.sizing);
-    for (const s of FAMILY_SCORES) judge(cls.map(([, c]) => c[s]), how);
-    families.push({ family: 'classifiers', members: cls.map(([n]) => n) });
+    for (const s of FAMILY_SCORES) judge(fam, cls.map(([, c]) => c[s]), how);
+    families.push(fam.record() as MetricFamily);
     // The accuracy is also kept as knnAccuracy / probeAccuracy of each space (the same numbers).
     for (const sp of metrics.spaces) {
       for (const [held, c] of [[sp.knnAccuracy, sp.knn], [sp.probeAccuracy, sp.probe]] as const) {
@@ -87,20 +89,25 @@ export function adjustFamilies(metrics: ClusterMetrics, sizing?: ClusterSettings
   }
   const sweep = metrics.sweep ?? [];
   if (sweep.length) {
-    for (const s of FAMILY_SCORES) adjust(sweep.map((w) => w[s]));
-    for (const s of FAMILY_SCORES) judge(sweep.map((w) => w[s]), () => sizing?.sweepPermutations?.sizing);
-    families.push({ family: 'layers', members: sweep.map((w) => w.point) });
+    const fam = declareFamily({ name: 'layers', claim: 'the probe separates the labels at a layer (every layer of the sweep)', members: sweep.map((w) => w.point), correction: ['holm', 'bh'] });
+    for (const s of FAMILY_SCORES) adjust(fam, sweep.map((w) => w[s]));
+    for (const s of FAMILY_SCORES) judge(fam, sweep.map((w) => w[s]), () => sizing?.sweepPermutations?.sizing);
+    families.push(fam.record() as MetricFamily);
   }
   // One claim, one family, fixed before any result: "does the representation carry more than
   // the words?" is asked by the representation − words and the (words + representation) − words
   // comparisons together, so they are adjusted together (two families of two would let a split
   // chosen after the fact pass what one family of four does not).
-  const kinds: [ProbeKind[], MetricFamily['family']][] = [[['model-vs-words', 'incremental'], 'representation-vs-words'], [['layers'], 'layers-steps']];
-  for (const [kind, family] of kinds) {
+  const kinds: [ProbeKind[], MetricFamily['family'], string][] = [
+    [['model-vs-words', 'incremental'], 'representation-vs-words', 'the representation carries more than the words (representation − words and (words + representation) − words)'],
+    [['layers'], 'layers-steps', 'a layer separates the labels better than the layer before it'],
+  ];
+  for (const [kind, family, claim] of kinds) {
     const comps = (metrics.comparisons ?? []).filter((c) => kind.includes(c.kind));
     if (!comps.length) continue;
-    for (const s of FAMILY_SCORES) adjust(comps.map((c) => c[s]));
-    families.push({ family, members: comps.map((c) => `${c.a} − ${c.b}`) });
+    const fam = declareFamily({ name: family, claim, members: comps.map((c) => `${c.a} − ${c.b}`), correction: ['holm', 'bh'] });
+    for (const s of FAMILY_SCORES) adjust(fam, comps.map((c) => c[s]));
+    families.push(fam.record() as MetricFamily);
   }
   if (families.length) metrics.families = families;
   return metrics;

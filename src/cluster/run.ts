@@ -498,8 +498,13 @@ function metricSample(st: Stage): MetricSample {
   // the sample's groups, numbered 0.. in order of first appearance
   const gOf = st.inp.groupOf;
   const gIndex = new Map<string, number>();
-  const groups = gOf ? Int32Array.from(rows, (r) => gIndex.get(gOf[r]!) ?? (gIndex.set(gOf[r]!, gIndex.size), gIndex.size - 1)) : undefined;
+  let groups = gOf ? Int32Array.from(rows, (r) => gIndex.get(gOf[r]!) ?? (gIndex.set(gOf[r]!, gIndex.size), gIndex.size - 1)) : undefined;
   const probe = probeSettings(opts.folds, opts.probeRepeats, opts.probeC, opts.classWeight);
+  // grouped folds need a group per fold: fewer groups (a handful of SocialEval trees) leave the sample ungrouped, said
+  if (groups && gIndex.size < probe.folds) {
+    process.stderr.write(`cluster: not grouped: the ${gIndex.size} group${gIndex.size === 1 ? '' : 's'} of "${st.inp.groupAxis}" are fewer than the probe's ${probe.folds} folds\n`);
+    groups = undefined;
+  }
   const sizing = permutationSizing(opts, !!st.inp.run, st.inp.run && opts.sweep ? residHooks(st.inp.run, sweepPool(opts, st.inp)).length : 0);
   return {
     rows,

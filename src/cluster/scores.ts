@@ -15,6 +15,7 @@
  *    between order statistics, numpy.percentile's default).
  */
 import { Rng } from '../util/rng.js';
+import { resampleRows } from './resample.js';
 
 /** The three scores of one set of predictions. */
 export interface Scores {
@@ -126,16 +127,18 @@ export function nullSummary(values: ArrayLike<number>): { nullMean: number | nul
 
 /**
  * Percentile-bootstrap 95% CIs of the three scores: B resamples of the items with
- * replacement (the same resamples for all three), each score recomputed on every resample.
+ * replacement (the same resamples for all three), each score recomputed on every resample. With
+ * `members` (the items of each group, src/cluster/resample.ts groupMembers) each resample draws
+ * groups, then items within them.
  */
-export function bootstrapScores(yTrue: Int32Array, yPred: Int32Array, C: number, B: number, rng: Rng): Record<ScoreName, [number, number] | null> {
+export function bootstrapScores(yTrue: Int32Array, yPred: Int32Array, C: number, B: number, rng: Rng, members: Int32Array[] | null = null): Record<ScoreName, [number, number] | null> {
   const n = yTrue.length;
   if (B <= 0 || n === 0) return { accuracy: null, balancedAccuracy: null, macroF1: null };
   const vals: Record<ScoreName, Float64Array> = { accuracy: new Float64Array(B), balancedAccuracy: new Float64Array(B), macroF1: new Float64Array(B) };
-  const rows = new Int32Array(n);
+  let rows: Int32Array = new Int32Array(n);
   const M = new Float64Array(C * C);
   for (let b = 0; b < B; b++) {
-    for (let t = 0; t < n; t++) rows[t] = rng.int(n);
+    rows = resampleRows(n, rng, members, rows);
     const s = scoresFromConfusion(confusionCounts(yTrue, yPred, C, rows, M), C);
     for (const k of SCORE_NAMES) vals[k][b] = s[k];
   }

@@ -13,6 +13,7 @@ import { normalUpper } from '../util/resolution.js';
 import type { ProbeOptions } from './probe.js';
 import { gridEdge, modalC, probeNullPrepared, repeatedCv, type PreparedFold, type RepeatedCv } from './probecv.js';
 import { bootstrapRepeated } from './paired.js';
+import { groupMembers } from './resample.js';
 import { bootstrapCI, daviesBouldin, designShuffle, distanceMatrix, knnPredict, mean, neighboursFromDistances, normalizeRows, permutationDesign, permutationP, probePermutationLabels, silhouetteMeans, silhouetteSamples, type Distance } from './metrics.js';
 import { bootstrapScores, classScores, confusionCounts, nullSummary, perClassRecall, SCORE_NAMES } from './scores.js';
 import type { ClassifierMetrics, MetricWithCI, ProbeCv, SpaceMetrics } from './types.js';
@@ -140,11 +141,11 @@ function column(t: Float64Array, k: number): Float64Array {
 
 /**
  * Score predictions against the true labels: each score with its bootstrap CI (B resamples from
- * `rng`) and its null from `nullScores` ([R][3]; empty: no null), per-class recall and confusion.
+ * `rng`; with `groups`, of groups, then items within them) and its null from `nullScores` ([R][3]; empty: no null), per-class recall and confusion.
  */
-export function scoreClassifier(y: Int32Array, pred: Int32Array, C: number, nullScores: Float64Array, B: number, rng: Rng): ClassifierMetrics {
+export function scoreClassifier(y: Int32Array, pred: Int32Array, C: number, nullScores: Float64Array, B: number, rng: Rng, groups?: Int32Array | null): ClassifierMetrics {
   const s = classScores(y, pred, C);
-  const ci = bootstrapScores(y, pred, C, B, rng);
+  const ci = bootstrapScores(y, pred, C, B, rng, groupMembers(groups));
   const M = confusionCounts(y, pred, C);
   const confusion = Array.from({ length: C }, (_, a) => Array.from({ length: C }, (_, b) => M[a * C + b]));
   return {
@@ -208,8 +209,9 @@ export function spaceResult(input: SpaceInput, n: number, labels: Int32Array, cl
     nullProbe = input.probeNull ?? probeNullScores(cv!.prepared, n, probePermutationLabels(labels, Rp, seed, opts.probe?.groups), C, nullOptions(popts, cv!), seed);
   }
   const bootRng = rng.fork();
-  const silhouette = withNull(mean(sil), bootstrapCI(sil, B, bootRng), nullSil);
-  const knn = scoreClassifier(labels, pred, C, nullKnn, B, bootRng);
+  // the CIs resample as the probe's do: groups, then items within them, when the run has groups
+  const silhouette = withNull(mean(sil), bootstrapCI(sil, B, bootRng, groupMembers(opts.probe?.groups)), nullSil);
+  const knn = scoreClassifier(labels, pred, C, nullKnn, B, bootRng, opts.probe?.groups);
   const probe = cv ? scoreProbe(labels, cv, C, nullProbe, B, bootRng, popts) : null;
   const perClass = classes.map((label, c) => {
     let cnt = 0;

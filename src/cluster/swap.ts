@@ -49,10 +49,11 @@ import type { ClusterPool } from './pool.js';
 import type { WordFeatures } from './baseline.js';
 import type { ScoreName } from './scores.js';
 import { crossChance } from '../data/swap.js';
-import { exchangeability, stratifiedPermutations, type Exchangeability } from './conditional.js';
+import { cellsOf, exchangeability, stratifiedPermutations, type Exchangeability } from './conditional.js';
+import { GROUP_AXIS } from '../data/generic.js';
 import { nullOptions, probeNullScores, withNull } from './space.js';
 import { familyVerdicts, planPermutations, type PermutationPlan, type Verdict } from '../util/resolution.js';
-import { holm } from '../util/stats.js';
+import { declareFamily, type FamilyRecord } from '../util/families.js';
 import type { MetricWithCI } from './types.js';
 
 /** One capture point of the analysis: how to read its rows. */
@@ -72,6 +73,15 @@ export interface SwapInput {
   points: SwapPointSource[];
   words: WordFeatures[];
   notes: string[];
+  /**
+   * Each swapped sample's group (the response's world tree, the axis item_group a `group=` spec
+   * writes), or null: with groups the probes' folds keep groups whole, the bootstraps resample
+   * groups, then items, and the nulls shuffle within what the groups allow (the conditional null
+   * within the cells of the other label × group, src/cluster/conditional.ts).
+   */
+  groups?: string[] | null;
+  /** The label axis the groups come from. */
+  groupAxis?: string;
 }
 
 export interface SwapOptions {
@@ -96,6 +106,8 @@ export interface SwapOptions {
   words?: string;
   pool?: ClusterPool | null;
   quiet?: boolean;
+  /** Ignore the input's groups (`--group none`). */
+  ungrouped?: boolean;
 }
 
 /** Differences of the three scores, each with its paired-bootstrap CI and p. */
@@ -105,7 +117,7 @@ export type ScoreDifferences = Record<ScoreName, DifferenceCI>;
 export const CONDITIONAL_PERMUTATION_CAP = 100;
 
 /** The family the conditional tests are adjusted in, as swap.json declares it. */
-export interface SwapFamily {
+export interface SwapFamily extends Omit<FamilyRecord, 'family'> {
   family: 'conditional';
   /** Members with a p (the size Holm divides by); members without one stay out. */
   size: number;
@@ -181,7 +193,15 @@ export interface SwapResult {
   /** The same probes and conditional tests on a random-weights control run of the same samples (`--control`). */
   control?: SwapControlResult;
   notes: string[];
-  settings: { seed: number; bootstrap: number; permutations: number; conditionalPermutations: PermutationPlan; probe: ReturnType<typeof probeSettings>; probePca: number };
+  settings: { seed: number; bootstrap: number; permutations: number; conditionalPermutations: PermutationPlan; probe: ReturnType<typeof probeSettings>; probePca: number; group?: SwapGrouping };
+}
+
+/** How a grouped swap analysis used its groups (settings.group). */
+export interface SwapGrouping {
+  axis: string;
+  groups: number;
+  /** The conditional nulls shuffle within the cells of the other label × group. */
+  conditional: 'within-groups';
 }
 
 export type Label = 'question' | 'response';
@@ -226,16 +246,17 @@ function column(t: Float64Array, k: number): Float64Array {
  */
 export function adjustConditional(points: SwapPointResult[], plan: PermutationPlan): SwapFamily {
   const tests = points.flatMap((p) => (['question', 'response'] as const).map((l) => ({ name: `${p.point}:${l}`, t: p[l].conditional })));
+  const fam = declareFamily({ name: 'conditional', claim: 'the state carries a label beyond the other (every point × both labels, each score)', members: tests.map((x) => x.name) });
   for (const s of SCORES) {
     const ms = tests.map((x) => x.t[s]);
-    const h = holm(ms.map((m) => m.p));
-    const v = familyVerdicts(ms.map((m) => ({ p: m.p, z: m.z ?? null, R: m.permutations ?? 0, sizing: plan.sizing, nullSd: m.nullSd, nullMean: m.nullMean })));
+    const h = fam.adjust(ms.map((m) => m.p));
+    const v = familyVerdicts(ms.map((m) => ({ p: m.p, z: m.z ?? null, R: m.permutations ?? 0, sizing: plan.sizing, nullSd: m.nullSd, nullMean: m.nullMean })), fam);
     ms.forEach((m, i) => {
       m.pHolm = h[i] ?? null;
       m.verdict = tests[i]!.t.untestable ? untestableVerdict(v[i]!, tests[i]!.t.untestable!) : v[i]!;
     });
   }
-  return { family: 'conditional', size: tests.filter((x) => x.t.balancedAccuracy.p !== null).length, members: tests.map((x) => x.name), alpha: 0.05, scores: SCORES };
+  return { ...fam.record(), family: 'conditional', scores: SCORES };
 }
 
 function untestableVerdict(v: Verdict, reason: string): Verdict {
@@ -261,13 +282,25 @@ export async function swapAnalysis(input: SwapInput, opts: SwapOptions = {}): Pr
   const R = opts.permutations ?? 20;
   const probePca = opts.probePca ?? 50;
   const probe = probeSettings(opts.folds, opts.probeRepeats, opts.probeC, opts.classWeight ?? null);
+  // the samples' groups, numbered in order of first appearance
+  let gNames = !opts.ungrouped && input.groups ? input.groups : null;
+  if (gNames && gNames.length !== n) throw new LobesError(`swap: ${n} samples but ${gNames.length} groups`);
+  const nGroups = gNames ? new Set(gNames).size : 0;
+  if (gNames && nGroups < probe.folds) {
+    // grouped folds need a group per fold at least: fewer groups leave the analysis ungrouped, said
+    input.notes.push(`not grouped: the ${nGroups} group${nGroups === 1 ? '' : 's'} of ${JSON.stringify(input.groupAxis ?? GROUP_AXIS)} are fewer than the probe's ${probe.folds} folds`);
+    gNames = null;
+  }
+  const gIndex = new Map<string, number>();
+  const groups = gNames ? Int32Array.from(gNames, (g) => gIndex.get(g) ?? (gIndex.set(g, gIndex.size), gIndex.size - 1)) : null;
+  const probeG = groups ? { ...probe, groups } : probe;
   const rows = Int32Array.from({ length: n }, (_, i) => i);
   const plan = conditionalPlan(2 * input.points.length, opts);
   const Rc = plan.R;
   const say = (m: string) => {
     if (!opts.quiet) process.stderr.write(`swap: ${m}\n`);
   };
-  const sample = (label: Label): MetricSample => ({ rows, m: n, sub: codes[label], mopts: { k: 10, bootstrap: B, permutations: R, probePermutations: R, seed, probe }, probePca, sweepPermutations: R });
+  const sample = (label: Label): MetricSample => ({ rows, m: n, sub: codes[label], mopts: { k: 10, bootstrap: B, permutations: R, probePermutations: R, seed, probe: probeG }, probePca, sweepPermutations: R });
   const ctx = (label: Label): MeasureContext => ({
     X: new Float32Array(0),
     n,
@@ -291,21 +324,24 @@ export async function swapAnalysis(input: SwapInput, opts: SwapOptions = {}): Pr
   // prepared folds with C fixed at the modal choice, as the plain null does; the same shuffles at every point
   const conditional = async (label: Label, f: Fitted): Promise<ConditionalTest> => {
     const given: Label = label === 'question' ? 'response' : 'question';
-    const ex = exchangeability(codes[label], codes[given]);
-    const untestable = ex.items === 0 ? `no value of the ${given}'s aspect holds two items with different ${label}'s aspects, so nothing can be shuffled` : Rc === 0 ? 'no permutations (--permutations 0)' : null;
+    // with groups, the strata are the cells of the other label × group
+    const strata = cellsOf(codes[given], groups);
+    const ex = exchangeability(codes[label], strata);
+    const nowhere = groups ? `no group holds, within one value of the ${given}'s aspect, two items with different ${label}'s aspects, so nothing can be shuffled` : `no value of the ${given}'s aspect holds two items with different ${label}'s aspects, so nothing can be shuffled`;
+    const untestable = ex.items === 0 ? nowhere : Rc === 0 ? 'no permutations (--permutations 0)' : null;
     const m = f.metrics;
     if (untestable) {
       const bare = (k: ScoreName): MetricWithCI => ({ value: m[k].value, ci95: m[k].ci95, p: null, nullMean: null, nullBand: null, z: null, permutations: Rc });
       return { given, exchangeable: ex, accuracy: bare('accuracy'), balancedAccuracy: bare('balancedAccuracy'), macroF1: bare('macroF1'), untestable };
     }
-    const perms = stratifiedPermutations(codes[label], codes[given], Rc, hash32(`${seed}\u0000conditional ${label}`));
-    const popts = nullOptions({ ...probe, pca: probePca, seed }, f.cv);
+    const perms = stratifiedPermutations(codes[label], strata, Rc, hash32(`${seed}\u0000conditional ${label}`));
+    const popts = nullOptions({ ...probeG, pca: probePca, seed }, f.cv);
     const pool = opts.pool ?? null;
     const nulls = pool ? await pool.probeScores(f.cv.prepared, n, perms, C, popts, seed) : probeNullScores(f.cv.prepared, n, perms, C, popts, seed);
     const w = (k: ScoreName, col: number) => withNull(m[k].value, m[k].ci95, column(nulls, col));
     return { given, exchangeable: ex, accuracy: w('accuracy', 0), balancedAccuracy: w('balancedAccuracy', 1), macroF1: w('macroF1', 2) };
   };
-  const diff = (a: Fitted, ya: Int32Array, b: Fitted, yb: Int32Array, key: string): ScoreDifferences => pairedBootstrap(ya, a.cv.preds, b.cv.preds, C, B, new Rng(hash32(`${seed}\u0000${key}`)), yb);
+  const diff = (a: Fitted, ya: Int32Array, b: Fitted, yb: Int32Array, key: string): ScoreDifferences => pairedBootstrap(ya, a.cv.preds, b.cv.preds, C, B, new Rng(hash32(`${seed}\u0000${key}`)), yb, groups);
   const labels: Label[] = ['question', 'response'];
 
   // the words alone, for both labels
@@ -369,7 +405,7 @@ export async function swapAnalysis(input: SwapInput, opts: SwapOptions = {}): Pr
     points,
     families: [family],
     notes: input.notes,
-    settings: { seed, bootstrap: B, permutations: R, conditionalPermutations: plan, probe, probePca },
+    settings: { seed, bootstrap: B, permutations: R, conditionalPermutations: plan, probe, probePca, ...(groups ? { group: { axis: input.groupAxis ?? GROUP_AXIS, groups: gIndex.size, conditional: 'within-groups' as const } } : {}) },
   };
 }
 
@@ -405,6 +441,8 @@ export async function swapInputOf(run: RunReader, modelDir: string | undefined, 
     points: hooks.map(({ h, hook }) => ({ name: h.name, layer: hook!.layer, pool: sitePool(hook!.site) === 'mean' ? 'mean' : 'last', dim: h.dim, read: () => run.read(h.name, rows) })),
     words: w.features,
     notes: w.notes,
+    // the response's world tree of each swapped sample, when the spec grouped the items (group=tree)
+    ...(run.labelAxes().includes(GROUP_AXIS) ? { groups: Array.from(rows, (r) => run.samples[r].labels[GROUP_AXIS] ?? ''), groupAxis: GROUP_AXIS } : {}),
   };
 }
 

@@ -8,6 +8,7 @@
  *   cluster/items.json      ClusterItems: per-item predictions of the metric sample (for paired comparisons)
  */
 
+import type { FamilyRecord } from '../util/families.js';
 import type { AnalysisProvenance } from '../store/types.js';
 import type { PermutationPlan, Verdict } from '../util/resolution.js';
 
@@ -157,8 +158,12 @@ export interface ProbeCv {
   pca: number;
 }
 
-/** One family of tests whose p-values are adjusted together: its name and its members, in order. */
-export interface MetricFamily {
+/**
+ * One family of tests whose p-values are adjusted together: its name and its members, in order;
+ * files written since the families registry (src/util/families.ts) also carry its claim, size,
+ * corrections and α (FamilyRecord).
+ */
+export interface MetricFamily extends Partial<Omit<FamilyRecord, 'family' | 'members'>> {
   /** ('model-vs-words' and 'incremental' were two families in files written before they became one.) */
   family: 'classifiers' | 'layers' | 'representation-vs-words' | 'layers-steps' | 'model-vs-words' | 'incremental';
   members: string[];

@@ -362,12 +362,13 @@ export function loadSocialEval(p: ParsedSpec): { samples: Sample[]; excluded: Ex
   const filters = filtersFromSpec(p, ABILITIES.map((a) => a.name));
   const r = readSocialEval(p.path, { template, includeComposite, requireAgreement: boolParam(p, 'agree') });
   let samples = r.samples.filter((s) => keep(s, filters));
-  // group=tree: each item's world tree (its file; one story, many items) as the axis item_group,
-  // which lobes cluster keeps whole in the probes' folds and resamples as a unit
-  const group = p.params.get('group');
-  if (group !== undefined && group !== 'tree') throw new UsageError(`socialeval: group=${group}: the only grouping is group=tree (each item's world tree)`, 'use group=tree');
-  if (group !== undefined && p.params.has('swap')) throw new UsageError('socialeval: group=tree does not combine with swap= yet', 'drop one of them');
-  if (group !== undefined) samples = samples.map((s) => ({ ...s, labels: { ...s.labels, [GROUP_AXIS]: s.id.slice(0, s.id.indexOf('/')) } }));
+  // each item's world tree (its file; one story, many items) as the axis item_group, by default
+  // (group=none: no groups), which lobes cluster keeps whole in the probes' folds and resamples as
+  // a unit; on a swap, each sample keeps its response's tree (the labels are copied before swapping)
+  const group = p.params.get('group') ?? 'tree';
+  if (group !== 'tree' && group !== 'none') throw new UsageError(`socialeval: group=${group}: the groupings are group=tree (each item's world tree, the default) and group=none`, 'use group=tree or group=none');
+  const grouped = group === 'tree';
+  if (grouped) samples = samples.map((s) => ({ ...s, labels: { ...s.labels, [GROUP_AXIS]: s.id.slice(0, s.id.indexOf('/')) } }));
   // swap=SEED: every response with its own question and with one naming another aspect (src/data/swap.ts)
   const swap = p.params.get('swap');
   let composition: SwapComposition | undefined;
@@ -387,6 +388,6 @@ export function loadSocialEval(p: ParsedSpec): { samples: Sample[]; excluded: Ex
     }
     return true;
   });
-  const axes = ['aspect', 'ability', 'language', 'orientation', ...(composition ? SWAP_AXES : []), ...(group !== undefined ? [GROUP_AXIS] : [])];
+  const axes = ['aspect', 'ability', 'language', 'orientation', ...(composition ? SWAP_AXES : []), ...(grouped ? [GROUP_AXIS] : [])];
   return { samples, excluded, problems: r.problems, spec: formatSpec('socialeval', p.path, p.params), axes, ...(composition ? { composition } : {}) };
 }

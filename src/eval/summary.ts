@@ -25,7 +25,8 @@
  * choices reach a successful ending, given that they reach an ending.
  */
 import { Rng } from '../util/rng.js';
-import { clopperPearson, wilson, poissonBinomialUpper, holm } from '../util/stats.js';
+import { clopperPearson, wilson, poissonBinomialUpper } from '../util/stats.js';
+import { declareFamily } from '../util/families.js';
 import { ORIENTATION_CATEGORIES } from '../data/socialeval-eval.js';
 import type { EpisodeRecord, EvalRecord } from './types.js';
 import { summarizeCloze } from './summary-cloze.js';
@@ -170,7 +171,7 @@ function table(by: string, keysOf: (i: number) => string[], hits: ArrayLike<numb
     const ii = idx.get(key)!;
     return { key, ...accuracyOf(ii.map((i) => hits[i]!), ii.map((i) => chance[i]!), B, seed) };
   });
-  const adj = holm(rows.map((r) => r.pChance));
+  const adj = declareFamily({ name: `accuracy by ${by}`, claim: `the model is above chance on a value of ${by}`, members: rows.map((r) => r.key) }).adjust(rows.map((r) => r.pChance));
   rows.forEach((r, i) => (r.pChanceHolm = adj[i]));
   return { by, rows };
 }

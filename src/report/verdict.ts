@@ -16,6 +16,7 @@
  * in how many capture points the groups' activation RMS differs, each counted after Holm
  * within its family.
  */
+import { declareFamily, indexMembers } from '../util/families.js';
 import type { ClassifierMetrics, ClusterMetrics, ClusterSettings, MetricWithCI } from '../cluster/types.js';
 import type { NullTested, WandaMetrics, WandaSettings } from '../wanda/types.js';
 import { binomialUpper } from '../util/stats.js';
@@ -42,7 +43,8 @@ export function beatsChance(m: MetricWithCI, chance: number): boolean | null {
  */
 export function verdictsOf(tests: MetricWithCI[], R: (i: number) => number, sizing?: (i: number) => Sizing | undefined): Verdict[] {
   if (tests.every((t) => t.verdict)) return tests.map((t) => t.verdict!);
-  return familyVerdicts(tests.map((t, i) => ({ p: t.p, z: t.z ?? null, R: t.permutations ?? R(i), sizing: sizing?.(i), nullSd: t.nullSd, nullMean: t.nullMean })), ALPHA);
+  const fam = declareFamily({ name: 'classifiers', claim: 'the labels separate in the representation (recomputed from a file without verdicts)', members: indexMembers(tests.length) });
+  return familyVerdicts(tests.map((t, i) => ({ p: t.p, z: t.z ?? null, R: t.permutations ?? R(i), sizing: sizing?.(i), nullSd: t.nullSd, nullMean: t.nullMean })), fam, ALPHA);
 }
 
 /** "balanced accuracy 0.45 [0.43, 0.47] vs chance 0.20 (null 0.20 [0.17, 0.23], p = 0.02, z = 3.0, normal approx. p = 0.001, Holm 0.04 over 2 classifiers)". */
@@ -173,13 +175,14 @@ function familyCount(vs: (Verdict | undefined)[], raw: number, what: string, als
 }
 
 /** The verdicts of a wanda family: recorded ones, else computed from p and z (older files). */
-function wandaVerdicts(ts: (NullTested | { p: number | null; z: number | null; nullMean: number | null; verdict?: Verdict })[], R: number, lower: boolean): Verdict[] {
+function wandaVerdicts(ts: (NullTested | { p: number | null; z: number | null; nullMean: number | null; verdict?: Verdict })[], R: number, lower: boolean, name: string): Verdict[] {
   const have = ts.map((t) => (lower ? (t as NullTested).verdictLower : t.verdict));
   if (have.every((v) => !!v)) return have as Verdict[];
+  const fam = declareFamily({ name, claim: 'a wanda family recomputed from a file without verdicts', members: indexMembers(ts.length) });
   return familyVerdicts(ts.map((t) => {
     const p = lower ? (t as NullTested).pLower ?? null : t.p;
     return { p, z: t.z ?? null, R, tail: lower ? 'lower' : 'upper', nullSd: p !== null && t.z === null ? 0 : undefined, nullMean: t.nullMean };
-  }), ALPHA);
+  }), fam, ALPHA);
 }
 
 /** The plain-words line on the neuron regions (wanda/metrics.json), counted after Holm within each family from its verdicts. */
@@ -187,17 +190,17 @@ export function wandaLines(m: WandaMetrics | null | undefined, by: string): stri
   if (!m || !m.permutations) return [];
   const R = m.permutations;
   const raw = (xs: (number | null | undefined)[]) => xs.filter((x) => x !== null && x !== undefined && x <= ALPHA).length;
-  const jv = wandaVerdicts(m.pairs.map((p) => p.jaccard), R, true);
+  const jv = wandaVerdicts(m.pairs.map((p) => p.jaccard), R, true, 'region-pairs');
   const parts = [`Neuron regions by "${by}": ${familyCount(jv, raw(m.pairs.map((p) => p.jaccard.pLower)), 'pairs overlap less than under shuffled labels', `Jaccard, ${R} permutations, floor p = ${fp(1 / (R + 1))}`)}`];
   const pl = m.pairs.flatMap((p) => [p.placementAminusB, p.placementBminusA]).filter((x): x is NonNullable<typeof x> => !!x);
   if (pl.length) {
     const ratio = pl.map((x) => x.densityRatio).filter((x): x is number => x !== null);
     const med = ratio.length ? ratio.slice().sort((a, b) => a - b)[Math.floor(ratio.length / 2)]! : NaN;
-    const pv = wandaVerdicts(pl.map((x) => x.density), R, false);
+    const pv = wandaVerdicts(pl.map((x) => x.density), R, false, 'placement-set-differences');
     parts.push(familyCount(pv, raw(pl.map((x) => x.density.p)), 'set differences are denser than random blocks of their size', `median density ${f2(med)}× a random set's`));
   }
   if (m.channels?.length) {
-    const cv = wandaVerdicts(m.channels, R, false);
+    const cv = wandaVerdicts(m.channels, R, false, 'capture-points');
     parts.push(`the groups' activation RMS differs beyond shuffled labels in ${familyCount(cv, raw(m.channels.map((c) => c.p)), 'capture points')}`);
   }
   return [parts.join('; ') + '.'];
@@ -284,15 +287,18 @@ const withCi = (m: { value: number; ci95: [number, number] | null }) => `${f2(m.
 /** "0.20 [0.17, 0.23]", or '' without a null. */
 const nullText = (m: { nullMean?: number | null; nullBand?: [number, number] | null }) => (m.nullMean === null || m.nullMean === undefined ? '' : `${f2(m.nullMean)}${m.nullBand ? ` [${f2(m.nullBand[0])}, ${f2(m.nullBand[1])}]` : ''}`);
 
-/** The deciding p of a verdict, adjusted within its family, with the family named: "0.004 (Holm over 5 classifiers)". */
+/** The deciding p of a verdict, adjusted within its family, with the family named: "0.004 (Holm over 5 in family classifiers)" (files without family names: "Holm over 5 classifiers"). */
 export function adjustedP(v: Verdict, noun: string): string {
   if (v.status === 'degenerate' || v.status === 'untested') return '';
   const p = v.adjusted ?? v.p;
   if (p === null) return '';
   const floor = v.atFloor && v.basis === 'permutation' ? `; raw p at the floor 1/(R+1), R = ${v.R}` : '';
   const what = v.basis === 'normal' ? 'normal approx. p, ' : '';
-  return v.family > 1 ? `${fp(p)} (${what}Holm over ${v.family} ${noun}${floor})` : `${fp(p)} (${what}one test${floor})`;
+  return v.family > 1 ? `${fp(p)} (${what}${holmOver(v, noun)}${floor})` : `${fp(p)} (${what}one test${floor})`;
 }
+
+/** "Holm over 5 in family classifiers", naming the declared family the verdict was adjusted in (older files: "Holm over 5 classifiers"). */
+const holmOver = (v: Verdict, noun: string) => (v.familyName ? `Holm over ${v.family} in family ${v.familyName}` : `Holm over ${v.family} ${noun}`);
 
 /** A table row's status from its verdict, where a test without a null may still be read from its CI. */
 const rowStatus = (v: Verdict): VerdictTableRow['status'] => v.status;
@@ -307,7 +313,7 @@ function familyRow(question: string, anchor: string, vs: Verdict[], value: strin
   const blind = vs.filter((v) => v.status === 'not-testable');
   const tested = vs.filter((v) => v.adjusted !== null);
   const best = tested.length ? tested.reduce((a, b) => (b.adjusted! < a.adjusted! ? b : a)) : null;
-  const p = best ? `${fp(best.adjusted!)} (the smallest; Holm over ${best.family} ${noun})` : '';
+  const p = best ? `${fp(best.adjusted!)} (the smallest; ${holmOver(best, noun)})` : '';
   let status: VerdictTableRow['status'];
   let verdict: string;
   if (passed) [status, verdict] = ['pass', `${pass} in ${passed} of ${vs.length}`];
@@ -363,7 +369,7 @@ export function verdictTable(metrics: ClusterMetrics | null, settings: ClusterSe
   if (wanda && wandaMetrics && wandaMetrics.permutations) {
     const R = wandaMetrics.permutations;
     const m = wandaMetrics;
-    const jv = wandaVerdicts(m.pairs.map((p) => p.jaccard), R, true);
+    const jv = wandaVerdicts(m.pairs.map((p) => p.jaccard), R, true, 'region-pairs');
     const js = m.pairs.map((p) => p.jaccard.value);
     const jn = m.pairs.map((p) => p.jaccard.nullMean ?? NaN);
     const many = m.pairs.length > 1;
@@ -374,19 +380,20 @@ export function verdictTable(metrics: ClusterMetrics | null, settings: ClusterSe
     const pl = m.pairs.flatMap((p) => [p.placementAminusB, p.placementBminusA]).filter((x): x is NonNullable<typeof x> => !!x);
     if (pl.length) {
       const ratio = pl.map((x) => x.densityRatio).filter((x): x is number => x !== null);
-      const pv = wandaVerdicts(pl.map((x) => x.density), R, false);
+      const pv = wandaVerdicts(pl.map((x) => x.density), R, false, 'placement-set-differences');
       const r2 = familyRow(`Are the set differences (A∖B) denser than random blocks of their size? (wanda region isolation, ${pl.length} differences)`, 'regions', pv, `median ${f2(median(ratio))}× a random set's density`, '1.00×', '', 'differences', 'denser');
       if (r2) rows.push(r2);
     }
     if (m.channels?.length) {
-      const cv = wandaVerdicts(m.channels, R, false);
+      const cv = wandaVerdicts(m.channels, R, false, 'capture-points');
       const r3 = familyRow(`Does the groups' activation RMS differ beyond shuffled labels? (wanda channels, ${m.channels.length} capture points)`, 'regions', cv, `median ${median(m.channels.map((c) => c.value)).toExponential(2)}`, '', `median ${median(m.channels.map((c) => c.nullMean ?? NaN)).toExponential(2)}`, 'capture points', 'differs');
       if (r3) rows.push(r3);
     }
   }
   if (ablate && ablate.specificity.length) {
     const sp = ablate.specificity;
-    const vs = familyVerdicts(sp.map((s) => ({ p: s.p, R: ablate.random })), ALPHA);
+    const fam = declareFamily({ name: 'specificity', claim: 'zeroing a region costs its own label\'s items more than the others\'', members: sp.map((s) => s.region) });
+    const vs = familyVerdicts(sp.map((s) => ({ p: s.p, R: ablate.random })), fam, ALPHA);
     const best = sp.reduce((a, b) => (b.contrast > a.contrast ? b : a));
     const r = familyRow(`Does zeroing a region cost its own label's items more than the others'? (ablation specificity, ${sp.length} region${sp.length === 1 ? '' : 's'}, ${ablate.random} random regions)`, 'ablation', vs, `largest ${f2(best.contrast)} [${f2(best.ci[0])}, ${f2(best.ci[1])}] (${best.region})`, '', `${f2(best.nullMean)} [${f2(best.nullBand[0])}, ${f2(best.nullBand[1])}]`, 'regions', 'specific');
     if (r) rows.push(r);

@@ -16,7 +16,8 @@
  * The report's first lines, the cluster command's summary and the metrics files all print these
  * objects, so two sentences about one test cannot disagree.
  */
-import { holm, permutationsForFamily } from './stats.js';
+import { permutationsForFamily } from './stats.js';
+import type { Family } from './families.js';
 
 /** Significance level of the verdicts. */
 export const VERDICT_ALPHA = 0.05;
@@ -99,6 +100,8 @@ export interface Verdict {
   adjusted: number | null;
   /** Members of the family with a p. */
   family: number;
+  /** The declared family's name (src/util/families.ts; absent in files written before). */
+  familyName?: string;
   R: number;
   /** 1/(R + 1). */
   floor: number | null;
@@ -131,11 +134,11 @@ export function holmReach(floors: readonly number[], i: number): number {
 }
 
 /**
- * The verdicts of a family (Holm at `alpha`). A test without p is untested; a test whose null has
+ * The verdicts of a declared family (Holm at `alpha`, by default the family's). A test without p is untested; a test whose null has
  * no spread is degenerate and has no p; both stay out of the family. A test decided on its
  * permutation p whose smallest attainable adjusted p is above alpha is not testable at its R.
  */
-export function familyVerdicts(tests: readonly TestInput[], alpha = VERDICT_ALPHA): Verdict[] {
+export function familyVerdicts(tests: readonly TestInput[], family: Family, alpha = family.alpha ?? VERDICT_ALPHA): Verdict[] {
   const degenerate = (t: TestInput) => t.R >= 2 && t.nullSd === 0;
   const has = tests.map((t) => t.p !== null && t.p !== undefined && Number.isFinite(t.p) && !degenerate(t));
   const pNormal = tests.map((t) => (t.z === null || t.z === undefined ? null : t.tail === 'lower' ? 1 - normalUpper(t.z) : normalUpper(t.z)));
@@ -153,12 +156,13 @@ export function familyVerdicts(tests: readonly TestInput[], alpha = VERDICT_ALPH
   });
   floors = floorsOf();
   const deciding = tests.map((t, i) => (basis[i] === 'normal' ? pNormal[i] : basis[i] === 'permutation' ? (t.p as number) : null));
-  const adj = holm(deciding);
+  // Holm within the declared family (one test per member; src/util/families.ts)
+  const adj = family.adjust(deciding, 'holm');
   return tests.map((t, i) => {
     const R = t.R;
     const floor = R > 0 ? 1 / (R + 1) : null;
     const z = t.z ?? null;
-    const base = { p: null, pNormal: pNormal[i] ?? null, z, adjusted: null, family: m, R, floor, atFloor: false, reach: null, needed, basis: null } as const;
+    const base = { p: null, pNormal: pNormal[i] ?? null, z, adjusted: null, family: m, familyName: family.name, R, floor, atFloor: false, reach: null, needed, basis: null } as const;
     if (degenerate(t)) {
       const at = t.nullMean !== null && t.nullMean !== undefined ? ` ${t.nullMean.toFixed(4)}` : ' the same value';
       return { ...base, status: 'degenerate', pNormal: null, reason: `the null has no spread (every one of the ${R} shuffles scored${at}), so a p would only count ties` };
@@ -197,7 +201,7 @@ export function verdictNumbers(v: Verdict, noun = 'tests'): string {
   const parts = [`${eq('p', v.p!)}${v.atFloor ? ` (the floor 1/(R+1) of ${v.R} permutations)` : ''}`];
   if (v.z !== null) parts.push(`z = ${v.z.toFixed(1)}`);
   if (v.pNormal !== null) parts.push(eq('normal approx. p', v.pNormal));
-  if (v.adjusted !== null && v.family > 1) parts.push(`Holm ${fp(v.adjusted)}${v.basis === 'normal' ? ' of the normal approx. p' : ''} over ${v.family} ${noun}`);
+  if (v.adjusted !== null && v.family > 1) parts.push(`Holm ${fp(v.adjusted)}${v.basis === 'normal' ? ' of the normal approx. p' : ''} over ${v.family} ${noun}${v.familyName && v.familyName !== noun ? ` in family ${v.familyName}` : ''}`);
   return parts.join(', ');
 }
 

@@ -11,6 +11,7 @@
  */
 import { LobesError } from '../util/errors.js';
 import { Rng } from '../util/rng.js';
+import { designShuffle, permutationDesign, type PermutationDesign } from '../cluster/metrics.js';
 
 import type { ActivationSource } from './stats.js';
 import { hookPooler } from './sumpool.js';
@@ -35,6 +36,11 @@ export interface AnalyzeInput {
   labels: string[];
   /** Group order (default: sorted distinct non-empty labels). */
   groups?: string[];
+  /**
+   * Each sample's item group (its world tree, `--group`), numbered from 0, or null: the null's
+   * shuffles then move labels only within each item group (labellingDesign).
+   */
+  itemGroups?: Int32Array | null;
 }
 
 export interface AnalyzeOptions {
@@ -178,7 +184,7 @@ async function analyzePerHook(input: AnalyzeInput, opts: AnalyzeOptions, enc: { 
   const L = R + 1;
   // Every labelling, shared with the worker threads (not copied).
   const labelings = new Int32Array(new SharedArrayBuffer(L * n * 4));
-  const gen = labelingGenerator(enc.index, n, opts.seed);
+  const gen = labelingGenerator(enc.index, n, opts.seed, input.itemGroups);
   for (let l = 0; l < L; l++) labelings.set(gen(), l * n);
   const { hooks, fed } = hooksOf(matrices);
   const threads = Math.max(1, Math.min(opts.threads ?? 1, hooks.length));
@@ -210,7 +216,7 @@ async function analyzePerHook(input: AnalyzeInput, opts: AnalyzeOptions, enc: { 
 }
 
 /** The null labelling by labelling: each batch of labellings reads every capture point once; any selection scope. */
-async function analyzeByLabeling(input: { matrices: WandaMatrix[]; colsums: Map<string, Float32Array>; source: ActivationSource }, opts: AnalyzeOptions, enc: { groups: string[]; index: Int32Array; counts: number[] }): Promise<AnalyzeResult> {
+async function analyzeByLabeling(input: { matrices: WandaMatrix[]; colsums: Map<string, Float32Array>; source: ActivationSource; itemGroups?: Int32Array | null }, opts: AnalyzeOptions, enc: { groups: string[]; index: Int32Array; counts: number[] }): Promise<AnalyzeResult> {
   const { matrices, colsums, source } = input;
   const [rb, cb] = opts.block;
   const G = enc.groups.length;
@@ -222,7 +228,7 @@ async function analyzeByLabeling(input: { matrices: WandaMatrix[]; colsums: Map<
   const perLabeling = G * (totalBlocks * 4 + maxD * 16);
   const B = Math.max(1, Math.min(total, Math.floor((opts.batchBytes ?? 256 << 20) / perLabeling)));
 
-  const gen = labelingGenerator(enc.index, source.n, opts.seed);
+  const gen = labelingGenerator(enc.index, source.n, opts.seed, input.itemGroups);
   const pairs = pairList(G);
   const nullVals = emptyNulls(pairs.length, G, R);
 
@@ -293,11 +299,25 @@ export function nullThreads(threads: number, hooks: number, B: number, G: number
   return Math.max(1, Math.min(threads, hooks, Math.floor(NULL_THREADS_BYTES / perThread)));
 }
 
-/** Seeded labellings: the observed one first, then shuffles of the used samples' groups. */
-export function labelingGenerator(index: Int32Array, n: number, seed: number): () => Int32Array {
+/**
+ * How the null may shuffle the used samples' labels (`used`: their labels) given their item
+ * groups: freely without groups; with groups, only within each item group (cluster's
+ * within-groups design, src/cluster/metrics.ts permutationDesign), so every group keeps its
+ * labels and each label its size. Where every item group holds one label, cluster would shuffle
+ * whole groups, which changes the labels' sizes that the pooled maps divide by: refused.
+ */
+export function labellingDesign(used: Int32Array, itemGroups: Int32Array | null | undefined): PermutationDesign {
+  const d = permutationDesign(used, itemGroups);
+  if (d.kind === 'groups') throw new LobesError(`every item group holds one label, so the label null could only shuffle whole groups, which changes the labels' sizes`, { hint: 'analyse without groups (--group none), or group by another axis' });
+  return d;
+}
+
+/** Seeded labellings: the observed one first, then shuffles of the used samples' groups (within their item groups, given `itemGroups`). */
+export function labelingGenerator(index: Int32Array, n: number, seed: number, itemGroups?: Int32Array | null): () => Int32Array {
   const used: number[] = [];
   index.forEach((g, r) => g >= 0 && used.push(r));
   const usedGroups = Int32Array.from(used.map((r) => index[r]));
+  const design = labellingDesign(usedGroups, itemGroups ? Int32Array.from(used, (r) => itemGroups[r]!) : null);
   const rng = new Rng(seed);
   let first = true;
   return () => {
@@ -305,7 +325,8 @@ export function labelingGenerator(index: Int32Array, n: number, seed: number): (
       first = false;
       return index;
     }
-    const perm = rng.shuffle(usedGroups.slice());
+    const perm = usedGroups.slice();
+    designShuffle(rng, perm, design);
     const L = new Int32Array(n).fill(-1);
     for (let u = 0; u < used.length; u++) L[used[u]] = perm[u];
     return L;

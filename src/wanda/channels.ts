@@ -15,7 +15,8 @@
  * (Holm and Benjamini–Hochberg across capture points) and per channel (Benjamini–Hochberg
  * across the channels of a capture point).
  */
-import { benjaminiHochberg, holm, nullZ } from '../util/stats.js';
+import { nullZ } from '../util/stats.js';
+import { declareFamily, indexMembers, type Family } from '../util/families.js';
 import { familyVerdicts, type Sizing } from '../util/resolution.js';
 import type { WandaChannelTest } from './types.js';
 import type { SimdKernel } from './simd.js';
@@ -144,7 +145,8 @@ export class ChannelNull {
       nm += this.layerNull[r]!;
     }
     const pj = R > 0 ? Array.from(this.ge, (c) => (1 + c) / (R + 1)) : null;
-    const qj = pj ? benjaminiHochberg(pj) : null;
+    // BH over the capture point's channels: a family of d members, declared here and not listed in declaredFamilies (d names per capture point)
+    const qj = pj ? declareFamily({ name: `channels ${this.hook}`, claim: 'a channel\'s group RMS differs beyond shuffled labels', members: indexMembers(this.d), correction: 'bh' }).adjust(pj, 'bh') : null;
     const order = Array.from({ length: this.d }, (_, j) => j).sort((a, b) => obs[b]! - obs[a]! || a - b);
     const G = groups.length;
     const top = order.slice(0, TOP_CHANNELS).map((j) => {
@@ -182,9 +184,9 @@ export class ChannelNull {
 }
 
 /** Holm and Benjamini–Hochberg across the capture points (the layers of the run). */
-export function correctChannelFamily(tests: WandaChannelTest[], test?: { R: number; sizing?: Sizing }): WandaChannelTest[] {
-  const h = holm(tests.map((t) => t.p));
-  const b = benjaminiHochberg(tests.map((t) => t.p));
-  const v = test && test.R > 0 ? familyVerdicts(tests.map((t) => ({ p: t.p, z: t.z, R: test.R, sizing: test.sizing, nullSd: t.p !== null && t.z === null ? 0 : undefined, nullMean: t.nullMean }))) : null;
+export function correctChannelFamily(fam: Family, tests: WandaChannelTest[], test?: { R: number; sizing?: Sizing }): WandaChannelTest[] {
+  const h = fam.adjust(tests.map((t) => t.p), 'holm');
+  const b = fam.adjust(tests.map((t) => t.p), 'bh');
+  const v = test && test.R > 0 ? familyVerdicts(tests.map((t) => ({ p: t.p, z: t.z, R: test.R, sizing: test.sizing, nullSd: t.p !== null && t.z === null ? 0 : undefined, nullMean: t.nullMean })), fam) : null;
   return tests.map((t, i) => ({ ...t, pHolm: h[i]!, pBH: b[i]!, ...(v ? { verdict: v[i] } : {}) }));
 }

@@ -8,13 +8,14 @@
  * of the differences: A∖B and B∖A of every pair, 2P values), a metric over the groups (G), and
  * the capture points of the channel test. The adjusted p-values sit beside the raw ones.
  */
-import { holm, benjaminiHochberg, nullZ, permutationFloor } from '../util/stats.js';
+import { nullZ, permutationFloor } from '../util/stats.js';
+import { declareFamily, type Family } from '../util/families.js';
 import { familyVerdicts, type Sizing } from '../util/resolution.js';
 import { nullTest, type Nulls } from './analyze.js';
 import { placementNull, randomDensity, countsPerMatrix } from './placement.js';
 import { density, components, type Masks } from './regions.js';
 import { correctChannelFamily } from './channels.js';
-import type { BlockSet, NullTested, SetPlacement, WandaMatrix, WandaMetrics, WandaRegions, WandaChannelTest } from './types.js';
+import type { BlockSet, NullTested, SetPlacement, WandaMatrix, WandaMetrics, WandaRegions, WandaChannelTest, WandaWeightPairMetrics } from './types.js';
 
 export interface InferenceOptions {
   /** Random placements per set (0: none). */
@@ -85,11 +86,11 @@ function withZ(t: NullTested, nulls: Float64Array | null): NullTested {
  * family's permutation count and how it was set, each member's verdicts too (`verdict` for p,
  * `verdictLower` for pLower; src/util/resolution.ts): a null with no spread gives no verdict p.
  */
-export function correctFamily(family: NullTested[], test?: { R: number; sizing?: Sizing }): void {
-  const ph = holm(family.map((t) => t.p));
-  const pb = benjaminiHochberg(family.map((t) => t.p));
-  const lh = holm(family.map((t) => t.pLower));
-  const lb = benjaminiHochberg(family.map((t) => t.pLower));
+export function correctFamily(fam: Family, family: NullTested[], test?: { R: number; sizing?: Sizing }): void {
+  const ph = fam.adjust(family.map((t) => t.p), 'holm');
+  const pb = fam.adjust(family.map((t) => t.p), 'bh');
+  const lh = fam.adjust(family.map((t) => t.pLower), 'holm');
+  const lb = fam.adjust(family.map((t) => t.pLower), 'bh');
   family.forEach((t, i) => {
     t.pHolm = ph[i]!;
     t.pBH = pb[i]!;
@@ -98,12 +99,19 @@ export function correctFamily(family: NullTested[], test?: { R: number; sizing?:
   });
   if (!test || test.R <= 0) return;
   const input = (t: NullTested, p: number | null | undefined, tail: 'upper' | 'lower') => ({ p, z: t.z ?? null, R: test.R, sizing: test.sizing, tail, nullSd: p !== null && p !== undefined && t.z === null ? 0 : undefined, nullMean: t.nullMean });
-  const up = familyVerdicts(family.map((t) => input(t, t.p, 'upper')));
-  const lo = familyVerdicts(family.map((t) => input(t, t.pLower, 'lower')));
+  const up = familyVerdicts(family.map((t) => input(t, t.p, 'upper')), fam);
+  const lo = familyVerdicts(family.map((t) => input(t, t.pLower, 'lower')), fam);
   family.forEach((t, i) => {
     t.verdict = up[i];
     if (t.pLower !== undefined && t.pLower !== null) t.verdictLower = lo[i];
   });
+}
+
+/** The weight-level Jaccard of every pair (--resolution weight): its own family, added to the metrics' declared families. */
+export function correctWeightFamily(metrics: WandaMetrics, weightLevel: WandaWeightPairMetrics[], test: { R: number; sizing?: Sizing }): void {
+  const fam = declareFamily({ name: 'weight-region-pairs', claim: 'two groups\' weight-level regions overlap less (or more) than shuffled labels\'', members: weightLevel.map((w) => `${w.a} | ${w.b}`), correction: ['holm', 'bh'] });
+  correctFamily(fam, weightLevel.map((w) => w.jaccard), test);
+  metrics.declaredFamilies = [...(metrics.declaredFamilies ?? []), fam.record()];
 }
 
 /** Seed of the k-th placement null (distinct streams from the run's seed). */
@@ -146,21 +154,34 @@ export function addInference(metrics: WandaMetrics, regions: WandaRegions, nulls
     };
   });
   // The families, each with its verdicts: the label permutations' and the placements' counts are both R.
+  // Each family is declared from the pairs and groups (known before any p is read), then adjusted.
   const lab = { R, sizing: opts.sizing };
   const pla = { R: P, sizing: opts.sizing };
-  correctFamily(pairs.map((p) => p.jaccard), lab);
-  correctFamily(pairs.flatMap((p) => [p.isolationAB, p.isolationBA]), lab);
-  correctFamily(pairs.flatMap((p) => [p.densityAminusB, p.densityBminusA]), lab);
-  correctFamily(pairs.flatMap((p) => [p.componentsAminusBNull, p.componentsBminusANull].filter((t): t is NullTested => !!t)), lab);
-  correctFamily(groups.flatMap((g) => (g.densityNull ? [g.densityNull] : [])), lab);
-  correctFamily(groups.flatMap((g) => (g.componentsNull ? [g.componentsNull] : [])), lab);
+  const declared: Family[] = [];
+  const correct = (name: string, claim: string, members: string[], tests: NullTested[], test: { R: number; sizing?: Sizing }) => {
+    const fam = declareFamily({ name, claim, members, correction: ['holm', 'bh'] });
+    declared.push(fam);
+    correctFamily(fam, tests, test);
+  };
+  const pairIds = pairs.map((p) => `${p.a} | ${p.b}`);
+  const diffIds = pairs.flatMap((p) => [`${p.a} ∖ ${p.b}`, `${p.b} ∖ ${p.a}`]);
+  const groupIds = groups.map((g) => g.group);
+  correct('region-pairs', 'two groups\' regions overlap less (or more) than shuffled labels\' (Jaccard of every pair)', pairIds, pairs.map((p) => p.jaccard), lab);
+  correct('isolation', 'a set difference holds more of its region than shuffled labels\' (every pair, both ways)', diffIds, pairs.flatMap((p) => [p.isolationAB, p.isolationBA]), lab);
+  correct('set-differences', 'a set difference is denser than shuffled labels\' (every pair, both ways)', diffIds, pairs.flatMap((p) => [p.densityAminusB, p.densityBminusA]), lab);
+  const comps = pairs.flatMap((p) => [p.componentsAminusBNull, p.componentsBminusANull]);
+  correct('set-difference-components', 'a set difference has more (or fewer) connected pieces than shuffled labels\'', diffIds.filter((_, i) => !!comps[i]), comps.filter((t): t is NullTested => !!t), lab);
+  correct('group-density', 'a group\'s region is denser than shuffled labels\'', groupIds.filter((_, i) => !!groups[i]!.densityNull), groups.flatMap((g) => (g.densityNull ? [g.densityNull] : [])), lab);
+  correct('group-components', 'a group\'s region has more (or fewer) pieces than shuffled labels\'', groupIds.filter((_, i) => !!groups[i]!.componentsNull), groups.flatMap((g) => (g.componentsNull ? [g.componentsNull] : [])), lab);
   if (P > 0) {
-    correctFamily(pairs.flatMap((p) => [p.placementAminusB!.density, p.placementBminusA!.density]), pla);
-    correctFamily(pairs.flatMap((p) => [p.placementAminusB!.components, p.placementBminusA!.components]), pla);
-    correctFamily(groups.map((g) => g.placement!.density), pla);
-    correctFamily(groups.map((g) => g.placement!.components), pla);
+    correct('placement-set-differences', 'a set difference is denser than random blocks placed alike', diffIds, pairs.flatMap((p) => [p.placementAminusB!.density, p.placementBminusA!.density]), pla);
+    correct('placement-set-difference-components', 'a set difference has fewer pieces than random blocks placed alike', diffIds, pairs.flatMap((p) => [p.placementAminusB!.components, p.placementBminusA!.components]), pla);
+    correct('placement-group-density', 'a group\'s region is denser than random blocks placed alike', groupIds, groups.map((g) => g.placement!.density), pla);
+    correct('placement-group-components', 'a group\'s region has fewer pieces than random blocks placed alike', groupIds, groups.map((g) => g.placement!.components), pla);
   }
-  const channels = opts.channels ? correctChannelFamily(opts.channels, { R, sizing: opts.sizing }) : undefined;
+  const chFam = opts.channels ? declareFamily({ name: 'capture-points', claim: 'the groups\' activation RMS differs beyond shuffled labels at a capture point', members: opts.channels.map((c) => c.hook), correction: ['holm', 'bh'] }) : null;
+  const channels = opts.channels && chFam ? correctChannelFamily(chFam, opts.channels, { R, sizing: opts.sizing }) : undefined;
+  if (chFam) declared.push(chFam);
   return {
     ...metrics,
     groups,
@@ -168,6 +189,7 @@ export function addInference(metrics: WandaMetrics, regions: WandaRegions, nulls
     pFloor: R > 0 ? permutationFloor(R) : null,
     families: { jaccard: pairs.length, differences: nPairSets, groups: groups.length, ...(channels ? { capturePoints: channels.length } : {}) },
     ...(channels ? { channels } : {}),
+    declaredFamilies: declared.map((f) => f.record()),
     notes: WANDA_NOTES,
   };
 }

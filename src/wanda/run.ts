@@ -36,8 +36,9 @@ import { loadModel } from '../onnx/index.js';
 import { runSource, type ActivationSource } from './stats.js';
 import { weightPass } from './pass.js';
 import { analyze, matrixInfo, NULL_METRICS, type AnalyzeResult } from './analyze.js';
+import { groupSettings, itemGroupsOf } from './groups.js';
 import { analyzeWeights } from './weightres.js';
-import { addInference, correctFamily, placementSets, type PlacementNull } from './inference.js';
+import { addInference, correctWeightFamily, placementSets, type PlacementNull } from './inference.js';
 import { hookPooler } from './sumpool.js';
 import { checkSweepGrid, sensitivitySweep, sensitivityCsv, SWEEP_BLOCKS, SWEEP_TOPS } from './sensitivity.js';
 import { wantedMatrices, isSafetensorsPath, openSafetensorsCheckpoint, safetensorsMatrices, onnxMatrices, ggufMatrices, type WantedMatrix } from './weights.js';
@@ -61,6 +62,7 @@ export interface WandaOptions {
   permutations?: number;
   seed?: number;
   resolution?: 'block' | 'weight';
+  group?: string | null; // label axis of each sample's item group (world tree) the null shuffles within (default item_group when the run has it and it is not `by`; null: none)
   /** Worker threads for the weight pass and the permutation null (default: all cores; the null stays on one thread when it is small). */
   threads?: number;
   /** Also run the block-size × top-fraction sensitivity sweep (block resolution): block sizes and fractions, or true for the defaults (16–128, 0.05–0.2). */
@@ -159,6 +161,7 @@ interface AnalysisInput {
   infos: WandaMatrix[];
   source: ActivationSource;
   labels: string[];
+  itemGroups: Int32Array | null; // each sample's item group (from 0), or null
 }
 
 /**
@@ -186,6 +189,7 @@ export async function runWanda(run: RunReader | string, opts: WandaOptions = {})
     if (labels[i] === '') leftOut[l || '(empty)'] = (leftOut[l || '(empty)'] ?? 0) + 1;
   });
   if (Object.keys(leftOut).length && !opts.quiet) process.stderr.write(`wanda: left out ${labels.filter((l) => l === '').length} of ${labels.length} items without a value on "${by}" (${Object.entries(leftOut).map(([v, c]) => `${v}: ${c}`).join(', ')})\n`);
+  const { axis: groupAxis, itemGroups } = itemGroupsOf(reader, by, opts.group); // the world trees the null shuffles within
   // the permutations sized to the groups' families before anything runs
   r.sizing = wandaPermutationPlan(new Set(labels.filter((l) => l !== '')).size, opts.permutations);
   r.permutations = r.sizing.R;
@@ -206,7 +210,7 @@ export async function runWanda(run: RunReader | string, opts: WandaOptions = {})
     matrices,
     infos: matrices.map((m) => matrixInfo(m.name, m.layer, m.proj, m.input, m.dOut, m.dIn, r.block)),
     source: runSource(reader),
-    labels,
+    labels, itemGroups,
   };
   const settings: WandaSettings = {
     by,
@@ -236,21 +240,21 @@ export async function runWanda(run: RunReader | string, opts: WandaOptions = {})
   settings.groups = result.groups;
   const used = result.counts.reduce((a, b) => a + b, 0);
   settings.samples = { used, excluded: labels.length - used, ...(Object.keys(leftOut).length ? { leftOut } : {}) };
+  if (itemGroups) settings.group = groupSettings(groupAxis!, labels, itemGroups);
   const placed = await placementsOnThreads(result, input, r, opts.threads);
   const tested = addInference(result.metrics, result.regions, result.nulls, { placements: r.permutations, seed: r.seed, channels: result.channels, placed, sizing: r.sizing.sizing });
-  if (weightLevel) correctFamily(weightLevel.map((w) => w.jaccard), { R: r.permutations, sizing: r.sizing.sizing });
+  if (weightLevel) correctWeightFamily(tested, weightLevel, { R: r.permutations, sizing: r.sizing.sizing });
   const metrics: WandaMetrics = weightLevel ? { ...tested, weightLevel } : tested;
   if (opts.sweep) {
     const grid = opts.sweep === true ? {} : opts.sweep;
     const progress = new Progress({ label: 'wanda sensitivity sweep', total: (grid.blocks ?? SWEEP_BLOCKS).length * (grid.tops ?? SWEEP_TOPS).length, unit: 'configurations', quiet: opts.quiet });
     metrics.sensitivity = await sensitivitySweep(
-      { matrices, source: input.source, labels },
+      { matrices, source: input.source, labels, itemGroups },
       { ...grid, scope: r.top.scope, permutations: r.permutations, seed: r.seed, threads: opts.threads, onConfig: (d) => progress.set(d) },
     );
     progress.finish();
   }
-  // The capture points read (by worker threads too, which the reader does not see).
-  const hooks = [...new Set(matrices.map((m) => m.input))];
+  const hooks = [...new Set(matrices.map((m) => m.input))]; // the capture points read (by worker threads too, which the reader does not see)
   settings.provenance = analysisProvenance(reader, hooks);
   // Lineage: the run's inputs read, and the weights scored (every weight file by content).
   const inputs = [...runInputs(reader, hooks), modelInput(settings.weights.files ?? [], located.path)];
@@ -339,7 +343,7 @@ async function placementsOnThreads(result: AnalyzeResult, input: AnalysisInput, 
 
 /** Block resolution: one streaming pass for the column sums of |W|, then the analysis from them and the activations. */
 async function blockResolution(input: AnalysisInput, r: Resolved, opts: WandaOptions): Promise<{ result: AnalyzeResult; weightLevel?: WandaMetrics['weightLevel'] }> {
-  const { matrices, infos, source, labels } = input;
+  const { matrices, infos, source, labels, itemGroups } = input;
   const { block, top, permutations, seed } = r;
   const totalBytes = matrices.reduce((a, m) => a + expectedBytes(m), 0);
   const passProgress = new Progress({ label: 'wanda weights', total: Math.round(totalBytes / 1e6), unit: 'MB', quiet: opts.quiet });
@@ -367,7 +371,7 @@ async function blockResolution(input: AnalysisInput, r: Resolved, opts: WandaOpt
     if (passDone) showSteps();
   };
   const threads = await defaultNullThreads(input, permutations, opts.threads);
-  const null_ = analyze({ matrices: infos, colsums: new Map([...ready].map(([k, v]) => [k, v.promise])), source, labels }, { block, top, permutations, seed, onStep, threads });
+  const null_ = analyze({ matrices: infos, colsums: new Map([...ready].map(([k, v]) => [k, v.promise])), source, labels, itemGroups }, { block, top, permutations, seed, onStep, threads });
   const [p, a] = await Promise.allSettled([
     pass.then(
       () => {
@@ -403,10 +407,10 @@ function deferred<T>(): { promise: Promise<T>; resolve: (v: T) => void; reject: 
 
 /** Weight resolution: per-weight scores matrix by matrix, with the weight-level metrics. */
 async function weightResolution(input: AnalysisInput, r: Resolved, opts: WandaOptions): Promise<{ result: AnalyzeResult; weightLevel?: WandaMetrics['weightLevel'] }> {
-  const { matrices, infos, source, labels } = input;
+  const { matrices, infos, source, labels, itemGroups } = input;
   const { block, top, permutations, seed } = r;
   const progress = new Progress({ label: `wanda weights, groups and ${permutations} permutations`, total: matrices.length, unit: 'matrices', quiet: opts.quiet });
-  const w = await analyzeWeights({ matrices, infos, source, labels }, { block, top, permutations, seed, onMatrix: (d) => progress.set(d) });
+  const w = await analyzeWeights({ matrices, infos, source, labels, itemGroups }, { block, top, permutations, seed, onMatrix: (d) => progress.set(d) });
   progress.finish();
   return { result: w.result, weightLevel: w.weightLevel };
 }
@@ -493,3 +497,4 @@ function describeReplaced(target: string, now: WandaSettings): string | null {
   const differ = shown.filter(([, a, b]) => JSON.stringify(a) !== JSON.stringify(b)).map(([k, a, b]) => `${k} ${JSON.stringify(a)} then, ${JSON.stringify(b)} now`);
   return differ.length ? `made with ${differ.join('; ')}` : 'the same settings, run again';
 }
+

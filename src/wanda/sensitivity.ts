@@ -27,6 +27,8 @@ export interface SweepInput {
   matrices: MatrixRef[];
   source: ActivationSource;
   labels: string[];
+  /** Each sample's item group, or null (the null shuffles within them). */
+  itemGroups?: Int32Array | null;
 }
 
 export interface SweepOptions {
@@ -79,7 +81,7 @@ export async function sensitivitySweep(input: SweepInput, o: SweepOptions): Prom
     const infos = input.matrices.map((m) => matrixInfo(m.name, m.layer, m.proj, m.input, m.dOut, m.dIn, block));
     for (const f of tops) {
       const top: TopSpec = { kind: 'fraction', value: f, scope: o.scope };
-      const res = await analyze({ matrices: infos, colsums, source: input.source, labels: input.labels }, { block, top, permutations: o.permutations, seed: o.seed, threads: o.threads });
+      const res = await analyze({ matrices: infos, colsums, source: input.source, labels: input.labels, itemGroups: input.itemGroups }, { block, top, permutations: o.permutations, seed: o.seed, threads: o.threads });
       const m = addInference(res.metrics, res.regions, res.nulls, { placements: o.permutations, seed: o.seed });
       const diffs = m.pairs.flatMap((p) => [p.placementAminusB, p.placementBminusA]).filter((x) => !!x);
       const pass = (xs: (number | null | undefined)[]) => xs.filter((x) => x !== null && x !== undefined && x <= alpha).length;

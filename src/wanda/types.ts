@@ -8,6 +8,7 @@
  *   wanda/metrics.json     WandaMetrics        (and metrics.csv: one row per pair x metric)
  */
 
+import type { FamilyRecord } from '../util/families.js';
 import type { AnalysisProvenance } from '../store/types.js';
 import type { PermutationPlan, Verdict } from '../util/resolution.js';
 
@@ -41,6 +42,12 @@ export interface WandaSettings {
   provenance?: AnalysisProvenance;
   /** Samples used (a value on `by`) and samples left out (an empty label, or a row a label overlay does not list: `leftOut` counts them by the value they read as, e.g. unevaluated). */
   samples?: { used: number; excluded: number; leftOut?: Record<string, number> };
+  /**
+   * The item groups the label null shuffled within (`--group`; by default the axis item_group,
+   * SocialEval's world trees): the axis, the number of groups among the used samples, and how many
+   * used samples could move (those in groups holding two labels or more).
+   */
+  group?: { axis: string; groups: number; null: 'within-groups'; exchangeable: number };
   lobesVersion?: string;
   createdAt?: string;
 }
@@ -180,6 +187,8 @@ export interface WandaMetrics {
    * (both directions of A∖B and B∖A together), the groups' values, and the capture points.
    */
   families?: Record<string, number>;
+  /** Every family the p-values above were adjusted in, as declared (src/util/families.ts: name, claim, size, members, corrections, α); the per-channel BH families of `channels` are not listed. */
+  declaredFamilies?: FamilyRecord[];
   /** The per-channel RMS test, per capture point (block resolution). */
   channels?: WandaChannelTest[];
   /** With --sweep: the findings at every block size × top fraction (src/wanda/sensitivity.ts). */

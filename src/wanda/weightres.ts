@@ -26,6 +26,8 @@ export interface WeightInput {
   source: ActivationSource;
   labels: string[];
   groups?: string[];
+  /** Each sample's item group, or null (src/wanda/analyze.ts labellingDesign). */
+  itemGroups?: Int32Array | null;
 }
 
 export interface WeightOptions {
@@ -51,7 +53,7 @@ export async function analyzeWeights(input: WeightInput, opts: WeightOptions): P
   const [rb, cb] = opts.block;
   const R = opts.permutations;
   const total = R + 1;
-  const gen = labelingGenerator(enc.index, source.n, opts.seed);
+  const gen = labelingGenerator(enc.index, source.n, opts.seed, input.itemGroups);
   const labelings: Int32Array[] = [];
   for (let l = 0; l < total; l++) labelings.push(gen());
   const pairs = pairList(G);

@@ -17,6 +17,7 @@ import * as path from 'node:path';
 import { ensureGeneratedModel } from '../../src/models/write.js';
 import { runAblate } from '../../src/ablate/run.js';
 import { shuffledLabeling, splitHalves } from '../../src/ablate/refit.js';
+import { Rng } from '../../src/util/rng.js';
 import { formatAblate, run as ablateCli } from '../../src/cli/ablate.js';
 import { parseCommand } from '../../src/cli/args.js';
 import { capture } from '../capture.js';
@@ -56,6 +57,21 @@ describe('the labellings', () => {
     expect([...a]).not.toEqual([...index]);
     expect([...a]).not.toEqual([...b]);
     expect([...shuffledLabeling(index, 11)]).toEqual([...a]);
+    // the plain shuffle is the seeded Fisher–Yates of the used rows, draw for draw
+    const used = [...index.keys()].filter((r) => index[r]! >= 0);
+    const want = new Rng(11).shuffle(Int32Array.from(used, (r) => index[r]!));
+    expect(used.map((r) => a[r])).toEqual([...want]);
+    // with item groups (wanda's settings.group): labels move only within a group, each group keeps its labels
+    const trees = Int32Array.from({ length: 40 }, (_, i) => Math.floor(i / 8));
+    for (const sd of [1, 2, 3, 4, 5]) {
+      const t = shuffledLabeling(index, sd, trees);
+      for (let g = 0; g < 5; g++) {
+        const of = (l: Int32Array) => [...l].filter((_, i) => trees[i] === g).sort();
+        expect(of(t)).toEqual(of(index));
+      }
+      for (let r = 0; r < 40; r++) expect(t[r]! < 0).toBe(index[r]! < 0);
+    }
+    expect([...shuffledLabeling(index, 1, trees)]).not.toEqual([...index]);
     const labels = Array.from({ length: 23 }, (_, i) => 'PQR'[i % 3]!);
     const fit = splitHalves(labels, 3);
     // ⌊n/2⌋ of each label: P has 8 items, Q and R 8 and 7

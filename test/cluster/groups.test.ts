@@ -15,6 +15,7 @@ import { repeatedCv } from '../../src/cluster/probecv.js';
 import { bootstrapRepeated } from '../../src/cluster/paired.js';
 import { classScores, percentileSorted } from '../../src/cluster/scores.js';
 import { permutationDesign, permutationLabels, probePermutationLabels } from '../../src/cluster/metrics.js';
+import { spaceResult } from '../../src/cluster/space.js';
 import { runCluster } from '../../src/cluster/run.js';
 import { verdictLines } from '../../src/report/verdict.js';
 import type { HookInfo, RunReader, SampleRow } from '../../src/store/types.js';
@@ -106,6 +107,84 @@ describe('the grouped bootstrap', () => {
     vals.sort((a, b) => a - b);
     expect(r.ci.balancedAccuracy![0]).toBeCloseTo(percentileSorted(vals, 2.5), 12);
     expect(r.ci.balancedAccuracy![1]).toBeCloseTo(percentileSorted(vals, 97.5), 12);
+  });
+});
+
+/**
+ * 24 tight groups of 12 items (a group's items sit on one point, groups far apart); the label is
+ * drawn per item, half the groups nearly pure (97% one label), half even. An item's neighbours
+ * are its siblings, so kNN's hits and the silhouettes go by group: the items are not independent.
+ */
+function tightGroups(seed: number) {
+  const rng = new Rng(seed);
+  const nG = 24;
+  const per = 12;
+  const d = 4;
+  const n = nG * per;
+  const X = new Float64Array(n * d);
+  const y = new Int32Array(n);
+  const groups = new Int32Array(n);
+  for (let g = 0; g < nG; g++) {
+    const c = Float64Array.from({ length: d }, () => 50 * rng.normal());
+    const p = g % 2 ? 0.97 : 0.5;
+    for (let k = 0; k < per; k++) {
+      const i = g * per + k;
+      groups[i] = g;
+      y[i] = rng.next() < p ? 0 : 1;
+      for (let j = 0; j < d; j++) X[i * d + j] = c[j]! + 0.01 * rng.normal();
+    }
+  }
+  return { X, y, groups, n, d };
+}
+
+describe('kNN\'s and the silhouette\'s grouped bootstrap', () => {
+  it('resample groups, then items within them, as written here; on tight groups the CI is far wider than the item CI', () => {
+    const { X, y, groups, n, d } = tightGroups(1);
+    const B = 400;
+    const opts = { k: 5, bootstrap: B, permutations: 0, seed: 6 };
+    const flat = spaceResult({ space: 's', X, d, distance: 'euclidean', probe: null }, n, y, ['a', 'b'], opts);
+    const grouped = spaceResult({ space: 's', X, d, distance: 'euclidean', probe: null }, n, y, ['a', 'b'], { ...opts, probe: { groups } });
+    // the values do not depend on the resampling
+    expect(grouped.metrics.silhouette.value).toBe(flat.metrics.silhouette.value);
+    expect(grouped.knnPred).toEqual(flat.knnPred);
+    // the grouped bootstrap from its definition: spaceResult's generator (seed; the null's fork,
+    // then the bootstrap's), silhouette's B resamples, then kNN's on the same generator
+    const members: number[][] = Array.from({ length: 24 }, () => []);
+    groups.forEach((g, i) => members[g]!.push(i));
+    const r = new Rng(6);
+    r.fork();
+    const boot = r.fork();
+    const draw = () => {
+      const rows: number[] = [];
+      for (let t = 0; t < 24; t++) {
+        const m = members[boot.int(24)]!;
+        for (let k = 0; k < m.length; k++) rows.push(m[boot.int(m.length)]!);
+      }
+      return rows;
+    };
+    const silMeans: number[] = [];
+    for (let b = 0; b < B; b++) {
+      const rows = draw();
+      silMeans.push(rows.reduce((a, i) => a + grouped.silhouette[i]!, 0) / rows.length);
+    }
+    const knnBal: number[] = [];
+    for (let b = 0; b < B; b++) {
+      const rows = draw();
+      knnBal.push(classScores(Int32Array.from(rows, (i) => y[i]!), Int32Array.from(rows, (i) => grouped.knnPred[i]!), 2).balancedAccuracy);
+    }
+    silMeans.sort((a, b) => a - b);
+    knnBal.sort((a, b) => a - b);
+    const sil = grouped.metrics.silhouette.ci95!;
+    expect(sil[0]).toBeCloseTo(percentileSorted(silMeans, 2.5), 12);
+    expect(sil[1]).toBeCloseTo(percentileSorted(silMeans, 97.5), 12);
+    const knn = grouped.metrics.knn!.balancedAccuracy.ci95!;
+    expect(knn[0]).toBeCloseTo(percentileSorted(knnBal, 2.5), 12);
+    expect(knn[1]).toBeCloseTo(percentileSorted(knnBal, 97.5), 12);
+    // tight groups: 24 groups' worth of information, not 288 items'
+    const width = (c: [number, number] | null) => c![1] - c![0];
+    expect(width(grouped.metrics.silhouette.ci95)).toBeGreaterThan(1.5 * width(flat.metrics.silhouette.ci95));
+    expect(width(grouped.metrics.knn!.balancedAccuracy.ci95)).toBeGreaterThan(1.5 * width(flat.metrics.knn!.balancedAccuracy.ci95));
+    expect(width(grouped.metrics.knn!.accuracy.ci95)).toBeGreaterThan(1.5 * width(flat.metrics.knn!.accuracy.ci95));
   });
 });
 
@@ -215,6 +294,11 @@ describe('lobes cluster --group', () => {
     expect(auto.settings.group).toEqual({ axis: 'item_group', groups: 40, null: 'groups', exchangeable: 240 });
     expect(probe(auto).value).toBe(probe(grouped).value);
     expect((await runCluster(plantedRun('item_group'), { ...o, bootstrap: 0, permutations: 0, group: null })).settings.group).toBeUndefined();
+    // fewer groups than folds: grouped folds cannot be made, so the sample is left ungrouped (and it is said)
+    const few = plantedRun('item_group');
+    const base = few.labels.bind(few);
+    few.labels = (a: string) => (a === 'item_group' ? base(a).map((t) => `t${Number(t.slice(5)) % 3}`) : base(a));
+    expect((await runCluster(few, { ...o, bootstrap: 0, permutations: 0 })).settings.group).toBeUndefined();
     expect(verdictLines(grouped.metrics, grouped.settings)[0]).toContain('the probes\' folds keep the 40 groups of "tree" whole and their CIs resample groups, and the nulls shuffle whole groups\' labels');
   }, 60_000);
 });

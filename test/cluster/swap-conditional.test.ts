@@ -146,7 +146,7 @@ describe('the conditional test on planted states', () => {
 
   it('declares its family, says each verdict in words, and writes the tests to the CSV', async () => {
     const q = await get('q1', () => planted(2.5, 0, 1));
-    expect(q.families).toEqual([{ family: 'conditional', size: 2, members: ['final.hidden:question', 'final.hidden:response'], alpha: 0.05, scores: ['accuracy', 'balancedAccuracy', 'macroF1'] }]);
+    expect(q.families).toEqual([{ family: 'conditional', claim: 'the state carries a label beyond the other (every point × both labels, each score)', size: 2, members: ['final.hidden:question', 'final.hidden:response'], correction: ['holm'], alpha: 0.05, scores: ['accuracy', 'balancedAccuracy', 'macroF1'] }]);
     expect(q.settings.conditionalPermutations).toMatchObject({ R: 99, family: 2, sizing: 'user' });
     const lines = summaryLines(q).join('\n');
     expect(lines).toMatch(/carries the question's aspect beyond the response's: p = 0\.01[^\n]*Holm 0\.02 over 2 tests/);

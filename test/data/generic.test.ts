@@ -244,7 +244,7 @@ describe('socialeval adapter: bad input', () => {
     const f = put('[1,1]_en_example_9.json', JSON.stringify(t));
     expect(await problems(`socialeval:${f}`)).toEqual([`${f}: node 0, choice 1: duplicate item id [1,1]_en_example_9/0/1 (also at ${f}: node 0, choice 1)`]);
     const ds = await loadDataset(`socialeval:${f}?composite=include`, { skipInvalid: true });
-    expect(ds.samples.map((s) => s.labels)).toEqual([{ aspect: 'Cooperation', ability: 'Capacity for Trust + Teamwork Skill', language: 'en', orientation: '[1,1]' }]);
+    expect(ds.samples.map((s) => s.labels)).toEqual([{ aspect: 'Cooperation', ability: 'Capacity for Trust + Teamwork Skill', language: 'en', orientation: '[1,1]', item_group: '[1,1]_en_example_9' }]);
     const plain = await loadDataset(`socialeval:${f}`, { skipInvalid: true }).catch((e) => e);
     expect(String(plain.message)).toMatch(/no samples \(2 excluded; first: composite: Capacity for Trust \+ Teamwork Skill/);
   });

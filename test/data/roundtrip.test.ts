@@ -25,14 +25,15 @@ describe('lobes data export -> jsonl: round trip', () => {
     expect(b.spec).toBe(`jsonl:${file}`);
   });
 
-  it.skipIf(!existsSync(TREES))('SocialEval English, response only: the same items, all four axes', async () => {
+  it.skipIf(!existsSync(TREES))('SocialEval English, response only: the same items, all four axes and the world trees', async () => {
     quiet();
     const spec = `socialeval:${TREES}?lang=en&text=response`;
     const file = path.join(dir, 'se.jsonl');
     expect(await run(['export', spec, '--out', file])).toBe(0);
     const a = await loadDataset(spec);
     const b = await loadDataset(`jsonl:${file}`);
-    expect(b.axes).toEqual(['aspect', 'ability', 'language', 'orientation']);
+    // the trees travel as the label item_group, so the re-imported items are grouped as before
+    expect(b.axes).toEqual(['aspect', 'ability', 'language', 'orientation', 'item_group']);
     expect(b.samples).toEqual(a.samples);
   });
 

@@ -187,9 +187,9 @@ describe.skipIf(!HAVE)('socialeval: adapter on ../shared/socialeval', () => {
   });
 });
 
-describe.skipIf(!HAVE)('socialeval: group=tree', () => {
-  it('gives each item its world tree (its file, read here from the raw files) as item_group', async () => {
-    const ds = await loadDataset(`socialeval:${SHARED}?lang=en&group=tree`);
+describe.skipIf(!HAVE)('socialeval: world trees as groups', () => {
+  it('gives each item its world tree (its file, read here from the raw files) as item_group, by default; group=none leaves it out', async () => {
+    const ds = await loadDataset(`socialeval:${SHARED}?lang=en`);
     expect(ds.axes).toEqual(['aspect', 'ability', 'language', 'orientation', 'item_group']);
     const files = new Set(readdirSync(SHARED).map((f) => f.replace(/\.json$/, '')));
     for (const s of ds.samples) {
@@ -199,7 +199,20 @@ describe.skipIf(!HAVE)('socialeval: group=tree', () => {
     // 1,985 English items in 122 trees: most trees hold four or five aspects
     expect(ds.samples.length).toBe(1985);
     expect(new Set(ds.samples.map((s) => s.labels.item_group)).size).toBe(122);
-    await expect(loadDataset(`socialeval:${SHARED}?lang=en&group=story`)).rejects.toThrow(/the only grouping is group=tree/);
+    // group=tree says the default; group=none: the same items without the axis
+    const tree = await loadDataset(`socialeval:${SHARED}?lang=en&group=tree`);
+    expect(tree.samples).toEqual(ds.samples);
+    const none = await loadDataset(`socialeval:${SHARED}?lang=en&group=none`);
+    expect(none.axes).toEqual(['aspect', 'ability', 'language', 'orientation']);
+    expect(none.samples.map((s) => s.id)).toEqual(ds.samples.map((s) => s.id));
+    expect(none.samples.some((s) => 'item_group' in s.labels)).toBe(false);
+    await expect(loadDataset(`socialeval:${SHARED}?lang=en&group=story`)).rejects.toThrow(/the groupings are group=tree .* and group=none/);
+  });
+
+  it('a swap keeps each sample\'s response tree (its own sample and its swapped one alike)', async () => {
+    const ds = await loadDataset(`socialeval:${SHARED}?lang=en&swap=1`);
+    expect(ds.axes).toContain('item_group');
+    for (const s of ds.samples) expect(s.labels.item_group, s.id).toBe(s.id.slice(0, s.id.indexOf('/')));
   });
 });
 

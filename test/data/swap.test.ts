@@ -47,7 +47,7 @@ describe('socialeval: swap=SEED', () => {
     const d = await loadDataset(`socialeval:${dir}?swap=7`);
     expect(plain.samples).toHaveLength(N);
     expect(d.samples).toHaveLength(2 * N);
-    expect(d.axes).toEqual(['aspect', 'ability', 'language', 'orientation', 'question_aspect', 'response_aspect', 'question_ability', 'swapped']);
+    expect(d.axes).toEqual(['aspect', 'ability', 'language', 'orientation', 'question_aspect', 'response_aspect', 'question_ability', 'swapped', 'item_group']);
     const byId = new Map(plain.samples.map((s) => [s.id, s]));
     const aspectOfK = new Map(plain.samples.map((s) => [num(/^Q(\d+):/, s.text), s.labels.aspect]));
     for (let i = 0; i < N; i++) {

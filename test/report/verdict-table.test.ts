@@ -32,7 +32,7 @@ describe('the verdict table', () => {
       'Do the texts\' tokens alone separate "aspect"? (token-counts probe, balanced accuracy)',
     ]);
     const probe = t.rows[0]!;
-    expect(probe).toEqual({ question: probe.question, anchor: 'metrics', value: '0.30 [0.28, 0.32]', chance: '0.20', nul: '0.20 [0.19, 0.21]', p: '0.08 (Holm over 2 classifiers)', verdict: 'at chance', status: 'fail' });
+    expect(probe).toEqual({ question: probe.question, anchor: 'metrics', value: '0.30 [0.28, 0.32]', chance: '0.20', nul: '0.20 [0.19, 0.21]', p: '0.08 (Holm over 2 in family classifiers)', verdict: 'at chance', status: 'fail' });
     // alone, 0.04 passes
     const one = metrics(0.3, 0.04, 0.25, 0.04) as any;
     one.baselines = [];
@@ -48,7 +48,7 @@ describe('the verdict table', () => {
     const probe = t.rows.find((r) => r.question.includes('linear probe'))!;
     expect(probe.verdict).toBe('not testable at R = 50');
     expect(probe.status).toBe('not-testable');
-    expect(probe.p).toContain('Holm over 5 classifiers; raw p at the floor 1/(R+1), R = 50');
+    expect(probe.p).toContain('Holm over 5 in family classifiers; raw p at the floor 1/(R+1), R = 50');
     // the sentences say the same of the same test
     const lines = verdictLines(m, settings({ permutations: 200, probePermutations: 50, sizing: { probePermutations: { R: 50, family: 5, needed: 99, sizing: 'user' } } }));
     expect(lines.find((l) => l.startsWith('Linear probe'))).toContain('not testable at R = 50');
@@ -56,7 +56,7 @@ describe('the verdict table', () => {
     const out = verdictTableLines(t);
     expect(out[0]).toBe('Verdicts for "aspect" (value [95% CI] | chance | null mean [95% band] | adjusted p (family) | verdict):');
     expect(out[1]).toBe(`  ${probe.question}`);
-    expect(out[2]).toMatch(/^ {4}NOT TESTABLE AT R = 50: 0\.43 \[0\.41, 0\.45\] \| chance 0\.20 \| null 0\.20 \[0\.19, 0\.21\] \| p 0\.10 \(Holm over 5 classifiers/);
+    expect(out[2]).toMatch(/^ {4}NOT TESTABLE AT R = 50: 0\.43 \[0\.41, 0\.45\] \| chance 0\.20 \| null 0\.20 \[0\.19, 0\.21\] \| p 0\.10 \(Holm over 5 in family classifiers/);
   });
 
   it('region pairs: one of 3 far below its null is "below chance in 1 of 3", with the smallest Holm p over the pairs', () => {
@@ -64,6 +64,6 @@ describe('the verdict table', () => {
     const wm = { groups: [], permutations: 999, pairs: [pair('x', 'y', 0.1, 0.001, 6), pair('x', 'z', 0.45, 0.3, 0.5), pair('y', 'z', 0.5, 0.5, 0)] } as any;
     const t = verdictTable(null, null, { by: 'aspect' } as any, wm)!;
     expect(t.rows).toHaveLength(1);
-    expect(t.rows[0]).toMatchObject({ anchor: 'regions', value: 'median 0.45 (0.10 to 0.50)', nul: 'median 0.50', p: '0.003 (the smallest; Holm over 3 pairs)', verdict: 'below chance in 1 of 3', status: 'pass' });
+    expect(t.rows[0]).toMatchObject({ anchor: 'regions', value: 'median 0.45 (0.10 to 0.50)', nul: 'median 0.50', p: '0.003 (the smallest; Holm over 3 in family region-pairs)', verdict: 'below chance in 1 of 3', status: 'pass' });
   });
 });

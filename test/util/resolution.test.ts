@@ -13,6 +13,10 @@ import { withNull } from '../../src/cluster/space.js';
 import { permutationSizing } from '../../src/cluster/run.js';
 import { wandaPermutationPlan } from '../../src/wanda/run.js';
 import { cases } from '../goldens/cases.js';
+import { declareFamily, indexMembers } from '../../src/util/families.js';
+
+/** A family of n tests named by their order (the verdicts run within a declared family). */
+const fam = (n: number) => declareFamily({ name: 'planted', claim: 'planted tests', members: indexMembers(n) });
 
 const G = JSON.parse(readFileSync(path.join(import.meta.dirname, '..', 'goldens', 'verdict', 'verdict_goldens.json'), 'utf8'));
 
@@ -53,13 +57,13 @@ describe('verdicts on planted families', () => {
   const demo = (R: number, sizing?: 'user' | 'sized') => [R, 200, 200, R, R].map((r) => ({ p: 1 / (r + 1), z: 6, R: r, sizing }));
 
   it('a family whose R is too small is not testable, never "does not pass"', () => {
-    const v = familyVerdicts(demo(50, 'user'));
+    const v = familyVerdicts(demo(50, 'user'), fam(demo(50, 'user').length));
     expect(v.map((x) => x.status)).toEqual(['not-testable', 'pass', 'pass', 'not-testable', 'not-testable']);
     expect(v[0]!.reach).toBeCloseTo(3 / 51, 12);
     expect(verdictWords(v[0]!)).toBe('not testable at R = 50: its smallest attainable Holm-adjusted p is 0.059 > 0.05 over 5 tests (99 permutations would reach it)');
-    expect(verdictNumbers(v[0]!, 'classifiers')).toBe('p = 0.02 (the floor 1/(R+1) of 50 permutations), z = 6.0, normal approx. p = 1e-9, Holm 0.06 over 5 classifiers');
+    expect(verdictNumbers(v[0]!, 'classifiers')).toBe('p = 0.02 (the floor 1/(R+1) of 50 permutations), z = 6.0, normal approx. p = 1e-9, Holm 0.06 over 5 classifiers in family planted');
     // sized to the family, the same effects pass
-    expect(familyVerdicts(demo(99, 'sized')).map((x) => x.status)).toEqual(['pass', 'pass', 'pass', 'pass', 'pass']);
+    expect(familyVerdicts(demo(99, 'sized'), fam(demo(99, 'sized').length)).map((x) => x.status)).toEqual(['pass', 'pass', 'pass', 'pass', 'pass']);
   });
 
   it('a null without spread gives no p, and says why', () => {
@@ -67,7 +71,7 @@ describe('verdicts on planted families', () => {
     expect(m.p).toBeNull();
     expect(m.z).toBeNull();
     expect(m.nullSd).toBe(0);
-    const [v, w] = familyVerdicts([{ p: m.p, z: m.z, R: 50, nullSd: m.nullSd, nullMean: m.nullMean }, { p: 0.01, z: 3, R: 99 }]);
+    const [v, w] = familyVerdicts([{ p: m.p, z: m.z, R: 50, nullSd: m.nullSd, nullMean: m.nullMean }, { p: 0.01, z: 3, R: 99 }], fam(2));
     expect(v!.status).toBe('degenerate');
     expect(verdictWords(v!)).toBe('no p: the null has no spread (every one of the 50 shuffles scored 0.2000), so a p would only count ties');
     // it stays out of the family: the other member is judged alone
@@ -77,11 +81,11 @@ describe('verdicts on planted families', () => {
 
   it('a count held down for cost is read on the normal approximation of z, and says so', () => {
     const layers = Array.from({ length: 30 }, (_, i) => ({ p: 1 / 21, z: i < 3 ? 5 : 0.2, R: 20, sizing: 'capped' as const }));
-    const v = familyVerdicts(layers);
+    const v = familyVerdicts(layers, fam(layers.length));
     expect(v.every((x) => x.basis === 'normal')).toBe(true);
     expect(v.filter((x) => x.status === 'pass').length).toBe(3);
     expect(verdictWords(v[0]!)).toMatch(/^passes \(on the normal approximation: read from the normal approximation of z: R = 20 is below the 599 permutations the family of 30 needs/);
     // the same count given by the user: a permutation test that cannot pass
-    expect(familyVerdicts(layers.map((l) => ({ ...l, sizing: 'user' as const }))).every((x) => x.status === 'not-testable')).toBe(true);
+    expect(familyVerdicts(layers.map((l) => ({ ...l, sizing: 'user' as const })), fam(layers.length)).every((x) => x.status === 'not-testable')).toBe(true);
   });
 });

@@ -224,6 +224,15 @@ describe('region pairs: one test for Jaccard and isolation, corrected families',
     const pl = metrics.pairs.flatMap((p) => [p.placementAminusB!.density.p, p.placementBminusA!.density.p]);
     expect(metrics.pairs.flatMap((p) => [p.placementAminusB!.density.pBH, p.placementBminusA!.density.pBH])).toEqual(benjaminiHochberg(pl));
     expect(metrics.families).toEqual({ jaccard: 3, differences: 6, groups: 3, capturePoints: 4 });
+    // the same families declared in the registry's shape, each with the number of p-values adjusted
+    const fams = new Map(metrics.declaredFamilies!.map((f) => [f.family, f]));
+    expect(fams.get('region-pairs')).toMatchObject({ size: 3, members: metrics.pairs.map((p) => `${p.a} | ${p.b}`), correction: ['holm', 'bh'], alpha: 0.05 });
+    expect(fams.get('set-differences')!.size).toBe(6);
+    expect(fams.get('set-differences')!.members).toHaveLength(6);
+    expect(fams.get('group-density')!.size).toBe(3);
+    expect(fams.get('capture-points')!.size).toBe(4);
+    expect(fams.get('placement-set-differences')!.size).toBe(6);
+    for (const f of metrics.declaredFamilies!) expect(f.size, f.family).toBeLessThanOrEqual(f.members.length);
     expect(metrics.pFloor).toBeCloseTo(0.01, 12);
     expect(metrics.notes!.join(' ')).toContain('one test');
     // The placement figures of a difference match a direct computation on its blocks.

@@ -73,6 +73,7 @@ function cellTable(a: AblatePayload): HTMLElement {
   det.appendChild(el('summary', null, 'Every cell (' + a.cells.length + ')'));
   const rows: Cell[][] = a.cells.map((c) => [c.region, c.label, c.n, c.before, c.delta, fmtCI(c.ci), c.nullMean, fmtCI(c.nullBand), c.excess, pFloor(c.p, c.atFloor, a), fmtP(c.pT), fmtP(c.pTHolm)]);
   det.appendChild(table(['region', a.by, 'n', 'before', 'change', '95% CI', 'null mean', 'null 95% band', 'change − null', 'p (rank)', 'p (t)', 'Holm p (t)'], rows, 'metrics small'));
+  det.appendChild(el('p', 'meta', 'Holm p (t): over the ' + a.cells.length + ' cells, in the family cells.'));
   return det;
 }
 
@@ -97,7 +98,7 @@ function baselinesPart(cell: HTMLElement, b: AblateBaselinesPayload): void {
     cell.appendChild(el('h4', null, 'Dose–response: each region at each wanda top fraction (' + b.doses.length + ' doses)'));
     const rows: Cell[][] = b.doses.flatMap((d) => ratioRows(d.rows).map((r) => [fmt(d.top) + (d.stored ? ' (stored)' : ''), ...r]));
     cell.appendChild(table(['top', 'region', 'blocks', 'cost ratio', 'random regions\' ratio', 'p (t)', 'Holm p'], rows));
-    cell.appendChild(el('p', 'meta', 'At each dose, the region\'s cost ratio (its own items\' mean cost over the others\') against random regions of its size; a region whose specificity is real keeps its ratio above the random ones as the dose falls below saturation. Holm p: over the regions of the dose.'));
+    cell.appendChild(el('p', 'meta', 'At each dose, the region\'s cost ratio (its own items\' mean cost over the others\') against random regions of its size; a region whose specificity is real keeps its ratio above the random ones as the dose falls below saturation. Holm p: over the regions of the dose (its family specificity).'));
   }
   if (b.magnitude.length) {
     cell.appendChild(el('h4', null, 'Against the |W| region of the same size (--magnitude)'));
@@ -107,7 +108,7 @@ function baselinesPart(cell: HTMLElement, b: AblateBaselinesPayload): void {
   if (b.shuffled) {
     cell.appendChild(el('h4', null, 'Against regions from shuffled labels (--shuffled ' + b.shuffled.shuffles + ')'));
     cell.appendChild(table(['region', 'blocks', 'cost ratio', 'shuffled regions\' ratio', 'rank p', 'Holm p'], ratioRows(b.shuffled.rows)));
-    cell.appendChild(el('p', 'meta', 'Each region recomputed by wanda from the same rows with the labels shuffled (group sizes kept), ablated like the real one: the specificity test\'s proper null. rank p: the share of shuffled regions whose ratio is at least the real one\'s; with ' + b.shuffled.shuffles + ' shuffles it cannot be below ' + fmt(b.shuffled.floor) + '. Holm p: over the regions.'));
+    cell.appendChild(el('p', 'meta', 'Each region recomputed by wanda from the same rows with the labels shuffled (group sizes kept), ablated like the real one: the specificity test\'s proper null. rank p: the share of shuffled regions whose ratio is at least the real one\'s; with ' + b.shuffled.shuffles + ' shuffles it cannot be below ' + fmt(b.shuffled.floor) + '. Holm p: over the regions, in the family shuffled-label-regions.'));
   }
   if (b.fitSplit) {
     const f = b.fitSplit;
@@ -147,13 +148,13 @@ export const ablateSection: Section = {
       if (a.iae) {
         const t = a.iae;
         cell.appendChild(el('h4', null, 'Accuracy on the items (' + t.scoring + ' scoring, ' + t.metric + ')'));
-        cell.appendChild(el('p', 'meta', 'Before ablating: ' + t.chance.correct + '/' + t.chance.n + ' right (' + fmt(t.chance.accuracy) + ', chance ' + fmt(t.chance.chance) + ', exact one-sided p ' + fmtP(t.chance.p) + ')' + (t.skipped ? '; ' + t.skipped + ' items too long, left out' : '') + '. lost: items right before and wrong after; gained: the reverse; McNemar p: exact, two-sided; p vs random: the share of random regions that cost at least as much accuracy; Holm p: over the regions within a label.'));
+        cell.appendChild(el('p', 'meta', 'Before ablating: ' + t.chance.correct + '/' + t.chance.n + ' right (' + fmt(t.chance.accuracy) + ', chance ' + fmt(t.chance.chance) + ', exact one-sided p ' + fmtP(t.chance.p) + ')' + (t.skipped ? '; ' + t.skipped + ' items too long, left out' : '') + '. lost: items right before and wrong after; gained: the reverse; McNemar p: exact, two-sided; p vs random: the share of random regions that cost at least as much accuracy; Holm p: over the regions within a label, in the family iae LABEL.'));
         cell.appendChild(iaeTable(a));
       }
       cell.appendChild(el('h4', null, 'Specificity: does zeroing a region hurt its own label\'s items more than the others\'?'));
       cell.appendChild(specificityTable(a));
       if (a.baselines) baselinesPart(cell, a.baselines);
-      cell.appendChild(el('p', 'meta', 'contrast: the target label\'s mean change minus the other labels\' (' + a.unit + '; negative: the target is hurt more), with its 95% CI; the null is the same contrast for the random regions; Holm p: adjusted over the rows of this table; p (t): the t test against the random regions\' values. The contrast grows with the region\'s overall damage, so read specificity from the cost ratio: the target\'s mean cost over the others\', against the random regions\' ratios (their geometric mean; p by the t test on the logs). A dash: no ratio, because a change is not a cost.'));
+      cell.appendChild(el('p', 'meta', 'contrast: the target label\'s mean change minus the other labels\' (' + a.unit + '; negative: the target is hurt more), with its 95% CI; the null is the same contrast for the random regions; Holm p: adjusted over the rows of this table, in the family specificity-rank; p (t): the t test against the random regions\' values, its Holm p (and the ratio\'s) in the family specificity. The contrast grows with the region\'s overall damage, so read specificity from the cost ratio: the target\'s mean cost over the others\', against the random regions\' ratios (their geometric mean; p by the t test on the logs). A dash: no ratio, because a change is not a cost.'));
     });
     const [ra, rb] = page.runs;
     if (page.compare && ra?.ablate && rb?.ablate) {
