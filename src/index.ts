@@ -47,8 +47,8 @@ export type { WandaSettings, WandaRegions, WandaMetrics } from './wanda/types.js
 // Representation geometry
 export { runCluster, readLabelsFile, Tsne, pca, readNpy, encodeNpy, spaceMetrics, type ClusterOptions, type ClusterResult, type TsneOptions, type PcaResult } from './cluster/index.js';
 export type { ClusterSettings, ClusterCoords, ClusterMetrics, SpaceMetrics } from './cluster/types.js';
-export { runSwap, type RunSwapOptions } from './cluster/swap-run.js';
-export { swapAnalysis, checkSwapControl, type SwapInput, type SwapResult, type SwapPointResult, type ConditionalTest, type SwapFamily, type SwapControlResult } from './cluster/swap.js';
+export { runSwap, type RunSwapOptions } from './swap/run.js';
+export { swapAnalysis, checkSwapControl, type SwapInput, type SwapResult, type SwapPointResult, type ConditionalTest, type SwapFamily, type SwapControlResult } from './swap/swap.js';
 export { stratifiedPermutations, exchangeability, type Exchangeability } from './cluster/conditional.js';
 
 // Reports
