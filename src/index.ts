@@ -51,6 +51,15 @@ export { runSwap, type RunSwapOptions } from './swap/run.js';
 export { swapAnalysis, checkSwapControl, type SwapInput, type SwapResult, type SwapPointResult, type ConditionalTest, type SwapFamily, type SwapControlResult } from './swap/swap.js';
 export { stratifiedPermutations, exchangeability, type Exchangeability } from './cluster/conditional.js';
 
+// The logit lens (docs/lens.md)
+export { runLens, type LensOptions } from './lens/run.js';
+export { readLensHead, type LensHead } from './lens/head.js';
+export type { LensResult, LensItem, LensLayerSummary } from './lens/types.js';
+
+// The analysis registry (docs/architecture.md, "Adding an analysis")
+export { ANALYSES, analysisById, type AnalysisId } from './analysis/registry.js';
+export type { Analysis } from './analysis/types.js';
+
 // Reports
 export { loadRun, runPayload, compareRuns, reportHtml, compareHtml, writeReport, writeCompare, exportFigures, type ReportModel } from './report/index.js';
 export type { RunPayload, Comparison, ComparisonRow } from './report/types.js';
