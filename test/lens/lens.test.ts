@@ -11,6 +11,7 @@
  *     lens section's payload) only while it belongs to the run: results of another run named by
  *     --lens-dir are an error, found in a run they are left out with the reason, and an edited
  *     lens.json is refused;
+ *   - the page draws the section (Chromium, when present) after the analyses', before provenance;
  *   - the refusals: a run without resid_out points, an output folder of another kind, a folder
  *     whose config.json gives another epsilon than its graph.
  */
@@ -28,6 +29,10 @@ import { loadEvalTokenizer } from '../../src/eval/tokenizer.js';
 import { loadRun, runPayload } from '../../src/report/index.js';
 import { readOutputMarker } from '../../src/util/output.js';
 import type { RunReader } from '../../src/store/types.js';
+import { writeReport, launchChromium, chromiumProblem } from '../../src/report/index.js';
+import { openReportPage } from '../report/page.js';
+
+const noChromium = chromiumProblem();
 
 const ITEMS = [
   { id: 'q1', text: 'Question: Which is a fruit? A. stone B. apple C. chair\nAnswer:', answer: 'B', options: '3' },
@@ -135,6 +140,33 @@ describe('the logit lens on a generated model', () => {
     const edited = await loadRun(runDir);
     expect(edited.analyses).toBeUndefined();
     expect(edited.omitted.join('\n')).toMatch(/the logit lens left out: .*was changed after lobes lens wrote it/);
+  }, 300_000);
+
+  it.skipIf(!!noChromium)('the page draws the Logit lens section: one row per layer, the accuracy against chance', async () => {
+    await runLens(runDir, { quiet: true });
+    const file = await writeReport(runDir, path.join(tmp, 'report.html'));
+    const browser = await launchChromium();
+    try {
+      const { page, problems } = await openReportPage(browser, file);
+      expect(problems).toEqual([]);
+      const got = await page.evaluate(() => {
+        const sec = document.getElementById('lens');
+        const rows = [...(sec?.querySelectorAll('table tr') ?? [])].map((tr) => [...tr.children].map((c) => c.textContent));
+        const gd: any = sec?.querySelector('[data-figure]');
+        return { heading: sec?.querySelector('h2')?.textContent, rows, traces: gd ? gd.data.map((t: any) => ({ name: t.name, y: t.y })) : null, order: [...document.querySelectorAll('section')].map((x) => x.id) };
+      });
+      const L = run.manifest.model.arch.layers;
+      expect(got.heading).toBe('Logit lens');
+      expect(got.rows).toHaveLength(L + 1);
+      expect(got.rows[0]).toContain('accuracy %');
+      expect(got.rows.slice(1).map((r) => r[4]), 'the chance column').toEqual(Array(L).fill((((1 / 3 + 1 / 4 + 1 / 3) / 3) * 100).toFixed(1)));
+      expect(got.traces!.map((t: { name: string }) => t.name)).toEqual(['lens accuracy', 'chance']);
+      // the section sits where the registry puts it: after the analyses' sections, before the provenance
+      expect(got.order.at(-1)).toBe('provenance');
+      expect(got.order.at(-2)).toBe('lens');
+    } finally {
+      await browser.close();
+    }
   }, 300_000);
 
   it('refuses a run without resid_out points, a folder of another kind and an epsilon config.json contradicts', async () => {
