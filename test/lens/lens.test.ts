@@ -1,3 +1,4 @@
+/// <reference lib="dom" />
 /**
  * `lobes lens` on a generated tiny model (src/models), fp32:
  *
@@ -151,15 +152,15 @@ describe('the logit lens on a generated model', () => {
       expect(problems).toEqual([]);
       const got = await page.evaluate(() => {
         const sec = document.getElementById('lens');
-        const rows = [...(sec?.querySelectorAll('table tr') ?? [])].map((tr) => [...tr.children].map((c) => c.textContent));
+        const rows: (string | null)[][] = Array.from(sec ? sec.querySelectorAll('table tr') : []).map((tr) => Array.from(tr.children).map((c) => c.textContent));
         const gd: any = sec?.querySelector('[data-figure]');
-        return { heading: sec?.querySelector('h2')?.textContent, rows, traces: gd ? gd.data.map((t: any) => ({ name: t.name, y: t.y })) : null, order: [...document.querySelectorAll('section')].map((x) => x.id) };
+        return { heading: sec?.querySelector('h2')?.textContent, rows, traces: gd ? gd.data.map((t: any) => ({ name: t.name, y: t.y })) : null, order: Array.from(document.querySelectorAll('section')).map((x) => x.id) };
       });
       const L = run.manifest.model.arch.layers;
       expect(got.heading).toBe('Logit lens');
       expect(got.rows).toHaveLength(L + 1);
       expect(got.rows[0]).toContain('accuracy %');
-      expect(got.rows.slice(1).map((r) => r[4]), 'the chance column').toEqual(Array(L).fill((((1 / 3 + 1 / 4 + 1 / 3) / 3) * 100).toFixed(1)));
+      expect(got.rows.slice(1).map((r: (string | null)[]) => r[4]), 'the chance column').toEqual(Array(L).fill((((1 / 3 + 1 / 4 + 1 / 3) / 3) * 100).toFixed(1)));
       expect(got.traces!.map((t: { name: string }) => t.name)).toEqual(['lens accuracy', 'chance']);
       // the section sits where the registry puts it: after the analyses' sections, before the provenance
       expect(got.order.at(-1)).toBe('provenance');
