@@ -9,7 +9,7 @@
  */
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
-import type { SwapPointResult, SwapResult } from '../src/cluster/swap.js';
+import type { SwapPointResult, SwapResult } from '../src/swap/swap.js';
 
 const file = process.argv[2];
 if (!file) throw new Error('usage: swap-conditional-summary.ts RUN/swap/swap.json');

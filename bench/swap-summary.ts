@@ -8,7 +8,7 @@
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
-import type { SwapResult } from '../src/cluster/swap.js';
+import type { SwapResult } from '../src/swap/swap.js';
 
 const dir = process.argv[2] ?? 'runs/swap';
 const f = (x: number | null | undefined) => (x === null || x === undefined || Number.isNaN(x) ? '–' : x.toFixed(3));

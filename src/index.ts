@@ -48,9 +48,18 @@ export type { WandaSettings, WandaRegions, WandaMetrics } from './wanda/types.js
 // Representation geometry
 export { runCluster, readLabelsFile, Tsne, pca, readNpy, encodeNpy, spaceMetrics, type ClusterOptions, type ClusterResult, type TsneOptions, type PcaResult } from './cluster/index.js';
 export type { ClusterSettings, ClusterCoords, ClusterMetrics, SpaceMetrics } from './cluster/types.js';
-export { runSwap, type RunSwapOptions } from './cluster/swap-run.js';
-export { swapAnalysis, checkSwapControl, type SwapInput, type SwapResult, type SwapPointResult, type ConditionalTest, type SwapFamily, type SwapControlResult } from './cluster/swap.js';
+export { runSwap, type RunSwapOptions } from './swap/run.js';
+export { swapAnalysis, checkSwapControl, type SwapInput, type SwapResult, type SwapPointResult, type ConditionalTest, type SwapFamily, type SwapControlResult } from './swap/swap.js';
 export { stratifiedPermutations, exchangeability, type Exchangeability } from './cluster/conditional.js';
+
+// The logit lens (docs/lens.md)
+export { runLens, type LensOptions } from './lens/run.js';
+export { readLensHead, type LensHead } from './lens/head.js';
+export type { LensResult, LensItem, LensLayerSummary } from './lens/types.js';
+
+// The analysis registry (docs/architecture.md, "Adding an analysis")
+export { ANALYSES, analysisById, type AnalysisId } from './analysis/registry.js';
+export type { Analysis } from './analysis/types.js';
 
 // Reports
 export { loadRun, runPayload, compareRuns, reportHtml, compareHtml, writeReport, writeCompare, exportFigures, type ReportModel } from './report/index.js';

@@ -66,7 +66,7 @@ describe('library API', () => {
     const optsOnly = listed('(opts)');
     const runFirst = listed('(run, opts)');
     expect(optsOnly.sort()).toEqual(['runAblate', 'runAttend', 'runDoctor', 'runEval', 'runExtract']);
-    expect(runFirst.sort()).toEqual(['runCluster', 'runSwap', 'runWanda']);
+    expect(runFirst.sort()).toEqual(['runCluster', 'runLens', 'runSwap', 'runWanda']);
     for (const n of optsOnly) expect(shape(n).params, n).toHaveLength(1);
     for (const n of runFirst) {
       const s = shape(n);
@@ -77,7 +77,7 @@ describe('library API', () => {
     const runs = [...byName.keys()].filter((n) => /^run[A-Z]/.test(n) && !['runIdentity', 'runPayload'].includes(n));
     expect(runs.sort()).toEqual([...optsOnly, ...runFirst].sort());
     // Each job's option type is exported too.
-    for (const t of ['ExtractOptions', 'EvalOptions', 'AttendOptions', 'AblateOptions', 'DoctorOptions', 'ClusterOptions', 'WandaOptions', 'RunSwapOptions']) expect(byName.has(t), t).toBe(true);
+    for (const t of ['ExtractOptions', 'EvalOptions', 'AttendOptions', 'AblateOptions', 'DoctorOptions', 'ClusterOptions', 'WandaOptions', 'RunSwapOptions', 'LensOptions']) expect(byName.has(t), t).toBe(true);
   });
 
   it('has no wildcard re-exports (each export is chosen)', () => {

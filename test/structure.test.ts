@@ -6,8 +6,9 @@
  * (a planted literal is found).
  */
 import { describe, it, expect } from 'vitest';
-import { readFileSync, readdirSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import * as path from 'node:path';
+import { ANALYSES, pageSections, reportFlags } from '../src/analysis/registry.js';
 
 const SRC = path.resolve(import.meta.dirname, '..', 'src');
 
@@ -76,39 +77,28 @@ export function unexplainedLongFiles(files: Map<string, string>): string[] {
 
 /**
  * The files of a run folder and of its analyses' folders (docs/run-format.md). Only the store
- * modules (RUN_FOLDER_MODULES) name them; everything else reads and writes through those.
+ * modules (RUN_FOLDER_MODULES) name them; everything else reads and writes through those. The
+ * analyses' files come from their declarations in the registry (src/analysis/registry.ts).
  */
 export const RUN_FOLDER_FILES = [
   // the run (src/store/layout.ts)
   'manifest.json', 'samples.jsonl', 'index.json',
-  // wanda (src/wanda/store.ts)
-  'settings.json', 'regions.json', 'metrics.json', 'metrics.csv', 'channels.csv', 'sensitivity.csv', 'pooled.safetensors',
-  // cluster (src/cluster/store.ts)
-  'coords.json', 'coords.csv', 'items.json', 'sweep.json',
-  // swap (RUN/swap, written by src/cluster/store.ts)
-  'swap.json',
-  // eval (src/eval/store.ts) and attend (src/attend/store.ts)
-  'eval.json', 'records.jsonl', 'episodes.jsonl', 'summary.json', 'items.jsonl', 'attend.json',
-  // ablate (src/ablate/store.ts)
-  'ablation.json', 'job.json',
+  ...new Set(ANALYSES.flatMap((a) => a.files)),
 ];
 
 /** Folders of a run: a path joined from a literal one of these is built outside its store module. */
-export const RUN_FOLDER_DIRS = ['activations', 'labels', 'wanda', 'cluster', 'swap', 'eval', 'attend', 'ablate'];
+export const RUN_FOLDER_DIRS = ['activations', 'labels', ...ANALYSES.map((a) => a.folder)];
 
 /**
  * The modules that may name a run folder's files, each for a reason (paths under src/).
- * A store module is the one place its folder's names, reads and writes live.
+ * A store module is the one place its folder's names, reads and writes live: the run's own
+ * below, and each registered analysis's store.
  */
 export const RUN_FOLDER_MODULES: Record<string, string> = {
   'store/layout.ts': 'the run folder: manifest, samples, activations and their index',
   'store/labels.ts': 'label overlays, RUN/labels/AXIS.json',
   'store/records.ts': 'the record chunks of a JSON-lines job (eval) and their index',
-  'wanda/store.ts': 'RUN/wanda',
-  'cluster/store.ts': 'RUN/cluster or cluster --out',
-  'eval/store.ts': 'an evaluation folder (RUN/eval or eval --out)',
-  'attend/store.ts': 'an attend folder (RUN/attend or attend --out)',
-  'ablate/store.ts': 'an ablation folder',
+  ...Object.fromEntries(ANALYSES.map((a) => [a.store, `RUN/${a.folder}, written by lobes ${a.id}`])),
   // The output guard knows which entries are the run itself and the forms of wanda and cluster
   // folders written before outputs carried lobes' marker; src/util cannot import the stores.
   'util/output.ts': 'the output guard: the run\'s own entries and the unmarked forms of older outputs',
@@ -116,10 +106,12 @@ export const RUN_FOLDER_MODULES: Record<string, string> = {
   // an analysis folder's settings.json only to say what a rerun replaces.
   'store/lineage.ts': 'lineage: the inputs an output records (the run, its samples, chunks, overlays)',
   'store/analyses.ts': 'the analysis folders of a run (one per label axis and capture point)',
+  // The declarations name their files once, for this list (src/analysis/types.ts).
+  ...Object.fromEntries(ANALYSES.map((a) => [`${a.store.split('/')[0]}/analysis.ts`, `the declaration of lobes ${a.id}`])),
 };
 
-/** The stores of the outputs written whole (a marker with each file's sha256): they read only through lineage. */
-export const LINEAGE_READERS = ['wanda/store.ts', 'cluster/store.ts'];
+/** The stores of the outputs written whole (a marker with each file's sha256) that the report reads: they read only through lineage. */
+export const LINEAGE_READERS = ANALYSES.filter((a) => a.marker && 'read' in a).map((a) => a.store);
 
 /** Of `readers` (paths under src/), those that read a file other than through lineage, or never check currency. */
 export function unverifiedReads(sources: Map<string, string>, readers: readonly string[]): string[] {
@@ -214,6 +206,48 @@ export function undeclaredAdjustments(files: Map<string, string>): string[] {
   return bad;
 }
 
+/** The targets of a file's `import type ... from` statements (resolved to .ts). */
+export function typeOnlyImports(text: string, file: string): string[] {
+  return [...text.matchAll(/^\s*import\s+type\s[^;]*?from\s+'(\.[^']+)'/gms)].map((m) => path.resolve(path.dirname(file), m[1]!.replace(/\.js$/, '.ts')));
+}
+
+/** The section ids the page script's section modules declare (`id: '...'` of each exported Section), by module. */
+export function clientSectionIds(sources: Map<string, string>): Map<string, string> {
+  const out = new Map<string, string>();
+  const dir = path.join(SRC, 'report', 'client', 'sections');
+  for (const [file, text] of sources) {
+    if (path.dirname(file) !== dir) continue;
+    const m = /export const \w+: Section = \{[^}]*?\bid: '([^']+)'/s.exec(text);
+    if (m) out.set(path.basename(file, '.ts'), m[1]!);
+  }
+  return out;
+}
+
+/**
+ * What is wired outside the registry: a section module of the page script whose id no analysis
+ * registers, a section module the client imports other than through sections.gen.ts, an
+ * analysis command written into cli/main.ts by hand, an analysis's `--X-dir` flag written into
+ * cli/report.ts, an analysis id written into util/output.ts's OutputKind.
+ */
+export function wiredOutsideRegistry(sources: Map<string, string>, registered: { ids: string[]; sections: { id: string; module: string }[]; flags: string[] }): string[] {
+  const bad: string[] = [];
+  const ids = new Set(registered.sections.map((s) => s.id));
+  for (const [module, id] of clientSectionIds(sources)) {
+    if (!ids.has(id)) bad.push(`report/client/sections/${module}.ts: section ${JSON.stringify(id)} is not registered`);
+    else if (registered.sections.find((s) => s.id === id)!.module !== module) bad.push(`report/client/sections/${module}.ts: section ${JSON.stringify(id)} is registered with another module`);
+  }
+  const main = sources.get(path.join(SRC, 'report', 'client', 'main.ts')) ?? '';
+  for (const m of main.matchAll(/from '\.\/sections\/([^']+)\.js'/g)) bad.push(`report/client/main.ts: imports sections/${m[1]} itself (the page's sections come from sections.gen.ts)`);
+  const cli = sources.get(path.join(SRC, 'cli', 'main.ts')) ?? '';
+  for (const id of registered.ids) if (new RegExp(`^\\s+${id}: \\{ summary:`, 'm').test(cli)) bad.push(`cli/main.ts: the command ${id} is written by hand (it comes from the registry)`);
+  const report = sources.get(path.join(SRC, 'cli', 'report.ts')) ?? '';
+  for (const lit of stringLiterals(report)) if (/[a-z]-dir\b/.test(lit)) bad.push(`cli/report.ts: '${lit}' names an analysis's flag by hand`);
+  const output = sources.get(path.join(SRC, 'util', 'output.ts')) ?? '';
+  const kind = /export type OutputKind =([^;]*);/.exec(output)?.[1] ?? '';
+  for (const id of registered.ids) if (kind.includes(`'${id}'`)) bad.push(`util/output.ts: OutputKind lists '${id}' by hand`);
+  return bad;
+}
+
 describe('source structure', () => {
   const files = new Map(sourceFiles(SRC).map((f) => [f, readFileSync(f, 'utf8')]));
 
@@ -237,6 +271,8 @@ describe('source structure', () => {
       // screen; the PCA start comes from src/cluster, which imports tsne (src/cluster/tsne-pca.ts)
       tsne: ['util', 'onnx'],
     };
+    // util/output.ts names its OutputKind from the registry's ids: a type, erased at run time
+    const typeOnly: Record<string, string[]> = { util: ['analysis/registry.ts'] };
     const g = importGraph(files);
     const bad: string[] = [];
     for (const [file, deps] of g) {
@@ -244,8 +280,11 @@ describe('source structure', () => {
       const ok = allowed[layer];
       if (!ok) continue;
       for (const d of deps) {
-        const target = path.relative(SRC, d).split(path.sep)[0]!;
-        if (target !== layer && !ok.includes(target)) bad.push(`${path.relative(SRC, file)} → ${path.relative(SRC, d)}`);
+        const rel = path.relative(SRC, d);
+        const target = rel.split(path.sep)[0]!;
+        if (target === layer || ok.includes(target)) continue;
+        if (typeOnly[layer]?.includes(rel) && typeOnlyImports(files.get(file)!, file).includes(d)) continue;
+        bad.push(`${path.relative(SRC, file)} → ${rel}`);
       }
     }
     expect(bad).toEqual([]);
@@ -285,7 +324,7 @@ describe('source structure', () => {
       [path.join(SRC, 'wanda/store.ts'), "import { readFileSync } from 'node:fs';\nconst x = JSON.parse(readFileSync(f, 'utf8'));\ncheckOutputCurrent(a);\n"],
       [path.join(SRC, 'cluster/store.ts'), "const s = readOutputJson(d, 'settings.json');\n"],
     ]);
-    expect(unverifiedReads(planted, LINEAGE_READERS)).toEqual(['wanda/store.ts: reads a file with readFileSync', 'cluster/store.ts: never calls checkOutputCurrent']);
+    expect(unverifiedReads(planted, ['wanda/store.ts', 'cluster/store.ts'])).toEqual(['wanda/store.ts: reads a file with readFileSync', 'cluster/store.ts: never calls checkOutputCurrent']);
   });
 
   it('every Holm and BH adjustment runs through a declared family (src/util/families.ts)', () => {
@@ -323,6 +362,50 @@ describe('source structure', () => {
       "report/x.ts: 'settings.json'",
       "report/y.ts: '/wanda/regions.json'",
       "report/z.ts: join(runDir, 'cluster'",
+    ]);
+  });
+  it('every registered analysis has its store, its command, its report sections and its docs page', async () => {
+    const root = path.resolve(SRC, '..');
+    const sections = clientSectionIds(files);
+    for (const a of ANALYSES) {
+      expect(files.has(path.join(SRC, a.store)), `${a.id}: store ${a.store}`).toBe(true);
+      expect(existsSync(path.join(root, a.docs)), `${a.id}: docs page ${a.docs}`).toBe(true);
+      expect(readFileSync(path.join(root, a.docs), 'utf8'), `${a.id}: ${a.docs} names the command`).toContain(`lobes ${a.id}`);
+      expect(typeof (await a.cli()).run, `${a.id}: command module`).toBe('function');
+      for (const s of a.sections) {
+        expect(sections.get(s.module), `${a.id}: section module sections/${s.module}.ts declares id ${s.id}`).toBe(s.id);
+        expect(files.get(path.join(SRC, 'report', 'client', 'sections', `${s.module}.ts`)), `${a.id}: sections/${s.module}.ts exports ${s.export} titled ${s.title}`).toMatch(new RegExp(`export const ${s.export}: Section = \\{\\s*title: '${s.title.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}'`));
+      }
+    }
+    // the page script's list is the registry's, as generated
+    const { sectionsModuleText, SECTIONS_MODULE } = await import('../src/analysis/generate.js');
+    expect(readFileSync(path.join(root, SECTIONS_MODULE), 'utf8'), 'run npx tsx src/analysis/generate.ts').toBe(sectionsModuleText());
+  });
+
+  it('nothing of an analysis is wired outside the registry', () => {
+    const registered = { ids: ANALYSES.map((a) => a.id), sections: pageSections(), flags: reportFlags().map((f) => f.name) };
+    expect(wiredOutsideRegistry(files, registered)).toEqual([]);
+  });
+
+  it('names a planted unregistered section and hand-wired command, flag and kind (the check can fail)', () => {
+    const registered = { ids: ANALYSES.map((a) => a.id), sections: pageSections(), flags: reportFlags().map((f) => f.name) };
+    const planted = new Map(files);
+    const sec = path.join(SRC, 'report', 'client', 'sections', 'planted.ts');
+    planted.set(sec, "import type { Section } from '../section.js';\nexport const plantedSection: Section = {\n  title: 'Planted',\n  id: 'planted',\n  render() {},\n};\n");
+    const main = path.join(SRC, 'report', 'client', 'main.ts');
+    planted.set(main, files.get(main)! + "import { plantedSection } from './sections/planted.js';\n");
+    const cli = path.join(SRC, 'cli', 'main.ts');
+    planted.set(cli, files.get(cli)!.replace('const COMMANDS: Record<string, Command> = {\n', "const COMMANDS: Record<string, Command> = {\n  wanda: { summary: 'x', load: () => import('./wanda.js') },\n"));
+    const report = path.join(SRC, 'cli', 'report.ts');
+    planted.set(report, files.get(report)! + "const extra = { 'lens-dir': { type: 'string' } };\n");
+    const output = path.join(SRC, 'util', 'output.ts');
+    planted.set(output, files.get(output)!.replace("export type OutputKind = MarkedAnalysisId | 'figures'", "export type OutputKind = MarkedAnalysisId | 'wanda' | 'figures'"));
+    expect(wiredOutsideRegistry(planted, registered)).toEqual([
+      'report/client/sections/planted.ts: section "planted" is not registered',
+      'report/client/main.ts: imports sections/planted itself (the page\'s sections come from sections.gen.ts)',
+      'cli/main.ts: the command wanda is written by hand (it comes from the registry)',
+      "cli/report.ts: 'lens-dir' names an analysis's flag by hand",
+      "util/output.ts: OutputKind lists 'wanda' by hand",
     ]);
   });
 });

@@ -1,6 +1,7 @@
 /**
  * The lobes command line. Each command lives in its own module under src/cli/ and is
  * loaded only when used, so `lobes data inspect` never loads ONNX Runtime.
+ * The analyses' commands come from the analysis registry (src/analysis/registry.ts).
  * Every command module exports `run(argv: string[]): Promise<number>` (the exit code).
  * A failure prints one line on stderr; with --json it is also one JSON object on stdout,
  * `{"error":{"code","message","file","where","hint","exitCode"}}` (code: docs/api.md, "Error codes").
@@ -9,20 +10,19 @@ import { isLobesError, systemError } from '../util/errors.js';
 import { LOBES_VERSION } from '../version.js';
 import { nearest } from '../util/suggest.js';
 import { interruptedExitCode } from './interrupt.js';
+import { ANALYSES } from '../analysis/registry.js';
 
-const COMMANDS: Record<string, { summary: string; load: () => Promise<{ run(argv: string[]): Promise<number> }> }> = {
+type Command = { summary: string; load: () => Promise<{ run(argv: string[]): Promise<number> }> };
+
+/** The commands: the run's own, every registered analysis (src/analysis/registry.ts, in its order), then the pages and tools. */
+const COMMANDS: Record<string, Command> = {
   inspect: { summary: 'architecture and capture points of an ONNX model folder', load: () => import('./inspect.js') },
   data: { summary: 'inspect or export a dataset (data inspect SPEC | data export SPEC)', load: () => import('./data.js') },
   extract: { summary: 'run a model over a dataset and store last-token activations', load: () => import('./extract.js') },
-  eval: { summary: 'SocialEval IAE/GAE or any multiple-choice benchmark, scored by the answer letter\'s logit', load: () => import('./eval.js') },
   merge: { summary: 'merge shard runs into one run, proving they cover every sample once', load: () => import('./merge.js') },
-  wanda: { summary: 'Wanda importance, block pooling, neuron regions and set differences', load: () => import('./wanda.js') },
-  cluster: { summary: 'seeded t-SNE and separation metrics for the labels', load: () => import('./cluster.js') },
-  swap: { summary: 'does the state follow the question or the response? (question/response swaps)', load: () => import('./swap.js') },
+  ...Object.fromEntries(ANALYSES.map((a): [string, Command] => [a.id, { summary: a.summary, load: a.cli }])),
   report: { summary: 'self-contained HTML report of a run', load: () => import('./report.js') },
   compare: { summary: 'side-by-side report of two runs (e.g. 8B vs 70B)', load: () => import('./compare.js') },
-  ablate: { summary: 'zero a neuron region\'s weights and measure the change of log-likelihood, against random regions', load: () => import('./ablate.js') },
-  attend: { summary: 'which words the model attends to when it answers (attention of the answering position)', load: () => import('./attend.js') },
   convert: { summary: 'convert a llama GGUF (llama.cpp, Ollama) into an ONNX model folder', load: () => import('./convert.js') },
   demo: { summary: 'the whole pipeline on the built-in tiny model and dataset', load: () => import('./demo.js') },
   doctor: { summary: 'which execution providers load here, what they miss, and the fix', load: () => import('./doctor.js') },

@@ -1,5 +1,5 @@
 import { parseCommand, intOption, numOption } from './args.js';
-import { runSwap, summaryLines } from '../cluster/swap-run.js';
+import { runSwap, summaryLines } from '../swap/run.js';
 import { DEFAULT_PROBE_REPEATS } from '../cluster/probecv.js';
 import { UsageError } from '../util/errors.js';
 import { OUTPUT_OPTIONS } from './options.js';

@@ -31,11 +31,6 @@ const METRICS = 'metrics.json';
 const METRICS_CSV = 'metrics.csv';
 const SWEEP = 'sweep.json';
 
-/** The folder of a run that `lobes swap` writes when no --out is given. */
-export function swapFolder(runDir: string): string {
-  return path.join(runDir, 'swap');
-}
-
 /** The capture point cluster reads without --point. */
 const DEFAULT_POINT = 'final.hidden';
 
@@ -79,13 +74,6 @@ export function writeClusterFiles(dir: string, o: ClusterOutputs): void {
   if (o.metricsCsv !== undefined) writeFileAtomicSync(path.join(dir, METRICS_CSV), o.metricsCsv);
   if (o.metrics.sweep) writeJsonAtomic(path.join(dir, SWEEP), o.metrics.sweep, 2);
   writeJsonAtomic(path.join(dir, METRICS), o.metrics, 2);
-}
-
-/** Write a swap analysis's files (`lobes swap`) into `dir`: settings.json, swap.csv and swap.json. */
-export function writeSwapFiles(dir: string, o: { settings: unknown; csv: string; result: unknown }): void {
-  writeJsonAtomic(path.join(dir, SETTINGS), o.settings, 2);
-  writeFileAtomicSync(path.join(dir, 'swap.csv'), o.csv);
-  writeJsonAtomic(path.join(dir, 'swap.json'), o.result, 1);
 }
 
 /** What the report reads of a cluster result. */

@@ -27,6 +27,8 @@ import { loadAttend, type AttendData } from './attend.js';
 import { attendDirOf, attendSummaryFile, isAttendDir, isOldAttendDir } from '../attend/store.js';
 import type { AblateData } from './ablate.js';
 import type { ControlInfo } from '../store/types.js';
+import { ANALYSES, flagOption } from '../analysis/registry.js';
+import type { AnalysisReport } from '../analysis/types.js';
 
 export interface ReportModel {
   /** Absolute run directory. */
@@ -53,6 +55,8 @@ export interface ReportModel {
   ablate?: AblateData | null;
   /** The run's analyses by its other label axes (RUN/cluster.by-AXIS, RUN/wanda.by-AXIS) that belong to it, for their verdict tables. */
   otherAxes?: { by: string; cluster: ClusterData | null; wanda: WandaData | null }[];
+  /** The analyses that load through the contract (src/analysis/types.ts `report`), by payload key; absent when none is present. */
+  analyses?: Record<string, unknown>;
 }
 
 export interface LoadOptions {
@@ -66,6 +70,8 @@ export interface LoadOptions {
   attendDir?: string;
   /** `lobes ablate` results folder to show with the run (report/ablate.ts; attached by reportPage). */
   ablateDir?: string;
+  /** The folder of any registered analysis named by its report flag (`--lens-dir` → lensDir; src/analysis/registry.ts). */
+  [flag: `${string}Dir`]: string | undefined;
 }
 
 /** The package's built-in random-weights model folder. */
@@ -230,6 +236,7 @@ export async function loadRun(dir: string, opts: LoadOptions = {}): Promise<Repo
   const wanda = section(omitted, 'the neuron regions (wanda)', () => readWanda(abs, manifest, wd));
   // Results asked for by name (--cluster-dir, --attend-dir) that do not belong are errors; found in the run, they are left out with a note.
   const cluster = opts.clusterDir !== undefined ? readCluster(cd, abs, manifest, samples, true) : section(omitted, 'the cluster results', () => readCluster(cd, abs, manifest, samples, false));
+  const analyses = await contractAnalyses(abs, manifest, samples, opts, omitted);
   return {
     dir: abs,
     name: opts.name ?? path.basename(abs),
@@ -244,7 +251,35 @@ export async function loadRun(dir: string, opts: LoadOptions = {}): Promise<Repo
     attend: opts.attendDir !== undefined ? withAttendCheck(loadAttendOf(abs, opts.attendDir), manifest, samples) : section(omitted, 'the attention results', () => withAttendCheck(loadAttendOf(abs, undefined), manifest, samples)),
     control: manifest.model?.control ?? null,
     omitted,
+    ...(analyses ? { analyses } : {}),
   };
+}
+
+/**
+ * The registered analyses that load through the contract (`report` in their declaration): each
+ * from the folder its report flag names (an error when it does not belong to the run), else from
+ * its folder in the run (left out with the reason when it does not belong). Null when none is present.
+ */
+async function contractAnalyses(abs: string, manifest: RunManifest, samples: SampleRow[], opts: LoadOptions, omitted: string[]): Promise<Record<string, unknown> | null> {
+  const out: Record<string, unknown> = {};
+  for (const a of ANALYSES) {
+    const r: AnalysisReport | undefined = 'report' in a ? a.report : undefined;
+    if (!r) continue;
+    const given = 'reportFlag' in a && a.reportFlag ? opts[flagOption(a.reportFlag.name) as `${string}Dir`] : undefined;
+    let data: unknown;
+    if (given !== undefined) data = await r.load(abs, manifest, samples, path.resolve(given));
+    else {
+      try {
+        data = await r.load(abs, manifest, samples, undefined);
+      } catch (e) {
+        if (!(e instanceof ProvenanceError)) throw e;
+        omitted.push(`${r.what} left out: ${e.message}`);
+        data = null;
+      }
+    }
+    if (data !== null && data !== undefined) out[r.payloadKey] = r.payload(data);
+  }
+  return Object.keys(out).length ? out : null;
 }
 
 export type { WandaMatrix };

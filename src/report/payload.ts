@@ -310,6 +310,8 @@ export function runPayload(model: ReportModel): RunPayload {
     ablate,
     eval: ev,
     verdicts: verdictTables(model, ablate),
+    // the analyses that load through the contract, by payload key (src/analysis/registry.ts)
+    ...(model.analyses ?? {}),
   };
 }
 

@@ -27,12 +27,17 @@ import { createHash } from 'node:crypto';
 import * as path from 'node:path';
 import { LobesError } from './errors.js';
 import { LOBES_VERSION } from '../version.js';
+import type { MarkedAnalysisId } from '../analysis/registry.js';
 
 /** The marker file inside every lobes output folder. */
 export const OUTPUT_MARKER = '.lobes-output.json';
 
-/** Kinds of output folders lobes writes (one per command that writes a folder). */
-export type OutputKind = 'wanda' | 'cluster' | 'eval' | 'attend' | 'figures' | 'convert' | 'extract' | 'swap';
+/**
+ * Kinds of output folders lobes writes (one per command that writes a folder): every registered
+ * analysis whose folder carries the marker (src/analysis/registry.ts), and the outputs that are no
+ * analysis of a run. A type-only import: util/ imports nothing at run time from above it.
+ */
+export type OutputKind = MarkedAnalysisId | 'figures' | 'convert' | 'extract';
 
 /** The content of the marker file. */
 export interface OutputMarker {

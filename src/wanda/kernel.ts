@@ -16,33 +16,8 @@ import { bf16AbsTable, halfAbsTable, halfArrayToFloat } from '../util/half.js';
 import { simdKernel } from './simd.js';
 import { dequantizeBlocks, ggmlType, ggmlTypeName } from '../formats/ggml.js';
 
-export type DenseDtype = 'F32' | 'F16' | 'BF16';
-
-/** Bytes held in a file range, or in memory (inline ONNX initializers). */
-export type ByteRange = { file: string; offset: number; byteLength: number } | { bytes: Uint8Array };
-
-export interface DenseWeight {
-  kind: 'dense';
-  /** Tensor/initializer name (for messages). */
-  tensor: string;
-  dtype: DenseDtype;
-  /** 'out_in': [d_out, d_in] row-major (HF, Gemm transB=1); 'in_out': [d_in, d_out] (ONNX MatMul). */
-  layout: 'out_in' | 'in_out';
-  data: ByteRange;
-}
-
-export interface NBitsWeight {
-  kind: 'nbits';
-  tensor: string;
-  /** B: uint8 [N = d_out, nBlocks, blobSize], blobSize = blockSize * bits / 8. */
-  data: ByteRange;
-  /** scales: [N * nBlocks] (or [N, nBlocks]) in F32 or F16. */
-  scales: { tensor: string; dtype: 'F32' | 'F16'; data: ByteRange };
-  /** zero points: packed uint8 ([N, ceil(nBlocks * bits / 8)]) or unpacked float [N * nBlocks]. Absent: 2^(bits-1). */
-  zeroPoints?: { tensor: string; dtype: 'U8' | 'F32' | 'F16'; data: ByteRange };
-  bits: number;
-  blockSize: number;
-}
+export type { DenseDtype, ByteRange, DenseWeight, NBitsWeight } from '../runtime/weights.js';
+import type { DenseDtype, ByteRange, DenseWeight, NBitsWeight } from '../runtime/weights.js';
 
 /** A weight stored as GGML blocks in a GGUF file: rows are outputs (HF layout), each dIn / blockSize blocks. */
 export interface GgmlWeight {

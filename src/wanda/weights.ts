@@ -1,5 +1,6 @@
 /**
- * Weight sources: which matrices to score and where their bytes are.
+ * Weight sources: which matrices to score and where their bytes are (an ONNX initializer's
+ * bytes and storage are located by src/runtime/weights.ts, shared with the lens).
  *
  *  - the run's capture points decide the matrices: each layer site names the projections
  *    reading it (src/hooks.ts): `layers.{i}.mlp.in` feeds gate_proj and up_proj,
@@ -21,9 +22,10 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import * as path from 'node:path';
 import { LobesError } from '../util/errors.js';
 import { readSafetensorsHeader, type StHeader } from '../formats/safetensors.js';
-import type { MatrixRef, DenseDtype, ByteRange, WeightSource } from './kernel.js';
+import type { MatrixRef, DenseDtype } from './kernel.js';
+import { onnxWeightSource } from '../runtime/weights.js';
 import type { ProjectionRef } from '../runtime/types.js';
-import { DataType, type LoadedModel, type TensorProto } from '../onnx/index.js';
+import type { LoadedModel } from '../onnx/index.js';
 import { HOOK_SITES, parseHook, siteModule, siteProjections } from '../hooks.js';
 import { openGgufLlama } from '../convert/gguf-llama.js';
 
@@ -180,73 +182,6 @@ function fusedMlpPart(w: WantedMatrix): { tensor: string; part: 0 | 1 } | null {
 
 // ---------------------------------------------------------------------------------------
 // ONNX models
-
-const ONNX_FLOAT: Record<number, DenseDtype> = { 1: 'F32', 10: 'F16', 16: 'BF16' };
-
-/** Where an initializer's bytes are: its external-data range, a range of the graph file, or a copy. */
-export function initializerRange(m: LoadedModel, name: string): ByteRange {
-  const ext = m.external.get(name);
-  if (ext) return { file: ext.path, offset: ext.offset, byteLength: ext.length };
-  const t = m.initializers.get(name);
-  if (!t) throw new LobesError(`initializer ${JSON.stringify(name)} not found`, { file: m.file });
-  const raw = t.rawData;
-  if (raw && raw.buffer === m.bytes.buffer) {
-    const offset = raw.byteOffset - m.bytes.byteOffset;
-    if (offset >= 0 && offset + raw.byteLength <= m.bytes.byteLength) return { file: m.file, offset, byteLength: raw.byteLength };
-  }
-  if (raw) return { bytes: raw.slice() };
-  if (t.floatData) return { bytes: new Uint8Array(t.floatData.buffer.slice(t.floatData.byteOffset, t.floatData.byteOffset + t.floatData.byteLength)) };
-  if (t.int32Data && (t.dataType === DataType.FLOAT16 || t.dataType === DataType.BFLOAT16)) {
-    const u = new Uint16Array(t.int32Data.length);
-    t.int32Data.forEach((v, i) => (u[i] = Number(v) & 0xffff));
-    return { bytes: new Uint8Array(u.buffer) };
-  }
-  if (t.int32Data && t.dataType === DataType.UINT8) return { bytes: Uint8Array.from(t.int32Data, (v) => Number(v) & 0xff) };
-  throw new LobesError(`initializer ${JSON.stringify(name)} has no data this reader understands`, { file: m.file });
-}
-
-function initializer(m: LoadedModel, name: string, what: string): TensorProto {
-  const t = m.initializers.get(name);
-  if (!t) throw new LobesError(`${what} initializer ${JSON.stringify(name)} not found`, { file: m.file, hint: 'the graph does not hold this weight as an initializer' });
-  return t;
-}
-
-/** Weight source of one ProjectionRef. */
-export function onnxWeightSource(m: LoadedModel, p: ProjectionRef): WeightSource {
-  const where = `initializer ${JSON.stringify(p.weight)}`;
-  const t = initializer(m, p.weight, p.proj);
-  if (p.layout === 'nbits') {
-    if (t.dataType !== DataType.UINT8) throw new LobesError(`MatMulNBits weight has type ${t.dataType}, expected uint8`, { file: m.file, where });
-    if (!p.scales) throw new LobesError('MatMulNBits weight without scales', { file: m.file, where });
-    const st = initializer(m, p.scales, 'scales');
-    const sdt = st.dataType === DataType.FLOAT ? 'F32' : st.dataType === DataType.FLOAT16 ? 'F16' : null;
-    if (!sdt) throw new LobesError(`MatMulNBits scales of type ${st.dataType} are not supported (float32 or float16)`, { file: m.file, where: p.scales });
-    let zeroPoints: { tensor: string; dtype: 'U8' | 'F32' | 'F16'; data: ByteRange } | undefined;
-    if (p.zeroPoints) {
-      const zt = initializer(m, p.zeroPoints, 'zero points');
-      const zdt = zt.dataType === DataType.UINT8 ? 'U8' : zt.dataType === DataType.FLOAT ? 'F32' : zt.dataType === DataType.FLOAT16 ? 'F16' : null;
-      if (!zdt) throw new LobesError(`MatMulNBits zero points of type ${zt.dataType} are not supported`, { file: m.file, where: p.zeroPoints });
-      zeroPoints = { tensor: p.zeroPoints, dtype: zdt, data: initializerRange(m, p.zeroPoints) };
-    }
-    return {
-      kind: 'nbits',
-      tensor: p.weight,
-      data: initializerRange(m, p.weight),
-      scales: { tensor: p.scales, dtype: sdt, data: initializerRange(m, p.scales) },
-      zeroPoints,
-      bits: p.bits ?? 4,
-      blockSize: p.blockSize ?? 32,
-    };
-  }
-  const dtype = ONNX_FLOAT[t.dataType ?? 0];
-  if (!dtype) throw new LobesError(`weight of ONNX type ${t.dataType} is not supported (float32, float16, bfloat16, or MatMulNBits)`, { file: m.file, where });
-  const dims = t.dims.map(Number);
-  const expect = p.layout === 'in_out' ? [p.dIn, p.dOut] : [p.dOut, p.dIn];
-  if (dims.length !== 2 || dims[0] !== expect[0] || dims[1] !== expect[1]) {
-    throw new LobesError(`initializer shape ${JSON.stringify(dims)} does not match the ${p.layout} layout of [d_out=${p.dOut}, d_in=${p.dIn}]`, { file: m.file, where });
-  }
-  return { kind: 'dense', tensor: p.weight, dtype, layout: p.layout, data: initializerRange(m, p.weight) };
-}
 
 /**
  * Matrices of an ONNX model for the wanted list, from the capture points' ProjectionRefs

@@ -85,7 +85,7 @@ const SLICES: Slice[] = [
     doc: 'docs/datasets.md',
     name: (copy) => ['socialeval:DIR', `socialeval:${copy}`],
     files: /^\[1,-1\]_/,
-    why: 'lobes swap with its defaults on every English item (1,985 swapped samples) took 211 s of the suite; the files of one orientation ([1,-1], 265 English items, 265 swapped) hold all 5 aspects on both sides of the swap, at least 27 per class, enough for the nested 5-fold CV, and the page checks that its commands run as written, which does not depend on the item count (the analysis itself is checked on planted data in test/cluster/swap.test.ts)',
+    why: 'lobes swap with its defaults on every English item (1,985 swapped samples) took 211 s of the suite; the files of one orientation ([1,-1], 265 English items, 265 swapped) hold all 5 aspects on both sides of the swap, at least 27 per class, enough for the nested 5-fold CV, and the page checks that its commands run as written, which does not depend on the item count (the analysis itself is checked on planted data in test/swap/swap.test.ts)',
   },
   {
     doc: 'docs/findings-ablation.md',
@@ -179,8 +179,8 @@ const SKIPS: Skip[] = [
   { doc: 'docs/scale.md', has: '--install-vulkan-from', reason: 'needs libvulkan from a user\'s download' },
   { doc: 'docs/scale.md', has: 'lobes doctor --device webgpu', reason: 'needs a GPU adapter' },
   { doc: 'docs/findings-ablation.md', has: '--out runs/abl/zh-minus', reason: 'reads the findings run runs/findings/zh-qr, which bench/findings-smollm2.sh makes (every Chinese item, hours); the page\'s first block runs the same kind of ablation from its own extraction' },
-  { doc: 'docs/findings-swap.md', has: '--out runs/swap/en-swap-ctl', reason: 'reads runs/swap/smollm2-fp32, which bench/swap-smollm2.sh makes, and extracts 1,200 texts through its random-weights control (400 s on a shared 2-core machine); extract --control random is checked in test/extract-run/control.test.ts, and on a generated model beside lobes swap --control in test/cluster/swap.test.ts' },
-  { doc: 'docs/findings-swap.md', has: '--control runs/swap/en-swap-ctl', reason: 'reads the runs bench/swap-smollm2.sh and the command above make (the analysis of both took 408 s); lobes swap --control runs on a generated model and its control in test/cluster/swap.test.ts' },
+  { doc: 'docs/findings-swap.md', has: '--out runs/swap/en-swap-ctl', reason: 'reads runs/swap/smollm2-fp32, which bench/swap-smollm2.sh makes, and extracts 1,200 texts through its random-weights control (400 s on a shared 2-core machine); extract --control random is checked in test/extract-run/control.test.ts, and on a generated model beside lobes swap --control in test/swap/swap.test.ts' },
+  { doc: 'docs/findings-swap.md', has: '--control runs/swap/en-swap-ctl', reason: 'reads the runs bench/swap-smollm2.sh and the command above make (the analysis of both took 408 s); lobes swap --control runs on a generated model and its control in test/swap/swap.test.ts' },
   { doc: 'docs/findings-ablation.md', has: '--out runs/abl/en-full --random 10', reason: 'every English item (1,985) × 12 passes: minutes even on the tiny stand-in model; the page\'s first block runs the same kind of ablation with --limit' },
 ];
 

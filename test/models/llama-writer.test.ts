@@ -23,7 +23,7 @@ import { readFileRange } from '../../src/util/io.js';
 import { loadModel } from '../../src/onnx/index.js';
 import { analyseModel, openCaptureEngine } from '../../src/runtime/engine.js';
 import { padBatch } from '../../src/runtime/batching.js';
-import { onnxWeightSource } from '../../src/wanda/weights.js';
+import { onnxWeightSource } from '../../src/runtime/weights.js';
 import { dequantizeNBits } from '../../src/wanda/kernel.js';
 import { LobesError } from '../../src/util/errors.js';
 import {

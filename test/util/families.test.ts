@@ -8,7 +8,7 @@
 import { describe, expect, it } from 'vitest';
 import { declareFamily } from '../../src/util/families.js';
 import { adjustFamilies } from '../../src/cluster/multiplicity.js';
-import { adjustConditional } from '../../src/cluster/swap.js';
+import { adjustConditional } from '../../src/swap/swap.js';
 import type { ClusterMetrics } from '../../src/cluster/types.js';
 
 describe('a declared family', () => {

@@ -8,7 +8,7 @@ import * as path from 'node:path';
 import { writeFileSync } from 'node:fs';
 import * as ort from 'onnxruntime-node';
 import { DataType, loadModel, makeGraph, makeModel, makeNode, makeTensor, makeValueInfo, writeModel } from '../../src/onnx/index.js';
-import { onnxWeightSource } from '../../src/wanda/weights.js';
+import { onnxWeightSource } from '../../src/runtime/weights.js';
 import { columnBlockSums, dequantizeNBits, type MatrixRef } from '../../src/wanda/kernel.js';
 import { floatArrayToHalf, halfToFloat } from '../../src/util/half.js';
 import { Rng } from '../../src/util/rng.js';

@@ -5,35 +5,17 @@
  * inlined Plotly, and exposes `window.lobesReport` (api.ts) for figure export and tests.
  *
  * Sections: each is a module in sections/ exporting a Section (section.ts): a title, an anchor
- * id and a render(page, root) that fills its <section>. To add one (say an evaluation or an
- * attention section), write sections/NAME.ts and add it to SECTIONS below, where the page shows
- * it. A section registers its figures in page.figures (they become exportable by id) and pushes
+ * id and a render(page, root) that fills its <section>. Their order is the analysis registry's
+ * (src/analysis/registry.ts): an analysis declares its sections, and sections.gen.ts, generated
+ * from the registry (`npx tsx src/analysis/generate.ts`), lists them in page order. A section registers its figures in page.figures (they become exportable by id) and pushes
  * the promise of every figure drawn at load onto page.ready.
  */
 import type { PagePayload } from '../types.js';
 import type { LobesReportApi } from './api.js';
-import type { Section } from './section.js';
 import { createPage } from './page.js';
 import { addSection, compareVerdictTable, el, verdictTable } from './dom.js';
 import { contentsBar, enhanceTables } from './tables.js';
-import { scatterSection } from './sections/scatter.js';
-import { regionsSection } from './sections/regions.js';
-import { metricsSection } from './sections/metrics.js';
-import { provenanceSection } from './sections/provenance.js';
-import { attentionSection } from './sections/attention.js';
-import { evalSection } from './sections/eval.js';
-import { ablateSection } from './sections/ablate.js';
-
-/** The page's sections, in page order. */
-const SECTIONS: Section[] = [
-  scatterSection,
-  regionsSection,
-  metricsSection,
-  attentionSection,
-  evalSection,
-  ablateSection,
-  provenanceSection,
-];
+import { SECTIONS } from './sections.gen.js';
 
 const START_MS = performance.now();
 const data = JSON.parse(document.getElementById('lobes-data')!.textContent!) as PagePayload;

@@ -40,21 +40,21 @@ import { Rng, hash32 } from '../util/rng.js';
 import { compareHooks, parseHook, sitePool } from '../hooks.js';
 import type { RunReader } from '../store/types.js';
 import { hashItems } from '../store/provenance.js';
-import type { Chance, ClassifierMetrics, DifferenceCI } from './types.js';
-import { chanceOf, runProbe, type MeasureContext, type MetricSample } from './measure.js';
-import { pairedBootstrap } from './paired.js';
-import { blockKey, probeSettings, type Block, type RepeatedCv } from './probecv.js';
+import type { Chance, ClassifierMetrics, DifferenceCI } from '../cluster/types.js';
+import { chanceOf, runProbe, type MeasureContext, type MetricSample } from '../cluster/measure.js';
+import { pairedBootstrap } from '../cluster/paired.js';
+import { blockKey, probeSettings, type Block, type RepeatedCv } from '../cluster/probecv.js';
 import { swapFolder } from './store.js';
-import type { ClusterPool } from './pool.js';
-import type { WordFeatures } from './baseline.js';
-import type { ScoreName } from './scores.js';
+import type { ClusterPool } from '../cluster/pool.js';
+import type { WordFeatures } from '../cluster/baseline.js';
+import type { ScoreName } from '../cluster/scores.js';
 import { crossChance } from '../data/swap.js';
-import { cellsOf, exchangeability, stratifiedPermutations, type Exchangeability } from './conditional.js';
+import { cellsOf, exchangeability, stratifiedPermutations, type Exchangeability } from '../cluster/conditional.js';
 import { GROUP_AXIS } from '../data/generic.js';
-import { nullOptions, probeNullScores, withNull } from './space.js';
+import { nullOptions, probeNullScores, withNull } from '../cluster/space.js';
 import { familyVerdicts, planPermutations, type PermutationPlan, type Verdict } from '../util/resolution.js';
 import { declareFamily, type FamilyRecord } from '../util/families.js';
-import type { MetricWithCI } from './types.js';
+import type { MetricWithCI } from '../cluster/types.js';
 
 /** One capture point of the analysis: how to read its rows. */
 export interface SwapPointSource {
@@ -433,7 +433,7 @@ export async function swapInputOf(run: RunReader, modelDir: string | undefined, 
     .sort((a, b) => (a.hook!.layer ?? Infinity) - (b.hook!.layer ?? Infinity) || compareHooks(a.hook!, b.hook!));
   if (pick) for (const p of pick) if (!hooks.some((x) => x.h.name === p)) throw new LobesError(`the run has no capture point ${p} (final.hidden, final.mean, layers.{i}.resid_out, layers.{i}.resid_out.mean)`, { file: run.dir });
   if (hooks.length === 0) throw new LobesError('the run has no final or residual-stream capture points', { file: run.dir, hint: 'extract with --capture final,resid,mean' });
-  const { wordFeatures } = await import('./baseline.js');
+  const { wordFeatures } = await import('../cluster/baseline.js');
   const w = withWords ? await wordFeatures(run, rows, modelDir) : { features: [], notes: [] };
   return {
     question: Array.from(rows, (r) => run.samples[r].labels.question_aspect),

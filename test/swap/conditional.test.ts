@@ -13,8 +13,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { exchangeability, stratifiedPermutations } from '../../src/cluster/conditional.js';
-import { swapAnalysis, type SwapInput, type SwapResult } from '../../src/cluster/swap.js';
-import { summaryLines, swapCsv, SWAP_CSV_HEADER } from '../../src/cluster/swap-run.js';
+import { swapAnalysis, type SwapInput, type SwapResult } from '../../src/swap/swap.js';
+import { summaryLines, swapCsv, SWAP_CSV_HEADER } from '../../src/swap/run.js';
 import { Rng } from '../../src/util/rng.js';
 
 describe('stratified permutations', () => {
@@ -175,7 +175,7 @@ describe('the conditional test on planted states', () => {
   });
 
   it('sizes its permutations to the family by default, and takes a given count', async () => {
-    const { conditionalPlan } = await import('../../src/cluster/swap.js');
+    const { conditionalPlan } = await import('../../src/swap/swap.js');
     // 10 tests need 199 permutations; the default is held at 100 and read on z's normal approximation
     expect(conditionalPlan(10, {})).toMatchObject({ R: 100, needed: 199, sizing: 'capped' });
     expect(conditionalPlan(2, {})).toMatchObject({ R: 39, needed: 39, sizing: 'sized' });

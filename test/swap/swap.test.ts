@@ -10,8 +10,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { swapAnalysis, type SwapInput, type SwapResult } from '../../src/cluster/swap.js';
-import { ciSide, runSwap } from '../../src/cluster/swap-run.js';
+import { swapAnalysis, type SwapInput, type SwapResult } from '../../src/swap/swap.js';
+import { ciSide, runSwap } from '../../src/swap/run.js';
 import { runExtract } from '../../src/extract/run.js';
 import { ensureGeneratedModel } from '../../src/models/write.js';
 import { Rng } from '../../src/util/rng.js';
@@ -185,7 +185,7 @@ describe('lobes swap on an extracted swap composition', () => {
     // other states than the trained run's, the same labels
     expect(ctr.points[1]!.question.probe.balancedAccuracy.value).not.toBe(withCtl.result.points[1]!.question.probe.balancedAccuracy.value);
     expect(ctr.points[1]!.response.conditional.exchangeable).toEqual(withCtl.result.points[1]!.response.conditional.exchangeable);
-    const { summaryLines } = await import('../../src/cluster/swap-run.js');
+    const { summaryLines } = await import('../../src/swap/run.js');
     expect(summaryLines(withCtl.result).filter((l) => l.includes('random-weights control:'))).toHaveLength(4);
     expect(readFileSync(path.join(dir, 'swap-ctl', 'swap.csv'), 'utf8')).toMatch(/^control:final\.hidden,last,,response,conditional:balanced_accuracy,/m);
     // the control's manifest, samples table and chunk index are inputs of the output's lineage: a change to one makes it stale

@@ -1,6 +1,6 @@
 /**
  * The `lobes swap` command's job: open a run of a question/response swap composition, run the
- * swap analysis (src/cluster/swap.ts) and write RUN/swap/ whole (writeDirAtomic):
+ * swap analysis (src/swap/swap.ts) and write RUN/swap/ whole (writeDirAtomic):
  *
  *   settings.json   the run's provenance and the probe settings
  *   swap.json       SwapResult: chance levels, crossChance (descriptive), the words' probes, every
@@ -19,12 +19,12 @@ import { analysisProvenance } from '../store/provenance.js';
 import { defaultThreads } from '../util/worker.js';
 import { LOBES_VERSION } from '../version.js';
 import type { RunReader } from '../store/types.js';
-import { baselineModelDir, baselineModelInput } from './baseline.js';
+import { baselineModelDir, baselineModelInput } from '../cluster/baseline.js';
 import { otherRunInputs, runInputs } from '../store/lineage.js';
 import * as path from 'node:path';
-import { ClusterPool } from './pool.js';
+import { ClusterPool } from '../cluster/pool.js';
 import { checkSwapControl, swapAnalysis, swapDir, swapInputOf, type ScoreDifferences, type SwapOptions, type SwapResult } from './swap.js';
-import type { MetricWithCI } from './types.js';
+import type { MetricWithCI } from '../cluster/types.js';
 import type { ConditionalTest, Label, SwapPointResult } from './swap.js';
 import { verdictNumbers } from '../util/resolution.js';
 

@@ -13,7 +13,7 @@ import { repeatedCv } from '../../src/cluster/probecv.js';
 import { nullOptions, probeNullScores } from '../../src/cluster/space.js';
 import { permutationP } from '../../src/cluster/metrics.js';
 import { classScores } from '../../src/cluster/scores.js';
-import { swapAnalysis, type SwapInput } from '../../src/cluster/swap.js';
+import { swapAnalysis, type SwapInput } from '../../src/swap/swap.js';
 import { Rng } from '../../src/util/rng.js';
 
 const K = 5;
