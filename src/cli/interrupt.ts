@@ -1,9 +1,10 @@
 /**
- * Ctrl-C as a cancellation for the commands whose jobs resume (extract, eval, attend, ablate).
+ * Ctrl-C as a cancellation: for the commands whose jobs resume (extract, eval, attend, ablate)
+ * and for the analyses that write once, at the end (wanda, cluster, swap).
  *
- * The first SIGINT or SIGTERM aborts the command's AbortSignal: the job stops before its next
+ * The first SIGINT or SIGTERM aborts the command's AbortSignal: a job stops before its next
  * chunk, releases its lock and leaves its folder as a kill would, so the same command again
- * resumes it. The command then fails with E_ABORTED and exits 130 (SIGINT) or 143 (SIGTERM), the
+ * resumes it; an analysis stops at its next stage boundary and writes nothing. The command then fails with E_ABORTED and exits 130 (SIGINT) or 143 (SIGTERM), the
  * shell's codes for a process ended by that signal. A second signal ends the process at once,
  * for a user who will not wait for the chunk in progress; that too leaves the folder resumable.
  */

@@ -4,6 +4,7 @@ import { runWanda, DEFAULT_PERMUTATIONS, MAX_SIZED_PERMUTATIONS } from '../wanda
 import type { TopSpec } from '../wanda/regions.js';
 import { verdictTable, verdictTableLines } from '../report/verdict.js';
 import { OUTPUT_OPTIONS, QUIET_TEXT, helpLine } from './options.js';
+import { interruptSignal } from './interrupt.js';
 
 const USAGE =
   'lobes wanda RUN [--model DIR|FILE.gguf] [--by LABEL] [--block 256|auto] [--top FRACTION] [--top-count N] [--scope matrix|layer|global] [--permutations R] [--seed N] [--group AXIS|none] [--resolution block|weight] [--sweep all|BLOCKS/TOPS] [--threads N] [--json] [--quiet]';
@@ -106,6 +107,7 @@ export async function run(argv: string[]): Promise<number> {
       : { kind: 'fraction', value: numOption(v.top, '--top', 0.1, 0, 1), scope };
   const resolution = v.resolution ?? 'block';
   const res = await runWanda(p.positionals[0], {
+    signal: interruptSignal('wanda'),
     weights: v['weights-from'] ?? v.model,
     by: v.by,
     group: v.group === 'none' ? null : v.group,

@@ -19,7 +19,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import * as path from 'node:path';
 import { csvField } from '../util/csv.js';
-import { LobesError, UsageError } from '../util/errors.js';
+import { LobesError, UsageError, throwIfAborted } from '../util/errors.js';
 import { Progress } from '../util/progress.js';
 import { checkRegularFile, writeDirAtomic } from '../util/io.js';
 import { checkOutputDir } from '../util/output.js';
@@ -117,6 +117,8 @@ export interface ClusterOptions {
   quiet?: boolean;
   /** Write nothing (library use). */
   noWrite?: boolean;
+  /** Cancels between stages (PCA, t-SNE, baselines, controls, sweep): a LobesError with code E_ABORTED; nothing is written. */
+  signal?: AbortSignal;
 }
 
 export interface ClusterResult {
@@ -359,7 +361,12 @@ export async function runCluster(input: RunReader | string, opts: ClusterOptions
   checkPerplexity(perplexity, inp.n);
   // the output folder is checked before the long stages too (writeOutputs checks it again)
   if (!opts.noWrite) checkOutputDir(inp.outDir, 'cluster');
-  laps.lap('load');
+  // a stage ends: its time taken, and the job cancelled here when opts.signal asks (nothing is written before the end)
+  const stage = (name: string) => {
+    laps.lap(name);
+    throwIfAborted(opts.signal, 'lobes cluster', `after its ${name} stage`);
+  };
+  stage('load');
   const coded = encodeLabels(inp.labels);
   // worker threads for PCA, kNN and the gradient (results do not depend on their number)
   const threads = opts.threads ?? (await defaultThreads());
@@ -369,9 +376,9 @@ export async function runCluster(input: RunReader | string, opts: ClusterOptions
   if (inp.leftOut) say(`left out ${inp.leftOut.count} of ${inp.leftOut.of} items without a value on ${inp.labelsWhere} (${Object.entries(inp.leftOut.values).map(([v, c]) => `${v}: ${c}`).join(', ')}); the analysis compares the other ${inp.n}`);
   try {
     const features = await reduce(st);
-    laps.lap('pca');
+    stage('pca');
     const emb = await embed(st, features, perplexity, threads);
-    laps.lap('tsne');
+    stage('tsne');
     say(`KL divergence ${emb.kl.toFixed(4)}`);
     const sample = metricSample(st);
     const ctx = context(st);
@@ -388,7 +395,7 @@ export async function runCluster(input: RunReader | string, opts: ClusterOptions
       extra.notes.push(...b.notes);
       items.baselines = b.items;
       for (const n of b.notes) say(n);
-      laps.lap('baselines');
+      stage('baselines');
     }
     if (inp.run && opts.baselines !== false && opts.lengthControl !== false) {
       // the length control: the items' token counts from the samples table (no model folder needed)
@@ -401,7 +408,7 @@ export async function runCluster(input: RunReader | string, opts: ClusterOptions
       extra.notes.push(...lc.notes);
       if (lc.items.length) items.controls = lc.items;
       for (const n of lc.notes) say(n);
-      laps.lap('length-control');
+      stage('length-control');
     }
     if (opts.sweep) {
       // a mean-pooled point sweeps the mean-pooled stream, so that every layer is read the same way
@@ -409,13 +416,14 @@ export async function runCluster(input: RunReader | string, opts: ClusterOptions
       extra.sweep = sw.sweep;
       extra.comparisons.push(...sw.comparisons);
       items.sweep = sw.items;
-      laps.lap('sweep');
+      stage('sweep');
     }
     for (const n of gridEdgeNotes(sep.spaces, [...extra.baselines, ...extra.controls])) {
       extra.notes.push(n);
       say(`warning: ${n}`);
     }
     const result = clusterResult(st, perplexity, features, emb, sample, sep.spaces, extra);
+    throwIfAborted(opts.signal, 'lobes cluster', 'before writing its outputs');
     if (!opts.noWrite) {
       result.outDir = inp.outDir;
       const inputs = inp.run ? [...runInputs(inp.run), ...baselineModelInput(inp.run, baselineDir)] : matrixInputs(inp, opts);

@@ -11,6 +11,7 @@
  *
  * and the plain-words summary `summaryLines` prints: per point, the conditional test's verdict.
  */
+import { throwIfAborted } from '../util/errors.js';
 import { writeDirAtomic } from '../util/io.js';
 import { writeSwapFiles } from './store.js';
 import { checkOutputDir } from '../util/output.js';
@@ -38,6 +39,8 @@ export interface RunSwapOptions extends SwapOptions {
   noWrite?: boolean;
   /** A random-weights control run of the same samples: the same probes and conditional tests on it. */
   control?: RunReader | string;
+  /** Cancels between its analyses (the run's, then the control's) and before the writes: a LobesError with code E_ABORTED; nothing is written. */
+  signal?: AbortSignal;
 }
 
 /** Run the swap analysis on a run and write RUN/swap/ (or opts.out). */
@@ -63,7 +66,9 @@ export async function runSwap(input: RunReader | string, opts: RunSwapOptions = 
   const pool = threads > 1 ? await ClusterPool.start(threads - 1) : null;
   let result: SwapResult;
   try {
+    throwIfAborted(opts.signal, 'lobes swap', 'before its analysis');
     result = await swapAnalysis(inp, { ...opts, pool });
+    throwIfAborted(opts.signal, 'lobes swap', cinp ? "before the control's analysis" : 'before writing its outputs');
     if (control && cinp) {
       const c = await swapAnalysis(cinp, { ...opts, pool, words: undefined });
       const info = control.manifest.model.control!;
@@ -72,6 +77,7 @@ export async function runSwap(input: RunReader | string, opts: RunSwapOptions = 
   } finally {
     await pool?.close();
   }
+  if (control) throwIfAborted(opts.signal, 'lobes swap', 'before writing its outputs');
   if (opts.noWrite) return { result, outDir: null };
   const settings = { ...result.settings, points: result.points.map((p) => p.point), words: result.words.map((w) => w.name), incrementalWords: result.incrementalWords, lobesVersion: LOBES_VERSION, provenance: analysisProvenance(run) };
   await writeDirAtomic(

@@ -17,7 +17,7 @@ import { nearest } from '../util/suggest.js';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import * as path from 'node:path';
 import { csvField } from '../util/csv.js';
-import { LobesError, UsageError } from '../util/errors.js';
+import { LobesError, UsageError, throwIfAborted } from '../util/errors.js';
 import { Progress } from '../util/progress.js';
 import { defaultThreads } from '../util/worker.js';
 import { checkRegularFile, writeDirAtomic } from '../util/io.js';
@@ -69,6 +69,7 @@ export interface WandaOptions {
   sweep?: boolean | { blocks?: number[]; tops?: number[] };
   /** No progress output. */
   quiet?: boolean;
+  signal?: AbortSignal; // cancels between stages (around the weight pass, before the sweep and the writes): E_ABORTED, nothing written
   /** Model information of the ONNX weights (default: inspectModel of the folder). */
   modelInfo?: ModelInfo;
 }
@@ -194,6 +195,7 @@ export async function runWanda(run: RunReader | string, opts: WandaOptions = {})
   r.sizing = wandaPermutationPlan(new Set(labels.filter((l) => l !== '')).size, opts.permutations);
   r.permutations = r.sizing.R;
   const located = await locateRunWeights(reader, opts);
+  throwIfAborted(opts.signal, 'lobes wanda', 'before the weight pass');
   const matrices = located.matrices;
   // No --block: the paper's 256 where every matrix has enough blocks for regions to be read, else auto.
   const auto = opts.block === 'auto' || opts.block === undefined;
@@ -213,12 +215,7 @@ export async function runWanda(run: RunReader | string, opts: WandaOptions = {})
     labels, itemGroups,
   };
   const settings: WandaSettings = {
-    by,
-    groups: [],
-    block: r.block,
-    blockCheck: check,
-    top: r.top,
-    statistic: 'rms',
+    by, groups: [], block: r.block, blockCheck: check, top: r.top, statistic: 'rms',
     permutations: r.permutations,
     sizing: r.sizing,
     seed: r.seed,
@@ -237,6 +234,7 @@ export async function runWanda(run: RunReader | string, opts: WandaOptions = {})
     throw e;
   }
   const { result, weightLevel } = analysed;
+  throwIfAborted(opts.signal, 'lobes wanda', 'after the weight pass, before the placement null'); // nothing written yet
   settings.groups = result.groups;
   const used = result.counts.reduce((a, b) => a + b, 0);
   settings.samples = { used, excluded: labels.length - used, ...(Object.keys(leftOut).length ? { leftOut } : {}) };
@@ -246,6 +244,7 @@ export async function runWanda(run: RunReader | string, opts: WandaOptions = {})
   if (weightLevel) correctWeightFamily(tested, weightLevel, { R: r.permutations, sizing: r.sizing.sizing });
   const metrics: WandaMetrics = weightLevel ? { ...tested, weightLevel } : tested;
   if (opts.sweep) {
+    throwIfAborted(opts.signal, 'lobes wanda', 'before the sensitivity sweep');
     const grid = opts.sweep === true ? {} : opts.sweep;
     const progress = new Progress({ label: 'wanda sensitivity sweep', total: (grid.blocks ?? SWEEP_BLOCKS).length * (grid.tops ?? SWEEP_TOPS).length, unit: 'configurations', quiet: opts.quiet });
     metrics.sensitivity = await sensitivitySweep(
@@ -261,6 +260,7 @@ export async function runWanda(run: RunReader | string, opts: WandaOptions = {})
   const replaced = describeReplaced(target, settings);
   // said even with --quiet: a replaced analysis is never silent
   if (replaced) process.stderr.write(`wanda: replacing ${target} (${replaced})\n`);
+  throwIfAborted(opts.signal, 'lobes wanda', 'before writing its outputs');
   await writeOutputs(target, settings, result, metrics, inputs);
   return { settings, regions: result.regions, metrics, dir: target };
 }

@@ -143,3 +143,21 @@ describe('lobes wanda command line', () => {
     }
   });
 });
+
+describe('cancelled through its AbortSignal', () => {
+  it('aborted before the weight pass, or once the pass is done: E_ABORTED, and RUN/wanda never written', async () => {
+    const { ck, run } = setup('abort');
+    const before = new AbortController();
+    before.abort();
+    await expect(runWanda(run, { weights: ck, block: 16, permutations: 0, quiet: true, signal: before.signal })).rejects.toMatchObject({ code: 'E_ABORTED', message: expect.stringMatching(/^lobes wanda was cancelled before the weight pass/) });
+    noPartialOutput(run);
+    // aborted while the pass runs: the job stops at the stage boundary after it
+    const during = new AbortController();
+    const p = runWanda(run, { weights: ck, block: 16, permutations: 0, quiet: true, signal: during.signal });
+    during.abort();
+    await expect(p).rejects.toMatchObject({ code: 'E_ABORTED' });
+    noPartialOutput(run);
+    const done = await runWanda(run, { weights: ck, block: 16, permutations: 0, quiet: true });
+    expect(existsSync(path.join(done.dir, 'regions.json'))).toBe(true);
+  });
+});
