@@ -9,8 +9,10 @@
  * for a user who will not wait for the chunk in progress; that too leaves the folder resumable.
  */
 
-/** The signal that interrupted this process, if one did. */
+/** The signal that interrupted the command running now, if one did. */
 let received: NodeJS.Signals | null = null;
+/** The handlers this module has put on the process, until releaseInterrupts takes them off. */
+const installed: ((signal: NodeJS.Signals) => void)[] = [];
 
 /** The exit code of a process ended by `signal` (128 + its number). */
 function signalExit(signal: NodeJS.Signals): number {
@@ -18,8 +20,10 @@ function signalExit(signal: NodeJS.Signals): number {
 }
 
 /**
- * An AbortSignal that SIGINT and SIGTERM abort, for the job `command` is about to run. A note on
- * stderr says what happens (always: a user pressing Ctrl-C should see that it was heard).
+ * An AbortSignal that SIGINT and SIGTERM abort, for the job `command` is about to run, until the
+ * command ends (cli/main.ts calls releaseInterrupts then, so a process that runs commands in turn,
+ * a test runner's, keeps its own signal handling). A note on stderr says what happens (always: a
+ * user pressing Ctrl-C should see that it was heard).
  */
 export function interruptSignal(command: string): AbortSignal {
   const ctl = new AbortController();
@@ -34,10 +38,20 @@ export function interruptSignal(command: string): AbortSignal {
   };
   process.on('SIGINT', on);
   process.on('SIGTERM', on);
+  installed.push(on);
   return ctl.signal;
 }
 
 /** The exit code for a failure: 130 / 143 when a signal interrupted the job, else `code`. */
 export function interruptedExitCode(code: number): number {
   return received ? signalExit(received) : code;
+}
+
+/** Take this module's handlers off the process and forget any signal received (at a command's end). */
+export function releaseInterrupts(): void {
+  for (const on of installed.splice(0)) {
+    process.off('SIGINT', on);
+    process.off('SIGTERM', on);
+  }
+  received = null;
 }

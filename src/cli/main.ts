@@ -9,7 +9,7 @@
 import { isLobesError, systemError } from '../util/errors.js';
 import { LOBES_VERSION } from '../version.js';
 import { nearest } from '../util/suggest.js';
-import { interruptedExitCode } from './interrupt.js';
+import { interruptedExitCode, releaseInterrupts } from './interrupt.js';
 import { ANALYSES } from '../analysis/registry.js';
 
 type Command = { summary: string; load: () => Promise<{ run(argv: string[]): Promise<number> }> };
@@ -77,6 +77,9 @@ export async function main(argv: string[]): Promise<number> {
     if (wantsJson(rest)) process.stdout.write(JSON.stringify({ error: { code: 'E_INTERNAL', message: `internal error: ${String(err?.message ?? err).split('\n')[0]}`, file: null, where: null, hint: 'set LOBES_DEBUG=1 for the stack trace', exitCode: 70 } }) + '\n');
     if (process.env.LOBES_DEBUG && err?.stack) process.stderr.write(err.stack + '\n');
     return 70;
+  } finally {
+    // the command's Ctrl-C handlers end with it (src/cli/interrupt.ts)
+    releaseInterrupts();
   }
 }
 

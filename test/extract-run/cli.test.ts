@@ -2,7 +2,7 @@
  * End to end through the command line with the real pieces: the built-in model
  * (models/tiny-llama), the built-in dataset, ONNX Runtime on CPU.
  */
-import { describe, it, expect, beforeAll, afterAll } from 'vitest';
+import { describe, it, expect, beforeAll, afterAll, vi } from 'vitest';
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, existsSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -133,6 +133,17 @@ describe.skipIf(!HAVE)('lobes extract / merge on the built-in model', () => {
     expect(r.code, r.stderr).toBe(0);
     expect(diffTrees(single, out, 'activations')).toEqual([]);
     expect(readFileSync(path.join(out, 'samples.jsonl'))).toEqual(readFileSync(path.join(single, 'samples.jsonl')));
+  });
+
+  it('a command run in-process leaves no signal handler behind (a test runner or a host keeps its own Ctrl-C)', async () => {
+    const { main } = await import('../../src/cli/main.js');
+    const before = [process.listenerCount('SIGINT'), process.listenerCount('SIGTERM')];
+    const err = vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
+    // the finished run again: the job starts (its handlers go on), finds it complete and ends
+    const code = await main(['extract', ...COMMON, '--out', single]);
+    err.mockRestore();
+    expect(code).toBe(0);
+    expect([process.listenerCount('SIGINT'), process.listenerCount('SIGTERM')]).toEqual(before);
   });
 
   it('three Slurm array tasks (--shard auto, ids 1..3, run concurrently) merged equal the single run', async () => {
