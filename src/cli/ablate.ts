@@ -1,4 +1,4 @@
-import { parseCommand, intOption } from './args.js';
+import { parseCommand, intOption, requireValues } from './args.js';
 import { UsageError } from '../util/errors.js';
 import { INTERVENE_HELP, INTERVENE_OPTION, interventionsOf } from './intervene.js';
 import { DEVICE_OPTIONS, FORCE_OPTION, HELP, LIMIT_OPTIONS, MODEL_OPTIONS, OUTPUT_OPTIONS, deviceOf, limitOf } from './options.js';
@@ -90,15 +90,15 @@ export async function run(argv: string[]): Promise<number> {
       minus: { type: 'string' },
       data: { type: 'string' },
       out: { type: 'string' },
-      task: { type: 'string', choices: ['continuation', 'iae'] },
-      scoring: { type: 'string', choices: ['letter', 'cloze'] },
-      metric: { type: 'string', choices: ['acc', 'acc_norm', 'acc_mutual_info'] },
+      task: { type: 'string', choices: ['continuation', 'iae'] as const },
+      scoring: { type: 'string', choices: ['letter', 'cloze'] as const },
+      metric: { type: 'string', choices: ['acc', 'acc_norm', 'acc_mutual_info'] as const },
       random: { type: 'string' },
       top: { type: 'string' },
       magnitude: { type: 'boolean' },
       shuffled: { type: 'string', bare: String(SHUFFLED_DEFAULT) },
       'fit-split': { type: 'string' },
-      scope: { type: 'string', choices: ['matrix', 'layer', 'global'] },
+      scope: { type: 'string', choices: ['matrix', 'layer', 'global'] as const },
       bootstrap: { type: 'string' },
       batch: { type: 'string' },
       threads: { type: 'string' },
@@ -106,8 +106,7 @@ export async function run(argv: string[]): Promise<number> {
     },
   });
   if (!p) return 0;
-  const v = p.values;
-  for (const k of ['region', 'data', 'out']) if (!v[k]) throw new UsageError(`--${k} is required`, `usage: ${USAGE}`);
+  const v = requireValues(p.values, ['region', 'data', 'out'] as const, `usage: ${USAGE}`);
   const { limit, by, seed } = limitOf(v);
   const { device, deviceId } = deviceOf(v);
   const interventions = interventionsOf(v);

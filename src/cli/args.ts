@@ -43,9 +43,22 @@ export interface CommandSpec<O extends Options = Options> {
   name?: string;
 }
 
+/**
+ * The value an option definition gives: a string (one of its choices, when it has them), a
+ * boolean, or an array of those when it may be given more than once; undefined when not given.
+ */
+export type OptionValue<D extends OptionDef> = D['type'] extends 'boolean'
+  ? D['multiple'] extends true ? boolean[] : boolean
+  : (D['choices'] extends readonly (infer C extends string)[] ? C : string) extends infer V
+    ? D['multiple'] extends true ? V[] : V
+    : never;
+
+/** The parsed values of a command's options, typed from its definitions (an old spelling is read under its new name). */
+export type OptionValues<O extends Options> = { [K in keyof O as O[K]['renamed'] extends string ? never : K]?: OptionValue<O[K]> };
+
 /** A command line parsed by parseCommand: option values and positional arguments. */
-export interface ParsedCommand {
-  values: Record<string, any>;
+export interface ParsedCommand<O extends Options = Options> {
+  values: OptionValues<O>;
   positionals: string[];
 }
 
@@ -114,7 +127,7 @@ function normalizeArgv(argv: string[], options: Options, name: string): string[]
  * Parse argv for one command. `--help` prints usage and help to stdout and returns null
  * (the command then exits 0). Unknown flags, bad choices and wrong positional counts are UsageErrors.
  */
-export function parseCommand<O extends Options>(argv: string[], spec: CommandSpec<O>): ParsedCommand | null {
+export function parseCommand<O extends Options>(argv: string[], spec: CommandSpec<O>): ParsedCommand<O> | null {
   const all: Options = { ...spec.options, help: { type: 'boolean', short: 'h' } };
   const name = commandName(spec);
   const args = normalizeArgv(argv, all, name);
@@ -150,7 +163,13 @@ export function parseCommand<O extends Options>(argv: string[], spec: CommandSpe
   if (n < min || n > max) {
     throw new UsageError(`expected ${min === max ? min : max === Infinity ? `at least ${min}` : `${min} to ${max}`} argument${max === 1 ? '' : 's'}, got ${n}${n > max && parsed.positionals.length ? ` (${parsed.positionals.slice(max).map((x) => JSON.stringify(x)).join(' ')} left over)` : ''}`, `usage: ${spec.usage.split('\n')[0]}`);
   }
-  return { values, positionals: parsed.positionals };
+  return { values: values as OptionValues<O>, positionals: parsed.positionals };
+}
+
+/** `v` with the options `keys` checked as given (a usage error names the first missing one), typed as present. */
+export function requireValues<V extends object, K extends keyof V & string>(v: V, keys: readonly K[], hint: string): V & { [P in K]-?: NonNullable<V[P]> } {
+  for (const k of keys) if (!v[k]) throw new UsageError(`--${k} is required`, hint);
+  return v as V & { [P in K]-?: NonNullable<V[P]> };
 }
 
 /** "a, b or c". */

@@ -36,9 +36,9 @@ ${helpLine('--quiet', QUIET_TEXT, 20)}
   options: {
     model: { type: 'string' },
     out: { type: 'string' },
-    dtype: { type: 'string', choices: ['fp32', 'fp16'] },
-    weights: { type: 'string', choices: ['auto', 'q4', 'fp16', 'fp32'] },
-    layout: { type: 'string', choices: ['explicit', 'genai'] },
+    dtype: { type: 'string', choices: ['fp32', 'fp16'] as const },
+    weights: { type: 'string', choices: ['auto', 'q4', 'fp16', 'fp32'] as const },
+    layout: { type: 'string', choices: ['explicit', 'genai'] as const },
     ...FORCE_OPTION,
     ...OUTPUT_OPTIONS,
   },

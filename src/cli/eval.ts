@@ -1,5 +1,5 @@
 import { INTERVENE_HELP, INTERVENE_OPTION, interventionsOf } from './intervene.js';
-import { parseCommand, intOption, type CommandSpec } from './args.js';
+import { parseCommand, intOption, requireValues, type CommandSpec } from './args.js';
 import { UsageError } from '../util/errors.js';
 import { parseShard, expandOut } from '../store/layout.js';
 import { DEFAULT_CHUNK_UNITS, DEFAULT_EVAL_BATCH } from '../eval/run.js';
@@ -84,10 +84,10 @@ items, for lobes cluster RUN --by correct and lobes wanda RUN --by correct.
     ...MODEL_OPTIONS,
     data: { type: 'string' },
     out: { type: 'string' },
-    task: { type: 'string', choices: ['iae', 'gae', 'both'] },
+    task: { type: 'string', choices: ['iae', 'gae', 'both'] as const },
     ...LIMIT_OPTIONS,
     shuffles: { type: 'string' },
-    orders: { type: 'string', choices: ['random', 'cyclic'] },
+    orders: { type: 'string', choices: ['random', 'cyclic'] as const },
     cot: { type: 'string' },
     ...DEVICE_OPTIONS,
     batch: { type: 'string' },
@@ -98,15 +98,15 @@ items, for lobes cluster RUN --by correct and lobes wanda RUN --by correct.
     'answer-prefix': { type: 'string' },
     prompt: { type: 'string' },
     bootstrap: { type: 'string' },
-    'share-prefix': { type: 'string', choices: ['auto', 'on', 'off'] },
+    'share-prefix': { type: 'string', choices: ['auto', 'on', 'off'] as const },
     'skip-longer-than': { type: 'string' },
     'max-tokens': { type: 'string', renamed: 'skip-longer-than' },
     'ignore-plan': { type: 'boolean' },
-    layout: { type: 'string', choices: ['genai', 'explicit'] },
-    control: { type: 'string', choices: ['random'] },
+    layout: { type: 'string', choices: ['genai', 'explicit'] as const },
+    control: { type: 'string', choices: ['random'] as const },
     'control-seed': { type: 'string' },
     ...INTERVENE_OPTION,
-    scoring: { type: 'string', choices: ['letter', 'cloze'] },
+    scoring: { type: 'string', choices: ['letter', 'cloze'] as const },
     'target-delimiter': { type: 'string' },
     'mutual-info': { type: 'boolean' },
     'skip-invalid': { type: 'boolean' },
@@ -183,9 +183,8 @@ export async function run(argv: string[]): Promise<number> {
   if (argv[0] === 'label') return label(argv.slice(1));
   const p = parseCommand(argv, spec);
   if (!p) return 0;
-  const v = p.values;
+  const v = requireValues(p.values, ['data', 'out'] as const, 'usage: lobes eval --model MODEL --data SPEC --out DIR');
   const { model: modelArgument } = modelArg(p, spec.usage);
-  for (const k of ['data', 'out']) if (!v[k]) throw new UsageError(`--${k} is required`, 'usage: lobes eval --model MODEL --data SPEC --out DIR');
   const { limit, by, seed } = limitOf(v);
   const shard = parseShard(v.shard);
   const { runEval, readEvalResults } = await import('../eval/run.js');

@@ -1,4 +1,4 @@
-import { parseCommand, intOption } from './args.js';
+import { parseCommand, intOption, requireValues } from './args.js';
 import { UsageError } from '../util/errors.js';
 import { runExtract, DEFAULT_CHUNK_ROWS, DEFAULT_BATCH } from '../extract/run.js';
 import { parseShard, expandOut } from '../store/layout.js';
@@ -68,11 +68,11 @@ ${HELP.quiet}
     batch: { type: 'string' },
     'token-budget': { type: 'string' },
     ...MAX_TOKENS_OPTION,
-    dtype: { type: 'string', choices: ['fp16', 'fp32'] },
+    dtype: { type: 'string', choices: ['fp16', 'fp32'] as const },
     shard: { type: 'string' },
     'chunk-rows': { type: 'string' },
     ...CHAT_TEMPLATE_OPTION,
-    control: { type: 'string', choices: ['random'] },
+    control: { type: 'string', choices: ['random'] as const },
     'control-seed': { type: 'string' },
     ...INTERVENE_OPTION,
     'ignore-plan': { type: 'boolean' },
@@ -87,9 +87,8 @@ ${HELP.quiet}
 export async function run(argv: string[]): Promise<number> {
   const p = parseCommand(argv, spec);
   if (!p) return 0;
-  const v = p.values;
+  const v = requireValues(p.values, ['data', 'out'] as const, `usage: ${spec.usage.slice(0, 60)}…`);
   const { model: modelArgument } = modelArg(p, spec.usage);
-  for (const k of ['data', 'out']) if (!v[k]) throw new UsageError(`--${k} is required`, `usage: ${spec.usage.slice(0, 60)}…`);
   const capture = String(v.capture ?? 'final,mlp')
     .split(',')
     .map((s) => s.trim())

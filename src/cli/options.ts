@@ -12,7 +12,7 @@
  *   --quiet            no progress output (warnings still print); --json the result on stdout
  */
 import { UsageError } from '../util/errors.js';
-import { intOption, type Options, type ParsedCommand } from './args.js';
+import { intOption, type Options } from './args.js';
 
 export const DEVICES = ['cpu', 'cuda', 'webgpu'] as const;
 export type DeviceName = (typeof DEVICES)[number];
@@ -69,8 +69,8 @@ export const HELP = {
  * The model of a command: --model M, or the first positional argument. Both given and
  * different, or neither when required, is a usage error. Returns the remaining positionals.
  */
-export function modelArg(p: ParsedCommand, usage: string): { model: string; rest: string[] } {
-  const flag: string | undefined = p.values.model;
+export function modelArg(p: { values: { model?: string }; positionals: string[] }, usage: string): { model: string; rest: string[] } {
+  const flag = p.values.model;
   const [first, ...rest] = p.positionals;
   if (flag !== undefined) {
     if (first !== undefined && first !== flag) throw new UsageError(`the model is given twice (${JSON.stringify(first)} and --model ${JSON.stringify(flag)}); give one`);
