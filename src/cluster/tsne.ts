@@ -253,7 +253,14 @@ export class Tsne {
       let nn: KnnResult;
       let recall: Tsne['neighbourRecall'] = null;
       if (opts.neighbours === 'approximate') {
-        const ao = { seed: opts.seed, onProgress: options.onNeighbours && ((stage: string, done: number, total: number) => stage === 'forest rows' && options.onNeighbours!(done, total)) };
+        // the forest's rows as neighbour progress; the forest and each refinement round as stages
+        const ao = {
+          seed: opts.seed,
+          onProgress: (stage: string, done: number, total: number) => {
+            if (stage === 'forest rows') options.onNeighbours?.(done, total);
+            else if (done === total) onStage?.(`neighbours: ${stage} done`);
+          },
+        };
         nn = await (pool ? pool.knnApprox(X, n, d, k, ao) : knnApprox(X, n, d, k, ao));
         onStage?.('neighbour recall on 200 sampled rows');
         recall = estimateRecall(X, n, d, nn, 200, opts.seed);
