@@ -81,10 +81,14 @@ export const MIXED_MIN_POINTS = 30000;
 
 /**
  * From this many points, neighbours 'auto' would take the approximate search (src/cluster/knn-approx.ts).
- * At present never: on 100,000 points in 50 dimensions it found 0.85 of the exact neighbours, and
- * the map kept 0.051 of each point's 10 nearest against 0.067 from the exact search (openTSNE
- * 0.070), so 'auto' stays exact and `--neighbours approximate` is the user's choice
- * (bench/RESULTS.md, "t-SNE scaling").
+ * At present never. On 100,000 points in 50 dimensions (bench/tsne-scaling.py's data, 2026-12-04)
+ * the search with reverse lists found 0.936 of the exact neighbours in 87 CPU-s, where the exact
+ * search takes 24, and the map kept 0.0695 of each point's 10 nearest against 0.0755 from the
+ * exact search (openTSNE 0.0735): neither faster nor within 0.005. The exact search grows as N²,
+ * so the approximate one should be the cheaper from about 400,000 points of that data, but at
+ * 1,000,000 its rounds had not converged after two (52% of the entries changed in the second), so
+ * no size is known where it is both; `--neighbours approximate` is the user's choice
+ * (bench/RESULTS.md, "Approximate neighbours with reverse lists").
  */
 export const APPROX_MIN_POINTS = Number.POSITIVE_INFINITY;
 
