@@ -3,7 +3,10 @@
  * coordinates as .npy. Prints one JSON line: seconds (PCA + kNN + P + optimization, the
  * same span as scikit-learn's fit_transform), stage times and lobes' own KL.
  *
- *   node --import tsx bench/tsne-lobes.ts X.npy OUT.npy [--perplexity 30] [--seed 0] [--threads 2] [--pca 0] [--theta 0.5] [--method auto|bh|fft] [--learning-rate auto|per-phase|LR] [--neighbours auto|exact|approximate]
+ *   node --import tsx bench/tsne-lobes.ts X.npy OUT.npy [--perplexity 30] [--seed 0] [--threads 2] [--pca 0] [--theta 0.5] [--method auto|bh|fft] [--learning-rate auto|per-phase|LR] [--neighbours auto|exact|approximate] [--progress]
+ *
+ * --progress writes each stage, and every 50th iteration, to stderr with the elapsed seconds and
+ * the process's resident memory.
  *
  * --pca K builds the neighbourhoods in the top K principal components (lobes cluster --pca K);
  * the default 0 builds them in the original space, as lobes cluster does by default.
@@ -29,6 +32,7 @@ const { positionals, values } = parseArgs({
     'learning-rate': { type: 'string', default: 'auto' },
     neighbours: { type: 'string', default: 'auto' },
     optimizer: { type: 'string', default: 'scikit-learn' },
+    progress: { type: 'boolean', default: false },
   },
 });
 const [input, output] = positionals;
@@ -60,10 +64,13 @@ if (k > 0 && k < d) {
   explained = r.explainedVariance;
 } else feats = Float64Array.from(data);
 lap('pca');
-const t = await Tsne.create(feats, n, fd, { affinity: { perplexity: Number(values.perplexity), neighbours: values.neighbours as 'auto' | 'exact' | 'approximate' }, optimizer: { seed, theta: Number(values.theta), method: values.method as TsneMethod, learningRate: values['learning-rate'] === 'auto' || values['learning-rate'] === 'per-phase' ? values['learning-rate'] : Number(values['learning-rate']), iterations: Number(values.iterations), rule: values.optimizer as 'scikit-learn' | 'openTSNE' }, execution: { threads, pool: pool ?? undefined } });
+const say = (what: string) => values.progress && process.stderr.write(`${((performance.now() - t0) / 1000).toFixed(1)} s, RSS ${(process.memoryUsage.rss() / 2 ** 30).toFixed(2)} GiB: ${what}\n`);
+const t = await Tsne.create(feats, n, fd, { affinity: { perplexity: Number(values.perplexity), neighbours: values.neighbours as 'auto' | 'exact' | 'approximate' }, optimizer: { seed, theta: Number(values.theta), method: values.method as TsneMethod, learningRate: values['learning-rate'] === 'auto' || values['learning-rate'] === 'per-phase' ? values['learning-rate'] : Number(values['learning-rate']), iterations: Number(values.iterations), rule: values.optimizer as 'scikit-learn' | 'openTSNE' }, execution: { threads, pool: pool ?? undefined } }, say);
 lap('knn+P');
 t.init();
-await t.run();
+await t.run((it) => {
+  if (it % 50 === 0) say(`iteration ${it}`);
+});
 lap('optimize');
 const seconds = (performance.now() - t0) / 1000;
 const cpuSeconds = cpu() - c0;

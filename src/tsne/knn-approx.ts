@@ -9,9 +9,14 @@
  *    L to 2L points, so one tree alone gives every point at least k candidates.
  *  - Candidates of point i: the union of its leaves. The list keeps the k nearest by
  *    (squared euclidean distance, index), the exact order of src/tsne/knn.ts.
- *  - Refinement, `rounds` times: the candidates of i are the first m entries of the lists of
- *    i's first m neighbours (m = `join`), plus i's own list. Each round reads only the previous
- *    round's lists, so a row's result never depends on the order rows are processed in.
+ *  - Refinement (NN-descent's local join, pulled by each row), up to `rounds` times: the
+ *    neighbourhood B(j) of a row is the first m entries of its list (m = `join`) and up to
+ *    `reverse` reverse entries (rows that have j among their first m: reverseLists). The
+ *    candidates of i are every q in B(j) for every j in B(i), except the pairs whose two links
+ *    (i–j and j–q) were both in the lists before the last round (those were joined already).
+ *    Each round reads only the previous round's lists, so a row's result never depends on the
+ *    order rows are processed in. The rounds stop early once one changes at most `minChange`
+ *    of the entries.
  *  - Distances: Σ_c (x_i[c] − x_j[c])² in float64, in column order (pairSums: the SIMD kernel or
  *    its bit-identical JavaScript twin), the same values the exact search reports.
  *
@@ -31,10 +36,12 @@ export interface ApproxKnnOptions {
   trees?: number;
   /** Smallest leaf (default max(k + 1, 32)); leaves hold up to twice this. */
   leafSize?: number;
-  /** Refinement rounds at most (default 3). */
+  /** Refinement rounds at most (default 5). */
   rounds?: number;
   /** Neighbours of neighbours joined per round (default 32). */
   join?: number;
+  /** Reverse neighbours joined per row and round at most (default 32; 0: none). */
+  reverse?: number;
   /** Stop refining once a round changes at most this share of the list entries (default 0.001). */
   minChange?: number;
   /** Called with (stage, done, total) as rows finish. */
@@ -108,15 +115,22 @@ export interface ApproxJob {
   outI: Int32Array;
   outD: Float64Array;
   outFresh: Uint8Array;
+  /** The reverse lists of curI (reverseLists): row j's entries revIdx[revStart[j] … revStart[j + 1]). */
+  revStart: Int32Array;
+  revIdx: Int32Array;
+  revFresh: Uint8Array;
+  /** Reverse entries per row at most. */
+  reverse: number;
 }
 
 /** The resolved options. */
-function settings(k: number, opts: ApproxKnnOptions): { trees: number; leafSize: number; rounds: number; join: number; minChange: number; seed: number } {
+function settings(k: number, opts: ApproxKnnOptions): { trees: number; leafSize: number; rounds: number; join: number; reverse: number; minChange: number; seed: number } {
   return {
     trees: Math.max(1, opts.trees ?? 8),
     leafSize: Math.max(k + 1, opts.leafSize ?? 32),
-    rounds: Math.max(0, opts.rounds ?? 3),
+    rounds: Math.max(0, opts.rounds ?? 5),
     join: Math.min(k, Math.max(1, opts.join ?? 32)),
+    reverse: Math.max(0, opts.reverse ?? 32),
     minChange: opts.minChange ?? 0.001,
     seed: opts.seed ?? 0,
   };
@@ -146,7 +160,7 @@ interface Scratch {
 
 function scratchFor(job: ApproxJob): Scratch {
   const leafMax = Math.max(...job.forest.map((t) => maxLeaf(t)));
-  const maxCand = Math.max(job.forest.length * leafMax, job.join * job.join);
+  const maxCand = Math.min(job.n, Math.max(job.forest.length * leafMax, (job.join + job.reverse) ** 2));
   return {
     seen: new Int32Array(job.n).fill(-1),
     mark: new Int32Array(job.n).fill(-1),
@@ -204,7 +218,7 @@ function forestRows(job: ApproxJob, sc: Scratch, slot: PairSlot | null, start: n
 }
 
 function refineRows(job: ApproxJob, sc: Scratch, slot: PairSlot | null, start: number, end: number): number {
-  const { k, d, join, curI, curD, fresh } = job;
+  const { k, d, join, curI, curD, fresh, revStart, revIdx, revFresh } = job;
   let changed = 0;
   for (let i = start; i < end; i++) {
     const stamp = ++sc.stamp;
@@ -216,20 +230,29 @@ function refineRows(job: ApproxJob, sc: Scratch, slot: PairSlot | null, start: n
       sc.mark[j] = i;
       push(sc.heap, k, curD[i * k + a], j);
     }
-    // entries that entered a list in the last pass: only pairs with one of them can find anything new
+    // the join: every q in the neighbourhood B(j) of every j in B(i), B = the first `join`
+    // entries of the list and the reverse entries; a pair of two old links was joined before
     let m = 0;
-    for (let a = 0; a < join; a++) {
-      const j = curI[i * k + a];
-      const jFresh = fresh[i * k + a] === 1;
+    const visit = (j: number, linkNew: boolean) => {
       for (let b = 0; b < join; b++) {
-        if (!jFresh && fresh[j * k + b] === 0) continue;
+        if (!linkNew && fresh[j * k + b] === 0) continue;
         const q = curI[j * k + b];
         if (sc.seen[q] !== stamp) {
           sc.seen[q] = stamp;
           sc.cand[m++] = q;
         }
       }
-    }
+      for (let t = revStart[j]; t < revStart[j + 1]; t++) {
+        if (!linkNew && revFresh[t] === 0) continue;
+        const q = revIdx[t];
+        if (sc.seen[q] !== stamp) {
+          sc.seen[q] = stamp;
+          sc.cand[m++] = q;
+        }
+      }
+    };
+    for (let a = 0; a < join; a++) visit(curI[i * k + a], fresh[i * k + a] === 1);
+    for (let t = revStart[i]; t < revStart[i + 1]; t++) visit(revIdx[t], revFresh[t] === 1);
     if (m > 0) {
       pairSums(slot, job.X, d, i, sc.cand, m, 'diff', sc.dist);
       for (let t = 0; t < m; t++) push(sc.heap, k, sc.dist[t], sc.cand[t]);
@@ -242,6 +265,42 @@ function refineRows(job: ApproxJob, sc: Scratch, slot: PairSlot | null, start: n
     }
   }
   return changed;
+}
+
+/**
+ * The reverse lists of the first `join` entries: row j gets the rows i whose list has j among
+ * its first `join`, in index order, or the nearest `cap` of them (ties by index) when there are
+ * more, each with the entry's new flag. A function of the lists alone.
+ */
+export function reverseLists(curI: Int32Array, curD: Float64Array, fresh: Uint8Array, n: number, k: number, join: number, cap: number, alloc: (len: number) => Int32Array): { revStart: Int32Array; revIdx: Int32Array; revFresh: Uint8Array } {
+  const count = new Int32Array(n + 1);
+  for (let i = 0; i < n; i++) for (let a = 0; a < join; a++) count[curI[i * k + a] + 1]++;
+  const off = new Int32Array(n + 1);
+  for (let j = 0; j < n; j++) off[j + 1] = off[j] + count[j + 1];
+  const all = new Int32Array(off[n]);
+  const pos = off.slice(0, n);
+  // entry (i, a) is stored as its flat index i·k + a
+  for (let i = 0; i < n; i++) for (let a = 0; a < join; a++) all[pos[curI[i * k + a]]++] = i * k + a;
+  const revStart = alloc(n + 1);
+  let total = 0;
+  for (let j = 0; j < n; j++) total += Math.min(cap, off[j + 1] - off[j]);
+  const revIdx = alloc(total);
+  const revFresh = new Uint8Array(revIdx.buffer instanceof SharedArrayBuffer ? new SharedArrayBuffer(total) : new ArrayBuffer(total));
+  let w = 0;
+  for (let j = 0; j < n; j++) {
+    revStart[j] = w;
+    const lo = off[j];
+    const hi = off[j + 1];
+    let seg: ArrayLike<number> = all.subarray(lo, hi);
+    if (hi - lo > cap) seg = Array.from(seg).sort((p, q) => curD[p] - curD[q] || p - q).slice(0, cap);
+    for (let t = 0; t < seg.length; t++) {
+      const e = seg[t];
+      revIdx[w] = (e / k) | 0;
+      revFresh[w++] = fresh[e];
+    }
+  }
+  revStart[n] = w;
+  return { revStart, revIdx, revFresh };
 }
 
 /**
@@ -260,13 +319,15 @@ export async function approxSearch(
   if (k >= n) throw new Error(`knnApprox: k = ${k} needs more than ${n} points`);
   const o = settings(k, opts);
   const shared = threads > 1;
-  const sp = pairSpace(X, n, d, threads, X instanceof Float32Array);
+  // float64 data whose values are all float32 values goes to the kernel as float32: the same
+  // distances (float32 entries widen exactly) in half the memory traffic of the gathered rows
+  const sp = pairSpace(X, n, d, threads, X instanceof Float32Array || allSingle(X));
   const Xs = sp ? sp.X : shared ? sharedF64(X) : X;
   const forest = buildForest(Xs, n, d, o, shared, opts.onProgress);
   const i32 = (len: number) => new Int32Array(shared ? new SharedArrayBuffer(len * 4) : new ArrayBuffer(len * 4));
   const f64 = (len: number) => new Float64Array(shared ? new SharedArrayBuffer(len * 8) : new ArrayBuffer(len * 8));
   const u8 = (len: number) => new Uint8Array(shared ? new SharedArrayBuffer(len) : new ArrayBuffer(len));
-  const job: ApproxJob = { X: Xs, space: sp?.space ?? null, n, d, k, join: o.join, forest, curI: i32(0), curD: f64(0), fresh: u8(0), outI: i32(n * k), outD: f64(n * k), outFresh: u8(0) };
+  const job: ApproxJob = { X: Xs, space: sp?.space ?? null, n, d, k, join: o.join, forest, curI: i32(0), curD: f64(0), fresh: u8(0), outI: i32(n * k), outD: f64(n * k), outFresh: u8(0), revStart: i32(n + 1), revIdx: i32(0), revFresh: u8(0), reverse: o.reverse };
   await run(job, 'forest');
   job.curI = job.outI;
   job.curD = job.outD;
@@ -275,14 +336,21 @@ export async function approxSearch(
     job.outI = i32(n * k);
     job.outD = f64(n * k);
     job.outFresh = u8(n * k);
+    Object.assign(job, reverseLists(job.curI, job.curD, job.fresh, n, k, o.join, o.reverse, i32));
     const changed = await run(job, 'refine');
-    opts.onProgress?.(`refinement ${r + 1}`, n, n);
+    opts.onProgress?.(`refinement ${r + 1} (${changed} of ${n * k} entries changed)`, n, n);
     job.curI = job.outI;
     job.curD = job.outD;
     job.fresh = job.outFresh;
     if (changed <= o.minChange * n * k) break;
   }
   return { k, indices: job.curI, dist2: job.curD };
+}
+
+/** Whether every value is a float32 value. */
+function allSingle(X: Float64Array | Float32Array): boolean {
+  for (let t = 0; t < X.length; t++) if (Math.fround(X[t]) !== X[t]) return false;
+  return true;
 }
 
 /** Approximate kNN of every row on this thread (see the file comment). */

@@ -20,10 +20,14 @@ export type NeighbourSearch = 'exact' | 'approximate' | 'auto';
 
 /**
  * From this many points, neighbours 'auto' would take the approximate search (src/tsne/knn-approx.ts).
- * At present never: on 100,000 points in 50 dimensions it found 0.85 of the exact neighbours, and
- * the map kept 0.051 of each point's 10 nearest against 0.067 from the exact search (openTSNE
- * 0.070), so 'auto' stays exact and `--neighbours approximate` is the user's choice
- * (bench/RESULTS.md, "t-SNE scaling").
+ * At present never. On 100,000 points in 50 dimensions (bench/tsne-scaling.py's data, 2026-12-04)
+ * the search with reverse lists found 0.936 of the exact neighbours in 87 CPU-s, where the exact
+ * search takes 24, and the map kept 0.0695 of each point's 10 nearest against 0.0755 from the
+ * exact search (openTSNE 0.0735): neither faster nor within 0.005. The exact search grows as N²,
+ * so the approximate one should be the cheaper from about 400,000 points of that data, but at
+ * 1,000,000 its 5 rounds ended unconverged (1.7% of the entries still changing) at a recall of
+ * 0.795, so no size is known where it is both; `--neighbours approximate` is the user's choice
+ * (bench/RESULTS.md, "Approximate neighbours with reverse lists").
  */
 export const APPROX_MIN_POINTS = Number.POSITIVE_INFINITY;
 
@@ -51,7 +55,14 @@ export interface NeighbourOptions {
 export async function nearestNeighbours(X: Float64Array | Float32Array, n: number, d: number, k: number, o: NeighbourOptions): Promise<{ nn: KnnResult; recall: { recall: number; rows: number } | null }> {
   const { pool, onRows } = o;
   if (o.search === 'approximate') {
-    const ao = { seed: o.seed, onProgress: onRows && ((stage: string, done: number, total: number) => stage === 'forest rows' && onRows(done, total)) };
+    // the forest's rows as neighbour progress; the forest and each refinement round as stages
+    const ao = {
+      seed: o.seed,
+      onProgress: (stage: string, done: number, total: number) => {
+        if (stage === 'forest rows') onRows?.(done, total);
+        else if (done === total) o.onStage?.(`neighbours: ${stage} done`);
+      },
+    };
     const nn = await (pool ? pool.knnApprox(X, n, d, k, ao) : knnApprox(X, n, d, k, ao));
     o.onStage?.('neighbour recall on 200 sampled rows');
     return { nn, recall: estimateRecall(X, n, d, nn, 200, o.seed) };

@@ -2,7 +2,7 @@ import { describe, it, expect, beforeAll } from 'vitest';
 import { Rng } from '../../src/util/rng.js';
 import { knn, type KnnResult } from '../../src/tsne/knn.js';
 import { ClusterPool } from '../../src/cluster/pool.js';
-import { estimateRecall, knnApprox } from '../../src/tsne/knn-approx.js';
+import { approxRows, approxSearch, estimateRecall, knnApprox, reverseLists } from '../../src/tsne/knn-approx.js';
 import { Tsne } from '../../src/cluster/tsne-pca.js';
 import { APPROX_MIN_POINTS } from '../../src/tsne/neighbours.js';
 import { blobs } from '../cluster/blobs.js';
@@ -110,6 +110,68 @@ describe('approximate neighbours (random-projection forest + refinement)', () =>
     expect(Math.abs(some.recall - all.recall)).toBeLessThan(0.03);
     // an exact list has recall 1
     expect(estimateRecall(X, n, d, exact, 100).recall).toBe(1);
+  });
+});
+
+describe('approximate neighbours on wide clustered data (the join of forward and reverse lists)', () => {
+  // 2 Gaussian clusters in 30 dimensions: neighbours are barely nearer than the rest of their
+  // cluster, the hard case of the t-SNE benchmark's data (bench/tsne-scaling.py) at a test's size
+  const n = 4000;
+  const d = 30;
+  const k = 45;
+  const X = Float32Array.from(blobs(n, d, 2, 3, 11).X);
+  const exact = knn(X, n, d, k);
+
+  it('finds nearly all of the exact neighbours from a two-tree forest, and the reverse lists are part of it', async () => {
+    // two trees' leaves hold under a fifth of the neighbours; the joins find the rest
+    const full = recallOf(exact.indices, (await knnApprox(X, n, d, k, { seed: 2, trees: 2 })).indices, n, k);
+    const forwardOnly = recallOf(exact.indices, (await knnApprox(X, n, d, k, { seed: 2, trees: 2, reverse: 0 })).indices, n, k);
+    const forest = recallOf(exact.indices, (await knnApprox(X, n, d, k, { seed: 2, trees: 2, rounds: 0 })).indices, n, k);
+    expect(forest).toBeLessThan(0.3);
+    expect(full).toBeGreaterThan(0.98);
+    expect(forwardOnly).toBeLessThan(full - 0.02);
+  });
+
+  it('gives the same lists whatever order the rows of each pass are processed in', async () => {
+    const o = { seed: 4, trees: 3, rounds: 4 };
+    const inOrder = await knnApprox(X, n, d, k, o);
+    const rng = new Rng(9);
+    const shuffled = await approxSearch(X, n, d, k, o, 1, async (job, pass) => {
+      // 37 uneven blocks, taken in a shuffled order, each one's rows backwards
+      const cuts = [0, ...Array.from({ length: 36 }, () => rng.int(n)).sort((a, b) => a - b), n];
+      const blocks = cuts.slice(1).map((e, b) => [cuts[b], e]);
+      for (let t = blocks.length - 1; t > 0; t--) {
+        const u = rng.int(t + 1);
+        [blocks[t], blocks[u]] = [blocks[u], blocks[t]];
+      }
+      let changed = 0;
+      for (const [b0, b1] of blocks) for (let i = b1 - 1; i >= b0; i--) changed += approxRows(job, pass, i, i + 1);
+      return changed;
+    });
+    expect(Buffer.from(shuffled.indices.buffer).equals(Buffer.from(inOrder.indices.buffer))).toBe(true);
+    expect(Buffer.from(shuffled.dist2.buffer).equals(Buffer.from(inOrder.dist2.buffer))).toBe(true);
+  });
+});
+
+describe('reverseLists', () => {
+  it("lists for each row the rows that have it among their first `join`, the nearest `cap` of them, with the entries' flags", () => {
+    const rng = new Rng(3);
+    const n = 60;
+    const k = 7;
+    const join = 4;
+    const cap = 3;
+    const curI = new Int32Array(n * k).map((_, t) => ((t / k) | 0) === 0 ? 1 + (t % k) : rng.int(n));
+    const curD = new Float64Array(n * k).map(() => rng.int(5));
+    const fresh = new Uint8Array(n * k).map(() => rng.int(2));
+    const { revStart, revIdx, revFresh } = reverseLists(curI, curD, fresh, n, k, join, cap, (len) => new Int32Array(len));
+    for (let j = 0; j < n; j++) {
+      const want: [number, number, number][] = [];
+      for (let i = 0; i < n; i++) for (let a = 0; a < join; a++) if (curI[i * k + a] === j) want.push([curD[i * k + a], i * k + a, fresh[i * k + a]]);
+      // in index order, or the nearest `cap` (ties by index) when there are more
+      if (want.length > cap) want.sort((p, q) => p[0] - q[0] || p[1] - q[1]);
+      const got = Array.from(revIdx.subarray(revStart[j], revStart[j + 1]), (i, t) => [i, revFresh[revStart[j] + t]]);
+      expect(got).toEqual(want.slice(0, cap).map(([, e, f]) => [(e / k) | 0, f]));
+    }
   });
 });
 
