@@ -21,7 +21,8 @@ export function readManifest(runDir: string): RunManifest {
   const file = path.join(runDir, MANIFEST);
   const m: RunManifest = readJsonFile(file, {
     unreadable: (e) => {
-      if (e.code === 'ENOENT') return new LobesError('not a lobes run: manifest.json is missing', { file, hint: 'give the folder written by lobes extract or lobes merge' });
+      // a run given as . or .. is named by its full path (`manifest.json: …` alone names no folder)
+      if (e.code === 'ENOENT') return new LobesError('not a lobes run: manifest.json is missing', { file: /(^|\/)\.\.?\/?$/.test(runDir) ? path.resolve(file) : file, hint: 'give the folder written by lobes extract or lobes merge' });
       if (e.code === 'ENOTDIR') return new LobesError('not a lobes run: not a folder', { file: runDir, hint: 'give the folder written by lobes extract or lobes merge' });
       return systemError(e, file) ?? `manifest is not valid JSON (${e.message})`;
     },

@@ -7,7 +7,8 @@
  * after the fact, or one left out, throws), and the family records how many p-values it adjusted.
  * Every output lists its families in one shape (`FamilyRecord`, `Family.record()`): swap.json's
  * `families`, cluster's metrics.json `families`, wanda's metrics.json `declaredFamilies`,
- * ablation.json `declaredFamilies`, eval's summary `declaredFamilies`.
+ * ablation.json `declaredFamilies`. Eval's accuracy-by family is declared and used but not yet
+ * written into its summary.
  *
  * Only this module calls holm and benjaminiHochberg (src/util/stats.ts) outside the tests; the
  * structure test (test/structure.test.ts) looks for calls anywhere else.

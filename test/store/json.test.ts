@@ -83,6 +83,14 @@ describe("the readers keep their own words through readJsonFile", () => {
     let e = failure(() => readManifest(run));
     expect(e.message).toContain(`${path.join(run, 'manifest.json')}: not a lobes run: manifest.json is missing`);
     expect(e.hint).toBe('give the folder written by lobes extract or lobes merge');
+    // the run given as . (the working folder): named by its full path, not as a bare manifest.json
+    const cwd = process.cwd();
+    process.chdir(run);
+    try {
+      expect(failure(() => readManifest('.')).message).toContain(`${path.join(run, 'manifest.json')}: not a lobes run`);
+    } finally {
+      process.chdir(cwd);
+    }
     const file = put('plain.txt', 'x');
     expect(failure(() => readManifest(file)).message).toContain(`${file}: not a lobes run: not a folder`);
     writeFileSync(path.join(run, 'manifest.json'), '{');
