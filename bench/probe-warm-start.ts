@@ -7,20 +7,13 @@
  *   node --import tsx bench/probe-warm-start.ts X.npy labels.txt [repeats] [orig]
  *   node --import tsx bench/probe-warm-start.ts OUT/coords.csv labels.txt [repeats] emb
  */
-import { readFileSync } from 'node:fs';
-import { readNpy } from '../src/cluster/npy.js';
+import { probeInput } from './probe-input.js';
 import { gramRows } from '../src/cluster/metrics.js';
 import { foldCount, foldsOf, splitFold, prepareFold, probeSettings, sampleWeights } from '../src/cluster/probecv.js';
 import { fitLogistic, predictLogistic } from '../src/cluster/probe.js';
 import { classScores } from '../src/cluster/scores.js';
 const [file, labelsFile, reps = '5', mode = 'orig'] = process.argv.slice(2);
-const names = readFileSync(labelsFile, 'utf8').split('\n').filter((s) => s.length);
-const classes = [...new Set(names)].sort();
-const y = Int32Array.from(names, (s) => classes.indexOf(s));
-const K = classes.length;
-let X: Float64Array, n: number, d: number;
-if (mode === 'orig') { const M = readNpy(file); n = M.rows; d = M.cols; X = Float64Array.from(M.data); }
-else { const rows = readFileSync(file, 'utf8').trim().split('\n').slice(1).map((l) => l.split(',')); n = rows.length; d = 2; X = Float64Array.from(rows.flatMap((r) => [Number(r[2]), Number(r[3])])); }
+const { X, n, d, y, K } = probeInput(file, labelsFile, mode);
 const opts = { ...probeSettings(), pca: 50 };
 const grid = opts.cGrid!;
 const cpu = () => { const u = process.cpuUsage(); return (u.user + u.system) / 1e3; };

@@ -9,9 +9,8 @@
  */
 import { existsSync } from 'node:fs';
 import * as path from 'node:path';
-import { writeFileAtomicSync } from '../util/io.js';
 import { readOutputMarker } from '../util/output.js';
-import { need, isObj } from '../store/json.js';
+import { need, isObj, writeJsonAtomic } from '../store/json.js';
 import { checkOutputCurrent, readOutputJson, type LineageContext } from '../store/lineage.js';
 import type { LensData, LensResult } from './types.js';
 
@@ -29,8 +28,8 @@ export function lensDir(runDir: string): string {
 
 /** Write a lens result's files into `dir` (a temporary folder that writeDirAtomic swaps in). */
 export function writeLensFiles(dir: string, o: { settings: unknown; result: LensResult }): void {
-  writeFileAtomicSync(path.join(dir, LENS_JSON), JSON.stringify(o.result) + '\n');
-  writeFileAtomicSync(path.join(dir, SETTINGS), JSON.stringify(o.settings, null, 2) + '\n');
+  writeJsonAtomic(path.join(dir, LENS_JSON), o.result);
+  writeJsonAtomic(path.join(dir, SETTINGS), o.settings, 2);
 }
 
 /**
