@@ -68,8 +68,8 @@ export async function runSwap(input: RunReader | string, opts: RunSwapOptions = 
   try {
     throwIfAborted(opts.signal, 'lobes swap', 'before its analysis');
     result = await swapAnalysis(inp, { ...opts, pool });
-    throwIfAborted(opts.signal, 'lobes swap', cinp ? "before the control's analysis" : 'before writing its outputs');
     if (control && cinp) {
+      throwIfAborted(opts.signal, 'lobes swap', "before the control's analysis");
       const c = await swapAnalysis(cinp, { ...opts, pool, words: undefined });
       const info = control.manifest.model.control!;
       result.control = { run: path.resolve(control.dir), identity: control.manifest.identity ?? null, seed: info.seed, scheme: info.scheme, points: c.points, families: c.families, conditionalPermutations: c.settings.conditionalPermutations };
@@ -77,7 +77,7 @@ export async function runSwap(input: RunReader | string, opts: RunSwapOptions = 
   } finally {
     await pool?.close();
   }
-  if (control) throwIfAborted(opts.signal, 'lobes swap', 'before writing its outputs');
+  throwIfAborted(opts.signal, 'lobes swap', 'before writing its outputs');
   if (opts.noWrite) return { result, outDir: null };
   const settings = { ...result.settings, points: result.points.map((p) => p.point), words: result.words.map((w) => w.name), incrementalWords: result.incrementalWords, lobesVersion: LOBES_VERSION, provenance: analysisProvenance(run) };
   await writeDirAtomic(

@@ -6,7 +6,7 @@
  * when the other is planted. Then the command end to end on a real extraction of a swap
  * composition (generated world trees through the generated tiny model).
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -200,6 +200,12 @@ describe('lobes swap on an extracted swap composition', () => {
     writeFileSync(ctlManifest, before.toString() + '\n');
     expect(staleInput(inputs, ctx)).toMatch(/ctl\/manifest\.json has changed since/);
     writeFileSync(ctlManifest, before);
+    // cancelled through its signal: E_ABORTED before its analysis, and nothing written
+    const aborted = new AbortController();
+    aborted.abort();
+    const abortedOut = path.join(dir, 'swap-aborted');
+    await expect(runSwap(run, { ...swapOpts, control: ctl, out: abortedOut, signal: aborted.signal })).rejects.toMatchObject({ code: 'E_ABORTED', message: expect.stringMatching(/^lobes swap was cancelled before its analysis/) });
+    expect(existsSync(abortedOut)).toBe(false);
     // a control that is not one, or of other samples, is refused in one line
     await expect(runSwap(run, { ...swapOpts, control: run, noWrite: true })).rejects.toThrow(/--control: not a random-weights control run/);
     const ctl4 = path.join(dir, 'ctl4');
