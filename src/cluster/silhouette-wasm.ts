@@ -24,6 +24,7 @@ function gather(k: number, acc: number): number[] {
 }
 
 function sumsBody(): number[] {
+  // dprint-ignore: one instruction and its immediates per line
   const code = [
     I32_CONST, 0, ...set(C),
     LOOP, VOID,

@@ -23,6 +23,7 @@ const PW = 17;
 
 /** One nonzero at T + `k` (k = 0 or 1) into accumulator `acc`. */
 function entry(k: number, acc: number): number[] {
+  // dprint-ignore: one instruction and its immediates per line
   return [
     ...get(CP), ...get(T), I32_CONST, 2, I32_SHL, I32_ADD, ...I32_LOAD(4 * k), ...set(J),
     ...get(PI), ...get(YP), ...get(J), I32_CONST, 4, I32_SHL, I32_ADD, ...V128_LOAD(0), ...F64X2_SUB, LOCAL_TEE, D,
@@ -35,6 +36,7 @@ function entry(k: number, acc: number): number[] {
 }
 
 function attractBody(): number[] {
+  // dprint-ignore: one instruction and its immediates per line
   const code = [
     I32_CONST, 0, ...set(R),
     LOOP, VOID,

@@ -49,6 +49,7 @@ const V128_LOCALS = vi - (6 + I32_LOCALS);
 /** out row k, column pair at byte offset o: u · w_k (complex), from locals ur, ui. */
 function twiddled(k: number, o: number, ur: Code, ui: Code): Code {
   const [wr, wi] = W[k - 1];
+  // dprint-ignore: one instruction and its immediates per line
   return [
     ...ur, ...set(UR), ...ui, ...set(UI),
     ...get(OP[k]), ...sub(mul(v(UR), v(wr)), mul(v(UI), v(wi))), ...V128_STORE(o),
@@ -60,6 +61,7 @@ function butterfly(r: number, o: number): Code {
   const code: Code = [];
   for (let j = 0; j < r; j++) code.push(...get(IP[j]), ...V128_LOAD(o), ...set(XR[j]), ...get(IP[j]), ...V128_LOAD(IM + o), ...set(XI[j]));
   if (r === 4) {
+    // dprint-ignore: one instruction and its immediates per line
     code.push(
       ...add(v(XR[0]), v(XR[2])), ...set(T0R), ...add(v(XI[0]), v(XI[2])), ...set(T0I),
       ...sub(v(XR[0]), v(XR[2])), ...set(T1R), ...sub(v(XI[0]), v(XI[2])), ...set(T1I),
@@ -74,6 +76,7 @@ function butterfly(r: number, o: number): Code {
     );
   } else if (r === 3) {
     // s = x1 + x2 (T0), d = x1 − x2, m = x0 − ½ s (T1)
+    // dprint-ignore: one instruction and its immediates per line
     code.push(
       ...add(v(XR[1]), v(XR[2])), ...set(T0R), ...add(v(XI[1]), v(XI[2])), ...set(T0I),
       ...sub(v(XR[1]), v(XR[2])), ...set(DR), ...sub(v(XI[1]), v(XI[2])), ...set(DI),
@@ -84,6 +87,7 @@ function butterfly(r: number, o: number): Code {
       ...twiddled(2, o, add(v(T1R), mul(v(H), v(DI))), sub(v(T1I), mul(v(H), v(DR)))),
     );
   } else {
+    // dprint-ignore: one instruction and its immediates per line
     code.push(
       ...get(OP[0]), ...add(v(XR[0]), v(XR[1])), ...V128_STORE(o),
       ...get(OP[0]), ...add(v(XI[0]), v(XI[1])), ...V128_STORE(IM + o),
@@ -98,6 +102,7 @@ const i32 = (n: number): Code => [I32_CONST, ...sleb(n)];
 const countTo = (i: number, end: number): Code => [...get(i), ...i32(1), I32_ADD, LOCAL_TEE, i, ...get(end), I32_NE, BR_IF, 0];
 
 function stageBody(r: number): number[] {
+  // dprint-ignore: one instruction and its immediates per line
   const code: Code = [
     ...get(C), ...F64_LOAD(0), ...F64X2_SPLAT, ...set(NSG),
     ...splat(C, 8), ...set(SG), ...splat(C, 16), ...set(H), ...splat(C, 24), ...set(HALF),
@@ -108,6 +113,7 @@ function stageBody(r: number): number[] {
     LOOP, VOID,
   ];
   for (let k = 1; k < r; k++) code.push(...splat(TW, 16 * (k - 1)), ...set(W[k - 1][0]), ...splat(TW, 16 * (k - 1) + 8), ...set(W[k - 1][1]));
+  // dprint-ignore: one instruction and its immediates per line
   code.push(
     // IN = x + s·p rows, OUT = y + r·s·p rows
     ...get(S), ...get(P), I32_MUL, ...i32(ROW_BYTES), I32_MUL, ...set(T),
@@ -120,6 +126,7 @@ function stageBody(r: number): number[] {
   );
   for (let j = 1; j < r; j++) code.push(...get(IP[j - 1]), ...get(IS), I32_ADD, ...set(IP[j]), ...get(OP[j - 1]), ...get(OS), I32_ADD, ...set(OP[j]));
   for (let o = 0; o < IM; o += 16) code.push(...butterfly(r, o));
+  // dprint-ignore: one instruction and its immediates per line
   code.push(
     ...get(IN), ...i32(ROW_BYTES), I32_ADD, ...set(IN),
     ...get(OUT), ...i32(ROW_BYTES), I32_ADD, ...set(OUT),
@@ -138,6 +145,7 @@ function mulBody(): number[] {
   // reuses the stage's local numbering: P counts rows, IN walks x, OUT walks k
   const code: Code = [...i32(0), ...set(P), ...get(X), ...set(IN), ...get(Y), ...set(OUT), LOOP, VOID];
   for (let o = 0; o < IM; o += 16) {
+    // dprint-ignore: one instruction and its immediates per line
     code.push(
       ...get(OUT), ...V128_LOAD(o), ...set(T0R),
       ...get(IN), ...get(IN), ...V128_LOAD(o), ...get(T0R), ...F64X2_MUL, ...V128_STORE(o),

@@ -30,6 +30,7 @@ function sumBody(): number[] {
   const inner: number[] = [...get(L), ...V128_LOAD_8(0), ...set(EX), ...get(L), ...V128_LOAD_8(16), ...set(EY), ...get(L), ...V128_LOAD_8(32), ...set(EC)];
   for (let p = 0; p < 2; p++) {
     const [Z, FX, FY] = ACC[p];
+    // dprint-ignore: one instruction and its immediates per line
     inner.push(
       ...get(PX[p]), ...get(EX), ...F64X2_SUB, ...set(DX),
       ...get(PY[p]), ...get(EY), ...F64X2_SUB, ...set(DY),
@@ -52,6 +53,7 @@ function sumBody(): number[] {
   }
   const store: number[] = [];
   ACC.flat().forEach((a, s) => store.push(...get(OP), ...get(a), ...F64X2_EXTRACT_LANE(0), ...get(a), ...F64X2_EXTRACT_LANE(1), F64_ADD, ...F64_STORE(8 * s)));
+  // dprint-ignore: one instruction and its immediates per line
   const code = [
     LOOP, VOID,
     ...start,

@@ -55,6 +55,7 @@ function dotsBody(raw: boolean): number[] {
       store.push(...get(OUT), ...get(SQQ), ...V128_LOAD64_SPLAT(8 * r), ...get(SQY), ...V128_LOAD_8(16 * h), ...F64X2_ADD);
       store.push(...get(ACC[r][h]), ...V128_F64X2(2), ...F64X2_MUL, ...F64X2_SUB, ...V128_ZERO, ...F64X2_MAX, ...V128_STORE_8(8 * OUT_STRIDE * r + 16 * h));
     }
+  // dprint-ignore: one instruction and its immediates per line
   const code = [
     LOOP, VOID,
     ...zero,

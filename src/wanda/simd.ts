@@ -51,6 +51,7 @@ function body(inner: number[], srcStep: number, accStep: number, k: number): num
   }
   const stepPtrs: number[] = [];
   for (let t = 0; t < k; t++) stepPtrs.push(...get(P[t]), I32_CONST, ...sleb(srcStep), I32_ADD, ...set(P[t]));
+  // dprint-ignore: one instruction and its immediates per line
   const code = [
     LOOP, VOID,
     ...setPtrs,
@@ -90,6 +91,7 @@ function f32Inner(k: number): number[] {
 /** addf64(dst, src, nvec, _, _): dst[i] += src[i] for 2 * nvec float64 values (nvec >= 1). */
 function addf64Body(): number[] {
   const DST = 0, SRC2 = 1, N = 2;
+  // dprint-ignore: one instruction and its immediates per line
   const code = [
     LOOP, VOID,
     ...get(DST), ...get(DST), ...V128_LOAD_U(0), ...get(SRC2), ...V128_LOAD_U(0), ...F64X2_ADD, ...V128_STORE_U(0),
@@ -122,6 +124,7 @@ function addgroupsBody(w: number): number[] {
     add.push(...get(acc(t)), ...get(ADDR), ...V128_LOAD_U(16 * t), ...F64X2_ADD, ...set(acc(t)));
     store.push(...get(DST), ...get(acc(t)), ...V128_STORE_U(16 * t));
   }
+  // dprint-ignore: one instruction and its immediates per line
   const code = [
     LOOP, VOID,
     ...get(LIST), ...I32_LOAD(0), ...get(OFF), I32_ADD, ...set(DST),
@@ -160,6 +163,7 @@ function poolrowBody(): number[] {
   const C = 0, S = 1, NB = 2, N4 = 3, OUT = 4;
   const J = 5, A01 = 6, A23 = 7;
   const ZERO = V128_CONST(new Array(16).fill(0));
+  // dprint-ignore: one instruction and its immediates per line
   const code = [
     LOOP, VOID,
     ...ZERO, ...set(A01),
@@ -206,11 +210,13 @@ function poolrow4Body(): number[] {
   for (let g = 0; g < 4; g++) step.push(...get(P[g]!), I32_CONST, 32, I32_ADD, ...set(P[g]!));
   for (let g = 0; g < 4; g++) {
     const lanes = (v: number) => [...get(v), ...F64X2_EXTRACT_LANE(0), ...get(v), ...F64X2_EXTRACT_LANE(1), F64_ADD];
+    // dprint-ignore: one instruction and its immediates per line
     finish.push(
       ...get(OUT), ...(g ? [...get(PL), I32_CONST, g, I32_MUL, I32_ADD] : []),
       ...lanes(A + 2 * g), ...lanes(A + 2 * g + 1), F64_ADD, ...get(DIV), F64_DIV, F32_DEMOTE_F64, ...F32_STORE(0),
     );
   }
+  // dprint-ignore: one instruction and its immediates per line
   const code = [
     I32_CONST, 0, ...F64_LOAD(0), ...set(DIV),
     I32_CONST, 0, ...I32_LOAD(8), ...set(ST),
@@ -244,6 +250,7 @@ function poolrow4Body(): number[] {
  */
 function rmsBody(): number[] {
   const SRC = 0, DST = 1, N = 2, PAR = 3;
+  // dprint-ignore: one instruction and its immediates per line
   const code = [
     LOOP, VOID,
     ...get(DST), ...get(SRC), ...V128_LOAD_U(0), ...get(PAR), ...V128_LOAD64_SPLAT(0), ...F64X2_MUL, ...F64X2_SQRT, ...V128_STORE_U(0),
@@ -269,11 +276,13 @@ function spreadBody(): number[] {
   const ZERO = V128_CONST(new Array(16).fill(0));
   const ONE = V128_CONST([0, 0, 0, 0, 0, 0, 0xf0, 0x3f, 0, 0, 0, 0, 0, 0, 0xf0, 0x3f]);
   const restart = [...get(S), ...set(Q), ...get(PAR), I32_CONST, 16, I32_ADD, ...set(PP), ...get(G), ...set(GC)];
+  // dprint-ignore: one instruction and its immediates per line
   const next = [
     ...get(Q), ...get(STRIDE), I32_ADD, ...set(Q),
     ...get(PP), I32_CONST, 16, I32_ADD, ...set(PP),
     ...get(GC), I32_CONST, 1, I32_SUB, LOCAL_TEE, GC, BR_IF, 0,
   ];
+  // dprint-ignore: one instruction and its immediates per line
   const code = [
     ...get(PAR), ...I32_LOAD(0), ...set(G),
     ...get(PAR), ...I32_LOAD(4), ...set(STRIDE),
