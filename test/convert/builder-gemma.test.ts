@@ -18,6 +18,10 @@ import { existsSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { analyseModel, planInputs } from '../../src/runtime/engine.js';
+import { openAttentionEngine, realRows } from '../../src/runtime/attention-engine.js';
+import { openLoglikEngine } from '../../src/runtime/loglik.js';
+import { openScorer } from '../../src/eval/engine.js';
+import { padBatch } from '../../src/runtime/batching.js';
 import { CKPTS, GoldenSet, expectGoldens } from './hf-families.js';
 
 describe.each(['gemma2', 'gemma'] as const)('builder export of the %s checkpoint', (family) => {
@@ -33,7 +37,32 @@ describe.each(['gemma2', 'gemma'] as const)('builder export of the %s checkpoint
     console.log(`builder ${family}: max relative error vs transformers ${worst.toExponential(2)}`);
   });
 
+  it("attend's attention weights (every layer and head from the last token) equal transformers' output_attentions", async () => {
+    const eng = await openAttentionEngine(dir, { device: 'cpu' });
+    let worst = 0;
+    try {
+      const b = padBatch(set.meta.ids, set.meta.pad, 'right');
+      const rows = realRows(b, await eng.run(b), eng.layers);
+      rows.forEach((r, i) => {
+        const want = set.golden(`${family}.attn.text${i}`);
+        expect(r.length, `text ${i}`).toBe(want.length);
+        let e = 0;
+        for (let j = 0; j < want.length; j++) e = Math.max(e, Math.abs(r[j]! - want[j]!));
+        worst = Math.max(worst, e);
+        expect(e, `${family} text ${i}`).toBeLessThan(1e-5);
+      });
+    } finally {
+      await eng.close();
+    }
+    console.log(`builder ${family}: attention weights max abs error vs transformers ${worst.toExponential(2)}`);
+  });
+
   if (family === 'gemma2') {
+    it('the scorer and the log-likelihood engine refuse its window-sized cache in one line', async () => {
+      await expect(openScorer(dir, { device: 'cpu' })).rejects.toThrow(/^[^\n]*model\.onnx: the scorer .*window-sized KV cache \(sliding_window_cache/);
+      await expect(openLoglikEngine(dir, { device: 'cpu' })).rejects.toThrow(/^[^\n]*model\.onnx: the log-likelihood engine .*window-sized KV cache/);
+    });
+
     it("feeds the sliding layers' window-cache GroupQueryAttention a buffer of local_window_size, the full layer an empty past", () => {
       const cfg = JSON.parse(readFileSync(path.join(dir, 'genai_config.json'), 'utf8')).model.decoder;
       const w: number = cfg.sliding_window.window_size;

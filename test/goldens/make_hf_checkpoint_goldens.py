@@ -53,7 +53,7 @@ adds phi3/, tiny-phi3.gguf, tiny-phi3-plain.gguf and goldens-phi3.{json,safetens
 adds gemma2/ (gemma3/), tiny-gemma2.gguf (tiny-gemma3.gguf) and goldens-gemma2.{json,safetensors} (see GEMMA below).
     /work/venv/bin/python test/goldens/make_hf_checkpoint_goldens.py --gemma-vocab
 adds tiny-gemma-vocab.gguf and gemma-vocab.json (Gemma's SentencePiece vocabulary, see gemma_vocab_main).
-    /work/venv/bin/python test/goldens/make_hf_checkpoint_goldens.py --builder-gemma
+    /work/venv/bin/python test/goldens/make_hf_checkpoint_goldens.py --builder-gemma [gemma2 gemma gemma3]
 adds builder-gemma/ and builder-gemma2/ (onnxruntime-genai's builder on the Gemma checkpoints) and
 their builder_export entries, and records why gemma3 is not exported (see builder_gemma_main).
 """
@@ -1086,13 +1086,13 @@ def onnx_logits(folder, ids, pad):
     return torch.stack(rows)
 
 
-def builder_gemma_main():
+def builder_gemma_main(families=("gemma2", "gemma", "gemma3")):
     import onnx
     from onnx import numpy_helper
     from safetensors.torch import load_file
     import onnxruntime_genai
     version = f"onnxruntime_genai.models.builder -p fp32 -e cpu, onnxruntime-genai {onnxruntime_genai.__version__}, transformers {transformers.__version__}"
-    for family in ("gemma2", "gemma", "gemma3"):
+    for family in families:
         jpath = os.path.join(OUT, f"goldens-{family}.json")
         meta = json.load(open(jpath))
         folder = os.path.join(OUT, family)
@@ -1101,6 +1101,11 @@ def builder_gemma_main():
             if family == "gemma3":
                 info["oracle"] = None
                 info["errors"] = {}
+                # What transformers reads from each spelling: its logits against the checkpoint's
+                # (0: the same model; the flat spelling loses the full layers' linear scaling).
+                info["spelling_vs_checkpoint_logits_rel"] = {}
+                ref = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32, attn_implementation="eager").eval()
+                gold = hooks_run(ref, meta["ids"])["logits"]
                 for label, kind in BUILDER_GEMMA_SPELLINGS.items():
                     src = os.path.join(tmp, f"ckpt-{kind}")
                     shutil.copytree(folder, src)
@@ -1108,6 +1113,8 @@ def builder_gemma_main():
                         cfg = json.load(open(os.path.join(src, "config.json")))
                         gemma3_spelling(cfg, kind)
                         json.dump(cfg, open(os.path.join(src, "config.json"), "w"), indent=2)
+                    m = AutoModelForCausalLM.from_pretrained(src, dtype=torch.float32, attn_implementation="eager").eval()
+                    info["spelling_vs_checkpoint_logits_rel"][label] = rel(hooks_run(m, meta["ids"])["logits"], gold)
                     rc, err, where = run_builder(src, os.path.join(tmp, f"out-{kind}"), tmp)
                     assert rc != 0, "the builder exported gemma3: commit it and test it"
                     info["errors"][label] = f"{err} ({where})"
@@ -1167,8 +1174,8 @@ if __name__ == "__main__":
         phi3_main()
     elif sys.argv[1:] == ["--gemma-vocab"]:
         gemma_vocab_main()
-    elif sys.argv[1:] == ["--builder-gemma"]:
-        builder_gemma_main()
+    elif sys.argv[1:2] == ["--builder-gemma"] and all(f in GEMMA for f in sys.argv[2:]):
+        builder_gemma_main(tuple(sys.argv[2:]) or ("gemma2", "gemma", "gemma3"))
     elif len(sys.argv) == 3 and sys.argv[1] == "--family" and sys.argv[2] in GEMMA:
         gemma_main(sys.argv[2])
     else:
