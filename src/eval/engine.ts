@@ -7,7 +7,7 @@
  */
 import * as ort from 'onnxruntime-node';
 import { LobesError } from '../util/errors.js';
-import { analyseModel, modelFeeds, planInputs, positionIds, type Analysis, type FeedPlan } from '../runtime/engine.js';
+import { analyseModel, modelFeeds, planInputs, positionIds, refuseWindowCache, type Analysis, type FeedPlan } from '../runtime/engine.js';
 import { buildLogitHeadModel, CAND_LOGITS, CANDIDATES_INPUT, LOG_SUM_EXP, TOP_ID } from '../runtime/logit-head.js';
 import { openEditedSession } from '../runtime/providers.js';
 import type { ModelInfo } from '../runtime/types.js';
@@ -127,7 +127,8 @@ class OrtScorer implements Scorer {
 /** Open the scorer on a model folder (or .onnx file). */
 export async function openScorer(modelDir: string, opts: ScorerOptions): Promise<Scorer> {
   const a = analyseModel(modelDir);
-  const { plans, mask, inGraphPast } = planInputs(a);
+  const { plans, mask, inGraphPast, windowCache } = planInputs(a);
+  refuseWindowCache(a, windowCache, 'the scorer (lobes eval, ablate --task iae, attend --cot)');
   const hasPast = plans.some((p) => p.role === 'past');
   const model = applyInterventions(a.loaded.model, a.disc, opts.interventions, a.loaded.file).model;
   const scoringGraph = buildLogitHeadModel(model, a.disc, { maskInput: mask, inGraphPast });

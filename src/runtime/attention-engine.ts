@@ -138,14 +138,16 @@ class OrtAttentionEngine implements AttentionEngine {
     private readonly maskAdded: boolean,
     private readonly needsRightPadding: boolean,
     private readonly file: string,
+    private readonly windowCache = false,
   ) {}
 
   async run(b: TokenBatch): Promise<AttentionBatch> {
     checkBatch(b, this.file);
     let padded = false;
     for (let i = 0; i < b.attentionMask.length; i++) if (!b.attentionMask[i]) padded = true;
-    // A graph without a mask input cannot mask padding: run padded rows one at a time, unpadded.
-    if (this.maskAdded && padded) return this.runRows(b);
+    // A graph without a mask input cannot mask padding, and a window-cache GroupQueryAttention
+    // refuses a row shorter than the batch: run padded rows one at a time, unpadded.
+    if ((this.maskAdded || this.windowCache) && padded) return this.runRows(b);
     if (this.needsRightPadding && !rightPadded(b)) return this.runMoved(b);
     let out: ort.InferenceSession.OnnxValueMapType;
     try {
@@ -233,11 +235,11 @@ export async function openAttentionEngine(modelDir: string, opts: AttentionEngin
     if (!Number.isInteger(l) || l < 0 || l >= all.length) throw new LobesError(`layer ${l} does not exist (the model has layers 0..${all.length - 1})`, { file: a.loaded.file });
   }
   const chosen = all.filter((s) => layers.includes(s.layer));
-  const { plans, mask, inGraphPast } = planInputs(a);
+  const { plans, mask, inGraphPast, windowCache } = planInputs(a);
   const model = applyInterventions(a.loaded.model, a.disc, opts.interventions, a.loaded.file).model;
   const surg = buildAttentionModel(model, a.disc.index, chosen, mask, inGraphPast, a.loaded.file);
   const session = await openEditedSession(surg.model, a.loaded.dir, opts, a.loaded.file);
   const outputs = new Map(chosen.map((s) => [s.layer, surg.outputs.get(s.name)!]));
   const needsRight = all.some((s) => s.kind === 'fused' && s.op === 'GroupQueryAttention');
-  return new OrtAttentionEngine(a.info, all.map(siteInfo), layers, session, plans, outputs, surg.maskInput, surg.maskAdded, needsRight, a.loaded.file);
+  return new OrtAttentionEngine(a.info, all.map(siteInfo), layers, session, plans, outputs, surg.maskInput, surg.maskAdded, needsRight, a.loaded.file, windowCache);
 }

@@ -9,6 +9,8 @@ import { LobesError, ModelError } from '../util/errors.js';
 import { siteFamily } from '../hooks.js';
 import { parseLayerSelection } from './layers.js';
 import { DataType, dataTypeName, loadModel, valueShape, type LoadedModel, type ValueInfo } from '../onnx/index.js';
+import { attrInt } from '../onnx/build.js';
+import type { GraphIndex } from '../onnx/graph.js';
 import { discover, isPastInput, type DiscoveredPoint, type Discovery } from './discover.js';
 import { configDir, readConfigHints } from './config.js';
 import { checkModel } from './consistency.js';
@@ -66,6 +68,29 @@ export interface FeedPlan {
   type: ort.Tensor.Type;
   /** For past inputs: [kvHeads, headDim]. */
   kv?: [number, number];
+  /**
+   * For past inputs of a GroupQueryAttention with `sliding_window_cache` (onnxruntime-genai's
+   * builder, Gemma 2 / 3 sliding layers): the buffer length the op needs, its local_window_size.
+   * The first pass feeds a zero buffer this long, with no past tokens in it: the mask (and so
+   * seqlens_k and total_sequence_length, which the graph derives from it) covers the new tokens
+   * only, as onnxruntime-genai feeds its static buffer. Absent: an empty past [B, kv, 0, hd].
+   */
+  cacheLen?: number;
+}
+
+/**
+ * The buffer length a KV-cache input needs: the local_window_size of a GroupQueryAttention with
+ * `sliding_window_cache` that reads it (onnxruntime refuses a shorter buffer: "KV cache capacity
+ * (0) must be at least local_window_size"), else 0.
+ */
+export function pastCacheLen(g: GraphIndex, name: string): number {
+  for (const [c] of g.consThrough(name)) {
+    if (c.domain === 'com.microsoft' && c.opType === 'GroupQueryAttention' && attrInt(c, 'sliding_window_cache', 0) === 1) {
+      const w = attrInt(c, 'local_window_size', -1);
+      if (w > 0) return w;
+    }
+  }
+  return 0;
 }
 
 const ORT_TYPES: Record<number, ort.Tensor.Type> = {
@@ -76,7 +101,7 @@ const ORT_TYPES: Record<number, ort.Tensor.Type> = {
 };
 
 /** The graph inputs lobes feeds (ids, mask, position ids, KV caches) and the KV caches it must make in-graph. */
-export function planInputs(a: Analysis): { plans: FeedPlan[]; mask: string | null; inGraphPast: InGraphPast[] } {
+export function planInputs(a: Analysis): { plans: FeedPlan[]; mask: string | null; inGraphPast: InGraphPast[]; windowCache: boolean } {
   const g = a.disc.index;
   const plans: FeedPlan[] = [];
   const inGraphPast: InGraphPast[] = [];
@@ -95,9 +120,10 @@ export function planInputs(a: Analysis): { plans: FeedPlan[]; mask: string | nul
       headDimHint ??= readConfigHints(a.loaded.dir).headDim ?? null;
       const hd = typeof s[3] === 'number' ? s[3] : Number.isInteger(headDimHint) && headDimHint! > 0 ? headDimHint : a.disc.arch.heads ? a.disc.arch.hidden / a.disc.arch.heads : null;
       if (!kvh || !hd) throw new ModelError(`cannot tell the KV-cache shape of graph input ${name} (declared ${JSON.stringify(s)})`, { file });
+      const len = pastCacheLen(g, name);
       // bfloat16 (and other types JavaScript cannot hold) are made in-graph instead of fed.
-      if (type) plans.push({ name, role: 'past', type, kv: [kvh, hd] });
-      else inGraphPast.push({ name, elemType: et ?? DataType.FLOAT, kv: [kvh, hd] });
+      if (type) plans.push({ name, role: 'past', type, kv: [kvh, hd], ...(len ? { cacheLen: len } : {}) });
+      else inGraphPast.push({ name, elemType: et ?? DataType.FLOAT, kv: [kvh, hd], ...(len ? { len } : {}) });
       continue;
     }
     if (!type) throw new ModelError(`graph input ${name} has unsupported type ${dataTypeName(et)}`, { file });
@@ -111,7 +137,19 @@ export function planInputs(a: Analysis): { plans: FeedPlan[]; mask: string | nul
     }
   }
   if (!plans.some((p) => p.role === 'ids')) throw new ModelError('the graph has no input_ids input', { file });
-  return { plans, mask, inGraphPast };
+  const windowCache = plans.some((p) => p.cacheLen) || inGraphPast.some((p) => p.len);
+  return { plans, mask, inGraphPast, windowCache };
+}
+
+/**
+ * Refuse a graph whose KV cache is window-sized (GroupQueryAttention `sliding_window_cache`, as
+ * onnxruntime-genai's builder writes Gemma 2 / 3): `what` carries a cache from step to step,
+ * and such a cache keeps its keys in the op's own ring-buffer coordinates, which lobes' growing
+ * cache does not follow.
+ */
+export function refuseWindowCache(a: Analysis, windowCache: boolean, what: string): void {
+  if (!windowCache) return;
+  throw new ModelError(`${what} cannot use this graph: its GroupQueryAttention keeps a window-sized KV cache (sliding_window_cache, as onnxruntime-genai's builder exports Gemma 2 / 3)`, { file: a.loaded.file, hint: 'give lobes the Hugging Face checkpoint (it converts it) for eval, ablate and log-likelihood scoring; extract and attend read this export' });
 }
 
 /** An integer tensor of the type a graph input wants (int64, or int32 converted). */
@@ -143,21 +181,25 @@ export function modelFeeds(session: ort.InferenceSession, plans: readonly FeedPl
     if (p.role === 'ids') f[p.name] = intTensor(p.type, b.ids, [b.B, b.S]);
     else if (p.role === 'mask') f[p.name] = intTensor(p.type, b.mask, [b.B, b.T]);
     else if (p.role === 'pos') f[p.name] = intTensor(p.type, b.pos, [b.B, b.S]);
-    else f[p.name] = past?.get(p.name) ?? emptyPast(p.type, [b.B, p.kv![0], 0, p.kv![1]]);
+    else f[p.name] = past?.get(p.name) ?? emptyPast(p.type, [b.B, p.kv![0], p.cacheLen ?? 0, p.kv![1]]);
   }
   if (addedMask && wanted.has(addedMask)) f[addedMask] = new ort.Tensor('int64', b.mask, [b.B, b.T]);
   return f;
 }
 
-/** An empty KV-cache tensor [batch, kvHeads, 0, headDim] of a graph input's type. */
+/**
+ * A KV-cache tensor [batch, kvHeads, len, headDim] of a graph input's type holding no past
+ * tokens: empty (len 0), or zeros for a window-sized buffer (FeedPlan.cacheLen).
+ */
 export function emptyPast(type: ort.Tensor.Type, dims: number[]): ort.Tensor {
+  const n = dims.reduce((x, y) => x * y, 1);
   switch (type) {
     case 'float32':
-      return new ort.Tensor('float32', new Float32Array(0), dims);
+      return new ort.Tensor('float32', new Float32Array(n), dims);
     case 'float16':
-      return new ort.Tensor('float16', new Uint16Array(0), dims);
+      return new ort.Tensor('float16', new Uint16Array(n), dims);
     default:
-      return new ort.Tensor(type as any, new Uint16Array(0) as any, dims);
+      return new ort.Tensor(type as any, new Uint16Array(n) as any, dims);
   }
 }
 
@@ -189,7 +231,7 @@ export function batchFeeds(session: ort.InferenceSession, plans: FeedPlan[], b: 
     if (p.role === 'ids') feeds[p.name] = intTensor(p.type, b.inputIds, dims);
     else if (p.role === 'mask') feeds[p.name] = intTensor(p.type, b.attentionMask, dims);
     else if (p.role === 'pos') feeds[p.name] = intTensor(p.type, positionIds(b.attentionMask, b.batch, b.seq), dims);
-    else feeds[p.name] = emptyPast(p.type, [b.batch, p.kv![0], 0, p.kv![1]]);
+    else feeds[p.name] = emptyPast(p.type, [b.batch, p.kv![0], p.cacheLen ?? 0, p.kv![1]]);
   }
   if (addedMask !== null && wanted.has(addedMask)) feeds[addedMask] = new ort.Tensor('int64', b.attentionMask, dims);
   return feeds;
@@ -218,12 +260,15 @@ class OrtCaptureEngine implements CaptureEngine {
     private readonly maskInput: string,
     private readonly maskAdded: boolean,
     private readonly file: string,
+    private readonly windowCache = false,
   ) {}
 
   async run(b: TokenBatch): Promise<Map<string, Float32Array>> {
     checkBatch(b, this.file);
-    if (this.maskAdded) {
-      // The graph cannot mask padding: run padded rows one at a time, unpadded.
+    if (this.maskAdded || this.windowCache) {
+      // The graph cannot mask padding, or its window-cache GroupQueryAttention refuses a row
+      // shorter than the batch (onnxruntime: "seqlens_k[1] = 15 is too small for sequence_length
+      // 66"): run padded rows one at a time, unpadded.
       let padded = false;
       for (let i = 0; i < b.attentionMask.length; i++) if (!b.attentionMask[i]) padded = true;
       if (padded) return this.runRows(b);
@@ -274,10 +319,10 @@ export async function openCaptureEngine(modelDir: string, opts: EngineOptions): 
   const layers = opts.layers ? new Set(parseLayerSelection(opts.layers, a.info.arch.layers)) : null;
   const edited = applyInterventions(a.loaded.model, a.disc, opts.interventions, a.loaded.file);
   const hooks = edited.points.filter((p) => fams.has(siteFamily(p.site)) && (layers === null || p.layer === null || layers.has(p.layer)));
-  const { plans, mask, inGraphPast } = planInputs(a);
+  const { plans, mask, inGraphPast, windowCache } = planInputs(a);
   const surg = buildCaptureModel(edited.model, hooks, mask, inGraphPast);
   const session = await openEditedSession(surg.model, a.loaded.dir, opts, a.loaded.file);
-  return new OrtCaptureEngine(a.info, hooks.map(publicPoint), session, plans, surg.outputs, surg.maskInput, surg.maskAdded, a.loaded.file);
+  return new OrtCaptureEngine(a.info, hooks.map(publicPoint), session, plans, surg.outputs, surg.maskInput, surg.maskAdded, a.loaded.file, windowCache);
 }
 
 /** Open a plain session on the unmodified model (for references and benchmarks). */

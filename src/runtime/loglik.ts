@@ -26,7 +26,7 @@
 import * as ort from 'onnxruntime-node';
 import { LobesError } from '../util/errors.js';
 import { planBatches } from './batching.js';
-import { analyseModel, modelFeeds, planInputs, type Analysis, type FeedPlan } from './engine.js';
+import { analyseModel, modelFeeds, planInputs, refuseWindowCache, type Analysis, type FeedPlan } from './engine.js';
 import { buildLoglikHeadModel, POSITIONS_INPUT, TARGET_LOGPROB, TARGET_TOP, TARGETS_INPUT } from './loglik-head.js';
 import { openEditedSession } from './providers.js';
 import type { Device, Intervention, ModelInfo } from './types.js';
@@ -400,7 +400,8 @@ function collect(lp: Float32Array, top: BigInt64Array, at: number, cont: number[
 /** Open the log-likelihood engine on a model folder (or .onnx file). */
 export async function openLoglikEngine(modelDir: string, opts: LoglikOptions): Promise<LoglikEngine> {
   const a = analyseModel(modelDir);
-  const { plans, mask, inGraphPast } = planInputs(a);
+  const { plans, mask, inGraphPast, windowCache } = planInputs(a);
+  refuseWindowCache(a, windowCache, 'the log-likelihood engine (lobes eval --scoring cloze, ablate)');
   const hasPast = plans.some((p) => p.role === 'past');
   const model = applyInterventions(a.loaded.model, a.disc, opts.interventions, a.loaded.file).model;
   if (opts.interventions?.some((iv) => iv.positions === 'last')) opts = { ...opts, cache: 'off' };

@@ -52,6 +52,8 @@ export interface InGraphPast {
   name: string;
   elemType: number;
   kv: [number, number];
+  /** A window-sized buffer's length (FeedPlan.cacheLen): zeros [batch, kvHeads, len, headDim] instead. */
+  len?: number;
 }
 
 /** The nodes and initializers of a graph being edited; what is added is named under the lobes.sel. prefix. */
@@ -159,11 +161,11 @@ export function lastTokenIndex(e: GraphEdit, mask: string, maskType: number, ops
   return { B, T, mask: m64, positions: ar, last, flat: e.add('Add', [rowStart, last], 'flat_index') };
 }
 
-/** Empty KV-cache tensors [B, kvHeads, 0, headDim] built in-graph (for dtypes JavaScript cannot feed, e.g. bfloat16). */
+/** Empty KV-cache tensors [B, kvHeads, 0, headDim] (or zeros [B, kvHeads, len, headDim]) built in-graph (for dtypes JavaScript cannot feed, e.g. bfloat16). */
 export function emptyPasts(e: GraphEdit, B: string, inGraphPast: InGraphPast[]): void {
   const B1 = e.add('Reshape', [B, e.c64('shape1', [1], [1])], 'B1');
   for (const [i, p] of inGraphPast.entries()) {
-    const shp = e.add('Concat', [B1, e.c64(`past${i}.tail`, [p.kv[0], 0, p.kv[1]], [3])], `past${i}.shape`, { axis: 0 });
+    const shp = e.add('Concat', [B1, e.c64(`past${i}.tail`, [p.kv[0], p.len ?? 0, p.kv[1]], [3])], `past${i}.shape`, { axis: 0 });
     const zero = makeTensor(`${P}past${i}.zero`, p.elemType, [1], new Uint8Array(Math.max(1, Math.ceil(dataTypeSize(p.elemType)))));
     e.nodes.push(makeNode('ConstantOfShape', [shp], [p.name], { value: zero }, undefined, `${P}past${i}`));
   }

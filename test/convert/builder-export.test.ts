@@ -11,6 +11,7 @@
  * it leaves out a rope_scaling spelled with the legacy "type" key (llama: linear factor 2) and
  * Mistral's sliding window. Those exports' oracle is transformers on the checkpoint with that
  * setting removed (FAMILY-builder goldens), and they are checked to differ from the checkpoint.
+ * The Gemma exports (builder-gemma2, builder-gemma) are tested in builder-gemma.test.ts.
  */
 import { describe, expect, it } from 'vitest';
 import * as path from 'node:path';

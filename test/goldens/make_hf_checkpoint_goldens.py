@@ -53,6 +53,9 @@ adds phi3/, tiny-phi3.gguf, tiny-phi3-plain.gguf and goldens-phi3.{json,safetens
 adds gemma2/ (gemma3/), tiny-gemma2.gguf (tiny-gemma3.gguf) and goldens-gemma2.{json,safetensors} (see GEMMA below).
     /work/venv/bin/python test/goldens/make_hf_checkpoint_goldens.py --gemma-vocab
 adds tiny-gemma-vocab.gguf and gemma-vocab.json (Gemma's SentencePiece vocabulary, see gemma_vocab_main).
+    /work/venv/bin/python test/goldens/make_hf_checkpoint_goldens.py --builder-gemma [gemma2 gemma gemma3]
+adds builder-gemma/ and builder-gemma2/ (onnxruntime-genai's builder on the Gemma checkpoints) and
+their builder_export entries, and records why gemma3 is not exported (see builder_gemma_main).
 """
 import json
 import os
@@ -1021,11 +1024,158 @@ def gemma_vocab_main():
     print("gemma vocabulary ok", len(tokens), "tokens,", len(out["merges"]), "merges")
 
 
+# onnxruntime-genai's builder on the committed Gemma checkpoints (run with --builder-gemma, after
+# --family gemma / gemma2 / gemma3; writes builder-gemma/ and builder-gemma2/ and adds a
+# builder_export entry to goldens-gemma.json and goldens-gemma2.json, leaving every other file as
+# it is). The oracle is each checkpoint's own goldens (FAMILY.*: transformers, fp32):
+#   gemma2  the checkpoint as it is. The builder's sliding layers are GroupQueryAttention nodes
+#           with sliding_window_cache (a KV buffer at least local_window_size long), which lobes
+#           feeds as a zero buffer of that length with no past tokens in it;
+#   gemma   an F32 copy of the F16 checkpoint (the same values, widened; transformers loads both
+#           to the same logits, checked here): the builder adds 1 to a norm weight in the
+#           checkpoint's dtype, so from F16 it stores fp16(1 + w) where transformers computes
+#           1 + w in float32; from F32 its 1 + w is transformers'. The F16 export is measured here
+#           (its norm weights' largest difference from 1 + w, its logits from onnxruntime) and not
+#           committed;
+#   gemma3  not exported: the builder (0.18) reads config.json through transformers 5's
+#           AutoConfig, which gives Gemma 3 per-layer-type rope_parameters in every spelling
+#           (transformers 5's, or the older rope_theta + rope_local_base_freq + rope_scaling), and
+#           fails on them; the errors of each spelling are recorded in goldens-gemma3.json.
+BUILDER_GEMMA_SPELLINGS = {
+    "rope_parameters per layer type (transformers 5, the committed config.json)": None,
+    "rope_theta + rope_local_base_freq + rope_scaling (transformers 4)": "legacy",
+    "flat rope_parameters (the full layers' rope) + rope_local_base_freq": "flat",
+}
+
+
+def gemma3_spelling(cfg, kind):
+    rp = cfg.pop("rope_parameters")
+    full = dict(rp["full_attention"])
+    if kind == "legacy":
+        cfg["rope_theta"] = full.pop("rope_theta")
+        cfg["rope_scaling"] = full
+    else:
+        cfg["rope_parameters"] = full
+    cfg["rope_local_base_freq"] = rp["sliding_attention"]["rope_theta"]
+
+
+def run_builder(src, dst, tmp):
+    r = subprocess.run([sys.executable, "-m", "onnxruntime_genai.models.builder", "-m", src, "-i", src, "-o", dst,
+                        "-p", "fp32", "-e", "cpu", "-c", os.path.join(tmp, "cache")], capture_output=True, text=True)
+    lines = [l for l in (r.stderr + r.stdout).splitlines() if l.strip()]
+    err = next((l for l in reversed(lines) if "Error" in l), None) if r.returncode else None
+    where = None
+    if err:
+        frames = [l.strip() for l in lines if l.strip().startswith("File ") and "onnxruntime_genai" in l]
+        where = frames[-1].split("site-packages/")[-1].replace('"', "") if frames else None
+    return r.returncode, err, where
+
+
+def onnx_logits(folder, ids, pad):
+    """Last-token logits of a builder export, each text alone (onnxruntime's Python API)."""
+    import onnxruntime as ort_py
+    s = ort_py.InferenceSession(os.path.join(folder, "model.onnx"), providers=["CPUExecutionProvider"])
+    dec = json.load(open(os.path.join(folder, "genai_config.json")))["model"]["decoder"]
+    rows = []
+    for x in ids:
+        feeds = {"input_ids": np.array([x], dtype=np.int64), "attention_mask": np.ones((1, len(x)), dtype=np.int64)}
+        for i in s.get_inputs():
+            if i.name.startswith("past_key_values."):
+                feeds[i.name] = np.zeros((1, dec["num_key_value_heads"], 0, dec["head_size"]), dtype=np.float32)
+        rows.append(torch.from_numpy(s.run(["logits"], feeds)[0][0, -1]))
+    return torch.stack(rows)
+
+
+def builder_gemma_main(families=("gemma2", "gemma", "gemma3")):
+    import onnx
+    from onnx import numpy_helper
+    from safetensors.torch import load_file
+    import onnxruntime_genai
+    version = f"onnxruntime_genai.models.builder -p fp32 -e cpu, onnxruntime-genai {onnxruntime_genai.__version__}, transformers {transformers.__version__}"
+    for family in families:
+        jpath = os.path.join(OUT, f"goldens-{family}.json")
+        meta = json.load(open(jpath))
+        folder = os.path.join(OUT, family)
+        info = {"builder": version, "oracle": family}
+        with tempfile.TemporaryDirectory() as tmp:
+            if family == "gemma3":
+                info["oracle"] = None
+                info["errors"] = {}
+                # What transformers reads from each spelling: its logits against the checkpoint's
+                # (0: the same model; the flat spelling loses the full layers' linear scaling).
+                info["spelling_vs_checkpoint_logits_rel"] = {}
+                ref = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32, attn_implementation="eager").eval()
+                gold = hooks_run(ref, meta["ids"])["logits"]
+                for label, kind in BUILDER_GEMMA_SPELLINGS.items():
+                    src = os.path.join(tmp, f"ckpt-{kind}")
+                    shutil.copytree(folder, src)
+                    if kind:
+                        cfg = json.load(open(os.path.join(src, "config.json")))
+                        gemma3_spelling(cfg, kind)
+                        json.dump(cfg, open(os.path.join(src, "config.json"), "w"), indent=2)
+                    m = AutoModelForCausalLM.from_pretrained(src, dtype=torch.float32, attn_implementation="eager").eval()
+                    info["spelling_vs_checkpoint_logits_rel"][label] = rel(hooks_run(m, meta["ids"])["logits"], gold)
+                    rc, err, where = run_builder(src, os.path.join(tmp, f"out-{kind}"), tmp)
+                    assert rc != 0, "the builder exported gemma3: commit it and test it"
+                    info["errors"][label] = f"{err} ({where})"
+                info["note"] = "not exported: the builder reads config.json through transformers 5's AutoConfig, which holds Gemma 3's rope per layer type in every spelling"
+            else:
+                src = folder
+                if family == "gemma":
+                    src = os.path.join(tmp, "ckpt-f32")
+                    shutil.copytree(folder, src)
+                    st = os.path.join(src, "model.safetensors")
+                    save_file({k: v.float().contiguous() for k, v in load_file(st).items()}, st, metadata={"format": "pt"})
+                    cfg = json.load(open(os.path.join(src, "config.json")))
+                    cfg["dtype"] = "float32"
+                    json.dump(cfg, open(os.path.join(src, "config.json"), "w"), indent=2)
+                    a = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32, attn_implementation="eager").eval()
+                    b = AutoModelForCausalLM.from_pretrained(src, dtype=torch.float32, attn_implementation="eager").eval()
+                    la, lb = hooks_run(a, meta["ids"])["logits"], hooks_run(b, meta["ids"])["logits"]
+                    info["f32_copy_vs_checkpoint_logits_rel"] = rel(lb, la)
+                    assert info["f32_copy_vs_checkpoint_logits_rel"] == 0, info
+                    info["note"] = "an F32 copy of the F16 checkpoint (the same values, widened): the builder adds 1 to a norm weight in the checkpoint's dtype"
+                    # The F16 checkpoint itself, measured and not committed.
+                    f16 = os.path.join(tmp, "out-f16")
+                    rc, err, _ = run_builder(folder, f16, tmp)
+                    assert rc == 0, err
+                    g = onnx.load(os.path.join(f16, "model.onnx"))
+                    norms = {t.name: numpy_helper.to_array(t) for t in g.graph.initializer if "layernorm" in t.name or t.name.endswith("norm.weight")}
+                    sd = load_file(os.path.join(folder, "model.safetensors"))
+                    worst = 0.0
+                    for k, v in sd.items():
+                        if k.endswith("norm.weight"):
+                            exact = 1 + v.float().numpy()
+                            cand = [x for x in norms.values() if x.shape == exact.shape]
+                            worst = max(worst, min(float(np.abs(x.astype(np.float64) - exact).max()) for x in cand))
+                    info["f16_export_norm_weight_max_abs_diff"] = worst
+                    gold = hooks_run(a, meta["ids"])["logits"]
+                    info["f16_export_logits_rel"] = rel(onnx_logits(f16, meta["ids"], meta["pad"]), gold)
+                else:
+                    info["note"] = None
+                out = os.path.join(OUT, f"builder-{family}")
+                if os.path.exists(out):
+                    shutil.rmtree(out)
+                dst = os.path.join(tmp, "out")
+                rc, err, _ = run_builder(src, dst, tmp)
+                assert rc == 0, err
+                os.makedirs(out)
+                for f in ("model.onnx", "model.onnx.data", "genai_config.json"):
+                    shutil.copy(os.path.join(dst, f), out)
+        meta["families"][family]["builder_export"] = info
+        with open(jpath, "w") as f:
+            json.dump(meta, f, indent=1, ensure_ascii=False)
+            f.write("\n")
+        print(family, json.dumps(info))
+
+
 if __name__ == "__main__":
     if sys.argv[1:] == ["--family", "phi3"]:
         phi3_main()
     elif sys.argv[1:] == ["--gemma-vocab"]:
         gemma_vocab_main()
+    elif sys.argv[1:2] == ["--builder-gemma"] and all(f in GEMMA for f in sys.argv[2:]):
+        builder_gemma_main(tuple(sys.argv[2:]) or ("gemma2", "gemma", "gemma3"))
     elif len(sys.argv) == 3 and sys.argv[1] == "--family" and sys.argv[2] in GEMMA:
         gemma_main(sys.argv[2])
     else:
