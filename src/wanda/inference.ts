@@ -180,7 +180,10 @@ export function addInference(metrics: WandaMetrics, regions: WandaRegions, nulls
     correct('placement-group-components', 'a group\'s region has fewer pieces than random blocks placed alike', groupIds, groups.map((g) => g.placement!.components), pla);
   }
   const chFam = opts.channels ? declareFamily({ name: 'capture-points', claim: 'the groups\' activation RMS differs beyond shuffled labels at a capture point', members: opts.channels.map((c) => c.hook), correction: ['holm', 'bh'] }) : null;
-  const channels = opts.channels && chFam ? correctChannelFamily(chFam, opts.channels, { R, sizing: opts.sizing }) : undefined;
+  // each capture point's per-channel family travels with its test; it is listed here, not in metrics.channels
+  const channelFams = (opts.channels ?? []).flatMap((c) => (c.family ? [c.family] : []));
+  const tests = opts.channels?.map(({ family: _f, ...c }) => c);
+  const channels = tests && chFam ? correctChannelFamily(chFam, tests, { R, sizing: opts.sizing }) : undefined;
   if (chFam) declared.push(chFam);
   return {
     ...metrics,
@@ -189,7 +192,7 @@ export function addInference(metrics: WandaMetrics, regions: WandaRegions, nulls
     pFloor: R > 0 ? permutationFloor(R) : null,
     families: { jaccard: pairs.length, differences: nPairSets, groups: groups.length, ...(channels ? { capturePoints: channels.length } : {}) },
     ...(channels ? { channels } : {}),
-    declaredFamilies: declared.map((f) => f.record()),
+    declaredFamilies: [...declared.map((f) => f.record()), ...channelFams],
     notes: WANDA_NOTES,
   };
 }
