@@ -12,6 +12,7 @@ import { describe, expect, it } from 'vitest';
 import { declareFamily, type FamilyRecord } from '../../src/util/families.js';
 import { ablationStats, pairedSide, shuffledLabelTests } from '../../src/ablate/stats.js';
 import { summarize } from '../../src/eval/summary.js';
+import { adjustConditional, conditionalFamily } from '../../src/swap/swap.js';
 import type { EvalRecord } from '../../src/eval/types.js';
 import { holmRef } from './holm-ref.js';
 
@@ -130,5 +131,20 @@ describe('eval: the accuracy-by families in the summary', () => {
     // the summary as written (JSON) carries them
     const back = JSON.parse(JSON.stringify(s));
     expect(back.declaredFamilies.map((f: FamilyRecord) => [f.family, f.size])).toEqual([['accuracy by language', 2], ['accuracy by aspect', 3], ['accuracy by ability', 1]]);
+  });
+});
+
+describe('swap: the conditional family, declared from the points', () => {
+  it('every point × both labels; results of other points than the declared ones throw', () => {
+    expect(conditionalFamily(['final.hidden', 'layers.1.resid_out.mean']).members).toEqual(['final.hidden:question', 'final.hidden:response', 'layers.1.resid_out.mean:question', 'layers.1.resid_out.mean:response']);
+    const t = (p: number | null) => ({ value: 0.3, ci95: null, p, nullMean: 0.2, nullBand: null, z: p === null ? null : 2, permutations: 99, nullSd: 0.03 });
+    const lab = (p: number | null) => ({ conditional: { given: 'response', exchangeable: { items: 10, strata: 2, of: 2 }, accuracy: t(p), balancedAccuracy: t(p), macroF1: t(p) } });
+    const points = [{ point: 'final.hidden', question: lab(0.01), response: lab(null) }, { point: 'final.mean', question: lab(0.02), response: lab(0.03) }];
+    const plan = { R: 99, needed: 79, sizing: 'sized' } as never;
+    expect(() => adjustConditional(points as never, plan, conditionalFamily(['final.hidden']))).toThrow(/family conditional: declared with final.hidden:question, final.hidden:response, tested/);
+    const fam = adjustConditional(points as never, plan, conditionalFamily(['final.hidden', 'final.mean']));
+    expect(fam.size).toBe(3);
+    const want = holmRef([0.01, null, 0.02, 0.03]);
+    points.flatMap((p) => [p.question, p.response]).forEach((l, i) => (want[i] === null ? expect((l.conditional.balancedAccuracy as { pHolm?: number | null }).pHolm).toBeNull() : expect((l.conditional.balancedAccuracy as { pHolm?: number | null }).pHolm).toBeCloseTo(want[i]!, 12)));
   });
 });
