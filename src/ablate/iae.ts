@@ -33,7 +33,7 @@ import type { LoglikEngine } from '../runtime/loglik.js';
 import { LONG_PROMPT_TOKEN_BUDGET } from '../runtime/batching.js';
 import type { Device } from '../runtime/types.js';
 import { limitAxes, type LimitRecord } from '../data/subset.js';
-import { ablationStats, type AblateCell, type AblateSpecificity } from './stats.js';
+import { ablationPlan, ablationStats, adjustRows, specId, type AblateCell, type AblateSpecificity } from './stats.js';
 import { regionKey } from './regions.js';
 
 export type AblateTask = 'continuation' | 'iae';
@@ -223,6 +223,9 @@ export interface IaeStatsInput {
 /** Cells (accuracy change), specificity rows and the IAE cells of an ablation on 0/1 correctness. */
 export function iaeStats(x: IaeStatsInput): { cells: AblateCell[]; specificity: AblateSpecificity[]; iae: IaeCell[]; families: FamilyRecord[] } {
   const f = (a: Uint8Array) => Float64Array.from(a);
+  // the per-label families, declared from the plan (every region × label with items) before any test runs
+  const plan = ablationPlan(x);
+  const fams = new Map(x.labels.map((label) => [label, declareFamily({ name: `iae ${label}`, claim: `zeroing a region changes the accuracy on ${label}'s items beyond random regions (every region)`, members: plan.cells.filter((c) => c.label === label).map(specId) })]));
   const base = ablationStats({ labels: x.labels, labelOf: x.labelOf, before: f(x.before), regions: x.regions.map((r) => ({ name: r.name, minus: r.minus, after: f(r.after), random: r.random.map(f) })), bootstrap: x.bootstrap, seed: x.seed });
   const region = new Map(x.regions.map((r) => [regionKey(r), r]));
   const iae: IaeCell[] = base.cells.map((c) => {
@@ -241,8 +244,8 @@ export function iaeStats(x: IaeStatsInput): { cells: AblateCell[]; specificity: 
   });
   for (const label of x.labels) {
     const rows = iae.filter((c) => c.label === label);
-    const fam = declareFamily({ name: `iae ${label}`, claim: `zeroing a region changes the accuracy on ${label}'s items beyond random regions (every region)`, members: rows.map((c) => (c.minus ? `${c.region} ∖ ${c.minus}` : c.region)) });
-    const adj = fam.adjust(rows.map((c) => c.p));
+    const fam = fams.get(label)!;
+    const adj = adjustRows(fam, rows, specId, (c) => c.p);
     base.families.push(fam.record());
     rows.forEach((c, i) => (c.pHolm = adj[i]!));
   }

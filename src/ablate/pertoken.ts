@@ -17,10 +17,15 @@ import { ablationStats, costRatio, mean, ratioTests, specId, type AblateSpecific
  * the row's per-item changes, its random regions' and the own and other items.
  */
 export function perTokenTests(spec: AblateSpecificity[], tokens: ArrayLike<number>, perItem: (s: AblateSpecificity) => { d: Float64Array; nd: Float64Array[]; own: number[]; others: number[] } | null): FamilyRecord {
+  // declared from the specificity rows (the plan's regions) before any test runs; a row without its per-item changes stays a member, not tested
+  const fam = declareFamily({ name: 'specificity-per-token', claim: 'zeroing a region costs its own label\'s items more per token than the others\' (every region)', members: spec.map(specId) });
   const rows: AblateSpecificity[] = [];
   for (const s of spec) {
     const x = perItem(s);
-    if (!x) continue;
+    if (!x) {
+      fam.notTested(specId(s), 'no per-item changes for its region or target');
+      continue;
+    }
     const perTok = (v: Float64Array) => Float64Array.from(v, (dv, i) => dv / tokens[i]!);
     const side = (v: Float64Array) => {
       const q = perTok(v);
@@ -33,12 +38,12 @@ export function perTokenTests(spec: AblateSpecificity[], tokens: ArrayLike<numbe
     s.perToken = { own: real.own, others: real.others, ratio: real.ratio, nullRatio, ...ratioTests(real.ratio, nullRatio), ratioPHolm: null, ratioPHeadHolm: null };
     rows.push(s);
   }
-  const fam = declareFamily({ name: 'specificity-per-token', claim: 'zeroing a region costs its own label\'s items more per token than the others\' (every region)', members: rows.map(specId) });
-  const hT = fam.adjust(rows.map((s) => s.perToken!.ratioP));
-  const hH = fam.adjust(rows.map((s) => s.perToken!.ratioPHead));
-  rows.forEach((s, i) => {
-    s.perToken!.ratioPHolm = hT[i]!;
-    s.perToken!.ratioPHeadHolm = hH[i]!;
+  const hT = fam.adjust(spec.map((s) => s.perToken?.ratioP ?? null));
+  const hH = fam.adjust(spec.map((s) => s.perToken?.ratioPHead ?? null));
+  spec.forEach((s, i) => {
+    if (!s.perToken) return;
+    s.perToken.ratioPHolm = hT[i]!;
+    s.perToken.ratioPHeadHolm = hH[i]!;
   });
   return fam.record();
 }

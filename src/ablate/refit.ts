@@ -33,7 +33,7 @@ import type { WandaMatrix } from '../wanda/types.js';
 import { countBlocks, regionKey, regionMasks, type Masks, type RegionSpec, type WandaResults } from './regions.js';
 import type { StoredMatrix } from './patch.js';
 import { runInputs, type LineageInput } from '../store/lineage.js';
-import { shuffledLabelStats } from './stats.js';
+import { shuffledLabelTests } from './stats.js';
 import type { AblateFitSplit, AblatePass, AblateShuffled } from './store.js';
 
 /** The run's rows as wanda grouped them: the group index of every row (−1: no value on the axis). */
@@ -295,6 +295,6 @@ export function shuffledSection(refit: RefitResult, specs: RegionSpec[], passes:
   const S = refit.seeds.length;
   const blocks: Record<string, number[]> = {};
   for (const r of specs) blocks[regionKey(r)] = Array.from({ length: S }, (_, s) => countBlocks(passes[idx.get(shuffledKey(s, r))!]!.masks!));
-  const rows = shuffledLabelStats({ labels, labelOf, before: ll[0]!, regions: specs.map((r, i) => ({ name: r.name, minus: r.minus, after: after(i), shuffled: Array.from({ length: S }, (_, s) => ll[idx.get(shuffledKey(s, r))!]!) })) });
-  return { shuffles: S, seeds: refit.seeds, pFloor: 1 / (S + 1), family: 'regions', blocks, rows };
+  const { rows, family } = shuffledLabelTests({ labels, labelOf, before: ll[0]!, regions: specs.map((r, i) => ({ name: r.name, minus: r.minus, after: after(i), shuffled: Array.from({ length: S }, (_, s) => ll[idx.get(shuffledKey(s, r))!]!) })) });
+  return { shuffles: S, seeds: refit.seeds, pFloor: 1 / (S + 1), family: 'regions', blocks, rows, declaredFamilies: [family] };
 }

@@ -373,7 +373,7 @@ export async function runAblate(o: AblateOptions): Promise<AblateSummary> {
         });
         const passIdx = new Map(passes.map((q, p) => [q.id, p]));
         const doses = tops?.map((t): AblateDose => {
-          if (isStoredTop(w, t)) return { top: t, stored: true, regions: regionsOut, cells: st.cells, specificity: st.specificity };
+          if (isStoredTop(w, t)) return { top: t, stored: true, regions: regionsOut, cells: st.cells, specificity: st.specificity, declaredFamilies: st.families };
           const d = doseTops.indexOf(t);
           const sd = ablationStatsPerToken({
             labels,
@@ -384,7 +384,7 @@ export async function runAblate(o: AblateOptions): Promise<AblateSummary> {
             seed,
             tokens,
           });
-          return { top: t, stored: false, regions: specs.map((r, i) => ({ name: r.name, minus: r.minus, blocks: countBlocks(doseMasks[d]![i]!) })), cells: sd.cells, specificity: sd.specificity };
+          return { top: t, stored: false, regions: specs.map((r, i) => ({ name: r.name, minus: r.minus, blocks: countBlocks(doseMasks[d]![i]!) })), cells: sd.cells, specificity: sd.specificity, declaredFamilies: sd.families };
         });
         const magnitude = o.magnitude ? magnitudeRows(specs, labels, Int32Array.from(itemLabels, (l) => labels.indexOf(l[by]!)), ll, (i) => ({ region: ll[i + 1]!, magnitude: ll[passIdx.get(magnitudeKey(nullOf[i]!))!]!, random: randomPasses(nullOf[i]!).map((p) => ll[p]!), blocks: countBlocks(passes[passIdx.get(magnitudeKey(nullOf[i]!))!]!.masks!) }), job.settings.bootstrap, seed) : null;
         const shuffled = refit && S ? shuffledSection(refit, specs, passes, labels, Int32Array.from(itemLabels, (l) => labels.indexOf(l[by]!)), ll, (i) => ll[i + 1]!) : null;

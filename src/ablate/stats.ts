@@ -27,10 +27,12 @@
  */
 import { Rng, hash32 } from '../util/rng.js';
 import { nullZ, predictionP, studentTQuantile } from '../util/stats.js';
-import { declareFamily, type FamilyRecord } from '../util/families.js';
+import { declareFamily, type Family, type FamilyRecord } from '../util/families.js';
 import { shapiroWilk } from '../util/shapiro.js';
 import { signedRank } from '../util/wilcoxon.js';
 import { regionKey } from './regions.js';
+import { ablationPlan, adjustRows, cellFamily, cellId, specFamily, specId } from './plan.js';
+export { ablationPlan, adjustRows, cellFamily, cellId, specFamily, specId } from './plan.js';
 
 /**
  * Random regions per region by default: at K = 20 the rank p's floor 1/21 ≈ 0.048 is below 0.05,
@@ -65,6 +67,8 @@ export interface PairedSide {
   pHolm: (number | null)[];
   /** Random regions the region beats: pHolm ≤ 0.05. */
   beaten: number;
+  /** The family of this side's Holm correction, its members the K random regions (absent in summaries written before it). */
+  family?: FamilyRecord;
 }
 
 export interface PairedTests {
@@ -291,10 +295,10 @@ export interface StatsInput {
  * which is the mean over every other item because each item has one label. Summaries written
  * before these fields existed get them the same way (src/report/ablate.ts).
  */
-export function predictionTests(cells: AblateCell[], spec: AblateSpecificity[]): FamilyRecord[] {
-  // the families, declared from the cells and regions before any of their p-values is adjusted
-  const cellFam = declareFamily({ name: 'cells', claim: 'zeroing a region costs a label\'s items more than random regions do (every region × label cell)', members: cells.map(cellId) });
-  const specFam = declareFamily({ name: 'specificity', claim: 'zeroing a region costs its own label\'s items more than the others\' (every region)', members: spec.map(specId) });
+export function predictionTests(cells: AblateCell[], spec: AblateSpecificity[], declared?: { cells: Family; spec: Family }): FamilyRecord[] {
+  // declared by ablationStats from its plan before any test; a summary read back (src/report/ablate.ts) from its rows
+  const cellFam = declared?.cells ?? cellFamily(cells);
+  const specFam = declared?.spec ?? specFamily(spec);
   for (const c of cells) {
     const t = costP(c.delta, c.nullDelta);
     c.pT = t.p;
@@ -303,9 +307,9 @@ export function predictionTests(cells: AblateCell[], spec: AblateSpecificity[]):
     c.head = headTest(c.pT, c.normality);
     c.pHead = c.head === 't' ? c.pT! : c.p;
   }
-  const adjC = cellFam.adjust(cells.map((c) => c.pT));
+  const adjC = adjustRows(cellFam, cells, cellId, (c) => c.pT);
   cells.forEach((c, i) => (c.pTHolm = adjC[i]!));
-  const adjH = cellFam.adjust(cells.map((c) => c.pHead));
+  const adjH = adjustRows(cellFam, cells, cellId, (c) => c.pHead);
   cells.forEach((c, i) => (c.pHeadHolm = adjH[i]!));
   for (const s of spec) {
     s.pT = predictionP(s.contrast, s.nullContrast, 'lower');
@@ -329,10 +333,10 @@ export function predictionTests(cells: AblateCell[], spec: AblateSpecificity[]):
     s.nullRatio = target.nullDelta.map((v, k) => costRatio(v, pooled((c) => c.nullDelta[k]!)));
     Object.assign(s, ratioTests(s.ratio, s.nullRatio));
   }
-  const adjT = specFam.adjust(spec.map((s) => s.pT));
-  const adjR = specFam.adjust(spec.map((s) => s.ratioP));
-  const adjSH = specFam.adjust(spec.map((s) => s.pHead));
-  const adjRH = specFam.adjust(spec.map((s) => s.ratioPHead));
+  const adjT = adjustRows(specFam, spec, specId, (s) => s.pT);
+  const adjR = adjustRows(specFam, spec, specId, (s) => s.ratioP);
+  const adjSH = adjustRows(specFam, spec, specId, (s) => s.pHead);
+  const adjRH = adjustRows(specFam, spec, specId, (s) => s.ratioPHead);
   spec.forEach((s, i) => {
     s.pTHolm = adjT[i]!;
     s.ratioPHolm = adjR[i]!;
@@ -340,16 +344,6 @@ export function predictionTests(cells: AblateCell[], spec: AblateSpecificity[]):
     s.ratioPHeadHolm = adjRH[i]!;
   });
   return [cellFam.record(), specFam.record()];
-}
-
-/** A cell's member id in its family: `REGION on LABEL` (`REGION ∖ MINUS` for a set difference). */
-export function cellId(c: { region: string; minus: string | null; label: string }): string {
-  return `${specId(c)} on ${c.label}`;
-}
-
-/** A region's member id in its family: `REGION`, or `REGION ∖ MINUS` for a set difference. */
-export function specId(s: { region: string; minus: string | null }): string {
-  return s.minus ? `${s.region} ∖ ${s.minus}` : s.region;
 }
 
 /**
@@ -373,10 +367,12 @@ export function ratioTests(ratio: number | null, nullRatio: (number | null)[]): 
  * d_region − d_random_k (the same item scored under both), the one-sided Wilcoxon signed-rank
  * test (lower: the region costs the item more), Holm over the K random regions.
  */
-export function pairedSide(d: Float64Array, nd: Float64Array[], idx: readonly number[]): PairedSide {
+export function pairedSide(d: Float64Array, nd: Float64Array[], idx: readonly number[], side?: string): PairedSide {
+  // declared from the K random regions (the settings) before any test runs; named by its region and side when given
+  const fam = declareFamily({ name: side ? `random-regions-of-region ${side}` : 'random-regions-of-region', claim: 'a region costs the items more than each random region does (paired, per item)', members: nd.map((_, k) => `random ${k}`) });
   const p = nd.map((v) => signedRank(idx.map((i) => d[i]! - v[i]!), 'less')?.p ?? null);
-  const pHolm = declareFamily({ name: 'random-regions-of-region', claim: 'a region costs the items more than each random region does (paired, per item)', members: nd.map((_, k) => `random ${k}`) }).adjust(p);
-  return { n: idx.length, p, pHolm, beaten: pHolm.filter((q) => q !== null && q <= ABLATE_ALPHA).length };
+  const pHolm = fam.adjust(p);
+  return { n: idx.length, p, pHolm, beaten: pHolm.filter((q) => q !== null && q <= ABLATE_ALPHA).length, family: fam.record() };
 }
 
 /** Cells and specificity rows of an ablation. */
@@ -388,6 +384,10 @@ export function ablationStats(x: StatsInput): { cells: AblateCell[]; specificity
     return idx;
   });
   const delta = (after: Float64Array) => Float64Array.from(after, (a, i) => a - x.before[i]!);
+  // the families, declared from the plan (the regions and the items' labels) before any test runs
+  const plan = ablationPlan(x);
+  const rank = declareFamily({ name: 'specificity-rank', claim: 'zeroing a region costs its own label\'s items more than the others\' (rank p against the random regions, every region)', members: plan.spec.map(specId) });
+  const declared = { cells: cellFamily(plan.cells), spec: specFamily(plan.spec) };
   const cells: AblateCell[] = [];
   const spec: AblateSpecificity[] = [];
   for (const r of x.regions) {
@@ -414,13 +414,12 @@ export function ablationStats(x: StatsInput): { cells: AblateCell[]; specificity
     spec.push({
       region: r.name, minus: r.minus, target: r.name, contrast, ci: bootstrapContrast(d, a, b, x.bootstrap, rng), nullContrast, p: lowerP(contrast, nullContrast), pHolm: NaN,
       pT: null, pTHolm: null, ratio: null, nullRatio: [], ratioP: null, ratioPHolm: null,
-      paired: { test: 'wilcoxon-signed-rank', alternative: 'less', family: 'random-regions-of-region', alpha: ABLATE_ALPHA, own: pairedSide(d, nd, a), others: pairedSide(d, nd, b) },
+      paired: { test: 'wilcoxon-signed-rank', alternative: 'less', family: 'random-regions-of-region', alpha: ABLATE_ALPHA, own: pairedSide(d, nd, a, `${specId({ region: r.name, minus: r.minus })} (own items)`), others: pairedSide(d, nd, b, `${specId({ region: r.name, minus: r.minus })} (other items)`) },
     });
   }
-  const rank = declareFamily({ name: 'specificity-rank', claim: 'zeroing a region costs its own label\'s items more than the others\' (rank p against the random regions, every region)', members: spec.map(specId) });
-  const adj = rank.adjust(spec.map((s) => s.p));
+  const adj = adjustRows(rank, spec, specId, (s) => s.p);
   spec.forEach((s, i) => (s.pHolm = adj[i]!));
-  const families = predictionTests(cells, spec);
+  const families = predictionTests(cells, spec, declared);
   return { cells, specificity: spec, families: [rank.record(), ...families] };
 }
 
@@ -453,8 +452,10 @@ export interface ShuffledLabelRow {
 }
 
 /** The shuffled-label rows of every region with a target; Holm over the regions, for the contrast's and the ratio's rank p each. */
-export function shuffledLabelStats(x: { labels: string[]; labelOf: Int32Array; before: Float64Array; regions: { name: string; minus: string | null; after: Float64Array; shuffled: Float64Array[] }[] }): ShuffledLabelRow[] {
+export function shuffledLabelTests(x: { labels: string[]; labelOf: Int32Array; before: Float64Array; regions: { name: string; minus: string | null; after: Float64Array; shuffled: Float64Array[] }[] }): { rows: ShuffledLabelRow[]; family: FamilyRecord } {
   const N = x.before.length;
+  // declared from the plan (every region whose target is a label with items and some other item) before any test runs
+  const fam = declareFamily({ name: 'shuffled-label-regions', claim: 'a region is more specific than the regions of shuffled labels (every region)', members: ablationPlan(x).spec.map(specId) });
   const rows: ShuffledLabelRow[] = [];
   for (const r of x.regions) {
     const t = x.labels.indexOf(r.name);
@@ -489,12 +490,11 @@ export function shuffledLabelStats(x: { labels: string[]; labelOf: Int32Array; b
       ratioZ: real.ratio === null || ratios === null ? null : nullZ(Math.log(real.ratio), ratios.map(Math.log)),
     });
   }
-  const fam = declareFamily({ name: 'shuffled-label-regions', claim: 'a region is more specific than the regions of shuffled labels (every region)', members: rows.map(specId) });
-  const hc = fam.adjust(rows.map((s) => s.contrastP));
-  const hr = fam.adjust(rows.map((s) => s.ratioP));
+  const hc = adjustRows(fam, rows, specId, (s) => s.contrastP);
+  const hr = adjustRows(fam, rows, specId, (s) => s.ratioP);
   rows.forEach((s, i) => {
     s.contrastPHolm = hc[i]!;
     s.ratioPHolm = hr[i]!;
   });
-  return rows;
+  return { rows, family: fam.record() };
 }

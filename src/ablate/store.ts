@@ -120,6 +120,8 @@ export interface AblateShuffled {
   /** Each shuffled region's block count, per region key, in shuffle order. */
   blocks: Record<string, number[]>;
   rows: ShuffledLabelRow[];
+  /** The family of the rows' Holm (shuffled-label-regions, src/util/families.ts; absent in summaries written before it). */
+  declaredFamilies?: FamilyRecord[];
 }
 
 /** The disjoint fit and test halves (docs/ablate.md). */
@@ -159,6 +161,8 @@ export interface AblateDose {
   regions: { name: string; minus: string | null; blocks: number }[];
   cells: AblateCell[];
   specificity: AblateSpecificity[];
+  /** The dose's own families (specificity-rank, cells, specificity, specificity-per-token over its regions; absent in summaries written before them). */
+  declaredFamilies?: FamilyRecord[];
 }
 
 export interface AblateRecord {

@@ -1,7 +1,10 @@
 /**
- * The shapes of DIR/summary.json (computed in summary.ts). Types only, importing nothing: the
- * report's page script reads them too (src/report/types.ts).
+ * The shapes of DIR/summary.json (computed in summary.ts). Types only, importing types only (the
+ * family record's shape, src/util/families.ts): the report's page script reads them too
+ * (src/report/types.ts).
  */
+import type { FamilyRecord } from '../util/families.js';
+
 export interface Accuracy {
   n: number;
   correct: number;
@@ -22,7 +25,7 @@ export interface Accuracy {
    * chances are equal). Null for figures that are not counts (means over groups, shuffles).
    */
   pChance?: number | null;
-  /** pChance adjusted by Holm within its table (the rows of one breakdown). */
+  /** pChance adjusted by Holm within its table (the rows of one breakdown: the table's `family`). */
   pChanceHolm?: number | null;
 }
 
@@ -34,6 +37,8 @@ export interface AccuracyTable {
   /** 'language', 'aspect', 'ability', 'label:FIELD', 'category', 'group'. */
   by: string;
   rows: AccuracyRow[];
+  /** The family its rows' pChanceHolm was adjusted in (`accuracy by BY`, its members the rows' keys; absent in summaries written before it). */
+  family?: FamilyRecord;
 }
 
 export interface PositionBias {
@@ -64,6 +69,8 @@ export interface ItemSummary {
   tables: AccuracyTable[];
   positionBias: PositionBias[];
   letterMass: { mean: number; min: number };
+  /** The families of the section's tests (each table's family, in table order; absent in summaries written before them). */
+  declaredFamilies?: FamilyRecord[];
 }
 
 export interface GaeSummary {
@@ -84,6 +91,8 @@ export interface GaeSummary {
   tables: AccuracyTable[];
   positionBias: PositionBias[];
   letterMass: { mean: number; min: number };
+  /** The families of the section's tests (each table's family, in table order; absent in summaries written before them). */
+  declaredFamilies?: FamilyRecord[];
 }
 
 export interface EvalSummary {

@@ -167,13 +167,16 @@ function table(by: string, keysOf: (i: number) => string[], hits: ArrayLike<numb
       idx.get(k)!.push(i);
     }
   }
-  const rows = [...idx.keys()].sort().map((key) => {
+  // the family, declared from the units' keys (the input) before any row is tested
+  const keys = [...idx.keys()].sort();
+  const fam = declareFamily({ name: `accuracy by ${by}`, claim: `the model is above chance on a value of ${by}`, members: keys });
+  const rows = keys.map((key) => {
     const ii = idx.get(key)!;
     return { key, ...accuracyOf(ii.map((i) => hits[i]!), ii.map((i) => chance[i]!), B, seed) };
   });
-  const adj = declareFamily({ name: `accuracy by ${by}`, claim: `the model is above chance on a value of ${by}`, members: rows.map((r) => r.key) }).adjust(rows.map((r) => r.pChance));
-  rows.forEach((r, i) => (r.pChanceHolm = adj[i]));
-  return { by, rows };
+  const adj = fam.adjustBy(new Map(rows.map((r) => [r.key, r.pChance ?? null])));
+  rows.forEach((r) => (r.pChanceHolm = adj.get(r.key)));
+  return { by, rows, family: fam.record() };
 }
 
 function positionBias(records: EvalRecord[]): PositionBias[] {
@@ -240,7 +243,7 @@ export function summarizeItems(all: EvalRecord[], task: 'iae' | 'mcq', o: Summar
   const unvoted = accuracyOf(per, chance, B, seed);
   unvoted.correct = records.reduce((a, r) => a + r.shuffles.filter((s) => s.order[s.pick] === r.answer).length, 0);
   unvoted.n = records.reduce((a, r) => a + r.shuffles.length, 0);
-  return { task, items: records.length, skipped, overall: accuracyOf(hits, chance, B, seed), macro, macroOmitted: omitted.length ? omitted.join('; ') : null, macroByLanguage, unvoted, tables, positionBias: positionBias(records), letterMass: massStats(records) };
+  return { task, items: records.length, skipped, overall: accuracyOf(hits, chance, B, seed), macro, macroOmitted: omitted.length ? omitted.join('; ') : null, macroByLanguage, unvoted, tables, positionBias: positionBias(records), letterMass: massStats(records), declaredFamilies: tables.map((t) => t.family!) };
 }
 
 /** Summary of GAE episodes and their decision records. */
@@ -280,6 +283,7 @@ export function summarizeGae(episodes: EpisodeRecord[], records: EvalRecord[], o
     tables,
     positionBias: positionBias(records.filter((r) => !r.skipped)),
     letterMass: massStats(records.filter((r) => !r.skipped)),
+    declaredFamilies: tables.map((t) => t.family!),
   };
 }
 

@@ -27,7 +27,7 @@ import { ProvenanceError, runIdentity } from '../store/provenance.js';
 import { staleInput } from '../store/lineage.js';
 import type { RunManifest } from '../store/types.js';
 import { LobesError } from '../util/errors.js';
-import type { AblateBaselinesPayload, AblateCellPayload, AblateIaePayload, AblatePayload, AblateSpecificityPayload } from './types.js';
+import type { AblateBaselinesPayload, AblateCellPayload, AblateIaePayload, AblatePayload, AblateSpecificityPayload, PayloadFamily } from './types.js';
 import type { IaeSection } from '../ablate/iae.js';
 import { predictionTests, type AblateCell, type AblateSpecificity } from '../ablate/stats.js';
 
@@ -202,6 +202,14 @@ export function parseAblateSummary(j: unknown, file: string): CheckedAblateSumma
   return out;
 }
 
+/** The family `name` of a summary section's declaredFamilies (its name and size), or null where the section declares none. */
+function declaredFamily(v: unknown, name: string, w: string, c: ReturnType<typeof checker>): PayloadFamily | null {
+  if (v === undefined) return null;
+  if (!Array.isArray(v)) return c.fail(w, 'expected a list of families');
+  const f = (v as unknown[]).find((x) => isObj(x) && x.family === name) as Record<string, unknown> | undefined;
+  return f ? { name, size: c.count(f.size, `${w} (${name}).size`) } : null;
+}
+
 /** The baselines' sections of a summary (--top, --magnitude, --shuffled, --fit-split): the fields the page shows, each checked. */
 function parseBaselines(o: Record<string, unknown>, c: ReturnType<typeof checker>, region: (x: Record<string, unknown>, w: string) => { region: string; minus: string | null }): AblateBaselinesPayload {
   const list = (v: unknown, w: string): Record<string, unknown>[] => {
@@ -225,7 +233,8 @@ function parseBaselines(o: Record<string, unknown>, c: ReturnType<typeof checker
       const name = regionName(rn, minus);
       return { region: name, blocks: blocks.get(name) ?? null, ratio: c.posOpt(x.ratio, `${v}.ratio`), baseline: geo(x.nullRatio, `${v}.nullRatio`), p: c.probOpt(x.ratioP, `${v}.ratioP`), pHolm: c.probOpt(x.ratioPHolm, `${v}.ratioPHolm`) };
     });
-    return { top, stored: d.stored === true, rows };
+    const family = declaredFamily(d.declaredFamilies, 'specificity', `${w}.declaredFamilies`, c);
+    return { top, stored: d.stored === true, rows, ...(family ? { family } : {}) };
   });
   const magnitude = o.magnitude === undefined ? [] : list(o.magnitude, 'magnitude').map((m, i) => {
     const w = `magnitude[${i}]`;
@@ -254,6 +263,8 @@ function parseBaselines(o: Record<string, unknown>, c: ReturnType<typeof checker
         return { region: regionName(rn, minus), blocks: null, ratio: c.posOpt(x.ratio, `${w}.ratio`), baseline: geo(x.nullRatio, `${w}.nullRatio`), p: c.probOpt(x.ratioP, `${w}.ratioP`), pHolm: c.probOpt(x.ratioPHolm, `${w}.ratioPHolm`) };
       }),
     };
+    const family = declaredFamily(sh.declaredFamilies, 'shuffled-label-regions', 'shuffled.declaredFamilies', c);
+    if (family) shuffled.family = family;
   }
   let fitSplit: AblateBaselinesPayload['fitSplit'] = null;
   if (o.fitSplit !== undefined) {

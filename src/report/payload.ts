@@ -238,7 +238,9 @@ function wandaPayload(model: ReportModel): WandaPayload | null {
     const ba = toBits(d.bMinusA);
     return { a: d.a, b: d.b, ab: b64(ab.bytes), ba: b64(ba.bytes), nAB: ab.count, nBA: ba.count, metrics: metricsFor(d.a, d.b) };
   });
-  return { by: w.settings.by, groups, projs, layers, grid, total, present: b64(present.bytes), pct, regions, pairs, metrics: w.metrics, settings: w.settings };
+  // the capture points' per-channel families (d members each) stay out of the page: it names them from metrics.channels
+  const metrics = w.metrics?.declaredFamilies?.some((f) => f.family.startsWith('channels ')) ? { ...w.metrics, declaredFamilies: w.metrics.declaredFamilies.filter((f) => !f.family.startsWith('channels ')) } : w.metrics;
+  return { by: w.settings.by, groups, projs, layers, grid, total, present: b64(present.bytes), pct, regions, pairs, metrics, settings: w.settings };
 }
 
 /**

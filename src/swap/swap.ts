@@ -53,7 +53,7 @@ import { cellsOf, exchangeability, stratifiedPermutations, type Exchangeability 
 import { GROUP_AXIS } from '../data/generic.js';
 import { nullOptions, probeNullScores, withNull } from '../cluster/space.js';
 import { familyVerdicts, planPermutations, type PermutationPlan, type Verdict } from '../util/resolution.js';
-import { declareFamily, type FamilyRecord } from '../util/families.js';
+import { declareFamily, type Family, type FamilyRecord } from '../util/families.js';
 import type { MetricWithCI } from '../cluster/types.js';
 
 /** One capture point of the analysis: how to read its rows. */
@@ -244,12 +244,15 @@ function column(t: Float64Array, k: number): Float64Array {
  * (src/util/resolution.ts), written onto the tests; a test without a null is not testable, with
  * its reason. Returns the family as swap.json declares it.
  */
-export function adjustConditional(points: SwapPointResult[], plan: PermutationPlan): SwapFamily {
+export function adjustConditional(points: SwapPointResult[], plan: PermutationPlan, declared?: Family): SwapFamily {
   const tests = points.flatMap((p) => (['question', 'response'] as const).map((l) => ({ name: `${p.point}:${l}`, t: p[l].conditional })));
-  const fam = declareFamily({ name: 'conditional', claim: 'the state carries a label beyond the other (every point × both labels, each score)', members: tests.map((x) => x.name) });
+  // declared by swapAnalysis from the points before any test ran (a caller without it: from the points' results)
+  const fam = declared ?? conditionalFamily(points.map((p) => p.point));
+  if (fam.members.length !== tests.length || fam.members.some((m, i) => m !== tests[i]!.name)) throw new Error(`family conditional: declared with ${fam.members.join(', ')}, tested ${tests.map((x) => x.name).join(', ')}`);
   for (const s of SCORES) {
     const ms = tests.map((x) => x.t[s]);
-    const h = fam.adjust(ms.map((m) => m.p));
+    const adj = fam.adjustBy(new Map(tests.map((x, i) => [x.name, ms[i]!.p])));
+    const h = tests.map((x) => adj.get(x.name)!);
     const v = familyVerdicts(ms.map((m) => ({ p: m.p, z: m.z ?? null, R: m.permutations ?? 0, sizing: plan.sizing, nullSd: m.nullSd, nullMean: m.nullMean })), fam);
     ms.forEach((m, i) => {
       m.pHolm = h[i] ?? null;
@@ -257,6 +260,11 @@ export function adjustConditional(points: SwapPointResult[], plan: PermutationPl
     });
   }
   return { ...fam.record(), family: 'conditional', scores: SCORES };
+}
+
+/** The conditional family of the swap's points: every point × both labels, from the points alone (the settings). */
+export function conditionalFamily(points: readonly string[]): Family {
+  return declareFamily({ name: 'conditional', claim: 'the state carries a label beyond the other (every point × both labels, each score)', members: points.flatMap((p) => [`${p}:question`, `${p}:response`]) });
 }
 
 function untestableVerdict(v: Verdict, reason: string): Verdict {
@@ -296,6 +304,8 @@ export async function swapAnalysis(input: SwapInput, opts: SwapOptions = {}): Pr
   const probeG = groups ? { ...probe, groups } : probe;
   const rows = Int32Array.from({ length: n }, (_, i) => i);
   const plan = conditionalPlan(2 * input.points.length, opts);
+  // the family, declared from the points (the settings) before any test runs
+  const conditionalFam = conditionalFamily(input.points.map((p) => p.name));
   const Rc = plan.R;
   const say = (m: string) => {
     if (!opts.quiet) process.stderr.write(`swap: ${m}\n`);
@@ -394,7 +404,7 @@ export async function swapAnalysis(input: SwapInput, opts: SwapOptions = {}): Pr
     say(`${p.name}: balanced accuracy question ${q.toFixed(3)}, response ${r.toFixed(3)}`);
   }
   prog.finish();
-  const family = adjustConditional(points, plan);
+  const family = adjustConditional(points, plan, conditionalFam);
   return {
     n,
     classes,

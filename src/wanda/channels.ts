@@ -100,6 +100,8 @@ export class ChannelNull {
   private r = 0;
   private readonly buf: Float64Array;
   private readonly work: Float64Array;
+  /** BH over the capture point's channels: a family of d members, declared with the capture point (before any labelling is added). */
+  private readonly family: Family;
 
   constructor(
     readonly hook: string,
@@ -111,6 +113,7 @@ export class ChannelNull {
     this.layerNull = new Float64Array(R);
     this.buf = new Float64Array(d);
     this.work = new Float64Array(d);
+    this.family = declareFamily({ name: `channels ${hook}`, claim: 'a channel\'s group RMS differs beyond shuffled labels', members: indexMembers(d), correction: 'bh' });
   }
 
   /** Labelling 0 is the observed one; 1..R the permutations, in order. `spread`: channelSpread(s) when the caller has it (channelSpreadSimd). */
@@ -145,8 +148,7 @@ export class ChannelNull {
       nm += this.layerNull[r]!;
     }
     const pj = R > 0 ? Array.from(this.ge, (c) => (1 + c) / (R + 1)) : null;
-    // BH over the capture point's channels: a family of d members, declared here and not listed in declaredFamilies (d names per capture point)
-    const qj = pj ? declareFamily({ name: `channels ${this.hook}`, claim: 'a channel\'s group RMS differs beyond shuffled labels', members: indexMembers(this.d), correction: 'bh' }).adjust(pj, 'bh') : null;
+    const qj = pj ? this.family.adjust(pj, 'bh') : null;
     const order = Array.from({ length: this.d }, (_, j) => j).sort((a, b) => obs[b]! - obs[a]! || a - b);
     const G = groups.length;
     const top = order.slice(0, TOP_CHANNELS).map((j) => {
@@ -179,6 +181,7 @@ export class ChannelNull {
       pBH: null,
       channelsBH05: qj ? qj.filter((q) => q !== null && q <= 0.05).length : null,
       top,
+      ...(qj ? { family: this.family.record() } : {}),
     };
   }
 }

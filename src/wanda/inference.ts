@@ -114,6 +114,36 @@ export function correctWeightFamily(metrics: WandaMetrics, weightLevel: WandaWei
   metrics.declaredFamilies = [...(metrics.declaredFamilies ?? []), fam.record()];
 }
 
+/**
+ * The families addInference declares, from the plan alone (the pairs and groups of the labels,
+ * which of their nulls the settings compute, the placements P and the capture points), in the
+ * order metrics.json lists them: their names, claims and members, before any p is adjusted.
+ */
+export function wandaPlan(metrics: Pick<WandaMetrics, 'pairs' | 'groups'>, placements: number, capturePoints?: readonly string[]): { name: string; claim: string; members: string[] }[] {
+  const pairIds = metrics.pairs.map((p) => `${p.a} | ${p.b}`);
+  const diffIds = metrics.pairs.flatMap((p) => [`${p.a} ∖ ${p.b}`, `${p.b} ∖ ${p.a}`]);
+  const compIds = metrics.pairs.flatMap((p) => [...(p.componentsAminusBNull ? [`${p.a} ∖ ${p.b}`] : []), ...(p.componentsBminusANull ? [`${p.b} ∖ ${p.a}`] : [])]);
+  const groupIds = metrics.groups.map((g) => g.group);
+  const f = (name: string, claim: string, members: string[]) => ({ name, claim, members });
+  return [
+    f('region-pairs', 'two groups\' regions overlap less (or more) than shuffled labels\' (Jaccard of every pair)', pairIds),
+    f('isolation', 'a set difference holds more of its region than shuffled labels\' (every pair, both ways)', diffIds),
+    f('set-differences', 'a set difference is denser than shuffled labels\' (every pair, both ways)', diffIds),
+    f('set-difference-components', 'a set difference has more (or fewer) connected pieces than shuffled labels\'', compIds),
+    f('group-density', 'a group\'s region is denser than shuffled labels\'', groupIds.filter((_, i) => !!metrics.groups[i]!.densityNull)),
+    f('group-components', 'a group\'s region has more (or fewer) pieces than shuffled labels\'', groupIds.filter((_, i) => !!metrics.groups[i]!.componentsNull)),
+    ...(placements > 0
+      ? [
+          f('placement-set-differences', 'a set difference is denser than random blocks placed alike', diffIds),
+          f('placement-set-difference-components', 'a set difference has fewer pieces than random blocks placed alike', diffIds),
+          f('placement-group-density', 'a group\'s region is denser than random blocks placed alike', groupIds),
+          f('placement-group-components', 'a group\'s region has fewer pieces than random blocks placed alike', groupIds),
+        ]
+      : []),
+    ...(capturePoints ? [f('capture-points', 'the groups\' activation RMS differs beyond shuffled labels at a capture point', [...capturePoints])] : []),
+  ];
+}
+
 /** Seed of the k-th placement null (distinct streams from the run's seed). */
 const placementSeed = (seed: number, k: number) => (seed + 0x9e3779b9 * (k + 1)) >>> 0;
 
@@ -154,34 +184,39 @@ export function addInference(metrics: WandaMetrics, regions: WandaRegions, nulls
     };
   });
   // The families, each with its verdicts: the label permutations' and the placements' counts are both R.
-  // Each family is declared from the pairs and groups (known before any p is read), then adjusted.
+  // Every family is declared first, from the plan (wandaPlan: the pairs, the groups, the settings),
+  // and only then adjusted, each through its members by name.
   const lab = { R, sizing: opts.sizing };
   const pla = { R: P, sizing: opts.sizing };
-  const declared: Family[] = [];
-  const correct = (name: string, claim: string, members: string[], tests: NullTested[], test: { R: number; sizing?: Sizing }) => {
-    const fam = declareFamily({ name, claim, members, correction: ['holm', 'bh'] });
-    declared.push(fam);
+  const plan = wandaPlan(metrics, P, opts.channels?.map((c) => c.hook));
+  const declared: Family[] = plan.map((f) => declareFamily({ ...f, correction: ['holm', 'bh'] }));
+  const byName = new Map(declared.map((f) => [f.name, f]));
+  const correct = (name: string, members: string[], tests: NullTested[], test: { R: number; sizing?: Sizing }) => {
+    const fam = byName.get(name)!;
+    if (fam.members.length !== members.length || fam.members.some((m, i) => m !== members[i])) throw new Error(`family ${name}: adjusted over ${members.join(', ')}, declared with ${fam.members.join(', ')}`);
     correctFamily(fam, tests, test);
   };
   const pairIds = pairs.map((p) => `${p.a} | ${p.b}`);
   const diffIds = pairs.flatMap((p) => [`${p.a} ∖ ${p.b}`, `${p.b} ∖ ${p.a}`]);
   const groupIds = groups.map((g) => g.group);
-  correct('region-pairs', 'two groups\' regions overlap less (or more) than shuffled labels\' (Jaccard of every pair)', pairIds, pairs.map((p) => p.jaccard), lab);
-  correct('isolation', 'a set difference holds more of its region than shuffled labels\' (every pair, both ways)', diffIds, pairs.flatMap((p) => [p.isolationAB, p.isolationBA]), lab);
-  correct('set-differences', 'a set difference is denser than shuffled labels\' (every pair, both ways)', diffIds, pairs.flatMap((p) => [p.densityAminusB, p.densityBminusA]), lab);
+  correct('region-pairs', pairIds, pairs.map((p) => p.jaccard), lab);
+  correct('isolation', diffIds, pairs.flatMap((p) => [p.isolationAB, p.isolationBA]), lab);
+  correct('set-differences', diffIds, pairs.flatMap((p) => [p.densityAminusB, p.densityBminusA]), lab);
   const comps = pairs.flatMap((p) => [p.componentsAminusBNull, p.componentsBminusANull]);
-  correct('set-difference-components', 'a set difference has more (or fewer) connected pieces than shuffled labels\'', diffIds.filter((_, i) => !!comps[i]), comps.filter((t): t is NullTested => !!t), lab);
-  correct('group-density', 'a group\'s region is denser than shuffled labels\'', groupIds.filter((_, i) => !!groups[i]!.densityNull), groups.flatMap((g) => (g.densityNull ? [g.densityNull] : [])), lab);
-  correct('group-components', 'a group\'s region has more (or fewer) pieces than shuffled labels\'', groupIds.filter((_, i) => !!groups[i]!.componentsNull), groups.flatMap((g) => (g.componentsNull ? [g.componentsNull] : [])), lab);
+  correct('set-difference-components', diffIds.filter((_, i) => !!comps[i]), comps.filter((t): t is NullTested => !!t), lab);
+  correct('group-density', groupIds.filter((_, i) => !!groups[i]!.densityNull), groups.flatMap((g) => (g.densityNull ? [g.densityNull] : [])), lab);
+  correct('group-components', groupIds.filter((_, i) => !!groups[i]!.componentsNull), groups.flatMap((g) => (g.componentsNull ? [g.componentsNull] : [])), lab);
   if (P > 0) {
-    correct('placement-set-differences', 'a set difference is denser than random blocks placed alike', diffIds, pairs.flatMap((p) => [p.placementAminusB!.density, p.placementBminusA!.density]), pla);
-    correct('placement-set-difference-components', 'a set difference has fewer pieces than random blocks placed alike', diffIds, pairs.flatMap((p) => [p.placementAminusB!.components, p.placementBminusA!.components]), pla);
-    correct('placement-group-density', 'a group\'s region is denser than random blocks placed alike', groupIds, groups.map((g) => g.placement!.density), pla);
-    correct('placement-group-components', 'a group\'s region has fewer pieces than random blocks placed alike', groupIds, groups.map((g) => g.placement!.components), pla);
+    correct('placement-set-differences', diffIds, pairs.flatMap((p) => [p.placementAminusB!.density, p.placementBminusA!.density]), pla);
+    correct('placement-set-difference-components', diffIds, pairs.flatMap((p) => [p.placementAminusB!.components, p.placementBminusA!.components]), pla);
+    correct('placement-group-density', groupIds, groups.map((g) => g.placement!.density), pla);
+    correct('placement-group-components', groupIds, groups.map((g) => g.placement!.components), pla);
   }
-  const chFam = opts.channels ? declareFamily({ name: 'capture-points', claim: 'the groups\' activation RMS differs beyond shuffled labels at a capture point', members: opts.channels.map((c) => c.hook), correction: ['holm', 'bh'] }) : null;
-  const channels = opts.channels && chFam ? correctChannelFamily(chFam, opts.channels, { R, sizing: opts.sizing }) : undefined;
-  if (chFam) declared.push(chFam);
+  const chFam = byName.get('capture-points') ?? null;
+  // each capture point's per-channel family travels with its test; it is listed here, not in metrics.channels
+  const channelFams = (opts.channels ?? []).flatMap((c) => (c.family ? [c.family] : []));
+  const tests = opts.channels?.map(({ family: _f, ...c }) => c);
+  const channels = tests && chFam ? correctChannelFamily(chFam, tests, { R, sizing: opts.sizing }) : undefined;
   return {
     ...metrics,
     groups,
@@ -189,7 +224,7 @@ export function addInference(metrics: WandaMetrics, regions: WandaRegions, nulls
     pFloor: R > 0 ? permutationFloor(R) : null,
     families: { jaccard: pairs.length, differences: nPairSets, groups: groups.length, ...(channels ? { capturePoints: channels.length } : {}) },
     ...(channels ? { channels } : {}),
-    declaredFamilies: declared.map((f) => f.record()),
+    declaredFamilies: [...declared.map((f) => f.record()), ...channelFams],
     notes: WANDA_NOTES,
   };
 }

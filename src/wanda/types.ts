@@ -135,6 +135,8 @@ export interface WandaChannelTest {
   channelsBH05: number | null;
   /** The channels with the largest T_j: their p, BH q, and the groups with the highest and lowest RMS (ratio high/low). */
   top: { channel: number; value: number; p: number | null; q: number | null; high: string; low: string; ratio: number | null }[];
+  /** The capture point's per-channel BH family (`channels HOOK`), as the test hands it on: addInference moves it into metrics.declaredFamilies, so metrics.channels does not carry it. */
+  family?: FamilyRecord;
 }
 
 export interface WandaPairMetrics {
@@ -187,7 +189,7 @@ export interface WandaMetrics {
    * (both directions of A∖B and B∖A together), the groups' values, and the capture points.
    */
   families?: Record<string, number>;
-  /** Every family the p-values above were adjusted in, as declared (src/util/families.ts: name, claim, size, members, corrections, α); the per-channel BH families of `channels` are not listed. */
+  /** Every family the p-values above were adjusted in, as declared (src/util/families.ts: name, claim, size, members, corrections, α); each capture point's per-channel BH family `channels HOOK` (its members the channel indices) after the capture points' family. */
   declaredFamilies?: FamilyRecord[];
   /** The per-channel RMS test, per capture point (block resolution). */
   channels?: WandaChannelTest[];

@@ -17,6 +17,7 @@ import { runAblate } from '../../src/ablate/run.js';
 import { writeSafetensors } from '../../src/formats/safetensors.js';
 import type { LoglikEngine } from '../../src/runtime/loglik.js';
 import { formatAblate } from '../../src/cli/ablate.js';
+import { holmRef } from '../util/holm-ref.js';
 import { CHAR_TOKENIZER, fakeLoglikEngine, tinyMatrices, unitHash, writeAblateRun, zeroedBlocks } from './fixture.js';
 
 const BLOCK: [number, number] = [16, 16];
@@ -90,6 +91,22 @@ describe('lobes ablate --top: a dose–response', () => {
     }
     // the stored dose is the summary's own figures
     expect(s.doses![1]!.specificity).toEqual(s.specificity);
+    // each dose writes its own families: every region × label cell and every region, whatever the results;
+    // the size its p's, its Holm p's Holm of them (recomputed here)
+    const written = JSON.parse(readFileSync(path.join(out, 'summary.json'), 'utf8'));
+    expect(written.doses.map((d: any) => d.declaredFamilies.map((f: any) => f.family))).toEqual(Array(3).fill(['specificity-rank', 'cells', 'specificity', 'specificity-per-token']));
+    expect(written.doses[1].declaredFamilies).toEqual(written.declaredFamilies);
+    for (const d of written.doses) {
+      const fams = new Map(d.declaredFamilies.map((f: any) => [f.family, f]));
+      const cells = fams.get('cells') as any;
+      expect(cells.members).toEqual(GROUPS.flatMap((r) => GROUPS.map((l) => `${r} on ${l}`)));
+      expect(cells.size).toBe(d.cells.filter((c: any) => c.pT !== null).length);
+      const want = holmRef(d.cells.map((c: any) => c.pT));
+      d.cells.forEach((c: any, i: number) => expect(c.pTHolm).toBeCloseTo(want[i]!, 12));
+      expect((fams.get('specificity-rank') as any).members).toEqual(GROUPS);
+      const rank = holmRef(d.specificity.map((x: any) => x.p));
+      d.specificity.forEach((x: any, i: number) => expect(x.pHolm).toBeCloseTo(rank[i]!, 12));
+    }
     // the cost of A's own items grows with the dose, about 0.05 × 1.5 per block
     const own = s.doses!.map((d) => d.cells.find((c) => c.region === 'A' && c.label === 'A')!.delta);
     expect(own[0]!).toBeGreaterThan(own[1]!);

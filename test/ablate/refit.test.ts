@@ -93,6 +93,9 @@ describe('the shuffled-label null', () => {
     expect(new Set(sh.seeds).size).toBe(19);
     expect(sh.pFloor).toBeCloseTo(1 / 20, 12);
     expect(sh.family).toBe('regions');
+    // the family of its Holm, written: every region of the run (each is its own target), the size its p's
+    expect(sh.declaredFamilies!.map((f) => [f.family, f.members, f.size])).toEqual([['shuffled-label-regions', GROUPS, sh.rows.filter((r) => r.contrastP !== null).length]]);
+    expect(readJson(path.join(out, 'summary.json')).shuffled.declaredFamilies).toEqual(sh.declaredFamilies);
     const a = sh.rows.find((r) => r.region === 'A')!;
     // every shuffled region keeps wanda's top 10% per matrix: 6 blocks in each of the 6 matrices
     expect(sh.blocks.A).toEqual(Array(19).fill(36));

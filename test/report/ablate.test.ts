@@ -235,6 +235,19 @@ describe('ablate payload: the other baselines (--top, --magnitude, --shuffled, -
     expect(ablatePayload({ dir: 'd', summary: parseAblateSummary(summary(), file) }).baselines).toBeNull();
   });
 
+  it('names each dose\'s and the shuffled rows\' family with its size where the summary declares them; an older summary\'s payload has no family', () => {
+    const s = withBaselines();
+    const fam = (family: string, size: number) => ({ family, claim: 'c', size, members: REGIONS.map(([r, m]) => (m ? `${r} ∖ ${m}` : r)), correction: ['holm'], alpha: 0.05 });
+    s.doses.forEach((d: any, i: number) => (d.declaredFamilies = [fam('specificity-rank', 3), fam('specificity', 3 - i)]));
+    s.shuffled.declaredFamilies = [fam('shuffled-label-regions', 2)];
+    const p = ablatePayload({ dir: 'd', summary: parseAblateSummary(s, file) }).baselines!;
+    expect(p.doses.map((d) => d.family)).toEqual([{ name: 'specificity', size: 3 }, { name: 'specificity', size: 2 }]);
+    expect(p.shuffled!.family).toEqual({ name: 'shuffled-label-regions', size: 2 });
+    const old = ablatePayload({ dir: 'd', summary: parseAblateSummary(withBaselines(), file) }).baselines!;
+    expect(old.doses.every((d) => !('family' in d))).toBe(true);
+    expect('family' in old.shuffled!).toBe(false);
+  });
+
   it('reads the summary a real lobes ablate --shuffled 5 --fit-split 0 wrote (SmolLM2)', () => {
     const real = JSON.parse(readFileSync(path.join(import.meta.dirname, '../../bench/ablate/smollm2-en-shuffled-fit-summary.json'), 'utf8'));
     const p = ablatePayload({ dir: 'd', summary: parseAblateSummary(real, file) }).baselines!;

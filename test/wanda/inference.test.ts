@@ -201,6 +201,24 @@ describe('the per-channel RMS test', () => {
       expect(c.channelsBH05!).toBeLessThanOrEqual(36);
     }
     expect(res.channels!.length).toBe(4);
+    // each capture point's per-channel BH family is written into declaredFamilies (not into metrics.channels):
+    // its members the H (mlp.in) or I (down_in) channels the capture point has, its size the channels with a p
+    const fams = new Map(metrics.declaredFamilies!.map((f) => [f.family, f]));
+    for (const c of ch) {
+      expect(c.family).toBeUndefined();
+      const d = c.hook.endsWith('down_in') ? I : H;
+      const f = fams.get(`channels ${c.hook}`)!;
+      expect(f).toMatchObject({ size: d, correction: ['bh'], alpha: 0.05 });
+      expect(f.members).toEqual(Array.from({ length: d }, (_, j) => String(j)));
+      expect(c.channels).toBe(d);
+    }
+    expect(metrics.declaredFamilies!.map((f) => f.family).filter((n) => n.startsWith('channels '))).toEqual(ch.map((c) => `channels ${c.hook}`));
+    // the declared families are what the plan implies: the 3 pairs of A, B, C, their 6 differences, the 3 groups, the 4 capture points
+    const pairs = [['A', 'B'], ['A', 'C'], ['B', 'C']];
+    expect(fams.get('region-pairs')!.members).toEqual(pairs.map(([a, b]) => `${a} | ${b}`));
+    expect(fams.get('isolation')!.members).toEqual(pairs.flatMap(([a, b]) => [`${a} ∖ ${b}`, `${b} ∖ ${a}`]));
+    expect(fams.get('placement-group-density')!.members).toEqual(['A', 'B', 'C']);
+    expect(fams.get('capture-points')!.members).toEqual(['layers.0.mlp.in', 'layers.0.mlp.down_in', 'layers.1.mlp.in', 'layers.1.mlp.down_in']);
 
     const shuffled = new Rng(5).shuffle(labels.slice());
     const null0 = (await plantedAnalysis(shuffled, 99)).metrics.channels!;

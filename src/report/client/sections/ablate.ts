@@ -92,13 +92,20 @@ function specificityTable(a: AblatePayload): HTMLElement {
 }
 
 /** The other baselines lobes ablate ran (--top, --magnitude, --shuffled, --fit-split): one table each, only those it ran. */
+/** The doses' family sizes, where the summary declares them: "; Holm over 3 in family specificity at each dose" (or per dose). */
+function doseSizes(doses: AblateBaselinesPayload['doses']): string {
+  if (!doses.every((d) => d.family)) return '';
+  const sizes = [...new Set(doses.map((d) => d.family!.size))];
+  return sizes.length === 1 ? '; Holm over ' + sizes[0] + ' in family specificity at each dose' : '; Holm over ' + doses.map((d) => d.family!.size + ' at top ' + fmt(d.top)).join(', ') + ' in family specificity';
+}
+
 function baselinesPart(cell: HTMLElement, b: AblateBaselinesPayload): void {
   const ratioRows = (rows: AblateBaselineRow[]): Cell[][] => rows.map((r) => [r.region, r.blocks, r.ratio ?? '—', r.baseline ?? '—', fmtP(r.p), fmtP(r.pHolm)]);
   if (b.doses.length) {
     cell.appendChild(el('h4', null, 'Dose–response: each region at each wanda top fraction (' + b.doses.length + ' doses)'));
     const rows: Cell[][] = b.doses.flatMap((d) => ratioRows(d.rows).map((r) => [fmt(d.top) + (d.stored ? ' (stored)' : ''), ...r]));
     cell.appendChild(table(['top', 'region', 'blocks', 'cost ratio', 'random regions\' ratio', 'p (t)', 'Holm p'], rows));
-    cell.appendChild(el('p', 'meta', 'At each dose, the region\'s cost ratio (its own items\' mean cost over the others\') against random regions of its size; a region whose specificity is real keeps its ratio above the random ones as the dose falls below saturation. Holm p: over the regions of the dose (its family specificity).'));
+    cell.appendChild(el('p', 'meta', 'At each dose, the region\'s cost ratio (its own items\' mean cost over the others\') against random regions of its size; a region whose specificity is real keeps its ratio above the random ones as the dose falls below saturation. Holm p: over the regions of the dose (its family specificity' + doseSizes(b.doses) + ').'));
   }
   if (b.magnitude.length) {
     cell.appendChild(el('h4', null, 'Against the |W| region of the same size (--magnitude)'));
@@ -108,7 +115,7 @@ function baselinesPart(cell: HTMLElement, b: AblateBaselinesPayload): void {
   if (b.shuffled) {
     cell.appendChild(el('h4', null, 'Against regions from shuffled labels (--shuffled ' + b.shuffled.shuffles + ')'));
     cell.appendChild(table(['region', 'blocks', 'cost ratio', 'shuffled regions\' ratio', 'rank p', 'Holm p'], ratioRows(b.shuffled.rows)));
-    cell.appendChild(el('p', 'meta', 'Each region recomputed by wanda from the same rows with the labels shuffled (group sizes kept), ablated like the real one: the specificity test\'s proper null. rank p: the share of shuffled regions whose ratio is at least the real one\'s; with ' + b.shuffled.shuffles + ' shuffles it cannot be below ' + fmt(b.shuffled.floor) + '. Holm p: over the regions, in the family shuffled-label-regions.'));
+    cell.appendChild(el('p', 'meta', 'Each region recomputed by wanda from the same rows with the labels shuffled (group sizes kept), ablated like the real one: the specificity test\'s proper null. rank p: the share of shuffled regions whose ratio is at least the real one\'s; with ' + b.shuffled.shuffles + ' shuffles it cannot be below ' + fmt(b.shuffled.floor) + '. Holm p: over the regions, in the family shuffled-label-regions' + (b.shuffled.family ? ' (Holm over ' + b.shuffled.family.size + ' in family ' + b.shuffled.family.name + ')' : '') + '.'));
   }
   if (b.fitSplit) {
     const f = b.fitSplit;

@@ -23,6 +23,11 @@ function accRow(name: string, a: Accuracy): Cell[] {
   return [name, a.n, pct(a.accuracy), ci(a), pct(a.chance), pv(a.pChance), pv(a.pChanceHolm)];
 }
 
+/** The family a table's Holm p was adjusted in, where the summary declares it: " (Holm over 3 in family accuracy by aspect)". */
+function familyNote(t: AccuracyTable): string {
+  return t.family ? ' (Holm over ' + t.family.size + ' in family ' + t.family.family + ')' : '';
+}
+
 function tableRows(t: AccuracyTable): Cell[][] {
   return t.rows.map((r) => accRow(r.key, r));
 }
@@ -50,11 +55,11 @@ function itemTables(s: ItemSummary, cell: HTMLElement, title: string): void {
   s.tables.forEach((t) => {
     if (t.by === 'ability') {
       const det = el('details');
-      det.appendChild(el('summary', null, 'By ability (' + t.rows.length + '; composite items count toward each of their abilities)'));
+      det.appendChild(el('summary', null, 'By ability (' + t.rows.length + '; composite items count toward each of their abilities)' + familyNote(t)));
       det.appendChild(table(HEAD, tableRows(t), 'metrics small'));
       cell.appendChild(det);
     } else {
-      cell.appendChild(el('p', 'meta', 'By ' + t.by.replace(/^label:/, '')));
+      cell.appendChild(el('p', 'meta', 'By ' + t.by.replace(/^label:/, '') + familyNote(t)));
       cell.appendChild(table(HEAD, tableRows(t), 'metrics small'));
     }
   });
@@ -71,7 +76,7 @@ function gaeTables(s: GaeSummary, cell: HTMLElement): void {
   cell.appendChild(table(HEAD, rows));
   if (s.macroOmitted) cell.appendChild(el('p', 'meta', omittedOnce(s.macroOmitted) + '.'));
   s.tables.forEach((t) => {
-    cell.appendChild(el('p', 'meta', 'By ' + t.by));
+    cell.appendChild(el('p', 'meta', 'By ' + t.by + familyNote(t)));
     cell.appendChild(table(HEAD, tableRows(t), 'metrics small'));
   });
   cell.appendChild(el('p', 'meta', 'Success: the walk ends at an ending whose goal achievement is 2. ' + s.ended + ' walks reached an ending' + (s.stuck.length ? '; ' + s.stuck.length + ' stopped at a node without choices and are left out (' + s.stuck.join(', ') + ')' : '') + (s.skipped && s.skipped.length ? '; ' + s.skipped.length + ' stopped at a decision longer than --max-tokens and are left out (' + s.skipped.join(', ') + ')' : '') + '. Chance: the probability that random choices reach a successful ending.'));
