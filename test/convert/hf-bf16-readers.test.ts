@@ -23,6 +23,7 @@ import { blockEdits, copyModelFolder, storedMatrices, WeightPatcher } from '../.
 import { analyseModel } from '../../src/runtime/engine.js';
 import { onnxMatrices } from '../../src/wanda/weights.js';
 import { readInitializerFloat32 } from '../../src/onnx/index.js';
+import { openHfCheckpoint } from '../../src/convert/hf-checkpoint.js';
 import { CKPTS, META, batchLogits } from './hf-families.js';
 
 let tmp: string;
@@ -59,6 +60,20 @@ describe('a bf16-stored model read by wanda, the lens and ablation', () => {
     expect(got.bf16!.dtype).toBe('BF16');
     expect(got.fp32!.dtype).toBe('F32');
     for (const [k, v] of got.fp32!.values.entries()) expect(bits(got.bf16!.values[k]!)).toEqual(bits(v));
+    // Both conversions decode through the project's code: check one against the checkpoint's own
+    // bits, decoded here (a bfloat16 is the high half of a float32), read [d_in, d_out].
+    const ck = openHfCheckpoint(path.join(CKPTS, 'llama'));
+    ck.weights.close();
+    const name = 'model.layers.0.mlp.gate_proj.weight';
+    const h = ck.tensors.get(name)!;
+    const t = h.tensors.get(name)!;
+    expect(t.dtype).toBe('BF16');
+    const raw = readFileSync(h.file).subarray(t.offset, t.offset + t.byteLength);
+    const u16 = new Uint16Array(raw.buffer.slice(raw.byteOffset, raw.byteOffset + raw.byteLength));
+    const [dOut, dIn] = t.shape as [number, number];
+    const want = new Uint32Array(dOut * dIn);
+    for (let r = 0; r < dOut; r++) for (let c = 0; c < dIn; c++) want[c * dOut + r] = u16[r * dIn + c]! << 16;
+    expect(bits(got.bf16!.values[0]!)).toEqual(want);
   });
 
   it("wanda's regions and metrics are the fp32 model's", async () => {
