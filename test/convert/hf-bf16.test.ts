@@ -82,7 +82,7 @@ function storageOf(dir: string): { matrices: Record<number, number>; allCast: bo
     const r = readers(v);
     return r.length > 0 && r.every((n) => n.opType === 'Cast' || ((n.opType === 'Gather' || n.opType === 'Transpose') && n.input[0] === v && casts(n.output[0]!)));
   };
-  const allCast = g.initializer.filter((t) => t.dataType === DataType.BFLOAT16).every((t) => casts(t.name));
+  const allCast = g.initializer.filter((t) => t.dataType === DataType.BFLOAT16).every((t) => casts(t.name!));
   return { matrices, allCast };
 }
 
