@@ -8,7 +8,9 @@
  *    are equal;
  *  - the lens head (final norm, lm_head) and the lens's results are equal;
  *  - ablation names the same initializers and blocks, zeroes them exactly (the weight is 0 after
- *    the Cast), and its effect on the logits is the fp32 model's, bit for bit.
+ *    the Cast), and its effect on the logits is the fp32 model's, bit for bit;
+ *  - the random-weights control is drawn in bf16 and laid out again in the genai layout (what
+ *    eval --control random on a checkpoint runs) with bf16 matrices.
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import * as os from 'node:os';
@@ -24,6 +26,9 @@ import { analyseModel } from '../../src/runtime/engine.js';
 import { onnxMatrices } from '../../src/wanda/weights.js';
 import { readInitializerFloat32 } from '../../src/onnx/index.js';
 import { openHfCheckpoint } from '../../src/convert/hf-checkpoint.js';
+import { randomControlModel } from '../../src/runtime/control.js';
+import { genaiControlModel } from '../../src/runtime/control-layout.js';
+import { relErr } from '../models/reference-forward.js';
 import { CKPTS, META, batchLogits } from './hf-families.js';
 
 let tmp: string;
@@ -131,5 +136,25 @@ describe('a bf16-stored model read by wanda, the lens and ablation', () => {
     expect(bits(logits[0]!)).not.toEqual(bits(before));
     // the original folders are untouched
     expect(readFileSync(path.join(dirs.bf16, 'model.onnx.data')).equals(readFileSync(path.join(tmp, 'model-bf16', 'model.onnx.data')))).toBe(true);
+  });
+
+  it('the random-weights control of the bf16 model is drawn in bf16 and laid out again in the genai layout with the same values', async () => {
+    const cacheDir = path.join(tmp, 'controls');
+    const drawn = await randomControlModel(dirs.bf16, { hidden: 64, intermediate: 128 }, { seed: 3, cacheDir, quiet: true });
+    const ck = openHfCheckpoint(path.join(CKPTS, 'llama'));
+    ck.weights.close();
+    const genai = await genaiControlModel(drawn, ck.spec, { dtype: 'fp32', quiet: true });
+    // Matrices by data type: the control's are the trained model's (bfloat16, and the float32 tables the writer computes).
+    const types = (d: string) => analyseModel(d).loaded.model.graph!.initializer.filter((t) => t.dims.length === 2).map((t) => `${t.name}:${t.dataType}`).sort();
+    expect(types(drawn.dir)).toEqual(types(dirs.bf16));
+    const g = types(genai.dir);
+    expect(g.filter((t) => t.endsWith(':16')).length).toBeGreaterThan(5);
+    expect(g.filter((t) => !t.endsWith(':16'))).toEqual(['cos_cache:1', 'sin_cache:1']);
+    // The same drawn weights in both graphs: the logits agree as the two layouts do.
+    const a = await batchLogits(drawn.dir, META.ids, META.pad, 'right');
+    const b = await batchLogits(genai.dir, META.ids, META.pad, 'right');
+    const trained = await batchLogits(dirs.bf16, META.ids, META.pad, 'right');
+    expect(relErr(b.logits, a.logits)).toBeLessThan(1e-4);
+    expect(relErr(trained.logits, a.logits)).toBeGreaterThan(1e-2);
   });
 });
