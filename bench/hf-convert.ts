@@ -2,7 +2,7 @@
  * Conversion of a Hugging Face bf16 checkpoint at a real model's shape, beside `cp` of the same
  * checkpoint; prints one JSON line.
  *
- *   npx tsx bench/hf-convert.ts [--family llama|qwen2] [--layers N] [--dir DIR] [--keep]
+ *   npx tsx bench/hf-convert.ts [--family llama|qwen2] [--layers N] [--weights W[,W...]] [--dir DIR] [--keep]
  *
  * llama: Llama-3.1-8B's shape (hidden 4096, intermediate 14336, 32 / 8 heads, vocab 128256,
  * untied); qwen2: Qwen2.5-7B's (hidden 3584, intermediate 18944, 28 / 4 heads, vocab 152064,
@@ -16,9 +16,13 @@
  * Then, in one run, from the page cache (the checkpoint was just written; RAM permitting):
  *   cp       `cp -r` of the checkpoint folder, wall time, and with a `sync` of the copy after it
  *            (the conversion fsyncs what it writes);
- *   convert  `lobes convert --model CKPT --out OUT` (explicit layout, --weights auto = fp32: the
- *            bf16 weights kept exactly) in its own process: wall time and peak RSS
- *            (/usr/bin/time's maximum resident set size).
+ *   convert  `lobes convert --model CKPT --out OUT --weights W` (explicit layout; W auto by
+ *            default, which is bf16 for this checkpoint: the bf16 bits kept, cast to fp32 in the
+ *            graph; fp32 writes them decoded, twice the bytes) in its own process: wall time
+ *            and peak RSS (/usr/bin/time's maximum resident set size).
+ * With several W (e.g. --weights bf16,fp32,bf16,fp32: pairs alternating in one sitting), cp and
+ * convert are run once per W, in order, against the same checkpoint (each output removed before
+ * the next), one JSON line each, with the load average (1 min) before and after.
  * Everything generated is removed at the end unless --keep.
  */
 import { spawnSync } from 'node:child_process';
@@ -32,7 +36,8 @@ import { expectedWeights, seededLlamaSource, type LlamaSpec } from '../src/conve
 import { floatToBf16 } from '../src/util/half.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const { values: v } = parseArgs({ options: { family: { type: 'string', default: 'llama' }, layers: { type: 'string' }, dir: { type: 'string' }, keep: { type: 'boolean' } } });
+const { values: v } = parseArgs({ options: { family: { type: 'string', default: 'llama' }, layers: { type: 'string' }, weights: { type: 'string', default: 'auto' }, dir: { type: 'string' }, keep: { type: 'boolean' } } });
+const weightsList = v.weights!.split(',');
 
 const SHAPES: Record<string, LlamaSpec> = {
   llama: { layers: 32, hidden: 4096, intermediate: 14336, heads: 32, kvHeads: 8, headDim: 128, vocab: 128256, rmsNormEps: 1e-5, ropeTheta: 500000, ropeScaling: { rope_type: 'llama3', factor: 8, low_freq_factor: 1, high_freq_factor: 4, original_max_position_embeddings: 8192 }, maxPositions: 131072, tiedEmbeddings: false, modelType: 'llama' },
@@ -77,32 +82,37 @@ try {
   const bytes = folderBytes(ckpt);
   const largest = Math.max(...specs.map((s) => s.shape.reduce((a, b) => a * b, 1) * 2));
 
-  const c0 = performance.now();
-  const cp = spawnSync('cp', ['-r', ckpt, path.join(dir, 'copy')]);
-  if (cp.status !== 0) throw new Error(`cp failed: ${cp.stderr}`);
-  const cpSeconds = (performance.now() - c0) / 1000;
-  // The conversion fsyncs what it wrote; cp does not: the same copy followed by sync, for comparison.
-  const s0 = performance.now();
-  spawnSync('sync');
-  const cpSyncSeconds = cpSeconds + (performance.now() - s0) / 1000;
-  rmSync(path.join(dir, 'copy'), { recursive: true, force: true });
+  for (const [run, weights] of weightsList.entries()) {
+    const load0 = os.loadavg()[0];
+    const c0 = performance.now();
+    const cp = spawnSync('cp', ['-r', ckpt, path.join(dir, 'copy')]);
+    if (cp.status !== 0) throw new Error(`cp failed: ${cp.stderr}`);
+    const cpSeconds = (performance.now() - c0) / 1000;
+    // The conversion fsyncs what it wrote; cp does not: the same copy followed by sync, for comparison.
+    const s0 = performance.now();
+    spawnSync('sync');
+    const cpSyncSeconds = cpSeconds + (performance.now() - s0) / 1000;
+    rmSync(path.join(dir, 'copy'), { recursive: true, force: true });
 
-  const out = path.join(dir, 'onnx');
-  const k0 = performance.now();
-  const conv = spawnSync('/usr/bin/time', ['-f', 'maxrss_kb=%M user=%U sys=%S', process.execPath, '--import', 'tsx', path.join(ROOT, 'src/cli/bin.ts'), 'convert', '--model', ckpt, '--out', out, '--quiet', '--json'], { encoding: 'utf8', maxBuffer: 1 << 26 });
-  const convSeconds = (performance.now() - k0) / 1000;
-  if (conv.status !== 0) throw new Error(`convert failed: ${conv.stderr}`);
-  const rss = Number(/maxrss_kb=(\d+)/.exec(conv.stderr)?.[1]) * 1024;
-  const cpu = /user=([\d.]+) sys=([\d.]+)/.exec(conv.stderr);
-  const res = JSON.parse(conv.stdout);
-  console.log(JSON.stringify({
-    family: v.family, layers: spec.layers, ofLayers: base.layers, hidden: spec.hidden, intermediate: spec.intermediate, vocab: spec.vocab,
-    checkpointBytes: bytes, largestTensorBytes: largest, outputBytes: res.modelBytes + res.dataBytes, weights: res.options.weights,
-    generateSeconds: +genSeconds.toFixed(1), cpSeconds: +cpSeconds.toFixed(2), convertSeconds: +convSeconds.toFixed(2),
-    convertVsCp: +(convSeconds / cpSeconds).toFixed(2), cpSyncSeconds: +cpSyncSeconds.toFixed(2), convertVsCpSync: +(convSeconds / cpSyncSeconds).toFixed(2),
-    writerPhases: res.phases, convertUserSeconds: Number(cpu?.[1]), convertSysSeconds: Number(cpu?.[2]), peakRssBytes: rss, peakRssBeyondLargestTensorBytes: rss - largest,
-    cpus: os.cpus().length, node: process.version,
-  }));
+    const out = path.join(dir, 'onnx');
+    rmSync(out, { recursive: true, force: true });
+    const k0 = performance.now();
+    const conv = spawnSync('/usr/bin/time', ['-f', 'maxrss_kb=%M user=%U sys=%S', process.execPath, '--import', 'tsx', path.join(ROOT, 'src/cli/bin.ts'), 'convert', '--model', ckpt, '--out', out, '--weights', weights, '--quiet', '--json'], { encoding: 'utf8', maxBuffer: 1 << 26 });
+    const convSeconds = (performance.now() - k0) / 1000;
+    if (conv.status !== 0) throw new Error(`convert failed: ${conv.stderr}`);
+    const rss = Number(/maxrss_kb=(\d+)/.exec(conv.stderr)?.[1]) * 1024;
+    const cpu = /user=([\d.]+) sys=([\d.]+)/.exec(conv.stderr);
+    const res = JSON.parse(conv.stdout);
+    rmSync(out, { recursive: true, force: true });
+    console.log(JSON.stringify({
+      run, family: v.family, layers: spec.layers, ofLayers: base.layers, hidden: spec.hidden, intermediate: spec.intermediate, vocab: spec.vocab,
+      checkpointBytes: bytes, largestTensorBytes: largest, outputBytes: res.modelBytes + res.dataBytes, weightsRequested: weights, weights: res.options.weights,
+      generateSeconds: +genSeconds.toFixed(1), cpSeconds: +cpSeconds.toFixed(2), convertSeconds: +convSeconds.toFixed(2),
+      convertVsCp: +(convSeconds / cpSeconds).toFixed(2), cpSyncSeconds: +cpSyncSeconds.toFixed(2), convertVsCpSync: +(convSeconds / cpSyncSeconds).toFixed(2),
+      writerPhases: res.phases, convertUserSeconds: Number(cpu?.[1]), convertSysSeconds: Number(cpu?.[2]), peakRssBytes: rss, peakRssBeyondLargestTensorBytes: rss - largest,
+      loadAverage: [+load0.toFixed(2), +os.loadavg()[0].toFixed(2)], cpus: os.cpus().length, node: process.version,
+    }));
+  }
 } finally {
   if (!v.keep) rmSync(dir, { recursive: true, force: true });
 }

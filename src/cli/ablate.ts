@@ -183,7 +183,7 @@ function iaeConversion(run: string): { layout: 'genai'; weights?: WeightsMode; d
   }
   const weights = src?.options?.weights;
   const dtype = src?.options?.dtype;
-  return { layout: 'genai', ...(weights && ['auto', 'q4', 'fp16', 'fp32'].includes(weights) ? { weights: weights as WeightsMode } : {}), ...(dtype === 'fp32' || dtype === 'fp16' ? { dtype } : {}) };
+  return { layout: 'genai', ...(weights && ['auto', 'q4', 'fp16', 'fp32', 'bf16'].includes(weights) ? { weights: weights as WeightsMode } : {}), ...(dtype === 'fp32' || dtype === 'fp16' ? { dtype } : {}) };
 }
 
 /** How a row's headline p was chosen: the t test when its null passed Shapiro–Wilk, else the rank p. */

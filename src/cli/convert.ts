@@ -7,7 +7,7 @@ import type { ConvertResult, WeightsMode } from '../convert/convert.js';
 import { readJsonFile } from '../store/json.js';
 
 const spec = {
-  usage: 'lobes convert --model MODEL.gguf|CHECKPOINT_DIR --out DIR [--dtype fp32|fp16] [--weights auto|q4|fp16|fp32] [--layout explicit|genai] [--force] [--quiet] [--json]',
+  usage: 'lobes convert --model MODEL.gguf|CHECKPOINT_DIR --out DIR [--dtype fp32|fp16] [--weights auto|q4|fp16|fp32|bf16] [--layout explicit|genai] [--force] [--quiet] [--json]',
   help: `
 Convert a llama-architecture GGUF (llama.cpp, Ollama, LM Studio: Llama 2/3.x, Mistral 7B,
 TinyLlama, SmolLM) or a Hugging Face checkpoint folder (config.json, safetensors weights,
@@ -25,8 +25,11 @@ into a cache; see docs/gguf.md.
   --dtype T         compute dtype of the graph: fp32 (default) or fp16 (for GPUs)
   --weights W       projection weights: auto (default: the smallest storage that keeps every
                     weight exact: q4 for Q4_0/Q4_1/Q5_0/Q8_0/Q2_K-Q6_K files, fp16 for F16,
-                    else fp32; a checkpoint: fp16 when every weight is F16, else fp32), q4 (MatMulNBits; GGML blocks kept as they are where they map,
-                    others quantized to 4 bits), fp16 or fp32 (dequantized)
+                    else fp32; a checkpoint: fp16 when every weight is F16, bf16 when every
+                    matrix is BF16, else fp32), q4 (MatMulNBits; GGML blocks kept as they are
+                    where they map, others quantized to 4 bits), fp16 or fp32 (dequantized), or
+                    bf16 (a BF16 checkpoint's bits kept, cast to fp32 in the graph; refused for
+                    anything it would round)
   --layout L        explicit (default: the layout lobes' captures read) or genai
                     (onnxruntime-genai style: GroupQueryAttention, KV cache; fastest on CUDA)
   --force           replace a non-empty --out folder
@@ -37,7 +40,7 @@ ${helpLine('--quiet', QUIET_TEXT, 20)}
     model: { type: 'string' },
     out: { type: 'string' },
     dtype: { type: 'string', choices: ['fp32', 'fp16'] as const },
-    weights: { type: 'string', choices: ['auto', 'q4', 'fp16', 'fp32'] as const },
+    weights: { type: 'string', choices: ['auto', 'q4', 'fp16', 'fp32', 'bf16'] as const },
     layout: { type: 'string', choices: ['explicit', 'genai'] as const },
     ...FORCE_OPTION,
     ...OUTPUT_OPTIONS,

@@ -28,11 +28,19 @@ import { hfHeaderSha256, hfTokenizerFiles, openHfCheckpoint, type HfCheckpoint }
 /**
  * Bump when a converted folder would differ for the same GGUF and options (cache entries are
  * keyed by it). 2: the explicit layout keeps a quantized lm_head's blocks as MatMulNBits.
+ * 3: --weights auto stores a BF16 checkpoint's matrices as bf16 (was fp32).
  */
-export const CONVERTER_VERSION = '2';
+export const CONVERTER_VERSION = '3';
 
-/** --weights: how projection weights are stored; 'auto' picks the smallest exact storage (see `chooseWeights`). */
-export type WeightsMode = 'auto' | 'q4' | 'fp16' | 'fp32';
+/**
+ * --weights: how projection weights are stored; 'auto' picks the smallest exact storage (see
+ * `chooseWeights`, `chooseCheckpointWeights`). 'bf16' (a BF16 checkpoint only) keeps the
+ * bfloat16 bits of every matrix, read through a Cast to fp32.
+ */
+export type WeightsMode = 'auto' | 'q4' | 'fp16' | 'fp32' | 'bf16';
+
+/** A resolved weight storage (WeightsMode without auto). */
+export type WeightsStorage = Exclude<WeightsMode, 'auto'>;
 
 export interface ConvertOptions {
   /** Compute dtype of the graph (default fp32). */
@@ -66,7 +74,7 @@ export interface ConvertResult {
   checkpoint?: HfIdentity;
   spec: LlamaSpec;
   /** Options as used (auto resolved). */
-  options: { dtype: 'fp32' | 'fp16'; weights: 'q4' | 'fp16' | 'fp32'; layout: LlamaLayout };
+  options: { dtype: 'fp32' | 'fp16'; weights: WeightsStorage; layout: LlamaLayout };
   /** Why `weights` was chosen when --weights was auto, else null. */
   weightsReason: string | null;
   /** How each weight was stored, counted: exact MatMulNBits blocks, re-quantized, float. */
@@ -166,9 +174,9 @@ export function resolveConvertOptions(opts: ConvertOptions): { dtype: 'fp32' | '
   const weights = opts.weights ?? 'auto';
   const layout = opts.layout ?? 'explicit';
   if (dtype !== 'fp32' && dtype !== 'fp16') throw new UsageError(`--dtype must be fp32 or fp16, got ${JSON.stringify(dtype)}`);
-  if (!['auto', 'q4', 'fp16', 'fp32'].includes(weights)) throw new UsageError(`--weights must be auto, q4, fp16 or fp32, got ${JSON.stringify(weights)}`);
+  if (!['auto', 'q4', 'fp16', 'fp32', 'bf16'].includes(weights)) throw new UsageError(`--weights must be auto, q4, fp16, fp32 or bf16, got ${JSON.stringify(weights)}`);
   if (layout !== 'explicit' && layout !== 'genai') throw new UsageError(`--layout must be explicit or genai, got ${JSON.stringify(layout)}`);
-  if (dtype === 'fp16' && weights === 'fp32') throw new UsageError('--weights fp32 needs --dtype fp32 (an fp16 graph would cast them down at every run)', 'use --weights fp16 or q4 with --dtype fp16');
+  if (dtype === 'fp16' && (weights === 'fp32' || weights === 'bf16')) throw new UsageError(`--weights ${weights} needs --dtype fp32 (an fp16 graph would cast them down at every run)`, 'use --weights fp16 or q4 with --dtype fp16');
   return { dtype, weights, layout };
 }
 
@@ -181,6 +189,7 @@ export function resolveConvertOptions(opts: ConvertOptions): { dtype: 'fp32' | '
 export async function convertGguf(file: string, out: string, opts: ConvertOptions = {}): Promise<ConvertResult> {
   const t0 = performance.now();
   const o = resolveConvertOptions(opts);
+  if (o.weights === 'bf16') throw new UsageError('--weights bf16 is for a Hugging Face BF16 checkpoint; a GGUF converts with auto, q4, fp16 or fp32', 'use --weights auto (the smallest exact storage)');
   const model = openGgufLlama(file);
   try {
     if (opts.overwrite) checkForceTarget(path.resolve(out), file, CONVERT_RECORD);
@@ -213,14 +222,26 @@ export async function convertGguf(file: string, out: string, opts: ConvertOption
 }
 
 /**
- * Hugging Face float weights kept as they are: fp32 when any weight is F32 or BF16 (exact: a
- * bfloat16 is a float32 with its low bits zero), fp16 when every weight is F16.
+ * Hugging Face float weights kept as they are: fp16 when every weight is F16; bf16 (an fp32
+ * graph) when every matrix (projections, embeddings, lm_head) is BF16: the same bits in half
+ * the bytes of fp32, cast to fp32 in the graph; otherwise fp32 (exact for F32, F16 and BF16).
  */
-export function chooseCheckpointWeights(ck: HfCheckpoint, dtype: 'fp32' | 'fp16'): { weights: 'q4' | 'fp16' | 'fp32'; reason: string } {
+export function chooseCheckpointWeights(ck: HfCheckpoint, dtype: 'fp32' | 'fp16'): { weights: 'fp16' | 'fp32' | 'bf16'; reason: string } {
   const list = Object.keys(ck.dtypes).sort().join(', ');
   if (list === 'F16') return { weights: 'fp16', reason: 'every weight is F16' };
   if (dtype === 'fp16') return { weights: 'fp16', reason: `weights are ${list}; an fp16 graph stores them as fp16 (rounded)` };
+  if (bf16Refusal(ck) === null) {
+    const norms = list === 'BF16' ? '' : ` (the norms, ${list}, as fp32)`;
+    return { weights: 'bf16', reason: `every matrix is BF16; bf16 storage keeps their bits exactly in half the bytes of fp32, cast to fp32 in the graph${norms}` };
+  }
   return { weights: 'fp32', reason: `weights are ${list}; fp32 holds every one exactly` };
+}
+
+/** Why --weights bf16 would round a checkpoint's matrices (null: every 2-D weight is BF16, so it keeps them exactly). */
+export function bf16Refusal(ck: HfCheckpoint): string | null {
+  const other = Object.keys(ck.matrixDtypes).filter((d) => d !== 'BF16').sort();
+  if (!other.length) return null;
+  return `--weights bf16 keeps BF16 weights bit for bit, but ${other.map((d) => `${ck.matrixDtypes[d]} ${d}`).join(' and ')} of the matrices of ${ck.dir} would be rounded`;
 }
 
 /**
@@ -237,7 +258,14 @@ export async function convertHfCheckpoint(dir: string, out: string, opts: Conver
   if (opts.overwrite) checkForceTarget(path.resolve(out), ck.dir, CONVERT_RECORD);
   const before = filesSnapshot(ck.files.map((f) => f.path));
   const chosen = o.weights === 'auto' ? chooseCheckpointWeights(ck, o.dtype) : null;
-  const weights = chosen?.weights ?? (o.weights as 'q4' | 'fp16' | 'fp32');
+  const weights = chosen?.weights ?? (o.weights as WeightsStorage);
+  if (weights === 'bf16') {
+    const why = bf16Refusal(ck);
+    if (why) {
+      ck.weights.close();
+      throw new UsageError(why, 'use --weights fp32 (exact for every float dtype) or auto');
+    }
+  }
   const identity = hfIdentity(ck);
   const options = { dtype: o.dtype, weights, layout: o.layout };
   const record = convertRecord({ ...identity, format: 'hf-checkpoint', dtypes: ck.dtypes }, { ...options, weightsRequested: o.weights }, chosen?.reason ?? null, 'tokenizer.json');

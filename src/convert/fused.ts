@@ -85,6 +85,11 @@ export class SplitWeightSource implements LlamaWeightSource {
     return out.subarray(0, v.length);
   }
 
+  bf16RowsInto(name: string, r0: number, r1: number, out: Uint16Array): Uint16Array | null {
+    const [n, a, b] = this.range(name, r0, r1);
+    return this.inner.bf16RowsInto?.(n, a, b, out) ?? null;
+  }
+
   nbits(name: string): NbitsBlocks | null {
     if (this.part(name)) return null;
     return this.inner.nbits?.(name) ?? null;

@@ -11,7 +11,7 @@
  * gemma3_text (Gemma 1, 2, 3 text: (1 + w) norms, sqrt(hidden) embeddings, tanh-GELU; 2 and 3
  * with norms after attention and MLP, query_pre_attn_scalar, soft-capping (2), sliding layers
  * by layer_types with their own rope (3), q/k norms (3): LlamaSpec.gemma). Weights in F32, F16
- * or BF16 (decoded to float32 as they are read). Every difference lobes' graphs do not express
+ * or BF16 (decoded to float32 as they are read, or BF16 bits copied as they are for bf16 storage). Every difference lobes' graphs do not express
  * is refused by name, before anything is written: a family outside these (experts, attention
  * sinks, a vision tower, fused weights), an activation other than the family's, biases where
  * the family has none, sliding windows on some layers only (outside Gemma), rope scaling other
@@ -92,6 +92,8 @@ export interface HfCheckpoint {
   tensors: Map<string, StHeader>;
   /** dtypes of the weights read, counted. */
   dtypes: Record<string, number>;
+  /** dtypes of the 2-D weights read (projections, embeddings, lm_head), counted. */
+  matrixDtypes: Record<string, number>;
 }
 
 /** Whether `p` is a folder holding config.json and safetensors weights (and no ONNX graph). */
@@ -326,20 +328,38 @@ export class SafetensorsWeightSource implements LlamaWeightSource {
     const rowBytes = rows === 0 ? 0 : t.byteLength / rows;
     const es = DTYPE_BYTES[t.dtype];
     const n = ((r1 - r0) * rowBytes) / es;
-    if (this.open?.file !== h.file) {
-      this.open?.f.close();
-      this.open = { file: h.file, f: RangeFile.open(h.file, 'safetensors file', name) };
-    }
+    const f = this.openShard(h.file, name);
     const bytes = (r1 - r0) * rowBytes;
     if (this.raw.byteLength < bytes) this.raw = new Uint8Array(new ArrayBuffer(bytes));
     const raw = this.raw.subarray(0, bytes);
-    this.open.f.readInto(raw, t.offset + r0 * rowBytes);
+    f.readInto(raw, t.offset + r0 * rowBytes);
     const dst = out.subarray(0, n);
     if (t.dtype === 'BF16') bf16ArrayToFloat(new Uint16Array(raw.buffer, 0, n), dst as Float32Array<ArrayBuffer>);
     else if (t.dtype === 'F16') halfArrayToFloat(new Uint16Array(raw.buffer, 0, n), dst as Float32Array<ArrayBuffer>);
     else if (t.dtype === 'F32') dst.set(new Float32Array(raw.buffer, 0, n));
     else throw new ModelError(`has dtype ${t.dtype}; lobes reads F32, F16 and BF16 weights`, { file: h.file, where: name });
     return dst;
+  }
+
+  /** Rows [r0, r1) of a BF16 tensor as its stored bit patterns, read straight into `out` (null for F32 and F16 tensors). */
+  bf16RowsInto(name: string, r0: number, r1: number, out: Uint16Array): Uint16Array | null {
+    const { h, t } = this.info(name);
+    if (t.dtype !== 'BF16') return null;
+    const rows = t.shape[0] ?? 1;
+    if (!(r0 >= 0 && r1 >= r0 && r1 <= rows)) throw new ModelError(`rows [${r0}, ${r1}) out of range for ${rows}`, { file: h.file, where: name });
+    const rowBytes = rows === 0 ? 0 : t.byteLength / rows;
+    const n = ((r1 - r0) * rowBytes) / 2;
+    if (out.length < n) throw new ModelError(`a buffer of ${out.length} values for ${n}`, { file: h.file, where: name });
+    this.openShard(h.file, name).readInto(new Uint8Array(out.buffer, out.byteOffset, n * 2), t.offset + r0 * rowBytes);
+    return out.subarray(0, n);
+  }
+
+  private openShard(file: string, name: string): RangeFile {
+    if (this.open?.file !== file) {
+      this.open?.f.close();
+      this.open = { file, f: RangeFile.open(file, 'safetensors file', name) };
+    }
+    return this.open.f;
   }
 
   /** Close the shard held open. */
@@ -372,6 +392,7 @@ export function openHfCheckpoint(dir: string): HfCheckpoint {
     }
   }
   const dtypes: Record<string, number> = {};
+  const matrixDtypes: Record<string, number> = {};
   for (const [name, h] of tensors) {
     const t = h.tensors.get(name)!;
     const where = `tensor ${JSON.stringify(name)}`;
@@ -387,6 +408,7 @@ export function openHfCheckpoint(dir: string): HfCheckpoint {
     }
     if (t.dtype !== 'F32' && t.dtype !== 'F16' && t.dtype !== 'BF16') throw new ModelError(`has dtype ${t.dtype}; lobes reads F32, F16 and BF16 weights`, { file, where, hint: 'quantized checkpoints (GPTQ, AWQ, bitsandbytes) are not read; use the original weights' });
     dtypes[t.dtype] = (dtypes[t.dtype] ?? 0) + 1;
+    if (t.shape.length === 2) matrixDtypes[t.dtype] = (matrixDtypes[t.dtype] ?? 0) + 1;
   }
   for (const name of want.keys()) {
     if (!tensors.has(name)) {
@@ -406,7 +428,7 @@ export function openHfCheckpoint(dir: string): HfCheckpoint {
   for (const f of HF_TOKENIZER_FILES) if (existsSync(path.join(abs, f))) add(f, 'tokenizer');
   const st = new SafetensorsWeightSource(tensors, abs);
   const weights = family === 'phi3' ? Object.assign(new SplitWeightSource(st, phi3Parts(spec)), { close: () => st.close() }) : st;
-  return { dir: abs, family, config, spec, weights, files, tensors, dtypes };
+  return { dir: abs, family, config, spec, weights, files, tensors, dtypes, matrixDtypes };
 }
 
 /**

@@ -11,7 +11,7 @@
  * Laid out again, nothing is drawn: the explicit control's tensors are read back under their
  * Hugging Face names (its projections are MatMuls named after them, stored [d_in, d_out]; the
  * embedding and norms carry the names themselves) and handed to the writer as a weight source.
- * Float storage copies values exactly (fp16 stays fp16, fp32 stays fp32), so the control's
+ * Float storage copies values exactly (fp16 stays fp16, bf16 stays bf16, fp32 stays fp32), so the control's
  * numbers change only by how the two graphs compute.
  *
  * The folder is cached next to the explicit control (`<its name>-genai-…`), built once under a
@@ -42,7 +42,7 @@ interface Placed {
  * `/lm_head/MatMul`, embedding and norms by their own names. Every weight `spec` needs must be
  * found with its shape, else a one-line error names it.
  */
-export function explicitWeightSource(dir: string, spec: LlamaSpec): { source: LlamaWeightSource; storage: 'fp16' | 'fp32' } {
+export function explicitWeightSource(dir: string, spec: LlamaSpec): { source: LlamaWeightSource; storage: 'fp16' | 'bf16' | 'fp32' } {
   const m = loadModel(dir);
   const graph = m.model.graph!;
   const g = new GraphIndex(graph);
@@ -55,7 +55,7 @@ export function explicitWeightSource(dir: string, spec: LlamaSpec): { source: Ll
     if (w && want.has(hf)) placed.set(hf, { init: w, transposed: true });
   }
   for (const name of want.keys()) if (!placed.has(name) && m.initializers.has(name)) placed.set(name, { init: name, transposed: false });
-  let storage: 'fp16' | 'fp32' = 'fp32';
+  let storage: 'fp16' | 'bf16' | 'fp32' = 'fp32';
   for (const [name, shape] of want) {
     const p = placed.get(name);
     if (!p) throw new LobesError(`no float tensor for ${name} (not a lobes conversion in the explicit layout with float weights)`, { file: m.file });
@@ -63,8 +63,9 @@ export function explicitWeightSource(dir: string, spec: LlamaSpec): { source: Ll
     const dims = t.dims.map(Number);
     const hfDims = p.transposed ? [dims[1], dims[0]] : dims;
     if (hfDims.join('x') !== shape.join('x')) throw new LobesError(`tensor ${p.init} for ${name} has shape [${dims.join(', ')}], [${shape.join(', ')}] expected${p.transposed ? ' transposed' : ''}`, { file: m.file });
-    if (t.dataType !== DataType.FLOAT && t.dataType !== DataType.FLOAT16) throw new LobesError(`tensor ${p.init} for ${name} is not float32 or float16 (data type ${t.dataType})`, { file: m.file });
+    if (t.dataType !== DataType.FLOAT && t.dataType !== DataType.FLOAT16 && t.dataType !== DataType.BFLOAT16) throw new LobesError(`tensor ${p.init} for ${name} is not float32, float16 or bfloat16 (data type ${t.dataType})`, { file: m.file });
     if (shape.length === 2 && t.dataType === DataType.FLOAT16) storage = 'fp16';
+    if (shape.length === 2 && t.dataType === DataType.BFLOAT16) storage = 'bf16';
   }
   // One tensor in Hugging Face layout at a time (the writer reads each weight's rows in order).
   let cached: { name: string; cols: number; values: Float32Array } | null = null;

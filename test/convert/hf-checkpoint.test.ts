@@ -43,8 +43,9 @@ describe.each(FAMILIES)('%s checkpoint', (family) => {
     const r = await convertHfCheckpoint(src, out, {});
     converted[family] = out;
     expect(r.checkpoint?.family).toBe(family);
-    // F32 / BF16 weights are kept exactly as fp32, F16 as fp16.
-    expect(r.options.weights).toBe(META.families[family]!.dtype === 'float16' ? 'fp16' : 'fp32');
+    // F32 weights are kept exactly as fp32, F16 as fp16, BF16 as bf16 (cast to fp32 in the graph).
+    const dt = META.families[family]!.dtype;
+    expect(r.options.weights).toBe(dt === 'float16' ? 'fp16' : dt === 'bfloat16' ? 'bf16' : 'fp32');
     const left = await expectGoldens(out, family, 'left');
     const right = await expectGoldens(out, family, 'right');
     console.log(`${family}: max relative error vs transformers ${Math.max(left, right).toExponential(2)}`);

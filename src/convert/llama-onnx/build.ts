@@ -10,11 +10,11 @@ import type { LlamaSpec, LlamaWeightSource, WriteLlamaOptions } from './types.js
 import { planNbits, runnableNbits, shape2, sourceBlocks, streamFloat, streamNbits, zpRowBytes, type NbitsPlan, type StreamCtx } from './weights.js';
 import type { NbitsBlocks } from './types.js';
 
-export type FloatType = 'float32' | 'float16';
+export type FloatType = 'float32' | 'float16' | 'bfloat16';
 
 export interface BuildOptions {
   dtype: 'fp32' | 'fp16';
-  weights: 'q4' | 'fp16' | 'fp32';
+  weights: 'q4' | 'fp16' | 'fp32' | 'bf16';
   withPast: boolean;
   accuracyLevel: number;
   chunkBytes: number;
@@ -23,9 +23,9 @@ export interface BuildOptions {
 /** Normalized build options from the writer's options. */
 export function buildOptions(o: WriteLlamaOptions): BuildOptions {
   if (o.dtype !== 'fp32' && o.dtype !== 'fp16') throw new LobesError(`dtype '${String(o.dtype)}' is not one of fp32, fp16`);
-  if (o.weights !== 'q4' && o.weights !== 'fp16' && o.weights !== 'fp32') throw new LobesError(`weights '${String(o.weights)}' is not one of q4, fp16, fp32`);
-  if (o.dtype === 'fp16' && o.weights === 'fp32') {
-    throw new LobesError('fp32 weights with an fp16 graph would be cast down at every run', { hint: 'use weights fp16 (or q4) with dtype fp16' });
+  if (o.weights !== 'q4' && o.weights !== 'fp16' && o.weights !== 'fp32' && o.weights !== 'bf16') throw new LobesError(`weights '${String(o.weights)}' is not one of q4, fp16, fp32, bf16`);
+  if (o.dtype === 'fp16' && (o.weights === 'fp32' || o.weights === 'bf16')) {
+    throw new LobesError(`${o.weights} weights with an fp16 graph would be cast down at every run`, { hint: 'use weights fp16 (or q4) with dtype fp16' });
   }
   const acc = o.accuracyLevel ?? 0;
   if (![0, 1, 2, 3, 4].includes(acc)) throw new LobesError(`accuracyLevel ${acc} is not one of 0..4`);
@@ -59,7 +59,7 @@ export class GraphBuilder {
   /** How each source weight was stored. */
   readonly storage: Record<string, string> = {};
   /** Compute dtype. */
-  readonly ft: FloatType;
+  readonly ft: 'float32' | 'float16';
   /** Whether a com.microsoft op was used. */
   usesContrib = false;
   private readonly ctx: StreamCtx;
@@ -76,7 +76,13 @@ export class GraphBuilder {
 
   /** Storage dtype of float projection weights. */
   get projFloat(): FloatType {
-    return this.opts.weights === 'fp32' ? 'float32' : this.opts.weights === 'fp16' ? 'float16' : this.ft;
+    const w = this.opts.weights;
+    return w === 'fp32' ? 'float32' : w === 'fp16' ? 'float16' : w === 'bf16' ? 'bfloat16' : this.ft;
+  }
+
+  /** Storage dtype of the embeddings and a float lm_head: the projections' float storage, or the compute dtype under q4. */
+  get denseFloat(): FloatType {
+    return this.opts.weights === 'q4' ? this.ft : this.projFloat;
   }
 
   node(op: string, name: string, inputs: string[], attrs?: Record<string, GAttr>, opts?: { outputs?: string[]; nOut?: number; domain?: string }): string {
@@ -109,12 +115,12 @@ export class GraphBuilder {
     const dims = is1d ? [rows] : transpose ? [cols, rows] : [rows, cols];
     const region = this.sink.reserve(initName, dtype, dims);
     streamFloat(this.ctx, region, parts, { transpose, dtype });
-    for (const p of parts) this.storage[p] = dtype === 'float16' ? 'fp16' : 'fp32';
+    for (const p of parts) this.storage[p] = dtype === 'float16' ? 'fp16' : dtype === 'bfloat16' ? 'bf16' : 'fp32';
     return initName;
   }
 
   /** A float tensor computed a row chunk at a time by `fill(r0, r1)` ([rows, cols] float32 values). */
-  generatedTensor(name: string, rows: number, cols: number, dtype: FloatType, fill: (r0: number, r1: number) => Float32Array): string {
+  generatedTensor(name: string, rows: number, cols: number, dtype: 'float32' | 'float16', fill: (r0: number, r1: number) => Float32Array): string {
     const region = this.sink.reserve(name, dtype, [rows, cols]);
     const es = dtype === 'float16' ? 2 : 4;
     const step = Math.max(1, Math.floor(this.opts.chunkBytes / (cols * 4)));

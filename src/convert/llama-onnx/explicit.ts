@@ -16,6 +16,9 @@
  * sliding layers' own base). Projections are MatMul over
  * [d_in, d_out] weights named onnx::MatMul_N, or MatMulNBits. lm_head is MatMulNBits when the
  * weights are 'q4' and the source gives its blocks in a form ONNX Runtime runs, else float.
+ * Float weights stored in another dtype than the graph's (fp16 or bf16 storage in an fp32 graph)
+ * are read through a Cast: after each projection weight, after the embedding Gather, and after
+ * the Transpose of tied embeddings.
  *
  * Inputs: input_ids, attention_mask [batch, total], position_ids, (past_key_values.{i}.key/value
  * [batch, kvHeads, past, headDim]). Outputs: logits (and present.{i}.key/value).
@@ -79,7 +82,7 @@ export function buildExplicit(b: GraphBuilder): GGraph {
   const cOutShape = b.i64('/model/constants/attn_out_shape', [0, 0, heads * hd]);
 
   // Embedding (stored like the projections' float weights; tied: also lm_head's weight).
-  const embDtype = b.opts.weights === 'fp16' ? 'float16' : ft;
+  const embDtype = b.denseFloat;
   const embed = b.floatTensor(W.embed, [W.embed], false, embDtype);
   let x = node('Gather', '/model/embed_tokens/Gather', [embed, 'input_ids']);
   x = b.castTo(x, embDtype, '/model/embed_tokens/Cast');
@@ -289,9 +292,9 @@ export function buildExplicit(b: GraphBuilder): GGraph {
     const n = naming('/lm_head');
     b.projection(hf, [W.lmHead], { ...n, node: (op, bits) => ({ ...n.node(op, bits), output: lmOut }) });
   } else {
-    // Otherwise lm_head stays float (fp32/fp16 like the embeddings): never re-quantized from rows.
+    // Otherwise lm_head stays float (fp32/fp16/bf16 like the embeddings): never re-quantized from rows.
     const n = naming('/lm_head');
-    const dtype = b.opts.weights === 'fp16' ? 'float16' : ft;
+    const dtype = b.denseFloat;
     let w = b.floatTensor(n.floatInit(), [W.lmHead], true, dtype);
     w = b.castTo(w, dtype, '/lm_head/Cast');
     node('MatMul', '/lm_head/MatMul', [hf, w], undefined, { outputs: [lmOut] });

@@ -87,7 +87,7 @@ export function buildGenai(b: GraphBuilder): GGraph {
     x = node('Gather', '/model/embed_tokens/Gather', [t, 'input_ids'], undefined, { outputs: ['/model/embed_tokens/Gather/output_0'] });
     x = b.castTo(x, lmFloat, '/model/embed_tokens/Cast');
   } else {
-    const embDtype = b.opts.weights === 'fp16' ? 'float16' : ft;
+    const embDtype = b.denseFloat;
     const e = b.floatTensor(W.embed, [W.embed], false, embDtype);
     x = node('Gather', '/model/embed_tokens/Gather', [e, 'input_ids'], undefined, { outputs: ['/model/embed_tokens/Gather/output_0'] });
     x = b.castTo(x, embDtype, '/model/embed_tokens/Cast');

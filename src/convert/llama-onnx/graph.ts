@@ -27,13 +27,13 @@ export interface GNode {
   domain?: string;
 }
 
-export type GDtype = 'float32' | 'float16' | 'int64' | 'int32' | 'uint8';
+export type GDtype = 'float32' | 'float16' | 'bfloat16' | 'int64' | 'int32' | 'uint8';
 
 export interface GInit {
   name: string;
   dtype: GDtype;
   dims: number[];
-  /** Inline values (float16 as IEEE half bit patterns); absent when `external` is set. */
+  /** Inline values (float16 as IEEE half bit patterns, bfloat16 as its 16 bits); absent when `external` is set. */
   data?: Float32Array | Uint16Array | BigInt64Array | Int32Array | Uint8Array;
   /** Where the bytes are in the external data file. */
   external?: { location: string; offset: number; length: number };
@@ -63,6 +63,8 @@ export function onnxDtype(d: GDtype): number {
       return DataType.FLOAT;
     case 'float16':
       return DataType.FLOAT16;
+    case 'bfloat16':
+      return DataType.BFLOAT16;
     case 'int64':
       return DataType.INT64;
     case 'int32':
@@ -74,7 +76,7 @@ export function onnxDtype(d: GDtype): number {
 
 /** Bytes per element of a GDtype. */
 export function dtypeBytes(d: GDtype): number {
-  return d === 'float32' || d === 'int32' ? 4 : d === 'float16' ? 2 : d === 'int64' ? 8 : 1;
+  return d === 'float32' || d === 'int32' ? 4 : d === 'float16' || d === 'bfloat16' ? 2 : d === 'int64' ? 8 : 1;
 }
 
 export const int = (value: number): GAttr => ({ type: 'int', value });

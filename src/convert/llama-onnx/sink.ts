@@ -34,6 +34,7 @@ function typedFor(dtype: GDtype, n: number): NonNullable<GInit['data']> {
     case 'float32':
       return new Float32Array(n);
     case 'float16':
+    case 'bfloat16':
       return new Uint16Array(n);
     case 'int64':
       return new BigInt64Array(n);

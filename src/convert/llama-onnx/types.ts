@@ -124,6 +124,13 @@ export interface LlamaWeightSource {
    * (blocks along d_in), or null → the writer quantizes/expands from rows().
    */
   nbits?(name: string): NbitsBlocks | null;
+  /**
+   * Optional: rows [r0, r1) as the bfloat16 bit patterns the source stores, copied into `out`
+   * (at least (r1 − r0)·cols long) and returned as its first (r1 − r0)·cols values, or null when
+   * the weight is not stored as bfloat16. The writer's bf16 storage uses it to copy the bits
+   * without decoding them (else it takes the high halves of rows() and checks the low halves are 0).
+   */
+  bf16RowsInto?(name: string, r0: number, r1: number, out: Uint16Array): Uint16Array | null;
 }
 
 /** A [dOut, dIn] weight in MatMulNBits form. */
@@ -161,10 +168,12 @@ export interface WriteLlamaOptions {
   dtype: 'fp32' | 'fp16';
   /**
    * Projection weight storage: 'q4' = MatMulNBits 4-bit block 32 (exact blocks from nbits()
-   * when given, 8-bit ones included, else quantized from rows()), 'fp16', 'fp32'.
-   * Embeddings and norms are never quantized; 'fp32' weights need dtype 'fp32'.
+   * when given, 8-bit ones included, else quantized from rows()), 'fp16', 'fp32', 'bf16'
+   * (bfloat16 initializers, each behind a Cast to the compute dtype: exact only for weights that
+   * are bfloat16 already, and the writer refuses any other value).
+   * Embeddings and norms are never quantized; 'fp32' and 'bf16' weights need dtype 'fp32'.
    */
-  weights: 'q4' | 'fp16' | 'fp32';
+  weights: 'q4' | 'fp16' | 'fp32' | 'bf16';
   /** KV-cache inputs/outputs (always on for 'genai'). */
   withPast?: boolean;
   /**
@@ -195,6 +204,6 @@ export interface WriteLlamaResult {
   dataBytes: number;
   /** Seconds: streaming the weights (fsync of the data file included), that fsync alone, encoding the graph, all. */
   seconds: { weights: number; sync: number; graph: number; total: number };
-  /** How each projection weight was stored (HF name → 'fp32' | 'fp16' | 'q4:rows' | 'nbits4' | 'nbits8'). */
+  /** How each projection weight was stored (HF name → 'fp32' | 'fp16' | 'bf16' | 'q4:rows' | 'nbits4' | 'nbits8'). */
   storage: Record<string, string>;
 }

@@ -21,6 +21,9 @@ export interface StreamCtx {
   tile?: Float32Array;
   /** The float zero points' buffer reused across streamNbits calls (grown on demand). */
   zeroPointBuf?: Float32Array;
+  /** bfloat16 storage: the chunk of bit patterns and its transposed tile, reused likewise. */
+  chunk16?: Uint16Array;
+  tile16?: Uint16Array;
 }
 
 const bytes = (a: Float32Array | Uint16Array | Uint8Array) => new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
@@ -43,6 +46,32 @@ function readRows(src: LlamaWeightSource, name: string, r0: number, r1: number, 
   return got;
 }
 
+/**
+ * Rows [r0, r1) of a weight as bfloat16 bit patterns: the source's own (bf16RowsInto), or the
+ * high halves of its float32 rows when every low half is 0 (a bfloat16 decoded to float32).
+ * Any other value would be rounded, so it is refused, naming the weight and the row.
+ */
+function readBf16Rows(ctx: StreamCtx, name: string, r0: number, r1: number, cols: number): Uint16Array {
+  const need = (r1 - r0) * cols;
+  if (!ctx.chunk16 || ctx.chunk16.length < need) ctx.chunk16 = new Uint16Array(need);
+  const out = ctx.chunk16.subarray(0, need);
+  const raw = ctx.src.bf16RowsInto?.(name, r0, r1, ctx.chunk16) ?? null;
+  if (raw) {
+    if (raw.length !== need) throw new LobesError(`the weight source gave ${raw.length} bfloat16 values for rows [${r0}, ${r1}) of ${cols} columns (${need} expected)`, { where: name });
+    return raw;
+  }
+  const f = readRows(ctx.src, name, r0, r1, cols, ctx);
+  const u32 = new Uint32Array(f.buffer, f.byteOffset, f.length);
+  for (let i = 0; i < need; i++) {
+    const v = u32[i]!;
+    if ((v & 0xffff) !== 0) {
+      throw new LobesError(`value ${f[i]} (row ${r0 + Math.floor(i / cols)}) is not a bfloat16, so bf16 storage would round it`, { where: name, hint: 'bf16 storage is for weights that are bfloat16 in the source; use --weights fp32' });
+    }
+    out[i] = v >>> 16;
+  }
+  return out;
+}
+
 /** [rows, cols] of a source weight (1-D: [n, 1]). */
 export function shape2(src: LlamaWeightSource, name: string): [number, number] {
   const s = src.shape(name);
@@ -56,8 +85,8 @@ export function shape2(src: LlamaWeightSource, name: string): [number, number] {
  * [Σ d_out, d_in] (as given) or, with `transpose`, [d_in, Σ d_out] (ONNX MatMul's layout).
  * `rows(name, r0, r1)` is called in increasing row order, each part once.
  */
-export function streamFloat(ctx: StreamCtx, region: Region, parts: string[], opts: { transpose: boolean; dtype: 'float32' | 'float16' }): void {
-  const es = opts.dtype === 'float16' ? 2 : 4;
+export function streamFloat(ctx: StreamCtx, region: Region, parts: string[], opts: { transpose: boolean; dtype: 'float32' | 'float16' | 'bfloat16' }): void {
+  const es = opts.dtype === 'float32' ? 4 : 2;
   const shapes = parts.map((p) => shape2(ctx.src, p));
   const cols = shapes[0]![1];
   const total = shapes.reduce((a, s) => a + s[0], 0);
@@ -73,6 +102,19 @@ export function streamFloat(ctx: StreamCtx, region: Region, parts: string[], opt
       const r1 = Math.min(rows, r0 + step);
       const R = r1 - r0;
       const plain = !opts.transpose || cols === 1;
+      if (opts.dtype === 'bfloat16') {
+        // The bit patterns as stored: no decode, only the transpose (of 2-byte values).
+        const chunk = readBf16Rows(ctx, name, r0, r1, cols);
+        if (plain) {
+          region.write((rowOff + r0) * cols * es, bytes(chunk));
+          continue;
+        }
+        if (!ctx.tile16 || ctx.tile16.length < R * cols) ctx.tile16 = new Uint16Array(R * cols);
+        const tile = ctx.tile16.subarray(0, R * cols);
+        transposeInto(chunk, R, cols, tile);
+        writeTransposed(region, bytes(tile), R, total, cols, rowOff + r0, es);
+        continue;
+      }
       // Both paths are done with the chunk before the next read, so it reuses one buffer.
       const chunk = readRows(ctx.src, name, r0, r1, cols, ctx);
       if (plain) {
@@ -85,15 +127,20 @@ export function streamFloat(ctx: StreamCtx, region: Region, parts: string[], opt
       const tile = ctx.tile.subarray(0, R * cols);
       transposeInto(chunk, R, cols, tile);
       const tb = opts.dtype === 'float16' ? bytes(floatArrayToHalf(tile)) : bytes(tile);
-      if (R === total) region.write(0, tb);
-      else for (let i = 0; i < cols; i++) region.write((i * total + rowOff + r0) * es, tb.subarray(i * R * es, (i + 1) * R * es));
+      writeTransposed(region, tb, R, total, cols, rowOff + r0, es);
     }
     rowOff += rows;
   }
 }
 
-/** dst[c, r] = src[r, c] for src [rows, cols], in 32×32 blocks. */
-export function transposeInto(src: Float32Array, rows: number, cols: number, dst: Float32Array): void {
+/** A transposed tile [cols, R] written as columns [c0, c0 + R) of a [cols, total] tensor. */
+function writeTransposed(region: Region, tb: Uint8Array, R: number, total: number, cols: number, c0: number, es: number): void {
+  if (R === total) region.write(0, tb);
+  else for (let i = 0; i < cols; i++) region.write((i * total + c0) * es, tb.subarray(i * R * es, (i + 1) * R * es));
+}
+
+/** dst[c, r] = src[r, c] for src [rows, cols], in 32×32 blocks (float32 values or 16-bit patterns). */
+export function transposeInto<T extends Float32Array | Uint16Array>(src: T, rows: number, cols: number, dst: T): void {
   const B = 32;
   for (let r0 = 0; r0 < rows; r0 += B) {
     const r1 = Math.min(rows, r0 + B);

@@ -45,7 +45,7 @@ export function buildLlamaGraphInline(spec: LlamaSpec, src: LlamaWeightSource, o
 /** Planned bytes of model.onnx.data (exact unless the source gives nbits blocks of another form). */
 export function plannedDataBytes(spec: LlamaSpec, opts: BuildOptions, layout: WriteLlamaOptions['layout']): number {
   const fsz = opts.dtype === 'fp16' ? 2 : 4;
-  const wsz = opts.weights === 'fp32' ? 4 : opts.weights === 'fp16' ? 2 : fsz;
+  const wsz = opts.weights === 'fp32' ? 4 : opts.weights === 'fp16' || opts.weights === 'bf16' ? 2 : fsz;
   let total = 0;
   for (const [name, shape] of expectedWeights(spec)) {
     const n = shape.reduce((a, b) => a * b, 1);
