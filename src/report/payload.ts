@@ -5,12 +5,18 @@
  * read several analyses together are summary.ts's.
  */
 import type { ReportModel } from './load.js';
-import { PAYLOAD_ORDER } from '../analysis/registry.js';
+import { PAYLOAD_ORDER, type ReportedAnalysis } from '../analysis/registry.js';
+import type { AnalysisReport } from '../analysis/types.js';
 import { REPORTED_PAYLOAD_ORDER } from './modules.js';
 import { provenanceOf, summaryLines, verdictTables } from './summary.js';
 import type { RunPayload } from './types.js';
 
 export type { ScatterPayload, WandaPayload, RunPayload } from './types.js';
+
+type FragmentOf<A> = A extends { report: AnalysisReport<string, any, infer F> } ? F : never;
+type True<T extends true> = T;
+/** Each analysis's part of the payload has the types RunPayload declares for its keys (the page script reads RunPayload): a type error here otherwise. */
+export type FragmentsFitRunPayload = True<FragmentOf<ReportedAnalysis> extends Partial<RunPayload> & Record<string, unknown> ? true : false>;
 export { provenanceOf, verdictTables } from './summary.js';
 
 /**
