@@ -23,7 +23,7 @@ import { previousSettings } from '../store/analyses.js';
 import type { WandaMatrix } from '../wanda/types.js';
 import { flagOption, type ReportedAnalysis } from '../analysis/registry.js';
 import type { AnalysisReport, ReportInput } from '../analysis/types.js';
-import { REPORTED, REPORTED_REGISTRY_ORDER, type Reported } from './modules.js';
+import { loadReportModules, reportModules, type Reported } from './modules.js';
 
 type DataOf<A> = A extends { report: AnalysisReport<string, infer D, any> } ? D : never;
 
@@ -152,7 +152,7 @@ async function loadAnalysis(r: Reported, input: ReportInput, omitted: string[]):
 
 /** The page of a folder of one analysis's results alone (an evaluation folder: lobes report EVAL_DIR, lobes compare EVAL_A EVAL_B), or null when no analysis makes a page of `abs`. */
 function standalonePage(abs: string, opts: LoadOptions): ReportModel | null {
-  for (const r of REPORTED) {
+  for (const r of reportModules()) {
     const page = r.module.standalone?.(abs);
     if (page) return { dir: abs, name: opts.name ?? path.basename(abs), manifest: page.manifest, samples: [], [r.key]: page.data, randomModel: isBuiltinRandomModel(page.manifest, abs), control: page.control, omitted: [] };
   }
@@ -167,7 +167,7 @@ function standalonePage(abs: string, opts: LoadOptions): ReportModel | null {
  */
 export async function attachAnalyses(model: ReportModel, opts: LoadOptions): Promise<ReportModel> {
   let out = model;
-  for (const r of REPORTED) {
+  for (const r of await loadReportModules()) {
     const given = givenFolder(r, opts);
     if (!r.module.attached || given === undefined) continue;
     const omitted = [...out.omitted];
@@ -180,6 +180,7 @@ export async function attachAnalyses(model: ReportModel, opts: LoadOptions): Pro
 /** Load a run directory (or a folder of one analysis's results that makes a page alone) for the report. */
 export async function loadRun(dir: string, opts: LoadOptions = {}): Promise<ReportModel> {
   const abs = path.resolve(dir);
+  const modules = await loadReportModules();
   if (!existsSync(abs) || !statSync(abs).isDirectory()) {
     throw new LobesError('run directory not found', { file: dir, hint: 'pass the folder written by lobes extract' });
   }
@@ -192,7 +193,7 @@ export async function loadRun(dir: string, opts: LoadOptions = {}): Promise<Repo
   const by = opts.by;
   if (by !== undefined) checkAxis(abs, manifest, samples, by);
   const fields: Record<string, unknown> = {};
-  for (const r of REPORTED) if (!r.module.attached) fields[r.key] = await loadAnalysis(r, { runDir: abs, manifest, samples, given: givenFolder(r, opts), by }, omitted);
+  for (const r of modules) if (!r.module.attached) fields[r.key] = await loadAnalysis(r, { runDir: abs, manifest, samples, given: givenFolder(r, opts), by }, omitted);
   const analyses = fields as AnalysisFields;
   return {
     dir: abs,
@@ -220,7 +221,7 @@ function checkAxis(abs: string, manifest: RunManifest, samples: SampleRow[], by:
 
 /** The analyses made by a label axis (their report modules' `axes`), in registry order. */
 function axisAnalyses(): Reported[] {
-  return REPORTED_REGISTRY_ORDER.filter((r) => r.module.axes);
+  return reportModules('registry').filter((r) => r.module.axes);
 }
 
 /** The label axis of the first analysis made by one (in registry order) whose results say it. */

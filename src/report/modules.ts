@@ -1,8 +1,10 @@
 /**
  * The report modules of the analyses the report shows (src/analysis/types.ts ReportModule), each
- * imported once through its declaration's `report.module()`, so that the page's payload
- * (payload.ts, synchronous) and the loader (load.ts) reach every analysis through the registry.
+ * imported once through its declaration's `report.module()`, so that the loader (load.ts) and
+ * the page's payload (payload.ts, synchronous) reach every analysis through the registry.
+ * loadRun imports them (loadReportModules); the payload of a run is made after its run was loaded.
  */
+import { LobesError } from '../util/errors.js';
 import { reportedAnalyses, PAYLOAD_ORDER, type ReportedAnalysis } from '../analysis/registry.js';
 import type { ReportModule } from '../analysis/types.js';
 
@@ -14,13 +16,21 @@ export interface Reported {
   module: ReportModule<any, object>;
 }
 
-const loaded: Reported[] = await Promise.all(reportedAnalyses().map(async (a) => ({ analysis: a, key: a.report.key, what: a.report.what, module: (await a.report.module()) as ReportModule<any, object> })));
+let loaded: Reported[] | null = null;
 
-/** The analyses the report shows, in the order it loads them (registry.ts REPORT_LOAD_ORDER). */
-export const REPORTED: readonly Reported[] = loaded;
+/** Import every analysis's report module (once); resolves to them in the order the report loads them (registry.ts REPORT_LOAD_ORDER). */
+export async function loadReportModules(): Promise<readonly Reported[]> {
+  loaded ??= await Promise.all(reportedAnalyses().map(async (a) => ({ analysis: a, key: a.report.key, what: a.report.what, module: (await a.report.module()) as ReportModule<any, object> })));
+  return loaded;
+}
 
-/** The same, in the order of their keys in a run's page payload (registry.ts PAYLOAD_ORDER). */
-export const REPORTED_PAYLOAD_ORDER: readonly Reported[] = reportedAnalyses(PAYLOAD_ORDER).map((a) => loaded.find((r) => r.analysis === a)!);
-
-/** The same, in registry order (the page's order). */
-export const REPORTED_REGISTRY_ORDER: readonly Reported[] = reportedAnalyses([]).map((a) => loaded.find((r) => r.analysis === a)!);
+/**
+ * The report modules, once imported, in the report's load order (`load`), in the order of their
+ * keys in a run's page payload (`payload`, registry.ts PAYLOAD_ORDER) or in registry order.
+ */
+export function reportModules(order: 'load' | 'payload' | 'registry' = 'load'): readonly Reported[] {
+  if (!loaded) throw new LobesError('src/report/modules.ts: the analyses\' report modules are not imported yet', { hint: 'load the run with loadRun (or await loadReportModules()) before making its payload' });
+  const all = loaded;
+  if (order === 'load') return all;
+  return reportedAnalyses(order === 'payload' ? PAYLOAD_ORDER : []).map((a) => all.find((r) => r.analysis === a)!);
+}

@@ -7,7 +7,7 @@
 import type { ReportModel } from './load.js';
 import { PAYLOAD_ORDER, type ReportedAnalysis } from '../analysis/registry.js';
 import type { AnalysisReport } from '../analysis/types.js';
-import { REPORTED_PAYLOAD_ORDER } from './modules.js';
+import { reportModules } from './modules.js';
 import { provenanceOf, summaryLines, verdictTables } from './summary.js';
 import type { RunPayload } from './types.js';
 
@@ -27,7 +27,7 @@ export { provenanceOf, verdictTables } from './summary.js';
 function analysisParts(model: ReportModel): { before: Partial<RunPayload>; after: Record<string, unknown> } {
   const before: Record<string, unknown> = {};
   const after: Record<string, unknown> = {};
-  for (const r of REPORTED_PAYLOAD_ORDER) {
+  for (const r of reportModules('payload')) {
     const data = (model as unknown as Record<string, unknown>)[r.key];
     const part = data !== null && data !== undefined ? r.module.payload(data, model) : r.module.absent;
     if (part) Object.assign(PAYLOAD_ORDER.includes(r.analysis.id) ? before : after, part);
