@@ -248,6 +248,39 @@ export function wiredOutsideRegistry(sources: Map<string, string>, registered: {
   return bad;
 }
 
+/** The report modules that reach every analysis through the registry (src/analysis/registry.ts, src/report/modules.ts). */
+export const THROUGH_REGISTRY = ['report/load.ts', 'report/payload.ts'];
+
+/**
+ * `file → import` for each import of `modules` (paths under src/), static or dynamic, that reaches
+ * into a registered analysis's folder at run time (its store, its readers, its report module):
+ * they load and show analyses only through their declarations. Type-only imports (the shapes of
+ * results) are allowed.
+ */
+export function directAnalysisImports(sources: Map<string, string>, modules: readonly string[]): string[] {
+  const folders = new Set(ANALYSES.map((a) => a.store.split('/')[0]!));
+  const bad: string[] = [];
+  for (const rel of modules) {
+    const file = path.join(SRC, rel);
+    const text = sources.get(file);
+    if (text === undefined) {
+      bad.push(`${rel}: not a source file`);
+      continue;
+    }
+    const code = text.replace(/\/\*[\s\S]*?\*\//g, '').replace(/\/\/.*$/gm, '');
+    const specs = [
+      ...[...code.matchAll(/^\s*(?:import|export)\s(?!type\s)[^;]*?from\s+'(\.[^']+)'/gms)].map((m) => m[1]!),
+      ...[...code.matchAll(/^\s*import\s+'(\.[^']+)'/gm)].map((m) => m[1]!),
+      ...[...code.matchAll(/\bimport\(\s*'(\.[^']+)'\s*\)/g)].map((m) => m[1]!),
+    ];
+    for (const spec of specs) {
+      const target = path.relative(SRC, path.resolve(path.dirname(file), spec)).split(path.sep).join('/');
+      if (folders.has(target.split('/')[0]!)) bad.push(`${rel} → ${target.replace(/\.js$/, '.ts')}`);
+    }
+  }
+  return bad;
+}
+
 describe('source structure', () => {
   const files = new Map(sourceFiles(SRC).map((f) => [f, readFileSync(f, 'utf8')]));
 
@@ -406,6 +439,22 @@ describe('source structure', () => {
       'cli/main.ts: the command wanda is written by hand (it comes from the registry)',
       "cli/report.ts: 'lens-dir' names an analysis's flag by hand",
       "util/output.ts: OutputKind lists 'wanda' by hand",
+    ]);
+  });
+  it('the report loads and shows every analysis through the registry (load.ts and payload.ts import no analysis\'s store or reader)', () => {
+    expect(directAnalysisImports(files, THROUGH_REGISTRY), 'reach the analysis through its declaration\'s report module (src/NAME/report.ts)').toEqual([]);
+  });
+
+  it('names a planted direct import of an analysis\'s store or report module, and not a type-only one (the check can fail)', () => {
+    const planted = new Map(files);
+    const load = path.join(SRC, 'report', 'load.ts');
+    const payload = path.join(SRC, 'report', 'payload.ts');
+    planted.set(load, "import { readWanda, wandaDir } from '../wanda/store.js';\nimport type { ClusterData } from '../cluster/store.js';\n" + files.get(load)!);
+    planted.set(payload, files.get(payload)! + "// import { x } from '../eval/store.js';\nconst m = await import('../cluster/report.js');\nexport { attendPayload } from '../attend/report.js';\n");
+    expect(directAnalysisImports(planted, THROUGH_REGISTRY)).toEqual([
+      'report/load.ts → wanda/store.ts',
+      'report/payload.ts → attend/report.ts',
+      'report/payload.ts → cluster/report.ts',
     ]);
   });
 });

@@ -15,4 +15,5 @@ export const ABLATE = defineAnalysis({
   lineage: ['run', 'model', 'data', 'wanda/settings.json', 'wanda/regions.json'],
   cli: () => import('../cli/ablate.js'),
   run: async (run, opts) => (await import('./run.js')).runAblate({ ...(opts as object), run: typeof run === 'string' ? run : run.dir } as never),
+  report: { key: 'ablate', what: 'the ablation', module: async () => (await import('./report.js')).REPORT },
 });

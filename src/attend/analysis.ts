@@ -15,4 +15,5 @@ export const ATTEND = defineAnalysis({
   cli: () => import('../cli/attend.js'),
   // attend reads a model and items (a dataset or an evaluation), not a run's activations
   run: async (_run, opts) => (await import('./run.js')).runAttend(opts),
+  report: { key: 'attend', what: 'the attention results', module: async () => (await import('./report.js')).REPORT },
 });

@@ -20,4 +20,5 @@ export const CLUSTER = defineAnalysis({
     const samples = hasSamples(runDir) ? readSamples(runDir, manifest.samplesSha256) : [];
     return (await import('./store.js')).readCluster(dir, runDir, manifest, samples, true);
   },
+  report: { key: 'cluster', what: 'the cluster results', module: async () => (await import('./report.js')).REPORT },
 });

@@ -14,4 +14,5 @@ export const EVAL = defineAnalysis({
   cli: () => import('../cli/eval.js'),
   // eval scores a model on items; RUN/eval is found by the report through the run
   run: async (_run, opts) => (await import('./run.js')).runEval(opts),
+  report: { key: 'eval', what: 'the evaluation', module: async () => (await import('./report.js')).REPORT },
 });

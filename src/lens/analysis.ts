@@ -1,7 +1,5 @@
 /** `lobes lens` declared to the analysis registry (src/analysis/types.ts): RUN/lens. */
 import { defineAnalysis } from '../analysis/types.js';
-import type { LensData } from './types.js';
-import { lensPayload } from './payload.js';
 
 export const LENS = defineAnalysis({
   id: 'lens',
@@ -17,13 +15,5 @@ export const LENS = defineAnalysis({
   cli: () => import('./cli.js'),
   run: async (run, opts) => (await import('./run.js')).runLens(run, opts),
   read: async (dir, runDir, manifest) => (await import('./store.js')).readLens(dir, { runDir, manifest }),
-  report: {
-    payloadKey: 'lens',
-    what: 'the logit lens',
-    load: async (runDir, manifest, _samples, given) => {
-      const { lensDir, readLens } = await import('./store.js');
-      return readLens(given ?? lensDir(runDir), { runDir, manifest });
-    },
-    payload: (d) => lensPayload((d as LensData).result),
-  },
+  report: { key: 'lens', what: 'the logit lens', module: async () => (await import('./report.js')).REPORT },
 });

@@ -10,8 +10,7 @@ import { writeFileAtomicSync } from '../util/io.js';
 import { checkOutputPlace, checkOwnedOutputFile } from '../util/output.js';
 import { isLobesFigure, isLobesPage, markFigure } from './marks.js';
 import { LOBES_VERSION } from '../version.js';
-import { loadRun, section, type ReportModel, type LoadOptions } from './load.js';
-import { ProvenanceError } from '../store/provenance.js';
+import { attachAnalyses, loadRun, type ReportModel, type LoadOptions } from './load.js';
 import { runPayload } from './payload.js';
 import { renderPage, type PagePayload } from './html.js';
 import { compareRuns } from './compare.js';
@@ -19,14 +18,15 @@ import { launchChromium } from './browser.js';
 import { attendPayload, attendProvenance, isAttendDir, loadAttend } from './attend.js';
 import { isBuiltinRandomModel } from './load.js';
 import { nameRun, modelName } from './naming.js';
-import { checkAblateOfRun, loadAblate } from './ablate.js';
 import type { RunManifest } from '../store/types.js';
 import { hasRunManifest } from '../store/layout.js';
 
-export { loadRun, readRunBasics, isBuiltinRandomModel, BUILTIN_MODEL_DIR } from './load.js';
+export { loadRun, attachAnalyses, readRunBasics, isBuiltinRandomModel, BUILTIN_MODEL_DIR } from './load.js';
 export type { ReportModel, WandaData, ClusterData, LoadOptions } from './load.js';
 export { runName, nameRun, modelName, distinctNames } from './naming.js';
-export { runPayload, percentileBytes, hoverText, plotlyText } from './payload.js';
+export { runPayload } from './payload.js';
+export { percentileBytes } from '../wanda/report.js';
+export { hoverText, plotlyText } from '../cluster/report.js';
 export type { RunPayload, ScatterPayload, WandaPayload } from './payload.js';
 export { compareRuns, diffCI } from './compare.js';
 export { loadAblate, parseAblateSummary, ablatePayload } from './ablate.js';
@@ -86,30 +86,16 @@ export async function reportPage(runDir: string, out?: string, opts: LoadOptions
   checkPageFile(file, [runDir]);
   let html: string;
   if (!hasRunManifest(runDir) && isAttendDir(runDir)) html = attendReportHtml(runDir, opts.name);
-  else html = reportHtml(withAblate(nameRun(await loadRun(runDir, opts), opts.name), opts.ablateDir));
+  else html = reportHtml(await attachAnalyses(nameRun(await loadRun(runDir, opts), opts.name), opts));
   return { file, html, sources: [runDir] };
-}
-
-/** The run with the `lobes ablate` results of `dir` attached (unchanged when no folder is given). */
-export function withAblate(model: ReportModel, dir: string | undefined): ReportModel {
-  if (dir === undefined) return model;
-  const data = loadAblate(dir);
-  // Shown only while it belongs to the run as it is now; else left out with the reason, as eval and attend are.
-  const omitted = [...model.omitted];
-  const ablate = section(omitted, 'the ablation', () => {
-    if (!hasRunManifest(model.dir)) throw new ProvenanceError('the page is not of a run, and an ablation is of a run\'s regions', { file: dir });
-    checkAblateOfRun(dir, model.dir, model.manifest);
-    return data;
-  });
-  return { ...model, ablate, omitted };
 }
 
 /** The comparison page of two runs, not yet written. */
 export async function comparePage(runA: string, runB: string, out?: string, names: [string?, string?] = [], ablateDirs: [string?, string?] = [], opts: Pick<LoadOptions, 'by'> = {}): Promise<Page> {
   const file = path.resolve(out ?? 'compare.html');
   checkPageFile(file, [runA, runB]);
-  const a = withAblate(nameRun(await loadRun(runA, opts), names[0]), ablateDirs[0]);
-  const b = withAblate(nameRun(await loadRun(runB, opts), names[1]), ablateDirs[1]);
+  const a = await attachAnalyses(nameRun(await loadRun(runA, opts), names[0]), { ablateDir: ablateDirs[0] });
+  const b = await attachAnalyses(nameRun(await loadRun(runB, opts), names[1]), { ablateDir: ablateDirs[1] });
   return { file, html: compareHtml(a, b), sources: [runA, runB] };
 }
 

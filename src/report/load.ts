@@ -1,63 +1,65 @@
 /**
- * Load everything a report shows from a run directory into one ReportModel:
- * the manifest and samples (the run contract, src/store/types.ts), RUN/wanda/ (src/wanda/types.ts)
- * and RUN/cluster/ (src/cluster/types.ts). Analyses that were not run are `null`; files that
- * exist but break their contract are errors naming the file and the place. An analysis is
- * shown only if its recorded provenance (run identity, samples table, chunk files) matches
- * the run (checkProvenance, src/store/provenance.ts): results of another run, or of this run
- * before it was re-extracted, are refused with the reason.
+ * Load everything a report shows from a run directory into one ReportModel: the manifest and
+ * samples (the run contract, src/store/types.ts), then every analysis the report shows, each
+ * through its declaration in the registry (src/analysis/registry.ts; its report module,
+ * src/NAME/report.ts, reads its folder through its store). Analyses that were not run are
+ * `null`; files that exist but break their contract are errors naming the file and the place.
+ * An analysis is shown only if its recorded provenance (run identity, samples table, chunk
+ * files) matches the run (checkProvenance, src/store/provenance.ts): results of another run, or
+ * of this run before it was re-extracted, are left out with the reason when found in the run,
+ * and are an error when named by the analysis's flag (unless its report module says otherwise).
  */
 import { existsSync, readFileSync, statSync, realpathSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import * as path from 'node:path';
 import { LobesError, UsageError } from '../util/errors.js';
 import { PACKAGE_ROOT } from '../version.js';
-import type { RunManifest, SampleRow } from '../store/types.js';
+import type { ControlInfo, RunManifest, SampleRow } from '../store/types.js';
 import { readManifest, readSamples } from '../store/index.js';
-import { ProvenanceError, sameModel } from '../store/provenance.js';
-import { evalDirOf, evalFile, isEvalDir, readCompleteEval, readEvalRecords, type EvalData } from '../eval/store.js';
-import { readWanda, wandaDir, wandaDirs, type WandaData } from '../wanda/store.js';
-import { clusterDir, clusterDirs, readCluster, type ClusterData } from '../cluster/store.js';
+import { ProvenanceError } from '../store/provenance.js';
 import { hasRunManifest, hasSamples } from '../store/layout.js';
-import { overlayPath, readLabelOverlays } from '../store/labels.js';
+import { readLabelOverlays } from '../store/labels.js';
 import { previousSettings } from '../store/analyses.js';
-import { readJsonFile } from '../store/json.js';
 import type { WandaMatrix } from '../wanda/types.js';
-import { loadAttend, type AttendData } from './attend.js';
-import { attendDirOf, attendSummaryFile, isAttendDir, isOldAttendDir } from '../attend/store.js';
-import type { AblateData } from './ablate.js';
-import type { ControlInfo } from '../store/types.js';
-import { ANALYSES, flagOption } from '../analysis/registry.js';
-import type { AnalysisReport } from '../analysis/types.js';
+import { flagOption, type ReportedAnalysis } from '../analysis/registry.js';
+import type { AnalysisReport, ReportInput } from '../analysis/types.js';
+import { loadReportModules, reportModules, type Reported } from './modules.js';
 
-export interface ReportModel {
+type DataOf<A> = A extends { report: AnalysisReport<string, infer D, any> } ? D : never;
+
+/**
+ * The results of every analysis the report shows, under its report key (`model.wanda`,
+ * `model.cluster`, `model.eval`, `model.attend`, `model.ablate`, `model.lens`): derived from the
+ * registry. Null when the run has none, or they were left out (`omitted` says why).
+ */
+export type AnalysisFields = { [A in ReportedAnalysis as A['report']['key']]?: DataOf<A> | null };
+
+export interface ReportModel extends AnalysisFields {
   /** Absolute run directory. */
   dir: string;
   /** Short display name (the folder name unless given). */
   name: string;
   manifest: RunManifest;
   samples: SampleRow[];
-  wanda: WandaData | null;
-  cluster: ClusterData | null;
-  /** The evaluation of the run's items: RUN/eval/, else the one `lobes eval label` linked; the folder itself for an evaluation folder. */
-  eval?: EvalData | null;
   /** True when the run's model is the package's random-weights demo model (models/tiny-llama). */
   randomModel: boolean;
-  /** `lobes attend` results (RUN/attend, or --attend-dir), when present. */
-  attend?: AttendData | null;
   /** The random-weights control this run was extracted through (manifest model.control), if any. */
   control: ControlInfo | null;
   /** Sections left out because they do not belong to the run as it is now, one line each (why). */
   omitted: string[];
   /** Which analyses of the run the page shows (label axis, capture point, folder) and which others the run holds, one line each. */
   shown?: string[];
-  /** `lobes ablate` results given with --ablate-dir (src/report/ablate.ts). */
-  ablate?: AblateData | null;
   /** The run's analyses by its other label axes (RUN/cluster.by-AXIS, RUN/wanda.by-AXIS) that belong to it, for their verdict tables. */
-  otherAxes?: { by: string; cluster: ClusterData | null; wanda: WandaData | null }[];
-  /** The analyses that load through the contract (src/analysis/types.ts `report`), by payload key; absent when none is present. */
-  analyses?: Record<string, unknown>;
+  otherAxes?: OtherAxis[];
 }
+
+/** The analyses of one other label axis of the run (those made by a label axis: their report modules' `axes`). */
+export type OtherAxis = { by: string } & AnalysisFields;
+
+/** The results of lobes wanda, cluster and eval as the report holds them (src/NAME/store.ts). */
+export type WandaData = NonNullable<ReportModel['wanda']>;
+export type ClusterData = NonNullable<ReportModel['cluster']>;
+export type EvalData = NonNullable<ReportModel['eval']>;
 
 export interface LoadOptions {
   /** Display name (default: the folder name). */
@@ -68,7 +70,7 @@ export interface LoadOptions {
   by?: string;
   /** `lobes attend` results folder (default RUN/attend when it holds them). */
   attendDir?: string;
-  /** `lobes ablate` results folder to show with the run (report/ablate.ts; attached by reportPage). */
+  /** `lobes ablate` results folder to show with the run (src/ablate/report.ts; attached by reportPage and comparePage, attachAnalyses). */
   ablateDir?: string;
   /** The folder of any registered analysis named by its report flag (`--lens-dir` → lensDir; src/analysis/registry.ts). */
   [flag: `${string}Dir`]: string | undefined;
@@ -115,90 +117,6 @@ export function isBuiltinRandomModel(manifest: RunManifest, runDir: string): boo
   return false;
 }
 
-/** A complete evaluation folder's manifest and summary, or null when `dir` holds none (src/eval/store.ts). */
-export const loadEval = readCompleteEval;
-
-export type { WandaData, ClusterData, EvalData };
-
-/** Attend results for a run: --attend-dir (must hold them), else RUN/attend when it does. */
-function loadAttendOf(runDir: string, given: string | undefined): AttendData | null {
-  if (given) return loadAttend(given);
-  const d = attendDirOf(runDir);
-  if (!isAttendDir(d) && !isOldAttendDir(d)) return null;
-  // Found in the run: results that fail their verified read (edited, incomplete) are left out with the reason.
-  try {
-    return loadAttend(d);
-  } catch (e) {
-    if (e instanceof LobesError && !(e instanceof ProvenanceError)) throw new ProvenanceError(e.message, {});
-    throw e;
-  }
-}
-
-/**
- * The evaluation linked to a run: RUN/eval/, else the source of the `correct` label overlay. It
- * is shown only when it belongs to the run: the same model (graph, or the same GGUF), items
- * that are the run's samples, records that still hash to eval.json, and, through an overlay,
- * the very records the overlay was made from.
- */
-function linkedEval(runDir: string, manifest: RunManifest, samples: SampleRow[]): EvalData | null {
-  const inside = loadEval(evalDirOf(runDir));
-  if (inside) {
-    evalBelongs(inside, manifest, samples, evalDirOf(runDir));
-    return inside;
-  }
-  const overlay = overlayPath(runDir, 'correct');
-  if (!existsSync(overlay)) return null;
-  const o = readJsonFile(overlay);
-  const src = o?.source?.eval;
-  if (typeof src !== 'string' || !isEvalDir(src)) return null;
-  const ev = loadEval(src);
-  if (!ev) return null;
-  evalBelongs(ev, manifest, samples, src);
-  const recorded = o?.source?.recordsSha256;
-  if (typeof recorded === 'string' && recorded !== ev.manifest.files?.records?.sha256) {
-    throw new ProvenanceError('the evaluation the `correct` overlay names has other records than the overlay was made from (it was run again since)', { file: overlay, hint: 'run lobes eval label again' });
-  }
-  return ev;
-}
-
-function evalBelongs(ev: EvalData, manifest: RunManifest, samples: SampleRow[], dir: string): void {
-  const file = evalFile(dir, 'manifest');
-  if (!sameModel(ev.manifest.model, manifest.model)) {
-    throw new ProvenanceError(`the evaluation scored another model (${ev.manifest.model?.dir ?? 'unknown'}) than the run captured (${manifest.model.dir})`, { file, hint: 'evaluate the run\'s model, or report the evaluation folder on its own' });
-  }
-  // Verified read of the records the loaded eval.json lists: records edited after the evaluation
-  // are refused, as lobes eval label refuses them.
-  let ids: Set<string>;
-  try {
-    const recorded = ev.manifest.files?.records;
-    if (!recorded) throw new LobesError('eval.json lists no records file', { file });
-    ids = new Set(readEvalRecords(dir, recorded).map((r) => r.id));
-  } catch (e) {
-    if (e instanceof LobesError) throw new ProvenanceError(e.message, {});
-    throw e;
-  }
-  if (samples.length && !samples.some((s) => ids.has(s.id))) {
-    throw new ProvenanceError(`no item of the evaluation (${ev.manifest.dataset?.spec ?? 'unknown data'}) is a sample of the run (${manifest.dataset.spec})`, { file, hint: 'evaluate the data the run extracted' });
-  }
-}
-
-/** Attend results belong to a run when they read the same model and some of the run's samples. */
-function attendBelongs(a: AttendData, manifest: RunManifest, samples: SampleRow[]): void {
-  const file = attendSummaryFile(a.dir);
-  if (!sameModel(a.summary.model, manifest.model)) {
-    throw new ProvenanceError(`the attention was read from another model (${a.summary.model?.dir ?? 'unknown'}) than the run captured (${manifest.model.dir})`, { file, hint: 'run lobes attend with the run\'s model' });
-  }
-  const ids = new Set(samples.map((s) => s.id));
-  if (samples.length && !a.items.some((it) => ids.has(it.id))) {
-    throw new ProvenanceError(`no item of the attention results (${a.summary.input?.spec ?? 'unknown input'}) is a sample of the run (${manifest.dataset.spec})`, { file, hint: 'run lobes attend on the data the run extracted' });
-  }
-}
-
-function withAttendCheck(a: AttendData | null, manifest: RunManifest, samples: SampleRow[]): AttendData | null {
-  if (a) attendBelongs(a, manifest, samples);
-  return a;
-}
-
 /** A section, or null with the reason added to `omitted` when it does not belong to the run. */
 export function section<T>(omitted: string[], what: string, load: () => T | null): T | null {
   try {
@@ -210,76 +128,85 @@ export function section<T>(omitted: string[], what: string, load: () => T | null
   }
 }
 
-/** A report model for an evaluation folder alone (lobes report EVAL_DIR, lobes compare EVAL_A EVAL_B). */
-function evalOnly(abs: string, ev: EvalData, opts: LoadOptions): ReportModel {
-  const m = ev.manifest;
-  const manifest = { format: 'lobes-eval', createdAt: m.createdAt, lobesVersion: m.lobesVersion, model: m.model, dataset: { spec: m.dataset?.spec }, complete: true } as unknown as RunManifest;
-  return { dir: abs, name: opts.name ?? path.basename(abs), manifest, samples: [], wanda: null, cluster: null, eval: ev, randomModel: isBuiltinRandomModel(manifest, abs), control: m.model?.control ?? null, omitted: [] };
+/** The folder an analysis's report flag names in `opts` (as given), or undefined. */
+function givenFolder(r: Reported, opts: LoadOptions): string | undefined {
+  const flag = 'reportFlag' in r.analysis ? r.analysis.reportFlag : undefined;
+  return flag ? opts[flagOption(flag.name) as `${string}Dir`] : undefined;
 }
 
-/** Load a run directory (or an evaluation folder) for the report. */
+/**
+ * One analysis's results through its report module: named by its flag, results that do not
+ * belong are an error (or left out, where its module says so); found in the run, they are left
+ * out with the reason.
+ */
+async function loadAnalysis(r: Reported, input: ReportInput, omitted: string[]): Promise<unknown> {
+  if (input.given !== undefined && r.module.foreignGiven !== 'left out') return (await r.module.load(input)) ?? null;
+  try {
+    return (await r.module.load(input)) ?? null;
+  } catch (e) {
+    if (!(e instanceof ProvenanceError)) throw e;
+    omitted.push(`${r.what} left out: ${e.message}`);
+    return null;
+  }
+}
+
+/** The page of a folder of one analysis's results alone (an evaluation folder: lobes report EVAL_DIR, lobes compare EVAL_A EVAL_B), or null when no analysis makes a page of `abs`. */
+function standalonePage(abs: string, opts: LoadOptions): ReportModel | null {
+  for (const r of reportModules()) {
+    const page = r.module.standalone?.(abs);
+    if (page) return { dir: abs, name: opts.name ?? path.basename(abs), manifest: page.manifest, samples: [], [r.key]: page.data, randomModel: isBuiltinRandomModel(page.manifest, abs), control: page.control, omitted: [] };
+  }
+  return null;
+}
+
+/**
+ * The page's model with the analyses that are attached to a page rather than loaded with its run
+ * (their report modules' `attached`: lobes ablate's results) that `opts` names by their flags;
+ * unchanged when it names none. Results that do not belong are left out with the reason, as
+ * their modules say.
+ */
+export async function attachAnalyses(model: ReportModel, opts: LoadOptions): Promise<ReportModel> {
+  let out = model;
+  for (const r of await loadReportModules()) {
+    const given = givenFolder(r, opts);
+    if (!r.module.attached || given === undefined) continue;
+    const omitted = [...out.omitted];
+    const data = await loadAnalysis(r, { runDir: out.dir, manifest: out.manifest, samples: out.samples, given, by: undefined }, omitted);
+    out = { ...out, [r.key]: data, omitted };
+  }
+  return out;
+}
+
+/** Load a run directory (or a folder of one analysis's results that makes a page alone) for the report. */
 export async function loadRun(dir: string, opts: LoadOptions = {}): Promise<ReportModel> {
   const abs = path.resolve(dir);
+  const modules = await loadReportModules();
   if (!existsSync(abs) || !statSync(abs).isDirectory()) {
     throw new LobesError('run directory not found', { file: dir, hint: 'pass the folder written by lobes extract' });
   }
   if (!hasRunManifest(abs)) {
-    const ev = loadEval(abs);
-    if (ev) return evalOnly(abs, ev, opts);
+    const page = standalonePage(abs, opts);
+    if (page) return page;
   }
   const { manifest, samples } = readRunBasics(abs);
   const omitted: string[] = [];
   const by = opts.by;
   if (by !== undefined) checkAxis(abs, manifest, samples, by);
-  const wd = by === undefined ? wandaDir(abs) : wandaDir(abs, { manifest, axis: by });
-  const cd = opts.clusterDir !== undefined ? path.resolve(opts.clusterDir) : by === undefined ? clusterDir(abs) : clusterDir(abs, { manifest, by });
-  const wanda = section(omitted, 'the neuron regions (wanda)', () => readWanda(abs, manifest, wd));
-  // Results asked for by name (--cluster-dir, --attend-dir) that do not belong are errors; found in the run, they are left out with a note.
-  const cluster = opts.clusterDir !== undefined ? readCluster(cd, abs, manifest, samples, true) : section(omitted, 'the cluster results', () => readCluster(cd, abs, manifest, samples, false));
-  const analyses = await contractAnalyses(abs, manifest, samples, opts, omitted);
+  const fields: Record<string, unknown> = {};
+  for (const r of modules) if (!r.module.attached) fields[r.key] = await loadAnalysis(r, { runDir: abs, manifest, samples, given: givenFolder(r, opts), by }, omitted);
+  const analyses = fields as AnalysisFields;
   return {
     dir: abs,
     name: opts.name ?? path.basename(abs),
     manifest,
     samples,
-    wanda,
-    cluster,
-    shown: shownAnalyses(abs, wanda, cluster, by),
-    otherAxes: otherAxes(abs, manifest, samples, cluster?.settings?.by ?? wanda?.settings.by ?? by),
-    eval: section(omitted, 'the evaluation', () => linkedEval(abs, manifest, samples)),
+    ...analyses,
+    shown: shownAnalyses(abs, analyses, by),
+    otherAxes: otherAxes({ runDir: abs, manifest, samples, given: undefined, by }, shownAxis(analyses) ?? by),
     randomModel: isBuiltinRandomModel(manifest, abs),
-    attend: opts.attendDir !== undefined ? withAttendCheck(loadAttendOf(abs, opts.attendDir), manifest, samples) : section(omitted, 'the attention results', () => withAttendCheck(loadAttendOf(abs, undefined), manifest, samples)),
     control: manifest.model?.control ?? null,
     omitted,
-    ...(analyses ? { analyses } : {}),
   };
-}
-
-/**
- * The registered analyses that load through the contract (`report` in their declaration): each
- * from the folder its report flag names (an error when it does not belong to the run), else from
- * its folder in the run (left out with the reason when it does not belong). Null when none is present.
- */
-async function contractAnalyses(abs: string, manifest: RunManifest, samples: SampleRow[], opts: LoadOptions, omitted: string[]): Promise<Record<string, unknown> | null> {
-  const out: Record<string, unknown> = {};
-  for (const a of ANALYSES) {
-    const r: AnalysisReport | undefined = 'report' in a ? a.report : undefined;
-    if (!r) continue;
-    const given = 'reportFlag' in a && a.reportFlag ? opts[flagOption(a.reportFlag.name) as `${string}Dir`] : undefined;
-    let data: unknown;
-    if (given !== undefined) data = await r.load(abs, manifest, samples, path.resolve(given));
-    else {
-      try {
-        data = await r.load(abs, manifest, samples, undefined);
-      } catch (e) {
-        if (!(e instanceof ProvenanceError)) throw e;
-        omitted.push(`${r.what} left out: ${e.message}`);
-        data = null;
-      }
-    }
-    if (data !== null && data !== undefined) out[r.payloadKey] = r.payload(data);
-  }
-  return Object.keys(out).length ? out : null;
 }
 
 export type { WandaMatrix };
@@ -292,47 +219,71 @@ function checkAxis(abs: string, manifest: RunManifest, samples: SampleRow[], by:
   throw new UsageError(`--by ${by}: the run ${abs} has no label axis ${JSON.stringify(by)} (axes: ${axes.join(', ') || 'none'})`, near ? `did you mean --by ${near}?` : 'name one of the run\'s axes');
 }
 
+/** The analyses made by a label axis (their report modules' `axes`), in registry order. */
+function axisAnalyses(): Reported[] {
+  return reportModules('registry').filter((r) => r.module.axes);
+}
+
+/** The label axis of the first analysis made by one (in registry order) whose results say it. */
+function shownAxis(model: AnalysisFields): string | undefined {
+  for (const r of axisAnalyses()) {
+    const d = (model as Record<string, unknown>)[r.key];
+    const axis = d ? r.module.axes!.axis(d) : undefined;
+    if (axis !== undefined) return axis;
+  }
+  return undefined;
+}
+
 /**
- * The analyses by the run's label axes other than `shown`: each cluster.by-AXIS and
- * wanda.by-AXIS folder whose settings name another axis, read as the page reads its own (a
- * folder that does not belong to the run is left out, as the page leaves out its own).
+ * The analyses by the run's label axes other than `shown`: each folder of an analysis made by a
+ * label axis (cluster.by-AXIS, wanda.by-AXIS) whose settings name another axis, read as the page
+ * reads its own (a folder that does not belong to the run is left out, as the page leaves out its own).
  */
-function otherAxes(abs: string, manifest: RunManifest, samples: SampleRow[], shown: string | undefined): { by: string; cluster: ClusterData | null; wanda: WandaData | null }[] {
-  const axes = new Map<string, { by: string; cluster: ClusterData | null; wanda: WandaData | null }>();
+function otherAxes(input: ReportInput, shown: string | undefined): OtherAxis[] {
+  const made = axisAnalyses();
+  const axes = new Map<string, Record<string, unknown> & { by: string }>();
   const of = (d: string) => {
     const b = previousSettings(d)?.by;
     return typeof b === 'string' && b !== shown ? b : null;
   };
-  const entry = (b: string) => axes.get(b) ?? axes.set(b, { by: b, cluster: null, wanda: null }).get(b)!;
+  const entry = (b: string) => axes.get(b) ?? axes.set(b, { by: b, ...Object.fromEntries(made.map((r) => [r.key, null])) }).get(b)!;
   const ignored: string[] = [];
-  for (const d of clusterDirs(abs)) {
-    const b = of(d);
-    if (b && !entry(b).cluster) entry(b).cluster = section(ignored, 'cluster', () => readCluster(d, abs, manifest, samples, false));
+  for (const r of made) {
+    for (const d of r.module.axes!.dirs(input.runDir)) {
+      const b = of(d);
+      if (b && !entry(b)[r.key]) entry(b)[r.key] = section(ignored, r.analysis.id, () => r.module.axes!.read(d, input));
+    }
   }
-  for (const d of wandaDirs(abs)) {
-    const b = of(d);
-    if (b && !entry(b).wanda) entry(b).wanda = section(ignored, 'wanda', () => readWanda(abs, manifest, d));
-  }
-  return [...axes.values()].filter((a) => a.cluster || a.wanda);
+  return [...axes.values()].filter((a) => made.some((r) => a[r.key])) as OtherAxis[];
 }
 
 /**
- * What the page shows of the run's analyses, and the other wanda and cluster folders the run
- * holds (made by another label axis or at another capture point), each named by what it was
- * made from, with how to show it.
+ * What the page shows of the run's analyses made by a label axis, and the other folders of them
+ * the run holds (made by another label axis or at another capture point), each named by what it
+ * was made from, with how to show it.
  */
-export function shownAnalyses(runDir: string, wanda: WandaData | null, cluster: ClusterData | null, by: string | undefined): string[] {
+export function shownAnalyses(runDir: string, model: AnalysisFields, by: string | undefined): string[] {
+  const made = axisAnalyses();
+  const data = (r: Reported) => (model as Record<string, unknown>)[r.key] ?? null;
   const out: string[] = [];
   const rel = (d: string) => path.relative(runDir, d) || '.';
-  const parts: string[] = [];
-  if (cluster?.settings) parts.push(`the map and separation by ${cluster.settings.by} at ${cluster.settings.point} (${rel(cluster.dir)}/)`);
-  if (wanda) parts.push(`the neuron regions by ${wanda.settings.by} (${rel(wanda.dir)}/)`);
+  const parts = made.flatMap((r) => {
+    const d = data(r);
+    const line = d ? r.module.axes!.shown(d, rel) : null;
+    return line ? [line] : [];
+  });
   if (parts.length) out.push(`Shown: ${parts.join('; ')}`);
-  const showing = new Set([cluster?.dir, wanda?.dir].filter((d): d is string => !!d).map((d) => path.resolve(d)));
-  const others = [...clusterDirs(runDir), ...wandaDirs(runDir)].filter((d) => !showing.has(path.resolve(d)));
+  const showing = new Set(made.flatMap((r) => {
+    const d = data(r);
+    return d ? [path.resolve(r.module.axes!.dir(d))] : [];
+  }));
+  const others = made.flatMap((r) => r.module.axes!.dirs(runDir)).filter((d) => !showing.has(path.resolve(d)));
   if (others.length) {
-    // The axis each was made by, from its own settings (informative: which --by shows it).
-    const axes = [...new Set(others.map((d) => previousSettings(d)?.by).filter((a): a is string => typeof a === 'string' && a !== (cluster?.settings?.by ?? by)))];
+    // The axis each was made by, from its own settings (informative: which --by shows it); the
+    // axis left out is the first analysis's (the map's), as the page has always said.
+    const first = made[0] && data(made[0]);
+    const own = (first ? made[0]!.module.axes!.axis(first) : undefined) ?? by;
+    const axes = [...new Set(others.map((d) => previousSettings(d)?.by).filter((a): a is string => typeof a === 'string' && a !== own))];
     const how = axes.length ? ` (lobes report ${runDir} --by ${axes[0]}${axes.length > 1 ? ` or --by ${axes.slice(1).join(', --by ')}` : ''}; --cluster-dir for another capture point)` : ' (--cluster-dir DIR shows one of them)';
     out.push(`Also in this run, not shown: ${others.map((d) => `${rel(d)}/`).join(', ')}${how}`);
   }

@@ -17,4 +17,5 @@ export const WANDA = defineAnalysis({
   cli: () => import('../cli/wanda.js'),
   run: async (run, opts) => (await import('./run.js')).runWanda(run, opts),
   read: async (dir, runDir, manifest) => (await import('./store.js')).readWanda(runDir, manifest, dir),
+  report: { key: 'wanda', what: 'the neuron regions (wanda)', module: async () => (await import('./report.js')).REPORT },
 });

@@ -133,13 +133,13 @@ describe('the logit lens on a generated model', () => {
     await expect(loadRun(otherDir, { lensDir: path.join(runDir, 'lens') })).rejects.toThrow(/another run/);
     cpSync(path.join(runDir, 'lens'), path.join(otherDir, 'lens'), { recursive: true });
     const other = await loadRun(otherDir);
-    expect(other.analyses).toBeUndefined();
+    expect(other.lens).toBeNull();
     expect(other.omitted.join('\n')).toMatch(/the logit lens left out: .*another run/);
     // an edited lens.json is refused
     const f = path.join(runDir, 'lens', 'lens.json');
     writeFileSync(f, readFileSync(f, 'utf8').replace('"topK":5', '"topK":6'));
     const edited = await loadRun(runDir);
-    expect(edited.analyses).toBeUndefined();
+    expect(edited.lens).toBeNull();
     expect(edited.omitted.join('\n')).toMatch(/the logit lens left out: .*was changed after lobes lens wrote it/);
   }, 300_000);
 
