@@ -42,7 +42,6 @@ import { externalFileInput, runInputs, type LineageInput } from '../store/lineag
 import { pca, pcaParallel } from './pca.js';
 import { ClusterPool } from './pool.js';
 import { Tsne } from './tsne-pca.js';
-import type { TsneMethod } from '../tsne/index.js';
 import { checkPerplexity } from '../tsne/affinity.js';
 import { chanceOf, METRICS_CSV_HEADER, layerSweep, stratifiedSample, metricsCsvRows, separation, type Coded, type Features, type MeasureContext, type MetricSample, type RunPca } from './measure.js';
 import { baselineModelDir, baselineModelInput, lengthControl, tokenBaselines } from './baseline.js';
