@@ -122,36 +122,39 @@ export async function run(argv: string[]): Promise<number> {
     if (isHfCheckpoint(model) || isGgufFile(model)) model = (await (await import('./convert.js')).modelFolder(model, { quiet: !!v.json })).dir;
   }
   const res = await runCluster(parsed.positionals[0], {
-    signal: interruptSignal('cluster'),
-    labels: v.labels,
-    point: v.point,
-    by: v.by,
     seed: intOption(v.seed, '--seed', 0, 0, 2 ** 32 - 1),
-    perplexity: numOption(v.perplexity, '--perplexity', 30, 1),
-    pca: intOption(v.pca, '--pca', 0, 0),
-    probePca: intOption(v['probe-pca'], '--probe-pca', DEFAULT_PROBE_PCA, 0),
-    probeRepeats: intOption(v['probe-repeats'], '--probe-repeats', DEFAULT_PROBE_REPEATS, 1, 100),
-    probeC: v['probe-c'] === undefined || v['probe-c'] === 'nested' ? 'nested' : numOption(v['probe-c'], '--probe-c', 1, 1e-9),
-    classWeight: classWeightOption(v['class-weight']),
-    probePermutations: v['probe-permutations'] === undefined ? undefined : intOption(v['probe-permutations'], '--probe-permutations', 50, 0),
-    sweepPermutations: v['sweep-permutations'] === undefined ? undefined : intOption(v['sweep-permutations'], '--sweep-permutations', 20, 0),
-    baselines: !v['no-baselines'],
-    lengthControl: !v['no-length-control'],
-    group: v.group === 'none' ? null : v.group,
-    model,
-    theta: numOption(v.theta, '--theta', 0.5, 0, 1),
-    tsneMethod: tsneMethodOption(v['tsne-method']),
-    learningRate: learningRateOption(v['learning-rate']),
-    neighbours: neighboursOption(v.neighbours),
-    iterations: intOption(v.iterations, '--iterations', 1000, 0),
-    bootstrap: intOption(v.bootstrap, '--bootstrap', 1000, 0),
-    // undefined when not given: the probe's count is then sized to its family (src/util/resolution.ts)
-    permutations: v.permutations === undefined ? undefined : intOption(v.permutations, '--permutations', 200, 0),
-    maxMetricPoints: intOption(v['metric-points'], '--metric-points', 2000, 10),
-    sweep: !!v.sweep,
-    threads: v.threads === undefined ? undefined : intOption(v.threads, '--threads', 1, 1, 256),
-    out: v.out,
-    quiet: !!v.quiet || !!v.json,
+    input: { labels: v.labels, point: v.point, by: v.by, group: v.group === 'none' ? null : v.group },
+    tsne: {
+      pca: intOption(v.pca, '--pca', 0, 0),
+      perplexity: numOption(v.perplexity, '--perplexity', 30, 1),
+      theta: numOption(v.theta, '--theta', 0.5, 0, 1),
+      method: tsneMethodOption(v['tsne-method']),
+      learningRate: learningRateOption(v['learning-rate']),
+      neighbours: neighboursOption(v.neighbours),
+      iterations: intOption(v.iterations, '--iterations', 1000, 0),
+    },
+    probe: {
+      pca: intOption(v['probe-pca'], '--probe-pca', DEFAULT_PROBE_PCA, 0),
+      repeats: intOption(v['probe-repeats'], '--probe-repeats', DEFAULT_PROBE_REPEATS, 1, 100),
+      c: v['probe-c'] === undefined || v['probe-c'] === 'nested' ? 'nested' : numOption(v['probe-c'], '--probe-c', 1, 1e-9),
+      classWeight: classWeightOption(v['class-weight']),
+      sweep: !!v.sweep,
+    },
+    metrics: {
+      points: intOption(v['metric-points'], '--metric-points', 2000, 10),
+      bootstrap: intOption(v.bootstrap, '--bootstrap', 1000, 0),
+      // undefined when not given: the probe's count is then sized to its family (src/util/resolution.ts)
+      permutations: v.permutations === undefined ? undefined : intOption(v.permutations, '--permutations', 200, 0),
+      probePermutations: v['probe-permutations'] === undefined ? undefined : intOption(v['probe-permutations'], '--probe-permutations', 50, 0),
+      sweepPermutations: v['sweep-permutations'] === undefined ? undefined : intOption(v['sweep-permutations'], '--sweep-permutations', 20, 0),
+    },
+    baselines: { tokens: !v['no-baselines'], lengthControl: !v['no-length-control'], model },
+    output: { dir: v.out },
+    execution: {
+      threads: v.threads === undefined ? undefined : intOption(v.threads, '--threads', 1, 1, 256),
+      quiet: !!v.quiet || !!v.json,
+      signal: interruptSignal('cluster'),
+    },
   });
   if (v.json) {
     process.stdout.write(JSON.stringify({ outDir: res.outDir, settings: res.settings, metrics: res.metrics }, null, 2) + '\n');

@@ -80,7 +80,7 @@ export async function run(argv: string[]): Promise<number> {
   const w = await runWanda(runDir, { by: 'aspect', seed, permutations, quiet });
   say(`    blocks ${w.settings.block.join(' x ')}${w.settings.block[0] === 256 ? " (the paper's)" : " (the paper's 256 x 256 would be too coarse for this model)"}`);
   say('3/4 cluster: t-SNE of final.hidden and separation metrics');
-  await runCluster(runDir, { by: 'aspect', seed, permutations, quiet });
+  await runCluster(runDir, { seed, input: { by: 'aspect' }, metrics: { permutations }, execution: { quiet } });
   say('4/4 report');
   const report = await writeReport(runDir, path.join(out, 'report.html'));
   if (v.json) process.stdout.write(JSON.stringify({ run: runDir, report }) + '\n');

@@ -3,10 +3,13 @@
  * numbers for how well a label separates, in the original space (cosine and euclidean) and
  * in the embedding.
  *
- *   const { settings, coords, metrics } = await runCluster('runs/8b', { by: 'aspect' });
+ *   const { settings, coords, metrics } = await runCluster('runs/8b', { input: { by: 'aspect' } });
  *
- * Writes RUN/cluster/ (or opts.out; for a matrix file, NAME.cluster/ beside it): settings.json,
- * coords.json, coords.csv, metrics.json, metrics.csv and, with `sweep`, sweep.json. Everything
+ * Options: ClusterOptions (src/cluster/options.ts), grouped as input, tsne, probe, metrics,
+ * baselines, output and execution beside the seed; the stages read them laid flat.
+ *
+ * Writes RUN/cluster/ (or output.dir; for a matrix file, NAME.cluster/ beside it): settings.json,
+ * coords.json, coords.csv, metrics.json, metrics.csv and, with `probe.sweep`, sweep.json. Everything
  * is computed before anything is written, and the folder is written whole (writeDirAtomic):
  * a failure leaves the previous result as it was. settings.json records the provenance of
  * the input (run identity, samples table and chunk files; or the matrix and labels sha256).
@@ -39,7 +42,6 @@ import { externalFileInput, runInputs, type LineageInput } from '../store/lineag
 import { pca, pcaParallel } from './pca.js';
 import { ClusterPool } from './pool.js';
 import { Tsne } from './tsne-pca.js';
-import type { TsneMethod } from '../tsne/index.js';
 import { checkPerplexity } from '../tsne/affinity.js';
 import { chanceOf, METRICS_CSV_HEADER, layerSweep, stratifiedSample, metricsCsvRows, separation, type Coded, type Features, type MeasureContext, type MetricSample, type RunPca } from './measure.js';
 import { baselineModelDir, baselineModelInput, lengthControl, tokenBaselines } from './baseline.js';
@@ -48,78 +50,9 @@ import { adjustFamilies } from './multiplicity.js';
 import { residHooks } from './measure.js';
 import { planPermutations, type PermutationPlan } from '../util/resolution.js';
 import { GROUP_AXIS } from '../data/generic.js';
+import { flatOptions, type ClusterOptions, type StageOptions } from './options.js';
 
-export interface ClusterOptions {
-  /** Labels file (one per line) for a matrix input. */
-  labels?: string;
-  /** Capture point of a run (default final.hidden); for a .safetensors matrix, the tensor name. */
-  point?: string;
-  /** Label axis of a run (default aspect). */
-  by?: string;
-  seed?: number;
-  perplexity?: number;
-  /** PCA dimensions the t-SNE neighbourhoods are built in (default 0: the original space). */
-  pca?: number;
-  /** PCA components the linear probe is fitted on (default 50; 0 = every dimension). */
-  probePca?: number;
-  /** Label permutations per layer of the sweep (default what the layers' family needs, at most min(probePermutations, 20): past that the layers are read on z's normal approximation). */
-  sweepPermutations?: number;
-  /** Probes on the tokens alone for a run input (default true). */
-  baselines?: boolean;
-  /** The length control beside the baselines (default true; off with `baselines` false). */
-  lengthControl?: boolean;
-  /** The model folder for the token baselines when the run's recorded one has moved (checked by hash). */
-  model?: string;
-  theta?: number;
-  /** t-SNE repulsion: 'auto' (default), 'bh' (Barnes–Hut) or 'fft' (FFT interpolation). */
-  tsneMethod?: TsneMethod;
-  /** t-SNE neighbour search: 'auto' (default; exact at present), 'exact' or 'approximate'. */
-  neighbours?: 'exact' | 'approximate' | 'auto';
-  /** t-SNE step rule: 'auto' (scikit-learn's, default), 'per-phase' (openTSNE's) or a number. */
-  learningRate?: number | 'auto' | 'per-phase';
-  iterations?: number;
-  earlyExaggeration?: number;
-  /** Bootstrap resamples for the CIs (default 1000). */
-  bootstrap?: number;
-  /** Label permutations for the silhouette and kNN p-values (default 200). */
-  permutations?: number;
-  /**
-   * Permutations for the probe p-value (default: what the verdict's family of classifiers needs,
-   * permutationsForFamily, at most 100 and at most `permutations` when that is given).
-   */
-  probePermutations?: number;
-  /** Neighbours of the kNN classifier (default 10). */
-  knnK?: number;
-  /** Folds of the probe's cross-validation (default 5). */
-  folds?: number;
-  /** Repeats of the probe's k-fold CV with different fold seeds (default 5). */
-  probeRepeats?: number;
-  /** The probe's C: a number, or 'nested' (chosen inside each training fold over PROBE_C_GRID; the default). */
-  probeC?: number | 'nested';
-  /** Class weights of the probe: 'balanced' (n / (K · n_c), the default) or null (none). */
-  classWeight?: 'balanced' | null;
-  /**
-   * A label axis of the run holding each item's group (e.g. its SocialEval world tree): the
-   * probes' folds keep groups whole (stratified group folds, the inner folds too), and their
-   * bootstraps and paired comparisons resample groups, then items within them. Default: the axis
-   * item_group when the run has one (a dataset spec's group=FIELD), unless it is `by`; null: none.
-   */
-  group?: string | null;
-  /** Metrics on at most this many points (seeded stratified subsample; default 2000). */
-  maxMetricPoints?: number;
-  /** Probe accuracy for every layers.{i}.resid_out (run input only; layers.{i}.resid_out.mean when `point` is a mean-pooled point). */
-  sweep?: boolean;
-  /** Output directory. */
-  out?: string;
-  /** Worker threads (default: all cores). Results do not depend on it. */
-  threads?: number;
-  /** Print no progress. */
-  quiet?: boolean;
-  /** Write nothing (library use). */
-  noWrite?: boolean;
-  /** Cancels between stages (PCA, t-SNE, baselines, controls, sweep): a LobesError with code E_ABORTED; nothing is written. */
-  signal?: AbortSignal;
-}
+export type { ClusterOptions } from './options.js';
 
 export interface ClusterResult {
   settings: ClusterSettings;
@@ -175,7 +108,7 @@ export function readLabelsFile(file: string): string[] {
   return lines;
 }
 
-async function loadInput(input: RunReader | string, opts: ClusterOptions): Promise<LoadedInput> {
+async function loadInput(input: RunReader | string, opts: StageOptions): Promise<LoadedInput> {
   if (typeof input !== 'string' || (existsSync(input) && statSync(input).isDirectory())) {
     let run: RunReader;
     if (typeof input === 'string') {
@@ -320,7 +253,7 @@ interface Embedding {
 
 /** What every stage of runCluster reads. */
 interface Stage {
-  opts: ClusterOptions;
+  opts: StageOptions;
   inp: LoadedInput;
   coded: Coded;
   seed: number;
@@ -337,13 +270,14 @@ function context(st: Stage): MeasureContext {
 }
 
 /**
- * Run t-SNE and the metrics; write the results unless `noWrite`.
+ * Run t-SNE and the metrics; write the results unless `output.noWrite`.
  *
  * Stages: load and check the input; PCA (only with `pca`); t-SNE; the separation metrics on a
  * subsample; the token baselines and the length control (run input); the layer sweep; the
  * results and their files.
  */
-export async function runCluster(input: RunReader | string, opts: ClusterOptions = {}): Promise<ClusterResult> {
+export async function runCluster(input: RunReader | string, options: ClusterOptions = {}): Promise<ClusterResult> {
+  const opts = flatOptions(options);
   const laps = new Laps();
   const say = (m: string) => {
     if (!opts.quiet) process.stderr.write(`cluster: ${m}\n`);
@@ -452,7 +386,7 @@ interface Extra {
 }
 
 /** The capture point as settings.json records it. */
-function settingsPoint(opts: ClusterOptions, inp: LoadedInput): string {
+function settingsPoint(opts: StageOptions, inp: LoadedInput): string {
   return inp.kind === 'run' ? opts.point ?? FINAL_HIDDEN : opts.point ?? '';
 }
 
@@ -539,7 +473,7 @@ export const SWEEP_PERMUTATION_CAP = 20;
  * the sweep. A count the options give is kept (`user`); a probe count derived from a given
  * --permutations is the smaller of that and what the family needs.
  */
-export function permutationSizing(opts: Pick<ClusterOptions, 'permutations' | 'probePermutations' | 'sweepPermutations' | 'baselines'>, run: boolean, sweepLayers: number): NonNullable<ClusterSettings['sizing']> & { permutations: PermutationPlan; probePermutations: PermutationPlan } {
+export function permutationSizing(opts: Pick<StageOptions, 'permutations' | 'probePermutations' | 'sweepPermutations' | 'baselines'>, run: boolean, sweepLayers: number): NonNullable<ClusterSettings['sizing']> & { permutations: PermutationPlan; probePermutations: PermutationPlan } {
   const family = 3 + (run && opts.baselines !== false ? 2 : 0);
   const permutations = planPermutations(family, opts.permutations, Infinity, DEFAULT_PERMUTATIONS);
   let probePermutations: PermutationPlan;
@@ -576,7 +510,7 @@ export function gridEdgeNotes(spaces: SpaceMetrics[], baselines: BaselineMetrics
 }
 
 /** The stream a sweep reads: the mean-pooled one when the point is a mean-pooled one. */
-function sweepPool(opts: ClusterOptions, inp: LoadedInput): 'mean' | 'last' {
+function sweepPool(opts: StageOptions, inp: LoadedInput): 'mean' | 'last' {
   const hook = inp.kind === 'run' ? parseHook(settingsPoint(opts, inp)) : null;
   return hook && sitePool(hook.site) === 'mean' ? 'mean' : 'last';
 }
@@ -664,7 +598,7 @@ async function writeOutputs(dir: string, settings: ClusterSettings, coords: Clus
 }
 
 /** Lineage of a matrix's analysis: the matrix file and its labels file, by content. */
-function matrixInputs(inp: LoadedInput, opts: ClusterOptions): LineageInput[] {
+function matrixInputs(inp: LoadedInput, opts: StageOptions): LineageInput[] {
   return [externalFileInput(inp.source, inp.inputSha256?.matrix), ...(opts.labels ? [externalFileInput(opts.labels, inp.inputSha256?.labels)] : [])];
 }
 

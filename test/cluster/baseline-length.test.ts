@@ -20,7 +20,7 @@ afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
 const SPEC: GeneratedModelSpec = { model: { layers: 1, hidden: 64, intermediate: 128, heads: 4, kvHeads: 2, vocab: 512, seed: 91 }, write: { externalData: true } };
 const WORDS = 'we walked along the river and talked about the weather before the rain came down on the town'.split(' ');
-const CLUSTER = { by: 'group', perplexity: 5, iterations: 250, bootstrap: 200, permutations: 39, probePermutations: 39, quiet: true, threads: 1 };
+const CLUSTER = { input: { by: 'group' }, tsne: { perplexity: 5, iterations: 250 }, metrics: { bootstrap: 200, permutations: 39, probePermutations: 39 }, execution: { quiet: true, threads: 1 } };
 
 /** 60 items: each a run of `words(i)` consecutive words of WORDS from a rotating start, labelled `label(i)`. */
 function data(name: string, words: (i: number) => number, label: (i: number) => string): string {
@@ -70,7 +70,7 @@ describe('the length control of a run', () => {
     // short items 3–5 words, long ones 9–11: the words are the same, their number differs
     const run = path.join(tmp, 'run-length');
     await runExtract({ model, data: data('length', (i) => (i % 2 ? 9 : 3) + (i % 3), (i) => (i % 2 ? 'long' : 'short')), out: run, capture: ['final'], quiet: true, dtype: 'fp32' });
-    const r = await runCluster(run, { ...CLUSTER, out: path.join(tmp, 'c-length') });
+    const r = await runCluster(run, { ...CLUSTER, output: { dir: path.join(tmp, 'c-length') } });
     const m = r.metrics;
     const len = m.controls!.find((b) => b.name === LENGTH_CONTROL)!;
     expect(len.dim).toBe(2);
@@ -95,7 +95,7 @@ describe('the length control of a run', () => {
     expect(r.items!.controls![0]!.probe).toHaveLength(m.metricSample!);
 
     // without the control every other number is the same (the families it is absent from included)
-    const bare = await runCluster(run, { ...CLUSTER, lengthControl: false, noWrite: true });
+    const bare = await runCluster(run, { ...CLUSTER, baselines: { lengthControl: false }, output: { noWrite: true } });
     expect(bare.metrics.controls).toBeUndefined();
     expect(withoutLength(m)).toEqual(withoutLength(bare.metrics));
     expect(bare.metrics.families!.find((f) => f.family === 'classifiers')).toEqual(m.families!.find((f) => f.family === 'classifiers'));

@@ -45,7 +45,7 @@ function data(): string {
   return `jsonl:${file}`;
 }
 
-const CLUSTER = { by: 'group', perplexity: 5, iterations: 250, bootstrap: 100, permutations: 19, probePermutations: 19, quiet: true, threads: 1 };
+const CLUSTER = { input: { by: 'group' }, tsne: { perplexity: 5, iterations: 250 }, metrics: { bootstrap: 100, permutations: 19, probePermutations: 19 }, execution: { quiet: true, threads: 1 } };
 
 describe('token baselines of a run', () => {
   const source = ensureModelFromSpec('baseline-words', SPEC);
@@ -55,7 +55,7 @@ describe('token baselines of a run', () => {
 
   it('find the planted word, and need the run’s own model folder: --model DIR where it has moved', async () => {
     await runExtract({ model, data: data(), out: run, capture: ['final'], quiet: true, dtype: 'fp32' });
-    const before = await runCluster(run, { ...CLUSTER, out: path.join(tmp, 'c-before') });
+    const before = await runCluster(run, { ...CLUSTER, output: { dir: path.join(tmp, 'c-before') } });
     const names = (before.metrics.baselines ?? []).map((b) => b.name);
     expect(names).toEqual(['token-counts', 'token-embedding-mean']);
     // the word that names the group is in every item of its group: the counts probe reads it
@@ -84,12 +84,12 @@ describe('token baselines of a run', () => {
     const moved = path.join(tmp, 'model-moved');
     cpSync(model, moved, { recursive: true });
     rmSync(model, { recursive: true });
-    const lost = await runCluster(run, { ...CLUSTER, out: path.join(tmp, 'c-lost') });
+    const lost = await runCluster(run, { ...CLUSTER, output: { dir: path.join(tmp, 'c-lost') } });
     expect(lost.metrics.baselines ?? []).toEqual([]);
     expect(lost.metrics.notes?.join('\n')).toMatch(/no token baselines: the run's model folder .* is not there .*--model DIR/);
 
     // --model names where it is now: the same numbers as before the move
-    const found = await runCluster(run, { ...CLUSTER, model: moved, out: path.join(tmp, 'c-found') });
+    const found = await runCluster(run, { ...CLUSTER, baselines: { model: moved }, output: { dir: path.join(tmp, 'c-found') } });
     expect(found.metrics.baselines).toEqual(before.metrics.baselines);
   }, 120_000);
 
@@ -100,7 +100,7 @@ describe('token baselines of a run', () => {
     const tok = path.join(other, 'tokenizer.json');
     writeFileSync(tok, (await import('node:fs')).readFileSync(tok, 'utf8') + ' ');
     const out = path.join(tmp, 'c-other');
-    await expect(runCluster(run, { ...CLUSTER, model: other, out })).rejects.toThrow(/tokenizer file tokenizer\.json has sha256 [0-9a-f]{12}…; the run was extracted with sha256/);
+    await expect(runCluster(run, { ...CLUSTER, baselines: { model: other }, output: { dir: out } })).rejects.toThrow(/tokenizer file tokenizer\.json has sha256 [0-9a-f]{12}…; the run was extracted with sha256/);
     expect(existsSync(out)).toBe(false);
 
     // the right tokenizer, other embeddings (another seed's weights)
@@ -108,14 +108,14 @@ describe('token baselines of a run', () => {
     cpSync(ensureModelFromSpec('baseline-words', { ...SPEC, model: { ...SPEC.model, seed: 78 } }), other2, { recursive: true });
     cpSync(path.join(tmp, 'model-moved', 'tokenizer.json'), path.join(other2, 'tokenizer.json'));
     // (the first recorded file that differs is named: the graph, then the weight data)
-    await expect(runCluster(run, { ...CLUSTER, model: other2, out })).rejects.toThrow(/(model graph model\.onnx|weight data file model\.onnx_data) has sha256 [0-9a-f]{12}…; the run was extracted with/);
+    await expect(runCluster(run, { ...CLUSTER, baselines: { model: other2 }, output: { dir: out } })).rejects.toThrow(/(model graph model\.onnx|weight data file model\.onnx_data) has sha256 [0-9a-f]{12}…; the run was extracted with/);
 
     // the right tokenizer and weight file, a decoy graph (it can hold the embeddings itself)
     const decoy = path.join(tmp, 'model-decoy');
     cpSync(path.join(tmp, 'model-moved'), decoy, { recursive: true });
     const g = path.join(decoy, 'model.onnx');
     writeFileSync(g, Buffer.concat([(await import('node:fs')).readFileSync(g), Buffer.from([0])]));
-    await expect(runCluster(run, { ...CLUSTER, model: decoy, out })).rejects.toThrow(/model graph model\.onnx has sha256 [0-9a-f]{12}…; the run was extracted with/);
+    await expect(runCluster(run, { ...CLUSTER, baselines: { model: decoy }, output: { dir: out } })).rejects.toThrow(/model graph model\.onnx has sha256 [0-9a-f]{12}…; the run was extracted with/);
     expect(existsSync(out)).toBe(false);
 
     // through the CLI: exit 1 with one line naming the file
@@ -145,9 +145,9 @@ describe('token baselines of a run', () => {
     for (let i = 1024; i < 1024 + 20 * 1024 && i < bytes.length; i++) bytes[i] ^= 0x5a;
     writeFileSync(data, bytes);
     const out = path.join(tmp, 'c-xor');
-    await expect(runCluster(run, { ...CLUSTER, out })).rejects.toThrow(/weight data file model\.onnx_data has sha256 [0-9a-f]{12}…; the run was extracted with sha256 [0-9a-f]{12}…, so its token baselines would be another model's/);
+    await expect(runCluster(run, { ...CLUSTER, output: { dir: out } })).rejects.toThrow(/weight data file model\.onnx_data has sha256 [0-9a-f]{12}…; the run was extracted with sha256 [0-9a-f]{12}…, so its token baselines would be another model's/);
     expect(existsSync(out)).toBe(false);
-    const bare = await runCluster(run, { ...CLUSTER, baselines: false, out });
+    const bare = await runCluster(run, { ...CLUSTER, baselines: { tokens: false }, output: { dir: out } });
     expect(bare.metrics.baselines ?? []).toEqual([]);
   }, 120_000);
 });

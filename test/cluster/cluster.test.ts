@@ -6,12 +6,12 @@ import { Rng } from '../../src/util/rng.js';
 import { blobs } from './blobs.js';
 import { encodeNpy } from '../../src/cluster/npy.js';
 import { writeSafetensors } from '../../src/formats/safetensors.js';
-import { runCluster } from '../../src/cluster/index.js';
+import { runCluster, type ClusterOptions } from '../../src/cluster/index.js';
 import { main } from '../../src/cli/main.js';
 import type { RunReader, HookInfo, SampleRow } from '../../src/store/types.js';
 import type { ClusterMetrics, ClusterCoords, ClusterSettings } from '../../src/cluster/types.js';
 
-const FAST = { iterations: 300, bootstrap: 100, permutations: 19, probePermutations: 5, quiet: true, threads: 1 };
+const FAST = { metrics: { bootstrap: 100, permutations: 19, probePermutations: 5 }, execution: { quiet: true, threads: 1 } };
 
 /** blobs() as float32 with string labels. */
 function blobs32(n: number, d: number, C: number, sep: number, seed: number) {
@@ -85,7 +85,7 @@ describe('runCluster on a matrix file', () => {
     const d = 64;
     const { X, labels } = blobs32(n, d, 4, 1.5, 1);
     const { npy, lab } = writeMatrix(dir, X, n, d, labels);
-    const a = await runCluster(npy, { ...FAST, labels: lab, seed: 7, pca: 20, perplexity: 20 });
+    const a = await runCluster(npy, { ...FAST, seed: 7, input: { labels: lab }, tsne: { iterations: 300, pca: 20, perplexity: 20 } });
     expect(a.outDir).toBe(path.join(dir, 'emb.cluster'));
     for (const f of ['settings.json', 'coords.json', 'coords.csv', 'metrics.json', 'metrics.csv']) expect(existsSync(path.join(a.outDir!, f))).toBe(true);
     const settings: ClusterSettings = JSON.parse(readFileSync(path.join(a.outDir!, 'settings.json'), 'utf8'));
@@ -108,12 +108,12 @@ describe('runCluster on a matrix file', () => {
     const csv = readFileSync(path.join(a.outDir!, 'metrics.csv'), 'utf8').split('\n');
     expect(csv[0]).toBe('space,metric,value,ci_low,ci_high,p,null_mean,null_low,null_high,p_holm,p_bh,z,p_normal,permutations,verdict');
     expect(csv.some((l) => l.startsWith('embedding,knn_accuracy,'))).toBe(true);
-    const b = await runCluster(npy, { ...FAST, labels: lab, seed: 7, pca: 20, perplexity: 20, noWrite: true });
+    const b = await runCluster(npy, { ...FAST, seed: 7, input: { labels: lab }, tsne: { iterations: 300, pca: 20, perplexity: 20 }, output: { noWrite: true } });
     expect(b.coords.xy).toEqual(a.coords.xy);
     expect(b.metrics.spaces).toEqual(a.metrics.spaces);
     // d = 64 <= 256: PCA is exact and t-SNE starts from it, so the coordinates do not depend on
     // the seed; the bootstrap and permutations do
-    const c = await runCluster(npy, { ...FAST, labels: lab, seed: 8, pca: 20, perplexity: 20, noWrite: true });
+    const c = await runCluster(npy, { ...FAST, seed: 8, input: { labels: lab }, tsne: { iterations: 300, pca: 20, perplexity: 20 }, output: { noWrite: true } });
     expect(c.coords.xy).toEqual(a.coords.xy);
     expect(c.metrics.spaces[0].silhouette.value).toBe(a.metrics.spaces[0].silhouette.value);
     expect(c.metrics.spaces[0].silhouette.ci95).not.toEqual(a.metrics.spaces[0].silhouette.ci95);
@@ -127,7 +127,7 @@ describe('runCluster on a matrix file', () => {
     writeSafetensors(st, [{ name: 'emb', dtype: 'F32', shape: [n, 8], data: X }]);
     const lab = path.join(dir, 'l.txt');
     writeFileSync(lab, labels.join('\n'));
-    const r = await runCluster(st, { ...FAST, labels: lab, perplexity: 10, noWrite: true });
+    const r = await runCluster(st, { ...FAST, input: { labels: lab }, tsne: { iterations: 300, perplexity: 10 }, output: { noWrite: true } });
     expect(r.metrics.dim).toBe(8);
     expect(r.settings.pcaDims).toBe(0); // d = 8 < 50: no PCA
     expect(r.metrics.spaces[1].knnAccuracy.value).toBeGreaterThan(0.95);
@@ -138,7 +138,7 @@ describe('runCluster on a run directory', () => {
   it('uses final.hidden and the aspect axis, keeps ids and text, and sweeps resid_out layers', async () => {
     const dir = tmp();
     const run = fakeRun(dir, 150, 24, 4);
-    const r = await runCluster(run, { ...FAST, perplexity: 15, sweep: true });
+    const r = await runCluster(run, { ...FAST, tsne: { iterations: 300, perplexity: 15 }, probe: { sweep: true } });
     expect(r.outDir).toBe(path.join(dir, 'cluster'));
     expect(r.coords.ids[3]).toBe('item-3');
     expect(r.coords.text?.[3]).toBe('text 3');
@@ -161,7 +161,7 @@ describe('runCluster on a run directory', () => {
   it('records the probe settings it ran with: repeats, a fixed C, class weights', async () => {
     const dir = tmp();
     const run = fakeRun(dir, 90, 12, 1);
-    const r = await runCluster(run, { ...FAST, perplexity: 10, noWrite: true, probeRepeats: 2, probeC: 0.5, classWeight: 'balanced' });
+    const r = await runCluster(run, { ...FAST, tsne: { iterations: 300, perplexity: 10 }, probe: { repeats: 2, c: 0.5, classWeight: 'balanced' }, output: { noWrite: true } });
     const cv = r.metrics.spaces.find((s) => s.space === 'original-euclidean')!.probe!.cv!;
     expect(cv).toMatchObject({ repeats: 2, folds: 5, cMethod: 'fixed', nullC: 0.5, classWeight: 'balanced' });
     expect(cv.chosenC).toEqual([[0.5, 0.5, 0.5, 0.5, 0.5], [0.5, 0.5, 0.5, 0.5, 0.5]]);
@@ -171,24 +171,24 @@ describe('runCluster on a run directory', () => {
 describe('bad input', () => {
   const n = 60;
   const { X, labels } = blobs32(n, 5, 3, 2, 3);
-  const cases: [string, (dir: string) => { file: string; opts: Record<string, unknown> }, RegExp][] = [
+  const cases: [string, (dir: string) => { file: string; opts: ClusterOptions }, RegExp][] = [
     ['mismatched label count', (dir) => {
       const { npy, lab } = writeMatrix(dir, X, n, 5, labels.slice(0, 59));
-      return { file: npy, opts: { labels: lab } };
+      return { file: npy, opts: { input: { labels: lab } } };
     }, /labels\.txt: label count mismatch: 59 labels for 60 rows/],
     ['fewer than 2 classes', (dir) => {
       const { npy, lab } = writeMatrix(dir, X, n, 5, labels.map(() => 'same'));
-      return { file: npy, opts: { labels: lab } };
+      return { file: npy, opts: { input: { labels: lab } } };
     }, /labels\.txt: fewer than 2 classes/],
     ['NaN in the matrix', (dir) => {
       const Y = X.slice();
       Y[17 * 5 + 2] = NaN;
       const { npy, lab } = writeMatrix(dir, Y, n, 5, labels);
-      return { file: npy, opts: { labels: lab } };
+      return { file: npy, opts: { input: { labels: lab } } };
     }, /emb\.npy: NaN in the matrix at row 17 \(id 17\), column 2/],
     ['perplexity too large for N', (dir) => {
       const { npy, lab } = writeMatrix(dir, X, n, 5, labels);
-      return { file: npy, opts: { labels: lab, perplexity: 30 } };
+      return { file: npy, opts: { input: { labels: lab }, tsne: { iterations: 300, perplexity: 30 } } };
     }, /perplexity 30 is too large for 60 points/],
     ['missing labels', (dir) => {
       const { npy } = writeMatrix(dir, X, n, 5, labels);
@@ -199,7 +199,7 @@ describe('bad input', () => {
     it(`${name}: a clear error and nothing written`, async () => {
       const dir = tmp();
       const { file, opts } = setup(dir);
-      await expect(runCluster(file, { ...FAST, ...opts })).rejects.toThrow(re);
+      await expect(runCluster(file, { ...FAST, tsne: { iterations: 300 }, ...opts })).rejects.toThrow(re);
       expect(existsSync(path.join(dir, 'emb.cluster'))).toBe(false);
     });
   }

@@ -261,9 +261,10 @@ describe('permutation nulls under groups', () => {
 
 describe('lobes cluster --group', () => {
   it('groups the probe: the planted label reads far above chance ungrouped and at chance grouped, and the first line says so', async () => {
-    const o = { by: 'label', baselines: false, perplexity: 10, iterations: 250, bootstrap: 200, permutations: 59, probeRepeats: 2, probeC: 10, probePca: 0, quiet: true, threads: 1, noWrite: true } as const;
+    const o = { input: { by: 'label' }, baselines: { tokens: false }, tsne: { perplexity: 10, iterations: 250 }, metrics: { bootstrap: 200, permutations: 59 }, probe: { repeats: 2, c: 10, pca: 0 }, execution: { quiet: true, threads: 1 }, output: { noWrite: true } };
+    const unresampled = { bootstrap: 0, permutations: 0 };
     const flat = await runCluster(plantedRun(), o);
-    const grouped = await runCluster(plantedRun(), { ...o, group: 'tree' });
+    const grouped = await runCluster(plantedRun(), { ...o, input: { ...o.input, group: 'tree' } });
     const probe = (r: typeof flat) => r.metrics.spaces.find((x) => x.space === 'original-euclidean')!.probe!.balancedAccuracy;
     expect(probe(flat).value).toBeGreaterThan(0.9);
     expect(Math.abs(probe(grouped).value - 0.5)).toBeLessThan(0.15);
@@ -290,15 +291,15 @@ describe('lobes cluster --group', () => {
     const ci = probe(grouped).ci95!;
     expect(ci[1] - ci[0]).toBeGreaterThan(1.5 * (byItem[1] - byItem[0]));
     // the axis a dataset's group=FIELD writes is used without --group; --group none turns it off
-    const auto = await runCluster(plantedRun('item_group'), { ...o, bootstrap: 0, permutations: 0 });
+    const auto = await runCluster(plantedRun('item_group'), { ...o, metrics: unresampled });
     expect(auto.settings.group).toEqual({ axis: 'item_group', groups: 40, null: 'groups', exchangeable: 240 });
     expect(probe(auto).value).toBe(probe(grouped).value);
-    expect((await runCluster(plantedRun('item_group'), { ...o, bootstrap: 0, permutations: 0, group: null })).settings.group).toBeUndefined();
+    expect((await runCluster(plantedRun('item_group'), { ...o, input: { ...o.input, group: null }, metrics: unresampled })).settings.group).toBeUndefined();
     // fewer groups than folds: grouped folds cannot be made, so the sample is left ungrouped (and it is said)
     const few = plantedRun('item_group');
     const base = few.labels.bind(few);
     few.labels = (a: string) => (a === 'item_group' ? base(a).map((t) => `t${Number(t.slice(5)) % 3}`) : base(a));
-    expect((await runCluster(few, { ...o, bootstrap: 0, permutations: 0 })).settings.group).toBeUndefined();
+    expect((await runCluster(few, { ...o, metrics: unresampled })).settings.group).toBeUndefined();
     expect(verdictLines(grouped.metrics, grouped.settings)[0]).toContain('the probes\' folds keep the 40 groups of "tree" whole and their CIs resample groups, and the nulls shuffle whole groups\' labels');
   }, 60_000);
 });

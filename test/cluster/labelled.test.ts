@@ -56,7 +56,7 @@ function run(dir: string): RunReader {
 
 describe('items without a value on the axis', () => {
   it('are left out of the analysis, counted, and said; the sweep reads the kept rows', async () => {
-    const res = await runCluster(run(root), { by: 'correct', sweep: true, baselines: false, perplexity: 5, iterations: 250, bootstrap: 100, permutations: 59, probeRepeats: 2, quiet: true, threads: 1, noWrite: true });
+    const res = await runCluster(run(root), { input: { by: 'correct' }, probe: { sweep: true, repeats: 2 }, baselines: { tokens: false }, tsne: { perplexity: 5, iterations: 250 }, metrics: { bootstrap: 100, permutations: 59 }, execution: { quiet: true, threads: 1 }, output: { noWrite: true } });
     expect(res.metrics.classes).toEqual(['correct', 'wrong']);
     expect(res.metrics.n).toBe(60);
     expect(res.metrics.chance!.counts).toEqual([30, 30]);

@@ -143,7 +143,7 @@ describe('a planted sweep: signal in layers 2 and 3 of 4', () => {
   it('the signal layers pass Holm across the layers and the others do not; metrics.csv and the verdict carry the same adjusted p', async () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'lobes-holm-'));
     const run = plantedRun(dir, 120, 12, [false, false, true, true]);
-    const r = await runCluster(run, { iterations: 250, bootstrap: 50, permutations: 19, probePermutations: 19, sweepPermutations: 99, probeRepeats: 1, probeC: 1, perplexity: 10, quiet: true, threads: 1, sweep: true });
+    const r = await runCluster(run, { tsne: { iterations: 250, perplexity: 10 }, metrics: { bootstrap: 50, permutations: 19, probePermutations: 19, sweepPermutations: 99 }, probe: { repeats: 1, c: 1, sweep: true }, execution: { quiet: true, threads: 1 } });
     const sw = r.metrics.sweep!;
     const p = sw.map((w) => w.balancedAccuracy!.p!);
     const h = sw.map((w) => w.balancedAccuracy!.pHolm!);

@@ -50,7 +50,7 @@ describe.skipIf(!have)('lobes eval label: the correct axis of a run', () => {
     });
     expect(r.counts.correct + r.counts.wrong).toBe(evaluated);
     expect(r.counts.correct + r.counts.wrong + r.counts.unevaluated).toBe(reader.samples.length);
-    const c = await runCluster(run, { by: 'correct', quiet: true, perplexity: 5, iterations: 250, bootstrap: 20, permutations: 20 } as any);
+    const c = await runCluster(run, { input: { by: 'correct' }, execution: { quiet: true }, tsne: { perplexity: 5, iterations: 250 }, metrics: { bootstrap: 20, permutations: 20 } });
     // beside the run's aspect analysis, not over it
     expect(path.basename(c.outDir!)).toBe('cluster.by-correct');
     // The CLI says what it wrote.

@@ -50,7 +50,7 @@ function plantedData(modelDir: string): string {
 }
 
 // 99 probe permutations: the smallest count at which Holm over the 5 classifiers can reach 0.05 (49 makes the probe "not testable")
-const CLUSTER = { by: 'group', perplexity: 10, iterations: 300, bootstrap: 200, permutations: 99, probePermutations: 99, quiet: true, threads: 1 };
+const CLUSTER = { input: { by: 'group' }, tsne: { perplexity: 10, iterations: 300 }, metrics: { bootstrap: 200, permutations: 99, probePermutations: 99 }, execution: { quiet: true, threads: 1 } };
 
 describe('random-weights control', () => {
   const model = ensureModelFromSpec('control-planted', SPEC);

@@ -25,7 +25,7 @@ import { bootstrapDiff, compareRuns, itemSeries, seriesValue } from '../../src/r
 const tmp = mkdtempSync(path.join(tmpdir(), 'lobes-verdict-'));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
-const FAST = { perplexity: 15, iterations: 250, bootstrap: 300, permutations: 99, probePermutations: 39, quiet: true, threads: 1 };
+const FAST = { tsne: { perplexity: 15, iterations: 250 }, metrics: { bootstrap: 300, permutations: 99, probePermutations: 39 }, execution: { quiet: true, threads: 1 } };
 
 /** A run folder (manifest and samples) whose cluster/ comes from a matrix with the given labels. */
 async function runWith(name: string, X: Float32Array, d: number, labels: string[], control = false): Promise<string> {
@@ -42,7 +42,7 @@ async function runWith(name: string, X: Float32Array, d: number, labels: string[
   writeFileSync(npy, encodeNpy(X, [n, d]));
   const lab = path.join(tmp, `${name}.txt`);
   writeFileSync(lab, labels.join('\n') + '\n');
-  await runCluster(npy, { ...FAST, labels: lab, out: path.join(dir, 'cluster') });
+  await runCluster(npy, { ...FAST, input: { labels: lab }, output: { dir: path.join(dir, 'cluster') } });
   adoptMatrixRows(dir);
   return dir;
 }

@@ -214,7 +214,7 @@ describe('lobes swap on an extracted swap composition', () => {
     await expect(runSwap(ctl, { ...swapOpts, control: ctl, noWrite: true })).rejects.toThrow(/the run is itself a random-weights control/);
     // cluster on a mean-pooled point compares pooled with pooled and sweeps the mean-pooled stream
     const { runCluster } = await import('../../src/cluster/run.js');
-    const c = await runCluster(run, { point: 'final.mean', by: 'response_aspect', sweep: true, probeRepeats: 1, probeC: 1, permutations: 2, bootstrap: 20, iterations: 50, perplexity: 5, threads: 1, quiet: true, noWrite: true });
+    const c = await runCluster(run, { input: { point: 'final.mean', by: 'response_aspect' }, probe: { sweep: true, repeats: 1, c: 1 }, metrics: { permutations: 2, bootstrap: 20 }, tsne: { iterations: 50, perplexity: 5 }, execution: { threads: 1, quiet: true }, output: { noWrite: true } });
     expect(c.metrics.sweep!.map((w) => w.point)).toEqual(['layers.0.resid_out.mean', 'layers.1.resid_out.mean']);
     expect(c.metrics.comparisons!.filter((x) => x.kind === 'model-vs-words').map((x) => x.a)).toEqual(['final.mean', 'final.mean']);
     // a run that is not a swap composition is refused in one line
