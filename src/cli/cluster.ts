@@ -9,6 +9,7 @@ import { verdictTable, verdictTableLines } from '../report/verdict.js';
 import type { TsneMethod } from '../tsne/index.js';
 import { OUTPUT_OPTIONS, QUIET_TEXT, helpLine } from './options.js';
 import { interruptSignal } from './interrupt.js';
+import { stderrIO } from '../util/jobio.js';
 
 const USAGE =
   'lobes cluster RUN|MATRIX_FILE [--labels FILE] [--point HOOK] [--by LABEL] [--seed N] [--perplexity P] [--out DIR] [--pca K] [--probe-pca 50] [--theta 0.5] [--tsne-method auto|bh|fft] [--learning-rate auto|per-phase|LR] [--neighbours auto|exact|approximate] [--iterations 1000] [--bootstrap B] [--permutations R] [--probe-permutations R] [--probe-repeats 5] [--probe-c C|nested] [--class-weight balanced|none] [--sweep] [--sweep-permutations R] [--no-baselines] [--no-length-control] [--group AXIS|none] [--model DIR] [--json]';
@@ -122,7 +123,6 @@ export async function run(argv: string[]): Promise<number> {
     if (isHfCheckpoint(model) || isGgufFile(model)) model = (await (await import('./convert.js')).modelFolder(model, { quiet: !!v.json })).dir;
   }
   const res = await runCluster(parsed.positionals[0], {
-    signal: interruptSignal('cluster'),
     labels: v.labels,
     point: v.point,
     by: v.by,
@@ -151,7 +151,7 @@ export async function run(argv: string[]): Promise<number> {
     sweep: !!v.sweep,
     threads: v.threads === undefined ? undefined : intOption(v.threads, '--threads', 1, 1, 256),
     out: v.out,
-    quiet: !!v.quiet || !!v.json,
+    io: stderrIO({ quiet: !!v.quiet || !!v.json, signal: interruptSignal('cluster') }),
   });
   if (v.json) {
     process.stdout.write(JSON.stringify({ outDir: res.outDir, settings: res.settings, metrics: res.metrics }, null, 2) + '\n');
