@@ -127,6 +127,7 @@ describe('the run functions report through their JobIO only', () => {
 
 describe('quiet', () => {
   it('warnings arrive under quiet; log lines and progress do not', async () => {
+    await runWanda(run, { by: 'aspect', permutations: 19, seed: 3, threads: 1, io: silentIO() }); // a folder to replace
     const c = capture();
     // the deprecated quiet with io's warn only: jobIO fills log and progress from stderrIO({ quiet: true })
     const err = await stderrDuring(() => runWanda(run, { by: 'aspect', permutations: 19, seed: 2, threads: 1, quiet: true, io: { warn: c.io.warn } }));
