@@ -40,6 +40,7 @@ export type { AttendItem, AttendSummary } from './attend/types.js';
 export { openRun, verifyRun, mergeRuns, readManifest, parseShard, runIdentity, analysisProvenance, checkProvenance } from './store/index.js';
 export type { RunReader, RunManifest, SampleRow, HookInfo, RowChunk, ModelArch, AnalysisProvenance } from './store/types.js';
 export { writeDirAtomic } from './util/io.js';
+export { stderrIO, silentIO, type JobIO, type ProgressEvent, type JobIOOptions } from './util/jobio.js';
 
 // Wanda neuron regions
 export { runWanda, DEFAULT_TOP, DEFAULT_PERMUTATIONS, type WandaOptions, type WandaResult } from './wanda/index.js';

@@ -206,6 +206,28 @@ export function undeclaredAdjustments(files: Map<string, string>): string[] {
   return bad;
 }
 
+/**
+ * Library code reports only through its JobIO (src/util/jobio.ts): no `process.stderr` or
+ * `console.` in src/ outside src/cli/, but for these files, each with its reason.
+ */
+export const STDERR_WRITERS: Record<string, string> = {
+  'util/jobio.ts': 'the default JobIO (stderrIO): the one place library lines and progress reach stderr',
+  'runtime/providers.ts': "a once-per-model-file note from inside session creation, below any job's JobIO (the engines take none)",
+  'data/subset.ts': "limitItems' note on a --limit above the item count, called from every job's input stage without its JobIO",
+};
+
+/** The source files of src/ outside src/cli/ (and STDERR_WRITERS) that write to stderr or the console themselves. */
+export function directOutput(sources: Map<string, string>, allowed: Record<string, string> = STDERR_WRITERS): string[] {
+  const bad: string[] = [];
+  for (const [file, text] of sources) {
+    const rel = path.relative(SRC, file).split(path.sep).join('/');
+    if (rel.startsWith('cli/') || rel in allowed) continue;
+    const code = text.replace(/\/\*[\s\S]*?\*\/|\/\/[^\n]*/g, '');
+    for (const m of code.matchAll(/\b(process\.stderr|console\.\w+)/g)) bad.push(`${rel}: ${m[1]}`);
+  }
+  return bad;
+}
+
 /** The targets of a file's `import type ... from` statements (resolved to .ts). */
 export function typeOnlyImports(text: string, file: string): string[] {
   return [...text.matchAll(/^\s*import\s+type\s[^;]*?from\s+'(\.[^']+)'/gms)].map((m) => path.resolve(path.dirname(file), m[1]!.replace(/\.js$/, '.ts')));
@@ -372,6 +394,21 @@ describe('source structure', () => {
       [path.join(SRC, 'util/families.ts'), "return holm(p);\n"],
     ]);
     expect(undeclaredAdjustments(planted)).toEqual(['cluster/x.ts: holm(', 'wanda/y.ts: benjaminiHochberg(']);
+  });
+
+  it('library code reports only through its JobIO: no stderr or console outside src/cli/ (src/util/jobio.ts)', () => {
+    for (const f of Object.keys(STDERR_WRITERS)) expect(files.has(path.join(SRC, f)), f).toBe(true);
+    expect(directOutput(files), 'report through the job\'s JobIO (io.log, io.warn, Progress with io), src/util/jobio.ts').toEqual([]);
+  });
+
+  it('finds a planted stderr write and console call in a library file, not one in a comment or in src/cli/ (the check can fail)', () => {
+    const planted = new Map([
+      [path.join(SRC, 'wanda/x.ts'), "// process.stderr.write in a comment\nprocess.stderr.write('a\\n');\n"],
+      [path.join(SRC, 'store/y.ts'), "console.error('b');\n"],
+      [path.join(SRC, 'cli/z.ts'), "process.stderr.write('c\\n');\n"],
+      [path.join(SRC, 'util/jobio.ts'), "process.stderr.write('d\\n');\n"],
+    ]);
+    expect(directOutput(planted)).toEqual(['wanda/x.ts: process.stderr', 'store/y.ts: console.error']);
   });
 
   it('only the store modules name the files of a run folder', () => {

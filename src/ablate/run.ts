@@ -21,6 +21,7 @@ import { rmSync } from 'node:fs';
 import * as path from 'node:path';
 import { LobesError, UsageError, throwIfAborted } from '../util/errors.js';
 import { Progress, fmtTime } from '../util/progress.js';
+import { jobIO, type JobIOOptions } from '../util/jobio.js';
 import { withJobFolder, isFreshFolder } from '../store/job.js';
 import { RecordChunks, readVerifiedJsonl, type RecordLayout } from '../store/records.js';
 import { readManifest, sha256Text } from '../store/manifest.js';
@@ -54,7 +55,8 @@ import { IAE_TOKEN_BUDGET, chanceTest, iaeSettings, iaeStats, loadIaeItems, requ
 import { ABLATE_OUTPUTS, CHUNK_INDEX, JOB_MANIFEST, ablateChunksDir, continuationRecords, isAblateJobDir, passRecords, readAblateJob, readAblateSummary, type AblateIaeRecord, type AblateDose, type AblateMagnitude, type AblateJob, type AblatePass, type AblateSummary, writeAblateOutputs } from './store.js';
 import { writeJsonAtomic } from '../store/json.js';
 
-export interface AblateOptions {
+/** Its IO (`io`: log lines, progress, the signal that cancels it between chunks, the folder left resumable) and the deprecated `quiet`, `log`, `signal` (src/util/jobio.ts). */
+export interface AblateOptions extends JobIOOptions {
   run: string;
   /** Edits of activations in every forward pass, before and after ablating (--intervene, src/runtime/intervene.ts): recorded in the settings. */
   interventions?: Intervention[];
@@ -94,10 +96,6 @@ export interface AblateOptions {
   bootstrap?: number;
   chunkUnits?: number;
   force?: boolean;
-  quiet?: boolean;
-  log?: (line: string) => void;
-  /** Cancels the job between chunks: a LobesError with code E_ABORTED, the folder left resumable (the same call again finishes it). */
-  signal?: AbortSignal;
   deps?: Partial<AblateDeps>;
 }
 
@@ -114,8 +112,9 @@ export const ABLATE_RECORDS: RecordLayout = { format: 'lobes-ablate-chunks', str
 /** Run (or resume) an ablation; returns the summary. Nothing is written before every input has been checked. */
 export async function runAblate(o: AblateOptions): Promise<AblateSummary> {
   const t0 = Date.now();
-  throwIfAborted(o.signal, 'lobes ablate');
-  const say = o.log ?? ((l: string) => void (o.quiet ? undefined : process.stderr.write(l + '\n')));
+  // everything ablate says is a log line, silenced by --quiet
+  const io = jobIO(o, { logUnderQuiet: true });
+  throwIfAborted(io.signal, 'lobes ablate');
   const K = o.random ?? ABLATE_RANDOM;
   if (!Number.isInteger(K) || K < 1) throw new UsageError(`--random must be a positive integer, got ${K}`);
   const scope = o.scope ?? 'matrix';
@@ -246,22 +245,22 @@ export async function runAblate(o: AblateOptions): Promise<AblateSummary> {
     passes: passes.map((p) => p.id),
     complete: false,
   };
-  return withJobFolder(o.out, { command: 'lobes ablate', isJob: isAblateJobDir, what: 'a lobes ablation', log: say }, async () => {
+  return withJobFolder(o.out, { command: 'lobes ablate', isJob: isAblateJobDir, what: 'a lobes ablation', log: io.log }, async () => {
     const work = path.join(o.out, WORK_DIR);
     let patcher: WeightPatcher | null = null;
     const nChunks = Math.ceil(N / chunkUnits);
     const chunkIdx = (j: number) => Array.from({ length: Math.min(chunkUnits, N - j * chunkUnits) }, (_, k) => j * chunkUnits + k);
     /** Score the chunks `js` of one pass with the model in `dir`; each chunk's rows go to `put`. */
     const scorePass = async (dir: string, label: string, js: number[], put: (j: number, rows: object[]) => void) => {
-      const progress = new Progress({ label, total: js.reduce((a, j) => a + chunkIdx(j).length, 0), unit: 'items', quiet: o.quiet });
+      const progress = new Progress({ label, total: js.reduce((a, j) => a + chunkIdx(j).length, 0), unit: 'items', io });
       const opened = iae ? await openIae(deps, dir, iae, o) : { engine: await deps.openLoglik(dir, { device: o.device ?? 'cpu', deviceId: o.deviceId, threads: o.threads, cache: 'off', batch: o.batch ?? 8, ...ivOpt(o) }), scorer: null };
       try {
         for (const j of js) {
           // Cancelled between chunks: the chunks written so far stay listed, as after a kill.
-          throwIfAborted(o.signal, 'lobes ablate', `${label}, before chunk ${j}`);
+          throwIfAborted(io.signal, 'lobes ablate', `${label}, before chunk ${j}`);
           const idx = chunkIdx(j);
           if (items.kind === 'iae') {
-            const got = await scoreIaeUnits(idx.map((i) => items.units[i]!), { settings: iae!, tok, scorer: opened.scorer, engine: opened.engine, seed, batch: o.batch ?? 8, maxTokens, device: o.device ?? 'cpu', say, onItem: () => progress.tick(1) });
+            const got = await scoreIaeUnits(idx.map((i) => items.units[i]!), { settings: iae!, tok, scorer: opened.scorer, engine: opened.engine, seed, batch: o.batch ?? 8, maxTokens, device: o.device ?? 'cpu', say: io.log, onItem: () => progress.tick(1) });
             put(j, got.map((g) => ({ id: g.id, correct: g.correct, pick: g.pick })));
           } else {
             const got = await opened.engine!.score(idx.map((i) => ({ context: split[i]!.context, continuations: [split[i]!.continuation] })), (k) => progress.tick(k));
@@ -289,7 +288,7 @@ export async function runAblate(o: AblateOptions): Promise<AblateSummary> {
         }
         for (const f of ABLATE_OUTPUTS) rmSync(path.join(o.out, f), { recursive: true, force: true });
       } else if (prev?.complete) {
-        say(`ablate: ${o.out} is already complete; nothing to do`);
+        io.log(`ablate: ${o.out} is already complete; nothing to do`);
         return readAblateSummary(o.out);
       }
       // --task iae, a new job: the pass before ablating first, on the model folder itself, and the
@@ -301,11 +300,11 @@ export async function runAblate(o: AblateOptions): Promise<AblateSummary> {
       }
       writeJsonAtomic(path.join(o.out, JOB_MANIFEST), job, 2);
       const { writer, dropped } = await RecordChunks.resume(o.out, ABLATE_RECORDS, chunkUnits);
-      for (const d of dropped) say(`ablate: ${d}; scoring it again`);
+      for (const d of dropped) io.log(`ablate: ${d}; scoring it again`);
       for (const [j, rows] of before) writer.write(j, j * chunkUnits, rows.length, { scores: rows });
       const todo = passes.map((_, p) => Array.from({ length: nChunks }, (_, j) => p * nChunks + j).filter((c) => !writer.has(c)));
       const left = todo.reduce((a, t) => a + t.length, 0);
-      say(`ablate: ${N} items${refit?.split ? ` (the test half; the regions were fitted on ${refit.split.fit.rows} other rows)` : ''} × ${passes.length} passes (before, ${specs.length} region${specs.length > 1 ? 's' : ''}${doseTops.length ? ` at ${doseTops.length + 1} tops` : ''}, ${sigs.length * K} random regions${S ? `, ${S * specs.length} shuffled-label regions` : ''})${left < passes.length * nChunks ? `, resuming: ${passes.length * nChunks - left} of ${passes.length * nChunks} chunks done` : ''}`);
+      io.log(`ablate: ${N} items${refit?.split ? ` (the test half; the regions were fitted on ${refit.split.fit.rows} other rows)` : ''} × ${passes.length} passes (before, ${specs.length} region${specs.length > 1 ? 's' : ''}${doseTops.length ? ` at ${doseTops.length + 1} tops` : ''}, ${sigs.length * K} random regions${S ? `, ${S * specs.length} shuffled-label regions` : ''})${left < passes.length * nChunks ? `, resuming: ${passes.length * nChunks - left} of ${passes.length * nChunks} chunks done` : ''}`);
       const byChunk = () => new Map(writer.index.chunks.map((e) => [e.chunk, e]));
       /** The rows of pass p, in item order, read back from their verified chunks. */
       const passRows = <T extends { id: string }>(p: number, index = byChunk()): T[] =>
@@ -399,7 +398,7 @@ export async function runAblate(o: AblateOptions): Promise<AblateSummary> {
       job.timings = { wallMs: Date.now() - t0 };
       writeJsonAtomic(path.join(o.out, JOB_MANIFEST), job, 2);
       writer.dropChunks();
-      say(`ablate: done, ${N} items × ${passes.length} passes in ${fmtTime((Date.now() - t0) / 1000)} -> ${o.out}`);
+      io.log(`ablate: done, ${N} items × ${passes.length} passes in ${fmtTime((Date.now() - t0) / 1000)} -> ${o.out}`);
       return summary;
     } finally {
       patcher?.close();

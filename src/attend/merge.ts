@@ -16,9 +16,10 @@ import { ITEMS, readAttendResults, writeAttendManifest, writeAttendSummary, type
 import { attendDifferences } from './identity.js';
 import { summarize } from './summary.js';
 import type { AttendItem } from './types.js';
+import { jobIO, type JobIOOptions } from '../util/jobio.js';
 
 /** Merge shard attend folders into `out`; returns the merged manifest. */
-export async function mergeAttend(dirs: string[], out: string, opts: { quiet?: boolean } = {}): Promise<AttendManifest> {
+export async function mergeAttend(dirs: string[], out: string, opts: JobIOOptions = {}): Promise<AttendManifest> {
   if (dirs.length === 0) throw new UsageError('nothing to merge');
   checkOutputPlace(out, 'output folder');
   if (!isFreshFolder(out)) throw new LobesError('output folder exists and is not empty', { file: out, hint: 'give a new folder', code: 'E_EXISTS' });
@@ -33,7 +34,7 @@ export async function mergeAttend(dirs: string[], out: string, opts: { quiet?: b
   const tiled = tileShards(shards.map((s) => ({ ...s, layout: s.m.layout })), total, 'the attend job');
   shards.splice(0, shards.length, ...tiled);
   const merged = await withJobFolder(out, { command: 'lobes attend merge', isJob: () => false, what: 'empty' }, () => writeMerged(shards, out, total));
-  if (!opts.quiet) process.stderr.write(`attend merge: ${shards.length} shards -> ${out}\n`);
+  jobIO(opts).log(`attend merge: ${shards.length} shards -> ${out}`);
   return merged;
 }
 

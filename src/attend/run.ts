@@ -13,7 +13,8 @@ import * as path from 'node:path';
 import { LobesError, UsageError, throwIfAborted } from '../util/errors.js';
 import { writeOutputMarker } from '../util/io.js';
 import { checkOutputDir, checkOutputPlace } from '../util/output.js';
-import { Progress, fmtTime, type ProgressOptions } from '../util/progress.js';
+import { Progress, fmtTime } from '../util/progress.js';
+import { jobIO, type JobIO, type JobIOOptions } from '../util/jobio.js';
 import { LOBES_VERSION } from '../version.js';
 import type { Device } from '../runtime/types.js';
 import { modelIdentity } from '../runtime/modelfiles.js';
@@ -38,7 +39,8 @@ import type { Intervention } from '../runtime/types.js';
 import type { EvalTokenizer } from '../runtime/eval-tokenizer.js';
 import type { Scorer } from '../runtime/scorer.js';
 
-export interface AttendOptions {
+/** Its IO (`io`: log lines, warnings, progress, the signal that cancels it between chunks, the folder left resumable) and the deprecated `quiet`, `log`, `signal`, `progress` (src/util/jobio.ts). */
+export interface AttendOptions extends JobIOOptions {
   /** ONNX model folder. */
   model: string;
   /** Edits of activations in every forward pass (--intervene, src/runtime/intervene.ts): recorded in the settings and the identity. */
@@ -89,12 +91,6 @@ export interface AttendOptions {
   memoryLimit?: (device: Device) => number;
   /** Run a batch plan that exceeds the memory limit anyway. */
   ignorePlan?: boolean;
-  quiet?: boolean;
-  log?: (line: string) => void;
-  /** Cancels the job between chunks: a LobesError with code E_ABORTED, the folder left resumable (the same call again finishes it). */
-  signal?: AbortSignal;
-  /** Where progress goes and how often off a terminal (tests; default stderr, every 10 s). */
-  progress?: Pick<ProgressOptions, 'stream' | 'intervalMs'>;
 }
 
 export const DEFAULT_LAYERS = 'last:20';
@@ -161,12 +157,11 @@ function checkOut(out: string, force: boolean): void {
 /** Run (or resume) `lobes attend`; returns the summary of the finished folder. */
 export async function runAttend(opts: AttendOptions): Promise<AttendSummary> {
   const t0 = Date.now();
-  const log = opts.log ?? ((l: string) => process.stderr.write(l + '\n'));
-  // --quiet drops progress and the start and end lines; warnings (log) always print.
-  const say = (l: string) => void (opts.quiet ? undefined : log(l));
+  // --quiet drops progress and the start and end lines (io.log); warnings (io.warn) always print.
+  const io = jobIO(opts);
   const position: AttendPosition = opts.position ?? (opts.eval || /^socialeval:/.test(opts.data ?? '') ? 'answer' : 'last');
   checkOptions(opts, position);
-  throwIfAborted(opts.signal, 'lobes attend');
+  throwIfAborted(io.signal, 'lobes attend');
   const out = opts.out;
   const force = !!opts.overwrite;
   checkOut(out, force);
@@ -211,17 +206,16 @@ export async function runAttend(opts: AttendOptions): Promise<AttendSummary> {
   // only an edited job has the key, so that every earlier folder keeps its identity
   if (opts.interventions?.length) manifest.identity['--intervene'] = interventionsKey(manifest.facts.settings.interventions);
   // From here on this process is the folder's only writer; its state is read under the lock.
-  return withJobFolder(out, { command: 'lobes attend', isJob: (d) => isAttendDir(d) || (force && isOldAttendDir(d)), what: 'a lobes attend folder', log }, () => attendUnderLock(opts, manifest, input, tok, etok, { say, log, t0 }));
+  return withJobFolder(out, { command: 'lobes attend', isJob: (d) => isAttendDir(d) || (force && isOldAttendDir(d)), what: 'a lobes attend folder', log: io.warn }, () => attendUnderLock(opts, manifest, input, tok, etok, { io, t0 }));
 }
 
 interface Logs {
-  say: (l: string) => void;
-  log: (l: string) => void;
+  io: JobIO;
   t0: number;
 }
 
 /** The job once the folder is claimed: compare with an earlier attempt, compute the missing chunks, finish. */
-async function attendUnderLock(opts: AttendOptions, manifest: AttendManifest, input: PreparedInput, tok: AttendTokenizer, etok: EvalTokenizer | null, { say, log, t0 }: Logs): Promise<AttendSummary> {
+async function attendUnderLock(opts: AttendOptions, manifest: AttendManifest, input: PreparedInput, tok: AttendTokenizer, etok: EvalTokenizer | null, { io, t0 }: Logs): Promise<AttendSummary> {
   const out = opts.out;
   if (opts.overwrite && isOldAttendDir(out)) removeAttendFiles(out);
   const previous = isAttendDir(out) ? readAttendManifest(out) : null;
@@ -233,7 +227,7 @@ async function attendUnderLock(opts: AttendOptions, manifest: AttendManifest, in
     if (diff.length) removeAttendFiles(out);
     else if (previous.complete) {
       const done = readAttendResults(out);
-      say(`attend: ${out} is already complete (${done.items.length} items); nothing to do`);
+      io.log(`attend: ${out} is already complete (${done.items.length} items); nothing to do`);
       return done.summary;
     } else {
       manifest.createdAt = previous.createdAt;
@@ -264,12 +258,12 @@ async function attendUnderLock(opts: AttendOptions, manifest: AttendManifest, in
     if (!etok) {
       const all: number[][] = [];
       for (let c = range.chunkStart; c < range.chunkEnd; c++) all.push(...plan(chunkItems(c)));
-      checkBatchMemory(all, items.map((it) => ({ id: it.id, tokens: it.ids.length })), engine.info.arch, { device, limit: opts.memoryLimit?.(device), force: opts.ignorePlan, say: log, hint: '--batch 1 or --token-budget N makes batches smaller; --max-tokens N keeps the last N tokens of each prompt' });
+      checkBatchMemory(all, items.map((it) => ({ id: it.id, tokens: it.ids.length })), engine.info.arch, { device, limit: opts.memoryLimit?.(device), force: opts.ignorePlan, say: io.warn, hint: '--batch 1 or --token-budget N makes batches smaller; --max-tokens N keeps the last N tokens of each prompt' });
     }
     writeOutputMarker(out, 'attend');
     writeAttendManifest(out, manifest);
     const { writer, dropped } = await RecordChunks.resume(out, ATTEND_RECORDS, chunkUnits);
-    for (const d of dropped) log(`attend: ${d}; computing it again`);
+    for (const d of dropped) io.warn(`attend: ${d}; computing it again`);
     const todo: number[] = [];
     let doneItems = 0;
     for (let c = range.chunkStart; c < range.chunkEnd; c++) {
@@ -277,16 +271,16 @@ async function attendUnderLock(opts: AttendOptions, manifest: AttendManifest, in
       else todo.push(c);
     }
     const here = range.rowEnd - range.rowStart;
-    say(`attend: ${here} items (${input.selection} of ${input.total})${manifest.shard ? `, shard ${manifest.shard.index}/${manifest.shard.count}` : ''}, layers ${fmtLayers(engine.layers)} of ${engine.sites.length} (${site.source}${site.detail ? `: ${site.detail}` : ''}), position ${manifest.facts.settings.position}${etok ? `, after up to ${manifest.facts.settings.cot} tokens of reasoning` : manifest.facts.settings.cot ? `, after the evaluation's reasoning (up to ${manifest.facts.settings.cot} tokens)` : ''}${doneItems ? `, resuming: ${doneItems} done` : ''}`);
+    io.log(`attend: ${here} items (${input.selection} of ${input.total})${manifest.shard ? `, shard ${manifest.shard.index}/${manifest.shard.count}` : ''}, layers ${fmtLayers(engine.layers)} of ${engine.sites.length} (${site.source}${site.detail ? `: ${site.detail}` : ''}), position ${manifest.facts.settings.position}${etok ? `, after up to ${manifest.facts.settings.cot} tokens of reasoning` : manifest.facts.settings.cot ? `, after the evaluation's reasoning (up to ${manifest.facts.settings.cot} tokens)` : ''}${doneItems ? `, resuming: ${doneItems} done` : ''}`);
     // One line at once (0 done, or what a resume found), then one tick per item.
-    const progress = new Progress({ label: 'attend', total: here, unit: 'items', quiet: opts.quiet, ...opts.progress });
+    const progress = new Progress({ label: 'attend', total: here, unit: 'items', io });
     progress.resume(doneItems);
     const rec = { top: manifest.facts.settings.top, cjk: manifest.facts.settings.cjk, perLayer: !!opts.perLayer };
     const tAttempt = Date.now();
     const wallBase = manifest.timings.wallMs;
     for (const c of todo) {
       // Cancelled between chunks: the chunks written so far stay listed, as after a kill.
-      throwIfAborted(opts.signal, 'lobes attend', `before chunk ${c}`);
+      throwIfAborted(io.signal, 'lobes attend', `before chunk ${c}`);
       const idx = chunkItems(c);
       const records = new Map<number, AttendItem>();
       const tc = performance.now();
@@ -300,7 +294,7 @@ async function attendUnderLock(opts: AttendOptions, manifest: AttendManifest, in
         }
       }
       const batches = plan(idx);
-      if (etok) checkBatchMemory(batches, items.map((it) => ({ id: it.id, tokens: it.ids.length })), engine.info.arch, { device, limit: opts.memoryLimit?.(device), force: opts.ignorePlan, say: log, hint: '--batch 1 or --token-budget N makes batches smaller' });
+      if (etok) checkBatchMemory(batches, items.map((it) => ({ id: it.id, tokens: it.ids.length })), engine.info.arch, { device, limit: opts.memoryLimit?.(device), force: opts.ignorePlan, say: io.warn, hint: '--batch 1 or --token-budget N makes batches smaller' });
       for (const b of batches) {
         const tb = padBatch(b.map((i) => items[i]!.ids), tok.padId, 'right');
         const res = await engine.run(tb);
@@ -317,7 +311,7 @@ async function attendUnderLock(opts: AttendOptions, manifest: AttendManifest, in
     }
     progress.finish();
     const summary = finishAttend(out, manifest, writer);
-    say(`attend: done, ${here} items in ${fmtTime((Date.now() - t0) / 1000)} -> ${out}`);
+    io.log(`attend: done, ${here} items in ${fmtTime((Date.now() - t0) / 1000)} -> ${out}`);
     return summary;
   } finally {
     await engine.close();

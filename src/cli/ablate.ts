@@ -7,6 +7,7 @@ import { ABLATE_ALPHA, ABLATE_POWER, ABLATE_RANDOM, type HeadTest, type NullNorm
 import type { WeightsMode } from '../convert/convert.js';
 import { readManifest } from '../store/manifest.js';
 import { interruptSignal } from './interrupt.js';
+import { stderrIO } from '../util/jobio.js';
 
 /** `--shuffled` alone: 5 shuffled-label regions per region (rank p floor 1/6). */
 const SHUFFLED_DEFAULT = 5;
@@ -124,7 +125,6 @@ export async function run(argv: string[]): Promise<number> {
   }
   const { runAblate } = await import('../ablate/run.js');
   const s = await runAblate({
-    signal: interruptSignal('ablate'),
     run: p.positionals[0]!,
     region: v.region,
     minus: v.minus ?? null,
@@ -151,7 +151,7 @@ export async function run(argv: string[]): Promise<number> {
     batch: intOption(v.batch, '--batch', 8, 1),
     bootstrap: intOption(v.bootstrap, '--bootstrap', 2000, 100),
     force: !!v.force,
-    quiet: !!v.quiet || !!v.json,
+    io: stderrIO({ quiet: !!v.quiet || !!v.json, signal: interruptSignal('ablate') }),
     ...(interventions.length ? { interventions } : {}),
   });
   process.stdout.write(v.json ? JSON.stringify(s, null, 1) + '\n' : formatAblate(s) + '\n');

@@ -7,6 +7,7 @@ import type { ItemSelection } from '../attend/inputs.js';
 import { INTERVENE_HELP, INTERVENE_OPTION, interventionsOf } from './intervene.js';
 import { CHAT_TEMPLATE_OPTION, DEVICE_OPTIONS, FORCE_OPTION, HELP, LAYERS_OPTION, LIMIT_OPTIONS, MAX_TOKENS_OPTION, MODEL_OPTIONS, OUTPUT_OPTIONS, chatTemplateOn, deviceOf, limitOf, maxTokensOf, modelArg } from './options.js';
 import { interruptSignal } from './interrupt.js';
+import { stderrIO } from '../util/jobio.js';
 
 const USAGE =
   'lobes attend --model MODEL_DIR|FILE.gguf (--data SPEC | --eval EVAL_DIR [--items wrong|right|all]) --out DIR [--layers LIST|last:N|all] [--position answer|last] [--top N] [--cjk char|segment] [--chat-template [auto|on|off]] [--max-tokens N] [--cot N] [--device cpu|cuda|webgpu] [--device-id N] [--batch N | --token-budget N] [--chunk-units N] [--shard i/n|auto] [--bootstrap B] [--seed N] [--per-layer] [--limit N [--by LABELS]] [--intervene SPEC ...] [--cache DIR] [--force] [--quiet] [--json]\n' +
@@ -82,7 +83,7 @@ async function merge(argv: string[]): Promise<number> {
   const v = p.values;
   if (!v.out) throw new UsageError('--out is required', `usage: ${mergeSpec.usage}`);
   const { mergeAttend } = await import('../attend/merge.js');
-  const m = await mergeAttend(p.positionals, v.out, { quiet: !!v.quiet });
+  const m = await mergeAttend(p.positionals, v.out, { io: stderrIO({ quiet: !!v.quiet }) });
   if (v.json) process.stdout.write(JSON.stringify(m, null, 2) + '\n');
   return 0;
 }
@@ -137,7 +138,6 @@ export async function run(argv: string[]): Promise<number> {
   const model = await modelFolder(modelArgument, { cache: v.cache, quiet: !!v.quiet, ...(cot ? { layout: 'genai' as const } : {}) });
   const { device, deviceId } = deviceOf(v);
   const summary = await runAttend({
-    signal: interruptSignal('attend'),
     model: model.dir,
     modelSource: model.source,
     data: v.data,
@@ -163,7 +163,7 @@ export async function run(argv: string[]): Promise<number> {
     limit,
     by,
     overwrite: !!v.force,
-    quiet: !!v.quiet,
+    io: stderrIO({ quiet: !!v.quiet, signal: interruptSignal('attend') }),
     ...(interventions.length ? { interventions } : {}),
   });
   if (v.json) process.stdout.write(JSON.stringify(summary, null, 2) + '\n');

@@ -9,6 +9,7 @@ import { verdictTable, verdictTableLines } from '../report/verdict.js';
 import type { TsneMethod } from '../tsne/index.js';
 import { OUTPUT_OPTIONS, QUIET_TEXT, helpLine } from './options.js';
 import { interruptSignal } from './interrupt.js';
+import { stderrIO } from '../util/jobio.js';
 
 const USAGE =
   'lobes cluster RUN|MATRIX_FILE [--labels FILE] [--point HOOK] [--by LABEL] [--seed N] [--perplexity P] [--out DIR] [--pca K] [--probe-pca 50] [--theta 0.5] [--tsne-method auto|bh|fft] [--learning-rate auto|per-phase|LR] [--neighbours auto|exact|approximate] [--iterations 1000] [--bootstrap B] [--permutations R] [--probe-permutations R] [--probe-repeats 5] [--probe-c C|nested] [--class-weight balanced|none] [--sweep] [--sweep-permutations R] [--no-baselines] [--no-length-control] [--group AXIS|none] [--model DIR] [--json]';
@@ -152,8 +153,7 @@ export async function run(argv: string[]): Promise<number> {
     output: { dir: v.out },
     execution: {
       threads: v.threads === undefined ? undefined : intOption(v.threads, '--threads', 1, 1, 256),
-      quiet: !!v.quiet || !!v.json,
-      signal: interruptSignal('cluster'),
+      io: stderrIO({ quiet: !!v.quiet || !!v.json, signal: interruptSignal('cluster') }),
     },
   });
   if (v.json) {

@@ -15,6 +15,7 @@ import { intOption } from './args.js';
 import { controlSourceFolder, modelFolder } from './convert.js';
 import type { ResolvedModel } from '../convert/cache.js';
 import type { ControlInfo } from '../store/types.js';
+import { stderrIO } from '../util/jobio.js';
 
 export interface ControlFlags {
   control?: string;
@@ -46,7 +47,7 @@ export async function controlModel(modelArgument: string, resolved: ResolvedMode
   let from = await controlSourceFolder(modelArgument, resolved, { cache: opts.cache, quiet: opts.quiet, command: opts.command });
   if (gguf && opts.layout === 'genai' && from === resolved.dir) from = (await modelFolder(modelArgument, { cache: opts.cache, quiet: opts.quiet, layout: 'explicit' })).dir;
   const { arch } = analyseModel(from).info;
-  const drawn = await randomControlModel(from, arch, { seed: opts.seed, quiet: opts.quiet, ...(opts.cache ? { cacheDir: opts.cache } : {}) });
+  const drawn = await randomControlModel(from, arch, { seed: opts.seed, io: stderrIO({ quiet: opts.quiet }), ...(opts.cache ? { cacheDir: opts.cache } : {}) });
   if (!gguf || opts.layout !== 'genai') {
     say(`random-weights control of ${from} (seed ${drawn.info.seed}) at ${drawn.dir}`);
     return drawn;
@@ -66,7 +67,7 @@ export async function controlModel(modelArgument: string, resolved: ResolvedMode
     }
   }
   const dtype = resolved.source!.options?.dtype === 'fp16' ? 'fp16' : 'fp32';
-  const c = await genaiControlModel(drawn, spec, { dtype, quiet: opts.quiet });
+  const c = await genaiControlModel(drawn, spec, { dtype, io: stderrIO({ quiet: opts.quiet }) });
   say(`random-weights control of ${from} (seed ${c.info.seed}), drawn at ${drawn.dir}, in the genai layout at ${c.dir}`);
   return c;
 }

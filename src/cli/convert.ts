@@ -5,6 +5,7 @@ import { UsageError } from '../util/errors.js';
 import { Progress, fmtTime } from '../util/progress.js';
 import type { ConvertResult, WeightsMode } from '../convert/convert.js';
 import { readJsonFile } from '../store/json.js';
+import { stderrIO } from '../util/jobio.js';
 
 const spec = {
   usage: 'lobes convert --model MODEL.gguf|CHECKPOINT_DIR --out DIR [--dtype fp32|fp16] [--weights auto|q4|fp16|fp32|bf16] [--layout explicit|genai] [--force] [--quiet] [--json]',
@@ -74,7 +75,7 @@ export function convertProgress(quiet: boolean, stream?: NodeJS.WriteStream): { 
   let bar: Progress | null = null;
   return {
     onProgress: (done, total) => {
-      bar ??= new Progress({ label: 'convert', total: Math.round(total / 1e6), unit: 'MB', quiet, ...(stream ? { stream } : {}) });
+      bar ??= new Progress({ label: 'convert', total: Math.round(total / 1e6), unit: 'MB', io: stderrIO({ quiet, ...(stream ? { stream } : {}) }) });
       bar.setTotal(Math.round(total / 1e6));
       bar.set(Math.round(Math.min(done, total) / 1e6));
     },
@@ -116,16 +117,14 @@ export async function modelFolder(model: string, opts: { cache?: string; quiet?:
     cache: opts.cache,
     onHash: (done, total) => {
       if (total < 256e6) return;
-      hashing ??= new Progress({ label: 'sha256 of the GGUF (once)', total: Math.round(total / 1e6), unit: 'MB', quiet: opts.quiet });
+      hashing ??= new Progress({ label: 'sha256 of the GGUF (once)', total: Math.round(total / 1e6), unit: 'MB', io: stderrIO({ quiet: opts.quiet }) });
       hashing.set(Math.round(done / 1e6));
       if (done >= total) hashing.finish();
     },
     ...(opts.layout ? { layout: opts.layout } : {}),
     ...(opts.weights ? { weights: opts.weights } : {}),
     ...(opts.dtype ? { dtype: opts.dtype } : {}),
-    log: (l) => {
-      if (!opts.quiet) process.stderr.write(l + '\n');
-    },
+    io: stderrIO({ quiet: opts.quiet }),
     onProgress: progress.onProgress,
   });
   progress.finish();

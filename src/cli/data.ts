@@ -8,6 +8,7 @@ import { loadDataset } from '../data/index.js';
 import { summarize, formatSummary, reasonKey, type TokenLengths } from '../data/inspect.js';
 import type { Dataset } from '../data/types.js';
 import { OUTPUT_OPTIONS, QUIET_OPTION } from './options.js';
+import { stderrIO } from '../util/jobio.js';
 
 const inspectSpec = {
   usage: 'lobes data inspect SPEC [--json] [--verbose] [--tokenizer MODEL_DIR] [--skip-invalid] [--quiet]',
@@ -74,7 +75,7 @@ async function tokenLengths(ds: Dataset, modelDir: string, quiet: boolean): Prom
   const { loadTokenizer } = await import('../runtime/tokenize.js');
   const tok = await loadTokenizer(modelDir, { maxTokens: null, chatTemplate: false });
   const lengths = new Int32Array(ds.samples.length);
-  const progress = new Progress({ label: 'tokenize', total: ds.samples.length, unit: 'samples', quiet });
+  const progress = new Progress({ label: 'tokenize', total: ds.samples.length, unit: 'samples', io: stderrIO({ quiet }) });
   ds.samples.forEach((s, i) => {
     const t = tok.encode(s.text);
     lengths[i] = typeof t.fullLength === 'number' ? t.fullLength : t.ids.length;

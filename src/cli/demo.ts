@@ -4,6 +4,7 @@ import { parseCommand, intOption } from './args.js';
 import { LobesError } from '../util/errors.js';
 import { BUILTIN_MODEL_DIR } from '../report/load.js';
 import { MODEL_OPTIONS, OUTPUT_OPTIONS, QUIET_TEXT, helpLine } from './options.js';
+import { stderrIO } from '../util/jobio.js';
 
 const SPEC = {
   usage: 'lobes demo [--model FILE.gguf|MODEL_DIR] [--cache DIR] [--out DIR] [--seed N] [--permutations N] [--quiet] [--json]',
@@ -73,14 +74,14 @@ export async function run(argv: string[]): Promise<number> {
 
   if (builtin) say(`the built-in model has random weights: these figures show the pipeline working, not a finding`);
   say(`1/4 extract: builtin:social through ${model.source ? model.source.path : model.dir} -> ${runDir}`);
-  await runExtract({ model: model.dir, modelSource: model.source, data: 'builtin:social', out: runDir, capture: ['final', 'mlp'], dtype: 'fp32', quiet });
+  await runExtract({ model: model.dir, modelSource: model.source, data: 'builtin:social', out: runDir, capture: ['final', 'mlp'], dtype: 'fp32', io: stderrIO({ quiet }) });
   // Blocks as wanda chooses them by default: the paper's 256 x 256 where every projection then has
   // enough blocks for regions to be read, else the largest power of two below it that does.
   say('2/4 wanda: importance, regions and set differences by aspect');
-  const w = await runWanda(runDir, { by: 'aspect', seed, permutations, quiet });
+  const w = await runWanda(runDir, { by: 'aspect', seed, permutations, io: stderrIO({ quiet }) });
   say(`    blocks ${w.settings.block.join(' x ')}${w.settings.block[0] === 256 ? " (the paper's)" : " (the paper's 256 x 256 would be too coarse for this model)"}`);
   say('3/4 cluster: t-SNE of final.hidden and separation metrics');
-  await runCluster(runDir, { seed, input: { by: 'aspect' }, metrics: { permutations }, execution: { quiet } });
+  await runCluster(runDir, { seed, input: { by: 'aspect' }, metrics: { permutations }, execution: { io: stderrIO({ quiet }) } });
   say('4/4 report');
   const report = await writeReport(runDir, path.join(out, 'report.html'));
   if (v.json) process.stdout.write(JSON.stringify({ run: runDir, report }) + '\n');

@@ -9,6 +9,7 @@ import { formatSummary } from '../eval/format.js';
 import { controlModel, controlSeedOf } from './control.js';
 import { CHAT_TEMPLATE_OPTION, DEVICE_OPTIONS, HELP, LIMIT_OPTIONS, MODEL_OPTIONS, OUTPUT_OPTIONS, deviceOf, limitOf, modelArg } from './options.js';
 import { interruptSignal } from './interrupt.js';
+import { stderrIO } from '../util/jobio.js';
 
 const spec = {
   usage:
@@ -157,7 +158,7 @@ async function merge(argv: string[]): Promise<number> {
   const v = p.values;
   if (!v.out) throw new UsageError('--out is required', `usage: ${mergeSpec.usage}`);
   const { mergeEvals } = await import('../eval/merge.js');
-  const m = await mergeEvals(p.positionals, v.out, { quiet: !!v.quiet });
+  const m = await mergeEvals(p.positionals, v.out, { io: stderrIO({ quiet: !!v.quiet }) });
   if (v.json) process.stdout.write(JSON.stringify(m, null, 2) + '\n');
   return 0;
 }
@@ -200,7 +201,6 @@ export async function run(argv: string[]): Promise<number> {
   const control = controlSeed === null ? null : await controlModel(modelArgument, model, { seed: controlSeed, cache: v.cache, quiet: !!v.quiet, layout, command: 'eval' });
   const { device, deviceId } = deviceOf(v);
   const m = await runEval({
-    signal: interruptSignal('eval'),
     model: control?.dir ?? model.dir,
     modelSource: model.source,
     control: control?.info ?? null,
@@ -231,7 +231,7 @@ export async function run(argv: string[]): Promise<number> {
     targetDelimiter: v['target-delimiter'] ?? null,
     mutualInfo: !!v['mutual-info'],
     ...(interventions.length ? { interventions } : {}),
-    quiet: !!v.quiet,
+    io: stderrIO({ quiet: !!v.quiet, signal: interruptSignal('eval') }),
   });
   const r = readEvalResults(expandOut(v.out, shard));
   if (v.json) process.stdout.write(JSON.stringify(r.summary as EvalSummary, null, 2) + '\n');

@@ -11,6 +11,7 @@ import { controlModel, controlSeedOf } from './control.js';
 import type { ControlInfo } from '../store/types.js';
 import { CHAT_TEMPLATE_OPTION, DEVICE_OPTIONS, HELP, LAYERS_OPTION, LIMIT_OPTIONS, MAX_TOKENS_OPTION, MODEL_OPTIONS, OUTPUT_OPTIONS, deviceOf, limitOf, maxTokensOf, modelArg, chatTemplateOn } from './options.js';
 import { interruptSignal } from './interrupt.js';
+import { stderrIO } from '../util/jobio.js';
 
 const spec = {
   usage: 'lobes extract --model MODEL_DIR|FILE.gguf --data SPEC --out RUN [--capture final,mlp,resid,mean] [--layers L] [--limit N [--by LABELS] [--seed N]] [--device cpu|cuda|webgpu] [--device-id N] [--batch N | --token-budget N] [--max-tokens N] [--dtype fp16|fp32] [--shard i/n|auto|auto/N] [--chunk-rows N] [--chat-template [auto|on|off]] [--control random [--control-seed N]] [--intervene SPEC ...] [--cache DIR] [--ignore-plan] [--repair] [--strict] [--quiet] [--json]',
@@ -112,7 +113,6 @@ export async function run(argv: string[]): Promise<number> {
   }
   const { device, deviceId } = deviceOf(v);
   const manifest = await runExtract({
-    signal: interruptSignal('extract'),
     model: dir,
     modelSource: model.source,
     control,
@@ -130,7 +130,7 @@ export async function run(argv: string[]): Promise<number> {
     chatTemplate: await chatTemplateOn(v['chat-template'] ?? 'off', dir),
     shard,
     chunkRows: intOption(v['chunk-rows'], '--chunk-rows', DEFAULT_CHUNK_ROWS, 1),
-    quiet: !!v.quiet,
+    io: stderrIO({ quiet: !!v.quiet, signal: interruptSignal('extract') }),
     force: !!v['ignore-plan'],
     repair: !!v.repair,
     strict: !!v.strict,

@@ -2,6 +2,7 @@ import { parseCommand } from './args.js';
 import { UsageError } from '../util/errors.js';
 import { mergeRuns } from '../store/merge.js';
 import { OUTPUT_OPTIONS } from './options.js';
+import { stderrIO } from '../util/jobio.js';
 
 const spec = {
   usage: 'lobes merge SHARD_RUN... --out RUN [--quiet] [--json]',
@@ -27,7 +28,7 @@ export async function run(argv: string[]): Promise<number> {
   const p = parseCommand(argv, spec);
   if (!p) return 0;
   if (!p.values.out) throw new UsageError('--out is required', `usage: ${spec.usage}`);
-  const m = await mergeRuns(p.positionals, p.values.out, { quiet: !!p.values.quiet });
+  const m = await mergeRuns(p.positionals, p.values.out, { io: stderrIO({ quiet: !!p.values.quiet }) });
   if (p.values.json) process.stdout.write(JSON.stringify(m, null, 2) + '\n');
   return 0;
 }

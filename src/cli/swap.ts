@@ -4,6 +4,7 @@ import { DEFAULT_PROBE_REPEATS } from '../cluster/probecv.js';
 import { UsageError } from '../util/errors.js';
 import { OUTPUT_OPTIONS } from './options.js';
 import { interruptSignal } from './interrupt.js';
+import { stderrIO } from '../util/jobio.js';
 
 const USAGE =
   'lobes swap RUN [--points HOOK,...] [--seed N] [--bootstrap B] [--permutations R] [--conditional-permutations R] [--control CONTROL_RUN] [--probe-repeats 5] [--probe-c C|nested] [--probe-pca 50] [--class-weight balanced] [--words token-counts|token-embedding-mean] [--group none] [--model DIR] [--threads N] [--out DIR] [--json] [--quiet]';
@@ -75,7 +76,6 @@ export async function run(argv: string[]): Promise<number> {
   if (cw !== undefined && cw !== 'balanced') throw new UsageError(`--class-weight ${cw}: the only class weighting is 'balanced'`);
   if (v.group !== undefined && v.group !== 'none') throw new UsageError(`--group ${v.group}: swap reads the run's item_group axis; the only choice is --group none`);
   const { result, outDir } = await runSwap(parsed.positionals[0], {
-    signal: interruptSignal('swap'),
     points: v.points?.split(',').map((s: string) => s.trim()).filter(Boolean),
     seed: intOption(v.seed, '--seed', 0, 0, 2 ** 32 - 1),
     bootstrap: intOption(v.bootstrap, '--bootstrap', 1000, 0),
@@ -91,7 +91,7 @@ export async function run(argv: string[]): Promise<number> {
     model: v.model,
     threads: v.threads === undefined ? undefined : intOption(v.threads, '--threads', 1, 1, 256),
     out: v.out,
-    quiet: !!v.quiet || !!v.json,
+    io: stderrIO({ quiet: !!v.quiet || !!v.json, signal: interruptSignal('swap') }),
   });
   if (v.json) process.stdout.write(JSON.stringify(result, null, 1) + '\n');
   else process.stdout.write([...summaryLines(result), ...(outDir ? [`wrote ${outDir}`] : [])].join('\n') + '\n');

@@ -5,6 +5,7 @@ import type { TopSpec } from '../wanda/regions.js';
 import { verdictTable, verdictTableLines } from '../report/verdict.js';
 import { OUTPUT_OPTIONS, QUIET_TEXT, helpLine } from './options.js';
 import { interruptSignal } from './interrupt.js';
+import { stderrIO } from '../util/jobio.js';
 
 const USAGE =
   'lobes wanda RUN [--model DIR|FILE.gguf] [--by LABEL] [--block 256|auto] [--top FRACTION] [--top-count N] [--scope matrix|layer|global] [--permutations R] [--seed N] [--group AXIS|none] [--resolution block|weight] [--sweep all|BLOCKS/TOPS] [--threads N] [--json] [--quiet]';
@@ -107,7 +108,6 @@ export async function run(argv: string[]): Promise<number> {
       : { kind: 'fraction', value: numOption(v.top, '--top', 0.1, 0, 1), scope };
   const resolution = v.resolution ?? 'block';
   const res = await runWanda(p.positionals[0], {
-    signal: interruptSignal('wanda'),
     weights: v['weights-from'] ?? v.model,
     by: v.by,
     group: v.group === 'none' ? null : v.group,
@@ -119,7 +119,7 @@ export async function run(argv: string[]): Promise<number> {
     resolution,
     sweep: parseSweep(v.sweep),
     threads: v.threads !== undefined ? intOption(v.threads, '--threads', 1, 1) : undefined,
-    quiet: !!v.quiet || !!v.json,
+    io: stderrIO({ quiet: !!v.quiet || !!v.json, signal: interruptSignal('wanda') }),
   });
   if (v.json) {
     process.stdout.write(JSON.stringify({ dir: res.dir, settings: res.settings, metrics: res.metrics }, null, 1) + '\n');

@@ -10,6 +10,7 @@
  */
 import { LobesError } from '../util/errors.js';
 import { Progress } from '../util/progress.js';
+import { silentIO, type JobIO } from '../util/jobio.js';
 import { compareHooks, parseHook } from '../hooks.js';
 import type { HookInfo, RunReader } from '../store/types.js';
 import type { Chance, ClassifierMetrics, ClusterItems, ClusterSettings, ClusterMetrics, ProbeComparison, SpaceMetrics, SweepPoint } from './types.js';
@@ -63,7 +64,8 @@ export interface MeasureContext {
   seed: number;
   pool: ClusterPool | null;
   runPca: RunPca;
-  quiet: boolean;
+  /** Where its progress goes. */
+  io: JobIO;
   say: (m: string) => void;
   /** Record the time since the previous lap under `name`. */
   lap: (name: string) => void;
@@ -117,7 +119,7 @@ export async function probeNull(ctx: MeasureContext, cv: RepeatedCv, m: number, 
   if (R <= 0) return new Float64Array(0);
   const perms = probePermutationLabels(sub, R, ctx.seed, probe.groups);
   const C = ctx.coded.classes.length;
-  const prog = new Progress({ label, total: R, unit: 'permutations', quiet: ctx.quiet });
+  const prog = new Progress({ label, total: R, unit: 'permutations', io: ctx.io });
   const opts = nullOptions({ ...probe, seed: ctx.seed }, cv);
   const out = ctx.pool ? await ctx.pool.probeScores(cv.prepared, m, perms, C, opts, ctx.seed, () => prog.tick(1)) : probeNullScores(cv.prepared, m, perms, C, opts, ctx.seed, () => prog.tick(1));
   prog.finish();
@@ -134,7 +136,7 @@ async function gramMatrix(ctx: MeasureContext, X: Float64Array | Float32Array, n
 
 /** The repeated CV of the probe on feature blocks of the metric sample, with a progress bar over repeats. */
 export async function probeCv(ctx: MeasureContext, blocks: Block[], sample: MetricSample, label: string, opts: ProbeOptions = probeOptions(sample, ctx.seed)): Promise<RepeatedCv> {
-  const prog = new Progress({ label, total: Math.max(1, opts.repeats ?? 1), unit: 'repeats', quiet: ctx.quiet });
+  const prog = new Progress({ label, total: Math.max(1, opts.repeats ?? 1), unit: 'repeats', io: ctx.io });
   const C = ctx.coded.classes.length;
   const tick = () => prog.tick(1);
   // a dense block wider than the sample (a layer of an 8B run): its in-fold PCA from its Gram matrix
@@ -239,8 +241,8 @@ export async function layerSweep(ctx: MeasureContext, run: RunReader | undefined
   const comparisons: ProbeComparison[] = [];
   let prev: { name: string; cv: RepeatedCv } | null = null;
   const items: NonNullable<ClusterItems['sweep']> = [];
-  const prog = new Progress({ label: 'cluster sweep', total: layers.length, unit: 'layers', quiet: ctx.quiet });
-  const quiet: MeasureContext = { ...ctx, quiet: true, say: () => {} };
+  const prog = new Progress({ label: 'cluster sweep', total: layers.length, unit: 'layers', io: ctx.io });
+  const quiet: MeasureContext = { ...ctx, io: silentIO(), say: () => {} };
   for (const h of layers) {
     const L = await run.read(h.name, rows);
     for (let t = 0; t < L.length; t++) if (!Number.isFinite(L[t])) throw new LobesError(`non-finite value at row ${rows[Math.floor(t / h.dim)]}`, { file: source, where: h.name });

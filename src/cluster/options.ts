@@ -20,6 +20,7 @@
  * naming each flat key's new place (as src/tsne/options.ts refuses TsneOptions's).
  */
 import { UsageError } from '../util/errors.js';
+import type { JobIO } from '../util/jobio.js';
 import type { TsneMethod } from '../tsne/index.js';
 
 /** What is analysed. */
@@ -120,6 +121,8 @@ export interface ClusterExecutionOptions {
   quiet?: boolean;
   /** Cancels between stages (PCA, t-SNE, baselines, controls, sweep): a LobesError with code E_ABORTED; nothing is written. */
   signal?: AbortSignal;
+  /** Where the run reports: log lines, warnings, progress events and the cancelling signal (src/util/jobio.ts; default stderr). `quiet` and `signal` above are its older spellings. */
+  io?: Partial<JobIO>;
 }
 
 /** runCluster's options: see the groups above. */
@@ -170,6 +173,7 @@ export interface StageOptions {
   threads?: number;
   quiet?: boolean;
   signal?: AbortSignal;
+  io?: Partial<JobIO>;
 }
 
 /** Each group's keys and the flat key each one was (the refusal's message and flatOptions). */
@@ -180,7 +184,7 @@ const GROUPS = {
   metrics: { points: 'maxMetricPoints', knnK: 'knnK', bootstrap: 'bootstrap', permutations: 'permutations', probePermutations: 'probePermutations', sweepPermutations: 'sweepPermutations' },
   baselines: { tokens: 'baselines', lengthControl: 'lengthControl', model: 'model' },
   output: { dir: 'out', noWrite: 'noWrite' },
-  execution: { threads: 'threads', quiet: 'quiet', signal: 'signal' },
+  execution: { threads: 'threads', quiet: 'quiet', signal: 'signal', io: 'io' },
 } as const satisfies { [G in keyof ClusterOptions]?: Record<keyof NonNullable<ClusterOptions[G]>, keyof StageOptions> };
 
 type Group = keyof typeof GROUPS;

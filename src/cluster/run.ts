@@ -24,6 +24,7 @@ import * as path from 'node:path';
 import { csvField } from '../util/csv.js';
 import { LobesError, UsageError, throwIfAborted } from '../util/errors.js';
 import { Progress } from '../util/progress.js';
+import { jobIO, type JobIO } from '../util/jobio.js';
 import { checkRegularFile, writeDirAtomic } from '../util/io.js';
 import { checkOutputDir } from '../util/output.js';
 import { analysisProvenance } from '../store/provenance.js';
@@ -260,13 +261,15 @@ interface Stage {
   pool: ClusterPool | null;
   runPca: RunPca;
   laps: Laps;
+  io: JobIO;
+  /** A log line of the command (`cluster: ` before it). */
   say: (m: string) => void;
 }
 
 /** What the measuring stages (measure.ts) need from a stage. */
 function context(st: Stage): MeasureContext {
-  const { inp, coded, seed, pool, runPca, say, laps, opts } = st;
-  return { X: inp.X, n: inp.n, d: inp.d, coded, seed, pool, runPca, quiet: !!opts.quiet, say, lap: (name) => laps.lap(name) };
+  const { inp, coded, seed, pool, runPca, say, laps, io } = st;
+  return { X: inp.X, n: inp.n, d: inp.d, coded, seed, pool, runPca, io, say, lap: (name) => laps.lap(name) };
 }
 
 /**
@@ -279,9 +282,8 @@ function context(st: Stage): MeasureContext {
 export async function runCluster(input: RunReader | string, options: ClusterOptions = {}): Promise<ClusterResult> {
   const opts = flatOptions(options);
   const laps = new Laps();
-  const say = (m: string) => {
-    if (!opts.quiet) process.stderr.write(`cluster: ${m}\n`);
-  };
+  const io = jobIO(opts);
+  const say = (m: string) => io.log(`cluster: ${m}`);
   const seed = opts.seed ?? 0;
   const perplexity = opts.perplexity ?? 30;
   // A perplexity is 2 to the entropy of a distribution: at least 1.
@@ -295,10 +297,10 @@ export async function runCluster(input: RunReader | string, options: ClusterOpti
   checkPerplexity(perplexity, inp.n);
   // the output folder is checked before the long stages too (writeOutputs checks it again)
   if (!opts.noWrite) checkOutputDir(inp.outDir, 'cluster');
-  // a stage ends: its time taken, and the job cancelled here when opts.signal asks (nothing is written before the end)
+  // a stage ends: its time taken, and the job cancelled here when io.signal asks (nothing is written before the end)
   const stage = (name: string) => {
     laps.lap(name);
-    throwIfAborted(opts.signal, 'lobes cluster', `after its ${name} stage`);
+    throwIfAborted(io.signal, 'lobes cluster', `after its ${name} stage`);
   };
   stage('load');
   const coded = encodeLabels(inp.labels);
@@ -306,7 +308,7 @@ export async function runCluster(input: RunReader | string, options: ClusterOpti
   const threads = opts.threads ?? (await defaultThreads());
   const pool = threads > 1 && inp.n >= 2000 ? await ClusterPool.start(threads - 1) : null;
   const runPca: RunPca = (M, rows, dim, k, po) => (pool && dim > 256 ? pcaParallel(M, rows, dim, k, po, pool) : pca(M, rows, dim, k, po));
-  const st: Stage = { opts, inp, coded, seed, pool, runPca, laps, say };
+  const st: Stage = { opts, inp, coded, seed, pool, runPca, laps, io, say };
   if (inp.leftOut) say(`left out ${inp.leftOut.count} of ${inp.leftOut.of} items without a value on ${inp.labelsWhere} (${Object.entries(inp.leftOut.values).map(([v, c]) => `${v}: ${c}`).join(', ')}); the analysis compares the other ${inp.n}`);
   try {
     const features = await reduce(st);
@@ -357,13 +359,13 @@ export async function runCluster(input: RunReader | string, options: ClusterOpti
       say(`warning: ${n}`);
     }
     const result = clusterResult(st, perplexity, features, emb, sample, sep.spaces, extra);
-    throwIfAborted(opts.signal, 'lobes cluster', 'before writing its outputs');
+    throwIfAborted(io.signal, 'lobes cluster', 'before writing its outputs');
     if (!opts.noWrite) {
       result.outDir = inp.outDir;
       const inputs = inp.run ? [...runInputs(inp.run), ...baselineModelInput(inp.run, baselineDir)] : matrixInputs(inp, opts);
       const replaced = describeReplaced(result.outDir, result.settings);
       // said even with --quiet: a replaced analysis is never silent
-      if (replaced) process.stderr.write(`cluster: replacing ${result.outDir} (${replaced})\n`);
+      if (replaced) io.warn(`cluster: replacing ${result.outDir} (${replaced})`);
       await writeOutputs(result.outDir, result.settings, result.coords, result.metrics, items, inputs);
       say(`wrote ${result.outDir}`);
     }
@@ -416,13 +418,13 @@ async function embed(st: Stage, f: Features, perplexity: number, threads: number
   const { opts, seed, pool } = st;
   // the exact neighbour search is O(N²·d): a progress bar when it may take more than a few seconds
   const n = st.inp.n;
-  const nbProg = n * n * f.fd > 2e10 ? new Progress({ label: 'cluster neighbours', total: n, unit: 'rows', quiet: opts.quiet }) : null;
+  const nbProg = n * n * f.fd > 2e10 ? new Progress({ label: 'cluster neighbours', total: n, unit: 'rows', io: st.io }) : null;
   const onNeighbours = nbProg ? (done: number) => nbProg.set(done) : undefined;
   const tsne = await Tsne.create(f.feats, n, f.fd, { affinity: { perplexity, neighbours: opts.neighbours }, optimizer: { seed, theta: opts.theta, method: opts.tsneMethod, learningRate: opts.learningRate, iterations: opts.iterations, earlyExaggeration: opts.earlyExaggeration }, execution: { threads, pool: pool ?? undefined, onNeighbours } }, (s) => st.say(s));
   nbProg?.finish();
   try {
     tsne.init();
-    const prog = new Progress({ label: 'cluster t-SNE', total: tsne.opts.iterations, unit: 'iterations', quiet: opts.quiet });
+    const prog = new Progress({ label: 'cluster t-SNE', total: tsne.opts.iterations, unit: 'iterations', io: st.io });
     await tsne.run(() => prog.tick(1));
     prog.finish();
     return { Y: tsne.embedding, kl: tsne.klDivergence(), opts: tsne.opts, neighbourRecall: tsne.neighbourRecall, fftIterations: tsne.fftIterations };
@@ -444,7 +446,7 @@ function metricSample(st: Stage): MetricSample {
   const probe = probeSettings(opts.folds, opts.probeRepeats, opts.probeC, opts.classWeight);
   // grouped folds need a group per fold: fewer groups (a handful of SocialEval trees) leave the sample ungrouped, said
   if (groups && gIndex.size < probe.folds) {
-    process.stderr.write(`cluster: not grouped: the ${gIndex.size} group${gIndex.size === 1 ? '' : 's'} of "${st.inp.groupAxis}" are fewer than the probe's ${probe.folds} folds\n`);
+    st.io.warn(`cluster: not grouped: the ${gIndex.size} group${gIndex.size === 1 ? '' : 's'} of "${st.inp.groupAxis}" are fewer than the probe's ${probe.folds} folds`);
     groups = undefined;
   }
   const sizing = permutationSizing(opts, !!st.inp.run, st.inp.run && opts.sweep ? residHooks(st.inp.run, sweepPool(opts, st.inp)).length : 0);

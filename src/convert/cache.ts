@@ -44,15 +44,15 @@ import { isHfCheckpoint, openHfCheckpoint } from './hf-checkpoint.js';
 const CACHE_FOLDER = { what: 'cache folder', hint: 'pass --cache DIR, or set LOBES_CACHE' };
 import { modelFilesDigest } from '../store/lineage.js';
 import { readJsonFile, writeJsonAtomic } from '../store/json.js';
+import { jobIO, type JobIOOptions } from '../util/jobio.js';
 
 /** Where a run's model came from when it was given as a GGUF (recorded in the run manifest as model.source). */
 export type ModelSource = ModelSourceRecord;
 
-export interface ResolveModelOptions extends Pick<ConvertOptions, 'dtype' | 'weights' | 'layout'> {
+/** Its IO (`io.log`: the waiting and converting messages, default stderr lines) and the deprecated `log`, `quiet` (src/util/jobio.ts). */
+export interface ResolveModelOptions extends Pick<ConvertOptions, 'dtype' | 'weights' | 'layout'>, JobIOOptions {
   /** Folder of converted models (default: see `defaultCacheDir`). */
   cache?: string;
-  /** Progress and waiting messages (default: stderr lines). */
-  log?: (line: string) => void;
   /** Conversion progress (bytes written, total). */
   onProgress?: ConvertOptions['onProgress'];
   /** Progress of hashing the GGUF the first time it is seen (bytes read, total). */
@@ -178,7 +178,7 @@ export async function resolveModel(p: string, opts: ResolveModelOptions = {}): P
   // A path named .gguf that is not a folder goes on to the GGUF reader, whose error says what is
   // wrong (not a GGUF, a FIFO, a device).
   if (!isGgufFile(p) && !(/\.gguf$/i.test(p) && existsSync(p) && !statSync(p).isDirectory())) return { dir: p, source: null, converted: null };
-  const log = opts.log ?? ((l: string) => process.stderr.write(l + '\n'));
+  const log = jobIO(opts).log;
   const o = resolveConvertOptions(opts);
   // Everything the conversion can check without reading the weights is checked before the
   // cache is touched (header, architecture, hyperparameters, tensor names, shapes and types).
@@ -267,7 +267,7 @@ export function checkpointEntryName(id: HfIdentity, opts: { dtype: string; weigh
  * storage, recorded with the files themselves in model.source.
  */
 export async function resolveCheckpoint(p: string, opts: ResolveModelOptions = {}): Promise<ResolvedModel> {
-  const log = opts.log ?? ((l: string) => process.stderr.write(l + '\n'));
+  const log = jobIO(opts).log;
   const o = resolveConvertOptions(opts);
   const ck = openHfCheckpoint(p);
   const id = hfIdentity(ck);

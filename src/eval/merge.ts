@@ -13,9 +13,10 @@ import { evalDifferences } from './run.js';
 import type { EvalManifest } from './manifest.js';
 import { summarize } from './summary.js';
 import type { EpisodeRecord, EvalRecord } from './types.js';
+import { jobIO, type JobIOOptions } from '../util/jobio.js';
 
 /** Merge shard evaluation folders into `out`; returns the merged manifest. */
-export async function mergeEvals(dirs: string[], out: string, opts: { quiet?: boolean } = {}): Promise<EvalManifest> {
+export async function mergeEvals(dirs: string[], out: string, opts: JobIOOptions = {}): Promise<EvalManifest> {
   if (dirs.length === 0) throw new UsageError('nothing to merge');
   if (!isFreshFolder(out)) throw new LobesError('output folder exists and is not empty', { file: out, hint: 'give a new folder', code: 'E_EXISTS' });
   const shards = dirs.map((d) => {
@@ -33,7 +34,7 @@ export async function mergeEvals(dirs: string[], out: string, opts: { quiet?: bo
   const tiled = tileShards(shards.map((s) => ({ ...s, layout: s.m.layout })), total, 'the evaluation');
   shards.splice(0, shards.length, ...tiled);
   const merged = await withJobFolder(out, { command: 'lobes eval merge', isJob: () => false, what: 'empty' }, () => writeMerged(shards, out, total));
-  if (!opts.quiet) process.stderr.write(`eval merge: ${shards.length} shards -> ${out}\n`);
+  jobIO(opts).log(`eval merge: ${shards.length} shards -> ${out}`);
   return merged;
 }
 

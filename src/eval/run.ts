@@ -9,7 +9,8 @@
  * whichever shard evaluates it.
  */
 import { LobesError, UsageError, throwIfAborted } from '../util/errors.js';
-import { Progress, fmtTime, type ProgressOptions } from '../util/progress.js';
+import { Progress, fmtTime } from '../util/progress.js';
+import { jobIO, type JobIO, type JobIOOptions } from '../util/jobio.js';
 import { LOBES_VERSION } from '../version.js';
 import { chunkCount, shardRange, type ShardRange, type ShardSpec } from '../store/layout.js';
 import { withJobFolder, isFreshFolder } from '../store/job.js';
@@ -30,7 +31,8 @@ import { LONG_PROMPT_TOKEN_BUDGET } from '../runtime/batching.js';
 import type { EvalTokenizer, EvalTokenizerOptions } from '../runtime/eval-tokenizer.js';
 import type { LoglikEngine, LoglikOptions } from '../runtime/loglik.js';
 
-export interface EvalOptions {
+/** Its IO (`io`: log lines, progress, the signal that cancels it between chunks, the folder left resumable) and the deprecated `quiet`, `log`, `signal`, `progress` (src/util/jobio.ts). */
+export interface EvalOptions extends JobIOOptions {
   /** ONNX model folder (a GGUF file is resolved to its converted folder by the CLI first). */
   model: string;
   /** Where the folder came from when it is a conversion (recorded in eval.json). */
@@ -76,12 +78,6 @@ export interface EvalOptions {
   mutualInfo?: boolean;
   /** Edits of activations in every forward pass (`--intervene`, src/runtime/intervene.ts): recorded in the settings, part of the identity. */
   interventions?: Intervention[];
-  quiet?: boolean;
-  log?: (line: string) => void;
-  /** Cancels the job between chunks: a LobesError with code E_ABORTED, the folder left resumable (the same call again finishes it). */
-  signal?: AbortSignal;
-  /** Where progress goes and how often off a terminal (tests; default stderr, every 10 s). */
-  progress?: Pick<ProgressOptions, 'stream' | 'intervalMs'>;
   /** Stand-ins for tests. */
   deps?: Partial<EvalDeps>;
 }
@@ -228,10 +224,11 @@ function promptLimit(o: EvalOptions): number | null {
  */
 export async function runEval(opts: EvalOptions): Promise<EvalManifest> {
   const tStart = Date.now();
-  const say = opts.log ?? ((l: string) => void (opts.quiet ? undefined : process.stderr.write(l + '\n')));
+  // everything eval says is a log line (its memory-plan warning too), silenced by --quiet
+  const io = jobIO(opts, { logUnderQuiet: true });
   const s = resolveSettings(opts);
   const out = opts.out;
-  throwIfAborted(opts.signal, 'lobes eval');
+  throwIfAborted(io.signal, 'lobes eval');
   // Refused before anything is loaded: a folder that is neither new nor an evaluation.
   if (!isFreshOrEval(out)) throw new LobesError('output folder exists and is not a lobes evaluation; lobes does not write into it', { file: out, hint: 'give a new or empty folder', code: 'E_EXISTS' });
   const deps = await resolveDeps(opts.deps);
@@ -247,7 +244,7 @@ export async function runEval(opts: EvalOptions): Promise<EvalManifest> {
   const range = shardRange(N, s.chunkUnits, opts.shard ?? null);
   const loadMs = Date.now() - t0;
   // From here on this process is the folder's only writer; its state is read under the lock.
-  return withJobFolder(out, { command: 'lobes eval', isJob: isEvalDir, what: 'a lobes evaluation', log: say }, () => evalUnderLock(opts, s, deps, data, { unitsSha256, files, graphSha256, filesSha256, tok, N, range, loadMs, tStart }, say));
+  return withJobFolder(out, { command: 'lobes eval', isJob: isEvalDir, what: 'a lobes evaluation', log: io.log }, () => evalUnderLock(opts, s, deps, data, { unitsSha256, files, graphSha256, filesSha256, tok, N, range, loadMs, tStart }, io));
 }
 
 interface Loaded {
@@ -263,7 +260,7 @@ interface Loaded {
 }
 
 /** The evaluation once the folder is claimed: compare with an earlier attempt, score the missing chunks, finish. */
-async function evalUnderLock(opts: EvalOptions, s: Settings, deps: EvalDeps, data: EvalData, l: Loaded, say: (l: string) => void): Promise<EvalManifest> {
+async function evalUnderLock(opts: EvalOptions, s: Settings, deps: EvalDeps, data: EvalData, l: Loaded, io: JobIO): Promise<EvalManifest> {
   const { unitsSha256, files, graphSha256, filesSha256, tok, N, range, loadMs, tStart } = l;
   const out = opts.out;
   const previous = isEvalDir(out) ? readEvalManifest(out) : null;
@@ -289,7 +286,7 @@ async function evalUnderLock(opts: EvalOptions, s: Settings, deps: EvalDeps, dat
     if (diff.length) throw new LobesError(`this evaluation folder was made with different settings: ${diff.join('; ')}`, { file: evalFile(out, 'manifest'), hint: 'use a new --out, or delete the folder to start over' });
     if (previous.complete) {
       checkEvalFiles(out, previous);
-      say(`eval: ${out} is already complete (${previous.layout.rowEnd - previous.layout.rowStart} units); nothing to do`);
+      io.log(`eval: ${out} is already complete (${previous.layout.rowEnd - previous.layout.rowStart} units); nothing to do`);
       return previous;
     }
   }
@@ -317,7 +314,7 @@ async function evalUnderLock(opts: EvalOptions, s: Settings, deps: EvalDeps, dat
     manifest.sharedPrefix = sharePrefix;
     writeEvalManifest(out, manifest);
     const { writer, dropped } = await RecordChunks.resume(out, EVAL_RECORDS, s.chunkUnits);
-    for (const d of dropped) say(`eval: ${d}; evaluating it again`);
+    for (const d of dropped) io.log(`eval: ${d}; evaluating it again`);
     const todo: number[] = [];
     let doneUnits = 0;
     for (let c = range.chunkStart; c < range.chunkEnd; c++) {
@@ -325,20 +322,20 @@ async function evalUnderLock(opts: EvalOptions, s: Settings, deps: EvalDeps, dat
       else todo.push(c);
     }
     const here = range.rowEnd - range.rowStart;
-    say(`eval: ${here} units (${describeUnits(data, range)})${opts.shard ? ` shard ${opts.shard.index}/${opts.shard.count}` : ''}, ${s.scoring === 'cloze' ? `cloze scoring${sharePrefix ? ' (contexts through the KV cache)' : ''}` : `${s.shuffles} shuffle${s.shuffles > 1 ? 's' : ''}`}${s.cot ? `, reasoning up to ${s.cot} tokens` : ''}${doneUnits ? `, resuming: ${doneUnits} done` : ''}`);
-    const progress = new Progress({ label: 'eval', total: here, unit: 'units', quiet: opts.quiet, ...opts.progress });
+    io.log(`eval: ${here} units (${describeUnits(data, range)})${opts.shard ? ` shard ${opts.shard.index}/${opts.shard.count}` : ''}, ${s.scoring === 'cloze' ? `cloze scoring${sharePrefix ? ' (contexts through the KV cache)' : ''}` : `${s.shuffles} shuffle${s.shuffles > 1 ? 's' : ''}`}${s.cot ? `, reasoning up to ${s.cot} tokens` : ''}${doneUnits ? `, resuming: ${doneUnits} done` : ''}`);
+    const progress = new Progress({ label: 'eval', total: here, unit: 'units', io });
     if (doneUnits) progress.resume(doneUnits);
     const stats = manifest.throughput;
     const tAttempt = Date.now();
     const wallBase = manifest.timings.wallMs;
     for (const c of todo) {
       // Cancelled between chunks: the chunks written so far stay listed, as after a kill.
-      throwIfAborted(opts.signal, 'lobes eval', `before chunk ${c}`);
+      throwIfAborted(io.signal, 'lobes eval', `before chunk ${c}`);
       const start = c * s.chunkUnits;
       const end = Math.min(start + s.chunkUnits, N);
       const units = data.units.slice(start, end);
       const clozeSettings = loglik ? { engine: loglik, delimiter: s.targetDelimiter ?? null, mutualInfo: !!s.mutualInfo } : null;
-      const r = await evaluateUnits(units, { scorer, cloze: clozeSettings, tok, shuffles: s.shuffles, orders: s.orders, seed: s.seed, cot: s.cot, batch: s.batch, tokenBudget, sharePrefix, maxTokens: s.maxTokens, stats, memory: { device: s.device, limit: opts.memoryLimit?.(s.device), force: opts.ignorePlan, say }, onScored: (_p, t) => progress.tick(0, { tokens: t }), onUnit: () => progress.tick(1) });
+      const r = await evaluateUnits(units, { scorer, cloze: clozeSettings, tok, shuffles: s.shuffles, orders: s.orders, seed: s.seed, cot: s.cot, batch: s.batch, tokenBudget, sharePrefix, maxTokens: s.maxTokens, stats, memory: { device: s.device, limit: opts.memoryLimit?.(s.device), force: opts.ignorePlan, say: io.log }, onScored: (_p, t) => progress.tick(0, { tokens: t }), onUnit: () => progress.tick(1) });
       writer.write(c, start, end - start, { records: r.records, episodes: hasTrees(data) ? r.episodes : null });
       manifest.timings.wallMs = wallBase + Date.now() - tAttempt;
       writeEvalManifest(out, manifest);
@@ -347,7 +344,7 @@ async function evalUnderLock(opts: EvalOptions, s: Settings, deps: EvalDeps, dat
     finishEval(out, manifest, writer, data, s);
     manifest.timings.wallMs = wallBase + Date.now() - tStart;
     writeEvalManifest(out, manifest);
-    say(`eval: done, ${here} units, ${stats.prompts} prompts in ${fmtTime((Date.now() - tStart) / 1000)} -> ${out}`);
+    io.log(`eval: done, ${here} units, ${stats.prompts} prompts in ${fmtTime((Date.now() - tStart) / 1000)} -> ${out}`);
     return manifest;
   } finally {
     await scorer?.close();

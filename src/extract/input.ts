@@ -6,6 +6,7 @@
 import * as path from 'node:path';
 import { LobesError } from '../util/errors.js';
 import { Progress } from '../util/progress.js';
+import type { JobIO } from '../util/jobio.js';
 import type { Sample } from '../data/types.js';
 import type { ModelArch, SampleRow } from '../store/types.js';
 import type { CaptureEngine, LobesTokenizer } from '../runtime/types.js';
@@ -25,7 +26,7 @@ import { type ExtractDeps, type ExtractOptions, type Settings, type Input, chunk
  * data, tokenizer files: through the file-hash cache, src/store/filehash.ts), and tokenize
  * this shard's rows.
  */
-export async function loadInput(spec: string, s: Settings, deps: ExtractDeps, opts: ExtractOptions, say: (l: string) => void): Promise<Input> {
+export async function loadInput(spec: string, s: Settings, deps: ExtractDeps, opts: ExtractOptions, io: JobIO): Promise<Input> {
   const t0 = Date.now();
   let dataset = await deps.loadDataset(spec);
   let limit: LimitRecord | null = null;
@@ -33,7 +34,7 @@ export async function loadInput(spec: string, s: Settings, deps: ExtractDeps, op
     const l = limitItems(dataset.samples, dataset.axes, s.limit);
     dataset = { ...dataset, samples: l.items };
     limit = l.record;
-    say(`extract: --limit ${l.record.limit}: ${l.items.length} of ${l.record.of} samples, stratified by ${l.record.by.join(',') || 'nothing (no label axes)'}, seed ${l.record.seed}`);
+    io.log(`extract: --limit ${l.record.limit}: ${l.items.length} of ${l.record.of} samples, stratified by ${l.record.by.join(',') || 'nothing (no label axes)'}, seed ${l.record.seed}`);
   }
   const itemsSha256 = hashItems(dataset.samples);
   const N = dataset.samples.length;
@@ -44,7 +45,7 @@ export async function loadInput(spec: string, s: Settings, deps: ExtractDeps, op
   let hashing: Progress | null = null;
   const files = hashModelFiles(refs, (done, total) => {
     if (total < 256 << 20) return;
-    hashing ??= new Progress({ label: 'extract: hash model files', total: Math.round(total / 1e6), unit: 'MB', quiet: opts.quiet });
+    hashing ??= new Progress({ label: 'extract: hash model files', total: Math.round(total / 1e6), unit: 'MB', io });
     hashing.set(Math.round(done / 1e6));
   });
   (hashing as Progress | null)?.finish();
@@ -53,7 +54,7 @@ export async function loadInput(spec: string, s: Settings, deps: ExtractDeps, op
   const range = shardRange(N, s.chunkRows, s.shard);
   const rowsHere = range.rowEnd - range.rowStart;
   if (s.shard && rowsHere === 0) {
-    say(`shard ${s.shard.index}/${s.shard.count} holds no rows (${chunkCount(N, s.chunkRows)} chunks of ${s.chunkRows} rows for ${s.shard.count} shards; lower --chunk-rows to use every shard)`);
+    io.log(`shard ${s.shard.index}/${s.shard.count} holds no rows (${chunkCount(N, s.chunkRows)} chunks of ${s.chunkRows} rows for ${s.shard.count} shards; lower --chunk-rows to use every shard)`);
   }
   const tok = tokenizeRows(dataset.samples, range.rowStart, range.rowEnd, tokenizer);
   return { dataset, limit, itemsSha256, N, graphSha256, files, context, tokenizer, range, rowsHere, ...tok, samplesSha256: samplesSha256(tok.rows), tokenizeMs: Date.now() - t0 };
@@ -97,14 +98,14 @@ const sig = (x: number | null) => (x === null ? null : Number(x.toPrecision(6)))
  * the graph and its config files is printed as a warning, or refused with --strict. Returns
  * the graph's facts as the manifest records them.
  */
-export function checkGraph(engine: CaptureEngine, s: Settings, opts: ExtractOptions, log: (l: string) => void): GraphFacts | undefined {
+export function checkGraph(engine: CaptureEngine, s: Settings, opts: ExtractOptions, io: JobIO): GraphFacts | undefined {
   const c = engine.info.check;
   if (!c) return undefined;
   if (c.problems.length) {
     if (opts.strict) {
       throw new LobesError(`the model is not what its folder says: ${c.problems.join('; ')}`, { file: s.model, hint: 're-export the model so that the graph matches its config (see lobes inspect), or drop --strict to extract anyway' });
     }
-    for (const p of c.problems) log(`warning: ${s.model}: ${p} (lobes inspect shows both; --strict refuses such a model)`);
+    for (const p of c.problems) io.warn(`warning: ${s.model}: ${p} (lobes inspect shows both; --strict refuses such a model)`);
   }
   const g = c.graph;
   return { ...g, ropeTheta: sig(g.ropeTheta), rmsNormEps: g.rmsNormEps.map((e) => sig(e)!) };
@@ -114,7 +115,7 @@ export function checkGraph(engine: CaptureEngine, s: Settings, opts: ExtractOpti
  * Bound what one batch can need before any is run (src/runtime/plan.ts): a plan whose largest
  * batch needs more than the device has is refused naming the batch; --ignore-plan runs it.
  */
-export function checkMemory(s: Settings, input: Input, deps: ExtractDeps, arch: ModelArch, opts: ExtractOptions, say: (l: string) => void): void {
+export function checkMemory(s: Settings, input: Input, deps: ExtractDeps, arch: ModelArch, opts: ExtractOptions, io: JobIO): void {
   const batches: number[][] = [];
   for (let c = input.range.chunkStart; c < input.range.chunkEnd; c++) {
     const { start, n } = chunkSpan(c, s.chunkRows, input.N);
@@ -127,7 +128,7 @@ export function checkMemory(s: Settings, input: Input, deps: ExtractDeps, arch: 
     device: s.device,
     limit: opts.memoryLimit?.(s.device),
     force: opts.force,
-    say,
+    say: io.warn,
     hint: '--max-tokens N keeps the last N tokens of each text; --batch 1 or --token-budget N makes batches smaller; --ignore-plan runs it anyway (e.g. with a memory-efficient attention kernel)',
   });
 }

@@ -7,6 +7,7 @@ import { interventionRecords } from '../runtime/intervene.js';
 import { existsSync, readFileSync, statfsSync } from 'node:fs';
 import * as path from 'node:path';
 import { LobesError } from '../util/errors.js';
+import type { JobIO } from '../util/jobio.js';
 import { LOBES_VERSION } from '../version.js';
 import type { HookInfo, ModelArch, RunManifest } from '../store/types.js';
 import type { CaptureEngine } from '../runtime/types.js';
@@ -71,13 +72,13 @@ function checkSameSettings(previous: RunManifest, manifest: RunManifest, out: st
  * Check a rerun's settings (all but the capture points, which need the model); when the
  * earlier attempt finished (and no repair is asked for), verify its files and say so.
  */
-export async function alreadyComplete(previous: RunManifest, manifest: RunManifest, s: Settings, input: Input, opts: ExtractOptions, say: (l: string) => void): Promise<boolean> {
+export async function alreadyComplete(previous: RunManifest, manifest: RunManifest, s: Settings, input: Input, opts: ExtractOptions, io: JobIO): Promise<boolean> {
   checkSameSettings(previous, manifest, s.out, (d) => d.startsWith('capture points'));
   if (!previous.complete || opts.repair) return false;
   // Check the finished run's files (throws naming any bad chunk or samples table; --repair rewrites them).
-  checkSamplesFile(s.out, previous, input, false, say);
+  checkSamplesFile(s.out, previous, input, false, io);
   await ChunkWriter.resume(s.out, previous.capture.points, s.chunkRows, { verify: opts.verify ?? true, repair: false });
-  say(`extract: ${s.out} is already complete (${previous.counts.samples} samples, samples table and chunk files verified); nothing to do`);
+  io.log(`extract: ${s.out} is already complete (${previous.counts.samples} samples, samples table and chunk files verified); nothing to do`);
   return true;
 }
 
@@ -86,7 +87,7 @@ export async function alreadyComplete(previous: RunManifest, manifest: RunManife
  * labels, token counts) and match the sha256 its manifest recorded. A missing, truncated or
  * edited table is refused, or with `repair` written again from the dataset and tokenizer.
  */
-function checkSamplesFile(out: string, previous: RunManifest, input: Input, repair: boolean, say: (l: string) => void): void {
+function checkSamplesFile(out: string, previous: RunManifest, input: Input, repair: boolean, io: JobIO): void {
   const file = path.join(out, SAMPLES);
   let problem: string | null = null;
   if (!existsSync(file)) problem = 'samples table is missing';
@@ -98,7 +99,7 @@ function checkSamplesFile(out: string, previous: RunManifest, input: Input, repa
   if (!problem) return;
   if (!repair) throw new LobesError(problem, { file, hint: 'rerun the same command with --repair to write it again from the dataset and tokenizer' });
   writeSamples(out, input.rows);
-  say(`repair: ${file}: ${problem}; written again from the dataset and tokenizer`);
+  io.log(`repair: ${file}: ${problem}; written again from the dataset and tokenizer`);
 }
 
 /** The capture points the engine outputs, as stored. */
@@ -113,15 +114,15 @@ export function storedHooks(engine: CaptureEngine, s: Settings): HookInfo[] {
  * Continue an earlier attempt: check every setting, reopen its chunk writer (null when it
  * crashed before writing the samples table and index) and carry its timings over.
  */
-export async function resumeWriter(previous: RunManifest, manifest: RunManifest, hooks: HookInfo[], s: Settings, input: Input, opts: ExtractOptions, say: (l: string) => void): Promise<ChunkWriter | null> {
+export async function resumeWriter(previous: RunManifest, manifest: RunManifest, hooks: HookInfo[], s: Settings, input: Input, opts: ExtractOptions, io: JobIO): Promise<ChunkWriter | null> {
   checkSameSettings(previous, manifest, s.out);
   let writer: ChunkWriter | null = null;
   // A crash right after the manifest of a new run leaves no samples table or index yet
   // (the samples table is written before the index).
   if (existsSync(indexPath(s.out))) {
-    checkSamplesFile(s.out, previous, input, !!opts.repair, say);
+    checkSamplesFile(s.out, previous, input, !!opts.repair, io);
     const r = await ChunkWriter.resume(s.out, hooks, s.chunkRows, { verify: opts.verify ?? true, repair: !!opts.repair });
-    for (const p of r.repaired) say(`repair: ${p}; extracting it again`);
+    for (const p of r.repaired) io.log(`repair: ${p}; extracting it again`);
     writer = r.writer;
   }
   manifest.timings = { ...previous.timings };
@@ -155,7 +156,7 @@ function freeBytes(dir: string): number | null {
  * The chunks still to extract, and the disk plan: say what the run will take and stop (unless
  * --ignore-plan) when the disk cannot hold what is left to write.
  */
-export function planChunks(s: Settings, input: Input, hooks: HookInfo[], writer: ChunkWriter | null, opts: ExtractOptions, say: (l: string) => void): { todo: number[]; doneRows: number } {
+export function planChunks(s: Settings, input: Input, hooks: HookInfo[], writer: ChunkWriter | null, opts: ExtractOptions, io: JobIO): { todo: number[]; doneRows: number } {
   const { range, rowsHere, N } = input;
   const todo: number[] = [];
   let todoRows = 0;
@@ -171,7 +172,7 @@ export function planChunks(s: Settings, input: Input, hooks: HookInfo[], writer:
   const totalBytes = planBytes(hooks, rowsHere, range.chunkEnd - range.chunkStart);
   const needBytes = planBytes(hooks, todoRows, todo.length);
   const free = (opts.diskFree ?? freeBytes)(s.out);
-  say(
+  io.log(
     `extract: ${rowsHere} samples${s.shard ? ` (shard ${s.shard.index}/${s.shard.count}: rows ${range.rowStart}..${range.rowEnd - 1} of ${N})` : ''}, ${hooks.length} capture point${hooks.length > 1 ? 's' : ''}, ${s.dtype}; ` +
       `expected run size ${fmtBytes(totalBytes)}` +
       (doneRows ? `, resuming: ${doneRows} rows done, ${fmtBytes(needBytes)} to write` : '') +
@@ -179,7 +180,7 @@ export function planChunks(s: Settings, input: Input, hooks: HookInfo[], writer:
   );
   if (free !== null && needBytes > free) {
     if (!opts.force) throw new LobesError(`not enough disk space: the run needs ${fmtBytes(needBytes)} more but ${fmtBytes(free)} is free`, { file: s.out, hint: 'free space, choose another --out, store --dtype fp16 or capture fewer points; --ignore-plan starts anyway' });
-    (opts.log ?? ((l: string) => process.stderr.write(l + '\n')))(`warning: the run needs ${fmtBytes(needBytes)} but only ${fmtBytes(free)} is free (--ignore-plan given)`);
+    io.warn(`warning: the run needs ${fmtBytes(needBytes)} but only ${fmtBytes(free)} is free (--ignore-plan given)`);
   }
   return { todo, doneRows };
 }

@@ -15,6 +15,7 @@ import { makeDirs } from '../util/io.js';
 import * as path from 'node:path';
 import { LobesError, throwIfAborted } from '../util/errors.js';
 import { Progress, fmtTime } from '../util/progress.js';
+import { jobIO, type JobIO } from '../util/jobio.js';
 import type { HookInfo, ModelArch, RunManifest } from '../store/types.js';
 import type { CaptureEngine } from '../runtime/types.js';
 import { MANIFEST, SAMPLES } from '../store/layout.js';
@@ -51,27 +52,24 @@ interface ChunkContext {
  */
 export async function runExtract(opts: ExtractOptions): Promise<RunManifest> {
   const tStart = Date.now();
-  const log = opts.log ?? ((l: string) => process.stderr.write(l + '\n'));
-  const say = (l: string) => {
-    if (!opts.quiet) log(l);
-  };
+  const io = jobIO(opts);
   const s = resolveSettings(opts);
-  throwIfAborted(opts.signal, 'lobes extract');
+  throwIfAborted(io.signal, 'lobes extract');
   // Refused before anything is read: a folder that is neither new nor a run.
   openRunFolder(s.out);
   const deps = await resolveDeps(opts.deps);
-  const input = await loadInput(opts.data, s, deps, opts, say);
+  const input = await loadInput(opts.data, s, deps, opts, io);
   // From here on this process is the folder's only writer (src/store/job.ts); its state is read under the lock.
-  return withJobFolder(s.out, { command: 'lobes extract', isJob: (d) => existsSync(path.join(d, MANIFEST)), what: 'a lobes run', log }, () => extractUnderLock(opts, s, deps, input, tStart, say, log));
+  return withJobFolder(s.out, { command: 'lobes extract', isJob: (d) => existsSync(path.join(d, MANIFEST)), what: 'a lobes run', log: io.warn }, () => extractUnderLock(opts, s, deps, input, tStart, io));
 }
 
 /** The extraction once the folder is claimed. */
-async function extractUnderLock(opts: ExtractOptions, s: Settings, deps: ExtractDeps, input: Input, tStart: number, say: (l: string) => void, log: (l: string) => void): Promise<RunManifest> {
+async function extractUnderLock(opts: ExtractOptions, s: Settings, deps: ExtractDeps, input: Input, tStart: number, io: JobIO): Promise<RunManifest> {
   const previous = openRunFolder(s.out);
   const manifestFor = (points: HookInfo[], arch: ModelArch | null, graph?: GraphFacts) => runManifest(s, input, previous, points, arch, graph);
 
   // Refuse a rerun with different settings before loading the model.
-  if (previous && (await alreadyComplete(previous, manifestFor(previous.capture.points, null), s, input, opts, say))) return previous;
+  if (previous && (await alreadyComplete(previous, manifestFor(previous.capture.points, null), s, input, opts, io))) return previous;
   // Texts longer than the model's context are refused before the model is loaded.
   checkContext(input, input.context);
 
@@ -79,13 +77,13 @@ async function extractUnderLock(opts: ExtractOptions, s: Settings, deps: Extract
   const engine = await deps.openCaptureEngine(s.model, { capture: s.capture, ...(s.layers ? { layers: s.layers } : {}), device: s.device, deviceId: s.deviceId, ...(s.interventions.length ? { interventions: s.interventions } : {}) });
   const modelLoadMs = Date.now() - t1;
   try {
-    const graph = checkGraph(engine, s, opts, log);
+    const graph = checkGraph(engine, s, opts, io);
     checkContext(input, engine.info.check?.context ?? null);
-    checkMemory(s, input, deps, engine.info.arch, opts, log);
+    checkMemory(s, input, deps, engine.info.arch, opts, io);
     const hooks = storedHooks(engine, s);
     const manifest = manifestFor(hooks, engine.info.arch, graph);
-    let writer = previous ? await resumeWriter(previous, manifest, hooks, s, input, opts, say) : null;
-    const plan = planChunks(s, input, hooks, writer, opts, say);
+    let writer = previous ? await resumeWriter(previous, manifest, hooks, s, input, opts, io) : null;
+    const plan = planChunks(s, input, hooks, writer, opts, io);
     const clock = new AttemptClock(tStart, { ...manifest.timings }, input.tokenizeMs, modelLoadMs);
     manifest.timings = clock.timings();
     // The manifest is written at the start of every attempt (first, so that a crash leaves a
@@ -96,9 +94,9 @@ async function extractUnderLock(opts: ExtractOptions, s: Settings, deps: Extract
       if (writeSamples(s.out, input.rows) !== input.samplesSha256) throw new LobesError('samples.jsonl was not written as planned', { file: path.join(s.out, SAMPLES) });
       writer = ChunkWriter.create(s.out, hooks, s.chunkRows);
     }
-    const progress = new Progress({ label: 'extract', total: input.rowsHere, unit: 'samples', quiet: opts.quiet });
+    const progress = new Progress({ label: 'extract', total: input.rowsHere, unit: 'samples', io });
     if (plan.doneRows) progress.resume(plan.doneRows);
-    await extractChunks(plan.todo, writer, { s, input, deps, engine, hooks, progress, clock, signal: opts.signal }, () => {
+    await extractChunks(plan.todo, writer, { s, input, deps, engine, hooks, progress, clock, signal: io.signal }, () => {
       manifest.timings = clock.timings();
       writeManifest(s.out, manifest);
     });
@@ -107,7 +105,7 @@ async function extractUnderLock(opts: ExtractOptions, s: Settings, deps: Extract
     manifest.complete = true;
     writeManifest(s.out, manifest);
     progress.finish(
-      opts.quiet ? undefined : `extract: done, ${input.rowsHere} samples, ${input.tokens} tokens${input.truncated ? ` (${input.truncated} truncated)` : ''} in ${fmtTime(wallMs / 1000)} -> ${s.out}`,
+      `extract: done, ${input.rowsHere} samples, ${input.tokens} tokens${input.truncated ? ` (${input.truncated} truncated)` : ''} in ${fmtTime(wallMs / 1000)} -> ${s.out}`,
     );
     return manifest;
   } finally {

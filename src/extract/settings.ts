@@ -12,6 +12,7 @@ import type { ModelFile } from '../store/types.js';
 import type { ContextLimit } from '../runtime/config.js';
 import { canonicalLayerSpec } from '../runtime/layers.js';
 import type { LimitRecord, LimitSpec } from '../data/subset.js';
+import type { JobIOOptions } from '../util/jobio.js';
 
 /** The pieces runExtract uses; tests may inject deterministic stand-ins. */
 export interface ExtractDeps {
@@ -24,7 +25,8 @@ export interface ExtractDeps {
   modelFiles?(model: string, tokenizerDir: string | null): ModelFileRef[];
 }
 
-export interface ExtractOptions {
+/** Its IO (`io`: log lines, warnings, progress, the signal that cancels it between chunks, the run left resumable) and the deprecated `quiet`, `log`, `signal` (src/util/jobio.ts). */
+export interface ExtractOptions extends JobIOOptions {
   /** Model folder (model.onnx + tokenizer files). */
   model: string;
   /** Where the model folder came from when it was converted from a GGUF (recorded in the manifest). */
@@ -53,7 +55,6 @@ export interface ExtractOptions {
   shard?: ShardSpec | null;
   /** Rows per chunk file (default 128). Shards and single runs must use the same value. */
   chunkRows?: number;
-  quiet?: boolean;
   /** Start even when the disk plan or the memory plan of a batch says it will not fit (--ignore-plan). */
   force?: boolean;
   /** On resume, re-extract chunks whose files are bad instead of stopping. */
@@ -67,10 +68,6 @@ export interface ExtractOptions {
   deps?: Partial<ExtractDeps>;
   /** Free bytes where the run goes (default: statfs of the folder or its nearest parent). */
   diskFree?: (dir: string) => number | null;
-  /** Where messages go (default stderr). */
-  log?: (line: string) => void;
-  /** Cancels the job between chunks: a LobesError with code E_ABORTED, the run left resumable (the same call again finishes it). */
-  signal?: AbortSignal;
   /** The model is a random-weights control (src/runtime/control.ts): recorded as manifest model.control. */
   control?: ControlInfo;
   /** Edits of activations the values are captured under (`--intervene`, src/runtime/intervene.ts): recorded as manifest capture.interventions, part of the run's identity. */

@@ -1,6 +1,7 @@
 /** `lobes lens RUN`: the command module of the logit lens (declared in src/lens/analysis.ts). */
 import { parseCommand, intOption } from '../cli/args.js';
 import { DEFAULT_TOP_K, lensLines, runLens } from './run.js';
+import { stderrIO } from '../util/jobio.js';
 
 const SPEC = {
   usage: 'lobes lens RUN [--model DIR] [--top-k K] [--out DIR] [--json] [--quiet]',
@@ -27,7 +28,7 @@ export async function run(argv: string[]): Promise<number> {
   const args = parseCommand(argv, SPEC);
   if (!args) return 0;
   const v = args.values;
-  const { result, outDir } = await runLens(args.positionals[0]!, { model: v.model, topK: intOption(v['top-k'], '--top-k', DEFAULT_TOP_K, 1, 1000), out: v.out, quiet: !!v.quiet || !!v.json });
+  const { result, outDir } = await runLens(args.positionals[0]!, { model: v.model, topK: intOption(v['top-k'], '--top-k', DEFAULT_TOP_K, 1, 1000), out: v.out, io: stderrIO({ quiet: !!v.quiet || !!v.json }) });
   if (v.json) process.stdout.write(JSON.stringify(result) + '\n');
   else process.stdout.write([...lensLines(result), ...(outDir ? [`wrote ${outDir}`] : [])].join('\n') + '\n');
   return 0;

@@ -17,6 +17,7 @@ import { LobesError } from '../util/errors.js';
 import { checkOutputDir } from '../util/output.js';
 import { writeDirAtomic } from '../util/io.js';
 import { Progress } from '../util/progress.js';
+import { jobIO, type JobIOOptions } from '../util/jobio.js';
 import { parseHook } from '../hooks.js';
 import { analysisProvenance } from '../store/provenance.js';
 import { modelInput, runInputs } from '../store/lineage.js';
@@ -29,7 +30,8 @@ import { entropy, klDivergence, lensLogProbs, rankOf, topK } from './compute.js'
 import { lensDir, writeLensFiles } from './store.js';
 import type { LensItem, LensLayerSummary, LensResult } from './types.js';
 
-export interface LensOptions {
+/** Its IO (`io`: its progress) and the deprecated `quiet` (src/util/jobio.ts). */
+export interface LensOptions extends JobIOOptions {
   /** The run's model folder, when it has moved (checked by hash). */
   model?: string;
   /** Tokens listed per layer (default 5). */
@@ -37,7 +39,6 @@ export interface LensOptions {
   /** Output folder (default RUN/lens). */
   out?: string;
   noWrite?: boolean;
-  quiet?: boolean;
   /** The head to apply instead of the model's (tests). */
   head?: LensHead;
 }
@@ -129,7 +130,7 @@ export async function runLens(input: RunReader | string, opts: LensOptions = {})
   const rows = await Promise.all(points.map((p) => run.read(p.point)));
   const n = samples.length;
   const L = points.length;
-  const bar = new Progress({ label: 'lens', total: n, unit: 'items', quiet: !!opts.quiet });
+  const bar = new Progress({ label: 'lens', total: n, unit: 'items', io: jobIO(opts) });
   const items: LensItem[] = [];
   for (let i = 0; i < n; i++) {
     const logps = rows.map((r) => lensLogProbs(r.subarray(i * dim, (i + 1) * dim), head));

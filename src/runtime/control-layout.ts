@@ -27,6 +27,7 @@ import { hashFolder } from '../convert/folder-hash.js';
 import { sha256File } from '../store/chunks.js';
 import type { ControlInfo } from '../store/types.js';
 import { CONTROL_RECORD, cachedControlFolder, storedWeight } from './control.js';
+import { jobIO, type JobIOOptions } from '../util/jobio.js';
 
 /** A float tensor of the explicit control under its Hugging Face name. */
 interface Placed {
@@ -103,13 +104,13 @@ export function explicitWeightSource(dir: string, spec: LlamaSpec): { source: Ll
  * model's genai conversion; returns it with the manifest's record (the explicit control's,
  * plus `layout`).
  */
-export async function genaiControlModel(explicit: { dir: string; info: ControlInfo }, spec: LlamaSpec, opts: { dtype: 'fp32' | 'fp16'; quiet?: boolean }): Promise<{ dir: string; info: ControlInfo }> {
+export async function genaiControlModel(explicit: { dir: string; info: ControlInfo }, spec: LlamaSpec, opts: { dtype: 'fp32' | 'fp16' } & JobIOOptions): Promise<{ dir: string; info: ControlInfo }> {
   const dir = `${explicit.dir}-genai-${opts.dtype}-w${WRITER_VERSION}`;
   const info: ControlInfo = { ...explicit.info, layout: { name: 'genai', drawn: explicit.dir } };
   await cachedControlFolder(
     dir,
     `laying out the random-weights control ${explicit.dir} in the genai layout`,
-    !!opts.quiet,
+    jobIO(opts),
     () => explicitWeightSource(explicit.dir, spec),
     async (tmp, { source, storage }) => {
       const weights = opts.dtype === 'fp16' ? 'fp16' : storage;

@@ -45,18 +45,19 @@ import type { ControlInfo } from '../store/types.js';
 import { acquireLock } from '../util/lock.js';
 import { folderProblem, hashFolder, rememberFolder, type FolderHashes, type RecordedFile } from '../convert/folder-hash.js';
 import { readJsonFile } from '../store/json.js';
+import { jobIO, type JobIO, type JobIOOptions } from '../util/jobio.js';
 
 /** Bumped when the way controls are drawn changes (a new version never reuses an old folder). */
 export const CONTROL_VERSION = 1;
 
 export const CONTROL_SCHEME = 'each projection and the embedding drawn from N(0, σ²) with σ the trained tensor\'s standard deviation; normalization scales set to 1';
 
-export interface ControlOptions {
+/** Its IO (`io`: log lines and progress) and the deprecated `quiet` (src/util/jobio.ts). */
+export interface ControlOptions extends JobIOOptions {
   /** Seed of the draws (default 0). */
   seed?: number;
   /** Folder under which control models are cached (default: `defaultControlDir`). */
   cacheDir?: string;
-  quiet?: boolean;
 }
 
 /** What was redrawn. */
@@ -182,6 +183,7 @@ export function defaultControlDir(env: NodeJS.ProcessEnv = process.env): string 
  * with what the manifest records.
  */
 export async function randomControlModel(modelDir: string, arch: { hidden: number; intermediate: number }, opts: ControlOptions = {}): Promise<{ dir: string; info: ControlInfo }> {
+  const io = jobIO(opts);
   const seed = opts.seed ?? 0;
   if (!Number.isInteger(seed) || seed < 0) throw new UsageError(`--control-seed must be a non-negative integer, got ${seed}`);
   const m = loadModel(modelDir);
@@ -189,11 +191,11 @@ export async function randomControlModel(modelDir: string, arch: { hidden: numbe
   const info: ControlInfo = { kind: 'random', seed, source: path.resolve(modelDir), sourceGraphSha256, scheme: CONTROL_SCHEME, version: CONTROL_VERSION };
   const root = opts.cacheDir ?? defaultControlDir();
   const dir = path.join(root, `control-random-${sourceGraphSha256.slice(0, 16)}-seed${seed}-v${CONTROL_VERSION}`);
-  await cachedControlFolder(dir, `drawing the random-weights control of ${path.resolve(modelDir)}`, !!opts.quiet, () => {
+  await cachedControlFolder(dir, `drawing the random-weights control of ${path.resolve(modelDir)}`, io, () => {
     const plan = controlPlan(m, arch.hidden, arch.intermediate);
     if (plan.redraw.size === 0) throw new LobesError('found no projection or embedding weights to redraw', { file: m.file, hint: 'is this a Llama-class model with float weights?' });
     return plan;
-  }, (tmp, plan) => writeControl(m, plan, seed, tmp, info, !!opts.quiet));
+  }, (tmp, plan) => writeControl(m, plan, seed, tmp, info, io));
   return { dir, info };
 }
 
@@ -203,18 +205,18 @@ export async function randomControlModel(modelDir: string, arch: { hidden: numbe
  * behind), then, under a lock (shards starting together build it once), `write` fills a private
  * temporary folder, returning the files' hashes, and the folder is renamed into place.
  */
-export async function cachedControlFolder<T>(dir: string, purpose: string, quiet: boolean, check: () => T, write: (tmp: string, checked: T) => FolderHashes | Promise<FolderHashes>): Promise<void> {
+export async function cachedControlFolder<T>(dir: string, purpose: string, io: JobIO, check: () => T, write: (tmp: string, checked: T) => FolderHashes | Promise<FolderHashes>): Promise<void> {
   const root = path.dirname(dir);
   const done = () => controlProblem(dir) === null;
   const problem = controlProblem(dir);
   if (problem === null) return;
-  if (problem !== 'absent' && !quiet) process.stderr.write(`control ${dir} is not used: ${problem}; drawing it again\n`);
+  if (problem !== 'absent') io.log(`control ${dir} is not used: ${problem}; drawing it again`);
   const checked = check();
   makeDirs(root, { what: 'control cache folder', hint: 'pass --cache DIR, or set LOBES_CACHE' });
   const lock = await acquireLock(`${dir}.lock`, {
     purpose,
     onWait: (h) => {
-      if (!quiet) process.stderr.write(`waiting for another lobes process (pid ${h.pid} on ${h.host}) writing the control into ${dir}\n`);
+      io.log(`waiting for another lobes process (pid ${h.pid} on ${h.host}) writing the control into ${dir}`);
     },
     until: done,
   });
@@ -269,7 +271,7 @@ export function controlProblem(dir: string): string | null {
 }
 
 /** Write the control folder: the other files copied, the graph with the new weights (external data for external tensors); returns the files' hashes, recorded in lobes-control.json. */
-function writeControl(m: LoadedModel, plan: ControlPlan, seed: number, out: string, info: ControlInfo, quiet: boolean): FolderHashes {
+function writeControl(m: LoadedModel, plan: ControlPlan, seed: number, out: string, info: ControlInfo, io: JobIO): FolderHashes {
   const graphName = path.basename(m.file);
   const externalFiles = new Set([...m.external.values()].map((r) => r.path));
   for (const f of readdirSync(m.dir)) {
@@ -282,7 +284,7 @@ function writeControl(m: LoadedModel, plan: ControlPlan, seed: number, out: stri
   let offset = 0;
   const rng = new Rng(seed);
   const total = m.model.graph!.initializer.length;
-  const prog = new Progress({ label: 'control weights', total, unit: 'tensors', quiet });
+  const prog = new Progress({ label: 'control weights', total, unit: 'tensors', io });
   const redrawn: Record<string, { role: string; std: number }> = {};
   try {
     for (const t of m.model.graph!.initializer) {

@@ -9,6 +9,7 @@ import * as path from 'node:path';
 import { LobesError } from '../util/errors.js';
 import { RangeFile, writeFileAtomicSync } from '../util/io.js';
 import { Progress } from '../util/progress.js';
+import { jobIO, type JobIOOptions } from '../util/jobio.js';
 import type { RunManifest, SampleRow } from './types.js';
 import { ACTIVATIONS, MANIFEST, SAMPLES, chunkCount } from './layout.js';
 import { readManifest, writeManifest, readSamples, writeSamples, samplesSha256 } from './manifest.js';
@@ -18,9 +19,8 @@ import { readChunkIndex, checkChunkBytes, type ChunkIndex } from './chunks.js';
 import { differences } from './identity.js';
 import { hashItems, runIdentity } from './provenance.js';
 
-export interface MergeOptions {
-  quiet?: boolean;
-}
+/** Its IO (`io`: the progress and the last line) and the deprecated `quiet` (src/util/jobio.ts). */
+export type MergeOptions = JobIOOptions;
 
 interface Shard {
   dir: string;
@@ -168,7 +168,8 @@ function writeMerged(shards: Shard[], sorted: Shard[], outDir: string, N: number
   writeSamples(outDir, rows);
   const writer = ChunkWriter.create(outDir, first.index.hooks, chunkRows);
   const total = sorted.reduce((a, s) => a + s.index.chunks.length, 0);
-  const progress = new Progress({ label: 'merge', total, unit: 'chunks', quiet: opts.quiet });
+  const io = jobIO(opts);
+  const progress = new Progress({ label: 'merge', total, unit: 'chunks', io });
   for (const s of sorted) {
     for (const c of s.index.chunks) {
       for (const h of s.index.hooks) {
@@ -190,7 +191,7 @@ function writeMerged(shards: Shard[], sorted: Shard[], outDir: string, N: number
   manifest.timings = { ...timings, mergeMs: Date.now() - t0 };
   manifest.complete = true;
   writeManifest(outDir, manifest);
-  progress.finish(opts.quiet ? undefined : `merged ${shards.length} shard${shards.length > 1 ? 's' : ''}: ${rows.length} samples, ${total} chunks -> ${outDir}`);
+  progress.finish(`merged ${shards.length} shard${shards.length > 1 ? 's' : ''}: ${rows.length} samples, ${total} chunks -> ${outDir}`);
   return manifest;
 }
 

@@ -28,7 +28,9 @@ import { checkSwapControl, swapAnalysis, swapDir, swapInputOf, type ScoreDiffere
 import type { MetricWithCI } from '../cluster/types.js';
 import type { ConditionalTest, Label, SwapPointResult } from './swap.js';
 import { verdictNumbers } from '../util/resolution.js';
+import { jobIO } from '../util/jobio.js';
 
+/** Besides SwapOptions' IO: `io.signal` (or the deprecated `signal`) cancels between its analyses (the run's, then the control's) and before the writes: a LobesError with code E_ABORTED; nothing is written. */
 export interface RunSwapOptions extends SwapOptions {
   /** The run's model folder when it has moved (checked by hash, as cluster --model). */
   model?: string;
@@ -39,12 +41,11 @@ export interface RunSwapOptions extends SwapOptions {
   noWrite?: boolean;
   /** A random-weights control run of the same samples: the same probes and conditional tests on it. */
   control?: RunReader | string;
-  /** Cancels between its analyses (the run's, then the control's) and before the writes: a LobesError with code E_ABORTED; nothing is written. */
-  signal?: AbortSignal;
 }
 
 /** Run the swap analysis on a run and write RUN/swap/ (or opts.out). */
 export async function runSwap(input: RunReader | string, opts: RunSwapOptions = {}): Promise<{ result: SwapResult; outDir: string | null }> {
+  const io = jobIO(opts);
   let run: RunReader;
   if (typeof input === 'string') {
     const { openRun } = await import('../store/index.js');
@@ -66,18 +67,18 @@ export async function runSwap(input: RunReader | string, opts: RunSwapOptions = 
   const pool = threads > 1 ? await ClusterPool.start(threads - 1) : null;
   let result: SwapResult;
   try {
-    throwIfAborted(opts.signal, 'lobes swap', 'before its analysis');
-    result = await swapAnalysis(inp, { ...opts, pool });
+    throwIfAborted(io.signal, 'lobes swap', 'before its analysis');
+    result = await swapAnalysis(inp, { ...opts, io, pool });
     if (control && cinp) {
-      throwIfAborted(opts.signal, 'lobes swap', "before the control's analysis");
-      const c = await swapAnalysis(cinp, { ...opts, pool, words: undefined });
+      throwIfAborted(io.signal, 'lobes swap', "before the control's analysis");
+      const c = await swapAnalysis(cinp, { ...opts, io, pool, words: undefined });
       const info = control.manifest.model.control!;
       result.control = { run: path.resolve(control.dir), identity: control.manifest.identity ?? null, seed: info.seed, scheme: info.scheme, points: c.points, families: c.families, conditionalPermutations: c.settings.conditionalPermutations };
     }
   } finally {
     await pool?.close();
   }
-  throwIfAborted(opts.signal, 'lobes swap', 'before writing its outputs');
+  throwIfAborted(io.signal, 'lobes swap', 'before writing its outputs');
   if (opts.noWrite) return { result, outDir: null };
   const settings = { ...result.settings, points: result.points.map((p) => p.point), words: result.words.map((w) => w.name), incrementalWords: result.incrementalWords, lobesVersion: LOBES_VERSION, provenance: analysisProvenance(run) };
   await writeDirAtomic(

@@ -36,6 +36,7 @@
  */
 import { LobesError } from '../util/errors.js';
 import { Progress } from '../util/progress.js';
+import { jobIO, silentIO, type JobIOOptions } from '../util/jobio.js';
 import { Rng, hash32 } from '../util/rng.js';
 import { compareHooks, parseHook, sitePool } from '../hooks.js';
 import type { RunReader } from '../store/types.js';
@@ -84,7 +85,8 @@ export interface SwapInput {
   groupAxis?: string;
 }
 
-export interface SwapOptions {
+/** Its IO (`io`: log lines and progress) and the deprecated `quiet` (src/util/jobio.ts). */
+export interface SwapOptions extends JobIOOptions {
   seed?: number;
   /** Bootstrap resamples of every CI (default 1000). */
   bootstrap?: number;
@@ -105,7 +107,6 @@ export interface SwapOptions {
   /** The word features of the incremental probe (default token-counts). */
   words?: string;
   pool?: ClusterPool | null;
-  quiet?: boolean;
   /** Ignore the input's groups (`--group none`). */
   ungrouped?: boolean;
 }
@@ -307,9 +308,8 @@ export async function swapAnalysis(input: SwapInput, opts: SwapOptions = {}): Pr
   // the family, declared from the points (the settings) before any test runs
   const conditionalFam = conditionalFamily(input.points.map((p) => p.name));
   const Rc = plan.R;
-  const say = (m: string) => {
-    if (!opts.quiet) process.stderr.write(`swap: ${m}\n`);
-  };
+  const io = jobIO(opts);
+  const say = (m: string) => io.log(`swap: ${m}`);
   const sample = (label: Label): MetricSample => ({ rows, m: n, sub: codes[label], mopts: { k: 10, bootstrap: B, permutations: R, probePermutations: R, seed, probe: probeG }, probePca, sweepPermutations: R });
   const ctx = (label: Label): MeasureContext => ({
     X: new Float32Array(0),
@@ -321,7 +321,7 @@ export async function swapAnalysis(input: SwapInput, opts: SwapOptions = {}): Pr
     runPca: () => {
       throw new Error('swap: no PCA outside the probe');
     },
-    quiet: true,
+    io: silentIO(),
     say: () => {},
     lap: () => {},
   });
@@ -376,7 +376,7 @@ export async function swapAnalysis(input: SwapInput, opts: SwapOptions = {}): Pr
   const incWords = input.words.find((w) => w.name === incName && w.dim > 0) ?? null;
 
   const points: SwapPointResult[] = [];
-  const prog = new Progress({ label: 'swap points', total: input.points.length, unit: 'points', quiet: opts.quiet });
+  const prog = new Progress({ label: 'swap points', total: input.points.length, unit: 'points', io });
   for (const p of input.points) {
     const X = await p.read();
     for (let t = 0; t < X.length; t++) if (!Number.isFinite(X[t])) throw new LobesError(`non-finite value at sample ${Math.floor(t / p.dim)}`, { where: p.name });

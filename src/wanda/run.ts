@@ -19,6 +19,7 @@ import * as path from 'node:path';
 import { csvField } from '../util/csv.js';
 import { LobesError, UsageError, throwIfAborted } from '../util/errors.js';
 import { Progress } from '../util/progress.js';
+import { jobIO, type JobIO, type JobIOOptions } from '../util/jobio.js';
 import { defaultThreads } from '../util/worker.js';
 import { checkRegularFile, writeDirAtomic } from '../util/io.js';
 import { checkOutputDir } from '../util/output.js';
@@ -49,7 +50,8 @@ import { autoBlockSize, blockCheck, coarseWarnings, MIN_SELECTED, MIN_SHORT_SIDE
 import type { WandaSettings, WandaRegions, WandaMetrics, WandaMatrix, NullTested } from './types.js';
 import { planPermutations, type PermutationPlan } from '../util/resolution.js';
 
-export interface WandaOptions {
+/** Its IO (`io`: log lines, warnings, progress, the signal that cancels it between stages, around the weight pass, before the sweep and the writes: E_ABORTED, nothing written) and the deprecated `quiet`, `signal` (src/util/jobio.ts). */
+export interface WandaOptions extends JobIOOptions {
   /** Weights: safetensors file/folder, ONNX model folder/file or llama GGUF file (default: the run's model: its GGUF when it was converted from one and the file is unchanged, else its folder). */
   weights?: string;
   /** Label axis whose values are the groups (default 'aspect', or the run's only axis). */
@@ -67,9 +69,6 @@ export interface WandaOptions {
   threads?: number;
   /** Also run the block-size × top-fraction sensitivity sweep (block resolution): block sizes and fractions, or true for the defaults (16–128, 0.05–0.2). */
   sweep?: boolean | { blocks?: number[]; tops?: number[] };
-  /** No progress output. */
-  quiet?: boolean;
-  signal?: AbortSignal; // cancels between stages (around the weight pass, before the sweep and the writes): E_ABORTED, nothing written
   /** Model information of the ONNX weights (default: inspectModel of the folder). */
   modelInfo?: ModelInfo;
 }
@@ -173,6 +172,8 @@ interface AnalysisInput {
  */
 export async function runWanda(run: RunReader | string, opts: WandaOptions = {}): Promise<WandaResult> {
   const reader: RunReader = typeof run === 'string' ? await (await import('../store/index.js')).openRun(run) : run;
+  // Warnings print under --quiet too: it silences progress (io.log), not what the user must know (io.warn).
+  const io = jobIO(opts);
   const r = resolveOptions(opts);
   if (opts.sweep && r.resolution !== 'block') throw new UsageError('--sweep needs --resolution block');
   const by = chooseAxis(reader.labelAxes(), opts.by);
@@ -189,25 +190,24 @@ export async function runWanda(run: RunReader | string, opts: WandaOptions = {})
   read.forEach((l, i) => {
     if (labels[i] === '') leftOut[l || '(empty)'] = (leftOut[l || '(empty)'] ?? 0) + 1;
   });
-  if (Object.keys(leftOut).length && !opts.quiet) process.stderr.write(`wanda: left out ${labels.filter((l) => l === '').length} of ${labels.length} items without a value on "${by}" (${Object.entries(leftOut).map(([v, c]) => `${v}: ${c}`).join(', ')})\n`);
+  if (Object.keys(leftOut).length) io.log(`wanda: left out ${labels.filter((l) => l === '').length} of ${labels.length} items without a value on "${by}" (${Object.entries(leftOut).map(([v, c]) => `${v}: ${c}`).join(', ')})`);
   const { axis: groupAxis, itemGroups } = itemGroupsOf(reader, by, opts.group); // the world trees the null shuffles within
   // the permutations sized to the groups' families before anything runs
   r.sizing = wandaPermutationPlan(new Set(labels.filter((l) => l !== '')).size, opts.permutations);
   r.permutations = r.sizing.R;
   const located = await locateRunWeights(reader, opts);
-  throwIfAborted(opts.signal, 'lobes wanda', 'before the weight pass');
+  throwIfAborted(io.signal, 'lobes wanda', 'before the weight pass');
   const matrices = located.matrices;
   // No --block: the paper's 256 where every matrix has enough blocks for regions to be read, else auto.
   const auto = opts.block === 'auto' || opts.block === undefined;
   if (auto) r.block = [autoBlockSize(matrices, r.top), autoBlockSize(matrices, r.top)];
   const check = blockCheck(matrices, r.block, r.top, auto);
   if (opts.sweep) checkSweepGrid(opts.sweep === true ? {} : opts.sweep, matrices);
-  if (!opts.quiet && auto) {
+  if (auto) {
     const paper = r.block[0] === PAPER_BLOCK;
-    process.stderr.write(`wanda: blocks ${r.block.join('×')} (${paper ? `the paper's ${PAPER_BLOCK}×${PAPER_BLOCK}` : `auto: the largest power of two ≤ ${PAPER_BLOCK} giving every matrix ≥ ${MIN_SHORT_SIDE} blocks on its short side and ≥ ${MIN_SELECTED} selected; the paper's ${PAPER_BLOCK}×${PAPER_BLOCK} would be too coarse here`})\n`);
+    io.log(`wanda: blocks ${r.block.join('×')} (${paper ? `the paper's ${PAPER_BLOCK}×${PAPER_BLOCK}` : `auto: the largest power of two ≤ ${PAPER_BLOCK} giving every matrix ≥ ${MIN_SHORT_SIDE} blocks on its short side and ≥ ${MIN_SELECTED} selected; the paper's ${PAPER_BLOCK}×${PAPER_BLOCK} would be too coarse here`})`);
   }
-  // Warnings print under --quiet too: it silences progress, not what the user must know.
-  for (const w of coarseWarnings(check, r.block)) process.stderr.write(`wanda: warning: ${w}\n`);
+  for (const w of coarseWarnings(check, r.block)) io.warn(`wanda: warning: ${w}`);
   const input: AnalysisInput = {
     matrices,
     infos: matrices.map((m) => matrixInfo(m.name, m.layer, m.proj, m.input, m.dOut, m.dIn, r.block)),
@@ -227,14 +227,14 @@ export async function runWanda(run: RunReader | string, opts: WandaOptions = {})
   const hashes = weightFileHashes(located.source, located.path);
   let analysed: Awaited<ReturnType<typeof blockResolution>>;
   try {
-    analysed = r.resolution === 'block' ? await blockResolution(input, r, opts) : await weightResolution(input, r, opts);
+    analysed = r.resolution === 'block' ? await blockResolution(input, r, opts, io) : await weightResolution(input, r, opts, io);
     settings.weights.files = await hashes.done;
   } catch (e) {
     await hashes.cancel();
     throw e;
   }
   const { result, weightLevel } = analysed;
-  throwIfAborted(opts.signal, 'lobes wanda', 'after the weight pass, before the placement null'); // nothing written yet
+  throwIfAborted(io.signal, 'lobes wanda', 'after the weight pass, before the placement null'); // nothing written yet
   settings.groups = result.groups;
   const used = result.counts.reduce((a, b) => a + b, 0);
   settings.samples = { used, excluded: labels.length - used, ...(Object.keys(leftOut).length ? { leftOut } : {}) };
@@ -244,9 +244,9 @@ export async function runWanda(run: RunReader | string, opts: WandaOptions = {})
   if (weightLevel) correctWeightFamily(tested, weightLevel, { R: r.permutations, sizing: r.sizing.sizing });
   const metrics: WandaMetrics = weightLevel ? { ...tested, weightLevel } : tested;
   if (opts.sweep) {
-    throwIfAborted(opts.signal, 'lobes wanda', 'before the sensitivity sweep');
+    throwIfAborted(io.signal, 'lobes wanda', 'before the sensitivity sweep');
     const grid = opts.sweep === true ? {} : opts.sweep;
-    const progress = new Progress({ label: 'wanda sensitivity sweep', total: (grid.blocks ?? SWEEP_BLOCKS).length * (grid.tops ?? SWEEP_TOPS).length, unit: 'configurations', quiet: opts.quiet });
+    const progress = new Progress({ label: 'wanda sensitivity sweep', total: (grid.blocks ?? SWEEP_BLOCKS).length * (grid.tops ?? SWEEP_TOPS).length, unit: 'configurations', io });
     metrics.sensitivity = await sensitivitySweep(
       { matrices, source: input.source, labels, itemGroups },
       { ...grid, scope: r.top.scope, permutations: r.permutations, seed: r.seed, threads: opts.threads, onConfig: (d) => progress.set(d) },
@@ -259,8 +259,8 @@ export async function runWanda(run: RunReader | string, opts: WandaOptions = {})
   const inputs = [...runInputs(reader, hooks), modelInput(settings.weights.files ?? [], located.path)];
   const replaced = describeReplaced(target, settings);
   // said even with --quiet: a replaced analysis is never silent
-  if (replaced) process.stderr.write(`wanda: replacing ${target} (${replaced})\n`);
-  throwIfAborted(opts.signal, 'lobes wanda', 'before writing its outputs');
+  if (replaced) io.warn(`wanda: replacing ${target} (${replaced})`);
+  throwIfAborted(io.signal, 'lobes wanda', 'before writing its outputs');
   await writeOutputs(target, settings, result, metrics, inputs);
   return { settings, regions: result.regions, metrics, dir: target };
 }
@@ -342,11 +342,11 @@ async function placementsOnThreads(result: AnalyzeResult, input: AnalysisInput, 
 }
 
 /** Block resolution: one streaming pass for the column sums of |W|, then the analysis from them and the activations. */
-async function blockResolution(input: AnalysisInput, r: Resolved, opts: WandaOptions): Promise<{ result: AnalyzeResult; weightLevel?: WandaMetrics['weightLevel'] }> {
+async function blockResolution(input: AnalysisInput, r: Resolved, opts: WandaOptions, io: JobIO): Promise<{ result: AnalyzeResult; weightLevel?: WandaMetrics['weightLevel'] }> {
   const { matrices, infos, source, labels, itemGroups } = input;
   const { block, top, permutations, seed } = r;
   const totalBytes = matrices.reduce((a, m) => a + expectedBytes(m), 0);
-  const passProgress = new Progress({ label: 'wanda weights', total: Math.round(totalBytes / 1e6), unit: 'MB', quiet: opts.quiet });
+  const passProgress = new Progress({ label: 'wanda weights', total: Math.round(totalBytes / 1e6), unit: 'MB', io });
   let bytesDone = 0;
   // The null of a capture point starts as soon as the pass has the column sums of the matrices it feeds.
   const ready = new Map(matrices.map((m) => [m.name, deferred<Float32Array>()]));
@@ -362,7 +362,7 @@ async function blockResolution(input: AnalysisInput, r: Resolved, opts: WandaOpt
   let stepsDone = 0;
   let stepsTotal = 0;
   const showSteps = () => {
-    steps ??= new Progress({ label: `wanda groups and ${permutations} permutations`, total: stepsTotal, unit: 'capture points', quiet: opts.quiet });
+    steps ??= new Progress({ label: `wanda groups and ${permutations} permutations`, total: stepsTotal, unit: 'capture points', io });
     steps.set(stepsDone);
   };
   const onStep = (done: number, total: number) => {
@@ -406,10 +406,10 @@ function deferred<T>(): { promise: Promise<T>; resolve: (v: T) => void; reject: 
 }
 
 /** Weight resolution: per-weight scores matrix by matrix, with the weight-level metrics. */
-async function weightResolution(input: AnalysisInput, r: Resolved, opts: WandaOptions): Promise<{ result: AnalyzeResult; weightLevel?: WandaMetrics['weightLevel'] }> {
+async function weightResolution(input: AnalysisInput, r: Resolved, opts: WandaOptions, io: JobIO): Promise<{ result: AnalyzeResult; weightLevel?: WandaMetrics['weightLevel'] }> {
   const { matrices, infos, source, labels, itemGroups } = input;
   const { block, top, permutations, seed } = r;
-  const progress = new Progress({ label: `wanda weights, groups and ${permutations} permutations`, total: matrices.length, unit: 'matrices', quiet: opts.quiet });
+  const progress = new Progress({ label: `wanda weights, groups and ${permutations} permutations`, total: matrices.length, unit: 'matrices', io });
   const w = await analyzeWeights({ matrices, infos, source, labels, itemGroups }, { block, top, permutations, seed, onMatrix: (d) => progress.set(d) });
   progress.finish();
   return { result: w.result, weightLevel: w.weightLevel };

@@ -5,7 +5,7 @@
  * advance. Time is vitest's fake clock.
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { Progress } from '../../src/util/progress.js';
+import { ProgressBar as Progress } from '../../src/util/progress-bar.js';
 
 function sink(): { stream: NodeJS.WriteStream; lines: string[] } {
   const lines: string[] = [];
