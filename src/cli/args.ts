@@ -128,9 +128,9 @@ function normalizeArgv(argv: string[], options: Options, name: string): string[]
   return out;
 }
 
-/** `--top-k` for `topK`: the flag of a library option key no command's definitions name. */
+/** `--top-k` for `topK` (`--scope` for `top.scope`): the flag of a library option key no command's definitions name. */
 function kebabFlag(key: string): string {
-  return `--${key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
+  return `--${key.slice(key.lastIndexOf('.') + 1).replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
 }
 
 /** The flag of each library option key a command's options set: `key`, else the flag in camelCase (an old spelling names none). */
