@@ -8,7 +8,7 @@
  * stratified CV (src/cluster/probecv.ts). It does not depend on `--pca`, which only chooses where
  * the t-SNE neighbourhoods are built.
  */
-import { LobesError } from '../util/errors.js';
+import { LobesError, opt } from '../util/errors.js';
 import { Progress } from '../util/progress.js';
 import { compareHooks, parseHook } from '../hooks.js';
 import type { HookInfo, RunReader } from '../store/types.js';
@@ -230,10 +230,10 @@ export function residHooks(run: RunReader, pool: 'last' | 'mean' = 'last'): Hook
  * (layers.{i}.resid_out.mean), as cluster does when its point is a mean-pooled one.
  */
 export async function layerSweep(ctx: MeasureContext, run: RunReader | undefined, source: string, sample: MetricSample, pool: 'last' | 'mean' = 'last'): Promise<{ sweep: SweepPoint[]; items: NonNullable<ClusterItems['sweep']>; comparisons: ProbeComparison[] }> {
-  if (!run) throw new LobesError('--sweep needs a run directory (a matrix file has one layer)');
+  if (!run) throw new LobesError(`${opt('sweep')} needs a run directory (a matrix file has one layer)`);
   const layers = residHooks(run, pool);
   const site = pool === 'mean' ? 'resid_out.mean' : 'resid_out';
-  if (layers.length === 0) throw new LobesError(`--sweep: the run has no layers.{i}.${site} capture points`, { file: source, hint: `extract with --capture ${pool === 'mean' ? 'mean' : 'resid'}` });
+  if (layers.length === 0) throw new LobesError(`${opt('sweep')}: the run has no layers.{i}.${site} capture points`, { file: source, hint: `extract with ${opt('capture', pool === 'mean' ? 'mean' : 'resid')}` });
   const { rows } = sample;
   const sweep: SweepPoint[] = [];
   const comparisons: ProbeComparison[] = [];
