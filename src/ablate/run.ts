@@ -123,13 +123,6 @@ export async function runAblate(o: AblateOptions): Promise<AblateSummary> {
   const seed = o.seed ?? 0;
   const iae = iaeSettings(o.task, o.scoring, o.metric);
   const chunkUnits = o.chunkUnits ?? 64;
-  if (!isFreshFolder(o.out) && !isAblateJobDir(o.out)) throw new LobesError('output folder exists and is not a lobes ablation; lobes does not write into it', { file: o.out, hint: 'give a new or empty folder', code: 'E_EXISTS' });
-
-  // The run, its wanda results, the regions.
-  const manifest = readManifest(o.run);
-  const w = readWandaResults(o.run, manifest, o.wandaBy);
-  const specs = regionSpecs(w, o.region, o.minus ?? null);
-  const matrices = w.regions.matrices;
   const S = o.shuffled ?? 0;
   if (!Number.isInteger(S) || S < 0) throw new UsageError(`${opt('shuffled')} must be a non-negative integer, got ${S}`);
   const fitSeed = o.fitSplit ?? null;
@@ -140,6 +133,13 @@ export async function runAblate(o: AblateOptions): Promise<AblateSummary> {
   if (o.magnitude && iae) throw new UsageError(`${opt('magnitude')} applies to the continuation task`);
   if (tops && iae) throw new UsageError(`${opt('tops')} (a dose–response) applies to the continuation task; ${opt('task', 'iae')} ablates the stored regions only`);
   if (S && iae) throw new UsageError(`${opt('shuffled')} applies to the continuation task`);
+  if (!isFreshFolder(o.out) && !isAblateJobDir(o.out)) throw new LobesError('output folder exists and is not a lobes ablation; lobes does not write into it', { file: o.out, hint: 'give a new or empty folder', code: 'E_EXISTS' });
+
+  // The run, its wanda results, the regions.
+  const manifest = readManifest(o.run);
+  const w = readWandaResults(o.run, manifest, o.wandaBy);
+  const specs = regionSpecs(w, o.region, o.minus ?? null);
+  const matrices = w.regions.matrices;
   const doseTops = (tops ?? []).filter((t) => !isStoredTop(w, t));
 
   // The model: the run's own, or one that is the run's model.

@@ -41,7 +41,7 @@ import { ClusterPool } from './pool.js';
 import { Tsne } from './tsne-pca.js';
 import type { TsneMethod } from '../tsne/index.js';
 import { checkPerplexity } from '../tsne/affinity.js';
-import { chanceOf, METRICS_CSV_HEADER, layerSweep, stratifiedSample, metricsCsvRows, separation, type Coded, type Features, type MeasureContext, type MetricSample, type RunPca } from './measure.js';
+import { chanceOf, checkSweepInput, METRICS_CSV_HEADER, layerSweep, stratifiedSample, metricsCsvRows, separation, type Coded, type Features, type MeasureContext, type MetricSample, type RunPca } from './measure.js';
 import { baselineModelDir, baselineModelInput, lengthControl, tokenBaselines } from './baseline.js';
 import { probeSettings } from './probecv.js';
 import { adjustFamilies } from './multiplicity.js';
@@ -356,6 +356,7 @@ export async function runCluster(input: RunReader | string, opts: ClusterOptions
   validate(inp);
   if (opts.group !== undefined && opts.group !== null && !inp.run) throw new UsageError(`${opt('group')} names a label axis of a run; a matrix has none`, `drop ${opt('group')}`);
   if (opts.model !== undefined && !inp.run) throw new UsageError(`${opt('model')} names the model folder of a run (for its token baselines); a matrix has none`, `drop ${opt('model')}`);
+  if (opts.sweep) checkSweepInput(inp.run, inp.source, sweepPool(opts, inp)); // not after the t-SNE
   // checked before the long stages: a wrong folder fails at once, not after the t-SNE
   const baselineDir = inp.run && opts.baselines !== false ? baselineModelDir(inp.run, opts.model) : undefined;
   checkPerplexity(perplexity, inp.n);

@@ -40,7 +40,7 @@ import { groupSettings, itemGroupsOf } from './groups.js';
 import { analyzeWeights } from './weightres.js';
 import { addInference, correctWeightFamily, placementSets, type PlacementNull } from './inference.js';
 import { hookPooler } from './sumpool.js';
-import { checkSweepGrid, checkSweepRepeats, sensitivitySweep, sensitivityCsv, SWEEP_BLOCKS, SWEEP_TOPS } from './sensitivity.js';
+import { checkOptionPairs, checkSweepGrid, sensitivitySweep, sensitivityCsv, SWEEP_BLOCKS, SWEEP_TOPS } from './sensitivity.js';
 import { wantedMatrices, isSafetensorsPath, openSafetensorsCheckpoint, safetensorsMatrices, onnxMatrices, ggufMatrices, type WantedMatrix } from './weights.js';
 import { isGgufFile, sameGguf } from '../convert/cache.js';
 import { expectedBytes, type MatrixRef } from './kernel.js';
@@ -172,7 +172,6 @@ interface AnalysisInput {
  * weights; the analysis at block or weight resolution; the outputs.
  */
 export async function runWanda(run: RunReader | string, opts: WandaOptions = {}): Promise<WandaResult> {
-  // every option checked before the run is opened
   const r = resolveOptions(opts);
   const reader: RunReader = typeof run === 'string' ? await (await import('../store/index.js')).openRun(run) : run;
   const by = chooseAxis(reader.labelAxes(), opts.by);
@@ -273,13 +272,8 @@ function resolveOptions(opts: WandaOptions): Resolved {
   const top = parseTop(opts.top);
   const permutations = opts.permutations ?? DEFAULT_PERMUTATIONS;
   if (!Number.isInteger(permutations) || permutations < 0) throw new UsageError(`${opt('permutations')} must be a non-negative integer, got ${permutations}`);
-  const resolution = opts.resolution ?? 'block';
-  if (opts.sweep && resolution !== 'block') throw new UsageError({ option: 'sweep', also: ['resolution'], message: `${opt('sweep')} needs ${opt('resolution', 'block')}` });
-  // weights are selected per matrix: the other scopes are a block-resolution choice
-  if (resolution === 'weight' && top.scope !== 'matrix') throw new UsageError(`${opt('resolution', 'weight')} selects weights per matrix; ${opt('top.scope', top.scope)} is not available with it`);
-  // the grid's repeats need no model (its sizes past the matrices are checked once they are located)
-  if (opts.sweep) checkSweepRepeats(opts.sweep === true ? {} : opts.sweep);
-  return { block, top, permutations, seed: opts.seed ?? 0, resolution, sizing: { R: permutations, family: 0, needed: 0, sizing: opts.permutations === undefined ? 'sized' : 'user' } };
+  checkOptionPairs(opts.sweep, opts.resolution ?? 'block', top.scope); // before the run is opened
+  return { block, top, permutations, seed: opts.seed ?? 0, resolution: opts.resolution ?? 'block', sizing: { R: permutations, family: 0, needed: 0, sizing: opts.permutations === undefined ? 'sized' : 'user' } };
 }
 
 /** The matrices whose inputs the run captured, located in --weights (default: the run's model folder). */

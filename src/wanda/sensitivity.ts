@@ -62,7 +62,18 @@ export function checkSweepGrid(grid: { blocks?: number[]; tops?: number[] }, mat
   if (matrices.length && over.length) throw new UsageError(`${opt('sweep')}: block size ${over.join(', ')} is larger than every matrix (the longest side is ${side})`, `give block sizes up to ${side}`);
 }
 
-/** Refuse a sweep grid with a repeated size or fraction (runWanda: with the options, before the run is opened). */
+/**
+ * The options runWanda refuses together, before the run is opened: a sweep needs block
+ * resolution and a grid without repeats (its sizes past the matrices are checked once they are
+ * located); weight resolution selects weights per matrix, so the other scopes do not apply.
+ */
+export function checkOptionPairs(sweep: boolean | { blocks?: number[]; tops?: number[] } | undefined, resolution: 'block' | 'weight', scope: string): void {
+  if (sweep && resolution !== 'block') throw new UsageError({ option: 'sweep', also: ['resolution'], message: `${opt('sweep')} needs ${opt('resolution', 'block')}` });
+  if (resolution === 'weight' && scope !== 'matrix') throw new UsageError(`${opt('resolution', 'weight')} selects weights per matrix; ${opt('top.scope', scope)} is not available with it`);
+  if (sweep) checkSweepRepeats(sweep === true ? {} : sweep);
+}
+
+/** Refuse a sweep grid with a repeated size or fraction. */
 export function checkSweepRepeats(grid: { blocks?: number[]; tops?: number[] }): void {
   for (const [xs, what] of [[grid.blocks ?? SWEEP_BLOCKS, 'block size'], [grid.tops ?? SWEEP_TOPS, 'top fraction']] as const) {
     const dup = xs.find((x, i) => xs.indexOf(x) !== i);
