@@ -26,6 +26,7 @@ export const ERROR_CODES = {
 export type ErrorCode = keyof typeof ERROR_CODES;
 
 /** The marks opt() puts around an option named in a message: \u0001key[\u0002value]\u0003. */
+// eslint-disable-next-line no-control-regex -- the marks are control characters so that no message text can look like one
 const OPTION_MARK = /\u0001([^\u0001\u0002\u0003]+)(?:\u0002([^\u0001\u0002\u0003]*))?\u0003/g;
 
 /**
