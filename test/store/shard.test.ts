@@ -29,7 +29,7 @@ describe('--shard parsing', () => {
 
   it('--out may name the shard', () => {
     expect(expandOut('runs/x-{i}-of-{n}', { index: 1, count: 4 })).toBe('runs/x-1-of-4');
-    expect(() => expandOut('runs/x-{i}', null)).toThrow(/uses \{i\}\/\{n\} but no --shard/);
+    expect(() => expandOut('runs/x-{i}', null)).toThrow(/uses \{i\}\/\{n\} but no shard is given/);
   });
 });
 
