@@ -9,7 +9,7 @@
  */
 
 // Errors and version
-export { LobesError, UsageError, LobesErrors, isLobesError, ERROR_CODES, type ErrorCode, type ErrorPlace } from './util/errors.js';
+export { LobesError, UsageError, LobesErrors, isLobesError, ERROR_CODES, type ErrorCode, type ErrorPlace, type UsageProblem } from './util/errors.js';
 export { LOBES_VERSION } from './version.js';
 
 // Hook names

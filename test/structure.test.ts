@@ -303,6 +303,62 @@ export function directAnalysisImports(sources: Map<string, string>, modules: rea
   return bad;
 }
 
+/**
+ * The lines of a source file that build an error (`new XError(`, and the lines after one left
+ * open) or its hint (`hint:`, `const hint =`, `..._HINT =`), comments left out.
+ */
+function errorLines(text: string): string {
+  const lines = text.split('\n');
+  const out: string[] = [];
+  for (let i = 0; i < lines.length; i++) {
+    const l = lines[i]!;
+    if (/^\s*(\*|\/\/|\/\*)/.test(l)) continue;
+    if (!/\bnew \w*Errors?\(|\bhint\b|HINT\b/.test(l)) continue;
+    out.push(l);
+    // a message on the lines after an open `new XError(`
+    for (let j = i + 1; /\bnew \w*Errors?\($/.test(l) && j < lines.length && j <= i + 6 && !/^\s*\)/.test(lines[j]!); j++) out.push(lines[j]!);
+  }
+  return out.join('\n');
+}
+
+/** A flag a library error may still name, with the reason. */
+export interface FlagAllowed {
+  file: string;
+  flag: string;
+  reason: string;
+}
+
+/**
+ * The `--flag`s that library errors (src/ outside src/cli/) name in their messages and hints:
+ * a library error names an option by its key (opt('key') in the message, spelled as a flag by
+ * the CLI only). A flag inside a `lobes COMMAND …` command line the hint tells the user to run
+ * is the command line's own; the others must be in `allowed`, each with its reason.
+ */
+export function flagsInLibraryErrors(sources: Map<string, string>, allowed: readonly FlagAllowed[]): string[] {
+  const bad: string[] = [];
+  for (const [file, text] of sources) {
+    const rel = path.relative(SRC, file).split(path.sep).join('/');
+    if (rel.startsWith('cli/')) continue;
+    for (const lit of stringLiterals(errorLines(text))) {
+      for (const m of lit.matchAll(/(?<![\w-])--[a-z][a-z-]*/g)) {
+        if (/\blobes [a-z]+\b/.test(lit.slice(0, m.index))) continue;
+        if (allowed.some((a) => a.file === rel && a.flag === m[0])) continue;
+        bad.push(`${rel}: ${m[0]} in ${JSON.stringify(lit.trim().slice(0, 80))}`);
+      }
+    }
+  }
+  return bad;
+}
+
+/** The flags library errors still name, each with why (flagsInLibraryErrors). */
+const LIBRARY_ERROR_FLAGS: FlagAllowed[] = [
+  { file: 'ablate/regions.ts', flag: '--top', reason: "wanda's own flag: the hint tells the user to run lobes wanda again with a larger --top (ablate's top is another option)" },
+  { file: 'attend/inputs.ts', flag: '--control', reason: 'says how the evaluation was made (eval --control): a flag of lobes eval, not an option of this call' },
+  { file: 'eval/engine.ts', flag: '--task', reason: "optimum's own flag, in the command line that exports a model with its KV cache" },
+  { file: 'report/ablate.ts', flag: '--out', reason: 'a flag of the lobes ablate command line the hint tells the user to run again (split from it by the run folder)' },
+  { file: 'report/ablate.ts', flag: '--force', reason: 'a flag of the lobes ablate command line the hint tells the user to run again (split from it by the run folder)' },
+];
+
 describe('source structure', () => {
   const files = new Map(sourceFiles(SRC).map((f) => [f, readFileSync(f, 'utf8')]));
 
@@ -493,5 +549,31 @@ describe('source structure', () => {
       'report/payload.ts → attend/report.ts',
       'report/payload.ts → cluster/report.ts',
     ]);
+  });
+});
+
+describe('library errors name options, not flags', () => {
+  const files = new Map(sourceFiles(SRC).map((f) => [f, readFileSync(f, 'utf8')]));
+
+  it('no library error message or hint in src/ outside src/cli/ names a --flag (it names the option key: opt())', () => {
+    for (const a of LIBRARY_ERROR_FLAGS) expect(files.has(path.join(SRC, a.file)), `${a.file} is in the allow-list but is not a source file`).toBe(true);
+    expect(flagsInLibraryErrors(files, LIBRARY_ERROR_FLAGS)).toEqual([]);
+  });
+
+  it('finds a planted flag in a message, a hint and an open error, and not a command line, a comment, an opt() or the CLI (the check can fail)', () => {
+    const planted = new Map([
+      [path.join(SRC, 'wanda/x.ts'), "throw new UsageError('--sweep needs --resolution block');\n"],
+      [path.join(SRC, 'eval/y.ts'), "throw new LobesError('bad', { hint: 'use --share-prefix off' });\n"],
+      [path.join(SRC, 'store/z.ts'), 'throw new UsageError(\n  `--shard auto: ${x}`,\n);\n'],
+      [path.join(SRC, 'store/ok.ts'), "// hint: --repair\nthrow new LobesError('missing', { hint: 'rerun the lobes extract command with --repair' });\nthrow new UsageError(`${opt('shard')} must be i/n`);\nconst key = { '--shard': 1 };\n"],
+      [path.join(SRC, 'cli/ok.ts'), "throw new UsageError('--sweep must be all or BLOCKS/TOPS');\n"],
+    ]);
+    expect(flagsInLibraryErrors(planted, [])).toEqual([
+      'wanda/x.ts: --sweep in "--sweep needs --resolution block"',
+      'wanda/x.ts: --resolution in "--sweep needs --resolution block"',
+      'eval/y.ts: --share-prefix in "use --share-prefix off"',
+      'store/z.ts: --shard in "--shard auto:"',
+    ]);
+    expect(flagsInLibraryErrors(planted, [{ file: 'eval/y.ts', flag: '--share-prefix', reason: 'planted' }])).not.toContain('eval/y.ts: --share-prefix in "use --share-prefix off"');
   });
 });

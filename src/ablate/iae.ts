@@ -21,7 +21,7 @@
  * when every item has k options), at 0.05; otherwise lobes refuses, since an ablation cannot
  * lower accuracy that is only chance.
  */
-import { LobesError, UsageError } from '../util/errors.js';
+import { LobesError, UsageError, opt } from '../util/errors.js';
 import { binomialLower, poissonBinomialUpper } from '../util/stats.js';
 import { declareFamily, type FamilyRecord } from '../util/families.js';
 import { loadEvalData, hashUnits, type ItemUnit } from '../eval/units.js';
@@ -59,16 +59,16 @@ export interface IaeSettings {
 export function iaeSettings(task: AblateTask | undefined, scoring: IaeScoring | undefined, metric: IaeMetric | undefined): IaeSettings | null {
   // checked at run time too: a JavaScript caller's string is not held to the types
   const t: string = task ?? 'continuation';
-  if (!ABLATE_TASKS.includes(t as AblateTask)) throw new UsageError(`--task must be ${ABLATE_TASKS.join(' or ')}, got ${JSON.stringify(t)}`);
+  if (!ABLATE_TASKS.includes(t as AblateTask)) throw new UsageError(`${opt('task')} must be ${ABLATE_TASKS.join(' or ')}, got ${JSON.stringify(t)}`);
   if (t === 'continuation') {
-    if (scoring !== undefined || metric !== undefined) throw new UsageError('--scoring and --metric apply to --task iae');
+    if (scoring !== undefined || metric !== undefined) throw new UsageError(`${opt('scoring')} and ${opt('metric')} apply to ${opt('task', 'iae')}`);
     return null;
   }
   const s: string = scoring ?? 'letter';
-  if (s !== 'letter' && s !== 'cloze') throw new UsageError(`--scoring must be letter or cloze, got ${JSON.stringify(s)}`);
+  if (s !== 'letter' && s !== 'cloze') throw new UsageError(`${opt('scoring')} must be letter or cloze, got ${JSON.stringify(s)}`);
   const m: string = metric ?? 'acc';
-  if (!IAE_METRICS.includes(m as IaeMetric)) throw new UsageError(`--metric must be ${IAE_METRICS.join(', ')}, got ${JSON.stringify(m)}`);
-  if (s === 'letter' && m !== 'acc') throw new UsageError(`--metric ${m} applies to --scoring cloze; letter scoring has acc only`);
+  if (!IAE_METRICS.includes(m as IaeMetric)) throw new UsageError(`${opt('metric')} must be ${IAE_METRICS.join(', ')}, got ${JSON.stringify(m)}`);
+  if (s === 'letter' && m !== 'acc') throw new UsageError(`${opt('metric', m)} applies to ${opt('scoring', 'cloze')}; letter scoring has acc only`);
   return { scoring: s, metric: m as IaeMetric, shuffles: s === 'letter' ? IAE_LETTER_SHUFFLES : 1 };
 }
 
@@ -162,7 +162,7 @@ export function requireAboveChance(t: IaeChance, what: string): void {
   const pct = (x: number) => (100 * x).toFixed(1) + '%';
   throw new LobesError(
     `the model is not above chance before ablating (${what}: ${t.correct}/${t.n} = ${pct(t.accuracy)} correct, chance ${pct(t.chance)}, exact one-sided p = ${t.p.toPrecision(3)} ≥ ${t.alpha}), so an ablation has no ability to remove`,
-    { hint: 'try another --scoring or --metric (with cloze, --metric acc_mutual_info), more items, or a stronger model' },
+    { hint: `try another ${opt('scoring')} or ${opt('metric')} (with cloze, ${opt('metric', 'acc_mutual_info')}), more items, or a stronger model` },
   );
 }
 

@@ -19,7 +19,7 @@
  */
 import { closeSync, copyFileSync, mkdirSync, openSync, readdirSync, readSync, statSync, writeSync } from 'node:fs';
 import * as path from 'node:path';
-import { LobesError } from '../util/errors.js';
+import { LobesError, opt } from '../util/errors.js';
 import { analyseModel } from '../runtime/engine.js';
 import { onnxMatrices } from '../wanda/weights.js';
 import { DTYPE_SIZE, nbitsParams, type MatrixRef } from '../wanda/kernel.js';
@@ -105,7 +105,7 @@ export function blockEdits(sm: StoredMatrix, b: HfBlock): Edit[] {
     if (w1 > w0) out.push({ file: sdata.file, offset: sdata.offset + (n * nBlocks + w0) * ss, length: (w1 - w0) * ss, apply: zero });
     for (const [k0, k1] of partial) {
       const zp = sm.zeros![n * nBlocks + Math.floor(k0 / bs)]!;
-      if (Number.isNaN(zp)) throw new LobesError(`${b.tensor} is stored as MatMulNBits with float zero points, so only whole quantisation blocks of ${bs} input features can be zeroed exactly, and the block cols [${c0}, ${c1}) cut one`, { where: `initializer ${JSON.stringify(s.tensor)}`, hint: `use wanda blocks whose column size is a multiple of ${bs}, or a model converted with --weights fp32 or fp16` });
+      if (Number.isNaN(zp)) throw new LobesError(`${b.tensor} is stored as MatMulNBits with float zero points, so only whole quantisation blocks of ${bs} input features can be zeroed exactly, and the block cols [${c0}, ${c1}) cut one`, { where: `initializer ${JSON.stringify(s.tensor)}`, hint: `use wanda blocks whose column size is a multiple of ${bs}, or a model converted with ${opt('weights', 'fp32')} or fp16` });
       const first = Math.floor((k0 * bits) / 8);
       const last = Math.floor(((k1 - 1) * bits) / 8);
       out.push({

@@ -19,7 +19,7 @@
  * differs.
  */
 import * as path from 'node:path';
-import { LobesError } from '../util/errors.js';
+import { LobesError, opt } from '../util/errors.js';
 import { Rng, hash32 } from '../util/rng.js';
 import type { RunReader } from '../store/types.js';
 import { encodeLabels, labellingDesign } from '../wanda/analyze.js';
@@ -59,7 +59,7 @@ export interface Refitted {
 /** The run's rows and wanda's labels on them (rows without a value on the axis are left out, as lobes wanda leaves them out). */
 export async function refitRows(runDir: string, w: WandaResults, flag: string): Promise<RefitRows> {
   if (w.settings.resolution === 'weight') {
-    throw new LobesError(`${flag}: the regions were kept with --resolution weight (the top weights by |W|·s, then blocks by their share), which the block scores do not reproduce`, { file: wandaFile(w.dir, 'settings'), hint: `run lobes wanda with --resolution block to use ${flag}` });
+    throw new LobesError(`${flag}: the regions were kept with ${opt('resolution', 'weight')} (the top weights by |W|·s, then blocks by their share), which the block scores do not reproduce`, { file: wandaFile(w.dir, 'settings'), hint: `run lobes wanda with --resolution block to use ${flag}` });
   }
   const { openRun } = await import('../store/index.js');
   const reader = await openRun(runDir);
@@ -239,7 +239,7 @@ export interface RefitResult {
  * regions.json. Items are matched to the run's rows by id.
  */
 export async function refitRegions(runDir: string, w: WandaResults, modelDir: string, stored: StoredMatrix[], items: { ids: string[]; labels: string[] }, o: { S: number; seed: number; fitSeed: number | null }): Promise<RefitResult> {
-  const flag = o.fitSeed !== null ? '--fit-split' : '--shuffled';
+  const flag = o.fitSeed !== null ? opt('fitSplit') : opt('shuffled');
   const rows = await refitRows(runDir, w, flag);
   const by = w.settings.by;
   const groups = rows.groups;
@@ -257,7 +257,7 @@ export async function refitRegions(runDir: string, w: WandaResults, modelDir: st
     base = Int32Array.from(rows.index, (g, r) => (g >= 0 && fitSet.has(rows.ids[r]!) ? g : -1));
     const perGroup = groups.map((_, g) => base.reduce((a, x) => a + (x === g ? 1 : 0), 0));
     perGroup.forEach((c, g) => {
-      if (c === 0) throw new LobesError(`--fit-split: no row of the run is an item of the fit half labelled ${JSON.stringify(groups[g])}, so its region cannot be fitted`, { file: runDir, hint: 'give the items the run was extracted from (their ids are matched to the run\'s samples)' });
+      if (c === 0) throw new LobesError(`${opt('fitSplit')}: no row of the run is an item of the fit half labelled ${JSON.stringify(groups[g])}, so its region cannot be fitted`, { file: runDir, hint: 'give the items the run was extracted from (their ids are matched to the run\'s samples)' });
     });
     const inRun = new Set(rows.ids);
     const count = (keep: (i: number) => boolean) => Object.fromEntries(groups.map((g) => [g, itemLabel.filter((l, i) => l === g && keep(i)).length]));

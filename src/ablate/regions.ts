@@ -12,7 +12,7 @@
  * blocks) or in all (`global`), each drawn uniformly without replacement.
  */
 import * as path from 'node:path';
-import { LobesError, UsageError } from '../util/errors.js';
+import { LobesError, UsageError, opt } from '../util/errors.js';
 import { Rng } from '../util/rng.js';
 import { didYouMean } from '../util/suggest.js';
 import type { WandaMatrix, WandaRegions, WandaSettings } from '../wanda/types.js';
@@ -74,21 +74,21 @@ export function isStoredTop(w: WandaResults, top: number): boolean {
  */
 export function groupMasksAtTop(w: WandaResults, top: number): (group: string) => Masks {
   const file = wandaFile(w.dir, 'regions');
-  const hint = 'leave out --top to ablate the stored regions, or run lobes wanda at that --top';
-  if (w.settings.resolution === 'weight') throw new LobesError(`--top ${top}: the regions were kept with --resolution weight (the top weights by |W|·s, then blocks by their share), which the pooled block scores do not determine`, { file, hint });
-  if (!w.pooled) throw new LobesError(`--top ${top}: the wanda results hold no pooled block scores (pooled.safetensors), from which regions at another top are computed`, { file, hint });
+  const hint = `leave out ${opt('tops')} to ablate the stored regions, or run lobes wanda at that --top`;
+  if (w.settings.resolution === 'weight') throw new LobesError(`${opt('tops', top)}: the regions were kept with ${opt('resolution', 'weight')} (the top weights by |W|·s, then blocks by their share), which the pooled block scores do not determine`, { file, hint });
+  if (!w.pooled) throw new LobesError(`${opt('tops', top)}: the wanda results hold no pooled block scores (pooled.safetensors), from which regions at another top are computed`, { file, hint });
   const pooled = w.pooled;
   const scores = (g: string) =>
     w.regions.matrices.map((m) => {
       const s = pooled(g, m.name);
-      if (!s) throw new LobesError(`--top ${top}: pooled.safetensors has no scores for group ${JSON.stringify(g)} and matrix ${m.name}`, { file, hint });
+      if (!s) throw new LobesError(`${opt('tops', top)}: pooled.safetensors has no scores for group ${JSON.stringify(g)} and matrix ${m.name}`, { file, hint });
       return s;
     });
   // The stored regions must be the stored scores' own top selection, or other tops would not be comparable to them.
   for (const g of w.settings.groups) {
     const again = selectTop(scores(g), w.regions.matrices, w.settings.top);
     const stored = masksOf(w, g);
-    if (again.some((m, k) => m.some((v, i) => v !== stored[k]![i]))) throw new LobesError(`--top ${top}: region ${g} of regions.json is not the top selection of its pooled block scores at wanda's --top ${w.settings.top.value}, so regions at other tops cannot be computed from them`, { file, hint });
+    if (again.some((m, k) => m.some((v, i) => v !== stored[k]![i]))) throw new LobesError(`${opt('tops', top)}: region ${g} of regions.json is not the top selection of its pooled block scores at wanda's ${opt('top.value', w.settings.top.value)}, so regions at other tops cannot be computed from them`, { file, hint });
   }
   const spec = { kind: 'fraction' as const, value: top, scope: w.settings.top.scope };
   return (g: string) => selectTop(scores(g), w.regions.matrices, spec);
@@ -133,10 +133,10 @@ export function regionKey(r: RegionSpec): string {
 /** The regions a command asks for: --region A or all, with --minus B or others. */
 export function regionSpecs(w: WandaResults, region: string, minus: string | null): RegionSpec[] {
   const names = region === 'all' ? [...w.settings.groups] : [region];
-  if (region !== 'all') checkGroup(w, region, '--region');
+  if (region !== 'all') checkGroup(w, region, opt('region'));
   if (minus !== null && minus !== 'others') {
-    checkGroup(w, minus, '--minus');
-    if (region === minus) throw new UsageError(`--region and --minus are the same group (${region}); the difference is empty`);
+    checkGroup(w, minus, opt('minus'));
+    if (region === minus) throw new UsageError(`${opt('region')} and ${opt('minus')} are the same group (${region}); the difference is empty`);
   }
   return names.filter((n) => n !== minus).map((name) => ({ name, minus }));
 }

@@ -19,7 +19,7 @@
  */
 import { rmSync } from 'node:fs';
 import * as path from 'node:path';
-import { LobesError, UsageError, throwIfAborted } from '../util/errors.js';
+import { LobesError, UsageError, opt, throwIfAborted } from '../util/errors.js';
 import { Progress, fmtTime } from '../util/progress.js';
 import { jobIO, type JobIOOptions } from '../util/jobio.js';
 import { withJobFolder, isFreshFolder } from '../store/job.js';
@@ -116,12 +116,22 @@ export async function runAblate(o: AblateOptions): Promise<AblateSummary> {
   const io = jobIO(o, { logUnderQuiet: true });
   throwIfAborted(io.signal, 'lobes ablate');
   const K = o.random ?? ABLATE_RANDOM;
-  if (!Number.isInteger(K) || K < 1) throw new UsageError(`--random must be a positive integer, got ${K}`);
+  if (!Number.isInteger(K) || K < 1) throw new UsageError(`${opt('random')} must be a positive integer, got ${K}`);
   const scope = o.scope ?? 'matrix';
-  if (!NULL_SCOPES.includes(scope)) throw new UsageError(`--scope must be ${NULL_SCOPES.join(', ')}, got ${JSON.stringify(scope)}`);
+  if (!NULL_SCOPES.includes(scope)) throw new UsageError(`${opt('scope')} must be ${NULL_SCOPES.join(', ')}, got ${JSON.stringify(scope)}`);
   const seed = o.seed ?? 0;
   const iae = iaeSettings(o.task, o.scoring, o.metric);
   const chunkUnits = o.chunkUnits ?? 64;
+  const S = o.shuffled ?? 0;
+  if (!Number.isInteger(S) || S < 0) throw new UsageError(`${opt('shuffled')} must be a non-negative integer, got ${S}`);
+  const fitSeed = o.fitSplit ?? null;
+  if (fitSeed !== null && !(Number.isInteger(fitSeed) && fitSeed >= 0)) throw new UsageError(`${opt('fitSplit')} takes a seed, a non-negative integer, got ${fitSeed}`);
+  // A dose–response: the regions at other top fractions, from the stored pooled block scores.
+  const tops = o.tops?.length ? [...new Set(o.tops)].sort((a, b) => a - b) : null;
+  for (const t of tops ?? []) if (!(t > 0 && t <= 1)) throw new UsageError(`${opt('tops')} takes fractions in (0, 1], got ${t}`);
+  if (o.magnitude && iae) throw new UsageError(`${opt('magnitude')} applies to the continuation task`);
+  if (tops && iae) throw new UsageError(`${opt('tops')} (a dose–response) applies to the continuation task; ${opt('task', 'iae')} ablates the stored regions only`);
+  if (S && iae) throw new UsageError(`${opt('shuffled')} applies to the continuation task`);
   if (!isFreshFolder(o.out) && !isAblateJobDir(o.out)) throw new LobesError('output folder exists and is not a lobes ablation; lobes does not write into it', { file: o.out, hint: 'give a new or empty folder', code: 'E_EXISTS' });
 
   // The run, its wanda results, the regions.
@@ -129,16 +139,6 @@ export async function runAblate(o: AblateOptions): Promise<AblateSummary> {
   const w = readWandaResults(o.run, manifest, o.wandaBy);
   const specs = regionSpecs(w, o.region, o.minus ?? null);
   const matrices = w.regions.matrices;
-  const S = o.shuffled ?? 0;
-  if (!Number.isInteger(S) || S < 0) throw new UsageError(`--shuffled must be a non-negative integer, got ${S}`);
-  const fitSeed = o.fitSplit ?? null;
-  if (fitSeed !== null && !(Number.isInteger(fitSeed) && fitSeed >= 0)) throw new UsageError(`--fit-split takes a seed, a non-negative integer, got ${fitSeed}`);
-  // A dose–response: the regions at other top fractions, from the stored pooled block scores.
-  const tops = o.tops?.length ? [...new Set(o.tops)].sort((a, b) => a - b) : null;
-  for (const t of tops ?? []) if (!(t > 0 && t <= 1)) throw new UsageError(`--top takes fractions in (0, 1], got ${t}`);
-  if (o.magnitude && iae) throw new UsageError('--magnitude applies to the continuation task');
-  if (tops && iae) throw new UsageError('--top (a dose–response) applies to the continuation task; --task iae ablates the stored regions only');
-  if (S && iae) throw new UsageError('--shuffled applies to the continuation task');
   const doseTops = (tops ?? []).filter((t) => !isStoredTop(w, t));
 
   // The model: the run's own, or one that is the run's model.
@@ -148,10 +148,10 @@ export async function runAblate(o: AblateOptions): Promise<AblateSummary> {
     const id = modelIdentity(o.model);
     if (!sameModel({ graphSha256: id.graphSha256, filesSha256: id.filesSha256, source: o.modelSource ?? null, control: controlOfFolder(o.model) }, manifest.model)) {
       const diff = id.graphSha256 === manifest.model.graphSha256 && !o.modelSource ? modelFolderDifference(o.model, manifest.model.files ?? []) : null;
-      throw new LobesError(`--model is not the run's model (the run was extracted from ${manifest.model.dir}${diff ? `; ${diff.message}` : ''})`, { file: o.model, hint: 'give the model the run was extracted with, or leave --model out' });
+      throw new LobesError(`${opt('model')} is not the run's model (the run was extracted from ${manifest.model.dir}${diff ? `; ${diff.message}` : ''})`, { file: o.model, hint: `give the model the run was extracted with, or leave ${opt('model')} out` });
     }
     modelDir = o.model;
-  } else modelDir = resolveRunModel(manifest, o.run, { roles: ['graph', 'data', 'tokenizer'], hint: 'restore the model the run was extracted with, or give it with --model' });
+  } else modelDir = resolveRunModel(manifest, o.run, { roles: ['graph', 'data', 'tokenizer'], hint: `restore the model the run was extracted with, or give it with ${opt('model')}` });
   const modelFilesNow = o.model ? modelIdentity(o.model).files : manifest.model.files ?? [];
   const stored = storedMatrices(modelDir, matrices);
 
@@ -282,7 +282,7 @@ export async function runAblate(o: AblateOptions): Promise<AblateSummary> {
           // regions rewritten by lobes wanda, a model file): lineage names it.
           const changed = differ.length ? null : inputsDiffer(prev.inputs, job.inputs!);
           const file = path.join(o.out, JOB_MANIFEST);
-          const hint = 'use a new --out, or --force to replace it';
+          const hint = `use a new ${opt('out')}, or ${opt('force')} to replace it`;
           if (changed) throw new LobesError(`this ablation folder ${prev.complete ? 'holds a finished ablation' : 'holds an unfinished ablation'} made from other inputs: ${changed}`, { file, hint, code: 'E_STALE' });
           throw new LobesError(`this ablation folder was made with other settings, data, run or model${differ.length ? ` (${differ.join(', ')} differ${differ.length === 1 ? 's' : ''})` : ''}`, { file, hint });
         }

@@ -24,7 +24,7 @@
 import { limitItems, type LimitSpec } from '../data/subset.js';
 import * as path from 'node:path';
 import { createHash } from 'node:crypto';
-import { LobesError, UsageError } from '../util/errors.js';
+import { LobesError, UsageError, opt } from '../util/errors.js';
 import type { AttendTokenizer } from './tokenize.js';
 import type { PromptPart } from './words.js';
 import type { AttendItem } from './types.js';
@@ -84,7 +84,7 @@ export function prepared(base: Omit<PreparedItem, 'ids' | 'kept' | 'truncated'>,
 export async function dataLastItems(spec: string, tok: AttendTokenizer, opts: { chatTemplate: boolean; maxTokens: number | null; limit: LimitSpec | null }): Promise<PreparedInput> {
   const { loadDataset } = await import('../data/index.js');
   const ds = await loadDataset(spec);
-  if (opts.chatTemplate && !tok.chat) throw new LobesError('the tokenizer has no chat template', { hint: 'drop --chat-template' });
+  if (opts.chatTemplate && !tok.chat) throw new LobesError('the tokenizer has no chat template', { hint: `drop ${opt('chatTemplate')}` });
   const samples = opts.limit !== null ? limitItems(ds.samples, ds.axes, opts.limit).items : ds.samples;
   const h = createHash('sha256');
   const items = samples.map((s, index) => {
@@ -105,7 +105,7 @@ export async function dataLastItems(spec: string, tok: AttendTokenizer, opts: { 
  */
 export async function socialEvalAnswerItems(spec: string, tok: AttendTokenizer, opts: { maxTokens: number | null; limit: LimitSpec | null; cot?: EvalTokenizer | null }): Promise<PreparedInput> {
   if (parseSpec(spec).kind !== 'socialeval') {
-    throw new UsageError(`--position answer needs multiple-choice prompts: a socialeval: dataset or --eval DIR (got ${JSON.stringify(spec)})`, 'use --position last to read the last token of each text');
+    throw new UsageError(`${opt('position', 'answer')} needs multiple-choice prompts: a socialeval: dataset or ${opt('eval', 'DIR')} (got ${JSON.stringify(spec)})`, `use ${opt('position', 'last')} to read the last token of each text`);
   }
   const { loadSocialEvalBench } = await import('../data/socialeval-eval.js');
   const bench = loadSocialEvalBench(spec, { iae: true, gae: false });
@@ -155,7 +155,7 @@ function looksChatTemplated(prompt: string, tok: AttendTokenizer): boolean {
 
 /** `--eval DIR` must be a lobes evaluation folder (checked before a model is opened, and again when read). */
 export function checkEvalFolder(dir: string): void {
-  if (!isEvalDir(dir)) throw new LobesError('not a lobes evaluation folder (no eval.json)', { file: dir, hint: 'give the --out folder of lobes eval' });
+  if (!isEvalDir(dir)) throw new LobesError('not a lobes evaluation folder (no eval.json)', { file: dir, hint: `give the ${opt('out')} folder of lobes eval` });
 }
 
 /** Records of `lobes eval` (DIR/records.jsonl), the selected ones, read up to their answer position. */
@@ -179,7 +179,7 @@ export async function evalItems(dir: string, modelDir: string, model: { graphSha
     if (opts.items === 'all' || (opts.items === 'wrong' && rec.correct === false) || (opts.items === 'right' && rec.correct === true)) selected.push({ rec, index });
   });
   const chosen = opts.limit !== null ? limitItems(selected.map((x) => ({ ...x, id: x.rec.id, labels: x.rec.labels ?? {} })), evalAxes(selected), opts.limit).items : selected;
-  if (chosen.length === 0) throw new LobesError(`no ${opts.items === 'all' ? '' : opts.items + ' '}records to read`, { file, hint: opts.items === 'all' ? undefined : 'use --items all' });
+  if (chosen.length === 0) throw new LobesError(`no ${opts.items === 'all' ? '' : opts.items + ' '}records to read`, { file, hint: opts.items === 'all' ? undefined : `use ${opt('items', 'all')}` });
   const facts = { chat: ev.manifest.tokenizer.chatTemplate };
   checkSameModel(ev.manifest.model, { ...model, control: controlOfFolder(modelDir) }, evalFile(dir, 'manifest'));
   const chat = facts.chat ?? looksChatTemplated(chosen[0]!.rec.shuffles[0]!.prompt, tok);

@@ -10,7 +10,7 @@
  * a chunk's records are the same bytes after a crash and rerun, and whichever shard computes it.
  */
 import * as path from 'node:path';
-import { LobesError, UsageError, throwIfAborted } from '../util/errors.js';
+import { LobesError, UsageError, opt, throwIfAborted } from '../util/errors.js';
 import { writeOutputMarker } from '../util/io.js';
 import { checkOutputDir, checkOutputPlace } from '../util/output.js';
 import { Progress, fmtTime } from '../util/progress.js';
@@ -111,22 +111,22 @@ export interface ModelIdentity {
 
 /** Option combinations that are refused before anything is read. */
 function checkOptions(opts: AttendOptions, position: AttendPosition): void {
-  if (!!opts.data === !!opts.eval) throw new UsageError('give exactly one of --data SPEC and --eval DIR');
+  if (!!opts.data === !!opts.eval) throw new UsageError(`give exactly one of ${opt('data', 'SPEC')} and ${opt('eval', 'DIR')}`);
   const top = opts.top ?? DEFAULT_TOP;
-  if (!Number.isInteger(top) || top < 1) throw new UsageError(`--top must be a positive integer, got ${top}`);
+  if (!Number.isInteger(top) || top < 1) throw new UsageError(`${opt('top')} must be a positive integer, got ${top}`);
   const cu = opts.chunkUnits ?? DEFAULT_CHUNK_UNITS;
-  if (!Number.isInteger(cu) || cu < 1) throw new UsageError(`--chunk-units must be a positive integer, got ${cu}`);
+  if (!Number.isInteger(cu) || cu < 1) throw new UsageError(`${opt('chunkUnits')} must be a positive integer, got ${cu}`);
   const cot = opts.cot ?? 0;
-  if (!Number.isInteger(cot) || cot < 0) throw new UsageError(`--cot must be a non-negative integer, got ${cot}`);
+  if (!Number.isInteger(cot) || cot < 0) throw new UsageError(`${opt('cot')} must be a non-negative integer, got ${cot}`);
   if (opts.eval) {
-    if (position !== 'answer') throw new UsageError('--eval reads the answering position of each record; --position last does not apply');
-    if (opts.chatTemplate) throw new UsageError('--chat-template does not apply to --eval (the records hold the prompts as the evaluation rendered them)');
-    if (cot) throw new UsageError('--cot generates reasoning for --data socialeval: items; the records of an evaluation made with lobes eval --cot N already hold the model\'s reasoning, and --eval reads them after it', 'drop --cot');
+    if (position !== 'answer') throw new UsageError(`${opt('eval')} reads the answering position of each record; ${opt('position', 'last')} does not apply`);
+    if (opts.chatTemplate) throw new UsageError(`${opt('chatTemplate')} does not apply to ${opt('eval')} (the records hold the prompts as the evaluation rendered them)`);
+    if (cot) throw new UsageError(`${opt('cot')} generates reasoning for ${opt('data', 'socialeval:')} items; the records of an evaluation made with lobes eval --cot N already hold the model's reasoning, and ${opt('eval')} reads them after it`, `drop ${opt('cot')}`);
     return;
   }
-  if (opts.items) throw new UsageError('--items selects evaluated records; it needs --eval DIR');
-  if (position === 'answer' && opts.chatTemplate) throw new UsageError('--position answer renders the evaluation prompt, which uses the chat template when the tokenizer has one; drop --chat-template');
-  if (cot && position !== 'answer') throw new UsageError('--cot reads the answer after the reasoning: it needs --position answer (a socialeval: dataset)');
+  if (opts.items) throw new UsageError(`${opt('items')} selects evaluated records; it needs ${opt('eval', 'DIR')}`);
+  if (position === 'answer' && opts.chatTemplate) throw new UsageError(`${opt('position', 'answer')} renders the evaluation prompt, which uses the chat template when the tokenizer has one; drop ${opt('chatTemplate')}`);
+  if (cot && position !== 'answer') throw new UsageError(`${opt('cot')} reads the answer after the reasoning: it needs ${opt('position', 'answer')} (a socialeval: dataset)`);
 }
 
 /** Resolve the input: the source, and whether its answering position is a multiple-choice answer. */
@@ -148,7 +148,7 @@ function checkOut(out: string, force: boolean): void {
   if (isFreshFolder(out) || isAttendDir(out)) return;
   if (isOldAttendDir(out)) {
     checkOutputDir(out, 'attend');
-    if (!force) throw new LobesError('folder holds the results of an older lobes attend', { file: out, hint: 'pass --force to replace them, or give a new folder' });
+    if (!force) throw new LobesError('folder holds the results of an older lobes attend', { file: out, hint: `pass ${opt('overwrite')} to replace them, or give a new folder` });
     return;
   }
   throw new LobesError('folder exists and is not a lobes attend folder; lobes does not write into it', { file: out, hint: 'give a new or empty folder', code: 'E_EXISTS' });
@@ -222,7 +222,7 @@ async function attendUnderLock(opts: AttendOptions, manifest: AttendManifest, in
   if (previous) {
     const diff = attendDifferences(previous.identity, manifest.identity, out, 'this command');
     if (diff.length && !opts.overwrite) {
-      throw new LobesError(`this attend folder was made with different settings: ${diff.slice(0, 4).join('; ')}${diff.length > 4 ? ` (and ${diff.length - 4} more)` : ''}`, { file: path.join(out, ATTEND_MANIFEST), hint: 'pass --force to replace it, or give a new --out' });
+      throw new LobesError(`this attend folder was made with different settings: ${diff.slice(0, 4).join('; ')}${diff.length > 4 ? ` (and ${diff.length - 4} more)` : ''}`, { file: path.join(out, ATTEND_MANIFEST), hint: `pass ${opt('overwrite')} to replace it, or give a new ${opt('out')}` });
     }
     if (diff.length) removeAttendFiles(out);
     else if (previous.complete) {
@@ -243,7 +243,7 @@ async function attendUnderLock(opts: AttendOptions, manifest: AttendManifest, in
   try {
     if (etok) {
       scorer = await (await import('../eval/engine.js')).openScorer(opts.model, { device, deviceId: opts.deviceId, threads: opts.threads, generation: true, ...(opts.interventions?.length ? { interventions: opts.interventions } : {}) });
-      if (!scorer.hasPast) throw new LobesError('--cot needs a model with KV-cache inputs (past_key_values.*) to generate its reasoning', { file: opts.model, hint: 'give a GGUF (converted with its KV cache) or an export with past_key_values, or drop --cot' });
+      if (!scorer.hasPast) throw new LobesError(`${opt('cot')} needs a model with KV-cache inputs (past_key_values.*) to generate its reasoning`, { file: opts.model, hint: `give a GGUF (converted with its KV cache) or an export with past_key_values, or drop ${opt('cot')}` });
     }
     manifest.timings.modelLoadMs += Date.now() - t1;
     const site = engine.sites[0]!;
@@ -258,7 +258,7 @@ async function attendUnderLock(opts: AttendOptions, manifest: AttendManifest, in
     if (!etok) {
       const all: number[][] = [];
       for (let c = range.chunkStart; c < range.chunkEnd; c++) all.push(...plan(chunkItems(c)));
-      checkBatchMemory(all, items.map((it) => ({ id: it.id, tokens: it.ids.length })), engine.info.arch, { device, limit: opts.memoryLimit?.(device), force: opts.ignorePlan, say: io.warn, hint: '--batch 1 or --token-budget N makes batches smaller; --max-tokens N keeps the last N tokens of each prompt' });
+      checkBatchMemory(all, items.map((it) => ({ id: it.id, tokens: it.ids.length })), engine.info.arch, { device, limit: opts.memoryLimit?.(device), force: opts.ignorePlan, say: io.warn, hint: `${opt('batch', 1)} or ${opt('tokenBudget', 'N')} makes batches smaller; ${opt('maxTokens', 'N')} keeps the last N tokens of each prompt` });
     }
     writeOutputMarker(out, 'attend');
     writeAttendManifest(out, manifest);
@@ -294,7 +294,7 @@ async function attendUnderLock(opts: AttendOptions, manifest: AttendManifest, in
         }
       }
       const batches = plan(idx);
-      if (etok) checkBatchMemory(batches, items.map((it) => ({ id: it.id, tokens: it.ids.length })), engine.info.arch, { device, limit: opts.memoryLimit?.(device), force: opts.ignorePlan, say: io.warn, hint: '--batch 1 or --token-budget N makes batches smaller' });
+      if (etok) checkBatchMemory(batches, items.map((it) => ({ id: it.id, tokens: it.ids.length })), engine.info.arch, { device, limit: opts.memoryLimit?.(device), force: opts.ignorePlan, say: io.warn, hint: `${opt('batch', 1)} or ${opt('tokenBudget', 'N')} makes batches smaller` });
       for (const b of batches) {
         const tb = padBatch(b.map((i) => items[i]!.ids), tok.padId, 'right');
         const res = await engine.run(tb);

@@ -17,7 +17,7 @@
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import * as path from 'node:path';
-import { LobesError } from '../util/errors.js';
+import { LobesError, opt } from '../util/errors.js';
 import { writeFileAtomicSync } from '../util/io.js';
 import { OUTPUT_MARKER } from '../util/output.js';
 import { CHUNKS_DIR, readVerifiedJsonl, type RecordLayout } from '../store/records.js';
@@ -91,7 +91,7 @@ export function readAttendManifest(dir: string): AttendManifest {
     unreadable: (e) => {
       if (e.code !== 'ENOENT') return notJson(String(e.message));
       const old = isOldAttendDir(dir);
-      return new LobesError(old ? 'attend results of an older lobes (no attend.json); their files cannot be verified' : 'not a lobes attend folder: attend.json is missing', { file, hint: old ? 'run lobes attend again into a new folder' : 'give the --out folder of lobes attend' });
+      return new LobesError(old ? 'attend results of an older lobes (no attend.json); their files cannot be verified' : 'not a lobes attend folder: attend.json is missing', { file, hint: old ? 'run lobes attend again into a new folder' : `give the ${opt('out')} folder of lobes attend` });
     },
     invalid: notJson,
   });

@@ -95,7 +95,7 @@ export async function run(argv: string[]): Promise<number> {
       scoring: { type: 'string', choices: ['letter', 'cloze'] as const },
       metric: { type: 'string', choices: ['acc', 'acc_norm', 'acc_mutual_info'] as const },
       random: { type: 'string' },
-      top: { type: 'string' },
+      top: { type: 'string', key: 'tops' },
       magnitude: { type: 'boolean' },
       shuffled: { type: 'string', bare: String(SHUFFLED_DEFAULT) },
       'fit-split': { type: 'string' },

@@ -7,6 +7,9 @@
  *     the next word is its value only when it is one of the choices (an option without
  *     choices: when it is a count, digits only, as `--shuffled` alone or `--shuffled 19`).
  *   - `renamed`: an old spelling that still works, with a one-line note on stderr.
+ *   - `key`: the library option key the flag sets, where it is not the flag in camelCase
+ *     (`--top-k` sets `topK`; wanda's `--model` sets `weights`). A library error names the
+ *     option by its key; the CLI prints it as the flag that sets it (spellOption).
  * The shared option definitions (one meaning per flag in every command) are in options.ts.
  */
 import { parseArgs } from 'node:util';
@@ -27,6 +30,8 @@ export interface OptionDef {
   renamed?: string;
   /** May be given more than once (the value is then an array, in order). */
   multiple?: boolean;
+  /** The library option key this flag sets, when it is not the flag in camelCase (errors about that key print as this flag). */
+  key?: string;
 }
 
 export type Options = Record<string, OptionDef>;
@@ -123,6 +128,35 @@ function normalizeArgv(argv: string[], options: Options, name: string): string[]
   return out;
 }
 
+/** `--top-k` for `topK` (`--scope` for `top.scope`): the flag of a library option key no command's definitions name. */
+function kebabFlag(key: string): string {
+  return `--${key.slice(key.lastIndexOf('.') + 1).replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
+}
+
+/** The flag of each library option key a command's options set: `key`, else the flag in camelCase (an old spelling names none). */
+export function flagsOfKeys(options: Options): Map<string, string> {
+  const flags = new Map<string, string>();
+  for (const [flag, def] of Object.entries(options)) {
+    if (def.renamed) continue;
+    const key = def.key ?? flag.replace(/-([a-z0-9])/g, (_, c: string) => c.toUpperCase());
+    if (!flags.has(key)) flags.set(key, `--${flag}`);
+  }
+  return flags;
+}
+
+/** The flags of the command being run (its last parseCommand), for spellOption. */
+let commandFlags: Map<string, string> | null = null;
+
+/** The flag that sets library option `key` in the command being run (by its definitions; a key none of them sets: the key in kebab-case). */
+export function spellOption(key: string): string {
+  return commandFlags?.get(key) ?? kebabFlag(key);
+}
+
+/** Forget the command's flags (main, when the command ends). */
+export function releaseCommandFlags(): void {
+  commandFlags = null;
+}
+
 /**
  * Parse argv for one command. `--help` prints usage and help to stdout and returns null
  * (the command then exits 0). Unknown flags, bad choices and wrong positional counts are UsageErrors.
@@ -130,6 +164,7 @@ function normalizeArgv(argv: string[], options: Options, name: string): string[]
 export function parseCommand<O extends Options>(argv: string[], spec: CommandSpec<O>): ParsedCommand<O> | null {
   const all: Options = { ...spec.options, help: { type: 'boolean', short: 'h' } };
   const name = commandName(spec);
+  commandFlags = flagsOfKeys(spec.options);
   const args = normalizeArgv(argv, all, name);
   const nodeOptions = Object.fromEntries(Object.entries(all).map(([k, o]) => [k, { type: o.type, ...(o.short ? { short: o.short } : {}), ...(o.multiple ? { multiple: true } : {}) }]));
   let parsed;

@@ -116,7 +116,7 @@ export async function run(argv: string[]): Promise<number> {
       'per-layer': { type: 'boolean' },
       ...INTERVENE_OPTION,
       ...LIMIT_OPTIONS,
-      ...FORCE_OPTION,
+      force: { ...FORCE_OPTION.force, key: 'overwrite' },
       overwrite: { type: 'boolean', renamed: 'force' },
       ...OUTPUT_OPTIONS,
     },

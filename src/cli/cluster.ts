@@ -95,7 +95,7 @@ export async function run(argv: string[]): Promise<number> {
       'probe-c': { type: 'string' },
       'class-weight': { type: 'string' },
       'sweep-permutations': { type: 'string' },
-      'no-baselines': { type: 'boolean' },
+      'no-baselines': { type: 'boolean', key: 'baselines' },
       'no-length-control': { type: 'boolean' },
       group: { type: 'string' },
       model: { type: 'string' },

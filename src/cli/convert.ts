@@ -43,7 +43,7 @@ ${helpLine('--quiet', QUIET_TEXT, 20)}
     dtype: { type: 'string', choices: ['fp32', 'fp16'] as const },
     weights: { type: 'string', choices: ['auto', 'q4', 'fp16', 'fp32', 'bf16'] as const },
     layout: { type: 'string', choices: ['explicit', 'genai'] as const },
-    ...FORCE_OPTION,
+    force: { ...FORCE_OPTION.force, key: 'overwrite' },
     ...OUTPUT_OPTIONS,
   },
   positionals: [0, 1] as [number, number],

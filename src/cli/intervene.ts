@@ -25,7 +25,7 @@ export const INTERVENE_HELP = `  --intervene SPEC     edit an activation inside 
                        zero; :last edits only each text's last token (docs/intervene.md);
                        recorded with the run, and part of what a rerun must repeat`;
 
-export const INTERVENE_OPTION = { intervene: { type: 'string', multiple: true } } as const;
+export const INTERVENE_OPTION = { intervene: { type: 'string', multiple: true, key: 'interventions' } } as const;
 
 /** Every --intervene of a command line, parsed; an empty list when none. */
 export function interventionsOf(v: Record<string, any>): Intervention[] {

@@ -4,9 +4,12 @@
  * The analyses' commands come from the analysis registry (src/analysis/registry.ts).
  * Every command module exports `run(argv: string[]): Promise<number>` (the exit code).
  * A failure prints one line on stderr; with --json it is also one JSON object on stdout,
- * `{"error":{"code","message","file","where","hint","exitCode"}}` (code: docs/api.md, "Error codes").
+ * `{"error":{"code","message","option","file","where","hint","exitCode"}}` (code: docs/api.md, "Error codes").
+ * An error about a library option (its `option` key) is printed with the command's flag for
+ * it (spellOption: the flag definitions' keys), as the command line names it.
  */
-import { isLobesError, systemError } from '../util/errors.js';
+import { isLobesError, optionText, systemError } from '../util/errors.js';
+import { releaseCommandFlags, spellOption } from './args.js';
 import { LOBES_VERSION } from '../version.js';
 import { nearest } from '../util/suggest.js';
 import { interruptedExitCode, releaseInterrupts } from './interrupt.js';
@@ -66,20 +69,24 @@ export async function main(argv: string[]): Promise<number> {
     if (isLobesError(e)) {
       // a job stopped by Ctrl-C exits as a process ended by that signal would (130, 143 for SIGTERM)
       const exitCode = e.code === 'E_ABORTED' ? interruptedExitCode(e.exitCode) : e.exitCode;
+      // the options the message names, spelled as this command's flags
+      const message = e.marked ? optionText(e.marked.message, spellOption) : e.message;
+      const hint = e.marked?.hint !== undefined ? optionText(e.marked.hint, spellOption) : e.hint;
       // a message that already names the command ("lobes extract was cancelled …") is not prefixed again
-      process.stderr.write(e.message.startsWith(`lobes ${cmd} `) ? `${e.message}\n` : `lobes ${cmd}: ${e.message}\n`);
-      if (wantsJson(rest)) process.stdout.write(JSON.stringify({ error: { code: e.code, message: e.message, file: e.file ?? null, where: e.where ?? null, hint: e.hint ?? null, exitCode } }) + '\n');
+      process.stderr.write(message.startsWith(`lobes ${cmd} `) ? `${message}\n` : `lobes ${cmd}: ${message}\n`);
+      if (wantsJson(rest)) process.stdout.write(JSON.stringify({ error: { code: e.code, message, option: e.option !== undefined ? spellOption(e.option) : null, file: e.file ?? null, where: e.where ?? null, hint: hint ?? null, exitCode } }) + '\n');
       if (process.env.LOBES_DEBUG && e.stack) process.stderr.write(e.stack + '\n');
       return exitCode;
     }
     const err = e as Error;
     process.stderr.write(`lobes ${cmd}: internal error: ${String(err?.message ?? err).split('\n')[0]} (set LOBES_DEBUG=1 for the stack trace)\n`);
-    if (wantsJson(rest)) process.stdout.write(JSON.stringify({ error: { code: 'E_INTERNAL', message: `internal error: ${String(err?.message ?? err).split('\n')[0]}`, file: null, where: null, hint: 'set LOBES_DEBUG=1 for the stack trace', exitCode: 70 } }) + '\n');
+    if (wantsJson(rest)) process.stdout.write(JSON.stringify({ error: { code: 'E_INTERNAL', message: `internal error: ${String(err?.message ?? err).split('\n')[0]}`, option: null, file: null, where: null, hint: 'set LOBES_DEBUG=1 for the stack trace', exitCode: 70 } }) + '\n');
     if (process.env.LOBES_DEBUG && err?.stack) process.stderr.write(err.stack + '\n');
     return 70;
   } finally {
-    // the command's Ctrl-C handlers end with it (src/cli/interrupt.ts)
+    // the command's Ctrl-C handlers and flags end with it (src/cli/interrupt.ts, args.ts)
     releaseInterrupts();
+    releaseCommandFlags();
   }
 }
 

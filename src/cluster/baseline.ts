@@ -29,7 +29,7 @@ import type { RepeatedCv } from './probecv.js';
 import type { RunReader } from '../store/types.js';
 import { modelFolderDifference, runModelCandidates } from '../runtime/modelfiles.js';
 import { modelInput, type LineageInput } from '../store/lineage.js';
-import { LobesError } from '../util/errors.js';
+import { LobesError, opt } from '../util/errors.js';
 import type { BaselineMetrics, ClusterItems, IncrementalMetrics, ProbeComparison } from './types.js';
 import { compareProbes, runProbe, type MeasureContext, type MetricSample } from './measure.js';
 
@@ -49,10 +49,10 @@ export function baselineModelDir(run: RunReader, override?: string): string | un
     const found = runModelCandidates(run.manifest, run.dir).find((d) => existsSync(d));
     if (!found) return run.manifest.model.dir;
     const diff = modelFolderDifference(found, recorded);
-    if (diff) throw new LobesError(`${diff.message}, so its token baselines would be another model's`, { file: diff.file, hint: 'restore the model folder, give the run\'s model with --model DIR, or leave the baselines out with --no-baselines' });
+    if (diff) throw new LobesError(`${diff.message}, so its token baselines would be another model's`, { file: diff.file, hint: `restore the model folder, give the run's model with ${opt('model', 'DIR')}, or leave the baselines out with ${opt('baselines')}` });
     return found;
   }
-  if (!existsSync(override)) throw new LobesError('no such model folder', { file: override, hint: 'cluster --model names the folder of the model the run was extracted with' });
+  if (!existsSync(override)) throw new LobesError('no such model folder', { file: override, hint: `cluster ${opt('model')} names the folder of the model the run was extracted with` });
   for (const f of recorded) {
     const file = path.join(override, f.name);
     if (!existsSync(file)) throw new LobesError(`${f.name} is missing, and the run was extracted with one`, { file: override, hint: 'give the folder of the model the run was extracted with' });

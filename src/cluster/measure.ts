@@ -8,7 +8,7 @@
  * stratified CV (src/cluster/probecv.ts). It does not depend on `--pca`, which only chooses where
  * the t-SNE neighbourhoods are built.
  */
-import { LobesError } from '../util/errors.js';
+import { LobesError, opt } from '../util/errors.js';
 import { Progress } from '../util/progress.js';
 import { silentIO, type JobIO } from '../util/jobio.js';
 import { compareHooks, parseHook } from '../hooks.js';
@@ -225,6 +225,15 @@ export function residHooks(run: RunReader, pool: 'last' | 'mean' = 'last'): Hook
     .map((x) => x.h);
 }
 
+/** The layers a sweep reads: a run's residual-stream points at every layer, refused for a matrix or a run without them (runCluster checks it before the t-SNE). */
+export function checkSweepInput(run: RunReader | undefined, source: string, pool: 'last' | 'mean' = 'last'): { reader: RunReader; layers: HookInfo[] } {
+  if (!run) throw new LobesError(`${opt('sweep')} needs a run directory (a matrix file has one layer)`);
+  const layers = residHooks(run, pool);
+  const site = pool === 'mean' ? 'resid_out.mean' : 'resid_out';
+  if (layers.length === 0) throw new LobesError(`${opt('sweep')}: the run has no layers.{i}.${site} capture points`, { file: source, hint: `extract with ${opt('capture', pool === 'mean' ? 'mean' : 'resid')}` });
+  return { reader: run, layers };
+}
+
 /**
  * The probe at every layer's residual stream, on the metric sample: accuracy, balanced accuracy
  * and macro-F1 with bootstrap CIs and a null of `sweepPermutations` label shuffles per layer
@@ -232,10 +241,7 @@ export function residHooks(run: RunReader, pool: 'last' | 'mean' = 'last'): Hook
  * (layers.{i}.resid_out.mean), as cluster does when its point is a mean-pooled one.
  */
 export async function layerSweep(ctx: MeasureContext, run: RunReader | undefined, source: string, sample: MetricSample, pool: 'last' | 'mean' = 'last'): Promise<{ sweep: SweepPoint[]; items: NonNullable<ClusterItems['sweep']>; comparisons: ProbeComparison[] }> {
-  if (!run) throw new LobesError('--sweep needs a run directory (a matrix file has one layer)');
-  const layers = residHooks(run, pool);
-  const site = pool === 'mean' ? 'resid_out.mean' : 'resid_out';
-  if (layers.length === 0) throw new LobesError(`--sweep: the run has no layers.{i}.${site} capture points`, { file: source, hint: `extract with --capture ${pool === 'mean' ? 'mean' : 'resid'}` });
+  const { reader, layers } = checkSweepInput(run, source, pool);
   const { rows } = sample;
   const sweep: SweepPoint[] = [];
   const comparisons: ProbeComparison[] = [];
@@ -244,7 +250,7 @@ export async function layerSweep(ctx: MeasureContext, run: RunReader | undefined
   const prog = new Progress({ label: 'cluster sweep', total: layers.length, unit: 'layers', io: ctx.io });
   const quiet: MeasureContext = { ...ctx, io: silentIO(), say: () => {} };
   for (const h of layers) {
-    const L = await run.read(h.name, rows);
+    const L = await reader.read(h.name, rows);
     for (let t = 0; t < L.length; t++) if (!Number.isFinite(L[t])) throw new LobesError(`non-finite value at row ${rows[Math.floor(t / h.dim)]}`, { file: source, where: h.name });
     const r = await runProbe(quiet, [{ X: L, d: h.dim }], sample, sample.sweepPermutations, h.name);
     const a = r.metrics.accuracy;

@@ -22,7 +22,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import * as path from 'node:path';
 import { csvField } from '../util/csv.js';
-import { LobesError, UsageError, throwIfAborted } from '../util/errors.js';
+import { LobesError, UsageError, opt, throwIfAborted } from '../util/errors.js';
 import { Progress } from '../util/progress.js';
 import { jobIO, type JobIO } from '../util/jobio.js';
 import { checkRegularFile, writeDirAtomic } from '../util/io.js';
@@ -44,7 +44,7 @@ import { pca, pcaParallel } from './pca.js';
 import { ClusterPool } from './pool.js';
 import { Tsne } from './tsne-pca.js';
 import { checkPerplexity } from '../tsne/affinity.js';
-import { chanceOf, METRICS_CSV_HEADER, layerSweep, stratifiedSample, metricsCsvRows, separation, type Coded, type Features, type MeasureContext, type MetricSample, type RunPca } from './measure.js';
+import { chanceOf, checkSweepInput, METRICS_CSV_HEADER, layerSweep, stratifiedSample, metricsCsvRows, separation, type Coded, type Features, type MeasureContext, type MetricSample, type RunPca } from './measure.js';
 import { baselineModelDir, baselineModelInput, lengthControl, tokenBaselines } from './baseline.js';
 import { probeSettings } from './probecv.js';
 import { adjustFamilies } from './multiplicity.js';
@@ -133,7 +133,7 @@ async function loadInput(input: RunReader | string, opts: StageOptions): Promise
     const text = pick(run.samples.map((s) => s.text ?? ''));
     // the items' groups: --group AXIS, else the axis a dataset's group=FIELD wrote (null: none)
     const groupAxis = opts.group === null ? undefined : opts.group ?? (run.labelAxes().includes(GROUP_AXIS) && by !== GROUP_AXIS ? GROUP_AXIS : undefined);
-    if (groupAxis !== undefined && !run.labelAxes().includes(groupAxis)) throw new UsageError(`--group ${opts.group}: the run has no label axis ${JSON.stringify(opts.group)} (axes: ${run.labelAxes().join(', ')})`, 'name the axis that holds each item\'s group');
+    if (groupAxis !== undefined && !run.labelAxes().includes(groupAxis)) throw new UsageError(`${opt('group', String(opts.group))}: the run has no label axis ${JSON.stringify(opts.group)} (axes: ${run.labelAxes().join(', ')})`, 'name the axis that holds each item\'s group');
     const groupOf = groupAxis !== undefined ? pick(run.labels(groupAxis)) : undefined;
     const values: Record<string, number> = {};
     all.forEach((l, i) => {
@@ -163,7 +163,7 @@ async function loadInput(input: RunReader | string, opts: StageOptions): Promise
   let n: number;
   let d: number;
   if (/\.npy$/i.test(file)) {
-    if (opts.point !== undefined) throw new UsageError(`--point ${opts.point}: a .npy file holds one matrix, there is nothing to pick`, 'drop --point');
+    if (opts.point !== undefined) throw new UsageError(`${opt('point', opts.point)}: a .npy file holds one matrix, there is nothing to pick`, `drop ${opt('point')}`);
     const m = readNpy(file);
     X = m.data;
     n = m.rows;
@@ -175,7 +175,7 @@ async function loadInput(input: RunReader | string, opts: StageOptions): Promise
     if (!name) {
       throw new LobesError(`${opts.point !== undefined ? `no tensor ${JSON.stringify(opts.point)}; ` : ''}the file holds ${names.length} tensor${names.length === 1 ? '' : 's'} (${names.slice(0, 8).join(', ')}${names.length > 8 ? ', …' : ''})`, {
         file,
-        hint: 'pick one with --point NAME',
+        hint: `pick one with ${opt('point', 'NAME')}`,
       });
     }
     const t = h.tensors.get(name)!;
@@ -185,7 +185,7 @@ async function loadInput(input: RunReader | string, opts: StageOptions): Promise
   } else {
     throw new LobesError('not a run directory, .npy or .safetensors file', { file });
   }
-  if (!opts.labels) throw new LobesError('a matrix input needs --labels FILE (one label per line, one line per row)', { file });
+  if (!opts.labels) throw new LobesError(`a matrix input needs ${opt('labels', 'FILE')} (one label per line, one line per row)`, { file });
   checkRegularFile(opts.labels, 'labels file');
   const labels = readLabelsFile(opts.labels);
   const base = path.basename(file).replace(/\.(npy|safetensors)$/i, '');
@@ -287,11 +287,12 @@ export async function runCluster(input: RunReader | string, options: ClusterOpti
   const seed = opts.seed ?? 0;
   const perplexity = opts.perplexity ?? 30;
   // A perplexity is 2 to the entropy of a distribution: at least 1.
-  if (!(perplexity >= 1) || !Number.isFinite(perplexity)) throw new UsageError(`--perplexity must be a number of at least 1 (the effective number of neighbours), got ${perplexity}`, 'typical values are 5 to 50');
+  if (!(perplexity >= 1) || !Number.isFinite(perplexity)) throw new UsageError(`${opt('perplexity')} must be a number of at least 1 (the effective number of neighbours), got ${perplexity}`, 'typical values are 5 to 50');
   const inp = await loadInput(input, opts);
   validate(inp);
-  if (opts.group !== undefined && opts.group !== null && !inp.run) throw new UsageError('--group names a label axis of a run; a matrix has none', 'drop --group');
-  if (opts.model !== undefined && !inp.run) throw new UsageError('--model names the model folder of a run (for its token baselines); a matrix has none', 'drop --model');
+  if (opts.group !== undefined && opts.group !== null && !inp.run) throw new UsageError(`${opt('group')} names a label axis of a run; a matrix has none`, `drop ${opt('group')}`);
+  if (opts.model !== undefined && !inp.run) throw new UsageError(`${opt('model')} names the model folder of a run (for its token baselines); a matrix has none`, `drop ${opt('model')}`);
+  if (opts.sweep) checkSweepInput(inp.run, inp.source, sweepPool(opts, inp)); // not after the t-SNE
   // checked before the long stages: a wrong folder fails at once, not after the t-SNE
   const baselineDir = inp.run && opts.baselines !== false ? baselineModelDir(inp.run, opts.model) : undefined;
   checkPerplexity(perplexity, inp.n);

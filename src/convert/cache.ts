@@ -30,6 +30,7 @@ import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readSync, rena
 import { hostname, homedir } from 'node:os';
 import * as path from 'node:path';
 import { fsyncDir, makeDirs } from '../util/io.js';
+import { opt } from '../util/errors.js';
 import { acquireLock, pidAlive } from '../util/lock.js';
 import { hashFileCached } from '../store/filehash.js';
 import { folderProblem, hashFolder, rememberFolder, type RecordedFile } from './folder-hash.js';
@@ -41,7 +42,7 @@ import { CONVERTER_VERSION, CONVERT_RECORD, convertGguf, convertHfCheckpoint, gg
 import { isHfCheckpoint, openHfCheckpoint } from './hf-checkpoint.js';
 
 /** The cache folder, as a failure to create it names it. */
-const CACHE_FOLDER = { what: 'cache folder', hint: 'pass --cache DIR, or set LOBES_CACHE' };
+const CACHE_FOLDER = { what: 'cache folder', hint: `pass ${opt('cache', 'DIR')}, or set LOBES_CACHE` };
 import { modelFilesDigest } from '../store/lineage.js';
 import { readJsonFile, writeJsonAtomic } from '../store/json.js';
 import { jobIO, type JobIOOptions } from '../util/jobio.js';

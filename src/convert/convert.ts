@@ -15,7 +15,7 @@
 import { createHash } from 'node:crypto';
 import { closeSync, openSync, statSync } from 'node:fs';
 import * as path from 'node:path';
-import { UsageError } from '../util/errors.js';
+import { UsageError, opt } from '../util/errors.js';
 import { readExactly } from '../util/io.js';
 import { LOBES_VERSION } from '../version.js';
 import { NBITS_MAPPING } from '../formats/ggml-nbits.js';
@@ -173,10 +173,10 @@ export function resolveConvertOptions(opts: ConvertOptions): { dtype: 'fp32' | '
   const dtype = opts.dtype ?? 'fp32';
   const weights = opts.weights ?? 'auto';
   const layout = opts.layout ?? 'explicit';
-  if (dtype !== 'fp32' && dtype !== 'fp16') throw new UsageError(`--dtype must be fp32 or fp16, got ${JSON.stringify(dtype)}`);
-  if (!['auto', 'q4', 'fp16', 'fp32', 'bf16'].includes(weights)) throw new UsageError(`--weights must be auto, q4, fp16, fp32 or bf16, got ${JSON.stringify(weights)}`);
-  if (layout !== 'explicit' && layout !== 'genai') throw new UsageError(`--layout must be explicit or genai, got ${JSON.stringify(layout)}`);
-  if (dtype === 'fp16' && (weights === 'fp32' || weights === 'bf16')) throw new UsageError(`--weights ${weights} needs --dtype fp32 (an fp16 graph would cast them down at every run)`, 'use --weights fp16 or q4 with --dtype fp16');
+  if (dtype !== 'fp32' && dtype !== 'fp16') throw new UsageError(`${opt('dtype')} must be fp32 or fp16, got ${JSON.stringify(dtype)}`);
+  if (!['auto', 'q4', 'fp16', 'fp32', 'bf16'].includes(weights)) throw new UsageError(`${opt('weights')} must be auto, q4, fp16, fp32 or bf16, got ${JSON.stringify(weights)}`);
+  if (layout !== 'explicit' && layout !== 'genai') throw new UsageError(`${opt('layout')} must be explicit or genai, got ${JSON.stringify(layout)}`);
+  if (dtype === 'fp16' && (weights === 'fp32' || weights === 'bf16')) throw new UsageError(`${opt('weights', weights)} needs ${opt('dtype', 'fp32')} (an fp16 graph would cast them down at every run)`, `use ${opt('weights', 'fp16')} or q4 with ${opt('dtype', 'fp16')}`);
   return { dtype, weights, layout };
 }
 

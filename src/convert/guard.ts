@@ -14,7 +14,7 @@
 import { createHash } from 'node:crypto';
 import { closeSync, existsSync, fstatSync, openSync, readdirSync, realpathSync, statSync } from 'node:fs';
 import * as path from 'node:path';
-import { LobesError } from '../util/errors.js';
+import { LobesError, opt } from '../util/errors.js';
 import { readExactly } from '../util/io.js';
 import { readJsonFile } from '../store/json.js';
 
@@ -155,14 +155,14 @@ export function checkForceTarget(out: string, source: string, record: string): v
   const srcReal = real(source);
   const rel = path.relative(outReal, srcReal);
   if (rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel))) {
-    throw new LobesError(`--force would replace the folder that holds the source GGUF (${path.basename(source)}); nothing was changed`, { file: out, hint: 'choose another --out', code: 'E_EXISTS' });
+    throw new LobesError(`${opt('overwrite')} would replace the folder that holds the source GGUF (${path.basename(source)}); nothing was changed`, { file: out, hint: `choose another ${opt('out')}`, code: 'E_EXISTS' });
   }
   const rec = readJsonFile(path.join(out, record), { fallback: null });
   if (rec?.format !== 'lobes-convert') {
-    throw new LobesError(`--force replaces only a folder lobes convert wrote (one holding its ${record}); this one has ${rec === null ? 'none' : 'another record'}, so nothing was changed`, { file: out, hint: 'choose another --out, or empty the folder yourself', code: 'E_EXISTS' });
+    throw new LobesError(`${opt('overwrite')} replaces only a folder lobes convert wrote (one holding its ${record}); this one has ${rec === null ? 'none' : 'another record'}, so nothing was changed`, { file: out, hint: `choose another ${opt('out')}, or empty the folder yourself`, code: 'E_EXISTS' });
   }
   const foreign = names.filter((n) => !CONVERT_OUTPUT_FILES.has(n)).sort();
   if (foreign.length) {
-    throw new LobesError(`--force would remove ${foreign.length === 1 ? 'a file' : `${foreign.length} files`} lobes convert did not write (${foreign.slice(0, 3).join(', ')}${foreign.length > 3 ? ', …' : ''}); nothing was changed`, { file: out, hint: 'move them out, or choose another --out', code: 'E_EXISTS' });
+    throw new LobesError(`${opt('overwrite')} would remove ${foreign.length === 1 ? 'a file' : `${foreign.length} files`} lobes convert did not write (${foreign.slice(0, 3).join(', ')}${foreign.length > 3 ? ', …' : ''}); nothing was changed`, { file: out, hint: `move them out, or choose another ${opt('out')}`, code: 'E_EXISTS' });
   }
 }

@@ -7,7 +7,7 @@
  * See docs/datasets.md.
  */
 import { statSync } from 'node:fs';
-import { LobesError, LobesErrors, UsageError } from '../util/errors.js';
+import { LobesError, LobesErrors, UsageError, opt } from '../util/errors.js';
 import { loadBuiltin } from './builtin.js';
 import { loadCsv, loadJsonl } from './generic.js';
 import { invalidInputHint, problemError, type Problem } from './read.js';
@@ -28,7 +28,7 @@ export const DEFAULT_DATASET = 'builtin:social';
  * the command reads (`kinds`, default every kind), and its path exists (a socialeval: folder
  * holds world-tree files; a jsonl:/csv: path is a regular file). The content is read later.
  */
-export function checkDataSpec(spec: string, kinds: readonly string[] = ['builtin', 'socialeval', 'jsonl', 'csv'], flag = '--data'): void {
+export function checkDataSpec(spec: string, kinds: readonly string[] = ['builtin', 'socialeval', 'jsonl', 'csv'], flag = opt('data')): void {
   const p = parseSpec(spec);
   if (!kinds.includes(p.kind)) throw new UsageError(`${flag} ${JSON.stringify(spec)}: ${['builtin', 'socialeval', 'jsonl', 'csv'].includes(p.kind) ? 'this command does not read' : 'unknown dataset kind'} ${p.kind}:`, `kinds here: ${kinds.join(', ')}`);
   if (p.kind === 'builtin') return;

@@ -11,7 +11,7 @@
  * skipInvalid, are left out and reported).
  */
 import * as path from 'node:path';
-import { LobesError, LobesErrors, UsageError } from '../util/errors.js';
+import { LobesError, LobesErrors, UsageError, opt } from '../util/errors.js';
 import { absentFieldsError, invalidInputHint, parseJson, problemError, readUtf8, type Problem } from './read.js';
 import { checkParams, formatSpec, parseSpec } from './spec.js';
 import type { Excluded } from './types.js';
@@ -150,7 +150,7 @@ export function loadMcqJsonl(spec: string, skipInvalid = false, limits: { maxOpt
   if (absent) throw absent;
   const excluded: Excluded[] = [];
   if (problems.length) {
-    if (!skipInvalid) throw new LobesErrors(`dataset ${spec} has invalid items`, problems.map(problemError), { hint: invalidInputHint(items.length, 'fix the lines', '--skip-invalid') });
+    if (!skipInvalid) throw new LobesErrors(`dataset ${spec} has invalid items`, problems.map(problemError), { hint: invalidInputHint(items.length, 'fix the lines', opt('skipInvalid')) });
     for (const pr of problems) excluded.push({ id: pr.id ?? `${base}: ${pr.where ?? ''}`, file: pr.file, where: pr.where, reason: `invalid: ${pr.reason}` });
   }
   if (items.length === 0) throw new LobesError(`dataset ${spec} has no valid items`, { file });

@@ -10,7 +10,7 @@
  * way adds its dialogue and the characters it introduces.
  */
 import * as path from 'node:path';
-import { LobesError, LobesErrors, UsageError } from '../util/errors.js';
+import { LobesError, LobesErrors, UsageError, opt } from '../util/errors.js';
 import { invalidInputHint, parseJson, problemError, readUtf8, type Problem } from './read.js';
 import { fileFacts, listFiles, loadSocialEval, SOCIALEVAL_KEYS } from './socialeval.js';
 import { filtersFromSpec, orientationMatches } from './filters.js';
@@ -364,7 +364,7 @@ export function loadSocialEvalBench(spec: string, tasks: { iae: boolean; gae: bo
     }
   }
   if (problems.length && !skipInvalid) {
-    throw new LobesErrors(`dataset ${spec} cannot be evaluated`, problems.map(problemError), { hint: invalidInputHint(iae.length + trees.size, 'fix the trees', '--skip-invalid') });
+    throw new LobesErrors(`dataset ${spec} cannot be evaluated`, problems.map(problemError), { hint: invalidInputHint(iae.length + trees.size, 'fix the trees', opt('skipInvalid')) });
   }
   for (const pr of problems) excluded.push({ id: [pr.file, pr.where].filter(Boolean).join(': '), file: pr.file, where: pr.where, reason: `invalid: ${pr.reason}` });
   return { spec: formatSpec('socialeval', p.path, params), iae, gae: tasks.gae ? [...trees.values()] : [], excluded };

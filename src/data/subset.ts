@@ -12,7 +12,7 @@
  * samples. The sample keeps the data's order.
  */
 import { createHash } from 'node:crypto';
-import { UsageError } from '../util/errors.js';
+import { UsageError, opt } from '../util/errors.js';
 import { nearest } from '../util/suggest.js';
 
 /** What --limit, --by and --seed ask for. */
@@ -45,7 +45,7 @@ export function limitAxes(by: readonly string[] | undefined, axes: readonly stri
   for (const a of by) {
     if (!axes.includes(a)) {
       const near = nearest(a, axes);
-      throw new UsageError(`--by: the data has no label axis ${JSON.stringify(a)} (axes: ${axes.join(', ') || 'none'})`, near ? `did you mean --by ${near}?` : undefined);
+      throw new UsageError(`${opt('by')}: the data has no label axis ${JSON.stringify(a)} (axes: ${axes.join(', ') || 'none'})`, near ? `did you mean ${opt('by', near)}?` : undefined);
     }
   }
   return [...by];

@@ -19,7 +19,7 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, lstatSync, mkdirSync, readFileSync, readdirSync, realpathSync, rmSync, symlinkSync } from 'node:fs';
 import * as path from 'node:path';
-import { LobesError } from '../util/errors.js';
+import { LobesError, opt } from '../util/errors.js';
 import { readElfDynamic } from './elf.js';
 import { extractZipMember, listZip, readZipMember, type ZipMember } from './zip.js';
 import { bindingDir as defaultBindingDir, ortVersion, writePreloadSet, type PreloadSet } from '../runtime/preload.js';
@@ -307,7 +307,7 @@ export async function installCudaFromWheels(dir: string, opts: CudaInstallOption
   if (!ort) {
     throw new LobesError(refused.length ? refused[0]! : `no onnxruntime-gpu wheel or installed tree in the folder`, {
       file: dir,
-      hint: refused.length ? undefined : `${shellJoin(pipDownloadCommand(dir, [`onnxruntime-gpu==${want}`], pip))}, then run this again (or add --download)`,
+      hint: refused.length ? undefined : `${shellJoin(pipDownloadCommand(dir, [`onnxruntime-gpu==${want}`], pip))}, then run this again (or add ${opt('download')})`,
     });
   }
   for (const f of PROVIDER_FILES) {

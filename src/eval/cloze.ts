@@ -14,7 +14,7 @@
  *   ll_uncond scores the same continuation after the prefix token alone. Ties go to the first
  *   option (numpy's argmax).
  */
-import { LobesError } from '../util/errors.js';
+import { LobesError, opt } from '../util/errors.js';
 import { renderPrompt, type PromptItem } from '../data/prompt.js';
 import { loglikMemoryPlan, splitContinuation, type LoglikEngine, type LoglikRequest } from '../runtime/loglik.js';
 import { checkBatchMemory } from '../runtime/plan.js';
@@ -74,7 +74,7 @@ function checkClozeMemory(reqs: readonly LoglikRequest[], names: readonly string
     limit: ctx.memory.limit,
     force: ctx.memory.force,
     say: ctx.memory.say,
-    hint: '--batch 1 or --token-budget N makes batches smaller; --skip-longer-than N skips longer prompts; --ignore-plan runs it anyway',
+    hint: `${opt('batch', 1)} or ${opt('tokenBudget', 'N')} makes batches smaller; ${opt('maxTokens', 'N')} skips longer prompts; ${opt('ignorePlan')} runs it anyway`,
   });
 }
 
@@ -119,7 +119,7 @@ export function clozePicks(options: readonly Pick<ClozeOption, 'logprob' | 'char
 export async function scoreClozeSteps(steps: readonly ClozeStep[], ctx: ClozeContext, onStep?: () => void): Promise<EvalRecord[]> {
   const { tok, cloze, stats } = ctx;
   const prefixId = tok.prefixId ?? null;
-  if (cloze.mutualInfo && prefixId === null) throw new LobesError('--mutual-info needs a BOS or EOS token to score options without a context, and the tokenizer has neither');
+  if (cloze.mutualInfo && prefixId === null) throw new LobesError(`${opt('mutualInfo')} needs a BOS or EOS token to score options without a context, and the tokenizer has neither`);
   const out: (EvalRecord | null)[] = steps.map(() => null);
   const reqs: LoglikRequest[] = [];
   const plan: { step: number; context: string; delimiter: string; contextTokens: number; conts: string[]; req: number; uncond: number | null }[] = [];

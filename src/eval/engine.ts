@@ -6,7 +6,7 @@
  * for --cot): a second session that also returns the cache.
  */
 import * as ort from 'onnxruntime-node';
-import { LobesError } from '../util/errors.js';
+import { LobesError, opt } from '../util/errors.js';
 import { analyseModel, modelFeeds, planInputs, positionIds, refuseWindowCache, type Analysis, type FeedPlan } from '../runtime/engine.js';
 import { buildLogitHeadModel, CAND_LOGITS, CANDIDATES_INPUT, LOG_SUM_EXP, TOP_ID } from '../runtime/logit-head.js';
 import { openEditedSession } from '../runtime/providers.js';
@@ -99,7 +99,7 @@ class OrtScorer implements Scorer {
   }
 
   async extend(state: KvState, ids: number[], candidates: number[]): Promise<{ out: HeadOutput; state: KvState }> {
-    if (!this.gen) throw new LobesError('generation needs a model with KV-cache inputs (past_key_values.*)', { file: this.a.loaded.file, hint: 'export the model with its KV cache (e.g. optimum --task text-generation-with-past, or the onnxruntime-genai builder), or drop --cot' });
+    if (!this.gen) throw new LobesError('generation needs a model with KV-cache inputs (past_key_values.*)', { file: this.a.loaded.file, hint: `export the model with its KV cache (e.g. optimum --task text-generation-with-past, or the onnxruntime-genai builder), or drop ${opt('cot')}` });
     if (ids.length === 0) throw new LobesError('nothing to feed');
     if (ids.length > 1 && state.length > 0 && !this.multiTokenExtend) {
       let r = await this.extend(state, [ids[0]!], candidates);

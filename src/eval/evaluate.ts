@@ -7,7 +7,7 @@
  * is made from that chunk's prompts alone (as extract does), so a chunk's numbers are the
  * same after a crash and rerun.
  */
-import { LobesError } from '../util/errors.js';
+import { LobesError, opt } from '../util/errors.js';
 import { planBatches } from '../runtime/batching.js';
 import { checkBatchMemory } from '../runtime/plan.js';
 import { gaeFields, randomWalkOutcome, type WorldTree } from '../data/socialeval-eval.js';
@@ -315,7 +315,7 @@ function checkMemory(jobs: Job[], ctx: EvaluateContext): void {
   if (!ctx.memory || !arch) return;
   const items = jobs.map((j) => ({ id: j.where, tokens: jobTokens(j, ctx) }));
   const batches = ctx.cot > 0 || ctx.sharePrefix ? items.map((_, i) => [i]) : planBatches(Int32Array.from(items, (x) => x.tokens), { batch: ctx.batch ?? undefined, tokenBudget: ctx.tokenBudget ?? undefined });
-  checkBatchMemory(batches, items, arch, { device: ctx.memory.device, limit: ctx.memory.limit, force: ctx.memory.force, say: ctx.memory.say, hint: '--batch 1 or --token-budget N makes batches smaller; --skip-longer-than N skips longer prompts; --ignore-plan runs it anyway' });
+  checkBatchMemory(batches, items, arch, { device: ctx.memory.device, limit: ctx.memory.limit, force: ctx.memory.force, say: ctx.memory.say, hint: `${opt('batch', 1)} or ${opt('tokenBudget', 'N')} makes batches smaller; ${opt('maxTokens', 'N')} skips longer prompts; ${opt('ignorePlan')} runs it anyway` });
 }
 
 /** Score groups of jobs (each group: the shuffles of one prompt); results in job order. */

@@ -7,7 +7,7 @@
  * `lobes wanda RUN --by correct` then split the run by whether the model answered right.
  */
 import * as path from 'node:path';
-import { LobesError } from '../util/errors.js';
+import { LobesError, opt } from '../util/errors.js';
 import { openRun } from '../store/index.js';
 import { checkOverlayWritable, writeLabelOverlay } from '../store/labels.js';
 import { RUN_INPUT } from '../store/lineage.js';
@@ -31,7 +31,7 @@ export async function labelRunFromEval(runDir: string, evalDir: string, opts: { 
   const run = await openRun(runDir);
   // A researcher's own labels/AXIS.json is refused before the evaluation is read.
   checkOverlayWritable(runDir, axis);
-  if (run.manifest.dataset.axes?.includes(axis)) throw new LobesError(`the run already has a label axis ${JSON.stringify(axis)} from its dataset`, { file: runDir, hint: 'choose another name with --axis' });
+  if (run.manifest.dataset.axes?.includes(axis)) throw new LobesError(`the run already has a label axis ${JSON.stringify(axis)} from its dataset`, { file: runDir, hint: `choose another name with ${opt('axis')}` });
   const ev = readEvalResults(evalDir);
   const answered = new Map<string, boolean>();
   for (const r of ev.records) if (r.correct !== null && r.task !== 'gae') answered.set(r.id, r.correct);

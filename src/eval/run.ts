@@ -8,7 +8,7 @@
  * prompts), so a chunk's records are the same bytes after a crash and rerun, and the same
  * whichever shard evaluates it.
  */
-import { LobesError, UsageError, throwIfAborted } from '../util/errors.js';
+import { LobesError, UsageError, opt, throwIfAborted } from '../util/errors.js';
 import { Progress, fmtTime } from '../util/progress.js';
 import { jobIO, type JobIO, type JobIOOptions } from '../util/jobio.js';
 import { LOBES_VERSION } from '../version.js';
@@ -152,22 +152,22 @@ type Settings = EvalManifest['settings'] & { task: TaskChoice };
 
 function resolveSettings(o: EvalOptions): Settings {
   const shuffles = o.shuffles ?? (o.scoring === 'cloze' ? 1 : 3);
-  if (!Number.isInteger(shuffles) || shuffles < 1) throw new UsageError(`--shuffles must be a positive integer, got ${shuffles}`);
+  if (!Number.isInteger(shuffles) || shuffles < 1) throw new UsageError(`${opt('shuffles')} must be a positive integer, got ${shuffles}`);
   const orders = o.orders ?? 'random';
-  if (orders !== 'random' && orders !== 'cyclic') throw new UsageError(`--orders must be random or cyclic, got ${JSON.stringify(orders)}`);
+  if (orders !== 'random' && orders !== 'cyclic') throw new UsageError(`${opt('orders')} must be random or cyclic, got ${JSON.stringify(orders)}`);
   const chunkUnits = o.chunkUnits ?? DEFAULT_CHUNK_UNITS;
-  if (!Number.isInteger(chunkUnits) || chunkUnits < 1) throw new UsageError(`--chunk-units must be a positive integer, got ${chunkUnits}`);
+  if (!Number.isInteger(chunkUnits) || chunkUnits < 1) throw new UsageError(`${opt('chunkUnits')} must be a positive integer, got ${chunkUnits}`);
   const cot = o.cot ?? 0;
-  if (!Number.isInteger(cot) || cot < 0) throw new UsageError(`--cot must be a non-negative integer, got ${cot}`);
-  if (o.limit != null && (!Number.isInteger(o.limit) || o.limit < 1)) throw new UsageError(`--limit must be a positive integer, got ${o.limit}`);
-  if (o.maxTokens != null && (!Number.isInteger(o.maxTokens) || o.maxTokens < 0)) throw new UsageError(`--skip-longer-than must be a non-negative integer, got ${o.maxTokens}`);
+  if (!Number.isInteger(cot) || cot < 0) throw new UsageError(`${opt('cot')} must be a non-negative integer, got ${cot}`);
+  if (o.limit != null && (!Number.isInteger(o.limit) || o.limit < 1)) throw new UsageError(`${opt('limit')} must be a positive integer, got ${o.limit}`);
+  if (o.maxTokens != null && (!Number.isInteger(o.maxTokens) || o.maxTokens < 0)) throw new UsageError(`${opt('maxTokens')} must be a non-negative integer, got ${o.maxTokens}`);
   const scoring = o.scoring ?? 'letter';
-  if (scoring !== 'letter' && scoring !== 'cloze') throw new UsageError(`--scoring must be letter or cloze, got ${JSON.stringify(scoring)}`);
+  if (scoring !== 'letter' && scoring !== 'cloze') throw new UsageError(`${opt('scoring')} must be letter or cloze, got ${JSON.stringify(scoring)}`);
   if (scoring === 'cloze') {
-    if (cot > 0) throw new UsageError('--cot applies to letter scoring; cloze scoring generates nothing');
-    if (o.shuffles !== undefined && o.shuffles !== 1) throw new UsageError('--shuffles applies to letter scoring; cloze scores each option once, whatever the order');
-  } else if (o.targetDelimiter != null || o.mutualInfo) throw new UsageError('--target-delimiter and --mutual-info apply to --scoring cloze');
-  if (o.sharePrefix === 'on' && o.interventions?.some((iv) => iv.positions === 'last')) throw new UsageError('--share-prefix on cannot go with an --intervene at :last (a shared prefix would have its own last token edited)', 'drop :last, or use --share-prefix auto or off');
+    if (cot > 0) throw new UsageError(`${opt('cot')} applies to letter scoring; cloze scoring generates nothing`);
+    if (o.shuffles !== undefined && o.shuffles !== 1) throw new UsageError(`${opt('shuffles')} applies to letter scoring; cloze scores each option once, whatever the order`);
+  } else if (o.targetDelimiter != null || o.mutualInfo) throw new UsageError(`${opt('targetDelimiter')} and ${opt('mutualInfo')} apply to ${opt('scoring', 'cloze')}`);
+  if (o.sharePrefix === 'on' && o.interventions?.some((iv) => iv.positions === 'last')) throw new UsageError(`${opt('sharePrefix', 'on')} cannot go with an ${opt('interventions')} at :last (a shared prefix would have its own last token edited)`, `drop :last, or use ${opt('sharePrefix', 'auto')} or off`);
   return {
     task: o.task ?? 'both',
     shuffles,
@@ -283,7 +283,7 @@ async function evalUnderLock(opts: EvalOptions, s: Settings, deps: EvalDeps, dat
   };
   if (previous) {
     const diff = evalDifferences(previous, manifest, out, 'this command', true);
-    if (diff.length) throw new LobesError(`this evaluation folder was made with different settings: ${diff.join('; ')}`, { file: evalFile(out, 'manifest'), hint: 'use a new --out, or delete the folder to start over' });
+    if (diff.length) throw new LobesError(`this evaluation folder was made with different settings: ${diff.join('; ')}`, { file: evalFile(out, 'manifest'), hint: `use a new ${opt('out')}, or delete the folder to start over` });
     if (previous.complete) {
       checkEvalFiles(out, previous);
       io.log(`eval: ${out} is already complete (${previous.layout.rowEnd - previous.layout.rowStart} units); nothing to do`);
@@ -302,13 +302,13 @@ async function evalUnderLock(opts: EvalOptions, s: Settings, deps: EvalDeps, dat
   try {
     let sharePrefix = false;
     if (scorer) {
-      if (s.cot > 0 && !scorer.hasPast) throw new LobesError('--cot needs a model with KV-cache inputs (past_key_values.*)', { file: opts.model, hint: 'export the model with its KV cache, or drop --cot' });
+      if (s.cot > 0 && !scorer.hasPast) throw new LobesError(`${opt('cot')} needs a model with KV-cache inputs (past_key_values.*)`, { file: opts.model, hint: `export the model with its KV cache, or drop ${opt('cot')}` });
       if (s.sharePrefix === 'on' && !(scorer.hasPast && scorer.multiTokenExtend)) {
-        throw new LobesError(scorer.hasPast ? '--share-prefix on: this export does not take several tokens after its KV cache' : '--share-prefix on needs a model with KV-cache inputs (past_key_values.*)', { file: opts.model, hint: 'use --share-prefix off' });
+        throw new LobesError(scorer.hasPast ? `${opt('sharePrefix', 'on')}: this export does not take several tokens after its KV cache` : `${opt('sharePrefix', 'on')} needs a model with KV-cache inputs (past_key_values.*)`, { file: opts.model, hint: `use ${opt('sharePrefix', 'off')}` });
       }
       sharePrefix = scorer.hasPast && scorer.multiTokenExtend && (s.sharePrefix === 'on' || (s.sharePrefix === 'auto' && s.device === 'cpu'));
     } else {
-      if (s.sharePrefix === 'on' && !loglik!.usesCache) throw new LobesError('--share-prefix on: this model has no KV cache that takes several tokens after a context', { file: opts.model, hint: 'use --share-prefix off' });
+      if (s.sharePrefix === 'on' && !loglik!.usesCache) throw new LobesError(`${opt('sharePrefix', 'on')}: this model has no KV cache that takes several tokens after a context`, { file: opts.model, hint: `use ${opt('sharePrefix', 'off')}` });
       sharePrefix = loglik!.usesCache;
     }
     manifest.sharedPrefix = sharePrefix;

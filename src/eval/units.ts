@@ -7,7 +7,7 @@
  */
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { LobesError, UsageError } from '../util/errors.js';
+import { LobesError, UsageError, opt } from '../util/errors.js';
 import { limitItems, stratifiedSample } from '../data/subset.js';
 import { parseSpec } from '../data/spec.js';
 import { loadSocialEvalBench, type WorldTree } from '../data/socialeval-eval.js';
@@ -83,7 +83,7 @@ export function socialEvalStyle(task: 'iae' | 'gae', lang: 'en' | 'zh', cot: boo
 export function loadEvalData(spec: string, o: EvalDataOptions): EvalData {
   const p = parseSpec(spec);
   if (p.kind === 'socialeval') {
-    if (o.promptFile) throw new UsageError('--prompt applies to jsonl: items; SocialEval uses its published prompts');
+    if (o.promptFile) throw new UsageError(`${opt('promptFile')} applies to jsonl: items; SocialEval uses its published prompts`);
     const b = loadSocialEvalBench(spec, { iae: o.task !== 'gae', gae: o.task !== 'iae' }, o.skipInvalid);
     let iae = b.iae;
     let gae = b.gae;
@@ -101,11 +101,11 @@ export function loadEvalData(spec: string, o: EvalDataOptions): EvalData {
       })),
       ...gae.map((t): Unit => ({ kind: 'tree', tree: t, style: socialEvalStyle('gae', t.language, o.cot, o.answerPrefix) })),
     ];
-    if (units.length === 0) throw new LobesError(`dataset ${spec} has nothing to evaluate for --task ${o.task}${b.excluded.length ? ` (${b.excluded.length} items excluded; first: ${b.excluded[0]!.reason})` : ''}`);
+    if (units.length === 0) throw new LobesError(`dataset ${spec} has nothing to evaluate for ${opt('task', o.task)}${b.excluded.length ? ` (${b.excluded.length} items excluded; first: ${b.excluded[0]!.reason})` : ''}`);
     return { spec: b.spec, kind: 'socialeval', units, excluded: b.excluded, available };
   }
   if (p.kind === 'jsonl') {
-    if (o.task === 'gae') throw new UsageError('--task gae needs a socialeval: spec (world trees)');
+    if (o.task === 'gae') throw new UsageError(`${opt('task', 'gae')} needs a socialeval: spec (world trees)`);
     const cloze = o.scoring === 'cloze';
     let template = cloze ? CLOZE_MCQ_TEMPLATE : MCQ_DEFAULT_TEMPLATE;
     let variant = cloze ? 'mcq-cloze' : 'mcq';

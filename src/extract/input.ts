@@ -4,7 +4,7 @@
  * and the memory a batch needs, each checked before any batch runs.
  */
 import * as path from 'node:path';
-import { LobesError } from '../util/errors.js';
+import { LobesError, opt } from '../util/errors.js';
 import { Progress } from '../util/progress.js';
 import type { JobIO } from '../util/jobio.js';
 import type { Sample } from '../data/types.js';
@@ -103,7 +103,7 @@ export function checkGraph(engine: CaptureEngine, s: Settings, opts: ExtractOpti
   if (!c) return undefined;
   if (c.problems.length) {
     if (opts.strict) {
-      throw new LobesError(`the model is not what its folder says: ${c.problems.join('; ')}`, { file: s.model, hint: 're-export the model so that the graph matches its config (see lobes inspect), or drop --strict to extract anyway' });
+      throw new LobesError(`the model is not what its folder says: ${c.problems.join('; ')}`, { file: s.model, hint: `re-export the model so that the graph matches its config (see lobes inspect), or drop ${opt('strict')} to extract anyway` });
     }
     for (const p of c.problems) io.warn(`warning: ${s.model}: ${p} (lobes inspect shows both; --strict refuses such a model)`);
   }
@@ -129,6 +129,6 @@ export function checkMemory(s: Settings, input: Input, deps: ExtractDeps, arch: 
     limit: opts.memoryLimit?.(s.device),
     force: opts.force,
     say: io.warn,
-    hint: '--max-tokens N keeps the last N tokens of each text; --batch 1 or --token-budget N makes batches smaller; --ignore-plan runs it anyway (e.g. with a memory-efficient attention kernel)',
+    hint: `${opt('maxTokens', 'N')} keeps the last N tokens of each text; ${opt('batch', 1)} or ${opt('tokenBudget', 'N')} makes batches smaller; ${opt('force')} runs it anyway (e.g. with a memory-efficient attention kernel)`,
   });
 }

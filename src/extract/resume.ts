@@ -6,7 +6,7 @@
 import { interventionRecords } from '../runtime/intervene.js';
 import { existsSync, readFileSync, statfsSync } from 'node:fs';
 import * as path from 'node:path';
-import { LobesError } from '../util/errors.js';
+import { LobesError, opt } from '../util/errors.js';
 import type { JobIO } from '../util/jobio.js';
 import { LOBES_VERSION } from '../version.js';
 import type { HookInfo, ModelArch, RunManifest } from '../store/types.js';
@@ -65,7 +65,7 @@ export function runManifest(s: Settings, input: Input, previous: RunManifest | n
 /** Refuse a rerun whose settings differ (`ignore` filters out differences to leave for later). */
 function checkSameSettings(previous: RunManifest, manifest: RunManifest, out: string, ignore?: (d: string) => boolean): void {
   const diff = differences(previous, manifest, out, 'this command', { includeShard: true }).filter((d) => !ignore?.(d));
-  if (diff.length) throw new LobesError(`this run folder was made with different settings: ${diff.join('; ')}`, { file: path.join(out, MANIFEST), hint: 'use a new --out, or delete the folder to start over' });
+  if (diff.length) throw new LobesError(`this run folder was made with different settings: ${diff.join('; ')}`, { file: path.join(out, MANIFEST), hint: `use a new ${opt('out')}, or delete the folder to start over` });
 }
 
 /**
@@ -97,7 +97,7 @@ function checkSamplesFile(out: string, previous: RunManifest, input: Input, repa
     else if (got !== input.samplesSha256) problem = 'samples table differs from the rows this command derives from the dataset and tokenizer';
   }
   if (!problem) return;
-  if (!repair) throw new LobesError(problem, { file, hint: 'rerun the same command with --repair to write it again from the dataset and tokenizer' });
+  if (!repair) throw new LobesError(problem, { file, hint: `rerun the same command with ${opt('repair')} to write it again from the dataset and tokenizer` });
   writeSamples(out, input.rows);
   io.log(`repair: ${file}: ${problem}; written again from the dataset and tokenizer`);
 }
@@ -106,7 +106,7 @@ function checkSamplesFile(out: string, previous: RunManifest, input: Input, repa
 export function storedHooks(engine: CaptureEngine, s: Settings): HookInfo[] {
   const storeDtype = s.dtype === 'fp16' ? 'F16' : 'F32';
   const hooks: HookInfo[] = engine.hooks.map((p) => ({ name: p.name, dim: p.dim, dtype: storeDtype }));
-  if (hooks.length === 0) throw new LobesError(`the model has no capture points for --capture ${s.capture.join(',')}`, { file: s.model });
+  if (hooks.length === 0) throw new LobesError(`the model has no capture points for ${opt('capture', s.capture.join(','))}`, { file: s.model });
   return hooks;
 }
 
@@ -179,7 +179,7 @@ export function planChunks(s: Settings, input: Input, hooks: HookInfo[], writer:
       (free !== null ? `, ${fmtBytes(free)} free` : ''),
   );
   if (free !== null && needBytes > free) {
-    if (!opts.force) throw new LobesError(`not enough disk space: the run needs ${fmtBytes(needBytes)} more but ${fmtBytes(free)} is free`, { file: s.out, hint: 'free space, choose another --out, store --dtype fp16 or capture fewer points; --ignore-plan starts anyway' });
+    if (!opts.force) throw new LobesError(`not enough disk space: the run needs ${fmtBytes(needBytes)} more but ${fmtBytes(free)} is free`, { file: s.out, hint: `free space, choose another ${opt('out')}, store ${opt('dtype', 'fp16')} or capture fewer points; ${opt('force')} starts anyway` });
     io.warn(`warning: the run needs ${fmtBytes(needBytes)} but only ${fmtBytes(free)} is free (--ignore-plan given)`);
   }
   return { todo, doneRows };

@@ -2,7 +2,7 @@
  * The options of `lobes extract` and the two records its stages share: Settings (the options
  * with their defaults filled in) and Input (the dataset rows of this run or shard, tokenized).
  */
-import { UsageError } from '../util/errors.js';
+import { UsageError, opt } from '../util/errors.js';
 import type { Dataset } from '../data/types.js';
 import type { ControlInfo, ModelSourceRecord, SampleRow } from '../store/types.js';
 import type { BatchPlanOptions, CaptureEngine, CaptureFamily, Device, EngineOptions, Intervention, LobesTokenizer, TokenBatch, TokenizerOptions } from '../runtime/types.js';
@@ -146,7 +146,7 @@ function selectedLayers(spec: string | undefined): string | null {
 /** Fill in the defaults; a bad chunk size is a usage error. */
 export function resolveSettings(opts: ExtractOptions): Settings {
   const chunkRows = opts.chunkRows ?? DEFAULT_CHUNK_ROWS;
-  if (!Number.isInteger(chunkRows) || chunkRows < 1) throw new UsageError(`--chunk-rows must be a positive integer, got ${chunkRows}`);
+  if (!Number.isInteger(chunkRows) || chunkRows < 1) throw new UsageError(`${opt('chunkRows')} must be a positive integer, got ${chunkRows}`);
   return {
     model: opts.model,
     modelSource: opts.modelSource ?? null,

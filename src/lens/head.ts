@@ -14,7 +14,7 @@
  * lens would apply another function than the model does.
  */
 import * as path from 'node:path';
-import { LobesError } from '../util/errors.js';
+import { LobesError, opt } from '../util/errors.js';
 import { halfArrayToFloat } from '../util/half.js';
 import { loadModel, type LoadedModel } from '../onnx/index.js';
 import type { NodeProto } from '../onnx/types.js';
@@ -138,7 +138,7 @@ function readRange(r: ByteRange): Uint8Array {
 /** lm_head as float32 [vocab, hidden] rows, from its dense weight (float32, float16 or bfloat16, either layout). */
 function unembedRows(m: LoadedModel, ref: ProjectionRef): { rows: Float32Array; dtype: string } {
   const src = onnxWeightSource(m, ref);
-  if (src.kind !== 'dense') throw new LobesError('lm_head is stored as MatMulNBits blocks; the lens reads a float lm_head', { file: m.file, where: ref.weight, hint: 'convert the model with --weights fp32 (or fp16) for the lens, e.g. lobes convert FILE.gguf --weights fp32' });
+  if (src.kind !== 'dense') throw new LobesError('lm_head is stored as MatMulNBits blocks; the lens reads a float lm_head', { file: m.file, where: ref.weight, hint: `convert the model with ${opt('weights', 'fp32')} (or fp16) for the lens, e.g. lobes convert FILE.gguf --weights fp32` });
   const bytes = readRange(src.data);
   const n = ref.dIn * ref.dOut;
   let flat: Float32Array;

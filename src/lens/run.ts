@@ -13,7 +13,7 @@
  * the letter as one token) has no candidates, and is counted with the reason.
  */
 import * as path from 'node:path';
-import { LobesError } from '../util/errors.js';
+import { LobesError, opt } from '../util/errors.js';
 import { checkOutputDir } from '../util/output.js';
 import { writeDirAtomic } from '../util/io.js';
 import { Progress } from '../util/progress.js';
@@ -52,9 +52,9 @@ export function lensPoints(run: RunReader): { layer: number; point: string }[] {
     return k && k.layer !== null && k.site === 'resid_out' ? [{ layer: k.layer, point: h.name }] : [];
   }).sort((a, b) => a.layer - b.layer);
   const file = manifestPath(run.dir);
-  if (!pts.length) throw new LobesError('the run holds no layers.{i}.resid_out capture points (the residual stream at the last token)', { file, hint: 'extract the run with --capture resid (or all)' });
+  if (!pts.length) throw new LobesError('the run holds no layers.{i}.resid_out capture points (the residual stream at the last token)', { file, hint: `extract the run with ${opt('capture', 'resid')} (or all)` });
   const last = (run.manifest.model?.arch?.layers ?? pts.at(-1)!.layer + 1) - 1;
-  if (pts.at(-1)!.layer !== last) throw new LobesError(`the run holds layers.${pts.at(-1)!.layer}.resid_out but not the last layer's, layers.${last}.resid_out: the lens compares every layer with the final distribution`, { file, hint: 'extract the run with --capture resid and every layer' });
+  if (pts.at(-1)!.layer !== last) throw new LobesError(`the run holds layers.${pts.at(-1)!.layer}.resid_out but not the last layer's, layers.${last}.resid_out: the lens compares every layer with the final distribution`, { file, hint: `extract the run with ${opt('capture', 'resid')} and every layer` });
   return pts;
 }
 
@@ -87,11 +87,11 @@ export async function runLens(input: RunReader | string, opts: LensOptions = {})
   const run = typeof input === 'string' ? await openRun(input) : input;
   const out = path.resolve(opts.out ?? lensDir(run.dir));
   const k = opts.topK ?? DEFAULT_TOP_K;
-  if (!Number.isInteger(k) || k < 1) throw new LobesError(`--top-k must be a positive integer, got ${k}`);
+  if (!Number.isInteger(k) || k < 1) throw new LobesError(`${opt('topK')} must be a positive integer, got ${k}`);
   if (!opts.noWrite) checkOutputDir(out, 'lens');
   const points = lensPoints(run);
   const manifest = opts.model !== undefined ? { ...run.manifest, model: { ...run.manifest.model, dir: path.resolve(opts.model) } } : run.manifest;
-  const modelDir = resolveRunModel(manifest, run.dir, { roles: ['graph', 'data', 'tokenizer'], hint: 'restore the model the run was extracted with, or name it with --model DIR' });
+  const modelDir = resolveRunModel(manifest, run.dir, { roles: ['graph', 'data', 'tokenizer'], hint: `restore the model the run was extracted with, or name it with ${opt('model', 'DIR')}` });
   const head = opts.head ?? readLensHead(modelDir);
   const dim = run.hooks().find((h) => h.name === points[0]!.point)!.dim;
   if (dim !== head.hidden) throw new LobesError(`the run's residual stream has ${dim} dimensions, the model's final norm ${head.hidden}`, { file: manifestPath(run.dir) });

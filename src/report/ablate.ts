@@ -26,7 +26,7 @@ import { ablateJobFile, ablateSummaryFile, isAblateJobDir, readAblateJob, readAb
 import { ProvenanceError, runIdentity } from '../store/provenance.js';
 import { staleInput } from '../store/lineage.js';
 import type { RunManifest } from '../store/types.js';
-import { LobesError } from '../util/errors.js';
+import { LobesError, opt } from '../util/errors.js';
 import type { AblateBaselinesPayload, AblateCellPayload, AblateIaePayload, AblatePayload, AblateSpecificityPayload, PayloadFamily } from './types.js';
 import type { IaeSection } from '../ablate/iae.js';
 import { predictionTests, type AblateCell, type AblateSpecificity } from '../ablate/stats.js';
@@ -62,7 +62,7 @@ const isNum = (v: unknown): v is number => typeof v === 'number' && Number.isFin
 /** A checker bound to one file: each failure is one line naming the file and the field. */
 function checker(file: string) {
   const fail = (where: string, cause: string): never => {
-    throw new LobesError(cause, { file, where, hint: 'pass the --out folder of lobes ablate' });
+    throw new LobesError(cause, { file, where, hint: `pass the ${opt('out')} folder of lobes ablate` });
   };
   return {
     fail,
@@ -322,8 +322,8 @@ function parseIae(v: unknown, c: ReturnType<typeof checker>, K: number, region: 
  */
 export function loadAblate(dir: string): AblateData {
   const file = ablateSummaryFile(dir);
-  if (!existsSync(file)) throw new LobesError('no ablation summary here', { file, hint: 'pass the --out folder of lobes ablate' });
-  if (!isAblateJobDir(dir)) throw new LobesError('no job.json beside the summary, so it cannot be verified as the output of lobes ablate', { file, hint: 'pass the --out folder of lobes ablate as it wrote it' });
+  if (!existsSync(file)) throw new LobesError('no ablation summary here', { file, hint: `pass the ${opt('out')} folder of lobes ablate` });
+  if (!isAblateJobDir(dir)) throw new LobesError('no job.json beside the summary, so it cannot be verified as the output of lobes ablate', { file, hint: `pass the ${opt('out')} folder of lobes ablate as it wrote it` });
   return { dir, summary: parseAblateSummary(readAblateSummary(dir), file) };
 }
 

@@ -6,7 +6,7 @@
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { LobesError } from '../util/errors.js';
+import { LobesError, opt } from '../util/errors.js';
 
 export const DEFAULT_CHROMIUM = '/usr/bin/chromium';
 
@@ -34,7 +34,7 @@ export function requireChromium(given?: string): string {
   const exe = chromiumPath(given);
   if (!existsSync(exe)) {
     throw new LobesError(`headless Chromium not found at ${exe}`, {
-      hint: 'install it (Debian: apt-get install chromium) or pass --chromium PATH / set LOBES_CHROMIUM',
+      hint: `install it (Debian: apt-get install chromium) or pass ${opt('chromium', 'PATH')} / set LOBES_CHROMIUM`,
     });
   }
   return exe;
@@ -62,7 +62,7 @@ export async function launchChromium(given?: string): Promise<Browser> {
   } catch (e: any) {
     rmSync(profile, { recursive: true, force: true });
     throw new LobesError(`could not start Chromium at ${exe}: ${String(e?.message ?? e).split('\n')[0]}`, {
-      hint: 'check the executable, or pass another with --chromium PATH',
+      hint: `check the executable, or pass another with ${opt('chromium', 'PATH')}`,
     });
   }
   return {

@@ -5,7 +5,7 @@
 import { lstatSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import * as path from 'node:path';
-import { LobesError } from '../util/errors.js';
+import { LobesError, opt } from '../util/errors.js';
 import { writeFileAtomicSync } from '../util/io.js';
 import { checkOutputPlace, checkOwnedOutputFile } from '../util/output.js';
 import { isLobesFigure, isLobesPage, markFigure } from './marks.js';
@@ -210,8 +210,8 @@ export function writeFigures(figures: readonly Figure[], onFile?: (file: string)
  * Every destination is checked before the first figure is written.
  */
 export async function exportFigures(htmlFile: string, opts: ExportOptions): Promise<string[]> {
-  if (opts.png) checkFigureDir(opts.png, '--png');
-  if (opts.svg) checkFigureDir(opts.svg, '--svg');
+  if (opts.png) checkFigureDir(opts.png, opt('png'));
+  if (opts.svg) checkFigureDir(opts.svg, opt('svg'));
   return writeFigures(await renderFigures(htmlFile, opts), opts.onFile);
 }
 

@@ -12,7 +12,7 @@
 import { existsSync, readFileSync, statSync, realpathSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import * as path from 'node:path';
-import { LobesError, UsageError } from '../util/errors.js';
+import { LobesError, UsageError, opt } from '../util/errors.js';
 import { PACKAGE_ROOT } from '../version.js';
 import type { ControlInfo, RunManifest, SampleRow } from '../store/types.js';
 import { readManifest, readSamples } from '../store/index.js';
@@ -216,7 +216,7 @@ function checkAxis(abs: string, manifest: RunManifest, samples: SampleRow[], by:
   const axes = [...new Set([...(manifest.dataset?.axes ?? []), ...samples.flatMap((s) => Object.keys(s.labels ?? {})), ...(samples.length ? readLabelOverlays(abs).keys() : [])])];
   if (axes.includes(by)) return;
   const near = axes.find((a) => a.toLowerCase().startsWith(by.toLowerCase().slice(0, 3)));
-  throw new UsageError(`--by ${by}: the run ${abs} has no label axis ${JSON.stringify(by)} (axes: ${axes.join(', ') || 'none'})`, near ? `did you mean --by ${near}?` : 'name one of the run\'s axes');
+  throw new UsageError(`${opt('by', by)}: the run ${abs} has no label axis ${JSON.stringify(by)} (axes: ${axes.join(', ') || 'none'})`, near ? `did you mean ${opt('by', near)}?` : 'name one of the run\'s axes');
 }
 
 /** The analyses made by a label axis (their report modules' `axes`), in registry order. */

@@ -34,7 +34,7 @@
 import { closeSync, copyFileSync, existsSync, fsyncSync, mkdirSync, openSync, readSync, readdirSync, renameSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs';
 import { homedir } from 'node:os';
 import * as path from 'node:path';
-import { LobesError, UsageError } from '../util/errors.js';
+import { LobesError, UsageError, opt } from '../util/errors.js';
 import { Rng } from '../util/rng.js';
 import { Progress } from '../util/progress.js';
 import { floatArrayToHalf, floatToBf16 } from '../util/half.js';
@@ -101,7 +101,7 @@ export function controlPlan(m: LoadedModel, hidden: number, intermediate: number
   for (const node of graph.node) {
     const dom = node.domain ?? '';
     if (dom === 'com.microsoft' && node.opType === 'MatMulNBits') {
-      throw new UsageError(`--control random: the model stores ${node.name ?? 'a projection'} as 4-bit MatMulNBits, which the control does not redraw`, 'give the GGUF itself as --model (its control is drawn from an fp16 conversion made automatically), or a float (fp16/fp32) export of the model');
+      throw new UsageError(`${opt('control', 'random')}: the model stores ${node.name ?? 'a projection'} as 4-bit MatMulNBits, which the control does not redraw`, `give the GGUF itself as ${opt('model')} (its control is drawn from an fp16 conversion made automatically), or a float (fp16/fp32) export of the model`);
     }
     if ((node.opType === 'MatMul' || node.opType === 'Gemm') && !dom) projection(g, init, node, hidden, intermediate, redraw, isFloat);
     if (node.opType === 'Gather' && !dom && isIdsInput(g, intInputs, node.input[1])) {
@@ -185,7 +185,7 @@ export function defaultControlDir(env: NodeJS.ProcessEnv = process.env): string 
 export async function randomControlModel(modelDir: string, arch: { hidden: number; intermediate: number }, opts: ControlOptions = {}): Promise<{ dir: string; info: ControlInfo }> {
   const io = jobIO(opts);
   const seed = opts.seed ?? 0;
-  if (!Number.isInteger(seed) || seed < 0) throw new UsageError(`--control-seed must be a non-negative integer, got ${seed}`);
+  if (!Number.isInteger(seed) || seed < 0) throw new UsageError(`${opt('control.seed')} must be a non-negative integer, got ${seed}`);
   const m = loadModel(modelDir);
   const sourceGraphSha256 = sha256File(m.file).sha256;
   const info: ControlInfo = { kind: 'random', seed, source: path.resolve(modelDir), sourceGraphSha256, scheme: CONTROL_SCHEME, version: CONTROL_VERSION };
@@ -212,7 +212,7 @@ export async function cachedControlFolder<T>(dir: string, purpose: string, io: J
   if (problem === null) return;
   if (problem !== 'absent') io.log(`control ${dir} is not used: ${problem}; drawing it again`);
   const checked = check();
-  makeDirs(root, { what: 'control cache folder', hint: 'pass --cache DIR, or set LOBES_CACHE' });
+  makeDirs(root, { what: 'control cache folder', hint: `pass ${opt('cache', 'DIR')}, or set LOBES_CACHE` });
   const lock = await acquireLock(`${dir}.lock`, {
     purpose,
     onWait: (h) => {

@@ -13,7 +13,7 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
-import { LobesError } from '../util/errors.js';
+import { LobesError, opt } from '../util/errors.js';
 import { readJsonFile } from '../store/json.js';
 import { openHfTokenizer } from './tokenize.js';
 
@@ -80,7 +80,7 @@ function oneTokenEach(seqs: number[][]): boolean {
  * every letter's tokens are listed.
  */
 export function unscorableLetter(letters: string[], withLetter: number[][], where: string, decode: (ids: number[]) => string): LobesError {
-  const hint = 'choose another --answer-prefix';
+  const hint = `choose another ${opt('answerPrefix')}`;
   let culprit = -1;
   if (letters.length > 2) {
     for (let i = 0; i < letters.length && culprit < 0; i++) if (oneTokenEach(withLetter.filter((_, j) => j !== i))) culprit = i;
@@ -108,7 +108,7 @@ export function unscorableLetter(letters: string[], withLetter: number[][], wher
 /** Load the tokenizer of a model folder (tokenizer.json + tokenizer_config.json), offline. */
 export async function loadEvalTokenizer(modelDir: string, opts: EvalTokenizerOptions): Promise<EvalTokenizer> {
   const { dir, tok, hasTemplate } = await openHfTokenizer(modelDir);
-  if (opts.chatTemplate === 'on' && !hasTemplate) throw new LobesError('the tokenizer has no chat template', { file: path.join(dir, 'tokenizer_config.json'), hint: 'use --chat-template off' });
+  if (opts.chatTemplate === 'on' && !hasTemplate) throw new LobesError('the tokenizer has no chat template', { file: path.join(dir, 'tokenizer_config.json'), hint: `use ${opt('chatTemplate', 'off')}` });
   const useChat = opts.chatTemplate === 'on' || (opts.chatTemplate === 'auto' && hasTemplate);
   const tj = readJsonFile(path.join(dir, 'tokenizer.json'));
   const added: { content: string; special: boolean; rstrip?: boolean; lstrip?: boolean; id: number }[] = Array.isArray(tj.added_tokens) ? tj.added_tokens : [];
@@ -146,14 +146,14 @@ export async function loadEvalTokenizer(modelDir: string, opts: EvalTokenizerOpt
     const withLetter = letters.map((L) => enc(tail + L));
     const stem = commonPrefix(withLetter);
     if (withLetter.some((s) => s.length !== stem + 1)) throw unscorableLetter(letters, withLetter, where, decode);
-    for (let i = 0; i < stem; i++) if (base[i] !== withLetter[0]![i]) throw new LobesError('the prompt tokenizes differently with and without the answer letter before the answer position', { where, hint: 'choose another --answer-prefix' });
+    for (let i = 0; i < stem; i++) if (base[i] !== withLetter[0]![i]) throw new LobesError('the prompt tokenizes differently with and without the answer letter before the answer position', { where, hint: `choose another ${opt('answerPrefix')}` });
     const candidates = withLetter.map((s) => s[stem]!);
     if (new Set(candidates).size !== candidates.length) throw new LobesError(`two answer letters map to the same token after the answer prefix`, { where });
     const continuations = candidates.map((c) => decode([c]));
     // Characters of the prompt the candidate tokens absorb (same for every letter).
     const absorbed = continuations[0]!.length - letters[0]!.length;
     const ok = absorbed >= 0 && continuations.every((c, i) => c.length - letters[i]!.length === absorbed && c.endsWith(letters[i]!) && tail.endsWith(c.slice(0, absorbed)));
-    if (!ok) throw new LobesError(`cannot align the answer tokens ${JSON.stringify(continuations)} with the end of the prompt`, { where, hint: 'choose another --answer-prefix' });
+    if (!ok) throw new LobesError(`cannot align the answer tokens ${JSON.stringify(continuations)} with the end of the prompt`, { where, hint: `choose another ${opt('answerPrefix')}` });
     const r = { stemCut: base.length - stem, candidates, continuations, absorbed };
     if (tail.length < 4096) slotCache.set(key, r);
     return r;

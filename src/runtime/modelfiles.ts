@@ -10,7 +10,7 @@
  */
 import { existsSync, statSync } from 'node:fs';
 import * as path from 'node:path';
-import { LobesError } from '../util/errors.js';
+import { LobesError, opt } from '../util/errors.js';
 import { loadModel, resolveModelFile } from '../onnx/index.js';
 import { hashFileCached } from '../store/filehash.js';
 import { manifestPath } from '../store/layout.js';
@@ -108,7 +108,7 @@ export interface ResolveRunModelOptions {
  * and from the run folder. Throws naming the file and both hashes when the model is not the run's.
  */
 export function resolveRunModel(manifest: RunManifest, runDir: string, opts: ResolveRunModelOptions = {}): string {
-  const hint = opts.hint ?? 'restore the model the run was extracted with, or name it with --model';
+  const hint = opts.hint ?? `restore the model the run was extracted with, or name it with ${opt('model')}`;
   const roles = opts.roles ?? ['graph', 'data'];
   const candidates = runModelCandidates(manifest, runDir);
   const problems: string[] = [];

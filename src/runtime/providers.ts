@@ -7,7 +7,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import * as ort from 'onnxruntime-node';
-import { LobesError } from '../util/errors.js';
+import { LobesError, opt } from '../util/errors.js';
 import { bindingDir, preloadProviderLibraries } from './preload.js';
 import type { Device } from './types.js';
 import { encodeModel, type ModelProto } from '../onnx/index.js';
@@ -48,7 +48,7 @@ export function executionProviders(device: Device, deviceId = 0): ort.InferenceS
   if (device === 'cpu') return ['cpu'];
   if (!st || !st.available) {
     throw new LobesError(`the ${device} execution provider is not available in this onnxruntime-node build`, {
-      hint: device === 'cuda' ? CUDA_INSTALL_HINT : 'use --device cpu, or an onnxruntime-node build with WebGPU',
+      hint: device === 'cuda' ? CUDA_INSTALL_HINT : `use ${opt('device', 'cpu')}, or an onnxruntime-node build with WebGPU`,
     });
   }
   if (device === 'cuda') {
@@ -57,8 +57,8 @@ export function executionProviders(device: Device, deviceId = 0): ort.InferenceS
   }
   // The WebGPU provider picks its adapter itself (by power preference); it has no GPU index.
   if (deviceId !== 0) {
-    throw new LobesError(`--device-id ${deviceId} is not supported with webgpu (the WebGPU provider picks the adapter itself)`, {
-      hint: 'use --device cuda --device-id N, or limit the visible GPUs (e.g. CUDA_VISIBLE_DEVICES / VK_ICD_FILENAMES)',
+    throw new LobesError(`${opt('deviceId', deviceId)} is not supported with webgpu (the WebGPU provider picks the adapter itself)`, {
+      hint: `use ${opt('device', 'cuda')} ${opt('deviceId', 'N')}, or limit the visible GPUs (e.g. CUDA_VISIBLE_DEVICES / VK_ICD_FILENAMES)`,
     });
   }
   preloadProviderLibraries('webgpu');
@@ -109,6 +109,6 @@ export function sessionError(e: unknown, device: Device, file: string): LobesErr
   const msg = String((e as Error)?.message ?? e).split('\n')[0]!.slice(0, 400);
   let hint: string | undefined;
   if (device === 'cuda' && /cuda|cudnn|libcu|provider/i.test(msg)) hint = `CUDA provider failed to load; ${CUDA_INSTALL_HINT}, and check the CUDA 12 / cuDNN 9 libraries`;
-  else if (device === 'webgpu' && /webgpu|adapter|dawn|vulkan/i.test(msg)) hint = 'no usable WebGPU adapter; lobes doctor --device webgpu says what is missing (Vulkan loader, GPU driver), or use --device cpu/cuda';
+  else if (device === 'webgpu' && /webgpu|adapter|dawn|vulkan/i.test(msg)) hint = `no usable WebGPU adapter; lobes doctor --device webgpu says what is missing (Vulkan loader, GPU driver), or use ${opt('device', 'cpu/cuda')}`;
   return new LobesError(`onnxruntime could not create a ${device} session: ${msg}`, { file, hint });
 }

@@ -10,7 +10,7 @@
 import { existsSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import type { LobesTokenizer, Tokenized, TokenizerOptions } from './types.js';
-import { LobesError } from '../util/errors.js';
+import { LobesError, opt } from '../util/errors.js';
 
 /** Folder holding tokenizer.json for a model folder (the folder itself, or the parent of an onnx/ folder). */
 export function tokenizerDir(modelDir: string): string | null {
@@ -53,7 +53,7 @@ export async function openHfTokenizer(modelDir: string): Promise<{ dir: string; 
 
 export async function loadTokenizer(modelDir: string, opts: TokenizerOptions): Promise<LobesTokenizer> {
   if (opts.maxTokens !== null && (!Number.isInteger(opts.maxTokens) || opts.maxTokens < 1)) {
-    throw new LobesError(`--max-tokens must be a positive integer, got ${opts.maxTokens}`);
+    throw new LobesError(`${opt('maxTokens')} must be a positive integer, got ${opts.maxTokens}`);
   }
   const { dir, tok, hasTemplate } = await openHfTokenizer(modelDir);
   if (opts.chatTemplate && !hasTemplate) {

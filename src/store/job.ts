@@ -15,7 +15,7 @@ import { existsSync, readdirSync, rmdirSync, statSync } from 'node:fs';
 import { makeDirs } from '../util/io.js';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { LobesError, systemError } from '../util/errors.js';
+import { LobesError, opt, systemError } from '../util/errors.js';
 import { tryLock, type Lock } from '../util/lock.js';
 
 /** The writer lock's file inside a job folder. */
@@ -47,7 +47,7 @@ function entries(dir: string): string[] | null {
   } catch (e) {
     throw systemError(e, dir) ?? e;
   }
-  if (!st.isDirectory()) throw new LobesError('exists and is not a folder', { file: dir, hint: 'give a folder path for --out' });
+  if (!st.isDirectory()) throw new LobesError('exists and is not a folder', { file: dir, hint: `give a folder path for ${opt('out')}` });
   return readdirSync(dir).filter((n) => n !== LOCK_FILE);
 }
 

@@ -11,7 +11,7 @@
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
-import { LobesError } from '../util/errors.js';
+import { LobesError, opt } from '../util/errors.js';
 import { readJsonFile, writeJsonAtomic } from './json.js';
 
 export const LABELS_DIR = 'labels';
@@ -63,7 +63,7 @@ export function writeLabelOverlay(runDir: string, o: LabelOverlay): string {
 export function checkOverlayWritable(runDir: string, axis: string): string {
   const file = overlayPath(runDir, axis);
   if (existsSync(file) && !isLobesOverlay(file)) {
-    throw new LobesError(`a label overlay ${JSON.stringify(axis)} exists and was not written by lobes; it is not replaced`, { file, hint: 'give another name with --axis, or move the file away', code: 'E_EXISTS' });
+    throw new LobesError(`a label overlay ${JSON.stringify(axis)} exists and was not written by lobes; it is not replaced`, { file, hint: `give another name with ${opt('axis')}, or move the file away`, code: 'E_EXISTS' });
   }
   return file;
 }

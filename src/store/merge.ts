@@ -6,7 +6,7 @@
  */
 import { realpathSync, rmSync } from 'node:fs';
 import * as path from 'node:path';
-import { LobesError } from '../util/errors.js';
+import { LobesError, opt } from '../util/errors.js';
 import { RangeFile, writeFileAtomicSync } from '../util/io.js';
 import { Progress } from '../util/progress.js';
 import { jobIO, type JobIOOptions } from '../util/jobio.js';
@@ -82,7 +82,7 @@ async function mergeChecked(shardDirs: string[], outDir: string, opts: MergeOpti
   const first = shards[0];
   for (const s of shards.slice(1)) {
     const diff = differences(first.manifest, s.manifest, first.dir, s.dir, { includeShard: false });
-    if (diff.length) throw new LobesError(`shards are not the same extraction: ${diff.join('; ')}`, { file: s.dir, hint: 'merge only shards made by one command with different --shard values' });
+    if (diff.length) throw new LobesError(`shards are not the same extraction: ${diff.join('; ')}`, { file: s.dir, hint: `merge only shards made by one command with different ${opt('shard')} values` });
   }
   const N = first.manifest.dataset.count;
   const chunkRows = first.manifest.settings!.chunkRows;
@@ -142,7 +142,7 @@ function writeMerged(shards: Shard[], sorted: Shard[], outDir: string, N: number
   // Together the shards hold every item: their ids, texts and labels must hash to the items sha256.
   if (rows.every((r) => typeof r.text === 'string') && hashItems(rows) !== first.manifest.dataset.itemsSha256) {
     throw new LobesError("the shards' samples tables do not hold the dataset's items (an id, text or label differs from the items sha256 every shard records)", {
-      hint: "a shard's samples.jsonl was edited: rerun that shard's extract command with --repair",
+      hint: `a shard's samples.jsonl was edited: rerun that shard's extract command with ${opt('repair')}`,
     });
   }
 
@@ -180,7 +180,7 @@ function writeMerged(shards: Shard[], sorted: Shard[], outDir: string, N: number
           checkChunkBytes(data, src, h, c);
         } catch (e) {
           if (!(e instanceof LobesError)) throw e;
-          throw new LobesError(e.message.replace(/ \(rerun the lobes extract.*\)$/, ''), { hint: "rerun that shard's extract command with --repair, then merge again" });
+          throw new LobesError(e.message.replace(/ \(rerun the lobes extract.*\)$/, ''), { hint: `rerun that shard's extract command with ${opt('repair')}, then merge again` });
         }
         writeFileAtomicSync(path.join(outDir, ACTIVATIONS, f.path), data);
       }
@@ -202,7 +202,7 @@ function readChunk(file: string, bytes: number): Uint8Array {
     if (f.size !== bytes) {
       throw new LobesError(`chunk file has ${f.size} bytes but the shard's index records ${bytes} (truncated or overwritten)`, {
         file,
-        hint: "rerun that shard's extract command with --repair, then merge again",
+        hint: `rerun that shard's extract command with ${opt('repair')}, then merge again`,
       });
     }
     return f.read(0, bytes);

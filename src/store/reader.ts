@@ -16,7 +16,7 @@
 import { nearest } from '../util/suggest.js';
 import { existsSync } from 'node:fs';
 import * as path from 'node:path';
-import { LobesError, LobesErrors } from '../util/errors.js';
+import { LobesError, LobesErrors, opt } from '../util/errors.js';
 import { halfArrayToFloat } from '../util/half.js';
 import { RangeFile } from '../util/io.js';
 import type { HookInfo, RowChunk, RunManifest, RunReader, SampleRow } from './types.js';
@@ -170,7 +170,7 @@ export class Run implements RunReader {
     if (!this.labelAxes().includes(axis)) {
       const near = nearest(axis, this.labelAxes());
       // a label the user named that the run lacks is a usage error (exit 2), as README says
-      throw new LobesError(`label axis ${JSON.stringify(axis)} is not in this run (axes: ${this.labelAxes().join(', ') || 'none'})`, { file: path.join(this.dir, SAMPLES), exitCode: 2, ...(near ? { hint: `did you mean --by ${near}?` } : {}) });
+      throw new LobesError(`label axis ${JSON.stringify(axis)} is not in this run (axes: ${this.labelAxes().join(', ') || 'none'})`, { file: path.join(this.dir, SAMPLES), exitCode: 2, ...(near ? { hint: `did you mean ${opt('by', near)}?` } : {}) });
     }
     const o = this.labelOverlays().get(axis);
     if (o && !(this.manifest.dataset.axes ?? []).includes(axis)) {

@@ -16,7 +16,7 @@
 import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import * as path from 'node:path';
-import { LobesError } from '../util/errors.js';
+import { LobesError, opt } from '../util/errors.js';
 import { cleanTempFiles, writeFileAtomicSync } from '../util/io.js';
 import { sha256File, type ChunkFile } from './chunks.js';
 import { readJsonFile, writeJsonAtomic } from './json.js';
@@ -127,7 +127,7 @@ export class RecordChunks {
     await cleanTempFiles(dir);
     if (!existsSync(path.join(dir, CHUNK_INDEX))) return { writer: RecordChunks.create(dir, layout, chunkUnits), dropped: [] };
     const idx = readIndex(dir, layout);
-    if (idx.chunkUnits !== chunkUnits) throw new LobesError(`record index has ${idx.chunkUnits} units per chunk, this command ${chunkUnits}`, { file: path.join(dir, CHUNK_INDEX), hint: 'use the same --chunk-units, or a new --out' });
+    if (idx.chunkUnits !== chunkUnits) throw new LobesError(`record index has ${idx.chunkUnits} units per chunk, this command ${chunkUnits}`, { file: path.join(dir, CHUNK_INDEX), hint: `use the same ${opt('chunkUnits')}, or a new ${opt('out')}` });
     await cleanTempFiles(path.join(dir, CHUNKS_DIR));
     const dropped: string[] = [];
     const keep: RecordChunkEntry[] = [];

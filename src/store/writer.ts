@@ -10,7 +10,7 @@
 import { createHash } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import * as path from 'node:path';
-import { LobesError } from '../util/errors.js';
+import { LobesError, opt } from '../util/errors.js';
 import { writeFileAtomicSync, writeFileAtomic, cleanTempFiles } from '../util/io.js';
 import { floatArrayToHalf } from '../util/half.js';
 import { encodeSafetensors } from '../formats/safetensors.js';
@@ -86,7 +86,7 @@ export class ChunkWriter {
     }
     if (problems.length && !opts.repair) {
       throw new LobesError(`${problems[0]}${problems.length > 1 ? ` (and ${problems.length - 1} more bad chunk file${problems.length > 2 ? 's' : ''})` : ''}`, {
-        hint: 'rerun with --repair to extract the bad chunks again, or delete the run folder to start over',
+        hint: `rerun with ${opt('repair')} to extract the bad chunks again, or delete the run folder to start over`,
       });
     }
     if (problems.length) {

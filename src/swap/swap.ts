@@ -34,7 +34,7 @@
  * family). Its permutation count is sized to the family (permutationsForFamily), at most
  * CONDITIONAL_PERMUTATION_CAP by default (beyond: the verdicts read z's normal approximation).
  */
-import { LobesError } from '../util/errors.js';
+import { LobesError, opt } from '../util/errors.js';
 import { Progress } from '../util/progress.js';
 import { jobIO, silentIO, type JobIOOptions } from '../util/jobio.js';
 import { Rng, hash32 } from '../util/rng.js';
@@ -442,7 +442,7 @@ export async function swapInputOf(run: RunReader, modelDir: string | undefined, 
     .filter((x) => !pick || pick.includes(x.h.name))
     .sort((a, b) => (a.hook!.layer ?? Infinity) - (b.hook!.layer ?? Infinity) || compareHooks(a.hook!, b.hook!));
   if (pick) for (const p of pick) if (!hooks.some((x) => x.h.name === p)) throw new LobesError(`the run has no capture point ${p} (final.hidden, final.mean, layers.{i}.resid_out, layers.{i}.resid_out.mean)`, { file: run.dir });
-  if (hooks.length === 0) throw new LobesError('the run has no final or residual-stream capture points', { file: run.dir, hint: 'extract with --capture final,resid,mean' });
+  if (hooks.length === 0) throw new LobesError('the run has no final or residual-stream capture points', { file: run.dir, hint: `extract with ${opt('capture', 'final,resid,mean')}` });
   const { wordFeatures } = await import('../cluster/baseline.js');
   const w = withWords ? await wordFeatures(run, rows, modelDir) : { features: [], notes: [] };
   return {
@@ -465,12 +465,12 @@ export function checkSwapControl(run: RunReader, control: RunReader): void {
   const short = (h: string | undefined) => (h ? `${h.slice(0, 12)}…` : 'none');
   const hint = 'extract the control with lobes extract --control random from the same model and --data';
   const c = control.manifest.model.control;
-  if (run.manifest.model.control) throw new LobesError('the run is itself a random-weights control: give the trained run, and the control with --control', { file: run.dir });
-  if (!c || c.kind !== 'random') throw new LobesError('--control: not a random-weights control run (its manifest has no model.control)', { file: control.dir, hint });
-  if (c.sourceGraphSha256 !== run.manifest.model.graphSha256) throw new LobesError(`--control: a control of another model (its source graph sha256 ${short(c.sourceGraphSha256)}, the run's ${short(run.manifest.model.graphSha256)})`, { file: control.dir, hint });
+  if (run.manifest.model.control) throw new LobesError(`the run is itself a random-weights control: give the trained run, and the control with ${opt('control')}`, { file: run.dir });
+  if (!c || c.kind !== 'random') throw new LobesError(`${opt('control')}: not a random-weights control run (its manifest has no model.control)`, { file: control.dir, hint });
+  if (c.sourceGraphSha256 !== run.manifest.model.graphSha256) throw new LobesError(`${opt('control')}: a control of another model (its source graph sha256 ${short(c.sourceGraphSha256)}, the run's ${short(run.manifest.model.graphSha256)})`, { file: control.dir, hint });
   const pairs = (r: RunReader) => r.manifest.dataset.composition?.pairsSha256;
-  if (pairs(control) !== pairs(run)) throw new LobesError(`--control: another question/response pairing (pairs sha256 ${short(pairs(control))}, the run's ${short(pairs(run))})`, { file: control.dir, hint });
-  if (control.samples.length !== run.samples.length || hashItems(control.samples) !== hashItems(run.samples)) throw new LobesError(`--control: other samples than the run's (${control.samples.length} samples, the run ${run.samples.length}; their ids, texts and labels hash differently)`, { file: control.dir, hint });
+  if (pairs(control) !== pairs(run)) throw new LobesError(`${opt('control')}: another question/response pairing (pairs sha256 ${short(pairs(control))}, the run's ${short(pairs(run))})`, { file: control.dir, hint });
+  if (control.samples.length !== run.samples.length || hashItems(control.samples) !== hashItems(run.samples)) throw new LobesError(`${opt('control')}: other samples than the run's (${control.samples.length} samples, the run ${run.samples.length}; their ids, texts and labels hash differently)`, { file: control.dir, hint });
 }
 
 /** The output folder of the analysis of a run. */

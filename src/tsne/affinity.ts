@@ -5,7 +5,7 @@
  * same rule, tolerance 1e-5, at most 100 steps). The joint P = (P_cond + P_condᵀ) / (2N)
  * is stored as a symmetric CSR matrix with sorted columns.
  */
-import { LobesError } from '../util/errors.js';
+import { LobesError, opt } from '../util/errors.js';
 import type { KnnResult } from './knn.js';
 
 export interface SparseP {
@@ -37,7 +37,7 @@ export function checkPerplexity(perplexity: number, n: number): void {
   const max = (n - 1) / 3;
   if (perplexity > max) {
     // --perplexity is at least 1 (src/cluster/run.ts): below 4 points no allowed value fits
-    const hint = max >= 1 ? `pass --perplexity ${Math.floor(max)} or fewer` : `t-SNE needs at least ${MIN_POINTS} points (perplexity 1, the smallest allowed, needs N - 1 ≥ 3); add points`;
+    const hint = max >= 1 ? `pass ${opt('perplexity', Math.floor(max))} or fewer` : `t-SNE needs at least ${MIN_POINTS} points (perplexity 1, the smallest allowed, needs N - 1 ≥ 3); add points`;
     throw new LobesError(`perplexity ${perplexity} is too large for ${n} points (at most (N - 1) / 3 = ${Math.floor(max * 100) / 100})`, { hint });
   }
 }

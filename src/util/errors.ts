@@ -3,6 +3,12 @@
  * message is one line: what went wrong, where (file, place, sample id) and, when there
  * is one, what to do about it. The CLI prints `lobes: <message>` and exits non-zero.
  * Each carries a stable machine-readable `code` (ERROR_CODES; docs/api.md lists them).
+ *
+ * An error about an option names it by its library key (the field of the run function's
+ * options object, e.g. `resolution`, `probePermutations`): the message says "sweep needs
+ * resolution block" and `option` (and `also`) hold the keys. Messages mark each option they
+ * name with opt(key, value?), so the CLI can spell the same line with its flags
+ * ("--sweep needs --resolution block"; src/cli/args.ts holds each command's flag of each key).
  */
 
 /** What kind of failure a LobesError is, for scripts: stable across versions. */
@@ -19,6 +25,29 @@ export const ERROR_CODES = {
 /** One of ERROR_CODES' keys. */
 export type ErrorCode = keyof typeof ERROR_CODES;
 
+/** The marks opt() puts around an option named in a message: \u0001key[\u0002value]\u0003. */
+// eslint-disable-next-line no-control-regex -- the marks are control characters so that no message text can look like one
+const OPTION_MARK = /\u0001([^\u0001\u0002\u0003]+)(?:\u0002([^\u0001\u0002\u0003]*))?\u0003/g;
+
+/**
+ * Option `key` (a library option key, e.g. `resolution`), with the value it takes when the
+ * message names one (`opt('resolution', 'block')`), marked in an error message or hint: the
+ * error reads "resolution block", the CLI prints "--resolution block".
+ */
+export function opt(key: string, value?: string | number): string {
+  return `\u0001${key}${value === undefined ? '' : `\u0002${value}`}\u0003`;
+}
+
+/** `text` with each option opt() marked spelled by `spell` (default: its library key), its value after a space. */
+export function optionText(text: string, spell: (key: string) => string = (key) => key): string {
+  return text.replace(OPTION_MARK, (_, key: string, value: string | undefined) => spell(key) + (value === undefined ? '' : ` ${value}`));
+}
+
+/** The option keys opt() marked in `text`, in order, each once. */
+export function optionsIn(text: string): string[] {
+  return [...new Set([...text.matchAll(OPTION_MARK)].map((m) => m[1]!))];
+}
+
 export interface ErrorPlace {
   /** File the problem is in (printed as given; `.` and `..` by their full path). */
   file?: string;
@@ -30,6 +59,10 @@ export interface ErrorPlace {
   exitCode?: number;
   /** The kind of failure (default E_INPUT). */
   code?: ErrorCode;
+  /** The library option key the error is about (default: the first one opt() marks in the message or hint). */
+  option?: string;
+  /** Other option keys the message involves (default: the rest of those opt() marks). */
+  also?: string[];
 }
 
 export class LobesError extends Error {
@@ -39,27 +72,62 @@ export class LobesError extends Error {
   readonly exitCode: number;
   /** The kind of failure, for scripts (ERROR_CODES). */
   readonly code: ErrorCode;
+  /** The library option key the error is about (e.g. `sweep`), when it is about one. */
+  readonly option?: string;
+  /** Other option keys the message names (e.g. `['resolution']`). */
+  readonly also?: string[];
+  /** The message and hint with their options marked (opt()), for a caller that spells them otherwise (the CLI: optionText). */
+  readonly marked?: { message: string; hint?: string };
   /** `message` says what went wrong; `place` where, and what to do. */
   constructor(message: string, place: ErrorPlace = {}) {
     // A file given as `.` or `..` (the working folder, or a path that ends in it) is named by
     // its full path: "lobes extract: .: no .onnx file" names nothing a user can find.
     const file = place.file !== undefined && /(^|\/)\.\.?\/?$/.test(place.file) ? fullPath(place.file) : place.file;
     const loc = [file, place.where].filter(Boolean).join(': ');
-    const msg = (loc ? `${loc}: ` : '') + message + (place.hint ? ` (${place.hint})` : '');
-    super(msg.replace(/[\r\n]+/g, ' '));
+    const msg = ((loc ? `${loc}: ` : '') + message + (place.hint ? ` (${place.hint})` : '')).replace(/[\r\n]+/g, ' ');
+    super(optionText(msg));
     this.name = 'LobesError';
     this.file = file;
     this.where = place.where;
-    this.hint = place.hint;
+    this.hint = place.hint === undefined ? undefined : optionText(place.hint);
+    const named = optionsIn(msg);
+    const option = place.option ?? named[0];
+    if (option !== undefined) {
+      this.option = option;
+      const also = place.also ?? named.filter((k) => k !== option);
+      if (also.length) this.also = also;
+    }
+    if (named.length) this.marked = { message: msg, ...(place.hint !== undefined ? { hint: place.hint } : {}) };
     this.exitCode = place.exitCode ?? 1;
     this.code = place.code ?? 'E_INPUT';
   }
 }
 
-/** A usage error: bad flags or arguments. Exit code 2. */
+/** A usage error in library terms: the option it is about, by its library key, and what is wrong with it. */
+export interface UsageProblem {
+  /** The library option key (a field of the run function's options object), e.g. `sweep`. */
+  option: string;
+  /** What went wrong, naming options by their keys (marked with opt() where lobes' CLI should spell them as flags). */
+  message: string;
+  /** What to do about it. */
+  hint?: string;
+  /** Other option keys the message involves, e.g. `['resolution']` (default: the others opt() marks). */
+  also?: string[];
+  /** The kind of failure (default E_USAGE). */
+  code?: ErrorCode;
+  file?: string;
+  where?: string;
+}
+
+/**
+ * A usage error: bad options or arguments. Exit code 2. `new UsageError({ option, message, ... })`
+ * names the option it is about; `new UsageError(message, hint)` is one about none in particular
+ * (or whose options opt() marks in the message).
+ */
 export class UsageError extends LobesError {
-  constructor(message: string, hint?: string) {
-    super(message, { hint, exitCode: 2, code: 'E_USAGE' });
+  constructor(problem: string | UsageProblem, hint?: string) {
+    const p: Omit<UsageProblem, 'option'> & { option?: string } = typeof problem === 'string' ? { message: problem, hint } : problem;
+    super(p.message, { ...p, exitCode: 2, code: p.code ?? 'E_USAGE' });
     this.name = 'UsageError';
   }
 }

@@ -9,7 +9,7 @@
  * samples, which keep every group's size) are processed in batches: each batch reads each
  * capture point once and accumulates x^2 sums for all its labellings together.
  */
-import { LobesError } from '../util/errors.js';
+import { LobesError, opt } from '../util/errors.js';
 import { Rng } from '../util/rng.js';
 import { designShuffle, permutationDesign, type PermutationDesign } from '../cluster/metrics.js';
 
@@ -109,7 +109,7 @@ export function encodeLabels(labels: string[], groups?: string[]): { groups: str
 export function checkedGroups(labels: string[], groups?: string[]): { groups: string[]; index: Int32Array; counts: number[] } {
   const enc = encodeLabels(labels, groups);
   const G = enc.groups.length;
-  if (G < 2) throw new LobesError(`need at least 2 groups to compare, found ${G} (${enc.groups.map((g) => JSON.stringify(g)).join(', ') || 'none'})`, { hint: 'choose another --by axis' });
+  if (G < 2) throw new LobesError(`need at least 2 groups to compare, found ${G} (${enc.groups.map((g) => JSON.stringify(g)).join(', ') || 'none'})`, { hint: `choose another ${opt('by')} axis` });
   enc.counts.forEach((c, g) => {
     if (c === 0) throw new LobesError(`group ${JSON.stringify(enc.groups[g])} has no samples`);
   });
@@ -308,7 +308,7 @@ export function nullThreads(threads: number, hooks: number, B: number, G: number
  */
 export function labellingDesign(used: Int32Array, itemGroups: Int32Array | null | undefined): PermutationDesign {
   const d = permutationDesign(used, itemGroups);
-  if (d.kind === 'groups') throw new LobesError(`every item group holds one label, so the label null could only shuffle whole groups, which changes the labels' sizes`, { hint: 'analyse without groups (--group none), or group by another axis' });
+  if (d.kind === 'groups') throw new LobesError(`every item group holds one label, so the label null could only shuffle whole groups, which changes the labels' sizes`, { hint: `analyse without groups (${opt('group', 'none')}), or group by another axis` });
   return d;
 }
 

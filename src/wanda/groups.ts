@@ -3,7 +3,7 @@
  * them, their codes, and how the label null shuffled within them, as settings.json records it.
  * The null itself shuffles in src/wanda/analyze.ts (labellingDesign).
  */
-import { UsageError } from '../util/errors.js';
+import { UsageError, opt } from '../util/errors.js';
 import { GROUP_AXIS } from '../data/generic.js';
 import type { RunReader } from '../store/types.js';
 import type { WandaSettings } from './types.js';
@@ -17,8 +17,8 @@ export function itemGroupsOf(reader: RunReader, by: string, group: string | null
   const axes = reader.labelAxes();
   const axis = group === null ? undefined : group ?? (axes.includes(GROUP_AXIS) && by !== GROUP_AXIS ? GROUP_AXIS : undefined);
   if (axis === undefined) return { axis, itemGroups: null };
-  if (!axes.includes(axis)) throw new UsageError(`--group ${axis}: the run has no label axis ${JSON.stringify(axis)} (axes: ${axes.join(', ')})`, "name the axis that holds each item's group");
-  if (axis === by) throw new UsageError(`--group ${axis}: the groups cannot be the labels compared`, 'group by another axis');
+  if (!axes.includes(axis)) throw new UsageError(`${opt('group', axis)}: the run has no label axis ${JSON.stringify(axis)} (axes: ${axes.join(', ')})`, "name the axis that holds each item's group");
+  if (axis === by) throw new UsageError(`${opt('group', axis)}: the groups cannot be the labels compared`, 'group by another axis');
   const index = new Map<string, number>();
   return { axis, itemGroups: Int32Array.from(reader.labels(axis), (g) => index.get(g) ?? (index.set(g, index.size), index.size - 1)) };
 }

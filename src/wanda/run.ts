@@ -17,7 +17,7 @@ import { nearest } from '../util/suggest.js';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import * as path from 'node:path';
 import { csvField } from '../util/csv.js';
-import { LobesError, UsageError, throwIfAborted } from '../util/errors.js';
+import { LobesError, UsageError, opt, throwIfAborted } from '../util/errors.js';
 import { Progress } from '../util/progress.js';
 import { jobIO, type JobIO, type JobIOOptions } from '../util/jobio.js';
 import { defaultThreads } from '../util/worker.js';
@@ -41,7 +41,7 @@ import { groupSettings, itemGroupsOf } from './groups.js';
 import { analyzeWeights } from './weightres.js';
 import { addInference, correctWeightFamily, placementSets, type PlacementNull } from './inference.js';
 import { hookPooler } from './sumpool.js';
-import { checkSweepGrid, sensitivitySweep, sensitivityCsv, SWEEP_BLOCKS, SWEEP_TOPS } from './sensitivity.js';
+import { checkOptionPairs, checkSweepGrid, sensitivitySweep, sensitivityCsv, SWEEP_BLOCKS, SWEEP_TOPS } from './sensitivity.js';
 import { wantedMatrices, isSafetensorsPath, openSafetensorsCheckpoint, safetensorsMatrices, onnxMatrices, ggufMatrices, type WantedMatrix } from './weights.js';
 import { isGgufFile, sameGguf } from '../convert/cache.js';
 import { expectedBytes, type MatrixRef } from './kernel.js';
@@ -104,7 +104,7 @@ export function wandaPermutationPlan(groups: number, user: number | undefined): 
 
 /** Resolve where the weights are and which matrices they give for the wanted list. */
 export async function locateWeights(weights: string, wanted: WantedMatrix[], modelInfo?: ModelInfo): Promise<{ source: 'onnx' | 'safetensors' | 'gguf'; path: string; matrices: MatrixRef[] }> {
-  if (!existsSync(weights)) throw new LobesError('weights folder or file not found', { file: weights, hint: 'give --model with an ONNX model folder, a safetensors checkpoint or a GGUF file' });
+  if (!existsSync(weights)) throw new LobesError('weights folder or file not found', { file: weights, hint: `give ${opt('weights')} with an ONNX model folder, a safetensors checkpoint or a GGUF file` });
   if (!statSync(weights).isDirectory()) checkRegularFile(weights, 'weights file');
   if (isGgufFile(weights)) return { source: 'gguf', path: weights, matrices: ggufMatrices(weights, wanted) };
   const isOnnx = statSync(weights).isFile() ? weights.endsWith('.onnx') : existsSync(path.join(weights, 'model.onnx')) || existsSync(path.join(weights, 'genai_config.json'));
@@ -124,9 +124,9 @@ export async function locateWeights(weights: string, wanted: WantedMatrix[], mod
 
 function parseTop(t: Partial<TopSpec> | undefined): TopSpec {
   const top = { ...DEFAULT_TOP, ...(t ?? {}) };
-  if (top.kind === 'fraction' && !(top.value > 0 && top.value <= 1)) throw new UsageError(`--top must be a fraction in (0, 1], got ${top.value}`);
-  if (top.kind === 'count' && !(Number.isInteger(top.value) && top.value >= 1)) throw new UsageError(`--top-count must be a positive integer, got ${top.value}`);
-  if (!['matrix', 'layer', 'global'].includes(top.scope)) throw new UsageError(`--scope must be matrix, layer or global, got ${top.scope}`);
+  if (top.kind === 'fraction' && !(top.value > 0 && top.value <= 1)) throw new UsageError(`${opt('top.value')} must be a fraction in (0, 1], got ${top.value}`);
+  if (top.kind === 'count' && !(Number.isInteger(top.value) && top.value >= 1)) throw new UsageError(`${opt('top.value')} must be a positive integer (a count of blocks), got ${top.value}`);
+  if (!['matrix', 'layer', 'global'].includes(top.scope)) throw new UsageError(`${opt('top.scope')} must be matrix, layer or global, got ${top.scope}`);
   return top;
 }
 
@@ -135,13 +135,13 @@ export function chooseAxis(axes: string[], by: string | undefined): string {
   if (by !== undefined) {
     if (!axes.includes(by)) {
       const near = nearest(by, axes);
-      throw new UsageError(`label axis ${JSON.stringify(by)} is not in the run (axes: ${axes.join(', ') || 'none'})`, near ? `did you mean --by ${near}?` : undefined);
+      throw new UsageError({ option: 'by', message: `label axis ${JSON.stringify(by)} is not in the run (axes: ${axes.join(', ') || 'none'})`, hint: near ? `did you mean ${opt('by', near)}?` : undefined });
     }
     return by;
   }
   if (axes.includes('aspect')) return 'aspect';
   if (axes.length === 1) return axes[0];
-  throw new UsageError(`the run has several label axes (${axes.join(', ')}) and none is named aspect`, 'choose one with --by');
+  throw new UsageError({ option: 'by', message: `the run has several label axes (${axes.join(', ')}) and none is named aspect`, hint: `choose one with ${opt('by')}` });
 }
 
 /** The analysis settings of one run of runWanda, with defaults filled in and checked. */
@@ -171,11 +171,10 @@ interface AnalysisInput {
  * weights; the analysis at block or weight resolution; the outputs.
  */
 export async function runWanda(run: RunReader | string, opts: WandaOptions = {}): Promise<WandaResult> {
-  const reader: RunReader = typeof run === 'string' ? await (await import('../store/index.js')).openRun(run) : run;
   // Warnings print under --quiet too: it silences progress (io.log), not what the user must know (io.warn).
   const io = jobIO(opts);
   const r = resolveOptions(opts);
-  if (opts.sweep && r.resolution !== 'block') throw new UsageError('--sweep needs --resolution block');
+  const reader: RunReader = typeof run === 'string' ? await (await import('../store/index.js')).openRun(run) : run;
   const by = chooseAxis(reader.labelAxes(), opts.by);
   // One folder per label axis (RUN/wanda, RUN/wanda.by-AXIS); it may be replaced only when it is
   // an earlier wanda result (checked again when written).
@@ -269,10 +268,11 @@ export async function runWanda(run: RunReader | string, opts: WandaOptions = {})
 function resolveOptions(opts: WandaOptions): Resolved {
   const b = opts.block === 'auto' ? PAPER_BLOCK : opts.block;
   const block: [number, number] = Array.isArray(b) ? b : [b ?? PAPER_BLOCK, b ?? PAPER_BLOCK];
-  if (!block.every((b) => Number.isInteger(b) && b >= 1)) throw new UsageError(`--block must be a positive integer (or RxC), got ${block.join('x')}`);
+  if (!block.every((b) => Number.isInteger(b) && b >= 1)) throw new UsageError(`${opt('block')} must be a positive integer (or RxC), got ${block.join('x')}`);
   const top = parseTop(opts.top);
   const permutations = opts.permutations ?? DEFAULT_PERMUTATIONS;
-  if (!Number.isInteger(permutations) || permutations < 0) throw new UsageError(`--permutations must be a non-negative integer, got ${permutations}`);
+  if (!Number.isInteger(permutations) || permutations < 0) throw new UsageError(`${opt('permutations')} must be a non-negative integer, got ${permutations}`);
+  checkOptionPairs(opts.sweep, opts.resolution ?? 'block', top.scope); // before the run is opened
   return { block, top, permutations, seed: opts.seed ?? 0, resolution: opts.resolution ?? 'block', sizing: { R: permutations, family: 0, needed: 0, sizing: opts.permutations === undefined ? 'sized' : 'user' } };
 }
 
@@ -280,7 +280,7 @@ function resolveOptions(opts: WandaOptions): Resolved {
 async function locateRunWeights(reader: RunReader, opts: WandaOptions): ReturnType<typeof locateWeights> {
   const wanted = wantedMatrices(reader.hooks());
   if (wanted.length === 0) {
-    throw new LobesError('the run has no MLP capture points (layers.{i}.mlp.in / layers.{i}.mlp.down_in)', { file: reader.dir, hint: 'extract with --capture mlp' });
+    throw new LobesError('the run has no MLP capture points (layers.{i}.mlp.in / layers.{i}.mlp.down_in)', { file: reader.dir, hint: `extract with ${opt('capture', 'mlp')}` });
   }
   // A run extracted from a GGUF scores the GGUF's own dequantized weights (what the converted
   // graph computes with) while the file is unchanged (size, mtime and header hash); otherwise, and

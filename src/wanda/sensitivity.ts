@@ -8,7 +8,7 @@
  *   differences over a random set's, differences denser than random blocks after Holm, and the
  *   block-size rule's verdict on that grid.
  */
-import { LobesError, UsageError } from '../util/errors.js';
+import { LobesError, UsageError, opt } from '../util/errors.js';
 import { csvField } from '../util/csv.js';
 import { weightPass } from './pass.js';
 import { analyze, matrixInfo } from './analyze.js';
@@ -55,15 +55,30 @@ const median = (xs: number[]) => {
  * be one block: a "99999×99999" row).
  */
 export function checkSweepGrid(grid: { blocks?: number[]; tops?: number[] }, matrices: readonly { dOut: number; dIn: number }[]): void {
+  checkSweepRepeats(grid);
   const blocks = grid.blocks ?? SWEEP_BLOCKS;
-  const tops = grid.tops ?? SWEEP_TOPS;
-  for (const [xs, what] of [[blocks, 'block size'], [tops, 'top fraction']] as const) {
-    const dup = xs.find((x, i) => xs.indexOf(x) !== i);
-    if (dup !== undefined) throw new UsageError(`--sweep: ${what} ${dup} is given twice (it would be a duplicate row)`);
-  }
   const side = Math.max(0, ...matrices.map((m) => Math.max(m.dOut, m.dIn)));
   const over = blocks.filter((b) => b > side);
-  if (matrices.length && over.length) throw new UsageError(`--sweep: block size ${over.join(', ')} is larger than every matrix (the longest side is ${side})`, `give block sizes up to ${side}`);
+  if (matrices.length && over.length) throw new UsageError(`${opt('sweep')}: block size ${over.join(', ')} is larger than every matrix (the longest side is ${side})`, `give block sizes up to ${side}`);
+}
+
+/**
+ * The options runWanda refuses together, before the run is opened: a sweep needs block
+ * resolution and a grid without repeats (its sizes past the matrices are checked once they are
+ * located); weight resolution selects weights per matrix, so the other scopes do not apply.
+ */
+export function checkOptionPairs(sweep: boolean | { blocks?: number[]; tops?: number[] } | undefined, resolution: 'block' | 'weight', scope: string): void {
+  if (sweep && resolution !== 'block') throw new UsageError({ option: 'sweep', also: ['resolution'], message: `${opt('sweep')} needs ${opt('resolution', 'block')}` });
+  if (resolution === 'weight' && scope !== 'matrix') throw new UsageError(`${opt('resolution', 'weight')} selects weights per matrix; ${opt('top.scope', scope)} is not available with it`);
+  if (sweep) checkSweepRepeats(sweep === true ? {} : sweep);
+}
+
+/** Refuse a sweep grid with a repeated size or fraction. */
+export function checkSweepRepeats(grid: { blocks?: number[]; tops?: number[] }): void {
+  for (const [xs, what] of [[grid.blocks ?? SWEEP_BLOCKS, 'block size'], [grid.tops ?? SWEEP_TOPS, 'top fraction']] as const) {
+    const dup = xs.find((x, i) => xs.indexOf(x) !== i);
+    if (dup !== undefined) throw new UsageError(`${opt('sweep')}: ${what} ${dup} is given twice (it would be a duplicate row)`);
+  }
 }
 
 /** One summary row per block size × top fraction. */

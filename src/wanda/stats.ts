@@ -7,7 +7,7 @@
  * (locuslab/wanda's scaler_row, one token per sample). Several labellings (the observed one
  * and a batch of permutations) are accumulated in one streaming read of the activations.
  */
-import { LobesError } from '../util/errors.js';
+import { LobesError, opt } from '../util/errors.js';
 import type { RowChunk, RunReader } from '../store/types.js';
 import { createSimd, align16 } from './simd.js';
 
@@ -129,7 +129,7 @@ export function squareRow(src: ActivationSource, hook: string, data: Float32Arra
       throw new LobesError(`activation is ${Number.isNaN(data[base + j]) ? 'NaN' : 'Inf (or overflows when squared)'} at feature ${j}`, {
         file: src.where,
         where: `${hook}, row ${row}${id !== undefined ? ` (sample ${JSON.stringify(id)})` : ''}`,
-        hint: 'the capture produced non-finite values; re-run extract with --dtype fp32 or check the model',
+        hint: `the capture produced non-finite values; re-run extract with ${opt('dtype', 'fp32')} or check the model`,
       });
     }
   }

@@ -10,7 +10,7 @@
  *   - block level: the share of each block's weights that are in the region ("pooled" map),
  *     from which the usual block regions, differences and metrics follow (top blocks by share).
  */
-import { LobesError, UsageError } from '../util/errors.js';
+import { LobesError } from '../util/errors.js';
 import { groupSquareSums, rmsScaler, type ActivationSource } from './stats.js';
 import { selectTop, keepCount, kthLargest, type TopSpec, type Masks } from './regions.js';
 import { checkedGroups, checkDims, labelingGenerator, pairList, emptyNulls, recordNull, summarize, nullTest, type AnalyzeResult } from './analyze.js';
@@ -45,7 +45,6 @@ export interface WeightOptions {
  * matrix; returns the block-level result (from the share maps) and the weight-level metrics.
  */
 export async function analyzeWeights(input: WeightInput, opts: WeightOptions): Promise<{ result: AnalyzeResult; weightLevel: WandaWeightPairMetrics[] }> {
-  if (opts.top.scope !== 'matrix') throw new UsageError(`--resolution weight selects weights per matrix; --scope ${opts.top.scope} is not available with it`);
   const { matrices, infos, source } = input;
   const enc = checkedGroups(input.labels, input.groups);
   const G = enc.groups.length;

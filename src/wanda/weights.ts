@@ -20,7 +20,7 @@
  */
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import * as path from 'node:path';
-import { LobesError } from '../util/errors.js';
+import { LobesError, opt } from '../util/errors.js';
 import { readSafetensorsHeader, type StHeader } from '../formats/safetensors.js';
 import type { MatrixRef, DenseDtype } from './kernel.js';
 import { onnxWeightSource } from '../runtime/weights.js';
@@ -168,7 +168,7 @@ export function safetensorsMatrices(ck: SafetensorsCheckpoint, wanted: WantedMat
   if (missing.length) {
     throw new LobesError(`${missing.length} weight tensor${missing.length === 1 ? '' : 's'} missing: ${missing.slice(0, 3).join(', ')}${missing.length > 3 ? ', ...' : ''}`, {
       file: ck.dir,
-      hint: 'the run captured inputs of these projections; pass the checkpoint of the same model with --model',
+      hint: `the run captured inputs of these projections; pass the checkpoint of the same model with ${opt('weights')}`,
     });
   }
   return out;
@@ -209,7 +209,7 @@ export function onnxMatrices(m: LoadedModel, points: { name: string; dim: number
   if (missing.length) {
     throw new LobesError(`no weight found in the graph for ${missing.length} projection${missing.length === 1 ? '' : 's'}: ${missing.slice(0, 3).join(', ')}${missing.length > 3 ? ', ...' : ''}`, {
       file: m.file,
-      hint: 'pass a safetensors checkpoint of the same model with --model',
+      hint: `pass a safetensors checkpoint of the same model with ${opt('weights')}`,
     });
   }
   return out;

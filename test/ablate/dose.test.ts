@@ -134,10 +134,10 @@ describe('lobes ablate --top: a dose–response', () => {
       regions.regions.A['layers.0.mlp.up_proj'] = [byRank(0), byRank(1), byRank(3)].sort((a, b) => a - b);
     });
     const e1 = await runAblate({ run: moved, region: 'A', data: spec, out: path.join(tmp, 'o1'), random: 2, tops: [0.1], quiet: true, deps }).then(() => null, (e) => e);
-    expect(e1?.message).toMatch(/--top 0\.1: region A of regions\.json is not the top selection of its pooled block scores at wanda's --top 0\.05/);
+    expect(e1?.message).toMatch(/: tops 0\.1: region A of regions\.json is not the top selection of its pooled block scores at wanda's top\.value 0\.05/);
     expect(String(e1.message)).not.toContain('\n');
     const weight = doseRun(path.join(tmp, 'run-weight'), (settings) => (settings.resolution = 'weight'));
     const e2 = await runAblate({ run: weight, region: 'A', data: spec, out: path.join(tmp, 'o2'), random: 2, tops: [0.1], quiet: true, deps }).then(() => null, (e) => e);
-    expect(e2?.message).toMatch(/--top 0\.1: the regions were kept with --resolution weight/);
+    expect(e2?.message).toMatch(/: tops 0\.1: the regions were kept with resolution weight/);
   }, 60_000);
 });

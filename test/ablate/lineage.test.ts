@@ -100,7 +100,7 @@ describe('lobes ablate inputs by content', () => {
     closeSync(fd);
     const out = path.join(tmp, 'xor-out');
     const err = await runAblate({ run, region: 'A', data: spec, out, random: 2, quiet: true, model: copy }).then(() => null, (e) => e);
-    expect(err?.message).toMatch(/--model is not the run's model .*model\.onnx_data has sha256 \w+…; the run was extracted with sha256 \w+…/);
+    expect(err?.message).toMatch(/: model is not the run's model .*model\.onnx_data has sha256 \w+…; the run was extracted with sha256 \w+…/);
     expect(String(err.message)).not.toContain('\n');
     expect(() => statSync(out)).toThrow();
     // the unchanged copy is the run's model

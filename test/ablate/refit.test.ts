@@ -194,7 +194,7 @@ describe('bad input', () => {
     }
     writeFileSync(src.data.file, buf);
     const out = path.join(tmp, 'out');
-    await expect(runAblate({ run, region: 'all', data: writeRefitItems(tmp), out, random: 2, shuffled: 2, quiet: true, deps })).rejects.toThrow(/--shuffled: wanda's regions recomputed from the run's activations and wanda's weights are not those of regions\.json \(region A: \d+ blocks differ of 36\)/);
+    await expect(runAblate({ run, region: 'all', data: writeRefitItems(tmp), out, random: 2, shuffled: 2, quiet: true, deps })).rejects.toThrow(/shuffled: wanda's regions recomputed from the run's activations and wanda's weights are not those of regions\.json \(region A: \d+ blocks differ of 36\)/);
     expect(existsSync(out)).toBe(false);
   }, 120_000);
 
@@ -203,14 +203,14 @@ describe('bad input', () => {
     const hooks = activations((i) => groupOf(i) === 'A');
     const run = await writeRefitRun(path.join(tmp, 'run'), model(), hooks);
     const data = writeRefitItems(tmp);
-    await expect(runAblate({ run, region: 'A', data, out: path.join(tmp, 'o1'), shuffled: 2, task: 'iae', quiet: true, deps })).rejects.toThrow('--shuffled applies to the continuation task');
-    await expect(runAblate({ run, region: 'A', data, out: path.join(tmp, 'o2'), shuffled: -1, quiet: true, deps })).rejects.toThrow('--shuffled must be a non-negative integer, got -1');
+    await expect(runAblate({ run, region: 'A', data, out: path.join(tmp, 'o1'), shuffled: 2, task: 'iae', quiet: true, deps })).rejects.toThrow('shuffled applies to the continuation task');
+    await expect(runAblate({ run, region: 'A', data, out: path.join(tmp, 'o2'), shuffled: -1, quiet: true, deps })).rejects.toThrow('shuffled must be a non-negative integer, got -1');
     const wrun = await writeRefitRun(path.join(tmp, 'wrun'), model(), hooks, { resolution: 'weight' });
-    await expect(runAblate({ run: wrun, region: 'A', data, out: path.join(tmp, 'o3'), shuffled: 2, quiet: true, deps })).rejects.toThrow(/--shuffled: the regions were kept with --resolution weight/);
+    await expect(runAblate({ run: wrun, region: 'A', data, out: path.join(tmp, 'o3'), shuffled: 2, quiet: true, deps })).rejects.toThrow(/: shuffled: the regions were kept with resolution weight/);
     // items whose ids are not the run's samples
     const f = path.join(tmp, 'other.jsonl');
     writeFileSync(f, Array.from({ length: N }, (_, i) => JSON.stringify({ id: `x${i}`, group: groupOf(i), context: `item ${i} group ${groupOf(i)}:`, continuation: ' yes' })).join('\n') + '\n');
-    await expect(runAblate({ run, region: 'A', data: `jsonl:${f}?context=context&continuation=continuation&label=group&id=id`, out: path.join(tmp, 'o4'), fitSplit: 1, quiet: true, deps })).rejects.toThrow(/--fit-split: no row of the run is an item of the fit half labelled "A"/);
+    await expect(runAblate({ run, region: 'A', data: `jsonl:${f}?context=context&continuation=continuation&label=group&id=id`, out: path.join(tmp, 'o4'), fitSplit: 1, quiet: true, deps })).rejects.toThrow(/: fitSplit: no row of the run is an item of the fit half labelled "A"/);
   }, 120_000);
 });
 

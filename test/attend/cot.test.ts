@@ -214,13 +214,13 @@ describe.skipIf(!existsSync(SOCIALEVAL))('lobes attend --data socialeval: --cot 
   }, 300_000);
 
   it('refuses --cot where it does not apply, and on a model without a KV cache', async () => {
-    await expect(runAttend({ model, data: 'builtin:social', cot: 4, out: path.join(root, 'x'), quiet: true })).rejects.toThrow(/--cot .* needs --position answer/);
+    await expect(runAttend({ model, data: 'builtin:social', cot: 4, out: path.join(root, 'x'), quiet: true })).rejects.toThrow(/^cot .* needs position answer/);
     await expect(runAttend({ model, eval: root, cot: 4, out: path.join(root, 'x'), quiet: true })).rejects.toThrow(/lobes eval --cot N already hold the model's reasoning/);
     const long = path.join(root, 'tiny-long');
     cpSync(TINY, long, { recursive: true });
     writeFileSync(path.join(long, 'config.json'), JSON.stringify({ ...JSON.parse(readFileSync(path.join(TINY, 'config.json'), 'utf8')), max_position_embeddings: 1 << 16 }));
     const out = path.join(root, 'nopast');
-    await expect(runAttend({ model: long, data: `socialeval:${SOCIALEVAL}?lang=en`, limit: 1, cot: 4, out, quiet: true })).rejects.toThrow(/--cot needs a model with KV-cache inputs/);
+    await expect(runAttend({ model: long, data: `socialeval:${SOCIALEVAL}?lang=en`, limit: 1, cot: 4, out, quiet: true })).rejects.toThrow(/cot needs a model with KV-cache inputs/);
     expect(existsSync(out)).toBe(false);
   }, 300_000);
 });

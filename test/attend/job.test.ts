@@ -128,7 +128,7 @@ describe('lobes attend as a job', () => {
     const out = path.join(root, 'rerun');
     await runAttend({ ...base, out, quiet: true });
     const before = readFileSync(path.join(out, 'attend.json'), 'utf8');
-    await expect(runAttend({ ...base, out, top: 5, quiet: true })).rejects.toThrow(/made with different settings: --top is "30" in .* but "5" in this command \(pass --force to replace it/);
+    await expect(runAttend({ ...base, out, top: 5, quiet: true })).rejects.toThrow(/made with different settings: --top is "30" in .* but "5" in this command \(pass overwrite to replace it/);
     expect(readFileSync(path.join(out, 'attend.json'), 'utf8')).toBe(before);
     await runAttend({ ...base, out, quiet: true });
     expect(readFileSync(path.join(out, 'attend.json'), 'utf8')).toBe(before);

@@ -14,6 +14,7 @@ import { limitItems, stratifiedSample } from '../../src/data/subset.js';
 import { UsageError } from '../../src/util/errors.js';
 import { editDistance, nearest } from '../../src/util/suggest.js';
 import { capture } from '../capture.js';
+import { hintAsCli } from '../flags.js';
 
 const ROOT = path.resolve(__dirname, '../..');
 const BIN = path.join(ROOT, 'src/cli/bin.ts');
@@ -227,7 +228,8 @@ describe('--limit: one seeded stratified sample', () => {
     expect([...per.values()].every((v) => v === 2)).toBe(true);
     const e = usageError(() => limitItems(xs, ['language', 'aspect'], { limit: 5, by: ['aspct'], seed: 0 }));
     expect(e.message).toContain('the data has no label axis "aspct"');
-    expect(e.hint).toBe('did you mean --by aspect?');
+    expect(e.hint).toBe('did you mean by aspect?');
+    expect(hintAsCli(e)).toBe('did you mean --by aspect?');
   });
 });
 
@@ -249,6 +251,7 @@ describe('checks before long work', () => {
     const { chooseAxis } = await import('../../src/wanda/run.js');
     const e = usageError(() => chooseAxis(['aspect', 'ability', 'language'], 'langauge'));
     expect(e.message).toContain('label axis "langauge" is not in the run (axes: aspect, ability, language)');
-    expect(e.hint).toBe('did you mean --by language?');
+    expect(e.hint).toBe('did you mean by language?');
+    expect(hintAsCli(e)).toBe('did you mean --by language?');
   });
 });

@@ -14,6 +14,7 @@ import { canonicalLayerSpec, parseLayerSelection } from '../../src/runtime/layer
 import { parseShard } from '../../src/store/layout.js';
 import { UsageError } from '../../src/util/errors.js';
 import { capture } from '../capture.js';
+import { asCli } from '../flags.js';
 import { tree } from '../tree.js';
 
 const TINY = path.resolve(__dirname, '../../models/tiny-llama');
@@ -25,7 +26,8 @@ function refusal(f: () => unknown): string {
   try {
     f();
   } catch (e) {
-    if (e instanceof UsageError) return e.message;
+    // the line the CLI prints (the library's names the options by their keys)
+    if (e instanceof UsageError) return asCli(e);
     throw e;
   }
   throw new Error('not refused');

@@ -77,7 +77,7 @@ describe.skipIf(!existsSync(DATA))('--cot on a model with a KV cache', () => {
 
   it('needs a model with KV-cache inputs', async () => {
     const e = await expectLobesError(runEval({ model: ensureGeneratedModel('tiny-llama'), data: `socialeval:${DATA}?lang=en`, out: path.join(root, 'nocache'), task: 'iae', limit: 1, cot: 4, quiet: true, maxTokens: 0 }));
-    expect(e.message).toMatch(/--cot needs a model with KV-cache inputs/);
+    expect(e.message).toMatch(/: cot needs a model with KV-cache inputs/);
     expect(existsSync(path.join(root, 'nocache'))).toBe(false);
   });
 });

@@ -69,7 +69,7 @@ describe('run pieces are checked against each other and against what produced th
     const full = readFileSync(file, 'utf8');
     writeFileSync(file, full.slice(0, full.length / 2));
     await expect(openRun(out)).rejects.toThrow(/samples\.jsonl: samples table does not match its run: sha256 [0-9a-f]{12}… but the manifest records [0-9a-f]{12}… \(edited, truncated or replaced\)/);
-    await expect(go(out)).rejects.toThrow(/samples\.jsonl: samples table does not match its run.*\(rerun the same command with --repair/);
+    await expect(go(out)).rejects.toThrow(/samples\.jsonl: samples table does not match its run.*\(rerun the same command with repair/);
     const acts = snapshot(path.join(out, 'activations'));
     const lines: string[] = [];
     await go(out, { repair: true, quiet: false, log: (l: string) => lines.push(l) });

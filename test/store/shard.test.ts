@@ -7,7 +7,7 @@ describe('--shard parsing', () => {
     expect(parseShard(undefined, {})).toBeNull();
     expect(() => parseShard('3/3', {})).toThrow(/shard index 3 is outside 0\.\.2/);
     expect(() => parseShard('1/0', {})).toThrow(/shard count must be at least 1/);
-    expect(() => parseShard('1:3', {})).toThrow(/--shard must be i\/n/);
+    expect(() => parseShard('1:3', {})).toThrow(/^shard must be i\/n/);
   });
 
   it('auto reads Slurm job arrays, minding SLURM_ARRAY_TASK_MIN and STEP', () => {
@@ -29,7 +29,7 @@ describe('--shard parsing', () => {
 
   it('--out may name the shard', () => {
     expect(expandOut('runs/x-{i}-of-{n}', { index: 1, count: 4 })).toBe('runs/x-1-of-4');
-    expect(() => expandOut('runs/x-{i}', null)).toThrow(/uses \{i\}\/\{n\} but no --shard/);
+    expect(() => expandOut('runs/x-{i}', null)).toThrow(/uses \{i\}\/\{n\} but no shard is given/);
   });
 });
 

@@ -207,10 +207,10 @@ describe('lobes swap on an extracted swap composition', () => {
     await expect(runSwap(run, { ...swapOpts, control: ctl, out: abortedOut, signal: aborted.signal })).rejects.toMatchObject({ code: 'E_ABORTED', message: expect.stringMatching(/^lobes swap was cancelled before its analysis/) });
     expect(existsSync(abortedOut)).toBe(false);
     // a control that is not one, or of other samples, is refused in one line
-    await expect(runSwap(run, { ...swapOpts, control: run, noWrite: true })).rejects.toThrow(/--control: not a random-weights control run/);
+    await expect(runSwap(run, { ...swapOpts, control: run, noWrite: true })).rejects.toThrow(/control: not a random-weights control run/);
     const ctl4 = path.join(dir, 'ctl4');
     await runExtract({ model: ctlModel.dir, control: ctlModel.info, data: `socialeval:${trees}?swap=4`, out: ctl4, capture: ['final', 'resid', 'mean'], quiet: true, dtype: 'fp32' });
-    await expect(runSwap(run, { ...swapOpts, control: ctl4, noWrite: true })).rejects.toThrow(/--control: another question\/response pairing/);
+    await expect(runSwap(run, { ...swapOpts, control: ctl4, noWrite: true })).rejects.toThrow(/control: another question\/response pairing/);
     await expect(runSwap(ctl, { ...swapOpts, control: ctl, noWrite: true })).rejects.toThrow(/the run is itself a random-weights control/);
     // cluster on a mean-pooled point compares pooled with pooled and sweeps the mean-pooled stream
     const { runCluster } = await import('../../src/cluster/run.js');

@@ -115,7 +115,7 @@ describe('error codes, each from a real failing call', () => {
     const r = await cli(['convert', dir, '--out', path.join(root, 'mamba-out'), '--json']);
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(/^lobes convert: .*model_type "mamba" is not one lobes converts/);
-    expect(JSON.parse(r.stdout)).toEqual({ error: { code: 'E_MODEL', message: e.message, file: e.file, where: 'model_type', hint: null, exitCode: 1 } });
+    expect(JSON.parse(r.stdout)).toEqual({ error: { code: 'E_MODEL', message: e.message, option: null, file: e.file, where: 'model_type', hint: null, exitCode: 1 } });
     expect(existsSync(path.join(root, 'mamba-out'))).toBe(false);
   });
 

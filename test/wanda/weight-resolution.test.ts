@@ -62,6 +62,6 @@ describe('--resolution weight', () => {
     }
     // The planted group is isolated at the weight level beyond the null.
     expect(wl[0].isolationAB.p!).toBeLessThanOrEqual(0.05);
-    await expect(runWanda(path.join(dir, 'run'), { weights: path.join(dir, 'ck'), block: B, resolution: 'weight', top: { scope: 'global' }, quiet: true })).rejects.toThrow(/--resolution weight selects weights per matrix/);
+    await expect(runWanda(path.join(dir, 'run'), { weights: path.join(dir, 'ck'), block: B, resolution: 'weight', top: { scope: 'global' }, quiet: true })).rejects.toThrow(/^resolution weight selects weights per matrix; top.scope global is not available with it$/);
   });
 });

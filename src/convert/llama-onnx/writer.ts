@@ -6,7 +6,7 @@
  */
 import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, rmdirSync, statSync } from 'node:fs';
 import * as path from 'node:path';
-import { LobesError } from '../../util/errors.js';
+import { LobesError, opt } from '../../util/errors.js';
 import { fsyncDir, makeDirs, writeFileAtomicSync } from '../../util/io.js';
 import { buildOptions, GraphBuilder, type BuildOptions } from './build.js';
 import { genaiConfigJson, llamaConfigJson } from './config.js';
@@ -64,7 +64,7 @@ export function plannedDataBytes(spec: LlamaSpec, opts: BuildOptions, layout: Wr
 
 function checkTarget(dir: string, overwrite: boolean): void {
   if (!existsSync(dir)) return;
-  if (!statSync(dir).isDirectory()) throw new LobesError('the output path exists and is not a folder', { file: dir, hint: 'choose another --out' });
+  if (!statSync(dir).isDirectory()) throw new LobesError('the output path exists and is not a folder', { file: dir, hint: `choose another ${opt('out')}` });
   if (readdirSync(dir).length > 0 && !overwrite) {
     throw new LobesError('the output folder exists and is not empty', { file: dir, hint: 'choose another folder or remove it first', code: 'E_EXISTS' });
   }
