@@ -18,10 +18,19 @@ rope scaling and head_dim != hidden/heads; linear rope scaling with one layer), 
   * for the 'gqa' configuration, runs onnxruntime-genai's model builder on the same checkpoint
     (-p fp32 and -p int4, -e cpu), records the builder models' last-token logits (run with
     onnxruntime), its op sequences and genai_config.json, and stores the builder's int4 blocks (B and scales per weight, its fused
-    qkv_proj split back into q, k, v), so a test can feed them through the writer.
+    qkv_proj split back into q, k, v), so a test can feed them through the writer;
+  * for the same configuration, dequantizes those stored int4 blocks in numpy (zero point 8, block
+    32: w = (q - 8) * scale) and records transformers' fp32 logits with them
+    (gqa.builder.int4.dequant.logits). That is what MatMulNBits computes with accuracy_level 0
+    (dequantize, then a float matmul), so it is the same on every CPU; the builder's own int4
+    logits (gqa.builder.int4.logits, accuracy_level 4: int8-quantized activations) depend on the
+    CPU's instruction set and are kept for the record only.
 
 Run from the repository root:
     /work/venv/bin/python test/goldens/make_llama_writer_goldens.py
+or, to add/refresh only gqa.builder.int4.dequant.logits from the int4 blocks already committed
+(no builder needed; every other tensor is rewritten unchanged):
+    /work/venv/bin/python test/goldens/make_llama_writer_goldens.py --only-builder-dequant
 Outputs (committed): test/goldens/llama-writer/goldens.json (specs, seeds, token ids) and
 goldens.safetensors (tensors named CONFIG.NAME).
 """
@@ -247,6 +256,52 @@ def run_builder(c, weights, ids_list, tensors, key, meta):
                     assert r == attrs["N"]
 
 
+def dequant_int4_blocks(B, scales, zero_point=8, block=32):
+    """MatMulNBits' 4-bit dequantization: B [N, K/2] bytes (element 2i in the low nibble, 2i+1 in
+    the high one), scales [N, K/block], one zero point for all blocks (the builder's default 8)."""
+    N = B.shape[0]
+    q = np.empty((N, B.shape[1] * 2), dtype=np.float32)
+    q[:, 0::2] = B & 0x0F
+    q[:, 1::2] = B >> 4
+    K = q.shape[1]
+    q = q.reshape(N, K // block, block) - np.float32(zero_point)
+    return (q * scales.astype(np.float32)[..., None]).astype(np.float32).reshape(N, K)
+
+
+def builder_int4_dequant(c, weights, ids_list, tensors, key):
+    """fp32 logits with every weight the builder stored as int4 blocks replaced by its dequantized value."""
+    prefix = f"{key}.builder.int4."
+    wd = dict(weights)
+    done = 0
+    for name in weights:
+        if prefix + name + ".B" not in tensors:
+            continue
+        w = dequant_int4_blocks(tensors[prefix + name + ".B"], tensors[prefix + name + ".scales"])
+        assert w.shape == weights[name].shape, (name, w.shape, weights[name].shape)
+        # the builder's blocks are a quantization of these very weights (within one scale step)
+        step = np.abs(np.repeat(tensors[prefix + name + ".scales"], 32, axis=1))  # the builder's scales may be negative
+        assert np.all(np.abs(w - weights[name]) <= step * 1.001), name
+        wd[name] = w
+        done += 1
+    assert done == 7 * c["layers"] + (0 if c["tiedEmbeddings"] else 1), done
+    tensors[f"{key}.builder.int4.dequant.logits"] = forward_last(hf_model(c, wd), ids_list, c)["logits"]
+
+
+def only_builder_dequant():
+    from safetensors.numpy import load_file
+    path = os.path.join(OUT, "goldens.safetensors")
+    tensors = load_file(path)
+    with open(os.path.join(OUT, "goldens.json")) as f:
+        meta = json.load(f)
+    torch.manual_seed(0)
+    key = "gqa"
+    c = CONFIGS[key]
+    weights = {n: seeded_weight(n, s, c["seed"]) for n, s in weight_shapes(c)}
+    builder_int4_dequant(c, weights, meta["configs"][key]["ids"], tensors, key)
+    save_file({k: np.ascontiguousarray(v) for k, v in sorted(tensors.items())}, path)
+    print(f"wrote {len(tensors)} tensors to {path}")
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     torch.manual_seed(0)
@@ -271,6 +326,7 @@ def main():
         tensors[f"{key}.q4genai.logits"] = forward_last(hf_model(c, wq), ids_list, c)["logits"]
         if key == "gqa":
             run_builder(c, weights, ids_list, tensors, key, meta["configs"][key])
+            builder_int4_dequant(c, weights, ids_list, tensors, key)
         # A spot check that the Python port of the seeded source is the one the tests use.
         meta["configs"][key]["check"] = {n: [float(x) for x in w.reshape(-1)[:3]] for n, w in list(weights.items())[:2]}
     save_file({k: np.ascontiguousarray(v) for k, v in sorted(tensors.items())}, os.path.join(OUT, "goldens.safetensors"))
@@ -281,4 +337,7 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:] == ["--only-builder-dequant"]:
+        only_builder_dequant()
+    else:
+        main()
