@@ -189,7 +189,7 @@ export function resolveConvertOptions(opts: ConvertOptions): { dtype: 'fp32' | '
 export async function convertGguf(file: string, out: string, opts: ConvertOptions = {}): Promise<ConvertResult> {
   const t0 = performance.now();
   const o = resolveConvertOptions(opts);
-  if (o.weights === 'bf16') throw new UsageError('--weights bf16 is for a Hugging Face BF16 checkpoint; a GGUF converts with auto, q4, fp16 or fp32', 'use --weights auto (the smallest exact storage)');
+  if (o.weights === 'bf16') throw new UsageError(`${opt('weights', 'bf16')} is for a Hugging Face BF16 checkpoint; a GGUF converts with auto, q4, fp16 or fp32`, `use ${opt('weights', 'auto')} (the smallest exact storage)`);
   const model = openGgufLlama(file);
   try {
     if (opts.overwrite) checkForceTarget(path.resolve(out), file, CONVERT_RECORD);
@@ -241,7 +241,7 @@ export function chooseCheckpointWeights(ck: HfCheckpoint, dtype: 'fp32' | 'fp16'
 export function bf16Refusal(ck: HfCheckpoint): string | null {
   const other = Object.keys(ck.matrixDtypes).filter((d) => d !== 'BF16').sort();
   if (!other.length) return null;
-  return `--weights bf16 keeps BF16 weights bit for bit, but ${other.map((d) => `${ck.matrixDtypes[d]} ${d}`).join(' and ')} of the matrices of ${ck.dir} would be rounded`;
+  return `${opt('weights', 'bf16')} keeps BF16 weights bit for bit, but ${other.map((d) => `${ck.matrixDtypes[d]} ${d}`).join(' and ')} of the matrices of ${ck.dir} would be rounded`;
 }
 
 /**
@@ -263,7 +263,7 @@ export async function convertHfCheckpoint(dir: string, out: string, opts: Conver
     const why = bf16Refusal(ck);
     if (why) {
       ck.weights.close();
-      throw new UsageError(why, 'use --weights fp32 (exact for every float dtype) or auto');
+      throw new UsageError(why, `use ${opt('weights', 'fp32')} (exact for every float dtype) or auto`);
     }
   }
   const identity = hfIdentity(ck);

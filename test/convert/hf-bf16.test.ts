@@ -131,7 +131,7 @@ describe.each(CASES)('$name BF16 checkpoint', ({ name, src, set }) => {
 describe('--weights bf16 is refused where it would round, in one line', () => {
   it('a checkpoint with F32 matrices (mistral), naming how many', async () => {
     const out = path.join(tmp, 'mistral-bf16');
-    await expect(convertHfCheckpoint(path.join(CKPTS, 'mistral'), out, { weights: 'bf16' })).rejects.toThrow(/^--weights bf16 keeps BF16 weights bit for bit, but \d+ F32 of the matrices of .*mistral would be rounded/);
+    await expect(convertHfCheckpoint(path.join(CKPTS, 'mistral'), out, { weights: 'bf16' })).rejects.toThrow(/^weights bf16 keeps BF16 weights bit for bit, but \d+ F32 of the matrices of .*mistral would be rounded/);
     expect(readdirSync(tmp)).not.toContain('mistral-bf16');
     // auto keeps fp32 for it
     const r = await convertHfCheckpoint(path.join(CKPTS, 'mistral'), out, {});
@@ -139,8 +139,8 @@ describe('--weights bf16 is refused where it would round, in one line', () => {
   });
 
   it('an fp16 graph, and a GGUF', async () => {
-    await expect(convertHfCheckpoint(path.join(CKPTS, 'llama'), path.join(tmp, 'x'), { weights: 'bf16', dtype: 'fp16' })).rejects.toThrow(/^--weights bf16 needs --dtype fp32/);
-    await expect(convertGguf(path.join(CKPTS, 'tiny-qwen2.gguf'), path.join(tmp, 'y'), { weights: 'bf16' })).rejects.toThrow(/^--weights bf16 is for a Hugging Face BF16 checkpoint/);
+    await expect(convertHfCheckpoint(path.join(CKPTS, 'llama'), path.join(tmp, 'x'), { weights: 'bf16', dtype: 'fp16' })).rejects.toThrow(/^weights bf16 needs dtype fp32/);
+    await expect(convertGguf(path.join(CKPTS, 'tiny-qwen2.gguf'), path.join(tmp, 'y'), { weights: 'bf16' })).rejects.toThrow(/^weights bf16 is for a Hugging Face BF16 checkpoint/);
     // an fp16 graph of a BF16 checkpoint: auto rounds to fp16, as before
     const r = await convertHfCheckpoint(path.join(CKPTS, 'llama'), path.join(tmp, 'llama-fp16'), { dtype: 'fp16' });
     expect(r.options.weights).toBe('fp16');

@@ -5,7 +5,7 @@
  * or quantized here from rows). Peak memory is one chunk of one tensor (plus, for a weight the
  * source gives as nbits blocks, those blocks).
  */
-import { LobesError } from '../../util/errors.js';
+import { LobesError, opt } from '../../util/errors.js';
 import { floatArrayToHalf } from '../../util/half.js';
 import type { LlamaWeightSource, NbitsBlocks } from './types.js';
 import type { Region, TensorSink } from './sink.js';
@@ -65,7 +65,7 @@ function readBf16Rows(ctx: StreamCtx, name: string, r0: number, r1: number, cols
   for (let i = 0; i < need; i++) {
     const v = u32[i]!;
     if ((v & 0xffff) !== 0) {
-      throw new LobesError(`value ${f[i]} (row ${r0 + Math.floor(i / cols)}) is not a bfloat16, so bf16 storage would round it`, { where: name, hint: 'bf16 storage is for weights that are bfloat16 in the source; use --weights fp32' });
+      throw new LobesError(`value ${f[i]} (row ${r0 + Math.floor(i / cols)}) is not a bfloat16, so bf16 storage would round it`, { where: name, hint: `bf16 storage is for weights that are bfloat16 in the source; use ${opt('weights', 'fp32')}` });
     }
     out[i] = v >>> 16;
   }
