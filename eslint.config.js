@@ -14,17 +14,30 @@ export default tseslint.config(
       ecmaVersion: 2023,
       sourceType: 'module',
       globals: {
-        process: 'readonly', Buffer: 'readonly', console: 'readonly', URL: 'readonly',
-        setTimeout: 'readonly', clearTimeout: 'readonly', setInterval: 'readonly', clearInterval: 'readonly',
-        performance: 'readonly', TextDecoder: 'readonly', TextEncoder: 'readonly', WebAssembly: 'readonly',
-        SharedArrayBuffer: 'readonly', Atomics: 'readonly', structuredClone: 'readonly', queueMicrotask: 'readonly',
+        process: 'readonly',
+        Buffer: 'readonly',
+        console: 'readonly',
+        URL: 'readonly',
+        setTimeout: 'readonly',
+        clearTimeout: 'readonly',
+        setInterval: 'readonly',
+        clearInterval: 'readonly',
+        performance: 'readonly',
+        TextDecoder: 'readonly',
+        TextEncoder: 'readonly',
+        WebAssembly: 'readonly',
+        SharedArrayBuffer: 'readonly',
+        Atomics: 'readonly',
+        structuredClone: 'readonly',
+        queueMicrotask: 'readonly',
       },
     },
     rules: {
       // Untyped boundaries (JSON files, ONNX Runtime and transformers.js objects) are typed `any` on purpose.
       '@typescript-eslint/no-explicit-any': 'off',
       // `_`-prefixed names mark parameters kept for an interface's shape.
-      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none' }],
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_',
+        caughtErrors: 'none' }],
       // Non-null assertions follow bounds checks in the numeric kernels.
       '@typescript-eslint/no-non-null-assertion': 'off',
     },
@@ -32,6 +45,9 @@ export default tseslint.config(
   {
     // The report page script runs in the browser.
     files: ['src/report/client/**/*.ts'],
-    languageOptions: { globals: { window: 'readonly', document: 'readonly', Plotly: 'readonly', getComputedStyle: 'readonly', requestAnimationFrame: 'readonly' } },
+    languageOptions: {
+      globals: { window: 'readonly', document: 'readonly', Plotly: 'readonly', getComputedStyle: 'readonly',
+        requestAnimationFrame: 'readonly' },
+    },
   },
 );

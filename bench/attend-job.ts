@@ -19,11 +19,16 @@ import { runAttend } from '../src/attend/run.js';
 import { resolveModel as resolveGguf } from '../src/convert/cache.js';
 import { ensureGeneratedModel } from '../src/models/index.js';
 
-const { values } = parseArgs({ options: { models: { type: 'string', default: 'tiny-llama,smollm2-explicit' }, texts: { type: 'string', default: '64' }, reps: { type: 'string', default: '3' } } });
+const { values } = parseArgs({
+  options: { models: { type: 'string', default: 'tiny-llama,smollm2-explicit' },
+    texts: { type: 'string', default: '64' }, reps: { type: 'string', default: '3' } },
+});
 const GGUF = resolve(import.meta.dirname, '../../shared/models/smollm2-135m-instruct/SmolLM2-135M-Instruct.Q4_1.gguf');
 
 async function modelDir(name: string): Promise<string> {
-  if (name === 'smollm2-explicit') return (await resolveGguf(GGUF, { cache: process.env.LOBES_BENCH_CACHE ?? join(tmpdir(), 'lobes-test-gguf-cache'), layout: 'explicit', log: () => undefined })).dir;
+  if (name === 'smollm2-explicit')
+    return (await resolveGguf(GGUF, { cache: process.env.LOBES_BENCH_CACHE ?? join(tmpdir(), 'lobes-test-gguf-cache'),
+      layout: 'explicit', log: () => undefined })).dir;
   return ensureGeneratedModel(name);
 }
 
@@ -50,7 +55,11 @@ try {
       }
     }
     const ratio = (key: string) => median(t[key]!.map((x, i) => x / t.one![i]!));
-    console.log(`| ${name} | ${texts} | ${median(t.one!).toFixed(2)} | ${median(t.c32!).toFixed(2)} | ${median(t.c1!).toFixed(2)} | ${ratio('c32').toFixed(3)} | ${ratio('c1').toFixed(3)} |`);
+    console.log(
+      `| ${name} | ${texts} | ${median(t.one!).toFixed(2)} | ${median(t.c32!).toFixed(2)} | ${
+        median(t.c1!).toFixed(2)
+      } | ${ratio('c32').toFixed(3)} | ${ratio('c1').toFixed(3)} |`,
+    );
   }
 } finally {
   rmSync(root, { recursive: true, force: true });

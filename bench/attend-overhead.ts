@@ -47,7 +47,8 @@ async function modelDir(name: string): Promise<string | null> {
   if (name.startsWith('smollm2-')) {
     if (!existsSync(GGUF)) return null;
     const layout = name === 'smollm2-genai' ? 'genai' : 'explicit';
-    return (await resolveGguf(GGUF, { cache: join(tmpdir(), 'lobes-test-gguf-cache'), layout, log: () => undefined })).dir;
+    return (await resolveGguf(GGUF, { cache: join(tmpdir(), 'lobes-test-gguf-cache'), layout, log: () => undefined }))
+      .dir;
   }
   if (name.includes('/')) return existsSync(name) ? name : null;
   return ensureGeneratedModel(name);
@@ -72,7 +73,8 @@ for (const name of values.models!.split(',')) {
   const plan = planBatches(ids.map((x) => x.length), { batch: Number(values.batch) });
   const batches = plan.map((b) => ({ rows: b, tb: padBatch(b.map((i) => ids[i]!), tok.padId, 'right') }));
   const extract = await openCaptureEngine(dir, { capture: ['final', 'mlp'], device, threads });
-  const attend = await openAttentionEngine(dir, { layers: (n) => parseLayerSelection(values.layers!, n), device, threads });
+  const attend = await openAttentionEngine(dir, { layers: (n) => parseLayerSelection(values.layers!, n), device,
+    threads });
   const table = tok.table;
   const variants: Record<string, (k: number) => Promise<number>> = {
     extract: async (k) => {
@@ -96,7 +98,8 @@ for (const name of values.models!.split(',')) {
         const row = rr[r]!;
         for (let j = 0; j < row.length; j++) w[j % n]! += row[j]! / (row.length / n);
         const special = ids[i]!.map((id) => table.special(id));
-        const { spans } = alignTokens(texts[i]!, ids[i]!.map((id, j) => tokenBytes(table.piece(id), table.scheme, special[j]!)), special);
+        const { spans } = alignTokens(texts[i]!,
+          ids[i]!.map((id, j) => tokenBytes(table.piece(id), table.scheme, special[j]!)), special);
         topWords(aggregate(texts[i]!, spans, special, w, [], segmentUnits(texts[i]!)).words, 30);
       });
       return performance.now() - t;
@@ -137,7 +140,17 @@ for (const name of values.models!.split(',')) {
 }
 mkdirSync(join(here, 'out'), { recursive: true });
 writeFileSync(join(here, 'out', `attend-overhead-${device}.json`), JSON.stringify(rows, null, 2) + '\n');
-const f = (x: unknown) => (typeof x === 'number' ? (Number.isInteger(x) ? String(x) : x.toFixed(x < 10 ? 3 : 1)) : String(x));
-console.log('| model | attention | layers | texts | tokens | extract ms | attend ms | attend + words ms | attend ÷ extract | (attend + words) ÷ extract |');
+const f = (
+  x: unknown,
+) => (typeof x === 'number' ? (Number.isInteger(x) ? String(x) : x.toFixed(x < 10 ? 3 : 1)) : String(x));
+console.log(
+  '| model | attention | layers | texts | tokens | extract ms | attend ms | attend + words ms | attend ÷ extract | (attend + words) ÷ extract |',
+);
 console.log('|---|---|---|---|---|---|---|---|---|---|');
-for (const r of rows) console.log(`| ${[r.model, r.attention, r.layers, r.texts, r.tokens, r.extractMs, r.attendMs, r.attendWordsMs, r.ratioAttend, r.ratioAttendWords].map(f).join(' | ')} |`);
+for (const r of rows)
+  console.log(
+    `| ${
+      [r.model, r.attention, r.layers, r.texts, r.tokens, r.extractMs, r.attendMs, r.attendWordsMs, r.ratioAttend,
+        r.ratioAttendWords].map(f).join(' | ')
+    } |`,
+  );

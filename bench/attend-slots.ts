@@ -40,7 +40,13 @@ const withRoles = items.filter((it) => it.roles && Object.values(it.roles).inclu
 const slots = [...new Set(withRoles.flatMap((it) => Object.keys(it.roles!)))].sort();
 const first = slots[0]!;
 
-const fmt = (m: MeanCI) => (m.mean === null ? '–' : `${(100 * m.mean).toFixed(1)}${m.ci95 ? ` [${(100 * m.ci95[0]).toFixed(1)}, ${(100 * m.ci95[1]).toFixed(1)}]` : ''}`);
+const fmt = (
+  m: MeanCI,
+) => (m.mean === null
+  ? '–'
+  : `${(100 * m.mean).toFixed(1)}${
+    m.ci95 ? ` [${(100 * m.ci95[0]).toFixed(1)}, ${(100 * m.ci95[1]).toFixed(1)}]` : ''
+  }`);
 
 /** The correct option's share minus the mean share of the item's other options. */
 function correctContrast(it: AttendItem): number {
@@ -72,7 +78,9 @@ console.log(`${dir}: ${items.length} items, ${withRoles.length} with option role
 console.log('\nShare of the content attention per slot (%), mean [95% CI]:\n');
 console.log('| slot | all | right | wrong |\n|---|---|---|---|');
 for (const s of slots) {
-  const row = [withRoles, groups[1]![1], groups[2]![1]].map((g) => fmt(meanCI(Float64Array.from(g, (it) => it.partShare[s] ?? 0), B, rng)));
+  const row = [withRoles, groups[1]![1], groups[2]![1]].map((g) =>
+    fmt(meanCI(Float64Array.from(g, (it) => it.partShare[s] ?? 0), B, rng))
+  );
   console.log(`| ${s} | ${row.join(' | ')} |`);
 }
 console.log(`\nPer item, in percentage points of the content attention, mean [95% CI]:\n`);

@@ -21,7 +21,10 @@ import { entryProblem, resolveModel } from '../src/convert/cache.js';
 import { sha256Stream } from '../src/store/filehash.js';
 
 const { values } = parseArgs({ options: { gguf: { type: 'string' }, reps: { type: 'string' } } });
-const GGUF = path.resolve(values.gguf ?? path.join(import.meta.dirname, '../../shared/models/smollm2-135m-instruct/SmolLM2-135M-Instruct.Q4_1.gguf'));
+const GGUF = path.resolve(
+  values.gguf ??
+    path.join(import.meta.dirname, '../../shared/models/smollm2-135m-instruct/SmolLM2-135M-Instruct.Q4_1.gguf'),
+);
 const REPS = Number(values.reps ?? 5);
 const root = mkdtempSync(path.join(tmpdir(), 'lobes-bench-cache-'));
 process.env.LOBES_HASH_CACHE = path.join(root, 'file-sha256.json');
@@ -59,7 +62,11 @@ try {
   }
   const load1 = loadavg()[0]!;
   const f = (x: number) => (x >= 100 ? x.toFixed(0) : x.toFixed(2));
-  console.log(`GGUF ${GGUF} (${(statSync(GGUF).size / 1e6).toFixed(1)} MB); entry ${files.length} files, ${(bytes / 1e6).toFixed(1)} MB; load average ${load0.toFixed(1)} → ${load1.toFixed(1)}\n`);
+  console.log(
+    `GGUF ${GGUF} (${(statSync(GGUF).size / 1e6).toFixed(1)} MB); entry ${files.length} files, ${
+      (bytes / 1e6).toFixed(1)
+    } MB; load average ${load0.toFixed(1)} → ${load1.toFixed(1)}\n`,
+  );
   console.log('| step | ms | ÷ conversion |');
   console.log('|---|---|---|');
   const row = (k: string, v: number) => console.log(`| ${k} | ${f(v)} | ${(v / tConvert).toFixed(4)} |`);

@@ -120,7 +120,8 @@ for (const name of String(values.models).split(',')) {
   const runCap = async (k: number, b: TokenBatch) => {
     await engines[k]!.run(b);
   };
-  const runners = [(b: TokenBatch) => runPlain(b), (b: TokenBatch) => runCap(0, b), (b: TokenBatch) => runCap(1, b), (b: TokenBatch) => runCap(2, b)];
+  const runners = [(b: TokenBatch) => runPlain(b), (b: TokenBatch) => runCap(0, b), (b: TokenBatch) => runCap(1, b),
+    (b: TokenBatch) => runCap(2, b)];
   // Warm-up.
   for (const b of batches) for (const f of runners) await f(b);
   const totals = runners.map(() => [] as number[]);
@@ -162,15 +163,32 @@ for (const name of String(values.models).split(',')) {
     tokensPerSecond: tokens / (median(tc) / 1000),
   };
   rows.push(row);
-  console.error(`${name}: plain ${row.plainMs.toFixed(1)} ms, capture ${row.captureMs.toFixed(1)} ms (×${row.ratio.toFixed(3)}), all families ×${row.ratioAll.toFixed(3)}, final only ×${row.ratioFinal.toFixed(3)}, ${row.tokensPerSecond.toFixed(0)} tok/s`);
+  console.error(
+    `${name}: plain ${row.plainMs.toFixed(1)} ms, capture ${row.captureMs.toFixed(1)} ms (×${
+      row.ratio.toFixed(3)
+    }), all families ×${row.ratioAll.toFixed(3)}, final only ×${row.ratioFinal.toFixed(3)}, ${
+      row.tokensPerSecond.toFixed(0)
+    } tok/s`,
+  );
 }
 
 const outDir = join(here, 'out');
 mkdirSync(outDir, { recursive: true });
-writeFileSync(join(outDir, `capture-overhead-${device}.json`), JSON.stringify({ device, deviceId, seed, texts: nTexts, batch: batchRows, reps, rows }, null, 2));
-console.log(`device ${device}, threads ${threads ?? 'default'}, ${nTexts} texts, batch ${batchRows}, ${reps} interleaved reps (times: medians of the repetition totals; ratios: medians over repetitions × batches of the per-batch ratio to the plain model), seed ${seed}`);
-console.log('| model | shape | tokens | plain ms | capture ms (final,mlp) | ratio | ratio (final,mlp,resid) | ratio (final only) | capture tok/s |');
+writeFileSync(join(outDir, `capture-overhead-${device}.json`),
+  JSON.stringify({ device, deviceId, seed, texts: nTexts, batch: batchRows, reps, rows }, null, 2));
+console.log(
+  `device ${device}, threads ${
+    threads ?? 'default'
+  }, ${nTexts} texts, batch ${batchRows}, ${reps} interleaved reps (times: medians of the repetition totals; ratios: medians over repetitions × batches of the per-batch ratio to the plain model), seed ${seed}`,
+);
+console.log(
+  '| model | shape | tokens | plain ms | capture ms (final,mlp) | ratio | ratio (final,mlp,resid) | ratio (final only) | capture tok/s |',
+);
 console.log('|---|---|---|---|---|---|---|---|---|');
 for (const r of rows) {
-  console.log(`| ${r.model} | ${r.params} | ${r.tokens} | ${r.plainMs.toFixed(1)} | ${r.captureMs.toFixed(1)} | ${r.ratio.toFixed(3)} | ${r.ratioAll.toFixed(3)} | ${r.ratioFinal.toFixed(3)} | ${r.tokensPerSecond.toFixed(0)} |`);
+  console.log(
+    `| ${r.model} | ${r.params} | ${r.tokens} | ${r.plainMs.toFixed(1)} | ${r.captureMs.toFixed(1)} | ${
+      r.ratio.toFixed(3)
+    } | ${r.ratioAll.toFixed(3)} | ${r.ratioFinal.toFixed(3)} | ${r.tokensPerSecond.toFixed(0)} |`,
+  );
 }

@@ -45,9 +45,16 @@ function analyse(dir: string): void {
     });
     debiased.push(vote(sh, r.options.length) === r.answer ? 1 : 0);
   }
-  const fmt = (a: ReturnType<typeof accuracyOf>) => `${(100 * a.accuracy).toFixed(1)}% [${(100 * a.ci95![0]).toFixed(1)}, ${(100 * a.ci95![1]).toFixed(1)}] (chance ${(100 * a.chance).toFixed(1)}%)`;
+  const fmt = (a: ReturnType<typeof accuracyOf>) =>
+    `${(100 * a.accuracy).toFixed(1)}% [${(100 * a.ci95![0]).toFixed(1)}, ${(100 * a.ci95![1]).toFixed(1)}] (chance ${
+      (100 * a.chance).toFixed(1)
+    }%)`;
   console.log(`${dir}: ${items.length} items`);
-  console.log(`  slot prior (mean logit per slot): ${[...prior].map(([k, p]) => `k=${k}: ${p.map((x) => x.toFixed(2)).join(', ')}`).join('; ')}`);
+  console.log(
+    `  slot prior (mean logit per slot): ${
+      [...prior].map(([k, p]) => `k=${k}: ${p.map((x) => x.toFixed(2)).join(', ')}`).join('; ')
+    }`,
+  );
   console.log(`  probability of the correct option, mean over shuffles: ${fmt(accuracyOf(pCorrect, chance, 2000, 0))}`);
   console.log(`  voted accuracy with the slot prior removed: ${fmt(accuracyOf(debiased, chance, 2000, 0))}`);
 }

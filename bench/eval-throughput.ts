@@ -45,7 +45,8 @@ function common(seqs: number[][]): number {
 /** Token ids of the shuffles of one prompt item. */
 function shuffleIds(tok: EvalTokenizer, item: PromptItem, style: ItemUnit['style'], k: number): number[][] {
   return optionOrders(item.id, item.options.length, k, 0).map((order) => {
-    const r = renderPrompt(item, order, { template: style.template, separator: style.separator, chat: tok.chat, answerPrefix: style.answerPrefix });
+    const r = renderPrompt(item, order, { template: style.template, separator: style.separator, chat: tok.chat,
+      answerPrefix: style.answerPrefix });
     return tok.answerSlot(r.text, r.letters, item.id).ids;
   });
 }
@@ -83,7 +84,8 @@ async function count(): Promise<void> {
           for (const n of u.tree.nodes.values()) {
             if (n.choices.length < 2 || (n.cid !== '0' && !u.tree.parent.has(n.cid))) continue;
             const g = gaeFields(u.tree, pathTo(u.tree, n.cid));
-            const ids = shuffleIds(tok, { id: `${u.tree.stem}/gae/${n.cid}`, fields: g.fields, options: g.options }, u.style, 1)[0]!;
+            const ids = shuffleIds(tok, { id: `${u.tree.stem}/gae/${n.cid}`, fields: g.fields, options: g.options },
+              u.style, 1)[0]!;
             gaeStates++;
             gaeTokens += ids.length;
           }
@@ -92,8 +94,16 @@ async function count(): Promise<void> {
       const trees = d.units.filter((u) => u.kind === 'tree').length;
       console.log(
         JSON.stringify({
-          tokenizer: dir, lang, iaePrompts: prompts, iaeTokens: tokens, iaeTokensPerPrompt: Math.round(tokens / prompts), iaeComputedWithSharedPrefix: computed,
-          gaeTrees: trees, gaeDecisionStates: gaeStates, gaeTokensPerPrompt: Math.round(gaeTokens / gaeStates), gaeExpectedDecisionsPerWalk: +(walkDecisions / trees).toFixed(2),
+          tokenizer: dir,
+          lang,
+          iaePrompts: prompts,
+          iaeTokens: tokens,
+          iaeTokensPerPrompt: Math.round(tokens / prompts),
+          iaeComputedWithSharedPrefix: computed,
+          gaeTrees: trees,
+          gaeDecisionStates: gaeStates,
+          gaeTokensPerPrompt: Math.round(gaeTokens / gaeStates),
+          gaeExpectedDecisionsPerWalk: +(walkDecisions / trees).toFixed(2),
           seconds: (Date.now() - t0) / 1000,
         }),
       );
@@ -105,7 +115,8 @@ async function throughput(): Promise<void> {
   const { openScorer } = await import('../src/eval/engine.js');
   const model = o.model!;
   const tok = await loadEvalTokenizer(model, { chatTemplate: 'auto' });
-  const d = loadEvalData(`socialeval:${o.data}?lang=${o.lang}`, { task: 'iae', cot: false, seed: 0, limit: Number(o.items) });
+  const d = loadEvalData(`socialeval:${o.data}?lang=${o.lang}`, { task: 'iae', cot: false, seed: 0,
+    limit: Number(o.items) });
   const groups = d.units.map((u) => shuffleIds(tok, (u as ItemUnit).prompt, (u as ItemUnit).style, 3));
   const sc = await openScorer(model, { device: 'cpu', generation: true });
   const cands = [0, 1, 2, 3];
@@ -118,7 +129,18 @@ async function throughput(): Promise<void> {
     const cpu = (c.user + c.system) / 1e6;
     const prompts = groups.length * 3;
     const tokens = groups.flat().reduce((a, s) => a + s.length, 0);
-    console.log(JSON.stringify({ mode: name, prompts, tokens, computed, wallS: +wall.toFixed(1), cpuS: +cpu.toFixed(1), promptsPerS: +(prompts / wall).toFixed(3), tokensPerS: Math.round(tokens / wall), computedPerS: Math.round(computed / wall), cpuSPer1kComputed: +((cpu / computed) * 1000).toFixed(2) }));
+    console.log(JSON.stringify({
+      mode: name,
+      prompts,
+      tokens,
+      computed,
+      wallS: +wall.toFixed(1),
+      cpuS: +cpu.toFixed(1),
+      promptsPerS: +(prompts / wall).toFixed(3),
+      tokensPerS: Math.round(tokens / wall),
+      computedPerS: Math.round(computed / wall),
+      cpuSPer1kComputed: +((cpu / computed) * 1000).toFixed(2),
+    }));
   };
   await measure('batched (batch 4, right-padded)', async () => {
     const all = groups.flat();

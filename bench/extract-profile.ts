@@ -40,12 +40,15 @@ const { values: o } = parseArgs({
 });
 const threads = Number(o.threads);
 
-const resolved = await resolveModel(GGUF, { layout: 'explicit', weights: o.weights as WeightsMode, ...(o.cache ? { cache: o.cache } : {}), log: () => undefined });
+const resolved = await resolveModel(GGUF, { layout: 'explicit', weights: o.weights as WeightsMode,
+  ...(o.cache ? { cache: o.cache } : {}), log: () => undefined });
 const dir = resolved.dir;
 const ds = await loadDataset(`socialeval:${DATA}?lang=en`);
 const tok = await loadTokenizer(dir, { maxTokens: null, chatTemplate: false });
 const seqs = ds.samples.slice(0, Number(o.items)).map((s) => tok.encode(s.text).ids);
-const batches: TokenBatch[] = planBatches(seqs.map((s) => s.length), { batch: Number(o.batch) }).map((idx) => padBatch(idx.map((i) => seqs[i]!), tok.padId, tok.paddingSide));
+const batches: TokenBatch[] = planBatches(seqs.map((s) => s.length), { batch: Number(o.batch) }).map((idx) =>
+  padBatch(idx.map((i) => seqs[i]!), tok.padId, tok.paddingSide)
+);
 
 const a = analyseModel(dir);
 const { plans, mask, inGraphPast } = planInputs(a);
@@ -61,11 +64,16 @@ const base: ort.InferenceSession.SessionOptions = {
   intraOpNumThreads: threads,
   extra: { session: { model_external_initializers_file_folder_path: a.loaded.dir } },
 } as ort.InferenceSession.SessionOptions;
-const withSession = (kv: Record<string, string>) => ({ ...base, extra: { session: { ...(base as any).extra.session, ...kv } } }) as ort.InferenceSession.SessionOptions;
+const withSession = (kv: Record<string, string>) =>
+  ({ ...base, extra: { session: { ...(base as any).extra.session, ...kv } } }) as ort.InferenceSession.SessionOptions;
 const VARIANTS: Record<string, () => Promise<{ run: (b: TokenBatch) => Promise<Float32Array | null> }>> = {};
 const capture = (so: ort.InferenceSession.SessionOptions) => async () => {
   const s = await ort.InferenceSession.create(capBytes, so);
-  return { run: async (b: TokenBatch) => (await s.run(batchFeeds(s, plans, b, surg.maskAdded ? surg.maskInput : null), outs))[outs[0]!]!.data as Float32Array };
+  return {
+    run: async (b: TokenBatch) =>
+      (await s.run(batchFeeds(s, plans, b, surg.maskAdded ? surg.maskInput : null), outs))[outs[0]!]!
+        .data as Float32Array,
+  };
 };
 VARIANTS.base = capture(base);
 VARIANTS.nospin = capture(withSession({ 'session.intra_op.allow_spinning': '0' }));
@@ -75,7 +83,8 @@ VARIANTS.extended = capture({ ...base, graphOptimizationLevel: 'extended' });
 VARIANTS.parallel = capture({ ...base, executionMode: 'parallel', interOpNumThreads: threads });
 VARIANTS.threads1 = capture({ ...base, intraOpNumThreads: 1 });
 VARIANTS.plain = async () => {
-  const s = await ort.InferenceSession.create(a.loaded.file, { executionProviders: ['cpu'], graphOptimizationLevel: 'all', logSeverityLevel: 3, intraOpNumThreads: threads });
+  const s = await ort.InferenceSession.create(a.loaded.file, { executionProviders: ['cpu'],
+    graphOptimizationLevel: 'all', logSeverityLevel: 3, intraOpNumThreads: threads });
   const ps = planInputs(a).plans;
   return {
     run: async (b: TokenBatch) => {
@@ -106,7 +115,11 @@ for (let rep = 0; rep < Number(o.reps); rep++) {
 }
 const med = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)]!;
 const tokens = seqs.reduce((s, x) => s + x.length, 0);
-console.log(`items ${seqs.length}, tokens ${tokens}, ${batches.length} batches of ≤${o.batch}, threads ${threads}, weights ${o.weights}, reps ${o.reps}, load ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}`);
+console.log(
+  `items ${seqs.length}, tokens ${tokens}, ${batches.length} batches of ≤${o.batch}, threads ${threads}, weights ${o.weights}, reps ${o.reps}, load ${
+    os.loadavg().map((x) => x.toFixed(1)).join(' ')
+  }`,
+);
 console.log('| variant | total ms (median batch times summed) | time ÷ base (median per batch) | same values |');
 console.log('|---|---:|---:|---|');
 for (const [j, n] of names.entries()) {

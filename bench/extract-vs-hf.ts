@@ -49,13 +49,16 @@ const reps = Number(o.reps);
 const batch = Number(o.batch);
 const load = () => os.loadavg()[0]!;
 
-const resolved = await resolveModel(GGUF, { layout: 'explicit', weights: o.weights as WeightsMode, ...(o.cache ? { cache: o.cache } : {}), log: () => undefined });
+const resolved = await resolveModel(GGUF, { layout: 'explicit', weights: o.weights as WeightsMode,
+  ...(o.cache ? { cache: o.cache } : {}), log: () => undefined });
 const full = await loadDataset(`socialeval:${DATA}?lang=en`);
 const dataset = { ...full, samples: full.samples.slice(0, Number(o.items)) };
 const texts = dataset.samples.map((s) => s.text);
 const tmp = mkdtempSync(path.join(os.tmpdir(), 'lobes-extract-bench-'));
 
-async function lobesPass(out: string): Promise<{ wall: number; tokens: number; compute: number; store: number; tokenize: number }> {
+async function lobesPass(
+  out: string,
+): Promise<{ wall: number; tokens: number; compute: number; store: number; tokenize: number }> {
   const m = await runExtract({
     model: resolved.dir,
     data: 'bench',
@@ -63,16 +66,19 @@ async function lobesPass(out: string): Promise<{ wall: number; tokens: number; c
     capture: ['final', 'mlp'],
     batch,
     quiet: true,
-    deps: { loadDataset: async () => dataset, openCaptureEngine: (dir, eo) => openCaptureEngine(dir, { ...eo, threads }) },
+    deps: { loadDataset: async () => dataset,
+      openCaptureEngine: (dir, eo) => openCaptureEngine(dir, { ...eo, threads }) },
   });
   const t = m.timings as Record<string, number>;
-  return { wall: (t.wallMs! - t.modelLoadMs!) / 1000, tokens: m.counts.tokens, compute: t.computeMs! / 1000, store: t.storeMs! / 1000, tokenize: t.tokenizeMs! / 1000 };
+  return { wall: (t.wallMs! - t.modelLoadMs!) / 1000, tokens: m.counts.tokens, compute: t.computeMs! / 1000,
+    store: t.storeMs! / 1000, tokenize: t.tokenizeMs! / 1000 };
 }
 
 // The HF server: loads once, then one pass per "run".
 const textsFile = path.join(tmp, 'texts.json');
 writeFileSync(textsFile, JSON.stringify(texts));
-const py = spawn('/work/venv/bin/python', [path.join(ROOT, 'bench/extract-hf.py'), '--gguf', GGUF, '--texts', textsFile, '--threads', String(threads), '--batch', String(batch), '--order', String(o['hf-order'])], {
+const py = spawn('/work/venv/bin/python', [path.join(ROOT, 'bench/extract-hf.py'), '--gguf', GGUF, '--texts', textsFile,
+  '--threads', String(threads), '--batch', String(batch), '--order', String(o['hf-order'])], {
   env: { ...process.env, HF_HUB_OFFLINE: '1', TRANSFORMERS_OFFLINE: '1', TOKENIZERS_PARALLELISM: 'false' },
   stdio: ['pipe', 'pipe', 'ignore'],
 });
@@ -89,7 +95,8 @@ try {
   // Warm-up: one pass each (caches, allocators, first-run graph optimisation).
   await lobesPass(path.join(tmp, 'warm'));
   await hf('run');
-  const rows: { rep: number; first: string; lobes: number; hf: number; load0: number; load1: number; lobesTokens: number; hfTokens: number; compute: number; store: number; tokenize: number }[] = [];
+  const rows: { rep: number; first: string; lobes: number; hf: number; load0: number; load1: number;
+    lobesTokens: number; hfTokens: number; compute: number; store: number; tokenize: number }[] = [];
   for (let r = 0; r < reps; r++) {
     const load0 = load();
     const out = path.join(tmp, `run${r}`);
@@ -102,9 +109,16 @@ try {
       H = await hf('run');
       L = await lobesPass(out);
     }
-    rows.push({ rep: r, first: r % 2 === 0 ? 'lobes' : 'hf', lobes: L.wall, hf: H.wall, load0, load1: load(), lobesTokens: L.tokens, hfTokens: H.tokens, compute: L.compute, store: L.store, tokenize: L.tokenize });
+    rows.push({ rep: r, first: r % 2 === 0 ? 'lobes' : 'hf', lobes: L.wall, hf: H.wall, load0, load1: load(),
+      lobesTokens: L.tokens, hfTokens: H.tokens, compute: L.compute, store: L.store, tokenize: L.tokenize });
     if (r > 0) rmSync(out, { recursive: true, force: true });
-    console.error(`rep ${r}: lobes ${L.wall.toFixed(2)} s (compute ${L.compute.toFixed(2)}, store ${L.store.toFixed(2)}, tokenize ${L.tokenize.toFixed(2)}), HF ${H.wall.toFixed(2)} s, ratio ${(H.wall / L.wall).toFixed(2)}, load ${load0.toFixed(1)}→${load().toFixed(1)}`);
+    console.error(
+      `rep ${r}: lobes ${L.wall.toFixed(2)} s (compute ${L.compute.toFixed(2)}, store ${L.store.toFixed(2)}, tokenize ${
+        L.tokenize.toFixed(2)
+      }), HF ${H.wall.toFixed(2)} s, ratio ${(H.wall / L.wall).toFixed(2)}, load ${load0.toFixed(1)}→${
+        load().toFixed(1)
+      }`,
+    );
   }
   // Agreement on final.hidden.
   await hf(`dump ${path.join(tmp, 'hf')}`);
@@ -125,12 +139,29 @@ try {
   };
   const mL = med(rows.map((x) => x.lobes));
   const mH = med(rows.map((x) => x.hf));
-  console.log(`items ${texts.length} (SocialEval English, first in dataset order), threads ${threads}, batch ${batch}, lobes weights ${o.weights} (${path.basename(resolved.dir)}), HF order ${o['hf-order']}, torch ${ready.torch}, ${reps} interleaved reps after one warm-up each`);
+  console.log(
+    `items ${texts.length} (SocialEval English, first in dataset order), threads ${threads}, batch ${batch}, lobes weights ${o.weights} (${
+      path.basename(resolved.dir)
+    }), HF order ${o['hf-order']}, torch ${ready.torch}, ${reps} interleaved reps after one warm-up each`,
+  );
   console.log('| rep | first | lobes s | (compute / store / tokenize) | HF s | HF / lobes | load 1m before → after |');
   console.log('|---|---|---:|---|---:|---:|---|');
-  for (const x of rows) console.log(`| ${x.rep} | ${x.first} | ${x.lobes.toFixed(2)} | ${x.compute.toFixed(2)} / ${x.store.toFixed(2)} / ${x.tokenize.toFixed(2)} | ${x.hf.toFixed(2)} | ${(x.hf / x.lobes).toFixed(2)} | ${x.load0.toFixed(1)} → ${x.load1.toFixed(1)} |`);
-  console.log(`tokens: lobes ${rows[0]!.lobesTokens}, HF ${rows[0]!.hfTokens}; tokens/s (medians): lobes ${(rows[0]!.lobesTokens / mL).toFixed(0)}, HF ${(rows[0]!.hfTokens / mH).toFixed(0)}`);
-  console.log(`ratio HF / lobes: ${(mH / mL).toFixed(2)}× (medians), ${med(rows.map((x) => x.hf / x.lobes)).toFixed(2)}× (median of per-rep ratios)`);
+  for (const x of rows)
+    console.log(
+      `| ${x.rep} | ${x.first} | ${x.lobes.toFixed(2)} | ${x.compute.toFixed(2)} / ${x.store.toFixed(2)} / ${
+        x.tokenize.toFixed(2)
+      } | ${x.hf.toFixed(2)} | ${(x.hf / x.lobes).toFixed(2)} | ${x.load0.toFixed(1)} → ${x.load1.toFixed(1)} |`,
+    );
+  console.log(
+    `tokens: lobes ${rows[0]!.lobesTokens}, HF ${rows[0]!.hfTokens}; tokens/s (medians): lobes ${
+      (rows[0]!.lobesTokens / mL).toFixed(0)
+    }, HF ${(rows[0]!.hfTokens / mH).toFixed(0)}`,
+  );
+  console.log(
+    `ratio HF / lobes: ${(mH / mL).toFixed(2)}× (medians), ${
+      med(rows.map((x) => x.hf / x.lobes)).toFixed(2)
+    }× (median of per-rep ratios)`,
+  );
   console.log(`final.hidden: largest |lobes − HF| ${worst.toExponential(2)} (largest |HF| ${scale.toFixed(1)})`);
 } finally {
   py.stdin!.end('quit\n');

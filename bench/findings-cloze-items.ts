@@ -29,9 +29,12 @@ try {
     const iae = summary.cloze?.iae;
     if (!iae) throw new Error(`${dir}: no IAE cloze summary (an evaluation with --task iae --scoring cloze is needed)`);
     const src = m.model.source;
-    const settings = { limit: m.settings.limit, seed: m.settings.seed, scoring: m.settings.scoring, mutualInfo: m.settings.mutualInfo, chatTemplate: m.settings.chatTemplate, maxTokens: m.settings.maxTokens, chunkUnits: m.settings.chunkUnits };
+    const settings = { limit: m.settings.limit, seed: m.settings.seed, scoring: m.settings.scoring,
+      mutualInfo: m.settings.mutualInfo, chatTemplate: m.settings.chatTemplate, maxTokens: m.settings.maxTokens,
+      chunkUnits: m.settings.chunkUnits };
     const id = JSON.stringify([m.dataset.unitsSha256, settings, m.model.graphSha256]);
-    if (identity !== null && id !== identity) throw new Error(`${dir}: not a shard of the same evaluation as ${dirs[0]} (data, settings or model differ)`);
+    if (identity !== null && id !== identity)
+      throw new Error(`${dir}: not a shard of the same evaluation as ${dirs[0]} (data, settings or model differ)`);
     identity = id;
     const items = clozeItems(records);
     file.evaluations.push({
@@ -40,7 +43,10 @@ try {
         unitsSha256: m.dataset.unitsSha256,
         settings,
         shard: m.shard ? `${m.shard.index}/${m.shard.count}` : null,
-        model: src ? { file: path.basename(src.path), sha256: src.sha256 ?? null, identity: src.identity ?? null, layout: src.options?.layout ?? null } : { graphSha256: m.model.graphSha256 },
+        model: src
+          ? { file: path.basename(src.path), sha256: src.sha256 ?? null, identity: src.identity ?? null,
+            layout: src.options?.layout ?? null }
+          : { graphSha256: m.model.graphSha256 },
         recordsSha256: m.files!.records.sha256,
         createdAt: m.createdAt,
         wallMs: m.timings?.wallMs ?? null,
@@ -54,7 +60,9 @@ try {
   // one item per line, so that a rerun's differences read item by item
   const head = JSON.stringify({ ...file, items: [] }, null, 2).replace(/"items": \[\]\n\}$/, '"items": [');
   writeFileAtomicSync(out, `${head}\n${file.items.map((i) => `    ${JSON.stringify(i)}`).join(',\n')}\n  ]\n}\n`);
-  process.stderr.write(`wrote ${out} (${file.items.length} items from ${dirs.length} evaluation${dirs.length > 1 ? 's' : ''})\n`);
+  process.stderr.write(
+    `wrote ${out} (${file.items.length} items from ${dirs.length} evaluation${dirs.length > 1 ? 's' : ''})\n`,
+  );
 } catch (e) {
   process.stderr.write(`findings-cloze-items: ${e instanceof Error ? e.message.split('\n')[0] : String(e)}\n`);
   process.exit(1);

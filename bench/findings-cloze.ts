@@ -100,7 +100,8 @@ export function clozeItems(records: readonly EvalRecord[]): ClozeFileItem[] {
     }
     const c = r.cloze;
     if (!c) throw new Error(`record ${r.id} has no cloze scores: the evaluation was not run with --scoring cloze`);
-    if (c.pickMutualInfo === null) throw new Error(`record ${r.id} has no acc_mutual_info pick: the evaluation was not run with --mutual-info`);
+    if (c.pickMutualInfo === null)
+      throw new Error(`record ${r.id} has no acc_mutual_info pick: the evaluation was not run with --mutual-info`);
     const ctx = overlapUnits(c.context);
     out.push({
       id: r.id,
@@ -110,7 +111,9 @@ export function clozeItems(records: readonly EvalRecord[]): ClozeFileItem[] {
       pickNorm: c.pickNorm,
       pickBytes: c.pickBytes,
       pickMutualInfo: c.pickMutualInfo,
-      options: c.options.map((o, i) => ({ ll: o.logprob, ll0: o.unconditional!, tokens: o.tokens, chars: o.chars, bytes: o.bytes, overlap: overlapOf(ctx, r.options[i]!) })),
+      options: c.options.map((o, i) => ({ ll: o.logprob, ll0: o.unconditional!, tokens: o.tokens, chars: o.chars,
+        bytes: o.bytes, overlap: overlapOf(ctx, r.options[i]!) })
+      ),
     });
   }
   return out;
@@ -136,7 +139,9 @@ export type ControlName = keyof typeof CONTROLS;
  * Per scored item: a surface control's pick and whether it is the answer. Ties are broken
  * uniformly at random from Rng(seed), one draw per tied item in item order.
  */
-export function controlHits(items: readonly ClozeFileItem[], control: ControlName, seed = 0): { picks: number[]; hits: boolean[]; ties: number } {
+export function controlHits(items: readonly ClozeFileItem[], control: ControlName,
+  seed = 0): { picks: number[]; hits: boolean[]; ties: number }
+{
   const rng = new Rng(seed);
   const score = CONTROLS[control];
   let ties = 0;
@@ -152,7 +157,9 @@ export function controlHits(items: readonly ClozeFileItem[], control: ControlNam
 }
 
 /** The overlap control by share (shared / option units; an option without units scores 0) or by count (shared). */
-export function overlapHits(items: readonly ClozeFileItem[], by: 'share' | 'count', seed = 0): { picks: number[]; hits: boolean[]; ties: number } {
+export function overlapHits(items: readonly ClozeFileItem[], by: 'share' | 'count',
+  seed = 0): { picks: number[]; hits: boolean[]; ties: number }
+{
   return controlHits(items, by === 'share' ? 'overlap (share)' : 'overlap (count)', seed);
 }
 
@@ -167,14 +174,19 @@ export function checkClozeFile(f: ClozeFile, name: string): void {
       if (!s) throw new Error(`${name}: evaluation ${j} has no ${m} in its summary (run it with --mutual-info)`);
       const h = metricHits(items, m);
       const k = h.filter(Boolean).length;
-      if (h.length !== s.n || k !== s.correct) throw new Error(`${name}: ${m} of evaluation ${j} is ${k}/${h.length} from the items but ${s.correct}/${s.n} in its summary`);
+      if (h.length !== s.n || k !== s.correct)
+        throw new Error(
+          `${name}: ${m} of evaluation ${j} is ${k}/${h.length} from the items but ${s.correct}/${s.n} in its summary`,
+        );
     }
   }
   if (at !== f.items.length) throw new Error(`${name}: its evaluations list ${at} items but it has ${f.items.length}`);
 }
 
 /** Exact two-sided McNemar test of paired hits: twice the smaller binomial tail of the discordant pairs at ½. */
-export function mcnemarExact(a: readonly boolean[], b: readonly boolean[]): { onlyA: number; onlyB: number; p: number } {
+export function mcnemarExact(a: readonly boolean[],
+  b: readonly boolean[]): { onlyA: number; onlyB: number; p: number }
+{
   if (a.length !== b.length) throw new Error(`paired hits of different lengths (${a.length}, ${b.length})`);
   let onlyA = 0;
   let onlyB = 0;
@@ -205,14 +217,17 @@ export interface ClozeRow {
 function row(language: string, metric: string, hits: boolean[], chances: number[]): ClozeRow {
   const k = hits.filter(Boolean).length;
   const n = hits.length;
-  return { language, metric, k, n, accuracy: n ? k / n : NaN, ci95: clopperPearson(k, n), chance: chances.reduce((a, c) => a + c, 0) / n, p: poissonBinomialUpper(chances, k), pHolm: null };
+  return { language, metric, k, n, accuracy: n ? k / n : NaN, ci95: clopperPearson(k, n),
+    chance: chances.reduce((a, c) => a + c, 0) / n, p: poissonBinomialUpper(chances, k), pHolm: null };
 }
 
 /**
  * The rows of the cloze table: the model's four metrics for every language (Holm-adjusted
  * together), then the overlap control (share, count) per language, unadjusted.
  */
-export function clozeRows(sets: readonly { language: string; items: readonly ClozeFileItem[] }[], seed = 0): { model: ClozeRow[]; control: (ClozeRow & { ties: number })[] } {
+export function clozeRows(sets: readonly { language: string; items: readonly ClozeFileItem[] }[],
+  seed = 0): { model: ClozeRow[]; control: (ClozeRow & { ties: number })[] }
+{
   const model: ClozeRow[] = [];
   const control: (ClozeRow & { ties: number })[] = [];
   for (const { language, items } of sets) {
@@ -232,7 +247,9 @@ const pct = (v: number) => (100 * v).toFixed(1);
 const fp = (p: number | null) => (p === null ? '—' : p < 0.001 ? p.toExponential(1) : p.toFixed(3));
 
 /** Markdown of the cloze finding: the table, the overlap control, the paired test, the skipped items. */
-export function clozeTable(sets: readonly { language: string; label: string; items: readonly ClozeFileItem[] }[], seed = 0): string[] {
+export function clozeTable(sets: readonly { language: string; label: string; items: readonly ClozeFileItem[] }[],
+  seed = 0): string[]
+{
   if (!sets.length) return [];
   const { model, control } = clozeRows(sets, seed);
   const label = new Map(sets.map((s) => [s.language, s.label]));
@@ -243,11 +260,18 @@ export function clozeTable(sets: readonly { language: string; label: string; ite
     '|---|---|---|---|---|---|---|---|',
   ];
   const line = (r: ClozeRow, holmCell: string) =>
-    out.push(`| ${label.get(r.language)} | ${r.metric} | ${r.k} / ${r.n} | ${pct(r.accuracy)} | ${r.ci95 ? `[${pct(r.ci95[0])}, ${pct(r.ci95[1])}]` : '—'} | ${pct(r.chance)} | ${fp(r.p)} | ${holmCell} |`);
+    out.push(
+      `| ${label.get(r.language)} | ${r.metric} | ${r.k} / ${r.n} | ${pct(r.accuracy)} | ${
+        r.ci95 ? `[${pct(r.ci95[0])}, ${pct(r.ci95[1])}]` : '—'
+      } | ${pct(r.chance)} | ${fp(r.p)} | ${holmCell} |`,
+    );
   for (const r of model) line(r, fp(r.pHolm));
   for (const r of control) line(r, `control, not in the family; ${r.ties} tied items`);
   out.push('');
-  out.push(`Surface controls: overlap, the option sharing the largest share (count) of its distinct words (Han characters) with the context; longest option, the option with the most characters. Ties broken at random (seed ${seed}).`, '');
+  out.push(
+    `Surface controls: overlap, the option sharing the largest share (count) of its distinct words (Han characters) with the context; longest option, the option with the most characters. Ties broken at random (seed ${seed}).`,
+    '',
+  );
   for (const s of sets) {
     const mi = metricHits(s.items, 'acc_mutual_info');
     const miPicks = scored(s.items).map((i) => i.pickMutualInfo);
@@ -256,10 +280,19 @@ export function clozeTable(sets: readonly { language: string; label: string; ite
       const t = mcnemarExact(mi, o.hits);
       const both = mi.filter((x, i) => x && o.hits[i]).length;
       const same = miPicks.filter((p, j) => p === o.picks[j]).length;
-      out.push(`- ${s.label}, acc_mutual_info vs ${c}, paired: both right ${both}, only acc_mutual_info ${t.onlyA}, only ${c} ${t.onlyB} (exact McNemar p = ${fp(t.p)}); the same option picked on ${same} of ${mi.length} items.`);
+      out.push(
+        `- ${s.label}, acc_mutual_info vs ${c}, paired: both right ${both}, only acc_mutual_info ${t.onlyA}, only ${c} ${t.onlyB} (exact McNemar p = ${
+          fp(t.p)
+        }); the same option picked on ${same} of ${mi.length} items.`,
+      );
     }
     const skipped = s.items.filter((i) => i.skipped);
-    if (skipped.length) out.push(`- ${s.label}: ${skipped.length} of ${s.items.length} items skipped (${skipped.map((i) => `${i.id}: ${i.skipped}`).join('; ')}).`);
+    if (skipped.length)
+      out.push(
+        `- ${s.label}: ${skipped.length} of ${s.items.length} items skipped (${
+          skipped.map((i) => `${i.id}: ${i.skipped}`).join('; ')
+        }).`,
+      );
   }
   return [...out, ''];
 }
@@ -269,7 +302,9 @@ export function clozeTable(sets: readonly { language: string; label: string; ite
  * the only longest (Unicode code points, acc_norm's length), how often it shares the longest
  * length with others, and the chance that a random option is the longest (mean 1/k).
  */
-export function longestAnswer(items: readonly { options: string[]; answer: number }[]): { n: number; alone: number; tied: number; chance: number } {
+export function longestAnswer(
+  items: readonly { options: string[]; answer: number }[],
+): { n: number; alone: number; tied: number; chance: number } {
   let alone = 0;
   let tied = 0;
   let chance = 0;
@@ -316,43 +351,71 @@ export function pairedWithControl(trained: readonly ClozeFileItem[], control: re
     const t = mcnemarExact(a, b);
     const ka = a.filter(Boolean).length;
     const kb = b.filter(Boolean).length;
-    return `${m}, trained vs random weights on the same ${both.length} items: ${ka} against ${kb} right (${pct(ka / both.length)}% − ${pct(kb / both.length)}% = ${((100 * (ka - kb)) / both.length).toFixed(1)} points); only trained ${t.onlyA}, only control ${t.onlyB}, exact McNemar p = ${fp(t.p)}.`;
+    return `${m}, trained vs random weights on the same ${both.length} items: ${ka} against ${kb} right (${
+      pct(ka / both.length)
+    }% − ${pct(kb / both.length)}% = ${
+      ((100 * (ka - kb)) / both.length).toFixed(1)
+    } points); only trained ${t.onlyA}, only control ${t.onlyB}, exact McNemar p = ${fp(t.p)}.`;
   });
 }
 
 /** The cloze section of the findings summary from the files of `dir` (bench/cloze/), or nothing when none is there. */
-export function clozeLines(dir: string, data: { language: string; label: string; items: readonly { options: string[]; answer: number }[] }[] = []): string[] {
-  const sets = CLOZE_FILES.filter(([f]) => existsSync(path.join(dir, f))).map(([f, language, label]) => ({ language, label, items: readClozeFile(path.join(dir, f)).items }));
+export function clozeLines(dir: string,
+  data: { language: string; label: string; items: readonly { options: string[]; answer: number }[] }[] = []): string[]
+{
+  const sets = CLOZE_FILES.filter(([f]) => existsSync(path.join(dir, f))).map(([f, language, label]) => ({ language,
+    label, items: readClozeFile(path.join(dir, f)).items })
+  );
   if (!sets.length) return [];
   const out = clozeTable(sets);
   const ctl = path.join(dir, CLOZE_CONTROL_FILE);
   if (existsSync(ctl)) {
     const items = readClozeFile(ctl).items;
     const { model } = clozeRows([{ language: 'en', items }]);
-    out.push('Random-weights control (English, the same items; not in the family):', '', '| metric | correct / n | accuracy % | exact 95% CI | chance % | P(X ≥ k) at chance |', '|---|---|---|---|---|---|');
-    for (const r of model) out.push(`| ${r.metric} | ${r.k} / ${r.n} | ${pct(r.accuracy)} | ${r.ci95 ? `[${pct(r.ci95[0])}, ${pct(r.ci95[1])}]` : '—'} | ${pct(r.chance)} | ${fp(r.p)} |`);
+    out.push('Random-weights control (English, the same items; not in the family):', '',
+      '| metric | correct / n | accuracy % | exact 95% CI | chance % | P(X ≥ k) at chance |',
+      '|---|---|---|---|---|---|');
+    for (const r of model)
+      out.push(
+        `| ${r.metric} | ${r.k} / ${r.n} | ${pct(r.accuracy)} | ${
+          r.ci95 ? `[${pct(r.ci95[0])}, ${pct(r.ci95[1])}]` : '—'
+        } | ${pct(r.chance)} | ${fp(r.p)} |`,
+      );
     out.push('');
     const trained = sets.find((s) => s.language === 'en');
-    if (trained) for (const l of pairedWithControl(trained.items, items)) out.push(`- ${l}`);
+    if (trained) { for (const l of pairedWithControl(trained.items, items)) out.push(`- ${l}`); }
     out.push('');
   }
-  for (const [f, , label] of [...CLOZE_FILES, [CLOZE_CONTROL_FILE, 'en', 'English, random-weights control'] as [string, string, string]]) {
+  for (const [f, , label] of [...CLOZE_FILES,
+    [CLOZE_CONTROL_FILE, 'en', 'English, random-weights control'] as [string, string, string]])
+  {
     const file = path.join(dir, f);
     if (!existsSync(file)) continue;
     const c = readClozeFile(file);
-    const src = c.evaluations.map((e) => e.source as { dataset?: string; settings?: { limit?: number; seed?: number }; shard?: string | null; wallMs?: number | null });
+    const src = c.evaluations.map((e) =>
+      e.source as { dataset?: string; settings?: { limit?: number; seed?: number }; shard?: string | null;
+        wallMs?: number | null }
+    );
     const shards = src.filter((s) => s.shard).map((s) => s.shard);
     const wall = src.reduce((a, s) => a + (s.wallMs ?? 0), 0);
     const tokens = c.evaluations.reduce((a, e) => a + e.summary.meanTokens * e.items, 0) / c.items.length;
     out.push(
       `- ${label}: ${src[0]?.dataset}, --limit ${src[0]?.settings?.limit} --seed ${src[0]?.settings?.seed}` +
-        `${shards.length ? `, shards ${shards.join(', ')} of the sample (${c.items.length} items)` : ` (${c.items.length} items)`}; ` +
+        `${
+          shards.length
+            ? `, shards ${shards.join(', ')} of the sample (${c.items.length} items)`
+            : ` (${c.items.length} items)`
+        }; ` +
         `${tokens.toFixed(1)} tokens per option; evaluation wall time ${(wall / 1000).toFixed(0)} s.`,
     );
   }
   for (const d of data) {
     const l = longestAnswer(d.items);
-    out.push(`- ${d.label}, every IAE item of the data (no model): the correct option is the only longest in ${l.alone} of ${l.n} (${pct(l.alone / l.n)}%) and tied for the longest in ${l.tied}; a random option would be the longest in ${pct(l.chance)}%.`);
+    out.push(
+      `- ${d.label}, every IAE item of the data (no model): the correct option is the only longest in ${l.alone} of ${l.n} (${
+        pct(l.alone / l.n)
+      }%) and tied for the longest in ${l.tied}; a random option would be the longest in ${pct(l.chance)}%.`,
+    );
   }
   return [...out, ''];
 }

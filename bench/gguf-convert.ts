@@ -44,7 +44,8 @@ import { byteLevelMetadataFromHf, LLAMA3_DIR, SMOL_GGUF } from '../test/convert/
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
-  options: { layers: { type: 'string' }, dir: { type: 'string' }, gguf: { type: 'string' }, layout: { type: 'string' }, keep: { type: 'boolean' }, child: { type: 'string' }, reps: { type: 'string' } },
+  options: { layers: { type: 'string' }, dir: { type: 'string' }, gguf: { type: 'string' }, layout: { type: 'string' },
+    keep: { type: 'boolean' }, child: { type: 'string' }, reps: { type: 'string' } },
 });
 
 const SELF = fileURLToPath(import.meta.url);
@@ -59,7 +60,15 @@ async function child(arg: string): Promise<void> {
   const phases: Record<string, { s: number; bytes: number }> = {};
   let last = t0;
   let lastDone = 0;
-  const kind = (name: string) => (/embed|Gather|embed_tokens/i.test(name) ? 'embeddings' : /NBits|_Q\d|weight_Q/.test(name) ? 'MatMulNBits' : /lm_head|MatMul/.test(name) ? 'float MatMul (lm_head)' : 'other');
+  const kind = (
+    name: string,
+  ) => (/embed|Gather|embed_tokens/i.test(name)
+    ? 'embeddings'
+    : /NBits|_Q\d|weight_Q/.test(name)
+    ? 'MatMulNBits'
+    : /lm_head|MatMul/.test(name)
+    ? 'float MatMul (lm_head)'
+    : 'other');
   const r = await convertGguf(a.file, a.out, {
     weights: a.weights,
     layout: a.layout,
@@ -77,12 +86,19 @@ async function child(arg: string): Promise<void> {
   phases['graph, config, fsync, rename'] = { s: (performance.now() - last) / 1000, bytes: 0 };
   const cpu = process.cpuUsage(cpu0);
   process.stdout.write(
-    JSON.stringify({ wall_s: wall, cpu_s: (cpu.user + cpu.system) / 1e6, user_s: cpu.user / 1e6, sys_s: cpu.system / 1e6, peak_rss_mb: process.resourceUsage().maxRSS / 1024, out_bytes: r.modelBytes + r.dataBytes, storage: r.storage, requantized: r.requantized.length, phases }) + '\n',
+    JSON.stringify({ wall_s: wall, cpu_s: (cpu.user + cpu.system) / 1e6, user_s: cpu.user / 1e6,
+      sys_s: cpu.system / 1e6, peak_rss_mb: process.resourceUsage().maxRSS / 1024,
+      out_bytes: r.modelBytes + r.dataBytes, storage: r.storage, requantized: r.requantized.length, phases }) + '\n',
   );
 }
 
-function runChild(a: object): { wall_s: number; cpu_s: number; user_s: number; sys_s: number; peak_rss_mb: number; out_bytes: number; storage: Record<string, number>; requantized: number; phases: Record<string, { s: number; bytes: number }> } {
-  const r = spawnSync(process.execPath, ['--import', 'tsx', SELF, '--child', JSON.stringify(a)], { cwd: ROOT, encoding: 'utf8', maxBuffer: 1 << 24 });
+function runChild(
+  a: object,
+): { wall_s: number; cpu_s: number; user_s: number; sys_s: number; peak_rss_mb: number; out_bytes: number;
+  storage: Record<string, number>; requantized: number; phases: Record<string, { s: number; bytes: number }> }
+{
+  const r = spawnSync(process.execPath, ['--import', 'tsx', SELF, '--child', JSON.stringify(a)], { cwd: ROOT,
+    encoding: 'utf8', maxBuffer: 1 << 24 });
   if (r.status !== 0) throw new Error(`conversion failed: ${r.stderr}`);
   return JSON.parse(r.stdout.trim().split('\n').pop()!);
 }
@@ -116,7 +132,11 @@ function smollm2(dir: string, layout: 'explicit' | 'genai'): void {
   for (const weights of ['q4', 'fp16', 'fp32'] as const) {
     const out = path.join(dir, `smollm2-${weights}`);
     const r = runChild({ file: SMOL_GGUF, out, weights, layout });
-    console.log(`| ${weights} | ${r.wall_s.toFixed(2)} | ${r.cpu_s.toFixed(2)} | ${r.peak_rss_mb.toFixed(0)} | ${(r.out_bytes / 1e6).toFixed(1)} | ${Object.entries(r.storage).map(([k, n]) => `${n} ${k}`).join(', ')} |`);
+    console.log(
+      `| ${weights} | ${r.wall_s.toFixed(2)} | ${r.cpu_s.toFixed(2)} | ${r.peak_rss_mb.toFixed(0)} | ${
+        (r.out_bytes / 1e6).toFixed(1)
+      } | ${Object.entries(r.storage).map(([k, n]) => `${n} ${k}`).join(', ')} |`,
+    );
     rmSync(out, { recursive: true, force: true });
   }
 }
@@ -166,11 +186,13 @@ function writeBig(file: string, layers: number): number {
       { name: `${b}.ffn_down.weight`, dims: [I, H], type: more(i) ? GgmlType.Q6_K : GgmlType.Q4_K },
     );
   }
-  tensors.push({ name: 'output_norm.weight', dims: [H], type: GgmlType.F32 }, { name: 'output.weight', dims: [H, V], type: GgmlType.Q6_K }, { name: 'rope_freqs.weight', dims: [hd / 2], type: GgmlType.F32 });
+  tensors.push({ name: 'output_norm.weight', dims: [H], type: GgmlType.F32 }, { name: 'output.weight', dims: [H, V],
+    type: GgmlType.Q6_K }, { name: 'rope_freqs.weight', dims: [hd / 2], type: GgmlType.F32 });
 
   const meta: [string, GgufValue][] = [];
   const u32 = (k: string, v: number) => meta.push([k, { type: 'uint32', value: v }]);
-  meta.push(['general.architecture', { type: 'string', value: 'llama' }], ['general.name', { type: 'string', value: 'lobes bench 8B-shaped Q4_K_M (random blocks)' }]);
+  meta.push(['general.architecture', { type: 'string', value: 'llama' }], ['general.name', { type: 'string',
+    value: 'lobes bench 8B-shaped Q4_K_M (random blocks)' }]);
   u32('llama.block_count', layers);
   u32('llama.context_length', 131072);
   u32('llama.embedding_length', H);
@@ -180,7 +202,10 @@ function writeBig(file: string, layers: number): number {
   u32('llama.rope.dimension_count', hd);
   u32('llama.vocab_size', V);
   u32('general.file_type', 15);
-  meta.push(['llama.rope.freq_base', { type: 'float32', value: 500000 }], ['llama.attention.layer_norm_rms_epsilon', { type: 'float32', value: 1e-5 }]);
+  meta.push(['llama.rope.freq_base', { type: 'float32', value: 500000 }], ['llama.attention.layer_norm_rms_epsilon', {
+    type: 'float32',
+    value: 1e-5,
+  }]);
   for (const [k, v] of byteLevelMetadataFromHf(LLAMA3_DIR, 'llama-bpe', 131072)) {
     if (!k.startsWith('tokenizer.')) continue;
     if (typeof v === 'string') meta.push([k, { type: 'string', value: v }]);
@@ -198,11 +223,12 @@ function writeBig(file: string, layers: number): number {
       const ty = ggmlType(t.type)!;
       const total = (t.dims.reduce((a, b) => a * b, 1) / ty.blockSize) * ty.typeSize;
       if (t.type === GgmlType.F32) {
-        w.write(t.name, t.name === 'rope_freqs.weight' ? llama3Factors(500000, 128) : new Float32Array(t.dims[0]!).fill(1));
+        w.write(t.name,
+          t.name === 'rope_freqs.weight' ? llama3Factors(500000, 128) : new Float32Array(t.dims[0]!).fill(1));
         continue;
       }
       const chunkBlocks = Math.floor((16 << 20) / ty.typeSize);
-      for (let done = 0; done < total; ) {
+      for (let done = 0; done < total;) {
         const n = Math.min(chunkBlocks * ty.typeSize, total - done);
         const buf = new Uint8Array(Math.ceil(n / 4) * 4);
         fillRandom(new Uint32Array(buf.buffer), state);
@@ -240,7 +266,9 @@ function big(dir: string, layers: number, layout: 'explicit' | 'genai'): void {
     console.log(`big: reusing ${file} (${gb(bytes)} GB)`);
   } else {
     bytes = writeBig(file, layers);
-    console.log(`big: wrote ${file} (${gb(bytes)} GB, ${layers} layers) in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+    console.log(
+      `big: wrote ${file} (${gb(bytes)} GB, ${layers} layers) in ${((performance.now() - t0) / 1000).toFixed(1)} s`,
+    );
   }
   try {
     timeSh(`cat ${sh(file)} > /dev/null`);
@@ -260,22 +288,46 @@ function big(dir: string, layers: number, layout: 'explicit' | 'genai'): void {
       rmSync(out, { recursive: true, force: true });
       const r = runChild({ file, out, weights: 'q4', layout });
       pairs.push({ copy: catCopy, conv: r.wall_s, r });
-      if (reps > 1) console.log(`big: pair ${rep + 1}: copy + sync ${catCopy.toFixed(2)} s, conversion ${r.wall_s.toFixed(2)} s (CPU ${r.cpu_s.toFixed(1)} s), conversion ÷ copy ${(r.wall_s / catCopy).toFixed(2)}×`);
+      if (reps > 1)
+        console.log(
+          `big: pair ${rep + 1}: copy + sync ${catCopy.toFixed(2)} s, conversion ${r.wall_s.toFixed(2)} s (CPU ${
+            r.cpu_s.toFixed(1)
+          } s), conversion ÷ copy ${(r.wall_s / catCopy).toFixed(2)}×`,
+        );
     }
     const med = (a: number[]) => [...a].sort((x, y) => x - y)[Math.floor((a.length - 1) / 2)]!;
     const conv = med(pairs.map((p) => p.conv));
     const catCopy = med(pairs.map((p) => p.copy));
     const r = pairs.find((p) => p.conv === conv)!.r;
-    const row = (name: string, s: number) => `| ${name} | ${s.toFixed(2)} | ${gb(bytes / s)} | ${(s / conv).toFixed(2)} |`;
-    console.log(`big: converted to ${out} (${gb(r.out_bytes)} GB; ${Object.entries(r.storage).map(([k, n]) => `${n} ${k}`).join(', ')}; ${r.requantized} re-quantized)`);
-    if (reps > 1) console.log(`big: medians of ${reps} pairs; median of the pairs' ratios ${med(pairs.map((p) => p.conv / p.copy)).toFixed(2)}×`);
+    const row = (name: string, s: number) =>
+      `| ${name} | ${s.toFixed(2)} | ${gb(bytes / s)} | ${(s / conv).toFixed(2)} |`;
+    console.log(
+      `big: converted to ${out} (${gb(r.out_bytes)} GB; ${
+        Object.entries(r.storage).map(([k, n]) => `${n} ${k}`).join(', ')
+      }; ${r.requantized} re-quantized)`,
+    );
+    if (reps > 1)
+      console.log(
+        `big: medians of ${reps} pairs; median of the pairs' ratios ${
+          med(pairs.map((p) => p.conv / p.copy)).toFixed(2)
+        }×`,
+      );
     console.log('| step | seconds | GB/s of GGUF | conversion ratio (baseline s / conversion s) |');
     console.log('|---|---|---|---|');
     console.log(row('cat FILE > /dev/null (page cache)', catRead));
     console.log(row('cat FILE > COPY && sync COPY', catCopy));
     console.log(`| lobes convert --weights q4 --layout ${layout} | ${conv.toFixed(2)} | ${gb(bytes / conv)} | 1 |`);
-    console.log(`big: conversion CPU ${r.cpu_s.toFixed(1)} s (user ${r.user_s.toFixed(1)}, sys ${r.sys_s.toFixed(1)}), peak RSS ${r.peak_rss_mb.toFixed(0)} MB; ratio vs copy ${(catCopy / conv).toFixed(2)}, vs read ${(catRead / conv).toFixed(2)}`);
-    console.log(`big: wall time by what was being written: ${Object.entries(r.phases).map(([k, v]) => `${k} ${v.s.toFixed(1)} s${v.bytes ? ` (${gb(v.bytes)} GB)` : ''}`).join('; ')}`);
+    console.log(
+      `big: conversion CPU ${r.cpu_s.toFixed(1)} s (user ${r.user_s.toFixed(1)}, sys ${r.sys_s.toFixed(1)}), peak RSS ${
+        r.peak_rss_mb.toFixed(0)
+      } MB; ratio vs copy ${(catCopy / conv).toFixed(2)}, vs read ${(catRead / conv).toFixed(2)}`,
+    );
+    console.log(
+      `big: wall time by what was being written: ${
+        Object.entries(r.phases).map(([k, v]) => `${k} ${v.s.toFixed(1)} s${v.bytes ? ` (${gb(v.bytes)} GB)` : ''}`)
+          .join('; ')
+      }`,
+    );
     if (!values.keep) rmSync(out, { recursive: true, force: true });
   } finally {
     if (!values.keep && !reuse) rmSync(file, { force: true });
@@ -288,7 +340,11 @@ async function main(): Promise<void> {
   const parent = values.dir ?? os.tmpdir();
   const dir = mkdtempSync(path.join(parent, 'lobes-bench-gguf-'));
   const what = positionals.length ? positionals : ['smollm2', 'big'];
-  console.log(`machine: ${os.cpus().length} cores, load ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}, ${gb(os.totalmem())} GB memory (${gb(os.freemem())} free)`);
+  console.log(
+    `machine: ${os.cpus().length} cores, load ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}, ${
+      gb(os.totalmem())
+    } GB memory (${gb(os.freemem())} free)`,
+  );
   try {
     if (what.includes('smollm2')) smollm2(dir, layout);
     if (what.includes('big')) big(dir, Number(values.layers ?? 32), layout);

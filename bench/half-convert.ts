@@ -22,7 +22,11 @@ const rng = new Rng(1);
 const x = new Float32Array(N);
 for (let i = 0; i < N; i++) {
   const r = rng.next();
-  x[i] = r < 0.001 ? 1e5 * (rng.next() - 0.5) : r < 0.002 ? 1e-6 * rng.normal() : rng.normal() * Math.exp(2 * rng.normal());
+  x[i] = r < 0.001
+    ? 1e5 * (rng.next() - 0.5)
+    : r < 0.002
+    ? 1e-6 * rng.normal()
+    : rng.normal() * Math.exp(2 * rng.normal());
 }
 const general = (src: Float32Array, out: Uint16Array) => {
   for (let i = 0; i < src.length; i++) out[i] = floatToHalf(src[i]!);
@@ -45,6 +49,14 @@ const med = (v: number[]) => [...v].sort((p, q) => p - q)[Math.floor(v.length / 
 const mb = (N * 4) / 2 ** 20;
 console.log(`| path | median ms (${REPS} runs, ${mb} MiB float32) | MiB/s |`);
 console.log('|---|---|---|');
-console.log(`| general (per value) | ${med(times.general).toFixed(1)} | ${(mb / (med(times.general) / 1000)).toFixed(0)} |`);
-console.log(`| Float32Array fast path | ${med(times.fast).toFixed(1)} | ${(mb / (med(times.fast) / 1000)).toFixed(0)} |`);
-console.log(`\nspeed-up ${(med(times.general) / med(times.fast)).toFixed(2)}x; outputs differing: ${diff}; load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+console.log(
+  `| general (per value) | ${med(times.general).toFixed(1)} | ${(mb / (med(times.general) / 1000)).toFixed(0)} |`,
+);
+console.log(
+  `| Float32Array fast path | ${med(times.fast).toFixed(1)} | ${(mb / (med(times.fast) / 1000)).toFixed(0)} |`,
+);
+console.log(
+  `\nspeed-up ${(med(times.general) / med(times.fast)).toFixed(2)}x; outputs differing: ${diff}; load average ${
+    loadavg().map((l) => l.toFixed(2)).join(' ')
+  }`,
+);

@@ -36,17 +36,38 @@ import { expectedWeights, seededLlamaSource, type LlamaSpec } from '../src/conve
 import { floatToBf16 } from '../src/util/half.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const { values: v } = parseArgs({ options: { family: { type: 'string', default: 'llama' }, layers: { type: 'string' }, weights: { type: 'string', default: 'auto' }, dir: { type: 'string' }, keep: { type: 'boolean' } } });
+const { values: v } = parseArgs({
+  options: { family: { type: 'string', default: 'llama' }, layers: { type: 'string' },
+    weights: { type: 'string', default: 'auto' }, dir: { type: 'string' }, keep: { type: 'boolean' } },
+});
 const weightsList = v.weights!.split(',');
 
 const SHAPES: Record<string, LlamaSpec> = {
-  llama: { layers: 32, hidden: 4096, intermediate: 14336, heads: 32, kvHeads: 8, headDim: 128, vocab: 128256, rmsNormEps: 1e-5, ropeTheta: 500000, ropeScaling: { rope_type: 'llama3', factor: 8, low_freq_factor: 1, high_freq_factor: 4, original_max_position_embeddings: 8192 }, maxPositions: 131072, tiedEmbeddings: false, modelType: 'llama' },
-  qwen2: { layers: 28, hidden: 3584, intermediate: 18944, heads: 28, kvHeads: 4, headDim: 128, vocab: 152064, rmsNormEps: 1e-6, ropeTheta: 1000000, ropeScaling: null, maxPositions: 32768, tiedEmbeddings: false, modelType: 'qwen2', attnBias: true },
+  llama: {
+    layers: 32,
+    hidden: 4096,
+    intermediate: 14336,
+    heads: 32,
+    kvHeads: 8,
+    headDim: 128,
+    vocab: 128256,
+    rmsNormEps: 1e-5,
+    ropeTheta: 500000,
+    ropeScaling: { rope_type: 'llama3', factor: 8, low_freq_factor: 1, high_freq_factor: 4,
+      original_max_position_embeddings: 8192 },
+    maxPositions: 131072,
+    tiedEmbeddings: false,
+    modelType: 'llama',
+  },
+  qwen2: { layers: 28, hidden: 3584, intermediate: 18944, heads: 28, kvHeads: 4, headDim: 128, vocab: 152064,
+    rmsNormEps: 1e-6, ropeTheta: 1000000, ropeScaling: null, maxPositions: 32768, tiedEmbeddings: false,
+    modelType: 'qwen2', attnBias: true },
 };
 const base = SHAPES[v.family!];
 if (!base) throw new Error(`--family must be llama or qwen2, got ${v.family}`);
 const spec: LlamaSpec = { ...base, layers: v.layers ? Number(v.layers) : base.layers };
-const dir = path.join(v.dir ?? process.env.LOBES_MODEL_CACHE ?? os.tmpdir(), `lobes-hf-convert-${v.family}-${spec.layers}-${process.pid}`);
+const dir = path.join(v.dir ?? process.env.LOBES_MODEL_CACHE ?? os.tmpdir(),
+  `lobes-hf-convert-${v.family}-${spec.layers}-${process.pid}`);
 const ckpt = path.join(dir, 'ckpt');
 mkdirSync(dir, { recursive: true });
 
@@ -70,11 +91,22 @@ try {
   }, { metadata: { format: 'pt' } });
   const genSeconds = (performance.now() - t0) / 1000;
   const config = {
-    architectures: [spec.modelType === 'qwen2' ? 'Qwen2ForCausalLM' : 'LlamaForCausalLM'], model_type: spec.modelType,
-    hidden_size: spec.hidden, intermediate_size: spec.intermediate, num_hidden_layers: spec.layers, num_attention_heads: spec.heads,
-    num_key_value_heads: spec.kvHeads, head_dim: spec.headDim, vocab_size: spec.vocab, rms_norm_eps: spec.rmsNormEps,
-    rope_theta: spec.ropeTheta, rope_scaling: spec.ropeScaling, max_position_embeddings: spec.maxPositions,
-    tie_word_embeddings: false, hidden_act: 'silu', torch_dtype: 'bfloat16',
+    architectures: [spec.modelType === 'qwen2' ? 'Qwen2ForCausalLM' : 'LlamaForCausalLM'],
+    model_type: spec.modelType,
+    hidden_size: spec.hidden,
+    intermediate_size: spec.intermediate,
+    num_hidden_layers: spec.layers,
+    num_attention_heads: spec.heads,
+    num_key_value_heads: spec.kvHeads,
+    head_dim: spec.headDim,
+    vocab_size: spec.vocab,
+    rms_norm_eps: spec.rmsNormEps,
+    rope_theta: spec.ropeTheta,
+    rope_scaling: spec.ropeScaling,
+    max_position_embeddings: spec.maxPositions,
+    tie_word_embeddings: false,
+    hidden_act: 'silu',
+    torch_dtype: 'bfloat16',
   };
   writeFileSync(path.join(ckpt, 'config.json'), JSON.stringify(config, null, 2) + '\n');
   const tok = path.join(ROOT, 'node_modules', '@lenml', 'tokenizer-llama3_1', 'models');
@@ -97,7 +129,9 @@ try {
     const out = path.join(dir, 'onnx');
     rmSync(out, { recursive: true, force: true });
     const k0 = performance.now();
-    const conv = spawnSync('/usr/bin/time', ['-f', 'maxrss_kb=%M user=%U sys=%S', process.execPath, '--import', 'tsx', path.join(ROOT, 'src/cli/bin.ts'), 'convert', '--model', ckpt, '--out', out, '--weights', weights, '--quiet', '--json'], { encoding: 'utf8', maxBuffer: 1 << 26 });
+    const conv = spawnSync('/usr/bin/time', ['-f', 'maxrss_kb=%M user=%U sys=%S', process.execPath, '--import', 'tsx',
+      path.join(ROOT, 'src/cli/bin.ts'), 'convert', '--model', ckpt, '--out', out, '--weights', weights, '--quiet',
+      '--json'], { encoding: 'utf8', maxBuffer: 1 << 26 });
     const convSeconds = (performance.now() - k0) / 1000;
     if (conv.status !== 0) throw new Error(`convert failed: ${conv.stderr}`);
     const rss = Number(/maxrss_kb=(\d+)/.exec(conv.stderr)?.[1]) * 1024;
@@ -105,12 +139,32 @@ try {
     const res = JSON.parse(conv.stdout);
     rmSync(out, { recursive: true, force: true });
     console.log(JSON.stringify({
-      run, family: v.family, layers: spec.layers, ofLayers: base.layers, hidden: spec.hidden, intermediate: spec.intermediate, vocab: spec.vocab,
-      checkpointBytes: bytes, largestTensorBytes: largest, outputBytes: res.modelBytes + res.dataBytes, weightsRequested: weights, weights: res.options.weights,
-      generateSeconds: +genSeconds.toFixed(1), cpSeconds: +cpSeconds.toFixed(2), convertSeconds: +convSeconds.toFixed(2),
-      convertVsCp: +(convSeconds / cpSeconds).toFixed(2), cpSyncSeconds: +cpSyncSeconds.toFixed(2), convertVsCpSync: +(convSeconds / cpSyncSeconds).toFixed(2),
-      writerPhases: res.phases, convertUserSeconds: Number(cpu?.[1]), convertSysSeconds: Number(cpu?.[2]), peakRssBytes: rss, peakRssBeyondLargestTensorBytes: rss - largest,
-      loadAverage: [+load0.toFixed(2), +os.loadavg()[0].toFixed(2)], cpus: os.cpus().length, node: process.version,
+      run,
+      family: v.family,
+      layers: spec.layers,
+      ofLayers: base.layers,
+      hidden: spec.hidden,
+      intermediate: spec.intermediate,
+      vocab: spec.vocab,
+      checkpointBytes: bytes,
+      largestTensorBytes: largest,
+      outputBytes: res.modelBytes + res.dataBytes,
+      weightsRequested: weights,
+      weights: res.options.weights,
+      generateSeconds: +genSeconds.toFixed(1),
+      cpSeconds: +cpSeconds.toFixed(2),
+      convertSeconds: +convSeconds.toFixed(2),
+      convertVsCp: +(convSeconds / cpSeconds).toFixed(2),
+      cpSyncSeconds: +cpSyncSeconds.toFixed(2),
+      convertVsCpSync: +(convSeconds / cpSyncSeconds).toFixed(2),
+      writerPhases: res.phases,
+      convertUserSeconds: Number(cpu?.[1]),
+      convertSysSeconds: Number(cpu?.[2]),
+      peakRssBytes: rss,
+      peakRssBeyondLargestTensorBytes: rss - largest,
+      loadAverage: [+load0.toFixed(2), +os.loadavg()[0].toFixed(2)],
+      cpus: os.cpus().length,
+      node: process.version,
     }));
   }
 } finally {

@@ -30,7 +30,10 @@ const { positionals, values } = parseArgs({
     exact: { type: 'boolean', default: false },
   },
 });
-if (!positionals[0]) throw new Error('usage: bench/knn-approx.ts X.npy [--k 91] [--threads 2] [--sample 1000] [--trees T] [--leaf L] [--rounds R] [--join J] [--reverse V] [--min-change C]');
+if (!positionals[0])
+  throw new Error(
+    'usage: bench/knn-approx.ts X.npy [--k 91] [--threads 2] [--sample 1000] [--trees T] [--leaf L] [--rounds R] [--join J] [--reverse V] [--min-change C]',
+  );
 const { rows: n, cols: d, data } = readNpy(positionals[0]);
 const X = Float64Array.from(data);
 const k = Number(values.k);
@@ -56,9 +59,25 @@ const cpu = () => {
 const pool = threads > 1 ? await ClusterPool.start(threads - 1) : null;
 const c0 = cpu();
 const t1 = performance.now();
-const nn = values.exact ? await (pool ? pool.knn(X, n, d, k) : Promise.resolve(knn(X, n, d, k))) : pool ? await pool.knnApprox(X, n, d, k, opts) : await knnApprox(X, n, d, k, opts);
+const nn = values.exact
+  ? await (pool ? pool.knn(X, n, d, k) : Promise.resolve(knn(X, n, d, k)))
+  : pool
+  ? await pool.knnApprox(X, n, d, k, opts)
+  : await knnApprox(X, n, d, k, opts);
 const seconds = (performance.now() - t1) / 1000;
 const cpuSeconds = cpu() - c0;
 await pool?.close();
 const rec = estimateRecall(X, n, d, nn, Number(values.sample), 0);
-process.stdout.write(JSON.stringify({ n, d, k, threads, search: values.exact ? 'exact' : 'approximate', seconds: +seconds.toFixed(2), cpuSeconds: +cpuSeconds.toFixed(2), stages, recall: +rec.recall.toFixed(4), rows: rec.rows, ...Object.fromEntries(Object.entries(opts).filter(([key, v]) => v !== undefined && key !== 'onProgress')) }) + '\n');
+process.stdout.write(JSON.stringify({
+  n,
+  d,
+  k,
+  threads,
+  search: values.exact ? 'exact' : 'approximate',
+  seconds: +seconds.toFixed(2),
+  cpuSeconds: +cpuSeconds.toFixed(2),
+  stages,
+  recall: +rec.recall.toFixed(4),
+  rows: rec.rows,
+  ...Object.fromEntries(Object.entries(opts).filter(([key, v]) => v !== undefined && key !== 'onProgress')),
+}) + '\n');

@@ -11,7 +11,9 @@ import { readNpy } from '../src/cluster/npy.js';
 import { ClusterPool } from '../src/cluster/pool.js';
 import { pruneJob, prunedBlocks, pairsFraction } from '../src/tsne/knn-prune.js';
 
-const { positionals, values } = parseArgs({ allowPositionals: true, options: { k: { type: 'string', default: '91' }, threads: { type: 'string', default: '2' }, pairs: { type: 'string', default: '1' } } });
+const { positionals, values } = parseArgs({ allowPositionals: true,
+  options: { k: { type: 'string', default: '91' }, threads: { type: 'string', default: '2' },
+    pairs: { type: 'string', default: '1' } } });
 if (!positionals[0]) throw new Error('usage: bench/knn-prune.ts X.npy [--k 91] [--threads 2] [--pairs 1]');
 const { rows: n, cols: d, data } = readNpy(positionals[0]);
 const X = Float64Array.from(data);
@@ -32,9 +34,16 @@ for (let p = 0; p < Number(values.pairs); p++) {
   t = performance.now();
   const full = await pool.knn(X, n, d, k, undefined, false);
   const tf = (performance.now() - t) / 1000;
-  for (let i = 0; i < n * k && identical; i++) if (pruned.indices[i] !== full.indices[i] || !Object.is(pruned.dist2[i], full.dist2[i])) identical = false;
+  for (let i = 0; i < n * k && identical; i++)
+    if (pruned.indices[i] !== full.indices[i] || !Object.is(pruned.dist2[i], full.dist2[i])) identical = false;
   ratios.push(tp / tf);
-  process.stdout.write(JSON.stringify({ pair: p, prunedSeconds: +tp.toFixed(2), fullSeconds: +tf.toFixed(2), ratio: +(tp / tf).toFixed(3) }) + '\n');
+  process.stdout.write(
+    JSON.stringify({ pair: p, prunedSeconds: +tp.toFixed(2), fullSeconds: +tf.toFixed(2),
+      ratio: +(tp / tf).toFixed(3) }) + '\n',
+  );
 }
 await pool.close();
-process.stdout.write(JSON.stringify({ n, d, k, threads, blocks: job.nb, pairsShare: +share.toFixed(4), medianRatio: +ratios.sort((a, b) => a - b)[ratios.length >> 1].toFixed(3), identical }) + '\n');
+process.stdout.write(
+  JSON.stringify({ n, d, k, threads, blocks: job.nb, pairsShare: +share.toFixed(4),
+    medianRatio: +ratios.sort((a, b) => a - b)[ratios.length >> 1].toFixed(3), identical }) + '\n',
+);

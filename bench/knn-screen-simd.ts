@@ -15,7 +15,10 @@ import { knnScreened } from '../src/tsne/knn-screen.js';
 import type { KnnResult } from '../src/tsne/knn.js';
 import { Rng } from '../src/util/rng.js';
 
-const { values: o } = parseArgs({ options: { n: { type: 'string', default: '2000' }, d: { type: 'string', default: '4096' }, k: { type: 'string', default: '91' }, reps: { type: 'string', default: '3' } } });
+const { values: o } = parseArgs({
+  options: { n: { type: 'string', default: '2000' }, d: { type: 'string', default: '4096' },
+    k: { type: 'string', default: '91' }, reps: { type: 'string', default: '3' } },
+});
 const n = Number(o.n);
 const d = Number(o.d);
 const k = Number(o.k);
@@ -53,10 +56,20 @@ for (let rep = 0; rep < Number(o.reps); rep++) {
     const { cpu: s, r } = await run(simd);
     (simd ? cpu.simd : cpu.js).push(s);
     ref ??= r;
-    for (let t = 0; t < n * k; t++) if (r.indices[t] !== ref.indices[t] || !Object.is(r.dist2[t], ref.dist2[t])) throw new Error(`knn-screen-simd: results differ at ${t}`);
+    for (let t = 0; t < n * k; t++)
+      if (r.indices[t] !== ref.indices[t] || !Object.is(r.dist2[t], ref.dist2[t]))
+        throw new Error(`knn-screen-simd: results differ at ${t}`);
   }
 }
 const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-console.log(`N ${n} × ${d}, k ${k}, ${o.reps} alternating reps, load ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}`);
-console.log(`CPU s, SIMD sums: ${cpu.simd.map((x) => x.toFixed(2)).join(', ')}; JavaScript sums: ${cpu.js.map((x) => x.toFixed(2)).join(', ')}`);
-console.log(`ratio JavaScript / SIMD (medians): ${(med(cpu.js) / med(cpu.simd)).toFixed(2)}×; results identical to the bit`);
+console.log(
+  `N ${n} × ${d}, k ${k}, ${o.reps} alternating reps, load ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}`,
+);
+console.log(
+  `CPU s, SIMD sums: ${cpu.simd.map((x) => x.toFixed(2)).join(', ')}; JavaScript sums: ${
+    cpu.js.map((x) => x.toFixed(2)).join(', ')
+  }`,
+);
+console.log(
+  `ratio JavaScript / SIMD (medians): ${(med(cpu.js) / med(cpu.simd)).toFixed(2)}×; results identical to the bit`,
+);

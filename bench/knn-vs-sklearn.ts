@@ -25,7 +25,11 @@ import { knn } from '../src/tsne/knn.js';
 import { Rng } from '../src/util/rng.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
-const { values: o } = parseArgs({ options: { n: { type: 'string', default: '2000' }, d: { type: 'string', default: '4096' }, reps: { type: 'string', default: '3' }, threads: { type: 'string', default: '2' }, perplexity: { type: 'string', default: '30' } } });
+const { values: o } = parseArgs({
+  options: { n: { type: 'string', default: '2000' }, d: { type: 'string', default: '4096' },
+    reps: { type: 'string', default: '3' }, threads: { type: 'string', default: '2' },
+    perplexity: { type: 'string', default: '30' } },
+});
 const n = Number(o.n);
 const d = Number(o.d);
 const threads = Number(o.threads);
@@ -58,7 +62,10 @@ async function lobes(): Promise<{ knn: number; p: number; cpu: number; indices: 
   return { knn: (t1 - t0) / 1000, p: (t2 - t1) / 1000, cpu: (c.user + c.system) / 1e6, indices: nn.indices };
 }
 function sklearn(out?: string): { knn: number; p: number; total: number; cpu: number; dtype: string } {
-  const r = spawnSync('/work/venv/bin/python', [path.join(ROOT, 'bench/knn-sklearn.py'), xFile, '--perplexity', String(perplexity), ...(out ? ['--out', out] : [])], { encoding: 'utf8', env: { ...process.env, OMP_NUM_THREADS: String(threads), OPENBLAS_NUM_THREADS: String(threads), MKL_NUM_THREADS: String(threads) } });
+  const r = spawnSync('/work/venv/bin/python', [path.join(ROOT, 'bench/knn-sklearn.py'), xFile, '--perplexity',
+    String(perplexity), ...(out ? ['--out', out] : [])], { encoding: 'utf8',
+    env: { ...process.env, OMP_NUM_THREADS: String(threads), OPENBLAS_NUM_THREADS: String(threads),
+      MKL_NUM_THREADS: String(threads) } });
   if (r.status !== 0) throw new Error(`knn-sklearn.py failed: ${r.stderr}`);
   return JSON.parse(r.stdout.trim().split('\n').pop()!);
 }
@@ -66,7 +73,8 @@ function sklearn(out?: string): { knn: number; p: number; total: number; cpu: nu
 try {
   // Warm-up (worker start, WebAssembly compile) on 200 rows; Python's imports are likewise outside its timing.
   if (pool) await pool.knn(X.subarray(0, 200 * d), 200, d, Math.min(k, 199));
-  const rows: { lobes: number; lobesKnn: number; lobesCpu: number; sk: number; skKnn: number; skCpu: number; load: number }[] = [];
+  const rows: { lobes: number; lobesKnn: number; lobesCpu: number; sk: number; skKnn: number; skCpu: number;
+    load: number }[] = [];
   let agree = 0;
   for (let r = 0; r < Number(o.reps); r++) {
     const load = os.loadavg()[0]!;
@@ -91,15 +99,37 @@ try {
       }
     }
     rows.push({ lobes: L.knn + L.p, lobesKnn: L.knn, lobesCpu: L.cpu, sk: S.total, skKnn: S.knn, skCpu: S.cpu, load });
-    console.error(`rep ${r}: lobes ${(L.knn + L.p).toFixed(2)} s (kNN ${L.knn.toFixed(2)}; CPU ${L.cpu.toFixed(2)} s), sklearn ${S.total.toFixed(2)} s (kNN ${S.knn.toFixed(2)}; CPU ${S.cpu.toFixed(2)} s, ${S.dtype}), load ${load.toFixed(1)}`);
+    console.error(
+      `rep ${r}: lobes ${(L.knn + L.p).toFixed(2)} s (kNN ${L.knn.toFixed(2)}; CPU ${L.cpu.toFixed(2)} s), sklearn ${
+        S.total.toFixed(2)
+      } s (kNN ${S.knn.toFixed(2)}; CPU ${S.cpu.toFixed(2)} s, ${S.dtype}), load ${load.toFixed(1)}`,
+    );
   }
   const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-  console.log(`N ${n} × ${d}, k ${k}, threads ${threads}, ${o.reps} interleaved reps, load ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}`);
+  console.log(
+    `N ${n} × ${d}, k ${k}, threads ${threads}, ${o.reps} interleaved reps, load ${
+      os.loadavg().map((x) => x.toFixed(1)).join(' ')
+    }`,
+  );
   console.log('| | kNN s | kNN + P s | kNN + P CPU s |');
   console.log('|---|---:|---:|---:|');
-  console.log(`| lobes | ${med(rows.map((x) => x.lobesKnn)).toFixed(2)} | ${med(rows.map((x) => x.lobes)).toFixed(2)} | ${med(rows.map((x) => x.lobesCpu)).toFixed(2)} |`);
-  console.log(`| scikit-learn | ${med(rows.map((x) => x.skKnn)).toFixed(2)} | ${med(rows.map((x) => x.sk)).toFixed(2)} | ${med(rows.map((x) => x.skCpu)).toFixed(2)} |`);
-  console.log(`ratio lobes / sklearn (kNN + P, medians): wall ${(med(rows.map((x) => x.lobes)) / med(rows.map((x) => x.sk))).toFixed(2)}×, CPU ${(med(rows.map((x) => x.lobesCpu)) / med(rows.map((x) => x.skCpu))).toFixed(2)}×; per repetition (wall): ${rows.map((x) => (x.lobes / x.sk).toFixed(2)).join(', ')}; rows with the same neighbour set: ${agree} of ${n}`);
+  console.log(
+    `| lobes | ${med(rows.map((x) => x.lobesKnn)).toFixed(2)} | ${med(rows.map((x) => x.lobes)).toFixed(2)} | ${
+      med(rows.map((x) => x.lobesCpu)).toFixed(2)
+    } |`,
+  );
+  console.log(
+    `| scikit-learn | ${med(rows.map((x) => x.skKnn)).toFixed(2)} | ${med(rows.map((x) => x.sk)).toFixed(2)} | ${
+      med(rows.map((x) => x.skCpu)).toFixed(2)
+    } |`,
+  );
+  console.log(
+    `ratio lobes / sklearn (kNN + P, medians): wall ${
+      (med(rows.map((x) => x.lobes)) / med(rows.map((x) => x.sk))).toFixed(2)
+    }×, CPU ${(med(rows.map((x) => x.lobesCpu)) / med(rows.map((x) => x.skCpu))).toFixed(2)}×; per repetition (wall): ${
+      rows.map((x) => (x.lobes / x.sk).toFixed(2)).join(', ')
+    }; rows with the same neighbour set: ${agree} of ${n}`,
+  );
 } finally {
   await pool?.close();
   rmSync(tmp, { recursive: true, force: true });

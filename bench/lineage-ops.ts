@@ -42,22 +42,34 @@ const reader = await openRun(run);
 const hooks = reader.hooks().map((h) => h.name);
 console.log(`run ${run}: ${samples.length} samples, ${hooks.length} capture points`);
 const rec = {
-  wanda: time('wanda: hash its output files (record)', () => hashFolderFiles(wandaDir(run))) + time('wanda: the run inputs (identity, samples, chunk digests)', () => runInputs(reader, hooks.filter((h) => h.includes('mlp')))),
-  cluster: time('cluster: hash its output files (record)', () => hashFolderFiles(clusterDir(run))) + time('cluster: the run inputs', () => runInputs(reader, ['final.hidden'])),
+  wanda: time('wanda: hash its output files (record)', () => hashFolderFiles(wandaDir(run))) +
+    time('wanda: the run inputs (identity, samples, chunk digests)',
+      () => runInputs(reader, hooks.filter((h) => h.includes('mlp')))),
+  cluster: time('cluster: hash its output files (record)', () => hashFolderFiles(clusterDir(run))) +
+    time('cluster: the run inputs', () => runInputs(reader, ['final.hidden'])),
   model: time('model files by content (warm file-hash cache)', () => modelIdentity(manifest.model.dir)),
 };
 const chk = {
-  wanda: time('read wanda verified (every file against its sha256, inputs now)', () => readWanda(run, manifest, wandaDir(run))),
+  wanda: time('read wanda verified (every file against its sha256, inputs now)',
+    () => readWanda(run, manifest, wandaDir(run))),
   cluster: time('read cluster verified', () => readCluster(clusterDir(run), run, manifest, samples, false)),
-  ablate: time('ablation current for the run (report/compare)', () => checkAblateOfRun(ablate, run, manifest)) + time('ablate: the wanda inputs it records', () => wandaRegionInputs(run, wandaDir(run))),
+  ablate: time('ablation current for the run (report/compare)', () => checkAblateOfRun(ablate, run, manifest)) +
+    time('ablate: the wanda inputs it records', () => wandaRegionInputs(run, wandaDir(run))),
 };
 const times = readFileSync(path.join(dir, 'times.tsv'), 'utf8').trim().split('\n').slice(1).map((l) => l.split('\t'));
 const wall = (stage: string) => {
-  const v = times.filter((t) => t[0]!.startsWith(`${stage} after`)).map((t) => Number(t[1]) * 1000).sort((a, b) => a - b);
+  const v = times.filter((t) => t[0]!.startsWith(`${stage} after`)).map((t) => Number(t[1]) * 1000).sort((a, b) =>
+    a - b
+  );
   return v[Math.floor(v.length / 2)]!;
 };
 console.log('\nstage     lineage ms  stage wall ms (median)  share');
-const row = (stage: string, ms: number) => console.log(`${stage.padEnd(9)} ${ms.toFixed(1).padStart(10)}  ${wall(stage).toFixed(0).padStart(22)}  ${((100 * ms) / wall(stage)).toFixed(2)}%`);
+const row = (stage: string, ms: number) =>
+  console.log(
+    `${stage.padEnd(9)} ${ms.toFixed(1).padStart(10)}  ${wall(stage).toFixed(0).padStart(22)}  ${
+      ((100 * ms) / wall(stage)).toFixed(2)
+    }%`,
+  );
 row('wanda', rec.wanda + rec.model + chk.wanda);
 row('cluster', rec.cluster + rec.model + chk.cluster);
 row('ablate', chk.wanda + chk.ablate + rec.model);

@@ -25,7 +25,8 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { plannedDataBytes, seededLlamaSource, writeLlamaOnnx, type LlamaSpec, type WriteLlamaOptions } from '../src/convert/llama-onnx/index.js';
+import { plannedDataBytes, seededLlamaSource, writeLlamaOnnx, type LlamaSpec,
+  type WriteLlamaOptions } from '../src/convert/llama-onnx/index.js';
 import { buildOptions } from '../src/convert/llama-onnx/build.js';
 import { LLAMA_31_8B } from './scale/weights.js';
 
@@ -62,7 +63,11 @@ async function child(kind: 'rows' | 'nbits', parent: string): Promise<void> {
       const now = performance.now();
       if (now - last < 10000) return;
       last = now;
-      process.stderr.write(`  ${kind}: ${(done / GB).toFixed(2)} / ${(total / GB).toFixed(2)} GB (${tensor}) at ${((now - t0) / 1000).toFixed(0)} s\n`);
+      process.stderr.write(
+        `  ${kind}: ${(done / GB).toFixed(2)} / ${(total / GB).toFixed(2)} GB (${tensor}) at ${
+          ((now - t0) / 1000).toFixed(0)
+        } s\n`,
+      );
     },
   });
   const wall = (performance.now() - t0) / 1000;
@@ -76,7 +81,8 @@ async function child(kind: 'rows' | 'nbits', parent: string): Promise<void> {
   // Raw durable write of as many bytes (dd from /dev/zero, fsync at the end), for scale.
   const raw = path.join(parent, `raw-${kind}`);
   const d0 = performance.now();
-  const dd = spawnSync('sh', ['-c', `dd if=/dev/zero of="${raw}" bs=4M count=${Math.ceil(r.dataBytes / 4194304)} conv=fsync 2>/dev/null`]);
+  const dd = spawnSync('sh', ['-c',
+    `dd if=/dev/zero of="${raw}" bs=4M count=${Math.ceil(r.dataBytes / 4194304)} conv=fsync 2>/dev/null`]);
   const ddS = (performance.now() - d0) / 1000;
   rmSync(raw, { force: true });
   if (dd.status !== 0) throw new Error(`dd failed: ${dd.stderr}`);
@@ -117,14 +123,19 @@ async function main(): Promise<void> {
   const need = plannedDataBytes(spec, buildOptions(opts), opts.layout);
   const fs = statfsSync(parentBase);
   const free = fs.bavail * fs.bsize;
-  console.error(`planned model.onnx.data ${(need / GB).toFixed(2)} GB; free in ${parentBase}: ${(free / GB).toFixed(1)} GB; load ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}`);
+  console.error(
+    `planned model.onnx.data ${(need / GB).toFixed(2)} GB; free in ${parentBase}: ${(free / GB).toFixed(1)} GB; load ${
+      os.loadavg().map((x) => x.toFixed(2)).join(' ')
+    }`,
+  );
   if (free < need * 1.2) throw new Error(`not enough free space in ${parentBase} for ${(need / GB).toFixed(1)} GB`);
   const parent = mkdtempSync(path.join(parentBase, 'lobes-writer-bench-'));
   const kinds = values.source === 'rows' || values.source === 'nbits' ? [values.source] : ['nbits', 'rows'];
   const self = fileURLToPath(import.meta.url);
   try {
     for (const kind of kinds) {
-      const args = ['--import', 'tsx', self, '--child', kind, '--dir', parent, '--layers', String(spec.layers), '--layout', opts.layout, '--weights', opts.weights];
+      const args = ['--import', 'tsx', self, '--child', kind, '--dir', parent, '--layers', String(spec.layers),
+        '--layout', opts.layout, '--weights', opts.weights];
       if (values.keep) args.push('--keep');
       const r = spawnSync(process.execPath, args, { stdio: 'inherit' });
       if (r.status !== 0) throw new Error(`${kind} run failed (${r.status})`);

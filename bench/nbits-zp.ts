@@ -13,7 +13,10 @@ import { openScorer } from '../src/eval/engine.js';
 import type { Scorer } from '../src/runtime/scorer.js';
 import { resolveModel } from '../src/convert/cache.js';
 
-const { values: v } = parseArgs({ options: { gguf: { type: 'string' }, prefill: { type: 'string' }, steps: { type: 'string' }, reps: { type: 'string' }, threads: { type: 'string' } } });
+const { values: v } = parseArgs({
+  options: { gguf: { type: 'string' }, prefill: { type: 'string' }, steps: { type: 'string' }, reps: { type: 'string' },
+    threads: { type: 'string' } },
+});
 const gguf = v.gguf ?? '../shared/models/smollm2-135m-instruct/SmolLM2-135M-Instruct.Q4_1.gguf';
 const P = Number(v.prefill ?? 1000);
 const D = Number(v.steps ?? 20);
@@ -27,7 +30,8 @@ async function open(rewrite: boolean): Promise<Scorer> {
   return openScorer(dir, { device: 'cpu', generation: true, threads });
 }
 const ids = Array.from({ length: P }, (_, i) => 200 + ((i * 7919) % 20000));
-const res = { before: { prefill: [] as number[], step: [] as number[] }, after: { prefill: [] as number[], step: [] as number[] } };
+const res = { before: { prefill: [] as number[], step: [] as number[] },
+  after: { prefill: [] as number[], step: [] as number[] } };
 const first: Record<string, Float32Array> = {};
 for (let r = 0; r < reps; r++) {
   for (const variant of r % 2 ? (['after', 'before'] as const) : (['before', 'after'] as const)) {
@@ -47,4 +51,15 @@ for (let r = 0; r < reps; r++) {
 const b = res.before;
 const a = res.after;
 const diff = Math.max(...Array.from(first.before!, (y, i) => Math.abs(y - first.after![i]!)));
-console.log(JSON.stringify({ model: dir, prefillTokens: P, steps: D, reps, threads, prefillMs: { before: median(b.prefill), after: median(a.prefill) }, stepMs: { before: median(b.step), after: median(a.step) }, ratio: { prefill: median(b.prefill) / median(a.prefill), step: median(b.step) / median(a.step) }, maxLogitDiff: diff, load: (await import('node:os')).loadavg()[0] }));
+console.log(JSON.stringify({
+  model: dir,
+  prefillTokens: P,
+  steps: D,
+  reps,
+  threads,
+  prefillMs: { before: median(b.prefill), after: median(a.prefill) },
+  stepMs: { before: median(b.step), after: median(a.step) },
+  ratio: { prefill: median(b.prefill) / median(a.prefill), step: median(b.step) / median(a.step) },
+  maxLogitDiff: diff,
+  load: (await import('node:os')).loadavg()[0],
+}));

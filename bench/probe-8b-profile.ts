@@ -11,7 +11,8 @@
 import { readFileSync } from 'node:fs';
 import { readNpy } from '../src/cluster/npy.js';
 import { gramRows } from '../src/cluster/metrics.js';
-import { foldCount, foldsOf, splitFold, prepareFold, chooseC, fitPredict, probeSettings } from '../src/cluster/probecv.js';
+import { foldCount, foldsOf, splitFold, prepareFold, chooseC, fitPredict,
+  probeSettings } from '../src/cluster/probecv.js';
 
 const [file, labelsFile, reps = '1', route = 'plain'] = process.argv.slice(2);
 const M = readNpy(file);
@@ -53,4 +54,10 @@ for (let r = 0; r < Number(reps); r++) {
     t.outer += cpu() - c0;
   }
 }
-console.log(`n ${n} d ${d} K ${K} repeats ${reps}, ${route} route: CPU s Gram matrix ${t.gram.toFixed(2)}, prepare (PCA + projection + standardization) ${t.prepare.toFixed(2)}, inner CV fits ${t.inner.toFixed(2)}, outer fits ${t.outer.toFixed(2)}; load ${readFileSync('/proc/loadavg', 'utf8').split(' ')[0]}`);
+console.log(
+  `n ${n} d ${d} K ${K} repeats ${reps}, ${route} route: CPU s Gram matrix ${
+    t.gram.toFixed(2)
+  }, prepare (PCA + projection + standardization) ${t.prepare.toFixed(2)}, inner CV fits ${
+    t.inner.toFixed(2)
+  }, outer fits ${t.outer.toFixed(2)}; load ${readFileSync('/proc/loadavg', 'utf8').split(' ')[0]}`,
+);

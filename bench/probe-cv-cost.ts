@@ -24,10 +24,14 @@ const rng = new Rng(0);
 const lab = Int32Array.from({ length: n }, (_, i) => i % K);
 const means = Float64Array.from({ length: K * 20 }, () => 0.35 * rng.normal());
 const state = new Float64Array(n * 576);
-for (let i = 0; i < n; i++) for (let j = 0; j < 576; j++) state[i * 576 + j] = rng.normal() / Math.sqrt(j + 1) + (j < 20 ? means[lab[i] * 20 + j] / Math.sqrt(j + 1) : 0);
+for (let i = 0; i < n; i++)
+  for (let j = 0; j < 576; j++)
+    state[i * 576 + j] = rng.normal() / Math.sqrt(j + 1) + (j < 20 ? means[lab[i] * 20 + j] / Math.sqrt(j + 1) : 0);
 const V = 4416;
 const counts = new Float64Array(n * V);
-for (let i = 0; i < n; i++) for (let t = 0; t < 90; t++) counts[i * V + Math.floor(V * rng.next() ** 2 * (t % 5 === 0 ? 0.2 + 0.16 * lab[i] : 1))] += 1;
+for (let i = 0; i < n; i++)
+  for (let t = 0; t < 90; t++)
+    counts[i * V + Math.floor(V * rng.next() ** 2 * (t % 5 === 0 ? 0.2 + 0.16 * lab[i] : 1))] += 1;
 
 const cpu = () => {
   const u = process.cpuUsage();
@@ -60,7 +64,11 @@ for (const [name, blocks] of sets) {
         space.probeNullScores(P.scores, n, P.k, pl, K, { seed: 0 });
         return acc(pred);
       });
-      console.log(`${name.padEnd(18)} null ${perms}  before: ${t.toFixed(1)} s cpu  (accuracy ${a.toFixed(3)}; whole-sample PCA-50, 1 × 5-fold, C = 1, warm starts)`);
+      console.log(
+        `${name.padEnd(18)} null ${perms}  before: ${t.toFixed(1)} s cpu  (accuracy ${
+          a.toFixed(3)
+        }; whole-sample PCA-50, 1 × 5-fold, C = 1, warm starts)`,
+      );
     }
     const [r, t] = await time(() => {
       const cv = repeatedCv(blocks, n, lab, K, { pca: 50, repeats: 5, cGrid: [0.01, 0.1, 1, 10], seed: 0 });
@@ -72,7 +80,13 @@ for (const [name, blocks] of sets) {
       probeNullPrepared(cv.prepared, n, pl, K, { pca: 50, C: 1 }, 0);
       return cv;
     });
-    console.log(`${name.padEnd(18)} null ${perms}  after:  ${t.toFixed(1)} s cpu  (accuracy ${(r.preds.map(acc).reduce((a, b) => a + b) / 5).toFixed(3)}; in-fold PCA-50, 5 × 5-fold, nested C)   1 repeat, C = 1: ${t1.toFixed(1)} s cpu (accuracy ${acc(r1.preds[0]).toFixed(3)})`);
+    console.log(
+      `${name.padEnd(18)} null ${perms}  after:  ${t.toFixed(1)} s cpu  (accuracy ${
+        (r.preds.map(acc).reduce((a, b) => a + b) / 5).toFixed(3)
+      }; in-fold PCA-50, 5 × 5-fold, nested C)   1 repeat, C = 1: ${t1.toFixed(1)} s cpu (accuracy ${
+        acc(r1.preds[0]).toFixed(3)
+      })`,
+    );
   }
 }
 console.log(`load ${await uptime()}`);

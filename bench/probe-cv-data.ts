@@ -21,7 +21,8 @@ const labels: string[] = [];
 for (let i = 0; i < n; i++) {
   const c = i % K;
   labels.push(`c${c}`);
-  for (let j = 0; j < d; j++) X[i * d + j] = rng.normal() / Math.sqrt(j + 1) + (j < 20 ? means[c * 20 + j] / Math.sqrt(j + 1) : 0);
+  for (let j = 0; j < d; j++)
+    X[i * d + j] = rng.normal() / Math.sqrt(j + 1) + (j < 20 ? means[c * 20 + j] / Math.sqrt(j + 1) : 0);
 }
 mkdirSync(out, { recursive: true });
 writeFileSync(path.join(out, 'X.npy'), encodeNpy(X, [n, d]));

@@ -6,7 +6,9 @@
 import { readFileSync } from 'node:fs';
 import { readNpy } from '../src/cluster/npy.js';
 
-export function probeInput(file: string, labelsFile: string, mode: string): { X: Float64Array; n: number; d: number; y: Int32Array; K: number } {
+export function probeInput(file: string, labelsFile: string,
+  mode: string): { X: Float64Array; n: number; d: number; y: Int32Array; K: number }
+{
   const names = readFileSync(labelsFile, 'utf8').split('\n').filter((s) => s.length);
   const classes = [...new Set(names)].sort();
   const y = Int32Array.from(names, (s) => classes.indexOf(s));
@@ -15,5 +17,6 @@ export function probeInput(file: string, labelsFile: string, mode: string): { X:
     return { X: Float64Array.from(M.data), n: M.rows, d: M.cols, y, K: classes.length };
   }
   const rows = readFileSync(file, 'utf8').trim().split('\n').slice(1).map((l) => l.split(','));
-  return { X: Float64Array.from(rows.flatMap((r) => [Number(r[2]), Number(r[3])])), n: rows.length, d: 2, y, K: classes.length };
+  return { X: Float64Array.from(rows.flatMap((r) => [Number(r[2]), Number(r[3])])), n: rows.length, d: 2, y,
+    K: classes.length };
 }

@@ -35,15 +35,27 @@ if (values.role === 'write') {
   const K = 1024;
   const chunks = Math.ceil(rows / K);
   const hook = { name: 'layers.0.mlp.in', dim, dtype: 'F32' as const };
-  const samples = Array.from({ length: rows }, (_, i) => ({ index: i, id: `s${i}`, labels: { group: `g${i % 5}` }, tokens: 1, truncated: false }));
+  const samples = Array.from({ length: rows },
+    (_, i) => ({ index: i, id: `s${i}`, labels: { group: `g${i % 5}` }, tokens: 1, truncated: false }));
   writeManifest(dir, {
-    format: 'lobes-run', formatVersion: 1, lobesVersion: 'bench', createdAt: new Date().toISOString(),
-    model: { dir: 'synthetic', graphSha256: '0'.repeat(64), arch: { family: 'llama', layers: 1, hidden: dim, intermediate: dim, heads: null, kvHeads: null, vocab: 0, dtype: 'float32', quantization: null } },
+    format: 'lobes-run',
+    formatVersion: 1,
+    lobesVersion: 'bench',
+    createdAt: new Date().toISOString(),
+    model: { dir: 'synthetic', graphSha256: '0'.repeat(64),
+      arch: { family: 'llama', layers: 1, hidden: dim, intermediate: dim, heads: null, kvHeads: null, vocab: 0,
+        dtype: 'float32', quantization: null } },
     tokenizer: { source: 'synthetic', chatTemplate: false, addBos: false, maxTokens: null },
     dataset: { spec: 'synthetic', itemsSha256: '0'.repeat(64), count: rows, axes: ['group'] },
-    capture: { points: [hook], selection: ['mlp'] }, dtype: 'fp32', provider: { device: 'cpu', deviceId: 0 }, shard: null,
-    counts: { samples: rows, truncated: 0, tokens: rows }, timings: {}, complete: true,
-    settings: { batch: 1, tokenBudget: null, chunkRows: K }, layout: { datasetRows: rows, rowStart: 0, rowEnd: rows, chunkStart: 0, chunkEnd: chunks },
+    capture: { points: [hook], selection: ['mlp'] },
+    dtype: 'fp32',
+    provider: { device: 'cpu', deviceId: 0 },
+    shard: null,
+    counts: { samples: rows, truncated: 0, tokens: rows },
+    timings: {},
+    complete: true,
+    settings: { batch: 1, tokenBudget: null, chunkRows: K },
+    layout: { datasetRows: rows, rowStart: 0, rowEnd: rows, chunkStart: 0, chunkEnd: chunks },
   });
   writeSamples(dir, samples);
   const w = ChunkWriter.create(dir, [hook], K);
@@ -64,7 +76,8 @@ if (values.role === 'write') {
   let bad = 0;
   const t0 = performance.now();
   for await (const c of run.iterate('layers.0.mlp.in', Number(values.block))) {
-    for (let r = 0; r < c.rows; r += 97) for (let j = 0; j < dim; j += 13) if (c.data[r * dim + j] !== Math.fround(value(c.start + r, j))) bad++;
+    for (let r = 0; r < c.rows; r += 97)
+      for (let j = 0; j < dim; j += 13) if (c.data[r * dim + j] !== Math.fround(value(c.start + r, j))) bad++;
     rowsSeen += c.rows;
     if ((c.start / c.rows) % 16 === 0) peak = Math.max(peak, process.memoryUsage().rss);
   }
@@ -77,18 +90,35 @@ if (values.role === 'write') {
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
   const child = (role: string) => {
-    const r = spawnSync(process.execPath, ['--import', 'tsx', self, '--role', role, '--dir', dir, '--gb', values.gb!, '--dim', values.dim!, '--block', values.block!], { encoding: 'utf8' });
+    const r = spawnSync(process.execPath, ['--import', 'tsx', self, '--role', role, '--dir', dir, '--gb', values.gb!,
+      '--dim', values.dim!, '--block', values.block!], { encoding: 'utf8' });
     if (r.status !== 0) throw new Error(`${role} failed: ${r.stderr}`);
     return JSON.parse(r.stdout.trim().split('\n').pop()!);
   };
   const t = performance.now();
   const w = child('write');
-  console.log(`wrote ${(w.bytes / 1e9).toFixed(2)} GB (${w.rows} rows x ${dim} F32) in ${((performance.now() - t) / 1000).toFixed(1)} s (setup, not measured)`);
+  console.log(
+    `wrote ${(w.bytes / 1e9).toFixed(2)} GB (${w.rows} rows x ${dim} F32) in ${
+      ((performance.now() - t) / 1000).toFixed(1)
+    } s (setup, not measured)`,
+  );
   const r = child('read');
   const mb = (b: number) => `${(b / 2 ** 20).toFixed(0)} MiB`;
-  console.log(`streamed ${r.rowsSeen} rows in blocks of ${values.block} in ${r.secs.toFixed(1)} s (${(w.bytes / 1e9 / r.secs).toFixed(2)} GB/s), ${r.bad} wrong values`);
-  console.log(`reader RSS: ${mb(r.baseline)} at start, ${mb(r.afterOpen)} after openRun, peak ${mb(r.maxRss)} (getrusage maxrss); capture is ${mb(w.bytes)}`);
-  console.log(`peak RSS / capture size = ${(r.maxRss / w.bytes).toFixed(3)}; streaming added ${mb(r.maxRss - r.afterOpen)} above openRun (the samples table of ${w.rows} rows is the part that grows with the run)`);
+  console.log(
+    `streamed ${r.rowsSeen} rows in blocks of ${values.block} in ${r.secs.toFixed(1)} s (${
+      (w.bytes / 1e9 / r.secs).toFixed(2)
+    } GB/s), ${r.bad} wrong values`,
+  );
+  console.log(
+    `reader RSS: ${mb(r.baseline)} at start, ${mb(r.afterOpen)} after openRun, peak ${
+      mb(r.maxRss)
+    } (getrusage maxrss); capture is ${mb(w.bytes)}`,
+  );
+  console.log(
+    `peak RSS / capture size = ${(r.maxRss / w.bytes).toFixed(3)}; streaming added ${
+      mb(r.maxRss - r.afterOpen)
+    } above openRun (the samples table of ${w.rows} rows is the part that grows with the run)`,
+  );
   writeFileSync(path.join(dir, 'result.json'), JSON.stringify({ ...w, ...r }, null, 2));
   rmSync(path.join(dir, 'activations'), { recursive: true, force: true });
 }

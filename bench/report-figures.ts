@@ -43,28 +43,38 @@ if (existsSync(out)) rmSync(out, { recursive: true });
 mkdirSync(out, { recursive: true });
 
 // 1,985 items: five aspects of 397, 32 layers, and a second label axis (language) as an overlay.
-const run = writeSyntheticRun(path.join(out, 'run'), { samplesPerGroup: 397, layers: 32, seed: 8, grid: { gate_proj: [56, 16], up_proj: [56, 16], down_proj: [16, 56] } });
+const run = writeSyntheticRun(path.join(out, 'run'), { samplesPerGroup: 397, layers: 32, seed: 8,
+  grid: { gate_proj: [56, 16], up_proj: [56, 16], down_proj: [16, 56] } });
 const model = nameRun(await loadRun(run));
-writeLabelOverlay(run, { format: 'lobes-labels', axis: 'language', default: 'en', source: {}, values: Object.fromEntries(model.samples.filter((_, i) => i % 2).map((s) => [s.id, 'zh'])) });
-const payload = { title: 'bench', generatedBy: 'bench/report-figures.ts', runs: [runPayload(nameRun(await loadRun(run)))], comparison: null };
+writeLabelOverlay(run, { format: 'lobes-labels', axis: 'language', default: 'en', source: {},
+  values: Object.fromEntries(model.samples.filter((_, i) => i % 2).map((s) => [s.id, 'zh'])) });
+const payload = { title: 'bench', generatedBy: 'bench/report-figures.ts',
+  runs: [runPayload(nameRun(await loadRun(run)))], comparison: null };
 const afterHtml = renderPage(payload);
 {
   // Node side: the per-label fits of the map (src/report/islands.ts) that the page data now carries.
   const sc = payload.runs[0]!.scatter!;
   const t0 = performance.now();
-  axisFits(sc.x, sc.y, [{ axis: 'aspect', codes: Int32Array.from(sc.g), classes: sc.groups.length }, ...sc.axes!.map((a) => ({ axis: a.axis, codes: Int32Array.from(a.v), classes: a.values.length }))]);
-  console.log(`label fits of the map (${sc.x.length} points, ${1 + sc.axes!.length} labels, ${ISLAND_PERMUTATIONS} permutations): ${(performance.now() - t0).toFixed(0)} ms`);
+  axisFits(sc.x, sc.y, [{ axis: 'aspect', codes: Int32Array.from(sc.g), classes: sc.groups.length },
+    ...sc.axes!.map((a) => ({ axis: a.axis, codes: Int32Array.from(a.v), classes: a.values.length }))]);
+  console.log(
+    `label fits of the map (${sc.x.length} points, ${
+      1 + sc.axes!.length
+    } labels, ${ISLAND_PERMUTATIONS} permutations): ${(performance.now() - t0).toFixed(0)} ms`,
+  );
 }
 
 // The base commit's page script, bundled from its sources.
 const src = mkdtempSync(path.join(tmpdir(), 'lobes-base-client-'));
-const files = execFileSync('git', ['ls-tree', '-r', '--name-only', base, 'src/report/client'], { encoding: 'utf8' }).trim().split('\n');
+const files = execFileSync('git', ['ls-tree', '-r', '--name-only', base, 'src/report/client'], { encoding: 'utf8' })
+  .trim().split('\n');
 for (const f of [...files, 'src/report/types.ts']) {
   const to = path.join(src, f);
   mkdirSync(path.dirname(to), { recursive: true });
   writeFileSync(to, execFileSync('git', ['show', `${base}:${f}`]));
 }
-const bundled = await build({ entryPoints: [path.join(src, 'src/report/client/main.ts')], bundle: true, format: 'iife', platform: 'browser', target: 'es2020', charset: 'ascii', legalComments: 'none', write: false, logLevel: 'silent' });
+const bundled = await build({ entryPoints: [path.join(src, 'src/report/client/main.ts')], bundle: true, format: 'iife',
+  platform: 'browser', target: 'es2020', charset: 'ascii', legalComments: 'none', write: false, logLevel: 'silent' });
 const baseScript = bundled.outputFiles[0]!.text;
 rmSync(src, { recursive: true });
 const esc = (s: string) => s.replace(/<\/(script)/gi, '<\\/$1');
@@ -82,13 +92,22 @@ const median = (v: number[]) => {
 };
 const t: Record<'before' | 'after', LoadTiming[]> = { before: [], after: [] };
 for (let i = 0; i < loads; i++) {
-  for (const k of (i % 2 ? ['after', 'before'] : ['before', 'after']) as ('before' | 'after')[]) t[k].push(await measureReportLoad(pathToFileURL(files2[k]).href, { pair: 5 }));
+  for (const k of (i % 2 ? ['after', 'before'] : ['before', 'after']) as ('before' | 'after')[])
+    t[k].push(await measureReportLoad(pathToFileURL(files2[k]).href, { pair: 5 }));
 }
 const bad = [...t.before, ...t.after].flatMap((r) => r.problems);
 if (bad.length) console.log(`console problems: ${bad.join('; ')}`);
 const m = (k: 'before' | 'after', f: keyof LoadTiming) => median(t[k].map((r) => r[f] as number));
 for (const k of ['before', 'after'] as const) {
-  console.log(`${k} (${k === 'before' ? `page script of ${base}` : 'this checkout'}), 1,985 items, median of ${loads} cold loads: ready ${m(k, 'readyMs').toFixed(0)} ms, ` +
-    `interactive ${m(k, 'totalMs').toFixed(0)} ms, main-thread CPU ${m(k, 'mainThreadCpuMs').toFixed(0)} ms`);
+  console.log(
+    `${k} (${
+      k === 'before' ? `page script of ${base}` : 'this checkout'
+    }), 1,985 items, median of ${loads} cold loads: ready ${m(k, 'readyMs').toFixed(0)} ms, ` +
+      `interactive ${m(k, 'totalMs').toFixed(0)} ms, main-thread CPU ${m(k, 'mainThreadCpuMs').toFixed(0)} ms`,
+  );
 }
-console.log(`after / before: interactive ${(m('after', 'totalMs') / m('before', 'totalMs')).toFixed(2)}, main-thread CPU ${(m('after', 'mainThreadCpuMs') / m('before', 'mainThreadCpuMs')).toFixed(2)} (target ≤ 1)`);
+console.log(
+  `after / before: interactive ${(m('after', 'totalMs') / m('before', 'totalMs')).toFixed(2)}, main-thread CPU ${
+    (m('after', 'mainThreadCpuMs') / m('before', 'mainThreadCpuMs')).toFixed(2)
+  } (target ≤ 1)`,
+);

@@ -25,8 +25,10 @@ if (problem) {
 }
 const tmp = mkdtempSync(path.join(tmpdir(), 'lobes-report-pages-'));
 try {
-  const a = syn.writeSyntheticRun(path.join(tmp, 'a', 'run'), { layers: 30, samplesPerGroup: 30, seed: 3, sweep: true });
-  const b = syn.writeSyntheticRun(path.join(tmp, 'b', 'run'), { layers: 24, samplesPerGroup: 30, seed: 5, sweep: true });
+  const a = syn.writeSyntheticRun(path.join(tmp, 'a', 'run'), { layers: 30, samplesPerGroup: 30, seed: 3,
+    sweep: true });
+  const b = syn.writeSyntheticRun(path.join(tmp, 'b', 'run'), { layers: 24, samplesPerGroup: 30, seed: 5,
+    sweep: true });
   const report = await rep.writeReport(a, path.join(tmp, 'report.html'));
   const compare = await rep.writeCompare(a, b, path.join(tmp, 'compare.html'), ['trained', 'control']);
   const browser = await rep.launchChromium();
@@ -35,15 +37,30 @@ try {
       const page = await browser.context.newPage();
       await page.setViewportSize({ width: 1200, height: 900 });
       await page.goto(pathToFileURL(file).href, { waitUntil: 'load' });
-      await page.waitForFunction(() => (globalThis as any).lobesReport?.ready === true || document.documentElement.getAttribute('data-ready') === 'error', null, { timeout: 60_000 });
+      await page.waitForFunction(
+        () =>
+          (globalThis as any).lobesReport?.ready === true ||
+          document.documentElement.getAttribute('data-ready') === 'error',
+        null,
+        { timeout: 60_000 },
+      );
       const m = await page.evaluate(() => {
         const d = (globalThis as any).document;
         const t = d.querySelector('table.verdict');
         const r = t ? t.getBoundingClientRect() : null;
-        const wide = Array.from(d.querySelectorAll('table')).filter((x: any) => x.getBoundingClientRect().width > x.parentElement.getBoundingClientRect().width + 1 || x.getBoundingClientRect().right > d.documentElement.clientWidth + 1).length;
-        return { height: d.documentElement.scrollHeight, verdictTop: r ? Math.round(r.top) : null, verdictBottom: r ? Math.round(r.bottom) : null, tables: d.querySelectorAll('table').length, wide };
+        const wide =
+          Array.from(d.querySelectorAll('table')).filter((x: any) =>
+            x.getBoundingClientRect().width > x.parentElement.getBoundingClientRect().width + 1 ||
+            x.getBoundingClientRect().right > d.documentElement.clientWidth + 1
+          ).length;
+        return { height: d.documentElement.scrollHeight, verdictTop: r ? Math.round(r.top) : null,
+          verdictBottom: r ? Math.round(r.bottom) : null, tables: d.querySelectorAll('table').length, wide };
       });
-      console.log(`${name}: ${(statSync(file).size / 1e6).toFixed(2)} MB, ${m.height} px tall at 1,200 px, verdict table ${m.verdictTop === null ? 'none' : `${m.verdictTop}-${m.verdictBottom} px`}, ${m.tables} tables, ${m.wide} wider than their container or the page`);
+      console.log(
+        `${name}: ${(statSync(file).size / 1e6).toFixed(2)} MB, ${m.height} px tall at 1,200 px, verdict table ${
+          m.verdictTop === null ? 'none' : `${m.verdictTop}-${m.verdictBottom} px`
+        }, ${m.tables} tables, ${m.wide} wider than their container or the page`,
+      );
       await page.close();
     }
   } finally {

@@ -74,9 +74,11 @@ const { values: opt } = parseArgs({
     plan: { type: 'boolean' },
   },
 });
-const ALL_STAGES = ['inspect', 'session', 'extract', 'forward', 'cat', 'wanda', 'cluster', 'report', 'report-2000', 'dataset', 'fp16-session', 'torch'];
+const ALL_STAGES = ['inspect', 'session', 'extract', 'forward', 'cat', 'wanda', 'cluster', 'report', 'report-2000',
+  'dataset', 'fp16-session', 'torch'];
 const stages = new Set(opt.stages ? opt.stages.split(',') : ALL_STAGES.filter((s) => s !== 'torch' || opt.torch));
-for (const s of stages) if (!ALL_STAGES.includes(s)) throw new Error(`unknown stage ${s} (known: ${ALL_STAGES.join(', ')})`);
+for (const s of stages)
+  if (!ALL_STAGES.includes(s)) throw new Error(`unknown stage ${s} (known: ${ALL_STAGES.join(', ')})`);
 const device = opt.device!;
 /** The export extraction runs on: int4 on the CPU (what a CPU user runs), fp16 on a GPU (the genai builder's CUDA export). */
 const exportKind = (opt.export ?? (device === 'cpu' ? 'int4' : 'fp16')) as 'int4' | 'fp16';
@@ -89,9 +91,11 @@ const log = (l: string) => process.stderr.write(`[scale] ${l}\n`);
 const r3 = (x: number) => Math.round(x * 1000) / 1000;
 const load = () => r3(os.loadavg()[0]!);
 const memoryBudget = opt['memory-gb'] === undefined ? null : Number(opt['memory-gb']);
-if (memoryBudget !== null && !(memoryBudget > 0)) throw new Error(`--memory-gb must be a positive number, got ${opt['memory-gb']}`);
+if (memoryBudget !== null && !(memoryBudget > 0))
+  throw new Error(`--memory-gb must be a positive number, got ${opt['memory-gb']}`);
 /** Free memory now, or the --memory-gb budget. */
-const freeMemory = () => (memoryBudget !== null ? { bytes: memoryBudget * 1e9, source: '--memory-gb' } : availableMemory());
+const freeMemory =
+  () => (memoryBudget !== null ? { bytes: memoryBudget * 1e9, source: '--memory-gb' } : availableMemory());
 /** The largest extraction batch the memory plan assumes: 8 rows (lobes extract's default) × 256 tokens (SocialEval items are shorter). */
 const PLAN_BATCH = { rows: 8, seq: 256 };
 
@@ -128,36 +132,51 @@ function readJson<T>(file: string): T {
 }
 
 /** Run a lobes command in a child (bench/scale/stage.mjs); stdout goes to NAME.out. */
-function lobes(name: string, args: string[]): Measured & { stdout: string; loadBefore: number; loadAfter: number; wallSeconds: number } {
+function lobes(name: string, args: string[]): Measured & { stdout: string; loadBefore: number; loadAfter: number;
+  wallSeconds: number }
+{
   const res = path.join(work, `${name}.stage.json`);
   const loadBefore = load();
   const t0 = performance.now();
-  const r = spawnSync(process.execPath, [path.join(ROOT, 'bench', 'scale', 'stage.mjs'), res, ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 1 << 28 });
+  const r = spawnSync(process.execPath, [path.join(ROOT, 'bench', 'scale', 'stage.mjs'), res, ...args], { cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 1 << 28 });
   const wallSeconds = (performance.now() - t0) / 1000;
-  if (r.status !== 0) throw new Error(`stage ${name} failed (${r.signal ? `killed by ${r.signal}` : `exit ${r.status}`}): lobes ${args.join(' ')}`);
+  if (r.status !== 0)
+    throw new Error(
+      `stage ${name} failed (${r.signal ? `killed by ${r.signal}` : `exit ${r.status}`}): lobes ${args.join(' ')}`,
+    );
   const m = readJson<Measured>(res);
   return { ...m, stdout: r.stdout.toString(), loadBefore, loadAfter: load(), wallSeconds: r3(wallSeconds) };
 }
 
 /** Run a probe (bench/scale/probes.ts) in a child under tsx. */
-function probe(name: string, args: string[], flags: string[] = []): Measured & { loadBefore: number; loadAfter: number; wallSeconds: number } {
+function probe(name: string, args: string[], flags: string[] = []): Measured & { loadBefore: number; loadAfter: number;
+  wallSeconds: number }
+{
   const res = path.join(work, `${name}.stage.json`);
   const loadBefore = load();
   const t0 = performance.now();
-  const r = spawnSync(process.execPath, ['--import', 'tsx', path.join(ROOT, 'bench', 'scale', 'probes.ts'), ...args, res, '--device', device, ...flags], { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit'] });
-  if (r.status !== 0) throw new Error(`probe ${name} failed (${r.signal ? `killed by ${r.signal}` : `exit ${r.status}`})`);
-  return { ...readJson<Measured>(res), loadBefore, loadAfter: load(), wallSeconds: r3((performance.now() - t0) / 1000) };
+  const r = spawnSync(process.execPath, ['--import', 'tsx', path.join(ROOT, 'bench', 'scale', 'probes.ts'), ...args,
+    res, '--device', device, ...flags], { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit'] });
+  if (r.status !== 0)
+    throw new Error(`probe ${name} failed (${r.signal ? `killed by ${r.signal}` : `exit ${r.status}`})`);
+  return { ...readJson<Measured>(res), loadBefore, loadAfter: load(),
+    wallSeconds: r3((performance.now() - t0) / 1000) };
 }
 
 /** Generate an artefact in a child process when it is not cached. */
-function ensure(kind: 'checkpoint' | 'int4' | 'fp16', dir: string): { dir: string; bytes: number; generatedSeconds: number | null; writerPeakRssMB: number | null } {
+function ensure(kind: 'checkpoint' | 'int4' | 'fp16',
+  dir: string): { dir: string; bytes: number; generatedSeconds: number | null; writerPeakRssMB: number | null }
+{
   const ready = kind === 'checkpoint' ? checkpointReady(dir) : existsSync(path.join(dir, 'model.onnx'));
   const info = path.join(cache, `gen-${kind}.json`);
   if (!ready) {
     mkdirSync(cache, { recursive: true });
     if (existsSync(dir)) rmSync(dir, { recursive: true, force: true });
     log(`generating ${kind} into ${dir}`);
-    const r = spawnSync(process.execPath, ['--import', 'tsx', path.join(ROOT, 'bench', 'scale', 'generate.ts'), kind, dir, info, ...(opt.small ? ['--small'] : []), '--seed', String(seed)], { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit'] });
+    const r = spawnSync(process.execPath, ['--import', 'tsx', path.join(ROOT, 'bench', 'scale', 'generate.ts'), kind,
+      dir, info, ...(opt.small ? ['--small'] : []), '--seed', String(seed)], { cwd: ROOT,
+      stdio: ['ignore', 'inherit', 'inherit'] });
     if (r.status !== 0) throw new Error(`generating ${kind} failed`);
   }
   const g = existsSync(info) ? readJson<{ seconds: number; peakRssMB: number }>(info) : null;
@@ -201,12 +220,14 @@ function writeItems(n: number): string {
   const data = path.resolve(ROOT, '..', 'shared', 'socialeval', 'worldtree_data');
   let rows: { id: string; text: string; labels: Record<string, string> }[];
   if (existsSync(data)) {
-    const r = spawnSync(process.execPath, [path.join(ROOT, 'dist', 'cli', 'bin.js'), 'data', 'export', `socialeval:${data}?lang=en`], { encoding: 'utf8', maxBuffer: 1 << 28 });
+    const r = spawnSync(process.execPath, [path.join(ROOT, 'dist', 'cli', 'bin.js'), 'data', 'export',
+      `socialeval:${data}?lang=en`], { encoding: 'utf8', maxBuffer: 1 << 28 });
     if (r.status !== 0) throw new Error(`lobes data export failed: ${r.stderr}`);
     rows = r.stdout.trim().split('\n').map((l) => JSON.parse(l));
   } else {
     log(`${data} is missing: using the built-in dataset instead of SocialEval`);
-    const r = spawnSync(process.execPath, [path.join(ROOT, 'dist', 'cli', 'bin.js'), 'data', 'export', 'builtin:social'], { encoding: 'utf8', maxBuffer: 1 << 28 });
+    const r = spawnSync(process.execPath, [path.join(ROOT, 'dist', 'cli', 'bin.js'), 'data', 'export',
+      'builtin:social'], { encoding: 'utf8', maxBuffer: 1 << 28 });
     rows = r.stdout.trim().split('\n').map((l) => JSON.parse(l)).filter((x) => x.labels?.language !== 'zh');
   }
   const byAspect = new Map<string, typeof rows>();
@@ -226,17 +247,23 @@ function writeItems(n: number): string {
     }
     if (!any) break;
   }
-  writeFileSync(file, picked.map((x) => JSON.stringify({ id: x.id, text: x.text, aspect: x.labels.aspect, ability: x.labels.ability })).join('\n') + '\n');
+  writeFileSync(file,
+    picked.map((x) => JSON.stringify({ id: x.id, text: x.text, aspect: x.labels.aspect, ability: x.labels.ability }))
+      .join('\n') + '\n');
   return file;
 }
 
 const mb = (b: number | undefined) => (b === undefined ? null : Math.round(b / 1e6));
-function summary(m: Measured & { loadBefore?: number; loadAfter?: number; wallSeconds?: number }): Record<string, unknown> {
+function summary(
+  m: Measured & { loadBefore?: number; loadAfter?: number; wallSeconds?: number },
+): Record<string, unknown> {
   return {
     seconds: r3(m.seconds ?? m.wallSeconds ?? 0),
     wallSeconds: m.wallSeconds,
     /** CPU time of the stage's process (user + system): what other load on the machine barely changes. */
-    cpuSeconds: typeof m.userSeconds === 'number' ? r3((m.userSeconds as number) + ((m.systemSeconds as number) ?? 0)) : undefined,
+    cpuSeconds: typeof m.userSeconds === 'number'
+      ? r3((m.userSeconds as number) + ((m.systemSeconds as number) ?? 0))
+      : undefined,
     peakRssMB: m.peakRssMB,
     readMB: mb(m.io?.rchar),
     storageReadMB: mb(m.io?.read_bytes),
@@ -252,9 +279,12 @@ async function main(): Promise<void> {
     bench: 'scale-8b',
     cacheVersion: SCALE_CACHE_VERSION,
     date: new Date().toISOString(),
-    machine: { cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model, memGB: r3(os.totalmem() / 2 ** 30), node: process.version, loadAtStart: os.loadavg().map(r3) },
+    machine: { cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model, memGB: r3(os.totalmem() / 2 ** 30),
+      node: process.version, loadAtStart: os.loadavg().map(r3) },
     device,
-    spec: { ...spec, seed, parameters: new SeededLlamaWeights(spec, seed).tensors().reduce((a, t) => a + t.shape.reduce((x, y) => x * y, 1), 0) },
+    spec: { ...spec, seed,
+      parameters: new SeededLlamaWeights(spec, seed).tensors().reduce((a, t) => a + t.shape.reduce((x, y) => x * y, 1),
+        0) },
     artefacts: {},
     stages: {},
     ratios: {},
@@ -262,9 +292,16 @@ async function main(): Promise<void> {
   };
   const S = result.stages;
   // The memory plan: each stage's estimated peak against the memory free just before it.
-  const dirBytes = (d: string) => (existsSync(path.join(d, 'model.onnx')) ? readdirSync(d).reduce((a, f) => a + statSync(path.join(d, f)).size, 0) : null);
-  const memCtx = (): MemoryContext => ({ spec, parameters: result.spec.parameters, device, int4Bytes: dirBytes(path.join(cache, 'onnx-genai-int4')), fp16Bytes: dirBytes(path.join(cache, 'onnx-genai-fp16')), exportKind, batch: PLAN_BATCH });
-  result.memory = { budgetGB: memoryBudget, source: freeMemory().source, assumedBatch: PLAN_BATCH, stages: {} as Record<string, Verdict & { estimate: string }> };
+  const dirBytes = (
+    d: string,
+  ) => (existsSync(path.join(d, 'model.onnx'))
+    ? readdirSync(d).reduce((a, f) => a + statSync(path.join(d, f)).size, 0)
+    : null);
+  const memCtx = (): MemoryContext => ({ spec, parameters: result.spec.parameters, device,
+    int4Bytes: dirBytes(path.join(cache, 'onnx-genai-int4')), fp16Bytes: dirBytes(path.join(cache, 'onnx-genai-fp16')),
+    exportKind, batch: PLAN_BATCH });
+  result.memory = { budgetGB: memoryBudget, source: freeMemory().source, assumedBatch: PLAN_BATCH,
+    stages: {} as Record<string, Verdict & { estimate: string }> };
   const judge = (stage: string): Verdict => {
     const need = stageNeed(stage, memCtx());
     const v = verdict(stage, need, freeMemory());
@@ -307,22 +344,30 @@ async function main(): Promise<void> {
   }
   if (stages.has('session') && gate('session')) {
     const m = probe('session', ['session', model.dir]);
-    S.session = { ...summary(m), loadMs: m.loadMs, surgeryMs: m.surgeryMs, encodeMs: m.encodeMs, sessionMs: m.sessionMs, totalMs: m.totalMs, nodes: m.nodes, hooks: m.hooks };
+    S.session = { ...summary(m), loadMs: m.loadMs, surgeryMs: m.surgeryMs, encodeMs: m.encodeMs, sessionMs: m.sessionMs,
+      totalMs: m.totalMs, nodes: m.nodes, hooks: m.hooks };
   }
   const items = writeItems(Number(opt.items));
   if (stages.has('extract') && gate('extract')) {
-    const m = lobes('extract', ['extract', '--model', model.dir, '--data', `jsonl:${items}?text=text&label=aspect,ability&id=id`, '--out', run, '--capture', 'final,mlp', '--device', device, '--quiet']);
+    const m = lobes('extract', ['extract', '--model', model.dir, '--data',
+      `jsonl:${items}?text=text&label=aspect,ability&id=id`, '--out', run, '--capture', 'final,mlp', '--device', device,
+      '--quiet']);
     const man = readJson<any>(path.join(run, 'manifest.json'));
-    S.extract = { ...summary(m), samples: man.counts.samples, tokens: man.counts.tokens, timings: man.timings, tokensPerSecond: r3(man.counts.tokens / (man.timings.computeMs / 1000)) };
+    S.extract = { ...summary(m), samples: man.counts.samples, tokens: man.counts.tokens, timings: man.timings,
+      tokensPerSecond: r3(man.counts.tokens / (man.timings.computeMs / 1000)) };
   }
   if (stages.has('forward') && gate('forward')) {
     const m = probe('forward', ['forward', model.dir, items], ['--mode', 'plain']);
-    S.forward = { ...summary(m), tokens: m.tokens, sessionMs: m.sessionMs, computeMs: m.computeMs, tokensPerSecond: r3(m.tokensPerSecond as number) };
+    S.forward = { ...summary(m), tokens: m.tokens, sessionMs: m.sessionMs, computeMs: m.computeMs,
+      tokensPerSecond: r3(m.tokensPerSecond as number) };
     const f = probe('forward-final', ['forward', model.dir, items], ['--mode', 'final']);
-    S['forward-final'] = { ...summary(f), tokens: f.tokens, sessionMs: f.sessionMs, computeMs: f.computeMs, tokensPerSecond: r3(f.tokensPerSecond as number) };
+    S['forward-final'] = { ...summary(f), tokens: f.tokens, sessionMs: f.sessionMs, computeMs: f.computeMs,
+      tokensPerSecond: r3(f.tokensPerSecond as number) };
     if (S.extract) {
       result.ratios.extractVsForwardTokensPerSecond = r3(S.extract.tokensPerSecond / S.forward.tokensPerSecond);
-      result.ratios.extractVsFinalOnlyTokensPerSecond = r3(S.extract.tokensPerSecond / S['forward-final'].tokensPerSecond);
+      result.ratios.extractVsFinalOnlyTokensPerSecond = r3(
+        S.extract.tokensPerSecond / S['forward-final'].tokensPerSecond,
+      );
     }
   }
   const files = shards(ck.dir);
@@ -333,7 +378,9 @@ async function main(): Promise<void> {
     const cold = timeCat(files);
     const after = cachedFraction(files);
     const warm = timeCat(files);
-    S.cat = { bytes: ckBytes, files: files.length, cachedBeforeCold: before, cachedBeforeWarm: after, coldSeconds: r3(cold), coldGBs: r3(ckBytes / 1e9 / cold), warmSeconds: r3(warm), warmGBs: r3(ckBytes / 1e9 / warm), load: load() };
+    S.cat = { bytes: ckBytes, files: files.length, cachedBeforeCold: before, cachedBeforeWarm: after,
+      coldSeconds: r3(cold), coldGBs: r3(ckBytes / 1e9 / cold), warmSeconds: r3(warm),
+      warmGBs: r3(ckBytes / 1e9 / warm), load: load() };
   }
   if (stages.has('wanda') && existsSync(path.join(run, 'manifest.json')) && gate('wanda')) {
     // The weight pass alone (what "wanda vs cat" compares: both read the checkpoint), right after
@@ -358,8 +405,10 @@ async function main(): Promise<void> {
       cachedBefore: cachedCmd,
       catGBsBefore: r3(ckBytes / 1e9 / catAgain),
       GBs: r3(weightBytes / 1e9 / w.seconds),
-      pass: { ...summary(pw), weightBytes, cachedBefore: cachedWarm, passSeconds: r3(pw.passSeconds as number), GBs: r3(pw.GBs as number), catGBs: r3(ckBytes / 1e9 / catWarm) },
-      passCold: { ...summary(pc), cachedBefore: 0, passSeconds: r3(pc.passSeconds as number), GBs: r3(pc.GBs as number), catGBs: r3(ckBytes / 1e9 / catCold) },
+      pass: { ...summary(pw), weightBytes, cachedBefore: cachedWarm, passSeconds: r3(pw.passSeconds as number),
+        GBs: r3(pw.GBs as number), catGBs: r3(ckBytes / 1e9 / catWarm) },
+      passCold: { ...summary(pc), cachedBefore: 0, passSeconds: r3(pc.passSeconds as number), GBs: r3(pc.GBs as number),
+        catGBs: r3(ckBytes / 1e9 / catCold) },
       noPermutations: summary(w0),
     };
     result.ratios.wandaPassVsCatWarm = r3(S.wanda.pass.GBs / S.wanda.pass.catGBs);
@@ -369,7 +418,8 @@ async function main(): Promise<void> {
   if (stages.has('cluster') && existsSync(path.join(run, 'manifest.json')) && gate('cluster')) {
     // t-SNE's perplexity must stay below (N - 1) / 3; 30 (the default) from 91 items on
     const perplexity = Math.max(1, Math.min(30, Math.floor((Number(opt.items) - 1) / 3)));
-    S.cluster = { ...summary(lobes('cluster', ['cluster', run, '--perplexity', String(perplexity), '--quiet'])), perplexity };
+    S.cluster = { ...summary(lobes('cluster', ['cluster', run, '--perplexity', String(perplexity), '--quiet'])),
+      perplexity };
   }
   const { chromiumProblem } = await import('../src/report/index.js');
   const { measureReportLoad } = await import('../src/report/browser.js');
@@ -380,7 +430,9 @@ async function main(): Promise<void> {
     for (let i = 0; i < 3; i++) runs.push(await measureReportLoad(pathToFileURL(file).href, { pair }));
     runs.sort((a, b) => a.totalMs - b.totalMs);
     const m = runs[1]!;
-    return { medianOf: 3, readyMs: Math.round(m.readyMs), interactiveMs: Math.round(m.totalMs), mainThreadCpuMs: Math.round(m.mainThreadCpuMs), rendererCpuMs: Math.round(m.rendererCpuMs), problems: runs.flatMap((r) => r.problems), load: load() };
+    return { medianOf: 3, readyMs: Math.round(m.readyMs), interactiveMs: Math.round(m.totalMs),
+      mainThreadCpuMs: Math.round(m.mainThreadCpuMs), rendererCpuMs: Math.round(m.rendererCpuMs),
+      problems: runs.flatMap((r) => r.problems), load: load() };
   };
   if (stages.has('report') && existsSync(path.join(run, 'wanda')) && gate('report')) {
     const out = path.join(run, 'report.html');
@@ -392,16 +444,19 @@ async function main(): Promise<void> {
     const syn = path.join(work, 'synthetic-2000');
     const rb = Math.ceil(spec.intermediate / 256);
     const cb = Math.ceil(spec.hidden / 256);
-    writeSyntheticRun(syn, { samplesPerGroup: 400, layers: spec.layers, seed: 8, grid: { gate_proj: [rb, cb], up_proj: [rb, cb], down_proj: [cb, rb] } });
+    writeSyntheticRun(syn, { samplesPerGroup: 400, layers: spec.layers, seed: 8,
+      grid: { gate_proj: [rb, cb], up_proj: [rb, cb], down_proj: [cb, rb] } });
     const out = path.join(syn, 'report.html');
     const m = lobes('report-2000', ['report', syn, '--out', out]);
-    S['report-2000'] = { ...summary(m), bytes: statSync(out).size, blocksPerMatrix: rb * cb, browser: await interactive(out, 5) };
+    S['report-2000'] = { ...summary(m), bytes: statSync(out).size, blocksPerMatrix: rb * cb,
+      browser: await interactive(out, 5) };
   }
   if (stages.has('dataset') && gate('dataset')) {
     const n = Number(opt.samples);
     const drun = path.join(work, `dataset-${n}`);
     const t0 = performance.now();
-    const r = spawnSync(process.execPath, ['--import', 'tsx', path.join(ROOT, 'bench', 'scale', 'activation-run.ts'), drun, String(n), ...(opt.small ? ['--small'] : [])], { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit'] });
+    const r = spawnSync(process.execPath, ['--import', 'tsx', path.join(ROOT, 'bench', 'scale', 'activation-run.ts'),
+      drun, String(n), ...(opt.small ? ['--small'] : [])], { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit'] });
     if (r.status !== 0) throw new Error('writing the synthetic dataset run failed');
     const writeSeconds = r3((performance.now() - t0) / 1000);
     timeCat(files); // weights in the page cache as far as memory allows, as for the wanda stage
@@ -412,13 +467,20 @@ async function main(): Promise<void> {
     const rep = lobes('dataset.report', ['report', drun, '--out', out]);
     S.dataset = {
       samples: n,
-      runBytes: readdirSync(path.join(drun, 'activations'), { recursive: true }).reduce((a: number, f) => a + (statSync(path.join(drun, 'activations', String(f))).isFile() ? statSync(path.join(drun, 'activations', String(f))).size : 0), 0),
+      runBytes: readdirSync(path.join(drun, 'activations'), { recursive: true }).reduce(
+        (a: number, f) =>
+          a + (statSync(path.join(drun, 'activations', String(f))).isFile()
+            ? statSync(path.join(drun, 'activations', String(f))).size
+            : 0),
+        0,
+      ),
       writeSeconds,
       wanda: { ...summary(w), cachedBefore: cached },
       cluster: summary(c),
       report: { ...summary(rep), bytes: statSync(out).size, browser: await interactive(out, 1) },
     };
-    for (const k of ['wanda', 'cluster', 'report']) S[`dataset.${k}`] = { peakRssMB: S.dataset[k].peakRssMB, seconds: S.dataset[k].seconds };
+    for (const k of ['wanda', 'cluster', 'report'])
+      S[`dataset.${k}`] = { peakRssMB: S.dataset[k].peakRssMB, seconds: S.dataset[k].seconds };
     rmSync(drun, { recursive: true, force: true });
   }
   // Judged before the fp16 export is generated: no 16 GB written for a session that cannot fit.
@@ -428,10 +490,12 @@ async function main(): Promise<void> {
     result.artefacts.fp16 = fp16;
     try {
       const m = probe('fp16-session', ['session', fp16.dir]);
-      S['fp16-session'] = { ...summary(m), loadMs: m.loadMs, surgeryMs: m.surgeryMs, encodeMs: m.encodeMs, sessionMs: m.sessionMs, totalMs: m.totalMs, freeMemGBBefore: r3(free / 1e9) };
+      S['fp16-session'] = { ...summary(m), loadMs: m.loadMs, surgeryMs: m.surgeryMs, encodeMs: m.encodeMs,
+        sessionMs: m.sessionMs, totalMs: m.totalMs, freeMemGBBefore: r3(free / 1e9) };
     } catch (e) {
       // The estimate said it fits but the stage died (other jobs took the memory meanwhile): recorded, not fatal.
-      S['fp16-session'] = { failed: (e as Error).message, freeMemGBBefore: r3(free / 1e9), freeMemGBAfter: r3(freeMemory().bytes / 1e9) };
+      S['fp16-session'] = { failed: (e as Error).message, freeMemGBBefore: r3(free / 1e9),
+        freeMemGBAfter: r3(freeMemory().bytes / 1e9) };
     }
     if (opt['drop-fp16']) rmSync(fp16.dir, { recursive: true, force: true });
   }
@@ -439,26 +503,37 @@ async function main(): Promise<void> {
     const out = path.join(work, 'torch.json');
     // PyTorch in the export's compute precision: float16 against the fp16 export on a GPU, float32 on the CPU.
     const dtype = device === 'cpu' ? 'float32' : exportKind === 'fp16' ? 'float16' : 'bfloat16';
-    const r = spawnSync(opt.torch, [path.join(ROOT, 'bench', 'scale', 'torch_compare.py'), '--checkpoint', ck.dir, '--tokenizer', model.dir, '--items', items, '--run', run, '--device', device === 'cpu' ? 'cpu' : 'cuda', '--dtype', dtype, '--out', out], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
+    const r = spawnSync(opt.torch, [path.join(ROOT, 'bench', 'scale', 'torch_compare.py'), '--checkpoint', ck.dir,
+      '--tokenizer', model.dir, '--items', items, '--run', run, '--device', device === 'cpu' ? 'cpu' : 'cuda',
+      '--dtype', dtype, '--out', out], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
     S.torch = r.status === 0 ? readJson(out) : { failed: `exit ${r.status}` };
-    if (S.torch.tokensPerSecond && S.extract) result.ratios.extractVsTorchTokensPerSecond = r3(S.extract.tokensPerSecond / S.torch.tokensPerSecond);
+    if (S.torch.tokensPerSecond && S.extract)
+      result.ratios.extractVsTorchTokensPerSecond = r3(S.extract.tokensPerSecond / S.torch.tokensPerSecond);
   }
 
   // Targets.
   const T = result.targets;
-  const under = (v: number | undefined, max: number) => (v === undefined ? null : { value: v, target: `< ${max}`, met: v < max });
-  const over = (v: number | undefined, min: number) => (v === undefined ? null : { value: v, target: `>= ${min}`, met: v >= min });
+  const under = (v: number | undefined,
+    max: number) => (v === undefined ? null : { value: v, target: `< ${max}`, met: v < max });
+  const over = (v: number | undefined,
+    min: number) => (v === undefined ? null : { value: v, target: `>= ${min}`, met: v >= min });
   const weightsMB = Math.round(model.bytes / 1e6);
   for (const [k, v] of Object.entries(S)) {
     const rss = (v as { peakRssMB?: number }).peakRssMB;
     if (rss === undefined) continue;
     const ortStage = ['session', 'extract', 'forward', 'forward-final', 'fp16-session'].includes(k);
-    T[`${k}.peakRssMB`] = ortStage ? { value: rss, target: `<= 8000 + ONNX Runtime's weights (${weightsMB} MB on disk)`, met: rss - weightsMB <= 8000 } : under(rss, 8000);
+    T[`${k}.peakRssMB`] = ortStage
+      ? { value: rss, target: `<= 8000 + ONNX Runtime's weights (${weightsMB} MB on disk)`,
+        met: rss - weightsMB <= 8000 }
+      : under(rss, 8000);
   }
   if (S.session) T['session.seconds'] = under(S.session.totalMs / 1000, 60);
-  if (result.ratios.wandaPassVsCatWarm !== undefined) T['wanda.passVsCatWarm'] = over(result.ratios.wandaPassVsCatWarm, 0.5);
-  if (result.ratios.wandaPassVsCatCold !== undefined) T['wanda.passVsCatCold'] = over(result.ratios.wandaPassVsCatCold, 0.5);
-  const reports: [string, any][] = [['report', S.report], ['report-2000', S['report-2000']], ['dataset.report', S.dataset?.report]];
+  if (result.ratios.wandaPassVsCatWarm !== undefined)
+    T['wanda.passVsCatWarm'] = over(result.ratios.wandaPassVsCatWarm, 0.5);
+  if (result.ratios.wandaPassVsCatCold !== undefined)
+    T['wanda.passVsCatCold'] = over(result.ratios.wandaPassVsCatCold, 0.5);
+  const reports: [string, any][] = [['report', S.report], ['report-2000', S['report-2000']], ['dataset.report',
+    S.dataset?.report]];
   for (const [k, v] of reports) {
     if (!v) continue;
     T[`${k}.seconds`] = under(v.seconds, 10);

@@ -35,7 +35,10 @@ mkdirSync(out, { recursive: true });
 const ds = await loadDataset('builtin:social');
 const limit = Number(values.limit);
 const file = path.join(out, 'items.jsonl');
-writeFileSync(file, ds.samples.slice(0, limit).map((s) => JSON.stringify({ id: s.id, text: s.text, aspect: s.labels.aspect })).join('\n') + '\n');
+writeFileSync(file,
+  ds.samples.slice(0, limit).map((s) => JSON.stringify({ id: s.id, text: s.text, aspect: s.labels.aspect })).join(
+    '\n',
+  ) + '\n');
 
 const run = path.join(out, 'run');
 const m = await runExtract({
@@ -61,8 +64,22 @@ for (const h of readdirSync(path.join(run, 'activations'))) {
 }
 const t = m.timings;
 const perSample = bytes / m.counts.samples;
-console.log(`model: ${path.basename(model)} (${m.model.arch.layers} layers, hidden ${m.model.arch.hidden}, intermediate ${m.model.arch.intermediate}), device ${m.provider.device}`);
-console.log(`samples: ${m.counts.samples}, tokens: ${m.counts.tokens}, capture ${m.capture.selection.join(',')} = ${m.capture.points.length} points, ${m.dtype}`);
-console.log(`stored: ${(bytes / 1e6).toFixed(1)} MB in ${files} chunk files (${(perSample / 1024).toFixed(1)} KiB per sample)`);
+console.log(
+  `model: ${
+    path.basename(model)
+  } (${m.model.arch.layers} layers, hidden ${m.model.arch.hidden}, intermediate ${m.model.arch.intermediate}), device ${m.provider.device}`,
+);
+console.log(
+  `samples: ${m.counts.samples}, tokens: ${m.counts.tokens}, capture ${
+    m.capture.selection.join(',')
+  } = ${m.capture.points.length} points, ${m.dtype}`,
+);
+console.log(
+  `stored: ${(bytes / 1e6).toFixed(1)} MB in ${files} chunk files (${(perSample / 1024).toFixed(1)} KiB per sample)`,
+);
 console.log(`computeMs ${t.computeMs}  storeMs ${t.storeMs}  wallMs ${t.wallMs}`);
-console.log(`storage overhead: ${((100 * t.storeMs) / t.computeMs).toFixed(2)}% of compute time (target <= 5%), ${((100 * t.storeMs) / t.wallMs).toFixed(2)}% of wall time`);
+console.log(
+  `storage overhead: ${((100 * t.storeMs) / t.computeMs).toFixed(2)}% of compute time (target <= 5%), ${
+    ((100 * t.storeMs) / t.wallMs).toFixed(2)
+  }% of wall time`,
+);

@@ -17,9 +17,24 @@ import { loadavg, tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { DURATIONS } from '../test/sequencer.js';
 
-interface Assertion { fullName: string; duration?: number | null; status: string }
-interface FileResult { name: string; startTime: number; endTime: number; assertionResults: Assertion[] }
-interface Report { numTotalTests: number; numFailedTests: number; numPendingTests: number; startTime: number; testResults: FileResult[] }
+interface Assertion {
+  fullName: string;
+  duration?: number | null;
+  status: string;
+}
+interface FileResult {
+  name: string;
+  startTime: number;
+  endTime: number;
+  assertionResults: Assertion[];
+}
+interface Report {
+  numTotalTests: number;
+  numFailedTests: number;
+  numPendingTests: number;
+  startTime: number;
+  testResults: FileResult[];
+}
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 
@@ -51,7 +66,8 @@ function main(): void {
     tmp = mkdtempSync(path.join(tmpdir(), 'lobes-suite-timing-'));
     from = path.join(tmp, 'suite.json');
     const t0 = performance.now();
-    const r = spawnSync('npx', ['vitest', 'run', '--reporter=json', `--outputFile=${from}`, ...passed], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
+    const r = spawnSync('npx', ['vitest', 'run', '--reporter=json', `--outputFile=${from}`, ...passed], { cwd: ROOT,
+      stdio: ['ignore', 'ignore', 'inherit'] });
     wall = (performance.now() - t0) / 1000;
     if (r.status !== 0) console.log(`vitest exited ${r.status}`);
   }
@@ -66,20 +82,33 @@ function main(): void {
   }));
   files.sort((a, b) => b.seconds - a.seconds);
   const sum = files.reduce((s, f) => s + f.seconds, 0);
-  const span = Math.max(...report.testResults.map((t) => t.endTime)) - Math.min(...report.testResults.map((t) => t.startTime));
+  const span = Math.max(...report.testResults.map((t) => t.endTime)) -
+    Math.min(...report.testResults.map((t) => t.startTime));
   const la = (l: number[]) => l.map((x) => x.toFixed(2)).join(' ');
-  console.log(`${files.length} files, ${report.numTotalTests} tests (${report.numFailedTests} failed, ${report.numPendingTests} skipped)`);
-  if (wall !== null) console.log(`wall ${wall.toFixed(1)} s (vitest run, start to exit); load average ${la(load0)} before, ${la(load1)} after`);
-  console.log(`first file start to last file end ${(span / 1000).toFixed(1)} s; the files' own times sum to ${sum.toFixed(1)} s`);
+  console.log(
+    `${files.length} files, ${report.numTotalTests} tests (${report.numFailedTests} failed, ${report.numPendingTests} skipped)`,
+  );
+  if (wall !== null)
+    console.log(
+      `wall ${wall.toFixed(1)} s (vitest run, start to exit); load average ${la(load0)} before, ${la(load1)} after`,
+    );
+  console.log(
+    `first file start to last file end ${(span / 1000).toFixed(1)} s; the files' own times sum to ${sum.toFixed(1)} s`,
+  );
   console.log(`\n${top} costliest files (seconds, start after the run began, tests):`);
   for (const f of files.slice(0, top)) {
-    console.log(`${f.seconds.toFixed(1).padStart(7)}  at ${f.start.toFixed(0).padStart(4)}  ${f.name} (${f.tests.length})`);
-    for (const t of f.tests.slice(0, perFile)) console.log(`${''.padStart(16)}${(t.duration! / 1000).toFixed(1).padStart(6)}  ${t.fullName.slice(0, 110)}`);
+    console.log(
+      `${f.seconds.toFixed(1).padStart(7)}  at ${f.start.toFixed(0).padStart(4)}  ${f.name} (${f.tests.length})`,
+    );
+    for (const t of f.tests.slice(0, perFile))
+      console.log(`${''.padStart(16)}${(t.duration! / 1000).toFixed(1).padStart(6)}  ${t.fullName.slice(0, 110)}`);
   }
   if (args.includes('--write')) {
     const out: Record<string, number> = {};
-    for (const f of [...files].sort((a, b) => (a.name < b.name ? -1 : 1))) out[f.name] = Math.round(f.seconds * 10) / 10;
-    const note = 'seconds per test file in one run of the whole suite (bench/suite-timing.ts --write); test/sequencer.ts starts the longest first';
+    for (const f of [...files].sort((a, b) => (a.name < b.name ? -1 : 1)))
+      out[f.name] = Math.round(f.seconds * 10) / 10;
+    const note =
+      'seconds per test file in one run of the whole suite (bench/suite-timing.ts --write); test/sequencer.ts starts the longest first';
     writeFileSync(DURATIONS, JSON.stringify({ note, files: out }, null, 1) + '\n');
     console.log(`\nwrote ${path.relative(ROOT, DURATIONS)} (${files.length} files)`);
   }

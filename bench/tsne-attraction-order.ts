@@ -15,13 +15,16 @@ import { Tsne } from '../src/cluster/tsne-pca.js';
 import { attraction, bfsOrder } from '../src/tsne/attraction.js';
 import { Rng } from '../src/util/rng.js';
 
-const { positionals, values } = parseArgs({ allowPositionals: true, options: { reps: { type: 'string', default: '5' } } });
+const { positionals, values } = parseArgs({ allowPositionals: true,
+  options: { reps: { type: 'string', default: '5' } } });
 if (!positionals[0]) throw new Error('usage: bench/tsne-attraction-order.ts X.npy [EMBEDDING.npy] [--reps 5]');
 const { rows: n, cols: d, data } = readNpy(positionals[0]);
 const t = await Tsne.create(Float64Array.from(data), n, d, { affinity: { perplexity: 30 }, execution: { threads: 2 } });
 await t.close();
 const rng = new Rng(1);
-const Y = positionals[1] ? Float64Array.from(readNpy(positionals[1]).data) : new Float64Array(2 * n).map(() => 30 * rng.normal());
+const Y = positionals[1]
+  ? Float64Array.from(readNpy(positionals[1]).data)
+  : new Float64Array(2 * n).map(() => 30 * rng.normal());
 const plain = { n, rowPtr: t.P.rowPtr, cols: t.P.cols, vals: t.P.vals, id: 1 };
 const ordered = { ...plain, id: 2, order: bfsOrder(plain) };
 const a = new Float64Array(2 * n);
@@ -45,5 +48,10 @@ for (let i = 0; i < 2 * n; i++) if (!Object.is(a[i], b[i])) identical = false;
 let spread = 0;
 const inv = new Int32Array(n);
 ordered.order.forEach((i, r) => (inv[i] = r));
-for (let i = 0; i < n; i++) for (let q = plain.rowPtr[i]; q < plain.rowPtr[i + 1]; q++) spread += Math.abs(inv[plain.cols[q]] - inv[i]);
-process.stdout.write(JSON.stringify({ n, nnz: plain.rowPtr[n], rowOrderMs: +med(ta).toFixed(1), bfsOrderMs: +med(tb).toFixed(1), ratio: +(med(tb) / med(ta)).toFixed(3), meanIndexDistanceBfs: Math.round(spread / plain.rowPtr[n]), meanIndexDistanceRowOrder: Math.round(n / 3), identical }) + '\n');
+for (let i = 0; i < n; i++)
+  for (let q = plain.rowPtr[i]; q < plain.rowPtr[i + 1]; q++) spread += Math.abs(inv[plain.cols[q]] - inv[i]);
+process.stdout.write(
+  JSON.stringify({ n, nnz: plain.rowPtr[n], rowOrderMs: +med(ta).toFixed(1), bfsOrderMs: +med(tb).toFixed(1),
+    ratio: +(med(tb) / med(ta)).toFixed(3), meanIndexDistanceBfs: Math.round(spread / plain.rowPtr[n]),
+    meanIndexDistanceRowOrder: Math.round(n / 3), identical }) + '\n',
+);

@@ -17,7 +17,8 @@ import { Rng } from '../src/util/rng.js';
 
 const { positionals, values } = parseArgs({
   allowPositionals: true,
-  options: { n: { type: 'string', default: '20000' }, scale: { type: 'string', default: '25' }, reps: { type: 'string', default: '10' } },
+  options: { n: { type: 'string', default: '20000' }, scale: { type: 'string', default: '25' },
+    reps: { type: 'string', default: '10' } },
 });
 let Y: Float64Array;
 let n: number;
@@ -79,5 +80,7 @@ for (const v of Y) {
 const fft = Object.values(phases).reduce((a, b) => a + b, 0);
 const f = (v: number) => Math.round(v * 10) / 10;
 process.stdout.write(
-  JSON.stringify({ n, span: f(hi - lo), boxes: rep.g.nb, fftSize: rep.g.L, fftMs: f(fft), spectrumMs: f(spectrum), phasesMs: Object.fromEntries(Object.entries(phases).map(([k, v]) => [k, f(v)])), barnesHutMs: f(bh), fftOverBh: f(fft / bh) }) + '\n',
+  JSON.stringify({ n, span: f(hi - lo), boxes: rep.g.nb, fftSize: rep.g.L, fftMs: f(fft), spectrumMs: f(spectrum),
+    phasesMs: Object.fromEntries(Object.entries(phases).map(([k, v]) => [k, f(v)])), barnesHutMs: f(bh),
+    fftOverBh: f(fft / bh) }) + '\n',
 );

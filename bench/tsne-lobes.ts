@@ -64,8 +64,28 @@ if (k > 0 && k < d) {
   explained = r.explainedVariance;
 } else feats = Float64Array.from(data);
 lap('pca');
-const say = (what: string) => values.progress && process.stderr.write(`${((performance.now() - t0) / 1000).toFixed(1)} s, RSS ${(process.memoryUsage.rss() / 2 ** 30).toFixed(2)} GiB: ${what}\n`);
-const t = await Tsne.create(feats, n, fd, { affinity: { perplexity: Number(values.perplexity), neighbours: values.neighbours as 'auto' | 'exact' | 'approximate' }, optimizer: { seed, theta: Number(values.theta), method: values.method as TsneMethod, learningRate: values['learning-rate'] === 'auto' || values['learning-rate'] === 'per-phase' ? values['learning-rate'] : Number(values['learning-rate']), iterations: Number(values.iterations), rule: values.optimizer as 'scikit-learn' | 'openTSNE' }, execution: { threads, pool: pool ?? undefined } }, say);
+const say = (what: string) =>
+  values.progress &&
+  process.stderr.write(
+    `${((performance.now() - t0) / 1000).toFixed(1)} s, RSS ${
+      (process.memoryUsage.rss() / 2 ** 30).toFixed(2)
+    } GiB: ${what}\n`,
+  );
+const t = await Tsne.create(feats, n, fd, {
+  affinity: { perplexity: Number(values.perplexity),
+    neighbours: values.neighbours as 'auto' | 'exact' | 'approximate' },
+  optimizer: {
+    seed,
+    theta: Number(values.theta),
+    method: values.method as TsneMethod,
+    learningRate: values['learning-rate'] === 'auto' || values['learning-rate'] === 'per-phase'
+      ? values['learning-rate']
+      : Number(values['learning-rate']),
+    iterations: Number(values.iterations),
+    rule: values.optimizer as 'scikit-learn' | 'openTSNE',
+  },
+  execution: { threads, pool: pool ?? undefined },
+}, say);
 lap('knn+P');
 t.init();
 await t.run((it) => {
@@ -78,4 +98,8 @@ await t.close();
 await pool?.close();
 const kl = t.klDivergence();
 writeFileSync(output, encodeNpy(t.embedding, [n, 2]));
-process.stdout.write(JSON.stringify({ seconds, cpuSeconds, stages, method: t.opts.method, kl, pcaExplained: explained, learningRate: t.opts.learningRate, neighbours: t.opts.neighbours, neighbourRecall: t.neighbourRecall?.recall ?? null, fftIterations: t.fftIterations }) + '\n');
+process.stdout.write(
+  JSON.stringify({ seconds, cpuSeconds, stages, method: t.opts.method, kl, pcaExplained: explained,
+    learningRate: t.opts.learningRate, neighbours: t.opts.neighbours,
+    neighbourRecall: t.neighbourRecall?.recall ?? null, fftIterations: t.fftIterations }) + '\n',
+);

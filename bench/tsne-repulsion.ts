@@ -26,7 +26,8 @@ const { positionals, values } = parseArgs({
 });
 const file = positionals[0] ?? 'bench/out/20k_X.npy';
 const theta = Number(values.theta);
-if (!(theta > 0 && theta * theta <= 0.5)) throw new Error('the per-point reference walk here needs 0 < theta <= 1/sqrt(2)');
+if (!(theta > 0 && theta * theta <= 0.5))
+  throw new Error('the per-point reference walk here needs 0 < theta <= 1/sqrt(2)');
 
 /** The per-point walk: for each point, the tree from the root with the point's own distance test. */
 function perPoint(t: TreeArrays, Y: Float64Array, n: number, F: Float64Array, Zi: Float64Array): void {
@@ -83,7 +84,8 @@ function perPoint(t: TreeArrays, Y: Float64Array, n: number, F: Float64Array, Zi
 }
 
 const { rows: n, cols: d, data } = readNpy(file);
-const t = await Tsne.create(data, n, d, { optimizer: { iterations: Number(values.iterations) }, execution: { threads: 2 } });
+const t = await Tsne.create(data, n, d, { optimizer: { iterations: Number(values.iterations) },
+  execution: { threads: 2 } });
 t.init();
 await t.run();
 await t.close();
@@ -131,6 +133,16 @@ for (let i = 0; i < n; i += Math.max(1, Math.floor(n / 400))) {
   zg += Math.abs(Zg[i] - z) / z;
   m++;
 }
-console.log(`N = ${n}, theta ${theta}, embedding after ${values.iterations} iterations; ${tree.t.ngroups} groups, ${tree.t.nodes} tree nodes`);
-console.log(`repulsion, one thread, median of ${values.reps}: per-point walk ${med(tp).toFixed(1)} ms, group walk + ${kernel} ${med(tg).toFixed(1)} ms: ratio ${(med(tg) / med(tp)).toFixed(2)}`);
-console.log(`mean relative error vs exact sums (${m} points): force per-point ${(ep / m).toExponential(2)}, group ${(eg / m).toExponential(2)}; Z_i per-point ${(zp / m).toExponential(2)}, group ${(zg / m).toExponential(2)}`);
+console.log(
+  `N = ${n}, theta ${theta}, embedding after ${values.iterations} iterations; ${tree.t.ngroups} groups, ${tree.t.nodes} tree nodes`,
+);
+console.log(
+  `repulsion, one thread, median of ${values.reps}: per-point walk ${med(tp).toFixed(1)} ms, group walk + ${kernel} ${
+    med(tg).toFixed(1)
+  } ms: ratio ${(med(tg) / med(tp)).toFixed(2)}`,
+);
+console.log(
+  `mean relative error vs exact sums (${m} points): force per-point ${(ep / m).toExponential(2)}, group ${
+    (eg / m).toExponential(2)
+  }; Z_i per-point ${(zp / m).toExponential(2)}, group ${(zg / m).toExponential(2)}`,
+);

@@ -16,13 +16,21 @@ import { QuadTree, repulsionAll, LEAF_SIZE } from '../src/tsne/quadtree.js';
 
 const { positionals, values } = parseArgs({
   allowPositionals: true,
-  options: { neighbours: { type: 'string', default: 'exact' }, 'learning-rate': { type: 'string', default: 'per-phase' }, method: { type: 'string', default: 'bh' } },
+  options: { neighbours: { type: 'string', default: 'exact' },
+    'learning-rate': { type: 'string', default: 'per-phase' }, method: { type: 'string', default: 'bh' } },
 });
-if (!positionals[0]) throw new Error('usage: bench/tsne-tree.ts X.npy [--neighbours exact|approximate] [--learning-rate per-phase|auto] [--method auto|bh|fft]');
+if (!positionals[0])
+  throw new Error(
+    'usage: bench/tsne-tree.ts X.npy [--neighbours exact|approximate] [--learning-rate per-phase|auto] [--method auto|bh|fft]',
+  );
 const { rows: n, cols: d, data } = readNpy(positionals[0]);
 const pool = await ClusterPool.start(1);
 const lr = values['learning-rate'] as 'per-phase' | 'auto';
-const t = await Tsne.create(Float64Array.from(data), n, d, { affinity: { neighbours: values.neighbours as 'exact' | 'approximate' }, optimizer: { seed: 0, learningRate: lr, method: values.method as TsneMethod }, execution: { threads: 2, pool } });
+const t = await Tsne.create(Float64Array.from(data), n, d, {
+  affinity: { neighbours: values.neighbours as 'exact' | 'approximate' },
+  optimizer: { seed: 0, learningRate: lr, method: values.method as TsneMethod },
+  execution: { threads: 2, pool },
+});
 t.init();
 const marks = new Set([1, 10, 25, 50, 100, 150, 250, 300, 400, 600, 1000]);
 let last = performance.now();
@@ -57,7 +65,11 @@ await t.run((it, tt) => {
     x0 = Math.min(x0, Y[2 * i]);
     x1 = Math.max(x1, Y[2 * i]);
   }
-  process.stdout.write(JSON.stringify({ iteration: it, msPerIteration: Math.round((now - last) / (it - lastIt)), span: +(x1 - x0).toFixed(2), maxLeaf, bigLeaves, bigLeafPoints, repulsionMs: Math.round(repulsionMs), fftIterations: tt.fftIterations }) + '\n');
+  process.stdout.write(
+    JSON.stringify({ iteration: it, msPerIteration: Math.round((now - last) / (it - lastIt)),
+      span: +(x1 - x0).toFixed(2), maxLeaf, bigLeaves, bigLeafPoints, repulsionMs: Math.round(repulsionMs),
+      fftIterations: tt.fftIterations }) + '\n',
+  );
   lastIt = it;
   last = performance.now();
 });

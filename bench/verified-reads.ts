@@ -20,7 +20,9 @@ if (!run || !beforeDir) {
   process.exit(2);
 }
 const passes = Number(passesArg ?? 7);
-const { openRun: openBefore } = (await import(pathToFileURL(path.resolve(beforeDir, 'src/store/index.ts')).href)) as { openRun: (d: string) => Promise<RunReader> };
+const { openRun: openBefore } = (await import(pathToFileURL(path.resolve(beforeDir, 'src/store/index.ts')).href)) as {
+  openRun: (d: string) => Promise<RunReader>;
+};
 
 async function pass(open: (d: string) => Promise<RunReader>): Promise<{ wall: number; cpu: number; bytes: number }> {
   const c0 = process.cpuUsage();
@@ -28,7 +30,8 @@ async function pass(open: (d: string) => Promise<RunReader>): Promise<{ wall: nu
   const r = await open(run!);
   let bytes = 0;
   for (const h of r.hooks()) {
-    for await (const chunk of r.iterate(h.name, Math.max(1, Math.floor((4 << 20) / (4 * h.dim))))) bytes += chunk.data.length * (h.dtype === 'F16' ? 2 : 4);
+    for await (const chunk of r.iterate(h.name, Math.max(1, Math.floor((4 << 20) / (4 * h.dim)))))
+      bytes += chunk.data.length * (h.dtype === 'F16' ? 2 : 4);
   }
   const c = process.cpuUsage(c0);
   return { wall: performance.now() - t0, cpu: (c.user + c.system) / 1000, bytes };

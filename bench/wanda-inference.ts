@@ -17,7 +17,8 @@ const mats: WandaMatrix[] = [];
 for (let l = 0; l < 30; l++) {
   for (const proj of ['gate_proj', 'up_proj', 'down_proj']) {
     const [dOut, dIn] = proj === 'down_proj' ? [576, 1536] : [1536, 576];
-    mats.push({ name: `layers.${l}.mlp.${proj}`, layer: l, proj, input: '', dOut, dIn, rowBlocks: dOut / 32, colBlocks: dIn / 32 });
+    mats.push({ name: `layers.${l}.mlp.${proj}`, layer: l, proj, input: '', dOut, dIn, rowBlocks: dOut / 32,
+      colBlocks: dIn / 32 });
   }
 }
 const rng = new Rng(1);
@@ -28,10 +29,11 @@ const masks = maps.map((m) => selectTop(m, mats, { kind: 'fraction', value: 0.1,
 
 let t0 = performance.now();
 let sets = 0;
-for (let a = 0; a < 5; a++) for (let b = a + 1; b < 5; b++) {
-  setPlacement(minus(masks[a]!, masks[b]!), mats, R, sets++);
-  setPlacement(minus(masks[b]!, masks[a]!), mats, R, sets++);
-}
+for (let a = 0; a < 5; a++)
+  for (let b = a + 1; b < 5; b++) {
+    setPlacement(minus(masks[a]!, masks[b]!), mats, R, sets++);
+    setPlacement(minus(masks[b]!, masks[a]!), mats, R, sets++);
+  }
 for (let g = 0; g < 5; g++) setPlacement(masks[g]!, mats, R, sets++);
 const placementMs = performance.now() - t0;
 
@@ -39,20 +41,29 @@ const placementMs = performance.now() - t0;
 t0 = performance.now();
 for (let r = 0; r < 20; r++) {
   const ms = maps.map((m) => selectTop(m, mats, { kind: 'fraction', value: 0.1, scope: 'matrix' }));
-  for (let a = 0; a < 5; a++) for (let b = a + 1; b < 5; b++) {
-    jaccard(ms[a]!, ms[b]!);
-    for (const d of [minus(ms[a]!, ms[b]!), minus(ms[b]!, ms[a]!)]) {
-      density(d, mats);
-      components(d, mats);
+  for (let a = 0; a < 5; a++)
+    for (let b = a + 1; b < 5; b++) {
+      jaccard(ms[a]!, ms[b]!);
+      for (const d of [minus(ms[a]!, ms[b]!), minus(ms[b]!, ms[a]!)]) {
+        density(d, mats);
+        components(d, mats);
+      }
     }
-  }
   for (const m of ms) {
     density(m, mats);
     components(m, mats);
   }
 }
 const labelMs = ((performance.now() - t0) / 20) * R;
-console.log(`${sets} sets, ${mats.length} matrices (${mats.reduce((a, m) => a + m.rowBlocks * m.colBlocks, 0)} blocks), ${R} placements each`);
+console.log(
+  `${sets} sets, ${mats.length} matrices (${
+    mats.reduce((a, m) => a + m.rowBlocks * m.colBlocks, 0)
+  } blocks), ${R} placements each`,
+);
 console.log(`random-placement null: ${(placementMs / 1000).toFixed(2)} s`);
-console.log(`label-permutation metrics for ${R} labellings (selection and metrics only, not the group sums): ${(labelMs / 1000).toFixed(2)} s`);
+console.log(
+  `label-permutation metrics for ${R} labellings (selection and metrics only, not the group sums): ${
+    (labelMs / 1000).toFixed(2)
+  } s`,
+);
 console.log(`ratio placement / label-side metrics: ${(placementMs / labelMs).toFixed(2)}`);

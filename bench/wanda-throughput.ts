@@ -24,7 +24,8 @@
  *
  * Targets: pass >= 0.5x cat, per group <= 1 ms per layer-projection, peak RSS <= 2 GB.
  */
-import { mkdtempSync, rmSync, statSync, mkdirSync, existsSync, openSync, writeSync, closeSync, renameSync, readdirSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync, mkdirSync, existsSync, openSync, writeSync, closeSync, renameSync,
+  readdirSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -37,7 +38,8 @@ import type { MatrixRef } from '../src/wanda/kernel.js';
 import { defaultThreads } from '../src/util/worker.js';
 
 const { values } = parseArgs({
-  options: { layers: { type: 'string' }, threads: { type: 'string' }, reps: { type: 'string' }, keep: { type: 'string' }, e2e: { type: 'string' }, permutations: { type: 'string' }, cold: { type: 'boolean' } },
+  options: { layers: { type: 'string' }, threads: { type: 'string' }, reps: { type: 'string' },
+    keep: { type: 'string' }, e2e: { type: 'string' }, permutations: { type: 'string' }, cold: { type: 'boolean' } },
 });
 const LAYERS = Number(values.layers ?? 1);
 const REPS = Number(values.reps ?? 3);
@@ -62,7 +64,8 @@ function generate(dir: string): string[] {
   const rng = new Rng(2024);
   const files: string[] = [];
   for (let l = 0; l < LAYERS; l++) {
-    const file = path.join(dir, `model-${String(l + 1).padStart(5, '0')}-of-${String(LAYERS).padStart(5, '0')}.safetensors`);
+    const file = path.join(dir,
+      `model-${String(l + 1).padStart(5, '0')}-of-${String(LAYERS).padStart(5, '0')}.safetensors`);
     files.push(file);
     if (existsSync(file)) continue;
     const specs = [
@@ -73,7 +76,8 @@ function generate(dir: string): string[] {
     const header: Record<string, unknown> = {};
     let off = 0;
     for (const [proj, dOut, dIn] of specs) {
-      header[`model.layers.${l}.mlp.${proj}.weight`] = { dtype: 'BF16', shape: [dOut, dIn], data_offsets: [off, off + dOut * dIn * 2] };
+      header[`model.layers.${l}.mlp.${proj}.weight`] = { dtype: 'BF16', shape: [dOut, dIn],
+        data_offsets: [off, off + dOut * dIn * 2] };
       off += dOut * dIn * 2;
     }
     let json = JSON.stringify(header);
@@ -113,7 +117,8 @@ function matricesOf(files: string[]): MatrixRef[] {
         input: proj === 'down_proj' ? `layers.${layer}.mlp.down_in` : `layers.${layer}.mlp.in`,
         dOut: t.shape[0],
         dIn: t.shape[1],
-        source: { kind: 'dense', tensor: t.name, dtype: 'BF16', layout: 'out_in', data: { file, offset: t.offset, byteLength: t.byteLength } },
+        source: { kind: 'dense', tensor: t.name, dtype: 'BF16', layout: 'out_in',
+          data: { file, offset: t.offset, byteLength: t.byteLength } },
       });
     }
   }
@@ -141,7 +146,11 @@ async function main(): Promise<void> {
   const tg = Date.now();
   const files = generate(dir);
   const bytes = files.reduce((a, f) => a + statSync(f).size, 0);
-  console.log(`files: ${files.length} x ${(bytes / files.length / 1e6).toFixed(0)} MB in ${dir} (generated in ${((Date.now() - tg) / 1000).toFixed(1)} s)`);
+  console.log(
+    `files: ${files.length} x ${(bytes / files.length / 1e6).toFixed(0)} MB in ${dir} (generated in ${
+      ((Date.now() - tg) / 1000).toFixed(1)
+    } s)`,
+  );
   const matrices = matricesOf(files);
   const weightBytes = matrices.reduce((a, m) => a + m.dOut * m.dIn * 2, 0);
   const threads = Number(values.threads ?? (await defaultThreads()));
@@ -167,9 +176,15 @@ async function main(): Promise<void> {
   const sDown = Float64Array.from({ length: INTER }, () => Math.abs(rng.normal()));
   const outs = matrices.map((m) => new Float32Array(Math.ceil(m.dOut / BLOCK) * Math.ceil(m.dIn / BLOCK)));
   const GROUP_REPS = 50;
-  for (let w = 0; w < 5; w++) matrices.forEach((m, k) => poolBlocks(colsums.get(m.name)!, m.dIn === HIDDEN ? sIn : sDown, m.dOut, m.dIn, BLOCK, BLOCK, outs[k]));
+  for (let w = 0; w < 5; w++)
+    matrices.forEach((m, k) =>
+      poolBlocks(colsums.get(m.name)!, m.dIn === HIDDEN ? sIn : sDown, m.dOut, m.dIn, BLOCK, BLOCK, outs[k])
+    );
   const t1 = process.hrtime.bigint();
-  for (let r = 0; r < GROUP_REPS; r++) matrices.forEach((m, k) => poolBlocks(colsums.get(m.name)!, m.dIn === HIDDEN ? sIn : sDown, m.dOut, m.dIn, BLOCK, BLOCK, outs[k]));
+  for (let r = 0; r < GROUP_REPS; r++)
+    matrices.forEach((m, k) =>
+      poolBlocks(colsums.get(m.name)!, m.dIn === HIDDEN ? sIn : sDown, m.dOut, m.dIn, BLOCK, BLOCK, outs[k])
+    );
   const perGroupMs = Number(process.hrtime.bigint() - t1) / 1e6 / GROUP_REPS;
   const perMatrixMs = perGroupMs / matrices.length;
 
@@ -193,8 +208,12 @@ async function main(): Promise<void> {
   };
   console.log(JSON.stringify(result, null, 1));
   console.log(
-    `threads ${threads}: weight pass ${passGBs.toFixed(2)} GB/s vs cat ${catGBs.toFixed(2)} GB/s: ${result.ratio.toFixed(2)}x (target >= 0.5x); ` +
-      `per group ${perMatrixMs.toFixed(3)} ms per layer-projection (target <= 1 ms); peak RSS ${rssMB.toFixed(0)} MB (target <= 2048 MB); load average ${result.loadAverage.toFixed(1)}`,
+    `threads ${threads}: weight pass ${passGBs.toFixed(2)} GB/s vs cat ${catGBs.toFixed(2)} GB/s: ${
+      result.ratio.toFixed(2)
+    }x (target >= 0.5x); ` +
+      `per group ${perMatrixMs.toFixed(3)} ms per layer-projection (target <= 1 ms); peak RSS ${
+        rssMB.toFixed(0)
+      } MB (target <= 2048 MB); load average ${result.loadAverage.toFixed(1)}`,
   );
   if (!values.keep) rmSync(dir, { recursive: true, force: true });
 }
@@ -215,17 +234,31 @@ async function e2e(): Promise<void> {
     mkdirSync(run, { recursive: true });
     const groups = ['Self-Management', 'Social Engagement', 'Cooperation', 'Emotional Resilience', 'Innovation'];
     const hooks = [];
-    for (let l = 0; l < LAYERS; l++) hooks.push({ name: `layers.${l}.mlp.in`, dim: HIDDEN, dtype: 'F16' as const }, { name: `layers.${l}.mlp.down_in`, dim: INTER, dtype: 'F16' as const });
+    for (let l = 0; l < LAYERS; l++)
+      hooks.push({ name: `layers.${l}.mlp.in`, dim: HIDDEN, dtype: 'F16' as const }, { name: `layers.${l}.mlp.down_in`,
+        dim: INTER, dtype: 'F16' as const });
     const manifest: any = {
-      format: 'lobes-run', formatVersion: 1, lobesVersion: 'bench', createdAt: new Date().toISOString(),
-      model: { dir, graphSha256: '0'.repeat(64), arch: { family: 'llama', layers: LAYERS, hidden: HIDDEN, intermediate: INTER, heads: null, kvHeads: null, vocab: 0, dtype: 'bf16', quantization: null } },
+      format: 'lobes-run',
+      formatVersion: 1,
+      lobesVersion: 'bench',
+      createdAt: new Date().toISOString(),
+      model: { dir, graphSha256: '0'.repeat(64),
+        arch: { family: 'llama', layers: LAYERS, hidden: HIDDEN, intermediate: INTER, heads: null, kvHeads: null,
+          vocab: 0, dtype: 'bf16', quantization: null } },
       tokenizer: { source: 'bench', chatTemplate: false, addBos: true, maxTokens: null },
       dataset: { spec: 'bench', itemsSha256: '0'.repeat(64), count: n, axes: ['aspect'] },
-      capture: { points: hooks, selection: ['mlp'] }, dtype: 'fp16', provider: { device: 'cpu', deviceId: 0 }, shard: null,
-      counts: { samples: n, truncated: 0, tokens: n }, timings: {}, complete: false,
+      capture: { points: hooks, selection: ['mlp'] },
+      dtype: 'fp16',
+      provider: { device: 'cpu', deviceId: 0 },
+      shard: null,
+      counts: { samples: n, truncated: 0, tokens: n },
+      timings: {},
+      complete: false,
     };
     writeManifest(run, manifest);
-    writeSamples(run, Array.from({ length: n }, (_, i) => ({ index: i, id: `s${i}`, labels: { aspect: groups[i % 5] }, tokens: 1, truncated: false })));
+    writeSamples(run,
+      Array.from({ length: n },
+        (_, i) => ({ index: i, id: `s${i}`, labels: { aspect: groups[i % 5] }, tokens: 1, truncated: false })));
     const chunkRows = 128;
     const w = ChunkWriter.create(run, hooks, chunkRows);
     const rng = new Rng(7);
@@ -251,9 +284,12 @@ async function e2e(): Promise<void> {
   process.env.LOBES_HASH_CACHE = hashCache;
   rmSync(hashCache, { force: true });
   const threads = values.threads ? Number(values.threads) : undefined;
-  const rows: { run: string; catSeconds: number; wandaSeconds: number; cpuSeconds: number; ratio: number; loadAverage: number }[] = [];
+  const rows: { run: string; catSeconds: number; wandaSeconds: number; cpuSeconds: number; ratio: number;
+    loadAverage: number }[] = [];
   timeCat(files);
-  for (const label of ['first run (hashes the checkpoint)', 'second run (hashes cached)', 'third run (hashes cached)']) {
+  for (const label of ['first run (hashes the checkpoint)', 'second run (hashes cached)',
+    'third run (hashes cached)'])
+  {
     // --cold: `cat` and the command each read the checkpoint from disk.
     if (values.cold) dropCache(files);
     const cat = timeCat(files);
@@ -264,15 +300,26 @@ async function e2e(): Promise<void> {
     const wall = (Date.now() - t1) / 1000;
     // User + system time of the whole process (every thread).
     const c = process.cpuUsage(c1);
-    rows.push({ run: label, catSeconds: cat, wandaSeconds: wall, cpuSeconds: (c.user + c.system) / 1e6, ratio: cat / wall, loadAverage: os.loadavg()[0] });
+    rows.push({ run: label, catSeconds: cat, wandaSeconds: wall, cpuSeconds: (c.user + c.system) / 1e6,
+      ratio: cat / wall, loadAverage: os.loadavg()[0] });
   }
   const rssMB = process.resourceUsage().maxRSS / 1024;
-  const out = { samples: n, layers: LAYERS, permutations: R, cold: !!values.cold, checkpointGB: bytes / 1e9, prepSeconds: prep, runs: rows, peakRssMB: rssMB };
+  const out = { samples: n, layers: LAYERS, permutations: R, cold: !!values.cold, checkpointGB: bytes / 1e9,
+    prepSeconds: prep, runs: rows, peakRssMB: rssMB };
   console.log(JSON.stringify(out, null, 1));
   console.log(`| run | cat s | lobes wanda s | CPU s | ratio (cat s / wanda s) | load |`);
   console.log(`|---|---|---|---|---|---|`);
-  for (const r of rows) console.log(`| ${r.run} | ${r.catSeconds.toFixed(2)} | ${r.wandaSeconds.toFixed(2)} | ${r.cpuSeconds.toFixed(2)} | ${r.ratio.toFixed(2)} | ${r.loadAverage.toFixed(1)} |`);
-  console.log(`runWanda: ${n} samples, ${LAYERS} layers (${3 * LAYERS} matrices, ${(bytes / 1e9).toFixed(2)} GB), ${R} permutations; peak RSS ${rssMB.toFixed(0)} MB (target <= 2048 MB); target: ratio >= 0.5`);
+  for (const r of rows)
+    console.log(
+      `| ${r.run} | ${r.catSeconds.toFixed(2)} | ${r.wandaSeconds.toFixed(2)} | ${r.cpuSeconds.toFixed(2)} | ${
+        r.ratio.toFixed(2)
+      } | ${r.loadAverage.toFixed(1)} |`,
+    );
+  console.log(
+    `runWanda: ${n} samples, ${LAYERS} layers (${3 * LAYERS} matrices, ${
+      (bytes / 1e9).toFixed(2)
+    } GB), ${R} permutations; peak RSS ${rssMB.toFixed(0)} MB (target <= 2048 MB); target: ratio >= 0.5`,
+  );
   if (!values.keep) rmSync(dir, { recursive: true, force: true });
   else rmSync(hashCache, { force: true });
 }

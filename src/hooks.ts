@@ -45,15 +45,61 @@ interface SiteSpec {
 // TransformerLens' RMSNorm hooks its `hook_normalized` before the norm's weight multiplies (and
 // from_pretrained folds that weight into the next matrices), so lobes' normalized points are its
 // hook_normalized times the weight as Hugging Face applies it ((1 + w) for Gemma).
-const TIMES_W = "times the norm's weight, which TransformerLens applies after this hook (and fold_ln moves into the next matrices)";
+const TIMES_W =
+  "times the norm's weight, which TransformerLens applies after this hook (and fold_ln moves into the next matrices)";
 const SITES = {
-  'final.hidden': { family: 'final', perLayer: false, module: null, projections: ['lm_head'], hf: { module: 'model.norm', side: 'output', note: 'output_hidden_states[-1]; the input of lm_head' }, tl: { hook: 'ln_final.hook_normalized', note: TIMES_W } },
-  'mlp.in': { family: 'mlp', perLayer: true, module: 'mlp', projections: ['gate_proj', 'up_proj'], hf: { module: 'model.layers.{i}.mlp', side: 'input', note: 'the output of post_attention_layernorm, of pre_feedforward_layernorm in Gemma 2/3; read by gate_proj and up_proj, gate_up_proj in Phi-3' }, tl: { hook: 'blocks.{i}.ln2.hook_normalized', note: TIMES_W } },
-  'mlp.down_in': { family: 'mlp', perLayer: true, module: 'mlp', projections: ['down_proj'], hf: { module: 'model.layers.{i}.mlp.down_proj', side: 'input', note: 'act(gate_proj(x)) * up_proj(x)' }, tl: { hook: 'blocks.{i}.mlp.hook_post' } },
-  resid_out: { family: 'resid', perLayer: true, module: null, projections: [], hf: { module: 'model.layers.{i}', side: 'output', note: 'output[0]; output_hidden_states[i + 1] for every layer but the last, whose entry is after the final norm' }, tl: { hook: 'blocks.{i}.hook_resid_post' } },
-  'final.mean': { family: 'mean', perLayer: false, module: null, projections: [], pool: 'mean', of: 'final.hidden', hf: { module: 'model.norm', side: 'output', note: 'averaged over the positions whose attention_mask is 1' }, tl: { hook: 'ln_final.hook_normalized', note: 'times the norm weight, averaged over the real tokens' } },
-  'resid_out.mean': { family: 'mean', perLayer: true, module: null, projections: [], pool: 'mean', of: 'resid_out', hf: { module: 'model.layers.{i}', side: 'output', note: 'output[0], averaged over the positions whose attention_mask is 1' }, tl: { hook: 'blocks.{i}.hook_resid_post', note: 'averaged over the real tokens' } },
-  'attn.weights': { family: 'attn', perLayer: true, module: 'self_attn', projections: [], rows: 'positions', hf: { module: 'model.layers.{i}.self_attn', side: 'output', note: 'output[1] with eager attention, attentions[i] of output_attentions=True; the answering position\'s row' }, tl: { hook: 'blocks.{i}.attn.hook_pattern', note: 'the answering position\'s row' } },
+  'final.hidden': { family: 'final', perLayer: false, module: null, projections: ['lm_head'],
+    hf: { module: 'model.norm', side: 'output', note: 'output_hidden_states[-1]; the input of lm_head' },
+    tl: { hook: 'ln_final.hook_normalized', note: TIMES_W } },
+  'mlp.in': {
+    family: 'mlp',
+    perLayer: true,
+    module: 'mlp',
+    projections: ['gate_proj', 'up_proj'],
+    hf: { module: 'model.layers.{i}.mlp', side: 'input',
+      note:
+        'the output of post_attention_layernorm, of pre_feedforward_layernorm in Gemma 2/3; read by gate_proj and up_proj, gate_up_proj in Phi-3' },
+    tl: { hook: 'blocks.{i}.ln2.hook_normalized', note: TIMES_W },
+  },
+  'mlp.down_in': { family: 'mlp', perLayer: true, module: 'mlp', projections: ['down_proj'],
+    hf: { module: 'model.layers.{i}.mlp.down_proj', side: 'input', note: 'act(gate_proj(x)) * up_proj(x)' },
+    tl: { hook: 'blocks.{i}.mlp.hook_post' } },
+  resid_out: { family: 'resid', perLayer: true, module: null, projections: [],
+    hf: { module: 'model.layers.{i}', side: 'output',
+      note:
+        'output[0]; output_hidden_states[i + 1] for every layer but the last, whose entry is after the final norm' },
+    tl: { hook: 'blocks.{i}.hook_resid_post' } },
+  'final.mean': {
+    family: 'mean',
+    perLayer: false,
+    module: null,
+    projections: [],
+    pool: 'mean',
+    of: 'final.hidden',
+    hf: { module: 'model.norm', side: 'output', note: 'averaged over the positions whose attention_mask is 1' },
+    tl: { hook: 'ln_final.hook_normalized', note: 'times the norm weight, averaged over the real tokens' },
+  },
+  'resid_out.mean': {
+    family: 'mean',
+    perLayer: true,
+    module: null,
+    projections: [],
+    pool: 'mean',
+    of: 'resid_out',
+    hf: { module: 'model.layers.{i}', side: 'output',
+      note: 'output[0], averaged over the positions whose attention_mask is 1' },
+    tl: { hook: 'blocks.{i}.hook_resid_post', note: 'averaged over the real tokens' },
+  },
+  'attn.weights': {
+    family: 'attn',
+    perLayer: true,
+    module: 'self_attn',
+    projections: [],
+    rows: 'positions',
+    hf: { module: 'model.layers.{i}.self_attn', side: 'output',
+      note: "output[1] with eager attention, attentions[i] of output_attentions=True; the answering position's row" },
+    tl: { hook: 'blocks.{i}.attn.hook_pattern', note: "the answering position's row" },
+  },
 } as const satisfies Record<string, SiteSpec>;
 
 type Sites = typeof SITES;
@@ -74,7 +120,9 @@ export type Hook = { layer: null; site: ModelSite } | { layer: number; site: Lay
 export const HOOK_SITES = Object.keys(SITES) as HookSite[];
 
 /** Every capture family `lobes extract` stores (sites of one fixed width), in order of first appearance among the sites. */
-export const CAPTURE_FAMILIES: CaptureFamily[] = [...new Set(HOOK_SITES.filter((s) => !(SITES[s] as SiteSpec).rows).map((s) => SITES[s].family))];
+export const CAPTURE_FAMILIES: CaptureFamily[] = [
+  ...new Set(HOOK_SITES.filter((s) => !(SITES[s] as SiteSpec).rows).map((s) => SITES[s].family)),
+];
 
 /** The hook name of the final normalized hidden state. */
 export const FINAL_HIDDEN = 'final.hidden';
@@ -146,7 +194,8 @@ export function hookEquivalents(h: Hook): SiteEquivalents {
 /** The name of a hook: `final.hidden`, `layers.3.mlp.in`, ... */
 export function hookName(h: Hook): string {
   if (h.layer === null) return h.site;
-  if (!Number.isSafeInteger(h.layer) || h.layer < 0) throw new RangeError(`hook layer must be a non-negative integer, got ${h.layer} (site ${h.site})`);
+  if (!Number.isSafeInteger(h.layer) || h.layer < 0)
+    throw new RangeError(`hook layer must be a non-negative integer, got ${h.layer} (site ${h.site})`);
   return `${LAYER_PREFIX}${h.layer}.${h.site}`;
 }
 

@@ -12,7 +12,8 @@ const ROOT = path.resolve(import.meta.dirname, '..');
 /** Every name (value or type) src/index.ts exports, by the compiler's own resolution. */
 function exportedNames(): string[] {
   const file = path.join(ROOT, 'src/index.ts');
-  const cfg = ts.getParsedCommandLineOfConfigFile(path.join(ROOT, 'tsconfig.build.json'), {}, { ...ts.sys, onUnRecoverableConfigFileDiagnostic: () => {} })!;
+  const cfg = ts.getParsedCommandLineOfConfigFile(path.join(ROOT, 'tsconfig.build.json'), {}, { ...ts.sys,
+    onUnRecoverableConfigFileDiagnostic: () => {} })!;
   const program = ts.createProgram([file], cfg.options);
   const checker = program.getTypeChecker();
   const sym = checker.getSymbolAtLocation(program.getSourceFile(file)!)!;
@@ -41,7 +42,8 @@ describe('library API', () => {
 
   it('every run function is exported in one of the two calling styles docs/api.md names, with its option type', () => {
     const file = path.join(ROOT, 'src/index.ts');
-    const cfg = ts.getParsedCommandLineOfConfigFile(path.join(ROOT, 'tsconfig.build.json'), {}, { ...ts.sys, onUnRecoverableConfigFileDiagnostic: () => {} })!;
+    const cfg = ts.getParsedCommandLineOfConfigFile(path.join(ROOT, 'tsconfig.build.json'), {}, { ...ts.sys,
+      onUnRecoverableConfigFileDiagnostic: () => {} })!;
     const program = ts.createProgram([file], cfg.options);
     const checker = program.getTypeChecker();
     const exports = checker.getExportsOfModule(checker.getSymbolAtLocation(program.getSourceFile(file)!)!);
@@ -53,7 +55,10 @@ describe('library API', () => {
       const target = sym!.flags & ts.SymbolFlags.Alias ? checker.getAliasedSymbol(sym!) : sym!;
       const sig = checker.getSignaturesOfType(checker.getTypeOfSymbol(target), ts.SignatureKind.Call)[0]!;
       const decl = (p: ts.Symbol) => p.valueDeclaration as ts.ParameterDeclaration;
-      return { params: sig.parameters.map((p) => p.getName()), first: sig.parameters[0] ? checker.typeToString(checker.getTypeOfSymbolAtLocation(sig.parameters[0], decl(sig.parameters[0]))) : '' };
+      return { params: sig.parameters.map((p) => p.getName()),
+        first: sig.parameters[0]
+          ? checker.typeToString(checker.getTypeOfSymbolAtLocation(sig.parameters[0], decl(sig.parameters[0])))
+          : '' };
     };
     // The two shapes, as docs/api.md ("Calling styles and cancellation") lists them.
     const md = readFileSync(path.join(ROOT, 'docs/api.md'), 'utf8');
@@ -77,7 +82,8 @@ describe('library API', () => {
     const runs = [...byName.keys()].filter((n) => /^run[A-Z]/.test(n) && !['runIdentity', 'runPayload'].includes(n));
     expect(runs.sort()).toEqual([...optsOnly, ...runFirst].sort());
     // Each job's option type is exported too.
-    for (const t of ['ExtractOptions', 'EvalOptions', 'AttendOptions', 'AblateOptions', 'DoctorOptions', 'ClusterOptions', 'WandaOptions', 'RunSwapOptions', 'LensOptions']) expect(byName.has(t), t).toBe(true);
+    for (const t of ['ExtractOptions', 'EvalOptions', 'AttendOptions', 'AblateOptions', 'DoctorOptions',
+      'ClusterOptions', 'WandaOptions', 'RunSwapOptions', 'LensOptions']) expect(byName.has(t), t).toBe(true);
   });
 
   it('has no wildcard re-exports (each export is chosen)', () => {
@@ -87,7 +93,9 @@ describe('library API', () => {
 
   it('subpath exports name modules that exist (in src, and in dist when built)', () => {
     const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8'));
-    const subpaths = Object.entries(pkg.exports as Record<string, string | { default: string; types: string }>).filter(([k]) => k !== './package.json');
+    const subpaths = Object.entries(pkg.exports as Record<string, string | { default: string; types: string }>).filter((
+      [k],
+    ) => k !== './package.json');
     expect(subpaths.map(([k]) => k).sort()).toEqual(['.', './models', './onnx']);
     for (const [, v] of subpaths) {
       const target = typeof v === 'string' ? v : v.default;

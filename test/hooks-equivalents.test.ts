@@ -18,7 +18,12 @@ const GOLDENS = join(import.meta.dirname, 'goldens');
 /** The projections that read a gated MLP's input as it is. */
 const MLP_READERS = ['gate_proj', 'up_proj', 'gate_up_proj'];
 
-interface Registration { file: string; site: string; module: string; side: 'input' | 'output' }
+interface Registration {
+  file: string;
+  site: string;
+  module: string;
+  side: 'input' | 'output';
+}
 
 /**
  * Every `X.register_forward(_pre)_hook(...)` of the generators that records a capture point: its
@@ -29,7 +34,8 @@ function registrations(): Registration[] {
   const out: Registration[] = [];
   for (const f of readdirSync(GOLDENS).filter((n) => n.endsWith('.py'))) {
     const src = readFileSync(join(GOLDENS, f), 'utf8');
-    const re = /(\w+(?:\.\w+)*)\.register_forward(_pre)?_hook\(([^\n]*?)f?"(layers\.\{\w+\}\.[\w.]+|final\.hidden)"[^\n]*/g;
+    const re =
+      /(\w+(?:\.\w+)*)\.register_forward(_pre)?_hook\(([^\n]*?)f?"(layers\.\{\w+\}\.[\w.]+|final\.hidden)"[^\n]*/g;
     for (const m of src.matchAll(re)) {
       const site = m[4]!.replace(/^layers\.\{\w+\}\./, '');
       // `layer.X` (a loop over model.model.layers) is model.layers.{i}.X; `model.model.X` is model.X
@@ -71,7 +77,10 @@ describe('capture names in Hugging Face and TransformerLens terms', () => {
   });
 
   it('fills the layer in, and every site has both names', () => {
-    expect(hookEquivalents(parseHook('layers.7.mlp.in')!)).toMatchObject({ huggingFace: { module: 'model.layers.7.mlp', side: 'input' }, transformerLens: { hook: 'blocks.7.ln2.hook_normalized' } });
+    expect(hookEquivalents(parseHook('layers.7.mlp.in')!)).toMatchObject({
+      huggingFace: { module: 'model.layers.7.mlp', side: 'input' },
+      transformerLens: { hook: 'blocks.7.ln2.hook_normalized' },
+    });
     expect(hookEquivalents(parseHook('layers.12.resid_out')!).transformerLens!.hook).toBe('blocks.12.hook_resid_post');
     expect(hookEquivalents(parseHook('final.hidden')!).huggingFace.module).toBe('model.norm');
     for (const s of HOOK_SITES) {
@@ -83,7 +92,8 @@ describe('capture names in Hugging Face and TransformerLens terms', () => {
 
   it('lobes inspect --json gives each point its names', () => {
     const info = {
-      arch: { family: 'llama', layers: 2, hidden: 8, intermediate: 16, heads: 2, kvHeads: 1, vocab: 10, dtype: 'fp32', quantization: null },
+      arch: { family: 'llama', layers: 2, hidden: 8, intermediate: 16, heads: 2, kvHeads: 1, vocab: 10, dtype: 'fp32',
+        quantization: null },
       points: [{ name: 'layers.1.mlp.down_in', dim: 16 }, { name: 'final.hidden', dim: 8 }],
       inputs: [],
       providers: [],

@@ -19,9 +19,13 @@ export function chunksListed(indexFile: string): number {
  * (Infinity: let it finish). Resolves with whether it was killed and how many chunks were
  * listed when it ended; rejects when it fails on its own.
  */
-export function runAndKill(child: string, opts: Record<string, unknown>, indexFile: string, after: number): Promise<{ killed: boolean; listed: number }> {
+export function runAndKill(child: string, opts: Record<string, unknown>, indexFile: string,
+  after: number): Promise<{ killed: boolean; listed: number }>
+{
   return new Promise((resolve, reject) => {
-    const proc = spawn(process.execPath, ['--import', 'tsx', child, JSON.stringify(opts)], { stdio: ['ignore', 'ignore', 'pipe'] });
+    const proc = spawn(process.execPath, ['--import', 'tsx', child, JSON.stringify(opts)], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
     let err = '';
     proc.stderr.on('data', (d) => (err += d));
     let killed = false;

@@ -30,7 +30,9 @@ export function readDurations(file = DURATIONS): Map<string, number> {
 const UNKNOWN_AT = 1;
 
 /** The files in the order to start them: by recorded seconds (new files ranked at UNKNOWN_AT), then larger first. */
-export function longestFirst<T>(files: T[], rel: (f: T) => string, size: (f: T) => number, seconds: Map<string, number>): T[] {
+export function longestFirst<T>(files: T[], rel: (f: T) => string, size: (f: T) => number,
+  seconds: Map<string, number>): T[]
+{
   const key = files.map((f) => ({ f, s: seconds.get(rel(f)) ?? UNKNOWN_AT, b: size(f) }));
   key.sort((a, b) => b.s - a.s || b.b - a.b);
   return key.map((k) => k.f);

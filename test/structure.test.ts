@@ -82,7 +82,9 @@ export function unexplainedLongFiles(files: Map<string, string>): string[] {
  */
 export const RUN_FOLDER_FILES = [
   // the run (src/store/layout.ts)
-  'manifest.json', 'samples.jsonl', 'index.json',
+  'manifest.json',
+  'samples.jsonl',
+  'index.json',
   ...new Set(ANALYSES.flatMap((a) => a.files)),
 ];
 
@@ -101,13 +103,15 @@ export const RUN_FOLDER_MODULES: Record<string, string> = {
   ...Object.fromEntries(ANALYSES.map((a) => [a.store, `RUN/${a.folder}, written by lobes ${a.id}`])),
   // The output guard knows which entries are the run itself and the forms of wanda and cluster
   // folders written before outputs carried lobes' marker; src/util cannot import the stores.
-  'util/output.ts': 'the output guard: the run\'s own entries and the unmarked forms of older outputs',
+  'util/output.ts': "the output guard: the run's own entries and the unmarked forms of older outputs",
   // Lineage names the run's files it records as inputs (samples.jsonl); the analyses index reads
   // an analysis folder's settings.json only to say what a rerun replaces.
   'store/lineage.ts': 'lineage: the inputs an output records (the run, its samples, chunks, overlays)',
   'store/analyses.ts': 'the analysis folders of a run (one per label axis and capture point)',
   // The declarations name their files once, for this list (src/analysis/types.ts).
-  ...Object.fromEntries(ANALYSES.map((a) => [`${a.store.split('/')[0]}/analysis.ts`, `the declaration of lobes ${a.id}`])),
+  ...Object.fromEntries(
+    ANALYSES.map((a) => [`${a.store.split('/')[0]}/analysis.ts`, `the declaration of lobes ${a.id}`]),
+  ),
 };
 
 /** The stores of the outputs written whole (a marker with each file's sha256) that the report reads: they read only through lineage. */
@@ -123,7 +127,8 @@ export function unverifiedReads(sources: Map<string, string>, readers: readonly 
       continue;
     }
     const code = text.replace(/\/\*[\s\S]*?\*\//g, '').replace(/\/\/.*$/gm, '');
-    for (const fn of ['readFileSync', 'readJsonFile', 'createReadStream', 'openSync']) if (new RegExp(`\\b${fn}\\s*\\(`).test(code)) out.push(`${rel}: reads a file with ${fn}`);
+    for (const fn of ['readFileSync', 'readJsonFile', 'createReadStream', 'openSync'])
+      if (new RegExp(`\\b${fn}\\s*\\(`).test(code)) out.push(`${rel}: reads a file with ${fn}`);
     if (!/\bcheckOutputCurrent\s*\(/.test(code)) out.push(`${rel}: never calls checkOutputCurrent`);
   }
   return out;
@@ -212,8 +217,10 @@ export function undeclaredAdjustments(files: Map<string, string>): string[] {
  */
 export const STDERR_WRITERS: Record<string, string> = {
   'util/jobio.ts': 'the default JobIO (stderrIO): the one place library lines and progress reach stderr',
-  'runtime/providers.ts': "a once-per-model-file note from inside session creation, below any job's JobIO (the engines take none)",
-  'data/subset.ts': "limitItems' note on a --limit above the item count, called from every job's input stage without its JobIO",
+  'runtime/providers.ts':
+    "a once-per-model-file note from inside session creation, below any job's JobIO (the engines take none)",
+  'data/subset.ts':
+    "limitItems' note on a --limit above the item count, called from every job's input stage without its JobIO",
 };
 
 /** The source files of src/ outside src/cli/ (and STDERR_WRITERS) that write to stderr or the console themselves. */
@@ -230,7 +237,9 @@ export function directOutput(sources: Map<string, string>, allowed: Record<strin
 
 /** The targets of a file's `import type ... from` statements (resolved to .ts). */
 export function typeOnlyImports(text: string, file: string): string[] {
-  return [...text.matchAll(/^\s*import\s+type\s[^;]*?from\s+'(\.[^']+)'/gms)].map((m) => path.resolve(path.dirname(file), m[1]!.replace(/\.js$/, '.ts')));
+  return [...text.matchAll(/^\s*import\s+type\s[^;]*?from\s+'(\.[^']+)'/gms)].map((m) =>
+    path.resolve(path.dirname(file), m[1]!.replace(/\.js$/, '.ts'))
+  );
 }
 
 /** The section ids the page script's section modules declare (`id: '...'` of each exported Section), by module. */
@@ -251,22 +260,30 @@ export function clientSectionIds(sources: Map<string, string>): Map<string, stri
  * analysis command written into cli/main.ts by hand, an analysis's `--X-dir` flag written into
  * cli/report.ts, an analysis id written into util/output.ts's OutputKind.
  */
-export function wiredOutsideRegistry(sources: Map<string, string>, registered: { ids: string[]; sections: { id: string; module: string }[]; flags: string[] }): string[] {
+export function wiredOutsideRegistry(sources: Map<string, string>,
+  registered: { ids: string[]; sections: { id: string; module: string }[]; flags: string[] }): string[]
+{
   const bad: string[] = [];
   const ids = new Set(registered.sections.map((s) => s.id));
   for (const [module, id] of clientSectionIds(sources)) {
     if (!ids.has(id)) bad.push(`report/client/sections/${module}.ts: section ${JSON.stringify(id)} is not registered`);
-    else if (registered.sections.find((s) => s.id === id)!.module !== module) bad.push(`report/client/sections/${module}.ts: section ${JSON.stringify(id)} is registered with another module`);
+    else if (registered.sections.find((s) => s.id === id)!.module !== module)
+      bad.push(`report/client/sections/${module}.ts: section ${JSON.stringify(id)} is registered with another module`);
   }
   const main = sources.get(path.join(SRC, 'report', 'client', 'main.ts')) ?? '';
-  for (const m of main.matchAll(/from '\.\/sections\/([^']+)\.js'/g)) bad.push(`report/client/main.ts: imports sections/${m[1]} itself (the page's sections come from sections.gen.ts)`);
+  for (const m of main.matchAll(/from '\.\/sections\/([^']+)\.js'/g))
+    bad.push(`report/client/main.ts: imports sections/${m[1]} itself (the page's sections come from sections.gen.ts)`);
   const cli = sources.get(path.join(SRC, 'cli', 'main.ts')) ?? '';
-  for (const id of registered.ids) if (new RegExp(`^\\s+${id}: \\{ summary:`, 'm').test(cli)) bad.push(`cli/main.ts: the command ${id} is written by hand (it comes from the registry)`);
+  for (const id of registered.ids)
+    if (new RegExp(`^\\s+${id}: \\{ summary:`, 'm').test(cli))
+      bad.push(`cli/main.ts: the command ${id} is written by hand (it comes from the registry)`);
   const report = sources.get(path.join(SRC, 'cli', 'report.ts')) ?? '';
-  for (const lit of stringLiterals(report)) if (/[a-z]-dir\b/.test(lit)) bad.push(`cli/report.ts: '${lit}' names an analysis's flag by hand`);
+  for (const lit of stringLiterals(report))
+    if (/[a-z]-dir\b/.test(lit)) bad.push(`cli/report.ts: '${lit}' names an analysis's flag by hand`);
   const output = sources.get(path.join(SRC, 'util', 'output.ts')) ?? '';
   const kind = /export type OutputKind =([^;]*);/.exec(output)?.[1] ?? '';
-  for (const id of registered.ids) if (kind.includes(`'${id}'`)) bad.push(`util/output.ts: OutputKind lists '${id}' by hand`);
+  for (const id of registered.ids)
+    if (kind.includes(`'${id}'`)) bad.push(`util/output.ts: OutputKind lists '${id}' by hand`);
   return bad;
 }
 
@@ -316,7 +333,8 @@ function errorLines(text: string): string {
     if (!/\bnew \w*Errors?\(|\bhint\b|HINT\b/.test(l)) continue;
     out.push(l);
     // a message on the lines after an open `new XError(`
-    for (let j = i + 1; /\bnew \w*Errors?\($/.test(l) && j < lines.length && j <= i + 6 && !/^\s*\)/.test(lines[j]!); j++) out.push(lines[j]!);
+    for (let j = i + 1; /\bnew \w*Errors?\($/.test(l) && j < lines.length && j <= i + 6 && !/^\s*\)/.test(lines[j]!);
+      j++) out.push(lines[j]!);
   }
   return out.join('\n');
 }
@@ -352,11 +370,19 @@ export function flagsInLibraryErrors(sources: Map<string, string>, allowed: read
 
 /** The flags library errors still name, each with why (flagsInLibraryErrors). */
 const LIBRARY_ERROR_FLAGS: FlagAllowed[] = [
-  { file: 'ablate/regions.ts', flag: '--top', reason: "wanda's own flag: the hint tells the user to run lobes wanda again with a larger --top (ablate's top is another option)" },
-  { file: 'attend/inputs.ts', flag: '--control', reason: 'says how the evaluation was made (eval --control): a flag of lobes eval, not an option of this call' },
-  { file: 'eval/engine.ts', flag: '--task', reason: "optimum's own flag, in the command line that exports a model with its KV cache" },
-  { file: 'report/ablate.ts', flag: '--out', reason: 'a flag of the lobes ablate command line the hint tells the user to run again (split from it by the run folder)' },
-  { file: 'report/ablate.ts', flag: '--force', reason: 'a flag of the lobes ablate command line the hint tells the user to run again (split from it by the run folder)' },
+  { file: 'ablate/regions.ts', flag: '--top',
+    reason:
+      "wanda's own flag: the hint tells the user to run lobes wanda again with a larger --top (ablate's top is another option)" },
+  { file: 'attend/inputs.ts', flag: '--control',
+    reason: 'says how the evaluation was made (eval --control): a flag of lobes eval, not an option of this call' },
+  { file: 'eval/engine.ts', flag: '--task',
+    reason: "optimum's own flag, in the command line that exports a model with its KV cache" },
+  { file: 'report/ablate.ts', flag: '--out',
+    reason:
+      'a flag of the lobes ablate command line the hint tells the user to run again (split from it by the run folder)' },
+  { file: 'report/ablate.ts', flag: '--force',
+    reason:
+      'a flag of the lobes ablate command line the hint tells the user to run again (split from it by the run folder)' },
 ];
 
 describe('source structure', () => {
@@ -427,34 +453,42 @@ describe('source structure', () => {
   });
   it('the analysis stores read their outputs only through lineage (verified against the sha256 each file was written with)', () => {
     const bad = unverifiedReads(files, LINEAGE_READERS);
-    expect(bad, 'read wanda and cluster outputs with readOutputJson/readOutputFile (src/store/lineage.ts) and check them with checkOutputCurrent').toEqual([]);
+    expect(bad,
+      'read wanda and cluster outputs with readOutputJson/readOutputFile (src/store/lineage.ts) and check them with checkOutputCurrent')
+      .toEqual([]);
   });
 
   it('names a planted store that reads an output file directly, or skips the currency check (the check can fail)', () => {
     const planted = new Map([
-      [path.join(SRC, 'wanda/store.ts'), "import { readFileSync } from 'node:fs';\nconst x = JSON.parse(readFileSync(f, 'utf8'));\ncheckOutputCurrent(a);\n"],
+      [path.join(SRC, 'wanda/store.ts'),
+        "import { readFileSync } from 'node:fs';\nconst x = JSON.parse(readFileSync(f, 'utf8'));\ncheckOutputCurrent(a);\n"],
       [path.join(SRC, 'cluster/store.ts'), "const s = readOutputJson(d, 'settings.json');\n"],
     ]);
-    expect(unverifiedReads(planted, ['wanda/store.ts', 'cluster/store.ts'])).toEqual(['wanda/store.ts: reads a file with readFileSync', 'cluster/store.ts: never calls checkOutputCurrent']);
+    expect(unverifiedReads(planted, ['wanda/store.ts', 'cluster/store.ts'])).toEqual([
+      'wanda/store.ts: reads a file with readFileSync',
+      'cluster/store.ts: never calls checkOutputCurrent',
+    ]);
   });
 
   it('every Holm and BH adjustment runs through a declared family (src/util/families.ts)', () => {
     for (const m of ADJUSTERS) expect(files.has(path.join(SRC, m)), m).toBe(true);
-    expect(undeclaredAdjustments(files), 'adjust p-values with declareFamily(...).adjust (src/util/families.ts)').toEqual([]);
+    expect(undeclaredAdjustments(files), 'adjust p-values with declareFamily(...).adjust (src/util/families.ts)')
+      .toEqual([]);
   });
 
   it('finds a planted Holm call outside the registry, and not one in a comment (the check can fail)', () => {
     const planted = new Map([
-      [path.join(SRC, 'cluster/x.ts'), "const h = holm(ps);\n"],
-      [path.join(SRC, 'wanda/y.ts'), "// holm(ps) in a comment\nconst q = benjaminiHochberg (ps);\n"],
-      [path.join(SRC, 'util/families.ts'), "return holm(p);\n"],
+      [path.join(SRC, 'cluster/x.ts'), 'const h = holm(ps);\n'],
+      [path.join(SRC, 'wanda/y.ts'), '// holm(ps) in a comment\nconst q = benjaminiHochberg (ps);\n'],
+      [path.join(SRC, 'util/families.ts'), 'return holm(p);\n'],
     ]);
     expect(undeclaredAdjustments(planted)).toEqual(['cluster/x.ts: holm(', 'wanda/y.ts: benjaminiHochberg(']);
   });
 
   it('library code reports only through its JobIO: no stderr or console outside src/cli/ (src/util/jobio.ts)', () => {
     for (const f of Object.keys(STDERR_WRITERS)) expect(files.has(path.join(SRC, f)), f).toBe(true);
-    expect(directOutput(files), 'report through the job\'s JobIO (io.log, io.warn, Progress with io), src/util/jobio.ts').toEqual([]);
+    expect(directOutput(files), "report through the job's JobIO (io.log, io.warn, Progress with io), src/util/jobio.ts")
+      .toEqual([]);
   });
 
   it('finds a planted stderr write and console call in a library file, not one in a comment or in src/cli/ (the check can fail)', () => {
@@ -473,7 +507,8 @@ describe('source structure', () => {
       expect(files.has(path.join(SRC, m)), `${m} is in the allow-list but is not a source file`).toBe(true);
     }
     const bad = runFolderNames(files, allowed);
-    expect(bad, 'read and write run-folder files through their store module (src/store, src/<analysis>/store.ts)').toEqual([]);
+    expect(bad, 'read and write run-folder files through their store module (src/store, src/<analysis>/store.ts)')
+      .toEqual([]);
   });
 
   it('finds a planted run-folder file name and a planted folder join (the check can fail)', () => {
@@ -481,7 +516,8 @@ describe('source structure', () => {
       [path.join(SRC, 'report/x.ts'), "const f = path.join(dir, 'settings.json');\n"],
       [path.join(SRC, 'report/y.ts'), 'const f = `${run}/wanda/regions.json`;\n'],
       [path.join(SRC, 'report/z.ts'), "const d = path.join(runDir, 'cluster');\n"],
-      [path.join(SRC, 'report/ok.ts'), "// reads settings.json through the store\nconst m = 'no settings.json here, only words';\nconst x = { kind: 'wanda' };\n"],
+      [path.join(SRC, 'report/ok.ts'),
+        "// reads settings.json through the store\nconst m = 'no settings.json here, only words';\nconst x = { kind: 'wanda' };\n"],
       [path.join(SRC, 'wanda/store.ts'), "const SETTINGS = 'settings.json';\n"],
     ]);
     expect(runFolderNames(planted, ['wanda/store.ts'])).toEqual([
@@ -496,54 +532,77 @@ describe('source structure', () => {
     for (const a of ANALYSES) {
       expect(files.has(path.join(SRC, a.store)), `${a.id}: store ${a.store}`).toBe(true);
       expect(existsSync(path.join(root, a.docs)), `${a.id}: docs page ${a.docs}`).toBe(true);
-      expect(readFileSync(path.join(root, a.docs), 'utf8'), `${a.id}: ${a.docs} names the command`).toContain(`lobes ${a.id}`);
+      expect(readFileSync(path.join(root, a.docs), 'utf8'), `${a.id}: ${a.docs} names the command`).toContain(
+        `lobes ${a.id}`,
+      );
       expect(typeof (await a.cli()).run, `${a.id}: command module`).toBe('function');
       for (const s of a.sections) {
-        expect(sections.get(s.module), `${a.id}: section module sections/${s.module}.ts declares id ${s.id}`).toBe(s.id);
-        expect(files.get(path.join(SRC, 'report', 'client', 'sections', `${s.module}.ts`)), `${a.id}: sections/${s.module}.ts exports ${s.export} titled ${s.title}`).toMatch(new RegExp(`export const ${s.export}: Section = \\{\\s*title: '${s.title.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}'`));
+        expect(sections.get(s.module), `${a.id}: section module sections/${s.module}.ts declares id ${s.id}`).toBe(
+          s.id,
+        );
+        expect(files.get(path.join(SRC, 'report', 'client', 'sections', `${s.module}.ts`)),
+          `${a.id}: sections/${s.module}.ts exports ${s.export} titled ${s.title}`).toMatch(
+            new RegExp(
+              `export const ${s.export}: Section = \\{\\s*title: '${s.title.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}'`,
+            ),
+          );
       }
     }
     // the page script's list is the registry's, as generated
     const { sectionsModuleText, SECTIONS_MODULE } = await import('../src/analysis/generate.js');
-    expect(readFileSync(path.join(root, SECTIONS_MODULE), 'utf8'), 'run npx tsx src/analysis/generate.ts').toBe(sectionsModuleText());
+    expect(readFileSync(path.join(root, SECTIONS_MODULE), 'utf8'), 'run npx tsx src/analysis/generate.ts').toBe(
+      sectionsModuleText(),
+    );
   });
 
   it('nothing of an analysis is wired outside the registry', () => {
-    const registered = { ids: ANALYSES.map((a) => a.id), sections: pageSections(), flags: reportFlags().map((f) => f.name) };
+    const registered = { ids: ANALYSES.map((a) => a.id), sections: pageSections(),
+      flags: reportFlags().map((f) => f.name) };
     expect(wiredOutsideRegistry(files, registered)).toEqual([]);
   });
 
   it('names a planted unregistered section and hand-wired command, flag and kind (the check can fail)', () => {
-    const registered = { ids: ANALYSES.map((a) => a.id), sections: pageSections(), flags: reportFlags().map((f) => f.name) };
+    const registered = { ids: ANALYSES.map((a) => a.id), sections: pageSections(),
+      flags: reportFlags().map((f) => f.name) };
     const planted = new Map(files);
     const sec = path.join(SRC, 'report', 'client', 'sections', 'planted.ts');
-    planted.set(sec, "import type { Section } from '../section.js';\nexport const plantedSection: Section = {\n  title: 'Planted',\n  id: 'planted',\n  render() {},\n};\n");
+    planted.set(sec,
+      "import type { Section } from '../section.js';\nexport const plantedSection: Section = {\n  title: 'Planted',\n  id: 'planted',\n  render() {},\n};\n");
     const main = path.join(SRC, 'report', 'client', 'main.ts');
     planted.set(main, files.get(main)! + "import { plantedSection } from './sections/planted.js';\n");
     const cli = path.join(SRC, 'cli', 'main.ts');
-    planted.set(cli, files.get(cli)!.replace('const COMMANDS: Record<string, Command> = {\n', "const COMMANDS: Record<string, Command> = {\n  wanda: { summary: 'x', load: () => import('./wanda.js') },\n"));
+    planted.set(cli,
+      files.get(cli)!.replace('const COMMANDS: Record<string, Command> = {\n',
+        "const COMMANDS: Record<string, Command> = {\n  wanda: { summary: 'x', load: () => import('./wanda.js') },\n"));
     const report = path.join(SRC, 'cli', 'report.ts');
     planted.set(report, files.get(report)! + "const extra = { 'lens-dir': { type: 'string' } };\n");
     const output = path.join(SRC, 'util', 'output.ts');
-    planted.set(output, files.get(output)!.replace("export type OutputKind = MarkedAnalysisId | 'figures'", "export type OutputKind = MarkedAnalysisId | 'wanda' | 'figures'"));
+    planted.set(output,
+      files.get(output)!.replace("export type OutputKind = MarkedAnalysisId | 'figures'",
+        "export type OutputKind = MarkedAnalysisId | 'wanda' | 'figures'"));
     expect(wiredOutsideRegistry(planted, registered)).toEqual([
       'report/client/sections/planted.ts: section "planted" is not registered',
-      'report/client/main.ts: imports sections/planted itself (the page\'s sections come from sections.gen.ts)',
+      "report/client/main.ts: imports sections/planted itself (the page's sections come from sections.gen.ts)",
       'cli/main.ts: the command wanda is written by hand (it comes from the registry)',
       "cli/report.ts: 'lens-dir' names an analysis's flag by hand",
       "util/output.ts: OutputKind lists 'wanda' by hand",
     ]);
   });
-  it('the report loads and shows every analysis through the registry (load.ts and payload.ts import no analysis\'s store or reader)', () => {
-    expect(directAnalysisImports(files, THROUGH_REGISTRY), 'reach the analysis through its declaration\'s report module (src/NAME/report.ts)').toEqual([]);
+  it("the report loads and shows every analysis through the registry (load.ts and payload.ts import no analysis's store or reader)", () => {
+    expect(directAnalysisImports(files, THROUGH_REGISTRY),
+      "reach the analysis through its declaration's report module (src/NAME/report.ts)").toEqual([]);
   });
 
-  it('names a planted direct import of an analysis\'s store or report module, and not a type-only one (the check can fail)', () => {
+  it("names a planted direct import of an analysis's store or report module, and not a type-only one (the check can fail)", () => {
     const planted = new Map(files);
     const load = path.join(SRC, 'report', 'load.ts');
     const payload = path.join(SRC, 'report', 'payload.ts');
-    planted.set(load, "import { readWanda, wandaDir } from '../wanda/store.js';\nimport type { ClusterData } from '../cluster/store.js';\n" + files.get(load)!);
-    planted.set(payload, files.get(payload)! + "// import { x } from '../eval/store.js';\nconst m = await import('../cluster/report.js');\nexport { attendPayload } from '../attend/report.js';\n");
+    planted.set(load,
+      "import { readWanda, wandaDir } from '../wanda/store.js';\nimport type { ClusterData } from '../cluster/store.js';\n" +
+        files.get(load)!);
+    planted.set(payload,
+      files.get(payload)! +
+        "// import { x } from '../eval/store.js';\nconst m = await import('../cluster/report.js');\nexport { attendPayload } from '../attend/report.js';\n");
     expect(directAnalysisImports(planted, THROUGH_REGISTRY)).toEqual([
       'report/load.ts → wanda/store.ts',
       'report/payload.ts → attend/report.ts',
@@ -556,7 +615,8 @@ describe('library errors name options, not flags', () => {
   const files = new Map(sourceFiles(SRC).map((f) => [f, readFileSync(f, 'utf8')]));
 
   it('no library error message or hint in src/ outside src/cli/ names a --flag (it names the option key: opt())', () => {
-    for (const a of LIBRARY_ERROR_FLAGS) expect(files.has(path.join(SRC, a.file)), `${a.file} is in the allow-list but is not a source file`).toBe(true);
+    for (const a of LIBRARY_ERROR_FLAGS)
+      expect(files.has(path.join(SRC, a.file)), `${a.file} is in the allow-list but is not a source file`).toBe(true);
     expect(flagsInLibraryErrors(files, LIBRARY_ERROR_FLAGS)).toEqual([]);
   });
 
@@ -565,7 +625,8 @@ describe('library errors name options, not flags', () => {
       [path.join(SRC, 'wanda/x.ts'), "throw new UsageError('--sweep needs --resolution block');\n"],
       [path.join(SRC, 'eval/y.ts'), "throw new LobesError('bad', { hint: 'use --share-prefix off' });\n"],
       [path.join(SRC, 'store/z.ts'), 'throw new UsageError(\n  `--shard auto: ${x}`,\n);\n'],
-      [path.join(SRC, 'store/ok.ts'), "// hint: --repair\nthrow new LobesError('missing', { hint: 'rerun the lobes extract command with --repair' });\nthrow new UsageError(`${opt('shard')} must be i/n`);\nconst key = { '--shard': 1 };\n"],
+      [path.join(SRC, 'store/ok.ts'),
+        "// hint: --repair\nthrow new LobesError('missing', { hint: 'rerun the lobes extract command with --repair' });\nthrow new UsageError(`${opt('shard')} must be i/n`);\nconst key = { '--shard': 1 };\n"],
       [path.join(SRC, 'cli/ok.ts'), "throw new UsageError('--sweep must be all or BLOCKS/TOPS');\n"],
     ]);
     expect(flagsInLibraryErrors(planted, [])).toEqual([
@@ -574,6 +635,7 @@ describe('library errors name options, not flags', () => {
       'eval/y.ts: --share-prefix in "use --share-prefix off"',
       'store/z.ts: --shard in "--shard auto:"',
     ]);
-    expect(flagsInLibraryErrors(planted, [{ file: 'eval/y.ts', flag: '--share-prefix', reason: 'planted' }])).not.toContain('eval/y.ts: --share-prefix in "use --share-prefix off"');
+    expect(flagsInLibraryErrors(planted, [{ file: 'eval/y.ts', flag: '--share-prefix', reason: 'planted' }])).not
+      .toContain('eval/y.ts: --share-prefix in "use --share-prefix off"');
   });
 });

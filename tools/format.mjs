@@ -19,7 +19,9 @@ const named = args.filter((a) => !a.startsWith('--'));
 
 /** `**` any folders, `*` any name part: enough for dprint.json's patterns. */
 function matcher(pattern) {
-  const re = pattern.split('/').map((part) => (part === '**' ? '(?:.*/)?' : part.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '[^/]*') + '/')).join('');
+  const re = pattern.split('/').map((
+    part,
+  ) => (part === '**' ? '(?:.*/)?' : part.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '[^/]*') + '/')).join('');
   return new RegExp('^' + re.replace(/\(\?:\.\*\/\)\?$/, '.*').replace(/\/$/, '') + '$');
 }
 const include = includes.map(matcher);
@@ -36,7 +38,9 @@ function walk(dir, out) {
   return out;
 }
 
-const files = named.length ? named.map((f) => path.relative(root, path.resolve(f)).split(path.sep).join('/')) : walk(root, []).sort();
+const files = named.length
+  ? named.map((f) => path.relative(root, path.resolve(f)).split(path.sep).join('/'))
+  : walk(root, []).sort();
 const formatter = createFromBuffer(readFileSync(getPath()));
 formatter.setConfig(global, plugin);
 

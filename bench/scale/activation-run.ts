@@ -17,17 +17,23 @@ import { specFor } from './specs.js';
 const ASPECTS = ['Self-Management', 'Social Engagement', 'Cooperation', 'Emotional Resilience', 'Innovation'];
 
 /** Write the run (replacing `dir`); returns its hooks. */
-export function writeActivationRun(dir: string, spec: ScaleSpec, n: number, seed = 1, modelDir = 'synthetic'): HookInfo[] {
+export function writeActivationRun(dir: string, spec: ScaleSpec, n: number, seed = 1,
+  modelDir = 'synthetic'): HookInfo[]
+{
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
   const hooks: HookInfo[] = [{ name: 'final.hidden', dim: spec.hidden, dtype: 'F16' }];
-  for (let l = 0; l < spec.layers; l++) hooks.push({ name: `layers.${l}.mlp.in`, dim: spec.hidden, dtype: 'F16' }, { name: `layers.${l}.mlp.down_in`, dim: spec.intermediate, dtype: 'F16' });
+  for (let l = 0; l < spec.layers; l++)
+    hooks.push({ name: `layers.${l}.mlp.in`, dim: spec.hidden, dtype: 'F16' }, { name: `layers.${l}.mlp.down_in`,
+      dim: spec.intermediate, dtype: 'F16' });
   const manifest = {
     format: 'lobes-run',
     formatVersion: 1,
     lobesVersion: 'bench',
     createdAt: new Date().toISOString(),
-    model: { dir: modelDir, graphSha256: '0'.repeat(64), arch: { family: 'llama', layers: spec.layers, hidden: spec.hidden, intermediate: spec.intermediate, heads: spec.heads, kvHeads: spec.kvHeads, vocab: spec.vocab, dtype: 'bf16', quantization: null } },
+    model: { dir: modelDir, graphSha256: '0'.repeat(64),
+      arch: { family: 'llama', layers: spec.layers, hidden: spec.hidden, intermediate: spec.intermediate,
+        heads: spec.heads, kvHeads: spec.kvHeads, vocab: spec.vocab, dtype: 'bf16', quantization: null } },
     tokenizer: { source: 'bench', chatTemplate: false, addBos: true, maxTokens: null },
     dataset: { spec: `bench:synthetic?n=${n}`, itemsSha256: '0'.repeat(64), count: n, axes: ['aspect'] },
     capture: { points: hooks, selection: ['final', 'mlp'] },
@@ -39,7 +45,9 @@ export function writeActivationRun(dir: string, spec: ScaleSpec, n: number, seed
     complete: false,
   } as unknown as RunManifest;
   writeManifest(dir, manifest);
-  writeSamples(dir, Array.from({ length: n }, (_, i) => ({ index: i, id: `s${i}`, labels: { aspect: ASPECTS[i % 5]! }, tokens: 1, truncated: false })));
+  writeSamples(dir,
+    Array.from({ length: n },
+      (_, i) => ({ index: i, id: `s${i}`, labels: { aspect: ASPECTS[i % 5]! }, tokens: 1, truncated: false })));
   const chunkRows = 128;
   const w = ChunkWriter.create(dir, hooks, chunkRows);
   let x = seed >>> 0 || 1;
@@ -68,5 +76,6 @@ if (process.argv[1] && path.resolve(process.argv[1]).endsWith(path.join('bench',
   const si = process.argv.indexOf('--seed');
   if (!dir || !n) throw new Error('usage: activation-run.ts DIR N [--small] [--seed N]');
   if (existsSync(path.join(dir, 'manifest.json'))) rmSync(dir, { recursive: true });
-  writeActivationRun(dir, specFor(process.argv.includes('--small')), Number(n), si > 0 ? Number(process.argv[si + 1]) : 1);
+  writeActivationRun(dir, specFor(process.argv.includes('--small')), Number(n),
+    si > 0 ? Number(process.argv[si + 1]) : 1);
 }

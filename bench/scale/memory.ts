@@ -49,7 +49,8 @@ export interface StageNeed {
 
 /** Bytes of an int4 export at this shape, when it is not generated yet: 4-bit projections with an fp32 scale and a 4-bit zero point per 32 (0.64 bytes per weight), fp32 embeddings, an int4 lm_head. */
 export function int4Estimate(spec: ScaleSpec): number {
-  const perLayer = spec.hidden * (spec.heads * spec.headDim) * 2 + spec.hidden * (spec.kvHeads * spec.headDim) * 2 + 3 * spec.hidden * spec.intermediate;
+  const perLayer = spec.hidden * (spec.heads * spec.headDim) * 2 + spec.hidden * (spec.kvHeads * spec.headDim) * 2 +
+    3 * spec.hidden * spec.intermediate;
   const q = 0.5 + 4 / 32 + 0.5 / 32;
   return spec.layers * perLayer * q + spec.vocab * spec.hidden * 4 + spec.vocab * spec.hidden * q;
 }
@@ -62,19 +63,26 @@ export function stageNeed(stage: string, c: MemoryContext): StageNeed {
   const int4 = c.int4Bytes ?? int4Estimate(c.spec);
   const fp16 = c.fp16Bytes ?? 2 * c.parameters;
   const model = c.exportKind === 'int4' ? int4 : fp16;
-  const modelWhat = c.exportKind === 'int4' ? `int4 weights ${gb(int4)} GB${c.int4Bytes === null ? ' (estimated)' : ''}` : `fp16 weights ${gb(fp16)} GB`;
+  const modelWhat = c.exportKind === 'int4'
+    ? `int4 weights ${gb(int4)} GB${c.int4Bytes === null ? ' (estimated)' : ''}`
+    : `fp16 weights ${gb(fp16)} GB`;
   switch (stage) {
     case 'session':
       return { bytes: model + GiB, what: `${modelWhat} + 1 GiB` };
     case 'extract':
     case 'forward':
-      return { bytes: model + act + GiB, what: `${modelWhat} + a ${c.batch.rows}×${c.batch.seq}-token batch ${gb(act)} GB + 1 GiB` };
+      return { bytes: model + act + GiB,
+        what: `${modelWhat} + a ${c.batch.rows}×${c.batch.seq}-token batch ${gb(act)} GB + 1 GiB` };
     case 'fp16-session':
-      if (c.device === 'cpu') return { bytes: fp16 + 2 * fp16 + GiB, what: `fp16 weights ${gb(fp16)} GB + their float32 casts ${gb(2 * fp16)} GB (CPU kernels) + 1 GiB` };
+      if (c.device === 'cpu')
+        return { bytes: fp16 + 2 * fp16 + GiB,
+          what: `fp16 weights ${gb(fp16)} GB + their float32 casts ${gb(2 * fp16)} GB (CPU kernels) + 1 GiB` };
       return { bytes: fp16 + GiB, what: `fp16 weights ${gb(fp16)} GB + 1 GiB` };
     case 'torch': {
       const bf16 = 2 * c.parameters;
-      if (c.device === 'cpu') return { bytes: bf16 + 2 * bf16 + GiB, what: `bf16 checkpoint ${gb(bf16)} GB + float32 copy ${gb(2 * bf16)} GB + 1 GiB` };
+      if (c.device === 'cpu')
+        return { bytes: bf16 + 2 * bf16 + GiB,
+          what: `bf16 checkpoint ${gb(bf16)} GB + float32 copy ${gb(2 * bf16)} GB + 1 GiB` };
       return { bytes: bf16 + GiB, what: `bf16 checkpoint ${gb(bf16)} GB + 1 GiB` };
     }
     default:
@@ -103,6 +111,9 @@ export interface Verdict {
 export function verdict(stage: string, need: StageNeed, available: { bytes: number; source: string }): Verdict {
   const r = (x: number) => Math.round((x / 1e9) * 100) / 100;
   const v: Verdict = { run: need.bytes <= available.bytes, needGB: r(need.bytes), availableGB: r(available.bytes) };
-  if (!v.run) v.reason = `not enough free memory: ${stage} needs about ${gb(need.bytes)} GB (${need.what}) but ${gb(available.bytes)} GB is free (${available.source})`;
+  if (!v.run)
+    v.reason = `not enough free memory: ${stage} needs about ${gb(need.bytes)} GB (${need.what}) but ${
+      gb(available.bytes)
+    } GB is free (${available.source})`;
   return v;
 }

@@ -39,7 +39,8 @@ function resources(): Record<string, unknown> {
     // not Linux
   }
   const ru = process.resourceUsage();
-  return { peakRssMB: Math.round(ru.maxRSS / 1024), io, majorFaults: ru.majorPageFault, userSeconds: ru.userCPUTime / 1e6, systemSeconds: ru.systemCPUTime / 1e6 };
+  return { peakRssMB: Math.round(ru.maxRSS / 1024), io, majorFaults: ru.majorPageFault,
+    userSeconds: ru.userCPUTime / 1e6, systemSeconds: ru.systemCPUTime / 1e6 };
 }
 
 function flag(name: string, def: string): string {
@@ -126,7 +127,9 @@ async function forward(modelDir: string, itemsFile: string, out: string): Promis
     for (const i of b) tokens += ids[i]!.length;
   }
   await release();
-  writeFileSync(out, JSON.stringify({ device, mode, items: ids.length, batches: plan.length, tokens, sessionMs, computeMs: Math.round(computeMs), tokensPerSecond: tokens / (computeMs / 1000), ...resources() }) + '\n');
+  writeFileSync(out,
+    JSON.stringify({ device, mode, items: ids.length, batches: plan.length, tokens, sessionMs,
+      computeMs: Math.round(computeMs), tokensPerSecond: tokens / (computeMs / 1000), ...resources() }) + '\n');
 }
 
 async function wandaPass(runDir: string, weights: string, out: string): Promise<void> {
@@ -141,14 +144,18 @@ async function wandaPass(runDir: string, weights: string, out: string): Promise<
   const t = performance.now();
   await weightPass(located.matrices, { rowBlock: 256 });
   const seconds = (performance.now() - t) / 1000;
-  writeFileSync(out, JSON.stringify({ matrices: located.matrices.length, bytes, passSeconds: seconds, GBs: bytes / 1e9 / seconds, ...resources() }) + '\n');
+  writeFileSync(out,
+    JSON.stringify({ matrices: located.matrices.length, bytes, passSeconds: seconds, GBs: bytes / 1e9 / seconds,
+      ...resources() }) + '\n');
 }
 
 const [cmd, ...rest] = process.argv.slice(2);
-const run =
-  cmd === 'session' ? session(rest[0]!, rest[1]!)
-  : cmd === 'forward' ? forward(rest[0]!, rest[1]!, rest[2]!)
-  : cmd === 'wanda-pass' ? wandaPass(rest[0]!, rest[1]!, rest[2]!)
+const run = cmd === 'session' ?
+  session(rest[0]!, rest[1]!)
+  : cmd === 'forward' ?
+  forward(rest[0]!, rest[1]!, rest[2]!)
+  : cmd === 'wanda-pass' ?
+  wandaPass(rest[0]!, rest[1]!, rest[2]!)
   : Promise.reject(new Error(`unknown probe ${cmd}`));
 run.then(
   () => process.exit(0),

@@ -33,7 +33,8 @@ export const LLAMA_31_8B: ScaleSpec = {
   vocab: 128256,
   rmsNormEps: 1e-5,
   ropeTheta: 500000,
-  ropeScaling: { rope_type: 'llama3', factor: 8.0, low_freq_factor: 1.0, high_freq_factor: 4.0, original_max_position_embeddings: 8192 },
+  ropeScaling: { rope_type: 'llama3', factor: 8.0, low_freq_factor: 1.0, high_freq_factor: 4.0,
+    original_max_position_embeddings: 8192 },
   maxPositions: 131072,
   tiedEmbeddings: false,
   bosTokenId: 128000,
@@ -103,7 +104,8 @@ export class SeededLlamaWeights {
     const id = this.ids.get(name)!;
     const cols = shape.length === 1 ? shape[0]! : shape[1]!;
     const rows = shape.length === 1 ? 1 : shape[0]!;
-    if (r0 < 0 || r1 > rows || r0 > r1) throw new Error(`rows [${r0}, ${r1}) out of range for ${name} with ${rows} rows`);
+    if (r0 < 0 || r1 > rows || r0 > r1)
+      throw new Error(`rows [${r0}, ${r1}) out of range for ${name} with ${rows} rows`);
     const n = (r1 - r0) * cols;
     const dst = out && out.length >= n ? out.subarray(0, n) : new Uint16Array(n);
     const norm = shape.length === 1;
@@ -186,7 +188,9 @@ export function rowsPerPiece(cols: number, bytesPerValue: number, bytes = 32 << 
  * Write the bf16 Hugging Face checkpoint of `w` into `dir` (sharded at 5 GB like the published
  * Llama checkpoints, model.safetensors.index.json, config.json). Memory: one 32 MB piece.
  */
-export async function writeCheckpoint(dir: string, w: SeededLlamaWeights, onProgress?: (done: number, total: number) => void): Promise<ShardedWriteResult> {
+export async function writeCheckpoint(dir: string, w: SeededLlamaWeights,
+  onProgress?: (done: number, total: number) => void): Promise<ShardedWriteResult>
+{
   const specs: StTensorSpec[] = w.tensors().map((t) => ({ name: t.name, dtype: 'BF16', shape: t.shape }));
   const buf = new Uint16Array(16 << 20);
   const res = await writeShardedSafetensors(
@@ -206,5 +210,6 @@ export async function writeCheckpoint(dir: string, w: SeededLlamaWeights, onProg
 
 /** Is `dir` a complete checkpoint written by writeCheckpoint? */
 export function checkpointReady(dir: string): boolean {
-  return existsSync(path.join(dir, 'config.json')) && (existsSync(path.join(dir, 'model.safetensors.index.json')) || existsSync(path.join(dir, 'model.safetensors')));
+  return existsSync(path.join(dir, 'config.json')) &&
+    (existsSync(path.join(dir, 'model.safetensors.index.json')) || existsSync(path.join(dir, 'model.safetensors')));
 }

@@ -56,19 +56,26 @@ export interface IaeSettings {
 }
 
 /** Check --task, --scoring and --metric together; null for the continuation task. */
-export function iaeSettings(task: AblateTask | undefined, scoring: IaeScoring | undefined, metric: IaeMetric | undefined): IaeSettings | null {
+export function iaeSettings(task: AblateTask | undefined, scoring: IaeScoring | undefined,
+  metric: IaeMetric | undefined): IaeSettings | null
+{
   // checked at run time too: a JavaScript caller's string is not held to the types
   const t: string = task ?? 'continuation';
-  if (!ABLATE_TASKS.includes(t as AblateTask)) throw new UsageError(`${opt('task')} must be ${ABLATE_TASKS.join(' or ')}, got ${JSON.stringify(t)}`);
+  if (!ABLATE_TASKS.includes(t as AblateTask))
+    throw new UsageError(`${opt('task')} must be ${ABLATE_TASKS.join(' or ')}, got ${JSON.stringify(t)}`);
   if (t === 'continuation') {
-    if (scoring !== undefined || metric !== undefined) throw new UsageError(`${opt('scoring')} and ${opt('metric')} apply to ${opt('task', 'iae')}`);
+    if (scoring !== undefined || metric !== undefined)
+      throw new UsageError(`${opt('scoring')} and ${opt('metric')} apply to ${opt('task', 'iae')}`);
     return null;
   }
   const s: string = scoring ?? 'letter';
-  if (s !== 'letter' && s !== 'cloze') throw new UsageError(`${opt('scoring')} must be letter or cloze, got ${JSON.stringify(s)}`);
+  if (s !== 'letter' && s !== 'cloze')
+    throw new UsageError(`${opt('scoring')} must be letter or cloze, got ${JSON.stringify(s)}`);
   const m: string = metric ?? 'acc';
-  if (!IAE_METRICS.includes(m as IaeMetric)) throw new UsageError(`${opt('metric')} must be ${IAE_METRICS.join(', ')}, got ${JSON.stringify(m)}`);
-  if (s === 'letter' && m !== 'acc') throw new UsageError(`${opt('metric', m)} applies to ${opt('scoring', 'cloze')}; letter scoring has acc only`);
+  if (!IAE_METRICS.includes(m as IaeMetric))
+    throw new UsageError(`${opt('metric')} must be ${IAE_METRICS.join(', ')}, got ${JSON.stringify(m)}`);
+  if (s === 'letter' && m !== 'acc')
+    throw new UsageError(`${opt('metric', m)} applies to ${opt('scoring', 'cloze')}; letter scoring has acc only`);
   return { scoring: s, metric: m as IaeMetric, shuffles: s === 'letter' ? IAE_LETTER_SHUFFLES : 1 };
 }
 
@@ -81,7 +88,9 @@ export interface IaeItems {
 }
 
 /** The multiple-choice items, built by eval (SocialEval IAE items, or jsonl multiple-choice items). */
-export function loadIaeItems(spec: string, s: IaeSettings, o: { limit: number | null; by?: string[]; seed: number }): IaeItems {
+export function loadIaeItems(spec: string, s: IaeSettings,
+  o: { limit: number | null; by?: string[]; seed: number }): IaeItems
+{
   const d = loadEvalData(spec, { task: 'iae', cot: false, limit: o.limit, by: o.by, seed: o.seed, scoring: s.scoring });
   const units = d.units.filter((u): u is ItemUnit => u.kind === 'item');
   const axes = [...new Set(units.flatMap((u) => Object.keys(u.facts.labels)))];
@@ -153,7 +162,8 @@ export interface IaeChance {
 export function chanceTest(correct: readonly boolean[], chances: readonly number[]): IaeChance {
   const n = correct.length;
   const k = correct.filter(Boolean).length;
-  return { n, correct: k, accuracy: n ? k / n : NaN, chance: n ? chances.reduce((a, b) => a + b, 0) / n : NaN, p: poissonBinomialUpper(chances, k), alpha: CHANCE_ALPHA };
+  return { n, correct: k, accuracy: n ? k / n : NaN, chance: n ? chances.reduce((a, b) => a + b, 0) / n : NaN,
+    p: poissonBinomialUpper(chances, k), alpha: CHANCE_ALPHA };
 }
 
 /** Refuse (one line) unless the model answers above chance before ablating. */
@@ -161,8 +171,14 @@ export function requireAboveChance(t: IaeChance, what: string): void {
   if (t.n > 0 && t.p < t.alpha) return;
   const pct = (x: number) => (100 * x).toFixed(1) + '%';
   throw new LobesError(
-    `the model is not above chance before ablating (${what}: ${t.correct}/${t.n} = ${pct(t.accuracy)} correct, chance ${pct(t.chance)}, exact one-sided p = ${t.p.toPrecision(3)} ≥ ${t.alpha}), so an ablation has no ability to remove`,
-    { hint: `try another ${opt('scoring')} or ${opt('metric')} (with cloze, ${opt('metric', 'acc_mutual_info')}), more items, or a stronger model` },
+    `the model is not above chance before ablating (${what}: ${t.correct}/${t.n} = ${pct(t.accuracy)} correct, chance ${
+      pct(t.chance)
+    }, exact one-sided p = ${t.p.toPrecision(3)} ≥ ${t.alpha}), so an ablation has no ability to remove`,
+    {
+      hint: `try another ${opt('scoring')} or ${opt('metric')} (with cloze, ${
+        opt('metric', 'acc_mutual_info')
+      }), more items, or a stronger model`,
+    },
   );
 }
 
@@ -221,12 +237,24 @@ export interface IaeStatsInput {
 }
 
 /** Cells (accuracy change), specificity rows and the IAE cells of an ablation on 0/1 correctness. */
-export function iaeStats(x: IaeStatsInput): { cells: AblateCell[]; specificity: AblateSpecificity[]; iae: IaeCell[]; families: FamilyRecord[] } {
+export function iaeStats(
+  x: IaeStatsInput,
+): { cells: AblateCell[]; specificity: AblateSpecificity[]; iae: IaeCell[]; families: FamilyRecord[] } {
   const f = (a: Uint8Array) => Float64Array.from(a);
   // the per-label families, declared from the plan (every region × label with items) before any test runs
   const plan = ablationPlan(x);
-  const fams = new Map(x.labels.map((label) => [label, declareFamily({ name: `iae ${label}`, claim: `zeroing a region changes the accuracy on ${label}'s items beyond random regions (every region)`, members: plan.cells.filter((c) => c.label === label).map(specId) })]));
-  const base = ablationStats({ labels: x.labels, labelOf: x.labelOf, before: f(x.before), regions: x.regions.map((r) => ({ name: r.name, minus: r.minus, after: f(r.after), random: r.random.map(f) })), bootstrap: x.bootstrap, seed: x.seed });
+  const fams = new Map(
+    x.labels.map((
+      label,
+    ) => [label,
+      declareFamily({ name: `iae ${label}`,
+        claim: `zeroing a region changes the accuracy on ${label}'s items beyond random regions (every region)`,
+        members: plan.cells.filter((c) => c.label === label).map(specId) })]
+    ),
+  );
+  const base = ablationStats({ labels: x.labels, labelOf: x.labelOf, before: f(x.before),
+    regions: x.regions.map((r) => ({ name: r.name, minus: r.minus, after: f(r.after), random: r.random.map(f) })),
+    bootstrap: x.bootstrap, seed: x.seed });
   const region = new Map(x.regions.map((r) => [regionKey(r), r]));
   const iae: IaeCell[] = base.cells.map((c) => {
     const r = region.get(regionKey({ name: c.region, minus: c.minus }))!;
@@ -240,7 +268,9 @@ export function iaeStats(x: IaeStatsInput): { cells: AblateCell[]; specificity: 
       if (x.before[i] === 1 && r.after[i] === 0) lost++;
       if (x.before[i] === 0 && r.after[i] === 1) gained++;
     }
-    return { region: c.region, minus: c.minus, label: c.label, n: c.n, accuracyBefore: c.before, accuracyAfter: after / c.n, change: c.delta, ci: c.ci, lost, gained, pMcNemar: mcnemarExact(lost, gained), nullChange: c.nullDelta, p: c.p, pHolm: NaN, z: c.z };
+    return { region: c.region, minus: c.minus, label: c.label, n: c.n, accuracyBefore: c.before,
+      accuracyAfter: after / c.n, change: c.delta, ci: c.ci, lost, gained, pMcNemar: mcnemarExact(lost, gained),
+      nullChange: c.nullDelta, p: c.p, pHolm: NaN, z: c.z };
   });
   for (const label of x.labels) {
     const rows = iae.filter((c) => c.label === label);

@@ -29,27 +29,39 @@ export interface AblateItems {
 }
 
 /** Load the items of a dataset spec (see the top of this file), then the --limit sample. */
-export async function loadAblateItems(spec: string, opts: { limit: number | null; by?: string[]; seed: number }): Promise<AblateItems> {
+export async function loadAblateItems(spec: string,
+  opts: { limit: number | null; by?: string[]; seed: number }): Promise<AblateItems>
+{
   const p = parseSpec(spec);
   let items: AblateItem[];
   let axes: string[];
   let normalized: string;
   if (p.kind === 'socialeval') {
-    for (const k of ['text', 'template']) if (p.params.has(k)) throw new UsageError(`dataset spec ${JSON.stringify(spec)}: ${k}= does not apply to lobes ablate, which scores the response given its question`);
+    for (const k of ['text', 'template'])
+      if (p.params.has(k))
+        throw new UsageError(
+          `dataset spec ${
+            JSON.stringify(spec)
+          }: ${k}= does not apply to lobes ablate, which scores the response given its question`,
+        );
     const ds = await loadDataset(spec);
     normalized = ds.spec;
     axes = ds.axes;
     items = ds.samples.map((s) => {
       const q = s.extras?.question;
       const r = s.extras?.response;
-      if (typeof q !== 'string' || typeof r !== 'string') throw new LobesError('item has no question and response', { where: `item ${s.id}` });
+      if (typeof q !== 'string' || typeof r !== 'string')
+        throw new LobesError('item has no question and response', { where: `item ${s.id}` });
       return { id: s.id, labels: s.labels, context: q + '\n', continuation: r };
     });
   } else if (p.kind === 'jsonl') {
     const ctx = p.params.get('context');
     const cont = p.params.get('continuation');
-    if (!ctx || !cont) throw new UsageError(`dataset spec ${JSON.stringify(spec)}: lobes ablate needs context=FIELD&continuation=FIELD`, `e.g. jsonl:${p.path}?context=prompt&continuation=answer&label=label`);
-    if (p.params.has('text')) throw new UsageError(`dataset spec ${JSON.stringify(spec)}: give context= and continuation= instead of text=`);
+    if (!ctx || !cont)
+      throw new UsageError(`dataset spec ${JSON.stringify(spec)}: lobes ablate needs context=FIELD&continuation=FIELD`,
+        `e.g. jsonl:${p.path}?context=prompt&continuation=answer&label=label`);
+    if (p.params.has('text'))
+      throw new UsageError(`dataset spec ${JSON.stringify(spec)}: give context= and continuation= instead of text=`);
     const withText = (field: string) => {
       const params = new Map(p.params);
       params.delete('context');

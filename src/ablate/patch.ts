@@ -47,16 +47,29 @@ export interface StoredMatrix {
 /** Locate the wanda matrices in an ONNX model folder (the projections the graph names). */
 export function storedMatrices(modelDir: string, matrices: WandaMatrix[]): StoredMatrix[] {
   const a = analyseModel(modelDir);
-  const refs = onnxMatrices(a.loaded, a.info.points, matrices.map((m) => ({ name: m.name, layer: m.layer, proj: m.proj, input: m.input, dIn: m.dIn })));
+  const refs = onnxMatrices(a.loaded, a.info.points,
+    matrices.map((m) => ({ name: m.name, layer: m.layer, proj: m.proj, input: m.input, dIn: m.dIn })));
   return refs.map((ref, k) => {
     const m = matrices[k]!;
-    if (ref.dOut !== m.dOut || ref.dIn !== m.dIn) throw new LobesError(`${m.name} is [${ref.dOut}, ${ref.dIn}] in the model but [${m.dOut}, ${m.dIn}] in the wanda results`, { file: a.loaded.file, hint: 'the model is not the run\'s model' });
+    if (ref.dOut !== m.dOut || ref.dIn !== m.dIn)
+      throw new LobesError(
+        `${m.name} is [${ref.dOut}, ${ref.dIn}] in the model but [${m.dOut}, ${m.dIn}] in the wanda results`,
+        { file: a.loaded.file, hint: "the model is not the run's model" },
+      );
     const s = ref.source;
     if (s.kind === 'ggml') throw new LobesError('GGML weights cannot be zeroed in place', { file: a.loaded.file });
-    if ('bytes' in s.data) throw new LobesError(`initializer ${JSON.stringify(s.tensor)} is not stored as raw bytes in a file, which ablation edits`, { file: a.loaded.file, hint: 'convert the model with external weight data (lobes convert)' });
+    if ('bytes' in s.data)
+      throw new LobesError(
+        `initializer ${JSON.stringify(s.tensor)} is not stored as raw bytes in a file, which ablation edits`,
+        { file: a.loaded.file, hint: 'convert the model with external weight data (lobes convert)' },
+      );
     if (s.kind === 'dense') return { ref, initializer: s.tensor };
     const p = nbitsParams(ref, s);
-    if ('bytes' in s.scales.data) throw new LobesError(`scales ${JSON.stringify(s.scales.tensor)} are not stored as raw bytes in a file, which ablation edits`, { file: a.loaded.file });
+    if ('bytes' in s.scales.data)
+      throw new LobesError(
+        `scales ${JSON.stringify(s.scales.tensor)} are not stored as raw bytes in a file, which ablation edits`,
+        { file: a.loaded.file },
+      );
     const max = (1 << s.bits) - 1;
     const zeros = p.zeros.map((z) => (Number.isInteger(z) && z >= 0 && z <= max ? z : NaN));
     return { ref, initializer: s.tensor, zeros };
@@ -69,15 +82,21 @@ export function blockEdits(sm: StoredMatrix, b: HfBlock): Edit[] {
   const s = ref.source;
   const [r0, r1] = b.rows;
   const [c0, c1] = b.cols;
-  if (!(0 <= r0 && r0 < r1 && r1 <= ref.dOut && 0 <= c0 && c0 < c1 && c1 <= ref.dIn)) throw new LobesError(`block rows [${r0}, ${r1}) cols [${c0}, ${c1}) is outside ${b.tensor} [${ref.dOut}, ${ref.dIn}]`);
+  if (!(0 <= r0 && r0 < r1 && r1 <= ref.dOut && 0 <= c0 && c0 < c1 && c1 <= ref.dIn))
+    throw new LobesError(
+      `block rows [${r0}, ${r1}) cols [${c0}, ${c1}) is outside ${b.tensor} [${ref.dOut}, ${ref.dIn}]`,
+    );
   if (s.kind === 'ggml' || 'bytes' in s.data) throw new LobesError(`weight ${s.tensor} cannot be edited in place`);
   const { file, offset } = s.data;
   const out: Edit[] = [];
   const zero = (bytes: Uint8Array) => void bytes.fill(0);
   if (s.kind === 'dense') {
     const es = DTYPE_SIZE[s.dtype];
-    if (s.layout === 'out_in') for (let r = r0; r < r1; r++) out.push({ file, offset: offset + (r * ref.dIn + c0) * es, length: (c1 - c0) * es, apply: zero });
-    else for (let c = c0; c < c1; c++) out.push({ file, offset: offset + (c * ref.dOut + r0) * es, length: (r1 - r0) * es, apply: zero });
+    if (s.layout === 'out_in') {
+      for (let r = r0; r < r1; r++)
+        out.push({ file, offset: offset + (r * ref.dIn + c0) * es, length: (c1 - c0) * es, apply: zero });
+    } else for (let c = c0; c < c1; c++)
+        out.push({ file, offset: offset + (c * ref.dOut + r0) * es, length: (r1 - r0) * es, apply: zero });
     return out;
   }
   // MatMulNBits: row n's codes are contiguous, code k at bit k·bits of the row (blobSize = bs·bits/8);
@@ -102,10 +121,19 @@ export function blockEdits(sm: StoredMatrix, b: HfBlock): Edit[] {
     } else partial.push([k0, k1]);
   }
   for (let n = r0; n < r1; n++) {
-    if (w1 > w0) out.push({ file: sdata.file, offset: sdata.offset + (n * nBlocks + w0) * ss, length: (w1 - w0) * ss, apply: zero });
+    if (w1 > w0)
+      out.push({ file: sdata.file, offset: sdata.offset + (n * nBlocks + w0) * ss, length: (w1 - w0) * ss,
+        apply: zero });
     for (const [k0, k1] of partial) {
       const zp = sm.zeros![n * nBlocks + Math.floor(k0 / bs)]!;
-      if (Number.isNaN(zp)) throw new LobesError(`${b.tensor} is stored as MatMulNBits with float zero points, so only whole quantisation blocks of ${bs} input features can be zeroed exactly, and the block cols [${c0}, ${c1}) cut one`, { where: `initializer ${JSON.stringify(s.tensor)}`, hint: `use wanda blocks whose column size is a multiple of ${bs}, or a model converted with ${opt('weights', 'fp32')} or fp16` });
+      if (Number.isNaN(zp))
+        throw new LobesError(
+          `${b.tensor} is stored as MatMulNBits with float zero points, so only whole quantisation blocks of ${bs} input features can be zeroed exactly, and the block cols [${c0}, ${c1}) cut one`,
+          { where: `initializer ${JSON.stringify(s.tensor)}`,
+            hint: `use wanda blocks whose column size is a multiple of ${bs}, or a model converted with ${
+              opt('weights', 'fp32')
+            } or fp16` },
+        );
       const first = Math.floor((k0 * bits) / 8);
       const last = Math.floor(((k1 - 1) * bits) / 8);
       out.push({
@@ -149,7 +177,8 @@ export class WeightPatcher {
     let f = this.fds.get(file);
     if (!f) {
       const rel = path.relative(this.modelDir, file);
-      if (rel.startsWith('..') || path.isAbsolute(rel)) throw new LobesError('weight file is outside the model folder, so its working copy cannot be made', { file });
+      if (rel.startsWith('..') || path.isAbsolute(rel))
+        throw new LobesError('weight file is outside the model folder, so its working copy cannot be made', { file });
       f = { orig: openSync(file, 'r'), work: openSync(path.join(this.workDir, rel), 'r+') };
       this.fds.set(file, f);
     }
@@ -161,7 +190,8 @@ export class WeightPatcher {
     for (const e of edits) {
       const { work } = this.fd(e.file);
       const buf = new Uint8Array(e.length);
-      if (readSync(work, buf, 0, e.length, e.offset) !== e.length) throw new LobesError(`weight file is shorter than the range ${e.offset}+${e.length}`, { file: e.file });
+      if (readSync(work, buf, 0, e.length, e.offset) !== e.length)
+        throw new LobesError(`weight file is shorter than the range ${e.offset}+${e.length}`, { file: e.file });
       e.apply(buf);
       writeSync(work, buf, 0, e.length, e.offset);
       this.touched.push({ file: e.file, offset: e.offset, length: e.length });

@@ -8,7 +8,8 @@
  */
 import { declareFamily, type FamilyRecord } from '../util/families.js';
 import { LobesError } from '../util/errors.js';
-import { ablationStats, costRatio, mean, ratioTests, specId, type AblateSpecificity, type StatsInput } from './stats.js';
+import { ablationStats, costRatio, mean, ratioTests, specId, type AblateSpecificity,
+  type StatsInput } from './stats.js';
 
 /**
  * The per-token cost ratio of each specificity row (in place): d_i / tokens_i for the region and
@@ -16,9 +17,15 @@ import { ablationStats, costRatio, mean, ratioTests, specId, type AblateSpecific
  * ratio (ratioTests), Holm over the rows for the t p and for the headline p. `perItem(row)` gives
  * the row's per-item changes, its random regions' and the own and other items.
  */
-export function perTokenTests(spec: AblateSpecificity[], tokens: ArrayLike<number>, perItem: (s: AblateSpecificity) => { d: Float64Array; nd: Float64Array[]; own: number[]; others: number[] } | null): FamilyRecord {
+export function perTokenTests(spec: AblateSpecificity[], tokens: ArrayLike<number>,
+  perItem: (
+    s: AblateSpecificity,
+  ) => { d: Float64Array; nd: Float64Array[]; own: number[]; others: number[] } | null): FamilyRecord
+{
   // declared from the specificity rows (the plan's regions) before any test runs; a row without its per-item changes stays a member, not tested
-  const fam = declareFamily({ name: 'specificity-per-token', claim: 'zeroing a region costs its own label\'s items more per token than the others\' (every region)', members: spec.map(specId) });
+  const fam = declareFamily({ name: 'specificity-per-token',
+    claim: "zeroing a region costs its own label's items more per token than the others' (every region)",
+    members: spec.map(specId) });
   const rows: AblateSpecificity[] = [];
   for (const s of spec) {
     const x = perItem(s);
@@ -35,7 +42,8 @@ export function perTokenTests(spec: AblateSpecificity[], tokens: ArrayLike<numbe
     };
     const real = side(x.d);
     const nullRatio = x.nd.map((v) => side(v).ratio);
-    s.perToken = { own: real.own, others: real.others, ratio: real.ratio, nullRatio, ...ratioTests(real.ratio, nullRatio), ratioPHolm: null, ratioPHeadHolm: null };
+    s.perToken = { own: real.own, others: real.others, ratio: real.ratio, nullRatio,
+      ...ratioTests(real.ratio, nullRatio), ratioPHolm: null, ratioPHeadHolm: null };
     rows.push(s);
   }
   const hT = fam.adjust(spec.map((s) => s.perToken?.ratioP ?? null));
@@ -58,7 +66,8 @@ export function ablationStatsPerToken(x: StatsInput & { tokens: ArrayLike<number
   const spec = st.specificity;
   const tokens = x.tokens;
   if (tokens.length !== N) throw new LobesError(`per-token ratio: ${tokens.length} token counts for ${N} items`);
-  for (let i = 0; i < N; i++) if (!(tokens[i]! >= 1)) throw new LobesError(`per-token ratio: item ${i} has ${tokens[i]} continuation tokens`);
+  for (let i = 0; i < N; i++)
+    if (!(tokens[i]! >= 1)) throw new LobesError(`per-token ratio: item ${i} has ${tokens[i]} continuation tokens`);
   const delta = (after: Float64Array) => Float64Array.from(after, (a, i) => a - x.before[i]!);
   const fam = perTokenTests(spec, tokens, (s) => {
     const r = x.regions.find((q) => q.name === s.region && q.minus === s.minus);

@@ -59,7 +59,12 @@ export interface Refitted {
 /** The run's rows and wanda's labels on them (rows without a value on the axis are left out, as lobes wanda leaves them out). */
 export async function refitRows(runDir: string, w: WandaResults, flag: string): Promise<RefitRows> {
   if (w.settings.resolution === 'weight') {
-    throw new LobesError(`${flag}: the regions were kept with ${opt('resolution', 'weight')} (the top weights by |W|·s, then blocks by their share), which the block scores do not reproduce`, { file: wandaFile(w.dir, 'settings'), hint: `run lobes wanda with --resolution block to use ${flag}` });
+    throw new LobesError(
+      `${flag}: the regions were kept with ${
+        opt('resolution', 'weight')
+      } (the top weights by |W|·s, then blocks by their share), which the block scores do not reproduce`,
+      { file: wandaFile(w.dir, 'settings'), hint: `run lobes wanda with --resolution block to use ${flag}` },
+    );
   }
   const { openRun } = await import('../store/index.js');
   const reader = await openRun(runDir);
@@ -70,13 +75,23 @@ export async function refitRows(runDir: string, w: WandaResults, flag: string): 
   const groups = [...w.settings.groups].sort();
   const enc = encodeLabels(labels, groups);
   enc.counts.forEach((c, g) => {
-    if (c === 0) throw new LobesError(`${flag}: the run has no row labelled ${JSON.stringify(groups[g])} on ${by}, a group of the wanda results`, { file: runDir, hint: 'the run changed since lobes wanda; run it again' });
+    if (c === 0)
+      throw new LobesError(
+        `${flag}: the run has no row labelled ${JSON.stringify(groups[g])} on ${by}, a group of the wanda results`,
+        { file: runDir, hint: 'the run changed since lobes wanda; run it again' },
+      );
   });
   // the item groups wanda's null shuffled within, so that the shuffled-label regions shuffle alike
   const groupAxis = w.settings.group?.axis ?? null;
-  if (groupAxis !== null && !reader.labelAxes().includes(groupAxis)) throw new LobesError(`${flag}: the run has no label axis ${JSON.stringify(groupAxis)}, which wanda's null grouped by`, { file: runDir, hint: 'the run changed since lobes wanda; run it again' });
+  if (groupAxis !== null && !reader.labelAxes().includes(groupAxis))
+    throw new LobesError(
+      `${flag}: the run has no label axis ${JSON.stringify(groupAxis)}, which wanda's null grouped by`,
+      { file: runDir, hint: 'the run changed since lobes wanda; run it again' },
+    );
   const gIndex = new Map<string, number>();
-  const itemGroups = groupAxis !== null ? Int32Array.from(reader.labels(groupAxis), (g) => gIndex.get(g) ?? (gIndex.set(g, gIndex.size), gIndex.size - 1)) : null;
+  const itemGroups = groupAxis !== null
+    ? Int32Array.from(reader.labels(groupAxis), (g) => gIndex.get(g) ?? (gIndex.set(g, gIndex.size), gIndex.size - 1))
+    : null;
   return { reader, groups, index: enc.index, ids: reader.samples.map((s) => s.id), itemGroups, groupAxis };
 }
 
@@ -95,7 +110,8 @@ export function shuffledLabeling(index: Int32Array, seed: number, itemGroups?: I
   const used: number[] = [];
   index.forEach((g, r) => g >= 0 && used.push(r));
   const perm = Int32Array.from(used, (r) => index[r]!);
-  designShuffle(new Rng(seed), perm, labellingDesign(perm, itemGroups ? Int32Array.from(used, (r) => itemGroups[r]!) : null));
+  designShuffle(new Rng(seed), perm,
+    labellingDesign(perm, itemGroups ? Int32Array.from(used, (r) => itemGroups[r]!) : null));
   const out = new Int32Array(index.length).fill(-1);
   used.forEach((r, u) => (out[r] = perm[u]!));
   return out;
@@ -122,7 +138,9 @@ export function splitHalves(labels: readonly string[], seed: number): Uint8Array
  * weights (settings.weights): the ablated model's stored matrices when wanda scored that same
  * folder, else the weights wanda read (an ONNX folder, a safetensors checkpoint or a GGUF file).
  */
-export async function wandaColsums(w: WandaResults, modelDir: string, stored: StoredMatrix[], runReader: RunReader): Promise<Float32Array[]> {
+export async function wandaColsums(w: WandaResults, modelDir: string, stored: StoredMatrix[],
+  runReader: RunReader): Promise<Float32Array[]>
+{
   const matrices = w.regions.matrices;
   const src = w.settings.weights;
   let refs: MatrixRef[];
@@ -133,7 +151,9 @@ export async function wandaColsums(w: WandaResults, modelDir: string, stored: St
     const found = (await locateWeights(src.path, wantedMatrices(runReader.hooks()))).matrices;
     refs = matrices.map((m) => {
       const r = found.find((x) => x.name === m.name);
-      if (!r) throw new LobesError(`wanda's weights have no matrix ${m.name}`, { file: src.path, hint: 'the weights changed since lobes wanda; run it again' });
+      if (!r)
+        throw new LobesError(`wanda's weights have no matrix ${m.name}`, { file: src.path,
+          hint: 'the weights changed since lobes wanda; run it again' });
       return r;
     });
   }
@@ -144,11 +164,15 @@ export async function wandaColsums(w: WandaResults, modelDir: string, stored: St
  * Every group's pooled scores and region under each labelling (a group index per run row, −1:
  * left out), computed capture point by capture point with wanda's group sums and pooling.
  */
-export async function refitLabelings(rows: RefitRows, matrices: WandaMatrix[], C: Float32Array[], block: [number, number], top: TopSpec, labelings: Int32Array[]): Promise<Refitted[]> {
+export async function refitLabelings(rows: RefitRows, matrices: WandaMatrix[], C: Float32Array[],
+  block: [number, number], top: TopSpec, labelings: Int32Array[]): Promise<Refitted[]>
+{
   const G = rows.groups.length;
   const src = runSource(rows.reader);
   const pooler = hookPooler(src, 1);
-  const pooled: Float32Array[][][] = labelings.map(() => Array.from({ length: G }, () => new Array<Float32Array>(matrices.length)));
+  const pooled: Float32Array[][][] = labelings.map(() =>
+    Array.from({ length: G }, () => new Array<Float32Array>(matrices.length))
+  );
   // Labellings with the same group sizes share one read of each capture point.
   const bySizes = new Map<string, number[]>();
   const sizes = labelings.map((lab) => {
@@ -164,7 +188,9 @@ export async function refitLabelings(rows: RefitRows, matrices: WandaMatrix[], C
       const mats = ks.map((k) => ({ C: C[k]!, dOut: matrices[k]!.dOut, dIn: matrices[k]!.dIn }));
       for (const ls of bySizes.values()) {
         const out = await pooler.pooled(hook, ls.map((l) => labelings[l]!), sizes[ls[0]!]!, mats, block[0], block[1]);
-        ls.forEach((l, t) => out.pooled[t]!.forEach((byMatrix, g) => ks.forEach((k, j) => (pooled[l]![g]![k] = byMatrix[j]!))));
+        ls.forEach((l, t) =>
+          out.pooled[t]!.forEach((byMatrix, g) => ks.forEach((k, j) => (pooled[l]![g]![k] = byMatrix[j]!)))
+        );
       }
     }
   } finally {
@@ -185,7 +211,13 @@ export function checkReproduced(w: WandaResults, groups: string[], masks: Masks[
       for (let i = 0; i < got.length; i++) if (!!got[i] !== want.has(i)) differ++;
     });
     if (differ) {
-      throw new LobesError(`${flag}: wanda's regions recomputed from the run's activations and wanda's weights are not those of regions.json (region ${g}: ${differ} block${differ === 1 ? '' : 's'} differ of ${countBlocks(masks[gi]!)}), so regions from other labels would not be comparable`, { file: wandaFile(w.dir, 'regions'), hint: 'the run or the weights changed since lobes wanda; run lobes wanda again' });
+      throw new LobesError(
+        `${flag}: wanda's regions recomputed from the run's activations and wanda's weights are not those of regions.json (region ${g}: ${differ} block${
+          differ === 1 ? '' : 's'
+        } differ of ${countBlocks(masks[gi]!)}), so regions from other labels would not be comparable`,
+        { file: wandaFile(w.dir, 'regions'),
+          hint: 'the run or the weights changed since lobes wanda; run lobes wanda again' },
+      );
     }
   });
 }
@@ -238,7 +270,10 @@ export interface RefitResult {
  * labelling's regions by wanda's machinery, after the run's own labelling has reproduced
  * regions.json. Items are matched to the run's rows by id.
  */
-export async function refitRegions(runDir: string, w: WandaResults, modelDir: string, stored: StoredMatrix[], items: { ids: string[]; labels: string[] }, o: { S: number; seed: number; fitSeed: number | null }): Promise<RefitResult> {
+export async function refitRegions(runDir: string, w: WandaResults, modelDir: string, stored: StoredMatrix[],
+  items: { ids: string[]; labels: string[] },
+  o: { S: number; seed: number; fitSeed: number | null }): Promise<RefitResult>
+{
   const flag = o.fitSeed !== null ? opt('fitSplit') : opt('shuffled');
   const rows = await refitRows(runDir, w, flag);
   const by = w.settings.by;
@@ -257,20 +292,31 @@ export async function refitRegions(runDir: string, w: WandaResults, modelDir: st
     base = Int32Array.from(rows.index, (g, r) => (g >= 0 && fitSet.has(rows.ids[r]!) ? g : -1));
     const perGroup = groups.map((_, g) => base.reduce((a, x) => a + (x === g ? 1 : 0), 0));
     perGroup.forEach((c, g) => {
-      if (c === 0) throw new LobesError(`${opt('fitSplit')}: no row of the run is an item of the fit half labelled ${JSON.stringify(groups[g])}, so its region cannot be fitted`, { file: runDir, hint: 'give the items the run was extracted from (their ids are matched to the run\'s samples)' });
+      if (c === 0)
+        throw new LobesError(
+          `${opt('fitSplit')}: no row of the run is an item of the fit half labelled ${
+            JSON.stringify(groups[g])
+          }, so its region cannot be fitted`,
+          { file: runDir,
+            hint: "give the items the run was extracted from (their ids are matched to the run's samples)" },
+        );
     });
     const inRun = new Set(rows.ids);
-    const count = (keep: (i: number) => boolean) => Object.fromEntries(groups.map((g) => [g, itemLabel.filter((l, i) => l === g && keep(i)).length]));
+    const count = (keep: (i: number) => boolean) =>
+      Object.fromEntries(groups.map((g) => [g, itemLabel.filter((l, i) => l === g && keep(i)).length]));
     split = {
       seed: o.fitSeed,
       by,
-      fit: { items: fitIds.length, rows: perGroup.reduce((a, b) => a + b, 0), byLabel: Object.fromEntries(groups.map((g, gi) => [g, perGroup[gi]!])), notInRun: fitIds.filter((id) => !inRun.has(id)).length },
+      fit: { items: fitIds.length, rows: perGroup.reduce((a, b) => a + b, 0),
+        byLabel: Object.fromEntries(groups.map((g, gi) => [g, perGroup[gi]!])),
+        notInRun: fitIds.filter((id) => !inRun.has(id)).length },
       test: { items: itemIds.length - fitIds.length, byLabel: count((i) => !half[i]) },
       family: 'as-summary',
     };
   }
   const seeds = Array.from({ length: o.S }, (_, s) => shuffleSeed(o.seed, s));
-  const labelings = [rows.index, ...(o.fitSeed !== null ? [base] : []), ...seeds.map((sd) => shuffledLabeling(base, sd, rows.itemGroups))];
+  const labelings = [rows.index, ...(o.fitSeed !== null ? [base] : []),
+    ...seeds.map((sd) => shuffledLabeling(base, sd, rows.itemGroups))];
   const C = await wandaColsums(w, modelDir, stored, rows.reader);
   const got = await refitLabelings(rows, w.regions.matrices, C, w.settings.block, w.settings.top, labelings);
   checkReproduced(w, groups, got[0]!.masks, flag);
@@ -281,20 +327,34 @@ export async function refitRegions(runDir: string, w: WandaResults, modelDir: st
   const record = {
     from: "the run's activations and wanda's weights, by wanda's group sums, pooling and top selection",
     weights: w.settings.weights?.path ?? modelDir,
-    reproduced: 'the run\'s own labels give the regions of regions.json, block for block',
+    reproduced: "the run's own labels give the regions of regions.json, block for block",
     inputs,
-    ...(o.S ? { shuffledLabels: { shuffles: o.S, seeds, over: o.fitSeed !== null ? 'the fit half\'s rows' : "the run's labelled rows", family: 'regions', ...(rows.groupAxis !== null ? { withinGroups: rows.groupAxis } : {}) } } : {}),
+    ...(o.S
+      ? {
+        shuffledLabels: { shuffles: o.S, seeds,
+          over: o.fitSeed !== null ? "the fit half's rows" : "the run's labelled rows", family: 'regions',
+          ...(rows.groupAxis !== null ? { withinGroups: rows.groupAxis } : {}) },
+      }
+      : {}),
   };
   const fitRows = o.fitSeed !== null ? rows.ids.filter((_, r) => base[r]! >= 0) : [];
   return { fit, fitted, shuffled, seeds, split, fitIds, fitRows, inputs, record };
 }
 
 /** summary.json's shuffled section: each region's specificity against its S shuffled-label regions. */
-export function shuffledSection(refit: RefitResult, specs: RegionSpec[], passes: AblatePass[], labels: string[], labelOf: Int32Array, ll: Float64Array[], after: (i: number) => Float64Array): AblateShuffled {
+export function shuffledSection(refit: RefitResult, specs: RegionSpec[], passes: AblatePass[], labels: string[],
+  labelOf: Int32Array, ll: Float64Array[], after: (i: number) => Float64Array): AblateShuffled
+{
   const idx = new Map(passes.map((q, p) => [q.id, p]));
   const S = refit.seeds.length;
   const blocks: Record<string, number[]> = {};
-  for (const r of specs) blocks[regionKey(r)] = Array.from({ length: S }, (_, s) => countBlocks(passes[idx.get(shuffledKey(s, r))!]!.masks!));
-  const { rows, family } = shuffledLabelTests({ labels, labelOf, before: ll[0]!, regions: specs.map((r, i) => ({ name: r.name, minus: r.minus, after: after(i), shuffled: Array.from({ length: S }, (_, s) => ll[idx.get(shuffledKey(s, r))!]!) })) });
-  return { shuffles: S, seeds: refit.seeds, pFloor: 1 / (S + 1), family: 'regions', blocks, rows, declaredFamilies: [family] };
+  for (const r of specs)
+    blocks[regionKey(r)] = Array.from({ length: S },
+      (_, s) => countBlocks(passes[idx.get(shuffledKey(s, r))!]!.masks!));
+  const { rows, family } = shuffledLabelTests({ labels, labelOf, before: ll[0]!,
+    regions: specs.map((r, i) => ({ name: r.name, minus: r.minus, after: after(i),
+      shuffled: Array.from({ length: S }, (_, s) => ll[idx.get(shuffledKey(s, r))!]!) })
+    ) });
+  return { shuffles: S, seeds: refit.seeds, pFloor: 1 / (S + 1), family: 'regions', blocks, rows,
+    declaredFamilies: [family] };
 }

@@ -52,11 +52,18 @@ export function readWandaResults(runDir: string, manifest: RunManifest, by?: str
   const dir = by === undefined ? wandaDir(runDir) : wandaDir(runDir, { manifest, axis: by });
   const w = readWanda(runDir, manifest, dir);
   const file = wandaFile(dir, 'regions');
-  if (!w) throw new LobesError(`the run has no wanda results${by === undefined ? '' : ` by ${by}`} (${path.basename(file)} is missing)`, { file, hint: `run lobes wanda ${runDir}${by === undefined ? '' : ` --by ${by}`} first` });
+  if (!w)
+    throw new LobesError(
+      `the run has no wanda results${by === undefined ? '' : ` by ${by}`} (${path.basename(file)} is missing)`,
+      { file, hint: `run lobes wanda ${runDir}${by === undefined ? '' : ` --by ${by}`} first` },
+    );
   const sfile = wandaFile(w.dir, 'settings');
   const b = w.settings.block as unknown;
-  if (!Array.isArray(b) || b.length !== 2 || !b.every((x) => Number.isInteger(x) && x > 0)) throw new LobesError('expected "block" as two positive integers', { file: sfile, where: 'block' });
-  for (const g of w.settings.groups) if (!w.regions.regions[g]) throw new LobesError(`group ${JSON.stringify(g)} of settings.json has no region`, { file });
+  if (!Array.isArray(b) || b.length !== 2 || !b.every((x) => Number.isInteger(x) && x > 0))
+    throw new LobesError('expected "block" as two positive integers', { file: sfile, where: 'block' });
+  for (const g of w.settings.groups)
+    if (!w.regions.regions[g])
+      throw new LobesError(`group ${JSON.stringify(g)} of settings.json has no region`, { file });
   return { dir: w.dir, settings: w.settings, regions: w.regions, pooled: w.pooled };
 }
 
@@ -75,20 +82,44 @@ export function isStoredTop(w: WandaResults, top: number): boolean {
 export function groupMasksAtTop(w: WandaResults, top: number): (group: string) => Masks {
   const file = wandaFile(w.dir, 'regions');
   const hint = `leave out ${opt('tops')} to ablate the stored regions, or run lobes wanda at that --top`;
-  if (w.settings.resolution === 'weight') throw new LobesError(`${opt('tops', top)}: the regions were kept with ${opt('resolution', 'weight')} (the top weights by |W|·s, then blocks by their share), which the pooled block scores do not determine`, { file, hint });
-  if (!w.pooled) throw new LobesError(`${opt('tops', top)}: the wanda results hold no pooled block scores (pooled.safetensors), from which regions at another top are computed`, { file, hint });
+  if (w.settings.resolution === 'weight')
+    throw new LobesError(
+      `${opt('tops', top)}: the regions were kept with ${
+        opt('resolution', 'weight')
+      } (the top weights by |W|·s, then blocks by their share), which the pooled block scores do not determine`,
+      { file, hint },
+    );
+  if (!w.pooled)
+    throw new LobesError(
+      `${
+        opt('tops', top)
+      }: the wanda results hold no pooled block scores (pooled.safetensors), from which regions at another top are computed`,
+      { file, hint },
+    );
   const pooled = w.pooled;
   const scores = (g: string) =>
     w.regions.matrices.map((m) => {
       const s = pooled(g, m.name);
-      if (!s) throw new LobesError(`${opt('tops', top)}: pooled.safetensors has no scores for group ${JSON.stringify(g)} and matrix ${m.name}`, { file, hint });
+      if (!s)
+        throw new LobesError(
+          `${opt('tops', top)}: pooled.safetensors has no scores for group ${JSON.stringify(g)} and matrix ${m.name}`,
+          { file, hint },
+        );
       return s;
     });
   // The stored regions must be the stored scores' own top selection, or other tops would not be comparable to them.
   for (const g of w.settings.groups) {
     const again = selectTop(scores(g), w.regions.matrices, w.settings.top);
     const stored = masksOf(w, g);
-    if (again.some((m, k) => m.some((v, i) => v !== stored[k]![i]))) throw new LobesError(`${opt('tops', top)}: region ${g} of regions.json is not the top selection of its pooled block scores at wanda's ${opt('top.value', w.settings.top.value)}, so regions at other tops cannot be computed from them`, { file, hint });
+    if (again.some((m, k) => m.some((v, i) => v !== stored[k]![i])))
+      throw new LobesError(
+        `${
+          opt('tops', top)
+        }: region ${g} of regions.json is not the top selection of its pooled block scores at wanda's ${
+          opt('top.value', w.settings.top.value)
+        }, so regions at other tops cannot be computed from them`,
+        { file, hint },
+      );
   }
   const spec = { kind: 'fraction' as const, value: top, scope: w.settings.top.scope };
   return (g: string) => selectTop(scores(g), w.regions.matrices, spec);
@@ -100,7 +131,11 @@ function masksOf(w: WandaResults, group: string): Masks {
   return w.regions.matrices.map((m) => {
     const mask = new Uint8Array(m.rowBlocks * m.colBlocks);
     for (const i of set[m.name] ?? []) {
-      if (!Number.isInteger(i) || i < 0 || i >= mask.length) throw new LobesError(`block ${i} is outside the ${m.rowBlocks}×${m.colBlocks} map of ${m.name}`, { file: wandaFile(w.dir, 'regions'), where: `region ${group}` });
+      if (!Number.isInteger(i) || i < 0 || i >= mask.length)
+        throw new LobesError(`block ${i} is outside the ${m.rowBlocks}×${m.colBlocks} map of ${m.name}`, {
+          file: wandaFile(w.dir, 'regions'),
+          where: `region ${group}`,
+        });
       mask[i] = 1;
     }
     return mask;
@@ -110,7 +145,12 @@ function masksOf(w: WandaResults, group: string): Masks {
 function checkGroup(w: WandaResults, name: string, flag: string): void {
   if (w.settings.groups.includes(name)) return;
   const near = didYouMean(name, w.settings.groups);
-  throw new UsageError(`${flag} ${JSON.stringify(name)} is not a group of the run's wanda results (groups by ${w.settings.by}: ${w.settings.groups.join(', ')})`, near || undefined);
+  throw new UsageError(
+    `${flag} ${JSON.stringify(name)} is not a group of the run's wanda results (groups by ${w.settings.by}: ${
+      w.settings.groups.join(', ')
+    })`,
+    near || undefined,
+  );
 }
 
 /** A region to ablate: a group's region, or a set difference. */
@@ -136,13 +176,18 @@ export function regionSpecs(w: WandaResults, region: string, minus: string | nul
   if (region !== 'all') checkGroup(w, region, opt('region'));
   if (minus !== null && minus !== 'others') {
     checkGroup(w, minus, opt('minus'));
-    if (region === minus) throw new UsageError(`${opt('region')} and ${opt('minus')} are the same group (${region}); the difference is empty`);
+    if (region === minus)
+      throw new UsageError(
+        `${opt('region')} and ${opt('minus')} are the same group (${region}); the difference is empty`,
+      );
   }
   return names.filter((n) => n !== minus).map((name) => ({ name, minus }));
 }
 
 /** The masks of a region spec (empty regions are an error naming it). */
-export function regionMasks(w: WandaResults, r: RegionSpec, groupMasks: (group: string) => Masks = (g) => masksOf(w, g), top?: number): Masks {
+export function regionMasks(w: WandaResults, r: RegionSpec, groupMasks: (group: string) => Masks = (g) => masksOf(w, g),
+  top?: number): Masks
+{
   const a = groupMasks(r.name);
   if (r.minus !== null) {
     const others = r.minus === 'others' ? w.settings.groups.filter((g) => g !== r.name) : [r.minus];
@@ -154,7 +199,12 @@ export function regionMasks(w: WandaResults, r: RegionSpec, groupMasks: (group: 
     }
   }
   if (countBlocks(a) === 0) {
-    throw new LobesError(`region ${top === undefined ? regionKey(r) : doseKey(r, top)} is empty: it has no block to zero`, { file: wandaFile(w.dir, 'regions'), hint: r.minus ? 'every block of the region is also in the subtracted one; choose another pair or a larger --top in lobes wanda' : 'run lobes wanda with a larger --top' });
+    throw new LobesError(
+      `region ${top === undefined ? regionKey(r) : doseKey(r, top)} is empty: it has no block to zero`,
+      { file: wandaFile(w.dir, 'regions'), hint: r.minus
+        ? 'every block of the region is also in the subtracted one; choose another pair or a larger --top in lobes wanda'
+        : 'run lobes wanda with a larger --top' },
+    );
   }
   return a;
 }
@@ -171,7 +221,9 @@ export function hfTensor(m: WandaMatrix): string {
 }
 
 /** The blocks of a set in Hugging Face coordinates, in matrix order then flat index. */
-export function hfBlocks(masks: Masks, matrices: WandaMatrix[], block: [number, number]): (HfBlock & { matrix: number })[] {
+export function hfBlocks(masks: Masks, matrices: WandaMatrix[],
+  block: [number, number]): (HfBlock & { matrix: number })[]
+{
   const out: (HfBlock & { matrix: number })[] = [];
   const [br, bc] = block;
   matrices.forEach((m, k) => {
@@ -180,7 +232,8 @@ export function hfBlocks(masks: Masks, matrices: WandaMatrix[], block: [number, 
       if (!mask[i]) continue;
       const bi = Math.floor(i / m.colBlocks);
       const bj = i % m.colBlocks;
-      out.push({ matrix: k, tensor: hfTensor(m), rows: [bi * br, Math.min((bi + 1) * br, m.dOut)], cols: [bj * bc, Math.min((bj + 1) * bc, m.dIn)] });
+      out.push({ matrix: k, tensor: hfTensor(m), rows: [bi * br, Math.min((bi + 1) * br, m.dOut)],
+        cols: [bj * bc, Math.min((bj + 1) * bc, m.dIn)] });
     }
   });
   return out;
@@ -201,7 +254,9 @@ export function poolCounts(masks: Masks, pools: number[][]): number[] {
 }
 
 /** A uniformly random set with `counts[p]` blocks in pool p (partial Fisher–Yates over the pool's blocks). */
-export function randomRegion(counts: readonly number[], pools: number[][], matrices: WandaMatrix[], seed: number): Masks {
+export function randomRegion(counts: readonly number[], pools: number[][], matrices: WandaMatrix[],
+  seed: number): Masks
+{
   const rng = new Rng(seed);
   const masks = matrices.map((m) => new Uint8Array(m.rowBlocks * m.colBlocks));
   pools.forEach((pool, p) => {

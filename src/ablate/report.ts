@@ -15,7 +15,8 @@ export const REPORT: ReportModule<AblateData, { ablate: AblatePayload | null }> 
     if (given === undefined) return null;
     // a folder that is not an ablation's is an error; one of another run (or of the regions before a rerun) is left out
     const data = loadAblate(given);
-    if (!hasRunManifest(runDir)) throw new ProvenanceError('the page is not of a run, and an ablation is of a run\'s regions', { file: given });
+    if (!hasRunManifest(runDir))
+      throw new ProvenanceError("the page is not of a run, and an ablation is of a run's regions", { file: given });
     checkAblateOfRun(given, runDir, manifest);
     return data;
   },

@@ -46,13 +46,18 @@ import { blockEdits, copyModelFolder, storedMatrices, WeightPatcher, type Edit, 
 import type { WandaMatrix } from '../wanda/types.js';
 import { selectTop } from '../wanda/regions.js';
 import { differenceOrEmpty, maskJaccard, refitRegions, shuffledKey, shuffledSection } from './refit.js';
-import { blockMeanAbs, magnitudeRegion, countBlocks, doseKey, groupMasksAtTop, isStoredTop, hfBlocks, nullPools, poolCounts, randomRegion, randomSeed, readWandaResults, regionKey, regionMasks, regionSpecs, type Masks, type NullScope, NULL_SCOPES } from './regions.js';
+import { blockMeanAbs, magnitudeRegion, countBlocks, doseKey, groupMasksAtTop, isStoredTop, hfBlocks, nullPools,
+  poolCounts, randomRegion, randomSeed, readWandaResults, regionKey, regionMasks, regionSpecs, type Masks,
+  type NullScope, NULL_SCOPES } from './regions.js';
 import { ABLATE_RANDOM, ablationStats } from './stats.js';
 import { ablationStatsPerToken } from './pertoken.js';
 import { signedRank } from '../util/wilcoxon.js';
 import type { RegionSpec } from './regions.js';
-import { IAE_TOKEN_BUDGET, chanceTest, iaeSettings, iaeStats, loadIaeItems, requireAboveChance, scoreIaeUnits, type AblateTask, type IaeMetric, type IaeOutcome, type IaeScoring, type IaeSettings } from './iae.js';
-import { ABLATE_OUTPUTS, CHUNK_INDEX, JOB_MANIFEST, ablateChunksDir, continuationRecords, isAblateJobDir, passRecords, readAblateJob, readAblateSummary, type AblateIaeRecord, type AblateDose, type AblateMagnitude, type AblateJob, type AblatePass, type AblateSummary, writeAblateOutputs } from './store.js';
+import { IAE_TOKEN_BUDGET, chanceTest, iaeSettings, iaeStats, loadIaeItems, requireAboveChance, scoreIaeUnits,
+  type AblateTask, type IaeMetric, type IaeOutcome, type IaeScoring, type IaeSettings } from './iae.js';
+import { ABLATE_OUTPUTS, CHUNK_INDEX, JOB_MANIFEST, ablateChunksDir, continuationRecords, isAblateJobDir, passRecords,
+  readAblateJob, readAblateSummary, type AblateIaeRecord, type AblateDose, type AblateMagnitude, type AblateJob,
+  type AblatePass, type AblateSummary, writeAblateOutputs } from './store.js';
 import { writeJsonAtomic } from '../store/json.js';
 
 /** Its IO (`io`: log lines, progress, the signal that cancels it between chunks, the folder left resumable) and the deprecated `quiet`, `log`, `signal` (src/util/jobio.ts). */
@@ -118,21 +123,35 @@ export async function runAblate(o: AblateOptions): Promise<AblateSummary> {
   const K = o.random ?? ABLATE_RANDOM;
   if (!Number.isInteger(K) || K < 1) throw new UsageError(`${opt('random')} must be a positive integer, got ${K}`);
   const scope = o.scope ?? 'matrix';
-  if (!NULL_SCOPES.includes(scope)) throw new UsageError(`${opt('scope')} must be ${NULL_SCOPES.join(', ')}, got ${JSON.stringify(scope)}`);
+  if (!NULL_SCOPES.includes(scope))
+    throw new UsageError(`${opt('scope')} must be ${NULL_SCOPES.join(', ')}, got ${JSON.stringify(scope)}`);
   const seed = o.seed ?? 0;
   const iae = iaeSettings(o.task, o.scoring, o.metric);
   const chunkUnits = o.chunkUnits ?? 64;
   const S = o.shuffled ?? 0;
-  if (!Number.isInteger(S) || S < 0) throw new UsageError(`${opt('shuffled')} must be a non-negative integer, got ${S}`);
+  if (!Number.isInteger(S) || S < 0)
+    throw new UsageError(`${opt('shuffled')} must be a non-negative integer, got ${S}`);
   const fitSeed = o.fitSplit ?? null;
-  if (fitSeed !== null && !(Number.isInteger(fitSeed) && fitSeed >= 0)) throw new UsageError(`${opt('fitSplit')} takes a seed, a non-negative integer, got ${fitSeed}`);
+  if (fitSeed !== null && !(Number.isInteger(fitSeed) && fitSeed >= 0))
+    throw new UsageError(`${opt('fitSplit')} takes a seed, a non-negative integer, got ${fitSeed}`);
   // A dose–response: the regions at other top fractions, from the stored pooled block scores.
   const tops = o.tops?.length ? [...new Set(o.tops)].sort((a, b) => a - b) : null;
-  for (const t of tops ?? []) if (!(t > 0 && t <= 1)) throw new UsageError(`${opt('tops')} takes fractions in (0, 1], got ${t}`);
+  for (const t of tops ?? [])
+    if (!(t > 0 && t <= 1)) throw new UsageError(`${opt('tops')} takes fractions in (0, 1], got ${t}`);
   if (o.magnitude && iae) throw new UsageError(`${opt('magnitude')} applies to the continuation task`);
-  if (tops && iae) throw new UsageError(`${opt('tops')} (a dose–response) applies to the continuation task; ${opt('task', 'iae')} ablates the stored regions only`);
+  if (tops && iae)
+    throw new UsageError(
+      `${opt('tops')} (a dose–response) applies to the continuation task; ${
+        opt('task', 'iae')
+      } ablates the stored regions only`,
+    );
   if (S && iae) throw new UsageError(`${opt('shuffled')} applies to the continuation task`);
-  if (!isFreshFolder(o.out) && !isAblateJobDir(o.out)) throw new LobesError('output folder exists and is not a lobes ablation; lobes does not write into it', { file: o.out, hint: 'give a new or empty folder', code: 'E_EXISTS' });
+  if (!isFreshFolder(o.out) && !isAblateJobDir(o.out))
+    throw new LobesError('output folder exists and is not a lobes ablation; lobes does not write into it', {
+      file: o.out,
+      hint: 'give a new or empty folder',
+      code: 'E_EXISTS',
+    });
 
   // The run, its wanda results, the regions.
   const manifest = readManifest(o.run);
@@ -146,32 +165,59 @@ export async function runAblate(o: AblateOptions): Promise<AblateSummary> {
   if (o.model) {
     // By content: every file (graph, weights, tokenizer), or the GGUF's conversion identity.
     const id = modelIdentity(o.model);
-    if (!sameModel({ graphSha256: id.graphSha256, filesSha256: id.filesSha256, source: o.modelSource ?? null, control: controlOfFolder(o.model) }, manifest.model)) {
-      const diff = id.graphSha256 === manifest.model.graphSha256 && !o.modelSource ? modelFolderDifference(o.model, manifest.model.files ?? []) : null;
-      throw new LobesError(`${opt('model')} is not the run's model (the run was extracted from ${manifest.model.dir}${diff ? `; ${diff.message}` : ''})`, { file: o.model, hint: `give the model the run was extracted with, or leave ${opt('model')} out` });
+    if (!sameModel({ graphSha256: id.graphSha256, filesSha256: id.filesSha256, source: o.modelSource ?? null,
+      control: controlOfFolder(o.model) }, manifest.model))
+    {
+      const diff = id.graphSha256 === manifest.model.graphSha256 && !o.modelSource
+        ? modelFolderDifference(o.model, manifest.model.files ?? [])
+        : null;
+      throw new LobesError(
+        `${opt('model')} is not the run's model (the run was extracted from ${manifest.model.dir}${
+          diff ? `; ${diff.message}` : ''
+        })`,
+        { file: o.model, hint: `give the model the run was extracted with, or leave ${opt('model')} out` },
+      );
     }
     modelDir = o.model;
-  } else modelDir = resolveRunModel(manifest, o.run, { roles: ['graph', 'data', 'tokenizer'], hint: `restore the model the run was extracted with, or give it with ${opt('model')}` });
+  } else
+    modelDir = resolveRunModel(manifest, o.run, { roles: ['graph', 'data', 'tokenizer'],
+      hint: `restore the model the run was extracted with, or give it with ${opt('model')}` });
   const modelFilesNow = o.model ? modelIdentity(o.model).files : manifest.model.files ?? [];
   const stored = storedMatrices(modelDir, matrices);
 
   // The items, their labels on wanda's axis, and (continuation task) their tokens.
   const by = w.settings.by;
   const labels = [...w.settings.groups].sort();
-  const loaded = iae ? await loadTask(o.data, iae, { limit: o.limit ?? null, by: o.by, seed }, by, labels) : await loadContinuations(o.data, { limit: o.limit ?? null, by: o.by, seed }, by, labels);
+  const loaded = iae
+    ? await loadTask(o.data, iae, { limit: o.limit ?? null, by: o.by, seed }, by, labels)
+    : await loadContinuations(o.data, { limit: o.limit ?? null, by: o.by, seed }, by, labels);
 
   // --shuffled, --fit-split: regions recomputed from the run's rows by wanda's machinery (src/ablate/refit.ts).
   const loadedIds = loaded.kind === 'iae' ? loaded.units.map((u) => u.facts.id) : loaded.items.map((it) => it.id);
-  const loadedLabels = (loaded.kind === 'iae' ? loaded.units.map((u) => u.facts.labels) : loaded.items.map((it) => it.labels)).map((l) => l[by]!);
-  const refit = S || fitSeed !== null ? await refitRegions(o.run, w, modelDir, stored, { ids: loadedIds, labels: loadedLabels }, { S, seed, fitSeed }) : null;
+  const loadedLabels =
+    (loaded.kind === 'iae' ? loaded.units.map((u) => u.facts.labels) : loaded.items.map((it) => it.labels)).map((l) =>
+      l[by]!
+    );
+  const refit = S || fitSeed !== null
+    ? await refitRegions(o.run, w, modelDir, stored, { ids: loadedIds, labels: loadedLabels }, { S, seed, fitSeed })
+    : null;
   // --fit-split: only the test half is scored.
   const fitFlags = refit?.fit ?? null;
-  const items: TaskItems = !fitFlags ? loaded : loaded.kind === 'iae' ? { ...loaded, units: loaded.units.filter((_, i) => !fitFlags[i]) } : { ...loaded, items: loaded.items.filter((_, i) => !fitFlags[i]) };
+  const items: TaskItems = !fitFlags
+    ? loaded
+    : loaded.kind === 'iae'
+    ? { ...loaded, units: loaded.units.filter((_, i) => !fitFlags[i]) }
+    : { ...loaded, items: loaded.items.filter((_, i) => !fitFlags[i]) };
   // Each region: from the stored regions, or (--fit-split) from the regions fitted on the fit half.
   const fitted = refit?.fitted ?? null;
-  const masks = specs.map((r) => (fitted ? regionMasks(w, r, (g) => fitted.masks[labels.indexOf(g)]!.map((m) => m.slice())) : regionMasks(w, r)));
+  const masks = specs.map((
+    r,
+  ) => (fitted ? regionMasks(w, r, (g) => fitted.masks[labels.indexOf(g)]!.map((m) => m.slice())) : regionMasks(w, r)));
   const doseMasks = doseTops.map((t) => {
-    const at = fitted ? (g: string) => selectTop(fitted.pooled[labels.indexOf(g)]!, matrices, { ...w.settings.top, kind: 'fraction', value: t }) : groupMasksAtTop(w, t);
+    const at = fitted
+      ? (g: string) =>
+        selectTop(fitted.pooled[labels.indexOf(g)]!, matrices, { ...w.settings.top, kind: 'fraction', value: t })
+      : groupMasksAtTop(w, t);
     return specs.map((r) => regionMasks(w, r, at, t));
   });
   const allMasks = [...masks, ...doseMasks.flat()];
@@ -198,24 +244,39 @@ export async function runAblate(o: AblateOptions): Promise<AblateSummary> {
     return sigs.indexOf(sig);
   });
   const passes: AblatePass[] = [{ id: 'before', kind: 'before', masks: null }];
-  specs.forEach((r, i) => passes.push({ id: regionKey(r), kind: 'region', region: r, masks: masks[i]!, nullSet: nullOf[i]! }));
-  doseTops.forEach((t, d) => specs.forEach((r, i) => passes.push({ id: doseKey(r, t), kind: 'region', region: r, masks: doseMasks[d]![i]!, nullSet: nullOf[maskIndex(d, i)]!, top: t })));
+  specs.forEach((r, i) =>
+    passes.push({ id: regionKey(r), kind: 'region', region: r, masks: masks[i]!, nullSet: nullOf[i]! })
+  );
+  doseTops.forEach((t, d) =>
+    specs.forEach((r, i) =>
+      passes.push({ id: doseKey(r, t), kind: 'region', region: r, masks: doseMasks[d]![i]!,
+        nullSet: nullOf[maskIndex(d, i)]!, top: t })
+    )
+  );
   if (o.magnitude) {
     // |W| alone: the mean |W| of every block, from wanda's column sums of |W| per row block.
     const { columnBlockSums } = await import('../wanda/kernel.js');
-    const meanAbs = stored.map((st, k) => blockMeanAbs(columnBlockSums(st.ref, { rowBlock: w.settings.block[0] }), matrices[k]!, w.settings.block));
-    sigs.forEach((_, s) => passes.push({ id: magnitudeKey(s), kind: 'region', region: { name: MAGNITUDE, minus: null }, masks: magnitudeRegion(poolCounts(allMasks[nullOf.indexOf(s)]!, pools), pools, meanAbs), nullSet: s }));
+    const meanAbs = stored.map((st, k) =>
+      blockMeanAbs(columnBlockSums(st.ref, { rowBlock: w.settings.block[0] }), matrices[k]!, w.settings.block)
+    );
+    sigs.forEach((_, s) =>
+      passes.push({ id: magnitudeKey(s), kind: 'region', region: { name: MAGNITUDE, minus: null },
+        masks: magnitudeRegion(poolCounts(allMasks[nullOf.indexOf(s)]!, pools), pools, meanAbs), nullSet: s })
+    );
   }
   // The shuffled-label regions: for shuffle s, each region as wanda gives it under those labels.
   refit?.shuffled.forEach((sh, s) => {
     const gm = (g: string) => sh.masks[labels.indexOf(g)]!.map((m) => m.slice());
-    for (const r of specs) passes.push({ id: shuffledKey(s, r), kind: 'shuffled', region: r, shuffle: s, seed: refit.seeds[s]!, masks: differenceOrEmpty(w, r, gm) });
+    for (const r of specs)
+      passes.push({ id: shuffledKey(s, r), kind: 'shuffled', region: r, shuffle: s, seed: refit.seeds[s]!,
+        masks: differenceOrEmpty(w, r, gm) });
   });
   sigs.forEach((_, s) => {
     const counts = poolCounts(allMasks[nullOf.indexOf(s)]!, pools);
     for (let j = 0; j < K; j++) {
       const sd = randomSeed(seed, s, j);
-      passes.push({ id: `random:${s}:${j}`, kind: 'random', nullSet: s, seed: sd, masks: randomRegion(counts, pools, matrices, sd) });
+      passes.push({ id: `random:${s}:${j}`, kind: 'random', nullSet: s, seed: sd,
+        masks: randomRegion(counts, pools, matrices, sd) });
     }
   });
 
@@ -224,12 +285,17 @@ export async function runAblate(o: AblateOptions): Promise<AblateSummary> {
   const byMatrix = new Map(stored.map((st, k) => [k, st]));
   for (const pass of passes) if (pass.masks) zeroEdits(pass.masks, matrices, w.settings.block, byMatrix);
 
-  const itemsSha256 = items.kind === 'iae' ? items.unitsSha256 : sha256Text(items.items.map((it) => JSON.stringify([it.id, it.labels, it.context, it.continuation]) + '\n').join(''));
+  const itemsSha256 = items.kind === 'iae'
+    ? items.unitsSha256
+    : sha256Text(
+      items.items.map((it) => JSON.stringify([it.id, it.labels, it.context, it.continuation]) + '\n').join(''),
+    );
   const job: AblateJob = {
     format: 'lobes-ablate',
     formatVersion: 1,
     lobesVersion: LOBES_VERSION,
-    run: { dir: o.run, identity: manifest.identity ?? null, wanda: { by, block: w.settings.block, top: w.settings.top } },
+    run: { dir: o.run, identity: manifest.identity ?? null,
+      wanda: { by, block: w.settings.block, top: w.settings.top } },
     // Lineage: what the scores stand on, by content (the regions' files, the model's files, the items).
     inputs: [
       { name: RUN_INPUT, sha256: manifest.identity ?? runIdentity(manifest), from: path.resolve(o.run) },
@@ -240,171 +306,277 @@ export async function runAblate(o: AblateOptions): Promise<AblateSummary> {
       { name: DATA_INPUT, sha256: itemsSha256 },
     ],
     model: { dir: modelDir, graphSha256: manifest.model.graphSha256 },
-    data: { spec: items.spec, items: N, limit: items.limit, ...(items.kind === 'iae' ? { unitsSha256: items.unitsSha256 } : { itemsSha256 }) },
-    settings: { region: o.region, minus: o.minus ?? null, random: K, scope, seed, chunkUnits, bootstrap: o.bootstrap ?? 2000, device: o.device ?? 'cpu', ...(tops ? { tops } : {}), ...(o.magnitude ? { magnitude: true } : {}), ...(S ? { shuffled: S } : {}), ...(fitSeed !== null ? { fitSplit: fitSeed } : {}), ...(iae ? { task: 'iae' as const, scoring: iae.scoring, metric: iae.metric, shuffles: iae.shuffles } : {}), ...(o.interventions?.length ? { interventions: interventionRecords(o.interventions) } : {}) },
+    data: { spec: items.spec, items: N, limit: items.limit,
+      ...(items.kind === 'iae' ? { unitsSha256: items.unitsSha256 } : { itemsSha256 }) },
+    settings: {
+      region: o.region,
+      minus: o.minus ?? null,
+      random: K,
+      scope,
+      seed,
+      chunkUnits,
+      bootstrap: o.bootstrap ?? 2000,
+      device: o.device ?? 'cpu',
+      ...(tops ? { tops } : {}),
+      ...(o.magnitude ? { magnitude: true } : {}),
+      ...(S ? { shuffled: S } : {}),
+      ...(fitSeed !== null ? { fitSplit: fitSeed } : {}),
+      ...(iae ? { task: 'iae' as const, scoring: iae.scoring, metric: iae.metric, shuffles: iae.shuffles } : {}),
+      ...(o.interventions?.length ? { interventions: interventionRecords(o.interventions) } : {}),
+    },
     passes: passes.map((p) => p.id),
     complete: false,
   };
-  return withJobFolder(o.out, { command: 'lobes ablate', isJob: isAblateJobDir, what: 'a lobes ablation', log: io.log }, async () => {
-    const work = path.join(o.out, WORK_DIR);
-    let patcher: WeightPatcher | null = null;
-    const nChunks = Math.ceil(N / chunkUnits);
-    const chunkIdx = (j: number) => Array.from({ length: Math.min(chunkUnits, N - j * chunkUnits) }, (_, k) => j * chunkUnits + k);
-    /** Score the chunks `js` of one pass with the model in `dir`; each chunk's rows go to `put`. */
-    const scorePass = async (dir: string, label: string, js: number[], put: (j: number, rows: object[]) => void) => {
-      const progress = new Progress({ label, total: js.reduce((a, j) => a + chunkIdx(j).length, 0), unit: 'items', io });
-      const opened = iae ? await openIae(deps, dir, iae, o) : { engine: await deps.openLoglik(dir, { device: o.device ?? 'cpu', deviceId: o.deviceId, threads: o.threads, cache: 'off', batch: o.batch ?? 8, ...ivOpt(o) }), scorer: null };
-      try {
-        for (const j of js) {
-          // Cancelled between chunks: the chunks written so far stay listed, as after a kill.
-          throwIfAborted(io.signal, 'lobes ablate', `${label}, before chunk ${j}`);
-          const idx = chunkIdx(j);
-          if (items.kind === 'iae') {
-            const got = await scoreIaeUnits(idx.map((i) => items.units[i]!), { settings: iae!, tok, scorer: opened.scorer, engine: opened.engine, seed, batch: o.batch ?? 8, maxTokens, device: o.device ?? 'cpu', say: io.log, onItem: () => progress.tick(1) });
-            put(j, got.map((g) => ({ id: g.id, correct: g.correct, pick: g.pick })));
-          } else {
-            const got = await opened.engine!.score(idx.map((i) => ({ context: split[i]!.context, continuations: [split[i]!.continuation] })), (k) => progress.tick(k));
-            put(j, idx.map((i, k) => ({ id: ids[i]!, ll: got[k]![0]!.logprob })));
+  return withJobFolder(o.out, { command: 'lobes ablate', isJob: isAblateJobDir, what: 'a lobes ablation', log: io.log },
+    async () => {
+      const work = path.join(o.out, WORK_DIR);
+      let patcher: WeightPatcher | null = null;
+      const nChunks = Math.ceil(N / chunkUnits);
+      const chunkIdx = (j: number) =>
+        Array.from({ length: Math.min(chunkUnits, N - j * chunkUnits) }, (_, k) => j * chunkUnits + k);
+      /** Score the chunks `js` of one pass with the model in `dir`; each chunk's rows go to `put`. */
+      const scorePass = async (dir: string, label: string, js: number[], put: (j: number, rows: object[]) => void) => {
+        const progress = new Progress({ label, total: js.reduce((a, j) => a + chunkIdx(j).length, 0), unit: 'items',
+          io });
+        const opened = iae
+          ? await openIae(deps, dir, iae, o)
+          : {
+            engine: await deps.openLoglik(dir, { device: o.device ?? 'cpu', deviceId: o.deviceId, threads: o.threads,
+              cache: 'off', batch: o.batch ?? 8, ...ivOpt(o) }),
+            scorer: null,
+          };
+        try {
+          for (const j of js) {
+            // Cancelled between chunks: the chunks written so far stay listed, as after a kill.
+            throwIfAborted(io.signal, 'lobes ablate', `${label}, before chunk ${j}`);
+            const idx = chunkIdx(j);
+            if (items.kind === 'iae') {
+              const got = await scoreIaeUnits(idx.map((i) => items.units[i]!), { settings: iae!, tok,
+                scorer: opened.scorer, engine: opened.engine, seed, batch: o.batch ?? 8, maxTokens,
+                device: o.device ?? 'cpu', say: io.log, onItem: () => progress.tick(1) });
+              put(j, got.map((g) => ({ id: g.id, correct: g.correct, pick: g.pick })));
+            } else {
+              const got = await opened.engine!.score(
+                idx.map((i) => ({ context: split[i]!.context, continuations: [split[i]!.continuation] })),
+                (k) => progress.tick(k),
+              );
+              put(j, idx.map((i, k) => ({ id: ids[i]!, ll: got[k]![0]!.logprob })));
+            }
           }
+        } finally {
+          await opened.engine?.close();
+          await opened.scorer?.close();
         }
-      } finally {
-        await opened.engine?.close();
-        await opened.scorer?.close();
-      }
-      progress.finish();
-    };
-    try {
-      const prev = isAblateJobDir(o.out) ? readAblateJob(o.out) : null;
-      if (prev && (o.force || JSON.stringify({ ...prev, complete: false, files: undefined, timings: undefined }) !== JSON.stringify({ ...job, timings: undefined }))) {
-        if (!o.force) {
-          const differ = (['run', 'model', 'data', 'settings', 'passes'] as const).filter((k) => JSON.stringify(prev[k]) !== JSON.stringify(job[k]));
-          // The same settings, run, model and items, but an input that changed by content (the
-          // regions rewritten by lobes wanda, a model file): lineage names it.
-          const changed = differ.length ? null : inputsDiffer(prev.inputs, job.inputs!);
-          const file = path.join(o.out, JOB_MANIFEST);
-          const hint = `use a new ${opt('out')}, or ${opt('force')} to replace it`;
-          if (changed) throw new LobesError(`this ablation folder ${prev.complete ? 'holds a finished ablation' : 'holds an unfinished ablation'} made from other inputs: ${changed}`, { file, hint, code: 'E_STALE' });
-          throw new LobesError(`this ablation folder was made with other settings, data, run or model${differ.length ? ` (${differ.join(', ')} differ${differ.length === 1 ? 's' : ''})` : ''}`, { file, hint });
+        progress.finish();
+      };
+      try {
+        const prev = isAblateJobDir(o.out) ? readAblateJob(o.out) : null;
+        if (prev &&
+          (o.force ||
+            JSON.stringify({ ...prev, complete: false, files: undefined, timings: undefined }) !==
+              JSON.stringify({ ...job, timings: undefined })))
+        {
+          if (!o.force) {
+            const differ = (['run', 'model', 'data', 'settings', 'passes'] as const).filter((k) =>
+              JSON.stringify(prev[k]) !== JSON.stringify(job[k])
+            );
+            // The same settings, run, model and items, but an input that changed by content (the
+            // regions rewritten by lobes wanda, a model file): lineage names it.
+            const changed = differ.length ? null : inputsDiffer(prev.inputs, job.inputs!);
+            const file = path.join(o.out, JOB_MANIFEST);
+            const hint = `use a new ${opt('out')}, or ${opt('force')} to replace it`;
+            if (changed)
+              throw new LobesError(
+                `this ablation folder ${
+                  prev.complete ? 'holds a finished ablation' : 'holds an unfinished ablation'
+                } made from other inputs: ${changed}`,
+                { file, hint, code: 'E_STALE' },
+              );
+            throw new LobesError(
+              `this ablation folder was made with other settings, data, run or model${
+                differ.length ? ` (${differ.join(', ')} differ${differ.length === 1 ? 's' : ''})` : ''
+              }`,
+              { file, hint },
+            );
+          }
+          for (const f of ABLATE_OUTPUTS) rmSync(path.join(o.out, f), { recursive: true, force: true });
+        } else if (prev?.complete) {
+          io.log(`ablate: ${o.out} is already complete; nothing to do`);
+          return readAblateSummary(o.out);
         }
-        for (const f of ABLATE_OUTPUTS) rmSync(path.join(o.out, f), { recursive: true, force: true });
-      } else if (prev?.complete) {
-        io.log(`ablate: ${o.out} is already complete; nothing to do`);
-        return readAblateSummary(o.out);
-      }
-      // --task iae, a new job: the pass before ablating first, on the model folder itself, and the
-      // test against chance before anything is written.
-      const before = new Map<number, object[]>();
-      if (iae && !prev) {
-        await scorePass(modelDir, `ablate 1/${passes.length} before`, Array.from({ length: nChunks }, (_, j) => j), (j, rows) => before.set(j, rows));
-        checkChance([...before.keys()].sort((a, b) => a - b).flatMap((j) => before.get(j)! as IaeOutcome[]), items, iae);
-      }
-      writeJsonAtomic(path.join(o.out, JOB_MANIFEST), job, 2);
-      const { writer, dropped } = await RecordChunks.resume(o.out, ABLATE_RECORDS, chunkUnits);
-      for (const d of dropped) io.log(`ablate: ${d}; scoring it again`);
-      for (const [j, rows] of before) writer.write(j, j * chunkUnits, rows.length, { scores: rows });
-      const todo = passes.map((_, p) => Array.from({ length: nChunks }, (_, j) => p * nChunks + j).filter((c) => !writer.has(c)));
-      const left = todo.reduce((a, t) => a + t.length, 0);
-      io.log(`ablate: ${N} items${refit?.split ? ` (the test half; the regions were fitted on ${refit.split.fit.rows} other rows)` : ''} × ${passes.length} passes (before, ${specs.length} region${specs.length > 1 ? 's' : ''}${doseTops.length ? ` at ${doseTops.length + 1} tops` : ''}, ${sigs.length * K} random regions${S ? `, ${S * specs.length} shuffled-label regions` : ''})${left < passes.length * nChunks ? `, resuming: ${passes.length * nChunks - left} of ${passes.length * nChunks} chunks done` : ''}`);
-      const byChunk = () => new Map(writer.index.chunks.map((e) => [e.chunk, e]));
-      /** The rows of pass p, in item order, read back from their verified chunks. */
-      const passRows = <T extends { id: string }>(p: number, index = byChunk()): T[] =>
-        Array.from({ length: nChunks }, (_, j) => {
-          const e = index.get(p * nChunks + j)!;
-          const rows = readVerifiedJsonl<T>(ablateChunksDir(o.out), e.scores as any, CHUNK_INDEX);
-          rows.forEach((r, k) => {
-            const i = j * chunkUnits + k;
-            if (r.id !== ids[i]) throw new LobesError(`record chunk ${e.chunk} holds item ${r.id} where ${ids[i]} was expected`, { file: ablateChunksDir(o.out), hint: 'delete the folder and run again' });
+        // --task iae, a new job: the pass before ablating first, on the model folder itself, and the
+        // test against chance before anything is written.
+        const before = new Map<number, object[]>();
+        if (iae && !prev) {
+          await scorePass(modelDir, `ablate 1/${passes.length} before`, Array.from({ length: nChunks }, (_, j) => j),
+            (j, rows) => before.set(j, rows));
+          checkChance([...before.keys()].sort((a, b) => a - b).flatMap((j) => before.get(j)! as IaeOutcome[]), items,
+            iae);
+        }
+        writeJsonAtomic(path.join(o.out, JOB_MANIFEST), job, 2);
+        const { writer, dropped } = await RecordChunks.resume(o.out, ABLATE_RECORDS, chunkUnits);
+        for (const d of dropped) io.log(`ablate: ${d}; scoring it again`);
+        for (const [j, rows] of before) writer.write(j, j * chunkUnits, rows.length, { scores: rows });
+        const todo = passes.map((_, p) =>
+          Array.from({ length: nChunks }, (_, j) => p * nChunks + j).filter((c) => !writer.has(c))
+        );
+        const left = todo.reduce((a, t) => a + t.length, 0);
+        io.log(
+          `ablate: ${N} items${
+            refit?.split ? ` (the test half; the regions were fitted on ${refit.split.fit.rows} other rows)` : ''
+          } × ${passes.length} passes (before, ${specs.length} region${specs.length > 1 ? 's' : ''}${
+            doseTops.length ? ` at ${doseTops.length + 1} tops` : ''
+          }, ${sigs.length * K} random regions${S ? `, ${S * specs.length} shuffled-label regions` : ''})${
+            left < passes.length * nChunks
+              ? `, resuming: ${passes.length * nChunks - left} of ${passes.length * nChunks} chunks done`
+              : ''
+          }`,
+        );
+        const byChunk = () => new Map(writer.index.chunks.map((e) => [e.chunk, e]));
+        /** The rows of pass p, in item order, read back from their verified chunks. */
+        const passRows = <T extends { id: string }>(p: number, index = byChunk()): T[] =>
+          Array.from({ length: nChunks }, (_, j) => {
+            const e = index.get(p * nChunks + j)!;
+            const rows = readVerifiedJsonl<T>(ablateChunksDir(o.out), e.scores as any, CHUNK_INDEX);
+            rows.forEach((r, k) => {
+              const i = j * chunkUnits + k;
+              if (r.id !== ids[i])
+                throw new LobesError(`record chunk ${e.chunk} holds item ${r.id} where ${ids[i]} was expected`, {
+                  file: ablateChunksDir(o.out),
+                  hint: 'delete the folder and run again',
+                });
+            });
+            return rows;
+          }).flat();
+        if (left) {
+          rmSync(work, { recursive: true, force: true });
+          copyModelFolder(modelDir, work);
+          patcher = new WeightPatcher(path.resolve(modelDir), work);
+        }
+        for (const [p, pass] of passes.entries()) {
+          // --task iae: a resumed job whose pass before ablating was scored now is tested against chance here.
+          if (iae && p === 1 && todo[0]!.length) checkChance(passRows<IaeOutcome>(0), items, iae);
+          if (!todo[p]!.length) continue;
+          patcher!.restore();
+          if (pass.masks) patcher!.apply(zeroEdits(pass.masks, matrices, w.settings.block, byMatrix));
+          await scorePass(work, `ablate ${p + 1}/${passes.length} ${pass.id}`, todo[p]!.map((c) => c - p * nChunks),
+            (j, rows) => writer.write(p * nChunks + j, (p * nChunks + j) * chunkUnits, rows.length, { scores: rows }));
+        }
+        // Every pass is scored: gather, check, compute, write.
+        const index = byChunk();
+        const randomPasses = (s: number) =>
+          passes.map((q, p) => (q.kind === 'random' && q.nullSet === s ? p : -1)).filter((p) => p >= 0);
+        const regionsOut = specs.map((r, i) => ({ name: r.name, minus: r.minus, blocks: countBlocks(masks[i]!) }));
+        const base = { kind: 'ablate' as const, version: 1 as const, by, labels, random: K, regions: regionsOut,
+          pFloor: 1 / (K + 1), scope, seed };
+        let summary: AblateSummary;
+        let records: object[];
+        if (items.kind === 'iae') {
+          const got = passes.map((_, p) => passRows<IaeOutcome>(p, index));
+          // Items left unscored (a prompt longer than the model's context) are out of every figure.
+          const scored = ids.map((_, i) => i).filter((i) => got.every((g) => g[i]!.correct !== null));
+          const skipped = ids.filter((_, i) => !scored.includes(i));
+          const bits = (p: number) => Uint8Array.from(scored, (i) => (got[p]![i]!.correct ? 1 : 0));
+          const st = iaeStats({
+            labels,
+            labelOf: Int32Array.from(scored, (i) => labels.indexOf(itemLabels[i]![by]!)),
+            before: bits(0),
+            regions: specs.map((r, i) => ({ name: r.name, minus: r.minus, after: bits(i + 1),
+              random: randomPasses(nullOf[i]!).map(bits) })
+            ),
+            bootstrap: job.settings.bootstrap,
+            seed,
           });
-          return rows;
-        }).flat();
-      if (left) {
-        rmSync(work, { recursive: true, force: true });
-        copyModelFolder(modelDir, work);
-        patcher = new WeightPatcher(path.resolve(modelDir), work);
-      }
-      for (const [p, pass] of passes.entries()) {
-        // --task iae: a resumed job whose pass before ablating was scored now is tested against chance here.
-        if (iae && p === 1 && todo[0]!.length) checkChance(passRows<IaeOutcome>(0), items, iae);
-        if (!todo[p]!.length) continue;
-        patcher!.restore();
-        if (pass.masks) patcher!.apply(zeroEdits(pass.masks, matrices, w.settings.block, byMatrix));
-        await scorePass(work, `ablate ${p + 1}/${passes.length} ${pass.id}`, todo[p]!.map((c) => c - p * nChunks), (j, rows) => writer.write(p * nChunks + j, (p * nChunks + j) * chunkUnits, rows.length, { scores: rows }));
-      }
-      // Every pass is scored: gather, check, compute, write.
-      const index = byChunk();
-      const randomPasses = (s: number) => passes.map((q, p) => (q.kind === 'random' && q.nullSet === s ? p : -1)).filter((p) => p >= 0);
-      const regionsOut = specs.map((r, i) => ({ name: r.name, minus: r.minus, blocks: countBlocks(masks[i]!) }));
-      const base = { kind: 'ablate' as const, version: 1 as const, by, labels, random: K, regions: regionsOut, pFloor: 1 / (K + 1), scope, seed };
-      let summary: AblateSummary;
-      let records: object[];
-      if (items.kind === 'iae') {
-        const got = passes.map((_, p) => passRows<IaeOutcome>(p, index));
-        // Items left unscored (a prompt longer than the model's context) are out of every figure.
-        const scored = ids.map((_, i) => i).filter((i) => got.every((g) => g[i]!.correct !== null));
-        const skipped = ids.filter((_, i) => !scored.includes(i));
-        const bits = (p: number) => Uint8Array.from(scored, (i) => (got[p]![i]!.correct ? 1 : 0));
-        const st = iaeStats({
-          labels,
-          labelOf: Int32Array.from(scored, (i) => labels.indexOf(itemLabels[i]![by]!)),
-          before: bits(0),
-          regions: specs.map((r, i) => ({ name: r.name, minus: r.minus, after: bits(i + 1), random: randomPasses(nullOf[i]!).map(bits) })),
-          bootstrap: job.settings.bootstrap,
-          seed,
-        });
-        const chance = chanceTest(scored.map((i) => got[0]![i]!.correct!), scored.map((i) => 1 / items.units[i]!.facts.options.length));
-        summary = { ...base, unit: 'accuracy', cells: st.cells, specificity: st.specificity, declaredFamilies: st.families, items: scored.length, iae: { version: 1, scoring: iae!.scoring, metric: iae!.metric, shuffles: iae!.shuffles, chance, skipped, cells: st.iae } };
-        records = passRecords(passes, N, (p, i) => got[p]![i]!.correct).map((v, i): AblateIaeRecord => {
-          const f = items.units[i]!.facts;
-          return { id: f.id, labels: f.labels, options: f.options.length, answer: f.answer!, ...v };
-        });
-      } else {
-        const ll = passes.map((_, p) => Float64Array.from(passRows<{ id: string; ll: number }>(p, index), (r) => r.ll));
-        // the continuations' token counts, for the per-token cost ratio (a longer continuation loses more nats under any region)
-        const tokens = Float64Array.from(split, (s) => s.continuation.length);
-        const st = ablationStatsPerToken({
-          labels,
-          labelOf: Int32Array.from(itemLabels, (l) => labels.indexOf(l[by]!)),
-          before: ll[0]!,
-          regions: specs.map((r, i) => ({ name: r.name, minus: r.minus, after: ll[i + 1]!, random: randomPasses(nullOf[i]!).map((p) => ll[p]!) })),
-          bootstrap: job.settings.bootstrap,
-          seed,
-          tokens,
-        });
-        const passIdx = new Map(passes.map((q, p) => [q.id, p]));
-        const doses = tops?.map((t): AblateDose => {
-          if (isStoredTop(w, t)) return { top: t, stored: true, regions: regionsOut, cells: st.cells, specificity: st.specificity, declaredFamilies: st.families };
-          const d = doseTops.indexOf(t);
-          const sd = ablationStatsPerToken({
+          const chance = chanceTest(scored.map((i) => got[0]![i]!.correct!),
+            scored.map((i) => 1 / items.units[i]!.facts.options.length));
+          summary = { ...base, unit: 'accuracy', cells: st.cells, specificity: st.specificity,
+            declaredFamilies: st.families, items: scored.length,
+            iae: { version: 1, scoring: iae!.scoring, metric: iae!.metric, shuffles: iae!.shuffles, chance, skipped,
+              cells: st.iae } };
+          records = passRecords(passes, N, (p, i) => got[p]![i]!.correct).map((v, i): AblateIaeRecord => {
+            const f = items.units[i]!.facts;
+            return { id: f.id, labels: f.labels, options: f.options.length, answer: f.answer!, ...v };
+          });
+        } else {
+          const ll = passes.map((_, p) =>
+            Float64Array.from(passRows<{ id: string; ll: number }>(p, index), (r) => r.ll)
+          );
+          // the continuations' token counts, for the per-token cost ratio (a longer continuation loses more nats under any region)
+          const tokens = Float64Array.from(split, (s) => s.continuation.length);
+          const st = ablationStatsPerToken({
             labels,
             labelOf: Int32Array.from(itemLabels, (l) => labels.indexOf(l[by]!)),
             before: ll[0]!,
-            regions: specs.map((r, i) => ({ name: r.name, minus: r.minus, after: ll[passIdx.get(doseKey(r, t))!]!, random: randomPasses(nullOf[maskIndex(d, i)]!).map((p) => ll[p]!) })),
+            regions: specs.map((r, i) => ({ name: r.name, minus: r.minus, after: ll[i + 1]!,
+              random: randomPasses(nullOf[i]!).map((p) => ll[p]!) })
+            ),
             bootstrap: job.settings.bootstrap,
             seed,
             tokens,
           });
-          return { top: t, stored: false, regions: specs.map((r, i) => ({ name: r.name, minus: r.minus, blocks: countBlocks(doseMasks[d]![i]!) })), cells: sd.cells, specificity: sd.specificity, declaredFamilies: sd.families };
-        });
-        const magnitude = o.magnitude ? magnitudeRows(specs, labels, Int32Array.from(itemLabels, (l) => labels.indexOf(l[by]!)), ll, (i) => ({ region: ll[i + 1]!, magnitude: ll[passIdx.get(magnitudeKey(nullOf[i]!))!]!, random: randomPasses(nullOf[i]!).map((p) => ll[p]!), blocks: countBlocks(passes[passIdx.get(magnitudeKey(nullOf[i]!))!]!.masks!) }), job.settings.bootstrap, seed) : null;
-        const shuffled = refit && S ? shuffledSection(refit, specs, passes, labels, Int32Array.from(itemLabels, (l) => labels.indexOf(l[by]!)), ll, (i) => ll[i + 1]!) : null;
-        summary = { ...base, unit: 'nats', cells: st.cells, specificity: st.specificity, declaredFamilies: st.families, items: N, ...(doses ? { doses } : {}), ...(magnitude ? { magnitude } : {}), ...(shuffled ? { shuffled } : {}) };
-        records = continuationRecords(passes, items.items, split, ll);
+          const passIdx = new Map(passes.map((q, p) => [q.id, p]));
+          const doses = tops?.map((t): AblateDose => {
+            if (isStoredTop(w, t))
+              return { top: t, stored: true, regions: regionsOut, cells: st.cells, specificity: st.specificity,
+                declaredFamilies: st.families };
+            const d = doseTops.indexOf(t);
+            const sd = ablationStatsPerToken({
+              labels,
+              labelOf: Int32Array.from(itemLabels, (l) => labels.indexOf(l[by]!)),
+              before: ll[0]!,
+              regions: specs.map((r, i) => ({ name: r.name, minus: r.minus, after: ll[passIdx.get(doseKey(r, t))!]!,
+                random: randomPasses(nullOf[maskIndex(d, i)]!).map((p) => ll[p]!) })
+              ),
+              bootstrap: job.settings.bootstrap,
+              seed,
+              tokens,
+            });
+            return { top: t, stored: false,
+              regions: specs.map((r, i) => ({ name: r.name, minus: r.minus, blocks: countBlocks(doseMasks[d]![i]!) })),
+              cells: sd.cells, specificity: sd.specificity, declaredFamilies: sd.families };
+          });
+          const magnitude = o.magnitude
+            ? magnitudeRows(specs, labels, Int32Array.from(itemLabels, (l) => labels.indexOf(l[by]!)), ll,
+              (i) => ({ region: ll[i + 1]!, magnitude: ll[passIdx.get(magnitudeKey(nullOf[i]!))!]!,
+                random: randomPasses(nullOf[i]!).map((p) => ll[p]!),
+                blocks: countBlocks(passes[passIdx.get(magnitudeKey(nullOf[i]!))!]!.masks!) }), job.settings.bootstrap,
+              seed)
+            : null;
+          const shuffled = refit && S
+            ? shuffledSection(refit, specs, passes, labels, Int32Array.from(itemLabels, (l) => labels.indexOf(l[by]!)),
+              ll, (i) => ll[i + 1]!)
+            : null;
+          summary = { ...base, unit: 'nats', cells: st.cells, specificity: st.specificity,
+            declaredFamilies: st.families, items: N, ...(doses ? { doses } : {}), ...(magnitude ? { magnitude } : {}),
+            ...(shuffled ? { shuffled } : {}) };
+          records = continuationRecords(passes, items.items, split, ll);
+        }
+        if (refit?.split)
+          summary.fitSplit = { ...refit.split,
+            regions: labels.map((g, gi) => ({ name: g, blocks: countBlocks(refit.fitted!.masks[gi]!),
+              jaccardWithStored: maskJaccard(refit.fitted!.masks[gi]!, regionMasks(w, { name: g, minus: null })) })
+            ) };
+        const extra = refit
+          ? { recomputed: refit.record, ...(refit.split
+            ? { fitSplit: { ...summary.fitSplit, fitIds: refit.fitIds, fitRows: refit.fitRows, testIds: ids } }
+            : {}) }
+          : undefined;
+        const files = writeAblateOutputs(o.out, { passes, records: records as any, stored, matrices,
+          block: w.settings.block, summary, job, extra });
+        job.complete = true;
+        job.files = files;
+        job.timings = { wallMs: Date.now() - t0 };
+        writeJsonAtomic(path.join(o.out, JOB_MANIFEST), job, 2);
+        writer.dropChunks();
+        io.log(
+          `ablate: done, ${N} items × ${passes.length} passes in ${fmtTime((Date.now() - t0) / 1000)} -> ${o.out}`,
+        );
+        return summary;
+      } finally {
+        patcher?.close();
+        rmSync(work, { recursive: true, force: true });
       }
-      if (refit?.split) summary.fitSplit = { ...refit.split, regions: labels.map((g, gi) => ({ name: g, blocks: countBlocks(refit.fitted!.masks[gi]!), jaccardWithStored: maskJaccard(refit.fitted!.masks[gi]!, regionMasks(w, { name: g, minus: null })) })) };
-      const extra = refit ? { recomputed: refit.record, ...(refit.split ? { fitSplit: { ...summary.fitSplit, fitIds: refit.fitIds, fitRows: refit.fitRows, testIds: ids } } : {}) } : undefined;
-      const files = writeAblateOutputs(o.out, { passes, records: records as any, stored, matrices, block: w.settings.block, summary, job, extra });
-      job.complete = true;
-      job.files = files;
-      job.timings = { wallMs: Date.now() - t0 };
-      writeJsonAtomic(path.join(o.out, JOB_MANIFEST), job, 2);
-      writer.dropChunks();
-      io.log(`ablate: done, ${N} items × ${passes.length} passes in ${fmtTime((Date.now() - t0) / 1000)} -> ${o.out}`);
-      return summary;
-    } finally {
-      patcher?.close();
-      rmSync(work, { recursive: true, force: true });
-    }
-  });
+    });
 }
 
 /** The pseudo-group name and pass id of the |W| baselines. */
@@ -416,25 +588,37 @@ const magnitudeKey = (nullSet: number) => `${MAGNITUDE}:${nullSet}`;
  * random regions, and the per-item paired tests of the region against its baseline (one-sided
  * signed-rank: the region costs the items more), on the target's items and on the others.
  */
-function magnitudeRows(specs: RegionSpec[], labels: string[], labelOf: Int32Array, ll: Float64Array[], of: (i: number) => { region: Float64Array; magnitude: Float64Array; random: Float64Array[]; blocks: number }, bootstrap: number, seed: number): AblateMagnitude[] {
+function magnitudeRows(specs: RegionSpec[], labels: string[], labelOf: Int32Array, ll: Float64Array[],
+  of: (i: number) => { region: Float64Array; magnitude: Float64Array; random: Float64Array[]; blocks: number },
+  bootstrap: number, seed: number): AblateMagnitude[]
+{
   return specs.flatMap((r, i) => {
     const x = of(i);
-    const st = ablationStats({ labels, labelOf, before: ll[0]!, regions: [{ name: r.name, minus: r.minus, after: x.magnitude, random: x.random }], bootstrap, seed });
+    const st = ablationStats({ labels, labelOf, before: ll[0]!,
+      regions: [{ name: r.name, minus: r.minus, after: x.magnitude, random: x.random }], bootstrap, seed });
     const sp = st.specificity[0];
     if (!sp) return [];
     const t = labels.indexOf(r.name);
     const own: number[] = [];
     const others: number[] = [];
     labelOf.forEach((l, k) => (l === t ? own : others).push(k));
-    const side = (idx: number[]) => ({ n: idx.length, p: signedRank(idx.map((k) => x.region[k]! - x.magnitude[k]!), 'less')?.p ?? null });
-    return [{ region: r.name, minus: r.minus, blocks: x.blocks, specificity: { ...sp, paired: undefined }, cells: st.cells, versusRegion: { test: 'wilcoxon-signed-rank' as const, alternative: 'less' as const, own: side(own), others: side(others) } }];
+    const side = (idx: number[]) => ({ n: idx.length,
+      p: signedRank(idx.map((k) => x.region[k]! - x.magnitude[k]!), 'less')?.p ?? null });
+    return [{ region: r.name, minus: r.minus, blocks: x.blocks, specificity: { ...sp, paired: undefined },
+      cells: st.cells,
+      versusRegion: { test: 'wilcoxon-signed-rank' as const, alternative: 'less' as const, own: side(own),
+        others: side(others) } }];
   });
 }
 
-type TaskItems = ({ kind: 'continuation'; items: AblateItem[] } | { kind: 'iae'; units: ItemUnit[]; unitsSha256: string }) & { spec: string; limit: LimitRecord | null };
+type TaskItems =
+  & ({ kind: 'continuation'; items: AblateItem[] } | { kind: 'iae'; units: ItemUnit[]; unitsSha256: string })
+  & { spec: string; limit: LimitRecord | null };
 
 /** The continuation task's items with a label among the wanda groups. */
-async function loadContinuations(spec: string, o: { limit: number | null; by?: string[]; seed: number }, by: string, labels: string[]): Promise<TaskItems> {
+async function loadContinuations(spec: string, o: { limit: number | null; by?: string[]; seed: number }, by: string,
+  labels: string[]): Promise<TaskItems>
+{
   const data = await loadAblateItems(spec, o);
   if (!data.axes.includes(by)) throw noAxis(by, data.axes);
   const items = data.items.filter((it) => labels.includes(it.labels[by] ?? ''));
@@ -443,7 +627,9 @@ async function loadContinuations(spec: string, o: { limit: number | null; by?: s
 }
 
 /** --task iae: eval's multiple-choice items with a label among the wanda groups. */
-async function loadTask(spec: string, s: IaeSettings, o: { limit: number | null; by?: string[]; seed: number }, by: string, labels: string[]): Promise<TaskItems> {
+async function loadTask(spec: string, s: IaeSettings, o: { limit: number | null; by?: string[]; seed: number },
+  by: string, labels: string[]): Promise<TaskItems>
+{
   const d = loadIaeItems(spec, s, o);
   if (!d.axes.includes(by)) throw noAxis(by, d.axes);
   const units = d.units.filter((u) => labels.includes(u.facts.labels[by] ?? ''));
@@ -451,38 +637,60 @@ async function loadTask(spec: string, s: IaeSettings, o: { limit: number | null;
   return { kind: 'iae', units, unitsSha256: d.unitsSha256, spec: d.spec, limit: d.limit };
 }
 
-const noAxis = (by: string, axes: string[]) => new LobesError(`the data has no label axis ${JSON.stringify(by)}, which the wanda results group by (axes: ${axes.join(', ')})`, { hint: 'give data labelled on the same axis as the run' });
-const noItems = (spec: string, by: string, labels: string[]) => new LobesError(`no item of ${spec} has a ${by} label among the wanda groups (${labels.join(', ')})`);
+const noAxis = (by: string, axes: string[]) =>
+  new LobesError(
+    `the data has no label axis ${JSON.stringify(by)}, which the wanda results group by (axes: ${axes.join(', ')})`,
+    { hint: 'give data labelled on the same axis as the run' },
+  );
+const noItems = (spec: string, by: string, labels: string[]) =>
+  new LobesError(`no item of ${spec} has a ${by} label among the wanda groups (${labels.join(', ')})`);
 
 /** The continuation task's token split of every item, checked against the model's context. */
-function splitItems(items: AblateItem[], tok: EvalTokenizer, modelDir: string): { context: number[]; continuation: number[] }[] {
+function splitItems(items: AblateItem[], tok: EvalTokenizer,
+  modelDir: string): { context: number[]; continuation: number[] }[]
+{
   const split = items.map((it) => {
     const s = splitContinuation(tok, it.context, it.continuation, tok.prefixId ?? 0);
     if (!s.context.length) throw new LobesError('the context has no tokens', { where: `item ${it.id}` });
-    if (!s.continuation.length) throw new LobesError('the continuation has no tokens of its own after the context', { where: `item ${it.id}` });
+    if (!s.continuation.length)
+      throw new LobesError('the continuation has no tokens of its own after the context', { where: `item ${it.id}` });
     return s;
   });
-  checkContext(split.map((s, i) => ({ id: items[i]!.id, tokens: s.context.length + s.continuation.length })), modelContext(modelDir), () => 'leave out the longer items (lobes ablate scores each context and continuation whole)');
+  checkContext(split.map((s, i) => ({ id: items[i]!.id, tokens: s.context.length + s.continuation.length })),
+    modelContext(modelDir),
+    () => 'leave out the longer items (lobes ablate scores each context and continuation whole)');
   return split;
 }
 
 /** --task iae: the scorer of one pass on the model in `dir` (letter: eval's scorer; cloze: the log-likelihood engine). */
-async function openIae(deps: AblateDeps, dir: string, s: IaeSettings, o: AblateOptions): Promise<{ engine: LoglikEngine | null; scorer: Scorer | null }> {
+async function openIae(deps: AblateDeps, dir: string, s: IaeSettings,
+  o: AblateOptions): Promise<{ engine: LoglikEngine | null; scorer: Scorer | null }>
+{
   const device = o.device ?? 'cpu';
-  if (s.scoring === 'cloze') return { engine: await deps.openLoglik(dir, { device, deviceId: o.deviceId, threads: o.threads, cache: 'auto', batch: o.batch ?? 8, tokenBudget: IAE_TOKEN_BUDGET, ...ivOpt(o) }), scorer: null };
-  return { engine: null, scorer: await deps.openScorer(dir, { device, deviceId: o.deviceId, threads: o.threads, generation: device === 'cpu', ...ivOpt(o) }) };
+  if (s.scoring === 'cloze')
+    return {
+      engine: await deps.openLoglik(dir, { device, deviceId: o.deviceId, threads: o.threads, cache: 'auto',
+        batch: o.batch ?? 8, tokenBudget: IAE_TOKEN_BUDGET, ...ivOpt(o) }),
+      scorer: null,
+    };
+  return { engine: null,
+    scorer: await deps.openScorer(dir, { device, deviceId: o.deviceId, threads: o.threads, generation: device === 'cpu',
+      ...ivOpt(o) }) };
 }
 
 /** --task iae: refuse unless the pass before ablating answers above chance. */
 function checkChance(before: IaeOutcome[], items: TaskItems, s: IaeSettings): void {
   if (items.kind !== 'iae') return;
   const scored = before.map((b, i) => (b.correct === null ? -1 : i)).filter((i) => i >= 0);
-  const t = chanceTest(scored.map((i) => before[i]!.correct!), scored.map((i) => 1 / items.units[i]!.facts.options.length));
+  const t = chanceTest(scored.map((i) => before[i]!.correct!),
+    scored.map((i) => 1 / items.units[i]!.facts.options.length));
   requireAboveChance(t, `${s.scoring} scoring, ${s.metric}`);
 }
 
 /** The edits zeroing every block of a set. */
-export function zeroEdits(masks: Masks, matrices: WandaMatrix[], block: [number, number], stored: Map<number, StoredMatrix>): Edit[] {
+export function zeroEdits(masks: Masks, matrices: WandaMatrix[], block: [number, number],
+  stored: Map<number, StoredMatrix>): Edit[]
+{
   return hfBlocks(masks, matrices, block).flatMap((b) => blockEdits(stored.get(b.matrix)!, b));
 }
 

@@ -143,7 +143,6 @@ export interface AblateSpecificity {
   perToken?: PerTokenRatio;
 }
 
-
 /**
  * The cost ratio of a specificity row on per-token changes: each item's d divided by its
  * continuation's token count, so that items whose continuations are longer (more tokens, more
@@ -202,7 +201,9 @@ export function bootstrapMean(xs: ArrayLike<number>, idx: readonly number[], B: 
 }
 
 /** Bootstrap of mean(xs over a) − mean(xs over b), resampling a and b separately. */
-export function bootstrapContrast(xs: ArrayLike<number>, a: readonly number[], b: readonly number[], B: number, rng: Rng): [number, number] {
+export function bootstrapContrast(xs: ArrayLike<number>, a: readonly number[], b: readonly number[], B: number,
+  rng: Rng): [number, number]
+{
   const out = new Float64Array(B);
   for (let r = 0; r < B; r++) {
     let sa = 0;
@@ -223,7 +224,8 @@ export function bootstrapContrast(xs: ArrayLike<number>, a: readonly number[], b
  * changes.
  */
 export function costP(delta: number, nulls: readonly number[]): { p: number | null; scale: 'log' | 'raw' } {
-  if (delta < 0 && nulls.length && nulls.every((v) => v < 0)) return { p: predictionP(Math.log(-delta), nulls.map((v) => Math.log(-v)), 'upper'), scale: 'log' };
+  if (delta < 0 && nulls.length && nulls.every((v) => v < 0))
+    return { p: predictionP(Math.log(-delta), nulls.map((v) => Math.log(-v)), 'upper'), scale: 'log' };
   return { p: predictionP(delta, nulls, 'lower'), scale: 'raw' };
 }
 
@@ -295,7 +297,9 @@ export interface StatsInput {
  * which is the mean over every other item because each item has one label. Summaries written
  * before these fields existed get them the same way (src/report/ablate.ts).
  */
-export function predictionTests(cells: AblateCell[], spec: AblateSpecificity[], declared?: { cells: Family; spec: Family }): FamilyRecord[] {
+export function predictionTests(cells: AblateCell[], spec: AblateSpecificity[],
+  declared?: { cells: Family; spec: Family }): FamilyRecord[]
+{
   // declared by ablationStats from its plan before any test; a summary read back (src/report/ablate.ts) from its rows
   const cellFam = declared?.cells ?? cellFamily(cells);
   const specFam = declared?.spec ?? specFamily(spec);
@@ -352,14 +356,19 @@ export function predictionTests(cells: AblateCell[], spec: AblateSpecificity[], 
  * and the detectable ratio. The t and rank p are null without a ratio or when a random region's
  * ratio is undefined.
  */
-export function ratioTests(ratio: number | null, nullRatio: (number | null)[]): Pick<PerTokenRatio, 'ratioP' | 'ratioRankP' | 'ratioNormality' | 'ratioHead' | 'ratioPHead' | 'ratioMde'> {
+export function ratioTests(ratio: number | null,
+  nullRatio: (number | null)[]
+): Pick<PerTokenRatio, 'ratioP' | 'ratioRankP' | 'ratioNormality' | 'ratioHead' | 'ratioPHead' | 'ratioMde'> {
   const logNull = nullRatio.every((v) => v !== null) ? (nullRatio as number[]).map(Math.log) : null;
   const ratioP = ratio === null ? null : predictionP(Math.log(ratio), logNull, 'upper');
   const ratioRankP = ratio === null || logNull === null ? null : upperP(ratio, nullRatio as number[]);
   const ratioNormality = logNull && nullNormality(logNull);
   const ratioHead = headTest(ratioP, ratioNormality);
   const rm = logNull && predictionMde(logNull);
-  return { ratioP, ratioRankP, ratioNormality, ratioHead, ratioPHead: ratioHead === 't' ? ratioP : ratioRankP, ratioMde: rm === null || logNull === null ? null : Math.exp(logNull.reduce((a, b) => a + b, 0) / logNull.length + rm) };
+  return { ratioP, ratioRankP, ratioNormality, ratioHead, ratioPHead: ratioHead === 't' ? ratioP : ratioRankP,
+    ratioMde: rm === null || logNull === null
+      ? null
+      : Math.exp(logNull.reduce((a, b) => a + b, 0) / logNull.length + rm) };
 }
 
 /**
@@ -369,14 +378,19 @@ export function ratioTests(ratio: number | null, nullRatio: (number | null)[]): 
  */
 export function pairedSide(d: Float64Array, nd: Float64Array[], idx: readonly number[], side?: string): PairedSide {
   // declared from the K random regions (the settings) before any test runs; named by its region and side when given
-  const fam = declareFamily({ name: side ? `random-regions-of-region ${side}` : 'random-regions-of-region', claim: 'a region costs the items more than each random region does (paired, per item)', members: nd.map((_, k) => `random ${k}`) });
+  const fam = declareFamily({ name: side ? `random-regions-of-region ${side}` : 'random-regions-of-region',
+    claim: 'a region costs the items more than each random region does (paired, per item)',
+    members: nd.map((_, k) => `random ${k}`) });
   const p = nd.map((v) => signedRank(idx.map((i) => d[i]! - v[i]!), 'less')?.p ?? null);
   const pHolm = fam.adjust(p);
-  return { n: idx.length, p, pHolm, beaten: pHolm.filter((q) => q !== null && q <= ABLATE_ALPHA).length, family: fam.record() };
+  return { n: idx.length, p, pHolm, beaten: pHolm.filter((q) => q !== null && q <= ABLATE_ALPHA).length,
+    family: fam.record() };
 }
 
 /** Cells and specificity rows of an ablation. */
-export function ablationStats(x: StatsInput): { cells: AblateCell[]; specificity: AblateSpecificity[]; families: FamilyRecord[] } {
+export function ablationStats(
+  x: StatsInput,
+): { cells: AblateCell[]; specificity: AblateSpecificity[]; families: FamilyRecord[] } {
   const N = x.before.length;
   const byLabel = x.labels.map((_, l) => {
     const idx: number[] = [];
@@ -386,7 +400,10 @@ export function ablationStats(x: StatsInput): { cells: AblateCell[]; specificity
   const delta = (after: Float64Array) => Float64Array.from(after, (a, i) => a - x.before[i]!);
   // the families, declared from the plan (the regions and the items' labels) before any test runs
   const plan = ablationPlan(x);
-  const rank = declareFamily({ name: 'specificity-rank', claim: 'zeroing a region costs its own label\'s items more than the others\' (rank p against the random regions, every region)', members: plan.spec.map(specId) });
+  const rank = declareFamily({ name: 'specificity-rank',
+    claim:
+      "zeroing a region costs its own label's items more than the others' (rank p against the random regions, every region)",
+    members: plan.spec.map(specId) });
   const declared = { cells: cellFamily(plan.cells), spec: specFamily(plan.spec) };
   const cells: AblateCell[] = [];
   const spec: AblateSpecificity[] = [];
@@ -400,7 +417,9 @@ export function ablationStats(x: StatsInput): { cells: AblateCell[]; specificity
       const m = mean(d, idx);
       const nullDelta = nd.map((v) => mean(v, idx));
       const rng = new Rng(hash32(`${x.seed}:cell:${key}:${label}`));
-      cells.push({ region: r.name, minus: r.minus, label, n: idx.length, before: mean(x.before, idx), delta: m, ci: bootstrapMean(d, idx, x.bootstrap, rng), nullDelta, p: lowerP(m, nullDelta), z: nullZ(m, nullDelta), pT: null, pTHolm: null });
+      cells.push({ region: r.name, minus: r.minus, label, n: idx.length, before: mean(x.before, idx), delta: m,
+        ci: bootstrapMean(d, idx, x.bootstrap, rng), nullDelta, p: lowerP(m, nullDelta), z: nullZ(m, nullDelta),
+        pT: null, pTHolm: null });
     });
     const t = x.labels.indexOf(r.name);
     if (t < 0 || !byLabel[t]!.length) continue;
@@ -412,9 +431,28 @@ export function ablationStats(x: StatsInput): { cells: AblateCell[]; specificity
     const nullContrast = nd.map((v) => mean(v, a) - mean(v, b));
     const rng = new Rng(hash32(`${x.seed}:specificity:${key}`));
     spec.push({
-      region: r.name, minus: r.minus, target: r.name, contrast, ci: bootstrapContrast(d, a, b, x.bootstrap, rng), nullContrast, p: lowerP(contrast, nullContrast), pHolm: NaN,
-      pT: null, pTHolm: null, ratio: null, nullRatio: [], ratioP: null, ratioPHolm: null,
-      paired: { test: 'wilcoxon-signed-rank', alternative: 'less', family: 'random-regions-of-region', alpha: ABLATE_ALPHA, own: pairedSide(d, nd, a, `${specId({ region: r.name, minus: r.minus })} (own items)`), others: pairedSide(d, nd, b, `${specId({ region: r.name, minus: r.minus })} (other items)`) },
+      region: r.name,
+      minus: r.minus,
+      target: r.name,
+      contrast,
+      ci: bootstrapContrast(d, a, b, x.bootstrap, rng),
+      nullContrast,
+      p: lowerP(contrast, nullContrast),
+      pHolm: NaN,
+      pT: null,
+      pTHolm: null,
+      ratio: null,
+      nullRatio: [],
+      ratioP: null,
+      ratioPHolm: null,
+      paired: {
+        test: 'wilcoxon-signed-rank',
+        alternative: 'less',
+        family: 'random-regions-of-region',
+        alpha: ABLATE_ALPHA,
+        own: pairedSide(d, nd, a, `${specId({ region: r.name, minus: r.minus })} (own items)`),
+        others: pairedSide(d, nd, b, `${specId({ region: r.name, minus: r.minus })} (other items)`),
+      },
     });
   }
   const adj = adjustRows(rank, spec, specId, (s) => s.p);
@@ -452,10 +490,15 @@ export interface ShuffledLabelRow {
 }
 
 /** The shuffled-label rows of every region with a target; Holm over the regions, for the contrast's and the ratio's rank p each. */
-export function shuffledLabelTests(x: { labels: string[]; labelOf: Int32Array; before: Float64Array; regions: { name: string; minus: string | null; after: Float64Array; shuffled: Float64Array[] }[] }): { rows: ShuffledLabelRow[]; family: FamilyRecord } {
+export function shuffledLabelTests(
+  x: { labels: string[]; labelOf: Int32Array; before: Float64Array;
+    regions: { name: string; minus: string | null; after: Float64Array; shuffled: Float64Array[] }[] },
+): { rows: ShuffledLabelRow[]; family: FamilyRecord } {
   const N = x.before.length;
   // declared from the plan (every region whose target is a label with items and some other item) before any test runs
-  const fam = declareFamily({ name: 'shuffled-label-regions', claim: 'a region is more specific than the regions of shuffled labels (every region)', members: ablationPlan(x).spec.map(specId) });
+  const fam = declareFamily({ name: 'shuffled-label-regions',
+    claim: 'a region is more specific than the regions of shuffled labels (every region)',
+    members: ablationPlan(x).spec.map(specId) });
   const rows: ShuffledLabelRow[] = [];
   for (const r of x.regions) {
     const t = x.labels.indexOf(r.name);

@@ -68,7 +68,11 @@ export interface AblateJob {
   /** itemsSha256 (continuation task): sha256 over the scored items (id, labels, context, continuation), so a rerun over other items (an edited file, another --limit sample) is not resumed; unitsSha256 (--task iae): eval's hash of the items as they are prompted. */
   data: { spec: string; items: number; limit: LimitRecord | null; itemsSha256?: string; unitsSha256?: string };
   /** task, scoring, metric and shuffles only with --task iae (absent: the continuation task). */
-  settings: { region: string; minus: string | null; random: number; scope: NullScope; seed: number; chunkUnits: number; bootstrap: number; device: string; tops?: number[]; magnitude?: boolean; shuffled?: number; fitSplit?: number; task?: 'iae'; scoring?: IaeScoring; metric?: IaeMetric; shuffles?: number; /** Edits of activations (--intervene); absent when none. */ interventions?: InterventionRecord[] };
+  settings: { region: string; minus: string | null; random: number; scope: NullScope; seed: number; chunkUnits: number;
+    bootstrap: number; device: string; tops?: number[]; magnitude?: boolean; shuffled?: number; fitSplit?: number;
+    task?: 'iae'; scoring?: IaeScoring; metric?: IaeMetric;
+    shuffles?: number; /** Edits of activations (--intervene); absent when none. */
+    interventions?: InterventionRecord[] };
   passes: string[];
   complete: boolean;
   files?: Record<string, ChunkFile>;
@@ -151,7 +155,8 @@ export interface AblateMagnitude {
   cells: AblateCell[];
   specificity: AblateSpecificity;
   /** One-sided signed-rank tests of d_region − d_baseline (lower: the region costs the items more than |W| alone does). */
-  versusRegion: { test: 'wilcoxon-signed-rank'; alternative: 'less'; own: { n: number; p: number | null }; others: { n: number; p: number | null } };
+  versusRegion: { test: 'wilcoxon-signed-rank'; alternative: 'less'; own: { n: number; p: number | null };
+    others: { n: number; p: number | null } };
 }
 
 /** One dose of a dose–response: every region at a wanda top fraction. `stored`: the regions regions.json holds (the same figures as the summary's own). */
@@ -195,7 +200,9 @@ export interface AblateIaeRecord {
 }
 
 /** Per item, its value under each pass: `before`, `after` per region, `random` per random region. */
-export function passRecords<T>(passes: AblatePass[], n: number, value: (pass: number, item: number) => T): { before: T; after: Record<string, T>; random: Record<string, T>; shuffled?: Record<string, T> }[] {
+export function passRecords<T>(passes: AblatePass[], n: number,
+  value: (pass: number, item: number) => T
+): { before: T; after: Record<string, T>; random: Record<string, T>; shuffled?: Record<string, T> }[] {
   const anyShuffled = passes.some((p) => p.kind === 'shuffled');
   return Array.from({ length: n }, (_, i) => {
     const after: Record<string, T> = {};
@@ -211,7 +218,9 @@ export function passRecords<T>(passes: AblatePass[], n: number, value: (pass: nu
 }
 
 function blockList(masks: Masks, matrices: WandaMatrix[], block: [number, number], stored: StoredMatrix[]) {
-  return hfBlocks(masks, matrices, block).map((b) => ({ tensor: b.tensor, rows: b.rows, cols: b.cols, initializer: stored[b.matrix]!.initializer }));
+  return hfBlocks(masks, matrices, block).map((b) => ({ tensor: b.tensor, rows: b.rows, cols: b.cols,
+    initializer: stored[b.matrix]!.initializer })
+  );
 }
 
 const fileOf = (dir: string, name: string, text: string): ChunkFile => {
@@ -221,30 +230,56 @@ const fileOf = (dir: string, name: string, text: string): ChunkFile => {
 };
 
 /** The records of the continuation task: each item's log-likelihood per pass. */
-export function continuationRecords(passes: AblatePass[], items: AblateItem[], split: { context: number[]; continuation: number[] }[], ll: Float64Array[]): AblateRecord[] {
+export function continuationRecords(passes: AblatePass[], items: AblateItem[],
+  split: { context: number[]; continuation: number[] }[], ll: Float64Array[]): AblateRecord[]
+{
   return passRecords(passes, items.length, (k, i) => ll[k]![i]!).map((v, i) => {
     const it = items[i]!;
-    return { id: it.id, labels: it.labels, context: it.context, continuation: it.continuation, contextTokens: split[i]!.context.length, continuationTokens: split[i]!.continuation.length, ...v };
+    return { id: it.id, labels: it.labels, context: it.context, continuation: it.continuation,
+      contextTokens: split[i]!.context.length, continuationTokens: split[i]!.continuation.length, ...v };
   });
 }
 
 /** Write ablation.json, records.jsonl and summary.json (each atomically); returns their files. */
 export function writeAblateOutputs(
   dir: string,
-  x: { passes: AblatePass[]; records: (AblateRecord | AblateIaeRecord)[]; stored: StoredMatrix[]; matrices: WandaMatrix[]; block: [number, number]; summary: AblateSummary; job: AblateJob; extra?: Record<string, unknown> },
+  x: { passes: AblatePass[]; records: (AblateRecord | AblateIaeRecord)[]; stored: StoredMatrix[];
+    matrices: WandaMatrix[]; block: [number, number]; summary: AblateSummary; job: AblateJob;
+    extra?: Record<string, unknown> },
 ): Record<string, ChunkFile> {
   const { passes, matrices, block, stored } = x;
   const ablation = {
     kind: 'ablate-blocks',
     version: 1,
-    layout: 'Hugging Face W [d_out, d_in]: rows [start, end) over output features, cols [start, end) over input features',
+    layout:
+      'Hugging Face W [d_out, d_in]: rows [start, end) over output features, cols [start, end) over input features',
     run: x.job.run,
     model: x.job.model,
     scope: x.summary.scope,
     seed: x.summary.seed,
-    regions: passes.flatMap((p) => (p.kind === 'region' ? [{ name: p.region.name, minus: p.region.minus, key: p.id, ...(p.top === undefined ? {} : { top: p.top }), random: passes.filter((q) => q.kind === 'random' && q.nullSet === p.nullSet).map((q) => q.id), blocks: blockList(p.masks, matrices, block, stored) }] : [])),
-    random: passes.flatMap((p) => (p.kind === 'random' ? [{ id: p.id, nullSet: p.nullSet, seed: p.seed, blocks: blockList(p.masks, matrices, block, stored) }] : [])),
-    ...(passes.some((p) => p.kind === 'shuffled') ? { shuffled: passes.flatMap((p) => (p.kind === 'shuffled' ? [{ id: p.id, name: p.region.name, minus: p.region.minus, shuffle: p.shuffle, seed: p.seed, size: countBlocks(p.masks), blocks: blockList(p.masks, matrices, block, stored) }] : [])) } : {}),
+    regions: passes.flatMap((
+      p,
+    ) => (p.kind === 'region'
+      ? [{ name: p.region.name, minus: p.region.minus, key: p.id, ...(p.top === undefined ? {} : { top: p.top }),
+        random: passes.filter((q) => q.kind === 'random' && q.nullSet === p.nullSet).map((q) => q.id),
+        blocks: blockList(p.masks, matrices, block, stored) }]
+      : [])
+    ),
+    random: passes.flatMap((
+      p,
+    ) => (p.kind === 'random'
+      ? [{ id: p.id, nullSet: p.nullSet, seed: p.seed, blocks: blockList(p.masks, matrices, block, stored) }]
+      : [])
+    ),
+    ...(passes.some((p) => p.kind === 'shuffled')
+      ? {
+        shuffled: passes.flatMap((p) => (p.kind === 'shuffled'
+          ? [{ id: p.id, name: p.region.name, minus: p.region.minus, shuffle: p.shuffle, seed: p.seed,
+            size: countBlocks(p.masks), blocks: blockList(p.masks, matrices, block, stored) }]
+          : [])
+        ),
+      }
+      : {}),
     ...(x.extra ?? {}),
   };
   return {
@@ -272,12 +307,20 @@ export function readAblateSummary(dir: string): AblateSummary {
   const jf = ablateJobFile(dir);
   if (!existsSync(jf)) throw new LobesError('not a lobes ablation: job.json is missing', { file: jf });
   const job = readAblateJob(dir);
-  if (!job.complete || !job.files?.summary) throw new LobesError('the ablation is incomplete', { file: jf, hint: 'rerun the same lobes ablate command to finish it' });
-  if (job.files.summary.path !== ABLATE_SUMMARY) throw new LobesError(`files.summary.path is ${JSON.stringify(job.files.summary.path)}, not ${ABLATE_SUMMARY}`, { file: jf });
+  if (!job.complete || !job.files?.summary)
+    throw new LobesError('the ablation is incomplete', { file: jf,
+      hint: 'rerun the same lobes ablate command to finish it' });
+  if (job.files.summary.path !== ABLATE_SUMMARY)
+    throw new LobesError(`files.summary.path is ${JSON.stringify(job.files.summary.path)}, not ${ABLATE_SUMMARY}`, {
+      file: jf,
+    });
   const sf = ablateSummaryFile(dir);
-  if (!existsSync(sf)) throw new LobesError('no ablation summary here', { file: sf, hint: 'rerun the same lobes ablate command to write it' });
+  if (!existsSync(sf))
+    throw new LobesError('no ablation summary here', { file: sf,
+      hint: 'rerun the same lobes ablate command to write it' });
   const bytes = readFileSync(sf);
-  if (createHash('sha256').update(bytes).digest('hex') !== job.files.summary.sha256) throw new LobesError('was changed after it was written (sha256 differs from job.json)', { file: sf });
+  if (createHash('sha256').update(bytes).digest('hex') !== job.files.summary.sha256)
+    throw new LobesError('was changed after it was written (sha256 differs from job.json)', { file: sf });
   try {
     return JSON.parse(bytes.toString('utf8')) as AblateSummary;
   } catch (e) {

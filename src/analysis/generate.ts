@@ -21,12 +21,14 @@ export function sectionsModuleText(): string {
   const secs = pageSections();
   return [
     '// Generated from src/analysis/registry.ts by `npx tsx src/analysis/generate.ts`; do not edit.',
-    '// The page\'s sections in page order: each registered analysis\'s, then the run\'s provenance.',
+    "// The page's sections in page order: each registered analysis's, then the run's provenance.",
     "import type { Section } from './section.js';",
     ...secs.map((s) => `import { ${s.export} } from './sections/${s.module}.js';`),
     '',
     '/** Id and title of each section, as registered (the Section objects must say the same). */',
-    `export const SECTION_IDS: { id: string; title: string }[] = [${secs.map((s) => `{ id: ${quote(s.id)}, title: ${quote(s.title)} }`).join(', ')}];`,
+    `export const SECTION_IDS: { id: string; title: string }[] = [${
+      secs.map((s) => `{ id: ${quote(s.id)}, title: ${quote(s.title)} }`).join(', ')
+    }];`,
     '',
     'export const SECTIONS: Section[] = [',
     ...secs.map((s) => `  ${s.export},`),

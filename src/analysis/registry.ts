@@ -25,7 +25,8 @@ export type AnalysisId = RegisteredAnalysis['id'];
 export type MarkedAnalysisId = Extract<RegisteredAnalysis, { marker: true }>['id'];
 
 /** The page's sections that belong to no analysis: the run's provenance, always last. */
-export const CORE_SECTIONS: readonly AnalysisSection[] = [{ id: 'provenance', title: 'Provenance', module: 'provenance', export: 'provenanceSection' }];
+export const CORE_SECTIONS: readonly AnalysisSection[] = [{ id: 'provenance', title: 'Provenance', module: 'provenance',
+  export: 'provenanceSection' }];
 
 /** Every section of the report page, in page order: each analysis's, in registry order, then the core ones. */
 export function pageSections(): AnalysisSection[] {
@@ -39,7 +40,9 @@ export function analysisById(id: string): RegisteredAnalysis | undefined {
 
 /** The analyses the report names with a flag (`--cluster-dir`, `--attend-dir`, ...). */
 export function reportFlags(): { id: AnalysisId; name: string; help: readonly string[] }[] {
-  return ANALYSES.flatMap((a) => ('reportFlag' in a && a.reportFlag ? [{ id: a.id, name: a.reportFlag.name, help: a.reportFlag.help }] : []));
+  return ANALYSES.flatMap((
+    a,
+  ) => ('reportFlag' in a && a.reportFlag ? [{ id: a.id, name: a.reportFlag.name, help: a.reportFlag.help }] : []));
 }
 
 /** The LoadOptions key of a report flag: `cluster-dir` → `clusterDir`. */

@@ -153,7 +153,8 @@ export interface Analysis<Id extends string = string> {
  * registry's ids), and its report's key and data types (so that the ReportModel's fields are
  * derived from the registry).
  */
-export function defineAnalysis<const Id extends string, const Marker extends boolean, const R extends AnalysisReport<string, any, any> | undefined = undefined>(
+export function defineAnalysis<const Id extends string, const Marker extends boolean,
+  const R extends AnalysisReport<string, any, any> | undefined = undefined>(
   a: Analysis<Id> & { marker: Marker; report?: R },
 ): Analysis<Id> & { marker: Marker; report: R } {
   return a as Analysis<Id> & { marker: Marker; report: R };

@@ -10,7 +10,8 @@ export const ATTEND = defineAnalysis({
   store: 'attend/store.ts',
   docs: 'docs/attend.md',
   sections: [{ id: 'attention', title: 'Attention', module: 'attention', export: 'attentionSection' }],
-  reportFlag: { name: 'attend-dir', help: ['lobes attend results to show with the run (default RUN/attend when present)'] },
+  reportFlag: { name: 'attend-dir',
+    help: ['lobes attend results to show with the run (default RUN/attend when present)'] },
   lineage: ['model', 'data'],
   cli: () => import('../cli/attend.js'),
   // attend reads a model and items (a dataset or an evaluation), not a run's activations

@@ -35,7 +35,9 @@ export const COT_CUE_ALLOWANCE = 16;
  * until an end-of-turn token (not kept), `budget` tokens, or `stop(generated)` says so.
  * Returns the generated ids.
  */
-export async function greedy(scorer: Scorer, ids: number[], budget: number, eos: Set<number>, stop: (gen: number[]) => boolean = () => false): Promise<{ ids: number[]; end: 'eos' | 'budget' | 'stop' }> {
+export async function greedy(scorer: Scorer, ids: number[], budget: number, eos: Set<number>,
+  stop: (gen: number[]) => boolean = () => false): Promise<{ ids: number[]; end: 'eos' | 'budget' | 'stop' }>
+{
   const gen: number[] = [];
   if (budget <= 0) return { ids: gen, end: 'budget' };
   let { out, state } = await scorer.prefill(ids, [0]);
@@ -54,10 +56,13 @@ export async function greedy(scorer: Scorer, ids: number[], budget: number, eos:
  * reasoning, cue up to the letter), its parts and its token ids (base ids, kept reasoning ids,
  * the cue's ids before the letter), and the reasoning record.
  */
-export async function reason(scorer: Scorer, tok: EvalTokenizer, base: CotBase, budget: number, where: string): Promise<{ prompt: string; parts: PromptPart[]; ids: number[]; reasoning: CotRecord }> {
+export async function reason(scorer: Scorer, tok: EvalTokenizer, base: CotBase, budget: number,
+  where: string): Promise<{ prompt: string; parts: PromptPart[]; ids: number[]; reasoning: CotRecord }>
+{
   const ans = cotAnswer(base.answerPrefix);
   let cut: { kept: number; rest: string } | null = null;
-  const g = await greedy(scorer, base.ids, budget, tok.eos, (gen) => (cut = cutAtAnswerKey(gen, tok.decode, ans.key)) !== null);
+  const g = await greedy(scorer, base.ids, budget, tok.eos,
+    (gen) => (cut = cutAtAnswerKey(gen, tok.decode, ans.key)) !== null);
   const gen = g.ids;
   const c = cut as { kept: number; rest: string } | null;
   const kept = c ? c.kept : gen.length;
@@ -70,5 +75,6 @@ export async function reason(scorer: Scorer, tok: EvalTokenizer, base: CotBase, 
   if (keptText) parts.push({ name: 'reasoning', start: base.text.length, end: at });
   if (slot.answerAt > 0) parts.push({ name: 'answer_prefix', start: at, end: prompt.length });
   const stop = g.end === 'stop' ? 'answer' : g.end;
-  return { prompt, parts, ids: [...base.ids, ...gen.slice(0, kept), ...slot.ids], reasoning: { generated: gen.length, ids: gen.slice(0, kept), text: keptText, suffix, forced: !c, stop } };
+  return { prompt, parts, ids: [...base.ids, ...gen.slice(0, kept), ...slot.ids],
+    reasoning: { generated: gen.length, ids: gen.slice(0, kept), text: keptText, suffix, forced: !c, stop } };
 }

@@ -9,7 +9,9 @@ import type { AttendManifest } from './store.js';
 const SHARD_KEY = '--shard';
 
 /** The identity record of an attend job (stored in attend.json as `identity`). */
-export function attendIdentity(m: AttendManifest, o: { cot: number; layers: string; perLayer: boolean; batch: number | null; tokenBudget: number | null }): Record<string, string> {
+export function attendIdentity(m: AttendManifest,
+  o: { cot: number; layers: string; perLayer: boolean; batch: number | null; tokenBudget: number | null }
+): Record<string, string> {
   const { model, tokenizer, input, settings } = m.facts;
   return {
     'model graph sha256': model.graphSha256,
@@ -40,8 +42,12 @@ export function attendIdentity(m: AttendManifest, o: { cot: number; layers: stri
 }
 
 /** Every identity entry that differs between two attend jobs (with the shard unless `withShard` is false). */
-export function attendDifferences(a: Record<string, string>, b: Record<string, string>, aName: string, bName: string, withShard = true): string[] {
+export function attendDifferences(a: Record<string, string>, b: Record<string, string>, aName: string, bName: string,
+  withShard = true): string[]
+{
   const keys = [...new Set([...Object.keys(a), ...Object.keys(b)])].filter((k) => withShard || k !== SHARD_KEY);
   const show = (v: string | undefined) => (v === undefined ? 'absent' : JSON.stringify(String(v).slice(0, 80)));
-  return keys.filter((k) => a[k] !== b[k]).map((k) => `${k} is ${show(a[k])} in ${aName} but ${show(b[k])} in ${bName}`);
+  return keys.filter((k) => a[k] !== b[k]).map((k) =>
+    `${k} is ${show(a[k])} in ${aName} but ${show(b[k])} in ${bName}`
+  );
 }

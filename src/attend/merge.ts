@@ -22,18 +22,24 @@ import { jobIO, type JobIOOptions } from '../util/jobio.js';
 export async function mergeAttend(dirs: string[], out: string, opts: JobIOOptions = {}): Promise<AttendManifest> {
   if (dirs.length === 0) throw new UsageError('nothing to merge');
   checkOutputPlace(out, 'output folder');
-  if (!isFreshFolder(out)) throw new LobesError('output folder exists and is not empty', { file: out, hint: 'give a new folder', code: 'E_EXISTS' });
+  if (!isFreshFolder(out))
+    throw new LobesError('output folder exists and is not empty', { file: out, hint: 'give a new folder',
+      code: 'E_EXISTS' });
   // Each shard complete, its files verified against its attend.json.
   const shards = dirs.map((d) => ({ dir: d, m: readAttendResults(d).manifest }));
   const a = shards[0]!;
   for (const b of shards.slice(1)) {
     const diff = attendDifferences(a.m.identity, b.m.identity, a.dir, b.dir, false);
-    if (diff.length) throw new LobesError(`these are not shards of one attend job: ${diff[0]}${diff.length > 1 ? ` (and ${diff.length - 1} more)` : ''}`);
+    if (diff.length)
+      throw new LobesError(
+        `these are not shards of one attend job: ${diff[0]}${diff.length > 1 ? ` (and ${diff.length - 1} more)` : ''}`,
+      );
   }
   const total = chunkCount(a.m.units, a.m.chunkUnits);
   const tiled = tileShards(shards.map((s) => ({ ...s, layout: s.m.layout })), total, 'the attend job');
   shards.splice(0, shards.length, ...tiled);
-  const merged = await withJobFolder(out, { command: 'lobes attend merge', isJob: () => false, what: 'empty' }, () => writeMerged(shards, out, total));
+  const merged = await withJobFolder(out, { command: 'lobes attend merge', isJob: () => false, what: 'empty' },
+    () => writeMerged(shards, out, total));
   jobIO(opts).log(`attend merge: ${shards.length} shards -> ${out}`);
   return merged;
 }
@@ -41,7 +47,8 @@ export async function mergeAttend(dirs: string[], out: string, opts: JobIOOption
 function writeMerged(shards: { dir: string; m: AttendManifest }[], out: string, total: number): AttendManifest {
   const a = shards[0]!;
   writeOutputMarker(out, 'attend');
-  const items = concatAtomic(path.join(out, ITEMS), shards.map((s) => path.join(s.dir, s.m.files!.items.path)), shards.map((s) => s.m.files!.items));
+  const items = concatAtomic(path.join(out, ITEMS), shards.map((s) => path.join(s.dir, s.m.files!.items.path)),
+    shards.map((s) => s.m.files!.items));
   const all = readVerifiedJsonl<AttendItem>(out, items, 'the shards');
   const sum = (f: (m: AttendManifest) => number) => shards.reduce((t, s) => t + f(s.m), 0);
   const merged: AttendManifest = {
@@ -50,7 +57,9 @@ function writeMerged(shards: { dir: string; m: AttendManifest }[], out: string, 
     identity: { ...a.m.identity, '--shard': 'none' },
     shard: null,
     layout: { chunkStart: 0, chunkEnd: total, rowStart: 0, rowEnd: a.m.units },
-    timings: { tokenizeMs: sum((m) => m.timings.tokenizeMs), modelLoadMs: sum((m) => m.timings.modelLoadMs), computeMs: sum((m) => m.timings.computeMs), wallMs: sum((m) => m.timings.wallMs), attempts: sum((m) => m.timings.attempts) },
+    timings: { tokenizeMs: sum((m) => m.timings.tokenizeMs), modelLoadMs: sum((m) => m.timings.modelLoadMs),
+      computeMs: sum((m) => m.timings.computeMs), wallMs: sum((m) => m.timings.wallMs),
+      attempts: sum((m) => m.timings.attempts) },
     complete: true,
   };
   merged.files = { items, summary: writeAttendSummary(out, summarize(all, merged)) };

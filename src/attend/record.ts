@@ -7,7 +7,8 @@
 import type { AttendItem } from './types.js';
 import type { AttendTokenizer } from './tokenize.js';
 import type { PreparedItem } from './inputs.js';
-import { aggregate, alignTokens, segmentUnits, SPECIAL_PART, TEMPLATE_PART, tokenBytes, topWords, UNALIGNED_PART } from './words.js';
+import { aggregate, alignTokens, segmentUnits, SPECIAL_PART, TEMPLATE_PART, tokenBytes, topWords,
+  UNALIGNED_PART } from './words.js';
 
 /** Parts that are not content: their attention counts apart (nonContentMass), not in the shares. */
 export const NON_CONTENT = new Set([TEMPLATE_PART, SPECIAL_PART, UNALIGNED_PART, 'answer_prefix']);
@@ -18,7 +19,9 @@ export function r6(x: number): number {
 }
 
 /** The answering row of one item, averaged: per token the mean over heads and layers, and per layer the mean over heads. */
-export function average(row: Float32Array, L: number, H: number, n: number): { mean: Float64Array; perLayer: Float64Array[] } {
+export function average(row: Float32Array, L: number, H: number,
+  n: number): { mean: Float64Array; perLayer: Float64Array[] }
+{
   const mean = new Float64Array(n);
   const perLayer: Float64Array[] = [];
   for (let l = 0; l < L; l++) {
@@ -37,7 +40,9 @@ export function average(row: Float32Array, L: number, H: number, n: number): { m
 }
 
 /** Shares of the content parts in the content mass; role shares when the item has option roles. */
-function shares(partMass: Record<string, number>, roles: PreparedItem['roles']): { partShare: Record<string, number>; roleShare?: Record<string, number> } {
+function shares(partMass: Record<string, number>,
+  roles: PreparedItem['roles']): { partShare: Record<string, number>; roleShare?: Record<string, number> }
+{
   let content = 0;
   for (const [p, m] of Object.entries(partMass)) if (!NON_CONTENT.has(p)) content += m;
   const partShare: Record<string, number> = {};
@@ -56,16 +61,22 @@ function shares(partMass: Record<string, number>, roles: PreparedItem['roles']):
 const rounded = (o: Record<string, number>) => Object.fromEntries(Object.entries(o).map(([k, v]) => [k, r6(v)]));
 
 /** Everything about one item once its attention row ([layers, heads, n] float32) is known. */
-export function itemRecord(it: PreparedItem, row: Float32Array, layers: number[], heads: number, tok: AttendTokenizer, opts: { top: number; cjk: 'char' | 'segment'; perLayer: boolean }): AttendItem {
+export function itemRecord(it: PreparedItem, row: Float32Array, layers: number[], heads: number, tok: AttendTokenizer,
+  opts: { top: number; cjk: 'char' | 'segment'; perLayer: boolean }): AttendItem
+{
   const n = it.ids.length;
   const { mean, perLayer } = average(row, layers.length, heads, n);
   const table = tok.table;
   const allSpecial = it.allIds.map((id) => table.special(id));
-  const { spans: allSpans } = alignTokens(it.prompt, it.allIds.map((id, i) => tokenBytes(table.piece(id), table.scheme, allSpecial[i]!)), allSpecial);
+  const { spans: allSpans } = alignTokens(it.prompt,
+    it.allIds.map((id, i) => tokenBytes(table.piece(id), table.scheme, allSpecial[i]!)), allSpecial);
   const spans = it.kept.map((i) => allSpans[i]!);
   const special = it.kept.map((i) => allSpecial[i]!);
-  const agg = aggregate(it.prompt, spans, special, mean, it.parts, segmentUnits(it.prompt, { cjk: opts.cjk }), new Set([TEMPLATE_PART, 'answer_prefix']));
-  const words = agg.words.map((w) => ({ text: w.text, start: w.start, end: w.end, kind: w.kind, part: w.part, weight: r6(w.weight), content: w.content }));
+  const agg = aggregate(it.prompt, spans, special, mean, it.parts, segmentUnits(it.prompt, { cjk: opts.cjk }),
+    new Set([TEMPLATE_PART, 'answer_prefix']));
+  const words = agg.words.map((w) => ({ text: w.text, start: w.start, end: w.end, kind: w.kind, part: w.part,
+    weight: r6(w.weight), content: w.content })
+  );
   const index = new Map(agg.words.map((w, i) => [w, i]));
   const { partShare, roleShare } = shares(agg.partMass, it.roles);
   const rec: AttendItem = {

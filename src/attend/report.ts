@@ -29,11 +29,21 @@ function loadAttendOf(runDir: string, given: string | undefined): AttendData | n
 function attendBelongs(a: AttendData, manifest: RunManifest, samples: SampleRow[]): void {
   const file = attendSummaryFile(a.dir);
   if (!sameModel(a.summary.model, manifest.model)) {
-    throw new ProvenanceError(`the attention was read from another model (${a.summary.model?.dir ?? 'unknown'}) than the run captured (${manifest.model.dir})`, { file, hint: 'run lobes attend with the run\'s model' });
+    throw new ProvenanceError(
+      `the attention was read from another model (${
+        a.summary.model?.dir ?? 'unknown'
+      }) than the run captured (${manifest.model.dir})`,
+      { file, hint: "run lobes attend with the run's model" },
+    );
   }
   const ids = new Set(samples.map((s) => s.id));
   if (samples.length && !a.items.some((it) => ids.has(it.id))) {
-    throw new ProvenanceError(`no item of the attention results (${a.summary.input?.spec ?? 'unknown input'}) is a sample of the run (${manifest.dataset.spec})`, { file, hint: 'run lobes attend on the data the run extracted' });
+    throw new ProvenanceError(
+      `no item of the attention results (${
+        a.summary.input?.spec ?? 'unknown input'
+      }) is a sample of the run (${manifest.dataset.spec})`,
+      { file, hint: 'run lobes attend on the data the run extracted' },
+    );
   }
 }
 

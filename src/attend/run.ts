@@ -27,11 +27,14 @@ import { RecordChunks, readVerifiedJsonl } from '../store/records.js';
 import type { ModelSourceRecord } from '../store/types.js';
 import type { AttendItem, AttendPosition, AttendSummary } from './types.js';
 import { loadAttendTokenizer, type AttendTokenizer } from './tokenize.js';
-import { dataLastItems, evalItems, prepared, socialEvalAnswerItems, type ItemSelection, type PreparedInput, type PreparedItem } from './inputs.js';
+import { dataLastItems, evalItems, prepared, socialEvalAnswerItems, type ItemSelection, type PreparedInput,
+  type PreparedItem } from './inputs.js';
 import { itemRecord } from './record.js';
 import { summarize } from './summary.js';
 import { COT_CUE_ALLOWANCE, reason } from './cot.js';
-import { ATTEND_FORMAT_VERSION, ATTEND_MANIFEST, ATTEND_RECORDS, isAttendDir, isOldAttendDir, readAttendManifest, readAttendResults, removeAttendFiles, writeAttendManifest, writeAttendSummary, type AttendManifest } from './store.js';
+import { ATTEND_FORMAT_VERSION, ATTEND_MANIFEST, ATTEND_RECORDS, isAttendDir, isOldAttendDir, readAttendManifest,
+  readAttendResults, removeAttendFiles, writeAttendManifest, writeAttendSummary,
+  type AttendManifest } from './store.js';
 import { attendDifferences, attendIdentity } from './identity.js';
 import { interventionRecords } from '../runtime/intervene.js';
 import { interventionsKey } from '../store/identity.js';
@@ -111,29 +114,63 @@ export interface ModelIdentity {
 
 /** Option combinations that are refused before anything is read. */
 function checkOptions(opts: AttendOptions, position: AttendPosition): void {
-  if (!!opts.data === !!opts.eval) throw new UsageError(`give exactly one of ${opt('data', 'SPEC')} and ${opt('eval', 'DIR')}`);
+  if (!!opts.data === !!opts.eval)
+    throw new UsageError(`give exactly one of ${opt('data', 'SPEC')} and ${opt('eval', 'DIR')}`);
   const top = opts.top ?? DEFAULT_TOP;
   if (!Number.isInteger(top) || top < 1) throw new UsageError(`${opt('top')} must be a positive integer, got ${top}`);
   const cu = opts.chunkUnits ?? DEFAULT_CHUNK_UNITS;
-  if (!Number.isInteger(cu) || cu < 1) throw new UsageError(`${opt('chunkUnits')} must be a positive integer, got ${cu}`);
+  if (!Number.isInteger(cu) || cu < 1)
+    throw new UsageError(`${opt('chunkUnits')} must be a positive integer, got ${cu}`);
   const cot = opts.cot ?? 0;
-  if (!Number.isInteger(cot) || cot < 0) throw new UsageError(`${opt('cot')} must be a non-negative integer, got ${cot}`);
+  if (!Number.isInteger(cot) || cot < 0)
+    throw new UsageError(`${opt('cot')} must be a non-negative integer, got ${cot}`);
   if (opts.eval) {
-    if (position !== 'answer') throw new UsageError(`${opt('eval')} reads the answering position of each record; ${opt('position', 'last')} does not apply`);
-    if (opts.chatTemplate) throw new UsageError(`${opt('chatTemplate')} does not apply to ${opt('eval')} (the records hold the prompts as the evaluation rendered them)`);
-    if (cot) throw new UsageError(`${opt('cot')} generates reasoning for ${opt('data', 'socialeval:')} items; the records of an evaluation made with lobes eval --cot N already hold the model's reasoning, and ${opt('eval')} reads them after it`, `drop ${opt('cot')}`);
+    if (position !== 'answer')
+      throw new UsageError(
+        `${opt('eval')} reads the answering position of each record; ${opt('position', 'last')} does not apply`,
+      );
+    if (opts.chatTemplate)
+      throw new UsageError(
+        `${opt('chatTemplate')} does not apply to ${
+          opt('eval')
+        } (the records hold the prompts as the evaluation rendered them)`,
+      );
+    if (cot)
+      throw new UsageError(
+        `${opt('cot')} generates reasoning for ${
+          opt('data', 'socialeval:')
+        } items; the records of an evaluation made with lobes eval --cot N already hold the model's reasoning, and ${
+          opt('eval')
+        } reads them after it`,
+        `drop ${opt('cot')}`,
+      );
     return;
   }
   if (opts.items) throw new UsageError(`${opt('items')} selects evaluated records; it needs ${opt('eval', 'DIR')}`);
-  if (position === 'answer' && opts.chatTemplate) throw new UsageError(`${opt('position', 'answer')} renders the evaluation prompt, which uses the chat template when the tokenizer has one; drop ${opt('chatTemplate')}`);
-  if (cot && position !== 'answer') throw new UsageError(`${opt('cot')} reads the answer after the reasoning: it needs ${opt('position', 'answer')} (a socialeval: dataset)`);
+  if (position === 'answer' && opts.chatTemplate)
+    throw new UsageError(
+      `${
+        opt('position', 'answer')
+      } renders the evaluation prompt, which uses the chat template when the tokenizer has one; drop ${
+        opt('chatTemplate')
+      }`,
+    );
+  if (cot && position !== 'answer')
+    throw new UsageError(
+      `${opt('cot')} reads the answer after the reasoning: it needs ${
+        opt('position', 'answer')
+      } (a socialeval: dataset)`,
+    );
 }
 
 /** Resolve the input: the source, and whether its answering position is a multiple-choice answer. */
-async function readInput(opts: AttendOptions, tok: AttendTokenizer, position: AttendPosition, model: ModelIdentity, etok: EvalTokenizer | null): Promise<PreparedInput> {
+async function readInput(opts: AttendOptions, tok: AttendTokenizer, position: AttendPosition, model: ModelIdentity,
+  etok: EvalTokenizer | null): Promise<PreparedInput>
+{
   const maxTokens = opts.maxTokens ?? null;
   const limit = opts.limit != null ? { limit: opts.limit, by: opts.by, seed: opts.seed ?? 0 } : null;
-  if (opts.eval) return evalItems(opts.eval, opts.model, model, tok, { items: opts.items ?? 'wrong', maxTokens, limit });
+  if (opts.eval)
+    return evalItems(opts.eval, opts.model, model, tok, { items: opts.items ?? 'wrong', maxTokens, limit });
   if (position === 'answer') return socialEvalAnswerItems(opts.data!, tok, { maxTokens, limit, cot: etok });
   return dataLastItems(opts.data!, tok, { chatTemplate: !!opts.chatTemplate, maxTokens, limit });
 }
@@ -148,10 +185,13 @@ function checkOut(out: string, force: boolean): void {
   if (isFreshFolder(out) || isAttendDir(out)) return;
   if (isOldAttendDir(out)) {
     checkOutputDir(out, 'attend');
-    if (!force) throw new LobesError('folder holds the results of an older lobes attend', { file: out, hint: `pass ${opt('overwrite')} to replace them, or give a new folder` });
+    if (!force)
+      throw new LobesError('folder holds the results of an older lobes attend', { file: out,
+        hint: `pass ${opt('overwrite')} to replace them, or give a new folder` });
     return;
   }
-  throw new LobesError('folder exists and is not a lobes attend folder; lobes does not write into it', { file: out, hint: 'give a new or empty folder', code: 'E_EXISTS' });
+  throw new LobesError('folder exists and is not a lobes attend folder; lobes does not write into it', { file: out,
+    hint: 'give a new or empty folder', code: 'E_EXISTS' });
 }
 
 /** Run (or resume) `lobes attend`; returns the summary of the finished folder. */
@@ -159,7 +199,8 @@ export async function runAttend(opts: AttendOptions): Promise<AttendSummary> {
   const t0 = Date.now();
   // --quiet drops progress and the start and end lines (io.log); warnings (io.warn) always print.
   const io = jobIO(opts);
-  const position: AttendPosition = opts.position ?? (opts.eval || /^socialeval:/.test(opts.data ?? '') ? 'answer' : 'last');
+  const position: AttendPosition = opts.position ??
+    (opts.eval || /^socialeval:/.test(opts.data ?? '') ? 'answer' : 'last');
   checkOptions(opts, position);
   throwIfAborted(io.signal, 'lobes attend');
   const out = opts.out;
@@ -174,12 +215,20 @@ export async function runAttend(opts: AttendOptions): Promise<AttendSummary> {
   // The model's identity: every file that shapes the numbers, hashed as lobes eval hashes them.
   const tok = await loadAttendTokenizer(opts.model);
   const { files, graphSha256, filesSha256 } = modelIdentity(opts.model);
-  const etok = cot ? await (await import('../runtime/eval-tokenizer.js')).loadEvalTokenizer(opts.model, { chatTemplate: 'auto' }) : null;
-  const input = await readInput(opts, tok, position, { graphSha256, filesSha256, ...(opts.modelSource?.identity ? { sourceIdentity: opts.modelSource.identity } : {}) }, etok);
+  const etok = cot
+    ? await (await import('../runtime/eval-tokenizer.js')).loadEvalTokenizer(opts.model, { chatTemplate: 'auto' })
+    : null;
+  const input = await readInput(opts, tok, position, { graphSha256, filesSha256,
+    ...(opts.modelSource?.identity ? { sourceIdentity: opts.modelSource.identity } : {}) }, etok);
   // The same context check as extract and eval (src/runtime/plan.ts), before the model loads;
   // with --cot the prompt, the reasoning budget and the answer cue must fit.
   const need = (it: PreparedItem) => (cot ? it.allIds.length + cot + COT_CUE_ALLOWANCE : it.ids.length);
-  checkContext(input.items.map((it) => ({ id: it.id, tokens: need(it) })), modelContext(opts.model), (l) => (cot ? `lower --cot so that each prompt and its reasoning fit in ${l.tokens} tokens, or leave the long items out` : `keep the last ${l.tokens} tokens of each prompt with --max-tokens ${l.tokens} (recorded as truncated), or leave the long items out`));
+  checkContext(input.items.map((it) => ({ id: it.id, tokens: need(it) })), modelContext(opts.model),
+    (
+      l,
+    ) => (cot
+      ? `lower --cot so that each prompt and its reasoning fit in ${l.tokens} tokens, or leave the long items out`
+      : `keep the last ${l.tokens} tokens of each prompt with --max-tokens ${l.tokens} (recorded as truncated), or leave the long items out`));
   const chunkUnits = opts.chunkUnits ?? DEFAULT_CHUNK_UNITS;
   const N = input.items.length;
   const range = shardRange(N, chunkUnits, opts.shard ?? null);
@@ -190,10 +239,23 @@ export async function runAttend(opts: AttendOptions): Promise<AttendSummary> {
     createdAt: new Date().toISOString(),
     identity: {},
     facts: {
-      model: { dir: path.resolve(opts.model), graphSha256, files, filesSha256, layers: 0, heads: null, attention: '', ...(opts.modelSource ? { source: opts.modelSource } : {}) },
+      model: { dir: path.resolve(opts.model), graphSha256, files, filesSha256, layers: 0, heads: null, attention: '',
+        ...(opts.modelSource ? { source: opts.modelSource } : {}) },
       tokenizer: { source: tok.source, scheme: tok.table.scheme, chatTemplate: input.chatTemplate },
-      input: { kind: input.kind, spec: input.spec, sha256: input.sha256, items: input.selection, selected: N, total: input.total, ...(input.skipped ? { skipped: input.skipped } : {}) },
-      settings: { layers: [], position, top: opts.top ?? DEFAULT_TOP, cjk: opts.cjk ?? 'char', maxTokens: opts.maxTokens ?? null, bootstrap: opts.bootstrap ?? DEFAULT_BOOTSTRAP, seed: opts.seed ?? 0, device: opts.device ?? 'cpu', cot: cot || (input.cot ?? 0), ...(opts.interventions?.length ? { interventions: interventionRecords(opts.interventions) } : {}) },
+      input: { kind: input.kind, spec: input.spec, sha256: input.sha256, items: input.selection, selected: N,
+        total: input.total, ...(input.skipped ? { skipped: input.skipped } : {}) },
+      settings: {
+        layers: [],
+        position,
+        top: opts.top ?? DEFAULT_TOP,
+        cjk: opts.cjk ?? 'char',
+        maxTokens: opts.maxTokens ?? null,
+        bootstrap: opts.bootstrap ?? DEFAULT_BOOTSTRAP,
+        seed: opts.seed ?? 0,
+        device: opts.device ?? 'cpu',
+        cot: cot || (input.cot ?? 0),
+        ...(opts.interventions?.length ? { interventions: interventionRecords(opts.interventions) } : {}),
+      },
     },
     units: N,
     chunkUnits,
@@ -202,11 +264,14 @@ export async function runAttend(opts: AttendOptions): Promise<AttendSummary> {
     timings: { tokenizeMs: Date.now() - t0, modelLoadMs: 0, computeMs: 0, wallMs: 0, attempts: 1 },
     complete: false,
   };
-  manifest.identity = attendIdentity(manifest, { cot, layers, perLayer: !!opts.perLayer, batch: opts.batch ?? null, tokenBudget: opts.tokenBudget ?? null });
+  manifest.identity = attendIdentity(manifest, { cot, layers, perLayer: !!opts.perLayer, batch: opts.batch ?? null,
+    tokenBudget: opts.tokenBudget ?? null });
   // only an edited job has the key, so that every earlier folder keeps its identity
-  if (opts.interventions?.length) manifest.identity['--intervene'] = interventionsKey(manifest.facts.settings.interventions);
+  if (opts.interventions?.length)
+    manifest.identity['--intervene'] = interventionsKey(manifest.facts.settings.interventions);
   // From here on this process is the folder's only writer; its state is read under the lock.
-  return withJobFolder(out, { command: 'lobes attend', isJob: (d) => isAttendDir(d) || (force && isOldAttendDir(d)), what: 'a lobes attend folder', log: io.warn }, () => attendUnderLock(opts, manifest, input, tok, etok, { io, t0 }));
+  return withJobFolder(out, { command: 'lobes attend', isJob: (d) => isAttendDir(d) || (force && isOldAttendDir(d)),
+    what: 'a lobes attend folder', log: io.warn }, () => attendUnderLock(opts, manifest, input, tok, etok, { io, t0 }));
 }
 
 interface Logs {
@@ -215,14 +280,22 @@ interface Logs {
 }
 
 /** The job once the folder is claimed: compare with an earlier attempt, compute the missing chunks, finish. */
-async function attendUnderLock(opts: AttendOptions, manifest: AttendManifest, input: PreparedInput, tok: AttendTokenizer, etok: EvalTokenizer | null, { io, t0 }: Logs): Promise<AttendSummary> {
+async function attendUnderLock(opts: AttendOptions, manifest: AttendManifest, input: PreparedInput,
+  tok: AttendTokenizer, etok: EvalTokenizer | null, { io, t0 }: Logs): Promise<AttendSummary>
+{
   const out = opts.out;
   if (opts.overwrite && isOldAttendDir(out)) removeAttendFiles(out);
   const previous = isAttendDir(out) ? readAttendManifest(out) : null;
   if (previous) {
     const diff = attendDifferences(previous.identity, manifest.identity, out, 'this command');
     if (diff.length && !opts.overwrite) {
-      throw new LobesError(`this attend folder was made with different settings: ${diff.slice(0, 4).join('; ')}${diff.length > 4 ? ` (and ${diff.length - 4} more)` : ''}`, { file: path.join(out, ATTEND_MANIFEST), hint: `pass ${opt('overwrite')} to replace it, or give a new ${opt('out')}` });
+      throw new LobesError(
+        `this attend folder was made with different settings: ${diff.slice(0, 4).join('; ')}${
+          diff.length > 4 ? ` (and ${diff.length - 4} more)` : ''
+        }`,
+        { file: path.join(out, ATTEND_MANIFEST),
+          hint: `pass ${opt('overwrite')} to replace it, or give a new ${opt('out')}` },
+      );
     }
     if (diff.length) removeAttendFiles(out);
     else if (previous.complete) {
@@ -232,18 +305,35 @@ async function attendUnderLock(opts: AttendOptions, manifest: AttendManifest, in
     } else {
       manifest.createdAt = previous.createdAt;
       const p = previous.timings;
-      manifest.timings = { tokenizeMs: p.tokenizeMs + manifest.timings.tokenizeMs, modelLoadMs: p.modelLoadMs, computeMs: p.computeMs, wallMs: p.wallMs, attempts: p.attempts + 1 };
+      manifest.timings = { tokenizeMs: p.tokenizeMs + manifest.timings.tokenizeMs, modelLoadMs: p.modelLoadMs,
+        computeMs: p.computeMs, wallMs: p.wallMs, attempts: p.attempts + 1 };
     }
   }
   const { openAttentionEngine, realRows } = await import('../runtime/attention-engine.js');
   const t1 = Date.now();
   const device = opts.device ?? 'cpu';
-  const engine = await openAttentionEngine(opts.model, { layers: (n) => parseLayerSelection(canonicalLayerSpec(opts.layers ?? DEFAULT_LAYERS), n, { clamp: opts.layers === undefined }), device, deviceId: opts.deviceId, threads: opts.threads, ...(opts.interventions?.length ? { interventions: opts.interventions } : {}) });
+  const engine = await openAttentionEngine(opts.model, {
+    layers: (n) =>
+      parseLayerSelection(canonicalLayerSpec(opts.layers ?? DEFAULT_LAYERS), n, { clamp: opts.layers === undefined }),
+    device,
+    deviceId: opts.deviceId,
+    threads: opts.threads,
+    ...(opts.interventions?.length ? { interventions: opts.interventions } : {}),
+  });
   let scorer: Scorer | null = null;
   try {
     if (etok) {
-      scorer = await (await import('../eval/engine.js')).openScorer(opts.model, { device, deviceId: opts.deviceId, threads: opts.threads, generation: true, ...(opts.interventions?.length ? { interventions: opts.interventions } : {}) });
-      if (!scorer.hasPast) throw new LobesError(`${opt('cot')} needs a model with KV-cache inputs (past_key_values.*) to generate its reasoning`, { file: opts.model, hint: `give a GGUF (converted with its KV cache) or an export with past_key_values, or drop ${opt('cot')}` });
+      scorer = await (await import('../eval/engine.js')).openScorer(opts.model, { device, deviceId: opts.deviceId,
+        threads: opts.threads, generation: true,
+        ...(opts.interventions?.length ? { interventions: opts.interventions } : {}) });
+      if (!scorer.hasPast)
+        throw new LobesError(
+          `${opt('cot')} needs a model with KV-cache inputs (past_key_values.*) to generate its reasoning`,
+          { file: opts.model,
+            hint: `give a GGUF (converted with its KV cache) or an export with past_key_values, or drop ${
+              opt('cot')
+            }` },
+        );
     }
     manifest.timings.modelLoadMs += Date.now() - t1;
     const site = engine.sites[0]!;
@@ -251,14 +341,24 @@ async function attendUnderLock(opts: AttendOptions, manifest: AttendManifest, in
     manifest.facts.settings.layers = engine.layers;
     const { items } = input;
     const { chunkUnits, layout: range } = manifest;
-    const chunkItems = (c: number) => Array.from({ length: Math.min((c + 1) * chunkUnits, items.length) - c * chunkUnits }, (_, k) => c * chunkUnits + k);
+    const chunkItems = (c: number) =>
+      Array.from({ length: Math.min((c + 1) * chunkUnits, items.length) - c * chunkUnits },
+        (_, k) => c * chunkUnits + k);
     const tokenBudget = opts.tokenBudget ?? (device === 'cpu' ? CPU_TOKEN_BUDGET : undefined);
-    const plan = (idx: number[]) => planBatches(Int32Array.from(idx, (i) => items[i]!.ids.length), { batch: opts.batch ?? (opts.tokenBudget ? undefined : 8), tokenBudget }).map((b) => b.map((k) => idx[k]!));
+    const plan = (idx: number[]) =>
+      planBatches(Int32Array.from(idx, (i) => items[i]!.ids.length), {
+        batch: opts.batch ?? (opts.tokenBudget ? undefined : 8),
+        tokenBudget,
+      }).map((b) => b.map((k) => idx[k]!));
     // The same memory plan as extract and eval, over every batch this process may run, before any runs.
     if (!etok) {
       const all: number[][] = [];
       for (let c = range.chunkStart; c < range.chunkEnd; c++) all.push(...plan(chunkItems(c)));
-      checkBatchMemory(all, items.map((it) => ({ id: it.id, tokens: it.ids.length })), engine.info.arch, { device, limit: opts.memoryLimit?.(device), force: opts.ignorePlan, say: io.warn, hint: `${opt('batch', 1)} or ${opt('tokenBudget', 'N')} makes batches smaller; ${opt('maxTokens', 'N')} keeps the last N tokens of each prompt` });
+      checkBatchMemory(all, items.map((it) => ({ id: it.id, tokens: it.ids.length })), engine.info.arch, { device,
+        limit: opts.memoryLimit?.(device), force: opts.ignorePlan, say: io.warn,
+        hint: `${opt('batch', 1)} or ${opt('tokenBudget', 'N')} makes batches smaller; ${
+          opt('maxTokens', 'N')
+        } keeps the last N tokens of each prompt` });
     }
     writeOutputMarker(out, 'attend');
     writeAttendManifest(out, manifest);
@@ -271,7 +371,19 @@ async function attendUnderLock(opts: AttendOptions, manifest: AttendManifest, in
       else todo.push(c);
     }
     const here = range.rowEnd - range.rowStart;
-    io.log(`attend: ${here} items (${input.selection} of ${input.total})${manifest.shard ? `, shard ${manifest.shard.index}/${manifest.shard.count}` : ''}, layers ${fmtLayers(engine.layers)} of ${engine.sites.length} (${site.source}${site.detail ? `: ${site.detail}` : ''}), position ${manifest.facts.settings.position}${etok ? `, after up to ${manifest.facts.settings.cot} tokens of reasoning` : manifest.facts.settings.cot ? `, after the evaluation's reasoning (up to ${manifest.facts.settings.cot} tokens)` : ''}${doneItems ? `, resuming: ${doneItems} done` : ''}`);
+    io.log(
+      `attend: ${here} items (${input.selection} of ${input.total})${
+        manifest.shard ? `, shard ${manifest.shard.index}/${manifest.shard.count}` : ''
+      }, layers ${fmtLayers(engine.layers)} of ${engine.sites.length} (${site.source}${
+        site.detail ? `: ${site.detail}` : ''
+      }), position ${manifest.facts.settings.position}${
+        etok
+          ? `, after up to ${manifest.facts.settings.cot} tokens of reasoning`
+          : manifest.facts.settings.cot
+          ? `, after the evaluation's reasoning (up to ${manifest.facts.settings.cot} tokens)`
+          : ''
+      }${doneItems ? `, resuming: ${doneItems} done` : ''}`,
+    );
     // One line at once (0 done, or what a resume found), then one tick per item.
     const progress = new Progress({ label: 'attend', total: here, unit: 'items', io });
     progress.resume(doneItems);
@@ -289,12 +401,16 @@ async function attendUnderLock(opts: AttendOptions, manifest: AttendManifest, in
         for (const i of idx) {
           const it = items[i]!;
           const r = await reason(scorer!, etok, it.cot!, manifest.facts.settings.cot!, `item ${it.id}`);
-          items[i] = prepared({ ...it, prompt: r.prompt, parts: r.parts, allIds: r.ids, reasoning: r.reasoning }, opts.maxTokens ?? null, tok.bosId);
+          items[i] = prepared({ ...it, prompt: r.prompt, parts: r.parts, allIds: r.ids, reasoning: r.reasoning },
+            opts.maxTokens ?? null, tok.bosId);
           progress.tick(0, { tokens: r.reasoning.generated });
         }
       }
       const batches = plan(idx);
-      if (etok) checkBatchMemory(batches, items.map((it) => ({ id: it.id, tokens: it.ids.length })), engine.info.arch, { device, limit: opts.memoryLimit?.(device), force: opts.ignorePlan, say: io.warn, hint: `${opt('batch', 1)} or ${opt('tokenBudget', 'N')} makes batches smaller` });
+      if (etok)
+        checkBatchMemory(batches, items.map((it) => ({ id: it.id, tokens: it.ids.length })), engine.info.arch, { device,
+          limit: opts.memoryLimit?.(device), force: opts.ignorePlan, say: io.warn,
+          hint: `${opt('batch', 1)} or ${opt('tokenBudget', 'N')} makes batches smaller` });
       for (const b of batches) {
         const tb = padBatch(b.map((i) => items[i]!.ids), tok.padId, 'right');
         const res = await engine.run(tb);

@@ -57,7 +57,9 @@ export function diffCI(a: ArrayLike<number>, b: ArrayLike<number>, B: number, rn
  * Per part, the mean share over all, right and wrong items, and wrong − right. `share` gives an
  * item's shares (a part missing from an item counts 0 for it); parts in first-seen order.
  */
-export function shareTable(items: AttendItem[], share: (it: AttendItem) => Record<string, number> | undefined, B: number, seed: number): ShareTable {
+export function shareTable(items: AttendItem[], share: (it: AttendItem) => Record<string, number> | undefined,
+  B: number, seed: number): ShareTable
+{
   const parts: string[] = [];
   for (const it of items) for (const p of Object.keys(share(it) ?? {})) if (!parts.includes(p)) parts.push(p);
   const rng = new Rng(seed);
@@ -86,9 +88,14 @@ export function wordKey(text: string): string {
  * any text has, not what the model looked at in these items.
  */
 export const FUNCTION_WORDS: ReadonlySet<string> = new Set([
-  ...'a an the this that these those i me my you your he him his she her it its we us our they them their who whom which what'.split(' '),
-  ...'of to in on at by for with from into onto over under about as than then so if or and but nor not no yes'.split(' '),
-  ...'is am are was were be been being do does did have has had will would shall should can could may might must'.split(' '),
+  ...'a an the this that these those i me my you your he him his she her it its we us our they them their who whom which what'
+    .split(' '),
+  ...'of to in on at by for with from into onto over under about as than then so if or and but nor not no yes'.split(
+    ' ',
+  ),
+  ...'is am are was were be been being do does did have has had will would shall should can could may might must'.split(
+    ' ',
+  ),
   ...'的 了 是 在 和 与 我 你 他 她 它 们 这 那 吗 呢 吧 啊 也 都 就 而 及 或 之 个 着 过 把 被'.split(' '),
 ]);
 
@@ -115,7 +122,7 @@ export function keywords(items: AttendItem[], k: number): Keyword[] {
       const key = wordKey(w.text);
       perItem.set(key, (perItem.get(key) ?? 0) + w.weight);
       let a = acc.get(key);
-      if (!a) acc.set(key, (a = { w: 0, inTop: 0, items: 0, parts: new Map() }));
+      if (!a) acc.set(key, a = { w: 0, inTop: 0, items: 0, parts: new Map() });
       a.parts.set(w.part, (a.parts.get(w.part) ?? 0) + 1);
     }
     for (const [key, w] of perItem) {
@@ -131,7 +138,9 @@ export function keywords(items: AttendItem[], k: number): Keyword[] {
   }
   const n = Math.max(items.length, 1);
   return [...acc.entries()]
-    .map(([word, a]) => ({ word, weight: a.w / n, inTop: a.inTop, items: a.items, part: [...a.parts.entries()].sort((x, y) => y[1] - x[1] || (x[0] < y[0] ? -1 : 1))[0]![0] }))
+    .map(([word, a]) => ({ word, weight: a.w / n, inTop: a.inTop, items: a.items,
+      part: [...a.parts.entries()].sort((x, y) => y[1] - x[1] || (x[0] < y[0] ? -1 : 1))[0]![0] })
+    )
     .sort((a, b) => b.weight - a.weight || (a.word < b.word ? -1 : a.word > b.word ? 1 : 0))
     .slice(0, k);
 }

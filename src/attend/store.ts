@@ -91,12 +91,21 @@ export function readAttendManifest(dir: string): AttendManifest {
     unreadable: (e) => {
       if (e.code !== 'ENOENT') return notJson(String(e.message));
       const old = isOldAttendDir(dir);
-      return new LobesError(old ? 'attend results of an older lobes (no attend.json); their files cannot be verified' : 'not a lobes attend folder: attend.json is missing', { file, hint: old ? 'run lobes attend again into a new folder' : `give the ${opt('out')} folder of lobes attend` });
+      return new LobesError(
+        old
+          ? 'attend results of an older lobes (no attend.json); their files cannot be verified'
+          : 'not a lobes attend folder: attend.json is missing',
+        { file,
+          hint: old ? 'run lobes attend again into a new folder' : `give the ${opt('out')} folder of lobes attend` },
+      );
     },
     invalid: notJson,
   });
-  if (!m || m.format !== 'lobes-attend-job' || typeof m.identity !== 'object' || !m.layout) throw new LobesError('not a lobes attend manifest (format is not "lobes-attend-job")', { file });
-  if (m.formatVersion > ATTEND_FORMAT_VERSION) throw new LobesError(`attend format ${m.formatVersion} is newer than this lobes understands`, { file, hint: 'upgrade lobes' });
+  if (!m || m.format !== 'lobes-attend-job' || typeof m.identity !== 'object' || !m.layout)
+    throw new LobesError('not a lobes attend manifest (format is not "lobes-attend-job")', { file });
+  if (m.formatVersion > ATTEND_FORMAT_VERSION)
+    throw new LobesError(`attend format ${m.formatVersion} is newer than this lobes understands`, { file,
+      hint: 'upgrade lobes' });
   return m;
 }
 
@@ -118,23 +127,31 @@ function readVerified(dir: string, f: ChunkFile): Buffer {
   try {
     bytes = readFileSync(file);
   } catch (e: any) {
-    throw new LobesError(e.code === 'ENOENT' ? 'file of a complete attend folder is missing' : `cannot read (${e.code ?? e.message})`, { file, hint: 'run lobes attend again into a new folder' });
+    throw new LobesError(
+      e.code === 'ENOENT' ? 'file of a complete attend folder is missing' : `cannot read (${e.code ?? e.message})`,
+      { file, hint: 'run lobes attend again into a new folder' },
+    );
   }
   if (bytes.byteLength !== f.bytes || createHash('sha256').update(bytes).digest('hex') !== f.sha256) {
-    throw new LobesError(`was changed after it was written (size or sha256 differ from ${ATTEND_MANIFEST})`, { file, hint: 'restore it, or run lobes attend again into a new folder' });
+    throw new LobesError(`was changed after it was written (size or sha256 differ from ${ATTEND_MANIFEST})`, { file,
+      hint: 'restore it, or run lobes attend again into a new folder' });
   }
   return bytes;
 }
 
 /** The items of a complete attend folder whose manifest is `m`, verified. */
 export function readAttendItems(dir: string, m: AttendManifest): AttendItem[] {
-  if (!m.complete || !m.files) throw new LobesError('attend is incomplete', { file: path.join(dir, ATTEND_MANIFEST), hint: 'rerun the same lobes attend command to finish it' });
+  if (!m.complete || !m.files)
+    throw new LobesError('attend is incomplete', { file: path.join(dir, ATTEND_MANIFEST),
+      hint: 'rerun the same lobes attend command to finish it' });
   return readVerifiedJsonl<AttendItem>(dir, m.files.items, ATTEND_MANIFEST);
 }
 
 /** The summary of a complete attend folder whose manifest is `m`, verified. */
 export function readAttendSummary(dir: string, m: AttendManifest): AttendSummary {
-  if (!m.complete || !m.files) throw new LobesError('attend is incomplete', { file: path.join(dir, ATTEND_MANIFEST), hint: 'rerun the same lobes attend command to finish it' });
+  if (!m.complete || !m.files)
+    throw new LobesError('attend is incomplete', { file: path.join(dir, ATTEND_MANIFEST),
+      hint: 'rerun the same lobes attend command to finish it' });
   const file = path.join(dir, m.files.summary.path);
   try {
     return JSON.parse(readVerified(dir, m.files.summary).toString('utf8')) as AttendSummary;
@@ -158,5 +175,6 @@ export function readAttendResults(dir: string): AttendResults {
  * the folder (a report page, the user's notes) is left where it is.
  */
 export function removeAttendFiles(dir: string): void {
-  for (const name of [ITEMS, SUMMARY, CHUNKS_DIR, OUTPUT_MARKER, ATTEND_MANIFEST]) rmSync(path.join(dir, name), { recursive: true, force: true });
+  for (const name of [ITEMS, SUMMARY, CHUNKS_DIR, OUTPUT_MARKER, ATTEND_MANIFEST])
+    rmSync(path.join(dir, name), { recursive: true, force: true });
 }

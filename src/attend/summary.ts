@@ -18,7 +18,9 @@ export function summarize(items: AttendItem[], m: Pick<AttendManifest, 'facts' |
   const seed = settings.seed;
   const right = items.filter((it) => it.correct === true);
   const wrong = items.filter((it) => it.correct === false);
-  const nonContent = items.map((it) => Object.entries(it.partMass).reduce((s, [p, v]) => s + (NON_CONTENT.has(p) ? v : 0), 0));
+  const nonContent = items.map((it) =>
+    Object.entries(it.partMass).reduce((s, [p, v]) => s + (NON_CONTENT.has(p) ? v : 0), 0)
+  );
   const hasRoles = items.some((it) => it.roleShare);
   const { attempts: _a, ...timings } = m.timings;
   const full: AttendSummary = {
@@ -42,7 +44,8 @@ export function summarize(items: AttendItem[], m: Pick<AttendManifest, 'facts' |
     nonContentMass: meanCI(nonContent, B, new Rng(seed)),
     parts: shareTable(items, (it) => it.partShare, B, seed + 1),
     roles: hasRoles ? shareTable(items, (it) => it.roleShare, B, seed + 2) : null,
-    keywords: { all: keywords(items, settings.top), right: keywords(right, settings.top), wrong: keywords(wrong, settings.top) },
+    keywords: { all: keywords(items, settings.top), right: keywords(right, settings.top),
+      wrong: keywords(wrong, settings.top) },
     timings,
     ...(m.shard ? { shard: m.shard } : {}),
   };

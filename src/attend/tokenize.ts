@@ -28,7 +28,10 @@ export async function loadAttendTokenizer(modelDir: string): Promise<AttendToken
   const table = loadTokenTable(modelDir);
   return {
     source: `${join(dir, 'tokenizer.json')}`,
-    chat: hasTemplate ? (content: string) => tok.apply_chat_template([{ role: 'user', content }], { tokenize: false, add_generation_prompt: true }) as string : null,
+    chat: hasTemplate
+      ? (content: string) =>
+        tok.apply_chat_template([{ role: 'user', content }], { tokenize: false, add_generation_prompt: true }) as string
+      : null,
     encode: (text, special) => Array.from(tok.encode(text, { add_special_tokens: special }) as number[]),
     table,
     padId: tok.pad_token_id ?? tok.eos_token_id ?? 0,

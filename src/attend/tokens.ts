@@ -39,8 +39,9 @@ export function tokenScheme(tj: any): TokenScheme {
 export function tokenTableOf(tj: any): TokenTable {
   const pieces: string[] = [];
   const vocab = tj.model?.vocab;
-  if (Array.isArray(vocab)) vocab.forEach((e: any, id: number) => (pieces[id] = Array.isArray(e) ? String(e[0]) : String(e)));
-  else if (vocab && typeof vocab === 'object') for (const [p, id] of Object.entries(vocab)) pieces[Number(id)] = p;
+  if (Array.isArray(vocab))
+    vocab.forEach((e: any, id: number) => (pieces[id] = Array.isArray(e) ? String(e[0]) : String(e)));
+  else if (vocab && typeof vocab === 'object') { for (const [p, id] of Object.entries(vocab)) pieces[Number(id)] = p; }
   const specials = new Set<number>();
   for (const a of tj.added_tokens ?? []) {
     pieces[a.id] = String(a.content);
@@ -53,7 +54,9 @@ export function tokenTableOf(tj: any): TokenTable {
 /** The token table of a model folder (its tokenizer.json). */
 export function loadTokenTable(modelDir: string): TokenTable {
   const dir = tokenizerDir(modelDir);
-  if (!dir) throw new LobesError('no tokenizer.json in the model folder', { file: modelDir, hint: 'copy tokenizer.json and tokenizer_config.json from the original model next to the .onnx file' });
+  if (!dir)
+    throw new LobesError('no tokenizer.json in the model folder', { file: modelDir,
+      hint: 'copy tokenizer.json and tokenizer_config.json from the original model next to the .onnx file' });
   const file = join(dir, 'tokenizer.json');
   const said = (m: string) => `cannot read the tokenizer: ${m.split('\n')[0]}`;
   const tj = readJsonFile(file, { unreadable: (e) => said(String(e.message)), invalid: said });

@@ -162,7 +162,8 @@ export interface AttendSummary {
     /** The edits of activations the weights were read under (--intervene, src/runtime/intervene.ts); absent when none. */
     interventions?: InterventionRecord[];
   };
-  counts: { items: number; right: number; wrong: number; unscored: number; tokens: number; truncated: number; unalignedTokens: number };
+  counts: { items: number; right: number; wrong: number; unscored: number; tokens: number; truncated: number;
+    unalignedTokens: number };
   /** Mean attention mass outside the content parts (template, answer prefix, special tokens). */
   nonContentMass: MeanCI;
   /** Shares of the content parts (option letters as they appear). */

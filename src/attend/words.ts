@@ -168,7 +168,9 @@ const REPLACEMENT = Uint8Array.of(0xef, 0xbf, 0xbd);
  * Place each token in `text`: its character span. `pieces` are the tokens' bytes (tokenBytes).
  * Returns the spans and how many non-special tokens could not be placed.
  */
-export function alignTokens(text: string, pieces: Uint8Array[], special: boolean[]): { spans: TokenSpan[]; unaligned: number } {
+export function alignTokens(text: string, pieces: Uint8Array[],
+  special: boolean[]): { spans: TokenSpan[]; unaligned: number }
+{
   const { bytes, at, len } = byteMap(text);
   const charOf = (b: number) => (b >= bytes.length ? text.length : at[b]!);
   const charEnd = (b: number) => at[b]! + len[b]!;
@@ -251,9 +253,11 @@ export function segmentUnits(text: string, opts: { cjk?: 'char' | 'segment' } = 
       const end = e < chars.length ? chars[e]!.i : text.length;
       if (opts.cjk === 'segment') {
         const seg = new Intl.Segmenter('zh', { granularity: 'word' });
-        for (const s of seg.segment(text.slice(start, end))) units.push({ text: s.segment, start: start + s.index, end: start + s.index + s.segment.length, kind: 'cjk' });
+        for (const s of seg.segment(text.slice(start, end)))
+          units.push({ text: s.segment, start: start + s.index, end: start + s.index + s.segment.length, kind: 'cjk' });
       } else {
-        for (let j = k; j < e; j++) units.push({ text: chars[j]!.s, start: chars[j]!.i, end: chars[j]!.i + chars[j]!.s.length, kind: 'cjk' });
+        for (let j = k; j < e; j++)
+          units.push({ text: chars[j]!.s, start: chars[j]!.i, end: chars[j]!.i + chars[j]!.s.length, kind: 'cjk' });
       }
       k = e;
       continue;
@@ -262,7 +266,9 @@ export function segmentUnits(text: string, opts: { cjk?: 'char' | 'segment' } = 
       let e = k + 1;
       for (;;) {
         if (isWord(chars[e])) e++;
-        else if (chars[e] && isWord(chars[e + 1]) && ((LETTER_JOIN.has(chars[e]!.s) && !DIGIT.test(chars[e - 1]!.s)) || (DIGIT_JOIN.has(chars[e]!.s) && DIGIT.test(chars[e - 1]!.s) && DIGIT.test(chars[e + 1]!.s)))) e += 2;
+        else if (chars[e] && isWord(chars[e + 1]) &&
+          ((LETTER_JOIN.has(chars[e]!.s) && !DIGIT.test(chars[e - 1]!.s)) ||
+            (DIGIT_JOIN.has(chars[e]!.s) && DIGIT.test(chars[e - 1]!.s) && DIGIT.test(chars[e + 1]!.s)))) e += 2;
         else break;
       }
       const end = e < chars.length ? chars[e]!.i : text.length;
@@ -308,7 +314,9 @@ export function aggregate(
   units.forEach((u, k) => {
     for (let c = u.start; c < u.end; c++) unitOf[c] = k;
   });
-  const words: WordWeight[] = units.map((u) => ({ ...u, part: names[charPart[u.start]!] ?? TEMPLATE_PART, weight: 0, tokens: [], content: false }));
+  const words: WordWeight[] = units.map((u) => ({ ...u, part: names[charPart[u.start]!] ?? TEMPLATE_PART, weight: 0,
+    tokens: [], content: false })
+  );
   const partMass: Record<string, number> = {};
   for (const n of names) partMass[n] = 0;
   partMass[SPECIAL_PART] = 0;
@@ -323,8 +331,7 @@ export function aggregate(
       else if (spans[i]!.space) {
         whitespaceMass += w;
         partMass[text.length ? names[charPart[Math.min(start, text.length - 1)]!]! : TEMPLATE_PART]! += w;
-      }
-      else {
+      } else {
         partMass[UNALIGNED_PART]! += w;
         unaligned++;
       }

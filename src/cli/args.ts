@@ -56,10 +56,12 @@ export type OptionValue<D extends OptionDef> = D['type'] extends 'boolean'
   ? D['multiple'] extends true ? boolean[] : boolean
   : (D['choices'] extends readonly (infer C extends string)[] ? C : string) extends infer V
     ? D['multiple'] extends true ? V[] : V
-    : never;
+  : never;
 
 /** The parsed values of a command's options, typed from its definitions (an old spelling is read under its new name). */
-export type OptionValues<O extends Options> = { [K in keyof O as O[K]['renamed'] extends string ? never : K]?: OptionValue<O[K]> };
+export type OptionValues<O extends Options> = {
+  [K in keyof O as O[K]['renamed'] extends string ? never : K]?: OptionValue<O[K]>;
+};
 
 /** A command line parsed by parseCommand: option values and positional arguments. */
 export interface ParsedCommand<O extends Options = Options> {
@@ -93,16 +95,20 @@ function normalizeArgv(argv: string[], options: Options, name: string): string[]
       const def = options[key];
       if (!def) {
         const near = nearest(key, longs);
-        throw new UsageError(`unknown option --${key}`, near ? `did you mean --${near}? see: ${name} --help` : `see: ${name} --help`);
+        throw new UsageError(`unknown option --${key}`,
+          near ? `did you mean --${near}? see: ${name} --help` : `see: ${name} --help`);
       }
       if (def.type === 'string' && eq < 0) {
         const next = argv[i + 1];
         // A bare option takes the next word only when it is one of its choices (without choices: a count, digits only).
-        if (def.bare !== undefined && (next === undefined || !(def.choices ? def.choices.includes(next) : /^\d+$/.test(next)))) {
+        if (def.bare !== undefined &&
+          (next === undefined || !(def.choices ? def.choices.includes(next) : /^\d+$/.test(next))))
+        {
           out.push(`--${key}=${def.bare}`);
           continue;
         }
-        if (next === undefined || (next.startsWith('-') && next !== '-' && !NEGATIVE_NUMBER.test(next))) throw new UsageError(`--${key} needs a value`, `see: ${name} --help`);
+        if (next === undefined || (next.startsWith('-') && next !== '-' && !NEGATIVE_NUMBER.test(next)))
+          throw new UsageError(`--${key} needs a value`, `see: ${name} --help`);
         out.push(`--${key}=${next}`);
         i++;
         continue;
@@ -166,7 +172,11 @@ export function parseCommand<O extends Options>(argv: string[], spec: CommandSpe
   const name = commandName(spec);
   commandFlags = flagsOfKeys(spec.options);
   const args = normalizeArgv(argv, all, name);
-  const nodeOptions = Object.fromEntries(Object.entries(all).map(([k, o]) => [k, { type: o.type, ...(o.short ? { short: o.short } : {}), ...(o.multiple ? { multiple: true } : {}) }]));
+  const nodeOptions = Object.fromEntries(
+    Object.entries(all).map((
+      [k, o],
+    ) => [k, { type: o.type, ...(o.short ? { short: o.short } : {}), ...(o.multiple ? { multiple: true } : {}) }]),
+  );
   let parsed;
   try {
     parsed = parseArgs({ args, options: nodeOptions, allowPositionals: true, strict: true });
@@ -180,7 +190,8 @@ export function parseCommand<O extends Options>(argv: string[], spec: CommandSpe
   }
   for (const [k, o] of Object.entries(spec.options)) {
     if (o.renamed && values[k] !== undefined) {
-      if (values[o.renamed] !== undefined && values[o.renamed] !== values[k]) throw new UsageError(`--${k} is the old name of --${o.renamed}; give one of them`);
+      if (values[o.renamed] !== undefined && values[o.renamed] !== values[k])
+        throw new UsageError(`--${k} is the old name of --${o.renamed}; give one of them`);
       process.stderr.write(`${name}: note: --${k} is now --${o.renamed} (the old name still works for now)\n`);
       values[o.renamed] = values[k];
       delete values[k];
@@ -190,19 +201,31 @@ export function parseCommand<O extends Options>(argv: string[], spec: CommandSpe
     const v = values[k];
     if (o.choices && v !== undefined && !o.choices.includes(v)) {
       const near = nearest(String(v), o.choices);
-      throw new UsageError(`--${k} must be ${listOr(o.choices)}, got ${JSON.stringify(v)}`, near ? `did you mean --${k} ${near}?` : undefined);
+      throw new UsageError(`--${k} must be ${listOr(o.choices)}, got ${JSON.stringify(v)}`,
+        near ? `did you mean --${k} ${near}?` : undefined);
     }
   }
   const [min, max] = spec.positionals;
   const n = parsed.positionals.length;
   if (n < min || n > max) {
-    throw new UsageError(`expected ${min === max ? min : max === Infinity ? `at least ${min}` : `${min} to ${max}`} argument${max === 1 ? '' : 's'}, got ${n}${n > max && parsed.positionals.length ? ` (${parsed.positionals.slice(max).map((x) => JSON.stringify(x)).join(' ')} left over)` : ''}`, `usage: ${spec.usage.split('\n')[0]}`);
+    throw new UsageError(
+      `expected ${min === max ? min : max === Infinity ? `at least ${min}` : `${min} to ${max}`} argument${
+        max === 1 ? '' : 's'
+      }, got ${n}${
+        n > max && parsed.positionals.length
+          ? ` (${parsed.positionals.slice(max).map((x) => JSON.stringify(x)).join(' ')} left over)`
+          : ''
+      }`,
+      `usage: ${spec.usage.split('\n')[0]}`,
+    );
   }
   return { values: values as OptionValues<O>, positionals: parsed.positionals };
 }
 
 /** `v` with the options `keys` checked as given (a usage error names the first missing one), typed as present. */
-export function requireValues<V extends object, K extends keyof V & string>(v: V, keys: readonly K[], hint: string): V & { [P in K]-?: NonNullable<V[P]> } {
+export function requireValues<V extends object, K extends keyof V & string>(v: V, keys: readonly K[], hint: string): V
+  & { [P in K]-?: NonNullable<V[P]> }
+{
   for (const k of keys) if (!v[k]) throw new UsageError(`--${k} is required`, hint);
   return v as V & { [P in K]-?: NonNullable<V[P]> };
 }

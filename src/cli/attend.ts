@@ -1,11 +1,13 @@
 import { parseCommand, intOption, type CommandSpec } from './args.js';
 import { UsageError } from '../util/errors.js';
 import { parseShard, expandOut } from '../store/layout.js';
-import { runAttend, CPU_TOKEN_BUDGET, DEFAULT_BOOTSTRAP, DEFAULT_CHUNK_UNITS, DEFAULT_LAYERS, DEFAULT_TOP } from '../attend/run.js';
+import { runAttend, CPU_TOKEN_BUDGET, DEFAULT_BOOTSTRAP, DEFAULT_CHUNK_UNITS, DEFAULT_LAYERS,
+  DEFAULT_TOP } from '../attend/run.js';
 import type { AttendPosition } from '../attend/types.js';
 import type { ItemSelection } from '../attend/inputs.js';
 import { INTERVENE_HELP, INTERVENE_OPTION, interventionsOf } from './intervene.js';
-import { CHAT_TEMPLATE_OPTION, DEVICE_OPTIONS, FORCE_OPTION, HELP, LAYERS_OPTION, LIMIT_OPTIONS, MAX_TOKENS_OPTION, MODEL_OPTIONS, OUTPUT_OPTIONS, chatTemplateOn, deviceOf, limitOf, maxTokensOf, modelArg } from './options.js';
+import { CHAT_TEMPLATE_OPTION, DEVICE_OPTIONS, FORCE_OPTION, HELP, LAYERS_OPTION, LIMIT_OPTIONS, MAX_TOKENS_OPTION,
+  MODEL_OPTIONS, OUTPUT_OPTIONS, chatTemplateOn, deviceOf, limitOf, maxTokensOf, modelArg } from './options.js';
 import { interruptSignal } from './interrupt.js';
 import { stderrIO } from '../util/jobio.js';
 
@@ -135,7 +137,8 @@ export async function run(argv: string[]): Promise<number> {
   const interventions = interventionsOf(v);
   const { modelFolder } = await import('./convert.js');
   // --cot generates through the KV cache, which the genai layout of a GGUF's conversion has.
-  const model = await modelFolder(modelArgument, { cache: v.cache, quiet: !!v.quiet, ...(cot ? { layout: 'genai' as const } : {}) });
+  const model = await modelFolder(modelArgument, { cache: v.cache, quiet: !!v.quiet,
+    ...(cot ? { layout: 'genai' as const } : {}) });
   const { device, deviceId } = deviceOf(v);
   const summary = await runAttend({
     model: model.dir,

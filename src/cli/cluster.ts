@@ -120,7 +120,8 @@ export async function run(argv: string[]): Promise<number> {
   if (model !== undefined) {
     const { isHfCheckpoint } = await import('../convert/hf-checkpoint.js');
     const { isGgufFile } = await import('../convert/cache.js');
-    if (isHfCheckpoint(model) || isGgufFile(model)) model = (await (await import('./convert.js')).modelFolder(model, { quiet: !!v.json })).dir;
+    if (isHfCheckpoint(model) || isGgufFile(model))
+      model = (await (await import('./convert.js')).modelFolder(model, { quiet: !!v.json })).dir;
   }
   const res = await runCluster(parsed.positionals[0], {
     seed: intOption(v.seed, '--seed', 0, 0, 2 ** 32 - 1),
@@ -137,7 +138,9 @@ export async function run(argv: string[]): Promise<number> {
     probe: {
       pca: intOption(v['probe-pca'], '--probe-pca', DEFAULT_PROBE_PCA, 0),
       repeats: intOption(v['probe-repeats'], '--probe-repeats', DEFAULT_PROBE_REPEATS, 1, 100),
-      c: v['probe-c'] === undefined || v['probe-c'] === 'nested' ? 'nested' : numOption(v['probe-c'], '--probe-c', 1, 1e-9),
+      c: v['probe-c'] === undefined || v['probe-c'] === 'nested'
+        ? 'nested'
+        : numOption(v['probe-c'], '--probe-c', 1, 1e-9),
       classWeight: classWeightOption(v['class-weight']),
       sweep: !!v.sweep,
     },
@@ -146,8 +149,12 @@ export async function run(argv: string[]): Promise<number> {
       bootstrap: intOption(v.bootstrap, '--bootstrap', 1000, 0),
       // undefined when not given: the probe's count is then sized to its family (src/util/resolution.ts)
       permutations: v.permutations === undefined ? undefined : intOption(v.permutations, '--permutations', 200, 0),
-      probePermutations: v['probe-permutations'] === undefined ? undefined : intOption(v['probe-permutations'], '--probe-permutations', 50, 0),
-      sweepPermutations: v['sweep-permutations'] === undefined ? undefined : intOption(v['sweep-permutations'], '--sweep-permutations', 20, 0),
+      probePermutations: v['probe-permutations'] === undefined
+        ? undefined
+        : intOption(v['probe-permutations'], '--probe-permutations', 50, 0),
+      sweepPermutations: v['sweep-permutations'] === undefined
+        ? undefined
+        : intOption(v['sweep-permutations'], '--sweep-permutations', 20, 0),
     },
     baselines: { tokens: !v['no-baselines'], lengthControl: !v['no-length-control'], model },
     output: { dir: v.out },
@@ -157,12 +164,15 @@ export async function run(argv: string[]): Promise<number> {
     },
   });
   if (v.json) {
-    process.stdout.write(JSON.stringify({ outDir: res.outDir, settings: res.settings, metrics: res.metrics }, null, 2) + '\n');
+    process.stdout.write(
+      JSON.stringify({ outDir: res.outDir, settings: res.settings, metrics: res.metrics }, null, 2) + '\n',
+    );
   } else {
     const f = (x: number) => x.toFixed(3);
     const cm = res.metrics;
     const vt = verdictTable(cm, res.settings, null, null);
-    const lines = [...(vt ? verdictTableLines(vt) : []), `cluster: ${cm.n} points, ${cm.classes.length} classes, KL ${f(cm.klDivergence)}`];
+    const lines = [...(vt ? verdictTableLines(vt) : []),
+      `cluster: ${cm.n} points, ${cm.classes.length} classes, KL ${f(cm.klDivergence)}`];
     const ci = (m: { ci95: [number, number] | null }) => (m.ci95 ? ` [${f(m.ci95[0])}, ${f(m.ci95[1])}]` : '');
     // beside every permutation p: z and its normal approximation (flagged), the floor, and a family member's verdict
     const p = (m: MetricWithCI) => {
@@ -170,22 +180,59 @@ export async function run(argv: string[]): Promise<number> {
       if (m.p === null) return '';
       const floor = m.atFloor ? ` (floor of R=${m.permutations})` : '';
       const z = m.z !== null && m.z !== undefined ? ` z=${m.z.toFixed(1)}` : '';
-      const pn = m.pNormal !== null && m.pNormal !== undefined ? ` p_normal≈${m.pNormal < 1e-16 ? '<1e-16' : m.pNormal.toPrecision(2)}` : '';
-      return ` p=${m.p.toPrecision(2)}${floor}${z}${pn}${m.verdict ? ` [${verdictWords(m.verdict, 'passes', 'does not pass')}${m.verdict.adjusted !== null && m.verdict.family > 1 ? `; Holm ${m.verdict.adjusted.toPrecision(2)} over ${m.verdict.family}` : ''}]` : ''}`;
+      const pn = m.pNormal !== null && m.pNormal !== undefined
+        ? ` p_normal≈${m.pNormal < 1e-16 ? '<1e-16' : m.pNormal.toPrecision(2)}`
+        : '';
+      return ` p=${m.p.toPrecision(2)}${floor}${z}${pn}${
+        m.verdict
+          ? ` [${verdictWords(m.verdict, 'passes', 'does not pass')}${
+            m.verdict.adjusted !== null && m.verdict.family > 1
+              ? `; Holm ${m.verdict.adjusted.toPrecision(2)} over ${m.verdict.family}`
+              : ''
+          }]`
+          : ''
+      }`;
     };
-    const nul = (m: { nullMean?: number | null }) => (m.nullMean !== null && m.nullMean !== undefined ? ` null ${f(m.nullMean)}` : '');
-    const bal = (name: string, c: ClassifierMetrics) => `  ${name} balanced ${f(c.balancedAccuracy.value)}${ci(c.balancedAccuracy)}${nul(c.balancedAccuracy)}${p(c.balancedAccuracy)}, macro-F1 ${f(c.macroF1.value)}, accuracy ${f(c.accuracy.value)}`;
-    if (cm.chance) lines.push(`  chance: balanced accuracy ${f(cm.chance.balancedAccuracy)}; majority class ${JSON.stringify(cm.chance.majorityClass)} gets accuracy ${f(cm.chance.majorityRate)}`);
+    const nul = (
+      m: { nullMean?: number | null },
+    ) => (m.nullMean !== null && m.nullMean !== undefined ? ` null ${f(m.nullMean)}` : '');
+    const bal = (name: string, c: ClassifierMetrics) =>
+      `  ${name} balanced ${f(c.balancedAccuracy.value)}${ci(c.balancedAccuracy)}${nul(c.balancedAccuracy)}${
+        p(c.balancedAccuracy)
+      }, macro-F1 ${f(c.macroF1.value)}, accuracy ${f(c.accuracy.value)}`;
+    if (cm.chance)
+      lines.push(
+        `  chance: balanced accuracy ${f(cm.chance.balancedAccuracy)}; majority class ${
+          JSON.stringify(cm.chance.majorityClass)
+        } gets accuracy ${f(cm.chance.majorityRate)}`,
+      );
     const lo = res.settings.leftOut;
-    if (lo) lines.push(`  left out: ${lo.count} of ${lo.of} items without a value on the axis (${Object.entries(lo.values).map(([k, c]) => `${k}: ${c}`).join(', ')})`);
+    if (lo)
+      lines.push(
+        `  left out: ${lo.count} of ${lo.of} items without a value on the axis (${
+          Object.entries(lo.values).map(([k, c]) => `${k}: ${c}`).join(', ')
+        })`,
+      );
     const sz = res.settings.sizing;
     if (sz) {
-      const how = (x: NonNullable<typeof sz.permutations>) => (x.sizing === 'user' ? 'as given' : x.sizing === 'sized' ? `sized: ${x.family} tests need ${x.needed} for Holm at 0.05` : `capped for cost below the ${x.needed} that ${x.family} tests need: read on the normal approximation`);
-      const parts = [sz.permutations && `${sz.permutations.R} for silhouette and kNN (${how(sz.permutations)})`, sz.probePermutations && `${sz.probePermutations.R} for the probes (${how(sz.probePermutations)})`, sz.sweepPermutations && `${sz.sweepPermutations.R} per layer (${how(sz.sweepPermutations)})`].filter(Boolean);
+      const how = (
+        x: NonNullable<typeof sz.permutations>,
+      ) => (x.sizing === 'user'
+        ? 'as given'
+        : x.sizing === 'sized'
+        ? `sized: ${x.family} tests need ${x.needed} for Holm at 0.05`
+        : `capped for cost below the ${x.needed} that ${x.family} tests need: read on the normal approximation`);
+      const parts = [sz.permutations && `${sz.permutations.R} for silhouette and kNN (${how(sz.permutations)})`,
+        sz.probePermutations && `${sz.probePermutations.R} for the probes (${how(sz.probePermutations)})`,
+        sz.sweepPermutations && `${sz.sweepPermutations.R} per layer (${how(sz.sweepPermutations)})`].filter(Boolean);
       lines.push(`  permutations: ${parts.join('; ')}; p_normal is the normal approximation of z's p`);
     }
     for (const s of cm.spaces) {
-      lines.push(`  ${s.space.padEnd(19)} silhouette ${f(s.silhouette.value)}${ci(s.silhouette)}${p(s.silhouette)}  DB ${f(s.daviesBouldin.value)}`);
+      lines.push(
+        `  ${s.space.padEnd(19)} silhouette ${f(s.silhouette.value)}${ci(s.silhouette)}${p(s.silhouette)}  DB ${
+          f(s.daviesBouldin.value)
+        }`,
+      );
       if (s.knn) lines.push(bal('    kNN  ', s.knn));
       if (s.probe) lines.push(bal('    probe', s.probe));
     }
@@ -196,9 +243,24 @@ export async function run(argv: string[]): Promise<number> {
     }
     for (const c of (cm.comparisons ?? []).filter((x) => x.kind === 'incremental' && x.b === LENGTH_CONTROL)) {
       const d = c.balancedAccuracy;
-      lines.push(`  ${c.a} − ${c.b}: balanced accuracy ${d.value >= 0 ? '+' : ''}${f(d.value)}${ci(d)}${d.p !== null && d.p !== undefined ? ` p=${d.p.toPrecision(2)}` : ''}${d.pHolm !== null && d.pHolm !== undefined ? ` (Holm ${d.pHolm.toPrecision(2)} over representation-vs-words)` : ''}`);
+      lines.push(
+        `  ${c.a} − ${c.b}: balanced accuracy ${d.value >= 0 ? '+' : ''}${f(d.value)}${ci(d)}${
+          d.p !== null && d.p !== undefined ? ` p=${d.p.toPrecision(2)}` : ''
+        }${
+          d.pHolm !== null && d.pHolm !== undefined
+            ? ` (Holm ${d.pHolm.toPrecision(2)} over representation-vs-words)`
+            : ''
+        }`,
+      );
     }
-    for (const w of cm.sweep ?? []) lines.push(`  sweep ${w.point}: probe ${w.balancedAccuracy ? `balanced ${f(w.balancedAccuracy.value)}${nul(w.balancedAccuracy)}${p(w.balancedAccuracy)}, ` : ''}accuracy ${f(w.probeAccuracy)}`);
+    for (const w of cm.sweep ?? [])
+      lines.push(
+        `  sweep ${w.point}: probe ${
+          w.balancedAccuracy
+            ? `balanced ${f(w.balancedAccuracy.value)}${nul(w.balancedAccuracy)}${p(w.balancedAccuracy)}, `
+            : ''
+        }accuracy ${f(w.probeAccuracy)}`,
+      );
     for (const n of cm.notes ?? []) lines.push(`  note: ${n}`);
     if (res.outDir) lines.push(`wrote ${res.outDir}`);
     process.stdout.write(lines.join('\n') + '\n');
@@ -210,7 +272,9 @@ export async function run(argv: string[]): Promise<number> {
 function classWeightOption(v: string | undefined): 'balanced' | null | undefined {
   if (v === undefined) return undefined;
   if (v === 'none') return null;
-  if (v !== 'balanced') throw new UsageError(`--class-weight ${v}: the class weighting is 'balanced' (the default) or 'none'`, 'use --class-weight balanced or --class-weight none');
+  if (v !== 'balanced')
+    throw new UsageError(`--class-weight ${v}: the class weighting is 'balanced' (the default) or 'none'`,
+      'use --class-weight balanced or --class-weight none');
   return 'balanced';
 }
 
@@ -218,7 +282,8 @@ function classWeightOption(v: string | undefined): 'balanced' | null | undefined
 function learningRateOption(v: string | undefined): number | 'auto' | 'per-phase' | undefined {
   if (v === undefined || v === 'auto' || v === 'per-phase') return v;
   const n = /^[\d.]/.test(v) ? parseNumber(v, '--learning-rate', 0) : NaN;
-  if (!(n > 0)) throw new UsageError(`--learning-rate must be auto, per-phase or a positive number, got ${JSON.stringify(v)}`);
+  if (!(n > 0))
+    throw new UsageError(`--learning-rate must be auto, per-phase or a positive number, got ${JSON.stringify(v)}`);
   return n;
 }
 

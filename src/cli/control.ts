@@ -35,7 +35,9 @@ export function controlSeedOf(v: ControlFlags): number | null {
  * The control of `modelArgument` (as given on the command line) whose trained folder `resolved`
  * was resolved with `layout`; `command` names the command in the lines printed.
  */
-export async function controlModel(modelArgument: string, resolved: ResolvedModel, opts: { seed: number; cache?: string; quiet?: boolean; layout?: 'explicit' | 'genai'; command: string }): Promise<{ dir: string; info: ControlInfo }> {
+export async function controlModel(modelArgument: string, resolved: ResolvedModel,
+  opts: { seed: number; cache?: string; quiet?: boolean; layout?: 'explicit' | 'genai'; command: string }
+): Promise<{ dir: string; info: ControlInfo }> {
   const { analyseModel } = await import('../runtime/engine.js');
   const { randomControlModel } = await import('../runtime/control.js');
   const say = (l: string) => void (opts.quiet ? undefined : process.stderr.write(`${opts.command}: ${l}\n`));
@@ -44,10 +46,13 @@ export async function controlModel(modelArgument: string, resolved: ResolvedMode
   // conversion when the trained conversion holds 4-bit blocks (read from the conversion at hand,
   // whatever its layout, so that eval's genai conversion needs no explicit 4-bit one, gigabytes
   // for an 8B file, only to learn the same), else from the explicit conversion itself.
-  let from = await controlSourceFolder(modelArgument, resolved, { cache: opts.cache, quiet: opts.quiet, command: opts.command });
-  if (gguf && opts.layout === 'genai' && from === resolved.dir) from = (await modelFolder(modelArgument, { cache: opts.cache, quiet: opts.quiet, layout: 'explicit' })).dir;
+  let from = await controlSourceFolder(modelArgument, resolved, { cache: opts.cache, quiet: opts.quiet,
+    command: opts.command });
+  if (gguf && opts.layout === 'genai' && from === resolved.dir)
+    from = (await modelFolder(modelArgument, { cache: opts.cache, quiet: opts.quiet, layout: 'explicit' })).dir;
   const { arch } = analyseModel(from).info;
-  const drawn = await randomControlModel(from, arch, { seed: opts.seed, io: stderrIO({ quiet: opts.quiet }), ...(opts.cache ? { cacheDir: opts.cache } : {}) });
+  const drawn = await randomControlModel(from, arch, { seed: opts.seed, io: stderrIO({ quiet: opts.quiet }),
+    ...(opts.cache ? { cacheDir: opts.cache } : {}) });
   if (!gguf || opts.layout !== 'genai') {
     say(`random-weights control of ${from} (seed ${drawn.info.seed}) at ${drawn.dir}`);
     return drawn;
@@ -68,6 +73,8 @@ export async function controlModel(modelArgument: string, resolved: ResolvedMode
   }
   const dtype = resolved.source!.options?.dtype === 'fp16' ? 'fp16' : 'fp32';
   const c = await genaiControlModel(drawn, spec, { dtype, io: stderrIO({ quiet: opts.quiet }) });
-  say(`random-weights control of ${from} (seed ${c.info.seed}), drawn at ${drawn.dir}, in the genai layout at ${c.dir}`);
+  say(
+    `random-weights control of ${from} (seed ${c.info.seed}), drawn at ${drawn.dir}, in the genai layout at ${c.dir}`,
+  );
   return c;
 }

@@ -8,7 +8,8 @@ import { readJsonFile } from '../store/json.js';
 import { stderrIO } from '../util/jobio.js';
 
 const spec = {
-  usage: 'lobes convert --model MODEL.gguf|CHECKPOINT_DIR --out DIR [--dtype fp32|fp16] [--weights auto|q4|fp16|fp32|bf16] [--layout explicit|genai] [--force] [--quiet] [--json]',
+  usage:
+    'lobes convert --model MODEL.gguf|CHECKPOINT_DIR --out DIR [--dtype fp32|fp16] [--weights auto|q4|fp16|fp32|bf16] [--layout explicit|genai] [--force] [--quiet] [--json]',
   help: `
 Convert a llama-architecture GGUF (llama.cpp, Ollama, LM Studio: Llama 2/3.x, Mistral 7B,
 TinyLlama, SmolLM) or a Hugging Face checkpoint folder (config.json, safetensors weights,
@@ -58,11 +59,20 @@ export function convertSummary(r: ConvertResult): string {
     .join(', ');
   const lines = [
     `wrote ${r.dir} in ${fmtTime(r.seconds)} (${((r.modelBytes + r.dataBytes) / 1e6).toFixed(1)} MB)`,
-    `model: ${s.layers} layers, hidden ${s.hidden}, intermediate ${s.intermediate}, ${s.heads} heads / ${s.kvHeads} KV heads, vocab ${s.vocab}${s.tiedEmbeddings ? ', tied embeddings' : ''}${rope}`,
-    `graph: ${r.options.layout} layout, ${r.options.dtype} compute, ${r.options.weights} weights${r.weightsReason ? ` (auto: ${r.weightsReason})` : ''}`,
+    `model: ${s.layers} layers, hidden ${s.hidden}, intermediate ${s.intermediate}, ${s.heads} heads / ${s.kvHeads} KV heads, vocab ${s.vocab}${
+      s.tiedEmbeddings ? ', tied embeddings' : ''
+    }${rope}`,
+    `graph: ${r.options.layout} layout, ${r.options.dtype} compute, ${r.options.weights} weights${
+      r.weightsReason ? ` (auto: ${r.weightsReason})` : ''
+    }`,
     `weights: ${storage}`,
   ];
-  if (r.requantized.length) lines.push(`re-quantized to 4 bits from dequantized rows (not exact): ${r.requantized.length} weights, e.g. ${r.requantized[0]}`);
+  if (r.requantized.length)
+    lines.push(
+      `re-quantized to 4 bits from dequantized rows (not exact): ${r.requantized.length} weights, e.g. ${
+        r.requantized[0]
+      }`,
+    );
   return lines.join('\n') + '\n';
 }
 
@@ -71,11 +81,14 @@ export function convertSummary(r: ConvertResult): string {
  * by the source, refined upward as it writes: the bar follows it and never shows more done than
  * the total.
  */
-export function convertProgress(quiet: boolean, stream?: NodeJS.WriteStream): { onProgress: (done: number, total: number) => void; finish: () => void } {
+export function convertProgress(quiet: boolean,
+  stream?: NodeJS.WriteStream): { onProgress: (done: number, total: number) => void; finish: () => void }
+{
   let bar: Progress | null = null;
   return {
     onProgress: (done, total) => {
-      bar ??= new Progress({ label: 'convert', total: Math.round(total / 1e6), unit: 'MB', io: stderrIO({ quiet, ...(stream ? { stream } : {}) }) });
+      bar ??= new Progress({ label: 'convert', total: Math.round(total / 1e6), unit: 'MB',
+        io: stderrIO({ quiet, ...(stream ? { stream } : {}) }) });
       bar.setTotal(Math.round(total / 1e6));
       bar.set(Math.round(Math.min(done, total) / 1e6));
     },
@@ -90,7 +103,8 @@ export async function run(argv: string[]): Promise<number> {
   if (!v.out) throw new UsageError('--out is required', `usage: ${spec.usage}`);
   const { convertGguf, convertHfCheckpoint, resolveConvertOptions } = await import('../convert/convert.js');
   const { isHfCheckpoint } = await import('../convert/hf-checkpoint.js');
-  const opts = resolveConvertOptions({ dtype: v.dtype, weights: v.weights as WeightsMode | undefined, layout: v.layout });
+  const opts = resolveConvertOptions({ dtype: v.dtype, weights: v.weights as WeightsMode | undefined,
+    layout: v.layout });
   const progress = convertProgress(!!v.quiet || !!v.json);
   const model = modelArg(p, spec.usage).model;
   const res = await (isHfCheckpoint(model) ? convertHfCheckpoint : convertGguf)(model, path.resolve(v.out), {
@@ -109,7 +123,10 @@ export async function run(argv: string[]): Promise<number> {
  * of a GGUF file (converted now when not cached, with a progress bar). `cache` is --cache;
  * `layout` the conversion's graph layout (default: the converter's).
  */
-export async function modelFolder(model: string, opts: { cache?: string; quiet?: boolean; layout?: 'genai' | 'explicit'; weights?: WeightsMode; dtype?: 'fp32' | 'fp16' } = {}): Promise<import('../convert/cache.js').ResolvedModel> {
+export async function modelFolder(model: string,
+  opts: { cache?: string; quiet?: boolean; layout?: 'genai' | 'explicit'; weights?: WeightsMode;
+    dtype?: 'fp32' | 'fp16' } = {}): Promise<import('../convert/cache.js').ResolvedModel>
+{
   const { resolveModel } = await import('../convert/cache.js');
   const progress = convertProgress(!!opts.quiet);
   let hashing: Progress | null = null;
@@ -117,7 +134,8 @@ export async function modelFolder(model: string, opts: { cache?: string; quiet?:
     cache: opts.cache,
     onHash: (done, total) => {
       if (total < 256e6) return;
-      hashing ??= new Progress({ label: 'sha256 of the GGUF (once)', total: Math.round(total / 1e6), unit: 'MB', io: stderrIO({ quiet: opts.quiet }) });
+      hashing ??= new Progress({ label: 'sha256 of the GGUF (once)', total: Math.round(total / 1e6), unit: 'MB',
+        io: stderrIO({ quiet: opts.quiet }) });
       hashing.set(Math.round(done / 1e6));
       if (done >= total) hashing.finish();
     },
@@ -137,10 +155,18 @@ export async function modelFolder(model: string, opts: { cache?: string; quiet?:
  * GGUF's conversion with 4-bit MatMulNBits weights (which the control does not redraw), an fp16
  * conversion of the same GGUF made now into the same cache (once; reused after).
  */
-export async function controlSourceFolder(model: string, resolved: import('../convert/cache.js').ResolvedModel, opts: { cache?: string; quiet?: boolean; command?: string }): Promise<string> {
+export async function controlSourceFolder(model: string, resolved: import('../convert/cache.js').ResolvedModel,
+  opts: { cache?: string; quiet?: boolean; command?: string }): Promise<string>
+{
   if (!resolved.source) return resolved.dir;
-  const weights: unknown = readJsonFile(path.join(resolved.dir, 'lobes-convert.json'), { fallback: null })?.options?.weights;
+  const weights: unknown = readJsonFile(path.join(resolved.dir, 'lobes-convert.json'), { fallback: null })?.options
+    ?.weights;
   if (weights !== 'q4') return resolved.dir;
-  if (!opts.quiet) process.stderr.write(`${opts.command ?? 'extract'}: the control is drawn from an fp16 conversion of ${resolved.source.path} (its 4-bit weights are not redrawn in place)\n`);
+  if (!opts.quiet)
+    process.stderr.write(
+      `${
+        opts.command ?? 'extract'
+      }: the control is drawn from an fp16 conversion of ${resolved.source.path} (its 4-bit weights are not redrawn in place)\n`,
+    );
   return (await modelFolder(model, { cache: opts.cache, quiet: opts.quiet, weights: 'fp16' })).dir;
 }

@@ -75,7 +75,8 @@ async function tokenLengths(ds: Dataset, modelDir: string, quiet: boolean): Prom
   const { loadTokenizer } = await import('../runtime/tokenize.js');
   const tok = await loadTokenizer(modelDir, { maxTokens: null, chatTemplate: false });
   const lengths = new Int32Array(ds.samples.length);
-  const progress = new Progress({ label: 'tokenize', total: ds.samples.length, unit: 'samples', io: stderrIO({ quiet }) });
+  const progress = new Progress({ label: 'tokenize', total: ds.samples.length, unit: 'samples',
+    io: stderrIO({ quiet }) });
   ds.samples.forEach((s, i) => {
     const t = tok.encode(s.text);
     lengths[i] = typeof t.fullLength === 'number' ? t.fullLength : t.ids.length;
@@ -89,7 +90,7 @@ function excludedSummary(ds: Dataset): string {
   if (ds.excluded.length === 0) return '';
   const by = new Map<string, number>();
   for (const e of ds.excluded) {
-      const k = e.reason.startsWith("invalid:") ? "invalid input" : reasonKey(e.reason);
+    const k = e.reason.startsWith('invalid:') ? 'invalid input' : reasonKey(e.reason);
     by.set(k, (by.get(k) ?? 0) + 1);
   }
   const lines = [`excluded ${ds.excluded.length}:`];
@@ -97,7 +98,8 @@ function excludedSummary(ds: Dataset): string {
   const invalid = ds.excluded.filter((e) => e.reason.startsWith('invalid:'));
   if (invalid.length) {
     lines.push(`skipped as invalid (${invalid.length}):`);
-    for (const e of invalid) lines.push(`  ${[e.file, e.where].filter(Boolean).join(': ')}: ${e.reason.slice('invalid: '.length)}`);
+    for (const e of invalid)
+      lines.push(`  ${[e.file, e.where].filter(Boolean).join(': ')}: ${e.reason.slice('invalid: '.length)}`);
   }
   return lines.join('\n') + '\n';
 }
@@ -113,7 +115,8 @@ function isExport(file: string): boolean {
   if (nl < 0) return false;
   try {
     const s = JSON.parse(head.slice(0, nl));
-    return typeof s?.id === 'string' && typeof s.text === 'string' && typeof s.labels === 'object' && s.labels !== null && !Array.isArray(s.labels);
+    return typeof s?.id === 'string' && typeof s.text === 'string' && typeof s.labels === 'object' &&
+      s.labels !== null && !Array.isArray(s.labels);
   } catch {
     return false;
   }
@@ -127,7 +130,9 @@ function checkExportFile(file: string): void {
 export async function run(argv: string[]): Promise<number> {
   const [sub, ...rest] = argv;
   if (!sub || sub === '--help' || sub === '-h') {
-    process.stdout.write(`usage: ${USAGE}\n\n  inspect   counts per label, exclusions, token lengths\n  export    one sample per line as JSONL\n\nlobes data inspect --help, lobes data export --help for the options.\n`);
+    process.stdout.write(
+      `usage: ${USAGE}\n\n  inspect   counts per label, exclusions, token lengths\n  export    one sample per line as JSONL\n\nlobes data inspect --help, lobes data export --help for the options.\n`,
+    );
     return sub ? 0 : 2;
   }
   if (sub === 'inspect') {
@@ -149,14 +154,16 @@ export async function run(argv: string[]): Promise<number> {
     if (a.values.out) {
       checkExportFile(a.values.out);
       writeFileAtomicSync(a.values.out, body);
-    }
-    else process.stdout.write(body);
+    } else process.stdout.write(body);
     if (!a.values.quiet) {
-      process.stderr.write(`${ds.spec}: ${ds.samples.length} samples${a.values.out ? ` written to ${a.values.out}` : ''}\n`);
+      process.stderr.write(
+        `${ds.spec}: ${ds.samples.length} samples${a.values.out ? ` written to ${a.values.out}` : ''}\n`,
+      );
       process.stderr.write(excludedSummary(ds));
     }
     return 0;
   }
   const near = nearest(sub, ['inspect', 'export']);
-  throw new UsageError(`unknown data subcommand ${JSON.stringify(sub)}`, `${near ? `did you mean lobes data ${near}? ` : ''}usage: ${USAGE}`);
+  throw new UsageError(`unknown data subcommand ${JSON.stringify(sub)}`,
+    `${near ? `did you mean lobes data ${near}? ` : ''}usage: ${USAGE}`);
 }

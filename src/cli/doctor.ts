@@ -6,7 +6,8 @@ import { installCudaFromWheels, pipDownloadCommand, shellJoin } from '../doctor/
 import { installVulkanFrom } from '../doctor/vulkan.js';
 
 const spec = {
-  usage: 'lobes doctor [--device cpu|cuda|webgpu] [--no-probe] [--json] | --install-cuda-from-wheels DIR [--download] | --install-vulkan-from DIR',
+  usage:
+    'lobes doctor [--device cpu|cuda|webgpu] [--no-probe] [--json] | --install-cuda-from-wheels DIR [--download] | --install-vulkan-from DIR',
   help: `
 Which execution providers onnxruntime-node can load on this machine, which shared libraries
 each one misses (resolved as the dynamic loader would), and the one command that fixes each.
@@ -50,8 +51,10 @@ export async function run(argv: string[]): Promise<number> {
   if (!p) return 0;
   const v = p.values;
   const device = (v.device ?? 'cpu') as ProviderName;
-  if (v.download && !v['install-cuda-from-wheels']) throw new UsageError('--download goes with --install-cuda-from-wheels DIR');
-  if (v['install-cuda-from-wheels'] && v['install-vulkan-from']) throw new UsageError('give --install-cuda-from-wheels or --install-vulkan-from, not both');
+  if (v.download && !v['install-cuda-from-wheels'])
+    throw new UsageError('--download goes with --install-cuda-from-wheels DIR');
+  if (v['install-cuda-from-wheels'] && v['install-vulkan-from'])
+    throw new UsageError('give --install-cuda-from-wheels or --install-vulkan-from, not both');
   const log = (l: string) => process.stderr.write(l + '\n');
 
   if (v['install-cuda-from-wheels']) {
@@ -60,13 +63,22 @@ export async function run(argv: string[]): Promise<number> {
     if (v.json) process.stdout.write(JSON.stringify(r, null, 2) + '\n');
     else {
       for (const x of r.refused) process.stdout.write(`refused: ${x}\n`);
-      process.stdout.write(`installed the CUDA ${r.cudaMajor} provider of onnxruntime-gpu ${r.ortVersion} and ${r.libraries.length} CUDA libraries (${r.manifest})\n`);
+      process.stdout.write(
+        `installed the CUDA ${r.cudaMajor} provider of onnxruntime-gpu ${r.ortVersion} and ${r.libraries.length} CUDA libraries (${r.manifest})\n`,
+      );
       if (r.missing.length) {
         process.stdout.write(`still missing (the provider links them): ${r.missing.join(', ')}\n`);
       }
-      if (r.missingRecommended.length) process.stdout.write(`not installed (recommended, opened at run time by some kernels): ${r.missingRecommended.join(', ')}\n`);
+      if (r.missingRecommended.length)
+        process.stdout.write(
+          `not installed (recommended, opened at run time by some kernels): ${r.missingRecommended.join(', ')}\n`,
+        );
       if (r.missing.length || r.missingRecommended.length) {
-        process.stdout.write(`  fix: ${shellJoin(pipDownloadCommand(dir, r.pipRequirements))} && lobes doctor --install-cuda-from-wheels ${dir}\n`);
+        process.stdout.write(
+          `  fix: ${
+            shellJoin(pipDownloadCommand(dir, r.pipRequirements))
+          } && lobes doctor --install-cuda-from-wheels ${dir}\n`,
+        );
       }
       process.stdout.write('check with: lobes doctor --device cuda\n');
     }
@@ -75,7 +87,10 @@ export async function run(argv: string[]): Promise<number> {
   if (v['install-vulkan-from']) {
     const r = installVulkanFrom(expandHome(String(v['install-vulkan-from'])));
     if (v.json) process.stdout.write(JSON.stringify(r, null, 2) + '\n');
-    else process.stdout.write(`WebGPU will load the Vulkan loader ${r.library} (${r.manifest}); check with: lobes doctor --device webgpu\n`);
+    else
+      process.stdout.write(
+        `WebGPU will load the Vulkan loader ${r.library} (${r.manifest}); check with: lobes doctor --device webgpu\n`,
+      );
     return 0;
   }
 

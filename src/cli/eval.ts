@@ -7,7 +7,8 @@ import { LONG_PROMPT_TOKEN_BUDGET } from '../runtime/batching.js';
 import type { EvalSummary } from '../eval/summary.js';
 import { formatSummary } from '../eval/format.js';
 import { controlModel, controlSeedOf } from './control.js';
-import { CHAT_TEMPLATE_OPTION, DEVICE_OPTIONS, HELP, LIMIT_OPTIONS, MODEL_OPTIONS, OUTPUT_OPTIONS, deviceOf, limitOf, modelArg } from './options.js';
+import { CHAT_TEMPLATE_OPTION, DEVICE_OPTIONS, HELP, LIMIT_OPTIONS, MODEL_OPTIONS, OUTPUT_OPTIONS, deviceOf, limitOf,
+  modelArg } from './options.js';
 import { interruptSignal } from './interrupt.js';
 import { stderrIO } from '../util/jobio.js';
 
@@ -171,10 +172,13 @@ async function label(argv: string[]): Promise<number> {
   const { labelRunFromEval } = await import('../eval/link.js');
   const r = await labelRunFromEval(runDir, evalDir, { axis: v.axis });
   if (!v.quiet) {
-    process.stderr.write(`eval label: ${r.file}: ${r.counts.correct} correct, ${r.counts.wrong} wrong, ${r.counts.unevaluated} unevaluated of ${r.samples} samples (lobes cluster ${runDir} --by ${r.axis})\n`);
+    process.stderr.write(
+      `eval label: ${r.file}: ${r.counts.correct} correct, ${r.counts.wrong} wrong, ${r.counts.unevaluated} unevaluated of ${r.samples} samples (lobes cluster ${runDir} --by ${r.axis})\n`,
+    );
   }
   // A note on what the label means is a warning: it prints under --quiet too.
-  if (r.otherModel) process.stderr.write('eval label: warning: the evaluation scored another model than the run captured\n');
+  if (r.otherModel)
+    process.stderr.write('eval label: warning: the evaluation scored another model than the run captured\n');
   if (v.json) process.stdout.write(JSON.stringify(r, null, 2) + '\n');
   return 0;
 }
@@ -198,7 +202,10 @@ export async function run(argv: string[]): Promise<number> {
   const layout = v.layout ?? 'genai';
   const interventions = interventionsOf(v);
   const model = await modelFolder(modelArgument, { cache: v.cache, layout, quiet: !!v.quiet });
-  const control = controlSeed === null ? null : await controlModel(modelArgument, model, { seed: controlSeed, cache: v.cache, quiet: !!v.quiet, layout, command: 'eval' });
+  const control = controlSeed === null
+    ? null
+    : await controlModel(modelArgument, model, { seed: controlSeed, cache: v.cache, quiet: !!v.quiet, layout,
+      command: 'eval' });
   const { device, deviceId } = deviceOf(v);
   const m = await runEval({
     model: control?.dir ?? model.dir,
@@ -224,7 +231,9 @@ export async function run(argv: string[]): Promise<number> {
     promptFile: v.prompt,
     bootstrap: intOption(v.bootstrap, '--bootstrap', 2000, 0),
     sharePrefix: v['share-prefix'] ?? 'auto',
-    maxTokens: v['skip-longer-than'] !== undefined ? intOption(v['skip-longer-than'], '--skip-longer-than', 0, 0) : undefined,
+    maxTokens: v['skip-longer-than'] !== undefined
+      ? intOption(v['skip-longer-than'], '--skip-longer-than', 0, 0)
+      : undefined,
     skipInvalid: !!v['skip-invalid'],
     ignorePlan: !!v['ignore-plan'],
     scoring: (v.scoring ?? 'letter') as 'letter' | 'cloze',

@@ -9,12 +9,14 @@ import { INTERVENE_HELP, INTERVENE_OPTION, interventionsOf } from './intervene.j
 import { checkDataSpec } from '../data/index.js';
 import { controlModel, controlSeedOf } from './control.js';
 import type { ControlInfo } from '../store/types.js';
-import { CHAT_TEMPLATE_OPTION, DEVICE_OPTIONS, HELP, LAYERS_OPTION, LIMIT_OPTIONS, MAX_TOKENS_OPTION, MODEL_OPTIONS, OUTPUT_OPTIONS, deviceOf, limitOf, maxTokensOf, modelArg, chatTemplateOn } from './options.js';
+import { CHAT_TEMPLATE_OPTION, DEVICE_OPTIONS, HELP, LAYERS_OPTION, LIMIT_OPTIONS, MAX_TOKENS_OPTION, MODEL_OPTIONS,
+  OUTPUT_OPTIONS, deviceOf, limitOf, maxTokensOf, modelArg, chatTemplateOn } from './options.js';
 import { interruptSignal } from './interrupt.js';
 import { stderrIO } from '../util/jobio.js';
 
 const spec = {
-  usage: 'lobes extract --model MODEL_DIR|FILE.gguf --data SPEC --out RUN [--capture final,mlp,resid,mean] [--layers L] [--limit N [--by LABELS] [--seed N]] [--device cpu|cuda|webgpu] [--device-id N] [--batch N | --token-budget N] [--max-tokens N] [--dtype fp16|fp32] [--shard i/n|auto|auto/N] [--chunk-rows N] [--chat-template [auto|on|off]] [--control random [--control-seed N]] [--intervene SPEC ...] [--cache DIR] [--ignore-plan] [--repair] [--strict] [--quiet] [--json]',
+  usage:
+    'lobes extract --model MODEL_DIR|FILE.gguf --data SPEC --out RUN [--capture final,mlp,resid,mean] [--layers L] [--limit N [--by LABELS] [--seed N]] [--device cpu|cuda|webgpu] [--device-id N] [--batch N | --token-budget N] [--max-tokens N] [--dtype fp16|fp32] [--shard i/n|auto|auto/N] [--chunk-rows N] [--chat-template [auto|on|off]] [--control random [--control-seed N]] [--intervene SPEC ...] [--cache DIR] [--ignore-plan] [--repair] [--strict] [--quiet] [--json]',
   help: `
 Run a model over a dataset and store the last token's activations in a run directory
 (format: docs/run-format.md). Rerunning the same command continues an interrupted run
@@ -94,10 +96,17 @@ export async function run(argv: string[]): Promise<number> {
     .split(',')
     .map((s) => s.trim())
     .filter(Boolean);
-  for (const c of capture) if (!CAPTURE_FAMILIES.includes(c as CaptureFamily)) throw new UsageError(`--capture: unknown capture family ${JSON.stringify(c)} (use ${CAPTURE_FAMILIES.join(', ')})`);
+  for (const c of capture)
+    if (!CAPTURE_FAMILIES.includes(c as CaptureFamily))
+      throw new UsageError(
+        `--capture: unknown capture family ${JSON.stringify(c)} (use ${CAPTURE_FAMILIES.join(', ')})`,
+      );
   if (capture.length === 0) throw new UsageError(`--capture needs at least one of ${CAPTURE_FAMILIES.join(', ')}`);
   const { limit, by, seed } = limitOf(v);
-  if (v.seed !== undefined && limit === null) throw new UsageError('--seed here seeds the --limit sample; give --limit N with it (--control-seed seeds the control)');
+  if (v.seed !== undefined && limit === null)
+    throw new UsageError(
+      '--seed here seeds the --limit sample; give --limit N with it (--control-seed seeds the control)',
+    );
   const shard = parseShard(v.shard);
   const interventions = interventionsOf(v);
   // The data is checked before a model is loaded or converted (minutes for a GGUF).
@@ -107,7 +116,8 @@ export async function run(argv: string[]): Promise<number> {
   let dir = model.dir;
   let control: ControlInfo | undefined;
   if (seed0 !== null) {
-    const c = await controlModel(modelArgument, model, { seed: seed0, cache: v.cache, quiet: !!v.quiet, command: 'extract' });
+    const c = await controlModel(modelArgument, model, { seed: seed0, cache: v.cache, quiet: !!v.quiet,
+      command: 'extract' });
     dir = c.dir;
     control = c.info;
   }

@@ -2,7 +2,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { intOption } from './args.js';
-import { checkFigureDir, checkFigureFiles, renderFigures, requireChromium, writeFigures, writePage, type Figure, type Page } from '../report/index.js';
+import { checkFigureDir, checkFigureFiles, renderFigures, requireChromium, writeFigures, writePage, type Figure,
+  type Page } from '../report/index.js';
 import { JSON_OPTION } from './options.js';
 
 /** Options shared by `lobes report` and `lobes compare` for the page and its figure export. */
@@ -22,7 +23,9 @@ export const FIGURE_OPTIONS = {
  * is written, and a missing browser fails first: the figures are rendered from a copy of the
  * page in a temporary folder. Prints `{label}: FILE` (or JSON with --json).
  */
-export async function writePageWithFigures(v: Record<string, any>, label: string, page: () => Promise<Page>, summary?: () => Promise<string[]>): Promise<number> {
+export async function writePageWithFigures(v: Record<string, any>, label: string, page: () => Promise<Page>,
+  summary?: () => Promise<string[]>): Promise<number>
+{
   const width = intOption(v.width, '--width', 1200, 50, 10000);
   const height = intOption(v.height, '--height', 800, 50, 10000);
   if (v.png !== undefined) checkFigureDir(v.png, '--png');

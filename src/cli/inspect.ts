@@ -45,7 +45,10 @@ export function inspectJson(info: ModelInfo): unknown {
     }),
     inputs: info.inputs,
     providers: info.providers,
-    ...(info.check ? { graph: info.check.graph, declared: info.check.declared, context: info.check.context, problems: info.check.problems } : {}),
+    ...(info.check
+      ? { graph: info.check.graph, declared: info.check.declared, context: info.check.context,
+        problems: info.check.problems }
+      : {}),
   };
 }
 
@@ -57,12 +60,25 @@ function checkText(info: ModelInfo): string[] {
   if (!c) return [];
   const g = c.graph;
   const lines = ['', 'read from the graph (what the exporter baked in):'];
-  lines.push(`  RoPE base      ${g.ropeTheta !== null ? `${num(g.ropeTheta)} (${g.ropeSource}, rotary dim ${g.rotaryDim}${g.ropeScaled ? ', scaled frequencies' : ''}${g.ropePositions ? `, ${g.ropePositions} positions` : ''})` : 'not found'}`);
+  lines.push(
+    `  RoPE base      ${
+      g.ropeTheta !== null
+        ? `${num(g.ropeTheta)} (${g.ropeSource}, rotary dim ${g.rotaryDim}${
+          g.ropeScaled ? ', scaled frequencies' : ''
+        }${g.ropePositions ? `, ${g.ropePositions} positions` : ''})`
+        : 'not found'
+    }`,
+  );
   lines.push(`  RMSNorm eps    ${g.rmsNormEps.length ? g.rmsNormEps.map(num).join(', ') : 'not found'}`);
   lines.push(`  heads          ${g.heads ?? '?'} (kv ${g.kvHeads ?? '?'}), head dim ${g.headDim ?? '?'}`);
   for (const d of c.declared) {
     const parts: string[] = [];
-    if (d.ropeTheta !== undefined) parts.push(`RoPE base ${num(d.ropeTheta)}${d.ropeThetaField ? ` (${d.ropeThetaField})` : ''}${d.ropeScaling ? `, ${d.ropeScaling.type} scaling` : ''}`);
+    if (d.ropeTheta !== undefined)
+      parts.push(
+        `RoPE base ${num(d.ropeTheta)}${d.ropeThetaField ? ` (${d.ropeThetaField})` : ''}${
+          d.ropeScaling ? `, ${d.ropeScaling.type} scaling` : ''
+        }`,
+      );
     if (d.rmsNormEps !== undefined) parts.push(`eps ${num(d.rmsNormEps)}`);
     if (d.heads !== undefined) parts.push(`heads ${d.heads} (kv ${d.kvHeads ?? '?'})`);
     if (d.headDim !== undefined) parts.push(`head dim ${d.headDim}`);
@@ -89,8 +105,17 @@ function equivalentsText(info: ModelInfo): string[] {
   const w = Math.max(...names.map((n) => n.length));
   sites.forEach((s, k) => {
     const e = siteEquivalents(s);
-    lines.push(`  ${names[k]!.padEnd(w)}  HF: ${e.huggingFace.side} of ${e.huggingFace.module}${e.huggingFace.note ? ` · ${e.huggingFace.note}` : ''}`);
-    if (e.transformerLens) lines.push(`  ${''.padEnd(w)}  TL: ${e.transformerLens.hook}${e.transformerLens.note ? ` · ${e.transformerLens.note}` : ''}`);
+    lines.push(
+      `  ${names[k]!.padEnd(w)}  HF: ${e.huggingFace.side} of ${e.huggingFace.module}${
+        e.huggingFace.note ? ` · ${e.huggingFace.note}` : ''
+      }`,
+    );
+    if (e.transformerLens)
+      lines.push(
+        `  ${''.padEnd(w)}  TL: ${e.transformerLens.hook}${
+          e.transformerLens.note ? ` · ${e.transformerLens.note}` : ''
+        }`,
+      );
   });
   return lines;
 }
@@ -109,10 +134,14 @@ export function inspectText(info: ModelInfo): string {
   lines.push(`dtype      ${a.dtype}`);
   lines.push(`quant.     ${a.quantization ?? 'none'}`);
   lines.push('');
-  lines.push(`capture points (${info.points.length}; each leaves the model as float32 [batch, dim], at the last real token; *.mean averaged over the real tokens):`);
+  lines.push(
+    `capture points (${info.points.length}; each leaves the model as float32 [batch, dim], at the last real token; *.mean averaged over the real tokens):`,
+  );
   const w = Math.max(...info.points.map((p) => p.name.length));
   for (const p of info.points) {
-    const proj = p.projections?.map((r) => `${r.proj}=${r.op} ${r.weight} (${r.layout} ${r.dIn}→${r.dOut}${r.bits ? `, int${r.bits}/${r.blockSize}` : ''})`).join('; ');
+    const proj = p.projections?.map((r) =>
+      `${r.proj}=${r.op} ${r.weight} (${r.layout} ${r.dIn}→${r.dOut}${r.bits ? `, int${r.bits}/${r.blockSize}` : ''})`
+    ).join('; ');
     lines.push(`  ${p.name.padEnd(w)}  [batch, ${p.dim}]${proj ? `  ${proj}` : ''}`);
   }
   lines.push(...equivalentsText(info));
@@ -122,7 +151,8 @@ export function inspectText(info: ModelInfo): string {
   lines.push(...checkText(info));
   lines.push('');
   lines.push('execution providers:');
-  for (const p of info.providers) lines.push(`  ${p.name.padEnd(8)} ${p.available ? 'available' : 'missing'}${p.note ? `  (${p.note})` : ''}`);
+  for (const p of info.providers)
+    lines.push(`  ${p.name.padEnd(8)} ${p.available ? 'available' : 'missing'}${p.note ? `  (${p.note})` : ''}`);
   return lines.join('\n') + '\n';
 }
 
@@ -135,12 +165,21 @@ export async function run(argv: string[]): Promise<number> {
   const model = await modelFolder(modelArgument, { cache: parsed.values.cache, quiet: !!parsed.values.json });
   const info = await inspectModel(model.dir);
   if (model.source && !parsed.values.json) process.stdout.write(`converted from ${model.source.path}\n`);
-  if (parsed.values.json) process.stdout.write(JSON.stringify(model.source ? { ...(inspectJson(info) as object), source: model.source } : inspectJson(info), null, 2) + '\n');
+  if (parsed.values.json)
+    process.stdout.write(
+      JSON.stringify(model.source ? { ...(inspectJson(info) as object), source: model.source } : inspectJson(info),
+        null, 2) + '\n',
+    );
   else process.stdout.write(inspectText(info));
   const problems = info.check?.problems ?? [];
   for (const p of problems) process.stderr.write(`lobes inspect: warning: ${modelArgument}: ${p}\n`);
   if (problems.length && parsed.values.strict) {
-    throw new LobesError(`the model is not what its folder says (${problems.length} disagreement${problems.length > 1 ? 's' : ''} between the graph and its config files; first: ${problems[0]})`, { file: modelArgument, hint: 're-export the model so the graph matches its config' });
+    throw new LobesError(
+      `the model is not what its folder says (${problems.length} disagreement${
+        problems.length > 1 ? 's' : ''
+      } between the graph and its config files; first: ${problems[0]})`,
+      { file: modelArgument, hint: 're-export the model so the graph matches its config' },
+    );
   }
   return 0;
 }

@@ -29,11 +29,15 @@ export function interruptSignal(command: string): AbortSignal {
   const ctl = new AbortController();
   const on = (signal: NodeJS.Signals) => {
     if (received) {
-      process.stderr.write(`lobes ${command}: stopped at once (${signal}); the same command again resumes from the last finished chunk\n`);
+      process.stderr.write(
+        `lobes ${command}: stopped at once (${signal}); the same command again resumes from the last finished chunk\n`,
+      );
       process.exit(signalExit(received));
     }
     received = signal;
-    process.stderr.write(`lobes ${command}: interrupted (${signal}); stopping before the next chunk (press Ctrl-C again to stop at once)\n`);
+    process.stderr.write(
+      `lobes ${command}: interrupted (${signal}); stopping before the next chunk (press Ctrl-C again to stop at once)\n`,
+    );
     ctl.abort(`interrupted by ${signal}`);
   };
   process.on('SIGINT', on);

@@ -35,7 +35,9 @@ export function interventionsOf(v: Record<string, any>): Intervention[] {
 
 /** One `HOOK:OP[:VALUE][:last]`. */
 export function parseInterventionSpec(spec: string): Intervention {
-  const bad = (why: string) => new UsageError(`--intervene ${JSON.stringify(spec)}: ${why}`, 'give HOOK:OP[:VALUE][:last], e.g. layers.3.resid_out:add:direction.npy or layers.3.mlp.down_in:scale:0.5');
+  const bad = (why: string) =>
+    new UsageError(`--intervene ${JSON.stringify(spec)}: ${why}`,
+      'give HOOK:OP[:VALUE][:last], e.g. layers.3.resid_out:add:direction.npy or layers.3.mlp.down_in:scale:0.5');
   const parts = spec.split(':');
   let positions: 'all' | 'last' = 'all';
   if (parts.length > 2 && parts[parts.length - 1] === 'last') {
@@ -44,7 +46,8 @@ export function parseInterventionSpec(spec: string): Intervention {
   }
   const [hook, op, ...rest] = parts;
   if (!hook || !op) throw bad('needs a hook and an operation');
-  if (!(INTERVENTION_OPS as readonly string[]).includes(op)) throw bad(`unknown operation "${op}" (known: ${INTERVENTION_OPS.join(', ')})`);
+  if (!(INTERVENTION_OPS as readonly string[]).includes(op))
+    throw bad(`unknown operation "${op}" (known: ${INTERVENTION_OPS.join(', ')})`);
   // a value may be a path with colons (a Windows drive letter): join the rest back
   const value = rest.length ? rest.join(':') : undefined;
   const iv: Intervention = { hook, op: op as InterventionOp, positions };
@@ -62,7 +65,8 @@ function readValue(value: string, bad: (why: string) => Error): number | Float32
   if (/\.npy$/i.test(value)) return readNpyVector(value);
   if (/\.json$/i.test(value)) return readJsonVector(value);
   const x = Number(value);
-  if (value.trim() === '' || !Number.isFinite(x)) throw bad(`the value "${value}" is neither a number nor a .npy or .json file`);
+  if (value.trim() === '' || !Number.isFinite(x))
+    throw bad(`the value "${value}" is neither a number nor a .npy or .json file`);
   return x;
 }
 
@@ -70,13 +74,18 @@ function readNpyVector(file: string): Float32Array {
   if (!existsSync(file)) throw new LobesError('intervention vector file not found', { file });
   const { shape, data } = parseNpy(readFileSync(file), file);
   const n = data.length;
-  if (!(shape.length === 1 || (shape.length === 2 && shape[0] === 1))) throw new LobesError(`an intervention vector has shape [width] (or [1, width]), this file has [${shape.join(', ')}]`, { file });
+  if (!(shape.length === 1 || (shape.length === 2 && shape[0] === 1)))
+    throw new LobesError(
+      `an intervention vector has shape [width] (or [1, width]), this file has [${shape.join(', ')}]`,
+      { file },
+    );
   return Float32Array.from(data.subarray(0, n));
 }
 
 function readJsonVector(file: string): Float32Array {
   if (!existsSync(file)) throw new LobesError('intervention vector file not found', { file });
   const j = readJsonFile(file) as unknown;
-  if (!Array.isArray(j) || j.length === 0 || !j.every((x) => typeof x === 'number' && Number.isFinite(x))) throw new LobesError('an intervention vector file holds one JSON array of finite numbers', { file });
+  if (!Array.isArray(j) || j.length === 0 || !j.every((x) => typeof x === 'number' && Number.isFinite(x)))
+    throw new LobesError('an intervention vector file holds one JSON array of finite numbers', { file });
   return Float32Array.from(j as number[]);
 }

@@ -20,15 +20,20 @@ type Command = { summary: string; load: () => Promise<{ run(argv: string[]): Pro
 /** The commands: the run's own, every registered analysis (src/analysis/registry.ts, in its order), then the pages and tools. */
 const COMMANDS: Record<string, Command> = {
   inspect: { summary: 'architecture and capture points of an ONNX model folder', load: () => import('./inspect.js') },
-  data: { summary: 'inspect or export a dataset (data inspect SPEC | data export SPEC)', load: () => import('./data.js') },
-  extract: { summary: 'run a model over a dataset and store last-token activations', load: () => import('./extract.js') },
-  merge: { summary: 'merge shard runs into one run, proving they cover every sample once', load: () => import('./merge.js') },
+  data: { summary: 'inspect or export a dataset (data inspect SPEC | data export SPEC)',
+    load: () => import('./data.js') },
+  extract: { summary: 'run a model over a dataset and store last-token activations',
+    load: () => import('./extract.js') },
+  merge: { summary: 'merge shard runs into one run, proving they cover every sample once',
+    load: () => import('./merge.js') },
   ...Object.fromEntries(ANALYSES.map((a): [string, Command] => [a.id, { summary: a.summary, load: a.cli }])),
   report: { summary: 'self-contained HTML report of a run', load: () => import('./report.js') },
   compare: { summary: 'side-by-side report of two runs (e.g. 8B vs 70B)', load: () => import('./compare.js') },
-  convert: { summary: 'convert a llama GGUF (llama.cpp, Ollama) into an ONNX model folder', load: () => import('./convert.js') },
+  convert: { summary: 'convert a llama GGUF (llama.cpp, Ollama) into an ONNX model folder',
+    load: () => import('./convert.js') },
   demo: { summary: 'the whole pipeline on the built-in tiny model and dataset', load: () => import('./demo.js') },
-  doctor: { summary: 'which execution providers load here, what they miss, and the fix', load: () => import('./doctor.js') },
+  doctor: { summary: 'which execution providers load here, what they miss, and the fix',
+    load: () => import('./doctor.js') },
 };
 
 function usage(): string {
@@ -56,7 +61,9 @@ export async function main(argv: string[]): Promise<number> {
   const entry = COMMANDS[cmd];
   if (!entry) {
     const near = nearest(cmd, Object.keys(COMMANDS));
-    process.stderr.write(`lobes: unknown command ${JSON.stringify(cmd)} (${near ? `did you mean lobes ${near}? ` : ''}run lobes --help)\n`);
+    process.stderr.write(
+      `lobes: unknown command ${JSON.stringify(cmd)} (${near ? `did you mean lobes ${near}? ` : ''}run lobes --help)\n`,
+    );
     return 2;
   }
   try {
@@ -74,13 +81,29 @@ export async function main(argv: string[]): Promise<number> {
       const hint = e.marked?.hint !== undefined ? optionText(e.marked.hint, spellOption) : e.hint;
       // a message that already names the command ("lobes extract was cancelled …") is not prefixed again
       process.stderr.write(message.startsWith(`lobes ${cmd} `) ? `${message}\n` : `lobes ${cmd}: ${message}\n`);
-      if (wantsJson(rest)) process.stdout.write(JSON.stringify({ error: { code: e.code, message, option: e.option !== undefined ? spellOption(e.option) : null, file: e.file ?? null, where: e.where ?? null, hint: hint ?? null, exitCode } }) + '\n');
+      if (wantsJson(rest))
+        process.stdout.write(
+          JSON.stringify({
+            error: { code: e.code, message, option: e.option !== undefined ? spellOption(e.option) : null,
+              file: e.file ?? null, where: e.where ?? null, hint: hint ?? null, exitCode },
+          }) + '\n',
+        );
       if (process.env.LOBES_DEBUG && e.stack) process.stderr.write(e.stack + '\n');
       return exitCode;
     }
     const err = e as Error;
-    process.stderr.write(`lobes ${cmd}: internal error: ${String(err?.message ?? err).split('\n')[0]} (set LOBES_DEBUG=1 for the stack trace)\n`);
-    if (wantsJson(rest)) process.stdout.write(JSON.stringify({ error: { code: 'E_INTERNAL', message: `internal error: ${String(err?.message ?? err).split('\n')[0]}`, option: null, file: null, where: null, hint: 'set LOBES_DEBUG=1 for the stack trace', exitCode: 70 } }) + '\n');
+    process.stderr.write(
+      `lobes ${cmd}: internal error: ${
+        String(err?.message ?? err).split('\n')[0]
+      } (set LOBES_DEBUG=1 for the stack trace)\n`,
+    );
+    if (wantsJson(rest))
+      process.stdout.write(
+        JSON.stringify({
+          error: { code: 'E_INTERNAL', message: `internal error: ${String(err?.message ?? err).split('\n')[0]}`,
+            option: null, file: null, where: null, hint: 'set LOBES_DEBUG=1 for the stack trace', exitCode: 70 },
+        }) + '\n',
+      );
     if (process.env.LOBES_DEBUG && err?.stack) process.stderr.write(err.stack + '\n');
     return 70;
   } finally {

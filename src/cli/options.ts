@@ -20,14 +20,18 @@ export const CHAT_TEMPLATE_MODES = ['auto', 'on', 'off'] as const;
 export type ChatTemplateMode = (typeof CHAT_TEMPLATE_MODES)[number];
 
 export const MODEL_OPTIONS = { model: { type: 'string' }, cache: { type: 'string' } } as const satisfies Options;
-export const DEVICE_OPTIONS = { device: { type: 'string', choices: DEVICES }, 'device-id': { type: 'string' } } as const satisfies Options;
+export const DEVICE_OPTIONS = { device: { type: 'string', choices: DEVICES },
+  'device-id': { type: 'string' } } as const satisfies Options;
 export const QUIET_OPTION = { quiet: { type: 'boolean', short: 'q' } } as const satisfies Options;
 export const JSON_OPTION = { json: { type: 'boolean' } } as const satisfies Options;
 export const OUTPUT_OPTIONS = { ...QUIET_OPTION, ...JSON_OPTION } as const satisfies Options;
 export const FORCE_OPTION = { force: { type: 'boolean' } } as const satisfies Options;
-export const CHAT_TEMPLATE_OPTION = { 'chat-template': { type: 'string', choices: CHAT_TEMPLATE_MODES, bare: 'on' } } as const satisfies Options;
+export const CHAT_TEMPLATE_OPTION = {
+  'chat-template': { type: 'string', choices: CHAT_TEMPLATE_MODES, bare: 'on' },
+} as const satisfies Options;
 export const MAX_TOKENS_OPTION = { 'max-tokens': { type: 'string' } } as const satisfies Options;
-export const LIMIT_OPTIONS = { limit: { type: 'string' }, by: { type: 'string' }, seed: { type: 'string' } } as const satisfies Options;
+export const LIMIT_OPTIONS = { limit: { type: 'string' }, by: { type: 'string' },
+  seed: { type: 'string' } } as const satisfies Options;
 export const LAYERS_OPTION = { layers: { type: 'string' } } as const satisfies Options;
 
 /** What --quiet means wherever it means the shared thing. */
@@ -51,7 +55,9 @@ export const HELP = {
                        ~/.cache/lobes/gguf)`,
   device: `  --device D           ${DEVICES.join(', ')} (default cpu); --device-id N picks the GPU`,
   maxTokens: `  --max-tokens N       keep the last N tokens of each text (the first ones are cut)`,
-  chatTemplate: (def: ChatTemplateMode) => `  --chat-template M    auto (the tokenizer's chat template when it has one), on or off; alone: on
+  chatTemplate: (
+    def: ChatTemplateMode,
+  ) => `  --chat-template M    auto (the tokenizer's chat template when it has one), on or off; alone: on
                        (default ${def})`,
   limit: `  --limit N            a seeded sample of N items, stratified by --by (the same items in extract,
                        eval and attend for the same data, --by and --seed)
@@ -69,28 +75,39 @@ export const HELP = {
  * The model of a command: --model M, or the first positional argument. Both given and
  * different, or neither when required, is a usage error. Returns the remaining positionals.
  */
-export function modelArg(p: { values: { model?: string }; positionals: string[] }, usage: string): { model: string; rest: string[] } {
+export function modelArg(p: { values: { model?: string }; positionals: string[] },
+  usage: string): { model: string; rest: string[] }
+{
   const flag = p.values.model;
   const [first, ...rest] = p.positionals;
   if (flag !== undefined) {
-    if (first !== undefined && first !== flag) throw new UsageError(`the model is given twice (${JSON.stringify(first)} and --model ${JSON.stringify(flag)}); give one`);
+    if (first !== undefined && first !== flag)
+      throw new UsageError(
+        `the model is given twice (${JSON.stringify(first)} and --model ${JSON.stringify(flag)}); give one`,
+      );
     return { model: flag, rest };
   }
-  if (first === undefined) throw new UsageError('no model given: --model M (an ONNX folder, a GGUF file or a Hugging Face checkpoint folder)', `usage: ${usage.split('\n')[0]}`);
+  if (first === undefined)
+    throw new UsageError('no model given: --model M (an ONNX folder, a GGUF file or a Hugging Face checkpoint folder)',
+      `usage: ${usage.split('\n')[0]}`);
   return { model: first, rest };
 }
 
 /** --device and --device-id. */
 export function deviceOf(v: Record<string, any>): { device: DeviceName; deviceId: number | undefined } {
-  return { device: (v.device ?? 'cpu') as DeviceName, deviceId: v['device-id'] !== undefined ? intOption(v['device-id'], '--device-id', 0, 0) : undefined };
+  return { device: (v.device ?? 'cpu') as DeviceName,
+    deviceId: v['device-id'] !== undefined ? intOption(v['device-id'], '--device-id', 0, 0) : undefined };
 }
 
 /** --limit, --by and --seed: null limit when --limit is not given (--by then needs it). */
-export function limitOf(v: Record<string, any>, byNeedsLimit = true): { limit: number | null; by: string[] | undefined; seed: number } {
+export function limitOf(v: Record<string, any>,
+  byNeedsLimit = true): { limit: number | null; by: string[] | undefined; seed: number }
+{
   const limit = v.limit !== undefined ? intOption(v.limit, '--limit', 0, 1) : null;
   const by = v.by !== undefined ? String(v.by).split(',').map((s) => s.trim()).filter(Boolean) : undefined;
   if (by !== undefined && by.length === 0) throw new UsageError('--by needs at least one label axis');
-  if (byNeedsLimit && by !== undefined && limit === null) throw new UsageError('--by stratifies the --limit sample; give --limit N with it');
+  if (byNeedsLimit && by !== undefined && limit === null)
+    throw new UsageError('--by stratifies the --limit sample; give --limit N with it');
   return { limit, by, seed: intOption(v.seed, '--seed', 0, 0, 2 ** 32 - 1) };
 }
 

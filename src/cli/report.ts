@@ -8,10 +8,14 @@ import { flagOption, reportFlags } from '../analysis/registry.js';
 
 /** The report's flags naming an analysis's folder, from the registry (`--cluster-dir DIR`, ...). */
 const FLAGS = reportFlags();
-const flagHelp = FLAGS.flatMap((f) => f.help.map((line, i) => (i ? ' '.repeat(21) : `  ${`--${f.name} DIR`.padEnd(17)}  `) + line)).join('\n');
+const flagHelp = FLAGS.flatMap((f) =>
+  f.help.map((line, i) => (i ? ' '.repeat(21) : `  ${`--${f.name} DIR`.padEnd(17)}  `) + line)
+).join('\n');
 
 const SPEC = {
-  usage: 'lobes report RUN|ATTEND_DIR [--out FILE.html] [--png DIR] [--svg DIR] [--width N] [--height N] [--chromium PATH] [--by LABEL] ' + FLAGS.map((f) => `[--${f.name} DIR] `).join('') + '[--name NAME] [--json]',
+  usage:
+    'lobes report RUN|ATTEND_DIR [--out FILE.html] [--png DIR] [--svg DIR] [--width N] [--height N] [--chromium PATH] [--by LABEL] ' +
+    FLAGS.map((f) => `[--${f.name} DIR] `).join('') + '[--name NAME] [--json]',
   help: `
 Write one self-contained HTML report of a run (opens offline): the t-SNE scatter coloured by
 group (RUN/cluster), the neuron-region heatmaps of every pair of groups with their metrics and
@@ -33,7 +37,8 @@ ${flagHelp}
   --name NAME        the run's name on the page (default: its model, control and items, e.g.
                      "smollm2-135m-instruct · en+zh, 1985 items")
   --json             print {"report": FILE, "figures": [...]} on stdout`,
-  options: { ...FIGURE_OPTIONS, by: { type: 'string' }, ...Object.fromEntries(FLAGS.map((f) => [f.name, { type: 'string' as const }])), name: { type: 'string' } },
+  options: { ...FIGURE_OPTIONS, by: { type: 'string' },
+    ...Object.fromEntries(FLAGS.map((f) => [f.name, { type: 'string' as const }])), name: { type: 'string' } },
   positionals: [1, 1] as [number, number],
 } as const;
 
@@ -41,11 +46,13 @@ export async function run(argv: string[]): Promise<number> {
   const args = parseCommand(argv, SPEC);
   if (!args) return 0;
   const values = args.values as Record<string, string | boolean | undefined>;
-  const opts = { by: args.values.by, name: args.values.name, ...Object.fromEntries(FLAGS.map((f) => [flagOption(f.name), values[f.name] as string | undefined])) };
-  return writePageWithFigures(args.values, 'report', () => reportPage(args.positionals[0]!, args.values.out, opts), async () => {
-    if (isAttendDir(args.positionals[0]!) && !hasRunManifest(args.positionals[0]!)) return [];
-    const model = nameRun(await loadRun(args.positionals[0]!, opts), opts.name);
-    const run = runPayload(model);
-    return [`${model.name}:`, ...(run.verdicts ?? []).flatMap(verdictTableLines), ...run.summary];
-  });
+  const opts = { by: args.values.by, name: args.values.name,
+    ...Object.fromEntries(FLAGS.map((f) => [flagOption(f.name), values[f.name] as string | undefined])) };
+  return writePageWithFigures(args.values, 'report', () => reportPage(args.positionals[0]!, args.values.out, opts),
+    async () => {
+      if (isAttendDir(args.positionals[0]!) && !hasRunManifest(args.positionals[0]!)) return [];
+      const model = nameRun(await loadRun(args.positionals[0]!, opts), opts.name);
+      const run = runPayload(model);
+      return [`${model.name}:`, ...(run.verdicts ?? []).flatMap(verdictTableLines), ...run.summary];
+    });
 }

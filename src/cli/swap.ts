@@ -73,17 +73,23 @@ export async function run(argv: string[]): Promise<number> {
   if (!parsed) return 0;
   const v = parsed.values;
   const cw = v['class-weight'];
-  if (cw !== undefined && cw !== 'balanced') throw new UsageError(`--class-weight ${cw}: the only class weighting is 'balanced'`);
-  if (v.group !== undefined && v.group !== 'none') throw new UsageError(`--group ${v.group}: swap reads the run's item_group axis; the only choice is --group none`);
+  if (cw !== undefined && cw !== 'balanced')
+    throw new UsageError(`--class-weight ${cw}: the only class weighting is 'balanced'`);
+  if (v.group !== undefined && v.group !== 'none')
+    throw new UsageError(`--group ${v.group}: swap reads the run's item_group axis; the only choice is --group none`);
   const { result, outDir } = await runSwap(parsed.positionals[0], {
     points: v.points?.split(',').map((s: string) => s.trim()).filter(Boolean),
     seed: intOption(v.seed, '--seed', 0, 0, 2 ** 32 - 1),
     bootstrap: intOption(v.bootstrap, '--bootstrap', 1000, 0),
     permutations: v.permutations === undefined ? undefined : intOption(v.permutations, '--permutations', 20, 0),
-    conditionalPermutations: v['conditional-permutations'] === undefined ? undefined : intOption(v['conditional-permutations'], '--conditional-permutations', 0, 0),
+    conditionalPermutations: v['conditional-permutations'] === undefined
+      ? undefined
+      : intOption(v['conditional-permutations'], '--conditional-permutations', 0, 0),
     control: v.control,
     probeRepeats: intOption(v['probe-repeats'], '--probe-repeats', DEFAULT_PROBE_REPEATS, 1, 100),
-    probeC: v['probe-c'] === undefined || v['probe-c'] === 'nested' ? 'nested' : numOption(v['probe-c'], '--probe-c', 1, 1e-9),
+    probeC: v['probe-c'] === undefined || v['probe-c'] === 'nested'
+      ? 'nested'
+      : numOption(v['probe-c'], '--probe-c', 1, 1e-9),
     probePca: intOption(v['probe-pca'], '--probe-pca', 50, 0),
     classWeight: cw === 'balanced' ? 'balanced' : null,
     words: v.words,

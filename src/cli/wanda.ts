@@ -57,10 +57,13 @@ function parseSweep(v: string | undefined): boolean | { blocks: number[]; tops: 
   if (v === '' || v === 'all' || v === 'default') return true;
   const m = /^([^/]*)\/([^/]*)$/.exec(v);
   if (!m) throw new UsageError(`--sweep must be all or BLOCKS/TOPS (e.g. 16,32,64/0.05,0.1), got ${JSON.stringify(v)}`);
-  if (m[1] === '' || m[2] === '') throw new UsageError(`--sweep ${v} has no ${m[1] === '' ? 'block sizes' : 'top fractions'}`, 'give both lists, e.g. --sweep 16,32/0.05,0.1, or --sweep all for the default grid');
+  if (m[1] === '' || m[2] === '')
+    throw new UsageError(`--sweep ${v} has no ${m[1] === '' ? 'block sizes' : 'top fractions'}`,
+      'give both lists, e.g. --sweep 16,32/0.05,0.1, or --sweep all for the default grid');
   const blocks = m[1]!.split(',').map((x) => parseInteger(x, '--sweep block size', 1));
   const tops = m[2]!.split(',').map((x) => parseNumber(x, '--sweep top fraction', 0, 1));
-  if (tops.includes(0)) throw new UsageError(`--sweep ${v}: a top fraction of 0 keeps no block`, 'give fractions above 0, up to 1');
+  if (tops.includes(0))
+    throw new UsageError(`--sweep ${v}: a top fraction of 0 keeps no block`, 'give fractions above 0, up to 1');
   return { blocks, tops };
 }
 
@@ -100,12 +103,12 @@ export async function run(argv: string[]): Promise<number> {
   if (!p) return 0;
   const v = p.values;
   if (v.top !== undefined && v['top-count'] !== undefined) throw new UsageError('give --top or --top-count, not both');
-  if (v.model !== undefined && v['weights-from'] !== undefined && v.model !== v['weights-from']) throw new UsageError('--model and --weights-from name the same thing; give one');
+  if (v.model !== undefined && v['weights-from'] !== undefined && v.model !== v['weights-from'])
+    throw new UsageError('--model and --weights-from name the same thing; give one');
   const scope = (v.scope ?? 'matrix') as TopSpec['scope'];
-  const top: Partial<TopSpec> =
-    v['top-count'] !== undefined
-      ? { kind: 'count', value: intOption(v['top-count'], '--top-count', 1, 1), scope }
-      : { kind: 'fraction', value: numOption(v.top, '--top', 0.1, 0, 1), scope };
+  const top: Partial<TopSpec> = v['top-count'] !== undefined
+    ? { kind: 'count', value: intOption(v['top-count'], '--top-count', 1, 1), scope }
+    : { kind: 'fraction', value: numOption(v.top, '--top', 0.1, 0, 1), scope };
   const resolution = v.resolution ?? 'block';
   const res = await runWanda(p.positionals[0], {
     weights: v['weights-from'] ?? v.model,
@@ -114,7 +117,9 @@ export async function run(argv: string[]): Promise<number> {
     block: parseBlock(v.block),
     top,
     // undefined when not given: runWanda sizes the count to the groups' families
-    permutations: v.permutations === undefined ? undefined : intOption(v.permutations, '--permutations', DEFAULT_PERMUTATIONS, 0),
+    permutations: v.permutations === undefined
+      ? undefined
+      : intOption(v.permutations, '--permutations', DEFAULT_PERMUTATIONS, 0),
     seed: intOption(v.seed, '--seed', 0, 0, 0xffffffff),
     resolution,
     sweep: parseSweep(v.sweep),
@@ -122,26 +127,52 @@ export async function run(argv: string[]): Promise<number> {
     io: stderrIO({ quiet: !!v.quiet || !!v.json, signal: interruptSignal('wanda') }),
   });
   if (v.json) {
-    process.stdout.write(JSON.stringify({ dir: res.dir, settings: res.settings, metrics: res.metrics }, null, 1) + '\n');
+    process.stdout.write(
+      JSON.stringify({ dir: res.dir, settings: res.settings, metrics: res.metrics }, null, 1) + '\n',
+    );
   } else {
     const vt = verdictTable(null, null, res.settings, res.metrics);
-    const out: string[] = [...(vt ? verdictTableLines(vt) : []), `wrote ${res.dir} (blocks ${res.settings.block.join('×')})`, `groups (${res.settings.by}): ${res.metrics.groups.map((g) => `${g.group} (${g.n})`).join(', ')}`];
-    const p = (x: number | null | undefined, h?: number | null) => (x === null || x === undefined ? '' : ` (p=${x.toFixed(3)}${h !== null && h !== undefined ? `, Holm ${h.toFixed(3)}` : ''})`);
-    const ratio = (x: number | null | undefined) => (x === null || x === undefined ? '' : `, ${x.toFixed(1)}× a random set's density`);
+    const out: string[] = [...(vt ? verdictTableLines(vt) : []),
+      `wrote ${res.dir} (blocks ${res.settings.block.join('×')})`,
+      `groups (${res.settings.by}): ${res.metrics.groups.map((g) => `${g.group} (${g.n})`).join(', ')}`];
+    const p = (x: number | null | undefined, h?: number | null) => (x === null || x === undefined
+      ? ''
+      : ` (p=${x.toFixed(3)}${h !== null && h !== undefined ? `, Holm ${h.toFixed(3)}` : ''})`);
+    const ratio = (
+      x: number | null | undefined,
+    ) => (x === null || x === undefined ? '' : `, ${x.toFixed(1)}× a random set's density`);
     for (const pr of res.metrics.pairs) {
       out.push(
         `${pr.a} vs ${pr.b}: Jaccard ${pr.jaccard.value.toFixed(3)}${p(pr.jaccard.pLower, pr.jaccard.pLowerHolm)}; ` +
-          `${pr.a}\\${pr.b} ${pr.sizeAminusB} blocks${ratio(pr.placementAminusB?.densityRatio)}, ${pr.b}\\${pr.a} ${pr.sizeBminusA} blocks${ratio(pr.placementBminusA?.densityRatio)}`,
+          `${pr.a}\\${pr.b} ${pr.sizeAminusB} blocks${
+            ratio(pr.placementAminusB?.densityRatio)
+          }, ${pr.b}\\${pr.a} ${pr.sizeBminusA} blocks${ratio(pr.placementBminusA?.densityRatio)}`,
       );
     }
     const R = res.settings.permutations;
-    if (res.metrics.pairs.length && R > 0) out.push(`p: share of ${R} label permutations with an overlap as low (smallest possible ${(1 / (R + 1)).toFixed(4)}); Holm over the ${res.metrics.pairs.length} pairs. Isolation is the same test as Jaccard (equal region sizes) and is not repeated.`);
+    if (res.metrics.pairs.length && R > 0)
+      out.push(
+        `p: share of ${R} label permutations with an overlap as low (smallest possible ${
+          (1 / (R + 1)).toFixed(4)
+        }); Holm over the ${res.metrics.pairs.length} pairs. Isolation is the same test as Jaccard (equal region sizes) and is not repeated.`,
+      );
     if (res.metrics.sensitivity) {
-      out.push('sensitivity (block × top): pairs with Jaccard below the label null after Holm; median density over a random set\'s; differences denser than random after Holm');
-      for (const r of res.metrics.sensitivity) out.push(`  ${r.block}×${r.block}, top ${r.top}: ${r.jaccardBelowNullHolm}/${r.pairs}; ${r.medianDensityRatio === null ? '—' : r.medianDensityRatio.toFixed(2) + '×'}; ${r.denserThanRandomHolm}/${r.differences}${r.coarse ? ' (too coarse)' : ''}`);
+      out.push(
+        "sensitivity (block × top): pairs with Jaccard below the label null after Holm; median density over a random set's; differences denser than random after Holm",
+      );
+      for (const r of res.metrics.sensitivity)
+        out.push(
+          `  ${r.block}×${r.block}, top ${r.top}: ${r.jaccardBelowNullHolm}/${r.pairs}; ${
+            r.medianDensityRatio === null ? '—' : r.medianDensityRatio.toFixed(2) + '×'
+          }; ${r.denserThanRandomHolm}/${r.differences}${r.coarse ? ' (too coarse)' : ''}`,
+        );
     }
     for (const c of res.metrics.channels ?? []) {
-      out.push(`activation RMS by group, ${c.hook}: spread ${c.value.toExponential(2)}${p(c.p, c.pHolm)}, ${c.channelsBH05 ?? 0} of ${c.channels} channels pass BH at 0.05`);
+      out.push(
+        `activation RMS by group, ${c.hook}: spread ${c.value.toExponential(2)}${p(c.p, c.pHolm)}, ${
+          c.channelsBH05 ?? 0
+        } of ${c.channels} channels pass BH at 0.05`,
+      );
     }
     process.stdout.write(out.join('\n') + '\n');
   }

@@ -49,16 +49,28 @@ export function baselineModelDir(run: RunReader, override?: string): string | un
     const found = runModelCandidates(run.manifest, run.dir).find((d) => existsSync(d));
     if (!found) return run.manifest.model.dir;
     const diff = modelFolderDifference(found, recorded);
-    if (diff) throw new LobesError(`${diff.message}, so its token baselines would be another model's`, { file: diff.file, hint: `restore the model folder, give the run's model with ${opt('model', 'DIR')}, or leave the baselines out with ${opt('baselines')}` });
+    if (diff)
+      throw new LobesError(`${diff.message}, so its token baselines would be another model's`, { file: diff.file,
+        hint: `restore the model folder, give the run's model with ${
+          opt('model', 'DIR')
+        }, or leave the baselines out with ${opt('baselines')}` });
     return found;
   }
-  if (!existsSync(override)) throw new LobesError('no such model folder', { file: override, hint: `cluster ${opt('model')} names the folder of the model the run was extracted with` });
+  if (!existsSync(override))
+    throw new LobesError('no such model folder', { file: override,
+      hint: `cluster ${opt('model')} names the folder of the model the run was extracted with` });
   for (const f of recorded) {
     const file = path.join(override, f.name);
-    if (!existsSync(file)) throw new LobesError(`${f.name} is missing, and the run was extracted with one`, { file: override, hint: 'give the folder of the model the run was extracted with' });
+    if (!existsSync(file))
+      throw new LobesError(`${f.name} is missing, and the run was extracted with one`, { file: override,
+        hint: 'give the folder of the model the run was extracted with' });
   }
   const diff = modelFolderDifference(override, recorded);
-  if (diff) throw new LobesError(`${diff.message}; the token baselines need the tokenizer and embeddings (graph and weight files) the run was extracted with`, { file: diff.file, hint: 'give the folder of the model the run was extracted with' });
+  if (diff)
+    throw new LobesError(
+      `${diff.message}; the token baselines need the tokenizer and embeddings (graph and weight files) the run was extracted with`,
+      { file: diff.file, hint: 'give the folder of the model the run was extracted with' },
+    );
   return override;
 }
 
@@ -69,14 +81,22 @@ export function baselineModelInput(run: RunReader, dir: string | undefined): Lin
 }
 
 /** Token ids of the metric sample's items, as extract fed them; or why they cannot be had. */
-async function sampleTokens(run: RunReader, rows: Int32Array, dir: string | undefined): Promise<{ ids: number[][]; mismatched: number } | { note: string }> {
-  if (!dir || !existsSync(dir)) return { note: `no token baselines: the run's model folder ${dir} is not there (its tokenizer is needed; cluster --model DIR names where it is now)` };
+async function sampleTokens(run: RunReader, rows: Int32Array,
+  dir: string | undefined): Promise<{ ids: number[][]; mismatched: number } | { note: string }>
+{
+  if (!dir || !existsSync(dir))
+    return {
+      note:
+        `no token baselines: the run's model folder ${dir} is not there (its tokenizer is needed; cluster --model DIR names where it is now)`,
+    };
   const texts = Array.from(rows, (r) => run.samples[r]?.text);
-  if (texts.some((t) => typeof t !== 'string')) return { note: 'no token baselines: the run does not store the item texts' };
+  if (texts.some((t) => typeof t !== 'string'))
+    return { note: 'no token baselines: the run does not store the item texts' };
   const { loadTokenizer } = await import('../runtime/tokenize.js');
   let tok;
   try {
-    tok = await loadTokenizer(dir, { maxTokens: run.manifest.tokenizer?.maxTokens ?? null, chatTemplate: !!run.manifest.tokenizer?.chatTemplate });
+    tok = await loadTokenizer(dir, { maxTokens: run.manifest.tokenizer?.maxTokens ?? null,
+      chatTemplate: !!run.manifest.tokenizer?.chatTemplate });
   } catch (e) {
     return { note: `no token baselines: ${String((e as Error).message ?? e).split('\n')[0]}` };
   }
@@ -110,7 +130,9 @@ export function tokenCounts(ids: number[][]): { X: Float64Array; dim: number } {
  * The input embedding table of an ONNX model: the 2-D float constant that a Gather reads with
  * an integer graph input as indices. Null (with the reason) when there is none.
  */
-async function embeddingTable(modelDir: string): Promise<{ E: Float32Array; vocab: number; dim: number } | { note: string }> {
+async function embeddingTable(
+  modelDir: string,
+): Promise<{ E: Float32Array; vocab: number; dim: number } | { note: string }> {
   const onnx = await import('../onnx/index.js');
   let m;
   try {
@@ -121,7 +143,11 @@ async function embeddingTable(modelDir: string): Promise<{ E: Float32Array; voca
   const graph = m.model.graph;
   if (!graph) return { note: 'no token-embedding-mean baseline: the model file has no graph' };
   const g = new onnx.GraphIndex(graph);
-  const intInputs = new Set(graph.input.filter((v) => v.type?.tensorType?.elemType === onnx.DataType.INT64 || v.type?.tensorType?.elemType === onnx.DataType.INT32).map((v) => v.name));
+  const intInputs = new Set(
+    graph.input.filter((v) =>
+      v.type?.tensorType?.elemType === onnx.DataType.INT64 || v.type?.tensorType?.elemType === onnx.DataType.INT32
+    ).map((v) => v.name),
+  );
   for (const node of graph.node) {
     if (node.opType !== 'Gather' || node.domain) continue;
     let idx: string | undefined = node.input[1];
@@ -134,14 +160,18 @@ async function embeddingTable(modelDir: string): Promise<{ E: Float32Array; voca
     const t = g.constTensor(node.input[0]);
     if (!t || t.dims.length !== 2 || !node.input[0] || !m.initializers.has(node.input[0])) continue;
     const [vocab, dim] = t.dims.map(Number);
-    if (vocab * dim * 4 > 4e9) return { note: 'no token-embedding-mean baseline: the embedding table is larger than 4 GB as float32' };
+    if (vocab * dim * 4 > 4e9)
+      return { note: 'no token-embedding-mean baseline: the embedding table is larger than 4 GB as float32' };
     try {
       return { E: onnx.readInitializerFloat32(m, node.input[0]), vocab, dim };
     } catch (e) {
       return { note: `no token-embedding-mean baseline: ${String((e as Error).message ?? e).split('\n')[0]}` };
     }
   }
-  return { note: 'no token-embedding-mean baseline: no float embedding table read by the token ids (a quantized table is not supported)' };
+  return {
+    note:
+      'no token-embedding-mean baseline: no float embedding table read by the token ids (a quantized table is not supported)',
+  };
 }
 
 /** Mean embedding rows [m, dim] of each item's tokens. */
@@ -182,17 +212,27 @@ export interface WordFeatures {
  * The token-baseline features of the run's rows `rows` (token counts; the mean input embedding),
  * tokenized as extract fed them, with notes on what could not be computed.
  */
-export async function wordFeatures(run: RunReader, rows: Int32Array, modelDir: string | undefined): Promise<{ features: WordFeatures[]; notes: string[] }> {
+export async function wordFeatures(run: RunReader, rows: Int32Array,
+  modelDir: string | undefined): Promise<{ features: WordFeatures[]; notes: string[] }>
+{
   const notes: string[] = [];
   const features: WordFeatures[] = [];
   const tok = await sampleTokens(run, rows, modelDir);
   if ('note' in tok) return { features, notes: [tok.note] };
-  if (tok.mismatched) notes.push(`token baselines: ${tok.mismatched} of ${tok.ids.length} items tokenize to another length than the run recorded (has the model folder's tokenizer changed?)`);
+  if (tok.mismatched)
+    notes.push(
+      `token baselines: ${tok.mismatched} of ${tok.ids.length} items tokenize to another length than the run recorded (has the model folder's tokenizer changed?)`,
+    );
   const counts = tokenCounts(tok.ids);
-  features.push({ name: 'token-counts', description: `counts of each token id in the item (${counts.dim} ids that occur in at least two items)`, ...counts });
+  features.push({ name: 'token-counts',
+    description: `counts of each token id in the item (${counts.dim} ids that occur in at least two items)`,
+    ...counts });
   const emb = await embeddingTable(modelDir!);
   if ('note' in emb) notes.push(emb.note);
-  else features.push({ name: 'token-embedding-mean', description: `mean of the model's input embeddings of the item's tokens (d = ${emb.dim})`, X: embeddingMeans(tok.ids, emb.E, emb.vocab, emb.dim), dim: emb.dim });
+  else
+    features.push({ name: 'token-embedding-mean',
+      description: `mean of the model's input embeddings of the item's tokens (d = ${emb.dim})`,
+      X: embeddingMeans(tok.ids, emb.E, emb.vocab, emb.dim), dim: emb.dim });
   return { features, notes };
 }
 
@@ -210,13 +250,19 @@ export function lengthFeatures(run: Pick<RunReader, 'samples'>, rows: Int32Array
   for (let i = 0; i < rows.length; i++) {
     const s = run.samples[rows[i]!];
     const t = s?.tokens;
-    if (typeof t !== 'number' || !Number.isInteger(t) || t < 1) return { note: `no length control: samples row ${rows[i]! + 1}${s?.id !== undefined ? ` (id ${s.id})` : ''} has no token count (tokens ${JSON.stringify(t)})` };
+    if (typeof t !== 'number' || !Number.isInteger(t) || t < 1)
+      return {
+        note: `no length control: samples row ${rows[i]! + 1}${
+          s?.id !== undefined ? ` (id ${s.id})` : ''
+        } has no token count (tokens ${JSON.stringify(t)})`,
+      };
     X[2 * i] = t;
     X[2 * i + 1] = Math.log(t);
     lo = Math.min(lo, t);
     hi = Math.max(hi, t);
   }
-  return { name: LENGTH_CONTROL, description: `the item's token count as extract fed it (${lo}–${hi}) and its log`, X, dim: 2 };
+  return { name: LENGTH_CONTROL, description: `the item's token count as extract fed it (${lo}–${hi}) and its log`, X,
+    dim: 2 };
 }
 
 /**
@@ -230,17 +276,26 @@ export async function lengthControl(
   run: Pick<RunReader, 'samples'>,
   sample: MetricSample,
   state?: StateProbe,
-): Promise<{ controls: BaselineMetrics[]; items: ClusterItems['baselines']; notes: string[]; incremental: IncrementalMetrics[]; comparisons: ProbeComparison[] }> {
+): Promise<
+  { controls: BaselineMetrics[]; items: ClusterItems['baselines']; notes: string[]; incremental: IncrementalMetrics[];
+    comparisons: ProbeComparison[] }
+> {
   const f = lengthFeatures(run, sample.rows);
   if ('note' in f) return { controls: [], items: [], notes: [f.note], incremental: [], comparisons: [] };
   const Rp = sample.mopts.probePermutations;
   const r = await runProbe(ctx, [{ X: f.X, d: f.dim }], sample, Rp, `cluster probe (${f.name})`);
   const controls = [{ name: f.name, description: f.description, dim: f.dim, probeDims: r.dims, probe: r.metrics }];
-  const items = [{ name: f.name, probe: Array.from(r.cv.preds[0]!), probeRepeats: r.cv.preds.map((p) => Array.from(p)) }];
+  const items = [{ name: f.name, probe: Array.from(r.cv.preds[0]!),
+    probeRepeats: r.cv.preds.map((p) => Array.from(p)) }];
   if (!state) return { controls, items, notes: [], incremental: [], comparisons: [] };
-  const both = await runProbe(ctx, [{ X: f.X, d: f.dim }, { X: state.X, d: state.d }], sample, Rp, `cluster probe (${f.name} + ${state.name})`);
-  const comparison = compareProbes(ctx, sample, 'incremental', { name: `${f.name} + ${state.name}`, cv: both.cv }, { name: f.name, cv: r.cv });
-  return { controls, items, notes: [], incremental: [{ words: f.name, probeDims: both.dims, probe: both.metrics }], comparisons: [comparison] };
+  const both = await runProbe(ctx, [{ X: f.X, d: f.dim }, { X: state.X, d: state.d }], sample, Rp,
+    `cluster probe (${f.name} + ${state.name})`);
+  const comparison = compareProbes(ctx, sample, 'incremental', { name: `${f.name} + ${state.name}`, cv: both.cv }, {
+    name: f.name,
+    cv: r.cv,
+  });
+  return { controls, items, notes: [], incremental: [{ words: f.name, probeDims: both.dims, probe: both.metrics }],
+    comparisons: [comparison] };
 }
 
 /**
@@ -254,7 +309,9 @@ export function lengthSentence(control: BaselineMetrics, chance: number): string
   const p = b.p !== null && b.p !== undefined ? `, p=${b.p.toPrecision(2)}` : '';
   const above = b.p !== null && b.p !== undefined ? b.p <= 0.05 : !!b.ci95 && b.ci95[0] > chance;
   const figures = `balanced accuracy ${b.value.toFixed(3)}${ci} vs chance ${chance.toFixed(3)}${p}`;
-  return above ? `length alone separates the labels: ${figures}; read the (length + representation) − length comparison before crediting the representation` : `length alone does not separate the labels: ${figures}`;
+  return above
+    ? `length alone separates the labels: ${figures}; read the (length + representation) − length comparison before crediting the representation`
+    : `length alone does not separate the labels: ${figures}`;
 }
 
 /**
@@ -268,7 +325,10 @@ export async function tokenBaselines(
   sample: MetricSample,
   modelDir = baselineModelDir(run),
   state?: StateProbe,
-): Promise<{ baselines: BaselineMetrics[]; items: ClusterItems['baselines']; notes: string[]; incremental: IncrementalMetrics[]; comparisons: ProbeComparison[] }> {
+): Promise<
+  { baselines: BaselineMetrics[]; items: ClusterItems['baselines']; notes: string[]; incremental: IncrementalMetrics[];
+    comparisons: ProbeComparison[] }
+> {
   const notes: string[] = [];
   const baselines: BaselineMetrics[] = [];
   const items: ClusterItems['baselines'] = [];
@@ -289,9 +349,12 @@ export async function tokenBaselines(
     if (!state) continue;
     const words = { name: f.name, cv: r.cv };
     comparisons.push(compareProbes(ctx, sample, 'model-vs-words', { name: state.name, cv: state.cv }, words));
-    const both = await runProbe(ctx, [{ X: f.X, d: f.dim }, { X: state.X, d: state.d }], sample, Rp, `cluster probe (${f.name} + ${state.name})`);
+    const both = await runProbe(ctx, [{ X: f.X, d: f.dim }, { X: state.X, d: state.d }], sample, Rp,
+      `cluster probe (${f.name} + ${state.name})`);
     incremental.push({ words: f.name, probeDims: both.dims, probe: both.metrics });
-    comparisons.push(compareProbes(ctx, sample, 'incremental', { name: `${f.name} + ${state.name}`, cv: both.cv }, words));
+    comparisons.push(
+      compareProbes(ctx, sample, 'incremental', { name: `${f.name} + ${state.name}`, cv: both.cv }, words),
+    );
   }
   return { baselines, items, notes, incremental, comparisons };
 }

@@ -35,7 +35,7 @@ export function strataMembers(strata: Int32Array): number[][] {
   const byValue = new Map<number, number[]>();
   for (let i = 0; i < strata.length; i++) {
     let g = byValue.get(strata[i]!);
-    if (!g) byValue.set(strata[i]!, (g = []));
+    if (!g) byValue.set(strata[i]!, g = []);
     g.push(i);
   }
   return [...byValue.values()];
@@ -68,7 +68,7 @@ export function cellsOf(strata: Int32Array, groups: Int32Array | null | undefine
   return Int32Array.from(strata, (s, i) => {
     const k = `${s}\u0000${groups[i]}`;
     let c = code.get(k);
-    if (c === undefined) code.set(k, (c = code.size));
+    if (c === undefined) code.set(k, c = code.size);
     return c;
   });
 }
@@ -79,7 +79,8 @@ export function cellsOf(strata: Int32Array, groups: Int32Array | null | undefine
  * its multiset of values of `a`.
  */
 export function stratifiedPermutations(a: Int32Array, strata: Int32Array, count: number, seed: number): Int32Array[] {
-  if (a.length !== strata.length) throw new Error(`stratifiedPermutations: ${a.length} labels but ${strata.length} strata`);
+  if (a.length !== strata.length)
+    throw new Error(`stratifiedPermutations: ${a.length} labels but ${strata.length} strata`);
   const gs = strataMembers(strata).filter((g) => g.length > 1);
   const rng = new Rng(seed);
   const vals = new Int32Array(a.length);
@@ -96,7 +97,9 @@ export function stratifiedPermutations(a: Int32Array, strata: Int32Array, count:
  * One Fisher–Yates shuffle of the values `from` holds at the items `members`, written to `to` at
  * the same items (`from` and `to` may be one array); `buf` holds at least members.length values.
  */
-export function shuffleWithin(rng: Rng, from: Int32Array, to: Int32Array, members: readonly number[], buf: Int32Array): void {
+export function shuffleWithin(rng: Rng, from: Int32Array, to: Int32Array, members: readonly number[],
+  buf: Int32Array): void
+{
   for (let k = 0; k < members.length; k++) buf[k] = from[members[k]!]!;
   rng.shuffle(buf.subarray(0, members.length));
   for (let k = 0; k < members.length; k++) to[members[k]!] = buf[k]!;

@@ -75,7 +75,8 @@ function gramUpperKernel(A: Float64Array, rows: number, cols: number): Float64Ar
       for (let r = 0; r < 4; r++) {
         const a = 4 * q + r;
         if (a >= cols) break;
-        for (let b = Math.max(a, 4 * b0); b < Math.min(cols, 4 * (b0 + blocks)); b++) G[a * cols + b] = M[outAt + r * OUT_STRIDE + b - 4 * b0];
+        for (let b = Math.max(a, 4 * b0); b < Math.min(cols, 4 * (b0 + blocks)); b++)
+          G[a * cols + b] = M[outAt + r * OUT_STRIDE + b - 4 * b0];
       }
     }
   }

@@ -28,7 +28,9 @@ const KERNEL_MIN_WORK = 4096;
  * The objective for standardized X [n, d], labels y in 0..K−1 and λ = 1/C; `useKernel: false`
  * forces the JavaScript loops; `weights` [n] are the sample weights s_i.
  */
-export function logisticObjective(X: Float64Array, n: number, d: number, y: Int32Array, K: number, lambda: number, useKernel = true, weights?: Float64Array): Objective {
+export function logisticObjective(X: Float64Array, n: number, d: number, y: Int32Array, K: number, lambda: number,
+  useKernel = true, weights?: Float64Array): Objective
+{
   const k = useKernel && n * d * K >= KERNEL_MIN_WORK ? dotKernel() : null;
   const products = (k && kernelProducts(k, X, n, d, K)) || jsProducts(X, n, d, K);
   const logits = new Float64Array(n * K);

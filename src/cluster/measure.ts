@@ -13,7 +13,8 @@ import { Progress } from '../util/progress.js';
 import { silentIO, type JobIO } from '../util/jobio.js';
 import { compareHooks, parseHook } from '../hooks.js';
 import type { HookInfo, RunReader } from '../store/types.js';
-import type { Chance, ClassifierMetrics, ClusterItems, ClusterSettings, ClusterMetrics, ProbeComparison, SpaceMetrics, SweepPoint } from './types.js';
+import type { Chance, ClassifierMetrics, ClusterItems, ClusterSettings, ClusterMetrics, ProbeComparison, SpaceMetrics,
+  SweepPoint } from './types.js';
 import type { PcaOptions, PcaResult } from './pca.js';
 import { Rng } from '../util/rng.js';
 import { gramPays, repeatedCv, type Block, type RepeatedCv } from './probecv.js';
@@ -25,7 +26,9 @@ import { majorityRate } from './scores.js';
 import type { ProbeOptions } from './probe.js';
 
 /** PCA (or none) of a matrix; uses the worker threads for wide matrices. */
-export type RunPca = (M: Float32Array | Float64Array, rows: number, dim: number, k: number, po: PcaOptions) => Promise<PcaResult> | PcaResult;
+export type RunPca = (M: Float32Array | Float64Array, rows: number, dim: number, k: number, po: PcaOptions) => Promise<
+  PcaResult
+> | PcaResult;
 
 /** Labels coded 0..C-1 in sorted order of their values. */
 export interface Coded {
@@ -46,7 +49,9 @@ export interface MetricSample {
   m: number;
   /** Class codes of the sampled rows. */
   sub: Int32Array;
-  mopts: Required<Pick<MetricOptions, 'k' | 'bootstrap' | 'permutations' | 'probePermutations' | 'seed'>> & { probe: ProbeOptions & { folds: number } };
+  mopts: Required<Pick<MetricOptions, 'k' | 'bootstrap' | 'permutations' | 'probePermutations' | 'seed'>> & {
+    probe: ProbeOptions & { folds: number };
+  };
   /** PCA components the probe sees (0: all dimensions). */
   probePca: number;
   /** Label permutations per layer of the sweep. */
@@ -103,7 +108,8 @@ export function chanceOf(sub: Int32Array, classes: string[]): Chance {
   const counts = new Array<number>(C).fill(0);
   for (let i = 0; i < sub.length; i++) counts[sub[i]]++;
   const maj = majorityRate(sub, C);
-  return { balancedAccuracy: 1 / counts.filter((c) => c > 0).length, majorityRate: maj.rate, majorityClass: classes[maj.cls], counts };
+  return { balancedAccuracy: 1 / counts.filter((c) => c > 0).length, majorityRate: maj.rate,
+    majorityClass: classes[maj.cls], counts };
 }
 
 /** The probe's options for the metric sample (PCA inside the folds to `probePca` components). */
@@ -115,19 +121,25 @@ export function probeOptions(sample: MetricSample, seed: number): ProbeOptions {
  * The probe's null ([R][3] scores for probePermutationLabels) on repeat 0's prepared folds, with
  * C fixed at the most frequently chosen, on the worker threads when there are any, with a progress bar.
  */
-export async function probeNull(ctx: MeasureContext, cv: RepeatedCv, m: number, sub: Int32Array, R: number, probe: ProbeOptions, label: string): Promise<Float64Array> {
+export async function probeNull(ctx: MeasureContext, cv: RepeatedCv, m: number, sub: Int32Array, R: number,
+  probe: ProbeOptions, label: string): Promise<Float64Array>
+{
   if (R <= 0) return new Float64Array(0);
   const perms = probePermutationLabels(sub, R, ctx.seed, probe.groups);
   const C = ctx.coded.classes.length;
   const prog = new Progress({ label, total: R, unit: 'permutations', io: ctx.io });
   const opts = nullOptions({ ...probe, seed: ctx.seed }, cv);
-  const out = ctx.pool ? await ctx.pool.probeScores(cv.prepared, m, perms, C, opts, ctx.seed, () => prog.tick(1)) : probeNullScores(cv.prepared, m, perms, C, opts, ctx.seed, () => prog.tick(1));
+  const out = ctx.pool
+    ? await ctx.pool.probeScores(cv.prepared, m, perms, C, opts, ctx.seed, () => prog.tick(1))
+    : probeNullScores(cv.prepared, m, perms, C, opts, ctx.seed, () => prog.tick(1));
   prog.finish();
   return out;
 }
 
 /** The upper triangle of X Xᵀ [n, n] (on the worker threads when there are any). */
-async function gramMatrix(ctx: MeasureContext, X: Float64Array | Float32Array, n: number, d: number): Promise<Float64Array> {
+async function gramMatrix(ctx: MeasureContext, X: Float64Array | Float32Array, n: number,
+  d: number): Promise<Float64Array>
+{
   if (ctx.pool) return ctx.pool.gram(X, n, d);
   const G = new Float64Array(n * n);
   gramRows(X, n, d, G, 0, n);
@@ -135,36 +147,52 @@ async function gramMatrix(ctx: MeasureContext, X: Float64Array | Float32Array, n
 }
 
 /** The repeated CV of the probe on feature blocks of the metric sample, with a progress bar over repeats. */
-export async function probeCv(ctx: MeasureContext, blocks: Block[], sample: MetricSample, label: string, opts: ProbeOptions = probeOptions(sample, ctx.seed)): Promise<RepeatedCv> {
+export async function probeCv(ctx: MeasureContext, blocks: Block[], sample: MetricSample, label: string,
+  opts: ProbeOptions = probeOptions(sample, ctx.seed)): Promise<RepeatedCv>
+{
   const prog = new Progress({ label, total: Math.max(1, opts.repeats ?? 1), unit: 'repeats', io: ctx.io });
   const C = ctx.coded.classes.length;
   const tick = () => prog.tick(1);
   // a dense block wider than the sample (a layer of an 8B run): its in-fold PCA from its Gram matrix
-  blocks = await Promise.all(blocks.map(async (b) => (gramPays(b, sample.m, opts.pca ?? 0) ? { ...b, gram: await gramMatrix(ctx, b.X, sample.m, b.d) } : b)));
-  const cv = ctx.pool && (opts.repeats ?? 1) > 1 ? await ctx.pool.repeatedCv(blocks, sample.m, sample.sub, C, opts, tick) : repeatedCv(blocks, sample.m, sample.sub, C, opts, tick);
+  blocks = await Promise.all(
+    blocks.map(async (
+      b,
+    ) => (gramPays(b, sample.m, opts.pca ?? 0) ? { ...b, gram: await gramMatrix(ctx, b.X, sample.m, b.d) } : b)),
+  );
+  const cv = ctx.pool && (opts.repeats ?? 1) > 1
+    ? await ctx.pool.repeatedCv(blocks, sample.m, sample.sub, C, opts, tick)
+    : repeatedCv(blocks, sample.m, sample.sub, C, opts, tick);
   prog.finish();
   return cv;
 }
 
 /** A probe on feature blocks of the metric sample: repeated CV, its null of R permutations, its scores. */
-export async function runProbe(ctx: MeasureContext, blocks: Block[], sample: MetricSample, R: number, label: string): Promise<{ metrics: ClassifierMetrics; cv: RepeatedCv; dims: number }> {
+export async function runProbe(ctx: MeasureContext, blocks: Block[], sample: MetricSample, R: number,
+  label: string): Promise<{ metrics: ClassifierMetrics; cv: RepeatedCv; dims: number }>
+{
   const opts = probeOptions(sample, ctx.seed);
   const cv = await probeCv(ctx, blocks, sample, `${label}: CV`, opts);
   const nulls = await probeNull(ctx, cv, sample.m, sample.sub, R, opts, `${label}: null`);
-  const metrics = scoreProbe(sample.sub, cv, ctx.coded.classes.length, nulls, sample.mopts.bootstrap, new Rng(ctx.seed), opts);
+  const metrics = scoreProbe(sample.sub, cv, ctx.coded.classes.length, nulls, sample.mopts.bootstrap, new Rng(ctx.seed),
+    opts);
   return { metrics, cv, dims: cv.prepared[0]?.d ?? 0 };
 }
 
 /** The paired bootstrap of probe a − probe b on the metric sample (seeded by the seed and the names). */
-export function compareProbes(ctx: MeasureContext, sample: MetricSample, kind: ProbeComparison['kind'], a: { name: string; cv: RepeatedCv }, b: { name: string; cv: RepeatedCv }): ProbeComparison {
+export function compareProbes(ctx: MeasureContext, sample: MetricSample, kind: ProbeComparison['kind'],
+  a: { name: string; cv: RepeatedCv }, b: { name: string; cv: RepeatedCv }): ProbeComparison
+{
   let h = ctx.seed >>> 0;
   for (const ch of `${a.name}\u0000${b.name}`) h = (Math.imul(h, 31) + ch.charCodeAt(0)) >>> 0;
-  const d = pairedBootstrap(sample.sub, a.cv.preds, b.cv.preds, ctx.coded.classes.length, sample.mopts.bootstrap, new Rng(h), sample.sub, sample.mopts.probe.groups);
+  const d = pairedBootstrap(sample.sub, a.cv.preds, b.cv.preds, ctx.coded.classes.length, sample.mopts.bootstrap,
+    new Rng(h), sample.sub, sample.mopts.probe.groups);
   return { kind, a: a.name, b: b.name, ...d, n: sample.m };
 }
 
 /** Separation metrics in the original space (cosine, euclidean) and in the embedding, with the per-item values. */
-export async function separation(ctx: MeasureContext, Y: Float64Array, sample: MetricSample): Promise<{ spaces: SpaceMetrics[]; items: ClusterItems['spaces']; probeCv: RepeatedCv | null; Xs: Float64Array }> {
+export async function separation(ctx: MeasureContext, Y: Float64Array,
+  sample: MetricSample
+): Promise<{ spaces: SpaceMetrics[]; items: ClusterItems['spaces']; probeCv: RepeatedCv | null; Xs: Float64Array }> {
   const { pool, say, lap, seed, d } = ctx;
   const { classes } = ctx.coded;
   const { rows, m, sub, mopts } = sample;
@@ -173,7 +201,9 @@ export async function separation(ctx: MeasureContext, Y: Float64Array, sample: M
   const Ys = take(Y, 2, rows);
   say(`metrics on ${m} points (${B} bootstrap resamples, ${R} permutations, ${Rp} for the probe)`);
   const perms = pool && R > 0 ? permutationLabels(sub, R, seed, mopts.probe.groups) : null;
-  const silNull = async (D: Float64Array) => (pool && perms ? pool.silhouettes(D, m, perms, classes.length) : undefined);
+  const silNull = async (
+    D: Float64Array,
+  ) => (pool && perms ? pool.silhouettes(D, m, perms, classes.length) : undefined);
   const popts = probeOptions(sample, seed);
   lap('metrics-setup');
   say(`original-space distances (${m} × ${m}, d = ${d})`);
@@ -183,12 +213,22 @@ export async function separation(ctx: MeasureContext, Y: Float64Array, sample: M
   const items: ClusterItems['spaces'] = [];
   const add = (r: ReturnType<typeof spaceResult>) => {
     spaces.push(r.metrics);
-    items.push({ space: r.metrics.space, knn: Array.from(r.knnPred), probe: r.probePred ? Array.from(r.probePred) : null, ...(r.probePreds ? { probeRepeats: r.probePreds.map((p) => Array.from(p)) } : {}), silhouette: Array.from(r.silhouette, (v) => Math.round(v * 1e6) / 1e6) });
+    items.push({ space: r.metrics.space, knn: Array.from(r.knnPred),
+      probe: r.probePred ? Array.from(r.probePred) : null,
+      ...(r.probePreds ? { probeRepeats: r.probePreds.map((p) => Array.from(p)) } : {}),
+      silhouette: Array.from(r.silhouette, (v) => Math.round(v * 1e6) / 1e6) });
   };
   say('metrics 1/3: original-cosine');
-  add(spaceResult({ space: 'original-cosine', X: Xs, d, distance: 'cosine', probe: null, D: G.cosine, silhouetteNull: await silNull(G.cosine) }, m, sub, classes, mopts));
+  add(
+    spaceResult({ space: 'original-cosine', X: Xs, d, distance: 'cosine', probe: null, D: G.cosine,
+      silhouetteNull: await silNull(G.cosine) }, m, sub, classes, mopts),
+  );
   lap('metrics-original-cosine');
-  say(`metrics 2/3: original-euclidean (the probe: ${popts.repeats ?? 1} repeats × ${mopts.probe.folds} folds${popts.pca ? `, PCA-${popts.pca} inside each fold` : ''}; its null refits ${Rp} permutations)`);
+  say(
+    `metrics 2/3: original-euclidean (the probe: ${popts.repeats ?? 1} repeats × ${mopts.probe.folds} folds${
+      popts.pca ? `, PCA-${popts.pca} inside each fold` : ''
+    }; its null refits ${Rp} permutations)`,
+  );
   // the in-fold PCA runs on the distances' Gram matrix when the training rows are fewer than d
   const cvEP = probeCv(ctx, [{ X: Xs, d, gram: G.gram }], sample, 'cluster probe CV (original space)', popts);
   const YP = { X: Ys, d: 2 };
@@ -200,13 +240,20 @@ export async function separation(ctx: MeasureContext, Y: Float64Array, sample: M
   cvYP?.catch(() => undefined);
   const cvE = await cvEP;
   const nullE = await probeNull(ctx, cvE, m, sub, Rp, popts, 'cluster probe null (original space)');
-  add(spaceResult({ space: 'original-euclidean', X: Xs, d, distance: 'euclidean', probe: { X: Xs, d }, probeCv: cvE, D: G.euclidean, probeNull: nullE, silhouetteNull: await silNull(G.euclidean) }, m, sub, classes, { ...mopts, probe: popts }));
+  add(
+    spaceResult({ space: 'original-euclidean', X: Xs, d, distance: 'euclidean', probe: { X: Xs, d }, probeCv: cvE,
+      D: G.euclidean, probeNull: nullE, silhouetteNull: await silNull(G.euclidean) }, m, sub, classes, { ...mopts,
+      probe: popts }),
+  );
   lap('metrics-original-euclidean');
   say('metrics 3/3: embedding');
   const DY = distanceMatrix(Ys, m, 2, 'euclidean');
   const cvY = await (cvYP ?? probeCv(ctx, [YP], sample, 'cluster probe CV (embedding)', popts));
   const nullY = await probeNull(ctx, cvY, m, sub, Rp, popts, 'cluster probe null (embedding)');
-  add(spaceResult({ space: 'embedding', X: Ys, d: 2, distance: 'euclidean', probe: YP, probeCv: cvY, D: DY, probeNull: nullY, silhouetteNull: await silNull(DY) }, m, sub, classes, { ...mopts, probe: popts }));
+  add(
+    spaceResult({ space: 'embedding', X: Ys, d: 2, distance: 'euclidean', probe: YP, probeCv: cvY, D: DY,
+      probeNull: nullY, silhouetteNull: await silNull(DY) }, m, sub, classes, { ...mopts, probe: popts }),
+  );
   lap('metrics-embedding');
   return { spaces, items, probeCv: cvE, Xs };
 }
@@ -226,11 +273,15 @@ export function residHooks(run: RunReader, pool: 'last' | 'mean' = 'last'): Hook
 }
 
 /** The layers a sweep reads: a run's residual-stream points at every layer, refused for a matrix or a run without them (runCluster checks it before the t-SNE). */
-export function checkSweepInput(run: RunReader | undefined, source: string, pool: 'last' | 'mean' = 'last'): { reader: RunReader; layers: HookInfo[] } {
+export function checkSweepInput(run: RunReader | undefined, source: string,
+  pool: 'last' | 'mean' = 'last'): { reader: RunReader; layers: HookInfo[] }
+{
   if (!run) throw new LobesError(`${opt('sweep')} needs a run directory (a matrix file has one layer)`);
   const layers = residHooks(run, pool);
   const site = pool === 'mean' ? 'resid_out.mean' : 'resid_out';
-  if (layers.length === 0) throw new LobesError(`${opt('sweep')}: the run has no layers.{i}.${site} capture points`, { file: source, hint: `extract with ${opt('capture', pool === 'mean' ? 'mean' : 'resid')}` });
+  if (layers.length === 0)
+    throw new LobesError(`${opt('sweep')}: the run has no layers.{i}.${site} capture points`, { file: source,
+      hint: `extract with ${opt('capture', pool === 'mean' ? 'mean' : 'resid')}` });
   return { reader: run, layers };
 }
 
@@ -240,7 +291,9 @@ export function checkSweepInput(run: RunReader | undefined, source: string, pool
  * (the same shuffles at every layer). `pool` 'mean' sweeps the mean-pooled stream
  * (layers.{i}.resid_out.mean), as cluster does when its point is a mean-pooled one.
  */
-export async function layerSweep(ctx: MeasureContext, run: RunReader | undefined, source: string, sample: MetricSample, pool: 'last' | 'mean' = 'last'): Promise<{ sweep: SweepPoint[]; items: NonNullable<ClusterItems['sweep']>; comparisons: ProbeComparison[] }> {
+export async function layerSweep(ctx: MeasureContext, run: RunReader | undefined, source: string, sample: MetricSample,
+  pool: 'last' | 'mean' = 'last'
+): Promise<{ sweep: SweepPoint[]; items: NonNullable<ClusterItems['sweep']>; comparisons: ProbeComparison[] }> {
   const { reader, layers } = checkSweepInput(run, source, pool);
   const { rows } = sample;
   const sweep: SweepPoint[] = [];
@@ -251,10 +304,13 @@ export async function layerSweep(ctx: MeasureContext, run: RunReader | undefined
   const quiet: MeasureContext = { ...ctx, io: silentIO(), say: () => {} };
   for (const h of layers) {
     const L = await reader.read(h.name, rows);
-    for (let t = 0; t < L.length; t++) if (!Number.isFinite(L[t])) throw new LobesError(`non-finite value at row ${rows[Math.floor(t / h.dim)]}`, { file: source, where: h.name });
+    for (let t = 0; t < L.length; t++)
+      if (!Number.isFinite(L[t]))
+        throw new LobesError(`non-finite value at row ${rows[Math.floor(t / h.dim)]}`, { file: source, where: h.name });
     const r = await runProbe(quiet, [{ X: L, d: h.dim }], sample, sample.sweepPermutations, h.name);
     const a = r.metrics.accuracy;
-    sweep.push({ point: h.name, probeAccuracy: a.value, ci95: a.ci95, accuracy: a, balancedAccuracy: r.metrics.balancedAccuracy, macroF1: r.metrics.macroF1, cv: r.metrics.cv });
+    sweep.push({ point: h.name, probeAccuracy: a.value, ci95: a.ci95, accuracy: a,
+      balancedAccuracy: r.metrics.balancedAccuracy, macroF1: r.metrics.macroF1, cv: r.metrics.cv });
     items.push({ point: h.name, probe: Array.from(r.cv.preds[0]), probeRepeats: r.cv.preds.map((p) => Array.from(p)) });
     // each layer against the one before it, paired over items and fold repeats
     const cur = { name: h.name, cv: r.cv };
@@ -272,17 +328,26 @@ export async function layerSweep(ctx: MeasureContext, run: RunReader | undefined
  * of z's p (an approximation), permutations the null's R, and verdict the test's status within
  * its family (pass, fail, not-testable, degenerate; src/util/resolution.ts; empty outside a family).
  */
-export const METRICS_CSV_HEADER = 'space,metric,value,ci_low,ci_high,p,null_mean,null_low,null_high,p_holm,p_bh,z,p_normal,permutations,verdict';
+export const METRICS_CSV_HEADER =
+  'space,metric,value,ci_low,ci_high,p,null_mean,null_low,null_high,p_holm,p_bh,z,p_normal,permutations,verdict';
 
 /** Metrics as CSV rows, one per METRICS_CSV_HEADER. */
 export function metricsCsvRows(metrics: ClusterMetrics, field: (s: string) => string): string[] {
   const lines: string[] = [];
   const num = (v: number | null | undefined) => (v === null || v === undefined ? '' : String(v));
-  type M = { value: number; ci95: [number, number] | null; p: number | null; nullMean?: number | null; nullBand?: [number, number] | null; pHolm?: number | null; pBH?: number | null; z?: number | null; pNormal?: number | null; permutations?: number; verdict?: { status: string } } | null | undefined;
+  type M = { value: number; ci95: [number, number] | null; p: number | null; nullMean?: number | null;
+    nullBand?: [number, number] | null; pHolm?: number | null; pBH?: number | null; z?: number | null;
+    pNormal?: number | null; permutations?: number; verdict?: { status: string } } | null | undefined;
   const row = (space: string, name: string, m: M) => {
-    if (m) lines.push([field(space), field(name), num(m.value), num(m.ci95?.[0]), num(m.ci95?.[1]), num(m.p), num(m.nullMean), num(m.nullBand?.[0]), num(m.nullBand?.[1]), num(m.pHolm), num(m.pBH), num(m.z), num(m.pNormal), num(m.permutations), m.verdict?.status ?? ''].join(','));
+    if (m)
+      lines.push(
+        [field(space), field(name), num(m.value), num(m.ci95?.[0]), num(m.ci95?.[1]), num(m.p), num(m.nullMean),
+          num(m.nullBand?.[0]), num(m.nullBand?.[1]), num(m.pHolm), num(m.pBH), num(m.z), num(m.pNormal),
+          num(m.permutations), m.verdict?.status ?? ''].join(','),
+      );
   };
-  const plain = (space: string, name: string, v: number | null | undefined) => lines.push([field(space), field(name), num(v), '', '', '', '', '', '', '', '', '', '', '', ''].join(','));
+  const plain = (space: string, name: string, v: number | null | undefined) =>
+    lines.push([field(space), field(name), num(v), '', '', '', '', '', '', '', '', '', '', '', ''].join(','));
   for (const s of metrics.spaces) {
     row(s.space, 'silhouette', s.silhouette);
     row(s.space, 'knn_accuracy', s.knnAccuracy);

@@ -83,7 +83,9 @@ export function distanceMatrix(X: Float64Array | Float32Array, n: number, d: num
  * rows: one pass of dot products, four rows at a time, serves both), and the Gram matrix itself
  * (its upper triangle, for the probe's in-fold PCA: Block.gram in src/cluster/probecv.ts).
  */
-export function gramDistances(X: Float64Array | Float32Array, n: number, d: number): { euclidean: Float64Array; cosine: Float64Array; gram: Float64Array } {
+export function gramDistances(X: Float64Array | Float32Array, n: number,
+  d: number): { euclidean: Float64Array; cosine: Float64Array; gram: Float64Array }
+{
   const G = new Float64Array(n * n);
   gramRows(X, n, d, G, 0, n);
   return { ...distancesFromGram(G, n), gram: G };
@@ -94,7 +96,9 @@ export function gramDistances(X: Float64Array | Float32Array, n: number, d: numb
  * is the same whatever the range. The dot products run in the kNN module's WebAssembly SIMD
  * kernel when available, bit-identical to gramRowsJs (one product per column, in column order).
  */
-export function gramRows(X: Float64Array | Float32Array, n: number, d: number, G: Float64Array, r0: number, r1: number): void {
+export function gramRows(X: Float64Array | Float32Array, n: number, d: number, G: Float64Array, r0: number,
+  r1: number): void
+{
   const k = dotKernel();
   if (!k || d === 0 || r1 <= r0) {
     gramRowsJs(X, n, d, G, r0, r1);
@@ -129,13 +133,16 @@ export function gramRows(X: Float64Array | Float32Array, n: number, d: number, G
       const m = Math.min(4, r1 - i0);
       const from = Math.max(js, i0);
       k.dots((i0 - r0) * d * 8, (ypAt + (from - js) * d) * 8, Math.ceil((je - from) / 4), d, outAt * 8, 0, 0);
-      for (let r = 0; r < m; r++) G.set(M.subarray(outAt + r * OUT_STRIDE, outAt + r * OUT_STRIDE + je - from), (i0 + r) * n + from);
+      for (let r = 0; r < m; r++)
+        G.set(M.subarray(outAt + r * OUT_STRIDE, outAt + r * OUT_STRIDE + je - from), (i0 + r) * n + from);
     }
   }
 }
 
 /** The JavaScript loop of gramRows. */
-export function gramRowsJs(X: Float64Array | Float32Array, n: number, d: number, G: Float64Array, r0: number, r1: number): void {
+export function gramRowsJs(X: Float64Array | Float32Array, n: number, d: number, G: Float64Array, r0: number,
+  r1: number): void
+{
   for (let i0 = r0; i0 < r1; i0 += 4) {
     const m = Math.min(4, r1 - i0);
     const q0 = i0 * d;
@@ -271,14 +278,17 @@ export function knnPredict(nbrs: Int32Array, n: number, k: number, labels: Int32
       if (first[c] === k) first[c] = r;
     }
     let best = 0;
-    for (let c = 1; c < nClasses; c++) if (votes[c] > votes[best] || (votes[c] === votes[best] && first[c] < first[best])) best = c;
+    for (let c = 1; c < nClasses; c++)
+      if (votes[c] > votes[best] || (votes[c] === votes[best] && first[c] < first[best])) best = c;
     pred[i] = best;
   }
   return pred;
 }
 
 /** Davies–Bouldin index of X [n, d] (euclidean). */
-export function daviesBouldin(X: Float64Array | Float32Array, n: number, d: number, labels: Int32Array, nClasses: number): number {
+export function daviesBouldin(X: Float64Array | Float32Array, n: number, d: number, labels: Int32Array,
+  nClasses: number): number
+{
   const cent = new Float64Array(nClasses * d);
   const counts = new Int32Array(nClasses);
   for (let i = 0; i < n; i++) {
@@ -325,7 +335,10 @@ export function mean(a: ArrayLike<number>): number {
  * each group, src/cluster/resample.ts groupMembers) each resample draws groups, then items
  * within them (a grouped resample's size varies with the groups drawn: its mean is over its rows).
  */
-export function bootstrapCI(values: ArrayLike<number>, B: number, rng: Rng, members: Int32Array[] | null = null): [number, number] | null {
+export function bootstrapCI(values: ArrayLike<number>, B: number, rng: Rng, members: Int32Array[] | null = null): [
+  number,
+  number,
+] | null {
   const n = values.length;
   if (B <= 0 || n === 0) return null;
   const means = new Float64Array(B);
@@ -355,7 +368,9 @@ export function permutationP(observed: number, nulls: ArrayLike<number>): number
 }
 
 /** The label permutations of the silhouette and kNN p-values (the same draws spaceMetrics makes). */
-export function permutationLabels(labels: Int32Array, count: number, seed: number, groups?: Int32Array | null): Int32Array[] {
+export function permutationLabels(labels: Int32Array, count: number, seed: number,
+  groups?: Int32Array | null): Int32Array[]
+{
   const permRng = new Rng(seed).fork();
   const design = permutationDesign(labels, groups);
   const perm = Int32Array.from(labels);
@@ -385,10 +400,13 @@ export function permutationDesign(labels: Int32Array, groups?: Int32Array | null
   if (!groups) return { kind: 'items' };
   const lists = strataMembers(groups);
   const pure = lists.every((m) => m.every((i) => labels[i] === labels[m[0]!]));
-  if (pure) return { kind: 'groups', members: lists, exchangeable: new Set(lists.map((m) => labels[m[0]!])).size > 1 ? labels.length : 0 };
+  if (pure)
+    return { kind: 'groups', members: lists,
+      exchangeable: new Set(lists.map((m) => labels[m[0]!])).size > 1 ? labels.length : 0 };
   // within each group: the items of a group with one label cannot move (as swap's conditional null counts them)
   const blocks = lists.filter((m) => m.some((i) => labels[i] !== labels[m[0]!]));
-  return { kind: 'within-groups', blocks, exchangeable: exchangeability(labels, groups).items, buf: new Int32Array(Math.max(0, ...blocks.map((b) => b.length))) };
+  return { kind: 'within-groups', blocks, exchangeable: exchangeability(labels, groups).items,
+    buf: new Int32Array(Math.max(0, ...blocks.map((b) => b.length))) };
 }
 
 /** One shuffle of `perm` in place under `design` (items: the plain Fisher–Yates of before, draw for draw). */
@@ -400,7 +418,11 @@ export function designShuffle(rng: Rng, perm: Int32Array, design: PermutationDes
   if (design.kind === 'groups') {
     const gl = Int32Array.from(design.members, (m) => perm[m[0]!]!);
     rng.shuffle(gl);
-    design.members.forEach((m, g) => m.forEach((i) => { perm[i] = gl[g]!; }));
+    design.members.forEach((m, g) =>
+      m.forEach((i) => {
+        perm[i] = gl[g]!;
+      })
+    );
     return;
   }
   for (const b of design.blocks) shuffleWithin(rng, perm, perm, b, design.buf);
@@ -416,14 +438,17 @@ export function meanSilhouette(D: Float64Array, n: number, labels: Int32Array, n
  * through the WebAssembly gather kernel when it is available (bit-identical, about twice as fast).
  */
 export function silhouetteMeans(D: Float64Array, n: number, perms: Int32Array[], nClasses: number): Float64Array {
-  return silhouetteMeansWasm(D, n, perms, nClasses) ?? Float64Array.from(perms, (p) => meanSilhouette(D, n, p, nClasses));
+  return silhouetteMeansWasm(D, n, perms, nClasses) ??
+    Float64Array.from(perms, (p) => meanSilhouette(D, n, p, nClasses));
 }
 
 /**
  * The label permutations the probe's p-value uses (the same draws spaceMetrics makes), so they
  * can be evaluated elsewhere (worker threads) with identical results.
  */
-export function probePermutationLabels(labels: Int32Array, count: number, seed: number, groups?: Int32Array | null): Int32Array[] {
+export function probePermutationLabels(labels: Int32Array, count: number, seed: number,
+  groups?: Int32Array | null): Int32Array[]
+{
   const rng = new Rng(seed);
   rng.fork(); // the silhouette/kNN permutations' generator
   const pr = rng.fork();
@@ -436,4 +461,3 @@ export function probePermutationLabels(labels: Int32Array, count: number, seed: 
   }
   return out;
 }
-

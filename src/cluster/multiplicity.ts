@@ -19,7 +19,8 @@
  */
 import { familyVerdicts, type Sizing } from '../util/resolution.js';
 import { declareFamily, type Family } from '../util/families.js';
-import type { ClassifierMetrics, ClusterMetrics, ClusterSettings, DifferenceCI, MetricFamily, MetricWithCI } from './types.js';
+import type { ClassifierMetrics, ClusterMetrics, ClusterSettings, DifferenceCI, MetricFamily,
+  MetricWithCI } from './types.js';
 
 /** The score fields a classifier and a paired comparison carry. */
 export const FAMILY_SCORES = ['accuracy', 'balancedAccuracy', 'macroF1'] as const;
@@ -54,8 +55,15 @@ function adjust(family: Family, tests: (MetricWithCI | DifferenceCI | null | und
 }
 
 /** The verdicts of a family's tests (src/util/resolution.ts), written onto them. */
-function judge(family: Family, tests: (MetricWithCI | null | undefined)[], sizing: (i: number) => Sizing | undefined): void {
-  const v = familyVerdicts(tests.map((t, i) => ({ p: t?.p ?? null, z: t?.z ?? null, R: t?.permutations ?? 0, sizing: sizing(i), nullSd: t?.nullSd, nullMean: t?.nullMean })), family);
+function judge(family: Family, tests: (MetricWithCI | null | undefined)[],
+  sizing: (i: number) => Sizing | undefined): void
+{
+  const v = familyVerdicts(
+    tests.map((t, i) => ({ p: t?.p ?? null, z: t?.z ?? null, R: t?.permutations ?? 0, sizing: sizing(i),
+      nullSd: t?.nullSd, nullMean: t?.nullMean })
+    ),
+    family,
+  );
   tests.forEach((t, i) => {
     if (t) t.verdict = v[i];
   });
@@ -71,10 +79,14 @@ export function adjustFamilies(metrics: ClusterMetrics, sizing?: ClusterSettings
   const cls = verdictClassifiers(metrics);
   if (cls.length) {
     // declared from the verdict's classifiers before any is adjusted; each score is adjusted over them
-    const fam = declareFamily({ name: 'classifiers', claim: 'the labels separate in the representation (the verdict\'s classifiers, each score)', members: cls.map(([n]) => n), correction: ['holm', 'bh'] });
+    const fam = declareFamily({ name: 'classifiers',
+      claim: "the labels separate in the representation (the verdict's classifiers, each score)",
+      members: cls.map(([n]) => n), correction: ['holm', 'bh'] });
     for (const s of FAMILY_SCORES) adjust(fam, cls.map(([, c]) => c[s]));
     // the kNN classifiers' nulls use --permutations, the probes' --probe-permutations
-    const how = (i: number) => (cls[i]![0].endsWith(':knn') ? sizing?.permutations?.sizing : sizing?.probePermutations?.sizing);
+    const how = (
+      i: number,
+    ) => (cls[i]![0].endsWith(':knn') ? sizing?.permutations?.sizing : sizing?.probePermutations?.sizing);
     for (const s of FAMILY_SCORES) judge(fam, cls.map(([, c]) => c[s]), how);
     families.push(fam.record() as MetricFamily);
     // The accuracy is also kept as knnAccuracy / probeAccuracy of each space (the same numbers).
@@ -89,7 +101,9 @@ export function adjustFamilies(metrics: ClusterMetrics, sizing?: ClusterSettings
   }
   const sweep = metrics.sweep ?? [];
   if (sweep.length) {
-    const fam = declareFamily({ name: 'layers', claim: 'the probe separates the labels at a layer (every layer of the sweep)', members: sweep.map((w) => w.point), correction: ['holm', 'bh'] });
+    const fam = declareFamily({ name: 'layers',
+      claim: 'the probe separates the labels at a layer (every layer of the sweep)', members: sweep.map((w) => w.point),
+      correction: ['holm', 'bh'] });
     for (const s of FAMILY_SCORES) adjust(fam, sweep.map((w) => w[s]));
     for (const s of FAMILY_SCORES) judge(fam, sweep.map((w) => w[s]), () => sizing?.sweepPermutations?.sizing);
     families.push(fam.record() as MetricFamily);
@@ -99,13 +113,15 @@ export function adjustFamilies(metrics: ClusterMetrics, sizing?: ClusterSettings
   // comparisons together, so they are adjusted together (two families of two would let a split
   // chosen after the fact pass what one family of four does not).
   const kinds: [ProbeKind[], MetricFamily['family'], string][] = [
-    [['model-vs-words', 'incremental'], 'representation-vs-words', 'the representation carries more than the words (representation − words and (words + representation) − words)'],
+    [['model-vs-words', 'incremental'], 'representation-vs-words',
+      'the representation carries more than the words (representation − words and (words + representation) − words)'],
     [['layers'], 'layers-steps', 'a layer separates the labels better than the layer before it'],
   ];
   for (const [kind, family, claim] of kinds) {
     const comps = (metrics.comparisons ?? []).filter((c) => kind.includes(c.kind));
     if (!comps.length) continue;
-    const fam = declareFamily({ name: family, claim, members: comps.map((c) => `${c.a} − ${c.b}`), correction: ['holm', 'bh'] });
+    const fam = declareFamily({ name: family, claim, members: comps.map((c) => `${c.a} − ${c.b}`),
+      correction: ['holm', 'bh'] });
     for (const s of FAMILY_SCORES) adjust(fam, comps.map((c) => c[s]));
     families.push(fam.record() as MetricFamily);
   }

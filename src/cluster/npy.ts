@@ -43,16 +43,20 @@ export function parseNpyHeader(bytes: Uint8Array, file = '.npy'): NpyHeader {
     hlen = (bytes[8] | (bytes[9] << 8) | (bytes[10] << 16)) + bytes[11] * 16777216;
     start = 12;
   } else {
-    throw new LobesError(`unsupported .npy format version ${major}.${minor} (1.0, 2.0 and 3.0 are read)`, { file, where: 'byte 6' });
+    throw new LobesError(`unsupported .npy format version ${major}.${minor} (1.0, 2.0 and 3.0 are read)`, { file,
+      where: 'byte 6' });
   }
-  if (start + hlen > bytes.length) throw new LobesError(`.npy header declares ${hlen} bytes but the file is shorter`, { file, where: `byte ${start - 2}` });
+  if (start + hlen > bytes.length)
+    throw new LobesError(`.npy header declares ${hlen} bytes but the file is shorter`, { file,
+      where: `byte ${start - 2}` });
   const text = new TextDecoder(major === 3 ? 'utf-8' : 'latin1').decode(bytes.subarray(start, start + hlen));
   const where = 'header';
   const descr = /['"]descr['"]\s*:\s*['"]([^'"]*)['"]/.exec(text)?.[1];
   const fo = /['"]fortran_order['"]\s*:\s*(True|False)/.exec(text)?.[1];
   const shapeText = /['"]shape['"]\s*:\s*\(([^)]*)\)/.exec(text)?.[1];
   if (descr === undefined || fo === undefined || shapeText === undefined) {
-    throw new LobesError(`.npy header lacks descr, fortran_order or shape: ${JSON.stringify(text.trim())}`, { file, where });
+    throw new LobesError(`.npy header lacks descr, fortran_order or shape: ${JSON.stringify(text.trim())}`, { file,
+      where });
   }
   const shape = shapeText
     .split(',')
@@ -60,7 +64,8 @@ export function parseNpyHeader(bytes: Uint8Array, file = '.npy'): NpyHeader {
     .filter((s) => s.length > 0)
     .map((s) => {
       const v = Number(s.replace(/L$/, ''));
-      if (!Number.isInteger(v) || v < 0) throw new LobesError(`.npy shape has a bad dimension ${JSON.stringify(s)}`, { file, where });
+      if (!Number.isInteger(v) || v < 0)
+        throw new LobesError(`.npy shape has a bad dimension ${JSON.stringify(s)}`, { file, where });
       return v;
     });
   return { version: [major, minor], descr, fortranOrder: fo === 'True', shape, dataOffset: start + hlen };
@@ -84,17 +89,25 @@ function decodeNpyData(h: NpyHeader, data: Uint8Array, file: string): Float32Arr
 
 function checkHeader(h: NpyHeader, file: string, available: number): void {
   if (h.fortranOrder) {
-    throw new LobesError('array is stored in Fortran order; lobes reads C-order arrays', { file, where: 'header', hint: 'save np.ascontiguousarray(x) instead' });
+    throw new LobesError('array is stored in Fortran order; lobes reads C-order arrays', { file, where: 'header',
+      hint: 'save np.ascontiguousarray(x) instead' });
   }
   if (!(h.descr in ITEM_BYTES)) {
-    throw new LobesError(`unsupported dtype ${JSON.stringify(h.descr)} (little-endian float '<f2', '<f4' or '<f8' is needed)`, { file, where: 'header', hint: "save x.astype('<f4')" });
+    throw new LobesError(
+      `unsupported dtype ${JSON.stringify(h.descr)} (little-endian float '<f2', '<f4' or '<f8' is needed)`,
+      { file, where: 'header', hint: "save x.astype('<f4')" },
+    );
   }
   if (h.shape.length !== 1 && h.shape.length !== 2) {
-    throw new LobesError(`array has shape (${h.shape.join(', ')}); a matrix [N, d] is needed`, { file, where: 'header' });
+    throw new LobesError(`array has shape (${h.shape.join(', ')}); a matrix [N, d] is needed`, { file,
+      where: 'header' });
   }
   const need = h.shape.reduce((a, b) => a * b, 1) * ITEM_BYTES[h.descr];
   if (available < need) {
-    throw new LobesError(`shape (${h.shape.join(', ')}) of ${h.descr} needs ${need} data bytes, the file has ${available}`, { file, where: `byte ${h.dataOffset}` });
+    throw new LobesError(
+      `shape (${h.shape.join(', ')}) of ${h.descr} needs ${need} data bytes, the file has ${available}`,
+      { file, where: `byte ${h.dataOffset}` },
+    );
   }
 }
 
@@ -129,7 +142,9 @@ export function readNpy(file: string): { rows: number; cols: number; data: Float
 /** Encode a float32 or float64 C-order matrix as .npy (version 1.0) bytes. */
 export function encodeNpy(data: Float32Array | Float64Array, shape: number[]): Uint8Array {
   const descr = data instanceof Float64Array ? '<f8' : '<f4';
-  let dict = `{'descr': '${descr}', 'fortran_order': False, 'shape': (${shape.join(', ')}${shape.length === 1 ? ',' : ''}), }`;
+  let dict = `{'descr': '${descr}', 'fortran_order': False, 'shape': (${shape.join(', ')}${
+    shape.length === 1 ? ',' : ''
+  }), }`;
   const total = 10 + dict.length + 1;
   dict += ' '.repeat((64 - (total % 64)) % 64) + '\n';
   const out = new Uint8Array(10 + dict.length + data.byteLength);

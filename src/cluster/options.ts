@@ -179,9 +179,12 @@ export interface StageOptions {
 /** Each group's keys and the flat key each one was (the refusal's message and flatOptions). */
 const GROUPS = {
   input: { labels: 'labels', point: 'point', by: 'by', group: 'group' },
-  tsne: { pca: 'pca', perplexity: 'perplexity', theta: 'theta', method: 'tsneMethod', neighbours: 'neighbours', learningRate: 'learningRate', iterations: 'iterations', earlyExaggeration: 'earlyExaggeration' },
-  probe: { pca: 'probePca', folds: 'folds', repeats: 'probeRepeats', c: 'probeC', classWeight: 'classWeight', sweep: 'sweep' },
-  metrics: { points: 'maxMetricPoints', knnK: 'knnK', bootstrap: 'bootstrap', permutations: 'permutations', probePermutations: 'probePermutations', sweepPermutations: 'sweepPermutations' },
+  tsne: { pca: 'pca', perplexity: 'perplexity', theta: 'theta', method: 'tsneMethod', neighbours: 'neighbours',
+    learningRate: 'learningRate', iterations: 'iterations', earlyExaggeration: 'earlyExaggeration' },
+  probe: { pca: 'probePca', folds: 'folds', repeats: 'probeRepeats', c: 'probeC', classWeight: 'classWeight',
+    sweep: 'sweep' },
+  metrics: { points: 'maxMetricPoints', knnK: 'knnK', bootstrap: 'bootstrap', permutations: 'permutations',
+    probePermutations: 'probePermutations', sweepPermutations: 'sweepPermutations' },
   baselines: { tokens: 'baselines', lengthControl: 'lengthControl', model: 'model' },
   output: { dir: 'out', noWrite: 'noWrite' },
   execution: { threads: 'threads', quiet: 'quiet', signal: 'signal', io: 'io' },
@@ -191,7 +194,9 @@ type Group = keyof typeof GROUPS;
 const TOP = ['seed', ...Object.keys(GROUPS)];
 
 /** Where each key of the flat form went (`baselines`, a group now, was the boolean `baselines.tokens`). */
-export const MOVED: Readonly<Record<string, string>> = Object.fromEntries(Object.entries(GROUPS).flatMap(([g, keys]) => Object.entries(keys).map(([k, flat]) => [flat, `${g}.${k}`])));
+export const MOVED: Readonly<Record<string, string>> = Object.fromEntries(
+  Object.entries(GROUPS).flatMap(([g, keys]) => Object.entries(keys).map(([k, flat]) => [flat, `${g}.${k}`])),
+);
 
 function movedTo(key: string): string | undefined {
   return Object.hasOwn(MOVED, key) ? MOVED[key] : undefined;
@@ -214,13 +219,19 @@ export function flatOptions(options: ClusterOptions): StageOptions {
       for (const k of Object.keys(v ?? {})) {
         if (Object.hasOwn(keys, k)) continue;
         const place = k === 'seed' ? 'seed' : movedTo(k);
-        wrong.push(place ? `${key}.${k} belongs at ${place}` : `${key}.${k} is unknown (${key} has ${Object.keys(keys).join(', ')})`);
+        wrong.push(
+          place
+            ? `${key}.${k} belongs at ${place}`
+            : `${key}.${k} is unknown (${key} has ${Object.keys(keys).join(', ')})`,
+        );
       }
     } else if (movedTo(key)) wrong.push(`${key} is now ${movedTo(key)}`);
     else if (keys) wrong.push(`${key} must be an object (${Object.keys(keys).join(', ')})`);
     else wrong.push(`${key} is unknown`);
   }
-  if (wrong.length) throw new UsageError(`cluster options: ${wrong.join('; ')} (ClusterOptions has ${TOP.join(', ')})`, 'see ClusterOptions in docs/cluster.md');
+  if (wrong.length)
+    throw new UsageError(`cluster options: ${wrong.join('; ')} (ClusterOptions has ${TOP.join(', ')})`,
+      'see ClusterOptions in docs/cluster.md');
   const flat: Record<string, unknown> = { seed: options.seed };
   for (const g of Object.keys(GROUPS) as Group[]) {
     const given = (options[g] ?? {}) as Record<string, unknown>;

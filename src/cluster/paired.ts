@@ -43,10 +43,13 @@ function ci(v: Float64Array): [number, number] {
  * over items and repeats (B resamples from `rng`); with `groups`, over groups, then items within
  * them (resampleRows).
  */
-export function bootstrapRepeated(y: Int32Array, preds: Int32Array[], C: number, B: number, rng: Rng, groups?: Int32Array | null): { value: Record<ScoreName, number>; ci: Record<ScoreName, [number, number] | null> } {
+export function bootstrapRepeated(y: Int32Array, preds: Int32Array[], C: number, B: number, rng: Rng,
+  groups?: Int32Array | null): { value: Record<ScoreName, number>; ci: Record<ScoreName, [number, number] | null> }
+{
   const value = meanScores(y, preds, C);
   const n = y.length;
-  if (B <= 0 || n === 0 || preds.length === 0) return { value, ci: { accuracy: null, balancedAccuracy: null, macroF1: null } };
+  if (B <= 0 || n === 0 || preds.length === 0)
+    return { value, ci: { accuracy: null, balancedAccuracy: null, macroF1: null } };
   const vals = { accuracy: new Float64Array(B), balancedAccuracy: new Float64Array(B), macroF1: new Float64Array(B) };
   const members = groupMembers(groups);
   let rows: Int32Array = new Int32Array(n);
@@ -57,7 +60,8 @@ export function bootstrapRepeated(y: Int32Array, preds: Int32Array[], C: number,
     const s = scoresFromConfusion(confusionCounts(y, preds[r], C, rows, M), C);
     for (const k of SCORE_NAMES) vals[k][b] = s[k];
   }
-  return { value, ci: { accuracy: ci(vals.accuracy), balancedAccuracy: ci(vals.balancedAccuracy), macroF1: ci(vals.macroF1) } };
+  return { value,
+    ci: { accuracy: ci(vals.accuracy), balancedAccuracy: ci(vals.balancedAccuracy), macroF1: ci(vals.macroF1) } };
 }
 
 /**
@@ -68,7 +72,9 @@ export function bootstrapRepeated(y: Int32Array, preds: Int32Array[], C: number,
  * each resample then scores A against y and B against yB on the same items). With `groups`, the
  * items are resampled by group, then within each group (resampleRows).
  */
-export function pairedBootstrap(y: Int32Array, A: Int32Array[], Bp: Int32Array[], C: number, B: number, rng: Rng, yB: Int32Array = y, groups?: Int32Array | null): Record<ScoreName, DifferenceCI> {
+export function pairedBootstrap(y: Int32Array, A: Int32Array[], Bp: Int32Array[], C: number, B: number, rng: Rng,
+  yB: Int32Array = y, groups?: Int32Array | null): Record<ScoreName, DifferenceCI>
+{
   const n = y.length;
   const R = Math.max(A.length, Bp.length);
   const value = { accuracy: 0, balancedAccuracy: 0, macroF1: 0 };

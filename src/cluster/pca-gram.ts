@@ -31,7 +31,9 @@ import { mulXBRows, mulXtBCols, productByQuads } from './pca.js';
  * instead of being repacked for each of their products, and Qᵀ Kc Q and the projections on U run
  * in the kernel (each a sum in the same index order as the loops they replace).
  */
-export function gramPcaProject(gram: Float64Array, n: number, XOmega: Float64Array, l: number, train: Int32Array, test: Int32Array, k: number, powerIterations = 2, full = false): { tr: Float64Array; te: Float64Array; k: number } {
+export function gramPcaProject(gram: Float64Array, n: number, XOmega: Float64Array, l: number, train: Int32Array,
+  test: Int32Array, k: number, powerIterations = 2, full = false): { tr: Float64Array; te: Float64Array; k: number }
+{
   const m = train.length;
   const mt = test.length;
   k = Math.max(1, Math.min(k, l));
@@ -135,7 +137,8 @@ export function symmetricCopy(gram: Float64Array, n: number, out: Float64Array):
   const T = 64;
   for (let i0 = 0; i0 < n; i0 += T)
     for (let j0 = 0; j0 <= i0; j0 += T)
-      for (let i = i0; i < Math.min(i0 + T, n); i++) for (let j = j0; j < Math.min(j0 + T, i); j++) out[i * n + j] = gram[j * n + i];
+      for (let i = i0; i < Math.min(i0 + T, n); i++)
+        for (let j = j0; j < Math.min(j0 + T, i); j++) out[i * n + j] = gram[j * n + i];
   return out;
 }
 
@@ -159,14 +162,19 @@ export function packedRows(rows: number, len: number, fill: (a: number, row: Flo
  * output the sum over j of A[i, j] · B[j, c] in j order, as mulXBRows computes it from the
  * unpacked rows (bit for bit); the quads are copied to the kernel as they are.
  */
-export function mulPackedRows(P: Float64Array, len: number, B: Float64Array, l: number, out: Float64Array, rows: number): void {
+export function mulPackedRows(P: Float64Array, len: number, B: Float64Array, l: number, out: Float64Array,
+  rows: number): void
+{
   const k = dotKernel();
   const quad = (M: Float64Array, at: number, q: number) => M.set(P.subarray(q * len, (q + 4) * len), at);
-  if (!k || rows <= 0 || len <= 0 || !productByQuads(k, len, B, l, out, 0, rows, quad)) mulPackedRowsJs(P, len, B, l, out, rows);
+  if (!k || rows <= 0 || len <= 0 || !productByQuads(k, len, B, l, out, 0, rows, quad))
+    mulPackedRowsJs(P, len, B, l, out, rows);
 }
 
 /** The JavaScript loop of mulPackedRows (one product per j, in order, as mulXBRowsJs). */
-export function mulPackedRowsJs(P: Float64Array, len: number, B: Float64Array, l: number, out: Float64Array, rows: number): void {
+export function mulPackedRowsJs(P: Float64Array, len: number, B: Float64Array, l: number, out: Float64Array,
+  rows: number): void
+{
   for (let i = 0; i < rows; i++) {
     const po = (i >> 2) * 4 * len + (i & 3);
     const oo = i * l;

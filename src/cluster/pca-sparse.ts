@@ -75,7 +75,9 @@ function mulCentredT(A: Csr, mean: Float64Array, Q: Float64Array, l: number): Fl
 }
 
 /** The top k components [d, k] and the column means of a sparse matrix (randomized SVD, as pca()). */
-export function pcaCsr(A: Csr, k: number, seed = 0, powerIterations = 2, oversample = 10): { k: number; mean: Float64Array; components: Float64Array } {
+export function pcaCsr(A: Csr, k: number, seed = 0, powerIterations = 2,
+  oversample = 10): { k: number; mean: Float64Array; components: Float64Array }
+{
   const { n, d } = A;
   k = Math.max(1, Math.min(k, n, d));
   const l = Math.min(k + oversample, n, d);

@@ -67,7 +67,9 @@ export function pca(X: Float32Array | Float64Array, n: number, d: number, k: num
 }
 
 /** PCA with the large matrix products split across a pool's threads (identical results). */
-export async function pcaParallel(X: Float32Array | Float64Array, n: number, d: number, k: number, opts: PcaOptions, pool: MatMulPool): Promise<PcaResult> {
+export async function pcaParallel(X: Float32Array | Float64Array, n: number, d: number, k: number, opts: PcaOptions,
+  pool: MatMulPool): Promise<PcaResult>
+{
   const gen = pcaSteps(X, n, d, k, opts, true);
   let r = gen.next();
   while (!r.done) r = gen.next(await pool.matmul(r.value));
@@ -75,7 +77,9 @@ export async function pcaParallel(X: Float32Array | Float64Array, n: number, d: 
 }
 
 /** The algorithm, yielding each large product to the driver. */
-function* pcaSteps(X: Float32Array | Float64Array, n: number, d: number, k: number, opts: PcaOptions, shared: boolean): Generator<MulRequest, PcaResult, Float64Array> {
+function* pcaSteps(X: Float32Array | Float64Array, n: number, d: number, k: number, opts: PcaOptions,
+  shared: boolean): Generator<MulRequest, PcaResult, Float64Array>
+{
   k = Math.max(1, Math.min(k, n, d));
   const rng = new Rng(opts.seed ?? 0);
   const q = opts.powerIterations ?? 2;
@@ -99,7 +103,8 @@ function* pcaSteps(X: Float32Array | Float64Array, n: number, d: number, k: numb
   }
   const denom = Math.max(n - 1, 1);
   const method = opts.method ?? 'auto';
-  if (method === 'exact' || (method === 'auto' && (d <= 256 || k + (opts.oversample ?? 10) >= d))) return exactPca(Xc, n, d, k, total, denom, mean);
+  if (method === 'exact' || (method === 'auto' && (d <= 256 || k + (opts.oversample ?? 10) >= d)))
+    return exactPca(Xc, n, d, k, total, denom, mean);
   // Sketch: Yk = Xc · Omega  [n, l]
   const omega = new Float64Array(d * l);
   for (let i = 0; i < omega.length; i++) omega[i] = rng.normal();
@@ -131,7 +136,8 @@ function* pcaSteps(X: Float32Array | Float64Array, n: number, d: number, k: numb
   fixSigns(scores, n, k, components, d);
   let captured = 0;
   for (let c = 0; c < k; c++) captured += Math.max(values[c], 0);
-  return { scores, k, variances, explainedVariance: total > 0 ? captured / total : 0, totalVariance: total / denom, mean, components };
+  return { scores, k, variances, explainedVariance: total > 0 ? captured / total : 0, totalVariance: total / denom,
+    mean, components };
 }
 
 /**
@@ -155,7 +161,9 @@ export function sketchEigen(Zt: Float64Array, d: number, l: number): { values: F
 }
 
 /** The top k components [d, k] from the sketch and its eigen-decomposition: V = Bᵀ U S⁻¹ = Zt · U / s. */
-export function sketchComponents(Zt: Float64Array, d: number, l: number, k: number, values: Float64Array, vectors: Float64Array): Float64Array {
+export function sketchComponents(Zt: Float64Array, d: number, l: number, k: number, values: Float64Array,
+  vectors: Float64Array): Float64Array
+{
   const components = new Float64Array(d * k);
   for (let c = 0; c < k; c++) {
     const s = Math.sqrt(Math.max(values[c], 0));
@@ -182,7 +190,9 @@ export function sketchOmega(d: number, l: number, seed: number): Float64Array {
  * Rows Z [m, d] projected on a PCA's components: (z − mean) · components, [m, k]. The centred rows
  * are a float32 copy (as the PCA's own), multiplied in the dot kernel (mulXBRows).
  */
-export function pcaProject(p: Pick<PcaResult, 'mean' | 'components' | 'k'>, Z: Float64Array | Float32Array, m: number, d: number): Float64Array {
+export function pcaProject(p: Pick<PcaResult, 'mean' | 'components' | 'k'>, Z: Float64Array | Float32Array, m: number,
+  d: number): Float64Array
+{
   const { k, mean, components } = p;
   const Zc = new Float32Array(m * d);
   for (let i = 0; i < m; i++) for (let j = 0; j < d; j++) Zc[i * d + j] = Z[i * d + j] - mean[j];
@@ -192,7 +202,9 @@ export function pcaProject(p: Pick<PcaResult, 'mean' | 'components' | 'k'>, Z: F
 }
 
 /** Exact PCA through the covariance matrix (for small d). */
-function exactPca(Xc: Float32Array, n: number, d: number, k: number, total: number, denom: number, mean: Float64Array): PcaResult {
+function exactPca(Xc: Float32Array, n: number, d: number, k: number, total: number, denom: number,
+  mean: Float64Array): PcaResult
+{
   const G = new Float64Array(d * d);
   const row = new Float64Array(d);
   for (let i = 0; i < n; i++) {
@@ -224,7 +236,8 @@ function exactPca(Xc: Float32Array, n: number, d: number, k: number, total: numb
   const components = new Float64Array(d * k);
   for (let j = 0; j < d; j++) for (let c = 0; c < k; c++) components[j * k + c] = vectors[j * d + c];
   fixSigns(scores, n, k, components, d);
-  return { scores, k, variances, explainedVariance: total > 0 ? captured / total : 0, totalVariance: total / denom, mean, components };
+  return { scores, k, variances, explainedVariance: total > 0 ? captured / total : 0, totalVariance: total / denom,
+    mean, components };
 }
 
 /** Make each score column's largest-magnitude entry positive (flipping its component with it). */
@@ -252,7 +265,9 @@ function mulXB(X: Float32Array, n: number, d: number, B: Float64Array, l: number
  * per step) when available, bit-identical to the JavaScript loop; each row's sums do not depend
  * on the range.
  */
-export function mulXBRows(X: Float32Array | Float64Array, d: number, B: Float64Array, l: number, out: Float64Array, r0: number, r1: number): void {
+export function mulXBRows(X: Float32Array | Float64Array, d: number, B: Float64Array, l: number, out: Float64Array,
+  r0: number, r1: number): void
+{
   const k = dotKernel();
   const quad = (M: Float64Array, at: number, i0: number, m: number) => {
     for (let r = 0; r < m; r++) {
@@ -269,7 +284,9 @@ export function mulXBRows(X: Float32Array | Float64Array, d: number, B: Float64A
  * B in blocks of four columns [⌈l/4⌉][len][4], then the quad, then the sums [4][OUT_STRIDE].
  * False, with nothing written, when the kernel's memory cannot hold that.
  */
-export function productByQuads(k: DotSimd, len: number, B: Float64Array, l: number, out: Float64Array, q0: number, q1: number, quad: (M: Float64Array, at: number, q: number, m: number) => void): boolean {
+export function productByQuads(k: DotSimd, len: number, B: Float64Array, l: number, out: Float64Array, q0: number,
+  q1: number, quad: (M: Float64Array, at: number, q: number, m: number) => void): boolean
+{
   const qpAt = Math.ceil(l / 4) * 4 * len;
   const outAt = qpAt + 4 * len;
   if (!k.ensure((outAt + 4 * OUT_STRIDE) * 8)) return false;
@@ -286,14 +303,17 @@ export function productByQuads(k: DotSimd, len: number, B: Float64Array, l: numb
     for (let cs = 0; cs < l; cs += OUT_STRIDE) {
       const w = Math.min(OUT_STRIDE, l - cs);
       k.dots(qpAt * 8, cs * len * 8, Math.ceil(w / 4), len, outAt * 8, 0, 0);
-      for (let r = 0; r < m; r++) out.set(M.subarray(outAt + r * OUT_STRIDE, outAt + r * OUT_STRIDE + w), (q + r) * l + cs);
+      for (let r = 0; r < m; r++)
+        out.set(M.subarray(outAt + r * OUT_STRIDE, outAt + r * OUT_STRIDE + w), (q + r) * l + cs);
     }
   }
   return true;
 }
 
 /** The JavaScript loop of mulXBRows, four rows at a time (B streamed once per block). */
-export function mulXBRowsJs(X: Float32Array | Float64Array, d: number, B: Float64Array, l: number, out: Float64Array, r0: number, r1: number): void {
+export function mulXBRowsJs(X: Float32Array | Float64Array, d: number, B: Float64Array, l: number, out: Float64Array,
+  r0: number, r1: number): void
+{
   const n = r1;
   let i = r0;
   for (; i + 4 <= n; i += 4) {
@@ -344,7 +364,9 @@ function mulXtB(X: Float32Array, n: number, d: number, B: Float64Array, l: numbe
  * four columns of B per step) when available, bit-identical to the JavaScript loop; each output
  * row's sums do not depend on the range.
  */
-export function mulXtBCols(X: Float32Array | Float64Array, n: number, d: number, B: Float64Array, l: number, out: Float64Array, j0: number, j1: number): void {
+export function mulXtBCols(X: Float32Array | Float64Array, n: number, d: number, B: Float64Array, l: number,
+  out: Float64Array, j0: number, j1: number): void
+{
   const k = dotKernel();
   const quad = (M: Float64Array, at: number, jq: number, m: number) => {
     for (let i = 0; i < n; i++) {
@@ -352,11 +374,14 @@ export function mulXtBCols(X: Float32Array | Float64Array, n: number, d: number,
       for (let r = 0; r < m; r++) M[at + 4 * i + r] = X[xo + r];
     }
   };
-  if (!k || j1 <= j0 || n === 0 || !productByQuads(k, n, B, l, out, j0, j1, quad)) mulXtBColsJs(X, n, d, B, l, out, j0, j1);
+  if (!k || j1 <= j0 || n === 0 || !productByQuads(k, n, B, l, out, j0, j1, quad))
+    mulXtBColsJs(X, n, d, B, l, out, j0, j1);
 }
 
 /** The JavaScript loop of mulXtBCols: rows of X in order, each adding its products to every output. */
-export function mulXtBColsJs(X: Float32Array | Float64Array, n: number, d: number, B: Float64Array, l: number, out: Float64Array, j0: number, j1: number): void {
+export function mulXtBColsJs(X: Float32Array | Float64Array, n: number, d: number, B: Float64Array, l: number,
+  out: Float64Array, j0: number, j1: number): void
+{
   for (let i = 0; i < n; i++) {
     const xo = i * d;
     const bo = i * l;

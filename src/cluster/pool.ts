@@ -30,7 +30,9 @@ export class ClusterPool extends TsnePool implements MatMulPool {
     const B = sharedF64(req.B);
     const out = new Float64Array(new SharedArrayBuffer(rowsOut * l * 8));
     const rs = this.ranges(rowsOut);
-    const pending = this.workers.map((w, i) => this.call(w, { cmd: 'mul', op, X, n, d, B, l, out, start: rs[i][0], end: rs[i][1] }));
+    const pending = this.workers.map((w, i) =>
+      this.call(w, { cmd: 'mul', op, X, n, d, B, l, out, start: rs[i][0], end: rs[i][1] })
+    );
     const [s, e] = rs[rs.length - 1];
     if (op === 'xb') mulXBRows(X, d, B, l, out, s, e);
     else mulXtBCols(X, n, d, B, l, out, s, e);
@@ -42,14 +44,19 @@ export class ClusterPool extends TsnePool implements MatMulPool {
    * The cross-validated probe's scores for each label permutation on fixed prepared folds ([R][3]:
    * accuracy, balanced accuracy, macro-F1; one task per permutation); `onDone` is called after each.
    */
-  async probeScores(folds: PreparedFold[], n: number, perms: Int32Array[], nClasses: number, opts: ProbeOptions, seed: number, onDone?: () => void): Promise<Float64Array> {
+  async probeScores(folds: PreparedFold[], n: number, perms: Int32Array[], nClasses: number, opts: ProbeOptions,
+    seed: number, onDone?: () => void): Promise<Float64Array>
+  {
     // the fold matrices go to shared memory once; each task then only names a labelling
-    const shared = folds.map((f) => ({ train: f.train, test: f.test, d: f.d, Xtr: sharedF64(f.Xtr), Xte: sharedF64(f.Xte) }));
+    const shared = folds.map((f) => ({ train: f.train, test: f.test, d: f.d, Xtr: sharedF64(f.Xtr),
+      Xte: sharedF64(f.Xte) })
+    );
     // each task's three scores land in its own slice of one shared array
     const res = new Float64Array(new SharedArrayBuffer(3 * 8 * perms.length));
     await this.tasks(
       perms.length,
-      (r) => ({ cmd: 'probe', folds: shared, n, labels: perms[r], nClasses, opts, seed, res: res.subarray(3 * r, 3 * r + 3) }),
+      (r) => ({ cmd: 'probe', folds: shared, n, labels: perms[r], nClasses, opts, seed,
+        res: res.subarray(3 * r, 3 * r + 3) }),
       (r) => res.set(probeNullScores(shared, n, [perms[r]], nClasses, opts, seed), 3 * r),
       () => onDone?.(),
     );
@@ -64,19 +71,33 @@ export class ClusterPool extends TsnePool implements MatMulPool {
    * in-fold reductions it kept for an earlier probe on the same labels. Identical to repeatedCv
    * in one thread.
    */
-  async repeatedCv(blocks: Block[], n: number, labels: Int32Array, nClasses: number, opts: ProbeOptions, onDone?: () => void): Promise<RepeatedCv> {
+  async repeatedCv(blocks: Block[], n: number, labels: Int32Array, nClasses: number, opts: ProbeOptions,
+    onDone?: () => void): Promise<RepeatedCv>
+  {
     const R = Math.max(1, opts.repeats ?? 1);
     const seed = opts.seed ?? 0;
-    const share = (a: Float64Array | Float32Array) => (a instanceof Float64Array && a.buffer instanceof SharedArrayBuffer ? a : sharedF64(a));
+    const share = (
+      a: Float64Array | Float32Array,
+    ) => (a instanceof Float64Array && a.buffer instanceof SharedArrayBuffer ? a : sharedF64(a));
     // a Gram matrix goes with both triangles filled, once for all threads (gramPcaProject reads it along rows)
-    const shared = blocks.map((b) => ({ X: share(b.X), d: b.d, key: b.key, ...(b.gram ? { gram: b.gramFull ? share(b.gram) : symmetricCopy(b.gram, n, new Float64Array(new SharedArrayBuffer(n * n * 8))), gramFull: true } : {}) }));
+    const shared = blocks.map((b) => ({ X: share(b.X), d: b.d, key: b.key,
+      ...(b.gram
+        ? {
+          gram: b.gramFull
+            ? share(b.gram)
+            : symmetricCopy(b.gram, n, new Float64Array(new SharedArrayBuffer(n * n * 8))),
+          gramFull: true,
+        }
+        : {}) })
+    );
     const preds: Int32Array[] = new Array(R);
     const chosenC: number[][] = new Array(R);
     let prepared: PreparedFold[] = [];
     const folds = foldCount(labels, nClasses, opts.folds ?? 5);
     const T = this.workers.length + 1;
     const fixed = blocks.some((b) => b.key !== undefined);
-    if (!fixed && this.workers.length > 0) return this.repeatedCvByFolds(shared, n, labels, nClasses, opts, R, seed, folds, onDone);
+    if (!fixed && this.workers.length > 0)
+      return this.repeatedCvByFolds(shared, n, labels, nClasses, opts, R, seed, folds, onDone);
     // the next repeat for thread t (0: this one): the shared queue, or its own residue class
     let next = 1;
     const own = Array.from({ length: T }, (_, t) => (t === 0 ? T : t));
@@ -119,7 +140,9 @@ export class ClusterPool extends TsnePool implements MatMulPool {
    * share in one message (a worker that asked for the next task would wait while this thread
    * computes). Identical to repeatedCv in one thread.
    */
-  private async repeatedCvByFolds(blocks: Block[], n: number, labels: Int32Array, nClasses: number, opts: ProbeOptions, R: number, seed: number, folds: number, onDone?: () => void): Promise<RepeatedCv> {
+  private async repeatedCvByFolds(blocks: Block[], n: number, labels: Int32Array, nClasses: number, opts: ProbeOptions,
+    R: number, seed: number, folds: number, onDone?: () => void): Promise<RepeatedCv>
+  {
     const counts = Array.from({ length: R }, (_, r) => foldSplits(labels, nClasses, opts, seed + r).length);
     const F = Math.max(...counts);
     const all: [number, number][] = [];
@@ -127,10 +150,15 @@ export class ClusterPool extends TsnePool implements MatMulPool {
     const W = this.workers.length;
     const mineCount = Math.max(counts[0], Math.floor(all.length / (W + 1)));
     const rest = all.slice(mineCount);
-    const shares = Array.from({ length: W }, (_, w) => rest.slice(Math.floor((w * rest.length) / W), Math.floor(((w + 1) * rest.length) / W)));
+    const shares = Array.from({ length: W },
+      (_, w) => rest.slice(Math.floor((w * rest.length) / W), Math.floor(((w + 1) * rest.length) / W)));
     const preds = new Int32Array(new SharedArrayBuffer(R * n * 4));
     const cs = new Float64Array(new SharedArrayBuffer(R * F * 8));
-    const pending = this.workers.map((w, i) => (shares[i].length ? this.call(w, { cmd: 'cvfolds', blocks, labels, nClasses, opts, seed, tasks: shares[i], preds, cs, n, F }) : Promise.resolve()));
+    const pending = this.workers.map((w,
+      i) => (shares[i].length
+        ? this.call(w, { cmd: 'cvfolds', blocks, labels, nClasses, opts, seed, tasks: shares[i], preds, cs, n, F })
+        : Promise.resolve())
+    );
     const prepared: PreparedFold[] = [];
     const left = Int32Array.from(counts);
     const finished = (r: number) => {
@@ -155,7 +183,9 @@ export class ClusterPool extends TsnePool implements MatMulPool {
   }
 
   /** Euclidean and cosine distance matrices through a Gram matrix split by rows (balanced by triangle area). */
-  async gramDistances(X: Float64Array, n: number, d: number): Promise<{ euclidean: Float64Array; cosine: Float64Array; gram: Float64Array }> {
+  async gramDistances(X: Float64Array, n: number,
+    d: number): Promise<{ euclidean: Float64Array; cosine: Float64Array; gram: Float64Array }>
+  {
     const G = await this.gram(X, n, d);
     return { ...distancesFromGram(G, n), gram: G };
   }
@@ -167,7 +197,9 @@ export class ClusterPool extends TsnePool implements MatMulPool {
     const parts = this.workers.length + 1;
     const cut = (p: number) => Math.round(n - n * Math.sqrt(1 - p / parts));
     const rs: [number, number][] = Array.from({ length: parts }, (_, p) => [cut(p), cut(p + 1)]);
-    const pending = this.workers.map((w, i) => this.call(w, { cmd: 'gram', X: Xs, n, d, G, start: rs[i][0], end: rs[i][1] }));
+    const pending = this.workers.map((w, i) =>
+      this.call(w, { cmd: 'gram', X: Xs, n, d, G, start: rs[i][0], end: rs[i][1] })
+    );
     const [s, e] = rs[rs.length - 1];
     gramRows(Xs, n, d, G, s, e);
     await Promise.all(pending);
@@ -179,11 +211,12 @@ export class ClusterPool extends TsnePool implements MatMulPool {
     const Ds = sharedF64(D);
     const out = new Float64Array(new SharedArrayBuffer(perms.length * 8));
     const rs = this.ranges(perms.length);
-    const pending = this.workers.map((w, i) => this.call(w, { cmd: 'sil', D: Ds, n, perms: perms.slice(rs[i][0], rs[i][1]), offset: rs[i][0], nClasses, out }));
+    const pending = this.workers.map((w, i) =>
+      this.call(w, { cmd: 'sil', D: Ds, n, perms: perms.slice(rs[i][0], rs[i][1]), offset: rs[i][0], nClasses, out })
+    );
     const [s, e] = rs[rs.length - 1];
     out.set(silhouetteMeans(Ds, n, perms.slice(s, e), nClasses), s);
     await Promise.all(pending);
     return Float64Array.from(out);
   }
-
 }

@@ -67,7 +67,9 @@ export function stratifiedFolds(labels: Int32Array, nClasses: number, folds: num
  * then the first. With `seed` null the folds are scikit-learn's (shuffle=False) exactly, given
  * groups and classes numbered in sorted order of their values.
  */
-export function stratifiedGroupFolds(labels: Int32Array, groups: Int32Array, nClasses: number, folds: number, seed: number | null): Int32Array {
+export function stratifiedGroupFolds(labels: Int32Array, groups: Int32Array, nClasses: number, folds: number,
+  seed: number | null): Int32Array
+{
   const n = labels.length;
   let G = 0;
   for (let i = 0; i < n; i++) G = Math.max(G, groups[i] + 1);
@@ -90,7 +92,9 @@ export function stratifiedGroupFolds(labels: Int32Array, groups: Int32Array, nCl
   if (seed !== null) new Rng(seed).shuffle(order);
   const spread = Float64Array.from({ length: G }, (_, g) => sd(K, (c) => counts[g * K + c]));
   // a stable sort by decreasing spread (numpy's argsort(-spread, kind='mergesort'))
-  const ranked = order.map((g, pos) => ({ g, pos })).sort((a, b) => spread[b.g] - spread[a.g] || a.pos - b.pos).map((x) => x.g);
+  const ranked = order.map((g, pos) => ({ g, pos })).sort((a, b) => spread[b.g] - spread[a.g] || a.pos - b.pos).map((
+    x,
+  ) => x.g);
   const perFold = new Float64Array(folds * K);
   const size = new Float64Array(folds);
   const foldOf = new Int32Array(G);
@@ -133,13 +137,17 @@ export interface FitResult {
  * (same layout as the result) starts L-BFGS there instead of at zero (the cross-validation never
  * does: every fit starts cold, so no fold sees a solution trained on its own test items).
  */
-export function fitLogistic(X: Float64Array, n: number, d: number, y: Int32Array, C: number, nClasses: number, maxIter = 200, tol = 1e-4, start?: Float64Array, useKernel = true, sampleWeights?: Float64Array): FitResult {
+export function fitLogistic(X: Float64Array, n: number, d: number, y: Int32Array, C: number, nClasses: number,
+  maxIter = 200, tol = 1e-4, start?: Float64Array, useKernel = true, sampleWeights?: Float64Array): FitResult
+{
   const K = nClasses;
   const bo = K * d;
   // Weights class-major inside the solver ([K][d], then the K biases; see logistic.ts).
   const f = logisticObjective(X, n, d, y, K, 1 / C, useKernel, sampleWeights);
   const Wt = new Float64Array((d + 1) * K);
-  if (start) for (let j = 0; j <= d; j++) for (let c = 0; c < K; c++) Wt[j < d ? c * d + j : bo + c] = start[j * K + c];
+  if (start) {
+    for (let j = 0; j <= d; j++) for (let c = 0; c < K; c++) Wt[j < d ? c * d + j : bo + c] = start[j * K + c];
+  }
   const iterations = lbfgs(f, Wt, maxIter, 10, tol);
   // back to the feature-major layout of FitResult
   const W = new Float64Array((d + 1) * K);
@@ -167,7 +175,9 @@ export function predictLogistic(W: Float64Array, X: Float64Array, n: number, d: 
 }
 
 /** Minimize f (returns loss, fills gradient) from x in place; returns iterations used. */
-export function lbfgs(f: (x: Float64Array, g: Float64Array) => number, x: Float64Array, maxIter: number, mem = 10, tol = 1e-6): number {
+export function lbfgs(f: (x: Float64Array, g: Float64Array) => number, x: Float64Array, maxIter: number, mem = 10,
+  tol = 1e-6): number
+{
   const relTol = 1e-3 * tol;
   const m = x.length;
   const g = new Float64Array(m);
@@ -266,4 +276,3 @@ export function lbfgs(f: (x: Float64Array, g: Float64Array) => number, x: Float6
   }
   return it;
 }
-

@@ -83,8 +83,12 @@ export function foldCount(labels: Int32Array, nClasses: number, folds = 5, group
 }
 
 /** The fold of each sample: stratified, or with `groups` stratified group folds (groups kept whole). */
-export function foldsOf(labels: Int32Array, nClasses: number, folds: number, seed: number, groups?: Int32Array): Int32Array {
-  return groups ? stratifiedGroupFolds(labels, groups, nClasses, folds, seed) : stratifiedFolds(labels, nClasses, folds, seed);
+export function foldsOf(labels: Int32Array, nClasses: number, folds: number, seed: number,
+  groups?: Int32Array): Int32Array
+{
+  return groups
+    ? stratifiedGroupFolds(labels, groups, nClasses, folds, seed)
+    : stratifiedFolds(labels, nClasses, folds, seed);
 }
 
 /** Rows of `fold` equal to f (test) and the others (train). */
@@ -162,7 +166,9 @@ const sketched = new WeakMap<object, { seed: number; l: number; XO: Float64Array
  * reduceBlock through the Gram matrix (gramPcaProject): X Ω is computed once per block and
  * seed for all its rows (each fold's training rows take theirs), the rest from the Gram matrix.
  */
-function gramReduce(b: Block, gram: Float64Array, train: Int32Array, test: Int32Array, k: number, seed: number): ReducedPart {
+function gramReduce(b: Block, gram: Float64Array, train: Int32Array, test: Int32Array, k: number,
+  seed: number): ReducedPart
+{
   const n = b.X.length / b.d;
   const l = k + 10;
   let s = sketched.get(b.X);
@@ -191,7 +197,9 @@ const sameRows = (a: Int32Array, b: Int32Array) => a.length === b.length && a.ev
  * incremental probe) share its reductions. The parts are never written to after (prepareFold
  * copies them), so sharing them changes no number.
  */
-function reducedParts(b: Block, key: string, train: Int32Array, test: Int32Array, k: number, seed: number): ReducedPart {
+function reducedParts(b: Block, key: string, train: Int32Array, test: Int32Array, k: number,
+  seed: number): ReducedPart
+{
   let h = 0x811c9dc5;
   for (let i = 0; i < train.length; i++) h = Math.imul(h ^ train[i], 0x01000193) >>> 0;
   const id = `${key}\u0000${b.d}\u0000${k}\u0000${seed}\u0000${train.length}\u0000${test.length}\u0000${h}`;
@@ -212,7 +220,8 @@ function reducedParts(b: Block, key: string, train: Int32Array, test: Int32Array
   return part;
 }
 
-const bytesOf = (p: ReducedPart, train: Int32Array, test: Int32Array) => 8 * (p.tr.length + p.te.length) + 4 * (train.length + test.length);
+const bytesOf = (p: ReducedPart, train: Int32Array, test: Int32Array) =>
+  8 * (p.tr.length + p.te.length) + 4 * (train.length + test.length);
 
 function forget(id: string): void {
   const e = kept.get(id);
@@ -232,12 +241,17 @@ export function blockKey(prefix: string): string {
  * (when `k` is below its dimension and the training size), concatenated, standardized with the
  * training rows' mean and standard deviation (a constant column keeps sd 1).
  */
-export function prepareFold(blocks: Block[], train: Int32Array, test: Int32Array, k: number, seed: number): PreparedFold {
+export function prepareFold(blocks: Block[], train: Int32Array, test: Int32Array, k: number,
+  seed: number): PreparedFold
+{
   const parts: ReducedPart[] = [];
   for (const b of blocks) {
     const reduce = k > 0 && k < b.d && k < train.length;
     if (!reduce) parts.push({ tr: rowsOf(b.X, b.d, train), te: rowsOf(b.X, b.d, test), d: b.d });
-    else parts.push(b.key === undefined ? reduceBlock(b, train, test, k, seed) : reducedParts(b, b.key, train, test, k, seed));
+    else
+      parts.push(
+        b.key === undefined ? reduceBlock(b, train, test, k, seed) : reducedParts(b, b.key, train, test, k, seed),
+      );
   }
   const d = parts.reduce((a, p) => a + p.d, 0);
   const glue = (m: number, pick: (p: (typeof parts)[number]) => Float64Array) => {
@@ -265,11 +279,13 @@ export function standardize(A: Float64Array, n: number, d: number, B?: Float64Ar
   for (let i = 0; i < n; i++) for (let j = 0; j < d; j++) sd[j] += (A[i * d + j] - mean[j]) ** 2;
   for (let j = 0; j < d; j++) sd[j] = Math.sqrt(sd[j] / Math.max(n, 1)) || 1;
   for (let i = 0; i < n; i++) for (let j = 0; j < d; j++) A[i * d + j] = (A[i * d + j] - mean[j]) / sd[j];
-  if (B) for (let i = 0; i < m; i++) for (let j = 0; j < d; j++) B[i * d + j] = (B[i * d + j] - mean[j]) / sd[j];
+  if (B) { for (let i = 0; i < m; i++) for (let j = 0; j < d; j++) B[i * d + j] = (B[i * d + j] - mean[j]) / sd[j]; }
 }
 
 /** Class weights n / (K · n_c) of labels y (K: the classes present), per sample; null unless 'balanced'. */
-export function sampleWeights(y: Int32Array, nClasses: number, mode: ProbeOptions['classWeight']): Float64Array | undefined {
+export function sampleWeights(y: Int32Array, nClasses: number, mode: ProbeOptions['classWeight']): Float64Array
+  | undefined
+{
   if (mode !== 'balanced') return undefined;
   const counts = new Float64Array(nClasses);
   for (let i = 0; i < y.length; i++) counts[y[i]]++;
@@ -284,8 +300,11 @@ export function sampleWeights(y: Int32Array, nClasses: number, mode: ProbeOption
  * (at C = 1e-4 on test/goldens/probe-c, 87 of 96 predictions as scikit-learn's at 1e-4, all 96
  * at 1e-4 · C).
  */
-export function fitPredict(X: Float64Array, n: number, d: number, y: Int32Array, Z: Float64Array, m: number, nClasses: number, C: number, opts: ProbeOptions): Int32Array {
-  const { W } = fitLogistic(X, n, d, y, C, nClasses, opts.maxIter ?? 100, 1e-4 * Math.min(1, C), undefined, true, sampleWeights(y, nClasses, opts.classWeight));
+export function fitPredict(X: Float64Array, n: number, d: number, y: Int32Array, Z: Float64Array, m: number,
+  nClasses: number, C: number, opts: ProbeOptions): Int32Array
+{
+  const { W } = fitLogistic(X, n, d, y, C, nClasses, opts.maxIter ?? 100, 1e-4 * Math.min(1, C), undefined, true,
+    sampleWeights(y, nClasses, opts.classWeight));
   return predictLogistic(W, Z, m, d, nClasses);
 }
 
@@ -294,7 +313,9 @@ export function fitPredict(X: Float64Array, n: number, d: number, y: Int32Array,
  * inner folds use seed `seed`): the score the probe reports, balanced accuracy, unless
  * `opts.cScore` says accuracy; ties go to the earlier value, as scikit-learn's GridSearchCV.
  */
-export function chooseC(X: Float64Array, n: number, d: number, y: Int32Array, nClasses: number, grid: number[], opts: ProbeOptions, seed: number): number {
+export function chooseC(X: Float64Array, n: number, d: number, y: Int32Array, nClasses: number, grid: number[],
+  opts: ProbeOptions, seed: number): number
+{
   if (grid.length === 1) return grid[0];
   const folds = foldCount(y, nClasses, opts.innerFolds ?? 3, opts.groups);
   return chooseCOnFolds(X, d, y, nClasses, grid, opts, foldsOf(y, nClasses, folds, seed, opts.groups), folds).C;
@@ -305,7 +326,9 @@ export function chooseC(X: Float64Array, n: number, d: number, y: Int32Array, nC
  * the folds of that fold's score (GridSearchCV's mean_test_score), with the fold's training rows
  * weighted as `opts.classWeight` says.
  */
-export function chooseCOnFolds(X: Float64Array, d: number, y: Int32Array, nClasses: number, grid: number[], opts: ProbeOptions, fold: Int32Array, folds: number): { C: number; scores: number[] } {
+export function chooseCOnFolds(X: Float64Array, d: number, y: Int32Array, nClasses: number, grid: number[],
+  opts: ProbeOptions, fold: Int32Array, folds: number): { C: number; scores: number[] }
+{
   const score = opts.cScore ?? 'balancedAccuracy';
   const sums = new Float64Array(grid.length);
   let used = 0;
@@ -329,16 +352,22 @@ export function chooseCOnFolds(X: Float64Array, d: number, y: Int32Array, nClass
 }
 
 /** Predictions of one prepared fold's test rows for labels `labels` (C fixed, or chosen by nested CV). */
-export function predictFold(pf: PreparedFold, labels: Int32Array, nClasses: number, opts: ProbeOptions, seed: number): { pred: Int32Array; C: number } {
+export function predictFold(pf: PreparedFold, labels: Int32Array, nClasses: number, opts: ProbeOptions,
+  seed: number): { pred: Int32Array; C: number }
+{
   const yt = Int32Array.from(pf.train, (i) => labels[i]);
   const g = opts.groups;
   const inner = g ? { ...opts, groups: Int32Array.from(pf.train, (i) => g[i]!) } : opts;
-  const C = opts.cGrid?.length ? chooseC(pf.Xtr, pf.train.length, pf.d, yt, nClasses, opts.cGrid, inner, seed) : opts.C ?? 1;
+  const C = opts.cGrid?.length
+    ? chooseC(pf.Xtr, pf.train.length, pf.d, yt, nClasses, opts.cGrid, inner, seed)
+    : opts.C ?? 1;
   return { pred: fitPredict(pf.Xtr, pf.train.length, pf.d, yt, pf.Xte, pf.test.length, nClasses, C, opts), C };
 }
 
 /** The prepared folds of one repeat (seed `seed`): the fold assignment and each fold's matrices. */
-export function prepareFolds(blocks: Block[], labels: Int32Array, nClasses: number, opts: ProbeOptions, seed: number): PreparedFold[] {
+export function prepareFolds(blocks: Block[], labels: Int32Array, nClasses: number, opts: ProbeOptions,
+  seed: number): PreparedFold[]
+{
   const folds = foldCount(labels, nClasses, opts.folds ?? 5, opts.groups);
   const fold = foldsOf(labels, nClasses, folds, seed, opts.groups);
   const out: PreparedFold[] = [];
@@ -351,7 +380,9 @@ export function prepareFolds(blocks: Block[], labels: Int32Array, nClasses: numb
 }
 
 /** Out-of-fold predictions over prepared folds. */
-export function predictPrepared(folds: PreparedFold[], n: number, labels: Int32Array, nClasses: number, opts: ProbeOptions, seed: number): CvRun {
+export function predictPrepared(folds: PreparedFold[], n: number, labels: Int32Array, nClasses: number,
+  opts: ProbeOptions, seed: number): CvRun
+{
   const pred = new Int32Array(n);
   const chosenC: number[] = [];
   folds.forEach((pf, f) => {
@@ -363,7 +394,9 @@ export function predictPrepared(folds: PreparedFold[], n: number, labels: Int32A
 }
 
 /** The non-empty folds of one repeat (fold seed `seed`): each fold's training and test rows, in fold order. */
-export function foldSplits(labels: Int32Array, nClasses: number, opts: ProbeOptions, seed: number): { train: Int32Array; test: Int32Array }[] {
+export function foldSplits(labels: Int32Array, nClasses: number, opts: ProbeOptions,
+  seed: number): { train: Int32Array; test: Int32Array }[]
+{
   const folds = foldCount(labels, nClasses, opts.folds ?? 5, opts.groups);
   const fold = foldsOf(labels, nClasses, folds, seed, opts.groups);
   const out: { train: Int32Array; test: Int32Array }[] = [];
@@ -379,7 +412,9 @@ export function foldSplits(labels: Int32Array, nClasses: number, opts: ProbeOpti
  * predictions of its test rows and its C, exactly as cvRun computes that fold (the folds of a
  * repeat do not depend on each other, so they can run on any thread in any order).
  */
-export function cvFold(blocks: Block[], labels: Int32Array, nClasses: number, opts: ProbeOptions, seed: number, j: number): { fold: PreparedFold; pred: Int32Array; C: number } {
+export function cvFold(blocks: Block[], labels: Int32Array, nClasses: number, opts: ProbeOptions, seed: number,
+  j: number): { fold: PreparedFold; pred: Int32Array; C: number }
+{
   const { train, test } = foldSplits(labels, nClasses, opts, seed)[j];
   const fold = prepareFold(blocks, train, test, opts.pca ?? 0, seed);
   const r = predictFold(fold, labels, nClasses, opts, seed + 7919 * (j + 1));
@@ -387,13 +422,17 @@ export function cvFold(blocks: Block[], labels: Int32Array, nClasses: number, op
 }
 
 /** One repeat of the stratified k-fold CV with fold seed `seed`. */
-export function cvRun(blocks: Block[], n: number, labels: Int32Array, nClasses: number, opts: ProbeOptions, seed: number): CvRun & { folds: PreparedFold[] } {
+export function cvRun(blocks: Block[], n: number, labels: Int32Array, nClasses: number, opts: ProbeOptions,
+  seed: number): CvRun & { folds: PreparedFold[] }
+{
   const folds = prepareFolds(blocks, labels, nClasses, opts, seed);
   return { ...predictPrepared(folds, n, labels, nClasses, opts, seed), folds };
 }
 
 /** Out-of-fold predictions of one k-fold CV of X [n, d] (fold seed opts.seed). */
-export function crossValidatedPredictions(X: Float64Array, n: number, d: number, labels: Int32Array, nClasses: number, opts: ProbeOptions = {}): Int32Array {
+export function crossValidatedPredictions(X: Float64Array, n: number, d: number, labels: Int32Array, nClasses: number,
+  opts: ProbeOptions = {}): Int32Array
+{
   return cvRun([{ X, d }], n, labels, nClasses, opts, opts.seed ?? 0).pred;
 }
 
@@ -402,7 +441,9 @@ export function crossValidatedPredictions(X: Float64Array, n: number, d: number,
  * `perms` on fixed prepared folds (the permutation null: the features, their in-fold PCA and the
  * fold partition stay; only the labels move).
  */
-export function probeNullPrepared(folds: PreparedFold[], n: number, perms: Int32Array[], nClasses: number, opts: ProbeOptions, seed: number, onOne?: () => void): Float64Array {
+export function probeNullPrepared(folds: PreparedFold[], n: number, perms: Int32Array[], nClasses: number,
+  opts: ProbeOptions, seed: number, onOne?: () => void): Float64Array
+{
   const out = new Float64Array(3 * perms.length);
   perms.forEach((pl, r) => {
     const s = classScores(pl, predictPrepared(folds, n, pl, nClasses, opts, seed).pred, nClasses);
@@ -415,7 +456,9 @@ export function probeNullPrepared(folds: PreparedFold[], n: number, perms: Int32
 }
 
 /** `opts.repeats` repeats of the stratified k-fold CV (repeat r: fold seed opts.seed + r). */
-export function repeatedCv(blocks: Block[], n: number, labels: Int32Array, nClasses: number, opts: ProbeOptions = {}, onRepeat?: () => void): RepeatedCv {
+export function repeatedCv(blocks: Block[], n: number, labels: Int32Array, nClasses: number, opts: ProbeOptions = {},
+  onRepeat?: () => void): RepeatedCv
+{
   const R = Math.max(1, opts.repeats ?? 1);
   const seed = opts.seed ?? 0;
   const preds: Int32Array[] = [];
@@ -461,7 +504,9 @@ export const PROBE_C_GRID = [0.0001, 0.001, 0.01, 0.1, 1, 10];
  * PROBE_C_GRID, the default; class weights 'balanced' by default, so that the fit serves the
  * balanced accuracy it is chosen and reported by).
  */
-export function probeSettings(folds = 5, repeats = DEFAULT_PROBE_REPEATS, c: number | 'nested' = 'nested', classWeight: 'balanced' | null = 'balanced'): ProbeOptions & { folds: number } {
+export function probeSettings(folds = 5, repeats = DEFAULT_PROBE_REPEATS, c: number | 'nested' = 'nested',
+  classWeight: 'balanced' | null = 'balanced'): ProbeOptions & { folds: number }
+{
   return { folds, repeats, ...(c === 'nested' ? { cGrid: PROBE_C_GRID } : { C: c }), classWeight };
 }
 
@@ -470,7 +515,9 @@ export function probeSettings(folds = 5, repeats = DEFAULT_PROBE_REPEATS, c: num
  * null when C was fixed or the grid has one value. A choice there may mean the best C lies
  * beyond the grid.
  */
-export function gridEdge(cv: { chosenC: number[][] }, grid: number[] | undefined): { low: number; high: number; of: number } | null {
+export function gridEdge(cv: { chosenC: number[][] }, grid: number[] | undefined): { low: number; high: number;
+  of: number } | null
+{
   if (!grid || grid.length < 2) return null;
   const all = cv.chosenC.flat();
   const lo = Math.min(...grid);

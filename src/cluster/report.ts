@@ -58,13 +58,15 @@ export function scatterPayload(c: ClusterData, model: ReportRun): ScatterPayload
   let text: (string | undefined)[] | undefined = coords.text;
   if (!text) {
     const byId = new Map<string, string>();
-    for (const s of model.samples as (typeof model.samples[number] & { text?: string })[]) if (typeof s.text === 'string') byId.set(s.id, s.text);
+    for (const s of model.samples as (typeof model.samples[number] & { text?: string })[])
+      if (typeof s.text === 'string') byId.set(s.id, s.text);
     if (byId.size) text = coords.ids.map((id) => byId.get(id));
   }
   const hover = coords.ids.map((id, i) => hoverText(id, coords.labels[i]!, text?.[i]));
   const by = c.settings?.by ?? 'label';
   const axes = labelAxes(model, coords.ids, by);
-  const fits = axisFits(x, y, [{ axis: by, codes: Int32Array.from(g), classes: groups.length }, ...axes.map((a) => ({ axis: a.axis, codes: Int32Array.from(a.v), classes: a.values.length }))]);
+  const fits = axisFits(x, y, [{ axis: by, codes: Int32Array.from(g), classes: groups.length },
+    ...axes.map((a) => ({ axis: a.axis, codes: Int32Array.from(a.v), classes: a.values.length }))]);
   return { groups, g, x, y, hover, by, axes, fits };
 }
 
@@ -90,7 +92,7 @@ function labelAxes(model: ReportRun, ids: string[], by: string): { axis: string;
     const v = ids.map((id) => {
       const val = o ? o.values[id] ?? o.default : byId.get(id)?.[axis] ?? '(none)';
       let k = index.get(val);
-      if (k === undefined) index.set(val, (k = values.push(val) - 1));
+      if (k === undefined) index.set(val, k = values.push(val) - 1);
       return k;
     });
     if (values.length >= 2 && values.length <= MAX_AXIS_VALUES) out.push({ axis, values, v });
@@ -102,7 +104,8 @@ export const REPORT: ReportModule<ClusterData, Pick<RunPayload, 'scatter' | 'clu
   // Named by --cluster-dir: results that do not belong are errors; found in the run (RUN/cluster, or by --by), left out with a note.
   load: ({ runDir, manifest, samples, given, by }) => {
     if (given !== undefined) return readCluster(path.resolve(given), runDir, manifest, samples, true);
-    return readCluster(by === undefined ? clusterDir(runDir) : clusterDir(runDir, { manifest, by }), runDir, manifest, samples, false);
+    return readCluster(by === undefined ? clusterDir(runDir) : clusterDir(runDir, { manifest, by }), runDir, manifest,
+      samples, false);
   },
   payload: (c, run) => ({ scatter: scatterPayload(c, run), cluster: { metrics: c.metrics, settings: c.settings } }),
   absent: { scatter: null, cluster: null },
@@ -111,6 +114,9 @@ export const REPORT: ReportModule<ClusterData, Pick<RunPayload, 'scatter' | 'clu
     read: (dir, { runDir, manifest, samples }) => readCluster(dir, runDir, manifest, samples, false),
     dir: (c) => c.dir,
     axis: (c) => c.settings?.by,
-    shown: (c, rel) => (c.settings ? `the map and separation by ${c.settings.by} at ${c.settings.point} (${rel(c.dir)}/)` : null),
+    shown: (c,
+      rel) => (c.settings
+        ? `the map and separation by ${c.settings.by} at ${c.settings.point} (${rel(c.dir)}/)`
+        : null),
   },
 };

@@ -34,7 +34,8 @@ import { readSafetensorsHeader, readTensorFloat32 } from '../formats/safetensors
 import { LOBES_VERSION } from '../version.js';
 import { FINAL_HIDDEN, parseHook, sitePool } from '../hooks.js';
 import type { RunReader } from '../store/types.js';
-import type { BaselineMetrics, ClassifierMetrics, ClusterCoords, ClusterItems, ClusterMetrics, ClusterSettings, IncrementalMetrics, ProbeComparison, SpaceMetrics, SweepPoint } from './types.js';
+import type { BaselineMetrics, ClassifierMetrics, ClusterCoords, ClusterItems, ClusterMetrics, ClusterSettings,
+  IncrementalMetrics, ProbeComparison, SpaceMetrics, SweepPoint } from './types.js';
 import { permutationDesign } from './metrics.js';
 import { readNpy } from './npy.js';
 import { clusterDir, writeClusterFiles } from './store.js';
@@ -44,7 +45,8 @@ import { pca, pcaParallel } from './pca.js';
 import { ClusterPool } from './pool.js';
 import { Tsne } from './tsne-pca.js';
 import { checkPerplexity } from '../tsne/affinity.js';
-import { chanceOf, checkSweepInput, METRICS_CSV_HEADER, layerSweep, stratifiedSample, metricsCsvRows, separation, type Coded, type Features, type MeasureContext, type MetricSample, type RunPca } from './measure.js';
+import { chanceOf, checkSweepInput, METRICS_CSV_HEADER, layerSweep, stratifiedSample, metricsCsvRows, separation,
+  type Coded, type Features, type MeasureContext, type MetricSample, type RunPca } from './measure.js';
 import { baselineModelDir, baselineModelInput, lengthControl, tokenBaselines } from './baseline.js';
 import { probeSettings } from './probecv.js';
 import { adjustFamilies } from './multiplicity.js';
@@ -104,7 +106,9 @@ export function readLabelsFile(file: string): string[] {
   const lines = text.split('\n').map((l) => l.replace(/\r$/, ''));
   if (lines.length && lines[lines.length - 1] === '') lines.pop();
   lines.forEach((l, i) => {
-    if (l.trim() === '') throw new LobesError('empty label', { file, where: `line ${i + 1}`, hint: 'every row of the matrix needs a label' });
+    if (l.trim() === '')
+      throw new LobesError('empty label', { file, where: `line ${i + 1}`,
+        hint: 'every row of the matrix needs a label' });
   });
   return lines;
 }
@@ -132,8 +136,16 @@ async function loadInput(input: RunReader | string, opts: StageOptions): Promise
     const n = labels.length;
     const text = pick(run.samples.map((s) => s.text ?? ''));
     // the items' groups: --group AXIS, else the axis a dataset's group=FIELD wrote (null: none)
-    const groupAxis = opts.group === null ? undefined : opts.group ?? (run.labelAxes().includes(GROUP_AXIS) && by !== GROUP_AXIS ? GROUP_AXIS : undefined);
-    if (groupAxis !== undefined && !run.labelAxes().includes(groupAxis)) throw new UsageError(`${opt('group', String(opts.group))}: the run has no label axis ${JSON.stringify(opts.group)} (axes: ${run.labelAxes().join(', ')})`, 'name the axis that holds each item\'s group');
+    const groupAxis = opts.group === null
+      ? undefined
+      : opts.group ?? (run.labelAxes().includes(GROUP_AXIS) && by !== GROUP_AXIS ? GROUP_AXIS : undefined);
+    if (groupAxis !== undefined && !run.labelAxes().includes(groupAxis))
+      throw new UsageError(
+        `${opt('group', String(opts.group))}: the run has no label axis ${JSON.stringify(opts.group)} (axes: ${
+          run.labelAxes().join(', ')
+        })`,
+        "name the axis that holds each item's group",
+      );
     const groupOf = groupAxis !== undefined ? pick(run.labels(groupAxis)) : undefined;
     const values: Record<string, number> = {};
     all.forEach((l, i) => {
@@ -163,7 +175,9 @@ async function loadInput(input: RunReader | string, opts: StageOptions): Promise
   let n: number;
   let d: number;
   if (/\.npy$/i.test(file)) {
-    if (opts.point !== undefined) throw new UsageError(`${opt('point', opts.point)}: a .npy file holds one matrix, there is nothing to pick`, `drop ${opt('point')}`);
+    if (opts.point !== undefined)
+      throw new UsageError(`${opt('point', opts.point)}: a .npy file holds one matrix, there is nothing to pick`,
+        `drop ${opt('point')}`);
     const m = readNpy(file);
     X = m.data;
     n = m.rows;
@@ -171,21 +185,37 @@ async function loadInput(input: RunReader | string, opts: StageOptions): Promise
   } else if (/\.safetensors$/i.test(file)) {
     const h = readSafetensorsHeader(file);
     const names = [...h.tensors.keys()];
-    const name = opts.point !== undefined ? (h.tensors.has(opts.point) ? opts.point : undefined) : names.length === 1 ? names[0] : undefined;
+    const name = opts.point !== undefined
+      ? (h.tensors.has(opts.point) ? opts.point : undefined)
+      : names.length === 1
+      ? names[0]
+      : undefined;
     if (!name) {
-      throw new LobesError(`${opts.point !== undefined ? `no tensor ${JSON.stringify(opts.point)}; ` : ''}the file holds ${names.length} tensor${names.length === 1 ? '' : 's'} (${names.slice(0, 8).join(', ')}${names.length > 8 ? ', …' : ''})`, {
-        file,
-        hint: `pick one with ${opt('point', 'NAME')}`,
-      });
+      throw new LobesError(
+        `${
+          opts.point !== undefined ? `no tensor ${JSON.stringify(opts.point)}; ` : ''
+        }the file holds ${names.length} tensor${names.length === 1 ? '' : 's'} (${names.slice(0, 8).join(', ')}${
+          names.length > 8 ? ', …' : ''
+        })`,
+        {
+          file,
+          hint: `pick one with ${opt('point', 'NAME')}`,
+        },
+      );
     }
     const t = h.tensors.get(name)!;
-    if (t.shape.length !== 2) throw new LobesError(`tensor has shape [${t.shape.join(', ')}]; a matrix [N, d] is needed`, { file, where: name });
+    if (t.shape.length !== 2)
+      throw new LobesError(`tensor has shape [${t.shape.join(', ')}]; a matrix [N, d] is needed`, { file,
+        where: name });
     X = readTensorFloat32(h, name);
     [n, d] = t.shape;
   } else {
     throw new LobesError('not a run directory, .npy or .safetensors file', { file });
   }
-  if (!opts.labels) throw new LobesError(`a matrix input needs ${opt('labels', 'FILE')} (one label per line, one line per row)`, { file });
+  if (!opts.labels)
+    throw new LobesError(`a matrix input needs ${opt('labels', 'FILE')} (one label per line, one line per row)`, {
+      file,
+    });
   checkRegularFile(opts.labels, 'labels file');
   const labels = readLabelsFile(opts.labels);
   const base = path.basename(file).replace(/\.(npy|safetensors)$/i, '');
@@ -199,24 +229,34 @@ async function loadInput(input: RunReader | string, opts: StageOptions): Promise
     labels,
     labelsWhere: opts.labels,
     outDir: opts.out ?? path.join(path.dirname(file), `${base}.cluster`),
-    inputSha256: { matrix: hashFileCached(file, { what: 'matrix file' }).sha256, labels: createHash('sha256').update(readFileSync(opts.labels)).digest('hex') },
+    inputSha256: { matrix: hashFileCached(file, { what: 'matrix file' }).sha256,
+      labels: createHash('sha256').update(readFileSync(opts.labels)).digest('hex') },
   };
 }
 
 function validate(inp: LoadedInput): void {
   if (inp.labels.length !== inp.n) {
-    throw new LobesError(`label count mismatch: ${inp.labels.length} labels for ${inp.n} rows`, { file: inp.labelsWhere, hint: 'give one label per matrix row' });
+    throw new LobesError(`label count mismatch: ${inp.labels.length} labels for ${inp.n} rows`, { file: inp.labelsWhere,
+      hint: 'give one label per matrix row' });
   }
   const { X, n, d } = inp;
   for (let t = 0; t < n * d; t++) {
     if (!Number.isFinite(X[t])) {
       const row = Math.floor(t / d);
-      throw new LobesError(`${Number.isNaN(X[t]) ? 'NaN' : 'infinite value'} in the matrix at row ${row} (id ${inp.ids[row]}), column ${t % d}`, { file: inp.source });
+      throw new LobesError(
+        `${Number.isNaN(X[t]) ? 'NaN' : 'infinite value'} in the matrix at row ${row} (id ${inp.ids[row]}), column ${
+          t % d
+        }`,
+        { file: inp.source },
+      );
     }
   }
   const classes = new Set(inp.labels);
   if (classes.size < 2) {
-    throw new LobesError(`fewer than 2 classes: every row has the label ${JSON.stringify(inp.labels[0] ?? '')}`, { file: inp.labelsWhere, hint: 'separation needs at least two label values' });
+    throw new LobesError(`fewer than 2 classes: every row has the label ${JSON.stringify(inp.labels[0] ?? '')}`, {
+      file: inp.labelsWhere,
+      hint: 'separation needs at least two label values',
+    });
   }
 }
 
@@ -287,11 +327,18 @@ export async function runCluster(input: RunReader | string, options: ClusterOpti
   const seed = opts.seed ?? 0;
   const perplexity = opts.perplexity ?? 30;
   // A perplexity is 2 to the entropy of a distribution: at least 1.
-  if (!(perplexity >= 1) || !Number.isFinite(perplexity)) throw new UsageError(`${opt('perplexity')} must be a number of at least 1 (the effective number of neighbours), got ${perplexity}`, 'typical values are 5 to 50');
+  if (!(perplexity >= 1) || !Number.isFinite(perplexity))
+    throw new UsageError(
+      `${opt('perplexity')} must be a number of at least 1 (the effective number of neighbours), got ${perplexity}`,
+      'typical values are 5 to 50',
+    );
   const inp = await loadInput(input, opts);
   validate(inp);
-  if (opts.group !== undefined && opts.group !== null && !inp.run) throw new UsageError(`${opt('group')} names a label axis of a run; a matrix has none`, `drop ${opt('group')}`);
-  if (opts.model !== undefined && !inp.run) throw new UsageError(`${opt('model')} names the model folder of a run (for its token baselines); a matrix has none`, `drop ${opt('model')}`);
+  if (opts.group !== undefined && opts.group !== null && !inp.run)
+    throw new UsageError(`${opt('group')} names a label axis of a run; a matrix has none`, `drop ${opt('group')}`);
+  if (opts.model !== undefined && !inp.run)
+    throw new UsageError(`${opt('model')} names the model folder of a run (for its token baselines); a matrix has none`,
+      `drop ${opt('model')}`);
   if (opts.sweep) checkSweepInput(inp.run, inp.source, sweepPool(opts, inp)); // not after the t-SNE
   // checked before the long stages: a wrong folder fails at once, not after the t-SNE
   const baselineDir = inp.run && opts.baselines !== false ? baselineModelDir(inp.run, opts.model) : undefined;
@@ -308,9 +355,15 @@ export async function runCluster(input: RunReader | string, options: ClusterOpti
   // worker threads for PCA, kNN and the gradient (results do not depend on their number)
   const threads = opts.threads ?? (await defaultThreads());
   const pool = threads > 1 && inp.n >= 2000 ? await ClusterPool.start(threads - 1) : null;
-  const runPca: RunPca = (M, rows, dim, k, po) => (pool && dim > 256 ? pcaParallel(M, rows, dim, k, po, pool) : pca(M, rows, dim, k, po));
+  const runPca: RunPca = (M, rows, dim, k,
+    po) => (pool && dim > 256 ? pcaParallel(M, rows, dim, k, po, pool) : pca(M, rows, dim, k, po));
   const st: Stage = { opts, inp, coded, seed, pool, runPca, laps, io, say };
-  if (inp.leftOut) say(`left out ${inp.leftOut.count} of ${inp.leftOut.of} items without a value on ${inp.labelsWhere} (${Object.entries(inp.leftOut.values).map(([v, c]) => `${v}: ${c}`).join(', ')}); the analysis compares the other ${inp.n}`);
+  if (inp.leftOut)
+    say(
+      `left out ${inp.leftOut.count} of ${inp.leftOut.of} items without a value on ${inp.labelsWhere} (${
+        Object.entries(inp.leftOut.values).map(([v, c]) => `${v}: ${c}`).join(', ')
+      }); the analysis compares the other ${inp.n}`,
+    );
   try {
     const features = await reduce(st);
     stage('pca');
@@ -320,7 +373,8 @@ export async function runCluster(input: RunReader | string, options: ClusterOpti
     const sample = metricSample(st);
     const ctx = context(st);
     const sep = await separation(ctx, emb.Y, sample);
-    const items: ClusterItems = { ids: Array.from(sample.rows, (r) => inp.ids[r]), classes: coded.classes, y: Array.from(sample.sub), spaces: sep.items, baselines: [] };
+    const items: ClusterItems = { ids: Array.from(sample.rows, (r) => inp.ids[r]), classes: coded.classes,
+      y: Array.from(sample.sub), spaces: sep.items, baselines: [] };
     const extra: Extra = { notes: [], baselines: [], controls: [], incremental: [], comparisons: [] };
     if (inp.run && opts.baselines !== false) {
       say('token baselines');
@@ -363,7 +417,9 @@ export async function runCluster(input: RunReader | string, options: ClusterOpti
     throwIfAborted(io.signal, 'lobes cluster', 'before writing its outputs');
     if (!opts.noWrite) {
       result.outDir = inp.outDir;
-      const inputs = inp.run ? [...runInputs(inp.run), ...baselineModelInput(inp.run, baselineDir)] : matrixInputs(inp, opts);
+      const inputs = inp.run
+        ? [...runInputs(inp.run), ...baselineModelInput(inp.run, baselineDir)]
+        : matrixInputs(inp, opts);
       const replaced = describeReplaced(result.outDir, result.settings);
       // said even with --quiet: a replaced analysis is never silent
       if (replaced) io.warn(`cluster: replacing ${result.outDir} (${replaced})`);
@@ -419,16 +475,24 @@ async function embed(st: Stage, f: Features, perplexity: number, threads: number
   const { opts, seed, pool } = st;
   // the exact neighbour search is O(N²·d): a progress bar when it may take more than a few seconds
   const n = st.inp.n;
-  const nbProg = n * n * f.fd > 2e10 ? new Progress({ label: 'cluster neighbours', total: n, unit: 'rows', io: st.io }) : null;
+  const nbProg = n * n * f.fd > 2e10
+    ? new Progress({ label: 'cluster neighbours', total: n, unit: 'rows', io: st.io })
+    : null;
   const onNeighbours = nbProg ? (done: number) => nbProg.set(done) : undefined;
-  const tsne = await Tsne.create(f.feats, n, f.fd, { affinity: { perplexity, neighbours: opts.neighbours }, optimizer: { seed, theta: opts.theta, method: opts.tsneMethod, learningRate: opts.learningRate, iterations: opts.iterations, earlyExaggeration: opts.earlyExaggeration }, execution: { threads, pool: pool ?? undefined, onNeighbours } }, (s) => st.say(s));
+  const tsne = await Tsne.create(f.feats, n, f.fd, {
+    affinity: { perplexity, neighbours: opts.neighbours },
+    optimizer: { seed, theta: opts.theta, method: opts.tsneMethod, learningRate: opts.learningRate,
+      iterations: opts.iterations, earlyExaggeration: opts.earlyExaggeration },
+    execution: { threads, pool: pool ?? undefined, onNeighbours },
+  }, (s) => st.say(s));
   nbProg?.finish();
   try {
     tsne.init();
     const prog = new Progress({ label: 'cluster t-SNE', total: tsne.opts.iterations, unit: 'iterations', io: st.io });
     await tsne.run(() => prog.tick(1));
     prog.finish();
-    return { Y: tsne.embedding, kl: tsne.klDivergence(), opts: tsne.opts, neighbourRecall: tsne.neighbourRecall, fftIterations: tsne.fftIterations };
+    return { Y: tsne.embedding, kl: tsne.klDivergence(), opts: tsne.opts, neighbourRecall: tsne.neighbourRecall,
+      fftIterations: tsne.fftIterations };
   } finally {
     await tsne.close();
   }
@@ -443,19 +507,27 @@ function metricSample(st: Stage): MetricSample {
   // the sample's groups, numbered 0.. in order of first appearance
   const gOf = st.inp.groupOf;
   const gIndex = new Map<string, number>();
-  let groups = gOf ? Int32Array.from(rows, (r) => gIndex.get(gOf[r]!) ?? (gIndex.set(gOf[r]!, gIndex.size), gIndex.size - 1)) : undefined;
+  let groups = gOf
+    ? Int32Array.from(rows, (r) => gIndex.get(gOf[r]!) ?? (gIndex.set(gOf[r]!, gIndex.size), gIndex.size - 1))
+    : undefined;
   const probe = probeSettings(opts.folds, opts.probeRepeats, opts.probeC, opts.classWeight);
   // grouped folds need a group per fold: fewer groups (a handful of SocialEval trees) leave the sample ungrouped, said
   if (groups && gIndex.size < probe.folds) {
-    st.io.warn(`cluster: not grouped: the ${gIndex.size} group${gIndex.size === 1 ? '' : 's'} of "${st.inp.groupAxis}" are fewer than the probe's ${probe.folds} folds`);
+    st.io.warn(
+      `cluster: not grouped: the ${gIndex.size} group${
+        gIndex.size === 1 ? '' : 's'
+      } of "${st.inp.groupAxis}" are fewer than the probe's ${probe.folds} folds`,
+    );
     groups = undefined;
   }
-  const sizing = permutationSizing(opts, !!st.inp.run, st.inp.run && opts.sweep ? residHooks(st.inp.run, sweepPool(opts, st.inp)).length : 0);
+  const sizing = permutationSizing(opts, !!st.inp.run,
+    st.inp.run && opts.sweep ? residHooks(st.inp.run, sweepPool(opts, st.inp)).length : 0);
   return {
     rows,
     m: rows.length,
     sub,
-    mopts: { k: opts.knnK ?? 10, bootstrap: B, permutations: sizing.permutations.R, probePermutations: sizing.probePermutations.R, seed, probe: groups ? { ...probe, groups } : probe },
+    mopts: { k: opts.knnK ?? 10, bootstrap: B, permutations: sizing.permutations.R,
+      probePermutations: sizing.probePermutations.R, seed, probe: groups ? { ...probe, groups } : probe },
     probePca: opts.probePca ?? DEFAULT_PROBE_PCA,
     sweepPermutations: sizing.sweepPermutations?.R ?? Math.min(sizing.probePermutations.R, SWEEP_PERMUTATION_CAP),
     sizing,
@@ -476,16 +548,23 @@ export const SWEEP_PERMUTATION_CAP = 20;
  * the sweep. A count the options give is kept (`user`); a probe count derived from a given
  * --permutations is the smaller of that and what the family needs.
  */
-export function permutationSizing(opts: Pick<StageOptions, 'permutations' | 'probePermutations' | 'sweepPermutations' | 'baselines'>, run: boolean, sweepLayers: number): NonNullable<ClusterSettings['sizing']> & { permutations: PermutationPlan; probePermutations: PermutationPlan } {
+export function permutationSizing(
+  opts: Pick<StageOptions, 'permutations' | 'probePermutations' | 'sweepPermutations' | 'baselines'>,
+  run: boolean,
+  sweepLayers: number,
+): NonNullable<ClusterSettings['sizing']> & { permutations: PermutationPlan; probePermutations: PermutationPlan } {
   const family = 3 + (run && opts.baselines !== false ? 2 : 0);
   const permutations = planPermutations(family, opts.permutations, Infinity, DEFAULT_PERMUTATIONS);
   let probePermutations: PermutationPlan;
-  if (opts.probePermutations !== undefined || opts.permutations === undefined) probePermutations = planPermutations(family, opts.probePermutations, PROBE_PERMUTATION_CAP);
+  if (opts.probePermutations !== undefined || opts.permutations === undefined)
+    probePermutations = planPermutations(family, opts.probePermutations, PROBE_PERMUTATION_CAP);
   else {
     const plan = planPermutations(family, undefined, Math.min(opts.permutations, PROBE_PERMUTATION_CAP));
     probePermutations = opts.permutations < plan.needed ? { ...plan, sizing: 'user' } : plan;
   }
-  const sweepPermutations = sweepLayers > 0 ? planPermutations(sweepLayers, opts.sweepPermutations, Math.min(probePermutations.R, SWEEP_PERMUTATION_CAP)) : undefined;
+  const sweepPermutations = sweepLayers > 0
+    ? planPermutations(sweepLayers, opts.sweepPermutations, Math.min(probePermutations.R, SWEEP_PERMUTATION_CAP))
+    : undefined;
   return { permutations, probePermutations, ...(sweepPermutations ? { sweepPermutations } : {}) };
 }
 
@@ -500,14 +579,23 @@ function runSample(inp: LoadedInput, sample: MetricSample): MetricSample {
  * of its folds: the best C may lie beyond the grid (the probe is then over- or under-penalized).
  */
 export function gridEdgeNotes(spaces: SpaceMetrics[], baselines: BaselineMetrics[]): string[] {
-  const probes: [string, ClassifierMetrics | null | undefined][] = [...spaces.map((s) => [`the probe in ${s.space}`, s.probe] as [string, ClassifierMetrics | null | undefined]), ...baselines.map((b) => [`the ${b.name} probe`, b.probe] as [string, ClassifierMetrics])];
+  const probes: [string, ClassifierMetrics | null | undefined][] = [
+    ...spaces.map((s) => [`the probe in ${s.space}`, s.probe] as [string, ClassifierMetrics | null | undefined]),
+    ...baselines.map((b) => [`the ${b.name} probe`, b.probe] as [string, ClassifierMetrics]),
+  ];
   const out: string[] = [];
   for (const [name, p] of probes) {
     const e = p?.cv?.gridEdge;
     const grid = p?.cv?.cGrid;
     if (!e || !grid?.length || 2 * Math.max(e.low, e.high) < e.of) continue;
     const low = e.low >= e.high;
-    out.push(`${name} chose C = ${low ? Math.min(...grid) : Math.max(...grid)}, the ${low ? 'smallest' : 'largest'} of its grid, in ${low ? e.low : e.high} of ${e.of} folds: the best C may lie beyond the grid (--probe-c C fixes it)`);
+    out.push(
+      `${name} chose C = ${low ? Math.min(...grid) : Math.max(...grid)}, the ${
+        low ? 'smallest' : 'largest'
+      } of its grid, in ${
+        low ? e.low : e.high
+      } of ${e.of} folds: the best C may lie beyond the grid (--probe-c C fixes it)`,
+    );
   }
   return out;
 }
@@ -519,12 +607,15 @@ function sweepPool(opts: StageOptions, inp: LoadedInput): 'mean' | 'last' {
 }
 
 /** Settings, coordinates and metrics as written (outDir is set by the caller when it writes). */
-function clusterResult(st: Stage, perplexity: number, f: Features, emb: Embedding, sample: MetricSample, spaces: SpaceMetrics[], extra: Extra): ClusterResult {
+function clusterResult(st: Stage, perplexity: number, f: Features, emb: Embedding, sample: MetricSample,
+  spaces: SpaceMetrics[], extra: Extra): ClusterResult
+{
   const { opts, inp, seed } = st;
   const { classes } = st.coded;
   const { n, d } = inp;
   const { m, sub, mopts } = sample;
-  const probeFolds = Math.max(2, Math.min(opts.folds ?? 5, ...classes.map((_, c) => sub.filter((v) => v === c).length)));
+  const probeFolds = Math.max(2,
+    Math.min(opts.folds ?? 5, ...classes.map((_, c) => sub.filter((v) => v === c).length)));
   const settings: ClusterSettings = {
     point: settingsPoint(opts, inp),
     by: inp.kind === 'run' ? opts.by ?? 'aspect' : path.resolve(opts.labels!),
@@ -552,7 +643,9 @@ function clusterResult(st: Stage, perplexity: number, f: Features, emb: Embeddin
     ...(opts.sweep ? { sweepPermutations: sample.sweepPermutations } : {}),
     sizing: sample.sizing,
     ...(inp.leftOut ? { leftOut: inp.leftOut } : {}),
-    ...(sample.mopts.probe.groups ? { group: groupSettings(inp.groupAxis!, sample.sub, sample.mopts.probe.groups) } : {}),
+    ...(sample.mopts.probe.groups
+      ? { group: groupSettings(inp.groupAxis!, sample.sub, sample.mopts.probe.groups) }
+      : {}),
     baselines: extra.baselines.map((b) => b.name),
     ...(extra.controls.length ? { controls: extra.controls.map((b) => b.name) } : {}),
     input: inp.kind,
@@ -560,7 +653,8 @@ function clusterResult(st: Stage, perplexity: number, f: Features, emb: Embeddin
     ...(inp.run ? { provenance: analysisProvenance(inp.run) } : {}),
     ...(inp.inputSha256 ? { inputSha256: inp.inputSha256 } : {}),
   };
-  const coords: ClusterCoords = { ids: inp.ids, labels: inp.labels, xy: Array.from(emb.Y), ...(inp.text ? { text: inp.text } : {}) };
+  const coords: ClusterCoords = { ids: inp.ids, labels: inp.labels, xy: Array.from(emb.Y),
+    ...(inp.text ? { text: inp.text } : {}) };
   const metrics: ClusterMetrics = {
     classes,
     n,
@@ -575,7 +669,11 @@ function clusterResult(st: Stage, perplexity: number, f: Features, emb: Embeddin
     ...(extra.incremental.length ? { incremental: extra.incremental } : {}),
     ...(extra.comparisons.length ? { comparisons: extra.comparisons } : {}),
     ...(extra.notes.length ? { notes: extra.notes } : {}),
-    klMethod: n <= 5000 || emb.opts.method === 'exact' ? 'exact' : emb.opts.method === 'fft' ? 'fft-interpolation' : 'barnes-hut',
+    klMethod: n <= 5000 || emb.opts.method === 'exact'
+      ? 'exact'
+      : emb.opts.method === 'fft'
+      ? 'fft-interpolation'
+      : 'barnes-hut',
     pcaDims: f.fd,
     metricSample: m,
     timings: st.laps.timings,
@@ -591,10 +689,13 @@ export function metricsCsv(metrics: ClusterMetrics): string {
 }
 
 /** Write the result folder whole (writeDirAtomic): a failure leaves the previous result untouched. */
-async function writeOutputs(dir: string, settings: ClusterSettings, coords: ClusterCoords, metrics: ClusterMetrics, items: ClusterItems, inputs: LineageInput[]): Promise<void> {
+async function writeOutputs(dir: string, settings: ClusterSettings, coords: ClusterCoords, metrics: ClusterMetrics,
+  items: ClusterItems, inputs: LineageInput[]): Promise<void>
+{
   await writeDirAtomic(
     dir,
-    (tmp) => writeClusterFiles(tmp, { settings, coords, items, metrics, metricsCsv: metricsCsv(metrics), coordsCsv: true }),
+    (tmp) =>
+      writeClusterFiles(tmp, { settings, coords, items, metrics, metricsCsv: metricsCsv(metrics), coordsCsv: true }),
     // Only an earlier result of lobes cluster (its marker, or its legacy settings.json and files) is replaced.
     { kind: 'cluster', inputs },
   );
@@ -602,21 +703,25 @@ async function writeOutputs(dir: string, settings: ClusterSettings, coords: Clus
 
 /** Lineage of a matrix's analysis: the matrix file and its labels file, by content. */
 function matrixInputs(inp: LoadedInput, opts: StageOptions): LineageInput[] {
-  return [externalFileInput(inp.source, inp.inputSha256?.matrix), ...(opts.labels ? [externalFileInput(opts.labels, inp.inputSha256?.labels)] : [])];
+  return [externalFileInput(inp.source, inp.inputSha256?.matrix),
+    ...(opts.labels ? [externalFileInput(opts.labels, inp.inputSha256?.labels)] : [])];
 }
 
 /** What an earlier result in `dir` was made with, where it differs from `now` (null: none there). */
 function describeReplaced(dir: string, now: ClusterSettings): string | null {
   const prev = previousSettings(dir) as Partial<ClusterSettings> | null;
   if (!prev) return null;
-  const keys = ['point', 'by', 'seed', 'perplexity', 'pcaDims', 'theta', 'iterations', 'bootstrap', 'permutations', 'probePermutations', 'metricSample', 'probePca'] as const;
-  const differ = keys.filter((k) => JSON.stringify(prev[k]) !== JSON.stringify(now[k])).map((k) => `${k} ${JSON.stringify(prev[k])} then, ${JSON.stringify(now[k])} now`);
+  const keys = ['point', 'by', 'seed', 'perplexity', 'pcaDims', 'theta', 'iterations', 'bootstrap', 'permutations',
+    'probePermutations', 'metricSample', 'probePca'] as const;
+  const differ = keys.filter((k) => JSON.stringify(prev[k]) !== JSON.stringify(now[k])).map((k) =>
+    `${k} ${JSON.stringify(prev[k])} then, ${JSON.stringify(now[k])} now`
+  );
   return differ.length ? `made with ${differ.join('; ')}` : 'the same settings, run again';
 }
 
 /** The grouping of the metric sample: its axis, its groups, and how the nulls shuffle the labels under it (metrics.ts permutationDesign). */
 function groupSettings(axis: string, labels: Int32Array, groups: Int32Array): NonNullable<ClusterSettings['group']> {
   const d = permutationDesign(labels, groups);
-  return { axis, groups: new Set(groups).size, null: d.kind === 'items' ? 'items' : d.kind, exchangeable: d.kind === 'items' ? labels.length : d.exchangeable };
+  return { axis, groups: new Set(groups).size, null: d.kind === 'items' ? 'items' : d.kind,
+    exchangeable: d.kind === 'items' ? labels.length : d.exchangeable };
 }
-

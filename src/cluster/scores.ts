@@ -32,7 +32,9 @@ export type ScoreName = (typeof SCORE_NAMES)[number];
  * Confusion counts [C, C] (rows true, columns predicted) over the items `rows` (all items when
  * omitted; a row may repeat, as in a bootstrap resample). `out` is reused when given.
  */
-export function confusionCounts(yTrue: Int32Array, yPred: Int32Array, C: number, rows?: ArrayLike<number>, out?: Float64Array): Float64Array {
+export function confusionCounts(yTrue: Int32Array, yPred: Int32Array, C: number, rows?: ArrayLike<number>,
+  out?: Float64Array): Float64Array
+{
   const M = out ?? new Float64Array(C * C);
   M.fill(0);
   if (rows) {
@@ -131,10 +133,13 @@ export function nullSummary(values: ArrayLike<number>): { nullMean: number | nul
  * `members` (the items of each group, src/cluster/resample.ts groupMembers) each resample draws
  * groups, then items within them.
  */
-export function bootstrapScores(yTrue: Int32Array, yPred: Int32Array, C: number, B: number, rng: Rng, members: Int32Array[] | null = null): Record<ScoreName, [number, number] | null> {
+export function bootstrapScores(yTrue: Int32Array, yPred: Int32Array, C: number, B: number, rng: Rng,
+  members: Int32Array[] | null = null): Record<ScoreName, [number, number] | null>
+{
   const n = yTrue.length;
   if (B <= 0 || n === 0) return { accuracy: null, balancedAccuracy: null, macroF1: null };
-  const vals: Record<ScoreName, Float64Array> = { accuracy: new Float64Array(B), balancedAccuracy: new Float64Array(B), macroF1: new Float64Array(B) };
+  const vals: Record<ScoreName, Float64Array> = { accuracy: new Float64Array(B), balancedAccuracy: new Float64Array(B),
+    macroF1: new Float64Array(B) };
   let rows: Int32Array = new Int32Array(n);
   const M = new Float64Array(C * C);
   for (let b = 0; b < B; b++) {

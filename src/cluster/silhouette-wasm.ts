@@ -11,7 +11,9 @@
  *              t ≡ 0, 1, 2, 3 of each group of four in s0..s3, the rest in s0; out = s0 + s1 + (s2 + s3))
  *   with D_row (float64) at byte dp, order (int32) at op, start (int32, nc + 1) at sp, out (float64) at outp.
  */
-import { BLOCK, BR, BR_IF, END, F64, F64_ADD, F64_CONST, F64_LOAD, F64_STORE, I32, I32_ADD, I32_CONST, I32_GE_S, I32_LOAD, I32_LT_S, I32_SHL, LOCAL_TEE, LOOP, VOID, assembleModule, funcBody, get, instantiate, set } from '../util/wasm.js';
+import { BLOCK, BR, BR_IF, END, F64, F64_ADD, F64_CONST, F64_LOAD, F64_STORE, I32, I32_ADD, I32_CONST, I32_GE_S,
+  I32_LOAD, I32_LT_S, I32_SHL, LOCAL_TEE, LOOP, VOID, assembleModule, funcBody, get, instantiate,
+  set } from '../util/wasm.js';
 
 // parameters, then locals
 const DP = 0, OP = 1, SP = 2, NC = 3, OUTP = 4;
@@ -20,7 +22,8 @@ const S = [8, 9, 10, 11];
 
 /** acc += D_row[order[T + k]]. */
 function gather(k: number, acc: number): number[] {
-  return [...get(acc), ...get(DP), ...get(OP), ...get(T), I32_CONST, 2, I32_SHL, I32_ADD, ...I32_LOAD(4 * k), I32_CONST, 3, I32_SHL, I32_ADD, ...F64_LOAD(0), F64_ADD, ...set(acc)];
+  return [...get(acc), ...get(DP), ...get(OP), ...get(T), I32_CONST, 2, I32_SHL, I32_ADD, ...I32_LOAD(4 * k), I32_CONST,
+    3, I32_SHL, I32_ADD, ...F64_LOAD(0), F64_ADD, ...set(acc)];
 }
 
 function sumsBody(): number[] {
@@ -82,7 +85,9 @@ function silKernel() {
  * when the kernel is unavailable or its memory cannot hold the distance matrix. The result equals
  * meanSilhouette's for each labelling, bit for bit.
  */
-export function silhouetteMeansWasm(D: Float64Array, n: number, perms: Int32Array[], nClasses: number): Float64Array | null {
+export function silhouetteMeansWasm(D: Float64Array, n: number, perms: Int32Array[], nClasses: number): Float64Array
+  | null
+{
   const k = silKernel();
   if (!k || n === 0 || nClasses === 0) return null;
   // float64 offsets: D, then order (int32, n, padded to 8 bytes), start (int32, C + 1), out (float64, C)

@@ -14,7 +14,9 @@ import type { ProbeOptions } from './probe.js';
 import { gridEdge, modalC, probeNullPrepared, repeatedCv, type PreparedFold, type RepeatedCv } from './probecv.js';
 import { bootstrapRepeated } from './paired.js';
 import { groupMembers } from './resample.js';
-import { bootstrapCI, daviesBouldin, designShuffle, distanceMatrix, knnPredict, mean, neighboursFromDistances, normalizeRows, permutationDesign, permutationP, probePermutationLabels, silhouetteMeans, silhouetteSamples, type Distance } from './metrics.js';
+import { bootstrapCI, daviesBouldin, designShuffle, distanceMatrix, knnPredict, mean, neighboursFromDistances,
+  normalizeRows, permutationDesign, permutationP, probePermutationLabels, silhouetteMeans, silhouetteSamples,
+  type Distance } from './metrics.js';
 import { bootstrapScores, classScores, confusionCounts, nullSummary, perClassRecall, SCORE_NAMES } from './scores.js';
 import type { ClassifierMetrics, MetricWithCI, ProbeCv, SpaceMetrics } from './types.js';
 
@@ -58,7 +60,11 @@ export function withNull(value: number, ci95: [number, number] | null, nulls: Ar
   // a null without spread (every shuffle scored the same) gives no p: it would only count ties
   const p = sd === 0 ? null : permutationP(value, nulls);
   const z = sd === 0 ? null : nullZ(value, nulls);
-  return { value, ci95, p, ...nullSummary(nulls), z, ...(R ? { permutations: R, nullSd: sd, pNormal: z === null ? null : normalUpper(z), atFloor: p !== null && Math.abs(p - 1 / (R + 1)) < 1e-12 } : {}) };
+  return { value, ci95, p, ...nullSummary(nulls), z,
+    ...(R
+      ? { permutations: R, nullSd: sd, pNormal: z === null ? null : normalUpper(z),
+        atFloor: p !== null && Math.abs(p - 1 / (R + 1)) < 1e-12 }
+      : {}) };
 }
 
 /** Standard deviation of a null sample (n − 1); null when it has fewer than two values. */
@@ -84,7 +90,9 @@ function scoreRow(y: Int32Array, pred: Int32Array, C: number, out: Float64Array,
  * The probe's scores under each labelling of `perms` ([R][3]: accuracy, balanced accuracy,
  * macro-F1), refitting every prepared fold for each one (src/cluster/probecv.ts).
  */
-export function probeNullScores(folds: PreparedFold[], n: number, perms: Int32Array[], C: number, opts: ProbeOptions, seed: number, onOne?: () => void): Float64Array {
+export function probeNullScores(folds: PreparedFold[], n: number, perms: Int32Array[], C: number, opts: ProbeOptions,
+  seed: number, onOne?: () => void): Float64Array
+{
   return probeNullPrepared(folds, n, perms, C, opts, seed, onOne);
 }
 
@@ -114,7 +122,9 @@ export function probeCvInfo(opts: ProbeOptions, cv: RepeatedCv): ProbeCv {
  * repeats (src/cluster/paired.ts) and its null from `nullScores`; recall is the mean over
  * repeats, the confusion matrix the first repeat's.
  */
-export function scoreProbe(y: Int32Array, cv: RepeatedCv, C: number, nullScores: Float64Array, B: number, rng: Rng, opts: ProbeOptions): ClassifierMetrics {
+export function scoreProbe(y: Int32Array, cv: RepeatedCv, C: number, nullScores: Float64Array, B: number, rng: Rng,
+  opts: ProbeOptions): ClassifierMetrics
+{
   const bs = bootstrapRepeated(y, cv.preds, C, B, rng, opts.groups);
   const M = confusionCounts(y, cv.preds[0], C);
   const confusion = Array.from({ length: C }, (_, a) => Array.from({ length: C }, (_, b) => M[a * C + b]));
@@ -143,7 +153,9 @@ function column(t: Float64Array, k: number): Float64Array {
  * Score predictions against the true labels: each score with its bootstrap CI (B resamples from
  * `rng`; with `groups`, of groups, then items within them) and its null from `nullScores` ([R][3]; empty: no null), per-class recall and confusion.
  */
-export function scoreClassifier(y: Int32Array, pred: Int32Array, C: number, nullScores: Float64Array, B: number, rng: Rng, groups?: Int32Array | null): ClassifierMetrics {
+export function scoreClassifier(y: Int32Array, pred: Int32Array, C: number, nullScores: Float64Array, B: number,
+  rng: Rng, groups?: Int32Array | null): ClassifierMetrics
+{
   const s = classScores(y, pred, C);
   const ci = bootstrapScores(y, pred, C, B, rng, groupMembers(groups));
   const M = confusionCounts(y, pred, C);
@@ -168,12 +180,16 @@ export interface SpaceResult {
 }
 
 /** All metrics of one space for labels coded 0..C-1 (`classes` gives names). */
-export function spaceMetrics(input: SpaceInput, n: number, labels: Int32Array, classes: string[], opts: MetricOptions = {}): SpaceMetrics {
+export function spaceMetrics(input: SpaceInput, n: number, labels: Int32Array, classes: string[],
+  opts: MetricOptions = {}): SpaceMetrics
+{
   return spaceResult(input, n, labels, classes, opts).metrics;
 }
 
 /** spaceMetrics with the per-item predictions and silhouettes. */
-export function spaceResult(input: SpaceInput, n: number, labels: Int32Array, classes: string[], opts: MetricOptions = {}): SpaceResult {
+export function spaceResult(input: SpaceInput, n: number, labels: Int32Array, classes: string[],
+  opts: MetricOptions = {}): SpaceResult
+{
   const C = classes.length;
   const k = Math.max(1, Math.min(opts.k ?? 10, n - 1));
   const B = opts.bootstrap ?? 1000;
@@ -188,7 +204,9 @@ export function spaceResult(input: SpaceInput, n: number, labels: Int32Array, cl
   const dbX = input.distance === 'cosine' ? normalizeRows(input.X, n, input.d) : input.X;
   const db = daviesBouldin(dbX, n, input.d, labels, C);
   const popts: ProbeOptions = { ...opts.probe, seed };
-  const cv = input.probe ? input.probeCv ?? repeatedCv([{ X: input.probe.X, d: input.probe.d }], n, labels, C, popts) : null;
+  const cv = input.probe
+    ? input.probeCv ?? repeatedCv([{ X: input.probe.X, d: input.probe.d }], n, labels, C, popts)
+    : null;
   const probePred = cv ? cv.preds[0] : null;
   // permutation nulls: silhouette and kNN share the shuffles
   const nullKnn = new Float64Array(3 * R);
@@ -206,7 +224,9 @@ export function spaceResult(input: SpaceInput, n: number, labels: Int32Array, cl
   let nullProbe: Float64Array = new Float64Array(0);
   if (input.probe && Rp > 0) {
     rng.fork(); // the probe permutations' generator (see probePermutationLabels)
-    nullProbe = input.probeNull ?? probeNullScores(cv!.prepared, n, probePermutationLabels(labels, Rp, seed, opts.probe?.groups), C, nullOptions(popts, cv!), seed);
+    nullProbe = input.probeNull ??
+      probeNullScores(cv!.prepared, n, probePermutationLabels(labels, Rp, seed, opts.probe?.groups), C,
+        nullOptions(popts, cv!), seed);
   }
   const bootRng = rng.fork();
   // the CIs resample as the probe's do: groups, then items within them, when the run has groups
@@ -221,7 +241,8 @@ export function spaceResult(input: SpaceInput, n: number, labels: Int32Array, cl
       cnt++;
       s += sil[i];
     }
-    return { label, n: cnt, silhouette: cnt ? s / cnt : 0, knnRecall: knn.recall[c] ?? 0, ...(probe ? { probeRecall: probe.recall[c] } : {}) };
+    return { label, n: cnt, silhouette: cnt ? s / cnt : 0, knnRecall: knn.recall[c] ?? 0,
+      ...(probe ? { probeRecall: probe.recall[c] } : {}) };
   });
   const metrics: SpaceMetrics = {
     space: input.space,
@@ -239,6 +260,9 @@ export function spaceResult(input: SpaceInput, n: number, labels: Int32Array, cl
 }
 
 /** The probe's repeated CV scored with bootstrap CIs and, given `nullScores`, their null (the layer sweep, the baselines). */
-export function probeScores(cv: RepeatedCv, labels: Int32Array, C: number, B: number, seed: number, probe: ProbeOptions = {}, nullScores: Float64Array = new Float64Array(0)): { metrics: ClassifierMetrics; pred: Int32Array } {
+export function probeScores(cv: RepeatedCv, labels: Int32Array, C: number, B: number, seed: number,
+  probe: ProbeOptions = {},
+  nullScores: Float64Array = new Float64Array(0)): { metrics: ClassifierMetrics; pred: Int32Array }
+{
   return { metrics: scoreProbe(labels, cv, C, nullScores, B, new Rng(seed), { ...probe, seed }), pred: cv.preds[0] };
 }

@@ -39,8 +39,13 @@ const DEFAULT_POINT = 'final.hidden';
  * RUN/cluster.by-AXIS, RUN/cluster.at-POINT or both (src/store/analyses.ts); RUN/cluster when
  * no key is given.
  */
-export function clusterDir(runDir: string, key?: { manifest: Pick<RunManifest, 'dataset'>; by: string; point?: string }): string {
-  return path.join(runDir, key ? analysisFolderName(CLUSTER_DIR, key.manifest, { by: key.by, point: key.point, defaultPoint: DEFAULT_POINT }) : CLUSTER_DIR);
+export function clusterDir(runDir: string,
+  key?: { manifest: Pick<RunManifest, 'dataset'>; by: string; point?: string }): string
+{
+  return path.join(runDir,
+    key
+      ? analysisFolderName(CLUSTER_DIR, key.manifest, { by: key.by, point: key.point, defaultPoint: DEFAULT_POINT })
+      : CLUSTER_DIR);
 }
 
 /** Every cluster folder of a run (RUN/cluster and its per-axis and per-point siblings). */
@@ -67,7 +72,8 @@ export function writeClusterFiles(dir: string, o: ClusterOutputs): void {
   if (o.coordsCsv) {
     const c = o.coords;
     const csv = ['id,label,x,y'];
-    for (let i = 0; i < c.ids.length; i++) csv.push([csvField(c.ids[i]), csvField(c.labels[i]), c.xy[2 * i], c.xy[2 * i + 1]].join(','));
+    for (let i = 0; i < c.ids.length; i++)
+      csv.push([csvField(c.ids[i]), csvField(c.labels[i]), c.xy[2 * i], c.xy[2 * i + 1]].join(','));
     writeFileAtomicSync(path.join(dir, COORDS_CSV), csv.join('\n') + '\n');
   }
   if (o.items) writeJsonAtomic(path.join(dir, ITEMS), o.items);
@@ -91,49 +97,75 @@ export interface ClusterData {
  * (checkProvenance: another run's result throws a ProvenanceError); null when `cd` holds none,
  * unless it was given by name (`given`), which is an error.
  */
-export function readCluster(cd: string, runDir: string, manifest: RunManifest, samples: SampleRow[], given: boolean): ClusterData | null {
+export function readCluster(cd: string, runDir: string, manifest: RunManifest, samples: SampleRow[], given: boolean):
+  | ClusterData
+  | null
+{
   const cf = path.join(cd, COORDS);
   if (!existsSync(cf)) {
-    if (given) throw new LobesError(`no cluster results here (${COORDS} is missing)`, { file: cd, hint: 'give the folder lobes cluster --out wrote' });
+    if (given)
+      throw new LobesError(`no cluster results here (${COORDS} is missing)`, { file: cd,
+        hint: 'give the folder lobes cluster --out wrote' });
     return null;
   }
   const sf = path.join(cd, SETTINGS);
-  if (!existsSync(sf)) throw new LobesError(`cluster results have no ${SETTINGS}, so nothing says which run they belong to`, { file: cd, hint: 'run lobes cluster on this run again' });
+  if (!existsSync(sf))
+    throw new LobesError(`cluster results have no ${SETTINGS}, so nothing says which run they belong to`, { file: cd,
+      hint: 'run lobes cluster on this run again' });
   // Every file is read only as lobes cluster wrote it (lineage: the sha256 in the folder's marker).
   const marker = readOutputMarker(cd);
   const settings = readOutputJson(cd, SETTINGS, marker);
   need(isObj(settings), sf, 'settings', 'expected a JSON object');
   checkOutputCurrent(cd, { runDir, manifest }, 'the cluster results', sf, 'lobes cluster', settings.provenance);
   const c = readOutputJson(cd, COORDS, marker);
-  need(isObj(c) && isStrArr(c.ids) && isStrArr(c.labels) && Array.isArray(c.xy), cf, 'ids', 'expected "ids", "labels" (strings) and "xy" (numbers)');
+  need(isObj(c) && isStrArr(c.ids) && isStrArr(c.labels) && Array.isArray(c.xy), cf, 'ids',
+    'expected "ids", "labels" (strings) and "xy" (numbers)');
   need(c.labels.length === c.ids.length, cf, 'labels', `${c.labels.length} labels for ${c.ids.length} ids`);
-  need(c.xy.length === 2 * c.ids.length, cf, 'xy', `${c.xy.length} coordinates for ${c.ids.length} points (expected x, y interleaved)`);
+  need(c.xy.length === 2 * c.ids.length, cf, 'xy',
+    `${c.xy.length} coordinates for ${c.ids.length} points (expected x, y interleaved)`);
   for (let i = 0; i < c.xy.length; i++) {
-    if (typeof c.xy[i] !== 'number' || !Number.isFinite(c.xy[i])) throw new LobesError(`coordinate ${JSON.stringify(c.xy[i])} is not a finite number`, { file: cf, where: `xy[${i}]` });
+    if (typeof c.xy[i] !== 'number' || !Number.isFinite(c.xy[i]))
+      throw new LobesError(`coordinate ${JSON.stringify(c.xy[i])} is not a finite number`, { file: cf,
+        where: `xy[${i}]` });
   }
-  if (c.text !== undefined) need(isStrArr(c.text) && c.text.length === c.ids.length, cf, 'text', `"text" must hold one string per point`);
+  if (c.text !== undefined)
+    need(isStrArr(c.text) && c.text.length === c.ids.length, cf, 'text', `"text" must hold one string per point`);
   if (samples.length) {
     // items without a value on the axis were left out (settings.leftOut): the points are the others, in run order
     const left = isObj(settings.leftOut) && typeof settings.leftOut.count === 'number' ? settings.leftOut.count : 0;
-    need(c.ids.length === samples.length - left, cf, 'ids', `${c.ids.length} points but the run has ${samples.length} samples${left ? `, ${left} of them left out` : ''} (results of another run?)`);
+    need(c.ids.length === samples.length - left, cf, 'ids',
+      `${c.ids.length} points but the run has ${samples.length} samples${
+        left ? `, ${left} of them left out` : ''
+      } (results of another run?)`);
     const ids = new Set<string>(c.ids);
     const kept = left ? samples.filter((x) => ids.has(x.id)) : samples;
-    need(kept.length === c.ids.length, cf, 'ids', `${c.ids.length - kept.length} points are not samples of the run (results of another run?)`);
+    need(kept.length === c.ids.length, cf, 'ids',
+      `${c.ids.length - kept.length} points are not samples of the run (results of another run?)`);
     const at = c.ids.findIndex((id: string, i: number) => id !== kept[i]!.id);
-    need(at < 0, cf, `ids[${at}]`, `point ${JSON.stringify(c.ids[at])} is not the run's sample ${JSON.stringify(kept[at]?.id)} (results of another run?)`);
+    need(at < 0, cf, `ids[${at}]`,
+      `point ${JSON.stringify(c.ids[at])} is not the run's sample ${
+        JSON.stringify(kept[at]?.id)
+      } (results of another run?)`);
   }
   const mf = path.join(cd, METRICS);
   let metrics: ClusterMetrics | null = null;
   if (existsSync(mf)) {
     const m = readOutputJson(cd, METRICS, marker);
-    need(isObj(m) && Array.isArray(m.spaces) && isStrArr(m.classes), mf, 'spaces', 'expected "classes" and "spaces" arrays');
+    need(isObj(m) && Array.isArray(m.spaces) && isStrArr(m.classes), mf, 'spaces',
+      'expected "classes" and "spaces" arrays');
     metrics = m as ClusterMetrics;
   }
   const itf = path.join(cd, ITEMS);
   let items: ClusterItems | null = null;
   if (existsSync(itf)) {
     const it = readOutputJson(cd, ITEMS, marker);
-    need(isObj(it) && isStrArr(it.ids) && isStrArr(it.classes) && Array.isArray(it.y) && it.y.length === it.ids.length && Array.isArray(it.spaces), itf, 'ids', 'expected "ids", "classes", "y" (one per id) and "spaces"');
+    need(
+      isObj(it) && isStrArr(it.ids) && isStrArr(it.classes) && Array.isArray(it.y) && it.y.length === it.ids.length &&
+        Array.isArray(it.spaces),
+      itf,
+      'ids',
+      'expected "ids", "classes", "y" (one per id) and "spaces"',
+    );
     items = it as ClusterItems;
   }
   return { dir: cd, settings: settings as ClusterSettings, coords: c as ClusterCoords, metrics, items };

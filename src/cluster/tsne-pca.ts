@@ -12,7 +12,10 @@ export const tsnePcaScores: PcaScores = (X, n, d, seed) => pca(X, n, d, 2, { see
 /** The t-SNE engine with the PCA start wired in (see src/tsne/tsne.ts for the API). */
 export class Tsne extends TsneEngine {
   /** Resolve options, compute the kNN graph and the joint P (TsneEngine.create with optimizer.pcaScores given). */
-  static override create(X: Float64Array | Float32Array, n: number, d: number, options: TsneOptions = {}, onStage?: (stage: string) => void): Promise<TsneEngine> {
-    return TsneEngine.create(X, n, d, { ...options, optimizer: { ...options.optimizer, pcaScores: options.optimizer?.pcaScores ?? tsnePcaScores } }, onStage);
+  static override create(X: Float64Array | Float32Array, n: number, d: number, options: TsneOptions = {},
+    onStage?: (stage: string) => void): Promise<TsneEngine>
+  {
+    return TsneEngine.create(X, n, d, { ...options,
+      optimizer: { ...options.optimizer, pcaScores: options.optimizer?.pcaScores ?? tsnePcaScores } }, onStage);
   }
 }

@@ -26,7 +26,8 @@
  * converted is refused (src/convert/guard.ts).
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readSync, renameSync, rmSync, statSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readSync, renameSync, rmSync,
+  statSync } from 'node:fs';
 import { hostname, homedir } from 'node:os';
 import * as path from 'node:path';
 import { fsyncDir, makeDirs } from '../util/io.js';
@@ -38,7 +39,9 @@ import { WRITER_VERSION } from './llama-onnx/index.js';
 import { readGgufHeader } from '../formats/gguf.js';
 import type { ModelSourceRecord } from '../store/types.js';
 import { openGgufLlama } from './gguf-llama.js';
-import { CONVERTER_VERSION, CONVERT_RECORD, convertGguf, convertHfCheckpoint, ggufIdentity, hfIdentity, resolveConvertOptions, type ConvertOptions, type ConvertResult, type GgufIdentity, type HfIdentity } from './convert.js';
+import { CONVERTER_VERSION, CONVERT_RECORD, convertGguf, convertHfCheckpoint, ggufIdentity, hfIdentity,
+  resolveConvertOptions, type ConvertOptions, type ConvertResult, type GgufIdentity,
+  type HfIdentity } from './convert.js';
 import { isHfCheckpoint, openHfCheckpoint } from './hf-checkpoint.js';
 
 /** The cache folder, as a failure to create it names it. */
@@ -96,7 +99,10 @@ export function defaultCacheDir(env: NodeJS.ProcessEnv = process.env): string {
 /** Cache entry name of a GGUF identity and options. */
 export function cacheEntryName(id: GgufIdentity, opts: { dtype: string; weights: string; layout: string }): string {
   const key = createHash('sha256')
-    .update(JSON.stringify({ converter: CONVERTER_VERSION, writer: WRITER_VERSION, size: id.size, mtimeMs: id.mtimeMs, header: id.headerSha256, dtype: opts.dtype, weights: opts.weights, layout: opts.layout }))
+    .update(
+      JSON.stringify({ converter: CONVERTER_VERSION, writer: WRITER_VERSION, size: id.size, mtimeMs: id.mtimeMs,
+        header: id.headerSha256, dtype: opts.dtype, weights: opts.weights, layout: opts.layout }),
+    )
     .digest('hex')
     .slice(0, 16);
   const stem = path.basename(id.path).replace(/\.gguf$/i, '').replace(/[^A-Za-z0-9._-]+/g, '_').slice(0, 48) || 'model';
@@ -119,7 +125,8 @@ export function entryProblem(dir: string, entry: string): string | null {
   const rec = readJsonFile(path.join(dir, CACHE_RECORD), { fallback: undefined });
   if (rec === undefined) return existsSync(dir) ? `no readable ${CACHE_RECORD}` : 'absent';
   if (rec?.entry !== entry) return `${CACHE_RECORD} is of another entry`;
-  if (rec.version !== CACHE_RECORD_VERSION || !rec.files || typeof rec.files !== 'object') return `${CACHE_RECORD} is of an older lobes`;
+  if (rec.version !== CACHE_RECORD_VERSION || !rec.files || typeof rec.files !== 'object')
+    return `${CACHE_RECORD} is of an older lobes`;
   return folderProblem(dir, rec.files as Record<string, RecordedFile>, CACHE_RECORD, 'converted model file');
 }
 
@@ -178,7 +185,8 @@ export async function resolveModel(p: string, opts: ResolveModelOptions = {}): P
   if (isHfCheckpoint(p)) return resolveCheckpoint(p, opts);
   // A path named .gguf that is not a folder goes on to the GGUF reader, whose error says what is
   // wrong (not a GGUF, a FIFO, a device).
-  if (!isGgufFile(p) && !(/\.gguf$/i.test(p) && existsSync(p) && !statSync(p).isDirectory())) return { dir: p, source: null, converted: null };
+  if (!isGgufFile(p) && !(/\.gguf$/i.test(p) && existsSync(p) && !statSync(p).isDirectory()))
+    return { dir: p, source: null, converted: null };
   const log = jobIO(opts).log;
   const o = resolveConvertOptions(opts);
   // Everything the conversion can check without reading the weights is checked before the
@@ -191,12 +199,17 @@ export async function resolveModel(p: string, opts: ResolveModelOptions = {}): P
   const entry = cacheEntryName(id, o);
   const dir = path.join(root, entry);
   const sha256 = hashFileCached(p, { what: 'GGUF file', onBytes: opts.onHash }).sha256;
-  const sourceOf = (): ModelSource => ({ format: 'gguf', ...id, sha256, identity: sourceIdentity(sha256, o.dtype, resolvedWeights(dir, o.weights)), converted: dir, options: { dtype: o.dtype, weights: o.weights, layout: o.layout } });
+  const sourceOf = (): ModelSource => ({ format: 'gguf', ...id, sha256,
+    identity: sourceIdentity(sha256, o.dtype, resolvedWeights(dir, o.weights)), converted: dir,
+    options: { dtype: o.dtype, weights: o.weights, layout: o.layout } });
   const problem = entryProblem(dir, entry);
   if (problem === null) return { dir, source: sourceOf(), converted: null };
   if (problem !== 'absent') log(`cache entry ${dir} is not used: ${problem}; converting again`);
 
-  return buildEntry(root, dir, entry, id, path.basename(p), log, sourceOf, (target) => convertGguf(p, target, { dtype: o.dtype, weights: o.weights, layout: o.layout, onProgress: opts.onProgress }), `converting ${p} to ONNX (once) into ${dir}`);
+  return buildEntry(root, dir, entry, id, path.basename(p), log, sourceOf,
+    (target) =>
+      convertGguf(p, target, { dtype: o.dtype, weights: o.weights, layout: o.layout, onProgress: opts.onProgress }),
+    `converting ${p} to ONNX (once) into ${dir}`);
 }
 
 /**
@@ -230,14 +243,16 @@ async function buildEntry(
       renameSync(dir, stale);
       rmSync(stale, { recursive: true, force: true });
     }
-    const build = path.join(root, `.build-${process.pid}-${randomBytes(4).toString('hex')}-${hostname().replace(/[^A-Za-z0-9._-]+/g, '_')}`);
+    const build = path.join(root,
+      `.build-${process.pid}-${randomBytes(4).toString('hex')}-${hostname().replace(/[^A-Za-z0-9._-]+/g, '_')}`);
     mkdirSync(build);
     try {
       log(saying);
       const target = path.join(build, 'model');
       const res = await convert(target);
       const hashed = hashFolder(target, CACHE_RECORD, 'converted model file');
-      writeJsonAtomic(path.join(target, CACHE_RECORD), { entry, version: CACHE_RECORD_VERSION, createdAt: new Date().toISOString(), source: id, files: hashed.files }, 2);
+      writeJsonAtomic(path.join(target, CACHE_RECORD), { entry, version: CACHE_RECORD_VERSION,
+        createdAt: new Date().toISOString(), source: id, files: hashed.files }, 2);
       renameSync(target, dir);
       fsyncDir(root);
       // The files were hashed in the build folder; the hash cache learns them at their place.
@@ -254,7 +269,11 @@ async function buildEntry(
 /** Cache entry name of a Hugging Face checkpoint identity and options. */
 export function checkpointEntryName(id: HfIdentity, opts: { dtype: string; weights: string; layout: string }): string {
   const key = createHash('sha256')
-    .update(JSON.stringify({ converter: CONVERTER_VERSION, writer: WRITER_VERSION, format: 'hf-checkpoint', size: id.size, mtimeMs: id.mtimeMs, header: id.headerSha256, files: id.files, dtype: opts.dtype, weights: opts.weights, layout: opts.layout }))
+    .update(
+      JSON.stringify({ converter: CONVERTER_VERSION, writer: WRITER_VERSION, format: 'hf-checkpoint', size: id.size,
+        mtimeMs: id.mtimeMs, header: id.headerSha256, files: id.files, dtype: opts.dtype, weights: opts.weights,
+        layout: opts.layout }),
+    )
     .digest('hex')
     .slice(0, 16);
   const stem = path.basename(id.path).replace(/[^A-Za-z0-9._-]+/g, '_').slice(0, 48) || 'model';
@@ -279,7 +298,9 @@ export async function resolveCheckpoint(p: string, opts: ResolveModelOptions = {
   const total = id.size;
   let before = 0;
   const files = ck.files.map((f) => {
-    const sha256 = hashFileCached(f.path, { what: 'checkpoint file', onBytes: opts.onHash ? (d) => opts.onHash!(before + d, total) : undefined }).sha256;
+    const sha256 =
+      hashFileCached(f.path, { what: 'checkpoint file',
+        onBytes: opts.onHash ? (d) => opts.onHash!(before + d, total) : undefined }).sha256;
     before += f.bytes;
     return { name: f.name, bytes: f.bytes, role: f.role, sha256 };
   });
@@ -299,7 +320,10 @@ export async function resolveCheckpoint(p: string, opts: ResolveModelOptions = {
   const problem = entryProblem(dir, entry);
   if (problem === null) return { dir, source: sourceOf(), converted: null };
   if (problem !== 'absent') log(`cache entry ${dir} is not used: ${problem}; converting again`);
-  return buildEntry(root, dir, entry, id, path.basename(id.path), log, sourceOf, (target) => convertHfCheckpoint(id.path, target, { dtype: o.dtype, weights: o.weights, layout: o.layout, onProgress: opts.onProgress }), `converting the ${ck.family} checkpoint ${p} to ONNX (once) into ${dir}`);
+  return buildEntry(root, dir, entry, id, path.basename(id.path), log, sourceOf,
+    (target) =>
+      convertHfCheckpoint(id.path, target, { dtype: o.dtype, weights: o.weights, layout: o.layout,
+        onProgress: opts.onProgress }), `converting the ${ck.family} checkpoint ${p} to ONNX (once) into ${dir}`);
 }
 
 /**

@@ -131,7 +131,7 @@ export function ggufIdentity(file: string, dataStart: number): GgufIdentity {
   const fd = openSync(abs, 'r');
   try {
     const buf = Buffer.alloc(1 << 20);
-    for (let pos = 0; pos < dataStart; ) {
+    for (let pos = 0; pos < dataStart;) {
       const n = Math.min(buf.length, dataStart - pos);
       readExactly(fd, buf.subarray(0, n), pos, abs);
       h.update(buf.subarray(0, n));
@@ -153,30 +153,47 @@ const PROJECTION = /(_proj|lm_head)\.weight$/;
  * fp32 (F32 and BF16 weights, or a mix of float and quantized types), which an fp16 graph
  * cannot take, so it gets fp16 (rounded).
  */
-export function chooseWeights(model: GgufLlama, dtype: 'fp32' | 'fp16'): { weights: 'q4' | 'fp16' | 'fp32'; reason: string } {
+export function chooseWeights(model: GgufLlama,
+  dtype: 'fp32' | 'fp16'): { weights: 'q4' | 'fp16' | 'fp32'; reason: string }
+{
   const types = new Map<string, number>();
-  for (const m of model.mapped) if (m.shape.length === 2 && PROJECTION.test(m.name)) types.set(m.tensor.typeName, (types.get(m.tensor.typeName) ?? 0) + 1);
+  for (const m of model.mapped)
+    if (m.shape.length === 2 && PROJECTION.test(m.name))
+      types.set(m.tensor.typeName, (types.get(m.tensor.typeName) ?? 0) + 1);
   const list = [...types.keys()].sort().join(', ');
   const allBlocks = [...types.keys()].every((t) => NBITS_MAPPING[t]);
   if (allBlocks && model.spec.modelType === 'phi3') {
     // The parts of phi3's fused attn_qkv / ffn_up are row ranges whose blocks are not carried over.
-    return { weights: dtype === 'fp16' ? 'fp16' : 'fp32', reason: `projections are ${list}; phi3's fused qkv and gate/up weights are split by rows and dequantized (${dtype === 'fp16' ? 'rounded to fp16' : 'fp32 holds every one exactly'})` };
+    return { weights: dtype === 'fp16' ? 'fp16' : 'fp32',
+      reason: `projections are ${list}; phi3's fused qkv and gate/up weights are split by rows and dequantized (${
+        dtype === 'fp16' ? 'rounded to fp16' : 'fp32 holds every one exactly'
+      })` };
   }
   if (allBlocks) return { weights: 'q4', reason: `every projection is ${list}, which MatMulNBits holds exactly` };
   if ([...types.keys()].every((t) => t === 'F16')) return { weights: 'fp16', reason: 'every projection is F16' };
-  if (dtype === 'fp16') return { weights: 'fp16', reason: `projections are ${list}; an fp16 graph stores them as fp16 (rounded)` };
+  if (dtype === 'fp16')
+    return { weights: 'fp16', reason: `projections are ${list}; an fp16 graph stores them as fp16 (rounded)` };
   return { weights: 'fp32', reason: `projections are ${list}; fp32 holds every one exactly` };
 }
 
 /** Validate and fill in the options (usage errors name the flag). */
-export function resolveConvertOptions(opts: ConvertOptions): { dtype: 'fp32' | 'fp16'; weights: WeightsMode; layout: LlamaLayout } {
+export function resolveConvertOptions(
+  opts: ConvertOptions,
+): { dtype: 'fp32' | 'fp16'; weights: WeightsMode; layout: LlamaLayout } {
   const dtype = opts.dtype ?? 'fp32';
   const weights = opts.weights ?? 'auto';
   const layout = opts.layout ?? 'explicit';
-  if (dtype !== 'fp32' && dtype !== 'fp16') throw new UsageError(`${opt('dtype')} must be fp32 or fp16, got ${JSON.stringify(dtype)}`);
-  if (!['auto', 'q4', 'fp16', 'fp32', 'bf16'].includes(weights)) throw new UsageError(`${opt('weights')} must be auto, q4, fp16, fp32 or bf16, got ${JSON.stringify(weights)}`);
-  if (layout !== 'explicit' && layout !== 'genai') throw new UsageError(`${opt('layout')} must be explicit or genai, got ${JSON.stringify(layout)}`);
-  if (dtype === 'fp16' && (weights === 'fp32' || weights === 'bf16')) throw new UsageError(`${opt('weights', weights)} needs ${opt('dtype', 'fp32')} (an fp16 graph would cast them down at every run)`, `use ${opt('weights', 'fp16')} or q4 with ${opt('dtype', 'fp16')}`);
+  if (dtype !== 'fp32' && dtype !== 'fp16')
+    throw new UsageError(`${opt('dtype')} must be fp32 or fp16, got ${JSON.stringify(dtype)}`);
+  if (!['auto', 'q4', 'fp16', 'fp32', 'bf16'].includes(weights))
+    throw new UsageError(`${opt('weights')} must be auto, q4, fp16, fp32 or bf16, got ${JSON.stringify(weights)}`);
+  if (layout !== 'explicit' && layout !== 'genai')
+    throw new UsageError(`${opt('layout')} must be explicit or genai, got ${JSON.stringify(layout)}`);
+  if (dtype === 'fp16' && (weights === 'fp32' || weights === 'bf16'))
+    throw new UsageError(
+      `${opt('weights', weights)} needs ${opt('dtype', 'fp32')} (an fp16 graph would cast them down at every run)`,
+      `use ${opt('weights', 'fp16')} or q4 with ${opt('dtype', 'fp16')}`,
+    );
   return { dtype, weights, layout };
 }
 
@@ -189,7 +206,11 @@ export function resolveConvertOptions(opts: ConvertOptions): { dtype: 'fp32' | '
 export async function convertGguf(file: string, out: string, opts: ConvertOptions = {}): Promise<ConvertResult> {
   const t0 = performance.now();
   const o = resolveConvertOptions(opts);
-  if (o.weights === 'bf16') throw new UsageError(`${opt('weights', 'bf16')} is for a Hugging Face BF16 checkpoint; a GGUF converts with auto, q4, fp16 or fp32`, `use ${opt('weights', 'auto')} (the smallest exact storage)`);
+  if (o.weights === 'bf16')
+    throw new UsageError(
+      `${opt('weights', 'bf16')} is for a Hugging Face BF16 checkpoint; a GGUF converts with auto, q4, fp16 or fp32`,
+      `use ${opt('weights', 'auto')} (the smallest exact storage)`,
+    );
   const model = openGgufLlama(file);
   try {
     if (opts.overwrite) checkForceTarget(path.resolve(out), file, CONVERT_RECORD);
@@ -200,7 +221,9 @@ export async function convertGguf(file: string, out: string, opts: ConvertOption
     const weights = chosen?.weights ?? (o.weights as 'q4' | 'fp16' | 'fp32');
     const identity = ggufIdentity(file, model.gguf.dataStart);
     const options = { dtype: o.dtype, weights, layout: o.layout };
-    const record = convertRecord({ ...identity, format: 'gguf', version: model.gguf.version, tensors: model.gguf.tensors.length }, { ...options, weightsRequested: o.weights }, chosen?.reason ?? null, tok.family);
+    const record = convertRecord({ ...identity, format: 'gguf', version: model.gguf.version,
+      tensors: model.gguf.tensors.length }, { ...options, weightsRequested: o.weights }, chosen?.reason ?? null,
+      tok.family);
     const res = await writeLlamaOnnx(out, model.spec, model.weights, {
       layout: o.layout,
       dtype: o.dtype,
@@ -226,13 +249,18 @@ export async function convertGguf(file: string, out: string, opts: ConvertOption
  * graph) when every matrix (projections, embeddings, lm_head) is BF16: the same bits in half
  * the bytes of fp32, cast to fp32 in the graph; otherwise fp32 (exact for F32, F16 and BF16).
  */
-export function chooseCheckpointWeights(ck: HfCheckpoint, dtype: 'fp32' | 'fp16'): { weights: 'fp16' | 'fp32' | 'bf16'; reason: string } {
+export function chooseCheckpointWeights(ck: HfCheckpoint,
+  dtype: 'fp32' | 'fp16'): { weights: 'fp16' | 'fp32' | 'bf16'; reason: string }
+{
   const list = Object.keys(ck.dtypes).sort().join(', ');
   if (list === 'F16') return { weights: 'fp16', reason: 'every weight is F16' };
-  if (dtype === 'fp16') return { weights: 'fp16', reason: `weights are ${list}; an fp16 graph stores them as fp16 (rounded)` };
+  if (dtype === 'fp16')
+    return { weights: 'fp16', reason: `weights are ${list}; an fp16 graph stores them as fp16 (rounded)` };
   if (bf16Refusal(ck) === null) {
     const norms = list === 'BF16' ? '' : ` (the norms, ${list}, as fp32)`;
-    return { weights: 'bf16', reason: `every matrix is BF16; bf16 storage keeps their bits exactly in half the bytes of fp32, cast to fp32 in the graph${norms}` };
+    return { weights: 'bf16',
+      reason:
+        `every matrix is BF16; bf16 storage keeps their bits exactly in half the bytes of fp32, cast to fp32 in the graph${norms}` };
   }
   return { weights: 'fp32', reason: `weights are ${list}; fp32 holds every one exactly` };
 }
@@ -241,7 +269,9 @@ export function chooseCheckpointWeights(ck: HfCheckpoint, dtype: 'fp32' | 'fp16'
 export function bf16Refusal(ck: HfCheckpoint): string | null {
   const other = Object.keys(ck.matrixDtypes).filter((d) => d !== 'BF16').sort();
   if (!other.length) return null;
-  return `${opt('weights', 'bf16')} keeps BF16 weights bit for bit, but ${other.map((d) => `${ck.matrixDtypes[d]} ${d}`).join(' and ')} of the matrices of ${ck.dir} would be rounded`;
+  return `${opt('weights', 'bf16')} keeps BF16 weights bit for bit, but ${
+    other.map((d) => `${ck.matrixDtypes[d]} ${d}`).join(' and ')
+  } of the matrices of ${ck.dir} would be rounded`;
 }
 
 /**
@@ -268,7 +298,8 @@ export async function convertHfCheckpoint(dir: string, out: string, opts: Conver
   }
   const identity = hfIdentity(ck);
   const options = { dtype: o.dtype, weights, layout: o.layout };
-  const record = convertRecord({ ...identity, format: 'hf-checkpoint', dtypes: ck.dtypes }, { ...options, weightsRequested: o.weights }, chosen?.reason ?? null, 'tokenizer.json');
+  const record = convertRecord({ ...identity, format: 'hf-checkpoint', dtypes: ck.dtypes }, { ...options,
+    weightsRequested: o.weights }, chosen?.reason ?? null, 'tokenizer.json');
   let res;
   try {
     res = await writeLlamaOnnx(out, ck.spec, ck.weights, {
@@ -283,22 +314,28 @@ export async function convertHfCheckpoint(dir: string, out: string, opts: Conver
   } finally {
     ck.weights.close();
   }
-  return { checkpoint: identity, spec: ck.spec, options, weightsReason: chosen?.reason ?? null, ...written(res, t0), phases: res.seconds };
+  return { checkpoint: identity, spec: ck.spec, options, weightsReason: chosen?.reason ?? null, ...written(res, t0),
+    phases: res.seconds };
 }
 
 /** What a conversion wrote: its folder, the count of tensors per storage, the re-quantized ones, sizes and time since `t0`. */
-function written(res: { dir: string; storage: Record<string, string>; modelBytes: number; dataBytes: number }, t0: number) {
+function written(res: { dir: string; storage: Record<string, string>; modelBytes: number; dataBytes: number },
+  t0: number)
+{
   const storage: Record<string, number> = {};
   const requantized: string[] = [];
   for (const [name, how] of Object.entries(res.storage)) {
     storage[how] = (storage[how] ?? 0) + 1;
     if (how.endsWith(':rows')) requantized.push(name);
   }
-  return { dir: res.dir, storage, requantized, modelBytes: res.modelBytes, dataBytes: res.dataBytes, seconds: (performance.now() - t0) / 1000 };
+  return { dir: res.dir, storage, requantized, modelBytes: res.modelBytes, dataBytes: res.dataBytes,
+    seconds: (performance.now() - t0) / 1000 };
 }
 
 /** The CONVERT_RECORD a converted folder carries: versions, time, the source, the options and why the weights were chosen. */
-function convertRecord(source: Record<string, unknown>, options: Record<string, unknown>, weightsReason: string | null, tokenizer: string) {
+function convertRecord(source: Record<string, unknown>, options: Record<string, unknown>, weightsReason: string | null,
+  tokenizer: string)
+{
   return {
     format: 'lobes-convert',
     converterVersion: CONVERTER_VERSION,

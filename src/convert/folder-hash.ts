@@ -51,7 +51,9 @@ export function rememberFolder(dir: string, h: FolderHashes): void {
 }
 
 /** Why `dir`'s files are not the recorded ones (first difference), or null when they are. */
-export function folderProblem(dir: string, want: Record<string, RecordedFile>, record: string, what = 'file'): string | null {
+export function folderProblem(dir: string, want: Record<string, RecordedFile>, record: string, what = 'file'): string
+  | null
+{
   const extra = folderFiles(dir, record).filter((f) => !(f in want));
   if (extra.length) return `${extra[0]} was added`;
   for (const [f, w] of Object.entries(want)) {

@@ -17,14 +17,19 @@ export interface FusedPart {
 }
 
 /** The fused weights of a Phi-3 layer, each with its parts in row order (Hugging Face names). */
-export function phi3FusedWeights(spec: LlamaSpec): Array<{ fused: string; cols: number; parts: Array<[string, number]> }> {
+export function phi3FusedWeights(
+  spec: LlamaSpec,
+): Array<{ fused: string; cols: number; parts: Array<[string, number]> }> {
   const { heads, kvHeads, headDim: d, intermediate: I, hidden: H } = spec;
   const out: Array<{ fused: string; cols: number; parts: Array<[string, number]> }> = [];
   for (let l = 0; l < spec.layers; l++) {
     const a = `model.layers.${l}.self_attn`;
     const m = `model.layers.${l}.mlp`;
-    out.push({ fused: `${a}.qkv_proj.weight`, cols: H, parts: [[`${a}.q_proj.weight`, heads * d], [`${a}.k_proj.weight`, kvHeads * d], [`${a}.v_proj.weight`, kvHeads * d]] });
-    out.push({ fused: `${m}.gate_up_proj.weight`, cols: H, parts: [[`${m}.gate_proj.weight`, I], [`${m}.up_proj.weight`, I]] });
+    out.push({ fused: `${a}.qkv_proj.weight`, cols: H,
+      parts: [[`${a}.q_proj.weight`, heads * d], [`${a}.k_proj.weight`, kvHeads * d], [`${a}.v_proj.weight`,
+        kvHeads * d]] });
+    out.push({ fused: `${m}.gate_up_proj.weight`, cols: H,
+      parts: [[`${m}.gate_proj.weight`, I], [`${m}.up_proj.weight`, I]] });
   }
   return out;
 }
@@ -61,14 +66,19 @@ export class SplitWeightSource implements LlamaWeightSource {
     const p = this.part(name);
     if (!p) return this.inner.shape(name);
     const s = this.inner.shape(p.fused);
-    if (s.length !== 2 || s[0]! < p.r0 + p.rows) throw new LobesError(`fused weight has shape [${s.join(', ')}], too small for ${name} (rows ${p.r0}..${p.r0 + p.rows})`, { where: p.fused });
+    if (s.length !== 2 || s[0]! < p.r0 + p.rows)
+      throw new LobesError(
+        `fused weight has shape [${s.join(', ')}], too small for ${name} (rows ${p.r0}..${p.r0 + p.rows})`,
+        { where: p.fused },
+      );
     return [p.rows, s[1]!];
   }
 
   private range(name: string, r0: number, r1: number): [string, number, number] {
     const p = this.part(name);
     if (!p) return [name, r0, r1];
-    if (!(r0 >= 0 && r1 >= r0 && r1 <= p.rows)) throw new LobesError(`rows [${r0}, ${r1}) out of range for ${p.rows}`, { where: name });
+    if (!(r0 >= 0 && r1 >= r0 && r1 <= p.rows))
+      throw new LobesError(`rows [${r0}, ${r1}) out of range for ${p.rows}`, { where: name });
     return [p.fused, p.r0 + r0, p.r0 + r1];
   }
 

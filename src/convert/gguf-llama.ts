@@ -72,12 +72,18 @@ export type GgufArchitecture = (typeof GGUF_ARCHITECTURES)[number];
 
 /** Tensor names of each architecture (anything else in the file is refused). */
 const KNOWN_TENSOR: Record<GgufArchitecture, RegExp> = {
-  llama: /^(token_embd|output_norm|output|rope_freqs)\.weight$|^blk\.\d+\.(attn_norm|attn_q|attn_k|attn_v|attn_output|ffn_norm|ffn_gate|ffn_up|ffn_down)\.weight$/,
-  qwen2: /^(token_embd|output_norm|output)\.weight$|^blk\.\d+\.(attn_norm|attn_q|attn_k|attn_v|attn_output|ffn_norm|ffn_gate|ffn_up|ffn_down)\.weight$|^blk\.\d+\.attn_[qkv]\.bias$/,
-  qwen3: /^(token_embd|output_norm|output)\.weight$|^blk\.\d+\.(attn_norm|attn_q|attn_k|attn_v|attn_output|attn_q_norm|attn_k_norm|ffn_norm|ffn_gate|ffn_up|ffn_down)\.weight$/,
-  phi3: /^(token_embd|output_norm|output|rope_factors_long|rope_factors_short)\.weight$|^blk\.\d+\.(attn_norm|attn_qkv|attn_output|ffn_norm|ffn_up|ffn_down)\.weight$/,
-  gemma2: /^(token_embd|output_norm|output)\.weight$|^blk\.\d+\.(attn_norm|attn_q|attn_k|attn_v|attn_output|post_attention_norm|ffn_norm|ffn_gate|ffn_up|ffn_down|post_ffw_norm)\.weight$/,
-  gemma3: /^(token_embd|output_norm|output)\.weight$|^blk\.\d+\.(attn_norm|attn_q|attn_k|attn_v|attn_output|attn_q_norm|attn_k_norm|post_attention_norm|ffn_norm|ffn_gate|ffn_up|ffn_down|post_ffw_norm)\.weight$/,
+  llama:
+    /^(token_embd|output_norm|output|rope_freqs)\.weight$|^blk\.\d+\.(attn_norm|attn_q|attn_k|attn_v|attn_output|ffn_norm|ffn_gate|ffn_up|ffn_down)\.weight$/,
+  qwen2:
+    /^(token_embd|output_norm|output)\.weight$|^blk\.\d+\.(attn_norm|attn_q|attn_k|attn_v|attn_output|ffn_norm|ffn_gate|ffn_up|ffn_down)\.weight$|^blk\.\d+\.attn_[qkv]\.bias$/,
+  qwen3:
+    /^(token_embd|output_norm|output)\.weight$|^blk\.\d+\.(attn_norm|attn_q|attn_k|attn_v|attn_output|attn_q_norm|attn_k_norm|ffn_norm|ffn_gate|ffn_up|ffn_down)\.weight$/,
+  phi3:
+    /^(token_embd|output_norm|output|rope_factors_long|rope_factors_short)\.weight$|^blk\.\d+\.(attn_norm|attn_qkv|attn_output|ffn_norm|ffn_up|ffn_down)\.weight$/,
+  gemma2:
+    /^(token_embd|output_norm|output)\.weight$|^blk\.\d+\.(attn_norm|attn_q|attn_k|attn_v|attn_output|post_attention_norm|ffn_norm|ffn_gate|ffn_up|ffn_down|post_ffw_norm)\.weight$/,
+  gemma3:
+    /^(token_embd|output_norm|output)\.weight$|^blk\.\d+\.(attn_norm|attn_q|attn_k|attn_v|attn_output|attn_q_norm|attn_k_norm|post_attention_norm|ffn_norm|ffn_gate|ffn_up|ffn_down|post_ffw_norm)\.weight$/,
 };
 
 /** Gemma keys beyond the shared table (llama.cpp's names). */
@@ -104,7 +110,7 @@ export class GemmaNormSource implements LlamaWeightSource {
   }
   rows(name: string, r0: number, r1: number): Float32Array {
     const v = this.src.rows(name, r0, r1);
-    if (GemmaNormSource.isNorm(name)) for (let i = 0; i < v.length; i++) v[i] = v[i]! - 1;
+    if (GemmaNormSource.isNorm(name)) { for (let i = 0; i < v.length; i++) v[i] = v[i]! - 1; }
     return v;
   }
   rowsInto(name: string, r0: number, r1: number, out: Float32Array): Float32Array {
@@ -155,7 +161,8 @@ class Hparams {
       if (fallback !== undefined) return fallback;
       this.fail(k, 'missing: every llama GGUF has it', 'the file is incomplete or not a llama.cpp model file');
     }
-    if (this.g.get(k)?.type === 'array') this.fail(k, 'is an array (a size per layer): lobes converts models whose layers all have the same shape');
+    if (this.g.get(k)?.type === 'array')
+      this.fail(k, 'is an array (a size per layer): lobes converts models whose layers all have the same shape');
     const n = this.m.int(k)!;
     if (n < 1) this.fail(k, `must be positive, got ${n}`);
     return n;
@@ -183,7 +190,9 @@ class Hparams {
  * llama.cpp's rotary order. Only `llama` files are permuted: llama.cpp's converter writes qwen2
  * and qwen3 (NEOX rotary) in Hugging Face's own row order.
  */
-function weightNames(layers: number, tied: boolean, arch: GgufArchitecture = 'llama'): Array<[string, string, 'q' | 'k' | null]> {
+function weightNames(layers: number, tied: boolean,
+  arch: GgufArchitecture = 'llama'): Array<[string, string, 'q' | 'k' | null]>
+{
   const perm = arch === 'llama';
   const out: Array<[string, string, 'q' | 'k' | null]> = [['model.embed_tokens.weight', 'token_embd.weight', null]];
   for (let i = 0; i < layers; i++) {
@@ -206,8 +215,12 @@ function weightNames(layers: number, tied: boolean, arch: GgufArchitecture = 'll
       [`${m}.self_attn.k_proj.weight`, `${b}.attn_k.weight`, perm ? 'k' : null],
       [`${m}.self_attn.v_proj.weight`, `${b}.attn_v.weight`, null],
     );
-    if (arch === 'qwen2') for (const p of ['q', 'k', 'v']) out.push([`${m}.self_attn.${p}_proj.bias`, `${b}.attn_${p}.bias`, null]);
-    if (arch === 'qwen3' || arch === 'gemma3') for (const p of ['q', 'k']) out.push([`${m}.self_attn.${p}_norm.weight`, `${b}.attn_${p}_norm.weight`, null]);
+    if (arch === 'qwen2') {
+      for (const p of ['q', 'k', 'v']) out.push([`${m}.self_attn.${p}_proj.bias`, `${b}.attn_${p}.bias`, null]);
+    }
+    if (arch === 'qwen3' || arch === 'gemma3') {
+      for (const p of ['q', 'k']) out.push([`${m}.self_attn.${p}_norm.weight`, `${b}.attn_${p}_norm.weight`, null]);
+    }
     out.push([`${m}.self_attn.o_proj.weight`, `${b}.attn_output.weight`, null]);
     // Gemma: post_attention_norm normalizes the attention output, ffn_norm is pre_feedforward_layernorm.
     if (arch === 'gemma2' || arch === 'gemma3') {
@@ -247,17 +260,24 @@ export function openGgufLlama(file: string): GgufLlama {
 function describeLlama(g: GgufFile): { spec: LlamaSpec; weights: GgufLlama['weights']; mapped: MappedWeight[] } {
   const file = g.file;
   const meta: GgufMeta = new GgufMeta(g.metadata, file);
-  if (!meta.has(K.architecture)) throw new ModelError(`no ${K.architecture.key} key: not a llama.cpp model file`, { file, where: 'metadata' });
+  if (!meta.has(K.architecture))
+    throw new ModelError(`no ${K.architecture.key} key: not a llama.cpp model file`, { file, where: 'metadata' });
   const archName = meta.read(K.architecture)!;
   if (archName === 'gemma') {
-    throw new ModelError('architecture "gemma" (Gemma 1) is not converted from GGUF: its conversion has no oracle (transformers\' GGUF loader does not read gemma files), so it is not offered untested', { file, where: K.architecture.key, hint: 'convert the Hugging Face checkpoint folder instead (model_type gemma converts)' });
+    throw new ModelError(
+      'architecture "gemma" (Gemma 1) is not converted from GGUF: its conversion has no oracle (transformers\' GGUF loader does not read gemma files), so it is not offered untested',
+      { file, where: K.architecture.key,
+        hint: 'convert the Hugging Face checkpoint folder instead (model_type gemma converts)' },
+    );
   }
   if (!(GGUF_ARCHITECTURES as readonly string[]).includes(archName)) {
     const lacks = REFUSED_ARCHITECTURES[archName];
     throw new ModelError(
       lacks
         ? `architecture "${archName}" is not converted: lobes' graphs do not express its ${lacks}`
-        : `architecture "${archName}" is not supported: lobes converts ${GGUF_ARCHITECTURES.join(', ')} GGUFs (Llama 2/3.x, Mistral 7B, TinyLlama, SmolLM, Qwen2/2.5, Qwen3, Phi-3/Phi-4-mini, Gemma 2, Gemma 3 text)`,
+        : `architecture "${archName}" is not supported: lobes converts ${
+          GGUF_ARCHITECTURES.join(', ')
+        } GGUFs (Llama 2/3.x, Mistral 7B, TinyLlama, SmolLM, Qwen2/2.5, Qwen3, Phi-3/Phi-4-mini, Gemma 2, Gemma 3 text)`,
       { file, where: K.architecture.key, hint: 'see docs/models-supported.md' },
     );
   }
@@ -265,22 +285,40 @@ function describeLlama(g: GgufFile): { spec: LlamaSpec; weights: GgufLlama['weig
   const hp = new Hparams(g);
   const experts = meta.read(K.expertCount) ?? 0;
   if (experts > 0) {
-    throw new ModelError(`mixture-of-experts model (${meta.key(K.expertCount)} = ${experts}) is not supported: lobes converts dense Llama models`, { file, where: meta.key(K.expertCount) });
+    throw new ModelError(
+      `mixture-of-experts model (${
+        meta.key(K.expertCount)
+      } = ${experts}) is not supported: lobes converts dense Llama models`,
+      { file, where: meta.key(K.expertCount) },
+    );
   }
   const layers = hp.int(K.blockCount);
   const hidden = hp.int(K.embeddingLength);
   const intermediate = hp.int(K.feedForwardLength);
   const heads = hp.int(K.headCount);
   const kvHeads = hp.int(K.headCountKv, heads);
-  if (heads % kvHeads !== 0) throw new ModelError(`${heads} attention heads are not a multiple of ${kvHeads} KV heads`, { file, where: meta.key(K.headCountKv) });
+  if (heads % kvHeads !== 0)
+    throw new ModelError(`${heads} attention heads are not a multiple of ${kvHeads} KV heads`, { file,
+      where: meta.key(K.headCountKv) });
   const headDim = hp.int(K.keyLength, Math.floor(hidden / heads));
   const valueDim = hp.int(K.valueLength, headDim);
-  if (valueDim !== headDim) throw new ModelError(`value head size ${valueDim} differs from key head size ${headDim}: not a Llama attention`, { file, where: meta.key(K.valueLength) });
-  if (headDim % 2 !== 0) throw new ModelError(`head dim ${headDim} is odd: rotary embeddings need pairs`, { file, where: meta.key(K.keyLength) });
+  if (valueDim !== headDim)
+    throw new ModelError(`value head size ${valueDim} differs from key head size ${headDim}: not a Llama attention`, {
+      file,
+      where: meta.key(K.valueLength),
+    });
+  if (headDim % 2 !== 0)
+    throw new ModelError(`head dim ${headDim} is odd: rotary embeddings need pairs`, { file,
+      where: meta.key(K.keyLength) });
   const ropeDims = hp.int(K.ropeDimensionCount, headDim);
-  if (arch === 'phi3' && (ropeDims > headDim || ropeDims % 2 !== 0)) throw new ModelError(`rotates ${ropeDims} of ${headDim} head dims: rotary embeddings need an even number up to the head size`, { file, where: meta.key(K.ropeDimensionCount) });
+  if (arch === 'phi3' && (ropeDims > headDim || ropeDims % 2 !== 0))
+    throw new ModelError(
+      `rotates ${ropeDims} of ${headDim} head dims: rotary embeddings need an even number up to the head size`,
+      { file, where: meta.key(K.ropeDimensionCount) },
+    );
   if (ropeDims !== headDim && arch !== 'phi3') {
-    throw new ModelError(`partial rotary embeddings (${ropeDims} of ${headDim} head dims) are not Llama's`, { file, where: meta.key(K.ropeDimensionCount), hint: 'lobes converts models that rotate the whole head' });
+    throw new ModelError(`partial rotary embeddings (${ropeDims} of ${headDim} head dims) are not Llama's`, { file,
+      where: meta.key(K.ropeDimensionCount), hint: 'lobes converts models that rotate the whole head' });
   }
   const ropeTheta = shortFloat32(hp.num(K.ropeFreqBase, 10000));
   const rmsNormEps = shortFloat32(hp.num(K.rmsNormEps));
@@ -289,10 +327,18 @@ function describeLlama(g: GgufFile): { spec: LlamaSpec; weights: GgufLlama['weig
   // Tensors: every name known, every weight present, shapes as the hyperparameters say.
   for (const t of g.tensors) {
     if (!KNOWN_TENSOR[arch].test(t.name)) {
-      throw new ModelError(`is not part of the ${arch} architecture lobes converts (no ${arch === 'qwen2' ? 'o_proj biases' : 'biases'}, experts or extra tensors)`, { file, where: `tensor ${JSON.stringify(t.name)}`, hint: 'export the original Hugging Face checkpoint to ONNX instead' });
+      throw new ModelError(
+        `is not part of the ${arch} architecture lobes converts (no ${
+          arch === 'qwen2' ? 'o_proj biases' : 'biases'
+        }, experts or extra tensors)`,
+        { file, where: `tensor ${JSON.stringify(t.name)}`,
+          hint: 'export the original Hugging Face checkpoint to ONNX instead' },
+      );
     }
     const m = /^blk\.(\d+)\./.exec(t.name);
-    if (m && Number(m[1]) >= layers) throw new ModelError(`belongs to layer ${m[1]} but llama.block_count is ${layers}`, { file, where: `tensor ${JSON.stringify(t.name)}` });
+    if (m && Number(m[1]) >= layers)
+      throw new ModelError(`belongs to layer ${m[1]} but llama.block_count is ${layers}`, { file,
+        where: `tensor ${JSON.stringify(t.name)}` });
   }
   const tied = !g.hasTensor('output.weight');
   const embed = requireTensor(g, 'token_embd.weight');
@@ -300,37 +346,56 @@ function describeLlama(g: GgufFile): { spec: LlamaSpec; weights: GgufLlama['weig
   const vocab = embed.dims[1];
   const vocabSize = meta.read(K.vocabSize);
   if (vocabSize !== undefined && vocabSize !== vocab) {
-    throw new ModelError(`${meta.key(K.vocabSize)} is ${vocabSize} but token_embd.weight has ${vocab} rows`, { file, where: meta.key(K.vocabSize) });
+    throw new ModelError(`${meta.key(K.vocabSize)} is ${vocabSize} but token_embd.weight has ${vocab} rows`, { file,
+      where: meta.key(K.vocabSize) });
   }
   const tokenList = meta.read(K.tokens);
   if (tokenList) {
     const nTok = tokenList.length;
-    if (nTok !== vocab) throw new ModelError(`${nTok} tokens but token_embd.weight has ${vocab} rows`, { file, where: K.tokens.key, hint: 'the file is inconsistent; download it again' });
+    if (nTok !== vocab)
+      throw new ModelError(`${nTok} tokens but token_embd.weight has ${vocab} rows`, { file, where: K.tokens.key,
+        hint: 'the file is inconsistent; download it again' });
   }
 
   const q = heads * headDim;
   const kv = kvHeads * headDim;
   const want: Record<string, number[]> = {
-    attn_norm: [hidden], ffn_norm: [hidden], attn_q: [hidden, q], attn_k: [hidden, kv], attn_v: [hidden, kv], attn_output: [q, hidden],
-    ffn_gate: [hidden, intermediate], ffn_up: [hidden, arch === 'phi3' ? 2 * intermediate : intermediate], ffn_down: [intermediate, hidden], attn_qkv: [hidden, q + 2 * kv],
-    'attn_q.bias': [q], 'attn_k.bias': [kv], 'attn_v.bias': [kv], attn_q_norm: [headDim], attn_k_norm: [headDim],
-    post_attention_norm: [hidden], post_ffw_norm: [hidden],
+    attn_norm: [hidden],
+    ffn_norm: [hidden],
+    attn_q: [hidden, q],
+    attn_k: [hidden, kv],
+    attn_v: [hidden, kv],
+    attn_output: [q, hidden],
+    ffn_gate: [hidden, intermediate],
+    ffn_up: [hidden, arch === 'phi3' ? 2 * intermediate : intermediate],
+    ffn_down: [intermediate, hidden],
+    attn_qkv: [hidden, q + 2 * kv],
+    'attn_q.bias': [q],
+    'attn_k.bias': [kv],
+    'attn_v.bias': [kv],
+    attn_q_norm: [headDim],
+    attn_k_norm: [headDim],
+    post_attention_norm: [hidden],
+    post_ffw_norm: [hidden],
   };
   const mapped: MappedWeight[] = [];
   for (const [name, tname, perm] of weightNames(layers, tied, arch)) {
     const t = requireTensor(g, tname);
     const part = /^blk\.\d+\.(\w+)\.weight$/.exec(tname)?.[1] ?? /^blk\.\d+\.(\w+\.bias)$/.exec(tname)?.[1];
     const dims = part ? want[part] : tname === 'output_norm.weight' ? [hidden] : [hidden, vocab];
-    if (t.dims.length !== dims.length || t.dims.some((d, i) => d !== dims[i])) throw shapeError(g, t, `[${dims.join(', ')}]`);
+    if (t.dims.length !== dims.length || t.dims.some((d, i) => d !== dims[i]))
+      throw shapeError(g, t, `[${dims.join(', ')}]`);
     const ty = ggmlType(t.type);
     if (!ty?.dequantizable) {
       throw new ModelError(`GGML type ${t.typeName} cannot be converted: lobes decodes ${DEQUANTIZABLE.join(', ')}`, {
         file,
         where: `tensor ${JSON.stringify(tname)}`,
-        hint: 're-quantize the model with llama-quantize (e.g. Q4_K_M, Q8_0 or F16), or pick another quantization of the same model',
+        hint:
+          're-quantize the model with llama-quantize (e.g. Q4_K_M, Q8_0 or F16), or pick another quantization of the same model',
       });
     }
-    mapped.push({ name, tensor: t, permutedHeads: perm === 'q' ? heads : perm === 'k' ? kvHeads : 0, shape: [...dims].reverse() });
+    mapped.push({ name, tensor: t, permutedHeads: perm === 'q' ? heads : perm === 'k' ? kvHeads : 0,
+      shape: [...dims].reverse() });
   }
 
   const ropeScaling = arch === 'phi3' ? longropeOf(g, hp, ropeDims) : ropeScalingOf(g, hp, ropeTheta, headDim);
@@ -341,7 +406,8 @@ function describeLlama(g: GgufFile): { spec: LlamaSpec; weights: GgufLlama['weig
     const g2 = arch === 'gemma2';
     // What llama.cpp reads or assumes for these architectures (llama-model.cpp).
     const sliding = gemmaSlidingLayers(g, meta, layers, g2 ? 2 : 6);
-    if (sliding.some((x) => x)) slidingWindow = g2 ? hp.int(GEMMA_KEYS.slidingWindow, 4096) : hp.int(GEMMA_KEYS.slidingWindow);
+    if (sliding.some((x) => x))
+      slidingWindow = g2 ? hp.int(GEMMA_KEYS.slidingWindow, 4096) : hp.int(GEMMA_KEYS.slidingWindow);
     gemma = {
       postNorms: true,
       queryPreAttnScalar: layers === GEMMA_27B_LAYERS[arch] ? hidden / heads : headDim,
@@ -381,7 +447,11 @@ function describeLlama(g: GgufFile): { spec: LlamaSpec; weights: GgufLlama['weig
     ...(gemma ? { gemma } : {}),
   };
   const src = new GgufWeightSource(g, mapped, headDim);
-  const weights = arch === 'phi3' ? new SplitWeightSource(src, phi3Parts(spec)) : gemma ? new GemmaNormSource(src) : src;
+  const weights = arch === 'phi3'
+    ? new SplitWeightSource(src, phi3Parts(spec))
+    : gemma
+    ? new GemmaNormSource(src)
+    : src;
   return { spec, weights, mapped };
 }
 
@@ -395,24 +465,33 @@ function gemmaSlidingLayers(g: GgufFile, meta: GgufMeta, layers: number, period:
   const v = plainGgufValue(g.get(key));
   const place = { file: g.file, where: `metadata ${JSON.stringify(key)}` };
   if (Array.isArray(v)) {
-    if (v.length !== layers || v.some((x) => typeof x !== 'boolean')) throw new ModelError(`must be one boolean per layer (${layers}), got ${v.length} values`, place);
+    if (v.length !== layers || v.some((x) => typeof x !== 'boolean'))
+      throw new ModelError(`must be one boolean per layer (${layers}), got ${v.length} values`, place);
     return v as boolean[];
   }
   let n = period;
   if (v !== undefined && v !== null) {
     n = typeof v === 'bigint' ? Number(v) : (v as number);
-    if (!Number.isInteger(n) || n < 1) throw new ModelError(`must be a positive integer period or one boolean per layer, got ${String(v)}`, place);
+    if (!Number.isInteger(n) || n < 1)
+      throw new ModelError(`must be a positive integer period or one boolean per layer, got ${String(v)}`, place);
   }
   return Array.from({ length: layers }, (_, i) => i % n < n - 1);
 }
 
 function requireTensor(g: GgufFile, name: string): GgufTensorInfo {
-  if (!g.hasTensor(name)) throw new ModelError(`tensor ${JSON.stringify(name)} is missing (${g.tensors.length} tensors in the file)`, { file: g.file, hint: 'the file is incomplete or not a llama.cpp model file' });
+  if (!g.hasTensor(name))
+    throw new ModelError(`tensor ${JSON.stringify(name)} is missing (${g.tensors.length} tensors in the file)`, {
+      file: g.file,
+      hint: 'the file is incomplete or not a llama.cpp model file',
+    });
   return g.tensor(name);
 }
 
 function shapeError(g: GgufFile, t: GgufTensorInfo, want: string): ModelError {
-  return new ModelError(`dims [${t.dims.join(', ')}] do not match the hyperparameters (${want} in GGUF order)`, { file: g.file, where: `tensor ${JSON.stringify(t.name)}` });
+  return new ModelError(`dims [${t.dims.join(', ')}] do not match the hyperparameters (${want} in GGUF order)`, {
+    file: g.file,
+    where: `tensor ${JSON.stringify(t.name)}`,
+  });
 }
 
 /**
@@ -424,17 +503,33 @@ function longropeOf(g: GgufFile, hp: Hparams, ropeDims: number): Record<string, 
   const has = ['rope_factors_short.weight', 'rope_factors_long.weight'].map((n) => g.hasTensor(n));
   if (!has[0] && !has[1]) {
     const type = hp.str(K.ropeScalingType);
-    if (type !== undefined && type !== 'none') throw new ModelError(`rope scaling "${type}" is not converted for phi3 (longrope through rope_factors_long / rope_factors_short only)`, { file: g.file, where: hp.m.key(K.ropeScalingType) });
+    if (type !== undefined && type !== 'none')
+      throw new ModelError(
+        `rope scaling "${type}" is not converted for phi3 (longrope through rope_factors_long / rope_factors_short only)`,
+        { file: g.file, where: hp.m.key(K.ropeScalingType) },
+      );
     return null;
   }
-  if (!has[0] || !has[1]) throw new ModelError(`holds ${has[0] ? 'rope_factors_short' : 'rope_factors_long'} without ${has[0] ? 'rope_factors_long' : 'rope_factors_short'}: longrope needs both`, { file: g.file, where: `tensor "${has[0] ? 'rope_factors_short' : 'rope_factors_long'}.weight"` });
+  if (!has[0] || !has[1])
+    throw new ModelError(
+      `holds ${has[0] ? 'rope_factors_short' : 'rope_factors_long'} without ${
+        has[0] ? 'rope_factors_long' : 'rope_factors_short'
+      }: longrope needs both`,
+      { file: g.file, where: `tensor "${has[0] ? 'rope_factors_short' : 'rope_factors_long'}.weight"` },
+    );
   const factors = (name: string) => {
     const t = g.tensor(name);
     const place = { file: g.file, where: `tensor ${JSON.stringify(name)}` };
-    if (t.typeName !== 'F32' || t.dims.length !== 1 || t.dims[0] !== ropeDims / 2) throw new ModelError(`expected F32 [${ropeDims / 2}] (one factor per rotary frequency), got ${t.typeName} [${t.dims.join(', ')}]`, place);
+    if (t.typeName !== 'F32' || t.dims.length !== 1 || t.dims[0] !== ropeDims / 2)
+      throw new ModelError(
+        `expected F32 [${ropeDims / 2}] (one factor per rotary frequency), got ${t.typeName} [${t.dims.join(', ')}]`,
+        place,
+      );
     return Array.from(g.dequantize(t), (x) => shortFloat32(x));
   };
-  if (!hp.has(K.ropeScalingOriginalContext)) throw new ModelError('longrope factors without the original context length they switch at', { file: g.file, where: `metadata ${JSON.stringify(hp.m.key(K.ropeScalingOriginalContext))}` });
+  if (!hp.has(K.ropeScalingOriginalContext))
+    throw new ModelError('longrope factors without the original context length they switch at', { file: g.file,
+      where: `metadata ${JSON.stringify(hp.m.key(K.ropeScalingOriginalContext))}` });
   const out: Record<string, unknown> = {
     rope_type: 'longrope',
     short_factor: factors('rope_factors_short.weight'),
@@ -452,8 +547,10 @@ function ropeScalingOf(g: GgufFile, hp: Hparams, theta: number, headDim: number)
   if (g.hasTensor('rope_freqs.weight')) {
     const t = g.tensor('rope_freqs.weight');
     const place = { file: g.file, where: 'tensor "rope_freqs.weight"' };
-    if (t.typeName !== 'F32' || t.dims.length !== 1) throw new ModelError(`expected F32 [${headDim / 2}], got ${t.typeName} [${t.dims.join(', ')}]`, place);
-    if (type !== undefined && type !== 'none' && type !== 'llama3') throw new ModelError(`rope_freqs and ${hp.m.key(K.ropeScalingType)} = ${type} together are not supported`, place);
+    if (t.typeName !== 'F32' || t.dims.length !== 1)
+      throw new ModelError(`expected F32 [${headDim / 2}], got ${t.typeName} [${t.dims.join(', ')}]`, place);
+    if (type !== undefined && type !== 'none' && type !== 'llama3')
+      throw new ModelError(`rope_freqs and ${hp.m.key(K.ropeScalingType)} = ${type} together are not supported`, place);
     return ropeScalingFromFreqFactors(g.dequantize(t), theta, headDim, original, place);
   }
   if (type === undefined || type === 'none') {
@@ -466,5 +563,8 @@ function ropeScalingOf(g: GgufFile, hp: Hparams, theta: number, headDim: number)
   }
   const factor = shortFloat32(hp.num(K.ropeScalingFactor));
   if (type === 'linear') return { rope_type: 'linear', factor };
-  throw new ModelError(`rope scaling "${type}" is not supported (none, linear, or llama3 through rope_freqs)`, { file: g.file, where: hp.m.key(K.ropeScalingType) });
+  throw new ModelError(`rope scaling "${type}" is not supported (none, linear, or llama3 through rope_freqs)`, {
+    file: g.file,
+    where: hp.m.key(K.ropeScalingType),
+  });
 }

@@ -93,7 +93,8 @@ export class GgufWeightSource implements LlamaWeightSource {
       const e = Math.min(r1, r + rowsPer);
       const n = (e - r) * t.rowBytes;
       if (this.raw.byteLength < n) this.raw = new Uint8Array(n);
-      dequantizeBlocks(t.type, this.g.readTensorBytes(t, r, e, this.raw), out.subarray((r - r0) * t.dims[0], (e - r0) * t.dims[0]), place);
+      dequantizeBlocks(t.type, this.g.readTensorBytes(t, r, e, this.raw),
+        out.subarray((r - r0) * t.dims[0], (e - r0) * t.dims[0]), place);
     }
     return out;
   }
@@ -107,7 +108,8 @@ export class GgufWeightSource implements LlamaWeightSource {
   rowsInto(name: string, r0: number, r1: number, out: Float32Array): Float32Array {
     const m = this.get(name);
     const t = m.tensor;
-    const inOrder = t.dims.length === 2 && m.permutedHeads === 0 && Number.isInteger(r0) && Number.isInteger(r1) && r0 >= 0 && r0 <= r1 && r1 <= t.rows;
+    const inOrder = t.dims.length === 2 && m.permutedHeads === 0 && Number.isInteger(r0) && Number.isInteger(r1) &&
+      r0 >= 0 && r0 <= r1 && r1 <= t.rows;
     if (!inOrder || out.length < (r1 - r0) * t.dims[0]) {
       const got = this.rows(name, r0, r1);
       if (out.length < got.length) return got;
@@ -124,7 +126,8 @@ export class GgufWeightSource implements LlamaWeightSource {
     const vector = t.dims.length === 1;
     const n = vector ? t.dims[0] : t.rows;
     if (!(Number.isInteger(r0) && Number.isInteger(r1) && r0 >= 0 && r1 <= n && r0 <= r1)) {
-      throw new LobesError(`rows [${r0}, ${r1}) out of range for ${n} rows`, { file: this.g.file, where: `tensor ${JSON.stringify(t.name)}` });
+      throw new LobesError(`rows [${r0}, ${r1}) out of range for ${n} rows`, { file: this.g.file,
+        where: `tensor ${JSON.stringify(t.name)}` });
     }
     // A 1-D weight [n] is n rows of one value.
     if (vector) return this.g.dequantize(t).slice(r0, r1);
@@ -193,7 +196,8 @@ export class GgufWeightSource implements LlamaWeightSource {
       let chunkMins = w.mins;
       let chunkZp = w.zeroPoints;
       if (mins && !chunkMins) {
-        chunkMins = zeroPointsToMins(w.zeroPoints, w.scales, g1 - g0, kBlocks, w.bits, Math.ceil((kBlocks * w.bits) / 8));
+        chunkMins = zeroPointsToMins(w.zeroPoints, w.scales, g1 - g0, kBlocks, w.bits,
+          Math.ceil((kBlocks * w.bits) / 8));
         chunkZp = new Uint8Array(w.zeroPoints.length);
       }
       const srcBlob = (bs * w.bits) / 8;
@@ -253,10 +257,12 @@ export class GgufWeightSource implements LlamaWeightSource {
       const R = g1 - g0;
       const bytes = this.g.readTensorBytes(t, g0, g1, raw);
       if (!perm) {
-        decodeInto(t.typeName, bytes, R, k, weights.subarray(g0 * kBlocks * blob, g1 * kBlocks * blob), scales.subarray(g0 * kBlocks, g1 * kBlocks), minTerm ? minTerm.subarray(g0 * kBlocks, g1 * kBlocks) : null);
+        decodeInto(t.typeName, bytes, R, k, weights.subarray(g0 * kBlocks * blob, g1 * kBlocks * blob),
+          scales.subarray(g0 * kBlocks, g1 * kBlocks), minTerm ? minTerm.subarray(g0 * kBlocks, g1 * kBlocks) : null);
         continue;
       }
-      decodeInto(t.typeName, bytes, R, k, cw!.subarray(0, R * kBlocks * blob), cs!.subarray(0, R * kBlocks), cm ? cm.subarray(0, R * kBlocks) : null);
+      decodeInto(t.typeName, bytes, R, k, cw!.subarray(0, R * kBlocks * blob), cs!.subarray(0, R * kBlocks),
+        cm ? cm.subarray(0, R * kBlocks) : null);
       for (let r = 0; r < R; r++) {
         const hr = hfRowOf(g0 + r, this.headDim);
         weights.set(cw!.subarray(r * kBlocks * blob, (r + 1) * kBlocks * blob), hr * kBlocks * blob);
@@ -271,12 +277,15 @@ export class GgufWeightSource implements LlamaWeightSource {
       released = true;
       this.give(weights.buffer, scales.buffer, ...(minTerm ? [minTerm.buffer] : []));
     };
-    return { bits: f.bits, blockSize: f.blockSize, weights: w.packed, scales: w.scales, zeroPoints: w.mins ? null : w.zeroPoints, mins: w.mins, release };
+    return { bits: f.bits, blockSize: f.blockSize, weights: w.packed, scales: w.scales,
+      zeroPoints: w.mins ? null : w.zeroPoints, mins: w.mins, release };
   }
 }
 
 /** Packed codes of `fromBits` widened to `toBits` (low bits first), `count` codes (default: all of src). */
-function widen(src: Uint8Array, fromBits: number, dst: Uint8Array, toBits: number, count = (src.length * 8) / fromBits): void {
+function widen(src: Uint8Array, fromBits: number, dst: Uint8Array, toBits: number,
+  count = (src.length * 8) / fromBits): void
+{
   const mask = (1 << fromBits) - 1;
   dst.fill(0);
   for (let i = 0; i < count; i++) {
@@ -288,7 +297,9 @@ function widen(src: Uint8Array, fromBits: number, dst: Uint8Array, toBits: numbe
 }
 
 /** Per-block min terms −z·scale of packed zero points (exact: z and scale are small integers times a half). */
-function zeroPointsToMins(zp: Uint8Array, scales: Float32Array, rows: number, kBlocks: number, bits: number, zpRow: number): Float32Array {
+function zeroPointsToMins(zp: Uint8Array, scales: Float32Array, rows: number, kBlocks: number, bits: number,
+  zpRow: number): Float32Array
+{
   const mins = new Float32Array(rows * kBlocks);
   const mask = (1 << bits) - 1;
   for (let r = 0; r < rows; r++) {

@@ -40,7 +40,7 @@ export function sourceSnapshot(file: string, dataStart: number): SourceSnapshot 
     const size = Number(st.size);
     const head = createHash('sha256');
     const buf = new Uint8Array(1 << 20);
-    for (let pos = 0; pos < Math.min(dataStart, size); ) {
+    for (let pos = 0; pos < Math.min(dataStart, size);) {
       const n = Math.min(buf.length, dataStart - pos);
       readExactly(fd, buf.subarray(0, n), pos, file);
       head.update(buf.subarray(0, n));
@@ -56,7 +56,8 @@ export function sourceSnapshot(file: string, dataStart: number): SourceSnapshot 
         sample.update(piece);
       }
     }
-    return { dev: String(st.dev), ino: String(st.ino), size: String(st.size), mtimeNs: String(st.mtimeNs), ctimeNs: String(st.ctimeNs), headerSha256: head.digest('hex'), sampleSha256: sample.digest('hex') };
+    return { dev: String(st.dev), ino: String(st.ino), size: String(st.size), mtimeNs: String(st.mtimeNs),
+      ctimeNs: String(st.ctimeNs), headerSha256: head.digest('hex'), sampleSha256: sample.digest('hex') };
   } finally {
     closeSync(fd);
   }
@@ -78,14 +79,22 @@ export function checkSourceUnchanged(file: string, dataStart: number, before: So
   try {
     after = sourceSnapshot(file, dataStart);
   } catch (e: any) {
-    throw new LobesError(`the GGUF could not be read again after the conversion (${e instanceof LobesError ? e.message : (e?.code ?? e?.message)}); nothing was written`, { file, hint: 'convert again once the file is in place' });
+    throw new LobesError(
+      `the GGUF could not be read again after the conversion (${
+        e instanceof LobesError ? e.message : (e?.code ?? e?.message)
+      }); nothing was written`,
+      { file, hint: 'convert again once the file is in place' },
+    );
   }
   const changed = (Object.keys(WHAT) as (keyof SourceSnapshot)[]).filter((k) => before[k] !== after[k]);
   if (changed.length) {
-    throw new LobesError(`the GGUF changed while it was being converted (${changed.map((k) => WHAT[k]).join(', ')}); nothing was written`, {
-      file,
-      hint: 'convert again once nothing is writing the file',
-    });
+    throw new LobesError(
+      `the GGUF changed while it was being converted (${changed.map((k) => WHAT[k]).join(', ')}); nothing was written`,
+      {
+        file,
+        hint: 'convert again once nothing is writing the file',
+      },
+    );
   }
 }
 
@@ -112,9 +121,14 @@ export function checkFilesUnchanged(before: FilesSnapshot, what = 'source file')
     try {
       now = statLine(f);
     } catch (e: any) {
-      throw new LobesError(`the ${what} could not be read again after the conversion (${e?.code ?? e?.message}); nothing was written`, { file: f, hint: 'convert again once the file is in place' });
+      throw new LobesError(
+        `the ${what} could not be read again after the conversion (${e?.code ?? e?.message}); nothing was written`,
+        { file: f, hint: 'convert again once the file is in place' },
+      );
     }
-    if (now !== line) throw new LobesError(`the ${what} changed while it was being converted; nothing was written`, { file: f, hint: 'convert again once nothing is writing the files' });
+    if (now !== line)
+      throw new LobesError(`the ${what} changed while it was being converted; nothing was written`, { file: f,
+        hint: 'convert again once nothing is writing the files' });
   }
 }
 
@@ -155,14 +169,31 @@ export function checkForceTarget(out: string, source: string, record: string): v
   const srcReal = real(source);
   const rel = path.relative(outReal, srcReal);
   if (rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel))) {
-    throw new LobesError(`${opt('overwrite')} would replace the folder that holds the source GGUF (${path.basename(source)}); nothing was changed`, { file: out, hint: `choose another ${opt('out')}`, code: 'E_EXISTS' });
+    throw new LobesError(
+      `${opt('overwrite')} would replace the folder that holds the source GGUF (${
+        path.basename(source)
+      }); nothing was changed`,
+      { file: out, hint: `choose another ${opt('out')}`, code: 'E_EXISTS' },
+    );
   }
   const rec = readJsonFile(path.join(out, record), { fallback: null });
   if (rec?.format !== 'lobes-convert') {
-    throw new LobesError(`${opt('overwrite')} replaces only a folder lobes convert wrote (one holding its ${record}); this one has ${rec === null ? 'none' : 'another record'}, so nothing was changed`, { file: out, hint: `choose another ${opt('out')}, or empty the folder yourself`, code: 'E_EXISTS' });
+    throw new LobesError(
+      `${opt('overwrite')} replaces only a folder lobes convert wrote (one holding its ${record}); this one has ${
+        rec === null ? 'none' : 'another record'
+      }, so nothing was changed`,
+      { file: out, hint: `choose another ${opt('out')}, or empty the folder yourself`, code: 'E_EXISTS' },
+    );
   }
   const foreign = names.filter((n) => !CONVERT_OUTPUT_FILES.has(n)).sort();
   if (foreign.length) {
-    throw new LobesError(`${opt('overwrite')} would remove ${foreign.length === 1 ? 'a file' : `${foreign.length} files`} lobes convert did not write (${foreign.slice(0, 3).join(', ')}${foreign.length > 3 ? ', …' : ''}); nothing was changed`, { file: out, hint: `move them out, or choose another ${opt('out')}`, code: 'E_EXISTS' });
+    throw new LobesError(
+      `${opt('overwrite')} would remove ${
+        foreign.length === 1 ? 'a file' : `${foreign.length} files`
+      } lobes convert did not write (${foreign.slice(0, 3).join(', ')}${
+        foreign.length > 3 ? ', …' : ''
+      }); nothing was changed`,
+      { file: out, hint: `move them out, or choose another ${opt('out')}`, code: 'E_EXISTS' },
+    );
   }
 }

@@ -43,11 +43,12 @@ export const HF_INDEX = 'model.safetensors.index.json';
 export const HF_SINGLE = 'model.safetensors';
 
 /** Tokenizer files of a checkpoint carried into the converted folder (tokenizer.json is required). */
-export const HF_TOKENIZER_FILES = ['tokenizer.json', 'tokenizer_config.json', 'special_tokens_map.json', 'chat_template.jinja', 'chat_template.json'];
-
+export const HF_TOKENIZER_FILES = ['tokenizer.json', 'tokenizer_config.json', 'special_tokens_map.json',
+  'chat_template.jinja', 'chat_template.json'];
 
 /** Gemma 1, Gemma 2 and Gemma 3 text: (1 + w) norms, GeGLU, sqrt(hidden) embeddings; 2 and 3 post norms and per-layer windows (LlamaSpec.gemma). */
-const isGemma = (f: HfFamily): f is 'gemma' | 'gemma2' | 'gemma3_text' => f === 'gemma' || f === 'gemma2' || f === 'gemma3_text';
+const isGemma = (f: HfFamily): f is 'gemma' | 'gemma2' | 'gemma3_text' =>
+  f === 'gemma' || f === 'gemma2' || f === 'gemma3_text';
 
 /**
  * Families lobes' graphs cannot express, each with the difference it lacks (model_type →
@@ -60,7 +61,8 @@ export const REFUSED_FAMILIES: Record<string, string> = {
   deepseek_v2: 'mixture-of-experts MLPs and multi-head latent attention',
   deepseek_v3: 'mixture-of-experts MLPs and multi-head latent attention',
   gpt_oss: 'attention sinks (a learned logit per head in every softmax) and mixture-of-experts MLPs',
-  gemma3: 'vision tower (Gemma3ForConditionalGeneration is multimodal: its text model sits under model.language_model next to the image encoder)',
+  gemma3:
+    'vision tower (Gemma3ForConditionalGeneration is multimodal: its text model sits under model.language_model next to the image encoder)',
   phi: 'LayerNorm with a bias and attention parallel to the MLP',
   olmo2: 'RMSNorm after attention and MLP (post-norm) with q/k norms over all heads at once',
   cohere: 'LayerNorm with attention parallel to the MLP',
@@ -133,30 +135,43 @@ export function checkpointTensors(dir: string): { tensors: Map<string, StHeader>
   if (existsSync(indexFile)) {
     const idx = readJson(indexFile, 'safetensors index');
     const map = idx?.weight_map;
-    if (!map || typeof map !== 'object' || Array.isArray(map)) throw new ModelError('has no "weight_map" object', { file: indexFile });
+    if (!map || typeof map !== 'object' || Array.isArray(map))
+      throw new ModelError('has no "weight_map" object', { file: indexFile });
     const headers = new Map<string, StHeader>();
     for (const [name, shard] of Object.entries(map)) {
-      if (typeof shard !== 'string' || shard.includes('/') || shard.includes('\\') || shard.startsWith('.')) throw new ModelError(`places ${name} in ${JSON.stringify(shard)}, which is not a file name in the folder`, { file: indexFile });
+      if (typeof shard !== 'string' || shard.includes('/') || shard.includes('\\') || shard.startsWith('.'))
+        throw new ModelError(`places ${name} in ${JSON.stringify(shard)}, which is not a file name in the folder`, {
+          file: indexFile,
+        });
       if (!headers.has(shard)) {
         const f = path.join(dir, shard);
-        if (!existsSync(f)) throw new ModelError(`names the shard ${shard} (for ${name}), which is not in the folder`, { file: indexFile, hint: 'download the missing shard, or the checkpoint again' });
+        if (!existsSync(f))
+          throw new ModelError(`names the shard ${shard} (for ${name}), which is not in the folder`, { file: indexFile,
+            hint: 'download the missing shard, or the checkpoint again' });
         headers.set(shard, readSafetensorsHeader(f));
       }
       const h = headers.get(shard)!;
-      if (!h.tensors.has(name)) throw new ModelError(`places ${name} in ${shard}, which does not hold it`, { file: indexFile, hint: 'the index and the shards are of different checkpoints; download them again' });
+      if (!h.tensors.has(name))
+        throw new ModelError(`places ${name} in ${shard}, which does not hold it`, { file: indexFile,
+          hint: 'the index and the shards are of different checkpoints; download them again' });
       tensors.set(name, h);
     }
     let total = 0;
     for (const [shard, h] of headers) {
       for (const [name, t] of h.tensors) {
         const placed = map[name];
-        if (placed !== shard) throw new ModelError(`${shard} holds ${name}, which the index ${placed === undefined ? 'does not list' : `places in ${placed}`}`, { file: indexFile, hint: 'the index and the shards are of different checkpoints; download them again' });
+        if (placed !== shard)
+          throw new ModelError(
+            `${shard} holds ${name}, which the index ${placed === undefined ? 'does not list' : `places in ${placed}`}`,
+            { file: indexFile, hint: 'the index and the shards are of different checkpoints; download them again' },
+          );
         total += t.byteLength;
       }
     }
     const declared = idx?.metadata?.total_size;
     if (typeof declared === 'number' && declared !== total) {
-      throw new ModelError(`metadata.total_size is ${declared} but the shards it names hold ${total} bytes of tensors`, { file: indexFile, hint: 'the index and the shards are of different checkpoints; download them again' });
+      throw new ModelError(`metadata.total_size is ${declared} but the shards it names hold ${total} bytes of tensors`,
+        { file: indexFile, hint: 'the index and the shards are of different checkpoints; download them again' });
     }
     return { tensors, shards: [...headers.keys()].sort(), index: true };
   }
@@ -165,24 +180,41 @@ export function checkpointTensors(dir: string): { tensors: Map<string, StHeader>
   if (files.includes(HF_SINGLE)) use = [HF_SINGLE];
   else if (files.length === 1) use = files;
   else if (files.length === 0) throw new ModelError('no .safetensors weights in the folder', { file: dir });
-  else throw new ModelError(`${files.length} .safetensors files (${files.slice(0, 3).join(', ')}${files.length > 3 ? ', …' : ''}) but no ${HF_INDEX} saying which holds what`, { file: dir, hint: 'add the index the checkpoint came with' });
+  else
+    throw new ModelError(
+      `${files.length} .safetensors files (${files.slice(0, 3).join(', ')}${
+        files.length > 3 ? ', …' : ''
+      }) but no ${HF_INDEX} saying which holds what`,
+      { file: dir, hint: 'add the index the checkpoint came with' },
+    );
   const h = readSafetensorsHeader(path.join(dir, use[0]!));
   for (const name of h.tensors.keys()) tensors.set(name, h);
   return { tensors, shards: use, index: false };
 }
 
-
 /** The family of a config.json: its model_type (or architectures[0]), refused by name when lobes cannot express it. */
 export function hfFamily(config: Record<string, any>, file: string): HfFamily {
   const mt = typeof config.model_type === 'string' ? config.model_type : null;
   const arch = Array.isArray(config.architectures) ? String(config.architectures[0] ?? '') : '';
-  const type = mt ?? ({ LlamaForCausalLM: 'llama', MistralForCausalLM: 'mistral', Qwen2ForCausalLM: 'qwen2', Qwen3ForCausalLM: 'qwen3', Phi3ForCausalLM: 'phi3', GemmaForCausalLM: 'gemma', Gemma2ForCausalLM: 'gemma2', Gemma3ForCausalLM: 'gemma3_text' } as Record<string, string>)[arch] ?? null;
-  if (type === null) throw new ModelError('has no model_type: the model family is unknown', { file, hint: 'a config.json written by transformers names it' });
+  const type = mt ??
+    ({ LlamaForCausalLM: 'llama', MistralForCausalLM: 'mistral', Qwen2ForCausalLM: 'qwen2', Qwen3ForCausalLM: 'qwen3',
+      Phi3ForCausalLM: 'phi3', GemmaForCausalLM: 'gemma', Gemma2ForCausalLM: 'gemma2',
+      Gemma3ForCausalLM: 'gemma3_text' } as Record<string, string>)[arch] ??
+    null;
+  if (type === null)
+    throw new ModelError('has no model_type: the model family is unknown', { file,
+      hint: 'a config.json written by transformers names it' });
   if ((HF_FAMILIES as readonly string[]).includes(type)) return type as HfFamily;
   const lacks = REFUSED_FAMILIES[type];
-  if (type === 'gemma3') throw new ModelError(`model_type "gemma3" is not converted: it is Gemma 3 with a ${lacks}`, { file, where: 'model_type', hint: 'a text-only Gemma 3 (model_type gemma3_text, Gemma3ForCausalLM, as Gemma 3 1B is saved) converts' });
-  if (lacks) throw new ModelError(`model_type "${type}" is not converted: lobes' graphs do not express its ${lacks}`, { file, where: 'model_type', hint: `lobes converts ${HF_FAMILIES.join(', ')}` });
-  throw new ModelError(`model_type "${type}" is not one lobes converts (${HF_FAMILIES.join(', ')})`, { file, where: 'model_type' });
+  if (type === 'gemma3')
+    throw new ModelError(`model_type "gemma3" is not converted: it is Gemma 3 with a ${lacks}`, { file,
+      where: 'model_type',
+      hint: 'a text-only Gemma 3 (model_type gemma3_text, Gemma3ForCausalLM, as Gemma 3 1B is saved) converts' });
+  if (lacks)
+    throw new ModelError(`model_type "${type}" is not converted: lobes' graphs do not express its ${lacks}`, { file,
+      where: 'model_type', hint: `lobes converts ${HF_FAMILIES.join(', ')}` });
+  throw new ModelError(`model_type "${type}" is not one lobes converts (${HF_FAMILIES.join(', ')})`, { file,
+    where: 'model_type' });
 }
 
 /** A config.json (of a known family) as a Llama spec, with every setting lobes cannot express refused. */
@@ -193,16 +225,22 @@ export function hfSpec(config: Record<string, any>, file: string): { family: HfF
   };
   const int = (key: string, fallback?: number): number => {
     const v = config[key] ?? fallback;
-    if (!posInt(v)) fail(key, v === undefined ? `missing: every ${family} config.json has it` : `must be a positive integer, got ${JSON.stringify(v)}`);
+    if (!posInt(v))
+      fail(key, v === undefined
+        ? `missing: every ${family} config.json has it`
+        : `must be a positive integer, got ${JSON.stringify(v)}`);
     return v as number;
   };
   const layers = int('num_hidden_layers');
   const hidden = int('hidden_size');
   const intermediate = int('intermediate_size');
-  if (Array.isArray(config.intermediate_size)) fail('intermediate_size', 'is a list (a size per layer): lobes converts models whose layers all have the same shape');
+  if (Array.isArray(config.intermediate_size))
+    fail('intermediate_size',
+      'is a list (a size per layer): lobes converts models whose layers all have the same shape');
   const heads = int('num_attention_heads');
   const kvHeads = int('num_key_value_heads', heads);
-  if (heads % kvHeads !== 0) fail('num_key_value_heads', `${heads} attention heads are not a multiple of ${kvHeads} KV heads`);
+  if (heads % kvHeads !== 0)
+    fail('num_key_value_heads', `${heads} attention heads are not a multiple of ${kvHeads} KV heads`);
   // Defaults of the config classes where config.json leaves head_dim out (Qwen3Config 128, Gemma2Config / Gemma3TextConfig 256).
   const headDim = config.head_dim ?? (family === 'qwen3' ? 128 : isGemma(family) ? 256 : hidden / heads);
   if (!posInt(headDim)) fail('head_dim', `head dim ${headDim} is not a positive integer`);
@@ -211,44 +249,66 @@ export function hfSpec(config: Record<string, any>, file: string): { family: HfF
   if (family === 'gemma') {
     // Gemma 1's MLP reads hidden_act; GemmaConfig reads the official configs' "gelu" as gelu_pytorch_tanh.
     const gact = config.hidden_act ?? 'gelu_pytorch_tanh';
-    if (gact !== 'gelu_pytorch_tanh' && gact !== 'gelu') fail('hidden_act', `activation "${gact}" is not gelu_pytorch_tanh: lobes' Gemma graphs compute GELU with the tanh approximation`);
+    if (gact !== 'gelu_pytorch_tanh' && gact !== 'gelu')
+      fail('hidden_act',
+        `activation "${gact}" is not gelu_pytorch_tanh: lobes' Gemma graphs compute GELU with the tanh approximation`);
   } else if (isGemma(family)) {
     // Gemma 2 / 3's MLP reads hidden_activation (gelu_pytorch_tanh by default).
     const gact = config.hidden_activation ?? 'gelu_pytorch_tanh';
-    if (gact !== 'gelu_pytorch_tanh') fail('hidden_activation', `activation "${gact}" is not gelu_pytorch_tanh: lobes' Gemma graphs compute GELU with the tanh approximation`);
+    if (gact !== 'gelu_pytorch_tanh')
+      fail('hidden_activation',
+        `activation "${gact}" is not gelu_pytorch_tanh: lobes' Gemma graphs compute GELU with the tanh approximation`);
   } else {
     const act = config.hidden_act ?? config.hidden_activation ?? 'silu';
     if (act !== 'silu') fail('hidden_act', `activation "${act}" is not SiLU: lobes' graphs compute SwiGLU MLPs`);
   }
-  if (config.mlp_bias) fail('mlp_bias', 'biases on the MLP projections are not expressed by lobes\' graphs');
-  if (family !== 'qwen2' && config.attention_bias) fail('attention_bias', `attention_bias puts a bias on o_proj as well as q, k, v; lobes' graphs add biases to q, k and v only (as Qwen2 has them)`);
-  if (config.num_local_experts || config.num_experts || config.n_routed_experts) fail('num_experts', 'mixture-of-experts MLPs are not expressed by lobes\' graphs');
+  if (config.mlp_bias) fail('mlp_bias', "biases on the MLP projections are not expressed by lobes' graphs");
+  if (family !== 'qwen2' && config.attention_bias)
+    fail('attention_bias',
+      `attention_bias puts a bias on o_proj as well as q, k, v; lobes' graphs add biases to q, k and v only (as Qwen2 has them)`);
+  if (config.num_local_experts || config.num_experts || config.n_routed_experts)
+    fail('num_experts', "mixture-of-experts MLPs are not expressed by lobes' graphs");
   // partial_rotary_factor at the top level, or inside rope_parameters / rope_scaling (transformers 5).
-  const ppd = config.partial_rotary_factor ?? config.rope_parameters?.partial_rotary_factor ?? config.rope_scaling?.partial_rotary_factor;
+  const ppd = config.partial_rotary_factor ?? config.rope_parameters?.partial_rotary_factor ??
+    config.rope_scaling?.partial_rotary_factor;
   let rotaryDim: number | undefined;
   if (ppd !== undefined && ppd !== null && ppd !== 1) {
-    if (family !== 'phi3') fail('partial_rotary_factor', `partial rotary embeddings (factor ${ppd}) are expressed for phi3 only: ${family} rotates the whole head in transformers`);
-    if (typeof ppd !== 'number' || !(ppd > 0 && ppd < 1)) fail('partial_rotary_factor', `must be a number in (0, 1], got ${JSON.stringify(ppd)}`);
+    if (family !== 'phi3')
+      fail('partial_rotary_factor',
+        `partial rotary embeddings (factor ${ppd}) are expressed for phi3 only: ${family} rotates the whole head in transformers`);
+    if (typeof ppd !== 'number' || !(ppd > 0 && ppd < 1))
+      fail('partial_rotary_factor', `must be a number in (0, 1], got ${JSON.stringify(ppd)}`);
     rotaryDim = Math.floor(headDim * ppd);
-    if (rotaryDim < 2 || rotaryDim % 2 !== 0) fail('partial_rotary_factor', `rotates ${rotaryDim} of ${headDim} head dims: rotary embeddings need an even number`);
+    if (rotaryDim < 2 || rotaryDim % 2 !== 0)
+      fail('partial_rotary_factor',
+        `rotates ${rotaryDim} of ${headDim} head dims: rotary embeddings need an even number`);
   }
   // Mistral's window applies to every layer; Qwen2's (use_sliding_window) only from
   // max_window_layers on, and per-layer types mix windowed and full layers: those are refused.
   let slidingWindow: number | null = null;
   const layerTypes: unknown[] = Array.isArray(config.layer_types) ? config.layer_types : [];
-  if ((family === 'mistral' || family === 'phi3') && config.sliding_window !== null && config.sliding_window !== undefined) {
-    if (!posInt(config.sliding_window)) fail('sliding_window', `must be a positive integer or null, got ${JSON.stringify(config.sliding_window)}`);
+  if ((family === 'mistral' || family === 'phi3') && config.sliding_window !== null &&
+    config.sliding_window !== undefined)
+  {
+    if (!posInt(config.sliding_window))
+      fail('sliding_window', `must be a positive integer or null, got ${JSON.stringify(config.sliding_window)}`);
     slidingWindow = config.sliding_window;
-    if (layerTypes.some((t) => t !== 'sliding_attention')) fail('layer_types', 'mixes sliding-window and full-attention layers, which lobes\' graphs do not express (one window for every layer)');
+    if (layerTypes.some((t) => t !== 'sliding_attention'))
+      fail('layer_types',
+        "mixes sliding-window and full-attention layers, which lobes' graphs do not express (one window for every layer)");
   } else if (family === 'qwen2' && config.use_sliding_window) {
-    fail('use_sliding_window', `sliding-window attention from layer max_window_layers on (window ${config.sliding_window}) is not expressed by lobes' graphs`, 'a checkpoint with use_sliding_window false converts');
+    fail('use_sliding_window',
+      `sliding-window attention from layer max_window_layers on (window ${config.sliding_window}) is not expressed by lobes' graphs`,
+      'a checkpoint with use_sliding_window false converts');
   } else if (isGemma(family)) {
     // Gemma: sliding_attention and full_attention layers (layer_types, or the config class's pattern).
   } else if (layerTypes.some((t) => t === 'sliding_attention')) {
-    fail('layer_types', 'has sliding-window layers, which lobes\' graphs express only for Mistral (one window for every layer)');
+    fail('layer_types',
+      "has sliding-window layers, which lobes' graphs express only for Mistral (one window for every layer)");
   }
   const eps = config.rms_norm_eps ?? 1e-6;
-  if (typeof eps !== 'number' || !(eps > 0)) fail('rms_norm_eps', `must be a positive number, got ${JSON.stringify(eps)}`);
+  if (typeof eps !== 'number' || !(eps > 0))
+    fail('rms_norm_eps', `must be a positive number, got ${JSON.stringify(eps)}`);
   let gemma: LlamaSpec['gemma'];
   let rope: { theta: number; scaling: Record<string, unknown> | null };
   if (isGemma(family)) {
@@ -258,7 +318,9 @@ export function hfSpec(config: Record<string, any>, file: string): { family: HfF
     rope = g.rope;
   } else rope = hfRope(config, file, 10000, family);
   const tokenId = (k: string): number | null => (Number.isInteger(config[k]) ? config[k] : null);
-  const eos = Array.isArray(config.eos_token_id) ? config.eos_token_id.filter((x: unknown) => Number.isInteger(x)) : tokenId('eos_token_id');
+  const eos = Array.isArray(config.eos_token_id)
+    ? config.eos_token_id.filter((x: unknown) => Number.isInteger(x))
+    : tokenId('eos_token_id');
   const spec: LlamaSpec = {
     layers,
     hidden,
@@ -324,7 +386,8 @@ export class SafetensorsWeightSource implements LlamaWeightSource {
   rowsInto(name: string, r0: number, r1: number, out: Float32Array): Float32Array {
     const { h, t } = this.info(name);
     const rows = t.shape[0] ?? 1;
-    if (!(r0 >= 0 && r1 >= r0 && r1 <= rows)) throw new ModelError(`rows [${r0}, ${r1}) out of range for ${rows}`, { file: h.file, where: name });
+    if (!(r0 >= 0 && r1 >= r0 && r1 <= rows))
+      throw new ModelError(`rows [${r0}, ${r1}) out of range for ${rows}`, { file: h.file, where: name });
     const rowBytes = rows === 0 ? 0 : t.byteLength / rows;
     const es = DTYPE_BYTES[t.dtype];
     const n = ((r1 - r0) * rowBytes) / es;
@@ -337,7 +400,9 @@ export class SafetensorsWeightSource implements LlamaWeightSource {
     if (t.dtype === 'BF16') bf16ArrayToFloat(new Uint16Array(raw.buffer, 0, n), dst as Float32Array<ArrayBuffer>);
     else if (t.dtype === 'F16') halfArrayToFloat(new Uint16Array(raw.buffer, 0, n), dst as Float32Array<ArrayBuffer>);
     else if (t.dtype === 'F32') dst.set(new Float32Array(raw.buffer, 0, n));
-    else throw new ModelError(`has dtype ${t.dtype}; lobes reads F32, F16 and BF16 weights`, { file: h.file, where: name });
+    else
+      throw new ModelError(`has dtype ${t.dtype}; lobes reads F32, F16 and BF16 weights`, { file: h.file,
+        where: name });
     return dst;
   }
 
@@ -346,10 +411,12 @@ export class SafetensorsWeightSource implements LlamaWeightSource {
     const { h, t } = this.info(name);
     if (t.dtype !== 'BF16') return null;
     const rows = t.shape[0] ?? 1;
-    if (!(r0 >= 0 && r1 >= r0 && r1 <= rows)) throw new ModelError(`rows [${r0}, ${r1}) out of range for ${rows}`, { file: h.file, where: name });
+    if (!(r0 >= 0 && r1 >= r0 && r1 <= rows))
+      throw new ModelError(`rows [${r0}, ${r1}) out of range for ${rows}`, { file: h.file, where: name });
     const rowBytes = rows === 0 ? 0 : t.byteLength / rows;
     const n = ((r1 - r0) * rowBytes) / 2;
-    if (out.length < n) throw new ModelError(`a buffer of ${out.length} values for ${n}`, { file: h.file, where: name });
+    if (out.length < n)
+      throw new ModelError(`a buffer of ${out.length} values for ${n}`, { file: h.file, where: name });
     this.openShard(h.file, name).readInto(new Uint8Array(out.buffer, out.byteOffset, n * 2), t.offset + r0 * rowBytes);
     return out.subarray(0, n);
   }
@@ -378,9 +445,11 @@ export class SafetensorsWeightSource implements LlamaWeightSource {
 export function openHfCheckpoint(dir: string): HfCheckpoint {
   const abs = path.resolve(dir);
   const cfgFile = path.join(abs, HF_CONFIG);
-  if (!existsSync(cfgFile)) throw new ModelError(`no ${HF_CONFIG}: not a Hugging Face checkpoint folder`, { file: abs });
+  if (!existsSync(cfgFile))
+    throw new ModelError(`no ${HF_CONFIG}: not a Hugging Face checkpoint folder`, { file: abs });
   const config = readJson(cfgFile, 'model config');
-  if (!config || typeof config !== 'object' || Array.isArray(config)) throw new ModelError('is not a JSON object', { file: cfgFile });
+  if (!config || typeof config !== 'object' || Array.isArray(config))
+    throw new ModelError('is not a JSON object', { file: cfgFile });
   const { family, spec } = hfSpec(config, cfgFile);
   const { tensors, shards, index } = checkpointTensors(abs);
   // Phi-3: the checkpoint holds qkv_proj and gate_up_proj in place of their parts.
@@ -399,24 +468,37 @@ export function openHfCheckpoint(dir: string): HfCheckpoint {
     const file = h.file;
     if (!want.has(name)) {
       if (IGNORED.test(name) || (name === 'lm_head.weight' && spec.tiedEmbeddings)) continue;
-      const why = /\.bias$/.test(name) ? `a bias ${family} does not have` : /experts|router|gate\.weight$/.test(name) ? 'an expert or router weight (mixture of experts)' : `not part of the ${family} architecture lobes converts`;
+      const why = /\.bias$/.test(name)
+        ? `a bias ${family} does not have`
+        : /experts|router|gate\.weight$/.test(name)
+        ? 'an expert or router weight (mixture of experts)'
+        : `not part of the ${family} architecture lobes converts`;
       throw new ModelError(`is ${why}; converting without it would change the numbers`, { file, where });
     }
     const shape = want.get(name)!;
     if (t.shape.length !== shape.length || t.shape.some((d, i) => d !== shape[i])) {
-      throw new ModelError(`has shape [${t.shape.join(', ')}] but config.json implies [${shape.join(', ')}]`, { file, where });
+      throw new ModelError(`has shape [${t.shape.join(', ')}] but config.json implies [${shape.join(', ')}]`, { file,
+        where });
     }
-    if (t.dtype !== 'F32' && t.dtype !== 'F16' && t.dtype !== 'BF16') throw new ModelError(`has dtype ${t.dtype}; lobes reads F32, F16 and BF16 weights`, { file, where, hint: 'quantized checkpoints (GPTQ, AWQ, bitsandbytes) are not read; use the original weights' });
+    if (t.dtype !== 'F32' && t.dtype !== 'F16' && t.dtype !== 'BF16')
+      throw new ModelError(`has dtype ${t.dtype}; lobes reads F32, F16 and BF16 weights`, { file, where,
+        hint: 'quantized checkpoints (GPTQ, AWQ, bitsandbytes) are not read; use the original weights' });
     dtypes[t.dtype] = (dtypes[t.dtype] ?? 0) + 1;
     if (t.shape.length === 2) matrixDtypes[t.dtype] = (matrixDtypes[t.dtype] ?? 0) + 1;
   }
   for (const name of want.keys()) {
     if (!tensors.has(name)) {
-      const hint = name === 'lm_head.weight' ? 'config.json says the embeddings are not tied (tie_word_embeddings false), so lm_head.weight must be there' : 'the checkpoint is incomplete or of another configuration';
+      const hint = name === 'lm_head.weight'
+        ? 'config.json says the embeddings are not tied (tie_word_embeddings false), so lm_head.weight must be there'
+        : 'the checkpoint is incomplete or of another configuration';
       throw new ModelError(`weight ${name} is missing from the checkpoint`, { file: abs, hint });
     }
   }
-  if (!existsSync(path.join(abs, 'tokenizer.json'))) throw new ModelError('no tokenizer.json: lobes reads the fast tokenizer file Hugging Face checkpoints carry', { file: abs, hint: 'save the tokenizer with tokenizer.save_pretrained(DIR) next to the weights' });
+  if (!existsSync(path.join(abs, 'tokenizer.json')))
+    throw new ModelError('no tokenizer.json: lobes reads the fast tokenizer file Hugging Face checkpoints carry', {
+      file: abs,
+      hint: 'save the tokenizer with tokenizer.save_pretrained(DIR) next to the weights',
+    });
   const files: HfFile[] = [];
   const add = (name: string, role: HfFile['role']) => {
     const p = path.join(abs, name);
@@ -427,7 +509,9 @@ export function openHfCheckpoint(dir: string): HfCheckpoint {
   for (const s of shards) add(s, 'weights');
   for (const f of HF_TOKENIZER_FILES) if (existsSync(path.join(abs, f))) add(f, 'tokenizer');
   const st = new SafetensorsWeightSource(tensors, abs);
-  const weights = family === 'phi3' ? Object.assign(new SplitWeightSource(st, phi3Parts(spec)), { close: () => st.close() }) : st;
+  const weights = family === 'phi3'
+    ? Object.assign(new SplitWeightSource(st, phi3Parts(spec)), { close: () => st.close() })
+    : st;
   return { dir: abs, family, config, spec, weights, files, tensors, dtypes, matrixDtypes };
 }
 
@@ -458,7 +542,9 @@ export function hfTokenizerFiles(ck: HfCheckpoint): Record<string, string> {
   for (const f of ck.files) if (f.role === 'tokenizer') out[f.name] = readFileSync(f.path, 'utf8');
   const jinja = out['chat_template.jinja'];
   if (jinja !== undefined) {
-    const cfg = out['tokenizer_config.json'] !== undefined ? readJson(path.join(ck.dir, 'tokenizer_config.json'), 'tokenizer config') : {};
+    const cfg = out['tokenizer_config.json'] !== undefined
+      ? readJson(path.join(ck.dir, 'tokenizer_config.json'), 'tokenizer config')
+      : {};
     if (cfg.chat_template === undefined) {
       cfg.chat_template = jinja;
       out['tokenizer_config.json'] = JSON.stringify(cfg, null, 2) + '\n';

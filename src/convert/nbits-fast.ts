@@ -32,10 +32,13 @@ export const FAST_TYPES: Readonly<Record<string, { bits: 4 | 8; blockSize: 16 | 
  * `ggmlToMatMulNBits(type, src, n, k)`, fast for Q4_0, Q4_1, Q8_0, Q4_K and Q6_K (the `fp16Exact`
  * field is not computed by the fast paths and is reported false).
  */
-export function toMatMulNBits(type: number, src: Uint8Array, n: number, k: number, place: ErrorPlace = {}): NBitsWeight {
+export function toMatMulNBits(type: number, src: Uint8Array, n: number, k: number,
+  place: ErrorPlace = {}): NBitsWeight
+{
   const t = ggmlType(type);
   const f = t ? FAST_TYPES[t.name] : undefined;
-  if (!t || !f || k % t.blockSize !== 0 || src.byteLength !== (n * k * t.typeSize) / t.blockSize) return ggmlToMatMulNBits(type, src, n, k, place);
+  if (!t || !f || k % t.blockSize !== 0 || src.byteLength !== (n * k * t.typeSize) / t.blockSize)
+    return ggmlToMatMulNBits(type, src, n, k, place);
   const nb = (n * k) / f.blockSize;
   const packed = new Uint8Array((n * k * f.bits) / 8);
   const scales = new Float32Array(nb);
@@ -49,7 +52,9 @@ export function toMatMulNBits(type: number, src: Uint8Array, n: number, k: numbe
  * type, written into the given arrays (e.g. views of a whole tensor's arrays, so that a tensor
  * decoded a chunk at a time needs no per-chunk copies). `minTerm` is needed for types with a min.
  */
-export function decodeInto(type: string, src: Uint8Array, n: number, k: number, packed: Uint8Array, scales: Float32Array, minTerm: Float32Array | null): void {
+export function decodeInto(type: string, src: Uint8Array, n: number, k: number, packed: Uint8Array,
+  scales: Float32Array, minTerm: Float32Array | null): void
+{
   // Aligned copies so that 16- and 32-bit views work (readTensorBytes gives aligned buffers already).
   if (src.byteOffset % 4 !== 0) src = src.slice();
   if (type === 'Q4_K' && packed.byteOffset % 2 !== 0) throw new Error('decodeInto: Q4_K output must be 2-byte aligned');
@@ -73,7 +78,9 @@ export function decodeInto(type: string, src: Uint8Array, n: number, k: number, 
  * zero points when every block's min is an integer multiple of its scale (constant blocks become
  * codes 1 with the constant as scale), else the min terms as `mins`. Works on a whole tensor.
  */
-export function finishNbits(bits: 4 | 8, blockSize: 16 | 32, n: number, k: number, packed: Uint8Array, scales: Float32Array, minTerm: Float32Array | null, fixedZp: number | null): NBitsWeight {
+export function finishNbits(bits: 4 | 8, blockSize: 16 | 32, n: number, k: number, packed: Uint8Array,
+  scales: Float32Array, minTerm: Float32Array | null, fixedZp: number | null): NBitsWeight
+{
   const kBlocks = k / blockSize;
   const nb = n * kBlocks;
   const maxCode = (1 << bits) - 1;
@@ -117,7 +124,9 @@ export function finishNbits(bits: 4 | 8, blockSize: 16 | 32, n: number, k: numbe
 }
 
 /** Q4_K: 256 values in 8 sub-blocks of 32, 6-bit scale and min each; codes: sub-block 2j in the low nibbles, 2j + 1 in the high nibbles of 32 bytes. */
-function q4k(src: Uint8Array, n: number, k: number, packed: Uint8Array, scales: Float32Array, minTerm: Float32Array): void {
+function q4k(src: Uint8Array, n: number, k: number, packed: Uint8Array, scales: Float32Array,
+  minTerm: Float32Array): void
+{
   const blocks = (n * k) / 256;
   const s32 = new Uint32Array(src.buffer, src.byteOffset, src.byteLength >> 2);
   const o16 = new Uint16Array(packed.buffer, packed.byteOffset, packed.byteLength >> 1);
@@ -215,7 +224,9 @@ function q80(src: Uint8Array, n: number, k: number, packed: Uint8Array, scales: 
 }
 
 /** Q4_0 (zero point 8) and Q4_1 (a min): 32 values, codes 0..15 in the low nibbles, 16..31 in the high nibbles of 16 bytes. */
-function q4x(src: Uint8Array, n: number, k: number, withMin: boolean, packed: Uint8Array, scales: Float32Array, minTerm: Float32Array | null): void {
+function q4x(src: Uint8Array, n: number, k: number, withMin: boolean, packed: Uint8Array, scales: Float32Array,
+  minTerm: Float32Array | null): void
+{
   const blocks = (n * k) / 32;
   const ts = withMin ? 20 : 18;
   const q0 = withMin ? 4 : 2;

@@ -28,12 +28,18 @@ export function shortFloat32(x: number): number {
  * Returns null when every factor is 1 (no scaling); throws when the factors do not follow the
  * llama3 rule.
  */
-export function ropeScalingFromFreqFactors(factors: Float32Array, theta: number, headDim: number, originalContext: number | null, place: { file: string; where: string }): Record<string, unknown> | null {
+export function ropeScalingFromFreqFactors(factors: Float32Array, theta: number, headDim: number,
+  originalContext: number | null, place: { file: string; where: string }): Record<string, unknown> | null
+{
   const half = headDim / 2;
-  if (factors.length !== half) throw new ModelError(`holds ${factors.length} factors but the head dim ${headDim} has ${half} rotary frequencies`, place);
+  if (factors.length !== half)
+    throw new ModelError(`holds ${factors.length} factors but the head dim ${headDim} has ${half} rotary frequencies`,
+      place);
   let factor = 1;
   for (const f of factors) {
-    if (!(f >= 1) || !Number.isFinite(f)) throw new ModelError(`factor ${f} is not a number >= 1: not llama3 rope scaling`, { ...place, hint: 'lobes converts llama3-style rope_freqs only' });
+    if (!(f >= 1) || !Number.isFinite(f))
+      throw new ModelError(`factor ${f} is not a number >= 1: not llama3 rope scaling`, { ...place,
+        hint: 'lobes converts llama3-style rope_freqs only' });
     factor = Math.max(factor, f);
   }
   if (factor === 1) return null;
@@ -44,7 +50,8 @@ export function ropeScalingFromFreqFactors(factors: Float32Array, theta: number,
   const pts: Array<[number, number]> = [];
   for (let i = 0; i < half; i++) {
     const f = factors[i];
-    if (f > 1 && f < factor && Math.abs(f - factor) > 1e-6 * factor && Math.abs(f - 1) > 1e-6) pts.push([1 / wave(i), (1 / f - 1 / factor) / (1 - 1 / factor)]);
+    if (f > 1 && f < factor && Math.abs(f - factor) > 1e-6 * factor && Math.abs(f - 1) > 1e-6)
+      pts.push([1 / wave(i), (1 / f - 1 / factor) / (1 - 1 / factor)]);
   }
   if (pts.length >= 2) {
     const n = pts.length;
@@ -61,24 +68,31 @@ export function ropeScalingFromFreqFactors(factors: Float32Array, theta: number,
       const low = (-B * L) / A;
       const high = low + L / A;
       // Prefer short decimals (Llama-3's 1 and 4) when they reproduce the factors as well.
-      for (const p of [3, 4, 6, 8]) candidates.push({ low: Number(low.toPrecision(p)), high: Number(high.toPrecision(p)) });
+      for (const p of [3, 4, 6, 8])
+        candidates.push({ low: Number(low.toPrecision(p)), high: Number(high.toPrecision(p)) });
       candidates.push({ low, high });
     }
   }
   for (const c of candidates) {
     if (!(c.high > c.low && c.low > 0)) continue;
     if (llama3Matches(factors, theta, headDim, factor, c.low, c.high, L)) {
-      return { rope_type: 'llama3', factor: shortFloat32(factor), low_freq_factor: c.low, high_freq_factor: c.high, original_max_position_embeddings: L };
+      return { rope_type: 'llama3', factor: shortFloat32(factor), low_freq_factor: c.low, high_freq_factor: c.high,
+        original_max_position_embeddings: L };
     }
   }
-  throw new ModelError(`the ${half} rope frequency factors do not follow llama3 rope scaling (plateau ${factor}, ${pts.length} factors in between)`, {
-    ...place,
-    hint: 'lobes recovers llama3 scaling only; convert the original Hugging Face checkpoint instead',
-  });
+  throw new ModelError(
+    `the ${half} rope frequency factors do not follow llama3 rope scaling (plateau ${factor}, ${pts.length} factors in between)`,
+    {
+      ...place,
+      hint: 'lobes recovers llama3 scaling only; convert the original Hugging Face checkpoint instead',
+    },
+  );
 }
 
 /** llama3 factors (computed as llama.cpp's converter does, in float64, stored as float32) equal the stored ones within 2 float32 ulps. */
-function llama3Matches(factors: Float32Array, theta: number, d: number, factor: number, low: number, high: number, L: number): boolean {
+function llama3Matches(factors: Float32Array, theta: number, d: number, factor: number, low: number, high: number,
+  L: number): boolean
+{
   const lowWave = L / low;
   const highWave = L / high;
   for (let i = 0; i < d / 2; i++) {

@@ -129,41 +129,51 @@ export function tokenizerFilesFromGguf(metadata: GgufMetadata, file: string): To
   const m: GgufMeta = new GgufMeta(metadata, file);
   const model = m.read(K.tokenizerModel);
   if (model === undefined) {
-    m.fail(K.tokenizerModel.key, 'the file has no tokenizer (no tokenizer.ggml.model key)', 'use a GGUF that embeds its vocabulary');
+    m.fail(K.tokenizerModel.key, 'the file has no tokenizer (no tokenizer.ggml.model key)',
+      'use a GGUF that embeds its vocabulary');
   }
   const arch = m.read(K.architecture) ?? 'llama';
   const tokens = m.read(K.tokens);
   if (!tokens || tokens.length === 0) m.fail(K.tokens.key, 'no token list');
   const n = tokens.length;
   const types = m.read(K.tokenType);
-  if (!types) m.fail(K.tokenType.key, 'no token types', 'the file predates token types; convert it again with a current llama.cpp');
+  if (!types)
+    m.fail(K.tokenType.key, 'no token types',
+      'the file predates token types; convert it again with a current llama.cpp');
   if (types.length !== n) m.fail(K.tokenType.key, `${types.length} token types for ${n} tokens`);
   for (let i = 0; i < n; i++) {
     const t = types[i]!;
-    if (!(Number.isInteger(t) && t >= 1 && t <= 6)) m.fail(`tokenizer.ggml.token_type[${i}]`, `unknown token type ${t} (llama.cpp defines 1 to 6)`);
+    if (!(Number.isInteger(t) && t >= 1 && t <= 6))
+      m.fail(`tokenizer.ggml.token_type[${i}]`, `unknown token type ${t} (llama.cpp defines 1 to 6)`);
   }
 
   let family: GgufTokenizerFamily;
   const pre = m.read(K.tokenizerPre);
   if (model === 'gpt2') {
     if (pre === undefined) {
-      m.fail(K.tokenizerPre.key, 'byte-level BPE vocabulary without a pre-tokenizer name: the text split is unknown', 'convert the model again with a current llama.cpp, which records it');
+      m.fail(K.tokenizerPre.key, 'byte-level BPE vocabulary without a pre-tokenizer name: the text split is unknown',
+        'convert the model again with a current llama.cpp, which records it');
     }
     const f = BYTE_LEVEL_PRE[pre];
     if (!f) {
-      m.fail(K.tokenizerPre.key, `unsupported pre-tokenizer "${pre}" (supported: ${Object.keys(BYTE_LEVEL_PRE).join(', ')})`, 'convert the original Hugging Face model to ONNX instead');
+      m.fail(K.tokenizerPre.key,
+        `unsupported pre-tokenizer "${pre}" (supported: ${Object.keys(BYTE_LEVEL_PRE).join(', ')})`,
+        'convert the original Hugging Face model to ONNX instead');
     }
     family = f;
   } else if (model === 'llama') {
     if (pre !== undefined && pre !== 'default') {
-      m.fail(K.tokenizerPre.key, `unsupported pre-tokenizer "${pre}" for a SentencePiece vocabulary (supported: default)`);
+      m.fail(K.tokenizerPre.key,
+        `unsupported pre-tokenizer "${pre}" for a SentencePiece vocabulary (supported: default)`);
     }
     if (arch !== 'llama' && !GEMMA_ARCHS.has(arch)) {
-      m.fail(K.architecture.key, `SentencePiece vocabulary of architecture "${arch}" is not supported (supported: llama, gemma, gemma2, gemma3)`);
+      m.fail(K.architecture.key,
+        `SentencePiece vocabulary of architecture "${arch}" is not supported (supported: llama, gemma, gemma2, gemma3)`);
     }
     family = arch === 'llama' ? 'llama-spm' : 'gemma-spm';
   } else {
-    m.fail(K.tokenizerModel.key, `unsupported tokenizer model "${model}" (supported: gpt2, llama)`, 'convert the original Hugging Face model to ONNX instead');
+    m.fail(K.tokenizerModel.key, `unsupported tokenizer model "${model}" (supported: gpt2, llama)`,
+      'convert the original Hugging Face model to ONNX instead');
   }
 
   const id = (key: GgufKey<'int'>, fallback: number | undefined): number | undefined => {
@@ -174,7 +184,9 @@ export function tokenizerFilesFromGguf(metadata: GgufMetadata, file: string): To
   const gemma = family === 'gemma-spm';
   const spm = family === 'llama-spm' || gemma;
   // Gemma: a token of spaces only (llama.cpp writes "▁▁" as two spaces) is looked up as "▁▁".
-  const spelled = gemma ? tokens.map((t) => (t.includes(' ') && t.trim() === '' ? SPM_SPACE.repeat(Array.from(t).length) : t)) : tokens;
+  const spelled = gemma
+    ? tokens.map((t) => (t.includes(' ') && t.trim() === '' ? SPM_SPACE.repeat(Array.from(t).length) : t))
+    : tokens;
   // llama.cpp's defaults for a SentencePiece vocabulary: <unk> 0, <s> 1, </s> 2.
   const bosId = id(K.bosTokenId, spm ? 1 : undefined);
   const eosId = id(K.eosTokenId, spm ? 2 : undefined);
@@ -208,7 +220,8 @@ export function tokenizerFilesFromGguf(metadata: GgufMetadata, file: string): To
   let normalizer: unknown = null;
   let preTokenizer: unknown = null;
   let decoder: unknown;
-  const byteLevelPost = (addPrefixSpace: boolean) => ({ type: 'ByteLevel', add_prefix_space: addPrefixSpace, trim_offsets: false, use_regex: true });
+  const byteLevelPost = (addPrefixSpace: boolean) => ({ type: 'ByteLevel', add_prefix_space: addPrefixSpace,
+    trim_offsets: false, use_regex: true });
   let postLead: unknown = null;
 
   if (!spm) {
@@ -263,7 +276,9 @@ export function tokenizerFilesFromGguf(metadata: GgufMetadata, file: string): To
       // split is written as a Split on \p{N}: identical in Hugging Face's Rust tokenizers, and
       // @huggingface/transformers' Digits only splits ASCII digits.
       preTokenizer = family === 'smollm'
-        ? { type: 'Sequence', pretokenizers: [{ type: 'Split', pattern: { Regex: '\\p{N}' }, behavior: 'Isolated', invert: false }, byteLevel] }
+        ? { type: 'Sequence',
+          pretokenizers: [{ type: 'Split', pattern: { Regex: '\\p{N}' }, behavior: 'Isolated', invert: false },
+            byteLevel] }
         : byteLevel;
       postLead = byteLevelPost(false);
       decoder = { type: 'ByteLevel', add_prefix_space: false, trim_offsets: true, use_regex: true };
@@ -277,7 +292,8 @@ export function tokenizerFilesFromGguf(metadata: GgufMetadata, file: string): To
       const name = `<0x${b.toString(16).toUpperCase().padStart(2, '0')}>`;
       const at = vocab[name];
       if (at === undefined || types[at] !== GGUF_TOKEN_TYPE.BYTE) {
-        m.fail(K.tokens.key, `SentencePiece vocabulary without the byte token ${name}`, 'only byte-fallback vocabularies (Llama-2 style) are supported');
+        m.fail(K.tokens.key, `SentencePiece vocabulary without the byte token ${name}`,
+          'only byte-fallback vocabularies (Llama-2 style) are supported');
       }
     }
     modelJson = {
@@ -309,7 +325,9 @@ export function tokenizerFilesFromGguf(metadata: GgufMetadata, file: string): To
     };
   }
 
-  const template = addBos || addEos || spm ? templateProcessing(addBos ? tok(bosId)! : null, bosId, addEos ? tok(eosId)! : null, eosId) : null;
+  const template = addBos || addEos || spm
+    ? templateProcessing(addBos ? tok(bosId)! : null, bosId, addEos ? tok(eosId)! : null, eosId)
+    : null;
   let postProcessor: unknown;
   if (spm) postProcessor = template;
   else postProcessor = template ? { type: 'Sequence', processors: [postLead, template] } : postLead;
@@ -337,7 +355,9 @@ export function tokenizerFilesFromGguf(metadata: GgufMetadata, file: string): To
     added_tokens_decoder: addedTokensDecoder,
   };
   const specialMap: Record<string, unknown> = {};
-  for (const [name, tid] of [['bos_token', bosId], ['eos_token', eosId], ['pad_token', padId], ['unk_token', unkId]] as const) {
+  for (const [name, tid] of [['bos_token', bosId], ['eos_token', eosId], ['pad_token', padId], ['unk_token',
+    unkId]] as const)
+  {
     if (tid === undefined) continue;
     config[name] = tokens[tid]!;
     specialMap[name] = { content: tokens[tid]!, lstrip: false, normalized: false, rstrip: false, single_word: false };
@@ -416,7 +436,9 @@ export function gemmaMerges(spelled: readonly string[], vocab: Record<string, nu
  * Hugging Face's TemplateProcessing for a Llama tokenizer: `[BOS] $A [EOS]` and
  * `[BOS] $A [EOS] [BOS]:1 $B:1 [EOS]:1`, with BOS / EOS only where they are added.
  */
-function templateProcessing(bos: string | null, bosId: number | undefined, eos: string | null, eosId: number | undefined): Record<string, unknown> {
+function templateProcessing(bos: string | null, bosId: number | undefined, eos: string | null,
+  eosId: number | undefined): Record<string, unknown>
+{
   const special = (id: string, typeId: number) => ({ SpecialToken: { id, type_id: typeId } });
   const seq = (id: 'A' | 'B', typeId: number) => ({ Sequence: { id, type_id: typeId } });
   const single: unknown[] = [];

@@ -4,7 +4,8 @@
  * Capacity for Independence, Self-Reflection Skill) count under Self-Management,
  * which gives it 12 abilities and each other aspect 5.
  */
-export const ASPECTS = ['Self-Management', 'Social Engagement', 'Cooperation', 'Emotional Resilience', 'Innovation'] as const;
+export const ASPECTS = ['Self-Management', 'Social Engagement', 'Cooperation', 'Emotional Resilience',
+  'Innovation'] as const;
 export type Aspect = (typeof ASPECTS)[number];
 
 export interface Ability {
@@ -23,7 +24,8 @@ export const ABILITIES: readonly Ability[] = [
   { name: 'Responsibility Management', aspect: 'Self-Management', zh: ['责任管理', '责任心管理'] },
   { name: 'Capacity for Consistency', aspect: 'Self-Management', zh: ['一致性能力', '坚持能力', '一致性', '始终如一'] },
   { name: 'Goal Regulation', aspect: 'Self-Management', zh: ['目标调节', '目标管理'] },
-  { name: 'Rule-following Skill', aspect: 'Self-Management', zh: ['遵守规则能力', '规则遵守能力', '遵守规则', '规则遵循'] },
+  { name: 'Rule-following Skill', aspect: 'Self-Management',
+    zh: ['遵守规则能力', '规则遵守能力', '遵守规则', '规则遵循'] },
   { name: 'Decision-Making Skill', aspect: 'Self-Management', zh: ['决策能力', '决策技能', '决策'] },
   { name: 'Adaptability', aspect: 'Self-Management', zh: ['适应能力', '适应性'] },
   { name: 'Capacity for Independence', aspect: 'Self-Management', zh: ['独立能力', '独立性'] },
@@ -35,7 +37,8 @@ export const ABILITIES: readonly Ability[] = [
   { name: 'Energy Regulation', aspect: 'Social Engagement', zh: ['精力调节', '能量调节', '精力管理'] },
   { name: 'Teamwork Skill', aspect: 'Cooperation', zh: ['团队合作能力', '团队协作能力', '团队合作', '团队协作'] },
   { name: 'Capacity for Trust', aspect: 'Cooperation', zh: ['信任能力', '信任他人的能力'] },
-  { name: 'Perspective-Taking Skill', aspect: 'Cooperation', zh: ['换位思考能力', '观点采择能力', '换位思考', '观点采择'] },
+  { name: 'Perspective-Taking Skill', aspect: 'Cooperation',
+    zh: ['换位思考能力', '观点采择能力', '换位思考', '观点采择'] },
   { name: 'Capacity for Social Warmth', aspect: 'Cooperation', zh: ['社交温暖能力', '社交温暖', '社会温暖'] },
   { name: 'Ethical Competence', aspect: 'Cooperation', zh: ['道德能力', '伦理能力', '道德素养'] },
   { name: 'Stress Regulation', aspect: 'Emotional Resilience', zh: ['压力调节', '压力管理'] },

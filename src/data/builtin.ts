@@ -46,7 +46,8 @@ export function builtinItems(): BuiltinItem[] {
     if (!ABILITIES.some((a) => a.name === ability)) throw new Error(`builtin:social: unknown ability ${ability}`);
     if (zhLabel !== undefined) {
       const r = canonicalizeAbility(zhLabel);
-      if (r.ability !== ability) throw new Error(`builtin:social: Chinese label ${zhLabel} does not resolve to ${ability}`);
+      if (r.ability !== ability)
+        throw new Error(`builtin:social: Chinese label ${zhLabel} does not resolve to ${ability}`);
     }
     const aspect = aspectOf(ability);
     const key = `${lang}-${ASPECT_CODE[aspect]}`;
@@ -57,7 +58,9 @@ export function builtinItems(): BuiltinItem[] {
       ability,
       aspect,
       language: lang,
-      orientation: o === 's' ? 'self' : o === 'a' ? 'altruism' : (() => { throw new Error(`builtin:social: orientation ${o}`); })(),
+      orientation: o === 's' ? 'self' : o === 'a' ? 'altruism' : (() => {
+        throw new Error(`builtin:social: orientation ${o}`);
+      })(),
       speaker,
       scenario,
       question,
@@ -77,7 +80,8 @@ export function builtinItems(): BuiltinItem[] {
 export function loadBuiltin(p: ParsedSpec): Dataset {
   const name = p.path === '' ? DEFAULT_BUILTIN : p.path;
   if (!(BUILTIN_NAMES as readonly string[]).includes(name)) {
-    throw new UsageError(`unknown built-in dataset ${JSON.stringify(name)}`, `built-in datasets: ${BUILTIN_NAMES.map((n) => 'builtin:' + n).join(', ')}`);
+    throw new UsageError(`unknown built-in dataset ${JSON.stringify(name)}`,
+      `built-in datasets: ${BUILTIN_NAMES.map((n) => 'builtin:' + n).join(', ')}`);
   }
   checkParams(p, ['lang', 'orientation', 'aspect', 'ability', 'template', 'scenario', 'speaker', 'text']);
   const template = templateFromSpec(p, (k) => boolParam(p, k));
@@ -89,9 +93,11 @@ export function loadBuiltin(p: ParsedSpec): Dataset {
       text: applyTemplate(template, it),
       labels: { aspect: it.aspect, ability: it.ability, language: it.language, orientation: it.orientation },
       provenance: { file: `builtin:${name}`, node: it.id, choice: '0' },
-      extras: { question: it.question, response: it.response, speaker: it.speaker, scenario: it.scenario, distractors: [] },
+      extras: { question: it.question, response: it.response, speaker: it.speaker, scenario: it.scenario,
+        distractors: [] },
     };
     if (keep(s, filters)) samples.push(s);
   }
-  return { spec: formatSpec('builtin', name, p.params), samples, excluded: [], axes: ['aspect', 'ability', 'language', 'orientation'] };
+  return { spec: formatSpec('builtin', name, p.params), samples, excluded: [],
+    axes: ['aspect', 'ability', 'language', 'orientation'] };
 }

@@ -20,21 +20,27 @@ export function filtersFromSpec(p: ParsedSpec, abilityNames: readonly string[]):
     const l = lang.toLowerCase();
     if (l === 'en') f.lang = 'en';
     else if (l === 'zh' || l === 'cn') f.lang = 'zh';
-    else throw new UsageError(`dataset spec ${JSON.stringify(p.raw)}: lang=${JSON.stringify(lang)}`, 'use lang=en or lang=zh');
+    else
+      throw new UsageError(`dataset spec ${JSON.stringify(p.raw)}: lang=${JSON.stringify(lang)}`,
+        'use lang=en or lang=zh');
   }
   const o = p.params.get('orientation');
   if (o !== undefined) {
     const l = o.toLowerCase().replace(/\s/g, '');
     if (l === 'self' || l === 'altruism') f.orientation = l;
     else if (/^\[?-?[01],-?[01]\]?$/.test(l)) f.orientation = '[' + l.replace(/[[\]]/g, '') + ']';
-    else throw new UsageError(`dataset spec ${JSON.stringify(p.raw)}: orientation=${JSON.stringify(o)}`, 'use orientation=self, orientation=altruism or an exact pair such as orientation=[1,-1]');
+    else
+      throw new UsageError(`dataset spec ${JSON.stringify(p.raw)}: orientation=${JSON.stringify(o)}`,
+        'use orientation=self, orientation=altruism or an exact pair such as orientation=[1,-1]');
   }
   const a = p.params.get('aspect');
   if (a !== undefined) {
     f.aspects = new Set();
     for (const part of a.split(',')) {
       const hit = ASPECTS.find((x) => squash(x) === squash(part));
-      if (!hit) throw new UsageError(`dataset spec ${JSON.stringify(p.raw)}: unknown aspect ${JSON.stringify(part)}`, `aspects: ${ASPECTS.join(', ')}`);
+      if (!hit)
+        throw new UsageError(`dataset spec ${JSON.stringify(p.raw)}: unknown aspect ${JSON.stringify(part)}`,
+          `aspects: ${ASPECTS.join(', ')}`);
       f.aspects.add(hit);
     }
   }
@@ -43,7 +49,9 @@ export function filtersFromSpec(p: ParsedSpec, abilityNames: readonly string[]):
     f.abilities = new Set();
     for (const part of ab.split(',')) {
       const hit = abilityNames.find((x) => squash(x) === squash(part));
-      if (!hit) throw new UsageError(`dataset spec ${JSON.stringify(p.raw)}: unknown ability ${JSON.stringify(part)}`, 'give a BESSI ability name, e.g. ability=Teamwork Skill');
+      if (!hit)
+        throw new UsageError(`dataset spec ${JSON.stringify(p.raw)}: unknown ability ${JSON.stringify(part)}`,
+          'give a BESSI ability name, e.g. ability=Teamwork Skill');
       f.abilities.add(hit);
     }
   }

@@ -35,24 +35,44 @@ interface GenericSpec {
 
 function genericSpec(p: ParsedSpec, extra: string[], nested = false): GenericSpec {
   checkParams(p, ['text', 'label', 'id', 'bessi', 'group', ...extra]);
-  if (!p.path) throw new UsageError(`${p.kind}: needs a file path`, `e.g. ${p.kind}:data.${p.kind}?text=text&label=label`);
+  if (!p.path)
+    throw new UsageError(`${p.kind}: needs a file path`, `e.g. ${p.kind}:data.${p.kind}?text=text&label=label`);
   const text = p.params.get('text');
   const label = p.params.get('label');
-  if (!text) throw new UsageError(`dataset spec ${JSON.stringify(p.raw)}: needs text=FIELD`, `e.g. ${p.kind}:${p.path}?text=text&label=label`);
-  if (!label) throw new UsageError(`dataset spec ${JSON.stringify(p.raw)}: needs label=FIELD[,FIELD...]`, `e.g. ${p.kind}:${p.path}?text=${text}&label=label`);
+  if (!text)
+    throw new UsageError(`dataset spec ${JSON.stringify(p.raw)}: needs text=FIELD`,
+      `e.g. ${p.kind}:${p.path}?text=text&label=label`);
+  if (!label)
+    throw new UsageError(`dataset spec ${JSON.stringify(p.raw)}: needs label=FIELD[,FIELD...]`,
+      `e.g. ${p.kind}:${p.path}?text=${text}&label=label`);
   const labels = label.split(',').map((s) => s.trim()).filter(Boolean);
-  if (new Set(labels).size !== labels.length) throw new UsageError(`dataset spec ${JSON.stringify(p.raw)}: a label field is named twice`);
+  if (new Set(labels).size !== labels.length)
+    throw new UsageError(`dataset spec ${JSON.stringify(p.raw)}: a label field is named twice`);
   const bessi = p.params.get('bessi');
-  if (bessi !== undefined && !labels.includes(bessi)) throw new UsageError(`dataset spec ${JSON.stringify(p.raw)}: bessi=${bessi} must be one of the label fields`);
+  if (bessi !== undefined && !labels.includes(bessi))
+    throw new UsageError(`dataset spec ${JSON.stringify(p.raw)}: bessi=${bessi} must be one of the label fields`);
   const axes = labels.map((f) => (nested && f.includes('.') ? f.slice(f.lastIndexOf('.') + 1) : f));
-  if (bessi !== undefined && axes.includes('aspect')) throw new UsageError(`dataset spec ${JSON.stringify(p.raw)}: bessi= adds the axis "aspect", which is already a label field`);
-  if (new Set(axes).size !== axes.length) throw new UsageError(`dataset spec ${JSON.stringify(p.raw)}: two label fields give the same axis name (${axes.join(', ')})`, 'a nested field a.b gives the axis b');
+  if (bessi !== undefined && axes.includes('aspect'))
+    throw new UsageError(
+      `dataset spec ${JSON.stringify(p.raw)}: bessi= adds the axis "aspect", which is already a label field`,
+    );
+  if (new Set(axes).size !== axes.length)
+    throw new UsageError(
+      `dataset spec ${JSON.stringify(p.raw)}: two label fields give the same axis name (${axes.join(', ')})`,
+      'a nested field a.b gives the axis b',
+    );
   // group=FIELD: each item's group (items of one story, one source...), read as the label axis
   // GROUP_AXIS, which lobes cluster then keeps whole in the probes' folds and resamples as a unit
   const group = p.params.get('group');
   if (group !== undefined) {
-    if (group.trim() === '') throw new UsageError(`dataset spec ${JSON.stringify(p.raw)}: group= needs a field name`, `e.g. ${p.kind}:${p.path}?text=${text}&label=${label}&group=story`);
-    if (axes.includes(GROUP_AXIS)) throw new UsageError(`dataset spec ${JSON.stringify(p.raw)}: group= adds the axis "${GROUP_AXIS}", which is already a label field`, 'name the group field with group= only');
+    if (group.trim() === '')
+      throw new UsageError(`dataset spec ${JSON.stringify(p.raw)}: group= needs a field name`,
+        `e.g. ${p.kind}:${p.path}?text=${text}&label=${label}&group=story`);
+    if (axes.includes(GROUP_AXIS))
+      throw new UsageError(
+        `dataset spec ${JSON.stringify(p.raw)}: group= adds the axis "${GROUP_AXIS}", which is already a label field`,
+        'name the group field with group= only',
+      );
     labels.push(group.trim());
     axes.push(GROUP_AXIS);
   }
@@ -68,7 +88,8 @@ function fieldOf(o: Record<string, unknown>, f: string): { has: boolean; value: 
   if (!f.includes('.')) return { has: false, value: undefined };
   let cur: unknown = o;
   for (const part of f.split('.')) {
-    if (typeof cur !== 'object' || cur === null || Array.isArray(cur) || !Object.prototype.hasOwnProperty.call(cur, part)) return { has: false, value: undefined };
+    if (typeof cur !== 'object' || cur === null || Array.isArray(cur) ||
+      !Object.prototype.hasOwnProperty.call(cur, part)) return { has: false, value: undefined };
     cur = (cur as Record<string, unknown>)[part];
   }
   return { has: true, value: cur };
@@ -113,13 +134,22 @@ function rowsToSamples(rows: Row[], file: string, g: GenericSpec, out: GenericRe
         labels[bAxis] = r.ability;
         labels.aspect = aspectOf(r.ability);
       } else {
-        errs.push(`unknown label ${JSON.stringify(labels[bAxis])} in ${JSON.stringify(g.bessi)}: ${'reason' in r ? r.reason : ''}`);
+        errs.push(
+          `unknown label ${JSON.stringify(labels[bAxis])} in ${JSON.stringify(g.bessi)}: ${
+            'reason' in r ? r.reason : ''
+          }`,
+        );
       }
     }
     let id = `${base}:${row.line}`;
     if (g.id) {
       const v = row.has(g.id) ? scalar(row.get(g.id)) : null;
-      if (v === null || v.trim() === '') errs.push(row.has(g.id) ? `id field ${JSON.stringify(g.id)} is empty or not a string` : `missing id field ${JSON.stringify(g.id)}`);
+      if (v === null || v.trim() === '')
+        errs.push(
+          row.has(g.id)
+            ? `id field ${JSON.stringify(g.id)} is empty or not a string`
+            : `missing id field ${JSON.stringify(g.id)}`,
+        );
       else id = v.trim();
     }
     if (errs.length === 0) {
@@ -145,9 +175,11 @@ function axesOf(g: GenericSpec): string[] {
  * `provenance` and `extras`, kept as they are. Every line must carry the same label axes.
  */
 function loadSampleJsonl(p: ParsedSpec): GenericResult {
-  checkParams(p, [], `${p.kind}:FILE without text= is a file in lobes' sample form and takes no options; name your fields with text=FIELD&label=FIELD, e.g. ${p.kind}:FILE?text=question&label=aspect`);
+  checkParams(p, [],
+    `${p.kind}:FILE without text= is a file in lobes' sample form and takes no options; name your fields with text=FIELD&label=FIELD, e.g. ${p.kind}:FILE?text=question&label=aspect`);
   const file = p.path;
-  const out: GenericResult = { samples: [], excluded: [], problems: [], spec: formatSpec('jsonl', p.path, p.params), axes: [] };
+  const out: GenericResult = { samples: [], excluded: [], problems: [], spec: formatSpec('jsonl', p.path, p.params),
+    axes: [] };
   const r = readUtf8(file);
   if ('problem' in r) {
     if (r.problem.reason === 'no such file') throw new LobesError('no such file', { file });
@@ -165,12 +197,15 @@ function loadSampleJsonl(p: ParsedSpec): GenericResult {
     const j = parseJson(s, file, 0, where);
     if ('problem' in j) return void out.problems.push(j.problem);
     const o = j.value as Record<string, unknown>;
-    if (typeof o !== 'object' || o === null || Array.isArray(o)) return bad('expected a JSON object {id, text, labels}');
+    if (typeof o !== 'object' || o === null || Array.isArray(o))
+      return bad('expected a JSON object {id, text, labels}');
     const id = typeof o.id === 'string' && o.id.trim() !== '' ? o.id : null;
-    if (!id) return bad('"id" must be a non-empty string (a file without id/text/labels needs jsonl:FILE?text=F&label=F)');
+    if (!id)
+      return bad('"id" must be a non-empty string (a file without id/text/labels needs jsonl:FILE?text=F&label=F)');
     if (typeof o.text !== 'string' || o.text.trim() === '') return bad('"text" must be a non-empty string', id);
     const labels = o.labels;
-    if (typeof labels !== 'object' || labels === null || Array.isArray(labels)) return bad('"labels" must be an object of label axes', id);
+    if (typeof labels !== 'object' || labels === null || Array.isArray(labels))
+      return bad('"labels" must be an object of label axes', id);
     const lab: Record<string, string> = {};
     for (const [key, v] of Object.entries(labels as Record<string, unknown>)) {
       const sv = scalar(v);
@@ -188,16 +223,20 @@ function loadSampleJsonl(p: ParsedSpec): GenericResult {
     const sample: Sample = { id, text: o.text, labels: lab };
     if (o.provenance !== undefined) {
       const pv = o.provenance;
-      if (typeof pv !== 'object' || pv === null || Array.isArray(pv) || Object.values(pv).some((x) => typeof x !== 'string')) return bad('"provenance" must be an object of strings', id);
+      if (typeof pv !== 'object' || pv === null || Array.isArray(pv) ||
+        Object.values(pv).some((x) => typeof x !== 'string'))
+        return bad('"provenance" must be an object of strings', id);
       sample.provenance = pv as Record<string, string>;
     }
     if (o.extras !== undefined) {
-      if (typeof o.extras !== 'object' || o.extras === null || Array.isArray(o.extras)) return bad('"extras" must be an object', id);
+      if (typeof o.extras !== 'object' || o.extras === null || Array.isArray(o.extras))
+        return bad('"extras" must be an object', id);
       sample.extras = o.extras as Record<string, unknown>;
     }
     out.samples.push(sample);
   });
-  if (out.samples.length === 0 && out.problems.length === 0) out.problems.push({ file, reason: 'file is empty (no JSON lines)' });
+  if (out.samples.length === 0 && out.problems.length === 0)
+    out.problems.push({ file, reason: 'file is empty (no JSON lines)' });
   out.axes = axes ?? [];
   return out;
 }
@@ -221,17 +260,27 @@ function checkSampleForm(text: string, file: string, spec: string): void {
   if (typeof o !== 'object' || o === null || Array.isArray(o)) return;
   const r = o as Record<string, unknown>;
   const labels = r.labels;
-  if (typeof r.id === 'string' && typeof r.text === 'string' && typeof labels === 'object' && labels !== null && !Array.isArray(labels)) return;
+  if (typeof r.id === 'string' && typeof r.text === 'string' && typeof labels === 'object' && labels !== null &&
+    !Array.isArray(labels)) return;
   const fields = Object.keys(r);
   const strings = fields.filter((f) => typeof r[f] === 'string' || typeof r[f] === 'number');
   const textField = strings.find((f) => /^(text|prompt|question|sentence|content|input)$/i.test(f)) ?? strings[0];
   const labelFields = strings.filter((f) => f !== textField && !/^id$/i.test(f));
-  const example = textField ? `${spec.split('?')[0]}?text=${textField}${labelFields.length ? `&label=${labelFields.join(',')}` : ''}${fields.includes('id') ? '&id=id' : ''}` : `${spec.split('?')[0]}?text=FIELD&label=FIELD`;
-  throw new LobesError(`the file is not in lobes' sample form {id, text, labels} (what lobes data export writes); its first line has the fields ${fields.map((f) => JSON.stringify(f)).join(', ') || 'none'}`, {
-    file,
-    where: `line ${text.slice(0, nl).split('\n').length}`,
-    hint: `name the fields in the spec, e.g. ${example} (docs/datasets.md)`,
-  });
+  const example = textField
+    ? `${spec.split('?')[0]}?text=${textField}${labelFields.length ? `&label=${labelFields.join(',')}` : ''}${
+      fields.includes('id') ? '&id=id' : ''
+    }`
+    : `${spec.split('?')[0]}?text=FIELD&label=FIELD`;
+  throw new LobesError(
+    `the file is not in lobes' sample form {id, text, labels} (what lobes data export writes); its first line has the fields ${
+      fields.map((f) => JSON.stringify(f)).join(', ') || 'none'
+    }`,
+    {
+      file,
+      where: `line ${text.slice(0, nl).split('\n').length}`,
+      hint: `name the fields in the spec, e.g. ${example} (docs/datasets.md)`,
+    },
+  );
 }
 
 /** `jsonl:FILE?text=F&label=F…`, or `jsonl:FILE` for a file in lobes' sample form (loadSampleJsonl). */
@@ -242,7 +291,8 @@ export function loadJsonl(p: ParsedSpec): GenericResult {
   }
   const g = genericSpec(p, [], true);
   const file = p.path;
-  const out: GenericResult = { samples: [], excluded: [], problems: [], spec: formatSpec('jsonl', p.path, p.params), axes: axesOf(g) };
+  const out: GenericResult = { samples: [], excluded: [], problems: [], spec: formatSpec('jsonl', p.path, p.params),
+    axes: axesOf(g) };
   const r = readUtf8(file);
   if ('problem' in r) {
     if (r.problem.reason === 'no such file') throw new LobesError('no such file', { file });
@@ -258,13 +308,16 @@ export function loadJsonl(p: ParsedSpec): GenericResult {
     const j = parseJson(s, file, 0, `line ${i + 1}`);
     if ('problem' in j) return out.problems.push(j.problem);
     const v = j.value;
-    if (typeof v !== 'object' || v === null || Array.isArray(v)) return out.problems.push({ file, where: `line ${i + 1}`, reason: 'expected a JSON object' });
+    if (typeof v !== 'object' || v === null || Array.isArray(v))
+      return out.problems.push({ file, where: `line ${i + 1}`, reason: 'expected a JSON object' });
     const o = v as Record<string, unknown>;
     for (const k of Object.keys(o)) found.add(k);
     rows.push({ line: i + 1, get: (f) => fieldOf(o, f).value, has: (f) => fieldOf(o, f).has });
   });
-  if (rows.length === 0 && out.problems.length === 0) out.problems.push({ file, reason: 'file is empty (no JSON lines)' });
-  const named: [string, string][] = [['text', g.text], ...g.labels.map((f): [string, string] => ['label', f]), ...(g.id ? [['id', g.id] as [string, string]] : [])];
+  if (rows.length === 0 && out.problems.length === 0)
+    out.problems.push({ file, reason: 'file is empty (no JSON lines)' });
+  const named: [string, string][] = [['text', g.text], ...g.labels.map((f): [string, string] => ['label', f]),
+    ...(g.id ? [['id', g.id] as [string, string]] : [])];
   const absent = rows.length ? absentFieldsError(file, named, (f) => rows.some((row) => row.has(f)), found) : null;
   if (absent) throw absent;
   rowsToSamples(rows, file, g, out);
@@ -276,7 +329,9 @@ export function loadJsonl(p: ParsedSpec): GenericResult {
  * quotes, CRLF or LF line ends, quoted fields may span lines. Returns records with the
  * line each starts on, or problems (unterminated quote, stray quote).
  */
-export function parseCsv(text: string, delimiter = ','): { records: { line: number; fields: string[] }[]; problems: { line: number; reason: string }[] } {
+export function parseCsv(text: string,
+  delimiter = ','): { records: { line: number; fields: string[] }[]; problems: { line: number; reason: string }[] }
+{
   const records: { line: number; fields: string[] }[] = [];
   const problems: { line: number; reason: string }[] = [];
   let i = 0;
@@ -317,7 +372,8 @@ export function parseCsv(text: string, delimiter = ','): { records: { line: numb
         }
       } else {
         while (i < n && text[i] !== delimiter && text[i] !== '\n' && !(text[i] === '\r' && text[i + 1] === '\n')) {
-          if (text[i] === '"' && !bad) bad = 'quote inside an unquoted field (quote the whole field and write "" for the quote)';
+          if (text[i] === '"' && !bad)
+            bad = 'quote inside an unquoted field (quote the whole field and write "" for the quote)';
           field += text[i];
           i++;
         }
@@ -349,9 +405,11 @@ export function loadCsv(p: ParsedSpec): GenericResult {
   const g = genericSpec(p, ['delimiter']);
   const d = p.params.get('delimiter') ?? ',';
   const delimiter = d === 'tab' || d === '\\t' ? '\t' : d === 'semicolon' ? ';' : d;
-  if (delimiter.length !== 1 || delimiter === '"' || delimiter === '\n') throw new UsageError(`dataset spec ${JSON.stringify(p.raw)}: delimiter must be one character (or tab, semicolon)`);
+  if (delimiter.length !== 1 || delimiter === '"' || delimiter === '\n')
+    throw new UsageError(`dataset spec ${JSON.stringify(p.raw)}: delimiter must be one character (or tab, semicolon)`);
   const file = p.path;
-  const out: GenericResult = { samples: [], excluded: [], problems: [], spec: formatSpec('csv', p.path, p.params), axes: axesOf(g) };
+  const out: GenericResult = { samples: [], excluded: [], problems: [], spec: formatSpec('csv', p.path, p.params),
+    axes: axesOf(g) };
   const r = readUtf8(file);
   if ('problem' in r) {
     if (r.problem.reason === 'no such file') throw new LobesError('no such file', { file });
@@ -368,20 +426,26 @@ export function loadCsv(p: ParsedSpec): GenericResult {
   const cols = header.fields.map((h) => h.trim());
   const index = new Map<string, number>();
   cols.forEach((c, k) => {
-    if (index.has(c)) out.problems.push({ file, where: `line ${header.line}`, reason: `column ${JSON.stringify(c)} appears twice in the header` });
+    if (index.has(c))
+      out.problems.push({ file, where: `line ${header.line}`,
+        reason: `column ${JSON.stringify(c)} appears twice in the header` });
     else index.set(c, k);
   });
   const need = [g.text, ...g.labels, ...(g.id ? [g.id] : [])];
   const missing = need.filter((c) => !index.has(c));
   if (missing.length) {
-    out.problems.push({ file, where: `line ${header.line}`, reason: `header has no column ${missing.map((m) => JSON.stringify(m)).join(', ')} (columns: ${cols.join(', ')})` });
+    out.problems.push({ file, where: `line ${header.line}`,
+      reason: `header has no column ${missing.map((m) => JSON.stringify(m)).join(', ')} (columns: ${
+        cols.join(', ')
+      })` });
     return out;
   }
   if (body.length === 0) out.problems.push({ file, reason: 'file has a header but no rows' });
   const rows: Row[] = [];
   for (const rec of body) {
     if (rec.fields.length !== cols.length) {
-      out.problems.push({ file, where: `line ${rec.line}`, reason: `row has ${rec.fields.length} fields, the header has ${cols.length}` });
+      out.problems.push({ file, where: `line ${rec.line}`,
+        reason: `row has ${rec.fields.length} fields, the header has ${cols.length}` });
       continue;
     }
     rows.push({ line: rec.line, get: (f) => rec.fields[index.get(f)!], has: (f) => index.has(f) });

@@ -15,10 +15,10 @@ import { listFiles, loadSocialEval } from './socialeval.js';
 import { parseSpec } from './spec.js';
 import type { Dataset, Excluded, LoadOptions, Sample } from './types.js';
 
-export type { Dataset, Sample, Excluded, LoadOptions } from './types.js';
 export { ABILITIES, ASPECTS, aspectOf } from './bessi.js';
 export { canonicalizeAbility, normalizeLabel } from './labels.js';
 export { DEFAULT_TEMPLATE } from './template.js';
+export type { Dataset, Sample, Excluded, LoadOptions } from './types.js';
 
 /** The dataset used when none is given. */
 export const DEFAULT_DATASET = 'builtin:social';
@@ -28,9 +28,19 @@ export const DEFAULT_DATASET = 'builtin:social';
  * the command reads (`kinds`, default every kind), and its path exists (a socialeval: folder
  * holds world-tree files; a jsonl:/csv: path is a regular file). The content is read later.
  */
-export function checkDataSpec(spec: string, kinds: readonly string[] = ['builtin', 'socialeval', 'jsonl', 'csv'], flag = opt('data')): void {
+export function checkDataSpec(spec: string, kinds: readonly string[] = ['builtin', 'socialeval', 'jsonl', 'csv'],
+  flag = opt('data')): void
+{
   const p = parseSpec(spec);
-  if (!kinds.includes(p.kind)) throw new UsageError(`${flag} ${JSON.stringify(spec)}: ${['builtin', 'socialeval', 'jsonl', 'csv'].includes(p.kind) ? 'this command does not read' : 'unknown dataset kind'} ${p.kind}:`, `kinds here: ${kinds.join(', ')}`);
+  if (!kinds.includes(p.kind))
+    throw new UsageError(
+      `${flag} ${JSON.stringify(spec)}: ${
+        ['builtin', 'socialeval', 'jsonl', 'csv'].includes(p.kind)
+          ? 'this command does not read'
+          : 'unknown dataset kind'
+      } ${p.kind}:`,
+      `kinds here: ${kinds.join(', ')}`,
+    );
   if (p.kind === 'builtin') return;
   if (p.kind === 'socialeval') {
     listFiles(p.path);
@@ -45,7 +55,9 @@ export function checkInputFile(file: string): void {
   try {
     st = statSync(file);
   } catch (e: any) {
-    throw new LobesError(e?.code === 'ENOENT' ? 'no such file' : `cannot read (${e?.code ?? e?.message ?? e})`, { file });
+    throw new LobesError(e?.code === 'ENOENT' ? 'no such file' : `cannot read (${e?.code ?? e?.message ?? e})`, {
+      file,
+    });
   }
   if (st.isDirectory()) throw new LobesError('is a folder, expected a file', { file });
   if (!st.isFile()) throw new LobesError('is not a regular file (a pipe or device); give a file', { file });
@@ -58,7 +70,8 @@ export function checkInputFile(file: string): void {
  */
 export async function loadDataset(spec: string, opts: LoadOptions = {}): Promise<Dataset> {
   const p = parseSpec(spec);
-  let r: { samples: Sample[]; excluded: Excluded[]; problems: Problem[]; spec: string; axes: string[]; composition?: Dataset['composition'] };
+  let r: { samples: Sample[]; excluded: Excluded[]; problems: Problem[]; spec: string; axes: string[];
+    composition?: Dataset['composition'] };
   switch (p.kind) {
     case 'builtin':
       r = { ...loadBuiltin(p), problems: [] };
@@ -73,17 +86,28 @@ export async function loadDataset(spec: string, opts: LoadOptions = {}): Promise
       r = loadCsv(p);
       break;
     default:
-      throw new UsageError(`unknown dataset kind ${JSON.stringify(p.kind)} in ${JSON.stringify(spec)}`, 'kinds: builtin, socialeval, jsonl, csv');
+      throw new UsageError(`unknown dataset kind ${JSON.stringify(p.kind)} in ${JSON.stringify(spec)}`,
+        'kinds: builtin, socialeval, jsonl, csv');
   }
   if (r.problems.length > 0) {
     if (!opts.skipInvalid) {
-      const hint = opts.skipFlag ? invalidInputHint(r.samples.length, 'fix the input', opts.skipFlag, 'those items') : `fix the input (lobes data inspect ${JSON.stringify(spec)} lists every problem)`;
+      const hint = opts.skipFlag
+        ? invalidInputHint(r.samples.length, 'fix the input', opts.skipFlag, 'those items')
+        : `fix the input (lobes data inspect ${JSON.stringify(spec)} lists every problem)`;
       throw new LobesErrors(`dataset ${spec} has invalid input`, r.problems.map(problemError), { hint });
     }
-    for (const pr of r.problems) r.excluded.push({ id: pr.id ?? [pr.file, pr.where].filter(Boolean).join(': '), file: pr.file, where: pr.where, reason: `invalid: ${pr.reason}` });
+    for (const pr of r.problems)
+      r.excluded.push({ id: pr.id ?? [pr.file, pr.where].filter(Boolean).join(': '), file: pr.file, where: pr.where,
+        reason: `invalid: ${pr.reason}` });
   }
   if (r.samples.length === 0) {
-    throw new LobesError(`dataset ${spec} has no samples${r.excluded.length ? ` (${r.excluded.length} excluded; first: ${r.excluded[0].reason})` : ''}`, { hint: 'check the filters and the input' });
+    throw new LobesError(
+      `dataset ${spec} has no samples${
+        r.excluded.length ? ` (${r.excluded.length} excluded; first: ${r.excluded[0].reason})` : ''
+      }`,
+      { hint: 'check the filters and the input' },
+    );
   }
-  return { spec: r.spec, samples: r.samples, excluded: r.excluded, axes: r.axes, ...(r.composition ? { composition: r.composition } : {}) };
+  return { spec: r.spec, samples: r.samples, excluded: r.excluded, axes: r.axes,
+    ...(r.composition ? { composition: r.composition } : {}) };
 }

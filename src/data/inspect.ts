@@ -50,7 +50,8 @@ function stats(xs: Int32Array) {
   const s = Int32Array.from(xs).sort();
   let sum = 0;
   for (const x of s) sum += x;
-  return { n: s.length, min: s[0], max: s[s.length - 1], mean: sum / s.length, p50: percentile(s, 0.5), p90: percentile(s, 0.9), p99: percentile(s, 0.99), sorted: s };
+  return { n: s.length, min: s[0], max: s[s.length - 1], mean: sum / s.length, p50: percentile(s, 0.5),
+    p90: percentile(s, 0.9), p99: percentile(s, 0.99), sorted: s };
 }
 
 export function reasonKey(reason: string): string {
@@ -78,7 +79,8 @@ export function summarize(ds: Dataset, tokens?: TokenLengths): DatasetSummary {
     }
     counts[axis] = c;
   }
-  const out: DatasetSummary = { spec: ds.spec, samples: ds.samples.length, axes: ds.axes, counts, excluded: ds.excluded, excludedByReason: {} };
+  const out: DatasetSummary = { spec: ds.spec, samples: ds.samples.length, axes: ds.axes, counts, excluded: ds.excluded,
+    excludedByReason: {} };
   if (hasLang) out.languages = counts.language.total;
   for (const e of ds.excluded) {
     const k = reasonKey(e.reason);
@@ -95,7 +97,8 @@ export function summarize(ds: Dataset, tokens?: TokenLengths): DatasetSummary {
     while (edges.length > 2 && edges[edges.length - 2] >= hi) edges.pop();
     const cnt = new Array(edges.length - 1).fill(0);
     for (const x of tokens.lengths) cnt[Math.min(cnt.length - 1, Math.floor((x - lo) / width))]++;
-    out.tokens = { source: tokens.source, min: all.min, max: all.max, mean: all.mean, p50: all.p50, p90: all.p90, p99: all.p99, edges, counts: cnt };
+    out.tokens = { source: tokens.source, min: all.min, max: all.max, mean: all.mean, p50: all.p50, p90: all.p90,
+      p99: all.p99, edges, counts: cnt };
     if (hasLang) {
       out.tokens.byLanguage = {};
       const langs = [...new Set(ds.samples.map((s) => s.labels.language))].sort();
@@ -117,33 +120,44 @@ function table(head: string[], rows: string[][]): string {
 
 /** The text form of a summary; `verbose` lists every excluded item (else they are counted by reason). */
 export function formatSummary(s: DatasetSummary, opts: { verbose?: boolean } = {}): string {
-  let o = `dataset ${s.spec}\n  ${s.samples} samples, ${s.excluded.length} excluded; label axes: ${s.axes.join(', ')}\n`;
+  let o = `dataset ${s.spec}\n  ${s.samples} samples, ${s.excluded.length} excluded; label axes: ${
+    s.axes.join(', ')
+  }\n`;
   const langs = s.languages ? Object.keys(s.languages).sort() : [];
   for (const axis of s.axes) {
     const c = s.counts[axis];
     const values = Object.keys(c.total).sort();
     o += `\n${axis} (${values.length} value${values.length === 1 ? '' : 's'}):\n`;
     if (c.byLanguage) {
-      o += table([axis, ...langs, 'total'], values.map((v) => [v, ...langs.map((l) => String(c.byLanguage![l]?.[v] ?? 0)), String(c.total[v])]));
+      o += table([axis, ...langs, 'total'],
+        values.map((v) => [v, ...langs.map((l) => String(c.byLanguage![l]?.[v] ?? 0)), String(c.total[v])]));
     } else {
       o += table([axis, 'count'], values.map((v) => [v, String(c.total[v])]));
     }
   }
   if (s.tokens) {
     const t = s.tokens;
-    o += `\ntoken lengths (${t.source}): min ${t.min}, median ${t.p50}, p90 ${t.p90}, p99 ${t.p99}, max ${t.max}, mean ${t.mean.toFixed(1)}\n`;
+    o +=
+      `\ntoken lengths (${t.source}): min ${t.min}, median ${t.p50}, p90 ${t.p90}, p99 ${t.p99}, max ${t.max}, mean ${
+        t.mean.toFixed(1)
+      }\n`;
     const peak = Math.max(...t.counts);
     for (let i = 0; i < t.counts.length; i++) {
       const bar = '#'.repeat(peak ? Math.round((40 * t.counts[i]) / peak) : 0);
       o += `  ${`${t.edges[i]}-${t.edges[i + 1] - 1}`.padStart(11)}  ${String(t.counts[i]).padStart(6)}  ${bar}\n`;
     }
-    if (t.byLanguage) for (const [l, x] of Object.entries(t.byLanguage)) o += `  ${l}: n ${x.n}, min ${x.min}, median ${x.p50}, max ${x.max}, mean ${x.mean.toFixed(1)}\n`;
+    if (t.byLanguage) {
+      for (const [l, x] of Object.entries(t.byLanguage))
+        o += `  ${l}: n ${x.n}, min ${x.min}, median ${x.p50}, max ${x.max}, mean ${x.mean.toFixed(1)}\n`;
+    }
   }
   if (s.excluded.length) {
     o += `\nexcluded (${s.excluded.length}):\n`;
-    o += table(['reason', 'count'], Object.entries(s.excludedByReason).sort((a, b) => b[1] - a[1]).map(([k, n]) => [k, String(n)]));
-    if (opts.verbose) for (const e of s.excluded) o += `  ${e.id}  ${[e.file, e.where].filter(Boolean).join(': ')}: ${e.reason}\n`;
-    else o += `  (--verbose lists each excluded item with its reason; --json has them too)\n`;
+    o += table(['reason', 'count'],
+      Object.entries(s.excludedByReason).sort((a, b) => b[1] - a[1]).map(([k, n]) => [k, String(n)]));
+    if (opts.verbose) {
+      for (const e of s.excluded) o += `  ${e.id}  ${[e.file, e.where].filter(Boolean).join(': ')}: ${e.reason}\n`;
+    } else o += `  (--verbose lists each excluded item with its reason; --json has them too)\n`;
   }
   return o;
 }

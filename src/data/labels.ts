@@ -21,7 +21,8 @@ export type Resolution =
 
 /** Labels refused on purpose, with the reason (hand-checked against the items carrying them). */
 export const REFUSED: Record<string, string> = {
-  'anger regulation': 'not a BESSI ability name: could mean Anger Management or Impulse Regulation (its items ask about both)',
+  'anger regulation':
+    'not a BESSI ability name: could mean Anger Management or Impulse Regulation (its items ask about both)',
   'communicational skill': 'not a BESSI ability name: could mean Conversational Skill or Expressive Skill',
 };
 
@@ -90,7 +91,8 @@ function resolveChinese(n: string): Resolution {
   const cands = new Set<Ability>();
   for (const [z, a] of ZH) if (z.replace(ZH_SUFFIX, '') === stem) cands.add(a);
   if (cands.size === 1) return ok([...cands][0], 'chinese');
-  if (cands.size > 1) return { ability: null, reason: `ambiguous Chinese label`, candidates: [...cands].map((a) => a.name) };
+  if (cands.size > 1)
+    return { ability: null, reason: `ambiguous Chinese label`, candidates: [...cands].map((a) => a.name) };
   // An English name written next to a Chinese one, e.g. "团队合作能力 (Teamwork Skill)".
   const latin = n.replace(/[^a-z ]/g, ' ').replace(/\s+/g, ' ').trim();
   if (latin.length >= 4) {
@@ -143,7 +145,8 @@ function resolveEnglish(n: string): Resolution {
   if (cands.size === 1) return ok([...cands][0], 'prefix');
   if (cands.size > 1) {
     const names = [...cands].map((a) => a.name);
-    return { ability: null, reason: `ambiguous label: it begins ${names.length} ability names (${names.join(', ')})`, candidates: names };
+    return { ability: null, reason: `ambiguous label: it begins ${names.length} ability names (${names.join(', ')})`,
+      candidates: names };
   }
   // Spelling slips.
   const c = n.replace(/ /g, '');

@@ -54,7 +54,10 @@ export function resolveAnswer(v: unknown, options: string[]): number | string {
   // Two options with the same text cannot be told apart by the model or by the answer, so
   // such an item is refused whichever way its answer is given (an index, a text or a letter).
   const dup = duplicateOptions(options);
-  if (dup) return `options ${dup[0]} and ${dup[1]} (0-based) are the same text ${JSON.stringify(options[dup[1]]!.trim().slice(0, 60))}; the answer cannot be told apart`;
+  if (dup)
+    return `options ${dup[0]} and ${dup[1]} (0-based) are the same text ${
+      JSON.stringify(options[dup[1]]!.trim().slice(0, 60))
+    }; the answer cannot be told apart`;
   if (typeof v === 'number') {
     if (Number.isInteger(v) && v >= 0 && v < options.length) return v;
     return `answer ${v} is not an index of the ${options.length} options (0-based)`;
@@ -64,7 +67,9 @@ export function resolveAnswer(v: unknown, options: string[]): number | string {
     if (hits.length === 1) return hits[0]!;
     const t = v.trim();
     if (/^[A-Z]$/.test(t) && t.charCodeAt(0) - 65 < options.length) return t.charCodeAt(0) - 65;
-    return `answer ${JSON.stringify(v.slice(0, 60))} is neither an option's text nor a letter of the ${options.length} options`;
+    return `answer ${
+      JSON.stringify(v.slice(0, 60))
+    } is neither an option's text nor a letter of the ${options.length} options`;
   }
   return 'answer is neither a number nor a string';
 }
@@ -77,12 +82,18 @@ export function resolveAnswer(v: unknown, options: string[]): number | string {
 export function loadMcqJsonl(spec: string, skipInvalid = false, limits: { maxOptions?: number } = {}): McqLoad {
   const maxOptions = limits.maxOptions ?? Infinity;
   const p = parseSpec(spec);
-  if (p.kind !== 'jsonl') throw new UsageError(`multiple-choice items come from jsonl: files, got ${JSON.stringify(spec)}`, 'e.g. jsonl:items.jsonl?question=question&options=options&answer=answer');
+  if (p.kind !== 'jsonl')
+    throw new UsageError(`multiple-choice items come from jsonl: files, got ${JSON.stringify(spec)}`,
+      'e.g. jsonl:items.jsonl?question=question&options=options&answer=answer');
   checkParams(p, MCQ_KEYS);
-  if (!p.path) throw new UsageError('jsonl: needs a file path', 'e.g. jsonl:items.jsonl?question=question&options=options&answer=answer');
+  if (!p.path)
+    throw new UsageError('jsonl: needs a file path',
+      'e.g. jsonl:items.jsonl?question=question&options=options&answer=answer');
   const need = (k: string) => {
     const v = p.params.get(k);
-    if (!v) throw new UsageError(`dataset spec ${JSON.stringify(spec)}: needs ${k}=FIELD for multiple choice`, 'e.g. jsonl:items.jsonl?question=question&options=options&answer=answer&label=topic');
+    if (!v)
+      throw new UsageError(`dataset spec ${JSON.stringify(spec)}: needs ${k}=FIELD for multiple choice`,
+        'e.g. jsonl:items.jsonl?question=question&options=options&answer=answer&label=topic');
     return v;
   };
   const qf = need('question');
@@ -116,18 +127,37 @@ export function loadMcqJsonl(spec: string, skipInvalid = false, limits: { maxOpt
     objects++;
     for (const k of Object.keys(o)) found.add(k);
     const q = o[qf];
-    if (typeof q !== 'string' || !q.trim()) return bad(q === undefined ? `missing field ${JSON.stringify(qf)}` : `field ${JSON.stringify(qf)} is not a non-empty string`);
+    if (typeof q !== 'string' || !q.trim())
+      return bad(
+        q === undefined
+          ? `missing field ${JSON.stringify(qf)}`
+          : `field ${JSON.stringify(qf)} is not a non-empty string`,
+      );
     const opts = o[of];
-    if (!Array.isArray(opts) || !opts.every((x) => typeof x === 'string')) return bad(opts === undefined ? `missing field ${JSON.stringify(of)}` : `field ${JSON.stringify(of)} is not a list of strings`);
-    if (opts.length < 2) return bad(`the item has ${opts.length} option${opts.length === 1 ? '' : 's'}; multiple choice needs at least 2`);
-    if (opts.length > maxOptions) return bad(`the item has ${opts.length} options, more than the ${maxOptions} answer letters (--scoring cloze, without {choices} in the prompt, takes any number)`);
+    if (!Array.isArray(opts) || !opts.every((x) => typeof x === 'string'))
+      return bad(
+        opts === undefined
+          ? `missing field ${JSON.stringify(of)}`
+          : `field ${JSON.stringify(of)} is not a list of strings`,
+      );
+    if (opts.length < 2)
+      return bad(`the item has ${opts.length} option${opts.length === 1 ? '' : 's'}; multiple choice needs at least 2`);
+    if (opts.length > maxOptions)
+      return bad(
+        `the item has ${opts.length} options, more than the ${maxOptions} answer letters (--scoring cloze, without {choices} in the prompt, takes any number)`,
+      );
     if (!(af in o)) return bad(`missing field ${JSON.stringify(af)}`);
     const ans = resolveAnswer(o[af], opts as string[]);
     if (typeof ans === 'string') return bad(ans);
     const lab: Record<string, string> = {};
     for (const f of labels) {
       const v = o[f];
-      if (typeof v !== 'string' && typeof v !== 'number') return bad(v === undefined ? `missing label field ${JSON.stringify(f)}` : `label field ${JSON.stringify(f)} is not a string or number`);
+      if (typeof v !== 'string' && typeof v !== 'number')
+        return bad(
+          v === undefined
+            ? `missing label field ${JSON.stringify(f)}`
+            : `label field ${JSON.stringify(f)} is not a string or number`,
+        );
       lab[f] = String(v).trim();
     }
     let id = `${base}:${line}`;
@@ -145,13 +175,19 @@ export function loadMcqJsonl(spec: string, skipInvalid = false, limits: { maxOpt
     items.push({ id, question: q, options: opts as string[], answer: ans, labels: lab, fields, line });
   });
   if (items.length === 0 && problems.length === 0) problems.push({ file, reason: 'file is empty (no JSON lines)' });
-  const named: [string, string][] = [['question', qf], ['options', of], ['answer', af], ...labels.map((f): [string, string] => ['label', f]), ...(idf ? [['id', idf] as [string, string]] : [])];
+  const named: [string, string][] = [['question', qf], ['options', of], ['answer', af],
+    ...labels.map((f): [string, string] => ['label', f]), ...(idf ? [['id', idf] as [string, string]] : [])];
   const absent = objects ? absentFieldsError(file, named, (f) => found.has(f), found) : null;
   if (absent) throw absent;
   const excluded: Excluded[] = [];
   if (problems.length) {
-    if (!skipInvalid) throw new LobesErrors(`dataset ${spec} has invalid items`, problems.map(problemError), { hint: invalidInputHint(items.length, 'fix the lines', opt('skipInvalid')) });
-    for (const pr of problems) excluded.push({ id: pr.id ?? `${base}: ${pr.where ?? ''}`, file: pr.file, where: pr.where, reason: `invalid: ${pr.reason}` });
+    if (!skipInvalid)
+      throw new LobesErrors(`dataset ${spec} has invalid items`, problems.map(problemError), {
+        hint: invalidInputHint(items.length, 'fix the lines', opt('skipInvalid')),
+      });
+    for (const pr of problems)
+      excluded.push({ id: pr.id ?? `${base}: ${pr.where ?? ''}`, file: pr.file, where: pr.where,
+        reason: `invalid: ${pr.reason}` });
   }
   if (items.length === 0) throw new LobesError(`dataset ${spec} has no valid items`, { file });
   return { spec: formatSpec('jsonl', p.path, p.params), items, excluded, axes: labels };

@@ -46,16 +46,22 @@ export const SOCIALEVAL_TEMPLATES: Record<PromptVariant, Record<PromptLanguage, 
     en: IAE_EN_HEAD + '{{"choice": "A"}}.' + IAE_EN_BODY,
   },
   'iae-cot': {
-    zh: IAE_ZH_HEAD + '并给出解释，输出json格式，输出示例(json有两个字段，explaination和choice）：{{"explaination": "解释", "choice": "A"}}。' + IAE_ZH_BODY,
+    zh: IAE_ZH_HEAD +
+      '并给出解释，输出json格式，输出示例(json有两个字段，explaination和choice）：{{"explaination": "解释", "choice": "A"}}。' +
+      IAE_ZH_BODY,
     en: IAE_EN_HEAD + '{{"explaination":"explaination to your answer", "choice": "A"}}.' + IAE_EN_BODY,
   },
   'gae-cot': {
     zh: GAE_ZH_HEAD + '，并给出解释，输出json格式，输出示例: {{"explaination": 解释,"choice": "A"}}。' + GAE_ZH_BODY,
-    en: GAE_EN_HEAD + 'Provide an explanation and output in JSON format. Output example: {{"explanation": "explanation", "choice": "A"}}.' + GAE_EN_BODY,
+    en: GAE_EN_HEAD +
+      'Provide an explanation and output in JSON format. Output example: {{"explanation": "explanation", "choice": "A"}}.' +
+      GAE_EN_BODY,
   },
   gae: {
     zh: GAE_ZH_HEAD + ',只需给出答案，不需给出解释，输出json格式，输出示例：{{"choice": "A"}}。' + GAE_ZH_BODY,
-    en: GAE_EN_HEAD + 'Only provide the answer without any explanation. Output the result in JSON format. Example output: {{"choice": "A"}}.' + GAE_EN_BODY,
+    en: GAE_EN_HEAD +
+      'Only provide the answer without any explanation. Output the result in JSON format. Example output: {{"choice": "A"}}.' +
+      GAE_EN_BODY,
   },
 };
 

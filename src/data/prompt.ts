@@ -56,7 +56,9 @@ export interface RenderOptions {
 export const LETTERS = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ'.split('');
 
 /** One piece of a parsed template. */
-type Segment = { kind: 'text'; text: string } | { kind: 'field'; name: string } | { kind: 'open'; part: string } | { kind: 'close' };
+type Segment = { kind: 'text'; text: string } | { kind: 'field'; name: string } | { kind: 'open'; part: string } | {
+  kind: 'close';
+};
 
 const parsedCache = new Map<string, Segment[]>();
 
@@ -74,7 +76,7 @@ export function parseTemplate(template: string, source = 'prompt template'): Seg
     if (text) segs.push({ kind: 'text', text });
     text = '';
   };
-  for (let i = 0; i < template.length; ) {
+  for (let i = 0; i < template.length;) {
     const c = template[i]!;
     if (c === '⟦') {
       const j = template.indexOf('⟧', i);
@@ -87,7 +89,8 @@ export function parseTemplate(template: string, source = 'prompt template'): Seg
         open = false;
       } else {
         if (open) throw new LobesError(`part ⟦${name}⟧ at character ${i} opens inside another part`, { file: source });
-        if (!/^[a-z_]+$/.test(name)) throw new LobesError(`part name ⟦${name}⟧ at character ${i} is not lower-case letters`, { file: source });
+        if (!/^[a-z_]+$/.test(name))
+          throw new LobesError(`part name ⟦${name}⟧ at character ${i} is not lower-case letters`, { file: source });
         segs.push({ kind: 'open', part: name });
         open = true;
       }
@@ -102,7 +105,12 @@ export function parseTemplate(template: string, source = 'prompt template'): Seg
       const j = template.indexOf('}', i);
       const name = j < 0 ? '' : template.slice(i + 1, j);
       if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) {
-        throw new LobesError(`bad field at character ${i}: ${JSON.stringify(template.slice(i, i + 20))} (fields are {name}; write {{ and }} for literal braces)`, { file: source });
+        throw new LobesError(
+          `bad field at character ${i}: ${
+            JSON.stringify(template.slice(i, i + 20))
+          } (fields are {name}; write {{ and }} for literal braces)`,
+          { file: source },
+        );
       }
       flush();
       segs.push({ kind: 'field', name });
@@ -133,7 +141,10 @@ function checkOrder(order: readonly number[], n: number, id: string): void {
     if (!Number.isInteger(o) || o < 0 || o >= n || seen[o]) ok = false;
     else seen[o] = 1;
   }
-  if (!ok) throw new LobesError(`option order ${JSON.stringify(order)} is not a permutation of ${n} options`, { where: `item ${id}` });
+  if (!ok)
+    throw new LobesError(`option order ${JSON.stringify(order)} is not a permutation of ${n} options`, {
+      where: `item ${id}`,
+    });
 }
 
 /** Builds text while recording named spans. */
@@ -150,14 +161,22 @@ class SpanText {
 }
 
 /** The user message: the template with fields and lettered options filled in, with its parts. */
-export function renderContent(item: PromptItem, order: readonly number[], opts: Pick<RenderOptions, 'template' | 'separator' | 'letters'>): { text: string; parts: PromptPart[]; letters: string[] } {
+export function renderContent(item: PromptItem, order: readonly number[],
+  opts: Pick<RenderOptions, 'template' | 'separator' | 'letters'>
+): { text: string; parts: PromptPart[]; letters: string[] } {
   const n = item.options.length;
-  if (n < 2) throw new LobesError(`item has ${n} option${n === 1 ? '' : 's'}; multiple choice needs at least 2`, { where: `item ${item.id}` });
+  if (n < 2)
+    throw new LobesError(`item has ${n} option${n === 1 ? '' : 's'}; multiple choice needs at least 2`, {
+      where: `item ${item.id}`,
+    });
   const letterSet = opts.letters ?? LETTERS;
   // Letters are needed only where the template lists the options ({choices}); a cloze template
   // without it takes any number of options.
   const lettered = templateFields(opts.template).includes('choices');
-  if (lettered && n > letterSet.length) throw new LobesError(`item has ${n} options, more than the ${letterSet.length} answer letters`, { where: `item ${item.id}` });
+  if (lettered && n > letterSet.length)
+    throw new LobesError(`item has ${n} options, more than the ${letterSet.length} answer letters`, {
+      where: `item ${item.id}`,
+    });
   checkOrder(order, n, item.id);
   const letters = letterSet.slice(0, Math.min(n, letterSet.length));
   const out = new SpanText();
@@ -167,14 +186,21 @@ export function renderContent(item: PromptItem, order: readonly number[], opts: 
     else if (s.kind === 'close') part = null;
     else if (s.kind === 'text') out.push(s.text, part);
     else if (s.name === 'choices') {
-      if (part) throw new LobesError('{choices} must not be inside a part marker (each option is its own part)', { file: 'prompt template' });
+      if (part)
+        throw new LobesError('{choices} must not be inside a part marker (each option is its own part)', {
+          file: 'prompt template',
+        });
       order.forEach((o, slot) => {
         if (slot > 0) out.push('\n', null);
         out.push(`${letters[slot]}${opts.separator}${item.options[o]}`, `option:${letters[slot]}`);
       });
     } else {
       const v = item.fields[s.name];
-      if (v === undefined) throw new LobesError(`the template uses {${s.name}} but the item has no field ${JSON.stringify(s.name)}`, { where: `item ${item.id}`, hint: `fields: ${Object.keys(item.fields).concat('choices').join(', ')}` });
+      if (v === undefined)
+        throw new LobesError(`the template uses {${s.name}} but the item has no field ${JSON.stringify(s.name)}`, {
+          where: `item ${item.id}`,
+          hint: `fields: ${Object.keys(item.fields).concat('choices').join(', ')}`,
+        });
       out.push(v, part);
     }
   }
@@ -223,11 +249,17 @@ export function renderPrompt(item: PromptItem, order: readonly number[], opts: R
       const lead = c.text.length - c.text.trimStart().length;
       const core = c.text.trim();
       at = core ? full.indexOf(core) : -1;
-      if (at < 0) throw new LobesError("the chat template changes the message text, so the prompt's parts cannot be located", { where: `item ${item.id}`, hint: 'use a chat template that copies the message, or run without it' });
+      if (at < 0)
+        throw new LobesError("the chat template changes the message text, so the prompt's parts cannot be located", {
+          where: `item ${item.id}`,
+          hint: 'use a chat template that copies the message, or run without it',
+        });
       shift = at - lead;
       const lo = lead;
       const hi = lead + core.length;
-      parts = parts.map((p) => ({ ...p, start: Math.min(Math.max(p.start, lo), hi), end: Math.min(Math.max(p.end, lo), hi) })).filter((p) => p.end > p.start);
+      parts = parts.map((p) => ({ ...p, start: Math.min(Math.max(p.start, lo), hi),
+        end: Math.min(Math.max(p.end, lo), hi) })
+      ).filter((p) => p.end > p.start);
     }
     text = full;
   }

@@ -25,13 +25,20 @@ export function invalidInputHint(valid: number, fix: string, skipFlag?: string, 
  * pairs each spec key with its field; `anyHas` says whether some line has a field; `found` lists
  * the lines' fields in order of first appearance. Null when every named field is on some line.
  */
-export function absentFieldsError(file: string, named: [key: string, field: string][], anyHas: (field: string) => boolean, found: Iterable<string>): LobesError | null {
+export function absentFieldsError(file: string, named: [key: string, field: string][],
+  anyHas: (field: string) => boolean, found: Iterable<string>): LobesError | null
+{
   const absent = named.filter(([, f]) => !anyHas(f));
   if (absent.length === 0) return null;
   const have = [...found];
   const list = have.length > 30 ? `${have.slice(0, 30).join(', ')}, … (${have.length} in all)` : have.join(', ');
   const one = absent.length === 1;
-  return new LobesError(`no line has the field${one ? '' : 's'} the spec names: ${absent.map(([k, f]) => `${k}=${f}`).join(', ')} (fields found: ${list || 'none'})`, { file });
+  return new LobesError(
+    `no line has the field${one ? '' : 's'} the spec names: ${
+      absent.map(([k, f]) => `${k}=${f}`).join(', ')
+    } (fields found: ${list || 'none'})`,
+    { file },
+  );
 }
 
 export function problemError(p: Problem): LobesError {
@@ -57,13 +64,22 @@ export function firstInvalidUtf8(b: Uint8Array): number {
   const n = b.length;
   while (i < n) {
     const c = b[i];
-    if (c < 0x80) { i++; continue; }
+    if (c < 0x80) {
+      i++;
+      continue;
+    }
     let len: number;
     let min: number;
-    if (c >= 0xc2 && c <= 0xdf) { len = 1; min = 0x80; }
-    else if (c >= 0xe0 && c <= 0xef) { len = 2; min = 0x800; }
-    else if (c >= 0xf0 && c <= 0xf4) { len = 3; min = 0x10000; }
-    else return i;
+    if (c >= 0xc2 && c <= 0xdf) {
+      len = 1;
+      min = 0x80;
+    } else if (c >= 0xe0 && c <= 0xef) {
+      len = 2;
+      min = 0x800;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+      len = 3;
+      min = 0x10000;
+    } else return i;
     let cp = c & (len === 1 ? 0x1f : len === 2 ? 0x0f : 0x07);
     for (let k = 1; k <= len; k++) {
       const d = b[i + k];
@@ -93,14 +109,22 @@ export function readUtf8(file: string): { text: string } | { problem: Problem } 
     return { problem: { file, reason: e?.code === 'ENOENT' ? 'no such file' : `cannot read: ${e?.message ?? e}` } };
   }
   if (bytes.length >= 2 && ((bytes[0] === 0xff && bytes[1] === 0xfe) || (bytes[0] === 0xfe && bytes[1] === 0xff))) {
-    return { problem: { file, where: 'byte 0', reason: 'file is UTF-16 (byte-order mark found); lobes reads UTF-8 only (re-save the file as UTF-8)' } };
+    return {
+      problem: { file, where: 'byte 0',
+        reason: 'file is UTF-16 (byte-order mark found); lobes reads UTF-8 only (re-save the file as UTF-8)' },
+    };
   }
   // UTF-16 without BOM: many NUL bytes in alternating positions.
   if (bytes.length >= 4) {
     let nul = 0;
     const m = Math.min(bytes.length, 4096);
     for (let i = 0; i < m; i++) if (bytes[i] === 0) nul++;
-    if (nul > m / 4) return { problem: { file, where: `byte ${bytes.indexOf(0)}`, reason: 'file contains NUL bytes, probably UTF-16 or binary; lobes reads UTF-8 text only (re-save the file as UTF-8)' } };
+    if (nul > m / 4)
+      return {
+        problem: { file, where: `byte ${bytes.indexOf(0)}`,
+          reason:
+            'file contains NUL bytes, probably UTF-16 or binary; lobes reads UTF-8 text only (re-save the file as UTF-8)' },
+      };
   }
   let start = 0;
   if (bytes.length >= 3 && bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf) start = 3;
@@ -110,13 +134,18 @@ export function readUtf8(file: string): { text: string } | { problem: Problem } 
     let line = 1;
     for (let i = 0; i < bad; i++) if (body[i] === 10) line++;
     const hex = Array.from(body.subarray(bad, bad + 4)).map((x) => x.toString(16).padStart(2, '0')).join(' ');
-    return { problem: { file, where: `line ${line}, byte ${bad + start}`, reason: `not valid UTF-8 (bytes ${hex}; Latin-1 or Windows-1252 text?); re-save the file as UTF-8` } };
+    return {
+      problem: { file, where: `line ${line}, byte ${bad + start}`,
+        reason: `not valid UTF-8 (bytes ${hex}; Latin-1 or Windows-1252 text?); re-save the file as UTF-8` },
+    };
   }
   return { text: new TextDecoder('utf-8').decode(body) };
 }
 
 /** JSON.parse with a problem naming line and column on failure. */
-export function parseJson(text: string, file: string, lineOffset = 0, where?: string): { value: unknown } | { problem: Problem } {
+export function parseJson(text: string, file: string, lineOffset = 0, where?: string): { value: unknown } | {
+  problem: Problem;
+} {
   try {
     return { value: JSON.parse(text) };
   } catch (e: any) {

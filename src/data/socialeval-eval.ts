@@ -43,7 +43,8 @@ export interface Profile {
 }
 
 /** One dialogue entry of a node: a line (role may be absent) or a profile introducing a character. */
-export type DialogEntry = { kind: 'line'; role: string | null; content: string } | { kind: 'profile'; profile: Profile };
+export type DialogEntry = { kind: 'line'; role: string | null; content: string } | { kind: 'profile';
+  profile: Profile };
 
 /** One option at a node: the protagonist's utterance and the node it leads to. */
 export interface TreeChoice {
@@ -95,7 +96,9 @@ const cidOf = (x: unknown): string | null => (typeof x === 'number' || typeof x 
 function choiceContent(c: unknown): { role: string; content: string } | null {
   if (isObj(c)) return typeof c.content === 'string' ? { role: str(c.role) ?? '', content: c.content } : null;
   if (Array.isArray(c)) {
-    const parts = c.filter((e): e is Record<string, unknown> => isObj(e) && typeof e.content === 'string' && e.role !== 'state' && e.role !== 'stage');
+    const parts = c.filter((e): e is Record<string, unknown> =>
+      isObj(e) && typeof e.content === 'string' && e.role !== 'state' && e.role !== 'stage'
+    );
     if (!parts.length) return null;
     return { role: str(parts[0]!.role) ?? '', content: parts.map((e) => e.content as string).join(' ') };
   }
@@ -107,7 +110,8 @@ export function readWorldTree(file: string, problems: Problem[]): WorldTree | nu
   const bad = (where: string | undefined, reason: string) => void problems.push({ file, where, reason });
   const facts = fileFacts(file);
   if (!facts.language || !facts.orientation) {
-    bad(undefined, 'file name must look like [self,altruism]_en_NAME.json or [self,altruism]_cn_NAME.json (language and orientation come from it)');
+    bad(undefined,
+      'file name must look like [self,altruism]_en_NAME.json or [self,altruism]_cn_NAME.json (language and orientation come from it)');
     return null;
   }
   const r = readUtf8(file);
@@ -115,13 +119,19 @@ export function readWorldTree(file: string, problems: Problem[]): WorldTree | nu
   const j = parseJson(r.text, file);
   if ('problem' in j) return void problems.push(j.problem), null;
   const doc = j.value;
-  if (!isObj(doc)) return bad(undefined, 'expected a JSON object with "predefined_profiles" and "interactive_plot"'), null;
+  if (!isObj(doc))
+    return bad(undefined, 'expected a JSON object with "predefined_profiles" and "interactive_plot"'), null;
   const pp = doc.predefined_profiles;
-  if (!Array.isArray(pp) || pp.length === 0 || !isObj(pp[0])) return bad('predefined_profiles', pp === undefined ? 'missing field "predefined_profiles" (the protagonist is its first entry)' : '"predefined_profiles" is not a non-empty list of profiles'), null;
+  if (!Array.isArray(pp) || pp.length === 0 || !isObj(pp[0]))
+    return bad('predefined_profiles', pp === undefined
+      ? 'missing field "predefined_profiles" (the protagonist is its first entry)'
+      : '"predefined_profiles" is not a non-empty list of profiles'), null;
   const protagonist = profileOf(pp[0]);
   if (!protagonist.name) return bad('predefined_profiles[0]', 'the protagonist has no "name"'), null;
   const plot = doc.interactive_plot;
-  if (!Array.isArray(plot)) return bad('interactive_plot', plot === undefined ? 'missing field "interactive_plot"' : '"interactive_plot" is not a list'), null;
+  if (!Array.isArray(plot))
+    return bad('interactive_plot',
+      plot === undefined ? 'missing field "interactive_plot"' : '"interactive_plot" is not a list'), null;
   const nodes = new Map<string, TreeNode>();
   plot.forEach((n, i) => {
     const node = readNode(n, i, bad);
@@ -145,7 +155,8 @@ export function readWorldTree(file: string, problems: Problem[]): WorldTree | nu
       stack.push(ch.next);
     }
   }
-  const cat = ORIENTATION_CATEGORIES[facts.orientation] ?? { category: `orientation ${facts.orientation}`, group: 'unknown' };
+  const cat = ORIENTATION_CATEGORIES[facts.orientation] ??
+    { category: `orientation ${facts.orientation}`, group: 'unknown' };
   return {
     file,
     stem: path.basename(file).replace(/\.json$/i, ''),
@@ -181,7 +192,9 @@ function readNode(n: unknown, i: number, bad: (where: string, reason: string) =>
     const c = choiceContent(ch.content);
     if (!c) return bad(where, 'choice has no utterance ("content" with "role" and "content")');
     const confusions = (Array.isArray(ch.confusion) ? ch.confusion : [])
-      .filter((x): x is Record<string, unknown> => isObj(x) && x.type === 'skill confusion' && isObj(x.content) && typeof x.content.content === 'string')
+      .filter((x): x is Record<string, unknown> =>
+        isObj(x) && x.type === 'skill confusion' && isObj(x.content) && typeof x.content.content === 'string'
+      )
       .map((x) => (x.content as Record<string, unknown>).content as string);
     choices.push({ next, type: str(ch.type) ?? '', role: c.role, content: c.content, confusions, cid: next });
   });
@@ -215,7 +228,9 @@ function introduced(t: WorldTree, path: string[]): Profile[] {
 export function iaeFields(t: WorldTree, cid: string, question: string): Record<string, string> {
   const p = pathTo(t, cid);
   const others: PyValue = [...t.others, ...introduced(t, p)].map((o) => ({ name: o.name, info: o.public }));
-  const lines = p.flatMap((c) => t.nodes.get(c)!.dialog.flatMap((e) => (e.kind === 'line' ? [`${e.role ?? 'system'}: ${e.content}`] : [])));
+  const lines = p.flatMap((c) =>
+    t.nodes.get(c)!.dialog.flatMap((e) => (e.kind === 'line' ? [`${e.role ?? 'system'}: ${e.content}`] : []))
+  );
   return {
     character_name: t.protagonist.name ?? '',
     public: t.protagonist.public ?? '',
@@ -228,13 +243,17 @@ export function iaeFields(t: WorldTree, cid: string, question: string): Record<s
 }
 
 /** The template fields of the GAE prompt at the end of `path` (run_gae.py's filling), and the option texts. */
-export function gaeFields(t: WorldTree, path: string[]): { fields: Record<string, string>; options: string[]; next: string[] } {
+export function gaeFields(t: WorldTree,
+  path: string[]): { fields: Record<string, string>; options: string[]; next: string[] }
+{
   const main = t.protagonist;
   // Predefined characters: name and "public profile" ('' when absent); characters introduced
   // in the dialogue: their "public profile" as Python formats it (None when absent).
-  const others = [...t.others.map((o) => `${o.name ?? 'None'}: ${o.public ?? ''}`), ...introduced(t, path).map((o) => `${o.name ?? 'None'}: ${o.public ?? 'None'}`)];
+  const others = [...t.others.map((o) => `${o.name ?? 'None'}: ${o.public ?? ''}`),
+    ...introduced(t, path).map((o) => `${o.name ?? 'None'}: ${o.public ?? 'None'}`)];
   let dialogue = '';
-  for (const c of path) for (const e of t.nodes.get(c)!.dialog) if (e.kind === 'line') dialogue += `${e.role ?? '旁白'}: ${e.content}\n`;
+  for (const c of path)
+    for (const e of t.nodes.get(c)!.dialog) if (e.kind === 'line') dialogue += `${e.role ?? '旁白'}: ${e.content}\n`;
   const node = t.nodes.get(path[path.length - 1]!)!;
   return {
     fields: {
@@ -300,7 +319,6 @@ export interface SocialEvalBench {
 
 export const SOCIALEVAL_EVAL_KEYS = SOCIALEVAL_KEYS;
 
-
 /**
  * Load SocialEval for evaluation from a `socialeval:PATH?...` spec. IAE items are the
  * `socialeval:` samples of the same spec (same ids, labels and label repair), with composite
@@ -308,7 +326,9 @@ export const SOCIALEVAL_EVAL_KEYS = SOCIALEVAL_KEYS;
  * each of its abilities). Trees that lack what the evaluation needs fail with every problem
  * listed, unless `skipInvalid`.
  */
-export function loadSocialEvalBench(spec: string, tasks: { iae: boolean; gae: boolean }, skipInvalid = false): SocialEvalBench {
+export function loadSocialEvalBench(spec: string, tasks: { iae: boolean; gae: boolean },
+  skipInvalid = false): SocialEvalBench
+{
   const p = parseSpec(spec);
   if (p.kind !== 'socialeval') throw new UsageError(`expected a socialeval: spec, got ${JSON.stringify(spec)}`);
   const params = new Map(p.params);
@@ -341,12 +361,14 @@ export function loadSocialEvalBench(spec: string, tasks: { iae: boolean; gae: bo
         continue;
       }
       if (!t.parent.has(node.cid) && node.cid !== '0') {
-        excluded.push({ id: s.id, reason: `node ${node.cid} is not reachable from the beginning, so its dialogue context is unknown` });
+        excluded.push({ id: s.id,
+          reason: `node ${node.cid} is not reachable from the beginning, so its dialogue context is unknown` });
         continue;
       }
       const options = [choice.content, ...choice.confusions];
       if (options.length < 2) {
-        excluded.push({ id: s.id, file: t.file, where: `node ${node.cid}, choice ${choice.cid}`, reason: `the skill choice has ${choice.confusions.length} confusion utterances, so fewer than 2 options` });
+        excluded.push({ id: s.id, file: t.file, where: `node ${node.cid}, choice ${choice.cid}`,
+          reason: `the skill choice has ${choice.confusions.length} confusion utterances, so fewer than 2 options` });
         continue;
       }
       const abilities = s.labels.ability!.split(' + ');
@@ -364,9 +386,13 @@ export function loadSocialEvalBench(spec: string, tasks: { iae: boolean; gae: bo
     }
   }
   if (problems.length && !skipInvalid) {
-    throw new LobesErrors(`dataset ${spec} cannot be evaluated`, problems.map(problemError), { hint: invalidInputHint(iae.length + trees.size, 'fix the trees', opt('skipInvalid')) });
+    throw new LobesErrors(`dataset ${spec} cannot be evaluated`, problems.map(problemError), {
+      hint: invalidInputHint(iae.length + trees.size, 'fix the trees', opt('skipInvalid')),
+    });
   }
-  for (const pr of problems) excluded.push({ id: [pr.file, pr.where].filter(Boolean).join(': '), file: pr.file, where: pr.where, reason: `invalid: ${pr.reason}` });
+  for (const pr of problems)
+    excluded.push({ id: [pr.file, pr.where].filter(Boolean).join(': '), file: pr.file, where: pr.where,
+      reason: `invalid: ${pr.reason}` });
   return { spec: formatSpec('socialeval', p.path, params), iae, gae: tasks.gae ? [...trees.values()] : [], excluded };
 }
 

@@ -29,7 +29,8 @@ export interface SocialEvalLoad {
   /** The scenario of each sample's world tree, by sample id. */
   scenarios: Map<string, string>;
   /** Skill choices seen, per language, and how many had a single ability that resolved. */
-  stats: Record<'en' | 'zh', { choices: number; single: number; singleResolved: number; composite: number; unresolved: number }>;
+  stats: Record<'en' | 'zh',
+    { choices: number; single: number; singleResolved: number; composite: number; unresolved: number }>;
 }
 
 const isObj = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
@@ -45,7 +46,11 @@ function joinPieces(a: string, b: string): string {
 
 /** The parts of a "skill question" entry: question text, label fragments, explicit #skill# labels. */
 export function splitQuestion(q: unknown): { question: string; fragments: string[]; explicit: string[] } {
-  const items = typeof q === 'string' ? [q] : Array.isArray(q) ? q.filter((x): x is string => typeof x === 'string') : [];
+  const items = typeof q === 'string'
+    ? [q]
+    : Array.isArray(q)
+    ? q.filter((x): x is string => typeof x === 'string')
+    : [];
   let question = '';
   const fragments: string[] = [];
   const explicit: string[] = [];
@@ -99,7 +104,9 @@ function describe(r: Resolution, raw: string): string {
  * label fragments and #skill# labels that the files put in the question list, and the
  * question's own `skill` list. Returns the abilities or the reason the choice is left out.
  */
-export function resolveChoiceLabels(choiceSkill: string[], questionSkill: string[], fragments: string[], explicit: string[], requireAgreement = false): ChoiceLabel | { reason: string } {
+export function resolveChoiceLabels(choiceSkill: string[], questionSkill: string[], fragments: string[],
+  explicit: string[], requireAgreement = false): ChoiceLabel | { reason: string }
+{
   const rules: string[] = [];
   const resolveList = (labels: string[], allowFragments: boolean): { abilities: string[]; failures: string[] } => {
     const abilities: string[] = [];
@@ -107,10 +114,15 @@ export function resolveChoiceLabels(choiceSkill: string[], questionSkill: string
     for (const raw of labels) {
       const r1 = canonicalizeAbility(raw);
       let r2: Resolution | null = null;
-      if (allowFragments && fragments.length > 0 && labels.length === 1) r2 = canonicalizeAbility(raw.replace(/\s+$/, '') + ' ' + fragments.join(' '));
+      if (allowFragments && fragments.length > 0 && labels.length === 1)
+        r2 = canonicalizeAbility(raw.replace(/\s+$/, '') + ' ' + fragments.join(' '));
       if (r1.ability) {
         if (r2?.ability && r2.ability !== r1.ability) {
-          failures.push(`label ${JSON.stringify(raw)} reads ${r1.ability} but with the fragment ${JSON.stringify(fragments.join(' '))} it reads ${r2.ability}`);
+          failures.push(
+            `label ${JSON.stringify(raw)} reads ${r1.ability} but with the fragment ${
+              JSON.stringify(fragments.join(' '))
+            } it reads ${r2.ability}`,
+          );
           continue;
         }
         abilities.push(r1.ability);
@@ -127,8 +139,10 @@ export function resolveChoiceLabels(choiceSkill: string[], questionSkill: string
   const secondaryRaw = questionSkill.filter((s) => s.trim() !== '');
   const secondary = resolveList(secondaryRaw.length ? secondaryRaw : explicit, secondaryRaw.length > 0);
   if (primary.length === 0) {
-    if (secondaryRaw.length === 0 && explicit.length === 0) return { reason: 'no skill label on the choice or its question' };
-    if (secondary.failures.length) return { reason: `choice has no skill label; question ${secondary.failures.join('; ')}` };
+    if (secondaryRaw.length === 0 && explicit.length === 0)
+      return { reason: 'no skill label on the choice or its question' };
+    if (secondary.failures.length)
+      return { reason: `choice has no skill label; question ${secondary.failures.join('; ')}` };
     return { abilities: secondary.abilities.sort(), rule: 'from question skill: ' + uniq(rules).join('+') };
   }
   const main = resolveList(primary, true);
@@ -139,13 +153,19 @@ export function resolveChoiceLabels(choiceSkill: string[], questionSkill: string
     if (secondary.failures.length === 0 && secondary.abilities.length > 0) {
       const a = [...main.abilities].sort().join('|');
       const b = [...secondary.abilities].sort().join('|');
-      if (a !== b) disagreement = `labels disagree: choice says ${main.abilities.join(' + ')}, question says ${secondary.abilities.join(' + ')}`;
+      if (a !== b)
+        disagreement = `labels disagree: choice says ${main.abilities.join(' + ')}, question says ${
+          secondary.abilities.join(' + ')
+        }`;
     }
     if (disagreement && requireAgreement) return { reason: disagreement + ' (agree=1)' };
-    return { abilities: main.abilities.sort(), rule: uniq(rules).join('+'), ...(disagreement ? { questionSkill: secondary.abilities } : {}) };
+    return { abilities: main.abilities.sort(), rule: uniq(rules).join('+'),
+      ...(disagreement ? { questionSkill: secondary.abilities } : {}) };
   }
   // Fall back on the question's label when the choice label cannot be read.
-  if (secondary.failures.length === 0 && secondary.abilities.length > 0 && secondary.abilities.length >= main.abilities.length && main.abilities.every((a) => secondary.abilities.includes(a))) {
+  if (secondary.failures.length === 0 && secondary.abilities.length > 0 &&
+    secondary.abilities.length >= main.abilities.length && main.abilities.every((a) => secondary.abilities.includes(a)))
+  {
     return { abilities: secondary.abilities.sort(), rule: 'from question skill' };
   }
   return { reason: main.failures.join('; ') };
@@ -165,7 +185,8 @@ export function listFiles(p: string): string[] {
   try {
     st = statSync(p);
   } catch {
-    throw new LobesError('no such file or folder', { file: p, hint: 'socialeval:PATH takes the worldtree_data folder or one of its .json files' });
+    throw new LobesError('no such file or folder', { file: p,
+      hint: 'socialeval:PATH takes the worldtree_data folder or one of its .json files' });
   }
   if (st.isFile()) return [p];
   const files = readdirSync(p).filter((n) => n.toLowerCase().endsWith('.json')).sort().map((n) => path.join(p, n));
@@ -203,13 +224,15 @@ export function readSocialEval(root: string, opts: SocialEvalOptions): SocialEva
     excluded: [],
     problems: [],
     scenarios: new Map(),
-    stats: { en: { choices: 0, single: 0, singleResolved: 0, composite: 0, unresolved: 0 }, zh: { choices: 0, single: 0, singleResolved: 0, composite: 0, unresolved: 0 } },
+    stats: { en: { choices: 0, single: 0, singleResolved: 0, composite: 0, unresolved: 0 },
+      zh: { choices: 0, single: 0, singleResolved: 0, composite: 0, unresolved: 0 } },
   };
   const seen = new Map<string, string>();
   for (const file of listFiles(root)) {
     const tree = readTree(file, opts, out.problems);
     if (!tree) continue;
-    const ctx: TreeContext = { ...tree.facts, file, stem: path.basename(file).replace(/\.json$/i, ''), opts, out, seen };
+    const ctx: TreeContext = { ...tree.facts, file, stem: path.basename(file).replace(/\.json$/i, ''), opts, out,
+      seen };
     tree.plot.forEach((node, ni) => readNode(ctx, node, ni));
   }
   return out;
@@ -219,11 +242,16 @@ export function readSocialEval(root: string, opts: SocialEvalOptions): SocialEva
  * A world-tree file's plot and facts (language, orientation from the file name; scenario), or
  * null after recording why it cannot be read.
  */
-function readTree(file: string, opts: SocialEvalOptions, problems: Problem[]): { plot: unknown[]; facts: Pick<TreeContext, 'lang' | 'orientation' | 'scenario' | 'noScenario'> } | null {
+function readTree(file: string, opts: SocialEvalOptions, problems: Problem[]): { plot: unknown[];
+  facts: Pick<TreeContext, 'lang' | 'orientation' | 'scenario' | 'noScenario'> } | null
+{
   const facts = fileFacts(file);
   const bad = (where: string | undefined, reason: string) => problems.push({ file, where, reason, id: undefined });
-  if (!facts.language) bad(undefined, 'file name has neither _en_ nor _cn_, so its language is unknown (name files like [1,0]_en_example_3.json)');
-  if (!facts.orientation) bad(undefined, 'file name does not start with the [self,altruism] orientation, e.g. [1,-1]_en_example_0.json');
+  if (!facts.language)
+    bad(undefined,
+      'file name has neither _en_ nor _cn_, so its language is unknown (name files like [1,0]_en_example_3.json)');
+  if (!facts.orientation)
+    bad(undefined, 'file name does not start with the [self,altruism] orientation, e.g. [1,-1]_en_example_0.json');
   const r = readUtf8(file);
   if ('problem' in r) {
     problems.push(r.problem);
@@ -246,7 +274,8 @@ function readTree(file: string, opts: SocialEvalOptions, problems: Problem[]): {
   }
   const plot = doc.interactive_plot;
   if (!Array.isArray(plot)) {
-    bad('interactive_plot', plot === undefined ? 'missing field "interactive_plot"' : '"interactive_plot" is not a list');
+    bad('interactive_plot',
+      plot === undefined ? 'missing field "interactive_plot"' : '"interactive_plot" is not a list');
     return null;
   }
   const scenario = typeof doc.scenario === 'string' ? doc.scenario.trim() : '';
@@ -295,7 +324,9 @@ function readChoice(ctx: TreeContext, nodeId: string, ch: unknown, ci: number): 
   const qs = sq ? splitQuestion(sq.question) : { question: '', fragments: [], explicit: [] };
   const qSkill = sq && Array.isArray(sq.skill) ? sq.skill.filter((s): s is string => typeof s === 'string') : [];
   const lab = resolveChoiceLabels(choiceSkill, qSkill, qs.fragments, qs.explicit, opts.requireAgreement);
-  const distinctRaw = new Set(choiceSkill.map((s) => canonicalizeAbility(s).ability ?? s.trim().toLowerCase()).filter(Boolean));
+  const distinctRaw = new Set(
+    choiceSkill.map((s) => canonicalizeAbility(s).ability ?? s.trim().toLowerCase()).filter(Boolean),
+  );
   const single = 'abilities' in lab ? lab.abilities.length === 1 : distinctRaw.size <= 1;
   if (single) out.stats[lang].single++;
   if ('reason' in lab) {
@@ -304,7 +335,8 @@ function readChoice(ctx: TreeContext, nodeId: string, ch: unknown, ci: number): 
   }
   if (single) out.stats[lang].singleResolved++;
   else out.stats[lang].composite++;
-  if (!single && !opts.includeComposite) return exclude(`composite: ${lab.abilities.join(' + ')} (add composite=include to keep)`);
+  if (!single && !opts.includeComposite)
+    return exclude(`composite: ${lab.abilities.join(' + ')} (add composite=include to keep)`);
   if (ctx.noScenario) return exclude('the world tree has no scenario and the template uses {scenario}');
   // Question.
   if (!sq) return exclude('no skill question');
@@ -325,7 +357,8 @@ function readChoice(ctx: TreeContext, nodeId: string, ch: unknown, ci: number): 
     text: applyTemplate(opts.template, { question: qs.question, response, speaker, scenario: ctx.scenario }),
     labels: { aspect: aspects.join(' + '), ability, language: lang, orientation: ctx.orientation },
     provenance: { file: path.basename(ctx.file), node: nodeId, choice: choiceId },
-    extras: { question: qs.question, response, speaker, distractors, rawSkill: choiceSkill, labelRule: lab.rule, ...(lab.questionSkill ? { questionSkill: lab.questionSkill } : {}) },
+    extras: { question: qs.question, response, speaker, distractors, rawSkill: choiceSkill, labelRule: lab.rule,
+      ...(lab.questionSkill ? { questionSkill: lab.questionSkill } : {}) },
   });
 }
 
@@ -333,7 +366,9 @@ function readChoice(ctx: TreeContext, nodeId: string, ch: unknown, ci: number): 
  * The utterance of a choice's "content" (an object, or a list whose state/stage entries are
  * skipped): speaker and trimmed text, a reason to exclude the choice, or a problem.
  */
-function choiceUtterance(content: unknown): { speaker: string; response: string } | { exclude: string } | { problem: string } {
+function choiceUtterance(
+  content: unknown,
+): { speaker: string; response: string } | { exclude: string } | { problem: string } {
   let speaker: string;
   let response: string;
   if (isObj(content)) {
@@ -342,21 +377,32 @@ function choiceUtterance(content: unknown): { speaker: string; response: string 
     speaker = typeof content.role === 'string' ? content.role : '';
     response = content.content;
   } else if (Array.isArray(content)) {
-    const parts = content.filter((c): c is Record<string, unknown> => isObj(c) && typeof c.content === 'string' && c.role !== 'state' && c.role !== 'stage');
+    const parts = content.filter((c): c is Record<string, unknown> =>
+      isObj(c) && typeof c.content === 'string' && c.role !== 'state' && c.role !== 'stage'
+    );
     if (parts.length === 0) return { exclude: 'choice content holds no utterance (only state/stage entries)' };
     speaker = typeof parts[0].role === 'string' ? parts[0].role : '';
     response = parts.map((c) => c.content as string).join(' ');
-  } else return { problem: content === undefined ? 'choice has no "content"' : 'choice "content" is neither an object nor a list' };
+  } else
+    return {
+      problem: content === undefined ? 'choice has no "content"' : 'choice "content" is neither an object nor a list',
+    };
   response = response.trim();
   if (!response) return { exclude: 'the correct utterance is empty' };
   return { speaker, response };
 }
 
-export const SOCIALEVAL_KEYS = ['lang', 'orientation', 'aspect', 'ability', 'composite', 'agree', 'template', 'scenario', 'speaker', 'text', 'swap', 'group'];
+export const SOCIALEVAL_KEYS = ['lang', 'orientation', 'aspect', 'ability', 'composite', 'agree', 'template',
+  'scenario', 'speaker', 'text', 'swap', 'group'];
 
-export function loadSocialEval(p: ParsedSpec): { samples: Sample[]; excluded: Excluded[]; problems: Problem[]; spec: string; axes: string[]; composition?: SwapComposition } {
+export function loadSocialEval(
+  p: ParsedSpec,
+): { samples: Sample[]; excluded: Excluded[]; problems: Problem[]; spec: string; axes: string[];
+  composition?: SwapComposition }
+{
   checkParams(p, SOCIALEVAL_KEYS);
-  if (!p.path) throw new UsageError('socialeval: needs a path', 'e.g. socialeval:../shared/socialeval/worldtree_data?lang=en');
+  if (!p.path)
+    throw new UsageError('socialeval: needs a path', 'e.g. socialeval:../shared/socialeval/worldtree_data?lang=en');
   const includeComposite = boolParam(p, 'composite');
   const template = templateFromSpec(p, (k) => boolParam(p, k));
   const filters = filtersFromSpec(p, ABILITIES.map((a) => a.name));
@@ -366,9 +412,14 @@ export function loadSocialEval(p: ParsedSpec): { samples: Sample[]; excluded: Ex
   // (group=none: no groups), which lobes cluster keeps whole in the probes' folds and resamples as
   // a unit; on a swap, each sample keeps its response's tree (the labels are copied before swapping)
   const group = p.params.get('group') ?? 'tree';
-  if (group !== 'tree' && group !== 'none') throw new UsageError(`socialeval: group=${group}: the groupings are group=tree (each item's world tree, the default) and group=none`, 'use group=tree or group=none');
+  if (group !== 'tree' && group !== 'none')
+    throw new UsageError(
+      `socialeval: group=${group}: the groupings are group=tree (each item's world tree, the default) and group=none`,
+      'use group=tree or group=none',
+    );
   const grouped = group === 'tree';
-  if (grouped) samples = samples.map((s) => ({ ...s, labels: { ...s.labels, [GROUP_AXIS]: s.id.slice(0, s.id.indexOf('/')) } }));
+  if (grouped)
+    samples = samples.map((s) => ({ ...s, labels: { ...s.labels, [GROUP_AXIS]: s.id.slice(0, s.id.indexOf('/')) } }));
   // swap=SEED: every response with its own question and with one naming another aspect (src/data/swap.ts)
   const swap = p.params.get('swap');
   let composition: SwapComposition | undefined;
@@ -388,6 +439,8 @@ export function loadSocialEval(p: ParsedSpec): { samples: Sample[]; excluded: Ex
     }
     return true;
   });
-  const axes = ['aspect', 'ability', 'language', 'orientation', ...(composition ? SWAP_AXES : []), ...(grouped ? [GROUP_AXIS] : [])];
-  return { samples, excluded, problems: r.problems, spec: formatSpec('socialeval', p.path, p.params), axes, ...(composition ? { composition } : {}) };
+  const axes = ['aspect', 'ability', 'language', 'orientation', ...(composition ? SWAP_AXES : []),
+    ...(grouped ? [GROUP_AXIS] : [])];
+  return { samples, excluded, problems: r.problems, spec: formatSpec('socialeval', p.path, p.params), axes,
+    ...(composition ? { composition } : {}) };
 }

@@ -11,10 +11,14 @@ export interface ParsedSpec {
 
 export function parseSpec(spec: string): ParsedSpec {
   const s = spec.trim();
-  if (!s) throw new UsageError('empty dataset spec', 'try builtin:social, socialeval:DIR, jsonl:FILE?text=...&label=..., csv:FILE?...');
+  if (!s)
+    throw new UsageError('empty dataset spec',
+      'try builtin:social, socialeval:DIR, jsonl:FILE?text=...&label=..., csv:FILE?...');
   if (s === 'builtin') return { kind: 'builtin', path: '', params: new Map(), raw: spec };
   const colon = s.indexOf(':');
-  if (colon <= 0) throw new UsageError(`dataset spec ${JSON.stringify(spec)} has no kind`, 'write KIND:PATH, e.g. builtin:social, socialeval:DIR, jsonl:FILE?text=text&label=label');
+  if (colon <= 0)
+    throw new UsageError(`dataset spec ${JSON.stringify(spec)} has no kind`,
+      'write KIND:PATH, e.g. builtin:social, socialeval:DIR, jsonl:FILE?text=text&label=label');
   const kind = s.slice(0, colon).toLowerCase();
   const rest = s.slice(colon + 1);
   const q = rest.indexOf('?');
@@ -28,7 +32,8 @@ export function parseSpec(spec: string): ParsedSpec {
         try {
           return decodeURIComponent(x);
         } catch {
-          throw new UsageError(`dataset spec ${JSON.stringify(spec)}: bad percent-encoding in ${JSON.stringify(x)}`, 'write %25 for a literal %');
+          throw new UsageError(`dataset spec ${JSON.stringify(spec)}: bad percent-encoding in ${JSON.stringify(x)}`,
+            'write %25 for a literal %');
         }
       };
       const k = dec(eq < 0 ? part : part.slice(0, eq)).trim();
@@ -46,7 +51,9 @@ export function parseSpec(spec: string): ParsedSpec {
  */
 export function checkParams(p: ParsedSpec, allowed: string[], none?: string): void {
   for (const k of p.params.keys()) {
-    if (!allowed.includes(k)) throw new UsageError(`dataset spec ${JSON.stringify(p.raw)}: unknown option ${JSON.stringify(k)}`, allowed.length ? `${p.kind}: accepts ${allowed.join(', ')}` : (none ?? `${p.kind}: takes no options`));
+    if (!allowed.includes(k))
+      throw new UsageError(`dataset spec ${JSON.stringify(p.raw)}: unknown option ${JSON.stringify(k)}`,
+        allowed.length ? `${p.kind}: accepts ${allowed.join(', ')}` : (none ?? `${p.kind}: takes no options`));
   }
 }
 
@@ -67,5 +74,6 @@ export function boolParam(p: ParsedSpec, key: string): boolean {
   const l = v.toLowerCase();
   if (['1', 'true', 'yes', 'include', 'on'].includes(l)) return true;
   if (['0', 'false', 'no', 'exclude', 'off'].includes(l)) return false;
-  throw new UsageError(`dataset spec ${JSON.stringify(p.raw)}: ${key}=${JSON.stringify(v)} is not a yes/no value`, 'use 1 or 0');
+  throw new UsageError(`dataset spec ${JSON.stringify(p.raw)}: ${key}=${JSON.stringify(v)} is not a yes/no value`,
+    'use 1 or 0');
 }

@@ -45,7 +45,10 @@ export function limitAxes(by: readonly string[] | undefined, axes: readonly stri
   for (const a of by) {
     if (!axes.includes(a)) {
       const near = nearest(a, axes);
-      throw new UsageError(`${opt('by')}: the data has no label axis ${JSON.stringify(a)} (axes: ${axes.join(', ') || 'none'})`, near ? `did you mean ${opt('by', near)}?` : undefined);
+      throw new UsageError(
+        `${opt('by')}: the data has no label axis ${JSON.stringify(a)} (axes: ${axes.join(', ') || 'none'})`,
+        near ? `did you mean ${opt('by', near)}?` : undefined,
+      );
     }
   }
   return [...by];
@@ -61,20 +64,24 @@ export function limitRank(seed: number, id: string): string {
  * with the smallest limitRank(seed, id) (equal ids, which the loaders refuse, by data order);
  * in the original order. All of `xs` when n >= xs.length.
  */
-export function stratifiedSample<T>(xs: readonly T[], stratum: (x: T) => string, id: (x: T) => string, n: number, seed: number): T[] {
+export function stratifiedSample<T>(xs: readonly T[], stratum: (x: T) => string, id: (x: T) => string, n: number,
+  seed: number): T[]
+{
   if (n >= xs.length) return [...xs];
   const groups = new Map<string, number[]>();
   xs.forEach((x, i) => {
     const k = stratum(x);
     let g = groups.get(k);
-    if (!g) groups.set(k, (g = []));
+    if (!g) groups.set(k, g = []);
     g.push(i);
   });
   const keys = [...groups.keys()].sort();
   const exact = keys.map((k) => (n * groups.get(k)!.length) / xs.length);
   const quota = exact.map(Math.floor);
   let left = n - quota.reduce((a, b) => a + b, 0);
-  const order = keys.map((_, i) => i).sort((a, b) => exact[b]! - quota[b]! - (exact[a]! - quota[a]!) || keys[a]!.localeCompare(keys[b]!));
+  const order = keys.map((_, i) => i).sort((a, b) =>
+    exact[b]! - quota[b]! - (exact[a]! - quota[a]!) || keys[a]!.localeCompare(keys[b]!)
+  );
   for (const i of order) {
     if (left <= 0) break;
     quota[i]!++;
@@ -94,10 +101,16 @@ export function stratifiedSample<T>(xs: readonly T[], stratum: (x: T) => string,
  * stratum of an item the values of those axes. Returns the sample and its record. A limit
  * above the item count takes them all, with a note on stderr.
  */
-export function limitItems<T extends { id: string; labels: Record<string, string> }>(xs: readonly T[], axes: readonly string[], spec: LimitSpec): { items: T[]; record: LimitRecord } {
+export function limitItems<T extends { id: string; labels: Record<string, string> }>(xs: readonly T[],
+  axes: readonly string[], spec: LimitSpec): { items: T[]; record: LimitRecord }
+{
   const by = limitAxes(spec.by, axes);
   // A limit past the item count takes every item; it is said (the record keeps both numbers).
-  if (spec.limit > xs.length) process.stderr.write(`lobes: note: --limit ${spec.limit} is more than the ${xs.length} items; all ${xs.length} are used\n`);
-  const items = stratifiedSample(xs, (x) => by.map((a) => x.labels[a] ?? '').join('/'), (x) => x.id, spec.limit, spec.seed);
+  if (spec.limit > xs.length)
+    process.stderr.write(
+      `lobes: note: --limit ${spec.limit} is more than the ${xs.length} items; all ${xs.length} are used\n`,
+    );
+  const items = stratifiedSample(xs, (x) => by.map((a) => x.labels[a] ?? '').join('/'), (x) => x.id, spec.limit,
+    spec.seed);
   return { items, record: { limit: spec.limit, by, seed: spec.seed, of: xs.length } };
 }

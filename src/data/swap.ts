@@ -33,11 +33,16 @@ export type { SwapComposition } from './types.js';
 /** The label axes a swap composition adds. */
 export const SWAP_AXES = ['question_aspect', 'response_aspect', 'question_ability', 'swapped'];
 
-export const SWAP_PAIRING = 'question aspect uniform over the other aspects; the questions of an aspect in seeded shuffled turns';
+export const SWAP_PAIRING =
+  'question aspect uniform over the other aspects; the questions of an aspect in seeded shuffled turns';
 
 /** The SWAP=SEED value of a spec: a non-negative integer. */
 export function swapSeed(raw: string, spec: string): number {
-  if (!/^(0|[1-9][0-9]{0,9})$/.test(raw.trim()) || Number(raw) > 2 ** 32 - 1) throw new UsageError(`dataset spec ${JSON.stringify(spec)}: swap=${JSON.stringify(raw)} is not a seed (an integer from 0 to 2^32 - 1)`, 'e.g. swap=0');
+  if (!/^(0|[1-9][0-9]{0,9})$/.test(raw.trim()) || Number(raw) > 2 ** 32 - 1)
+    throw new UsageError(
+      `dataset spec ${JSON.stringify(spec)}: swap=${JSON.stringify(raw)} is not a seed (an integer from 0 to 2^32 - 1)`,
+      'e.g. swap=0',
+    );
   return Number(raw);
 }
 
@@ -47,18 +52,37 @@ export function swapSeed(raw: string, spec: string): number {
  * `scenarioOf(id)` gives an item's scenario (the response's own scenario is kept). Samples come in
  * dataset order, own before swapped for each response.
  */
-export function swapSamples(items: Sample[], template: string, scenarioOf: (id: string) => string, seed: number, spec: string): { samples: Sample[]; composition: SwapComposition } {
+export function swapSamples(items: Sample[], template: string, scenarioOf: (id: string) => string, seed: number,
+  spec: string): { samples: Sample[]; composition: SwapComposition }
+{
   if (!template.includes('{question}') || !template.includes('{response}')) {
-    throw new UsageError(`dataset spec ${JSON.stringify(spec)}: swap= pairs questions with responses, so the text must hold both`, 'drop text=, or use a template with {question} and {response}');
+    throw new UsageError(
+      `dataset spec ${JSON.stringify(spec)}: swap= pairs questions with responses, so the text must hold both`,
+      'drop text=, or use a template with {question} and {response}',
+    );
   }
   for (const s of items) {
-    if (s.labels.aspect.includes(' + ')) throw new UsageError(`dataset spec ${JSON.stringify(spec)}: swap= needs one aspect per item, and ${s.id} is composite (${s.labels.aspect})`, 'drop composite=include');
+    if (s.labels.aspect.includes(' + '))
+      throw new UsageError(
+        `dataset spec ${
+          JSON.stringify(spec)
+        }: swap= needs one aspect per item, and ${s.id} is composite (${s.labels.aspect})`,
+        'drop composite=include',
+      );
   }
   const aspects = [...new Set(items.map((s) => s.labels.aspect))].sort();
-  if (aspects.length < 2) throw new UsageError(`dataset spec ${JSON.stringify(spec)}: swap= needs items of at least two aspects (these are all ${aspects[0] ?? 'none'})`, 'drop the aspect= filter');
+  if (aspects.length < 2)
+    throw new UsageError(
+      `dataset spec ${JSON.stringify(spec)}: swap= needs items of at least two aspects (these are all ${
+        aspects[0] ?? 'none'
+      })`,
+      'drop the aspect= filter',
+    );
   const rng = new Rng(seed);
   const byAspect = new Map(aspects.map((a) => [a, items.filter((s) => s.labels.aspect === a)]));
-  const queues = new Map<string, { order: Sample[]; next: number }>(aspects.map((a) => [a, { order: rng.shuffle(byAspect.get(a)!.slice()), next: 0 }]));
+  const queues = new Map<string, { order: Sample[]; next: number }>(
+    aspects.map((a) => [a, { order: rng.shuffle(byAspect.get(a)!.slice()), next: 0 }]),
+  );
   const take = (a: string): Sample => {
     const q = queues.get(a)!;
     if (q.next === q.order.length) {
@@ -76,7 +100,8 @@ export function swapSamples(items: Sample[], template: string, scenarioOf: (id: 
     const qex = q.extras as { question: string };
     const make = (from: Sample, question: string, swapped: boolean): Sample => ({
       id: `${r.id}/${swapped ? 'swapped' : 'own'}`,
-      text: applyTemplate(template, { question, response: ex.response, speaker: ex.speaker, scenario: scenarioOf(r.id) }),
+      text: applyTemplate(template, { question, response: ex.response, speaker: ex.speaker,
+        scenario: scenarioOf(r.id) }),
       labels: {
         ...r.labels,
         question_aspect: from.labels.aspect,
@@ -101,7 +126,9 @@ export function swapSamples(items: Sample[], template: string, scenarioOf: (id: 
  * the mean over the classes of `a` of the recall of the best mapping b → a found by trying, for
  * each value of b, every class (exhaustive up to 10^6 mappings; beyond, the accuracy's mapping).
  */
-export function crossChance(a: readonly string[], b: readonly string[]): { accuracy: number; balancedAccuracy: number } {
+export function crossChance(a: readonly string[],
+  b: readonly string[]): { accuracy: number; balancedAccuracy: number }
+{
   const A = [...new Set(a)].sort();
   const Bv = [...new Set(b)].sort();
   const n = a.length;

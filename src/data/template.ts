@@ -32,7 +32,10 @@ export function textComposition(p: ParsedSpec): TextComposition {
   // a '+' typed in a shell or URL may arrive as a space
   const t = v.trim().replace(/\s+/g, '+').toLowerCase();
   if ((TEXT_COMPOSITIONS as readonly string[]).includes(t)) return t as TextComposition;
-  throw new UsageError(`dataset spec ${JSON.stringify(p.raw)}: text=${JSON.stringify(v)} is not one of ${TEXT_COMPOSITIONS.join(', ')}`, 'text=response analyses the utterance without its question');
+  throw new UsageError(
+    `dataset spec ${JSON.stringify(p.raw)}: text=${JSON.stringify(v)} is not one of ${TEXT_COMPOSITIONS.join(', ')}`,
+    'text=response analyses the utterance without its question',
+  );
 }
 
 /** Build the template from spec options: text=..., template=..., scenario=1, speaker=1. */
@@ -41,17 +44,26 @@ export function templateFromSpec(p: ParsedSpec, flag: (k: string) => boolean): s
   const text = textComposition(p);
   if (custom !== undefined) {
     if (p.params.has('scenario') || p.params.has('speaker') || p.params.has('text')) {
-      throw new UsageError(`dataset spec ${JSON.stringify(p.raw)}: template= cannot be combined with scenario=, speaker= or text=`, 'put {scenario}, {question} and {speaker} in the template');
+      throw new UsageError(
+        `dataset spec ${JSON.stringify(p.raw)}: template= cannot be combined with scenario=, speaker= or text=`,
+        'put {scenario}, {question} and {speaker} in the template',
+      );
     }
     const t = custom.replace(/\\n/g, '\n').replace(/\\t/g, '\t');
     for (const m of t.matchAll(/\{([^{}]*)\}/g)) {
-      if (!PLACEHOLDERS.includes(m[1])) throw new UsageError(`dataset spec ${JSON.stringify(p.raw)}: unknown template placeholder {${m[1]}}`, `use ${PLACEHOLDERS.map((x) => `{${x}}`).join(' ')}`);
+      if (!PLACEHOLDERS.includes(m[1]))
+        throw new UsageError(`dataset spec ${JSON.stringify(p.raw)}: unknown template placeholder {${m[1]}}`,
+          `use ${PLACEHOLDERS.map((x) => `{${x}}`).join(' ')}`);
     }
-    if (!t.includes('{response}')) throw new UsageError(`dataset spec ${JSON.stringify(p.raw)}: the template has no {response}`);
+    if (!t.includes('{response}'))
+      throw new UsageError(`dataset spec ${JSON.stringify(p.raw)}: the template has no {response}`);
     return t;
   }
   const response = flag('speaker') ? '{speaker}: {response}' : '{response}';
-  if (text === 'question' && flag('speaker')) throw new UsageError(`dataset spec ${JSON.stringify(p.raw)}: speaker=1 has no effect with text=question (no response is analysed)`);
+  if (text === 'question' && flag('speaker'))
+    throw new UsageError(
+      `dataset spec ${JSON.stringify(p.raw)}: speaker=1 has no effect with text=question (no response is analysed)`,
+    );
   const body = text === 'question' ? '{question}' : text === 'response' ? response : '{question}\n' + response;
   return (flag('scenario') ? '{scenario}\n' : '') + body;
 }

@@ -17,7 +17,8 @@
  * the exact pinned requirements printed beforehand.
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, lstatSync, mkdirSync, readFileSync, readdirSync, realpathSync, rmSync, symlinkSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, readFileSync, readdirSync, realpathSync, rmSync,
+  symlinkSync } from 'node:fs';
 import * as path from 'node:path';
 import { LobesError, opt } from '../util/errors.js';
 import { readElfDynamic } from './elf.js';
@@ -45,12 +46,18 @@ interface LibFamily {
  * 13, whose components install into nvidia/cu13/lib; cuDNN keeps "-cuXX").
  */
 export const CUDA_LIBS: LibFamily[] = [
-  { family: 'cudart', match: /^libcudart\.so\.(\d+)$/, pip: (m) => (m >= 13 ? `nvidia-cuda-runtime~=${m}.0` : `nvidia-cuda-runtime-cu${m}`), role: 'CUDA runtime' },
-  { family: 'cublasLt', match: /^libcublasLt\.so\.(\d+)$/, pip: (m) => (m >= 13 ? `nvidia-cublas~=${m}.0` : `nvidia-cublas-cu${m}`), role: 'cuBLASLt' },
-  { family: 'cublas', match: /^libcublas\.so\.(\d+)$/, pip: (m) => (m >= 13 ? `nvidia-cublas~=${m}.0` : `nvidia-cublas-cu${m}`), role: 'cuBLAS' },
-  { family: 'curand', match: /^libcurand\.so\.(\d+)$/, pip: (m) => (m >= 13 ? 'nvidia-curand~=10.4' : `nvidia-curand-cu${m}`), role: 'cuRAND' },
-  { family: 'cufft', match: /^libcufft\.so\.(\d+)$/, pip: (m) => (m >= 13 ? 'nvidia-cufft~=12.0' : `nvidia-cufft-cu${m}`), role: 'cuFFT' },
-  { family: 'nvrtc', match: /^libnvrtc\.so\.(\d+)$/, pip: (m) => (m >= 13 ? `nvidia-cuda-nvrtc~=${m}.0` : `nvidia-cuda-nvrtc-cu${m}`), role: 'NVRTC' },
+  { family: 'cudart', match: /^libcudart\.so\.(\d+)$/,
+    pip: (m) => (m >= 13 ? `nvidia-cuda-runtime~=${m}.0` : `nvidia-cuda-runtime-cu${m}`), role: 'CUDA runtime' },
+  { family: 'cublasLt', match: /^libcublasLt\.so\.(\d+)$/,
+    pip: (m) => (m >= 13 ? `nvidia-cublas~=${m}.0` : `nvidia-cublas-cu${m}`), role: 'cuBLASLt' },
+  { family: 'cublas', match: /^libcublas\.so\.(\d+)$/,
+    pip: (m) => (m >= 13 ? `nvidia-cublas~=${m}.0` : `nvidia-cublas-cu${m}`), role: 'cuBLAS' },
+  { family: 'curand', match: /^libcurand\.so\.(\d+)$/,
+    pip: (m) => (m >= 13 ? 'nvidia-curand~=10.4' : `nvidia-curand-cu${m}`), role: 'cuRAND' },
+  { family: 'cufft', match: /^libcufft\.so\.(\d+)$/,
+    pip: (m) => (m >= 13 ? 'nvidia-cufft~=12.0' : `nvidia-cufft-cu${m}`), role: 'cuFFT' },
+  { family: 'nvrtc', match: /^libnvrtc\.so\.(\d+)$/,
+    pip: (m) => (m >= 13 ? `nvidia-cuda-nvrtc~=${m}.0` : `nvidia-cuda-nvrtc-cu${m}`), role: 'NVRTC' },
   { family: 'cudnn', match: /^libcudnn\.so\.(\d+)$/, pip: (m) => `nvidia-cudnn-cu${m}~=9.0`, role: 'cuDNN 9' },
 ];
 
@@ -137,7 +144,9 @@ function isCudaLibName(name: string): boolean {
  * three levels down.
  */
 export async function scanWheels(dir: string): Promise<WheelScan> {
-  if (!existsSync(dir)) throw new LobesError('no such folder', { file: dir, hint: 'give the folder you downloaded the wheels into (pip download -d DIR ...)' });
+  if (!existsSync(dir))
+    throw new LobesError('no such folder', { file: dir,
+      hint: 'give the folder you downloaded the wheels into (pip download -d DIR ...)' });
   const scan: WheelScan = { dir, ort: [], libs: new Map(), packages: [] };
   const addLib = (o: Offered) => {
     if (!scan.libs.has(o.name)) scan.libs.set(o.name, o);
@@ -153,18 +162,22 @@ export async function scanWheels(dir: string): Promise<WheelScan> {
     const members = listZip(file);
     if (w.name === 'onnxruntime-gpu') {
       const meta = members.find((m) => /^[^/]+\.dist-info\/METADATA$/.test(m.name));
-      const version = meta ? metadataVersion((await readZipMember(file, meta)).toString('utf8')) ?? w.version : w.version;
+      const version = meta
+        ? metadataVersion((await readZipMember(file, meta)).toString('utf8')) ?? w.version
+        : w.version;
       const files = new Map<string, Offered>();
       for (const m of members) {
         const base = path.posix.basename(m.name);
-        if ((PROVIDER_FILES as readonly string[]).includes(base) && m.name.startsWith('onnxruntime/capi/')) files.set(base, { name: base, from: f, wheel: { file, member: m } });
+        if ((PROVIDER_FILES as readonly string[]).includes(base) && m.name.startsWith('onnxruntime/capi/'))
+          files.set(base, { name: base, from: f, wheel: { file, member: m } });
       }
       scan.ort.push({ version, from: f, files });
       continue;
     }
     for (const m of members) {
       const base = path.posix.basename(m.name);
-      if (m.name.startsWith('nvidia/') && /\/lib\//.test(m.name) && isCudaLibName(base)) addLib({ name: base, from: f, wheel: { file, member: m } });
+      if (m.name.startsWith('nvidia/') && /\/lib\//.test(m.name) && isCudaLibName(base))
+        addLib({ name: base, from: f, wheel: { file, member: m } });
     }
   }
   // Installed trees.
@@ -190,7 +203,8 @@ export async function scanWheels(dir: string): Promise<WheelScan> {
       for (const comp of readdirSync(nv).sort()) {
         const lib = path.join(nv, comp, 'lib');
         if (!existsSync(lib)) continue;
-        for (const base of readdirSync(lib).sort()) if (isCudaLibName(base)) addLib({ name: base, from: lib, file: path.join(lib, base) });
+        for (const base of readdirSync(lib).sort())
+          if (isCudaLibName(base)) addLib({ name: base, from: lib, file: path.join(lib, base) });
       }
     }
   }
@@ -261,7 +275,8 @@ export interface CudaInstallResult {
 /** The pip command line that downloads `requirements` into `dir` for this machine's platform. */
 export function pipDownloadCommand(dir: string, requirements: string[], pip = ['python3', '-m', 'pip']): string[] {
   const plat = process.arch === 'arm64' ? 'manylinux_2_28_aarch64' : 'manylinux_2_28_x86_64';
-  return [...pip, 'download', '--no-deps', '--only-binary=:all:', '--platform', plat, '--python-version', '3.12', '--implementation', 'cp', '-d', dir, ...requirements];
+  return [...pip, 'download', '--no-deps', '--only-binary=:all:', '--platform', plat, '--python-version', '3.12',
+    '--implementation', 'cp', '-d', dir, ...requirements];
 }
 
 /** Quote a command for a POSIX shell (for printing). */
@@ -273,7 +288,9 @@ function runPip(argv: string[], log: (l: string) => void): void {
   log(`running: ${shellJoin(argv)}`);
   const r = spawnSync(argv[0]!, argv.slice(1), { stdio: ['ignore', 'inherit', 'inherit'] });
   if (r.error || r.status !== 0) {
-    throw new LobesError(`pip download failed (${r.error ? r.error.message : `exit ${r.status}`})`, { hint: `run it yourself: ${shellJoin(argv)}` });
+    throw new LobesError(`pip download failed (${r.error ? r.error.message : `exit ${r.status}`})`, {
+      hint: `run it yourself: ${shellJoin(argv)}`,
+    });
   }
 }
 
@@ -291,8 +308,13 @@ export async function installCudaFromWheels(dir: string, opts: CudaInstallOption
   const want = opts.ortVersion ?? ortVersion();
   if (!want) throw new LobesError('cannot find onnxruntime-node (is lobes installed with its dependencies?)');
   const bdir = opts.bindingDir ?? defaultBindingDir();
-  if (!bdir || !existsSync(bdir)) throw new LobesError("onnxruntime-node's native binding folder is missing", { file: bdir ?? 'onnxruntime-node', hint: 'reinstall: npm ci' });
-  if (process.platform !== 'linux' && !opts.bindingDir) throw new LobesError(`installing the CUDA provider from PyPI wheels is supported on Linux only (this is ${process.platform})`);
+  if (!bdir || !existsSync(bdir))
+    throw new LobesError("onnxruntime-node's native binding folder is missing", { file: bdir ?? 'onnxruntime-node',
+      hint: 'reinstall: npm ci' });
+  if (process.platform !== 'linux' && !opts.bindingDir)
+    throw new LobesError(
+      `installing the CUDA provider from PyPI wheels is supported on Linux only (this is ${process.platform})`,
+    );
   const pip = opts.pip ?? ['python3', '-m', 'pip'];
   mkdirSync(dir, { recursive: true });
 
@@ -307,11 +329,17 @@ export async function installCudaFromWheels(dir: string, opts: CudaInstallOption
   if (!ort) {
     throw new LobesError(refused.length ? refused[0]! : `no onnxruntime-gpu wheel or installed tree in the folder`, {
       file: dir,
-      hint: refused.length ? undefined : `${shellJoin(pipDownloadCommand(dir, [`onnxruntime-gpu==${want}`], pip))}, then run this again (or add ${opt('download')})`,
+      hint: refused.length
+        ? undefined
+        : `${shellJoin(pipDownloadCommand(dir, [`onnxruntime-gpu==${want}`], pip))}, then run this again (or add ${
+          opt('download')
+        })`,
     });
   }
   for (const f of PROVIDER_FILES) {
-    if (!ort.files.has(f)) throw new LobesError(`onnxruntime-gpu ${ort.version} has no onnxruntime/capi/${f}`, { file: ort.from, hint: 'is it the Linux wheel for this architecture?' });
+    if (!ort.files.has(f))
+      throw new LobesError(`onnxruntime-gpu ${ort.version} has no onnxruntime/capi/${f}`, { file: ort.from,
+        hint: 'is it the Linux wheel for this architecture?' });
   }
 
   // The provider, into the binding folder.
@@ -324,12 +352,16 @@ export async function installCudaFromWheels(dir: string, opts: CudaInstallOption
   const cudaPath = path.join(bdir, 'libonnxruntime_providers_cuda.so');
   const needed = readElfDynamic(cudaPath).needed;
   const major = cudaMajorOf(needed);
-  if (major === null) throw new LobesError('the CUDA provider links no libcudart/libcublas, so its CUDA version is unknown', { file: cudaPath });
+  if (major === null)
+    throw new LobesError('the CUDA provider links no libcudart/libcublas, so its CUDA version is unknown', {
+      file: cudaPath,
+    });
   log(`onnxruntime-gpu ${ort.version} from ${ort.from}: CUDA ${major} provider installed into ${bdir}`);
 
   // CUDA libraries: those the provider needs (DT_NEEDED) and the recommended ones.
   const neededCuda = needed.filter((n) => pipRequirementFor(n, major) !== null);
-  const wantedFamilies = new Set([...neededCuda.map((n) => CUDA_LIBS.find((f) => f.match.test(n))!.family), ...RECOMMENDED_FAMILIES]);
+  const wantedFamilies = new Set([...neededCuda.map((n) => CUDA_LIBS.find((f) => f.match.test(n))!.family),
+    ...RECOMMENDED_FAMILIES]);
   const fits = (name: string) => {
     const fam = CUDA_LIBS.find((f) => name.startsWith(`lib${f.family}`));
     if (!fam || !wantedFamilies.has(fam.family)) return false;
@@ -343,7 +375,14 @@ export async function installCudaFromWheels(dir: string, opts: CudaInstallOption
     required: neededCuda.filter((n) => !s.libs.has(n)),
     recommended: RECOMMENDED_FAMILIES.map((fam) => CUDA_LIBS.find((f) => f.family === fam)!)
       .filter((f) => ![...s.libs.keys()].some((n) => f.match.test(n) && fits(n)))
-      .map((f) => (f.family === 'cudnn' ? 'libcudnn.so.9' : f.family === 'cufft' ? `libcufft.so.${major >= 13 ? 12 : 11}` : `lib${f.family}.so.${major}`)),
+      .map((
+        f,
+      ) => (f.family === 'cudnn'
+        ? 'libcudnn.so.9'
+        : f.family === 'cufft'
+        ? `libcufft.so.${major >= 13 ? 12 : 11}`
+        : `lib${f.family}.so.${major}`)
+      ),
   });
   let miss = missingOf(scan);
   if ((miss.required.length || miss.recommended.length) && opts.download) {
@@ -364,7 +403,8 @@ export async function installCudaFromWheels(dir: string, opts: CudaInstallOption
   }
   const order = loadOrder(libraries);
   const required = order.filter((p) => neededCuda.includes(path.basename(p)));
-  const set: PreloadSet = { libraries: order, required, source: path.resolve(dir), installedAt: new Date().toISOString(), cudaMajor: major };
+  const set: PreloadSet = { libraries: order, required, source: path.resolve(dir),
+    installedAt: new Date().toISOString(), cudaMajor: major };
   const manifest = writePreloadSet(bdir, want, 'cuda', set);
   log(`${libraries.length} CUDA libraries in ${libDir}; preload list in ${manifest}`);
   return {

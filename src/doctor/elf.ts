@@ -70,12 +70,14 @@ export function readElfDynamic(file: string): ElfDynamic {
     const le = id[5] === 1;
     const h = new DataView(id.buffer, id.byteOffset, id.byteLength);
     const machine = h.getUint16(18, le);
-    const word = (dv: DataView, off: number) => (bits === 64 ? Number(dv.getBigUint64(off, le)) : dv.getUint32(off, le));
+    const word = (dv: DataView,
+      off: number) => (bits === 64 ? Number(dv.getBigUint64(off, le)) : dv.getUint32(off, le));
     const phoff = bits === 64 ? word(h, 0x20) : h.getUint32(0x1c, le);
     const phentsize = h.getUint16(bits === 64 ? 0x36 : 0x2a, le);
     const phnum = h.getUint16(bits === 64 ? 0x38 : 0x2c, le);
     if (phnum === 0) throw bad('no program headers');
-    if (phentsize < (bits === 64 ? 56 : 32) || phoff + phentsize * phnum > size) throw bad(`program headers [${phoff}, +${phentsize}×${phnum}) run past the ${size}-byte file`);
+    if (phentsize < (bits === 64 ? 56 : 32) || phoff + phentsize * phnum > size)
+      throw bad(`program headers [${phoff}, +${phentsize}×${phnum}) run past the ${size}-byte file`);
     const ph = f.read(phoff, phentsize * phnum);
     const pv = new DataView(ph.buffer);
     const loads: { vaddr: number; offset: number; filesz: number }[] = [];
@@ -92,7 +94,8 @@ export function readElfDynamic(file: string): ElfDynamic {
     }
     const out: ElfDynamic = { file, bits, machine, soname: null, needed: [], rpath: [], runpath: [] };
     if (!dyn) return out; // statically linked: needs nothing
-    if (dyn.offset + dyn.filesz > size) throw bad(`dynamic section [${dyn.offset}, +${dyn.filesz}) runs past the ${size}-byte file`);
+    if (dyn.offset + dyn.filesz > size)
+      throw bad(`dynamic section [${dyn.offset}, +${dyn.filesz}) runs past the ${size}-byte file`);
     const dv = new DataView(f.read(dyn.offset, dyn.filesz).buffer);
     const ent = bits === 64 ? 16 : 8;
     const entries: [number, number][] = [];
@@ -104,7 +107,8 @@ export function readElfDynamic(file: string): ElfDynamic {
       if (tag === 0) break;
       if (tag === DT_STRTAB) strtab = val;
       else if (tag === DT_STRSZ) strsz = val;
-      else if (tag === DT_NEEDED || tag === DT_SONAME || tag === DT_RPATH || tag === DT_RUNPATH) entries.push([tag, val]);
+      else if (tag === DT_NEEDED || tag === DT_SONAME || tag === DT_RPATH || tag === DT_RUNPATH)
+        entries.push([tag, val]);
     }
     if (entries.length === 0) return out;
     if (strtab < 0 || strsz <= 0) throw bad('dynamic section without a string table');

@@ -16,10 +16,12 @@ import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as ort from 'onnxruntime-node';
 import { readLdCache } from './ldcache.js';
-import { defaultLibDirs, findLibrary, resolveClosure, splitPathList, type LinkerEnv, type ResolvedLib } from './resolve.js';
+import { defaultLibDirs, findLibrary, resolveClosure, splitPathList, type LinkerEnv,
+  type ResolvedLib } from './resolve.js';
 import { hostMachine, readElfDynamic } from './elf.js';
 import { bindingDir, ortVersion, readPreloadManifest, type PreloadManifest } from '../runtime/preload.js';
-import { CUDA_LIB_DIR, DRIVER_LIB, MIN_DRIVER, PROVIDER_FILES, cudaMajorOf, driverAtLeast, pipDownloadCommand, pipRequirementFor, shellJoin } from './cuda.js';
+import { CUDA_LIB_DIR, DRIVER_LIB, MIN_DRIVER, PROVIDER_FILES, cudaMajorOf, driverAtLeast, pipDownloadCommand,
+  pipRequirementFor, shellJoin } from './cuda.js';
 import { readJsonFile } from '../store/json.js';
 
 export type ProviderName = 'cpu' | 'cuda' | 'webgpu';
@@ -90,13 +92,16 @@ export function nvidiaGpus(sysRoot = ''): string[] {
 }
 
 /** Vulkan driver manifests (ICDs) the Vulkan loader would read, with the library each names. */
-export function vulkanIcds(env: NodeJS.ProcessEnv = process.env, sysRoot = ''): { file: string; library: string | null }[] {
+export function vulkanIcds(env: NodeJS.ProcessEnv = process.env,
+  sysRoot = ''): { file: string; library: string | null }[]
+{
   const explicit = splitPathList(env.VK_DRIVER_FILES ?? env.VK_ICD_FILENAMES);
   let files: string[];
   if (explicit.length) files = explicit;
   else {
     const dataDirs = splitPathList(env.XDG_DATA_DIRS ?? '/usr/local/share:/usr/share');
-    const dirs = ['/etc/vulkan/icd.d', ...dataDirs.map((d) => path.join(d, 'vulkan', 'icd.d')), '/usr/share/vulkan/icd.d'];
+    const dirs = ['/etc/vulkan/icd.d', ...dataDirs.map((d) => path.join(d, 'vulkan', 'icd.d')),
+      '/usr/share/vulkan/icd.d'];
     files = [];
     for (const d of [...new Set(dirs)]) {
       const full = path.join(sysRoot, d);
@@ -143,11 +148,14 @@ export function checkProviders(opts: DoctorOptions = {}): DoctorReport {
   const version = ortVersion();
   const sys = opts.sysRoot ?? '';
   const manifest = bdir ? safeManifest(bdir) : null;
-  const backends = opts.backends ?? ((ort as unknown as { listSupportedBackends?: () => { name: string; bundled: boolean }[] }).listSupportedBackends?.() ?? [{ name: 'cpu', bundled: true }]);
+  const backends = opts.backends ??
+    ((ort as unknown as { listSupportedBackends?: () => { name: string; bundled: boolean }[] })
+      .listSupportedBackends?.() ?? [{ name: 'cpu', bundled: true }]);
   const driver = nvidiaDriverVersion(sys);
   const report: DoctorReport = {
     onnxruntime: { version, bindingDir: bdir, platform: process.platform, arch: process.arch },
-    system: { nvidiaDriver: driver, gpus: nvidiaGpus(sys), ldLibraryPath: splitPathList((opts.env ?? process.env).LD_LIBRARY_PATH) },
+    system: { nvidiaDriver: driver, gpus: nvidiaGpus(sys),
+      ldLibraryPath: splitPathList((opts.env ?? process.env).LD_LIBRARY_PATH) },
     preload: manifest,
     providers: [],
   };
@@ -157,26 +165,34 @@ export function checkProviders(opts: DoctorOptions = {}): DoctorReport {
 
   // CPU: the binding and libonnxruntime.
   {
-    const c: ProviderCheck = { name: 'cpu', bundled: true, libraries: [], problems: [], probe: null, usable: true, notes: [] };
+    const c: ProviderCheck = { name: 'cpu', bundled: true, libraries: [], problems: [], probe: null, usable: true,
+      notes: [] };
     const binding = bdir ? path.join(bdir, 'onnxruntime_binding.node') : null;
     if (!binding || !existsSync(binding)) {
-      c.problems.push({ what: `onnxruntime-node's native binding is missing${bdir ? ` (${binding})` : ''}`, fix: 'npm ci (or npm rebuild onnxruntime-node)' });
+      c.problems.push({ what: `onnxruntime-node's native binding is missing${bdir ? ` (${binding})` : ''}`,
+        fix: 'npm ci (or npm rebuild onnxruntime-node)' });
     } else if (process.platform === 'linux') {
       c.libraries = resolveClosure(binding, linkerEnv(opts, new Map())).libs;
-      for (const l of c.libraries.filter((x) => !x.path)) c.problems.push({ what: `${l.soname} (needed by ${l.neededBy}) is not found`, fix: `install the system package that provides ${l.soname} (e.g. apt-get install libstdc++6)` });
+      for (const l of c.libraries.filter((x) => !x.path))
+        c.problems.push({ what: `${l.soname} (needed by ${l.neededBy}) is not found`,
+          fix: `install the system package that provides ${l.soname} (e.g. apt-get install libstdc++6)` });
     }
     report.providers.push(c);
   }
 
   // CUDA.
   if (backends.some((b) => b.name === 'cuda')) {
-    const c: ProviderCheck = { name: 'cuda', bundled: backends.find((b) => b.name === 'cuda')!.bundled, libraries: [], problems: [], probe: null, usable: true, notes: [] };
+    const c: ProviderCheck = { name: 'cuda', bundled: backends.find((b) => b.name === 'cuda')!.bundled, libraries: [],
+      problems: [], probe: null, usable: true, notes: [] };
     const files = bdir ? PROVIDER_FILES.map((f) => path.join(bdir, f)) : [];
     const absent = files.filter((f) => !existsSync(f));
     if (!bdir || absent.length) {
       c.problems.push({
-        what: `the CUDA provider is not installed (${absent.map((f) => path.basename(f)).join(', ') || 'no binding folder'} missing from onnxruntime-node's binding folder)`,
-        fix: `${doctorInstall} --download   (runs pip: onnxruntime-gpu==${v} and the NVIDIA CUDA wheels; or from NuGet: ONNXRUNTIME_NODE_INSTALL=cuda12 node node_modules/onnxruntime-node/script/install.js)`,
+        what: `the CUDA provider is not installed (${
+          absent.map((f) => path.basename(f)).join(', ') || 'no binding folder'
+        } missing from onnxruntime-node's binding folder)`,
+        fix:
+          `${doctorInstall} --download   (runs pip: onnxruntime-gpu==${v} and the NVIDIA CUDA wheels; or from NuGet: ONNXRUNTIME_NODE_INSTALL=cuda12 node node_modules/onnxruntime-node/script/install.js)`,
       });
     } else {
       const prov = path.join(bdir, 'libonnxruntime_providers_cuda.so');
@@ -185,32 +201,55 @@ export function checkProviders(opts: DoctorOptions = {}): DoctorReport {
       c.libraries = r.libs;
       const major = cudaMajorOf(r.root.needed);
       if (major !== null) c.notes.push(`provider built for CUDA ${major}`);
-      if (manifest?.cuda) c.notes.push(`${manifest.cuda.libraries.length} CUDA libraries preloaded from ${path.join(bdir, CUDA_LIB_DIR)} (installed ${manifest.cuda.installedAt} from ${manifest.cuda.source})`);
+      if (manifest?.cuda)
+        c.notes.push(
+          `${manifest.cuda.libraries.length} CUDA libraries preloaded from ${
+            path.join(bdir, CUDA_LIB_DIR)
+          } (installed ${manifest.cuda.installedAt} from ${manifest.cuda.source})`,
+        );
       if (manifest && version && manifest.onnxruntime !== version) {
-        c.problems.push({ what: `the preloaded libraries were installed for onnxruntime ${manifest.onnxruntime}, this is ${version}`, fix: `${doctorInstall} --download` });
+        c.problems.push({
+          what: `the preloaded libraries were installed for onnxruntime ${manifest.onnxruntime}, this is ${version}`,
+          fix: `${doctorInstall} --download`,
+        });
       }
       const missing = r.libs.filter((l) => !l.path);
       const pipReqs: string[] = [];
       for (const l of missing) {
         if (l.soname === DRIVER_LIB) {
-          c.problems.push({ what: `${DRIVER_LIB} (the CUDA driver library) is not found`, fix: 'install the NVIDIA driver (it provides libcuda.so.1; PyPI cannot), or in a container run with the NVIDIA container toolkit (docker run --gpus all ...)' });
+          c.problems.push({ what: `${DRIVER_LIB} (the CUDA driver library) is not found`,
+            fix:
+              'install the NVIDIA driver (it provides libcuda.so.1; PyPI cannot), or in a container run with the NVIDIA container toolkit (docker run --gpus all ...)' });
           continue;
         }
         const req = major !== null ? pipRequirementFor(l.soname, major) : null;
         if (req) pipReqs.push(req);
-        else c.problems.push({ what: `${l.soname} (needed by ${l.neededBy}) is not found${l.note ? `: ${l.note}` : ''}`, fix: `install the package that provides ${l.soname}, or add its folder to LD_LIBRARY_PATH` });
+        else
+          c.problems.push({ what: `${l.soname} (needed by ${l.neededBy}) is not found${l.note ? `: ${l.note}` : ''}`,
+            fix: `install the package that provides ${l.soname}, or add its folder to LD_LIBRARY_PATH` });
       }
       if (pipReqs.length) {
-        const names = missing.filter((l) => l.soname !== DRIVER_LIB && major !== null && pipRequirementFor(l.soname, major)).map((l) => l.soname);
+        const names = missing.filter((l) =>
+          l.soname !== DRIVER_LIB && major !== null && pipRequirementFor(l.soname, major)
+        ).map((l) => l.soname);
         c.problems.push({
-          what: `${names.join(', ')} ${names.length === 1 ? 'is' : 'are'} not found (CUDA ${major} libraries the provider links)`,
+          what: `${names.join(', ')} ${
+            names.length === 1 ? 'is' : 'are'
+          } not found (CUDA ${major} libraries the provider links)`,
           fix: `${shellJoin(pipDownloadCommand(wheelDir, [...new Set(pipReqs)]))} && ${doctorInstall}`,
         });
       }
       if (major !== null) {
         const need = MIN_DRIVER[major];
-        if (!driver) c.problems.push({ what: 'no NVIDIA driver is loaded (/proc/driver/nvidia/version is absent): no CUDA GPU is usable here', fix: 'run on a machine with an NVIDIA GPU and its driver' });
-        else if (need && !driverAtLeast(driver, need)) c.problems.push({ what: `NVIDIA driver ${driver} is older than ${need}, the minimum for CUDA ${major}`, fix: `upgrade the NVIDIA driver to ${need} or later (or use an onnxruntime release built for an older CUDA)` });
+        if (!driver)
+          c.problems.push({
+            what: 'no NVIDIA driver is loaded (/proc/driver/nvidia/version is absent): no CUDA GPU is usable here',
+            fix: 'run on a machine with an NVIDIA GPU and its driver',
+          });
+        else if (need && !driverAtLeast(driver, need))
+          c.problems.push({ what: `NVIDIA driver ${driver} is older than ${need}, the minimum for CUDA ${major}`,
+            fix:
+              `upgrade the NVIDIA driver to ${need} or later (or use an onnxruntime release built for an older CUDA)` });
       }
     }
     c.usable = c.problems.length === 0;
@@ -220,8 +259,10 @@ export function checkProviders(opts: DoctorOptions = {}): DoctorReport {
   // WebGPU (Dawn, statically linked into libonnxruntime; Vulkan on Linux).
   if (backends.some((b) => b.name === 'webgpu')) {
     const bundled = backends.find((b) => b.name === 'webgpu')!.bundled;
-    const c: ProviderCheck = { name: 'webgpu', bundled, libraries: [], problems: [], probe: null, usable: bundled, notes: [] };
-    if (!bundled) c.problems.push({ what: 'this onnxruntime-node build has no WebGPU provider', fix: 'use --device cpu or cuda' });
+    const c: ProviderCheck = { name: 'webgpu', bundled, libraries: [], problems: [], probe: null, usable: bundled,
+      notes: [] };
+    if (!bundled)
+      c.problems.push({ what: 'this onnxruntime-node build has no WebGPU provider', fix: 'use --device cpu or cuda' });
     else if (process.platform === 'linux') {
       const env = linkerEnv(opts, preloadedSonames(manifest, 'webgpu'));
       const self = { rpath: [], runpath: [], file: 'libonnxruntime.so.1' };
@@ -231,20 +272,31 @@ export function checkProviders(opts: DoctorOptions = {}): DoctorReport {
       if (!vk.path) {
         c.problems.push({
           what: 'libvulkan.so.1 (the Vulkan loader) is not found',
-          fix: 'apt-get install libvulkan1   (without root: apt-get download libvulkan1 && dpkg-deb -x libvulkan1_*.deb ~/.cache/lobes/vulkan && lobes doctor --install-vulkan-from ~/.cache/lobes/vulkan)',
+          fix:
+            'apt-get install libvulkan1   (without root: apt-get download libvulkan1 && dpkg-deb -x libvulkan1_*.deb ~/.cache/lobes/vulkan && lobes doctor --install-vulkan-from ~/.cache/lobes/vulkan)',
         });
       }
       const icds = vulkanIcds(opts.env ?? process.env, sys);
       for (const i of icds) {
-        const lib = i.library ? (i.library.includes('/') ? (existsSync(i.library) ? i.library : null) : findLibrary(i.library, self, i.file, env).path) : null;
-        c.notes.push(`Vulkan driver ${path.basename(i.file)}: ${i.library ?? '(no library_path)'}${lib ? '' : ' (library not found)'}`);
+        const lib = i.library
+          ? (i.library.includes('/')
+            ? (existsSync(i.library) ? i.library : null)
+            : findLibrary(i.library, self, i.file, env).path)
+          : null;
+        c.notes.push(
+          `Vulkan driver ${path.basename(i.file)}: ${i.library ?? '(no library_path)'}${
+            lib ? '' : ' (library not found)'
+          }`,
+        );
       }
-      const usableIcd = icds.some((i) => i.library && (i.library.includes('/') ? existsSync(i.library) : findLibrary(i.library, self, i.file, env).path));
+      const usableIcd = icds.some((i) =>
+        i.library && (i.library.includes('/') ? existsSync(i.library) : findLibrary(i.library, self, i.file, env).path)
+      );
       if (!usableIcd) {
         c.problems.push({
           what: 'no Vulkan driver (ICD) is registered, so WebGPU finds no adapter',
           fix: driver
-            ? 'install the NVIDIA driver\'s Vulkan part (its nvidia_icd.json and libGLX_nvidia.so.0; e.g. apt-get install libnvidia-gl-<version>), or in a container set NVIDIA_DRIVER_CAPABILITIES=compute,utility,graphics'
+            ? "install the NVIDIA driver's Vulkan part (its nvidia_icd.json and libGLX_nvidia.so.0; e.g. apt-get install libnvidia-gl-<version>), or in a container set NVIDIA_DRIVER_CAPABILITIES=compute,utility,graphics"
             : 'run on a machine with a GPU and its Vulkan driver (or install mesa-vulkan-drivers for a software adapter)',
         });
       }
@@ -292,16 +344,24 @@ function probeCommand(): { argv: string[] } {
 export function probeProvider(device: ProviderName, timeoutMs = 120_000): ProbeResult {
   const { argv } = probeCommand();
   const t0 = Date.now();
-  const r = spawnSync(process.execPath, [...process.execArgv, ...argv, device], { encoding: 'utf8', timeout: timeoutMs, env: process.env });
+  const r = spawnSync(process.execPath, [...process.execArgv, ...argv, device], { encoding: 'utf8', timeout: timeoutMs,
+    env: process.env });
   const line = (r.stdout ?? '').split('\n').find((l) => l.startsWith('LOBES_PROBE '));
   const stderr = (r.stderr ?? '').replace(new RegExp(String.fromCharCode(27) + '\\[[0-9;]*m', 'g'), ''); // colour codes
-  let telling = stderr.split('\n').find((l) => /Couldn't load Vulkan|cannot open shared object|Failed to load library|error while loading|CUDA driver version|no CUDA-capable/i.test(l));
+  let telling = stderr.split('\n').find((l) =>
+    /Couldn't load Vulkan|cannot open shared object|Failed to load library|error while loading|CUDA driver version|no CUDA-capable/i
+      .test(l)
+  );
   // "Failed to load library /path/libonnxruntime_providers_cuda.so with error: libcublasLt.so.13: cannot open ..."
   if (telling?.includes(' with error: ')) telling = telling.slice(telling.lastIndexOf(' with error: ') + 13);
-  if (!line) return { ok: false, ms: Date.now() - t0, error: r.error ? r.error.message : `probe exited ${r.status ?? r.signal}${telling ? `: ${telling.trim()}` : ''}` };
+  if (!line)
+    return { ok: false, ms: Date.now() - t0, error: r.error
+      ? r.error.message
+      : `probe exited ${r.status ?? r.signal}${telling ? `: ${telling.trim()}` : ''}` };
   const res = JSON.parse(line.slice('LOBES_PROBE '.length)) as ProbeResult;
   if (res.error) res.error = cleanOrtError(res.error);
-  if (!res.ok && telling && !res.error?.includes(telling.trim())) res.error = `${res.error} [${telling.trim().slice(0, 300)}]`;
+  if (!res.ok && telling && !res.error?.includes(telling.trim()))
+    res.error = `${res.error} [${telling.trim().slice(0, 300)}]`;
   if (!res.ok && stderr.trim()) res.log = stderr.trim().slice(-2000);
   return res;
 }
@@ -315,7 +375,9 @@ export function runDoctor(opts: DoctorOptions = {}): DoctorReport {
     if (!p.bundled && p.name !== 'cuda') continue;
     p.probe = probeProvider(p.name);
     if (!p.probe.ok && p.problems.length === 0) {
-      p.problems.push({ what: `creating a ${p.name} session failed: ${p.probe.error}`, fix: p.name === 'cpu' ? 'npm rebuild onnxruntime-node' : `check the GPU and its driver (lobes doctor --json shows the provider's own messages under probe.log)` });
+      p.problems.push({ what: `creating a ${p.name} session failed: ${p.probe.error}`, fix: p.name === 'cpu'
+        ? 'npm rebuild onnxruntime-node'
+        : `check the GPU and its driver (lobes doctor --json shows the provider's own messages under probe.log)` });
     }
     p.usable = p.problems.length === 0 && p.probe.ok;
   }
@@ -325,17 +387,32 @@ export function runDoctor(opts: DoctorOptions = {}): DoctorReport {
 /** The report as text: one block per provider, problems with their fixes. */
 export function formatReport(r: DoctorReport): string {
   const lines: string[] = [];
-  lines.push(`onnxruntime-node ${r.onnxruntime.version ?? '(not found)'} on ${r.onnxruntime.platform}/${r.onnxruntime.arch}; binding folder ${r.onnxruntime.bindingDir ?? '(not found)'}`);
-  lines.push(`NVIDIA driver: ${r.system.nvidiaDriver ?? 'none'}${r.system.gpus.length ? `; GPUs: ${r.system.gpus.join(', ')}` : ''}`);
+  lines.push(
+    `onnxruntime-node ${
+      r.onnxruntime.version ?? '(not found)'
+    } on ${r.onnxruntime.platform}/${r.onnxruntime.arch}; binding folder ${r.onnxruntime.bindingDir ?? '(not found)'}`,
+  );
+  lines.push(
+    `NVIDIA driver: ${r.system.nvidiaDriver ?? 'none'}${
+      r.system.gpus.length ? `; GPUs: ${r.system.gpus.join(', ')}` : ''
+    }`,
+  );
   if (r.system.ldLibraryPath.length) lines.push(`LD_LIBRARY_PATH: ${r.system.ldLibraryPath.join(':')}`);
   for (const p of r.providers) {
     const state = p.usable ? 'usable' : p.bundled || p.name === 'cuda' ? 'NOT usable' : 'not in this build';
-    const probe = p.probe ? (p.probe.ok ? ` (session created and run in ${p.probe.ms} ms)` : ` (session failed: ${p.probe.error})`) : '';
+    const probe = p.probe
+      ? (p.probe.ok ? ` (session created and run in ${p.probe.ms} ms)` : ` (session failed: ${p.probe.error})`)
+      : '';
     lines.push('');
     lines.push(`${p.name}: ${state}${probe}`);
     for (const n of p.notes) lines.push(`  - ${n}`);
     const missing = p.libraries.filter((l) => !l.path);
-    if (p.libraries.length) lines.push(`  libraries: ${p.libraries.length - missing.length} found${missing.length ? `, missing: ${missing.map((l) => l.soname).join(', ')}` : ''}`);
+    if (p.libraries.length)
+      lines.push(
+        `  libraries: ${p.libraries.length - missing.length} found${
+          missing.length ? `, missing: ${missing.map((l) => l.soname).join(', ')}` : ''
+        }`,
+      );
     for (const x of p.problems) {
       lines.push(`  problem: ${x.what}`);
       lines.push(`      fix: ${x.fix}`);

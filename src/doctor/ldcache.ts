@@ -37,11 +37,14 @@ export function parseLdCache(bytes: Uint8Array, file = LD_SO_CACHE): LdCacheEntr
     base = (base + 7) & ~7; // the new table follows, aligned for its 8-byte fields
   }
   if (buf.toString('latin1', base, base + NEW_MAGIC.length) !== NEW_MAGIC) {
-    throw new LobesError(`no "${NEW_MAGIC}" table at byte ${base}; not a glibc ld.so.cache this reader knows`, { file });
+    throw new LobesError(`no "${NEW_MAGIC}" table at byte ${base}; not a glibc ld.so.cache this reader knows`, {
+      file,
+    });
   }
   if (base + 48 > buf.length) throw new LobesError('truncated header', { file });
   const n = buf.readUInt32LE(base + 20);
-  if (base + 48 + n * 24 > buf.length) throw new LobesError(`${n} entries do not fit in the ${buf.length}-byte file`, { file });
+  if (base + 48 + n * 24 > buf.length)
+    throw new LobesError(`${n} entries do not fit in the ${buf.length}-byte file`, { file });
   const str = (off: number) => {
     const at = base + off;
     if (at >= buf.length) throw new LobesError(`string offset ${off} past the end of the file`, { file });

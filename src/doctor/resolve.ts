@@ -42,7 +42,8 @@ export interface ResolvedLib {
 }
 
 /** Debian/Ubuntu multiarch triplets of Node's architectures. */
-const TRIPLET: Record<string, string> = { x64: 'x86_64-linux-gnu', arm64: 'aarch64-linux-gnu', ia32: 'i386-linux-gnu', arm: 'arm-linux-gnueabihf' };
+const TRIPLET: Record<string, string> = { x64: 'x86_64-linux-gnu', arm64: 'aarch64-linux-gnu', ia32: 'i386-linux-gnu',
+  arm: 'arm-linux-gnueabihf' };
 
 /** The loader's default directories on this architecture (multiarch and lib64 layouts). */
 export function defaultLibDirs(arch = process.arch): string[] {
@@ -107,7 +108,9 @@ function realOf(p: string): string {
 }
 
 /** Where the loader would find `soname` when `obj` (at `objPath`) needs it. */
-export function findLibrary(soname: string, obj: Pick<ElfDynamic, 'rpath' | 'runpath' | 'file'>, objPath: string, env: LinkerEnv): ResolvedLib {
+export function findLibrary(soname: string, obj: Pick<ElfDynamic, 'rpath' | 'runpath' | 'file'>, objPath: string,
+  env: LinkerEnv): ResolvedLib
+{
   const neededBy = path.basename(objPath);
   const pre = env.loaded.get(soname);
   if (pre) return { soname, path: pre, via: 'loaded', neededBy };
@@ -130,10 +133,11 @@ export function findLibrary(soname: string, obj: Pick<ElfDynamic, 'rpath' | 'run
   // A name with a slash is a path, used as is.
   if (soname.includes('/')) {
     const p = path.isAbsolute(soname) ? soname : path.resolve(origin, soname);
-    return existsSync(p) ? { soname, path: realOf(p), via: 'default', neededBy } : { soname, path: null, via: null, neededBy };
+    return existsSync(p)
+      ? { soname, path: realOf(p), via: 'default', neededBy }
+      : { soname, path: null, via: null, neededBy };
   }
-  const found =
-    (obj.runpath.length === 0 ? tryDirs(obj.rpath, 'rpath') : null) ??
+  const found = (obj.runpath.length === 0 ? tryDirs(obj.rpath, 'rpath') : null) ??
     tryDirs(env.ldLibraryPath, 'LD_LIBRARY_PATH') ??
     tryDirs(obj.runpath, 'runpath') ??
     tryCache(soname, env, neededBy) ??

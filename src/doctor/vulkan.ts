@@ -38,11 +38,15 @@ export function findVulkanLoaders(dir: string, depth = 6): string[] {
 }
 
 /** Record the Vulkan loader found in `dir` for preloading; returns its real path. */
-export function installVulkanFrom(dir: string, opts: { bindingDir?: string; ortVersion?: string } = {}): { library: string; manifest: string } {
+export function installVulkanFrom(dir: string,
+  opts: { bindingDir?: string; ortVersion?: string } = {}): { library: string; manifest: string }
+{
   if (!existsSync(dir)) throw new LobesError('no such folder', { file: dir });
   const bdir = opts.bindingDir ?? defaultBindingDir();
   const version = opts.ortVersion ?? ortVersion();
-  if (!bdir || !existsSync(bdir) || !version) throw new LobesError("onnxruntime-node's native binding folder is missing", { file: bdir ?? 'onnxruntime-node', hint: 'reinstall: npm ci' });
+  if (!bdir || !existsSync(bdir) || !version)
+    throw new LobesError("onnxruntime-node's native binding folder is missing", { file: bdir ?? 'onnxruntime-node',
+      hint: 'reinstall: npm ci' });
   const machine = hostMachine();
   const found = findVulkanLoaders(dir).map((p) => realpathSync(p));
   const fitting = found.filter((p) => {
@@ -53,12 +57,18 @@ export function installVulkanFrom(dir: string, opts: { bindingDir?: string; ortV
     }
   });
   if (!fitting.length) {
-    throw new LobesError(found.length ? `libvulkan.so.1 found (${found[0]}) but not built for this machine's architecture` : 'no libvulkan.so.1 in the folder', {
-      file: dir,
-      hint: 'apt-get download libvulkan1 && dpkg-deb -x libvulkan1_*.deb DIR, then give DIR',
-    });
+    throw new LobesError(
+      found.length
+        ? `libvulkan.so.1 found (${found[0]}) but not built for this machine's architecture`
+        : 'no libvulkan.so.1 in the folder',
+      {
+        file: dir,
+        hint: 'apt-get download libvulkan1 && dpkg-deb -x libvulkan1_*.deb DIR, then give DIR',
+      },
+    );
   }
   const library = fitting[0]!;
-  const manifest = writePreloadSet(bdir, version, 'webgpu', { libraries: [library], required: [library], source: path.resolve(dir), installedAt: new Date().toISOString() });
+  const manifest = writePreloadSet(bdir, version, 'webgpu', { libraries: [library], required: [library],
+    source: path.resolve(dir), installedAt: new Date().toISOString() });
   return { library, manifest };
 }

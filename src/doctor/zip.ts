@@ -32,7 +32,8 @@ export function listZip(file: string): ZipMember[] {
   const f = RangeFile.open(file, 'zip archive');
   try {
     const size = f.size;
-    const bad = (why: string) => new LobesError(`not a readable zip archive: ${why}`, { file, hint: 'download the wheel again' });
+    const bad = (why: string) =>
+      new LobesError(`not a readable zip archive: ${why}`, { file, hint: 'download the wheel again' });
     const tail = Math.min(size, 65557);
     const end = f.read(size - tail, tail);
     const ev = new DataView(end.buffer);
@@ -57,7 +58,8 @@ export function listZip(file: string): ZipMember[] {
       cdSize = Number(rec.getBigUint64(40, true));
       cdOffset = Number(rec.getBigUint64(48, true));
     }
-    if (cdOffset + cdSize > size) throw bad(`central directory [${cdOffset}, +${cdSize}) runs past the ${size}-byte file`);
+    if (cdOffset + cdSize > size)
+      throw bad(`central directory [${cdOffset}, +${cdSize}) runs past the ${size}-byte file`);
     const cd = f.read(cdOffset, cdSize);
     const dv = new DataView(cd.buffer);
     const buf = Buffer.from(cd.buffer);
@@ -117,7 +119,8 @@ export async function readZipMember(file: string, m: ZipMember): Promise<Buffer>
  * checking its size and CRC-32. `mode` sets the file's permissions (0o755 for libraries).
  */
 export async function extractZipMember(file: string, m: ZipMember, dest: string, mode = 0o644): Promise<void> {
-  const tmp = path.join(path.dirname(dest), `.${path.basename(dest)}.tmp-${process.pid}-${Math.floor(Math.random() * 1e9)}`);
+  const tmp = path.join(path.dirname(dest),
+    `.${path.basename(dest)}.tmp-${process.pid}-${Math.floor(Math.random() * 1e9)}`);
   try {
     await streamMember(file, m, (src) => pipeline(src, createWriteStream(tmp, { mode })));
     renameSync(tmp, dest);
@@ -127,16 +130,21 @@ export async function extractZipMember(file: string, m: ZipMember, dest: string,
   }
 }
 
-async function streamMember(file: string, m: ZipMember, sink: (src: NodeJS.ReadableStream) => Promise<void>): Promise<void> {
+async function streamMember(file: string, m: ZipMember,
+  sink: (src: NodeJS.ReadableStream) => Promise<void>): Promise<void>
+{
   const where = m.name;
-  if (m.method !== 0 && m.method !== 8) throw new LobesError(`compression method ${m.method} is not supported (stored or deflate)`, { file, where });
+  if (m.method !== 0 && m.method !== 8)
+    throw new LobesError(`compression method ${m.method} is not supported (stored or deflate)`, { file, where });
   const f = RangeFile.open(file, 'zip archive');
   let dataStart: number;
   try {
     const lh = new DataView(f.read(m.localHeaderOffset, 30).buffer);
-    if (lh.getUint32(0, true) !== 0x04034b50) throw new LobesError(`no local header at byte ${m.localHeaderOffset}`, { file, where });
+    if (lh.getUint32(0, true) !== 0x04034b50)
+      throw new LobesError(`no local header at byte ${m.localHeaderOffset}`, { file, where });
     dataStart = m.localHeaderOffset + 30 + lh.getUint16(26, true) + lh.getUint16(28, true);
-    if (dataStart + m.compressedSize > f.size) throw new LobesError('member data runs past the end of the archive', { file, where });
+    if (dataStart + m.compressedSize > f.size)
+      throw new LobesError('member data runs past the end of the archive', { file, where });
   } finally {
     f.close();
   }
@@ -149,15 +157,25 @@ async function streamMember(file: string, m: ZipMember, sink: (src: NodeJS.Reada
       cb(null, chunk);
     },
     flush(cb) {
-      if (n !== m.size) cb(new LobesError(`member is ${n} bytes after decompression, the directory says ${m.size}`, { file, where }));
-      else if (crc >>> 0 !== m.crc32 >>> 0) cb(new LobesError(`CRC-32 mismatch (0x${(crc >>> 0).toString(16)} vs 0x${m.crc32.toString(16)}): damaged archive`, { file, where }));
+      if (n !== m.size)
+        cb(new LobesError(`member is ${n} bytes after decompression, the directory says ${m.size}`, { file, where }));
+      else if (crc >>> 0 !== m.crc32 >>> 0)
+        cb(
+          new LobesError(
+            `CRC-32 mismatch (0x${(crc >>> 0).toString(16)} vs 0x${m.crc32.toString(16)}): damaged archive`,
+            { file, where },
+          ),
+        );
       else cb();
     },
   });
-  const raw = m.compressedSize === 0 ? Readable.from([]) : createReadStream(file, { start: dataStart, end: dataStart + m.compressedSize - 1 });
+  const raw = m.compressedSize === 0
+    ? Readable.from([])
+    : createReadStream(file, { start: dataStart, end: dataStart + m.compressedSize - 1 });
   const decoded = m.method === 8 ? raw.pipe(zlib.createInflateRaw()) : raw;
   raw.on('error', (e: Error) => check.destroy(e));
-  decoded.on('error', (e: Error) => check.destroy(new LobesError(`cannot inflate member (${e.message})`, { file, where })));
+  decoded.on('error',
+    (e: Error) => check.destroy(new LobesError(`cannot inflate member (${e.message})`, { file, where })));
   await sink(decoded.pipe(check));
 }
 

@@ -3,7 +3,7 @@ import { defineAnalysis } from '../analysis/types.js';
 
 export const EVAL = defineAnalysis({
   id: 'eval',
-  summary: 'SocialEval IAE/GAE or any multiple-choice benchmark, scored by the answer letter\'s logit',
+  summary: "SocialEval IAE/GAE or any multiple-choice benchmark, scored by the answer letter's logit",
   folder: 'eval',
   marker: true,
   files: ['eval.json', 'records.jsonl', 'episodes.jsonl', 'summary.json'],

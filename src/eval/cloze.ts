@@ -67,14 +67,17 @@ export interface MemoryCheck {
 function checkClozeMemory(reqs: readonly LoglikRequest[], names: readonly string[], ctx: ClozeContext): void {
   const arch = ctx.cloze.engine.info?.arch;
   if (!ctx.memory || !arch || !reqs.length) return;
-  const p = loglikMemoryPlan(reqs, { usesCache: ctx.cloze.engine.usesCache, batch: ctx.batch ?? undefined, tokenBudget: ctx.tokenBudget ?? undefined });
+  const p = loglikMemoryPlan(reqs, { usesCache: ctx.cloze.engine.usesCache, batch: ctx.batch ?? undefined,
+    tokenBudget: ctx.tokenBudget ?? undefined });
   const items = p.tokens.map((tokens, k) => ({ id: names[p.request[k]!]!, tokens }));
   checkBatchMemory(p.batches, items, arch, {
     device: ctx.memory.device,
     limit: ctx.memory.limit,
     force: ctx.memory.force,
     say: ctx.memory.say,
-    hint: `${opt('batch', 1)} or ${opt('tokenBudget', 'N')} makes batches smaller; ${opt('maxTokens', 'N')} skips longer prompts; ${opt('ignorePlan')} runs it anyway`,
+    hint: `${opt('batch', 1)} or ${opt('tokenBudget', 'N')} makes batches smaller; ${
+      opt('maxTokens', 'N')
+    } skips longer prompts; ${opt('ignorePlan')} runs it anyway`,
   });
 }
 
@@ -82,12 +85,14 @@ function checkClozeMemory(reqs: readonly LoglikRequest[], names: readonly string
 export function clozeContext(item: PromptItem, style: PromptStyle, tok: EvalTokenizer): { text: string; cut: boolean } {
   const identity = item.options.map((_, i) => i);
   if (style.template.includes('{choices}')) {
-    const r = renderPrompt(item, identity, { template: style.template, separator: style.separator, chat: tok.chat, answerPrefix: '' });
+    const r = renderPrompt(item, identity, { template: style.template, separator: style.separator, chat: tok.chat,
+      answerPrefix: '' });
     const first = r.parts.find((p) => p.name.startsWith('option:'));
     if (!first) throw new LobesError('the rendered prompt has no options', { where: `item ${item.id}` });
     return { text: r.text.slice(0, first.start), cut: true };
   }
-  const r = renderPrompt(item, identity, { template: style.template, separator: style.separator, chat: tok.chat, answerPrefix: style.answerPrefix });
+  const r = renderPrompt(item, identity, { template: style.template, separator: style.separator, chat: tok.chat,
+    answerPrefix: style.answerPrefix });
   return { text: r.text, cut: false };
 }
 
@@ -104,9 +109,13 @@ function firstMax(xs: readonly number[]): number {
 }
 
 /** The picks of a cloze record from its options' numbers (anyone can recompute them from the record). */
-export function clozePicks(options: readonly Pick<ClozeOption, 'logprob' | 'chars' | 'bytes' | 'unconditional'>[]): { pick: number; pickNorm: number; pickBytes: number; pickMutualInfo: number | null } {
+export function clozePicks(
+  options: readonly Pick<ClozeOption, 'logprob' | 'chars' | 'bytes' | 'unconditional'>[],
+): { pick: number; pickNorm: number; pickBytes: number; pickMutualInfo: number | null } {
   const ll = options.map((o) => o.logprob);
-  const mi = options.every((o) => o.unconditional !== undefined) ? options.map((o) => o.logprob - o.unconditional!) : null;
+  const mi = options.every((o) => o.unconditional !== undefined)
+    ? options.map((o) => o.logprob - o.unconditional!)
+    : null;
   return {
     pick: firstMax(ll),
     pickNorm: firstMax(options.map((o) => o.logprob / o.chars)),
@@ -116,16 +125,25 @@ export function clozePicks(options: readonly Pick<ClozeOption, 'logprob' | 'char
 }
 
 /** Score steps by cloze; records in step order (skipped steps have a reason and no scores). */
-export async function scoreClozeSteps(steps: readonly ClozeStep[], ctx: ClozeContext, onStep?: () => void): Promise<EvalRecord[]> {
+export async function scoreClozeSteps(steps: readonly ClozeStep[], ctx: ClozeContext,
+  onStep?: () => void): Promise<EvalRecord[]>
+{
   const { tok, cloze, stats } = ctx;
   const prefixId = tok.prefixId ?? null;
-  if (cloze.mutualInfo && prefixId === null) throw new LobesError(`${opt('mutualInfo')} needs a BOS or EOS token to score options without a context, and the tokenizer has neither`);
+  if (cloze.mutualInfo && prefixId === null)
+    throw new LobesError(
+      `${opt('mutualInfo')} needs a BOS or EOS token to score options without a context, and the tokenizer has neither`,
+    );
   const out: (EvalRecord | null)[] = steps.map(() => null);
   const reqs: LoglikRequest[] = [];
-  const plan: { step: number; context: string; delimiter: string; contextTokens: number; conts: string[]; req: number; uncond: number | null }[] = [];
+  const plan: { step: number; context: string; delimiter: string; contextTokens: number; conts: string[]; req: number;
+    uncond: number | null }[] = [];
   const uncondReq: LoglikRequest | null = cloze.mutualInfo ? { context: [prefixId!], continuations: [] } : null;
   for (const [si, s] of steps.entries()) {
-    if (s.item.options.length < 2) throw new LobesError(`item has ${s.item.options.length} option(s); multiple choice needs at least 2`, { where: `item ${s.item.id}` });
+    if (s.item.options.length < 2)
+      throw new LobesError(`item has ${s.item.options.length} option(s); multiple choice needs at least 2`, {
+        where: `item ${s.item.id}`,
+      });
     const empty = s.item.options.findIndex((o) => o.trim() === '');
     if (empty >= 0) {
       out[si] = skippedRecord(s.facts, `option ${empty} is empty, so cloze scoring has no text of it to score`);
@@ -137,13 +155,21 @@ export async function scoreClozeSteps(steps: readonly ClozeStep[], ctx: ClozeCon
     const split = conts.map((x) => splitContinuation(tok, c.text, x, prefixId ?? 0));
     const ctxIds = split[0]!.context;
     split.forEach((p, j) => {
-      if (p.context.length !== ctxIds.length || p.context.some((t, k) => t !== ctxIds[k])) throw new LobesError(`option ${j} changes how the context tokenizes`, { where: `item ${s.item.id}` });
-      if (p.continuation.length === 0) throw new LobesError(`option ${j} (${JSON.stringify(s.item.options[j])}) has no tokens of its own after the context`, { where: `item ${s.item.id}` });
+      if (p.context.length !== ctxIds.length || p.context.some((t, k) => t !== ctxIds[k]))
+        throw new LobesError(`option ${j} changes how the context tokenizes`, { where: `item ${s.item.id}` });
+      if (p.continuation.length === 0)
+        throw new LobesError(
+          `option ${j} (${JSON.stringify(s.item.options[j])}) has no tokens of its own after the context`,
+          { where: `item ${s.item.id}` },
+        );
     });
-    if (ctxIds.length === 0) throw new LobesError('the context has no tokens', { where: `item ${s.item.id}`, hint: 'give a prompt template with text before the options' });
+    if (ctxIds.length === 0)
+      throw new LobesError('the context has no tokens', { where: `item ${s.item.id}`,
+        hint: 'give a prompt template with text before the options' });
     const longest = ctxIds.length + Math.max(...split.map((p) => p.continuation.length));
     if (ctx.maxTokens !== null && longest > ctx.maxTokens) {
-      const rec = skippedRecord(s.facts, `the context and its longest option have ${longest} tokens; --skip-longer-than is ${ctx.maxTokens}`);
+      const rec = skippedRecord(s.facts,
+        `the context and its longest option have ${longest} tokens; --skip-longer-than is ${ctx.maxTokens}`);
       out[si] = rec;
       continue;
     }
@@ -152,8 +178,18 @@ export async function scoreClozeSteps(steps: readonly ClozeStep[], ctx: ClozeCon
       uncond = uncondReq.continuations.length;
       for (const [j, x] of conts.entries()) {
         const u = splitContinuation(tok, '', x, prefixId!);
-        if (u.context[0] !== prefixId) throw new LobesError(`option ${j} (${JSON.stringify(s.item.options[j])}) starts with the prefix token, so it cannot be scored without a context`, { where: `item ${s.item.id}` });
-        if (u.continuation.length === 0) throw new LobesError(`option ${j} (${JSON.stringify(s.item.options[j])}) has no tokens of its own without a context`, { where: `item ${s.item.id}` });
+        if (u.context[0] !== prefixId)
+          throw new LobesError(
+            `option ${j} (${
+              JSON.stringify(s.item.options[j])
+            }) starts with the prefix token, so it cannot be scored without a context`,
+            { where: `item ${s.item.id}` },
+          );
+        if (u.continuation.length === 0)
+          throw new LobesError(
+            `option ${j} (${JSON.stringify(s.item.options[j])}) has no tokens of its own without a context`,
+            { where: `item ${s.item.id}` },
+          );
         uncondReq.continuations.push(u.continuation);
       }
     }
@@ -163,7 +199,8 @@ export async function scoreClozeSteps(steps: readonly ClozeStep[], ctx: ClozeCon
   const t0 = performance.now();
   const before = cloze.engine.stats.computedTokens;
   const all = uncondReq && uncondReq.continuations.length ? [...reqs, uncondReq] : reqs;
-  checkClozeMemory(all, [...plan.map((p) => steps[p.step]!.item.id), 'the options without a context (--mutual-info)'], ctx);
+  checkClozeMemory(all, [...plan.map((p) => steps[p.step]!.item.id), 'the options without a context (--mutual-info)'],
+    ctx);
   // An item is done once its own options are scored (the shared no-context request of
   // --mutual-info is not waited for): tick it then, not when the whole call returns.
   const left = all.map((r) => r.continuations.length);
@@ -184,12 +221,15 @@ export async function scoreClozeSteps(steps: readonly ClozeStep[], ctx: ClozeCon
     const s = steps[p.step]!;
     const got = scored[p.req]!;
     const options: ClozeOption[] = got.map((g, j) => {
-      const o: ClozeOption = { text: p.conts[j]!, logprob: g.logprob, tokens: g.tokens, chars: codePoints(s.item.options[j]!), bytes: utf8Bytes(s.item.options[j]!), greedy: g.greedy, tokenLogprobs: Array.from(g.tokenLogprobs, f32) };
+      const o: ClozeOption = { text: p.conts[j]!, logprob: g.logprob, tokens: g.tokens,
+        chars: codePoints(s.item.options[j]!), bytes: utf8Bytes(s.item.options[j]!), greedy: g.greedy,
+        tokenLogprobs: Array.from(g.tokenLogprobs, f32) };
       if (p.uncond !== null) o.unconditional = uncondScores[p.uncond + j]!.logprob;
       return o;
     });
     const picks = clozePicks(options);
-    const rec: ClozeRecord = { context: p.context, contextTokens: p.contextTokens, delimiter: p.delimiter, options, ...picks };
+    const rec: ClozeRecord = { context: p.context, contextTokens: p.contextTokens, delimiter: p.delimiter, options,
+      ...picks };
     const er: EvalRecord = {
       id: s.facts.id,
       task: s.facts.task,

@@ -7,7 +7,8 @@
  */
 import * as ort from 'onnxruntime-node';
 import { LobesError, opt } from '../util/errors.js';
-import { analyseModel, modelFeeds, planInputs, positionIds, refuseWindowCache, type Analysis, type FeedPlan } from '../runtime/engine.js';
+import { analyseModel, modelFeeds, planInputs, positionIds, refuseWindowCache, type Analysis,
+  type FeedPlan } from '../runtime/engine.js';
 import { buildLogitHeadModel, CAND_LOGITS, CANDIDATES_INPUT, LOG_SUM_EXP, TOP_ID } from '../runtime/logit-head.js';
 import { openEditedSession } from '../runtime/providers.js';
 import type { ModelInfo } from '../runtime/types.js';
@@ -42,23 +43,31 @@ class OrtScorer implements Scorer {
     }
   }
 
-  private feeds(session: ort.InferenceSession, ids: BigInt64Array, mask: BigInt64Array, pos: BigInt64Array, B: number, S: number, T: number, candidates: number[], past: Map<string, ort.Tensor> | null, addedMask: string | null): Record<string, ort.Tensor> {
+  private feeds(session: ort.InferenceSession, ids: BigInt64Array, mask: BigInt64Array, pos: BigInt64Array, B: number,
+    S: number, T: number, candidates: number[], past: Map<string, ort.Tensor> | null,
+    addedMask: string | null): Record<string, ort.Tensor>
+  {
     const f = modelFeeds(session, this.plans, { ids, mask, pos, B, S, T }, past, addedMask);
     f[CANDIDATES_INPUT] = new ort.Tensor('int64', i64(candidates), [candidates.length]);
     return f;
   }
 
-  private async run(session: ort.InferenceSession, feeds: Record<string, ort.Tensor>, what: string): Promise<ort.InferenceSession.OnnxValueMapType> {
+  private async run(session: ort.InferenceSession, feeds: Record<string, ort.Tensor>,
+    what: string): Promise<ort.InferenceSession.OnnxValueMapType>
+  {
     try {
       return await session.run(feeds);
     } catch (e) {
-      throw new LobesError(`onnxruntime failed on ${what}: ${String((e as Error).message ?? e).split('\n')[0]}`, { file: this.a.loaded.file });
+      throw new LobesError(`onnxruntime failed on ${what}: ${String((e as Error).message ?? e).split('\n')[0]}`, {
+        file: this.a.loaded.file,
+      });
     }
   }
 
   private head(out: ort.InferenceSession.OnnxValueMapType, k: number): HeadOutput {
     const top = out[TOP_ID]!.data as BigInt64Array;
-    return { cand: out[CAND_LOGITS]!.data as Float32Array, lse: out[LOG_SUM_EXP]!.data as Float32Array, top: Int32Array.from(top, (x) => Number(x)), k };
+    return { cand: out[CAND_LOGITS]!.data as Float32Array, lse: out[LOG_SUM_EXP]!.data as Float32Array,
+      top: Int32Array.from(top, (x) => Number(x)), k };
   }
 
   async score(rows: number[][], candidates: number[], padId: number): Promise<HeadOutput> {
@@ -90,7 +99,9 @@ class OrtScorer implements Scorer {
       });
     });
     const pos = positionIds(mask, B, S);
-    const out = await this.run(this.scoring, this.feeds(this.scoring, ids, mask, pos, B, S, S, candidates, null, this.scoreMask.added ? this.scoreMask.name : null), `a ${B}×${S} batch`);
+    const out = await this.run(this.scoring,
+      this.feeds(this.scoring, ids, mask, pos, B, S, S, candidates, null,
+        this.scoreMask.added ? this.scoreMask.name : null), `a ${B}×${S} batch`);
     return this.head(out, candidates.length);
   }
 
@@ -99,7 +110,14 @@ class OrtScorer implements Scorer {
   }
 
   async extend(state: KvState, ids: number[], candidates: number[]): Promise<{ out: HeadOutput; state: KvState }> {
-    if (!this.gen) throw new LobesError('generation needs a model with KV-cache inputs (past_key_values.*)', { file: this.a.loaded.file, hint: `export the model with its KV cache (e.g. optimum --task text-generation-with-past, or the onnxruntime-genai builder), or drop ${opt('cot')}` });
+    if (!this.gen)
+      throw new LobesError('generation needs a model with KV-cache inputs (past_key_values.*)', {
+        file: this.a.loaded.file,
+        hint:
+          `export the model with its KV cache (e.g. optimum --task text-generation-with-past, or the onnxruntime-genai builder), or drop ${
+            opt('cot')
+          }`,
+      });
     if (ids.length === 0) throw new LobesError('nothing to feed');
     if (ids.length > 1 && state.length > 0 && !this.multiTokenExtend) {
       let r = await this.extend(state, [ids[0]!], candidates);
@@ -110,7 +128,9 @@ class OrtScorer implements Scorer {
     const T = state.length + S;
     const mask = new BigInt64Array(T).fill(1n);
     const pos = i64(Array.from({ length: S }, (_, j) => state.length + j));
-    const out = await this.run(this.gen, this.feeds(this.gen, i64(ids), mask, pos, 1, S, T, candidates, state.past, null), `a generation step (${state.length} cached + ${S} new tokens)`);
+    const out = await this.run(this.gen,
+      this.feeds(this.gen, i64(ids), mask, pos, 1, S, T, candidates, state.past, null),
+      `a generation step (${state.length} cached + ${S} new tokens)`);
     const past = new Map<string, ort.Tensor>();
     // present.{i}.{key,value} outputs feed past_key_values.{i}.{key,value} inputs, matched by order.
     const pastInputs = this.plans.filter((p) => p.role === 'past').map((p) => p.name);
@@ -136,17 +156,25 @@ export async function openScorer(modelDir: string, opts: ScorerOptions): Promise
   let gen: ort.InferenceSession | null = null;
   let genPresent: string[] = [];
   if (opts.generation && hasPast) {
-    if (inGraphPast.length) throw new LobesError('the model keeps its KV cache in a dtype JavaScript cannot feed (e.g. bfloat16), so lobes cannot generate with it', { file: a.loaded.file, hint: 'export the model in float16 or float32' });
+    if (inGraphPast.length)
+      throw new LobesError(
+        'the model keeps its KV cache in a dtype JavaScript cannot feed (e.g. bfloat16), so lobes cannot generate with it',
+        { file: a.loaded.file, hint: 'export the model in float16 or float32' },
+      );
     const g = buildLogitHeadModel(model, a.disc, { maskInput: mask, keepPresent: true });
     const nPast = plans.filter((p) => p.role === 'past').length;
-    if (g.present.length !== nPast) throw new LobesError(`the model has ${nPast} KV-cache inputs but ${g.present.length} KV-cache outputs`, { file: a.loaded.file });
+    if (g.present.length !== nPast)
+      throw new LobesError(`the model has ${nPast} KV-cache inputs but ${g.present.length} KV-cache outputs`, {
+        file: a.loaded.file,
+      });
     // Fatal messages only: the multi-token probe below is expected to fail on exports whose
     // mask subgraph takes one new token after a cache (onnxruntime-genai's), and a failed step
     // is thrown with onnxruntime's message, so its own red log line would only alarm.
     gen = await openEditedSession(g.model, a.loaded.dir, { ...opts, logSeverityLevel: 4 }, a.loaded.file);
     genPresent = g.present;
   }
-  const sc = new OrtScorer(a.info, a, plans, scoring, { name: scoringGraph.maskInput, added: scoringGraph.maskAdded }, gen, genPresent, hasPast);
+  const sc = new OrtScorer(a.info, a, plans, scoring, { name: scoringGraph.maskInput, added: scoringGraph.maskAdded },
+    gen, genPresent, hasPast);
   // An edit at the last position edits the last token of each run: a prefix scored once and then
   // extended would have its own last token edited, so prefixes are not shared (one token per step).
   if (!opts.interventions?.some((iv) => iv.positions === 'last')) await sc.probe();

@@ -76,12 +76,14 @@ export interface EvaluateContext {
  * added after all of its reasoning.
  */
 export function cotAnswer(answerPrefix: string): { key: string; cont: string; forced: string } {
-  if (answerPrefix.startsWith('{"choice"')) return { key: '"choice"', cont: answerPrefix.slice(1), forced: '\n' + answerPrefix };
+  if (answerPrefix.startsWith('{"choice"'))
+    return { key: '"choice"', cont: answerPrefix.slice(1), forced: '\n' + answerPrefix };
   return { key: answerPrefix.trim() || answerPrefix, cont: answerPrefix, forced: '\n' + answerPrefix };
 }
 
 export function newStats(): EvalStats {
-  return { prompts: 0, promptTokens: 0, paddedTokens: 0, computedTokens: 0, batches: 0, scoreMs: 0, generateMs: 0, generated: 0 };
+  return { prompts: 0, promptTokens: 0, paddedTokens: 0, computedTokens: 0, batches: 0, scoreMs: 0, generateMs: 0,
+    generated: 0 };
 }
 
 /** One prompt to score. */
@@ -142,7 +144,8 @@ function tooLong(group: Job[], ctx: EvaluateContext): string | null {
 const COT_SUFFIX_ALLOWANCE = 16;
 
 function prepare(job: Job, tok: EvalTokenizer, withPrefix: boolean): RenderedPrompt {
-  return renderPrompt(job.item, job.order, { template: job.style.template, separator: job.style.separator, chat: tok.chat, answerPrefix: withPrefix ? job.style.answerPrefix : '' });
+  return renderPrompt(job.item, job.order, { template: job.style.template, separator: job.style.separator,
+    chat: tok.chat, answerPrefix: withPrefix ? job.style.answerPrefix : '' });
 }
 
 /** Score jobs without generation: batches of right-padded prompts, one candidate list per batch. */
@@ -194,7 +197,9 @@ async function scoreBatched(jobs: Job[], ctx: EvaluateContext): Promise<Scored[]
  * Where to cut greedy reasoning that wrote the answer key: the longest run of generated
  * tokens whose text ends before the key, and the text between it and the key.
  */
-export function cutAtAnswerKey(gen: number[], decode: (ids: number[]) => string, key: string): { kept: number; rest: string } | null {
+export function cutAtAnswerKey(gen: number[], decode: (ids: number[]) => string, key: string): { kept: number;
+  rest: string } | null
+{
   const text = decode(gen);
   const p = text.indexOf(key);
   if (p < 0) return null;
@@ -290,11 +295,14 @@ async function scoreShared(jobs: Job[], ctx: EvaluateContext): Promise<Scored[]>
   let computed = L;
   for (const j of jobs) {
     const s = j.slot!;
-    const h = base ? (await scorer.extend(base, s.ids.slice(L), s.candidates)).out : (await scorer.prefill(s.ids, s.candidates)).out;
+    const h = base
+      ? (await scorer.extend(base, s.ids.slice(L), s.candidates)).out
+      : (await scorer.prefill(s.ids, s.candidates)).out;
     computed += s.ids.length - L;
     out.push({
       rendered: j.rendered!,
-      score: { tokens: s.ids.length, letterTokenIds: s.candidates, continuations: s.continuations, answerAt: s.answerAt, logits: Array.from(h.cand), logSumExp: h.lse[0]!, topTokenId: h.top[0]! },
+      score: { tokens: s.ids.length, letterTokenIds: s.candidates, continuations: s.continuations, answerAt: s.answerAt,
+        logits: Array.from(h.cand), logSumExp: h.lse[0]!, topTokenId: h.top[0]! },
     });
     stats.prompts++;
     stats.promptTokens += s.ids.length;
@@ -314,8 +322,15 @@ function checkMemory(jobs: Job[], ctx: EvaluateContext): void {
   const arch = ctx.scorer?.info?.arch;
   if (!ctx.memory || !arch) return;
   const items = jobs.map((j) => ({ id: j.where, tokens: jobTokens(j, ctx) }));
-  const batches = ctx.cot > 0 || ctx.sharePrefix ? items.map((_, i) => [i]) : planBatches(Int32Array.from(items, (x) => x.tokens), { batch: ctx.batch ?? undefined, tokenBudget: ctx.tokenBudget ?? undefined });
-  checkBatchMemory(batches, items, arch, { device: ctx.memory.device, limit: ctx.memory.limit, force: ctx.memory.force, say: ctx.memory.say, hint: `${opt('batch', 1)} or ${opt('tokenBudget', 'N')} makes batches smaller; ${opt('maxTokens', 'N')} skips longer prompts; ${opt('ignorePlan')} runs it anyway` });
+  const batches = ctx.cot > 0 || ctx.sharePrefix
+    ? items.map((_, i) => [i])
+    : planBatches(Int32Array.from(items, (x) => x.tokens), { batch: ctx.batch ?? undefined,
+      tokenBudget: ctx.tokenBudget ?? undefined });
+  checkBatchMemory(batches, items, arch, { device: ctx.memory.device, limit: ctx.memory.limit, force: ctx.memory.force,
+    say: ctx.memory.say,
+    hint: `${opt('batch', 1)} or ${opt('tokenBudget', 'N')} makes batches smaller; ${
+      opt('maxTokens', 'N')
+    } skips longer prompts; ${opt('ignorePlan')} runs it anyway` });
 }
 
 /** Score groups of jobs (each group: the shuffles of one prompt); results in job order. */
@@ -342,7 +357,9 @@ async function scoreJobs(groups: Job[][], ctx: EvaluateContext, onGroup?: () => 
 
 /** The jobs of one item: one per shuffle. */
 function itemJobs(item: PromptItem, style: PromptStyle, ctx: EvaluateContext): Job[] {
-  return optionOrders(item.id, item.options.length, ctx.shuffles, ctx.seed, false, ctx.orders ?? 'random').map((order, s) => ({ item, order, style, where: `item ${item.id}, shuffle ${s}` }));
+  return optionOrders(item.id, item.options.length, ctx.shuffles, ctx.seed, false, ctx.orders ?? 'random').map((order,
+    s) => ({ item, order, style, where: `item ${item.id}, shuffle ${s}` })
+  );
 }
 
 function shuffleRecords(jobs: Job[], scored: Scored[], at: number): ShuffleRecord[] {
@@ -397,7 +414,9 @@ function episodeOf(w: Walker): EpisodeRecord {
  * Letter scoring of decisions (items or GAE steps): each one's shuffles, skipped when too
  * long; records in step order. `onStep` is called as steps are done.
  */
-async function letterSteps(steps: readonly ClozeStep[], ctx: EvaluateContext, onStep?: () => void): Promise<EvalRecord[]> {
+async function letterSteps(steps: readonly ClozeStep[], ctx: EvaluateContext,
+  onStep?: () => void): Promise<EvalRecord[]>
+{
   const out: (EvalRecord | null)[] = steps.map(() => null);
   const groups: Job[][] = [];
   const owners: number[] = [];
@@ -425,9 +444,13 @@ async function letterSteps(steps: readonly ClozeStep[], ctx: EvaluateContext, on
  * Evaluate units in order; returns their records (item records, then per tree its decision
  * records in order) and the GAE episodes, both in unit order.
  */
-export async function evaluateUnits(units: readonly Unit[], ctx: EvaluateContext): Promise<{ records: EvalRecord[]; episodes: EpisodeRecord[] }> {
+export async function evaluateUnits(units: readonly Unit[],
+  ctx: EvaluateContext): Promise<{ records: EvalRecord[]; episodes: EpisodeRecord[] }>
+{
   const perUnit: EvalRecord[][] = units.map(() => []);
-  const decide = ctx.cloze ? (steps: ClozeStep[], onStep?: () => void) => scoreClozeSteps(steps, { ...ctx, cloze: ctx.cloze! }, onStep) : (steps: ClozeStep[], onStep?: () => void) => letterSteps(steps, ctx, onStep);
+  const decide = ctx.cloze
+    ? (steps: ClozeStep[], onStep?: () => void) => scoreClozeSteps(steps, { ...ctx, cloze: ctx.cloze! }, onStep)
+    : (steps: ClozeStep[], onStep?: () => void) => letterSteps(steps, ctx, onStep);
   // Items: all of them scored together, done as scored (one at a time) or all at once after batches.
   const itemIdx = units.flatMap((u, i) => (u.kind === 'item' ? [i] : []));
   const itemSteps = itemIdx.map((i) => {
@@ -442,7 +465,9 @@ export async function evaluateUnits(units: readonly Unit[], ctx: EvaluateContext
   for (; ticked < itemSteps.length; ticked++) ctx.onUnit?.();
   itemIdx.forEach((i, n) => perUnit[i]!.push(recs[n]!));
   // Trees: one decision round at a time across every tree of the chunk.
-  const walkers: Walker[] = units.flatMap((u, i) => (u.kind === 'tree' ? [{ unit: i, tree: u.tree, style: u.style, path: ['0'], records: [], end: null }] : []));
+  const walkers: Walker[] = units.flatMap((u,
+    i) => (u.kind === 'tree' ? [{ unit: i, tree: u.tree, style: u.style, path: ['0'], records: [], end: null }] : [])
+  );
   for (;;) {
     const active: { w: Walker; item: PromptItem; next: string[]; step: ClozeStep }[] = [];
     for (const w of walkers) {
@@ -466,7 +491,13 @@ export async function evaluateUnits(units: readonly Unit[], ctx: EvaluateContext
         w.path.push(g.next[0]!);
         continue;
       }
-      active.push({ w, item, next: g.next, step: { facts: { ...stepFacts(w.tree, cid, item.options), gae: { tree: w.tree.stem, node: cid, depth: w.path.length - 1, next: g.next } }, item, style: w.style } });
+      active.push({ w, item, next: g.next,
+        step: {
+          facts: { ...stepFacts(w.tree, cid, item.options),
+            gae: { tree: w.tree.stem, node: cid, depth: w.path.length - 1, next: g.next } },
+          item,
+          style: w.style,
+        } });
     }
     if (active.length === 0) {
       if (walkers.every((w) => w.end)) break;
@@ -483,7 +514,10 @@ export async function evaluateUnits(units: readonly Unit[], ctx: EvaluateContext
         return;
       }
       const nxt = a.next[rec.vote]!;
-      if (a.w.path.includes(nxt)) throw new LobesError(`choice at node ${cid} leads back to node ${nxt} (the plot is not a tree)`, { file: a.w.tree.file });
+      if (a.w.path.includes(nxt))
+        throw new LobesError(`choice at node ${cid} leads back to node ${nxt} (the plot is not a tree)`, {
+          file: a.w.tree.file,
+        });
       a.w.path.push(nxt);
     });
   }

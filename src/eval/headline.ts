@@ -11,12 +11,15 @@ export const LETTER_TAKEOVER = 0.9;
 
 const pct = (x: number) => (100 * x).toFixed(1);
 const ci = (c: [number, number] | null) => (c ? ` [${pct(c[0])}, ${pct(c[1])}]` : '');
-const pv = (p: number | null | undefined) => (p === null || p === undefined ? '' : `, p vs chance ${p < 0.001 ? p.toExponential(1) : p.toFixed(3)}`);
+const pv = (
+  p: number | null | undefined,
+) => (p === null || p === undefined ? '' : `, p vs chance ${p < 0.001 ? p.toExponential(1) : p.toFixed(3)}`);
 
 /** The scoring of a summary's task in words. */
 export function scoringOf(s: EvalSummary, task: 'iae' | 'mcq' | 'gae'): string {
-  if (task !== 'gae' && s.cloze?.[task]) return 'cloze (acc: each option\'s summed log-likelihood as a continuation of the prompt)';
-  return 'answer letter (the letter\'s logit, options shuffled, majority vote)';
+  if (task !== 'gae' && s.cloze?.[task])
+    return "cloze (acc: each option's summed log-likelihood as a continuation of the prompt)";
+  return "answer letter (the letter's logit, options shuffled, majority vote)";
 }
 
 /** The letter most often picked over every prompt of these position-bias rows, and its share. */
@@ -52,19 +55,41 @@ export function evalHeadline(s: EvalSummary): { headline: string[]; warnings: st
     const c = s.cloze?.[task];
     const it = s[task];
     if (c) {
-      headline.push(`${TITLES[task]}: accuracy ${pct(c.acc.accuracy)}%${ci(c.acc.ci95)} vs chance ${pct(c.acc.chance)}% on ${c.acc.n} items (${c.acc.correct} right); scoring: ${scoringOf(s, task)}; exact (Clopper–Pearson) CI.`);
+      headline.push(
+        `${TITLES[task]}: accuracy ${pct(c.acc.accuracy)}%${ci(c.acc.ci95)} vs chance ${
+          pct(c.acc.chance)
+        }% on ${c.acc.n} items (${c.acc.correct} right); scoring: ${scoringOf(s, task)}; exact (Clopper–Pearson) CI.`,
+      );
     } else if (it) {
       const a: Accuracy = it.overall;
-      headline.push(`${TITLES[task]}: accuracy ${pct(a.accuracy)}%${ci(a.ci95)} vs chance ${pct(a.chance)}% on ${a.n} items${pv(a.pChance)}; scoring: ${scoringOf(s, task)}.`);
+      headline.push(
+        `${TITLES[task]}: accuracy ${pct(a.accuracy)}%${ci(a.ci95)} vs chance ${pct(a.chance)}% on ${a.n} items${
+          pv(a.pChance)
+        }; scoring: ${scoringOf(s, task)}.`,
+      );
       const top = topLetter(it.positionBias);
-      if (top && top.share > LETTER_TAKEOVER) warnings.push(`${TITLES[task]}: letter accuracy means little here: the model picks ${top.letter} on ${pct(top.share)}% of ${top.prompts} prompts, so its accuracy is about where the answer happens to sit.`);
+      if (top && top.share > LETTER_TAKEOVER)
+        warnings.push(
+          `${TITLES[task]}: letter accuracy means little here: the model picks ${top.letter} on ${
+            pct(top.share)
+          }% of ${top.prompts} prompts, so its accuracy is about where the answer happens to sit.`,
+        );
     }
   }
   if (s.gae) {
     const a = s.gae.overall;
-    headline.push(`GAE: success ${pct(a.accuracy)}%${ci(a.ci95)} vs chance ${pct(a.chance)}% over ${a.n} world trees${pv(a.pChance)}; scoring: ${scoringOf(s, 'gae')} at each decision.`);
+    headline.push(
+      `GAE: success ${pct(a.accuracy)}%${ci(a.ci95)} vs chance ${pct(a.chance)}% over ${a.n} world trees${
+        pv(a.pChance)
+      }; scoring: ${scoringOf(s, 'gae')} at each decision.`,
+    );
     const top = topLetter(s.gae.positionBias);
-    if (top && top.share > LETTER_TAKEOVER) warnings.push(`GAE: letter accuracy means little here: the model picks ${top.letter} on ${pct(top.share)}% of ${top.prompts} decisions.`);
+    if (top && top.share > LETTER_TAKEOVER)
+      warnings.push(
+        `GAE: letter accuracy means little here: the model picks ${top.letter} on ${
+          pct(top.share)
+        }% of ${top.prompts} decisions.`,
+      );
   }
   return { headline, warnings };
 }

@@ -26,12 +26,16 @@ export interface LabelResult {
 }
 
 /** Write the `correct` axis (or `opts.axis`) of a run from an evaluation's item records. */
-export async function labelRunFromEval(runDir: string, evalDir: string, opts: { axis?: string } = {}): Promise<LabelResult> {
+export async function labelRunFromEval(runDir: string, evalDir: string,
+  opts: { axis?: string } = {}): Promise<LabelResult>
+{
   const axis = opts.axis ?? 'correct';
   const run = await openRun(runDir);
   // A researcher's own labels/AXIS.json is refused before the evaluation is read.
   checkOverlayWritable(runDir, axis);
-  if (run.manifest.dataset.axes?.includes(axis)) throw new LobesError(`the run already has a label axis ${JSON.stringify(axis)} from its dataset`, { file: runDir, hint: `choose another name with ${opt('axis')}` });
+  if (run.manifest.dataset.axes?.includes(axis))
+    throw new LobesError(`the run already has a label axis ${JSON.stringify(axis)} from its dataset`, { file: runDir,
+      hint: `choose another name with ${opt('axis')}` });
   const ev = readEvalResults(evalDir);
   const answered = new Map<string, boolean>();
   for (const r of ev.records) if (r.correct !== null && r.task !== 'gae') answered.set(r.id, r.correct);
@@ -46,10 +50,15 @@ export async function labelRunFromEval(runDir: string, evalDir: string, opts: { 
     }
   }
   if (counts.correct + counts.wrong === 0) {
-    throw new LobesError(`no sample of the run is an item of the evaluation (run ids look like ${JSON.stringify(run.samples[0]?.id)}, evaluation ids like ${JSON.stringify(ev.records[0]?.id)})`, {
-      file: evalFile(evalDir, 'records'),
-      hint: 'evaluate the same socialeval: data the run extracted (lobes eval MODEL --data SPEC --task iae)',
-    });
+    throw new LobesError(
+      `no sample of the run is an item of the evaluation (run ids look like ${
+        JSON.stringify(run.samples[0]?.id)
+      }, evaluation ids like ${JSON.stringify(ev.records[0]?.id)})`,
+      {
+        file: evalFile(evalDir, 'records'),
+        hint: 'evaluate the same socialeval: data the run extracted (lobes eval MODEL --data SPEC --task iae)',
+      },
+    );
   }
   const file = writeLabelOverlay(runDir, {
     format: 'lobes-labels',
@@ -61,8 +70,11 @@ export async function labelRunFromEval(runDir: string, evalDir: string, opts: { 
     ],
     axis,
     default: 'unevaluated',
-    source: { eval: path.resolve(evalDir), model: ev.manifest.model.dir, modelGraphSha256: ev.manifest.model.graphSha256, dataset: ev.manifest.dataset.spec, recordsSha256: ev.manifest.files!.records.sha256, shuffles: ev.manifest.settings.shuffles },
+    source: { eval: path.resolve(evalDir), model: ev.manifest.model.dir,
+      modelGraphSha256: ev.manifest.model.graphSha256, dataset: ev.manifest.dataset.spec,
+      recordsSha256: ev.manifest.files!.records.sha256, shuffles: ev.manifest.settings.shuffles },
     values,
   });
-  return { file, axis, samples: run.samples.length, counts, otherModel: !sameModel(ev.manifest.model, run.manifest.model) };
+  return { file, axis, samples: run.samples.length, counts,
+    otherModel: !sameModel(ev.manifest.model, run.manifest.model) };
 }

@@ -14,11 +14,20 @@ export interface EvalManifest {
   formatVersion: number;
   lobesVersion: string;
   createdAt: string;
-  model: { dir: string; graphSha256: string; arch: ModelArch | null; source?: ModelSourceRecord; /** Set when the model is a random-weights control (lobes eval --control random). */ control?: ControlInfo; files?: ModelFile[]; filesSha256?: string };
+  model: { dir: string; graphSha256: string; arch: ModelArch | null;
+    source?: ModelSourceRecord; /** Set when the model is a random-weights control (lobes eval --control random). */
+    control?: ControlInfo; files?: ModelFile[]; filesSha256?: string };
   tokenizer: { source: string; chatTemplate: boolean };
-  dataset: { spec: string; kind: EvalData['kind']; unitsSha256: string; units: number; available: number; excluded: number };
+  dataset: { spec: string; kind: EvalData['kind']; unitsSha256: string; units: number; available: number;
+    excluded: number };
   task: TaskChoice | 'mcq';
-  settings: { shuffles: number; /** How the option orders were drawn (absent in older folders: random). */ orders?: OrderMode; seed: number; cot: number; limit: number | null; by?: string[] | null; answerPrefix: string | null; prompt: string | null; chatTemplate: EvalTokenizerOptions['chatTemplate']; chunkUnits: number; batch: number | null; tokenBudget: number | null; device: Device; bootstrap: number; sharePrefix: 'auto' | 'on' | 'off'; maxTokens: number | null; scoring?: 'letter' | 'cloze'; targetDelimiter?: string | null; mutualInfo?: boolean; /** Edits of activations (--intervene); absent when none. */ interventions?: InterventionRecord[] };
+  settings: { shuffles: number; /** How the option orders were drawn (absent in older folders: random). */
+    orders?: OrderMode; seed: number; cot: number; limit: number | null; by?: string[] | null;
+    answerPrefix: string | null; prompt: string | null; chatTemplate: EvalTokenizerOptions['chatTemplate'];
+    chunkUnits: number; batch: number | null; tokenBudget: number | null; device: Device; bootstrap: number;
+    sharePrefix: 'auto' | 'on' | 'off'; maxTokens: number | null; scoring?: 'letter' | 'cloze';
+    targetDelimiter?: string | null; mutualInfo?: boolean; /** Edits of activations (--intervene); absent when none. */
+    interventions?: InterventionRecord[] };
   shard: ShardSpec | null;
   layout: ShardRange & { datasetUnits: number };
   /** Counters summed over attempts. */
@@ -29,4 +38,3 @@ export interface EvalManifest {
   complete: boolean;
   files?: { records: ChunkFile; episodes: ChunkFile | null; summary: string };
 }
-

@@ -90,7 +90,8 @@ export function itemRecord(f: ItemFacts, shuffles: ShuffleRecord[]): EvalRecord 
 
 /** The record of an item that was not scored, and why. */
 export function skippedRecord(f: ItemFacts, reason: string): EvalRecord {
-  const rec: EvalRecord = { id: f.id, task: f.task, language: f.language, ability: f.ability, aspect: f.aspect, labels: f.labels, options: f.options, answer: f.answer, shuffles: [], vote: -1, correct: null, skipped: reason };
+  const rec: EvalRecord = { id: f.id, task: f.task, language: f.language, ability: f.ability, aspect: f.aspect,
+    labels: f.labels, options: f.options, answer: f.answer, shuffles: [], vote: -1, correct: null, skipped: reason };
   if (f.gae) rec.gae = f.gae;
   return rec;
 }

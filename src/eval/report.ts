@@ -38,7 +38,10 @@ function linkedEval(runDir: string, manifest: RunManifest, samples: SampleRow[])
   evalBelongs(ev, manifest, samples, src);
   const recorded = o?.source?.recordsSha256;
   if (typeof recorded === 'string' && recorded !== ev.manifest.files?.records?.sha256) {
-    throw new ProvenanceError('the evaluation the `correct` overlay names has other records than the overlay was made from (it was run again since)', { file: overlay, hint: 'run lobes eval label again' });
+    throw new ProvenanceError(
+      'the evaluation the `correct` overlay names has other records than the overlay was made from (it was run again since)',
+      { file: overlay, hint: 'run lobes eval label again' },
+    );
   }
   return ev;
 }
@@ -46,7 +49,12 @@ function linkedEval(runDir: string, manifest: RunManifest, samples: SampleRow[])
 function evalBelongs(ev: EvalData, manifest: RunManifest, samples: SampleRow[], dir: string): void {
   const file = evalFile(dir, 'manifest');
   if (!sameModel(ev.manifest.model, manifest.model)) {
-    throw new ProvenanceError(`the evaluation scored another model (${ev.manifest.model?.dir ?? 'unknown'}) than the run captured (${manifest.model.dir})`, { file, hint: 'evaluate the run\'s model, or report the evaluation folder on its own' });
+    throw new ProvenanceError(
+      `the evaluation scored another model (${
+        ev.manifest.model?.dir ?? 'unknown'
+      }) than the run captured (${manifest.model.dir})`,
+      { file, hint: "evaluate the run's model, or report the evaluation folder on its own" },
+    );
   }
   // Verified read of the records the loaded eval.json lists: records edited after the evaluation
   // are refused, as lobes eval label refuses them.
@@ -60,7 +68,12 @@ function evalBelongs(ev: EvalData, manifest: RunManifest, samples: SampleRow[], 
     throw e;
   }
   if (samples.length && !samples.some((s) => ids.has(s.id))) {
-    throw new ProvenanceError(`no item of the evaluation (${ev.manifest.dataset?.spec ?? 'unknown data'}) is a sample of the run (${manifest.dataset.spec})`, { file, hint: 'evaluate the data the run extracted' });
+    throw new ProvenanceError(
+      `no item of the evaluation (${
+        ev.manifest.dataset?.spec ?? 'unknown data'
+      }) is a sample of the run (${manifest.dataset.spec})`,
+      { file, hint: 'evaluate the data the run extracted' },
+    );
   }
 }
 
@@ -71,8 +84,16 @@ export function evalPayload(ev: EvalData): EvalPayload {
   const t = m.throughput ?? {};
   const cloze = s.scoring === 'cloze';
   const words = [
-    cloze ? 'cloze scoring: every option\'s text scored as a continuation of the prompt (no letters, no shuffles)' : `${s.shuffles} shuffles of the options, majority vote (seed ${s.seed})`,
-    ...(cloze ? [] : [s.cot ? `greedy reasoning up to ${s.cot} tokens before the answer` : 'answer letter scored directly (no reasoning)']),
+    cloze
+      ? "cloze scoring: every option's text scored as a continuation of the prompt (no letters, no shuffles)"
+      : `${s.shuffles} shuffles of the options, majority vote (seed ${s.seed})`,
+    ...(cloze
+      ? []
+      : [
+        s.cot
+          ? `greedy reasoning up to ${s.cot} tokens before the answer`
+          : 'answer letter scored directly (no reasoning)',
+      ]),
     s.limit ? `--limit ${s.limit} (seeded, stratified subset of ${m.dataset?.available} units)` : 'every item',
     `${t.prompts} prompts, ${t.prompts ? Math.round(t.promptTokens / t.prompts) : 0} tokens per prompt on average`,
     `${s.device}, ${Math.round((m.timings?.wallMs ?? 0) / 1000)} s`,
@@ -91,7 +112,8 @@ export function evalPayload(ev: EvalData): EvalPayload {
 /** The pseudo-manifest of an evaluation folder's own page (lobes report EVAL_DIR, lobes compare EVAL_A EVAL_B). */
 function evalManifest(ev: EvalData): RunManifest {
   const m = ev.manifest;
-  return { format: 'lobes-eval', createdAt: m.createdAt, lobesVersion: m.lobesVersion, model: m.model, dataset: { spec: m.dataset?.spec }, complete: true } as unknown as RunManifest;
+  return { format: 'lobes-eval', createdAt: m.createdAt, lobesVersion: m.lobesVersion, model: m.model,
+    dataset: { spec: m.dataset?.spec }, complete: true } as unknown as RunManifest;
 }
 
 export const REPORT: ReportModule<EvalData, { eval: EvalPayload | null }> = {

@@ -21,7 +21,8 @@ import type { ControlInfo, ModelFile, ModelSourceRecord } from '../store/types.j
 import { controlKey } from '../store/provenance.js';
 import { loadEvalData, hashUnits, type EvalData, type TaskChoice } from './units.js';
 import { evaluateUnits, newStats } from './evaluate.js';
-import { EVAL_FORMAT_VERSION, EVAL_RECORDS, evalFile, SUMMARY, checkEvalFiles, isEvalDir, readEvalManifest, writeEvalManifest, writeEvalSummary } from './store.js';
+import { EVAL_FORMAT_VERSION, EVAL_RECORDS, evalFile, SUMMARY, checkEvalFiles, isEvalDir, readEvalManifest,
+  writeEvalManifest, writeEvalSummary } from './store.js';
 import { summarize } from './summary.js';
 import type { EpisodeRecord, EvalRecord } from './types.js';
 import type { OrderMode } from './score.js';
@@ -141,10 +142,14 @@ export function evalIdentity(m: EvalManifest, includeShard: boolean): Record<str
 }
 
 /** Every identity setting that differs between two manifests. */
-export function evalDifferences(a: EvalManifest, b: EvalManifest, aName: string, bName: string, includeShard: boolean): string[] {
+export function evalDifferences(a: EvalManifest, b: EvalManifest, aName: string, bName: string,
+  includeShard: boolean): string[]
+{
   const ia = evalIdentity(a, includeShard);
   const ib = evalIdentity(b, includeShard);
-  return Object.keys(ia).filter((k) => ia[k] !== ib[k]).map((k) => `${k} is ${JSON.stringify(ia[k]!.slice(0, 80))} in ${aName} but ${JSON.stringify(ib[k]!.slice(0, 80))} in ${bName}`);
+  return Object.keys(ia).filter((k) => ia[k] !== ib[k]).map((k) =>
+    `${k} is ${JSON.stringify(ia[k]!.slice(0, 80))} in ${aName} but ${JSON.stringify(ib[k]!.slice(0, 80))} in ${bName}`
+  );
 }
 
 /** What resolveSettings fills in. */
@@ -152,22 +157,39 @@ type Settings = EvalManifest['settings'] & { task: TaskChoice };
 
 function resolveSettings(o: EvalOptions): Settings {
   const shuffles = o.shuffles ?? (o.scoring === 'cloze' ? 1 : 3);
-  if (!Number.isInteger(shuffles) || shuffles < 1) throw new UsageError(`${opt('shuffles')} must be a positive integer, got ${shuffles}`);
+  if (!Number.isInteger(shuffles) || shuffles < 1)
+    throw new UsageError(`${opt('shuffles')} must be a positive integer, got ${shuffles}`);
   const orders = o.orders ?? 'random';
-  if (orders !== 'random' && orders !== 'cyclic') throw new UsageError(`${opt('orders')} must be random or cyclic, got ${JSON.stringify(orders)}`);
+  if (orders !== 'random' && orders !== 'cyclic')
+    throw new UsageError(`${opt('orders')} must be random or cyclic, got ${JSON.stringify(orders)}`);
   const chunkUnits = o.chunkUnits ?? DEFAULT_CHUNK_UNITS;
-  if (!Number.isInteger(chunkUnits) || chunkUnits < 1) throw new UsageError(`${opt('chunkUnits')} must be a positive integer, got ${chunkUnits}`);
+  if (!Number.isInteger(chunkUnits) || chunkUnits < 1)
+    throw new UsageError(`${opt('chunkUnits')} must be a positive integer, got ${chunkUnits}`);
   const cot = o.cot ?? 0;
-  if (!Number.isInteger(cot) || cot < 0) throw new UsageError(`${opt('cot')} must be a non-negative integer, got ${cot}`);
-  if (o.limit != null && (!Number.isInteger(o.limit) || o.limit < 1)) throw new UsageError(`${opt('limit')} must be a positive integer, got ${o.limit}`);
-  if (o.maxTokens != null && (!Number.isInteger(o.maxTokens) || o.maxTokens < 0)) throw new UsageError(`${opt('maxTokens')} must be a non-negative integer, got ${o.maxTokens}`);
+  if (!Number.isInteger(cot) || cot < 0)
+    throw new UsageError(`${opt('cot')} must be a non-negative integer, got ${cot}`);
+  if (o.limit != null && (!Number.isInteger(o.limit) || o.limit < 1))
+    throw new UsageError(`${opt('limit')} must be a positive integer, got ${o.limit}`);
+  if (o.maxTokens != null && (!Number.isInteger(o.maxTokens) || o.maxTokens < 0))
+    throw new UsageError(`${opt('maxTokens')} must be a non-negative integer, got ${o.maxTokens}`);
   const scoring = o.scoring ?? 'letter';
-  if (scoring !== 'letter' && scoring !== 'cloze') throw new UsageError(`${opt('scoring')} must be letter or cloze, got ${JSON.stringify(scoring)}`);
+  if (scoring !== 'letter' && scoring !== 'cloze')
+    throw new UsageError(`${opt('scoring')} must be letter or cloze, got ${JSON.stringify(scoring)}`);
   if (scoring === 'cloze') {
     if (cot > 0) throw new UsageError(`${opt('cot')} applies to letter scoring; cloze scoring generates nothing`);
-    if (o.shuffles !== undefined && o.shuffles !== 1) throw new UsageError(`${opt('shuffles')} applies to letter scoring; cloze scores each option once, whatever the order`);
-  } else if (o.targetDelimiter != null || o.mutualInfo) throw new UsageError(`${opt('targetDelimiter')} and ${opt('mutualInfo')} apply to ${opt('scoring', 'cloze')}`);
-  if (o.sharePrefix === 'on' && o.interventions?.some((iv) => iv.positions === 'last')) throw new UsageError(`${opt('sharePrefix', 'on')} cannot go with an ${opt('interventions')} at :last (a shared prefix would have its own last token edited)`, `drop :last, or use ${opt('sharePrefix', 'auto')} or off`);
+    if (o.shuffles !== undefined && o.shuffles !== 1)
+      throw new UsageError(
+        `${opt('shuffles')} applies to letter scoring; cloze scores each option once, whatever the order`,
+      );
+  } else if (o.targetDelimiter != null || o.mutualInfo)
+    throw new UsageError(`${opt('targetDelimiter')} and ${opt('mutualInfo')} apply to ${opt('scoring', 'cloze')}`);
+  if (o.sharePrefix === 'on' && o.interventions?.some((iv) => iv.positions === 'last'))
+    throw new UsageError(
+      `${opt('sharePrefix', 'on')} cannot go with an ${
+        opt('interventions')
+      } at :last (a shared prefix would have its own last token edited)`,
+      `drop :last, or use ${opt('sharePrefix', 'auto')} or off`,
+    );
   return {
     task: o.task ?? 'both',
     shuffles,
@@ -230,11 +252,18 @@ export async function runEval(opts: EvalOptions): Promise<EvalManifest> {
   const out = opts.out;
   throwIfAborted(io.signal, 'lobes eval');
   // Refused before anything is loaded: a folder that is neither new nor an evaluation.
-  if (!isFreshOrEval(out)) throw new LobesError('output folder exists and is not a lobes evaluation; lobes does not write into it', { file: out, hint: 'give a new or empty folder', code: 'E_EXISTS' });
+  if (!isFreshOrEval(out))
+    throw new LobesError('output folder exists and is not a lobes evaluation; lobes does not write into it', {
+      file: out,
+      hint: 'give a new or empty folder',
+      code: 'E_EXISTS',
+    });
   const deps = await resolveDeps(opts.deps);
 
   const t0 = Date.now();
-  const data = loadEvalData(opts.data, { task: s.task, cot: s.cot > 0, promptFile: opts.promptFile, answerPrefix: opts.answerPrefix, limit: s.limit, by: s.by ?? undefined, seed: s.seed, skipInvalid: opts.skipInvalid, scoring: s.scoring });
+  const data = loadEvalData(opts.data, { task: s.task, cot: s.cot > 0, promptFile: opts.promptFile,
+    answerPrefix: opts.answerPrefix, limit: s.limit, by: s.by ?? undefined, seed: s.seed, skipInvalid: opts.skipInvalid,
+    scoring: s.scoring });
   const unitsSha256 = hashUnits(data.units);
   // The tokenizer first: a folder without one is refused before its weights are hashed.
   const tok = await deps.loadTokenizer(opts.model, { chatTemplate: s.chatTemplate });
@@ -244,7 +273,10 @@ export async function runEval(opts: EvalOptions): Promise<EvalManifest> {
   const range = shardRange(N, s.chunkUnits, opts.shard ?? null);
   const loadMs = Date.now() - t0;
   // From here on this process is the folder's only writer; its state is read under the lock.
-  return withJobFolder(out, { command: 'lobes eval', isJob: isEvalDir, what: 'a lobes evaluation', log: io.log }, () => evalUnderLock(opts, s, deps, data, { unitsSha256, files, graphSha256, filesSha256, tok, N, range, loadMs, tStart }, io));
+  return withJobFolder(out, { command: 'lobes eval', isJob: isEvalDir, what: 'a lobes evaluation', log: io.log },
+    () =>
+      evalUnderLock(opts, s, deps, data, { unitsSha256, files, graphSha256, filesSha256, tok, N, range, loadMs,
+        tStart }, io));
 }
 
 interface Loaded {
@@ -260,7 +292,9 @@ interface Loaded {
 }
 
 /** The evaluation once the folder is claimed: compare with an earlier attempt, score the missing chunks, finish. */
-async function evalUnderLock(opts: EvalOptions, s: Settings, deps: EvalDeps, data: EvalData, l: Loaded, io: JobIO): Promise<EvalManifest> {
+async function evalUnderLock(opts: EvalOptions, s: Settings, deps: EvalDeps, data: EvalData, l: Loaded,
+  io: JobIO): Promise<EvalManifest>
+{
   const { unitsSha256, files, graphSha256, filesSha256, tok, N, range, loadMs, tStart } = l;
   const out = opts.out;
   const previous = isEvalDir(out) ? readEvalManifest(out) : null;
@@ -270,45 +304,75 @@ async function evalUnderLock(opts: EvalOptions, s: Settings, deps: EvalDeps, dat
     formatVersion: EVAL_FORMAT_VERSION,
     lobesVersion: LOBES_VERSION,
     createdAt: previous?.createdAt ?? new Date().toISOString(),
-    model: { dir: opts.model, graphSha256, arch: previous?.model.arch ?? null, ...(opts.modelSource ? { source: opts.modelSource } : {}), ...(opts.control ? { control: opts.control } : {}), files, filesSha256 },
+    model: { dir: opts.model, graphSha256, arch: previous?.model.arch ?? null,
+      ...(opts.modelSource ? { source: opts.modelSource } : {}), ...(opts.control ? { control: opts.control } : {}),
+      files, filesSha256 },
     tokenizer: { source: tok.source, chatTemplate: tok.chat !== null },
-    dataset: { spec: data.spec, kind: data.kind, unitsSha256, units: N, available: data.available, excluded: data.excluded.length },
+    dataset: { spec: data.spec, kind: data.kind, unitsSha256, units: N, available: data.available,
+      excluded: data.excluded.length },
     task: data.kind === 'jsonl' ? 'mcq' : s.task,
     settings,
     shard: opts.shard ?? null,
     layout: { ...range, datasetUnits: N },
     throughput: previous?.throughput ?? newStats(),
-    timings: { loadMs: (previous?.timings.loadMs ?? 0) + loadMs, modelLoadMs: previous?.timings.modelLoadMs ?? 0, wallMs: previous?.timings.wallMs ?? 0, attempts: (previous?.timings.attempts ?? 0) + 1 },
+    timings: { loadMs: (previous?.timings.loadMs ?? 0) + loadMs, modelLoadMs: previous?.timings.modelLoadMs ?? 0,
+      wallMs: previous?.timings.wallMs ?? 0, attempts: (previous?.timings.attempts ?? 0) + 1 },
     complete: false,
   };
   if (previous) {
     const diff = evalDifferences(previous, manifest, out, 'this command', true);
-    if (diff.length) throw new LobesError(`this evaluation folder was made with different settings: ${diff.join('; ')}`, { file: evalFile(out, 'manifest'), hint: `use a new ${opt('out')}, or delete the folder to start over` });
+    if (diff.length)
+      throw new LobesError(`this evaluation folder was made with different settings: ${diff.join('; ')}`, {
+        file: evalFile(out, 'manifest'),
+        hint: `use a new ${opt('out')}, or delete the folder to start over`,
+      });
     if (previous.complete) {
       checkEvalFiles(out, previous);
-      io.log(`eval: ${out} is already complete (${previous.layout.rowEnd - previous.layout.rowStart} units); nothing to do`);
+      io.log(
+        `eval: ${out} is already complete (${previous.layout.rowEnd - previous.layout.rowStart} units); nothing to do`,
+      );
       return previous;
     }
   }
   const t1 = Date.now();
   const cloze = s.scoring === 'cloze';
   const interventions = fromInterventionRecords(s.interventions);
-  const scorer = cloze ? null : await deps.openScorer(opts.model, { device: s.device, deviceId: opts.deviceId, ...(interventions.length ? { interventions } : {}), generation: s.cot > 0 || s.sharePrefix === 'on' || (s.sharePrefix === 'auto' && s.device === 'cpu') });
+  const scorer = cloze
+    ? null
+    : await deps.openScorer(opts.model, { device: s.device, deviceId: opts.deviceId,
+      ...(interventions.length ? { interventions } : {}),
+      generation: s.cot > 0 || s.sharePrefix === 'on' || (s.sharePrefix === 'auto' && s.device === 'cpu') });
   // Batched rows are whole prompts: the engines and the memory plan share one budget.
   const tokenBudget = evalTokenBudget(s);
-  const loglik = cloze ? await deps.openLoglik(opts.model, { device: s.device, deviceId: opts.deviceId, ...(interventions.length ? { interventions } : {}), cache: s.sharePrefix === 'off' ? 'off' : 'auto', batch: s.batch ?? undefined, tokenBudget: tokenBudget ?? undefined }) : null;
+  const loglik = cloze
+    ? await deps.openLoglik(opts.model, { device: s.device, deviceId: opts.deviceId,
+      ...(interventions.length ? { interventions } : {}), cache: s.sharePrefix === 'off' ? 'off' : 'auto',
+      batch: s.batch ?? undefined, tokenBudget: tokenBudget ?? undefined })
+    : null;
   manifest.timings.modelLoadMs += Date.now() - t1;
   manifest.model.arch = (scorer ?? loglik)!.info.arch;
   try {
     let sharePrefix = false;
     if (scorer) {
-      if (s.cot > 0 && !scorer.hasPast) throw new LobesError(`${opt('cot')} needs a model with KV-cache inputs (past_key_values.*)`, { file: opts.model, hint: `export the model with its KV cache, or drop ${opt('cot')}` });
+      if (s.cot > 0 && !scorer.hasPast)
+        throw new LobesError(`${opt('cot')} needs a model with KV-cache inputs (past_key_values.*)`, { file: opts.model,
+          hint: `export the model with its KV cache, or drop ${opt('cot')}` });
       if (s.sharePrefix === 'on' && !(scorer.hasPast && scorer.multiTokenExtend)) {
-        throw new LobesError(scorer.hasPast ? `${opt('sharePrefix', 'on')}: this export does not take several tokens after its KV cache` : `${opt('sharePrefix', 'on')} needs a model with KV-cache inputs (past_key_values.*)`, { file: opts.model, hint: `use ${opt('sharePrefix', 'off')}` });
+        throw new LobesError(
+          scorer.hasPast
+            ? `${opt('sharePrefix', 'on')}: this export does not take several tokens after its KV cache`
+            : `${opt('sharePrefix', 'on')} needs a model with KV-cache inputs (past_key_values.*)`,
+          { file: opts.model, hint: `use ${opt('sharePrefix', 'off')}` },
+        );
       }
-      sharePrefix = scorer.hasPast && scorer.multiTokenExtend && (s.sharePrefix === 'on' || (s.sharePrefix === 'auto' && s.device === 'cpu'));
+      sharePrefix = scorer.hasPast && scorer.multiTokenExtend &&
+        (s.sharePrefix === 'on' || (s.sharePrefix === 'auto' && s.device === 'cpu'));
     } else {
-      if (s.sharePrefix === 'on' && !loglik!.usesCache) throw new LobesError(`${opt('sharePrefix', 'on')}: this model has no KV cache that takes several tokens after a context`, { file: opts.model, hint: `use ${opt('sharePrefix', 'off')}` });
+      if (s.sharePrefix === 'on' && !loglik!.usesCache)
+        throw new LobesError(
+          `${opt('sharePrefix', 'on')}: this model has no KV cache that takes several tokens after a context`,
+          { file: opts.model, hint: `use ${opt('sharePrefix', 'off')}` },
+        );
       sharePrefix = loglik!.usesCache;
     }
     manifest.sharedPrefix = sharePrefix;
@@ -322,7 +386,15 @@ async function evalUnderLock(opts: EvalOptions, s: Settings, deps: EvalDeps, dat
       else todo.push(c);
     }
     const here = range.rowEnd - range.rowStart;
-    io.log(`eval: ${here} units (${describeUnits(data, range)})${opts.shard ? ` shard ${opts.shard.index}/${opts.shard.count}` : ''}, ${s.scoring === 'cloze' ? `cloze scoring${sharePrefix ? ' (contexts through the KV cache)' : ''}` : `${s.shuffles} shuffle${s.shuffles > 1 ? 's' : ''}`}${s.cot ? `, reasoning up to ${s.cot} tokens` : ''}${doneUnits ? `, resuming: ${doneUnits} done` : ''}`);
+    io.log(
+      `eval: ${here} units (${describeUnits(data, range)})${
+        opts.shard ? ` shard ${opts.shard.index}/${opts.shard.count}` : ''
+      }, ${
+        s.scoring === 'cloze'
+          ? `cloze scoring${sharePrefix ? ' (contexts through the KV cache)' : ''}`
+          : `${s.shuffles} shuffle${s.shuffles > 1 ? 's' : ''}`
+      }${s.cot ? `, reasoning up to ${s.cot} tokens` : ''}${doneUnits ? `, resuming: ${doneUnits} done` : ''}`,
+    );
     const progress = new Progress({ label: 'eval', total: here, unit: 'units', io });
     if (doneUnits) progress.resume(doneUnits);
     const stats = manifest.throughput;
@@ -334,8 +406,26 @@ async function evalUnderLock(opts: EvalOptions, s: Settings, deps: EvalDeps, dat
       const start = c * s.chunkUnits;
       const end = Math.min(start + s.chunkUnits, N);
       const units = data.units.slice(start, end);
-      const clozeSettings = loglik ? { engine: loglik, delimiter: s.targetDelimiter ?? null, mutualInfo: !!s.mutualInfo } : null;
-      const r = await evaluateUnits(units, { scorer, cloze: clozeSettings, tok, shuffles: s.shuffles, orders: s.orders, seed: s.seed, cot: s.cot, batch: s.batch, tokenBudget, sharePrefix, maxTokens: s.maxTokens, stats, memory: { device: s.device, limit: opts.memoryLimit?.(s.device), force: opts.ignorePlan, say: io.log }, onScored: (_p, t) => progress.tick(0, { tokens: t }), onUnit: () => progress.tick(1) });
+      const clozeSettings = loglik
+        ? { engine: loglik, delimiter: s.targetDelimiter ?? null, mutualInfo: !!s.mutualInfo }
+        : null;
+      const r = await evaluateUnits(units, {
+        scorer,
+        cloze: clozeSettings,
+        tok,
+        shuffles: s.shuffles,
+        orders: s.orders,
+        seed: s.seed,
+        cot: s.cot,
+        batch: s.batch,
+        tokenBudget,
+        sharePrefix,
+        maxTokens: s.maxTokens,
+        stats,
+        memory: { device: s.device, limit: opts.memoryLimit?.(s.device), force: opts.ignorePlan, say: io.log },
+        onScored: (_p, t) => progress.tick(0, { tokens: t }),
+        onUnit: () => progress.tick(1),
+      });
       writer.write(c, start, end - start, { records: r.records, episodes: hasTrees(data) ? r.episodes : null });
       manifest.timings.wallMs = wallBase + Date.now() - tAttempt;
       writeEvalManifest(out, manifest);

@@ -81,7 +81,9 @@ export type OrderMode = 'random' | 'cyclic';
  *   slot is balanced within each item; with k < n the answer visits k distinct slots spread
  *   around the ring. Random orders balance slots only on average over items.
  */
-export function optionOrders(id: string, n: number, k: number, seed: number, identityFirst = false, mode: OrderMode = 'random'): number[][] {
+export function optionOrders(id: string, n: number, k: number, seed: number, identityFirst = false,
+  mode: OrderMode = 'random'): number[][]
+{
   const rng = new Rng(hash32(`${seed}\u0000${id}`));
   const out: number[][] = [];
   if (mode === 'cyclic') {

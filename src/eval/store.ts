@@ -51,11 +51,19 @@ export function isEvalDir(dir: string): boolean {
 export function readEvalManifest(dir: string): EvalManifest {
   const file = path.join(dir, EVAL_MANIFEST);
   const m: EvalManifest = readJsonFile(file, {
-    unreadable: (e) => (e.code === 'ENOENT' ? new LobesError('not a lobes evaluation: eval.json is missing', { file, hint: 'give the folder written by lobes eval' }) : `eval.json is not valid JSON (${e.message})`),
+    unreadable: (
+      e,
+    ) => (e.code === 'ENOENT'
+      ? new LobesError('not a lobes evaluation: eval.json is missing', { file,
+        hint: 'give the folder written by lobes eval' })
+      : `eval.json is not valid JSON (${e.message})`),
     invalid: (msg) => `eval.json is not valid JSON (${msg})`,
   });
-  if (!m || m.format !== 'lobes-eval') throw new LobesError('not a lobes evaluation manifest (format is not "lobes-eval")', { file });
-  if (m.formatVersion > EVAL_FORMAT_VERSION) throw new LobesError(`evaluation format ${m.formatVersion} is newer than this lobes understands`, { file, hint: 'upgrade lobes' });
+  if (!m || m.format !== 'lobes-eval')
+    throw new LobesError('not a lobes evaluation manifest (format is not "lobes-eval")', { file });
+  if (m.formatVersion > EVAL_FORMAT_VERSION)
+    throw new LobesError(`evaluation format ${m.formatVersion} is newer than this lobes understands`, { file,
+      hint: 'upgrade lobes' });
   return m;
 }
 
@@ -72,11 +80,17 @@ export function writeEvalSummary(dir: string, s: EvalSummary): void {
  * checked against the sha256 eval.json recorded, from the bytes that are parsed: an edited
  * record (a `correct` flipped by hand) is refused.
  */
-export function readEvalResults(dir: string): { manifest: EvalManifest; records: EvalRecord[]; episodes: EpisodeRecord[]; summary: EvalSummary } {
+export function readEvalResults(
+  dir: string,
+): { manifest: EvalManifest; records: EvalRecord[]; episodes: EpisodeRecord[]; summary: EvalSummary } {
   const manifest = readEvalManifest(dir);
-  if (!manifest.complete || !manifest.files) throw new LobesError('evaluation is incomplete', { file: path.join(dir, EVAL_MANIFEST), hint: 'rerun the same lobes eval command to finish it' });
+  if (!manifest.complete || !manifest.files)
+    throw new LobesError('evaluation is incomplete', { file: path.join(dir, EVAL_MANIFEST),
+      hint: 'rerun the same lobes eval command to finish it' });
   const records = readVerifiedJsonl<EvalRecord>(dir, manifest.files.records, EVAL_MANIFEST);
-  const episodes = manifest.files.episodes ? readVerifiedJsonl<EpisodeRecord>(dir, manifest.files.episodes, EVAL_MANIFEST) : [];
+  const episodes = manifest.files.episodes
+    ? readVerifiedJsonl<EpisodeRecord>(dir, manifest.files.episodes, EVAL_MANIFEST)
+    : [];
   const sfile = path.join(dir, SUMMARY);
   const summary = readJsonFile(sfile, {
     unreadable: (e) => (e.code ? `cannot read (${e.code})` : `invalid JSON (${String(e.message).split('\n')[0]})`),
@@ -109,8 +123,10 @@ export function readCompleteEval(dir: string): EvalData | null {
   const mf = evalFile(dir, 'manifest');
   if (!existsSync(mf)) return null;
   const manifest = readJsonFile(mf);
-  need(isObj(manifest) && manifest.format === 'lobes-eval', mf, 'format', 'not a lobes evaluation manifest (format is not "lobes-eval")');
-  need(manifest.complete === true, mf, 'complete', 'the evaluation is incomplete (rerun its lobes eval command to finish it)');
+  need(isObj(manifest) && manifest.format === 'lobes-eval', mf, 'format',
+    'not a lobes evaluation manifest (format is not "lobes-eval")');
+  need(manifest.complete === true, mf, 'complete',
+    'the evaluation is incomplete (rerun its lobes eval command to finish it)');
   const sf = evalFile(dir, 'summary');
   const summary = readJsonFile(sf);
   need(isObj(summary) && summary.format === 'lobes-eval-summary', sf, 'format', 'not a lobes evaluation summary');

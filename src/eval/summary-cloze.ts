@@ -40,7 +40,13 @@ export function clozeHit(r: EvalRecord, metric: ClozeMetricName): boolean | null
 export function clozePick(r: EvalRecord, metric: ClozeMetricName): number | null {
   const c = r.cloze;
   if (!c) return null;
-  return metric === 'acc' ? c.pick : metric === 'acc_norm' ? c.pickNorm : metric === 'acc_bytes' ? c.pickBytes : c.pickMutualInfo;
+  return metric === 'acc'
+    ? c.pick
+    : metric === 'acc_norm'
+    ? c.pickNorm
+    : metric === 'acc_bytes'
+    ? c.pickBytes
+    : c.pickMutualInfo;
 }
 
 /** The cloze summary of scored records (those with answers and a cloze record). */
@@ -80,13 +86,22 @@ export function formatCloze(s: ClozeSummary): string[] {
   for (const task of ['iae', 'mcq'] as const) {
     const t = s[task];
     if (!t) continue;
-    out.push(`### ${titles[task]}`, '', '| metric | n | accuracy % | exact 95% CI | chance % |', '|---|---:|---:|---:|---:|');
-    const row = (name: string, m: ClozeMetric) => out.push(`| ${name} | ${m.n} | ${pct(m.accuracy)} | ${m.ci95 ? `[${pct(m.ci95[0])}, ${pct(m.ci95[1])}]` : '—'} | ${pct(m.chance)} |`);
+    out.push(`### ${titles[task]}`, '', '| metric | n | accuracy % | exact 95% CI | chance % |',
+      '|---|---:|---:|---:|---:|');
+    const row = (name: string, m: ClozeMetric) =>
+      out.push(
+        `| ${name} | ${m.n} | ${pct(m.accuracy)} | ${m.ci95 ? `[${pct(m.ci95[0])}, ${pct(m.ci95[1])}]` : '—'} | ${
+          pct(m.chance)
+        } |`,
+      );
     row('acc (log-likelihood)', t.acc);
     row('acc_norm (per character)', t.acc_norm);
     row('acc_bytes (per UTF-8 byte)', t.acc_bytes);
     if (t.acc_mutual_info) row('acc_mutual_info', t.acc_mutual_info);
-    out.push('', `- correct option is the greedy continuation: ${pct(t.exactMatch)}%; ${t.meanTokens.toFixed(1)} tokens per option on average`, '');
+    out.push('',
+      `- correct option is the greedy continuation: ${pct(t.exactMatch)}%; ${
+        t.meanTokens.toFixed(1)
+      } tokens per option on average`, '');
   }
   return out;
 }

@@ -32,7 +32,8 @@ import type { EpisodeRecord, EvalRecord } from './types.js';
 import { summarizeCloze } from './summary-cloze.js';
 import type { Accuracy, AccuracyTable, PositionBias, ItemSummary, GaeSummary, EvalSummary } from './summary-types.js';
 
-export type { Accuracy, AccuracyRow, AccuracyTable, PositionBias, ItemSummary, GaeSummary, EvalSummary } from './summary-types.js';
+export type { Accuracy, AccuracyRow, AccuracyTable, PositionBias, ItemSummary, GaeSummary,
+  EvalSummary } from './summary-types.js';
 
 export interface SummaryOptions {
   bootstrap?: number;
@@ -60,7 +61,9 @@ function quantiles(v: Float64Array): [number, number] {
  * Percentile bootstrap 95% CI of a statistic of n units: `stat(counts)` gets how many times
  * each unit is drawn in one resample. NaN statistics (an empty resampled slice) are skipped.
  */
-export function bootstrapStat(n: number, B: number, seed: number, stat: (weights: Uint32Array) => number): [number, number] | null {
+export function bootstrapStat(n: number, B: number, seed: number, stat: (weights: Uint32Array) => number): [number,
+  number] | null
+{
   if (n === 0 || B <= 0) return null;
   const rng = new Rng(seed);
   const w = new Uint32Array(n);
@@ -99,7 +102,9 @@ export function accuracyOf(hits: ArrayLike<number>, chance: ArrayLike<number>, B
     }
     return s / m;
   });
-  if (!binary) return { n, correct: c, accuracy: n ? c / n : NaN, ci95: boot, ciMethod: 'bootstrap', chance: mean(chance), pChance: null };
+  if (!binary)
+    return { n, correct: c, accuracy: n ? c / n : NaN, ci95: boot, ciMethod: 'bootstrap', chance: mean(chance),
+      pChance: null };
   return {
     n,
     correct: c,
@@ -117,18 +122,28 @@ export function accuracyOf(hits: ArrayLike<number>, chance: ArrayLike<number>, B
 export function smallCells(groups: string[][]): string[] {
   const count = new Map<string, number>();
   for (const g of groups) for (const k of g) count.set(k, (count.get(k) ?? 0) + 1);
-  return [...count.entries()].filter(([, c]) => c < MIN_MACRO_CELL).sort((a, b) => a[1] - b[1] || a[0].localeCompare(b[0])).map(([k, c]) => `${k} (${c})`);
+  return [...count.entries()].filter(([, c]) => c < MIN_MACRO_CELL).sort((a, b) =>
+    a[1] - b[1] || a[0].localeCompare(b[0])
+  ).map(([k, c]) => `${k} (${c})`);
 }
 
 /** The mean over groups when every group has enough units, else null and the reason. */
-function macroIfCells(what: string, hits: ArrayLike<number>, chance: ArrayLike<number>, groups: string[][], B: number, seed: number): { acc: Accuracy | null; omitted: string | null } {
+function macroIfCells(what: string, hits: ArrayLike<number>, chance: ArrayLike<number>, groups: string[][], B: number,
+  seed: number): { acc: Accuracy | null; omitted: string | null }
+{
   const small = smallCells(groups);
-  if (small.length) return { acc: null, omitted: `no mean over ${what}: ${small.length} ${small.length > 1 ? 'have' : 'has'} fewer than ${MIN_MACRO_CELL} items (${small.slice(0, 8).join(', ')}${small.length > 8 ? ', …' : ''})` };
+  if (small.length)
+    return { acc: null,
+      omitted: `no mean over ${what}: ${small.length} ${
+        small.length > 1 ? 'have' : 'has'
+      } fewer than ${MIN_MACRO_CELL} items (${small.slice(0, 8).join(', ')}${small.length > 8 ? ', …' : ''})` };
   return { acc: macroAccuracy(hits, chance, groups, B, seed), omitted: null };
 }
 
 /** Macro accuracy: the mean over groups of the groups' accuracies; units may belong to several groups. */
-export function macroAccuracy(hits: ArrayLike<number>, chance: ArrayLike<number>, groups: string[][], B: number, seed: number): Accuracy {
+export function macroAccuracy(hits: ArrayLike<number>, chance: ArrayLike<number>, groups: string[][], B: number,
+  seed: number): Accuracy
+{
   const n = hits.length;
   const keys = [...new Set(groups.flat())].sort();
   const gi = new Map(keys.map((k, i) => [k, i]));
@@ -155,11 +170,14 @@ export function macroAccuracy(hits: ArrayLike<number>, chance: ArrayLike<number>
   const ones = new Float64Array(n).fill(1);
   let c = 0;
   for (let i = 0; i < n; i++) c += hits[i]!;
-  return { n, correct: c, accuracy: stat(ones, hits), ci95: bootstrapStat(n, B, seed, (w) => stat(w, hits)), ciMethod: 'bootstrap', chance: stat(ones, chance), pChance: null };
+  return { n, correct: c, accuracy: stat(ones, hits), ci95: bootstrapStat(n, B, seed, (w) => stat(w, hits)),
+    ciMethod: 'bootstrap', chance: stat(ones, chance), pChance: null };
 }
 
 /** One row per key: the units of that key (a unit may have several keys). */
-function table(by: string, keysOf: (i: number) => string[], hits: ArrayLike<number>, chance: ArrayLike<number>, B: number, seed: number): AccuracyTable {
+function table(by: string, keysOf: (i: number) => string[], hits: ArrayLike<number>, chance: ArrayLike<number>,
+  B: number, seed: number): AccuracyTable
+{
   const idx = new Map<string, number[]>();
   for (let i = 0; i < hits.length; i++) {
     for (const k of keysOf(i)) {
@@ -169,7 +187,8 @@ function table(by: string, keysOf: (i: number) => string[], hits: ArrayLike<numb
   }
   // the family, declared from the units' keys (the input) before any row is tested
   const keys = [...idx.keys()].sort();
-  const fam = declareFamily({ name: `accuracy by ${by}`, claim: `the model is above chance on a value of ${by}`, members: keys });
+  const fam = declareFamily({ name: `accuracy by ${by}`, claim: `the model is above chance on a value of ${by}`,
+    members: keys });
   const rows = keys.map((key) => {
     const ii = idx.get(key)!;
     return { key, ...accuracyOf(ii.map((i) => hits[i]!), ii.map((i) => chance[i]!), B, seed) };
@@ -194,7 +213,9 @@ function positionBias(records: EvalRecord[]): PositionBias[] {
   const answered = records.some((r) => r.answer !== null);
   return [...byK.entries()]
     .sort((a, b) => a[0] - b[0])
-    .map(([k, b]) => ({ k, prompts: b.prompts, pickRate: b.pick.map((x) => x / b.prompts), answerRate: answered ? b.ans.map((x) => x / b.prompts) : null }));
+    .map(([k, b]) => ({ k, prompts: b.prompts, pickRate: b.pick.map((x) => x / b.prompts),
+      answerRate: answered ? b.ans.map((x) => x / b.prompts) : null })
+    );
 }
 
 function massStats(records: EvalRecord[]): { mean: number; min: number } {
@@ -217,33 +238,54 @@ export function summarizeItems(all: EvalRecord[], task: 'iae' | 'mcq', o: Summar
   const chance = records.map((r) => 1 / r.options.length);
   const tables: AccuracyTable[] = [];
   const languages = [...new Set(records.map((r) => r.language ?? ''))].filter(Boolean);
-  if (languages.length) tables.push(table('language', (i) => (records[i]!.language ? [records[i]!.language!] : []), hits, chance, B, seed));
+  if (languages.length)
+    tables.push(table('language', (i) => (records[i]!.language ? [records[i]!.language!] : []), hits, chance, B, seed));
   let macro: Accuracy | null = null;
   const omitted: string[] = [];
   const macroByLanguage: Record<string, Accuracy> = {};
   if (task === 'iae') {
     const abil = records.map(creditedAbilities);
-    tables.push(table('aspect', (i) => (records[i]!.aspect ? records[i]!.aspect!.split(' + ') : []), hits, chance, B, seed));
+    tables.push(
+      table('aspect', (i) => (records[i]!.aspect ? records[i]!.aspect!.split(' + ') : []), hits, chance, B, seed),
+    );
     tables.push(table('ability', (i) => abil[i]!, hits, chance, B, seed));
     const all = macroIfCells('abilities', hits, chance, abil, B, seed);
     macro = all.acc;
     if (all.omitted) omitted.push(all.omitted);
     for (const l of languages) {
       const ii = records.flatMap((r, i) => (r.language === l ? [i] : []));
-      const m = macroIfCells(`abilities (${l})`, ii.map((i) => hits[i]!), ii.map((i) => chance[i]!), ii.map((i) => abil[i]!), B, seed);
+      const m = macroIfCells(`abilities (${l})`, ii.map((i) => hits[i]!), ii.map((i) => chance[i]!),
+        ii.map((i) => abil[i]!), B, seed);
       if (m.acc) macroByLanguage[l] = m.acc;
       else omitted.push(m.omitted!);
     }
   } else {
     const axes = [...new Set(records.flatMap((r) => Object.keys(r.labels)))].filter((a) => a !== 'language').sort();
-    for (const a of axes) tables.push(table(`label:${a}`, (i) => (records[i]!.labels[a] !== undefined ? [records[i]!.labels[a]!] : []), hits, chance, B, seed));
+    for (const a of axes)
+      tables.push(
+        table(`label:${a}`, (i) => (records[i]!.labels[a] !== undefined ? [records[i]!.labels[a]!] : []), hits, chance,
+          B, seed),
+      );
   }
   // Before the vote: each item's share of correct single shuffles, bootstrapped over items.
   const per = records.map((r) => mean(r.shuffles.map((s) => (s.order[s.pick] === r.answer ? 1 : 0))));
   const unvoted = accuracyOf(per, chance, B, seed);
   unvoted.correct = records.reduce((a, r) => a + r.shuffles.filter((s) => s.order[s.pick] === r.answer).length, 0);
   unvoted.n = records.reduce((a, r) => a + r.shuffles.length, 0);
-  return { task, items: records.length, skipped, overall: accuracyOf(hits, chance, B, seed), macro, macroOmitted: omitted.length ? omitted.join('; ') : null, macroByLanguage, unvoted, tables, positionBias: positionBias(records), letterMass: massStats(records), declaredFamilies: tables.map((t) => t.family!) };
+  return {
+    task,
+    items: records.length,
+    skipped,
+    overall: accuracyOf(hits, chance, B, seed),
+    macro,
+    macroOmitted: omitted.length ? omitted.join('; ') : null,
+    macroByLanguage,
+    unvoted,
+    tables,
+    positionBias: positionBias(records),
+    letterMass: massStats(records),
+    declaredFamilies: tables.map((t) => t.family!),
+  };
 }
 
 /** Summary of GAE episodes and their decision records. */
@@ -266,7 +308,8 @@ export function summarizeGae(episodes: EpisodeRecord[], records: EvalRecord[], o
   if (all.omitted) omitted.push(all.omitted);
   for (const l of [...new Set(ended.map((e) => e.language ?? ''))].filter(Boolean)) {
     const ii = ended.flatMap((e, i) => (e.language === l ? [i] : []));
-    const m = macroIfCells(`world categories (${l})`, ii.map((i) => hits[i]!), ii.map((i) => chance[i]!), ii.map((i) => [ended[i]!.category]), B, seed);
+    const m = macroIfCells(`world categories (${l})`, ii.map((i) => hits[i]!), ii.map((i) => chance[i]!),
+      ii.map((i) => [ended[i]!.category]), B, seed);
     if (m.acc) macroByLanguage[l] = m.acc;
     else omitted.push(m.omitted!);
   }
@@ -289,7 +332,8 @@ export function summarizeGae(episodes: EpisodeRecord[], records: EvalRecord[], o
 
 /** The whole summary of an evaluation's records and episodes. */
 export function summarize(records: EvalRecord[], episodes: EpisodeRecord[], o: SummaryOptions = {}): EvalSummary {
-  const out: EvalSummary = { format: 'lobes-eval-summary', bootstrap: { resamples: o.bootstrap ?? 2000, seed: o.seed ?? 0 } };
+  const out: EvalSummary = { format: 'lobes-eval-summary',
+    bootstrap: { resamples: o.bootstrap ?? 2000, seed: o.seed ?? 0 } };
   const iae = records.filter((r) => r.task === 'iae');
   const mcq = records.filter((r) => r.task === 'mcq');
   const gae = records.filter((r) => r.task === 'gae');

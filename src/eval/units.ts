@@ -13,7 +13,8 @@ import { parseSpec } from '../data/spec.js';
 import { loadSocialEvalBench, type WorldTree } from '../data/socialeval-eval.js';
 import { loadMcqJsonl } from '../data/mcq.js';
 import type { Excluded } from '../data/types.js';
-import { ANSWER_PREFIX, MCQ_DEFAULT_TEMPLATE, OPTION_SEPARATOR, SOCIALEVAL_TEMPLATES, type PromptVariant } from '../data/prompt-templates.js';
+import { ANSWER_PREFIX, MCQ_DEFAULT_TEMPLATE, OPTION_SEPARATOR, SOCIALEVAL_TEMPLATES,
+  type PromptVariant } from '../data/prompt-templates.js';
 import { LETTERS, parseTemplate, templateFields, type PromptItem } from '../data/prompt.js';
 import type { ItemFacts } from './records.js';
 
@@ -74,34 +75,47 @@ export interface EvalDataOptions {
 }
 
 /** The SocialEval prompt style for a task and language. */
-export function socialEvalStyle(task: 'iae' | 'gae', lang: 'en' | 'zh', cot: boolean, answerPrefix?: string): PromptStyle {
+export function socialEvalStyle(task: 'iae' | 'gae', lang: 'en' | 'zh', cot: boolean,
+  answerPrefix?: string): PromptStyle
+{
   const variant: PromptVariant = cot ? `${task}-cot` : task;
-  return { variant, template: SOCIALEVAL_TEMPLATES[variant][lang], separator: OPTION_SEPARATOR[task], answerPrefix: answerPrefix ?? ANSWER_PREFIX.socialeval };
+  return { variant, template: SOCIALEVAL_TEMPLATES[variant][lang], separator: OPTION_SEPARATOR[task],
+    answerPrefix: answerPrefix ?? ANSWER_PREFIX.socialeval };
 }
 
 /** Load the units of an evaluation. */
 export function loadEvalData(spec: string, o: EvalDataOptions): EvalData {
   const p = parseSpec(spec);
   if (p.kind === 'socialeval') {
-    if (o.promptFile) throw new UsageError(`${opt('promptFile')} applies to jsonl: items; SocialEval uses its published prompts`);
+    if (o.promptFile)
+      throw new UsageError(`${opt('promptFile')} applies to jsonl: items; SocialEval uses its published prompts`);
     const b = loadSocialEvalBench(spec, { iae: o.task !== 'gae', gae: o.task !== 'iae' }, o.skipInvalid);
     let iae = b.iae;
     let gae = b.gae;
     const available = iae.length + gae.length;
     if (o.limit != null) {
-      if (iae.length) iae = limitItems(iae, Object.keys(iae[0]!.labels), { limit: o.limit, by: o.by, seed: o.seed }).items;
+      if (iae.length)
+        iae = limitItems(iae, Object.keys(iae[0]!.labels), { limit: o.limit, by: o.by, seed: o.seed }).items;
       gae = stratifiedSample(gae, (t) => `${t.language}/${t.category}`, (t) => t.stem, o.limit, o.seed);
     }
     const units: Unit[] = [
       ...iae.map((it): Unit => ({
         kind: 'item',
-        facts: { id: it.id, task: 'iae', language: it.language, ability: it.ability, aspect: it.aspect, labels: it.labels, options: it.options, answer: it.answer },
+        facts: { id: it.id, task: 'iae', language: it.language, ability: it.ability, aspect: it.aspect,
+          labels: it.labels, options: it.options, answer: it.answer },
         prompt: { id: it.id, fields: it.fields, options: it.options },
         style: socialEvalStyle('iae', it.language, o.cot, o.answerPrefix),
       })),
-      ...gae.map((t): Unit => ({ kind: 'tree', tree: t, style: socialEvalStyle('gae', t.language, o.cot, o.answerPrefix) })),
+      ...gae.map((t): Unit => ({ kind: 'tree', tree: t,
+        style: socialEvalStyle('gae', t.language, o.cot, o.answerPrefix) })
+      ),
     ];
-    if (units.length === 0) throw new LobesError(`dataset ${spec} has nothing to evaluate for ${opt('task', o.task)}${b.excluded.length ? ` (${b.excluded.length} items excluded; first: ${b.excluded[0]!.reason})` : ''}`);
+    if (units.length === 0)
+      throw new LobesError(
+        `dataset ${spec} has nothing to evaluate for ${opt('task', o.task)}${
+          b.excluded.length ? ` (${b.excluded.length} items excluded; first: ${b.excluded[0]!.reason})` : ''
+        }`,
+      );
     return { spec: b.spec, kind: 'socialeval', units, excluded: b.excluded, available };
   }
   if (p.kind === 'jsonl') {
@@ -116,23 +130,33 @@ export function loadEvalData(spec: string, o: EvalDataOptions): EvalData {
         throw new LobesError(`cannot read the prompt template (${e.code ?? e.message})`, { file: o.promptFile });
       }
       parseTemplate(template, o.promptFile);
-      if (!cloze && !templateFields(template).includes('choices')) throw new LobesError('the prompt template has no {choices} field (where the lettered options go)', { file: o.promptFile });
+      if (!cloze && !templateFields(template).includes('choices'))
+        throw new LobesError('the prompt template has no {choices} field (where the lettered options go)', {
+          file: o.promptFile,
+        });
       variant = 'custom';
     }
     // A prompt that letters its options ({choices}) takes at most 26; the count is checked with
     // the other item checks, before anything is written (--skip-invalid leaves such items out).
-    const d = loadMcqJsonl(spec, o.skipInvalid, { maxOptions: templateFields(template).includes('choices') ? LETTERS.length : Infinity });
-    const style: PromptStyle = { variant, template, separator: '. ', answerPrefix: o.answerPrefix ?? (cloze ? '' : ANSWER_PREFIX.mcq) };
-    const items = o.limit != null ? limitItems(d.items, d.axes, { limit: o.limit, by: o.by, seed: o.seed }).items : d.items;
+    const d = loadMcqJsonl(spec, o.skipInvalid, {
+      maxOptions: templateFields(template).includes('choices') ? LETTERS.length : Infinity,
+    });
+    const style: PromptStyle = { variant, template, separator: '. ',
+      answerPrefix: o.answerPrefix ?? (cloze ? '' : ANSWER_PREFIX.mcq) };
+    const items = o.limit != null
+      ? limitItems(d.items, d.axes, { limit: o.limit, by: o.by, seed: o.seed }).items
+      : d.items;
     const units: Unit[] = items.map((it) => ({
       kind: 'item',
-      facts: { id: it.id, task: 'mcq', language: it.labels.language ?? null, ability: null, aspect: null, labels: it.labels, options: it.options, answer: it.answer },
+      facts: { id: it.id, task: 'mcq', language: it.labels.language ?? null, ability: null, aspect: null,
+        labels: it.labels, options: it.options, answer: it.answer },
       prompt: { id: it.id, fields: it.fields, options: it.options },
       style,
     }));
     return { spec: d.spec, kind: 'jsonl', units, excluded: d.excluded, available: d.items.length };
   }
-  throw new UsageError(`lobes eval reads socialeval: or jsonl: specs, got ${JSON.stringify(spec)}`, 'e.g. socialeval:PATH?lang=en or jsonl:FILE?question=q&options=opts&answer=a');
+  throw new UsageError(`lobes eval reads socialeval: or jsonl: specs, got ${JSON.stringify(spec)}`,
+    'e.g. socialeval:PATH?lang=en or jsonl:FILE?question=q&options=opts&answer=a');
 }
 
 /** sha256 over what the units put into prompts and scores (ids, fields, options, answers, templates, trees). */
@@ -140,7 +164,11 @@ export function hashUnits(units: readonly Unit[]): string {
   const h = createHash('sha256');
   const sorted = (o: Record<string, unknown>) => Object.keys(o).sort().map((k) => [k, o[k]]);
   for (const u of units) {
-    if (u.kind === 'item') h.update(JSON.stringify(['item', u.facts.id, u.facts.options, u.facts.answer, sorted(u.facts.labels), sorted(u.prompt.fields), u.style]) + '\n');
+    if (u.kind === 'item')
+      h.update(
+        JSON.stringify(['item', u.facts.id, u.facts.options, u.facts.answer, sorted(u.facts.labels),
+          sorted(u.prompt.fields), u.style]) + '\n',
+      );
     else {
       const t = u.tree;
       h.update(JSON.stringify(['tree', t.stem, t.protagonist, t.others, [...t.nodes.values()], u.style]) + '\n');

@@ -25,12 +25,16 @@ import { type ExtractOptions, type Settings, type Input, chunkSpan } from './set
 /** The output folder: new (null), or an earlier attempt of this command (its manifest). */
 export function openRunFolder(out: string): RunManifest | null {
   if (existsSync(path.join(out, MANIFEST))) return readManifest(out);
-  if (!isFreshFolder(out)) throw new LobesError('output folder exists and is not a lobes run; lobes does not write into it', { file: out, hint: 'give a new or empty folder', code: 'E_EXISTS' });
+  if (!isFreshFolder(out))
+    throw new LobesError('output folder exists and is not a lobes run; lobes does not write into it', { file: out,
+      hint: 'give a new or empty folder', code: 'E_EXISTS' });
   return null;
 }
 
 /** The run's manifest, not yet complete; `arch` null keeps the previous attempt's. */
-export function runManifest(s: Settings, input: Input, previous: RunManifest | null, points: HookInfo[], arch: ModelArch | null, graph?: GraphFacts): RunManifest {
+export function runManifest(s: Settings, input: Input, previous: RunManifest | null, points: HookInfo[],
+  arch: ModelArch | null, graph?: GraphFacts): RunManifest
+{
   const m: RunManifest = {
     format: 'lobes-run',
     formatVersion: FORMAT_VERSION,
@@ -45,9 +49,13 @@ export function runManifest(s: Settings, input: Input, previous: RunManifest | n
       ...(s.modelSource ? { source: s.modelSource } : {}),
       ...(s.control ? { control: s.control } : {}),
     },
-    tokenizer: { source: input.tokenizer.source, chatTemplate: s.chatTemplate, addBos: input.tokenizer.addBos, maxTokens: s.maxTokens },
-    dataset: { spec: input.dataset.spec, itemsSha256: input.itemsSha256, count: input.N, axes: input.dataset.axes, ...(input.limit ? { limit: input.limit } : {}), ...(input.dataset.composition ? { composition: input.dataset.composition } : {}) },
-    capture: { points, selection: s.layers ? [...s.capture, `layers=${s.layers}`] : s.capture, ...(s.interventions.length ? { interventions: interventionRecords(s.interventions) } : {}) },
+    tokenizer: { source: input.tokenizer.source, chatTemplate: s.chatTemplate, addBos: input.tokenizer.addBos,
+      maxTokens: s.maxTokens },
+    dataset: { spec: input.dataset.spec, itemsSha256: input.itemsSha256, count: input.N, axes: input.dataset.axes,
+      ...(input.limit ? { limit: input.limit } : {}),
+      ...(input.dataset.composition ? { composition: input.dataset.composition } : {}) },
+    capture: { points, selection: s.layers ? [...s.capture, `layers=${s.layers}`] : s.capture,
+      ...(s.interventions.length ? { interventions: interventionRecords(s.interventions) } : {}) },
     dtype: s.dtype,
     provider: { device: s.device, deviceId: s.deviceId ?? 0 },
     shard: s.shard,
@@ -63,22 +71,32 @@ export function runManifest(s: Settings, input: Input, previous: RunManifest | n
 }
 
 /** Refuse a rerun whose settings differ (`ignore` filters out differences to leave for later). */
-function checkSameSettings(previous: RunManifest, manifest: RunManifest, out: string, ignore?: (d: string) => boolean): void {
+function checkSameSettings(previous: RunManifest, manifest: RunManifest, out: string,
+  ignore?: (d: string) => boolean): void
+{
   const diff = differences(previous, manifest, out, 'this command', { includeShard: true }).filter((d) => !ignore?.(d));
-  if (diff.length) throw new LobesError(`this run folder was made with different settings: ${diff.join('; ')}`, { file: path.join(out, MANIFEST), hint: `use a new ${opt('out')}, or delete the folder to start over` });
+  if (diff.length)
+    throw new LobesError(`this run folder was made with different settings: ${diff.join('; ')}`, {
+      file: path.join(out, MANIFEST),
+      hint: `use a new ${opt('out')}, or delete the folder to start over`,
+    });
 }
 
 /**
  * Check a rerun's settings (all but the capture points, which need the model); when the
  * earlier attempt finished (and no repair is asked for), verify its files and say so.
  */
-export async function alreadyComplete(previous: RunManifest, manifest: RunManifest, s: Settings, input: Input, opts: ExtractOptions, io: JobIO): Promise<boolean> {
+export async function alreadyComplete(previous: RunManifest, manifest: RunManifest, s: Settings, input: Input,
+  opts: ExtractOptions, io: JobIO): Promise<boolean>
+{
   checkSameSettings(previous, manifest, s.out, (d) => d.startsWith('capture points'));
   if (!previous.complete || opts.repair) return false;
   // Check the finished run's files (throws naming any bad chunk or samples table; --repair rewrites them).
   checkSamplesFile(s.out, previous, input, false, io);
   await ChunkWriter.resume(s.out, previous.capture.points, s.chunkRows, { verify: opts.verify ?? true, repair: false });
-  io.log(`extract: ${s.out} is already complete (${previous.counts.samples} samples, samples table and chunk files verified); nothing to do`);
+  io.log(
+    `extract: ${s.out} is already complete (${previous.counts.samples} samples, samples table and chunk files verified); nothing to do`,
+  );
   return true;
 }
 
@@ -93,11 +111,17 @@ function checkSamplesFile(out: string, previous: RunManifest, input: Input, repa
   if (!existsSync(file)) problem = 'samples table is missing';
   else {
     const got = sha256Text(readFileSync(file));
-    if (previous.samplesSha256 !== undefined && got !== previous.samplesSha256) problem = `samples table does not match its run: sha256 ${got.slice(0, 12)}… but the manifest records ${previous.samplesSha256.slice(0, 12)}… (edited, truncated or replaced)`;
-    else if (got !== input.samplesSha256) problem = 'samples table differs from the rows this command derives from the dataset and tokenizer';
+    if (previous.samplesSha256 !== undefined && got !== previous.samplesSha256)
+      problem = `samples table does not match its run: sha256 ${got.slice(0, 12)}… but the manifest records ${
+        previous.samplesSha256.slice(0, 12)
+      }… (edited, truncated or replaced)`;
+    else if (got !== input.samplesSha256)
+      problem = 'samples table differs from the rows this command derives from the dataset and tokenizer';
   }
   if (!problem) return;
-  if (!repair) throw new LobesError(problem, { file, hint: `rerun the same command with ${opt('repair')} to write it again from the dataset and tokenizer` });
+  if (!repair)
+    throw new LobesError(problem, { file,
+      hint: `rerun the same command with ${opt('repair')} to write it again from the dataset and tokenizer` });
   writeSamples(out, input.rows);
   io.log(`repair: ${file}: ${problem}; written again from the dataset and tokenizer`);
 }
@@ -106,7 +130,10 @@ function checkSamplesFile(out: string, previous: RunManifest, input: Input, repa
 export function storedHooks(engine: CaptureEngine, s: Settings): HookInfo[] {
   const storeDtype = s.dtype === 'fp16' ? 'F16' : 'F32';
   const hooks: HookInfo[] = engine.hooks.map((p) => ({ name: p.name, dim: p.dim, dtype: storeDtype }));
-  if (hooks.length === 0) throw new LobesError(`the model has no capture points for ${opt('capture', s.capture.join(','))}`, { file: s.model });
+  if (hooks.length === 0)
+    throw new LobesError(`the model has no capture points for ${opt('capture', s.capture.join(','))}`, {
+      file: s.model,
+    });
   return hooks;
 }
 
@@ -114,14 +141,17 @@ export function storedHooks(engine: CaptureEngine, s: Settings): HookInfo[] {
  * Continue an earlier attempt: check every setting, reopen its chunk writer (null when it
  * crashed before writing the samples table and index) and carry its timings over.
  */
-export async function resumeWriter(previous: RunManifest, manifest: RunManifest, hooks: HookInfo[], s: Settings, input: Input, opts: ExtractOptions, io: JobIO): Promise<ChunkWriter | null> {
+export async function resumeWriter(previous: RunManifest, manifest: RunManifest, hooks: HookInfo[], s: Settings,
+  input: Input, opts: ExtractOptions, io: JobIO): Promise<ChunkWriter | null>
+{
   checkSameSettings(previous, manifest, s.out);
   let writer: ChunkWriter | null = null;
   // A crash right after the manifest of a new run leaves no samples table or index yet
   // (the samples table is written before the index).
   if (existsSync(indexPath(s.out))) {
     checkSamplesFile(s.out, previous, input, !!opts.repair, io);
-    const r = await ChunkWriter.resume(s.out, hooks, s.chunkRows, { verify: opts.verify ?? true, repair: !!opts.repair });
+    const r = await ChunkWriter.resume(s.out, hooks, s.chunkRows, { verify: opts.verify ?? true,
+      repair: !!opts.repair });
     for (const p of r.repaired) io.log(`repair: ${p}; extracting it again`);
     writer = r.writer;
   }
@@ -156,7 +186,9 @@ function freeBytes(dir: string): number | null {
  * The chunks still to extract, and the disk plan: say what the run will take and stop (unless
  * --ignore-plan) when the disk cannot hold what is left to write.
  */
-export function planChunks(s: Settings, input: Input, hooks: HookInfo[], writer: ChunkWriter | null, opts: ExtractOptions, io: JobIO): { todo: number[]; doneRows: number } {
+export function planChunks(s: Settings, input: Input, hooks: HookInfo[], writer: ChunkWriter | null,
+  opts: ExtractOptions, io: JobIO): { todo: number[]; doneRows: number }
+{
   const { range, rowsHere, N } = input;
   const todo: number[] = [];
   let todoRows = 0;
@@ -173,13 +205,22 @@ export function planChunks(s: Settings, input: Input, hooks: HookInfo[], writer:
   const needBytes = planBytes(hooks, todoRows, todo.length);
   const free = (opts.diskFree ?? freeBytes)(s.out);
   io.log(
-    `extract: ${rowsHere} samples${s.shard ? ` (shard ${s.shard.index}/${s.shard.count}: rows ${range.rowStart}..${range.rowEnd - 1} of ${N})` : ''}, ${hooks.length} capture point${hooks.length > 1 ? 's' : ''}, ${s.dtype}; ` +
+    `extract: ${rowsHere} samples${
+      s.shard ? ` (shard ${s.shard.index}/${s.shard.count}: rows ${range.rowStart}..${range.rowEnd - 1} of ${N})` : ''
+    }, ${hooks.length} capture point${hooks.length > 1 ? 's' : ''}, ${s.dtype}; ` +
       `expected run size ${fmtBytes(totalBytes)}` +
       (doneRows ? `, resuming: ${doneRows} rows done, ${fmtBytes(needBytes)} to write` : '') +
       (free !== null ? `, ${fmtBytes(free)} free` : ''),
   );
   if (free !== null && needBytes > free) {
-    if (!opts.force) throw new LobesError(`not enough disk space: the run needs ${fmtBytes(needBytes)} more but ${fmtBytes(free)} is free`, { file: s.out, hint: `free space, choose another ${opt('out')}, store ${opt('dtype', 'fp16')} or capture fewer points; ${opt('force')} starts anyway` });
+    if (!opts.force)
+      throw new LobesError(
+        `not enough disk space: the run needs ${fmtBytes(needBytes)} more but ${fmtBytes(free)} is free`,
+        { file: s.out,
+          hint: `free space, choose another ${opt('out')}, store ${opt('dtype', 'fp16')} or capture fewer points; ${
+            opt('force')
+          } starts anyway` },
+      );
     io.warn(`warning: the run needs ${fmtBytes(needBytes)} but only ${fmtBytes(free)} is free (--ignore-plan given)`);
   }
   return { todo, doneRows };

@@ -23,7 +23,8 @@ import { writeManifest, writeSamples } from '../store/manifest.js';
 import { ChunkWriter } from '../store/writer.js';
 import { withJobFolder } from '../store/job.js';
 import type { GraphFacts } from '../runtime/consistency.js';
-import { type ExtractDeps, type ExtractOptions, resolveDeps, type Settings, type Input, resolveSettings, chunkSpan } from './settings.js';
+import { type ExtractDeps, type ExtractOptions, resolveDeps, type Settings, type Input, resolveSettings,
+  chunkSpan } from './settings.js';
 import { loadInput, checkContext, checkGraph, checkMemory } from './input.js';
 import { openRunFolder, runManifest, alreadyComplete, storedHooks, resumeWriter, planChunks } from './resume.js';
 
@@ -60,21 +61,27 @@ export async function runExtract(opts: ExtractOptions): Promise<RunManifest> {
   const deps = await resolveDeps(opts.deps);
   const input = await loadInput(opts.data, s, deps, opts, io);
   // From here on this process is the folder's only writer (src/store/job.ts); its state is read under the lock.
-  return withJobFolder(s.out, { command: 'lobes extract', isJob: (d) => existsSync(path.join(d, MANIFEST)), what: 'a lobes run', log: io.warn }, () => extractUnderLock(opts, s, deps, input, tStart, io));
+  return withJobFolder(s.out, { command: 'lobes extract', isJob: (d) => existsSync(path.join(d, MANIFEST)),
+    what: 'a lobes run', log: io.warn }, () => extractUnderLock(opts, s, deps, input, tStart, io));
 }
 
 /** The extraction once the folder is claimed. */
-async function extractUnderLock(opts: ExtractOptions, s: Settings, deps: ExtractDeps, input: Input, tStart: number, io: JobIO): Promise<RunManifest> {
+async function extractUnderLock(opts: ExtractOptions, s: Settings, deps: ExtractDeps, input: Input, tStart: number,
+  io: JobIO): Promise<RunManifest>
+{
   const previous = openRunFolder(s.out);
-  const manifestFor = (points: HookInfo[], arch: ModelArch | null, graph?: GraphFacts) => runManifest(s, input, previous, points, arch, graph);
+  const manifestFor = (points: HookInfo[], arch: ModelArch | null, graph?: GraphFacts) =>
+    runManifest(s, input, previous, points, arch, graph);
 
   // Refuse a rerun with different settings before loading the model.
-  if (previous && (await alreadyComplete(previous, manifestFor(previous.capture.points, null), s, input, opts, io))) return previous;
+  if (previous && (await alreadyComplete(previous, manifestFor(previous.capture.points, null), s, input, opts, io)))
+    return previous;
   // Texts longer than the model's context are refused before the model is loaded.
   checkContext(input, input.context);
 
   const t1 = Date.now();
-  const engine = await deps.openCaptureEngine(s.model, { capture: s.capture, ...(s.layers ? { layers: s.layers } : {}), device: s.device, deviceId: s.deviceId, ...(s.interventions.length ? { interventions: s.interventions } : {}) });
+  const engine = await deps.openCaptureEngine(s.model, { capture: s.capture, ...(s.layers ? { layers: s.layers } : {}),
+    device: s.device, deviceId: s.deviceId, ...(s.interventions.length ? { interventions: s.interventions } : {}) });
   const modelLoadMs = Date.now() - t1;
   try {
     const graph = checkGraph(engine, s, opts, io);
@@ -91,21 +98,25 @@ async function extractUnderLock(opts: ExtractOptions, s: Settings, deps: Extract
     makeDirs(s.out);
     writeManifest(s.out, manifest);
     if (!writer) {
-      if (writeSamples(s.out, input.rows) !== input.samplesSha256) throw new LobesError('samples.jsonl was not written as planned', { file: path.join(s.out, SAMPLES) });
+      if (writeSamples(s.out, input.rows) !== input.samplesSha256)
+        throw new LobesError('samples.jsonl was not written as planned', { file: path.join(s.out, SAMPLES) });
       writer = ChunkWriter.create(s.out, hooks, s.chunkRows);
     }
     const progress = new Progress({ label: 'extract', total: input.rowsHere, unit: 'samples', io });
     if (plan.doneRows) progress.resume(plan.doneRows);
-    await extractChunks(plan.todo, writer, { s, input, deps, engine, hooks, progress, clock, signal: io.signal }, () => {
-      manifest.timings = clock.timings();
-      writeManifest(s.out, manifest);
-    });
+    await extractChunks(plan.todo, writer, { s, input, deps, engine, hooks, progress, clock, signal: io.signal },
+      () => {
+        manifest.timings = clock.timings();
+        writeManifest(s.out, manifest);
+      });
     const wallMs = Date.now() - tStart;
     manifest.timings = clock.timings();
     manifest.complete = true;
     writeManifest(s.out, manifest);
     progress.finish(
-      `extract: done, ${input.rowsHere} samples, ${input.tokens} tokens${input.truncated ? ` (${input.truncated} truncated)` : ''} in ${fmtTime(wallMs / 1000)} -> ${s.out}`,
+      `extract: done, ${input.rowsHere} samples, ${input.tokens} tokens${
+        input.truncated ? ` (${input.truncated} truncated)` : ''
+      } in ${fmtTime(wallMs / 1000)} -> ${s.out}`,
     );
     return manifest;
   } finally {
@@ -196,7 +207,11 @@ async function captureChunk(c: number, ctx: ChunkContext): Promise<Map<string, F
     clock.computeMs += performance.now() - tc;
     for (const h of hooks) {
       const v = res.get(h.name);
-      if (!v || v.length !== b.length * h.dim) throw new LobesError(`the capture engine returned ${v ? v.length : 'no'} values for ${h.name}, expected ${b.length}×${h.dim}`, { where: `chunk ${c}` });
+      if (!v || v.length !== b.length * h.dim)
+        throw new LobesError(
+          `the capture engine returned ${v ? v.length : 'no'} values for ${h.name}, expected ${b.length}×${h.dim}`,
+          { where: `chunk ${c}` },
+        );
       const buf = buffers.get(h.name)!;
       for (let k = 0; k < b.length; k++) buf.set(v.subarray(k * h.dim, (k + 1) * h.dim), b[k] * h.dim);
     }
@@ -205,6 +220,7 @@ async function captureChunk(c: number, ctx: ChunkContext): Promise<Map<string, F
     for (const i of b) tk += lengths[i];
     progress.tick(b.length, { tokens: tk });
   }
-  if (seen !== n || new Set(plan.flat()).size !== n) throw new LobesError(`batch plan covers ${seen} rows of a ${n}-row chunk`, { where: `chunk ${c}` });
+  if (seen !== n || new Set(plan.flat()).size !== n)
+    throw new LobesError(`batch plan covers ${seen} rows of a ${n}-row chunk`, { where: `chunk ${c}` });
   return buffers;
 }

@@ -5,7 +5,8 @@
 import { UsageError, opt } from '../util/errors.js';
 import type { Dataset } from '../data/types.js';
 import type { ControlInfo, ModelSourceRecord, SampleRow } from '../store/types.js';
-import type { BatchPlanOptions, CaptureEngine, CaptureFamily, Device, EngineOptions, Intervention, LobesTokenizer, TokenBatch, TokenizerOptions } from '../runtime/types.js';
+import type { BatchPlanOptions, CaptureEngine, CaptureFamily, Device, EngineOptions, Intervention, LobesTokenizer,
+  TokenBatch, TokenizerOptions } from '../runtime/types.js';
 import { shardRange, type ShardSpec } from '../store/layout.js';
 import type { ModelFileRef } from '../store/provenance.js';
 import type { ModelFile } from '../store/types.js';
@@ -80,12 +81,15 @@ export const DEFAULT_BATCH = 8;
 
 async function defaultDeps(): Promise<ExtractDeps> {
   // Loaded lazily so that tests injecting every piece never load ONNX Runtime.
-  const [e, t, b, d] = await Promise.all([import('../runtime/engine.js'), import('../runtime/tokenize.js'), import('../runtime/batching.js'), import('../data/index.js')]);
-  return { openCaptureEngine: e.openCaptureEngine, loadTokenizer: t.loadTokenizer, planBatches: b.planBatches, padBatch: b.padBatch, loadDataset: (s: string) => d.loadDataset(s) };
+  const [e, t, b, d] = await Promise.all([import('../runtime/engine.js'), import('../runtime/tokenize.js'),
+    import('../runtime/batching.js'), import('../data/index.js')]);
+  return { openCaptureEngine: e.openCaptureEngine, loadTokenizer: t.loadTokenizer, planBatches: b.planBatches,
+    padBatch: b.padBatch, loadDataset: (s: string) => d.loadDataset(s) };
 }
 
 export async function resolveDeps(given: Partial<ExtractDeps> | undefined): Promise<ExtractDeps> {
-  if (given && given.loadDataset && given.loadTokenizer && given.openCaptureEngine && given.planBatches && given.padBatch) return given as ExtractDeps;
+  if (given && given.loadDataset && given.loadTokenizer && given.openCaptureEngine && given.planBatches &&
+    given.padBatch) return given as ExtractDeps;
   return { ...(await defaultDeps()), ...given };
 }
 
@@ -146,7 +150,8 @@ function selectedLayers(spec: string | undefined): string | null {
 /** Fill in the defaults; a bad chunk size is a usage error. */
 export function resolveSettings(opts: ExtractOptions): Settings {
   const chunkRows = opts.chunkRows ?? DEFAULT_CHUNK_ROWS;
-  if (!Number.isInteger(chunkRows) || chunkRows < 1) throw new UsageError(`${opt('chunkRows')} must be a positive integer, got ${chunkRows}`);
+  if (!Number.isInteger(chunkRows) || chunkRows < 1)
+    throw new UsageError(`${opt('chunkRows')} must be a positive integer, got ${chunkRows}`);
   return {
     model: opts.model,
     modelSource: opts.modelSource ?? null,

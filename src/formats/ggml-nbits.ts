@@ -67,7 +67,9 @@ export interface NBitsWeight {
 }
 
 /** How each mappable GGML type maps: bits, block size and the zero point when fixed. */
-export const NBITS_MAPPING: Readonly<Record<string, { bits: 2 | 4 | 8; blockSize: 16 | 32; zeroPoint: number | null }>> = {
+export const NBITS_MAPPING: Readonly<
+  Record<string, { bits: 2 | 4 | 8; blockSize: 16 | 32; zeroPoint: number | null }>
+> = {
   Q4_0: { bits: 4, blockSize: 32, zeroPoint: 8 },
   Q4_1: { bits: 4, blockSize: 32, zeroPoint: null },
   Q4_K: { bits: 4, blockSize: 32, zeroPoint: null },
@@ -181,7 +183,8 @@ function decompose(name: string, src: Uint8Array, nBlocksGgml: number, total: nu
           const shift = ((sub >> 1) & 3) * 2;
           const hbit = sub >> 1;
           const y0 = b * 256 + sub * 16;
-          for (let l = 0; l < 16; l++) codes[y0 + l] = ((src[q0 + l] >> shift) & 3) | (((src[o + lq + l] >> hbit) & 1) << 2);
+          for (let l = 0; l < 16; l++)
+            codes[y0 + l] = ((src[q0 + l] >> shift) & 3) | (((src[o + lq + l] >> hbit) & 1) << 2);
         }
       }
       break;
@@ -200,8 +203,9 @@ function decompose(name: string, src: Uint8Array, nBlocksGgml: number, total: nu
           const q0 = o + qs + (j >> 1) * 32;
           const shift = (j & 1) * 4;
           const y0 = b * 256 + j * 32;
-          if (name === 'Q4_K') for (let l = 0; l < 32; l++) codes[y0 + l] = (src[q0 + l] >> shift) & 15;
-          else for (let l = 0; l < 32; l++) codes[y0 + l] = ((src[q0 + l] >> shift) & 15) | (((src[o + 16 + l] >> j) & 1) << 4);
+          if (name === 'Q4_K') { for (let l = 0; l < 32; l++) codes[y0 + l] = (src[q0 + l] >> shift) & 15; }
+          else for (let l = 0; l < 32; l++)
+              codes[y0 + l] = ((src[q0 + l] >> shift) & 15) | (((src[o + 16 + l] >> j) & 1) << 4);
         }
       }
       break;
@@ -220,7 +224,8 @@ function decompose(name: string, src: Uint8Array, nBlocksGgml: number, total: nu
           const qh0 = o + 128 + h * 32 + (r0 & 31);
           const hshift = (r0 >> 5) * 2;
           const y0 = b * 256 + e0;
-          for (let l = 0; l < 16; l++) codes[y0 + l] = ((src[ql0 + l] >> lshift) & 15) | (((src[qh0 + l] >> hshift) & 3) << 4);
+          for (let l = 0; l < 16; l++)
+            codes[y0 + l] = ((src[ql0 + l] >> lshift) & 15) | (((src[qh0 + l] >> hshift) & 3) << 4);
         }
       }
       break;
@@ -239,15 +244,27 @@ function isHalf(x: number): boolean {
  * Rows are independent, so a tensor can be converted a row range at a time and the outputs
  * concatenated (zero points included: they are packed per row).
  */
-export function ggmlToMatMulNBits(type: number, src: Uint8Array, n: number, k: number, place: ErrorPlace = {}): NBitsWeight {
+export function ggmlToMatMulNBits(type: number, src: Uint8Array, n: number, k: number,
+  place: ErrorPlace = {}): NBitsWeight
+{
   const t = ggmlType(type);
   const map = t ? NBITS_MAPPING[t.name] : undefined;
   if (!t || !map) {
-    throw new LobesError(`GGML ${ggmlTypeName(type)} has no MatMulNBits form (mappable: ${Object.keys(NBITS_MAPPING).join(', ')}); expand it to float instead`, place);
+    throw new LobesError(
+      `GGML ${ggmlTypeName(type)} has no MatMulNBits form (mappable: ${
+        Object.keys(NBITS_MAPPING).join(', ')
+      }); expand it to float instead`,
+      place,
+    );
   }
-  if (!Number.isInteger(n) || !Number.isInteger(k) || n < 0 || k % t.blockSize !== 0) throw new LobesError(`[${n}, ${k}] is not whole rows of ${t.name} blocks of ${t.blockSize}`, place);
+  if (!Number.isInteger(n) || !Number.isInteger(k) || n < 0 || k % t.blockSize !== 0)
+    throw new LobesError(`[${n}, ${k}] is not whole rows of ${t.name} blocks of ${t.blockSize}`, place);
   const nBlocksGgml = (n * k) / t.blockSize;
-  if (src.byteLength !== nBlocksGgml * t.typeSize) throw new LobesError(`${src.byteLength} bytes given but [${n}, ${k}] of ${t.name} takes ${nBlocksGgml * t.typeSize}`, place);
+  if (src.byteLength !== nBlocksGgml * t.typeSize)
+    throw new LobesError(
+      `${src.byteLength} bytes given but [${n}, ${k}] of ${t.name} takes ${nBlocksGgml * t.typeSize}`,
+      place,
+    );
   const { bits, blockSize } = map;
   const kBlocks = k / blockSize;
   const nb = n * kBlocks;

@@ -40,7 +40,9 @@ interface Registered<N extends string = string, I extends number = number> exten
   decode: Decoder | null;
 }
 
-function ggml<const I extends number, const N extends string>(id: I, name: N, blockSize: number, typeSize: number, decode?: Decoder): Registered<N, I> {
+function ggml<const I extends number, const N extends string>(id: I, name: N, blockSize: number, typeSize: number,
+  decode?: Decoder): Registered<N, I>
+{
   return { id, name, blockSize, typeSize, dequantizable: decode !== undefined, decode: decode ?? null };
 }
 
@@ -97,13 +99,23 @@ const REGISTRY = [
 ] as const;
 
 /** GGML type ids by name (Q4_K → 12), for every registered type. */
-export const GgmlType = Object.freeze(Object.fromEntries(REGISTRY.map((t) => [t.name, t.id]))) as { readonly [T in (typeof REGISTRY)[number] as T['name']]: T['id'] };
+export const GgmlType = Object.freeze(Object.fromEntries(REGISTRY.map((t) => [t.name, t.id]))) as {
+  readonly [T in (typeof REGISTRY)[number] as T['name']]: T['id'];
+};
 
 /** Every GGML type id, in id order (gaps are ids GGML never assigned). */
-export const GGML_TYPES: readonly GgmlTypeInfo[] = REGISTRY.map(({ id, name, blockSize, typeSize, dequantizable }) => ({ id, name, blockSize, typeSize, dequantizable }));
+export const GGML_TYPES: readonly GgmlTypeInfo[] = REGISTRY.map(({ id, name, blockSize, typeSize, dequantizable }) => ({
+  id,
+  name,
+  blockSize,
+  typeSize,
+  dequantizable,
+}));
 
 const BY_ID = new Map(GGML_TYPES.map((t) => [t.id, t]));
-const DECODERS = new Map<number, Decoder>(REGISTRY.flatMap((t: Registered) => (t.decode ? [[t.id, t.decode] as const] : [])));
+const DECODERS = new Map<number, Decoder>(
+  REGISTRY.flatMap((t: Registered) => (t.decode ? [[t.id, t.decode] as const] : [])),
+);
 const BY_NAME = new Map(GGML_TYPES.map((t) => [t.name, t]));
 
 /** The type with this id, or undefined for an id GGML never assigned. */
@@ -137,8 +149,11 @@ const HALF = (() => {
  */
 export function ggmlByteSize(type: number, count: number, place: ErrorPlace = {}): number {
   const t = BY_ID.get(type);
-  if (!t || t.blockSize === 0) throw new LobesError(`GGML ${ggmlTypeName(type)} is ${t ? 'a type GGML has removed' : 'not a known GGML type'}`, place);
-  if (count % t.blockSize !== 0) throw new LobesError(`${count} values of ${t.name} are not whole blocks of ${t.blockSize}`, place);
+  if (!t || t.blockSize === 0)
+    throw new LobesError(`GGML ${ggmlTypeName(type)} is ${t ? 'a type GGML has removed' : 'not a known GGML type'}`,
+      place);
+  if (count % t.blockSize !== 0)
+    throw new LobesError(`${count} values of ${t.name} are not whole blocks of ${t.blockSize}`, place);
   return (count / t.blockSize) * t.typeSize;
 }
 
@@ -151,13 +166,16 @@ export function ggmlByteSize(type: number, count: number, place: ErrorPlace = {}
  * @param place file and tensor for error messages.
  * @returns out
  */
-export function dequantizeBlocks(type: number, src: Uint8Array, out?: Float32Array, place: ErrorPlace = {}): Float32Array {
+export function dequantizeBlocks(type: number, src: Uint8Array, out?: Float32Array,
+  place: ErrorPlace = {}): Float32Array
+{
   const t = BY_ID.get(type);
   if (!t || !t.dequantizable) {
     const what = t ? (t.blockSize === 0 ? `${t.name}, a type GGML has removed,` : t.name) : `GGML type id ${type}`;
     throw new LobesError(`cannot dequantize ${what}: lobes decodes ${DEQUANTIZABLE.join(', ')}`, {
       ...place,
-      hint: place.hint ?? 're-quantize the model with llama-quantize to one of these (Q4_K_M, Q8_0 or F16), or convert it from the original checkpoint',
+      hint: place.hint ??
+        're-quantize the model with llama-quantize to one of these (Q4_K_M, Q8_0 or F16), or convert it from the original checkpoint',
     });
   }
   if (src.byteLength % t.typeSize !== 0) {
@@ -166,7 +184,8 @@ export function dequantizeBlocks(type: number, src: Uint8Array, out?: Float32Arr
   const nb = src.byteLength / t.typeSize;
   const n = nb * t.blockSize;
   if (!out) out = new Float32Array(n);
-  else if (out.length < n) throw new LobesError(`output holds ${out.length} values but ${nb} ${t.name} blocks decode to ${n}`, place);
+  else if (out.length < n)
+    throw new LobesError(`output holds ${out.length} values but ${nb} ${t.name} blocks decode to ${n}`, place);
   DECODERS.get(t.id)!(src, out, nb, n);
   return out;
 }
@@ -362,7 +381,8 @@ function q5_k(src: Uint8Array, out: Float32Array, nb: number): void {
       const shift = (j & 1) * 4;
       const h0 = o + 16;
       const y0 = y + j * 32;
-      for (let l = 0; l < 32; l++) out[y0 + l] = ds * (((src[q0 + l] >> shift) & 15) | (((src[h0 + l] >> j) & 1) << 4)) - dm;
+      for (let l = 0; l < 32; l++)
+        out[y0 + l] = ds * (((src[q0 + l] >> shift) & 15) | (((src[h0 + l] >> j) & 1) << 4)) - dm;
     }
   }
 }

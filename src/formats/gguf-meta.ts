@@ -60,7 +60,10 @@ export const GGUF_KEYS = {
 } as const;
 
 /** The value type a key's type reads as. */
-export type GgufKeyValue<T extends GgufKeyType> = T extends 'string' ? string : T extends 'int' | 'number' ? number : T extends 'bool' ? boolean : T extends 'strings' ? string[] : ArrayLike<number>;
+export type GgufKeyValue<T extends GgufKeyType> = T extends 'string' ? string
+  : T extends 'int' | 'number' ? number : T extends 'bool' ? boolean
+  : T extends 'strings' ? string[]
+  : ArrayLike<number>;
 
 /** Metadata: key → value, typed as the GGUF header reader gives it or plain. */
 export type GgufMetadata = ReadonlyMap<string, unknown>;
@@ -114,7 +117,17 @@ export class GgufMeta {
   read<T extends GgufKeyType>(k: GgufKey<T>): GgufKeyValue<T> | undefined {
     const key = this.key(k);
     const t: GgufKeyType = k.type;
-    const v = t === 'string' ? this.str(key) : t === 'int' ? this.int(key) : t === 'number' ? this.num(key) : t === 'bool' ? this.bool(key) : t === 'strings' ? this.strings(key) : this.numbers(key);
+    const v = t === 'string'
+      ? this.str(key)
+      : t === 'int'
+      ? this.int(key)
+      : t === 'number'
+      ? this.num(key)
+      : t === 'bool'
+      ? this.bool(key)
+      : t === 'strings'
+      ? this.strings(key)
+      : this.numbers(key);
     return v as GgufKeyValue<T> | undefined;
   }
 

@@ -7,19 +7,43 @@ import { readExactly } from '../util/io.js';
 import { LobesError } from '../util/errors.js';
 
 /** The scalar value types of GGUF metadata (their ids are 0..12 in this order, with array = 9). */
-export type GgufScalarType = 'uint8' | 'int8' | 'uint16' | 'int16' | 'uint32' | 'int32' | 'float32' | 'bool' | 'string' | 'uint64' | 'int64' | 'float64';
+export type GgufScalarType = 'uint8' | 'int8' | 'uint16' | 'int16' | 'uint32' | 'int32' | 'float32' | 'bool' | 'string'
+  | 'uint64' | 'int64' | 'float64';
 /** Every GGUF value type. */
 export type GgufValueType = GgufScalarType | 'array';
 
 /** GGUF value type ids, as stored in the file. */
 export const GGUF_VALUE_TYPE_IDS: Record<GgufValueType, number> = {
-  uint8: 0, int8: 1, uint16: 2, int16: 3, uint32: 4, int32: 5, float32: 6, bool: 7, string: 8, array: 9, uint64: 10, int64: 11, float64: 12,
+  uint8: 0,
+  int8: 1,
+  uint16: 2,
+  int16: 3,
+  uint32: 4,
+  int32: 5,
+  float32: 6,
+  bool: 7,
+  string: 8,
+  array: 9,
+  uint64: 10,
+  int64: 11,
+  float64: 12,
 };
-const TYPE_BY_ID: GgufValueType[] = ['uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'float32', 'bool', 'string', 'array', 'uint64', 'int64', 'float64'];
+const TYPE_BY_ID: GgufValueType[] = ['uint8', 'int8', 'uint16', 'int16', 'uint32', 'int32', 'float32', 'bool', 'string',
+  'array', 'uint64', 'int64', 'float64'];
 
 /** Bytes of one fixed-size value (strings and arrays are variable). */
 export const GGUF_SCALAR_BYTES: Record<Exclude<GgufScalarType, 'string'>, number> = {
-  uint8: 1, int8: 1, uint16: 2, int16: 2, uint32: 4, int32: 4, float32: 4, bool: 1, uint64: 8, int64: 8, float64: 8,
+  uint8: 1,
+  int8: 1,
+  uint16: 2,
+  int16: 2,
+  uint32: 4,
+  int32: 4,
+  float32: 4,
+  bool: 1,
+  uint64: 8,
+  int64: 8,
+  float64: 8,
 };
 
 /** Items of a GGUF array: a typed array for numbers, plain arrays otherwise. */
@@ -77,7 +101,8 @@ export class HeaderCursor {
 
   /** Make n bytes available at the cursor; returns their index in the window. */
   need(n: number, where: string): number {
-    if (n > this.size - this.pos) this.fail(`file ends after ${this.size} bytes, ${n} more needed here: truncated GGUF`, where);
+    if (n > this.size - this.pos)
+      this.fail(`file ends after ${this.size} bytes, ${n} more needed here: truncated GGUF`, where);
     const i = this.pos - this.bufStart;
     if (i + n <= this.bufLen) return i;
     // Slide the window to the cursor, growing it when one item is larger than the window.
@@ -118,7 +143,8 @@ export class HeaderCursor {
   string(where: string): string {
     const at = this.pos;
     const len = this.u64(where);
-    if (len > this.size - this.pos) this.fail(`string of ${len} bytes runs past the end of the file (${this.size - this.pos} bytes left)`, where, at);
+    if (len > this.size - this.pos)
+      this.fail(`string of ${len} bytes runs past the end of the file (${this.size - this.pos} bytes left)`, where, at);
     const i = this.need(len, where);
     this.pos += len;
     return this.decoder.decode(this.buf.subarray(i, i + len));
@@ -139,16 +165,26 @@ function readScalar(cur: HeaderCursor, t: GgufScalarType, where: string): GgufVa
   cur.pos += GGUF_SCALAR_BYTES[t];
   const v = cur.view;
   switch (t) {
-    case 'uint8': return { type: t, value: v.getUint8(i) };
-    case 'int8': return { type: t, value: v.getInt8(i) };
-    case 'uint16': return { type: t, value: v.getUint16(i, true) };
-    case 'int16': return { type: t, value: v.getInt16(i, true) };
-    case 'uint32': return { type: t, value: v.getUint32(i, true) };
-    case 'int32': return { type: t, value: v.getInt32(i, true) };
-    case 'float32': return { type: t, value: v.getFloat32(i, true) };
-    case 'float64': return { type: t, value: v.getFloat64(i, true) };
-    case 'uint64': return { type: t, value: v.getBigUint64(i, true) };
-    case 'int64': return { type: t, value: v.getBigInt64(i, true) };
+    case 'uint8':
+      return { type: t, value: v.getUint8(i) };
+    case 'int8':
+      return { type: t, value: v.getInt8(i) };
+    case 'uint16':
+      return { type: t, value: v.getUint16(i, true) };
+    case 'int16':
+      return { type: t, value: v.getInt16(i, true) };
+    case 'uint32':
+      return { type: t, value: v.getUint32(i, true) };
+    case 'int32':
+      return { type: t, value: v.getInt32(i, true) };
+    case 'float32':
+      return { type: t, value: v.getFloat32(i, true) };
+    case 'float64':
+      return { type: t, value: v.getFloat64(i, true) };
+    case 'uint64':
+      return { type: t, value: v.getBigUint64(i, true) };
+    case 'int64':
+      return { type: t, value: v.getBigInt64(i, true) };
     case 'bool': {
       const b = v.getUint8(i);
       if (b > 1) cur.fail(`bool byte is ${b}, not 0 or 1`, where, cur.pos - 1);
@@ -157,9 +193,17 @@ function readScalar(cur: HeaderCursor, t: GgufScalarType, where: string): GgufVa
   }
 }
 
-const TYPED: Record<string, { new (b: ArrayBuffer): ArrayBufferView }> = {
-  uint8: Uint8Array, int8: Int8Array, uint16: Uint16Array, int16: Int16Array, uint32: Uint32Array, int32: Int32Array,
-  float32: Float32Array, uint64: BigUint64Array, int64: BigInt64Array, float64: Float64Array,
+const TYPED: Record<string, { new(b: ArrayBuffer): ArrayBufferView }> = {
+  uint8: Uint8Array,
+  int8: Int8Array,
+  uint16: Uint16Array,
+  int16: Int16Array,
+  uint32: Uint32Array,
+  int32: Int32Array,
+  float32: Float32Array,
+  uint64: BigUint64Array,
+  int64: BigInt64Array,
+  float64: Float64Array,
 };
 
 const FATAL_UTF8 = new TextDecoder('utf-8', { fatal: true });
@@ -181,7 +225,8 @@ function readStrings(cur: HeaderCursor, count: number, where: string): string[] 
   for (let k = 0; k < count; k++) {
     const at = cur.pos;
     const len = cur.u64(where);
-    if (len > cur.size - cur.pos) cur.fail(`string of ${len} bytes runs past the end of the file (${cur.size - cur.pos} bytes left)`, where, at);
+    if (len > cur.size - cur.pos)
+      cur.fail(`string of ${len} bytes runs past the end of the file (${cur.size - cur.pos} bytes left)`, where, at);
     const i = cur.need(len, where);
     if (total + len > pool.byteLength) {
       const next = new Uint8Array(Math.max(total + len, pool.byteLength * 2));
@@ -239,7 +284,12 @@ function readArray(cur: HeaderCursor, where: string, depth: number): GgufArray {
   if (itemType === 'string' || itemType === 'array') {
     // Each string takes at least its 8-byte length; each array its type and count.
     const min = itemType === 'string' ? 8 : 12;
-    if (count > left / min) cur.fail(`array of ${count} ${itemType}s needs at least ${count * min} bytes but ${left} are left: truncated or corrupt`, where, at);
+    if (count > left / min)
+      cur.fail(
+        `array of ${count} ${itemType}s needs at least ${count * min} bytes but ${left} are left: truncated or corrupt`,
+        where,
+        at,
+      );
     if (itemType === 'string') return { itemType, items: readStrings(cur, count, where) };
     if (depth >= 8) cur.fail('arrays nested deeper than 8 levels', where, at);
     const items = new Array<GgufArray>(count);
@@ -247,7 +297,9 @@ function readArray(cur: HeaderCursor, where: string, depth: number): GgufArray {
     return { itemType, items };
   }
   const size = GGUF_SCALAR_BYTES[itemType];
-  if (count > left / size) cur.fail(`array of ${count} ${itemType} needs ${count * size} bytes but ${left} are left: truncated GGUF`, where, at);
+  if (count > left / size)
+    cur.fail(`array of ${count} ${itemType} needs ${count * size} bytes but ${left} are left: truncated GGUF`, where,
+      at);
   const nbytes = count * size;
   if (itemType === 'bool') {
     const items = new Array<boolean>(count);

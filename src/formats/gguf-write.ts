@@ -81,7 +81,12 @@ class Bytes {
 }
 
 const INT_RANGE: Record<string, [number, number]> = {
-  uint8: [0, 0xff], int8: [-0x80, 0x7f], uint16: [0, 0xffff], int16: [-0x8000, 0x7fff], uint32: [0, 0xffffffff], int32: [-0x80000000, 0x7fffffff],
+  uint8: [0, 0xff],
+  int8: [-0x80, 0x7f],
+  uint16: [0, 0xffff],
+  int16: [-0x8000, 0x7fff],
+  uint32: [0, 0xffffffff],
+  int32: [-0x80000000, 0x7fffffff],
 };
 
 function scalar(out: Bytes, type: Exclude<GgufValueType, 'array'>, value: unknown, where: string): void {
@@ -122,24 +127,45 @@ function scalar(out: Bytes, type: Exclude<GgufValueType, 'array'>, value: unknow
       out.zeros(GGUF_SCALAR_BYTES[type]);
       const v = value as number;
       switch (type) {
-        case 'uint8': out.view.setUint8(at, v); break;
-        case 'int8': out.view.setInt8(at, v); break;
-        case 'uint16': out.view.setUint16(at, v, true); break;
-        case 'int16': out.view.setInt16(at, v, true); break;
-        case 'uint32': out.view.setUint32(at, v, true); break;
-        case 'int32': out.view.setInt32(at, v, true); break;
+        case 'uint8':
+          out.view.setUint8(at, v);
+          break;
+        case 'int8':
+          out.view.setInt8(at, v);
+          break;
+        case 'uint16':
+          out.view.setUint16(at, v, true);
+          break;
+        case 'int16':
+          out.view.setInt16(at, v, true);
+          break;
+        case 'uint32':
+          out.view.setUint32(at, v, true);
+          break;
+        case 'int32':
+          out.view.setInt32(at, v, true);
+          break;
       }
     }
   }
 }
 
-const TYPED_CTOR: Record<string, new (n: number) => ArrayLike<number | bigint>> = {
-  uint8: Uint8Array, int8: Int8Array, uint16: Uint16Array, int16: Int16Array, uint32: Uint32Array, int32: Int32Array,
-  float32: Float32Array, uint64: BigUint64Array, int64: BigInt64Array, float64: Float64Array,
+const TYPED_CTOR: Record<string, new(n: number) => ArrayLike<number | bigint>> = {
+  uint8: Uint8Array,
+  int8: Int8Array,
+  uint16: Uint16Array,
+  int16: Int16Array,
+  uint32: Uint32Array,
+  int32: Int32Array,
+  float32: Float32Array,
+  uint64: BigUint64Array,
+  int64: BigInt64Array,
+  float64: Float64Array,
 };
 
 function array(out: Bytes, a: GgufArray, where: string): void {
-  if (!(a.itemType in GGUF_VALUE_TYPE_IDS)) throw new LobesError(`unknown array item type ${JSON.stringify(a.itemType)}`, { where });
+  if (!(a.itemType in GGUF_VALUE_TYPE_IDS))
+    throw new LobesError(`unknown array item type ${JSON.stringify(a.itemType)}`, { where });
   out.u32(GGUF_VALUE_TYPE_IDS[a.itemType]);
   out.u64(a.items.length);
   const ctor = TYPED_CTOR[a.itemType];
@@ -149,7 +175,9 @@ function array(out: Bytes, a: GgufArray, where: string): void {
     return;
   }
   const items = a.items as unknown[];
-  if (!Array.isArray(items)) throw new LobesError(`array of ${a.itemType} must be ${ctor ? `a ${ctor.name} or a plain array` : 'a plain array'}`, { where });
+  if (!Array.isArray(items))
+    throw new LobesError(`array of ${a.itemType} must be ${ctor ? `a ${ctor.name} or a plain array` : 'a plain array'}`,
+      { where });
   for (let k = 0; k < items.length; k++) {
     if (a.itemType === 'array') array(out, items[k] as GgufArray, `${where}[${k}]`);
     else scalar(out, a.itemType, items[k], where);
@@ -159,7 +187,8 @@ function array(out: Bytes, a: GgufArray, where: string): void {
 /** Encode one metadata entry: key, value type, value. */
 function entry(out: Bytes, key: string, v: GgufValue): void {
   const where = `metadata ${JSON.stringify(key)}`;
-  if (!v || !(v.type in GGUF_VALUE_TYPE_IDS)) throw new LobesError(`unknown value type ${JSON.stringify((v as any)?.type)}`, { where });
+  if (!v || !(v.type in GGUF_VALUE_TYPE_IDS))
+    throw new LobesError(`unknown value type ${JSON.stringify((v as any)?.type)}`, { where });
   out.string(key);
   out.u32(GGUF_VALUE_TYPE_IDS[v.type]);
   if (v.type === 'array') array(out, v.value, where);
@@ -189,9 +218,14 @@ export function encodeGgufHeader(
   }
   const given = kv.find(([k]) => k === 'general.alignment')?.[1];
   const alignment = options.alignment ?? (given?.type === 'uint32' ? given.value : 32);
-  if (!Number.isInteger(alignment) || alignment <= 0 || (alignment & (alignment - 1)) !== 0) throw new LobesError(`alignment ${alignment} is not a power of two`);
+  if (!Number.isInteger(alignment) || alignment <= 0 || (alignment & (alignment - 1)) !== 0)
+    throw new LobesError(`alignment ${alignment} is not a power of two`);
   if (given && !(given.type === 'uint32' && given.value === alignment)) {
-    throw new LobesError(`metadata general.alignment (${given.type === 'array' ? 'an array' : String(given.value)}) disagrees with the alignment ${alignment}`);
+    throw new LobesError(
+      `metadata general.alignment (${
+        given.type === 'array' ? 'an array' : String(given.value)
+      }) disagrees with the alignment ${alignment}`,
+    );
   }
   if (!given && alignment !== 32) kv.push(['general.alignment', { type: 'uint32', value: alignment }]);
 
@@ -202,11 +236,15 @@ export function encodeGgufHeader(
     const where = `tensor ${JSON.stringify(t.name)}`;
     if (names.has(t.name)) throw new LobesError('duplicate tensor name', { where });
     names.add(t.name);
-    if (t.dims.length > 4 || !t.dims.every((d) => Number.isSafeInteger(d) && d >= 0)) throw new LobesError(`invalid dims ${JSON.stringify(t.dims)} (at most 4 non-negative integers)`, { where });
+    if (t.dims.length > 4 || !t.dims.every((d) => Number.isSafeInteger(d) && d >= 0))
+      throw new LobesError(`invalid dims ${JSON.stringify(t.dims)} (at most 4 non-negative integers)`, { where });
     const ty = ggmlType(t.type);
     if (!ty || ty.blockSize === 0) throw new LobesError(`GGML ${ggmlTypeName(t.type)} cannot be written`, { where });
     const numel = t.dims.reduce((a, b) => a * b, 1);
-    if ((t.dims[0] ?? 1) % ty.blockSize !== 0) throw new LobesError(`row length ${t.dims[0]} is not a multiple of the ${ty.name} block size ${ty.blockSize}`, { where });
+    if ((t.dims[0] ?? 1) % ty.blockSize !== 0)
+      throw new LobesError(`row length ${t.dims[0]} is not a multiple of the ${ty.name} block size ${ty.blockSize}`, {
+        where,
+      });
     const nbytes = ggmlByteSize(t.type, numel, { where });
     planned.push({ ...t, nbytes, rel });
     rel += Math.ceil(nbytes / alignment) * alignment;
@@ -266,7 +304,9 @@ export class GgufWriter {
    * Start writing `file`: header, metadata (in the given order) and the infos of `tensors`
    * (in the given order, which is also the order of their data) go out now.
    */
-  static create(file: string, metadata: Iterable<[string, GgufValue]>, tensors: GgufTensorSpec[], options: GgufWriteOptions = {}): GgufWriter {
+  static create(file: string, metadata: Iterable<[string, GgufValue]>, tensors: GgufTensorSpec[],
+    options: GgufWriteOptions = {}): GgufWriter
+  {
     return new GgufWriter(file, metadata, tensors, options);
   }
 
@@ -287,11 +327,22 @@ export class GgufWriter {
    */
   write(name: string, data: ArrayBufferView): void {
     const t = this.plan[this.cur];
-    if (!t) throw new LobesError(`tensor ${JSON.stringify(name)}: every declared tensor is already written`, { file: this.file });
-    if (t.name !== name) throw new LobesError(`tensor ${JSON.stringify(name)} written out of order: ${JSON.stringify(t.name)} is next`, { file: this.file });
+    if (!t)
+      throw new LobesError(`tensor ${JSON.stringify(name)}: every declared tensor is already written`, {
+        file: this.file,
+      });
+    if (t.name !== name)
+      throw new LobesError(`tensor ${JSON.stringify(name)} written out of order: ${JSON.stringify(t.name)} is next`, {
+        file: this.file,
+      });
     const b = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
     if (this.done + b.byteLength > t.nbytes) {
-      throw new LobesError(`${this.done + b.byteLength} bytes given but ${ggmlTypeName(t.type)} ${JSON.stringify(t.dims)} takes ${t.nbytes}`, { file: this.file, where: `tensor ${JSON.stringify(name)}` });
+      throw new LobesError(
+        `${this.done + b.byteLength} bytes given but ${ggmlTypeName(t.type)} ${
+          JSON.stringify(t.dims)
+        } takes ${t.nbytes}`,
+        { file: this.file, where: `tensor ${JSON.stringify(name)}` },
+      );
     }
     this.put(b);
     this.done += b.byteLength;
@@ -311,7 +362,10 @@ export class GgufWriter {
     if (t) {
       const left = this.plan.length - this.cur;
       this.abort();
-      throw new LobesError(`${left} tensor(s) not written, starting with ${JSON.stringify(t.name)}; nothing was written`, { file: this.file });
+      throw new LobesError(
+        `${left} tensor(s) not written, starting with ${JSON.stringify(t.name)}; nothing was written`,
+        { file: this.file },
+      );
     }
     fsyncSync(this.fd);
     closeSync(this.fd);

@@ -85,7 +85,10 @@ export class GgufFile {
   /** The tensor with this name; throws naming it when absent. */
   tensor(name: string): GgufTensorInfo {
     const t = this.byName.get(name);
-    if (!t) throw new LobesError(`tensor ${JSON.stringify(name)} not found (the file has ${this.tensors.length} tensors)`, { file: this.file });
+    if (!t)
+      throw new LobesError(`tensor ${JSON.stringify(name)} not found (the file has ${this.tensors.length} tensors)`, {
+        file: this.file,
+      });
     return t;
   }
 
@@ -106,7 +109,8 @@ export class GgufFile {
 
   private wrong(key: string, want: string): never {
     const v = this.metadata.get(key);
-    throw new LobesError(`metadata ${JSON.stringify(key)} is ${describe(v)}; ${want} is needed`, { file: this.file, where: 'metadata' });
+    throw new LobesError(`metadata ${JSON.stringify(key)} is ${describe(v)}; ${want} is needed`, { file: this.file,
+      where: 'metadata' });
   }
 
   /** A string value; `fallback` when the key is missing (throws when there is none), throws when of another type. */
@@ -137,9 +141,12 @@ export class GgufFile {
   getInt(key: string, fallback?: number): number {
     const v = this.metadata.get(key);
     if (v === undefined && fallback !== undefined) return fallback;
-    if (!v || v.type === 'float32' || v.type === 'float64' || v.type === 'bool' || v.type === 'string' || v.type === 'array') this.wrong(key, 'an integer');
+    if (!v || v.type === 'float32' || v.type === 'float64' || v.type === 'bool' || v.type === 'string' ||
+      v.type === 'array') this.wrong(key, 'an integer');
     const n = Number(v.value);
-    if (!Number.isSafeInteger(n)) throw new LobesError(`metadata ${JSON.stringify(key)} = ${v.value} is beyond 2^53`, { file: this.file, where: 'metadata' });
+    if (!Number.isSafeInteger(n))
+      throw new LobesError(`metadata ${JSON.stringify(key)} = ${v.value} is beyond 2^53`, { file: this.file,
+        where: 'metadata' });
     return n;
   }
 
@@ -174,14 +181,17 @@ export class GgufFile {
   }
 
   private rowRange(t: GgufTensorInfo, rowStart = 0, rowEnd = t.rows): [number, number] {
-    if (!Number.isInteger(rowStart) || !Number.isInteger(rowEnd) || rowStart < 0 || rowEnd > t.rows || rowStart > rowEnd) {
+    if (!Number.isInteger(rowStart) || !Number.isInteger(rowEnd) || rowStart < 0 || rowEnd > t.rows ||
+      rowStart > rowEnd)
+    {
       throw new LobesError(`rows [${rowStart}, ${rowEnd}) out of range for ${t.rows} rows`, this.place(t));
     }
     return [rowStart, rowEnd];
   }
 
   private openFd(t: GgufTensorInfo): number {
-    if (this.fd === null) throw new LobesError('the GGUF file was closed before its tensor data was read', this.place(t));
+    if (this.fd === null)
+      throw new LobesError('the GGUF file was closed before its tensor data was read', this.place(t));
     return this.fd;
   }
 
@@ -195,7 +205,8 @@ export class GgufFile {
     const len = (r1 - r0) * t.rowBytes;
     let out: Uint8Array;
     if (dst) {
-      if (dst.byteLength < len) throw new LobesError(`buffer of ${dst.byteLength} bytes is too small for ${len}`, this.place(t));
+      if (dst.byteLength < len)
+        throw new LobesError(`buffer of ${dst.byteLength} bytes is too small for ${len}`, this.place(t));
       out = dst.subarray(0, len);
     } else {
       out = new Uint8Array(new ArrayBuffer(len));
@@ -217,7 +228,8 @@ export class GgufFile {
     const ty = ggmlType(t.type);
     if (!ty?.dequantizable) dequantizeBlocks(t.type, new Uint8Array(0), undefined, this.place(t)); // throws naming the type
     if (!out) out = new Float32Array(n);
-    else if (out.length < n) throw new LobesError(`output holds ${out.length} values but rows [${r0}, ${r1}) have ${n}`, this.place(t));
+    else if (out.length < n)
+      throw new LobesError(`output holds ${out.length} values but rows [${r0}, ${r1}) have ${n}`, this.place(t));
     const rowsPer = Math.max(1, Math.floor((8 << 20) / Math.max(1, t.rowBytes)));
     const raw = new Uint8Array(Math.min(r1 - r0, rowsPer) * t.rowBytes);
     for (let r = r0; r < r1; r += rowsPer) {
@@ -250,7 +262,8 @@ export function openGguf(file: string): GgufFile {
   }
   try {
     const st = fstatSync(fd);
-    if (!st.isFile()) throw new LobesError('GGUF file is not a regular file', { file, hint: 'give the path of the .gguf file itself' });
+    if (!st.isFile())
+      throw new LobesError('GGUF file is not a regular file', { file, hint: 'give the path of the .gguf file itself' });
     const size = st.size;
     const cur = new HeaderCursor(fd, file, size);
     if (size < 4) cur.fail(`not a GGUF file: ${size} bytes, shorter than the magic`, 'header', 0);
@@ -258,18 +271,30 @@ export function openGguf(file: string): GgufFile {
     if (magic !== MAGIC) {
       const bytes = Buffer.alloc(4);
       bytes.writeUInt32LE(magic);
-      cur.fail(`not a GGUF file: magic ${JSON.stringify(bytes.toString('latin1'))} (0x${bytes.toString('hex')}) instead of "GGUF"`, 'header', 0);
+      cur.fail(
+        `not a GGUF file: magic ${JSON.stringify(bytes.toString('latin1'))} (0x${
+          bytes.toString('hex')
+        }) instead of "GGUF"`,
+        'header',
+        0,
+      );
     }
     const version = cur.u32('header');
     if (version !== 2 && version !== 3) {
-      if ((version & 0xffff) === 0 && version !== 0) cur.fail(`big-endian GGUF (version field 0x${version.toString(16)}) is not supported`, 'header', 4);
-      cur.fail(`GGUF version ${version} is not supported (2 or 3; re-convert the model with a current llama.cpp)`, 'header', 4);
+      if ((version & 0xffff) === 0 && version !== 0)
+        cur.fail(`big-endian GGUF (version field 0x${version.toString(16)}) is not supported`, 'header', 4);
+      cur.fail(`GGUF version ${version} is not supported (2 or 3; re-convert the model with a current llama.cpp)`,
+        'header', 4);
     }
     const tensorCount = cur.u64('header: tensor count');
     const kvCount = cur.u64('header: metadata count');
     // Each metadata entry takes at least 8 (key length) + 4 (type) + 1 bytes; each tensor info 8 + 4 + 4 + 8.
-    if (kvCount > (size - cur.pos) / 13) cur.fail(`header declares ${kvCount} metadata entries, more than the file can hold: truncated or corrupt GGUF`, 'header', 16);
-    if (tensorCount > (size - cur.pos) / 24) cur.fail(`header declares ${tensorCount} tensors, more than the file can hold: truncated or corrupt GGUF`, 'header', 8);
+    if (kvCount > (size - cur.pos) / 13)
+      cur.fail(`header declares ${kvCount} metadata entries, more than the file can hold: truncated or corrupt GGUF`,
+        'header', 16);
+    if (tensorCount > (size - cur.pos) / 24)
+      cur.fail(`header declares ${tensorCount} tensors, more than the file can hold: truncated or corrupt GGUF`,
+        'header', 8);
 
     const metadata = new Map<string, GgufValue>();
     for (let k = 0; k < kvCount; k++) {
@@ -285,7 +310,12 @@ export function openGguf(file: string): GgufFile {
     const al = metadata.get('general.alignment');
     if (al !== undefined) {
       if (al.type !== 'uint32' || al.value === 0 || (al.value & (al.value - 1)) !== 0) {
-        throw new LobesError(`general.alignment must be a power-of-two uint32, got ${al.type === 'array' ? 'an array' : `${al.type} ${String(al.value)}`}`, { file, where: 'metadata' });
+        throw new LobesError(
+          `general.alignment must be a power-of-two uint32, got ${
+            al.type === 'array' ? 'an array' : `${al.type} ${String(al.value)}`
+          }`,
+          { file, where: 'metadata' },
+        );
       }
       alignment = al.value;
     }
@@ -307,30 +337,54 @@ export function openGguf(file: string): GgufFile {
       raw.push({ name, dims, type, rel, at });
     }
     const dataStart = alignUp(cur.pos, alignment);
-    if (tensorCount > 0 && dataStart > size) cur.fail(`data section would start at byte ${dataStart}, past the end of the file: truncated GGUF`, 'tensor infos', cur.pos);
+    if (tensorCount > 0 && dataStart > size)
+      cur.fail(`data section would start at byte ${dataStart}, past the end of the file: truncated GGUF`,
+        'tensor infos', cur.pos);
 
     const tensors: GgufTensorInfo[] = [];
     for (const r of raw) {
       const where = `tensor ${JSON.stringify(r.name)}`;
       const ty = ggmlType(r.type);
-      if (!ty) throw new LobesError(`unknown GGML type id ${r.type} (byte ${r.at})`, { file, where, hint: 'the file may be corrupt, or newer than lobes' });
-      if (ty.blockSize === 0) throw new LobesError(`GGML type ${ty.name} (id ${r.type}) has been removed from GGML (byte ${r.at})`, { file, where, hint: 're-convert the model with a current llama.cpp' });
+      if (!ty)
+        throw new LobesError(`unknown GGML type id ${r.type} (byte ${r.at})`, { file, where,
+          hint: 'the file may be corrupt, or newer than lobes' });
+      if (ty.blockSize === 0)
+        throw new LobesError(`GGML type ${ty.name} (id ${r.type}) has been removed from GGML (byte ${r.at})`, { file,
+          where, hint: 're-convert the model with a current llama.cpp' });
       let numel = 1;
       for (const d of r.dims) {
         numel *= d;
-        if (numel > Number.MAX_SAFE_INTEGER) throw new LobesError(`dims ${JSON.stringify(r.dims)} multiply to more than 2^53 values (byte ${r.at})`, { file, where });
+        if (numel > Number.MAX_SAFE_INTEGER)
+          throw new LobesError(`dims ${JSON.stringify(r.dims)} multiply to more than 2^53 values (byte ${r.at})`, {
+            file,
+            where,
+          });
       }
       const rowLen = r.dims[0] ?? 1;
-      if (rowLen % ty.blockSize !== 0) throw new LobesError(`row length ${rowLen} is not a multiple of the ${ty.name} block size ${ty.blockSize} (byte ${r.at})`, { file, where });
+      if (rowLen % ty.blockSize !== 0)
+        throw new LobesError(
+          `row length ${rowLen} is not a multiple of the ${ty.name} block size ${ty.blockSize} (byte ${r.at})`,
+          { file, where },
+        );
       const rows = rowLen === 0 ? 0 : numel / rowLen;
       const rowBytes = (rowLen / ty.blockSize) * ty.typeSize;
       const nbytes = rows * rowBytes;
-      if (r.rel % alignment !== 0) throw new LobesError(`data offset ${r.rel} is not a multiple of the alignment ${alignment} (byte ${r.at})`, { file, where });
+      if (r.rel % alignment !== 0)
+        throw new LobesError(`data offset ${r.rel} is not a multiple of the alignment ${alignment} (byte ${r.at})`, {
+          file,
+          where,
+        });
       const offset = dataStart + r.rel;
       if (offset > size || nbytes > size - offset) {
-        throw new LobesError(`data [${offset}, ${offset + nbytes}) runs past the end of the file (${size} bytes): truncated or corrupt GGUF`, { file, where });
+        throw new LobesError(
+          `data [${offset}, ${
+            offset + nbytes
+          }) runs past the end of the file (${size} bytes): truncated or corrupt GGUF`,
+          { file, where },
+        );
       }
-      tensors.push({ name: r.name, dims: r.dims, type: r.type, typeName: ggmlTypeName(r.type), offset, nbytes, numel, rows, rowBytes });
+      tensors.push({ name: r.name, dims: r.dims, type: r.type, typeName: ggmlTypeName(r.type), offset, nbytes, numel,
+        rows, rowBytes });
     }
     checkOverlaps(file, tensors);
     return new GgufFile(file, fd, size, version, metadata, tensors, alignment, dataStart);
@@ -346,7 +400,12 @@ function checkOverlaps(file: string, tensors: GgufTensorInfo[]): void {
   let last: GgufTensorInfo | null = null;
   for (const t of byStart) {
     if (last && t.offset < last.offset + last.nbytes) {
-      throw new LobesError(`tensors ${JSON.stringify(last.name)} [${last.offset}, ${last.offset + last.nbytes}) and ${JSON.stringify(t.name)} [${t.offset}, ${t.offset + t.nbytes}) share bytes of the data section: corrupt GGUF`, { file, where: 'tensor infos' });
+      throw new LobesError(
+        `tensors ${JSON.stringify(last.name)} [${last.offset}, ${last.offset + last.nbytes}) and ${
+          JSON.stringify(t.name)
+        } [${t.offset}, ${t.offset + t.nbytes}) share bytes of the data section: corrupt GGUF`,
+        { file, where: 'tensor infos' },
+      );
     }
     if (!last || t.offset + t.nbytes > last.offset + last.nbytes) last = t;
   }

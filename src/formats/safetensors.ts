@@ -16,10 +16,23 @@ import { LobesError } from '../util/errors.js';
 import { halfArrayToFloat, bf16ArrayToFloat } from '../util/half.js';
 import { RangeFile, bytesOf, fsyncDir, makeDirs, readFileRange, writeFileAtomicSync } from '../util/io.js';
 
-export type StDtype = 'F64' | 'F32' | 'F16' | 'BF16' | 'I64' | 'I32' | 'I16' | 'I8' | 'U8' | 'U16' | 'U32' | 'U64' | 'BOOL';
+export type StDtype = 'F64' | 'F32' | 'F16' | 'BF16' | 'I64' | 'I32' | 'I16' | 'I8' | 'U8' | 'U16' | 'U32' | 'U64'
+  | 'BOOL';
 
 export const DTYPE_BYTES: Record<StDtype, number> = {
-  F64: 8, F32: 4, F16: 2, BF16: 2, I64: 8, I32: 4, I16: 2, I8: 1, U8: 1, U16: 2, U32: 4, U64: 8, BOOL: 1,
+  F64: 8,
+  F32: 4,
+  F16: 2,
+  BF16: 2,
+  I64: 8,
+  I32: 4,
+  I16: 2,
+  I8: 1,
+  U8: 1,
+  U16: 2,
+  U32: 4,
+  U64: 8,
+  BOOL: 1,
 };
 
 export interface StTensorInfo {
@@ -47,10 +60,12 @@ export function readSafetensorsHeader(file: string): StHeader {
   const f = RangeFile.open(file, 'safetensors file');
   try {
     const size = f.size;
-    if (size < 8) throw new LobesError(`not a safetensors file: ${size} bytes, shorter than the 8-byte header length`, { file });
+    if (size < 8)
+      throw new LobesError(`not a safetensors file: ${size} bytes, shorter than the 8-byte header length`, { file });
     const n = Number(new DataView(f.read(0, 8).buffer).getBigUint64(0, true));
     if (n > MAX_HEADER || 8 + n > size) {
-      throw new LobesError(`safetensors header declares ${n} bytes but the file has ${size - 8} after the length field`, { file, where: 'header' });
+      throw new LobesError(`safetensors header declares ${n} bytes but the file has ${size - 8} after the length field`,
+        { file, where: 'header' });
     }
     const hbuf = Buffer.from(f.read(8, n).buffer);
     let json: Record<string, any>;
@@ -59,7 +74,8 @@ export function readSafetensorsHeader(file: string): StHeader {
     } catch (e: any) {
       throw new LobesError(`safetensors header is not valid JSON (${e.message})`, { file, where: 'header' });
     }
-    if (!json || typeof json !== 'object' || Array.isArray(json)) throw new LobesError('safetensors header is not a JSON object', { file, where: 'header' });
+    if (!json || typeof json !== 'object' || Array.isArray(json))
+      throw new LobesError('safetensors header is not a JSON object', { file, where: 'header' });
     const dataStart = 8 + n;
     const dataLen = size - dataStart;
     const tensors = new Map<string, StTensorInfo>();
@@ -72,32 +88,48 @@ export function readSafetensorsHeader(file: string): StHeader {
       const where = `tensor ${JSON.stringify(name)}`;
       if (!v || typeof v !== 'object') throw new LobesError('tensor entry is not an object', { file, where });
       const dtype = v.dtype as StDtype;
-      if (!(dtype in DTYPE_BYTES)) throw new LobesError(`unsupported dtype ${JSON.stringify(v.dtype)}`, { file, where });
+      if (!(dtype in DTYPE_BYTES))
+        throw new LobesError(`unsupported dtype ${JSON.stringify(v.dtype)}`, { file, where });
       const shape = v.shape;
       if (!Array.isArray(shape) || !shape.every((d: unknown) => Number.isInteger(d) && (d as number) >= 0)) {
         throw new LobesError(`invalid shape ${JSON.stringify(shape)}`, { file, where });
       }
       const off = v.data_offsets;
-      if (!Array.isArray(off) || off.length !== 2 || !off.every((d: unknown) => Number.isInteger(d) && (d as number) >= 0) || off[1] < off[0]) {
+      if (!Array.isArray(off) || off.length !== 2 ||
+        !off.every((d: unknown) => Number.isInteger(d) && (d as number) >= 0) || off[1] < off[0])
+      {
         throw new LobesError(`invalid data_offsets ${JSON.stringify(off)}`, { file, where });
       }
       if (off[1] > dataLen) {
-        throw new LobesError(`data_offsets ${JSON.stringify(off)} exceed the ${dataLen} data bytes in the file`, { file, where });
+        throw new LobesError(`data_offsets ${JSON.stringify(off)} exceed the ${dataLen} data bytes in the file`, { file,
+          where });
       }
       const numel = shape.reduce((a: number, b: number) => a * b, 1);
       if (numel * DTYPE_BYTES[dtype] !== off[1] - off[0]) {
-        throw new LobesError(`shape ${JSON.stringify(shape)} of ${dtype} needs ${numel * DTYPE_BYTES[dtype]} bytes but data_offsets span ${off[1] - off[0]}`, { file, where });
+        throw new LobesError(
+          `shape ${JSON.stringify(shape)} of ${dtype} needs ${numel * DTYPE_BYTES[dtype]} bytes but data_offsets span ${
+            off[1] - off[0]
+          }`,
+          { file, where },
+        );
       }
       tensors.set(name, { name, dtype, shape, offset: dataStart + off[0], byteLength: off[1] - off[0] });
     }
     // Two tensors may not share bytes (the format's rule; GGUF readers refuse the same): a
     // crafted header that points two weights at one range would otherwise be read as given.
-    const ranges = [...tensors.values()].filter((t) => t.byteLength > 0).sort((a, b) => a.offset - b.offset || a.name.localeCompare(b.name));
+    const ranges = [...tensors.values()].filter((t) => t.byteLength > 0).sort((a, b) =>
+      a.offset - b.offset || a.name.localeCompare(b.name)
+    );
     for (let i = 1; i < ranges.length; i++) {
       const a = ranges[i - 1]!;
       const b = ranges[i]!;
       if (b.offset < a.offset + a.byteLength) {
-        throw new LobesError(`data_offsets overlap those of tensor ${JSON.stringify(a.name)}: two tensors share bytes ${b.offset - dataStart}..${Math.min(a.offset + a.byteLength, b.offset + b.byteLength) - dataStart}`, { file, where: `tensor ${JSON.stringify(b.name)}` });
+        throw new LobesError(
+          `data_offsets overlap those of tensor ${JSON.stringify(a.name)}: two tensors share bytes ${
+            b.offset - dataStart
+          }..${Math.min(a.offset + a.byteLength, b.offset + b.byteLength) - dataStart}`,
+          { file, where: `tensor ${JSON.stringify(b.name)}` },
+        );
       }
     }
     return { file, fileSize: size, dataStart, tensors, metadata };
@@ -134,7 +166,8 @@ export function readTensorFloat32(h: StHeader, name: string, rowStart?: number, 
   if (rowStart !== undefined) {
     const rows = t.shape[0] ?? 1;
     const end = rowEnd ?? rows;
-    if (rowStart < 0 || end > rows || rowStart > end) throw new LobesError(`rows [${rowStart}, ${end}) out of range for ${rows}`, { file: h.file, where: name });
+    if (rowStart < 0 || end > rows || rowStart > end)
+      throw new LobesError(`rows [${rowStart}, ${end}) out of range for ${rows}`, { file: h.file, where: name });
     const rowBytes = rows === 0 ? 0 : t.byteLength / rows;
     offset += rowStart * rowBytes;
     len = (end - rowStart) * rowBytes;
@@ -167,16 +200,21 @@ export function stTensorBytes(t: { dtype: StDtype; shape: number[] }): number {
  * header length and the JSON header (offsets assigned in order, padded with spaces to a
  * multiple of 8 bytes). Returns them with the size of the data section that must follow.
  */
-export function encodeSafetensorsHeader(specs: readonly StTensorSpec[], metadata?: Record<string, string>): { head: Uint8Array; dataBytes: number } {
+export function encodeSafetensorsHeader(specs: readonly StTensorSpec[],
+  metadata?: Record<string, string>): { head: Uint8Array; dataBytes: number }
+{
   const header: Record<string, unknown> = {};
   if (metadata && Object.keys(metadata).length) header.__metadata__ = metadata;
   let off = 0;
   const seen = new Set<string>();
   for (const t of specs) {
-    if (t.name === '__metadata__' || seen.has(t.name)) throw new LobesError(`tensor name ${JSON.stringify(t.name)} is reserved or given twice`);
+    if (t.name === '__metadata__' || seen.has(t.name))
+      throw new LobesError(`tensor name ${JSON.stringify(t.name)} is reserved or given twice`);
     seen.add(t.name);
-    if (!(t.dtype in DTYPE_BYTES)) throw new LobesError(`tensor ${t.name}: unsupported dtype ${JSON.stringify(t.dtype)}`);
-    if (!t.shape.every((d) => Number.isInteger(d) && d >= 0)) throw new LobesError(`tensor ${t.name}: invalid shape ${JSON.stringify(t.shape)}`);
+    if (!(t.dtype in DTYPE_BYTES))
+      throw new LobesError(`tensor ${t.name}: unsupported dtype ${JSON.stringify(t.dtype)}`);
+    if (!t.shape.every((d) => Number.isInteger(d) && d >= 0))
+      throw new LobesError(`tensor ${t.name}: invalid shape ${JSON.stringify(t.shape)}`);
     const n = stTensorBytes(t);
     header[t.name] = { dtype: t.dtype, shape: t.shape, data_offsets: [off, off + n] };
     off += n;
@@ -197,7 +235,11 @@ export function encodeSafetensors(tensors: StWriteTensor[], metadata?: Record<st
   for (const t of tensors) {
     const bytes = bytesOf(t.data);
     if (stTensorBytes(t) !== bytes.byteLength) {
-      throw new LobesError(`tensor ${t.name}: shape ${JSON.stringify(t.shape)} of ${t.dtype} needs ${stTensorBytes(t)} bytes, got ${bytes.byteLength}`);
+      throw new LobesError(
+        `tensor ${t.name}: shape ${JSON.stringify(t.shape)} of ${t.dtype} needs ${
+          stTensorBytes(t)
+        } bytes, got ${bytes.byteLength}`,
+      );
     }
     parts.push(bytes);
   }
@@ -244,7 +286,8 @@ export class SafetensorsWriter {
   static create(file: string, specs: readonly StTensorSpec[], metadata?: Record<string, string>): SafetensorsWriter {
     const { head, dataBytes } = encodeSafetensorsHeader(specs, metadata);
     mkdirSync(path.dirname(file), { recursive: true });
-    const tmp = path.join(path.dirname(file), `.${path.basename(file)}.tmp-${process.pid}-${Math.floor(Math.random() * 1e9)}`);
+    const tmp = path.join(path.dirname(file),
+      `.${path.basename(file)}.tmp-${process.pid}-${Math.floor(Math.random() * 1e9)}`);
     const fd = openSync(tmp, 'w');
     try {
       writeAll(fd, head);
@@ -281,11 +324,24 @@ export class SafetensorsWriter {
     if (this.fd === null) throw new LobesError('write after close or abort', { file: this.file });
     const b = bytesOf(data);
     if (name !== undefined) {
-      if (name !== this.current) throw new LobesError(`bytes for tensor ${JSON.stringify(name)} arrived while ${JSON.stringify(this.current)} is being written (tensors come in declaration order)`, { file: this.file });
-      if (b.byteLength > this.remainingInTensor) throw new LobesError(`${b.byteLength} bytes for tensor ${JSON.stringify(name)} but only ${this.remainingInTensor} remain of it`, { file: this.file });
+      if (name !== this.current)
+        throw new LobesError(
+          `bytes for tensor ${JSON.stringify(name)} arrived while ${
+            JSON.stringify(this.current)
+          } is being written (tensors come in declaration order)`,
+          { file: this.file },
+        );
+      if (b.byteLength > this.remainingInTensor)
+        throw new LobesError(
+          `${b.byteLength} bytes for tensor ${JSON.stringify(name)} but only ${this.remainingInTensor} remain of it`,
+          { file: this.file },
+        );
     }
     if (this.written + b.byteLength > this.dataBytes) {
-      throw new LobesError(`${b.byteLength} more bytes would exceed the ${this.dataBytes} data bytes the header declares`, { file: this.file });
+      throw new LobesError(
+        `${b.byteLength} more bytes would exceed the ${this.dataBytes} data bytes the header declares`,
+        { file: this.file },
+      );
     }
     writeAll(this.fd, b);
     this.written += b.byteLength;
@@ -304,7 +360,12 @@ export class SafetensorsWriter {
     if (this.written !== this.dataBytes) {
       const missing = this.current;
       this.abort();
-      throw new LobesError(`only ${this.written} of ${this.dataBytes} data bytes were written (tensor ${JSON.stringify(missing)} is incomplete); the file was not created`, { file: this.file });
+      throw new LobesError(
+        `only ${this.written} of ${this.dataBytes} data bytes were written (tensor ${
+          JSON.stringify(missing)
+        } is incomplete); the file was not created`,
+        { file: this.file },
+      );
     }
     const fd = this.fd;
     this.fd = null;
@@ -349,7 +410,9 @@ export const DEFAULT_MAX_SHARD_BYTES = 5e9;
  * than that gets a shard of its own). Files are named PREFIX-0000i-of-0000n.safetensors, or
  * PREFIX.safetensors when one shard holds everything.
  */
-export function planShards(specs: readonly StTensorSpec[], maxShardBytes = DEFAULT_MAX_SHARD_BYTES, prefix = 'model'): ShardPlan[] {
+export function planShards(specs: readonly StTensorSpec[], maxShardBytes = DEFAULT_MAX_SHARD_BYTES,
+  prefix = 'model'): ShardPlan[]
+{
   const groups: StTensorSpec[][] = [];
   let cur: StTensorSpec[] = [];
   let size = 0;
@@ -407,10 +470,12 @@ export async function writeShardedSafetensors(
   fill: (spec: StTensorSpec, write: (data: ArrayBufferView) => void) => void | Promise<void>,
   opts: ShardedWriteOptions = {},
 ): Promise<ShardedWriteResult> {
-  if (existsSync(dir)) throw new LobesError('already exists; remove it or write elsewhere', { file: dir, code: 'E_EXISTS' });
+  if (existsSync(dir))
+    throw new LobesError('already exists; remove it or write elsewhere', { file: dir, code: 'E_EXISTS' });
   const plan = planShards(specs, opts.maxShardBytes ?? DEFAULT_MAX_SHARD_BYTES);
   const totalSize = plan.reduce((a, s) => a + s.dataBytes, 0);
-  const tmpDir = path.join(path.dirname(path.resolve(dir)), `.${path.basename(dir)}.tmp-${process.pid}-${Math.floor(Math.random() * 1e9)}`);
+  const tmpDir = path.join(path.dirname(path.resolve(dir)),
+    `.${path.basename(dir)}.tmp-${process.pid}-${Math.floor(Math.random() * 1e9)}`);
   makeDirs(tmpDir);
   let done = 0;
   let fileBytes = 0;
@@ -422,7 +487,12 @@ export async function writeShardedSafetensors(
           const before = w.written;
           await fill(t, (data) => w.write(data, t.name));
           if (w.written - before !== stTensorBytes(t)) {
-            throw new LobesError(`fill gave ${w.written - before} bytes for tensor ${JSON.stringify(t.name)}, which has ${stTensorBytes(t)}`, { file: path.join(dir, shard.file) });
+            throw new LobesError(
+              `fill gave ${w.written - before} bytes for tensor ${JSON.stringify(t.name)}, which has ${
+                stTensorBytes(t)
+              }`,
+              { file: path.join(dir, shard.file) },
+            );
           }
           done += stTensorBytes(t);
           opts.onProgress?.(done, totalSize, t.name);

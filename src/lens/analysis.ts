@@ -3,7 +3,7 @@ import { defineAnalysis } from '../analysis/types.js';
 
 export const LENS = defineAnalysis({
   id: 'lens',
-  summary: 'the logit lens: every layer\'s residual stream read through the final norm and lm_head',
+  summary: "the logit lens: every layer's residual stream read through the final norm and lm_head",
   folder: 'lens',
   marker: true,
   files: ['settings.json', 'lens.json'],

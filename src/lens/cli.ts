@@ -20,7 +20,8 @@ Writes RUN/lens/ (settings.json, lens.json).
   --out DIR      output folder (default RUN/lens)
   --json         print lens.json on stdout
   --quiet        no progress output`,
-  options: { model: { type: 'string' }, 'top-k': { type: 'string' }, out: { type: 'string' }, json: { type: 'boolean' }, quiet: { type: 'boolean', short: 'q' } },
+  options: { model: { type: 'string' }, 'top-k': { type: 'string' }, out: { type: 'string' }, json: { type: 'boolean' },
+    quiet: { type: 'boolean', short: 'q' } },
   positionals: [1, 1] as [number, number],
 } as const;
 
@@ -28,7 +29,9 @@ export async function run(argv: string[]): Promise<number> {
   const args = parseCommand(argv, SPEC);
   if (!args) return 0;
   const v = args.values;
-  const { result, outDir } = await runLens(args.positionals[0]!, { model: v.model, topK: intOption(v['top-k'], '--top-k', DEFAULT_TOP_K, 1, 1000), out: v.out, io: stderrIO({ quiet: !!v.quiet || !!v.json }) });
+  const { result, outDir } = await runLens(args.positionals[0]!, { model: v.model,
+    topK: intOption(v['top-k'], '--top-k', DEFAULT_TOP_K, 1, 1000), out: v.out,
+    io: stderrIO({ quiet: !!v.quiet || !!v.json }) });
   if (v.json) process.stdout.write(JSON.stringify(result) + '\n');
   else process.stdout.write([...lensLines(result), ...(outDir ? [`wrote ${outDir}`] : [])].join('\n') + '\n');
   return 0;

@@ -19,7 +19,9 @@ export function rmsNorm(x: ArrayLike<number>, weight: ArrayLike<number>, eps: nu
 }
 
 /** Log-probabilities over the vocabulary of the residual vector `x` read through `head`. */
-export function lensLogProbs(x: ArrayLike<number>, head: Pick<LensHead, 'hidden' | 'vocab' | 'normWeight' | 'eps' | 'unembed' | 'softcap'>): Float64Array {
+export function lensLogProbs(x: ArrayLike<number>,
+  head: Pick<LensHead, 'hidden' | 'vocab' | 'normWeight' | 'eps' | 'unembed' | 'softcap'>): Float64Array
+{
   const H = head.hidden;
   const y = rmsNorm(x, head.normWeight, head.eps);
   const U = head.unembed;

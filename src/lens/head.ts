@@ -81,14 +81,22 @@ function constantScalar(m: LoadedModel, prod: Map<string, NodeProto>, v: string)
 }
 
 /** The final norm feeding lm_head's input `x`: its weight initializer, epsilon and op. */
-function findFinalNorm(m: LoadedModel, prod: Map<string, NodeProto>, x: string): { weight: string; eps: number | null; op: string } {
+function findFinalNorm(m: LoadedModel, prod: Map<string, NodeProto>,
+  x: string): { weight: string; eps: number | null; op: string }
+{
   const v = skipThrough(m, prod, x);
   const n = prod.get(v);
-  const refuse = (why: string) => new LobesError(`the final norm before lm_head ${why}; the lens applies the model's own RMSNorm and cannot read this one`, { file: m.file, where: n?.name ?? v, hint: 'the lens reads Llama-class RMSNorm (fused or decomposed Mul(w, x / sqrt(mean(x²) + eps)))' });
+  const refuse = (why: string) =>
+    new LobesError(
+      `the final norm before lm_head ${why}; the lens applies the model's own RMSNorm and cannot read this one`,
+      { file: m.file, where: n?.name ?? v,
+        hint: 'the lens reads Llama-class RMSNorm (fused or decomposed Mul(w, x / sqrt(mean(x²) + eps)))' },
+    );
   if (!n) throw refuse('is not found (lm_head reads a graph input)');
   if (n.opType === 'SimplifiedLayerNormalization' || n.opType === 'SkipSimplifiedLayerNormalization') {
     const w = skipThrough(m, prod, n.input[n.opType === 'SimplifiedLayerNormalization' ? 1 : 2]!);
-    if (!m.initializers.has(w)) throw refuse(`reads its weight from ${JSON.stringify(w)}, not an initializer (a (1 + w) scale?)`);
+    if (!m.initializers.has(w))
+      throw refuse(`reads its weight from ${JSON.stringify(w)}, not an initializer (a (1 + w) scale?)`);
     return { weight: w, eps: floatAttr(n, 'epsilon') ?? 1e-5, op: n.opType };
   }
   if (n.opType === 'Mul') {
@@ -114,13 +122,17 @@ function decomposedEps(m: LoadedModel, prod: Map<string, NodeProto>, normed: str
     if (!p) continue;
     if (p.opType === 'Sqrt') {
       const add = prod.get(skipThrough(m, prod, p.input[0]!));
-      if (add?.opType === 'Add') for (const i of add.input) {
-        const c = constantScalar(m, prod, i!);
-        if (c !== undefined) return c;
+      if (add?.opType === 'Add') {
+        for (const i of add.input) {
+          const c = constantScalar(m, prod, i!);
+          if (c !== undefined) return c;
+        }
       }
       return null;
     }
-    if (['Mul', 'Div', 'Reciprocal', 'Cast', 'Identity'].includes(p.opType ?? '')) for (const i of p.input) if (i) stack.push(i);
+    if (['Mul', 'Div', 'Reciprocal', 'Cast', 'Identity'].includes(p.opType ?? '')) {
+      for (const i of p.input) if (i) stack.push(i);
+    }
   }
   return null;
 }
@@ -138,7 +150,12 @@ function readRange(r: ByteRange): Uint8Array {
 /** lm_head as float32 [vocab, hidden] rows, from its dense weight (float32, float16 or bfloat16, either layout). */
 function unembedRows(m: LoadedModel, ref: ProjectionRef): { rows: Float32Array; dtype: string } {
   const src = onnxWeightSource(m, ref);
-  if (src.kind !== 'dense') throw new LobesError('lm_head is stored as MatMulNBits blocks; the lens reads a float lm_head', { file: m.file, where: ref.weight, hint: `convert the model with ${opt('weights', 'fp32')} (or fp16) for the lens, e.g. lobes convert FILE.gguf --weights fp32` });
+  if (src.kind !== 'dense')
+    throw new LobesError('lm_head is stored as MatMulNBits blocks; the lens reads a float lm_head', { file: m.file,
+      where: ref.weight,
+      hint: `convert the model with ${
+        opt('weights', 'fp32')
+      } (or fp16) for the lens, e.g. lobes convert FILE.gguf --weights fp32` });
   const bytes = readRange(src.data);
   const n = ref.dIn * ref.dOut;
   let flat: Float32Array;
@@ -174,7 +191,11 @@ export function readLensHead(modelDir: string): LensHead {
   const norm = findFinalNorm(m, prod, head.x);
   const normWeight = readInitializerFloat32(m, norm.weight);
   const hidden = head.dIn;
-  if (normWeight.length !== hidden) throw new LobesError(`the final norm's weight has ${normWeight.length} values, lm_head reads ${hidden}`, { file: m.file, where: norm.weight });
+  if (normWeight.length !== hidden)
+    throw new LobesError(`the final norm's weight has ${normWeight.length} values, lm_head reads ${hidden}`, {
+      file: m.file,
+      where: norm.weight,
+    });
   const cfgEps = readJson(path.join(cdir, 'config.json'))?.rms_norm_eps;
   let eps: number;
   let epsFrom: string;
@@ -183,15 +204,24 @@ export function readLensHead(modelDir: string): LensHead {
     epsFrom = `graph (${norm.op})`;
     // the graph stores eps as float32: config.json must say the same number at that precision
     if (typeof cfgEps === 'number' && Math.fround(cfgEps) !== Math.fround(eps)) {
-      throw new LobesError(`the final norm's epsilon in the graph (${eps}) is not config.json's rms_norm_eps (${cfgEps})`, { file: path.join(cdir, 'config.json'), where: 'rms_norm_eps', hint: 'the folder\'s config.json does not describe its graph' });
+      throw new LobesError(
+        `the final norm's epsilon in the graph (${eps}) is not config.json's rms_norm_eps (${cfgEps})`,
+        { file: path.join(cdir, 'config.json'), where: 'rms_norm_eps',
+          hint: "the folder's config.json does not describe its graph" },
+      );
     }
   } else if (typeof cfgEps === 'number') {
     eps = cfgEps;
     epsFrom = 'config.json rms_norm_eps';
   } else {
-    throw new LobesError('the final norm\'s epsilon is neither in the graph nor in config.json (rms_norm_eps)', { file: m.file, where: norm.weight, hint: 'add rms_norm_eps to the model folder\'s config.json' });
+    throw new LobesError("the final norm's epsilon is neither in the graph nor in config.json (rms_norm_eps)", {
+      file: m.file,
+      where: norm.weight,
+      hint: "add rms_norm_eps to the model folder's config.json",
+    });
   }
-  const ref: ProjectionRef = { proj: 'lm_head', op: head.op, weight: head.weight, layout: head.layout, dIn: head.dIn, dOut: head.dOut, ...(head.scales ? { scales: head.scales } : {}) };
+  const ref: ProjectionRef = { proj: 'lm_head', op: head.op, weight: head.weight, layout: head.layout, dIn: head.dIn,
+    dOut: head.dOut, ...(head.scales ? { scales: head.scales } : {}) };
   const { rows, dtype } = unembedRows(m, ref);
   const embedNames = new Set(m.model.graph!.node.filter((n) => n.opType === 'Gather').map((n) => n.input[0]));
   return {
@@ -201,6 +231,7 @@ export function readLensHead(modelDir: string): LensHead {
     eps,
     unembed: rows,
     softcap: disc.logitSoftcap,
-    found: { norm: norm.weight, normOp: norm.op, eps: epsFrom, lmHead: head.weight, layout: head.layout, dtype, tied: embedNames.has(head.weight) },
+    found: { norm: norm.weight, normOp: norm.op, eps: epsFrom, lmHead: head.weight, layout: head.layout, dtype,
+      tied: embedNames.has(head.weight) },
   };
 }

@@ -6,6 +6,7 @@ import { lensPayload } from './payload.js';
 import { lensDir, readLens } from './store.js';
 
 export const REPORT: ReportModule<LensData, { lens: LensPayload }> = {
-  load: ({ runDir, manifest, given }) => readLens(given !== undefined ? path.resolve(given) : lensDir(runDir), { runDir, manifest }),
+  load: ({ runDir, manifest, given }) =>
+    readLens(given !== undefined ? path.resolve(given) : lensDir(runDir), { runDir, manifest }),
   payload: (d) => ({ lens: lensPayload(d.result) }),
 };

@@ -52,9 +52,17 @@ export function lensPoints(run: RunReader): { layer: number; point: string }[] {
     return k && k.layer !== null && k.site === 'resid_out' ? [{ layer: k.layer, point: h.name }] : [];
   }).sort((a, b) => a.layer - b.layer);
   const file = manifestPath(run.dir);
-  if (!pts.length) throw new LobesError('the run holds no layers.{i}.resid_out capture points (the residual stream at the last token)', { file, hint: `extract the run with ${opt('capture', 'resid')} (or all)` });
+  if (!pts.length)
+    throw new LobesError('the run holds no layers.{i}.resid_out capture points (the residual stream at the last token)',
+      { file, hint: `extract the run with ${opt('capture', 'resid')} (or all)` });
   const last = (run.manifest.model?.arch?.layers ?? pts.at(-1)!.layer + 1) - 1;
-  if (pts.at(-1)!.layer !== last) throw new LobesError(`the run holds layers.${pts.at(-1)!.layer}.resid_out but not the last layer's, layers.${last}.resid_out: the lens compares every layer with the final distribution`, { file, hint: `extract the run with ${opt('capture', 'resid')} and every layer` });
+  if (pts.at(-1)!.layer !== last)
+    throw new LobesError(
+      `the run holds layers.${
+        pts.at(-1)!.layer
+      }.resid_out but not the last layer's, layers.${last}.resid_out: the lens compares every layer with the final distribution`,
+      { file, hint: `extract the run with ${opt('capture', 'resid')} and every layer` },
+    );
   return pts;
 }
 
@@ -64,7 +72,8 @@ const lettersOf = (n: number) => Array.from({ length: n }, (_, i) => String.from
 /** Each item's options' letters and the correct one's, from its labels (answer, options); null without `answer`. */
 export function itemOptions(samples: SampleRow[]): ({ letter: string; letters: string[] } | null)[] {
   const isLetter = (s: unknown): s is string => typeof s === 'string' && /^[A-Z]$/.test(s);
-  const maxLetter = samples.reduce((m, s) => (isLetter(s.labels?.answer) && s.labels.answer > m ? s.labels.answer : m), '');
+  const maxLetter = samples.reduce((m, s) => (isLetter(s.labels?.answer) && s.labels.answer > m ? s.labels.answer : m),
+    '');
   return samples.map((s) => {
     const a = s.labels?.answer;
     if (!isLetter(a)) return null;
@@ -82,7 +91,9 @@ const median = (xs: number[]) => {
 };
 
 /** Run the lens on a run and write RUN/lens/ (or opts.out). */
-export async function runLens(input: RunReader | string, opts: LensOptions = {}): Promise<{ result: LensResult; outDir: string | null }> {
+export async function runLens(input: RunReader | string,
+  opts: LensOptions = {}): Promise<{ result: LensResult; outDir: string | null }>
+{
   const { openRun } = await import('../store/index.js');
   const run = typeof input === 'string' ? await openRun(input) : input;
   const out = path.resolve(opts.out ?? lensDir(run.dir));
@@ -90,11 +101,17 @@ export async function runLens(input: RunReader | string, opts: LensOptions = {})
   if (!Number.isInteger(k) || k < 1) throw new LobesError(`${opt('topK')} must be a positive integer, got ${k}`);
   if (!opts.noWrite) checkOutputDir(out, 'lens');
   const points = lensPoints(run);
-  const manifest = opts.model !== undefined ? { ...run.manifest, model: { ...run.manifest.model, dir: path.resolve(opts.model) } } : run.manifest;
-  const modelDir = resolveRunModel(manifest, run.dir, { roles: ['graph', 'data', 'tokenizer'], hint: `restore the model the run was extracted with, or name it with ${opt('model', 'DIR')}` });
+  const manifest = opts.model !== undefined
+    ? { ...run.manifest, model: { ...run.manifest.model, dir: path.resolve(opts.model) } }
+    : run.manifest;
+  const modelDir = resolveRunModel(manifest, run.dir, { roles: ['graph', 'data', 'tokenizer'],
+    hint: `restore the model the run was extracted with, or name it with ${opt('model', 'DIR')}` });
   const head = opts.head ?? readLensHead(modelDir);
   const dim = run.hooks().find((h) => h.name === points[0]!.point)!.dim;
-  if (dim !== head.hidden) throw new LobesError(`the run's residual stream has ${dim} dimensions, the model's final norm ${head.hidden}`, { file: manifestPath(run.dir) });
+  if (dim !== head.hidden)
+    throw new LobesError(`the run's residual stream has ${dim} dimensions, the model's final norm ${head.hidden}`, {
+      file: manifestPath(run.dir),
+    });
   const { loadEvalTokenizer } = await import('../runtime/eval-tokenizer.js');
   const tok = await loadEvalTokenizer(modelDir, { chatTemplate: 'off' });
   const decode = new Map<number, string>();
@@ -116,7 +133,8 @@ export async function runLens(input: RunReader | string, opts: LensOptions = {})
       const slot = tok.answerSlot(s.text, o.letters, `item ${s.id}`);
       if (slot.ids.length !== s.tokens) {
         skipped++;
-        skippedWhy ??= `the answer slot of item ${s.id} is at token ${slot.ids.length}, the run captured token ${s.tokens} (the tokenizer joins the text's end and the letter)`;
+        skippedWhy ??=
+          `the answer slot of item ${s.id} is at token ${slot.ids.length}, the run captured token ${s.tokens} (the tokenizer joins the text's end and the letter)`;
         return null;
       }
       return { ...o, tokens: slot.candidates };
@@ -139,12 +157,15 @@ export async function runLens(input: RunReader | string, opts: LensOptions = {})
     items.push({
       id: samples[i]!.id,
       layers: logps.map((lp) => {
-        const correct = c ? (() => {
-          const want = c.tokens[c.letters.indexOf(c.letter)]!;
-          const best = c.tokens.reduce((b, t) => (lp[t]! > lp[b]! ? t : b), c.tokens[0]!);
-          return { rank: rankOf(lp, want), p: Math.exp(lp[want]!), hit: best === want };
-        })() : undefined;
-        return { top: topK(lp, k).map((t) => ({ id: t.id, token: dec(t.id), p: Math.exp(t.logp) })), entropy: entropy(lp), kl: klDivergence(fin, lp), ...(correct ? { correct } : {}) };
+        const correct = c ?
+          (() => {
+            const want = c.tokens[c.letters.indexOf(c.letter)]!;
+            const best = c.tokens.reduce((b, t) => (lp[t]! > lp[b]! ? t : b), c.tokens[0]!);
+            return { rank: rankOf(lp, want), p: Math.exp(lp[want]!), hit: best === want };
+          })() :
+          undefined;
+        return { top: topK(lp, k).map((t) => ({ id: t.id, token: dec(t.id), p: Math.exp(t.logp) })),
+          entropy: entropy(lp), kl: klDivergence(fin, lp), ...(correct ? { correct } : {}) };
       }),
       ...(c ? { answer: { letter: c.letter, letters: c.letters, tokens: c.tokens } } : {}),
     });
@@ -153,7 +174,8 @@ export async function runLens(input: RunReader | string, opts: LensOptions = {})
   bar.finish();
   const withC = items.filter((it) => it.answer);
   const summary: LensLayerSummary[] = points.map((p, l) => {
-    const mean = (f: (it: LensItem) => number, xs: LensItem[]) => xs.reduce((s, it) => s + f(it), 0) / Math.max(1, xs.length);
+    const mean = (f: (it: LensItem) => number, xs: LensItem[]) =>
+      xs.reduce((s, it) => s + f(it), 0) / Math.max(1, xs.length);
     return {
       layer: p.layer,
       point: p.point,
@@ -164,19 +186,39 @@ export async function runLens(input: RunReader | string, opts: LensOptions = {})
       meanP: withC.length ? mean((it) => it.layers[l]!.correct!.p, withC) : null,
     };
   });
-  const candidates = withC.length || skipped ? { items: withC.length, chance: withC.length ? withC.reduce((s, it) => s + 1 / it.answer!.letters.length, 0) / withC.length : 0, skipped, skippedWhy } : null;
+  const candidates = withC.length || skipped
+    ? { items: withC.length,
+      chance: withC.length ? withC.reduce((s, it) => s + 1 / it.answer!.letters.length, 0) / withC.length : 0, skipped,
+      skippedWhy }
+    : null;
   const result: LensResult = { format: 'lobes-lens', version: 1, topK: k, layers: points, summary, candidates, items };
   if (opts.noWrite) return { result, outDir: null };
   const hooks = points.map((p) => p.point);
-  const settings = { topK: k, position: 'last token', points: hooks, head: { ...head.found, eps: head.eps, hidden: head.hidden, vocab: head.vocab, softcap: head.softcap }, model: modelDir, lobesVersion: LOBES_VERSION, provenance: analysisProvenance(run, hooks) };
+  const settings = { topK: k, position: 'last token', points: hooks,
+    head: { ...head.found, eps: head.eps, hidden: head.hidden, vocab: head.vocab, softcap: head.softcap },
+    model: modelDir, lobesVersion: LOBES_VERSION, provenance: analysisProvenance(run, hooks) };
   const files = run.manifest.model?.files ?? [];
-  await writeDirAtomic(out, (tmp) => writeLensFiles(tmp, { settings, result }), { kind: 'lens', inputs: [...runInputs(run, hooks), ...(files.length ? [modelInput(files, modelDir)] : [])] });
+  await writeDirAtomic(out, (tmp) => writeLensFiles(tmp, { settings, result }), { kind: 'lens',
+    inputs: [...runInputs(run, hooks), ...(files.length ? [modelInput(files, modelDir)] : [])] });
   return { result, outDir: out };
 }
 
 /** The plain-words lines `lobes lens` prints: one per layer. */
 export function lensLines(r: LensResult): string[] {
   const c = r.candidates;
-  const head = c && c.items ? `lens over ${r.items.length} items; ${c.items} with answer options (chance ${(c.chance * 100).toFixed(1)}%)${c.skipped ? `; ${c.skipped} without: ${c.skippedWhy}` : ''}` : `lens over ${r.items.length} items (no answer options: items need the label "answer")`;
-  return [head, ...r.summary.map((s) => `${s.point}: entropy ${s.entropy.toFixed(2)} nats, KL to final ${s.kl.toFixed(3)}${s.accuracy !== null ? `, accuracy ${(s.accuracy * 100).toFixed(1)}% (chance ${(c!.chance * 100).toFixed(1)}%), median rank ${s.medianRank}` : ''}`)];
+  const head = c && c.items
+    ? `lens over ${r.items.length} items; ${c.items} with answer options (chance ${(c.chance * 100).toFixed(1)}%)${
+      c.skipped ? `; ${c.skipped} without: ${c.skippedWhy}` : ''
+    }`
+    : `lens over ${r.items.length} items (no answer options: items need the label "answer")`;
+  return [head,
+    ...r.summary.map((s) =>
+      `${s.point}: entropy ${s.entropy.toFixed(2)} nats, KL to final ${s.kl.toFixed(3)}${
+        s.accuracy !== null
+          ? `, accuracy ${(s.accuracy * 100).toFixed(1)}% (chance ${
+            (c!.chance * 100).toFixed(1)
+          }%), median rank ${s.medianRank}`
+          : ''
+      }`
+    )];
 }

@@ -49,7 +49,8 @@ export function readLens(dir: string, ctx: LineageContext): LensData | null {
   const r = readOutputJson(dir, LENS_JSON, marker);
   need(isObj(r) && r.format === 'lobes-lens', file, 'format', 'expected "lobes-lens"');
   need(r.version === 1, file, 'version', `version ${JSON.stringify(r.version)} is not one this lobes reads (1)`);
-  need(Array.isArray(r.layers) && Array.isArray(r.summary) && r.summary.length === r.layers.length, file, 'summary', 'expected one summary line per layer');
+  need(Array.isArray(r.layers) && Array.isArray(r.summary) && r.summary.length === r.layers.length, file, 'summary',
+    'expected one summary line per layer');
   need(Array.isArray(r.items), file, 'items', 'expected an array');
   return { dir, settings, result: r as LensResult };
 }

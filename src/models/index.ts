@@ -1,5 +1,23 @@
 /** Generated test models (the generator, its tokenizer, the model cache, planting) and the streaming Llama ONNX writer. */
 export {
+  writeLlamaOnnx,
+  buildLlamaGraph,
+  memorySource,
+  seededLlamaSource,
+  ropeInvFreq,
+  expectedWeights,
+  llamaConfigJson,
+  genaiConfigJson,
+  type LlamaSpec,
+  type LlamaWeightSource,
+  type NbitsBlocks,
+  type LlamaLayout,
+  type WriteLlamaOptions,
+  type WriteLlamaResult,
+  type MemoryWeight,
+} from '../convert/llama-onnx/index.js';
+export { readPlant, plantedSamples, type PlantInfo, type PlantedSampleOptions } from './plant.js';
+export {
   generateParams,
   buildGraph,
   configJson,
@@ -24,21 +42,3 @@ export {
   type GeneratedModelSpec,
   type WriteOptions,
 } from './write.js';
-export { readPlant, plantedSamples, type PlantInfo, type PlantedSampleOptions } from './plant.js';
-export {
-  writeLlamaOnnx,
-  buildLlamaGraph,
-  memorySource,
-  seededLlamaSource,
-  ropeInvFreq,
-  expectedWeights,
-  llamaConfigJson,
-  genaiConfigJson,
-  type LlamaSpec,
-  type LlamaWeightSource,
-  type NbitsBlocks,
-  type LlamaLayout,
-  type WriteLlamaOptions,
-  type WriteLlamaResult,
-  type MemoryWeight,
-} from '../convert/llama-onnx/index.js';

@@ -254,7 +254,9 @@ function applyPlant(p: TinyLlamaParams, rng: Rng): void {
     }
     if ((G + 1) * BLOCK > I) throw new LobesError(`plant ${spec.group}: intermediate block ${G} out of range for ${I}`);
     if (specs.length * maxTok > words.length) {
-      throw new LobesError(`plant: ${specs.length} groups × ${maxTok} tokens need more word tokens than the vocabulary has (${words.length})`);
+      throw new LobesError(
+        `plant: ${specs.length} groups × ${maxTok} tokens need more word tokens than the vocabulary has (${words.length})`,
+      );
     }
     // Spread the groups' tokens over the word list deterministically.
     const chosen: number[] = [];
@@ -341,7 +343,9 @@ export function paramsSource(p: TinyLlamaParams): LlamaWeightSource {
     for (const n of PROJ_NAMES) {
       const q = p.quantized?.[l]?.[n];
       const name = n === 'gate' || n === 'up' || n === 'down' ? WEIGHT_NAMES.mlp(l, n) : WEIGHT_NAMES.attn(l, n);
-      const nbits: NbitsBlocks | null = q ? { bits: 4, blockSize: q.blockSize, weights: q.codes, scales: q.scales, zeroPoints: q.zeroPoints } : null;
+      const nbits: NbitsBlocks | null = q
+        ? { bits: 4, blockSize: q.blockSize, weights: q.codes, scales: q.scales, zeroPoints: q.zeroPoints }
+        : null;
       weights.set(name, { shape: dims[n], data: L[n], nbits });
     }
   });
@@ -384,6 +388,11 @@ export function configJson(p: TinyLlamaParams): object {
     torch_dtype: 'float32',
     use_cache: o.withPast,
     lobes_generator: { seed: o.seed, with_past: o.withPast, plant: o.plant, ...(o.quant ? { quant: o.quant } : {}) },
-    ...(o.quant ? { quantization_config: { quant_method: 'matmul_nbits', bits: o.quant.bits, block_size: o.quant.blockSize, symmetric: false } } : {}),
+    ...(o.quant
+      ? {
+        quantization_config: { quant_method: 'matmul_nbits', bits: o.quant.bits, block_size: o.quant.blockSize,
+          symmetric: false },
+      }
+      : {}),
   };
 }

@@ -74,11 +74,13 @@ export function encodeGraph(g: GGraph, opts: WriteOptions = {}): { model: Uint8A
       offset += pad;
     }
     dataParts.push(bytes);
-    const ext: GInit = { name: t.name, dtype: t.dtype, dims: t.dims, external: { location: 'model.onnx_data', offset, length: bytes.byteLength } };
+    const ext: GInit = { name: t.name, dtype: t.dtype, dims: t.dims,
+      external: { location: 'model.onnx_data', offset, length: bytes.byteLength } };
     offset += bytes.byteLength;
     return ext;
   });
-  const model = encodeGGraph({ ...g, initializers }, { irVersion: 8, producerName: 'lobes-models', producerVersion: String(GENERATOR_VERSION) });
+  const model = encodeGGraph({ ...g, initializers }, { irVersion: 8, producerName: 'lobes-models',
+    producerVersion: String(GENERATOR_VERSION) });
   return { model, data: opts.externalData ? dataParts : null };
 }
 
@@ -135,7 +137,8 @@ export const GENERATED_MODELS: Record<string, GeneratedModelSpec> = {
   },
   /** tiny-llama with 4-bit MatMulNBits layer projections (block size 32, with zero points). */
   'tiny-llama-q4': {
-    model: { layers: 2, hidden: 64, intermediate: 256, heads: 4, kvHeads: 2, vocab: 512, seed: 20251, quant: { bits: 4, blockSize: 32 } },
+    model: { layers: 2, hidden: 64, intermediate: 256, heads: 4, kvHeads: 2, vocab: 512, seed: 20251,
+      quant: { bits: 4, blockSize: 32 } },
   },
   /** Several 256×256 blocks per matrix (gate/up pooled 4×2, down 2×4), two planted groups. */
   blocks: {
@@ -192,7 +195,8 @@ function generatorSourceHash(): string {
   if (sourceHash !== null) return sourceHash;
   const here = path.dirname(fileURLToPath(import.meta.url));
   const srcDir = path.resolve(here, '..', '..', 'src', 'models');
-  const names = ['tinyllama', 'tokenizer', 'corpus', 'write', ...['build', 'explicit', 'graph', 'sink', 'source', 'spec', 'weights', 'writer'].map((f) => `llama-onnx/${f}`)];
+  const names = ['tinyllama', 'tokenizer', 'corpus', 'write',
+    ...['build', 'explicit', 'graph', 'sink', 'source', 'spec', 'weights', 'writer'].map((f) => `llama-onnx/${f}`)];
   const useTs = names.every((f) => existsSync(path.join(srcDir, f + '.ts')));
   const h = createHash('sha256');
   for (const f of names) {
@@ -217,7 +221,8 @@ function specHash(spec: GeneratedModelSpec): string {
  */
 export function ensureGeneratedModel(name: string): string {
   const spec = GENERATED_MODELS[name];
-  if (!spec) throw new UsageError(`unknown generated model "${name}"`, `known: ${Object.keys(GENERATED_MODELS).join(', ')}`);
+  if (!spec)
+    throw new UsageError(`unknown generated model "${name}"`, `known: ${Object.keys(GENERATED_MODELS).join(', ')}`);
   return ensureModelFromSpec(name, spec);
 }
 
@@ -244,6 +249,7 @@ export function ensureModelFromSpec(name: string, spec: GeneratedModelSpec): str
 /** Parameters of a named generated model (regenerated in memory; deterministic). */
 export function generatedModelParams(name: string): TinyLlamaParams {
   const spec = GENERATED_MODELS[name];
-  if (!spec) throw new UsageError(`unknown generated model "${name}"`, `known: ${Object.keys(GENERATED_MODELS).join(', ')}`);
+  if (!spec)
+    throw new UsageError(`unknown generated model "${name}"`, `known: ${Object.keys(GENERATED_MODELS).join(', ')}`);
   return generateParams(spec.model);
 }

@@ -50,7 +50,11 @@ export function makeTensor(name: string, dataType: number, dims: number[], data:
   let n = 1;
   for (const d of dims) n *= d;
   if (size && Math.ceil(n * size) !== data.byteLength) {
-    throw new LobesError(`makeTensor ${name}: ${data.byteLength} bytes given for dims [${dims}] of ${dataTypeName(dataType)} (${Math.ceil(n * size)} expected)`);
+    throw new LobesError(
+      `makeTensor ${name}: ${data.byteLength} bytes given for dims [${dims}] of ${dataTypeName(dataType)} (${
+        Math.ceil(n * size)
+      } expected)`,
+    );
   }
   return { name, dataType, dims: [...dims], rawData: new Uint8Array(data.buffer, data.byteOffset, data.byteLength) };
 }
@@ -65,7 +69,9 @@ export function attrFloats(x: number[]): { floats: number[] } {
   return { floats: x };
 }
 
-export type AttrValue = number | bigint | string | number[] | bigint[] | string[] | TensorProto | GraphProto | { f: number } | { floats: number[] };
+export type AttrValue = number | bigint | string | number[] | bigint[] | string[] | TensorProto | GraphProto | {
+  f: number;
+} | { floats: number[] };
 
 const te = new TextEncoder();
 
@@ -76,7 +82,8 @@ export function makeAttribute(name: string, v: AttrValue): AttributeProto {
   if (typeof v === 'number') return Number.isInteger(v) ? { name, i: v, type: T.INT } : { name, f: v, type: T.FLOAT };
   if (typeof v === 'string') return { name, s: te.encode(v), type: T.STRING };
   if (Array.isArray(v)) {
-    if (v.length && typeof v[0] === 'string') return { name, strings: (v as string[]).map((s) => te.encode(s)), type: T.STRINGS };
+    if (v.length && typeof v[0] === 'string')
+      return { name, strings: (v as string[]).map((s) => te.encode(s)), type: T.STRINGS };
     const nums = v as (number | bigint)[];
     if (nums.every((x) => typeof x === 'bigint' || Number.isInteger(x))) return { name, ints: nums, type: T.INTS };
     return { name, floats: nums.map(Number), type: T.FLOATS };
@@ -125,7 +132,9 @@ export function makeValueInfo(name: string, elemType: number, shape: ShapeDim[] 
 export function valueShape(v: ValueInfo | undefined): ShapeDim[] | null {
   const s = v?.type?.tensorType?.shape;
   if (!s) return null;
-  return s.dim.map((d) => (d.dimValue !== undefined ? Number(d.dimValue) : d.dimParam !== undefined ? d.dimParam : null));
+  return s.dim.map((
+    d,
+  ) => (d.dimValue !== undefined ? Number(d.dimValue) : d.dimParam !== undefined ? d.dimParam : null));
 }
 
 /** A graph from its nodes, inputs, outputs, initializers and value infos. */

@@ -194,17 +194,17 @@ function decodeTensor(q0: Reader, [s, e]: Sub): TensorProto {
         m.dataType = q.uint();
         break;
       case F.FLOAT_DATA:
-        readFloats(q, w, (floats ??= []));
+        readFloats(q, w, floats ??= []);
         break;
       case F.INT32_DATA:
-        readVarints(q, w, (m.int32Data ??= []));
+        readVarints(q, w, m.int32Data ??= []);
         break;
       case F.STRING_DATA:
         expectWire(q, w, WIRE_LEN, 'string_data', t0);
         (m.stringData ??= []).push(q.bytes());
         break;
       case F.INT64_DATA:
-        readVarints(q, w, (m.int64Data ??= []));
+        readVarints(q, w, m.int64Data ??= []);
         break;
       case F.NAME:
         expectWire(q, w, WIRE_LEN, 'name', t0);
@@ -215,10 +215,10 @@ function decodeTensor(q0: Reader, [s, e]: Sub): TensorProto {
         m.rawData = q.bytes();
         break;
       case F.DOUBLE_DATA:
-        readDoubles(q, w, (doubles ??= []));
+        readDoubles(q, w, doubles ??= []);
         break;
       case F.UINT64_DATA:
-        readVarints(q, w, (m.uint64Data ??= []));
+        readVarints(q, w, m.uint64Data ??= []);
         break;
       case F.DOC_STRING:
         expectWire(q, w, WIRE_LEN, 'doc_string', t0);
@@ -274,10 +274,10 @@ function decodeAttribute(q0: Reader, [s, e]: Sub): AttributeProto {
         m.g = decodeGraph(q, q.sub());
         break;
       case F.FLOATS:
-        readFloats(q, w, (m.floats ??= []));
+        readFloats(q, w, m.floats ??= []);
         break;
       case F.INTS:
-        readVarints(q, w, (m.ints ??= []));
+        readVarints(q, w, m.ints ??= []);
         break;
       case F.STRINGS:
         expectWire(q, w, WIRE_LEN, 'attribute strings', t0);

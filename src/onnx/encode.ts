@@ -127,7 +127,7 @@ function encTensor(w: Writer, m: TensorProto): void {
   u.to(F.INT32_DATA);
   if (m.int32Data) w.packedVarints(F.INT32_DATA, m.int32Data);
   u.to(F.STRING_DATA);
-  if (m.stringData) for (const s of m.stringData) w.bytesField(F.STRING_DATA, s);
+  if (m.stringData) { for (const s of m.stringData) w.bytesField(F.STRING_DATA, s); }
   u.to(F.INT64_DATA);
   if (m.int64Data) w.packedVarints(F.INT64_DATA, m.int64Data);
   u.to(F.NAME);
@@ -141,7 +141,7 @@ function encTensor(w: Writer, m: TensorProto): void {
   u.to(F.DOC_STRING);
   if (m.docString !== undefined) w.stringField(F.DOC_STRING, m.docString);
   u.to(F.EXTERNAL_DATA);
-  if (m.externalData) for (const x of m.externalData) w.messageField(F.EXTERNAL_DATA, (c) => encEntry(c, x));
+  if (m.externalData) { for (const x of m.externalData) w.messageField(F.EXTERNAL_DATA, (c) => encEntry(c, x)); }
   u.to(F.DATA_LOCATION);
   if (m.dataLocation !== undefined) w.varintField(F.DATA_LOCATION, m.dataLocation);
   u.rest();
@@ -163,15 +163,15 @@ function encAttribute(w: Writer, m: AttributeProto): void {
   u.to(F.G);
   if (m.g) w.messageField(F.G, (c) => encGraph(c, m.g!));
   u.to(F.FLOATS);
-  if (m.floats) for (const x of m.floats) w.floatField(F.FLOATS, x);
+  if (m.floats) { for (const x of m.floats) w.floatField(F.FLOATS, x); }
   u.to(F.INTS);
-  if (m.ints) for (const x of m.ints) w.varintField(F.INTS, x);
+  if (m.ints) { for (const x of m.ints) w.varintField(F.INTS, x); }
   u.to(F.STRINGS);
-  if (m.strings) for (const x of m.strings) w.bytesField(F.STRINGS, x);
+  if (m.strings) { for (const x of m.strings) w.bytesField(F.STRINGS, x); }
   u.to(F.TENSORS);
-  if (m.tensors) for (const x of m.tensors) w.messageField(F.TENSORS, (c) => encTensor(c, x));
+  if (m.tensors) { for (const x of m.tensors) w.messageField(F.TENSORS, (c) => encTensor(c, x)); }
   u.to(F.GRAPHS);
-  if (m.graphs) for (const x of m.graphs) w.messageField(F.GRAPHS, (c) => encGraph(c, x));
+  if (m.graphs) { for (const x of m.graphs) w.messageField(F.GRAPHS, (c) => encGraph(c, x)); }
   u.to(F.DOC_STRING);
   if (m.docString !== undefined) w.stringField(F.DOC_STRING, m.docString);
   u.to(F.TYPE);

@@ -28,7 +28,7 @@ export class GraphIndex {
       for (const i of n.input) {
         if (!i) continue;
         let l = this.consumers.get(i);
-        if (!l) this.consumers.set(i, (l = []));
+        if (!l) this.consumers.set(i, l = []);
         if (!l.includes(n)) l.push(n);
       }
     }
@@ -67,7 +67,7 @@ export class GraphIndex {
       if (ready.length > 1) ready.sort((a, b) => pos.get(a)! - pos.get(b)!);
     }
     // Nodes in cycles (invalid graphs) are appended so analysis still sees them.
-    if (out.length < nodes.length) for (const n of nodes) if (!out.includes(n)) out.push(n);
+    if (out.length < nodes.length) { for (const n of nodes) if (!out.includes(n)) out.push(n); }
     return out;
   }
 

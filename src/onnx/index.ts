@@ -14,11 +14,6 @@
  * in external files keep `externalData` (location/offset/length) and are read on demand
  * with readInitializerBytes, by byte range.
  */
-export * from './types.js';
-export { decodeModel } from './decode.js';
-export { encodeModel, encodeModelParts, writeModel } from './encode.js';
-export { loadModel, resolveModelFile, resolveExternal, MODEL_FILE_CANDIDATES, type ExternalRef, type LoadedModel } from './load.js';
-export { tensorBytes, tensorToFloat32, tensorToNumbers, readInitializerBytes, readInitializerFloat32 } from './tensor.js';
 export {
   makeTensor,
   makeNode,
@@ -35,4 +30,11 @@ export {
   type MakeModelOptions,
   type ShapeDim,
 } from './build.js';
+export { decodeModel } from './decode.js';
+export { encodeModel, encodeModelParts, writeModel } from './encode.js';
 export { GraphIndex, PASSTHROUGH } from './graph.js';
+export { loadModel, resolveModelFile, resolveExternal, MODEL_FILE_CANDIDATES, type ExternalRef,
+  type LoadedModel } from './load.js';
+export { tensorBytes, tensorToFloat32, tensorToNumbers, readInitializerBytes,
+  readInitializerFloat32 } from './tensor.js';
+export * from './types.js';

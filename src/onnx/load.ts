@@ -55,7 +55,9 @@ export function resolveModelFile(dirOrFile: string): string {
   if (existsSync(genai)) {
     try {
       const fname = JSON.parse(readFileSync(genai, 'utf8'))?.model?.decoder?.filename;
-      if (typeof fname === 'string' && !isAbsolute(fname) && !fname.split(/[\\/]/).includes('..') && existsSync(join(dirOrFile, fname))) {
+      if (typeof fname === 'string' && !isAbsolute(fname) && !fname.split(/[\\/]/).includes('..') &&
+        existsSync(join(dirOrFile, fname)))
+      {
         return join(dirOrFile, fname);
       }
     } catch {
@@ -72,7 +74,9 @@ export function resolveModelFile(dirOrFile: string): string {
     return join(dirOrFile, onnx[0]!);
   }
   throw new LobesError(
-    onnx.length === 0 ? 'no .onnx file in the model folder' : `several .onnx files (${onnx.join(', ')}) and none named model.onnx`,
+    onnx.length === 0
+      ? 'no .onnx file in the model folder'
+      : `several .onnx files (${onnx.join(', ')}) and none named model.onnx`,
     { file: dirOrFile, hint: 'pass the .onnx file itself' },
   );
 }
@@ -88,7 +92,9 @@ function externalOf(t: TensorProto): Map<string, string> {
  * '..', inside `dir`, and the byte range must lie within the file. `sizes` caches file
  * sizes across calls.
  */
-export function resolveExternal(dir: string, t: TensorProto, graphFile: string, sizes = new Map<string, number>()): ExternalRef {
+export function resolveExternal(dir: string, t: TensorProto, graphFile: string,
+  sizes = new Map<string, number>()): ExternalRef
+{
   const kv = externalOf(t);
   const name = t.name ?? '(unnamed)';
   const where = `initializer ${name}`;
@@ -97,12 +103,17 @@ export function resolveExternal(dir: string, t: TensorProto, graphFile: string, 
   const parts = location.split(/[\\/]+/);
   const abs = resolve(dir, location);
   const rel = relative(resolve(dir), abs);
-  if (isAbsolute(location) || /^[a-zA-Z]:/.test(location) || parts.includes('..') || rel.startsWith('..') || isAbsolute(rel) || rel === '') {
-    throw new LobesError(`external data location ${JSON.stringify(location)} points outside the model folder (rejected: path traversal)`, {
-      file: graphFile,
-      where,
-      hint: 'external data must be a relative path inside the model folder',
-    });
+  if (isAbsolute(location) || /^[a-zA-Z]:/.test(location) || parts.includes('..') || rel.startsWith('..') ||
+    isAbsolute(rel) || rel === '')
+  {
+    throw new LobesError(
+      `external data location ${JSON.stringify(location)} points outside the model folder (rejected: path traversal)`,
+      {
+        file: graphFile,
+        where,
+        hint: 'external data must be a relative path inside the model folder',
+      },
+    );
   }
   const offset = Number(kv.get('offset') ?? '0');
   const lenStr = kv.get('length');
@@ -114,16 +125,20 @@ export function resolveExternal(dir: string, t: TensorProto, graphFile: string, 
   let size = sizes.get(abs);
   if (size === undefined) {
     if (!existsSync(abs)) {
-      throw new LobesError(`external data file ${location} is missing`, { file: graphFile, where, hint: `expected at ${abs}` });
+      throw new LobesError(`external data file ${location} is missing`, { file: graphFile, where,
+        hint: `expected at ${abs}` });
     }
     size = statSync(abs).size;
     sizes.set(abs, size);
   }
   if (offset + length > size) {
-    throw new LobesError(`external data range ${offset}+${length} runs past the end of ${location} (${size} bytes; truncated?)`, {
-      file: graphFile,
-      where,
-    });
+    throw new LobesError(
+      `external data range ${offset}+${length} runs past the end of ${location} (${size} bytes; truncated?)`,
+      {
+        file: graphFile,
+        where,
+      },
+    );
   }
   return { path: abs, location, offset, length };
 }

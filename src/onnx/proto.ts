@@ -113,7 +113,10 @@ export class Reader {
     const at = this.pos;
     const len = this.uint();
     if (len < 0 || this.pos + len > this.end) {
-      throw new ProtoError(`nested message of ${len} bytes runs past the end of the data (${this.end - this.pos} bytes left)`, at);
+      throw new ProtoError(
+        `nested message of ${len} bytes runs past the end of the data (${this.end - this.pos} bytes left)`,
+        at,
+      );
     }
     const s = this.pos;
     this.pos += len;
@@ -149,7 +152,8 @@ export class Reader {
     const field = Math.floor(t / 8);
     const wire = t & 7;
     if (field === 0) throw new ProtoError('field number 0', at);
-    if (wire !== WIRE_VARINT && wire !== WIRE_I64 && wire !== WIRE_LEN && wire !== WIRE_I32) throw new ProtoError(`unsupported wire type ${wire}`, at);
+    if (wire !== WIRE_VARINT && wire !== WIRE_I64 && wire !== WIRE_LEN && wire !== WIRE_I32)
+      throw new ProtoError(`unsupported wire type ${wire}`, at);
     return [field, wire];
   }
 }

@@ -24,19 +24,27 @@ const isObj = (v: unknown): v is Record<string, any> => typeof v === 'object' &&
 
 function checkItem(it: any, file: string, line: number): void {
   const bad = (what: string) => new LobesError(what, { file, where: `line ${line}` });
-  if (!isObj(it) || typeof it.id !== 'string' || typeof it.prompt !== 'string' || !Array.isArray(it.words) || !Array.isArray(it.parts) || !Array.isArray(it.top)) {
+  if (!isObj(it) || typeof it.id !== 'string' || typeof it.prompt !== 'string' || !Array.isArray(it.words) ||
+    !Array.isArray(it.parts) || !Array.isArray(it.top))
+  {
     throw bad('an item needs id, prompt (strings), parts, words and top (arrays)');
   }
   const n = it.prompt.length;
   for (const [k, w] of it.words.entries()) {
-    if (!isObj(w) || !Number.isInteger(w.start) || !Number.isInteger(w.end) || w.start < 0 || w.end > n || w.end < w.start || typeof w.weight !== 'number' || typeof w.part !== 'string') {
+    if (!isObj(w) || !Number.isInteger(w.start) || !Number.isInteger(w.end) || w.start < 0 || w.end > n ||
+      w.end < w.start || typeof w.weight !== 'number' || typeof w.part !== 'string')
+    {
       throw bad(`word ${k} needs start ≤ end within the prompt, a numeric weight and a part`);
     }
   }
   for (const [k, p] of it.parts.entries()) {
-    if (!isObj(p) || typeof p.name !== 'string' || !Number.isInteger(p.start) || !Number.isInteger(p.end) || p.start < 0 || p.end > n || p.end < p.start) throw bad(`part ${k} needs a name and start ≤ end within the prompt`);
+    if (!isObj(p) || typeof p.name !== 'string' || !Number.isInteger(p.start) || !Number.isInteger(p.end) ||
+      p.start < 0 || p.end > n || p.end < p.start)
+      throw bad(`part ${k} needs a name and start ≤ end within the prompt`);
   }
-  for (const t of it.top) if (!Number.isInteger(t) || t < 0 || t >= it.words.length) throw bad(`top word index ${JSON.stringify(t)} is not a word of the item`);
+  for (const t of it.top)
+    if (!Number.isInteger(t) || t < 0 || t >= it.words.length)
+      throw bad(`top word index ${JSON.stringify(t)} is not a word of the item`);
 }
 
 /**
@@ -46,7 +54,9 @@ function checkItem(it: any, file: string, line: number): void {
 export function loadAttend(dir: string): AttendData {
   const r = readAttendResults(dir);
   const sf = path.join(dir, r.manifest.files!.summary.path);
-  if (!isObj(r.summary) || r.summary.format !== 'lobes-attend' || !isObj(r.summary.parts) || !isObj(r.summary.keywords)) {
+  if (!isObj(r.summary) || r.summary.format !== 'lobes-attend' || !isObj(r.summary.parts) ||
+    !isObj(r.summary.keywords))
+  {
     throw new LobesError('not a lobes attend summary (format, parts or keywords missing)', { file: sf });
   }
   const itf = path.join(dir, ITEMS);
@@ -91,7 +101,8 @@ export function attendPayload(a: AttendData, maxItems = DEFAULT_PAGE_ITEMS): Att
     heads: s.model?.heads ?? null,
     position: s.settings?.position ?? '',
     top: s.settings?.top ?? 30,
-    counts: { items: s.counts?.items ?? a.items.length, right: s.counts?.right ?? 0, wrong: s.counts?.wrong ?? 0, unscored: s.counts?.unscored ?? 0 },
+    counts: { items: s.counts?.items ?? a.items.length, right: s.counts?.right ?? 0, wrong: s.counts?.wrong ?? 0,
+      unscored: s.counts?.unscored ?? 0 },
     nonContentMass: s.nonContentMass,
     parts: s.parts,
     roles: s.roles ?? null,
@@ -114,9 +125,14 @@ export function attendProvenance(a: AttendData): [string, string][] {
   add('lobes version', s.lobesVersion);
   add('model', s.model?.dir);
   add('model graph sha256', s.model?.graphSha256);
-  if (s.model?.source?.identity) add('model source', `${s.model.source.format === 'hf-checkpoint' ? 'Hugging Face checkpoint' : 'GGUF'} ${s.model.source.path} (sha256 ${s.model.source.sha256}); identity ${s.model.source.identity} (the same for every layout: ${s.model.source.options?.layout} here)`);
+  if (s.model?.source?.identity)
+    add('model source',
+      `${
+        s.model.source.format === 'hf-checkpoint' ? 'Hugging Face checkpoint' : 'GGUF'
+      } ${s.model.source.path} (sha256 ${s.model.source.sha256}); identity ${s.model.source.identity} (the same for every layout: ${s.model.source.options?.layout} here)`);
   add('attention', `${s.model?.attention}; ${s.model?.layers} layers, ${s.model?.heads ?? '?'} heads`);
-  add('tokenizer', `${s.tokenizer?.source}; ${s.tokenizer?.scheme}; chat template ${s.tokenizer?.chatTemplate ? 'on' : 'off'}`);
+  add('tokenizer',
+    `${s.tokenizer?.source}; ${s.tokenizer?.scheme}; chat template ${s.tokenizer?.chatTemplate ? 'on' : 'off'}`);
   add('input', `${s.input?.kind} ${s.input?.spec} (${s.input?.items}: ${s.input?.selected} of ${s.input?.total})`);
   add('input sha256', s.input?.sha256);
   add('settings', s.settings);

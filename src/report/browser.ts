@@ -10,7 +10,8 @@ import { LobesError, opt } from '../util/errors.js';
 
 export const DEFAULT_CHROMIUM = '/usr/bin/chromium';
 
-export const CHROMIUM_FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--no-first-run'];
+export const CHROMIUM_FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
+  '--no-first-run'];
 
 /** The browser executable to use: the argument, else $LOBES_CHROMIUM, else /usr/bin/chromium. */
 export function chromiumPath(given?: string): string {
@@ -47,7 +48,9 @@ export async function launchChromium(given?: string): Promise<Browser> {
   try {
     ({ chromium } = await import('playwright-core'));
   } catch {
-    throw new LobesError('figure export needs the optional package playwright-core, which is not installed', { hint: 'npm install playwright-core' });
+    throw new LobesError('figure export needs the optional package playwright-core, which is not installed', {
+      hint: 'npm install playwright-core',
+    });
   }
   const profile = mkdtempSync(path.join(tmpdir(), 'lobes-chromium-'));
   let context: any;
@@ -97,21 +100,32 @@ export interface LoadTiming {
  * Open a report in a fresh Chromium (cold: no compiled-script cache from an earlier load) and time
  * it until it is interactive. `pair` is the 0-based pair to switch to (a report with >= pair+1 pairs).
  */
-export async function measureReportLoad(fileUrl: string, opts: { pair?: number; chromium?: string } = {}): Promise<LoadTiming> {
+export async function measureReportLoad(fileUrl: string,
+  opts: { pair?: number; chromium?: string } = {}): Promise<LoadTiming>
+{
   const pair = opts.pair ?? 1;
   const b = await launchChromium(opts.chromium);
   try {
     const page = await b.context.newPage();
     const problems: string[] = [];
-    page.on('console', (m: any) => { if (m.type() === 'error' || m.type() === 'warning') problems.push(`${m.type()}: ${m.text()}`); });
+    page.on('console', (m: any) => {
+      if (m.type() === 'error' || m.type() === 'warning') problems.push(`${m.type()}: ${m.text()}`);
+    });
     page.on('pageerror', (e: Error) => problems.push(`pageerror: ${e.message}`));
     const cdp = await b.context.newCDPSession(page);
     // thread-tick metrics: CPU time, not wall time, of the renderer that holds the page
     await cdp.send('Performance.enable', { timeDomain: 'threadTicks' });
     await page.goto(fileUrl, { waitUntil: 'load', timeout: 120_000 });
-    await page.waitForFunction('window.lobesReport && window.lobesReport.ready === true || document.documentElement.getAttribute("data-ready") === "error"', null, { timeout: 120_000, polling: 'raf' });
-    const [scriptMs, readyMs]: number[] = await page.evaluate('[window.lobesReport.startMs, window.lobesReport.readyMs]');
-    if (!(readyMs > 0)) throw new LobesError('the report page failed to draw its figures', { file: fileUrl, hint: problems.join('; ') });
+    await page.waitForFunction(
+      'window.lobesReport && window.lobesReport.ready === true || document.documentElement.getAttribute("data-ready") === "error"',
+      null,
+      { timeout: 120_000, polling: 'raf' },
+    );
+    const [scriptMs, readyMs]: number[] = await page.evaluate(
+      '[window.lobesReport.startMs, window.lobesReport.readyMs]',
+    );
+    if (!(readyMs > 0))
+      throw new LobesError('the report page failed to draw its figures', { file: fileUrl, hint: problems.join('; ') });
     // where a scatter point lies on screen
     const at: { x: number; y: number } = await page.evaluate(`(function () {
       var gd = document.querySelector('[data-figure$="scatter"]'); gd.scrollIntoView();
@@ -121,7 +135,8 @@ export async function measureReportLoad(fileUrl: string, opts: { pair?: number; 
     const t0 = performance.now();
     await page.mouse.move(at.x - 3, at.y - 3);
     await page.mouse.move(at.x, at.y);
-    await page.waitForFunction('(document.querySelector(".hoverlayer") || {}).textContent', null, { timeout: 30_000, polling: 'raf' });
+    await page.waitForFunction('(document.querySelector(".hoverlayer") || {}).textContent', null, { timeout: 30_000,
+      polling: 'raf' });
     await page.selectOption('#pair-select', String(pair));
     await page.waitForFunction(`(function () {
       var gd = document.querySelector('[data-figure$="pair-${pair + 1}"]');
@@ -131,7 +146,8 @@ export async function measureReportLoad(fileUrl: string, opts: { pair?: number; 
     const metrics: { name: string; value: number }[] = (await cdp.send('Performance.getMetrics')).metrics;
     const metric = (name: string) => 1000 * (metrics.find((m) => m.name === name)?.value ?? NaN);
     const hover: string = await page.evaluate('document.querySelector(".hoverlayer").textContent');
-    return { scriptMs, readyMs, interactMs, totalMs: readyMs + interactMs, mainThreadCpuMs: metric('ThreadTime'), rendererCpuMs: metric('ProcessTime'), hover, problems };
+    return { scriptMs, readyMs, interactMs, totalMs: readyMs + interactMs, mainThreadCpuMs: metric('ThreadTime'),
+      rendererCpuMs: metric('ProcessTime'), hover, problems };
   } finally {
     await b.close();
   }

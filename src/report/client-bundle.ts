@@ -54,14 +54,16 @@ export function clientScript(): string {
 export function bundleClient(): string {
   const entry = path.join(PACKAGE_ROOT, CLIENT_ENTRY);
   if (!existsSync(entry)) {
-    throw new LobesError(`the report page script is not built (no ${BUILT}) and its source is missing`, { file: entry, hint: 'reinstall lobes, or run npm run build in a lobes checkout' });
+    throw new LobesError(`the report page script is not built (no ${BUILT}) and its source is missing`, { file: entry,
+      hint: 'reinstall lobes, or run npm run build in a lobes checkout' });
   }
   const require = createRequire(import.meta.url);
   let esbuild: { buildSync(o: BuildOptions): BuildResult };
   try {
     esbuild = require('esbuild');
   } catch {
-    throw new LobesError(`the report page script is not built (no ${BUILT}) and esbuild is not installed to bundle it`, { hint: 'run npm install (devDependencies) and npm run build in the lobes checkout' });
+    throw new LobesError(`the report page script is not built (no ${BUILT}) and esbuild is not installed to bundle it`,
+      { hint: 'run npm install (devDependencies) and npm run build in the lobes checkout' });
   }
   let result: BuildResult;
   try {
@@ -69,7 +71,10 @@ export function bundleClient(): string {
   } catch (e: any) {
     const first = e?.errors?.[0];
     const where = first?.location ? `${first.location.file}:${first.location.line}` : undefined;
-    throw new LobesError(`cannot bundle the report page script: ${first?.text ?? String(e?.message ?? e).split('\n')[0]}`, { file: entry, where, hint: 'run npm run typecheck' });
+    throw new LobesError(
+      `cannot bundle the report page script: ${first?.text ?? String(e?.message ?? e).split('\n')[0]}`,
+      { file: entry, where, hint: 'run npm run typecheck' },
+    );
   }
   const out = result.outputFiles?.[0]?.text;
   if (!out) throw new LobesError('esbuild produced no report page script', { file: entry });

@@ -26,7 +26,8 @@ import type { ClusterItems, MetricWithCI, SpaceMetrics } from '../cluster/types.
 import type { NullTested, WandaPairMetrics } from '../wanda/types.js';
 import type { ComparisonRow, Comparison } from './types.js';
 import { Rng } from '../util/rng.js';
-import { confusionCounts, percentileSorted, scoresFromConfusion, SCORE_NAMES, type ScoreName } from '../cluster/scores.js';
+import { confusionCounts, percentileSorted, scoresFromConfusion, SCORE_NAMES,
+  type ScoreName } from '../cluster/scores.js';
 import type { Accuracy, AccuracyTable, ClozeMetric, EvalSummary } from '../eval/summary-types.js';
 import { scoringOf } from '../eval/headline.js';
 import { distinctNames } from './naming.js';
@@ -53,13 +54,18 @@ export function diffCI(a: number, ciA: [number, number], b: number, ciB: [number
  * One run's per-item series of one statistic: predictions against true classes (`pred`, and for
  * a probe `preds`, every CV repeat's, the first being `pred`), or per-item values.
  */
-export type ItemSeries = { ids: string[]; y: Int32Array; C: number; pred: Int32Array; preds?: Int32Array[] } | { ids: string[]; values: Float64Array };
+export type ItemSeries = { ids: string[]; y: Int32Array; C: number; pred: Int32Array; preds?: Int32Array[] } | {
+  ids: string[];
+  values: Float64Array;
+};
 
 /** The repeats of a series: its CV repeats' predictions, or one (kNN, a file that kept one). */
 const repeatsOf = (s: ItemSeries): number => ('values' in s ? 1 : s.preds?.length || 1);
 
 /** The statistic of repeat `r` of a series on the items `rows` (all when null). */
-function statOn(s: ItemSeries, stat: ScoreName | 'mean', rows: Int32Array | null, M: Float64Array | null, r = 0): number {
+function statOn(s: ItemSeries, stat: ScoreName | 'mean', rows: Int32Array | null, M: Float64Array | null,
+  r = 0): number
+{
   if ('values' in s) {
     const v = s.values;
     let sum = 0;
@@ -88,7 +94,11 @@ export function seriesValue(s: ItemSeries, stat: ScoreName | 'mean'): number {
  * independent: one for each) and then the items, so the interval covers the point estimate, the
  * mean over repeats.
  */
-export function bootstrapDiff(s1: ItemSeries, s2: ItemSeries, stat: ScoreName | 'mean', B: number, seed: number): { ci: [number, number]; kind: 'paired' | 'independent'; n: number } | null {
+export function bootstrapDiff(s1: ItemSeries, s2: ItemSeries, stat: ScoreName | 'mean', B: number, seed: number): {
+  ci: [number, number];
+  kind: 'paired' | 'independent';
+  n: number;
+} | null {
   const n1 = s1.ids.length;
   const n2 = s2.ids.length;
   if (B <= 0 || n1 === 0 || n2 === 0) return null;
@@ -124,15 +134,19 @@ export function bootstrapDiff(s1: ItemSeries, s2: ItemSeries, stat: ScoreName | 
     diffs[b] = statOn(s2, stat, r2, M2, q2) - statOn(s1, stat, r1, M1, q1);
   }
   diffs.sort();
-  return { ci: [percentileSorted(diffs, 2.5), percentileSorted(diffs, 97.5)], kind: paired ? 'paired' : 'independent', n: paired ? n1 : n1 + n2 };
+  return { ci: [percentileSorted(diffs, 2.5), percentileSorted(diffs, 97.5)], kind: paired ? 'paired' : 'independent',
+    n: paired ? n1 : n1 + n2 };
 }
 
 /** Series of one run's items.json: a classifier's predictions, or a space's silhouettes. */
-export function itemSeries(items: ClusterItems | null | undefined, what: { space: string; of: 'knn' | 'probe' | 'silhouette' } | { baseline: string } | { sweep: string }): ItemSeries | null {
+export function itemSeries(items: ClusterItems | null | undefined,
+  what: { space: string; of: 'knn' | 'probe' | 'silhouette' } | { baseline: string } | { sweep: string }
+): ItemSeries | null {
   if (!items) return null;
   const base = { ids: items.ids, y: Int32Array.from(items.y), C: items.classes.length };
   // a probe's every CV repeat when the file keeps them (earlier files: the first only)
-  const probe = (first: number[], all: number[][] | undefined) => ({ ...base, pred: Int32Array.from(first), ...(all?.length ? { preds: all.map((p) => Int32Array.from(p)) } : {}) });
+  const probe = (first: number[], all: number[][] | undefined) => ({ ...base, pred: Int32Array.from(first),
+    ...(all?.length ? { preds: all.map((p) => Int32Array.from(p)) } : {}) });
   if ('baseline' in what) {
     const b = items.baselines.find((x) => x.name === what.baseline);
     return b ? probe(b.probe, b.probeRepeats) : null;
@@ -148,7 +162,9 @@ export function itemSeries(items: ClusterItems | null | undefined, what: { space
   return s.probe ? probe(s.probe, s.probeRepeats) : null;
 }
 
-function aheadOf(dir: Direction, a: number | null, b: number | null, ci: [number, number] | null, names: [string, string]): string {
+function aheadOf(dir: Direction, a: number | null, b: number | null, ci: [number, number] | null,
+  names: [string, string]): string
+{
   if (a === null || b === null) return '—';
   if (a === b) return 'tie';
   const bigger = b > a ? names[1] : names[0];
@@ -170,7 +186,10 @@ interface Ctx {
 
 type Val = { value: number; ci?: [number, number] | null } | null;
 
-function row(ctx: Ctx, section: string, metric: string, dir: Direction, a: Val, b: Val, opts: { note?: string; series?: [ItemSeries | null, ItemSeries | null]; stat?: ScoreName | 'mean' } = {}): ComparisonRow {
+function row(ctx: Ctx, section: string, metric: string, dir: Direction, a: Val, b: Val,
+  opts: { note?: string; series?: [ItemSeries | null, ItemSeries | null]; stat?: ScoreName | 'mean' } =
+    {}): ComparisonRow
+{
   const av = a && Number.isFinite(a.value) ? a.value : null;
   const bv = b && Number.isFinite(b.value) ? b.value : null;
   const raw = av !== null && bv !== null ? bv - av : null;
@@ -193,14 +212,16 @@ function row(ctx: Ctx, section: string, metric: string, dir: Direction, a: Val, 
   const diff = raw;
   const shown = ci;
   const note = [opts.note, how].filter(Boolean).join('; ');
-  return { section, metric, a: av, b: bv, diff, ci: shown, ahead: aheadOf(dir, av, bv, ci, ctx.names), ...(note ? { note } : {}) };
+  return { section, metric, a: av, b: bv, diff, ci: shown, ahead: aheadOf(dir, av, bv, ci, ctx.names),
+    ...(note ? { note } : {}) };
 }
 
 const detail = (r: ComparisonRow): ComparisonRow => ({ ...r, detail: true });
 const mc = (m: MetricWithCI | null | undefined) => (m ? { value: m.value, ci: m.ci95 } : null);
 const nt = (m: NullTested | null | undefined) => (m ? { value: m.value } : null);
 const num = (v: number | null | undefined) => (typeof v === 'number' ? { value: v } : null);
-const SCORE_LABEL: Record<ScoreName, string> = { accuracy: 'accuracy', balancedAccuracy: 'balanced accuracy', macroF1: 'macro-F1' };
+const SCORE_LABEL: Record<ScoreName, string> = { accuracy: 'accuracy', balancedAccuracy: 'balanced accuracy',
+  macroF1: 'macro-F1' };
 
 /** Separation rows of every space, baseline and sweep point. */
 function clusterRows(ctx: Ctx, r1: ReportModel, r2: ReportModel, rows: ComparisonRow[]): void {
@@ -212,8 +233,13 @@ function clusterRows(ctx: Ctx, r1: ReportModel, r2: ReportModel, rows: Compariso
     const s1: SpaceMetrics | undefined = c1?.spaces.find((s) => s.space === sp);
     const s2: SpaceMetrics | undefined = c2?.spaces.find((s) => s.space === sp);
     const sec = `separation (${sp})`;
-    const ser = (of: 'knn' | 'probe' | 'silhouette'): [ItemSeries | null, ItemSeries | null] => [itemSeries(i1, { space: sp, of }), itemSeries(i2, { space: sp, of })];
-    rows.push(row(ctx, sec, 'silhouette', 'higher', mc(s1?.silhouette), mc(s2?.silhouette), { series: ser('silhouette'), stat: 'mean' }));
+    const ser = (
+      of: 'knn' | 'probe' | 'silhouette',
+    ): [ItemSeries | null, ItemSeries | null] => [itemSeries(i1, { space: sp, of }), itemSeries(i2, { space: sp, of })];
+    rows.push(
+      row(ctx, sec, 'silhouette', 'higher', mc(s1?.silhouette), mc(s2?.silhouette), { series: ser('silhouette'),
+        stat: 'mean' }),
+    );
     for (const cl of ['knn', 'probe'] as const) {
       const m1 = s1?.[cl];
       const m2 = s2?.[cl];
@@ -224,7 +250,12 @@ function clusterRows(ctx: Ctx, r1: ReportModel, r2: ReportModel, rows: Compariso
         const v1 = m1 ? m1[k] : k === 'accuracy' ? old1 : null;
         const v2 = m2 ? m2[k] : k === 'accuracy' ? old2 : null;
         if (!v1 && !v2) continue;
-        rows.push(row(ctx, sec, `${cl === 'knn' ? 'kNN' : 'probe'} ${SCORE_LABEL[k]}`, 'higher', mc(v1), mc(v2), { series: ser(cl), stat: k }));
+        rows.push(
+          row(ctx, sec, `${cl === 'knn' ? 'kNN' : 'probe'} ${SCORE_LABEL[k]}`, 'higher', mc(v1), mc(v2), {
+            series: ser(cl),
+            stat: k,
+          }),
+        );
       }
     }
     rows.push(row(ctx, sec, 'Davies–Bouldin', 'lower', mc(s1?.daviesBouldin), mc(s2?.daviesBouldin)));
@@ -234,24 +265,46 @@ function clusterRows(ctx: Ctx, r1: ReportModel, r2: ReportModel, rows: Compariso
       const p2 = s2?.perClass.find((c) => c.label === cl);
       rows.push(detail(row(ctx, sec, `silhouette of ${cl}`, 'higher', num(p1?.silhouette), num(p2?.silhouette))));
       rows.push(detail(row(ctx, sec, `kNN recall of ${cl}`, 'higher', num(p1?.knnRecall), num(p2?.knnRecall))));
-      if (p1?.probeRecall !== undefined || p2?.probeRecall !== undefined) rows.push(detail(row(ctx, sec, `probe recall of ${cl}`, 'higher', num(p1?.probeRecall), num(p2?.probeRecall))));
+      if (p1?.probeRecall !== undefined || p2?.probeRecall !== undefined)
+        rows.push(detail(row(ctx, sec, `probe recall of ${cl}`, 'higher', num(p1?.probeRecall), num(p2?.probeRecall))));
     }
   }
   const bnames = [...new Set([...(c1?.baselines ?? []), ...(c2?.baselines ?? [])].map((b) => b.name))];
   for (const bn of bnames) {
     const b1 = c1?.baselines?.find((b) => b.name === bn);
     const b2 = c2?.baselines?.find((b) => b.name === bn);
-    const series: [ItemSeries | null, ItemSeries | null] = [itemSeries(i1, { baseline: bn }), itemSeries(i2, { baseline: bn })];
-    for (const k of SCORE_NAMES) rows.push(row(ctx, `tokens alone (${bn})`, `probe ${SCORE_LABEL[k]}`, 'higher', mc(b1?.probe[k]), mc(b2?.probe[k]), { series, stat: k }));
+    const series: [ItemSeries | null, ItemSeries | null] = [itemSeries(i1, { baseline: bn }),
+      itemSeries(i2, { baseline: bn })];
+    for (const k of SCORE_NAMES)
+      rows.push(
+        row(ctx, `tokens alone (${bn})`, `probe ${SCORE_LABEL[k]}`, 'higher', mc(b1?.probe[k]), mc(b2?.probe[k]), {
+          series,
+          stat: k,
+        }),
+      );
   }
   const points = [...new Set([...(c1?.sweep ?? []), ...(c2?.sweep ?? [])].map((w) => w.point))];
   for (const pt of points) {
     const w1 = c1?.sweep?.find((w) => w.point === pt);
     const w2 = c2?.sweep?.find((w) => w.point === pt);
-    const series: [ItemSeries | null, ItemSeries | null] = [itemSeries(i1, { sweep: pt }), itemSeries(i2, { sweep: pt })];
+    const series: [ItemSeries | null, ItemSeries | null] = [itemSeries(i1, { sweep: pt }),
+      itemSeries(i2, { sweep: pt })];
     const v = (w: typeof w1) => (w ? w.balancedAccuracy ?? null : null);
-    if (v(w1) || v(w2)) rows.push(detail(row(ctx, 'layer sweep', `probe balanced accuracy at ${pt}`, 'higher', mc(v(w1)), mc(v(w2)), { series, stat: 'balancedAccuracy' })));
-    else rows.push(detail(row(ctx, 'layer sweep', `probe accuracy at ${pt}`, 'higher', w1 ? { value: w1.probeAccuracy, ci: w1.ci95 } : null, w2 ? { value: w2.probeAccuracy, ci: w2.ci95 } : null, { series, stat: 'accuracy' })));
+    if (v(w1) || v(w2))
+      rows.push(
+        detail(
+          row(ctx, 'layer sweep', `probe balanced accuracy at ${pt}`, 'higher', mc(v(w1)), mc(v(w2)), { series,
+            stat: 'balancedAccuracy' }),
+        ),
+      );
+    else
+      rows.push(
+        detail(
+          row(ctx, 'layer sweep', `probe accuracy at ${pt}`, 'higher',
+            w1 ? { value: w1.probeAccuracy, ci: w1.ci95 } : null, w2 ? { value: w2.probeAccuracy, ci: w2.ci95 } : null,
+            { series, stat: 'accuracy' }),
+        ),
+      );
   }
 }
 
@@ -269,7 +322,9 @@ function wandaRows(ctx: Ctx, r1: ReportModel, r2: ReportModel, rows: ComparisonR
     const g2 = w2?.groups.find((x) => x.group === g);
     const sec = `region of ${g}`;
     rows.push(row(ctx, sec, 'share of all blocks', 'neutral', share(g1?.regionSize, t1), share(g2?.regionSize, t2)));
-    rows.push(row(ctx, sec, 'density', 'higher', num(g1?.density), num(g2?.density), { note: 'higher: more densely packed' }));
+    rows.push(
+      row(ctx, sec, 'density', 'higher', num(g1?.density), num(g2?.density), { note: 'higher: more densely packed' }),
+    );
     rows.push(row(ctx, sec, 'components', 'neutral', num(g1?.components), num(g2?.components)));
   }
   const key = (p: WandaPairMetrics) => `${p.a}\u0000${p.b}`;
@@ -279,19 +334,59 @@ function wandaRows(ctx: Ctx, r1: ReportModel, r2: ReportModel, rows: ComparisonR
     const p2 = w2?.pairs.find((p) => key(p) === k);
     const [a, b] = k.split('\u0000');
     const sec = `pair ${a} vs ${b}`;
-    rows.push(detail(row(ctx, sec, 'Jaccard of regions', 'lower', nt(p1?.jaccard), nt(p2?.jaccard), { note: 'lower: more distinct regions' })));
+    rows.push(
+      detail(
+        row(ctx, sec, 'Jaccard of regions', 'lower', nt(p1?.jaccard), nt(p2?.jaccard), {
+          note: 'lower: more distinct regions',
+        }),
+      ),
+    );
     // Isolation is not compared: with |A| = |B| it moves only with |A∩B|, as Jaccard does.
-    rows.push(detail(row(ctx, sec, 'share of blocks in A∖B', 'neutral', share(p1?.sizeAminusB, t1), share(p2?.sizeAminusB, t2))));
-    rows.push(detail(row(ctx, sec, 'share of blocks in B∖A', 'neutral', share(p1?.sizeBminusA, t1), share(p2?.sizeBminusA, t2))));
-    rows.push(detail(row(ctx, sec, 'density of A∖B', 'higher', nt(p1?.densityAminusB), nt(p2?.densityAminusB), { note: 'higher: more densely packed' })));
-    rows.push(detail(row(ctx, sec, 'density of B∖A', 'higher', nt(p1?.densityBminusA), nt(p2?.densityBminusA), { note: 'higher: more densely packed' })));
+    rows.push(
+      detail(
+        row(ctx, sec, 'share of blocks in A∖B', 'neutral', share(p1?.sizeAminusB, t1), share(p2?.sizeAminusB, t2)),
+      ),
+    );
+    rows.push(
+      detail(
+        row(ctx, sec, 'share of blocks in B∖A', 'neutral', share(p1?.sizeBminusA, t1), share(p2?.sizeBminusA, t2)),
+      ),
+    );
+    rows.push(
+      detail(
+        row(ctx, sec, 'density of A∖B', 'higher', nt(p1?.densityAminusB), nt(p2?.densityAminusB), {
+          note: 'higher: more densely packed',
+        }),
+      ),
+    );
+    rows.push(
+      detail(
+        row(ctx, sec, 'density of B∖A', 'higher', nt(p1?.densityBminusA), nt(p2?.densityBminusA), {
+          note: 'higher: more densely packed',
+        }),
+      ),
+    );
     const ratio = (x: number | null | undefined) => (x === null || x === undefined ? null : { value: x });
     if (p1?.placementAminusB || p2?.placementAminusB) {
-      rows.push(detail(row(ctx, sec, 'density of A∖B over a random set\'s', 'higher', ratio(p1?.placementAminusB?.densityRatio), ratio(p2?.placementAminusB?.densityRatio), { note: 'normalised for the set\'s size; 1 = as random' })));
-      rows.push(detail(row(ctx, sec, 'density of B∖A over a random set\'s', 'higher', ratio(p1?.placementBminusA?.densityRatio), ratio(p2?.placementBminusA?.densityRatio), { note: 'normalised for the set\'s size; 1 = as random' })));
+      rows.push(
+        detail(
+          row(ctx, sec, "density of A∖B over a random set's", 'higher', ratio(p1?.placementAminusB?.densityRatio),
+            ratio(p2?.placementAminusB?.densityRatio), { note: "normalised for the set's size; 1 = as random" }),
+        ),
+      );
+      rows.push(
+        detail(
+          row(ctx, sec, "density of B∖A over a random set's", 'higher', ratio(p1?.placementBminusA?.densityRatio),
+            ratio(p2?.placementBminusA?.densityRatio), { note: "normalised for the set's size; 1 = as random" }),
+        ),
+      );
     }
-    rows.push(detail(row(ctx, sec, 'components of A∖B', 'neutral', num(p1?.componentsAminusB), num(p2?.componentsAminusB))));
-    rows.push(detail(row(ctx, sec, 'components of B∖A', 'neutral', num(p1?.componentsBminusA), num(p2?.componentsBminusA))));
+    rows.push(
+      detail(row(ctx, sec, 'components of A∖B', 'neutral', num(p1?.componentsAminusB), num(p2?.componentsAminusB))),
+    );
+    rows.push(
+      detail(row(ctx, sec, 'components of B∖A', 'neutral', num(p1?.componentsBminusA), num(p2?.componentsBminusA))),
+    );
   }
 }
 
@@ -302,25 +397,40 @@ export function compareRuns(r1: ReportModel, r2: ReportModel): Comparison {
   const ctl2 = !!r2.control;
   const diffLabel = 'B − A';
   let order = `A is ${names[0]}, B is ${names[1]}. Every difference is B − A.`;
-  if (ctl1 !== ctl2) order += ctl2 ? ' B is a random-weights control, so a negative difference means the trained model A is ahead.' : ' A is a random-weights control, so a positive difference means the trained model B is ahead.';
-  const ctx: Ctx = { names: ['A', 'B'], items: [r1.cluster?.items ?? null, r2.cluster?.items ?? null], used: new Set() };
+  if (ctl1 !== ctl2)
+    order += ctl2
+      ? ' B is a random-weights control, so a negative difference means the trained model A is ahead.'
+      : ' A is a random-weights control, so a positive difference means the trained model B is ahead.';
+  const ctx: Ctx = { names: ['A', 'B'], items: [r1.cluster?.items ?? null, r2.cluster?.items ?? null],
+    used: new Set() };
   const rows: ComparisonRow[] = [];
   const notes: string[] = [];
   if (r1.cluster?.metrics || r2.cluster?.metrics) clusterRows(ctx, r1, r2, rows);
   if (r1.wanda?.metrics || r2.wanda?.metrics) {
     wandaRows(ctx, r1, r2, rows);
     notes.push(
-      'Region metrics carry permutation p-values (shown in each run\'s tables), not bootstrap CIs, so their differences have no CI. ' +
+      "Region metrics carry permutation p-values (shown in each run's tables), not bootstrap CIs, so their differences have no CI. " +
         'Sizes are compared as shares of all scored blocks, since the two models have different numbers of blocks.',
     );
   }
-  if (ctx.used.has('paired')) notes.push(`CI of a difference, paired: ${COMPARE_BOOTSTRAP} bootstrap resamples of the items both runs measured (the same items through both models), the statistic recomputed in each run on the same resample; 2.5 and 97.5 percentiles of the differences.`);
-  if (ctx.used.has('independent')) notes.push(`CI of a difference, independent: the runs measured different items, so each run's items are resampled on their own (${COMPARE_BOOTSTRAP} resamples).`);
-  if (ctx.used.has('normal')) notes.push('CI of a difference, normal approximation (results without items.json): each run\'s 95% bootstrap CI is read as ±1.96 standard errors and the runs are treated as independent, giving diff ± 1.96·sqrt(se₁² + se₂²).');
+  if (ctx.used.has('paired'))
+    notes.push(
+      `CI of a difference, paired: ${COMPARE_BOOTSTRAP} bootstrap resamples of the items both runs measured (the same items through both models), the statistic recomputed in each run on the same resample; 2.5 and 97.5 percentiles of the differences.`,
+    );
+  if (ctx.used.has('independent'))
+    notes.push(
+      `CI of a difference, independent: the runs measured different items, so each run's items are resampled on their own (${COMPARE_BOOTSTRAP} resamples).`,
+    );
+  if (ctx.used.has('normal'))
+    notes.push(
+      "CI of a difference, normal approximation (results without items.json): each run's 95% bootstrap CI is read as ±1.96 standard errors and the runs are treated as independent, giving diff ± 1.96·sqrt(se₁² + se₂²).",
+    );
   evalRows(ctx, r1, r2, rows, notes);
   notes.push('"CI excludes 0" marks differences whose interval does not contain zero.');
   const evalLines = evalCompareLines(r1, r2, rows);
-  return { runs: names, rows, notes, diffLabel, order, headline: [...evalLines, ...headlineDifferences(rows, diffLabel)], summary: [order, ...evalLines, ...comparisonSummary(rows, ['A', 'B'], diffLabel), ...ownVerdicts(r1, r2)] };
+  return { runs: names, rows, notes, diffLabel, order,
+    headline: [...evalLines, ...headlineDifferences(rows, diffLabel)],
+    summary: [order, ...evalLines, ...comparisonSummary(rows, ['A', 'B'], diffLabel), ...ownVerdicts(r1, r2)] };
 }
 
 /** Differences the comparison's headline names. */
@@ -333,14 +443,22 @@ export const HEADLINE_DIFFERENCES = 4;
  */
 export function ownVerdicts(r1: ReportModel, r2: ReportModel): string[] {
   const out: string[] = [];
-  const pick = (r: ReportModel, space: string, of: 'probe' | 'knn') => r.cluster?.metrics?.spaces.find((s) => s.space === space)?.[of]?.balancedAccuracy ?? null;
+  const pick = (r: ReportModel, space: string, of: 'probe' | 'knn') =>
+    r.cluster?.metrics?.spaces.find((s) => s.space === space)?.[of]?.balancedAccuracy ?? null;
   const words = (m: MetricWithCI | null) => {
     if (!m) return 'not measured';
     const v = m.verdict;
-    if (!v) return m.p === null ? 'no permutation null' : `p = ${formatP(m.p)} (no verdict recorded: an older cluster output)`;
-    return v.status === 'degenerate' || v.status === 'untested' ? verdictWords(v) : `${verdictWords(v, 'above chance', 'not above chance')} (${verdictNumbers(v, 'classifiers')})`;
+    if (!v)
+      return m.p === null
+        ? 'no permutation null'
+        : `p = ${formatP(m.p)} (no verdict recorded: an older cluster output)`;
+    return v.status === 'degenerate' || v.status === 'untested'
+      ? verdictWords(v)
+      : `${verdictWords(v, 'above chance', 'not above chance')} (${verdictNumbers(v, 'classifiers')})`;
   };
-  for (const [space, of, label] of [['original-euclidean', 'probe', 'Linear probe'], ['original-cosine', 'knn', 'kNN (cosine)']] as const) {
+  for (const [space, of, label] of [['original-euclidean', 'probe', 'Linear probe'], ['original-cosine', 'knn',
+    'kNN (cosine)']] as const)
+  {
     const a = pick(r1, space, of);
     const b = pick(r2, space, of);
     if (!a && !b) continue;
@@ -355,18 +473,37 @@ export function ownVerdicts(r1: ReportModel, r2: ReportModel): string[] {
  * silhouette differences compare), each with A, B, the difference and its CI, A before B.
  */
 export function headlineDifferences(rows: ComparisonRow[], diffLabel: string, n = HEADLINE_DIFFERENCES): string[] {
-  const f2 = (v: number) => (Math.abs(v) >= 100 ? v.toFixed(0) : Math.abs(v) >= 0.01 || v === 0 ? v.toFixed(2) : v.toExponential(1));
+  const f2 = (
+    v: number,
+  ) => (Math.abs(v) >= 100 ? v.toFixed(0) : Math.abs(v) >= 0.01 || v === 0 ? v.toFixed(2) : v.toExponential(1));
   const half = (r: ComparisonRow) => (r.ci![1] - r.ci![0]) / 2;
-  const clear = rows.filter((r) => r.a !== null && r.b !== null && r.diff !== null && r.ci && (r.ci[0] > 0 || r.ci[1] < 0));
+  const clear = rows.filter((r) =>
+    r.a !== null && r.b !== null && r.diff !== null && r.ci && (r.ci[0] > 0 || r.ci[1] < 0)
+  );
   if (!clear.length) {
     const withCi = rows.filter((r) => r.ci && r.diff !== null).length;
-    return [withCi ? `No difference's 95% CI excludes 0 (${withCi} differences with a CI; ${diffLabel}).` : 'No difference here has a CI (the runs carry no bootstrap CIs to compare).'];
+    return [
+      withCi
+        ? `No difference's 95% CI excludes 0 (${withCi} differences with a CI; ${diffLabel}).`
+        : 'No difference here has a CI (the runs carry no bootstrap CIs to compare).',
+    ];
   }
   // how far the interval lies from 0, in its own half-widths: comparable across scales
-  const far = (r: ComparisonRow) => (half(r) > 0 ? Math.min(Math.abs(r.ci![0]), Math.abs(r.ci![1])) / half(r) : Infinity);
+  const far = (
+    r: ComparisonRow,
+  ) => (half(r) > 0 ? Math.min(Math.abs(r.ci![0]), Math.abs(r.ci![1])) / half(r) : Infinity);
   const top = clear.slice().sort((x, y) => far(y) - far(x) || Math.abs(y.diff!) - Math.abs(x.diff!)).slice(0, n);
-  const lines = top.map((r) => `${r.section}, ${r.metric}: A ${f2(r.a!)}, B ${f2(r.b!)}; ${diffLabel} ${r.diff! >= 0 ? '+' : ''}${f2(r.diff!)} [${f2(r.ci![0])}, ${f2(r.ci![1])}]${r.detail ? ' (a detail row)' : ''}.`);
-  return [`${clear.length} of ${rows.filter((r) => r.ci && r.diff !== null).length} differences have a 95% CI that excludes 0 (no correction across them); the ${top.length} whose CI lies farthest from 0 in its own half-widths:`, ...lines];
+  const lines = top.map((r) =>
+    `${r.section}, ${r.metric}: A ${f2(r.a!)}, B ${f2(r.b!)}; ${diffLabel} ${r.diff! >= 0 ? '+' : ''}${f2(r.diff!)} [${
+      f2(r.ci![0])
+    }, ${f2(r.ci![1])}]${r.detail ? ' (a detail row)' : ''}.`
+  );
+  return [
+    `${clear.length} of ${
+      rows.filter((r) => r.ci && r.diff !== null).length
+    } differences have a 95% CI that excludes 0 (no correction across them); the ${top.length} whose CI lies farthest from 0 in its own half-widths:`,
+    ...lines,
+  ];
 }
 
 /**
@@ -380,25 +517,44 @@ export function comparisonSummary(rows: ComparisonRow[], names: [string, string]
     ['separation (original-euclidean)', 'probe balanced accuracy', 'Linear probe on the representation'],
     ['separation (original-cosine)', 'kNN balanced accuracy', 'kNN (cosine) on the representation'],
   ];
-  for (const r of rows) if (r.section.startsWith('tokens alone (') && r.metric === 'probe balanced accuracy') wanted.push([r.section, r.metric, `Tokens alone, ${r.section.slice('tokens alone ('.length, -1)} probe`]);
+  for (const r of rows)
+    if (r.section.startsWith('tokens alone (') && r.metric === 'probe balanced accuracy')
+      wanted.push([r.section, r.metric, `Tokens alone, ${r.section.slice('tokens alone ('.length, -1)} probe`]);
   const out: string[] = [];
   for (const [sec, metric, label] of wanted) {
     const r = pick(sec, metric);
     if (!r || r.a === null || r.b === null || r.diff === null) continue;
     const ci = r.ci ? ` [${f2(r.ci[0])}, ${f2(r.ci[1])}]` : '';
-    const verdict = r.ci ? (r.ci[0] > 0 || r.ci[1] < 0 ? 'the CI excludes 0' : 'the CI includes 0: no difference shown') : 'no CI';
-    out.push(`${label}: balanced accuracy ${names[0]} ${f2(r.a)}, ${names[1]} ${f2(r.b)}; ${diffLabel}: ${r.diff >= 0 ? '+' : ''}${f2(r.diff)}${ci} (${[r.note, verdict].filter(Boolean).join('; ')}).`);
+    const verdict = r.ci
+      ? (r.ci[0] > 0 || r.ci[1] < 0 ? 'the CI excludes 0' : 'the CI includes 0: no difference shown')
+      : 'no CI';
+    out.push(
+      `${label}: balanced accuracy ${names[0]} ${f2(r.a)}, ${names[1]} ${f2(r.b)}; ${diffLabel}: ${
+        r.diff >= 0 ? '+' : ''
+      }${f2(r.diff)}${ci} (${[r.note, verdict].filter(Boolean).join('; ')}).`,
+    );
   }
   return out;
 }
 
-const cloze = (m: ClozeMetric | null | undefined) => (m && Number.isFinite(m.accuracy) ? { value: m.accuracy, ci: m.ci95 } : null);
-const acc = (a: Accuracy | null | undefined) => (a && Number.isFinite(a.accuracy) ? { value: a.accuracy, ci: a.ci95 } : null);
+const cloze = (
+  m: ClozeMetric | null | undefined,
+) => (m && Number.isFinite(m.accuracy) ? { value: m.accuracy, ci: m.ci95 } : null);
+const acc = (
+  a: Accuracy | null | undefined,
+) => (a && Number.isFinite(a.accuracy) ? { value: a.accuracy, ci: a.ci95 } : null);
 
 /** Rows of one accuracy table of both evaluations (detail rows), matched by key. */
-function tableRows(ctx: Ctx, sec: string, t1: AccuracyTable | undefined, t2: AccuracyTable | undefined): ComparisonRow[] {
+function tableRows(ctx: Ctx, sec: string, t1: AccuracyTable | undefined,
+  t2: AccuracyTable | undefined): ComparisonRow[]
+{
   const keys = [...new Set([...(t1?.rows ?? []), ...(t2?.rows ?? [])].map((r) => r.key))];
-  return keys.map((k) => detail(row(ctx, sec, `accuracy, ${t1?.by ?? t2?.by} = ${k}`, 'higher', acc(t1?.rows.find((r) => r.key === k)), acc(t2?.rows.find((r) => r.key === k)))));
+  return keys.map((k) =>
+    detail(
+      row(ctx, sec, `accuracy, ${t1?.by ?? t2?.by} = ${k}`, 'higher', acc(t1?.rows.find((r) => r.key === k)),
+        acc(t2?.rows.find((r) => r.key === k))),
+    )
+  );
 }
 
 /**
@@ -418,17 +574,27 @@ export function evalCompareLines(r1: ReportModel, r2: ReportModel, rows: Compari
     if (!has(e1) || !has(e2)) continue;
     const s1 = scoringOf(e1, task);
     const s2 = scoringOf(e2, task);
-    const r = cz ? rows.find((x) => x.section === `evaluation, cloze (${task.toUpperCase()})` && x.metric === 'acc') : rows.find((x) => x.section === `evaluation (${task.toUpperCase()})` && /every (item|tree) once/.test(x.metric));
+    const r = cz
+      ? rows.find((x) => x.section === `evaluation, cloze (${task.toUpperCase()})` && x.metric === 'acc')
+      : rows.find((x) => x.section === `evaluation (${task.toUpperCase()})` && /every (item|tree) once/.test(x.metric));
     const scoring = s1 === s2 ? `scored by ${s1} in both` : `A scored by ${s1}, B by ${s2}: not the same measurement`;
     if (!r || r.a === null || r.b === null || r.diff === null) {
       out.push(`Evaluation (${task.toUpperCase()}), ${scoring}: no accuracy in both.`);
       continue;
     }
     const what = task === 'gae' ? 'success rate' : 'accuracy';
-    const verdict = r.ci ? (r.ci[0] > 0 || r.ci[1] < 0 ? `the CI excludes 0: ${r.diff > 0 ? 'B' : 'A'} is ahead` : 'the CI includes 0: no difference shown') : 'no CI';
+    const verdict = r.ci
+      ? (r.ci[0] > 0 || r.ci[1] < 0
+        ? `the CI excludes 0: ${r.diff > 0 ? 'B' : 'A'} is ahead`
+        : 'the CI includes 0: no difference shown')
+      : 'no CI';
     const va = cz ? e1.cloze![task as 'iae' | 'mcq']!.acc.ci95 : null;
     const vb = cz ? e2.cloze![task as 'iae' | 'mcq']!.acc.ci95 : null;
-    out.push(`Evaluation (${task.toUpperCase()}), ${scoring}: ${what} A ${p1(r.a)}%${ci(va)}, B ${p1(r.b)}%${ci(vb)}; B − A ${r.diff >= 0 ? '+' : ''}${p1(r.diff)} points${ci(r.ci)} (${verdict}).`);
+    out.push(
+      `Evaluation (${task.toUpperCase()}), ${scoring}: ${what} A ${p1(r.a)}%${ci(va)}, B ${p1(r.b)}%${ci(vb)}; B − A ${
+        r.diff >= 0 ? '+' : ''
+      }${p1(r.diff)} points${ci(r.ci)} (${verdict}).`,
+    );
   }
   return out;
 }
@@ -446,13 +612,22 @@ function evalRows(ctx: Ctx, r1: ReportModel, r2: ReportModel, rows: ComparisonRo
     if (e1?.cloze?.[task] && e2?.cloze?.[task]) continue;
     const sec = `evaluation (${task.toUpperCase()})`;
     rows.push(row(ctx, sec, 'accuracy, every item once (voted)', 'higher', acc(a?.overall), acc(b?.overall)));
-    if (a?.macro || b?.macro) rows.push(row(ctx, sec, 'accuracy, mean over abilities', 'higher', acc(a?.macro), acc(b?.macro)));
-    for (const l of [...new Set([...Object.keys(a?.macroByLanguage ?? {}), ...Object.keys(b?.macroByLanguage ?? {})])].sort()) {
-      rows.push(row(ctx, sec, `accuracy, mean over abilities, ${l}`, 'higher', acc(a?.macroByLanguage[l]), acc(b?.macroByLanguage[l])));
+    if (a?.macro || b?.macro)
+      rows.push(row(ctx, sec, 'accuracy, mean over abilities', 'higher', acc(a?.macro), acc(b?.macro)));
+    for (const l of [...new Set([...Object.keys(a?.macroByLanguage ?? {}), ...Object.keys(b?.macroByLanguage ?? {})])]
+      .sort())
+    {
+      rows.push(
+        row(ctx, sec, `accuracy, mean over abilities, ${l}`, 'higher', acc(a?.macroByLanguage[l]),
+          acc(b?.macroByLanguage[l])),
+      );
     }
-    rows.push(row(ctx, sec, 'accuracy of single shuffles (before the vote)', 'higher', acc(a?.unvoted), acc(b?.unvoted)));
+    rows.push(
+      row(ctx, sec, 'accuracy of single shuffles (before the vote)', 'higher', acc(a?.unvoted), acc(b?.unvoted)),
+    );
     const bys = [...new Set([...(a?.tables ?? []), ...(b?.tables ?? [])].map((t) => t.by))];
-    for (const by of bys) rows.push(...tableRows(ctx, sec, a?.tables.find((t) => t.by === by), b?.tables.find((t) => t.by === by)));
+    for (const by of bys)
+      rows.push(...tableRows(ctx, sec, a?.tables.find((t) => t.by === by), b?.tables.find((t) => t.by === by)));
   }
   // cloze scoring (--scoring cloze): each metric with its exact interval
   for (const task of ['iae', 'mcq'] as const) {
@@ -469,17 +644,26 @@ function evalRows(ctx: Ctx, r1: ReportModel, r2: ReportModel, rows: ComparisonRo
   if (g1 || g2) {
     const sec = 'evaluation (GAE)';
     rows.push(row(ctx, sec, 'success rate, every tree once', 'higher', acc(g1?.overall), acc(g2?.overall)));
-    if (g1?.macro || g2?.macro) rows.push(row(ctx, sec, 'success rate, mean over world categories', 'higher', acc(g1?.macro), acc(g2?.macro)));
-    for (const l of [...new Set([...Object.keys(g1?.macroByLanguage ?? {}), ...Object.keys(g2?.macroByLanguage ?? {})])].sort()) {
-      rows.push(row(ctx, sec, `success rate, mean over categories, ${l}`, 'higher', acc(g1?.macroByLanguage[l]), acc(g2?.macroByLanguage[l])));
+    if (g1?.macro || g2?.macro)
+      rows.push(row(ctx, sec, 'success rate, mean over world categories', 'higher', acc(g1?.macro), acc(g2?.macro)));
+    for (const l of [...new Set([...Object.keys(g1?.macroByLanguage ?? {}), ...Object.keys(g2?.macroByLanguage ?? {})])]
+      .sort())
+    {
+      rows.push(
+        row(ctx, sec, `success rate, mean over categories, ${l}`, 'higher', acc(g1?.macroByLanguage[l]),
+          acc(g2?.macroByLanguage[l])),
+      );
     }
     const bys = [...new Set([...(g1?.tables ?? []), ...(g2?.tables ?? [])].map((t) => t.by))];
-    for (const by of bys) rows.push(...tableRows(ctx, sec, g1?.tables.find((t) => t.by === by), g2?.tables.find((t) => t.by === by)));
+    for (const by of bys)
+      rows.push(...tableRows(ctx, sec, g1?.tables.find((t) => t.by === by), g2?.tables.find((t) => t.by === by)));
   }
   const d1 = r1.eval?.manifest.dataset?.unitsSha256;
   const d2 = r2.eval?.manifest.dataset?.unitsSha256;
   notes.push(
-    'Evaluation: accuracies from lobes eval (answer-letter logits, options shuffled and voted, or with --scoring cloze each option\'s log-likelihood), each with its bootstrap or exact 95% CI; the CI of a difference is the normal approximation (each CI read as ±1.96 standard errors), treating the two evaluations as independent samples.' +
-      (d1 && d2 && d1 !== d2 ? ' The two evaluations did not score the same items (their unit hashes differ: another --limit, seed or dataset), so differences mix model and item effects.' : ''),
+    "Evaluation: accuracies from lobes eval (answer-letter logits, options shuffled and voted, or with --scoring cloze each option's log-likelihood), each with its bootstrap or exact 95% CI; the CI of a difference is the normal approximation (each CI read as ±1.96 standard errors), treating the two evaluations as independent samples." +
+      (d1 && d2 && d1 !== d2
+        ? ' The two evaluations did not score the same items (their unit hashes differ: another --limit, seed or dataset), so differences mix model and item effects.'
+        : ''),
   );
 }

@@ -35,7 +35,8 @@ export function plotlySource(): string {
     throw new LobesError(`cannot find the ${PLOTLY_PACKAGE} package`, { hint: 'reinstall lobes (npm install)' });
   }
   if (!existsSync(file)) {
-    throw new LobesError(`the ${PLOTLY_PACKAGE} package has no ${PLOTLY_FILE}`, { file, hint: 'reinstall lobes (npm install)' });
+    throw new LobesError(`the ${PLOTLY_PACKAGE} package has no ${PLOTLY_FILE}`, { file,
+      hint: 'reinstall lobes (npm install)' });
   }
   let src = readFileSync(file, 'utf8');
   // A literal "</script" or "<!--" would end or confuse the inline script element.

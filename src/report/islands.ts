@@ -94,7 +94,9 @@ export function neighbourVoteBA(nb: Int32Array, k: number, y: Int32Array, C: num
 }
 
 /** The fit of every axis (codes per point, C classes each) to the map (x, y). */
-export function axisFits(x: ArrayLike<number>, y: ArrayLike<number>, axes: { axis: string; codes: Int32Array; classes: number }[], seed = 0): AxisFit[] {
+export function axisFits(x: ArrayLike<number>, y: ArrayLike<number>,
+  axes: { axis: string; codes: Int32Array; classes: number }[], seed = 0): AxisFit[]
+{
   const N = x.length;
   if (N < ISLAND_K + 2) return [];
   const rng = new Rng(seed);
@@ -140,8 +142,15 @@ export function axisFits(x: ArrayLike<number>, y: ArrayLike<number>, axes: { axi
     const q = (f: number) => nulls[Math.min(nulls.length - 1, Math.max(0, Math.round(f * (nulls.length - 1))))]!;
     const chance = 1 / C;
     out.push({
-      axis: a.axis, classes: C, n, balancedAccuracy: ba, chance, adjusted: (ba - chance) / (1 - chance),
-      nullMean: nulls.reduce((s, v) => s + v, 0) / nulls.length, nullBand: [q(0.025), q(0.975)], p: (ge + 1) / (ISLAND_PERMUTATIONS + 1),
+      axis: a.axis,
+      classes: C,
+      n,
+      balancedAccuracy: ba,
+      chance,
+      adjusted: (ba - chance) / (1 - chance),
+      nullMean: nulls.reduce((s, v) => s + v, 0) / nulls.length,
+      nullBand: [q(0.025), q(0.975)],
+      p: (ge + 1) / (ISLAND_PERMUTATIONS + 1),
     });
   }
   return out;
@@ -162,7 +171,12 @@ export function islandLine(fits: AxisFit[], chosen: string): string | null {
   if (!own) return null;
   const best = fits.filter((f) => f.axis !== chosen && f.p <= 0.05).sort((a, b) => b.adjusted - a.adjusted)[0];
   if (!best || best.adjusted < own.adjusted + ISLAND_MARGIN) return null;
-  const one = (f: AxisFit) => `${f2(f.balancedAccuracy)} for ${f.axis} (chance ${f2(f.chance)}, null ${f2(f.nullMean)} [${f2(f.nullBand[0])}, ${f2(f.nullBand[1])}], p = ${f.p < 0.001 ? f.p.toExponential(1) : f.p.toFixed(3)}; adjusted ${f2(f.adjusted)})`;
-  return `The map's islands follow "${best.axis}" better than "${chosen}", the label it is coloured by: the ${ISLAND_K} nearest points in the 2-D map predict a point's ${best.axis} with balanced accuracy ${one(best)}, against ${one(own)}. ` +
+  const one = (f: AxisFit) =>
+    `${f2(f.balancedAccuracy)} for ${f.axis} (chance ${f2(f.chance)}, null ${f2(f.nullMean)} [${f2(f.nullBand[0])}, ${
+      f2(f.nullBand[1])
+    }], p = ${f.p < 0.001 ? f.p.toExponential(1) : f.p.toFixed(3)}; adjusted ${f2(f.adjusted)})`;
+  return `The map's islands follow "${best.axis}" better than "${chosen}", the label it is coloured by: the ${ISLAND_K} nearest points in the 2-D map predict a point's ${best.axis} with balanced accuracy ${
+    one(best)
+  }, against ${one(own)}. ` +
     `Adjusted: 0 at chance, 1 when neighbours always agree. Recolour the map by ${best.axis} to see it.`;
 }

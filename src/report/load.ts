@@ -154,7 +154,9 @@ async function loadAnalysis(r: Reported, input: ReportInput, omitted: string[]):
 function standalonePage(abs: string, opts: LoadOptions): ReportModel | null {
   for (const r of reportModules()) {
     const page = r.module.standalone?.(abs);
-    if (page) return { dir: abs, name: opts.name ?? path.basename(abs), manifest: page.manifest, samples: [], [r.key]: page.data, randomModel: isBuiltinRandomModel(page.manifest, abs), control: page.control, omitted: [] };
+    if (page)
+      return { dir: abs, name: opts.name ?? path.basename(abs), manifest: page.manifest, samples: [],
+        [r.key]: page.data, randomModel: isBuiltinRandomModel(page.manifest, abs), control: page.control, omitted: [] };
   }
   return null;
 }
@@ -171,7 +173,8 @@ export async function attachAnalyses(model: ReportModel, opts: LoadOptions): Pro
     const given = givenFolder(r, opts);
     if (!r.module.attached || given === undefined) continue;
     const omitted = [...out.omitted];
-    const data = await loadAnalysis(r, { runDir: out.dir, manifest: out.manifest, samples: out.samples, given, by: undefined }, omitted);
+    const data = await loadAnalysis(r, { runDir: out.dir, manifest: out.manifest, samples: out.samples, given,
+      by: undefined }, omitted);
     out = { ...out, [r.key]: data, omitted };
   }
   return out;
@@ -193,7 +196,10 @@ export async function loadRun(dir: string, opts: LoadOptions = {}): Promise<Repo
   const by = opts.by;
   if (by !== undefined) checkAxis(abs, manifest, samples, by);
   const fields: Record<string, unknown> = {};
-  for (const r of modules) if (!r.module.attached) fields[r.key] = await loadAnalysis(r, { runDir: abs, manifest, samples, given: givenFolder(r, opts), by }, omitted);
+  for (const r of modules)
+    if (!r.module.attached)
+      fields[r.key] = await loadAnalysis(r, { runDir: abs, manifest, samples, given: givenFolder(r, opts), by },
+        omitted);
   const analyses = fields as AnalysisFields;
   return {
     dir: abs,
@@ -213,10 +219,16 @@ export type { WandaMatrix };
 
 /** --by names a label axis of the run (its samples' labels or a label overlay); else a usage error (exit 2) naming the run's axes. */
 function checkAxis(abs: string, manifest: RunManifest, samples: SampleRow[], by: string): void {
-  const axes = [...new Set([...(manifest.dataset?.axes ?? []), ...samples.flatMap((s) => Object.keys(s.labels ?? {})), ...(samples.length ? readLabelOverlays(abs).keys() : [])])];
+  const axes = [
+    ...new Set([...(manifest.dataset?.axes ?? []), ...samples.flatMap((s) => Object.keys(s.labels ?? {})),
+      ...(samples.length ? readLabelOverlays(abs).keys() : [])]),
+  ];
   if (axes.includes(by)) return;
   const near = axes.find((a) => a.toLowerCase().startsWith(by.toLowerCase().slice(0, 3)));
-  throw new UsageError(`${opt('by', by)}: the run ${abs} has no label axis ${JSON.stringify(by)} (axes: ${axes.join(', ') || 'none'})`, near ? `did you mean ${opt('by', near)}?` : 'name one of the run\'s axes');
+  throw new UsageError(
+    `${opt('by', by)}: the run ${abs} has no label axis ${JSON.stringify(by)} (axes: ${axes.join(', ') || 'none'})`,
+    near ? `did you mean ${opt('by', near)}?` : "name one of the run's axes",
+  );
 }
 
 /** The analyses made by a label axis (their report modules' `axes`), in registry order. */
@@ -246,7 +258,8 @@ function otherAxes(input: ReportInput, shown: string | undefined): OtherAxis[] {
     const b = previousSettings(d)?.by;
     return typeof b === 'string' && b !== shown ? b : null;
   };
-  const entry = (b: string) => axes.get(b) ?? axes.set(b, { by: b, ...Object.fromEntries(made.map((r) => [r.key, null])) }).get(b)!;
+  const entry = (b: string) =>
+    axes.get(b) ?? axes.set(b, { by: b, ...Object.fromEntries(made.map((r) => [r.key, null])) }).get(b)!;
   const ignored: string[] = [];
   for (const r of made) {
     for (const d of r.module.axes!.dirs(input.runDir)) {
@@ -283,8 +296,16 @@ export function shownAnalyses(runDir: string, model: AnalysisFields, by: string 
     // axis left out is the first analysis's (the map's), as the page has always said.
     const first = made[0] && data(made[0]);
     const own = (first ? made[0]!.module.axes!.axis(first) : undefined) ?? by;
-    const axes = [...new Set(others.map((d) => previousSettings(d)?.by).filter((a): a is string => typeof a === 'string' && a !== own))];
-    const how = axes.length ? ` (lobes report ${runDir} --by ${axes[0]}${axes.length > 1 ? ` or --by ${axes.slice(1).join(', --by ')}` : ''}; --cluster-dir for another capture point)` : ' (--cluster-dir DIR shows one of them)';
+    const axes = [
+      ...new Set(
+        others.map((d) => previousSettings(d)?.by).filter((a): a is string => typeof a === 'string' && a !== own),
+      ),
+    ];
+    const how = axes.length
+      ? ` (lobes report ${runDir} --by ${axes[0]}${
+        axes.length > 1 ? ` or --by ${axes.slice(1).join(', --by ')}` : ''
+      }; --cluster-dir for another capture point)`
+      : ' (--cluster-dir DIR shows one of them)';
     out.push(`Also in this run, not shown: ${others.map((d) => `${rel(d)}/`).join(', ')}${how}`);
   }
   return out;

@@ -66,7 +66,7 @@ export function isLobesFigure(file: string): boolean {
   const head = fileHead(file, 1 << 16);
   if (head.subarray(0, 8).equals(PNG_SIGNATURE)) {
     // walk the chunks before the image data
-    for (let at = 8; at + 8 <= head.length; ) {
+    for (let at = 8; at + 8 <= head.length;) {
       const len = head.readUInt32BE(at);
       const type = head.toString('latin1', at + 4, at + 8);
       if (type === 'IDAT' || type === 'IEND') return false;

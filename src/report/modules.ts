@@ -20,7 +20,11 @@ let loaded: Reported[] | null = null;
 
 /** Import every analysis's report module (once); resolves to them in the order the report loads them (registry.ts REPORT_LOAD_ORDER). */
 export async function loadReportModules(): Promise<readonly Reported[]> {
-  loaded ??= await Promise.all(reportedAnalyses().map(async (a) => ({ analysis: a, key: a.report.key, what: a.report.what, module: (await a.report.module()) as ReportModule<any, object> })));
+  loaded ??= await Promise.all(
+    reportedAnalyses().map(async (a) => ({ analysis: a, key: a.report.key, what: a.report.what,
+      module: (await a.report.module()) as ReportModule<any, object> })
+    ),
+  );
   return loaded;
 }
 
@@ -29,7 +33,10 @@ export async function loadReportModules(): Promise<readonly Reported[]> {
  * keys in a run's page payload (`payload`, registry.ts PAYLOAD_ORDER) or in registry order.
  */
 export function reportModules(order: 'load' | 'payload' | 'registry' = 'load'): readonly Reported[] {
-  if (!loaded) throw new LobesError('src/report/modules.ts: the analyses\' report modules are not imported yet', { hint: 'load the run with loadRun (or await loadReportModules()) before making its payload' });
+  if (!loaded)
+    throw new LobesError("src/report/modules.ts: the analyses' report modules are not imported yet", {
+      hint: 'load the run with loadRun (or await loadReportModules()) before making its payload',
+    });
   const all = loaded;
   if (order === 'load') return all;
   return reportedAnalyses(order === 'payload' ? PAYLOAD_ORDER : []).map((a) => all.find((r) => r.analysis === a)!);

@@ -40,7 +40,8 @@ export function runName(model: Pick<ReportModel, 'manifest' | 'samples' | 'contr
   if (model.samples.length) comp = composition(model.samples.map((s) => s.labels), m.dataset?.spec);
   else {
     // An evaluation folder: its languages from the summary's per-language rows, and its item count.
-    const s = model.eval?.summary as { iae?: { items?: number; macroByLanguage?: Record<string, unknown> }; mcq?: { items?: number; macroByLanguage?: Record<string, unknown> } } | undefined;
+    const s = model.eval?.summary as { iae?: { items?: number; macroByLanguage?: Record<string, unknown> };
+      mcq?: { items?: number; macroByLanguage?: Record<string, unknown> } } | undefined;
     const t = s?.iae ?? s?.mcq;
     const langs = Object.keys(t?.macroByLanguage ?? {});
     comp = (langs.length ? langs.join('+') : datasetName(m.dataset?.spec)) + (t?.items ? `, ${t.items} items` : '');

@@ -16,7 +16,9 @@ export type { ScatterPayload, WandaPayload, RunPayload } from './types.js';
 type FragmentOf<A> = A extends { report: AnalysisReport<string, any, infer F> } ? F : never;
 type True<T extends true> = T;
 /** Each analysis's part of the payload has the types RunPayload declares for its keys (the page script reads RunPayload): a type error here otherwise. */
-export type FragmentsFitRunPayload = True<FragmentOf<ReportedAnalysis> extends Partial<RunPayload> & Record<string, unknown> ? true : false>;
+export type FragmentsFitRunPayload = True<
+  FragmentOf<ReportedAnalysis> extends Partial<RunPayload> & Record<string, unknown> ? true : false
+>;
 export { provenanceOf, verdictTables } from './summary.js';
 
 /**
@@ -42,7 +44,9 @@ export function runPayload(model: ReportModel): RunPayload {
   return {
     name: model.name,
     randomModel: model.randomModel,
-    control: ctl ? `This run is a random-weights control: the architecture and tokenizer of ${ctl.source} with every weight drawn again (seed ${ctl.seed}; ${ctl.scheme}). Its numbers are the floor a trained model's must beat.` : null,
+    control: ctl
+      ? `This run is a random-weights control: the architecture and tokenizer of ${ctl.source} with every weight drawn again (seed ${ctl.seed}; ${ctl.scheme}). Its numbers are the floor a trained model's must beat.`
+      : null,
     summary: summaryLines(model, parts),
     provenance: provenanceOf(model),
     ...before,

@@ -19,8 +19,10 @@ import { runIdentity } from '../store/provenance.js';
 import { samplesSha256, writeManifest, writeSamples } from '../store/manifest.js';
 import { wandaDir, writeWandaFiles } from '../wanda/store.js';
 import { clusterDir, writeClusterFiles } from '../cluster/store.js';
-import type { WandaSettings, WandaMatrix, WandaRegions, WandaPairMetrics, BlockSet, NullTested } from '../wanda/types.js';
-import type { ClusterSettings, ClusterCoords, ClusterMetrics, SpaceMetrics, MetricWithCI, ClassifierMetrics } from '../cluster/types.js';
+import type { WandaSettings, WandaMatrix, WandaRegions, WandaPairMetrics, BlockSet,
+  NullTested } from '../wanda/types.js';
+import type { ClusterSettings, ClusterCoords, ClusterMetrics, SpaceMetrics, MetricWithCI,
+  ClassifierMetrics } from '../cluster/types.js';
 
 export interface SyntheticRunOptions {
   seed?: number;
@@ -45,7 +47,8 @@ export interface SyntheticRunOptions {
   sweep?: boolean;
 }
 
-export const SOCIALEVAL_ASPECTS = ['Self-Management', 'Social Engagement', 'Cooperation', 'Emotional Resilience', 'Innovation'];
+export const SOCIALEVAL_ASPECTS = ['Self-Management', 'Social Engagement', 'Cooperation', 'Emotional Resilience',
+  'Innovation'];
 
 const round = (v: number, d = 6) => Math.round(v * 10 ** d) / 10 ** d;
 
@@ -65,22 +68,36 @@ export function writeSyntheticRun(dir: string, opts: SyntheticRunOptions = {}): 
   for (let i = 0; i < per * groups.length; i++) {
     const g = groups[i % groups.length]!;
     samples.push({
-      index: i, id: `item-${String(i).padStart(5, '0')}`, labels: { aspect: g }, tokens: 20 + (i % 13), truncated: false,
-      text: opts.text ? opts.text(i, g) : `Synthetic item ${i} about ${g.toLowerCase()}: what would you say to a colleague who needs help?`,
+      index: i,
+      id: `item-${String(i).padStart(5, '0')}`,
+      labels: { aspect: g },
+      tokens: 20 + (i % 13),
+      truncated: false,
+      text: opts.text
+        ? opts.text(i, g)
+        : `Synthetic item ${i} about ${g.toLowerCase()}: what would you say to a colleague who needs help?`,
     });
   }
   const manifest: RunManifest = {
-    format: 'lobes-run', formatVersion: 1, lobesVersion: LOBES_VERSION, createdAt: new Date(Date.UTC(2026, 0, 1)).toISOString(),
+    format: 'lobes-run',
+    formatVersion: 1,
+    lobesVersion: LOBES_VERSION,
+    createdAt: new Date(Date.UTC(2026, 0, 1)).toISOString(),
     model: {
-      dir: opts.modelDir ?? 'synthetic', graphSha256: '0'.repeat(64),
-      arch: { family: 'llama', layers: L, hidden: 256 * 4, intermediate: 256 * 8, heads: 8, kvHeads: 8, vocab: 32000, dtype: 'fp32', quantization: null },
+      dir: opts.modelDir ?? 'synthetic',
+      graphSha256: '0'.repeat(64),
+      arch: { family: 'llama', layers: L, hidden: 256 * 4, intermediate: 256 * 8, heads: 8, kvHeads: 8, vocab: 32000,
+        dtype: 'fp32', quantization: null },
     },
     tokenizer: { source: 'synthetic', chatTemplate: false, addBos: true, maxTokens: null },
     dataset: { spec: 'synthetic', itemsSha256: '0'.repeat(64), count: samples.length, axes: ['aspect'] },
     capture: { points: [{ name: 'final.hidden', dim: 64, dtype: 'F32' }], selection: ['final'] },
-    dtype: 'fp32', provider: { device: 'cpu', deviceId: 0 }, shard: null,
+    dtype: 'fp32',
+    provider: { device: 'cpu', deviceId: 0 },
+    shard: null,
     counts: { samples: samples.length, truncated: 0, tokens: samples.reduce((s, r) => s + r.tokens, 0) },
-    timings: {}, complete: true,
+    timings: {},
+    complete: true,
   };
   const rows: SampleRow[] = samples.map(({ text: _t, ...row }) => row);
   manifest.samplesSha256 = samplesSha256(rows);
@@ -88,16 +105,20 @@ export function writeSyntheticRun(dir: string, opts: SyntheticRunOptions = {}): 
   writeManifest(dir, manifest);
   writeSamples(dir, rows);
   // What lobes wanda / lobes cluster record about the run they read (no activations here).
-  const provenance: AnalysisProvenance = { run: manifest.identity, runDir: path.resolve(dir), samplesSha256: manifest.samplesSha256, rows: samples.length, chunks: {} };
+  const provenance: AnalysisProvenance = { run: manifest.identity, runDir: path.resolve(dir),
+    samplesSha256: manifest.samplesSha256, rows: samples.length, chunks: {} };
 
-  if (opts.wanda !== false) writeWanda(dir, rng, { groups, per, L, grid, top, R, seed, pooled: opts.pooled !== false, provenance });
+  if (opts.wanda !== false)
+    writeWanda(dir, rng, { groups, per, L, grid, top, R, seed, pooled: opts.pooled !== false, provenance });
   if (opts.cluster !== false) writeCluster(dir, rng, { groups, samples, seed, R, sweep: !!opts.sweep, L, provenance });
   return dir;
 }
 
 function writeWanda(
-  dir: string, rng: Rng,
-  o: { groups: string[]; per: number; L: number; grid: Record<string, [number, number]>; top: number; R: number; seed: number; pooled: boolean; provenance: AnalysisProvenance },
+  dir: string,
+  rng: Rng,
+  o: { groups: string[]; per: number; L: number; grid: Record<string, [number, number]>; top: number; R: number;
+    seed: number; pooled: boolean; provenance: AnalysisProvenance },
 ): void {
   const wd = wandaDir(dir);
   mkdirSync(wd, { recursive: true });
@@ -106,8 +127,14 @@ function writeWanda(
     for (const [proj, [rb, cb]] of Object.entries(o.grid)) {
       const down = proj === 'down_proj';
       matrices.push({
-        name: `layers.${l}.mlp.${proj}`, layer: l, proj, input: down ? `layers.${l}.mlp.down_in` : `layers.${l}.mlp.in`,
-        dOut: rb * 256, dIn: cb * 256, rowBlocks: rb, colBlocks: cb,
+        name: `layers.${l}.mlp.${proj}`,
+        layer: l,
+        proj,
+        input: down ? `layers.${l}.mlp.down_in` : `layers.${l}.mlp.in`,
+        dOut: rb * 256,
+        dIn: cb * 256,
+        rowBlocks: rb,
+        colBlocks: cb,
       });
     }
   }
@@ -144,7 +171,8 @@ function writeWanda(
   const nt = (value: number): NullTested => {
     if (o.R === 0) return { value, p: null, percentile: null, nullMean: null };
     const p = (1 + Math.floor(rng.next() * o.R)) / (o.R + 1);
-    return { value: round(value), p: round(p), percentile: round(100 * (1 - p), 3), nullMean: round(value * (0.5 + rng.next() * 0.5)) };
+    return { value: round(value), p: round(p), percentile: round(100 * (1 - p), 3),
+      nullMean: round(value * (0.5 + rng.next() * 0.5)) };
   };
   const gstats = o.groups.map((g) => ({ group: g, n: o.per, regionSize: 0, density: 0, components: 0 }));
   for (let gi = 0; gi < G; gi++) {
@@ -179,8 +207,14 @@ function writeWanda(
           sb += B[k]!;
           if (A[k] && B[k]) inter++;
           if (A[k] || B[k]) uni++;
-          if (A[k] && !B[k]) { x[k] = 1; lx.push(k); }
-          if (B[k] && !A[k]) { y[k] = 1; ly.push(k); }
+          if (A[k] && !B[k]) {
+            x[k] = 1;
+            lx.push(k);
+          }
+          if (B[k] && !A[k]) {
+            y[k] = 1;
+            ly.push(k);
+          }
         }
         ab[m.name] = lx;
         ba[m.name] = ly;
@@ -195,16 +229,35 @@ function writeWanda(
       const sAB = shapeStats(matrices, mab);
       const sBA = shapeStats(matrices, mba);
       pairs.push({
-        a, b, jaccard: nt(uni ? inter / uni : 0), isolationAB: nt(sa ? sAB.size / sa : 0), isolationBA: nt(sb ? sBA.size / sb : 0),
-        sizeAminusB: sAB.size, sizeBminusA: sBA.size, densityAminusB: nt(sAB.density), densityBminusA: nt(sBA.density),
-        componentsAminusB: sAB.components, componentsBminusA: sBA.components,
-        byLayerAminusB: byLayerAB, byLayerBminusA: byLayerBA, byProjAminusB: byProjAB, byProjBminusA: byProjBA,
+        a,
+        b,
+        jaccard: nt(uni ? inter / uni : 0),
+        isolationAB: nt(sa ? sAB.size / sa : 0),
+        isolationBA: nt(sb ? sBA.size / sb : 0),
+        sizeAminusB: sAB.size,
+        sizeBminusA: sBA.size,
+        densityAminusB: nt(sAB.density),
+        densityBminusA: nt(sBA.density),
+        componentsAminusB: sAB.components,
+        componentsBminusA: sBA.components,
+        byLayerAminusB: byLayerAB,
+        byLayerBminusA: byLayerBA,
+        byProjAminusB: byProjAB,
+        byProjBminusA: byProjBA,
       });
     }
   }
   const settings: WandaSettings = {
-    by: 'aspect', groups: o.groups, block: [256, 256], top: { kind: 'fraction', value: o.top, scope: 'matrix' }, statistic: 'rms',
-    permutations: o.R, seed: o.seed, weights: { source: 'onnx', path: 'synthetic' }, resolution: 'block', provenance: o.provenance,
+    by: 'aspect',
+    groups: o.groups,
+    block: [256, 256],
+    top: { kind: 'fraction', value: o.top, scope: 'matrix' },
+    statistic: 'rms',
+    permutations: o.R,
+    seed: o.seed,
+    weights: { source: 'onnx', path: 'synthetic' },
+    resolution: 'block',
+    provenance: o.provenance,
   };
   writeWandaFiles(wd, {
     settings,
@@ -215,7 +268,9 @@ function writeWanda(
 }
 
 /** Size, share of blocks with a 4-neighbour in the set, and 4-connected components, over all matrices. */
-function shapeStats(matrices: WandaMatrix[], masks: Map<string, Uint8Array>): { size: number; density: number; components: number } {
+function shapeStats(matrices: WandaMatrix[],
+  masks: Map<string, Uint8Array>): { size: number; density: number; components: number }
+{
   let size = 0;
   let withNb = 0;
   let comps = 0;
@@ -239,7 +294,11 @@ function shapeStats(matrices: WandaMatrix[], masks: Map<string, Uint8Array>): { 
         const qr = Math.floor(q / C);
         const qc = q % C;
         const nb = [qr > 0 ? q - C : -1, qr < R - 1 ? q + C : -1, qc > 0 ? q - 1 : -1, qc < C - 1 ? q + 1 : -1];
-        for (const t of nb) if (t >= 0 && x[t] && !seen[t]) { seen[t] = 1; stack.push(t); }
+        for (const t of nb)
+          if (t >= 0 && x[t] && !seen[t]) {
+            seen[t] = 1;
+            stack.push(t);
+          }
       }
     }
   }
@@ -247,8 +306,10 @@ function shapeStats(matrices: WandaMatrix[], masks: Map<string, Uint8Array>): { 
 }
 
 function writeCluster(
-  dir: string, rng: Rng,
-  o: { groups: string[]; samples: (SampleRow & { text: string })[]; seed: number; R: number; sweep: boolean; L: number; provenance: AnalysisProvenance },
+  dir: string,
+  rng: Rng,
+  o: { groups: string[]; samples: (SampleRow & { text: string })[]; seed: number; R: number; sweep: boolean; L: number;
+    provenance: AnalysisProvenance },
 ): void {
   const cd = clusterDir(dir);
   mkdirSync(cd, { recursive: true });
@@ -259,16 +320,20 @@ function writeCluster(
     const ang = (2 * Math.PI * gi) / G;
     xy.push(round(20 * Math.cos(ang) + 6 * rng.normal(), 4), round(20 * Math.sin(ang) + 6 * rng.normal(), 4));
   }
-  const coords: ClusterCoords = { ids: o.samples.map((s) => s.id), labels: o.samples.map((s) => s.labels.aspect!), xy, text: o.samples.map((s) => s.text) };
+  const coords: ClusterCoords = { ids: o.samples.map((s) => s.id), labels: o.samples.map((s) => s.labels.aspect!), xy,
+    text: o.samples.map((s) => s.text) };
   const m = (lo: number, hi: number, chance?: number): MetricWithCI => {
     const v = lo + (hi - lo) * rng.next();
     const w = 0.02 + 0.05 * rng.next();
     const nm = chance ?? lo * 0.5;
-    return { value: round(v), ci95: [round(v - w), round(v + w)], p: round(1 / (o.R + 1)), nullMean: round(nm), nullBand: [round(nm - 0.03), round(nm + 0.03)] };
+    return { value: round(v), ci95: [round(v - w), round(v + w)], p: round(1 / (o.R + 1)), nullMean: round(nm),
+      nullBand: [round(nm - 0.03), round(nm + 0.03)] };
   };
   const counts = o.groups.map((g) => o.samples.filter((s) => s.labels.aspect === g).length);
   const classifier = (lo: number, hi: number): ClassifierMetrics => ({
-    accuracy: m(lo, hi, Math.max(...counts) / o.samples.length), balancedAccuracy: m(lo, hi, 1 / G), macroF1: m(lo * 0.9, hi * 0.9, 1 / G),
+    accuracy: m(lo, hi, Math.max(...counts) / o.samples.length),
+    balancedAccuracy: m(lo, hi, 1 / G),
+    macroF1: m(lo * 0.9, hi * 0.9, 1 / G),
     recall: o.groups.map(() => round(0.3 + 0.7 * rng.next())),
     confusion: o.groups.map((_, i) => o.groups.map((__, j) => (i === j ? 10 + rng.int(10) : rng.int(4)))),
   });
@@ -276,36 +341,68 @@ function writeCluster(
     const knn = classifier(0.4, 0.9);
     const probe = name === 'original-cosine' ? null : classifier(0.5, 0.95);
     return {
-      space: name, silhouette: m(0.05, 0.4), knnAccuracy: knn.accuracy, probeAccuracy: probe ? probe.accuracy : null, knn, probe, ...(probe ? { probeDims: name === 'embedding' ? 2 : 50 } : {}),
+      space: name,
+      silhouette: m(0.05, 0.4),
+      knnAccuracy: knn.accuracy,
+      probeAccuracy: probe ? probe.accuracy : null,
+      knn,
+      probe,
+      ...(probe ? { probeDims: name === 'embedding' ? 2 : 50 } : {}),
       daviesBouldin: { ...m(0.8, 3), p: null, nullMean: null, nullBand: null, ci95: null },
-      perClass: o.groups.map((g, c) => ({ label: g, n: counts[c], silhouette: round(rng.next() * 0.5), knnRecall: knn.recall[c]!, ...(probe ? { probeRecall: probe.recall[c] } : {}) })),
+      perClass: o.groups.map((g, c) => ({ label: g, n: counts[c], silhouette: round(rng.next() * 0.5),
+        knnRecall: knn.recall[c]!, ...(probe ? { probeRecall: probe.recall[c] } : {}) })
+      ),
       confusion: knn.confusion,
     };
   };
   const maj = counts.indexOf(Math.max(...counts));
   const metrics: ClusterMetrics = {
-    classes: o.groups, n: o.samples.length, dim: 64, pcaExplainedVariance: round(0.6 + 0.3 * rng.next()), klDivergence: round(0.5 + rng.next()),
+    classes: o.groups,
+    n: o.samples.length,
+    dim: 64,
+    pcaExplainedVariance: round(0.6 + 0.3 * rng.next()),
+    klDivergence: round(0.5 + rng.next()),
     spaces: [space('original-cosine'), space('original-euclidean'), space('embedding')],
-    chance: { balancedAccuracy: round(1 / G), majorityRate: round(counts[maj] / o.samples.length), majorityClass: o.groups[maj], counts },
-    baselines: [{ name: 'token-counts', description: 'counts of each token id in the item (synthetic)', dim: 300, probeDims: 50, probe: classifier(0.3, 0.6) }],
-    ...(o.sweep ? {
-      sweep: Array.from({ length: o.L }, (_, l) => {
-        const v = round(0.3 + (0.6 * l) / Math.max(1, o.L - 1));
-        const ci: [number, number] = [round(v - 0.05), round(v + 0.05)];
-        const b = round(v * 0.9);
-        const band: [number, number] = [round(1 / G - 0.04), round(1 / G + 0.04)];
-        return {
-          point: `layers.${l}.resid_out`, probeAccuracy: v, ci95: ci,
-          accuracy: { value: v, ci95: ci, p: round(1 / 21), nullMean: round(counts[maj] / o.samples.length), nullBand: band },
-          balancedAccuracy: { value: b, ci95: [round(b - 0.05), round(b + 0.05)] as [number, number], p: round(1 / 21), nullMean: round(1 / G), nullBand: band },
-          macroF1: { value: round(b * 0.95), ci95: [round(b * 0.95 - 0.05), round(b * 0.95 + 0.05)] as [number, number], p: round(1 / 21), nullMean: round(0.8 / G), nullBand: band },
-        };
-      }),
-    } : {}),
+    chance: { balancedAccuracy: round(1 / G), majorityRate: round(counts[maj] / o.samples.length),
+      majorityClass: o.groups[maj], counts },
+    baselines: [{ name: 'token-counts', description: 'counts of each token id in the item (synthetic)', dim: 300,
+      probeDims: 50, probe: classifier(0.3, 0.6) }],
+    ...(o.sweep ?
+      {
+        sweep: Array.from({ length: o.L }, (_, l) => {
+          const v = round(0.3 + (0.6 * l) / Math.max(1, o.L - 1));
+          const ci: [number, number] = [round(v - 0.05), round(v + 0.05)];
+          const b = round(v * 0.9);
+          const band: [number, number] = [round(1 / G - 0.04), round(1 / G + 0.04)];
+          return {
+            point: `layers.${l}.resid_out`,
+            probeAccuracy: v,
+            ci95: ci,
+            accuracy: { value: v, ci95: ci, p: round(1 / 21), nullMean: round(counts[maj] / o.samples.length),
+              nullBand: band },
+            balancedAccuracy: { value: b, ci95: [round(b - 0.05), round(b + 0.05)] as [number, number],
+              p: round(1 / 21), nullMean: round(1 / G), nullBand: band },
+            macroF1: { value: round(b * 0.95),
+              ci95: [round(b * 0.95 - 0.05), round(b * 0.95 + 0.05)] as [number, number], p: round(1 / 21),
+              nullMean: round(0.8 / G), nullBand: band },
+          };
+        }),
+      } :
+      {}),
   };
   const settings: ClusterSettings = {
-    point: 'final.hidden', by: 'aspect', seed: o.seed, perplexity: 30, pcaDims: 50, theta: 0.5, iterations: 1000, earlyExaggeration: 12,
-    bootstrap: 200, permutations: o.R, source: dir, provenance: o.provenance,
+    point: 'final.hidden',
+    by: 'aspect',
+    seed: o.seed,
+    perplexity: 30,
+    pcaDims: 50,
+    theta: 0.5,
+    iterations: 1000,
+    earlyExaggeration: 12,
+    bootstrap: 200,
+    permutations: o.R,
+    source: dir,
+    provenance: o.provenance,
   };
   writeClusterFiles(cd, { settings, coords, metrics });
 }

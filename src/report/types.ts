@@ -250,11 +250,13 @@ export interface AblateBaselinesPayload {
   /** --top: per dose, each region's ratio against its own random regions of its size. */
   doses: { top: number; stored: boolean; rows: AblateBaselineRow[]; family?: PayloadFamily }[];
   /** --magnitude: each region against the |W| region of its size: signed-rank p on the own items and on the others. */
-  magnitude: { region: string; blocks: number; ratio: number | null; baseline: number | null; pOwn: number | null; pOthers: number | null }[];
+  magnitude: { region: string; blocks: number; ratio: number | null; baseline: number | null; pOwn: number | null;
+    pOthers: number | null }[];
   /** --shuffled S: each region's ratio against the S regions of shuffled labels (rank p, floor 1/(S+1)). */
   shuffled: { shuffles: number; floor: number; rows: AblateBaselineRow[]; family?: PayloadFamily } | null;
   /** --fit-split: the halves, and each fitted region's Jaccard overlap with the stored one. */
-  fitSplit: { seed: number; fit: number; test: number; regions: { name: string; blocks: number; jaccard: number }[] } | null;
+  fitSplit: { seed: number; fit: number; test: number; regions: { name: string; blocks: number; jaccard: number }[] }
+    | null;
 }
 
 /** An IAE ablation's accuracy table (src/ablate/iae.ts). */

@@ -21,7 +21,8 @@ import type { ClassifierMetrics, ClusterMetrics, ClusterSettings, MetricWithCI }
 import type { NullTested, WandaMetrics, WandaSettings } from '../wanda/types.js';
 import { binomialUpper } from '../util/stats.js';
 import type { AblatePayload, VerdictTable, VerdictTableRow } from './types.js';
-import { familyVerdicts, formatP, verdictNumbers, verdictWords, type Sizing, type Verdict } from '../util/resolution.js';
+import { familyVerdicts, formatP, verdictNumbers, verdictWords, type Sizing,
+  type Verdict } from '../util/resolution.js';
 
 /** Significance level of the statements. */
 export const ALPHA = 0.05;
@@ -41,17 +42,33 @@ export function beatsChance(m: MetricWithCI, chance: number): boolean | null {
  * version), else computed here from their p, z and permutation counts (`R` when the file does not
  * record them; how they were sized unknown, so each is read as the permutation test it was).
  */
-export function verdictsOf(tests: MetricWithCI[], R: (i: number) => number, sizing?: (i: number) => Sizing | undefined): Verdict[] {
+export function verdictsOf(tests: MetricWithCI[], R: (i: number) => number,
+  sizing?: (i: number) => Sizing | undefined): Verdict[]
+{
   if (tests.every((t) => t.verdict)) return tests.map((t) => t.verdict!);
-  const fam = declareFamily({ name: 'classifiers', claim: 'the labels separate in the representation (recomputed from a file without verdicts)', members: indexMembers(tests.length) });
-  return familyVerdicts(tests.map((t, i) => ({ p: t.p, z: t.z ?? null, R: t.permutations ?? R(i), sizing: sizing?.(i), nullSd: t.nullSd, nullMean: t.nullMean })), fam, ALPHA);
+  const fam = declareFamily({ name: 'classifiers',
+    claim: 'the labels separate in the representation (recomputed from a file without verdicts)',
+    members: indexMembers(tests.length) });
+  return familyVerdicts(
+    tests.map((t, i) => ({ p: t.p, z: t.z ?? null, R: t.permutations ?? R(i), sizing: sizing?.(i), nullSd: t.nullSd,
+      nullMean: t.nullMean })
+    ),
+    fam,
+    ALPHA,
+  );
 }
 
 /** "balanced accuracy 0.45 [0.43, 0.47] vs chance 0.20 (null 0.20 [0.17, 0.23], p = 0.02, z = 3.0, normal approx. p = 0.001, Holm 0.04 over 2 classifiers)". */
 export function describeBalanced(m: MetricWithCI, chance: number, v?: Verdict): string {
   const ci = m.ci95 ? ` [${f2(m.ci95[0])}, ${f2(m.ci95[1])}]` : '';
-  const nul = m.nullMean !== null && m.nullMean !== undefined ? `null ${f2(m.nullMean)}${m.nullBand ? ` [${f2(m.nullBand[0])}, ${f2(m.nullBand[1])}]` : ''}, ` : '';
-  const p = v ? verdictNumbers(v, 'classifiers') : m.p !== null && m.p !== undefined ? `p = ${fp(m.p)}` : 'no permutation null';
+  const nul = m.nullMean !== null && m.nullMean !== undefined
+    ? `null ${f2(m.nullMean)}${m.nullBand ? ` [${f2(m.nullBand[0])}, ${f2(m.nullBand[1])}]` : ''}, `
+    : '';
+  const p = v
+    ? verdictNumbers(v, 'classifiers')
+    : m.p !== null && m.p !== undefined
+    ? `p = ${fp(m.p)}`
+    : 'no permutation null';
   return `balanced accuracy ${f2(m.value)}${ci} vs chance ${f2(chance)} (${nul}${p})`;
 }
 
@@ -72,9 +89,17 @@ function classifierLine(name: string, c: ClassifierMetrics, chance: number, majo
   const noNull = v.status === 'untested' ? beatsChance(b, chance) : null;
   const ref = b.nullMean ?? chance;
   const gain = b.value - ref;
-  const verdict = v.status === 'untested' ? (noNull === null ? 'not tested against chance' : noNull ? `above chance by ${f2(b.value - chance)} (its CI, no null)` : 'not above chance (its CI, no null)') : verdictWords(v, `above chance by ${f2(gain)}`, 'not above chance');
+  const verdict = v.status === 'untested'
+    ? (noNull === null
+      ? 'not tested against chance'
+      : noNull
+      ? `above chance by ${f2(b.value - chance)} (its CI, no null)`
+      : 'not above chance (its CI, no null)')
+    : verdictWords(v, `above chance by ${f2(gain)}`, 'not above chance');
   const acc = c.accuracy.value;
-  const accNote = acc <= majority + 1e-9 ? `accuracy ${f2(acc)} is no better than the majority-class guess (${f2(majority)})` : `accuracy ${f2(acc)} (majority-class guess ${f2(majority)})`;
+  const accNote = acc <= majority + 1e-9
+    ? `accuracy ${f2(acc)} is no better than the majority-class guess (${f2(majority)})`
+    : `accuracy ${f2(acc)} (majority-class guess ${f2(majority)})`;
   return `${name}: ${describeBalanced(b, chance, v)}: ${verdict}; ${accNote}.`;
 }
 
@@ -95,18 +120,45 @@ function headline(rows: Row[], chance: number): string[] {
   const model = rows.filter((r) => r.model);
   if (!model.length) return [];
   const tested = rows.filter((r) => r.v.status !== 'untested').length;
-  if (model.every((r) => r.v.status === 'untested' && beatsChance(r.c.balancedAccuracy, chance) === null)) return ['Not tested: without permutations or bootstrap resamples no number is read against chance.'];
+  if (model.every((r) => r.v.status === 'untested' && beatsChance(r.c.balancedAccuracy, chance) === null))
+    return ['Not tested: without permutations or bootstrap resamples no number is read against chance.'];
   const sep = model.filter((r) => passes(r, chance));
   const blind = model.filter((r) => r.v.status === 'not-testable');
   const noP = model.filter((r) => r.v.status === 'degenerate');
-  const normal = model.some((r) => r.v.basis === 'normal') ? ' (read on the normal approximation of z where the default permutations were held down for cost, flagged on each line)' : '';
-  const extra = [blind.length ? `${blind.length} not testable at R = ${[...new Set(blind.map((r) => r.v.R))].join(', ')} (${names(blind)})` : '', noP.length ? `${noP.length} without a p (a null with no spread: ${names(noP)})` : ''].filter(Boolean).join('; ');
-  if (sep.length) return [`Separated beyond chance by ${sep.length} of ${model.length} classifiers on the representation (balanced accuracy against its permutation null, Holm-adjusted p ≤ ${ALPHA} over the ${tested} classifiers tested)${normal}${extra ? `; ${extra}` : ''}.`];
+  const normal = model.some((r) => r.v.basis === 'normal')
+    ? ' (read on the normal approximation of z where the default permutations were held down for cost, flagged on each line)'
+    : '';
+  const extra = [
+    blind.length
+      ? `${blind.length} not testable at R = ${[...new Set(blind.map((r) => r.v.R))].join(', ')} (${names(blind)})`
+      : '',
+    noP.length ? `${noP.length} without a p (a null with no spread: ${names(noP)})` : '',
+  ].filter(Boolean).join('; ');
+  if (sep.length)
+    return [
+      `Separated beyond chance by ${sep.length} of ${model.length} classifiers on the representation (balanced accuracy against its permutation null, Holm-adjusted p ≤ ${ALPHA} over the ${tested} classifiers tested)${normal}${
+        extra ? `; ${extra}` : ''
+      }.`,
+    ];
   if (blind.length) {
     const need = Math.max(...blind.map((r) => r.v.needed));
-    return [`Not testable at R = ${[...new Set(blind.map((r) => r.v.R))].join(', ')}: ${names(blind)} cannot reach a Holm-adjusted p ≤ ${ALPHA} over ${blind[0]!.v.family} classifiers with so few permutations (${need} would), so the representation's separation is not decided; ${model.length - blind.length - noP.length} other classifier${model.length - blind.length - noP.length === 1 ? '' : 's'} on the representation tested without passing.`];
+    return [
+      `Not testable at R = ${[...new Set(blind.map((r) => r.v.R))].join(', ')}: ${
+        names(blind)
+      } cannot reach a Holm-adjusted p ≤ ${ALPHA} over ${
+        blind[0]!.v.family
+      } classifiers with so few permutations (${need} would), so the representation's separation is not decided; ${
+        model.length - blind.length - noP.length
+      } other classifier${
+        model.length - blind.length - noP.length === 1 ? '' : 's'
+      } on the representation tested without passing.`,
+    ];
   }
-  return [`Not separated: no classifier's balanced accuracy on the representation beats its permutation null (Holm-adjusted p ≤ ${ALPHA})${normal}${extra ? `; ${extra}` : ''}; accuracy alone does not count.`];
+  return [
+    `Not separated: no classifier's balanced accuracy on the representation beats its permutation null (Holm-adjusted p ≤ ${ALPHA})${normal}${
+      extra ? `; ${extra}` : ''
+    }; accuracy alone does not count.`,
+  ];
 }
 
 /** The representation's probe against the best token baseline, from the same rows' verdicts. */
@@ -117,13 +169,25 @@ function tokenLine(probe: Row, bases: Row[], rows: Row[], chance: number): strin
   const bv = f2(best.c.balancedAccuracy.value);
   const pv = f2(probe.c.balancedAccuracy.value);
   const sep = rows.some((r) => r.model && passes(r, chance));
-  if (d > 0) return `The representation's probe beats the best token baseline (${bn}) by ${f2(d)} balanced accuracy (difference of point estimates; compare runs for a CI).`;
+  if (d > 0)
+    return `The representation's probe beats the best token baseline (${bn}) by ${
+      f2(d)
+    } balanced accuracy (difference of point estimates; compare runs for a CI).`;
   if (passes(best, chance) && !sep) {
-    const pw = probe.v.status === 'not-testable' ? `is not testable at R = ${probe.v.R}` : probe.v.status === 'degenerate' ? 'has no p' : 'does not';
-    return `The tokens alone separate the labels (${bn} ${bv} balanced accuracy) where the representation's probe ${pw} (${pv})${probe.v.status === 'fail' ? ": what the texts' tokens carry does not reach this representation" : ''}.`;
+    const pw = probe.v.status === 'not-testable'
+      ? `is not testable at R = ${probe.v.R}`
+      : probe.v.status === 'degenerate'
+      ? 'has no p'
+      : 'does not';
+    return `The tokens alone separate the labels (${bn} ${bv} balanced accuracy) where the representation's probe ${pw} (${pv})${
+      probe.v.status === 'fail' ? ": what the texts' tokens carry does not reach this representation" : ''
+    }.`;
   }
-  if (sep) return `The tokens alone do at least as well: ${bn} ${bv} vs the representation's probe ${pv} balanced accuracy, so the separation need not come from what the model computes.`;
-  return `The tokens alone score at least as high (${bn} ${bv} vs the representation's probe ${pv} balanced accuracy), and are themselves ${verdictWords(best.v, 'above chance', 'not above chance')}.`;
+  if (sep)
+    return `The tokens alone do at least as well: ${bn} ${bv} vs the representation's probe ${pv} balanced accuracy, so the separation need not come from what the model computes.`;
+  return `The tokens alone score at least as high (${bn} ${bv} vs the representation's probe ${pv} balanced accuracy), and are themselves ${
+    verdictWords(best.v, 'above chance', 'not above chance')
+  }.`;
 }
 
 /**
@@ -132,17 +196,24 @@ function tokenLine(probe: Row, bases: Row[], rows: Row[], chance: number): strin
  * allow any layer to pass at all (1/(R+1) · L ≤ 0.05).
  */
 export function sweepLines(metrics: ClusterMetrics, settings: ClusterSettings | null): string[] {
-  const sw = (metrics.sweep ?? []).filter((s) => s.balancedAccuracy && s.balancedAccuracy.p !== null && s.balancedAccuracy.p !== undefined);
+  const sw = (metrics.sweep ?? []).filter((s) =>
+    s.balancedAccuracy && s.balancedAccuracy.p !== null && s.balancedAccuracy.p !== undefined
+  );
   if (!sw.length) return [];
   const ps = sw.map((s) => s.balancedAccuracy!.p!);
   const L = sw.length;
   const raw = ps.filter((p) => p <= ALPHA).length;
   const R = settings?.sweepPermutations;
-  const vs = verdictsOf(sw.map((s) => s.balancedAccuracy!), () => R ?? 0, () => settings?.sizing?.sweepPermutations?.sizing);
+  const vs = verdictsOf(sw.map((s) => s.balancedAccuracy!), () => R ?? 0,
+    () => settings?.sizing?.sweepPermutations?.sizing);
   const passed = vs.filter((v) => v.status === 'pass').length;
   if (vs.some((v) => v.basis === 'normal')) {
     const v = vs.find((x) => x.basis === 'normal')!;
-    return [`Layer sweep: the probe's balanced accuracy beats its null in ${passed} of ${L} layers after Holm across the layers, read on the normal approximation of each layer's z (${R ?? v.R} permutations per layer is below the ${v.needed} the ${L} layers need for a permutation p to pass; the count was held down for cost, so these p-values assume a normal null) (${raw} at permutation p ≤ ${ALPHA}).`];
+    return [
+      `Layer sweep: the probe's balanced accuracy beats its null in ${passed} of ${L} layers after Holm across the layers, read on the normal approximation of each layer's z (${
+        R ?? v.R
+      } permutations per layer is below the ${v.needed} the ${L} layers need for a permutation p to pass; the count was held down for cost, so these p-values assume a normal null) (${raw} at permutation p ≤ ${ALPHA}).`,
+    ];
   }
   const floor = R ? 1 / (R + 1) : Math.min(...ps);
   // Were the layers independent, P(at least `raw` of L at p ≤ α) under the null: small means the layers together beat chance.
@@ -150,10 +221,20 @@ export function sweepLines(metrics: ClusterMetrics, settings: ClusterSettings | 
   const rawText = !raw
     ? 'none reaches p ≤ 0.05 either'
     : tail > ALPHA
-      ? `the ${raw} layer${raw > 1 ? 's' : ''} at p ≤ ${ALPHA} ${raw > 1 ? 'are' : 'is'} about what chance gives (${f2(L * ALPHA)} expected)`
-      : `the ${raw} layers at p ≤ ${ALPHA} are far more than chance gives (${f2(L * ALPHA)} expected), so the layers together beat chance though no single layer can be named; read each layer's z`;
-  const reach = floor * L > ALPHA ? ` With ${R ? `${R} permutations per layer` : 'these permutations'} the smallest p is ${floor.toFixed(3)}, so no layer can pass Holm across ${L} layers; ${rawText}.` : '';
-  return [`Layer sweep: the probe's balanced accuracy beats its permutation null in ${passed} of ${L} layers after Holm across the layers (${raw} before).${reach}`];
+    ? `the ${raw} layer${raw > 1 ? 's' : ''} at p ≤ ${ALPHA} ${raw > 1 ? 'are' : 'is'} about what chance gives (${
+      f2(L * ALPHA)
+    } expected)`
+    : `the ${raw} layers at p ≤ ${ALPHA} are far more than chance gives (${
+      f2(L * ALPHA)
+    } expected), so the layers together beat chance though no single layer can be named; read each layer's z`;
+  const reach = floor * L > ALPHA
+    ? ` With ${R ? `${R} permutations per layer` : 'these permutations'} the smallest p is ${
+      floor.toFixed(3)
+    }, so no layer can pass Holm across ${L} layers; ${rawText}.`
+    : '';
+  return [
+    `Layer sweep: the probe's balanced accuracy beats its permutation null in ${passed} of ${L} layers after Holm across the layers (${raw} before).${reach}`,
+  ];
 }
 
 /**
@@ -166,22 +247,37 @@ function familyCount(vs: (Verdict | undefined)[], raw: number, what: string, als
   const blind = got.filter((v) => v.status === 'not-testable');
   if (got.length && blind.length === got.length) {
     const v = blind[0]!;
-    return `the ${n} ${what}: not testable at R = ${v.R} (${v.reason}; ${raw} at raw p ≤ ${ALPHA}${also ? `; ${also}` : ''})`;
+    return `the ${n} ${what}: not testable at R = ${v.R} (${v.reason}; ${raw} at raw p ≤ ${ALPHA}${
+      also ? `; ${also}` : ''
+    })`;
   }
   const pass = got.filter((v) => v.status === 'pass').length;
-  const normal = got.some((v) => v.basis === 'normal') ? `, on the normal approximation of z (${got.find((v) => v.basis === 'normal')!.reason!.replace(/^read from the normal approximation of z: /, '')})` : '';
+  const normal = got.some((v) => v.basis === 'normal')
+    ? `, on the normal approximation of z (${
+      got.find((v) => v.basis === 'normal')!.reason!.replace(/^read from the normal approximation of z: /, '')
+    })`
+    : '';
   const none = got.filter((v) => v.status === 'degenerate').length;
-  return `${pass} of ${n} ${what} after Holm${normal} (${raw} before${none ? `; ${none} without a p, their null has no spread` : ''}${blind.length ? `; ${blind.length} not testable at R = ${blind[0]!.R}` : ''}${also ? `; ${also}` : ''})`;
+  return `${pass} of ${n} ${what} after Holm${normal} (${raw} before${
+    none ? `; ${none} without a p, their null has no spread` : ''
+  }${blind.length ? `; ${blind.length} not testable at R = ${blind[0]!.R}` : ''}${also ? `; ${also}` : ''})`;
 }
 
 /** The verdicts of a wanda family: recorded ones, else computed from p and z (older files). */
-function wandaVerdicts(ts: (NullTested | { p: number | null; z: number | null; nullMean: number | null; verdict?: Verdict })[], R: number, lower: boolean, name: string): Verdict[] {
+function wandaVerdicts(
+  ts: (NullTested | { p: number | null; z: number | null; nullMean: number | null; verdict?: Verdict })[],
+  R: number,
+  lower: boolean,
+  name: string,
+): Verdict[] {
   const have = ts.map((t) => (lower ? (t as NullTested).verdictLower : t.verdict));
   if (have.every((v) => !!v)) return have as Verdict[];
-  const fam = declareFamily({ name, claim: 'a wanda family recomputed from a file without verdicts', members: indexMembers(ts.length) });
+  const fam = declareFamily({ name, claim: 'a wanda family recomputed from a file without verdicts',
+    members: indexMembers(ts.length) });
   return familyVerdicts(ts.map((t) => {
     const p = lower ? (t as NullTested).pLower ?? null : t.p;
-    return { p, z: t.z ?? null, R, tail: lower ? 'lower' : 'upper', nullSd: p !== null && t.z === null ? 0 : undefined, nullMean: t.nullMean };
+    return { p, z: t.z ?? null, R, tail: lower ? 'lower' : 'upper', nullSd: p !== null && t.z === null ? 0 : undefined,
+      nullMean: t.nullMean };
   }), fam, ALPHA);
 }
 
@@ -189,19 +285,34 @@ function wandaVerdicts(ts: (NullTested | { p: number | null; z: number | null; n
 export function wandaLines(m: WandaMetrics | null | undefined, by: string): string[] {
   if (!m || !m.permutations) return [];
   const R = m.permutations;
-  const raw = (xs: (number | null | undefined)[]) => xs.filter((x) => x !== null && x !== undefined && x <= ALPHA).length;
+  const raw = (xs: (number | null | undefined)[]) =>
+    xs.filter((x) => x !== null && x !== undefined && x <= ALPHA).length;
   const jv = wandaVerdicts(m.pairs.map((p) => p.jaccard), R, true, 'region-pairs');
-  const parts = [`Neuron regions by "${by}": ${familyCount(jv, raw(m.pairs.map((p) => p.jaccard.pLower)), 'pairs overlap less than under shuffled labels', `Jaccard, ${R} permutations, floor p = ${fp(1 / (R + 1))}`)}`];
-  const pl = m.pairs.flatMap((p) => [p.placementAminusB, p.placementBminusA]).filter((x): x is NonNullable<typeof x> => !!x);
+  const parts = [
+    `Neuron regions by "${by}": ${
+      familyCount(jv, raw(m.pairs.map((p) => p.jaccard.pLower)), 'pairs overlap less than under shuffled labels',
+        `Jaccard, ${R} permutations, floor p = ${fp(1 / (R + 1))}`)
+    }`,
+  ];
+  const pl = m.pairs.flatMap((p) => [p.placementAminusB, p.placementBminusA]).filter((x): x is NonNullable<typeof x> =>
+    !!x
+  );
   if (pl.length) {
     const ratio = pl.map((x) => x.densityRatio).filter((x): x is number => x !== null);
     const med = ratio.length ? ratio.slice().sort((a, b) => a - b)[Math.floor(ratio.length / 2)]! : NaN;
     const pv = wandaVerdicts(pl.map((x) => x.density), R, false, 'placement-set-differences');
-    parts.push(familyCount(pv, raw(pl.map((x) => x.density.p)), 'set differences are denser than random blocks of their size', `median density ${f2(med)}× a random set's`));
+    parts.push(
+      familyCount(pv, raw(pl.map((x) => x.density.p)), 'set differences are denser than random blocks of their size',
+        `median density ${f2(med)}× a random set's`),
+    );
   }
   if (m.channels?.length) {
     const cv = wandaVerdicts(m.channels, R, false, 'capture-points');
-    parts.push(`the groups' activation RMS differs beyond shuffled labels in ${familyCount(cv, raw(m.channels.map((c) => c.p)), 'capture points')}`);
+    parts.push(
+      `the groups' activation RMS differs beyond shuffled labels in ${
+        familyCount(cv, raw(m.channels.map((c) => c.p)), 'capture points')
+      }`,
+    );
   }
   return [parts.join('; ') + '.'];
 }
@@ -214,32 +325,67 @@ function classifierFamily(metrics: ClusterMetrics, settings: ClusterSettings | n
   const emb = space('embedding');
   const k = settings?.knnK ?? 10;
   const family: { name: string; c: ClassifierMetrics; model: boolean; knn: boolean }[] = [];
-  if (eu?.probe) family.push({ name: `Linear probe on the representation (${eu.probe.cv && eu.probe.cv.pca > 0 ? `${eu.probe.cv.pca} principal components, fitted in each fold` : `${eu.probeDims ?? metrics.dim} dims`})`, c: eu.probe, model: true, knn: false });
-  if (cos?.knn) family.push({ name: `kNN (k = ${k}, cosine) on the representation`, c: cos.knn, model: true, knn: true });
+  if (eu?.probe)
+    family.push({
+      name: `Linear probe on the representation (${
+        eu.probe.cv && eu.probe.cv.pca > 0
+          ? `${eu.probe.cv.pca} principal components, fitted in each fold`
+          : `${eu.probeDims ?? metrics.dim} dims`
+      })`,
+      c: eu.probe,
+      model: true,
+      knn: false,
+    });
+  if (cos?.knn)
+    family.push({ name: `kNN (k = ${k}, cosine) on the representation`, c: cos.knn, model: true, knn: true });
   if (emb?.knn) family.push({ name: `kNN (k = ${k}) in the t-SNE map`, c: emb.knn, model: true, knn: true });
-  for (const b of metrics.baselines ?? []) family.push({ name: `Tokens alone, ${b.name} probe`, c: b.probe, model: false, knn: false });
-  const Rof = (i: number) => (family[i]!.knn ? settings?.permutations : settings?.probePermutations ?? settings?.permutations) ?? 0;
-  const sizingOf = (i: number) => (family[i]!.knn ? settings?.sizing?.permutations?.sizing : settings?.sizing?.probePermutations?.sizing);
+  for (const b of metrics.baselines ?? [])
+    family.push({ name: `Tokens alone, ${b.name} probe`, c: b.probe, model: false, knn: false });
+  const Rof = (i: number) =>
+    (family[i]!.knn ? settings?.permutations : settings?.probePermutations ?? settings?.permutations) ?? 0;
+  const sizingOf = (
+    i: number,
+  ) => (family[i]!.knn ? settings?.sizing?.permutations?.sizing : settings?.sizing?.probePermutations?.sizing);
   const verdicts = verdictsOf(family.map((f) => f.c.balancedAccuracy), Rof, sizingOf);
   return family.map((f, i) => ({ ...f, v: verdicts[i]! }));
 }
 
 /** The plain-words summary of one run's cluster metrics (and wanda's block-size warnings). */
-export function verdictLines(metrics: ClusterMetrics | null, settings: ClusterSettings | null, wanda?: WandaSettings | null, wandaMetrics?: WandaMetrics | null): string[] {
+export function verdictLines(metrics: ClusterMetrics | null, settings: ClusterSettings | null,
+  wanda?: WandaSettings | null, wandaMetrics?: WandaMetrics | null): string[]
+{
   const out: string[] = [];
   if (metrics) {
     const C = metrics.classes.length;
     const chance = metrics.chance?.balancedAccuracy ?? 1 / C;
     const majority = metrics.chance?.majorityRate ?? NaN;
-    const by = !settings?.by ? 'the labels' : settings.input === 'matrix' ? `the labels in ${settings.by.split(/[\\/]/).pop()}` : `"${settings.by}"`;
+    const by = !settings?.by
+      ? 'the labels'
+      : settings.input === 'matrix'
+      ? `the labels in ${settings.by.split(/[\\/]/).pop()}`
+      : `"${settings.by}"`;
     const m = metrics.metricSample ?? metrics.n;
-    const majText = metrics.chance ? `; always answering "${metrics.chance.majorityClass}" gets accuracy ${f2(majority)}` : '';
+    const majText = metrics.chance
+      ? `; always answering "${metrics.chance.majorityClass}" gets accuracy ${f2(majority)}`
+      : '';
     const lo = settings?.leftOut;
-    const left = lo ? ` (${lo.count} of the run's ${lo.of} items have no value on ${by} and are left out: ${Object.entries(lo.values).map(([v, c]) => `${c} ${v}`).join(', ')})` : '';
-    const nul = settings?.group?.null === 'groups' ? ", and the nulls shuffle whole groups' labels" : settings?.group?.null === 'within-groups' ? ', and the nulls shuffle labels within each group' : '';
-    const grp = settings?.group ? `; the probes' folds keep the ${settings.group.groups} groups of "${settings.group.axis}" whole and their CIs resample groups${nul}` : '';
+    const left = lo
+      ? ` (${lo.count} of the run's ${lo.of} items have no value on ${by} and are left out: ${
+        Object.entries(lo.values).map(([v, c]) => `${c} ${v}`).join(', ')
+      })`
+      : '';
+    const nul = settings?.group?.null === 'groups'
+      ? ", and the nulls shuffle whole groups' labels"
+      : settings?.group?.null === 'within-groups'
+      ? ', and the nulls shuffle labels within each group'
+      : '';
+    const grp = settings?.group
+      ? `; the probes' folds keep the ${settings.group.groups} groups of "${settings.group.axis}" whole and their CIs resample groups${nul}`
+      : '';
     out.push(`${C} classes of ${by} on ${m} items${left}: chance balanced accuracy is ${f2(chance)}${majText}${grp}.`);
-    const rows: Row[] = classifierFamily(metrics, settings).map((f) => ({ ...f, text: classifierLine(f.name, f.c, chance, majority, f.v) }));
+    const rows: Row[] = classifierFamily(metrics, settings).map((f) => ({ ...f,
+      text: classifierLine(f.name, f.c, chance, majority, f.v) })
+    );
     for (const r of rows) out.push(r.text);
     out.push(...headline(rows, chance));
     const probe = rows.find((r) => r.model && !r.knn);
@@ -252,10 +398,16 @@ export function verdictLines(metrics: ClusterMetrics | null, settings: ClusterSe
   if (wanda?.blockCheck && wanda.blockCheck.coarse.length) {
     const bc = wanda.blockCheck;
     const first = bc.coarse[0];
-    const more = bc.coarse.length > 1 ? ` (and ${bc.coarse.length - 1} more projection${bc.coarse.length > 2 ? 's' : ''})` : '';
+    const more = bc.coarse.length > 1
+      ? ` (and ${bc.coarse.length - 1} more projection${bc.coarse.length > 2 ? 's' : ''})`
+      : '';
     out.push(
-      `Neuron regions are too coarse to read: at ${wanda.block.join('×')} blocks ${first.proj} has ${first.rowBlocks}×${first.colBlocks} blocks and the top selection keeps ${first.selected}${more}; ` +
-        `the block-size rule needs ≥ ${bc.minShortSide} blocks on the short side and ≥ ${bc.minSelected} selected${bc.suggested ? ` (--block auto gives ${bc.suggested})` : ''}.`,
+      `Neuron regions are too coarse to read: at ${
+        wanda.block.join('×')
+      } blocks ${first.proj} has ${first.rowBlocks}×${first.colBlocks} blocks and the top selection keeps ${first.selected}${more}; ` +
+        `the block-size rule needs ≥ ${bc.minShortSide} blocks on the short side and ≥ ${bc.minSelected} selected${
+          bc.suggested ? ` (--block auto gives ${bc.suggested})` : ''
+        }.`,
     );
   }
   return out;
@@ -283,9 +435,14 @@ export function verdictWord(v: Verdict, pass = 'above chance'): string {
 }
 
 /** "0.45 [0.43, 0.47]". */
-const withCi = (m: { value: number; ci95: [number, number] | null }) => `${f2(m.value)}${m.ci95 ? ` [${f2(m.ci95[0])}, ${f2(m.ci95[1])}]` : ''}`;
+const withCi = (m: { value: number; ci95: [number, number] | null }) =>
+  `${f2(m.value)}${m.ci95 ? ` [${f2(m.ci95[0])}, ${f2(m.ci95[1])}]` : ''}`;
 /** "0.20 [0.17, 0.23]", or '' without a null. */
-const nullText = (m: { nullMean?: number | null; nullBand?: [number, number] | null }) => (m.nullMean === null || m.nullMean === undefined ? '' : `${f2(m.nullMean)}${m.nullBand ? ` [${f2(m.nullBand[0])}, ${f2(m.nullBand[1])}]` : ''}`);
+const nullText = (
+  m: { nullMean?: number | null; nullBand?: [number, number] | null },
+) => (m.nullMean === null || m.nullMean === undefined
+  ? ''
+  : `${f2(m.nullMean)}${m.nullBand ? ` [${f2(m.nullBand[0])}, ${f2(m.nullBand[1])}]` : ''}`);
 
 /** The deciding p of a verdict, adjusted within its family, with the family named: "0.004 (Holm over 5 in family classifiers)" (files without family names: "Holm over 5 classifiers"). */
 export function adjustedP(v: Verdict, noun: string): string {
@@ -298,7 +455,8 @@ export function adjustedP(v: Verdict, noun: string): string {
 }
 
 /** "Holm over 5 in family classifiers", naming the declared family the verdict was adjusted in (older files: "Holm over 5 classifiers"). */
-const holmOver = (v: Verdict, noun: string) => (v.familyName ? `Holm over ${v.family} in family ${v.familyName}` : `Holm over ${v.family} ${noun}`);
+const holmOver = (v: Verdict,
+  noun: string) => (v.familyName ? `Holm over ${v.family} in family ${v.familyName}` : `Holm over ${v.family} ${noun}`);
 
 /** A table row's status from its verdict, where a test without a null may still be read from its CI. */
 const rowStatus = (v: Verdict): VerdictTableRow['status'] => v.status;
@@ -307,7 +465,9 @@ const rowStatus = (v: Verdict): VerdictTableRow['status'] => v.status;
  * The family of a set of tests read as one row: its verdict is the number of members that pass
  * ("3 of 10 below chance"), else every member's shared status.
  */
-function familyRow(question: string, anchor: string, vs: Verdict[], value: string, chance: string, nul: string, noun: string, pass: string): VerdictTableRow | null {
+function familyRow(question: string, anchor: string, vs: Verdict[], value: string, chance: string, nul: string,
+  noun: string, pass: string): VerdictTableRow | null
+{
   if (!vs.length) return null;
   const passed = vs.filter((v) => v.status === 'pass').length;
   const blind = vs.filter((v) => v.status === 'not-testable');
@@ -317,7 +477,9 @@ function familyRow(question: string, anchor: string, vs: Verdict[], value: strin
   let status: VerdictTableRow['status'];
   let verdict: string;
   if (passed) [status, verdict] = ['pass', `${pass} in ${passed} of ${vs.length}`];
-  else if (blind.length && blind.length === vs.filter((v) => v.status !== 'degenerate' && v.status !== 'untested').length) [status, verdict] = ['not-testable', `not testable at R = ${blind[0]!.R}`];
+  else if (blind.length &&
+    blind.length === vs.filter((v) => v.status !== 'degenerate' && v.status !== 'untested').length)
+    [status, verdict] = ['not-testable', `not testable at R = ${blind[0]!.R}`];
   else if (vs.every((v) => v.status === 'degenerate')) [status, verdict] = ['degenerate', 'degenerate null'];
   else if (vs.every((v) => v.status === 'untested')) [status, verdict] = ['untested', 'untested'];
   else [status, verdict] = ['fail', `at chance in all ${vs.length}`];
@@ -336,7 +498,10 @@ const median = (xs: number[]) => {
  * verdictLines words). Rows link to the page's sections: `metrics` (separation), `regions`
  * (wanda), `ablation`. Null when the run holds none of these analyses.
  */
-export function verdictTable(metrics: ClusterMetrics | null, settings: ClusterSettings | null, wanda: WandaSettings | null | undefined, wandaMetrics: WandaMetrics | null | undefined, ablate?: AblatePayload | null): VerdictTable | null {
+export function verdictTable(metrics: ClusterMetrics | null, settings: ClusterSettings | null,
+  wanda: WandaSettings | null | undefined, wandaMetrics: WandaMetrics | null | undefined,
+  ablate?: AblatePayload | null): VerdictTable | null
+{
   const rows: VerdictTableRow[] = [];
   const axis = settings?.by ?? wanda?.by ?? ablate?.by ?? 'label';
   if (metrics) {
@@ -344,9 +509,17 @@ export function verdictTable(metrics: ClusterMetrics | null, settings: ClusterSe
     const chance = metrics.chance?.balancedAccuracy ?? 1 / C;
     const point = settings?.point ? ` at ${settings.point}` : '';
     const q = (name: string, c: { model: boolean; knn: boolean }) => {
-      if (!c.model) return `Do the texts' tokens alone separate "${axis}"? (${name.replace(/^Tokens alone, /, '')}, balanced accuracy)`;
-      if (name.includes('t-SNE')) return `Does the t-SNE map keep the ${C} values of "${axis}" apart? (${name.replace(/ in the t-SNE map$/, '')} in the map, balanced accuracy)`;
-      return `Does the representation${point} separate the ${C} values of "${axis}"? (${name.replace(/ on the representation/, '').replace(/^Linear probe \((.*)\)$/, 'linear probe, $1')}, balanced accuracy)`;
+      if (!c.model)
+        return `Do the texts' tokens alone separate "${axis}"? (${
+          name.replace(/^Tokens alone, /, '')
+        }, balanced accuracy)`;
+      if (name.includes('t-SNE'))
+        return `Does the t-SNE map keep the ${C} values of "${axis}" apart? (${
+          name.replace(/ in the t-SNE map$/, '')
+        } in the map, balanced accuracy)`;
+      return `Does the representation${point} separate the ${C} values of "${axis}"? (${
+        name.replace(/ on the representation/, '').replace(/^Linear probe \((.*)\)$/, 'linear probe, $1')
+      }, balanced accuracy)`;
     };
     for (const r of classifierFamily(metrics, settings)) {
       const b = r.c.balancedAccuracy;
@@ -354,16 +527,30 @@ export function verdictTable(metrics: ClusterMetrics | null, settings: ClusterSe
       let status = rowStatus(r.v);
       if (r.v.status === 'untested') {
         const ci = beatsChance(b, chance);
-        if (ci !== null) [verdict, status] = ci ? ['above chance (its CI, no null)', 'pass'] : ['at chance (its CI, no null)', 'fail'];
+        if (ci !== null)
+          [verdict, status] = ci ? ['above chance (its CI, no null)', 'pass'] : ['at chance (its CI, no null)', 'fail'];
       }
-      rows.push({ question: q(r.name, r), anchor: 'metrics', value: withCi(b), chance: f2(chance), nul: nullText(b), p: adjustedP(r.v, 'classifiers'), verdict, status });
+      rows.push({ question: q(r.name, r), anchor: 'metrics', value: withCi(b), chance: f2(chance), nul: nullText(b),
+        p: adjustedP(r.v, 'classifiers'), verdict, status });
     }
     const sil = metrics.spaces.filter((s) => s.silhouette);
-    const sv = verdictsOf(sil.map((s) => s.silhouette), () => settings?.permutations ?? 0, () => settings?.sizing?.permutations?.sizing);
+    const sv = verdictsOf(sil.map((s) => s.silhouette), () => settings?.permutations ?? 0,
+      () => settings?.sizing?.permutations?.sizing);
     const spaceName = (s: string) => (s === 'embedding' ? 't-SNE map' : s.replace(/^original-/, ''));
     sil.forEach((s, i) => {
       const v = sv[i]!;
-      rows.push({ question: `Do items of one value of "${axis}" lie nearer each other than other values' items? (silhouette, ${spaceName(s.space)})`, anchor: 'metrics', value: withCi(s.silhouette), chance: '', nul: nullText(s.silhouette), p: adjustedP(v, 'spaces'), verdict: verdictWord(v), status: rowStatus(v) });
+      rows.push({
+        question: `Do items of one value of "${axis}" lie nearer each other than other values' items? (silhouette, ${
+          spaceName(s.space)
+        })`,
+        anchor: 'metrics',
+        value: withCi(s.silhouette),
+        chance: '',
+        nul: nullText(s.silhouette),
+        p: adjustedP(v, 'spaces'),
+        verdict: verdictWord(v),
+        status: rowStatus(v),
+      });
     });
   }
   if (wanda && wandaMetrics && wandaMetrics.permutations) {
@@ -374,28 +561,69 @@ export function verdictTable(metrics: ClusterMetrics | null, settings: ClusterSe
     const jn = m.pairs.map((p) => p.jaccard.nullMean ?? NaN);
     const many = m.pairs.length > 1;
     const row = familyRow(
-      `Do the neuron regions of the values of "${wanda.by}" overlap less than shuffled labels' regions? (wanda region Jaccard, ${m.pairs.length} pair${many ? 's' : ''})`,
-      'regions', jv, many ? `median ${f2(median(js))} (${f2(Math.min(...js))} to ${f2(Math.max(...js))})` : f2(js[0] ?? NaN), '', many ? `median ${f2(median(jn))}` : f2(jn[0] ?? NaN), 'pairs', 'below chance');
+      `Do the neuron regions of the values of "${wanda.by}" overlap less than shuffled labels' regions? (wanda region Jaccard, ${m.pairs.length} pair${
+        many ? 's' : ''
+      })`,
+      'regions',
+      jv,
+      many ? `median ${f2(median(js))} (${f2(Math.min(...js))} to ${f2(Math.max(...js))})` : f2(js[0] ?? NaN),
+      '',
+      many ? `median ${f2(median(jn))}` : f2(jn[0] ?? NaN),
+      'pairs',
+      'below chance',
+    );
     if (row) rows.push(row);
-    const pl = m.pairs.flatMap((p) => [p.placementAminusB, p.placementBminusA]).filter((x): x is NonNullable<typeof x> => !!x);
+    const pl = m.pairs.flatMap((p) => [p.placementAminusB, p.placementBminusA]).filter((
+      x,
+    ): x is NonNullable<typeof x> => !!x);
     if (pl.length) {
       const ratio = pl.map((x) => x.densityRatio).filter((x): x is number => x !== null);
       const pv = wandaVerdicts(pl.map((x) => x.density), R, false, 'placement-set-differences');
-      const r2 = familyRow(`Are the set differences (A∖B) denser than random blocks of their size? (wanda region isolation, ${pl.length} differences)`, 'regions', pv, `median ${f2(median(ratio))}× a random set's density`, '1.00×', '', 'differences', 'denser');
+      const r2 = familyRow(
+        `Are the set differences (A∖B) denser than random blocks of their size? (wanda region isolation, ${pl.length} differences)`,
+        'regions',
+        pv,
+        `median ${f2(median(ratio))}× a random set's density`,
+        '1.00×',
+        '',
+        'differences',
+        'denser',
+      );
       if (r2) rows.push(r2);
     }
     if (m.channels?.length) {
       const cv = wandaVerdicts(m.channels, R, false, 'capture-points');
-      const r3 = familyRow(`Does the groups' activation RMS differ beyond shuffled labels? (wanda channels, ${m.channels.length} capture points)`, 'regions', cv, `median ${median(m.channels.map((c) => c.value)).toExponential(2)}`, '', `median ${median(m.channels.map((c) => c.nullMean ?? NaN)).toExponential(2)}`, 'capture points', 'differs');
+      const r3 = familyRow(
+        `Does the groups' activation RMS differ beyond shuffled labels? (wanda channels, ${m.channels.length} capture points)`,
+        'regions',
+        cv,
+        `median ${median(m.channels.map((c) => c.value)).toExponential(2)}`,
+        '',
+        `median ${median(m.channels.map((c) => c.nullMean ?? NaN)).toExponential(2)}`,
+        'capture points',
+        'differs',
+      );
       if (r3) rows.push(r3);
     }
   }
   if (ablate && ablate.specificity.length) {
     const sp = ablate.specificity;
-    const fam = declareFamily({ name: 'specificity', claim: 'zeroing a region costs its own label\'s items more than the others\'', members: sp.map((s) => s.region) });
+    const fam = declareFamily({ name: 'specificity',
+      claim: "zeroing a region costs its own label's items more than the others'", members: sp.map((s) => s.region) });
     const vs = familyVerdicts(sp.map((s) => ({ p: s.p, R: ablate.random })), fam, ALPHA);
     const best = sp.reduce((a, b) => (b.contrast > a.contrast ? b : a));
-    const r = familyRow(`Does zeroing a region cost its own label's items more than the others'? (ablation specificity, ${sp.length} region${sp.length === 1 ? '' : 's'}, ${ablate.random} random regions)`, 'ablation', vs, `largest ${f2(best.contrast)} [${f2(best.ci[0])}, ${f2(best.ci[1])}] (${best.region})`, '', `${f2(best.nullMean)} [${f2(best.nullBand[0])}, ${f2(best.nullBand[1])}]`, 'regions', 'specific');
+    const r = familyRow(
+      `Does zeroing a region cost its own label's items more than the others'? (ablation specificity, ${sp.length} region${
+        sp.length === 1 ? '' : 's'
+      }, ${ablate.random} random regions)`,
+      'ablation',
+      vs,
+      `largest ${f2(best.contrast)} [${f2(best.ci[0])}, ${f2(best.ci[1])}] (${best.region})`,
+      '',
+      `${f2(best.nullMean)} [${f2(best.nullBand[0])}, ${f2(best.nullBand[1])}]`,
+      'regions',
+      'specific',
+    );
     if (r) rows.push(r);
   }
   return rows.length ? { axis, rows } : null;
@@ -403,10 +631,16 @@ export function verdictTable(metrics: ClusterMetrics | null, settings: ClusterSe
 
 /** A verdict table as plain-text lines for a terminal: one block per row, the question then its numbers. */
 export function verdictTableLines(t: VerdictTable): string[] {
-  const out = [`Verdicts for "${t.axis}" (value [95% CI] | chance | null mean [95% band] | adjusted p (family) | verdict):`];
+  const out = [
+    `Verdicts for "${t.axis}" (value [95% CI] | chance | null mean [95% band] | adjusted p (family) | verdict):`,
+  ];
   for (const r of t.rows) {
     out.push(`  ${r.question}`);
-    out.push(`    ${r.verdict.toUpperCase()}: ${r.value}${r.chance ? ` | chance ${r.chance}` : ''}${r.nul ? ` | null ${r.nul}` : ''}${r.p ? ` | p ${r.p}` : ''}`);
+    out.push(
+      `    ${r.verdict.toUpperCase()}: ${r.value}${r.chance ? ` | chance ${r.chance}` : ''}${
+        r.nul ? ` | null ${r.nul}` : ''
+      }${r.p ? ` | p ${r.p}` : ''}`,
+    );
   }
   return out;
 }

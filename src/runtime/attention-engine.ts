@@ -153,7 +153,10 @@ class OrtAttentionEngine implements AttentionEngine {
     try {
       out = await this.session.run(batchFeeds(this.session, this.plans, b, this.maskAdded ? this.maskInput : null));
     } catch (e) {
-      throw new LobesError(`onnxruntime failed on a ${b.batch}×${b.seq} batch: ${String((e as Error).message ?? e).split('\n')[0]}`, { file: this.file });
+      throw new LobesError(
+        `onnxruntime failed on a ${b.batch}×${b.seq} batch: ${String((e as Error).message ?? e).split('\n')[0]}`,
+        { file: this.file },
+      );
     }
     const weights = new Map<number, Float32Array>();
     let heads = 0;
@@ -161,9 +164,13 @@ class OrtAttentionEngine implements AttentionEngine {
       const t = out[this.outputs.get(l)!]!;
       const dims = t.dims.map(Number);
       if (dims.length !== 3 || dims[0] !== b.batch || dims[2] !== b.seq) {
-        throw new LobesError(`attention rows of layer ${l} have shape [${dims.join(', ')}], expected [${b.batch}, heads, ${b.seq}]`, { file: this.file });
+        throw new LobesError(
+          `attention rows of layer ${l} have shape [${dims.join(', ')}], expected [${b.batch}, heads, ${b.seq}]`,
+          { file: this.file },
+        );
       }
-      if (heads && dims[1] !== heads) throw new LobesError(`layer ${l} has ${dims[1]} attention heads, earlier layers ${heads}`, { file: this.file });
+      if (heads && dims[1] !== heads)
+        throw new LobesError(`layer ${l} has ${dims[1]} attention heads, earlier layers ${heads}`, { file: this.file });
       heads = dims[1]!;
       weights.set(l, t.data as Float32Array);
     }
@@ -180,7 +187,8 @@ class OrtAttentionEngine implements AttentionEngine {
       ids[r * b.seq + j] = b.inputIds[r * b.seq + s]!;
       mask[r * b.seq + j] = 1n;
     }));
-    const moved: TokenBatch = { inputIds: ids, attentionMask: mask, batch: b.batch, seq: b.seq, lastIndex: Int32Array.from(pos, (p) => p.length - 1) };
+    const moved: TokenBatch = { inputIds: ids, attentionMask: mask, batch: b.batch, seq: b.seq,
+      lastIndex: Int32Array.from(pos, (p) => p.length - 1) };
     const res = await this.run(moved);
     const weights = new Map<number, Float32Array>();
     for (const [l, w] of res.weights) {
@@ -213,7 +221,7 @@ class OrtAttentionEngine implements AttentionEngine {
       heads = res.heads;
       for (const [l, w] of res.weights) {
         let dst = weights.get(l);
-        if (!dst) weights.set(l, (dst = new Float32Array(b.batch * heads * b.seq)));
+        if (!dst) weights.set(l, dst = new Float32Array(b.batch * heads * b.seq));
         for (let h = 0; h < heads; h++) p.forEach((s, j) => (dst![(r * heads + h) * b.seq + s] = w[h * p.length + j]!));
       }
     }
@@ -232,7 +240,10 @@ export async function openAttentionEngine(modelDir: string, opts: AttentionEngin
   const wanted = typeof opts.layers === 'function' ? opts.layers(all.length) : opts.layers;
   const layers = wanted ? [...new Set(wanted)].sort((x, y) => x - y) : all.map((s) => s.layer);
   for (const l of layers) {
-    if (!Number.isInteger(l) || l < 0 || l >= all.length) throw new LobesError(`layer ${l} does not exist (the model has layers 0..${all.length - 1})`, { file: a.loaded.file });
+    if (!Number.isInteger(l) || l < 0 || l >= all.length)
+      throw new LobesError(`layer ${l} does not exist (the model has layers 0..${all.length - 1})`, {
+        file: a.loaded.file,
+      });
   }
   const chosen = all.filter((s) => layers.includes(s.layer));
   const { plans, mask, inGraphPast, windowCache } = planInputs(a);
@@ -241,5 +252,6 @@ export async function openAttentionEngine(modelDir: string, opts: AttentionEngin
   const session = await openEditedSession(surg.model, a.loaded.dir, opts, a.loaded.file);
   const outputs = new Map(chosen.map((s) => [s.layer, surg.outputs.get(s.name)!]));
   const needsRight = all.some((s) => s.kind === 'fused' && s.op === 'GroupQueryAttention');
-  return new OrtAttentionEngine(a.info, all.map(siteInfo), layers, session, plans, outputs, surg.maskInput, surg.maskAdded, needsRight, a.loaded.file, windowCache);
+  return new OrtAttentionEngine(a.info, all.map(siteInfo), layers, session, plans, outputs, surg.maskInput,
+    surg.maskAdded, needsRight, a.loaded.file, windowCache);
 }

@@ -22,7 +22,8 @@
 import type { ModelProto, ValueInfo } from '../onnx/index.js';
 import { DataType, makeNode, makeTensor, makeValueInfo } from '../onnx/index.js';
 import { LobesError } from '../util/errors.js';
-import { GraphEdit, OUT_PREFIX, SEL_PREFIX, editedInputs, emptyPasts, lastTokenIndex, opsetOf, prune, type InGraphPast, type LastToken } from './surgery.js';
+import { GraphEdit, OUT_PREFIX, SEL_PREFIX, editedInputs, emptyPasts, lastTokenIndex, opsetOf, prune, type InGraphPast,
+  type LastToken } from './surgery.js';
 import type { AttentionSite, FusedAttention, SoftmaxAttention } from './attention.js';
 import { GraphIndex } from '../onnx/index.js';
 
@@ -111,7 +112,9 @@ interface Ctx {
  * attention mask (null: one is added for the selection); `inGraphPast` KV-cache inputs are made
  * as empty tensors in the graph.
  */
-export function buildAttentionModel(model: ModelProto, g: GraphIndex, sites: AttentionSite[], maskInput: string | null, inGraphPast: InGraphPast[] = [], file = ''): AttentionSurgery {
+export function buildAttentionModel(model: ModelProto, g: GraphIndex, sites: AttentionSite[], maskInput: string | null,
+  inGraphPast: InGraphPast[] = [], file = ''): AttentionSurgery
+{
   if (sites.length === 0) throw new LobesError('no attention layers selected');
   const graph = model.graph!;
   const opset = opsetOf(model);
@@ -136,7 +139,8 @@ export function buildAttentionModel(model: ModelProto, g: GraphIndex, sites: Att
   }
   const pruned = prune(graph, e, inputs, outInfos);
   // afterRow makes a Softmax read a node appended after it: GraphIndex gives the file order back, sorted.
-  return { model: { ...model, graph: { ...pruned, node: new GraphIndex(pruned).nodes } }, outputs, maskInput: mask, maskAdded };
+  return { model: { ...model, graph: { ...pruned, node: new GraphIndex(pruned).nodes } }, outputs, maskInput: mask,
+    maskAdded };
 }
 
 /**
@@ -186,7 +190,10 @@ function rotaryHalf(c: Ctx, s: FusedAttention): number {
   const t = c.g.constTensor(c.g.skipBack(s.rotary!.cos));
   const w = t?.dims.length === 2 ? Number(t.dims[1]) : NaN;
   if (!Number.isInteger(w) || w < 1) {
-    throw new LobesError('cannot recompute the attention weights of GroupQueryAttention: its cos_cache is not a constant [positions, rotary_dim/2] tensor', { file: c.file, where: s.node.name ? `node ${s.node.name}` : undefined });
+    throw new LobesError(
+      'cannot recompute the attention weights of GroupQueryAttention: its cos_cache is not a constant [positions, rotary_dim/2] tensor',
+      { file: c.file, where: s.node.name ? `node ${s.node.name}` : undefined },
+    );
   }
   return w;
 }
@@ -282,7 +289,8 @@ function fusedRow(c: Ctx, s: FusedAttention): string {
   // Keys the last real token may see: real (mask ≠ 0), not after it, within the local window.
   const pos = o.unsqueeze(c.sel.positions, [0]);
   const last = o.unsqueeze(c.sel.last, [1]);
-  let allowed = o.op('And', [o.cast(c.sel.mask, DataType.BOOL), o.op('Less', [pos, o.op('Add', [last, o.i64([1], [])], 'add')], 'causal')], 'and');
+  let allowed = o.op('And', [o.cast(c.sel.mask, DataType.BOOL),
+    o.op('Less', [pos, o.op('Add', [last, o.i64([1], [])], 'add')], 'causal')], 'and');
   if (s.localWindow > 0) {
     // The window counts the query's own position: keys last−w+1..last (onnxruntime's kernels, Hugging Face's sliding_window).
     const from = o.op('Sub', [last, o.i64([s.localWindow], [])], 'sub');

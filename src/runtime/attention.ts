@@ -76,7 +76,8 @@ export type AttentionSite = FusedAttention | SoftmaxAttention;
 
 /** Ops that compute attention weights in a form lobes cannot read, with what to do. */
 const UNSUPPORTED_OPS: Record<string, string> = {
-  Attention: 'an Attention op (its weights and the projections are fused); export the model with explicit attention (optimum, torch.onnx) or with onnxruntime-genai\'s builder',
+  Attention:
+    "an Attention op (its weights and the projections are fused); export the model with explicit attention (optimum, torch.onnx) or with onnxruntime-genai's builder",
   PackedAttention: 'a PackedAttention op',
   PackedMultiHeadAttention: 'a PackedMultiHeadAttention op',
   SparseAttention: 'a SparseAttention op (block-sparse)',
@@ -102,7 +103,7 @@ function scoreMatMul(g: GraphIndex, v: string): NodeProto | null {
       if (!g.constTensor(g.skipBack(p.input[0]!)) && !g.constTensor(g.skipBack(p.input[1]!))) return p;
       continue;
     }
-    if (SCORE_OPS.has(p.opType)) for (const i of p.input) if (i && !g.constTensor(i)) stack.push(i);
+    if (SCORE_OPS.has(p.opType)) { for (const i of p.input) if (i && !g.constTensor(i)) stack.push(i); }
   }
   return null;
 }
@@ -117,7 +118,9 @@ function onLastAxis(g: GraphIndex, n: NodeProto, opset: number): boolean {
 
 /** The explicit attention Softmaxes of a graph, in topological order. */
 function softmaxSites(g: GraphIndex, opset: number): NodeProto[] {
-  return g.nodes.filter((n) => n.opType === 'Softmax' && !n.domain && onLastAxis(g, n, opset) && scoreMatMul(g, n.input[0]!) !== null);
+  return g.nodes.filter((n) =>
+    n.opType === 'Softmax' && !n.domain && onLastAxis(g, n, opset) && scoreMatMul(g, n.input[0]!) !== null
+  );
 }
 
 const floatAttr = (n: NodeProto, name: string, def: number): number => getAttr(n, name)?.f ?? def;
@@ -129,15 +132,23 @@ function inputBehind(g: GraphIndex, v: string): string | null {
 }
 
 /** A fused attention op (GroupQueryAttention, MultiHeadAttention) as a FusedAttention without its layer; throws a LobesError saying what is not supported. */
-export function fusedAttentionSite(g: GraphIndex, n: NodeProto, hints: { heads: number | null; kvHeads: number | null } = { heads: null, kvHeads: null }, file = ''): Omit<FusedAttention, 'layer' | 'name'> {
+export function fusedAttentionSite(g: GraphIndex, n: NodeProto,
+  hints: { heads: number | null; kvHeads: number | null } = { heads: null, kvHeads: null },
+  file = ''): Omit<FusedAttention, 'layer' | 'name'>
+{
   const input = (i: number): string | null => n.input[i] || null;
-  const refuse = (what: string) => new ModelError(`cannot recompute the attention weights of ${n.opType}: ${what}`, { file, where: n.name ? `node ${n.name}` : undefined, hint: 'export the model with explicit attention (optimum or torch.onnx), which lobes reads directly' });
+  const refuse = (what: string) =>
+    new ModelError(`cannot recompute the attention weights of ${n.opType}: ${what}`, { file,
+      where: n.name ? `node ${n.name}` : undefined,
+      hint: 'export the model with explicit attention (optimum or torch.onnx), which lobes reads directly' });
   const heads = attrInt(n, 'num_heads', 0) || hints.heads || 0;
   if (!heads) throw refuse('no num_heads attribute');
   if (n.opType === 'GroupQueryAttention') {
     const kvHeads = attrInt(n, 'kv_num_heads', 0);
-    if (!kvHeads || heads % kvHeads !== 0) throw refuse(`num_heads ${heads} is not a multiple of kv_num_heads ${kvHeads}`);
-    if (input(12) || input(13) || getAttr(n, 'k_quant_type') || getAttr(n, 'kv_cache_bit_width')) throw refuse('a quantized KV cache (the op attends to dequantized keys lobes does not see)');
+    if (!kvHeads || heads % kvHeads !== 0)
+      throw refuse(`num_heads ${heads} is not a multiple of kv_num_heads ${kvHeads}`);
+    if (input(12) || input(13) || getAttr(n, 'k_quant_type') || getAttr(n, 'kv_cache_bit_width'))
+      throw refuse('a quantized KV cache (the op attends to dequantized keys lobes does not see)');
     if (input(14) || input(15)) throw refuse('fused Q/K RMS normalization (q_norm_weight / k_norm_weight inputs)');
     const doRotary = attrInt(n, 'do_rotary', 0) === 1;
     let rotary: InOpRotary | null = null;
@@ -147,7 +158,10 @@ export function fusedAttentionSite(g: GraphIndex, n: NodeProto, hints: { heads: 
       if (!cos || !sin) throw refuse('do_rotary=1 without cos_cache and sin_cache inputs');
       // onnxruntime's kernels differ on a position_ids input (the 1.30 CPU kernel ignores it on a
       // first prompt and rotates by 0..n−1); onnxruntime-genai's builder never wires one.
-      if (input(9)) throw refuse('a position_ids input with in-op rotary (how the kernel uses it differs between onnxruntime versions and providers)');
+      if (input(9))
+        throw refuse(
+          'a position_ids input with in-op rotary (how the kernel uses it differs between onnxruntime versions and providers)',
+        );
       rotary = { cos, sin, interleaved: attrInt(n, 'rotary_interleaved', 0) === 1 };
     }
     const scale = floatAttr(n, 'scale', 0);
@@ -173,9 +187,11 @@ export function fusedAttentionSite(g: GraphIndex, n: NodeProto, hints: { heads: 
   const key = input(1);
   if (!key) throw refuse('packed query/key/value (no key input)');
   const keyRank = g.shapeOf(key)?.length;
-  if (keyRank !== undefined && keyRank !== 3) throw refuse(`key of rank ${keyRank} (only [batch, seq, hidden] keys are supported)`);
+  if (keyRank !== undefined && keyRank !== 3)
+    throw refuse(`key of rank ${keyRank} (only [batch, seq, hidden] keys are supported)`);
   const kpm = input(4);
-  if (kpm && !inputBehind(g, kpm)) throw refuse('a key_padding_mask computed in the graph (only the attention mask input itself is supported)');
+  if (kpm && !inputBehind(g, kpm))
+    throw refuse('a key_padding_mask computed in the graph (only the attention mask input itself is supported)');
   const scale = floatAttr(n, 'scale', 0);
   return {
     kind: 'fused',
@@ -207,31 +223,47 @@ export function findAttention(disc: Discovery, file: string, opset: number): Att
   for (const n of g.nodes) {
     const why = (n.domain === 'com.microsoft' || !n.domain) && UNSUPPORTED_OPS[n.opType];
     if (why) {
-      throw new LobesError(`cannot read attention weights: the graph computes attention with ${why}`, { file, where: n.name ? `node ${n.name}` : undefined });
+      throw new LobesError(`cannot read attention weights: the graph computes attention with ${why}`, { file,
+        where: n.name ? `node ${n.name}` : undefined });
     }
   }
-  const fusedNodes = g.nodes.filter((n) => n.domain === 'com.microsoft' && (n.opType === 'GroupQueryAttention' || n.opType === 'MultiHeadAttention'));
+  const fusedNodes = g.nodes.filter((n) =>
+    n.domain === 'com.microsoft' && (n.opType === 'GroupQueryAttention' || n.opType === 'MultiHeadAttention')
+  );
   const softmaxNodes = softmaxSites(g, opset);
   let sites: Omit<AttentionSite, 'layer' | 'name'>[];
   if (fusedNodes.length && softmaxNodes.length) {
-    throw new LobesError(`cannot read attention weights: the graph mixes ${fusedNodes.length} fused attention ops with ${softmaxNodes.length} explicit attention softmaxes`, { file });
+    throw new LobesError(
+      `cannot read attention weights: the graph mixes ${fusedNodes.length} fused attention ops with ${softmaxNodes.length} explicit attention softmaxes`,
+      { file },
+    );
   }
   if (fusedNodes.length) sites = fusedNodes.map((n) => fusedAttentionSite(g, n, disc.arch, file));
-  else if (softmaxNodes.length) sites = softmaxNodes.map((n) => ({ kind: 'softmax' as const, node: n, probs: n.output[0]! }));
+  else if (softmaxNodes.length)
+    sites = softmaxNodes.map((n) => ({ kind: 'softmax' as const, node: n, probs: n.output[0]! }));
   else {
-    throw new LobesError('cannot read attention weights: no attention found (neither a Softmax over Q·Kᵀ nor a GroupQueryAttention / MultiHeadAttention op)', {
-      file,
-      hint: 'lobes reads explicit attention (optimum, torch.onnx) and onnxruntime-genai\'s fused attention',
-    });
+    throw new LobesError(
+      'cannot read attention weights: no attention found (neither a Softmax over Q·Kᵀ nor a GroupQueryAttention / MultiHeadAttention op)',
+      {
+        file,
+        hint: "lobes reads explicit attention (optimum, torch.onnx) and onnxruntime-genai's fused attention",
+      },
+    );
   }
   if (sites.length !== layers) {
-    throw new LobesError(`cannot read attention weights: found ${sites.length} attention sites for ${layers} decoder layers`, { file });
+    throw new LobesError(
+      `cannot read attention weights: found ${sites.length} attention sites for ${layers} decoder layers`,
+      { file },
+    );
   }
   return sites.map((s, i) => {
     const out = s.node.output[0]!;
     // Layer i's attention feeds layer i's MLP and comes after layer i−1's.
     if (!g.reaches(out, disc.mlps[i]!.input) || (i > 0 && g.reaches(out, disc.mlps[i - 1]!.input))) {
-      throw new LobesError(`cannot read attention weights: the attention site in graph order ${i} does not feed layer ${i}'s MLP`, { file, where: s.node.name ? `node ${s.node.name}` : undefined });
+      throw new LobesError(
+        `cannot read attention weights: the attention site in graph order ${i} does not feed layer ${i}'s MLP`,
+        { file, where: s.node.name ? `node ${s.node.name}` : undefined },
+      );
     }
     return { ...s, layer: i, name: hookName({ layer: i, site: 'attn.weights' }) } as AttentionSite;
   });

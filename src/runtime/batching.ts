@@ -25,12 +25,14 @@ export const LONG_PROMPT_TOKEN_BUDGET = 2048;
 export function planBatches(lengths: ArrayLike<number>, opts: BatchPlanOptions): number[][] {
   const maxRows = opts.batch ?? 16;
   const budget = opts.tokenBudget ?? Infinity;
-  if (!Number.isInteger(maxRows) || maxRows < 1) throw new LobesError(`batch size must be a positive integer, got ${maxRows}`);
+  if (!Number.isInteger(maxRows) || maxRows < 1)
+    throw new LobesError(`batch size must be a positive integer, got ${maxRows}`);
   if (!(budget > 0)) throw new LobesError(`token budget must be positive, got ${budget}`);
   const idx = Array.from({ length: lengths.length }, (_, i) => i);
   for (const i of idx) {
     const l = lengths[i]!;
-    if (!Number.isInteger(l) || l < 1) throw new LobesError(`item ${i} has ${l} tokens (empty input)`, { where: `item ${i}` });
+    if (!Number.isInteger(l) || l < 1)
+      throw new LobesError(`item ${i} has ${l} tokens (empty input)`, { where: `item ${i}` });
   }
   idx.sort((a, b) => lengths[b]! - lengths[a]! || a - b);
   const out: number[][] = [];

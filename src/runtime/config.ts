@@ -57,6 +57,7 @@ export function declaredContext(dir: string): ContextLimit | null {
 
 /** The decoder layer count declared in `dir` (config.json num_hidden_layers, else genai_config.json's decoder); null when neither says. */
 export function declaredLayers(dir: string): number | null {
-  const n = readJson(join(dir, 'config.json'))?.num_hidden_layers ?? readJson(join(dir, 'genai_config.json'))?.model?.decoder?.num_hidden_layers;
+  const n = readJson(join(dir, 'config.json'))?.num_hidden_layers ??
+    readJson(join(dir, 'genai_config.json'))?.model?.decoder?.num_hidden_layers;
   return Number.isInteger(n) && n > 0 ? n : null;
 }

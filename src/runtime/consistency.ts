@@ -21,7 +21,8 @@
  */
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { DataType, tensorBytes, tensorToFloat32, type GraphIndex, type LoadedModel, type TensorProto } from '../onnx/index.js';
+import { DataType, tensorBytes, tensorToFloat32, type GraphIndex, type LoadedModel,
+  type TensorProto } from '../onnx/index.js';
 import { readGgufHeader } from '../formats/gguf.js';
 import { GGUF_KEYS as K, GgufMeta, type GgufKey, type GgufKeyType, type GgufKeyValue } from '../formats/gguf-meta.js';
 import { readJson } from './config.js';
@@ -98,7 +99,7 @@ export function ropeFrequencies(theta: number, dim: number, s: RopeScaling | nul
   const f = new Float64Array(n);
   for (let i = 0; i < n; i++) f[i] = 1 / Math.pow(theta, (2 * i) / dim);
   if (!s) return f;
-  if (s.type === 'linear' && s.factor) for (let i = 0; i < n; i++) f[i]! /= s.factor;
+  if (s.type === 'linear' && s.factor) { for (let i = 0; i < n; i++) f[i]! /= s.factor; }
   if (s.type === 'llama3' && s.factor && s.lowFreqFactor && s.highFreqFactor && s.originalMax) {
     const lowWave = s.originalMax / s.lowFreqFactor;
     const highWave = s.originalMax / s.highFreqFactor;
@@ -141,15 +142,20 @@ function invFreqConstant(g: GraphIndex, m: LoadedModel): Float64Array | null {
 /** The cos/sin caches of a fused rotary op: [positions, n] each. */
 function rotaryCaches(g: GraphIndex): { cos: string; sin: string } | null {
   for (const n of g.nodes) {
-    if (n.opType === 'GroupQueryAttention' && n.domain === 'com.microsoft' && n.input[7] && n.input[8]) return { cos: n.input[7], sin: n.input[8] };
-    if (n.opType === 'RotaryEmbedding' && n.domain === 'com.microsoft' && n.input[2] && n.input[3]) return { cos: n.input[2], sin: n.input[3] };
-    if (n.opType === 'RotaryEmbedding' && !n.domain && n.input[1] && n.input[2]) return { cos: n.input[1], sin: n.input[2] };
+    if (n.opType === 'GroupQueryAttention' && n.domain === 'com.microsoft' && n.input[7] && n.input[8])
+      return { cos: n.input[7], sin: n.input[8] };
+    if (n.opType === 'RotaryEmbedding' && n.domain === 'com.microsoft' && n.input[2] && n.input[3])
+      return { cos: n.input[2], sin: n.input[3] };
+    if (n.opType === 'RotaryEmbedding' && !n.domain && n.input[1] && n.input[2])
+      return { cos: n.input[1], sin: n.input[2] };
   }
   return null;
 }
 
 /** Frequencies from cos/sin caches: f_i = atan2(sin[p,i], cos[p,i]) / p at a position p where p·f_i is about 1. */
-function cacheFrequencies(g: GraphIndex, m: LoadedModel, c: { cos: string; sin: string }): { f: Float64Array; positions: number } | null {
+function cacheFrequencies(g: GraphIndex, m: LoadedModel, c: { cos: string; sin: string }): { f: Float64Array;
+  positions: number } | null
+{
   const ct = g.constTensor(g.skipBack(c.cos));
   const st = g.constTensor(g.skipBack(c.sin));
   if (!ct || !st || (ct.dims ?? []).length !== 2) return null;
@@ -169,7 +175,8 @@ function cacheFrequencies(g: GraphIndex, m: LoadedModel, c: { cos: string; sin: 
 /** The norm epsilons of the graph: decomposed Add(mean(x²), ε) and fused norms' attributes. */
 function normEpsilons(g: GraphIndex): number[] {
   const out: number[] = [];
-  const fused = new Set(['SimplifiedLayerNormalization', 'SkipSimplifiedLayerNormalization', 'RMSNormalization', 'LayerNormalization', 'SkipLayerNormalization']);
+  const fused = new Set(['SimplifiedLayerNormalization', 'SkipSimplifiedLayerNormalization', 'RMSNormalization',
+    'LayerNormalization', 'SkipLayerNormalization']);
   for (const n of g.nodes) {
     if (fused.has(n.opType)) {
       const a = n.attribute.find((x) => x.name === 'epsilon');
@@ -181,7 +188,9 @@ function normEpsilons(g: GraphIndex): number[] {
       const mean = g.prod(g.skipBack(n.input[k] ?? ''));
       if (!mean || mean.opType !== 'ReduceMean') continue;
       const sq = g.prod(g.skipBack(mean.input[0] ?? ''));
-      const isSquare = sq && ((sq.opType === 'Pow' && g.constNumbers(sq.input[1])?.[0] === 2) || (sq.opType === 'Mul' && sq.input[0] === sq.input[1]));
+      const isSquare = sq &&
+        ((sq.opType === 'Pow' && g.constNumbers(sq.input[1])?.[0] === 2) ||
+          (sq.opType === 'Mul' && sq.input[0] === sq.input[1]));
       const eps = g.constNumbers(g.skipBack(n.input[1 - k] ?? ''));
       if (isSquare && eps?.length === 1) out.push(eps[0]!);
     }
@@ -196,8 +205,10 @@ function attentionShape(g: GraphIndex): { heads: number | null; kvHeads: number 
   for (const n of g.nodes) {
     if (n.domain !== 'com.microsoft') continue;
     const attr = (name: string) => Number(n.attribute.find((a) => a.name === name)?.i ?? 0) || null;
-    if (n.opType === 'GroupQueryAttention') return { heads: attr('num_heads'), kvHeads: attr('kv_num_heads'), headDim: null };
-    if (n.opType === 'MultiHeadAttention' || n.opType === 'Attention') return { heads: attr('num_heads'), kvHeads: null, headDim: null };
+    if (n.opType === 'GroupQueryAttention')
+      return { heads: attr('num_heads'), kvHeads: attr('kv_num_heads'), headDim: null };
+    if (n.opType === 'MultiHeadAttention' || n.opType === 'Attention')
+      return { heads: attr('num_heads'), kvHeads: null, headDim: null };
   }
   const seen: [number, number][] = [];
   for (const n of g.nodes) {
@@ -259,7 +270,8 @@ function scalingOf(o: any): RopeScaling | null {
   if (!o || typeof o !== 'object') return null;
   const type = String(o.rope_type ?? o.type ?? '');
   if (!type || type === 'default') return null;
-  return { type, factor: num(o.factor), lowFreqFactor: num(o.low_freq_factor), highFreqFactor: num(o.high_freq_factor), originalMax: int(o.original_max_position_embeddings) };
+  return { type, factor: num(o.factor), lowFreqFactor: num(o.low_freq_factor), highFreqFactor: num(o.high_freq_factor),
+    originalMax: int(o.original_max_position_embeddings) };
 }
 
 /** What config.json declares (rope_theta at the top level, or in rope_parameters as transformers 5 writes it). */
@@ -323,7 +335,9 @@ export function fromGguf(file: string): DeclaredFacts | null {
     source: file.split(/[\\/]/).pop()!,
     ropeTheta: num(v(K.ropeFreqBase)) ?? (arch === 'llama' ? 10000 : undefined),
     ropeThetaField: meta.key(K.ropeFreqBase),
-    ropeScaling: typeof type === 'string' && type !== 'none' ? { type, factor: num(v(K.ropeScalingFactor)), originalMax: int(v(K.ropeScalingOriginalContext)) } : null,
+    ropeScaling: typeof type === 'string' && type !== 'none'
+      ? { type, factor: num(v(K.ropeScalingFactor)), originalMax: int(v(K.ropeScalingOriginalContext)) }
+      : null,
     rmsNormEps: num(v(K.rmsNormEps)),
     heads,
     kvHeads: int(v(K.headCountKv)) ?? heads,
@@ -369,32 +383,49 @@ export function checkModel(g: GraphIndex, m: LoadedModel, configDir: string, opt
       const field = d.ropeThetaField ? ` ${d.ropeThetaField}` : '';
       const checkable = !d.ropeScaling || CHECKABLE_SCALING.has(d.ropeScaling.type);
       // Every frequency against what the declared base and scaling give; θ alone where the scaling type is not reproduced.
-      const dev = checkable ? maxRel(frequencies, ropeFrequencies(d.ropeTheta, facts.rotaryDim, d.ropeScaling?.type === 'dynamic' ? null : d.ropeScaling)) : 0;
+      const dev = checkable
+        ? maxRel(frequencies,
+          ropeFrequencies(d.ropeTheta, facts.rotaryDim, d.ropeScaling?.type === 'dynamic' ? null : d.ropeScaling))
+        : 0;
       const thetaOff = Math.abs(facts.ropeTheta - d.ropeTheta) > 0.01 * d.ropeTheta;
       if ((checkable && dev > 2e-2) || (!checkable && thetaOff)) {
         if (thetaOff) {
-          problems.push(`RoPE base: the graph computes ${fmtBase(facts.ropeTheta)} (from its ${facts.ropeSource}), ${src}${field} says ${fmt(d.ropeTheta)}`);
+          problems.push(
+            `RoPE base: the graph computes ${
+              fmtBase(facts.ropeTheta)
+            } (from its ${facts.ropeSource}), ${src}${field} says ${fmt(d.ropeTheta)}`,
+          );
         } else {
-          const says = d.ropeScaling ? `${d.ropeScaling.type} scaling${d.ropeScaling.factor ? ` (factor ${fmt(d.ropeScaling.factor)})` : ''}` : 'no RoPE scaling';
-          problems.push(`RoPE scaling: the graph's frequencies ${facts.ropeScaled ? 'are scaled' : 'are not scaled'} but ${src} says ${says} (frequencies differ by up to ${(dev * 100).toFixed(0)}%)`);
+          const says = d.ropeScaling
+            ? `${d.ropeScaling.type} scaling${d.ropeScaling.factor ? ` (factor ${fmt(d.ropeScaling.factor)})` : ''}`
+            : 'no RoPE scaling';
+          problems.push(
+            `RoPE scaling: the graph's frequencies ${
+              facts.ropeScaled ? 'are scaled' : 'are not scaled'
+            } but ${src} says ${says} (frequencies differ by up to ${(dev * 100).toFixed(0)}%)`,
+          );
         }
       }
     }
     if (d.rmsNormEps !== undefined) {
       for (const e of facts.rmsNormEps) {
-        if (Math.abs(e - d.rmsNormEps) > 0.05 * d.rmsNormEps) problems.push(`RMSNorm epsilon: the graph uses ${fmt(e)}, ${src} says ${fmt(d.rmsNormEps)}`);
+        if (Math.abs(e - d.rmsNormEps) > 0.05 * d.rmsNormEps)
+          problems.push(`RMSNorm epsilon: the graph uses ${fmt(e)}, ${src} says ${fmt(d.rmsNormEps)}`);
       }
     }
     const same = (what: string, got: number | null, want: number | undefined) => {
-      if (got !== null && want !== undefined && got !== want) problems.push(`${what}: the graph has ${got}, ${src} says ${want}`);
+      if (got !== null && want !== undefined && got !== want)
+        problems.push(`${what}: the graph has ${got}, ${src} says ${want}`);
     };
     same('attention heads', facts.heads, d.heads);
     same('KV heads', facts.kvHeads, d.kvHeads);
     same('head dimension', facts.headDim, d.headDim);
   }
   const limits: { tokens: number; source: string }[] = [];
-  for (const d of declared) if (d.contextLength) limits.push({ tokens: d.contextLength, source: `${d.source} context length` });
-  if (facts.ropePositions) limits.push({ tokens: facts.ropePositions, source: `the graph's rotary cache (${facts.ropePositions} positions)` });
+  for (const d of declared)
+    if (d.contextLength) limits.push({ tokens: d.contextLength, source: `${d.source} context length` });
+  if (facts.ropePositions)
+    limits.push({ tokens: facts.ropePositions, source: `the graph's rotary cache (${facts.ropePositions} positions)` });
   const context = limits.length ? limits.reduce((a, b) => (b.tokens < a.tokens ? b : a)) : null;
   return { graph: facts, declared, problems, context, frequencies: frequencies ?? undefined };
 }

@@ -21,7 +21,8 @@ import { readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { LobesError } from '../util/errors.js';
 import { DataType, GraphIndex, loadModel, readInitializerFloat32, writeModel } from '../onnx/index.js';
-import { expectedWeights, writeLlamaOnnx, DATA_FILE, WRITER_VERSION, type LlamaSpec, type LlamaWeightSource } from '../convert/llama-onnx/index.js';
+import { expectedWeights, writeLlamaOnnx, DATA_FILE, WRITER_VERSION, type LlamaSpec,
+  type LlamaWeightSource } from '../convert/llama-onnx/index.js';
 import { transposeInto } from '../convert/llama-onnx/weights.js';
 import { hashFolder } from '../convert/folder-hash.js';
 import { sha256File } from '../store/chunks.js';
@@ -43,7 +44,9 @@ interface Placed {
  * `/lm_head/MatMul`, embedding and norms by their own names. Every weight `spec` needs must be
  * found with its shape, else a one-line error names it.
  */
-export function explicitWeightSource(dir: string, spec: LlamaSpec): { source: LlamaWeightSource; storage: 'fp16' | 'bf16' | 'fp32' } {
+export function explicitWeightSource(dir: string,
+  spec: LlamaSpec): { source: LlamaWeightSource; storage: 'fp16' | 'bf16' | 'fp32' }
+{
   const m = loadModel(dir);
   const graph = m.model.graph!;
   const g = new GraphIndex(graph);
@@ -55,16 +58,29 @@ export function explicitWeightSource(dir: string, spec: LlamaSpec): { source: Ll
     const hf = node.name.slice(1, -'/MatMul'.length).split('/').join('.') + '.weight';
     if (w && want.has(hf)) placed.set(hf, { init: w, transposed: true });
   }
-  for (const name of want.keys()) if (!placed.has(name) && m.initializers.has(name)) placed.set(name, { init: name, transposed: false });
+  for (const name of want.keys())
+    if (!placed.has(name) && m.initializers.has(name)) placed.set(name, { init: name, transposed: false });
   let storage: 'fp16' | 'bf16' | 'fp32' = 'fp32';
   for (const [name, shape] of want) {
     const p = placed.get(name);
-    if (!p) throw new LobesError(`no float tensor for ${name} (not a lobes conversion in the explicit layout with float weights)`, { file: m.file });
+    if (!p)
+      throw new LobesError(
+        `no float tensor for ${name} (not a lobes conversion in the explicit layout with float weights)`,
+        { file: m.file },
+      );
     const t = m.initializers.get(p.init)!;
     const dims = t.dims.map(Number);
     const hfDims = p.transposed ? [dims[1], dims[0]] : dims;
-    if (hfDims.join('x') !== shape.join('x')) throw new LobesError(`tensor ${p.init} for ${name} has shape [${dims.join(', ')}], [${shape.join(', ')}] expected${p.transposed ? ' transposed' : ''}`, { file: m.file });
-    if (t.dataType !== DataType.FLOAT && t.dataType !== DataType.FLOAT16 && t.dataType !== DataType.BFLOAT16) throw new LobesError(`tensor ${p.init} for ${name} is not float32, float16 or bfloat16 (data type ${t.dataType})`, { file: m.file });
+    if (hfDims.join('x') !== shape.join('x'))
+      throw new LobesError(
+        `tensor ${p.init} for ${name} has shape [${dims.join(', ')}], [${shape.join(', ')}] expected${
+          p.transposed ? ' transposed' : ''
+        }`,
+        { file: m.file },
+      );
+    if (t.dataType !== DataType.FLOAT && t.dataType !== DataType.FLOAT16 && t.dataType !== DataType.BFLOAT16)
+      throw new LobesError(`tensor ${p.init} for ${name} is not float32, float16 or bfloat16 (data type ${t.dataType})`,
+        { file: m.file });
     if (shape.length === 2 && t.dataType === DataType.FLOAT16) storage = 'fp16';
     if (shape.length === 2 && t.dataType === DataType.BFLOAT16) storage = 'bf16';
   }
@@ -87,7 +103,8 @@ export function explicitWeightSource(dir: string, spec: LlamaSpec): { source: Ll
   const source: LlamaWeightSource = {
     shape: (name) => {
       const s = want.get(name);
-      if (!s || !placed.has(name)) throw new LobesError('weight not found in the explicit model', { file: m.file, where: name });
+      if (!s || !placed.has(name))
+        throw new LobesError('weight not found in the explicit model', { file: m.file, where: name });
       return [...s];
     },
     rows: (name, r0, r1) => {
@@ -104,7 +121,9 @@ export function explicitWeightSource(dir: string, spec: LlamaSpec): { source: Ll
  * model's genai conversion; returns it with the manifest's record (the explicit control's,
  * plus `layout`).
  */
-export async function genaiControlModel(explicit: { dir: string; info: ControlInfo }, spec: LlamaSpec, opts: { dtype: 'fp32' | 'fp16' } & JobIOOptions): Promise<{ dir: string; info: ControlInfo }> {
+export async function genaiControlModel(explicit: { dir: string; info: ControlInfo }, spec: LlamaSpec,
+  opts: { dtype: 'fp32' | 'fp16' } & JobIOOptions): Promise<{ dir: string; info: ControlInfo }>
+{
   const dir = `${explicit.dir}-genai-${opts.dtype}-w${WRITER_VERSION}`;
   const info: ControlInfo = { ...explicit.info, layout: { name: 'genai', drawn: explicit.dir } };
   await cachedControlFolder(
@@ -117,17 +136,23 @@ export async function genaiControlModel(explicit: { dir: string; info: ControlIn
       // The tokenizer's files travel as they are; the graph, its data and the config files are the genai layout's own.
       const extraFiles: Record<string, Uint8Array> = {};
       for (const f of readdirSync(explicit.dir)) {
-        if (!NOT_COPIED.has(f) && statSync(path.join(explicit.dir, f)).isFile()) extraFiles[f] = readFileSync(path.join(explicit.dir, f));
+        if (!NOT_COPIED.has(f) && statSync(path.join(explicit.dir, f)).isFile())
+          extraFiles[f] = readFileSync(path.join(explicit.dir, f));
       }
       // The writer builds in a sibling folder and renames it onto the (empty) temporary folder.
       await writeLlamaOnnx(tmp, spec, source, { layout: 'genai', dtype: opts.dtype, weights, extraFiles });
       // The graph records the control, as the explicit control's does (so its sha256 is not a trained model's).
       const graphFile = path.join(tmp, 'model.onnx');
       const g = loadModel(graphFile);
-      g.model.metadataProps = [...g.model.metadataProps.filter((p) => p.key !== 'lobes.control'), { key: 'lobes.control', value: JSON.stringify(info) }];
+      g.model.metadataProps = [...g.model.metadataProps.filter((p) => p.key !== 'lobes.control'), {
+        key: 'lobes.control',
+        value: JSON.stringify(info),
+      }];
       writeModel(graphFile, g.model);
       const hashed = hashFolder(tmp, CONTROL_RECORD, 'control model file');
-      writeFileSync(path.join(tmp, CONTROL_RECORD), JSON.stringify({ ...info, drawnGraphSha256: sha256File(path.join(explicit.dir, 'model.onnx')).sha256, files: hashed.files }, null, 1) + '\n');
+      writeFileSync(path.join(tmp, CONTROL_RECORD),
+        JSON.stringify({ ...info, drawnGraphSha256: sha256File(path.join(explicit.dir, 'model.onnx')).sha256,
+          files: hashed.files }, null, 1) + '\n');
       return hashed;
     },
   );
@@ -135,4 +160,5 @@ export async function genaiControlModel(explicit: { dir: string; info: ControlIn
 }
 
 /** Files of the explicit control that are not the tokenizer's. */
-const NOT_COPIED = new Set(['model.onnx', DATA_FILE, 'config.json', 'generation_config.json', 'genai_config.json', CONTROL_RECORD, 'lobes-convert.json', 'lobes-cache.json']);
+const NOT_COPIED = new Set(['model.onnx', DATA_FILE, 'config.json', 'generation_config.json', 'genai_config.json',
+  CONTROL_RECORD, 'lobes-convert.json', 'lobes-cache.json']);

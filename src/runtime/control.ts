@@ -31,7 +31,8 @@
  * 4-bit MatMulNBits weights are not redrawn here: a GGUF's control is drawn from an fp16
  * conversion of it, made automatically (src/cli/extract.ts, `controlSourceFolder`).
  */
-import { closeSync, copyFileSync, existsSync, fsyncSync, mkdirSync, openSync, readSync, readdirSync, renameSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, copyFileSync, existsSync, fsyncSync, mkdirSync, openSync, readSync, readdirSync, renameSync, rmSync,
+  statSync, writeFileSync, writeSync } from 'node:fs';
 import { homedir } from 'node:os';
 import * as path from 'node:path';
 import { LobesError, UsageError, opt } from '../util/errors.js';
@@ -39,18 +40,21 @@ import { Rng } from '../util/rng.js';
 import { Progress } from '../util/progress.js';
 import { floatArrayToHalf, floatToBf16 } from '../util/half.js';
 import { bytesOf, makeDirs } from '../util/io.js';
-import { DataLocation, DataType, GraphIndex, PASSTHROUGH, getAttr, isExternal, loadModel, readInitializerFloat32, writeModel, type LoadedModel, type NodeProto, type TensorProto } from '../onnx/index.js';
+import { DataLocation, DataType, GraphIndex, PASSTHROUGH, getAttr, isExternal, loadModel, readInitializerFloat32,
+  writeModel, type LoadedModel, type NodeProto, type TensorProto } from '../onnx/index.js';
 import { sha256File } from '../store/chunks.js';
 import type { ControlInfo } from '../store/types.js';
 import { acquireLock } from '../util/lock.js';
-import { folderProblem, hashFolder, rememberFolder, type FolderHashes, type RecordedFile } from '../convert/folder-hash.js';
+import { folderProblem, hashFolder, rememberFolder, type FolderHashes,
+  type RecordedFile } from '../convert/folder-hash.js';
 import { readJsonFile } from '../store/json.js';
 import { jobIO, type JobIO, type JobIOOptions } from '../util/jobio.js';
 
 /** Bumped when the way controls are drawn changes (a new version never reuses an old folder). */
 export const CONTROL_VERSION = 1;
 
-export const CONTROL_SCHEME = 'each projection and the embedding drawn from N(0, σ²) with σ the trained tensor\'s standard deviation; normalization scales set to 1';
+export const CONTROL_SCHEME =
+  "each projection and the embedding drawn from N(0, σ²) with σ the trained tensor's standard deviation; normalization scales set to 1";
 
 /** Its IO (`io`: log lines and progress) and the deprecated `quiet` (src/util/jobio.ts). */
 export interface ControlOptions extends JobIOOptions {
@@ -96,14 +100,26 @@ export function controlPlan(m: LoadedModel, hidden: number, intermediate: number
   const init = m.initializers;
   const redraw = new Map<string, 'projection' | 'embedding'>();
   const fill = new Map<string, number>();
-  const intInputs = new Set(graph.input.filter((v) => v.type?.tensorType?.elemType === DataType.INT64 || v.type?.tensorType?.elemType === DataType.INT32).map((v) => v.name));
+  const intInputs = new Set(
+    graph.input.filter((v) =>
+      v.type?.tensorType?.elemType === DataType.INT64 || v.type?.tensorType?.elemType === DataType.INT32
+    ).map((v) => v.name),
+  );
   const isFloat = (n: string) => FLOAT_TYPES.has(init.get(n)?.dataType ?? -1);
   for (const node of graph.node) {
     const dom = node.domain ?? '';
     if (dom === 'com.microsoft' && node.opType === 'MatMulNBits') {
-      throw new UsageError(`${opt('control', 'random')}: the model stores ${node.name ?? 'a projection'} as 4-bit MatMulNBits, which the control does not redraw`, `give the GGUF itself as ${opt('model')} (its control is drawn from an fp16 conversion made automatically), or a float (fp16/fp32) export of the model`);
+      throw new UsageError(
+        `${opt('control', 'random')}: the model stores ${
+          node.name ?? 'a projection'
+        } as 4-bit MatMulNBits, which the control does not redraw`,
+        `give the GGUF itself as ${
+          opt('model')
+        } (its control is drawn from an fp16 conversion made automatically), or a float (fp16/fp32) export of the model`,
+      );
     }
-    if ((node.opType === 'MatMul' || node.opType === 'Gemm') && !dom) projection(g, init, node, hidden, intermediate, redraw, isFloat);
+    if ((node.opType === 'MatMul' || node.opType === 'Gemm') && !dom)
+      projection(g, init, node, hidden, intermediate, redraw, isFloat);
     if (node.opType === 'Gather' && !dom && isIdsInput(g, intInputs, node.input[1])) {
       const w = storedWeight(g, init, node.input[0]);
       if (w && isFloat(w) && init.get(w)!.dims.length === 2 && !redraw.has(w)) redraw.set(w, 'embedding');
@@ -121,7 +137,8 @@ export function controlPlan(m: LoadedModel, hidden: number, intermediate: number
       const ins = node.input.map((v) => (init.has(v) ? v : null));
       const w = ins[0] ?? ins[1];
       const other = ins[0] ? node.input[1] : node.input[0];
-      if (w && !init.has(other!) && isFloat(w) && init.get(w)!.dims.length === 1 && Number(init.get(w)!.dims[0]) === hidden) fill.set(w, 1);
+      if (w && !init.has(other!) && isFloat(w) && init.get(w)!.dims.length === 1 &&
+        Number(init.get(w)!.dims[0]) === hidden) fill.set(w, 1);
     }
   }
   for (const w of fill.keys()) redraw.delete(w);
@@ -138,7 +155,9 @@ function isIdsInput(g: GraphIndex, ints: Set<string | undefined>, v: string | un
   return false;
 }
 
-function projection(g: GraphIndex, init: Map<string, TensorProto>, node: NodeProto, hidden: number, intermediate: number, redraw: ControlPlan['redraw'], isFloat: (n: string) => boolean): void {
+function projection(g: GraphIndex, init: Map<string, TensorProto>, node: NodeProto, hidden: number,
+  intermediate: number, redraw: ControlPlan['redraw'], isFloat: (n: string) => boolean): void
+{
   const w = storedWeight(g, init, node.input[1]);
   if (!w || !isFloat(w)) return;
   const t = init.get(w)!;
@@ -146,7 +165,8 @@ function projection(g: GraphIndex, init: Map<string, TensorProto>, node: NodePro
   let [r, c] = t.dims.map(Number) as [number, number];
   // which dim is the input: MatMul [d_in, d_out]; Gemm transB or a Transpose swaps them
   let transposed = node.opType === 'Gemm' && Number(getAttr(node, 'transB')?.i ?? 0) === 1;
-  for (let v = node.input[1]; v && v !== w; v = g.prod(v)!.input[0]) if (g.prod(v)!.opType === 'Transpose') transposed = !transposed;
+  for (let v = node.input[1]; v && v !== w; v = g.prod(v)!.input[0])
+    if (g.prod(v)!.opType === 'Transpose') transposed = !transposed;
   if (transposed) [r, c] = [c, r];
   const dIn = r;
   const dOut = c;
@@ -182,18 +202,24 @@ export function defaultControlDir(env: NodeJS.ProcessEnv = process.env): string 
  * The random-weights control of `modelDir` for `seed`: built (once) in the cache and returned
  * with what the manifest records.
  */
-export async function randomControlModel(modelDir: string, arch: { hidden: number; intermediate: number }, opts: ControlOptions = {}): Promise<{ dir: string; info: ControlInfo }> {
+export async function randomControlModel(modelDir: string, arch: { hidden: number; intermediate: number },
+  opts: ControlOptions = {}): Promise<{ dir: string; info: ControlInfo }>
+{
   const io = jobIO(opts);
   const seed = opts.seed ?? 0;
-  if (!Number.isInteger(seed) || seed < 0) throw new UsageError(`${opt('control.seed')} must be a non-negative integer, got ${seed}`);
+  if (!Number.isInteger(seed) || seed < 0)
+    throw new UsageError(`${opt('control.seed')} must be a non-negative integer, got ${seed}`);
   const m = loadModel(modelDir);
   const sourceGraphSha256 = sha256File(m.file).sha256;
-  const info: ControlInfo = { kind: 'random', seed, source: path.resolve(modelDir), sourceGraphSha256, scheme: CONTROL_SCHEME, version: CONTROL_VERSION };
+  const info: ControlInfo = { kind: 'random', seed, source: path.resolve(modelDir), sourceGraphSha256,
+    scheme: CONTROL_SCHEME, version: CONTROL_VERSION };
   const root = opts.cacheDir ?? defaultControlDir();
   const dir = path.join(root, `control-random-${sourceGraphSha256.slice(0, 16)}-seed${seed}-v${CONTROL_VERSION}`);
   await cachedControlFolder(dir, `drawing the random-weights control of ${path.resolve(modelDir)}`, io, () => {
     const plan = controlPlan(m, arch.hidden, arch.intermediate);
-    if (plan.redraw.size === 0) throw new LobesError('found no projection or embedding weights to redraw', { file: m.file, hint: 'is this a Llama-class model with float weights?' });
+    if (plan.redraw.size === 0)
+      throw new LobesError('found no projection or embedding weights to redraw', { file: m.file,
+        hint: 'is this a Llama-class model with float weights?' });
     return plan;
   }, (tmp, plan) => writeControl(m, plan, seed, tmp, info, io));
   return { dir, info };
@@ -205,7 +231,9 @@ export async function randomControlModel(modelDir: string, arch: { hidden: numbe
  * behind), then, under a lock (shards starting together build it once), `write` fills a private
  * temporary folder, returning the files' hashes, and the folder is renamed into place.
  */
-export async function cachedControlFolder<T>(dir: string, purpose: string, io: JobIO, check: () => T, write: (tmp: string, checked: T) => FolderHashes | Promise<FolderHashes>): Promise<void> {
+export async function cachedControlFolder<T>(dir: string, purpose: string, io: JobIO, check: () => T,
+  write: (tmp: string, checked: T) => FolderHashes | Promise<FolderHashes>): Promise<void>
+{
   const root = path.dirname(dir);
   const done = () => controlProblem(dir) === null;
   const problem = controlProblem(dir);
@@ -271,7 +299,9 @@ export function controlProblem(dir: string): string | null {
 }
 
 /** Write the control folder: the other files copied, the graph with the new weights (external data for external tensors); returns the files' hashes, recorded in lobes-control.json. */
-function writeControl(m: LoadedModel, plan: ControlPlan, seed: number, out: string, info: ControlInfo, io: JobIO): FolderHashes {
+function writeControl(m: LoadedModel, plan: ControlPlan, seed: number, out: string, info: ControlInfo,
+  io: JobIO): FolderHashes
+{
   const graphName = path.basename(m.file);
   const externalFiles = new Set([...m.external.values()].map((r) => r.path));
   for (const f of readdirSync(m.dir)) {
@@ -326,15 +356,20 @@ function writeControl(m: LoadedModel, plan: ControlPlan, seed: number, out: stri
   }
   prog.finish();
   if (offset === 0) rmSync(path.join(out, dataName));
-  m.model.metadataProps = [...m.model.metadataProps.filter((p) => p.key !== 'lobes.control'), { key: 'lobes.control', value: JSON.stringify({ ...info, version: CONTROL_VERSION }) }];
+  m.model.metadataProps = [...m.model.metadataProps.filter((p) => p.key !== 'lobes.control'), { key: 'lobes.control',
+    value: JSON.stringify({ ...info, version: CONTROL_VERSION }) }];
   writeModel(path.join(out, graphName), m.model);
   const hashed = hashFolder(out, CONTROL_RECORD, 'control model file');
-  writeFileSync(path.join(out, CONTROL_RECORD), JSON.stringify({ ...info, version: CONTROL_VERSION, redrawn, filled: Object.fromEntries(plan.fill), files: hashed.files }, null, 1) + '\n');
+  writeFileSync(path.join(out, CONTROL_RECORD),
+    JSON.stringify({ ...info, version: CONTROL_VERSION, redrawn, filled: Object.fromEntries(plan.fill),
+      files: hashed.files }, null, 1) + '\n');
   return hashed;
 }
 
 /** Store `bytes` as the tensor's data: appended to the control's data file when it was external, inline otherwise. */
-function setData(t: TensorProto, bytes: Uint8Array, external: boolean, fd: number, dataName: string, offset: number, advance: (n: number) => void): void {
+function setData(t: TensorProto, bytes: Uint8Array, external: boolean, fd: number, dataName: string, offset: number,
+  advance: (n: number) => void): void
+{
   delete t.floatData;
   delete t.doubleData;
   delete t.int32Data;

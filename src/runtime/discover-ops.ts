@@ -38,9 +38,9 @@ const SKIP_NORMS = new Set(['SkipSimplifiedLayerNormalization', 'SkipLayerNormal
 /** Ops looked through when matching the MLP pattern (dtype casts and 2-D/3-D reshapes around Gemm). */
 export const THROUGH = new Set(['Cast', 'Identity', 'Reshape', 'Flatten', 'Squeeze', 'Unsqueeze']);
 
-
 /** Whether value `v` is a constant (an initializer or Constant node, looked through Cast). */
-export const isConst = (g: GraphIndex, v: string | undefined) => !!v && g.constTensor(g.skipBack(v, THROUGH)) !== undefined;
+export const isConst = (g: GraphIndex, v: string | undefined) =>
+  !!v && g.constTensor(g.skipBack(v, THROUGH)) !== undefined;
 
 /**
  * The degree of `t` as a polynomial of `x` (constants 0, `x` 1) when `t` is computed from `x`
@@ -113,9 +113,12 @@ export function activationOf(g: GraphIndex, a: string): [string, string] | null 
   const fused = FUSED_ACT[p.opType];
   if (fused) {
     // QuickGelu is x·sigmoid(αx); with α = 1 (ORT's fusion of SiLU) it is SiLU.
-    if (p.opType === 'QuickGelu' && Math.abs((getAttr(p, 'alpha')?.f ?? 1.702) - 1) < 1e-6) return [p.input[0]!, 'silu'];
+    if (p.opType === 'QuickGelu' && Math.abs((getAttr(p, 'alpha')?.f ?? 1.702) - 1) < 1e-6)
+      return [p.input[0]!, 'silu'];
     // ONNX Gelu (opset 20) with approximate "tanh": what onnxruntime-genai's builder writes for Gemma.
-    if (p.opType === 'Gelu' && !p.domain && new TextDecoder().decode(getAttr(p, 'approximate')?.s ?? new Uint8Array()) === 'tanh') return [p.input[0]!, 'gelu_tanh'];
+    if (p.opType === 'Gelu' && !p.domain &&
+      new TextDecoder().decode(getAttr(p, 'approximate')?.s ?? new Uint8Array()) === 'tanh')
+      return [p.input[0]!, 'gelu_tanh'];
     return [p.input[0]!, fused];
   }
   if (p.opType === 'Mul' && !p.domain) {
@@ -131,7 +134,8 @@ export function activationOf(g: GraphIndex, a: string): [string, string] | null 
       const m = g.prod(sin);
       if (m && m.opType === 'Mul' && !m.domain) {
         for (let j = 0; j < 2; j++) {
-          if (g.skipBack(m.input[j]!, THROUGH) === x && g.constNumbers(m.input[1 - j]!)?.length === 1) return [p.input[1 - k]!, 'quick_gelu'];
+          if (g.skipBack(m.input[j]!, THROUGH) === x && g.constNumbers(m.input[1 - j]!)?.length === 1)
+            return [p.input[1 - k]!, 'quick_gelu'];
         }
       }
     }

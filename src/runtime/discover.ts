@@ -20,8 +20,6 @@ import { attrInt, dataTypeName, getAttr, type LoadedModel, type NodeProto } from
 import { THROUGH, isConst, activationOf, residualAfter, type PointSource, type Projection } from './discover-ops.js';
 export type { PointSource, Projection } from './discover-ops.js';
 
-
-
 /** A capture point with where its tensor comes from in the graph. */
 export type DiscoveredPoint = CapturePoint & { source: PointSource };
 
@@ -126,7 +124,6 @@ export function asProjection(g: GraphIndex, n: NodeProto): Projection | null {
   return null;
 }
 
-
 function shortDtype(t: number | undefined): string {
   const n = dataTypeName(t);
   return n === 'float32' ? 'fp32' : n === 'float16' ? 'fp16' : n === 'bfloat16' ? 'bf16' : n;
@@ -135,7 +132,8 @@ function shortDtype(t: number | undefined): string {
 function unsupportedGraph(file: string, what: string, hint?: string): LobesError {
   return new LobesError(`unsupported graph: ${what}`, {
     file,
-    hint: hint ?? 'lobes needs a Llama-class decoder (gate/up/down MLP, residual stream, lm_head); run `lobes inspect` for details',
+    hint: hint ??
+      'lobes needs a Llama-class decoder (gate/up/down MLP, residual stream, lm_head); run `lobes inspect` for details',
   });
 }
 
@@ -151,7 +149,9 @@ export function discover(m: LoadedModel, hints: ConfigHints = {}): Discovery {
   // Model-local functions (ModelProto field 25) hide their bodies from this analysis.
   const hasFunctions = (m.model.unknown ?? []).some((u) => u.field === 25);
   const unsupported: Unsupported = (what) =>
-    unsupportedGraph(m.file, what, hasFunctions ? 'the model uses local functions; inline them first (Python: onnx.inliner.inline_local_functions) and retry' : undefined);
+    unsupportedGraph(m.file, what, hasFunctions
+      ? 'the model uses local functions; inline them first (Python: onnx.inliner.inline_local_functions) and retry'
+      : undefined);
   const g = new GraphIndex(m.model.graph!);
   const projs = findProjections(g, unsupported);
   const mlps = findMlps(g, projs, unsupported);
@@ -215,11 +215,15 @@ function findMlps(g: GraphIndex, projs: Map<NodeProto, Projection>, unsupported:
  * Check that the MLPs are layers of one residual stream (each layer's MLP input descends
  * from the previous layer's residual sum) with the same shapes; returns those shapes.
  */
-function checkLayers(g: GraphIndex, mlps: MlpMatch[], unsupported: Unsupported): { hidden: number; intermediate: number } {
+function checkLayers(g: GraphIndex, mlps: MlpMatch[],
+  unsupported: Unsupported): { hidden: number; intermediate: number }
+{
   for (let i = 0; i < mlps.length; i++) {
     const l = mlps[i]!;
     if (!l.resid || !l.residAnchor) {
-      throw unsupported(`layer ${i}: the down projection output does not flow into a residual Add or SkipSimplifiedLayerNormalization`);
+      throw unsupported(
+        `layer ${i}: the down projection output does not flow into a residual Add or SkipSimplifiedLayerNormalization`,
+      );
     }
     if (i > 0 && !g.reaches(mlps[i - 1]!.residAnchor!, l.input)) {
       throw unsupported(`layer ${i}: its MLP input does not descend from the residual stream of layer ${i - 1}`);
@@ -228,15 +232,21 @@ function checkLayers(g: GraphIndex, mlps: MlpMatch[], unsupported: Unsupported):
   const hidden = mlps[0]!.gate.dIn;
   const intermediate = mlps[0]!.gate.dOut;
   for (const [i, l] of mlps.entries()) {
-    if (l.gate.dIn !== hidden || l.up.dIn !== hidden || l.down.dOut !== hidden || l.gate.dOut !== intermediate || l.up.dOut !== intermediate || l.down.dIn !== intermediate) {
-      throw unsupported(`layer ${i}: MLP shapes differ from layer 0 (gate ${l.gate.dIn}→${l.gate.dOut}, up ${l.up.dIn}→${l.up.dOut}, down ${l.down.dIn}→${l.down.dOut})`);
+    if (l.gate.dIn !== hidden || l.up.dIn !== hidden || l.down.dOut !== hidden || l.gate.dOut !== intermediate ||
+      l.up.dOut !== intermediate || l.down.dIn !== intermediate)
+    {
+      throw unsupported(
+        `layer ${i}: MLP shapes differ from layer 0 (gate ${l.gate.dIn}→${l.gate.dOut}, up ${l.up.dIn}→${l.up.dOut}, down ${l.down.dIn}→${l.down.dOut})`,
+      );
     }
   }
   return { hidden, intermediate };
 }
 
 /** lm_head: the widest projection after the last layer whose output reaches a graph output. */
-function findLmHead(g: GraphIndex, projs: Map<NodeProto, Projection>, mlps: MlpMatch[], hidden: number, unsupported: Unsupported): { lmHead: Projection; cap: number | null } {
+function findLmHead(g: GraphIndex, projs: Map<NodeProto, Projection>, mlps: MlpMatch[], hidden: number,
+  unsupported: Unsupported): { lmHead: Projection; cap: number | null }
+{
   const lastAnchor = mlps[mlps.length - 1]!.residAnchor!;
   const mlpNodes = new Set(mlps.flatMap((l) => [l.gate.node, l.up.node, l.down.node]));
   let lmHead: Projection | null = null;
@@ -254,7 +264,8 @@ function findLmHead(g: GraphIndex, projs: Map<NodeProto, Projection>, mlps: MlpM
       cap = sc.cap;
     }
   }
-  if (!lmHead) throw unsupported(`no lm_head: no projection of width ${hidden} after the last layer feeds a graph output`);
+  if (!lmHead)
+    throw unsupported(`no lm_head: no projection of width ${hidden} after the last layer feeds a graph output`);
   return { lmHead, cap };
 }
 
@@ -282,7 +293,9 @@ function softcapInput(g: GraphIndex, v: string, through: Set<string>): { value: 
 }
 
 /** Attention heads and KV heads: from the config files, else attention ops, else the KV-cache inputs. */
-function attentionHeads(g: GraphIndex, hidden: number, hints: ConfigHints): { heads: number | null; kvHeads: number | null } {
+function attentionHeads(g: GraphIndex, hidden: number,
+  hints: ConfigHints): { heads: number | null; kvHeads: number | null }
+{
   let heads = hints.heads ?? null;
   let kvHeads = hints.kvHeads ?? null;
   if (heads === null || kvHeads === null) {
@@ -299,7 +312,9 @@ function attentionHeads(g: GraphIndex, hidden: number, hints: ConfigHints): { he
       }
     }
   }
-  const past = [...g.inputs.values()].filter((v) => (v.type?.tensorType?.shape?.dim.length ?? 0) === 4 && isPastInput(g, v.name!));
+  const past = [...g.inputs.values()].filter((v) =>
+    (v.type?.tensorType?.shape?.dim.length ?? 0) === 4 && isPastInput(g, v.name!)
+  );
   if (past.length) {
     const s = g.shapeOf(past[0]!.name!)!;
     if (kvHeads === null && typeof s[1] === 'number') kvHeads = s[1];
@@ -352,7 +367,9 @@ function finalHiddenValue(g: GraphIndex, lmHead: Projection): string {
 }
 
 /** The capture points: final.hidden (and its mean), then per layer its MLP input, down-projection input and residual sum (and its mean). */
-function capturePoints(g: GraphIndex, mlps: MlpMatch[], lmHead: Projection, hidden: number, intermediate: number): DiscoveredPoint[] {
+function capturePoints(g: GraphIndex, mlps: MlpMatch[], lmHead: Projection, hidden: number,
+  intermediate: number): DiscoveredPoint[]
+{
   const finalValue = finalHiddenValue(g, lmHead);
   const points: DiscoveredPoint[] = [];
   const at = <H extends Hook>(h: H) => ({ ...h, name: hookName(h) });
@@ -364,7 +381,8 @@ function capturePoints(g: GraphIndex, mlps: MlpMatch[], lmHead: Projection, hidd
     source: { kind: 'value', value: finalValue },
   });
   // the mean-pooled sites read the same values; the capture graph averages them over the real tokens
-  points.push({ ...at({ layer: null, site: 'final.mean' }), dim: hidden, value: finalValue, source: { kind: 'value', value: finalValue } });
+  points.push({ ...at({ layer: null, site: 'final.mean' }), dim: hidden, value: finalValue,
+    source: { kind: 'value', value: finalValue } });
   mlps.forEach((l, i) => {
     points.push({
       ...at({ layer: i, site: 'mlp.in' }),
@@ -388,7 +406,8 @@ function capturePoints(g: GraphIndex, mlps: MlpMatch[], lmHead: Projection, hidd
       value: rs.kind === 'value' ? rs.value : `lobes.${resid.name}`,
       source: rs,
     });
-    points.push({ ...at({ layer: i, site: 'resid_out.mean' }), dim: hidden, value: rs.kind === 'value' ? rs.value : `lobes.${resid.name}`, source: rs });
+    points.push({ ...at({ layer: i, site: 'resid_out.mean' }), dim: hidden,
+      value: rs.kind === 'value' ? rs.value : `lobes.${resid.name}`, source: rs });
   });
   return points;
 }

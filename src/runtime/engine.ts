@@ -85,7 +85,9 @@ export interface FeedPlan {
  */
 export function pastCacheLen(g: GraphIndex, name: string): number {
   for (const [c] of g.consThrough(name)) {
-    if (c.domain === 'com.microsoft' && c.opType === 'GroupQueryAttention' && attrInt(c, 'sliding_window_cache', 0) === 1) {
+    if (c.domain === 'com.microsoft' && c.opType === 'GroupQueryAttention' &&
+      attrInt(c, 'sliding_window_cache', 0) === 1)
+    {
       const w = attrInt(c, 'local_window_size', -1);
       if (w > 0) return w;
     }
@@ -101,7 +103,9 @@ const ORT_TYPES: Record<number, ort.Tensor.Type> = {
 };
 
 /** The graph inputs lobes feeds (ids, mask, position ids, KV caches) and the KV caches it must make in-graph. */
-export function planInputs(a: Analysis): { plans: FeedPlan[]; mask: string | null; inGraphPast: InGraphPast[]; windowCache: boolean } {
+export function planInputs(
+  a: Analysis,
+): { plans: FeedPlan[]; mask: string | null; inGraphPast: InGraphPast[]; windowCache: boolean } {
   const g = a.disc.index;
   const plans: FeedPlan[] = [];
   const inGraphPast: InGraphPast[] = [];
@@ -118,8 +122,17 @@ export function planInputs(a: Analysis): { plans: FeedPlan[]; mask: string | nul
       const kvh = typeof s[1] === 'number' ? s[1] : a.disc.arch.kvHeads;
       // The declared head size, else the config files' (Qwen3's is not hidden/heads), else hidden/heads.
       headDimHint ??= readConfigHints(a.loaded.dir).headDim ?? null;
-      const hd = typeof s[3] === 'number' ? s[3] : Number.isInteger(headDimHint) && headDimHint! > 0 ? headDimHint : a.disc.arch.heads ? a.disc.arch.hidden / a.disc.arch.heads : null;
-      if (!kvh || !hd) throw new ModelError(`cannot tell the KV-cache shape of graph input ${name} (declared ${JSON.stringify(s)})`, { file });
+      const hd = typeof s[3] === 'number'
+        ? s[3]
+        : Number.isInteger(headDimHint) && headDimHint! > 0
+        ? headDimHint
+        : a.disc.arch.heads
+        ? a.disc.arch.hidden / a.disc.arch.heads
+        : null;
+      if (!kvh || !hd)
+        throw new ModelError(`cannot tell the KV-cache shape of graph input ${name} (declared ${JSON.stringify(s)})`, {
+          file,
+        });
       const len = pastCacheLen(g, name);
       // bfloat16 (and other types JavaScript cannot hold) are made in-graph instead of fed.
       if (type) plans.push({ name, role: 'past', type, kv: [kvh, hd], ...(len ? { cacheLen: len } : {}) });
@@ -133,7 +146,10 @@ export function planInputs(a: Analysis): { plans: FeedPlan[]; mask: string | nul
       mask = name;
     } else if (name === 'position_ids') plans.push({ name, role: 'pos', type });
     else {
-      throw new ModelError(`graph input ${name} is not one lobes can feed (input_ids, attention_mask, position_ids, past_key_values.*)`, { file });
+      throw new ModelError(
+        `graph input ${name} is not one lobes can feed (input_ids, attention_mask, position_ids, past_key_values.*)`,
+        { file },
+      );
     }
   }
   if (!plans.some((p) => p.role === 'ids')) throw new ModelError('the graph has no input_ids input', { file });
@@ -149,7 +165,12 @@ export function planInputs(a: Analysis): { plans: FeedPlan[]; mask: string | nul
  */
 export function refuseWindowCache(a: Analysis, windowCache: boolean, what: string): void {
   if (!windowCache) return;
-  throw new ModelError(`${what} cannot use this graph: its GroupQueryAttention keeps a window-sized KV cache (sliding_window_cache, as onnxruntime-genai's builder exports Gemma 2 / 3)`, { file: a.loaded.file, hint: 'give lobes the Hugging Face checkpoint (it converts it) for eval, ablate and log-likelihood scoring; extract and attend read this export' });
+  throw new ModelError(
+    `${what} cannot use this graph: its GroupQueryAttention keeps a window-sized KV cache (sliding_window_cache, as onnxruntime-genai's builder exports Gemma 2 / 3)`,
+    { file: a.loaded.file,
+      hint:
+        'give lobes the Hugging Face checkpoint (it converts it) for eval, ablate and log-likelihood scoring; extract and attend read this export' },
+  );
 }
 
 /** An integer tensor of the type a graph input wants (int64, or int32 converted). */
@@ -173,7 +194,9 @@ export interface BatchInputs {
  * (`past`, or empty caches), plus the mask input graph surgery added (`addedMask`, when the
  * session has it). Scorers add their own head's inputs to the result.
  */
-export function modelFeeds(session: ort.InferenceSession, plans: readonly FeedPlan[], b: BatchInputs, past: Map<string, ort.Tensor> | null, addedMask: string | null): Record<string, ort.Tensor> {
+export function modelFeeds(session: ort.InferenceSession, plans: readonly FeedPlan[], b: BatchInputs,
+  past: Map<string, ort.Tensor> | null, addedMask: string | null): Record<string, ort.Tensor>
+{
   const wanted = new Set(session.inputNames);
   const f: Record<string, ort.Tensor> = {};
   for (const p of plans) {
@@ -222,7 +245,9 @@ export function positionIds(mask: BigInt64Array, batch: number, seq: number): Bi
  * position ids, empty KV caches) and `addedMask`, an int64 mask input the capture graph
  * added, when given.
  */
-export function batchFeeds(session: ort.InferenceSession, plans: FeedPlan[], b: TokenBatch, addedMask: string | null): Record<string, ort.Tensor> {
+export function batchFeeds(session: ort.InferenceSession, plans: FeedPlan[], b: TokenBatch,
+  addedMask: string | null): Record<string, ort.Tensor>
+{
   const feeds: Record<string, ort.Tensor> = {};
   const dims = [b.batch, b.seq];
   const wanted = new Set(session.inputNames);
@@ -276,9 +301,14 @@ class OrtCaptureEngine implements CaptureEngine {
     let out: ort.InferenceSession.OnnxValueMapType;
     try {
       // Only the hooks' outputs are fetched (the graph may also output KV caches; see surgery.ts).
-      out = await this.session.run(batchFeeds(this.session, this.plans, b, this.maskAdded ? this.maskInput : null), [...this.outputs.values()]);
+      out = await this.session.run(batchFeeds(this.session, this.plans, b, this.maskAdded ? this.maskInput : null), [
+        ...this.outputs.values(),
+      ]);
     } catch (e) {
-      throw new LobesError(`onnxruntime failed on a ${b.batch}×${b.seq} batch: ${String((e as Error).message ?? e).split('\n')[0]}`, { file: this.file });
+      throw new LobesError(
+        `onnxruntime failed on a ${b.batch}×${b.seq} batch: ${String((e as Error).message ?? e).split('\n')[0]}`,
+        { file: this.file },
+      );
     }
     const res = new Map<string, Float32Array>();
     for (const h of this.hooks) {
@@ -318,15 +348,20 @@ export async function openCaptureEngine(modelDir: string, opts: EngineOptions): 
   if (fams.size === 0) throw new LobesError('nothing to capture (no capture families selected)');
   const layers = opts.layers ? new Set(parseLayerSelection(opts.layers, a.info.arch.layers)) : null;
   const edited = applyInterventions(a.loaded.model, a.disc, opts.interventions, a.loaded.file);
-  const hooks = edited.points.filter((p) => fams.has(siteFamily(p.site)) && (layers === null || p.layer === null || layers.has(p.layer)));
+  const hooks = edited.points.filter((p) =>
+    fams.has(siteFamily(p.site)) && (layers === null || p.layer === null || layers.has(p.layer))
+  );
   const { plans, mask, inGraphPast, windowCache } = planInputs(a);
   const surg = buildCaptureModel(edited.model, hooks, mask, inGraphPast);
   const session = await openEditedSession(surg.model, a.loaded.dir, opts, a.loaded.file);
-  return new OrtCaptureEngine(a.info, hooks.map(publicPoint), session, plans, surg.outputs, surg.maskInput, surg.maskAdded, a.loaded.file, windowCache);
+  return new OrtCaptureEngine(a.info, hooks.map(publicPoint), session, plans, surg.outputs, surg.maskInput,
+    surg.maskAdded, a.loaded.file, windowCache);
 }
 
 /** Open a plain session on the unmodified model (for references and benchmarks). */
-export async function openPlainSession(modelDir: string, device: EngineOptions['device'] = 'cpu', deviceId = 0, threads?: number): Promise<{ session: ort.InferenceSession; feeds: (b: TokenBatch) => Record<string, ort.Tensor> }> {
+export async function openPlainSession(modelDir: string, device: EngineOptions['device'] = 'cpu', deviceId = 0,
+  threads?: number): Promise<{ session: ort.InferenceSession; feeds: (b: TokenBatch) => Record<string, ort.Tensor> }>
+{
   const a = analyseModel(modelDir);
   const { plans } = planInputs(a);
   const session = await ort.InferenceSession.create(a.loaded.file, {

@@ -57,7 +57,8 @@ export interface EvalTokenizerOptions {
   chatTemplate: 'auto' | 'on' | 'off';
 }
 
-const END_OF_TURN = ['<|im_end|>', '<|eot_id|>', '<|eom_id|>', '<|end_of_text|>', '<|endoftext|>', '</s>', '<end_of_turn>', '<|end|>'];
+const END_OF_TURN = ['<|im_end|>', '<|eot_id|>', '<|eom_id|>', '<|end_of_text|>', '<|endoftext|>', '</s>',
+  '<end_of_turn>', '<|end|>'];
 
 function commonPrefix(seqs: number[][]): number {
   let n = 0;
@@ -79,11 +80,14 @@ function oneTokenEach(seqs: number[][]): boolean {
  * share, so the first letter alone would look wrong); when no single letter is to blame,
  * every letter's tokens are listed.
  */
-export function unscorableLetter(letters: string[], withLetter: number[][], where: string, decode: (ids: number[]) => string): LobesError {
+export function unscorableLetter(letters: string[], withLetter: number[][], where: string,
+  decode: (ids: number[]) => string): LobesError
+{
   const hint = `choose another ${opt('answerPrefix')}`;
   let culprit = -1;
   if (letters.length > 2) {
-    for (let i = 0; i < letters.length && culprit < 0; i++) if (oneTokenEach(withLetter.filter((_, j) => j !== i))) culprit = i;
+    for (let i = 0; i < letters.length && culprit < 0; i++)
+      if (oneTokenEach(withLetter.filter((_, j) => j !== i))) culprit = i;
   } else {
     // two letters: blame one that is not one token after what it shares with the other
     const stem = commonPrefix(withLetter);
@@ -96,22 +100,33 @@ export function unscorableLetter(letters: string[], withLetter: number[][], wher
     const shared = commonPrefix([mine, others[0]!]);
     const pieces = mine.slice(Math.min(stem, shared)).map((t) => decode([t]));
     return new LobesError(
-      `the answer letter ${JSON.stringify(letters[culprit])} cannot be scored: it is not one token after the answer prefix for this tokenizer (the prompt ends with ${JSON.stringify(pieces)} where the other letters end with one token)`,
+      `the answer letter ${
+        JSON.stringify(letters[culprit])
+      } cannot be scored: it is not one token after the answer prefix for this tokenizer (the prompt ends with ${
+        JSON.stringify(pieces)
+      } where the other letters end with one token)`,
       { where, hint },
     );
   }
   const stem = commonPrefix(withLetter);
-  const ends = letters.map((L, i) => `${L}: ${JSON.stringify(withLetter[i]!.slice(stem).map((t) => decode([t])))}`).join(', ');
-  return new LobesError(`the answer letters are not one token each after the answer prefix for this tokenizer (${ends})`, { where, hint });
+  const ends = letters.map((L, i) => `${L}: ${JSON.stringify(withLetter[i]!.slice(stem).map((t) => decode([t])))}`)
+    .join(', ');
+  return new LobesError(
+    `the answer letters are not one token each after the answer prefix for this tokenizer (${ends})`,
+    { where, hint },
+  );
 }
 
 /** Load the tokenizer of a model folder (tokenizer.json + tokenizer_config.json), offline. */
 export async function loadEvalTokenizer(modelDir: string, opts: EvalTokenizerOptions): Promise<EvalTokenizer> {
   const { dir, tok, hasTemplate } = await openHfTokenizer(modelDir);
-  if (opts.chatTemplate === 'on' && !hasTemplate) throw new LobesError('the tokenizer has no chat template', { file: path.join(dir, 'tokenizer_config.json'), hint: `use ${opt('chatTemplate', 'off')}` });
+  if (opts.chatTemplate === 'on' && !hasTemplate)
+    throw new LobesError('the tokenizer has no chat template', { file: path.join(dir, 'tokenizer_config.json'),
+      hint: `use ${opt('chatTemplate', 'off')}` });
   const useChat = opts.chatTemplate === 'on' || (opts.chatTemplate === 'auto' && hasTemplate);
   const tj = readJsonFile(path.join(dir, 'tokenizer.json'));
-  const added: { content: string; special: boolean; rstrip?: boolean; lstrip?: boolean; id: number }[] = Array.isArray(tj.added_tokens) ? tj.added_tokens : [];
+  const added: { content: string; special: boolean; rstrip?: boolean; lstrip?: boolean; id: number }[] =
+    Array.isArray(tj.added_tokens) ? tj.added_tokens : [];
   // Special tokens split the text before anything else, so the tokens after the last one in a
   // prompt do not depend on what comes before it (unless it swallows whitespace).
   const splitters = added.filter((a) => a.special && !a.rstrip && a.content.length > 0).map((a) => a.content);
@@ -133,9 +148,14 @@ export async function loadEvalTokenizer(modelDir: string, opts: EvalTokenizerOpt
   }
   const encodePiece = (t: string): number[] => Array.from(tok.encode(t, { add_special_tokens: false }) as number[]);
   const encode = (t: string): number[] => Array.from(tok.encode(t, { add_special_tokens: !useChat }) as number[]);
-  const decode = (ids: number[]): string => tok.decode(ids, { skip_special_tokens: false, clean_up_tokenization_spaces: false });
-  const chat = useChat ? (content: string): string => tok.apply_chat_template([{ role: 'user', content }], { tokenize: false, add_generation_prompt: true }) as string : null;
-  const slotCache = new Map<string, { stemCut: number; candidates: number[]; continuations: string[]; absorbed: number }>();
+  const decode = (ids: number[]): string =>
+    tok.decode(ids, { skip_special_tokens: false, clean_up_tokenization_spaces: false });
+  const chat = useChat
+    ? (content: string): string =>
+      tok.apply_chat_template([{ role: 'user', content }], { tokenize: false, add_generation_prompt: true }) as string
+    : null;
+  const slotCache = new Map<string,
+    { stemCut: number; candidates: number[]; continuations: string[]; absorbed: number }>();
 
   /** The letter analysis of a text tail (cached: every prompt of a run shares its tail). */
   const tailSlot = (tail: string, letters: string[], where: string, enc: (t: string) => number[]) => {
@@ -146,14 +166,25 @@ export async function loadEvalTokenizer(modelDir: string, opts: EvalTokenizerOpt
     const withLetter = letters.map((L) => enc(tail + L));
     const stem = commonPrefix(withLetter);
     if (withLetter.some((s) => s.length !== stem + 1)) throw unscorableLetter(letters, withLetter, where, decode);
-    for (let i = 0; i < stem; i++) if (base[i] !== withLetter[0]![i]) throw new LobesError('the prompt tokenizes differently with and without the answer letter before the answer position', { where, hint: `choose another ${opt('answerPrefix')}` });
+    for (let i = 0; i < stem; i++)
+      if (base[i] !== withLetter[0]![i])
+        throw new LobesError(
+          'the prompt tokenizes differently with and without the answer letter before the answer position',
+          { where, hint: `choose another ${opt('answerPrefix')}` },
+        );
     const candidates = withLetter.map((s) => s[stem]!);
-    if (new Set(candidates).size !== candidates.length) throw new LobesError(`two answer letters map to the same token after the answer prefix`, { where });
+    if (new Set(candidates).size !== candidates.length)
+      throw new LobesError(`two answer letters map to the same token after the answer prefix`, { where });
     const continuations = candidates.map((c) => decode([c]));
     // Characters of the prompt the candidate tokens absorb (same for every letter).
     const absorbed = continuations[0]!.length - letters[0]!.length;
-    const ok = absorbed >= 0 && continuations.every((c, i) => c.length - letters[i]!.length === absorbed && c.endsWith(letters[i]!) && tail.endsWith(c.slice(0, absorbed)));
-    if (!ok) throw new LobesError(`cannot align the answer tokens ${JSON.stringify(continuations)} with the end of the prompt`, { where, hint: `choose another ${opt('answerPrefix')}` });
+    const ok = absorbed >= 0 &&
+      continuations.every((c, i) =>
+        c.length - letters[i]!.length === absorbed && c.endsWith(letters[i]!) && tail.endsWith(c.slice(0, absorbed))
+      );
+    if (!ok)
+      throw new LobesError(`cannot align the answer tokens ${JSON.stringify(continuations)} with the end of the prompt`,
+        { where, hint: `choose another ${opt('answerPrefix')}` });
     const r = { stemCut: base.length - stem, candidates, continuations, absorbed };
     if (tail.length < 4096) slotCache.set(key, r);
     return r;
@@ -176,13 +207,15 @@ export async function loadEvalTokenizer(modelDir: string, opts: EvalTokenizerOpt
     } else r = null;
     if (!r) r = tailSlot(text, letters, where, encode);
     if (r.stemCut > full.length - 1) throw new LobesError('the prompt has no tokens before the answer', { where });
-    return { ids: full.slice(0, full.length - r.stemCut), candidates: r.candidates, continuations: r.continuations, answerAt: text.length - r.absorbed };
+    return { ids: full.slice(0, full.length - r.stemCut), candidates: r.candidates, continuations: r.continuations,
+      answerAt: text.length - r.absorbed };
   };
 
   const pieceSlot = (piece: string, letters: string[], where: string): AnswerSlot => {
     const r = tailSlot(piece, letters, where, encodePiece);
     const ids = encodePiece(piece);
-    return { ids: ids.slice(0, ids.length - r.stemCut), candidates: r.candidates, continuations: r.continuations, answerAt: piece.length - r.absorbed };
+    return { ids: ids.slice(0, ids.length - r.stemCut), candidates: r.candidates, continuations: r.continuations,
+      answerAt: piece.length - r.absorbed };
   };
 
   return {

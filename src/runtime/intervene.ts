@@ -51,7 +51,9 @@ export function interventionRecords(ivs: readonly Intervention[] | undefined): I
 
 /** Interventions from their JSON form. */
 export function fromInterventionRecords(rs: readonly InterventionRecord[] | undefined): Intervention[] {
-  return (rs ?? []).map((r) => ({ hook: r.hook, op: r.op, positions: r.positions, ...(r.value === undefined ? {} : { value: typeof r.value === 'number' ? r.value : Float32Array.from(r.value) }) }));
+  return (rs ?? []).map((r) => ({ hook: r.hook, op: r.op, positions: r.positions,
+    ...(r.value === undefined ? {} : { value: typeof r.value === 'number' ? r.value : Float32Array.from(r.value) }) })
+  );
 }
 
 /** `layers.3.resid_out:add[64]@last`: a short description for messages. */
@@ -61,22 +63,36 @@ export function describeIntervention(iv: Intervention): string {
 }
 
 /** The point an intervention edits, after checking the intervention against the model (one-line LobesError otherwise). */
-export function interventionPoint(iv: Intervention, points: readonly DiscoveredPoint[], file?: string): DiscoveredPoint {
+export function interventionPoint(iv: Intervention, points: readonly DiscoveredPoint[],
+  file?: string): DiscoveredPoint
+{
   const where = `intervention ${iv.hook}`;
   const fail = (msg: string, hint?: string) => new LobesError(msg, { file, where, hint });
   const h = parseHook(iv.hook);
-  if (!h) throw fail(`unknown hook "${iv.hook}"`, 'hooks look like layers.3.resid_out, layers.3.mlp.in, layers.3.mlp.down_in or final.hidden; `lobes inspect` lists a model\'s');
-  if (sitePool(h.site as HookSite) === 'mean') throw fail(`${iv.hook} is a mean over the positions, not a value of the model; edit the value it averages`);
+  if (!h)
+    throw fail(`unknown hook "${iv.hook}"`,
+      "hooks look like layers.3.resid_out, layers.3.mlp.in, layers.3.mlp.down_in or final.hidden; `lobes inspect` lists a model's");
+  if (sitePool(h.site as HookSite) === 'mean')
+    throw fail(`${iv.hook} is a mean over the positions, not a value of the model; edit the value it averages`);
   const p = points.find((q) => q.name === hookName(h));
-  if (!p) throw fail(`the model has no editable value at ${iv.hook}`, h.layer !== null ? 'check the layer index with `lobes inspect`' : undefined);
-  if (!(INTERVENTION_OPS as readonly string[]).includes(iv.op)) throw fail(`unknown operation "${iv.op}" (known: ${INTERVENTION_OPS.join(', ')})`);
-  if (iv.positions !== undefined && iv.positions !== 'all' && iv.positions !== 'last') throw fail(`positions must be 'all' or 'last', not "${String(iv.positions)}"`);
+  if (!p)
+    throw fail(`the model has no editable value at ${iv.hook}`,
+      h.layer !== null ? 'check the layer index with `lobes inspect`' : undefined);
+  if (!(INTERVENTION_OPS as readonly string[]).includes(iv.op))
+    throw fail(`unknown operation "${iv.op}" (known: ${INTERVENTION_OPS.join(', ')})`);
+  if (iv.positions !== undefined && iv.positions !== 'all' && iv.positions !== 'last')
+    throw fail(`positions must be 'all' or 'last', not "${String(iv.positions)}"`);
   const v = iv.value;
   if (iv.op === 'zero') {
     if (v !== undefined) throw fail('zero takes no value');
     return p;
   }
-  if (v === undefined) throw fail(`${iv.op} needs a value (${iv.op === 'scale' ? 'a number or' : 'a vector of'} ${p.dim} numbers${iv.op === 'scale' ? '' : ', or one number'})`);
+  if (v === undefined)
+    throw fail(
+      `${iv.op} needs a value (${iv.op === 'scale' ? 'a number or' : 'a vector of'} ${p.dim} numbers${
+        iv.op === 'scale' ? '' : ', or one number'
+      })`,
+    );
   if (typeof v === 'number') {
     if (!Number.isFinite(v)) throw fail(`the value ${v} is not a finite number`);
     return p;
@@ -89,7 +105,9 @@ export function interventionPoint(iv: Intervention, points: readonly DiscoveredP
 }
 
 /** Check every intervention against the model's points (one-line LobesError on the first bad one). */
-export function checkInterventions(ivs: readonly Intervention[] | undefined, points: readonly DiscoveredPoint[], file?: string): void {
+export function checkInterventions(ivs: readonly Intervention[] | undefined, points: readonly DiscoveredPoint[],
+  file?: string): void
+{
   for (const iv of ivs ?? []) interventionPoint(iv, points, file);
 }
 
@@ -115,7 +133,9 @@ interface Ctx {
  * The model with the interventions inserted, in order (two on one hook apply one after the
  * other), and the points to capture from it. No interventions: the model and points as they are.
  */
-export function applyInterventions(model: ModelProto, disc: Discovery, ivs: readonly Intervention[] | undefined, file?: string): IntervenedModel {
+export function applyInterventions(model: ModelProto, disc: Discovery, ivs: readonly Intervention[] | undefined,
+  file?: string): IntervenedModel
+{
   let points = disc.points;
   if (!ivs || ivs.length === 0) return { model, points };
   const g = model.graph!;
@@ -128,7 +148,12 @@ export function applyInterventions(model: ModelProto, disc: Discovery, ivs: read
     if (target.kind === 'sum') {
       const edited = editFusedSum(ctx, target.inputs, iv, tag);
       // the point and its mean read the edited sum from now on
-      points = points.map((q) => (q.source.kind === 'sum' && q.source.inputs.join() === target.inputs.join() ? { ...q, value: edited, source: { kind: 'value', value: edited } } : q));
+      points = points.map((
+        q,
+      ) => (q.source.kind === 'sum' && q.source.inputs.join() === target.inputs.join()
+        ? { ...q, value: edited, source: { kind: 'value', value: edited } }
+        : q)
+      );
       return;
     }
     editValue(ctx, target.value, iv, tag);
@@ -140,9 +165,13 @@ export function applyInterventions(model: ModelProto, disc: Discovery, ivs: read
  * The graph value to edit for a point. An MLP's input is the value gate_proj and up_proj both
  * read (the point names gate_proj's, which may be a cast only gate_proj reads).
  */
-function editTarget(p: DiscoveredPoint, disc: Discovery, g: GraphIndex): { kind: 'value'; value: string } | { kind: 'sum'; inputs: string[] } {
+function editTarget(p: DiscoveredPoint, disc: Discovery, g: GraphIndex): { kind: 'value'; value: string } | {
+  kind: 'sum';
+  inputs: string[];
+} {
   if (p.source.kind === 'sum') return { kind: 'sum', inputs: p.source.inputs };
-  if (p.site === 'mlp.in' && p.layer !== null) return { kind: 'value', value: g.skipBack(disc.mlps[p.layer]!.gate.x, THROUGH) };
+  if (p.site === 'mlp.in' && p.layer !== null)
+    return { kind: 'value', value: g.skipBack(disc.mlps[p.layer]!.gate.x, THROUGH) };
   return { kind: 'value', value: p.source.value };
 }
 
@@ -184,7 +213,11 @@ class Nodes {
   castLike(c: string, x: string, out: string): string {
     if (this.ctx.opset >= 15) return this.node('CastLike', [c, x], out);
     const t = valueType(this.ctx.g, this.typeRef);
-    if (t === undefined) throw new LobesError(`cannot tell the element type of ${this.typeRef} to cast the intervention's value to (opset ${this.ctx.opset} has no CastLike)`, { file: this.ctx.file });
+    if (t === undefined)
+      throw new LobesError(
+        `cannot tell the element type of ${this.typeRef} to cast the intervention's value to (opset ${this.ctx.opset} has no CastLike)`,
+        { file: this.ctx.file },
+      );
     return this.node('Cast', [c], out, { to: t });
   }
 }
@@ -216,7 +249,11 @@ function valueType(g: GraphIndex, v: string, depth = 12): number | undefined {
 function opNodes(n: Nodes, x: string, out: string, iv: Intervention): void {
   const last = iv.positions === 'last';
   const v = iv.value;
-  const c = v === undefined ? n.f32('zero', Float32Array.of(0), []) : typeof v === 'number' ? n.f32('value', Float32Array.of(v), []) : n.f32('value', v, [v.length]);
+  const c = v === undefined
+    ? n.f32('zero', Float32Array.of(0), [])
+    : typeof v === 'number'
+    ? n.f32('value', Float32Array.of(v), [])
+    : n.f32('value', v, [v.length]);
   const cx = n.castLike(c, x, 'value_cast');
   const put = (op: string, ins: string[]) => (last ? n.node(op, ins, 'edited') : n.named(op, ins, out));
   let edited: string;
@@ -235,21 +272,27 @@ function lastMask(n: Nodes, x: string): string {
   const { opset, mask } = n.ctx;
   const idShape = n.node('Shape', ['input_ids'], 'ids_shape');
   const S1 = n.node('Slice', [idShape, n.i64('one', [1]), n.i64('two', [2])], 'S1');
-  const S = opset >= 13 ? n.node('Squeeze', [S1, n.i64('axis0', [0])], 'S') : n.node('Squeeze', [S1], 'S', { axes: [0] });
+  const S = opset >= 13
+    ? n.node('Squeeze', [S1, n.i64('axis0', [0])], 'S')
+    : n.node('Squeeze', [S1], 'S', { axes: [0] });
   const ar = n.node('Range', [n.i64('zero_s', [0], []), S, n.i64('one_s', [1], [])], 'arange_S');
   let last: string;
   if (mask) {
     const m64 = n.node('Cast', [mask], 'mask_i64', { to: DataType.INT64 });
-    const cur = n.node('Slice', [m64, n.node('Neg', [S1], 'negS'), n.i64('end', [Number.MAX_SAFE_INTEGER]), n.i64('axis1', [1])], 'mask_cur');
+    const cur = n.node('Slice', [m64, n.node('Neg', [S1], 'negS'), n.i64('end', [Number.MAX_SAFE_INTEGER]),
+      n.i64('axis1', [1])], 'mask_cur');
     const w = n.node('Mul', [cur, ar], 'mask_pos');
-    last = opset >= 18 ? n.node('ReduceMax', [w, n.i64('axes1', [1])], 'last', { keepdims: 1 }) : n.node('ReduceMax', [w], 'last', { keepdims: 1, axes: [1] });
+    last = opset >= 18
+      ? n.node('ReduceMax', [w, n.i64('axes1', [1])], 'last', { keepdims: 1 })
+      : n.node('ReduceMax', [w], 'last', { keepdims: 1, axes: [1] });
   } else last = n.node('Sub', [S1, n.i64('one_', [1])], 'last');
   const is = n.node('Equal', [ar, last], 'is_last'); // [batch, seq], or [1, seq] without a mask
   const B1 = n.node('Slice', [idShape, n.i64('zero1', [0]), n.i64('one1', [1])], 'B1');
   const full = n.node('Expand', [is, n.node('Concat', [B1, S1], 'BS', { axis: 0 })], 'is_last_bs');
   const xs = n.node('Shape', [x], 'x_shape');
   const lead = n.node('Slice', [xs, n.i64('lead_start', [0]), n.i64('lead_end', [-1])], 'x_lead');
-  return n.node('Reshape', [full, n.node('Concat', [lead, n.i64('one_tail', [1])], 'mask_shape', { axis: 0 })], 'is_last_x');
+  return n.node('Reshape', [full, n.node('Concat', [lead, n.i64('one_tail', [1])], 'mask_shape', { axis: 0 })],
+    'is_last_x');
 }
 
 /**
@@ -260,13 +303,16 @@ function lastMask(n: Nodes, x: string): string {
 function editValue(ctx: Ctx, v: string, iv: Intervention, tag: string): void {
   const { e } = ctx;
   const prod = e.nodes.find((n) => n.output.includes(v));
-  if (!prod) throw new LobesError(`the value ${v} has no producing node to edit after`, { file: ctx.file, where: `intervention ${iv.hook}` });
+  if (!prod)
+    throw new LobesError(`the value ${v} has no producing node to edit after`, { file: ctx.file,
+      where: `intervention ${iv.hook}` });
   const n = new Nodes(ctx, tag, v);
   const pre = `${tag}.pre`;
   let renamed: NodeProto;
   if (SKIP_NORMS.has(prod.opType) && prod.domain === 'com.microsoft' && prod.output.indexOf(v) === 3) {
     // the node keeps computing the sum; a copy normalizes the edited sum for its other outputs
-    renamed = { ...prod, output: prod.output.map((o, i) => (i === 3 ? pre : o ? `${tag}.unused${i}` : o)), name: `${tag}.sum_node` };
+    renamed = { ...prod, output: prod.output.map((o, i) => (i === 3 ? pre : o ? `${tag}.unused${i}` : o)),
+      name: `${tag}.sum_node` };
     opNodes(n, pre, v, iv);
     normAgain(n, prod, v);
   } else {
@@ -279,8 +325,12 @@ function editValue(ctx: Ctx, v: string, iv: Intervention, tag: string): void {
 /** A fused Skip norm with no sum output: its sum is built (Add), edited, and the node runs on the edited sum instead. */
 function editFusedSum(ctx: Ctx, inputs: string[], iv: Intervention, tag: string): string {
   const { e } = ctx;
-  const prod = e.nodes.find((n) => SKIP_NORMS.has(n.opType) && n.domain === 'com.microsoft' && n.input[0] === inputs[0] && n.input[1] === inputs[1]);
-  if (!prod) throw new LobesError('cannot find the fused norm whose residual sum this hook is', { file: ctx.file, where: `intervention ${iv.hook}` });
+  const prod = e.nodes.find((n) =>
+    SKIP_NORMS.has(n.opType) && n.domain === 'com.microsoft' && n.input[0] === inputs[0] && n.input[1] === inputs[1]
+  );
+  if (!prod)
+    throw new LobesError('cannot find the fused norm whose residual sum this hook is', { file: ctx.file,
+      where: `intervention ${iv.hook}` });
   const n = new Nodes(ctx, tag, inputs[0]!);
   let s = inputs[0]!;
   for (let i = 1; i < inputs.length; i++) s = n.node('Add', [s, inputs[i]!], `sum${i}`);
@@ -293,7 +343,8 @@ function editFusedSum(ctx: Ctx, inputs: string[], iv: Intervention, tag: string)
 
 /** The fused norm `prod` again on `x` with a zero skip and no bias (the bias is in the sum), writing its outputs 0–2. */
 function normAgain(n: Nodes, prod: NodeProto, x: string): void {
-  const zero = n.node('Expand', [n.castLike(n.f32('skip_zero_f', Float32Array.of(0), []), x, 'skip_zero_c'), n.node('Shape', [x], 'sum_shape')], 'skip_zero');
+  const zero = n.node('Expand', [n.castLike(n.f32('skip_zero_f', Float32Array.of(0), []), x, 'skip_zero_c'),
+    n.node('Shape', [x], 'sum_shape')], 'skip_zero');
   // Skip(Simplified)LayerNormalization reads input, skip, gamma, (beta,) (bias)
   const ins = [x, zero, ...prod.input.slice(2, prod.opType === 'SkipLayerNormalization' ? 4 : 3)];
   const outs = prod.output.slice(0, 3).map((o, i) => o || (i === 0 ? `${n.tag}.normed` : ''));

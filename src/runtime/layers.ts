@@ -42,7 +42,7 @@ export function canonicalLayerSpec(spec: string): string {
   if (p.kind === 'last') return `last:${p.n}`;
   const runs: string[] = [];
   const ls = p.layers;
-  for (let i = 0; i < ls.length; ) {
+  for (let i = 0; i < ls.length;) {
     let j = i;
     while (j + 1 < ls.length && ls[j + 1] === ls[j]! + 1) j++;
     runs.push(i === j ? String(ls[i]) : `${ls[i]}-${ls[j]}`);
@@ -60,11 +60,14 @@ export function parseLayerSelection(spec: string, layers: number, opts: { clamp?
   const p = parse(spec);
   if (p.kind === 'all') return Array.from({ length: layers }, (_, i) => i);
   if (p.kind === 'last') {
-    if (p.n > layers && !opts.clamp) throw new UsageError(`${opt('layers', `last:${p.n}`)}: the model has ${layers} layer${layers === 1 ? '' : 's'}`, `use ${opt('layers', `last:${layers}`)} or all`);
+    if (p.n > layers && !opts.clamp)
+      throw new UsageError(`${opt('layers', `last:${p.n}`)}: the model has ${layers} layer${layers === 1 ? '' : 's'}`,
+        `use ${opt('layers', `last:${layers}`)} or all`);
     const n = Math.min(p.n, layers);
     return Array.from({ length: n }, (_, i) => layers - n + i);
   }
   const past = p.layers.find((l) => l >= layers);
-  if (past !== undefined) throw new UsageError(`${opt('layers')}: layer ${past} does not exist (the model has layers 0..${layers - 1})`);
+  if (past !== undefined)
+    throw new UsageError(`${opt('layers')}: layer ${past} does not exist (the model has layers 0..${layers - 1})`);
   return p.layers;
 }

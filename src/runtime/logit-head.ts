@@ -48,7 +48,9 @@ export interface LogitHeadOptions {
  * the model's soft-capping of the logits when it has one (Gemma 2). Returns the name of the
  * float32 [n, vocab] logits.
  */
-export function lmHeadOnRows(e: GraphEdit, disc: Discovery, hiddenValue: string, dim: number, rowIndex: string, tag: string): string {
+export function lmHeadOnRows(e: GraphEdit, disc: Discovery, hiddenValue: string, dim: number, rowIndex: string,
+  tag: string): string
+{
   const x2 = e.add('Reshape', [hiddenValue, e.c64(`${tag}.rows_shape`, [-1, dim], [2])], `${tag}.hidden_rows`);
   const xSel = e.add('Gather', [x2, rowIndex], `${tag}.hidden_sel`, { axis: 0 });
   const head = disc.lmHead.node;
@@ -89,7 +91,10 @@ export function buildLogitHeadModel(model: ModelProto, disc: Discovery, opts: Lo
   const opset = opsetOf(model);
   if (opset < 11) throw new LobesError(`the model's ONNX opset ${opset} is older than 11, which lobes needs`);
   const finalPoint = disc.points.find((p) => p.name === 'final.hidden');
-  if (!finalPoint || finalPoint.source.kind !== 'value') throw new LobesError('the model has no final hidden state feeding an lm_head', { hint: 'run `lobes inspect` on the model' });
+  if (!finalPoint || finalPoint.source.kind !== 'value')
+    throw new LobesError('the model has no final hidden state feeding an lm_head', {
+      hint: 'run `lobes inspect` on the model',
+    });
   const ids = g.input.find((v) => v.name === 'input_ids');
   if (!ids) throw new LobesError('the graph has no input_ids input');
   const e = new GraphEdit(g);
@@ -105,10 +110,13 @@ export function buildLogitHeadModel(model: ModelProto, disc: Discovery, opts: Lo
   const m64 = maskType === DataType.INT64 ? mask : e.add('Cast', [mask], 'lh.mask_i64', { to: DataType.INT64 });
   const S1 = e.add('Reshape', [S, e.c64('lh.shape1', [1], [1])], 'lh.S1');
   const negS = e.add('Neg', [S1], 'lh.negS');
-  const cur = e.add('Slice', [m64, negS, e.c64('lh.end', [Number.MAX_SAFE_INTEGER], [1]), e.c64('lh.axis1', [1], [1])], 'lh.mask_cur');
+  const cur = e.add('Slice', [m64, negS, e.c64('lh.end', [Number.MAX_SAFE_INTEGER], [1]), e.c64('lh.axis1', [1], [1])],
+    'lh.mask_cur');
   const ar = e.add('Range', [zero, S, one], 'lh.arange_S');
   const weighted = e.add('Mul', [cur, ar], 'lh.mask_pos');
-  const last = opset >= 18 ? e.add('ReduceMax', [weighted, e.c64('lh.axes1', [1], [1])], 'lh.last', { keepdims: 0 }) : e.add('ReduceMax', [weighted], 'lh.last', { keepdims: 0, axes: [1] });
+  const last = opset >= 18
+    ? e.add('ReduceMax', [weighted, e.c64('lh.axes1', [1], [1])], 'lh.last', { keepdims: 0 })
+    : e.add('ReduceMax', [weighted], 'lh.last', { keepdims: 0, axes: [1] });
   const rows = e.add('Range', [zero, B, one], 'lh.arange_B');
   const flat = e.add('Add', [e.add('Mul', [rows, S], 'lh.row_start'), last], 'lh.flat_index');
   if (opts.inGraphPast?.length) emptyPasts(e, B, opts.inGraphPast);
@@ -116,8 +124,15 @@ export function buildLogitHeadModel(model: ModelProto, disc: Discovery, opts: Lo
   const logits = lmHeadOnRows(e, disc, finalPoint.source.value, finalPoint.dim, flat, 'lh');
 
   e.nodes.push(makeNode('Gather', [logits, CANDIDATES_INPUT], [CAND_LOGITS], { axis: 1 }, undefined, CAND_LOGITS));
-  if (opset >= 18) e.nodes.push(makeNode('ReduceLogSumExp', [logits, e.c64('lh.axes_v', [1], [1])], [LOG_SUM_EXP], { keepdims: 0 }, undefined, LOG_SUM_EXP));
-  else e.nodes.push(makeNode('ReduceLogSumExp', [logits], [LOG_SUM_EXP], { keepdims: 0, axes: [1] }, undefined, LOG_SUM_EXP));
+  if (opset >= 18)
+    e.nodes.push(
+      makeNode('ReduceLogSumExp', [logits, e.c64('lh.axes_v', [1], [1])], [LOG_SUM_EXP], { keepdims: 0 }, undefined,
+        LOG_SUM_EXP),
+    );
+  else
+    e.nodes.push(
+      makeNode('ReduceLogSumExp', [logits], [LOG_SUM_EXP], { keepdims: 0, axes: [1] }, undefined, LOG_SUM_EXP),
+    );
   e.nodes.push(makeNode('ArgMax', [logits], [TOP_ID], { axis: 1, keepdims: 0 }, undefined, TOP_ID));
 
   const outInfos: ValueInfo[] = [
@@ -128,6 +143,7 @@ export function buildLogitHeadModel(model: ModelProto, disc: Discovery, opts: Lo
   const present = opts.keepPresent ? presentOutputs(g, outInfos) : [];
   const graph = prune(g, e, inputs, outInfos);
   // The candidates input is read only by the Gather added above; keep it even if unused shapes pruned it.
-  if (!graph.input.some((v) => v.name === CANDIDATES_INPUT)) graph.input.push(inputs.find((v) => v.name === CANDIDATES_INPUT)!);
+  if (!graph.input.some((v) => v.name === CANDIDATES_INPUT))
+    graph.input.push(inputs.find((v) => v.name === CANDIDATES_INPUT)!);
   return { model: { ...model, graph }, maskInput: mask, maskAdded, present };
 }

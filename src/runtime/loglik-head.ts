@@ -45,27 +45,36 @@ export interface LoglikHeadResult {
 export function buildLoglikHeadModel(model: ModelProto, disc: Discovery, opts: LoglikHeadOptions): LoglikHeadResult {
   const g = model.graph!;
   const opset = opsetOf(model);
-  if (opset < 13) throw new LobesError(`the model's ONNX opset ${opset} is older than 13, which log-likelihood scoring needs`);
+  if (opset < 13)
+    throw new LobesError(`the model's ONNX opset ${opset} is older than 13, which log-likelihood scoring needs`);
   const finalPoint = disc.points.find((p) => p.name === 'final.hidden');
-  if (!finalPoint || finalPoint.source.kind !== 'value') throw new LobesError('the model has no final hidden state feeding an lm_head', { hint: 'run `lobes inspect` on the model' });
+  if (!finalPoint || finalPoint.source.kind !== 'value')
+    throw new LobesError('the model has no final hidden state feeding an lm_head', {
+      hint: 'run `lobes inspect` on the model',
+    });
   if (!g.input.some((v) => v.name === 'input_ids')) throw new LobesError('the graph has no input_ids input');
   const e = new GraphEdit(g);
   const { inputs, mask, maskAdded } = editedInputs(g, opts.inGraphPast ?? [], opts.maskInput);
   inputs.push(makeValueInfo(POSITIONS_INPUT, DataType.INT64, ['scored']));
   inputs.push(makeValueInfo(TARGETS_INPUT, DataType.INT64, ['scored']));
   if (opts.inGraphPast?.length) {
-    const B = e.add('Gather', [e.add('Shape', ['input_ids'], 'll.ids_shape'), e.c64('ll.zero', [0], [])], 'll.B', { axis: 0 });
+    const B = e.add('Gather', [e.add('Shape', ['input_ids'], 'll.ids_shape'), e.c64('ll.zero', [0], [])], 'll.B', {
+      axis: 0,
+    });
     emptyPasts(e, B, opts.inGraphPast);
   }
   const logits = lmHeadOnRows(e, disc, finalPoint.source.value, finalPoint.dim, POSITIONS_INPUT, 'll');
   const axes = e.c64('ll.axes1', [1], [1]);
-  const lse = opset >= 18 ? e.add('ReduceLogSumExp', [logits, axes], 'll.lse', { keepdims: 1 }) : e.add('ReduceLogSumExp', [logits], 'll.lse', { keepdims: 1, axes: [1] });
+  const lse = opset >= 18
+    ? e.add('ReduceLogSumExp', [logits, axes], 'll.lse', { keepdims: 1 })
+    : e.add('ReduceLogSumExp', [logits], 'll.lse', { keepdims: 1, axes: [1] });
   const tgt = e.add('Unsqueeze', [TARGETS_INPUT, axes], 'll.targets_col');
   const picked = e.add('GatherElements', [logits, tgt], 'll.target_logit', { axis: 1 });
   const lp = e.add('Sub', [picked, lse], 'll.target_logprob_col');
   e.nodes.push(makeNode('Reshape', [lp, e.c64('ll.flat', [-1], [1])], [TARGET_LOGPROB], {}, undefined, TARGET_LOGPROB));
   e.nodes.push(makeNode('ArgMax', [logits], [TARGET_TOP], { axis: 1, keepdims: 0 }, undefined, TARGET_TOP));
-  const outInfos: ValueInfo[] = [makeValueInfo(TARGET_LOGPROB, DataType.FLOAT, ['scored']), makeValueInfo(TARGET_TOP, DataType.INT64, ['scored'])];
+  const outInfos: ValueInfo[] = [makeValueInfo(TARGET_LOGPROB, DataType.FLOAT, ['scored']),
+    makeValueInfo(TARGET_TOP, DataType.INT64, ['scored'])];
   const present = opts.keepPresent ? presentOutputs(g, outInfos) : [];
   const graph = prune(g, e, inputs, outInfos);
   return { model: { ...model, graph }, maskInput: mask, maskAdded, present };

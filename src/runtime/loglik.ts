@@ -141,7 +141,8 @@ export function loglikMemoryPlan(
     }
   });
   if (batched.length) {
-    for (const b of planBatches(Int32Array.from(batched, (k) => tokens[k]!), { batch: o.batch, tokenBudget: o.tokenBudget })) batches.push(b.map((j) => batched[j]!));
+    for (const b of planBatches(Int32Array.from(batched, (k) => tokens[k]!), { batch: o.batch,
+      tokenBudget: o.tokenBudget })) batches.push(b.map((j) => batched[j]!));
   }
   return { tokens, request, batches };
 }
@@ -159,7 +160,10 @@ function tile(t: ort.Tensor, b: number): ort.Tensor {
 
 function validate(reqs: readonly LoglikRequest[]): void {
   reqs.forEach((r, i) => {
-    if (r.context.length === 0) throw new LobesError(`request ${i} has an empty context (a context needs at least one token, e.g. the BOS or end-of-text token)`);
+    if (r.context.length === 0)
+      throw new LobesError(
+        `request ${i} has an empty context (a context needs at least one token, e.g. the BOS or end-of-text token)`,
+      );
     r.continuations.forEach((c, j) => {
       if (c.length === 0) throw new LobesError(`request ${i}, continuation ${j} has no tokens`);
     });
@@ -226,7 +230,10 @@ class OrtLoglik implements LoglikEngine {
     this.stats.runs = runs;
   }
 
-  private feeds(session: ort.InferenceSession, ids: BigInt64Array, mask: BigInt64Array, pos: BigInt64Array, B: number, S: number, T: number, positions: BigInt64Array, targets: BigInt64Array, past: Map<string, ort.Tensor> | null): Record<string, ort.Tensor> {
+  private feeds(session: ort.InferenceSession, ids: BigInt64Array, mask: BigInt64Array, pos: BigInt64Array, B: number,
+    S: number, T: number, positions: BigInt64Array, targets: BigInt64Array,
+    past: Map<string, ort.Tensor> | null): Record<string, ort.Tensor>
+  {
     const f = modelFeeds(session, this.plans, { ids, mask, pos, B, S, T }, past, this.addedMask);
     f[POSITIONS_INPUT] = new ort.Tensor('int64', positions, [positions.length]);
     f[TARGETS_INPUT] = new ort.Tensor('int64', targets, [targets.length]);
@@ -242,7 +249,9 @@ class OrtLoglik implements LoglikEngine {
    * (those in `keep`, a KV cache the caller still uses, are not), the outputs are the caller's
    * to dispose.
    */
-  private async run(session: ort.InferenceSession, feeds: Record<string, ort.Tensor>, fetches: string[], what: string, keep: Iterable<ort.Tensor> = []): Promise<ort.InferenceSession.OnnxValueMapType> {
+  private async run(session: ort.InferenceSession, feeds: Record<string, ort.Tensor>, fetches: string[], what: string,
+    keep: Iterable<ort.Tensor> = []): Promise<ort.InferenceSession.OnnxValueMapType>
+  {
     this.stats.runs++;
     const kept = new Set(keep);
     try {
@@ -250,7 +259,9 @@ class OrtLoglik implements LoglikEngine {
       for (const t of Object.values(out)) this.own(t as ort.Tensor);
       return out;
     } catch (e) {
-      throw new LobesError(`onnxruntime failed on ${what}: ${String((e as Error).message ?? e).split('\n')[0]}`, { file: this.a.loaded.file });
+      throw new LobesError(`onnxruntime failed on ${what}: ${String((e as Error).message ?? e).split('\n')[0]}`, {
+        file: this.a.loaded.file,
+      });
     } finally {
       this.drop(Object.values(feeds).filter((t) => !kept.has(t)));
     }
@@ -261,7 +272,9 @@ class OrtLoglik implements LoglikEngine {
    * every row); every position of every row is scored against `targets[row][j]`, or (targets
    * null: a prefill) only one row, whose scores are not wanted.
    */
-  private async runCached(past: Map<string, ort.Tensor> | null, pastLen: number, rows: number[][], targets: number[][] | null): Promise<{ past: Map<string, ort.Tensor>; lp: Float32Array; top: BigInt64Array }> {
+  private async runCached(past: Map<string, ort.Tensor> | null, pastLen: number, rows: number[][],
+    targets: number[][] | null): Promise<{ past: Map<string, ort.Tensor>; lp: Float32Array; top: BigInt64Array }>
+  {
     const B = rows.length;
     const S = rows[0]!.length;
     const T = pastLen + S;
@@ -272,8 +285,10 @@ class OrtLoglik implements LoglikEngine {
     const tg = targets ? i64(targets.flat()) : i64([0]);
     // A prefill fetches the KV cache only; a continuation run its scores only.
     const fetches = targets ? [TARGET_LOGPROB, TARGET_TOP] : this.present;
-    const feeds = this.feeds(this.cached!, i64(rows.flat()), new BigInt64Array(B * T).fill(1n), pos, B, S, T, positions, tg, tiled);
-    const out = await this.run(this.cached!, feeds, fetches, `${B} continuation(s) of ${S} tokens after ${pastLen} cached tokens`, past?.values());
+    const feeds = this.feeds(this.cached!, i64(rows.flat()), new BigInt64Array(B * T).fill(1n), pos, B, S, T, positions,
+      tg, tiled);
+    const out = await this.run(this.cached!, feeds, fetches,
+      `${B} continuation(s) of ${S} tokens after ${pastLen} cached tokens`, past?.values());
     const next = new Map<string, ort.Tensor>();
     if (!targets) {
       const pastInputs = this.plans.filter((p) => p.role === 'past').map((p) => p.name);
@@ -293,7 +308,12 @@ class OrtLoglik implements LoglikEngine {
     const cachedIdx = reqs.flatMap((_, i) => (viaCache[i] ? [i] : []));
     const batchedIdx = reqs.flatMap((_, i) => (viaCache[i] ? [] : [i]));
     // each part numbers its requests from 0: report them in the caller's numbering
-    const back = (idx: number[]): OnScored | undefined => (onDone ? (k, d) => onDone(k, { requests: d.requests.map((r) => idx[r]!), tokens: d.tokens }) : undefined);
+    const back = (
+      idx: number[],
+    ): OnScored
+      | undefined => (onDone
+        ? (k, d) => onDone(k, { requests: d.requests.map((r) => idx[r]!), tokens: d.tokens })
+        : undefined);
     const a = await this.scoreCached(cachedIdx.map((i) => reqs[i]!), back(cachedIdx));
     const b = await this.scoreBatched(batchedIdx.map((i) => reqs[i]!), back(batchedIdx));
     let ia = 0;
@@ -314,7 +334,9 @@ class OrtLoglik implements LoglikEngine {
       // Continuations of equal length run together over copies of the cache.
       const byLen = new Map<number, number[]>();
       r.continuations.forEach((c, j) => byLen.set(c.length, [...(byLen.get(c.length) ?? []), j]));
-      const groups = [...byLen].sort((x, y) => x[0] - y[0]).flatMap(([m, idx]): [number, number[]][] => (this.cacheBatches ? [[m, idx]] : idx.map((j) => [m, [j]])));
+      const groups = [...byLen].sort((x, y) => x[0] - y[0]).flatMap((
+        [m, idx],
+      ): [number, number[]][] => (this.cacheBatches ? [[m, idx]] : idx.map((j) => [m, [j]])));
       try {
         for (const [m, idx] of groups) {
           const rows = idx.map((j) => [r.context[n - 1]!, ...r.continuations[j]!.slice(0, m - 1)]);
@@ -334,10 +356,15 @@ class OrtLoglik implements LoglikEngine {
 
   private async scoreBatched(reqs: readonly LoglikRequest[], onDone?: OnScored): Promise<ContinuationScore[][]> {
     const rows: { req: number; cont: number; ids: number[]; from: number }[] = [];
-    reqs.forEach((r, i) => r.continuations.forEach((c, j) => rows.push({ req: i, cont: j, ids: [...r.context, ...c].slice(0, -1), from: r.context.length - 1 })));
+    reqs.forEach((r, i) =>
+      r.continuations.forEach((c, j) =>
+        rows.push({ req: i, cont: j, ids: [...r.context, ...c].slice(0, -1), from: r.context.length - 1 })
+      )
+    );
     const out: ContinuationScore[][] = reqs.map((r) => new Array(r.continuations.length));
     if (rows.length === 0) return out;
-    const plan = planBatches(Int32Array.from(rows, (r) => r.ids.length), { batch: this.opts.batch, tokenBudget: this.opts.tokenBudget });
+    const plan = planBatches(Int32Array.from(rows, (r) => r.ids.length), { batch: this.opts.batch,
+      tokenBudget: this.opts.tokenBudget });
     for (const b of plan) {
       const B = b.length;
       const S = Math.max(...b.map((i) => rows[i]!.ids.length));
@@ -361,7 +388,9 @@ class OrtLoglik implements LoglikEngine {
         this.stats.computedTokens += r.ids.length;
         this.stats.scoredTokens += cont.length;
       });
-      const o = await this.run(this.batched, this.feeds(this.batched, ids, mask, pos, B, S, S, i64(positions), i64(targets), null), [TARGET_LOGPROB, TARGET_TOP], `a ${B}×${S} batch`);
+      const o = await this.run(this.batched,
+        this.feeds(this.batched, ids, mask, pos, B, S, S, i64(positions), i64(targets), null), [TARGET_LOGPROB,
+        TARGET_TOP], `a ${B}×${S} batch`);
       const lp = Float32Array.from(o[TARGET_LOGPROB]!.data as Float32Array);
       const top = BigInt64Array.from(o[TARGET_TOP]!.data as BigInt64Array);
       this.drop(Object.values(o) as ort.Tensor[]);
@@ -436,10 +465,14 @@ export interface SplitEncoder {
  * the continuation encoded alone without special tokens (when that encoding itself starts with
  * the prefix token, its first token is the context).
  */
-export function splitContinuation(enc: SplitEncoder, context: string, continuation: string, prefixId: number): { context: number[]; continuation: number[] } {
+export function splitContinuation(enc: SplitEncoder, context: string, continuation: string,
+  prefixId: number): { context: number[]; continuation: number[] }
+{
   if (context === '') {
     const c = enc.encodePiece(continuation);
-    return c[0] === prefixId ? { context: c.slice(0, 1), continuation: c.slice(1) } : { context: [prefixId], continuation: c };
+    return c[0] === prefixId
+      ? { context: c.slice(0, 1), continuation: c.slice(1) }
+      : { context: [prefixId], continuation: c };
   }
   const trimmed = context.replace(/\s+$/u, '');
   const ctx = trimmed;

@@ -82,14 +82,20 @@ export function runModelCandidates(manifest: RunManifest, runDir: string): strin
  * sha256 (hashed through the file-hash cache), as a message and the file; null when every one
  * matches. `recorded` is a run's manifest.model.files (names relative to the model folder).
  */
-export function modelFolderDifference(dir: string, recorded: readonly ModelFile[], roles: readonly ModelFile['role'][] = ['graph', 'data', 'tokenizer']): { file: string; message: string } | null {
+export function modelFolderDifference(dir: string, recorded: readonly ModelFile[],
+  roles: readonly ModelFile['role'][] = ['graph', 'data', 'tokenizer']): { file: string; message: string } | null
+{
   const base = existsSync(dir) && statSync(dir).isDirectory() ? dir : path.dirname(dir);
   const what = { graph: 'model graph', data: 'weight data file', tokenizer: 'tokenizer file' } as const;
   for (const f of recorded) {
     if (!roles.includes(f.role)) continue;
     const p = path.resolve(base, f.name);
     const h = existsSync(p) ? hashFileCached(p, { what: what[f.role] }).sha256 : null;
-    if (h !== f.sha256) return { file: p, message: `the model's ${what[f.role]} ${f.name} ${h ? `has sha256 ${short(h)}` : 'is missing'}; the run was extracted with sha256 ${short(f.sha256)}` };
+    if (h !== f.sha256)
+      return { file: p,
+        message: `the model's ${what[f.role]} ${f.name} ${
+          h ? `has sha256 ${short(h)}` : 'is missing'
+        }; the run was extracted with sha256 ${short(f.sha256)}` };
   }
   return null;
 }
@@ -120,12 +126,19 @@ export function resolveRunModel(manifest: RunManifest, runDir: string, opts: Res
     const graph = graphFileOf(dir);
     const got = hashFileCached(graph, { what: 'model graph' }).sha256;
     if (got !== manifest.model.graphSha256) {
-      problems.push(`${graph} has sha256 ${short(got)} but the run was extracted from a graph with sha256 ${short(manifest.model.graphSha256)}`);
+      problems.push(
+        `${graph} has sha256 ${short(got)} but the run was extracted from a graph with sha256 ${
+          short(manifest.model.graphSha256)
+        }`,
+      );
       continue;
     }
     const diff = modelFolderDifference(dir, manifest.model.files ?? [], roles);
     if (diff) throw new LobesError(diff.message, { file: diff.file, hint });
     return dir;
   }
-  throw new LobesError(`the run's model is not the one it was extracted with: ${problems.join('; ')}`, { file: manifestPath(runDir), hint });
+  throw new LobesError(`the run's model is not the one it was extracted with: ${problems.join('; ')}`, {
+    file: manifestPath(runDir),
+    hint,
+  });
 }

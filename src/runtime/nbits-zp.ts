@@ -26,7 +26,8 @@
  * float16 scales are left as they are, and so is every graph for CUDA and WebGPU.
  */
 import { LobesError } from '../util/errors.js';
-import { DataType, attrInt, makeNode, makeTensor, tensorBytes, type ModelProto, type NodeProto, type TensorProto } from '../onnx/index.js';
+import { DataType, attrInt, makeNode, makeTensor, tensorBytes, type ModelProto, type NodeProto,
+  type TensorProto } from '../onnx/index.js';
 
 /** Above this many bytes of minima (C) the rewrite is skipped: the graph travels as one protobuf (2 GB at most). */
 export const MAX_MINIMA_BYTES = 1.2e9;
@@ -57,14 +58,19 @@ export function rewriteFloatZeroPoints(model: ModelProto, dir: string, file: str
   const inits = new Map(g.initializer.map((t) => [t.name ?? '', t]));
   // float32 scales and zero points, no bias or g_idx, whole blocks
   const candidates = g.node.filter((n) => {
-    if (n.opType !== 'MatMulNBits' || n.domain !== 'com.microsoft' || !n.input[3] || n.input[4] || n.input[5]) return false;
+    if (n.opType !== 'MatMulNBits' || n.domain !== 'com.microsoft' || !n.input[3] || n.input[4] || n.input[5])
+      return false;
     const K = attrInt(n, 'K', 0);
     const bs = attrInt(n, 'block_size', 0);
     const bits = attrInt(n, 'bits', 4);
-    return (bits === 4 || bits === 8) && K > 0 && bs > 0 && K % bs === 0 && inits.get(n.input[2]!)?.dataType === DataType.FLOAT && inits.get(n.input[3])?.dataType === DataType.FLOAT;
+    return (bits === 4 || bits === 8) && K > 0 && bs > 0 && K % bs === 0 &&
+      inits.get(n.input[2]!)?.dataType === DataType.FLOAT && inits.get(n.input[3])?.dataType === DataType.FLOAT;
   });
   if (candidates.length === 0) return { model, rewritten: 0 };
-  const bytes = candidates.reduce((a, n) => a + 4 * attrInt(n, 'N', 0) * (attrInt(n, 'K', 0) / attrInt(n, 'block_size', 1)), 0);
+  const bytes = candidates.reduce(
+    (a, n) => a + 4 * attrInt(n, 'N', 0) * (attrInt(n, 'K', 0) / attrInt(n, 'block_size', 1)),
+    0,
+  );
   if (bytes > MAX_MINIMA_BYTES) return { model, rewritten: 0, tooLarge: { nodes: candidates.length, bytes } };
 
   const added: TensorProto[] = [];
@@ -87,7 +93,10 @@ export function rewriteFloatZeroPoints(model: ModelProto, dir: string, file: str
     const s = f32(inits.get(n.input[2]!)!, dir, file);
     const z = f32(inits.get(n.input[3]!)!, dir, file);
     if (!s || !z || s.length !== N * nb || z.length !== N * nb) {
-      throw new LobesError(`${where}: scales (${s?.length}) or zero points (${z?.length}) do not hold N × K/block_size = ${N * nb} values`, { file });
+      throw new LobesError(
+        `${where}: scales (${s?.length}) or zero points (${z?.length}) do not hold N × K/block_size = ${N * nb} values`,
+        { file },
+      );
     }
     // C [nb, N]: C[b, n] = −z[n, b]·s[n, b]
     const C = new Float32Array(nb * N);

@@ -44,7 +44,9 @@ export interface PlannedText {
  * was trained on (and, in fused graphs, outside the rotary cache). One line naming how many,
  * the longest, and what to do (`hint`).
  */
-export function checkContext(items: readonly PlannedText[], limit: ContextLimit | null, hint: (limit: ContextLimit) => string): void {
+export function checkContext(items: readonly PlannedText[], limit: ContextLimit | null,
+  hint: (limit: ContextLimit) => string): void
+{
   if (!limit) return;
   let over = 0;
   let worst = -1;
@@ -56,14 +58,19 @@ export function checkContext(items: readonly PlannedText[], limit: ContextLimit 
   }
   if (!over) return;
   const w = items[worst]!;
-  throw new LobesError(`${over} of ${items.length} texts are longer than the model's context of ${limit.tokens} tokens (${limit.source}); the longest has ${w.tokens} tokens`, {
-    where: `sample ${w.id}`,
-    hint: hint(limit),
-  });
+  throw new LobesError(
+    `${over} of ${items.length} texts are longer than the model's context of ${limit.tokens} tokens (${limit.source}); the longest has ${w.tokens} tokens`,
+    {
+      where: `sample ${w.id}`,
+      hint: hint(limit),
+    },
+  );
 }
 
 /** Bytes one forward pass of `rows` × `seq` tokens needs (see the top of this file). */
-export function batchBytes(arch: Pick<ModelArch, 'heads' | 'hidden' | 'intermediate'>, rows: number, seq: number): number {
+export function batchBytes(arch: Pick<ModelArch, 'heads' | 'hidden' | 'intermediate'>, rows: number,
+  seq: number): number
+{
   const heads = arch.heads ?? 1;
   return 4 * rows * seq * (2 * heads * seq + 4 * arch.hidden + 3 * arch.intermediate);
 }
@@ -103,7 +110,9 @@ export interface MemoryPlanOptions {
  * batch runs: one line naming the batch (rows × tokens), the bytes, the limit and the item.
  * `batches` lists each batch's item indices into `items`.
  */
-export function checkBatchMemory(batches: readonly (readonly number[])[], items: readonly PlannedText[], arch: Pick<ModelArch, 'heads' | 'hidden' | 'intermediate'>, opts: MemoryPlanOptions): void {
+export function checkBatchMemory(batches: readonly (readonly number[])[], items: readonly PlannedText[],
+  arch: Pick<ModelArch, 'heads' | 'hidden' | 'intermediate'>, opts: MemoryPlanOptions): void
+{
   const limit = opts.limit ?? defaultMemoryLimit(opts.device);
   let worst = { bytes: 0, rows: 0, seq: 0, id: '' };
   for (const b of batches) {
@@ -114,7 +123,15 @@ export function checkBatchMemory(batches: readonly (readonly number[])[], items:
     if (bytes > worst.bytes) worst = { bytes, rows: b.length, seq, id: items[at]!.id };
   }
   if (worst.bytes <= limit) return;
-  const what = `a batch of ${worst.rows} row${worst.rows > 1 ? 's' : ''} × ${worst.seq} tokens needs about ${fmtBytes(worst.bytes)} (attention scores for ${arch.heads ?? 1} heads × ${worst.seq}² positions per row), more than the ${fmtBytes(limit)} ${opts.device === 'cpu' ? 'of memory this machine has' : `assumed for the ${opts.device} device ($LOBES_DEVICE_MEMORY_GB)`}`;
+  const what = `a batch of ${worst.rows} row${worst.rows > 1 ? 's' : ''} × ${worst.seq} tokens needs about ${
+    fmtBytes(worst.bytes)
+  } (attention scores for ${arch.heads ?? 1} heads × ${worst.seq}² positions per row), more than the ${
+    fmtBytes(limit)
+  } ${
+    opts.device === 'cpu'
+      ? 'of memory this machine has'
+      : `assumed for the ${opts.device} device ($LOBES_DEVICE_MEMORY_GB)`
+  }`;
   if (!opts.force) throw new LobesError(what, { where: `sample ${worst.id}`, hint: opts.hint });
   opts.say?.(`warning: ${what} (--ignore-plan given)`);
 }

@@ -78,16 +78,21 @@ export function readPreloadManifest(dir = bindingDir()): PreloadManifest | null 
   if (!dir) return null;
   const file = join(dir, PRELOAD_FILE);
   if (!existsSync(file)) return null;
-  const m: PreloadManifest = readJsonFile(file, { unreadable: (e) => `not valid JSON (${e.message})`, invalid: (msg) => `not valid JSON (${msg})`, hint: 'delete it and run lobes doctor --install-cuda-from-wheels DIR again' });
+  const m: PreloadManifest = readJsonFile(file, { unreadable: (e) => `not valid JSON (${e.message})`,
+    invalid: (msg) => `not valid JSON (${msg})`,
+    hint: 'delete it and run lobes doctor --install-cuda-from-wheels DIR again' });
   if (m?.format !== PRELOAD_FORMAT) throw new LobesError(`not a ${PRELOAD_FORMAT} file`, { file, hint: 'delete it' });
   return m;
 }
 
 /** Write (or update one provider's set in) the preload manifest of a binding folder. */
-export function writePreloadSet(dir: string, onnxruntime: string, provider: 'cuda' | 'webgpu', set: PreloadSet): string {
+export function writePreloadSet(dir: string, onnxruntime: string, provider: 'cuda' | 'webgpu',
+  set: PreloadSet): string
+{
   const file = join(dir, PRELOAD_FILE);
   const old = existsSync(file) ? readPreloadManifest(dir) : null;
-  const m: PreloadManifest = { ...(old && old.onnxruntime === onnxruntime ? old : {}), format: PRELOAD_FORMAT, version: 1, onnxruntime, [provider]: set };
+  const m: PreloadManifest = { ...(old && old.onnxruntime === onnxruntime ? old : {}), format: PRELOAD_FORMAT,
+    version: 1, onnxruntime, [provider]: set };
   writeJsonAtomic(file, m, 2);
   return file;
 }

@@ -24,17 +24,26 @@ export interface ProviderStatus {
 
 /** Providers of this onnxruntime-node build and whether each can be used. */
 export function listProviders(): ProviderStatus[] {
-  const backends: { name: string; bundled: boolean }[] = (ort as any).listSupportedBackends?.() ?? [{ name: 'cpu', bundled: true }];
+  const backends: { name: string; bundled: boolean }[] = (ort as any).listSupportedBackends?.() ??
+    [{ name: 'cpu', bundled: true }];
   const dir = bindingDir();
   const out: ProviderStatus[] = [];
   for (const b of backends) {
     if (b.name === 'cpu') out.push({ name: 'cpu', available: true });
     else if (b.name === 'cuda') {
-      const lib = dir ? join(dir, process.platform === 'win32' ? 'onnxruntime_providers_cuda.dll' : 'libonnxruntime_providers_cuda.so') : null;
+      const lib = dir
+        ? join(dir,
+          process.platform === 'win32' ? 'onnxruntime_providers_cuda.dll' : 'libonnxruntime_providers_cuda.so')
+        : null;
       const ok = b.bundled || (lib !== null && existsSync(lib));
-      out.push(ok ? { name: 'cuda', available: true, note: 'needs an NVIDIA GPU with CUDA 12 and cuDNN 9' } : { name: 'cuda', available: false, note: CUDA_INSTALL_HINT });
+      out.push(
+        ok
+          ? { name: 'cuda', available: true, note: 'needs an NVIDIA GPU with CUDA 12 and cuDNN 9' }
+          : { name: 'cuda', available: false, note: CUDA_INSTALL_HINT },
+      );
     } else if (b.name === 'webgpu') {
-      out.push({ name: 'webgpu', available: b.bundled, note: b.bundled ? 'needs a GPU adapter (Vulkan on Linux) at run time' : 'not in this build' });
+      out.push({ name: 'webgpu', available: b.bundled,
+        note: b.bundled ? 'needs a GPU adapter (Vulkan on Linux) at run time' : 'not in this build' });
     } else {
       out.push({ name: b.name, available: false, note: 'not used by lobes' });
     }
@@ -48,7 +57,9 @@ export function executionProviders(device: Device, deviceId = 0): ort.InferenceS
   if (device === 'cpu') return ['cpu'];
   if (!st || !st.available) {
     throw new LobesError(`the ${device} execution provider is not available in this onnxruntime-node build`, {
-      hint: device === 'cuda' ? CUDA_INSTALL_HINT : `use ${opt('device', 'cpu')}, or an onnxruntime-node build with WebGPU`,
+      hint: device === 'cuda'
+        ? CUDA_INSTALL_HINT
+        : `use ${opt('device', 'cpu')}, or an onnxruntime-node build with WebGPU`,
     });
   }
   if (device === 'cuda') {
@@ -57,9 +68,14 @@ export function executionProviders(device: Device, deviceId = 0): ort.InferenceS
   }
   // The WebGPU provider picks its adapter itself (by power preference); it has no GPU index.
   if (deviceId !== 0) {
-    throw new LobesError(`${opt('deviceId', deviceId)} is not supported with webgpu (the WebGPU provider picks the adapter itself)`, {
-      hint: `use ${opt('device', 'cuda')} ${opt('deviceId', 'N')}, or limit the visible GPUs (e.g. CUDA_VISIBLE_DEVICES / VK_ICD_FILENAMES)`,
-    });
+    throw new LobesError(
+      `${opt('deviceId', deviceId)} is not supported with webgpu (the WebGPU provider picks the adapter itself)`,
+      {
+        hint: `use ${opt('device', 'cuda')} ${
+          opt('deviceId', 'N')
+        }, or limit the visible GPUs (e.g. CUDA_VISIBLE_DEVICES / VK_ICD_FILENAMES)`,
+      },
+    );
   }
   preloadProviderLibraries('webgpu');
   return ['webgpu'];
@@ -73,7 +89,12 @@ const slowPathNoted = new Set<string>();
  * external weights stay in `dataDir`, the model's own folder; a failure is a one-line error
  * naming `file`.
  */
-export async function openEditedSession(model: ModelProto, dataDir: string, opts: { device: Device; deviceId?: number; threads?: number; /** onnxruntime's own log: 3 errors (default), 4 fatal only (a session whose failures lobes catches and reports itself). */ logSeverityLevel?: 3 | 4 }, file: string): Promise<ort.InferenceSession> {
+export async function openEditedSession(model: ModelProto, dataDir: string,
+  opts: { device: Device; deviceId?: number;
+    threads?:
+      number; /** onnxruntime's own log: 3 errors (default), 4 fatal only (a session whose failures lobes catches and reports itself). */
+    logSeverityLevel?: 3 | 4 }, file: string): Promise<ort.InferenceSession>
+{
   // On the CPU, MatMulNBits with float zero points (GGUF blocks with minima) run through
   // ONNX Runtime's fast integer path plus a small correction (src/runtime/nbits-zp.ts);
   // LOBES_NBITS_REWRITE=0 keeps the graph as it is (for bench/nbits-zp.ts's "before").
@@ -85,7 +106,9 @@ export async function openEditedSession(model: ModelProto, dataDir: string, opts
     if (r.tooLarge && !slowPathNoted.has(file)) {
       slowPathNoted.add(file);
       process.stderr.write(
-        `note: ${file}: ${r.tooLarge.nodes} MatMulNBits nodes with float zero points keep ONNX Runtime's slow CPU path (their minima, ${(r.tooLarge.bytes / 1e9).toFixed(2)} GB, are more than the in-memory graph can carry); results are the same, decoding is slower\n`,
+        `note: ${file}: ${r.tooLarge.nodes} MatMulNBits nodes with float zero points keep ONNX Runtime's slow CPU path (their minima, ${
+          (r.tooLarge.bytes / 1e9).toFixed(2)
+        } GB, are more than the in-memory graph can carry); results are the same, decoding is slower\n`,
       );
     }
   }
@@ -108,7 +131,12 @@ export async function openEditedSession(model: ModelProto, dataDir: string, opts
 export function sessionError(e: unknown, device: Device, file: string): LobesError {
   const msg = String((e as Error)?.message ?? e).split('\n')[0]!.slice(0, 400);
   let hint: string | undefined;
-  if (device === 'cuda' && /cuda|cudnn|libcu|provider/i.test(msg)) hint = `CUDA provider failed to load; ${CUDA_INSTALL_HINT}, and check the CUDA 12 / cuDNN 9 libraries`;
-  else if (device === 'webgpu' && /webgpu|adapter|dawn|vulkan/i.test(msg)) hint = `no usable WebGPU adapter; lobes doctor --device webgpu says what is missing (Vulkan loader, GPU driver), or use ${opt('device', 'cpu/cuda')}`;
+  if (device === 'cuda' && /cuda|cudnn|libcu|provider/i.test(msg))
+    hint = `CUDA provider failed to load; ${CUDA_INSTALL_HINT}, and check the CUDA 12 / cuDNN 9 libraries`;
+  else if (device === 'webgpu' && /webgpu|adapter|dawn|vulkan/i.test(msg))
+    hint =
+      `no usable WebGPU adapter; lobes doctor --device webgpu says what is missing (Vulkan loader, GPU driver), or use ${
+        opt('device', 'cpu/cuda')
+      }`;
   return new LobesError(`onnxruntime could not create a ${device} session: ${msg}`, { file, hint });
 }

@@ -51,4 +51,3 @@ export interface Scorer {
   extend(state: KvState, ids: number[], candidates: number[]): Promise<{ out: HeadOutput; state: KvState }>;
   close(): Promise<void>;
 }
-

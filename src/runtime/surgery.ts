@@ -91,7 +91,9 @@ export class GraphEdit {
  * `lobes.attention_mask` is added for the selection. `inGraphPast` inputs are replaced by
  * empty tensors made in the graph.
  */
-export function buildCaptureModel(model: ModelProto, hooks: DiscoveredPoint[], maskInput: string | null, inGraphPast: InGraphPast[] = []): SurgeryResult {
+export function buildCaptureModel(model: ModelProto, hooks: DiscoveredPoint[], maskInput: string | null,
+  inGraphPast: InGraphPast[] = []): SurgeryResult
+{
   if (hooks.length === 0) throw new LobesError('no capture points selected');
   const g = model.graph!;
   const opset = opsetOf(model);
@@ -130,7 +132,9 @@ export interface LastToken {
  * `lobes.attention_mask` (int64 [batch, sequence]) when the model has no mask input; with the
  * mask's name and element type.
  */
-export function editedInputs(g: GraphProto, inGraphPast: InGraphPast[], maskInput: string | null | undefined): { inputs: ValueInfo[]; mask: string; maskAdded: boolean; maskType: number } {
+export function editedInputs(g: GraphProto, inGraphPast: InGraphPast[],
+  maskInput: string | null | undefined): { inputs: ValueInfo[]; mask: string; maskAdded: boolean; maskType: number }
+{
   const pastNames = new Set(inGraphPast.map((p) => p.name));
   const inputs: ValueInfo[] = g.input.filter((v) => !pastNames.has(v.name ?? ''));
   let mask = maskInput;
@@ -165,8 +169,11 @@ export function lastTokenIndex(e: GraphEdit, mask: string, maskType: number, ops
 export function emptyPasts(e: GraphEdit, B: string, inGraphPast: InGraphPast[]): void {
   const B1 = e.add('Reshape', [B, e.c64('shape1', [1], [1])], 'B1');
   for (const [i, p] of inGraphPast.entries()) {
-    const shp = e.add('Concat', [B1, e.c64(`past${i}.tail`, [p.kv[0], p.len ?? 0, p.kv[1]], [3])], `past${i}.shape`, { axis: 0 });
-    const zero = makeTensor(`${P}past${i}.zero`, p.elemType, [1], new Uint8Array(Math.max(1, Math.ceil(dataTypeSize(p.elemType)))));
+    const shp = e.add('Concat', [B1, e.c64(`past${i}.tail`, [p.kv[0], p.len ?? 0, p.kv[1]], [3])], `past${i}.shape`, {
+      axis: 0,
+    });
+    const zero = makeTensor(`${P}past${i}.zero`, p.elemType, [1],
+      new Uint8Array(Math.max(1, Math.ceil(dataTypeSize(p.elemType)))));
     e.nodes.push(makeNode('ConstantOfShape', [shp], [p.name], { value: zero }, undefined, `${P}past${i}`));
   }
 }
@@ -177,7 +184,9 @@ export function emptyPasts(e: GraphEdit, B: string, inGraphPast: InGraphPast[]):
  * mean[b] = Σ_t mask[b,t]·v[b,t] / Σ_t mask[b,t]. Padded positions are removed with Where (not
  * multiplied by 0), so a non-finite value at a padded position cannot reach the mean.
  */
-function hookOutputs(e: GraphEdit, hooks: DiscoveredPoint[], sel: LastToken, opset: number): { outputs: Map<string, string>; outInfos: ValueInfo[] } {
+function hookOutputs(e: GraphEdit, hooks: DiscoveredPoint[], sel: LastToken,
+  opset: number): { outputs: Map<string, string>; outInfos: ValueInfo[] }
+{
   const outputs = new Map<string, string>();
   const outInfos: ValueInfo[] = [];
   let pool: MeanPool | null = null;
@@ -235,7 +244,8 @@ function meanPool(e: GraphEdit, sel: LastToken, opset: number): MeanPool {
 
 /** ReduceSum over one axis (axes as an input from opset 13, as an attribute before). */
 function reduceSum(e: GraphEdit, x: string, axis: number, keepdims: boolean, out: string, opset: number): string {
-  if (opset >= 13) return e.add('ReduceSum', [x, e.c64(`${out}.axes`, [axis], [1])], out, { keepdims: keepdims ? 1 : 0 });
+  if (opset >= 13)
+    return e.add('ReduceSum', [x, e.c64(`${out}.axes`, [axis], [1])], out, { keepdims: keepdims ? 1 : 0 });
   return e.add('ReduceSum', [x], out, { keepdims: keepdims ? 1 : 0, axes: [axis] });
 }
 

@@ -57,7 +57,8 @@ export async function loadTokenizer(modelDir: string, opts: TokenizerOptions): P
   }
   const { dir, tok, hasTemplate } = await openHfTokenizer(modelDir);
   if (opts.chatTemplate && !hasTemplate) {
-    throw new LobesError('the tokenizer has no chat template', { file: join(dir, 'tokenizer_config.json'), hint: 'drop the chat-template option' });
+    throw new LobesError('the tokenizer has no chat template', { file: join(dir, 'tokenizer_config.json'),
+      hint: 'drop the chat-template option' });
   }
   const bosId: number | null = tok.bos_token_id ?? null;
   const probe: number[] = Array.from(tok.encode('a', { add_special_tokens: true }) as number[]);
@@ -69,7 +70,8 @@ export async function loadTokenizer(modelDir: string, opts: TokenizerOptions): P
     if (typeof text !== 'string' || text.trim() === '') throw new LobesError('empty text: nothing to analyse');
     let ids: number[];
     if (opts.chatTemplate) {
-      const s: string = tok.apply_chat_template([{ role: 'user', content: text }], { tokenize: false, add_generation_prompt: true });
+      const s: string = tok.apply_chat_template([{ role: 'user', content: text }], { tokenize: false,
+        add_generation_prompt: true });
       ids = Array.from(tok.encode(s, { add_special_tokens: false }) as number[]);
     } else {
       ids = Array.from(tok.encode(text, { add_special_tokens: true }) as number[]);

@@ -32,7 +32,12 @@ export function defaultAxis(manifest: Pick<RunManifest, 'dataset'>): string {
 
 /** A label axis or capture point as one safe part of a folder name: characters other than letters, digits, `_`, `.` and `-` as %XX of their UTF-8 bytes. */
 export function folderPart(name: string): string {
-  return [...Buffer.from(name, 'utf8')].map((b) => (/[A-Za-z0-9_.-]/.test(String.fromCharCode(b)) && b < 128 ? String.fromCharCode(b) : `%${b.toString(16).toUpperCase().padStart(2, '0')}`)).join('');
+  return [...Buffer.from(name, 'utf8')].map((
+    b,
+  ) => (/[A-Za-z0-9_.-]/.test(String.fromCharCode(b)) && b < 128
+    ? String.fromCharCode(b)
+    : `%${b.toString(16).toUpperCase().padStart(2, '0')}`)
+  ).join('');
 }
 
 /** What an analysis was made from: its label axis and (for cluster) its capture point. */

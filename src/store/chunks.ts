@@ -46,15 +46,25 @@ export function indexPath(runDir: string): string {
 
 export function readChunkIndex(runDir: string): ChunkIndex {
   const file = indexPath(runDir);
-  if (!existsSync(file)) throw new LobesError('chunk index is missing', { file, hint: 'the run was never started or its folder was damaged' });
-  const idx: ChunkIndex = readJsonFile(file, { unreadable: (e) => `chunk index is not valid JSON (${e.message})`, invalid: (msg) => `chunk index is not valid JSON (${msg})` });
-  if (!idx || idx.format !== 'lobes-chunks' || !Array.isArray(idx.chunks) || !Array.isArray(idx.hooks) || !(idx.chunkRows > 0)) {
+  if (!existsSync(file))
+    throw new LobesError('chunk index is missing', { file,
+      hint: 'the run was never started or its folder was damaged' });
+  const idx: ChunkIndex = readJsonFile(file, { unreadable: (e) => `chunk index is not valid JSON (${e.message})`,
+    invalid: (msg) => `chunk index is not valid JSON (${msg})` });
+  if (!idx || idx.format !== 'lobes-chunks' || !Array.isArray(idx.chunks) || !Array.isArray(idx.hooks) ||
+    !(idx.chunkRows > 0))
+  {
     throw new LobesError('not a lobes chunk index (format, chunkRows, hooks or chunks missing)', { file });
   }
   let prev = -1;
   for (const c of idx.chunks) {
-    if (!Number.isInteger(c.chunk) || c.chunk <= prev || c.start !== c.chunk * idx.chunkRows || !(c.rows > 0) || c.rows > idx.chunkRows) {
-      throw new LobesError(`chunk entry ${JSON.stringify({ chunk: c.chunk, start: c.start, rows: c.rows })} is inconsistent`, { file });
+    if (!Number.isInteger(c.chunk) || c.chunk <= prev || c.start !== c.chunk * idx.chunkRows || !(c.rows > 0) ||
+      c.rows > idx.chunkRows)
+    {
+      throw new LobesError(
+        `chunk entry ${JSON.stringify({ chunk: c.chunk, start: c.start, rows: c.rows })} is inconsistent`,
+        { file },
+      );
     }
     for (const h of idx.hooks) {
       const f = c.files?.[h.name];
@@ -85,9 +95,19 @@ export const REPAIR_HINT = 'rerun the lobes extract command with --repair to ext
  */
 export function checkChunkBytes(bytes: Uint8Array, file: string, h: HookInfo, entry: ChunkEntry): number {
   const rec = entry.files[h.name]!;
-  if (bytes.byteLength !== rec.bytes) throw new LobesError(`chunk file has ${bytes.byteLength} bytes, the index records ${rec.bytes} (truncated or overwritten)`, { file, hint: REPAIR_HINT });
+  if (bytes.byteLength !== rec.bytes)
+    throw new LobesError(
+      `chunk file has ${bytes.byteLength} bytes, the index records ${rec.bytes} (truncated or overwritten)`,
+      { file, hint: REPAIR_HINT },
+    );
   const sha = createHash('sha256').update(bytes).digest('hex');
-  if (sha !== rec.sha256) throw new LobesError(`chunk file is corrupted: sha256 ${sha.slice(0, 16)}… does not match ${rec.sha256.slice(0, 16)}… recorded in the index`, { file, hint: REPAIR_HINT });
+  if (sha !== rec.sha256)
+    throw new LobesError(
+      `chunk file is corrupted: sha256 ${sha.slice(0, 16)}… does not match ${
+        rec.sha256.slice(0, 16)
+      }… recorded in the index`,
+      { file, hint: REPAIR_HINT },
+    );
   const bad = (why: string) => new LobesError(`chunk file ${why}`, { file, hint: REPAIR_HINT });
   if (bytes.byteLength < 8) throw bad('is too short for a safetensors header');
   const n = Number(new DataView(bytes.buffer, bytes.byteOffset, 8).getBigUint64(0, true));
@@ -101,17 +121,35 @@ export function checkChunkBytes(bytes: Uint8Array, file: string, h: HookInfo, en
   const t = header?.[h.name];
   const meta = header?.__metadata__ ?? {};
   const rowBytes = h.dim * (h.dtype === 'F16' ? 2 : 4);
-  if (!t || t.dtype !== h.dtype || !Array.isArray(t.shape) || t.shape.length !== 2 || t.shape[0] !== entry.rows || t.shape[1] !== h.dim) {
+  if (!t || t.dtype !== h.dtype || !Array.isArray(t.shape) || t.shape.length !== 2 || t.shape[0] !== entry.rows ||
+    t.shape[1] !== h.dim)
+  {
     throw bad(`does not hold ${h.name} as ${h.dtype} [${entry.rows}, ${h.dim}]`);
   }
   const others = Object.keys(header).filter((k) => k !== h.name && k !== '__metadata__');
-  if (others.length) throw bad(`holds ${others.length === 1 ? 'a tensor' : `${others.length} tensors`} besides ${h.name} (${others.slice(0, 3).map((k) => JSON.stringify(k)).join(', ')}${others.length > 3 ? ', …' : ''}); lobes writes one per chunk file`);
+  if (others.length)
+    throw bad(
+      `holds ${others.length === 1 ? 'a tensor' : `${others.length} tensors`} besides ${h.name} (${
+        others.slice(0, 3).map((k) => JSON.stringify(k)).join(', ')
+      }${others.length > 3 ? ', …' : ''}); lobes writes one per chunk file`,
+    );
   const off = t.data_offsets;
-  if (!Array.isArray(off) || off[0] !== 0 || off[1] !== entry.rows * rowBytes || 8 + n + off[1] > bytes.byteLength) throw bad(`has data offsets ${JSON.stringify(off)} that do not fit [${entry.rows}, ${h.dim}]`);
-  if (8 + n + off[1] !== bytes.byteLength) throw bad(`has ${bytes.byteLength - 8 - n - off[1]} bytes after its ${h.name} data; lobes writes none`);
-  if (meta.hook !== h.name) throw bad(`says it holds capture point ${JSON.stringify(meta.hook)}, not ${h.name} (a file copied from another capture point?)`);
+  if (!Array.isArray(off) || off[0] !== 0 || off[1] !== entry.rows * rowBytes || 8 + n + off[1] > bytes.byteLength)
+    throw bad(`has data offsets ${JSON.stringify(off)} that do not fit [${entry.rows}, ${h.dim}]`);
+  if (8 + n + off[1] !== bytes.byteLength)
+    throw bad(`has ${bytes.byteLength - 8 - n - off[1]} bytes after its ${h.name} data; lobes writes none`);
+  if (meta.hook !== h.name)
+    throw bad(
+      `says it holds capture point ${
+        JSON.stringify(meta.hook)
+      }, not ${h.name} (a file copied from another capture point?)`,
+    );
   if (meta.row_start !== String(entry.start)) {
-    throw bad(`holds rows from ${JSON.stringify(meta.row_start)} on (row_start), but its slot in the index is chunk ${entry.chunk}, rows from ${entry.start} (a chunk file copied over another?)`);
+    throw bad(
+      `holds rows from ${
+        JSON.stringify(meta.row_start)
+      } on (row_start), but its slot in the index is chunk ${entry.chunk}, rows from ${entry.start} (a chunk file copied over another?)`,
+    );
   }
   return 8 + n;
 }
@@ -135,7 +173,8 @@ export function checkChunkFile(runDir: string, h: HookInfo, entry: ChunkEntry, f
   } catch (e: any) {
     return `${file}: chunk file is missing (${e.code ?? e.message})`;
   }
-  if (size !== f.bytes) return `${file}: chunk file has ${size} bytes, the index records ${f.bytes} (truncated or overwritten)`;
+  if (size !== f.bytes)
+    return `${file}: chunk file has ${size} bytes, the index records ${f.bytes} (truncated or overwritten)`;
   if (full) {
     try {
       checkChunkBytes(readFileRange(file, 0, size, 'chunk file'), file, h, entry);

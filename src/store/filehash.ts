@@ -55,7 +55,9 @@ function statKey(st: BigIntStats): string {
 
 function loadCache(file: string): Record<string, CacheEntry> {
   const o = readJsonFile(file, { fallback: null });
-  return o && typeof o === 'object' && o.format === 'lobes-file-sha256' && o.entries && typeof o.entries === 'object' ? o.entries : {};
+  return o && typeof o === 'object' && o.format === 'lobes-file-sha256' && o.entries && typeof o.entries === 'object'
+    ? o.entries
+    : {};
 }
 
 function saveCache(file: string, entries: Record<string, CacheEntry>): void {
@@ -112,7 +114,9 @@ export function rememberFileHash(file: string, hash: FileHash, before: BigIntSta
  * sha256 of a file, from the cache when the file is unchanged since it was last hashed
  * (see the module comment for what that trusts), else streamed and remembered.
  */
-export function hashFileCached(file: string, opts: { onBytes?: (done: number, total: number) => void; what?: string } = {}): FileHash {
+export function hashFileCached(file: string,
+  opts: { onBytes?: (done: number, total: number) => void; what?: string } = {}): FileHash
+{
   const cacheFile = hashCacheFile();
   if (!cacheFile) return sha256Stream(file, opts.onBytes, opts.what);
   let real: string;
@@ -156,7 +160,9 @@ export interface BackgroundHashes {
  * weight pass) instead of coming before it. Same results and the same cache rules: a hash is
  * remembered only when the file's device, inode, size and times did not change while it was read.
  */
-export function hashFilesInBackground(files: string[], what = 'file', opts: { minWorkerBytes?: number } = {}): BackgroundHashes {
+export function hashFilesInBackground(files: string[], what = 'file',
+  opts: { minWorkerBytes?: number } = {}): BackgroundHashes
+{
   // Smaller files are hashed right here: starting a thread would cost more than it saves.
   const minWorker = opts.minWorkerBytes ?? WORKER_MIN_BYTES;
   let cancelled = false;
@@ -173,7 +179,8 @@ export function hashFilesInBackground(files: string[], what = 'file', opts: { mi
     }
     if (cacheFile && st.isFile()) {
       const hit = loadCache(cacheFile)[real];
-      if (hit && hit.key === statKey(st) && /^[0-9a-f]{64}$/.test(hit.sha256)) return { sha256: hit.sha256, bytes: hit.bytes };
+      if (hit && hit.key === statKey(st) && /^[0-9a-f]{64}$/.test(hit.sha256))
+        return { sha256: hit.sha256, bytes: hit.bytes };
     }
     if (cancelled) throw new Error('hashing cancelled');
     if (st.size < BigInt(minWorker)) {
@@ -186,7 +193,12 @@ export function hashFilesInBackground(files: string[], what = 'file', opts: { mi
       current = w;
       w.once('message', (msg: { hash?: FileHash; error?: { message: string; lobes: boolean; exitCode: number } }) => {
         if (msg.hash) resolve(msg.hash);
-        else reject(msg.error!.lobes ? new LobesError(msg.error!.message, { exitCode: msg.error!.exitCode }) : new Error(msg.error!.message));
+        else
+          reject(
+            msg.error!.lobes
+              ? new LobesError(msg.error!.message, { exitCode: msg.error!.exitCode })
+              : new Error(msg.error!.message),
+          );
       });
       w.once('error', reject);
       w.once('exit', (code) => reject(new Error(`the hashing thread exited with code ${code}`)));

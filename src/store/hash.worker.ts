@@ -7,5 +7,7 @@ const { file, what } = workerData as { file: string; what: string };
 try {
   parentPort!.postMessage({ hash: sha256Stream(file, undefined, what) });
 } catch (e: any) {
-  parentPort!.postMessage({ error: { message: String(e?.message ?? e), lobes: e instanceof LobesError, exitCode: e?.exitCode ?? 1 } });
+  parentPort!.postMessage({
+    error: { message: String(e?.message ?? e), lobes: e instanceof LobesError, exitCode: e?.exitCode ?? 1 },
+  });
 }

@@ -71,14 +71,17 @@ function short(v: string): string {
  * Every setting that differs, as `name is A in <aName> but B in <bName>`; empty when the two
  * are the same extraction. When the graph differs the model folders are named too.
  */
-export function differences(a: RunManifest, b: RunManifest, aName: string, bName: string, opts: { includeShard: boolean }): string[] {
+export function differences(a: RunManifest, b: RunManifest, aName: string, bName: string,
+  opts: { includeShard: boolean }): string[]
+{
   const ia = identity(a, opts);
   const ib = identity(b, opts);
   const out: string[] = [];
   for (const k of [...new Set([...Object.keys(ia), ...Object.keys(ib)])]) {
     if (ia[k] !== ib[k]) {
       let extra = '';
-      if ((k.startsWith('model') || k.startsWith('tokenizer file')) && a.model.dir !== b.model.dir) extra = ` (model folder ${a.model.dir} vs ${b.model.dir})`;
+      if ((k.startsWith('model') || k.startsWith('tokenizer file')) && a.model.dir !== b.model.dir)
+        extra = ` (model folder ${a.model.dir} vs ${b.model.dir})`;
       const show = (v: string | undefined) => (v === undefined ? 'absent' : JSON.stringify(short(v)));
       out.push(`${k} is ${show(ia[k])} in ${aName} but ${show(ib[k])} in ${bName}${extra}`);
     }
@@ -96,7 +99,10 @@ export function interventionsKey(rs: readonly InterventionRecord[] | undefined):
     .map((r) => {
       let v = '';
       if (typeof r.value === 'number') v = `:${r.value}`;
-      else if (r.value) v = `:vector[${r.value.length}] sha256 ${createHash('sha256').update(new Uint8Array(Float32Array.from(r.value).buffer)).digest('hex').slice(0, 16)}`;
+      else if (r.value)
+        v = `:vector[${r.value.length}] sha256 ${
+          createHash('sha256').update(new Uint8Array(Float32Array.from(r.value).buffer)).digest('hex').slice(0, 16)
+        }`;
       return `${r.hook}:${r.op}${v}${r.positions === 'last' ? '@last' : ''}`;
     })
     .join(' ');

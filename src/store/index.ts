@@ -9,15 +9,17 @@
 import type { RunReader } from './types.js';
 import { openRunDir, type OpenRunOptions } from './reader.js';
 
+export { readChunkIndex, type ChunkIndex, type ChunkEntry, type ChunkFile } from './chunks.js';
+export { hashFileCached, hashCacheFile, type FileHash } from './filehash.js';
+export { differences } from './identity.js';
+export { parseShard, shardRange, expandOut, chunkRelPath, FORMAT_VERSION, type ShardSpec,
+  type ShardRange } from './layout.js';
+export { readManifest, readSamples } from './manifest.js';
+export { mergeRuns, type MergeOptions } from './merge.js';
+export { analysisProvenance, checkProvenance, runIdentity, chunkDigest, hashItems, hashModelFiles,
+  type AnalysisProvenance, type ModelFileRef } from './provenance.js';
 export type { OpenRunOptions } from './reader.js';
 export { Run } from './reader.js';
-export { readManifest, readSamples } from './manifest.js';
-export { readChunkIndex, type ChunkIndex, type ChunkEntry, type ChunkFile } from './chunks.js';
-export { parseShard, shardRange, expandOut, chunkRelPath, FORMAT_VERSION, type ShardSpec, type ShardRange } from './layout.js';
-export { differences } from './identity.js';
-export { analysisProvenance, checkProvenance, runIdentity, chunkDigest, hashItems, hashModelFiles, type AnalysisProvenance, type ModelFileRef } from './provenance.js';
-export { hashFileCached, hashCacheFile, type FileHash } from './filehash.js';
-export { mergeRuns, type MergeOptions } from './merge.js';
 
 /** Open a finished run directory (or an unfinished one with allowIncomplete). */
 export async function openRun(dir: string, opts?: OpenRunOptions): Promise<RunReader> {

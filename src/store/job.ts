@@ -47,7 +47,8 @@ function entries(dir: string): string[] | null {
   } catch (e) {
     throw systemError(e, dir) ?? e;
   }
-  if (!st.isDirectory()) throw new LobesError('exists and is not a folder', { file: dir, hint: `give a folder path for ${opt('out')}` });
+  if (!st.isDirectory())
+    throw new LobesError('exists and is not a folder', { file: dir, hint: `give a folder path for ${opt('out')}` });
   return readdirSync(dir).filter((n) => n !== LOCK_FILE);
 }
 
@@ -64,7 +65,8 @@ export function isFreshFolder(dir: string): boolean {
 export async function claimJobFolder(dir: string, opts: ClaimOptions): Promise<JobFolder> {
   const e = entries(dir);
   if (e !== null && e.length > 0 && !opts.isJob(dir)) {
-    throw new LobesError(`output folder exists and is not ${opts.what}; lobes does not write into it`, { file: dir, hint: 'give a new or empty folder', code: 'E_EXISTS' });
+    throw new LobesError(`output folder exists and is not ${opts.what}; lobes does not write into it`, { file: dir,
+      hint: 'give a new or empty folder', code: 'E_EXISTS' });
   }
   // makeDirs names a read-only disk as such (a recursive mkdir there reports ENOENT).
   const created = e === null ? makeDirs(dir) : undefined;
@@ -90,7 +92,9 @@ export async function claimJobFolder(dir: string, opts: ClaimOptions): Promise<J
  * as failed unless `work` returned (so a folder this claim created is removed if still empty).
  * Every job command (extract, eval, attend, ablate and the merges) goes through it.
  */
-export async function withJobFolder<T>(dir: string, opts: ClaimOptions, work: (job: JobFolder) => Promise<T> | T): Promise<T> {
+export async function withJobFolder<T>(dir: string, opts: ClaimOptions,
+  work: (job: JobFolder) => Promise<T> | T): Promise<T>
+{
   const job = await claimJobFolder(dir, opts);
   let failed = true;
   try {
@@ -108,12 +112,19 @@ function lockFolder(dir: string, command: string): Lock {
   const got = tryLock(file, { purpose: command });
   if ('release' in got) return got;
   const h = got.holder;
-  if (h.pid === 0) throw new LobesError('another lobes process is starting to write this folder', { file, hint: 'wait for it, or write to another folder', code: 'E_LOCKED' });
-  const who = `${h.purpose ?? 'a lobes command'} (pid ${h.pid}${h.host !== os.hostname() ? ` on host ${h.host}` : ''}${h.takenAt ? `, since ${h.takenAt}` : ''})`;
+  if (h.pid === 0)
+    throw new LobesError('another lobes process is starting to write this folder', { file,
+      hint: 'wait for it, or write to another folder', code: 'E_LOCKED' });
+  const who = `${h.purpose ?? 'a lobes command'} (pid ${h.pid}${h.host !== os.hostname() ? ` on host ${h.host}` : ''}${
+    h.takenAt ? `, since ${h.takenAt}` : ''
+  })`;
   if (h.host !== os.hostname()) {
-    throw new LobesError(`another lobes process may be writing this folder: ${who}`, { file, hint: `wait for it to finish; if it no longer runs on ${h.host}, delete ${file} and run again`, code: 'E_LOCKED' });
+    throw new LobesError(`another lobes process may be writing this folder: ${who}`, { file,
+      hint: `wait for it to finish; if it no longer runs on ${h.host}, delete ${file} and run again`,
+      code: 'E_LOCKED' });
   }
-  throw new LobesError(`another lobes process is writing this folder: ${who}`, { file, hint: 'wait for it to finish, or write to another folder', code: 'E_LOCKED' });
+  throw new LobesError(`another lobes process is writing this folder: ${who}`, { file,
+    hint: 'wait for it to finish, or write to another folder', code: 'E_LOCKED' });
 }
 
 /** Remove `dir` and its parents up to `top` (the first folder mkdir created), each only while empty. */

@@ -37,7 +37,10 @@ export function readJsonFile(file: string, opts: ReadJsonOptions = {}): any {
     return JSON.parse(text);
   } catch (e: any) {
     if (optional) return opts.fallback;
-    throw new LobesError(opts.invalid ? opts.invalid(String(e.message)) : `invalid JSON: ${String(e.message).split('\n')[0]}`, { file, ...hint });
+    throw new LobesError(
+      opts.invalid ? opts.invalid(String(e.message)) : `invalid JSON: ${String(e.message).split('\n')[0]}`,
+      { file, ...hint },
+    );
   }
 }
 

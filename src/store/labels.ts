@@ -33,7 +33,8 @@ const AXIS_NAME = /^[A-Za-z_][A-Za-z0-9_.-]*$/;
 
 /** RUN/labels/AXIS.json. */
 export function overlayPath(runDir: string, axis: string): string {
-  if (!AXIS_NAME.test(axis)) throw new LobesError(`label axis name ${JSON.stringify(axis)} is not allowed (letters, digits, '_', '.', '-')`);
+  if (!AXIS_NAME.test(axis))
+    throw new LobesError(`label axis name ${JSON.stringify(axis)} is not allowed (letters, digits, '_', '.', '-')`);
   return path.join(runDir, LABELS_DIR, `${axis}.json`);
 }
 
@@ -63,7 +64,10 @@ export function writeLabelOverlay(runDir: string, o: LabelOverlay): string {
 export function checkOverlayWritable(runDir: string, axis: string): string {
   const file = overlayPath(runDir, axis);
   if (existsSync(file) && !isLobesOverlay(file)) {
-    throw new LobesError(`a label overlay ${JSON.stringify(axis)} exists and was not written by lobes; it is not replaced`, { file, hint: `give another name with ${opt('axis')}, or move the file away`, code: 'E_EXISTS' });
+    throw new LobesError(
+      `a label overlay ${JSON.stringify(axis)} exists and was not written by lobes; it is not replaced`,
+      { file, hint: `give another name with ${opt('axis')}, or move the file away`, code: 'E_EXISTS' },
+    );
   }
   return file;
 }
@@ -84,9 +88,14 @@ export function readLabelOverlays(runDir: string): Map<string, LabelOverlay> {
   if (!existsSync(dir)) return out;
   for (const name of readdirSync(dir).filter((n) => n.endsWith('.json')).sort()) {
     const file = path.join(dir, name);
-    const o: LabelOverlay = readJsonFile(file, { unreadable: (e) => `label overlay is not valid JSON (${e.message})`, invalid: (msg) => `label overlay is not valid JSON (${msg})`, hint: 'delete it and write it again (lobes eval label)' });
-    if (!o || o.format !== 'lobes-labels' || typeof o.axis !== 'string' || `${o.axis}.json` !== name || typeof o.default !== 'string' || typeof o.values !== 'object' || o.values === null) {
-      throw new LobesError('not a lobes label overlay (format, axis matching the file name, default and values needed)', { file });
+    const o: LabelOverlay = readJsonFile(file, { unreadable: (e) => `label overlay is not valid JSON (${e.message})`,
+      invalid: (msg) => `label overlay is not valid JSON (${msg})`,
+      hint: 'delete it and write it again (lobes eval label)' });
+    if (!o || o.format !== 'lobes-labels' || typeof o.axis !== 'string' || `${o.axis}.json` !== name ||
+      typeof o.default !== 'string' || typeof o.values !== 'object' || o.values === null)
+    {
+      throw new LobesError('not a lobes label overlay (format, axis matching the file name, default and values needed)',
+        { file });
     }
     out.set(o.axis, o);
   }

@@ -39,7 +39,9 @@ export function chunkRelPath(hook: string, chunk: number): string {
 /** Hook names become folder names: refuse anything that could escape the folder. */
 export function checkHookName(name: string): void {
   if (!/^[A-Za-z0-9_][A-Za-z0-9_.-]*$/.test(name) || name.includes('..')) {
-    throw new UsageError(`capture point name ${JSON.stringify(name)} cannot be stored (letters, digits, '.', '_' and '-' only)`);
+    throw new UsageError(
+      `capture point name ${JSON.stringify(name)} cannot be stored (letters, digits, '.', '_' and '-' only)`,
+    );
   }
 }
 
@@ -85,9 +87,14 @@ export function shardRange(datasetRows: number, chunkRows: number, shard: ShardS
 export function parseShard(spec: string | undefined, env: NodeJS.ProcessEnv = process.env): ShardSpec | null {
   if (spec === undefined || spec === '') return null;
   const m = /^(\d+)\/(\d+)$/.exec(spec);
-  if (m) return checkShard(parseInteger(m[1]!, opt('shard', 'i')), parseInteger(m[2]!, opt('shard', 'n')), opt('shard', spec));
+  if (m)
+    return checkShard(parseInteger(m[1]!, opt('shard', 'i')), parseInteger(m[2]!, opt('shard', 'n')),
+      opt('shard', spec));
   const a = /^auto(?:\/(\d+))?$/.exec(spec);
-  if (!a) throw new UsageError(`${opt('shard')} must be i/n (0-based, e.g. 0/4), auto or auto/N, got ${JSON.stringify(spec)}`);
+  if (!a)
+    throw new UsageError(
+      `${opt('shard')} must be i/n (0-based, e.g. 0/4), auto or auto/N, got ${JSON.stringify(spec)}`,
+    );
   const given = a[1] !== undefined ? parseInteger(a[1], opt('shard', 'auto/N')) : undefined;
   const int = (name: string): number | undefined => {
     const v = env[name];
@@ -98,13 +105,20 @@ export function parseShard(spec: string | undefined, env: NodeJS.ProcessEnv = pr
   const k8s = k8sShard(int, given ?? slurm?.count);
   if (slurm && k8s && slurm.index !== k8s.index) {
     throw new UsageError(
-      `${opt('shard', 'auto')}: two schedulers disagree: Slurm gives shard ${slurm.index} (SLURM_ARRAY_TASK_ID=${env.SLURM_ARRAY_TASK_ID}) and Kubernetes shard ${k8s.index} (JOB_COMPLETION_INDEX=${env.JOB_COMPLETION_INDEX})`,
+      `${
+        opt('shard', 'auto')
+      }: two schedulers disagree: Slurm gives shard ${slurm.index} (SLURM_ARRAY_TASK_ID=${env.SLURM_ARRAY_TASK_ID}) and Kubernetes shard ${k8s.index} (JOB_COMPLETION_INDEX=${env.JOB_COMPLETION_INDEX})`,
       `unset the variable of the scheduler that did not start this job, or use ${opt('shard', 'i/n')}`,
     );
   }
   const shard = slurm ?? k8s;
   if (shard) return shard;
-  throw new UsageError(`${opt('shard', 'auto')}: neither SLURM_ARRAY_TASK_ID (Slurm job array) nor JOB_COMPLETION_INDEX (Kubernetes Indexed Job) is set`, `use ${opt('shard', 'i/n')}`);
+  throw new UsageError(
+    `${
+      opt('shard', 'auto')
+    }: neither SLURM_ARRAY_TASK_ID (Slurm job array) nor JOB_COMPLETION_INDEX (Kubernetes Indexed Job) is set`,
+    `use ${opt('shard', 'i/n')}`,
+  );
 }
 
 type EnvInt = (name: string) => number | undefined;
@@ -116,9 +130,15 @@ function slurmShard(int: EnvInt, given: number | undefined): ShardSpec | null {
   const min = int('SLURM_ARRAY_TASK_MIN') ?? 0;
   const step = int('SLURM_ARRAY_TASK_STEP') ?? 1;
   const count = given ?? int('SLURM_ARRAY_TASK_COUNT');
-  if (count === undefined) throw new UsageError(`${opt('shard', 'auto')}: SLURM_ARRAY_TASK_ID is set but SLURM_ARRAY_TASK_COUNT is not`, `use ${opt('shard', 'auto/N')}`);
-  if (step < 1 || (slurmId - min) % step !== 0) throw new UsageError(`${opt('shard', 'auto')}: SLURM_ARRAY_TASK_ID=${slurmId} is not MIN=${min} plus a multiple of STEP=${step}`);
-  return checkShard((slurmId - min) / step, count, opt('shard', `auto (SLURM_ARRAY_TASK_ID=${slurmId}, MIN=${min}, STEP=${step}, COUNT=${count})`));
+  if (count === undefined)
+    throw new UsageError(`${opt('shard', 'auto')}: SLURM_ARRAY_TASK_ID is set but SLURM_ARRAY_TASK_COUNT is not`,
+      `use ${opt('shard', 'auto/N')}`);
+  if (step < 1 || (slurmId - min) % step !== 0)
+    throw new UsageError(
+      `${opt('shard', 'auto')}: SLURM_ARRAY_TASK_ID=${slurmId} is not MIN=${min} plus a multiple of STEP=${step}`,
+    );
+  return checkShard((slurmId - min) / step, count,
+    opt('shard', `auto (SLURM_ARRAY_TASK_ID=${slurmId}, MIN=${min}, STEP=${step}, COUNT=${count})`));
 }
 
 /** The shard of a Kubernetes Indexed Job (null: JOB_COMPLETION_INDEX is not set). */
@@ -126,13 +146,16 @@ function k8sShard(int: EnvInt, given: number | undefined): ShardSpec | null {
   const k8s = int('JOB_COMPLETION_INDEX');
   if (k8s === undefined) return null;
   const count = given ?? int('LOBES_SHARD_COUNT');
-  if (count === undefined) throw new UsageError(`${opt('shard', 'auto')}: JOB_COMPLETION_INDEX is set but the shard count is unknown`, `use ${opt('shard', 'auto/N')} (N = the Job's completions) or set LOBES_SHARD_COUNT`);
+  if (count === undefined)
+    throw new UsageError(`${opt('shard', 'auto')}: JOB_COMPLETION_INDEX is set but the shard count is unknown`,
+      `use ${opt('shard', 'auto/N')} (N = the Job's completions) or set LOBES_SHARD_COUNT`);
   return checkShard(k8s, count, opt('shard', `auto (JOB_COMPLETION_INDEX=${k8s}, count ${count})`));
 }
 
 function checkShard(index: number, count: number, what: string): ShardSpec {
   if (!Number.isSafeInteger(count) || count < 1) throw new UsageError(`${what}: the shard count must be at least 1`);
-  if (!Number.isSafeInteger(index) || index < 0 || index >= count) throw new UsageError(`${what}: shard index ${index} is outside 0..${count - 1} (indices are 0-based)`);
+  if (!Number.isSafeInteger(index) || index < 0 || index >= count)
+    throw new UsageError(`${what}: shard index ${index} is outside 0..${count - 1} (indices are 0-based)`);
   return { index, count };
 }
 

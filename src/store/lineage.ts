@@ -55,8 +55,10 @@ export function runInputs(run: RunReader, hooks?: string[]): LineageInput[] {
   const p = analysisProvenance(run, hooks);
   const out: LineageInput[] = [{ name: RUN_INPUT, sha256: p.run, from: p.runDir }];
   if (p.samplesSha256) out.push({ name: SAMPLES_INPUT, sha256: p.samplesSha256 });
-  for (const [hook, digest] of Object.entries(p.chunks)) if (digest !== 'unknown') out.push({ name: CHUNKS_PREFIX + hook, sha256: digest });
-  for (const [axis, sha] of Object.entries(p.overlays ?? {})) out.push({ name: `${OVERLAY_PREFIX}${axis}.json`, sha256: sha });
+  for (const [hook, digest] of Object.entries(p.chunks))
+    if (digest !== 'unknown') out.push({ name: CHUNKS_PREFIX + hook, sha256: digest });
+  for (const [axis, sha] of Object.entries(p.overlays ?? {}))
+    out.push({ name: `${OVERLAY_PREFIX}${axis}.json`, sha256: sha });
   return out;
 }
 
@@ -91,7 +93,8 @@ export function runFileInput(runDir: string, file: string): LineageInput {
 
 /** A file outside any run read as an input (a matrix file, its labels file), by its absolute path. */
 export function externalFileInput(file: string, sha256?: string): LineageInput {
-  return { name: FILE_INPUT_PREFIX + path.basename(file), sha256: sha256 ?? createHash('sha256').update(readFileSync(file)).digest('hex'), from: path.resolve(file) };
+  return { name: FILE_INPUT_PREFIX + path.basename(file),
+    sha256: sha256 ?? createHash('sha256').update(readFileSync(file)).digest('hex'), from: path.resolve(file) };
 }
 
 /** What an input is now, for one run: a resolver per kind of input. */
@@ -125,7 +128,8 @@ export function currentInput(input: LineageInput, ctx: LineageContext): string |
     if (!existsSync(path.join(runDir, INDEX))) return undefined;
     return chunkDigest(readChunkIndex(runDir), input.name.slice(CHUNKS_PREFIX.length));
   }
-  if (input.name.startsWith(OVERLAY_PREFIX) && input.name.endsWith('.json')) return overlaySha256(runDir, input.name.slice(OVERLAY_PREFIX.length, -'.json'.length));
+  if (input.name.startsWith(OVERLAY_PREFIX) && input.name.endsWith('.json'))
+    return overlaySha256(runDir, input.name.slice(OVERLAY_PREFIX.length, -'.json'.length));
   const file = path.resolve(runDir, input.name);
   // Only files inside the run folder are inputs by path.
   if (path.relative(path.resolve(runDir), file).startsWith('..')) return undefined;
@@ -142,7 +146,8 @@ function describe(input: LineageInput): string {
   if (input.name === SAMPLES_INPUT) return "the run's samples table (samples.jsonl)";
   if (input.name === MODEL_INPUT) return `the model${input.from ? ` (${input.from})` : ''}`;
   if (input.name === DATA_INPUT) return 'the items scored';
-  if (input.name.startsWith(FILE_INPUT_PREFIX)) return `the file ${input.from ?? input.name.slice(FILE_INPUT_PREFIX.length)}`;
+  if (input.name.startsWith(FILE_INPUT_PREFIX))
+    return `the file ${input.from ?? input.name.slice(FILE_INPUT_PREFIX.length)}`;
   if (input.name.startsWith(CHUNKS_PREFIX)) return `the chunk files of ${input.name.slice(CHUNKS_PREFIX.length)}`;
   if (input.name.startsWith(OVERLAY_PREFIX)) return `the label overlay ${input.name}`;
   return input.name;
@@ -157,7 +162,10 @@ export function staleInput(inputs: readonly LineageInput[], ctx: LineageContext)
   for (const input of inputs) {
     const now = currentInput(input, ctx);
     if (now === undefined || now === input.sha256) continue;
-    if (input.name === RUN_INPUT) return `they belong to another run (run identity ${short(input.sha256)}${input.from ? ` of ${input.from}` : ''}, this run is ${short(now)})`;
+    if (input.name === RUN_INPUT)
+      return `they belong to another run (run identity ${short(input.sha256)}${
+        input.from ? ` of ${input.from}` : ''
+      }, this run is ${short(now)})`;
     if (now === null) return `${describe(input)} is gone`;
     return `${describe(input)} has changed since (sha256 ${short(input.sha256)} then, ${short(now)} now)`;
   }
@@ -176,17 +184,23 @@ export function recordedInputs(dir: string): LineageInput[] | null {
  * provenance of their settings.json (`legacyProvenance`) as before. Throws a ProvenanceError
  * naming `file` and the first input that differs, with the command to `rerun`.
  */
-export function checkOutputCurrent(dir: string, ctx: LineageContext, what: string, file: string, rerun: string, legacyProvenance?: unknown): void {
+export function checkOutputCurrent(dir: string, ctx: LineageContext, what: string, file: string, rerun: string,
+  legacyProvenance?: unknown): void
+{
   const inputs = recordedInputs(dir);
   if (!inputs) {
     checkProvenance(ctx.runDir, ctx.manifest, legacyProvenance, what, file, rerun);
     return;
   }
   if (!inputs.some((i) => i.name === RUN_INPUT)) {
-    throw new ProvenanceError(`${what} were not made from a run (made from a matrix file), so they cannot be shown as this run's`, { file, hint: `run ${rerun} on this run` });
+    throw new ProvenanceError(
+      `${what} were not made from a run (made from a matrix file), so they cannot be shown as this run's`,
+      { file, hint: `run ${rerun} on this run` },
+    );
   }
   const stale = staleInput(inputs, ctx);
-  if (stale) throw new ProvenanceError(`${what} are not current: ${stale}`, { file, hint: `run ${rerun} on this run again` });
+  if (stale)
+    throw new ProvenanceError(`${what} are not current: ${stale}`, { file, hint: `run ${rerun} on this run again` });
 }
 
 /**
@@ -206,9 +220,16 @@ export function readOutputFile(dir: string, name: string, marker: OutputMarker |
   const rec = marker?.outputs;
   if (rec) {
     const want = rec[name];
-    if (!want) throw new ProvenanceError(`was not written by lobes ${marker!.kind} (its marker does not list it)`, { file, hint: `run lobes ${marker!.kind} again` });
+    if (!want)
+      throw new ProvenanceError(`was not written by lobes ${marker!.kind} (its marker does not list it)`, { file,
+        hint: `run lobes ${marker!.kind} again` });
     if (want.bytes !== bytes.byteLength || sha256(bytes) !== want.sha256) {
-      throw new ProvenanceError(`was changed after lobes ${marker!.kind} wrote it (sha256 ${short(sha256(bytes))}, recorded ${short(want.sha256)})`, { file, hint: `run lobes ${marker!.kind} again to write it anew` });
+      throw new ProvenanceError(
+        `was changed after lobes ${marker!.kind} wrote it (sha256 ${short(sha256(bytes))}, recorded ${
+          short(want.sha256)
+        })`,
+        { file, hint: `run lobes ${marker!.kind} again to write it anew` },
+      );
     }
   }
   return bytes;
@@ -229,13 +250,16 @@ export function readOutputJson(dir: string, name: string, marker?: OutputMarker 
  * the two lists agree. For a job that resumes or finds itself complete: `recorded` is what it was
  * made from, `now` what the same command would read today.
  */
-export function inputsDiffer(recorded: readonly LineageInput[] | undefined, now: readonly LineageInput[]): string | null {
+export function inputsDiffer(recorded: readonly LineageInput[] | undefined, now: readonly LineageInput[]): string
+  | null
+{
   if (!recorded) return 'inputs an older lobes did not record';
   for (const n of now) {
     const r = recorded.find((x) => x.name === n.name);
     if (!r) return `${describe(n)} was not among its inputs`;
     if (r.sha256 !== n.sha256) {
-      if (n.name === RUN_INPUT) return `another run (run identity ${short(r.sha256)}${r.from ? ` of ${r.from}` : ''}, now ${short(n.sha256)})`;
+      if (n.name === RUN_INPUT)
+        return `another run (run identity ${short(r.sha256)}${r.from ? ` of ${r.from}` : ''}, now ${short(n.sha256)})`;
       return `${describe(n)} has changed since (sha256 ${short(r.sha256)} then, ${short(n.sha256)} now)`;
     }
   }

@@ -22,15 +22,25 @@ export function readManifest(runDir: string): RunManifest {
   const m: RunManifest = readJsonFile(file, {
     unreadable: (e) => {
       // a run given as . or .. is named by its full path (`manifest.json: …` alone names no folder)
-      if (e.code === 'ENOENT') return new LobesError('not a lobes run: manifest.json is missing', { file: /(^|\/)\.\.?\/?$/.test(runDir) ? path.resolve(file) : file, hint: 'give the folder written by lobes extract or lobes merge' });
-      if (e.code === 'ENOTDIR') return new LobesError('not a lobes run: not a folder', { file: runDir, hint: 'give the folder written by lobes extract or lobes merge' });
+      if (e.code === 'ENOENT')
+        return new LobesError('not a lobes run: manifest.json is missing', {
+          file: /(^|\/)\.\.?\/?$/.test(runDir) ? path.resolve(file) : file,
+          hint: 'give the folder written by lobes extract or lobes merge',
+        });
+      if (e.code === 'ENOTDIR')
+        return new LobesError('not a lobes run: not a folder', { file: runDir,
+          hint: 'give the folder written by lobes extract or lobes merge' });
       return systemError(e, file) ?? `manifest is not valid JSON (${e.message})`;
     },
     invalid: (msg) => `manifest is not valid JSON (${msg})`,
   });
-  if (!m || m.format !== 'lobes-run') throw new LobesError('not a lobes run manifest (format is not "lobes-run")', { file });
+  if (!m || m.format !== 'lobes-run')
+    throw new LobesError('not a lobes run manifest (format is not "lobes-run")', { file });
   if (m.formatVersion > FORMAT_VERSION) {
-    throw new LobesError(`run format version ${m.formatVersion} is newer than this lobes understands (${FORMAT_VERSION})`, { file, hint: 'upgrade lobes' });
+    throw new LobesError(
+      `run format version ${m.formatVersion} is newer than this lobes understands (${FORMAT_VERSION})`,
+      { file, hint: 'upgrade lobes' },
+    );
   }
   return m;
 }
@@ -39,7 +49,8 @@ export function readManifest(runDir: string): RunManifest {
 export function samplesJsonl(rows: SampleRow[]): string {
   let s = '';
   for (const r of rows) {
-    const o: Record<string, unknown> = { index: r.index, id: r.id, labels: r.labels, tokens: r.tokens, truncated: r.truncated };
+    const o: Record<string, unknown> = { index: r.index, id: r.id, labels: r.labels, tokens: r.tokens,
+      truncated: r.truncated };
     if (r.text !== undefined) o.text = r.text;
     if (r.provenance !== undefined) o.provenance = r.provenance;
     s += JSON.stringify(o) + '\n';
@@ -75,15 +86,21 @@ export function readSamples(runDir: string, expectSha256?: string): SampleRow[] 
   try {
     bytes = readFileSync(file);
   } catch (e: any) {
-    throw new LobesError(`samples table is missing (${e.code ?? e.message})`, { file, hint: 'rerun the lobes extract command with --repair to write it again' });
+    throw new LobesError(`samples table is missing (${e.code ?? e.message})`, { file,
+      hint: 'rerun the lobes extract command with --repair to write it again' });
   }
   if (expectSha256 !== undefined) {
     const got = sha256Text(bytes);
     if (got !== expectSha256) {
-      throw new LobesError(`samples table does not match its run: sha256 ${got.slice(0, 12)}… but the manifest records ${expectSha256.slice(0, 12)}… (edited, truncated or replaced)`, {
-        file,
-        hint: 'rerun the lobes extract command with --repair to write it again',
-      });
+      throw new LobesError(
+        `samples table does not match its run: sha256 ${got.slice(0, 12)}… but the manifest records ${
+          expectSha256.slice(0, 12)
+        }… (edited, truncated or replaced)`,
+        {
+          file,
+          hint: 'rerun the lobes extract command with --repair to write it again',
+        },
+      );
     }
   }
   const text = bytes.toString('utf8');
@@ -98,7 +115,8 @@ export function readSamples(runDir: string, expectSha256?: string): SampleRow[] 
       throw new LobesError(`invalid JSON (${e.message})`, { file, where: `line ${i + 1}` });
     }
     if (r.index !== rows.length || typeof r.id !== 'string' || !r.labels || typeof r.labels !== 'object') {
-      throw new LobesError(`sample row must have index ${rows.length}, a string id and labels`, { file, where: `line ${i + 1}` });
+      throw new LobesError(`sample row must have index ${rows.length}, a string id and labels`, { file,
+        where: `line ${i + 1}` });
     }
     rows.push(r);
   }

@@ -44,18 +44,26 @@ function idsOf(s: Shard, from: number, to: number): string {
 function loadShard(dir: string): Shard {
   const manifest = readManifest(dir);
   const mfile = path.join(dir, MANIFEST);
-  if (!manifest.layout || !manifest.settings) throw new LobesError('run has no layout/settings (written by an older lobes)', { file: mfile });
+  if (!manifest.layout || !manifest.settings)
+    throw new LobesError('run has no layout/settings (written by an older lobes)', { file: mfile });
   if (manifest.identity !== undefined && manifest.identity !== runIdentity(manifest)) {
-    throw new LobesError('manifest was edited: its run identity does not match the settings and hashes it lists', { file: mfile, hint: "rerun that shard's extract command in a new folder" });
+    throw new LobesError('manifest was edited: its run identity does not match the settings and hashes it lists', {
+      file: mfile,
+      hint: "rerun that shard's extract command in a new folder",
+    });
   }
   const index = readChunkIndex(dir);
   const samples = readSamples(dir, manifest.samplesSha256);
   const { rowStart, rowEnd } = manifest.layout;
   const have = index.chunks.reduce((a, c) => a + c.rows, 0);
   if (!manifest.complete || have !== rowEnd - rowStart) {
-    throw new LobesError(`shard is incomplete: ${have} of ${rowEnd - rowStart} rows extracted`, { file: mfile, hint: 'rerun its lobes extract command to finish it before merging' });
+    throw new LobesError(`shard is incomplete: ${have} of ${rowEnd - rowStart} rows extracted`, { file: mfile,
+      hint: 'rerun its lobes extract command to finish it before merging' });
   }
-  if (samples.length !== rowEnd - rowStart) throw new LobesError(`samples.jsonl has ${samples.length} rows but the shard holds ${rowEnd - rowStart}`, { file: path.join(dir, SAMPLES) });
+  if (samples.length !== rowEnd - rowStart)
+    throw new LobesError(`samples.jsonl has ${samples.length} rows but the shard holds ${rowEnd - rowStart}`, {
+      file: path.join(dir, SAMPLES),
+    });
   return { dir, manifest, index, samples, rowStart, rowEnd };
 }
 
@@ -82,7 +90,9 @@ async function mergeChecked(shardDirs: string[], outDir: string, opts: MergeOpti
   const first = shards[0];
   for (const s of shards.slice(1)) {
     const diff = differences(first.manifest, s.manifest, first.dir, s.dir, { includeShard: false });
-    if (diff.length) throw new LobesError(`shards are not the same extraction: ${diff.join('; ')}`, { file: s.dir, hint: `merge only shards made by one command with different ${opt('shard')} values` });
+    if (diff.length)
+      throw new LobesError(`shards are not the same extraction: ${diff.join('; ')}`, { file: s.dir,
+        hint: `merge only shards made by one command with different ${opt('shard')} values` });
   }
   const N = first.manifest.dataset.count;
   const chunkRows = first.manifest.settings!.chunkRows;
@@ -93,9 +103,14 @@ async function mergeChecked(shardDirs: string[], outDir: string, opts: MergeOpti
     const b = sorted[i];
     if (b.rowStart < a.rowEnd) {
       const to = Math.min(a.rowEnd, b.rowEnd);
-      throw new LobesError(`shards overlap: ${describe(a)} and ${describe(b)} both hold dataset rows ${b.rowStart}..${to - 1}${idsOf(b, b.rowStart, to)}`, {
-        hint: 'each sample must come from exactly one shard',
-      });
+      throw new LobesError(
+        `shards overlap: ${describe(a)} and ${describe(b)} both hold dataset rows ${b.rowStart}..${to - 1}${
+          idsOf(b, b.rowStart, to)
+        }`,
+        {
+          hint: 'each sample must come from exactly one shard',
+        },
+      );
     }
   }
   // Gaps.
@@ -113,12 +128,17 @@ async function mergeChecked(shardDirs: string[], outDir: string, opts: MergeOpti
       const n = [...counts][0];
       const have = new Set(shards.map((s) => s.manifest.shard?.index ?? 0));
       const miss = [...Array(n).keys()].filter((i) => !have.has(i));
-      if (miss.length) missing = `; missing shard${miss.length > 1 ? 's' : ''} ${miss.map((i) => `${i}/${n}`).join(', ')}`;
+      if (miss.length)
+        missing = `; missing shard${miss.length > 1 ? 's' : ''} ${miss.map((i) => `${i}/${n}`).join(', ')}`;
     }
-    throw new LobesError(`shards do not cover the dataset: rows ${gaps.join(', ')} of ${N} are in no shard${missing}`, { hint: 'give every shard run of the extraction' });
+    throw new LobesError(`shards do not cover the dataset: rows ${gaps.join(', ')} of ${N} are in no shard${missing}`, {
+      hint: 'give every shard run of the extraction',
+    });
   }
 
-  if (!isFreshFolder(outDir)) throw new LobesError('output folder exists and is not empty', { file: outDir, hint: 'merge into a new folder', code: 'E_EXISTS' });
+  if (!isFreshFolder(outDir))
+    throw new LobesError('output folder exists and is not empty', { file: outDir, hint: 'merge into a new folder',
+      code: 'E_EXISTS' });
   return withJobFolder(outDir, { command: 'lobes merge', isJob: () => false, what: 'an empty folder' }, () => {
     try {
       return writeMerged(shards, sorted, outDir, N, chunkRows, first, t0, opts);
@@ -130,8 +150,9 @@ async function mergeChecked(shardDirs: string[], outDir: string, opts: MergeOpti
   });
 }
 
-function writeMerged(shards: Shard[], sorted: Shard[], outDir: string, N: number, chunkRows: number, first: Shard, t0: number, opts: MergeOptions): RunManifest {
-
+function writeMerged(shards: Shard[], sorted: Shard[], outDir: string, N: number, chunkRows: number, first: Shard,
+  t0: number, opts: MergeOptions): RunManifest
+{
   const rows: SampleRow[] = [];
   for (const s of sorted) for (const r of s.samples) rows.push({ ...r, index: rows.length });
   const ids = new Set<string>();
@@ -141,9 +162,12 @@ function writeMerged(shards: Shard[], sorted: Shard[], outDir: string, N: number
   }
   // Together the shards hold every item: their ids, texts and labels must hash to the items sha256.
   if (rows.every((r) => typeof r.text === 'string') && hashItems(rows) !== first.manifest.dataset.itemsSha256) {
-    throw new LobesError("the shards' samples tables do not hold the dataset's items (an id, text or label differs from the items sha256 every shard records)", {
-      hint: `a shard's samples.jsonl was edited: rerun that shard's extract command with ${opt('repair')}`,
-    });
+    throw new LobesError(
+      "the shards' samples tables do not hold the dataset's items (an id, text or label differs from the items sha256 every shard records)",
+      {
+        hint: `a shard's samples.jsonl was edited: rerun that shard's extract command with ${opt('repair')}`,
+      },
+    );
   }
 
   const timings: Record<string, number> = {};
@@ -180,7 +204,9 @@ function writeMerged(shards: Shard[], sorted: Shard[], outDir: string, N: number
           checkChunkBytes(data, src, h, c);
         } catch (e) {
           if (!(e instanceof LobesError)) throw e;
-          throw new LobesError(e.message.replace(/ \(rerun the lobes extract.*\)$/, ''), { hint: `rerun that shard's extract command with ${opt('repair')}, then merge again` });
+          throw new LobesError(e.message.replace(/ \(rerun the lobes extract.*\)$/, ''), {
+            hint: `rerun that shard's extract command with ${opt('repair')}, then merge again`,
+          });
         }
         writeFileAtomicSync(path.join(outDir, ACTIVATIONS, f.path), data);
       }
@@ -191,7 +217,11 @@ function writeMerged(shards: Shard[], sorted: Shard[], outDir: string, N: number
   manifest.timings = { ...timings, mergeMs: Date.now() - t0 };
   manifest.complete = true;
   writeManifest(outDir, manifest);
-  progress.finish(`merged ${shards.length} shard${shards.length > 1 ? 's' : ''}: ${rows.length} samples, ${total} chunks -> ${outDir}`);
+  progress.finish(
+    `merged ${shards.length} shard${
+      shards.length > 1 ? 's' : ''
+    }: ${rows.length} samples, ${total} chunks -> ${outDir}`,
+  );
   return manifest;
 }
 
@@ -200,10 +230,13 @@ function readChunk(file: string, bytes: number): Uint8Array {
   const f = RangeFile.open(file, 'chunk file');
   try {
     if (f.size !== bytes) {
-      throw new LobesError(`chunk file has ${f.size} bytes but the shard's index records ${bytes} (truncated or overwritten)`, {
-        file,
-        hint: `rerun that shard's extract command with ${opt('repair')}, then merge again`,
-      });
+      throw new LobesError(
+        `chunk file has ${f.size} bytes but the shard's index records ${bytes} (truncated or overwritten)`,
+        {
+          file,
+          hint: `rerun that shard's extract command with ${opt('repair')}, then merge again`,
+        },
+      );
     }
     return f.read(0, bytes);
   } finally {

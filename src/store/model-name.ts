@@ -18,7 +18,8 @@ const stripGguf = (f: string) => f.replace(/\.gguf$/i, '');
 /** The model's name: the GGUF file name or checkpoint folder name, else the model folder's name (for a control: the model it copies). */
 export function modelName(m: ModelRecord | null | undefined): string {
   if (!m) return 'unknown model';
-  if ((m.source?.format === 'gguf' || m.source?.format === 'hf-checkpoint') && m.source.path) return stripGguf(path.basename(m.source.path));
+  if ((m.source?.format === 'gguf' || m.source?.format === 'hf-checkpoint') && m.source.path)
+    return stripGguf(path.basename(m.source.path));
   if (m.control?.source) return stripGguf(path.basename(m.control.source));
   return m.dir ? stripGguf(path.basename(m.dir)) : 'unknown model';
 }

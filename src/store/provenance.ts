@@ -38,7 +38,10 @@ export function hashModelFiles(refs: ModelFileRef[], onBytes?: (done: number, to
   for (const r of refs) total += statSync(r.path).size;
   let before = 0;
   return refs.map((r) => {
-    const h = hashFileCached(r.path, { what: r.role === 'graph' ? 'model graph' : r.role === 'data' ? 'external weight data file' : 'tokenizer file', onBytes: onBytes ? (d) => onBytes(before + d, total) : undefined });
+    const h = hashFileCached(r.path, {
+      what: r.role === 'graph' ? 'model graph' : r.role === 'data' ? 'external weight data file' : 'tokenizer file',
+      onBytes: onBytes ? (d) => onBytes(before + d, total) : undefined,
+    });
     before += h.bytes;
     return { name: r.name, role: r.role, bytes: h.bytes, sha256: h.sha256 };
   });
@@ -81,7 +84,8 @@ export function chunkDigest(index: ChunkIndex, hook: string): string {
  * actually read (readers from openRun track them), else every point of the run.
  */
 export function analysisProvenance(run: RunReader, hooks?: string[]): AnalysisProvenance {
-  const r = run as RunReader & { consumedHooks?: () => string[]; consumedOverlayHashes?: () => Record<string, string>; index?: ChunkIndex };
+  const r = run as RunReader & { consumedHooks?: () => string[]; consumedOverlayHashes?: () => Record<string, string>;
+    index?: ChunkIndex };
   const used = hooks ?? (typeof r.consumedHooks === 'function' ? r.consumedHooks() : run.hooks().map((h) => h.name));
   let index: ChunkIndex | null = r.index ?? null;
   if (!index) {
@@ -99,7 +103,9 @@ export function analysisProvenance(run: RunReader, hooks?: string[]): AnalysisPr
     samplesSha256: run.manifest?.samplesSha256 ?? null,
     rows: run.samples.length,
     chunks,
-    ...(typeof r.consumedOverlayHashes === 'function' && Object.keys(r.consumedOverlayHashes()).length ? { overlays: r.consumedOverlayHashes() } : {}),
+    ...(typeof r.consumedOverlayHashes === 'function' && Object.keys(r.consumedOverlayHashes()).length
+      ? { overlays: r.consumedOverlayHashes() }
+      : {}),
   };
 }
 
@@ -123,37 +129,62 @@ export class ProvenanceError extends LobesError {
   }
 }
 
-export function checkProvenance(runDir: string, manifest: RunManifest, recorded: unknown, what: string, file: string, rerun: string): void {
+export function checkProvenance(runDir: string, manifest: RunManifest, recorded: unknown, what: string, file: string,
+  rerun: string): void
+{
   const hint = `run ${rerun} on this run again`;
   const p = recorded as Partial<AnalysisProvenance> | undefined;
   if (!p || typeof p !== 'object' || typeof p.run !== 'string') {
-    throw new ProvenanceError(`${what} record no run provenance (made by an older lobes, by hand, or from a matrix file), so they cannot be shown as this run's`, { file, hint });
+    throw new ProvenanceError(
+      `${what} record no run provenance (made by an older lobes, by hand, or from a matrix file), so they cannot be shown as this run's`,
+      { file, hint },
+    );
   }
   const id = manifest.identity ?? runIdentity(manifest);
   if (p.run !== id) {
-    throw new ProvenanceError(`${what} belong to another run (run identity ${short(p.run)}${p.runDir ? ` of ${p.runDir}` : ''}, this run is ${short(id)})`, { file, hint });
+    throw new ProvenanceError(
+      `${what} belong to another run (run identity ${short(p.run)}${p.runDir ? ` of ${p.runDir}` : ''}, this run is ${
+        short(id)
+      })`,
+      { file, hint },
+    );
   }
   const samplesFile = path.join(runDir, SAMPLES);
-  const nowSamples = existsSync(samplesFile) ? createHash('sha256').update(readFileSync(samplesFile)).digest('hex') : manifest.samplesSha256 ?? null;
+  const nowSamples = existsSync(samplesFile)
+    ? createHash('sha256').update(readFileSync(samplesFile)).digest('hex')
+    : manifest.samplesSha256 ?? null;
   if ((p.samplesSha256 ?? null) !== null && nowSamples !== null && p.samplesSha256 !== nowSamples) {
-    throw new ProvenanceError(`${what} were computed from another samples table (samples.jsonl sha256 ${short(p.samplesSha256)}, now ${short(nowSamples)})`, { file, hint });
+    throw new ProvenanceError(
+      `${what} were computed from another samples table (samples.jsonl sha256 ${short(p.samplesSha256)}, now ${
+        short(nowSamples)
+      })`,
+      { file, hint },
+    );
   }
   if (existsSync(path.join(runDir, INDEX))) {
     const index = readChunkIndex(runDir);
     for (const [hook, digest] of Object.entries(p.chunks ?? {})) {
       if (digest === 'unknown') continue;
       const now = chunkDigest(index, hook);
-      if (now !== digest) throw new ProvenanceError(`${what} were computed from other chunk files of ${hook} than the run holds now (re-extracted or edited since)`, { file, hint });
+      if (now !== digest)
+        throw new ProvenanceError(
+          `${what} were computed from other chunk files of ${hook} than the run holds now (re-extracted or edited since)`,
+          { file, hint },
+        );
     }
   }
   for (const [axis, sha] of Object.entries(p.overlays ?? {})) {
     const now = overlaySha256(runDir, axis);
     if (now !== sha) {
-      throw new ProvenanceError(`${what} are stale: they grouped by the label overlay ${JSON.stringify(axis)}, which ${now === null ? 'is gone' : 'has changed since (lobes eval label was run again)'}`, { file, hint });
+      throw new ProvenanceError(
+        `${what} are stale: they grouped by the label overlay ${JSON.stringify(axis)}, which ${
+          now === null ? 'is gone' : 'has changed since (lobes eval label was run again)'
+        }`,
+        { file, hint },
+      );
     }
   }
 }
-
 
 /** What names a model across commands: its graph, and the GGUF it was converted from, if any. */
 export interface ModelRef {
@@ -200,5 +231,6 @@ export function sameModel(a: ModelRef | null | undefined, b: ModelRef | null | u
     const fb = b.filesSha256 ?? (b.files?.length ? filesSha256(b.files) : null);
     return !(fa && fb && fa !== fb);
   }
-  return !!x && !!y && x.size !== undefined && x.size === y.size && !!x.headerSha256 && x.headerSha256 === y.headerSha256;
+  return !!x && !!y && x.size !== undefined && x.size === y.size && !!x.headerSha256 &&
+    x.headerSha256 === y.headerSha256;
 }

@@ -74,14 +74,20 @@ export class Run implements RunReader {
   ) {
     const mfile = path.join(dir, MANIFEST);
     if (manifest.identity !== undefined && manifest.identity !== runIdentity(manifest)) {
-      throw new LobesError('manifest was edited: its run identity does not match the settings and hashes it lists', { file: mfile, hint: 'restore the manifest or extract the run again' });
+      throw new LobesError('manifest was edited: its run identity does not match the settings and hashes it lists', {
+        file: mfile,
+        hint: 'restore the manifest or extract the run again',
+      });
     }
     this.samples = readSamples(dir, manifest.samplesSha256);
     this.index = readChunkIndex(dir);
     this.rowOffset = manifest.layout?.rowStart ?? 0;
     for (const h of this.index.hooks) this.hookMap.set(h.name, h);
     if (this.samples.length !== manifest.counts.samples) {
-      throw new LobesError(`manifest counts ${manifest.counts.samples} samples but samples.jsonl has ${this.samples.length}`, { file: mfile });
+      throw new LobesError(
+        `manifest counts ${manifest.counts.samples} samples but samples.jsonl has ${this.samples.length}`,
+        { file: mfile },
+      );
     }
     this.checkConsistency();
     if (!opts.allowIncomplete) {
@@ -99,28 +105,53 @@ export class Run implements RunReader {
   private checkConsistency(): void {
     const m = this.manifest;
     const points = m.capture?.points ?? [];
-    const same = points.length === this.index.hooks.length && points.every((p, i) => p.name === this.index.hooks[i].name && p.dim === this.index.hooks[i].dim && p.dtype === this.index.hooks[i].dtype);
-    if (!same) throw new LobesError('the chunk index lists other capture points than the manifest', { file: path.join(this.dir, INDEX), hint: 'the folder was edited by hand; extract the run again' });
-    if (m.settings && m.settings.chunkRows !== this.index.chunkRows) throw new LobesError(`the chunk index uses ${this.index.chunkRows} rows per chunk, the manifest ${m.settings.chunkRows}`, { file: path.join(this.dir, INDEX) });
+    const same = points.length === this.index.hooks.length &&
+      points.every((p, i) =>
+        p.name === this.index.hooks[i].name && p.dim === this.index.hooks[i].dim &&
+        p.dtype === this.index.hooks[i].dtype
+      );
+    if (!same)
+      throw new LobesError('the chunk index lists other capture points than the manifest', {
+        file: path.join(this.dir, INDEX),
+        hint: 'the folder was edited by hand; extract the run again',
+      });
+    if (m.settings && m.settings.chunkRows !== this.index.chunkRows)
+      throw new LobesError(
+        `the chunk index uses ${this.index.chunkRows} rows per chunk, the manifest ${m.settings.chunkRows}`,
+        { file: path.join(this.dir, INDEX) },
+      );
     const runEnd = this.rowOffset + this.samples.length;
     for (const c of this.index.chunks) {
       if (c.start < this.rowOffset || c.start + c.rows > runEnd) {
-        throw new LobesError(`chunk ${c.chunk} holds dataset rows ${c.start}..${c.start + c.rows - 1}, outside this run's rows ${this.rowOffset}..${runEnd - 1}`, { file: path.join(this.dir, INDEX) });
+        throw new LobesError(
+          `chunk ${c.chunk} holds dataset rows ${c.start}..${
+            c.start + c.rows - 1
+          }, outside this run's rows ${this.rowOffset}..${runEnd - 1}`,
+          { file: path.join(this.dir, INDEX) },
+        );
       }
     }
     let tokens = 0;
     for (const s of this.samples) tokens += s.tokens;
     if (Number.isFinite(m.counts.tokens) && tokens !== m.counts.tokens) {
-      throw new LobesError(`samples.jsonl counts ${tokens} tokens but the manifest ${m.counts.tokens}`, { file: path.join(this.dir, SAMPLES), hint: 'rerun the lobes extract command with --repair to write it again' });
+      throw new LobesError(`samples.jsonl counts ${tokens} tokens but the manifest ${m.counts.tokens}`, {
+        file: path.join(this.dir, SAMPLES),
+        hint: 'rerun the lobes extract command with --repair to write it again',
+      });
     }
     // A run of the whole dataset carries every item: its ids, texts and labels must hash to the items sha256.
     const whole = !m.layout || (m.layout.rowStart === 0 && m.layout.rowEnd === m.dataset.count);
-    if (whole && m.dataset?.itemsSha256 && this.samples.length === m.dataset.count && this.samples.every((s) => typeof s.text === 'string')) {
+    if (whole && m.dataset?.itemsSha256 && this.samples.length === m.dataset.count &&
+      this.samples.every((s) => typeof s.text === 'string'))
+    {
       if (hashItems(this.samples) !== m.dataset.itemsSha256) {
-        throw new LobesError('samples.jsonl does not hold the items the run was extracted from (ids, texts or labels differ from the items sha256)', {
-          file: path.join(this.dir, SAMPLES),
-          hint: 'rerun the lobes extract command with --repair to write it again',
-        });
+        throw new LobesError(
+          'samples.jsonl does not hold the items the run was extracted from (ids, texts or labels differ from the items sha256)',
+          {
+            file: path.join(this.dir, SAMPLES),
+            hint: 'rerun the lobes extract command with --repair to write it again',
+          },
+        );
       }
     }
   }
@@ -145,9 +176,14 @@ export class Run implements RunReader {
     const h = this.hookMap.get(name);
     if (!h) {
       const names = [...this.hookMap.keys()];
-      throw new LobesError(`capture point ${JSON.stringify(name)} is not in this run (it has ${names.slice(0, 6).join(', ')}${names.length > 6 ? `, … ${names.length} in all` : ''})`, {
-        file: path.join(this.dir, MANIFEST),
-      });
+      throw new LobesError(
+        `capture point ${JSON.stringify(name)} is not in this run (it has ${names.slice(0, 6).join(', ')}${
+          names.length > 6 ? `, … ${names.length} in all` : ''
+        })`,
+        {
+          file: path.join(this.dir, MANIFEST),
+        },
+      );
     }
     return h;
   }
@@ -160,7 +196,9 @@ export class Run implements RunReader {
 
   labelAxes(): string[] {
     if (!this.axesCache) {
-      const axes = this.manifest.dataset.axes?.length ? this.manifest.dataset.axes : Object.keys(this.samples[0]?.labels ?? {});
+      const axes = this.manifest.dataset.axes?.length
+        ? this.manifest.dataset.axes
+        : Object.keys(this.samples[0]?.labels ?? {});
       this.axesCache = [...axes, ...[...this.labelOverlays().keys()].filter((a) => !axes.includes(a))];
     }
     return this.axesCache;
@@ -170,7 +208,11 @@ export class Run implements RunReader {
     if (!this.labelAxes().includes(axis)) {
       const near = nearest(axis, this.labelAxes());
       // a label the user named that the run lacks is a usage error (exit 2), as README says
-      throw new LobesError(`label axis ${JSON.stringify(axis)} is not in this run (axes: ${this.labelAxes().join(', ') || 'none'})`, { file: path.join(this.dir, SAMPLES), exitCode: 2, ...(near ? { hint: `did you mean ${opt('by', near)}?` } : {}) });
+      throw new LobesError(
+        `label axis ${JSON.stringify(axis)} is not in this run (axes: ${this.labelAxes().join(', ') || 'none'})`,
+        { file: path.join(this.dir, SAMPLES), exitCode: 2,
+          ...(near ? { hint: `did you mean ${opt('by', near)}?` } : {}) },
+      );
     }
     const o = this.labelOverlays().get(axis);
     if (o && !(this.manifest.dataset.axes ?? []).includes(axis)) {
@@ -184,7 +226,9 @@ export class Run implements RunReader {
     const labels = this.labels(axis);
     const o = this.labelOverlays().get(axis);
     const overlay = !!o && !(this.manifest.dataset.axes ?? []).includes(axis);
-    return this.samples.map((s, i) => labels[i] !== '' && labels[i] !== undefined && (!overlay || Object.prototype.hasOwnProperty.call(o!.values, s.id)));
+    return this.samples.map((s, i) =>
+      labels[i] !== '' && labels[i] !== undefined && (!overlay || Object.prototype.hasOwnProperty.call(o!.values, s.id))
+    );
   }
 
   select(axis: string, value: string): Int32Array {
@@ -219,10 +263,13 @@ export class Run implements RunReader {
       if (cs[mid].chunk < c) lo = mid + 1;
       else hi = mid - 1;
     }
-    throw new LobesError(`row ${row} (sample ${this.samples[row]?.id ?? '?'}) is in chunk ${c}, which has not been extracted`, {
-      file: path.join(this.dir, INDEX),
-      hint: 'rerun the extract command to finish the run',
-    });
+    throw new LobesError(
+      `row ${row} (sample ${this.samples[row]?.id ?? '?'}) is in chunk ${c}, which has not been extracted`,
+      {
+        file: path.join(this.dir, INDEX),
+        hint: 'rerun the extract command to finish the run',
+      },
+    );
   }
 
   /**
@@ -241,7 +288,10 @@ export class Run implements RunReader {
       const got = this.checked.get(rel);
       if (got && got.key === key) return { rf, cf: got, bytes: null };
       if (rf.size !== entry.files[h.name]!.bytes) {
-        throw new LobesError(`chunk file has ${rf.size} bytes, the index records ${entry.files[h.name]!.bytes} (truncated or overwritten)`, { file, hint: REPAIR_HINT });
+        throw new LobesError(
+          `chunk file has ${rf.size} bytes, the index records ${entry.files[h.name]!.bytes} (truncated or overwritten)`,
+          { file, hint: REPAIR_HINT },
+        );
       }
       const bytes = rf.read(0, rf.size);
       const dataOffset = checkChunkBytes(bytes, file, h, entry);
@@ -265,7 +315,8 @@ export class Run implements RunReader {
       let i = 0;
       while (i < rows.length) {
         const r = rows[i];
-        if (!Number.isInteger(r) || r < 0 || r >= n) throw new LobesError(`row ${r} is out of range for ${n} samples`, { file: path.join(this.dir, SAMPLES) });
+        if (!Number.isInteger(r) || r < 0 || r >= n)
+          throw new LobesError(`row ${r} is out of range for ${n} samples`, { file: path.join(this.dir, SAMPLES) });
         const loc = this.locate(r);
         const end = loc.runStart + loc.entry.rows;
         // Coalesce consecutive rows inside the same chunk.
@@ -315,7 +366,9 @@ export class Run implements RunReader {
         if (at % 4 === 0) out.set(new Float32Array(bytes.buffer, at, n));
         else new Uint8Array(out.buffer, out.byteOffset, n * 4).set(bytes.subarray(pos, pos + n * 4));
       } else {
-        const half = at % 2 === 0 ? new Uint16Array(bytes.buffer, at, n) : new Uint16Array(bytes.slice(pos, pos + n * 2).buffer);
+        const half = at % 2 === 0
+          ? new Uint16Array(bytes.buffer, at, n)
+          : new Uint16Array(bytes.slice(pos, pos + n * 2).buffer);
         halfArrayToFloat(half as Uint16Array<ArrayBuffer>, out as Float32Array<ArrayBuffer>);
       }
       return;
@@ -363,7 +416,12 @@ export class Run implements RunReader {
     this.consumed.clear();
     for (const h of consumed) this.consumed.add(h);
     const have = this.index.chunks.reduce((a, c) => a + c.rows, 0);
-    if (have !== this.samples.length) problems.push(new LobesError(`${this.samples.length - have} of ${this.samples.length} rows have no chunk yet`, { file: path.join(this.dir, INDEX) }));
+    if (have !== this.samples.length)
+      problems.push(
+        new LobesError(`${this.samples.length - have} of ${this.samples.length} rows have no chunk yet`, {
+          file: path.join(this.dir, INDEX),
+        }),
+      );
     if (problems.length === 1) throw problems[0];
     if (problems.length) throw new LobesErrors(`run ${this.dir} failed verification`, problems);
     return files;

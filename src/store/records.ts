@@ -63,15 +63,19 @@ export function jsonl(rows: readonly object[]): string {
 
 function fileEntry(rel: string, text: string): { bytes: Buffer; file: ChunkFile } {
   const bytes = Buffer.from(text, 'utf8');
-  return { bytes, file: { path: rel, bytes: bytes.byteLength, sha256: createHash('sha256').update(bytes).digest('hex') } };
+  return { bytes,
+    file: { path: rel, bytes: bytes.byteLength, sha256: createHash('sha256').update(bytes).digest('hex') } };
 }
 
-const fileOf = (e: RecordChunkEntry, stream: string): ChunkFile | undefined => (typeof e[stream] === 'object' ? (e[stream] as ChunkFile) : undefined);
+const fileOf = (e: RecordChunkEntry, stream: string): ChunkFile
+  | undefined => (typeof e[stream] === 'object' ? (e[stream] as ChunkFile) : undefined);
 
 function readIndex(dir: string, layout: RecordLayout): RecordChunkIndex {
   const file = path.join(dir, CHUNK_INDEX);
   const idx: RecordChunkIndex = readJsonFile(file, {
-    unreadable: (e) => (e.code === 'ENOENT' ? 'record index is missing' : `record index is not valid JSON (${e.message})`),
+    unreadable: (
+      e,
+    ) => (e.code === 'ENOENT' ? 'record index is missing' : `record index is not valid JSON (${e.message})`),
     invalid: (msg) => `record index is not valid JSON (${msg})`,
     hint: 'delete the folder to start over',
   });
@@ -80,8 +84,13 @@ function readIndex(dir: string, layout: RecordLayout): RecordChunkIndex {
   }
   let prev = -1;
   for (const c of idx.chunks) {
-    if (!Number.isInteger(c.chunk) || c.chunk <= prev || c.start !== c.chunk * idx.chunkUnits || !(c.units > 0) || c.units > idx.chunkUnits || !fileOf(c, layout.streams[0]!)) {
-      throw new LobesError(`chunk entry ${JSON.stringify({ chunk: c.chunk, start: c.start, units: c.units })} is inconsistent`, { file });
+    if (!Number.isInteger(c.chunk) || c.chunk <= prev || c.start !== c.chunk * idx.chunkUnits || !(c.units > 0) ||
+      c.units > idx.chunkUnits || !fileOf(c, layout.streams[0]!))
+    {
+      throw new LobesError(
+        `chunk entry ${JSON.stringify({ chunk: c.chunk, start: c.start, units: c.units })} is inconsistent`,
+        { file },
+      );
     }
     prev = c.chunk;
   }
@@ -93,7 +102,8 @@ function checkFile(dir: string, f: ChunkFile): string | null {
   const file = path.join(dir, CHUNKS_DIR, f.path);
   if (!existsSync(file)) return `${file}: record chunk is missing`;
   const got = sha256File(file);
-  if (got.bytes !== f.bytes) return `${file}: record chunk has ${got.bytes} bytes, the index records ${f.bytes} (truncated or overwritten)`;
+  if (got.bytes !== f.bytes)
+    return `${file}: record chunk has ${got.bytes} bytes, the index records ${f.bytes} (truncated or overwritten)`;
   if (got.sha256 !== f.sha256) return `${file}: record chunk is corrupted (sha256 does not match the index)`;
   return null;
 }
@@ -113,7 +123,8 @@ export class RecordChunks {
   /** Start an empty index. */
   static create(dir: string, layout: RecordLayout, chunkUnits: number): RecordChunks {
     mkdirSync(path.join(dir, CHUNKS_DIR), { recursive: true });
-    const idx: RecordChunkIndex = { format: layout.format, formatVersion: RECORDS_FORMAT_VERSION, chunkUnits, chunks: [] };
+    const idx: RecordChunkIndex = { format: layout.format, formatVersion: RECORDS_FORMAT_VERSION, chunkUnits,
+      chunks: [] };
     writeJsonAtomic(path.join(dir, CHUNK_INDEX), idx);
     return new RecordChunks(dir, layout, idx);
   }
@@ -122,12 +133,19 @@ export class RecordChunks {
    * Reopen an index (resume), or start one. Every listed chunk's files are hashed; bad chunks
    * are dropped from the index so that they are computed again, and reported.
    */
-  static async resume(dir: string, layout: RecordLayout, chunkUnits: number): Promise<{ writer: RecordChunks; dropped: string[] }> {
+  static async resume(dir: string, layout: RecordLayout,
+    chunkUnits: number): Promise<{ writer: RecordChunks; dropped: string[] }>
+  {
     // A kill during an atomic write (the manifest, the index) leaves its temporary file here.
     await cleanTempFiles(dir);
-    if (!existsSync(path.join(dir, CHUNK_INDEX))) return { writer: RecordChunks.create(dir, layout, chunkUnits), dropped: [] };
+    if (!existsSync(path.join(dir, CHUNK_INDEX)))
+      return { writer: RecordChunks.create(dir, layout, chunkUnits), dropped: [] };
     const idx = readIndex(dir, layout);
-    if (idx.chunkUnits !== chunkUnits) throw new LobesError(`record index has ${idx.chunkUnits} units per chunk, this command ${chunkUnits}`, { file: path.join(dir, CHUNK_INDEX), hint: `use the same ${opt('chunkUnits')}, or a new ${opt('out')}` });
+    if (idx.chunkUnits !== chunkUnits)
+      throw new LobesError(`record index has ${idx.chunkUnits} units per chunk, this command ${chunkUnits}`, {
+        file: path.join(dir, CHUNK_INDEX),
+        hint: `use the same ${opt('chunkUnits')}, or a new ${opt('out')}`,
+      });
     await cleanTempFiles(path.join(dir, CHUNKS_DIR));
     const dropped: string[] = [];
     const keep: RecordChunkEntry[] = [];
@@ -164,7 +182,9 @@ export class RecordChunks {
       writeFileAtomicSync(path.join(this.dir, CHUNKS_DIR, f.file.path), f.bytes);
       entry[s] = f.file;
     }
-    this.index.chunks = [...this.index.chunks.filter((c) => c.chunk !== chunk), entry].sort((a, b) => a.chunk - b.chunk);
+    this.index.chunks = [...this.index.chunks.filter((c) => c.chunk !== chunk), entry].sort((a, b) =>
+      a.chunk - b.chunk
+    );
     writeJsonAtomic(path.join(this.dir, CHUNK_INDEX), this.index);
     this.done.add(chunk);
     return entry;
@@ -186,7 +206,8 @@ export class RecordChunks {
         if (!f) throw new LobesError(`chunk ${c} has no ${s} file`, { file: path.join(this.dir, CHUNK_INDEX) });
         files.push(f);
       }
-      out[s] = concatAtomic(path.join(this.dir, `${s}.jsonl`), files.map((f) => path.join(this.dir, CHUNKS_DIR, f.path)), files);
+      out[s] = concatAtomic(path.join(this.dir, `${s}.jsonl`),
+        files.map((f) => path.join(this.dir, CHUNKS_DIR, f.path)), files);
     }
     return out;
   }
@@ -209,7 +230,10 @@ export function concatAtomic(target: string, sources: string[], expected?: Chunk
     const buf = readFileSync(src);
     const want = expected?.[i];
     if (want && (buf.byteLength !== want.bytes || createHash('sha256').update(buf).digest('hex') !== want.sha256)) {
-      throw new LobesError('record chunk changed since it was written (size or sha256 differ from the index)', { file: src, hint: 'rerun the same command to compute it again' });
+      throw new LobesError('record chunk changed since it was written (size or sha256 differ from the index)', {
+        file: src,
+        hint: 'rerun the same command to compute it again',
+      });
     }
     total.update(buf);
     bytes += buf.byteLength;
@@ -257,10 +281,14 @@ export function readVerifiedJsonl<T>(dir: string, f: ChunkFile, manifestName: st
   try {
     bytes = readFileSync(file);
   } catch (e: any) {
-    throw new LobesError(e.code === 'ENOENT' ? 'file of a complete job is missing' : `cannot read (${e.code ?? e.message})`, { file, hint: 'run the command again into a new folder' });
+    throw new LobesError(
+      e.code === 'ENOENT' ? 'file of a complete job is missing' : `cannot read (${e.code ?? e.message})`,
+      { file, hint: 'run the command again into a new folder' },
+    );
   }
   if (bytes.byteLength !== f.bytes || createHash('sha256').update(bytes).digest('hex') !== f.sha256) {
-    throw new LobesError(`was changed after it was written (size or sha256 differ from ${manifestName})`, { file, hint: 'restore it, or run the command again into a new folder' });
+    throw new LobesError(`was changed after it was written (size or sha256 differ from ${manifestName})`, { file,
+      hint: 'restore it, or run the command again into a new folder' });
   }
   return parseJsonl<T>(bytes.toString('utf8'), file);
 }
@@ -270,15 +298,24 @@ export function readVerifiedJsonl<T>(dir: string, f: ChunkFile, manifestName: st
  * exactly once: an overlap, a gap or a missing tail is a one-line error naming the shard
  * (`job` names the job in the hint, e.g. "the evaluation").
  */
-export function tileShards<T extends { dir: string; layout: { chunkStart: number; chunkEnd: number } }>(shards: T[], total: number, job: string): T[] {
+export function tileShards<T extends { dir: string; layout: { chunkStart: number; chunkEnd: number } }>(shards: T[],
+  total: number, job: string): T[]
+{
   const sorted = [...shards].sort((x, y) => x.layout.chunkStart - y.layout.chunkStart);
   let next = 0;
   for (const s of sorted) {
     if (s.layout.chunkStart !== next) {
-      throw new LobesError(s.layout.chunkStart < next ? `shards overlap: ${s.dir} starts at chunk ${s.layout.chunkStart}, before chunk ${next}` : `chunks ${next}..${s.layout.chunkStart - 1} are in no shard (next shard: ${s.dir})`);
+      throw new LobesError(
+        s.layout.chunkStart < next
+          ? `shards overlap: ${s.dir} starts at chunk ${s.layout.chunkStart}, before chunk ${next}`
+          : `chunks ${next}..${s.layout.chunkStart - 1} are in no shard (next shard: ${s.dir})`,
+      );
     }
     next = s.layout.chunkEnd;
   }
-  if (next !== total) throw new LobesError(`chunks ${next}..${total - 1} of ${total} are in no shard`, { hint: `merge every shard of ${job}` });
+  if (next !== total)
+    throw new LobesError(`chunks ${next}..${total - 1} of ${total} are in no shard`, {
+      hint: `merge every shard of ${job}`,
+    });
   return sorted;
 }

@@ -105,7 +105,9 @@ export interface RunManifest {
   tokenizer: { source: string; chatTemplate: boolean; addBos: boolean; maxTokens: number | null };
   /** `limit`: the --limit sample the run holds (src/data/subset.ts), when one was taken. */
   /** `composition`: how the samples were composed from the items (socialeval: swap=SEED, src/data/swap.ts). */
-  dataset: { spec: string; itemsSha256: string; count: number; axes: string[]; limit?: { limit: number; by: string[]; seed: number; of: number }; composition?: { kind: string; seed: number; responses: number; pairing: string; pairsSha256: string } };
+  dataset: { spec: string; itemsSha256: string; count: number; axes: string[];
+    limit?: { limit: number; by: string[]; seed: number; of: number };
+    composition?: { kind: string; seed: number; responses: number; pairing: string; pairsSha256: string } };
   /** sha256 of samples.jsonl as written (checked on every read, resume and merge). */
   samplesSha256?: string;
   /** The run identity: sha256 over every setting and input hash (src/store/provenance.ts). */

@@ -16,19 +16,25 @@ import { floatArrayToHalf } from '../util/half.js';
 import { encodeSafetensors } from '../formats/safetensors.js';
 import type { HookInfo } from './types.js';
 import { ACTIVATIONS, FORMAT_VERSION, INDEX, chunkRelPath, checkHookName } from './layout.js';
-import { type ChunkEntry, type ChunkIndex, type ChunkFile, readChunkIndex, writeChunkIndex, checkChunkFile } from './chunks.js';
+import { type ChunkEntry, type ChunkIndex, type ChunkFile, readChunkIndex, writeChunkIndex,
+  checkChunkFile } from './chunks.js';
 
 /** Encode one chunk of one hook: tensor named after the hook, [rows, dim]. */
 function encodeChunk(hook: HookInfo, start: number, rows: number, data: Float32Array): Uint8Array[] {
   if (data.length !== rows * hook.dim) {
-    throw new LobesError(`capture point ${hook.name}: got ${data.length} values for ${rows} rows of dimension ${hook.dim}`);
+    throw new LobesError(
+      `capture point ${hook.name}: got ${data.length} values for ${rows} rows of dimension ${hook.dim}`,
+    );
   }
   const bytes = hook.dtype === 'F16' ? floatArrayToHalf(data) : data;
-  return encodeSafetensors([{ name: hook.name, dtype: hook.dtype, shape: [rows, hook.dim] }].map((t) => ({ ...t, data: bytes })), {
-    format: 'lobes-chunk',
-    hook: hook.name,
-    row_start: String(start),
-  });
+  return encodeSafetensors(
+    [{ name: hook.name, dtype: hook.dtype, shape: [rows, hook.dim] }].map((t) => ({ ...t, data: bytes })),
+    {
+      format: 'lobes-chunk',
+      hook: hook.name,
+      row_start: String(start),
+    },
+  );
 }
 
 /**
@@ -63,10 +69,17 @@ export class ChunkWriter {
    * else size); problems are thrown naming the files, or, with `repair`, the bad chunks are
    * dropped from the index so they are written again.
    */
-  static async resume(runDir: string, hooks: HookInfo[], chunkRows: number, opts: { verify: boolean; repair: boolean }): Promise<{ writer: ChunkWriter; repaired: string[] }> {
+  static async resume(runDir: string, hooks: HookInfo[], chunkRows: number,
+    opts: { verify: boolean; repair: boolean }): Promise<{ writer: ChunkWriter; repaired: string[] }>
+  {
     const idx = readChunkIndex(runDir);
-    const same = idx.chunkRows === chunkRows && idx.hooks.length === hooks.length && idx.hooks.every((h, i) => h.name === hooks[i].name && h.dim === hooks[i].dim && h.dtype === hooks[i].dtype);
-    if (!same) throw new LobesError('chunk index does not match the manifest (capture points or chunk size differ)', { file: path.join(runDir, INDEX), hint: 'the folder was edited by hand; start a new run' });
+    const same = idx.chunkRows === chunkRows && idx.hooks.length === hooks.length &&
+      idx.hooks.every((h, i) => h.name === hooks[i].name && h.dim === hooks[i].dim && h.dtype === hooks[i].dtype);
+    if (!same)
+      throw new LobesError('chunk index does not match the manifest (capture points or chunk size differ)', {
+        file: path.join(runDir, INDEX),
+        hint: 'the folder was edited by hand; start a new run',
+      });
     for (const h of hooks) {
       mkdirSync(path.join(runDir, ACTIVATIONS, h.name), { recursive: true });
       await cleanTempFiles(path.join(runDir, ACTIVATIONS, h.name));
@@ -85,9 +98,16 @@ export class ChunkWriter {
       if (!bad) keep.push(c);
     }
     if (problems.length && !opts.repair) {
-      throw new LobesError(`${problems[0]}${problems.length > 1 ? ` (and ${problems.length - 1} more bad chunk file${problems.length > 2 ? 's' : ''})` : ''}`, {
-        hint: `rerun with ${opt('repair')} to extract the bad chunks again, or delete the run folder to start over`,
-      });
+      throw new LobesError(
+        `${problems[0]}${
+          problems.length > 1
+            ? ` (and ${problems.length - 1} more bad chunk file${problems.length > 2 ? 's' : ''})`
+            : ''
+        }`,
+        {
+          hint: `rerun with ${opt('repair')} to extract the bad chunks again, or delete the run folder to start over`,
+        },
+      );
     }
     if (problems.length) {
       idx.chunks = keep;
@@ -115,12 +135,14 @@ export class ChunkWriter {
    */
   writeAsync(chunk: number, start: number, rows: number, data: Map<string, Float32Array>): Promise<ChunkEntry> {
     const enc = this.encode(chunk, start, rows, data);
-    return Promise.all(enc.map((e) => writeFileAtomic(path.join(this.runDir, ACTIVATIONS, e.file.path), e.parts))).then(() =>
-      this.commit({ chunk, start, rows, files: Object.fromEntries(enc.map((e) => [e.hook, e.file])) }),
+    return Promise.all(enc.map((e) => writeFileAtomic(path.join(this.runDir, ACTIVATIONS, e.file.path), e.parts))).then(
+      () => this.commit({ chunk, start, rows, files: Object.fromEntries(enc.map((e) => [e.hook, e.file])) })
     );
   }
 
-  private encode(chunk: number, start: number, rows: number, data: Map<string, Float32Array>): { hook: string; parts: Uint8Array[]; file: ChunkFile }[] {
+  private encode(chunk: number, start: number, rows: number,
+    data: Map<string, Float32Array>): { hook: string; parts: Uint8Array[]; file: ChunkFile }[]
+  {
     return this.index.hooks.map((h) => {
       const d = data.get(h.name);
       if (!d) throw new LobesError(`the capture engine returned no values for ${h.name}`);

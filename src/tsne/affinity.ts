@@ -33,12 +33,18 @@ export const MIN_POINTS = 4;
 
 /** Check a perplexity against N with an error that names the limit (and a value that is allowed). */
 export function checkPerplexity(perplexity: number, n: number): void {
-  if (!(perplexity > 0) || !Number.isFinite(perplexity)) throw new LobesError(`perplexity must be a positive number, got ${perplexity}`);
+  if (!(perplexity > 0) || !Number.isFinite(perplexity))
+    throw new LobesError(`perplexity must be a positive number, got ${perplexity}`);
   const max = (n - 1) / 3;
   if (perplexity > max) {
     // --perplexity is at least 1 (src/cluster/run.ts): below 4 points no allowed value fits
-    const hint = max >= 1 ? `pass ${opt('perplexity', Math.floor(max))} or fewer` : `t-SNE needs at least ${MIN_POINTS} points (perplexity 1, the smallest allowed, needs N - 1 ≥ 3); add points`;
-    throw new LobesError(`perplexity ${perplexity} is too large for ${n} points (at most (N - 1) / 3 = ${Math.floor(max * 100) / 100})`, { hint });
+    const hint = max >= 1
+      ? `pass ${opt('perplexity', Math.floor(max))} or fewer`
+      : `t-SNE needs at least ${MIN_POINTS} points (perplexity 1, the smallest allowed, needs N - 1 ≥ 3); add points`;
+    throw new LobesError(
+      `perplexity ${perplexity} is too large for ${n} points (at most (N - 1) / 3 = ${Math.floor(max * 100) / 100})`,
+      { hint },
+    );
   }
 }
 
@@ -55,7 +61,9 @@ export function conditionalP(nn: KnnResult, n: number, perplexity: number): { P:
  * gives the same numbers). A bisection on the precision β brings the row's entropy to
  * log(perplexity) within 1e-5, from β = 1, doubling or halving until bracketed.
  */
-export function conditionalRows(dist2: Float64Array, k: number, perplexity: number, r0: number, r1: number, P: Float64Array, betas: Float64Array): void {
+export function conditionalRows(dist2: Float64Array, k: number, perplexity: number, r0: number, r1: number,
+  P: Float64Array, betas: Float64Array): void
+{
   const target = Math.log(perplexity);
   const row = new Float64Array(k);
   for (let i = r0; i < r1; i++) {
@@ -159,6 +167,7 @@ export function jointP(nn: KnnResult, Pc: Float64Array, n: number): SparseP {
 /** Dense joint P (for small N and tests). */
 export function denseP(P: SparseP): Float64Array {
   const out = new Float64Array(P.n * P.n);
-  for (let i = 0; i < P.n; i++) for (let t = P.rowPtr[i]; t < P.rowPtr[i + 1]; t++) out[i * P.n + P.cols[t]] = P.vals[t];
+  for (let i = 0; i < P.n; i++)
+    for (let t = P.rowPtr[i]; t < P.rowPtr[i + 1]; t++) out[i * P.n + P.cols[t]] = P.vals[t];
   return out;
 }

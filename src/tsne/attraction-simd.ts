@@ -13,7 +13,10 @@
  * (rebased to 0) at rp, cols at cp, vals at vp, ex (one float64) at exp, out [nrows][2] at op.
  */
 
-import { BLOCK, BR, BR_IF, END, F64, F64X2_ADD, F64X2_EXTRACT_LANE, F64X2_MUL, F64X2_SPLAT, F64X2_SUB, F64_ADD, F64_CONST, F64_DIV, F64_LOAD, I32, I32_ADD, I32_CONST, I32_GE_S, I32_LOAD, I32_LT_S, I32_SHL, IF, LOCAL_TEE, LOOP, V128, V128_LOAD, V128_LOAD64_SPLAT, V128_STORE, V128_ZERO, VOID, assembleModule, funcBody, get, instantiate, set, type WasmMemory } from '../util/wasm.js';
+import { BLOCK, BR, BR_IF, END, F64, F64X2_ADD, F64X2_EXTRACT_LANE, F64X2_MUL, F64X2_SPLAT, F64X2_SUB, F64_ADD,
+  F64_CONST, F64_DIV, F64_LOAD, I32, I32_ADD, I32_CONST, I32_GE_S, I32_LOAD, I32_LT_S, I32_SHL, IF, LOCAL_TEE, LOOP,
+  V128, V128_LOAD, V128_LOAD64_SPLAT, V128_STORE, V128_ZERO, VOID, assembleModule, funcBody, get, instantiate, set,
+  type WasmMemory } from '../util/wasm.js';
 
 // Parameters, then locals.
 const YP = 0, RP = 1, CP = 2, VP = 3, NROWS = 4, OP = 5, EXP = 6, ROW0 = 7;
@@ -71,7 +74,8 @@ function attractBody(): number[] {
 export interface AttractionSimd {
   memory: WasmMemory;
   /** See the module comment; nrows >= 1; byte addresses aligned to their element size (yp, op to 16). */
-  attract: (yp: number, rp: number, cp: number, vp: number, nrows: number, op: number, exp: number, row0: number) => void;
+  attract: (yp: number, rp: number, cp: number, vp: number, nrows: number, op: number, exp: number,
+    row0: number) => void;
   /** Make the memory at least `bytes` long (views must be re-made after); false when it cannot grow that far. */
   ensure(bytes: number): boolean;
 }

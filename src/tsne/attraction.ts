@@ -7,7 +7,8 @@ import { attractionSimd, type AttractionSimd } from './attraction-simd.js';
 
 let attrKernel: AttractionSimd | null | undefined;
 /** The P rows this thread last copied into the kernel's memory, and where they are (byte addresses). */
-let attrCache: { P: SparseP; start: number; end: number; outAt: number; exAt: number; rpAt: number; cpAt: number; vpAt: number } | null = null;
+let attrCache: { P: SparseP; start: number; end: number; outAt: number; exAt: number; rpAt: number; cpAt: number;
+  vpAt: number } | null = null;
 
 /**
  * A breadth-first order of P's graph (from row 0, a row's columns in their order, then the

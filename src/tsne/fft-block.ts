@@ -78,7 +78,8 @@ export class FftBlocks {
       if (k) {
         const f = st.r === 4 ? k.r4 : st.r === 3 ? k.r3 : k.r2;
         f(8 * a, 8 * b, st.m, st.s, 8 * this.tw[dir][si], 8 * this.cst[dir]);
-      } else fftStage(st, M.subarray(a), M.subarray(a + BW), M.subarray(b), M.subarray(b + BW), BR, 0, BW, inverse ? 1 : -1);
+      } else
+        fftStage(st, M.subarray(a), M.subarray(a + BW), M.subarray(b), M.subarray(b + BW), BR, 0, BW, inverse ? 1 : -1);
       const t = a;
       a = b;
       b = t;
@@ -122,7 +123,9 @@ export function panelIndex(rows: number, r: number, c: number): number {
 }
 
 /** Panels [p0, p1) of P ([panels][n][16]): rows [0, rowsIn) in (the rest zero), transformed along the rows, rows [0, rowsOut) back. */
-export function columnPass(w: FftBlocks, P: Float64Array, n: number, p0: number, p1: number, rowsIn: number, rowsOut: number, inverse: boolean): void {
+export function columnPass(w: FftBlocks, P: Float64Array, n: number, p0: number, p1: number, rowsIn: number,
+  rowsOut: number, inverse: boolean): void
+{
   const plan = fftPlan(n);
   w.ensure(n);
   const M = w.M;
@@ -141,7 +144,9 @@ export function columnPass(w: FftBlocks, P: Float64Array, n: number, p0: number,
  * (the rest zero), forward along the columns (length n), times the factors of block b (factors:
  * [blocks][n][8], real), inverse, back (every column of the panels).
  */
-export function rowPass(w: FftBlocks, P: Float64Array, n: number, cols: number, factors: Float64Array, b0: number, b1: number): void {
+export function rowPass(w: FftBlocks, P: Float64Array, n: number, cols: number, factors: Float64Array, b0: number,
+  b1: number): void
+{
   const plan = fftPlan(n);
   w.ensure(n);
   const M = w.M;
@@ -167,7 +172,9 @@ function rowBlockForward(w: FftBlocks, plan: FftPlan, P: Float64Array, n: number
 }
 
 /** Rows r0 … r0+wd−1, columns [0, cols) of the panels into the block at x transposed: element (r0 + j, c) to block row c, lane j. */
-function fromPanels(M: Float64Array, x: number, P: Float64Array, n: number, cols: number, r0: number, wd: number): void {
+function fromPanels(M: Float64Array, x: number, P: Float64Array, n: number, cols: number, r0: number,
+  wd: number): void
+{
   for (let p = 0; p < blockCount(cols); p++) {
     const s = (p * n + r0) * BR;
     const iw = Math.min(BW, cols - p * BW);
@@ -183,7 +190,9 @@ function fromPanels(M: Float64Array, x: number, P: Float64Array, n: number, cols
 }
 
 /** fromPanels' inverse for all 8 lanes of `panels` panels: block row c, lane j of the block at a to element (r0 + j, c). */
-function toPanels(M: Float64Array, a: number, P: Float64Array, n: number, panels: number, r0: number, wd: number): void {
+function toPanels(M: Float64Array, a: number, P: Float64Array, n: number, panels: number, r0: number,
+  wd: number): void
+{
   for (let p = 0; p < panels; p++) {
     const d = (p * n + r0) * BR;
     for (let j = 0; j < wd; j++) {
@@ -225,7 +234,9 @@ export function kernelColumns(w: FftBlocks, Kp: Float64Array, n: number, d2: num
 }
 
 /** Row blocks [b0, b1) of kernelColumns' output transformed along the columns; the real part × scale into factors ([blocks][n][8]). */
-export function kernelRows(w: FftBlocks, Kp: Float64Array, n: number, scale: number, factors: Float64Array, b0: number, b1: number): void {
+export function kernelRows(w: FftBlocks, Kp: Float64Array, n: number, scale: number, factors: Float64Array, b0: number,
+  b1: number): void
+{
   const plan = fftPlan(n);
   w.ensure(n);
   const M = w.M;
@@ -233,6 +244,7 @@ export function kernelRows(w: FftBlocks, Kp: Float64Array, n: number, scale: num
     const wd = Math.min(BW, n - b * BW);
     const a = rowBlockForward(w, plan, Kp, n, n, b);
     const f = b * n * BW;
-    for (let c = 0; c < n; c++) for (let j = 0; j < BW; j++) factors[f + c * BW + j] = j < wd ? M[a + c * BR + j] * scale : 0;
+    for (let c = 0; c < n; c++)
+      for (let j = 0; j < BW; j++) factors[f + c * BW + j] = j < wd ? M[a + c * BR + j] * scale : 0;
   }
 }

@@ -15,7 +15,9 @@
  * m, s and rows are at least 1.
  */
 
-import { BR_IF, END, F64X2_ADD, F64X2_MUL, F64X2_SPLAT, F64X2_SUB, F64_LOAD, I32, I32_ADD, I32_CONST, I32_MUL, I32_NE, LOCAL_TEE, LOOP, V128, V128_LOAD, V128_STORE, VOID, assembleModule, funcBody, get, instantiate, set, sleb, type WasmMemory } from '../util/wasm.js';
+import { BR_IF, END, F64X2_ADD, F64X2_MUL, F64X2_SPLAT, F64X2_SUB, F64_LOAD, I32, I32_ADD, I32_CONST, I32_MUL, I32_NE,
+  LOCAL_TEE, LOOP, V128, V128_LOAD, V128_STORE, VOID, assembleModule, funcBody, get, instantiate, set, sleb,
+  type WasmMemory } from '../util/wasm.js';
 
 /** Columns per block, and float64 values per block row (real parts, then imaginary parts). */
 export const BLOCK_COLUMNS = 8;
@@ -59,7 +61,8 @@ function twiddled(k: number, o: number, ur: Code, ui: Code): Code {
 
 function butterfly(r: number, o: number): Code {
   const code: Code = [];
-  for (let j = 0; j < r; j++) code.push(...get(IP[j]), ...V128_LOAD(o), ...set(XR[j]), ...get(IP[j]), ...V128_LOAD(IM + o), ...set(XI[j]));
+  for (let j = 0; j < r; j++)
+    code.push(...get(IP[j]), ...V128_LOAD(o), ...set(XR[j]), ...get(IP[j]), ...V128_LOAD(IM + o), ...set(XI[j]));
   if (r === 4) {
     // dprint-ignore: one instruction and its immediates per line
     code.push(
@@ -99,7 +102,8 @@ function butterfly(r: number, o: number): Code {
 
 const i32 = (n: number): Code => [I32_CONST, ...sleb(n)];
 /** Loop until local `i` (incremented by one) equals local `end`. */
-const countTo = (i: number, end: number): Code => [...get(i), ...i32(1), I32_ADD, LOCAL_TEE, i, ...get(end), I32_NE, BR_IF, 0];
+const countTo = (i: number,
+  end: number): Code => [...get(i), ...i32(1), I32_ADD, LOCAL_TEE, i, ...get(end), I32_NE, BR_IF, 0];
 
 function stageBody(r: number): number[] {
   // dprint-ignore: one instruction and its immediates per line
@@ -112,7 +116,8 @@ function stageBody(r: number): number[] {
     ...i32(0), ...set(P),
     LOOP, VOID,
   ];
-  for (let k = 1; k < r; k++) code.push(...splat(TW, 16 * (k - 1)), ...set(W[k - 1][0]), ...splat(TW, 16 * (k - 1) + 8), ...set(W[k - 1][1]));
+  for (let k = 1; k < r; k++)
+    code.push(...splat(TW, 16 * (k - 1)), ...set(W[k - 1][0]), ...splat(TW, 16 * (k - 1) + 8), ...set(W[k - 1][1]));
   // dprint-ignore: one instruction and its immediates per line
   code.push(
     // IN = x + s·p rows, OUT = y + r·s·p rows
@@ -124,7 +129,9 @@ function stageBody(r: number): number[] {
     ...get(IN), ...set(IP[0]),
     ...get(OUT), ...set(OP[0]),
   );
-  for (let j = 1; j < r; j++) code.push(...get(IP[j - 1]), ...get(IS), I32_ADD, ...set(IP[j]), ...get(OP[j - 1]), ...get(OS), I32_ADD, ...set(OP[j]));
+  for (let j = 1; j < r; j++)
+    code.push(...get(IP[j - 1]), ...get(IS), I32_ADD, ...set(IP[j]), ...get(OP[j - 1]), ...get(OS), I32_ADD,
+      ...set(OP[j]));
   for (let o = 0; o < IM; o += 16) code.push(...butterfly(r, o));
   // dprint-ignore: one instruction and its immediates per line
   code.push(
@@ -152,7 +159,8 @@ function mulBody(): number[] {
       ...get(IN), ...get(IN), ...V128_LOAD(IM + o), ...get(T0R), ...F64X2_MUL, ...V128_STORE(IM + o),
     );
   }
-  code.push(...get(IN), ...i32(ROW_BYTES), I32_ADD, ...set(IN), ...get(OUT), ...i32(IM), I32_ADD, ...set(OUT), ...countTo(P, MM), END, END);
+  code.push(...get(IN), ...i32(ROW_BYTES), I32_ADD, ...set(IN), ...get(OUT), ...i32(IM), I32_ADD, ...set(OUT),
+    ...countTo(P, MM), END, END);
   return funcBody([[I32_LOCALS, I32], [V128_LOCALS, V128]], code);
 }
 

@@ -91,7 +91,9 @@ const SQRT3_2 = Math.sqrt(3) / 2;
  * Transform columns [c0, c1) of re/im [n][B] along the first index, in place (tre/tim: scratch
  * of the same size). `inverse` uses e^{+2πi jk/n}.
  */
-export function fftColumns(plan: FftPlan, re: Float64Array, im: Float64Array, tre: Float64Array, tim: Float64Array, B: number, c0: number, c1: number, inverse: boolean): void {
+export function fftColumns(plan: FftPlan, re: Float64Array, im: Float64Array, tre: Float64Array, tim: Float64Array,
+  B: number, c0: number, c1: number, inverse: boolean): void
+{
   let xr = re, xi = im, yr = tre, yi = tim;
   const sg = inverse ? 1 : -1;
   for (const st of plan.stages) {
@@ -116,13 +118,17 @@ export function fftColumns(plan: FftPlan, re: Float64Array, im: Float64Array, tr
 }
 
 /** One stage of the transform (sg −1 forward, +1 inverse) from x into y, columns [c0, c1) of [n][B]. */
-export function fftStage(st: FftStage, xr: Float64Array, xi: Float64Array, yr: Float64Array, yi: Float64Array, B: number, c0: number, c1: number, sg: number): void {
+export function fftStage(st: FftStage, xr: Float64Array, xi: Float64Array, yr: Float64Array, yi: Float64Array,
+  B: number, c0: number, c1: number, sg: number): void
+{
   if (st.r === 4) radix4(st, xr, xi, yr, yi, B, c0, c1, sg);
   else if (st.r === 3) radix3(st, xr, xi, yr, yi, B, c0, c1, sg);
   else radix2(st, xr, xi, yr, yi, B, c0, c1, sg);
 }
 
-function radix4(st: FftStage, xr: Float64Array, xi: Float64Array, yr: Float64Array, yi: Float64Array, B: number, c0: number, c1: number, sg: number): void {
+function radix4(st: FftStage, xr: Float64Array, xi: Float64Array, yr: Float64Array, yi: Float64Array, B: number,
+  c0: number, c1: number, sg: number): void
+{
   const { m, s, cos, sin } = st;
   const inStep = s * m * B;
   const outStep = s * B;
@@ -159,7 +165,9 @@ function radix4(st: FftStage, xr: Float64Array, xi: Float64Array, yr: Float64Arr
   }
 }
 
-function radix3(st: FftStage, xr: Float64Array, xi: Float64Array, yr: Float64Array, yi: Float64Array, B: number, c0: number, c1: number, sg: number): void {
+function radix3(st: FftStage, xr: Float64Array, xi: Float64Array, yr: Float64Array, yi: Float64Array, B: number,
+  c0: number, c1: number, sg: number): void
+{
   const { m, s, cos, sin } = st;
   const inStep = s * m * B;
   const outStep = s * B;
@@ -191,7 +199,9 @@ function radix3(st: FftStage, xr: Float64Array, xi: Float64Array, yr: Float64Arr
   }
 }
 
-function radix2(st: FftStage, xr: Float64Array, xi: Float64Array, yr: Float64Array, yi: Float64Array, B: number, c0: number, c1: number, sg: number): void {
+function radix2(st: FftStage, xr: Float64Array, xi: Float64Array, yr: Float64Array, yi: Float64Array, B: number,
+  c0: number, c1: number, sg: number): void
+{
   const { m, s, cos, sin } = st;
   const inStep = s * m * B;
   const outStep = s * B;
@@ -214,7 +224,9 @@ function radix2(st: FftStage, xr: Float64Array, xi: Float64Array, yr: Float64Arr
 }
 
 /** A naive DFT along the first index of [n][B], every column (for tests). */
-export function naiveDft(re: Float64Array, im: Float64Array, n: number, B: number, inverse: boolean): { re: Float64Array; im: Float64Array } {
+export function naiveDft(re: Float64Array, im: Float64Array, n: number, B: number,
+  inverse: boolean): { re: Float64Array; im: Float64Array }
+{
   const or = new Float64Array(n * B);
   const oi = new Float64Array(n * B);
   const sg = inverse ? 1 : -1;

@@ -187,7 +187,9 @@ export const interpWork = {
 };
 
 /** Point i's charges onto the 3 × 3 nodes of its box (bx, by): the one loop of both spreads. */
-function spreadPoint(L: number, bx: number, by: number, wx: Float64Array, wy: Float64Array, i: number, xc: number, yc: number, r2: number, A: Float64Array, B: Float64Array): void {
+function spreadPoint(L: number, bx: number, by: number, wx: Float64Array, wy: Float64Array, i: number, xc: number,
+  yc: number, r2: number, A: Float64Array, B: Float64Array): void
+{
   for (let b = 0; b < 3; b++) {
     const vy = wy[3 * i + b];
     for (let a = 0; a < 3; a++) {
@@ -225,7 +227,8 @@ export class InterpRepulsion {
     const f = (len: number) => new Float64Array(shared ? new SharedArrayBuffer(len * 8) : new ArrayBuffer(len * 8));
     const e = new Float64Array(0);
     const i32 = (len: number) => new Int32Array(shared ? new SharedArrayBuffer(4 * len) : new ArrayBuffer(4 * len));
-    this.g = { nb: 0, M: 0, L: 0, lox: 0, loy: 0, h: 1, Kh: e, kL: 0, kh: 0, Kp: e, A: e, B: e, box: i32(2 * n), wx: f(3 * n), wy: f(3 * n), byRow: i32(n), rowStart: i32(1) };
+    this.g = { nb: 0, M: 0, L: 0, lox: 0, loy: 0, h: 1, Kh: e, kL: 0, kh: 0, Kp: e, A: e, B: e, box: i32(2 * n),
+      wx: f(3 * n), wy: f(3 * n), byRow: i32(n), rowStart: i32(1) };
   }
 
   /** The square side of Y's bounding box (1e-3 when the points coincide), and the box. */
@@ -260,7 +263,8 @@ export class InterpRepulsion {
     g.h = h;
     g.lox = (xmin + xmax) / 2 - (nb * h) / 2;
     g.loy = (ymin + ymax) / 2 - (nb * h) / 2;
-    if (g.rowStart.length < nb + 1) g.rowStart = new Int32Array(this.shared ? new SharedArrayBuffer(4 * (nb + 1)) : new ArrayBuffer(4 * (nb + 1)));
+    if (g.rowStart.length < nb + 1)
+      g.rowStart = new Int32Array(this.shared ? new SharedArrayBuffer(4 * (nb + 1)) : new ArrayBuffer(4 * (nb + 1)));
     // the kernel's L × L (panels and factors), the charges' ceil(M/8) panels of L rows
     const kcap = blockCount(L) * L * 16;
     if (kcap > this.kcap) {
@@ -314,4 +318,3 @@ export class InterpRepulsion {
     interpWork.interpolate(g, Y, 0, this.n, F, Zi);
   }
 }
-

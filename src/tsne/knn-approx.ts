@@ -124,7 +124,9 @@ export interface ApproxJob {
 }
 
 /** The resolved options. */
-function settings(k: number, opts: ApproxKnnOptions): { trees: number; leafSize: number; rounds: number; join: number; reverse: number; minChange: number; seed: number } {
+function settings(k: number,
+  opts: ApproxKnnOptions
+): { trees: number; leafSize: number; rounds: number; join: number; reverse: number; minChange: number; seed: number } {
   return {
     trees: Math.max(1, opts.trees ?? 8),
     leafSize: Math.max(k + 1, opts.leafSize ?? 32),
@@ -137,7 +139,9 @@ function settings(k: number, opts: ApproxKnnOptions): { trees: number; leafSize:
 }
 
 /** The forest (on this thread; its arrays shared when `shared`). */
-function buildForest(X: Float64Array | Float32Array, n: number, d: number, o: ReturnType<typeof settings>, shared: boolean, onProgress?: ApproxKnnOptions['onProgress']): Tree[] {
+function buildForest(X: Float64Array | Float32Array, n: number, d: number, o: ReturnType<typeof settings>,
+  shared: boolean, onProgress?: ApproxKnnOptions['onProgress']): Tree[]
+{
   const rng = new Rng(o.seed);
   const forest: Tree[] = [];
   for (let t = 0; t < o.trees; t++) {
@@ -272,7 +276,10 @@ function refineRows(job: ApproxJob, sc: Scratch, slot: PairSlot | null, start: n
  * its first `join`, in index order, or the nearest `cap` of them (ties by index) when there are
  * more, each with the entry's new flag. A function of the lists alone.
  */
-export function reverseLists(curI: Int32Array, curD: Float64Array, fresh: Uint8Array, n: number, k: number, join: number, cap: number, alloc: (len: number) => Int32Array): { revStart: Int32Array; revIdx: Int32Array; revFresh: Uint8Array } {
+export function reverseLists(curI: Int32Array, curD: Float64Array, fresh: Uint8Array, n: number, k: number,
+  join: number, cap: number,
+  alloc: (len: number) => Int32Array): { revStart: Int32Array; revIdx: Int32Array; revFresh: Uint8Array }
+{
   const count = new Int32Array(n + 1);
   for (let i = 0; i < n; i++) for (let a = 0; a < join; a++) count[curI[i * k + a] + 1]++;
   const off = new Int32Array(n + 1);
@@ -285,7 +292,9 @@ export function reverseLists(curI: Int32Array, curD: Float64Array, fresh: Uint8A
   let total = 0;
   for (let j = 0; j < n; j++) total += Math.min(cap, off[j + 1] - off[j]);
   const revIdx = alloc(total);
-  const revFresh = new Uint8Array(revIdx.buffer instanceof SharedArrayBuffer ? new SharedArrayBuffer(total) : new ArrayBuffer(total));
+  const revFresh = new Uint8Array(
+    revIdx.buffer instanceof SharedArrayBuffer ? new SharedArrayBuffer(total) : new ArrayBuffer(total),
+  );
   let w = 0;
   for (let j = 0; j < n; j++) {
     revStart[j] = w;
@@ -327,7 +336,9 @@ export async function approxSearch(
   const i32 = (len: number) => new Int32Array(shared ? new SharedArrayBuffer(len * 4) : new ArrayBuffer(len * 4));
   const f64 = (len: number) => new Float64Array(shared ? new SharedArrayBuffer(len * 8) : new ArrayBuffer(len * 8));
   const u8 = (len: number) => new Uint8Array(shared ? new SharedArrayBuffer(len) : new ArrayBuffer(len));
-  const job: ApproxJob = { X: Xs, space: sp?.space ?? null, n, d, k, join: o.join, forest, curI: i32(0), curD: f64(0), fresh: u8(0), outI: i32(n * k), outD: f64(n * k), outFresh: u8(0), revStart: i32(n + 1), revIdx: i32(0), revFresh: u8(0), reverse: o.reverse };
+  const job: ApproxJob = { X: Xs, space: sp?.space ?? null, n, d, k, join: o.join, forest, curI: i32(0), curD: f64(0),
+    fresh: u8(0), outI: i32(n * k), outD: f64(n * k), outFresh: u8(0), revStart: i32(n + 1), revIdx: i32(0),
+    revFresh: u8(0), reverse: o.reverse };
   await run(job, 'forest');
   job.curI = job.outI;
   job.curD = job.outD;
@@ -354,7 +365,9 @@ function allSingle(X: Float64Array | Float32Array): boolean {
 }
 
 /** Approximate kNN of every row on this thread (see the file comment). */
-export function knnApprox(X: Float64Array | Float32Array, n: number, d: number, k: number, opts: ApproxKnnOptions = {}): Promise<KnnResult> {
+export function knnApprox(X: Float64Array | Float32Array, n: number, d: number, k: number,
+  opts: ApproxKnnOptions = {}): Promise<KnnResult>
+{
   return approxSearch(X, n, d, k, opts, 1, async (job, pass) => {
     const changed = approxRows(job, pass, 0, n);
     if (pass === 'forest') opts.onProgress?.('forest rows', n, n);
@@ -366,7 +379,9 @@ export function knnApprox(X: Float64Array | Float32Array, n: number, d: number, 
  * The share of the exact k nearest neighbours found by `nn`, over `sample` rows drawn with the
  * seed (all rows when there are fewer): the exact lists of those rows cost sample × N × d.
  */
-export function estimateRecall(X: Float64Array | Float32Array, n: number, d: number, nn: KnnResult, sample = 200, seed = 0): { recall: number; rows: number } {
+export function estimateRecall(X: Float64Array | Float32Array, n: number, d: number, nn: KnnResult, sample = 200,
+  seed = 0): { recall: number; rows: number }
+{
   const k = nn.k;
   const rows = Math.min(n, sample);
   const rng = new Rng(seed);

@@ -178,7 +178,8 @@ export function pruneJob(X: Float64Array | Float32Array, n: number, d: number, k
     rad[b] = Math.sqrt(r2);
     sqmax[b] = m;
   }
-  return { X, n, d, k, Xp, perm, sq, start, nb, cent, rad, sqmax, indices: i32(n * k), dist2: f64(n * k), pairs: f64(nb), radiusScale: 1 };
+  return { X, n, d, k, Xp, perm, sq, start, nb, cent, rad, sqmax, indices: i32(n * k), dist2: f64(n * k),
+    pairs: f64(nb), radiusScale: 1 };
 }
 
 /** The search for the query blocks [b0, b1) of a job (any split gives the same lists). */
@@ -196,7 +197,8 @@ export function prunedBlocks(job: PruneJob, b0: number, b1: number): void {
   const M = new Float64Array(simd.memory.buffer);
   const hd = new Float64Array(JB * k);
   const hi = new Int32Array(JB * k);
-  const heaps: Heap[] = Array.from({ length: JB }, (_, r) => ({ hd: hd.subarray(r * k, (r + 1) * k), hi: hi.subarray(r * k, (r + 1) * k), size: 0 }));
+  const heaps: Heap[] = Array.from({ length: JB },
+    (_, r) => ({ hd: hd.subarray(r * k, (r + 1) * k), hi: hi.subarray(r * k, (r + 1) * k), size: 0 }));
   const dc = new Float64Array(nb);
   const blocks = new Int32Array(nb);
   const dq = new Float64Array(JB);
@@ -252,12 +254,15 @@ export function prunedBlocks(job: PruneJob, b0: number, b1: number): void {
       }
     }
     job.pairs[qb] = pairs;
-    for (let r = 0; r < rows; r++) finishRow(job.X, d, perm[q0 + r], heaps[r], perm[q0 + r] * k, job.indices, job.dist2);
+    for (let r = 0; r < rows; r++)
+      finishRow(job.X, d, perm[q0 + r], heaps[r], perm[q0 + r] * k, job.indices, job.dist2);
   }
 }
 
 /** The whole search on this thread. */
-export function knnPruned(X: Float64Array | Float32Array, n: number, d: number, k: number, radiusScale = 1): KnnResult & { pairsFraction: number } {
+export function knnPruned(X: Float64Array | Float32Array, n: number, d: number, k: number, radiusScale = 1): KnnResult
+  & { pairsFraction: number }
+{
   const job = pruneJob(X, n, d, k);
   job.radiusScale = radiusScale;
   prunedBlocks(job, 0, job.nb);

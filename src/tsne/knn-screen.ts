@@ -99,7 +99,8 @@ async function gemmSession(threads: number): Promise<Ort.InferenceSession> {
     const bytes = encodeModel(makeModel(graph, { opsets: { '': 17 } }));
     sessionThreads = threads;
     // no spinning: the exact part's worker threads run right after the product on the same cores
-    session = ort.InferenceSession.create(bytes, { intraOpNumThreads: threads, interOpNumThreads: 1, logSeverityLevel: 3, extra: { session: { intra_op: { allow_spinning: '0' } } } });
+    session = ort.InferenceSession.create(bytes, { intraOpNumThreads: threads, interOpNumThreads: 1,
+      logSeverityLevel: 3, extra: { session: { intra_op: { allow_spinning: '0' } } } });
   }
   return session;
 }
@@ -109,7 +110,9 @@ async function gemmSession(threads: number): Promise<Ort.InferenceSession> {
  * apply (narrow data, k ≥ n, non-finite or huge values, ONNX Runtime unavailable): the caller
  * then runs knnRows.
  */
-export async function knnScreened(X: Float64Array | Float32Array, n: number, d: number, k: number, opts: ScreenOptions): Promise<KnnResult | null> {
+export async function knnScreened(X: Float64Array | Float32Array, n: number, d: number, k: number,
+  opts: ScreenOptions): Promise<KnnResult | null>
+{
   if (d < SCREEN_MIN_D || k < 1 || k >= n) return null;
   const mu = new Float64Array(d);
   for (let i = 0; i < n; i++) for (let c = 0; c < d; c++) mu[c] += X[i * d + c];
@@ -137,7 +140,9 @@ export async function knnScreened(X: Float64Array | Float32Array, n: number, d: 
     Xr.set(X.subarray(0, n * d));
   } else if (!ps && opts.split && !(X.buffer instanceof SharedArrayBuffer)) {
     // the worker threads read X: a shared copy
-    Xr = X instanceof Float32Array ? new Float32Array(new SharedArrayBuffer(n * d * 4)) : new Float64Array(new SharedArrayBuffer(n * d * 8));
+    Xr = X instanceof Float32Array
+      ? new Float32Array(new SharedArrayBuffer(n * d * 4))
+      : new Float64Array(new SharedArrayBuffer(n * d * 8));
     Xr.set(X.subarray(0, n * d));
   }
   let sess: Ort.InferenceSession;
@@ -169,10 +174,11 @@ export async function knnScreened(X: Float64Array | Float32Array, n: number, d: 
         G.set(out);
       }
     }
-    const job: ScreenJob = { X: Xr, space: ps?.space ?? null, n, d, k, sq, q, G, r0, marginScale: opts.marginScale ?? 1, indices, dist2, finished, candidates: new Float64Array(new SharedArrayBuffer((r1 - r0) * 8)) };
+    const job: ScreenJob = { X: Xr, space: ps?.space ?? null, n, d, k, sq, q, G, r0, marginScale: opts.marginScale ?? 1,
+      indices, dist2, finished, candidates: new Float64Array(new SharedArrayBuffer((r1 - r0) * 8)) };
     if (opts.split) await opts.split(job, r0, r1);
     else screenRows(job, r0, r1);
-    if (opts.stats) for (const v of job.candidates) opts.stats.candidates += v;
+    if (opts.stats) { for (const v of job.candidates) opts.stats.candidates += v; }
     opts.onRows?.(r1);
   }
   return { k, indices, dist2 };
@@ -188,7 +194,9 @@ const STRIP = 256;
  * from the other side is a float32 product of the same two rows with its own summation order,
  * which the bound E allows (it holds for any order), so the screen stays exact.
  */
-async function upperProduct(ort: typeof Ort, sess: Ort.InferenceSession, Z: Float32Array, n: number, d: number, shared: boolean): Promise<Float32Array> {
+async function upperProduct(ort: typeof Ort, sess: Ort.InferenceSession, Z: Float32Array, n: number, d: number,
+  shared: boolean): Promise<Float32Array>
+{
   const G = new Float32Array(shared ? new SharedArrayBuffer(n * n * 4) : new ArrayBuffer(n * n * 4));
   for (let a = 0; a < n; a += STRIP) {
     const b = Math.min(n, a + STRIP);
@@ -329,7 +337,9 @@ function screenRowsWith(
  * (the re-check recomputes every distance); the rest are moved to the front of cand and their
  * count returned. heap.size is the number settled.
  */
-function settle(cand: Int32Array, nc: number, lo: Float64Array, up: Float64Array, tau: number, k: number, sorted: Float64Array, heap: Heap): number {
+function settle(cand: Int32Array, nc: number, lo: Float64Array, up: Float64Array, tau: number, k: number,
+  sorted: Float64Array, heap: Heap): number
+{
   for (let t = 0; t < nc; t++) sorted[t] = lo[cand[t]];
   const view = sorted.subarray(0, nc).sort();
   let rest = 0;
@@ -356,7 +366,9 @@ function settle(cand: Int32Array, nc: number, lo: Float64Array, up: Float64Array
  * products in column order: `slot`'s SIMD kernel or its JavaScript twin, the same values),
  * offered to the heap. `dots` is scratch of at least nc values.
  */
-function exactCandidates(X: Float64Array | Float32Array, d: number, k: number, i: number, sq: Float64Array, cand: Int32Array, nc: number, heap: Heap, dots: Float64Array, slot: PairSlot | null): void {
+function exactCandidates(X: Float64Array | Float32Array, d: number, k: number, i: number, sq: Float64Array,
+  cand: Int32Array, nc: number, heap: Heap, dots: Float64Array, slot: PairSlot | null): void
+{
   pairSums(slot, X, d, i, cand, nc, 'dot', dots);
   const sqi = sq[i];
   for (let t = 0; t < nc; t++) push(heap, k, Math.max(sqi + sq[cand[t]] - 2 * dots[t], 0), cand[t]);

@@ -17,7 +17,10 @@
  * (claimed with Atomics): the query row widened to float64, the row list, the sums.
  */
 
-import { BR_IF, END, F64X2_ADD, F64X2_MUL, F64X2_PROMOTE_LOW_F32X4, F64X2_SUB, I32, I32_ADD, I32_CONST, I32_LOAD, I32_MUL, I32_SHL, I32_SUB, LOCAL_TEE, LOOP, V128, V128_LOAD32_LANE, V128_LOAD32_ZERO, V128_LOAD64_LANE, V128_LOAD64_SPLAT, V128_LOAD64_ZERO, V128_STORE, V128_ZERO, VOID, assembleModule, funcBody, get, instantiateShared, set, sharedMemory, sleb, type WasmMemory } from '../util/wasm.js';
+import { BR_IF, END, F64X2_ADD, F64X2_MUL, F64X2_PROMOTE_LOW_F32X4, F64X2_SUB, I32, I32_ADD, I32_CONST, I32_LOAD,
+  I32_MUL, I32_SHL, I32_SUB, LOCAL_TEE, LOOP, V128, V128_LOAD32_LANE, V128_LOAD32_ZERO, V128_LOAD64_LANE,
+  V128_LOAD64_SPLAT, V128_LOAD64_ZERO, V128_STORE, V128_ZERO, VOID, assembleModule, funcBody, get, instantiateShared,
+  set, sharedMemory, sleb, type WasmMemory } from '../util/wasm.js';
 
 // Parameters: the query (float64) at QP, the row list (int32) at IX, groups of W rows, d, the
 // sums (float64) at OUT, X at XB. Then locals.
@@ -31,7 +34,8 @@ function pairsBody(w: number, f32: boolean, diff: boolean): number[] {
   const QV = ACC + w / 2;
   const Y = QV + 1;
   const code: number[] = [...get(D), I32_CONST, f32 ? 2 : 3, I32_SHL, ...set(ROWB), LOOP, VOID];
-  for (let r = 0; r < w; r++) code.push(...get(XB), ...get(IX), ...I32_LOAD(4 * r), ...get(ROWB), I32_MUL, I32_ADD, ...set(P0 + r));
+  for (let r = 0; r < w; r++)
+    code.push(...get(XB), ...get(IX), ...I32_LOAD(4 * r), ...get(ROWB), I32_MUL, I32_ADD, ...set(P0 + r));
   for (let h = 0; h < w / 2; h++) code.push(...V128_ZERO, ...set(ACC + h));
   code.push(...get(QP), ...set(QC), I32_CONST, 0, ...set(C), ...get(D), ...set(CNT), LOOP, VOID);
   code.push(...get(QC), ...V128_LOAD64_SPLAT(), ...set(QV));
@@ -47,13 +51,16 @@ function pairsBody(w: number, f32: boolean, diff: boolean): number[] {
   code.push(...get(QC), I32_CONST, 8, I32_ADD, ...set(QC), ...get(C), I32_CONST, ...sleb(es), I32_ADD, ...set(C));
   code.push(...get(CNT), I32_CONST, 1, I32_SUB, LOCAL_TEE, CNT, BR_IF, 0, END);
   for (let h = 0; h < w / 2; h++) code.push(...get(OUT), ...get(ACC + h), ...V128_STORE(16 * h));
-  code.push(...get(OUT), I32_CONST, ...sleb(8 * w), I32_ADD, ...set(OUT), ...get(IX), I32_CONST, ...sleb(4 * w), I32_ADD, ...set(IX));
+  code.push(...get(OUT), I32_CONST, ...sleb(8 * w), I32_ADD, ...set(OUT), ...get(IX), I32_CONST, ...sleb(4 * w),
+    I32_ADD, ...set(IX));
   code.push(...get(NG), I32_CONST, 1, I32_SUB, LOCAL_TEE, NG, BR_IF, 0, END, END);
   return funcBody([[4 + w, I32], [w / 2 + 2, V128]], code);
 }
 
 const NAMES: [string, number, boolean, boolean][] = [];
-for (const f32 of [true, false]) for (const diff of [true, false]) for (const w of [8, 2]) NAMES.push([`${diff ? 'diff' : 'dot'}${w}_${f32 ? 'f32' : 'f64'}`, w, f32, diff]);
+for (const f32 of [true, false])
+  for (const diff of [true, false])
+    for (const w of [8, 2]) NAMES.push([`${diff ? 'diff' : 'dot'}${w}_${f32 ? 'f32' : 'f64'}`, w, f32, diff]);
 let moduleBytes: Uint8Array | null = null;
 
 type Fn = (qp: number, ix: number, ng: number, d: number, out: number, xb: number) => void;
@@ -76,7 +83,10 @@ export interface PairSpace {
  * else float64) and `slots` work slots, and X's view on it; null where WebAssembly SIMD or a shared
  * memory of that size is unavailable.
  */
-export function pairSpace(X: Float64Array | Float32Array, n: number, d: number, slots: number, f32: boolean): { space: PairSpace; X: Float64Array | Float32Array } | null {
+export function pairSpace(X: Float64Array | Float32Array, n: number, d: number, slots: number, f32: boolean): {
+  space: PairSpace;
+  X: Float64Array | Float32Array;
+} | null {
   const es = f32 ? 4 : 8;
   const slotsAt = align(n * d * es);
   // the query row, the row list (+ padding to whole pairs), the sums
@@ -136,7 +146,8 @@ export function claimSlot(space: PairSpace): PairSlot | null {
   const ix = new Int32Array(buf, ixAt, n + 8);
   const res = new Float64Array(buf, outAt, n + 8);
   const sfx = f32 ? 'f32' : 'f64';
-  const fn = { diff8: fns[`diff8_${sfx}`], diff2: fns[`diff2_${sfx}`], dot8: fns[`dot8_${sfx}`], dot2: fns[`dot2_${sfx}`] };
+  const fn = { diff8: fns[`diff8_${sfx}`], diff2: fns[`diff2_${sfx}`], dot8: fns[`dot8_${sfx}`],
+    dot2: fns[`dot2_${sfx}`] };
   let row = -1;
   return {
     sums(i, idx, m, op, out) {
@@ -161,13 +172,17 @@ export function claimSlot(space: PairSpace): PairSlot | null {
 }
 
 /** slot.sums(…), or its JavaScript twin on X where there is no slot (the same values). */
-export function pairSums(slot: PairSlot | null, X: Float64Array | Float32Array, d: number, i: number, idx: Int32Array, m: number, op: 'diff' | 'dot', out: Float64Array): void {
+export function pairSums(slot: PairSlot | null, X: Float64Array | Float32Array, d: number, i: number, idx: Int32Array,
+  m: number, op: 'diff' | 'dot', out: Float64Array): void
+{
   if (slot) slot.sums(i, idx, m, op, out);
   else pairSumsJs(X, d, i, idx, m, op, out);
 }
 
 /** The JavaScript twin of PairSlot.sums (the same values to the bit): each sum in column order. */
-export function pairSumsJs(X: Float64Array | Float32Array, d: number, i: number, idx: Int32Array, m: number, op: 'diff' | 'dot', out: Float64Array): void {
+export function pairSumsJs(X: Float64Array | Float32Array, d: number, i: number, idx: Int32Array, m: number,
+  op: 'diff' | 'dot', out: Float64Array): void
+{
   const qo = i * d;
   let t = 0;
   // four rows at a time: four independent sums, each in column order

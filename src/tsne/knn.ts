@@ -171,7 +171,8 @@ export function knnRows(
   const dist = simd.dist;
   const hd = new Float64Array(rows * k);
   const hi = new Int32Array(rows * k);
-  const heaps = Array.from({ length: rows }, (_, r) => ({ hd: hd.subarray(r * k, (r + 1) * k), hi: hi.subarray(r * k, (r + 1) * k), size: 0 }));
+  const heaps = Array.from({ length: rows },
+    (_, r) => ({ hd: hd.subarray(r * k, (r + 1) * k), hi: hi.subarray(r * k, (r + 1) * k), size: 0 }));
   // data blocks outside, query quads inside: each heap keeps the k smallest (distance, index)
   // pairs, a total order, so the selection does not depend on the order candidates arrive in
   for (let js = 0; js < n; js += JB) {
@@ -206,7 +207,9 @@ export type Heap = { hd: Float64Array; hi: Int32Array; size: number };
  * by column: at[q][4 c + s] = x_{r0+4q+s}[c]), and their |x|² at `sqAt`. The caller zeroes the
  * slots of a last, partial quad.
  */
-export function packQuads(M: Float64Array, at: number, sqAt: number, X: Float64Array | Float32Array, d: number, sq: Float64Array, r0: number, r1: number): void {
+export function packQuads(M: Float64Array, at: number, sqAt: number, X: Float64Array | Float32Array, d: number,
+  sq: Float64Array, r0: number, r1: number): void
+{
   for (let r = r0; r < r1; r++) {
     const b = at + ((r - r0) >> 2) * 4 * d + ((r - r0) & 3);
     for (let c = 0; c < d; c++) M[b + 4 * c] = X[r * d + c];
@@ -218,7 +221,9 @@ export function packQuads(M: Float64Array, at: number, sqAt: number, X: Float64A
  * Offer candidates j in [js, je) with distances M[o + j] to the heap of row i (skipping j = i);
  * with `ids`, candidate j enters as ids[j] (row i's own position is still i).
  */
-export function scan(M: Float64Array, o: number, js: number, je: number, i: number, h: Heap, k: number, ids: Int32Array | null = null): void {
+export function scan(M: Float64Array, o: number, js: number, je: number, i: number, h: Heap, k: number,
+  ids: Int32Array | null = null): void
+{
   // candidates beyond the current k-th distance cannot enter (push re-checks ties)
   let top = h.size === k ? h.hd[0] : Infinity;
   for (let j = js; j < je; j++) {
@@ -228,7 +233,6 @@ export function scan(M: Float64Array, o: number, js: number, je: number, i: numb
     if (h.size === k) top = h.hd[0];
   }
 }
-
 
 /** Exact re-check and ordering of rows [qs, qe). */
 function finish(
@@ -251,7 +255,9 @@ function finish(
  * pairSumsJs; the float32 screen of src/tsne/knn-screen.ts gets the same values from its SIMD
  * twin), then ascending order (ties by index).
  */
-export function finishRow(X: Float64Array | Float32Array, d: number, i: number, h: Heap, ro: number, indices: Int32Array, dist2: Float64Array): void {
+export function finishRow(X: Float64Array | Float32Array, d: number, i: number, h: Heap, ro: number,
+  indices: Int32Array, dist2: Float64Array): void
+{
   pairSumsJs(X, d, i, h.hi, h.size, 'diff', h.hd);
   orderRow(h, ro, indices, dist2);
 }

@@ -52,7 +52,9 @@ export interface NeighbourOptions {
 }
 
 /** The k nearest neighbours of every row of X [n, d], and the approximate search's estimated recall (null when exact). */
-export async function nearestNeighbours(X: Float64Array | Float32Array, n: number, d: number, k: number, o: NeighbourOptions): Promise<{ nn: KnnResult; recall: { recall: number; rows: number } | null }> {
+export async function nearestNeighbours(X: Float64Array | Float32Array, n: number, d: number, k: number,
+  o: NeighbourOptions): Promise<{ nn: KnnResult; recall: { recall: number; rows: number } | null }>
+{
   const { pool, onRows } = o;
   if (o.search === 'approximate') {
     // the forest's rows as neighbour progress; the forest and each refinement round as stages
@@ -69,7 +71,8 @@ export async function nearestNeighbours(X: Float64Array | Float32Array, n: numbe
   }
   if (pool) return { nn: await pool.knn(X, n, d, k, onRows && ((done) => onRows(done, n))), recall: null };
   // wide data through the float32 screen, narrow data with block bounds (identical results), else the float64 pass
-  const nn = (await knnScreened(X, n, d, k, { threads: 1 })) ?? (prunable(X, n, d, k) ? knnPruned(X, n, d, k) : knn(X, n, d, k));
+  const nn = (await knnScreened(X, n, d, k, { threads: 1 })) ??
+    (prunable(X, n, d, k) ? knnPruned(X, n, d, k) : knn(X, n, d, k));
   onRows?.(n, n);
   return { nn, recall: null };
 }

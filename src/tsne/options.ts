@@ -129,11 +129,24 @@ export interface TsneSettings {
 
 /** Where each key of the flat form went (for the refusal's message). */
 const MOVED: Record<string, string> = {
-  perplexity: 'affinity.perplexity', neighbours: 'affinity.neighbours',
-  iterations: 'optimizer.iterations', earlyExaggeration: 'optimizer.earlyExaggeration', exaggerationIterations: 'optimizer.exaggerationIterations',
-  learningRate: 'optimizer.learningRate', maxStepNorm: 'optimizer.maxStepNorm', momentum: 'optimizer.momentum', optimizer: 'optimizer.rule',
-  init: 'optimizer.init', seed: 'optimizer.seed', theta: 'optimizer.theta', method: 'optimizer.method',
-  threads: 'execution.threads', exactKlLimit: 'execution.exactKlLimit', poolMinPoints: 'execution.workerMinPoints', pool: 'execution.pool', onNeighbours: 'execution.onNeighbours',
+  perplexity: 'affinity.perplexity',
+  neighbours: 'affinity.neighbours',
+  iterations: 'optimizer.iterations',
+  earlyExaggeration: 'optimizer.earlyExaggeration',
+  exaggerationIterations: 'optimizer.exaggerationIterations',
+  learningRate: 'optimizer.learningRate',
+  maxStepNorm: 'optimizer.maxStepNorm',
+  momentum: 'optimizer.momentum',
+  optimizer: 'optimizer.rule',
+  init: 'optimizer.init',
+  seed: 'optimizer.seed',
+  theta: 'optimizer.theta',
+  method: 'optimizer.method',
+  threads: 'execution.threads',
+  exactKlLimit: 'execution.exactKlLimit',
+  poolMinPoints: 'execution.workerMinPoints',
+  pool: 'execution.pool',
+  onNeighbours: 'execution.onNeighbours',
 };
 
 /** Check the options and fill in the defaults for n points. */
@@ -142,7 +155,11 @@ export function resolveOptions(options: TsneOptions, n: number): TsneSettings {
     if (key === 'affinity' || key === 'optimizer' || key === 'execution') {
       if (key !== 'optimizer' || typeof options.optimizer === 'object') continue;
     }
-    throw new LobesError(MOVED[key] ? `t-SNE option ${key} is now ${MOVED[key]} (TsneOptions has affinity, optimizer and execution)` : `unknown t-SNE option ${key} (TsneOptions has affinity, optimizer and execution)`);
+    throw new LobesError(
+      MOVED[key]
+        ? `t-SNE option ${key} is now ${MOVED[key]} (TsneOptions has affinity, optimizer and execution)`
+        : `unknown t-SNE option ${key} (TsneOptions has affinity, optimizer and execution)`,
+    );
   }
   const { affinity = {}, optimizer = {}, execution = {} } = options;
   const perplexity = affinity.perplexity ?? 30;
@@ -151,9 +168,11 @@ export function resolveOptions(options: TsneOptions, n: number): TsneSettings {
   const lr = optimizer.learningRate ?? 'auto';
   const theta = optimizer.theta ?? 0.5;
   const method = optimizer.method ?? 'auto';
-  if (lr !== 'auto' && lr !== 'per-phase' && typeof lr !== 'number') throw new LobesError(`learning rate must be auto, per-phase or a number, got ${String(lr)}`);
+  if (lr !== 'auto' && lr !== 'per-phase' && typeof lr !== 'number')
+    throw new LobesError(`learning rate must be auto, per-phase or a number, got ${String(lr)}`);
   const lr0 = typeof lr === 'number' ? lr : Math.max(n / earlyExaggeration / 4, 50);
-  if (method !== 'auto' && method !== 'bh' && method !== 'fft') throw new LobesError(`t-SNE method must be auto, bh or fft, got ${String(method)}`);
+  if (method !== 'auto' && method !== 'bh' && method !== 'fft')
+    throw new LobesError(`t-SNE method must be auto, bh or fft, got ${String(method)}`);
   const opts: TsneSettings = {
     perplexity,
     theta,
@@ -172,9 +191,12 @@ export function resolveOptions(options: TsneOptions, n: number): TsneSettings {
     neighbours: neighbourSearch(affinity.neighbours, n),
   };
   if (!(opts.theta >= 0 && opts.theta <= 1)) throw new LobesError(`theta must be in [0, 1], got ${opts.theta}`);
-  if (opts.rule !== 'scikit-learn' && opts.rule !== 'openTSNE') throw new LobesError(`optimizer rule must be scikit-learn or openTSNE, got ${String(opts.rule)}`);
-  if (!Number.isInteger(opts.iterations) || opts.iterations < 0) throw new LobesError(`iterations must be a non-negative integer, got ${opts.iterations}`);
+  if (opts.rule !== 'scikit-learn' && opts.rule !== 'openTSNE')
+    throw new LobesError(`optimizer rule must be scikit-learn or openTSNE, got ${String(opts.rule)}`);
+  if (!Number.isInteger(opts.iterations) || opts.iterations < 0)
+    throw new LobesError(`iterations must be a non-negative integer, got ${opts.iterations}`);
   if (!(opts.maxStepNorm > 0)) throw new LobesError(`the largest step must be positive, got ${opts.maxStepNorm}`);
-  if (!(opts.learningRate > 0 && opts.learningRateAfter > 0)) throw new LobesError(`learning rate must be positive, got ${opts.learningRate}`);
+  if (!(opts.learningRate > 0 && opts.learningRateAfter > 0))
+    throw new LobesError(`learning rate must be positive, got ${opts.learningRate}`);
   return opts;
 }

@@ -35,7 +35,8 @@ export class TsnePool {
   }
 
   /** Each worker's calls waiting for their replies, oldest first, and an error it raised with none waiting. */
-  private waiting = new Map<Worker, { queue: { resolve: () => void; reject: (e: Error) => void }[]; failed: Error | null }>();
+  private waiting = new Map<Worker,
+    { queue: { resolve: () => void; reject: (e: Error) => void }[]; failed: Error | null }>();
 
   /**
    * Post `msg` to worker `w`; resolves at its reply. A worker handles its messages one at a time
@@ -46,7 +47,8 @@ export class TsnePool {
   protected call(w: Worker, msg: unknown): Promise<void> {
     let state = this.waiting.get(w);
     if (!state) {
-      const st: { queue: { resolve: () => void; reject: (e: Error) => void }[]; failed: Error | null } = { queue: [], failed: null };
+      const st: { queue: { resolve: () => void; reject: (e: Error) => void }[]; failed: Error | null } = { queue: [],
+        failed: null };
       w.on('message', (m: any) => {
         const p = st.queue.shift();
         if (!p) return;
@@ -83,14 +85,17 @@ export class TsnePool {
   protected blocksOf(r0: number, r1: number, perThread = 8): [number, number][] {
     const rows = r1 - r0;
     const parts = Math.min(rows, perThread * (this.workers.length + 1));
-    return Array.from({ length: parts }, (_, p) => [r0 + Math.floor((p * rows) / parts), r0 + Math.floor(((p + 1) * rows) / parts)]);
+    return Array.from({ length: parts },
+      (_, p) => [r0 + Math.floor((p * rows) / parts), r0 + Math.floor(((p + 1) * rows) / parts)]);
   }
 
   /**
    * Tasks 0 … count − 1, each taken by whichever thread is free: a worker runs the message
    * `remote(i)`, this thread runs `local(i)` between awaits; `after(i)` follows each task, on this thread.
    */
-  protected async tasks(count: number, remote: (i: number) => object, local: (i: number) => void, after?: (i: number) => void): Promise<void> {
+  protected async tasks(count: number, remote: (i: number) => object, local: (i: number) => void,
+    after?: (i: number) => void): Promise<void>
+  {
     let next = 0;
     const runWorker = async (w: Worker) => {
       while (next < count) {
@@ -115,10 +120,13 @@ export class TsnePool {
    * `onRows(done)` reports the rows finished so far. `prune` false runs the full pass on narrow
    * data too (benches compare the two).
    */
-  async knn(X: Float64Array | Float32Array, n: number, d: number, k: number, onRows?: (done: number) => void, prune = true): Promise<KnnResult> {
+  async knn(X: Float64Array | Float32Array, n: number, d: number, k: number, onRows?: (done: number) => void,
+    prune = true): Promise<KnnResult>
+  {
     // wide data: the float32 screen (identical result; null where it does not apply). It puts
     // what the threads read on shared memory itself, so X is not copied here first.
-    const screened = await knnScreened(X, n, d, k, { threads: this.workers.length + 1, onRows, split: (job, r0, r1) => this.screenSplit(job, r0, r1) });
+    const screened = await knnScreened(X, n, d, k, { threads: this.workers.length + 1, onRows,
+      split: (job, r0, r1) => this.screenSplit(job, r0, r1) });
     if (screened) return screened;
     const Xs = sharedF64(X.subarray(0, n * d));
     if (prune && prunable(X, n, d, k)) {
@@ -131,7 +139,7 @@ export class TsnePool {
         groups.length,
         (p) => ({ cmd: 'knnp', job, b0: groups[p][0], b1: groups[p][1] }),
         (p) => prunedBlocks(job, groups[p][0], groups[p][1]),
-        (p) => onRows?.((rowsDone += job.start[groups[p][1]] - job.start[groups[p][0]])),
+        (p) => onRows?.(rowsDone += job.start[groups[p][1]] - job.start[groups[p][0]]),
       );
       return { k, indices: job.indices, dist2: job.dist2 };
     }
@@ -143,7 +151,7 @@ export class TsnePool {
       blocks.length,
       (p) => ({ cmd: 'knn', X: Xs, n, d, k, start: blocks[p][0], end: blocks[p][1], indices, dist2 }),
       (p) => knnRows(Xs, n, d, k, blocks[p][0], blocks[p][1], indices, dist2),
-      (p) => onRows?.((done += blocks[p][1] - blocks[p][0])),
+      (p) => onRows?.(done += blocks[p][1] - blocks[p][0]),
     );
     // left on the shared memory: conditionalP hands dist2 to the workers as it is
     return { k, indices, dist2 };
@@ -153,7 +161,9 @@ export class TsnePool {
    * The approximate neighbour search (src/tsne/knn-approx.ts) with each pass's rows in blocks
    * taken by whichever thread is free: the same lists as knnApprox on one thread.
    */
-  async knnApprox(X: Float64Array | Float32Array, n: number, d: number, k: number, opts: ApproxKnnOptions = {}): Promise<KnnResult> {
+  async knnApprox(X: Float64Array | Float32Array, n: number, d: number, k: number,
+    opts: ApproxKnnOptions = {}): Promise<KnnResult>
+  {
     const blocks = this.blocksOf(0, n);
     return approxSearch(X, n, d, k, opts, this.workers.length + 1, async (job, pass) => {
       const changed = new Int32Array(new SharedArrayBuffer(4 * blocks.length));
@@ -162,7 +172,7 @@ export class TsnePool {
         blocks.length,
         (p) => ({ cmd: 'approx', job, pass, start: blocks[p][0], end: blocks[p][1], changed, slot: p }),
         (p) => (changed[p] = approxRows(job, pass, blocks[p][0], blocks[p][1])),
-        (p) => pass === 'forest' && opts.onProgress?.('forest rows', (done += blocks[p][1] - blocks[p][0]), n),
+        (p) => pass === 'forest' && opts.onProgress?.('forest rows', done += blocks[p][1] - blocks[p][0], n),
       );
       return changed.reduce((a, b) => a + b, 0);
     });
@@ -185,7 +195,9 @@ export class TsnePool {
     const P = new Float64Array(new SharedArrayBuffer(n * k * 8));
     const betas = new Float64Array(new SharedArrayBuffer(n * 8));
     const rs = this.ranges(n);
-    const pending = this.workers.map((w, i) => this.call(w, { cmd: 'condp', dist2, k, perplexity, start: rs[i][0], end: rs[i][1], P, betas }));
+    const pending = this.workers.map((w, i) =>
+      this.call(w, { cmd: 'condp', dist2, k, perplexity, start: rs[i][0], end: rs[i][1], P, betas })
+    );
     const [s, e] = rs[rs.length - 1];
     conditionalRows(dist2, k, perplexity, s, e, P, betas);
     await Promise.all(pending);
@@ -200,17 +212,25 @@ export class TsnePool {
    * thread adds the attraction of rows [split, n). Every sum is computed as on one thread, so the
    * split changes no number. Returns this thread's build and attraction milliseconds, for overlapSplit.
    */
-  async bhGradient(build: () => void, tree: QuadTree, split: number, Y: Float64Array, n: number, theta: number, F: Float64Array, Zi: Float64Array, P: SparseP, ex: number, A: Float64Array): Promise<{ buildMs: number; attrMs: number; split: number }> {
+  async bhGradient(build: () => void, tree: QuadTree, split: number, Y: Float64Array, n: number, theta: number,
+    F: Float64Array, Zi: Float64Array, P: SparseP, ex: number,
+    A: Float64Array): Promise<{ buildMs: number; attrMs: number; split: number }>
+  {
     const W = this.workers.length;
     const s = split > 0 ? Math.min(split, n) : this.ranges(n)[W][0];
     // no reply: a worker handles its messages in order, so the reply to 'grad' below means both are done
-    this.workers.forEach((w, i) => w.postMessage({ cmd: 'attr', noReply: true, P, Y, ex, A, start: Math.floor((i * s) / W), end: Math.floor(((i + 1) * s) / W) }));
+    this.workers.forEach((w, i) =>
+      w.postMessage({ cmd: 'attr', noReply: true, P, Y, ex, A, start: Math.floor((i * s) / W),
+        end: Math.floor(((i + 1) * s) / W) })
+    );
     const t0 = performance.now();
     build();
     const t1 = performance.now();
     const t = tree.t;
     const gs = groupRanges(t, W + 1);
-    const pending = this.workers.map((w, i) => this.call(w, { cmd: 'grad', tree: t, Y, F, Zi, theta, g0: gs[i][0], g1: gs[i][1] }));
+    const pending = this.workers.map((w, i) =>
+      this.call(w, { cmd: 'grad', tree: t, Y, F, Zi, theta, g0: gs[i][0], g1: gs[i][1] })
+    );
     let t2 = 0;
     let t3 = 0;
     await settled(pending, () => {
@@ -223,9 +243,13 @@ export class TsnePool {
   }
 
   /** One optimizer step (src/tsne/step.ts) over all points, split by points across the threads (the same numbers on any split). */
-  async step(Y: Float64Array, update: Float64Array, gains: Float64Array, A: Float64Array, F: Float64Array, sp: StepParams, n: number): Promise<void> {
+  async step(Y: Float64Array, update: Float64Array, gains: Float64Array, A: Float64Array, F: Float64Array,
+    sp: StepParams, n: number): Promise<void>
+  {
     const rs = this.ranges(n);
-    const pending = this.workers.map((w, i) => this.call(w, { cmd: 'step', Y, update, gains, A, F, sp, i0: rs[i][0], i1: rs[i][1] }));
+    const pending = this.workers.map((w, i) =>
+      this.call(w, { cmd: 'step', Y, update, gains, A, F, sp, i0: rs[i][0], i1: rs[i][1] })
+    );
     const [a, b] = rs[rs.length - 1];
     await settled(pending, () => stepRange(Y, update, gains, A, F, sp, a, b));
   }
@@ -235,11 +259,16 @@ export class TsnePool {
    * `ex`) for all points, in phases split by columns, rows and points across the threads (every
    * value is computed by the same operations whatever the split); all arrays shared.
    */
-  async interpGradient(rep: InterpRepulsion, Y: Float64Array, n: number, F: Float64Array, Zi: Float64Array, P: SparseP, ex: number, A: Float64Array): Promise<void> {
+  async interpGradient(rep: InterpRepulsion, Y: Float64Array, n: number, F: Float64Array, Zi: Float64Array, P: SparseP,
+    ex: number, A: Float64Array): Promise<void>
+  {
     const g = rep.size(Y, false);
     const parts = this.workers.length + 1;
-    const split = (len: number) => Array.from({ length: parts }, (_, p): [number, number] => [Math.floor((p * len) / parts), Math.floor(((p + 1) * len) / parts)]);
-    const phase = (msg: (i: number) => object, mine: () => void) => settled(this.workers.map((w, i) => this.call(w, { cmd: 'interp', g, ...msg(i) })), mine);
+    const split = (len: number) =>
+      Array.from({ length: parts },
+        (_, p): [number, number] => [Math.floor((p * len) / parts), Math.floor(((p + 1) * len) / parts)]);
+    const phase = (msg: (i: number) => object, mine: () => void) =>
+      settled(this.workers.map((w, i) => this.call(w, { cmd: 'interp', g, ...msg(i) })), mine);
     const last = parts - 1;
     // the kernel's spectrum when L or h changed: its columns beside the weights, its rows beside the spread
     const kb = split(rep.needsSpectrum() ? blockCount(g.L) : 0);
@@ -249,7 +278,8 @@ export class TsnePool {
     const pr = split(n);
     const zr = split(blockCount(g.M));
     await phase(
-      (i) => ({ phase: 'weights', a: pr[i][0], b: pr[i][1], za: zr[i][0], zb: zr[i][1], ka: kb[i][0], kb: kb[i][1], Y }),
+      (i) => ({ phase: 'weights', a: pr[i][0], b: pr[i][1], za: zr[i][0], zb: zr[i][1], ka: kb[i][0], kb: kb[i][1],
+        Y }),
       () => {
         interpWork.weights(g, Y, pr[last][0], pr[last][1]);
         interpWork.zeroPanels(g, zr[last][0], zr[last][1]);
@@ -274,9 +304,12 @@ export class TsnePool {
     g.kL = g.L;
     g.kh = g.h;
     const pc = split(blockCount(g.M)), rb = split(blockCount(g.L));
-    await phase((i) => ({ phase: 'pass1', a: pc[i][0], b: pc[i][1] }), () => interpWork.pass1(g, pc[last][0], pc[last][1]));
-    await phase((i) => ({ phase: 'middle', a: rb[i][0], b: rb[i][1] }), () => interpWork.middle(g, rb[last][0], rb[last][1]));
-    await phase((i) => ({ phase: 'pass2', a: pc[i][0], b: pc[i][1] }), () => interpWork.pass2(g, pc[last][0], pc[last][1]));
+    await phase((i) => ({ phase: 'pass1', a: pc[i][0], b: pc[i][1] }),
+      () => interpWork.pass1(g, pc[last][0], pc[last][1]));
+    await phase((i) => ({ phase: 'middle', a: rb[i][0], b: rb[i][1] }),
+      () => interpWork.middle(g, rb[last][0], rb[last][1]));
+    await phase((i) => ({ phase: 'pass2', a: pc[i][0], b: pc[i][1] }),
+      () => interpWork.pass2(g, pc[last][0], pc[last][1]));
     await phase(
       (i) => ({ phase: 'points', a: pr[i][0], b: pr[i][1], Y, F, Zi, P, ex, A }),
       () => {

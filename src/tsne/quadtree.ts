@@ -66,7 +66,8 @@ export class QuadTree {
 
   constructor(private n: number, readonly shared = false) {
     this.cap = Math.max(64, 2 * n + 16);
-    this.t = { nodes: 0, node: this.f64(this.cap * 4), child: this.i32(this.cap), leaf: this.i32(this.cap * 2), order: this.i32(n), groups: this.i32(n), ngroups: 0 };
+    this.t = { nodes: 0, node: this.f64(this.cap * 4), child: this.i32(this.cap), leaf: this.i32(this.cap * 2),
+      order: this.i32(n), groups: this.i32(n), ngroups: 0 };
     this.raw = new Int32Array(n);
     this.tmp = new Int32Array(n);
     this.codes = new Int32Array(n);
@@ -249,7 +250,9 @@ export class QuadTree {
  * Stable LSD radix sort of positions [lo, hi) of (idx, key) by the 30-bit keys, 10 bits a pass,
  * into (outIdx, outKey); idx and key are scratch (three passes: in, out, in, out).
  */
-function sortByCode(idx: Int32Array, key: Int32Array, outIdx: Int32Array, outKey: Int32Array, lo: number, hi: number, count: Int32Array): void {
+function sortByCode(idx: Int32Array, key: Int32Array, outIdx: Int32Array, outKey: Int32Array, lo: number, hi: number,
+  count: Int32Array): void
+{
   let si = idx;
   let sk = key;
   let di = outIdx;
@@ -298,7 +301,9 @@ function interleave(v: number): number {
  * y_i's term is exactly w = 1 with zero force, removed from Zi afterwards. Each point's sums
  * depend only on the tree and Y, so any split of the groups gives the same numbers.
  */
-export function repulsion(t: TreeArrays, Y: Float64Array, g0: number, g1: number, theta: number, F: Float64Array, Zi: Float64Array): void {
+export function repulsion(t: TreeArrays, Y: Float64Array, g0: number, g1: number, theta: number, F: Float64Array,
+  Zi: Float64Array): void
+{
   const node = t.node;
   const child = t.child;
   const leaf = t.leaf;

@@ -15,7 +15,9 @@
  * the same order, so the choice of path never changes a result.
  */
 
-import { BR_IF, END, F64X2_ADD, F64X2_DIV, F64X2_EXTRACT_LANE, F64X2_MUL, F64X2_SUB, F64_ADD, F64_STORE, I32, I32_ADD, I32_CONST, I32_SUB, LOCAL_TEE, LOOP, V128, V128_F64X2, V128_LOAD, V128_LOAD64_SPLAT, V128_ZERO, VOID, assembleModule, funcBody, get, instantiate, set, type WasmMemory } from '../util/wasm.js';
+import { BR_IF, END, F64X2_ADD, F64X2_DIV, F64X2_EXTRACT_LANE, F64X2_MUL, F64X2_SUB, F64_ADD, F64_STORE, I32, I32_ADD,
+  I32_CONST, I32_SUB, LOCAL_TEE, LOOP, V128, V128_F64X2, V128_LOAD, V128_LOAD64_SPLAT, V128_ZERO, VOID, assembleModule,
+  funcBody, get, instantiate, set, type WasmMemory } from '../util/wasm.js';
 // Point pairs are f64 arrays: 8-byte aligned, not 16.
 const V128_LOAD_8 = (offset: number): number[] => V128_LOAD(offset, 8);
 
@@ -27,7 +29,8 @@ const ACC = [[11, 12, 13], [14, 15, 16]]; // [point][z, fx, fy]
 const EX = 17, EY = 18, EC = 19, DX = 20, DY = 21, W = 22, CW = 23;
 
 function sumBody(): number[] {
-  const inner: number[] = [...get(L), ...V128_LOAD_8(0), ...set(EX), ...get(L), ...V128_LOAD_8(16), ...set(EY), ...get(L), ...V128_LOAD_8(32), ...set(EC)];
+  const inner: number[] = [...get(L), ...V128_LOAD_8(0), ...set(EX), ...get(L), ...V128_LOAD_8(16), ...set(EY),
+    ...get(L), ...V128_LOAD_8(32), ...set(EC)];
   for (let p = 0; p < 2; p++) {
     const [Z, FX, FY] = ACC[p];
     // dprint-ignore: one instruction and its immediates per line
@@ -48,11 +51,15 @@ function sumBody(): number[] {
   inner.push(...get(L), I32_CONST, 48, I32_ADD, ...set(L));
   const start: number[] = [];
   for (let p = 0; p < 2; p++) {
-    start.push(...get(GP), ...V128_LOAD64_SPLAT(16 * p), ...set(PX[p]), ...get(GP), ...V128_LOAD64_SPLAT(16 * p + 8), ...set(PY[p]));
+    start.push(...get(GP), ...V128_LOAD64_SPLAT(16 * p), ...set(PX[p]), ...get(GP), ...V128_LOAD64_SPLAT(16 * p + 8),
+      ...set(PY[p]));
     for (const a of ACC[p]) start.push(...V128_ZERO, ...set(a));
   }
   const store: number[] = [];
-  ACC.flat().forEach((a, s) => store.push(...get(OP), ...get(a), ...F64X2_EXTRACT_LANE(0), ...get(a), ...F64X2_EXTRACT_LANE(1), F64_ADD, ...F64_STORE(8 * s)));
+  ACC.flat().forEach((a, s) =>
+    store.push(...get(OP), ...get(a), ...F64X2_EXTRACT_LANE(0), ...get(a), ...F64X2_EXTRACT_LANE(1), F64_ADD,
+      ...F64_STORE(8 * s))
+  );
   // dprint-ignore: one instruction and its immediates per line
   const code = [
     LOOP, VOID,

@@ -24,7 +24,9 @@ export interface StepParams {
  * (+0.2 where g turns against the update, shrunk otherwise), update = momentum · update − lr · gain · g,
  * clipped to maxStepNorm per point, and Y += update.
  */
-export function stepRange(Y: Float64Array, update: Float64Array, gains: Float64Array, A: Float64Array, F: Float64Array, s: StepParams, i0: number, i1: number): void {
+export function stepRange(Y: Float64Array, update: Float64Array, gains: Float64Array, A: Float64Array, F: Float64Array,
+  s: StepParams, i0: number, i1: number): void
+{
   const { invZ, momentum: mom, learningRate: lr, additiveGain } = s;
   for (let t = 2 * i0; t < 2 * i1; t++) {
     const g = 4 * (A[t] - F[t] * invZ);

@@ -35,10 +35,11 @@ import { stepRange, type StepParams } from './step.js';
 import { attraction, bfsOrder } from './attraction.js';
 import { InterpRepulsion } from './interp.js';
 
-export { exactGradient, exactKl, exactRepulsion, exactZ, klWithZ } from './tsne-exact.js';
 export { APPROX_MIN_POINTS } from './neighbours.js';
 export { MIXED_MIN_POINTS } from './options.js';
-export type { AffinityOptions, ExecutionOptions, OptimizerOptions, PcaScores, TsneMethod, TsneOptions, TsneSettings } from './options.js';
+export type { AffinityOptions, ExecutionOptions, OptimizerOptions, PcaScores, TsneMethod, TsneOptions,
+  TsneSettings } from './options.js';
+export { exactGradient, exactKl, exactRepulsion, exactZ, klWithZ } from './tsne-exact.js';
 
 /**
  * 'mixed' (what 'auto' runs from MIXED_MIN_POINTS points) takes FFT interpolation in an iteration
@@ -68,7 +69,6 @@ export const POLISH_ITERATIONS = 50;
 export function fftIteration(L: number, n: number): boolean {
   return L * L * Math.log2(L) < FFT_GRID_PER_POINT * n;
 }
-
 
 export class Tsne {
   readonly n: number;
@@ -101,7 +101,9 @@ export class Tsne {
   private attrSplit = 0;
   private bhTiming = { build: 0, attr: 0, iters: 0 };
 
-  protected constructor(X: Float64Array | Float32Array, n: number, d: number, P: SparseP, opts: TsneSettings, init: Float64Array | 'pca' | 'random', pool: TsnePool | null) {
+  protected constructor(X: Float64Array | Float32Array, n: number, d: number, P: SparseP, opts: TsneSettings,
+    init: Float64Array | 'pca' | 'random', pool: TsnePool | null)
+  {
     this.X = X;
     this.n = n;
     this.d = d;
@@ -122,24 +124,32 @@ export class Tsne {
   }
 
   /** Resolve options, compute the kNN graph and the joint P. */
-  static async create(X: Float64Array | Float32Array, n: number, d: number, options: TsneOptions = {}, onStage?: (stage: string) => void): Promise<Tsne> {
+  static async create(X: Float64Array | Float32Array, n: number, d: number, options: TsneOptions = {},
+    onStage?: (stage: string) => void): Promise<Tsne>
+  {
     if (n < 4) throw new LobesError(`t-SNE needs at least 4 points, got ${n}`);
     const opts = resolveOptions(options, n);
     const { optimizer = {}, execution = {} } = options;
     const k = neighboursFor(opts.perplexity, n);
     const external = execution.pool ?? null;
-    const pool = external ?? (opts.threads > 1 && n >= (execution.workerMinPoints ?? 2000) ? await TsnePool.start(opts.threads - 1) : null);
+    const pool = external ??
+      (opts.threads > 1 && n >= (execution.workerMinPoints ?? 2000) ? await TsnePool.start(opts.threads - 1) : null);
     try {
       onStage?.(`nearest neighbours (k = ${k})`);
-      const { nn, recall } = await nearestNeighbours(X, n, d, k, { search: opts.neighbours, seed: opts.seed, pool, onRows: execution.onNeighbours, onStage });
+      const { nn, recall } = await nearestNeighbours(X, n, d, k, { search: opts.neighbours, seed: opts.seed, pool,
+        onRows: execution.onNeighbours, onStage });
       onStage?.('perplexity calibration');
       const Pc = pool ? await pool.conditionalP(nn, n, opts.perplexity) : conditionalP(nn, n, opts.perplexity).P;
       let P = jointP(nn, Pc, n);
       if (pool) P = shareP(P);
       P.order = bfsOrder(P, pool !== null);
       const init = optimizer.init ?? 'pca';
-      if (init instanceof Float64Array && init.length !== 2 * n) throw new LobesError(`init has ${init.length} values, expected ${2 * n}`);
-      if (init === 'pca' && !optimizer.pcaScores) throw new LobesError("t-SNE init 'pca' needs the principal components (optimizer.pcaScores; src/cluster's Tsne gives them), or init 'random' or given coordinates");
+      if (init instanceof Float64Array && init.length !== 2 * n)
+        throw new LobesError(`init has ${init.length} values, expected ${2 * n}`);
+      if (init === 'pca' && !optimizer.pcaScores)
+        throw new LobesError(
+          "t-SNE init 'pca' needs the principal components (optimizer.pcaScores; src/cluster's Tsne gives them), or init 'random' or given coordinates",
+        );
       const t = new Tsne(X, n, d, P, opts, init, pool);
       t.pcaScores = optimizer.pcaScores ?? null;
       t.ownsPool = !external;
@@ -200,10 +210,12 @@ export class Tsne {
       return;
     }
     if (this.fftNow()) {
-      await this.pool.interpGradient(this.interp!, this.Y, this.n, this.Frep, this.Zi, this.P, this.exaggeration, this.attr);
+      await this.pool.interpGradient(this.interp!, this.Y, this.n, this.Frep, this.Zi, this.P, this.exaggeration,
+        this.attr);
     } else {
       const tree = this.tree!;
-      const took = await this.pool.bhGradient(() => tree.build(this.Y, this.n), tree, this.attrSplit, this.Y, this.n, this.opts.theta, this.Frep, this.Zi, this.P, this.exaggeration, this.attr);
+      const took = await this.pool.bhGradient(() => tree.build(this.Y, this.n), tree, this.attrSplit, this.Y, this.n,
+        this.opts.theta, this.Frep, this.Zi, this.P, this.exaggeration, this.attr);
       // every 16 Barnes–Hut iterations, the workers' share of the attraction from the mean times (the numbers do not depend on it)
       const b = this.bhTiming;
       b.build += took.buildMs;
@@ -234,7 +246,10 @@ export class Tsne {
 
   /** Whether this iteration's repulsion is FFT-interpolated (counted in fftIterations). */
   private fftNow(): boolean {
-    const fft = this.opts.method === 'fft' || (this.opts.method === 'mixed' && (this.iter >= Math.max(this.opts.exaggerationIterations, this.opts.iterations - POLISH_ITERATIONS) || fftIteration(this.interp!.gridSize(this.Y), this.n)));
+    const fft = this.opts.method === 'fft' ||
+      (this.opts.method === 'mixed' &&
+        (this.iter >= Math.max(this.opts.exaggerationIterations, this.opts.iterations - POLISH_ITERATIONS) ||
+          fftIteration(this.interp!.gridSize(this.Y), this.n)));
     if (fft) this.fftIterations++;
     return fft;
   }
@@ -318,7 +333,9 @@ function shareP(P: SparseP): SparseP {
 let nextPId = 1;
 
 /** The gradient the optimizer uses (sparse P; BH, FFT-interpolated or exact repulsion), exposed for tests. */
-export function tsneGradient(P: SparseP, Y: Float64Array, theta: number, exaggeration = 1, method: 'bh' | 'fft' = 'bh'): Float64Array {
+export function tsneGradient(P: SparseP, Y: Float64Array, theta: number, exaggeration = 1,
+  method: 'bh' | 'fft' = 'bh'): Float64Array
+{
   const n = P.n;
   const F = new Float64Array(2 * n);
   const Zi = new Float64Array(n);

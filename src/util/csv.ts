@@ -6,4 +6,3 @@ export function csvField(v: string | number | null | undefined): string {
   const s = String(v);
   return /[",\n\r]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
 }
-

@@ -19,7 +19,9 @@
  * sums one product per column in column order).
  */
 
-import { BR_IF, END, F64X2_ADD, F64X2_MAX, F64X2_MUL, F64X2_SUB, I32, I32_ADD, I32_CONST, I32_SUB, LOCAL_TEE, LOOP, V128, V128_F64X2, V128_LOAD, V128_LOAD64_SPLAT, V128_STORE, V128_ZERO, VOID, assembleModule, funcBody, get, instantiate, set, type WasmMemory } from './wasm.js';
+import { BR_IF, END, F64X2_ADD, F64X2_MAX, F64X2_MUL, F64X2_SUB, I32, I32_ADD, I32_CONST, I32_SUB, LOCAL_TEE, LOOP,
+  V128, V128_F64X2, V128_LOAD, V128_LOAD64_SPLAT, V128_STORE, V128_ZERO, VOID, assembleModule, funcBody, get,
+  instantiate, set, type WasmMemory } from './wasm.js';
 // Rows are f64 arrays at any 8-byte boundary: 8-byte aligned, not 16.
 const V128_LOAD_8 = (offset: number): number[] => V128_LOAD(offset, 8);
 const V128_STORE_8 = (offset: number): number[] => V128_STORE(offset, 8);
@@ -40,7 +42,8 @@ function dotsBody(raw: boolean): number[] {
   const inner: number[] = [...get(YP), ...V128_LOAD_8(0), ...set(Y[0]), ...get(YP), ...V128_LOAD_8(16), ...set(Y[1])];
   for (let r = 0; r < 4; r++) {
     for (let h = 0; h < 2; h++) {
-      inner.push(...get(ACC[r][h]), ...get(QC), ...V128_LOAD64_SPLAT(8 * r), ...get(Y[h]), ...F64X2_MUL, ...F64X2_ADD, ...set(ACC[r][h]));
+      inner.push(...get(ACC[r][h]), ...get(QC), ...V128_LOAD64_SPLAT(8 * r), ...get(Y[h]), ...F64X2_MUL, ...F64X2_ADD,
+        ...set(ACC[r][h]));
     }
   }
   inner.push(...get(QC), I32_CONST, 32, I32_ADD, ...set(QC));
@@ -52,8 +55,10 @@ function dotsBody(raw: boolean): number[] {
         store.push(...get(OUT), ...get(ACC[r][h]), ...V128_STORE_8(8 * OUT_STRIDE * r + 16 * h));
         continue;
       }
-      store.push(...get(OUT), ...get(SQQ), ...V128_LOAD64_SPLAT(8 * r), ...get(SQY), ...V128_LOAD_8(16 * h), ...F64X2_ADD);
-      store.push(...get(ACC[r][h]), ...V128_F64X2(2), ...F64X2_MUL, ...F64X2_SUB, ...V128_ZERO, ...F64X2_MAX, ...V128_STORE_8(8 * OUT_STRIDE * r + 16 * h));
+      store.push(...get(OUT), ...get(SQQ), ...V128_LOAD64_SPLAT(8 * r), ...get(SQY), ...V128_LOAD_8(16 * h),
+        ...F64X2_ADD);
+      store.push(...get(ACC[r][h]), ...V128_F64X2(2), ...F64X2_MUL, ...F64X2_SUB, ...V128_ZERO, ...F64X2_MAX,
+        ...V128_STORE_8(8 * OUT_STRIDE * r + 16 * h));
     }
   // dprint-ignore: one instruction and its immediates per line
   const code = [
@@ -107,5 +112,6 @@ export function dotModule(): Uint8Array<ArrayBuffer> {
 function dotSimd(): DotSimd | null {
   const inst = instantiate(dotModule());
   if (!inst) return null;
-  return { memory: inst.memory, dist: inst.exports.dist as DotSimd['dist'], dots: inst.exports.dots as DotSimd['dots'], ensure: inst.ensure };
+  return { memory: inst.memory, dist: inst.exports.dist as DotSimd['dist'], dots: inst.exports.dots as DotSimd['dots'],
+    ensure: inst.ensure };
 }

@@ -13,11 +13,12 @@
 
 /** What kind of failure a LobesError is, for scripts: stable across versions. */
 export const ERROR_CODES = {
-  E_INPUT: 'bad input: a file, dataset, run or setting lobes cannot use as it is (the default, operating-system failures included)',
+  E_INPUT:
+    'bad input: a file, dataset, run or setting lobes cannot use as it is (the default, operating-system failures included)',
   E_USAGE: 'bad flags or arguments (UsageError, exit code 2)',
   E_STALE: 'an output whose inputs changed since it was written, or that belongs to another run',
   E_LOCKED: 'another lobes process holds the folder or file lock',
-  E_EXISTS: 'refused to write over a file or folder lobes did not write (or another command\'s output)',
+  E_EXISTS: "refused to write over a file or folder lobes did not write (or another command's output)",
   E_MODEL: 'a model lobes cannot read, convert or capture from',
   E_ABORTED: 'the call was cancelled through its AbortSignal; a job folder is left resumable',
 } as const;
@@ -40,7 +41,8 @@ export function opt(key: string, value?: string | number): string {
 
 /** `text` with each option opt() marked spelled by `spell` (default: its library key), its value after a space. */
 export function optionText(text: string, spell: (key: string) => string = (key) => key): string {
-  return text.replace(OPTION_MARK, (_, key: string, value: string | undefined) => spell(key) + (value === undefined ? '' : ` ${value}`));
+  return text.replace(OPTION_MARK,
+    (_, key: string, value: string | undefined) => spell(key) + (value === undefined ? '' : ` ${value}`));
 }
 
 /** The option keys opt() marked in `text`, in order, each once. */
@@ -126,7 +128,9 @@ export interface UsageProblem {
  */
 export class UsageError extends LobesError {
   constructor(problem: string | UsageProblem, hint?: string) {
-    const p: Omit<UsageProblem, 'option'> & { option?: string } = typeof problem === 'string' ? { message: problem, hint } : problem;
+    const p: Omit<UsageProblem, 'option'> & { option?: string } = typeof problem === 'string'
+      ? { message: problem, hint }
+      : problem;
     super(p.message, { ...p, exitCode: 2, code: p.code ?? 'E_USAGE' });
     this.name = 'UsageError';
   }
@@ -147,18 +151,32 @@ export class ModelError extends LobesError {
  */
 export function throwIfAborted(signal: AbortSignal | undefined, command: string, where?: string): void {
   if (!signal?.aborted) return;
-  const reason = signal.reason instanceof Error ? signal.reason.message : typeof signal.reason === 'string' ? signal.reason : null;
-  throw new LobesError(`${command} was cancelled${where ? ` ${where}` : ''}${reason && !/^This operation was aborted$/.test(reason) ? ` (${reason})` : ''}`, {
-    hint: 'the same call again resumes where it stopped',
-    code: 'E_ABORTED',
-  });
+  const reason = signal.reason instanceof Error
+    ? signal.reason.message
+    : typeof signal.reason === 'string'
+    ? signal.reason
+    : null;
+  throw new LobesError(
+    `${command} was cancelled${where ? ` ${where}` : ''}${
+      reason && !/^This operation was aborted$/.test(reason) ? ` (${reason})` : ''
+    }`,
+    {
+      hint: 'the same call again resumes where it stopped',
+      code: 'E_ABORTED',
+    },
+  );
 }
 
 /** Several problems found at once (e.g. every invalid item of a dataset). */
 export class LobesErrors extends LobesError {
   readonly problems: LobesError[];
   constructor(summary: string, problems: LobesError[], place: ErrorPlace = {}) {
-    super(`${summary}: ${problems.length} problem${problems.length === 1 ? '' : 's'}; first: ${problems[0]?.message ?? 'none'}`, { code: problems[0]?.code, ...place });
+    super(
+      `${summary}: ${problems.length} problem${problems.length === 1 ? '' : 's'}; first: ${
+        problems[0]?.message ?? 'none'
+      }`,
+      { code: problems[0]?.code, ...place },
+    );
     this.name = 'LobesErrors';
     this.problems = problems;
   }
@@ -170,11 +188,14 @@ export function isLobesError(e: unknown): e is LobesError {
 
 /** What an operating-system error code means for the user, and what to do about it. */
 const SYSTEM_ERRORS: Record<string, { what: string; hint: string }> = {
-  ENOSPC: { what: 'no space left on the device', hint: 'free some space or write to another disk; earlier results were left as they were' },
-  EDQUOT: { what: 'disk quota exceeded', hint: 'free some space or write to another disk; earlier results were left as they were' },
+  ENOSPC: { what: 'no space left on the device',
+    hint: 'free some space or write to another disk; earlier results were left as they were' },
+  EDQUOT: { what: 'disk quota exceeded',
+    hint: 'free some space or write to another disk; earlier results were left as they were' },
   EFBIG: { what: 'file too large for the file system', hint: 'write to another file system' },
   EISDIR: { what: 'is a folder where a file was expected', hint: 'give a file path, not a folder' },
-  ENOTDIR: { what: 'a part of the path is not a folder', hint: 'check the path: a file stands where a folder is needed' },
+  ENOTDIR: { what: 'a part of the path is not a folder',
+    hint: 'check the path: a file stands where a folder is needed' },
   EEXIST: { what: 'already exists', hint: 'remove it or choose another path' },
   ENOTEMPTY: { what: 'folder is not empty', hint: 'remove it or choose another path' },
   EACCES: { what: 'permission denied', hint: 'check the permissions, or choose another path' },
@@ -219,7 +240,8 @@ function systemKnown(e: unknown): { what: string; hint: string; code: string } |
   if (typeof err.code !== 'string') return null;
   let known = SYSTEM_ERRORS[err.code];
   if (!known) return null;
-  if (err.code === 'EEXIST' && err.syscall === 'mkdir') known = { what: 'exists as a file where a folder is needed', hint: 'choose another path, or move the file away' };
+  if (err.code === 'EEXIST' && err.syscall === 'mkdir')
+    known = { what: 'exists as a file where a folder is needed', hint: 'choose another path, or move the file away' };
   const op = typeof err.syscall === 'string' ? `, ${err.syscall}` : '';
   return { ...known, code: `${err.code}${op}` };
 }

@@ -68,11 +68,14 @@ export class Family {
 
   constructor(d: FamilyDeclaration) {
     if (!d.name) throw new Error('a family needs a name');
-    if (new Set(d.members).size !== d.members.length) throw new Error(`family ${d.name}: a member is declared twice (${d.members.join(', ')})`);
+    if (new Set(d.members).size !== d.members.length)
+      throw new Error(`family ${d.name}: a member is declared twice (${d.members.join(', ')})`);
     this.name = d.name;
     this.claim = d.claim;
     this.members = Object.freeze([...d.members]);
-    this.corrections = Object.freeze(d.correction === undefined ? ['holm'] : typeof d.correction === 'string' ? [d.correction] : [...d.correction]);
+    this.corrections = Object.freeze(
+      d.correction === undefined ? ['holm'] : typeof d.correction === 'string' ? [d.correction] : [...d.correction],
+    );
     this.alpha = d.alpha ?? 0.05;
   }
 
@@ -82,14 +85,26 @@ export class Family {
    * number of members, or the correction was not declared.
    */
   adjust(p: readonly MaybeP[], correction: Correction = this.corrections[0]!): (number | null)[] {
-    if (p.length !== this.members.length) throw new Error(`family ${this.name}: declared with ${this.members.length} member${this.members.length === 1 ? '' : 's'}, adjusted over ${p.length} p-values`);
-    if (!this.corrections.includes(correction)) throw new Error(`family ${this.name}: ${correction} was not declared (declared: ${this.corrections.join(', ')})`);
+    if (p.length !== this.members.length)
+      throw new Error(
+        `family ${this.name}: declared with ${this.members.length} member${
+          this.members.length === 1 ? '' : 's'
+        }, adjusted over ${p.length} p-values`,
+      );
+    if (!this.corrections.includes(correction))
+      throw new Error(`family ${this.name}: ${correction} was not declared (declared: ${this.corrections.join(', ')})`);
     this.members.forEach((m, i) => {
       const v = p[i];
-      if (this.skipped.has(m) && v !== null && v !== undefined && !Number.isNaN(v)) throw new Error(`family ${this.name}: member ${m} was marked not tested (${this.skipped.get(m)}) but is adjusted with p = ${v}`);
+      if (this.skipped.has(m) && v !== null && v !== undefined && !Number.isNaN(v))
+        throw new Error(
+          `family ${this.name}: member ${m} was marked not tested (${
+            this.skipped.get(m)
+          }) but is adjusted with p = ${v}`,
+        );
     });
     this.used = true;
-    this.adjusted = Math.max(this.adjusted, p.filter((v) => v !== null && v !== undefined && Number.isFinite(v)).length);
+    this.adjusted = Math.max(this.adjusted,
+      p.filter((v) => v !== null && v !== undefined && Number.isFinite(v)).length);
     return correction === 'holm' ? holm(p) : benjaminiHochberg(p);
   }
 
@@ -98,13 +113,27 @@ export class Family {
    * declared member needs an entry (null: no p), and an entry for a member the family did not
    * declare throws, so that no test can join (or leave) the family once its results are in.
    */
-  adjustBy(p: ReadonlyMap<string, MaybeP> | Readonly<Record<string, MaybeP>>, correction: Correction = this.corrections[0]!): Map<string, number | null> {
-    const get = p instanceof Map ? (k: string) => (p as ReadonlyMap<string, MaybeP>).get(k) : (k: string) => (p as Readonly<Record<string, MaybeP>>)[k];
-    const has = p instanceof Map ? (k: string) => (p as ReadonlyMap<string, MaybeP>).has(k) : (k: string) => Object.prototype.hasOwnProperty.call(p, k);
+  adjustBy(p: ReadonlyMap<string, MaybeP> | Readonly<Record<string, MaybeP>>,
+    correction: Correction = this.corrections[0]!): Map<string, number | null>
+  {
+    const get = p instanceof Map
+      ? (k: string) => (p as ReadonlyMap<string, MaybeP>).get(k)
+      : (k: string) => (p as Readonly<Record<string, MaybeP>>)[k];
+    const has = p instanceof Map
+      ? (k: string) => (p as ReadonlyMap<string, MaybeP>).has(k)
+      : (k: string) => Object.prototype.hasOwnProperty.call(p, k);
     const keys = p instanceof Map ? [...(p as ReadonlyMap<string, MaybeP>).keys()] : Object.keys(p);
     const declared = new Set(this.members);
-    for (const k of keys) if (!declared.has(k)) throw new Error(`family ${this.name}: a result for ${k}, which the family did not declare (members: ${this.members.join(', ')})`);
-    for (const m of this.members) if (!has(m)) throw new Error(`family ${this.name}: member ${m} has no result (give it a null p, or mark it not tested)`);
+    for (const k of keys)
+      if (!declared.has(k))
+        throw new Error(
+          `family ${this.name}: a result for ${k}, which the family did not declare (members: ${
+            this.members.join(', ')
+          })`,
+        );
+    for (const m of this.members)
+      if (!has(m))
+        throw new Error(`family ${this.name}: member ${m} has no result (give it a null p, or mark it not tested)`);
     const adj = this.adjust(this.members.map(get), correction);
     return new Map(this.members.map((m, i) => [m, adj[i]!]));
   }
@@ -116,7 +145,8 @@ export class Family {
    * adjustment.
    */
   notTested(member: string, reason: string): this {
-    if (!this.members.includes(member)) throw new Error(`family ${this.name}: ${member} is not a declared member, so it cannot be marked not tested`);
+    if (!this.members.includes(member))
+      throw new Error(`family ${this.name}: ${member} is not a declared member, so it cannot be marked not tested`);
     if (this.used) throw new Error(`family ${this.name}: ${member} marked not tested after the family was adjusted`);
     this.skipped.set(member, reason);
     return this;
@@ -124,8 +154,12 @@ export class Family {
 
   /** The family as outputs list it (size: the p-values adjusted; 0 before any adjustment). */
   record(): FamilyRecord {
-    const rec: FamilyRecord = { family: this.name, claim: this.claim, size: this.used ? this.adjusted : 0, members: [...this.members], correction: [...this.corrections], alpha: this.alpha };
-    if (this.skipped.size) rec.notTested = this.members.filter((m) => this.skipped.has(m)).map((m) => ({ member: m, reason: this.skipped.get(m)! }));
+    const rec: FamilyRecord = { family: this.name, claim: this.claim, size: this.used ? this.adjusted : 0,
+      members: [...this.members], correction: [...this.corrections], alpha: this.alpha };
+    if (this.skipped.size)
+      rec.notTested = this.members.filter((m) => this.skipped.has(m)).map((m) => ({ member: m,
+        reason: this.skipped.get(m)! })
+      );
     return rec;
   }
 }

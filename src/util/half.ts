@@ -99,7 +99,8 @@ export function floatArrayToHalf(src: ArrayLike<number>, out = new Uint16Array(s
   for (let i = 0; i < src.length; i++) {
     const b = bits[i]!;
     const a = b & 0x7fffffff;
-    if (a >= 0x38800000 && a < 0x477ff000) out[i] = ((b >>> 16) & 0x8000) | (((a + 0x0fff + ((a >>> 13) & 1)) >>> 13) - 0x1c000);
+    if (a >= 0x38800000 && a < 0x477ff000)
+      out[i] = ((b >>> 16) & 0x8000) | (((a + 0x0fff + ((a >>> 13) & 1)) >>> 13) - 0x1c000);
     else out[i] = halfFromBits(b);
   }
   return out;

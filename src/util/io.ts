@@ -15,10 +15,12 @@
  * Operating-system failures (ENOSPC, EISDIR, EACCES, ...) leave these functions as one-line
  * LobesErrors naming the path (src/util/errors.ts, systemError).
  */
-import { closeSync, existsSync, fstatSync, fsyncSync, mkdirSync, openSync, promises as fsp, readdirSync, readSync, renameSync, rmSync, rmdirSync, statSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, fstatSync, fsyncSync, mkdirSync, openSync, promises as fsp, readdirSync, readSync,
+  renameSync, rmSync, rmdirSync, statSync, writeSync } from 'node:fs';
 import * as path from 'node:path';
 import { LobesError, rethrowSystem, systemCause, systemError } from './errors.js';
-import { checkOutputDir, checkOutputPlace, hashFolderFiles, OUTPUT_MARKER, outputMarkerText, type LineageInput, type OutputKind } from './output.js';
+import { checkOutputDir, checkOutputPlace, hashFolderFiles, OUTPUT_MARKER, outputMarkerText, type LineageInput,
+  type OutputKind } from './output.js';
 
 /** Largest single read: one readSync is capped well below its 2 GiB limit. */
 export const MAX_READ_BYTES = 1 << 30;
@@ -39,17 +41,24 @@ export interface ReadOptions {
  * Fill `dst` with the bytes of `fd` from byte `position` on, in reads of at most 1 GiB.
  * Throws a one-line LobesError naming `file` and the offset when the file ends first.
  */
-export function readExactly(fd: number, dst: ArrayBufferView, position: number, file: string, opts: ReadOptions = {}): void {
+export function readExactly(fd: number, dst: ArrayBufferView, position: number, file: string,
+  opts: ReadOptions = {}): void
+{
   const b = bytesOf(dst);
   const max = Math.max(1, Math.min(opts.maxRead ?? MAX_READ_BYTES, MAX_READ_BYTES));
   let got = 0;
   while (got < b.byteLength) {
     const n = readSync(fd, b, got, Math.min(b.byteLength - got, max), position + got);
     if (n === 0) {
-      throw new LobesError(`unexpected end of file at byte ${position + got} (reading ${b.byteLength} bytes from byte ${position}; truncated?)`, {
-        file,
-        where: opts.where,
-      });
+      throw new LobesError(
+        `unexpected end of file at byte ${
+          position + got
+        } (reading ${b.byteLength} bytes from byte ${position}; truncated?)`,
+        {
+          file,
+          where: opts.where,
+        },
+      );
     }
     got += n;
   }
@@ -143,7 +152,15 @@ export function checkRegularFile(file: string, what = 'file', hint = `give the p
     rethrowSystem(e, file);
   }
   if (st.isFile()) return;
-  const kind = st.isDirectory() ? 'a folder' : st.isFIFO() ? 'a named pipe (FIFO)' : st.isCharacterDevice() || st.isBlockDevice() ? 'a device' : st.isSocket() ? 'a socket' : 'not a regular file';
+  const kind = st.isDirectory()
+    ? 'a folder'
+    : st.isFIFO()
+    ? 'a named pipe (FIFO)'
+    : st.isCharacterDevice() || st.isBlockDevice()
+    ? 'a device'
+    : st.isSocket()
+    ? 'a socket'
+    : 'not a regular file';
   throw new LobesError(`${what} is ${kind}, not a regular file`, { file, hint });
 }
 
@@ -238,8 +255,12 @@ export function checkOutputFile(file: string): void {
   } catch {
     return; // absent (or unreadable: the write reports it)
   }
-  if (st.isDirectory()) throw new LobesError('is a folder; a file is written here', { file, hint: 'give a file path inside the folder, not the folder itself' });
-  if (!st.isFile()) throw new LobesError('is not a regular file (a pipe or device); a file is written here', { file, hint: 'give the path of a regular file' });
+  if (st.isDirectory())
+    throw new LobesError('is a folder; a file is written here', { file,
+      hint: 'give a file path inside the folder, not the folder itself' });
+  if (!st.isFile())
+    throw new LobesError('is not a regular file (a pipe or device); a file is written here', { file,
+      hint: 'give the path of a regular file' });
 }
 
 /** writeFileAtomicSync with the I/O on libuv's thread pool (the caller's thread stays free). */
@@ -392,7 +413,9 @@ export interface DirWriteOptions {
  * version beside it; the next writeDirAtomic of `dir` puts it back first. Returns what
  * `fill` returns.
  */
-export async function writeDirAtomic<T>(dir: string, fill: (tmp: string) => T | Promise<T>, opts: DirWriteOptions = {}): Promise<T> {
+export async function writeDirAtomic<T>(dir: string, fill: (tmp: string) => T | Promise<T>,
+  opts: DirWriteOptions = {}): Promise<T>
+{
   const target = path.resolve(dir);
   const parent = path.dirname(target);
   const base = path.basename(target);
@@ -400,15 +423,23 @@ export async function writeDirAtomic<T>(dir: string, fill: (tmp: string) => T | 
   if (opts.kind) {
     checkOutputDir(dir, opts.kind);
     if (existsSync(target) && readdirSync(target).length && opts.replaces && !opts.replaces(target)) {
-      throw new LobesError(`folder holds an earlier lobes ${opts.kind} result; it is not replaced`, { file: dir, hint: 'give a new or empty folder', code: 'E_EXISTS' });
+      throw new LobesError(`folder holds an earlier lobes ${opts.kind} result; it is not replaced`, { file: dir,
+        hint: 'give a new or empty folder', code: 'E_EXISTS' });
     }
   } else {
     checkOutputPlace(dir, 'output folder');
     if (existsSync(target)) {
-      if (!statSync(target).isDirectory()) throw new LobesError('exists and is not a folder; an output folder is written here', { file: dir, hint: 'give a folder path, or remove the file' });
+      if (!statSync(target).isDirectory())
+        throw new LobesError('exists and is not a folder; an output folder is written here', { file: dir,
+          hint: 'give a folder path, or remove the file' });
       const names = readdirSync(target);
       if (names.length && !(opts.replaces?.(target) ?? false)) {
-        throw new LobesError(`folder exists and holds files this command did not write (${names.slice(0, 3).join(', ')}${names.length > 3 ? ', …' : ''}); it is not replaced`, { file: dir, hint: 'give a new or empty folder', code: 'E_EXISTS' });
+        throw new LobesError(
+          `folder exists and holds files this command did not write (${names.slice(0, 3).join(', ')}${
+            names.length > 3 ? ', …' : ''
+          }); it is not replaced`,
+          { file: dir, hint: 'give a new or empty folder', code: 'E_EXISTS' },
+        );
       }
     }
   }
@@ -424,7 +455,9 @@ export async function writeDirAtomic<T>(dir: string, fill: (tmp: string) => T | 
     mkdirSync(tmp);
     const out = await fill(tmp);
     if (opts.kind) {
-      const lineage = opts.inputs ? { inputs: typeof opts.inputs === 'function' ? opts.inputs() : opts.inputs, outputs: hashFolderFiles(tmp) } : undefined;
+      const lineage = opts.inputs
+        ? { inputs: typeof opts.inputs === 'function' ? opts.inputs() : opts.inputs, outputs: hashFolderFiles(tmp) }
+        : undefined;
       writeFileAtomicSync(path.join(tmp, OUTPUT_MARKER), outputMarkerText(opts.kind, readdirSync(tmp), lineage));
     }
     fsyncDir(tmp);
@@ -441,14 +474,15 @@ export async function writeDirAtomic<T>(dir: string, fill: (tmp: string) => T | 
     if (moved && !existsSync(target)) renameSync(old, target);
     if (created) removeEmptyChain(created, parent);
     // Name the output folder, not the temporary one that is gone.
-    if (e instanceof LobesError && e.message.includes(tmp)) throw new LobesError(e.message.split(tmp).join(target), { exitCode: e.exitCode });
+    if (e instanceof LobesError && e.message.includes(tmp))
+      throw new LobesError(e.message.split(tmp).join(target), { exitCode: e.exitCode });
     throw systemError(e, dir) ?? e;
   }
 }
 
 /** Remove `parent` and its ancestors up to and including `top` while they are empty. */
 function removeEmptyChain(top: string, parent: string): void {
-  for (let p = parent; ; p = path.dirname(p)) {
+  for (let p = parent;; p = path.dirname(p)) {
     try {
       rmdirSync(p);
     } catch {

@@ -72,7 +72,9 @@ export function stderrIO(o: { quiet?: boolean; signal?: AbortSignal } & Progress
   const bars = new Map<number, ProgressBar>();
   const onProgress = (ev: ProgressEvent): void => {
     if (ev.kind === 'start') {
-      bars.set(ev.id, new ProgressBar({ label: ev.label, total: ev.total, unit: ev.unit, stream: o.stream ?? process.stderr, ...(o.intervalMs !== undefined ? { intervalMs: o.intervalMs } : {}) }));
+      bars.set(ev.id,
+        new ProgressBar({ label: ev.label, total: ev.total, unit: ev.unit, stream: o.stream ?? process.stderr,
+          ...(o.intervalMs !== undefined ? { intervalMs: o.intervalMs } : {}) }));
       return;
     }
     const bar = bars.get(ev.id);

@@ -87,7 +87,8 @@ function readHolder(file: string): LockHolder | null {
   try {
     const h = JSON.parse(readFileSync(file, 'utf8'));
     if (!h || typeof h.pid !== 'number' || typeof h.host !== 'string') return null;
-    return { pid: h.pid, host: h.host, processStartMs: typeof h.processStartMs === 'number' ? h.processStartMs : null, takenAt: String(h.takenAt ?? h.startedAt ?? ''), purpose: typeof h.purpose === 'string' ? h.purpose : undefined };
+    return { pid: h.pid, host: h.host, processStartMs: typeof h.processStartMs === 'number' ? h.processStartMs : null,
+      takenAt: String(h.takenAt ?? h.startedAt ?? ''), purpose: typeof h.purpose === 'string' ? h.purpose : undefined };
   } catch {
     return null;
   }
@@ -147,7 +148,9 @@ function removeStale(file: string, seen: LockHolder | null): void {
     return; // someone else removed it
   }
   const got = readHolder(aside);
-  const same = seen === null ? got === null : got !== null && got.pid === seen.pid && got.host === seen.host && got.takenAt === seen.takenAt;
+  const same = seen === null
+    ? got === null
+    : got !== null && got.pid === seen.pid && got.host === seen.host && got.takenAt === seen.takenAt;
   if (same) rmSync(aside, { force: true });
   else {
     // A fresh lock slipped in between the look and the rename: put it back.
@@ -161,17 +164,22 @@ function removeStale(file: string, seen: LockHolder | null): void {
 
 function describeHolder(h: LockHolder): string {
   const cmd = h.host === hostname() ? processCommand(h.pid) : null;
-  return `pid ${h.pid} on ${h.host}${h.takenAt ? ` since ${h.takenAt}` : ''}${h.purpose ? ` (${h.purpose})` : ''}${cmd ? `, running ${JSON.stringify(cmd.length > 120 ? cmd.slice(0, 117) + '...' : cmd)}` : ''}`;
+  return `pid ${h.pid} on ${h.host}${h.takenAt ? ` since ${h.takenAt}` : ''}${h.purpose ? ` (${h.purpose})` : ''}${
+    cmd ? `, running ${JSON.stringify(cmd.length > 120 ? cmd.slice(0, 117) + '...' : cmd)}` : ''
+  }`;
 }
 
 /** One attempt: the lock, or the live holder that has it. Stale locks are removed and retried. */
-export function tryLock(file: string, opts: Pick<LockOptions, 'purpose' | 'foreignStaleMs'> = {}): Lock | { holder: LockHolder } {
+export function tryLock(file: string, opts: Pick<LockOptions, 'purpose' | 'foreignStaleMs'> = {}): Lock | {
+  holder: LockHolder;
+} {
   const host = hostname();
   for (let attempt = 0; attempt < 5; attempt++) {
     try {
       const fd = openSync(file, 'wx');
       try {
-        const me: LockHolder = { pid: process.pid, host, processStartMs: processStartMs(), takenAt: new Date().toISOString(), ...(opts.purpose ? { purpose: opts.purpose } : {}) };
+        const me: LockHolder = { pid: process.pid, host, processStartMs: processStartMs(),
+          takenAt: new Date().toISOString(), ...(opts.purpose ? { purpose: opts.purpose } : {}) };
         writeSync(fd, JSON.stringify(me) + '\n');
       } finally {
         closeSync(fd);
@@ -187,12 +195,15 @@ export function tryLock(file: string, opts: Pick<LockOptions, 'purpose' | 'forei
         },
       };
     } catch (e: any) {
-      if (e?.code !== 'EEXIST') throw new LobesError(`cannot create the lock file (${e?.code ?? e?.message})`, { file, hint: 'check that its folder exists and is writable' });
+      if (e?.code !== 'EEXIST')
+        throw new LobesError(`cannot create the lock file (${e?.code ?? e?.message})`, { file,
+          hint: 'check that its folder exists and is writable' });
     }
     const h = readHolder(file);
     if (!h) {
       const age = ageMs(file);
-      if (age !== null && age < EMPTY_GRACE_MS) return { holder: { pid: 0, host: '?', processStartMs: null, takenAt: '' } };
+      if (age !== null && age < EMPTY_GRACE_MS)
+        return { holder: { pid: 0, host: '?', processStartMs: null, takenAt: '' } };
       removeStale(file, null);
       continue;
     }
@@ -206,15 +217,21 @@ export function tryLock(file: string, opts: Pick<LockOptions, 'purpose' | 'forei
     const age = ageMs(file);
     const limit = opts.foreignStaleMs ?? 24 * 3600_000;
     if (age !== null && age > limit) {
-      throw new LobesError(`the lock is held by ${describeHolder(h)}, another host, for ${Math.round(age / 60000)} min; lobes cannot tell from here whether that process still runs`, {
-        file,
-        hint: `if no lobes process on ${h.host} is using it, remove the lock file and run again`,
-        code: 'E_LOCKED',
-      });
+      throw new LobesError(
+        `the lock is held by ${describeHolder(h)}, another host, for ${
+          Math.round(age / 60000)
+        } min; lobes cannot tell from here whether that process still runs`,
+        {
+          file,
+          hint: `if no lobes process on ${h.host} is using it, remove the lock file and run again`,
+          code: 'E_LOCKED',
+        },
+      );
     }
     return { holder: h };
   }
-  throw new LobesError('the lock file keeps reappearing while stale locks are removed', { file, hint: 'another process is racing for it; run again', code: 'E_LOCKED' });
+  throw new LobesError('the lock file keeps reappearing while stale locks are removed', { file,
+    hint: 'another process is racing for it; run again', code: 'E_LOCKED' });
 }
 
 function defaultTimeoutMs(): number {
@@ -242,11 +259,17 @@ export async function acquireLock(file: string, opts: LockOptions = {}): Promise
       told = true;
     }
     if (Date.now() - t0 >= timeout) {
-      throw new LobesError(`waited ${Math.round((Date.now() - t0) / 1000)} s for the lock held by ${got.holder.pid ? describeHolder(got.holder) : 'a process that has not written its name yet'}`, {
-        file,
-        hint: 'if that process is not running lobes any more, remove the lock file; or wait longer with LOBES_LOCK_TIMEOUT=SECONDS',
-        code: 'E_LOCKED',
-      });
+      throw new LobesError(
+        `waited ${Math.round((Date.now() - t0) / 1000)} s for the lock held by ${
+          got.holder.pid ? describeHolder(got.holder) : 'a process that has not written its name yet'
+        }`,
+        {
+          file,
+          hint:
+            'if that process is not running lobes any more, remove the lock file; or wait longer with LOBES_LOCK_TIMEOUT=SECONDS',
+          code: 'E_LOCKED',
+        },
+      );
     }
     await sleep(Math.min(poll, Math.max(1, timeout - (Date.now() - t0))));
     if (opts.until?.()) return null;

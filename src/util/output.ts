@@ -143,7 +143,8 @@ export const RUN_OWN_ENTRIES = ['manifest.json', 'samples.jsonl', 'activations',
 export function isRunFolder(dir: string): boolean {
   const m = path.join(dir, 'manifest.json');
   if (!existsSync(m)) return false;
-  return jsonField(m, 'format') === 'lobes-run' || existsSync(path.join(dir, 'activations')) || existsSync(path.join(dir, 'samples.jsonl'));
+  return jsonField(m, 'format') === 'lobes-run' || existsSync(path.join(dir, 'activations')) ||
+    existsSync(path.join(dir, 'samples.jsonl'));
 }
 
 function jsonField(file: string, field: string): unknown {
@@ -161,8 +162,10 @@ function jsonField(file: string, field: string): unknown {
  * but the files that command writes.
  */
 const LEGACY: Partial<Record<OutputKind, { json: string; fields: string[]; files: string[] }>> = {
-  wanda: { json: 'settings.json', fields: ['by', 'block', 'statistic', 'permutations', 'resolution'], files: ['settings.json', 'pooled.safetensors', 'regions.json', 'metrics.json', 'metrics.csv'] },
-  cluster: { json: 'settings.json', fields: ['point', 'by', 'perplexity', 'pcaDims', 'theta', 'iterations'], files: ['settings.json', 'coords.json', 'coords.csv', 'items.json', 'metrics.csv', 'metrics.json', 'sweep.json'] },
+  wanda: { json: 'settings.json', fields: ['by', 'block', 'statistic', 'permutations', 'resolution'],
+    files: ['settings.json', 'pooled.safetensors', 'regions.json', 'metrics.json', 'metrics.csv'] },
+  cluster: { json: 'settings.json', fields: ['point', 'by', 'perplexity', 'pcaDims', 'theta', 'iterations'],
+    files: ['settings.json', 'coords.json', 'coords.csv', 'items.json', 'metrics.csv', 'metrics.json', 'sweep.json'] },
 };
 
 /** Whether `dir` is an output of `kind` written before lobes marked its folders. */
@@ -201,18 +204,22 @@ export function outputKindOf(dir: string): OutputKind | null {
 export function checkOutputPlace(target: string, what: string, allowIn: readonly string[] = []): void {
   const abs = path.resolve(target);
   const allowed = allowIn.map((d) => path.resolve(d));
-  for (let p = path.dirname(abs); ; p = path.dirname(p)) {
+  for (let p = path.dirname(abs);; p = path.dirname(p)) {
     // a file directly in an allowed folder (a report beside the results it shows)
     const beside = p === path.dirname(abs) && allowed.includes(p);
     if (existsSync(p)) {
       const kind = beside ? null : outputKindOf(p);
       if (kind) {
-        throw new LobesError(`${what} is inside the lobes ${kind} folder ${p}, which is replaced whole when it is written again; it is not written there`, { file: target, hint: 'give a path outside that folder' });
+        throw new LobesError(
+          `${what} is inside the lobes ${kind} folder ${p}, which is replaced whole when it is written again; it is not written there`,
+          { file: target, hint: 'give a path outside that folder' },
+        );
       }
       if (isRunFolder(p)) {
         const first = path.relative(p, abs).split(path.sep)[0]!;
         if (RUN_OWN_ENTRIES.includes(first)) {
-          throw new LobesError(`${what} is among the run's own files (${path.join(p, first)}); it is not written there`, { file: target, hint: 'give a path outside the run folder, or a new name in it' });
+          throw new LobesError(`${what} is among the run's own files (${path.join(p, first)}); it is not written there`,
+            { file: target, hint: 'give a path outside the run folder, or a new name in it' });
         }
       }
     }
@@ -232,7 +239,9 @@ function folderProblem(dir: string, kind: OutputKind): string | null {
   if (m) {
     const foreign = Array.isArray(m.files) ? names.filter((n) => n !== OUTPUT_MARKER && !m.files!.includes(n)) : [];
     if (!foreign.length) return null;
-    return `folder holds an earlier lobes ${kind} result and files lobes did not write there (${foreign.slice(0, 3).join(', ')}${foreign.length > 3 ? ', …' : ''}); it is not replaced`;
+    return `folder holds an earlier lobes ${kind} result and files lobes did not write there (${
+      foreign.slice(0, 3).join(', ')
+    }${foreign.length > 3 ? ', …' : ''}); it is not replaced`;
   }
   if (isLegacyOutput(dir, kind)) return null;
   if (isRunFolder(dir)) return 'folder is a lobes run (manifest.json); it is not replaced';
@@ -268,17 +277,25 @@ export function checkOutputDir(dir: string, kind: OutputKind): void {
  * inside one of the `allowIn` folders is allowed even when that folder is an output folder
  * (the page of a lobes attend folder beside its results).
  */
-export function checkOwnedOutputFile(file: string, what: string, recognise: (file: string) => boolean, allowIn: readonly string[] = []): void {
+export function checkOwnedOutputFile(file: string, what: string, recognise: (file: string) => boolean,
+  allowIn: readonly string[] = []): void
+{
   let st;
   try {
     st = lstatSync(file);
   } catch {
     st = null;
   }
-  if (st?.isDirectory()) throw new LobesError('is a folder; a file is written here', { file, hint: 'give a file path inside the folder, not the folder itself' });
-  if (st && !st.isFile()) throw new LobesError('is not a regular file (a link, pipe or device); a file is written here', { file, hint: 'give the path of a new file' });
+  if (st?.isDirectory())
+    throw new LobesError('is a folder; a file is written here', { file,
+      hint: 'give a file path inside the folder, not the folder itself' });
+  if (st && !st.isFile())
+    throw new LobesError('is not a regular file (a link, pipe or device); a file is written here', { file,
+      hint: 'give the path of a new file' });
   checkOutputPlace(file, what, allowIn);
-  if (st && !recognise(file)) throw new LobesError(`${what} exists and was not written by lobes; it is not overwritten`, { file, hint: 'give a new file name, or move the file away', code: 'E_EXISTS' });
+  if (st && !recognise(file))
+    throw new LobesError(`${what} exists and was not written by lobes; it is not overwritten`, { file,
+      hint: 'give a new file name, or move the file away', code: 'E_EXISTS' });
 }
 
 /** The first `n` bytes of a file (fewer when it is shorter; empty when unreadable). */

@@ -25,15 +25,17 @@ function rangeText(min: number, max: number): string {
  */
 export function parseInteger(v: string, flag: string, min = -Infinity, max = Infinity): number {
   const n = DECIMAL_INT.test(v) ? Number(v) : NaN;
-  if (n > Number.MAX_SAFE_INTEGER && max === Infinity) throw new UsageError(`${flag} ${v} is too large (at most ${Number.MAX_SAFE_INTEGER})`);
-  if (!Number.isSafeInteger(n) || n < min || n > max) throw new UsageError(`${flag} must be a decimal integer${rangeText(min, max)}, got ${JSON.stringify(v)}`);
+  if (n > Number.MAX_SAFE_INTEGER && max === Infinity)
+    throw new UsageError(`${flag} ${v} is too large (at most ${Number.MAX_SAFE_INTEGER})`);
+  if (!Number.isSafeInteger(n) || n < min || n > max)
+    throw new UsageError(`${flag} must be a decimal integer${rangeText(min, max)}, got ${JSON.stringify(v)}`);
   return n;
 }
 
 /** The one decimal-number parser of the command line: as parseInteger, with a fraction and an exponent allowed. */
 export function parseNumber(v: string, flag: string, min = -Infinity, max = Infinity): number {
   const n = DECIMAL_NUM.test(v) ? Number(v) : NaN;
-  if (!Number.isFinite(n) || n < min || n > max) throw new UsageError(`${flag} must be a decimal number${rangeText(min, max)}, got ${JSON.stringify(v)}`);
+  if (!Number.isFinite(n) || n < min || n > max)
+    throw new UsageError(`${flag} must be a decimal number${rangeText(min, max)}, got ${JSON.stringify(v)}`);
   return n;
 }
-

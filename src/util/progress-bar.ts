@@ -72,11 +72,14 @@ export class ProgressBar {
   }
 
   /** Draw one event of a job's Progress (src/util/jobio.ts's ProgressEvent, from src/util/progress.ts), as the method of the same name would. */
-  apply(ev: { kind: 'start' | 'tick' | 'set' | 'resume' | 'total' | 'finish'; done: number; total: number; counters: Record<string, number> }): void {
+  apply(
+    ev: { kind: 'start' | 'tick' | 'set' | 'resume' | 'total' | 'finish'; done: number; total: number;
+      counters: Record<string, number> },
+  ): void {
     if (ev.kind === 'total') return this.setTotal(ev.total);
     if (ev.kind === 'finish') return this.finish();
     this.done = ev.done;
-    if (ev.kind === 'tick') for (const [k, v] of Object.entries(ev.counters)) this.extra.set(k, v);
+    if (ev.kind === 'tick') { for (const [k, v] of Object.entries(ev.counters)) this.extra.set(k, v); }
     if (ev.kind !== 'resume') this.advanced();
     this.draw(false);
   }
@@ -85,7 +88,8 @@ export class ProgressBar {
   private advanced(): void {
     const now = Date.now();
     this.firstAt ??= now;
-    if (!this.first || now - this.firstAt < BURST_MS) this.first = { t: now, done: this.done, extra: new Map(this.extra) };
+    if (!this.first || now - this.firstAt < BURST_MS)
+      this.first = { t: now, done: this.done, extra: new Map(this.extra) };
   }
 
   finish(message?: string): void {
@@ -117,14 +121,16 @@ export class ProgressBar {
     // The window since the first advance; a rate needs something done in at least half a second of it.
     const f = this.first;
     const win = f ? (now - f.t) / 1000 : 0;
-    const windowed = !!f && win >= 0.5 && (this.done > f.done || [...this.extra].some(([k, v]) => v > (f.extra.get(k) ?? 0)));
+    const windowed = !!f && win >= 0.5 &&
+      (this.done > f.done || [...this.extra].some(([k, v]) => v > (f.extra.get(k) ?? 0)));
     const overall = force && !windowed && secs >= 0.5;
     const rate = (v: number, v0: number) => (windowed ? fmtRate((v - v0) / win) : overall ? fmtRate(v / secs) : '-');
     const rates = [`${rate(this.done, f?.done ?? 0)} ${unit}/s`];
     for (const [k, v] of this.extra) rates.push(`${rate(v, f?.extra.get(k) ?? 0)} ${k}/s`);
     const total = this.opts.total;
     let eta = '';
-    if (windowed && total > 0 && this.done > f!.done && this.done < total) eta = ` ETA ${fmtTime(((total - this.done) * win) / (this.done - f!.done))}`;
+    if (windowed && total > 0 && this.done > f!.done && this.done < total)
+      eta = ` ETA ${fmtTime(((total - this.done) * win) / (this.done - f!.done))}`;
     const count = total > 0 ? `${this.done}/${total}` : `${this.done}`;
     if (this.tty) {
       const width = 24;

@@ -67,6 +67,7 @@ export class Progress {
   }
 
   private emit(kind: ProgressEvent['kind']): void {
-    this.opts.io.onProgress({ id: this.id, kind, label: this.opts.label, done: this.done, total: this.total, unit: this.opts.unit ?? 'items', counters: { ...this.counters } });
+    this.opts.io.onProgress({ id: this.id, kind, label: this.opts.label, done: this.done, total: this.total,
+      unit: this.opts.unit ?? 'items', counters: { ...this.counters } });
   }
 }

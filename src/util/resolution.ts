@@ -45,7 +45,9 @@ export interface PermutationPlan {
  * permutationsForFamily(family), at most `cap` (then `capped`: the verdicts read z's normal
  * approximation) and at least `min`.
  */
-export function planPermutations(family: number, user: number | undefined, cap: number, min = 0, alpha = VERDICT_ALPHA): PermutationPlan {
+export function planPermutations(family: number, user: number | undefined, cap: number, min = 0,
+  alpha = VERDICT_ALPHA): PermutationPlan
+{
   const needed = permutationsForFamily(Math.max(1, family), alpha);
   if (user !== undefined) return { R: user, family, needed, sizing: 'user' };
   const R = Math.max(min, Math.min(needed, cap));
@@ -60,7 +62,16 @@ export function normalUpper(z: number): number {
   if (Number.isNaN(z)) return NaN;
   const x = Math.abs(z) / Math.SQRT2;
   const t = 1 / (1 + 0.5 * x);
-  const poly = -x * x - 1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (-0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277))))))));
+  const poly = -x * x - 1.26551223 +
+    t *
+      (1.00002368 +
+        t *
+          (0.37409196 +
+            t *
+              (0.09678418 +
+                t *
+                  (-0.18628806 +
+                    t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277))))))));
   const erfc = t * Math.exp(poly);
   return z >= 0 ? erfc / 2 : 1 - erfc / 2;
 }
@@ -138,34 +149,46 @@ export function holmReach(floors: readonly number[], i: number): number {
  * no spread is degenerate and has no p; both stay out of the family. A test decided on its
  * permutation p whose smallest attainable adjusted p is above alpha is not testable at its R.
  */
-export function familyVerdicts(tests: readonly TestInput[], family: Family, alpha = family.alpha ?? VERDICT_ALPHA): Verdict[] {
+export function familyVerdicts(tests: readonly TestInput[], family: Family,
+  alpha = family.alpha ?? VERDICT_ALPHA): Verdict[]
+{
   const degenerate = (t: TestInput) => t.R >= 2 && t.nullSd === 0;
   const has = tests.map((t) => t.p !== null && t.p !== undefined && Number.isFinite(t.p) && !degenerate(t));
-  const pNormal = tests.map((t) => (t.z === null || t.z === undefined ? null : t.tail === 'lower' ? 1 - normalUpper(t.z) : normalUpper(t.z)));
+  const pNormal = tests.map((
+    t,
+  ) => (t.z === null || t.z === undefined ? null : t.tail === 'lower' ? 1 - normalUpper(t.z) : normalUpper(t.z)));
   const members = tests.map((_, i) => i).filter((i) => has[i]);
   const m = members.length;
   const needed = permutationsForFamily(Math.max(1, m), alpha);
   // A default count too small for its family (capped for cost, or sized for a smaller family) is
   // read on the normal approximation; a count the user gave (or an unknown one) stays a permutation test.
-  const basis: ('permutation' | 'normal' | null)[] = tests.map((t, i) => (!has[i] ? null : t.sizing === 'capped' && pNormal[i] !== null ? 'normal' : 'permutation'));
+  const basis: ('permutation' | 'normal' | null)[] = tests.map((t,
+    i) => (!has[i] ? null : t.sizing === 'capped' && pNormal[i] !== null ? 'normal' : 'permutation')
+  );
   // an unknown R (0 with a p: an older file) has no floor to judge
-  const floorsOf = () => members.map((i) => (basis[i] === 'permutation' && tests[i]!.R > 0 ? 1 / (tests[i]!.R + 1) : 0));
+  const floorsOf = () =>
+    members.map((i) => (basis[i] === 'permutation' && tests[i]!.R > 0 ? 1 / (tests[i]!.R + 1) : 0));
   let floors = floorsOf();
   members.forEach((i, k) => {
-    if (tests[i]!.sizing === 'sized' && pNormal[i] !== null && holmReach(floors, k) > alpha + 1e-12) basis[i] = 'normal';
+    if (tests[i]!.sizing === 'sized' && pNormal[i] !== null && holmReach(floors, k) > alpha + 1e-12)
+      basis[i] = 'normal';
   });
   floors = floorsOf();
-  const deciding = tests.map((t, i) => (basis[i] === 'normal' ? pNormal[i] : basis[i] === 'permutation' ? (t.p as number) : null));
+  const deciding = tests.map((t,
+    i) => (basis[i] === 'normal' ? pNormal[i] : basis[i] === 'permutation' ? (t.p as number) : null)
+  );
   // Holm within the declared family (one test per member; src/util/families.ts)
   const adj = family.adjust(deciding, 'holm');
   return tests.map((t, i) => {
     const R = t.R;
     const floor = R > 0 ? 1 / (R + 1) : null;
     const z = t.z ?? null;
-    const base = { p: null, pNormal: pNormal[i] ?? null, z, adjusted: null, family: m, familyName: family.name, R, floor, atFloor: false, reach: null, needed, basis: null } as const;
+    const base = { p: null, pNormal: pNormal[i] ?? null, z, adjusted: null, family: m, familyName: family.name, R,
+      floor, atFloor: false, reach: null, needed, basis: null } as const;
     if (degenerate(t)) {
       const at = t.nullMean !== null && t.nullMean !== undefined ? ` ${t.nullMean.toFixed(4)}` : ' the same value';
-      return { ...base, status: 'degenerate', pNormal: null, reason: `the null has no spread (every one of the ${R} shuffles scored${at}), so a p would only count ties` };
+      return { ...base, status: 'degenerate', pNormal: null,
+        reason: `the null has no spread (every one of the ${R} shuffles scored${at}), so a p would only count ties` };
     }
     if (!has[i]) return { ...base, status: 'untested', reason: 'no permutation null' };
     const p = t.p as number;
@@ -176,16 +199,30 @@ export function familyVerdicts(tests: readonly TestInput[], family: Family, alph
     const v: Verdict = { ...base, p, atFloor, reach, adjusted: a, basis: basis[i]!, status: 'fail' };
     if (reach !== null && reach > alpha + 1e-12) {
       v.status = 'not-testable';
-      v.reason = `its smallest attainable Holm-adjusted p is ${reach.toFixed(3)} > ${alpha} over ${m} test${m === 1 ? '' : 's'} (${needed} permutations would reach it)`;
+      v.reason = `its smallest attainable Holm-adjusted p is ${reach.toFixed(3)} > ${alpha} over ${m} test${
+        m === 1 ? '' : 's'
+      } (${needed} permutations would reach it)`;
     } else v.status = a !== null && a <= alpha ? 'pass' : 'fail';
-    if (basis[i] === 'normal') v.reason = `read from the normal approximation of z: R = ${R} is below the ${needed} permutations the family of ${m} needs; the default count was held below that for cost`;
+    if (basis[i] === 'normal')
+      v.reason =
+        `read from the normal approximation of z: R = ${R} is below the ${needed} permutations the family of ${m} needs; the default count was held below that for cost`;
     // a normal-approximation member can reach any p: its floor does not bind
     return v;
   });
 }
 
 // near the level, four decimals: 0.0495 passes and 0.0502 does not, though both round to 0.05
-const fp = (p: number) => (p < 1e-16 ? '< 1e-16' : p < 0.001 ? p.toExponential(0) : p < 0.01 ? p.toFixed(3) : p >= 0.045 && p < 0.055 && p !== 0.05 ? p.toFixed(4) : p.toFixed(2));
+const fp = (
+  p: number,
+) => (p < 1e-16
+  ? '< 1e-16'
+  : p < 0.001
+  ? p.toExponential(0)
+  : p < 0.01
+  ? p.toFixed(3)
+  : p >= 0.045 && p < 0.055 && p !== 0.05
+  ? p.toFixed(4)
+  : p.toFixed(2));
 /** "p = 0.02", or "p < 1e-16" below what a double's tail keeps. */
 const eq = (label: string, p: number) => (p < 1e-16 ? `${label} < 1e-16` : `${label} = ${fp(p)}`);
 
@@ -197,11 +234,17 @@ export const formatP = fp;
  * over 5 classifiers": the numbers of one test (`noun` names the family's members).
  */
 export function verdictNumbers(v: Verdict, noun = 'tests'): string {
-  if (v.status === 'degenerate' || v.status === 'untested') return v.status === 'degenerate' ? `no p: ${v.reason}` : 'no permutation null';
+  if (v.status === 'degenerate' || v.status === 'untested')
+    return v.status === 'degenerate' ? `no p: ${v.reason}` : 'no permutation null';
   const parts = [`${eq('p', v.p!)}${v.atFloor ? ` (the floor 1/(R+1) of ${v.R} permutations)` : ''}`];
   if (v.z !== null) parts.push(`z = ${v.z.toFixed(1)}`);
   if (v.pNormal !== null) parts.push(eq('normal approx. p', v.pNormal));
-  if (v.adjusted !== null && v.family > 1) parts.push(`Holm ${fp(v.adjusted)}${v.basis === 'normal' ? ' of the normal approx. p' : ''} over ${v.family} ${noun}${v.familyName && v.familyName !== noun ? ` in family ${v.familyName}` : ''}`);
+  if (v.adjusted !== null && v.family > 1)
+    parts.push(
+      `Holm ${fp(v.adjusted)}${v.basis === 'normal' ? ' of the normal approx. p' : ''} over ${v.family} ${noun}${
+        v.familyName && v.familyName !== noun ? ` in family ${v.familyName}` : ''
+      }`,
+    );
   return parts.join(', ');
 }
 

@@ -83,22 +83,28 @@ export function nullZ(value: number, nulls: ArrayLike<number> | null | undefined
 /** Standard normal quantile (Acklam's rational approximation; relative error below 1.2e-9). */
 export function normalQuantile(q: number): number {
   if (!(q > 0 && q < 1)) return q === 0 ? -Infinity : q === 1 ? Infinity : NaN;
-  const a = [-3.969683028665376e1, 2.209460984245205e2, -2.759285104469687e2, 1.38357751867269e2, -3.066479806614716e1, 2.506628277459239];
-  const b = [-5.447609879822406e1, 1.615858368580409e2, -1.556989798598866e2, 6.680131188771972e1, -1.328068155288572e1];
-  const c = [-7.784894002430293e-3, -3.223964580411365e-1, -2.400758277161838, -2.549732539343734, 4.374664141464968, 2.938163982698783];
+  const a = [-3.969683028665376e1, 2.209460984245205e2, -2.759285104469687e2, 1.38357751867269e2, -3.066479806614716e1,
+    2.506628277459239];
+  const b = [-5.447609879822406e1, 1.615858368580409e2, -1.556989798598866e2, 6.680131188771972e1,
+    -1.328068155288572e1];
+  const c = [-7.784894002430293e-3, -3.223964580411365e-1, -2.400758277161838, -2.549732539343734, 4.374664141464968,
+    2.938163982698783];
   const d = [7.784695709041462e-3, 3.224671290700398e-1, 2.445134137142996, 3.754408661907416];
   const lo = 0.02425;
   let x: number;
   if (q < lo) {
     const t = Math.sqrt(-2 * Math.log(q));
-    x = (((((c[0]! * t + c[1]!) * t + c[2]!) * t + c[3]!) * t + c[4]!) * t + c[5]!) / ((((d[0]! * t + d[1]!) * t + d[2]!) * t + d[3]!) * t + 1);
+    x = (((((c[0]! * t + c[1]!) * t + c[2]!) * t + c[3]!) * t + c[4]!) * t + c[5]!) /
+      ((((d[0]! * t + d[1]!) * t + d[2]!) * t + d[3]!) * t + 1);
   } else if (q > 1 - lo) {
     const t = Math.sqrt(-2 * Math.log(1 - q));
-    x = -(((((c[0]! * t + c[1]!) * t + c[2]!) * t + c[3]!) * t + c[4]!) * t + c[5]!) / ((((d[0]! * t + d[1]!) * t + d[2]!) * t + d[3]!) * t + 1);
+    x = -(((((c[0]! * t + c[1]!) * t + c[2]!) * t + c[3]!) * t + c[4]!) * t + c[5]!) /
+      ((((d[0]! * t + d[1]!) * t + d[2]!) * t + d[3]!) * t + 1);
   } else {
     const u = q - 0.5;
     const r = u * u;
-    x = ((((((a[0]! * r + a[1]!) * r + a[2]!) * r + a[3]!) * r + a[4]!) * r + a[5]!) * u) / (((((b[0]! * r + b[1]!) * r + b[2]!) * r + b[3]!) * r + b[4]!) * r + 1);
+    x = ((((((a[0]! * r + a[1]!) * r + a[2]!) * r + a[3]!) * r + a[4]!) * r + a[5]!) * u) /
+      (((((b[0]! * r + b[1]!) * r + b[2]!) * r + b[3]!) * r + b[4]!) * r + 1);
   }
   return x;
 }
@@ -117,7 +123,8 @@ export function wilson(k: number, n: number, conf = 0.95): [number, number] | nu
 
 /** log Γ(x) for x > 0 (Lanczos, g = 7, nine coefficients; about 15 significant digits). */
 export function logGamma(x: number): number {
-  const g = [0.99999999999980993, 676.5203681218851, -1259.1392167224028, 771.32342877765313, -176.61502916214059, 12.507343278686905, -0.13857109526572012, 9.9843695780195716e-6, 1.5056327351493116e-7];
+  const g = [0.99999999999980993, 676.5203681218851, -1259.1392167224028, 771.32342877765313, -176.61502916214059,
+    12.507343278686905, -0.13857109526572012, 9.9843695780195716e-6, 1.5056327351493116e-7];
   if (x < 0.5) return Math.log(Math.PI / Math.abs(Math.sin(Math.PI * x))) - logGamma(1 - x);
   const y = x - 1;
   let a = g[0]!;
@@ -258,7 +265,9 @@ export function studentTCdf(t: number, df: number): number {
  * normal. `lower`: the value is below its null (P(T ≤ t)); `upper`: above it. null when K < 3 or
  * the draws have no spread.
  */
-export function predictionP(value: number, nulls: ArrayLike<number> | null | undefined, tail: 'lower' | 'upper'): number | null {
+export function predictionP(value: number, nulls: ArrayLike<number> | null | undefined, tail: 'lower' | 'upper'): number
+  | null
+{
   if (!nulls || nulls.length < 3 || !Number.isFinite(value)) return null;
   const K = nulls.length;
   const z = nullZ(value, nulls);

@@ -48,7 +48,9 @@ export function nearest(word: string, candidates: readonly string[]): string | n
 }
 
 /** ` (did you mean X?)`-style hint text for an unknown `word`, or '' when nothing is close. */
-export function didYouMean(word: string, candidates: readonly string[], show: (c: string) => string = (c) => c): string {
+export function didYouMean(word: string, candidates: readonly string[],
+  show: (c: string) => string = (c) => c): string
+{
   const n = nearest(word, candidates);
   return n === null ? '' : `did you mean ${show(n)}?`;
 }

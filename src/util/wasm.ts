@@ -71,7 +71,8 @@ export const simd = (op: number): number[] => [0xfd, ...leb(op)];
  */
 function memory(code: number[], natural: number): (offset?: number, alignBytes?: number) => number[] {
   return (offset = 0, alignBytes = natural) => {
-    if (!(alignBytes >= 1 && alignBytes <= natural && (alignBytes & (alignBytes - 1)) === 0)) throw new Error(`alignment ${alignBytes} of a ${natural}-byte access`);
+    if (!(alignBytes >= 1 && alignBytes <= natural && (alignBytes & (alignBytes - 1)) === 0))
+      throw new Error(`alignment ${alignBytes} of a ${natural}-byte access`);
     return [...code, Math.log2(alignBytes), ...leb(offset)];
   };
 }
@@ -100,7 +101,8 @@ export const F64X2_GT = simd(0x4a), V128_AND = simd(0x4e);
 export const F64X2_PROMOTE_LOW_F32X4 = simd(0x5f);
 export const I32X4_EXTEND_LOW_I16X8_U = simd(0xa9), I32X4_EXTEND_HIGH_I16X8_U = simd(0xaa), I32X4_SHL = simd(0xab);
 export const F32X4_ABS = simd(0xe0), F32X4_ADD = simd(0xe4);
-export const F64X2_SQRT = simd(0xef), F64X2_ADD = simd(0xf0), F64X2_SUB = simd(0xf1), F64X2_MUL = simd(0xf2), F64X2_DIV = simd(0xf3), F64X2_MAX = simd(0xf5);
+export const F64X2_SQRT = simd(0xef), F64X2_ADD = simd(0xf0), F64X2_SUB = simd(0xf1), F64X2_MUL = simd(0xf2),
+  F64X2_DIV = simd(0xf3), F64X2_MAX = simd(0xf5);
 export const get = (i: number): number[] => [LOCAL_GET, i];
 export const set = (i: number): number[] => [LOCAL_SET, i];
 
@@ -132,9 +134,9 @@ export interface WasmMemory {
 }
 interface WasmApi {
   validate(bytes: Uint8Array): boolean;
-  Memory: new (d: { initial: number; maximum?: number; shared?: boolean }) => WasmMemory;
-  Module: new (bytes: Uint8Array) => object;
-  Instance: new (m: object, imports: object) => { exports: Record<string, unknown> };
+  Memory: new(d: { initial: number; maximum?: number; shared?: boolean }) => WasmMemory;
+  Module: new(bytes: Uint8Array) => object;
+  Instance: new(m: object, imports: object) => { exports: Record<string, unknown> };
 }
 
 export interface WasmInstance {

@@ -36,14 +36,16 @@ function exactCounts(n: number): Float64Array {
 }
 
 /** The test of the differences; null when no difference is non-zero. */
-export function signedRank(d: ArrayLike<number>, alternative: Alternative, method: 'auto' | 'exact' | 'approx' = 'auto'): SignedRankResult | null {
+export function signedRank(d: ArrayLike<number>, alternative: Alternative,
+  method: 'auto' | 'exact' | 'approx' = 'auto'): SignedRankResult | null
+{
   const nz = Array.from(d).filter((v) => v !== 0);
   const n = nz.length;
   if (!n) return null;
   const order = nz.map((_, i) => i).sort((i, j) => Math.abs(nz[i]!) - Math.abs(nz[j]!));
   const rank = new Float64Array(n);
   let tieTerm = 0;
-  for (let s = 0; s < n; ) {
+  for (let s = 0; s < n;) {
     let e = s;
     while (e + 1 < n && Math.abs(nz[order[e + 1]!]!) === Math.abs(nz[order[s]!]!)) e++;
     const t = e - s + 1;
@@ -69,6 +71,10 @@ export function signedRank(d: ArrayLike<number>, alternative: Alternative, metho
     lower = normalUpper(-z);
     upper = normalUpper(z);
   }
-  const p = alternative === 'less' ? lower : alternative === 'greater' ? upper : Math.min(1, 2 * Math.min(lower, upper));
+  const p = alternative === 'less'
+    ? lower
+    : alternative === 'greater'
+    ? upper
+    : Math.min(1, 2 * Math.min(lower, upper));
   return { rPlus, n, p: Math.min(1, p), method: exact ? 'exact' : 'approx' };
 }

@@ -20,7 +20,9 @@ export function startWorker(url: URL, options: WorkerOptions = {}): Worker {
   if (!existsSync(ts)) throw new Error(`worker module not found: ${file}`);
   const req = createRequire(import.meta.url);
   const api = pathToFileURL(req.resolve('tsx/esm/api').replace(/\.cjs$/, '.mjs')).href;
-  const code = `import(${JSON.stringify(api)}).then((m) => { m.register(); return import(${JSON.stringify(pathToFileURL(ts).href)}); });`;
+  const code = `import(${JSON.stringify(api)}).then((m) => { m.register(); return import(${
+    JSON.stringify(pathToFileURL(ts).href)
+  }); });`;
   return new Worker(code, { ...options, eval: true });
 }
 

@@ -6,7 +6,8 @@ export const WANDA = defineAnalysis({
   summary: 'Wanda importance, block pooling, neuron regions and set differences',
   folder: 'wanda',
   marker: true,
-  files: ['settings.json', 'regions.json', 'metrics.json', 'metrics.csv', 'channels.csv', 'sensitivity.csv', 'pooled.safetensors'],
+  files: ['settings.json', 'regions.json', 'metrics.json', 'metrics.csv', 'channels.csv', 'sensitivity.csv',
+    'pooled.safetensors'],
   store: 'wanda/store.ts',
   docs: 'docs/wanda.md',
   sections: [
@@ -17,5 +18,6 @@ export const WANDA = defineAnalysis({
   cli: () => import('../cli/wanda.js'),
   run: async (run, opts) => (await import('./run.js')).runWanda(run, opts),
   read: async (dir, runDir, manifest) => (await import('./store.js')).readWanda(runDir, manifest, dir),
-  report: { key: 'wanda', what: 'the neuron regions (wanda)', module: async () => (await import('./report.js')).REPORT },
+  report: { key: 'wanda', what: 'the neuron regions (wanda)',
+    module: async () => (await import('./report.js')).REPORT },
 });

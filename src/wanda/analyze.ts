@@ -19,8 +19,10 @@ import type { HookPooled } from './stats.js';
 import { ChannelNull } from './channels.js';
 import { countStride, mergeHookCounts, nullsFromCounts, type HookNullResult } from './hooknull.js';
 import { PAIR_NULLS, pairList, emptyNulls, type NullMetric, type Nulls } from './nulls.js';
-import { selectTop, minus, jaccard, size, density, components, toBlockSet, distribution, type Masks, type TopSpec } from './regions.js';
-import type { WandaMatrix, WandaRegions, WandaMetrics, WandaPairMetrics, NullTested, WandaChannelTest } from './types.js';
+import { selectTop, minus, jaccard, size, density, components, toBlockSet, distribution, type Masks,
+  type TopSpec } from './regions.js';
+import type { WandaMatrix, WandaRegions, WandaMetrics, WandaPairMetrics, NullTested,
+  WandaChannelTest } from './types.js';
 
 export interface AnalyzeInput {
   /** Matrices in output order; `input` names the capture point feeding each. */
@@ -69,7 +71,8 @@ export interface AnalyzeOptions {
   perHook?: boolean;
 }
 
-export { NULL_METRICS, NULL_COUNTS, pairList, emptyNulls, type NullMetric, type GroupNullMetric, type Nulls } from './nulls.js';
+export { NULL_METRICS, NULL_COUNTS, pairList, emptyNulls, type NullMetric, type GroupNullMetric,
+  type Nulls } from './nulls.js';
 
 export interface AnalyzeResult {
   groups: string[];
@@ -84,12 +87,17 @@ export interface AnalyzeResult {
   channels?: WandaChannelTest[];
 }
 
-export function matrixInfo(name: string, layer: number, proj: string, input: string, dOut: number, dIn: number, block: [number, number]): WandaMatrix {
-  return { name, layer, proj, input, dOut, dIn, rowBlocks: Math.ceil(dOut / block[0]), colBlocks: Math.ceil(dIn / block[1]) };
+export function matrixInfo(name: string, layer: number, proj: string, input: string, dOut: number, dIn: number,
+  block: [number, number]): WandaMatrix
+{
+  return { name, layer, proj, input, dOut, dIn, rowBlocks: Math.ceil(dOut / block[0]),
+    colBlocks: Math.ceil(dIn / block[1]) };
 }
 
 /** Group index per sample (-1 when left out) and the group order. */
-export function encodeLabels(labels: string[], groups?: string[]): { groups: string[]; index: Int32Array; counts: number[] } {
+export function encodeLabels(labels: string[],
+  groups?: string[]): { groups: string[]; index: Int32Array; counts: number[] }
+{
   const gs = groups ?? [...new Set(labels.filter((l) => l !== ''))].sort();
   const pos = new Map(gs.map((g, i) => [g, i]));
   const index = new Int32Array(labels.length);
@@ -106,10 +114,18 @@ export function encodeLabels(labels: string[], groups?: string[]): { groups: str
 }
 
 /** Groups of the labels, requiring at least two non-empty groups. */
-export function checkedGroups(labels: string[], groups?: string[]): { groups: string[]; index: Int32Array; counts: number[] } {
+export function checkedGroups(labels: string[],
+  groups?: string[]): { groups: string[]; index: Int32Array; counts: number[] }
+{
   const enc = encodeLabels(labels, groups);
   const G = enc.groups.length;
-  if (G < 2) throw new LobesError(`need at least 2 groups to compare, found ${G} (${enc.groups.map((g) => JSON.stringify(g)).join(', ') || 'none'})`, { hint: `choose another ${opt('by')} axis` });
+  if (G < 2)
+    throw new LobesError(
+      `need at least 2 groups to compare, found ${G} (${
+        enc.groups.map((g) => JSON.stringify(g)).join(', ') || 'none'
+      })`,
+      { hint: `choose another ${opt('by')} axis` },
+    );
   enc.counts.forEach((c, g) => {
     if (c === 0) throw new LobesError(`group ${JSON.stringify(enc.groups[g])} has no samples`);
   });
@@ -120,8 +136,13 @@ export function checkedGroups(labels: string[], groups?: string[]): { groups: st
 export function checkDims(matrices: WandaMatrix[], source: ActivationSource): void {
   for (const m of matrices) {
     const d = source.dim(m.input);
-    if (d === null) throw new LobesError(`capture point ${m.input} (input of ${m.name}) is not in the run`, { file: source.where });
-    if (d !== m.dIn) throw new LobesError(`weights of ${m.name} have d_in=${m.dIn} but capture point ${m.input} has dim ${d}`, { file: source.where, hint: 'the weights do not belong to the model of this run' });
+    if (d === null)
+      throw new LobesError(`capture point ${m.input} (input of ${m.name}) is not in the run`, { file: source.where });
+    if (d !== m.dIn)
+      throw new LobesError(`weights of ${m.name} have d_in=${m.dIn} but capture point ${m.input} has dim ${d}`, {
+        file: source.where,
+        hint: 'the weights do not belong to the model of this run',
+      });
   }
 }
 
@@ -137,7 +158,8 @@ export function nullTest(value: number, nulls: Float64Array | null): NullTested 
     sum += v;
   }
   const R = nulls.length;
-  return { value, p: (1 + ge) / (R + 1), percentile: (100 * (lt + 0.5 * eq)) / R, nullMean: sum / R, pLower: (1 + le) / (R + 1) };
+  return { value, p: (1 + ge) / (R + 1), percentile: (100 * (lt + 0.5 * eq)) / R, nullMean: sum / R,
+    pLower: (1 + le) / (R + 1) };
 }
 
 export async function analyze(input: AnalyzeInput, opts: AnalyzeOptions): Promise<AnalyzeResult> {
@@ -158,7 +180,10 @@ export async function analyze(input: AnalyzeInput, opts: AnalyzeOptions): Promis
 }
 
 function checkColsums(m: WandaMatrix, C: Float32Array, rb: number): Float32Array {
-  if (C.length !== Math.ceil(m.dOut / rb) * m.dIn) throw new LobesError(`column sums of ${m.name} have ${C.length} values, expected ${Math.ceil(m.dOut / rb)} x ${m.dIn}`);
+  if (C.length !== Math.ceil(m.dOut / rb) * m.dIn)
+    throw new LobesError(
+      `column sums of ${m.name} have ${C.length} values, expected ${Math.ceil(m.dOut / rb)} x ${m.dIn}`,
+    );
   return C;
 }
 
@@ -176,7 +201,9 @@ const HOOK_BATCH_BYTES = 256 * 2 ** 20;
  * (or the calling thread) as soon as its matrices' column sums are in, its counts merged as
  * they arrive. Regions are selected per matrix here, so the result is that of analyzeByLabeling.
  */
-async function analyzePerHook(input: AnalyzeInput, opts: AnalyzeOptions, enc: { groups: string[]; index: Int32Array; counts: number[] }): Promise<AnalyzeResult> {
+async function analyzePerHook(input: AnalyzeInput, opts: AnalyzeOptions,
+  enc: { groups: string[]; index: Int32Array; counts: number[] }): Promise<AnalyzeResult>
+{
   const { matrices, colsums, source } = input;
   const G = enc.groups.length;
   const n = source.n;
@@ -188,7 +215,8 @@ async function analyzePerHook(input: AnalyzeInput, opts: AnalyzeOptions, enc: { 
   for (let l = 0; l < L; l++) labelings.set(gen(), l * n);
   const { hooks, fed } = hooksOf(matrices);
   const threads = Math.max(1, Math.min(opts.threads ?? 1, hooks.length));
-  const batchBytes = opts.batchBytes ?? Math.min(HOOK_BATCH_BYTES, Math.floor((NULL_THREADS_BYTES - threads * WORKER_BASE_BYTES) / threads));
+  const batchBytes = opts.batchBytes ??
+    Math.min(HOOK_BATCH_BYTES, Math.floor((NULL_THREADS_BYTES - threads * WORKER_BASE_BYTES) / threads));
   const pooler = hookPooler(source, threads);
   const total = new Float64Array(R * countStride(G));
   const results: HookNullResult[] = new Array(hooks.length);
@@ -198,7 +226,8 @@ async function analyzePerHook(input: AnalyzeInput, opts: AnalyzeOptions, enc: { 
       hooks.map(async (hook, i) => {
         const ms = fed[i]!.map((k) => matrices[k]!);
         const C = await Promise.all(ms.map(async (m) => checkColsums(m, await colsums.get(m.name)!, opts.block[0])));
-        const res = await pooler.hookNull({ hook, layer: ms[0]!.layer, n, labelings, counts: enc.counts, groups: enc.groups, matrices: ms, C, block: opts.block, top: opts.top, batchBytes });
+        const res = await pooler.hookNull({ hook, layer: ms[0]!.layer, n, labelings, counts: enc.counts,
+          groups: enc.groups, matrices: ms, C, block: opts.block, top: opts.top, batchBytes });
         mergeHookCounts(total, res.counts);
         results[i] = res;
         opts.onStep?.(++steps, hooks.length);
@@ -208,7 +237,9 @@ async function analyzePerHook(input: AnalyzeInput, opts: AnalyzeOptions, enc: { 
     await pooler.close();
   }
   const observed: Float32Array[][] = Array.from({ length: G }, () => new Array<Float32Array>(matrices.length));
-  results.forEach((res, i) => fed[i]!.forEach((k, j) => enc.groups.forEach((_, g) => (observed[g]![k] = res.observed[g]![j]!))));
+  results.forEach((res, i) =>
+    fed[i]!.forEach((k, j) => enc.groups.forEach((_, g) => (observed[g]![k] = res.observed[g]![j]!)))
+  );
   const masks = observed.map((sc) => selectTop(sc, matrices, opts.top));
   const res = summarize(enc, matrices, observed, masks, R > 0 ? nullsFromCounts(total, G, R) : null);
   res.channels = results.map((r) => r.channel);
@@ -216,7 +247,12 @@ async function analyzePerHook(input: AnalyzeInput, opts: AnalyzeOptions, enc: { 
 }
 
 /** The null labelling by labelling: each batch of labellings reads every capture point once; any selection scope. */
-async function analyzeByLabeling(input: { matrices: WandaMatrix[]; colsums: Map<string, Float32Array>; source: ActivationSource; itemGroups?: Int32Array | null }, opts: AnalyzeOptions, enc: { groups: string[]; index: Int32Array; counts: number[] }): Promise<AnalyzeResult> {
+async function analyzeByLabeling(
+  input: { matrices: WandaMatrix[]; colsums: Map<string, Float32Array>; source: ActivationSource;
+    itemGroups?: Int32Array | null },
+  opts: AnalyzeOptions,
+  enc: { groups: string[]; index: Int32Array; counts: number[] },
+): Promise<AnalyzeResult> {
   const { matrices, colsums, source } = input;
   const [rb, cb] = opts.block;
   const G = enc.groups.length;
@@ -240,7 +276,9 @@ async function analyzeByLabeling(input: { matrices: WandaMatrix[]; colsums: Map<
 
   const pooler = hookPooler(source, nullThreads(opts.threads ?? 1, hooks.length, B, G, maxD));
   // The matrices each capture point feeds, with their column sums.
-  const fed = fedIdx.map((ks) => ({ ks, mats: ks.map((k) => ({ C: colsums.get(matrices[k].name)!, dOut: matrices[k].dOut, dIn: matrices[k].dIn })) }));
+  const fed = fedIdx.map((ks) => ({ ks,
+    mats: ks.map((k) => ({ C: colsums.get(matrices[k].name)!, dOut: matrices[k].dOut, dIn: matrices[k].dIn })) })
+  );
   const channelNulls = hooks.map((hook) => new ChannelNull(hook, source.dim(hook)!, enc.counts, R));
   try {
     for (let l0 = 0; l0 < total; l0 += B) {
@@ -248,7 +286,9 @@ async function analyzeByLabeling(input: { matrices: WandaMatrix[]; colsums: Map<
       const labelings: Int32Array[] = [];
       for (let t = 0; t < nb; t++) labelings.push(gen());
       // pooled[t][g][m]
-      const pooled: Float32Array[][][] = labelings.map(() => Array.from({ length: G }, () => new Array<Float32Array>(matrices.length)));
+      const pooled: Float32Array[][][] = labelings.map(() =>
+        Array.from({ length: G }, () => new Array<Float32Array>(matrices.length))
+      );
       // Up to `pooler.threads` capture points at once; collected in capture-point order.
       const started: (Promise<HookPooled> | undefined)[] = [];
       const launch = (i: number) => {
@@ -263,7 +303,8 @@ async function analyzeByLabeling(input: { matrices: WandaMatrix[]; colsums: Map<
         started[i] = undefined;
         for (let t = 0; t < nb; t++) channelNulls[i].add(l0 + t, out.scalers[t]);
         if (i + pooler.threads < hooks.length) launch(i + pooler.threads);
-        for (let t = 0; t < nb; t++) for (let g = 0; g < G; g++) fed[i].ks.forEach((k, j) => (pooled[t][g][k] = maps[t][g][j]));
+        for (let t = 0; t < nb; t++)
+          for (let g = 0; g < G; g++) fed[i].ks.forEach((k, j) => (pooled[t][g][k] = maps[t][g][j]));
         opts.onStep?.(++steps, totalSteps);
       }
       for (let t = 0; t < nb; t++) {
@@ -308,12 +349,18 @@ export function nullThreads(threads: number, hooks: number, B: number, G: number
  */
 export function labellingDesign(used: Int32Array, itemGroups: Int32Array | null | undefined): PermutationDesign {
   const d = permutationDesign(used, itemGroups);
-  if (d.kind === 'groups') throw new LobesError(`every item group holds one label, so the label null could only shuffle whole groups, which changes the labels' sizes`, { hint: `analyse without groups (${opt('group', 'none')}), or group by another axis` });
+  if (d.kind === 'groups')
+    throw new LobesError(
+      `every item group holds one label, so the label null could only shuffle whole groups, which changes the labels' sizes`,
+      { hint: `analyse without groups (${opt('group', 'none')}), or group by another axis` },
+    );
   return d;
 }
 
 /** Seeded labellings: the observed one first, then shuffles of the used samples' groups (within their item groups, given `itemGroups`). */
-export function labelingGenerator(index: Int32Array, n: number, seed: number, itemGroups?: Int32Array | null): () => Int32Array {
+export function labelingGenerator(index: Int32Array, n: number, seed: number,
+  itemGroups?: Int32Array | null): () => Int32Array
+{
   const used: number[] = [];
   index.forEach((g, r) => g >= 0 && used.push(r));
   const usedGroups = Int32Array.from(used.map((r) => index[r]));
@@ -334,7 +381,9 @@ export function labelingGenerator(index: Int32Array, n: number, seed: number, it
 }
 
 /** Record permutation r's values of every tested metric. */
-export function recordNull(nullVals: Nulls, pairs: [number, number][], masks: Masks[], matrices: WandaMatrix[], r: number): void {
+export function recordNull(nullVals: Nulls, pairs: [number, number][], masks: Masks[], matrices: WandaMatrix[],
+  r: number): void
+{
   pairs.forEach(([a, b], p) => {
     const v = pairValues(masks[a], masks[b], matrices);
     for (const k of PAIR_NULLS) nullVals.pairs[p][k][r] = v[k];
@@ -413,7 +462,6 @@ export function summarize(
   };
   return { groups: enc.groups, counts: enc.counts, pooled: pooledOut, regions, metrics, nulls: nullVals };
 }
-
 
 function pairValues(A: Masks, B: Masks, matrices: WandaMatrix[]): Record<NullMetric, number> {
   const amb = minus(A, B);

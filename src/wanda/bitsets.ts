@@ -54,7 +54,9 @@ export function popcount(x: number): number {
  * selectTop(scores, matrices, { ...top, scope: 'matrix' }) as bits into `out` (layout.words
  * long; overwritten). `work` is scratch of at least the largest map's length.
  */
-export function selectTopBits(scores: readonly Float32Array[], L: BitLayout, top: TopSpec, out: Uint32Array, work: Float32Array): void {
+export function selectTopBits(scores: readonly Float32Array[], L: BitLayout, top: TopSpec, out: Uint32Array,
+  work: Float32Array): void
+{
   out.fill(0, 0, L.words);
   for (let m = 0; m < scores.length; m++) {
     const s = scores[m]!;

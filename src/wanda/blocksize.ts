@@ -49,9 +49,12 @@ function poolSizes(ms: BlockShape[], block: [number, number], scope: TopSpec['sc
 }
 
 /** The matrices, grouped by projection, that fail the rule at `block` (empty: all pass). */
-export function coarseMatrices(ms: BlockShape[], block: [number, number], top: TopSpec): NonNullable<WandaSettings['blockCheck']>['coarse'] {
+export function coarseMatrices(ms: BlockShape[], block: [number, number],
+  top: TopSpec): NonNullable<WandaSettings['blockCheck']>['coarse']
+{
   const pools = poolSizes(ms, block, top.scope);
-  const byProj = new Map<string, { proj: string; rowBlocks: number; colBlocks: number; selected: number; matrices: number }>();
+  const byProj = new Map<string,
+    { proj: string; rowBlocks: number; colBlocks: number; selected: number; matrices: number }>();
   ms.forEach((m, i) => {
     const rb = Math.ceil(m.dOut / block[0]);
     const cb = Math.ceil(m.dIn / block[1]);
@@ -71,7 +74,9 @@ export function autoBlockSize(ms: BlockShape[], top: TopSpec): number {
 }
 
 /** The check recorded in settings.json (and read by the report). */
-export function blockCheck(ms: BlockShape[], block: [number, number], top: TopSpec, auto: boolean): NonNullable<WandaSettings['blockCheck']> {
+export function blockCheck(ms: BlockShape[], block: [number, number], top: TopSpec,
+  auto: boolean): NonNullable<WandaSettings['blockCheck']>
+{
   const coarse = coarseMatrices(ms, block, top);
   return {
     minShortSide: MIN_SHORT_SIDE,
@@ -86,7 +91,9 @@ export function blockCheck(ms: BlockShape[], block: [number, number], top: TopSp
 export function coarseWarnings(check: NonNullable<WandaSettings['blockCheck']>, block: [number, number]): string[] {
   return check.coarse.map(
     (c) =>
-      `${c.proj} (${c.matrices} matri${c.matrices === 1 ? 'x' : 'ces'}): ${c.rowBlocks}×${c.colBlocks} blocks at ${block.join('×')}, the top selection keeps ${c.selected}; ` +
+      `${c.proj} (${c.matrices} matri${c.matrices === 1 ? 'x' : 'ces'}): ${c.rowBlocks}×${c.colBlocks} blocks at ${
+        block.join('×')
+      }, the top selection keeps ${c.selected}; ` +
       `regions need ≥ ${check.minShortSide} blocks on the short side and ≥ ${check.minSelected} selected, so their metrics say little` +
       (check.suggested && !check.auto ? ` (--block auto: ${check.suggested})` : ''),
   );

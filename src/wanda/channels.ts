@@ -26,7 +26,9 @@ import type { SimdKernel } from './simd.js';
  * sizes. Group by group over all channels (the additions of each T_j in group order, as a loop
  * over groups inside a loop over channels would do them: the same bits, with typed-array loops).
  */
-export function channelSpread(s: ArrayLike<number>, counts: readonly number[], d: number, out: Float64Array = new Float64Array(d), work: Float64Array = new Float64Array(d)): Float64Array {
+export function channelSpread(s: ArrayLike<number>, counts: readonly number[], d: number,
+  out: Float64Array = new Float64Array(d), work: Float64Array = new Float64Array(d)): Float64Array
+{
   const G = counts.length;
   let N = 0;
   for (const c of counts) N += c;
@@ -64,7 +66,9 @@ export const spreadParamBytes = (G: number): number => 16 + 16 * G;
  * to pOff (spreadParamBytes, 8-aligned) and T to outOff, returned as a view (valid until the
  * memory grows or the next call).
  */
-export function channelSpreadSimd(k: SimdKernel, sOff: number, d: number, counts: readonly number[], pOff: number, outOff: number): Float64Array {
+export function channelSpreadSimd(k: SimdKernel, sOff: number, d: number, counts: readonly number[], pOff: number,
+  outOff: number): Float64Array
+{
   const G = counts.length;
   let N = 0;
   for (const c of counts) N += c;
@@ -113,12 +117,15 @@ export class ChannelNull {
     this.layerNull = new Float64Array(R);
     this.buf = new Float64Array(d);
     this.work = new Float64Array(d);
-    this.family = declareFamily({ name: `channels ${hook}`, claim: 'a channel\'s group RMS differs beyond shuffled labels', members: indexMembers(d), correction: 'bh' });
+    this.family = declareFamily({ name: `channels ${hook}`,
+      claim: "a channel's group RMS differs beyond shuffled labels", members: indexMembers(d), correction: 'bh' });
   }
 
   /** Labelling 0 is the observed one; 1..R the permutations, in order. `spread`: channelSpread(s) when the caller has it (channelSpreadSimd). */
   add(labelling: number, s: ArrayLike<number>, spread?: Float64Array): void {
-    const t: Float64Array = spread ? (labelling === 0 ? spread.slice() : spread) : channelSpread(s, this.counts, this.d, labelling === 0 ? new Float64Array(this.d) : this.buf, this.work);
+    const t: Float64Array = spread
+      ? (labelling === 0 ? spread.slice() : spread)
+      : channelSpread(s, this.counts, this.d, labelling === 0 ? new Float64Array(this.d) : this.buf, this.work);
     if (labelling === 0) {
       this.observed = t;
       this.observedS = Float64Array.from(s as ArrayLike<number>);
@@ -187,9 +194,18 @@ export class ChannelNull {
 }
 
 /** Holm and Benjamini–Hochberg across the capture points (the layers of the run). */
-export function correctChannelFamily(fam: Family, tests: WandaChannelTest[], test?: { R: number; sizing?: Sizing }): WandaChannelTest[] {
+export function correctChannelFamily(fam: Family, tests: WandaChannelTest[],
+  test?: { R: number; sizing?: Sizing }): WandaChannelTest[]
+{
   const h = fam.adjust(tests.map((t) => t.p), 'holm');
   const b = fam.adjust(tests.map((t) => t.p), 'bh');
-  const v = test && test.R > 0 ? familyVerdicts(tests.map((t) => ({ p: t.p, z: t.z, R: test.R, sizing: test.sizing, nullSd: t.p !== null && t.z === null ? 0 : undefined, nullMean: t.nullMean })), fam) : null;
+  const v = test && test.R > 0
+    ? familyVerdicts(
+      tests.map((t) => ({ p: t.p, z: t.z, R: test.R, sizing: test.sizing,
+        nullSd: t.p !== null && t.z === null ? 0 : undefined, nullMean: t.nullMean })
+      ),
+      fam,
+    )
+    : null;
   return tests.map((t, i) => ({ ...t, pHolm: h[i]!, pBH: b[i]!, ...(v ? { verdict: v[i] } : {}) }));
 }

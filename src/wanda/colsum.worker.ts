@@ -19,7 +19,8 @@ parentPort!.postMessage({ ready: true });
 
 function run(job: Job): void {
   try {
-    const C = columnBlockSums(job.matrix, { rowBlock: job.rowBlock, chunkBytes: job.chunkBytes, rowBlockOffset: job.bi0 });
+    const C = columnBlockSums(job.matrix, { rowBlock: job.rowBlock, chunkBytes: job.chunkBytes,
+      rowBlockOffset: job.bi0 });
     parentPort!.postMessage({ id: job.id, C }, [C.buffer as ArrayBuffer]);
   } catch (e: any) {
     parentPort!.postMessage({

@@ -19,7 +19,8 @@ import { LobesError } from '../util/errors.js';
 import { createSimd, align16, type SimdKernel } from './simd.js';
 import { matrixPooler, rmsScaler, squareRow, type ActivationSource } from './stats.js';
 import type { TopSpec } from './regions.js';
-import { bitLayout, selectTopBits, countAnd, andNot, densityBits, componentsBits, RunScratch, type BitLayout } from './bitsets.js';
+import { bitLayout, selectTopBits, countAnd, andNot, densityBits, componentsBits, RunScratch,
+  type BitLayout } from './bitsets.js';
 import { ChannelNull, channelSpreadSimd, spreadParamBytes } from './channels.js';
 import { emptyNulls, pairList, type Nulls } from './nulls.js';
 import type { WandaChannelTest, WandaMatrix } from './types.js';
@@ -80,13 +81,17 @@ const TILE_BYTES = 512 << 10;
  * whose memory holds the group sums (kept by the caller across capture points, so that its
  * memory is grown and faulted in once per thread rather than once per capture point).
  */
-export async function hookNull(src: ActivationSource, job: HookNullJob, kernel: SimdKernel | null = createSimd()): Promise<HookNullResult> {
+export async function hookNull(src: ActivationSource, job: HookNullJob,
+  kernel: SimdKernel | null = createSimd()): Promise<HookNullResult>
+{
   const { hook, n, counts, matrices, top } = job;
   if (top.scope !== 'matrix') throw new Error('hookNull selects per matrix');
   const [rb, cb] = job.block;
   const d = src.dim(hook);
   if (d === null) throw new LobesError(`capture point ${hook} is not in the run`, { file: src.where });
-  if (src.n !== n) throw new LobesError(`the run has ${src.n} samples here, ${n} in the analysis`, { file: src.where, hint: 'the run changed while it was analysed; run the analysis again' });
+  if (src.n !== n)
+    throw new LobesError(`the run has ${src.n} samples here, ${n} in the analysis`, { file: src.where,
+      hint: 'the run changed while it was analysed; run the analysis again' });
   const G = counts.length;
   const L = job.labelings.length / n;
   const R = L - 1;
@@ -147,7 +152,9 @@ function sumsBytes(nb: number, G: number, dPad: number): number {
 }
 
 /** rmsScaler of the group sums at acc[o ..] into dst through the kernel (acc and dst in its memory; inv at p). */
-function rmsSimd(k: SimdKernel, acc: Float64Array, o: number, dst: Float64Array, d: number, count: number, p: number): void {
+function rmsSimd(k: SimdKernel, acc: Float64Array, o: number, dst: Float64Array, d: number, count: number,
+  p: number): void
+{
   const inv = count > 0 ? 1 / count : 0;
   new Float64Array(k.memory.buffer, p, 1)[0] = inv;
   if (d >> 1 > 0) k.rms(acc.byteOffset + o * 8, dst.byteOffset, d >> 1, p);
@@ -158,7 +165,9 @@ function rmsSimd(k: SimdKernel, acc: Float64Array, o: number, dst: Float64Array,
  * Group sums of x² of labellings l0 .. l0 + nb − 1: Float64Array [nb][G][dPad] (dPad = d
  * rounded up to even), each value the sum of its group's rows in row order.
  */
-async function squareSums(src: ActivationSource, hook: string, d: number, labelings: Int32Array, n: number, l0: number, nb: number, G: number, kernel: SimdKernel | null): Promise<Float64Array> {
+async function squareSums(src: ActivationSource, hook: string, d: number, labelings: Int32Array, n: number, l0: number,
+  nb: number, G: number, kernel: SimdKernel | null): Promise<Float64Array>
+{
   const dPad = d + (d & 1);
   const nvec = dPad >> 1;
   const x2Off = nb * G * dPad * 8;
@@ -178,8 +187,13 @@ async function squareSums(src: ActivationSource, hook: string, d: number, labeli
   let seen = 0;
   for await (const chunk of src.iterate(hook, Math.max(1, Math.floor((4 << 20) / (4 * d))))) {
     const data = chunk.data;
-    if (data.length !== chunk.rows * d) throw new LobesError(`chunk at row ${chunk.start} has ${data.length} values, expected ${chunk.rows} x ${d}`, { file: src.where, where: hook });
-    if (chunk.start + chunk.rows > n) throw new LobesError(`capture point ${hook} has more rows than the run's ${n} samples`, { file: src.where });
+    if (data.length !== chunk.rows * d)
+      throw new LobesError(`chunk at row ${chunk.start} has ${data.length} values, expected ${chunk.rows} x ${d}`, {
+        file: src.where,
+        where: hook,
+      });
+    if (chunk.start + chunk.rows > n)
+      throw new LobesError(`capture point ${hook} has more rows than the run's ${n} samples`, { file: src.where });
     for (let r0 = 0; r0 < chunk.rows; r0 += rowsPerPass) {
       const rows = Math.min(rowsPerPass, chunk.rows - r0);
       for (let r = 0; r < rows; r++) squareRow(src, hook, data, (r0 + r) * d, d, chunk.start + r0 + r, x2, r * dPad);
@@ -220,7 +234,10 @@ async function squareSums(src: ActivationSource, hook: string, d: number, labeli
     }
     seen += chunk.rows;
   }
-  if (seen !== src.n) throw new LobesError(`capture point ${hook} has ${seen} rows but the run has ${src.n} samples`, { file: src.where });
+  if (seen !== src.n)
+    throw new LobesError(`capture point ${hook} has ${seen} rows but the run has ${src.n} samples`, {
+      file: src.where,
+    });
   // A view into the kernel's memory: used before the next batch grows it.
   return acc;
 }

@@ -15,7 +15,8 @@ import { nullTest, type Nulls } from './analyze.js';
 import { placementNull, randomDensity, countsPerMatrix } from './placement.js';
 import { density, components, type Masks } from './regions.js';
 import { correctChannelFamily } from './channels.js';
-import type { BlockSet, NullTested, SetPlacement, WandaMatrix, WandaMetrics, WandaRegions, WandaChannelTest, WandaWeightPairMetrics } from './types.js';
+import type { BlockSet, NullTested, SetPlacement, WandaMatrix, WandaMetrics, WandaRegions, WandaChannelTest,
+  WandaWeightPairMetrics } from './types.js';
 
 export interface InferenceOptions {
   /** Random placements per set (0: none). */
@@ -37,16 +38,19 @@ export type PlacementNull = { density: Float64Array; components: Float64Array };
  * group's region, in `groups` order), each with its blocks per matrix and its seed (the order
  * and seeds addInference uses).
  */
-export function placementSets(regions: WandaRegions, groups: readonly string[], seed: number): { counts: Int32Array; seed: number }[] {
+export function placementSets(regions: WandaRegions, groups: readonly string[],
+  seed: number): { counts: Int32Array; seed: number }[]
+{
   const mats = regions.matrices;
-  const sets = [...regions.differences.flatMap((d) => [d.aMinusB, d.bMinusA]), ...groups.map((g) => regions.regions[g] ?? {})];
+  const sets = [...regions.differences.flatMap((d) => [d.aMinusB, d.bMinusA]),
+    ...groups.map((g) => regions.regions[g] ?? {})];
   return sets.map((set, k) => ({ counts: countsPerMatrix(masksOf(set, mats)), seed: placementSeed(seed, k) }));
 }
 
 /** Notes written into metrics.json (and shown by the report) on what the numbers are. */
 export const WANDA_NOTES = [
-  'Jaccard and isolation are one test: the top selection keeps the same number of blocks for every group (|A| = |B|), so both move only with |A∩B|; isolation = 1 − |A∩B|/|A| is monotone in Jaccard = |A∩B|/(2|A| − |A∩B|), and its p equals Jaccard\'s pLower. Jaccard is the one reported.',
-  'The label-permutation null keeps the shared |W| map, so shuffled groups\' regions are as clustered as real ones: it asks whether the groups differ, not whether a set is denser than random blocks. The random-placement null (placement*) and densityRatio (density / a random set\'s expected density) answer that.',
+  "Jaccard and isolation are one test: the top selection keeps the same number of blocks for every group (|A| = |B|), so both move only with |A∩B|; isolation = 1 − |A∩B|/|A| is monotone in Jaccard = |A∩B|/(2|A| − |A∩B|), and its p equals Jaccard's pLower. Jaccard is the one reported.",
+  "The label-permutation null keeps the shared |W| map, so shuffled groups' regions are as clustered as real ones: it asks whether the groups differ, not whether a set is denser than random blocks. The random-placement null (placement*) and densityRatio (density / a random set's expected density) answer that.",
   'A region compares activation RMS: a group enters the score only through s_g, which rescales the columns of one |W| map; metrics.channels tests s_g directly.',
 ];
 
@@ -60,7 +64,9 @@ export function masksOf(set: BlockSet, matrices: WandaMatrix[]): Masks {
 }
 
 /** A set against R random placements of the same per-matrix sizes. */
-export function setPlacement(mask: Masks, matrices: WandaMatrix[], R: number, seed: number, placed?: PlacementNull): SetPlacement {
+export function setPlacement(mask: Masks, matrices: WandaMatrix[], R: number, seed: number,
+  placed?: PlacementNull): SetPlacement
+{
   const counts = countsPerMatrix(mask);
   let size = 0;
   for (const c of counts) size += c;
@@ -98,7 +104,9 @@ export function correctFamily(fam: Family, family: NullTested[], test?: { R: num
     t.pLowerBH = lb[i]!;
   });
   if (!test || test.R <= 0) return;
-  const input = (t: NullTested, p: number | null | undefined, tail: 'upper' | 'lower') => ({ p, z: t.z ?? null, R: test.R, sizing: test.sizing, tail, nullSd: p !== null && p !== undefined && t.z === null ? 0 : undefined, nullMean: t.nullMean });
+  const input = (t: NullTested, p: number | null | undefined, tail: 'upper' | 'lower') => ({ p, z: t.z ?? null,
+    R: test.R, sizing: test.sizing, tail, nullSd: p !== null && p !== undefined && t.z === null ? 0 : undefined,
+    nullMean: t.nullMean });
   const up = familyVerdicts(family.map((t) => input(t, t.p, 'upper')), fam);
   const lo = familyVerdicts(family.map((t) => input(t, t.pLower, 'lower')), fam);
   family.forEach((t, i) => {
@@ -108,8 +116,12 @@ export function correctFamily(fam: Family, family: NullTested[], test?: { R: num
 }
 
 /** The weight-level Jaccard of every pair (--resolution weight): its own family, added to the metrics' declared families. */
-export function correctWeightFamily(metrics: WandaMetrics, weightLevel: WandaWeightPairMetrics[], test: { R: number; sizing?: Sizing }): void {
-  const fam = declareFamily({ name: 'weight-region-pairs', claim: 'two groups\' weight-level regions overlap less (or more) than shuffled labels\'', members: weightLevel.map((w) => `${w.a} | ${w.b}`), correction: ['holm', 'bh'] });
+export function correctWeightFamily(metrics: WandaMetrics, weightLevel: WandaWeightPairMetrics[],
+  test: { R: number; sizing?: Sizing }): void
+{
+  const fam = declareFamily({ name: 'weight-region-pairs',
+    claim: "two groups' weight-level regions overlap less (or more) than shuffled labels'",
+    members: weightLevel.map((w) => `${w.a} | ${w.b}`), correction: ['holm', 'bh'] });
   correctFamily(fam, weightLevel.map((w) => w.jaccard), test);
   metrics.declaredFamilies = [...(metrics.declaredFamilies ?? []), fam.record()];
 }
@@ -119,28 +131,45 @@ export function correctWeightFamily(metrics: WandaMetrics, weightLevel: WandaWei
  * which of their nulls the settings compute, the placements P and the capture points), in the
  * order metrics.json lists them: their names, claims and members, before any p is adjusted.
  */
-export function wandaPlan(metrics: Pick<WandaMetrics, 'pairs' | 'groups'>, placements: number, capturePoints?: readonly string[]): { name: string; claim: string; members: string[] }[] {
+export function wandaPlan(metrics: Pick<WandaMetrics, 'pairs' | 'groups'>, placements: number,
+  capturePoints?: readonly string[]): { name: string; claim: string; members: string[] }[]
+{
   const pairIds = metrics.pairs.map((p) => `${p.a} | ${p.b}`);
   const diffIds = metrics.pairs.flatMap((p) => [`${p.a} ∖ ${p.b}`, `${p.b} ∖ ${p.a}`]);
-  const compIds = metrics.pairs.flatMap((p) => [...(p.componentsAminusBNull ? [`${p.a} ∖ ${p.b}`] : []), ...(p.componentsBminusANull ? [`${p.b} ∖ ${p.a}`] : [])]);
+  const compIds = metrics.pairs.flatMap((
+    p,
+  ) => [...(p.componentsAminusBNull ? [`${p.a} ∖ ${p.b}`] : []),
+    ...(p.componentsBminusANull ? [`${p.b} ∖ ${p.a}`] : [])]
+  );
   const groupIds = metrics.groups.map((g) => g.group);
   const f = (name: string, claim: string, members: string[]) => ({ name, claim, members });
   return [
-    f('region-pairs', 'two groups\' regions overlap less (or more) than shuffled labels\' (Jaccard of every pair)', pairIds),
-    f('isolation', 'a set difference holds more of its region than shuffled labels\' (every pair, both ways)', diffIds),
-    f('set-differences', 'a set difference is denser than shuffled labels\' (every pair, both ways)', diffIds),
-    f('set-difference-components', 'a set difference has more (or fewer) connected pieces than shuffled labels\'', compIds),
-    f('group-density', 'a group\'s region is denser than shuffled labels\'', groupIds.filter((_, i) => !!metrics.groups[i]!.densityNull)),
-    f('group-components', 'a group\'s region has more (or fewer) pieces than shuffled labels\'', groupIds.filter((_, i) => !!metrics.groups[i]!.componentsNull)),
+    f('region-pairs', "two groups' regions overlap less (or more) than shuffled labels' (Jaccard of every pair)",
+      pairIds),
+    f('isolation', "a set difference holds more of its region than shuffled labels' (every pair, both ways)", diffIds),
+    f('set-differences', "a set difference is denser than shuffled labels' (every pair, both ways)", diffIds),
+    f('set-difference-components', "a set difference has more (or fewer) connected pieces than shuffled labels'",
+      compIds),
+    f('group-density', "a group's region is denser than shuffled labels'",
+      groupIds.filter((_, i) => !!metrics.groups[i]!.densityNull)),
+    f('group-components', "a group's region has more (or fewer) pieces than shuffled labels'",
+      groupIds.filter((_, i) => !!metrics.groups[i]!.componentsNull)),
     ...(placements > 0
       ? [
-          f('placement-set-differences', 'a set difference is denser than random blocks placed alike', diffIds),
-          f('placement-set-difference-components', 'a set difference has fewer pieces than random blocks placed alike', diffIds),
-          f('placement-group-density', 'a group\'s region is denser than random blocks placed alike', groupIds),
-          f('placement-group-components', 'a group\'s region has fewer pieces than random blocks placed alike', groupIds),
-        ]
+        f('placement-set-differences', 'a set difference is denser than random blocks placed alike', diffIds),
+        f('placement-set-difference-components', 'a set difference has fewer pieces than random blocks placed alike',
+          diffIds),
+        f('placement-group-density', "a group's region is denser than random blocks placed alike", groupIds),
+        f('placement-group-components', "a group's region has fewer pieces than random blocks placed alike", groupIds),
+      ]
       : []),
-    ...(capturePoints ? [f('capture-points', 'the groups\' activation RMS differs beyond shuffled labels at a capture point', [...capturePoints])] : []),
+    ...(capturePoints
+      ? [
+        f('capture-points', "the groups' activation RMS differs beyond shuffled labels at a capture point", [
+          ...capturePoints,
+        ]),
+      ]
+      : []),
   ];
 }
 
@@ -148,7 +177,9 @@ export function wandaPlan(metrics: Pick<WandaMetrics, 'pairs' | 'groups'>, place
 const placementSeed = (seed: number, k: number) => (seed + 0x9e3779b9 * (k + 1)) >>> 0;
 
 /** A copy of `metrics` with z-scores, placement nulls, family corrections and notes. */
-export function addInference(metrics: WandaMetrics, regions: WandaRegions, nulls: Nulls | null, opts: InferenceOptions): WandaMetrics {
+export function addInference(metrics: WandaMetrics, regions: WandaRegions, nulls: Nulls | null,
+  opts: InferenceOptions): WandaMetrics
+{
   const R = metrics.permutations ?? 0;
   const mats = regions.matrices;
   const P = opts.placements;
@@ -167,9 +198,11 @@ export function addInference(metrics: WandaMetrics, regions: WandaRegions, nulls
       componentsBminusANull: pm.componentsBminusANull && z(pm.componentsBminusANull, nv?.componentsBminusA),
       ...(P > 0
         ? {
-            placementAminusB: setPlacement(masksOf(d.aMinusB, mats), mats, P, placementSeed(opts.seed, 2 * p), opts.placed?.[2 * p]),
-            placementBminusA: setPlacement(masksOf(d.bMinusA, mats), mats, P, placementSeed(opts.seed, 2 * p + 1), opts.placed?.[2 * p + 1]),
-          }
+          placementAminusB: setPlacement(masksOf(d.aMinusB, mats), mats, P, placementSeed(opts.seed, 2 * p),
+            opts.placed?.[2 * p]),
+          placementBminusA: setPlacement(masksOf(d.bMinusA, mats), mats, P, placementSeed(opts.seed, 2 * p + 1),
+            opts.placed?.[2 * p + 1]),
+        }
         : {}),
     };
   });
@@ -179,8 +212,14 @@ export function addInference(metrics: WandaMetrics, regions: WandaRegions, nulls
     return {
       ...g,
       densityNull: g.densityNull && { ...g.densityNull, z: nv ? nullZ(g.densityNull.value, nv.density) : null },
-      componentsNull: g.componentsNull && { ...g.componentsNull, z: nv ? nullZ(g.componentsNull.value, nv.components) : null },
-      ...(P > 0 ? { placement: setPlacement(masksOf(regions.regions[g.group] ?? {}, mats), mats, P, placementSeed(opts.seed, nPairSets + gi), opts.placed?.[nPairSets + gi]) } : {}),
+      componentsNull: g.componentsNull &&
+        { ...g.componentsNull, z: nv ? nullZ(g.componentsNull.value, nv.components) : null },
+      ...(P > 0
+        ? {
+          placement: setPlacement(masksOf(regions.regions[g.group] ?? {}, mats), mats, P,
+            placementSeed(opts.seed, nPairSets + gi), opts.placed?.[nPairSets + gi]),
+        }
+        : {}),
     };
   });
   // The families, each with its verdicts: the label permutations' and the placements' counts are both R.
@@ -193,7 +232,8 @@ export function addInference(metrics: WandaMetrics, regions: WandaRegions, nulls
   const byName = new Map(declared.map((f) => [f.name, f]));
   const correct = (name: string, members: string[], tests: NullTested[], test: { R: number; sizing?: Sizing }) => {
     const fam = byName.get(name)!;
-    if (fam.members.length !== members.length || fam.members.some((m, i) => m !== members[i])) throw new Error(`family ${name}: adjusted over ${members.join(', ')}, declared with ${fam.members.join(', ')}`);
+    if (fam.members.length !== members.length || fam.members.some((m, i) => m !== members[i]))
+      throw new Error(`family ${name}: adjusted over ${members.join(', ')}, declared with ${fam.members.join(', ')}`);
     correctFamily(fam, tests, test);
   };
   const pairIds = pairs.map((p) => `${p.a} | ${p.b}`);
@@ -203,12 +243,17 @@ export function addInference(metrics: WandaMetrics, regions: WandaRegions, nulls
   correct('isolation', diffIds, pairs.flatMap((p) => [p.isolationAB, p.isolationBA]), lab);
   correct('set-differences', diffIds, pairs.flatMap((p) => [p.densityAminusB, p.densityBminusA]), lab);
   const comps = pairs.flatMap((p) => [p.componentsAminusBNull, p.componentsBminusANull]);
-  correct('set-difference-components', diffIds.filter((_, i) => !!comps[i]), comps.filter((t): t is NullTested => !!t), lab);
-  correct('group-density', groupIds.filter((_, i) => !!groups[i]!.densityNull), groups.flatMap((g) => (g.densityNull ? [g.densityNull] : [])), lab);
-  correct('group-components', groupIds.filter((_, i) => !!groups[i]!.componentsNull), groups.flatMap((g) => (g.componentsNull ? [g.componentsNull] : [])), lab);
+  correct('set-difference-components', diffIds.filter((_, i) => !!comps[i]), comps.filter((t): t is NullTested => !!t),
+    lab);
+  correct('group-density', groupIds.filter((_, i) => !!groups[i]!.densityNull),
+    groups.flatMap((g) => (g.densityNull ? [g.densityNull] : [])), lab);
+  correct('group-components', groupIds.filter((_, i) => !!groups[i]!.componentsNull),
+    groups.flatMap((g) => (g.componentsNull ? [g.componentsNull] : [])), lab);
   if (P > 0) {
-    correct('placement-set-differences', diffIds, pairs.flatMap((p) => [p.placementAminusB!.density, p.placementBminusA!.density]), pla);
-    correct('placement-set-difference-components', diffIds, pairs.flatMap((p) => [p.placementAminusB!.components, p.placementBminusA!.components]), pla);
+    correct('placement-set-differences', diffIds,
+      pairs.flatMap((p) => [p.placementAminusB!.density, p.placementBminusA!.density]), pla);
+    correct('placement-set-difference-components', diffIds,
+      pairs.flatMap((p) => [p.placementAminusB!.components, p.placementBminusA!.components]), pla);
     correct('placement-group-density', groupIds, groups.map((g) => g.placement!.density), pla);
     correct('placement-group-components', groupIds, groups.map((g) => g.placement!.components), pla);
   }
@@ -222,7 +267,8 @@ export function addInference(metrics: WandaMetrics, regions: WandaRegions, nulls
     groups,
     pairs,
     pFloor: R > 0 ? permutationFloor(R) : null,
-    families: { jaccard: pairs.length, differences: nPairSets, groups: groups.length, ...(channels ? { capturePoints: channels.length } : {}) },
+    families: { jaccard: pairs.length, differences: nPairSets, groups: groups.length,
+      ...(channels ? { capturePoints: channels.length } : {}) },
     ...(channels ? { channels } : {}),
     declaredFamilies: [...declared.map((f) => f.record()), ...channelFams],
     notes: WANDA_NOTES,

@@ -57,7 +57,10 @@ export class RangeReader {
   }
   /** Read [start, start+len) of the range into `out` (from index 0). */
   read(start: number, len: number, out: Uint8Array): Uint8Array {
-    if (start < 0 || start + len > this.byteLength) throw new LobesError(`read [${start}, ${start + len}) past the ${this.byteLength} bytes of the tensor`, { where: this.what });
+    if (start < 0 || start + len > this.byteLength)
+      throw new LobesError(`read [${start}, ${start + len}) past the ${this.byteLength} bytes of the tensor`, {
+        where: this.what,
+      });
     const dst = out.subarray(0, len);
     if ('bytes' in this.range) dst.set(this.range.bytes.subarray(start, start + len));
     else this.file!.readInto(dst, this.range.offset + start);
@@ -75,7 +78,9 @@ export class RangeReader {
 }
 
 function subRange(r: ByteRange, off: number, len: number): ByteRange {
-  return 'file' in r ? { file: r.file, offset: r.offset + off, byteLength: len } : { bytes: r.bytes.subarray(off, off + len) };
+  return 'file' in r
+    ? { file: r.file, offset: r.offset + off, byteLength: len }
+    : { bytes: r.bytes.subarray(off, off + len) };
 }
 
 /**
@@ -100,20 +105,27 @@ export function rowSlice(m: MatrixRef, r0: number, r1: number): MatrixRef {
   const sSize = s.scales.dtype === 'F32' ? 4 : 2;
   let zeroPoints = s.zeroPoints;
   if (zeroPoints) {
-    const zr = zeroPoints.dtype === 'U8' ? Math.ceil((nBlocks * s.bits) / 8) : nBlocks * (zeroPoints.dtype === 'F32' ? 4 : 2);
+    const zr = zeroPoints.dtype === 'U8'
+      ? Math.ceil((nBlocks * s.bits) / 8)
+      : nBlocks * (zeroPoints.dtype === 'F32' ? 4 : 2);
     zeroPoints = { ...zeroPoints, data: subRange(zeroPoints.data, r0 * zr, rows * zr) };
   }
   return {
     ...m,
     dOut: rows,
-    source: { ...s, data: subRange(s.data, r0 * rowBytes, rows * rowBytes), scales: { ...s.scales, data: subRange(s.scales.data, r0 * nBlocks * sSize, rows * nBlocks * sSize) }, zeroPoints },
+    source: { ...s, data: subRange(s.data, r0 * rowBytes, rows * rowBytes),
+      scales: { ...s.scales, data: subRange(s.scales.data, r0 * nBlocks * sSize, rows * nBlocks * sSize) },
+      zeroPoints },
   };
 }
 
 /** Bytes of one stored row (one output) of a GGML weight. */
 export function ggmlRowBytes(m: MatrixRef, s: GgmlWeight): number {
   const t = ggmlType(s.type);
-  if (!t || !t.dequantizable || m.dIn % t.blockSize !== 0) throw new LobesError(`GGML ${ggmlTypeName(s.type)} rows of ${m.dIn} values cannot be decoded`, { where: `tensor ${JSON.stringify(s.tensor)}` });
+  if (!t || !t.dequantizable || m.dIn % t.blockSize !== 0)
+    throw new LobesError(`GGML ${ggmlTypeName(s.type)} rows of ${m.dIn} values cannot be decoded`, {
+      where: `tensor ${JSON.stringify(s.tensor)}`,
+    });
   return (m.dIn / t.blockSize) * t.typeSize;
 }
 
@@ -157,9 +169,12 @@ export function columnBlockSums(m: MatrixRef, opts: ColsumOptions): Float32Array
   const reader = new RangeReader(s.data, s.tensor);
   try {
     if (reader.byteLength !== want) {
-      throw new LobesError(`holds ${reader.byteLength} bytes but [d_out=${m.dOut}, d_in=${m.dIn}] needs ${want}`, { where: `tensor ${JSON.stringify(s.tensor)}` });
+      throw new LobesError(`holds ${reader.byteLength} bytes but [d_out=${m.dOut}, d_in=${m.dIn}] needs ${want}`, {
+        where: `tensor ${JSON.stringify(s.tensor)}`,
+      });
     }
-    if (s.kind === 'dense' && s.layout === 'out_in' && s.dtype !== 'F16' && opts.simd !== false && simdKernel()) simdColsums(m, s, reader, C, rb, opts.chunkBytes ?? CHUNK_BYTES);
+    if (s.kind === 'dense' && s.layout === 'out_in' && s.dtype !== 'F16' && opts.simd !== false && simdKernel())
+      simdColsums(m, s, reader, C, rb, opts.chunkBytes ?? CHUNK_BYTES);
     else if (s.kind === 'dense') denseColsums(m, s, reader, C, rb, opts.chunkBytes ?? CHUNK_BYTES);
     else if (s.kind === 'ggml') ggmlColsums(m, s, reader, C, rb, opts.chunkBytes ?? CHUNK_BYTES);
     else nbitsColsums(m, s, reader, C, rb, opts.chunkBytes ?? CHUNK_BYTES);
@@ -168,7 +183,12 @@ export function columnBlockSums(m: MatrixRef, opts: ColsumOptions): Float32Array
   }
   for (let k = 0; k < C.length; k++) {
     if (!Number.isFinite(C[k])) {
-      throw new LobesError(`weights contain NaN or Inf (row block ${Math.floor(k / m.dIn) + (opts.rowBlockOffset ?? 0)}, input feature ${k % m.dIn})`, { where: `tensor ${JSON.stringify(s.tensor)} (${m.name})` });
+      throw new LobesError(
+        `weights contain NaN or Inf (row block ${Math.floor(k / m.dIn) + (opts.rowBlockOffset ?? 0)}, input feature ${
+          k % m.dIn
+        })`,
+        { where: `tensor ${JSON.stringify(s.tensor)} (${m.name})` },
+      );
     }
   }
   return C;
@@ -178,7 +198,9 @@ export function columnBlockSums(m: MatrixRef, opts: ColsumOptions): Float32Array
  * The same sums as denseColsums for dense BF16/F32 rows in the HF layout, with the rows read
  * straight into WebAssembly memory and summed by the SIMD kernel (bit-identical results).
  */
-function simdColsums(m: MatrixRef, s: DenseWeight, reader: RangeReader, C: Float32Array, rb: number, chunkBytes: number): void {
+function simdColsums(m: MatrixRef, s: DenseWeight, reader: RangeReader, C: Float32Array, rb: number,
+  chunkBytes: number): void
+{
   const k = simdKernel()!;
   const esize = DTYPE_SIZE[s.dtype];
   const per = 16 / esize; // values per vector
@@ -198,7 +220,7 @@ function simdColsums(m: MatrixRef, s: DenseWeight, reader: RangeReader, C: Float
     const nr = Math.min(rowsPerChunk, m.dOut - r0);
     reader.read(r0 * rowBytes, nr * rowBytes, new Uint8Array(k.memory.buffer, bufOff, nr * rowBytes));
     // Rows of one row block at a time, in row order.
-    for (let r = 0; r < nr; ) {
+    for (let r = 0; r < nr;) {
       const bi = Math.floor((r0 + r) / rb);
       const end = Math.min(nr, (bi + 1) * rb - r0);
       const acc = cOff + bi * dIn * 4;
@@ -211,7 +233,8 @@ function simdColsums(m: MatrixRef, s: DenseWeight, reader: RangeReader, C: Float
         const a = new Float32Array(k.memory.buffer, acc, dIn);
         if (table) {
           const u16 = new Uint16Array(k.memory.buffer, bufOff, nr * dIn);
-          for (let rr = r; rr < end; rr++) for (let j = nvec * per; j < dIn; j++) a[j] += table[u16[rr * dIn + j] & 0x7fff];
+          for (let rr = r; rr < end; rr++)
+            for (let j = nvec * per; j < dIn; j++) a[j] += table[u16[rr * dIn + j] & 0x7fff];
         } else {
           const f32 = new Float32Array(k.memory.buffer, bufOff, nr * dIn);
           for (let rr = r; rr < end; rr++) for (let j = nvec * per; j < dIn; j++) a[j] += Math.abs(f32[rr * dIn + j]);
@@ -223,7 +246,9 @@ function simdColsums(m: MatrixRef, s: DenseWeight, reader: RangeReader, C: Float
   C.set(new Float32Array(k.memory.buffer, cOff, C.length));
 }
 
-function denseColsums(m: MatrixRef, s: DenseWeight, reader: RangeReader, C: Float32Array, rb: number, chunkBytes: number): void {
+function denseColsums(m: MatrixRef, s: DenseWeight, reader: RangeReader, C: Float32Array, rb: number,
+  chunkBytes: number): void
+{
   const esize = DTYPE_SIZE[s.dtype];
   // Stored rows: out_in -> d_out rows of d_in; in_out -> d_in rows of d_out.
   const storedRows = s.layout === 'out_in' ? m.dOut : m.dIn;
@@ -265,7 +290,7 @@ function denseColsums(m: MatrixRef, s: DenseWeight, reader: RangeReader, C: Floa
         for (let i0 = 0, bi = 0; i0 < dOut; i0 += rb, bi++) {
           const i1 = Math.min(dOut, i0 + rb);
           let acc = 0;
-          if (u16) for (let i = i0; i < i1; i++) acc = Math.fround(acc + table![u16[base + i] & 0x7fff]);
+          if (u16) { for (let i = i0; i < i1; i++) acc = Math.fround(acc + table![u16[base + i] & 0x7fff]); }
           else for (let i = i0; i < i1; i++) acc = Math.fround(acc + Math.abs(f32![base + i]));
           C[bi * dIn + j] += acc;
         }
@@ -282,9 +307,17 @@ function decodeSmall(bytes: Uint8Array, dtype: 'F32' | 'F16'): Float32Array {
 }
 
 /** Scales and zero points of a MatMulNBits weight as float32 [N * nBlocks]. */
-export function nbitsParams(m: MatrixRef, s: NBitsWeight): { scales: Float32Array; zeros: Float32Array; nBlocks: number; blobSize: number } {
-  if (s.bits !== 4 && s.bits !== 8 && s.bits !== 2) throw new LobesError(`MatMulNBits with bits=${s.bits} is not supported (2, 4 or 8)`, { where: `tensor ${JSON.stringify(s.tensor)}` });
-  if (s.blockSize < 16 || (s.blockSize & (s.blockSize - 1)) !== 0) throw new LobesError(`MatMulNBits block_size ${s.blockSize} is not a power of two >= 16`, { where: `tensor ${JSON.stringify(s.tensor)}` });
+export function nbitsParams(m: MatrixRef,
+  s: NBitsWeight): { scales: Float32Array; zeros: Float32Array; nBlocks: number; blobSize: number }
+{
+  if (s.bits !== 4 && s.bits !== 8 && s.bits !== 2)
+    throw new LobesError(`MatMulNBits with bits=${s.bits} is not supported (2, 4 or 8)`, {
+      where: `tensor ${JSON.stringify(s.tensor)}`,
+    });
+  if (s.blockSize < 16 || (s.blockSize & (s.blockSize - 1)) !== 0)
+    throw new LobesError(`MatMulNBits block_size ${s.blockSize} is not a power of two >= 16`, {
+      where: `tensor ${JSON.stringify(s.tensor)}`,
+    });
   const N = m.dOut;
   const nBlocks = Math.ceil(m.dIn / s.blockSize);
   const blobSize = (s.blockSize * s.bits) / 8;
@@ -292,7 +325,11 @@ export function nbitsParams(m: MatrixRef, s: NBitsWeight): { scales: Float32Arra
   let scales: Float32Array;
   try {
     const need = N * nBlocks * (s.scales.dtype === 'F32' ? 4 : 2);
-    if (sr.byteLength !== need) throw new LobesError(`scales hold ${sr.byteLength} bytes but N=${N} x ${nBlocks} blocks of ${s.scales.dtype} need ${need}`, { where: `tensor ${JSON.stringify(s.scales.tensor)}` });
+    if (sr.byteLength !== need)
+      throw new LobesError(
+        `scales hold ${sr.byteLength} bytes but N=${N} x ${nBlocks} blocks of ${s.scales.dtype} need ${need}`,
+        { where: `tensor ${JSON.stringify(s.scales.tensor)}` },
+      );
     scales = decodeSmall(sr.readAll(), s.scales.dtype);
   } finally {
     sr.close();
@@ -306,7 +343,11 @@ export function nbitsParams(m: MatrixRef, s: NBitsWeight): { scales: Float32Arra
       const zdt = s.zeroPoints.dtype;
       if (zdt === 'U8') {
         const perRow = Math.ceil((nBlocks * s.bits) / 8);
-        if (zr.byteLength !== N * perRow) throw new LobesError(`zero points hold ${zr.byteLength} bytes but N=${N} rows of ${perRow} packed bytes are needed`, { where: `tensor ${JSON.stringify(s.zeroPoints.tensor)}` });
+        if (zr.byteLength !== N * perRow)
+          throw new LobesError(
+            `zero points hold ${zr.byteLength} bytes but N=${N} rows of ${perRow} packed bytes are needed`,
+            { where: `tensor ${JSON.stringify(s.zeroPoints.tensor)}` },
+          );
         const zb = zr.readAll();
         const mask = (1 << s.bits) - 1;
         for (let n = 0; n < N; n++) {
@@ -318,7 +359,10 @@ export function nbitsParams(m: MatrixRef, s: NBitsWeight): { scales: Float32Arra
         }
       } else {
         const need = N * nBlocks * (zdt === 'F32' ? 4 : 2);
-        if (zr.byteLength !== need) throw new LobesError(`zero points hold ${zr.byteLength} bytes but ${need} are needed`, { where: `tensor ${JSON.stringify(s.zeroPoints.tensor)}` });
+        if (zr.byteLength !== need)
+          throw new LobesError(`zero points hold ${zr.byteLength} bytes but ${need} are needed`, {
+            where: `tensor ${JSON.stringify(s.zeroPoints.tensor)}`,
+          });
         zeros.set(decodeSmall(zr.readAll(), zdt));
       }
     } finally {
@@ -374,7 +418,10 @@ export function dequantizeNBits(m: MatrixRef): Float32Array {
   const r = new RangeReader(s.data, s.tensor);
   try {
     const need = m.dOut * p.nBlocks * p.blobSize;
-    if (r.byteLength !== need) throw new LobesError(`holds ${r.byteLength} bytes but ${need} are needed`, { where: `tensor ${JSON.stringify(s.tensor)}` });
+    if (r.byteLength !== need)
+      throw new LobesError(`holds ${r.byteLength} bytes but ${need} are needed`, {
+        where: `tensor ${JSON.stringify(s.tensor)}`,
+      });
     const out = new Float32Array(m.dOut * m.dIn);
     dequantRows(r.readAll(), 0, m.dOut, m.dIn, s.bits, s.blockSize, p.nBlocks, p.blobSize, p.scales, p.zeros, out);
     return out;
@@ -384,7 +431,9 @@ export function dequantizeNBits(m: MatrixRef): Float32Array {
 }
 
 /** GGML rows dequantized a chunk at a time, then summed like the dense out_in rows (same float32 order). */
-function ggmlColsums(m: MatrixRef, s: GgmlWeight, reader: RangeReader, C: Float32Array, rb: number, chunkBytes: number): void {
+function ggmlColsums(m: MatrixRef, s: GgmlWeight, reader: RangeReader, C: Float32Array, rb: number,
+  chunkBytes: number): void
+{
   const rowBytes = ggmlRowBytes(m, s);
   const rowsPerChunk = Math.max(1, Math.min(m.dOut, Math.floor(chunkBytes / rowBytes)));
   const buf = new Uint8Array(new ArrayBuffer(rowsPerChunk * rowBytes));
@@ -402,7 +451,9 @@ function ggmlColsums(m: MatrixRef, s: GgmlWeight, reader: RangeReader, C: Float3
   }
 }
 
-function nbitsColsums(m: MatrixRef, s: NBitsWeight, reader: RangeReader, C: Float32Array, rb: number, chunkBytes: number): void {
+function nbitsColsums(m: MatrixRef, s: NBitsWeight, reader: RangeReader, C: Float32Array, rb: number,
+  chunkBytes: number): void
+{
   const p = nbitsParams(m, s);
   const rowBytes = p.nBlocks * p.blobSize;
   const rowsPerChunk = Math.max(1, Math.floor(chunkBytes / rowBytes));

@@ -26,8 +26,8 @@ export function pairList(G: number): [number, number][] {
 
 export function emptyNulls(nPairs: number, G: number, R: number): Nulls {
   return {
-    pairs: Array.from({ length: nPairs }, () => Object.fromEntries(PAIR_NULLS.map((k) => [k, new Float64Array(R)])) as Record<NullMetric, Float64Array>),
+    pairs: Array.from({ length: nPairs },
+      () => Object.fromEntries(PAIR_NULLS.map((k) => [k, new Float64Array(R)])) as Record<NullMetric, Float64Array>),
     groups: Array.from({ length: G }, () => ({ density: new Float64Array(R), components: new Float64Array(R) })),
   };
 }
-

@@ -132,7 +132,8 @@ async function runJobs(jobs: Job[], done: Assembler, threads: number, opts: Weig
         if (done.completed === jobs.length) return resolve();
         if (next >= jobs.length) return;
         const id = next++;
-        w.postMessage({ id, matrix: jobs[id].ref, rowBlock: opts.rowBlock, chunkBytes: opts.chunkBytes, bi0: jobs[id].bi0 });
+        w.postMessage({ id, matrix: jobs[id].ref, rowBlock: opts.rowBlock, chunkBytes: opts.chunkBytes,
+          bi0: jobs[id].bi0 });
       };
       for (let t = 0; t < Math.min(threads, jobs.length); t++) {
         const w = startColsumWorker();
@@ -142,7 +143,12 @@ async function runJobs(jobs: Job[], done: Assembler, threads: number, opts: Weig
             anyReady = true;
             return dispatch(w);
           }
-          if (msg.error) return fail(msg.error.lobes ? new LobesError(msg.error.message, { exitCode: msg.error.exitCode }) : new Error(msg.error.message));
+          if (msg.error)
+            return fail(
+              msg.error.lobes
+                ? new LobesError(msg.error.message, { exitCode: msg.error.exitCode })
+                : new Error(msg.error.message),
+            );
           done.finish(msg.id, msg.C as Float32Array);
           dispatch(w);
         });
@@ -152,7 +158,9 @@ async function runJobs(jobs: Job[], done: Assembler, threads: number, opts: Weig
         while (!anyReady && !failed && next < jobs.length) {
           const id = next++;
           try {
-            done.finish(id, columnBlockSums(jobs[id].ref, { rowBlock: opts.rowBlock, chunkBytes: opts.chunkBytes, rowBlockOffset: jobs[id].bi0 }));
+            done.finish(id,
+              columnBlockSums(jobs[id].ref, { rowBlock: opts.rowBlock, chunkBytes: opts.chunkBytes,
+                rowBlockOffset: jobs[id].bi0 }));
           } catch (e) {
             return fail(e as Error);
           }

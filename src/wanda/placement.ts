@@ -57,7 +57,9 @@ export function randomDensity(counts: ArrayLike<number>, matrices: WandaMatrix[]
 }
 
 /** A uniformly random set with counts[k] blocks in matrix k (partial Fisher–Yates per matrix). */
-export function randomPlacement(counts: ArrayLike<number>, matrices: WandaMatrix[], rng: Rng, scratch?: Int32Array): Masks {
+export function randomPlacement(counts: ArrayLike<number>, matrices: WandaMatrix[], rng: Rng,
+  scratch?: Int32Array): Masks
+{
   return matrices.map((m, k) => {
     const n = m.rowBlocks * m.colBlocks;
     const mask = new Uint8Array(n);
@@ -98,7 +100,9 @@ function drawFront(a: Int32Array, n: number, c: number, rng: Rng): void {
  * randomPlacement's sets (the same draws in the same order), held as bits and counted by
  * src/wanda/bitsets.ts, which gives regions.ts's density and components exactly.
  */
-export function placementNull(counts: ArrayLike<number>, matrices: WandaMatrix[], R: number, seed: number): { density: Float64Array; components: Float64Array } {
+export function placementNull(counts: ArrayLike<number>, matrices: WandaMatrix[], R: number,
+  seed: number): { density: Float64Array; components: Float64Array }
+{
   const rng = new Rng(seed);
   const dens = new Float64Array(R);
   const comp = new Float64Array(R);

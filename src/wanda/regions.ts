@@ -55,17 +55,19 @@ export function selectTop(scores: Float32Array[], matrices: WandaMatrix[], top: 
     let taken = 0;
     for (const m of pool) {
       const s = scores[m];
-      for (let i = 0; i < s.length; i++) if (s[i] > thr) {
-        masks[m][i] = 1;
-        taken++;
-      }
+      for (let i = 0; i < s.length; i++)
+        if (s[i] > thr) {
+          masks[m][i] = 1;
+          taken++;
+        }
     }
     for (const m of pool) {
       const s = scores[m];
-      for (let i = 0; i < s.length && taken < k; i++) if (s[i] === thr) {
-        masks[m][i] = 1;
-        taken++;
-      }
+      for (let i = 0; i < s.length && taken < k; i++)
+        if (s[i] === thr) {
+          masks[m][i] = 1;
+          taken++;
+        }
     }
   }
   return masks;
@@ -154,10 +156,22 @@ export function densityCounts(a: Masks, matrices: WandaMatrix[]): { inSet: numbe
     for (let r = 0; r < R; r++) {
       for (let c = 0; c < K; c++) {
         if (!m[r * K + c]) continue;
-        if (r > 0) { slots++; inSet += m[(r - 1) * K + c]; }
-        if (r < R - 1) { slots++; inSet += m[(r + 1) * K + c]; }
-        if (c > 0) { slots++; inSet += m[r * K + c - 1]; }
-        if (c < K - 1) { slots++; inSet += m[r * K + c + 1]; }
+        if (r > 0) {
+          slots++;
+          inSet += m[(r - 1) * K + c];
+        }
+        if (r < R - 1) {
+          slots++;
+          inSet += m[(r + 1) * K + c];
+        }
+        if (c > 0) {
+          slots++;
+          inSet += m[r * K + c - 1];
+        }
+        if (c < K - 1) {
+          slots++;
+          inSet += m[r * K + c + 1];
+        }
       }
     }
   }
@@ -184,10 +198,22 @@ export function components(a: Masks, matrices: WandaMatrix[]): number {
         const r = Math.floor(i / K);
         const c = i - r * K;
         // The four neighbours, without allocating (this runs for every block of every labelling).
-        if (r > 0 && m[i - K] && !seen[i - K]) { seen[i - K] = 1; stack[sp++] = i - K; }
-        if (r < R - 1 && m[i + K] && !seen[i + K]) { seen[i + K] = 1; stack[sp++] = i + K; }
-        if (c > 0 && m[i - 1] && !seen[i - 1]) { seen[i - 1] = 1; stack[sp++] = i - 1; }
-        if (c < K - 1 && m[i + 1] && !seen[i + 1]) { seen[i + 1] = 1; stack[sp++] = i + 1; }
+        if (r > 0 && m[i - K] && !seen[i - K]) {
+          seen[i - K] = 1;
+          stack[sp++] = i - K;
+        }
+        if (r < R - 1 && m[i + K] && !seen[i + K]) {
+          seen[i + K] = 1;
+          stack[sp++] = i + K;
+        }
+        if (c > 0 && m[i - 1] && !seen[i - 1]) {
+          seen[i - 1] = 1;
+          stack[sp++] = i - 1;
+        }
+        if (c < K - 1 && m[i + 1] && !seen[i + 1]) {
+          seen[i + 1] = 1;
+          stack[sp++] = i + 1;
+        }
       }
     }
   }

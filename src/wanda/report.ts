@@ -99,11 +99,15 @@ export function wandaPayload(w: WandaData): WandaPayload {
   const pairs = w.regions.differences.map((d) => {
     const ab = toBits(d.aMinusB);
     const ba = toBits(d.bMinusA);
-    return { a: d.a, b: d.b, ab: b64(ab.bytes), ba: b64(ba.bytes), nAB: ab.count, nBA: ba.count, metrics: metricsFor(d.a, d.b) };
+    return { a: d.a, b: d.b, ab: b64(ab.bytes), ba: b64(ba.bytes), nAB: ab.count, nBA: ba.count,
+      metrics: metricsFor(d.a, d.b) };
   });
   // the capture points' per-channel families (d members each) stay out of the page: it names them from metrics.channels
-  const metrics = w.metrics?.declaredFamilies?.some((f) => f.family.startsWith('channels ')) ? { ...w.metrics, declaredFamilies: w.metrics.declaredFamilies.filter((f) => !f.family.startsWith('channels ')) } : w.metrics;
-  return { by: w.settings.by, groups, projs, layers, grid, total, present: b64(present.bytes), pct, regions, pairs, metrics, settings: w.settings };
+  const metrics = w.metrics?.declaredFamilies?.some((f) => f.family.startsWith('channels '))
+    ? { ...w.metrics, declaredFamilies: w.metrics.declaredFamilies.filter((f) => !f.family.startsWith('channels ')) }
+    : w.metrics;
+  return { by: w.settings.by, groups, projs, layers, grid, total, present: b64(present.bytes), pct, regions, pairs,
+    metrics, settings: w.settings };
 }
 
 /**
@@ -127,7 +131,8 @@ export function percentileBytes(s: Float32Array, out: Uint8Array, base: number):
 }
 
 export const REPORT: ReportModule<WandaData, { wanda: WandaPayload | null }> = {
-  load: ({ runDir, manifest, by }) => readWanda(runDir, manifest, by === undefined ? wandaDir(runDir) : wandaDir(runDir, { manifest, axis: by })),
+  load: ({ runDir, manifest, by }) =>
+    readWanda(runDir, manifest, by === undefined ? wandaDir(runDir) : wandaDir(runDir, { manifest, axis: by })),
   payload: (w) => ({ wanda: wandaPayload(w) }),
   absent: { wanda: null },
   axes: {

@@ -6,7 +6,8 @@
 import { LobesError } from '../util/errors.js';
 import { bf16ArrayToFloat, halfArrayToFloat } from '../util/half.js';
 import { dequantizeBlocks } from '../formats/ggml.js';
-import { DTYPE_SIZE, RangeReader, dequantRows, expectedBytes, ggmlRowBytes, nbitsParams, type DenseDtype, type MatrixRef } from './kernel.js';
+import { DTYPE_SIZE, RangeReader, dequantRows, expectedBytes, ggmlRowBytes, nbitsParams, type DenseDtype,
+  type MatrixRef } from './kernel.js';
 
 /**
  * Read a dense or NBits matrix's rows [r0, r0+rows) of W[d_out, d_in] as float32 (weight resolution).
@@ -21,7 +22,9 @@ export class MatrixRowReader {
     const want = expectedBytes(m);
     if (this.reader.byteLength !== want) {
       this.reader.close();
-      throw new LobesError(`holds ${this.reader.byteLength} bytes but [d_out=${m.dOut}, d_in=${m.dIn}] needs ${want}`, { where: `tensor ${JSON.stringify(m.source.tensor)}` });
+      throw new LobesError(`holds ${this.reader.byteLength} bytes but [d_out=${m.dOut}, d_in=${m.dIn}] needs ${want}`, {
+        where: `tensor ${JSON.stringify(m.source.tensor)}`,
+      });
     }
     if (m.source.kind === 'nbits') this.nb = nbitsParams(m, m.source);
   }
@@ -31,7 +34,9 @@ export class MatrixRowReader {
     const o = out.subarray(0, nr * m.dIn);
     if (s.kind === 'ggml') {
       const rowBytes = ggmlRowBytes(m, s);
-      dequantizeBlocks(s.type, this.reader.read(r0 * rowBytes, nr * rowBytes, new Uint8Array(nr * rowBytes)), o, { where: `tensor ${JSON.stringify(s.tensor)}` });
+      dequantizeBlocks(s.type, this.reader.read(r0 * rowBytes, nr * rowBytes, new Uint8Array(nr * rowBytes)), o, {
+        where: `tensor ${JSON.stringify(s.tensor)}`,
+      });
       return o;
     }
     if (s.kind === 'nbits') {

@@ -41,8 +41,10 @@ import { groupSettings, itemGroupsOf } from './groups.js';
 import { analyzeWeights } from './weightres.js';
 import { addInference, correctWeightFamily, placementSets, type PlacementNull } from './inference.js';
 import { hookPooler } from './sumpool.js';
-import { checkOptionPairs, checkSweepGrid, sensitivitySweep, sensitivityCsv, SWEEP_BLOCKS, SWEEP_TOPS } from './sensitivity.js';
-import { wantedMatrices, isSafetensorsPath, openSafetensorsCheckpoint, safetensorsMatrices, onnxMatrices, ggufMatrices, type WantedMatrix } from './weights.js';
+import { checkOptionPairs, checkSweepGrid, sensitivitySweep, sensitivityCsv, SWEEP_BLOCKS,
+  SWEEP_TOPS } from './sensitivity.js';
+import { wantedMatrices, isSafetensorsPath, openSafetensorsCheckpoint, safetensorsMatrices, onnxMatrices, ggufMatrices,
+  type WantedMatrix } from './weights.js';
 import { isGgufFile, sameGguf } from '../convert/cache.js';
 import { expectedBytes, type MatrixRef } from './kernel.js';
 import type { TopSpec } from './regions.js';
@@ -103,11 +105,17 @@ export function wandaPermutationPlan(groups: number, user: number | undefined): 
 }
 
 /** Resolve where the weights are and which matrices they give for the wanted list. */
-export async function locateWeights(weights: string, wanted: WantedMatrix[], modelInfo?: ModelInfo): Promise<{ source: 'onnx' | 'safetensors' | 'gguf'; path: string; matrices: MatrixRef[] }> {
-  if (!existsSync(weights)) throw new LobesError('weights folder or file not found', { file: weights, hint: `give ${opt('weights')} with an ONNX model folder, a safetensors checkpoint or a GGUF file` });
+export async function locateWeights(weights: string, wanted: WantedMatrix[],
+  modelInfo?: ModelInfo): Promise<{ source: 'onnx' | 'safetensors' | 'gguf'; path: string; matrices: MatrixRef[] }>
+{
+  if (!existsSync(weights))
+    throw new LobesError('weights folder or file not found', { file: weights,
+      hint: `give ${opt('weights')} with an ONNX model folder, a safetensors checkpoint or a GGUF file` });
   if (!statSync(weights).isDirectory()) checkRegularFile(weights, 'weights file');
   if (isGgufFile(weights)) return { source: 'gguf', path: weights, matrices: ggufMatrices(weights, wanted) };
-  const isOnnx = statSync(weights).isFile() ? weights.endsWith('.onnx') : existsSync(path.join(weights, 'model.onnx')) || existsSync(path.join(weights, 'genai_config.json'));
+  const isOnnx = statSync(weights).isFile()
+    ? weights.endsWith('.onnx')
+    : existsSync(path.join(weights, 'model.onnx')) || existsSync(path.join(weights, 'genai_config.json'));
   if (!isOnnx && isSafetensorsPath(weights)) {
     const ck = openSafetensorsCheckpoint(weights);
     return { source: 'safetensors', path: weights, matrices: safetensorsMatrices(ck, wanted) };
@@ -124,9 +132,12 @@ export async function locateWeights(weights: string, wanted: WantedMatrix[], mod
 
 function parseTop(t: Partial<TopSpec> | undefined): TopSpec {
   const top = { ...DEFAULT_TOP, ...(t ?? {}) };
-  if (top.kind === 'fraction' && !(top.value > 0 && top.value <= 1)) throw new UsageError(`${opt('top.value')} must be a fraction in (0, 1], got ${top.value}`);
-  if (top.kind === 'count' && !(Number.isInteger(top.value) && top.value >= 1)) throw new UsageError(`${opt('top.value')} must be a positive integer (a count of blocks), got ${top.value}`);
-  if (!['matrix', 'layer', 'global'].includes(top.scope)) throw new UsageError(`${opt('top.scope')} must be matrix, layer or global, got ${top.scope}`);
+  if (top.kind === 'fraction' && !(top.value > 0 && top.value <= 1))
+    throw new UsageError(`${opt('top.value')} must be a fraction in (0, 1], got ${top.value}`);
+  if (top.kind === 'count' && !(Number.isInteger(top.value) && top.value >= 1))
+    throw new UsageError(`${opt('top.value')} must be a positive integer (a count of blocks), got ${top.value}`);
+  if (!['matrix', 'layer', 'global'].includes(top.scope))
+    throw new UsageError(`${opt('top.scope')} must be matrix, layer or global, got ${top.scope}`);
   return top;
 }
 
@@ -135,13 +146,17 @@ export function chooseAxis(axes: string[], by: string | undefined): string {
   if (by !== undefined) {
     if (!axes.includes(by)) {
       const near = nearest(by, axes);
-      throw new UsageError({ option: 'by', message: `label axis ${JSON.stringify(by)} is not in the run (axes: ${axes.join(', ') || 'none'})`, hint: near ? `did you mean ${opt('by', near)}?` : undefined });
+      throw new UsageError({ option: 'by',
+        message: `label axis ${JSON.stringify(by)} is not in the run (axes: ${axes.join(', ') || 'none'})`,
+        hint: near ? `did you mean ${opt('by', near)}?` : undefined });
     }
     return by;
   }
   if (axes.includes('aspect')) return 'aspect';
   if (axes.length === 1) return axes[0];
-  throw new UsageError({ option: 'by', message: `the run has several label axes (${axes.join(', ')}) and none is named aspect`, hint: `choose one with ${opt('by')}` });
+  throw new UsageError({ option: 'by',
+    message: `the run has several label axes (${axes.join(', ')}) and none is named aspect`,
+    hint: `choose one with ${opt('by')}` });
 }
 
 /** The analysis settings of one run of runWanda, with defaults filled in and checked. */
@@ -189,7 +204,12 @@ export async function runWanda(run: RunReader | string, opts: WandaOptions = {})
   read.forEach((l, i) => {
     if (labels[i] === '') leftOut[l || '(empty)'] = (leftOut[l || '(empty)'] ?? 0) + 1;
   });
-  if (Object.keys(leftOut).length) io.log(`wanda: left out ${labels.filter((l) => l === '').length} of ${labels.length} items without a value on "${by}" (${Object.entries(leftOut).map(([v, c]) => `${v}: ${c}`).join(', ')})`);
+  if (Object.keys(leftOut).length)
+    io.log(
+      `wanda: left out ${labels.filter((l) => l === '').length} of ${labels.length} items without a value on "${by}" (${
+        Object.entries(leftOut).map(([v, c]) => `${v}: ${c}`).join(', ')
+      })`,
+    );
   const { axis: groupAxis, itemGroups } = itemGroupsOf(reader, by, opts.group); // the world trees the null shuffles within
   // the permutations sized to the groups' families before anything runs
   r.sizing = wandaPermutationPlan(new Set(labels.filter((l) => l !== '')).size, opts.permutations);
@@ -204,17 +224,29 @@ export async function runWanda(run: RunReader | string, opts: WandaOptions = {})
   if (opts.sweep) checkSweepGrid(opts.sweep === true ? {} : opts.sweep, matrices);
   if (auto) {
     const paper = r.block[0] === PAPER_BLOCK;
-    io.log(`wanda: blocks ${r.block.join('×')} (${paper ? `the paper's ${PAPER_BLOCK}×${PAPER_BLOCK}` : `auto: the largest power of two ≤ ${PAPER_BLOCK} giving every matrix ≥ ${MIN_SHORT_SIDE} blocks on its short side and ≥ ${MIN_SELECTED} selected; the paper's ${PAPER_BLOCK}×${PAPER_BLOCK} would be too coarse here`})`);
+    io.log(
+      `wanda: blocks ${r.block.join('×')} (${
+        paper
+          ? `the paper's ${PAPER_BLOCK}×${PAPER_BLOCK}`
+          : `auto: the largest power of two ≤ ${PAPER_BLOCK} giving every matrix ≥ ${MIN_SHORT_SIDE} blocks on its short side and ≥ ${MIN_SELECTED} selected; the paper's ${PAPER_BLOCK}×${PAPER_BLOCK} would be too coarse here`
+      })`,
+    );
   }
   for (const w of coarseWarnings(check, r.block)) io.warn(`wanda: warning: ${w}`);
   const input: AnalysisInput = {
     matrices,
     infos: matrices.map((m) => matrixInfo(m.name, m.layer, m.proj, m.input, m.dOut, m.dIn, r.block)),
     source: runSource(reader),
-    labels, itemGroups,
+    labels,
+    itemGroups,
   };
   const settings: WandaSettings = {
-    by, groups: [], block: r.block, blockCheck: check, top: r.top, statistic: 'rms',
+    by,
+    groups: [],
+    block: r.block,
+    blockCheck: check,
+    top: r.top,
+    statistic: 'rms',
     permutations: r.permutations,
     sizing: r.sizing,
     seed: r.seed,
@@ -226,7 +258,9 @@ export async function runWanda(run: RunReader | string, opts: WandaOptions = {})
   const hashes = weightFileHashes(located.source, located.path);
   let analysed: Awaited<ReturnType<typeof blockResolution>>;
   try {
-    analysed = r.resolution === 'block' ? await blockResolution(input, r, opts, io) : await weightResolution(input, r, opts, io);
+    analysed = r.resolution === 'block'
+      ? await blockResolution(input, r, opts, io)
+      : await weightResolution(input, r, opts, io);
     settings.weights.files = await hashes.done;
   } catch (e) {
     await hashes.cancel();
@@ -239,16 +273,19 @@ export async function runWanda(run: RunReader | string, opts: WandaOptions = {})
   settings.samples = { used, excluded: labels.length - used, ...(Object.keys(leftOut).length ? { leftOut } : {}) };
   if (itemGroups) settings.group = groupSettings(groupAxis!, labels, itemGroups);
   const placed = await placementsOnThreads(result, input, r, opts.threads);
-  const tested = addInference(result.metrics, result.regions, result.nulls, { placements: r.permutations, seed: r.seed, channels: result.channels, placed, sizing: r.sizing.sizing });
+  const tested = addInference(result.metrics, result.regions, result.nulls, { placements: r.permutations, seed: r.seed,
+    channels: result.channels, placed, sizing: r.sizing.sizing });
   if (weightLevel) correctWeightFamily(tested, weightLevel, { R: r.permutations, sizing: r.sizing.sizing });
   const metrics: WandaMetrics = weightLevel ? { ...tested, weightLevel } : tested;
   if (opts.sweep) {
     throwIfAborted(io.signal, 'lobes wanda', 'before the sensitivity sweep');
     const grid = opts.sweep === true ? {} : opts.sweep;
-    const progress = new Progress({ label: 'wanda sensitivity sweep', total: (grid.blocks ?? SWEEP_BLOCKS).length * (grid.tops ?? SWEEP_TOPS).length, unit: 'configurations', io });
+    const progress = new Progress({ label: 'wanda sensitivity sweep',
+      total: (grid.blocks ?? SWEEP_BLOCKS).length * (grid.tops ?? SWEEP_TOPS).length, unit: 'configurations', io });
     metrics.sensitivity = await sensitivitySweep(
       { matrices, source: input.source, labels, itemGroups },
-      { ...grid, scope: r.top.scope, permutations: r.permutations, seed: r.seed, threads: opts.threads, onConfig: (d) => progress.set(d) },
+      { ...grid, scope: r.top.scope, permutations: r.permutations, seed: r.seed, threads: opts.threads,
+        onConfig: (d) => progress.set(d) },
     );
     progress.finish();
   }
@@ -268,26 +305,33 @@ export async function runWanda(run: RunReader | string, opts: WandaOptions = {})
 function resolveOptions(opts: WandaOptions): Resolved {
   const b = opts.block === 'auto' ? PAPER_BLOCK : opts.block;
   const block: [number, number] = Array.isArray(b) ? b : [b ?? PAPER_BLOCK, b ?? PAPER_BLOCK];
-  if (!block.every((b) => Number.isInteger(b) && b >= 1)) throw new UsageError(`${opt('block')} must be a positive integer (or RxC), got ${block.join('x')}`);
+  if (!block.every((b) => Number.isInteger(b) && b >= 1))
+    throw new UsageError(`${opt('block')} must be a positive integer (or RxC), got ${block.join('x')}`);
   const top = parseTop(opts.top);
   const permutations = opts.permutations ?? DEFAULT_PERMUTATIONS;
-  if (!Number.isInteger(permutations) || permutations < 0) throw new UsageError(`${opt('permutations')} must be a non-negative integer, got ${permutations}`);
+  if (!Number.isInteger(permutations) || permutations < 0)
+    throw new UsageError(`${opt('permutations')} must be a non-negative integer, got ${permutations}`);
   checkOptionPairs(opts.sweep, opts.resolution ?? 'block', top.scope); // before the run is opened
-  return { block, top, permutations, seed: opts.seed ?? 0, resolution: opts.resolution ?? 'block', sizing: { R: permutations, family: 0, needed: 0, sizing: opts.permutations === undefined ? 'sized' : 'user' } };
+  return { block, top, permutations, seed: opts.seed ?? 0, resolution: opts.resolution ?? 'block',
+    sizing: { R: permutations, family: 0, needed: 0, sizing: opts.permutations === undefined ? 'sized' : 'user' } };
 }
 
 /** The matrices whose inputs the run captured, located in --weights (default: the run's model folder). */
 async function locateRunWeights(reader: RunReader, opts: WandaOptions): ReturnType<typeof locateWeights> {
   const wanted = wantedMatrices(reader.hooks());
   if (wanted.length === 0) {
-    throw new LobesError('the run has no MLP capture points (layers.{i}.mlp.in / layers.{i}.mlp.down_in)', { file: reader.dir, hint: `extract with ${opt('capture', 'mlp')}` });
+    throw new LobesError('the run has no MLP capture points (layers.{i}.mlp.in / layers.{i}.mlp.down_in)', {
+      file: reader.dir,
+      hint: `extract with ${opt('capture', 'mlp')}`,
+    });
   }
   // A run extracted from a GGUF scores the GGUF's own dequantized weights (what the converted
   // graph computes with) while the file is unchanged (size, mtime and header hash); otherwise, and
   // for ONNX runs, the run's own model, used only once its files hash to what the run was
   // extracted with.
   const src = reader.manifest.model.source;
-  const dflt = () => (src?.format === 'gguf' && sameGguf(src) ? src.path : resolveRunModel(reader.manifest, reader.dir));
+  const dflt =
+    () => (src?.format === 'gguf' && sameGguf(src) ? src.path : resolveRunModel(reader.manifest, reader.dir));
   return locateWeights(opts.weights ?? dflt(), wanted, opts.modelInfo);
 }
 
@@ -299,15 +343,22 @@ type WeightFileHash = { name: string; bytes: number; sha256: string };
  * while the weights are scored (the first run on a machine then costs about the longer of the
  * two rather than their sum); ONNX model files are hashed here.
  */
-function weightFileHashes(source: 'onnx' | 'safetensors' | 'gguf', where: string): { done: Promise<WeightFileHash[]>; cancel: () => Promise<void> } {
+function weightFileHashes(source: 'onnx' | 'safetensors' | 'gguf',
+  where: string): { done: Promise<WeightFileHash[]>; cancel: () => Promise<void> }
+{
   if (source === 'onnx') {
     const files = hashModelFiles(modelFiles(where, null)).map(({ name, bytes, sha256 }) => ({ name, bytes, sha256 }));
     return { done: Promise.resolve(files), cancel: async () => {} };
   }
   const isDir = source === 'safetensors' && statSync(where).isDirectory();
-  const names = source === 'gguf' ? [path.basename(where)] : isDir ? readdirSync(where).filter((f) => f.endsWith('.safetensors') || f === 'model.safetensors.index.json').sort() : [path.basename(where)];
+  const names = source === 'gguf'
+    ? [path.basename(where)]
+    : isDir
+    ? readdirSync(where).filter((f) => f.endsWith('.safetensors') || f === 'model.safetensors.index.json').sort()
+    : [path.basename(where)];
   const base = isDir ? where : path.dirname(where);
-  const bg = hashFilesInBackground(names.map((n) => path.join(base, n)), source === 'gguf' ? 'GGUF file' : 'weight file');
+  const bg = hashFilesInBackground(names.map((n) => path.join(base, n)),
+    source === 'gguf' ? 'GGUF file' : 'weight file');
   const done = bg.done.then((hs) => hs.map((h, i) => ({ name: names[i]!, ...h })));
   done.catch(() => {}); // awaited after the analysis; a failure must not be unhandled meanwhile
   return { done, cancel: bg.cancel };
@@ -317,7 +368,9 @@ function weightFileHashes(source: 'onnx' | 'safetensors' | 'gguf', where: string
 const NULL_THREADS_MIN_WORK = 5e8;
 
 /** Threads for the permutation null: --threads, else all cores once the group sums are big enough to pay for them. */
-async function defaultNullThreads(input: AnalysisInput, permutations: number, threads: number | undefined): Promise<number> {
+async function defaultNullThreads(input: AnalysisInput, permutations: number,
+  threads: number | undefined): Promise<number>
+{
   if (threads !== undefined) return threads;
   const dims = new Map(input.infos.map((m) => [m.input, m.dIn]));
   const work = input.source.n * [...dims.values()].reduce((a, d) => a + d, 0) * (permutations + 1);
@@ -329,20 +382,28 @@ async function defaultNullThreads(input: AnalysisInput, permutations: number, th
  * order) on the null's worker threads, or undefined when the null runs on one thread (then
  * addInference computes them). The same numbers either way.
  */
-async function placementsOnThreads(result: AnalyzeResult, input: AnalysisInput, r: Resolved, threads: number | undefined): Promise<PlacementNull[] | undefined> {
+async function placementsOnThreads(result: AnalyzeResult, input: AnalysisInput, r: Resolved,
+  threads: number | undefined): Promise<PlacementNull[] | undefined>
+{
   if (r.permutations === 0) return undefined;
   const pool = hookPooler(input.source, await defaultNullThreads(input, r.permutations, threads));
   try {
     if (pool.threads < 2) return undefined;
     const sets = placementSets(result.regions, result.groups, r.seed);
-    return await Promise.all(sets.map((s) => pool.placement({ counts: s.counts, matrices: result.regions.matrices, R: r.permutations, seed: s.seed })));
+    return await Promise.all(
+      sets.map((s) =>
+        pool.placement({ counts: s.counts, matrices: result.regions.matrices, R: r.permutations, seed: s.seed })
+      ),
+    );
   } finally {
     await pool.close();
   }
 }
 
 /** Block resolution: one streaming pass for the column sums of |W|, then the analysis from them and the activations. */
-async function blockResolution(input: AnalysisInput, r: Resolved, opts: WandaOptions, io: JobIO): Promise<{ result: AnalyzeResult; weightLevel?: WandaMetrics['weightLevel'] }> {
+async function blockResolution(input: AnalysisInput, r: Resolved, opts: WandaOptions,
+  io: JobIO): Promise<{ result: AnalyzeResult; weightLevel?: WandaMetrics['weightLevel'] }>
+{
   const { matrices, infos, source, labels, itemGroups } = input;
   const { block, top, permutations, seed } = r;
   const totalBytes = matrices.reduce((a, m) => a + expectedBytes(m), 0);
@@ -362,7 +423,8 @@ async function blockResolution(input: AnalysisInput, r: Resolved, opts: WandaOpt
   let stepsDone = 0;
   let stepsTotal = 0;
   const showSteps = () => {
-    steps ??= new Progress({ label: `wanda groups and ${permutations} permutations`, total: stepsTotal, unit: 'capture points', io });
+    steps ??= new Progress({ label: `wanda groups and ${permutations} permutations`, total: stepsTotal,
+      unit: 'capture points', io });
     steps.set(stepsDone);
   };
   const onStep = (done: number, total: number) => {
@@ -371,7 +433,8 @@ async function blockResolution(input: AnalysisInput, r: Resolved, opts: WandaOpt
     if (passDone) showSteps();
   };
   const threads = await defaultNullThreads(input, permutations, opts.threads);
-  const null_ = analyze({ matrices: infos, colsums: new Map([...ready].map(([k, v]) => [k, v.promise])), source, labels, itemGroups }, { block, top, permutations, seed, onStep, threads });
+  const null_ = analyze({ matrices: infos, colsums: new Map([...ready].map(([k, v]) => [k, v.promise])), source, labels,
+    itemGroups }, { block, top, permutations, seed, onStep, threads });
   const [p, a] = await Promise.allSettled([
     pass.then(
       () => {
@@ -406,18 +469,22 @@ function deferred<T>(): { promise: Promise<T>; resolve: (v: T) => void; reject: 
 }
 
 /** Weight resolution: per-weight scores matrix by matrix, with the weight-level metrics. */
-async function weightResolution(input: AnalysisInput, r: Resolved, opts: WandaOptions, io: JobIO): Promise<{ result: AnalyzeResult; weightLevel?: WandaMetrics['weightLevel'] }> {
+async function weightResolution(input: AnalysisInput, r: Resolved, opts: WandaOptions,
+  io: JobIO): Promise<{ result: AnalyzeResult; weightLevel?: WandaMetrics['weightLevel'] }>
+{
   const { matrices, infos, source, labels, itemGroups } = input;
   const { block, top, permutations, seed } = r;
-  const progress = new Progress({ label: `wanda weights, groups and ${permutations} permutations`, total: matrices.length, unit: 'matrices', io });
-  const w = await analyzeWeights({ matrices, infos, source, labels, itemGroups }, { block, top, permutations, seed, onMatrix: (d) => progress.set(d) });
+  const progress = new Progress({ label: `wanda weights, groups and ${permutations} permutations`,
+    total: matrices.length, unit: 'matrices', io });
+  const w = await analyzeWeights({ matrices, infos, source, labels, itemGroups }, { block, top, permutations, seed,
+    onMatrix: (d) => progress.set(d) });
   progress.finish();
   return { result: w.result, weightLevel: w.weightLevel };
 }
 
-
 /** Columns of metrics.csv. */
-export const METRICS_CSV_HEADER = 'a,b,metric,value,p,p_lower,percentile,null_mean,z,p_holm,p_bh,p_lower_holm,p_lower_bh';
+export const METRICS_CSV_HEADER =
+  'a,b,metric,value,p,p_lower,percentile,null_mean,z,p_holm,p_bh,p_lower_holm,p_lower_bh';
 
 /**
  * metrics.csv: one row per pair × metric, with the family-adjusted p-values beside the raw
@@ -430,12 +497,17 @@ export function metricsCsv(metrics: WandaMetrics): string {
   const nil = [null, null, null, null, null, null, null, null, null, null, null];
   for (const p of metrics.pairs) {
     const nt = (name: string, t: NullTested) =>
-      rows.push([p.a, p.b, name, t.value, t.p, t.pLower ?? null, t.percentile, t.nullMean, t.z ?? null, t.pHolm ?? null, t.pBH ?? null, t.pLowerHolm ?? null, t.pLowerBH ?? null].map(csvField).join(','));
+      rows.push(
+        [p.a, p.b, name, t.value, t.p, t.pLower ?? null, t.percentile, t.nullMean, t.z ?? null, t.pHolm ?? null,
+          t.pBH ?? null, t.pLowerHolm ?? null, t.pLowerBH ?? null].map(csvField).join(','),
+      );
     const plain = (name: string, v: number | null) => rows.push([p.a, p.b, name, v, ...nil].map(csvField).join(','));
     for (const k of NULL_METRICS) if (k !== 'isolationAB' && k !== 'isolationBA') nt(k, p[k]);
     for (const k of ['sizeAminusB', 'sizeBminusA'] as const) plain(k, p[k]);
-    nt('componentsAminusB', p.componentsAminusBNull ?? { value: p.componentsAminusB, p: null, percentile: null, nullMean: null });
-    nt('componentsBminusA', p.componentsBminusANull ?? { value: p.componentsBminusA, p: null, percentile: null, nullMean: null });
+    nt('componentsAminusB',
+      p.componentsAminusBNull ?? { value: p.componentsAminusB, p: null, percentile: null, nullMean: null });
+    nt('componentsBminusA',
+      p.componentsBminusANull ?? { value: p.componentsBminusA, p: null, percentile: null, nullMean: null });
     for (const [side, pl] of [['AminusB', p.placementAminusB], ['BminusA', p.placementBminusA]] as const) {
       if (!pl) continue;
       plain(`densityRatio${side}`, pl.densityRatio);
@@ -445,7 +517,10 @@ export function metricsCsv(metrics: WandaMetrics): string {
   }
   for (const w of metrics.weightLevel ?? []) {
     const t = w.jaccard;
-    rows.push([w.a, w.b, 'weight_jaccard', t.value, t.p, t.pLower ?? null, t.percentile, t.nullMean, t.z ?? null, t.pHolm ?? null, t.pBH ?? null, t.pLowerHolm ?? null, t.pLowerBH ?? null].map(csvField).join(','));
+    rows.push(
+      [w.a, w.b, 'weight_jaccard', t.value, t.p, t.pLower ?? null, t.percentile, t.nullMean, t.z ?? null,
+        t.pHolm ?? null, t.pBH ?? null, t.pLowerHolm ?? null, t.pLowerBH ?? null].map(csvField).join(','),
+    );
   }
   return rows.join('\n') + '\n';
 }
@@ -455,13 +530,18 @@ export function channelsCsv(metrics: WandaMetrics): string {
   const rows = ['hook,layer,channels,value,p,z,null_mean,p_holm,p_bh,channels_bh05,top_channels'];
   for (const c of metrics.channels ?? []) {
     const top = c.top.map((t) => `${t.channel}:${t.high}>${t.low}`).join(' ');
-    rows.push([c.hook, c.layer, c.channels, c.value, c.p, c.z, c.nullMean, c.pHolm, c.pBH, c.channelsBH05, top].map(csvField).join(','));
+    rows.push(
+      [c.hook, c.layer, c.channels, c.value, c.p, c.z, c.nullMean, c.pHolm, c.pBH, c.channelsBH05, top].map(csvField)
+        .join(','),
+    );
   }
   return rows.join('\n') + '\n';
 }
 
 /** Write every output into a temporary sibling of `target`, then swap it in (writeDirAtomic). */
-async function writeOutputs(target: string, settings: WandaSettings, result: AnalyzeResult, metrics: WandaMetrics, inputs: LineageInput[]): Promise<void> {
+async function writeOutputs(target: string, settings: WandaSettings, result: AnalyzeResult, metrics: WandaMetrics,
+  inputs: LineageInput[]): Promise<void>
+{
   await writeDirAtomic(target, (tmp) => {
     const tensors: StWriteTensor[] = [];
     for (const [key, map] of result.pooled) {
@@ -477,7 +557,9 @@ async function writeOutputs(target: string, settings: WandaSettings, result: Ana
         ...(metrics.channels ? { channels: channelsCsv(metrics) } : {}),
         ...(metrics.sensitivity ? { sensitivity: sensitivityCsv(metrics.sensitivity) } : {}),
       },
-      pooled: { tensors, meta: { by: settings.by, block: settings.block.join('x'), seed: String(settings.seed), format: 'lobes-wanda-pooled' } },
+      pooled: { tensors,
+        meta: { by: settings.by, block: settings.block.join('x'), seed: String(settings.seed),
+          format: 'lobes-wanda-pooled' } },
     });
   }, { kind: 'wanda', inputs });
 }
@@ -494,7 +576,8 @@ function describeReplaced(target: string, now: WandaSettings): string | null {
     ['--resolution', prev.resolution, now.resolution],
     ['weights', prev.weights?.path, now.weights.path],
   ];
-  const differ = shown.filter(([, a, b]) => JSON.stringify(a) !== JSON.stringify(b)).map(([k, a, b]) => `${k} ${JSON.stringify(a)} then, ${JSON.stringify(b)} now`);
+  const differ = shown.filter(([, a, b]) => JSON.stringify(a) !== JSON.stringify(b)).map(([k, a, b]) =>
+    `${k} ${JSON.stringify(a)} then, ${JSON.stringify(b)} now`
+  );
   return differ.length ? `made with ${differ.join('; ')}` : 'the same settings, run again';
 }
-

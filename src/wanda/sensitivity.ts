@@ -54,12 +54,18 @@ const median = (xs: number[]) => {
  * size or fraction, or a block size above every matrix's longer side (the whole matrix would
  * be one block: a "99999×99999" row).
  */
-export function checkSweepGrid(grid: { blocks?: number[]; tops?: number[] }, matrices: readonly { dOut: number; dIn: number }[]): void {
+export function checkSweepGrid(grid: { blocks?: number[]; tops?: number[] },
+  matrices: readonly { dOut: number; dIn: number }[]): void
+{
   checkSweepRepeats(grid);
   const blocks = grid.blocks ?? SWEEP_BLOCKS;
   const side = Math.max(0, ...matrices.map((m) => Math.max(m.dOut, m.dIn)));
   const over = blocks.filter((b) => b > side);
-  if (matrices.length && over.length) throw new UsageError(`${opt('sweep')}: block size ${over.join(', ')} is larger than every matrix (the longest side is ${side})`, `give block sizes up to ${side}`);
+  if (matrices.length && over.length)
+    throw new UsageError(
+      `${opt('sweep')}: block size ${over.join(', ')} is larger than every matrix (the longest side is ${side})`,
+      `give block sizes up to ${side}`,
+    );
 }
 
 /**
@@ -67,17 +73,27 @@ export function checkSweepGrid(grid: { blocks?: number[]; tops?: number[] }, mat
  * resolution and a grid without repeats (its sizes past the matrices are checked once they are
  * located); weight resolution selects weights per matrix, so the other scopes do not apply.
  */
-export function checkOptionPairs(sweep: boolean | { blocks?: number[]; tops?: number[] } | undefined, resolution: 'block' | 'weight', scope: string): void {
-  if (sweep && resolution !== 'block') throw new UsageError({ option: 'sweep', also: ['resolution'], message: `${opt('sweep')} needs ${opt('resolution', 'block')}` });
-  if (resolution === 'weight' && scope !== 'matrix') throw new UsageError(`${opt('resolution', 'weight')} selects weights per matrix; ${opt('top.scope', scope)} is not available with it`);
+export function checkOptionPairs(sweep: boolean | { blocks?: number[]; tops?: number[] } | undefined,
+  resolution: 'block' | 'weight', scope: string): void
+{
+  if (sweep && resolution !== 'block')
+    throw new UsageError({ option: 'sweep', also: ['resolution'],
+      message: `${opt('sweep')} needs ${opt('resolution', 'block')}` });
+  if (resolution === 'weight' && scope !== 'matrix')
+    throw new UsageError(
+      `${opt('resolution', 'weight')} selects weights per matrix; ${opt('top.scope', scope)} is not available with it`,
+    );
   if (sweep) checkSweepRepeats(sweep === true ? {} : sweep);
 }
 
 /** Refuse a sweep grid with a repeated size or fraction. */
 export function checkSweepRepeats(grid: { blocks?: number[]; tops?: number[] }): void {
-  for (const [xs, what] of [[grid.blocks ?? SWEEP_BLOCKS, 'block size'], [grid.tops ?? SWEEP_TOPS, 'top fraction']] as const) {
+  for (const [xs, what] of [[grid.blocks ?? SWEEP_BLOCKS, 'block size'], [grid.tops ?? SWEEP_TOPS,
+    'top fraction']] as const)
+  {
     const dup = xs.find((x, i) => xs.indexOf(x) !== i);
-    if (dup !== undefined) throw new UsageError(`${opt('sweep')}: ${what} ${dup} is given twice (it would be a duplicate row)`);
+    if (dup !== undefined)
+      throw new UsageError(`${opt('sweep')}: ${what} ${dup} is given twice (it would be a duplicate row)`);
   }
 }
 
@@ -86,8 +102,10 @@ export async function sensitivitySweep(input: SweepInput, o: SweepOptions): Prom
   const blocks = o.blocks ?? SWEEP_BLOCKS;
   const tops = o.tops ?? SWEEP_TOPS;
   const alpha = o.alpha ?? 0.05;
-  if (!blocks.every((b) => Number.isInteger(b) && b >= 1)) throw new LobesError(`sweep block sizes must be positive integers, got ${blocks.join(', ')}`);
-  if (!tops.every((t) => t > 0 && t <= 1)) throw new LobesError(`sweep top fractions must be in (0, 1], got ${tops.join(', ')}`);
+  if (!blocks.every((b) => Number.isInteger(b) && b >= 1))
+    throw new LobesError(`sweep block sizes must be positive integers, got ${blocks.join(', ')}`);
+  if (!tops.every((t) => t > 0 && t <= 1))
+    throw new LobesError(`sweep top fractions must be in (0, 1], got ${tops.join(', ')}`);
   const rows: WandaSensitivityRow[] = [];
   const total = blocks.length * tops.length;
   for (const b of blocks) {
@@ -96,10 +114,12 @@ export async function sensitivitySweep(input: SweepInput, o: SweepOptions): Prom
     const infos = input.matrices.map((m) => matrixInfo(m.name, m.layer, m.proj, m.input, m.dOut, m.dIn, block));
     for (const f of tops) {
       const top: TopSpec = { kind: 'fraction', value: f, scope: o.scope };
-      const res = await analyze({ matrices: infos, colsums, source: input.source, labels: input.labels, itemGroups: input.itemGroups }, { block, top, permutations: o.permutations, seed: o.seed, threads: o.threads });
+      const res = await analyze({ matrices: infos, colsums, source: input.source, labels: input.labels,
+        itemGroups: input.itemGroups }, { block, top, permutations: o.permutations, seed: o.seed, threads: o.threads });
       const m = addInference(res.metrics, res.regions, res.nulls, { placements: o.permutations, seed: o.seed });
       const diffs = m.pairs.flatMap((p) => [p.placementAminusB, p.placementBminusA]).filter((x) => !!x);
-      const pass = (xs: (number | null | undefined)[]) => xs.filter((x) => x !== null && x !== undefined && x <= alpha).length;
+      const pass = (xs: (number | null | undefined)[]) =>
+        xs.filter((x) => x !== null && x !== undefined && x <= alpha).length;
       const check = blockCheck(input.matrices, block, top, false);
       rows.push({
         block: b,
@@ -123,6 +143,10 @@ export async function sensitivitySweep(input: SweepInput, o: SweepOptions): Prom
 
 /** sensitivity.csv: the sweep's table. */
 export function sensitivityCsv(rows: WandaSensitivityRow[]): string {
-  const cols = ['block', 'top', 'selected', 'coarse', 'pairs', 'meanJaccard', 'jaccardBelowNull', 'jaccardBelowNullHolm', 'differences', 'medianDensityRatio', 'denserThanRandomHolm', 'denserThanLabelNullHolm'] as const;
-  return [cols.join(','), ...rows.map((r) => cols.map((c) => csvField(r[c] as string | number | null)).join(','))].join('\n') + '\n';
+  const cols = ['block', 'top', 'selected', 'coarse', 'pairs', 'meanJaccard', 'jaccardBelowNull',
+    'jaccardBelowNullHolm', 'differences', 'medianDensityRatio', 'denserThanRandomHolm',
+    'denserThanLabelNullHolm'] as const;
+  return [cols.join(','), ...rows.map((r) => cols.map((c) => csvField(r[c] as string | number | null)).join(','))].join(
+    '\n',
+  ) + '\n';
 }

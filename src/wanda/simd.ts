@@ -21,7 +21,11 @@
  * order, with a quarter of the accumulator traffic.
  */
 
-import { BR_IF, END, F32X4_ABS, F32X4_ADD, F32_DEMOTE_F64, F32_STORE, F64, F64X2_ADD, F64X2_DIV, F64X2_EXTRACT_LANE, F64X2_GT, F64X2_MUL, F64X2_PROMOTE_LOW_F32X4, F64X2_SQRT, F64X2_SUB, F64_ADD, F64_DIV, F64_LOAD, I32, I32X4_EXTEND_HIGH_I16X8_U, I32X4_EXTEND_LOW_I16X8_U, I32X4_SHL, I32_ADD, I32_CONST, I32_LOAD, I32_LT_U, I32_MUL, I32_SUB, LOCAL_TEE, LOOP, V128, V128_AND, V128_CONST, V128_LOAD, V128_LOAD64_SPLAT, V128_LOAD64_ZERO, V128_STORE, VOID, assembleModule, funcBody, get, instantiate, set, sleb, type WasmMemory } from '../util/wasm.js';
+import { BR_IF, END, F32X4_ABS, F32X4_ADD, F32_DEMOTE_F64, F32_STORE, F64, F64X2_ADD, F64X2_DIV, F64X2_EXTRACT_LANE,
+  F64X2_GT, F64X2_MUL, F64X2_PROMOTE_LOW_F32X4, F64X2_SQRT, F64X2_SUB, F64_ADD, F64_DIV, F64_LOAD, I32,
+  I32X4_EXTEND_HIGH_I16X8_U, I32X4_EXTEND_LOW_I16X8_U, I32X4_SHL, I32_ADD, I32_CONST, I32_LOAD, I32_LT_U, I32_MUL,
+  I32_SUB, LOCAL_TEE, LOOP, V128, V128_AND, V128_CONST, V128_LOAD, V128_LOAD64_SPLAT, V128_LOAD64_ZERO, V128_STORE,
+  VOID, assembleModule, funcBody, get, instantiate, set, sleb, type WasmMemory } from '../util/wasm.js';
 // The vector accesses promise 1-byte alignment: rows are read where a weight file puts them (any
 // offset), and the accumulators keep the same hint.
 const V128_LOAD_U = (offset: number): number[] => V128_LOAD(offset, 1);
@@ -47,7 +51,8 @@ function addRows(off: number, k: number): number[] {
 function body(inner: number[], srcStep: number, accStep: number, k: number): number[] {
   const setPtrs: number[] = [];
   for (let t = 0; t < k; t++) {
-    setPtrs.push(...get(SRC), ...get(R), ...(t ? [I32_CONST, ...sleb(t), I32_ADD] : []), ...get(ROWBYTES), I32_MUL, I32_ADD, ...set(P[t]));
+    setPtrs.push(...get(SRC), ...get(R), ...(t ? [I32_CONST, ...sleb(t), I32_ADD] : []), ...get(ROWBYTES), I32_MUL,
+      I32_ADD, ...set(P[t]));
   }
   const stepPtrs: number[] = [];
   for (let t = 0; t < k; t++) stepPtrs.push(...get(P[t]), I32_CONST, ...sleb(srcStep), I32_ADD, ...set(P[t]));
@@ -71,7 +76,8 @@ function body(inner: number[], srcStep: number, accStep: number, k: number): num
 }
 
 /** bf16 -> |f32| for the low or high 4 lanes of V[t] into X[t]. */
-const bf16Half = (ext: number[], t: number) => [...get(V[t]), ...ext, I32_CONST, 16, ...I32X4_SHL, ...MASK, ...V128_AND, ...set(X[t])];
+const bf16Half = (ext: number[],
+  t: number) => [...get(V[t]), ...ext, I32_CONST, 16, ...I32X4_SHL, ...MASK, ...V128_AND, ...set(X[t])];
 function bf16Inner(k: number): number[] {
   const code: number[] = [];
   for (let t = 0; t < k; t++) code.push(...get(P[t]), ...V128_LOAD_U(0), ...set(V[t]));
@@ -204,8 +210,10 @@ function poolrow4Body(): number[] {
   const finish: number[] = [];
   for (let t = 0; t < 8; t++) zero.push(...ZERO, ...set(A + t));
   for (let g = 0; g < 4; g++) {
-    step.push(...get(A + 2 * g), ...get(P[g]!), ...V128_LOAD_U(0), ...get(CL), ...F64X2_MUL, ...F64X2_ADD, ...set(A + 2 * g));
-    step.push(...get(A + 2 * g + 1), ...get(P[g]!), ...V128_LOAD_U(16), ...get(CH), ...F64X2_MUL, ...F64X2_ADD, ...set(A + 2 * g + 1));
+    step.push(...get(A + 2 * g), ...get(P[g]!), ...V128_LOAD_U(0), ...get(CL), ...F64X2_MUL, ...F64X2_ADD,
+      ...set(A + 2 * g));
+    step.push(...get(A + 2 * g + 1), ...get(P[g]!), ...V128_LOAD_U(16), ...get(CH), ...F64X2_MUL, ...F64X2_ADD,
+      ...set(A + 2 * g + 1));
   }
   for (let g = 0; g < 4; g++) step.push(...get(P[g]!), I32_CONST, 32, I32_ADD, ...set(P[g]!));
   for (let g = 0; g < 4; g++) {
@@ -353,18 +361,18 @@ export function simdKernel(): SimdKernel | null {
 /** The module's bytes (its text form is test/goldens/wasm/wanda.wat). */
 export function wandaModule(): Uint8Array<ArrayBuffer> {
   return assembleModule(5, [
-      ['bf16', body(bf16Inner(1), 16, 32, 1)],
-      ['bf16x4', body(bf16Inner(4), 16, 32, 4)],
-      ['f32', body(f32Inner(1), 16, 16, 1)],
-      ['f32x4', body(f32Inner(4), 16, 16, 4)],
-      ['addf64', addf64Body()],
-      ['poolrow', poolrowBody()],
-      ['addgroups', addgroupsBody(1)],
-      ['addgroups4', addgroupsBody(4)],
-      ['addgroups8', addgroupsBody(8)],
-      ['poolrow4', poolrow4Body()],
-      ['rms', rmsBody()],
-      ['spread', spreadBody()],
+    ['bf16', body(bf16Inner(1), 16, 32, 1)],
+    ['bf16x4', body(bf16Inner(4), 16, 32, 4)],
+    ['f32', body(f32Inner(1), 16, 16, 1)],
+    ['f32x4', body(f32Inner(4), 16, 16, 4)],
+    ['addf64', addf64Body()],
+    ['poolrow', poolrowBody()],
+    ['addgroups', addgroupsBody(1)],
+    ['addgroups4', addgroupsBody(4)],
+    ['addgroups8', addgroupsBody(8)],
+    ['poolrow4', poolrow4Body()],
+    ['rms', rmsBody()],
+    ['spread', spreadBody()],
   ]);
 }
 
@@ -372,7 +380,9 @@ export function wandaModule(): Uint8Array<ArrayBuffer> {
 export function createSimd(): SimdKernel | null {
   const inst = instantiate(wandaModule());
   if (!inst) return null;
-  const ex = inst.exports as unknown as { bf16: RowKernel; f32: RowKernel; bf16x4: RowKernel; f32x4: RowKernel; addf64: RowKernel; poolrow: RowKernel; addgroups: RowKernel; addgroups4: RowKernel; addgroups8: RowKernel; poolrow4: RowKernel; rms: RowKernel; spread: RowKernel };
+  const ex = inst.exports as unknown as { bf16: RowKernel; f32: RowKernel; bf16x4: RowKernel; f32x4: RowKernel;
+    addf64: RowKernel; poolrow: RowKernel; addgroups: RowKernel; addgroups4: RowKernel; addgroups8: RowKernel;
+    poolrow4: RowKernel; rms: RowKernel; spread: RowKernel };
   return {
     memory: inst.memory,
     bf16: ex.bf16,

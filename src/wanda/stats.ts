@@ -28,9 +28,12 @@ export interface ActivationSource {
 }
 
 /** Activations held in memory: hook -> [n, dim] row-major float32. */
-export function memorySource(n: number, hooks: Record<string, { dim: number; data: Float32Array }>, ids?: string[]): ActivationSource {
+export function memorySource(n: number, hooks: Record<string, { dim: number; data: Float32Array }>,
+  ids?: string[]): ActivationSource
+{
   for (const [h, v] of Object.entries(hooks)) {
-    if (v.data.length !== n * v.dim) throw new LobesError(`activations of ${h} have ${v.data.length} values, expected ${n} x ${v.dim}`);
+    if (v.data.length !== n * v.dim)
+      throw new LobesError(`activations of ${h} have ${v.data.length} values, expected ${n} x ${v.dim}`);
   }
   return {
     n,
@@ -65,7 +68,9 @@ export function runSource(run: RunReader): ActivationSource {
  * Sums of x^2 per group for each labelling: returns, per labelling, Float64Array [G * d].
  * Throws naming the capture point and sample when an activation is NaN or Inf.
  */
-export async function groupSquareSums(src: ActivationSource, hook: string, labelings: Int32Array[], G: number): Promise<Float64Array[]> {
+export async function groupSquareSums(src: ActivationSource, hook: string, labelings: Int32Array[],
+  G: number): Promise<Float64Array[]>
+{
   const d = src.dim(hook);
   if (d === null) throw new LobesError(`capture point ${hook} is not in the run`, { file: src.where });
   // The sums live in WebAssembly memory when SIMD is available: one f64x2 add per pair of
@@ -88,7 +93,11 @@ export async function groupSquareSums(src: ActivationSource, hook: string, label
   let seen = 0;
   for await (const chunk of src.iterate(hook, Math.max(1, Math.floor((4 << 20) / (4 * d))))) {
     const data = chunk.data;
-    if (data.length !== chunk.rows * d) throw new LobesError(`chunk at row ${chunk.start} has ${data.length} values, expected ${chunk.rows} x ${d}`, { file: src.where, where: hook });
+    if (data.length !== chunk.rows * d)
+      throw new LobesError(`chunk at row ${chunk.start} has ${data.length} values, expected ${chunk.rows} x ${d}`, {
+        file: src.where,
+        where: hook,
+      });
     for (let r = 0; r < chunk.rows; r++) {
       const row = chunk.start + r;
       squareRow(src, hook, data, r * d, d, row, x2, 0);
@@ -105,7 +114,10 @@ export async function groupSquareSums(src: ActivationSource, hook: string, label
     }
     seen += chunk.rows;
   }
-  if (seen !== src.n) throw new LobesError(`capture point ${hook} has ${seen} rows but the run has ${src.n} samples`, { file: src.where });
+  if (seen !== src.n)
+    throw new LobesError(`capture point ${hook} has ${seen} rows but the run has ${src.n} samples`, {
+      file: src.where,
+    });
   // Compact copies [G * d] (the WebAssembly memory is released with the instance).
   return sums.map((S) => {
     const out = new Float64Array(G * d);
@@ -118,7 +130,9 @@ export async function groupSquareSums(src: ActivationSource, hook: string, label
  * x2[o + j] = x[j]² for the row of `d` values at data[base..]; throws naming the capture point,
  * row and sample when a value is NaN or Inf (or overflows when squared).
  */
-export function squareRow(src: ActivationSource, hook: string, data: Float32Array, base: number, d: number, row: number, x2: Float64Array, o: number): void {
+export function squareRow(src: ActivationSource, hook: string, data: Float32Array, base: number, d: number, row: number,
+  x2: Float64Array, o: number): void
+{
   for (let j = 0; j < d; j++) {
     const v = data[base + j];
     x2[o + j] = v * v;
@@ -126,17 +140,24 @@ export function squareRow(src: ActivationSource, hook: string, data: Float32Arra
   for (let j = 0; j < d; j++) {
     if (!Number.isFinite(x2[o + j])) {
       const id = src.ids?.[row];
-      throw new LobesError(`activation is ${Number.isNaN(data[base + j]) ? 'NaN' : 'Inf (or overflows when squared)'} at feature ${j}`, {
-        file: src.where,
-        where: `${hook}, row ${row}${id !== undefined ? ` (sample ${JSON.stringify(id)})` : ''}`,
-        hint: `the capture produced non-finite values; re-run extract with ${opt('dtype', 'fp32')} or check the model`,
-      });
+      throw new LobesError(
+        `activation is ${Number.isNaN(data[base + j]) ? 'NaN' : 'Inf (or overflows when squared)'} at feature ${j}`,
+        {
+          file: src.where,
+          where: `${hook}, row ${row}${id !== undefined ? ` (sample ${JSON.stringify(id)})` : ''}`,
+          hint: `the capture produced non-finite values; re-run extract with ${
+            opt('dtype', 'fp32')
+          } or check the model`,
+        },
+      );
     }
   }
 }
 
 /** s_g = sqrt(sum / count) for group g of one labelling's sums. */
-export function rmsScaler(sums: Float64Array, g: number, d: number, count: number, out: Float64Array = new Float64Array(d)): Float64Array {
+export function rmsScaler(sums: Float64Array, g: number, d: number, count: number,
+  out: Float64Array = new Float64Array(d)): Float64Array
+{
   const o = g * d;
   const inv = count > 0 ? 1 / count : 0;
   for (let j = 0; j < d; j++) out[j] = Math.sqrt(sums[o + j] * inv);
@@ -161,7 +182,9 @@ export interface HookPooled {
  * each labelling (groupSquareSums), with s_g = rmsScaler; the scalers come along for the
  * channel test (src/wanda/channels.ts).
  */
-export function poolHook(sums: Float64Array[], d: number, counts: readonly number[], mats: readonly PoolMatrix[], rb: number, cb: number): HookPooled {
+export function poolHook(sums: Float64Array[], d: number, counts: readonly number[], mats: readonly PoolMatrix[],
+  rb: number, cb: number): HookPooled
+{
   const scalers: Float64Array[] = [];
   const pool = matrixPooler(d, mats, rb, cb);
   const pooled = sums.map((S) => {
@@ -173,7 +196,9 @@ export function poolHook(sums: Float64Array[], d: number, counts: readonly numbe
 }
 
 /** poolBlocks of every matrix fed by one capture point for each scaler s_g [d]: [g][matrix]; the SIMD kernels where they apply, else poolBlocks (the same bytes). */
-export function matrixPooler(d: number, mats: readonly PoolMatrix[], rb: number, cb: number): (s: Float64Array[]) => Float32Array[][] {
+export function matrixPooler(d: number, mats: readonly PoolMatrix[], rb: number,
+  cb: number): (s: Float64Array[]) => Float32Array[][]
+{
   const simd = simdPooler(d, mats, rb, cb);
   return simd ?? ((s) => s.map((sg) => mats.map((m) => poolBlocks(m.C, sg, m.dOut, m.dIn, rb, cb))));
 }
@@ -187,7 +212,10 @@ export function matrixPooler(d: number, mats: readonly PoolMatrix[], rb: number,
  * partial sums per block in the same order and combine them the same way, and a last narrower
  * column block goes through the same JavaScript.
  */
-function simdPooler(d: number, mats: readonly PoolMatrix[], rb: number, cb: number): ((s: Float64Array[]) => Float32Array[][]) | null {
+function simdPooler(d: number, mats: readonly PoolMatrix[], rb: number, cb: number):
+  | ((s: Float64Array[]) => Float32Array[][])
+  | null
+{
   if (cb % 4 !== 0 || mats.length === 0) return null;
   // An instance of its own: its memory holds this capture point's C for the whole call.
   const k = createSimd();
@@ -266,7 +294,9 @@ function simdPooler(d: number, mats: readonly PoolMatrix[], rb: number, cb: numb
 }
 
 /** Pooled block scores from C [rowBlocks, dIn] and s [dIn]: mean of |W_ij| s_j over each block's true area. */
-export function poolBlocks(C: Float32Array, s: ArrayLike<number>, dOut: number, dIn: number, rb: number, cb: number, out?: Float32Array): Float32Array {
+export function poolBlocks(C: Float32Array, s: ArrayLike<number>, dOut: number, dIn: number, rb: number, cb: number,
+  out?: Float32Array): Float32Array
+{
   const R = Math.ceil(dOut / rb);
   const K = Math.ceil(dIn / cb);
   const res = out ?? new Float32Array(R * K);

@@ -12,9 +12,11 @@ import { existsSync } from 'node:fs';
 import * as path from 'node:path';
 import { LobesError } from '../util/errors.js';
 import { writeFileAtomicSync } from '../util/io.js';
-import { readSafetensorsHeader, readTensorFloat32, writeSafetensors, type StHeader, type StWriteTensor } from '../formats/safetensors.js';
+import { readSafetensorsHeader, readTensorFloat32, writeSafetensors, type StHeader,
+  type StWriteTensor } from '../formats/safetensors.js';
 import { need, isObj, isStrArr, writeJsonAtomic } from '../store/json.js';
-import { checkOutputCurrent, readOutputFile, readOutputJson, runFileInput, type LineageInput } from '../store/lineage.js';
+import { checkOutputCurrent, readOutputFile, readOutputJson, runFileInput,
+  type LineageInput } from '../store/lineage.js';
 import { analysisFolderName, analysisFolders } from '../store/analyses.js';
 import { readOutputMarker } from '../util/output.js';
 import type { RunManifest } from '../store/types.js';
@@ -96,15 +98,15 @@ export function readWanda(runDir: string, manifest: RunManifest, wd: string = wa
   // Every file is read only as lobes wanda wrote it (lineage: the sha256 in the folder's marker).
   const marker = readOutputMarker(wd);
   const settings = readOutputJson(wd, SETTINGS, marker);
-  need(isObj(settings) && isStrArr(settings.groups) && typeof settings.by === 'string', sfile, 'groups', 'settings need "by" (string) and "groups" (string array)');
+  need(isObj(settings) && isStrArr(settings.groups) && typeof settings.by === 'string', sfile, 'groups',
+    'settings need "by" (string) and "groups" (string array)');
   checkOutputCurrent(wd, { runDir, manifest }, 'the wanda results', sfile, 'lobes wanda', settings.provenance);
   const regions = readOutputJson(wd, REGIONS, marker);
   need(isObj(regions) && Array.isArray(regions.matrices), rf, 'matrices', 'expected a "matrices" array');
   const names = new Set<string>();
   const sizes = new Map<string, number>();
   regions.matrices.forEach((m: any, i: number) => {
-    const ok =
-      isObj(m) && typeof m.name === 'string' && typeof m.proj === 'string' && Number.isInteger(m.layer) &&
+    const ok = isObj(m) && typeof m.name === 'string' && typeof m.proj === 'string' && Number.isInteger(m.layer) &&
       Number.isInteger(m.rowBlocks) && Number.isInteger(m.colBlocks) && m.rowBlocks > 0 && m.colBlocks > 0;
     need(ok, rf, `matrices[${i}]`, 'a matrix needs name, layer, proj, rowBlocks and colBlocks');
     need(!names.has(m.name), rf, `matrices[${i}]`, `duplicate matrix ${JSON.stringify(m.name)}`);
@@ -120,7 +122,8 @@ export function readWanda(runDir: string, manifest: RunManifest, wd: string = wa
       for (let i = 0; i < (v as any[]).length; i++) {
         const x = (v as any[])[i];
         if (!(Number.isInteger(x) && x >= 0 && x < n)) {
-          throw new LobesError(`block index ${JSON.stringify(x)} out of range 0..${n - 1}`, { file: rf, where: `${where}.${k}[${i}]` });
+          throw new LobesError(`block index ${JSON.stringify(x)} out of range 0..${n - 1}`, { file: rf,
+            where: `${where}.${k}[${i}]` });
         }
       }
     }
@@ -129,7 +132,8 @@ export function readWanda(runDir: string, manifest: RunManifest, wd: string = wa
   for (const [g, set] of Object.entries(regions.regions)) checkSet(set, `regions.${g}`);
   need(Array.isArray(regions.differences), rf, 'differences', 'expected a "differences" array');
   regions.differences.forEach((d: any, i: number) => {
-    need(isObj(d) && typeof d.a === 'string' && typeof d.b === 'string', rf, `differences[${i}]`, 'a difference needs string "a" and "b"');
+    need(isObj(d) && typeof d.a === 'string' && typeof d.b === 'string', rf, `differences[${i}]`,
+      'a difference needs string "a" and "b"');
     checkSet(d.aMinusB, `differences[${i}].aMinusB`);
     checkSet(d.bMinusA, `differences[${i}].bMinusA`);
   });
@@ -137,7 +141,8 @@ export function readWanda(runDir: string, manifest: RunManifest, wd: string = wa
   let metrics: WandaMetrics | null = null;
   if (existsSync(mfile)) {
     const m = readOutputJson(wd, METRICS, marker);
-    need(isObj(m) && Array.isArray(m.pairs) && Array.isArray(m.groups), mfile, 'pairs', 'expected "groups" and "pairs" arrays');
+    need(isObj(m) && Array.isArray(m.pairs) && Array.isArray(m.groups), mfile, 'pairs',
+      'expected "groups" and "pairs" arrays');
     metrics = m as WandaMetrics;
   }
   const pfile = path.join(wd, POOLED);
@@ -152,7 +157,10 @@ export function readWanda(runDir: string, manifest: RunManifest, wd: string = wa
       const n = sizes.get(matrix);
       const numel = t.shape.reduce((a, b) => a * b, 1);
       if (n !== undefined && numel !== n) {
-        throw new LobesError(`shape ${JSON.stringify(t.shape)} does not match the ${n} blocks of the matrix in ${REGIONS}`, { file: pfile, where: name });
+        throw new LobesError(
+          `shape ${JSON.stringify(t.shape)} does not match the ${n} blocks of the matrix in ${REGIONS}`,
+          { file: pfile, where: name },
+        );
       }
       return readTensorFloat32(h, name);
     };

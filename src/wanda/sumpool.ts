@@ -30,7 +30,8 @@ export interface HookPooler {
   /** Threads computing (1 = the calling thread). */
   readonly threads: number;
   /** The pooled maps of `mats` (all fed by `hook`) for each labelling, [labelling][group][matrix], and each labelling's group RMS. */
-  pooled(hook: string, labelings: Int32Array[], counts: number[], mats: PoolMatrix[], rb: number, cb: number): Promise<HookPooled>;
+  pooled(hook: string, labelings: Int32Array[], counts: number[], mats: PoolMatrix[], rb: number,
+    cb: number): Promise<HookPooled>;
   /** The whole null of one capture point (src/wanda/hooknull.ts); jobs run one per thread, in the order they are asked for. */
   hookNull(job: HookNullJob): Promise<HookNullResult>;
   /** The random-placement null of one set (placementNull). */
@@ -50,10 +51,11 @@ export function hookPooler(src: ActivationSource, threads: number): HookPooler {
     let kernel: SimdKernel | null | undefined;
     return {
       threads: 1,
-      pooled: async (hook, labelings, counts, mats, rb, cb) => poolHook(await groupSquareSums(src, hook, labelings, counts.length), src.dim(hook)!, counts, mats, rb, cb),
+      pooled: async (hook, labelings, counts, mats, rb, cb) =>
+        poolHook(await groupSquareSums(src, hook, labelings, counts.length), src.dim(hook)!, counts, mats, rb, cb),
       placement: async (p) => placementNull(p.counts, p.matrices, p.R, p.seed),
       hookNull: (job) => {
-        const p = last.then(() => hookNull(src, job, (kernel ??= createSimd())));
+        const p = last.then(() => hookNull(src, job, kernel ??= createSimd()));
         last = p.catch(() => {});
         return p;
       },
@@ -88,7 +90,12 @@ export function hookPooler(src: ActivationSource, threads: number): HookPooler {
       if (msg.ready) return release(w);
       const p = pending.get(msg.id);
       pending.delete(msg.id);
-      if (msg.error) p?.reject(msg.error.lobes ? new LobesError(msg.error.message, { exitCode: msg.error.exitCode }) : new Error(msg.error.message));
+      if (msg.error)
+        p?.reject(
+          msg.error.lobes
+            ? new LobesError(msg.error.message, { exitCode: msg.error.exitCode })
+            : new Error(msg.error.message),
+        );
       else p?.resolve(msg.result);
       release(w);
     });
@@ -97,7 +104,8 @@ export function hookPooler(src: ActivationSource, threads: number): HookPooler {
       if (code !== 0) fail(new Error(`a worker thread of the permutation null exited with code ${code}`));
     });
   }
-  const acquire = () => new Promise<Worker>((resolve, reject) => (idle.length ? resolve(idle.pop()!) : waiting.push({ resolve, reject })));
+  const acquire = () =>
+    new Promise<Worker>((resolve, reject) => (idle.length ? resolve(idle.pop()!) : waiting.push({ resolve, reject })));
 
   const submit = async <T>(msg: object): Promise<T> => {
     if (failed) throw failed;
@@ -112,11 +120,13 @@ export function hookPooler(src: ActivationSource, threads: number): HookPooler {
 
   return {
     threads,
-    pooled: (hook, labelings, counts, mats, rb, cb) => submit<HookPooled>({ kind: 'pooled', hook, labelings, counts, mats, rb, cb }),
+    pooled: (hook, labelings, counts, mats, rb, cb) =>
+      submit<HookPooled>({ kind: 'pooled', hook, labelings, counts, mats, rb, cb }),
     hookNull: (job) => submit<HookNullResult>({ kind: 'hook', job }),
-    placement: (placement) => submit<{ density: Float64Array; components: Float64Array }>({ kind: 'placement', placement }),
+    placement: (placement) =>
+      submit<{ density: Float64Array; components: Float64Array }>({ kind: 'placement', placement }),
     async close() {
-      failed ??= new Error('the permutation null\'s worker threads were closed');
+      failed ??= new Error("the permutation null's worker threads were closed");
       await Promise.all(workers.map((w) => w.terminate()));
     },
   };

@@ -45,7 +45,8 @@ async function run(job: Job): Promise<void> {
     if (job.kind === 'placement') {
       const p = job.placement!;
       const res = placementNull(p.counts, p.matrices, p.R, p.seed);
-      parentPort!.postMessage({ id: job.id, result: res }, [res.density.buffer as ArrayBuffer, res.components.buffer as ArrayBuffer]);
+      parentPort!.postMessage({ id: job.id, result: res }, [res.density.buffer as ArrayBuffer,
+        res.components.buffer as ArrayBuffer]);
       return;
     }
     let src = sources.get(job.runDir);
@@ -54,17 +55,22 @@ async function run(job: Job): Promise<void> {
       sources.set(job.runDir, src);
     }
     const s = await src;
-    if (s.n !== job.n) throw new LobesError(`the run has ${s.n} samples in this thread, ${job.n} in the analysis`, { file: job.runDir, hint: 'the run changed while it was analysed; run the analysis again' });
+    if (s.n !== job.n)
+      throw new LobesError(`the run has ${s.n} samples in this thread, ${job.n} in the analysis`, { file: job.runDir,
+        hint: 'the run changed while it was analysed; run the analysis again' });
     if (job.kind === 'hook') {
       kernel ??= createSimd();
       const res = await hookNull(s, job.job!, kernel);
-      parentPort!.postMessage({ id: job.id, result: res }, [res.counts, ...res.observed.flat()].map((x) => x.buffer as ArrayBuffer));
+      parentPort!.postMessage({ id: job.id, result: res },
+        [res.counts, ...res.observed.flat()].map((x) => x.buffer as ArrayBuffer));
       return;
     }
     const sums = await groupSquareSums(s, job.hook, job.labelings, job.counts.length);
     const out = poolHook(sums, s.dim(job.hook)!, job.counts, job.mats, job.rb, job.cb);
-    parentPort!.postMessage({ id: job.id, result: out }, [...out.pooled.flat(2), ...out.scalers].map((x) => x.buffer as ArrayBuffer));
+    parentPort!.postMessage({ id: job.id, result: out },
+      [...out.pooled.flat(2), ...out.scalers].map((x) => x.buffer as ArrayBuffer));
   } catch (e: any) {
-    parentPort!.postMessage({ id: job.id, error: { message: String(e?.message ?? e), lobes: e instanceof LobesError, exitCode: e?.exitCode ?? 1 } });
+    parentPort!.postMessage({ id: job.id,
+      error: { message: String(e?.message ?? e), lobes: e instanceof LobesError, exitCode: e?.exitCode ?? 1 } });
   }
 }

@@ -36,7 +36,8 @@ export interface WandaSettings {
   sizing?: PermutationPlan;
   seed: number;
   /** The weights scored: where, and each file read with its sha256. */
-  weights: { source: 'onnx' | 'safetensors' | 'gguf'; path: string; files?: { name: string; bytes: number; sha256: string }[] };
+  weights: { source: 'onnx' | 'safetensors' | 'gguf'; path: string;
+    files?: { name: string; bytes: number; sha256: string }[] };
   resolution: 'block' | 'weight';
   /** The run (identity), samples table and chunk files the analysis read (src/store/provenance.ts). */
   provenance?: AnalysisProvenance;
@@ -134,7 +135,8 @@ export interface WandaChannelTest {
   /** Channels whose own permutation p passes Benjamini–Hochberg at 0.05 within this capture point. */
   channelsBH05: number | null;
   /** The channels with the largest T_j: their p, BH q, and the groups with the highest and lowest RMS (ratio high/low). */
-  top: { channel: number; value: number; p: number | null; q: number | null; high: string; low: string; ratio: number | null }[];
+  top: { channel: number; value: number; p: number | null; q: number | null; high: string; low: string;
+    ratio: number | null }[];
   /** The capture point's per-channel BH family (`channels HOOK`), as the test hands it on: addInference moves it into metrics.declaredFamilies, so metrics.channels does not carry it. */
   family?: FamilyRecord;
 }

@@ -13,7 +13,8 @@
 import { LobesError } from '../util/errors.js';
 import { groupSquareSums, rmsScaler, type ActivationSource } from './stats.js';
 import { selectTop, keepCount, kthLargest, type TopSpec, type Masks } from './regions.js';
-import { checkedGroups, checkDims, labelingGenerator, pairList, emptyNulls, recordNull, summarize, nullTest, type AnalyzeResult } from './analyze.js';
+import { checkedGroups, checkDims, labelingGenerator, pairList, emptyNulls, recordNull, summarize, nullTest,
+  type AnalyzeResult } from './analyze.js';
 import type { MatrixRef } from './kernel.js';
 import { MatrixRowReader } from './rows.js';
 import type { WandaMatrix, WandaWeightPairMetrics } from './types.js';
@@ -44,7 +45,9 @@ export interface WeightOptions {
  * Weight-resolution regions for every group and labelling (observed + permutations), matrix by
  * matrix; returns the block-level result (from the share maps) and the weight-level metrics.
  */
-export async function analyzeWeights(input: WeightInput, opts: WeightOptions): Promise<{ result: AnalyzeResult; weightLevel: WandaWeightPairMetrics[] }> {
+export async function analyzeWeights(input: WeightInput,
+  opts: WeightOptions): Promise<{ result: AnalyzeResult; weightLevel: WandaWeightPairMetrics[] }>
+{
   const { matrices, infos, source } = input;
   const enc = checkedGroups(input.labels, input.groups);
   const G = enc.groups.length;
@@ -60,7 +63,8 @@ export async function analyzeWeights(input: WeightInput, opts: WeightOptions): P
   const sizes = Array.from({ length: total }, () => new Float64Array(G));
   const inter = Array.from({ length: total }, () => new Float64Array(pairs.length));
   // Share maps per labelling, group, matrix.
-  const shares: Float32Array[][][] = Array.from({ length: total }, () => Array.from({ length: G }, () => new Array<Float32Array>(matrices.length)));
+  const shares: Float32Array[][][] = Array.from({ length: total },
+    () => Array.from({ length: G }, () => new Array<Float32Array>(matrices.length)));
 
   let cachedHook = '';
   let cachedSums: Float64Array[] = [];
@@ -127,7 +131,11 @@ function readAbsWeights(m: MatrixRef): Float32Array {
   } finally {
     rr.close();
   }
-  for (let t = 0; t < n; t++) if (!Number.isFinite(absW[t])) throw new LobesError(`weights contain NaN or Inf at row ${Math.floor(t / m.dIn)}, column ${t % m.dIn}`, { where: `tensor ${JSON.stringify(m.source.tensor)} (${m.name})` });
+  for (let t = 0; t < n; t++)
+    if (!Number.isFinite(absW[t]))
+      throw new LobesError(`weights contain NaN or Inf at row ${Math.floor(t / m.dIn)}, column ${t % m.dIn}`, {
+        where: `tensor ${JSON.stringify(m.source.tensor)} (${m.name})`,
+      });
   return absW;
 }
 
@@ -164,20 +172,24 @@ function blockShares(mem: Uint8Array, m: MatrixRef, info: WandaMatrix, rb: numbe
   }
   for (let bi = 0; bi < info.rowBlocks; bi++) {
     const h = Math.min(rb, m.dOut - bi * rb);
-    for (let bj = 0; bj < info.colBlocks; bj++) share[bi * info.colBlocks + bj] /= h * (Math.min(m.dIn, (bj + 1) * cb) - bj * cb);
+    for (let bj = 0; bj < info.colBlocks; bj++)
+      share[bi * info.colBlocks + bj] /= h * (Math.min(m.dIn, (bj + 1) * cb) - bj * cb);
   }
   return share;
 }
 
 /** Jaccard and isolation of each pair's weight regions, tested against the permuted labellings (1..R). */
-function weightLevelMetrics(groups: string[], pairs: [number, number][], sizes: Float64Array[], inter: Float64Array[], R: number): WandaWeightPairMetrics[] {
+function weightLevelMetrics(groups: string[], pairs: [number, number][], sizes: Float64Array[], inter: Float64Array[],
+  R: number): WandaWeightPairMetrics[]
+{
   const total = R + 1;
   const wl = (l: number, p: number) => {
     const [a, b] = pairs[p];
     const sa = sizes[l][a];
     const sb = sizes[l][b];
     const i = inter[l][p];
-    return { jaccard: sa + sb - i === 0 ? 0 : i / (sa + sb - i), isolationAB: sa === 0 ? 0 : (sa - i) / sa, isolationBA: sb === 0 ? 0 : (sb - i) / sb };
+    return { jaccard: sa + sb - i === 0 ? 0 : i / (sa + sb - i), isolationAB: sa === 0 ? 0 : (sa - i) / sa,
+      isolationBA: sb === 0 ? 0 : (sb - i) / sb };
   };
   return pairs.map(([a, b], p) => {
     const obs = wl(0, p);

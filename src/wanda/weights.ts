@@ -54,7 +54,8 @@ export function wantedMatrices(hooks: { name: string; dim: number }[]): WantedMa
     const hook = parseHook(h.name);
     if (!hook || hook.layer === null) continue;
     const { layer, site } = hook;
-    for (const proj of siteProjections(site)) out.push({ name: `layers.${layer}.${siteModule(site)}.${proj}`, layer, proj, input: h.name, dIn: h.dim });
+    for (const proj of siteProjections(site))
+      out.push({ name: `layers.${layer}.${siteModule(site)}.${proj}`, layer, proj, input: h.name, dIn: h.dim });
   }
   return out.sort((a, b) => a.layer - b.layer || PROJECTION_ORDER.indexOf(a.proj) - PROJECTION_ORDER.indexOf(b.proj));
 }
@@ -83,7 +84,12 @@ export function openSafetensorsCheckpoint(p: string): SafetensorsCheckpoint {
     const h = readSafetensorsHeader(file);
     for (const name of h.tensors.keys()) {
       const other = tensors.get(name);
-      if (other) throw new LobesError(`tensor ${name} is in two weight files, ${path.basename(other.file)} and ${path.basename(file)}`, { file: p, hint: 'keep one copy of each tensor, or add a model.safetensors.index.json naming the file of each' });
+      if (other)
+        throw new LobesError(
+          `tensor ${name} is in two weight files, ${path.basename(other.file)} and ${path.basename(file)}`,
+          { file: p,
+            hint: 'keep one copy of each tensor, or add a model.safetensors.index.json naming the file of each' },
+        );
       tensors.set(name, h);
     }
     return h;
@@ -103,14 +109,17 @@ export function openSafetensorsCheckpoint(p: string): SafetensorsCheckpoint {
     if (!map || typeof map !== 'object') throw new LobesError('has no "weight_map" object', { file: index });
     const headers = new Map<string, StHeader>();
     for (const [name, shard] of Object.entries(map)) {
-      if (typeof shard !== 'string' || shard.includes('..') || path.isAbsolute(shard)) throw new LobesError(`bad shard file name ${JSON.stringify(shard)}`, { file: index, where: name });
+      if (typeof shard !== 'string' || shard.includes('..') || path.isAbsolute(shard))
+        throw new LobesError(`bad shard file name ${JSON.stringify(shard)}`, { file: index, where: name });
       const file = path.join(p, shard);
       if (!headers.has(file)) {
-        if (!existsSync(file)) throw new LobesError(`shard ${shard} listed in the index is missing`, { file: index, where: name });
+        if (!existsSync(file))
+          throw new LobesError(`shard ${shard} listed in the index is missing`, { file: index, where: name });
         headers.set(file, readSafetensorsHeader(file));
       }
       const h = headers.get(file)!;
-      if (!h.tensors.has(name)) throw new LobesError(`the index puts ${name} in ${shard}, but that file does not hold it`, { file });
+      if (!h.tensors.has(name))
+        throw new LobesError(`the index puts ${name} in ${shard}, but that file does not hold it`, { file });
       tensors.set(name, h);
     }
     return { dir: p, tensors };
@@ -136,22 +145,34 @@ export function safetensorsMatrices(ck: SafetensorsCheckpoint, wanted: WantedMat
     const tname = candidates.find((c) => ck.tensors.has(c));
     // A weight whose d_in is not the captured input's belongs to another model.
     const checkDIn = (dOut: number, dIn: number, file: string, where: string) => {
-      if (dIn !== w.dIn) throw new LobesError(`weight shape [${dOut}, ${dIn}] has d_in=${dIn} but the run captured ${w.input} with dim ${w.dIn}`, { file, where, hint: 'the checkpoint does not belong to the model of this run' });
+      if (dIn !== w.dIn)
+        throw new LobesError(
+          `weight shape [${dOut}, ${dIn}] has d_in=${dIn} but the run captured ${w.input} with dim ${w.dIn}`,
+          { file, where, hint: 'the checkpoint does not belong to the model of this run' },
+        );
     };
-    const dense = (dOut: number, dIn: number, tensor: string, dtype: ReturnType<typeof stDtype>, data: { file: string; offset: number; byteLength: number }): MatrixRef =>
-      ({ name: w.name, layer: w.layer, proj: w.proj, input: w.input, dOut, dIn, source: { kind: 'dense', tensor, dtype, layout: 'out_in', data } });
+    const dense = (dOut: number, dIn: number, tensor: string, dtype: ReturnType<typeof stDtype>,
+      data: { file: string; offset: number; byteLength: number }): MatrixRef => ({ name: w.name, layer: w.layer,
+        proj: w.proj, input: w.input, dOut, dIn, source: { kind: 'dense', tensor, dtype, layout: 'out_in', data } });
     const fused = tname ? null : fusedMlpPart(w);
     const fname = fused && [`model.${fused.tensor}`, fused.tensor].find((c) => ck.tensors.has(c));
     if (fused && fname) {
       const h = ck.tensors.get(fname)!;
       const t = h.tensors.get(fname)!;
-      if (t.shape.length !== 2 || t.shape[0]! % 2 !== 0) throw new LobesError(`expected a 2-D weight of gate rows then up rows, got shape ${JSON.stringify(t.shape)}`, { file: h.file, where: fname });
+      if (t.shape.length !== 2 || t.shape[0]! % 2 !== 0)
+        throw new LobesError(`expected a 2-D weight of gate rows then up rows, got shape ${JSON.stringify(t.shape)}`, {
+          file: h.file,
+          where: fname,
+        });
       const [rows, dIn] = t.shape as [number, number];
       checkDIn(rows, dIn, h.file, fname);
       const dOut = rows / 2;
       const rowBytes = t.byteLength / rows;
       const r0 = fused.part * dOut;
-      out.push(dense(dOut, dIn, `${fname}[${r0}:${r0 + dOut}]`, stDtype(t.dtype, h.file, fname), { file: h.file, offset: t.offset + r0 * rowBytes, byteLength: dOut * rowBytes }));
+      out.push(
+        dense(dOut, dIn, `${fname}[${r0}:${r0 + dOut}]`, stDtype(t.dtype, h.file, fname), { file: h.file,
+          offset: t.offset + r0 * rowBytes, byteLength: dOut * rowBytes }),
+      );
       continue;
     }
     if (!tname) {
@@ -160,16 +181,28 @@ export function safetensorsMatrices(ck: SafetensorsCheckpoint, wanted: WantedMat
     }
     const h = ck.tensors.get(tname)!;
     const t = h.tensors.get(tname)!;
-    if (t.shape.length !== 2) throw new LobesError(`expected a 2-D weight, got shape ${JSON.stringify(t.shape)}`, { file: h.file, where: tname });
+    if (t.shape.length !== 2)
+      throw new LobesError(`expected a 2-D weight, got shape ${JSON.stringify(t.shape)}`, { file: h.file,
+        where: tname });
     const [dOut, dIn] = t.shape as [number, number];
     checkDIn(dOut, dIn, h.file, tname);
-    out.push(dense(dOut, dIn, tname, stDtype(t.dtype, h.file, tname), { file: h.file, offset: t.offset, byteLength: t.byteLength }));
+    out.push(
+      dense(dOut, dIn, tname, stDtype(t.dtype, h.file, tname), { file: h.file, offset: t.offset,
+        byteLength: t.byteLength }),
+    );
   }
   if (missing.length) {
-    throw new LobesError(`${missing.length} weight tensor${missing.length === 1 ? '' : 's'} missing: ${missing.slice(0, 3).join(', ')}${missing.length > 3 ? ', ...' : ''}`, {
-      file: ck.dir,
-      hint: `the run captured inputs of these projections; pass the checkpoint of the same model with ${opt('weights')}`,
-    });
+    throw new LobesError(
+      `${missing.length} weight tensor${missing.length === 1 ? '' : 's'} missing: ${missing.slice(0, 3).join(', ')}${
+        missing.length > 3 ? ', ...' : ''
+      }`,
+      {
+        file: ck.dir,
+        hint: `the run captured inputs of these projections; pass the checkpoint of the same model with ${
+          opt('weights')
+        }`,
+      },
+    );
   }
   return out;
 }
@@ -187,7 +220,9 @@ function fusedMlpPart(w: WantedMatrix): { tensor: string; part: 0 | 1 } | null {
  * Matrices of an ONNX model for the wanted list, from the capture points' ProjectionRefs
  * (ModelInfo.points from inspectModel).
  */
-export function onnxMatrices(m: LoadedModel, points: { name: string; dim: number; projections?: ProjectionRef[] }[], wanted: WantedMatrix[]): MatrixRef[] {
+export function onnxMatrices(m: LoadedModel, points: { name: string; dim: number; projections?: ProjectionRef[] }[],
+  wanted: WantedMatrix[]): MatrixRef[]
+{
   const byHook = new Map(points.map((p) => [p.name, p]));
   const out: MatrixRef[] = [];
   const missing: string[] = [];
@@ -199,18 +234,27 @@ export function onnxMatrices(m: LoadedModel, points: { name: string; dim: number
       continue;
     }
     if (ref.dIn !== w.dIn) {
-      throw new LobesError(`weight ${JSON.stringify(ref.weight)} has d_in=${ref.dIn} but the run captured ${w.input} with dim ${w.dIn}`, {
-        file: m.file,
-        hint: 'the model does not match the run',
-      });
+      throw new LobesError(
+        `weight ${JSON.stringify(ref.weight)} has d_in=${ref.dIn} but the run captured ${w.input} with dim ${w.dIn}`,
+        {
+          file: m.file,
+          hint: 'the model does not match the run',
+        },
+      );
     }
-    out.push({ name: w.name, layer: w.layer, proj: w.proj, input: w.input, dOut: ref.dOut, dIn: ref.dIn, source: onnxWeightSource(m, ref) });
+    out.push({ name: w.name, layer: w.layer, proj: w.proj, input: w.input, dOut: ref.dOut, dIn: ref.dIn,
+      source: onnxWeightSource(m, ref) });
   }
   if (missing.length) {
-    throw new LobesError(`no weight found in the graph for ${missing.length} projection${missing.length === 1 ? '' : 's'}: ${missing.slice(0, 3).join(', ')}${missing.length > 3 ? ', ...' : ''}`, {
-      file: m.file,
-      hint: `pass a safetensors checkpoint of the same model with ${opt('weights')}`,
-    });
+    throw new LobesError(
+      `no weight found in the graph for ${missing.length} projection${missing.length === 1 ? '' : 's'}: ${
+        missing.slice(0, 3).join(', ')
+      }${missing.length > 3 ? ', ...' : ''}`,
+      {
+        file: m.file,
+        hint: `pass a safetensors checkpoint of the same model with ${opt('weights')}`,
+      },
+    );
   }
   return out;
 }
@@ -234,27 +278,41 @@ export function ggufMatrices(file: string, wanted: WantedMatrix[]): MatrixRef[] 
       if (fused && fusedMapped) {
         // phi3's ffn_up: gate rows then up rows, each stored row one output (a row range is a byte range).
         const [rows, dIn] = fusedMapped.shape as [number, number];
-        if (dIn !== w.dIn) throw new LobesError(`weight shape [${rows}, ${dIn}] has d_in=${dIn} but the run captured ${w.input} with dim ${w.dIn}`, { file, where: `tensor ${JSON.stringify(fusedMapped.tensor.name)}`, hint: 'the GGUF does not belong to the model of this run' });
+        if (dIn !== w.dIn)
+          throw new LobesError(
+            `weight shape [${rows}, ${dIn}] has d_in=${dIn} but the run captured ${w.input} with dim ${w.dIn}`,
+            { file, where: `tensor ${JSON.stringify(fusedMapped.tensor.name)}`,
+              hint: 'the GGUF does not belong to the model of this run' },
+          );
         const t = fusedMapped.tensor;
         const dOut = rows / 2;
         const rowBytes = t.nbytes / rows;
         const r0 = fused.part * dOut;
-        out.push({ name: w.name, layer: w.layer, proj: w.proj, input: w.input, dOut, dIn, source: { kind: 'ggml', tensor: `${t.name}[${r0}:${r0 + dOut}]`, type: t.type, data: { file, offset: t.offset + r0 * rowBytes, byteLength: dOut * rowBytes } } });
+        out.push({ name: w.name, layer: w.layer, proj: w.proj, input: w.input, dOut, dIn,
+          source: { kind: 'ggml', tensor: `${t.name}[${r0}:${r0 + dOut}]`, type: t.type,
+            data: { file, offset: t.offset + r0 * rowBytes, byteLength: dOut * rowBytes } } });
         continue;
       }
       const mapped = model.mapped.find((m) => m.name === hf);
       if (!mapped) throw new LobesError(`no tensor for ${hf} in this llama GGUF`, { file });
-      if (mapped.permutedHeads) throw new LobesError(`${w.proj} rows are permuted in GGUF files; lobes scores MLP projections only`, { file, where: `tensor ${JSON.stringify(mapped.tensor.name)}` });
+      if (mapped.permutedHeads)
+        throw new LobesError(`${w.proj} rows are permuted in GGUF files; lobes scores MLP projections only`, { file,
+          where: `tensor ${JSON.stringify(mapped.tensor.name)}` });
       const [dOut, dIn] = mapped.shape;
       if (dIn !== w.dIn) {
-        throw new LobesError(`weight shape [${dOut}, ${dIn}] has d_in=${dIn} but the run captured ${w.input} with dim ${w.dIn}`, {
-          file,
-          where: `tensor ${JSON.stringify(mapped.tensor.name)}`,
-          hint: 'the GGUF does not belong to the model of this run',
-        });
+        throw new LobesError(
+          `weight shape [${dOut}, ${dIn}] has d_in=${dIn} but the run captured ${w.input} with dim ${w.dIn}`,
+          {
+            file,
+            where: `tensor ${JSON.stringify(mapped.tensor.name)}`,
+            hint: 'the GGUF does not belong to the model of this run',
+          },
+        );
       }
       const t = mapped.tensor;
-      out.push({ name: w.name, layer: w.layer, proj: w.proj, input: w.input, dOut, dIn, source: { kind: 'ggml', tensor: t.name, type: t.type, data: { file, offset: t.offset, byteLength: t.nbytes } } });
+      out.push({ name: w.name, layer: w.layer, proj: w.proj, input: w.input, dOut, dIn,
+        source: { kind: 'ggml', tensor: t.name, type: t.type,
+          data: { file, offset: t.offset, byteLength: t.nbytes } } });
     }
     return out;
   } finally {

@@ -17,7 +17,8 @@ import { GOLD, writeAblateRun, writeGoldenItems } from './fixture.js';
 import { main } from '../../src/cli/main.js';
 import { capture } from '../capture.js';
 
-const readRecords = (dir: string) => readFileSync(path.join(dir, 'records.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as AblateRecord);
+const readRecords = (dir: string) =>
+  readFileSync(path.join(dir, 'records.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as AblateRecord);
 
 describe.each([
   ['tiny-llama', 1e-4],
@@ -41,7 +42,9 @@ describe.each([
       const abl = JSON.parse(readFileSync(path.join(out, 'ablation.json'), 'utf8'));
       expect(abl.regions).toHaveLength(1);
       expect(abl.regions[0].key).toBe(key);
-      expect(abl.regions[0].blocks.map((b: any) => ({ tensor: b.tensor, rows: b.rows, cols: b.cols }))).toEqual(GOLD.blocks[key]);
+      expect(abl.regions[0].blocks.map((b: any) => ({ tensor: b.tensor, rows: b.rows, cols: b.cols }))).toEqual(
+        GOLD.blocks[key],
+      );
       for (const b of abl.regions[0].blocks) expect(typeof b.initializer).toBe('string');
       expect(s.regions[0]!.blocks).toBe(GOLD.blocks[key]!.length);
       const recs = readRecords(out);
@@ -73,7 +76,8 @@ describe('lobes ablate jobs', () => {
   beforeAll(() => {
     tmp = mkdtempSync(path.join(os.tmpdir(), 'lobes-ablate-'));
     model = ensureGeneratedModel('tiny-llama');
-    run = writeAblateRun(path.join(tmp, 'run'), model, { ...GOLD.regions, C: { 'layers.0.mlp.gate_proj': [11] } }, GOLD.block);
+    run = writeAblateRun(path.join(tmp, 'run'), model, { ...GOLD.regions, C: { 'layers.0.mlp.gate_proj': [11] } },
+      GOLD.block);
     spec = writeGoldenItems(tmp);
   });
 
@@ -86,42 +90,55 @@ describe('lobes ablate jobs', () => {
     const { openLoglikEngine } = await import('../../src/runtime/loglik.js');
     const failing = async (m: string, o: any) => {
       const e = await openLoglikEngine(m, o);
-      return { ...e, info: e.info, usesCache: e.usesCache, stats: e.stats, close: () => e.close(), score: (r: any, d: any) => (++calls === 5 ? Promise.reject(new Error('killed')) : e.score(r, d)) };
+      return { ...e, info: e.info, usesCache: e.usesCache, stats: e.stats, close: () => e.close(),
+        score: (r: any, d: any) => (++calls === 5 ? Promise.reject(new Error('killed')) : e.score(r, d)) };
     };
-    await expect(runAblate({ run, region: 'all', data: spec, out: b, random: 2, chunkUnits: 2, quiet: true, deps: { openLoglik: failing as any } })).rejects.toThrow('killed');
+    await expect(
+      runAblate({ run, region: 'all', data: spec, out: b, random: 2, chunkUnits: 2, quiet: true,
+        deps: { openLoglik: failing as any } }),
+    ).rejects.toThrow('killed');
     expect(existsSync(path.join(b, 'summary.json'))).toBe(false);
     const logs: string[] = [];
-    await runAblate({ run, region: 'all', data: spec, out: b, random: 2, chunkUnits: 2, log: (l) => logs.push(l), quiet: true });
+    await runAblate({ run, region: 'all', data: spec, out: b, random: 2, chunkUnits: 2, log: (l) => logs.push(l),
+      quiet: true });
     expect(logs.join('\n')).toMatch(/resuming: 4 of \d+ chunks done/);
-    expect(readFileSync(path.join(b, 'records.jsonl'), 'utf8')).toBe(readFileSync(path.join(a, 'records.jsonl'), 'utf8'));
+    expect(readFileSync(path.join(b, 'records.jsonl'), 'utf8')).toBe(
+      readFileSync(path.join(a, 'records.jsonl'), 'utf8'),
+    );
     expect(readFileSync(path.join(b, 'summary.json'), 'utf8')).toBe(readFileSync(path.join(a, 'summary.json'), 'utf8'));
   }, 180_000);
 
-  it('a killed --limit job rerun over other items of the same file is refused, not resumed with a mix of both samples', async () => {
-    const out = path.join(tmp, 'other-items');
-    const n = GOLD.items.length - 1;
-    let calls = 0;
-    const { openLoglikEngine } = await import('../../src/runtime/loglik.js');
-    const failing = async (m: string, o: any) => {
-      const e = await openLoglikEngine(m, o);
-      return { ...e, info: e.info, usesCache: e.usesCache, stats: e.stats, close: () => e.close(), score: (r: any, d: any) => (++calls === 3 ? Promise.reject(new Error('killed')) : e.score(r, d)) };
-    };
-    // a copy of the items, so that the rerun reads the same spec (the same file path)
-    const file = spec.slice('jsonl:'.length, spec.indexOf('?'));
-    const copy = path.join(tmp, 'limit-items.jsonl');
-    const rows = readFileSync(file, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
-    writeFileSync(copy, rows.map((r) => JSON.stringify(r)).join('\n') + '\n');
-    const data = spec.replace(file, copy);
-    await expect(runAblate({ run, region: 'A', data, out, random: 1, chunkUnits: 1, limit: n, quiet: true, deps: { openLoglik: failing as any } })).rejects.toThrow('killed');
-    const job = JSON.parse(readFileSync(path.join(out, 'job.json'), 'utf8'));
-    // the same file, spec, number of items and --limit; other items (every id renamed)
-    writeFileSync(copy, rows.map((r) => JSON.stringify({ ...r, id: `${r.id}-renamed` })).join('\n') + '\n');
-    const err = await runAblate({ run, region: 'A', data, out, random: 1, chunkUnits: 1, limit: n, quiet: true }).then(() => null, (e) => e);
-    expect(err?.message).toMatch(/made with other settings, data, run or model \(data differs\)/);
-    expect(String(err.message)).not.toContain('\n');
-    expect(existsSync(path.join(out, 'summary.json'))).toBe(false);
-    expect(JSON.parse(readFileSync(path.join(out, 'job.json'), 'utf8'))).toEqual(job);
-  }, 180_000);
+  it('a killed --limit job rerun over other items of the same file is refused, not resumed with a mix of both samples',
+    async () => {
+      const out = path.join(tmp, 'other-items');
+      const n = GOLD.items.length - 1;
+      let calls = 0;
+      const { openLoglikEngine } = await import('../../src/runtime/loglik.js');
+      const failing = async (m: string, o: any) => {
+        const e = await openLoglikEngine(m, o);
+        return { ...e, info: e.info, usesCache: e.usesCache, stats: e.stats, close: () => e.close(),
+          score: (r: any, d: any) => (++calls === 3 ? Promise.reject(new Error('killed')) : e.score(r, d)) };
+      };
+      // a copy of the items, so that the rerun reads the same spec (the same file path)
+      const file = spec.slice('jsonl:'.length, spec.indexOf('?'));
+      const copy = path.join(tmp, 'limit-items.jsonl');
+      const rows = readFileSync(file, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+      writeFileSync(copy, rows.map((r) => JSON.stringify(r)).join('\n') + '\n');
+      const data = spec.replace(file, copy);
+      await expect(
+        runAblate({ run, region: 'A', data, out, random: 1, chunkUnits: 1, limit: n, quiet: true,
+          deps: { openLoglik: failing as any } }),
+      ).rejects.toThrow('killed');
+      const job = JSON.parse(readFileSync(path.join(out, 'job.json'), 'utf8'));
+      // the same file, spec, number of items and --limit; other items (every id renamed)
+      writeFileSync(copy, rows.map((r) => JSON.stringify({ ...r, id: `${r.id}-renamed` })).join('\n') + '\n');
+      const err = await runAblate({ run, region: 'A', data, out, random: 1, chunkUnits: 1, limit: n, quiet: true })
+        .then(() => null, (e) => e);
+      expect(err?.message).toMatch(/made with other settings, data, run or model \(data differs\)/);
+      expect(String(err.message)).not.toContain('\n');
+      expect(existsSync(path.join(out, 'summary.json'))).toBe(false);
+      expect(JSON.parse(readFileSync(path.join(out, 'job.json'), 'utf8'))).toEqual(job);
+    }, 180_000);
 
   it('a complete folder is kept; other settings are refused; --force replaces it', async () => {
     const out = path.join(tmp, 'again');
@@ -130,7 +147,9 @@ describe('lobes ablate jobs', () => {
     const logs: string[] = [];
     await runAblate({ run, region: 'A', data: spec, out, random: 2, log: (l) => logs.push(l) });
     expect(logs.join('\n')).toMatch(/already complete/);
-    await expect(runAblate({ run, region: 'A', data: spec, out, random: 3, quiet: true })).rejects.toThrow(/made with other settings/);
+    await expect(runAblate({ run, region: 'A', data: spec, out, random: 3, quiet: true })).rejects.toThrow(
+      /made with other settings/,
+    );
     expect(readFileSync(path.join(out, 'summary.json'), 'utf8')).toBe(before);
     const s = await runAblate({ run, region: 'B', data: spec, out, random: 3, quiet: true, force: true });
     expect(s.regions.map((r) => r.name)).toEqual(['B']);
@@ -139,7 +158,8 @@ describe('lobes ablate jobs', () => {
 
   const refused = async (o: Partial<Parameters<typeof runAblate>[0]>, re: RegExp) => {
     const out = path.join(tmp, `bad-${Math.random().toString(36).slice(2)}`);
-    const err = await runAblate({ run, region: 'A', data: spec, out, random: 2, quiet: true, ...o }).then(() => null, (e) => e);
+    const err = await runAblate({ run, region: 'A', data: spec, out, random: 2, quiet: true, ...o }).then(() => null,
+      (e) => e);
     expect(err).not.toBeNull();
     expect(err.message).toMatch(re);
     expect(String(err.message)).not.toContain('\n');
@@ -148,7 +168,9 @@ describe('lobes ablate jobs', () => {
 
   it('refuses a region that does not exist, with the nearest name', async () => {
     await refused({ region: 'a' }, /--region "a" is not a group .*groups by group: A, B, C/);
-    const err = await runAblate({ run, region: 'Bb', data: spec, out: path.join(tmp, 'x'), quiet: true }).catch((e) => e);
+    const err = await runAblate({ run, region: 'Bb', data: spec, out: path.join(tmp, 'x'), quiet: true }).catch((e) =>
+      e
+    );
     expect(err.hint).toMatch(/did you mean B\?/);
     await refused({ region: 'A', minus: 'D' }, /--minus "D" is not a group/);
   });
@@ -165,7 +187,7 @@ describe('lobes ablate jobs', () => {
     await refused({ run: bare }, /the run has no wanda results \(regions\.json is missing\)/);
   });
 
-  it('refuses a model that is not the run\'s model', async () => {
+  it("refuses a model that is not the run's model", async () => {
     await refused({ model: ensureGeneratedModel('tiny-llama-fp16') }, /--model is not the run's model/);
   });
 
@@ -192,11 +214,15 @@ describe('lobes ablate jobs', () => {
     const c = capture();
     try {
       const out = path.join(tmp, 'cli');
-      const code = await main(["ablate", run, "--region", "A", "--minus", "others", '--data', spec, '--out', out, '--random', '2', '--quiet']);
+      const code = await main(['ablate', run, '--region', 'A', '--minus', 'others', '--data', spec, '--out', out,
+        '--random', '2', '--quiet']);
       if (code !== 0) throw new Error(c.err());
       expect(c.out()).toMatch(/A∖others \(\d+ blocks\):\n {2}A +n= +3 /);
       expect(c.out()).toMatch(/specificity A∖others for A: .* p=\d\.\d{3}, Holm/);
-      expect(await main(['ablate', run, '--region', 'A', '--data', spec, '--out', path.join(tmp, 'cli2'), '--random', '2', '--json'])).toBe(0);
+      expect(
+        await main(['ablate', run, '--region', 'A', '--data', spec, '--out', path.join(tmp, 'cli2'), '--random', '2',
+          '--json']),
+      ).toBe(0);
       const j = JSON.parse(c.out().slice(c.out().indexOf('{')));
       expect(j.kind).toBe('ablate');
       expect(await main(['ablate', run, '--data', spec, '--out', path.join(tmp, 'cli3')])).toBe(2);

@@ -14,7 +14,8 @@ import { storedMatrices } from '../../src/ablate/patch.js';
 import type { EvalTokenizer } from '../../src/runtime/eval-tokenizer.js';
 import type { LoglikEngine, LoglikRequest } from '../../src/runtime/loglik.js';
 
-export const TINY_DIMS: Record<string, [number, number]> = { gate_proj: [256, 64], up_proj: [256, 64], down_proj: [64, 256] };
+export const TINY_DIMS: Record<string, [number, number]> = { gate_proj: [256, 64], up_proj: [256, 64],
+  down_proj: [64, 256] };
 
 /** The MLP matrices of the generated tiny-llama (2 layers) for a block size. */
 export function tinyMatrices(block: [number, number], layers = 2): WandaMatrix[] {
@@ -22,19 +23,24 @@ export function tinyMatrices(block: [number, number], layers = 2): WandaMatrix[]
   for (let l = 0; l < layers; l++) {
     for (const proj of ['gate_proj', 'up_proj', 'down_proj']) {
       const [dOut, dIn] = TINY_DIMS[proj]!;
-      out.push({ name: `layers.${l}.mlp.${proj}`, layer: l, proj, input: proj === 'down_proj' ? `layers.${l}.mlp.down_in` : `layers.${l}.mlp.in`, dOut, dIn, rowBlocks: Math.ceil(dOut / block[0]), colBlocks: Math.ceil(dIn / block[1]) });
+      out.push({ name: `layers.${l}.mlp.${proj}`, layer: l, proj,
+        input: proj === 'down_proj' ? `layers.${l}.mlp.down_in` : `layers.${l}.mlp.in`, dOut, dIn,
+        rowBlocks: Math.ceil(dOut / block[0]), colBlocks: Math.ceil(dIn / block[1]) });
     }
   }
   return out;
 }
 
 /** `files`: record every model file by content in the manifest, as lobes extract does (default: the graph alone, as older runs did). */
-export function writeAblateRun(dir: string, modelDir: string, regions: Record<string, BlockSet>, block: [number, number], by = 'group', files = false): string {
+export function writeAblateRun(dir: string, modelDir: string, regions: Record<string, BlockSet>,
+  block: [number, number], by = 'group', files = false): string
+{
   const groups = Object.keys(regions);
   writeSyntheticRun(dir, { groups, layers: 2, samplesPerGroup: 2, wanda: true, cluster: false, pooled: false });
   const mf = path.join(dir, 'manifest.json');
   const m = JSON.parse(readFileSync(mf, 'utf8'));
-  m.model = { ...m.model, dir: modelDir, graphSha256: createHash('sha256').update(readFileSync(path.join(modelDir, 'model.onnx'))).digest('hex') };
+  m.model = { ...m.model, dir: modelDir,
+    graphSha256: createHash('sha256').update(readFileSync(path.join(modelDir, 'model.onnx'))).digest('hex') };
   if (files) m.model.files = modelIdentity(modelDir).files;
   else delete m.model.files;
   delete m.identity;
@@ -44,11 +50,19 @@ export function writeAblateRun(dir: string, modelDir: string, regions: Record<st
   const s = JSON.parse(readFileSync(sf, 'utf8'));
   Object.assign(s, { by, groups, block, provenance: { ...s.provenance, run: m.identity } });
   writeFileSync(sf, JSON.stringify(s, null, 1) + '\n');
-  writeFileSync(path.join(dir, 'wanda', 'regions.json'), JSON.stringify({ matrices: tinyMatrices(block), regions, differences: [] }) + '\n');
+  writeFileSync(path.join(dir, 'wanda', 'regions.json'),
+    JSON.stringify({ matrices: tinyMatrices(block), regions, differences: [] }) + '\n');
   return dir;
 }
 
-export interface GoldenItem { id: string; group: string; context: string; continuation: string; contextIds: number[]; continuationIds: number[] }
+export interface GoldenItem {
+  id: string;
+  group: string;
+  context: string;
+  continuation: string;
+  contextIds: number[];
+  continuationIds: number[];
+}
 export const GOLD = JSON.parse(readFileSync(path.resolve(__dirname, '../goldens/ablate/tiny-llama.json'), 'utf8')) as {
   block: [number, number];
   regions: Record<string, BlockSet>;
@@ -61,7 +75,10 @@ export const GOLD = JSON.parse(readFileSync(path.resolve(__dirname, '../goldens/
 /** The golden items as a jsonl file and the spec lobes ablate reads it with. */
 export function writeGoldenItems(dir: string): string {
   const f = path.join(dir, 'items.jsonl');
-  writeFileSync(f, GOLD.items.map((it) => JSON.stringify({ id: it.id, group: it.group, context: it.context, continuation: it.continuation })).join('\n') + '\n');
+  writeFileSync(f,
+    GOLD.items.map((it) =>
+      JSON.stringify({ id: it.id, group: it.group, context: it.context, continuation: it.continuation })
+    ).join('\n') + '\n');
   return `jsonl:${f}?context=context&continuation=continuation&label=group&id=id`;
 }
 
@@ -89,7 +106,8 @@ export const CHAR_TOKENIZER: EvalTokenizer = {
  */
 export function fakeLoglikEngine(scoreRequest: (r: LoglikRequest) => number[]): LoglikEngine {
   const stats = { scoredTokens: 0, computedTokens: 0, runs: 0, tensors: 0, liveTensors: 0 };
-  const score = (ll: number) => ({ logprob: ll, tokens: 1, greedy: false, tokenLogprobs: new Float32Array([ll]), tokenGreedy: new Uint8Array(1) });
+  const score = (ll: number) => ({ logprob: ll, tokens: 1, greedy: false, tokenLogprobs: new Float32Array([ll]),
+    tokenGreedy: new Uint8Array(1) });
   return {
     info: {} as any,
     usesCache: false,
@@ -122,7 +140,9 @@ export function zeroedBlocks(dir: string, matrices: WandaMatrix[], block: [numbe
     const m = matrices[k]!;
     const s = sm.ref.source as { data: { file: string; offset: number; byteLength: number } };
     const buf = readFileSync(s.data.file);
-    const f = new Float32Array(buf.buffer.slice(buf.byteOffset + s.data.offset, buf.byteOffset + s.data.offset + s.data.byteLength));
+    const f = new Float32Array(
+      buf.buffer.slice(buf.byteOffset + s.data.offset, buf.byteOffset + s.data.offset + s.data.byteLength),
+    );
     for (let b = 0; b < m.rowBlocks * m.colBlocks; b++) {
       const r = Math.floor(b / m.colBlocks) * block[0];
       const c = (b % m.colBlocks) * block[1];

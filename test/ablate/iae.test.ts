@@ -54,7 +54,9 @@ function zeroed(dir: string): { zA: boolean; zB: boolean } {
   const sm = storedMatrices(dir, tinyMatrices(BLOCK)).find((s) => s.ref.name === UP)!;
   const s = sm.ref.source as { data: { file: string; offset: number; byteLength: number } };
   const buf = readFileSync(s.data.file);
-  const f = new Float32Array(buf.buffer.slice(buf.byteOffset + s.data.offset, buf.byteOffset + s.data.offset + s.data.byteLength));
+  const f = new Float32Array(
+    buf.buffer.slice(buf.byteOffset + s.data.offset, buf.byteOffset + s.data.offset + s.data.byteLength),
+  );
   const dOut = sm.ref.dOut;
   const all0 = (b: number) => {
     const r0 = 16 * Math.floor(b / 4);
@@ -136,11 +138,17 @@ describe('lobes ablate --task iae on a planted model', () => {
 
   it('reports, per region × label, the figures the planted flips give', async () => {
     const out = path.join(tmp, 'mi');
-    const s: AblateSummary = await runAblate({ run, region: 'all', data, out, random: K, task: 'iae', scoring: 'cloze', metric: 'acc_mutual_info', chunkUnits: 8, quiet: true, deps });
+    const s: AblateSummary = await runAblate({ run, region: 'all', data, out, random: K, task: 'iae', scoring: 'cloze',
+      metric: 'acc_mutual_info', chunkUnits: 8, quiet: true, deps });
     const abl = JSON.parse(readFileSync(path.join(out, 'ablation.json'), 'utf8'));
-    const hits = (blocks: { tensor: string; rows: number[]; cols: number[] }[], b: number) => blocks.some((x) => x.tensor === `model.${UP}.weight` && x.rows[0] === 16 * Math.floor(b / 4) && x.cols[0] === 16 * (b % 4));
+    const hits = (blocks: { tensor: string; rows: number[]; cols: number[] }[], b: number) =>
+      blocks.some((x) =>
+        x.tensor === `model.${UP}.weight` && x.rows[0] === 16 * Math.floor(b / 4) && x.cols[0] === 16 * (b % 4)
+      );
     // Every pass's correctness, from the blocks it zeroed.
-    const right = (blocks: any[] | null): number[] => Array.from({ length: N }, (_, i) => (plantedRight(i, !!blocks && hits(blocks, PA), !!blocks && hits(blocks, PB)) ? 1 : 0));
+    const right = (blocks: any[] | null): number[] =>
+      Array.from({ length: N },
+        (_, i) => (plantedRight(i, !!blocks && hits(blocks, PA), !!blocks && hits(blocks, PB)) ? 1 : 0));
     const before = right(null);
     const after: Record<string, number[]> = Object.fromEntries(abl.regions.map((r: any) => [r.key, right(r.blocks)]));
     const random: Record<string, number[]> = Object.fromEntries(abl.random.map((r: any) => [r.id, right(r.blocks)]));
@@ -200,7 +208,9 @@ describe('lobes ablate --task iae on a planted model', () => {
         else expect(c.ci[1] - c.ci[0]).toBeGreaterThan(0);
       }
       const adj = holmOf(ps);
-      ['A', 'B', 'C'].forEach((r, k) => expect(s.iae!.cells.find((x) => x.region === r && x.label === l)!.pHolm).toBeCloseTo(adj[k]!, 12));
+      ['A', 'B', 'C'].forEach((r, k) =>
+        expect(s.iae!.cells.find((x) => x.region === r && x.label === l)!.pHolm).toBeCloseTo(adj[k]!, 12)
+      );
     }
     // The planted cell A × A has losses and gains, in different numbers.
     const cA = s.iae!.cells.find((x) => x.region === 'A' && x.label === 'A')!;
@@ -222,9 +232,12 @@ describe('lobes ablate --task iae on a planted model', () => {
       expect(sp.p).toBeCloseTo(p, 12);
     }
     const adj = holmOf(sps);
-    ['A', 'B', 'C'].forEach((r, k) => expect(s.specificity.find((x) => x.region === r)!.pHolm).toBeCloseTo(adj[k]!, 12));
+    ['A', 'B', 'C'].forEach((r, k) =>
+      expect(s.specificity.find((x) => x.region === r)!.pHolm).toBeCloseTo(adj[k]!, 12)
+    );
     // The top-level cells are the same accuracy changes.
-    for (const c of s.iae!.cells) expect(s.cells.find((x) => x.region === c.region && x.label === c.label)!.delta).toBeCloseTo(c.change, 12);
+    for (const c of s.iae!.cells)
+      expect(s.cells.find((x) => x.region === c.region && x.label === c.label)!.delta).toBeCloseTo(c.change, 12);
   }, 120_000);
 
   it('the report reads the iae section into its accuracy table, and refuses a broken one naming the field', () => {
@@ -236,53 +249,79 @@ describe('lobes ablate --task iae on a planted model', () => {
     expect(a.iae!.rows).toHaveLength(9);
     for (const c of d.summary.iae!.cells) {
       const r = a.iae!.rows.find((x) => x.region === c.region && x.label === c.label)!;
-      expect([r.before, r.after, r.change, r.lost, r.gained, r.pMcNemar, r.p, r.pHolm]).toEqual([c.accuracyBefore, c.accuracyAfter, c.change, c.lost, c.gained, c.pMcNemar, c.p, c.pHolm]);
+      expect([r.before, r.after, r.change, r.lost, r.gained, r.pMcNemar, r.p, r.pHolm]).toEqual([c.accuracyBefore,
+        c.accuracyAfter, c.change, c.lost, c.gained, c.pMcNemar, c.p, c.pHolm]);
       expect(r.atFloor).toBe(c.p <= 1 / (K + 1) + 1e-12);
     }
     const j = JSON.parse(readFileSync(path.join(out, 'summary.json'), 'utf8'));
     j.iae.cells[2].lost = -1;
-    expect(() => parseAblateSummary(j, 'summary.json')).toThrow(/summary\.json.*iae\.cells\[2\]\.lost.*expected an integer ≥ 0, got -1/);
+    expect(() => parseAblateSummary(j, 'summary.json')).toThrow(
+      /summary\.json.*iae\.cells\[2\]\.lost.*expected an integer ≥ 0, got -1/,
+    );
   });
 
-  it('with letter scoring, votes eval\'s letter picks over 3 option orders per item, on the patched model of each pass', async () => {
-    let z = { zA: false, zB: false };
-    const fake = fakeEvalDeps((p) => {
-      const i = Number(/item (\d+)/.exec(p.text)![1]);
-      return oneHot(p.k, slotOf(p.text, plantedRight(i, z.zA, z.zB) ? 'right' : 'decoy', '. ', p.k));
-    });
-    const seen: string[] = [];
-    const out = path.join(tmp, 'letter');
-    const s = await runAblate({
-      run, region: 'A', data, out, random: 2, task: 'iae', quiet: true,
-      deps: { ...fake, openScorer: async (dir, o) => ((z = zeroed(dir)), seen.push(dir), fake.openScorer!(dir, o)) },
-    });
-    expect(s.iae!.scoring).toBe('letter');
-    expect(s.iae!.shuffles).toBe(3);
-    const abl = JSON.parse(readFileSync(path.join(out, 'ablation.json'), 'utf8'));
-    const hitsA = abl.regions[0].blocks.some((x: any) => x.tensor === `model.${UP}.weight` && x.rows[0] === 80 && x.cols[0] === 16);
-    expect(hitsA).toBe(true);
-    const recs = readFileSync(path.join(out, 'records.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
-    recs.forEach((r, i) => {
-      expect(r.before).toBe(plantedRight(i, false, false));
-      expect(r.after.A).toBe(plantedRight(i, true, false));
-    });
-    // The pass before ablating runs on the model folder itself, every other on the patched copy.
-    expect(seen[0]).toBe(ensureGeneratedModel('tiny-llama'));
-    expect(seen.slice(1).every((d) => d.endsWith('.lobes-ablate-model'))).toBe(true);
-  }, 60_000);
+  it("with letter scoring, votes eval's letter picks over 3 option orders per item, on the patched model of each pass",
+    async () => {
+      let z = { zA: false, zB: false };
+      const fake = fakeEvalDeps((p) => {
+        const i = Number(/item (\d+)/.exec(p.text)![1]);
+        return oneHot(p.k, slotOf(p.text, plantedRight(i, z.zA, z.zB) ? 'right' : 'decoy', '. ', p.k));
+      });
+      const seen: string[] = [];
+      const out = path.join(tmp, 'letter');
+      const s = await runAblate({
+        run,
+        region: 'A',
+        data,
+        out,
+        random: 2,
+        task: 'iae',
+        quiet: true,
+        deps: { ...fake, openScorer: async (dir, o) => ((z = zeroed(dir)), seen.push(dir), fake.openScorer!(dir, o)) },
+      });
+      expect(s.iae!.scoring).toBe('letter');
+      expect(s.iae!.shuffles).toBe(3);
+      const abl = JSON.parse(readFileSync(path.join(out, 'ablation.json'), 'utf8'));
+      const hitsA = abl.regions[0].blocks.some((x: any) =>
+        x.tensor === `model.${UP}.weight` && x.rows[0] === 80 && x.cols[0] === 16
+      );
+      expect(hitsA).toBe(true);
+      const recs = readFileSync(path.join(out, 'records.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+      recs.forEach((r, i) => {
+        expect(r.before).toBe(plantedRight(i, false, false));
+        expect(r.after.A).toBe(plantedRight(i, true, false));
+      });
+      // The pass before ablating runs on the model folder itself, every other on the patched copy.
+      expect(seen[0]).toBe(ensureGeneratedModel('tiny-llama'));
+      expect(seen.slice(1).every((d) => d.endsWith('.lobes-ablate-model'))).toBe(true);
+    }, 60_000);
 
-  it('refuses, writing nothing, when the model is at or below chance before ablating (acc: "decoy" always wins)', async () => {
-    const out = path.join(tmp, 'acc');
-    await expect(runAblate({ run, region: 'all', data, out, random: 2, task: 'iae', scoring: 'cloze', metric: 'acc', quiet: true, deps })).rejects.toThrow(/not above chance before ablating \(cloze scoring, acc: 0\/36 = 0\.0% correct, chance 25\.0%, exact one-sided p = 1\.00/);
-    expect(existsSync(out)).toBe(false);
-  }, 60_000);
+  it('refuses, writing nothing, when the model is at or below chance before ablating (acc: "decoy" always wins)',
+    async () => {
+      const out = path.join(tmp, 'acc');
+      await expect(
+        runAblate({ run, region: 'all', data, out, random: 2, task: 'iae', scoring: 'cloze', metric: 'acc', quiet: true,
+          deps }),
+      ).rejects.toThrow(
+        /not above chance before ablating \(cloze scoring, acc: 0\/36 = 0\.0% correct, chance 25\.0%, exact one-sided p = 1\.00/,
+      );
+      expect(existsSync(out)).toBe(false);
+    }, 60_000);
 
   it('keeps task, scoring and metric in the job identity: a resume with others is refused', async () => {
     const out = path.join(tmp, 'mi');
-    await expect(runAblate({ run, region: 'all', data, out, random: K, task: 'iae', scoring: 'cloze', metric: 'acc_norm', chunkUnits: 8, quiet: true, deps })).rejects.toThrow(/made with other settings/);
-    await expect(runAblate({ run, region: 'all', data: data.replace('question=question&options=options&answer=answer&', 'context=question&continuation=question&'), out, random: K, chunkUnits: 8, quiet: true, deps })).rejects.toThrow(/made with other settings|not a lobes ablation/);
+    await expect(
+      runAblate({ run, region: 'all', data, out, random: K, task: 'iae', scoring: 'cloze', metric: 'acc_norm',
+        chunkUnits: 8, quiet: true, deps }),
+    ).rejects.toThrow(/made with other settings/);
+    await expect(
+      runAblate({ run, region: 'all',
+        data: data.replace('question=question&options=options&answer=answer&',
+          'context=question&continuation=question&'), out, random: K, chunkUnits: 8, quiet: true, deps }),
+    ).rejects.toThrow(/made with other settings|not a lobes ablation/);
     // The same command finds it complete.
-    const s = await runAblate({ run, region: 'all', data, out, random: K, task: 'iae', scoring: 'cloze', metric: 'acc_mutual_info', chunkUnits: 8, quiet: true, deps });
+    const s = await runAblate({ run, region: 'all', data, out, random: K, task: 'iae', scoring: 'cloze',
+      metric: 'acc_mutual_info', chunkUnits: 8, quiet: true, deps });
     expect(s.iae!.metric).toBe('acc_mutual_info');
   }, 60_000);
 
@@ -291,8 +330,14 @@ describe('lobes ablate --task iae on a planted model', () => {
     const write = process.stderr.write.bind(process.stderr);
     (process.stderr as any).write = (x: string) => (err.push(String(x)), true);
     try {
-      expect(await main(['ablate', run, '--region', 'A', '--data', data, '--out', path.join(tmp, 'bad1'), '--task', 'iae', '--metric', 'acc_norm'])).toBe(2);
-      expect(await main(['ablate', run, '--region', 'A', '--data', data, '--out', path.join(tmp, 'bad2'), '--scoring', 'cloze'])).toBe(2);
+      expect(
+        await main(['ablate', run, '--region', 'A', '--data', data, '--out', path.join(tmp, 'bad1'), '--task', 'iae',
+          '--metric', 'acc_norm']),
+      ).toBe(2);
+      expect(
+        await main(['ablate', run, '--region', 'A', '--data', data, '--out', path.join(tmp, 'bad2'), '--scoring',
+          'cloze']),
+      ).toBe(2);
     } finally {
       (process.stderr as any).write = write;
     }

@@ -14,7 +14,8 @@ import { studentTQuantile } from '../../src/util/stats.js';
 
 const G = JSON.parse(readFileSync(path.resolve(__dirname, '../goldens/ablate-null/null_goldens.json'), 'utf8')) as {
   shapiro: { name: string; x: number[]; w: number; p: number }[];
-  wilcoxon: { name: string; d: number[]; method: 'exact' | 'approx'; less: number; greater: number; 'two-sided': number; rplus: number }[];
+  wilcoxon: { name: string; d: number[]; method: 'exact' | 'approx'; less: number; greater: number; 'two-sided': number;
+    rplus: number }[];
   tq: { df: number; q95: number; q80: number; q975: number }[];
 };
 

@@ -11,7 +11,8 @@ import { mkdtempSync, readFileSync, readdirSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { ensureGeneratedModel } from '../../src/models/write.js';
-import { blockEdits, copyModelFolder, storedMatrices, WeightPatcher, type StoredMatrix } from '../../src/ablate/patch.js';
+import { blockEdits, copyModelFolder, storedMatrices, WeightPatcher,
+  type StoredMatrix } from '../../src/ablate/patch.js';
 import type { HfBlock } from '../../src/ablate/regions.js';
 import { GOLD, tinyMatrices } from './fixture.js';
 
@@ -59,14 +60,19 @@ function decode(sm: StoredMatrix, modelDir: string, dir: string): Float64Array {
       const q = (B[n * nb * (bs / 2) + (k >> 1)]! >> ((k & 1) * 4)) & 15;
       const kb = Math.floor(k / bs);
       const zp = Z ? (Z[n * zRow + (kb >> 1)]! >> ((kb & 1) * 4)) & 15 : 8;
-      const sc = s.scales.dtype === 'F32' ? sv.getFloat32((n * nb + kb) * 4, true) : half(sv.getUint16((n * nb + kb) * 2, true));
+      const sc = s.scales.dtype === 'F32'
+        ? sv.getFloat32((n * nb + kb) * 4, true)
+        : half(sv.getUint16((n * nb + kb) * 2, true));
       W[n * dIn + k] = (q - zp) * sc;
     }
   }
   return W;
 }
 
-const sha = (dir: string) => readdirSync(dir).sort().map((f) => createHash('sha256').update(readFileSync(path.join(dir, f))).digest('hex')).join(',');
+const sha = (dir: string) =>
+  readdirSync(dir).sort().map((f) => createHash('sha256').update(readFileSync(path.join(dir, f))).digest('hex')).join(
+    ',',
+  );
 
 function checkZeroed(model: string, blocks: HfBlock[], stored: StoredMatrix[], work: string) {
   const matrices = tinyMatrices(GOLD.block);
@@ -86,7 +92,8 @@ function checkZeroed(model: string, blocks: HfBlock[], stored: StoredMatrix[], w
           inside++;
           if (before[r * dIn + c] === 0) wasZero++;
           if (v !== 0) throw new Error(`${tensor}[${r}, ${c}] is ${v} inside a zeroed block`);
-        } else if (v !== before[r * dIn + c]) throw new Error(`${tensor}[${r}, ${c}] changed outside the blocks: ${before[r * dIn + c]} -> ${v}`);
+        } else if (v !== before[r * dIn + c])
+          throw new Error(`${tensor}[${r}, ${c}] changed outside the blocks: ${before[r * dIn + c]} -> ${v}`);
       }
     }
     // Most weights inside were not 0 before (4-bit codes equal to their zero point are), so the zeros are the edit's.
@@ -95,34 +102,38 @@ function checkZeroed(model: string, blocks: HfBlock[], stored: StoredMatrix[], w
   });
 }
 
-describe.each(['tiny-llama', 'tiny-llama-opaque', 'tiny-llama-fp16', 'tiny-llama-q4'])('zeroing blocks in %s', (name) => {
-  let model: string;
-  let stored: StoredMatrix[];
-  beforeAll(() => {
-    model = ensureGeneratedModel(name);
-    stored = storedMatrices(model, tinyMatrices(GOLD.block));
-  });
+describe.each(['tiny-llama', 'tiny-llama-opaque', 'tiny-llama-fp16', 'tiny-llama-q4'])('zeroing blocks in %s',
+  (name) => {
+    let model: string;
+    let stored: StoredMatrix[];
+    beforeAll(() => {
+      model = ensureGeneratedModel(name);
+      stored = storedMatrices(model, tinyMatrices(GOLD.block));
+    });
 
-  it('gives exact zeros inside the blocks, nothing changed outside, and restores the original bytes', () => {
-    // The goldens' blocks, and one with odd bounds (a 4-bit code's byte is shared with its neighbour).
-    const blocks = [...GOLD.blocks.A!, { tensor: 'model.layers.1.mlp.up_proj.weight', rows: [7, 12], cols: [33, 41] } as HfBlock];
-    const work = path.join(mkdtempSync(path.join(os.tmpdir(), 'lobes-patch-')), 'work');
-    copyModelFolder(model, work);
-    const p = new WeightPatcher(model, work);
-    const matrices = tinyMatrices(GOLD.block);
-    const byTensor = new Map(matrices.map((m, k) => [`model.${m.name}.weight`, stored[k]!]));
-    p.apply(blocks.flatMap((b) => blockEdits(byTensor.get(b.tensor)!, b)));
-    checkZeroed(model, blocks, stored, work);
-    p.restore();
-    p.close();
-    expect(sha(work)).toBe(sha(model));
+    it('gives exact zeros inside the blocks, nothing changed outside, and restores the original bytes', () => {
+      // The goldens' blocks, and one with odd bounds (a 4-bit code's byte is shared with its neighbour).
+      const blocks = [...GOLD.blocks.A!,
+        { tensor: 'model.layers.1.mlp.up_proj.weight', rows: [7, 12], cols: [33, 41] } as HfBlock];
+      const work = path.join(mkdtempSync(path.join(os.tmpdir(), 'lobes-patch-')), 'work');
+      copyModelFolder(model, work);
+      const p = new WeightPatcher(model, work);
+      const matrices = tinyMatrices(GOLD.block);
+      const byTensor = new Map(matrices.map((m, k) => [`model.${m.name}.weight`, stored[k]!]));
+      p.apply(blocks.flatMap((b) => blockEdits(byTensor.get(b.tensor)!, b)));
+      checkZeroed(model, blocks, stored, work);
+      p.restore();
+      p.close();
+      expect(sha(work)).toBe(sha(model));
+    });
   });
-});
 
 describe('MatMulNBits with float zero points (GGUF Q4_1 conversions)', () => {
   it('zeroes whole quantisation blocks through their scales and refuses a block that cuts one', () => {
     const model = ensureGeneratedModel('tiny-llama-q4');
-    const stored = storedMatrices(model, tinyMatrices(GOLD.block)).map((sm) => ({ ...sm, zeros: sm.zeros!.map(() => NaN) }));
+    const stored = storedMatrices(model, tinyMatrices(GOLD.block)).map((sm) => ({ ...sm,
+      zeros: sm.zeros!.map(() => NaN) })
+    );
     const work = path.join(mkdtempSync(path.join(os.tmpdir(), 'lobes-patch-')), 'work');
     copyModelFolder(model, work);
     const p = new WeightPatcher(model, work);
@@ -133,6 +144,8 @@ describe('MatMulNBits with float zero points (GGUF Q4_1 conversions)', () => {
     p.restore();
     p.close();
     expect(sha(work)).toBe(sha(model));
-    expect(() => blockEdits(stored[0]!, { ...ok, cols: [16, 64] })).toThrow(/whole quantisation blocks of 32 .* cut one/);
+    expect(() => blockEdits(stored[0]!, { ...ok, cols: [16, 64] })).toThrow(
+      /whole quantisation blocks of 32 .* cut one/,
+    );
   });
 });

@@ -47,9 +47,15 @@ describe('a planted specific region at a non-saturating dose', () => {
     const tmp = mkdtempSync(path.join(os.tmpdir(), 'lobes-planted-specific-'));
     const run = writeAblateRun(path.join(tmp, 'run'), ensureGeneratedModel('tiny-llama'), REGIONS, BLOCK);
     const f = path.join(tmp, 'items.jsonl');
-    writeFileSync(f, Array.from({ length: N }, (_, i) => JSON.stringify({ id: `i${i}`, group: GROUPS[i % 3], context: `item ${i} group ${GROUPS[i % 3]}:`, continuation: ' yes' })).join('\n') + '\n');
+    writeFileSync(f,
+      Array.from({ length: N },
+        (_, i) =>
+          JSON.stringify({ id: `i${i}`, group: GROUPS[i % 3], context: `item ${i} group ${GROUPS[i % 3]}:`,
+            continuation: ' yes' })).join('\n') + '\n');
     const out = path.join(tmp, 'out');
-    const s = await runAblate({ run, region: 'all', data: `jsonl:${f}?context=context&continuation=continuation&label=group&id=id`, out, quiet: true, bootstrap: 200, deps: { openLoglik: (m) => plantedEngine(m), loadTokenizer: async () => CHAR_TOKENIZER } });
+    const s = await runAblate({ run, region: 'all',
+      data: `jsonl:${f}?context=context&continuation=continuation&label=group&id=id`, out, quiet: true, bootstrap: 200,
+      deps: { openLoglik: (m) => plantedEngine(m), loadTokenizer: async () => CHAR_TOKENIZER } });
     expect(s.random).toBe(20);
     const recs = readFileSync(path.join(out, 'records.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
     // the dose does not saturate: the region costs under 10% of any item's log-likelihood
@@ -70,7 +76,8 @@ describe('a planted specific region at a non-saturating dose', () => {
     expect(a.paired!.others.beaten).toBeLessThan(20);
     for (const g of ['B', 'C']) {
       const x = spec[g]!;
-      expect(Math.abs(x.ratio! / Math.exp(x.nullRatio.reduce<number>((t, r) => t + Math.log(r!), 0) / 20) - 1)).toBeLessThan(0.1);
+      expect(Math.abs(x.ratio! / Math.exp(x.nullRatio.reduce<number>((t, r) => t + Math.log(r!), 0) / 20) - 1))
+        .toBeLessThan(0.1);
       expect(x.ratioPHeadHolm!).toBeGreaterThan(0.05);
     }
   }, 60_000);

@@ -38,7 +38,9 @@ async function plantedEngine(dir: string): Promise<LoglikEngine> {
   for (const sm of stored) {
     const s = sm.ref.source as { data: { file: string; offset: number; byteLength: number } };
     const buf = readFileSync(s.data.file);
-    const f = new Float32Array(buf.buffer.slice(buf.byteOffset + s.data.offset, buf.byteOffset + s.data.offset + s.data.byteLength));
+    const f = new Float32Array(
+      buf.buffer.slice(buf.byteOffset + s.data.offset, buf.byteOffset + s.data.offset + s.data.byteLength),
+    );
     const { dOut } = sm.ref;
     f.forEach((v, e) => {
       total++;
@@ -47,7 +49,8 @@ async function plantedEngine(dir: string): Promise<LoglikEngine> {
       // MatMul [d_in, d_out]: element e is W[e % d_out, floor(e / d_out)].
       const r = e % dOut;
       const c = Math.floor(e / dOut);
-      if (`model.${sm.ref.name}.weight` === P.tensor && r >= P_ROWS[0]! && r < P_ROWS[1]! && c >= P_COLS[0]! && c < P_COLS[1]!) pZero++;
+      if (`model.${sm.ref.name}.weight` === P.tensor && r >= P_ROWS[0]! && r < P_ROWS[1]! && c >= P_COLS[0]! &&
+        c < P_COLS[1]!) pZero++;
     });
   }
   const pShare = pZero / ((P_ROWS[1]! - P_ROWS[0]!) * (P_COLS[1]! - P_COLS[0]!));
@@ -64,15 +67,22 @@ describe('a planted block', () => {
     const tmp = mkdtempSync(path.join(os.tmpdir(), 'lobes-planted-'));
     const run = writeAblateRun(path.join(tmp, 'run'), ensureGeneratedModel('tiny-llama'), REGIONS, BLOCK);
     const f = path.join(tmp, 'items.jsonl');
-    const rows = Array.from({ length: 24 }, (_, i) => ({ id: `i${i}`, group: 'ABC'[i % 3], context: `item ${i} group ${'ABC'[i % 3]}:`, continuation: ' yes' }));
+    const rows = Array.from({ length: 24 },
+      (_, i) => ({ id: `i${i}`, group: 'ABC'[i % 3], context: `item ${i} group ${'ABC'[i % 3]}:`,
+        continuation: ' yes' }));
     writeFileSync(f, rows.map((r) => JSON.stringify(r)).join('\n') + '\n');
     const K = 10;
     const out = path.join(tmp, 'out');
-    const s = await runAblate({ run, region: 'all', data: `jsonl:${f}?context=context&continuation=continuation&label=group&id=id`, out, random: K, quiet: true, deps: { openLoglik: (m) => plantedEngine(m), loadTokenizer: async () => tokenizer } });
+    const s = await runAblate({ run, region: 'all',
+      data: `jsonl:${f}?context=context&continuation=continuation&label=group&id=id`, out, random: K, quiet: true,
+      deps: { openLoglik: (m) => plantedEngine(m), loadTokenizer: async () => tokenizer } });
     const abl = JSON.parse(readFileSync(path.join(out, 'ablation.json'), 'utf8'));
     // Every region has the same count per matrix, so they share one null set of K random regions.
     expect(abl.random).toHaveLength(K);
-    const hits = abl.random.filter((r: any) => r.blocks.some((b: any) => b.tensor === P.tensor && b.rows[0] === P_ROWS[0] && b.cols[0] === P_COLS[0])).length;
+    const hits =
+      abl.random.filter((r: any) =>
+        r.blocks.some((b: any) => b.tensor === P.tensor && b.rows[0] === P_ROWS[0] && b.cols[0] === P_COLS[0])
+      ).length;
     const spec = Object.fromEntries(s.specificity.map((x) => [x.region, x]));
     const share = 1; // P is zeroed whole
     // A's items lose 2 more than the others, who lose nothing beyond the uniform part.

@@ -39,10 +39,18 @@ export function inPlantedColumn(k: number, b: number): boolean {
   const m = MATRICES[k]!;
   return b % m.colBlocks === (m.proj === 'down_proj' ? GI : F);
 }
-const PLANTED_COLUMN = new Set(MATRICES.flatMap((m, k) => Array.from({ length: m.rowBlocks * m.colBlocks }, (_, b) => b).filter((b) => inPlantedColumn(k, b)).map((b) => `${m.name}#${b}`)));
+const PLANTED_COLUMN = new Set(
+  MATRICES.flatMap((m, k) =>
+    Array.from({ length: m.rowBlocks * m.colBlocks }, (_, b) => b).filter((b) => inPlantedColumn(k, b)).map((b) =>
+      `${m.name}#${b}`
+    )
+  ),
+);
 
 /** The activations: ±1, and ±a on the planted features of the rows `planted(i)`; `gaussian`: times |z| of a standard normal z, so that every row has its own scale (regions fitted on other rows then differ). */
-export function activations(planted: (i: number) => boolean, a2 = 1.3, seed = 5, gaussian = false): Record<string, { dim: number; data: Float32Array }> {
+export function activations(planted: (i: number) => boolean, a2 = 1.3, seed = 5,
+  gaussian = false): Record<string, { dim: number; data: Float32Array }>
+{
   const rng = new Rng(seed);
   const a = Math.sqrt(a2);
   const hooks: Record<string, { dim: number; data: Float32Array }> = {};
@@ -62,10 +70,20 @@ export function activations(planted: (i: number) => boolean, a2 = 1.3, seed = 5,
 }
 
 /** A run of the rows (ids s0.., labels by `label`, default groupOf; or `rows` of them only) naming the model, and lobes wanda's results on it (from `weights`, default the model; at `resolution`, default block). */
-export async function writeRefitRun(dir: string, modelDir: string, hooks: Record<string, { dim: number; data: Float32Array }>, o: { rows?: number[]; label?: (i: number) => string; weights?: string; resolution?: 'block' | 'weight' } = {}): Promise<string> {
+export async function writeRefitRun(dir: string, modelDir: string,
+  hooks: Record<string, { dim: number; data: Float32Array }>,
+  o: { rows?: number[]; label?: (i: number) => string; weights?: string; resolution?: 'block' | 'weight' } =
+    {}): Promise<string>
+{
   const keep = o.rows ?? Array.from({ length: N }, (_, i) => i);
   const label = o.label ?? groupOf;
-  const sub = Object.fromEntries(Object.entries(hooks).map(([h, v]) => [h, { dim: v.dim, data: Float32Array.from(keep.flatMap((r) => [...v.data.subarray(r * v.dim, (r + 1) * v.dim)])) }]));
+  const sub = Object.fromEntries(
+    Object.entries(hooks).map((
+      [h, v],
+    ) => [h, { dim: v.dim,
+      data: Float32Array.from(keep.flatMap((r) => [...v.data.subarray(r * v.dim, (r + 1) * v.dim)])) }]
+    ),
+  );
   writeRun(dir, keep.map((i) => ({ group: label(i) })), sub, modelDir);
   // the sample ids of the rows kept (s<i> of the whole run)
   const sf = path.join(dir, 'samples.jsonl');
@@ -73,7 +91,8 @@ export async function writeRefitRun(dir: string, modelDir: string, hooks: Record
   writeFileSync(sf, lines.map((x, k) => JSON.stringify({ ...x, id: `s${keep[k]}` })).join('\n') + '\n');
   const mf = path.join(dir, 'manifest.json');
   const m = JSON.parse(readFileSync(mf, 'utf8'));
-  m.model = { ...m.model, dir: modelDir, graphSha256: createHash('sha256').update(readFileSync(path.join(modelDir, 'model.onnx'))).digest('hex') };
+  m.model = { ...m.model, dir: modelDir,
+    graphSha256: createHash('sha256').update(readFileSync(path.join(modelDir, 'model.onnx'))).digest('hex') };
   delete m.model.files;
   delete m.samplesSha256;
   delete m.identity;
@@ -81,9 +100,15 @@ export async function writeRefitRun(dir: string, modelDir: string, hooks: Record
   writeFileSync(mf, JSON.stringify(m, null, 1) + '\n');
   // wanda warns (under --quiet too) that 6 blocks per matrix are few for its metrics; the ablation does not read them
   const write = process.stderr.write;
-  process.stderr.write = ((chunk: string | Uint8Array) => (String(chunk).startsWith('wanda: warning:') ? true : write.call(process.stderr, chunk))) as typeof process.stderr.write;
+  process.stderr.write =
+    ((
+      chunk: string | Uint8Array,
+    ) => (String(chunk).startsWith('wanda: warning:')
+      ? true
+      : write.call(process.stderr, chunk))) as typeof process.stderr.write;
   try {
-    await runWanda(dir, { weights: o.weights ?? modelDir, resolution: o.resolution ?? 'block', by: 'group', block: BLOCK, top: { kind: 'fraction', value: 0.1, scope: 'matrix' }, permutations: 0, quiet: true, threads: 1 });
+    await runWanda(dir, { weights: o.weights ?? modelDir, resolution: o.resolution ?? 'block', by: 'group',
+      block: BLOCK, top: { kind: 'fraction', value: 0.1, scope: 'matrix' }, permutations: 0, quiet: true, threads: 1 });
   } finally {
     process.stderr.write = write;
   }
@@ -93,7 +118,11 @@ export async function writeRefitRun(dir: string, modelDir: string, hooks: Record
 /** The items, one per run row (id s<i>), as a jsonl spec lobes ablate reads. */
 export function writeRefitItems(dir: string): string {
   const f = path.join(dir, 'items.jsonl');
-  writeFileSync(f, Array.from({ length: N }, (_, i) => JSON.stringify({ id: `s${i}`, group: groupOf(i), context: `item ${i} group ${groupOf(i)}:`, continuation: ' yes' })).join('\n') + '\n');
+  writeFileSync(f,
+    Array.from({ length: N },
+      (_, i) =>
+        JSON.stringify({ id: `s${i}`, group: groupOf(i), context: `item ${i} group ${groupOf(i)}:`,
+          continuation: ' yes' })).join('\n') + '\n');
   return `jsonl:${f}?context=context&continuation=continuation&label=group&id=id`;
 }
 

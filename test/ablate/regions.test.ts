@@ -5,7 +5,8 @@
  * draws against its expectation, by a chi-square statistic computed here), seeded.
  */
 import { describe, it, expect } from 'vitest';
-import { countBlocks, hfBlocks, nullPools, poolCounts, randomRegion, randomSeed, regionMasks, type Masks } from '../../src/ablate/regions.js';
+import { countBlocks, hfBlocks, nullPools, poolCounts, randomRegion, randomSeed, regionMasks,
+  type Masks } from '../../src/ablate/regions.js';
 import type { WandaResults } from '../../src/ablate/regions.js';
 import { tinyMatrices } from './fixture.js';
 
@@ -41,7 +42,7 @@ describe('random regions', () => {
     }
   });
 
-  it('are seeded and uniform over each matrix\'s blocks', () => {
+  it("are seeded and uniform over each matrix's blocks", () => {
     const pools = nullPools(matrices, 'matrix');
     const counts = poolCounts(region, pools);
     expect(randomRegion(counts, pools, matrices, 7)).toEqual(randomRegion(counts, pools, matrices, 7));
@@ -69,11 +70,13 @@ describe('Hugging Face coordinates', () => {
     ]);
   });
 
-  it('A∖others keeps the blocks of A in no other group\'s region', () => {
+  it("A∖others keeps the blocks of A in no other group's region", () => {
     const w = {
       dir: '/x',
       settings: { by: 'g', groups: ['A', 'B', 'C'], block: [48, 48] },
-      regions: { matrices, regions: { A: { 'layers.0.mlp.gate_proj': [0, 1, 2] }, B: { 'layers.0.mlp.gate_proj': [1] }, C: { 'layers.0.mlp.gate_proj': [2, 3] } }, differences: [] },
+      regions: { matrices,
+        regions: { A: { 'layers.0.mlp.gate_proj': [0, 1, 2] }, B: { 'layers.0.mlp.gate_proj': [1] },
+          C: { 'layers.0.mlp.gate_proj': [2, 3] } }, differences: [] },
     } as unknown as WandaResults;
     expect(Array.from(regionMasks(w, { name: 'A', minus: 'others' })[0]!.slice(0, 4))).toEqual([1, 0, 0, 0]);
     expect(Array.from(regionMasks(w, { name: 'A', minus: 'B' })[0]!.slice(0, 4))).toEqual([1, 0, 1, 0]);

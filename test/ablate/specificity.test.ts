@@ -52,7 +52,7 @@ describe('rank p', () => {
 });
 
 describe('the normality check and the headline', () => {
-  it('reads ln(cost) for cells: costs exp(z) of a normal z pass (scipy\'s W of z) though the costs themselves are skewed', () => {
+  it("reads ln(cost) for cells: costs exp(z) of a normal z pass (scipy's W of z) though the costs themselves are skewed", () => {
     const z = sample('normal20').x;
     const s = stats(4, 4, () => 30, z.map((zk) => () => Math.exp(zk)));
     const cell = s.cells.find((c) => c.label === 'A')!;
@@ -63,7 +63,8 @@ describe('the normality check and the headline', () => {
   });
   it('a null that fails Shapiro–Wilk (an outlier among 20) heads with the rank p, and says so', () => {
     const z = sample('outlier20').x;
-    const s = stats(4, 4, (i) => (i < 4 ? 3 : 1), z.map((zk) => (i: number) => (i < 4 ? 1 + 0.05 * zk : 1))).specificity[0]!;
+    const s = stats(4, 4, (i) => (i < 4 ? 3 : 1), z.map((zk) => (i: number) => (i < 4 ? 1 + 0.05 * zk : 1)))
+      .specificity[0]!;
     // the contrast's null is −0.05 z: Shapiro is invariant to scale and sign
     expect(s.normality!.w).toBeCloseTo(sample('outlier20').w, 5);
     expect(s.normality!.p).toBeLessThan(0.05);
@@ -78,7 +79,7 @@ describe('the normality check and the headline', () => {
 });
 
 describe('minimum detectable effect', () => {
-  it('is (t_{0.95,K−1} + t_{0.8,K−1}) · sd · √(1 + 1/K) with scipy\'s quantiles (K = 20, 10)', () => {
+  it("is (t_{0.95,K−1} + t_{0.8,K−1}) · sd · √(1 + 1/K) with scipy's quantiles (K = 20, 10)", () => {
     for (const K of [20, 10]) {
       const nulls = sample('normal20').x.slice(0, K);
       const m = nulls.reduce((a, b) => a + b, 0) / K;
@@ -105,7 +106,8 @@ describe('minimum detectable effect', () => {
   });
   it('is printed for the contrast as mean(null) − δ and for the ratio as exp(mean ln null + δ)', () => {
     const z = sample('normal20').x;
-    const s = stats(5, 5, (i) => (i < 5 ? 2 : 1), z.map((zk) => (i: number) => (i < 5 ? Math.exp(0.1 * zk) : 1))).specificity[0]!;
+    const s = stats(5, 5, (i) => (i < 5 ? 2 : 1), z.map((zk) => (i: number) => (i < 5 ? Math.exp(0.1 * zk) : 1)))
+      .specificity[0]!;
     const nc = s.nullContrast;
     expect(s.mde).toBeCloseTo(nc.reduce((a, b) => a + b, 0) / nc.length - predictionMde(nc)!, 10);
     const ln = s.nullRatio.map((r) => Math.log(r!));

@@ -4,7 +4,8 @@
  * of a mean approaches, the null p with ties, and Holm.
  */
 import { describe, it, expect } from 'vitest';
-import { ablationStats, bootstrapContrast, bootstrapMean, costP, costRatio, lowerP, percentileCi } from '../../src/ablate/stats.js';
+import { ablationStats, bootstrapContrast, bootstrapMean, costP, costRatio, lowerP,
+  percentileCi } from '../../src/ablate/stats.js';
 import { holm, predictionP } from '../../src/util/stats.js';
 import { Rng } from '../../src/util/rng.js';
 
@@ -49,7 +50,8 @@ describe('ablation statistics', () => {
       labelOf,
       before,
       regions: [
-        { name: 'X', minus: null, after: shift([-1, -1, 0, 0]), random: [shift([-0.25, -0.25, -0.25, -0.25]), shift([-0.5, 0, -0.25, -0.25])] },
+        { name: 'X', minus: null, after: shift([-1, -1, 0, 0]),
+          random: [shift([-0.25, -0.25, -0.25, -0.25]), shift([-0.5, 0, -0.25, -0.25])] },
         { name: 'Y', minus: null, after: shift([0, 0, 0, 0]), random: [shift([-0.25, -0.25, -0.25, -0.25])] },
       ],
       bootstrap: 200,
@@ -81,10 +83,14 @@ describe('ablation statistics', () => {
     const len = Array.from({ length: n }, (_, i) => (labelOf[i] === 0 ? 30 : 10));
     const hard = Array.from({ length: n }, () => 0.8 + 0.4 * rng.next());
     const before = Float64Array.from({ length: n }, (_, i) => -2 * len[i]!);
-    const cost = (c: number, ownFactor = 1) => Float64Array.from(before, (b, i) => b - c * len[i]! * hard[i]! * (labelOf[i] === 0 ? ownFactor : 1) * (1 + 0.05 * (rng.next() - 0.5)));
+    const cost = (c: number, ownFactor = 1) =>
+      Float64Array.from(before,
+        (b, i) => b - c * len[i]! * hard[i]! * (labelOf[i] === 0 ? ownFactor : 1) * (1 + 0.05 * (rng.next() - 0.5)));
     const random = Array.from({ length: 10 }, () => cost(0.2 * (1 + 0.2 * (rng.next() - 0.5))));
     const longAfter = cost(1);
-    const s = ablationStats({ labels: ['A', 'B', 'C'], labelOf, before, regions: [{ name: 'A', minus: null, after: longAfter, random }, { name: 'B', minus: null, after: cost(1, 2), random }], bootstrap: 100, seed: 0 });
+    const s = ablationStats({ labels: ['A', 'B', 'C'], labelOf, before,
+      regions: [{ name: 'A', minus: null, after: longAfter, random }, { name: 'B', minus: null, after: cost(1, 2),
+        random }], bootstrap: 100, seed: 0 });
     const [long, own] = s.specificity;
     // the ratio from the cells equals the one over items: mean cost of A's items / mean cost of all the others
     const itemMean = (after: Float64Array, own: boolean) => {
@@ -125,9 +131,12 @@ describe('ablation statistics', () => {
     const n = 90;
     const labelOf = Int32Array.from({ length: n }, (_, i) => i % 3);
     const before = Float64Array.from({ length: n }, () => -20);
-    const cost = (c: number, own: number) => Float64Array.from(before, (b, i) => b - c * (labelOf[i] === 0 ? own : 1) * (0.9 + 0.2 * rng.next()));
+    const cost = (c: number, own: number) =>
+      Float64Array.from(before, (b, i) => b - c * (labelOf[i] === 0 ? own : 1) * (0.9 + 0.2 * rng.next()));
     const random = Array.from({ length: 10 }, () => cost(0.3, 1));
-    const s = ablationStats({ labels: ['A', 'B', 'C'], labelOf, before, regions: [{ name: 'A', minus: null, after: cost(1, 1.5), random }, { name: 'B', minus: null, after: cost(1, 1), random }], bootstrap: 100, seed: 0 });
+    const s = ablationStats({ labels: ['A', 'B', 'C'], labelOf, before,
+      regions: [{ name: 'A', minus: null, after: cost(1, 1.5), random }, { name: 'B', minus: null, after: cost(1, 1),
+        random }], bootstrap: 100, seed: 0 });
     expect(s.specificity[0]!.ratio!).toBeGreaterThan(1.3);
     expect(s.specificity[0]!.ratioP!).toBeLessThan(1e-4);
     expect(s.specificity[0]!.ratioPHolm!).toBeLessThan(1e-3);
@@ -136,7 +145,7 @@ describe('ablation statistics', () => {
     expect(costRatio(-2, -1)).toBe(2);
   });
 
-  it('the cells\' t test is calibrated on costs that spread multiplicatively (lognormal, K = 10), where the raw t test rejects too often', () => {
+  it("the cells' t test is calibrated on costs that spread multiplicatively (lognormal, K = 10), where the raw t test rejects too often", () => {
     const rng = new Rng(13);
     const normal = () => Math.sqrt(-2 * Math.log(1 - rng.next())) * Math.cos(2 * Math.PI * rng.next());
     const cost = () => -100 * Math.exp(0.4 * normal());

@@ -21,7 +21,8 @@ describe('lobes attend cancelled through its signal', () => {
   let base: AttendOptions;
   beforeAll(async () => {
     root = mkdtempSync(path.join(tmpdir(), 'lobes-attend-abort-'));
-    base = { model: TINY, data: 'builtin:social', limit: N, chunkUnits: 3, batch: 2, layers: 'all', bootstrap: 50, out: '' };
+    base = { model: TINY, data: 'builtin:social', limit: N, chunkUnits: 3, batch: 2, layers: 'all', bootstrap: 50,
+      out: '' };
     reference = path.join(root, 'reference');
     await runAttend({ ...base, out: reference, quiet: true });
   }, 300_000);
@@ -31,8 +32,10 @@ describe('lobes attend cancelled through its signal', () => {
     const out = path.join(root, 'aborted');
     const ac = new AbortController();
     // The progress line that reports the first item done aborts the controller (a line per tick: intervalMs 0).
-    const stream = { isTTY: false, write: (s: string) => (/^attend: [1-9]\d*\//.test(s) && ac.abort(), true) } as unknown as NodeJS.WriteStream;
-    const err = await runAttend({ ...base, out, signal: ac.signal, log: () => {}, progress: { stream, intervalMs: 0 } }).catch((x: unknown) => x);
+    const stream = { isTTY: false,
+      write: (s: string) => (/^attend: [1-9]\d*\//.test(s) && ac.abort(), true) } as unknown as NodeJS.WriteStream;
+    const err = await runAttend({ ...base, out, signal: ac.signal, log: () => {}, progress: { stream, intervalMs: 0 } })
+      .catch((x: unknown) => x);
     expect(err).toBeInstanceOf(LobesError);
     expect((err as LobesError).code).toBe('E_ABORTED');
     expect((err as LobesError).message).toMatch(/lobes attend was cancelled before chunk 1/);

@@ -12,7 +12,8 @@
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { openAttentionEngine, parseLayerSelection, realRows, type AttentionEngine } from '../../src/runtime/attention-engine.js';
+import { openAttentionEngine, parseLayerSelection, realRows,
+  type AttentionEngine } from '../../src/runtime/attention-engine.js';
 import { padBatch } from '../../src/runtime/batching.js';
 import { loadTokenizer } from '../../src/runtime/tokenize.js';
 import { ensureGeneratedModel, generatedModelParams } from '../../src/models/index.js';
@@ -36,13 +37,17 @@ function goldens(json: string, st: string): { ids: number[][]; rows: Float32Arra
 }
 
 /** Each row's [layers, heads, n] weights, for a batch of id lists padded on `side`. */
-async function rowsOf(eng: AttentionEngine, seqs: number[][], side: 'left' | 'right', pad = 0): Promise<Float32Array[]> {
+async function rowsOf(eng: AttentionEngine, seqs: number[][], side: 'left' | 'right',
+  pad = 0): Promise<Float32Array[]>
+{
   const b = padBatch(seqs, pad, side);
   return realRows(b, await eng.run(b), eng.layers);
 }
 
 /** Check an engine against golden rows: singly, and batched with either padding. */
-async function againstGoldens(eng: AttentionEngine, g: { ids: number[][]; rows: Float32Array[] }, tol: number): Promise<number> {
+async function againstGoldens(eng: AttentionEngine, g: { ids: number[][]; rows: Float32Array[] },
+  tol: number): Promise<number>
+{
   let worst = 0;
   for (let i = 0; i < g.ids.length; i++) {
     const [single] = await rowsOf(eng, [g.ids[i]!], 'right');
@@ -67,11 +72,20 @@ describe('explicit attention (Softmax in the graph) on the generated models', ()
     return flat;
   });
 
-  for (const [name, tol] of [['tiny-llama', 1e-6], ['tiny-llama-opaque', 1e-6], ['tiny-llama-past', 1e-6], ['tiny-llama-fp16', 2e-3]] as const) {
+  for (const [name, tol] of [['tiny-llama', 1e-6], ['tiny-llama-opaque', 1e-6], ['tiny-llama-past', 1e-6], [
+    'tiny-llama-fp16',
+    2e-3,
+  ]] as const) {
     it(`${name}: every layer and head equals the float64 forward pass, with either padding`, async () => {
-      const eng = await openAttentionEngine(name === 'tiny-llama' ? resolve(ROOT, 'models/tiny-llama') : ensureGeneratedModel(name), { device: 'cpu' });
+      const eng = await openAttentionEngine(
+        name === 'tiny-llama' ? resolve(ROOT, 'models/tiny-llama') : ensureGeneratedModel(name),
+        { device: 'cpu' },
+      );
       try {
-        expect(eng.sites.map((s) => [s.name, s.source])).toEqual([['layers.0.attn.weights', 'softmax'], ['layers.1.attn.weights', 'softmax']]);
+        expect(eng.sites.map((s) => [s.name, s.source])).toEqual([['layers.0.attn.weights', 'softmax'], [
+          'layers.1.attn.weights',
+          'softmax',
+        ]]);
         for (const side of ['left', 'right'] as const) {
           const rows = await rowsOf(eng, seqs, side);
           rows.forEach((r, i) => expect(maxAbsDiff(r, refs[i]!), `${side} row ${i}`).toBeLessThan(tol));
@@ -132,7 +146,10 @@ describe('GroupQueryAttention (onnxruntime-genai builder, fp32 CPU: packed QKV, 
   afterAll(async () => eng?.close());
 
   it('finds a fused site per layer', () => {
-    expect(eng.sites.map((s) => [s.name, s.source])).toEqual([['layers.0.attn.weights', 'GroupQueryAttention'], ['layers.1.attn.weights', 'GroupQueryAttention']]);
+    expect(eng.sites.map((s) => [s.name, s.source])).toEqual([['layers.0.attn.weights', 'GroupQueryAttention'], [
+      'layers.1.attn.weights',
+      'GroupQueryAttention',
+    ]]);
     expect(eng.sites[0]!.detail).toMatch(/4 heads \/ 2 KV heads.*in-op rotary \(halves\).*packed QKV/);
   });
 
@@ -144,7 +161,7 @@ describe('GroupQueryAttention (onnxruntime-genai builder, fp32 CPU: packed QKV, 
   });
 });
 
-describe('explicit attention in real exporters\' graphs (torch.onnx dynamo, optimum)', () => {
+describe("explicit attention in real exporters' graphs (torch.onnx dynamo, optimum)", () => {
   for (const name of ['hf-tiny-llama31', 'hf-tiny-llama31-optimum']) {
     it(`${name}: every layer and head equals Hugging Face eager attention within 1e-4`, async () => {
       const eng = await openAttentionEngine(resolve(ROOT, 'test/goldens', name), { device: 'cpu' });
@@ -161,7 +178,8 @@ describe('explicit attention in real exporters\' graphs (torch.onnx dynamo, opti
 describe.skipIf(!hasGenai)('MultiHeadAttention + RotaryEmbedding (../shared onnxruntime-genai fp16 fixture)', () => {
   it('every layer equals the independent float64 forward pass, with either padding', async () => {
     const tok = await loadTokenizer(GENAI, { maxTokens: null, chatTemplate: false });
-    const seqs = ['The quick brown fox jumps over the lazy dog.', 'Hi', 'Numbers: 3.14159, 2.71828 and 1.41421 appear often.'].map((t) => tok.encode(t).ids);
+    const seqs = ['The quick brown fox jumps over the lazy dog.', 'Hi',
+      'Numbers: 3.14159, 2.71828 and 1.41421 appear often.'].map((t) => tok.encode(t).ids);
     const eng = await openAttentionEngine(GENAI, { device: 'cpu' });
     try {
       expect(eng.sites.map((s) => s.source)).toEqual(['MultiHeadAttention', 'MultiHeadAttention']);
@@ -182,12 +200,15 @@ describe.skipIf(!hasGenai)('MultiHeadAttention + RotaryEmbedding (../shared onnx
 
 describe("lobes' Llama writer: the explicit Softmax and the recomputed GroupQueryAttention agree on the same weights", () => {
   it('fp32 within 1e-5 and fp16 within 3e-3, 8 heads on 2 KV heads, left-padded mixed batch', async () => {
-    const spec = { layers: 2, hidden: 128, intermediate: 256, heads: 8, kvHeads: 2, headDim: 16, vocab: 300, rmsNormEps: 1e-5, ropeTheta: 10000, ropeScaling: null, maxPositions: 128, tiedEmbeddings: false } as LlamaSpec;
+    const spec = { layers: 2, hidden: 128, intermediate: 256, heads: 8, kvHeads: 2, headDim: 16, vocab: 300,
+      rmsNormEps: 1e-5, ropeTheta: 10000, ropeScaling: null, maxPositions: 128, tiedEmbeddings: false } as LlamaSpec;
     const seqs = [[1, 5, 9, 33, 200, 17, 4], [2, 3], [7, 8, 9, 10, 11, 12, 13, 14, 15, 16]];
     const tmp = mkdtempSync(resolve(tmpdir(), 'lobes-attend-writer-'));
     try {
       const rows: Record<string, Float32Array[]> = {};
-      for (const [name, layout, dtype] of [['explicit32', 'explicit', 'fp32'], ['genai32', 'genai', 'fp32'], ['genai16', 'genai', 'fp16']] as const) {
+      for (const [name, layout, dtype] of [['explicit32', 'explicit', 'fp32'], ['genai32', 'genai', 'fp32'], ['genai16',
+        'genai', 'fp16']] as const)
+      {
         const dir = resolve(tmp, name);
         await writeLlamaOnnx(dir, spec, seededLlamaSource(spec, 3), { layout, dtype, weights: dtype });
         const eng = await openAttentionEngine(dir, { device: 'cpu' });
@@ -216,7 +237,8 @@ describe('layer selection', () => {
     expect(parseLayerSelection('last:20', 2, { clamp: true })).toEqual([0, 1]);
     expect(() => parseLayerSelection('last:20', 2)).toThrow(LobesError);
     expect(parseLayerSelection('3, 0,5-7', 30)).toEqual([0, 3, 5, 6, 7]);
-    for (const bad of ['30', '5-3', 'x', 'last:0', '']) expect(() => parseLayerSelection(bad, 30), bad).toThrow(LobesError);
+    for (const bad of ['30', '5-3', 'x', 'last:0', ''])
+      expect(() => parseLayerSelection(bad, 30), bad).toThrow(LobesError);
   });
 });
 

@@ -25,7 +25,9 @@ import { generatedModelParams } from '../../src/models/index.js';
 import { lastRowAttention } from './reference.js';
 import { cases } from '../goldens/cases.js';
 
-const GOLDEN = JSON.parse(readFileSync(path.resolve(import.meta.dirname, '../goldens/attend-cot/tiny-llama.json'), 'utf8'));
+const GOLDEN = JSON.parse(
+  readFileSync(path.resolve(import.meta.dirname, '../goldens/attend-cot/tiny-llama.json'), 'utf8'),
+);
 const SOCIALEVAL = path.resolve(import.meta.dirname, '../../../shared/socialeval/worldtree_data');
 const TINY = path.resolve(import.meta.dirname, '../../models/tiny-llama');
 
@@ -33,7 +35,8 @@ const TINY = path.resolve(import.meta.dirname, '../../models/tiny-llama');
 function plantedScorer(stream: number[]): Scorer & { fed: number[][] } {
   const fed: number[][] = [];
   let step = 0;
-  const head = (): HeadOutput => ({ cand: new Float32Array(1), lse: new Float32Array(1), top: Int32Array.of(stream[step++]!), k: 1 });
+  const head = (): HeadOutput => ({ cand: new Float32Array(1), lse: new Float32Array(1),
+    top: Int32Array.of(stream[step++]!), k: 1 });
   return {
     fed,
     info: {} as Scorer['info'],
@@ -41,7 +44,8 @@ function plantedScorer(stream: number[]): Scorer & { fed: number[][] } {
     multiTokenExtend: true,
     score: async () => head(),
     prefill: async (ids) => (fed.push(ids), { out: head(), state: { length: ids.length, past: new Map() } }),
-    extend: async (s, ids) => (fed.push(ids), { out: head(), state: { length: s.length + ids.length, past: new Map() } }),
+    extend: async (s,
+      ids) => (fed.push(ids), { out: head(), state: { length: s.length + ids.length, past: new Map() } }),
     close: async () => undefined,
   };
 }
@@ -53,7 +57,8 @@ describe('greedy generation', () => {
     expect(await greedy(a, [1, 2], 10, eos)).toEqual({ ids: [5, 6], end: 'eos' });
     expect(a.fed).toEqual([[1, 2], [5], [6]]);
     expect(await greedy(plantedScorer([5, 6, 7, 8]), [1], 3, eos)).toEqual({ ids: [5, 6, 7], end: 'budget' });
-    expect(await greedy(plantedScorer([5, 6, 7, 8]), [1], 10, eos, (g) => g.at(-1) === 6)).toEqual({ ids: [5, 6], end: 'stop' });
+    expect(await greedy(plantedScorer([5, 6, 7, 8]), [1], 10, eos, (g) => g.at(-1) === 6)).toEqual({ ids: [5, 6],
+      end: 'stop' });
     expect(await greedy(plantedScorer([5]), [1], 0, eos)).toEqual({ ids: [], end: 'budget' });
   });
 });
@@ -78,7 +83,7 @@ describe('against Hugging Face transformers (tiny-llama weights)', () => {
     }
   });
 
-  it('the attention at the cue\'s last token, averaged over heads and layers, equals output_attentions', async () => {
+  it("the attention at the cue's last token, averaged over heads and layers, equals output_attentions", async () => {
     const engine = await openAttentionEngine(past, { device: 'cpu', layers: null });
     try {
       for (const g of cases(GOLDEN, 'items')) {
@@ -88,7 +93,9 @@ describe('against Hugging Face transformers (tiny-llama weights)', () => {
         const { mean, perLayer } = average(row, engine.layers.length, res.heads, g.sequence.length);
         let worst = 0;
         mean.forEach((w, j) => (worst = Math.max(worst, Math.abs(w - g.weights[j]))));
-        perLayer.forEach((pl, l) => pl.forEach((w, j) => (worst = Math.max(worst, Math.abs(w - g.layerWeights[l][j])))));
+        perLayer.forEach((pl, l) =>
+          pl.forEach((w, j) => (worst = Math.max(worst, Math.abs(w - g.layerWeights[l][j]))))
+        );
         expect(worst).toBeLessThan(1e-5);
       }
     } finally {
@@ -111,7 +118,8 @@ describe('lobes attend --eval of an evaluation made with --cot', () => {
       writeFileSync(data, rows.map((r) => JSON.stringify(r)).join('\n') + '\n');
       const ev = path.join(root, 'eval');
       const { runEval, readEvalResults } = await import('../../src/eval/run.js');
-      await runEval({ model, data: `jsonl:${data}?id=id&question=q&options=o&answer=a`, out: ev, cot: 5, shuffles: 1, bootstrap: 0, quiet: true });
+      await runEval({ model, data: `jsonl:${data}?id=id&question=q&options=o&answer=a`, out: ev, cot: 5, shuffles: 1,
+        bootstrap: 0, quiet: true });
       const records = readEvalResults(ev).records;
       const out = path.join(root, 'attend');
       const opts = { model, eval: ev, items: 'all' as const, layers: 'all', bootstrap: 0, out, quiet: true };
@@ -121,7 +129,8 @@ describe('lobes attend --eval of an evaluation made with --cot', () => {
       // The summary says the attention was read after the evaluation's reasoning budget,
       // while the job's identity keeps the flag (0), so the same command finds the job done.
       expect(summary.settings.cot).toBe(5);
-      const job = JSON.parse(readFileSync(path.join(out, 'attend.json'), 'utf8')) as { identity: Record<string, string>; facts: { settings: { cot: number } } };
+      const job = JSON.parse(readFileSync(path.join(out, 'attend.json'), 'utf8')) as { identity: Record<string, string>;
+        facts: { settings: { cot: number } } };
       expect(job.identity['--cot']).toBe('0');
       expect(job.facts.settings.cot).toBe(5);
       await runAttend(opts);
@@ -161,14 +170,17 @@ describe.skipIf(!existsSync(SOCIALEVAL))('lobes attend --data socialeval: --cot 
     model = path.join(root, 'tiny-past-long');
     const src = ensureGeneratedModel('tiny-llama-past');
     cpSync(src, model, { recursive: true });
-    writeFileSync(path.join(model, 'config.json'), JSON.stringify({ ...JSON.parse(readFileSync(path.join(src, 'config.json'), 'utf8')), max_position_embeddings: 1 << 16 }));
+    writeFileSync(path.join(model, 'config.json'),
+      JSON.stringify({ ...JSON.parse(readFileSync(path.join(src, 'config.json'), 'utf8')),
+        max_position_embeddings: 1 << 16 }));
   });
   afterAll(() => rmSync(root, { recursive: true, force: true }));
 
-  it('keeps the greedy reasoning, appends the cue, and reads the attention at the cue\'s last token', async () => {
+  it("keeps the greedy reasoning, appends the cue, and reads the attention at the cue's last token", async () => {
     const out = path.join(root, 'cot');
     const COT = 6;
-    await runAttend({ model, data: `socialeval:${SOCIALEVAL}?lang=en`, limit: 2, cot: COT, layers: 'all', bootstrap: 0, out, quiet: true });
+    await runAttend({ model, data: `socialeval:${SOCIALEVAL}?lang=en`, limit: 2, cot: COT, layers: 'all', bootstrap: 0,
+      out, quiet: true });
     const { items, summary } = readAttendResults(out);
     expect(summary.settings.cot).toBe(COT);
     const etok = await loadEvalTokenizer(model, { chatTemplate: 'auto' });
@@ -194,7 +206,8 @@ describe.skipIf(!existsSync(SOCIALEVAL))('lobes attend --data socialeval: --cot 
         expect(r.suffix).toBe('\n{"choice": "');
         expect(it.prompt.slice(cue.start)).toBe('\n{"choice": "');
         // The model read prompt, reasoning and cue; the weights are those of the cue's last token.
-        const cueIds = etok.pieceSlot(r.suffix, ['A', 'B', 'C', 'D'].slice(0, Object.keys(it.roles!).length), it.id).ids;
+        const cueIds =
+          etok.pieceSlot(r.suffix, ['A', 'B', 'C', 'D'].slice(0, Object.keys(it.roles!).length), it.id).ids;
         expect(it.ids).toEqual([...baseIds, ...r.ids, ...cueIds]);
         expect(it.position).toBe(it.ids.length - 1);
         const ref = lastRowAttention(p, it.ids);
@@ -214,13 +227,20 @@ describe.skipIf(!existsSync(SOCIALEVAL))('lobes attend --data socialeval: --cot 
   }, 300_000);
 
   it('refuses --cot where it does not apply, and on a model without a KV cache', async () => {
-    await expect(runAttend({ model, data: 'builtin:social', cot: 4, out: path.join(root, 'x'), quiet: true })).rejects.toThrow(/^cot .* needs position answer/);
-    await expect(runAttend({ model, eval: root, cot: 4, out: path.join(root, 'x'), quiet: true })).rejects.toThrow(/lobes eval --cot N already hold the model's reasoning/);
+    await expect(runAttend({ model, data: 'builtin:social', cot: 4, out: path.join(root, 'x'), quiet: true })).rejects
+      .toThrow(/^cot .* needs position answer/);
+    await expect(runAttend({ model, eval: root, cot: 4, out: path.join(root, 'x'), quiet: true })).rejects.toThrow(
+      /lobes eval --cot N already hold the model's reasoning/,
+    );
     const long = path.join(root, 'tiny-long');
     cpSync(TINY, long, { recursive: true });
-    writeFileSync(path.join(long, 'config.json'), JSON.stringify({ ...JSON.parse(readFileSync(path.join(TINY, 'config.json'), 'utf8')), max_position_embeddings: 1 << 16 }));
+    writeFileSync(path.join(long, 'config.json'),
+      JSON.stringify({ ...JSON.parse(readFileSync(path.join(TINY, 'config.json'), 'utf8')),
+        max_position_embeddings: 1 << 16 }));
     const out = path.join(root, 'nopast');
-    await expect(runAttend({ model: long, data: `socialeval:${SOCIALEVAL}?lang=en`, limit: 1, cot: 4, out, quiet: true })).rejects.toThrow(/cot needs a model with KV-cache inputs/);
+    await expect(
+      runAttend({ model: long, data: `socialeval:${SOCIALEVAL}?lang=en`, limit: 1, cot: 4, out, quiet: true }),
+    ).rejects.toThrow(/cot needs a model with KV-cache inputs/);
     expect(existsSync(out)).toBe(false);
   }, 300_000);
 });

@@ -8,7 +8,8 @@
  */
 import { describe, it, expect } from 'vitest';
 import * as ort from 'onnxruntime-node';
-import { DataType, GraphIndex, encodeModel, makeGraph, makeModel, makeNode, makeTensor, makeValueInfo, type NodeProto, type TensorProto } from '../../src/onnx/index.js';
+import { DataType, GraphIndex, encodeModel, makeGraph, makeModel, makeNode, makeTensor, makeValueInfo, type NodeProto,
+  type TensorProto } from '../../src/onnx/index.js';
 import { fusedAttentionSite, type FusedAttention } from '../../src/runtime/attention.js';
 import { buildAttentionModel } from '../../src/runtime/attention-surgery.js';
 import { Rng } from '../../src/util/rng.js';
@@ -86,7 +87,8 @@ function buildCase(c: Case, seed: number) {
       f32in('key', k, [B, S, KV * hd]);
       f32in('value', v, [B, S, KV * hd]);
     }
-    inits.push(makeTensor('one', DataType.INT64, [], BigInt64Array.of(1n)), makeTensor('axes1', DataType.INT64, [1], BigInt64Array.of(1n)));
+    inits.push(makeTensor('one', DataType.INT64, [], BigInt64Array.of(1n)),
+      makeTensor('axes1', DataType.INT64, [1], BigInt64Array.of(1n)));
     nodes.push(
       makeNode('ReduceSum', ['attention_mask', 'axes1'], ['len'], { keepdims: 0 }),
       makeNode('Sub', ['len', 'one'], ['len1']),
@@ -109,7 +111,8 @@ function buildCase(c: Case, seed: number) {
           ss[p * w + i] = Math.sin(ang);
         }
       }
-      inits.push(makeTensor('cos_cache', DataType.FLOAT, [S_MAX_POS, w], cc), makeTensor('sin_cache', DataType.FLOAT, [S_MAX_POS, w], ss));
+      inits.push(makeTensor('cos_cache', DataType.FLOAT, [S_MAX_POS, w], cc),
+        makeTensor('sin_cache', DataType.FLOAT, [S_MAX_POS, w], ss));
       cos = 'cos_cache';
       sin = 'sin_cache';
     }
@@ -141,7 +144,8 @@ function buildCase(c: Case, seed: number) {
       const data = new Float32Array(B * S * S);
       for (let b = 0; b < B; b++) {
         for (let i = 0; i < S; i++) {
-          for (let j = 0; j < S; j++) data[(b * S + i) * S + j] = j > i || !mask[b * S + j] ? -10000 : 0.3 * rng.normal();
+          for (let j = 0; j < S; j++)
+            data[(b * S + i) * S + j] = j > i || !mask[b * S + j] ? -10000 : 0.3 * rng.normal();
         }
       }
       feeds.attention_bias = new ort.Tensor('float32', data, [B, 1, S, S]);
@@ -154,26 +158,34 @@ function buildCase(c: Case, seed: number) {
   const graph = makeGraph('attn', nodes, inputs, outputs.map((o) => makeValueInfo(o, DataType.FLOAT, null)), inits);
   const model = makeModel(graph, { opsets: { '': 17, 'com.microsoft': 1 } });
   // With a projection bias, V is the value input plus its third of the bias.
-  const vEff = c.qkvBias ? (() => {
-    const bias = inits.find((t) => t.name === 'qkv_bias')!;
-    const bv = new Float32Array(bias.rawData!.slice().buffer).subarray(2 * H * hd);
-    const out = v.slice();
-    for (let r = 0; r < B * S; r++) for (let i = 0; i < H * hd; i++) out[r * H * hd + i] += bv[i]!;
-    return out;
-  })() : v;
+  const vEff = c.qkvBias ?
+    (() => {
+      const bias = inits.find((t) => t.name === 'qkv_bias')!;
+      const bv = new Float32Array(bias.rawData!.slice().buffer).subarray(2 * H * hd);
+      const out = v.slice();
+      for (let r = 0; r < B * S; r++) for (let i = 0; i < H * hd; i++) out[r * H * hd + i] += bv[i]!;
+      return out;
+    })() :
+    v;
   return { model, feeds, mask, B, S, vEff };
 }
 
-async function check(c: Case, seed = 1): Promise<{ maxErr: number; rows: Float32Array; S: number; mask: BigInt64Array }> {
+async function check(c: Case,
+  seed = 1): Promise<{ maxErr: number; rows: Float32Array; S: number; mask: BigInt64Array }>
+{
   const { model, feeds, mask, B, S, vEff } = buildCase(c, seed);
   const plain = await ort.InferenceSession.create(encodeModel(model));
   const out = (await plain.run(feeds)).out!.data as Float32Array;
   const g = new GraphIndex(model.graph!);
-  const site: FusedAttention = { ...fusedAttentionSite(g, g.nodes.find((n) => n.opType === c.op)!), layer: 0, name: 'layers.0.attn.weights' };
+  const site: FusedAttention = { ...fusedAttentionSite(g, g.nodes.find((n) => n.opType === c.op)!), layer: 0,
+    name: 'layers.0.attn.weights' };
   const surg = buildAttentionModel(model, g, [site], 'attention_mask');
   const sess = await ort.InferenceSession.create(encodeModel(surg.model));
   const wanted = new Set(sess.inputNames);
-  const rows = (await sess.run(Object.fromEntries(Object.entries(feeds).filter(([k]) => wanted.has(k)))))[surg.outputs.get(site.name)!]!.data as Float32Array;
+  const rows =
+    (await sess.run(Object.fromEntries(Object.entries(feeds).filter(([k]) => wanted.has(k)))))[
+      surg.outputs.get(site.name)!
+    ]!.data as Float32Array;
   const { heads: H, kvHeads: KV, headDim: hd } = c;
   const G = H / KV;
   let maxErr = 0;
@@ -204,16 +216,26 @@ const MIXED = [9, 4, 1, 7];
 
 describe('recomputed GroupQueryAttention weights reproduce the op (onnxruntime CPU kernel)', () => {
   const cases: [string, Case][] = [
-    ['no rotary, default scale', { op: 'GroupQueryAttention', heads: 4, kvHeads: 2, headDim: 8, lengths: MIXED, amp: 1.5 }],
-    ['rotary on halves', { op: 'GroupQueryAttention', heads: 4, kvHeads: 2, headDim: 16, rotaryHalf: 8, lengths: MIXED, amp: 1.5 }],
-    ['interleaved rotary', { op: 'GroupQueryAttention', heads: 4, kvHeads: 2, headDim: 16, rotaryHalf: 8, attrs: { rotary_interleaved: 1 }, lengths: MIXED, amp: 1.5 }],
-    ['partial rotary (16 of 32 dims)', { op: 'GroupQueryAttention', heads: 4, kvHeads: 2, headDim: 32, rotaryHalf: 8, lengths: MIXED, amp: 1.5 }],
-    ['partial interleaved rotary', { op: 'GroupQueryAttention', heads: 4, kvHeads: 1, headDim: 32, rotaryHalf: 8, attrs: { rotary_interleaved: 1 }, lengths: MIXED, amp: 1.5 }],
-    ['packed QKV with rotary', { op: 'GroupQueryAttention', heads: 6, kvHeads: 2, headDim: 16, rotaryHalf: 8, packed: true, lengths: MIXED, amp: 1.5 }],
-    ['scale and soft-capping', { op: 'GroupQueryAttention', heads: 2, kvHeads: 2, headDim: 8, attrs: { scale: 0.7, softcap: 3.5 }, lengths: MIXED, amp: 2 }],
-    ['local window', { op: 'GroupQueryAttention', heads: 4, kvHeads: 2, headDim: 16, rotaryHalf: 8, attrs: { local_window_size: 3 }, lengths: MIXED, amp: 1.5 }],
-    ['smooth softmax', { op: 'GroupQueryAttention', heads: 4, kvHeads: 2, headDim: 8, attrs: { smooth_softmax: 1 }, lengths: MIXED, amp: 1.5 }],
-    ['head sinks', { op: 'GroupQueryAttention', heads: 4, kvHeads: 2, headDim: 8, sinks: true, lengths: MIXED, amp: 1.5 }],
+    ['no rotary, default scale', { op: 'GroupQueryAttention', heads: 4, kvHeads: 2, headDim: 8, lengths: MIXED,
+      amp: 1.5 }],
+    ['rotary on halves', { op: 'GroupQueryAttention', heads: 4, kvHeads: 2, headDim: 16, rotaryHalf: 8, lengths: MIXED,
+      amp: 1.5 }],
+    ['interleaved rotary', { op: 'GroupQueryAttention', heads: 4, kvHeads: 2, headDim: 16, rotaryHalf: 8,
+      attrs: { rotary_interleaved: 1 }, lengths: MIXED, amp: 1.5 }],
+    ['partial rotary (16 of 32 dims)', { op: 'GroupQueryAttention', heads: 4, kvHeads: 2, headDim: 32, rotaryHalf: 8,
+      lengths: MIXED, amp: 1.5 }],
+    ['partial interleaved rotary', { op: 'GroupQueryAttention', heads: 4, kvHeads: 1, headDim: 32, rotaryHalf: 8,
+      attrs: { rotary_interleaved: 1 }, lengths: MIXED, amp: 1.5 }],
+    ['packed QKV with rotary', { op: 'GroupQueryAttention', heads: 6, kvHeads: 2, headDim: 16, rotaryHalf: 8,
+      packed: true, lengths: MIXED, amp: 1.5 }],
+    ['scale and soft-capping', { op: 'GroupQueryAttention', heads: 2, kvHeads: 2, headDim: 8,
+      attrs: { scale: 0.7, softcap: 3.5 }, lengths: MIXED, amp: 2 }],
+    ['local window', { op: 'GroupQueryAttention', heads: 4, kvHeads: 2, headDim: 16, rotaryHalf: 8,
+      attrs: { local_window_size: 3 }, lengths: MIXED, amp: 1.5 }],
+    ['smooth softmax', { op: 'GroupQueryAttention', heads: 4, kvHeads: 2, headDim: 8, attrs: { smooth_softmax: 1 },
+      lengths: MIXED, amp: 1.5 }],
+    ['head sinks', { op: 'GroupQueryAttention', heads: 4, kvHeads: 2, headDim: 8, sinks: true, lengths: MIXED,
+      amp: 1.5 }],
   ];
   for (const [name, c] of cases) {
     it(name, async () => {
@@ -223,9 +245,12 @@ describe('recomputed GroupQueryAttention weights reproduce the op (onnxruntime C
   }
 
   it('refuses a position_ids input with in-op rotary, naming it', () => {
-    const { model } = buildCase({ op: 'GroupQueryAttention', heads: 4, kvHeads: 2, headDim: 16, rotaryHalf: 8, positionIds: true, lengths: [3] }, 1);
+    const { model } = buildCase({ op: 'GroupQueryAttention', heads: 4, kvHeads: 2, headDim: 16, rotaryHalf: 8,
+      positionIds: true, lengths: [3] }, 1);
     const g = new GraphIndex(model.graph!);
-    expect(() => fusedAttentionSite(g, g.nodes.find((n) => n.opType === 'GroupQueryAttention')!)).toThrow(/position_ids input with in-op rotary/);
+    expect(() => fusedAttentionSite(g, g.nodes.find((n) => n.opType === 'GroupQueryAttention')!)).toThrow(
+      /position_ids input with in-op rotary/,
+    );
   });
 
   it('the weights are far from uniform (the comparison can fail)', async () => {
@@ -237,11 +262,13 @@ describe('recomputed GroupQueryAttention weights reproduce the op (onnxruntime C
 
 describe('recomputed MultiHeadAttention weights reproduce the op', () => {
   it('attention bias (causal, padding, noise), left padding', async () => {
-    const { maxErr } = await check({ op: 'MultiHeadAttention', heads: 2, kvHeads: 2, headDim: 8, bias: true, lengths: MIXED, side: 'left', amp: 1.5 });
+    const { maxErr } = await check({ op: 'MultiHeadAttention', heads: 2, kvHeads: 2, headDim: 8, bias: true,
+      lengths: MIXED, side: 'left', amp: 1.5 });
     expect(maxErr).toBeLessThan(2e-5);
   });
   it('projection bias and a scale', async () => {
-    const { maxErr } = await check({ op: 'MultiHeadAttention', heads: 2, kvHeads: 2, headDim: 8, bias: true, qkvBias: true, attrs: { scale: 0.5 }, lengths: MIXED, amp: 1.5 });
+    const { maxErr } = await check({ op: 'MultiHeadAttention', heads: 2, kvHeads: 2, headDim: 8, bias: true,
+      qkvBias: true, attrs: { scale: 0.5 }, lengths: MIXED, amp: 1.5 });
     expect(maxErr).toBeLessThan(2e-5);
   });
 });

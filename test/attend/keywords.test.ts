@@ -11,16 +11,38 @@ import type { AttendItem } from '../../src/attend/types.js';
 type W = [text: string, part: string, weight: number, kind?: string, content?: boolean];
 function item(id: string, words: W[], top: number[] = []): AttendItem {
   return {
-    id, index: 0, labels: {}, correct: null, prompt: '', parts: [], ids: [], tokens: [], spans: [], special: [], position: 0, layers: [0], heads: 1, weights: [],
-    words: words.map(([text, part, weight, kind, content]) => ({ text, start: 0, end: 0, kind: (kind ?? 'word') as any, part, weight, tokens: [], content: content ?? true })),
-    top, partMass: {}, partShare: {}, unaligned: 0, truncated: false,
+    id,
+    index: 0,
+    labels: {},
+    correct: null,
+    prompt: '',
+    parts: [],
+    ids: [],
+    tokens: [],
+    spans: [],
+    special: [],
+    position: 0,
+    layers: [0],
+    heads: 1,
+    weights: [],
+    words: words.map(([text, part, weight, kind, content]) => ({ text, start: 0, end: 0, kind: (kind ?? 'word') as any,
+      part, weight, tokens: [], content: content ?? true })
+    ),
+    top,
+    partMass: {},
+    partShare: {},
+    unaligned: 0,
+    truncated: false,
   } as unknown as AttendItem;
 }
 
 describe('attend keywords', () => {
   const items = [
-    item('a', [['The', 'question', 0.3], ['friend', 'question', 0.1], ['Friend', 'context', 0.05], ['JSON', 'instruction', 0.4], ['C', 'instruction', 0.2], ['.', 'question', 0.5, 'punct'], ['apologize', 'options', 0.02]], [2, 1]),
-    item('b', [['the', 'context', 0.25], ['apologize', 'options', 0.08], ['的', 'context', 0.3, 'cjk'], ['朋', 'context', 0.06, 'cjk'], ['json', 'instruction', 0.35], ['wrapper', 'template', 0.9, 'word', false]], [1]),
+    item('a', [['The', 'question', 0.3], ['friend', 'question', 0.1], ['Friend', 'context', 0.05], ['JSON',
+      'instruction', 0.4], ['C', 'instruction', 0.2], ['.', 'question', 0.5, 'punct'], ['apologize', 'options', 0.02]],
+      [2, 1]),
+    item('b', [['the', 'context', 0.25], ['apologize', 'options', 0.08], ['的', 'context', 0.3, 'cjk'], ['朋',
+      'context', 0.06, 'cjk'], ['json', 'instruction', 0.35], ['wrapper', 'template', 0.9, 'word', false]], [1]),
   ];
 
   it('averages each word over the items, 0 where absent, and leaves out function words, the instruction, punctuation and template text', () => {

@@ -53,7 +53,8 @@ describe('attention surgery and memory', () => {
       // and not the other way round
       expect(ancestors(nodes, prevRow).has(probs)).toBe(false);
     }
-    const made = new Set<string>([...surg.model.graph!.input.map((v) => v.name!), ...surg.model.graph!.initializer.map((t) => t.name!), '']);
+    const made = new Set<string>([...surg.model.graph!.input.map((v) => v.name!),
+      ...surg.model.graph!.initializer.map((t) => t.name!), '']);
     for (const n of nodes) {
       for (const i of n.input) expect(made.has(i), `${n.name} reads ${i} before it is made`).toBe(true);
       for (const o of n.output) made.add(o);
@@ -62,10 +63,16 @@ describe('attention surgery and memory', () => {
 
   it('the rows read together equal each layer read alone', async () => {
     const T = 9;
-    const b = { inputIds: BigInt64Array.from({ length: 2 * T }, (_, i) => BigInt(3 + ((i * 7) % 50))), attentionMask: BigInt64Array.from({ length: 2 * T }, (_, i) => (i >= T + 7 ? 0n : 1n)), batch: 2, seq: T, lastIndex: Int32Array.of(T - 1, 6) };
+    const b = { inputIds: BigInt64Array.from({ length: 2 * T }, (_, i) => BigInt(3 + ((i * 7) % 50))),
+      attentionMask: BigInt64Array.from({ length: 2 * T }, (_, i) => (i >= T + 7 ? 0n : 1n)), batch: 2, seq: T,
+      lastIndex: Int32Array.of(T - 1, 6) };
     const run = async (chosen: typeof sites) => {
       const surg = buildAttentionModel(a.loaded.model, a.disc.index, chosen, mask, inGraphPast, a.loaded.file);
-      const s = await ort.InferenceSession.create(encodeModel(surg.model), { logSeverityLevel: 3, extra: { session: { model_external_initializers_file_folder_path: a.loaded.dir } } } as ort.InferenceSession.SessionOptions);
+      const s = await ort.InferenceSession.create(encodeModel(surg.model),
+        { logSeverityLevel: 3,
+          extra: {
+            session: { model_external_initializers_file_folder_path: a.loaded.dir },
+          } } as ort.InferenceSession.SessionOptions);
       const out = await s.run(batchFeeds(s, plans, b, surg.maskAdded ? surg.maskInput : null));
       await s.release();
       return new Map(chosen.map((x) => [x.layer, Array.from(out[surg.outputs.get(x.name)!]!.data as Float32Array)]));

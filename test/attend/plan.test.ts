@@ -26,7 +26,10 @@ describe('attend: context and memory plans', () => {
     writeFileSync(join(short, 'config.json'), JSON.stringify({ ...cfg, max_position_embeddings: 24 }));
     data = join(tmp, 'texts.jsonl');
     const long = Array.from({ length: 40 }, (_, i) => `word${i}`).join(' ');
-    writeFileSync(data, [{ id: 'a', text: 'a short one', label: 'x' }, { id: 'long', text: long, label: 'y' }].map((r) => JSON.stringify(r)).join('\n') + '\n');
+    writeFileSync(data,
+      [{ id: 'a', text: 'a short one', label: 'x' }, { id: 'long', text: long, label: 'y' }].map((r) =>
+        JSON.stringify(r)
+      ).join('\n') + '\n');
   });
 
   it('refuses a text longer than the context with one line, and --max-tokens cuts it to fit', async () => {
@@ -34,21 +37,30 @@ describe('attend: context and memory plans', () => {
     const r = await cli(['attend', short, '--data', `jsonl:${data}?text=text&label=label`, '--out', out, '--quiet']);
     expect(r.code).toBe(1);
     expect(r.err.trim().split('\n')).toHaveLength(1);
-    expect(r.err).toMatch(/sample texts\.jsonl:2: 1 of 2 texts are longer than the model's context of 24 tokens \(config\.json max_position_embeddings\); the longest has \d+ tokens \(keep the last 24 tokens of each prompt with --max-tokens 24/);
+    expect(r.err).toMatch(
+      /sample texts\.jsonl:2: 1 of 2 texts are longer than the model's context of 24 tokens \(config\.json max_position_embeddings\); the longest has \d+ tokens \(keep the last 24 tokens of each prompt with --max-tokens 24/,
+    );
     expect(existsSync(out)).toBe(false);
-    const ok = await cli(['attend', short, '--data', `jsonl:${data}?text=text&label=label`, '--out', out, '--quiet', '--max-tokens', '24', '--bootstrap', '0']);
+    const ok = await cli(['attend', short, '--data', `jsonl:${data}?text=text&label=label`, '--out', out, '--quiet',
+      '--max-tokens', '24', '--bootstrap', '0']);
     expect(ok.code, ok.err).toBe(0);
   });
 
   it('refuses a batch plan over the memory limit before running it, naming the batch and its bytes', async () => {
     const out = join(tmp, 'mem-out');
     const limit = 10_000;
-    const err = await runAttend({ model: TINY, data: `jsonl:${data}?text=text&label=label`, out, quiet: true, memoryLimit: () => limit }).catch((e) => e);
-    expect(err.message).toMatch(/a batch of 2 rows × \d+ tokens needs about .* more than the 9\.8 KiB of memory this machine has/);
+    const err = await runAttend({ model: TINY, data: `jsonl:${data}?text=text&label=label`, out, quiet: true,
+      memoryLimit: () => limit }).catch((e) => e);
+    expect(err.message).toMatch(
+      /a batch of 2 rows × \d+ tokens needs about .* more than the 9\.8 KiB of memory this machine has/,
+    );
     expect(existsSync(out)).toBe(false);
     // Its estimate is the plan's formula for the model's shape.
     const seq = Number(/× (\d+) tokens/.exec(err.message)![1]);
     const cfg = JSON.parse(readFileSync(join(TINY, 'config.json'), 'utf8'));
-    expect(batchBytes({ heads: cfg.num_attention_heads, hidden: cfg.hidden_size, intermediate: cfg.intermediate_size }, 2, seq)).toBeGreaterThan(limit);
+    expect(
+      batchBytes({ heads: cfg.num_attention_heads, hidden: cfg.hidden_size, intermediate: cfg.intermediate_size }, 2,
+        seq),
+    ).toBeGreaterThan(limit);
   });
 });

@@ -39,7 +39,10 @@ afterAll(() => rmSync(root, { recursive: true, force: true }));
 /** A stream that is not a terminal and keeps what is written to it. */
 function sink(): { stream: NodeJS.WriteStream; lines: () => string[] } {
   let text = '';
-  const stream = { isTTY: false, write: (s: string) => ((text += s), events.push(...s.split('\n').filter(Boolean)), true) } as unknown as NodeJS.WriteStream;
+  const stream = { isTTY: false,
+    write: (
+      s: string,
+    ) => ((text += s), events.push(...s.split('\n').filter(Boolean)), true) } as unknown as NodeJS.WriteStream;
   return { stream, lines: () => text.split('\n').filter(Boolean) };
 }
 
@@ -49,13 +52,16 @@ describe('attend progress', () => {
     const s = sink();
     const logged: string[] = [];
     // All six items in one batch of one chunk: the case that printed nothing before.
-    await runAttend({ model: TINY, data: 'builtin:social', limit: N, batch: 8, bootstrap: 0, out: path.join(root, name), progress: { stream: s.stream, intervalMs: 0 }, log: (l) => logged.push(l), ...extra });
+    await runAttend({ model: TINY, data: 'builtin:social', limit: N, batch: 8, bootstrap: 0, out: path.join(root, name),
+      progress: { stream: s.stream, intervalMs: 0 }, log: (l) => logged.push(l), ...extra });
     return { progress: s.lines(), logged };
   };
 
   it('one line at the start and one per item, each counting the items done', async () => {
     const { progress, logged } = await run('loud', {});
-    const counts = progress.map((l) => /^attend: (\d+)\/6 items, /.exec(l)?.[1]).filter((x) => x !== undefined).map(Number);
+    const counts = progress.map((l) => /^attend: (\d+)\/6 items, /.exec(l)?.[1]).filter((x) => x !== undefined).map(
+      Number,
+    );
     for (let k = 0; k <= N; k++) expect(counts, `a line with ${k}/6 items`).toContain(k);
     expect(counts[0]).toBe(0);
     expect(logged[0]).toMatch(/^attend: 6 items \(6 by --limit 6/);
@@ -73,7 +79,10 @@ describe('attend progress', () => {
     // one batch of 6 × 700 padded tokens before; now at most 2048 padded tokens a batch.
     const words = 'the a person went to market and saw friend who was helping others with care'.split(' ');
     const file = path.join(root, 'long.jsonl');
-    const rows = Array.from({ length: N }, (_, i) => ({ id: `long${i}`, text: Array.from({ length: 400 + 7 * i }, (_, k) => words[(k * 7 + i) % words.length]).join(' '), group: i % 2 ? 'a' : 'b' }));
+    const rows = Array.from({ length: N },
+      (_, i) => ({ id: `long${i}`,
+        text: Array.from({ length: 400 + 7 * i }, (_, k) => words[(k * 7 + i) % words.length]).join(' '),
+        group: i % 2 ? 'a' : 'b' }));
     writeFileSync(file, rows.map((r) => JSON.stringify(r)).join('\n') + '\n');
     events.length = 0;
     const { progress } = await run('long', { data: `jsonl:${file}?text=text&label=group&id=id`, limit: null });
@@ -84,7 +93,9 @@ describe('attend progress', () => {
     expect(shapes.reduce((a, [r]) => a + r, 0)).toBe(N);
     expect(Math.max(...shapes.map(([, q]) => q)) * N).toBeGreaterThan(CPU_TOKEN_BUDGET);
     // the tick sequence: 0, then 1..6 one by one (the closing line repeats 6/6)
-    const counts = progress.map((l) => /^attend: (\d+)\/6 items, /.exec(l)?.[1]).filter((x) => x !== undefined).map(Number);
+    const counts = progress.map((l) => /^attend: (\d+)\/6 items, /.exec(l)?.[1]).filter((x) => x !== undefined).map(
+      Number,
+    );
     expect(counts.filter((c, i) => i === 0 || c !== counts[i - 1])).toEqual([0, 1, 2, 3, 4, 5, 6]);
     expect(counts).toEqual([...counts].sort((p, q) => p - q));
     // the ticks of the first batches come before the last batch starts

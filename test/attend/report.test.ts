@@ -12,7 +12,8 @@ import { createHash } from 'node:crypto';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { cli } from '../runtime/helpers.js';
-import { attendPayload, loadAttend, writeReport, launchChromium, chromiumProblem, type Browser } from '../../src/report/index.js';
+import { attendPayload, loadAttend, writeReport, launchChromium, chromiumProblem,
+  type Browser } from '../../src/report/index.js';
 import { writeSyntheticRun } from '../../src/report/synthetic.js';
 import { LobesError } from '../../src/util/errors.js';
 import type { AttendItem } from '../../src/attend/types.js';
@@ -43,7 +44,8 @@ beforeAll(async () => {
   ];
   writeFileSync(data, rows.map((r) => JSON.stringify(r)).join('\n') + '\n');
   attendDir = join(tmp, 'attend');
-  const r = await cli(['attend', TINY, '--data', `jsonl:${data}?text=text&label=label&id=id`, '--out', attendDir, '--quiet']);
+  const r = await cli(['attend', TINY, '--data', `jsonl:${data}?text=text&label=label&id=id`, '--out', attendDir,
+    '--quiet']);
   expect(r.code, r.err).toBe(0);
 });
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
@@ -59,7 +61,9 @@ describe('attention payload', () => {
       expect(q.prompt).toBe(it.prompt);
       expect(q.ws).toEqual(it.words.map((w) => w.start));
       expect(q.we).toEqual(it.words.map((w) => w.end));
-      q.ww.forEach((w, k) => expect(Math.abs(w - it.words[k]!.weight)).toBeLessThanOrEqual(Math.abs(it.words[k]!.weight) * 1e-3));
+      q.ww.forEach((w, k) =>
+        expect(Math.abs(w - it.words[k]!.weight)).toBeLessThanOrEqual(Math.abs(it.words[k]!.weight) * 1e-3)
+      );
       expect(q.wp.map((k) => p.partNames[k])).toEqual(it.words.map((w) => w.part));
       expect(q.top).toEqual(it.top);
     });
@@ -74,18 +78,22 @@ describe('attention payload', () => {
     it.words[0].end = it.prompt.length + 5;
     writeFileSync(join(bad, 'items.jsonl'), [lines[0], JSON.stringify(it)].join('\n') + '\n');
     expect(() => loadAttend(bad)).toThrow(LobesError);
-    expect(() => loadAttend(bad)).toThrow(/items\.jsonl: was changed after it was written \(size or sha256 differ from attend\.json\)/);
+    expect(() => loadAttend(bad)).toThrow(
+      /items\.jsonl: was changed after it was written \(size or sha256 differ from attend\.json\)/,
+    );
     resign(bad);
     expect(() => loadAttend(bad)).toThrow(/items\.jsonl: line 2: word 0/);
   });
 
-  it('a run\'s RUN/attend from an older lobes (no attend.json) or unfinished is left out of its page with the reason', async () => {
+  it("a run's RUN/attend from an older lobes (no attend.json) or unfinished is left out of its page with the reason", async () => {
     const run = writeSyntheticRun(join(tmp, 'run-old-attend'), { groups: ['A', 'B'], layers: 2, seed: 2 });
     cpSync(attendDir, join(run, 'attend'), { recursive: true });
     rmSync(join(run, 'attend', 'attend.json'));
     const old = await loadRun(run);
     expect(old.attend).toBeNull();
-    expect(old.omitted.join('\n')).toMatch(/the attention results left out: .*attend results of an older lobes \(no attend\.json\)/);
+    expect(old.omitted.join('\n')).toMatch(
+      /the attention results left out: .*attend results of an older lobes \(no attend\.json\)/,
+    );
     cpSync(join(attendDir, 'attend.json'), join(run, 'attend', 'attend.json'));
     const m = JSON.parse(readFileSync(join(run, 'attend', 'attend.json'), 'utf8'));
     writeFileSync(join(run, 'attend', 'attend.json'), JSON.stringify({ ...m, complete: false }));
@@ -116,37 +124,58 @@ describe.skipIf(!!problem)('attention section in headless Chromium', () => {
   async function open(file: string) {
     const page = await browser.context.newPage();
     const problems: string[] = [];
-    page.on('console', (m: any) => { if (m.type() === 'error') problems.push(m.text()); });
+    page.on('console', (m: any) => {
+      if (m.type() === 'error') problems.push(m.text());
+    });
     page.on('pageerror', (e: Error) => problems.push(e.message));
     await page.goto(pathToFileURL(file).href, { waitUntil: 'load' });
-    await page.waitForFunction(() => (globalThis as any).lobesReport?.ready === true || document.documentElement.getAttribute('data-ready') === 'error', null, { timeout: 60_000 });
+    await page.waitForFunction(
+      () =>
+        (globalThis as any).lobesReport?.ready === true ||
+        document.documentElement.getAttribute('data-ready') === 'error',
+      null,
+      { timeout: 60_000 },
+    );
     return { page, problems };
   }
 
   it('an attend folder: shaded words with their weight on hover, hostile strings as text only', async () => {
     const file = await writeReport(attendDir, join(tmp, 'attend.html'));
     const { page, problems } = await open(file);
-    const sections = await page.evaluate(() => Array.from(document.querySelectorAll('main > section')).map((s) => s.id));
+    const sections = await page.evaluate(() =>
+      Array.from(document.querySelectorAll('main > section')).map((s) => s.id)
+    );
     expect(sections).toEqual(['attention', 'provenance']);
     expect(await page.evaluate(() => (globalThis as any).lobesReport.figureIds())).toEqual(['attention-shares']);
     const view = await page.evaluate(() => document.querySelector('.attn-text')!.textContent);
     expect(view).toContain(EVIL);
-    const words = await page.evaluate(() => Array.from(document.querySelectorAll('.attn-text .attn-w')).map((w) => ({ text: w.textContent, title: (w as HTMLElement).title, bg: (w as HTMLElement).style.backgroundColor })));
-    const items = readFileSync(join(attendDir, 'items.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as AttendItem);
+    const words = await page.evaluate(() =>
+      Array.from(document.querySelectorAll('.attn-text .attn-w')).map((w) => ({ text: w.textContent,
+        title: (w as HTMLElement).title, bg: (w as HTMLElement).style.backgroundColor })
+      )
+    );
+    const items = readFileSync(join(attendDir, 'items.jsonl'), 'utf8').trim().split('\n').map((l) =>
+      JSON.parse(l) as AttendItem
+    );
     expect(words.map((w: { text: string | null }) => w.text)).toEqual(items[0]!.words.map((w) => w.text));
     // The heaviest content word is fully shaded; hover shows its weight and part.
     const heaviest = items[0]!.top[0]!;
     expect(words[heaviest]!.bg).toBe('rgba(214, 39, 40, 0.85)');
     expect(words[heaviest]!.title).toMatch(new RegExp(`: [0-9.e-]+ \\(text\\)$`));
-    const options = await page.evaluate(() => Array.from(document.querySelectorAll('#attention select option')).map((o) => o.textContent));
+    const options = await page.evaluate(() =>
+      Array.from(document.querySelectorAll('#attention select option')).map((o) => o.textContent)
+    );
     expect(options[0]).toBe(EVIL_ID);
     // Switch to the second item: its Chinese characters are words of their own.
     await page.evaluate(() => {
-      const sel = document.querySelector('#attention .attn-text')!.parentElement!.previousElementSibling as HTMLSelectElement;
+      const sel = document.querySelector('#attention .attn-text')!.parentElement!
+        .previousElementSibling as HTMLSelectElement;
       sel.value = '1';
       sel.dispatchEvent(new Event('change'));
     });
-    const second = await page.evaluate(() => Array.from(document.querySelectorAll('.attn-text .attn-w')).map((w) => w.textContent));
+    const second = await page.evaluate(() =>
+      Array.from(document.querySelectorAll('.attn-text .attn-w')).map((w) => w.textContent)
+    );
     expect(second).toEqual(expect.arrayContaining(['小', '李', '很', '开', '心']));
     expect(await page.evaluate(() => document.querySelectorAll('img').length)).toBe(0);
     expect(await page.evaluate(() => (globalThis as any).__pwned)).toBeUndefined();
@@ -158,18 +187,23 @@ describe.skipIf(!!problem)('attention section in headless Chromium', () => {
     const run = writeSyntheticRun(join(tmp, 'run'), { groups: ['A', 'B'], layers: 2, seed: 1 });
     const bare = await writeReport(run, join(tmp, 'bare.html'));
     const first = await open(bare);
-    expect(await first.page.evaluate(() => Array.from(document.querySelectorAll('main > section')).map((s) => s.id))).not.toContain('attention');
+    expect(await first.page.evaluate(() => Array.from(document.querySelectorAll('main > section')).map((s) => s.id)))
+      .not.toContain('attention');
     expect(first.problems).toEqual([]);
     await first.page.close();
     cpSync(attendDir, join(run, 'attend'), { recursive: true });
     // Attention read from another model, on other items: left out of the run's page, with a note.
     const foreign = await loadRun(run);
     expect(foreign.attend).toBeNull();
-    expect(foreign.omitted.join('\n')).toMatch(/the attention results left out: .*summary\.json: the attention was read from another model/);
+    expect(foreign.omitted.join('\n')).toMatch(
+      /the attention results left out: .*summary\.json: the attention was read from another model/,
+    );
     // The run's own attention results (its model, its samples) are shown.
     const manifest = JSON.parse(readFileSync(join(run, 'manifest.json'), 'utf8'));
     const sf = join(run, 'attend', 'summary.json');
-    writeFileSync(sf, JSON.stringify({ ...JSON.parse(readFileSync(sf, 'utf8')), model: { ...JSON.parse(readFileSync(sf, 'utf8')).model, graphSha256: manifest.model.graphSha256 } }));
+    writeFileSync(sf,
+      JSON.stringify({ ...JSON.parse(readFileSync(sf, 'utf8')),
+        model: { ...JSON.parse(readFileSync(sf, 'utf8')).model, graphSha256: manifest.model.graphSha256 } }));
     const sample0 = JSON.parse(readFileSync(join(run, 'samples.jsonl'), 'utf8').split('\n')[0]!).id;
     const itf = join(run, 'attend', 'items.jsonl');
     const lines = readFileSync(itf, 'utf8').trim().split('\n');
@@ -178,7 +212,9 @@ describe.skipIf(!!problem)('attention section in headless Chromium', () => {
     // Edited by hand: the verified read refuses the files, and the page leaves the section out with the reason.
     const edited = await loadRun(run);
     expect(edited.attend).toBeNull();
-    expect(edited.omitted.join('\n')).toMatch(/the attention results left out: .*was changed after it was written \(size or sha256 differ from attend\.json\)/);
+    expect(edited.omitted.join('\n')).toMatch(
+      /the attention results left out: .*was changed after it was written \(size or sha256 differ from attend\.json\)/,
+    );
     // As lobes attend would have written them for this run: shown.
     resign(join(run, 'attend'));
     const withAttend = await writeReport(run, join(tmp, 'with.html'));

@@ -26,7 +26,8 @@ const ROOT = resolve(import.meta.dirname, '../..');
 const TINY = resolve(ROOT, 'models/tiny-llama');
 const GQA = resolve(import.meta.dirname, 'fixtures/gqa-tiny');
 const SOCIALEVAL = resolve(ROOT, '../shared/socialeval/worldtree_data');
-if (!existsSync(SOCIALEVAL)) console.log(`SocialEval attend test skipped: ${SOCIALEVAL} is absent (../shared is missing)`);
+if (!existsSync(SOCIALEVAL))
+  console.log(`SocialEval attend test skipped: ${SOCIALEVAL} is absent (../shared is missing)`);
 let tmp: string;
 beforeAll(() => {
   tmp = mkdtempSync(join(tmpdir(), 'lobes-attend-'));
@@ -41,7 +42,8 @@ const readSummary = (dir: string): AttendSummary => JSON.parse(readFileSync(join
 describe('lobes attend --data', () => {
   it('stores the answering row averaged over heads and layers (the float64 forward pass), and consistent words and parts', async () => {
     const out = join(tmp, 'data');
-    const r = await cli(['attend', TINY, '--data', 'builtin:social', '--out', out, '--limit', '12', '--layers', 'all', '--quiet']);
+    const r = await cli(['attend', TINY, '--data', 'builtin:social', '--out', out, '--limit', '12', '--layers', 'all',
+      '--quiet']);
     expect(r.code, r.err).toBe(0);
     const items = readItems(out);
     expect(items.length).toBe(12);
@@ -77,8 +79,14 @@ describe('lobes attend --data', () => {
   it('batch size and padding do not change the numbers (GroupQueryAttention model)', async () => {
     const a = join(tmp, 'b1');
     const b = join(tmp, 'b8');
-    expect((await cli(['attend', GQA, '--data', 'builtin:social', '--out', a, '--limit', '10', '--batch', '1', '--quiet'])).code).toBe(0);
-    expect((await cli(['attend', GQA, '--data', 'builtin:social', '--out', b, '--limit', '10', '--batch', '8', '--quiet'])).code).toBe(0);
+    expect(
+      (await cli(['attend', GQA, '--data', 'builtin:social', '--out', a, '--limit', '10', '--batch', '1', '--quiet']))
+        .code,
+    ).toBe(0);
+    expect(
+      (await cli(['attend', GQA, '--data', 'builtin:social', '--out', b, '--limit', '10', '--batch', '8', '--quiet']))
+        .code,
+    ).toBe(0);
     const ia = readItems(a);
     const ib = readItems(b);
     ia.forEach((x, i) => {
@@ -88,43 +96,57 @@ describe('lobes attend --data', () => {
     expect(readSummary(a).model.attention).toBe('GroupQueryAttention');
   });
 
-  it.skipIf(!existsSync(SOCIALEVAL))('socialeval: data at the answering position: IAE prompts rendered as lobes eval renders them, with their parts', async () => {
-    const out = join(tmp, 'iae');
-    // One Chinese world tree with short IAE prompts (fields of at most about 1,500 bytes), so the
-    // cost does not depend on which items --limit draws: the tiny model's tokenizer is byte-level,
-    // Chinese prompts run up to about 25,000 bytes, and a row's attention scores grow with the
-    // square of its length (--limit 2 of all Chinese items drew prompts of about 9,500 and 18,400
-    // bytes: minutes and a 14 GB process).
-    const tree = join(SOCIALEVAL, '[0,-1]_cn_example_6.json');
-    // Chinese IAE prompts can be longer than the tiny model's declared 2,048 positions: a copy
-    // declaring a longer context reads them whole (the context check is tested in plan.test.ts).
-    const long = join(tmp, 'tiny-long-context');
-    cpSync(TINY, long, { recursive: true });
-    writeFileSync(join(long, 'config.json'), JSON.stringify({ ...JSON.parse(readFileSync(join(TINY, 'config.json'), 'utf8')), max_position_embeddings: 1 << 16 }));
-    const r = await cli(['attend', long, '--data', `socialeval:${tree}?lang=zh`, '--out', out, '--limit', '2', '--quiet', '--bootstrap', '0']);
-    expect(r.code, r.err).toBe(0);
-    const items = readItems(out);
-    expect(items.length).toBe(2);
-    const s = readSummary(out);
-    expect(s.settings.position).toBe('answer');
-    for (const it of items) {
-      const names = it.parts.map((p) => p.name);
-      for (const p of ['instruction', 'profile', 'context', 'question', 'option:A', 'option:B', 'answer_prefix']) expect(names).toContain(p);
-      // The prompt ends with the answer prefix, and the last token is read.
-      expect(it.prompt.endsWith('{"choice": "')).toBe(true);
-      expect(it.position).toBe(it.ids.length - 1);
-      // Options in the dataset's order: the correct utterance is option A.
-      expect(it.roles!['option:A']).toBe('correct');
-      expect(it.unaligned).toBe(0);
-      expect(Math.abs(Object.values(it.roleShare!).reduce((a, b) => a + b, 0) - 1)).toBeLessThan(1e-4);
-    }
-    expect(s.roles!.parts).toEqual(expect.arrayContaining(['context', 'question', 'option (correct)', 'option (other)']));
-  });
+  it.skipIf(!existsSync(SOCIALEVAL))(
+    'socialeval: data at the answering position: IAE prompts rendered as lobes eval renders them, with their parts',
+    async () => {
+      const out = join(tmp, 'iae');
+      // One Chinese world tree with short IAE prompts (fields of at most about 1,500 bytes), so the
+      // cost does not depend on which items --limit draws: the tiny model's tokenizer is byte-level,
+      // Chinese prompts run up to about 25,000 bytes, and a row's attention scores grow with the
+      // square of its length (--limit 2 of all Chinese items drew prompts of about 9,500 and 18,400
+      // bytes: minutes and a 14 GB process).
+      const tree = join(SOCIALEVAL, '[0,-1]_cn_example_6.json');
+      // Chinese IAE prompts can be longer than the tiny model's declared 2,048 positions: a copy
+      // declaring a longer context reads them whole (the context check is tested in plan.test.ts).
+      const long = join(tmp, 'tiny-long-context');
+      cpSync(TINY, long, { recursive: true });
+      writeFileSync(join(long, 'config.json'),
+        JSON.stringify({ ...JSON.parse(readFileSync(join(TINY, 'config.json'), 'utf8')),
+          max_position_embeddings: 1 << 16 }));
+      const r = await cli(['attend', long, '--data', `socialeval:${tree}?lang=zh`, '--out', out, '--limit', '2',
+        '--quiet', '--bootstrap', '0']);
+      expect(r.code, r.err).toBe(0);
+      const items = readItems(out);
+      expect(items.length).toBe(2);
+      const s = readSummary(out);
+      expect(s.settings.position).toBe('answer');
+      for (const it of items) {
+        const names = it.parts.map((p) => p.name);
+        for (const p of ['instruction', 'profile', 'context', 'question', 'option:A', 'option:B', 'answer_prefix'])
+          expect(names).toContain(p);
+        // The prompt ends with the answer prefix, and the last token is read.
+        expect(it.prompt.endsWith('{"choice": "')).toBe(true);
+        expect(it.position).toBe(it.ids.length - 1);
+        // Options in the dataset's order: the correct utterance is option A.
+        expect(it.roles!['option:A']).toBe('correct');
+        expect(it.unaligned).toBe(0);
+        expect(Math.abs(Object.values(it.roleShare!).reduce((a, b) => a + b, 0) - 1)).toBeLessThan(1e-4);
+      }
+      expect(s.roles!.parts).toEqual(
+        expect.arrayContaining(['context', 'question', 'option (correct)', 'option (other)']),
+      );
+    },
+  );
 
   it('refuses bad combinations with a usage error, and never touches a folder it did not write', async () => {
-    expect((await cli(['attend', TINY, '--data', 'builtin:social', '--eval', tmp, '--out', join(tmp, 'x')])).code).toBe(2);
-    expect((await cli(['attend', TINY, '--data', 'builtin:social', '--position', 'answer', '--out', join(tmp, 'x')])).code).toBe(2);
-    expect((await cli(['attend', TINY, '--data', 'builtin:social', '--items', 'wrong', '--out', join(tmp, 'x')])).code).toBe(2);
+    expect((await cli(['attend', TINY, '--data', 'builtin:social', '--eval', tmp, '--out', join(tmp, 'x')])).code).toBe(
+      2,
+    );
+    expect(
+      (await cli(['attend', TINY, '--data', 'builtin:social', '--position', 'answer', '--out', join(tmp, 'x')])).code,
+    ).toBe(2);
+    expect((await cli(['attend', TINY, '--data', 'builtin:social', '--items', 'wrong', '--out', join(tmp, 'x')])).code)
+      .toBe(2);
     const foreign = join(tmp, 'foreign');
     mkdirSync(foreign);
     writeFileSync(join(foreign, 'keep.txt'), 'mine');
@@ -144,10 +166,14 @@ async function plantRecords(dir: string): Promise<EvalRecord[]> {
   const tok = await loadAttendTokenizer(TINY);
   const etok = await loadEvalTokenizer(TINY, { chatTemplate: 'on' });
   const items = [
-    { id: 'q1', context: 'Mia forgot her friend\'s birthday.', question: 'What should Mia say?', options: ['Sorry, let me make it up to you.', 'Birthdays are silly.', 'Who cares?'] },
-    { id: 'q2', context: '小李的同事批评了他的方案。', question: '小李应该怎么做？', options: ['认真听取意见', '当场反驳', '离开会议'] },
-    { id: 'q3', context: 'Tom is late again.', question: 'What should Tom do?', options: ['Apologize and explain.', 'Blame the bus.', 'Say nothing.'] },
-    { id: 'q4', context: 'Ana shares her lunch.', question: 'Why does Ana share?', options: ['She is kind.', 'She is not hungry.', 'It is a rule.'] },
+    { id: 'q1', context: "Mia forgot her friend's birthday.", question: 'What should Mia say?',
+      options: ['Sorry, let me make it up to you.', 'Birthdays are silly.', 'Who cares?'] },
+    { id: 'q2', context: '小李的同事批评了他的方案。', question: '小李应该怎么做？',
+      options: ['认真听取意见', '当场反驳', '离开会议'] },
+    { id: 'q3', context: 'Tom is late again.', question: 'What should Tom do?',
+      options: ['Apologize and explain.', 'Blame the bus.', 'Say nothing.'] },
+    { id: 'q4', context: 'Ana shares her lunch.', question: 'Why does Ana share?',
+      options: ['She is kind.', 'She is not hungry.', 'It is a rule.'] },
   ];
   // order[slot] = option index; pick = slot chosen; correct iff the picked option is option 0.
   const plan = [
@@ -158,7 +184,8 @@ async function plantRecords(dir: string): Promise<EvalRecord[]> {
   ];
   const records: EvalRecord[] = items.map((it, i) => {
     const { order, pick } = plan[i]!;
-    const r = renderPrompt({ id: it.id, fields: { context: it.context, question: it.question }, options: it.options }, order, {
+    const r = renderPrompt({ id: it.id, fields: { context: it.context, question: it.question }, options: it.options },
+      order, {
       template: '⟦context⟧{context}⟦/⟧\n⟦question⟧{question}⟦/⟧\n{choices}\n',
       separator: '. ',
       chat: tok.chat,
@@ -170,9 +197,19 @@ async function plantRecords(dir: string): Promise<EvalRecord[]> {
     expect(tokens).toBeLessThanOrEqual(tok.encode(r.text, false).length);
     const picked = order[pick]!;
     return {
-      id: it.id, task: 'mcq', language: null, ability: null, aspect: null, labels: { set: 'planted' }, options: it.options, answer: 0,
-      shuffles: [{ order, prompt: r.text, parts: r.parts, tokens, letters: r.letters, letterTokenIds: slot.candidates, continuations: slot.continuations, answerAt: slot.answerAt, logits: [0, 0, 0], probs: [1 / 3, 1 / 3, 1 / 3], letterMass: 0.5, logSumExp: 1, topTokenId: 1, pick }],
-      vote: picked, correct: picked === 0,
+      id: it.id,
+      task: 'mcq',
+      language: null,
+      ability: null,
+      aspect: null,
+      labels: { set: 'planted' },
+      options: it.options,
+      answer: 0,
+      shuffles: [{ order, prompt: r.text, parts: r.parts, tokens, letters: r.letters, letterTokenIds: slot.candidates,
+        continuations: slot.continuations, answerAt: slot.answerAt, logits: [0, 0, 0], probs: [1 / 3, 1 / 3, 1 / 3],
+        letterMass: 0.5, logSumExp: 1, topTokenId: 1, pick }],
+      vote: picked,
+      correct: picked === 0,
     } as EvalRecord;
   });
   plantEval(dir, records.map((r) => JSON.stringify(r)));
@@ -189,8 +226,11 @@ function plantEval(dir: string, lines: string[], model?: Record<string, string>)
   writeFileSync(join(dir, 'records.jsonl'), text);
   writeFileSync(join(dir, 'summary.json'), JSON.stringify({ format: 'lobes-eval-summary' }));
   const graphSha256 = createHash('sha256').update(readFileSync(join(TINY, 'model.onnx'))).digest('hex');
-  const records = { path: 'records.jsonl', bytes: Buffer.byteLength(text), sha256: createHash('sha256').update(text).digest('hex') };
-  writeFileSync(join(dir, 'eval.json'), JSON.stringify({ format: 'lobes-eval', formatVersion: 1, complete: true, model: { graphSha256, ...model }, tokenizer: { chatTemplate: true }, files: { records, episodes: null, summary: 'summary.json' } }));
+  const records = { path: 'records.jsonl', bytes: Buffer.byteLength(text),
+    sha256: createHash('sha256').update(text).digest('hex') };
+  writeFileSync(join(dir, 'eval.json'),
+    JSON.stringify({ format: 'lobes-eval', formatVersion: 1, complete: true, model: { graphSha256, ...model },
+      tokenizer: { chatTemplate: true }, files: { records, episodes: null, summary: 'summary.json' } }));
 }
 
 describe('lobes attend --eval (planted records)', () => {
@@ -215,7 +255,9 @@ describe('lobes attend --eval (planted records)', () => {
       expect(it.parts.map((p) => p.name)).toEqual(sh.parts.map((p) => p.name));
       // Roles by hand: the slot showing option 0 is correct, the picked slot is 'picked'.
       const roles: Record<string, string> = {};
-      sh.order.forEach((o, slot) => (roles[`option:${sh.letters[slot]}`] = o === 0 ? 'correct' : slot === sh.pick ? 'picked' : 'other'));
+      sh.order.forEach((o,
+        slot) => (roles[`option:${sh.letters[slot]}`] = o === 0 ? 'correct' : slot === sh.pick ? 'picked' : 'other')
+      );
       expect(it.roles).toEqual(roles);
       // Role shares regroup the part shares.
       const byRole: Record<string, number> = {};
@@ -230,12 +272,17 @@ describe('lobes attend --eval (planted records)', () => {
     const s = readSummary(out);
     expect(s.counts).toMatchObject({ items: 3, right: 0, wrong: 3 });
     expect(s.input).toMatchObject({ kind: 'eval', selected: 3, total: 4, items: 'wrong' });
-    expect(s.roles!.parts).toEqual(expect.arrayContaining(['option (correct)', 'option (picked)', 'context', 'question']));
+    expect(s.roles!.parts).toEqual(
+      expect.arrayContaining(['option (correct)', 'option (picked)', 'context', 'question']),
+    );
   });
 
   it('--items all: right and wrong means, and wrong − right, equal a hand computation over items.jsonl', async () => {
     const out = join(tmp, 'all');
-    expect((await cli(['attend', TINY, '--eval', evalDir(), '--items', 'all', '--out', out, '--quiet', '--bootstrap', '500'])).code).toBe(0);
+    expect(
+      (await cli(['attend', TINY, '--eval', evalDir(), '--items', 'all', '--out', out, '--quiet', '--bootstrap',
+        '500'])).code,
+    ).toBe(0);
     const items = readItems(out);
     const s = readSummary(out);
     expect(s.counts).toMatchObject({ items: 4, right: 1, wrong: 3 });
@@ -250,13 +297,18 @@ describe('lobes attend --eval (planted records)', () => {
       expect(s.roles!.right[p]!.ci95).toBeNull();
       expect(s.roles!.wrong[p]!.ci95).not.toBeNull();
     }
-    expect((await cli(['attend', TINY, '--eval', evalDir(), '--items', 'right', '--out', join(tmp, 'right'), '--quiet'])).code).toBe(0);
+    expect(
+      (await cli(['attend', TINY, '--eval', evalDir(), '--items', 'right', '--out', join(tmp, 'right'), '--quiet']))
+        .code,
+    ).toBe(0);
     expect(readItems(join(tmp, 'right')).map((x) => x.id)).toEqual(['q2']);
   });
 
   it('refuses records of another model (eval.json records its graph)', async () => {
     const other = join(tmp, 'other-eval');
-    plantEval(other, readFileSync(join(evalDir(), 'records.jsonl'), 'utf8').trim().split('\n'), { graphSha256: '0'.repeat(64) });
+    plantEval(other, readFileSync(join(evalDir(), 'records.jsonl'), 'utf8').trim().split('\n'), {
+      graphSha256: '0'.repeat(64),
+    });
     const r = await cli(['attend', TINY, '--eval', other, '--out', join(tmp, 'other-out')]);
     expect(r.code).toBe(1);
     expect(r.err).toMatch(/another model/);
@@ -286,7 +338,8 @@ describe('lobes attend --eval (planted records)', () => {
   it('leaves out the records lobes eval skipped (prompt longer than its --max-tokens) and counts them', async () => {
     const dir = join(tmp, 'skip-eval');
     mkdirSync(dir, { recursive: true });
-    const skipped = { ...structuredClone(records[1]!), id: 'long', shuffles: [], vote: -1, correct: null, skipped: 'the prompt has 5000 tokens; --max-tokens is 2048' };
+    const skipped = { ...structuredClone(records[1]!), id: 'long', shuffles: [], vote: -1, correct: null,
+      skipped: 'the prompt has 5000 tokens; --max-tokens is 2048' };
     plantEval(dir, [records[0], skipped, records[1], records[2], records[3]].map((r) => JSON.stringify(r)));
     const out = join(tmp, 'skip-out');
     const r = await cli(['attend', TINY, '--eval', dir, '--items', 'all', '--out', out, '--quiet', '--bootstrap', '0']);
@@ -299,7 +352,10 @@ describe('lobes attend --eval (planted records)', () => {
 
   it('records the model files it read, and refuses an evaluation whose model files differ (same graph, other weights or tokenizer)', async () => {
     const out = join(tmp, 'files-out');
-    expect((await cli(['attend', TINY, '--eval', evalDir(), '--items', 'all', '--out', out, '--quiet', '--bootstrap', '0'])).code).toBe(0);
+    expect(
+      (await cli(['attend', TINY, '--eval', evalDir(), '--items', 'all', '--out', out, '--quiet', '--bootstrap', '0']))
+        .code,
+    ).toBe(0);
     const s = readSummary(out);
     const graphHash = createHash('sha256').update(readFileSync(join(TINY, 'model.onnx'))).digest('hex');
     expect(s.model.graphSha256).toBe(graphHash);
@@ -307,9 +363,14 @@ describe('lobes attend --eval (planted records)', () => {
     const tokFile = s.model.files!.find((f) => f.name === 'tokenizer.json')!;
     expect(tokFile.sha256).toBe(createHash('sha256').update(readFileSync(join(TINY, 'tokenizer.json'))).digest('hex'));
     // lobes eval's filesSha256: sha256 over [name, sha256] of every file, in order.
-    expect(s.model.filesSha256).toBe(createHash('sha256').update(JSON.stringify(s.model.files!.map((f) => [f.name, f.sha256]))).digest('hex'));
+    expect(s.model.filesSha256).toBe(
+      createHash('sha256').update(JSON.stringify(s.model.files!.map((f) => [f.name, f.sha256]))).digest('hex'),
+    );
     const other = join(tmp, 'files-eval');
-    plantEval(other, readFileSync(join(evalDir(), 'records.jsonl'), 'utf8').trim().split('\n'), { graphSha256: graphHash, filesSha256: '1'.repeat(64) });
+    plantEval(other, readFileSync(join(evalDir(), 'records.jsonl'), 'utf8').trim().split('\n'), {
+      graphSha256: graphHash,
+      filesSha256: '1'.repeat(64),
+    });
     const r = await cli(['attend', TINY, '--eval', other, '--out', join(tmp, 'files-eval-out')]);
     expect(r.code).toBe(1);
     expect(r.err).toMatch(/other model files/);

@@ -20,7 +20,8 @@ import { cli } from '../runtime/helpers.js';
 import { maxAbsDiff } from './reference.js';
 import type { AttendItem } from '../../src/attend/types.js';
 
-const GGUF = resolve(import.meta.dirname, '../../../shared/models/smollm2-135m-instruct/SmolLM2-135M-Instruct.Q4_1.gguf');
+const GGUF = resolve(import.meta.dirname,
+  '../../../shared/models/smollm2-135m-instruct/SmolLM2-135M-Instruct.Q4_1.gguf');
 const HAVE = existsSync(GGUF);
 if (!HAVE) console.log(`SmolLM2 attention tests skipped: ${GGUF} is absent (../shared is missing)`);
 const FIX = resolve(import.meta.dirname, 'fixtures');
@@ -33,37 +34,45 @@ describe.skipIf(!HAVE)('SmolLM2-135M-Instruct against Hugging Face eager attenti
   const gold: Float32Array[] = meta.ids.map((_: unknown, i: number) => readTensorFloat32(h, `ids${i}`));
   const dirs: Record<string, string> = {};
   beforeAll(async () => {
-    for (const layout of ['explicit', 'genai'] as const) dirs[layout] = (await resolveModel(GGUF, { cache: CACHE, layout, log: () => undefined })).dir;
+    for (const layout of ['explicit', 'genai'] as const)
+      dirs[layout] = (await resolveModel(GGUF, { cache: CACHE, layout, log: () => undefined })).dir;
   }, 300_000);
 
   for (const layout of ['explicit', 'genai'] as const) {
-    it(`${layout} export: all 30 layers × 9 heads within 1e-4, in mixed-length batches padded on the left and on the right`, async () => {
-      const eng = await openAttentionEngine(dirs[layout]!, { device: 'cpu' });
-      try {
-        expect(eng.sites.length).toBe(30);
-        expect(eng.sites[0]!.source).toBe(layout === 'explicit' ? 'softmax' : 'GroupQueryAttention');
-        // The goldens are single prompts in Hugging Face (no padding); lengths 94, 156, 39.
-        for (const side of ['left', 'right'] as const) {
-          const b = padBatch(meta.ids, 0, side);
-          const rows = realRows(b, await eng.run(b), eng.layers);
-          rows.forEach((r, i) => {
-            expect(r.length).toBe(gold[i]!.length);
-            expect(maxAbsDiff(r, gold[i]!), `${layout} prompt ${i}, ${side} padding`).toBeLessThan(1e-4);
-          });
+    it(
+      `${layout} export: all 30 layers × 9 heads within 1e-4, in mixed-length batches padded on the left and on the right`,
+      async () => {
+        const eng = await openAttentionEngine(dirs[layout]!, { device: 'cpu' });
+        try {
+          expect(eng.sites.length).toBe(30);
+          expect(eng.sites[0]!.source).toBe(layout === 'explicit' ? 'softmax' : 'GroupQueryAttention');
+          // The goldens are single prompts in Hugging Face (no padding); lengths 94, 156, 39.
+          for (const side of ['left', 'right'] as const) {
+            const b = padBatch(meta.ids, 0, side);
+            const rows = realRows(b, await eng.run(b), eng.layers);
+            rows.forEach((r, i) => {
+              expect(r.length).toBe(gold[i]!.length);
+              expect(maxAbsDiff(r, gold[i]!), `${layout} prompt ${i}, ${side} padding`).toBeLessThan(1e-4);
+            });
+          }
+        } finally {
+          await eng.close();
         }
-      } finally {
-        await eng.close();
-      }
-    }, 300_000);
+      },
+      300_000,
+    );
   }
 
   it('lobes attend takes the GGUF itself, and reads the answering row of the last 20 layers', async () => {
     const tmp = mkdtempSync(join(tmpdir(), 'lobes-attend-smol-'));
     try {
       const out = join(tmp, 'out');
-      const r = await cli(['attend', GGUF, '--cache', CACHE, '--data', 'builtin:social?lang=zh', '--limit', '2', '--out', out, '--quiet', '--bootstrap', '0']);
+      const r = await cli(['attend', GGUF, '--cache', CACHE, '--data', 'builtin:social?lang=zh', '--limit', '2',
+        '--out', out, '--quiet', '--bootstrap', '0']);
       expect(r.code, r.err).toBe(0);
-      const items = readFileSync(join(out, 'items.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as AttendItem);
+      const items = readFileSync(join(out, 'items.jsonl'), 'utf8').trim().split('\n').map((l) =>
+        JSON.parse(l) as AttendItem
+      );
       expect(items[0]!.layers).toEqual(Array.from({ length: 20 }, (_, i) => 10 + i));
       expect(items[0]!.heads).toBe(9);
       for (const it of items) {

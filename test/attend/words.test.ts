@@ -7,7 +7,8 @@
 import { describe, it, expect } from 'vitest';
 import { readFileSync, existsSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { aggregate, alignTokens, segmentUnits, tokenBytes, topWords, SPECIAL_PART, TEMPLATE_PART, type PromptPart, type TokenScheme } from '../../src/attend/words.js';
+import { aggregate, alignTokens, segmentUnits, tokenBytes, topWords, SPECIAL_PART, TEMPLATE_PART, type PromptPart,
+  type TokenScheme } from '../../src/attend/words.js';
 import { tokenTableOf } from '../../src/attend/tokens.js';
 
 /** GPT-2 byte-level pieces written out from the published table: printable Latin-1 bytes are themselves, the others U+0100 + n in byte order. */
@@ -19,7 +20,9 @@ function gpt2Piece(bytes: number[]): string {
 }
 const enc = (s: string) => [...new TextEncoder().encode(s)];
 
-function run(text: string, pieces: string[], special: boolean[], weights: number[], scheme: TokenScheme, parts: PromptPart[] = [], cjk: 'char' | 'segment' = 'char') {
+function run(text: string, pieces: string[], special: boolean[], weights: number[], scheme: TokenScheme,
+  parts: PromptPart[] = [], cjk: 'char' | 'segment' = 'char')
+{
   const { spans, unaligned } = alignTokens(text, pieces.map((p, i) => tokenBytes(p, scheme, special[i]!)), special);
   const agg = aggregate(text, spans, special, weights, parts, segmentUnits(text, { cjk }));
   expect(agg.unaligned).toBe(unaligned);
@@ -37,10 +40,12 @@ describe('word aggregation against hand-made expectations', () => {
     const w = [0.3, 0.05, 0.1, 0.2, 0.02, 0.1, 0.03, 0.1, 0.05, 0.05];
     const r = run(text, pieces, special, w, 'byte-level');
     expect(r.unaligned).toBe(0);
-    expect(r.spans.map((s) => text.slice(s.start, s.end))).toEqual(['', 'M', 'ia', ' forgot', ' her', ' friend', "'s", ' birth', 'day', '.']);
+    expect(r.spans.map((s) => text.slice(s.start, s.end))).toEqual(['', 'M', 'ia', ' forgot', ' her', ' friend', "'s",
+      ' birth', 'day', '.']);
     const got = r.words.map((x) => [x.text, x.kind, +x.weight.toFixed(12)]);
     // Mia = .05+.1; friend's = .1+.03; birthday = .1+.05; the leading spaces are no unit.
-    expect(got).toEqual([['Mia', 'word', 0.15], ['forgot', 'word', 0.2], ['her', 'word', 0.02], ["friend's", 'word', 0.13], ['birthday', 'word', 0.15], ['.', 'punct', 0.05]]);
+    expect(got).toEqual([['Mia', 'word', 0.15], ['forgot', 'word', 0.2], ['her', 'word', 0.02], ["friend's", 'word',
+      0.13], ['birthday', 'word', 0.15], ['.', 'punct', 0.05]]);
     close(r.partMass[SPECIAL_PART]!, 0.3);
     close(r.partMass.text!, 0.7);
     expect(r.partMass[TEMPLATE_PART]).toBe(0);
@@ -56,7 +61,8 @@ describe('word aggregation against hand-made expectations', () => {
     const r = run(text, pieces, special, w, 'sentencepiece');
     expect(r.unaligned).toBe(0);
     // Well-being = .1+.05+.15; the newline token and the '▁' before 3 are whitespace; 3.14 = 4 × .05.
-    expect(r.words.map((x) => [x.text, +x.weight.toFixed(12)])).toEqual([['Well-being', 0.3], ['matters', 0.3], [':', 0.05], ['3.14', 0.2]]);
+    expect(r.words.map((x) => [x.text, +x.weight.toFixed(12)])).toEqual([['Well-being', 0.3], ['matters', 0.3], [':',
+      0.05], ['3.14', 0.2]]);
     close(r.whitespaceMass, 0.15);
   });
 
@@ -64,12 +70,14 @@ describe('word aggregation against hand-made expectations', () => {
     const text = '我们很开心。';
     // 我 = e6 88 91, 们 = e4 bb ac. Tokens: [e6 88] [91 e4 bb ac] [很] [开心] [。]
     const b = enc(text);
-    const pieces = [gpt2Piece(b.slice(0, 2)), gpt2Piece(b.slice(2, 6)), gpt2Piece(enc('很')), gpt2Piece(enc('开心')), gpt2Piece(enc('。'))];
+    const pieces = [gpt2Piece(b.slice(0, 2)), gpt2Piece(b.slice(2, 6)), gpt2Piece(enc('很')), gpt2Piece(enc('开心')),
+      gpt2Piece(enc('。'))];
     const w = [0.1, 0.3, 0.1, 0.4, 0.1];
     const r = run(text, pieces, pieces.map(() => false), w, 'byte-level');
     expect(r.spans.map((s) => text.slice(s.start, s.end))).toEqual(['我', '我们', '很', '开心', '。']);
     // 我 = .1 + .3/2; 们 = .3/2; 开 = 心 = .4/2.
-    expect(r.words.map((x) => [x.text, x.kind, +x.weight.toFixed(12)])).toEqual([['我', 'cjk', 0.25], ['们', 'cjk', 0.15], ['很', 'cjk', 0.1], ['开', 'cjk', 0.2], ['心', 'cjk', 0.2], ['。', 'punct', 0.1]]);
+    expect(r.words.map((x) => [x.text, x.kind, +x.weight.toFixed(12)])).toEqual([['我', 'cjk', 0.25], ['们', 'cjk',
+      0.15], ['很', 'cjk', 0.1], ['开', 'cjk', 0.2], ['心', 'cjk', 0.2], ['。', 'punct', 0.1]]);
   });
 
   it('Chinese, per segment (Intl.Segmenter): common two-character words are one unit', () => {
@@ -95,7 +103,8 @@ describe('word aggregation against hand-made expectations', () => {
     close(r.partMass['option:A']!, 0.025 + 0.05 + 0.1);
     close(Object.values(r.partMass).reduce((a, b) => a + b, 0), 1);
     const content = r.words.filter((x) => x.content).map((x) => [x.text, x.part]);
-    expect(content).toEqual([['Q', 'question'], [':', 'question'], ['Who', 'question'], ['?', 'question'], ['A', 'option:A'], ['.', 'option:A'], ['Tom', 'option:A']]);
+    expect(content).toEqual([['Q', 'question'], [':', 'question'], ['Who', 'question'], ['?', 'question'], ['A',
+      'option:A'], ['.', 'option:A'], ['Tom', 'option:A']]);
     expect(topWords(r.words, 30).map((x) => x.text)).toEqual(['Who', 'Tom', 'Q', 'A']);
   });
 
@@ -110,7 +119,8 @@ describe('word aggregation against hand-made expectations', () => {
   it('generated tokens that end inside a character: decoding wrote U+FFFD per byte, each token covers its own, and the text after them aligns', () => {
     // "ok" then two lone continuation bytes 0x80 0x81 (generated, no character), then " then".
     const text = `ok\uFFFD\uFFFD then`;
-    const r = run(text, ['ok', gpt2Piece([0x80]), gpt2Piece([0x81]), 'Ġthen'], [false, false, false, false], [0.1, 0.2, 0.3, 0.4], 'byte-level');
+    const r = run(text, ['ok', gpt2Piece([0x80]), gpt2Piece([0x81]), 'Ġthen'], [false, false, false, false], [0.1, 0.2,
+      0.3, 0.4], 'byte-level');
     expect(r.unaligned).toBe(0);
     expect(r.spans.map((x) => [x.start, x.end])).toEqual([[0, 2], [2, 3], [3, 4], [4, 9]]);
     expect(r.words.map((x) => x.text)).toEqual(['ok', '\uFFFD', '\uFFFD', 'then']);
@@ -135,12 +145,15 @@ describe('token alignment against Hugging Face tokenizers offsets', () => {
         const e = gold.cases[name].encodings[t];
         const special = e.ids.map((id: number) => table.special(id));
         expect(special).toEqual(e.special.map((s: number) => s === 1));
-        const { spans, unaligned } = alignTokens(text, e.ids.map((id: number, i: number) => tokenBytes(table.piece(id), table.scheme, special[i])), special);
+        const { spans, unaligned } = alignTokens(text,
+          e.ids.map((id: number, i: number) => tokenBytes(table.piece(id), table.scheme, special[i])), special);
         expect(unaligned, `${name} text ${t}`).toBe(0);
         const trim = (a: number, b: number): string => text.slice(a, b).trim();
         e.ids.forEach((id: number, i: number) => {
           if (table.piece(id).replace(/[▁Ġ]/g, '').trim() === '' && !special[i]) return; // whitespace tokens: HF points them anywhere
-          expect(trim(spans[i]!.start, spans[i]!.end), `${name} text ${t} token ${i} (${table.piece(id)})`).toBe(trim(e.offsets[i][0], e.offsets[i][1]));
+          expect(trim(spans[i]!.start, spans[i]!.end), `${name} text ${t} token ${i} (${table.piece(id)})`).toBe(
+            trim(e.offsets[i][0], e.offsets[i][1]),
+          );
         });
       });
     });

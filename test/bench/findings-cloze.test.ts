@@ -11,11 +11,15 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { checkClozeFile, clozeItems, controlHits, longestAnswer, clozeRows, clozeTable, mcnemarExact, metricHits, overlapHits, overlapOf, overlapUnits, pairedWithControl, type ClozeFile, type ClozeFileItem } from '../../bench/findings-cloze.js';
+import { checkClozeFile, clozeItems, controlHits, longestAnswer, clozeRows, clozeTable, mcnemarExact, metricHits,
+  overlapHits, overlapOf, overlapUnits, pairedWithControl, type ClozeFile,
+  type ClozeFileItem } from '../../bench/findings-cloze.js';
 import type { EvalRecord } from '../../src/eval/types.js';
 import { cases } from '../goldens/cases.js';
 
-const G = JSON.parse(readFileSync(path.resolve(import.meta.dirname, '../goldens/cloze-finding/cloze_finding_goldens.json'), 'utf8')) as {
+const G = JSON.parse(
+  readFileSync(path.resolve(import.meta.dirname, '../goldens/cloze-finding/cloze_finding_goldens.json'), 'utf8'),
+) as {
   options: Record<string, number[]>;
   counts: Record<string, number[]>;
   rows: { language: string; k: number; n: number; p: number; ci95: [number, number]; chance: number; pHolm: number }[];
@@ -34,7 +38,8 @@ function planted(options: number[], counts: number[]): ClozeFileItem[] {
       pickNorm: pick(1),
       pickBytes: pick(2),
       pickMutualInfo: pick(3),
-      options: Array.from({ length: k }, () => ({ ll: -1, ll0: -2, tokens: 1, chars: 1, bytes: 1, overlap: [1, 2] as [number, number] })),
+      options: Array.from({ length: k },
+        () => ({ ll: -1, ll0: -2, tokens: 1, chars: 1, bytes: 1, overlap: [1, 2] as [number, number] })),
     };
   });
 }
@@ -43,12 +48,16 @@ describe('the cloze table', () => {
   const sets = [
     { language: 'en', items: planted(G.options.en!, G.counts.en!) },
     // three skipped items, as the Chinese sample has: they count in no metric
-    { language: 'zh', items: [...planted(G.options.zh!, G.counts.zh!), ...[0, 1, 2].map((i) => ({ id: `s/${i}`, aspect: null, answer: 0, skipped: 'the prompt has 9000 tokens' }))] },
+    { language: 'zh',
+      items: [...planted(G.options.zh!, G.counts.zh!),
+        ...[0, 1, 2].map((i) => ({ id: `s/${i}`, aspect: null, answer: 0, skipped: 'the prompt has 9000 tokens' }))] },
   ];
 
   it('gives every metric × language its count, exact interval, chance, Poisson-binomial p and Holm over the 8 tests as numpy and statsmodels do', () => {
     const { model } = clozeRows(sets);
-    expect(model.map((r) => `${r.language} ${r.metric}`)).toEqual(['en', 'zh'].flatMap((l) => ['acc', 'acc_norm', 'acc_bytes', 'acc_mutual_info'].map((m) => `${l} ${m}`)));
+    expect(model.map((r) => `${r.language} ${r.metric}`)).toEqual(
+      ['en', 'zh'].flatMap((l) => ['acc', 'acc_norm', 'acc_bytes', 'acc_mutual_info'].map((m) => `${l} ${m}`)),
+    );
     model.forEach((r, i) => {
       const g = G.rows[i]!;
       expect([r.k, r.n]).toEqual([g.k, g.n]);
@@ -65,7 +74,9 @@ describe('the cloze table', () => {
     expect(md).toContain('| English | acc_mutual_info | 41 / 96 | 42.7 | [32.7, 53.2] | 25.0 | 1.1e-4 | 7.9e-4 |');
     expect(md).toContain('| Chinese | acc_mutual_info | 45 / 93 | 48.4 |');
     expect(md).toContain('Chinese: 3 of 96 items skipped');
-    expect(md).toMatch(/\| English \| overlap \(share\) \| \d+ \/ 96 \| .* control, not in the family; 96 tied items \|/);
+    expect(md).toMatch(
+      /\| English \| overlap \(share\) \| \d+ \/ 96 \| .* control, not in the family; 96 tied items \|/,
+    );
   });
 
   it('tests acc_mutual_info against the control with the exact McNemar test scipy gives', () => {
@@ -89,7 +100,9 @@ describe('the surface-overlap control', () => {
   });
 
   it('picks the option that repeats the context (by share and by count)', () => {
-    const mk = (overlaps: [number, number][], answer: number): ClozeFileItem => ({ id: 'x', aspect: null, answer, pick: 0, pickNorm: 0, pickBytes: 0, pickMutualInfo: 0, options: overlaps.map((o) => ({ ll: 0, ll0: 0, tokens: 1, chars: 1, bytes: 1, overlap: o })) });
+    const mk = (overlaps: [number, number][], answer: number): ClozeFileItem => ({ id: 'x', aspect: null, answer,
+      pick: 0, pickNorm: 0, pickBytes: 0, pickMutualInfo: 0,
+      options: overlaps.map((o) => ({ ll: 0, ll0: 0, tokens: 1, chars: 1, bytes: 1, overlap: o })) });
     // share and count disagree: 3 of 4 words against 5 of 20
     const items = [mk([[1, 10], [3, 4], [5, 20], [0, 3]], 1), mk([[1, 10], [3, 4], [5, 20], [0, 3]], 2)];
     expect(overlapHits(items, 'share').hits).toEqual([true, false]);
@@ -141,8 +154,10 @@ describe('the committed file', () => {
       contextTokens: 12,
       delimiter: '',
       options: [
-        { text: 'Xiaobai goes now.', logprob: -9, tokens: 4, chars: 17, bytes: 17, greedy: false, tokenLogprobs: [], unconditional: -20 },
-        { text: 'Wait here.', logprob: -5, tokens: 3, chars: 10, bytes: 10, greedy: false, tokenLogprobs: [], unconditional: -6 },
+        { text: 'Xiaobai goes now.', logprob: -9, tokens: 4, chars: 17, bytes: 17, greedy: false, tokenLogprobs: [],
+          unconditional: -20 },
+        { text: 'Wait here.', logprob: -5, tokens: 3, chars: 10, bytes: 10, greedy: false, tokenLogprobs: [],
+          unconditional: -6 },
       ],
       pick: 1,
       pickNorm: 1,
@@ -154,33 +169,48 @@ describe('the committed file', () => {
 
   it('keeps the picks, the scores and the overlap of every item, and skipped items with their reason', () => {
     const items = clozeItems([rec('a'), rec('b', { skipped: 'too long', cloze: undefined })]);
-    expect(items[0]).toEqual({ id: 'a', aspect: 'Self-Management', answer: 0, pick: 1, pickNorm: 1, pickBytes: 1, pickMutualInfo: 0, options: [{ ll: -9, ll0: -20, tokens: 4, chars: 17, bytes: 17, overlap: [1, 3] }, { ll: -5, ll0: -6, tokens: 3, chars: 10, bytes: 10, overlap: [0, 2] }] });
+    expect(items[0]).toEqual({ id: 'a', aspect: 'Self-Management', answer: 0, pick: 1, pickNorm: 1, pickBytes: 1,
+      pickMutualInfo: 0,
+      options: [{ ll: -9, ll0: -20, tokens: 4, chars: 17, bytes: 17, overlap: [1, 3] }, { ll: -5, ll0: -6, tokens: 3,
+        chars: 10, bytes: 10, overlap: [0, 2] }] });
     expect(items[1]).toEqual({ id: 'b', aspect: 'Self-Management', answer: 0, skipped: 'too long' });
     expect(metricHits(items, 'acc_mutual_info')).toEqual([true]);
-    expect(() => clozeItems([rec('c', { cloze: { ...rec('c').cloze!, pickMutualInfo: null } })])).toThrow(/record c has no acc_mutual_info pick/);
+    expect(() => clozeItems([rec('c', { cloze: { ...rec('c').cloze!, pickMutualInfo: null } })])).toThrow(
+      /record c has no acc_mutual_info pick/,
+    );
   });
 
   it("refuses items that do not reproduce each evaluation's own counts", () => {
     const m = (correct: number) => ({ n: 1, correct, accuracy: correct, ci95: null, chance: 0.5 });
-    const summary = { items: 1, acc: m(0), acc_norm: m(0), acc_bytes: m(0), acc_mutual_info: m(1), exactMatch: 0, meanTokens: 3.5 };
+    const summary = { items: 1, acc: m(0), acc_norm: m(0), acc_bytes: m(0), acc_mutual_info: m(1), exactMatch: 0,
+      meanTokens: 3.5 };
     // two shards: the second's item picks acc_mutual_info wrong
     const wrong = rec('b', { cloze: { ...rec('b').cloze!, pickMutualInfo: 1 } });
-    const f: ClozeFile = { about: '', evaluations: [{ source: {}, summary, items: 1 }, { source: {}, summary: { ...summary, acc_mutual_info: m(0) }, items: 1 }], items: clozeItems([rec('a'), wrong]) };
+    const f: ClozeFile = { about: '',
+      evaluations: [{ source: {}, summary, items: 1 }, { source: {}, summary: { ...summary, acc_mutual_info: m(0) },
+        items: 1 }], items: clozeItems([rec('a'), wrong]) };
     expect(() => checkClozeFile(f, 'f.json')).not.toThrow();
-    expect(() => checkClozeFile({ ...f, evaluations: [f.evaluations[1]!, f.evaluations[0]!] }, 'f.json')).toThrow("f.json: acc_mutual_info of evaluation 0 is 1/1 from the items but 0/1 in its summary");
-    expect(() => checkClozeFile({ ...f, evaluations: [f.evaluations[0]!] }, 'f.json')).toThrow('f.json: its evaluations list 1 items but it has 2');
+    expect(() => checkClozeFile({ ...f, evaluations: [f.evaluations[1]!, f.evaluations[0]!] }, 'f.json')).toThrow(
+      'f.json: acc_mutual_info of evaluation 0 is 1/1 from the items but 0/1 in its summary',
+    );
+    expect(() => checkClozeFile({ ...f, evaluations: [f.evaluations[0]!] }, 'f.json')).toThrow(
+      'f.json: its evaluations list 1 items but it has 2',
+    );
   });
 });
 
 describe('findings-summary --cloze-into', () => {
   const ROOT = path.resolve(import.meta.dirname, '../..');
-  const run = (file: string) => spawnSync(process.execPath, ['--import', 'tsx', 'bench/findings-summary.ts', '--cloze-into', file], { cwd: ROOT, encoding: 'utf8' });
+  const run = (file: string) =>
+    spawnSync(process.execPath, ['--import', 'tsx', 'bench/findings-summary.ts', '--cloze-into', file], { cwd: ROOT,
+      encoding: 'utf8' });
 
   it('puts the cloze section of bench/cloze/ before the scikit-learn section once, replacing it on a rerun, and leaves other files alone', () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'lobes-cloze-into-'));
     try {
       const out = path.join(dir, 'summary.md');
-      const before = '# SmolLM2-135M-Instruct on SocialEval: the numbers\n\n### Runs\n\nrows\n\n### scikit-learn on the same runs (x)\n\nsk\n';
+      const before =
+        '# SmolLM2-135M-Instruct on SocialEval: the numbers\n\n### Runs\n\nrows\n\n### scikit-learn on the same runs (x)\n\nsk\n';
       writeFileSync(out, before);
       expect(run(out).status).toBe(0);
       const after = readFileSync(out, 'utf8');
@@ -208,7 +238,11 @@ describe('trained against the random-weights control', () => {
   // both right on 2, trained only on 2 (0, 1), control only on 2 (4, 5): McNemar p = 1 by hand
   // (2 × P(Bin(4, ½) ≤ 2) = 2 × 11/16, capped at 1). acc right on trained 0–4, control none: 5
   // discordant all one way, p = 2 × (½)^5 = 0.0625.
-  const mk = (id: string, mi: boolean, acc: boolean): ClozeFileItem => ({ id, aspect: null, answer: 0, pick: acc ? 0 : 1, pickNorm: 1, pickBytes: 1, pickMutualInfo: mi ? 0 : 1, options: [0, 1].map(() => ({ ll: 0, ll0: 0, tokens: 1, chars: 1, bytes: 1, overlap: [0, 1] as [number, number] })) });
+  const mk = (id: string, mi: boolean, acc: boolean): ClozeFileItem => ({ id, aspect: null, answer: 0,
+    pick: acc ? 0 : 1, pickNorm: 1, pickBytes: 1, pickMutualInfo: mi ? 0 : 1,
+    options: [0, 1].map(() => ({ ll: 0, ll0: 0, tokens: 1, chars: 1, bytes: 1,
+      overlap: [0, 1] as [number, number] })
+    ) });
   const trained = [0, 1, 2, 3, 4, 5].map((i) => mk(`i${i}`, i <= 3, i <= 4));
   // the control in another order, with one item the trained run lacks and one it skipped
   const control = [5, 4, 3, 2, 1, 0].map((i) => mk(`i${i}`, i >= 2, false));

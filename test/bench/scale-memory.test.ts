@@ -17,7 +17,8 @@ afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
 /** Llama-3.1-8B's parameter count, from its published shape (8.03 B). */
 const P8B = 8_030_261_248;
-const ctx = (over: Partial<MemoryContext> = {}): MemoryContext => ({ spec: LLAMA_31_8B, parameters: P8B, device: 'cpu', int4Bytes: null, fp16Bytes: null, exportKind: 'int4', batch: { rows: 8, seq: 256 }, ...over });
+const ctx = (over: Partial<MemoryContext> = {}): MemoryContext => ({ spec: LLAMA_31_8B, parameters: P8B, device: 'cpu',
+  int4Bytes: null, fp16Bytes: null, exportKind: 'int4', batch: { rows: 8, seq: 256 }, ...over });
 
 describe('scale bench memory plan', () => {
   it('estimates the int4 export near the size measured at 8B (6.98 GB) and within 15 % at the small shape (0.356 GB: its 4-layer projections are a small part, so the fixed per-tensor parts weigh more)', () => {
@@ -55,13 +56,17 @@ describe('scale bench memory plan', () => {
 
   it('the script with its default stages and a 20 GB budget plans every stage but fp16-session, which it skips with the reason', () => {
     const cache = path.join(tmp, 'cache');
-    const r = spawnSync(process.execPath, ['--import', 'tsx', path.join(ROOT, 'bench/scale-8b.ts'), '--plan', '--memory-gb', '20'], { cwd: ROOT, encoding: 'utf8', env: { ...process.env, LOBES_MODEL_CACHE: cache } });
+    const r = spawnSync(process.execPath, ['--import', 'tsx', path.join(ROOT, 'bench/scale-8b.ts'), '--plan',
+      '--memory-gb', '20'], { cwd: ROOT, encoding: 'utf8', env: { ...process.env, LOBES_MODEL_CACHE: cache } });
     expect(r.status, r.stderr).toBe(0);
     const line = JSON.parse(r.stdout.trim());
     expect(line.plan).toBe(true);
     expect(Object.keys(line.stages)).toEqual(['fp16-session']);
-    expect(line.stages['fp16-session'].skipped).toMatch(/not enough free memory: fp16-session needs about 49\.\d\d GB .* but 20\.00 GB is free \(--memory-gb\)/);
-    for (const st of ['inspect', 'session', 'extract', 'forward', 'cat', 'wanda', 'cluster', 'report', 'report-2000', 'dataset']) expect(line.memory.stages[st].run, st).toBe(true);
+    expect(line.stages['fp16-session'].skipped).toMatch(
+      /not enough free memory: fp16-session needs about 49\.\d\d GB .* but 20\.00 GB is free \(--memory-gb\)/,
+    );
+    for (const st of ['inspect', 'session', 'extract', 'forward', 'cat', 'wanda', 'cluster', 'report', 'report-2000',
+      'dataset']) expect(line.memory.stages[st].run, st).toBe(true);
     // Nothing was generated.
     expect(existsSync(cache)).toBe(false);
   });

@@ -30,7 +30,8 @@ describe('--by with a label the run does not have', () => {
   const run = writeSyntheticRun(path.join(tmp, 'run'), { layers: 2, samplesPerGroup: 6, seed: 1 });
   for (const cmd of ['report', 'compare']) {
     it(`lobes ${cmd} --by aspct exits 2 and names the valid axes`, async () => {
-      const r = await cli([cmd, run, ...(cmd === 'compare' ? [run] : []), '--by', 'aspct', '--out', path.join(tmp, `${cmd}.html`)]);
+      const r = await cli([cmd, run, ...(cmd === 'compare' ? [run] : []), '--by', 'aspct', '--out',
+        path.join(tmp, `${cmd}.html`)]);
       expect(r.err).toContain('has no label axis "aspct" (axes: aspect) (did you mean --by aspect?)');
       expect(existsSync(path.join(tmp, `${cmd}.html`))).toBe(false);
       expect(r.code).toBe(2);

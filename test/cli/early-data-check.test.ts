@@ -22,10 +22,17 @@ writeFileSync(join(run, 'manifest.json'), JSON.stringify({ format: 'lobes-run', 
 
 type Cmd = { name: string; argv: (data: string) => string[]; run: () => Promise<(argv: string[]) => Promise<number>> };
 const commands: Cmd[] = [
-  { name: 'eval', argv: (d) => ['--model', model, '--data', d, '--out', join(dir, 'e'), '--cache', cache, '--quiet'], run: async () => (await import('../../src/cli/eval.js')).run },
-  { name: 'extract', argv: (d) => ['--model', model, '--data', d, '--out', join(dir, 'x'), '--cache', cache, '--quiet'], run: async () => (await import('../../src/cli/extract.js')).run },
-  { name: 'attend', argv: (d) => ['--model', model, '--data', d, '--out', join(dir, 'a'), '--cache', cache, '--quiet'], run: async () => (await import('../../src/cli/attend.js')).run },
-  { name: 'ablate', argv: (d) => [run, '--model', model, '--region', 'all', '--data', d, '--out', join(dir, 'b'), '--cache', cache, '--quiet'], run: async () => (await import('../../src/cli/ablate.js')).run },
+  { name: 'eval', argv: (d) => ['--model', model, '--data', d, '--out', join(dir, 'e'), '--cache', cache, '--quiet'],
+    run: async () => (await import('../../src/cli/eval.js')).run },
+  { name: 'extract', argv: (d) => ['--model', model, '--data', d, '--out', join(dir, 'x'), '--cache', cache, '--quiet'],
+    run: async () => (await import('../../src/cli/extract.js')).run },
+  { name: 'attend', argv: (d) => ['--model', model, '--data', d, '--out', join(dir, 'a'), '--cache', cache, '--quiet'],
+    run: async () => (await import('../../src/cli/attend.js')).run },
+  { name: 'ablate',
+    argv: (
+      d,
+    ) => [run, '--model', model, '--region', 'all', '--data', d, '--out', join(dir, 'b'), '--cache', cache, '--quiet'],
+    run: async () => (await import('../../src/cli/ablate.js')).run },
 ];
 
 async function failure(c: Cmd, data: string): Promise<string> {
@@ -51,30 +58,46 @@ describe('--data is checked before the model is opened', () => {
 
   it('a jsonl: path that is a folder, and one that does not exist', async () => {
     const run = (await import('../../src/cli/extract.js')).run;
-    await expect(run(['--model', model, '--data', `jsonl:${dir}?text=t&label=l`, '--out', join(dir, 'x'), '--cache', cache])).rejects.toThrow(/is a folder, expected a file/);
-    await expect(run(['--model', model, '--data', `jsonl:${missing}.jsonl?text=t&label=l`, '--out', join(dir, 'x'), '--cache', cache])).rejects.toThrow(/no-such-data\.jsonl.*no such file/);
+    await expect(
+      run(['--model', model, '--data', `jsonl:${dir}?text=t&label=l`, '--out', join(dir, 'x'), '--cache', cache]),
+    ).rejects.toThrow(/is a folder, expected a file/);
+    await expect(
+      run(['--model', model, '--data', `jsonl:${missing}.jsonl?text=t&label=l`, '--out', join(dir, 'x'), '--cache',
+        cache]),
+    ).rejects.toThrow(/no-such-data\.jsonl.*no such file/);
     expect(existsSync(cache)).toBe(false);
   });
 
   it('a kind the command does not read, and a missing --prompt file', async () => {
     const run = (await import('../../src/cli/eval.js')).run;
-    await expect(run(['--model', model, '--data', `csv:${missing}.csv?text=t&label=l`, '--out', join(dir, 'e'), '--cache', cache])).rejects.toThrow(/does not read csv:/);
+    await expect(
+      run(['--model', model, '--data', `csv:${missing}.csv?text=t&label=l`, '--out', join(dir, 'e'), '--cache', cache]),
+    ).rejects.toThrow(/does not read csv:/);
     const jsonl = join(dir, 'items.jsonl');
     writeFileSync(jsonl, '');
-    await expect(run(['--model', model, '--data', `jsonl:${jsonl}`, '--prompt', join(dir, 'no-prompt.txt'), '--out', join(dir, 'e'), '--cache', cache])).rejects.toThrow(/no-prompt\.txt.*no such file/);
+    await expect(
+      run(['--model', model, '--data', `jsonl:${jsonl}`, '--prompt', join(dir, 'no-prompt.txt'), '--out',
+        join(dir, 'e'), '--cache', cache]),
+    ).rejects.toThrow(/no-prompt\.txt.*no such file/);
     expect(existsSync(cache)).toBe(false);
   });
 
   it('ablate: a run folder that is not a run; attend: an --eval folder that is not an evaluation', async () => {
     const ablate = (await import('../../src/cli/ablate.js')).run;
-    await expect(ablate([join(dir, 'no-run'), '--model', model, '--region', 'all', '--data', `socialeval:${dir}`, '--out', join(dir, 'b'), '--cache', cache])).rejects.toThrow(/no-run\/manifest\.json: not a lobes run/);
+    await expect(
+      ablate([join(dir, 'no-run'), '--model', model, '--region', 'all', '--data', `socialeval:${dir}`, '--out',
+        join(dir, 'b'), '--cache', cache]),
+    ).rejects.toThrow(/no-run\/manifest\.json: not a lobes run/);
     const attend = (await import('../../src/cli/attend.js')).run;
-    await expect(attend(['--model', model, '--eval', join(dir, 'no-eval'), '--out', join(dir, 'a'), '--cache', cache])).rejects.toThrow(/no-eval: not a lobes evaluation folder \(no eval\.json\)/);
+    await expect(attend(['--model', model, '--eval', join(dir, 'no-eval'), '--out', join(dir, 'a'), '--cache', cache]))
+      .rejects.toThrow(/no-eval: not a lobes evaluation folder \(no eval\.json\)/);
     expect(existsSync(cache)).toBe(false);
   });
 
   it('with good data, the model is what fails (the check is not a blanket refusal)', async () => {
     const run = (await import('../../src/cli/extract.js')).run;
-    await expect(run(['--model', model, '--data', 'builtin:social', '--out', join(dir, 'x'), '--cache', cache, '--quiet'])).rejects.toThrow(/model\.gguf/);
+    await expect(
+      run(['--model', model, '--data', 'builtin:social', '--out', join(dir, 'x'), '--cache', cache, '--quiet']),
+    ).rejects.toThrow(/model\.gguf/);
   });
 });

@@ -37,7 +37,9 @@ describe('hints', () => {
     const file = path.join(dir, 'a.jsonl');
     writeFileSync(file, '{"question":"hi","aspect":"A"}\n');
     const line = await oneLine(['data', 'inspect', `jsonl:${file}?question=q`], 2);
-    expect(line).toBe(`lobes data: dataset spec "jsonl:${file}?question=q": unknown option "question" (jsonl:FILE without text= is a file in lobes' sample form and takes no options; name your fields with text=FIELD&label=FIELD, e.g. jsonl:FILE?text=question&label=aspect)`);
+    expect(line).toBe(
+      `lobes data: dataset spec "jsonl:${file}?question=q": unknown option "question" (jsonl:FILE without text= is a file in lobes' sample form and takes no options; name your fields with text=FIELD&label=FIELD, e.g. jsonl:FILE?text=question&label=aspect)`,
+    );
     expect(line).not.toMatch(/accepts \)/);
   });
 
@@ -59,7 +61,8 @@ describe('hints', () => {
     expect(await inspect(empty)).toMatch(/file is empty \(no JSON lines\) \(fix the input\)$/);
     expect(await inspect(fifo)).toMatch(/is not a regular file \(a pipe or device\); give a file \(fix the input\)$/);
     expect(await inspect(mixed)).toMatch(/\(fix the input, or pass --skip-invalid to leave those items out\)$/);
-    const evalEmpty = await oneLine(['eval', TINY, '--data', `jsonl:${empty}?question=question&options=options&answer=answer`, '--out', path.join(dir, 'e'), '--quiet'], 1);
+    const evalEmpty = await oneLine(['eval', TINY, '--data',
+      `jsonl:${empty}?question=question&options=options&answer=answer`, '--out', path.join(dir, 'e'), '--quiet'], 1);
     expect(evalEmpty).toMatch(/file is empty \(no JSON lines\) \(fix the lines\)$/);
     expect(tree(dir)).toEqual(before);
   });
@@ -68,26 +71,41 @@ describe('hints', () => {
     const run = path.join(dir, 'run');
     if (!HAVE) return;
     vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
-    expect(await main(['extract', '--model', TINY, '--data', 'builtin:social', '--limit', '12', '--out', run, '--quiet'])).toBe(0);
+    expect(
+      await main(['extract', '--model', TINY, '--data', 'builtin:social', '--limit', '12', '--out', run, '--quiet']),
+    ).toBe(0);
     vi.restoreAllMocks();
     const before = tree(run);
     const line = await oneLine(['wanda', run, '--model', path.join(dir, 'nowhere'), '--quiet'], 1);
-    expect(line).toBe(`lobes wanda: ${path.join(dir, 'nowhere')}: weights folder or file not found (give --model with an ONNX model folder, a safetensors checkpoint or a GGUF file)`);
+    expect(line).toBe(
+      `lobes wanda: ${
+        path.join(dir, 'nowhere')
+      }: weights folder or file not found (give --model with an ONNX model folder, a safetensors checkpoint or a GGUF file)`,
+    );
     expect(tree(run)).toEqual(before);
   }, 30000);
 
   it('a folder given as . is named by its full path', async () => {
-    expect(new LobesError('no .onnx file in the model folder', { file: '.' }).message).toBe(`${process.cwd()}: no .onnx file in the model folder`);
+    expect(new LobesError('no .onnx file in the model folder', { file: '.' }).message).toBe(
+      `${process.cwd()}: no .onnx file in the model folder`,
+    );
     expect(new LobesError('x', { file: `${dir}/.` }).message).toBe(`${dir}: x`);
     expect(new LobesError('x', { file: 'a/b.json' }).message).toBe('a/b.json: x');
-    expect(await oneLine(['inspect', `${dir}/.`], 1)).toBe(`lobes inspect: ${dir}: no .onnx file in the model folder (pass the .onnx file itself)`);
+    expect(await oneLine(['inspect', `${dir}/.`], 1)).toBe(
+      `lobes inspect: ${dir}: no .onnx file in the model folder (pass the .onnx file itself)`,
+    );
   });
 
   it('the --task iae header says accuracy, the continuation header log-likelihood', () => {
-    const base = { kind: 'ablate', version: 1, by: 'aspect', labels: ['A'], random: 5, regions: [], cells: [], specificity: [], pFloor: 1 / 6, scope: 'matrix', seed: 0, items: 10 } as unknown as AblateSummary;
-    expect(formatAblate({ ...base, unit: 'nats' })).toBe('mean change of log-likelihood (nats, after − before) per item, by aspect; p against 5 random regions (rank p floor 0.167; the t test heads a row only when its random regions pass Shapiro–Wilk at 0.05)');
+    const base = { kind: 'ablate', version: 1, by: 'aspect', labels: ['A'], random: 5, regions: [], cells: [],
+      specificity: [], pFloor: 1 / 6, scope: 'matrix', seed: 0, items: 10 } as unknown as AblateSummary;
+    expect(formatAblate({ ...base, unit: 'nats' })).toBe(
+      'mean change of log-likelihood (nats, after − before) per item, by aspect; p against 5 random regions (rank p floor 0.167; the t test heads a row only when its random regions pass Shapiro–Wilk at 0.05)',
+    );
     const iae = formatAblate({ ...base, unit: 'accuracy', iae: { metric: 'acc' } as AblateSummary['iae'] });
-    expect(iae).toBe('mean change of accuracy (acc, share answered right, after − before) per item, by aspect; p against 5 random regions (rank p floor 0.167; the t test heads a row only when its random regions pass Shapiro–Wilk at 0.05)');
+    expect(iae).toBe(
+      'mean change of accuracy (acc, share answered right, after − before) per item, by aspect; p against 5 random regions (rank p floor 0.167; the t test heads a row only when its random regions pass Shapiro–Wilk at 0.05)',
+    );
     expect(iae).not.toContain('log-likelihood');
   });
 });

@@ -27,14 +27,18 @@ const MODEL = ensureGeneratedModel('tiny-llama');
 const HOOK = 'layers.0.resid_out';
 const LABELS = ['self', 'altruism', 'self', 'altruism', 'self', 'altruism'];
 const json = (f: string) => JSON.parse(readFileSync(f, 'utf8'));
-const extract = (out: string, extra: string[] = []) => cli(['extract', '--model', MODEL, '--data', `jsonl:${texts}?text=text&label=orientation&id=id`, '--capture', 'resid,final', '--dtype', 'fp32', '--out', out, '--quiet', ...extra]);
+const extract = (out: string, extra: string[] = []) =>
+  cli(['extract', '--model', MODEL, '--data', `jsonl:${texts}?text=text&label=orientation&id=id`, '--capture',
+    'resid,final', '--dtype', 'fp32', '--out', out, '--quiet', ...extra]);
 
 beforeAll(() => {
   root = mkdtempSync(path.join(tmpdir(), 'lobes-intervene-'));
   env.set({ LOBES_HASH_CACHE: path.join(root, 'file-sha256.json') });
   texts = path.join(root, 'texts.jsonl');
-  const words = ['I finish my own work first.', 'I help my friend move house.', 'My plan comes before theirs.', 'She shares her lunch with him.', 'I keep the prize for myself.', 'They give their time to others.'];
-  writeFileSync(texts, words.map((t, i) => JSON.stringify({ id: `t${i}`, text: t, orientation: LABELS[i] })).join('\n') + '\n');
+  const words = ['I finish my own work first.', 'I help my friend move house.', 'My plan comes before theirs.',
+    'She shares her lunch with him.', 'I keep the prize for myself.', 'They give their time to others.'];
+  writeFileSync(texts,
+    words.map((t, i) => JSON.stringify({ id: `t${i}`, text: t, orientation: LABELS[i] })).join('\n') + '\n');
   items = path.join(root, 'items.jsonl');
   const qs = [
     { id: 'a', q: 'What is the capital of France?', o: ['Berlin', 'Paris', 'Rome'], a: 1 },
@@ -89,7 +93,9 @@ describe('lobes extract --intervene', () => {
     const again = await extract(steered, ['--intervene', `${HOOK}:add:${npy}`]);
     expect(again.code, again.err).toBe(0);
     // without the edit, with another value, or on the plain run with one: refused in one line
-    for (const [out, extra] of [[steered, []], [steered, ['--intervene', `${HOOK}:add:0.5`]], [plain, ['--intervene', `${HOOK}:add:${npy}`]]] as [string, string[]][]) {
+    for (const [out, extra] of [[steered, []], [steered, ['--intervene', `${HOOK}:add:0.5`]], [plain, ['--intervene',
+      `${HOOK}:add:${npy}`]]] as [string, string[]][])
+    {
       const x = await extract(out, extra);
       expect(x.code).toBe(1);
       expect(x.err.trim().split('\n')).toHaveLength(1);
@@ -97,24 +103,27 @@ describe('lobes extract --intervene', () => {
     }
   });
 
-  it('docs/intervene.md\'s direction script computes the same direction from the run', async () => {
+  it("docs/intervene.md's direction script computes the same direction from the run", async () => {
     const page = readFileSync(path.resolve(__dirname, '../../docs/intervene.md'), 'utf8');
-    const script = /```js\n(\/\/ direction\.mjs[\s\S]*?)```/.exec(page)![1]!.replace("from 'lobes'", `from ${JSON.stringify(path.resolve(__dirname, '../../src/index.ts'))}`);
+    const script = /```js\n(\/\/ direction\.mjs[\s\S]*?)```/.exec(page)![1]!.replace("from 'lobes'",
+      `from ${JSON.stringify(path.resolve(__dirname, '../../src/index.ts'))}`);
     const cwd = path.join(root, 'docs-page');
     cpSync(path.join(root, 'plain'), path.join(cwd, 'runs', 'plain'), { recursive: true });
     writeFileSync(path.join(cwd, 'direction.mts'), script);
-    const r = spawnSync(process.execPath, ['--import', path.resolve(__dirname, '../../node_modules/tsx/dist/loader.mjs'), 'direction.mts'], { cwd, encoding: 'utf8' });
+    const r = spawnSync(process.execPath, ['--import',
+      path.resolve(__dirname, '../../node_modules/tsx/dist/loader.mjs'), 'direction.mts'], { cwd, encoding: 'utf8' });
     expect(r.status, r.stderr).toBe(0);
     const got = Float32Array.from(json(path.join(cwd, 'direction.json')) as number[]);
     const want = await direction(path.join(root, 'plain'), HOOK, 'self', 'altruism');
     got.forEach((x, j) => expect(x).toBeCloseTo(want[j]!, 6));
   });
 
-  it('a scale of 1 stores the plain run\'s values exactly (the edit is recorded all the same)', async () => {
+  it("a scale of 1 stores the plain run's values exactly (the edit is recorded all the same)", async () => {
     const one = path.join(root, 'scale1');
     expect((await extract(one, ['--intervene', `${HOOK}:scale:1`])).code).toBe(0);
     const [p, s] = [await openRun(path.join(root, 'plain')), await openRun(one)];
-    for (const h of ['layers.0.resid_out', 'layers.1.resid_out', 'final.hidden']) expect(await s.read(h)).toEqual(await p.read(h));
+    for (const h of ['layers.0.resid_out', 'layers.1.resid_out', 'final.hidden'])
+      expect(await s.read(h)).toEqual(await p.read(h));
     expect(s.manifest.capture.interventions).toEqual([{ hook: HOOK, op: 'scale', value: 1, positions: 'all' }]);
   });
 
@@ -139,19 +148,27 @@ describe('lobes extract --intervene', () => {
   });
 
   it('parses HOOK:OP[:VALUE][:last]', () => {
-    expect(parseInterventionSpec('layers.2.mlp.down_in:scale:0.5')).toEqual({ hook: 'layers.2.mlp.down_in', op: 'scale', value: 0.5, positions: 'all' });
-    expect(parseInterventionSpec('final.hidden:zero:last')).toEqual({ hook: 'final.hidden', op: 'zero', positions: 'last' });
-    expect(parseInterventionSpec('layers.0.resid_out:add:-2:last')).toEqual({ hook: 'layers.0.resid_out', op: 'add', value: -2, positions: 'last' });
+    expect(parseInterventionSpec('layers.2.mlp.down_in:scale:0.5')).toEqual({ hook: 'layers.2.mlp.down_in', op: 'scale',
+      value: 0.5, positions: 'all' });
+    expect(parseInterventionSpec('final.hidden:zero:last')).toEqual({ hook: 'final.hidden', op: 'zero',
+      positions: 'last' });
+    expect(parseInterventionSpec('layers.0.resid_out:add:-2:last')).toEqual({ hook: 'layers.0.resid_out', op: 'add',
+      value: -2, positions: 'last' });
   });
 });
 
 describe('lobes eval --intervene', () => {
   it('records the edits in eval.json, changes the scores, and refuses to resume without them', async () => {
-    const args = (out: string, extra: string[] = []) => ['eval', '--model', MODEL, '--data', `jsonl:${items}?id=id&question=q&options=o&answer=a`, '--out', out, '--scoring', 'cloze', '--chat-template', 'off', '--bootstrap', '0', '--quiet', ...extra];
+    const args = (out: string,
+      extra: string[] = []) => ['eval', '--model', MODEL, '--data',
+      `jsonl:${items}?id=id&question=q&options=o&answer=a`, '--out', out, '--scoring', 'cloze', '--chat-template',
+      'off', '--bootstrap', '0', '--quiet', ...extra];
     const plain = path.join(root, 'eval-plain');
     const zeroed = path.join(root, 'eval-zeroed');
     expect((await cli(args(plain))).code).toBe(0);
-    const r = await cli(args(zeroed, ['--intervene', 'layers.1.mlp.down_in:zero', '--intervene', `${HOOK}:scale:0.5:last`]));
+    const r = await cli(
+      args(zeroed, ['--intervene', 'layers.1.mlp.down_in:zero', '--intervene', `${HOOK}:scale:0.5:last`]),
+    );
     expect(r.code, r.err).toBe(0);
     const m = json(path.join(zeroed, 'eval.json'));
     expect(m.settings.interventions).toEqual([
@@ -161,19 +178,26 @@ describe('lobes eval --intervene', () => {
     expect(json(path.join(plain, 'eval.json')).settings.interventions).toBeUndefined();
     const records = (d: string) => readFileSync(path.join(d, 'records.jsonl'), 'utf8');
     expect(records(zeroed)).not.toBe(records(plain));
-    const on = await cli(args(path.join(root, 'eval-never'), ['--share-prefix', 'on', '--intervene', `${HOOK}:add:1:last`]));
+    const on = await cli(
+      args(path.join(root, 'eval-never'), ['--share-prefix', 'on', '--intervene', `${HOOK}:add:1:last`]),
+    );
     expect(on.code).toBe(2);
     expect(on.err).toMatch(/--share-prefix on cannot go with an --intervene at :last/);
     const x = await cli(args(zeroed));
     expect(x.code).toBe(1);
     expect(x.err.trim().split('\n')).toHaveLength(1);
-    expect(x.err).toMatch(/different settings: --intervene is .*layers\.1\.mlp\.down_in:zero.* in .* but "none" in this command/);
+    expect(x.err).toMatch(
+      /different settings: --intervene is .*layers\.1\.mlp\.down_in:zero.* in .* but "none" in this command/,
+    );
   });
 });
 
 describe('lobes attend --intervene', () => {
   it('reads the weights under the edit, records it, and refuses to resume without it', async () => {
-    const args = (out: string, extra: string[] = []) => ['attend', '--model', MODEL, '--data', `jsonl:${texts}?text=text&label=orientation&id=id`, '--position', 'last', '--layers', 'all', '--bootstrap', '0', '--out', out, '--quiet', ...extra];
+    const args = (out: string,
+      extra: string[] = []) => ['attend', '--model', MODEL, '--data',
+      `jsonl:${texts}?text=text&label=orientation&id=id`, '--position', 'last', '--layers', 'all', '--bootstrap', '0',
+      '--out', out, '--quiet', ...extra];
     const plain = path.join(root, 'attend-plain');
     const steered = path.join(root, 'attend-steered');
     expect((await cli(args(plain))).code).toBe(0);
@@ -201,13 +225,15 @@ describe('lobes ablate --intervene', () => {
     const plain = path.join(dir, 'plain');
     const edited = path.join(dir, 'edited');
     await runAblate({ run, region: 'A', data: spec, out: plain, random: 1, quiet: true });
-    const r = await cli(['ablate', run, '--region', 'A', '--data', spec, '--out', edited, '--random', '1', '--quiet', '--intervene', 'layers.1.mlp.down_in:zero']);
+    const r = await cli(['ablate', run, '--region', 'A', '--data', spec, '--out', edited, '--random', '1', '--quiet',
+      '--intervene', 'layers.1.mlp.down_in:zero']);
     expect(r.code, r.err).toBe(0);
     const job = json(path.join(edited, 'job.json'));
     expect(job.settings.interventions).toEqual([{ hook: 'layers.1.mlp.down_in', op: 'zero', positions: 'all' }]);
     expect(json(path.join(plain, 'job.json')).settings.interventions).toBeUndefined();
     // the log-likelihoods before ablating are those of the edited model
-    const before = (d: string) => readFileSync(path.join(d, 'records.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l).before as number);
+    const before = (d: string) =>
+      readFileSync(path.join(d, 'records.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l).before as number);
     const [bp, be] = [before(plain), before(edited)];
     bp.forEach((b, i) => expect(Math.abs(b - GOLD.before[i]!)).toBeLessThan(1e-3));
     expect(be.some((b, i) => Math.abs(b - bp[i]!) > 1e-2)).toBe(true);

@@ -29,7 +29,10 @@ describe.skipIf(!HAVE)('--limit across commands', () => {
   it('extract, eval and attend keep the same seeded stratified sample', async () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'lobes-limit-'));
     const file = path.join(dir, 'items.jsonl');
-    const rows = Array.from({ length: 30 }, (_, i) => ({ id: `q${String(i).padStart(2, '0')}`, question: `What does person ${i} do next in the story?`, options: ['help', 'leave', 'wait'], answer: i % 3, aspect: 'ABC'[i % 3], language: ['en', 'zh'][Math.floor(i / 3) % 2] }));
+    const rows = Array.from({ length: 30 },
+      (_, i) => ({ id: `q${String(i).padStart(2, '0')}`, question: `What does person ${i} do next in the story?`,
+        options: ['help', 'leave', 'wait'], answer: i % 3, aspect: 'ABC'[i % 3],
+        language: ['en', 'zh'][Math.floor(i / 3) % 2] }));
     writeFileSync(file, rows.map((r) => JSON.stringify(r)).join('\n') + '\n');
     const text = `jsonl:${file}?text=question&label=language,aspect&id=id`;
     const mcq = `jsonl:${file}?question=question&options=options&answer=answer&label=language,aspect&id=id`;
@@ -38,9 +41,16 @@ describe.skipIf(!HAVE)('--limit across commands', () => {
     const sample = async (seed: number) => {
       const o = path.join(dir, `seed${seed}`);
       const lim = ['--limit', '8', '--seed', String(seed), '--quiet'];
-      expect(await main(['extract', '--model', TINY, '--data', text, '--out', `${o}-x`, '--capture', 'final', ...lim])).toBe(0);
-      expect(await main(['eval', '--model', TINY, '--data', mcq, '--out', `${o}-e`, '--shuffles', '1', '--bootstrap', '0', '--chat-template', 'off', ...lim])).toBe(0);
-      expect(await main(['attend', '--model', TINY, '--data', text, '--out', `${o}-a`, '--layers', 'all', '--bootstrap', '0', ...lim])).toBe(0);
+      expect(await main(['extract', '--model', TINY, '--data', text, '--out', `${o}-x`, '--capture', 'final', ...lim]))
+        .toBe(0);
+      expect(
+        await main(['eval', '--model', TINY, '--data', mcq, '--out', `${o}-e`, '--shuffles', '1', '--bootstrap', '0',
+          '--chat-template', 'off', ...lim]),
+      ).toBe(0);
+      expect(
+        await main(['attend', '--model', TINY, '--data', text, '--out', `${o}-a`, '--layers', 'all', '--bootstrap', '0',
+          ...lim]),
+      ).toBe(0);
       const x = ids(path.join(`${o}-x`, 'samples.jsonl'));
       expect(ids(path.join(`${o}-e`, 'records.jsonl'))).toEqual(x);
       expect(ids(path.join(`${o}-a`, 'items.jsonl'))).toEqual(x);
@@ -55,7 +65,8 @@ describe.skipIf(!HAVE)('--limit across commands', () => {
       const r = rows.find((x) => x.id === id)!;
       per.set(`${r.language}/${r.aspect}`, (per.get(`${r.language}/${r.aspect}`) ?? 0) + 1);
     }
-    expect(Object.fromEntries([...per].sort())).toEqual({ 'en/A': 2, 'en/B': 2, 'en/C': 1, 'zh/A': 1, 'zh/B': 1, 'zh/C': 1 });
+    expect(Object.fromEntries([...per].sort())).toEqual({ 'en/A': 2, 'en/B': 2, 'en/C': 1, 'zh/A': 1, 'zh/B': 1,
+      'zh/C': 1 });
     // seeded: another seed, another sample (the same in every command again)
     const b = await sample(6);
     expect(b).not.toEqual(a);
@@ -67,16 +78,23 @@ describe.skipIf(!HAVE)('--limit across commands', () => {
   it('extract --layers stores the per-layer points of the chosen layers only', async () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'lobes-layers-'));
     vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
-    const base = ['extract', '--model', TINY, '--data', 'builtin:social', '--capture', 'final,mlp,resid', '--limit', '6', '--quiet'];
+    const base = ['extract', '--model', TINY, '--data', 'builtin:social', '--capture', 'final,mlp,resid', '--limit',
+      '6', '--quiet'];
     expect(await main([...base, '--out', path.join(dir, 'all')])).toBe(0);
     expect(await main([...base, '--out', path.join(dir, 'last'), '--layers', 'last:1'])).toBe(0);
-    const points = (d: string) => JSON.parse(readFileSync(path.join(dir, d, 'manifest.json'), 'utf8')).capture as { points: { name: string }[]; selection: string[] };
+    const points = (d: string) =>
+      JSON.parse(readFileSync(path.join(dir, d, 'manifest.json'), 'utf8')).capture as { points: { name: string }[];
+        selection: string[] };
     const all = points('all');
     const last = points('last');
-    const layers = new Set(all.points.map((p) => /^layers\.(\d+)\./.exec(p.name)?.[1]).filter((x) => x !== undefined).map(Number));
+    const layers = new Set(
+      all.points.map((p) => /^layers\.(\d+)\./.exec(p.name)?.[1]).filter((x) => x !== undefined).map(Number),
+    );
     expect(layers.size).toBeGreaterThan(1);
     const top = Math.max(...layers);
-    const want = all.points.map((p) => p.name).filter((n) => !n.startsWith('layers.') || n.startsWith(`layers.${top}.`));
+    const want = all.points.map((p) => p.name).filter((n) =>
+      !n.startsWith('layers.') || n.startsWith(`layers.${top}.`)
+    );
     expect(last.points.map((p) => p.name)).toEqual(want);
     expect(last.selection).toEqual(['final', 'mlp', 'resid', 'layers=last:1']);
     expect(all.selection).toEqual(['final', 'mlp', 'resid']);
@@ -90,12 +108,14 @@ describe.skipIf(!HAVE)('--limit across commands', () => {
 
 /** Labelled items: two languages, four aspects, ids that say nothing about their order. */
 function labelled(n: number, prefix = 'item') {
-  return Array.from({ length: n }, (_, i) => ({ id: `${prefix}-${(i * 7919) % 10007}`, labels: { language: i % 3 === 0 ? 'zh' : 'en', aspect: ['A', 'B', 'C', 'D'][i % 4]! } }));
+  return Array.from({ length: n },
+    (_, i) => ({ id: `${prefix}-${(i * 7919) % 10007}`,
+      labels: { language: i % 3 === 0 ? 'zh' : 'en', aspect: ['A', 'B', 'C', 'D'][i % 4]! } }));
 }
 const stratum = (x: { labels: Record<string, string> }) => `${x.labels.language}/${x.labels.aspect}`;
 const idSet = (xs: { id: string }[]) => new Set(xs.map((x) => x.id));
 
-describe('--limit: an item\'s place depends only on its own id', () => {
+describe("--limit: an item's place depends only on its own id", () => {
   it('inside each stratum, the items kept are the ones with the smallest sha256(seed, NUL, id), computed here', () => {
     const xs = labelled(300);
     for (const seed of [0, 1, 4294967295]) {
@@ -133,7 +153,9 @@ describe('--limit: an item\'s place depends only on its own id', () => {
   it('a list with extra items (new and existing strata) keeps most of the sample', () => {
     const xs = labelled(600);
     // 40 more: composite-like items of their own strata and items of the existing strata
-    const extra = Array.from({ length: 40 }, (_, i) => ({ id: `extra-${i}`, labels: { language: i % 2 ? 'en' : 'zh', aspect: i < 16 ? 'A + B' : ['A', 'B', 'C', 'D'][i % 4]! } }));
+    const extra = Array.from({ length: 40 },
+      (_, i) => ({ id: `extra-${i}`,
+        labels: { language: i % 2 ? 'en' : 'zh', aspect: i < 16 ? 'A + B' : ['A', 'B', 'C', 'D'][i % 4]! } }));
     const ys = [...xs.slice(0, 300), ...extra, ...xs.slice(300)];
     for (const seed of [0, 1, 2]) {
       const a = idSet(limitItems(xs, ['language', 'aspect'], { limit: 60, seed }).items);
@@ -146,24 +168,31 @@ describe('--limit: an item\'s place depends only on its own id', () => {
 
 const SOCIALEVAL = path.resolve(__dirname, '../../../shared/socialeval/worldtree_data');
 const HAVE_SE = existsSync(SOCIALEVAL);
-if (!HAVE_SE) console.log(`test/cli/limit.test.ts: SocialEval overlap skipped, ${SOCIALEVAL} is absent (the published SocialEval world trees)`);
+if (!HAVE_SE)
+  console.log(
+    `test/cli/limit.test.ts: SocialEval overlap skipped, ${SOCIALEVAL} is absent (the published SocialEval world trees)`,
+  );
 
 describe.skipIf(!HAVE_SE)('--limit on the real SocialEval lists', () => {
-  it('extract\'s socialeval: samples and eval\'s IAE items (composite included) share at least 45 of 50; all 50 when extract includes composite items', async () => {
-    for (const lang of ['en', 'zh']) {
-      const spec = `socialeval:${SOCIALEVAL}?lang=${lang}`;
-      const ds = await loadDataset(spec);
-      const withComposite = await loadDataset(`${spec}&composite=include`);
-      const ev = loadEvalData(spec, { task: 'iae', cot: false, limit: 50, seed: 0 });
-      const evalIds = ev.units.map((u) => (u.kind === 'item' ? u.facts.id : ''));
-      expect(evalIds.length).toBe(50);
-      // the two lists differ: eval reads the composite items too
-      expect(ev.available).toBeGreaterThan(ds.samples.length);
-      const x = idSet(limitItems(ds.samples, ds.axes, { limit: 50, seed: 0 }).items);
-      const shared = evalIds.filter((id) => x.has(id)).length;
-      expect(shared, `${lang}: ${shared} of 50 shared`).toBeGreaterThanOrEqual(45);
-      const xc = idSet(limitItems(withComposite.samples, withComposite.axes, { limit: 50, seed: 0 }).items);
-      expect(evalIds.filter((id) => xc.has(id)).length, `${lang} with composite=include`).toBe(50);
-    }
-  }, 180000);
+  it(
+    "extract's socialeval: samples and eval's IAE items (composite included) share at least 45 of 50; all 50 when extract includes composite items",
+    async () => {
+      for (const lang of ['en', 'zh']) {
+        const spec = `socialeval:${SOCIALEVAL}?lang=${lang}`;
+        const ds = await loadDataset(spec);
+        const withComposite = await loadDataset(`${spec}&composite=include`);
+        const ev = loadEvalData(spec, { task: 'iae', cot: false, limit: 50, seed: 0 });
+        const evalIds = ev.units.map((u) => (u.kind === 'item' ? u.facts.id : ''));
+        expect(evalIds.length).toBe(50);
+        // the two lists differ: eval reads the composite items too
+        expect(ev.available).toBeGreaterThan(ds.samples.length);
+        const x = idSet(limitItems(ds.samples, ds.axes, { limit: 50, seed: 0 }).items);
+        const shared = evalIds.filter((id) => x.has(id)).length;
+        expect(shared, `${lang}: ${shared} of 50 shared`).toBeGreaterThanOrEqual(45);
+        const xc = idSet(limitItems(withComposite.samples, withComposite.axes, { limit: 50, seed: 0 }).items);
+        expect(evalIds.filter((id) => xc.has(id)).length, `${lang} with composite=include`).toBe(50);
+      }
+    },
+    180000,
+  );
 });

@@ -115,7 +115,8 @@ describe('every model command takes --model, and MODEL first is the same', () =>
   writeFileSync(mcq, JSON.stringify({ id: 'q1', question: 'Which?', options: ['a', 'b'], answer: 0 }) + '\n');
   const cases: [string, (m: string[]) => string[]][] = [
     ['extract', (m) => ['extract', ...m, '--data', 'builtin:social', '--out', out()]],
-    ['eval', (m) => ['eval', ...m, '--data', `jsonl:${mcq}?question=question&options=options&answer=answer`, '--out', out()]],
+    ['eval',
+      (m) => ['eval', ...m, '--data', `jsonl:${mcq}?question=question&options=options&answer=answer`, '--out', out()]],
     ['attend', (m) => ['attend', ...m, '--data', 'builtin:social', '--out', out()]],
     ['inspect', (m) => ['inspect', ...m]],
     ['convert', (m) => ['convert', ...m, '--out', out()]],
@@ -133,7 +134,9 @@ describe('every model command takes --model, and MODEL first is the same', () =>
       expect(a, errFlag).toBe(1);
       expect(errFlag).toContain(missing);
       expect(b).toBe(1);
-      expect(errPositional.replace(/\/tmp\/lobes-cliopts-\w+/g, '')).toBe(errFlag.replace(/\/tmp\/lobes-cliopts-\w+/g, ''));
+      expect(errPositional.replace(/\/tmp\/lobes-cliopts-\w+/g, '')).toBe(
+        errFlag.replace(/\/tmp\/lobes-cliopts-\w+/g, ''),
+      );
       vi.restoreAllMocks();
       c = capture();
       expect(await main(argv(['--model', missing, path.join(tmpdir(), 'another')]))).toBe(2);
@@ -167,9 +170,13 @@ describe('EPIPE', () => {
     const file = path.join(dir, 'big.jsonl');
     // larger than a pipe's buffer, so the writer meets the closed pipe
     const lines: string[] = [];
-    for (let i = 0; i < 20000; i++) lines.push(JSON.stringify({ id: `s${i}`, text: `text number ${i} `.repeat(4), labels: { group: i % 2 ? 'a' : 'b' } }));
+    for (let i = 0; i < 20000; i++)
+      lines.push(
+        JSON.stringify({ id: `s${i}`, text: `text number ${i} `.repeat(4), labels: { group: i % 2 ? 'a' : 'b' } }),
+      );
     writeFileSync(file, lines.join('\n') + '\n');
-    const cmd = `"${process.execPath}" --import tsx "${BIN}" data export "jsonl:${file}" | head -1; echo "status=\${PIPESTATUS[0]}" >&2`;
+    const cmd =
+      `"${process.execPath}" --import tsx "${BIN}" data export "jsonl:${file}" | head -1; echo "status=\${PIPESTATUS[0]}" >&2`;
     const r = spawnSync('bash', ['-c', cmd], { cwd: ROOT, encoding: 'utf8' });
     expect(JSON.parse(r.stdout.trim()).id).toBe('s0');
     expect(r.stderr).toContain('status=0');
@@ -180,7 +187,9 @@ describe('EPIPE', () => {
 
 describe('--limit: one seeded stratified sample', () => {
   const items = (n: number) =>
-    Array.from({ length: n }, (_, i) => ({ id: `item-${i}`, labels: { language: i % 3 === 0 ? 'zh' : 'en', aspect: ['A', 'B', 'C', 'D'][i % 4]!, other: String(i % 7) } }));
+    Array.from({ length: n },
+      (_, i) => ({ id: `item-${i}`,
+        labels: { language: i % 3 === 0 ? 'zh' : 'en', aspect: ['A', 'B', 'C', 'D'][i % 4]!, other: String(i % 7) } }));
 
   it('gives each stratum its proportional share (largest remainders), computed here independently', () => {
     const xs = items(97);
@@ -189,15 +198,21 @@ describe('--limit: one seeded stratified sample', () => {
       expect(record.by).toEqual(['language', 'aspect']);
       expect(got.length).toBe(n);
       const size = new Map<string, number>();
-      for (const x of xs) size.set(`${x.labels.language}/${x.labels.aspect}`, (size.get(`${x.labels.language}/${x.labels.aspect}`) ?? 0) + 1);
+      for (const x of xs)
+        size.set(`${x.labels.language}/${x.labels.aspect}`,
+          (size.get(`${x.labels.language}/${x.labels.aspect}`) ?? 0) + 1);
       const keys = [...size.keys()].sort();
       const exact = keys.map((k) => (n * size.get(k)!) / xs.length);
       const quota = exact.map(Math.floor);
       const left = n - quota.reduce((a, b) => a + b, 0);
-      const rema = keys.map((k, i) => ({ k, i, r: exact[i]! - quota[i]! })).sort((a, b) => b.r - a.r || (a.k < b.k ? -1 : 1));
+      const rema = keys.map((k, i) => ({ k, i, r: exact[i]! - quota[i]! })).sort((a, b) =>
+        b.r - a.r || (a.k < b.k ? -1 : 1)
+      );
       for (const x of rema.slice(0, left)) quota[x.i]!++;
       const gotPer = new Map<string, number>();
-      for (const x of got) gotPer.set(`${x.labels.language}/${x.labels.aspect}`, (gotPer.get(`${x.labels.language}/${x.labels.aspect}`) ?? 0) + 1);
+      for (const x of got)
+        gotPer.set(`${x.labels.language}/${x.labels.aspect}`,
+          (gotPer.get(`${x.labels.language}/${x.labels.aspect}`) ?? 0) + 1);
       keys.forEach((k, i) => expect(gotPer.get(k) ?? 0, `${n} ${k}`).toBe(quota[i]));
     }
   });
@@ -243,7 +258,9 @@ describe('checks before long work', () => {
       hashed.push('listed');
       return [{ path: path.join(model, 'model.onnx.data'), name: 'model.onnx.data', role: 'data' as const }];
     };
-    await expect(runExtract({ model, data: 'builtin:social', out: path.join(model, 'run'), quiet: true, deps: { modelFiles } })).rejects.toThrow(/no tokenizer\.json in the model folder/);
+    await expect(
+      runExtract({ model, data: 'builtin:social', out: path.join(model, 'run'), quiet: true, deps: { modelFiles } }),
+    ).rejects.toThrow(/no tokenizer\.json in the model folder/);
     expect(hashed).toEqual(['listed']);
   });
 

@@ -46,9 +46,12 @@ async function helpOf(cmd: string[]): Promise<string> {
 
 describe('shared flags', () => {
   it('no command module defines --quiet, --json or --force itself', () => {
-    const sources = new Map(readdirSync(CLI).filter((f) => f.endsWith('.ts')).map((f) => [f, readFileSync(path.join(CLI, f), 'utf8')]));
+    const sources = new Map(
+      readdirSync(CLI).filter((f) => f.endsWith('.ts')).map((f) => [f, readFileSync(path.join(CLI, f), 'utf8')]),
+    );
     expect(sources.size).toBeGreaterThan(15);
-    expect(ownDefinitions(sources), 'spread QUIET_OPTION, JSON_OPTION, OUTPUT_OPTIONS or FORCE_OPTION from src/cli/options.ts').toEqual([]);
+    expect(ownDefinitions(sources),
+      'spread QUIET_OPTION, JSON_OPTION, OUTPUT_OPTIONS or FORCE_OPTION from src/cli/options.ts').toEqual([]);
   });
 
   it('finds a planted definition (the check can fail)', () => {
@@ -60,13 +63,16 @@ describe('shared flags', () => {
     expect(ownDefinitions(planted)).toEqual(['merge.ts:2']);
   });
 
-  it('HELP.quiet is the shared wording at the shared column, and helpLine keeps a command\'s column', () => {
+  it("HELP.quiet is the shared wording at the shared column, and helpLine keeps a command's column", () => {
     expect(HELP.quiet).toBe(`  --quiet${' '.repeat(14)}${QUIET_TEXT}`);
     expect(helpLine('--quiet', QUIET_TEXT, 22)).toBe(`  --quiet${' '.repeat(13)}${QUIET_TEXT}`);
   });
 
   it('every command says what --quiet does: the shared wording, or its own narrower one', async () => {
-    const commands = [['ablate'], ['attend'], ['attend', 'merge'], ['cluster'], ['convert'], ['data', 'inspect'], ['data', 'export'], ['demo'], ['eval'], ['eval', 'merge'], ['extract'], ['merge'], ['swap'], ['wanda']];
+    const commands = [['ablate'], ['attend'], ['attend', 'merge'], ['cluster'], ['convert'], ['data', 'inspect'], [
+      'data',
+      'export',
+    ], ['demo'], ['eval'], ['eval', 'merge'], ['extract'], ['merge'], ['swap'], ['wanda']];
     for (const cmd of commands) {
       const line = (await helpOf(cmd)).split('\n').find((l) => /^ {2}--quiet\b/.test(l));
       expect(line, `${cmd.join(' ')} --help has a --quiet line`).toBeDefined();

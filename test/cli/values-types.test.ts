@@ -17,8 +17,12 @@ function typeErrors(body: string): string[] {
   try {
     const file = path.join(dir, 'probe.ts');
     writeFileSync(file, `import { parseCommand } from '../../../src/cli/args.js';\n${body}\n`);
-    const program = ts.createProgram([file], { strict: true, noEmit: true, module: ts.ModuleKind.NodeNext, moduleResolution: ts.ModuleResolutionKind.NodeNext, target: ts.ScriptTarget.ES2022, skipLibCheck: true, types: ['node'] });
-    return ts.getPreEmitDiagnostics(program).filter((d) => d.file?.fileName === file).map((d) => ts.flattenDiagnosticMessageText(d.messageText, ' '));
+    const program = ts.createProgram([file], { strict: true, noEmit: true, module: ts.ModuleKind.NodeNext,
+      moduleResolution: ts.ModuleResolutionKind.NodeNext, target: ts.ScriptTarget.ES2022, skipLibCheck: true,
+      types: ['node'] });
+    return ts.getPreEmitDiagnostics(program).filter((d) => d.file?.fileName === file).map((d) =>
+      ts.flattenDiagnosticMessageText(d.messageText, ' ')
+    );
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

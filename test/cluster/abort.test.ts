@@ -39,7 +39,8 @@ function matrix(): { dir: string; npy: string; lab: string } {
   return { dir, npy, lab };
 }
 
-const FAST = { tsne: { iterations: 100, perplexity: 10 }, metrics: { bootstrap: 20, permutations: 5, probePermutations: 5 } };
+const FAST = { tsne: { iterations: 100, perplexity: 10 },
+  metrics: { bootstrap: 20, permutations: 5, probePermutations: 5 } };
 
 async function aborted(p: Promise<unknown>): Promise<LobesError> {
   try {
@@ -57,7 +58,10 @@ describe('runCluster with an AbortSignal', () => {
     const out = path.join(dir, 'out');
     const ctl = new AbortController();
     ctl.abort('stop');
-    const e = await aborted(runCluster(npy, { ...FAST, input: { labels: lab }, output: { dir: out }, execution: { threads: 1, quiet: true, signal: ctl.signal } }));
+    const e = await aborted(
+      runCluster(npy, { ...FAST, input: { labels: lab }, output: { dir: out },
+        execution: { threads: 1, quiet: true, signal: ctl.signal } }),
+    );
     expect(e.code).toBe('E_ABORTED');
     expect(e.message).toMatch(/^lobes cluster was cancelled after its load stage \(stop\)/);
     expect(existsSync(out)).toBe(false);
@@ -72,12 +76,16 @@ describe('runCluster with an AbortSignal', () => {
       if (String(chunk).startsWith('cluster: KL divergence')) ctl.abort('interrupted by SIGINT');
       return true;
     });
-    const e = await aborted(runCluster(npy, { ...FAST, input: { labels: lab }, output: { dir: out }, execution: { threads: 1, quiet: false, signal: ctl.signal } }));
+    const e = await aborted(
+      runCluster(npy, { ...FAST, input: { labels: lab }, output: { dir: out },
+        execution: { threads: 1, quiet: false, signal: ctl.signal } }),
+    );
     expect(e.code).toBe('E_ABORTED');
     expect(e.message).toMatch(/^lobes cluster was cancelled before writing its outputs \(interrupted by SIGINT\)/);
     expect(existsSync(out) ? readdirSync(out) : []).toEqual([]);
     // the same call without the signal completes and writes
-    const r = await runCluster(npy, { ...FAST, input: { labels: lab }, output: { dir: out }, execution: { threads: 1, quiet: true } });
+    const r = await runCluster(npy, { ...FAST, input: { labels: lab }, output: { dir: out },
+      execution: { threads: 1, quiet: true } });
     expect(existsSync(path.join(r.outDir!, 'metrics.json'))).toBe(true);
   });
 });

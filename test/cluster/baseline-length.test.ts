@@ -18,16 +18,22 @@ import type { ClusterMetrics } from '../../src/cluster/types.js';
 const tmp = mkdtempSync(path.join(tmpdir(), 'lobes-length-'));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
-const SPEC: GeneratedModelSpec = { model: { layers: 1, hidden: 64, intermediate: 128, heads: 4, kvHeads: 2, vocab: 512, seed: 91 }, write: { externalData: true } };
+const SPEC: GeneratedModelSpec = {
+  model: { layers: 1, hidden: 64, intermediate: 128, heads: 4, kvHeads: 2, vocab: 512, seed: 91 },
+  write: { externalData: true },
+};
 const WORDS = 'we walked along the river and talked about the weather before the rain came down on the town'.split(' ');
-const CLUSTER = { input: { by: 'group' }, tsne: { perplexity: 5, iterations: 250 }, metrics: { bootstrap: 200, permutations: 39, probePermutations: 39 }, execution: { quiet: true, threads: 1 } };
+const CLUSTER = { input: { by: 'group' }, tsne: { perplexity: 5, iterations: 250 },
+  metrics: { bootstrap: 200, permutations: 39, probePermutations: 39 }, execution: { quiet: true, threads: 1 } };
 
 /** 60 items: each a run of `words(i)` consecutive words of WORDS from a rotating start, labelled `label(i)`. */
 function data(name: string, words: (i: number) => number, label: (i: number) => string): string {
   const lines: string[] = [];
   for (let i = 0; i < 60; i++) {
     const o = i % 5;
-    lines.push(JSON.stringify({ id: `item-${i}`, text: WORDS.slice(o, o + words(i)).join(' '), labels: { group: label(i) } }));
+    lines.push(
+      JSON.stringify({ id: `item-${i}`, text: WORDS.slice(o, o + words(i)).join(' '), labels: { group: label(i) } }),
+    );
   }
   const file = path.join(tmp, `${name}.jsonl`);
   writeFileSync(file, lines.join('\n') + '\n');
@@ -55,10 +61,11 @@ function withoutLength(m: ClusterMetrics): unknown {
   c.notes = (c.notes ?? []).filter((n: string) => !n.startsWith(`the ${LENGTH_CONTROL} probe`));
   c.incremental = (c.incremental ?? []).filter((x: any) => x.words !== LENGTH_CONTROL);
   c.comparisons = (c.comparisons ?? []).filter((x: any) => x.b !== LENGTH_CONTROL);
-  for (const x of c.comparisons) for (const s of ['accuracy', 'balancedAccuracy', 'macroF1']) {
-    delete x[s].pHolm;
-    delete x[s].pBH;
-  }
+  for (const x of c.comparisons)
+    for (const s of ['accuracy', 'balancedAccuracy', 'macroF1']) {
+      delete x[s].pHolm;
+      delete x[s].pBH;
+    }
   c.families = (c.families ?? []).filter((f: any) => f.family !== 'representation-vs-words');
   return c;
 }
@@ -66,45 +73,57 @@ function withoutLength(m: ClusterMetrics): unknown {
 describe('the length control of a run', () => {
   const model = ensureModelFromSpec('baseline-length', SPEC);
 
-  it('labels that differ only in length: length alone separates them, and the representation adds nothing to it; the other numbers do not move', async () => {
-    // short items 3–5 words, long ones 9–11: the words are the same, their number differs
-    const run = path.join(tmp, 'run-length');
-    await runExtract({ model, data: data('length', (i) => (i % 2 ? 9 : 3) + (i % 3), (i) => (i % 2 ? 'long' : 'short')), out: run, capture: ['final'], quiet: true, dtype: 'fp32' });
-    const r = await runCluster(run, { ...CLUSTER, output: { dir: path.join(tmp, 'c-length') } });
-    const m = r.metrics;
-    const len = m.controls!.find((b) => b.name === LENGTH_CONTROL)!;
-    expect(len.dim).toBe(2);
-    // the features are the samples table's counts: the description names their range
-    const reader = await openRun(run);
-    const tokens = reader.samples.map((s) => s.tokens);
-    expect(len.description).toContain(`(${Math.min(...tokens)}–${Math.max(...tokens)})`);
-    expect(len.probe.balancedAccuracy.value).toBeGreaterThan(0.95);
-    expect(len.probe.balancedAccuracy.p).toBeLessThanOrEqual(0.05);
-    expect(lengthSentence(len, m.chance!.balancedAccuracy)).toMatch(/^length alone separates the labels: balanced accuracy 1\.000|^length alone separates the labels: balanced accuracy 0\.9/);
-    // (length + state) − length: nothing left to add
-    const inc = m.comparisons!.find((c) => c.kind === 'incremental' && c.b === LENGTH_CONTROL)!;
-    expect(inc.a).toBe(`${LENGTH_CONTROL} + final.hidden`);
-    expect(inc.balancedAccuracy.ci95![0]).toBeLessThanOrEqual(0);
-    expect(inc.balancedAccuracy.p === null || inc.balancedAccuracy.p > 0.05).toBe(true);
-    // it is a member of the representation-vs-words family, not of the verdict's classifiers
-    const fam = (name: string) => m.families!.find((f) => f.family === name)!.members;
-    expect(fam('representation-vs-words')).toContain(`${LENGTH_CONTROL} + final.hidden − ${LENGTH_CONTROL}`);
-    expect(fam('classifiers').some((x) => x.includes(LENGTH_CONTROL))).toBe(false);
-    expect(inc.balancedAccuracy.pHolm).toBeGreaterThanOrEqual(inc.balancedAccuracy.p!);
-    expect(r.settings.controls).toEqual([LENGTH_CONTROL]);
-    expect(r.items!.controls![0]!.probe).toHaveLength(m.metricSample!);
+  it(
+    'labels that differ only in length: length alone separates them, and the representation adds nothing to it; the other numbers do not move',
+    async () => {
+      // short items 3–5 words, long ones 9–11: the words are the same, their number differs
+      const run = path.join(tmp, 'run-length');
+      await runExtract({ model,
+        data: data('length', (i) => (i % 2 ? 9 : 3) + (i % 3), (i) => (i % 2 ? 'long' : 'short')), out: run,
+        capture: ['final'], quiet: true, dtype: 'fp32' });
+      const r = await runCluster(run, { ...CLUSTER, output: { dir: path.join(tmp, 'c-length') } });
+      const m = r.metrics;
+      const len = m.controls!.find((b) => b.name === LENGTH_CONTROL)!;
+      expect(len.dim).toBe(2);
+      // the features are the samples table's counts: the description names their range
+      const reader = await openRun(run);
+      const tokens = reader.samples.map((s) => s.tokens);
+      expect(len.description).toContain(`(${Math.min(...tokens)}–${Math.max(...tokens)})`);
+      expect(len.probe.balancedAccuracy.value).toBeGreaterThan(0.95);
+      expect(len.probe.balancedAccuracy.p).toBeLessThanOrEqual(0.05);
+      expect(lengthSentence(len, m.chance!.balancedAccuracy)).toMatch(
+        /^length alone separates the labels: balanced accuracy 1\.000|^length alone separates the labels: balanced accuracy 0\.9/,
+      );
+      // (length + state) − length: nothing left to add
+      const inc = m.comparisons!.find((c) => c.kind === 'incremental' && c.b === LENGTH_CONTROL)!;
+      expect(inc.a).toBe(`${LENGTH_CONTROL} + final.hidden`);
+      expect(inc.balancedAccuracy.ci95![0]).toBeLessThanOrEqual(0);
+      expect(inc.balancedAccuracy.p === null || inc.balancedAccuracy.p > 0.05).toBe(true);
+      // it is a member of the representation-vs-words family, not of the verdict's classifiers
+      const fam = (name: string) => m.families!.find((f) => f.family === name)!.members;
+      expect(fam('representation-vs-words')).toContain(`${LENGTH_CONTROL} + final.hidden − ${LENGTH_CONTROL}`);
+      expect(fam('classifiers').some((x) => x.includes(LENGTH_CONTROL))).toBe(false);
+      expect(inc.balancedAccuracy.pHolm).toBeGreaterThanOrEqual(inc.balancedAccuracy.p!);
+      expect(r.settings.controls).toEqual([LENGTH_CONTROL]);
+      expect(r.items!.controls![0]!.probe).toHaveLength(m.metricSample!);
 
-    // without the control every other number is the same (the families it is absent from included)
-    const bare = await runCluster(run, { ...CLUSTER, baselines: { lengthControl: false }, output: { noWrite: true } });
-    expect(bare.metrics.controls).toBeUndefined();
-    expect(withoutLength(m)).toEqual(withoutLength(bare.metrics));
-    expect(bare.metrics.families!.find((f) => f.family === 'classifiers')).toEqual(m.families!.find((f) => f.family === 'classifiers'));
-  }, 120_000);
+      // without the control every other number is the same (the families it is absent from included)
+      const bare = await runCluster(run, { ...CLUSTER, baselines: { lengthControl: false },
+        output: { noWrite: true } });
+      expect(bare.metrics.controls).toBeUndefined();
+      expect(withoutLength(m)).toEqual(withoutLength(bare.metrics));
+      expect(bare.metrics.families!.find((f) => f.family === 'classifiers')).toEqual(
+        m.families!.find((f) => f.family === 'classifiers'),
+      );
+    },
+    120_000,
+  );
 
   it('labels independent of length: the length probe sits at chance', async () => {
     // every length 3–8 occurs equally often under each label
     const run = path.join(tmp, 'run-flat');
-    await runExtract({ model, data: data('flat', (i) => 3 + (i % 6), (i) => (Math.floor(i / 6) % 2 ? 'b' : 'a')), out: run, capture: ['final'], quiet: true, dtype: 'fp32' });
+    await runExtract({ model, data: data('flat', (i) => 3 + (i % 6), (i) => (Math.floor(i / 6) % 2 ? 'b' : 'a')),
+      out: run, capture: ['final'], quiet: true, dtype: 'fp32' });
     // through the CLI: the summary prints the control, its sentence and its incremental comparison
     const out = path.join(tmp, 'c-flat');
     const lines: string[] = [];
@@ -113,7 +132,8 @@ describe('the length control of a run', () => {
     let code: number;
     try {
       const { main } = await import('../../src/cli/main.js');
-      code = await main(['cluster', run, '--by', 'group', '--perplexity', '5', '--iterations', '250', '--bootstrap', '200', '--permutations', '39', '--probe-permutations', '39', '--threads', '1', '--quiet', '--out', out]);
+      code = await main(['cluster', run, '--by', 'group', '--perplexity', '5', '--iterations', '250', '--bootstrap',
+        '200', '--permutations', '39', '--probe-permutations', '39', '--threads', '1', '--quiet', '--out', out]);
     } finally {
       process.stdout.write = write;
     }
@@ -123,7 +143,9 @@ describe('the length control of a run', () => {
     expect(len.probe.balancedAccuracy.p).toBeGreaterThan(0.05);
     expect(Math.abs(len.probe.balancedAccuracy.value - m.chance!.balancedAccuracy)).toBeLessThan(0.2);
     const sentence = lengthSentence(len, m.chance!.balancedAccuracy);
-    expect(sentence).toMatch(/^length alone does not separate the labels: balanced accuracy [0-9.]+ \[[0-9.]+, [0-9.]+\] vs chance 0\.500, p=/);
+    expect(sentence).toMatch(
+      /^length alone does not separate the labels: balanced accuracy [0-9.]+ \[[0-9.]+, [0-9.]+\] vs chance 0\.500, p=/,
+    );
     const text = lines.join('');
     expect(text).toContain(`  ${sentence}\n`);
     expect(text).toMatch(/control \(length\) probe balanced [0-9.]+/);

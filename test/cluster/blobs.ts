@@ -1,7 +1,9 @@
 import { Rng } from '../../src/util/rng.js';
 
 /** C Gaussian blobs in d dims (centres N(0, sep²), unit spread); sample i is in class i mod C. Seeded. */
-export function blobs(n: number, d: number, C: number, sep: number, seed: number): { X: Float64Array; lab: Int32Array } {
+export function blobs(n: number, d: number, C: number, sep: number,
+  seed: number): { X: Float64Array; lab: Int32Array }
+{
   const rng = new Rng(seed);
   const cen = new Float64Array(C * d).map(() => rng.normal() * sep);
   const X = new Float64Array(n * d);

@@ -11,7 +11,8 @@ import { main } from '../../src/cli/main.js';
 import type { RunReader, HookInfo, SampleRow } from '../../src/store/types.js';
 import type { ClusterMetrics, ClusterCoords, ClusterSettings } from '../../src/cluster/types.js';
 
-const FAST = { metrics: { bootstrap: 100, permutations: 19, probePermutations: 5 }, execution: { quiet: true, threads: 1 } };
+const FAST = { metrics: { bootstrap: 100, permutations: 19, probePermutations: 5 },
+  execution: { quiet: true, threads: 1 } };
 
 /** blobs() as float32 with string labels. */
 function blobs32(n: number, d: number, C: number, sep: number, seed: number) {
@@ -23,7 +24,9 @@ function tmp(): string {
   return mkdtempSync(path.join(tmpdir(), 'lobes-cluster-'));
 }
 
-function writeMatrix(dir: string, X: Float32Array, n: number, d: number, labels: string[]): { npy: string; lab: string } {
+function writeMatrix(dir: string, X: Float32Array, n: number, d: number,
+  labels: string[]): { npy: string; lab: string }
+{
   const npy = path.join(dir, 'emb.npy');
   writeFileSync(npy, encodeNpy(X, [n, d]));
   const lab = path.join(dir, 'labels.txt');
@@ -45,7 +48,9 @@ function fakeRun(dir: string, n: number, d: number, layers: number): RunReader {
   };
   for (let l = 0; l < layers; l++) hooks.set(`layers.${l}.resid_out`, make(l * 0.8));
   hooks.set('final.hidden', make(3));
-  const samples: SampleRow[] = labels.map((a, i) => ({ index: i, id: `item-${i}`, labels: { aspect: a }, tokens: 5, truncated: false, text: `text ${i}` }));
+  const samples: SampleRow[] = labels.map((a, i) => ({ index: i, id: `item-${i}`, labels: { aspect: a }, tokens: 5,
+    truncated: false, text: `text ${i}` })
+  );
   const info = (name: string): HookInfo => {
     if (!hooks.has(name)) throw new Error(`unknown hook ${name}`);
     return { name, dim: d, dtype: 'F32' };
@@ -69,7 +74,7 @@ function fakeRun(dir: string, n: number, d: number, layers: number): RunReader {
       for (let r = 0; r < rows.length; r++) out.set(X.subarray(rows[r] * d, rows[r] * d + d), r * d);
       return out;
     },
-    iterate: async function* () {},
+    iterate: async function*() {},
     analysisDir: (name: string) => {
       const p = path.join(dir, name);
       mkdirSync(p, { recursive: true });
@@ -85,9 +90,11 @@ describe('runCluster on a matrix file', () => {
     const d = 64;
     const { X, labels } = blobs32(n, d, 4, 1.5, 1);
     const { npy, lab } = writeMatrix(dir, X, n, d, labels);
-    const a = await runCluster(npy, { ...FAST, seed: 7, input: { labels: lab }, tsne: { iterations: 300, pca: 20, perplexity: 20 } });
+    const a = await runCluster(npy, { ...FAST, seed: 7, input: { labels: lab },
+      tsne: { iterations: 300, pca: 20, perplexity: 20 } });
     expect(a.outDir).toBe(path.join(dir, 'emb.cluster'));
-    for (const f of ['settings.json', 'coords.json', 'coords.csv', 'metrics.json', 'metrics.csv']) expect(existsSync(path.join(a.outDir!, f))).toBe(true);
+    for (const f of ['settings.json', 'coords.json', 'coords.csv', 'metrics.json', 'metrics.csv'])
+      expect(existsSync(path.join(a.outDir!, f))).toBe(true);
     const settings: ClusterSettings = JSON.parse(readFileSync(path.join(a.outDir!, 'settings.json'), 'utf8'));
     expect(settings.seed).toBe(7);
     expect(settings.pcaDims).toBe(20);
@@ -106,14 +113,18 @@ describe('runCluster on a matrix file', () => {
     expect(emb.silhouette.p).toBeCloseTo(1 / 20, 12);
     expect(emb.confusion.flat().reduce((x, y) => x + y, 0)).toBe(n);
     const csv = readFileSync(path.join(a.outDir!, 'metrics.csv'), 'utf8').split('\n');
-    expect(csv[0]).toBe('space,metric,value,ci_low,ci_high,p,null_mean,null_low,null_high,p_holm,p_bh,z,p_normal,permutations,verdict');
+    expect(csv[0]).toBe(
+      'space,metric,value,ci_low,ci_high,p,null_mean,null_low,null_high,p_holm,p_bh,z,p_normal,permutations,verdict',
+    );
     expect(csv.some((l) => l.startsWith('embedding,knn_accuracy,'))).toBe(true);
-    const b = await runCluster(npy, { ...FAST, seed: 7, input: { labels: lab }, tsne: { iterations: 300, pca: 20, perplexity: 20 }, output: { noWrite: true } });
+    const b = await runCluster(npy, { ...FAST, seed: 7, input: { labels: lab },
+      tsne: { iterations: 300, pca: 20, perplexity: 20 }, output: { noWrite: true } });
     expect(b.coords.xy).toEqual(a.coords.xy);
     expect(b.metrics.spaces).toEqual(a.metrics.spaces);
     // d = 64 <= 256: PCA is exact and t-SNE starts from it, so the coordinates do not depend on
     // the seed; the bootstrap and permutations do
-    const c = await runCluster(npy, { ...FAST, seed: 8, input: { labels: lab }, tsne: { iterations: 300, pca: 20, perplexity: 20 }, output: { noWrite: true } });
+    const c = await runCluster(npy, { ...FAST, seed: 8, input: { labels: lab },
+      tsne: { iterations: 300, pca: 20, perplexity: 20 }, output: { noWrite: true } });
     expect(c.coords.xy).toEqual(a.coords.xy);
     expect(c.metrics.spaces[0].silhouette.value).toBe(a.metrics.spaces[0].silhouette.value);
     expect(c.metrics.spaces[0].silhouette.ci95).not.toEqual(a.metrics.spaces[0].silhouette.ci95);
@@ -127,7 +138,8 @@ describe('runCluster on a matrix file', () => {
     writeSafetensors(st, [{ name: 'emb', dtype: 'F32', shape: [n, 8], data: X }]);
     const lab = path.join(dir, 'l.txt');
     writeFileSync(lab, labels.join('\n'));
-    const r = await runCluster(st, { ...FAST, input: { labels: lab }, tsne: { iterations: 300, perplexity: 10 }, output: { noWrite: true } });
+    const r = await runCluster(st, { ...FAST, input: { labels: lab }, tsne: { iterations: 300, perplexity: 10 },
+      output: { noWrite: true } });
     expect(r.metrics.dim).toBe(8);
     expect(r.settings.pcaDims).toBe(0); // d = 8 < 50: no PCA
     expect(r.metrics.spaces[1].knnAccuracy.value).toBeGreaterThan(0.95);
@@ -145,14 +157,18 @@ describe('runCluster on a run directory', () => {
     expect(r.settings.point).toBe('final.hidden');
     expect(r.settings.by).toBe('aspect');
     const sweep = r.metrics.sweep!;
-    expect(sweep.map((s) => s.point)).toEqual(['layers.0.resid_out', 'layers.1.resid_out', 'layers.2.resid_out', 'layers.3.resid_out']);
+    expect(sweep.map((s) => s.point)).toEqual(['layers.0.resid_out', 'layers.1.resid_out', 'layers.2.resid_out',
+      'layers.3.resid_out']);
     expect(sweep[0].probeAccuracy).toBeLessThan(0.5); // layer 0 carries no signal (chance 1/3)
     expect(sweep[3].probeAccuracy).toBeGreaterThan(0.9);
     expect(existsSync(path.join(dir, 'cluster', 'sweep.json'))).toBe(true);
     // each layer against the one before it, paired: the value is the difference of the two layers' means
     const steps = r.metrics.comparisons!.filter((c) => c.kind === 'layers');
-    expect(steps.map((c) => `${c.a} − ${c.b}`)).toEqual(['layers.1.resid_out − layers.0.resid_out', 'layers.2.resid_out − layers.1.resid_out', 'layers.3.resid_out − layers.2.resid_out']);
-    steps.forEach((c, i) => expect(c.accuracy.value).toBeCloseTo(sweep[i + 1].probeAccuracy - sweep[i].probeAccuracy, 12));
+    expect(steps.map((c) => `${c.a} − ${c.b}`)).toEqual(['layers.1.resid_out − layers.0.resid_out',
+      'layers.2.resid_out − layers.1.resid_out', 'layers.3.resid_out − layers.2.resid_out']);
+    steps.forEach((c, i) =>
+      expect(c.accuracy.value).toBeCloseTo(sweep[i + 1].probeAccuracy - sweep[i].probeAccuracy, 12)
+    );
     // from no signal to full signal: the CI of the difference from layer 0 excludes 0
     const rise = sweep.map((s) => s.probeAccuracy);
     expect(rise[3] - rise[0]).toBeGreaterThan(0.4);
@@ -161,7 +177,8 @@ describe('runCluster on a run directory', () => {
   it('records the probe settings it ran with: repeats, a fixed C, class weights', async () => {
     const dir = tmp();
     const run = fakeRun(dir, 90, 12, 1);
-    const r = await runCluster(run, { ...FAST, tsne: { iterations: 300, perplexity: 10 }, probe: { repeats: 2, c: 0.5, classWeight: 'balanced' }, output: { noWrite: true } });
+    const r = await runCluster(run, { ...FAST, tsne: { iterations: 300, perplexity: 10 },
+      probe: { repeats: 2, c: 0.5, classWeight: 'balanced' }, output: { noWrite: true } });
     const cv = r.metrics.spaces.find((s) => s.space === 'original-euclidean')!.probe!.cv!;
     expect(cv).toMatchObject({ repeats: 2, folds: 5, cMethod: 'fixed', nullC: 0.5, classWeight: 'balanced' });
     expect(cv.chosenC).toEqual([[0.5, 0.5, 0.5, 0.5, 0.5], [0.5, 0.5, 0.5, 0.5, 0.5]]);
@@ -223,10 +240,11 @@ describe('bad input', () => {
     expect(await main(['cluster', npy, '--learning-rate', 'fast'])).toBe(2);
     expect(await main(['cluster', npy, '--learning-rate', '0'])).toBe(2);
   });
-  it("--learning-rate per-phase reaches the t-SNE and is recorded with the rate after exaggeration and the step limit", async () => {
+  it('--learning-rate per-phase reaches the t-SNE and is recorded with the rate after exaggeration and the step limit', async () => {
     const dir = tmp();
     const { npy, lab } = writeMatrix(dir, X, n, 5, labels);
-    const code = await main(['cluster', npy, '--labels', lab, '--perplexity', '10', '--iterations', '30', '--bootstrap', '0', '--permutations', '0', '--no-baselines', '--learning-rate', 'per-phase', '--quiet']);
+    const code = await main(['cluster', npy, '--labels', lab, '--perplexity', '10', '--iterations', '30', '--bootstrap',
+      '0', '--permutations', '0', '--no-baselines', '--learning-rate', 'per-phase', '--quiet']);
     expect(code).toBe(0);
     const m = JSON.parse(readFileSync(path.join(dir, 'emb.cluster', 'settings.json'), 'utf8'));
     // 60 points: max(60 / 48, 50) and max(60 / 4, 50) are both 50, so no second rate is written
@@ -234,7 +252,10 @@ describe('bad input', () => {
     expect(m.learningRateAfter).toBeUndefined();
     const dir2 = tmp();
     const w2 = writeMatrix(dir2, X, n, 5, labels);
-    expect(await main(['cluster', w2.npy, '--labels', w2.lab, '--perplexity', '10', '--iterations', '30', '--bootstrap', '0', '--permutations', '0', '--no-baselines', '--learning-rate', '7.5', '--quiet'])).toBe(0);
+    expect(
+      await main(['cluster', w2.npy, '--labels', w2.lab, '--perplexity', '10', '--iterations', '30', '--bootstrap', '0',
+        '--permutations', '0', '--no-baselines', '--learning-rate', '7.5', '--quiet']),
+    ).toBe(0);
     const m2 = JSON.parse(readFileSync(path.join(dir2, 'emb.cluster', 'settings.json'), 'utf8'));
     expect(m2.learningRate).toBe(7.5);
     expect(m2.maxStepNorm).toBeUndefined();

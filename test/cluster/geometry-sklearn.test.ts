@@ -17,7 +17,9 @@ import { exactKl } from '../../src/tsne/tsne.js';
 import { knn } from '../../src/tsne/knn.js';
 import { conditionalP, jointP, denseP } from '../../src/tsne/affinity.js';
 
-const G = JSON.parse(readFileSync(path.join(import.meta.dirname, '..', 'goldens', 'geometry', 'geometry_goldens.json'), 'utf8'));
+const G = JSON.parse(
+  readFileSync(path.join(import.meta.dirname, '..', 'goldens', 'geometry', 'geometry_goldens.json'), 'utf8'),
+);
 
 describe('silhouette and Davies–Bouldin (scikit-learn)', () => {
   it('the goldens are there', () => {
@@ -30,7 +32,9 @@ describe('silhouette and Davies–Bouldin (scikit-learn)', () => {
       for (const [metric, want] of [['euclidean', c.silhouetteEuclidean], ['cosine', c.silhouetteCosine]] as const) {
         const s = silhouetteSamples(distanceMatrix(X, c.n, c.d, metric), c.n, y, c.C);
         expect(s.length).toBe(want.length);
-        want.forEach((v: number, i: number) => expect(Math.abs(s[i]! - v), `${metric} silhouette of point ${i}`).toBeLessThan(1e-9));
+        want.forEach((v: number, i: number) =>
+          expect(Math.abs(s[i]! - v), `${metric} silhouette of point ${i}`).toBeLessThan(1e-9)
+        );
       }
       expect(Math.abs(daviesBouldin(X, c.n, c.d, y, c.C) - c.daviesBouldin)).toBeLessThan(1e-9);
     });

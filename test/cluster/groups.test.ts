@@ -21,10 +21,12 @@ import { verdictLines } from '../../src/report/verdict.js';
 import type { HookInfo, RunReader, SampleRow } from '../../src/store/types.js';
 import { cases } from '../goldens/cases.js';
 
-const G = JSON.parse(readFileSync(path.join(import.meta.dirname, '..', 'goldens', 'groups', 'group_goldens.json'), 'utf8'));
+const G = JSON.parse(
+  readFileSync(path.join(import.meta.dirname, '..', 'goldens', 'groups', 'group_goldens.json'), 'utf8'),
+);
 
 describe('stratified group folds', () => {
-  it('are scikit-learn\'s StratifiedGroupKFold(shuffle=False) folds, sample by sample', () => {
+  it("are scikit-learn's StratifiedGroupKFold(shuffle=False) folds, sample by sample", () => {
     for (const c of cases(G, 'stratifiedGroupKFold')) {
       const f = stratifiedGroupFolds(Int32Array.from(c.y), Int32Array.from(c.groups), c.K, c.folds, null);
       expect(Array.from(f), c.name).toEqual(c.fold);
@@ -68,7 +70,8 @@ function planted(seed: number) {
 describe('grouped CV on a label readable only through its group', () => {
   it('ungrouped CV scores far above chance, grouped CV at chance', () => {
     const { X, y, groups, n, d } = planted(1);
-    const bal = (preds: Int32Array[]) => preds.reduce((a, p) => a + classScores(y, p, 2).balancedAccuracy, 0) / preds.length;
+    const bal = (preds: Int32Array[]) =>
+      preds.reduce((a, p) => a + classScores(y, p, 2).balancedAccuracy, 0) / preds.length;
     const opts = { repeats: 3, seed: 0, C: 10, classWeight: 'balanced' as const };
     const flat = bal(repeatedCv([{ X, d }], n, y, 2, opts).preds);
     const grouped = repeatedCv([{ X, d }], n, y, 2, { ...opts, groups });
@@ -88,7 +91,8 @@ describe('the grouped bootstrap', () => {
     const n = 120;
     const groups = Int32Array.from({ length: n }, (_, i) => Math.floor(i / 4) % 25);
     const y = Int32Array.from({ length: n }, () => rng.int(3));
-    const preds = [Int32Array.from(y, (v) => (rng.next() < 0.6 ? v : rng.int(3))), Int32Array.from(y, (v) => (rng.next() < 0.5 ? v : rng.int(3)))];
+    const preds = [Int32Array.from(y, (v) => (rng.next() < 0.6 ? v : rng.int(3))),
+      Int32Array.from(y, (v) => (rng.next() < 0.5 ? v : rng.int(3)))];
     const B = 300;
     const r = bootstrapRepeated(y, preds, 3, B, new Rng(9), groups);
     const members: number[][] = Array.from({ length: 25 }, () => []);
@@ -102,7 +106,10 @@ describe('the grouped bootstrap', () => {
         const m = members[g.int(25)]!;
         for (let k = 0; k < m.length; k++) rows.push(m[g.int(m.length)]!);
       }
-      vals.push(classScores(Int32Array.from(rows, (i) => y[i]!), Int32Array.from(rows, (i) => preds[rep]![i]!), 3).balancedAccuracy);
+      vals.push(
+        classScores(Int32Array.from(rows, (i) => y[i]!), Int32Array.from(rows, (i) => preds[rep]![i]!), 3)
+          .balancedAccuracy,
+      );
     }
     vals.sort((a, b) => a - b);
     expect(r.ci.balancedAccuracy![0]).toBeCloseTo(percentileSorted(vals, 2.5), 12);
@@ -137,13 +144,14 @@ function tightGroups(seed: number) {
   return { X, y, groups, n, d };
 }
 
-describe('kNN\'s and the silhouette\'s grouped bootstrap', () => {
+describe("kNN's and the silhouette's grouped bootstrap", () => {
   it('resample groups, then items within them, as written here; on tight groups the CI is far wider than the item CI', () => {
     const { X, y, groups, n, d } = tightGroups(1);
     const B = 400;
     const opts = { k: 5, bootstrap: B, permutations: 0, seed: 6 };
     const flat = spaceResult({ space: 's', X, d, distance: 'euclidean', probe: null }, n, y, ['a', 'b'], opts);
-    const grouped = spaceResult({ space: 's', X, d, distance: 'euclidean', probe: null }, n, y, ['a', 'b'], { ...opts, probe: { groups } });
+    const grouped = spaceResult({ space: 's', X, d, distance: 'euclidean', probe: null }, n, y, ['a', 'b'], { ...opts,
+      probe: { groups } });
     // the values do not depend on the resampling
     expect(grouped.metrics.silhouette.value).toBe(flat.metrics.silhouette.value);
     expect(grouped.knnPred).toEqual(flat.knnPred);
@@ -170,7 +178,10 @@ describe('kNN\'s and the silhouette\'s grouped bootstrap', () => {
     const knnBal: number[] = [];
     for (let b = 0; b < B; b++) {
       const rows = draw();
-      knnBal.push(classScores(Int32Array.from(rows, (i) => y[i]!), Int32Array.from(rows, (i) => grouped.knnPred[i]!), 2).balancedAccuracy);
+      knnBal.push(
+        classScores(Int32Array.from(rows, (i) => y[i]!), Int32Array.from(rows, (i) => grouped.knnPred[i]!), 2)
+          .balancedAccuracy,
+      );
     }
     silMeans.sort((a, b) => a - b);
     knnBal.sort((a, b) => a - b);
@@ -183,7 +194,9 @@ describe('kNN\'s and the silhouette\'s grouped bootstrap', () => {
     // tight groups: 24 groups' worth of information, not 288 items'
     const width = (c: [number, number] | null) => c![1] - c![0];
     expect(width(grouped.metrics.silhouette.ci95)).toBeGreaterThan(1.5 * width(flat.metrics.silhouette.ci95));
-    expect(width(grouped.metrics.knn!.balancedAccuracy.ci95)).toBeGreaterThan(1.5 * width(flat.metrics.knn!.balancedAccuracy.ci95));
+    expect(width(grouped.metrics.knn!.balancedAccuracy.ci95)).toBeGreaterThan(
+      1.5 * width(flat.metrics.knn!.balancedAccuracy.ci95),
+    );
     expect(width(grouped.metrics.knn!.accuracy.ci95)).toBeGreaterThan(1.5 * width(flat.metrics.knn!.accuracy.ci95));
   });
 });
@@ -194,11 +207,16 @@ function plantedRun(axis = 'tree'): RunReader {
   const X32 = Float32Array.from(X);
   const label = Array.from(y, (v) => (v ? 'b' : 'a'));
   const tree = Array.from(groups, (g) => `tree-${g}`);
-  const samples: SampleRow[] = label.map((_, i) => ({ index: i, id: `item-${i}`, labels: {}, tokens: 5, truncated: false }));
+  const samples: SampleRow[] = label.map((_, i) => ({ index: i, id: `item-${i}`, labels: {}, tokens: 5,
+    truncated: false })
+  );
   const info = (name: string): HookInfo => ({ name, dim: d, dtype: 'F32' });
   return {
-    dir: '/nonexistent', manifest: {} as any, samples,
-    hooks: () => [info('final.hidden')], hook: info,
+    dir: '/nonexistent',
+    manifest: {} as any,
+    samples,
+    hooks: () => [info('final.hidden')],
+    hook: info,
     labelAxes: () => ['label', axis],
     labels: (a: string) => (a === axis ? tree : label).slice(),
     select: () => new Int32Array(0),
@@ -208,7 +226,7 @@ function plantedRun(axis = 'tree'): RunReader {
       for (let r = 0; r < rows.length; r++) out.set(X32.subarray(rows[r]! * d, rows[r]! * d + d), r * d);
       return out;
     },
-    iterate: async function* () {},
+    iterate: async function*() {},
     analysisDir: () => '/nonexistent',
   } as RunReader;
 }
@@ -243,7 +261,7 @@ describe('permutation nulls under groups', () => {
     for (const c of seen.values()) expect(Math.abs(c - 500)).toBeLessThan(100);
   });
 
-  it('whole groups when each group has one label: labels stay equal within a group, the groups\' labels are shuffled among them', () => {
+  it("whole groups when each group has one label: labels stay equal within a group, the groups' labels are shuffled among them", () => {
     const g = Int32Array.from([0, 0, 1, 1, 1, 2, 3, 3]);
     const y = Int32Array.from([1, 1, 0, 0, 0, 1, 0, 0]);
     expect(permutationDesign(y, g).kind).toBe('groups');
@@ -260,46 +278,61 @@ describe('permutation nulls under groups', () => {
 });
 
 describe('lobes cluster --group', () => {
-  it('groups the probe: the planted label reads far above chance ungrouped and at chance grouped, and the first line says so', async () => {
-    const o = { input: { by: 'label' }, baselines: { tokens: false }, tsne: { perplexity: 10, iterations: 250 }, metrics: { bootstrap: 200, permutations: 59 }, probe: { repeats: 2, c: 10, pca: 0 }, execution: { quiet: true, threads: 1 }, output: { noWrite: true } };
-    const unresampled = { bootstrap: 0, permutations: 0 };
-    const flat = await runCluster(plantedRun(), o);
-    const grouped = await runCluster(plantedRun(), { ...o, input: { ...o.input, group: 'tree' } });
-    const probe = (r: typeof flat) => r.metrics.spaces.find((x) => x.space === 'original-euclidean')!.probe!.balancedAccuracy;
-    expect(probe(flat).value).toBeGreaterThan(0.9);
-    expect(Math.abs(probe(grouped).value - 0.5)).toBeLessThan(0.15);
-    expect(probe(grouped).verdict!.status).not.toBe('pass');
-    expect(grouped.settings.group).toEqual({ axis: 'tree', groups: 40, null: 'groups', exchangeable: 240 });
-    // kNN is not cross-validated: an item's neighbours are its siblings, which share its label, so
-    // it reads the label through the group. Items shuffled freely break that (null near 0.5, p at
-    // the floor: "above chance" from the group alone); the groups' labels shuffled among the
-    // groups keep it: every shuffle scores as the data do, a null with no spread, so no p and no
-    // claim.
-    const knn = (r: typeof flat) => r.metrics.spaces.find((x) => x.space === 'original-cosine')!.knn!.balancedAccuracy;
-    expect(knn(flat).value).toBeGreaterThan(0.9);
-    expect(knn(flat).p).toBeCloseTo(1 / 60, 12);
-    expect(knn(grouped).value).toBe(knn(flat).value);
-    expect(knn(grouped).nullMean!).toBeGreaterThan(0.9);
-    expect(knn(grouped).p).toBeNull();
-    expect(knn(grouped).verdict!.status).toBe('degenerate');
-    expect(knn(flat).verdict!.status).toBe('pass');
-    // the CI resamples the 40 groups: siblings are predicted alike, so it is far wider than an
-    // item bootstrap of the same predictions (240 items treated as independent; about √6 ×)
-    const it = grouped.items!;
-    const preds = it.spaces.find((x) => x.space === 'original-euclidean')!.probeRepeats!.map((p) => Int32Array.from(p));
-    const byItem = bootstrapRepeated(Int32Array.from(it.y), preds, 2, 200, new Rng(0)).ci.balancedAccuracy!;
-    const ci = probe(grouped).ci95!;
-    expect(ci[1] - ci[0]).toBeGreaterThan(1.5 * (byItem[1] - byItem[0]));
-    // the axis a dataset's group=FIELD writes is used without --group; --group none turns it off
-    const auto = await runCluster(plantedRun('item_group'), { ...o, metrics: unresampled });
-    expect(auto.settings.group).toEqual({ axis: 'item_group', groups: 40, null: 'groups', exchangeable: 240 });
-    expect(probe(auto).value).toBe(probe(grouped).value);
-    expect((await runCluster(plantedRun('item_group'), { ...o, input: { ...o.input, group: null }, metrics: unresampled })).settings.group).toBeUndefined();
-    // fewer groups than folds: grouped folds cannot be made, so the sample is left ungrouped (and it is said)
-    const few = plantedRun('item_group');
-    const base = few.labels.bind(few);
-    few.labels = (a: string) => (a === 'item_group' ? base(a).map((t) => `t${Number(t.slice(5)) % 3}`) : base(a));
-    expect((await runCluster(few, { ...o, metrics: unresampled })).settings.group).toBeUndefined();
-    expect(verdictLines(grouped.metrics, grouped.settings)[0]).toContain('the probes\' folds keep the 40 groups of "tree" whole and their CIs resample groups, and the nulls shuffle whole groups\' labels');
-  }, 60_000);
+  it(
+    'groups the probe: the planted label reads far above chance ungrouped and at chance grouped, and the first line says so',
+    async () => {
+      const o = { input: { by: 'label' }, baselines: { tokens: false }, tsne: { perplexity: 10, iterations: 250 },
+        metrics: { bootstrap: 200, permutations: 59 }, probe: { repeats: 2, c: 10, pca: 0 },
+        execution: { quiet: true, threads: 1 }, output: { noWrite: true } };
+      const unresampled = { bootstrap: 0, permutations: 0 };
+      const flat = await runCluster(plantedRun(), o);
+      const grouped = await runCluster(plantedRun(), { ...o, input: { ...o.input, group: 'tree' } });
+      const probe = (r: typeof flat) =>
+        r.metrics.spaces.find((x) => x.space === 'original-euclidean')!.probe!.balancedAccuracy;
+      expect(probe(flat).value).toBeGreaterThan(0.9);
+      expect(Math.abs(probe(grouped).value - 0.5)).toBeLessThan(0.15);
+      expect(probe(grouped).verdict!.status).not.toBe('pass');
+      expect(grouped.settings.group).toEqual({ axis: 'tree', groups: 40, null: 'groups', exchangeable: 240 });
+      // kNN is not cross-validated: an item's neighbours are its siblings, which share its label, so
+      // it reads the label through the group. Items shuffled freely break that (null near 0.5, p at
+      // the floor: "above chance" from the group alone); the groups' labels shuffled among the
+      // groups keep it: every shuffle scores as the data do, a null with no spread, so no p and no
+      // claim.
+      const knn = (r: typeof flat) =>
+        r.metrics.spaces.find((x) => x.space === 'original-cosine')!.knn!.balancedAccuracy;
+      expect(knn(flat).value).toBeGreaterThan(0.9);
+      expect(knn(flat).p).toBeCloseTo(1 / 60, 12);
+      expect(knn(grouped).value).toBe(knn(flat).value);
+      expect(knn(grouped).nullMean!).toBeGreaterThan(0.9);
+      expect(knn(grouped).p).toBeNull();
+      expect(knn(grouped).verdict!.status).toBe('degenerate');
+      expect(knn(flat).verdict!.status).toBe('pass');
+      // the CI resamples the 40 groups: siblings are predicted alike, so it is far wider than an
+      // item bootstrap of the same predictions (240 items treated as independent; about √6 ×)
+      const it = grouped.items!;
+      const preds = it.spaces.find((x) => x.space === 'original-euclidean')!.probeRepeats!.map((p) =>
+        Int32Array.from(p)
+      );
+      const byItem = bootstrapRepeated(Int32Array.from(it.y), preds, 2, 200, new Rng(0)).ci.balancedAccuracy!;
+      const ci = probe(grouped).ci95!;
+      expect(ci[1] - ci[0]).toBeGreaterThan(1.5 * (byItem[1] - byItem[0]));
+      // the axis a dataset's group=FIELD writes is used without --group; --group none turns it off
+      const auto = await runCluster(plantedRun('item_group'), { ...o, metrics: unresampled });
+      expect(auto.settings.group).toEqual({ axis: 'item_group', groups: 40, null: 'groups', exchangeable: 240 });
+      expect(probe(auto).value).toBe(probe(grouped).value);
+      expect(
+        (await runCluster(plantedRun('item_group'), { ...o, input: { ...o.input, group: null }, metrics: unresampled }))
+          .settings.group,
+      ).toBeUndefined();
+      // fewer groups than folds: grouped folds cannot be made, so the sample is left ungrouped (and it is said)
+      const few = plantedRun('item_group');
+      const base = few.labels.bind(few);
+      few.labels = (a: string) => (a === 'item_group' ? base(a).map((t) => `t${Number(t.slice(5)) % 3}`) : base(a));
+      expect((await runCluster(few, { ...o, metrics: unresampled })).settings.group).toBeUndefined();
+      expect(verdictLines(grouped.metrics, grouped.settings)[0]).toContain(
+        'the probes\' folds keep the 40 groups of "tree" whole and their CIs resample groups, and the nulls shuffle whole groups\' labels',
+      );
+    },
+    60_000,
+  );
 });

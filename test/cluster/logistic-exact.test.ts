@@ -10,7 +10,8 @@ import { logisticObjective } from '../../src/cluster/logistic.js';
 import { lbfgs } from '../../src/cluster/probe.js';
 import { logisticObjectiveBefore } from './reference/logistic-before.js';
 
-const bits = (a: Float64Array) => Array.from(new BigUint64Array(a.buffer, a.byteOffset, a.length), (v) => v.toString(16));
+const bits = (a: Float64Array) =>
+  Array.from(new BigUint64Array(a.buffer, a.byteOffset, a.length), (v) => v.toString(16));
 
 describe('the logistic objective against its previous version', () => {
   const rng = new Rng(11);

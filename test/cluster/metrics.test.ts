@@ -42,10 +42,12 @@ describe('metrics on a 6-point example computed by hand', () => {
     expect(Array.from(nb.subarray(6, 9))).toEqual([3, 1, 0]); // point 4 (row 2): 5, 2, 0 at distances 1, 2, 4
     const pred = knnPredict(nb, 6, 3, L6, 2);
     expect(Array.from(pred)).toEqual([0, 0, 0, 0, 1, 1]);
-    const m = spaceMetrics({ space: 'x', X: X6, d: 1, distance: 'euclidean', probe: null }, 6, L6, ['A', 'B'], { k: 3, bootstrap: 0, permutations: 0 });
+    const m = spaceMetrics({ space: 'x', X: X6, d: 1, distance: 'euclidean', probe: null }, 6, L6, ['A', 'B'], { k: 3,
+      bootstrap: 0, permutations: 0 });
     expect(m.knnAccuracy.value).toBeCloseTo(5 / 6, 12);
     expect(m.confusion).toEqual([[3, 0], [1, 2]]);
-    expect(m.perClass[1]).toEqual({ label: 'B', n: 3, silhouette: expect.closeTo((-1 / 3 + 4.5 / 7 + 5 / 8) / 3, 12), knnRecall: expect.closeTo(2 / 3, 12) });
+    expect(m.perClass[1]).toEqual({ label: 'B', n: 3, silhouette: expect.closeTo((-1 / 3 + 4.5 / 7 + 5 / 8) / 3, 12),
+      knnRecall: expect.closeTo(2 / 3, 12) });
     expect(m.silhouette.value).toBeCloseTo((5 / 8 + 4 / 6 + 1 / 4 - 1 / 3 + 4.5 / 7 + 5 / 8) / 6, 12);
     expect(m.daviesBouldin.value).toBeCloseTo(5 / 9, 12);
   });
@@ -95,7 +97,8 @@ describe('metrics on synthetic data', () => {
   it('well-separated clusters: high silhouette, kNN and probe accuracy, small p-values', () => {
     const n = 150;
     const { X, lab } = blobs(n, 10, 3, 4, 2);
-    const m = spaceMetrics({ space: 'original-euclidean', X, d: 10, distance: 'euclidean', probe: { X, d: 10 } }, n, lab, ['a', 'b', 'c'], {
+    const m = spaceMetrics({ space: 'original-euclidean', X, d: 10, distance: 'euclidean', probe: { X, d: 10 } }, n,
+      lab, ['a', 'b', 'c'], {
       bootstrap: 200,
       permutations: 99,
       probePermutations: 19,
@@ -119,7 +122,8 @@ describe('metrics on synthetic data', () => {
       const rng = new Rng(100 + rep);
       const X = new Float64Array(n * 6).map(() => rng.normal());
       const lab = Int32Array.from({ length: n }, (_, i) => i % 3);
-      const m = spaceMetrics({ space: 'noise', X, d: 6, distance: 'euclidean', probe: rep < 6 ? { X, d: 6 } : null }, n, lab, ['a', 'b', 'c'], {
+      const m = spaceMetrics({ space: 'noise', X, d: 6, distance: 'euclidean', probe: rep < 6 ? { X, d: 6 } : null }, n,
+        lab, ['a', 'b', 'c'], {
         bootstrap: 0,
         permutations: 39,
         probePermutations: 19,
@@ -212,7 +216,11 @@ describe('bootstrap 95% CI', () => {
   it("spaceMetrics' CIs have the width of a 95% interval of each per-sample value", () => {
     const n = 300;
     const { X, lab } = blobs(n, 6, 3, 0.8, 17); // overlapping classes: silhouettes and kNN hits vary
-    const m = spaceMetrics({ space: 's', X, d: 6, distance: 'euclidean', probe: null }, n, lab, ['a', 'b', 'c'], { bootstrap: 4000, permutations: 0, seed: 8 });
+    const m = spaceMetrics({ space: 's', X, d: 6, distance: 'euclidean', probe: null }, n, lab, ['a', 'b', 'c'], {
+      bootstrap: 4000,
+      permutations: 0,
+      seed: 8,
+    });
     const sil = silhouetteSamples(distanceMatrix(X, n, 6, 'euclidean'), n, lab, 3);
     const nb = neighboursFromDistances(distanceMatrix(X, n, 6, 'euclidean'), n, 10);
     const pred = knnPredict(nb, n, 10, lab, 3);
@@ -308,14 +316,17 @@ describe('permutations on worker threads', () => {
     const { probePermutationLabels } = await import('../../src/cluster/metrics.js');
     const { X, lab } = blobs(60, 4, 3, 0.4, 21);
     const opts = { bootstrap: 50, permutations: 9, probePermutations: 6, seed: 4 };
-    const a = spaceMetrics({ space: 's', X, d: 4, distance: 'euclidean', probe: { X, d: 4 } }, 60, lab, ['a', 'b', 'c'], opts);
+    const a = spaceMetrics({ space: 's', X, d: 4, distance: 'euclidean', probe: { X, d: 4 } }, 60, lab, ['a', 'b', 'c'],
+      opts);
     const pool = await ClusterPool.start(2);
     try {
       const cv = repeatedCv([{ X, d: 4 }], 60, lab, 3, { seed: 4 });
       const probeNull = await pool.probeScores(cv.prepared, 60, probePermutationLabels(lab, 6, 4), 3, { seed: 4 }, 4);
       const { permutationLabels } = await import('../../src/cluster/metrics.js');
-      const silhouetteNull = await pool.silhouettes(distanceMatrix(X, 60, 4, 'euclidean'), 60, permutationLabels(lab, 9, 4), 3);
-      const b = spaceMetrics({ space: 's', X, d: 4, distance: 'euclidean', probe: { X, d: 4 }, probeNull, silhouetteNull }, 60, lab, ['a', 'b', 'c'], opts);
+      const silhouetteNull = await pool.silhouettes(distanceMatrix(X, 60, 4, 'euclidean'), 60,
+        permutationLabels(lab, 9, 4), 3);
+      const b = spaceMetrics({ space: 's', X, d: 4, distance: 'euclidean', probe: { X, d: 4 }, probeNull,
+        silhouetteNull }, 60, lab, ['a', 'b', 'c'], opts);
       expect(b).toEqual(a);
       expect(a.probeAccuracy!.p).not.toBeNull();
       const { gramDistances } = await import('../../src/cluster/metrics.js');

@@ -13,7 +13,8 @@ import { runCluster } from '../../src/cluster/index.js';
 import { adjustFamilies } from '../../src/cluster/multiplicity.js';
 import { verdictLines } from '../../src/report/verdict.js';
 import type { RunReader, HookInfo, SampleRow } from '../../src/store/types.js';
-import type { ClassifierMetrics, ClusterMetrics, MetricWithCI, ProbeComparison, SpaceMetrics, SweepPoint } from '../../src/cluster/types.js';
+import type { ClassifierMetrics, ClusterMetrics, MetricWithCI, ProbeComparison, SpaceMetrics,
+  SweepPoint } from '../../src/cluster/types.js';
 
 type Family = { p: (number | null)[]; holm: (number | null)[]; bh: (number | null)[] };
 const G = JSON.parse(readFileSync(new URL('../goldens/cluster/holm_goldens.json', import.meta.url), 'utf8')) as {
@@ -45,10 +46,15 @@ const space = (name: string, knn: ClassifierMetrics, probe: ClassifierMetrics | 
 
 /** A metrics file with the verdict's five classifiers (golden order), an unadjusted sixth, a sweep and its steps. */
 function synthetic(layers: Family): ClusterMetrics {
-  const outsider: ClassifierMetrics = { ...classifier(0), balancedAccuracy: metric(0.001), accuracy: metric(0.001), macroF1: metric(0.001) };
-  const sweep: SweepPoint[] = layers.p.map((p, i) => ({ point: `layers.${i}.resid_out`, probeAccuracy: 0.5, ci95: null, accuracy: metric(p), balancedAccuracy: metric(p), macroF1: metric(p) }));
+  const outsider: ClassifierMetrics = { ...classifier(0), balancedAccuracy: metric(0.001), accuracy: metric(0.001),
+    macroF1: metric(0.001) };
+  const sweep: SweepPoint[] = layers.p.map((p, i) => ({ point: `layers.${i}.resid_out`, probeAccuracy: 0.5, ci95: null,
+    accuracy: metric(p), balancedAccuracy: metric(p), macroF1: metric(p) })
+  );
   const diff = (p: number | null) => ({ value: 0.01, ci95: [-0.01, 0.03] as [number, number], p });
-  const steps: ProbeComparison[] = G.layerSteps.p.map((p, i) => ({ kind: 'layers', a: `layers.${i + 1}.resid_out`, b: `layers.${i}.resid_out`, accuracy: diff(p), balancedAccuracy: diff(p), macroF1: diff(p), n: 100 }));
+  const steps: ProbeComparison[] = G.layerSteps.p.map((p, i) => ({ kind: 'layers', a: `layers.${i + 1}.resid_out`,
+    b: `layers.${i}.resid_out`, accuracy: diff(p), balancedAccuracy: diff(p), macroF1: diff(p), n: 100 })
+  );
   return {
     classes: ['a', 'b'],
     n: 100,
@@ -56,13 +62,15 @@ function synthetic(layers: Family): ClusterMetrics {
     pcaExplainedVariance: 1,
     klDivergence: 0,
     // the verdict's order is probe (euclidean), kNN (cosine), kNN (map), baselines: listed out of that order here
-    spaces: [space('original-cosine', classifier(1), null), space('original-euclidean', outsider, classifier(0)), space('embedding', classifier(2), null)],
+    spaces: [space('original-cosine', classifier(1), null), space('original-euclidean', outsider, classifier(0)),
+      space('embedding', classifier(2), null)],
     baselines: [
       { name: 'token-counts', description: '', dim: 10, probeDims: 10, probe: classifier(3) },
       { name: 'token-embedding-mean', description: '', dim: 10, probeDims: 10, probe: classifier(4) },
     ],
     sweep,
-    comparisons: [...steps, { kind: 'model-vs-words', a: 'x', b: 'y', accuracy: diff(0.2), balancedAccuracy: diff(0.2), macroF1: diff(0.2), n: 100 }],
+    comparisons: [...steps, { kind: 'model-vs-words', a: 'x', b: 'y', accuracy: diff(0.2), balancedAccuracy: diff(0.2),
+      macroF1: diff(0.2), n: 100 }],
   };
 }
 
@@ -85,20 +93,24 @@ describe('Holm and BH in cluster metrics, against statsmodels', () => {
       const m = adjustFamilies(synthetic(layers));
       const eu = m.spaces[1];
       const verdict = [eu.probe!, m.spaces[0].knn!, m.spaces[2].knn!, m.baselines![0].probe, m.baselines![1].probe];
-      for (const s of ['accuracy', 'balancedAccuracy', 'macroF1'] as const) expectFamily(verdict.map((c) => c[s]), G.classifiers[s]);
+      for (const s of ['accuracy', 'balancedAccuracy', 'macroF1'] as const)
+        expectFamily(verdict.map((c) => c[s]), G.classifiers[s]);
       // a classifier outside the verdict's family stays unadjusted
       expect(eu.knn!.balancedAccuracy.pHolm).toBeUndefined();
       // the kept copies of the accuracy carry the same adjusted p
       expect(eu.probeAccuracy!.pHolm).toBeCloseTo(G.classifiers.accuracy.holm[0]!, 12);
       expect(m.spaces[0].knnAccuracy.pHolm).toBeCloseTo(G.classifiers.accuracy.holm[1]!, 12);
-      for (const s of ['accuracy', 'balancedAccuracy', 'macroF1'] as const) expectFamily(m.sweep!.map((w) => w[s]!), layers);
+      for (const s of ['accuracy', 'balancedAccuracy', 'macroF1'] as const)
+        expectFamily(m.sweep!.map((w) => w[s]!), layers);
       const steps = m.comparisons!.filter((c) => c.kind === 'layers');
       expectFamily(steps.map((c) => c.balancedAccuracy), G.layerSteps);
       // a family of one: its p unchanged
       const mw = m.comparisons!.find((c) => c.kind === 'model-vs-words')!;
       expect(mw.balancedAccuracy.pHolm).toBe(0.2);
-      expect(m.families!.map((f) => f.family)).toEqual(['classifiers', 'layers', 'representation-vs-words', 'layers-steps']);
-      expect(m.families![0].members).toEqual(['original-euclidean:probe', 'original-cosine:knn', 'embedding:knn', 'baseline:token-counts', 'baseline:token-embedding-mean']);
+      expect(m.families!.map((f) => f.family)).toEqual(['classifiers', 'layers', 'representation-vs-words',
+        'layers-steps']);
+      expect(m.families![0].members).toEqual(['original-euclidean:probe', 'original-cosine:knn', 'embedding:knn',
+        'baseline:token-counts', 'baseline:token-embedding-mean']);
     });
   }
 });
@@ -109,10 +121,13 @@ function plantedRun(dir: string, n: number, d: number, signal: boolean[]): RunRe
   const rng = new Rng(31);
   const labels = Array.from({ length: n }, (_, i) => ['x', 'y', 'z'][i % 3]!);
   const cen = Float64Array.from({ length: 3 * d }, () => rng.normal());
-  const make = (sep: number) => Float32Array.from({ length: n * d }, (_, k) => cen[(Math.floor(k / d) % 3) * d + (k % d)]! * sep + rng.normal());
+  const make = (sep: number) =>
+    Float32Array.from({ length: n * d }, (_, k) => cen[(Math.floor(k / d) % 3) * d + (k % d)]! * sep + rng.normal());
   signal.forEach((s, l) => hooks.set(`layers.${l}.resid_out`, make(s ? 2 : 0)));
   hooks.set('final.hidden', make(2));
-  const samples: SampleRow[] = labels.map((a, i) => ({ index: i, id: `item-${i}`, labels: { aspect: a }, tokens: 5, truncated: false, text: `t${i}` }));
+  const samples: SampleRow[] = labels.map((a, i) => ({ index: i, id: `item-${i}`, labels: { aspect: a }, tokens: 5,
+    truncated: false, text: `t${i}` })
+  );
   const info = (name: string): HookInfo => ({ name, dim: d, dtype: 'F32' });
   return {
     dir,
@@ -130,7 +145,7 @@ function plantedRun(dir: string, n: number, d: number, signal: boolean[]): RunRe
       for (let r = 0; r < rows.length; r++) out.set(X.subarray(rows[r]! * d, rows[r]! * d + d), r * d);
       return out;
     },
-    iterate: async function* () {},
+    iterate: async function*() {},
     analysisDir: (name: string) => {
       const p = path.join(dir, name);
       mkdirSync(p, { recursive: true });
@@ -143,7 +158,9 @@ describe('a planted sweep: signal in layers 2 and 3 of 4', () => {
   it('the signal layers pass Holm across the layers and the others do not; metrics.csv and the verdict carry the same adjusted p', async () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'lobes-holm-'));
     const run = plantedRun(dir, 120, 12, [false, false, true, true]);
-    const r = await runCluster(run, { tsne: { iterations: 250, perplexity: 10 }, metrics: { bootstrap: 50, permutations: 19, probePermutations: 19, sweepPermutations: 99 }, probe: { repeats: 1, c: 1, sweep: true }, execution: { quiet: true, threads: 1 } });
+    const r = await runCluster(run, { tsne: { iterations: 250, perplexity: 10 },
+      metrics: { bootstrap: 50, permutations: 19, probePermutations: 19, sweepPermutations: 99 },
+      probe: { repeats: 1, c: 1, sweep: true }, execution: { quiet: true, threads: 1 } });
     const sw = r.metrics.sweep!;
     const p = sw.map((w) => w.balancedAccuracy!.p!);
     const h = sw.map((w) => w.balancedAccuracy!.pHolm!);
@@ -185,17 +202,22 @@ describe('the paired comparisons of the representation against the words are one
     const m = synthetic(G.layers20);
     m.sweep = [];
     m.comparisons = [
-      { kind: 'model-vs-words', a: 'final.hidden', b: 'token-counts', accuracy: diff(0.03), balancedAccuracy: diff(0.03), macroF1: diff(0.03), n: 100 },
-      { kind: 'model-vs-words', a: 'final.hidden', b: 'token-embedding-mean', accuracy: diff(0.01), balancedAccuracy: diff(0.01), macroF1: diff(0.01), n: 100 },
-      { kind: 'incremental', a: 'token-counts + final.hidden', b: 'token-counts', accuracy: diff(0.04), balancedAccuracy: diff(0.04), macroF1: diff(0.04), n: 100 },
-      { kind: 'incremental', a: 'token-embedding-mean + final.hidden', b: 'token-embedding-mean', accuracy: diff(0.02), balancedAccuracy: diff(0.02), macroF1: diff(0.02), n: 100 },
+      { kind: 'model-vs-words', a: 'final.hidden', b: 'token-counts', accuracy: diff(0.03),
+        balancedAccuracy: diff(0.03), macroF1: diff(0.03), n: 100 },
+      { kind: 'model-vs-words', a: 'final.hidden', b: 'token-embedding-mean', accuracy: diff(0.01),
+        balancedAccuracy: diff(0.01), macroF1: diff(0.01), n: 100 },
+      { kind: 'incremental', a: 'token-counts + final.hidden', b: 'token-counts', accuracy: diff(0.04),
+        balancedAccuracy: diff(0.04), macroF1: diff(0.04), n: 100 },
+      { kind: 'incremental', a: 'token-embedding-mean + final.hidden', b: 'token-embedding-mean', accuracy: diff(0.02),
+        balancedAccuracy: diff(0.02), macroF1: diff(0.02), n: 100 },
     ] as any;
     adjustFamilies(m);
     // sorted 0.01, 0.02, 0.03, 0.04: 4·0.01 = 0.04, 3·0.02 = 0.06, 2·0.03 = 0.06, 1·0.04 = 0.04 → 0.06 (monotone)
-    expect(m.comparisons!.map((c) => c.balancedAccuracy.pHolm)).toEqual([0.06, 0.04, 0.06, 0.06].map((x) => expect.closeTo(x, 12)));
+    expect(m.comparisons!.map((c) => c.balancedAccuracy.pHolm)).toEqual(
+      [0.06, 0.04, 0.06, 0.06].map((x) => expect.closeTo(x, 12)),
+    );
     const fam = m.families!.find((f) => f.family === 'representation-vs-words')!;
     expect(fam.members).toHaveLength(4);
     expect(m.families!.map((f) => f.family)).not.toContain('incremental');
   });
 });
-

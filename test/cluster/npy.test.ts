@@ -48,7 +48,8 @@ describe('npy parser', () => {
     expect(r2.header.version[0]).toBe(2);
     expect(r2.shape).toEqual([3, 2]);
     expect(Array.from(r2.data)).toEqual(vals.map((v) => Math.fround(v)));
-    const b3 = npyBytes(3, "{'descr': '<f2', 'fortran_order': False, 'shape': (6,), }", le([1, -2, 0.5, 0.25, 3, 1024], 2));
+    const b3 = npyBytes(3, "{'descr': '<f2', 'fortran_order': False, 'shape': (6,), }",
+      le([1, -2, 0.5, 0.25, 3, 1024], 2));
     const r3 = parseNpy(b3);
     expect(r3.shape).toEqual([6]);
     expect(Array.from(r3.data)).toEqual([1, -2, 0.5, 0.25, 3, 1024]);
@@ -69,11 +70,19 @@ describe('npy parser', () => {
     expect((r.header.dataOffset) % 64).toBe(0);
   });
   it('rejects fortran order, other dtypes, bad magic and short data with a clear error', () => {
-    expect(() => parseNpy(npyBytes(1, "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3), }", le(vals, 4)), 'f.npy')).toThrow(/f\.npy.*Fortran order/);
-    expect(() => parseNpy(npyBytes(1, "{'descr': '<i4', 'fortran_order': False, 'shape': (2, 3), }", le(vals, 4)), 'i.npy')).toThrow(/unsupported dtype "<i4"/);
-    expect(() => parseNpy(npyBytes(1, "{'descr': '>f4', 'fortran_order': False, 'shape': (2, 3), }", le(vals, 4)))).toThrow(/unsupported dtype ">f4"/);
+    expect(() =>
+      parseNpy(npyBytes(1, "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3), }", le(vals, 4)), 'f.npy')
+    ).toThrow(/f\.npy.*Fortran order/);
+    expect(() =>
+      parseNpy(npyBytes(1, "{'descr': '<i4', 'fortran_order': False, 'shape': (2, 3), }", le(vals, 4)), 'i.npy')
+    ).toThrow(/unsupported dtype "<i4"/);
+    expect(() => parseNpy(npyBytes(1, "{'descr': '>f4', 'fortran_order': False, 'shape': (2, 3), }", le(vals, 4))))
+      .toThrow(/unsupported dtype ">f4"/);
     expect(() => parseNpy(new Uint8Array(20), 'z.npy')).toThrow(/z\.npy.*not a \.npy file/);
-    expect(() => parseNpy(npyBytes(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (4, 3), }", le(vals, 4)), 's.npy')).toThrow(/needs 48 data bytes, the file has 24/);
-    expect(() => parseNpy(npyBytes(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 2, 3), }", le(vals, 4)))).toThrow(/a matrix \[N, d\] is needed/);
+    expect(() =>
+      parseNpy(npyBytes(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (4, 3), }", le(vals, 4)), 's.npy')
+    ).toThrow(/needs 48 data bytes, the file has 24/);
+    expect(() => parseNpy(npyBytes(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 2, 3), }", le(vals, 4))))
+      .toThrow(/a matrix \[N, d\] is needed/);
   });
 });

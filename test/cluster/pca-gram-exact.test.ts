@@ -9,7 +9,8 @@ import { describe, expect, it } from 'vitest';
 import { Rng } from '../../src/util/rng.js';
 import { gramRows } from '../../src/cluster/metrics.js';
 import { mulXBRows, mulXBRowsJs, mulXtBCols, mulXtBColsJs, sketchOmega } from '../../src/cluster/pca.js';
-import { gramPcaProject, mulPackedRows, mulPackedRowsJs, packedRows, symmetricCopy, symmetricGram } from '../../src/cluster/pca-gram.js';
+import { gramPcaProject, mulPackedRows, mulPackedRowsJs, packedRows, symmetricCopy,
+  symmetricGram } from '../../src/cluster/pca-gram.js';
 import { gramUpper, gramUpperJs } from '../../src/cluster/linalg.js';
 import { gramPcaProjectBefore } from './reference/gram-pca-before.js';
 
@@ -41,11 +42,13 @@ describe('gramPcaProject against its first version', () => {
   const all = Int32Array.from({ length: n }, (_, i) => i);
   const fifth = { train: all.filter((i) => i % 5 !== 2), test: all.filter((i) => i % 5 === 2) };
   const cases = [
-    { name: 'every fifth row tested (the rows of every tile of the symmetric copy trained)', split: fifth, k: 8, l: 18 },
+    { name: 'every fifth row tested (the rows of every tile of the symmetric copy trained)', split: fifth, k: 8,
+      l: 18 },
     { name: 'sorted rows, k 8 of a sketch of 18', split: sorted, k: 8, l: 18 },
     { name: 'unsorted rows, k 8', split: unsorted, k: 8, l: 18 },
     { name: 'k equal to the sketch (every column projected)', split: sorted, k: 13, l: 13 },
-    { name: 'an odd number of rows (a partial quad) and one power iteration', split: { train: sorted.train.subarray(0, 67), test: sorted.test.subarray(0, 19) }, k: 5, l: 15, q: 1 },
+    { name: 'an odd number of rows (a partial quad) and one power iteration',
+      split: { train: sorted.train.subarray(0, 67), test: sorted.test.subarray(0, 19) }, k: 5, l: 15, q: 1 },
   ];
   for (const c of cases) {
     it(`${c.name}: the same features bit for bit, from the upper triangle and from the full matrix`, () => {
@@ -54,7 +57,8 @@ describe('gramPcaProject against its first version', () => {
       const q = c.q ?? 2;
       const before = gramPcaProjectBefore(G, n, XO, c.l, c.split.train, c.split.test, c.k, q);
       const now = gramPcaProject(G, n, XO, c.l, c.split.train, c.split.test, c.k, q);
-      const full = gramPcaProject(symmetricCopy(G, n, new Float64Array(n * n)), n, XO, c.l, c.split.train, c.split.test, c.k, q, true);
+      const full = gramPcaProject(symmetricCopy(G, n, new Float64Array(n * n)), n, XO, c.l, c.split.train, c.split.test,
+        c.k, q, true);
       expect(now.k).toBe(before.k);
       expect(sameBits(now.tr, before.tr)).toBe(true);
       expect(sameBits(now.te, before.te)).toBe(true);
@@ -67,7 +71,8 @@ describe('gramPcaProject against its first version', () => {
   it('a symmetric copy mirrors the upper triangle and leaves the input as it was', () => {
     const S = symmetricGram(G, n);
     expect(symmetricGram(G, n)).toBe(S);
-    for (let i = 0; i < n; i++) for (let j = 0; j < n; j++) expect(S[i * n + j]).toBe(G[Math.min(i, j) * n + Math.max(i, j)]);
+    for (let i = 0; i < n; i++)
+      for (let j = 0; j < n; j++) expect(S[i * n + j]).toBe(G[Math.min(i, j) * n + Math.max(i, j)]);
     expect(G[5 * n + 2]).toBe(0);
   });
 });

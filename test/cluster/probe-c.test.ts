@@ -11,7 +11,9 @@ import { describe, expect, it } from 'vitest';
 import { chooseCOnFolds, fitPredict, gridEdge, PROBE_C_GRID, probeSettings } from '../../src/cluster/probecv.js';
 import { gridEdgeNotes } from '../../src/cluster/run.js';
 
-const G = JSON.parse(readFileSync(path.join(import.meta.dirname, '..', 'goldens', 'probe-c', 'probe_c_goldens.json'), 'utf8'));
+const G = JSON.parse(
+  readFileSync(path.join(import.meta.dirname, '..', 'goldens', 'probe-c', 'probe_c_goldens.json'), 'utf8'),
+);
 const X = Float64Array.from(G.X as number[]);
 const y = Int32Array.from(G.y as number[]);
 const fold = Int32Array.from(G.fold as number[]);
@@ -31,7 +33,7 @@ describe('choosing C for the score the probe reports', () => {
     expect(G.accuracy.chosen).toBe(0.0001);
   });
 
-  it('the balanced fit predicts as scikit-learn\'s at every C of the grid', () => {
+  it("the balanced fit predicts as scikit-learn's at every C of the grid", () => {
     for (const C of G.grid as number[]) {
       const p = fitPredict(X, G.n, G.d, y, X, G.n, G.K, C, { classWeight: 'balanced', maxIter: 500 });
       // Python writes 1.0 and 10.0 where JavaScript writes 1 and 10
@@ -50,12 +52,17 @@ describe('choosing C for the score the probe reports', () => {
     expect(probeSettings(5, 5, 'nested', null).classWeight).toBeNull();
   });
 
-  it('a choice at the grid\'s edge in most folds is warned about', () => {
+  it("a choice at the grid's edge in most folds is warned about", () => {
     const grid = PROBE_C_GRID;
-    const cv = (cs: number[]) => ({ cv: { repeats: 1, folds: cs.length, cMethod: 'nested', cGrid: grid, chosenC: [cs], nullC: cs[0], classWeight: 'balanced', pca: 0, gridEdge: gridEdge({ chosenC: [cs] }, grid)! } });
+    const cv = (cs: number[]) => ({
+      cv: { repeats: 1, folds: cs.length, cMethod: 'nested', cGrid: grid, chosenC: [cs], nullC: cs[0],
+        classWeight: 'balanced', pca: 0, gridEdge: gridEdge({ chosenC: [cs] }, grid)! },
+    });
     const space = (cs: number[]) => ({ space: 'original-euclidean', probe: cv(cs) }) as any;
     expect(gridEdge({ chosenC: [[0.0001, 0.0001, 0.1, 10, 0.0001]] }, grid)).toEqual({ low: 3, high: 1, of: 5 });
-    expect(gridEdgeNotes([space([0.0001, 0.0001, 0.1, 0.01, 0.0001])], [])).toEqual(['the probe in original-euclidean chose C = 0.0001, the smallest of its grid, in 3 of 5 folds: the best C may lie beyond the grid (--probe-c C fixes it)']);
+    expect(gridEdgeNotes([space([0.0001, 0.0001, 0.1, 0.01, 0.0001])], [])).toEqual([
+      'the probe in original-euclidean chose C = 0.0001, the smallest of its grid, in 3 of 5 folds: the best C may lie beyond the grid (--probe-c C fixes it)',
+    ]);
     expect(gridEdgeNotes([space([0.001, 0.01, 0.1, 0.01, 10])], [])).toEqual([]);
   });
 });

@@ -117,7 +117,6 @@ describe('the in-fold PCA of a sparse block (token counts)', () => {
   });
 });
 
-
 describe('which blocks get a Gram matrix (gramPays: a layer of the sweep, the original space)', () => {
   it('a dense block wider than the sample; not a sparse, keyed, narrow or unreduced one', () => {
     const n = 40;

@@ -55,7 +55,8 @@ describe("class_weight='balanced' against scikit-learn", () => {
     const W = REF.classWeight;
     const Xw = Float64Array.from(W.X as number[]);
     const yw = Int32Array.from(W.y as number[]);
-    const { W: w } = fitLogistic(Xw, W.n, W.d, yw, 1, W.K, 5000, 1e-12, undefined, true, sampleWeights(yw, W.K, 'balanced'));
+    const { W: w } = fitLogistic(Xw, W.n, W.d, yw, 1, W.K, 5000, 1e-12, undefined, true,
+      sampleWeights(yw, W.K, 'balanced'));
     for (let c = 0; c < W.K; c++) for (let j = 0; j < W.d; j++) expect(w[j * W.K + c]).toBeCloseTo(W.coef[c][j], 4);
     const ours = Array.from({ length: W.K }, (_, c) => w[W.d * W.K + c]);
     const m1 = mean(ours);

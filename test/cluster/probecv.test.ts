@@ -8,7 +8,8 @@ import { Rng } from '../../src/util/rng.js';
 import { orthonormalize } from '../../src/cluster/linalg.js';
 import { pca, pcaProject } from '../../src/cluster/pca.js';
 import { fitLogistic, stratifiedFolds } from '../../src/cluster/probe.js';
-import { blockKey, crossValidatedPredictions, cvRun, predictFold, prepareFold, repeatedCv, sampleWeights, splitFold, type Block, type RepeatedCv } from '../../src/cluster/probecv.js';
+import { blockKey, crossValidatedPredictions, cvRun, predictFold, prepareFold, repeatedCv, sampleWeights, splitFold,
+  type Block, type RepeatedCv } from '../../src/cluster/probecv.js';
 import { bootstrapRepeated, pairedBootstrap } from '../../src/cluster/paired.js';
 import { bootstrapScores } from '../../src/cluster/scores.js';
 import { blobs } from './blobs.js';
@@ -77,22 +78,29 @@ describe('the fold pipeline', () => {
 });
 
 /** Everything a repeated CV gives, as plain arrays (for exact comparison). */
-const cvArrays = (r: RepeatedCv) => ({ preds: r.preds.map((p) => Array.from(p)), chosenC: r.chosenC, folds: r.folds, prepared: r.prepared.map((f) => ({ train: Array.from(f.train), Xtr: Array.from(f.Xtr), Xte: Array.from(f.Xte), d: f.d })) });
+const cvArrays = (r: RepeatedCv) => ({ preds: r.preds.map((p) => Array.from(p)), chosenC: r.chosenC, folds: r.folds,
+  prepared: r.prepared.map((f) => ({ train: Array.from(f.train), Xtr: Array.from(f.Xtr), Xte: Array.from(f.Xte),
+    d: f.d })
+  ) });
 
 describe('keyed blocks (the in-fold PCA shared between probes)', () => {
   // a state X and word features W of the same items, two labellings of them (other folds)
   const n = 120;
   const { X, lab } = blobs(n, 20, 3, 0.6, 21);
   const rng = new Rng(8);
-  const W = Float64Array.from({ length: n * 15 }, (_, t) => rng.normal() + (lab[Math.floor(t / 15)] === t % 3 ? 0.8 : 0));
+  const W = Float64Array.from({ length: n * 15 },
+    (_, t) => rng.normal() + (lab[Math.floor(t / 15)] === t % 3 ? 0.8 : 0));
   const lab2 = Int32Array.from(lab, (c, i) => (i % 4 === 0 ? (c + 1) % 3 : c));
   const opts = { repeats: 3, seed: 4, pca: 5, cGrid: [0.1, 1] };
 
   it('give exactly the unkeyed probes, in the order a swap analysis fits them', () => {
-    const plain = (blocks: Block[], y: Int32Array) => cvArrays(repeatedCv(blocks.map((b) => ({ X: b.X, d: b.d })), n, y, 3, opts));
+    const plain = (blocks: Block[], y: Int32Array) =>
+      cvArrays(repeatedCv(blocks.map((b) => ({ X: b.X, d: b.d })), n, y, 3, opts));
     const w: Block = { X: W, d: 15, key: blockKey('words') };
     const x: Block = { X, d: 20, key: blockKey('state') };
-    for (const [blocks, y] of [[[w], lab], [[w], lab2], [[x], lab], [[w, x], lab], [[x], lab2], [[w, x], lab2], [[x, w], lab]] as [Block[], Int32Array][]) {
+    for (const [blocks, y] of [[[w], lab], [[w], lab2], [[x], lab], [[w, x], lab], [[x], lab2], [[w, x], lab2], [[x, w],
+      lab]] as [Block[], Int32Array][])
+    {
       expect(cvArrays(repeatedCv(blocks, n, y, 3, opts))).toEqual(plain(blocks, y));
     }
   });
@@ -179,9 +187,12 @@ describe('class weights', () => {
     const n = 400;
     const d = 4;
     const lab = Int32Array.from({ length: n }, (_, i) => (i % 10 === 0 ? 1 : 0));
-    const X = Float64Array.from({ length: n * d }, (_, t) => rng.normal() + (t % d === 0 && lab[Math.floor(t / d)] === 1 ? 1.2 : 0));
+    const X = Float64Array.from({ length: n * d },
+      (_, t) => rng.normal() + (t % d === 0 && lab[Math.floor(t / d)] === 1 ? 1.2 : 0));
     const bal = (p: Int32Array) => {
-      const r = [0, 1].map((c) => Array.from(lab).filter((v, i) => v === c && p[i] === c).length / Array.from(lab).filter((v) => v === c).length);
+      const r = [0, 1].map((c) =>
+        Array.from(lab).filter((v, i) => v === c && p[i] === c).length / Array.from(lab).filter((v) => v === c).length
+      );
       return (r[0] + r[1]) / 2;
     };
     const plain = bal(crossValidatedPredictions(X, n, d, lab, 2, { seed: 1 }));
@@ -287,7 +298,8 @@ describe('repeats on worker threads', () => {
     const b = repeatedCv([{ X: Y, d: 2 }], 90, lab, 3, opts);
     const pool = await ClusterPool.start(1);
     try {
-      const [pa, pb] = await Promise.all([pool.repeatedCv([{ X, d: 7 }], 90, lab, 3, opts), pool.repeatedCv([{ X: Y, d: 2 }], 90, lab, 3, opts)]);
+      const [pa, pb] = await Promise.all([pool.repeatedCv([{ X, d: 7 }], 90, lab, 3, opts),
+        pool.repeatedCv([{ X: Y, d: 2 }], 90, lab, 3, opts)]);
       for (const [got, want] of [[pa, a], [pb, b]] as const) {
         expect(got.preds.map((p) => Array.from(p))).toEqual(want.preds.map((p) => Array.from(p)));
         expect(got.chosenC).toEqual(want.chosenC);

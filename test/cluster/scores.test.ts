@@ -2,7 +2,8 @@ import { describe, it, expect } from 'vitest';
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { Rng } from '../../src/util/rng.js';
-import { bootstrapScores, classScores, majorityRate, nullSummary, perClassRecall, percentileSorted } from '../../src/cluster/scores.js';
+import { bootstrapScores, classScores, majorityRate, nullSummary, perClassRecall,
+  percentileSorted } from '../../src/cluster/scores.js';
 import { fitLogistic } from '../../src/cluster/probe.js';
 import { logisticObjective } from '../../src/cluster/logistic.js';
 import { cases } from '../goldens/cases.js';
@@ -45,7 +46,9 @@ describe('classification scores against scikit-learn', () => {
       expect(s.balancedAccuracy).toBeCloseTo(c.balancedAccuracy, 12);
       expect(s.macroF1).toBeCloseTo(c.macroF1, 12);
       const r = perClassRecall(y, p, c.C);
-      c.recall.forEach((v: number | null, k: number) => (v === null ? expect(r[k]).toBeNaN() : expect(r[k]).toBeCloseTo(v, 12)));
+      c.recall.forEach((v: number | null,
+        k: number) => (v === null ? expect(r[k]).toBeNaN() : expect(r[k]).toBeCloseTo(v, 12))
+      );
     });
   }
 });

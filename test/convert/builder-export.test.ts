@@ -21,7 +21,9 @@ describe.each(['llama', 'mistral', 'qwen2', 'qwen3'] as const)('builder export o
   it('every capture point (found by structure) and the logits equal transformers (right padding)', async () => {
     const info = META.families[family]!.builder_export;
     const worst = await expectGoldens(path.join(CKPTS, `builder-${family}`), info.oracle, 'right');
-    console.log(`builder ${family}: max relative error vs transformers ${worst.toExponential(2)} (oracle ${info.oracle})`);
+    console.log(
+      `builder ${family}: max relative error vs transformers ${worst.toExponential(2)} (oracle ${info.oracle})`,
+    );
     if (info.drops) expect(info.builder_vs_checkpoint_logits_rel!).toBeGreaterThan(0.1);
   });
 });

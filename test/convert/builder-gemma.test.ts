@@ -59,8 +59,12 @@ describe.each(['gemma2', 'gemma'] as const)('builder export of the %s checkpoint
 
   if (family === 'gemma2') {
     it('the scorer and the log-likelihood engine refuse its window-sized cache in one line', async () => {
-      await expect(openScorer(dir, { device: 'cpu' })).rejects.toThrow(/^[^\n]*model\.onnx: the scorer .*window-sized KV cache \(sliding_window_cache/);
-      await expect(openLoglikEngine(dir, { device: 'cpu' })).rejects.toThrow(/^[^\n]*model\.onnx: the log-likelihood engine .*window-sized KV cache/);
+      await expect(openScorer(dir, { device: 'cpu' })).rejects.toThrow(
+        /^[^\n]*model\.onnx: the scorer .*window-sized KV cache \(sliding_window_cache/,
+      );
+      await expect(openLoglikEngine(dir, { device: 'cpu' })).rejects.toThrow(
+        /^[^\n]*model\.onnx: the log-likelihood engine .*window-sized KV cache/,
+      );
     });
 
     it("feeds the sliding layers' window-cache GroupQueryAttention a buffer of local_window_size, the full layer an empty past", () => {

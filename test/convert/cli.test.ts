@@ -7,7 +7,8 @@
  */
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { spawn, spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync, appendFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, utimesSync,
+  writeFileSync, appendFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { ROOT } from './gguf-fixtures.js';
@@ -19,13 +20,15 @@ import { readGgufHeader } from '../../src/formats/gguf.js';
 const BIN = path.join(ROOT, 'src/cli/bin.ts');
 
 function lobes(args: string[], env: NodeJS.ProcessEnv = {}) {
-  const r = spawnSync(process.execPath, ['--import', 'tsx', BIN, ...args], { cwd: ROOT, env: { ...process.env, ...env }, encoding: 'utf8' });
+  const r = spawnSync(process.execPath, ['--import', 'tsx', BIN, ...args], { cwd: ROOT, env: { ...process.env, ...env },
+    encoding: 'utf8' });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
 function lobesAsync(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', BIN, ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', BIN, ...args], { cwd: ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));
@@ -75,7 +78,8 @@ function badFiles(dir: string): Array<{ name: string; file: string; want: RegExp
   put('non-llama', arch, /architecture "gemma" \(Gemma 1\) is not converted from GGUF: its conversion has no oracle/);
   const other = Buffer.from(TINY);
   other.write('mamba', aAt + 8, 'latin1');
-  put('unknown-arch', other, /architecture "mamba" is not supported: lobes converts llama, qwen2, qwen3, phi3, gemma2, gemma3 GGUFs/);
+  put('unknown-arch', other,
+    /architecture "mamba" is not supported: lobes converts llama, qwen2, qwen3, phi3, gemma2, gemma3 GGUFs/);
   // blk.0.ffn_gate's type (Q4_K) set to IQ2_XXS (id 16), whose blocks are smaller: the file stays readable.
   const quant = Buffer.from(TINY);
   const qAt = stringAt(quant, 'blk.0.ffn_gate.weight') + 8 + 'blk.0.ffn_gate.weight'.length;
@@ -112,7 +116,8 @@ describe('bad GGUF input: one-line errors, nothing half-written', () => {
     for (const f of files) {
       const cache = path.join(tmp, `cache-${f.name}`);
       const run = path.join(tmp, `run-${f.name}`);
-      const r = lobes(['extract', '--model', f.file, '--cache', cache, '--data', 'builtin:social', '--out', run, '--quiet']);
+      const r = lobes(['extract', '--model', f.file, '--cache', cache, '--data', 'builtin:social', '--out', run,
+        '--quiet']);
       expect(r.code, f.name).toBe(1);
       const lines = r.stderr.trim().split('\n');
       expect(lines, f.name).toHaveLength(1);
@@ -137,7 +142,8 @@ describe('lobes convert and --model FILE.gguf on a good file', () => {
     const j = JSON.parse(r.stdout);
     expect(j.options).toEqual({ dtype: 'fp32', weights: 'q4', layout: 'explicit' });
     expect(j.spec.ropeScaling.rope_type).toBe('llama3');
-    expect(readdirSync(out).sort()).toEqual(['config.json', 'generation_config.json', 'lobes-convert.json', 'model.onnx', 'model.onnx.data', 'special_tokens_map.json', 'tokenizer.json', 'tokenizer_config.json']);
+    expect(readdirSync(out).sort()).toEqual(['config.json', 'generation_config.json', 'lobes-convert.json',
+      'model.onnx', 'model.onnx.data', 'special_tokens_map.json', 'tokenizer.json', 'tokenizer_config.json']);
     const rec = JSON.parse(readFileSync(path.join(out, 'lobes-convert.json'), 'utf8'));
     expect(rec.source).toMatchObject({ format: 'gguf', path: TINY_GGUF, size: statSync(TINY_GGUF).size });
     expect(statSync(path.join(out, 'model.onnx.data')).size).toBe(j.dataBytes);
@@ -151,14 +157,16 @@ describe('lobes convert and --model FILE.gguf on a good file', () => {
 
   it('bad flags are usage errors (exit 2)', () => {
     expect(lobes(['convert', TINY_GGUF, '--out', path.join(tmp, 'x'), '--weights', 'q3']).code).toBe(2);
-    expect(lobes(['convert', TINY_GGUF, '--out', path.join(tmp, 'x'), '--dtype', 'fp16', '--weights', 'fp32']).code).toBe(2);
+    expect(lobes(['convert', TINY_GGUF, '--out', path.join(tmp, 'x'), '--dtype', 'fp16', '--weights', 'fp32']).code)
+      .toBe(2);
     expect(lobes(['convert', TINY_GGUF]).code).toBe(2);
     expect(existsSync(path.join(tmp, 'x'))).toBe(false);
   });
 
   it('inspect takes the GGUF, converting it once into the cache; two processes at once share one conversion', async () => {
     const cache = path.join(tmp, 'cache-inspect');
-    const [a, b] = await Promise.all([lobesAsync(['inspect', TINY_GGUF, '--cache', cache]), lobesAsync(['inspect', TINY_GGUF, '--cache', cache])]);
+    const [a, b] = await Promise.all([lobesAsync(['inspect', TINY_GGUF, '--cache', cache]),
+      lobesAsync(['inspect', TINY_GGUF, '--cache', cache])]);
     expect(a.code, a.stderr).toBe(0);
     expect(b.code, b.stderr).toBe(0);
     expect(a.stdout).toContain(`converted from ${TINY_GGUF}`);
@@ -168,7 +176,8 @@ describe('lobes convert and --model FILE.gguf on a good file', () => {
     expect(j.code, j.stderr).toBe(0);
     expect(j.stderr).toBe('');
     const ja = JSON.parse(j.stdout);
-    expect(ja.arch).toMatchObject({ family: 'llama', layers: 2, hidden: 256, intermediate: 512, heads: 4, kvHeads: 2, vocab: 1024 });
+    expect(ja.arch).toMatchObject({ family: 'llama', layers: 2, hidden: 256, intermediate: 512, heads: 4, kvHeads: 2,
+      vocab: 1024 });
     expect(ja.source).toMatchObject({ format: 'gguf', path: TINY_GGUF });
     // One entry, no lock, no build folder left.
     expect(readdirSync(cache)).toEqual([path.basename(ja.source.converted)]);
@@ -176,7 +185,8 @@ describe('lobes convert and --model FILE.gguf on a good file', () => {
 
   it('demo --model FILE.gguf runs the whole pipeline on the GGUF', () => {
     const out = path.join(tmp, 'demo');
-    const r = lobes(['demo', '--model', TINY_GGUF, '--cache', path.join(tmp, 'cache-demo'), '--out', out, '--permutations', '3', '--quiet', '--json']);
+    const r = lobes(['demo', '--model', TINY_GGUF, '--cache', path.join(tmp, 'cache-demo'), '--out', out,
+      '--permutations', '3', '--quiet', '--json']);
     expect(r.code, r.stderr).toBe(0);
     const j = JSON.parse(r.stdout);
     expect(existsSync(j.report)).toBe(true);
@@ -186,10 +196,12 @@ describe('lobes convert and --model FILE.gguf on a good file', () => {
     expect(settings.weights.source).toBe('gguf');
     expect(settings.block).toEqual([16, 16]); // hidden 256: the default (auto) gives 16 blocks on the short side
     // wanda takes the GGUF as --model too (the same as --weights).
-    const w = lobes(['wanda', j.run, '--model', TINY_GGUF, '--block', '32', '--permutations', '0', '--threads', '1', '--json']);
+    const w = lobes(['wanda', j.run, '--model', TINY_GGUF, '--block', '32', '--permutations', '0', '--threads', '1',
+      '--json']);
     expect(w.code, w.stderr).toBe(0);
     expect(JSON.parse(w.stdout).settings.weights).toMatchObject({ source: 'gguf', path: TINY_GGUF });
-    expect(lobes(['wanda', j.run, '--model', TINY_GGUF, '--weights', path.join(ROOT, 'models', 'tiny-llama')]).code).toBe(2);
+    expect(lobes(['wanda', j.run, '--model', TINY_GGUF, '--weights', path.join(ROOT, 'models', 'tiny-llama')]).code)
+      .toBe(2);
   });
 });
 
@@ -208,7 +220,11 @@ describe('the conversion cache', () => {
   });
 
   it('passes a folder through and converts a GGUF once; concurrent calls share one conversion', async () => {
-    expect(await resolveModel(path.join(ROOT, 'models', 'tiny-llama'), quiet)).toEqual({ dir: path.join(ROOT, 'models', 'tiny-llama'), source: null, converted: null });
+    expect(await resolveModel(path.join(ROOT, 'models', 'tiny-llama'), quiet)).toEqual({
+      dir: path.join(ROOT, 'models', 'tiny-llama'),
+      source: null,
+      converted: null,
+    });
     const cache = path.join(tmp, 'c1');
     const all = await Promise.all([0, 1, 2].map(() => resolveModel(TINY_GGUF, { ...quiet, cache, weights: 'fp32' })));
     expect(new Set(all.map((r) => r.dir)).size).toBe(1);

@@ -64,7 +64,9 @@ function specialVocab(meta: PlainMetadata, tj: any, tc: any, n: number): void {
     const a = (tj.added_tokens as any[]).find((t) => t.content === content);
     return a && a.id < n ? a.id : undefined;
   };
-  for (const [typ, key] of [['bos', 'bos_token_id'], ['eos', 'eos_token_id'], ['unk', 'unknown_token_id'], ['pad', 'padding_token_id']] as const) {
+  for (const [typ, key] of [['bos', 'bos_token_id'], ['eos', 'eos_token_id'], ['unk', 'unknown_token_id'], ['pad',
+    'padding_token_id']] as const)
+  {
     const entry = tc[`${typ}_token`];
     const id = idOf(typeof entry === 'object' && entry ? entry.content : entry);
     if (id !== undefined) meta.set(`tokenizer.ggml.${key}`, id);
@@ -79,7 +81,8 @@ function specialVocab(meta: PlainMetadata, tj: any, tc: any, n: number): void {
     if (p.pair?.length) meta.set('tokenizer.ggml.add_sep_token', false);
   }
   for (const typ of ['bos', 'eos']) {
-    if (typeof tc[`add_${typ}_token`] === 'boolean') meta.set(`tokenizer.ggml.add_${typ}_token`, tc[`add_${typ}_token`]);
+    if (typeof tc[`add_${typ}_token`] === 'boolean')
+      meta.set(`tokenizer.ggml.add_${typ}_token`, tc[`add_${typ}_token`]);
   }
   if (typeof tc.chat_template === 'string') meta.set('tokenizer.chat_template', tc.chat_template);
 }
@@ -114,7 +117,8 @@ export function byteLevelMetadataFromHf(dir: string, pre: string, contextLength:
     }
   }
   const merges: string[] = (tj.model.merges as any[]).map((m) =>
-    typeof m === 'string' ? m : (m as string[]).map((p) => p.replaceAll(' ', '\u0120')).join(' '));
+    typeof m === 'string' ? m : (m as string[]).map((p) => p.replaceAll(' ', '\u0120')).join(' ')
+  );
   const meta: PlainMetadata = new Map();
   llamaHparams(meta, contextLength);
   meta.set('tokenizer.ggml.model', 'gpt2');
@@ -152,7 +156,9 @@ export function spmMetadataFromHf(dir: string): PlainMetadata {
   for (const [p, i] of Object.entries(vocab)) tokens[i] = p;
   const scores = recoveredSpmScores(tokens);
   const unk = tj.model.unk_token as string;
-  const control = new Set((tj.added_tokens as any[]).filter((a) => a.special && a.content !== unk).map((a) => a.content));
+  const control = new Set(
+    (tj.added_tokens as any[]).filter((a) => a.special && a.content !== unk).map((a) => a.content),
+  );
   const types = new Int32Array(n);
   for (let i = 0; i < n; i++) {
     const p = tokens[i]!;
@@ -190,15 +196,19 @@ export function metadataDigest(meta: ReadonlyMap<string, unknown>): Record<strin
     return v;
   };
   const arch = value('general.architecture') as string;
-  const keys = [...meta.keys()].filter((k) => k.startsWith('tokenizer.') || k === 'general.architecture' || k === `${arch}.context_length`);
+  const keys = [...meta.keys()].filter((k) =>
+    k.startsWith('tokenizer.') || k === 'general.architecture' || k === `${arch}.context_length`
+  );
   for (const key of keys.sort()) {
     const v = value(key);
     const h = createHash('sha256');
     if (typeof v === 'string') h.update(Buffer.from(v, 'utf8'));
     else if (typeof v === 'boolean') h.update(v ? 'true' : 'false');
     else if (typeof v === 'number' || typeof v === 'bigint') h.update(String(v));
-    else if (Array.isArray(v)) for (const s of v as string[]) h.update(Buffer.concat([Buffer.from(s, 'utf8'), Buffer.from([0])]));
-    else if (v instanceof Float32Array || v instanceof Int32Array) h.update(Buffer.from(v.buffer, v.byteOffset, v.byteLength));
+    else if (Array.isArray(v)) {
+      for (const s of v as string[]) h.update(Buffer.concat([Buffer.from(s, 'utf8'), Buffer.from([0])]));
+    } else if (v instanceof Float32Array || v instanceof Int32Array)
+      h.update(Buffer.from(v.buffer, v.byteOffset, v.byteLength));
     else throw new Error(`cannot digest ${key}`);
     out[key] = h.digest('hex');
   }
@@ -215,12 +225,15 @@ export function writeMetadataGguf(file: string, meta: PlainMetadata): void {
     if (typeof v === 'string') entries.push([key, { type: 'string', value: v }]);
     else if (typeof v === 'boolean') entries.push([key, { type: 'bool', value: v }]);
     else if (typeof v === 'number') entries.push([key, { type: 'uint32', value: v }]);
-    else if (Array.isArray(v)) entries.push([key, { type: 'array', value: { itemType: 'string', items: v as string[] } }]);
+    else if (Array.isArray(v))
+      entries.push([key, { type: 'array', value: { itemType: 'string', items: v as string[] } }]);
     else if (v instanceof Int32Array) entries.push([key, { type: 'array', value: { itemType: 'int32', items: v } }]);
-    else if (v instanceof Float32Array) entries.push([key, { type: 'array', value: { itemType: 'float32', items: v } }]);
+    else if (v instanceof Float32Array)
+      entries.push([key, { type: 'array', value: { itemType: 'float32', items: v } }]);
     else throw new Error(`cannot write ${key}`);
   }
-  writeGguf(file, entries, [{ name: 'output_norm.weight', dims: [8], type: GGML_F32, data: new Float32Array(8).fill(1) }]);
+  writeGguf(file, entries, [{ name: 'output_norm.weight', dims: [8], type: GGML_F32,
+    data: new Float32Array(8).fill(1) }]);
 }
 
 /** Read a GGUF's metadata with lobes' reader. */

@@ -10,7 +10,8 @@ import { mkdtempSync, rmSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import * as ort from 'onnxruntime-node';
-import { openGgufLlama, ropeScalingFromFreqFactors, ggufRowOf, hfRowOf, shortFloat32, type GgufLlama } from '../../src/convert/gguf-llama.js';
+import { openGgufLlama, ropeScalingFromFreqFactors, ggufRowOf, hfRowOf, shortFloat32,
+  type GgufLlama } from '../../src/convert/gguf-llama.js';
 import { convertGguf } from '../../src/convert/convert.js';
 import { openCaptureEngine } from '../../src/runtime/engine.js';
 import { loadModel } from '../../src/onnx/index.js';
@@ -39,7 +40,8 @@ describe('llama3 rope scaling from rope_freqs', () => {
     for (const d of [64, 128]) {
       for (const factor of [8, 32]) {
         const got = ropeScalingFromFreqFactors(llama3Factors(500000, d, factor, 1, 4, 8192), 500000, d, null, place);
-        expect(got).toEqual({ rope_type: 'llama3', factor, low_freq_factor: 1, high_freq_factor: 4, original_max_position_embeddings: 8192 });
+        expect(got).toEqual({ rope_type: 'llama3', factor, low_freq_factor: 1, high_freq_factor: 4,
+          original_max_position_embeddings: 8192 });
       }
     }
   });
@@ -50,7 +52,9 @@ describe('llama3 rope scaling from rope_freqs', () => {
     expect(got.original_max_position_embeddings).toBe(4096);
     expect(got.low_freq_factor).toBeCloseTo(2, 6);
     expect(got.high_freq_factor).toBeCloseTo(8, 6);
-    expect(llama3Factors(500000, 128, 16, got.low_freq_factor as number, got.high_freq_factor as number, 4096)).toEqual(f);
+    expect(llama3Factors(500000, 128, 16, got.low_freq_factor as number, got.high_freq_factor as number, 4096)).toEqual(
+      f,
+    );
   });
 
   it('gives null for factors that are all 1 and refuses factors that do not follow llama3', () => {
@@ -58,7 +62,9 @@ describe('llama3 rope scaling from rope_freqs', () => {
     const odd = llama3Factors(500000, 64, 8, 1, 4, 8192);
     odd[3] = 2.5; // a high-frequency factor that should be 1
     expect(() => ropeScalingFromFreqFactors(odd, 500000, 64, null, place)).toThrow(/do not follow llama3 rope scaling/);
-    expect(() => ropeScalingFromFreqFactors(new Float32Array(31).fill(1), 10000, 64, null, place)).toThrow(/32 rotary frequencies/);
+    expect(() => ropeScalingFromFreqFactors(new Float32Array(31).fill(1), 10000, 64, null, place)).toThrow(
+      /32 rotary frequencies/,
+    );
   });
 
   it('shortFloat32 gives the shortest decimal of a float32', () => {
@@ -74,7 +80,8 @@ describe('Q/K row order', () => {
     for (const [heads, d] of [[4, 64], [3, 8], [1, 2]] as const) {
       // GGUF row g holds HF row perm[g]: index arithmetic of the reshape / swapaxes.
       const perm: number[] = [];
-      for (let h = 0; h < heads; h++) for (let i = 0; i < d / 2; i++) for (let s = 0; s < 2; s++) perm.push(h * d + s * (d / 2) + i);
+      for (let h = 0; h < heads; h++)
+        for (let i = 0; i < d / 2; i++) for (let s = 0; s < 2; s++) perm.push(h * d + s * (d / 2) + i);
       for (let g = 0; g < heads * d; g++) {
         expect(hfRowOf(g, d)).toBe(perm[g]);
         expect(ggufRowOf(perm[g]!, d)).toBe(g);
@@ -100,8 +107,19 @@ describe('tiny Llama-3.1-shaped GGUF', () => {
   it('reads the spec the Hugging Face config has, rope scaling included', () => {
     const c = gold.config;
     expect(model.spec).toMatchObject({
-      layers: c.layers, hidden: c.hidden, intermediate: c.intermediate, heads: c.heads, kvHeads: c.kv_heads, headDim: c.head_dim,
-      vocab: c.vocab, ropeTheta: c.rope_theta, rmsNormEps: 1e-5, tiedEmbeddings: c.tied, ropeScaling: c.rope_scaling, bosTokenId: 1022, eosTokenId: 1023,
+      layers: c.layers,
+      hidden: c.hidden,
+      intermediate: c.intermediate,
+      heads: c.heads,
+      kvHeads: c.kv_heads,
+      headDim: c.head_dim,
+      vocab: c.vocab,
+      ropeTheta: c.rope_theta,
+      rmsNormEps: 1e-5,
+      tiedEmbeddings: c.tied,
+      ropeScaling: c.rope_scaling,
+      bosTokenId: 1022,
+      eosTokenId: 1023,
     });
   });
 
@@ -136,7 +154,10 @@ describe('tiny Llama-3.1-shaped GGUF', () => {
       expect(bad, m.name).toBe(0);
     }
     // Every mappable type is seen (Q2_K's 2-bit codes widened to 4 bits); F16 gives none.
-    expect(new Set(kinds)).toEqual(new Set(['Q4_K:4/32/min', 'Q4_0:4/32/zp', 'Q8_0:8/32/zp', 'Q6_K:8/16/zp', 'Q4_1:4/32/min', 'Q5_K:8/32/min', 'Q3_K:4/16/zp', 'Q5_0:8/32/zp', 'Q5_1:8/32/min', 'Q2_K:4/16/min', 'F16:none']));
+    expect(new Set(kinds)).toEqual(
+      new Set(['Q4_K:4/32/min', 'Q4_0:4/32/zp', 'Q8_0:8/32/zp', 'Q6_K:8/16/zp', 'Q4_1:4/32/min', 'Q5_K:8/32/min',
+        'Q3_K:4/16/zp', 'Q5_0:8/32/zp', 'Q5_1:8/32/min', 'Q2_K:4/16/min', 'F16:none']),
+    );
   });
 
   it('released blocks are reused for the next weight of the same size, and the reused arrays hold that weight exactly', () => {
@@ -156,8 +177,15 @@ describe('tiny Llama-3.1-shaped GGUF', () => {
       if (seen.has(a.weights.buffer)) reused++;
       seen.add(a.weights.buffer);
       expect(Buffer.from(a.weights).equals(Buffer.from(b.weights)), `${m.name} codes`).toBe(true);
-      expect(Buffer.from(a.scales.buffer, a.scales.byteOffset, a.scales.byteLength).equals(Buffer.from(b.scales.buffer, b.scales.byteOffset, b.scales.byteLength)), `${m.name} scales`).toBe(true);
-      expect(a.zeroPoints === null ? null : Buffer.from(a.zeroPoints).toString('hex'), `${m.name} zero points`).toEqual(b.zeroPoints === null ? null : Buffer.from(b.zeroPoints).toString('hex'));
+      expect(
+        Buffer.from(a.scales.buffer, a.scales.byteOffset, a.scales.byteLength).equals(
+          Buffer.from(b.scales.buffer, b.scales.byteOffset, b.scales.byteLength),
+        ),
+        `${m.name} scales`,
+      ).toBe(true);
+      expect(a.zeroPoints === null ? null : Buffer.from(a.zeroPoints).toString('hex'), `${m.name} zero points`).toEqual(
+        b.zeroPoints === null ? null : Buffer.from(b.zeroPoints).toString('hex'),
+      );
       expect(a.mins ? Array.from(a.mins) : null, `${m.name} mins`).toEqual(b.mins ? Array.from(b.mins) : null);
       a.release?.();
       a.release?.(); // twice is harmless: the buffers go back once
@@ -178,7 +206,8 @@ describe('tiny Llama-3.1-shaped GGUF', () => {
         for (const h of gold.hooks) {
           if (h === 'logits') continue;
           const d = gold.vectors[s]!.get(h)!.length;
-          expect(relErr(out.get(h)!.subarray(s * d, (s + 1) * d), gold.vectors[s]!.get(h)!), `${h} of sequence ${s}`).toBeLessThan(1e-4);
+          expect(relErr(out.get(h)!.subarray(s * d, (s + 1) * d), gold.vectors[s]!.get(h)!), `${h} of sequence ${s}`)
+            .toBeLessThan(1e-4);
         }
       });
     } finally {
@@ -196,7 +225,8 @@ describe('tiny Llama-3.1-shaped GGUF', () => {
         };
         const logits = (await session.run(feeds)).logits!.data as Float32Array;
         const V = gold.config.vocab;
-        expect(relErr(logits.subarray((n - 1) * V, n * V), gold.vectors[s]!.get('logits')!), `logits of sequence ${s}`).toBeLessThan(1e-4);
+        expect(relErr(logits.subarray((n - 1) * V, n * V), gold.vectors[s]!.get('logits')!), `logits of sequence ${s}`)
+          .toBeLessThan(1e-4);
       }
     } finally {
       await session.release();
@@ -219,7 +249,8 @@ describe('tiny Llama-3.1-shaped GGUF', () => {
       gold.sequences.forEach((_, s) => {
         for (const h of ['layers.0.mlp.in', 'layers.0.mlp.down_in', 'layers.1.mlp.in', 'layers.1.mlp.down_in']) {
           const g = gold.vectors[s]!.get(h)!;
-          expect(relErr(out.get(h)!.subarray(s * g.length, (s + 1) * g.length), g), `${h} of sequence ${s}`).toBeLessThan(1e-4);
+          expect(relErr(out.get(h)!.subarray(s * g.length, (s + 1) * g.length), g), `${h} of sequence ${s}`)
+            .toBeLessThan(1e-4);
         }
         // final.hidden goes through the 4-bit re-quantized F16 weight: close, not equal.
         const g = gold.vectors[s]!.get('final.hidden')!;
@@ -269,7 +300,8 @@ describe('tiny Llama-3.1-shaped GGUF', () => {
       gold.sequences.forEach((_, s) => {
         for (const h of ['final.hidden', 'layers.1.mlp.down_in']) {
           const g = gold.vectors[s]!.get(h)!;
-          expect(relErr(out.get(h)!.subarray(s * g.length, (s + 1) * g.length), g), `${h} of sequence ${s}`).toBeLessThan(1e-4);
+          expect(relErr(out.get(h)!.subarray(s * g.length, (s + 1) * g.length), g), `${h} of sequence ${s}`)
+            .toBeLessThan(1e-4);
         }
       });
     } finally {

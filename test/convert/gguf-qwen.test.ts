@@ -41,7 +41,8 @@ describe.each(['qwen2', 'qwen3'] as const)('%s GGUF', (family) => {
   it('converts, and every capture point and the logits equal transformers loading the GGUF (left and right padding)', async () => {
     const out = path.join(tmp, family);
     await convertGguf(file, out, {});
-    const worst = Math.max(await expectGoldens(out, `${family}-gguf`, 'left'), await expectGoldens(out, `${family}-gguf`, 'right'));
+    const worst = Math.max(await expectGoldens(out, `${family}-gguf`, 'left'),
+      await expectGoldens(out, `${family}-gguf`, 'right'));
     console.log(`${family} GGUF: max relative error vs transformers' GGUF loader ${worst.toExponential(2)}`);
   });
 
@@ -51,7 +52,8 @@ describe.each(['qwen2', 'qwen3'] as const)('%s GGUF', (family) => {
     const tok = await loadTokenizer(out, { maxTokens: null, chatTemplate: false });
     const g = (META.families[family] as any).gguf_tokenizer as { texts: string[]; ids: number[][] };
     expect(g.texts.length).toBeGreaterThanOrEqual(7);
-    for (let i = 0; i < g.texts.length; i++) expect(tok.encode(g.texts[i]!).ids, JSON.stringify(g.texts[i])).toEqual(g.ids[i]);
+    for (let i = 0; i < g.texts.length; i++)
+      expect(tok.encode(g.texts[i]!).ids, JSON.stringify(g.texts[i])).toEqual(g.ids[i]);
   });
 
   it('converts to the genai layout with the same captures and logits (right padding)', async () => {

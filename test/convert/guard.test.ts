@@ -7,7 +7,8 @@
  */
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync,
+  writeFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { ROOT } from './gguf-fixtures.js';
@@ -24,7 +25,8 @@ let env: NodeJS.ProcessEnv;
 const scoped = scopedEnv();
 
 function lobes(args: string[], extra: NodeJS.ProcessEnv = {}) {
-  const r = spawnSync(process.execPath, ['--import', 'tsx', BIN, ...args], { cwd: ROOT, env: { ...process.env, ...env, ...extra }, encoding: 'utf8', timeout: 110_000 });
+  const r = spawnSync(process.execPath, ['--import', 'tsx', BIN, ...args], { cwd: ROOT,
+    env: { ...process.env, ...env, ...extra }, encoding: 'utf8', timeout: 110_000 });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr, signal: r.signal };
 }
 
@@ -79,7 +81,9 @@ describe('the conversion cache is verified on use', { timeout: 300_000 }, () => 
     expect(statSync(data, { bigint: true }).mtimeNs).toBe(statSync(ref, { bigint: true }).mtimeNs);
     expect(statSync(data).size).toBe(st.size);
     const entry = path.basename(a.dir);
-    expect(entryProblem(a.dir, entry)).toMatch(/^model\.onnx\.data has sha256 [0-9a-f]{12}…, [0-9a-f]{12}… when written$/);
+    expect(entryProblem(a.dir, entry)).toMatch(
+      /^model\.onnx\.data has sha256 [0-9a-f]{12}…, [0-9a-f]{12}… when written$/,
+    );
     logs.length = 0;
     const b = await resolveModel(TINY_GGUF, { cache, weights: 'fp32', log: (l) => logs.push(l) });
     expect(b.dir).toBe(a.dir);
@@ -129,13 +133,21 @@ describe('the conversion cache is verified on use', { timeout: 300_000 }, () => 
     // a live node process (a live pid of another program is a stale lock at once)
     const holder = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60000)'], { stdio: 'ignore' });
     try {
-      writeFileSync(lock, JSON.stringify({ pid: holder.pid, host: hostname(), processStartMs: processStartMs(holder.pid!), takenAt: new Date().toISOString() }));
+      writeFileSync(lock,
+        JSON.stringify({ pid: holder.pid, host: hostname(), processStartMs: processStartMs(holder.pid!),
+          takenAt: new Date().toISOString() }));
       const t0 = Date.now();
       const r = lobes(['inspect', TINY_GGUF, '--cache', cache], { LOBES_LOCK_TIMEOUT: '2' });
       expect(Date.now() - t0).toBeLessThan(100_000);
       expect(r.code).toBe(1);
       const last = r.stderr.trim().split('\n').pop()!;
-      expect(last).toMatch(new RegExp(`^lobes inspect: ${lock.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: waited \\d+ s for the lock held by pid ${holder.pid} on ${hostname()}`));
+      expect(last).toMatch(
+        new RegExp(
+          `^lobes inspect: ${
+            lock.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+          }: waited \\d+ s for the lock held by pid ${holder.pid} on ${hostname()}`,
+        ),
+      );
       expect(last).toMatch(/remove the lock file/);
       expect(existsSync(lock)).toBe(true);
       expect(readdirSync(cache)).toEqual([`${entry}.lock`]);
@@ -169,7 +181,9 @@ describe('lobes convert', { timeout: 300_000 }, () => {
       },
     }).catch((e) => e);
     expect(done).toBe(true);
-    expect(err?.message).toBe(`${file}: the GGUF changed while it was being converted (status-change time (the file was written)); nothing was written (convert again once nothing is writing the file)`);
+    expect(err?.message).toBe(
+      `${file}: the GGUF changed while it was being converted (status-change time (the file was written)); nothing was written (convert again once nothing is writing the file)`,
+    );
     expect(existsSync(out)).toBe(false);
     expect(readdirSync(tmp).filter((n) => n.includes('changing-out'))).toEqual([]);
   });
@@ -182,19 +196,23 @@ describe('lobes convert', { timeout: 300_000 }, () => {
     const before = snapshot(gx);
     const r = lobes(['convert', path.join(gx, 'm.gguf'), '--out', gx, '--force', '--quiet']);
     expect(r.code).toBe(1);
-    expect(oneLine(r.stderr)).toBe(`lobes convert: ${gx}: --force would replace the folder that holds the source GGUF (m.gguf); nothing was changed (choose another --out)`);
+    expect(oneLine(r.stderr)).toBe(
+      `lobes convert: ${gx}: --force would replace the folder that holds the source GGUF (m.gguf); nothing was changed (choose another --out)`,
+    );
     expect(snapshot(gx)).toEqual(before);
     expect(readdirSync(tmp).filter((n) => n.startsWith('.gx'))).toEqual([]);
   });
 
-  it('--force refuses a folder lobes did not write, and a converted folder holding the user\'s files; it replaces a plain conversion', () => {
+  it("--force refuses a folder lobes did not write, and a converted folder holding the user's files; it replaces a plain conversion", () => {
     const mine = path.join(tmp, 'mine');
     mkdirSync(mine);
     writeFileSync(path.join(mine, 'thesis.tex'), 'years of work');
     const before = snapshot(mine);
     const r = lobes(['convert', TINY_GGUF, '--out', mine, '--force', '--quiet']);
     expect(r.code).toBe(1);
-    expect(oneLine(r.stderr)).toBe(`lobes convert: ${mine}: --force replaces only a folder lobes convert wrote (one holding its lobes-convert.json); this one has none, so nothing was changed (choose another --out, or empty the folder yourself)`);
+    expect(oneLine(r.stderr)).toBe(
+      `lobes convert: ${mine}: --force replaces only a folder lobes convert wrote (one holding its lobes-convert.json); this one has none, so nothing was changed (choose another --out, or empty the folder yourself)`,
+    );
     expect(snapshot(mine)).toEqual(before);
 
     const conv = path.join(tmp, 'conv');
@@ -203,7 +221,9 @@ describe('lobes convert', { timeout: 300_000 }, () => {
     const before2 = snapshot(conv);
     const r2 = lobes(['convert', TINY_GGUF, '--out', conv, '--force', '--weights', 'fp32', '--quiet']);
     expect(r2.code).toBe(1);
-    expect(oneLine(r2.stderr)).toMatch(/--force would remove a file lobes convert did not write \(my-notes\.md\); nothing was changed/);
+    expect(oneLine(r2.stderr)).toMatch(
+      /--force would remove a file lobes convert did not write \(my-notes\.md\); nothing was changed/,
+    );
     expect(snapshot(conv)).toEqual(before2);
     rmSync(path.join(conv, 'my-notes.md'));
     const r3 = lobes(['convert', TINY_GGUF, '--out', conv, '--force', '--weights', 'fp32', '--quiet']);
@@ -217,9 +237,12 @@ describe('lobes convert', { timeout: 300_000 }, () => {
     const r = lobes(['convert', fifo, '--out', path.join(tmp, 'fifo-out'), '--quiet']);
     expect(r.signal).toBeNull();
     expect(r.code).toBe(1);
-    expect(oneLine(r.stderr)).toBe(`lobes convert: ${fifo}: GGUF file is a named pipe (FIFO), not a regular file (give the path of the .gguf file itself)`);
+    expect(oneLine(r.stderr)).toBe(
+      `lobes convert: ${fifo}: GGUF file is a named pipe (FIFO), not a regular file (give the path of the .gguf file itself)`,
+    );
     expect(existsSync(path.join(tmp, 'fifo-out'))).toBe(false);
-    const x = lobes(['extract', '--model', fifo, '--cache', path.join(tmp, 'fifo-cache'), '--data', 'builtin:social', '--out', path.join(tmp, 'fifo-run'), '--quiet']);
+    const x = lobes(['extract', '--model', fifo, '--cache', path.join(tmp, 'fifo-cache'), '--data', 'builtin:social',
+      '--out', path.join(tmp, 'fifo-run'), '--quiet']);
     expect(x.signal).toBeNull();
     expect(x.code).toBe(1);
     expect(oneLine(x.stderr)).toMatch(/GGUF file is a named pipe \(FIFO\), not a regular file/);
@@ -237,7 +260,11 @@ describe('lobes convert', { timeout: 300_000 }, () => {
     writeFileSync(shared, buf);
     const o = lobes(['convert', shared, '--out', path.join(tmp, 'shared-out'), '--quiet']);
     expect(o.code).toBe(1);
-    expect(oneLine(o.stderr)).toMatch(new RegExp(`tensor infos: tensors "blk\\.0\\.ffn_(gate|up)\\.weight" \\[${gate.offset}, \\d+\\) and "blk\\.0\\.ffn_(gate|up)\\.weight" \\[${gate.offset}, \\d+\\) share bytes of the data section`));
+    expect(oneLine(o.stderr)).toMatch(
+      new RegExp(
+        `tensor infos: tensors "blk\\.0\\.ffn_(gate|up)\\.weight" \\[${gate.offset}, \\d+\\) and "blk\\.0\\.ffn_(gate|up)\\.weight" \\[${gate.offset}, \\d+\\) share bytes of the data section`,
+      ),
+    );
     expect(existsSync(path.join(tmp, 'shared-out'))).toBe(false);
   });
 });

@@ -34,18 +34,21 @@ import { CKPTS, META, batchLogits } from './hf-families.js';
 let tmp: string;
 const dirs = { bf16: '', fp32: '' };
 const runs = { bf16: '', fp32: '' };
-const TEXTS = ['The cat sat on the mat.', 'A dog ran in the park today.', 'Numbers: one two three four.', 'Rain falls on the quiet town.', 'She reads a long book at night.', 'Birds sing before the sun rises.'];
+const TEXTS = ['The cat sat on the mat.', 'A dog ran in the park today.', 'Numbers: one two three four.',
+  'Rain falls on the quiet town.', 'She reads a long book at night.', 'Birds sing before the sun rises.'];
 
 beforeAll(async () => {
   tmp = mkdtempSync(path.join(os.tmpdir(), 'lobes-bf16-readers-'));
   const data = path.join(tmp, 'items.jsonl');
-  writeFileSync(data, TEXTS.map((text, i) => JSON.stringify({ id: `t${i}`, text, group: i % 2 ? 'odd' : 'even' })).join('\n') + '\n');
+  writeFileSync(data,
+    TEXTS.map((text, i) => JSON.stringify({ id: `t${i}`, text, group: i % 2 ? 'odd' : 'even' })).join('\n') + '\n');
   for (const w of ['bf16', 'fp32'] as const) {
     const r = await convertHfCheckpoint(path.join(CKPTS, 'llama'), path.join(tmp, `model-${w}`), { weights: w });
     expect(r.options.weights).toBe(w);
     dirs[w] = r.dir;
     runs[w] = path.join(tmp, `run-${w}`);
-    await runExtract({ model: r.dir, data: `jsonl:${data}?text=text&label=group&id=id`, out: runs[w], capture: ['final', 'mlp', 'resid'], dtype: 'fp32', quiet: true });
+    await runExtract({ model: r.dir, data: `jsonl:${data}?text=text&label=group&id=id`, out: runs[w],
+      capture: ['final', 'mlp', 'resid'], dtype: 'fp32', quiet: true });
   }
 }, 300_000);
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
@@ -53,14 +56,21 @@ afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 const bits = (a: Float32Array) => new Uint32Array(a.buffer, a.byteOffset, a.length);
 
 describe('a bf16-stored model read by wanda, the lens and ablation', () => {
-  it('the projection weights are located as BF16 initializers and decode to the fp32 model\'s values', () => {
+  it("the projection weights are located as BF16 initializers and decode to the fp32 model's values", () => {
     const got: Record<string, { dtype: string; values: Float32Array[] }> = {};
     for (const w of ['bf16', 'fp32'] as const) {
       const a = analyseModel(dirs[w]);
-      const refs = onnxMatrices(a.loaded, a.info.points, [0, 1].flatMap((layer) => ['gate_proj', 'up_proj', 'down_proj'].map((proj) => ({ name: `layers.${layer}.mlp.${proj}`, layer, proj, input: proj === 'down_proj' ? `layers.${layer}.mlp.down_in` : `layers.${layer}.mlp.in`, dIn: proj === 'down_proj' ? 128 : 64 }))));
+      const refs = onnxMatrices(a.loaded, a.info.points,
+        [0, 1].flatMap((layer) =>
+          ['gate_proj', 'up_proj', 'down_proj'].map((proj) => ({ name: `layers.${layer}.mlp.${proj}`, layer, proj,
+            input: proj === 'down_proj' ? `layers.${layer}.mlp.down_in` : `layers.${layer}.mlp.in`,
+            dIn: proj === 'down_proj' ? 128 : 64 })
+          )
+        ));
       const dtypes = new Set(refs.map((r) => (r.source.kind === 'dense' ? r.source.dtype : r.source.kind)));
       expect(dtypes.size).toBe(1);
-      got[w] = { dtype: [...dtypes][0]!, values: refs.map((r) => readInitializerFloat32(a.loaded, (r.source as { tensor: string }).tensor)) };
+      got[w] = { dtype: [...dtypes][0]!,
+        values: refs.map((r) => readInitializerFloat32(a.loaded, (r.source as { tensor: string }).tensor)) };
     }
     expect(got.bf16!.dtype).toBe('BF16');
     expect(got.fp32!.dtype).toBe('F32');
@@ -82,7 +92,8 @@ describe('a bf16-stored model read by wanda, the lens and ablation', () => {
   });
 
   it("wanda's regions and metrics are the fp32 model's", async () => {
-    const opts = { by: 'group', block: 16, top: { kind: 'count' as const, value: 3 }, permutations: 19, seed: 5, quiet: true };
+    const opts = { by: 'group', block: 16, top: { kind: 'count' as const, value: 3 }, permutations: 19, seed: 5,
+      quiet: true };
     const a = await runWanda(runs.bf16, opts);
     const b = await runWanda(runs.fp32, opts);
     expect(a.regions.matrices.length).toBe(6);
@@ -106,14 +117,19 @@ describe('a bf16-stored model read by wanda, the lens and ablation', () => {
   });
 
   it('ablation zeroes the same named blocks exactly, with the effect of the fp32 model, bit for bit', async () => {
-    const matrices = (await runWanda(runs.fp32, { by: 'group', block: 16, permutations: 0, quiet: true })).regions.matrices;
+    const matrices =
+      (await runWanda(runs.fp32, { by: 'group', block: 16, permutations: 0, quiet: true })).regions.matrices;
     const sa = storedMatrices(dirs.bf16, matrices);
     const sb = storedMatrices(dirs.fp32, matrices);
     expect(sa.map((s) => s.initializer)).toEqual(sb.map((s) => s.initializer));
     expect(sa.map((s) => (s.ref.source as { dtype: string }).dtype)).toEqual(sa.map(() => 'BF16'));
     const blocks = [
-      { k: 0, b: { tensor: 'model.layers.0.mlp.gate_proj.weight', rows: [16, 48] as [number, number], cols: [0, 32] as [number, number] } },
-      { k: 5, b: { tensor: 'model.layers.1.mlp.down_proj.weight', rows: [0, 64] as [number, number], cols: [32, 96] as [number, number] } },
+      { k: 0,
+        b: { tensor: 'model.layers.0.mlp.gate_proj.weight', rows: [16, 48] as [number, number],
+          cols: [0, 32] as [number, number] } },
+      { k: 5,
+        b: { tensor: 'model.layers.1.mlp.down_proj.weight', rows: [0, 64] as [number, number],
+          cols: [32, 96] as [number, number] } },
     ];
     const logits: Float32Array[] = [];
     for (const [w, stored] of [['bf16', sa], ['fp32', sb]] as const) {
@@ -135,17 +151,25 @@ describe('a bf16-stored model read by wanda, the lens and ablation', () => {
     const before = (await batchLogits(dirs.fp32, META.ids, META.pad, 'right')).logits;
     expect(bits(logits[0]!)).not.toEqual(bits(before));
     // the original folders are untouched
-    expect(readFileSync(path.join(dirs.bf16, 'model.onnx.data')).equals(readFileSync(path.join(tmp, 'model-bf16', 'model.onnx.data')))).toBe(true);
+    expect(
+      readFileSync(path.join(dirs.bf16, 'model.onnx.data')).equals(
+        readFileSync(path.join(tmp, 'model-bf16', 'model.onnx.data')),
+      ),
+    ).toBe(true);
   });
 
   it('the random-weights control of the bf16 model is drawn in bf16 and laid out again in the genai layout with the same values', async () => {
     const cacheDir = path.join(tmp, 'controls');
-    const drawn = await randomControlModel(dirs.bf16, { hidden: 64, intermediate: 128 }, { seed: 3, cacheDir, quiet: true });
+    const drawn = await randomControlModel(dirs.bf16, { hidden: 64, intermediate: 128 }, { seed: 3, cacheDir,
+      quiet: true });
     const ck = openHfCheckpoint(path.join(CKPTS, 'llama'));
     ck.weights.close();
     const genai = await genaiControlModel(drawn, ck.spec, { dtype: 'fp32', quiet: true });
     // Matrices by data type: the control's are the trained model's (bfloat16, and the float32 tables the writer computes).
-    const types = (d: string) => analyseModel(d).loaded.model.graph!.initializer.filter((t) => t.dims.length === 2).map((t) => `${t.name}:${t.dataType}`).sort();
+    const types = (d: string) =>
+      analyseModel(d).loaded.model.graph!.initializer.filter((t) => t.dims.length === 2).map((t) =>
+        `${t.name}:${t.dataType}`
+      ).sort();
     expect(types(drawn.dir)).toEqual(types(dirs.bf16));
     const g = types(genai.dir);
     expect(g.filter((t) => t.endsWith(':16')).length).toBeGreaterThan(5);

@@ -39,7 +39,9 @@ function bf16Copy(src: string, out: string): string {
   mkdirSync(out);
   for (const f of readdirSync(src)) if (!f.endsWith('.safetensors')) copyFileSync(path.join(src, f), path.join(out, f));
   const h = readSafetensorsHeader(path.join(src, 'model.safetensors'));
-  const tensors = [...h.tensors.entries()].map(([name, t]) => ({ name, dtype: 'BF16' as const, shape: [...t.shape], data: Uint16Array.from(readTensorFloat32(h, name), floatToBf16) }));
+  const tensors = [...h.tensors.entries()].map(([name, t]) => ({ name, dtype: 'BF16' as const, shape: [...t.shape],
+    data: Uint16Array.from(readTensorFloat32(h, name), floatToBf16) })
+  );
   writeSafetensors(path.join(out, 'model.safetensors'), tensors);
   return out;
 }
@@ -47,7 +49,9 @@ function bf16Copy(src: string, out: string): string {
 const bits = (a: Float32Array) => new Uint32Array(a.buffer, a.byteOffset, a.length);
 
 /** Every capture point and the logits of two converted folders, bit for bit. */
-async function expectSameNumbers(a: string, b: string, ids: number[][], pad: number, side: 'left' | 'right'): Promise<number> {
+async function expectSameNumbers(a: string, b: string, ids: number[][], pad: number,
+  side: 'left' | 'right'): Promise<number>
+{
   const batch = padBatch(ids, pad, side);
   const outs: Map<string, Float32Array>[] = [];
   for (const dir of [a, b]) {
@@ -76,11 +80,16 @@ async function expectSameNumbers(a: string, b: string, ids: number[][], pad: num
 function storageOf(dir: string): { matrices: Record<number, number>; allCast: boolean } {
   const g = loadModel(dir).model.graph!;
   const matrices: Record<number, number> = {};
-  for (const t of g.initializer) if (t.dims.length === 2 && t.dataType !== DataType.INT64) matrices[t.dataType!] = (matrices[t.dataType!] ?? 0) + 1;
+  for (const t of g.initializer)
+    if (t.dims.length === 2 && t.dataType !== DataType.INT64) matrices[t.dataType!] = (matrices[t.dataType!] ?? 0) + 1;
   const readers = (v: string) => g.node.filter((n) => n.input.includes(v));
   const casts = (v: string): boolean => {
     const r = readers(v);
-    return r.length > 0 && r.every((n) => n.opType === 'Cast' || ((n.opType === 'Gather' || n.opType === 'Transpose') && n.input[0] === v && casts(n.output[0]!)));
+    return r.length > 0 &&
+      r.every((n) =>
+        n.opType === 'Cast' ||
+        ((n.opType === 'Gather' || n.opType === 'Transpose') && n.input[0] === v && casts(n.output[0]!))
+      );
   };
   const allCast = g.initializer.filter((t) => t.dataType === DataType.BFLOAT16).every((t) => casts(t.name!));
   return { matrices, allCast };
@@ -117,13 +126,20 @@ describe.each(CASES)('$name BF16 checkpoint', ({ name, src, set }) => {
       expect(st.allCast).toBe(true);
       expect(auto.dataBytes).toBeLessThan(0.56 * f32.dataBytes);
       // explicit --weights bf16 is the same storage
-      const named = await convertHfCheckpoint(dir, path.join(tmp, `${name}-${layout}-named`), { layout, weights: 'bf16' });
+      const named = await convertHfCheckpoint(dir, path.join(tmp, `${name}-${layout}-named`), { layout,
+        weights: 'bf16' });
       expect(named.weightsReason).toBeNull();
-      expect(readFileSync(path.join(named.dir, 'model.onnx.data')).equals(readFileSync(path.join(auto.dir, 'model.onnx.data')))).toBe(true);
+      expect(
+        readFileSync(path.join(named.dir, 'model.onnx.data')).equals(
+          readFileSync(path.join(auto.dir, 'model.onnx.data')),
+        ),
+      ).toBe(true);
       const meta = set();
       const n = await expectSameNumbers(f32.dir, auto.dir, meta.ids, meta.pad, 'right');
       if (layout === 'explicit') await expectSameNumbers(f32.dir, auto.dir, meta.ids, meta.pad, 'left');
-      console.log(`${name} ${layout}: ${n} capture points and the logits bit-identical; data ${auto.dataBytes} B bf16 vs ${f32.dataBytes} B fp32`);
+      console.log(
+        `${name} ${layout}: ${n} capture points and the logits bit-identical; data ${auto.dataBytes} B bf16 vs ${f32.dataBytes} B fp32`,
+      );
     });
   }
 });
@@ -131,7 +147,9 @@ describe.each(CASES)('$name BF16 checkpoint', ({ name, src, set }) => {
 describe('--weights bf16 is refused where it would round, in one line', () => {
   it('a checkpoint with F32 matrices (mistral), naming how many', async () => {
     const out = path.join(tmp, 'mistral-bf16');
-    await expect(convertHfCheckpoint(path.join(CKPTS, 'mistral'), out, { weights: 'bf16' })).rejects.toThrow(/^weights bf16 keeps BF16 weights bit for bit, but \d+ F32 of the matrices of .*mistral would be rounded/);
+    await expect(convertHfCheckpoint(path.join(CKPTS, 'mistral'), out, { weights: 'bf16' })).rejects.toThrow(
+      /^weights bf16 keeps BF16 weights bit for bit, but \d+ F32 of the matrices of .*mistral would be rounded/,
+    );
     expect(readdirSync(tmp)).not.toContain('mistral-bf16');
     // auto keeps fp32 for it
     const r = await convertHfCheckpoint(path.join(CKPTS, 'mistral'), out, {});
@@ -139,8 +157,11 @@ describe('--weights bf16 is refused where it would round, in one line', () => {
   });
 
   it('an fp16 graph, and a GGUF', async () => {
-    await expect(convertHfCheckpoint(path.join(CKPTS, 'llama'), path.join(tmp, 'x'), { weights: 'bf16', dtype: 'fp16' })).rejects.toThrow(/^weights bf16 needs dtype fp32/);
-    await expect(convertGguf(path.join(CKPTS, 'tiny-qwen2.gguf'), path.join(tmp, 'y'), { weights: 'bf16' })).rejects.toThrow(/^weights bf16 is for a Hugging Face BF16 checkpoint/);
+    await expect(
+      convertHfCheckpoint(path.join(CKPTS, 'llama'), path.join(tmp, 'x'), { weights: 'bf16', dtype: 'fp16' }),
+    ).rejects.toThrow(/^weights bf16 needs dtype fp32/);
+    await expect(convertGguf(path.join(CKPTS, 'tiny-qwen2.gguf'), path.join(tmp, 'y'), { weights: 'bf16' })).rejects
+      .toThrow(/^weights bf16 is for a Hugging Face BF16 checkpoint/);
     // an fp16 graph of a BF16 checkpoint: auto rounds to fp16, as before
     const r = await convertHfCheckpoint(path.join(CKPTS, 'llama'), path.join(tmp, 'llama-fp16'), { dtype: 'fp16' });
     expect(r.options.weights).toBe('fp16');
@@ -154,12 +175,12 @@ describe("the writer's bf16 stream", () => {
     rows: (_n, r0, r1) => values.slice(r0 * cols, r1 * cols),
     ...(raw
       ? {
-          bf16RowsInto: (_n: string, r0: number, r1: number, out: Uint16Array) => {
-            const u = bits(values);
-            for (let i = r0 * cols; i < r1 * cols; i++) out[i - r0 * cols] = u[i]! >>> 16;
-            return out.subarray(0, (r1 - r0) * cols);
-          },
-        }
+        bf16RowsInto: (_n: string, r0: number, r1: number, out: Uint16Array) => {
+          const u = bits(values);
+          for (let i = r0 * cols; i < r1 * cols; i++) out[i - r0 * cols] = u[i]! >>> 16;
+          return out.subarray(0, (r1 - r0) * cols);
+        },
+      }
       : {}),
   });
 
@@ -173,7 +194,8 @@ describe("the writer's bf16 stream", () => {
       const sink = new InlineSink();
       const region = sink.reserve('w', 'bfloat16', [cols, rows]);
       // 1 KB chunks: several row chunks, each written as a column range of the transposed tensor
-      streamFloat({ src: source(v, rows, cols, raw), sink, chunkBytes: 1024 }, region, ['w'], { transpose: true, dtype: 'bfloat16' });
+      streamFloat({ src: source(v, rows, cols, raw), sink, chunkBytes: 1024 }, region, ['w'], { transpose: true,
+        dtype: 'bfloat16' });
       out.push(sink.initializers[0]!.data as Uint16Array);
     }
     const want = new Uint16Array(rows * cols);
@@ -187,6 +209,9 @@ describe("the writer's bf16 stream", () => {
     v[2 * 8 + 3] = 0.1;
     const sink = new InlineSink();
     const region = sink.reserve('w', 'bfloat16', [8, 4]);
-    expect(() => streamFloat({ src: source(v, 4, 8, false), sink, chunkBytes: 4096 }, region, ['w'], { transpose: true, dtype: 'bfloat16' })).toThrow(/value 0\.1\d* \(row 2\) is not a bfloat16, so bf16 storage would round it/);
+    expect(() =>
+      streamFloat({ src: source(v, 4, 8, false), sink, chunkBytes: 4096 }, region, ['w'], { transpose: true,
+        dtype: 'bfloat16' })
+    ).toThrow(/value 0\.1\d* \(row 2\) is not a bfloat16, so bf16 storage would round it/);
   });
 });

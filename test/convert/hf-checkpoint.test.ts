@@ -56,7 +56,9 @@ describe.each(FAMILIES)('%s checkpoint', (family) => {
     await convertHfCheckpoint(src, out, { layout: 'genai' });
     const ops = new Set(loadModel(out).model.graph!.node!.map((n) => n.opType));
     expect(ops.has('GroupQueryAttention')).toBe(true);
-    if (family === 'qwen3') expect([...loadModel(out).model.graph!.node!].filter((n) => n.opType === 'SimplifiedLayerNormalization').length).toBe(2 * 2 + 1);
+    if (family === 'qwen3')
+      expect([...loadModel(out).model.graph!.node!].filter((n) => n.opType === 'SimplifiedLayerNormalization').length)
+        .toBe(2 * 2 + 1);
     // GroupQueryAttention reads each row's length from the mask and expects right padding.
     const worst = await expectGoldens(out, family, 'right');
     console.log(`${family} genai: max relative error vs transformers ${worst.toExponential(2)}`);
@@ -84,11 +86,16 @@ describe('YaRN rope scaling (legacy "type" spelling)', () => {
     const ex = path.join(tmp, 'yarn-explicit');
     const r = await convertHfCheckpoint(d, ex);
     expect(r.spec.ropeScaling).toMatchObject({ rope_type: 'yarn', factor: 4, original_max_position_embeddings: 64 });
-    const worstEx = Math.max(await expectGoldens(ex, 'llama-yarn', 'left'), await expectGoldens(ex, 'llama-yarn', 'right'));
+    const worstEx = Math.max(await expectGoldens(ex, 'llama-yarn', 'left'),
+      await expectGoldens(ex, 'llama-yarn', 'right'));
     const ge = path.join(tmp, 'yarn-genai');
     await convertHfCheckpoint(d, ge, { layout: 'genai' });
     const worstGe = await expectGoldens(ge, 'llama-yarn', 'right');
-    console.log(`yarn: max relative error vs transformers ${worstEx.toExponential(2)} explicit, ${worstGe.toExponential(2)} genai (attention factor ${yarn.attention_scaling})`);
+    console.log(
+      `yarn: max relative error vs transformers ${worstEx.toExponential(2)} explicit, ${
+        worstGe.toExponential(2)
+      } genai (attention factor ${yarn.attention_scaling})`,
+    );
   });
 });
 
@@ -105,7 +112,8 @@ describe('--model DIR through the conversion cache', () => {
     expect(s.format).toBe('hf-checkpoint');
     const names = s.files!.map((f) => f.name).sort();
     expect(names).toEqual(readdirSync(src).sort());
-    for (const f of s.files!) expect(f.sha256).toBe(createHash('sha256').update(readFileSync(path.join(src, f.name))).digest('hex'));
+    for (const f of s.files!)
+      expect(f.sha256).toBe(createHash('sha256').update(readFileSync(path.join(src, f.name))).digest('hex'));
     expect(s.sha256).toBe(modelFilesDigest(s.files!));
     expect(s.identity).toBe(a.source!.identity);
     // Another dtype is another model.
@@ -142,12 +150,14 @@ describe('refusals, in one line, before anything is written', () => {
       const name = Object.keys(j.weight_map).find((k) => j.weight_map[k] === shards[0])!;
       j.weight_map[name] = shards[1];
     });
-    await refused(d, /model\.safetensors\.index\.json: places \S+ in model-0000\d-of-0000\d\.safetensors, which does not hold it/);
+    await refused(d,
+      /model\.safetensors\.index\.json: places \S+ in model-0000\d-of-0000\d\.safetensors, which does not hold it/);
   });
 
   it('a shard holding a tensor the index does not list', async () => {
     const d = copy('llama');
-    editJson(path.join(d, 'model.safetensors.index.json'), (j) => delete j.weight_map['model.layers.1.mlp.up_proj.weight']);
+    editJson(path.join(d, 'model.safetensors.index.json'),
+      (j) => delete j.weight_map['model.layers.1.mlp.up_proj.weight']);
     await refused(d, /holds model\.layers\.1\.mlp\.up_proj\.weight, which the index does not list/);
   });
 
@@ -179,13 +189,20 @@ describe('refusals, in one line, before anything is written', () => {
     const cases: [string, (j: any) => void, RegExp][] = [
       ['llama', (j) => (j.hidden_act = 'gelu'), /activation "gelu" is not SiLU/],
       ['llama', (j) => (j.attention_bias = true), /attention_bias puts a bias on o_proj/],
-      ['llama', (j) => (j.rope_scaling = { type: 'longrope', factor: 4 }), /rope_scaling: longrope needs original_max_position_embeddings/],
-      ['llama', (j) => (j.rope_scaling = { rope_type: 'dynamic', factor: 2 }), /rope scaling "dynamic" is not converted/],
-      ['llama', (j) => (j.rope_scaling = { rope_type: 'longrope', factor: 2, original_max_position_embeddings: 64 }), /rope_scaling\.short_factor: longrope needs short_factor as a list of numbers/],
-      ['llama', (j) => (j.partial_rotary_factor = 0.5), /partial_rotary_factor: partial rotary embeddings \(factor 0\.5\) are expressed for phi3 only/],
-      ['mistral', (j) => (j.layer_types = ['sliding_attention', 'full_attention']), /layer_types: mixes sliding-window and full-attention layers/],
-      ['llama', (j) => (j.layer_types = ['sliding_attention', 'sliding_attention']), /layer_types: has sliding-window layers/],
-      ['qwen2', (j) => (j.use_sliding_window = true, j.sliding_window = 8), /use_sliding_window: sliding-window attention from layer max_window_layers on/],
+      ['llama', (j) => (j.rope_scaling = { type: 'longrope', factor: 4 }),
+        /rope_scaling: longrope needs original_max_position_embeddings/],
+      ['llama', (j) => (j.rope_scaling = { rope_type: 'dynamic', factor: 2 }),
+        /rope scaling "dynamic" is not converted/],
+      ['llama', (j) => (j.rope_scaling = { rope_type: 'longrope', factor: 2, original_max_position_embeddings: 64 }),
+        /rope_scaling\.short_factor: longrope needs short_factor as a list of numbers/],
+      ['llama', (j) => (j.partial_rotary_factor = 0.5),
+        /partial_rotary_factor: partial rotary embeddings \(factor 0\.5\) are expressed for phi3 only/],
+      ['mistral', (j) => (j.layer_types = ['sliding_attention', 'full_attention']),
+        /layer_types: mixes sliding-window and full-attention layers/],
+      ['llama', (j) => (j.layer_types = ['sliding_attention', 'sliding_attention']),
+        /layer_types: has sliding-window layers/],
+      ['qwen2', (j) => (j.use_sliding_window = true, j.sliding_window = 8),
+        /use_sliding_window: sliding-window attention from layer max_window_layers on/],
       ['llama', (j) => (j.num_hidden_layers = 3), /weight model\.layers\.2\.\S+ is missing/],
     ];
     for (const [family, edit, re] of cases) {
@@ -204,19 +221,24 @@ describe('refusals, in one line, before anything is written', () => {
     const file = path.join(d, shard);
     const buf = readFileSync(file);
     const n = Number(buf.readBigUInt64LE(0));
-    const head = buf.subarray(8, 8 + n).toString('utf8').replace('"model.layers.0.input_layernorm.weight"', '"model.layers.0.self_attn.o_proj.bias"   ');
+    const head = buf.subarray(8, 8 + n).toString('utf8').replace('"model.layers.0.input_layernorm.weight"',
+      '"model.layers.0.self_attn.o_proj.bias"   ');
     buf.write(head, 8, 'utf8');
     writeFileSync(file, buf);
     j.weight_map['model.layers.0.self_attn.o_proj.bias'] = shard;
     delete j.weight_map['model.layers.0.input_layernorm.weight'];
     writeFileSync(idx, JSON.stringify(j));
-    expect(() => openHfCheckpoint(d)).toThrow(/tensor "model\.layers\.0\.self_attn\.o_proj\.bias": is a bias llama does not have/);
+    expect(() => openHfCheckpoint(d)).toThrow(
+      /tensor "model\.layers\.0\.self_attn\.o_proj\.bias": is a bias llama does not have/,
+    );
   });
 });
 
 describe('the command line', () => {
   const BIN = path.join(CKPTS, '..', '..', '..', 'src', 'cli', 'bin.ts');
-  const lobes = (args: string[]) => spawnSync(process.execPath, ['--import', 'tsx', BIN, ...args], { cwd: path.join(CKPTS, '..', '..', '..'), encoding: 'utf8' });
+  const lobes = (args: string[]) =>
+    spawnSync(process.execPath, ['--import', 'tsx', BIN, ...args], { cwd: path.join(CKPTS, '..', '..', '..'),
+      encoding: 'utf8' });
 
   it('inspect --model CHECKPOINT_DIR converts into the cache and finds every capture point by structure; convert writes the folder', () => {
     const cache = path.join(tmp, 'cli-cache');
@@ -226,7 +248,8 @@ describe('the command line', () => {
     const j = JSON.parse(r.stdout);
     expect(j.source.format).toBe('hf-checkpoint');
     const points: string[] = (j.points ?? j.capturePoints ?? []).map((p: any) => p.name);
-    for (const l of [0, 1]) for (const s of ['mlp.in', 'mlp.down_in', 'resid_out']) expect(points).toContain(`layers.${l}.${s}`);
+    for (const l of [0, 1])
+      for (const s of ['mlp.in', 'mlp.down_in', 'resid_out']) expect(points).toContain(`layers.${l}.${s}`);
     expect(points).toContain('final.hidden');
     const out = path.join(tmp, 'cli-out');
     const c = lobes(['convert', '--model', path.join(CKPTS, 'qwen2'), '--out', out, '--quiet']);
@@ -241,7 +264,10 @@ describe('a run extracted from a checkpoint', () => {
   it("records the checkpoint's files and their sha256 in model.source and in the run identity", async () => {
     const run = path.join(tmp, 'run');
     const BIN = path.join(CKPTS, '..', '..', '..', 'src', 'cli', 'bin.ts');
-    const r = spawnSync(process.execPath, ['--import', 'tsx', BIN, 'extract', '--model', path.join(CKPTS, 'qwen2'), '--data', 'builtin:social', '--out', run, '--cache', path.join(tmp, 'run-cache'), '--limit', '8', '--quiet'], { encoding: 'utf8' });
+    const r = spawnSync(process.execPath, ['--import', 'tsx', BIN, 'extract', '--model', path.join(CKPTS, 'qwen2'),
+      '--data', 'builtin:social', '--out', run, '--cache', path.join(tmp, 'run-cache'), '--limit', '8', '--quiet'], {
+      encoding: 'utf8',
+    });
     expect(r.status, r.stderr).toBe(0);
     const m = JSON.parse(readFileSync(path.join(run, 'manifest.json'), 'utf8'));
     expect(m.model.source.format).toBe('hf-checkpoint');

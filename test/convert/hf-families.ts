@@ -60,7 +60,9 @@ export class GoldenSet {
   }
   /** The golden point names recorded under `prefix.` (layers.L.mlp.in, ..., final.hidden, logits). */
   points(prefix: string): string[] {
-    return [...this.header.tensors.keys()].filter((k) => k.startsWith(`${prefix}.`)).map((k) => k.slice(prefix.length + 1)).filter((k) => !k.startsWith('attn.'));
+    return [...this.header.tensors.keys()].filter((k) => k.startsWith(`${prefix}.`)).map((k) =>
+      k.slice(prefix.length + 1)
+    ).filter((k) => !k.startsWith('attn.'));
   }
 }
 
@@ -76,7 +78,9 @@ export const grow = (a: Float32Array, i: number, d: number) => a.subarray(i * d,
  * tokens in them, and its rows one at a time, unpadded (onnxruntime refuses a row shorter than
  * the batch there).
  */
-export async function batchLogits(dir: string, ids: number[][], pad: number, side: 'left' | 'right'): Promise<{ logits: Float32Array; V: number }> {
+export async function batchLogits(dir: string, ids: number[][], pad: number,
+  side: 'left' | 'right'): Promise<{ logits: Float32Array; V: number }>
+{
   const { plans, windowCache } = planInputs(analyseModel(dir));
   if (windowCache && ids.length > 1) {
     const rows = [];
@@ -106,17 +110,21 @@ export async function batchLogits(dir: string, ids: number[][], pad: number, sid
     // KV heads and head size from config.json, or genai_config.json (a builder export has only that).
     const kv = existsSync(path.join(dir, 'config.json'))
       ? ((c) => [c.num_key_value_heads, c.head_dim])(JSON.parse(readFileSync(path.join(dir, 'config.json'), 'utf8')))
-      : ((c) => [c.model.decoder.num_key_value_heads, c.model.decoder.head_size])(JSON.parse(readFileSync(path.join(dir, 'genai_config.json'), 'utf8')));
+      : ((c) => [c.model.decoder.num_key_value_heads, c.model.decoder.head_size])(
+        JSON.parse(readFileSync(path.join(dir, 'genai_config.json'), 'utf8')),
+      );
     for (const n of s.inputNames) {
       if (!n.startsWith('past_key_values.')) continue;
       const len = cacheLen.get(n) ?? 0;
-      feeds[n] = new ort.Tensor('float32', new Float32Array(b.batch * kv[0] * len * kv[1]), [b.batch, kv[0], len, kv[1]]);
+      feeds[n] = new ort.Tensor('float32', new Float32Array(b.batch * kv[0] * len * kv[1]), [b.batch, kv[0], len,
+        kv[1]]);
     }
     const out = await s.run(feeds);
     const all = out.logits!.data as Float32Array;
     const V = out.logits!.dims[2]!;
     const res = new Float32Array(b.batch * V);
-    for (let r = 0; r < b.batch; r++) res.set(all.subarray((r * b.seq + b.lastIndex[r]!) * V, (r * b.seq + b.lastIndex[r]! + 1) * V), r * V);
+    for (let r = 0; r < b.batch; r++)
+      res.set(all.subarray((r * b.seq + b.lastIndex[r]!) * V, (r * b.seq + b.lastIndex[r]! + 1) * V), r * V);
     return { logits: res, V };
   } finally {
     await s.release();
@@ -128,7 +136,9 @@ export async function batchLogits(dir: string, ids: number[][], pad: number, sid
  * the converted model `dir` equal the goldens `prefix.*` within `tol` (relative), text by text,
  * the texts run as one batch padded on `side`. Returns the largest error seen.
  */
-export async function expectGoldens(dir: string, prefix: string, side: 'left' | 'right', tol = 1e-4, set: GoldenSet = DEFAULT_SET): Promise<number> {
+export async function expectGoldens(dir: string, prefix: string, side: 'left' | 'right', tol = 1e-4,
+  set: GoldenSet = DEFAULT_SET): Promise<number>
+{
   const ids = set.meta.ids;
   const pad = set.meta.pad;
   const golden = (name: string) => set.golden(name);

@@ -40,7 +40,8 @@ import { openAttentionEngine, realRows } from '../../src/runtime/attention-engin
 import { padBatch } from '../../src/runtime/batching.js';
 import { CKPTS, GoldenSet, expectGoldens, grow } from './hf-families.js';
 
-const SETS = { gemma: new GoldenSet('goldens-gemma'), gemma2: new GoldenSet('goldens-gemma2'), gemma3: new GoldenSet('goldens-gemma3') };
+const SETS = { gemma: new GoldenSet('goldens-gemma'), gemma2: new GoldenSet('goldens-gemma2'),
+  gemma3: new GoldenSet('goldens-gemma3') };
 let tmp: string;
 beforeAll(() => {
   tmp = mkdtempSync(path.join(os.tmpdir(), 'lobes-gemma-'));
@@ -63,7 +64,8 @@ describe('gemma (Gemma 1) checkpoint', () => {
     const ck = openHfCheckpoint(path.join(CKPTS, 'gemma'));
     ck.weights.close();
     expect(ck.family).toBe('gemma');
-    expect(ck.spec.gemma).toEqual({ postNorms: false, queryPreAttnScalar: 32, attnSoftcap: null, finalSoftcap: null, sliding: [false, false] });
+    expect(ck.spec.gemma).toEqual({ postNorms: false, queryPreAttnScalar: 32, attnSoftcap: null, finalSoftcap: null,
+      sliding: [false, false] });
     expect(ck.spec.slidingWindow).toBeUndefined();
     expect(ck.tensors.has('model.layers.0.pre_feedforward_layernorm.weight')).toBe(false);
   });
@@ -88,7 +90,8 @@ describe('gemma2 checkpoint', () => {
     expect(ck.spec.headDim).toBe(32);
     expect(ck.spec.tiedEmbeddings).toBe(true);
     expect(ck.spec.slidingWindow).toBe(8);
-    expect(ck.spec.gemma).toEqual({ postNorms: true, queryPreAttnScalar: 24, attnSoftcap: 4, finalSoftcap: 6, sliding: [true, false, true] });
+    expect(ck.spec.gemma).toEqual({ postNorms: true, queryPreAttnScalar: 24, attnSoftcap: 4, finalSoftcap: 6,
+      sliding: [true, false, true] });
   });
 
   for (const layout of ['explicit', 'genai'] as const) {
@@ -104,7 +107,7 @@ describe('gemma2 checkpoint', () => {
 });
 
 describe('gemma3 checkpoint', () => {
-  it('is read with q/k norms, the sliding layers\' own rope base and the full layers\' linear scaling', () => {
+  it("is read with q/k norms, the sliding layers' own rope base and the full layers' linear scaling", () => {
     const ck = openHfCheckpoint(path.join(CKPTS, 'gemma3'));
     ck.weights.close();
     expect(ck.family).toBe('gemma3_text');
@@ -112,7 +115,8 @@ describe('gemma3 checkpoint', () => {
     expect(ck.spec.tiedEmbeddings).toBe(false);
     expect(ck.spec.ropeTheta).toBe(1e6);
     expect(ck.spec.ropeScaling).toMatchObject({ rope_type: 'linear', factor: 4 });
-    expect(ck.spec.gemma).toEqual({ postNorms: true, queryPreAttnScalar: 20, attnSoftcap: null, finalSoftcap: null, sliding: [true, true, false, true], localRope: { theta: 1e4, scaling: null } });
+    expect(ck.spec.gemma).toEqual({ postNorms: true, queryPreAttnScalar: 20, attnSoftcap: null, finalSoftcap: null,
+      sliding: [true, true, false, true], localRope: { theta: 1e4, scaling: null } });
   });
 
   for (const layout of ['explicit', 'genai'] as const) {
@@ -126,7 +130,7 @@ describe('gemma3 checkpoint', () => {
     });
   }
 
-  it("an attn_logit_softcapping in a gemma3_text config changes nothing, as in transformers (Gemma3Attention never passes it on; checked in Python: logits equal)", async () => {
+  it('an attn_logit_softcapping in a gemma3_text config changes nothing, as in transformers (Gemma3Attention never passes it on; checked in Python: logits equal)', async () => {
     const d = variant('gemma3', (c) => (c.attn_logit_softcapping = 0.5));
     const ck = openHfCheckpoint(d);
     ck.weights.close();
@@ -169,7 +173,8 @@ describe.each(['gemma2', 'gemma3'] as const)('%s GGUF', (family) => {
       expect(g.spec.gemma).toEqual(
         family === 'gemma2'
           ? { postNorms: true, queryPreAttnScalar: 256, attnSoftcap: 50, finalSoftcap: 30, sliding: [true, false] }
-          : { postNorms: true, queryPreAttnScalar: 256, attnSoftcap: null, finalSoftcap: null, sliding: [true, true, true, true, true, false], localRope: { theta: 10000, scaling: null } },
+          : { postNorms: true, queryPreAttnScalar: 256, attnSoftcap: null, finalSoftcap: null,
+            sliding: [true, true, true, true, true, false], localRope: { theta: 10000, scaling: null } },
       );
       expect(g.spec.ropeTheta).toBe(family === 'gemma2' ? 10000 : 1e6);
       // blk.0.attn_norm holds 1 + w: read back, the weight is what transformers' GGUF loader holds (stored − 1)
@@ -188,8 +193,11 @@ describe.each(['gemma2', 'gemma3'] as const)('%s GGUF', (family) => {
       await convertGguf(file(), out, { layout });
       const sides = layout === 'explicit' ? (['left', 'right'] as const) : (['right'] as const);
       let worst = 0;
-      for (const side of sides) worst = Math.max(worst, await expectGoldens(out, `${family}-gguf`, side, 1e-4, SETS[family]));
-      console.log(`${family} GGUF ${layout}: max relative error vs transformers' GGUF loader ${worst.toExponential(2)}`);
+      for (const side of sides)
+        worst = Math.max(worst, await expectGoldens(out, `${family}-gguf`, side, 1e-4, SETS[family]));
+      console.log(
+        `${family} GGUF ${layout}: max relative error vs transformers' GGUF loader ${worst.toExponential(2)}`,
+      );
     });
   }
 });
@@ -200,8 +208,9 @@ describe("Gemma's SentencePiece vocabulary in a GGUF", () => {
     const files = tokenizerFilesFromGguf(g.metadata, g.file);
     g.close();
     expect(files.family).toBe('gemma-spm');
-    const want = JSON.parse(readFileSync(path.join(CKPTS, 'gemma-vocab.json'), 'utf8')) as { texts: string[]; ids: number[][]; merges: string[] };
-    const merges = ((files.tokenizerJson.model as { merges: [string, string][] }).merges).map((m) => m.join(' '));
+    const want = JSON.parse(readFileSync(path.join(CKPTS, 'gemma-vocab.json'), 'utf8')) as { texts: string[];
+      ids: number[][]; merges: string[] };
+    const merges = (files.tokenizerJson.model as { merges: [string, string][] }).merges.map((m) => m.join(' '));
     expect(merges.length).toBe(want.merges.length);
     const first = merges.findIndex((m, i) => m !== want.merges[i]);
     expect(first, `first different merge: ${merges[first]} vs ${want.merges[first]}`).toBe(-1);
@@ -250,7 +259,9 @@ describe('capture points found by structure', () => {
         if (n.opType !== 'FastGelu') continue;
         n.opType = 'Gelu';
         delete n.domain;
-        n.attribute = approximate === null ? [] : [{ name: 'approximate', s: new TextEncoder().encode(approximate), type: 3 }];
+        n.attribute = approximate === null
+          ? []
+          : [{ name: 'approximate', s: new TextEncoder().encode(approximate), type: 3 }];
       }
       return discover(c).activation;
     };
@@ -321,7 +332,9 @@ describe('scoring (the eval letter head) re-applies the soft-cap after lm_head',
         const h = await sc.score(ids, cands, set.meta.pad);
         ids.forEach((_, r) => {
           const row = grow(g, r, V);
-          cands.forEach((c, j) => expect(Math.abs(h.cand[r * h.k + j]! - row[c]!), `text ${r} token ${c}`).toBeLessThan(1e-4 * 6));
+          cands.forEach((c, j) =>
+            expect(Math.abs(h.cand[r * h.k + j]! - row[c]!), `text ${r} token ${c}`).toBeLessThan(1e-4 * 6)
+          );
           let m = -Infinity;
           for (const v of row) m = Math.max(m, v);
           let sum = 0;
@@ -374,12 +387,16 @@ describe('refusals, in one line, before anything is written', () => {
       c.text_config = { model_type: 'gemma3_text', hidden_size: 64 };
       c.vision_config = { model_type: 'siglip_vision_model' };
     });
-    await refused(d, /config\.json: model_type: model_type "gemma3" is not converted: it is Gemma 3 with a vision tower/);
+    await refused(d,
+      /config\.json: model_type: model_type "gemma3" is not converted: it is Gemma 3 with a vision tower/);
   });
 
   it('another activation, bidirectional attention, an unknown layer type', async () => {
-    await refused(variant('gemma2', (c) => (c.hidden_activation = 'gelu')), /hidden_activation: activation "gelu" is not gelu_pytorch_tanh/);
-    await refused(variant('gemma3', (c) => (c.use_bidirectional_attention = true)), /use_bidirectional_attention: bidirectional attention/);
-    await refused(variant('gemma3', (c) => (c.layer_types[1] = 'chunked_attention')), /layer_types\[1\]: is "chunked_attention"/);
+    await refused(variant('gemma2', (c) => (c.hidden_activation = 'gelu')),
+      /hidden_activation: activation "gelu" is not gelu_pytorch_tanh/);
+    await refused(variant('gemma3', (c) => (c.use_bidirectional_attention = true)),
+      /use_bidirectional_attention: bidirectional attention/);
+    await refused(variant('gemma3', (c) => (c.layer_types[1] = 'chunked_attention')),
+      /layer_types\[1\]: is "chunked_attention"/);
   });
 });

@@ -74,7 +74,8 @@ describe('phi3 checkpoint', () => {
   it('converts to the explicit layout; every capture point and the logits equal transformers (left and right padding)', async () => {
     const out = path.join(tmp, 'explicit');
     await convertHfCheckpoint(SRC, out, {});
-    const worst = Math.max(await expectGoldens(out, 'phi3', 'left', 1e-4, SET), await expectGoldens(out, 'phi3', 'right', 1e-4, SET));
+    const worst = Math.max(await expectGoldens(out, 'phi3', 'left', 1e-4, SET),
+      await expectGoldens(out, 'phi3', 'right', 1e-4, SET));
     console.log(`phi3: max relative error vs transformers ${worst.toExponential(2)}`);
   });
 });
@@ -83,7 +84,9 @@ describe('config.json spellings', () => {
   it("transformers 5's rope_parameters gives the same model; the top-level original_max_position_embeddings takes priority, 4096 when absent, as transformers reads it", async () => {
     const v5 = (top: boolean) =>
       variant((c) => {
-        c.rope_parameters = { rope_type: 'longrope', rope_theta: c.rope_theta, partial_rotary_factor: c.partial_rotary_factor, original_max_position_embeddings: 32, short_factor: c.rope_scaling.short_factor, long_factor: c.rope_scaling.long_factor };
+        c.rope_parameters = { rope_type: 'longrope', rope_theta: c.rope_theta,
+          partial_rotary_factor: c.partial_rotary_factor, original_max_position_embeddings: 32,
+          short_factor: c.rope_scaling.short_factor, long_factor: c.rope_scaling.long_factor };
         for (const k of ['rope_scaling', 'rope_theta', 'partial_rotary_factor']) delete c[k];
         if (!top) delete c.original_max_position_embeddings;
       });
@@ -108,7 +111,10 @@ describe('the longrope threshold', () => {
     const g = SET.golden('phi3-edge.logits');
     for (const side of ['left', 'right'] as const) {
       const { logits, V } = await batchLogits(out, edge, SET.meta.pad, side);
-      for (let i = 0; i < 2; i++) expect(relErr(grow(logits, i, V), grow(g, i, V)), `${edge[i]!.length} tokens (${side} padding)`).toBeLessThan(1e-4);
+      for (let i = 0; i < 2; i++)
+        expect(relErr(grow(logits, i, V), grow(g, i, V)), `${edge[i]!.length} tokens (${side} padding)`).toBeLessThan(
+          1e-4,
+        );
     }
   });
 });
@@ -116,7 +122,9 @@ describe('the longrope threshold', () => {
 describe('phi3 in the genai layout', () => {
   it('refuses longrope in one line before anything is written', async () => {
     const out = path.join(tmp, 'genai-refused');
-    await expect(convertHfCheckpoint(SRC, out, { layout: 'genai' })).rejects.toThrow(/longrope is not expressed in the genai layout.*the explicit layout expresses it/);
+    await expect(convertHfCheckpoint(SRC, out, { layout: 'genai' })).rejects.toThrow(
+      /longrope is not expressed in the genai layout.*the explicit layout expresses it/,
+    );
     expect(existsSync(out)).toBe(false);
   });
 
@@ -131,7 +139,11 @@ describe('phi3 in the genai layout', () => {
     const ex = path.join(tmp, 'explicit-norope');
     await convertHfCheckpoint(d, ex, {});
     const worstEx = await expectGoldens(ex, 'phi3-norope', 'left', 1e-4, SET);
-    console.log(`phi3 without longrope: max relative error vs transformers ${worstEx.toExponential(2)} explicit, ${worstGe.toExponential(2)} genai`);
+    console.log(
+      `phi3 without longrope: max relative error vs transformers ${worstEx.toExponential(2)} explicit, ${
+        worstGe.toExponential(2)
+      } genai`,
+    );
   });
 });
 
@@ -151,7 +163,8 @@ describe('phi3 GGUF', () => {
     }
     const out = path.join(tmp, 'gguf-full');
     await convertGguf(file, out, {});
-    const worst = Math.max(await expectGoldens(out, 'phi3', 'left', 1e-4, SET), await expectGoldens(out, 'phi3', 'right', 1e-4, SET));
+    const worst = Math.max(await expectGoldens(out, 'phi3', 'left', 1e-4, SET),
+      await expectGoldens(out, 'phi3', 'right', 1e-4, SET));
     console.log(`phi3 GGUF (full): max relative error vs transformers on the checkpoint ${worst.toExponential(2)}`);
   });
 
@@ -159,11 +172,16 @@ describe('phi3 GGUF', () => {
     const file = path.join(CKPTS, SET.meta.families.phi3!.gguf as string);
     const ex = path.join(tmp, 'gguf-plain');
     await convertGguf(file, ex, {});
-    const worstEx = Math.max(await expectGoldens(ex, 'phi3-gguf', 'left', 1e-4, SET), await expectGoldens(ex, 'phi3-gguf', 'right', 1e-4, SET));
+    const worstEx = Math.max(await expectGoldens(ex, 'phi3-gguf', 'left', 1e-4, SET),
+      await expectGoldens(ex, 'phi3-gguf', 'right', 1e-4, SET));
     const ge = path.join(tmp, 'gguf-plain-genai');
     await convertGguf(file, ge, { layout: 'genai' });
     const worstGe = await expectGoldens(ge, 'phi3-gguf', 'right', 1e-4, SET);
-    console.log(`phi3 GGUF (plain): max relative error vs transformers' GGUF loader ${worstEx.toExponential(2)} explicit, ${worstGe.toExponential(2)} genai`);
+    console.log(
+      `phi3 GGUF (plain): max relative error vs transformers' GGUF loader ${worstEx.toExponential(2)} explicit, ${
+        worstGe.toExponential(2)
+      } genai`,
+    );
   });
 });
 
@@ -174,7 +192,8 @@ describe('a quantized phi3 GGUF (Q8_0 matrices)', () => {
     const r = await convertGguf(file, out, {});
     expect(r.options.weights).toBe('fp32');
     expect(r.weightsReason).toMatch(/phi3's fused qkv and gate\/up weights are split by rows and dequantized/);
-    const worst = Math.max(await expectGoldens(out, 'phi3-gguf-q8', 'left', 1e-4, SET), await expectGoldens(out, 'phi3-gguf-q8', 'right', 1e-4, SET));
+    const worst = Math.max(await expectGoldens(out, 'phi3-gguf-q8', 'left', 1e-4, SET),
+      await expectGoldens(out, 'phi3-gguf-q8', 'right', 1e-4, SET));
     console.log(`phi3 GGUF (Q8_0): max relative error vs transformers' GGUF loader ${worst.toExponential(2)}`);
   });
 });
@@ -187,12 +206,16 @@ describe('phi3 weights for wanda', () => {
     await convertHfCheckpoint(SRC, out, {});
     const sums = async (weights: string) => {
       const r = await locateWeights(weights, wanted);
-      return r.matrices.map((m) => ({ tensor: m.source.tensor, dOut: m.dOut, abs: columnBlockSums(m, { rowBlock: 1 }) }));
+      return r.matrices.map((m) => ({ tensor: m.source.tensor, dOut: m.dOut,
+        abs: columnBlockSums(m, { rowBlock: 1 }) })
+      );
     };
     const onnx = await sums(out);
     const st = await sums(SRC);
     const gg = await sums(path.join(CKPTS, SET.meta.families.phi3!.gguf_full as string));
-    expect(st.map((m) => m.tensor)).toEqual(['model.layers.0.mlp.gate_up_proj.weight[0:96]', 'model.layers.0.mlp.gate_up_proj.weight[96:192]', 'model.layers.1.mlp.gate_up_proj.weight[0:96]', 'model.layers.1.mlp.gate_up_proj.weight[96:192]']);
+    expect(st.map((m) => m.tensor)).toEqual(['model.layers.0.mlp.gate_up_proj.weight[0:96]',
+      'model.layers.0.mlp.gate_up_proj.weight[96:192]', 'model.layers.1.mlp.gate_up_proj.weight[0:96]',
+      'model.layers.1.mlp.gate_up_proj.weight[96:192]']);
     expect(gg[1]!.tensor).toBe('blk.0.ffn_up.weight[96:192]');
     for (let i = 0; i < wanted.length; i++) {
       expect(st[i]!.dOut).toBe(96);
@@ -253,7 +276,13 @@ describe("onnxruntime-genai's builder export of the phi3 checkpoint", () => {
     // The builder drops the window and picks the longrope cache once per batch: another model than the checkpoint.
     expect(info.builder_vs_checkpoint_logits_rel!).toBeGreaterThan(0.05);
     const worst = await expectGoldens(path.join(CKPTS, 'builder-phi3'), info.oracle, 'right', 1e-4, SET);
-    console.log(`builder phi3: max relative error vs transformers ${worst.toExponential(2)} (oracle ${info.oracle}; the export vs the checkpoint ${info.builder_vs_checkpoint_logits_rel!.toExponential(2)})`);
+    console.log(
+      `builder phi3: max relative error vs transformers ${
+        worst.toExponential(2)
+      } (oracle ${info.oracle}; the export vs the checkpoint ${
+        info.builder_vs_checkpoint_logits_rel!.toExponential(2)
+      })`,
+    );
   });
 });
 
@@ -267,10 +296,14 @@ describe('phi3 refusals, in one line, before anything is written', () => {
     expect(existsSync(out)).toBe(false);
   };
   it('settings the graph would not reproduce', async () => {
-    await refused(variant((c) => (c.partial_rotary_factor = 0.3)), /partial_rotary_factor: rotates 9 of 32 head dims: rotary embeddings need an even number/);
-    await refused(variant((c) => (c.rope_scaling.long_factor = c.rope_scaling.long_factor.slice(1))), /rope_scaling longrope needs long_factor as 8 positive numbers \(one per rotary frequency\), got 7 values/);
-    await refused(variant((c) => (c.rope_scaling.short_factor = 'x')), /rope_scaling\.short_factor: longrope needs short_factor as a list of numbers/);
-    await refused(variant((c) => (c.layer_types = ['sliding_attention', 'full_attention'])), /layer_types: mixes sliding-window and full-attention layers/);
+    await refused(variant((c) => (c.partial_rotary_factor = 0.3)),
+      /partial_rotary_factor: rotates 9 of 32 head dims: rotary embeddings need an even number/);
+    await refused(variant((c) => (c.rope_scaling.long_factor = c.rope_scaling.long_factor.slice(1))),
+      /rope_scaling longrope needs long_factor as 8 positive numbers \(one per rotary frequency\), got 7 values/);
+    await refused(variant((c) => (c.rope_scaling.short_factor = 'x')),
+      /rope_scaling\.short_factor: longrope needs short_factor as a list of numbers/);
+    await refused(variant((c) => (c.layer_types = ['sliding_attention', 'full_attention'])),
+      /layer_types: mixes sliding-window and full-attention layers/);
     await refused(variant((c) => (c.hidden_act = 'gelu_pytorch_tanh')), /activation "gelu_pytorch_tanh" is not SiLU/);
   });
 });

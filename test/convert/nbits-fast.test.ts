@@ -61,7 +61,8 @@ describe('fast MatMulNBits forms', () => {
   for (const name of ['Q4_0', 'Q4_1', 'Q8_0', 'Q4_K', 'Q6_K'] as const) {
     it(`${name} equals the general converter on random blocks`, () => {
       const type = GgmlType[name];
-      for (const [n, k, seed] of [[3, 256, 1], [17, 512, 2], [64, 1024, 3]] as const) same(type, blocks(type, n, k, seed), n, k);
+      for (const [n, k, seed] of [[3, 256, 1], [17, 512, 2], [64, 1024, 3]] as const)
+        same(type, blocks(type, n, k, seed), n, k);
     });
   }
 

@@ -33,7 +33,8 @@ export function loadSmolGoldens(): SmolGoldens {
   const L = meta.config.layers;
   const nf = T * meta.config.hidden;
   const nn = T * L * 2;
-  return { ...meta, final: all.subarray(0, nf), norms: all.subarray(nf, nf + nn), sketches: all.subarray(nf + nn, nf + nn + nn * meta.sketch_dim) };
+  return { ...meta, final: all.subarray(0, nf), norms: all.subarray(nf, nf + nn),
+    sketches: all.subarray(nf + nn, nf + nn + nn * meta.sketch_dim) };
 }
 
 /** The sign of S[k, j] (S = sign / sqrt(K)): the integer hash of make_smollm2_goldens.py's sign_matrix. */

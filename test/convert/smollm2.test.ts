@@ -50,7 +50,8 @@ async function compareRun(runDir: string, g: SmolGoldens): Promise<{ final: numb
   const K = g.sketch_dim;
   const worst = { final: 0, sketch: 0, norm: 0 };
   const fin = await run.read('final.hidden');
-  for (let t = 0; t < T; t++) worst.final = Math.max(worst.final, relErr(fin.subarray(t * H, (t + 1) * H), g.final.subarray(t * H, (t + 1) * H)));
+  for (let t = 0; t < T; t++)
+    worst.final = Math.max(worst.final, relErr(fin.subarray(t * H, (t + 1) * H), g.final.subarray(t * H, (t + 1) * H)));
   for (let l = 0; l < g.config.layers; l++) {
     for (const [p, hook] of [`layers.${l}.mlp.in`, `layers.${l}.mlp.down_in`].entries()) {
       const a = await run.read(hook);
@@ -80,7 +81,9 @@ describe.skipIf(!HAVE)('SmolLM2-135M-Instruct GGUF against Hugging Face transfor
     tmp = mkdtempSync(path.join(tmpdir(), 'lobes-smollm2-'));
     cache = path.join(tmp, 'cache');
     data = path.join(tmp, 'texts.jsonl');
-    writeFileSync(data, g.texts.map((text, i) => JSON.stringify({ id: `t${i}`, text, lang: /[\u4e00-\u9fff]/.test(text) ? 'zh' : 'en' })).join('\n') + '\n');
+    writeFileSync(data,
+      g.texts.map((text, i) => JSON.stringify({ id: `t${i}`, text, lang: /[\u4e00-\u9fff]/.test(text) ? 'zh' : 'en' }))
+        .join('\n') + '\n');
     fp32Dir = (await resolveModel(SMOL_GGUF, { cache, weights: 'fp32', log: () => {} })).dir;
   });
   afterAll(() => rmSync(tmp, { recursive: true, force: true }));
@@ -91,7 +94,8 @@ describe.skipIf(!HAVE)('SmolLM2-135M-Instruct GGUF against Hugging Face transfor
       for (const [name, want] of Object.entries(g.weights)) {
         expect(m.weights.shape(name), name).toEqual(want.shape);
         const rows = m.weights.rows(name, 0, want.shape[0]!);
-        expect(createHash('sha256').update(new Uint8Array(rows.buffer, rows.byteOffset, rows.byteLength)).digest('hex'), name).toBe(want.sha256);
+        expect(createHash('sha256').update(new Uint8Array(rows.buffer, rows.byteOffset, rows.byteLength)).digest('hex'),
+          name).toBe(want.sha256);
       }
     } finally {
       m.close();
@@ -105,7 +109,8 @@ describe.skipIf(!HAVE)('SmolLM2-135M-Instruct GGUF against Hugging Face transfor
 
   it('lobes extract through the fp32 conversion matches the last-token activations within 1e-4', async () => {
     const out = path.join(tmp, 'run-fp32');
-    await runExtract({ model: fp32Dir, data: `jsonl:${data}?text=text&label=lang&id=id`, out, capture: ['final', 'mlp'], dtype: 'fp32', batch: 8, quiet: true });
+    await runExtract({ model: fp32Dir, data: `jsonl:${data}?text=text&label=lang&id=id`, out, capture: ['final', 'mlp'],
+      dtype: 'fp32', batch: 8, quiet: true });
     const w = await compareRun(out, g);
     expect(w.final).toBeLessThan(1e-4);
     expect(w.sketch).toBeLessThan(1e-4);
@@ -114,7 +119,8 @@ describe.skipIf(!HAVE)('SmolLM2-135M-Instruct GGUF against Hugging Face transfor
 
   it('lobes extract --model FILE.gguf (Q4_1 kept as MatMulNBits) gives the same numbers and records the GGUF', async () => {
     const out = path.join(tmp, 'run-q4');
-    const r = lobes(['extract', '--model', SMOL_GGUF, '--cache', cache, '--data', `jsonl:${data}?text=text&label=lang&id=id`, '--out', out, '--dtype', 'fp32', '--batch', '8', '--quiet']);
+    const r = lobes(['extract', '--model', SMOL_GGUF, '--cache', cache, '--data',
+      `jsonl:${data}?text=text&label=lang&id=id`, '--out', out, '--dtype', 'fp32', '--batch', '8', '--quiet']);
     expect(r.code, r.stderr).toBe(0);
     const w = await compareRun(out, g);
     expect(w.final).toBeLessThan(1e-4);
@@ -134,7 +140,8 @@ describe.skipIf(!HAVE)('SmolLM2-135M-Instruct GGUF against Hugging Face transfor
     const weights = JSON.parse(wr.stdout).settings.weights;
     expect(weights).toMatchObject({ source: 'gguf', path: path.resolve(SMOL_GGUF) });
     // The file scored, hashed: the sha256 ../shared's NOTICE.md gives for it.
-    expect(weights.files).toEqual([{ name: path.basename(SMOL_GGUF), bytes: 98362432, sha256: 'b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53' }]);
+    expect(weights.files).toEqual([{ name: path.basename(SMOL_GGUF), bytes: 98362432,
+      sha256: 'b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53' }]);
   });
 
   it('greedy decoding after the chat template gives Hugging Face’s tokens (genai layout, KV cache)', async () => {
@@ -147,7 +154,8 @@ describe.skipIf(!HAVE)('SmolLM2-135M-Instruct GGUF against Hugging Face transfor
         const ids = [...gr.ids];
         let past: Record<string, ort.Tensor> = {};
         for (let l = 0; l < layers; l++) {
-          for (const kv of ['key', 'value']) past[`past_key_values.${l}.${kv}`] = new ort.Tensor('float32', new Float32Array(0), [1, kvHeads, 0, hd]);
+          for (const kv of ['key', 'value'])
+            past[`past_key_values.${l}.${kv}`] = new ort.Tensor('float32', new Float32Array(0), [1, kvHeads, 0, hd]);
         }
         let input = ids;
         for (let step = 0; step < gr.new_ids.length; step++) {
@@ -164,7 +172,8 @@ describe.skipIf(!HAVE)('SmolLM2-135M-Instruct GGUF against Hugging Face transfor
           ids.push(best);
           input = [best];
           past = {};
-          for (let l = 0; l < layers; l++) for (const kv of ['key', 'value']) past[`past_key_values.${l}.${kv}`] = out[`present.${l}.${kv}`]!;
+          for (let l = 0; l < layers; l++)
+            for (const kv of ['key', 'value']) past[`past_key_values.${l}.${kv}`] = out[`present.${l}.${kv}`]!;
         }
         expect(ids.slice(gr.ids.length), gr.prompt).toEqual(gr.new_ids);
       }
@@ -174,7 +183,9 @@ describe.skipIf(!HAVE)('SmolLM2-135M-Instruct GGUF against Hugging Face transfor
   });
 
   it('wanda column sums from the GGUF equal those from the converted fp32 weights', async () => {
-    const hooks = [576, 1536].flatMap((dim, k) => [0, 29].map((l) => ({ name: `layers.${l}.${k ? 'mlp.down_in' : 'mlp.in'}`, dim })));
+    const hooks = [576, 1536].flatMap((dim, k) =>
+      [0, 29].map((l) => ({ name: `layers.${l}.${k ? 'mlp.down_in' : 'mlp.in'}`, dim }))
+    );
     const wanted = wantedMatrices(hooks);
     const fromGguf = ggufMatrices(SMOL_GGUF, wanted);
     const info = await inspectModel(fp32Dir);

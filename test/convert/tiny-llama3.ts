@@ -11,7 +11,8 @@ export const TINY_DIR = path.join(ROOT, 'test', 'goldens', 'gguf-llama3-tiny');
 export const TINY_GGUF = path.join(TINY_DIR, 'tiny-llama3.gguf');
 
 export interface TinyGoldens {
-  config: { layers: number; hidden: number; intermediate: number; heads: number; kv_heads: number; head_dim: number; vocab: number; rope_theta: number; rope_scaling: Record<string, unknown>; tied: boolean };
+  config: { layers: number; hidden: number; intermediate: number; heads: number; kv_heads: number; head_dim: number;
+    vocab: number; rope_theta: number; rope_scaling: Record<string, unknown>; tied: boolean };
   types: Record<string, string>;
   rope_freqs: number[];
   sequences: number[][];
@@ -50,7 +51,9 @@ export function relErr(a: ArrayLike<number>, b: ArrayLike<number>): number {
 }
 
 /** Token sequences as a right-padded batch for a capture engine. */
-export function batchOf(seqs: number[][], pad = 0): { inputIds: BigInt64Array; attentionMask: BigInt64Array; batch: number; seq: number; lastIndex: Int32Array } {
+export function batchOf(seqs: number[][],
+  pad = 0): { inputIds: BigInt64Array; attentionMask: BigInt64Array; batch: number; seq: number; lastIndex: Int32Array }
+{
   const seq = Math.max(...seqs.map((s) => s.length));
   const inputIds = new BigInt64Array(seqs.length * seq).fill(BigInt(pad));
   const attentionMask = new BigInt64Array(seqs.length * seq);

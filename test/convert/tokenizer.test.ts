@@ -13,11 +13,22 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LLAMA3_SPLIT_REGEX, spmMerges, tokenizerFilesFromGguf, writeTokenizerFiles, type TokenizerFiles } from '../../src/convert/tokenizer.js';
+import { LLAMA3_SPLIT_REGEX, spmMerges, tokenizerFilesFromGguf, writeTokenizerFiles,
+  type TokenizerFiles } from '../../src/convert/tokenizer.js';
 import { LobesError } from '../../src/util/errors.js';
 import {
-  LLAMA3_DIR, SMOL_GGUF, SPM_DIR, byteLevelMetadataFromHf, haveShared, loadGoldens, metadataDigest, readJson,
-  readMetadataGguf, spmMetadataFromHf, writeMetadataGguf, type PlainMetadata,
+  LLAMA3_DIR,
+  SMOL_GGUF,
+  SPM_DIR,
+  byteLevelMetadataFromHf,
+  haveShared,
+  loadGoldens,
+  metadataDigest,
+  readJson,
+  readMetadataGguf,
+  spmMetadataFromHf,
+  writeMetadataGguf,
+  type PlainMetadata,
 } from './gguf-fixtures.js';
 
 const goldens = loadGoldens();
@@ -108,7 +119,8 @@ describe('llama3 (gpt2 + llama-bpe)', () => {
     const { vocab: ov, merges: om, ...oflags } = original.model;
     expect(flags).toEqual(oflags);
     expectSameMerges(merges, om);
-    for (const [t, i] of Object.entries(ov as Record<string, number>)) if (vocab[t] !== i) expect([t, vocab[t]]).toEqual([t, i]);
+    for (const [t, i] of Object.entries(ov as Record<string, number>))
+      if (vocab[t] !== i) expect([t, vocab[t]]).toEqual([t, i]);
     for (const a of original.added_tokens) expect(vocab[a.content]).toBe(a.id);
     expect(Object.keys(vocab).length).toBe(Object.keys(ov).length + original.added_tokens.length);
   });
@@ -124,7 +136,7 @@ describe('llama3 (gpt2 + llama-bpe)', () => {
     expect(c.added_tokens_decoder['128009']).toEqual({ ...originalConfig.added_tokens_decoder['128009'] });
   });
 
-  it('gives Hugging Face\'s token ids and chat renders through @huggingface/transformers', async () => {
+  it("gives Hugging Face's token ids and chat renders through @huggingface/transformers", async () => {
     const tok = await loadFolder(files);
     expect(tok.bos_token_id).toBe(128000);
     expect(tok.eos_token_id).toBe(128009);
@@ -168,13 +180,14 @@ describe.skipIf(!HAVE_SPM)('llama2-spm (llama, SentencePiece BPE)', () => {
 
   it('writes the special tokens, flags and chat template of the original tokenizer_config.json', () => {
     const c = files.tokenizerConfigJson as any;
-    for (const k of ['bos_token', 'eos_token', 'unk_token', 'pad_token', 'chat_template', 'add_bos_token', 'add_eos_token',
-      'clean_up_tokenization_spaces', 'legacy', 'model_max_length', 'added_tokens_decoder']) {
+    for (const k of ['bos_token', 'eos_token', 'unk_token', 'pad_token', 'chat_template', 'add_bos_token',
+      'add_eos_token', 'clean_up_tokenization_spaces', 'legacy', 'model_max_length', 'added_tokens_decoder'])
+    {
       expect(c[k], k).toEqual(originalConfig[k]);
     }
   });
 
-  it('gives Hugging Face\'s token ids and chat renders through @huggingface/transformers', async () => {
+  it("gives Hugging Face's token ids and chat renders through @huggingface/transformers", async () => {
     const tok = await loadFolder(files);
     expect(tok.bos_token_id).toBe(1);
     expect(expectGoldens(tok, 'llama2-spm')).toBe(CHECKS);
@@ -194,14 +207,15 @@ describe.skipIf(!HAVE_SMOL)('smollm2 (gpt2 + smollm), the real SmolLM2-135M-Inst
     const c = files.tokenizerConfigJson as any;
     expect(files.family).toBe('smollm');
     // SmolLM2's tokenizer_config.json: <|im_start|> BOS (not added), <|im_end|> EOS and pad, <|endoftext|> unk.
-    expect([c.bos_token, c.eos_token, c.pad_token, c.unk_token]).toEqual(['<|im_start|>', '<|im_end|>', '<|im_end|>', '<|endoftext|>']);
+    expect([c.bos_token, c.eos_token, c.pad_token, c.unk_token]).toEqual(['<|im_start|>', '<|im_end|>', '<|im_end|>',
+      '<|endoftext|>']);
     expect([c.add_bos_token, c.clean_up_tokenization_spaces, c.model_max_length]).toEqual([false, false, 8192]);
     expect(tj.added_tokens.map((a: any) => a.id)).toEqual([...Array(17).keys()]);
     expect(tj.added_tokens.every((a: any) => a.special)).toBe(true);
     expect(tj.model.vocab['<|im_end|>']).toBe(2);
   });
 
-  it('gives Hugging Face\'s token ids and chat renders through @huggingface/transformers', async () => {
+  it("gives Hugging Face's token ids and chat renders through @huggingface/transformers", async () => {
     const tok = await loadFolder(files);
     expect(tok.eos_token_id).toBe(2);
     expect(expectGoldens(tok, 'smollm2')).toBe(CHECKS);
@@ -213,12 +227,16 @@ describe.skipIf(!HAVE_SMOL)('smollm2 (gpt2 + smollm), the real SmolLM2-135M-Inst
     meta.set('tokenizer.ggml.pre', 'gpt-2');
     const gpt2 = tokenizerFilesFromGguf(meta, g.file);
     expect(gpt2.family).toBe('gpt2');
-    expect((gpt2.tokenizerJson as any).pre_tokenizer).toEqual({ type: 'ByteLevel', add_prefix_space: false, trim_offsets: true, use_regex: true });
+    expect((gpt2.tokenizerJson as any).pre_tokenizer).toEqual({ type: 'ByteLevel', add_prefix_space: false,
+      trim_offsets: true, use_regex: true });
     const tok = await loadFolder(gpt2);
     expect(expectGoldens(tok, 'smollm2-vocab-gpt2-pre')).toBe(CHECKS);
     // The two splits differ exactly where a digit follows whitespace or is not ASCII.
     const a = goldens.families.smollm2!.ids, b = goldens.families['smollm2-vocab-gpt2-pre']!.ids;
-    expect(goldens.texts.filter((_, i) => JSON.stringify(a[i]) !== JSON.stringify(b[i]))).toEqual(['a  1, b   22, c\t333', 'Non-ASCII numerals: ٣٤٥ ²½ ⅷ']);
+    expect(goldens.texts.filter((_, i) => JSON.stringify(a[i]) !== JSON.stringify(b[i]))).toEqual([
+      'a  1, b   22, c\t333',
+      'Non-ASCII numerals: ٣٤٥ ²½ ⅷ',
+    ]);
   });
 });
 
@@ -263,10 +281,14 @@ describe('bad input', () => {
     expect((files.tokenizerJson as any).added_tokens).toEqual([
       { id: 3, content: '<s>', single_word: false, lstrip: false, rstrip: false, normalized: false, special: true },
     ]);
-    const typed = new Map([...base()].map(([k, v]) => [k, typeof v === 'string' ? { type: 'string', value: v }
-      : typeof v === 'number' ? { type: 'uint32', value: v }
-        : Array.isArray(v) ? { type: 'array', value: { itemType: 'string', items: v } }
-          : { type: 'array', value: { itemType: 'int32', items: v } }]));
+    const typed = new Map([...base()].map(([k, v]) => [k, typeof v === 'string' ?
+      { type: 'string', value: v }
+      : typeof v === 'number' ?
+      { type: 'uint32', value: v }
+      : Array.isArray(v) ?
+      { type: 'array', value: { itemType: 'string', items: v } }
+      : { type: 'array', value: { itemType: 'int32', items: v } }]
+    ));
     expect(tokenizerFilesFromGguf(typed, 'model.gguf')).toEqual(files);
   });
 

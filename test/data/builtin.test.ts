@@ -61,10 +61,15 @@ describe('builtin:social', () => {
     expect(ids.size).toBe(ds.samples.length);
     expect(texts.size).toBe(ds.samples.length);
     // Varied: both orientations in every aspect and language, many abilities used.
-    for (const asp of ASPECTS) for (const lang of ['en', 'zh']) {
-      const o = new Set(ds.samples.filter((s) => s.labels.aspect === asp && s.labels.language === lang).map((s) => s.labels.orientation));
-      expect(o.size, `${asp} ${lang}`).toBe(2);
-    }
+    for (const asp of ASPECTS)
+      for (const lang of ['en', 'zh']) {
+        const o = new Set(
+          ds.samples.filter((s) => s.labels.aspect === asp && s.labels.language === lang).map((s) =>
+            s.labels.orientation
+          ),
+        );
+        expect(o.size, `${asp} ${lang}`).toBe(2);
+      }
     expect(new Set(ds.samples.map((s) => s.labels.ability)).size).toBe(32);
   });
 
@@ -77,13 +82,19 @@ describe('builtin:social', () => {
   it('applies the template options and the filters', async () => {
     const sc = await loadDataset('builtin:social?scenario=1&speaker=1&lang=zh');
     const s0 = sc.samples[0];
-    expect(s0.text).toBe(`${s0.extras!.scenario}\n${s0.extras!.question}\n${s0.extras!.speaker}: ${s0.extras!.response}`);
+    expect(s0.text).toBe(
+      `${s0.extras!.scenario}\n${s0.extras!.question}\n${s0.extras!.speaker}: ${s0.extras!.response}`,
+    );
     const custom = await loadDataset('builtin:social?template=Q%3A {question}\\nA%3A {response}&aspect=innovation');
     expect(custom.samples.every((s) => s.labels.aspect === 'Innovation')).toBe(true);
-    expect(custom.samples[0].text).toBe(`Q: ${custom.samples[0].extras!.question}\nA: ${custom.samples[0].extras!.response}`);
+    expect(custom.samples[0].text).toBe(
+      `Q: ${custom.samples[0].extras!.question}\nA: ${custom.samples[0].extras!.response}`,
+    );
     const alt = await loadDataset('builtin:social?orientation=altruism&lang=en');
     const all = await loadDataset('builtin:social');
-    expect(alt.samples.length).toBe(all.samples.filter((s) => s.labels.orientation === 'altruism' && s.labels.language === 'en').length);
+    expect(alt.samples.length).toBe(
+      all.samples.filter((s) => s.labels.orientation === 'altruism' && s.labels.language === 'en').length,
+    );
     const two = await loadDataset('builtin:social?aspect=Cooperation,Self-Management');
     expect(new Set(two.samples.map((s) => s.labels.aspect))).toEqual(new Set(['Cooperation', 'Self-Management']));
   });

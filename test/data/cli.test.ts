@@ -14,7 +14,8 @@ const SHARED = path.resolve(__dirname, '../../../shared');
 const TREES = path.join(SHARED, 'socialeval/worldtree_data');
 const MODEL = path.join(SHARED, 'models/ort-genai-tiny-llama-fp16');
 if (!existsSync(TREES)) console.log(`test/data/cli.test.ts: SocialEval inspect test skipped, ${TREES} is absent`);
-if (!existsSync(path.join(MODEL, 'tokenizer.json'))) console.log(`test/data/cli.test.ts: tokenizer test skipped, ${MODEL} is absent`);
+if (!existsSync(path.join(MODEL, 'tokenizer.json')))
+  console.log(`test/data/cli.test.ts: tokenizer test skipped, ${MODEL} is absent`);
 
 afterEach(() => vi.restoreAllMocks());
 
@@ -33,32 +34,38 @@ describe('lobes data inspect', () => {
         }
       }
     }
-    expect(j.languages).toEqual({ en: ds.samples.filter((s) => s.labels.language === 'en').length, zh: ds.samples.filter((s) => s.labels.language === 'zh').length });
+    expect(j.languages).toEqual({ en: ds.samples.filter((s) => s.labels.language === 'en').length,
+      zh: ds.samples.filter((s) => s.labels.language === 'zh').length });
     expect(j.excluded).toEqual([]);
   });
 
-  it.skipIf(!existsSync(TREES))('counts the excluded items by reason; --verbose lists each with its reason', async () => {
-    const ds = await loadDataset(`socialeval:${TREES}?lang=en`);
-    expect(ds.excluded.length).toBeGreaterThan(0);
-    let c = capture();
-    expect(await run(['inspect', `socialeval:${TREES}?lang=en`])).toBe(0);
-    const plain = c.out();
-    expect(plain).toMatch(/Self-Management +\d+/);
-    expect(plain).toContain(`excluded (${ds.excluded.length}):`);
-    // counts per reason add up to the excluded items, and no item is listed
-    const byReason = new Map<string, number>();
-    for (const e of ds.excluded) {
-      const k = reasonKey(e.reason);
-      byReason.set(k, (byReason.get(k) ?? 0) + 1);
-    }
-    for (const [k, n] of byReason) expect(plain).toMatch(new RegExp(`  ${k.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} +${n}\n`));
-    for (const e of ds.excluded) expect(plain).not.toContain(`  ${e.id}  ${e.file}: ${e.where}: ${e.reason}\n`);
-    c = capture();
-    expect(await run(['inspect', `socialeval:${TREES}?lang=en`, '--verbose'])).toBe(0);
-    for (const e of ds.excluded) expect(c.out()).toContain(`  ${e.id}  ${e.file}: ${e.where}: ${e.reason}\n`);
-  });
+  it.skipIf(!existsSync(TREES))('counts the excluded items by reason; --verbose lists each with its reason',
+    async () => {
+      const ds = await loadDataset(`socialeval:${TREES}?lang=en`);
+      expect(ds.excluded.length).toBeGreaterThan(0);
+      let c = capture();
+      expect(await run(['inspect', `socialeval:${TREES}?lang=en`])).toBe(0);
+      const plain = c.out();
+      expect(plain).toMatch(/Self-Management +\d+/);
+      expect(plain).toContain(`excluded (${ds.excluded.length}):`);
+      // counts per reason add up to the excluded items, and no item is listed
+      const byReason = new Map<string, number>();
+      for (const e of ds.excluded) {
+        const k = reasonKey(e.reason);
+        byReason.set(k, (byReason.get(k) ?? 0) + 1);
+      }
+      for (const [k, n] of byReason)
+        expect(plain).toMatch(new RegExp(`  ${k.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} +${n}\n`));
+      for (const e of ds.excluded) expect(plain).not.toContain(`  ${e.id}  ${e.file}: ${e.where}: ${e.reason}\n`);
+      c = capture();
+      expect(await run(['inspect', `socialeval:${TREES}?lang=en`, '--verbose'])).toBe(0);
+      for (const e of ds.excluded) expect(c.out()).toContain(`  ${e.id}  ${e.file}: ${e.where}: ${e.reason}\n`);
+    });
 
-  it.skipIf(!existsSync(path.join(MODEL, 'tokenizer.json')) || !existsSync(path.resolve(__dirname, '../../src/runtime/tokenize.ts')))('--tokenizer reports the token-length distribution', async () => {
+  it.skipIf(
+    !existsSync(path.join(MODEL, 'tokenizer.json')) ||
+      !existsSync(path.resolve(__dirname, '../../src/runtime/tokenize.ts')),
+  )('--tokenizer reports the token-length distribution', async () => {
     const c = capture();
     expect(await run(['inspect', 'builtin:social?lang=zh', '--json', '--tokenizer', MODEL])).toBe(0);
     const j = JSON.parse(c.out());
@@ -88,7 +95,9 @@ describe('lobes data export', () => {
     const back = await loadDataset(`jsonl:${out}?text=text&label=label&id=id`).catch((e) => e);
     // no top-level "label" field: refused, not guessed, in one error naming the fields the lines have
     expect(back).toBeInstanceOf(LobesError);
-    expect(back.message).toBe(`${out}: no line has the field the spec names: label=label (fields found: id, text, labels, provenance, extras)`);
+    expect(back.message).toBe(
+      `${out}: no line has the field the spec names: label=label (fields found: id, text, labels, provenance, extras)`,
+    );
   });
 
   it('on bad input lists all problems, exits non-zero and leaves an existing output untouched', async () => {

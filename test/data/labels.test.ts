@@ -14,13 +14,38 @@ const IN = 'Innovation';
  * (Adaptability, Capacity for Independence, Self-Reflection Skill) make 12; each other aspect has 5.
  */
 const CANONICAL: [string, string][] = [
-  ['Task Management', SM], ['Time Management', SM], ['Detail Management', SM], ['Organizational Skill', SM],
-  ['Responsibility Management', SM], ['Capacity for Consistency', SM], ['Goal Regulation', SM], ['Rule-following Skill', SM],
-  ['Decision-Making Skill', SM], ['Adaptability', SM], ['Capacity for Independence', SM], ['Self-Reflection Skill', SM],
-  ['Leadership Skill', SE], ['Persuasive Skill', SE], ['Conversational Skill', SE], ['Expressive Skill', SE], ['Energy Regulation', SE],
-  ['Teamwork Skill', CO], ['Capacity for Trust', CO], ['Perspective-Taking Skill', CO], ['Capacity for Social Warmth', CO], ['Ethical Competence', CO],
-  ['Stress Regulation', ER], ['Capacity for Optimism', ER], ['Anger Management', ER], ['Confidence Regulation', ER], ['Impulse Regulation', ER],
-  ['Abstract Thinking Skill', IN], ['Creative Skill', IN], ['Artistic Skill', IN], ['Cultural Competence', IN], ['Information Processing Skill', IN],
+  ['Task Management', SM],
+  ['Time Management', SM],
+  ['Detail Management', SM],
+  ['Organizational Skill', SM],
+  ['Responsibility Management', SM],
+  ['Capacity for Consistency', SM],
+  ['Goal Regulation', SM],
+  ['Rule-following Skill', SM],
+  ['Decision-Making Skill', SM],
+  ['Adaptability', SM],
+  ['Capacity for Independence', SM],
+  ['Self-Reflection Skill', SM],
+  ['Leadership Skill', SE],
+  ['Persuasive Skill', SE],
+  ['Conversational Skill', SE],
+  ['Expressive Skill', SE],
+  ['Energy Regulation', SE],
+  ['Teamwork Skill', CO],
+  ['Capacity for Trust', CO],
+  ['Perspective-Taking Skill', CO],
+  ['Capacity for Social Warmth', CO],
+  ['Ethical Competence', CO],
+  ['Stress Regulation', ER],
+  ['Capacity for Optimism', ER],
+  ['Anger Management', ER],
+  ['Confidence Regulation', ER],
+  ['Impulse Regulation', ER],
+  ['Abstract Thinking Skill', IN],
+  ['Creative Skill', IN],
+  ['Artistic Skill', IN],
+  ['Cultural Competence', IN],
+  ['Information Processing Skill', IN],
 ];
 
 /**
@@ -100,7 +125,8 @@ const CHINESE: [string, string, string][] = [
 ];
 
 /** Labels in the trees that name no single ability, refused by hand. */
-const NOT_AN_ABILITY = ['', '(0,1,0)', 'capacity for', 'Capacity for ', 'anger regulation', 'Communicational Skill', 'Making people feel'];
+const NOT_AN_ABILITY = ['', '(0,1,0)', 'capacity for', 'Capacity for ', 'anger regulation', 'Communicational Skill',
+  'Making people feel'];
 
 describe('BESSI abilities', () => {
   it('are the 32 abilities in their five aspects (12 + 5 + 5 + 5 + 5)', () => {
@@ -110,7 +136,9 @@ describe('BESSI abilities', () => {
 
   it('every canonical name, upper/lower case and hyphen variant resolves to itself and its aspect', () => {
     for (const [name, aspect] of CANONICAL) {
-      for (const v of [name, name.toUpperCase(), name.toLowerCase(), ` ${name}\t `, name.replace(/-/g, ' '), name.replace(/ /g, '-'), name + '。']) {
+      for (const v of [name, name.toUpperCase(), name.toLowerCase(), ` ${name}\t `, name.replace(/-/g, ' '),
+        name.replace(/ /g, '-'), name + '。'])
+      {
         const r = canonicalizeAbility(v);
         expect(r.ability, v).toBe(name);
         if (r.ability) expect(r.aspect, v).toBe(aspect);
@@ -120,10 +148,11 @@ describe('BESSI abilities', () => {
 
   it('Chinese names are unambiguous across abilities', () => {
     const seen = new Map<string, string>();
-    for (const a of ABILITIES) for (const z of a.zh) {
-      expect(seen.get(z), z).toBeUndefined();
-      seen.set(z, a.name);
-    }
+    for (const a of ABILITIES)
+      for (const z of a.zh) {
+        expect(seen.get(z), z).toBeUndefined();
+        seen.set(z, a.name);
+      }
   });
 });
 
@@ -171,7 +200,8 @@ describe('label repair', () => {
   });
 
   it('accepts a unique word-wise prefix and refuses "capacity for" with its candidates', () => {
-    expect(canonicalizeAbility('Information Process Skill')).toMatchObject({ ability: 'Information Processing Skill', rule: 'prefix' });
+    expect(canonicalizeAbility('Information Process Skill')).toMatchObject({ ability: 'Information Processing Skill',
+      rule: 'prefix' });
     expect(canonicalizeAbility('perspective-')).toMatchObject({ ability: 'Perspective-Taking Skill', rule: 'prefix' });
     expect(canonicalizeAbility('conversation skill').ability).toBe('Conversational Skill');
     expect(canonicalizeAbility('consistency').ability).toBe('Capacity for Consistency');
@@ -179,7 +209,10 @@ describe('label repair', () => {
     expect(amb.ability).toBeNull();
     if (amb.ability === null) {
       expect(amb.reason).toMatch(/ambiguous/);
-      expect(new Set(amb.candidates)).toEqual(new Set(['Capacity for Consistency', 'Capacity for Independence', 'Capacity for Trust', 'Capacity for Social Warmth', 'Capacity for Optimism']));
+      expect(new Set(amb.candidates)).toEqual(
+        new Set(['Capacity for Consistency', 'Capacity for Independence', 'Capacity for Trust',
+          'Capacity for Social Warmth', 'Capacity for Optimism']),
+      );
     }
     // Too short to mean anything.
     expect(canonicalizeAbility('co').ability).toBeNull();
@@ -204,7 +237,8 @@ describe('label repair', () => {
     const comm = canonicalizeAbility('communicational skill');
     expect(comm.ability).toBeNull();
     if (comm.ability === null) expect(comm.reason).toMatch(/Conversational Skill.*Expressive Skill/);
-    for (const bad of ['(0,1,0)', 'Making people feel', 'kindness', '', '   ', '未知能力', '能力']) expect(canonicalizeAbility(bad).ability, bad).toBeNull();
+    for (const bad of ['(0,1,0)', 'Making people feel', 'kindness', '', '   ', '未知能力', '能力'])
+      expect(canonicalizeAbility(bad).ability, bad).toBeNull();
   });
 
   it('resolves Chinese labels with or without the 能力 suffix', () => {

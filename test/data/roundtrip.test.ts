@@ -25,17 +25,18 @@ describe('lobes data export -> jsonl: round trip', () => {
     expect(b.spec).toBe(`jsonl:${file}`);
   });
 
-  it.skipIf(!existsSync(TREES))('SocialEval English, response only: the same items, all four axes and the world trees', async () => {
-    quiet();
-    const spec = `socialeval:${TREES}?lang=en&text=response`;
-    const file = path.join(dir, 'se.jsonl');
-    expect(await run(['export', spec, '--out', file])).toBe(0);
-    const a = await loadDataset(spec);
-    const b = await loadDataset(`jsonl:${file}`);
-    // the trees travel as the label item_group, so the re-imported items are grouped as before
-    expect(b.axes).toEqual(['aspect', 'ability', 'language', 'orientation', 'item_group']);
-    expect(b.samples).toEqual(a.samples);
-  });
+  it.skipIf(!existsSync(TREES))('SocialEval English, response only: the same items, all four axes and the world trees',
+    async () => {
+      quiet();
+      const spec = `socialeval:${TREES}?lang=en&text=response`;
+      const file = path.join(dir, 'se.jsonl');
+      expect(await run(['export', spec, '--out', file])).toBe(0);
+      const a = await loadDataset(spec);
+      const b = await loadDataset(`jsonl:${file}`);
+      // the trees travel as the label item_group, so the re-imported items are grouped as before
+      expect(b.axes).toEqual(['aspect', 'ability', 'language', 'orientation', 'item_group']);
+      expect(b.samples).toEqual(a.samples);
+    });
 
   it('an edited export (a label changed) re-imports with the edit', async () => {
     quiet();
@@ -56,15 +57,22 @@ describe('lobes data export -> jsonl: round trip', () => {
     const b = await loadDataset(`jsonl:${file}?text=text&label=labels.aspect,labels.language&id=id`);
     const a = await loadDataset('builtin:social');
     expect(b.axes).toEqual(['aspect', 'language']);
-    expect(b.samples.map((s) => [s.id, s.text, s.labels])).toEqual(a.samples.map((s) => [s.id, s.text, { aspect: s.labels.aspect, language: s.labels.language }]));
+    expect(b.samples.map((s) => [s.id, s.text, s.labels])).toEqual(
+      a.samples.map((s) => [s.id, s.text, { aspect: s.labels.aspect, language: s.labels.language }]),
+    );
   });
 
   it('a sample file whose lines disagree on the label axes is refused, naming the line', async () => {
     const file = path.join(dir, 'bad.jsonl');
-    writeFileSync(file, [{ id: 'a', text: 'x', labels: { k: '1' } }, { id: 'b', text: 'y', labels: { k: '2', j: '3' } }].map((o) => JSON.stringify(o)).join('\n') + '\n');
+    writeFileSync(file,
+      [{ id: 'a', text: 'x', labels: { k: '1' } }, { id: 'b', text: 'y', labels: { k: '2', j: '3' } }].map((o) =>
+        JSON.stringify(o)
+      ).join('\n') + '\n');
     const e = await loadDataset(`jsonl:${file}`).catch((x) => x);
     expect(e).toBeInstanceOf(LobesErrors);
-    expect(String(e.message)).toMatch(/bad\.jsonl: line 2: .*label axes \["k","j"\] differ from the first line's \["k"\]/);
+    expect(String(e.message)).toMatch(
+      /bad\.jsonl: line 2: .*label axes \["k","j"\] differ from the first line's \["k"\]/,
+    );
   });
 });
 
@@ -88,12 +96,13 @@ describe('socialeval text=', () => {
     await expect(loadDataset('builtin:social?text=answer')).rejects.toThrow(UsageError);
     await expect(loadDataset('builtin:social?text=response&template={response}')).rejects.toThrow(/cannot be combined/);
   });
-  it.skipIf(!existsSync(TREES))('SocialEval: text=response keeps the same items and drops the question line', async () => {
-    const qr = await loadDataset(`socialeval:${TREES}?lang=en`);
-    const r = await loadDataset(`socialeval:${TREES}?lang=en&text=response`);
-    expect(r.samples.map((s) => s.id)).toEqual(qr.samples.map((s) => s.id));
-    expect(r.samples.length).toBe(1985);
-    for (const s of r.samples.slice(0, 50)) expect(s.text).toBe(s.extras!.response);
-    expect(r.spec).toContain('text=response');
-  });
+  it.skipIf(!existsSync(TREES))('SocialEval: text=response keeps the same items and drops the question line',
+    async () => {
+      const qr = await loadDataset(`socialeval:${TREES}?lang=en`);
+      const r = await loadDataset(`socialeval:${TREES}?lang=en&text=response`);
+      expect(r.samples.map((s) => s.id)).toEqual(qr.samples.map((s) => s.id));
+      expect(r.samples.length).toBe(1985);
+      for (const s of r.samples.slice(0, 50)) expect(s.text).toBe(s.extras!.response);
+      expect(r.spec).toContain('text=response');
+    });
 });

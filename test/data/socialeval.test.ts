@@ -9,7 +9,8 @@ import { LABEL_TABLE } from './socialeval-labels.table.js';
 
 const SHARED = path.resolve(__dirname, '../../../shared/socialeval/worldtree_data');
 const HAVE = existsSync(SHARED);
-if (!HAVE) console.log(`test/data/socialeval.test.ts: skipped, ${SHARED} is absent (the published SocialEval world trees)`);
+if (!HAVE)
+  console.log(`test/data/socialeval.test.ts: skipped, ${SHARED} is absent (the published SocialEval world trees)`);
 
 const TABLE = new Map(LABEL_TABLE);
 const ASPECT_OF = new Map(ABILITIES.map((a) => [a.name, a.aspect]));
@@ -20,7 +21,9 @@ function rawChoices() {
   for (const f of readdirSync(SHARED).sort()) {
     const d = JSON.parse(readFileSync(path.join(SHARED, f), 'utf8'));
     const lang = f.includes('_en_') ? 'en' : 'zh';
-    for (const n of d.interactive_plot) for (const c of n.choices ?? []) if (c.type === 'skill choice') out.push({ file: f, lang, node: n.cid, choice: c });
+    for (const n of d.interactive_plot)
+      for (const c of n.choices ?? [])
+        if (c.type === 'skill choice') out.push({ file: f, lang, node: n.cid, choice: c });
   }
   return out;
 }
@@ -83,9 +86,12 @@ describe.skipIf(!HAVE)('socialeval: adapter on ../shared/socialeval', () => {
         // fragment after "capacity for", or a #skill# marker.
         const q = question(c.choice);
         const sq = splitQuestion(q.question);
-        const fromQuestion = new Set([...(q.skill ?? []), ...sq.explicit].map((x: string) => canonicalizeAbility(x).ability));
+        const fromQuestion = new Set(
+          [...(q.skill ?? []), ...sq.explicit].map((x: string) => canonicalizeAbility(x).ability),
+        );
         for (const g of got) {
-          const viaFragment = sq.fragments.length > 0 && normalizeLabel(g).endsWith(normalizeLabel(sq.fragments.join(' ')).replace(/ skill$/, '')) ;
+          const viaFragment = sq.fragments.length > 0 &&
+            normalizeLabel(g).endsWith(normalizeLabel(sq.fragments.join(' ')).replace(/ skill$/, ''));
           expect(fromQuestion.has(g) || viaFragment || want.has(g), `${s.id} ${g}`).toBe(true);
         }
       }
@@ -97,11 +103,14 @@ describe.skipIf(!HAVE)('socialeval: adapter on ../shared/socialeval', () => {
   it('counts per aspect and language (default: composite items left out)', async () => {
     const ds = await loadDataset(`socialeval:${SHARED}`);
     const got: Record<string, Record<string, number>> = { en: {}, zh: {} };
-    for (const s of ds.samples) got[s.labels.language][s.labels.aspect] = (got[s.labels.language][s.labels.aspect] ?? 0) + 1;
+    for (const s of ds.samples)
+      got[s.labels.language][s.labels.aspect] = (got[s.labels.language][s.labels.aspect] ?? 0) + 1;
     // The published trees as read by this adapter.
     expect(got).toEqual({
-      en: { 'Self-Management': 756, Cooperation: 439, 'Social Engagement': 348, Innovation: 147, 'Emotional Resilience': 295 },
-      zh: { 'Self-Management': 815, Cooperation: 467, 'Social Engagement': 387, Innovation: 160, 'Emotional Resilience': 322 },
+      en: { 'Self-Management': 756, Cooperation: 439, 'Social Engagement': 348, Innovation: 147,
+        'Emotional Resilience': 295 },
+      zh: { 'Self-Management': 815, Cooperation: 467, 'Social Engagement': 387, Innovation: 160,
+        'Emotional Resilience': 322 },
     });
     // Independent check on the plain choices (one label the table reads, a dict utterance,
     // a question): each is a sample with that ability.
@@ -133,20 +142,30 @@ describe.skipIf(!HAVE)('socialeval: adapter on ../shared/socialeval', () => {
       expect(s.text).not.toMatch(/#question#|#skill#/);
       const c = byId.get(s.id)!;
       const content = c.choice.content;
-      const utter = Array.isArray(content) ? content.filter((x: any) => x.role !== 'state').map((x: any) => x.content).join(' ') : content.content;
+      const utter = Array.isArray(content)
+        ? content.filter((x: any) => x.role !== 'state').map((x: any) => x.content).join(' ')
+        : content.content;
       expect(s.text.endsWith('\n' + utter.trim()), s.id).toBe(true);
       expect(s.provenance).toEqual({ file: c.file, node: String(c.node), choice: String(c.choice.cid) });
-      const distract = (c.choice.confusion ?? []).filter((x: any) => x.type === 'skill confusion' && typeof x.content?.content === 'string').map((x: any) => x.content.content.trim());
+      const distract = (c.choice.confusion ?? []).filter((x: any) =>
+        x.type === 'skill confusion' && typeof x.content?.content === 'string'
+      ).map((x: any) => x.content.content.trim());
       expect(s.extras!.distractors).toEqual(distract);
     }
     // The one utterance given as a list: the state entry is dropped.
     const listed = ds.samples.find((s) => s.id === '[1,0]_en_example_0/13/15')!;
-    expect(listed.text).toBe('How does An Lingrong demonstrate her capacity for independent thinking?\nPrince Guo, you are indeed just as the rumors say, charming and elegant.');
+    expect(listed.text).toBe(
+      'How does An Lingrong demonstrate her capacity for independent thinking?\nPrince Guo, you are indeed just as the rumors say, charming and elegant.',
+    );
     // "Capacity for " on the choice, "Capacity for \rIndependence" on its question.
-    expect(ds.samples.find((s) => s.id === '[1,0]_en_example_11/1/2')!.labels.ability).toBe('Capacity for Independence');
+    expect(ds.samples.find((s) => s.id === '[1,0]_en_example_11/1/2')!.labels.ability).toBe(
+      'Capacity for Independence',
+    );
     // "capacity for " completed by the "trust " entry of the question list.
     expect(ds.samples.find((s) => s.id === '[0,-1]_en_example_8/9/10')!.labels.ability).toBe('Capacity for Trust');
-    expect(ds.samples.find((s) => s.id === '[0,-1]_en_example_8/9/11')!.labels.ability).toBe('Capacity for Social Warmth');
+    expect(ds.samples.find((s) => s.id === '[0,-1]_en_example_8/9/11')!.labels.ability).toBe(
+      'Capacity for Social Warmth',
+    );
   });
 
   it('excludes stage placeholders, composites and unreadable labels with reasons, and filters', async () => {
@@ -174,7 +193,9 @@ describe.skipIf(!HAVE)('socialeval: adapter on ../shared/socialeval', () => {
     expect(inc.samples.some((s) => s.labels.ability.includes(' + '))).toBe(true);
     const self = await loadDataset(`socialeval:${SHARED}?orientation=self&aspect=Innovation`);
     expect(self.samples.length).toBeGreaterThan(0);
-    expect(self.samples.every((s) => s.labels.orientation.startsWith('[1,') && s.labels.aspect === 'Innovation')).toBe(true);
+    expect(self.samples.every((s) => s.labels.orientation.startsWith('[1,') && s.labels.aspect === 'Innovation')).toBe(
+      true,
+    );
     const exact = await loadDataset(`socialeval:${SHARED}?orientation=[-1,1]`);
     expect(new Set(exact.samples.map((s) => s.labels.orientation))).toEqual(new Set(['[-1,1]']));
     const agree = await loadDataset(`socialeval:${SHARED}?agree=1&lang=zh`);
@@ -206,10 +227,12 @@ describe.skipIf(!HAVE)('socialeval: world trees as groups', () => {
     expect(none.axes).toEqual(['aspect', 'ability', 'language', 'orientation']);
     expect(none.samples.map((s) => s.id)).toEqual(ds.samples.map((s) => s.id));
     expect(none.samples.some((s) => 'item_group' in s.labels)).toBe(false);
-    await expect(loadDataset(`socialeval:${SHARED}?lang=en&group=story`)).rejects.toThrow(/the groupings are group=tree .* and group=none/);
+    await expect(loadDataset(`socialeval:${SHARED}?lang=en&group=story`)).rejects.toThrow(
+      /the groupings are group=tree .* and group=none/,
+    );
   });
 
-  it('a swap keeps each sample\'s response tree (its own sample and its swapped one alike)', async () => {
+  it("a swap keeps each sample's response tree (its own sample and its swapped one alike)", async () => {
     const ds = await loadDataset(`socialeval:${SHARED}?lang=en&swap=1`);
     expect(ds.axes).toContain('item_group');
     for (const s of ds.samples) expect(s.labels.item_group, s.id).toBe(s.id.slice(0, s.id.indexOf('/')));
@@ -218,22 +241,47 @@ describe.skipIf(!HAVE)('socialeval: world trees as groups', () => {
 
 describe('socialeval: label resolution of one choice (no shared data needed)', () => {
   it('completes a truncated label from the question list and falls back on the question label', () => {
-    expect(resolveChoiceLabels(['capacity for '], ['capacity for '], ['trust '], [])).toMatchObject({ abilities: ['Capacity for Trust'] });
-    expect(resolveChoiceLabels(['Capacity for '], ['Capacity for \rIndependence'], [], [])).toMatchObject({ abilities: ['Capacity for Independence'] });
+    expect(resolveChoiceLabels(['capacity for '], ['capacity for '], ['trust '], [])).toMatchObject({
+      abilities: ['Capacity for Trust'],
+    });
+    expect(resolveChoiceLabels(['Capacity for '], ['Capacity for \rIndependence'], [], [])).toMatchObject({
+      abilities: ['Capacity for Independence'],
+    });
     expect(resolveChoiceLabels([], [], [], ['Teamwork Skill'])).toMatchObject({ abilities: ['Teamwork Skill'] });
     expect(resolveChoiceLabels(['capacity for '], ['capacity for '], [], [])).toHaveProperty('reason');
     expect(resolveChoiceLabels([], [], [], [])).toEqual({ reason: 'no skill label on the choice or its question' });
-    expect(resolveChoiceLabels(['Time Management', 'time management '], [], [], [])).toMatchObject({ abilities: ['Time Management'] });
+    expect(resolveChoiceLabels(['Time Management', 'time management '], [], [], [])).toMatchObject({
+      abilities: ['Time Management'],
+    });
     expect(resolveChoiceLabels(['Teamwork Skill'], ['Persuasive Skill'], [], [], true)).toHaveProperty('reason');
-    expect(resolveChoiceLabels(['Teamwork Skill'], ['Persuasive Skill'], [], [])).toMatchObject({ abilities: ['Teamwork Skill'], questionSkill: ['Persuasive Skill'] });
+    expect(resolveChoiceLabels(['Teamwork Skill'], ['Persuasive Skill'], [], [])).toMatchObject({
+      abilities: ['Teamwork Skill'],
+      questionSkill: ['Persuasive Skill'],
+    });
   });
 
   it('splits question lists into text, label fragments, #skill# labels and #state# markers', () => {
-    expect(splitQuestion(['#question#大白怎么说，才能体现他理解并欣赏不同', ' 的文化背景？'])).toEqual({ question: '大白怎么说，才能体现他理解并欣赏不同 的文化背景？', fragments: [], explicit: [] });
-    expect(splitQuestion(['#question# How can Dabai express that he understands and appreciates different', ' cultural backgrounds?']).question).toBe('How can Dabai express that he understands and appreciates different cultural backgrounds?');
-    expect(splitQuestion(['#question#How does Gin express his trust in Vodka?', 'Trust', ''])).toEqual({ question: 'How does Gin express his trust in Vodka?', fragments: ['Trust'], explicit: [] });
-    expect(splitQuestion(['#question#Q?', ' #skill#Leadership skill', '#state#(1,1,1)\r'])).toEqual({ question: 'Q?', fragments: [], explicit: ['Leadership skill'] });
-    expect(splitQuestion('#question# What should Ed do?    #skill#Capacity for Trust')).toEqual({ question: 'What should Ed do?', fragments: [], explicit: ['Capacity for Trust'] });
+    expect(splitQuestion(['#question#大白怎么说，才能体现他理解并欣赏不同', ' 的文化背景？'])).toEqual({
+      question: '大白怎么说，才能体现他理解并欣赏不同 的文化背景？',
+      fragments: [],
+      explicit: [],
+    });
+    expect(
+      splitQuestion(['#question# How can Dabai express that he understands and appreciates different',
+        ' cultural backgrounds?']).question,
+    ).toBe('How can Dabai express that he understands and appreciates different cultural backgrounds?');
+    expect(splitQuestion(['#question#How does Gin express his trust in Vodka?', 'Trust', ''])).toEqual({
+      question: 'How does Gin express his trust in Vodka?',
+      fragments: ['Trust'],
+      explicit: [],
+    });
+    expect(splitQuestion(['#question#Q?', ' #skill#Leadership skill', '#state#(1,1,1)\r'])).toEqual({ question: 'Q?',
+      fragments: [], explicit: ['Leadership skill'] });
+    expect(splitQuestion('#question# What should Ed do?    #skill#Capacity for Trust')).toEqual({
+      question: 'What should Ed do?',
+      fragments: [],
+      explicit: ['Capacity for Trust'],
+    });
     expect(splitQuestion([])).toEqual({ question: '', fragments: [], explicit: [] });
   });
 });

@@ -29,7 +29,9 @@ function writeTrees(): void {
       for (let i = 0; i < COUNT[a] / 2; i++) {
         plot.push({
           cid: plot.length,
-          choices: [{ cid: 1, type: 'skill choice', skill: [ability], content: { role: 'Ann', content: `R${k} says hello` }, confusion: [{ type: 'skill question', question: [`Q${k}: how does Ann show ${ability}?`] }] }],
+          choices: [{ cid: 1, type: 'skill choice', skill: [ability],
+            content: { role: 'Ann', content: `R${k} says hello` },
+            confusion: [{ type: 'skill question', question: [`Q${k}: how does Ann show ${ability}?`] }] }],
         });
         k++;
       }
@@ -47,7 +49,8 @@ describe('socialeval: swap=SEED', () => {
     const d = await loadDataset(`socialeval:${dir}?swap=7`);
     expect(plain.samples).toHaveLength(N);
     expect(d.samples).toHaveLength(2 * N);
-    expect(d.axes).toEqual(['aspect', 'ability', 'language', 'orientation', 'question_aspect', 'response_aspect', 'question_ability', 'swapped', 'item_group']);
+    expect(d.axes).toEqual(['aspect', 'ability', 'language', 'orientation', 'question_aspect', 'response_aspect',
+      'question_ability', 'swapped', 'item_group']);
     const byId = new Map(plain.samples.map((s) => [s.id, s]));
     const aspectOfK = new Map(plain.samples.map((s) => [num(/^Q(\d+):/, s.text), s.labels.aspect]));
     for (let i = 0; i < N; i++) {
@@ -58,7 +61,8 @@ describe('socialeval: swap=SEED', () => {
       expect(sw.id).toBe(`${item.id}/swapped`);
       // own: exactly the plain item's text
       expect(own.text).toBe(item.text);
-      expect([own.labels.swapped, own.labels.question_aspect, own.labels.response_aspect]).toEqual(['own', item.labels.aspect, item.labels.aspect]);
+      expect([own.labels.swapped, own.labels.question_aspect, own.labels.response_aspect]).toEqual(['own',
+        item.labels.aspect, item.labels.aspect]);
       // swapped: the same response, after the question of another item, read back from the text
       const [q, r] = sw.text.split('\n');
       expect(r).toBe(item.text.split('\n')[1]);

@@ -85,13 +85,15 @@ const SLICES: Slice[] = [
     doc: 'docs/datasets.md',
     name: (copy) => ['socialeval:DIR', `socialeval:${copy}`],
     files: /^\[1,-1\]_/,
-    why: 'lobes swap with its defaults on every English item (1,985 swapped samples) took 211 s of the suite; the files of one orientation ([1,-1], 265 English items, 265 swapped) hold all 5 aspects on both sides of the swap, at least 27 per class, enough for the nested 5-fold CV, and the page checks that its commands run as written, which does not depend on the item count (the analysis itself is checked on planted data in test/swap/swap.test.ts)',
+    why:
+      'lobes swap with its defaults on every English item (1,985 swapped samples) took 211 s of the suite; the files of one orientation ([1,-1], 265 English items, 265 swapped) hold all 5 aspects on both sides of the swap, at least 27 per class, enough for the nested 5-fold CV, and the page checks that its commands run as written, which does not depend on the item count (the analysis itself is checked on planted data in test/swap/swap.test.ts)',
   },
   {
     doc: 'docs/findings-ablation.md',
     name: (copy) => ['../shared/socialeval/worldtree_data', copy],
     files: /^\[1,-1\]_/,
-    why: 'the page\'s last block extracts every English item (1,985; 12 s of the suite on the tiny GGUF) for wanda and an ablation the suite skips; 265 items of one orientation give wanda its regions by aspect all the same, and the first block\'s --limit 500 and --limit 75 draw from them (stratified by aspect)',
+    why:
+      "the page's last block extracts every English item (1,985; 12 s of the suite on the tiny GGUF) for wanda and an ablation the suite skips; 265 items of one orientation give wanda its regions by aspect all the same, and the first block's --limit 500 and --limit 75 draw from them (stratified by aspect)",
   },
 ];
 const sliceDir = (dir: string) => path.join(dir, 'socialeval-slice');
@@ -101,9 +103,11 @@ const FILES: Record<string, string> = {
   // eval.md's jsonl multiple choice: question q, options choices, answer gold, label topic
   'items.jsonl': [
     { q: 'Where do people usually sleep?', choices: ['in a bed', 'in a river', 'on a cloud'], gold: 0, topic: 'home' },
-    { q: 'What do you say when someone helps you?', choices: ['go away', 'thank you', 'nothing'], gold: 1, topic: 'manners' },
+    { q: 'What do you say when someone helps you?', choices: ['go away', 'thank you', 'nothing'], gold: 1,
+      topic: 'manners' },
     { q: 'Which is a fruit?', choices: ['a chair', 'a stone', 'an apple'], gold: 2, topic: 'home' },
-    { q: 'How do you greet a friend?', choices: ['hello', 'goodbye forever', 'ignore them'], gold: 0, topic: 'manners' },
+    { q: 'How do you greet a friend?', choices: ['hello', 'goodbye forever', 'ignore them'], gold: 0,
+      topic: 'manners' },
   ].map((o) => JSON.stringify(o)).join('\n') + '\n',
   // intervene.md's steering direction: the page computes it from runs/plain with `node direction.mjs`
   // (not a lobes command, so not run here); a fixed vector of models/tiny-llama's width (64) stands in
@@ -136,14 +140,17 @@ const STAND_INS: StandIn[] = [
   ...['8b-en', '70b-en'].map((name) => ({
     doc: 'docs/eval.md',
     makes: `eval/${name}`,
-    command: `lobes eval --model ${TINY} --data "socialeval:${WORLDTREE}?lang=en&orientation=[1,-1]" --task iae --limit 16 --out eval/${name}`,
-    why: 'made by an 8B/70B evaluation of every IAE item on CUDA; 16 of the run\'s items on the tiny model stand in',
+    command:
+      `lobes eval --model ${TINY} --data "socialeval:${WORLDTREE}?lang=en&orientation=[1,-1]" --task iae --limit 16 --out eval/${name}`,
+    why: "made by an 8B/70B evaluation of every IAE item on CUDA; 16 of the run's items on the tiny model stand in",
   })),
   {
     doc: 'docs/attend.md',
     makes: 'runs/smol-eval',
-    command: `lobes eval smollm2.gguf --data "socialeval:${WORLDTREE}?lang=en" --task iae --limit 4 --out runs/smol-eval`,
-    why: 'the page evaluates every IAE item (633, three orders each); 4 items on the tiny GGUF stand in, so that attend reads an evaluation of the same GGUF',
+    command:
+      `lobes eval smollm2.gguf --data "socialeval:${WORLDTREE}?lang=en" --task iae --limit 4 --out runs/smol-eval`,
+    why:
+      'the page evaluates every IAE item (633, three orders each); 4 items on the tiny GGUF stand in, so that attend reads an evaluation of the same GGUF',
   },
 ];
 
@@ -156,32 +163,64 @@ interface Skip {
 }
 const GPU = 'needs a CUDA GPU';
 const SKIPS: Skip[] = [
-  { doc: 'README.md', has: 'npx lobes demo', exact: true, reason: 'test/report/demo.test.ts runs the demo on the built-in model; docs/gguf.md\'s `lobes demo --model … --out smollm2-demo` runs here' },
+  { doc: 'README.md', has: 'npx lobes demo', exact: true,
+    reason:
+      "test/report/demo.test.ts runs the demo on the built-in model; docs/gguf.md's `lobes demo --model … --out smollm2-demo` runs here" },
   { doc: 'README.md', has: '--data builtin:social --out runs/llama31-8b --device cuda', reason: GPU },
-  { doc: 'README.md', has: 'lobes demo --model ~/.lmstudio', reason: 'the same command as docs/gguf.md\'s `lobes demo --model SmolLM2-135M-Instruct.Q4_1.gguf`, run there' },
+  { doc: 'README.md', has: 'lobes demo --model ~/.lmstudio',
+    reason: "the same command as docs/gguf.md's `lobes demo --model SmolLM2-135M-Instruct.Q4_1.gguf`, run there" },
   { doc: 'README.md', has: '--install-cuda-from-wheels', reason: 'downloads CUDA wheels from PyPI (network, 2 GB)' },
   { doc: 'README.md', has: 'lobes doctor --device cuda', reason: GPU },
   { doc: 'README.md', has: '--out runs/8b  --device cuda', reason: `${GPU} (runs/8b is a stand-in)` },
   { doc: 'README.md', has: '--out runs/70b --device cuda', reason: `${GPU} (runs/70b is a stand-in)` },
-  { doc: 'docs/attend.md', has: 'lobes eval  smollm2.gguf', reason: 'every IAE item (633, three orders each): too long for the suite (runs/smol-eval is a stand-in)' },
-  { doc: 'docs/attend.md', has: '--cot 256 --out runs/smol-attend-cot', reason: 'generates up to 256 tokens for each of the 633 IAE items: hours on CPU; the --cot path is checked against Hugging Face in test/attend/cot.test.ts' },
-  { doc: 'docs/eval.md', has: '--task both --limit 64', reason: '30 s of CPU on the tiny model (64 items of both tasks); the IAE path runs with --limit 32 below' },
+  { doc: 'docs/attend.md', has: 'lobes eval  smollm2.gguf',
+    reason: 'every IAE item (633, three orders each): too long for the suite (runs/smol-eval is a stand-in)' },
+  { doc: 'docs/attend.md', has: '--cot 256 --out runs/smol-attend-cot',
+    reason:
+      'generates up to 256 tokens for each of the 633 IAE items: hours on CPU; the --cot path is checked against Hugging Face in test/attend/cot.test.ts' },
+  { doc: 'docs/eval.md', has: '--task both --limit 64',
+    reason: '30 s of CPU on the tiny model (64 items of both tasks); the IAE path runs with --limit 32 below' },
   { doc: 'docs/eval.md', has: '--out eval/8b-en --device cuda', reason: `${GPU} (eval/8b-en is a stand-in)` },
   { doc: 'docs/eval.md', has: '--cot 512', reason: GPU },
-  { doc: 'docs/eval.md', has: 'lobes cluster runs/8b --by correct', reason: 'the tiny stand-in answers each of its 16 evaluated items wrong, and unevaluated items are left out of the comparison, so "correct" has one class here; test/eval/link.test.ts runs cluster --by correct on a planted evaluation' },
-  { doc: 'docs/eval.md', has: 'lobes wanda runs/8b --by correct', reason: 'one class of "correct" on the tiny stand-in, as for cluster above; test/wanda/planted.test.ts runs wanda --by another axis beside the first' },
-  { doc: 'docs/eval.md', has: '--task iae --limit 32 --out eval/smol-en', reason: '96 prompts of a GGUF: a minute on a shared 2-core machine; the GGUF evaluation runs in docs/attend.md (runs/smol-eval)' },
-  { doc: 'docs/eval.md', has: '--task iae --scoring cloze --mutual-info', reason: 'every IAE item (633): too long for the suite; cloze runs on items.jsonl above' },
-  { doc: 'docs/eval.md', has: 'lobes eval --model llama-8b --data "socialeval:DATA?lang=en" --task iae --out eval/8b-en', reason: 'every IAE item (633): too long for the suite (eval/8b-en is a stand-in)' },
-  { doc: 'docs/gguf.md', has: 'npx lobes demo --model SmolLM2-135M-Instruct.Q4_1.gguf', exact: true, reason: 'the same demo as the page\'s second example (--out smollm2-demo), which runs' },
+  {
+    doc: 'docs/eval.md',
+    has: 'lobes cluster runs/8b --by correct',
+    reason:
+      'the tiny stand-in answers each of its 16 evaluated items wrong, and unevaluated items are left out of the comparison, so "correct" has one class here; test/eval/link.test.ts runs cluster --by correct on a planted evaluation',
+  },
+  { doc: 'docs/eval.md', has: 'lobes wanda runs/8b --by correct',
+    reason:
+      'one class of "correct" on the tiny stand-in, as for cluster above; test/wanda/planted.test.ts runs wanda --by another axis beside the first' },
+  { doc: 'docs/eval.md', has: '--task iae --limit 32 --out eval/smol-en',
+    reason:
+      '96 prompts of a GGUF: a minute on a shared 2-core machine; the GGUF evaluation runs in docs/attend.md (runs/smol-eval)' },
+  { doc: 'docs/eval.md', has: '--task iae --scoring cloze --mutual-info',
+    reason: 'every IAE item (633): too long for the suite; cloze runs on items.jsonl above' },
+  { doc: 'docs/eval.md',
+    has: 'lobes eval --model llama-8b --data "socialeval:DATA?lang=en" --task iae --out eval/8b-en',
+    reason: 'every IAE item (633): too long for the suite (eval/8b-en is a stand-in)' },
+  { doc: 'docs/gguf.md', has: 'npx lobes demo --model SmolLM2-135M-Instruct.Q4_1.gguf', exact: true,
+    reason: "the same demo as the page's second example (--out smollm2-demo), which runs" },
   { doc: 'docs/scale.md', has: 'lobes doctor --device cuda', reason: GPU },
-  { doc: 'docs/scale.md', has: '--install-cuda-from-wheels', reason: 'downloads CUDA wheels from PyPI (network, 2 GB)' },
-  { doc: 'docs/scale.md', has: '--install-vulkan-from', reason: 'needs libvulkan from a user\'s download' },
+  { doc: 'docs/scale.md', has: '--install-cuda-from-wheels',
+    reason: 'downloads CUDA wheels from PyPI (network, 2 GB)' },
+  { doc: 'docs/scale.md', has: '--install-vulkan-from', reason: "needs libvulkan from a user's download" },
   { doc: 'docs/scale.md', has: 'lobes doctor --device webgpu', reason: 'needs a GPU adapter' },
-  { doc: 'docs/findings-ablation.md', has: '--out runs/abl/zh-minus', reason: 'reads the findings run runs/findings/zh-qr, which bench/findings-smollm2.sh makes (every Chinese item, hours); the page\'s first block runs the same kind of ablation from its own extraction' },
-  { doc: 'docs/findings-swap.md', has: '--out runs/swap/en-swap-ctl', reason: 'reads runs/swap/smollm2-fp32, which bench/swap-smollm2.sh makes, and extracts 1,200 texts through its random-weights control (400 s on a shared 2-core machine); extract --control random is checked in test/extract-run/control.test.ts, and on a generated model beside lobes swap --control in test/swap/swap.test.ts' },
-  { doc: 'docs/findings-swap.md', has: '--control runs/swap/en-swap-ctl', reason: 'reads the runs bench/swap-smollm2.sh and the command above make (the analysis of both took 408 s); lobes swap --control runs on a generated model and its control in test/swap/swap.test.ts' },
-  { doc: 'docs/findings-ablation.md', has: '--out runs/abl/en-full --random 10', reason: 'every English item (1,985) × 12 passes: minutes even on the tiny stand-in model; the page\'s first block runs the same kind of ablation with --limit' },
+  { doc: 'docs/findings-ablation.md', has: '--out runs/abl/zh-minus',
+    reason:
+      "reads the findings run runs/findings/zh-qr, which bench/findings-smollm2.sh makes (every Chinese item, hours); the page's first block runs the same kind of ablation from its own extraction" },
+  {
+    doc: 'docs/findings-swap.md',
+    has: '--out runs/swap/en-swap-ctl',
+    reason:
+      'reads runs/swap/smollm2-fp32, which bench/swap-smollm2.sh makes, and extracts 1,200 texts through its random-weights control (400 s on a shared 2-core machine); extract --control random is checked in test/extract-run/control.test.ts, and on a generated model beside lobes swap --control in test/swap/swap.test.ts',
+  },
+  { doc: 'docs/findings-swap.md', has: '--control runs/swap/en-swap-ctl',
+    reason:
+      'reads the runs bench/swap-smollm2.sh and the command above make (the analysis of both took 408 s); lobes swap --control runs on a generated model and its control in test/swap/swap.test.ts' },
+  { doc: 'docs/findings-ablation.md', has: '--out runs/abl/en-full --random 10',
+    reason:
+      "every English item (1,985) × 12 passes: minutes even on the tiny stand-in model; the page's first block runs the same kind of ablation with --limit" },
 ];
 
 export function mapPlaceholders(text: string, page?: { doc: string; dir: string }): string {
@@ -191,7 +230,8 @@ export function mapPlaceholders(text: string, page?: { doc: string; dir: string 
     const [from, to] = sl.name(sliceDir(page.dir));
     out = out.split(from).join(to);
   }
-  for (const [from, to] of PLACEHOLDERS) out = typeof from === 'string' ? out.split(from).join(to) : out.replace(from, to);
+  for (const [from, to] of PLACEHOLDERS)
+    out = typeof from === 'string' ? out.split(from).join(to) : out.replace(from, to);
   return out;
 }
 
@@ -215,7 +255,9 @@ const PRELUDE = [
   'npx() { if [ "$1" = lobes ]; then shift; lobes "$@"; else echo "unexpected npx $1" >&2; return 127; fi; }',
 ].join('\n');
 
-function sh(cwd: string, doc: string, vars: string[], command: string): { code: number; tail: string; seconds: number } {
+function sh(cwd: string, doc: string, vars: string[],
+  command: string): { code: number; tail: string; seconds: number }
+{
   const t0 = performance.now();
   const map = (t: string) => mapPlaceholders(t, { doc, dir: cwd });
   const script = [PRELUDE, ...vars.map(map), map(command)].join('\n');
@@ -230,7 +272,8 @@ function sh(cwd: string, doc: string, vars: string[], command: string): { code: 
 }
 
 const scan = scanDocs(ROOT, (d) => readdirSync(d));
-const skipOf = (c: DocCommand) => SKIPS.find((k) => k.doc === c.doc && (k.exact ? c.command === k.has : c.command.includes(k.has)));
+const skipOf = (c: DocCommand) =>
+  SKIPS.find((k) => k.doc === c.doc && (k.exact ? c.command === k.has : c.command.includes(k.has)));
 const used = new Set(scan.commands.map(skipOf).filter((s) => s !== undefined));
 const byDoc = new Map<string, DocCommand[]>();
 for (const c of scan.commands) byDoc.set(c.doc, [...(byDoc.get(c.doc) ?? []), c]);
@@ -253,7 +296,11 @@ describe('the documented command lines', () => {
   });
 
   afterAll(() => {
-    console.log(`documented commands: ${scan.commands.length} (${scan.synopses.length} synopses not run), seconds each:\n${timings.join('\n')}`);
+    console.log(
+      `documented commands: ${scan.commands.length} (${scan.synopses.length} synopses not run), seconds each:\n${
+        timings.join('\n')
+      }`,
+    );
     if (skipped.length) console.log(`skipped, each with its reason:\n${skipped.join('\n')}`);
     for (const d of [HOME, ...pageDirs]) rmSync(d, { recursive: true, force: true });
   });
@@ -267,7 +314,8 @@ describe('the documented command lines', () => {
         for (const [name, text] of Object.entries(FILES)) writeFileSync(path.join(dir, name), text);
         for (const sl of SLICES.filter((x) => x.doc === doc && existsSync(WORLDTREE))) {
           mkdirSync(sliceDir(dir));
-          for (const f of readdirSync(WORLDTREE).filter((n) => sl.files.test(n))) copyFileSync(path.join(WORLDTREE, f), path.join(sliceDir(dir), f));
+          for (const f of readdirSync(WORLDTREE).filter((n) => sl.files.test(n)))
+            copyFileSync(path.join(WORLDTREE, f), path.join(sliceDir(dir), f));
         }
         for (const s of STAND_INS.filter((x) => x.doc === doc)) {
           if (missing(mapPlaceholders(s.command))) continue;
@@ -280,7 +328,9 @@ describe('the documented command lines', () => {
       const seen = new Map<string, number>();
       // Without ../shared, a command that reads it is skipped, and so is every later command of
       // the page (they may read what it, or a stand-in made from ../shared, would have written).
-      let after: string | null = STAND_INS.some((s) => s.doc === doc && sharedAbsent(mapPlaceholders(s.command))) ? `a stand-in of this page needs ${SHARED}, which is absent` : null;
+      let after: string | null = STAND_INS.some((s) => s.doc === doc && sharedAbsent(mapPlaceholders(s.command)))
+        ? `a stand-in of this page needs ${SHARED}, which is absent`
+        : null;
       for (const c of commands) {
         const skip = skipOf(c);
         const name = `${c.doc}:${c.line} ${c.command}`;

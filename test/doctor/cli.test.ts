@@ -27,7 +27,8 @@ describe('lobes doctor', () => {
     expect(rep.providers.map((p: { name: string }) => p.name)).toContain('cpu');
     const cpu = rep.providers.find((p: { name: string }) => p.name === 'cpu');
     expect(cpu).toMatchObject({ usable: true, probe: null, problems: [] });
-    for (const p of rep.providers) for (const x of p.problems) expect(x.fix.length, `${p.name}: ${x.what}`).toBeGreaterThan(0);
+    for (const p of rep.providers)
+      for (const x of p.problems) expect(x.fix.length, `${p.name}: ${x.what}`).toBeGreaterThan(0);
   });
 
   it('creates and runs a real CPU session in the probe and exits 0 for --device cpu', () => {
@@ -49,11 +50,14 @@ describe('lobes doctor', () => {
   it('refuses a wheel of another onnxruntime release with exit 1 and one line', () => {
     const dir = path.join(tmp, 'old');
     mkdirSync(dir);
-    for (const f of readdirSync(WHEELS)) if (f.startsWith('onnxruntime_gpu-1.29.0')) cpSync(path.join(WHEELS, f), path.join(dir, f));
+    for (const f of readdirSync(WHEELS))
+      if (f.startsWith('onnxruntime_gpu-1.29.0')) cpSync(path.join(WHEELS, f), path.join(dir, f));
     const r = lobes('doctor', '--install-cuda-from-wheels', dir);
     expect(r.status).toBe(1);
     const lines = r.stderr.trim().split('\n');
     expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatch(/^lobes doctor: .*onnxruntime_gpu-1\.29\.0-.*\.whl is onnxruntime-gpu 1\.29\.0, but lobes runs onnxruntime-node (\d+\.\d+\.\d+), .*\(download onnxruntime-gpu==\1\)$/);
+    expect(lines[0]).toMatch(
+      /^lobes doctor: .*onnxruntime_gpu-1\.29\.0-.*\.whl is onnxruntime-gpu 1\.29\.0, but lobes runs onnxruntime-node (\d+\.\d+\.\d+), .*\(download onnxruntime-gpu==\1\)$/,
+    );
   });
 });

@@ -32,8 +32,10 @@ if (!UNZIP) console.log('doctor zip test against unzip skipped: unzip is not ins
 /** NEEDED, SONAME, RPATH and RUNPATH as readelf -d prints them. */
 function readelf(file: string) {
   const out = spawnSync('readelf', ['-d', file], { encoding: 'utf8' }).stdout;
-  const all = (tag: string) => [...out.matchAll(new RegExp(`\\(${tag}\\)\\s+[^\\[]*\\[([^\\]]*)\\]`, 'g'))].map((m) => m[1]!);
-  return { needed: all('NEEDED'), soname: all('SONAME')[0] ?? null, rpath: all('RPATH').flatMap((s) => s.split(':')), runpath: all('RUNPATH').flatMap((s) => s.split(':')) };
+  const all = (tag: string) =>
+    [...out.matchAll(new RegExp(`\\(${tag}\\)\\s+[^\\[]*\\[([^\\]]*)\\]`, 'g'))].map((m) => m[1]!);
+  return { needed: all('NEEDED'), soname: all('SONAME')[0] ?? null, rpath: all('RPATH').flatMap((s) => s.split(':')),
+    runpath: all('RUNPATH').flatMap((s) => s.split(':')) };
 }
 
 /** Every fixture library, extracted from the fixture wheels with the zip reader. */
@@ -53,11 +55,13 @@ async function extractFixtures(): Promise<Map<string, string>> {
 describe('ELF dynamic sections', () => {
   it('match the fixture build script (sonames, DT_NEEDED order, RPATH vs RUNPATH)', async () => {
     const libs = await extractFixtures();
-    const get = (suffix: string) => [...libs].find(([k]) => k.endsWith(suffix) && !k.startsWith('onnxruntime_gpu-1.29'))![1];
+    const get = (suffix: string) =>
+      [...libs].find(([k]) => k.endsWith(suffix) && !k.startsWith('onnxruntime_gpu-1.29'))![1];
     const prov = readElfDynamic(get(':libonnxruntime_providers_cuda.so'));
     // make-fixtures.py: build(prov, ..., [lt, cublas, curand, cudart, cuda], libc=True)
     expect(prov.soname).toBe('libonnxruntime_providers_cuda.so');
-    expect(prov.needed).toEqual(['libcublasLt.so.13', 'libcublas.so.13', 'libcurand.so.10', 'libcudart.so.13', 'libcuda.so.1', 'libc.so.6']);
+    expect(prov.needed).toEqual(['libcublasLt.so.13', 'libcublas.so.13', 'libcurand.so.10', 'libcudart.so.13',
+      'libcuda.so.1', 'libc.so.6']);
     expect(prov.bits).toBe(64);
     const curand = readElfDynamic(get(':libcurand.so.10'));
     expect(curand.rpath).toEqual(['$ORIGIN/../rp', '/opt/none']);
@@ -70,24 +74,31 @@ describe('ELF dynamic sections', () => {
   });
 
   it.skipIf(!READELF)('match readelf -d on onnxruntime-node and the fixtures (x86-64 and AArch64)', async () => {
-    const files = [path.join(ORT, 'x64', 'onnxruntime_binding.node'), path.join(ORT, 'x64', 'libonnxruntime.so.1'), path.join(ORT, 'arm64', 'libonnxruntime.so.1'), ...(await extractFixtures()).values()];
+    const files = [path.join(ORT, 'x64', 'onnxruntime_binding.node'), path.join(ORT, 'x64', 'libonnxruntime.so.1'),
+      path.join(ORT, 'arm64', 'libonnxruntime.so.1'), ...(await extractFixtures()).values()];
     for (const f of files.filter(existsSync)) {
       const mine = readElfDynamic(f);
-      expect({ needed: mine.needed, soname: mine.soname, rpath: mine.rpath, runpath: mine.runpath }, f).toEqual(readelf(f));
+      expect({ needed: mine.needed, soname: mine.soname, rpath: mine.rpath, runpath: mine.runpath }, f).toEqual(
+        readelf(f),
+      );
     }
-    if (existsSync(path.join(ORT, 'arm64', 'libonnxruntime.so.1'))) expect(readElfDynamic(path.join(ORT, 'arm64', 'libonnxruntime.so.1')).machine).toBe(183);
+    if (existsSync(path.join(ORT, 'arm64', 'libonnxruntime.so.1')))
+      expect(readElfDynamic(path.join(ORT, 'arm64', 'libonnxruntime.so.1')).machine).toBe(183);
   });
 
   it('refuses what is not an ELF library with a one-line error naming the file', () => {
     const f = path.join(FIX, 'make-fixtures.py');
     expect(isElf(f)).toBe(false);
-    expect(() => readElfDynamic(f)).toThrow(new RegExp(`${f.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}: not a usable ELF shared library: no ELF magic`));
+    expect(() => readElfDynamic(f)).toThrow(
+      new RegExp(`${f.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}: not a usable ELF shared library: no ELF magic`),
+    );
   });
 });
 
 describe('ld.so.cache', () => {
   it.skipIf(!LDCONFIG || !existsSync('/etc/ld.so.cache'))('lists what ldconfig -p lists for this architecture', () => {
-    const out = spawnSync(existsSync('/sbin/ldconfig') ? '/sbin/ldconfig' : 'ldconfig', ['-p'], { encoding: 'utf8' }).stdout;
+    const out =
+      spawnSync(existsSync('/sbin/ldconfig') ? '/sbin/ldconfig' : 'ldconfig', ['-p'], { encoding: 'utf8' }).stdout;
     const arch = process.arch === 'x64' ? 'x86-64' : process.arch === 'arm64' ? 'AArch64' : null;
     const expected = new Map<string, string[]>();
     for (const m of out.matchAll(/^\s+(\S+) \(([^)]*)\)(?: OS ABI: [^=]*)? => (\S+)$/gm)) {
@@ -152,8 +163,14 @@ describe('wheels (zip)', () => {
   });
 
   it('parses wheel file names (PEP 427)', () => {
-    expect(parseWheelName('onnxruntime_gpu-1.30.0-cp311-cp311-manylinux_2_28_x86_64.whl')).toEqual({ name: 'onnxruntime-gpu', version: '1.30.0' });
-    expect(parseWheelName('nvidia_cudnn_cu13-9.13.0.50-py3-none-manylinux_2_27_x86_64.whl')).toEqual({ name: 'nvidia-cudnn-cu13', version: '9.13.0.50' });
+    expect(parseWheelName('onnxruntime_gpu-1.30.0-cp311-cp311-manylinux_2_28_x86_64.whl')).toEqual({
+      name: 'onnxruntime-gpu',
+      version: '1.30.0',
+    });
+    expect(parseWheelName('nvidia_cudnn_cu13-9.13.0.50-py3-none-manylinux_2_27_x86_64.whl')).toEqual({
+      name: 'nvidia-cudnn-cu13',
+      version: '9.13.0.50',
+    });
     expect(parseWheelName('pkg-1.0-1-py3-none-any.whl')).toEqual({ name: 'pkg', version: '1.0' });
     expect(parseWheelName('notawheel.zip')).toBeNull();
   });

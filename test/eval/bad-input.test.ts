@@ -37,9 +37,12 @@ describe('bad input to lobes eval', () => {
     const noProfiles = tree('no-profiles', { ...doc, predefined_profiles: undefined });
     const out = path.join(root, 'out1');
     let e = await expectLobesError(runEval({ model, data: `socialeval:${noProfiles}`, out, quiet: true }));
-    expect(e.message).toMatch(/cannot be evaluated: 1 problem; first: .*\[1,1\]_en_example_0\.json: predefined_profiles: missing field "predefined_profiles" \(the protagonist is its first entry\)/);
+    expect(e.message).toMatch(
+      /cannot be evaluated: 1 problem; first: .*\[1,1\]_en_example_0\.json: predefined_profiles: missing field "predefined_profiles" \(the protagonist is its first entry\)/,
+    );
     expect(existsSync(out)).toBe(false);
-    const noStart = tree('no-start', { ...doc, interactive_plot: doc.interactive_plot.filter((n: { cid: number }) => n.cid !== 0) });
+    const noStart = tree('no-start', { ...doc,
+      interactive_plot: doc.interactive_plot.filter((n: { cid: number }) => n.cid !== 0) });
     e = await expectLobesError(runEval({ model, data: `socialeval:${noStart}`, out, task: 'gae', quiet: true }));
     expect(e.message).toMatch(/interactive_plot: no beginning node \(cid 0\)/);
     expect(existsSync(out)).toBe(false);
@@ -65,10 +68,15 @@ describe('bad input to lobes eval', () => {
       ].join('\n') + '\n',
     );
     const out = path.join(root, 'out2');
-    const e = await expectLobesError(runEval({ model, data: `jsonl:${file}?question=q&options=opts&answer=ans`, out, quiet: true }));
-    expect(e.message).toMatch(/has invalid items: 2 problems; first: .*items\.jsonl: line 2: the item has 1 option; multiple choice needs at least 2/);
+    const e = await expectLobesError(
+      runEval({ model, data: `jsonl:${file}?question=q&options=opts&answer=ans`, out, quiet: true }),
+    );
+    expect(e.message).toMatch(
+      /has invalid items: 2 problems; first: .*items\.jsonl: line 2: the item has 1 option; multiple choice needs at least 2/,
+    );
     expect(existsSync(out)).toBe(false);
-    const r = await cli(['eval', model, '--data', `jsonl:${file}?question=q&options=opts&answer=ans`, '--out', out, '--skip-invalid', '--quiet']);
+    const r = await cli(['eval', model, '--data', `jsonl:${file}?question=q&options=opts&answer=ans`, '--out', out,
+      '--skip-invalid', '--quiet']);
     expect(r.code).toBe(0);
     expect(readFileSync(path.join(out, 'records.jsonl'), 'utf8').trim().split('\n')).toHaveLength(1);
   });
@@ -80,20 +88,28 @@ describe('bad input to lobes eval', () => {
     const g = m.model.graph!;
     const dir = path.join(root, 'headless');
     mkdirSync(dir);
-    writeFileSync(path.join(dir, 'model.onnx'), encodeModel({ ...m.model, graph: { ...g, node: g.node.filter((n) => n !== lm.node), output: [{ ...g.output[0]!, name: lm.x }] } }));
-    for (const f of ['tokenizer.json', 'tokenizer_config.json', 'config.json']) copyFileSync(path.join(src, f), path.join(dir, f));
+    writeFileSync(path.join(dir, 'model.onnx'),
+      encodeModel({ ...m.model,
+        graph: { ...g, node: g.node.filter((n) => n !== lm.node), output: [{ ...g.output[0]!, name: lm.x }] } }));
+    for (const f of ['tokenizer.json', 'tokenizer_config.json', 'config.json'])
+      copyFileSync(path.join(src, f), path.join(dir, f));
     const items = path.join(root, 'ok.jsonl');
     writeFileSync(items, JSON.stringify({ q: 'Which?', opts: ['a', 'b'], ans: 0 }) + '\n');
     const out = path.join(root, 'out3');
-    const e = await expectLobesError(runEval({ model: dir, data: `jsonl:${items}?question=q&options=opts&answer=ans`, out, quiet: true }));
-    expect(e.message).toMatch(/headless\/model\.onnx: unsupported graph: no lm_head: no projection of width 64 after the last layer feeds a graph output/);
+    const e = await expectLobesError(
+      runEval({ model: dir, data: `jsonl:${items}?question=q&options=opts&answer=ans`, out, quiet: true }),
+    );
+    expect(e.message).toMatch(
+      /headless\/model\.onnx: unsupported graph: no lm_head: no projection of width 64 after the last layer feeds a graph output/,
+    );
     expect(existsSync(out)).toBe(false);
   });
 
   it('usage errors: --task gae with jsonl items, a bad --task, a folder that is not an evaluation', async () => {
     const items = path.join(root, 'ok2.jsonl');
     writeFileSync(items, JSON.stringify({ q: 'Which?', opts: ['a', 'b'], ans: 0 }) + '\n');
-    let r = await cli(['eval', model, '--data', `jsonl:${items}?question=q&options=opts&answer=ans`, '--out', path.join(root, 'o4'), '--task', 'gae']);
+    let r = await cli(['eval', model, '--data', `jsonl:${items}?question=q&options=opts&answer=ans`, '--out',
+      path.join(root, 'o4'), '--task', 'gae']);
     expect(r.code).toBe(2);
     expect(r.err).toMatch(/--task gae needs a socialeval: spec/);
     r = await cli(['eval', model, '--data', 'x', '--out', path.join(root, 'o4'), '--task', 'all']);

@@ -20,14 +20,17 @@ describe('cloze progress', () => {
   beforeAll(() => {
     root = mkdtempSync(path.join(tmpdir(), 'lobes-cloze-progress-'));
     file = path.join(root, 'items.jsonl');
-    const rows = Array.from({ length: N }, (_, i) => ({ id: `q${i}`, question: `Which one is number ${i}?`, options: ['the first', 'the second one', 'a third'], answer: i % 3 }));
+    const rows = Array.from({ length: N },
+      (_, i) => ({ id: `q${i}`, question: `Which one is number ${i}?`,
+        options: ['the first', 'the second one', 'a third'], answer: i % 3 }));
     writeFileSync(file, rows.map((r) => JSON.stringify(r)).join('\n') + '\n');
   });
   afterAll(() => rmSync(root, { recursive: true, force: true }));
 
   it('a line per item while the options are scored, and scored tokens counted', async () => {
     const events: string[] = [];
-    const stream = { isTTY: false, write: (s: string) => (events.push(...s.split('\n').filter(Boolean)), true) } as unknown as NodeJS.WriteStream;
+    const stream = { isTTY: false,
+      write: (s: string) => (events.push(...s.split('\n').filter(Boolean)), true) } as unknown as NodeJS.WriteStream;
     let scoredTokens = 0;
     const openLoglik = async (m: string, o: Parameters<typeof openLoglikEngine>[1]): Promise<LoglikEngine> => {
       const e = await openLoglikEngine(m, o);
@@ -45,7 +48,8 @@ describe('cloze progress', () => {
       };
     };
     const spec = `jsonl:${file}?question=question&options=options&answer=answer&id=id`;
-    await runEval({ model, data: spec, out: path.join(root, 'e'), scoring: 'cloze', chatTemplate: 'off', bootstrap: 0, batch: 1, sharePrefix: 'off', log: () => {}, progress: { stream, intervalMs: 0 }, deps: { openLoglik } });
+    await runEval({ model, data: spec, out: path.join(root, 'e'), scoring: 'cloze', chatTemplate: 'off', bootstrap: 0,
+      batch: 1, sharePrefix: 'off', log: () => {}, progress: { stream, intervalMs: 0 }, deps: { openLoglik } });
     const lastBatch = events.map((e, i) => (e.startsWith('batch') ? i : -1)).reduce((a, b) => Math.max(a, b), -1);
     expect(events.filter((e) => e.startsWith('batch')).length).toBe(N * 3);
     // every count from 1 to N-1 is shown before the last batch ends

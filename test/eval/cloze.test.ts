@@ -15,11 +15,14 @@ import { clopperPearson } from '../../src/eval/summary-cloze.js';
 import { clozeContext, clozePicks } from '../../src/eval/cloze.js';
 import { runEval, readEvalResults } from '../../src/eval/run.js';
 import { loadEvalTokenizer } from '../../src/runtime/eval-tokenizer.js';
-import { openLoglikEngine, splitContinuation, type LoglikEngine, type LoglikRequest } from '../../src/runtime/loglik.js';
+import { openLoglikEngine, splitContinuation, type LoglikEngine,
+  type LoglikRequest } from '../../src/runtime/loglik.js';
 import { ensureGeneratedModel } from '../../src/models/write.js';
 import { LobesError } from '../../src/util/errors.js';
 
-const GOLD = JSON.parse(readFileSync(path.resolve(__dirname, '../goldens/lm-eval/goldens.json'), 'utf8')) as { clopper_pearson: { k: number; n: number; ci: [number, number] }[] };
+const GOLD = JSON.parse(readFileSync(path.resolve(__dirname, '../goldens/lm-eval/goldens.json'), 'utf8')) as {
+  clopper_pearson: { k: number; n: number; ci: [number, number] }[];
+};
 
 describe('exact intervals', () => {
   it('equal statsmodels Clopper–Pearson', () => {
@@ -42,7 +45,8 @@ describe('cloze picks', () => {
       { logprob: -7.4, chars: 5, bytes: 5, unconditional: -3 },
     ]);
     expect(p).toEqual({ pick: 0, pickNorm: 1, pickBytes: 0, pickMutualInfo: 1 });
-    expect(clozePicks([{ logprob: -2, chars: 1, bytes: 1 }, { logprob: -2, chars: 1, bytes: 1 }])).toEqual({ pick: 0, pickNorm: 0, pickBytes: 0, pickMutualInfo: null });
+    expect(clozePicks([{ logprob: -2, chars: 1, bytes: 1 }, { logprob: -2, chars: 1, bytes: 1 }])).toEqual({ pick: 0,
+      pickNorm: 0, pickBytes: 0, pickMutualInfo: null });
   });
 });
 
@@ -64,7 +68,8 @@ describe('lobes eval --scoring cloze on a generated model', () => {
   it('records every option with lm-eval split log-likelihoods equal to the engine run directly', async () => {
     const spec = `jsonl:${file}?question=question&options=options&answer=answer&id=id`;
     const out = path.join(root, 'cloze');
-    await runEval({ model, data: spec, out, scoring: 'cloze', mutualInfo: true, chatTemplate: 'off', quiet: true, bootstrap: 0 });
+    await runEval({ model, data: spec, out, scoring: 'cloze', mutualInfo: true, chatTemplate: 'off', quiet: true,
+      bootstrap: 0 });
     const r = readEvalResults(out);
     expect(r.manifest.settings.scoring).toBe('cloze');
     const tok = await loadEvalTokenizer(model, { chatTemplate: 'off' });
@@ -85,7 +90,8 @@ describe('lobes eval --scoring cloze on a generated model', () => {
           expect(o.unconditional).toBeTypeOf('number');
         });
         const picks = clozePicks(c.options);
-        expect([c.pick, c.pickNorm, c.pickBytes, c.pickMutualInfo]).toEqual([picks.pick, picks.pickNorm, picks.pickBytes, picks.pickMutualInfo]);
+        expect([c.pick, c.pickNorm, c.pickBytes, c.pickMutualInfo]).toEqual([picks.pick, picks.pickNorm,
+          picks.pickBytes, picks.pickMutualInfo]);
         expect(rec.vote).toBe(c.pick);
       }
       const s = r.summary.cloze!.mcq!;
@@ -97,7 +103,9 @@ describe('lobes eval --scoring cloze on a generated model', () => {
       await e.close();
     }
     // A letter evaluation in the same folder is refused (the scoring is part of its identity).
-    await expect(runEval({ model, data: spec, out, chatTemplate: 'off', quiet: true, bootstrap: 0 })).rejects.toThrow(/--scoring/);
+    await expect(runEval({ model, data: spec, out, chatTemplate: 'off', quiet: true, bootstrap: 0 })).rejects.toThrow(
+      /--scoring/,
+    );
   }, 120_000);
 
   it('skips an item with an empty option, with its reason, and scores the others (with --mutual-info)', async () => {
@@ -105,7 +113,8 @@ describe('lobes eval --scoring cloze on a generated model', () => {
     const rows = [...ITEMS, { id: 'q3', question: 'Which one is cold?', options: ['ice', ''], answer: 0 }];
     writeFileSync(f, rows.map((x) => JSON.stringify(x)).join('\n') + '\n');
     const out = path.join(root, 'cloze-empty');
-    await runEval({ model, data: `jsonl:${f}?question=question&options=options&answer=answer&id=id`, out, scoring: 'cloze', mutualInfo: true, chatTemplate: 'off', quiet: true, bootstrap: 0 });
+    await runEval({ model, data: `jsonl:${f}?question=question&options=options&answer=answer&id=id`, out,
+      scoring: 'cloze', mutualInfo: true, chatTemplate: 'off', quiet: true, bootstrap: 0 });
     const r = readEvalResults(out);
     const byId = new Map(r.records.map((x) => [x.id, x]));
     expect(byId.get('q3')!.skipped).toMatch(/option 1 is empty/);
@@ -117,16 +126,20 @@ describe('lobes eval --scoring cloze on a generated model', () => {
 
   it('cuts a prompt with {choices} where the first option starts', async () => {
     const tok = await loadEvalTokenizer(model, { chatTemplate: 'off' });
-    const style = { variant: 'custom', template: 'Q: {question}\n[Options]\n{choices}\n\nAnswer in JSON.', separator: '. ', answerPrefix: '' };
+    const style = { variant: 'custom', template: 'Q: {question}\n[Options]\n{choices}\n\nAnswer in JSON.',
+      separator: '. ', answerPrefix: '' };
     const c = clozeContext({ id: 'x', fields: { question: 'Why?' }, options: ['a', 'b'] }, style, tok);
     expect(c).toEqual({ text: 'Q: Why?\n[Options]\n', cut: true });
   });
 
   it('rejects --cot and --shuffles with cloze, and cloze flags with letters', async () => {
     const spec = `jsonl:${file}?question=question&options=options&answer=answer&id=id`;
-    await expect(runEval({ model, data: spec, out: path.join(root, 'x1'), scoring: 'cloze', cot: 8, quiet: true })).rejects.toThrow(/^cot applies to letter scoring/);
-    await expect(runEval({ model, data: spec, out: path.join(root, 'x2'), scoring: 'cloze', shuffles: 3, quiet: true })).rejects.toThrow(/^shuffles applies to letter scoring/);
-    await expect(runEval({ model, data: spec, out: path.join(root, 'x3'), mutualInfo: true, quiet: true })).rejects.toBeInstanceOf(LobesError);
+    await expect(runEval({ model, data: spec, out: path.join(root, 'x1'), scoring: 'cloze', cot: 8, quiet: true }))
+      .rejects.toThrow(/^cot applies to letter scoring/);
+    await expect(runEval({ model, data: spec, out: path.join(root, 'x2'), scoring: 'cloze', shuffles: 3, quiet: true }))
+      .rejects.toThrow(/^shuffles applies to letter scoring/);
+    await expect(runEval({ model, data: spec, out: path.join(root, 'x3'), mutualInfo: true, quiet: true })).rejects
+      .toBeInstanceOf(LobesError);
   });
 });
 
@@ -135,10 +148,12 @@ describe('the memory plan of cloze scoring', () => {
   const model = ensureGeneratedModel('tiny-llama-past');
   const ITEMS = [
     { id: 'short', question: 'Warm?', options: ['sun', 'ice'], answer: 0 },
-    { id: 'long', question: 'Which of these is the warmest thing you could hold in your hand on a cold winter morning?', options: ['a cup of hot tea with honey', 'snow'], answer: 0 },
+    { id: 'long', question: 'Which of these is the warmest thing you could hold in your hand on a cold winter morning?',
+      options: ['a cup of hot tea with honey', 'snow'], answer: 0 },
   ];
   // An engine without any session: it counts what it is asked to score.
-  const ARCH = { family: 'llama', layers: 1, hidden: 8, intermediate: 16, heads: 2, kvHeads: 2, vocab: 100, dtype: 'fp32', quantization: null };
+  const ARCH = { family: 'llama', layers: 1, hidden: 8, intermediate: 16, heads: 2, kvHeads: 2, vocab: 100,
+    dtype: 'fp32', quantization: null };
   const fake = () => {
     const calls: LoglikRequest[][] = [];
     const engine: LoglikEngine = {
@@ -147,7 +162,11 @@ describe('the memory plan of cloze scoring', () => {
       stats: { scoredTokens: 0, computedTokens: 0, runs: 0, tensors: 0, liveTensors: 0 },
       async score(reqs) {
         calls.push([...reqs]);
-        return reqs.map((r) => r.continuations.map((c) => ({ logprob: -c.length, tokens: c.length, greedy: false, tokenLogprobs: new Float32Array(c.length).fill(-1), tokenGreedy: new Uint8Array(c.length) })));
+        return reqs.map((r) =>
+          r.continuations.map((c) => ({ logprob: -c.length, tokens: c.length, greedy: false,
+            tokenLogprobs: new Float32Array(c.length).fill(-1), tokenGreedy: new Uint8Array(c.length) })
+          )
+        );
       },
       async close() {},
     };
@@ -155,7 +174,8 @@ describe('the memory plan of cloze scoring', () => {
   };
   // Bytes of one batch of `rows` × `seq` tokens, written here from the plan's formula (docs/eval.md):
   // float32 attention scores for every head plus the hidden and MLP activations.
-  const bytes = (rows: number, seq: number) => 4 * rows * seq * (2 * ARCH.heads * seq + 4 * ARCH.hidden + 3 * ARCH.intermediate);
+  const bytes = (rows: number, seq: number) =>
+    4 * rows * seq * (2 * ARCH.heads * seq + 4 * ARCH.hidden + 3 * ARCH.intermediate);
   let worst: { seq: number; id: string };
   let spec: string;
   beforeAll(async () => {
@@ -177,11 +197,13 @@ describe('the memory plan of cloze scoring', () => {
   });
   afterAll(() => rmSync(root, { recursive: true, force: true }));
 
-  it('refuses a batch bigger than the memory with the plan\'s one line before the engine runs anything, and runs it at the limit or with --ignore-plan', async () => {
+  it("refuses a batch bigger than the memory with the plan's one line before the engine runs anything, and runs it at the limit or with --ignore-plan", async () => {
     const need = bytes(1, worst.seq);
-    const base = { model, data: spec, scoring: 'cloze' as const, chatTemplate: 'off' as const, quiet: true, bootstrap: 0, batch: 1 };
+    const base = { model, data: spec, scoring: 'cloze' as const, chatTemplate: 'off' as const, quiet: true,
+      bootstrap: 0, batch: 1 };
     const a = fake();
-    const err = await runEval({ ...base, out: path.join(root, 'refused'), memoryLimit: () => need - 1, deps: { openLoglik: async () => a.engine } }).catch((e) => e);
+    const err = await runEval({ ...base, out: path.join(root, 'refused'), memoryLimit: () => need - 1,
+      deps: { openLoglik: async () => a.engine } }).catch((e) => e);
     expect(err).toBeInstanceOf(LobesError);
     expect(err.message).not.toContain('\n');
     expect(err.message).toContain(`a batch of 1 row × ${worst.seq} tokens needs about`);
@@ -189,12 +211,16 @@ describe('the memory plan of cloze scoring', () => {
     expect(err.message).toContain('ignorePlan runs it anyway');
     expect(a.calls).toEqual([]);
     const b = fake();
-    await runEval({ ...base, out: path.join(root, 'fits'), memoryLimit: () => need, deps: { openLoglik: async () => b.engine } });
+    await runEval({ ...base, out: path.join(root, 'fits'), memoryLimit: () => need,
+      deps: { openLoglik: async () => b.engine } });
     expect(b.calls.length).toBeGreaterThan(0);
     const c = fake();
     const lines: string[] = [];
-    await runEval({ ...base, out: path.join(root, 'ignored'), memoryLimit: () => need - 1, ignorePlan: true, log: (l) => lines.push(l), deps: { openLoglik: async () => c.engine } });
+    await runEval({ ...base, out: path.join(root, 'ignored'), memoryLimit: () => need - 1, ignorePlan: true,
+      log: (l) => lines.push(l), deps: { openLoglik: async () => c.engine } });
     expect(c.calls.length).toBeGreaterThan(0);
-    expect(lines.some((l) => l.startsWith('warning: a batch of 1 row') && l.endsWith('(--ignore-plan given)'))).toBe(true);
+    expect(lines.some((l) => l.startsWith('warning: a batch of 1 row') && l.endsWith('(--ignore-plan given)'))).toBe(
+      true,
+    );
   });
 });

@@ -39,7 +39,10 @@ beforeAll(() => {
   ];
   writeFileSync(items, qs.map((x) => JSON.stringify(x)).join('\n') + '\n');
   texts = path.join(root, 'texts.jsonl');
-  writeFileSync(texts, ['The cat sat on the mat.', 'Paris is in France.', 'Two and two make four.', 'She opened the door.'].map((t, i) => JSON.stringify({ id: `t${i}`, text: t, label: i % 2 ? 'a' : 'b' })).join('\n') + '\n');
+  writeFileSync(texts,
+    ['The cat sat on the mat.', 'Paris is in France.', 'Two and two make four.', 'She opened the door.'].map((t, i) =>
+      JSON.stringify({ id: `t${i}`, text: t, label: i % 2 ? 'a' : 'b' })
+    ).join('\n') + '\n');
 });
 afterAll(() => {
   env.restore();
@@ -47,7 +50,9 @@ afterAll(() => {
 });
 
 const json = (f: string) => JSON.parse(readFileSync(f, 'utf8'));
-const evalArgs = (out: string, extra: string[]) => ['eval', TINY_GGUF, '--data', `jsonl:${items}?id=id&question=q&options=o&answer=a`, '--out', out, '--cache', cache, '--scoring', 'cloze', '--bootstrap', '0', '--quiet', ...extra];
+const evalArgs = (out: string,
+  extra: string[]) => ['eval', TINY_GGUF, '--data', `jsonl:${items}?id=id&question=q&options=o&answer=a`, '--out', out,
+  '--cache', cache, '--scoring', 'cloze', '--bootstrap', '0', '--quiet', ...extra];
 
 /** The explicit layout's projection weights by Hugging Face name, as stored ([d_in, d_out]). */
 function explicitStored(m: LoadedModel): Map<string, Float32Array> {
@@ -58,7 +63,9 @@ function explicitStored(m: LoadedModel): Map<string, Float32Array> {
     const w = storedWeight(g, m.initializers, n.input[1]);
     if (w) out.set(n.name.slice(1, -7).split('/').join('.') + '.weight', readInitializerFloat32(m, w));
   }
-  for (const [name] of m.initializers) if (/^model\.(embed_tokens|norm|layers\.\d+\.(input|post_attention)_layernorm)\.weight$/.test(name)) out.set(name, readInitializerFloat32(m, name));
+  for (const [name] of m.initializers)
+    if (/^model\.(embed_tokens|norm|layers\.\d+\.(input|post_attention)_layernorm)\.weight$/.test(name))
+      out.set(name, readInitializerFloat32(m, name));
   return out;
 }
 
@@ -84,9 +91,11 @@ describe('lobes eval --control random on a GGUF', { timeout: 600_000 }, () => {
   let evalCtl: string;
   const ev = (name: string) => path.join(root, name);
 
-  it('eval\'s genai control holds the weights extract draws for the same GGUF and seed, tensor for tensor', async () => {
+  it("eval's genai control holds the weights extract draws for the same GGUF and seed, tensor for tensor", async () => {
     const run = ev('run-ctl');
-    const x = await cli(['extract', TINY_GGUF, '--data', `jsonl:${texts}?text=text&label=label&id=id`, '--out', run, '--capture', 'final', '--dtype', 'fp32', '--control', 'random', '--control-seed', '3', '--cache', cache, '--quiet']);
+    const x = await cli(['extract', TINY_GGUF, '--data', `jsonl:${texts}?text=text&label=label&id=id`, '--out', run,
+      '--capture', 'final', '--dtype', 'fp32', '--control', 'random', '--control-seed', '3', '--cache', cache,
+      '--quiet']);
     expect(x.code, x.err).toBe(0);
     const e = await cli(evalArgs(ev('ctl3'), ['--control', 'random', '--control-seed', '3']));
     expect(e.code, e.err).toBe(0);
@@ -106,8 +115,12 @@ describe('lobes eval --control random on a GGUF', { timeout: 600_000 }, () => {
       const qkv = sideBySide(['q', 'k', 'v'].map((k) => X.get(`${p}.self_attn.${k}_proj.weight`)!), H);
       expect(same(gi(`${p}.attn.qkv_proj.MatMul.weight`), qkv), `${p} qkv`).toBe(true);
       expect(same(gi(`${p}.attn.o_proj.MatMul.weight`), X.get(`${p}.self_attn.o_proj.weight`)!), `${p} o`).toBe(true);
-      for (const m of ['gate', 'up', 'down']) expect(same(gi(`${p}.mlp.${m}_proj.MatMul.weight`), X.get(`${p}.mlp.${m}_proj.weight`)!), `${p} ${m}`).toBe(true);
-      for (const nm of ['input_layernorm', 'post_attention_layernorm']) expect(same(gi(`${p}.${nm}.weight`), X.get(`${p}.${nm}.weight`)!), `${p} ${nm}`).toBe(true);
+      for (const m of ['gate', 'up', 'down'])
+        expect(same(gi(`${p}.mlp.${m}_proj.MatMul.weight`), X.get(`${p}.mlp.${m}_proj.weight`)!), `${p} ${m}`).toBe(
+          true,
+        );
+      for (const nm of ['input_layernorm', 'post_attention_layernorm'])
+        expect(same(gi(`${p}.${nm}.weight`), X.get(`${p}.${nm}.weight`)!), `${p} ${nm}`).toBe(true);
       compared += 9;
     }
     expect(same(gi('lm_head.MatMul.weight'), X.get('lm_head.weight')!)).toBe(true);
@@ -116,17 +129,28 @@ describe('lobes eval --control random on a GGUF', { timeout: 600_000 }, () => {
     expect(compared).toBe(18);
     // They are drawn, not the trained weights: the trained genai conversion's differ.
     const trained = loadModel(em.model.source.converted);
-    expect(same(readInitializerFloat32(trained, 'model.layers.0.attn.o_proj.MatMul.weight'), gi('model.layers.0.attn.o_proj.MatMul.weight'))).toBe(false);
+    expect(
+      same(readInitializerFloat32(trained, 'model.layers.0.attn.o_proj.MatMul.weight'),
+        gi('model.layers.0.attn.o_proj.MatMul.weight')),
+    ).toBe(false);
   });
 
   it('both layouts of the control compute the same log-likelihoods (explicit in batches, genai through the KV cache)', async () => {
-    const req = [{ context: [1, 17, 230, 5, 99, 310, 42, 7, 8, 600, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34], continuations: [[40, 41, 42], [500, 3], [77, 78, 79, 80]] }];
+    const req = [{
+      context: [1, 17, 230, 5, 99, 310, 42, 7, 8, 600, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27,
+        28, 29, 30, 31, 32, 33, 34],
+      continuations: [[40, 41, 42], [500, 3], [77, 78, 79, 80]],
+    }];
     const a = await openLoglikEngine(extractCtl, { device: 'cpu', cache: 'off' });
     const b = await openLoglikEngine(evalCtl, { device: 'cpu' });
     try {
       expect(b.usesCache).toBe(true);
       const [ra, rb] = [(await a.score(req))[0]!, (await b.score(req))[0]!];
-      ra.forEach((s, j) => expect(Math.abs(s.logprob - rb[j]!.logprob), `option ${j}: ${s.logprob} vs ${rb[j]!.logprob}`).toBeLessThan(2e-3));
+      ra.forEach((s, j) =>
+        expect(Math.abs(s.logprob - rb[j]!.logprob), `option ${j}: ${s.logprob} vs ${rb[j]!.logprob}`).toBeLessThan(
+          2e-3,
+        )
+      );
     } finally {
       await a.close();
       await b.close();
@@ -144,7 +168,8 @@ describe('lobes eval --control random on a GGUF', { timeout: 600_000 }, () => {
     expect(rec('ctl3-again')).toBe(rec('ctl3'));
     expect(rec('ctl3')).not.toBe(rec('trained'));
     expect(rec('ctl4')).not.toBe(rec('ctl3'));
-    const lp = (n: string) => rec(n).trim().split('\n').flatMap((l) => JSON.parse(l).cloze.options.map((o: { logprob: number }) => o.logprob));
+    const lp = (n: string) =>
+      rec(n).trim().split('\n').flatMap((l) => JSON.parse(l).cloze.options.map((o: { logprob: number }) => o.logprob));
     expect(lp('ctl3').every((v, i) => v !== lp('trained')[i])).toBe(true);
     const [m3, mt] = [json(path.join(ev('ctl3'), 'eval.json')), json(path.join(ev('trained'), 'eval.json'))];
     expect(m3.model.control).toMatchObject({ kind: 'random', seed: 3, version: 1 });
@@ -157,9 +182,12 @@ describe('lobes eval --control random on a GGUF', { timeout: 600_000 }, () => {
 
   it('a resume with another control, or none, is refused in one line naming the control; the same one finds it complete', async () => {
     for (const [dir, extra, want] of [
-      ['ctl3', ['--control', 'random', '--control-seed', '4'], /model control \(--control, --control-seed\) is "random seed 3 v1" in .* but "random seed 4 v1" in this command/],
-      ['ctl3', [], /model control \(--control, --control-seed\) is "random seed 3 v1" in .* but "none" in this command/],
-      ['trained', ['--control', 'random'], /model control \(--control, --control-seed\) is "none" in .* but "random seed 0 v1" in this command/],
+      ['ctl3', ['--control', 'random', '--control-seed', '4'],
+        /model control \(--control, --control-seed\) is "random seed 3 v1" in .* but "random seed 4 v1" in this command/],
+      ['ctl3', [],
+        /model control \(--control, --control-seed\) is "random seed 3 v1" in .* but "none" in this command/],
+      ['trained', ['--control', 'random'],
+        /model control \(--control, --control-seed\) is "none" in .* but "random seed 0 v1" in this command/],
     ] as const) {
       const before = readFileSync(path.join(ev(dir), 'records.jsonl'), 'utf8');
       const r = await cli(evalArgs(ev(dir), [...extra]));
@@ -168,29 +196,40 @@ describe('lobes eval --control random on a GGUF', { timeout: 600_000 }, () => {
       expect(lines.at(-1)).toMatch(want);
       expect(readFileSync(path.join(ev(dir), 'records.jsonl'), 'utf8')).toBe(before);
     }
-    const ok = await cli([...evalArgs(ev('ctl3'), ['--control', 'random', '--control-seed', '3'])].filter((a) => a !== '--quiet'));
+    const ok = await cli(
+      [...evalArgs(ev('ctl3'), ['--control', 'random', '--control-seed', '3'])].filter((a) => a !== '--quiet'),
+    );
     expect(ok.code, ok.err).toBe(0);
     expect(ok.err).toMatch(/already complete/);
   });
 
   it('attend --eval of a control evaluation with the trained GGUF is refused in one line', async () => {
     const letter = ev('ctl3-letter');
-    const e = await cli(['eval', TINY_GGUF, '--data', `jsonl:${items}?id=id&question=q&options=o&answer=a`, '--out', letter, '--cache', cache, '--bootstrap', '0', '--quiet', '--control', 'random', '--control-seed', '3']);
+    const e = await cli(['eval', TINY_GGUF, '--data', `jsonl:${items}?id=id&question=q&options=o&answer=a`, '--out',
+      letter, '--cache', cache, '--bootstrap', '0', '--quiet', '--control', 'random', '--control-seed', '3']);
     expect(e.code, e.err).toBe(0);
-    const a = await cli(['attend', TINY_GGUF, '--eval', letter, '--items', 'all', '--out', ev('attend'), '--cache', cache, '--quiet']);
+    const a = await cli(['attend', TINY_GGUF, '--eval', letter, '--items', 'all', '--out', ev('attend'), '--cache',
+      cache, '--quiet']);
     expect(a.code).toBe(1);
     const lines = a.err.trim().split('\n');
     expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatch(/eval\.json.*the evaluation scored a random-weights control of the model \(random seed 3 v1, eval --control\), not the trained model lobes attend reads/);
+    expect(lines[0]).toMatch(
+      /eval\.json.*the evaluation scored a random-weights control of the model \(random seed 3 v1, eval --control\), not the trained model lobes attend reads/,
+    );
   });
 
   it('an ONNX folder (with a KV cache): eval reads the very control folder extract makes from it', async () => {
     const model = ensureGeneratedModel('tiny-llama-past');
-    const x = await cli(['extract', model, '--data', `jsonl:${texts}?text=text&label=label&id=id`, '--out', ev('run-onnx-ctl'), '--capture', 'final', '--dtype', 'fp32', '--control', 'random', '--control-seed', '1', '--cache', cache, '--quiet']);
+    const x = await cli(['extract', model, '--data', `jsonl:${texts}?text=text&label=label&id=id`, '--out',
+      ev('run-onnx-ctl'), '--capture', 'final', '--dtype', 'fp32', '--control', 'random', '--control-seed', '1',
+      '--cache', cache, '--quiet']);
     expect(x.code, x.err).toBe(0);
-    const e = await cli(['eval', model, '--data', `jsonl:${items}?id=id&question=q&options=o&answer=a`, '--out', ev('onnx-ctl'), '--cache', cache, '--scoring', 'cloze', '--chat-template', 'off', '--bootstrap', '0', '--quiet', '--control', 'random', '--control-seed', '1']);
+    const e = await cli(['eval', model, '--data', `jsonl:${items}?id=id&question=q&options=o&answer=a`, '--out',
+      ev('onnx-ctl'), '--cache', cache, '--scoring', 'cloze', '--chat-template', 'off', '--bootstrap', '0', '--quiet',
+      '--control', 'random', '--control-seed', '1']);
     expect(e.code, e.err).toBe(0);
-    const [rm, em] = [json(path.join(ev('run-onnx-ctl'), 'manifest.json')), json(path.join(ev('onnx-ctl'), 'eval.json'))];
+    const [rm, em] = [json(path.join(ev('run-onnx-ctl'), 'manifest.json')),
+      json(path.join(ev('onnx-ctl'), 'eval.json'))];
     expect(em.model.dir).toBe(rm.model.dir);
     expect(em.model.control).toMatchObject({ kind: 'random', seed: 1, version: 1, source: path.resolve(model) });
     expect(em.model.control.layout).toBeUndefined();
@@ -217,7 +256,12 @@ describe('lobes eval --control random on a GGUF', { timeout: 600_000 }, () => {
     expect(controlOfFolder(rm.model.dir)).toEqual({ kind: 'random', seed: 3, version: 1 });
     expect(controlOfFolder(m3.model.dir)).toEqual({ kind: 'random', seed: 3, version: 1 });
     expect(controlOfFolder(mt.model.dir)).toBeNull();
-    expect(sameModel({ graphSha256: rm.model.graphSha256, control: controlOfFolder(rm.model.dir) }, rm.model)).toBe(true);
-    expect(sameModel({ graphSha256: mt.model.graphSha256, source: mt.model.source, control: controlOfFolder(mt.model.dir) }, rm.model)).toBe(false);
+    expect(sameModel({ graphSha256: rm.model.graphSha256, control: controlOfFolder(rm.model.dir) }, rm.model)).toBe(
+      true,
+    );
+    expect(
+      sameModel({ graphSha256: mt.model.graphSha256, source: mt.model.source, control: controlOfFolder(mt.model.dir) },
+        rm.model),
+    ).toBe(false);
   });
 });

@@ -21,7 +21,8 @@ describe('the answer key in generated reasoning', () => {
   const decode = (ids: number[]) => String.fromCharCode(...ids);
   const enc = (s: string) => Array.from(s, (c) => c.charCodeAt(0));
   it('keeps the tokens before the key and the text between them and the key', () => {
-    expect(cutAtAnswerKey(enc('{"explaination": "be calm", "choice": "B'), decode, '"choice"')).toEqual({ kept: 28, rest: '' });
+    expect(cutAtAnswerKey(enc('{"explaination": "be calm", "choice": "B'), decode, '"choice"')).toEqual({ kept: 28,
+      rest: '' });
     expect(cutAtAnswerKey(enc('no key here'), decode, '"choice"')).toBeNull();
     // A token that straddles the key: the kept tokens end before it, the rest is re-typed.
     const pieces = ['{"x": 1, ', ' "', 'choice', '": "A'];
@@ -41,7 +42,8 @@ describe.skipIf(!existsSync(DATA))('--cot on a model with a KV cache', () => {
   it('greedy tokens and the final letter logits equal full forward passes', async () => {
     const model = ensureGeneratedModel('tiny-llama-past');
     const out = path.join(root, 'cot');
-    await runEval({ model, data: `socialeval:${DATA}?lang=en`, out, task: 'iae', limit: 1, cot: 5, shuffles: 2, quiet: true, bootstrap: 50, maxTokens: 0 });
+    await runEval({ model, data: `socialeval:${DATA}?lang=en`, out, task: 'iae', limit: 1, cot: 5, shuffles: 2,
+      quiet: true, bootstrap: 50, maxTokens: 0 });
     const r = readEvalResults(out);
     expect(r.manifest.settings.cot).toBe(5);
     const tok = await loadEvalTokenizer(model, { chatTemplate: 'auto' });
@@ -67,7 +69,9 @@ describe.skipIf(!existsSync(DATA))('--cot on a model with a KV cache', () => {
           expect(s.letterTokenIds).toEqual(slot.candidates);
           const h = await sc.score([[...ids0, ...c.ids, ...slot.ids]], slot.candidates, tok.padId);
           s.logits.forEach((x, j) => expect(Math.abs(x - h.cand[j]!)).toBeLessThan(1e-3));
-          expect(s.parts.map((p) => p.name).slice(-2)).toEqual(c.text ? ['reasoning', 'answer_prefix'] : ['template', 'answer_prefix']);
+          expect(s.parts.map((p) => p.name).slice(-2)).toEqual(
+            c.text ? ['reasoning', 'answer_prefix'] : ['template', 'answer_prefix'],
+          );
         }
       }
     } finally {
@@ -76,7 +80,10 @@ describe.skipIf(!existsSync(DATA))('--cot on a model with a KV cache', () => {
   }, 600_000);
 
   it('needs a model with KV-cache inputs', async () => {
-    const e = await expectLobesError(runEval({ model: ensureGeneratedModel('tiny-llama'), data: `socialeval:${DATA}?lang=en`, out: path.join(root, 'nocache'), task: 'iae', limit: 1, cot: 4, quiet: true, maxTokens: 0 }));
+    const e = await expectLobesError(
+      runEval({ model: ensureGeneratedModel('tiny-llama'), data: `socialeval:${DATA}?lang=en`,
+        out: path.join(root, 'nocache'), task: 'iae', limit: 1, cot: 4, quiet: true, maxTokens: 0 }),
+    );
     expect(e.message).toMatch(/: cot needs a model with KV-cache inputs/);
     expect(existsSync(path.join(root, 'nocache'))).toBe(false);
   });

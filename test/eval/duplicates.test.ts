@@ -30,7 +30,10 @@ describe('duplicate options', () => {
   const spec = () => `jsonl:${file}?question=q&options=o&answer=a&id=id`;
 
   it('refuses the item the same way for an index, a text and a letter answer', () => {
-    for (const a of [0, 2, 'yes', 'C', 'no']) expect(resolveAnswer(a, ['yes', 'no', 'yes'])).toBe('options 0 and 2 (0-based) are the same text "yes"; the answer cannot be told apart');
+    for (const a of [0, 2, 'yes', 'C', 'no'])
+      expect(resolveAnswer(a, ['yes', 'no', 'yes'])).toBe(
+        'options 0 and 2 (0-based) are the same text "yes"; the answer cannot be told apart',
+      );
     expect(resolveAnswer(0, ['yes', 'no', 'maybe'])).toBe(0);
   });
 
@@ -44,9 +47,12 @@ describe('duplicate options', () => {
     expect(err).toBeInstanceOf(LobesErrors);
     const problems = (err as LobesErrors).problems.map((p) => p.message);
     expect(problems).toHaveLength(4);
-    for (const [i, p] of problems.entries()) expect(p).toMatch(new RegExp(`items\\.jsonl: line ${i + 1}: options \\d and 2 \\(0-based\\) are the same text`));
+    for (const [i, p] of problems.entries())
+      expect(p).toMatch(new RegExp(`items\\.jsonl: line ${i + 1}: options \\d and 2 \\(0-based\\) are the same text`));
     const ok = loadMcqJsonl(spec(), true);
     expect(ok.items.map((x) => x.id)).toEqual(['fine']);
-    expect(ok.excluded.map((x) => x.id)).toEqual(['by-index', 'by-text', 'by-letter', 'by-index-other'].map((_, i) => `items.jsonl: line ${i + 1}`));
+    expect(ok.excluded.map((x) => x.id)).toEqual(
+      ['by-index', 'by-text', 'by-letter', 'by-index-other'].map((_, i) => `items.jsonl: line ${i + 1}`),
+    );
   });
 });

@@ -34,14 +34,17 @@ export function fakeEvalDeps(policy: Policy, opts: { delayMs?: number } = {}): P
     answerSlot(text: string, letters: string[], where: string): AnswerSlot {
       const m = /^item (.*), shuffle (\d+)$/.exec(where)!;
       prompts.push({ text, id: m[1]!, shuffle: Number(m[2]), k: letters.length });
-      return { ids: [prompts.length - 1 + 1], candidates: letters.map((_, i) => CAND0 + i), continuations: letters, answerAt: text.length };
+      return { ids: [prompts.length - 1 + 1], candidates: letters.map((_, i) => CAND0 + i), continuations: letters,
+        answerAt: text.length };
     },
     pieceSlot(): AnswerSlot {
       throw new Error('no generation in the fake tokenizer');
     },
   };
   const scorer: Scorer = {
-    info: { dir: 'fake', arch: { family: 'fake', layers: 1, hidden: 1, intermediate: 1, heads: 1, kvHeads: 1, vocab: 2000, dtype: 'fp32', quantization: null } as any, points: [], providers: [], inputs: [] },
+    info: { dir: 'fake',
+      arch: { family: 'fake', layers: 1, hidden: 1, intermediate: 1, heads: 1, kvHeads: 1, vocab: 2000, dtype: 'fp32',
+        quantization: null } as any, points: [], providers: [], inputs: [] },
     hasPast: false,
     multiTokenExtend: false,
     async score(rows: number[][], candidates: number[]): Promise<HeadOutput> {

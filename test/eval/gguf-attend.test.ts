@@ -47,14 +47,16 @@ function files(dir: string): Record<string, string> {
 describe('lobes eval G.gguf, then lobes attend G.gguf --eval DIR', { timeout: 300_000 }, () => {
   it('is one model: attend reads the evaluation (eval used the genai layout, attend the explicit one)', async () => {
     const ev = path.join(root, 'eval');
-    const e = await cli(['eval', TINY_GGUF, '--data', `jsonl:${items}?id=id&question=q&options=o&answer=a`, '--out', ev, '--cache', cache, '--quiet']);
+    const e = await cli(['eval', TINY_GGUF, '--data', `jsonl:${items}?id=id&question=q&options=o&answer=a`, '--out', ev,
+      '--cache', cache, '--quiet']);
     expect(e.code, e.err).toBe(0);
     const em = JSON.parse(readFileSync(path.join(ev, 'eval.json'), 'utf8'));
     expect(em.model.source.options.layout).toBe('genai');
     expect(em.model.source.identity).toMatch(/^[0-9a-f]{64}$/);
     const before = files(ev);
     const out = path.join(root, 'attend');
-    const a = await cli(['attend', TINY_GGUF, '--eval', ev, '--items', 'all', '--out', out, '--cache', cache, '--quiet']);
+    const a = await cli(['attend', TINY_GGUF, '--eval', ev, '--items', 'all', '--out', out, '--cache', cache,
+      '--quiet']);
     expect(a.code, a.err).toBe(0);
     const s = JSON.parse(readFileSync(path.join(out, 'summary.json'), 'utf8'));
     expect(s.model.source.options.layout).toBe('explicit');
@@ -78,7 +80,11 @@ describe('lobes eval G.gguf, then lobes attend G.gguf --eval DIR', { timeout: 30
     expect(a.code).toBe(1);
     const lines = a.err.trim().split('\n');
     expect(lines).toHaveLength(1);
-    expect(lines[0]).toBe(`lobes attend: ${path.join(ev, 'eval.json')}: the evaluation was run with another model (its eval.json records another GGUF identity: other file contents, dtype or weight storage) (give lobes attend the GGUF the evaluation used, converted the same way (lobes convert --dtype and --weights))`);
+    expect(lines[0]).toBe(
+      `lobes attend: ${
+        path.join(ev, 'eval.json')
+      }: the evaluation was run with another model (its eval.json records another GGUF identity: other file contents, dtype or weight storage) (give lobes attend the GGUF the evaluation used, converted the same way (lobes convert --dtype and --weights))`,
+    );
     expect(files(ev)).toEqual(before);
   });
 });

@@ -28,7 +28,8 @@ describe.skipIf(!have)('lobes eval MODEL.gguf', () => {
       { q: 'Which number is even?', o: ['3', '7', '8', '5'], a: 2 },
     ].map((x) => JSON.stringify(x)).join('\n') + '\n');
     const out = path.join(root, 'eval');
-    const r = await cli(['eval', SMOLLM2_GGUF, '--data', `jsonl:${items}?question=q&options=o&answer=a`, '--out', out, '--cache', path.join(root, 'cache'), '--answer-prefix', '{"choice": "', '--quiet']);
+    const r = await cli(['eval', SMOLLM2_GGUF, '--data', `jsonl:${items}?question=q&options=o&answer=a`, '--out', out,
+      '--cache', path.join(root, 'cache'), '--answer-prefix', '{"choice": "', '--quiet']);
     expect(r.code, r.err).toBe(0);
     const e = readEvalResults(out);
     expect(e.manifest.model.source?.format).toBe('gguf');
@@ -37,12 +38,14 @@ describe.skipIf(!have)('lobes eval MODEL.gguf', () => {
     expect(e.manifest.settings.maxTokens).toBe(8192);
     for (const rec of e.records) for (const s of rec.shuffles) expect(s.letterTokenIds).toEqual([49, 50, 51, 52]);
     // A second evaluation finds the conversion in the cache.
-    const r2 = await cli(['eval', SMOLLM2_GGUF, '--data', `jsonl:${items}?question=q&options=o&answer=a`, '--out', path.join(root, 'eval2'), '--cache', path.join(root, 'cache')]);
+    const r2 = await cli(['eval', SMOLLM2_GGUF, '--data', `jsonl:${items}?question=q&options=o&answer=a`, '--out',
+      path.join(root, 'eval2'), '--cache', path.join(root, 'cache')]);
     expect(r2.code).toBe(0);
     expect(r2.err).not.toMatch(/converting/);
     // The explicit layout: its own conversion, no KV cache, the same logits and picks.
     const out3 = path.join(root, 'eval3');
-    const r3 = await cli(['eval', SMOLLM2_GGUF, '--data', `jsonl:${items}?question=q&options=o&answer=a`, '--out', out3, '--cache', path.join(root, 'cache'), '--layout', 'explicit', '--answer-prefix', '{"choice": "', '--quiet']);
+    const r3 = await cli(['eval', SMOLLM2_GGUF, '--data', `jsonl:${items}?question=q&options=o&answer=a`, '--out', out3,
+      '--cache', path.join(root, 'cache'), '--layout', 'explicit', '--answer-prefix', '{"choice": "', '--quiet']);
     expect(r3.code, r3.err).toBe(0);
     const x = readEvalResults(out3);
     expect((x.manifest.model.source as any).options.layout).toBe('explicit');
@@ -56,11 +59,14 @@ describe.skipIf(!have)('lobes eval MODEL.gguf', () => {
         expect(t.order).toEqual(s.order);
         expect(t.prompt).toBe(s.prompt);
         expect(t.pick).toBe(s.pick);
-        s.logits.forEach((l, k) => expect(Math.abs(t.logits[k]! - l), `record ${i} shuffle ${j} letter ${k}`).toBeLessThan(2e-3));
+        s.logits.forEach((l, k) =>
+          expect(Math.abs(t.logits[k]! - l), `record ${i} shuffle ${j} letter ${k}`).toBeLessThan(2e-3)
+        );
       });
     });
     // Bad --layout: a usage error before anything is converted or written.
-    const bad = await cli(['eval', SMOLLM2_GGUF, '--data', `jsonl:${items}?question=q&options=o&answer=a`, '--out', path.join(root, 'eval4'), '--cache', path.join(root, 'cache'), '--layout', 'fused']);
+    const bad = await cli(['eval', SMOLLM2_GGUF, '--data', `jsonl:${items}?question=q&options=o&answer=a`, '--out',
+      path.join(root, 'eval4'), '--cache', path.join(root, 'cache'), '--layout', 'fused']);
     expect(bad.code).toBe(2);
     expect(bad.err).toMatch(/--layout must be genai or explicit, got "fused"/);
     expect(existsSync(path.join(root, 'eval4'))).toBe(false);

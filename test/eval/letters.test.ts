@@ -28,9 +28,13 @@ async function tokenizer(name: string, spaced: string[]): Promise<EvalTokenizer>
   }
   add(': ');
   merges.push([':', ' ']);
-  const model = { type: 'BPE', dropout: null, unk_token: null, continuing_subword_prefix: null, end_of_word_suffix: null, fuse_unk: false, byte_fallback: false, vocab, merges };
-  writeFileSync(path.join(dir, 'tokenizer.json'), JSON.stringify({ version: '1.0', truncation: null, padding: null, added_tokens: [], normalizer: null, pre_tokenizer: null, post_processor: null, decoder: null, model }));
-  writeFileSync(path.join(dir, 'tokenizer_config.json'), JSON.stringify({ tokenizer_class: 'PreTrainedTokenizerFast' }));
+  const model = { type: 'BPE', dropout: null, unk_token: null, continuing_subword_prefix: null,
+    end_of_word_suffix: null, fuse_unk: false, byte_fallback: false, vocab, merges };
+  writeFileSync(path.join(dir, 'tokenizer.json'),
+    JSON.stringify({ version: '1.0', truncation: null, padding: null, added_tokens: [], normalizer: null,
+      pre_tokenizer: null, post_processor: null, decoder: null, model }));
+  writeFileSync(path.join(dir, 'tokenizer_config.json'),
+    JSON.stringify({ tokenizer_class: 'PreTrainedTokenizerFast' }));
   return loadEvalTokenizer(dir, { chatTemplate: 'off' });
 }
 
@@ -54,7 +58,9 @@ describe('an unscorable answer letter is named', () => {
     } catch (e) {
       msg = (e as Error).message;
     }
-    expect(msg).toMatch(/^item q7: the answer letter "H" cannot be scored: it is not one token after the answer prefix/);
+    expect(msg).toMatch(
+      /^item q7: the answer letter "H" cannot be scored: it is not one token after the answer prefix/,
+    );
     expect(msg).toContain('[": ","H"]');
     expect(msg).not.toMatch(/letter "A"/);
     expect(msg.split('\n')).toHaveLength(1);
@@ -62,6 +68,8 @@ describe('an unscorable answer letter is named', () => {
 
   it('when no single letter is to blame, every letter is listed', async () => {
     const t = await tokenizer('no-gh', LETTERS.slice(0, 6));
-    expect(() => t.answerSlot('x: ', LETTERS, 'item q8')).toThrow(/^item q8: the answer letters are not one token each after the answer prefix for this tokenizer \(A: .*G: \[": ","G"\], H: \[": ","H"\]\)/);
+    expect(() => t.answerSlot('x: ', LETTERS, 'item q8')).toThrow(
+      /^item q8: the answer letters are not one token each after the answer prefix for this tokenizer \(A: .*G: \[": ","G"\], H: \[": ","H"\]\)/,
+    );
   });
 });

@@ -35,7 +35,8 @@ describe.skipIf(!have)('lobes eval label: the correct axis of a run', () => {
     // The "model" answers an item right when the hash of its id is even; 20 items evaluated.
     const right = (id: string) => hash32(id) % 2 === 0;
     const ev = path.join(root, 'eval');
-    await runEval({ model, data: spec, out: ev, task: 'iae', limit: 20, quiet: true, bootstrap: 50, deps: fakeEvalDeps((p) => oneHot(p.k, right(p.id) ? slotOfAnswer(p) : (slotOfAnswer(p) + 1) % p.k)) });
+    await runEval({ model, data: spec, out: ev, task: 'iae', limit: 20, quiet: true, bootstrap: 50,
+      deps: fakeEvalDeps((p) => oneHot(p.k, right(p.id) ? slotOfAnswer(p) : (slotOfAnswer(p) + 1) % p.k)) });
     const r = await labelRunFromEval(run, ev);
     const reader = await openRun(run);
     expect(reader.labelAxes()).toContain('correct');
@@ -50,13 +51,16 @@ describe.skipIf(!have)('lobes eval label: the correct axis of a run', () => {
     });
     expect(r.counts.correct + r.counts.wrong).toBe(evaluated);
     expect(r.counts.correct + r.counts.wrong + r.counts.unevaluated).toBe(reader.samples.length);
-    const c = await runCluster(run, { input: { by: 'correct' }, execution: { quiet: true }, tsne: { perplexity: 5, iterations: 250 }, metrics: { bootstrap: 20, permutations: 20 } });
+    const c = await runCluster(run, { input: { by: 'correct' }, execution: { quiet: true },
+      tsne: { perplexity: 5, iterations: 250 }, metrics: { bootstrap: 20, permutations: 20 } });
     // beside the run's aspect analysis, not over it
     expect(path.basename(c.outDir!)).toBe('cluster.by-correct');
     // The CLI says what it wrote.
     const out = await cli(['eval', 'label', run, ev]);
     expect(out.code).toBe(0);
-    expect(out.err).toMatch(/correct\.json: \d+ correct, \d+ wrong, \d+ unevaluated of \d+ samples \(lobes cluster .* --by correct\)/);
+    expect(out.err).toMatch(
+      /correct\.json: \d+ correct, \d+ wrong, \d+ unevaluated of \d+ samples \(lobes cluster .* --by correct\)/,
+    );
     // A user's own overlay of that name is never replaced: one line, exit 1, the file as it was.
     const mine = path.join(run, 'labels', 'mine.json');
     const own = JSON.stringify({ axis: 'mine', labels: reader.samples.map(() => 'x') }) + '\n';
@@ -64,7 +68,9 @@ describe.skipIf(!have)('lobes eval label: the correct axis of a run', () => {
     const refused = await cli(['eval', 'label', run, ev, '--axis', 'mine']);
     expect(refused.code).toBe(1);
     expect(refused.err.trim().split('\n')).toHaveLength(1);
-    expect(refused.err).toMatch(/labels\/mine\.json: a label overlay "mine" exists and was not written by lobes; it is not replaced/);
+    expect(refused.err).toMatch(
+      /labels\/mine\.json: a label overlay "mine" exists and was not written by lobes; it is not replaced/,
+    );
     expect(readFileSync(mine, 'utf8')).toBe(own);
     // lobes' own overlay is rewritten as before
     expect((await cli(['eval', 'label', run, ev])).code).toBe(0);
@@ -75,7 +81,11 @@ describe.skipIf(!have)('lobes eval label: the correct axis of a run', () => {
 let bench: Map<string, string> | null = null;
 function slotOfAnswer(p: { text: string; id: string; k: number }): number {
   if (!bench) {
-    bench = new Map(loadSocialEvalBench(`socialeval:${DATA}?lang=en&aspect=Cooperation`, { iae: true, gae: false }).iae.map((x) => [x.id, x.options[0]!]));
+    bench = new Map(
+      loadSocialEvalBench(`socialeval:${DATA}?lang=en&aspect=Cooperation`, { iae: true, gae: false }).iae.map((
+        x,
+      ) => [x.id, x.options[0]!]),
+    );
   }
   const ans = bench.get(p.id)!;
   for (let i = 0; i < p.k; i++) if (p.text.includes(`\n${String.fromCharCode(65 + i)}. ${ans}\n`)) return i;

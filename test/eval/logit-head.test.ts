@@ -69,7 +69,9 @@ describe.each([
     expect(h.k).toBe(CANDS.length);
     expect(h.cand.length).toBe(SEQS.length * CANDS.length);
     SEQS.forEach((_, r) => {
-      CANDS.forEach((c, j) => expect(Math.abs(h.cand[r * h.k + j]! - refs[r]![c]!), `row ${r} token ${c}`).toBeLessThan(tol * 10));
+      CANDS.forEach((c, j) =>
+        expect(Math.abs(h.cand[r * h.k + j]! - refs[r]![c]!), `row ${r} token ${c}`).toBeLessThan(tol * 10)
+      );
       expect(Math.abs(h.lse[r]! - lse(refs[r]!))).toBeLessThan(tol * 10);
       expect(h.top[r]).toBe(argmax(refs[r]!));
     });
@@ -139,7 +141,9 @@ describe('the scoring graph', () => {
     const a = analyseModel(ensureGeneratedModel('tiny-llama-past'));
     const { mask, inGraphPast } = planInputs(a);
     const g = buildLogitHeadModel(a.loaded.model, a.disc, { maskInput: mask, inGraphPast });
-    const outs = g.model.graph!.output.map((o) => [o.name, o.type!.tensorType!.shape!.dim.map((d) => d.dimParam ?? d.dimValue)]);
+    const outs = g.model.graph!.output.map((
+      o,
+    ) => [o.name, o.type!.tensorType!.shape!.dim.map((d) => d.dimParam ?? d.dimValue)]);
     expect(outs).toEqual([
       [CAND_LOGITS, ['batch', 'candidates']],
       [LOG_SUM_EXP, ['batch']],
@@ -161,7 +165,9 @@ describe('the scoring graph', () => {
     const g = m.model.graph!;
     const lm = discover(m).lmHead;
     // Drop lm_head: the graph now ends at the final hidden state.
-    const cut: LoadedModel = { ...m, model: { ...m.model, graph: { ...g, node: g.node.filter((n) => n !== lm.node), output: [{ ...g.output[0]!, name: lm.x }] } } };
+    const cut: LoadedModel = { ...m,
+      model: { ...m.model,
+        graph: { ...g, node: g.node.filter((n) => n !== lm.node), output: [{ ...g.output[0]!, name: lm.x }] } } };
     const e = await expectLobesError(() => discover(cut));
     expect(e.message).toMatch(/no lm_head/);
   });

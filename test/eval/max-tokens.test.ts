@@ -29,9 +29,11 @@ describe.skipIf(!existsSync(DATA))('--max-tokens', () => {
     cpSync(declared, model, { recursive: true });
     const cfg = JSON.parse(readFileSync(path.join(model, 'config.json'), 'utf8'));
     writeFileSync(path.join(model, 'config.json'), JSON.stringify({ ...cfg, max_position_embeddings: 1 << 16 }));
-    const short = await runEval({ model: declared, data: `socialeval:${DATA}?lang=en`, task: 'iae', limit: 6, quiet: true, bootstrap: 0, out: path.join(root, 'declared'), maxTokens: 0 });
+    const short = await runEval({ model: declared, data: `socialeval:${DATA}?lang=en`, task: 'iae', limit: 6,
+      quiet: true, bootstrap: 0, out: path.join(root, 'declared'), maxTokens: 0 });
     expect(short.settings.maxTokens).toBe(2048);
-    const base = { model, data: `socialeval:${DATA}?lang=en`, task: 'both' as const, limit: 6, quiet: true, bootstrap: 50 };
+    const base = { model, data: `socialeval:${DATA}?lang=en`, task: 'both' as const, limit: 6, quiet: true,
+      bootstrap: 50 };
     await runEval({ ...base, out: path.join(root, 'all'), maxTokens: 0 });
     const all = readEvalResults(path.join(root, 'all'));
     // --max-tokens 0 asks for no limit of its own: the model's context still bounds the prompts.
@@ -40,7 +42,9 @@ describe.skipIf(!existsSync(DATA))('--max-tokens', () => {
     // A limit above the context is the context.
     const over = await runEval({ ...base, limit: 1, task: 'iae', out: path.join(root, 'over'), maxTokens: 1_000_000 });
     expect(over.settings.maxTokens).toBe(modelContextLength(model));
-    const lengths = all.records.filter((r) => r.task === 'iae' && r.shuffles.length > 0).map((r) => Math.max(...r.shuffles.map((s) => s.tokens))).sort((a, b) => a - b);
+    const lengths = all.records.filter((r) => r.task === 'iae' && r.shuffles.length > 0).map((r) =>
+      Math.max(...r.shuffles.map((s) => s.tokens))
+    ).sort((a, b) => a - b);
     const limit = lengths[Math.floor(lengths.length / 2)]!;
     await runEval({ ...base, out: path.join(root, 'cut'), maxTokens: limit });
     const cut = readEvalResults(path.join(root, 'cut'));

@@ -12,9 +12,14 @@ import { runEval, readEvalResults } from '../../src/eval/run.js';
 import { ensureGeneratedModel } from '../../src/models/write.js';
 
 const ITEMS = [
-  { id: 'q1', question: 'A friend is upset after losing a game. What do you say?', options: ['Too bad, you lost.', 'That was a hard game; want to play again together?', 'I always win.'], answer: 1, topic: 'warmth' },
-  { id: 'q2', question: 'Your team misses a deadline. What do you do first?', options: ['Blame the newest member.', 'Ignore it.', 'Ask what blocked us and plan the next step.', 'Quit the team.'], answer: 'Ask what blocked us and plan the next step.', topic: 'teamwork' },
-  { id: 'q3', question: 'Someone interrupts you in a meeting.', options: ['Let them finish, then continue.', 'Shout over them.'], answer: 'A', topic: 'warmth' },
+  { id: 'q1', question: 'A friend is upset after losing a game. What do you say?',
+    options: ['Too bad, you lost.', 'That was a hard game; want to play again together?', 'I always win.'], answer: 1,
+    topic: 'warmth' },
+  { id: 'q2', question: 'Your team misses a deadline. What do you do first?',
+    options: ['Blame the newest member.', 'Ignore it.', 'Ask what blocked us and plan the next step.',
+      'Quit the team.'], answer: 'Ask what blocked us and plan the next step.', topic: 'teamwork' },
+  { id: 'q3', question: 'Someone interrupts you in a meeting.',
+    options: ['Let them finish, then continue.', 'Shout over them.'], answer: 'A', topic: 'warmth' },
 ];
 
 describe('multiple-choice items from jsonl', () => {
@@ -73,12 +78,16 @@ describe('multiple-choice items from jsonl', () => {
     const tpl = path.join(root, 'tpl.txt');
     writeFileSync(tpl, 'Topic: {topic}\nQ: {question}\nOptions:\n{choices}\nPick one letter.');
     const out2 = path.join(root, 'custom');
-    await runEval({ model, data: spec, out: out2, promptFile: tpl, answerPrefix: 'The answer is ', quiet: true, bootstrap: 100 });
+    await runEval({ model, data: spec, out: out2, promptFile: tpl, answerPrefix: 'The answer is ', quiet: true,
+      bootstrap: 100 });
     const r2 = readEvalResults(out2);
     const s0 = r2.records[1]!.shuffles[0]!;
-    expect(s0.prompt).toContain('Topic: teamwork\nQ: Your team misses a deadline. What do you do first?\nOptions:\nA. ');
+    expect(s0.prompt).toContain(
+      'Topic: teamwork\nQ: Your team misses a deadline. What do you do first?\nOptions:\nA. ',
+    );
     expect(s0.prompt.endsWith('The answer is ')).toBe(true);
-    expect(s0.parts.find((p) => p.name === 'answer_prefix')).toEqual({ name: 'answer_prefix', start: s0.prompt.length - 'The answer is '.length, end: s0.prompt.length });
+    expect(s0.parts.find((p) => p.name === 'answer_prefix')).toEqual({ name: 'answer_prefix',
+      start: s0.prompt.length - 'The answer is '.length, end: s0.prompt.length });
 
     // --orders cyclic with as many shuffles as options: every option in every slot once; recorded in eval.json.
     const out3 = path.join(root, 'cyclic');
@@ -89,7 +98,9 @@ describe('multiple-choice items from jsonl', () => {
     for (const rec of r3.records) {
       const n = rec.options.length;
       expect(rec.shuffles).toHaveLength(4);
-      if (n === 4) for (let o = 0; o < n; o++) expect(new Set(rec.shuffles.map((s) => s.order.indexOf(o))).size).toBe(4);
+      if (n === 4) {
+        for (let o = 0; o < n; o++) expect(new Set(rec.shuffles.map((s) => s.order.indexOf(o))).size).toBe(4);
+      }
     }
     // The summary's intervals are exact for counts.
     expect(r3.summary.mcq!.overall.ciMethod).toBe('clopper-pearson');

@@ -49,11 +49,25 @@ describe('mutants that earlier tests let live', () => {
   it('chance is the mean over the scored items only (mutant: skipped items counted)', () => {
     const rec = (id: string, k: number, correct: boolean, skipped?: string): EvalRecord =>
       ({
-        id, task: 'mcq', language: null, ability: null, aspect: null, labels: {}, options: Array.from({ length: k }, (_, i) => `o${i}`), answer: 0,
-        shuffles: skipped ? [] : [{ order: Array.from({ length: k }, (_, i) => i), pick: correct ? 0 : 1, probs: Array.from({ length: k }, () => 1 / k), letters: [], prompt: '', tokens: 1, logits: [], letterMass: 1, logSumExp: 0, topTokenId: 0 }],
-        vote: skipped ? -1 : correct ? 0 : 1, correct: skipped ? null : correct, ...(skipped ? { skipped } : {}),
+        id,
+        task: 'mcq',
+        language: null,
+        ability: null,
+        aspect: null,
+        labels: {},
+        options: Array.from({ length: k }, (_, i) => `o${i}`),
+        answer: 0,
+        shuffles: skipped
+          ? []
+          : [{ order: Array.from({ length: k }, (_, i) => i), pick: correct ? 0 : 1,
+            probs: Array.from({ length: k }, () => 1 / k), letters: [], prompt: '', tokens: 1, logits: [],
+            letterMass: 1, logSumExp: 0, topTokenId: 0 }],
+        vote: skipped ? -1 : correct ? 0 : 1,
+        correct: skipped ? null : correct,
+        ...(skipped ? { skipped } : {}),
       }) as unknown as EvalRecord;
-    const records = [rec('a', 4, true), rec('b', 4, false), rec('c', 4, false), rec('long', 2, false, 'the prompt has 9000 tokens; --skip-longer-than is 2048')];
+    const records = [rec('a', 4, true), rec('b', 4, false), rec('c', 4, false),
+      rec('long', 2, false, 'the prompt has 9000 tokens; --skip-longer-than is 2048')];
     const s = summarizeItems(records, 'mcq', { bootstrap: 0 });
     expect(s.items).toBe(3);
     expect(s.skipped).toEqual(['long']);

@@ -16,8 +16,11 @@ import { tree } from '../tree.js';
 describe('option counts', () => {
   let root: string;
   let model: string;
-  const rows = Array.from({ length: 6 }, (_, i) => ({ id: `q${i}`, question: `What does person ${i} do next?`, options: ['help', 'leave', 'wait'], answer: i % 3, aspect: 'AB'[i % 2] }));
-  const big = { id: 'big', question: 'Which one?', options: Array.from({ length: 27 }, (_, j) => `option ${j}`), answer: 26, aspect: 'A' };
+  const rows = Array.from({ length: 6 },
+    (_, i) => ({ id: `q${i}`, question: `What does person ${i} do next?`, options: ['help', 'leave', 'wait'],
+      answer: i % 3, aspect: 'AB'[i % 2] }));
+  const big = { id: 'big', question: 'Which one?', options: Array.from({ length: 27 }, (_, j) => `option ${j}`),
+    answer: 26, aspect: 'A' };
   const spec = (f: string) => `jsonl:${f}?question=question&options=options&answer=answer&label=aspect&id=id`;
   const args = ['--shuffles', '1', '--bootstrap', '0', '--chat-template', 'off', '--quiet'];
   let good: string;
@@ -39,22 +42,29 @@ describe('option counts', () => {
     const r = await cli(['eval', model, '--data', spec(bad), '--out', out, ...args]);
     expect(r.code).toBe(1);
     expect(r.err.split('\n').filter(Boolean)).toEqual([
-      `lobes eval: dataset ${spec(bad)} has invalid items: 1 problem; first: ${bad}: line 7: the item has 27 options, more than the 26 answer letters (--scoring cloze, without {choices} in the prompt, takes any number) (fix the lines, or pass --skip-invalid to leave them out)`,
+      `lobes eval: dataset ${
+        spec(bad)
+      } has invalid items: 1 problem; first: ${bad}: line 7: the item has 27 options, more than the 26 answer letters (--scoring cloze, without {choices} in the prompt, takes any number) (fix the lines, or pass --skip-invalid to leave them out)`,
     ]);
     expect(tree(out)).toEqual(before);
     expect(tree(bad)).toEqual(data);
     const skipped = path.join(root, 'skipped');
     const s = await cli(['eval', model, '--data', spec(bad), '--out', skipped, '--skip-invalid', ...args]);
     expect(s.code).toBe(0);
-    const ids = readFileSync(path.join(skipped, 'records.jsonl'), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l).id);
+    const ids = readFileSync(path.join(skipped, 'records.jsonl'), 'utf8').split('\n').filter(Boolean).map((l) =>
+      JSON.parse(l).id
+    );
     expect(ids).toEqual(rows.map((x) => x.id));
   }, 60000);
 
   it('cloze scores any number of options', async () => {
     const out = path.join(root, 'cloze');
-    const r = await cli(['eval', model, '--data', spec(bad), '--out', out, '--scoring', 'cloze', '--bootstrap', '0', '--quiet']);
+    const r = await cli(['eval', model, '--data', spec(bad), '--out', out, '--scoring', 'cloze', '--bootstrap', '0',
+      '--quiet']);
     expect(r.code).toBe(0);
-    const recs = readFileSync(path.join(out, 'records.jsonl'), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
+    const recs = readFileSync(path.join(out, 'records.jsonl'), 'utf8').split('\n').filter(Boolean).map((l) =>
+      JSON.parse(l)
+    );
     const b = recs.find((x) => x.id === 'big');
     expect(b.options).toHaveLength(27);
     const lp: number[] = b.cloze.options.map((o: { logprob: number }) => o.logprob);
@@ -63,15 +73,21 @@ describe('option counts', () => {
     expect(b.vote).toBe(lp.indexOf(Math.max(...lp)));
   }, 60000);
 
-  it('cloze skips name --skip-longer-than, and 0 is the model\'s context (as --help says)', async () => {
+  it("cloze skips name --skip-longer-than, and 0 is the model's context (as --help says)", async () => {
     const file = path.join(root, 'long.jsonl');
     const q = (n: number) => Array.from({ length: n }, (_, i) => `w${i}`).join(' ');
-    writeFileSync(file, [{ id: 'short', question: q(3), options: ['yes', 'no'], answer: 0 }, { id: 'long', question: q(60), options: ['yes', 'no'], answer: 0 }].map((r) => JSON.stringify(r) + '\n').join(''));
+    writeFileSync(file,
+      [{ id: 'short', question: q(3), options: ['yes', 'no'], answer: 0 }, { id: 'long', question: q(60),
+        options: ['yes', 'no'], answer: 0 }].map((r) => JSON.stringify(r) + '\n').join(''));
     const data = `jsonl:${file}?question=question&options=options&answer=answer&id=id`;
     const skip = async (n: string) => {
       const out = path.join(root, `long-${n}`);
-      expect((await cli(['eval', model, '--data', data, '--out', out, '--scoring', 'cloze', '--skip-longer-than', n, '--bootstrap', '0', '--quiet'])).code).toBe(0);
-      return readFileSync(path.join(out, 'records.jsonl'), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l)).map((r) => [r.id, r.skipped ?? null]);
+      expect(
+        (await cli(['eval', model, '--data', data, '--out', out, '--scoring', 'cloze', '--skip-longer-than', n,
+          '--bootstrap', '0', '--quiet'])).code,
+      ).toBe(0);
+      return readFileSync(path.join(out, 'records.jsonl'), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l))
+        .map((r) => [r.id, r.skipped ?? null]);
     };
     const at40 = await skip('40');
     expect(at40[0]).toEqual(['short', null]);

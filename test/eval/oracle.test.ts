@@ -34,7 +34,8 @@ describe.skipIf(!have)('oracle scorers on SocialEval', () => {
 
   async function evaluate(name: string, policy: Policy, task: 'iae' | 'gae', limit: number | null = null) {
     const out = path.join(tmp, name);
-    await runEval({ model: MODEL, data: `socialeval:${DATA}?lang=en`, out, task, limit, quiet: true, bootstrap: 500, deps: fakeEvalDeps(policy) });
+    await runEval({ model: MODEL, data: `socialeval:${DATA}?lang=en`, out, task, limit, quiet: true, bootstrap: 500,
+      deps: fakeEvalDeps(policy) });
     return readEvalResults(out);
   }
 
@@ -53,14 +54,17 @@ describe.skipIf(!have)('oracle scorers on SocialEval', () => {
     const small = s.tables.find((t) => t.by === 'ability')!.rows.filter((r) => r.n < 10);
     if (small.length) {
       expect(s.macro).toBeNull();
-      expect(s.macroOmitted).toContain(`no mean over abilities: ${small.length} ${small.length > 1 ? 'have' : 'has'} fewer than 10 items`);
+      expect(s.macroOmitted).toContain(
+        `no mean over abilities: ${small.length} ${small.length > 1 ? 'have' : 'has'} fewer than 10 items`,
+      );
     } else expect(s.macro!.accuracy).toBe(1);
     // 100% correct: the exact interval's lower end is 0.025^(1/n), not the bootstrap's [1, 1].
     expect(s.overall.ci95![0]).toBeCloseTo(0.025 ** (1 / s.items), 9);
     expect(s.unvoted.accuracy).toBe(1);
     for (const t of s.tables) for (const r of t.rows) expect(r.accuracy, `${t.by}=${r.key}`).toBe(1);
     expect(s.tables.find((t) => t.by === 'ability')!.rows.length).toBeGreaterThanOrEqual(30);
-    expect(s.tables.find((t) => t.by === 'aspect')!.rows.map((r) => r.key)).toEqual(['Cooperation', 'Emotional Resilience', 'Innovation', 'Self-Management', 'Social Engagement']);
+    expect(s.tables.find((t) => t.by === 'aspect')!.rows.map((r) => r.key)).toEqual(['Cooperation',
+      'Emotional Resilience', 'Innovation', 'Self-Management', 'Social Engagement']);
   });
 
   it('always slot A: ≈ 1/k before the vote, 1/k after it, and the votes follow the documented rule', () => {
@@ -89,7 +93,9 @@ describe.skipIf(!have)('oracle scorers on SocialEval', () => {
 
   it('random logits: accuracy within its CI of chance', async () => {
     const res = await evaluate('random', (p) => {
-      const rng = new Rng(p.id.length * 7919 + p.shuffle * 104729 + [...p.id].reduce((a, c) => (a * 31 + c.charCodeAt(0)) >>> 0, 0));
+      const rng = new Rng(
+        p.id.length * 7919 + p.shuffle * 104729 + [...p.id].reduce((a, c) => (a * 31 + c.charCodeAt(0)) >>> 0, 0),
+      );
       return Array.from({ length: p.k }, () => rng.normal());
     }, 'iae');
     const s = res.summary.iae!;
@@ -130,7 +136,10 @@ describe.skipIf(!have)('oracle scorers on SocialEval', () => {
       else expect(reach(t, '0') && e.end === 'stuck').toBe(false);
     }
     const ended = eps.filter((e) => e.end === 'ending');
-    expect(res.summary.gae!.overall.accuracy).toBeCloseTo(ended.filter((e) => reach(trees.get(e.tree)!, '0')).length / ended.length, 12);
+    expect(res.summary.gae!.overall.accuracy).toBeCloseTo(
+      ended.filter((e) => reach(trees.get(e.tree)!, '0')).length / ended.length,
+      12,
+    );
     // Each decision is recorded with the node it was taken at and the node it led to.
     for (const r of res.records) {
       const e = eps.find((x) => x.tree === r.gae!.tree)!;

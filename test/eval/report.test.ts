@@ -14,7 +14,8 @@ import * as path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { runEval, readEvalResults } from '../../src/eval/run.js';
 import { writeSyntheticRun } from '../../src/report/synthetic.js';
-import { loadRun, runPayload, compareRuns, writeReport, writeCompare, launchChromium, chromiumProblem } from '../../src/report/index.js';
+import { loadRun, runPayload, compareRuns, writeReport, writeCompare, launchChromium,
+  chromiumProblem } from '../../src/report/index.js';
 import { fakeEvalDeps, oneHot } from './fakes.js';
 import { cli } from '../runtime/helpers.js';
 
@@ -30,17 +31,22 @@ describe('evaluation in the report and in compare', () => {
   beforeAll(async () => {
     root = mkdtempSync(path.join(tmpdir(), 'lobes-eval-report-'));
     const file = path.join(root, 'items.jsonl');
-    const items = Array.from({ length: 40 }, (_, i) => ({ q: `Question ${i}?`, opts: ['right', `wrong ${i}`, `other ${i}`], ans: 0, topic: i % 2 ? 'warmth' : EVIL }));
+    const items = Array.from({ length: 40 },
+      (_, i) => ({ q: `Question ${i}?`, opts: ['right', `wrong ${i}`, `other ${i}`], ans: 0,
+        topic: i % 2 ? 'warmth' : EVIL }));
     writeFileSync(file, items.map((x) => JSON.stringify(x)).join('\n') + '\n');
     const spec = `jsonl:${file}?question=q&options=opts&answer=ans&label=topic`;
     evA = path.join(root, 'evalA');
     evB = path.join(root, 'evalB');
     // Model A always answers right; model B always picks slot A.
-    await runEval({ model: MODEL, data: spec, out: evA, quiet: true, bootstrap: 200, deps: fakeEvalDeps((p) => oneHot(p.k, ['A', 'B', 'C'].findIndex((L) => p.text.includes(`\n${L}. right\n`)))) });
-    await runEval({ model: MODEL, data: spec, out: evB, quiet: true, bootstrap: 200, deps: fakeEvalDeps((p) => oneHot(p.k, 0)) });
+    await runEval({ model: MODEL, data: spec, out: evA, quiet: true, bootstrap: 200,
+      deps: fakeEvalDeps((p) => oneHot(p.k, ['A', 'B', 'C'].findIndex((L) => p.text.includes(`\n${L}. right\n`)))) });
+    await runEval({ model: MODEL, data: spec, out: evB, quiet: true, bootstrap: 200,
+      deps: fakeEvalDeps((p) => oneHot(p.k, 0)) });
     if (existsSync(DATA)) {
       evS = path.join(root, 'evalS');
-      await runEval({ model: MODEL, data: `socialeval:${DATA}?lang=en`, out: evS, limit: 14, quiet: true, bootstrap: 100, deps: fakeEvalDeps((p) => oneHot(p.k, 0)) });
+      await runEval({ model: MODEL, data: `socialeval:${DATA}?lang=en`, out: evS, limit: 14, quiet: true,
+        bootstrap: 100, deps: fakeEvalDeps((p) => oneHot(p.k, 0)) });
     }
   }, 300_000);
   afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -51,16 +57,23 @@ describe('evaluation in the report and in compare', () => {
     // An evaluation of another model and other items is left out of the run's page, with a note.
     const foreign = await loadRun(run);
     expect(foreign.eval).toBeNull();
-    expect(foreign.omitted.join('\n')).toMatch(/the evaluation left out: .*eval\.json: the evaluation scored another model/);
+    expect(foreign.omitted.join('\n')).toMatch(
+      /the evaluation left out: .*eval\.json: the evaluation scored another model/,
+    );
     // Made the run's own: its model, and records that are its samples (eval.json records their new sha256).
     const ej = path.join(run, 'eval', 'eval.json');
     const em = JSON.parse(readFileSync(ej, 'utf8'));
     em.model.graphSha256 = JSON.parse(readFileSync(path.join(run, 'manifest.json'), 'utf8')).model.graphSha256;
-    const ids = readFileSync(path.join(run, 'samples.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l).id as string);
-    const recs = readFileSync(path.join(run, 'eval', 'records.jsonl'), 'utf8').trim().split('\n').map((l, i) => JSON.stringify({ ...JSON.parse(l), id: ids[i % ids.length] }));
+    const ids = readFileSync(path.join(run, 'samples.jsonl'), 'utf8').trim().split('\n').map((l) =>
+      JSON.parse(l).id as string
+    );
+    const recs = readFileSync(path.join(run, 'eval', 'records.jsonl'), 'utf8').trim().split('\n').map((l, i) =>
+      JSON.stringify({ ...JSON.parse(l), id: ids[i % ids.length] })
+    );
     const text = recs.join('\n') + '\n';
     writeFileSync(path.join(run, 'eval', 'records.jsonl'), text);
-    em.files.records = { path: 'records.jsonl', bytes: Buffer.byteLength(text), sha256: createHash('sha256').update(text).digest('hex') };
+    em.files.records = { path: 'records.jsonl', bytes: Buffer.byteLength(text),
+      sha256: createHash('sha256').update(text).digest('hex') };
     writeFileSync(ej, JSON.stringify(em));
     const m = await loadRun(run);
     expect(m.omitted).toEqual([]);
@@ -71,14 +84,18 @@ describe('evaluation in the report and in compare', () => {
     writeFileSync(path.join(run, 'eval', 'records.jsonl'), text.replace('"correct":true', '"correct":null'));
     const edited = await loadRun(run);
     expect(edited.eval).toBeNull();
-    expect(edited.omitted.join('\n')).toMatch(/the evaluation left out: .*records\.jsonl: was changed after it was written \(size or sha256 differ from eval\.json\)/);
+    expect(edited.omitted.join('\n')).toMatch(
+      /the evaluation left out: .*records\.jsonl: was changed after it was written \(size or sha256 differ from eval\.json\)/,
+    );
     const a = await loadRun(evA);
     const b = await loadRun(evB);
     expect(runPayload(a).scatter).toBeNull();
     const cmp = compareRuns(a, b);
     const sa = readEvalResults(evA).summary.mcq!;
     const sb = readEvalResults(evB).summary.mcq!;
-    const overall = cmp.rows.find((r) => r.section === 'evaluation (MCQ)' && r.metric === 'accuracy, every item once (voted)')!;
+    const overall = cmp.rows.find((r) =>
+      r.section === 'evaluation (MCQ)' && r.metric === 'accuracy, every item once (voted)'
+    )!;
     expect(overall.a).toBe(sa.overall.accuracy);
     expect(overall.b).toBe(sb.overall.accuracy);
     expect(overall.diff).toBeCloseTo(sb.overall.accuracy - sa.overall.accuracy, 12);
@@ -105,8 +122,11 @@ describe('evaluation in the report and in compare', () => {
       await page.waitForFunction(() => (globalThis as any).lobesReport?.ready === true, null, { timeout: 60_000 });
       const got = await page.evaluate(() => {
         const sec = document.getElementById('evaluation')!;
-        const tables = Array.from(sec.querySelectorAll('table')).map((t) => Array.from(t.querySelectorAll('tr')).map((r) => Array.from(r.children).map((c) => c.textContent)));
-        return { text: sec.textContent, tables, pwned: (globalThis as any).__pwned ?? null, figs: (globalThis as any).lobesReport.figureIds(), imgs: sec.querySelectorAll('img').length };
+        const tables = Array.from(sec.querySelectorAll('table')).map((t) =>
+          Array.from(t.querySelectorAll('tr')).map((r) => Array.from(r.children).map((c) => c.textContent))
+        );
+        return { text: sec.textContent, tables, pwned: (globalThis as any).__pwned ?? null,
+          figs: (globalThis as any).lobesReport.figureIds(), imgs: sec.querySelectorAll('img').length };
       });
       expect(errors).toEqual([]);
       expect(got.pwned).toBeNull();
@@ -128,7 +148,8 @@ describe('evaluation in the report and in compare', () => {
         const s2 = await page.evaluate(() => {
           const sec = document.getElementById('evaluation')!;
           const ref = sec.querySelector('details.reference')!;
-          return { ref: ref.textContent, figs: (globalThis as any).lobesReport.figureIds(), bars: (globalThis as any).lobesReport.figure('eval-accuracy').data.map((t: any) => [t.type, t.x.length]) };
+          return { ref: ref.textContent, figs: (globalThis as any).lobesReport.figureIds(),
+            bars: (globalThis as any).lobesReport.figure('eval-accuracy').data.map((t: any) => [t.type, t.x.length]) };
         });
         expect(s2.ref).toContain('Reference: published results (not measured here)');
         expect(s2.ref).toContain('Llama-3.1-8B-Instruct');

@@ -23,7 +23,9 @@ const have = existsSync(DATA);
 if (!have) console.warn(`test/eval/resume: skipped: ${DATA} is absent`);
 
 /** Run the job in a child process; SIGKILL it once its index lists `after` chunks. */
-function runAndKill(opts: Record<string, unknown>, dir: string, after: number): Promise<{ killed: boolean; listed: number }> {
+function runAndKill(opts: Record<string, unknown>, dir: string,
+  after: number): Promise<{ killed: boolean; listed: number }>
+{
   return runKill(CHILD, opts, path.join(dir, 'records/index.json'), after);
 }
 
@@ -35,7 +37,8 @@ describe.skipIf(!have)('evaluation crash safety, shards and merge', () => {
   let base: Record<string, unknown>;
   beforeAll(async () => {
     root = mkdtempSync(path.join(tmpdir(), 'lobes-eval-resume-'));
-    base = { model: ensureGeneratedModel('tiny-llama-past'), data: `socialeval:${DATA}?lang=zh`, task: 'both', limit: 4, chunkUnits: 1, bootstrap: 200, maxTokens: 0 };
+    base = { model: ensureGeneratedModel('tiny-llama-past'), data: `socialeval:${DATA}?lang=zh`, task: 'both', limit: 4,
+      chunkUnits: 1, bootstrap: 200, maxTokens: 0 };
     reference = path.join(root, 'reference');
     await runEval({ ...(base as any), out: reference, quiet: true });
   }, 600_000);
@@ -65,39 +68,45 @@ describe.skipIf(!have)('evaluation crash safety, shards and merge', () => {
     expect(r.episodes.length).toBe(4);
   }, 600_000);
 
-  it('aborted through its signal after the first chunk, then rerun without it: the same bytes as an uninterrupted evaluation', async () => {
-    const out = path.join(root, 'aborted');
-    const ac = new AbortController();
-    // The scorer aborts the controller when first used: that chunk is scored and written, the check before the next stops the job.
-    const openScorer = async (model: string, o: ScorerOptions): Promise<Scorer> => {
-      const s = await realOpenScorer(model, o);
-      const hit = () => ac.abort();
-      return {
-        info: s.info,
-        hasPast: s.hasPast,
-        multiTokenExtend: s.multiTokenExtend,
-        score: (...a) => (hit(), s.score(...a)),
-        prefill: (...a) => (hit(), s.prefill(...a)),
-        extend: (...a) => (hit(), s.extend(...a)),
-        close: () => s.close(),
+  it(
+    'aborted through its signal after the first chunk, then rerun without it: the same bytes as an uninterrupted evaluation',
+    async () => {
+      const out = path.join(root, 'aborted');
+      const ac = new AbortController();
+      // The scorer aborts the controller when first used: that chunk is scored and written, the check before the next stops the job.
+      const openScorer = async (model: string, o: ScorerOptions): Promise<Scorer> => {
+        const s = await realOpenScorer(model, o);
+        const hit = () => ac.abort();
+        return {
+          info: s.info,
+          hasPast: s.hasPast,
+          multiTokenExtend: s.multiTokenExtend,
+          score: (...a) => (hit(), s.score(...a)),
+          prefill: (...a) => (hit(), s.prefill(...a)),
+          extend: (...a) => (hit(), s.extend(...a)),
+          close: () => s.close(),
+        };
       };
-    };
-    const err = await runEval({ ...(base as any), out, quiet: true, signal: ac.signal, deps: { openScorer } }).catch((x: unknown) => x);
-    expect(err).toBeInstanceOf(LobesError);
-    expect((err as LobesError).code).toBe('E_ABORTED');
-    // Stopped before the chunk after the one that first scored; every chunk before it is listed.
-    const at = Number(/lobes eval was cancelled before chunk (\d+) /.exec((err as LobesError).message)?.[1]);
-    expect(at).toBeGreaterThanOrEqual(1);
-    expect(at).toBeLessThan(8);
-    const idx = JSON.parse(readFileSync(path.join(out, 'records/index.json'), 'utf8'));
-    expect(idx.chunks.map((c: { chunk: number }) => c.chunk)).toEqual(Array.from({ length: at }, (_, c) => c));
-    expect(readEvalManifest(out).complete).toBe(false);
-    expect(existsSync(path.join(out, '.lobes-lock'))).toBe(false);
-    await runEval({ ...(base as any), out, quiet: true });
-    for (const f of FILES) expect(readFileSync(path.join(out, f)), f).toEqual(readFileSync(path.join(reference, f)));
-    expect(readEvalManifest(out).timings.attempts).toBe(2);
-    expect(existsSync(path.join(out, 'records'))).toBe(false);
-  }, 600_000);
+      const err = await runEval({ ...(base as any), out, quiet: true, signal: ac.signal, deps: { openScorer } }).catch((
+        x: unknown,
+      ) => x);
+      expect(err).toBeInstanceOf(LobesError);
+      expect((err as LobesError).code).toBe('E_ABORTED');
+      // Stopped before the chunk after the one that first scored; every chunk before it is listed.
+      const at = Number(/lobes eval was cancelled before chunk (\d+) /.exec((err as LobesError).message)?.[1]);
+      expect(at).toBeGreaterThanOrEqual(1);
+      expect(at).toBeLessThan(8);
+      const idx = JSON.parse(readFileSync(path.join(out, 'records/index.json'), 'utf8'));
+      expect(idx.chunks.map((c: { chunk: number }) => c.chunk)).toEqual(Array.from({ length: at }, (_, c) => c));
+      expect(readEvalManifest(out).complete).toBe(false);
+      expect(existsSync(path.join(out, '.lobes-lock'))).toBe(false);
+      await runEval({ ...(base as any), out, quiet: true });
+      for (const f of FILES) expect(readFileSync(path.join(out, f)), f).toEqual(readFileSync(path.join(reference, f)));
+      expect(readEvalManifest(out).timings.attempts).toBe(2);
+      expect(existsSync(path.join(out, 'records'))).toBe(false);
+    },
+    600_000,
+  );
 
   it('a damaged chunk is evaluated again on resume', async () => {
     const out = path.join(root, 'damaged');
@@ -108,23 +117,34 @@ describe.skipIf(!have)('evaluation crash safety, shards and merge', () => {
     writeFileSync(victim, readFileSync(victim).subarray(0, 100));
     const lines: string[] = [];
     await runEval({ ...(base as any), out, log: (l: string) => lines.push(l) });
-    expect(lines.some((l) => /record chunk has 100 bytes, the index records \d+ \(truncated or overwritten\); evaluating it again/.test(l))).toBe(true);
+    expect(
+      lines.some((l) =>
+        /record chunk has 100 bytes, the index records \d+ \(truncated or overwritten\); evaluating it again/.test(l)
+      ),
+    ).toBe(true);
     for (const f of FILES) expect(readFileSync(path.join(out, f)), f).toEqual(readFileSync(path.join(reference, f)));
   }, 600_000);
 
   it('three shards merged equal the single evaluation', async () => {
     const dirs = [0, 1, 2].map((i) => path.join(root, `shard-${i}`));
-    for (const [i, d] of dirs.entries()) await runEval({ ...(base as any), out: d, shard: { index: i, count: 3 }, quiet: true });
+    for (const [i, d] of dirs.entries())
+      await runEval({ ...(base as any), out: d, shard: { index: i, count: 3 }, quiet: true });
     const merged = path.join(root, 'merged');
-    await expect(mergeEvals(dirs.slice(0, 2), merged, { quiet: true })).rejects.toThrow(/chunks 5\.\.7 of 8 are in no shard/);
+    await expect(mergeEvals(dirs.slice(0, 2), merged, { quiet: true })).rejects.toThrow(
+      /chunks 5\.\.7 of 8 are in no shard/,
+    );
     await mergeEvals([dirs[2]!, dirs[0]!, dirs[1]!], merged, { quiet: true });
     for (const f of FILES) expect(readFileSync(path.join(merged, f)), f).toEqual(readFileSync(path.join(reference, f)));
-    await expect(mergeEvals([dirs[0]!, reference], path.join(root, 'bad'), { quiet: true })).rejects.toThrow(/shards overlap|not shards of one evaluation/);
+    await expect(mergeEvals([dirs[0]!, reference], path.join(root, 'bad'), { quiet: true })).rejects.toThrow(
+      /shards overlap|not shards of one evaluation/,
+    );
   }, 600_000);
 
   it('a rerun with other settings is refused, naming them; a finished evaluation is only checked', async () => {
     const go = (o: Record<string, unknown>) => runEval({ ...(base as any), out: reference, quiet: true, ...o });
-    await expect(go({ shuffles: 5 })).rejects.toThrow(/made with different settings: --shuffles is "3" in .* but "5" in this command/);
+    await expect(go({ shuffles: 5 })).rejects.toThrow(
+      /made with different settings: --shuffles is "3" in .* but "5" in this command/,
+    );
     await expect(go({ seed: 9 })).rejects.toThrow(/dataset units sha256 is .*; --seed is "0"/);
     const before = readFileSync(path.join(reference, 'eval.json'), 'utf8');
     await go({});
@@ -133,7 +153,9 @@ describe.skipIf(!have)('evaluation crash safety, shards and merge', () => {
     const b = readFileSync(rec);
     b[b.length - 5] ^= 1;
     writeFileSync(rec, b);
-    await expect(go({})).rejects.toThrow(/records\.jsonl: was changed after it was written \(size or sha256 differ from eval\.json\)/);
+    await expect(go({})).rejects.toThrow(
+      /records\.jsonl: was changed after it was written \(size or sha256 differ from eval\.json\)/,
+    );
     b[b.length - 5] ^= 1;
     writeFileSync(rec, b);
   }, 600_000);

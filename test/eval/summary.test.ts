@@ -8,18 +8,22 @@ import { describe, it, expect } from 'vitest';
 import { summarize, accuracyOf, macroAccuracy } from '../../src/eval/summary.js';
 import type { EvalRecord, EpisodeRecord } from '../../src/eval/types.js';
 
-function rec(id: string, ability: string, aspect: string, language: string, k: number, picks: number[][], answer = 0): EvalRecord {
+function rec(id: string, ability: string, aspect: string, language: string, k: number, picks: number[][],
+  answer = 0): EvalRecord
+{
   // picks: per shuffle [order..., pick] – order as given, pick the last element.
   const shuffles = picks.map((p) => {
     const order = p.slice(0, k);
     const pick = p[k]!;
     const logits = order.map((_, s) => (s === pick ? 1 : 0));
-    return { order, prompt: '', parts: [], tokens: 1, letters: [], letterTokenIds: [], continuations: [], answerAt: 0, logits, probs: [], letterMass: 0.5, logSumExp: 0, topTokenId: 0, pick };
+    return { order, prompt: '', parts: [], tokens: 1, letters: [], letterTokenIds: [], continuations: [], answerAt: 0,
+      logits, probs: [], letterMass: 0.5, logSumExp: 0, topTokenId: 0, pick };
   });
   const counts = new Map<number, number>();
   for (const s of shuffles) counts.set(s.order[s.pick]!, (counts.get(s.order[s.pick]!) ?? 0) + 1);
   const vote = [...counts.entries()].sort((a, b) => b[1] - a[1])[0]![0];
-  return { id, task: 'iae', language, ability, aspect, labels: {}, options: Array.from({ length: k }, (_, i) => `o${i}`), answer, shuffles, vote, correct: vote === answer };
+  return { id, task: 'iae', language, ability, aspect, labels: {},
+    options: Array.from({ length: k }, (_, i) => `o${i}`), answer, shuffles, vote, correct: vote === answer };
 }
 
 describe('IAE summary', () => {
@@ -28,7 +32,8 @@ describe('IAE summary', () => {
     rec('i1', 'Teamwork Skill', 'Cooperation', 'en', 4, [[0, 1, 2, 3, 0], [1, 0, 2, 3, 1], [2, 3, 0, 1, 2]]),
     rec('i2', 'Teamwork Skill', 'Cooperation', 'zh', 4, [[0, 1, 2, 3, 1], [1, 0, 2, 3, 0], [3, 2, 1, 0, 0]]),
     rec('i3', 'Stress Regulation', 'Emotional Resilience', 'en', 2, [[1, 0, 1], [0, 1, 0], [0, 1, 0]]),
-    rec('i4', 'Creative Skill + Teamwork Skill', 'Innovation + Cooperation', 'en', 4, [[3, 2, 1, 0, 0], [1, 3, 2, 0, 1], [2, 0, 1, 3, 3]]),
+    rec('i4', 'Creative Skill + Teamwork Skill', 'Innovation + Cooperation', 'en', 4, [[3, 2, 1, 0, 0], [1, 3, 2, 0, 1],
+      [2, 0, 1, 3, 3]]),
   ];
   const s = summarize(rs, [], { bootstrap: 300, seed: 1 }).iae!;
 
@@ -39,7 +44,9 @@ describe('IAE summary', () => {
     // Abilities: Teamwork {i1 ✓, i2 ✗, i4 ✗} = 1/3, Stress {i3 ✓} = 1, Creative {i4 ✗} = 0.
     // Cells of 1-3 items: the summary gives no mean over abilities and says why; the mean itself:
     expect(s.macro).toBeNull();
-    expect(s.macroOmitted).toContain('no mean over abilities: 3 have fewer than 10 items (Creative Skill (1), Stress Regulation (1), Teamwork Skill (3))');
+    expect(s.macroOmitted).toContain(
+      'no mean over abilities: 3 have fewer than 10 items (Creative Skill (1), Stress Regulation (1), Teamwork Skill (3))',
+    );
     const abil = rs.map((r) => r.ability!.split(' + '));
     const macro = macroAccuracy([1, 0, 1, 0], [0.25, 0.25, 0.5, 0.25], abil, 100, 0);
     expect(macro.accuracy).toBeCloseTo((1 / 3 + 1 + 0) / 3, 12);
@@ -49,7 +56,10 @@ describe('IAE summary', () => {
     const asp = Object.fromEntries(s.tables.find((t) => t.by === 'aspect')!.rows.map((r) => [r.key, [r.n, r.correct]]));
     expect(asp).toEqual({ Cooperation: [3, 1], 'Emotional Resilience': [1, 1], Innovation: [1, 0] });
     expect(s.macroByLanguage).toEqual({});
-    expect(macroAccuracy([1, 1, 0], [0.25, 0.5, 0.25], [abil[0]!, abil[2]!, abil[3]!], 100, 0).accuracy).toBeCloseTo((1 / 2 + 1 + 0) / 3, 12);
+    expect(macroAccuracy([1, 1, 0], [0.25, 0.5, 0.25], [abil[0]!, abil[2]!, abil[3]!], 100, 0).accuracy).toBeCloseTo(
+      (1 / 2 + 1 + 0) / 3,
+      12,
+    );
     // Single shuffles (order[pick]): i1 0, 0, 0 → 3/3; i2 1, 1, 3 → 0/3; i3 0, 0, 0 → 3/3; i4 3, 3, 3 → 0/3.
     expect(s.unvoted.correct).toBe(6);
     expect(s.unvoted.n).toBe(12);
@@ -88,10 +98,21 @@ describe('IAE summary', () => {
 });
 
 describe('GAE summary', () => {
-  const ep = (tree: string, category: string, group: string, success: boolean, end: 'ending' | 'stuck' = 'ending', chance = 0.2): EpisodeRecord => ({
-    tree, language: 'en', orientation: '', category, group, path: ['0'], end, goalAchievement: success ? 2 : 0, success, chance,
-  });
-  const eps = [ep('t1', 'Cooperation', 'Prosocial', true), ep('t2', 'Cooperation', 'Prosocial', false), ep('t3', 'Conflict', 'Antisocial', true, 'ending', 0.1), ep('t4', 'Conflict', 'Antisocial', false, 'stuck')];
+  const ep = (tree: string, category: string, group: string, success: boolean, end: 'ending' | 'stuck' = 'ending',
+    chance = 0.2): EpisodeRecord => ({
+      tree,
+      language: 'en',
+      orientation: '',
+      category,
+      group,
+      path: ['0'],
+      end,
+      goalAchievement: success ? 2 : 0,
+      success,
+      chance,
+    });
+  const eps = [ep('t1', 'Cooperation', 'Prosocial', true), ep('t2', 'Cooperation', 'Prosocial', false),
+    ep('t3', 'Conflict', 'Antisocial', true, 'ending', 0.1), ep('t4', 'Conflict', 'Antisocial', false, 'stuck')];
   const s = summarize([], eps, { bootstrap: 100 }).gae!;
   it('success over walks that reached an ending; macro over categories; chance', () => {
     expect(s.ended).toBe(3);
@@ -99,8 +120,11 @@ describe('GAE summary', () => {
     expect(s.overall.accuracy).toBeCloseTo(2 / 3, 12);
     // Categories of 1 and 2 trees: no mean over categories, and the summary says why.
     expect(s.macro).toBeNull();
-    expect(s.macroOmitted).toMatch(/no mean over world categories: 2 have fewer than 10 items \(Conflict \(1\), Cooperation \(2\)\)/);
-    expect(macroAccuracy([1, 0, 1], [0.2, 0.2, 0.1], [['Cooperation'], ['Cooperation'], ['Conflict']], 100, 0).accuracy).toBeCloseTo((0.5 + 1) / 2, 12);
+    expect(s.macroOmitted).toMatch(
+      /no mean over world categories: 2 have fewer than 10 items \(Conflict \(1\), Cooperation \(2\)\)/,
+    );
+    expect(macroAccuracy([1, 0, 1], [0.2, 0.2, 0.1], [['Cooperation'], ['Cooperation'], ['Conflict']], 100, 0).accuracy)
+      .toBeCloseTo((0.5 + 1) / 2, 12);
     expect(s.overall.chance).toBeCloseTo((0.2 + 0.2 + 0.1) / 3, 12);
     // Exact test against each tree's own chance: P(at least 2 of 3 succeed), enumerated here.
     const ps = [0.2, 0.2, 0.1];

@@ -25,11 +25,13 @@ let shapes: [number, number][] = [];
 // onnxruntime-node's sessions are instances of onnxruntime-common's InferenceSession class.
 const proto = (ort.InferenceSession as unknown as { prototype: ort.InferenceSession }).prototype;
 const realRun = proto.run;
-vi.spyOn(proto, 'run').mockImplementation(function (this: ort.InferenceSession, feeds: ort.InferenceSession.FeedsType, ...rest: unknown[]) {
-  const ids = feeds['input_ids'];
-  if (ids && ids.dims.length === 2) shapes.push([Number(ids.dims[0]), Number(ids.dims[1])]);
-  return (realRun as (...a: unknown[]) => ReturnType<ort.InferenceSession['run']>).call(this, feeds, ...rest);
-} as ort.InferenceSession['run']);
+vi.spyOn(proto, 'run').mockImplementation(
+  function(this: ort.InferenceSession, feeds: ort.InferenceSession.FeedsType, ...rest: unknown[]) {
+    const ids = feeds['input_ids'];
+    if (ids && ids.dims.length === 2) shapes.push([Number(ids.dims[0]), Number(ids.dims[1])]);
+    return (realRun as (...a: unknown[]) => ReturnType<ort.InferenceSession['run']>).call(this, feeds, ...rest);
+  } as ort.InferenceSession['run'],
+);
 
 const padded = (s: [number, number][]) => s.map(([r, q]) => r * q);
 const BUDGET = LONG_PROMPT_TOKEN_BUDGET;
@@ -61,8 +63,10 @@ describe('cloze scoring on the CPU caps padded tokens per batch', () => {
   const evaluate = async (name: string, extra: Partial<EvalOptions>) => {
     shapes = [];
     const out = path.join(root, name);
-    await runEval({ model, data: spec, out, ...(letters ? { shuffles: 3 } : { scoring: 'cloze', mutualInfo: true }), chatTemplate: 'off', quiet: true, bootstrap: 0, ...extra });
-    return { out, shapes: [...shapes], files: ['records.jsonl', 'summary.json'].map((f) => readFileSync(path.join(out, f), 'utf8')) };
+    await runEval({ model, data: spec, out, ...(letters ? { shuffles: 3 } : { scoring: 'cloze', mutualInfo: true }),
+      chatTemplate: 'off', quiet: true, bootstrap: 0, ...extra });
+    return { out, shapes: [...shapes],
+      files: ['records.jsonl', 'summary.json'].map((f) => readFileSync(path.join(out, f), 'utf8')) };
   };
 
   it('letter scoring without a KV cache: batches within the cap, and the same records and summary as uncapped', async () => {
@@ -102,7 +106,9 @@ describe('cloze scoring on the CPU caps padded tokens per batch', () => {
     const capped = await evaluate('capped', {});
     const batched = capped.shapes.filter(([r]) => r > 1);
     expect(batched.length, JSON.stringify(capped.shapes)).toBeGreaterThan(0);
-    expect(padded(capped.shapes.filter(([r]) => r > 1)).every((p) => p <= BUDGET), JSON.stringify(capped.shapes)).toBe(true);
+    expect(padded(capped.shapes.filter(([r]) => r > 1)).every((p) => p <= BUDGET), JSON.stringify(capped.shapes)).toBe(
+      true,
+    );
     // The prompt rows are long enough that the default 4 rows would not fit the cap.
     expect(Math.max(...capped.shapes.map(([, q]) => q)) * 4).toBeGreaterThan(BUDGET);
     const open = await evaluate('uncapped', { batch: 4, tokenBudget: 1_000_000 });
@@ -111,7 +117,9 @@ describe('cloze scoring on the CPU caps padded tokens per batch', () => {
     expect(capped.files[0]).toBe(open.files[0]);
     expect(capped.files[1]).toBe(open.files[1]);
     // settings record what the user asked (the cap is not part of the evaluation's identity)
-    const m = JSON.parse(readFileSync(path.join(capped.out, 'eval.json'), 'utf8')) as { settings: { tokenBudget: number | null; batch: number | null } };
+    const m = JSON.parse(readFileSync(path.join(capped.out, 'eval.json'), 'utf8')) as {
+      settings: { tokenBudget: number | null; batch: number | null };
+    };
     expect(m.settings.tokenBudget).toBeNull();
     expect(m.settings.batch).toBe(4);
   });
@@ -128,7 +136,9 @@ describe('cloze scoring on the CPU caps padded tokens per batch', () => {
       device: 'cuda',
       memoryLimit: () => 1e12,
       // The real engine on the CPU, opened with what eval asked for on the GPU.
-      deps: { openLoglik: (m: string, o: LoglikOptions) => (asked.push(o), openLoglikEngine(m, { ...o, device: 'cpu' })) },
+      deps: {
+        openLoglik: (m: string, o: LoglikOptions) => (asked.push(o), openLoglikEngine(m, { ...o, device: 'cpu' })),
+      },
     });
     expect(asked.map((o) => o.tokenBudget)).toEqual([undefined]);
     expect(Math.max(...padded(r.shapes)), JSON.stringify(r.shapes)).toBeGreaterThan(BUDGET);
@@ -141,6 +151,7 @@ describe('cloze scoring on the CPU caps padded tokens per batch', () => {
     expect(3 * S, JSON.stringify(probe.shapes)).toBeLessThanOrEqual(BUDGET);
     const limit = (batchBytes(arch, 3, S) + batchBytes(arch, 4, S)) / 2;
     await evaluate('plan-capped', { memoryLimit: () => limit });
-    await expect(evaluate('plan-uncapped', { memoryLimit: () => limit, batch: 4, tokenBudget: 1_000_000 })).rejects.toThrow(/a batch of 4 rows × \d+ tokens needs about/);
+    await expect(evaluate('plan-uncapped', { memoryLimit: () => limit, batch: 4, tokenBudget: 1_000_000 })).rejects
+      .toThrow(/a batch of 4 rows × \d+ tokens needs about/);
   });
 });

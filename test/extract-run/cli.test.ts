@@ -14,18 +14,24 @@ const ROOT = path.resolve(__dirname, '../..');
 const MODEL = path.join(ROOT, 'models/tiny-llama');
 const BIN = path.join(ROOT, 'src/cli/bin.ts');
 const HAVE = existsSync(path.join(MODEL, 'model.onnx'));
-if (!HAVE) console.log(`skipping CLI extract tests: ${MODEL}/model.onnx is missing (regenerate with npx tsx models/generate.ts)`);
+if (!HAVE)
+  console.log(
+    `skipping CLI extract tests: ${MODEL}/model.onnx is missing (regenerate with npx tsx models/generate.ts)`,
+  );
 
-const COMMON = ['--model', MODEL, '--data', 'builtin:social', '--capture', 'final,mlp', '--batch', '4', '--chunk-rows', '6', '--quiet'];
+const COMMON = ['--model', MODEL, '--data', 'builtin:social', '--capture', 'final,mlp', '--batch', '4', '--chunk-rows',
+  '6', '--quiet'];
 
 function lobes(args: string[], env: NodeJS.ProcessEnv = {}) {
-  const r = spawnSync(process.execPath, ['--import', 'tsx', BIN, ...args], { cwd: ROOT, env: { ...process.env, ...env }, encoding: 'utf8' });
+  const r = spawnSync(process.execPath, ['--import', 'tsx', BIN, ...args], { cwd: ROOT, env: { ...process.env, ...env },
+    encoding: 'utf8' });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
 function lobesAsync(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number | null; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', BIN, ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', BIN, ...args], { cwd: ROOT,
+      env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
     let stderr = '';
     child.stderr.on('data', (d) => (stderr += d));
     child.on('exit', (code) => resolve({ code, stderr }));
@@ -97,8 +103,11 @@ describe.skipIf(!HAVE)('lobes extract / merge on the built-in model', () => {
   it('Ctrl-C (SIGINT) mid-way: one line, exit 130, the lock released, and the same command resumes to the bytes of the uninterrupted run', async () => {
     const out = path.join(root, 'interrupted');
     const args = ['extract', ...COMMON, '--out', out, '--json'];
-    const res = await new Promise<{ code: number | null; signal: NodeJS.Signals | null; stderr: string; stdout: string; at: number }>((resolve) => {
-      const child = spawn(process.execPath, ['--import', 'tsx', BIN, ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    const res = await new Promise<
+      { code: number | null; signal: NodeJS.Signals | null; stderr: string; stdout: string; at: number }
+    >((resolve) => {
+      const child = spawn(process.execPath, ['--import', 'tsx', BIN, ...args], { cwd: ROOT,
+        stdio: ['ignore', 'pipe', 'pipe'] });
       let stderr = '';
       let stdout = '';
       child.stderr.on('data', (d) => (stderr += d));
@@ -122,7 +131,9 @@ describe.skipIf(!HAVE)('lobes extract / merge on the built-in model', () => {
     expect(res.code, res.stderr).toBe(130);
     const lines = res.stderr.trim().split('\n');
     expect(lines[0]).toMatch(/^lobes extract: interrupted \(SIGINT\); stopping before the next chunk/);
-    expect(lines.at(-1)).toMatch(/^lobes extract was cancelled before chunk \d+ \(interrupted by SIGINT\) \(the same call again resumes where it stopped\)$/);
+    expect(lines.at(-1)).toMatch(
+      /^lobes extract was cancelled before chunk \d+ \(interrupted by SIGINT\) \(the same call again resumes where it stopped\)$/,
+    );
     const err = JSON.parse(res.stdout.trim().split('\n').at(-1)!).error;
     expect(err.code).toBe('E_ABORTED');
     expect(err.exitCode).toBe(130);
@@ -149,7 +160,10 @@ describe.skipIf(!HAVE)('lobes extract / merge on the built-in model', () => {
   it('three Slurm array tasks (--shard auto, ids 1..3, run concurrently) merged equal the single run', async () => {
     const pattern = path.join(root, 'shard-{i}-of-{n}');
     const tasks = await Promise.all(
-      [1, 2, 3].map((id) => lobesAsync(['extract', ...COMMON, '--shard', 'auto', '--out', pattern], { SLURM_ARRAY_TASK_ID: String(id), SLURM_ARRAY_TASK_MIN: '1', SLURM_ARRAY_TASK_COUNT: '3' })),
+      [1, 2, 3].map((id) =>
+        lobesAsync(['extract', ...COMMON, '--shard', 'auto', '--out', pattern], { SLURM_ARRAY_TASK_ID: String(id),
+          SLURM_ARRAY_TASK_MIN: '1', SLURM_ARRAY_TASK_COUNT: '3' })
+      ),
     );
     for (const r of tasks) {
       expect(r.code, r.stderr).toBe(0);
@@ -159,7 +173,9 @@ describe.skipIf(!HAVE)('lobes extract / merge on the built-in model', () => {
     const merged = path.join(root, 'merged');
     const bad = lobes(['merge', shards[0], shards[2], '--out', merged, '--quiet']);
     expect(bad.code).toBe(1);
-    expect(bad.stderr).toMatch(/^lobes merge: shards do not cover the dataset: rows \d+\.\.\d+ of 150 are in no shard; missing shard 1\/3/);
+    expect(bad.stderr).toMatch(
+      /^lobes merge: shards do not cover the dataset: rows \d+\.\.\d+ of 150 are in no shard; missing shard 1\/3/,
+    );
     const r = lobes(['merge', ...shards, '--out', merged, '--quiet']);
     expect(r.code, r.stderr).toBe(0);
     expect(diffTrees(single, merged, 'activations')).toEqual([]);
@@ -169,6 +185,8 @@ describe.skipIf(!HAVE)('lobes extract / merge on the built-in model', () => {
     const r = lobes(['extract', ...COMMON, '--dtype', 'fp32', '--max-tokens', '12', '--out', single]);
     expect(r.code).toBe(1);
     expect(r.stderr.trim().split('\n')).toHaveLength(1);
-    expect(r.stderr).toMatch(/^lobes extract: .*single\/manifest\.json: this run folder was made with different settings: max tokens \(--max-tokens\) is "null" in .* but "12" in this command; stored dtype \(--dtype\) is "fp16" .* but "fp32" in this command/);
+    expect(r.stderr).toMatch(
+      /^lobes extract: .*single\/manifest\.json: this run folder was made with different settings: max tokens \(--max-tokens\) is "null" in .* but "12" in this command; stored dtype \(--dtype\) is "fp16" .* but "fp32" in this command/,
+    );
   });
 });

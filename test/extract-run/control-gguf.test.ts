@@ -47,10 +47,15 @@ describe.skipIf(!have)('lobes extract --model Q4_1.gguf --control random --cache
     mkdirSync(sysTmp);
     env.set({ TMPDIR: sysTmp, LOBES_MODEL_CACHE: undefined, LOBES_HASH_CACHE: path.join(root, 'file-sha256.json') });
     const data = path.join(root, 'texts.jsonl');
-    writeFileSync(data, ['The cat sat on the mat.', 'Paris is in France.', 'Two and two make four.', 'She opened the door.'].map((t, i) => JSON.stringify({ id: `t${i}`, text: t, label: i % 2 ? 'a' : 'b' })).join('\n') + '\n');
+    writeFileSync(data,
+      ['The cat sat on the mat.', 'Paris is in France.', 'Two and two make four.', 'She opened the door.'].map((t, i) =>
+        JSON.stringify({ id: `t${i}`, text: t, label: i % 2 ? 'a' : 'b' })
+      ).join('\n') + '\n');
     const ggufBefore = readFileSync(SMOLLM2_GGUF);
     const out = path.join(root, 'run');
-    const code = await extractCli(['--model', SMOLLM2_GGUF, '--data', `jsonl:${data}?text=text&label=label&id=id`, '--out', out, '--capture', 'final', '--dtype', 'fp32', '--control', 'random', '--control-seed', '2', '--cache', cache, '--quiet']);
+    const code = await extractCli(['--model', SMOLLM2_GGUF, '--data', `jsonl:${data}?text=text&label=label&id=id`,
+      '--out', out, '--capture', 'final', '--dtype', 'fp32', '--control', 'random', '--control-seed', '2', '--cache',
+      cache, '--quiet']);
     expect(code).toBe(0);
     const m = JSON.parse(readFileSync(path.join(out, 'manifest.json'), 'utf8'));
     expect(m.model.control).toMatchObject({ kind: 'random', seed: 2 });
@@ -66,30 +71,41 @@ describe.skipIf(!have)('lobes extract --model Q4_1.gguf --control random --cache
     const g = loadModel(m.model.dir);
     expect(g.model.graph!.node.some((n) => n.opType === 'MatMulNBits')).toBe(false);
     const entries = readdirSync(cache).filter((n) => !n.startsWith('control-'));
-    const weights = entries.map((e) => JSON.parse(readFileSync(path.join(cache, e, 'lobes-convert.json'), 'utf8')).options.weights).sort();
+    const weights = entries.map((e) =>
+      JSON.parse(readFileSync(path.join(cache, e, 'lobes-convert.json'), 'utf8')).options.weights
+    ).sort();
     expect(weights).toEqual(['fp16', 'q4']);
-    expect(readdirSync(cache).filter((n) => n.endsWith('.lock') || n.includes('.tmp-') || n.startsWith('.'))).toEqual([]);
+    expect(readdirSync(cache).filter((n) => n.endsWith('.lock') || n.includes('.tmp-') || n.startsWith('.'))).toEqual(
+      [],
+    );
     expect(readFileSync(SMOLLM2_GGUF).equals(ggufBefore)).toBe(true);
     ctlName = path.basename(m.model.dir);
   }, 600_000);
 
-  it('eval --control random draws the same control from the genai conversion, with no explicit 4-bit conversion in between', async () => {
-    // A fresh cache: the 4-bit genai conversion eval reads says which folder extract draws from
-    // (the fp16 conversion), so no explicit 4-bit conversion is written only to learn it.
-    const cache = path.join(root, 'cache-eval');
-    const items = path.join(root, 'items.jsonl');
-    writeFileSync(items, JSON.stringify({ id: 'a', q: 'What is the capital of France?', o: ['Berlin', 'Paris'], a: 1 }) + '\n');
-    const out = path.join(root, 'eval-ctl');
-    const code = await evalCli(['--model', SMOLLM2_GGUF, '--data', `jsonl:${items}?id=id&question=q&options=o&answer=a`, '--out', out, '--scoring', 'cloze', '--bootstrap', '0', '--control', 'random', '--control-seed', '2', '--cache', cache, '--quiet']);
-    expect(code).toBe(0);
-    const em = JSON.parse(readFileSync(path.join(out, 'eval.json'), 'utf8'));
-    // the same draw as extract's (the folder name holds the source graph's sha256, the seed and the version)
-    expect(path.basename(em.model.control.layout.drawn)).toBe(ctlName);
-    const options = readdirSync(cache)
-      .filter((n) => !n.startsWith('control-') && !n.endsWith('.lock'))
-      .map((e) => JSON.parse(readFileSync(path.join(cache, e, 'lobes-convert.json'), 'utf8')).options)
-      .map((o: { layout: string; weights: string }) => `${o.layout} ${o.weights}`)
-      .sort();
-    expect(options).toEqual(['explicit fp16', 'genai q4']);
-  }, 600_000);
+  it(
+    'eval --control random draws the same control from the genai conversion, with no explicit 4-bit conversion in between',
+    async () => {
+      // A fresh cache: the 4-bit genai conversion eval reads says which folder extract draws from
+      // (the fp16 conversion), so no explicit 4-bit conversion is written only to learn it.
+      const cache = path.join(root, 'cache-eval');
+      const items = path.join(root, 'items.jsonl');
+      writeFileSync(items,
+        JSON.stringify({ id: 'a', q: 'What is the capital of France?', o: ['Berlin', 'Paris'], a: 1 }) + '\n');
+      const out = path.join(root, 'eval-ctl');
+      const code = await evalCli(['--model', SMOLLM2_GGUF, '--data',
+        `jsonl:${items}?id=id&question=q&options=o&answer=a`, '--out', out, '--scoring', 'cloze', '--bootstrap', '0',
+        '--control', 'random', '--control-seed', '2', '--cache', cache, '--quiet']);
+      expect(code).toBe(0);
+      const em = JSON.parse(readFileSync(path.join(out, 'eval.json'), 'utf8'));
+      // the same draw as extract's (the folder name holds the source graph's sha256, the seed and the version)
+      expect(path.basename(em.model.control.layout.drawn)).toBe(ctlName);
+      const options = readdirSync(cache)
+        .filter((n) => !n.startsWith('control-') && !n.endsWith('.lock'))
+        .map((e) => JSON.parse(readFileSync(path.join(cache, e, 'lobes-convert.json'), 'utf8')).options)
+        .map((o: { layout: string; weights: string }) => `${o.layout} ${o.weights}`)
+        .sort();
+      expect(options).toEqual(['explicit fp16', 'genai q4']);
+    },
+    600_000,
+  );
 });

@@ -27,14 +27,21 @@ afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 // 40 planted words per group: each item ends in its own word (vocab 1536 has enough whole-word tokens).
 const SPEC: GeneratedModelSpec = {
   model: {
-    layers: 2, hidden: 512, intermediate: 1024, heads: 8, kvHeads: 2, vocab: 1536, seed: 31,
+    layers: 2,
+    hidden: 512,
+    intermediate: 1024,
+    heads: 8,
+    kvHeads: 2,
+    vocab: 1536,
+    seed: 31,
     plant: [
       { group: 'alpha', hiddenBlock: 0, interBlock: 1, tokens: 40 },
       { group: 'beta', hiddenBlock: 1, interBlock: 3, tokens: 40 },
     ],
   },
 };
-const PREFIXES = ['We talked about it and then', 'She wrote down', 'After the meeting they agreed on', 'In the morning he remembered', 'The note on the table said'];
+const PREFIXES = ['We talked about it and then', 'She wrote down', 'After the meeting they agreed on',
+  'In the morning he remembered', 'The note on the table said'];
 
 /** One item per planted word, as a lobes sample file. */
 function plantedData(modelDir: string): string {
@@ -42,7 +49,12 @@ function plantedData(modelDir: string): string {
   const rng = new Rng(5);
   const lines: string[] = [];
   for (const g of plant.groups) {
-    g.words.forEach((w, i) => lines.push(JSON.stringify({ id: `${g.group}-${i}`, text: PREFIXES[rng.int(PREFIXES.length)] + w, labels: { group: g.group } })));
+    g.words.forEach((w, i) =>
+      lines.push(
+        JSON.stringify({ id: `${g.group}-${i}`, text: PREFIXES[rng.int(PREFIXES.length)] + w,
+          labels: { group: g.group } }),
+      )
+    );
   }
   const file = path.join(tmp, 'planted.jsonl');
   writeFileSync(file, lines.join('\n') + '\n');
@@ -50,7 +62,8 @@ function plantedData(modelDir: string): string {
 }
 
 // 99 probe permutations: the smallest count at which Holm over the 5 classifiers can reach 0.05 (49 makes the probe "not testable")
-const CLUSTER = { input: { by: 'group' }, tsne: { perplexity: 10, iterations: 300 }, metrics: { bootstrap: 200, permutations: 99, probePermutations: 99 }, execution: { quiet: true, threads: 1 } };
+const CLUSTER = { input: { by: 'group' }, tsne: { perplexity: 10, iterations: 300 },
+  metrics: { bootstrap: 200, permutations: 99, probePermutations: 99 }, execution: { quiet: true, threads: 1 } };
 
 describe('random-weights control', () => {
   const model = ensureModelFromSpec('control-planted', SPEC);
@@ -83,10 +96,14 @@ describe('random-weights control', () => {
       }
       expect(Math.abs(dot / Math.sqrt(na * nb))).toBeLessThan(0.05);
     }
-    for (const name of plan.fill.keys()) expect(Array.from(readInitializerFloat32(cm, name)).every((v) => v === 1)).toBe(true);
-    for (const name of kept) expect(Buffer.from(readInitializerBytes(cm, name)).equals(Buffer.from(readInitializerBytes(m, name)))).toBe(true);
+    for (const name of plan.fill.keys())
+      expect(Array.from(readInitializerFloat32(cm, name)).every((v) => v === 1)).toBe(true);
+    for (const name of kept)
+      expect(Buffer.from(readInitializerBytes(cm, name)).equals(Buffer.from(readInitializerBytes(m, name)))).toBe(true);
     // the same capture points are found, and the graph records the control
-    expect(analyseModel(c.dir).info.points.map((p) => p.name)).toEqual(analyseModel(model).info.points.map((p) => p.name));
+    expect(analyseModel(c.dir).info.points.map((p) => p.name)).toEqual(
+      analyseModel(model).info.points.map((p) => p.name),
+    );
     expect(cm.model.metadataProps.find((p) => p.key === 'lobes.control')).toBeTruthy();
     // seeded: the same seed reuses the folder; another seed draws other weights
     expect((await randomControlModel(model, arch, { seed: 3, cacheDir: tmp, quiet: true })).dir).toBe(c.dir);
@@ -104,7 +121,9 @@ describe('random-weights control', () => {
     for (let i = 0; i < 8; i++) bad[(bad.length >> 1) + i] ^= 0xff;
     writeFileSync(data, bad);
     execFileSync('touch', ['-r', ref, data]);
-    expect(controlProblem(c.dir)).toMatch(/^model\.onnx(\.data)? has sha256 [0-9a-f]{12}…, [0-9a-f]{12}… when written$/);
+    expect(controlProblem(c.dir)).toMatch(
+      /^model\.onnx(\.data)? has sha256 [0-9a-f]{12}…, [0-9a-f]{12}… when written$/,
+    );
     expect((await randomControlModel(model, arch, { seed: 3, cacheDir: tmp, quiet: true })).dir).toBe(c.dir);
     expect(readFileSync(data).equals(good)).toBe(true);
     expect(controlProblem(c.dir)).toBeNull();
@@ -119,7 +138,10 @@ describe('random-weights control', () => {
     const stderr = process.stderr.write;
     process.stderr.write = (() => true) as typeof process.stderr.write;
     try {
-      expect(await extractCli(['--model', model, '--data', data, '--out', control, '--capture', 'final', '--dtype', 'fp32', '--control', 'random', '--control-seed', '1', '--quiet'])).toBe(0);
+      expect(
+        await extractCli(['--model', model, '--data', data, '--out', control, '--capture', 'final', '--dtype', 'fp32',
+          '--control', 'random', '--control-seed', '1', '--quiet']),
+      ).toBe(0);
     } finally {
       process.stderr.write = stderr;
       delete process.env.LOBES_MODEL_CACHE;
@@ -145,22 +167,31 @@ describe('random-weights control', () => {
 });
 
 it('a missing model folder for the control is an error naming it', async () => {
-  await expect(randomControlModel(path.join(tmp, 'nope'), { hidden: 8, intermediate: 16 }, { cacheDir: tmp })).rejects.toThrow(/nope/);
+  await expect(randomControlModel(path.join(tmp, 'nope'), { hidden: 8, intermediate: 16 }, { cacheDir: tmp })).rejects
+    .toThrow(/nope/);
   expect(existsSync(path.join(tmp, 'nope'))).toBe(false);
 });
 
 const GENAI = path.resolve(__dirname, '../../../shared/models/ort-genai-tiny-llama-fp16');
-if (!existsSync(GENAI)) console.log(`test/extract-run/control.test.ts: onnxruntime-genai case skipped, ${GENAI} is absent`);
+if (!existsSync(GENAI))
+  console.log(`test/extract-run/control.test.ts: onnxruntime-genai case skipped, ${GENAI} is absent`);
 
-it.skipIf(!existsSync(GENAI))('on an onnxruntime-genai export the structure gives the roles its tensor names say', () => {
-  const m = loadModel(GENAI);
-  const { arch } = analyseModel(GENAI).info;
-  const plan = controlPlan(m, arch.hidden, arch.intermediate);
-  for (const name of m.initializers.keys()) {
-    const role = plan.redraw.get(name) ?? (plan.fill.has(name) ? 'norm' : 'keep');
-    const expected = /_proj\.MatMul\.weight$|^lm_head\./.test(name) ? 'projection' : name === 'model.embed_tokens.weight' ? 'embedding' : /layernorm\.weight$/.test(name) ? 'norm' : 'keep';
-    expect(`${name}: ${role}`).toBe(`${name}: ${expected}`);
-  }
-  expect(plan.redraw.get('lm_head.MatMul.weight')).toBe('projection');
-  expect(plan.fill.has('cos_cache')).toBe(false);
-});
+it.skipIf(!existsSync(GENAI))('on an onnxruntime-genai export the structure gives the roles its tensor names say',
+  () => {
+    const m = loadModel(GENAI);
+    const { arch } = analyseModel(GENAI).info;
+    const plan = controlPlan(m, arch.hidden, arch.intermediate);
+    for (const name of m.initializers.keys()) {
+      const role = plan.redraw.get(name) ?? (plan.fill.has(name) ? 'norm' : 'keep');
+      const expected = /_proj\.MatMul\.weight$|^lm_head\./.test(name)
+        ? 'projection'
+        : name === 'model.embed_tokens.weight'
+        ? 'embedding'
+        : /layernorm\.weight$/.test(name)
+        ? 'norm'
+        : 'keep';
+      expect(`${name}: ${role}`).toBe(`${name}: ${expected}`);
+    }
+    expect(plan.redraw.get('lm_head.MatMul.weight')).toBe('projection');
+    expect(plan.fill.has('cos_cache')).toBe(false);
+  });

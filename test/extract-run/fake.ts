@@ -7,7 +7,8 @@
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import type { Dataset, Sample } from '../../src/data/types.js';
-import type { CaptureEngine, CapturePoint, EngineOptions, LobesTokenizer, TokenBatch, TokenizerOptions, BatchPlanOptions } from '../../src/runtime/types.js';
+import type { CaptureEngine, CapturePoint, EngineOptions, LobesTokenizer, TokenBatch, TokenizerOptions,
+  BatchPlanOptions } from '../../src/runtime/types.js';
 import type { ExtractDeps } from '../../src/extract/run.js';
 import { siteFamily } from '../../src/hooks.js';
 
@@ -18,7 +19,8 @@ export function fakeDataset(n: number, variant = 0): Dataset {
   for (let i = 0; i < n; i++) {
     const words = 3 + ((i * 7 + variant) % 11);
     const text = Array.from({ length: words }, (_, w) => `w${(i * 31 + w * 17 + variant) % 97}`).join(' ');
-    samples.push({ id: `item-${String(i).padStart(4, '0')}`, text, labels: { aspect: ASPECTS[i % 3], language: i % 4 === 0 ? 'zh' : 'en' } });
+    samples.push({ id: `item-${String(i).padStart(4, '0')}`, text,
+      labels: { aspect: ASPECTS[i % 3], language: i % 4 === 0 ? 'zh' : 'en' } });
   }
   return { spec: `fake:${n}${variant ? `?v=${variant}` : ''}`, samples, excluded: [], axes: ['aspect', 'language'] };
 }
@@ -33,7 +35,8 @@ export function fakeTokenizer(opts: TokenizerOptions): LobesTokenizer {
     encode(text: string) {
       const ids = [1, ...text.split(' ').map((w) => 2 + (Number(w.slice(1)) % 500))];
       const fullLength = ids.length;
-      if (opts.maxTokens !== null && ids.length > opts.maxTokens) return { ids: ids.slice(ids.length - opts.maxTokens), fullLength, truncated: true };
+      if (opts.maxTokens !== null && ids.length > opts.maxTokens)
+        return { ids: ids.slice(ids.length - opts.maxTokens), fullLength, truncated: true };
       return { ids, fullLength, truncated: false };
     },
   };
@@ -82,7 +85,9 @@ export const FAKE_HOOKS: CapturePoint[] = [
 ];
 
 /** The value the fake engine gives row r of a batch for feature j of a hook. */
-export function fakeValue(tokens: number[], hookIdx: number, j: number, batchShape: { batch: number; seq: number }): number {
+export function fakeValue(tokens: number[], hookIdx: number, j: number,
+  batchShape: { batch: number; seq: number }): number
+{
   let s = 0;
   for (let t = 0; t < tokens.length; t++) s += Math.sin(tokens[t] * 0.37 + (j + 1) * (t + 1) * 0.11 + hookIdx);
   // Padding- and batch-shape-dependent term, as real kernels have.
@@ -94,7 +99,8 @@ export function fakeEngine(opts: EngineOptions, delayMs = 0): CaptureEngine {
   return {
     info: {
       dir: 'fake',
-      arch: { family: 'llama', layers: 1, hidden: 16, intermediate: 24, heads: 2, kvHeads: 2, vocab: 512, dtype: 'float32', quantization: null },
+      arch: { family: 'llama', layers: 1, hidden: 16, intermediate: 24, heads: 2, kvHeads: 2, vocab: 512,
+        dtype: 'float32', quantization: null },
       points: FAKE_HOOKS,
       providers: [{ name: 'cpu', available: true }],
       inputs: [],
@@ -108,7 +114,8 @@ export function fakeEngine(opts: EngineOptions, delayMs = 0): CaptureEngine {
         const v = new Float32Array(b.batch * h.dim);
         for (let r = 0; r < b.batch; r++) {
           const toks: number[] = [];
-          for (let t = 0; t < b.seq; t++) if (b.attentionMask[r * b.seq + t] === 1n) toks.push(Number(b.inputIds[r * b.seq + t]));
+          for (let t = 0; t < b.seq; t++)
+            if (b.attentionMask[r * b.seq + t] === 1n) toks.push(Number(b.inputIds[r * b.seq + t]));
           for (let j = 0; j < h.dim; j++) v[r * h.dim + j] = fakeValue(toks, hi, j, b);
         }
         out.set(h.name, v);
@@ -132,7 +139,11 @@ export function fakeDeps(n: number, opts: { variant?: number; delayMs?: number }
 
 /** The fake model folder's files: model.onnx (not a real graph, so not decoded) and a tokenizer.json when present. */
 export function fakeModelFiles(model: string): { path: string; name: string; role: 'graph' | 'data' | 'tokenizer' }[] {
-  const files: { path: string; name: string; role: 'graph' | 'data' | 'tokenizer' }[] = [{ path: path.join(model, 'model.onnx'), name: 'model.onnx', role: 'graph' }];
+  const files: { path: string; name: string; role: 'graph' | 'data' | 'tokenizer' }[] = [{
+    path: path.join(model, 'model.onnx'),
+    name: 'model.onnx',
+    role: 'graph',
+  }];
   const tok = path.join(model, 'tokenizer.json');
   if (existsSync(tok)) files.push({ path: tok, name: 'tokenizer.json', role: 'tokenizer' });
   return files;

@@ -8,12 +8,15 @@ import { describe, it, expect, afterAll } from 'vitest';
 import * as path from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { openGguf } from '../../src/formats/gguf.js';
-import { GGML_TYPES, DEQUANTIZABLE, dequantizeBlocks, ggmlType, ggmlTypeByName, GgmlType } from '../../src/formats/ggml.js';
+import { GGML_TYPES, DEQUANTIZABLE, dequantizeBlocks, ggmlType, ggmlTypeByName,
+  GgmlType } from '../../src/formats/ggml.js';
 import { ggmlToMatMulNBits, nbitsToFloat32, NBITS_MAPPING, type NBitsWeight } from '../../src/formats/ggml-nbits.js';
-import { DataType, makeGraph, makeModel, makeNode, makeTensor, makeValueInfo, writeModel } from '../../src/onnx/index.js';
+import { DataType, makeGraph, makeModel, makeNode, makeTensor, makeValueInfo,
+  writeModel } from '../../src/onnx/index.js';
 import { floatToHalf } from '../../src/util/half.js';
 import { existsSync, readFileSync } from 'node:fs';
-import { GOLDEN_GGUF, SMOL, REF, sha256, goldens, goldenValues, firstBitDiff, firstValueDiff, lobesError, tmpDir, cleanupTmp } from './helpers.js';
+import { GOLDEN_GGUF, SMOL, REF, sha256, goldens, goldenValues, firstBitDiff, firstValueDiff, lobesError, tmpDir,
+  cleanupTmp } from './helpers.js';
 
 afterAll(cleanupTmp);
 
@@ -29,7 +32,8 @@ describe('GGML type table', () => {
     }
     // Ids the gguf package does not list are the ones GGML removed (block size 0).
     for (const t of GGML_TYPES) if (!(t.name in g.quantSizes)) expect(t.blockSize, t.name).toBe(0);
-    expect(DEQUANTIZABLE).toEqual(['F32', 'F16', 'Q4_0', 'Q4_1', 'Q5_0', 'Q5_1', 'Q8_0', 'Q2_K', 'Q3_K', 'Q4_K', 'Q5_K', 'Q6_K', 'BF16']);
+    expect(DEQUANTIZABLE).toEqual(['F32', 'F16', 'Q4_0', 'Q4_1', 'Q5_0', 'Q5_1', 'Q8_0', 'Q2_K', 'Q3_K', 'Q4_K', 'Q5_K',
+      'Q6_K', 'BF16']);
   });
 });
 
@@ -104,17 +108,27 @@ describe('dequantization equals gguf.quants.dequantize bit for bit', () => {
     const f = openGguf(GOLDEN_GGUF);
     try {
       const e = lobesError(() => f.dequantize('iq2_xxs.unsupported'));
-      expect(e.message).toMatch(/goldens.gguf: tensor "iq2_xxs.unsupported": cannot dequantize IQ2_XXS: lobes decodes F32, F16, Q4_0/);
+      expect(e.message).toMatch(
+        /goldens.gguf: tensor "iq2_xxs.unsupported": cannot dequantize IQ2_XXS: lobes decodes F32, F16, Q4_0/,
+      );
       expect(e.message).toMatch(/re-quantize the model with llama-quantize/);
       // Raw bytes are still readable.
       expect(f.readTensorBytes('iq2_xxs.unsupported').byteLength).toBe(66);
     } finally {
       f.close();
     }
-    expect(lobesError(() => dequantizeBlocks(GgmlType.Q8_K, new Uint8Array(292))).message).toMatch(/cannot dequantize Q8_K/);
-    expect(lobesError(() => dequantizeBlocks(4, new Uint8Array(0))).message).toMatch(/cannot dequantize Q4_2, a type GGML has removed,/);
-    expect(lobesError(() => dequantizeBlocks(77, new Uint8Array(0))).message).toMatch(/cannot dequantize GGML type id 77/);
-    expect(lobesError(() => dequantizeBlocks(GgmlType.Q4_0, new Uint8Array(19))).message).toMatch(/19 bytes are not whole Q4_0 blocks of 18 bytes/);
+    expect(lobesError(() => dequantizeBlocks(GgmlType.Q8_K, new Uint8Array(292))).message).toMatch(
+      /cannot dequantize Q8_K/,
+    );
+    expect(lobesError(() => dequantizeBlocks(4, new Uint8Array(0))).message).toMatch(
+      /cannot dequantize Q4_2, a type GGML has removed,/,
+    );
+    expect(lobesError(() => dequantizeBlocks(77, new Uint8Array(0))).message).toMatch(
+      /cannot dequantize GGML type id 77/,
+    );
+    expect(lobesError(() => dequantizeBlocks(GgmlType.Q4_0, new Uint8Array(19))).message).toMatch(
+      /19 bytes are not whole Q4_0 blocks of 18 bytes/,
+    );
   });
 });
 
@@ -124,7 +138,8 @@ async function ortWeights(w: NBitsWeight): Promise<Float32Array> {
   const blob = (blockSize * bits) / 8;
   const graph = makeGraph(
     'nbits',
-    [makeNode('MatMulNBits', ['A', 'B', 'scales', 'zp'], ['Y'], { K: k, N: n, bits, block_size: blockSize }, 'com.microsoft')],
+    [makeNode('MatMulNBits', ['A', 'B', 'scales', 'zp'], ['Y'], { K: k, N: n, bits, block_size: blockSize },
+      'com.microsoft')],
     [makeValueInfo('A', DataType.FLOAT, [k, k])],
     [makeValueInfo('Y', DataType.FLOAT, [k, n])],
     [
@@ -142,7 +157,8 @@ async function ortWeights(w: NBitsWeight): Promise<Float32Array> {
     const y = (await sess.run({ A: new ort.Tensor('float32', eye, [k, k]) })).Y!.data as Float32Array;
     const out = new Float32Array(n * k); // back to W[n, k], adding the min terms when present
     for (let i = 0; i < k; i++) {
-      for (let j = 0; j < n; j++) out[j * k + i] = w.mins ? y[i * n + j] + w.mins[j * kBlocks + Math.floor(i / blockSize)] : y[i * n + j];
+      for (let j = 0; j < n; j++)
+        out[j * k + i] = w.mins ? y[i * n + j] + w.mins[j * kBlocks + Math.floor(i / blockSize)] : y[i * n + j];
     }
     return out;
   } finally {
@@ -213,14 +229,22 @@ describe('MatMulNBits forms of GGML weights', () => {
     for (let j = 0; j < 16; j++) src[2 + j] = j | (j << 4);
     const w = ggmlToMatMulNBits(GgmlType.Q4_0, src, 1, 32);
     // MatMulNBits: byte i holds values 2i (low) and 2i + 1 (high): codes (2i % 16, (2i + 1) % 16).
-    expect(Array.from(w.packed)).toEqual(Array.from({ length: 16 }, (_, i) => ((2 * i) % 16) | (((2 * i + 1) % 16) << 4)));
+    expect(Array.from(w.packed)).toEqual(
+      Array.from({ length: 16 }, (_, i) => ((2 * i) % 16) | (((2 * i + 1) % 16) << 4)),
+    );
     expect(Array.from(w.zeroPoints)).toEqual([8]);
   });
 
   it('refuses types without a MatMulNBits form, and wrong sizes', () => {
-    expect(lobesError(() => ggmlToMatMulNBits(GgmlType.F16, new Uint8Array(64), 1, 32)).message).toMatch(/GGML F16 has no MatMulNBits form .*expand it to float/);
-    expect(lobesError(() => ggmlToMatMulNBits(GgmlType.IQ2_XXS, new Uint8Array(66), 1, 256)).message).toMatch(/GGML IQ2_XXS has no MatMulNBits form/);
-    expect(lobesError(() => ggmlToMatMulNBits(GgmlType.Q4_0, new Uint8Array(17), 1, 32)).message).toMatch(/17 bytes given but \[1, 32\] of Q4_0 takes 18/);
+    expect(lobesError(() => ggmlToMatMulNBits(GgmlType.F16, new Uint8Array(64), 1, 32)).message).toMatch(
+      /GGML F16 has no MatMulNBits form .*expand it to float/,
+    );
+    expect(lobesError(() => ggmlToMatMulNBits(GgmlType.IQ2_XXS, new Uint8Array(66), 1, 256)).message).toMatch(
+      /GGML IQ2_XXS has no MatMulNBits form/,
+    );
+    expect(lobesError(() => ggmlToMatMulNBits(GgmlType.Q4_0, new Uint8Array(17), 1, 32)).message).toMatch(
+      /17 bytes given but \[1, 32\] of Q4_0 takes 18/,
+    );
   });
 });
 
@@ -228,7 +252,7 @@ const hasSmol = existsSync(SMOL);
 if (!hasSmol) console.log(`skipping the SmolLM2 MatMulNBits test: ${SMOL} is absent`);
 
 describe.skipIf(!hasSmol)('MatMulNBits forms of SmolLM2-135M-Instruct weights', () => {
-  it('Q4_1 (mins: llama.cpp\'s block minima are not multiples of d) and Q8_0 (exact zero point 128) reproduce gguf.quants.dequantize', () => {
+  it("Q4_1 (mins: llama.cpp's block minima are not multiples of d) and Q8_0 (exact zero point 128) reproduce gguf.quants.dequantize", () => {
     const ref = JSON.parse(readFileSync(path.join(REF, 'smollm2.json'), 'utf8')).dequantized;
     const f = openGguf(SMOL);
     try {

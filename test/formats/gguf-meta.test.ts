@@ -39,7 +39,7 @@ function oneLine(fn: () => unknown): string {
 }
 
 describe('GGUF metadata keys and their typed reader', () => {
-  it('reads each kind of key as written, {arch} keys under the file\'s architecture, absent keys as undefined', () => {
+  it("reads each kind of key as written, {arch} keys under the file's architecture, absent keys as undefined", () => {
     const m = crafted([
       ['general.architecture', { type: 'string', value: 'mistral' }],
       ['mistral.context_length', { type: 'uint32', value: 32768 }],
@@ -53,7 +53,8 @@ describe('GGUF metadata keys and their typed reader', () => {
       ['tokenizer.ggml.add_bos_token', { type: 'bool', value: true }],
       ['tokenizer.ggml.tokens', { type: 'array', value: { itemType: 'string', items: ['<s>', 'a', 'b'] } }],
       ['tokenizer.ggml.token_type', { type: 'array', value: { itemType: 'int32', items: new Int32Array([3, 1, 1]) } }],
-      ['tokenizer.ggml.scores', { type: 'array', value: { itemType: 'float32', items: new Float32Array([0, -1.5, -2]) } }],
+      ['tokenizer.ggml.scores', { type: 'array',
+        value: { itemType: 'float32', items: new Float32Array([0, -1.5, -2]) } }],
     ]);
     expect(m.arch).toBe('mistral');
     expect(m.key(K.contextLength)).toBe('mistral.context_length');
@@ -117,7 +118,8 @@ describe('GGUF metadata keys and their typed reader', () => {
       ['llama.rope.freq_base', { type: 'float32', value: 100000 }],
     ]);
     const f = fromGguf(good.file)!;
-    expect(f).toMatchObject({ contextLength: 2048, heads: 9, kvHeads: 9, headDim: 64, ropeTheta: 100000, ropeThetaField: 'llama.rope.freq_base', ropeScaling: null });
+    expect(f).toMatchObject({ contextLength: 2048, heads: 9, kvHeads: 9, headDim: 64, ropeTheta: 100000,
+      ropeThetaField: 'llama.rope.freq_base', ropeScaling: null });
     const bad = crafted([
       ['general.architecture', { type: 'string', value: 'llama' }],
       ['llama.context_length', { type: 'string', value: 'long' }],

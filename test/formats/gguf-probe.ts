@@ -14,7 +14,9 @@ export function copyGguf(src: string, dst: string, alignment = 64): void {
   const g = openGguf(src);
   try {
     const meta = [...g.metadata].filter(([k]) => k !== 'general.alignment');
-    const w = GgufWriter.create(dst, meta, g.tensors.map((t) => ({ name: t.name, dims: t.dims, type: t.type })), { alignment });
+    const w = GgufWriter.create(dst, meta, g.tensors.map((t) => ({ name: t.name, dims: t.dims, type: t.type })), {
+      alignment,
+    });
     try {
       for (const t of g.tensors) w.write(t.name, g.readTensorBytes(t));
       w.finish();

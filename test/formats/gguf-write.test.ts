@@ -47,7 +47,11 @@ const META: Array<[string, GgufValue]> = [
   ['a.empty.f32', { type: 'array', value: { itemType: 'float32', items: new Float32Array(0) } }],
   ['a.nested', {
     type: 'array',
-    value: { itemType: 'array', items: [{ itemType: 'string', items: ['x'] }, { itemType: 'int32', items: new Int32Array([1, 2]) }, { itemType: 'array', items: [] }] },
+    value: { itemType: 'array',
+      items: [{ itemType: 'string', items: ['x'] }, { itemType: 'int32', items: new Int32Array([1, 2]) }, {
+        itemType: 'array',
+        items: [],
+      }] },
   }],
 ];
 
@@ -137,26 +141,53 @@ describe('GGUF writer', () => {
     const file = path.join(dir, 'bad.gguf');
     const spec: GgufTensorSpec[] = [{ name: 'a', dims: [32], type: 2 }, { name: 'b', dims: [2], type: 0 }];
     const w = GgufWriter.create(file, [], spec);
-    expect(lobesError(() => w.write('b', new Float32Array(2))).message).toMatch(/tensor "b" written out of order: "a" is next/);
-    expect(lobesError(() => w.write('a', new Uint8Array(19))).message).toMatch(/tensor "a": 19 bytes given but Q4_0 \[32\] takes 18/);
+    expect(lobesError(() => w.write('b', new Float32Array(2))).message).toMatch(
+      /tensor "b" written out of order: "a" is next/,
+    );
+    expect(lobesError(() => w.write('a', new Uint8Array(19))).message).toMatch(
+      /tensor "a": 19 bytes given but Q4_0 \[32\] takes 18/,
+    );
     w.write('a', new Uint8Array(18));
-    expect(lobesError(() => w.finish()).message).toMatch(/1 tensor\(s\) not written, starting with "b"; nothing was written/);
+    expect(lobesError(() => w.finish()).message).toMatch(
+      /1 tensor\(s\) not written, starting with "b"; nothing was written/,
+    );
     expect(readdirSync(dir)).toEqual([]);
 
-    const header = (meta: Array<[string, GgufValue]>, tensors: GgufTensorSpec[] = [], alignment?: number) => () => encodeGgufHeader(meta, tensors, { alignment });
-    expect(lobesError(header([['x', { type: 'uint8', value: 256 }]])).message).toMatch(/metadata "x": value 256 is not a valid uint8/);
-    expect(lobesError(header([['x', { type: 'int32', value: 1.5 }]])).message).toMatch(/value 1.5 is not a valid int32/);
-    expect(lobesError(header([['x', { type: 'uint64', value: -1n }]])).message).toMatch(/value -1 is not a valid uint64/);
-    expect(lobesError(header([['x', { type: 'array', value: { itemType: 'int32', items: new Float32Array(2) as any } }]])).message).toMatch(/array of int32 must be a Int32Array or a plain array/);
-    expect(lobesError(header([['x', { type: 'array', value: { itemType: 'int8', items: [1, 200] as any } }]])).message).toMatch(/value 200 is not a valid int8/);
-    expect(lobesError(header([['x', { type: 'float16' as any, value: 1 }]])).message).toMatch(/metadata "x": unknown value type "float16"/);
-    expect(lobesError(header([['x', { type: 'bool', value: true }], ['x', { type: 'bool', value: false }]])).message).toMatch(/duplicate metadata key "x"/);
-    expect(lobesError(header([], [{ name: 'a', dims: [32], type: 0 }, { name: 'a', dims: [32], type: 0 }])).message).toMatch(/tensor "a": duplicate tensor name/);
-    expect(lobesError(header([], [{ name: 'a', dims: [48], type: 2 }])).message).toMatch(/tensor "a": row length 48 is not a multiple of the Q4_0 block size 32/);
-    expect(lobesError(header([], [{ name: 'a', dims: [32], type: 4 }])).message).toMatch(/tensor "a": GGML Q4_2 cannot be written/);
+    const header = (meta: Array<[string, GgufValue]>, tensors: GgufTensorSpec[] = [], alignment?: number) => () =>
+      encodeGgufHeader(meta, tensors, { alignment });
+    expect(lobesError(header([['x', { type: 'uint8', value: 256 }]])).message).toMatch(
+      /metadata "x": value 256 is not a valid uint8/,
+    );
+    expect(lobesError(header([['x', { type: 'int32', value: 1.5 }]])).message).toMatch(
+      /value 1.5 is not a valid int32/,
+    );
+    expect(lobesError(header([['x', { type: 'uint64', value: -1n }]])).message).toMatch(
+      /value -1 is not a valid uint64/,
+    );
+    expect(
+      lobesError(header([['x', { type: 'array', value: { itemType: 'int32', items: new Float32Array(2) as any } }]]))
+        .message,
+    ).toMatch(/array of int32 must be a Int32Array or a plain array/);
+    expect(lobesError(header([['x', { type: 'array', value: { itemType: 'int8', items: [1, 200] as any } }]])).message)
+      .toMatch(/value 200 is not a valid int8/);
+    expect(lobesError(header([['x', { type: 'float16' as any, value: 1 }]])).message).toMatch(
+      /metadata "x": unknown value type "float16"/,
+    );
+    expect(lobesError(header([['x', { type: 'bool', value: true }], ['x', { type: 'bool', value: false }]])).message)
+      .toMatch(/duplicate metadata key "x"/);
+    expect(lobesError(header([], [{ name: 'a', dims: [32], type: 0 }, { name: 'a', dims: [32], type: 0 }])).message)
+      .toMatch(/tensor "a": duplicate tensor name/);
+    expect(lobesError(header([], [{ name: 'a', dims: [48], type: 2 }])).message).toMatch(
+      /tensor "a": row length 48 is not a multiple of the Q4_0 block size 32/,
+    );
+    expect(lobesError(header([], [{ name: 'a', dims: [32], type: 4 }])).message).toMatch(
+      /tensor "a": GGML Q4_2 cannot be written/,
+    );
     expect(lobesError(header([], [{ name: 'a', dims: [1, 1, 1, 1, 1], type: 0 }])).message).toMatch(/invalid dims/);
     expect(lobesError(header([], [], 48)).message).toMatch(/alignment 48 is not a power of two/);
-    expect(lobesError(header([['general.alignment', { type: 'uint32', value: 64 }]], [], 128)).message).toMatch(/disagrees with the alignment 128/);
+    expect(lobesError(header([['general.alignment', { type: 'uint32', value: 64 }]], [], 128)).message).toMatch(
+      /disagrees with the alignment 128/,
+    );
     expect(readdirSync(dir)).toEqual([]);
   });
 });

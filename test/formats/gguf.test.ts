@@ -55,7 +55,9 @@ describe('GGUF reader on goldens.gguf (written by gguf.GGUFWriter)', () => {
     expect(e1.message).toContain(GOLDEN_GGUF);
     const e2 = lobesError(() => f.getU32('test.int32'));
     expect(e2.message).toMatch(/"test.int32" is of type int32; a uint32 is needed/);
-    expect(lobesError(() => f.getStringArray('test.array.int32')).message).toMatch(/"test.array.int32" is an array of int32/);
+    expect(lobesError(() => f.getStringArray('test.array.int32')).message).toMatch(
+      /"test.array.int32" is an array of int32/,
+    );
     expect(lobesError(() => f.getInt('test.uint64')).message).toMatch(/beyond 2\^53/);
     expect(lobesError(() => f.getInt('test.int64')).message).toMatch(/= -4611686018427387911 is beyond 2\^53/);
   });
@@ -65,9 +67,15 @@ describe('GGUF reader on goldens.gguf (written by gguf.GGUFWriter)', () => {
     expect(f.tensors.map((t) => t.name)).toEqual(g.tensors.map((t) => t.name));
     for (const [i, t] of g.tensors.entries()) {
       const got = f.tensors[i];
-      expect({ name: got.name, type: got.typeName, typeId: got.type, dims: got.dims, offset: got.offset, nbytes: got.nbytes }).toEqual({
-        name: t.name, type: t.type, typeId: t.typeId, dims: t.dims, offset: t.offset, nbytes: t.nbytes,
-      });
+      expect({ name: got.name, type: got.typeName, typeId: got.type, dims: got.dims, offset: got.offset,
+        nbytes: got.nbytes }).toEqual({
+          name: t.name,
+          type: t.type,
+          typeId: t.typeId,
+          dims: t.dims,
+          offset: t.offset,
+          nbytes: t.nbytes,
+        });
       expect(got.offset % 32).toBe(0);
       expect(got.rows * got.rowBytes).toBe(got.nbytes);
     }
@@ -122,7 +130,9 @@ describe.skipIf(!hasSmol)('GGUF reader on SmolLM2-135M-Instruct Q4_1 (against gg
       const items = Array.from(a.items as ArrayLike<unknown>);
       expect(items.slice(0, 3), m.key).toEqual(m.head);
       expect(items.slice(-3), m.key).toEqual(m.tail);
-      const digest = a.itemType === 'string' ? sha256(a.items.join('\n')) : sha256(new Uint8Array((a.items as Int32Array).buffer));
+      const digest = a.itemType === 'string'
+        ? sha256(a.items.join('\n'))
+        : sha256(new Uint8Array((a.items as Int32Array).buffer));
       expect(digest, m.key).toBe(m.sha256);
     }
     expect(f.getU32('llama.embedding_length')).toBe(576);
@@ -131,7 +141,8 @@ describe.skipIf(!hasSmol)('GGUF reader on SmolLM2-135M-Instruct Q4_1 (against gg
 
   it('reads all 272 tensor infos as GGUFReader does (210 Q4_1, 61 F32, 1 Q8_0)', () => {
     const f = readGgufHeader(SMOL);
-    expect(f.tensors.map((t) => ({ name: t.name, type: t.typeName, dims: t.dims, offset: t.offset, nbytes: t.nbytes }))).toEqual(ref.tensors);
+    expect(f.tensors.map((t) => ({ name: t.name, type: t.typeName, dims: t.dims, offset: t.offset, nbytes: t.nbytes })))
+      .toEqual(ref.tensors);
     const count = (ty: string) => f.tensors.filter((t) => t.typeName === ty).length;
     expect([f.tensors.length, count('Q4_1'), count('F32'), count('Q8_0')]).toEqual([272, 210, 61, 1]);
   });
@@ -183,13 +194,21 @@ describe('malformed GGUF files: one-line LobesErrors naming file and place', () 
   it('truncated file', () => {
     expect(open(base.subarray(0, 3)).message).toMatch(/shorter than the magic/);
     expect(open(base.subarray(0, 12)).message).toMatch(/header: .*truncated GGUF/);
-    expect(open(base.subarray(0, 100)).message).toMatch(/header: header declares 30 metadata entries, more than the file can hold: truncated or corrupt GGUF/);
-    expect(open(base.subarray(0, after('test.array.nested.deep') + 30)).message).toMatch(/metadata "test.array.nested.deep"\[0\]: array of 2 arrays needs at least 24 bytes but \d+ are left: truncated or corrupt/);
-    expect(open(base.subarray(0, after('test.float64') + 6)).message).toMatch(/metadata "test.float64": file ends after \d+ bytes, 8 more needed here: truncated GGUF/);
+    expect(open(base.subarray(0, 100)).message).toMatch(
+      /header: header declares 30 metadata entries, more than the file can hold: truncated or corrupt GGUF/,
+    );
+    expect(open(base.subarray(0, after('test.array.nested.deep') + 30)).message).toMatch(
+      /metadata "test.array.nested.deep"\[0\]: array of 2 arrays needs at least 24 bytes but \d+ are left: truncated or corrupt/,
+    );
+    expect(open(base.subarray(0, after('test.float64') + 6)).message).toMatch(
+      /metadata "test.float64": file ends after \d+ bytes, 8 more needed here: truncated GGUF/,
+    );
     expect(open(base.subarray(0, after('q8_0.mat'))).message).toMatch(/tensor "q8_0.mat".*truncated GGUF/);
     const g = goldens();
     const last = g.tensors[g.tensors.length - 1];
-    expect(open(base.subarray(0, last.offset + 10)).message).toMatch(/tensor "iq2_xxs.unsupported": data \[\d+, \d+\) runs past the end of the file/);
+    expect(open(base.subarray(0, last.offset + 10)).message).toMatch(
+      /tensor "iq2_xxs.unsupported": data \[\d+, \d+\) runs past the end of the file/,
+    );
   });
 
   it('every truncation of the header fails cleanly (never a RangeError or a huge allocation)', () => {
@@ -238,7 +257,9 @@ describe('malformed GGUF files: one-line LobesErrors naming file and place', () 
     const at = after('test.string'); // then u32 type 8, u64 length
     expect(b.readUInt32LE(at)).toBe(8);
     b.writeBigUInt64LE(1n << 40n, at + 4);
-    expect(open(b).message).toMatch(/metadata "test.string": string of 1099511627776 bytes runs past the end of the file/);
+    expect(open(b).message).toMatch(
+      /metadata "test.string": string of 1099511627776 bytes runs past the end of the file/,
+    );
     const k = Buffer.from(base);
     k.writeBigUInt64LE(1n << 62n, after('test.uint8') - 'test.uint8'.length - 8);
     expect(open(k).message).toMatch(/metadata entry 1 key: value 4611686018427387904 is larger than any file/);
@@ -291,7 +312,9 @@ describe('malformed GGUF files: one-line LobesErrors naming file and place', () 
     const b = Buffer.from(base);
     b.writeBigUInt64LE(1n << 30n, at + 4);
     b.writeBigUInt64LE(1n << 30n, at + 12);
-    expect(open(b).message).toMatch(/tensor "f32.mat": dims \[1073741824,1073741824\] multiply to more than 2\^53 values/);
+    expect(open(b).message).toMatch(
+      /tensor "f32.mat": dims \[1073741824,1073741824\] multiply to more than 2\^53 values/,
+    );
     const c = Buffer.from(base);
     c.writeUInt32LE(9, at);
     expect(open(c).message).toMatch(/tensor "f32.mat": 9 dimensions \(GGML allows at most 4\)/);
@@ -324,7 +347,9 @@ describe('malformed GGUF files: one-line LobesErrors naming file and place', () 
     b.writeBigUInt64LE(BigInt(q4.offset - g.dataStart), at + 4 + 16 + 4);
     const [first, second] = q4.nbytes <= q5.nbytes ? [q4, q5] : [q5, q4];
     const msg = open(b).message;
-    expect(msg).toMatch(/: tensor infos: tensors "(q4_1|q5_0)\.mat" \[\d+, \d+\) and "(q4_1|q5_0)\.mat" \[\d+, \d+\) share bytes of the data section/);
+    expect(msg).toMatch(
+      /: tensor infos: tensors "(q4_1|q5_0)\.mat" \[\d+, \d+\) and "(q4_1|q5_0)\.mat" \[\d+, \d+\) share bytes of the data section/,
+    );
     expect(msg).toContain(`"${first.name}" [${q4.offset}, ${q4.offset + first.nbytes})`);
     expect(msg).toContain(`"${second.name}" [${q4.offset}, ${q4.offset + second.nbytes})`);
     expect(msg).not.toMatch(/\n/);
@@ -337,13 +362,19 @@ describe('malformed GGUF files: one-line LobesErrors naming file and place', () 
   it('a FIFO or a folder named .gguf is refused without opening it (no hang)', () => {
     const fifo = path.join(dir, 'pipe.gguf');
     execFileSync('mkfifo', [fifo]);
-    expect(lobesError(() => openGguf(fifo)).message).toBe(`${fifo}: GGUF file is a named pipe (FIFO), not a regular file (give the path of the .gguf file itself)`);
+    expect(lobesError(() => openGguf(fifo)).message).toBe(
+      `${fifo}: GGUF file is a named pipe (FIFO), not a regular file (give the path of the .gguf file itself)`,
+    );
     expect(lobesError(() => openGguf(dir)).message).toMatch(/GGUF file is a folder, not a regular file/);
-    expect(lobesError(() => openGguf('/dev/null')).message).toMatch(/\/dev\/null: GGUF file is a device, not a regular file/);
+    expect(lobesError(() => openGguf('/dev/null')).message).toMatch(
+      /\/dev\/null: GGUF file is a device, not a regular file/,
+    );
   });
 
   it('a file that is not there', () => {
-    expect(lobesError(() => openGguf(path.join(dir, 'missing.gguf'))).message).toMatch(/missing.gguf: cannot open GGUF file \(ENOENT\)/);
+    expect(lobesError(() => openGguf(path.join(dir, 'missing.gguf'))).message).toMatch(
+      /missing.gguf: cannot open GGUF file \(ENOENT\)/,
+    );
   });
 });
 
@@ -351,7 +382,8 @@ describe('string arrays', () => {
   it('decode each string on its own when the bytes are not valid UTF-8 string by string', async () => {
     const { writeGguf } = await import('../../src/formats/gguf-write.js');
     const file = path.join(tmpDir(), 'utf8.gguf');
-    writeGguf(file, [['s', { type: 'array', value: { itemType: 'string', items: ['ab', 'cd', 'ef', '世界', 'gh'] } }]], []);
+    writeGguf(file, [['s', { type: 'array', value: { itemType: 'string', items: ['ab', 'cd', 'ef', '世界', 'gh'] } }]],
+      []);
     const b = readFileSync(file);
     // 'cd' + 'ef' become E4 B8 | 96 41: together the valid "世A", apart one truncated and one stray byte.
     const at = b.indexOf(Buffer.from('cd'));
@@ -359,7 +391,8 @@ describe('string arrays', () => {
     b.set([0x96, 0x41], at + 10);
     writeFileSync(file, b);
     const dec = new TextDecoder();
-    expect(readGgufHeader(file).getStringArray('s')).toEqual(['ab', dec.decode(new Uint8Array([0xe4, 0xb8])), dec.decode(new Uint8Array([0x96, 0x41])), '世界', 'gh']);
+    expect(readGgufHeader(file).getStringArray('s')).toEqual(['ab', dec.decode(new Uint8Array([0xe4, 0xb8])),
+      dec.decode(new Uint8Array([0x96, 0x41])), '世界', 'gh']);
     expect(readGgufHeader(file).getStringArray('s')[1]).toBe('\ufffd');
   });
 });

@@ -9,7 +9,8 @@ import type { GgufArray, GgufValue } from '../../src/formats/gguf.js';
 
 export const REF = path.resolve(import.meta.dirname, '../../test/goldens/gguf');
 export const GOLDEN_GGUF = path.join(REF, 'goldens.gguf');
-export const SMOL = path.resolve(import.meta.dirname, '../../../shared/models/smollm2-135m-instruct/SmolLM2-135M-Instruct.Q4_1.gguf');
+export const SMOL = path.resolve(import.meta.dirname,
+  '../../../shared/models/smollm2-135m-instruct/SmolLM2-135M-Instruct.Q4_1.gguf');
 
 export interface GoldenTensor {
   name: string;

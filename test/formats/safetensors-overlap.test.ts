@@ -22,10 +22,13 @@ describe('safetensors data_offsets', () => {
 
   it('refuses two tensors that share bytes, and reads disjoint ones', () => {
     const ok = path.join(dir, 'ok.safetensors');
-    writeSt(ok, { a: { dtype: 'F32', shape: [2], data_offsets: [0, 8] }, b: { dtype: 'F32', shape: [2], data_offsets: [8, 16] }, e: { dtype: 'F32', shape: [0], data_offsets: [8, 8] } }, 16);
+    writeSt(ok, { a: { dtype: 'F32', shape: [2], data_offsets: [0, 8] },
+      b: { dtype: 'F32', shape: [2], data_offsets: [8, 16] }, e: { dtype: 'F32', shape: [0], data_offsets: [8, 8] } },
+      16);
     expect([...readSafetensorsHeader(ok).tensors.keys()].sort()).toEqual(['a', 'b', 'e']);
     const bad = path.join(dir, 'shared.safetensors');
-    writeSt(bad, { 'model.layers.0.mlp.up_proj.weight': { dtype: 'F32', shape: [2], data_offsets: [0, 8] }, 'model.layers.0.mlp.down_proj.weight': { dtype: 'F32', shape: [2], data_offsets: [0, 8] } }, 8);
+    writeSt(bad, { 'model.layers.0.mlp.up_proj.weight': { dtype: 'F32', shape: [2], data_offsets: [0, 8] },
+      'model.layers.0.mlp.down_proj.weight': { dtype: 'F32', shape: [2], data_offsets: [0, 8] } }, 8);
     const before = readFileSync(bad);
     let e: unknown;
     try {
@@ -34,7 +37,9 @@ describe('safetensors data_offsets', () => {
       e = x;
     }
     expect(e).toBeInstanceOf(LobesError);
-    expect((e as Error).message).toBe(`${bad}: tensor "model.layers.0.mlp.up_proj.weight": data_offsets overlap those of tensor "model.layers.0.mlp.down_proj.weight": two tensors share bytes 0..8`);
+    expect((e as Error).message).toBe(
+      `${bad}: tensor "model.layers.0.mlp.up_proj.weight": data_offsets overlap those of tensor "model.layers.0.mlp.down_proj.weight": two tensors share bytes 0..8`,
+    );
     expect(readFileSync(bad).equals(before)).toBe(true);
   });
 });

@@ -84,7 +84,8 @@ describe('sharded checkpoints', () => {
 
   it('writes shards and model.safetensors.index.json that the checkpoint opener reads back exactly', async () => {
     const dir = path.join(tmp, 'ck');
-    const shapes: Record<string, number[]> = { 'model.embed_tokens.weight': [10, 4], 'model.layers.0.mlp.up_proj.weight': [6, 4], 'model.norm.weight': [4] };
+    const shapes: Record<string, number[]> = { 'model.embed_tokens.weight': [10, 4],
+      'model.layers.0.mlp.up_proj.weight': [6, 4], 'model.norm.weight': [4] };
     const specs: StTensorSpec[] = Object.entries(shapes).map(([name, shape]) => ({ name, dtype: 'F32', shape }));
     const data = new Map(specs.map((s, i) => [s.name, f32(s.shape.reduce((a, b) => a * b, 1), 10 + i)]));
     const seen: string[] = [];
@@ -95,7 +96,8 @@ describe('sharded checkpoints', () => {
     }, { maxShardBytes: 100, metadata: { format: 'pt' } });
     expect(seen).toEqual(specs.map((s) => s.name));
     // 160 bytes of embeddings alone; 96 + 16 fit under 100? 112 > 100, so three shards
-    expect(res.shards).toEqual(['model-00001-of-00003.safetensors', 'model-00002-of-00003.safetensors', 'model-00003-of-00003.safetensors']);
+    expect(res.shards).toEqual(['model-00001-of-00003.safetensors', 'model-00002-of-00003.safetensors',
+      'model-00003-of-00003.safetensors']);
     const index = JSON.parse(readFileSync(path.join(dir, 'model.safetensors.index.json'), 'utf8'));
     expect(index).toEqual({
       metadata: { total_size: 160 + 96 + 16 },
@@ -106,14 +108,19 @@ describe('sharded checkpoints', () => {
       },
     });
     const ck = openSafetensorsCheckpoint(dir);
-    for (const [name, d] of data) expect(Array.from(readTensorFloat32(ck.tensors.get(name)!, name))).toEqual(Array.from(d));
+    for (const [name, d] of data)
+      expect(Array.from(readTensorFloat32(ck.tensors.get(name)!, name))).toEqual(Array.from(d));
     expect(readdirSync(tmp).filter((n) => n.startsWith('.ck'))).toEqual([]);
   });
 
   it('leaves nothing when fill gives the wrong number of bytes, and never overwrites', async () => {
     const dir = path.join(tmp, 'bad');
     const specs: StTensorSpec[] = [spec('a', 4), spec('b', 4)];
-    await expect(writeShardedSafetensors(dir, specs, (s, write) => write(new Uint8Array(s.name === 'b' ? 3 : 4)), { maxShardBytes: 4 })).rejects.toThrow(/fill gave 3 bytes for tensor "b", which has 4/);
+    await expect(
+      writeShardedSafetensors(dir, specs, (s, write) => write(new Uint8Array(s.name === 'b' ? 3 : 4)), {
+        maxShardBytes: 4,
+      }),
+    ).rejects.toThrow(/fill gave 3 bytes for tensor "b", which has 4/);
     expect(existsSync(dir)).toBe(false);
     expect(readdirSync(tmp).filter((n) => n.startsWith('.bad'))).toEqual([]);
     await expect(writeShardedSafetensors(path.join(tmp, 'ck'), specs, () => {})).rejects.toThrow(/already exists/);

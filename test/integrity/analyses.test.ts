@@ -15,7 +15,10 @@ import { ensureModelFromSpec, GENERATED_MODELS } from '../../src/models/index.js
 import { TINY, lobes, lobesOnFullDisk, snapshot, hidden, writeNpy, writeSt, values } from './helpers.js';
 
 const HAVE = existsSync(path.join(TINY, 'model.onnx'));
-if (!HAVE) console.log(`skipping the integrity CLI tests: ${TINY}/model.onnx is missing (regenerate with npx tsx models/generate.ts)`);
+if (!HAVE)
+  console.log(
+    `skipping the integrity CLI tests: ${TINY}/model.onnx is missing (regenerate with npx tsx models/generate.ts)`,
+  );
 
 /** Fast analysis settings (the numbers do not matter here, only what is read and written). */
 const CLUSTER = ['--iterations', '250', '--bootstrap', '20', '--permutations', '10', '--quiet'];
@@ -37,7 +40,8 @@ describe.skipIf(!HAVE)('analyses read only what the run says, and fail without l
     root = mkdtempSync(path.join(tmpdir(), 'lobes-integrity-'));
     process.env.LOBES_HASH_CACHE = path.join(root, 'hash-cache.json');
     run = path.join(root, 'run');
-    const x = await lobes(['extract', '--model', TINY, '--data', 'builtin:social', '--out', run, '--chunk-rows', '32', '--quiet']);
+    const x = await lobes(['extract', '--model', TINY, '--data', 'builtin:social', '--out', run, '--chunk-rows', '32',
+      '--quiet']);
     expect(x.code, x.stderr).toBe(0);
     expect((await lobes(['cluster', run, '--by', 'aspect', ...CLUSTER])).code).toBe(0);
     expect((await lobes(['wanda', run, '--by', 'aspect', ...WANDA])).code).toBe(0);
@@ -49,7 +53,9 @@ describe.skipIf(!HAVE)('analyses read only what the run says, and fail without l
     const r = lobesOnFullDisk(['cluster', run, '--by', 'ability', ...CLUSTER, ...CLUSTER_CHEAP], run, 20_000);
     expect(r.code).toBe(1);
     expect(r.stderr.trim().split('\n')).toHaveLength(1);
-    expect(r.stderr).toMatch(new RegExp(`lobes cluster: ${run}/cluster\\.by-ability/\\S+: no space left on the device \\(ENOSPC, write\\)`));
+    expect(r.stderr).toMatch(
+      new RegExp(`lobes cluster: ${run}/cluster\\.by-ability/\\S+: no space left on the device \\(ENOSPC, write\\)`),
+    );
     expect(r.stderr).not.toMatch(/internal error/);
     expect(snapshot(run)).toEqual(before);
     expect(hidden(run)).toEqual([]);
@@ -79,8 +85,12 @@ describe.skipIf(!HAVE)('analyses read only what the run says, and fail without l
     const page = path.join(root, 'two-axes.html');
     const r = await lobes(['report', copy, '--out', page]);
     expect(r.code, r.stderr).toBe(0);
-    expect(r.stdout + r.stderr).toMatch(/Shown: the map and separation by aspect at final\.hidden \(cluster\/\); the neuron regions by aspect \(wanda\/\)/);
-    expect(r.stdout + r.stderr).toMatch(/Also in this run, not shown: cluster\.by-ability\/, wanda\.by-ability\/ \(lobes report \S+ --by ability/);
+    expect(r.stdout + r.stderr).toMatch(
+      /Shown: the map and separation by aspect at final\.hidden \(cluster\/\); the neuron regions by aspect \(wanda\/\)/,
+    );
+    expect(r.stdout + r.stderr).toMatch(
+      /Also in this run, not shown: cluster\.by-ability\/, wanda\.by-ability\/ \(lobes report \S+ --by ability/,
+    );
     const byAbility = await loadRun(copy, { by: 'ability' });
     expect(byAbility.cluster?.settings?.by).toBe('ability');
     expect(byAbility.wanda?.settings.by).toBe('ability');
@@ -105,15 +115,20 @@ describe.skipIf(!HAVE)('analyses read only what the run says, and fail without l
     writeFileSync(rf, JSON.stringify(r));
     const edited = snapshot(copy);
     const out = path.join(root, 'cut-ablate');
-    const a = await lobes(['ablate', copy, '--region', g, '--data', 'builtin:social?lang=en', '--out', out, '--random', '2', '--quiet']);
+    const a = await lobes(['ablate', copy, '--region', g, '--data', 'builtin:social?lang=en', '--out', out, '--random',
+      '2', '--quiet']);
     expect(a.code).toBe(1);
     expect(a.stderr.trim().split('\n')).toHaveLength(1);
-    expect(a.stderr).toMatch(/cut-region\/wanda\/regions\.json: was changed after lobes wanda wrote it \(sha256 [0-9a-f]{12}…, recorded [0-9a-f]{12}…\)/);
+    expect(a.stderr).toMatch(
+      /cut-region\/wanda\/regions\.json: was changed after lobes wanda wrote it \(sha256 [0-9a-f]{12}…, recorded [0-9a-f]{12}…\)/,
+    );
     expect(existsSync(out)).toBe(false);
     const page = path.join(root, 'cut-region.html');
     const rep = await lobes(['report', copy, '--out', page]);
     expect(rep.code, rep.stderr).toBe(0);
-    expect(rep.stdout + rep.stderr).toMatch(/the neuron regions \(wanda\) left out: .*regions\.json: was changed after lobes wanda wrote it/);
+    expect(rep.stdout + rep.stderr).toMatch(
+      /the neuron regions \(wanda\) left out: .*regions\.json: was changed after lobes wanda wrote it/,
+    );
     expect(snapshot(copy)).toEqual(edited);
   });
 
@@ -129,12 +144,15 @@ describe.skipIf(!HAVE)('analyses read only what the run says, and fail without l
     }
     const c = await lobes(['cluster', copy, ...CLUSTER]);
     expect(c.code).toBe(1);
-    expect(c.stderr).toMatch(/final\.hidden\/chunk-000001\.safetensors: chunk file is corrupted: sha256 [0-9a-f]{16}… does not match/);
+    expect(c.stderr).toMatch(
+      /final\.hidden\/chunk-000001\.safetensors: chunk file is corrupted: sha256 [0-9a-f]{16}… does not match/,
+    );
     const w = await lobes(['wanda', copy, ...WANDA]);
     expect(w.code).toBe(1);
     expect(w.stderr).toMatch(/layers\.0\.mlp\.in\/chunk-000001\.safetensors: chunk file is corrupted/);
     const after = snapshot(copy);
-    for (const k of Object.keys(copyBefore).filter((k) => k.startsWith('cluster/') || k.startsWith('wanda/'))) expect(after[k]).toBe(copyBefore[k]);
+    for (const k of Object.keys(copyBefore).filter((k) => k.startsWith('cluster/') || k.startsWith('wanda/')))
+      expect(after[k]).toBe(copyBefore[k]);
   });
 
   it('a chunk file copied over another chunk slot (its sha256 updated in the index) is refused by its row_start', async () => {
@@ -143,24 +161,31 @@ describe.skipIf(!HAVE)('analyses read only what the run says, and fail without l
     const idxFile = path.join(copy, 'activations/index.json');
     const idx = JSON.parse(readFileSync(idxFile, 'utf8'));
     const hook = 'final.hidden';
-    cpSync(path.join(copy, 'activations', hook, 'chunk-000002.safetensors'), path.join(copy, 'activations', hook, 'chunk-000001.safetensors'));
+    cpSync(path.join(copy, 'activations', hook, 'chunk-000002.safetensors'),
+      path.join(copy, 'activations', hook, 'chunk-000001.safetensors'));
     idx.chunks[1].files[hook] = { ...idx.chunks[2].files[hook], path: idx.chunks[1].files[hook].path };
     writeFileSync(idxFile, JSON.stringify(idx));
     const c = await lobes(['cluster', copy, ...CLUSTER]);
     expect(c.code).toBe(1);
-    expect(c.stderr).toMatch(/chunk-000001\.safetensors: chunk file holds rows from "64" on \(row_start\), but its slot in the index is chunk 1, rows from 32/);
+    expect(c.stderr).toMatch(
+      /chunk-000001\.safetensors: chunk file holds rows from "64" on \(row_start\), but its slot in the index is chunk 1, rows from 32/,
+    );
   });
 
   it('wanda refuses a model folder whose graph is not the one the run was extracted with (a decoy of the same shapes)', async () => {
     const model = path.join(root, 'model-decoy');
     cpSync(TINY, model, { recursive: true });
     const r2 = path.join(root, 'run-decoy');
-    expect((await lobes(['extract', '--model', model, '--data', 'builtin:social?lang=en', '--out', r2, '--quiet'])).code).toBe(0);
+    expect(
+      (await lobes(['extract', '--model', model, '--data', 'builtin:social?lang=en', '--out', r2, '--quiet'])).code,
+    ).toBe(0);
     const decoy = ensureModelFromSpec('tiny-decoy', { model: { ...GENERATED_MODELS['tiny-llama']!.model, seed: 777 } });
     cpSync(path.join(decoy, 'model.onnx'), path.join(model, 'model.onnx'));
     const w = await lobes(['wanda', r2, ...WANDA]);
     expect(w.code).toBe(1);
-    expect(w.stderr).toMatch(/the run's model is not the one it was extracted with: .*model\.onnx has sha256 [0-9a-f]{12}… but the run was extracted from a graph with sha256/);
+    expect(w.stderr).toMatch(
+      /the run's model is not the one it was extracted with: .*model\.onnx has sha256 [0-9a-f]{12}… but the run was extracted from a graph with sha256/,
+    );
     expect(existsSync(path.join(r2, 'wanda'))).toBe(false);
   });
 
@@ -179,18 +204,24 @@ describe.skipIf(!HAVE)('analyses read only what the run says, and fail without l
     writeFileSync(tf, JSON.stringify(tok));
     const again = await lobes(args);
     expect(again.code).toBe(1);
-    expect(again.stderr).toMatch(/this run folder was made with different settings: tokenizer file tokenizer\.json sha256 is "[0-9a-f]{64}" in .* but "[0-9a-f]{64}" in this command/);
+    expect(again.stderr).toMatch(
+      /this run folder was made with different settings: tokenizer file tokenizer\.json sha256 is "[0-9a-f]{64}" in .* but "[0-9a-f]{64}" in this command/,
+    );
     expect(snapshot(r3)).toEqual(runBefore);
   });
 
   it('report --cluster-dir and compare refuse analyses of another run (exit 1, no page written)', async () => {
     const other = path.join(root, 'run-other');
-    expect((await lobes(['extract', '--model', TINY, '--data', 'builtin:social?lang=zh', '--out', other, '--quiet'])).code).toBe(0);
+    expect(
+      (await lobes(['extract', '--model', TINY, '--data', 'builtin:social?lang=zh', '--out', other, '--quiet'])).code,
+    ).toBe(0);
     expect((await lobes(['cluster', other, ...CLUSTER, ...CLUSTER_CHEAP, '--perplexity', '10'])).code).toBe(0);
     const out = path.join(root, 'mixed.html');
     const r = await lobes(['report', run, '--cluster-dir', path.join(other, 'cluster'), '--out', out]);
     expect(r.code).toBe(1);
-    expect(r.stderr).toMatch(/run-other\/cluster\/settings\.json: the cluster results are not current: they belong to another run \(run identity [0-9a-f]{12}… of .*run-other, this run is [0-9a-f]{12}…\)/);
+    expect(r.stderr).toMatch(
+      /run-other\/cluster\/settings\.json: the cluster results are not current: they belong to another run \(run identity [0-9a-f]{12}… of .*run-other, this run is [0-9a-f]{12}…\)/,
+    );
     expect(existsSync(out)).toBe(false);
     // The same results copied into a run folder are refused by compare as well.
     const planted = path.join(root, 'run-planted');
@@ -202,7 +233,9 @@ describe.skipIf(!HAVE)('analyses read only what the run says, and fail without l
     const c = await lobes(['compare', run, planted, '--out', cmpOut]);
     expect(c.code, c.stderr).toBe(0);
     const page = readFileSync(cmpOut, 'utf8');
-    expect(page).toMatch(/the cluster results left out: .*run-planted\/cluster\/settings\.json: the cluster results are not current: they belong to another run/);
+    expect(page).toMatch(
+      /the cluster results left out: .*run-planted\/cluster\/settings\.json: the cluster results are not current: they belong to another run/,
+    );
     // Unchanged results of the run itself are shown.
     expect((await lobes(['report', run, '--out', path.join(root, 'ok.html')])).code).toBe(0);
   });
@@ -225,7 +258,9 @@ describe.skipIf(!HAVE)('analyses read only what the run says, and fail without l
     const out = path.join(root, 'relabelled.html');
     const r = await lobes(['report', copy, '--out', out]);
     expect(r.code, r.stderr).toBe(0);
-    expect(r.stderr + r.stdout).toMatch(/the cluster results left out: .*cluster\/settings\.json: the cluster results are not current: (they belong to another run|the run's samples table \(samples\.jsonl\) has changed since)/);
+    expect(r.stderr + r.stdout).toMatch(
+      /the cluster results left out: .*cluster\/settings\.json: the cluster results are not current: (they belong to another run|the run's samples table \(samples\.jsonl\) has changed since)/,
+    );
     const m2 = await loadRun(copy);
     expect(m2.cluster).toBeNull();
   });
@@ -243,7 +278,8 @@ describe.skipIf(!HAVE)('analyses read only what the run says, and fail without l
     const npy = path.join(root, 'one-class.npy');
     writeNpy(npy, 20, 4, values(80, 3));
     writeFileSync(path.join(root, 'one-class.txt'), 'a\n'.repeat(20));
-    const one = await lobes(['cluster', npy, '--labels', path.join(root, 'one-class.txt'), ...CLUSTER, '--perplexity', '5']);
+    const one = await lobes(['cluster', npy, '--labels', path.join(root, 'one-class.txt'), ...CLUSTER, '--perplexity',
+      '5']);
     expect(one.code).toBe(1);
     expect(one.stderr).toMatch(/fewer than 2 classes: every row has the label "a"/);
     expect(existsSync(path.join(root, 'one-class.cluster'))).toBe(false);
@@ -254,13 +290,17 @@ describe.skipIf(!HAVE)('analyses read only what the run says, and fail without l
     writeFileSync(path.join(root, 'xy.txt'), 'x\ny\n'.repeat(10));
     const one = path.join(root, 'one.safetensors');
     writeSt(one, { a: { shape: [20, 4], data: values(80, 1) } });
-    const r = await lobes(['cluster', one, '--labels', path.join(root, 'xy.txt'), '--point', 'nope', ...CLUSTER, '--perplexity', '5']);
+    const r = await lobes(['cluster', one, '--labels', path.join(root, 'xy.txt'), '--point', 'nope', ...CLUSTER,
+      '--perplexity', '5']);
     expect(r.code).toBe(1);
-    expect(r.stderr).toMatch(/one\.safetensors: no tensor "nope"; the file holds 1 tensor \(a\) \(pick one with --point NAME\)/);
+    expect(r.stderr).toMatch(
+      /one\.safetensors: no tensor "nope"; the file holds 1 tensor \(a\) \(pick one with --point NAME\)/,
+    );
     expect(existsSync(path.join(root, 'one.cluster'))).toBe(false);
     const two = path.join(root, 'two.safetensors');
     writeSt(two, { a: { shape: [20, 4], data: values(80, 1) }, b: { shape: [20, 4], data: values(80, 2) } });
-    const ok = await lobes(['cluster', two, '--labels', path.join(root, 'xy.txt'), '--point', 'b', ...CLUSTER, '--perplexity', '5']);
+    const ok = await lobes(['cluster', two, '--labels', path.join(root, 'xy.txt'), '--point', 'b', ...CLUSTER,
+      '--perplexity', '5']);
     expect(ok.code, ok.stderr).toBe(0);
     expect(JSON.parse(readFileSync(path.join(root, 'two.cluster/settings.json'), 'utf8')).point).toBe('b');
   });
@@ -274,10 +314,16 @@ describe.skipIf(!HAVE)('analyses read only what the run says, and fail without l
   it('--out naming a folder for a file output fails with one line and leaves no temporary file', async () => {
     const dir = path.join(root, 'a-folder');
     mkdirSync(dir);
-    for (const args of [['data', 'export', 'builtin:social', '--out', dir], ['report', run, '--out', dir], ['compare', run, run, '--out', dir]]) {
+    for (const args of [['data', 'export', 'builtin:social', '--out', dir], ['report', run, '--out', dir], ['compare',
+      run, run, '--out', dir]])
+    {
       const r = await lobes(args);
       expect(r.code, args.join(' ')).toBe(1);
-      expect(r.stderr).toMatch(new RegExp(`^lobes \\w+: ${dir}: is a folder; a file is written here \\(give a file path inside the folder, not the folder itself\\)\\n$`));
+      expect(r.stderr).toMatch(
+        new RegExp(
+          `^lobes \\w+: ${dir}: is a folder; a file is written here \\(give a file path inside the folder, not the folder itself\\)\\n$`,
+        ),
+      );
       expect(readdirSync(dir)).toEqual([]);
       expect(hidden(root)).toEqual([]);
     }
@@ -286,7 +332,8 @@ describe.skipIf(!HAVE)('analyses read only what the run says, and fail without l
   it('environment errors are one line with exit 1, not internal errors: a file where a folder is needed', async () => {
     const file = path.join(root, 'plain-file');
     writeFileSync(file, 'x');
-    const x = await lobes(['extract', '--model', TINY, '--data', 'builtin:social', '--out', path.join(file, 'run'), '--quiet']);
+    const x = await lobes(['extract', '--model', TINY, '--data', 'builtin:social', '--out', path.join(file, 'run'),
+      '--quiet']);
     expect(x.code).toBe(1);
     expect(x.stderr).toMatch(/plain-file\/run: a part of the path is not a folder \(ENOTDIR/);
     const rep = await lobes(['report', run, '--out', path.join(file, 'r.html')]);
@@ -301,8 +348,11 @@ describe.skipIf(!HAVE)('analyses read only what the run says, and fail without l
     execFileSync('mkfifo', [fifo]);
     const f = await lobes(['inspect', fifo]);
     expect(f.code).toBe(1);
-    expect(f.stderr).toMatch(/model\.fifo: model is a named pipe \(FIFO\), not a regular file \(give a model folder or an \.onnx file\)/);
-    const z = await lobes(['extract', '--model', '/dev/zero', '--data', 'builtin:social', '--out', path.join(root, 'zero'), '--quiet']);
+    expect(f.stderr).toMatch(
+      /model\.fifo: model is a named pipe \(FIFO\), not a regular file \(give a model folder or an \.onnx file\)/,
+    );
+    const z = await lobes(['extract', '--model', '/dev/zero', '--data', 'builtin:social', '--out',
+      path.join(root, 'zero'), '--quiet']);
     expect(z.code).toBe(1);
     expect(z.stderr).toMatch(/\/dev\/zero: model is a device, not a regular file/);
     expect(existsSync(path.join(root, 'zero'))).toBe(false);

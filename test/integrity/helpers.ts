@@ -40,7 +40,8 @@ export async function lobes(args: string[]): Promise<CliResult> {
  * `bytes` bytes (test/integrity/enospc.mjs), as on a full disk.
  */
 export function lobesOnFullDisk(args: string[], dir: string, bytes: number): CliResult {
-  const r = spawnSync(process.execPath, ['--import', 'tsx', '--import', path.join(ROOT, 'test/integrity/enospc.mjs'), path.join(ROOT, 'src/cli/bin.ts'), ...args], {
+  const r = spawnSync(process.execPath, ['--import', 'tsx', '--import', path.join(ROOT, 'test/integrity/enospc.mjs'),
+    path.join(ROOT, 'src/cli/bin.ts'), ...args], {
     cwd: ROOT,
     env: { ...process.env, LOBES_TEST_ENOSPC_DIR: dir, LOBES_TEST_ENOSPC_BYTES: String(bytes) },
     encoding: 'utf8',
@@ -76,7 +77,8 @@ export function writeNpy(file: string, rows: number, cols: number, data: Float32
   const pre = Buffer.alloc(10);
   Buffer.from([0x93, ...Buffer.from('NUMPY'), 1, 0]).copy(pre);
   pre.writeUInt16LE(header.length, 8);
-  writeFileSync(file, Buffer.concat([pre, Buffer.from(header, 'latin1'), Buffer.from(data.buffer, data.byteOffset, data.byteLength)]));
+  writeFileSync(file,
+    Buffer.concat([pre, Buffer.from(header, 'latin1'), Buffer.from(data.buffer, data.byteOffset, data.byteLength)]));
 }
 
 /** A safetensors file of float32 tensors: 8-byte LE header length, JSON header, data. */

@@ -4,7 +4,8 @@
  */
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, utimesSync,
+  writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { writeDirAtomic } from '../../src/util/io.js';
@@ -50,7 +51,9 @@ describe('writeDirAtomic', () => {
     const mine = path.join(root, 'my-files');
     mkdirSync(mine);
     writeFileSync(path.join(mine, 'thesis.tex'), 'precious');
-    await expect(writeDirAtomic(mine, () => undefined, isOutput)).rejects.toThrow(/my-files: folder exists and holds files this command did not write \(thesis\.tex\); it is not replaced/);
+    await expect(writeDirAtomic(mine, () => undefined, isOutput)).rejects.toThrow(
+      /my-files: folder exists and holds files this command did not write \(thesis\.tex\); it is not replaced/,
+    );
     expect(readFileSync(path.join(mine, 'thesis.tex'), 'utf8')).toBe('precious');
     const file = path.join(root, 'a-file');
     writeFileSync(file, 'x');
@@ -132,7 +135,8 @@ describe('the file-hash cache', () => {
     expect((await hashFilesInBackground([f], 'file', { minWorkerBytes: 0 }).done)[0]!.sha256).toBe(sha(b));
     // a small file is hashed on the calling thread, by the same rules
     expect((await hashFilesInBackground([g]).done)[0]!.sha256).toBe(sha('second'));
-    await expect(hashFilesInBackground([path.join(root, 'missing.bin')], 'file', { minWorkerBytes: 0 }).done).rejects.toThrow(/missing\.bin/);
+    await expect(hashFilesInBackground([path.join(root, 'missing.bin')], 'file', { minWorkerBytes: 0 }).done).rejects
+      .toThrow(/missing\.bin/);
   });
 
   it('LOBES_HASH_CACHE=off hashes every time', () => {
@@ -146,13 +150,18 @@ describe('the file-hash cache', () => {
 
 describe('operating-system errors', () => {
   it('ENOSPC, EISDIR, ENOTDIR, EEXIST and EACCES become one-line LobesErrors naming the path and what to do', () => {
-    const mk = (code: string, syscall: string, p?: string) => Object.assign(new Error(`${code}: raw`), { code, syscall, ...(p ? { path: p } : {}) });
+    const mk = (code: string, syscall: string, p?: string) =>
+      Object.assign(new Error(`${code}: raw`), { code, syscall, ...(p ? { path: p } : {}) });
     const cases: [Error, string | undefined, RegExp][] = [
-      [mk('ENOSPC', 'write'), '/runs/a/cluster/coords.json', /^\/runs\/a\/cluster\/coords\.json: no space left on the device \(ENOSPC, write\) \(free some space/],
+      [mk('ENOSPC', 'write'), '/runs/a/cluster/coords.json',
+        /^\/runs\/a\/cluster\/coords\.json: no space left on the device \(ENOSPC, write\) \(free some space/],
       [mk('EISDIR', 'open', '/x/out'), undefined, /^\/x\/out: is a folder where a file was expected \(EISDIR, open\)/],
-      [mk('ENOTDIR', 'mkdir', '/x/file/run'), undefined, /^\/x\/file\/run: a part of the path is not a folder \(ENOTDIR, mkdir\)/],
-      [mk('EEXIST', 'mkdir', '/x/file'), undefined, /^\/x\/file: exists as a file where a folder is needed \(EEXIST, mkdir\)/],
-      [mk('EACCES', 'open', '/root/x'), undefined, /^\/root\/x: permission denied \(EACCES, open\) \(check the permissions/],
+      [mk('ENOTDIR', 'mkdir', '/x/file/run'), undefined,
+        /^\/x\/file\/run: a part of the path is not a folder \(ENOTDIR, mkdir\)/],
+      [mk('EEXIST', 'mkdir', '/x/file'), undefined,
+        /^\/x\/file: exists as a file where a folder is needed \(EEXIST, mkdir\)/],
+      [mk('EACCES', 'open', '/root/x'), undefined,
+        /^\/root\/x: permission denied \(EACCES, open\) \(check the permissions/],
     ];
     for (const [e, file, re] of cases) {
       const l = systemError(e, file);

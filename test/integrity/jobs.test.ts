@@ -23,19 +23,27 @@ describe('job folders', () => {
 
   it('two extractions into one folder at once: one is refused, the other writes a whole, verified run', async () => {
     const out = path.join(root, 'both');
-    const go = (dtype: 'fp16' | 'fp32') => runExtract({ model, data: 'fake', out, chunkRows: 8, batch: 4, dtype, quiet: true, deps: fakeDeps(N, { delayMs: 20 }) });
+    const go = (dtype: 'fp16' | 'fp32') =>
+      runExtract({ model, data: 'fake', out, chunkRows: 8, batch: 4, dtype, quiet: true,
+        deps: fakeDeps(N, { delayMs: 20 }) });
     const results = await Promise.allSettled([go('fp16'), go('fp32')]);
     const ok = results.filter((r) => r.status === 'fulfilled');
     const bad = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
     expect(ok).toHaveLength(1);
     expect(bad).toHaveLength(1);
-    expect(String(bad[0]!.reason.message)).toMatch(/\.lobes-lock: another lobes process is writing this folder: lobes extract \(pid \d+/);
+    expect(String(bad[0]!.reason.message)).toMatch(
+      /\.lobes-lock: another lobes process is writing this folder: lobes extract \(pid \d+/,
+    );
     // A lock held on another host is not taken over: it is named, with how to clear it.
     const far = path.join(root, 'far');
     mkdirSync(far);
-    writeFileSync(path.join(far, LOCK_FILE), JSON.stringify({ pid: 4242, host: 'node17.cluster', processStartMs: null, takenAt: new Date().toISOString(), purpose: 'lobes extract' }));
+    writeFileSync(path.join(far, LOCK_FILE),
+      JSON.stringify({ pid: 4242, host: 'node17.cluster', processStartMs: null, takenAt: new Date().toISOString(),
+        purpose: 'lobes extract' }));
     const e2 = await runExtract({ model, data: 'fake', out: far, quiet: true, deps: fakeDeps(N) }).catch((e) => e);
-    expect(e2.message).toMatch(/another lobes process may be writing this folder: lobes extract \(pid 4242 on host node17\.cluster.*delete .*\.lobes-lock and run again/);
+    expect(e2.message).toMatch(
+      /another lobes process may be writing this folder: lobes extract \(pid 4242 on host node17\.cluster.*delete .*\.lobes-lock and run again/,
+    );
     const winner = (ok[0] as PromiseFulfilledResult<{ dtype: string }>).value.dtype;
     const run = await openRun(out);
     expect(run.manifest.dtype).toBe(winner);
@@ -62,7 +70,9 @@ describe('job folders', () => {
     expect(existsSync(path.join(root, 'nested'))).toBe(false);
     // A lock left by a process that no longer runs (kill -9): taken over, with a note.
     mkdirSync(out, { recursive: true });
-    writeFileSync(path.join(out, LOCK_FILE), JSON.stringify({ pid: 2 ** 22 + 17, host: os.hostname(), processStartMs: null, takenAt: new Date().toISOString(), purpose: 'lobes extract' }));
+    writeFileSync(path.join(out, LOCK_FILE),
+      JSON.stringify({ pid: 2 ** 22 + 17, host: os.hostname(), processStartMs: null, takenAt: new Date().toISOString(),
+        purpose: 'lobes extract' }));
     await runExtract({ model, data: 'fake', out, quiet: true, deps: fakeDeps(N) });
     expect(await verifyRun(out)).toBeGreaterThan(0);
     expect(existsSync(path.join(out, LOCK_FILE))).toBe(false);

@@ -29,7 +29,7 @@ function refused(r: { code: number; stderr: string }, cmd: string, pattern: RegE
   expect(r.stderr).not.toMatch(/internal error/);
 }
 
-describe.skipIf(!HAVE)('analysis output folders: only lobes\' own earlier result of the same kind is replaced', () => {
+describe.skipIf(!HAVE)("analysis output folders: only lobes' own earlier result of the same kind is replaced", () => {
   let root: string;
   let run: string;
   let before: Record<string, string>;
@@ -37,7 +37,8 @@ describe.skipIf(!HAVE)('analysis output folders: only lobes\' own earlier result
     root = mkdtempSync(path.join(tmpdir(), 'lobes-outsafe-'));
     process.env.LOBES_HASH_CACHE = path.join(root, 'hash-cache.json');
     run = path.join(root, 'run');
-    const x = await lobes(['extract', '--model', TINY, '--data', 'builtin:social', '--out', run, '--chunk-rows', '64', '--quiet']);
+    const x = await lobes(['extract', '--model', TINY, '--data', 'builtin:social', '--out', run, '--chunk-rows', '64',
+      '--quiet']);
     expect(x.code, x.stderr).toBe(0);
     expect((await lobes(['cluster', run, '--by', 'aspect', ...CLUSTER])).code).toBe(0);
     expect((await lobes(['wanda', run, '--by', 'aspect', ...WANDA])).code).toBe(0);
@@ -56,11 +57,12 @@ describe.skipIf(!HAVE)('analysis output folders: only lobes\' own earlier result
 
   it('cluster --out RUN/wanda is refused and the wanda results are untouched', async () => {
     const r = await lobes(['cluster', run, '--out', path.join(run, 'wanda'), ...CLUSTER]);
-    refused(r, 'cluster', /\/wanda: folder holds lobes wanda results; lobes cluster does not replace them \(give a new or empty folder\)$/);
+    refused(r, 'cluster',
+      /\/wanda: folder holds lobes wanda results; lobes cluster does not replace them \(give a new or empty folder\)$/);
     expect(snapshot(run)).toEqual(before);
   });
 
-  it('cluster --out on a folder of the user\'s files that holds a settings.json is refused; thesis.tex survives', async () => {
+  it("cluster --out on a folder of the user's files that holds a settings.json is refused; thesis.tex survives", async () => {
     const mine = path.join(root, 'thesis');
     mkdirSync(mine);
     writeFileSync(path.join(mine, 'thesis.tex'), THESIS);
@@ -68,7 +70,8 @@ describe.skipIf(!HAVE)('analysis output folders: only lobes\' own earlier result
     cpSync(path.join(run, 'cluster', 'settings.json'), path.join(mine, 'settings.json'));
     const mineBefore = snapshot(mine);
     const r = await lobes(['cluster', run, '--out', mine, ...CLUSTER]);
-    refused(r, 'cluster', /thesis: folder exists and was not written by lobes cluster \(it holds settings\.json, thesis\.tex\); it is not replaced/);
+    refused(r, 'cluster',
+      /thesis: folder exists and was not written by lobes cluster \(it holds settings\.json, thesis\.tex\); it is not replaced/);
     expect(snapshot(mine)).toEqual(mineBefore);
     expect(readFileSync(path.join(mine, 'thesis.tex'), 'utf8')).toBe(THESIS);
     expect(snapshot(run)).toEqual(before);
@@ -80,7 +83,8 @@ describe.skipIf(!HAVE)('analysis output folders: only lobes\' own earlier result
       [path.join(run, 'activations'), /output folder is among the run's own files \(.*\/activations\)/],
       [path.join(run, 'activations', 'new'), /output folder is among the run's own files/],
       [path.join(run, 'samples.jsonl'), /output folder is among the run's own files \(.*\/samples\.jsonl\)/],
-      [path.join(run, 'wanda', 'sub'), /output folder is inside the lobes wanda folder .*\/wanda, which is replaced whole/],
+      [path.join(run, 'wanda', 'sub'),
+        /output folder is inside the lobes wanda folder .*\/wanda, which is replaced whole/],
     ];
     for (const [out, pattern] of cases) {
       const r = await lobes(['cluster', run, '--out', out, ...CLUSTER]);
@@ -114,7 +118,8 @@ describe.skipIf(!HAVE)('analysis output folders: only lobes\' own earlier result
     rmSync(path.join(out, OUTPUT_MARKER));
     writeFileSync(path.join(out, 'thesis.tex'), THESIS);
     const snap = snapshot(out);
-    refused(await lobes(['cluster', run, '--out', out, ...CLUSTER]), 'cluster', /cl: folder exists and was not written by lobes cluster/);
+    refused(await lobes(['cluster', run, '--out', out, ...CLUSTER]), 'cluster',
+      /cl: folder exists and was not written by lobes cluster/);
     expect(snapshot(out)).toEqual(snap);
   });
 
@@ -126,21 +131,27 @@ describe.skipIf(!HAVE)('analysis output folders: only lobes\' own earlier result
     writeFileSync(path.join(copy, 'wanda', 'thesis.tex'), THESIS);
     writeFileSync(path.join(copy, 'wanda', 'settings.json'), '{"mine": true}\n');
     const snap = snapshot(copy);
-    refused(await lobes(['wanda', copy, ...WANDA]), 'wanda', /\/wanda: folder exists and was not written by lobes wanda \(it holds settings\.json, thesis\.tex\)/);
+    refused(await lobes(['wanda', copy, ...WANDA]), 'wanda',
+      /\/wanda: folder exists and was not written by lobes wanda \(it holds settings\.json, thesis\.tex\)/);
     expect(snapshot(copy)).toEqual(snap);
     // a cluster result copied to RUN/wanda is not replaced by wanda either
     rmSync(path.join(copy, 'wanda'), { recursive: true });
     cpSync(path.join(copy, 'cluster'), path.join(copy, 'wanda'), { recursive: true });
     const snap2 = snapshot(copy);
-    refused(await lobes(['wanda', copy, ...WANDA]), 'wanda', /\/wanda: folder holds lobes cluster results; lobes wanda does not replace them/);
+    refused(await lobes(['wanda', copy, ...WANDA]), 'wanda',
+      /\/wanda: folder holds lobes cluster results; lobes wanda does not replace them/);
     expect(snapshot(copy)).toEqual(snap2);
   });
 
   it('report --out RUN/manifest.json and compare --out A/samples.jsonl are refused and the run is untouched', async () => {
-    refused(await lobes(['report', run, '--out', path.join(run, 'manifest.json')]), 'report', /manifest\.json: report file is among the run's own files/);
-    refused(await lobes(['compare', run, run, '--out', path.join(run, 'samples.jsonl')]), 'compare', /samples\.jsonl: report file is among the run's own files/);
-    refused(await lobes(['report', run, '--out', path.join(run, 'cluster', 'metrics.json')]), 'report', /report file is inside the lobes cluster folder/);
-    refused(await lobes(['report', run, '--out', path.join(run, 'activations', 'page.html')]), 'report', /report file is among the run's own files/);
+    refused(await lobes(['report', run, '--out', path.join(run, 'manifest.json')]), 'report',
+      /manifest\.json: report file is among the run's own files/);
+    refused(await lobes(['compare', run, run, '--out', path.join(run, 'samples.jsonl')]), 'compare',
+      /samples\.jsonl: report file is among the run's own files/);
+    refused(await lobes(['report', run, '--out', path.join(run, 'cluster', 'metrics.json')]), 'report',
+      /report file is inside the lobes cluster folder/);
+    refused(await lobes(['report', run, '--out', path.join(run, 'activations', 'page.html')]), 'report',
+      /report file is among the run's own files/);
     expect(snapshot(run)).toEqual(before);
   });
 
@@ -150,18 +161,23 @@ describe.skipIf(!HAVE)('analysis output folders: only lobes\' own earlier result
     expect((await lobes(['report', run, '--out', page])).code).toBe(0);
     const mine = path.join(root, 'notes.html');
     writeFileSync(mine, '<!doctype html><title>my notes</title>\n');
-    refused(await lobes(['report', run, '--out', mine]), 'report', /notes\.html: report file exists and was not written by lobes; it is not overwritten/);
-    refused(await lobes(['compare', run, run, '--out', mine]), 'compare', /notes\.html: report file exists and was not written by lobes/);
+    refused(await lobes(['report', run, '--out', mine]), 'report',
+      /notes\.html: report file exists and was not written by lobes; it is not overwritten/);
+    refused(await lobes(['compare', run, run, '--out', mine]), 'compare',
+      /notes\.html: report file exists and was not written by lobes/);
     expect(readFileSync(mine, 'utf8')).toBe('<!doctype html><title>my notes</title>\n');
   });
 
-  it('report --png FILE and --svg into the run\'s own files fail before the page is written', async () => {
+  it("report --png FILE and --svg into the run's own files fail before the page is written", async () => {
     const out = path.join(root, 'fig-page.html');
     const file = path.join(root, 'figures.png');
     writeFileSync(file, 'not a folder\n');
-    refused(await lobes(['report', run, '--out', out, '--png', file]), 'report', /figures\.png: --png destination exists and is not a folder/);
-    refused(await lobes(['report', run, '--out', out, '--svg', path.join(run, 'activations')]), 'report', /--svg folder is among the run's own files/);
-    refused(await lobes(['compare', run, run, '--out', out, '--png', path.join(run, 'wanda', 'figs')]), 'compare', /--png folder is inside the lobes wanda folder/);
+    refused(await lobes(['report', run, '--out', out, '--png', file]), 'report',
+      /figures\.png: --png destination exists and is not a folder/);
+    refused(await lobes(['report', run, '--out', out, '--svg', path.join(run, 'activations')]), 'report',
+      /--svg folder is among the run's own files/);
+    refused(await lobes(['compare', run, run, '--out', out, '--png', path.join(run, 'wanda', 'figs')]), 'compare',
+      /--png folder is inside the lobes wanda folder/);
     expect(existsSync(out)).toBe(false);
     expect(readFileSync(file, 'utf8')).toBe('not a folder\n');
     expect(snapshot(run)).toEqual(before);
@@ -173,10 +189,12 @@ describe.skipIf(!HAVE)('analysis output folders: only lobes\' own earlier result
     expect((await lobes(['data', 'export', 'builtin:social', '--out', out, '--quiet'])).code).toBe(0);
     const thesis = path.join(root, 'thesis-export.tex');
     writeFileSync(thesis, THESIS);
-    refused(await lobes(['data', 'export', 'builtin:social', '--out', thesis, '--quiet']), 'data', /thesis-export\.tex: export file exists and was not written by lobes; it is not overwritten/);
+    refused(await lobes(['data', 'export', 'builtin:social', '--out', thesis, '--quiet']), 'data',
+      /thesis-export\.tex: export file exists and was not written by lobes; it is not overwritten/);
     expect(readFileSync(thesis, 'utf8')).toBe(THESIS);
     // samples.jsonl looks like an export line by line, but it is the run's own file
-    refused(await lobes(['data', 'export', 'builtin:social', '--out', path.join(run, 'samples.jsonl'), '--quiet']), 'data', /export file is among the run's own files/);
+    refused(await lobes(['data', 'export', 'builtin:social', '--out', path.join(run, 'samples.jsonl'), '--quiet']),
+      'data', /export file is among the run's own files/);
     expect(snapshot(run)).toEqual(before);
   });
 });

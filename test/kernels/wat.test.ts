@@ -44,7 +44,11 @@ describe('WebAssembly kernels (text form, wabt)', () => {
         const a = text.split('\n');
         const b = want.split('\n');
         const i = a.findIndex((l, j) => l !== b[j]);
-        expect.fail(`${k.name}: the module's text differs from its golden from line ${i + 1}: ${JSON.stringify(a[i])} (golden ${JSON.stringify(b[i])}); if the change is meant, rewrite the goldens with npx tsx test/goldens/wasm/write-wat.ts`);
+        expect.fail(
+          `${k.name}: the module's text differs from its golden from line ${i + 1}: ${JSON.stringify(a[i])} (golden ${
+            JSON.stringify(b[i])
+          }); if the change is meant, rewrite the goldens with npx tsx test/goldens/wasm/write-wat.ts`,
+        );
       }
     });
   }

@@ -28,8 +28,19 @@ import type { RunReader } from '../../src/store/types.js';
 const HAVE = haveShared(SMOL_GGUF);
 if (!HAVE) console.log(`skipping the SmolLM2 lens test: ${SMOL_GGUF} is missing (../shared holds the real model)`);
 
-interface GoldenLayer { top_ids: number[]; top_logp: number[]; entropy: number; kl: number; letter_logp: number[] }
-interface Goldens { top: number; letter_ids: number[]; layers: number; items: { text: string; ids: number[]; layers: GoldenLayer[] }[] }
+interface GoldenLayer {
+  top_ids: number[];
+  top_logp: number[];
+  entropy: number;
+  kl: number;
+  letter_logp: number[];
+}
+interface Goldens {
+  top: number;
+  letter_ids: number[];
+  layers: number;
+  items: { text: string; ids: number[]; layers: GoldenLayer[] }[];
+}
 
 const rel = (a: number, b: number) => Math.abs(a - b) / Math.max(Math.abs(b), 1e-6);
 
@@ -38,7 +49,9 @@ const rel = (a: number, b: number) => Math.abs(a - b) / Math.max(Math.abs(b), 1e
  * given layers (`shift`: compare layer l with the goldens of layer l + shift); top-5 ids that
  * differ count as 1.
  */
-async function worst(run: RunReader, head: LensHead, g: Goldens, layers: number[], shift = 0): Promise<{ top: number; entropy: number; kl: number; letters: number; ids: number }> {
+async function worst(run: RunReader, head: LensHead, g: Goldens, layers: number[],
+  shift = 0): Promise<{ top: number; entropy: number; kl: number; letters: number; ids: number }>
+{
   const w = { top: 0, entropy: 0, kl: 0, letters: 0, ids: 0 };
   const dim = head.hidden;
   const rows = new Map<number, Float32Array>();
@@ -73,9 +86,13 @@ describe.skipIf(!HAVE)('the logit lens on SmolLM2-135M-Instruct against Hugging 
     tmp = mkdtempSync(path.join(tmpdir(), 'lobes-lens-smollm2-'));
     modelDir = (await resolveModel(SMOL_GGUF, { log: () => {} })).dir;
     const data = path.join(tmp, 'prompts.jsonl');
-    writeFileSync(data, g.items.map((it, i) => JSON.stringify({ id: `p${i}`, text: it.text, kind: it.text.startsWith('Question') ? 'mcq' : 'text' })).join('\n') + '\n');
+    writeFileSync(data,
+      g.items.map((it, i) =>
+        JSON.stringify({ id: `p${i}`, text: it.text, kind: it.text.startsWith('Question') ? 'mcq' : 'text' })
+      ).join('\n') + '\n');
     runDir = path.join(tmp, 'run');
-    await runExtract({ model: modelDir, data: `jsonl:${data}?text=text&label=kind&id=id`, out: runDir, capture: ['final', 'resid'], dtype: 'fp32', batch: 4, quiet: true });
+    await runExtract({ model: modelDir, data: `jsonl:${data}?text=text&label=kind&id=id`, out: runDir,
+      capture: ['final', 'resid'], dtype: 'fp32', batch: 4, quiet: true });
     run = await openRun(runDir);
     head = readLensHead(modelDir);
   }, 600_000);
@@ -94,19 +111,22 @@ describe.skipIf(!HAVE)('the logit lens on SmolLM2-135M-Instruct against Hugging 
     expect(head.found.tied).toBe(true);
   });
 
-  it('every layer: top-5 ids and log-probabilities, entropy, KL to the final layer and the letters within 1e-4', async () => {
-    const all = Array.from({ length: g.layers }, (_, l) => l);
-    const w = await worst(run, head, g, all);
-    expect(w.ids, 'top-5 ids').toBe(0);
-    expect(w.top).toBeLessThan(1e-4);
-    expect(w.entropy).toBeLessThan(1e-4);
-    expect(w.kl).toBeLessThan(1e-4);
-    expect(w.letters).toBeLessThan(1e-4);
-  }, 300_000);
+  it('every layer: top-5 ids and log-probabilities, entropy, KL to the final layer and the letters within 1e-4',
+    async () => {
+      const all = Array.from({ length: g.layers }, (_, l) => l);
+      const w = await worst(run, head, g, all);
+      expect(w.ids, 'top-5 ids').toBe(0);
+      expect(w.top).toBeLessThan(1e-4);
+      expect(w.entropy).toBeLessThan(1e-4);
+      expect(w.kl).toBeLessThan(1e-4);
+      expect(w.letters).toBeLessThan(1e-4);
+    }, 300_000);
 
   it('lobes lens writes the same numbers (the job, not just the arithmetic)', async () => {
     const { result } = await runLens(run, { noWrite: true, quiet: true, head });
-    expect(result.layers.map((p) => p.point)).toEqual(Array.from({ length: g.layers }, (_, l) => `layers.${l}.resid_out`));
+    expect(result.layers.map((p) => p.point)).toEqual(
+      Array.from({ length: g.layers }, (_, l) => `layers.${l}.resid_out`),
+    );
     const w = { top: 0, entropy: 0, kl: 0 };
     result.items.forEach((it, i) => it.layers.forEach((l, j) => {
       const want = g.items[i]!.layers[j]!;
@@ -121,13 +141,17 @@ describe.skipIf(!HAVE)('the logit lens on SmolLM2-135M-Instruct against Hugging 
     expect(result.summary.at(-1)!.kl).toBe(0);
   }, 300_000);
 
-  it('a missing norm weight, a wrong epsilon and layers off by one are each far outside the tolerance (the comparison can fail)', async () => {
-    const some = [0, 1, 14, 28];
-    const noWeight = await worst(run, { ...head, normWeight: new Float32Array(head.hidden).fill(1) }, g, some);
-    expect(Math.max(noWeight.top, noWeight.entropy, noWeight.kl, noWeight.ids)).toBeGreaterThan(1e-2);
-    const wrongEps = await worst(run, { ...head, eps: 1e-2 }, g, some);
-    expect(Math.max(wrongEps.top, wrongEps.entropy, wrongEps.kl, wrongEps.ids)).toBeGreaterThan(1e-3);
-    const shifted = await worst(run, head, g, some, 1);
-    expect(Math.max(shifted.top, shifted.entropy, shifted.kl, shifted.ids)).toBeGreaterThan(1e-2);
-  }, 300_000);
+  it(
+    'a missing norm weight, a wrong epsilon and layers off by one are each far outside the tolerance (the comparison can fail)',
+    async () => {
+      const some = [0, 1, 14, 28];
+      const noWeight = await worst(run, { ...head, normWeight: new Float32Array(head.hidden).fill(1) }, g, some);
+      expect(Math.max(noWeight.top, noWeight.entropy, noWeight.kl, noWeight.ids)).toBeGreaterThan(1e-2);
+      const wrongEps = await worst(run, { ...head, eps: 1e-2 }, g, some);
+      expect(Math.max(wrongEps.top, wrongEps.entropy, wrongEps.kl, wrongEps.ids)).toBeGreaterThan(1e-3);
+      const shifted = await worst(run, head, g, some, 1);
+      expect(Math.max(shifted.top, shifted.entropy, shifted.kl, shifted.ids)).toBeGreaterThan(1e-2);
+    },
+    300_000,
+  );
 });

@@ -89,11 +89,13 @@ describe('capture engine vs plain-TypeScript forward pass', () => {
   });
 
   it('tiny-llama with opaque names and shuffled node order', async () => {
-    await compare(ensureGeneratedModel('tiny-llama-opaque'), generatedModelParams('tiny-llama-opaque'), TEXTS.slice(0, 3));
+    await compare(ensureGeneratedModel('tiny-llama-opaque'), generatedModelParams('tiny-llama-opaque'),
+      TEXTS.slice(0, 3));
   });
 
   it('float16 model: captures come back as float32 and agree within fp16 precision', async () => {
-    await compare(ensureGeneratedModel('tiny-llama-fp16'), generatedModelParams('tiny-llama-fp16'), TEXTS.slice(0, 3), 1e-2);
+    await compare(ensureGeneratedModel('tiny-llama-fp16'), generatedModelParams('tiny-llama-fp16'), TEXTS.slice(0, 3),
+      1e-2);
   });
 
   it('4-bit MatMulNBits model (dequantized weights in the reference)', async () => {

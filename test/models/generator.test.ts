@@ -60,7 +60,8 @@ describe('built-in tiny-llama', () => {
       expect(tok.decode(ids, { skip_special_tokens: true })).toBe(t);
     }
     expect(tok.pad_token_id).toBe(p.tokenizer.padId);
-    const chat = tok.apply_chat_template([{ role: 'user', content: 'Hi there' }], { tokenize: false, add_generation_prompt: true });
+    const chat = tok.apply_chat_template([{ role: 'user', content: 'Hi there' }], { tokenize: false,
+      add_generation_prompt: true });
     expect(chat).toBe('<|begin_of_text|>user: Hi there\nassistant:');
   });
 });
@@ -149,7 +150,8 @@ describe('generated ONNX vs plain-TypeScript forward pass (ONNX Runtime, unmodif
     const q = p.quantized![0]!.gate;
     let maxDiff = 0;
     let maxScale = 0;
-    for (let i = 0; i < base.layers[0]!.gate.length; i++) maxDiff = Math.max(maxDiff, Math.abs(p.layers[0]!.gate[i]! - base.layers[0]!.gate[i]!));
+    for (let i = 0; i < base.layers[0]!.gate.length; i++)
+      maxDiff = Math.max(maxDiff, Math.abs(p.layers[0]!.gate[i]! - base.layers[0]!.gate[i]!));
     for (const s of q.scales) maxScale = Math.max(maxScale, s);
     expect(maxDiff).toBeGreaterThan(0);
     expect(maxDiff).toBeLessThanOrEqual(maxScale / 2 + 1e-6);
@@ -166,73 +168,76 @@ describe('generated ONNX vs plain-TypeScript forward pass (ONNX Runtime, unmodif
 });
 
 describe('planting (blocks model)', () => {
-  it.each(['blocks', 'blocks-q4'])('%s: a planted group lights up its hidden block F, intermediate block G, and its Wanda blocks win', (name) => {
-    const p = generatedModelParams(name);
-    const H = p.opts.hidden;
-    const I = p.opts.intermediate;
-    expect(p.planted.map((g) => g.group)).toEqual(['alpha', 'beta']);
-    // Mean x² per feature at the last token, per group, per layer.
-    const sq = new Map<string, { mlp: Float64Array[]; down: Float64Array[] }>();
-    for (const g of p.planted) {
-      const acc = { mlp: p.layers.map(() => new Float64Array(H)), down: p.layers.map(() => new Float64Array(I)) };
-      for (const w of g.words) {
-        const ids = [p.tokenizer.bosId, ...encodeBpe(p.tokenizer, 'We talked about it and then' + w)];
-        expect(ids[ids.length - 1]).toBe(g.tokenIds[g.words.indexOf(w)]);
-        const r = referenceForward(p, ids);
-        const t = ids.length - 1;
-        for (let l = 0; l < p.layers.length; l++) {
-          const x = row(r.mlpIn[l]!, t, H);
-          const m = row(r.downIn[l]!, t, I);
-          for (let j = 0; j < H; j++) acc.mlp[l]![j]! += (x[j]! * x[j]!) / g.words.length;
-          for (let j = 0; j < I; j++) acc.down[l]![j]! += (m[j]! * m[j]!) / g.words.length;
-        }
-      }
-      sq.set(g.group, acc);
-    }
-    // Wanda block score: mean over the block of |W_oi| · sqrt(mean x_i²), W in HF layout [out, in].
-    const blockScores = (w: Float32Array, dOut: number, dIn: number, x2: Float64Array) => {
-      const nO = dOut / BLOCK;
-      const nI = dIn / BLOCK;
-      const s = new Float64Array(nO * nI);
-      for (let o = 0; o < dOut; o++) {
-        for (let i = 0; i < dIn; i++) {
-          s[Math.floor(o / BLOCK) * nI + Math.floor(i / BLOCK)]! += Math.abs(w[o * dIn + i]!) * Math.sqrt(x2[i]!);
-        }
-      }
-      return s;
-    };
-    for (const g of p.planted) {
-      const other = p.planted.find((o) => o.group !== g.group)!;
-      const mine = sq.get(g.group)!;
-      const theirs = sq.get(other.group)!;
-      for (let l = 0; l < p.layers.length; l++) {
-        const L = p.layers[l]!;
-        // Energy of the MLP input concentrated on F; of the down input on G.
-        const energy = (a: Float64Array, blk: number) => {
-          let inB = 0;
-          let all = 0;
-          for (let j = 0; j < a.length; j++) {
-            all += a[j]!;
-            if (Math.floor(j / BLOCK) === blk) inB += a[j]!;
+  it.each(['blocks', 'blocks-q4'])(
+    '%s: a planted group lights up its hidden block F, intermediate block G, and its Wanda blocks win',
+    (name) => {
+      const p = generatedModelParams(name);
+      const H = p.opts.hidden;
+      const I = p.opts.intermediate;
+      expect(p.planted.map((g) => g.group)).toEqual(['alpha', 'beta']);
+      // Mean x² per feature at the last token, per group, per layer.
+      const sq = new Map<string, { mlp: Float64Array[]; down: Float64Array[] }>();
+      for (const g of p.planted) {
+        const acc = { mlp: p.layers.map(() => new Float64Array(H)), down: p.layers.map(() => new Float64Array(I)) };
+        for (const w of g.words) {
+          const ids = [p.tokenizer.bosId, ...encodeBpe(p.tokenizer, 'We talked about it and then' + w)];
+          expect(ids[ids.length - 1]).toBe(g.tokenIds[g.words.indexOf(w)]);
+          const r = referenceForward(p, ids);
+          const t = ids.length - 1;
+          for (let l = 0; l < p.layers.length; l++) {
+            const x = row(r.mlpIn[l]!, t, H);
+            const m = row(r.downIn[l]!, t, I);
+            for (let j = 0; j < H; j++) acc.mlp[l]![j]! += (x[j]! * x[j]!) / g.words.length;
+            for (let j = 0; j < I; j++) acc.down[l]![j]! += (m[j]! * m[j]!) / g.words.length;
           }
-          return inB / all;
-        };
-        expect(energy(mine.mlp[l]!, g.hiddenBlock)).toBeGreaterThan(0.9);
-        expect(energy(mine.down[l]!, g.interBlock)).toBeGreaterThan(0.95);
-        const nI = H / BLOCK;
-        const gate = blockScores(L.gate, I, H, mine.mlp[l]!);
-        const gateOther = blockScores(L.gate, I, H, theirs.mlp[l]!);
-        const target = g.interBlock * nI + g.hiddenBlock;
-        expect(argmax(gate)).toBe(target);
-        expect(gate[target]!).toBeGreaterThan(2 * gateOther[target]!);
-        const down = blockScores(L.down, H, I, mine.down[l]!);
-        const downOther = blockScores(L.down, H, I, theirs.down[l]!);
-        const dTarget = g.downBlock * (I / BLOCK) + g.interBlock;
-        expect(argmax(down)).toBe(dTarget);
-        expect(down[dTarget]!).toBeGreaterThan(2 * downOther[dTarget]!);
+        }
+        sq.set(g.group, acc);
       }
-    }
-  });
+      // Wanda block score: mean over the block of |W_oi| · sqrt(mean x_i²), W in HF layout [out, in].
+      const blockScores = (w: Float32Array, dOut: number, dIn: number, x2: Float64Array) => {
+        const nO = dOut / BLOCK;
+        const nI = dIn / BLOCK;
+        const s = new Float64Array(nO * nI);
+        for (let o = 0; o < dOut; o++) {
+          for (let i = 0; i < dIn; i++) {
+            s[Math.floor(o / BLOCK) * nI + Math.floor(i / BLOCK)]! += Math.abs(w[o * dIn + i]!) * Math.sqrt(x2[i]!);
+          }
+        }
+        return s;
+      };
+      for (const g of p.planted) {
+        const other = p.planted.find((o) => o.group !== g.group)!;
+        const mine = sq.get(g.group)!;
+        const theirs = sq.get(other.group)!;
+        for (let l = 0; l < p.layers.length; l++) {
+          const L = p.layers[l]!;
+          // Energy of the MLP input concentrated on F; of the down input on G.
+          const energy = (a: Float64Array, blk: number) => {
+            let inB = 0;
+            let all = 0;
+            for (let j = 0; j < a.length; j++) {
+              all += a[j]!;
+              if (Math.floor(j / BLOCK) === blk) inB += a[j]!;
+            }
+            return inB / all;
+          };
+          expect(energy(mine.mlp[l]!, g.hiddenBlock)).toBeGreaterThan(0.9);
+          expect(energy(mine.down[l]!, g.interBlock)).toBeGreaterThan(0.95);
+          const nI = H / BLOCK;
+          const gate = blockScores(L.gate, I, H, mine.mlp[l]!);
+          const gateOther = blockScores(L.gate, I, H, theirs.mlp[l]!);
+          const target = g.interBlock * nI + g.hiddenBlock;
+          expect(argmax(gate)).toBe(target);
+          expect(gate[target]!).toBeGreaterThan(2 * gateOther[target]!);
+          const down = blockScores(L.down, H, I, mine.down[l]!);
+          const downOther = blockScores(L.down, H, I, theirs.down[l]!);
+          const dTarget = g.downBlock * (I / BLOCK) + g.interBlock;
+          expect(argmax(down)).toBe(dTarget);
+          expect(down[dTarget]!).toBeGreaterThan(2 * downOther[dTarget]!);
+        }
+      }
+    },
+  );
 });
 
 function argmax(a: ArrayLike<number>): number {
@@ -243,13 +248,19 @@ function argmax(a: ArrayLike<number>): number {
 
 describe('bad input', () => {
   it('an unknown model name or an impossible shape is a one-line LobesError', () => {
-    expect(() => ensureGeneratedModel('no-such-model')).toThrow(/unknown generated model "no-such-model" \(known: tiny-llama, /);
+    expect(() => ensureGeneratedModel('no-such-model')).toThrow(
+      /unknown generated model "no-such-model" \(known: tiny-llama, /,
+    );
     expect(() => genParams('no-such-model')).toThrow(UsageError);
     const base = { layers: 1, hidden: 64, intermediate: 256, heads: 4, kvHeads: 2, vocab: 512, seed: 1 };
     expect(() => generateParams({ ...base, kvHeads: 3 })).toThrow(/heads 4 is not a multiple of kvHeads 3/);
     expect(() => generateParams({ ...base, vocab: 100 })).toThrow(LobesError);
-    expect(() => generateParams({ ...base, plant: [{ group: 'x', hiddenBlock: 1, interBlock: 0 }] })).toThrow(/hidden block out of range/);
-    expect(() => generateParams({ ...base, quant: { bits: 4, blockSize: 48 } })).toThrow(/not a multiple of block size 48/);
+    expect(() => generateParams({ ...base, plant: [{ group: 'x', hiddenBlock: 1, interBlock: 0 }] })).toThrow(
+      /hidden block out of range/,
+    );
+    expect(() => generateParams({ ...base, quant: { bits: 4, blockSize: 48 } })).toThrow(
+      /not a multiple of block size 48/,
+    );
   });
 });
 

@@ -68,7 +68,8 @@ for (const variant of ['hf-tiny-llama31', 'hf-tiny-llama31-optimum']) {
           position_ids: new ort.Tensor('int64', BigInt64Array.from(ids.map((_, t) => BigInt(t))), [1, n]),
         };
         for (const name of s.inputNames) {
-          if (name.startsWith('past_key_values.')) feeds[name] = new ort.Tensor('float32', new Float32Array(0), [1, kvHeads, 0, headDim]);
+          if (name.startsWith('past_key_values.'))
+            feeds[name] = new ort.Tensor('float32', new Float32Array(0), [1, kvHeads, 0, headDim]);
         }
         const out = await s.run(feeds);
         const all = out.logits!.data as Float32Array;

@@ -51,7 +51,9 @@ interface ConfigGolden {
   builder_int4_ops?: string[];
   builder_genai_config?: Record<string, unknown>;
 }
-const META: { configs: Record<string, ConfigGolden> } = JSON.parse(readFileSync(path.join(REF, 'goldens.json'), 'utf8'));
+const META: { configs: Record<string, ConfigGolden> } = JSON.parse(
+  readFileSync(path.join(REF, 'goldens.json'), 'utf8'),
+);
 const HEADER = readSafetensorsHeader(path.join(REF, 'goldens.safetensors'));
 const golden = (name: string) => readTensorFloat32(HEADER, name);
 const goldenU8 = (name: string) => {
@@ -76,7 +78,9 @@ async function write(spec: LlamaSpec, src: LlamaWeightSource, opts: WriteLlamaOp
 }
 
 /** Last-token logits [rows, V] of a written model, batched with padding on `side`. */
-async function lastLogits(dir: string, spec: LlamaSpec, ids: number[][], side: 'left' | 'right', fp16 = false): Promise<Float32Array> {
+async function lastLogits(dir: string, spec: LlamaSpec, ids: number[][], side: 'left' | 'right',
+  fp16 = false): Promise<Float32Array>
+{
   const s = await ort.InferenceSession.create(path.join(dir, 'model.onnx'));
   try {
     const b = padBatch(ids, 0, side);
@@ -98,14 +102,17 @@ async function lastLogits(dir: string, spec: LlamaSpec, ids: number[][], side: '
     for (const n of s.inputNames) {
       if (!n.startsWith('past_key_values.')) continue;
       const dims = [b.batch, spec.kvHeads, 0, spec.headDim];
-      feeds[n] = fp16 ? new ort.Tensor('float16', new Uint16Array(0), dims) : new ort.Tensor('float32', new Float32Array(0), dims);
+      feeds[n] = fp16
+        ? new ort.Tensor('float16', new Uint16Array(0), dims)
+        : new ort.Tensor('float32', new Float32Array(0), dims);
     }
     const out = await s.run(feeds);
     const V = spec.vocab;
     const data = out.logits!.data;
     const all = fp16 ? Float32Array.from(data as Uint16Array, halfBits) : (data as Float32Array);
     const res = new Float32Array(b.batch * V);
-    for (let r = 0; r < b.batch; r++) res.set(all.subarray((r * b.seq + b.lastIndex[r]!) * V, (r * b.seq + b.lastIndex[r]! + 1) * V), r * V);
+    for (let r = 0; r < b.batch; r++)
+      res.set(all.subarray((r * b.seq + b.lastIndex[r]!) * V, (r * b.seq + b.lastIndex[r]! + 1) * V), r * V);
     return res;
   } finally {
     await s.release();
@@ -232,7 +239,9 @@ describe("onnxruntime-genai's model builder on the same checkpoint (configuratio
     const mine = JSON.parse(readFileSync(path.join(dir, 'genai_config.json'), 'utf8'));
     const theirs = c.builder_genai_config! as { model: Record<string, unknown>; search: Record<string, unknown> };
     const keys = (o: unknown, p = ''): string[] =>
-      o && typeof o === 'object' && !Array.isArray(o) ? Object.entries(o).flatMap(([k, v]) => [p + k, ...keys(v, `${p}${k}.`)]) : [];
+      o && typeof o === 'object' && !Array.isArray(o)
+        ? Object.entries(o).flatMap(([k, v]) => [p + k, ...keys(v, `${p}${k}.`)])
+        : [];
     expect(keys(mine).sort()).toEqual(keys(theirs).sort());
     expect(mine.model.decoder).toEqual(theirs.model.decoder);
     expect(mine.model.context_length).toBe(theirs.model.context_length);
@@ -258,7 +267,8 @@ describe("onnxruntime-genai's model builder on the same checkpoint (configuratio
         const scales = golden(`gqa.builder.int4.${name}.scales`);
         const [dOut, dIn] = seeded.shape(name) as [number, number];
         const nb = dIn / 32;
-        return { bits: 4, blockSize: 32, weights: goldenU8(`gqa.builder.int4.${name}.B`), scales, zeroPoints: new Uint8Array(dOut * Math.ceil(nb / 2)).fill(0x88) };
+        return { bits: 4, blockSize: 32, weights: goldenU8(`gqa.builder.int4.${name}.B`), scales,
+          zeroPoints: new Uint8Array(dOut * Math.ceil(nb / 2)).fill(0x88) };
       },
     };
   };
@@ -282,7 +292,8 @@ describe("onnxruntime-genai's model builder on the same checkpoint (configuratio
 
   it('accuracyLevel 4 sets accuracy_level 4 on every MatMulNBits (and 0 leaves it unset)', async () => {
     for (const level of [4, 0] as const) {
-      const dir = await write(spec, builderBlocks(), { layout: 'genai', dtype: 'fp32', weights: 'q4', accuracyLevel: level });
+      const dir = await write(spec, builderBlocks(), { layout: 'genai', dtype: 'fp32', weights: 'q4',
+        accuracyLevel: level });
       const nodes = loadModel(dir).model.graph!.node.filter((x) => x.opType === 'MatMulNBits');
       expect(nodes.length).toBeGreaterThan(0);
       for (const x of nodes) {
@@ -298,7 +309,8 @@ describe('KV cache', () => {
   const spec = c.spec;
   for (const layout of ['explicit', 'genai'] as const) {
     it(`${layout}: a prefix, then one token with the presents as past, gives the full sequence's logits`, async () => {
-      const dir = await write(spec, seededLlamaSource(spec, c.seed), { layout, dtype: 'fp32', weights: 'fp32', withPast: true });
+      const dir = await write(spec, seededLlamaSource(spec, c.seed), { layout, dtype: 'fp32', weights: 'fp32',
+        withPast: true });
       const s = await ort.InferenceSession.create(path.join(dir, 'model.onnx'));
       try {
         const ids = c.ids[2]!;
@@ -306,12 +318,17 @@ describe('KV cache', () => {
         const feeds = (tokens: number[], start: number, past: Record<string, ort.Tensor> | null) => {
           const f: Record<string, ort.Tensor> = {
             input_ids: new ort.Tensor('int64', BigInt64Array.from(tokens.map(BigInt)), [1, tokens.length]),
-            attention_mask: new ort.Tensor('int64', new BigInt64Array(start + tokens.length).fill(1n), [1, start + tokens.length]),
+            attention_mask: new ort.Tensor('int64', new BigInt64Array(start + tokens.length).fill(1n), [1,
+              start + tokens.length]),
           };
-          if (s.inputNames.includes('position_ids')) f.position_ids = new ort.Tensor('int64', BigInt64Array.from(tokens.map((_, i) => BigInt(start + i))), [1, tokens.length]);
+          if (s.inputNames.includes('position_ids'))
+            f.position_ids = new ort.Tensor('int64', BigInt64Array.from(tokens.map((_, i) => BigInt(start + i))), [1,
+              tokens.length]);
           for (let l = 0; l < spec.layers; l++) {
             for (const kv of ['key', 'value']) {
-              f[`past_key_values.${l}.${kv}`] = past ? past[`present.${l}.${kv}`]! : new ort.Tensor('float32', new Float32Array(0), [1, spec.kvHeads, 0, spec.headDim]);
+              f[`past_key_values.${l}.${kv}`] = past
+                ? past[`present.${l}.${kv}`]!
+                : new ort.Tensor('float32', new Float32Array(0), [1, spec.kvHeads, 0, spec.headDim]);
             }
           }
           return f;
@@ -335,7 +352,9 @@ describe('KV cache', () => {
 // MatMulNBits blocks from the source: min terms (float zero points), 8-bit, mixed forms.
 
 /** Random blocks for [dOut, dIn]; `mins` → value q·scale + min, else (q − zp)·scale. Returns the blocks and the exact float values. */
-function randomBlocks(dOut: number, dIn: number, bits: 4 | 8, blockSize: number, withMins: boolean, seed: number): { nb: NbitsBlocks; w: Float32Array } {
+function randomBlocks(dOut: number, dIn: number, bits: 4 | 8, blockSize: number, withMins: boolean,
+  seed: number): { nb: NbitsBlocks; w: Float32Array }
+{
   let x = seed >>> 0 || 1;
   const rnd = () => {
     x ^= x << 13;
@@ -366,11 +385,15 @@ function randomBlocks(dOut: number, dIn: number, bits: 4 | 8, blockSize: number,
         const q = Math.floor(rnd() * (levels + 1));
         const at = i * blob + (bits === 4 ? k >> 1 : k);
         weights[at]! |= bits === 4 ? q << ((k & 1) * 4) : q;
-        w[o * dIn + b * blockSize + k] = withMins ? Math.fround(Math.fround(q * scales[i]!) + mins[i]!) : Math.fround((q - zp) * scales[i]!);
+        w[o * dIn + b * blockSize + k] = withMins
+          ? Math.fround(Math.fround(q * scales[i]!) + mins[i]!)
+          : Math.fround((q - zp) * scales[i]!);
       }
     }
   }
-  const nb: NbitsBlocks = withMins ? { bits, blockSize, weights, scales, zeroPoints: null, mins } : { bits, blockSize, weights, scales, zeroPoints };
+  const nb: NbitsBlocks = withMins
+    ? { bits, blockSize, weights, scales, zeroPoints: null, mins }
+    : { bits, blockSize, weights, scales, zeroPoints };
   return { nb, w };
 }
 
@@ -438,7 +461,8 @@ describe('nbits blocks from the source', () => {
       // an fp16 graph stores its embeddings in float16 (half the bytes of float32)
       const emb = loadModel(dir).model.graph!.initializer.find((t) => t.name === 'model.embed_tokens.weight')!;
       expect(emb.dataType, layout).toBe(10);
-      const [a, b] = await Promise.all([lastLogits(ref, spec, c.ids, 'right'), lastLogits(dir, spec, c.ids, 'right', true)]);
+      const [a, b] = await Promise.all([lastLogits(ref, spec, c.ids, 'right'),
+        lastLogits(dir, spec, c.ids, 'right', true)]);
       expect(worstRow(b, a, c.ids.length, spec.vocab), layout).toBeLessThan(1e-2);
     }
   });
@@ -468,7 +492,8 @@ describe('nbits blocks from the source', () => {
     const a = analyseModel(dir);
     const p = a.disc.points.find((x) => x.name === 'layers.1.mlp.in')!.projections!.find((x) => x.proj === 'up_proj')!;
     expect(p.op).toBe('MatMulNBits');
-    const w = dequantizeNBits({ name: 'up', layer: 1, proj: 'up_proj', input: 'layers.1.mlp.in', dOut: p.dOut, dIn: p.dIn, source: onnxWeightSource(a.loaded, p) });
+    const w = dequantizeNBits({ name: 'up', layer: 1, proj: 'up_proj', input: 'layers.1.mlp.in', dOut: p.dOut,
+      dIn: p.dIn, source: onnxWeightSource(a.loaded, p) });
     const want = nbits.rows('model.layers.1.mlp.up_proj.weight', 0, spec.intermediate);
     expect(relErr(w, want)).toBeLessThan(1e-6);
   });
@@ -482,9 +507,13 @@ describe('writer behaviour', () => {
 
   it('the data file does not depend on the chunk size (tiles of 4 KiB vs one chunk)', async () => {
     for (const [layout, weights] of [['explicit', 'fp16'], ['genai', 'fp32'], ['genai', 'q4']] as const) {
-      const a = await write(spec, seededLlamaSource(spec, c.seed), { layout, dtype: 'fp32', weights, chunkBytes: 4096 });
+      const a = await write(spec, seededLlamaSource(spec, c.seed), { layout, dtype: 'fp32', weights,
+        chunkBytes: 4096 });
       const b = await write(spec, seededLlamaSource(spec, c.seed), { layout, dtype: 'fp32', weights });
-      for (const f of ['model.onnx', 'model.onnx.data']) expect(readFileSync(path.join(a, f)).equals(readFileSync(path.join(b, f))), `${layout} ${weights} ${f}`).toBe(true);
+      for (const f of ['model.onnx', 'model.onnx.data'])
+        expect(readFileSync(path.join(a, f)).equals(readFileSync(path.join(b, f))), `${layout} ${weights} ${f}`).toBe(
+          true,
+        );
     }
   });
 
@@ -492,7 +521,9 @@ describe('writer behaviour', () => {
     for (const layout of ['explicit', 'genai'] as const) {
       const dir = await write(spec, seededLlamaSource(spec, c.seed), { layout, dtype: 'fp32', weights: 'fp32' });
       const m = loadModel(dir);
-      const big = [...m.initializers.values()].filter((t) => t.dims.length === 2 && t.dims.map(Number).includes(spec.vocab));
+      const big = [...m.initializers.values()].filter((t) =>
+        t.dims.length === 2 && t.dims.map(Number).includes(spec.vocab)
+      );
       expect(big.length, layout).toBe(1);
       const a = analyseModel(dir);
       expect(a.disc.lmHead.weight).toBe(big[0]!.name);
@@ -501,7 +532,8 @@ describe('writer behaviour', () => {
   });
 
   it('config.json carries the Llama config fields', async () => {
-    const dir = await write(spec, seededLlamaSource(spec, c.seed), { layout: 'explicit', dtype: 'fp32', weights: 'fp32' });
+    const dir = await write(spec, seededLlamaSource(spec, c.seed), { layout: 'explicit', dtype: 'fp32',
+      weights: 'fp32' });
     const cfg = JSON.parse(readFileSync(path.join(dir, 'config.json'), 'utf8'));
     expect(cfg).toMatchObject({
       model_type: 'llama',
@@ -520,7 +552,8 @@ describe('writer behaviour', () => {
   it('progress: monotone, ends at the data file size, names the tensors', async () => {
     const seen: [number, number, string][] = [];
     const dir = path.join(tmp, 'progress');
-    const r = await writeLlamaOnnx(dir, spec, seededLlamaSource(spec, c.seed), { layout: 'genai', dtype: 'fp32', weights: 'q4', onProgress: (d, t, name) => seen.push([d, t, name]) });
+    const r = await writeLlamaOnnx(dir, spec, seededLlamaSource(spec, c.seed), { layout: 'genai', dtype: 'fp32',
+      weights: 'q4', onProgress: (d, t, name) => seen.push([d, t, name]) });
     expect(seen.length).toBeGreaterThan(10);
     for (let i = 1; i < seen.length; i++) expect(seen[i]![0]).toBeGreaterThan(seen[i - 1]![0]);
     const last = seen[seen.length - 1]!;
@@ -534,9 +567,11 @@ describe('writer behaviour', () => {
 
   it('extra files are written inside the atomic rename', async () => {
     const dir = path.join(tmp, 'extra');
-    await writeLlamaOnnx(dir, spec, seededLlamaSource(spec, c.seed), { layout: 'explicit', dtype: 'fp32', weights: 'fp32', extraFiles: { 'tokenizer.json': '{"x": 1}\n' } });
+    await writeLlamaOnnx(dir, spec, seededLlamaSource(spec, c.seed), { layout: 'explicit', dtype: 'fp32',
+      weights: 'fp32', extraFiles: { 'tokenizer.json': '{"x": 1}\n' } });
     expect(readFileSync(path.join(dir, 'tokenizer.json'), 'utf8')).toBe('{"x": 1}\n');
-    expect(readdirSync(dir).sort()).toEqual(['config.json', 'generation_config.json', 'model.onnx', 'model.onnx.data', 'tokenizer.json']);
+    expect(readdirSync(dir).sort()).toEqual(['config.json', 'generation_config.json', 'model.onnx', 'model.onnx.data',
+      'tokenizer.json']);
   });
 
   it('a failing source leaves nothing behind; a non-empty folder is refused unless overwrite', async () => {
@@ -551,11 +586,13 @@ describe('writer behaviour', () => {
       },
     };
     const dir = path.join(parent, 'model');
-    await expect(writeLlamaOnnx(dir, spec, failing, { layout: 'genai', dtype: 'fp32', weights: 'fp32' })).rejects.toThrow(/read failed/);
+    await expect(writeLlamaOnnx(dir, spec, failing, { layout: 'genai', dtype: 'fp32', weights: 'fp32' })).rejects
+      .toThrow(/read failed/);
     expect(readdirSync(parent)).toEqual([]);
     mkdirSync(dir);
     writeFileSync(path.join(dir, 'keep.txt'), 'x');
-    await expect(writeLlamaOnnx(dir, spec, seeded, { layout: 'genai', dtype: 'fp32', weights: 'fp32' })).rejects.toThrow(/exists and is not empty/);
+    await expect(writeLlamaOnnx(dir, spec, seeded, { layout: 'genai', dtype: 'fp32', weights: 'fp32' })).rejects
+      .toThrow(/exists and is not empty/);
     expect(readdirSync(dir)).toEqual(['keep.txt']);
     await writeLlamaOnnx(dir, spec, seeded, { layout: 'genai', dtype: 'fp32', weights: 'fp32', overwrite: true });
     expect(readdirSync(dir)).toContain('model.onnx');
@@ -567,13 +604,25 @@ describe('writer behaviour', () => {
     const seeded = seededLlamaSource(spec, c.seed);
     const bad = async (s: LlamaSpec, o: Partial<WriteLlamaOptions> = {}) =>
       writeLlamaOnnx(path.join(tmp, 'never'), s, seeded, { layout: 'explicit', dtype: 'fp32', weights: 'fp32', ...o });
-    await expect(bad({ ...spec, ropeScaling: { rope_type: 'dynamic', factor: 2 } })).rejects.toThrow(/rope_scaling type 'dynamic' is not supported/);
-    await expect(bad({ ...spec, ropeScaling: { rope_type: 'longrope', factor: 2 } })).rejects.toThrow(/rope_scaling longrope needs short_factor as 16 positive numbers \(one per rotary frequency\), got undefined/);
-    await expect(bad({ ...spec, rotaryDim: 7 })).rejects.toThrow(/rotaryDim must be an even positive integer up to headDim 32, got 7/);
-    await expect(bad({ ...spec, ropeScaling: { rope_type: 'yarn', factor: 2 } })).rejects.toThrow(/rope_scaling of type 'yarn' needs a numeric original_max_position_embeddings/);
-    await expect(bad({ ...spec, ropeScaling: { rope_type: 'llama3', factor: 8 } })).rejects.toThrow(/needs a numeric low_freq_factor/);
+    await expect(bad({ ...spec, ropeScaling: { rope_type: 'dynamic', factor: 2 } })).rejects.toThrow(
+      /rope_scaling type 'dynamic' is not supported/,
+    );
+    await expect(bad({ ...spec, ropeScaling: { rope_type: 'longrope', factor: 2 } })).rejects.toThrow(
+      /rope_scaling longrope needs short_factor as 16 positive numbers \(one per rotary frequency\), got undefined/,
+    );
+    await expect(bad({ ...spec, rotaryDim: 7 })).rejects.toThrow(
+      /rotaryDim must be an even positive integer up to headDim 32, got 7/,
+    );
+    await expect(bad({ ...spec, ropeScaling: { rope_type: 'yarn', factor: 2 } })).rejects.toThrow(
+      /rope_scaling of type 'yarn' needs a numeric original_max_position_embeddings/,
+    );
+    await expect(bad({ ...spec, ropeScaling: { rope_type: 'llama3', factor: 8 } })).rejects.toThrow(
+      /needs a numeric low_freq_factor/,
+    );
     await expect(bad({ ...spec, kvHeads: 3 })).rejects.toThrow(/heads 4 is not a multiple of kvHeads 3/);
-    await expect(bad({ ...spec, intermediate: 100 })).rejects.toThrow(/model\.layers\.0\.mlp\.gate_proj\.weight: weight has shape \[96, 64\] but the spec needs \[100, 64\]/);
+    await expect(bad({ ...spec, intermediate: 100 })).rejects.toThrow(
+      /model\.layers\.0\.mlp\.gate_proj\.weight: weight has shape \[96, 64\] but the spec needs \[100, 64\]/,
+    );
     await expect(bad(spec, { dtype: 'fp16', weights: 'fp32' })).rejects.toThrow(/fp32 weights with an fp16 graph/);
     await expect(bad({ ...spec, tiedEmbeddings: false })).rejects.toThrow(/lm_head\.weight/);
     expect(existsSync(path.join(tmp, 'never'))).toBe(false);

@@ -19,7 +19,9 @@ const haveTok = existsSync(path.join(TOK, 'tokenizer.json'));
 
 for (const variant of ['hf-tiny-llama31', 'hf-tiny-llama31-optimum']) {
   const REF = path.join(ROOT, 'test', 'goldens', variant);
-  const g: { ids: number[][]; tensors: Record<string, number[][]> } = JSON.parse(readFileSync(path.join(REF, 'mean-goldens.json'), 'utf8'));
+  const g: { ids: number[][]; tensors: Record<string, number[][]> } = JSON.parse(
+    readFileSync(path.join(REF, 'mean-goldens.json'), 'utf8'),
+  );
 
   describe.skipIf(!haveTok)(`mean-pooled captures against Hugging Face (${variant})`, () => {
     let dir: string;
@@ -47,12 +49,14 @@ for (const variant of ['hf-tiny-llama31', 'hf-tiny-llama31-optimum']) {
             const got = out.get(name)!;
             expect(got.length).toBe(g.ids.length * d);
             for (let i = 0; i < g.ids.length; i++) {
-              expect(relErr(got.subarray(i * d, (i + 1) * d), Float64Array.from(g.tensors[name]![i]!)), `${name} text ${i}`).toBeLessThan(1e-4);
+              expect(relErr(got.subarray(i * d, (i + 1) * d), Float64Array.from(g.tensors[name]![i]!)),
+                `${name} text ${i}`).toBeLessThan(1e-4);
             }
           }
           // the mean is not the last token's state (the comparison above could not pass for it)
           const d = g.tensors['final.mean']![0]!.length;
-          expect(relErr(out.get('final.hidden')!.subarray(0, d), out.get('final.mean')!.subarray(0, d))).toBeGreaterThan(0.05);
+          expect(relErr(out.get('final.hidden')!.subarray(0, d), out.get('final.mean')!.subarray(0, d)))
+            .toBeGreaterThan(0.05);
         } finally {
           await engine.close();
         }

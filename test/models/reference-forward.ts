@@ -82,7 +82,8 @@ export function referenceForward(p: TinyLlamaParams, ids: number[]): ReferenceOu
     }
   };
 
-  const out: ReferenceOutputs = { seq: S, mlpIn: [], downIn: [], residOut: [], finalHidden: new Float64Array(0), logits: new Float64Array(0) };
+  const out: ReferenceOutputs = { seq: S, mlpIn: [], downIn: [], residOut: [], finalHidden: new Float64Array(0),
+    logits: new Float64Array(0) };
   const group = heads / kvHeads;
   for (const L of p.layers) {
     const h = rmsNorm(x, L.inputNorm, eps, S, H);
@@ -153,6 +154,6 @@ const paramCache = new Map<string, TinyLlamaParams>();
 /** generatedModelParams, memoized per test file (the tests never mutate the parameters). */
 export function cachedParams(name: string, gen: (name: string) => TinyLlamaParams): TinyLlamaParams {
   let p = paramCache.get(name);
-  if (!p) paramCache.set(name, (p = gen(name)));
+  if (!p) paramCache.set(name, p = gen(name));
   return p;
 }

@@ -1,11 +1,24 @@
 import { describe, it, expect } from 'vitest';
-import { existsSync, mkdtempSync, readFileSync, writeFileSync, rmSync, mkdirSync, openSync, readSync, closeSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync, rmSync, mkdirSync, openSync, readSync,
+  closeSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { tmpdir } from 'node:os';
 import * as ort from 'onnxruntime-node';
 import {
-  DataType, decodeModel, encodeModel, loadModel, makeGraph, makeModel, makeNode, makeTensor, makeValueInfo,
-  readInitializerBytes, readInitializerFloat32, writeModel, attrFloat, type ModelProto,
+  DataType,
+  decodeModel,
+  encodeModel,
+  loadModel,
+  makeGraph,
+  makeModel,
+  makeNode,
+  makeTensor,
+  makeValueInfo,
+  readInitializerBytes,
+  readInitializerFloat32,
+  writeModel,
+  attrFloat,
+  type ModelProto,
 } from '../../src/onnx/index.js';
 import { LobesError } from '../../src/util/errors.js';
 import { halfArrayToFloat } from '../../src/util/half.js';
@@ -166,8 +179,11 @@ describe('builders', () => {
   });
 
   it('int64 attributes beyond 2^53 and negative values round-trip exactly', () => {
-    const n = makeNode('Foo', ['a'], ['b'], { big: 9223372036854775807n, neg: -3, list: [-1, 2, 9223372036854775807n] as any }, 'x.y');
-    const g = makeGraph('g', [n], [makeValueInfo('a', DataType.FLOAT, [null, 'n', 3])], [makeValueInfo('b', DataType.FLOAT, null)]);
+    const n = makeNode('Foo', ['a'], ['b'], { big: 9223372036854775807n, neg: -3,
+      list: [-1, 2, 9223372036854775807n] as any }, 'x.y');
+    const g = makeGraph('g', [n], [makeValueInfo('a', DataType.FLOAT, [null, 'n', 3])], [
+      makeValueInfo('b', DataType.FLOAT, null),
+    ]);
     const m = makeModel(g, { opsets: { '': 17, 'x.y': 1 } });
     const back = decodeModel(encodeModel(m));
     const a = back.graph!.node[0]!.attribute;
@@ -180,7 +196,9 @@ describe('builders', () => {
   });
 
   it('fields lobes does not model are kept verbatim and in field order', () => {
-    const g = makeGraph('g', [makeNode('Relu', ['a'], ['b'])], [makeValueInfo('a', DataType.FLOAT, [1])], [makeValueInfo('b', DataType.FLOAT, [1])]);
+    const g = makeGraph('g', [makeNode('Relu', ['a'], ['b'])], [makeValueInfo('a', DataType.FLOAT, [1])], [
+      makeValueInfo('b', DataType.FLOAT, [1]),
+    ]);
     const m = makeModel(g);
     // NodeProto field 8 (overload, a string) and ModelProto field 20 (training_info, a message) are not modelled.
     m.graph!.node[0]!.unknown = [{ field: 8, raw: Uint8Array.from([0x42, 3, 0x61, 0x62, 0x63]) }];

@@ -14,7 +14,8 @@ import * as path from 'node:path';
 import { parseAblateSummary, loadAblate, ablatePayload } from '../../src/report/ablate.js';
 import { ablateDifference } from '../../src/report/client/ablate-diff.js';
 import { writeSyntheticRun } from '../../src/report/synthetic.js';
-import { writeReport, writeCompare, launchChromium, chromiumProblem, loadRun, compareRuns, type Browser } from '../../src/report/index.js';
+import { writeReport, writeCompare, launchChromium, chromiumProblem, loadRun, compareRuns,
+  type Browser } from '../../src/report/index.js';
 import { main } from '../../src/cli/main.js';
 import { readManifest } from '../../src/store/manifest.js';
 import { runIdentity } from '../../src/store/provenance.js';
@@ -49,15 +50,29 @@ function summary(shift = 0): any {
     const planted = r === 'X' && l === 'X' ? -2 - shift : 0;
     const nullDelta = Array.from({ length: K }, (_, k) => base + 0.1 * k);
     const delta = base + 0.4 + planted; // the null's mean is base + 0.4
-    return { region: r, minus, label: l, n: 20 + li, before: -50 - li, delta, ci: [delta - 0.3, delta + 0.3], nullDelta, p: planted ? 1 / (K + 1) : 0.5, z: planted ? -9 : 0.1 };
+    return { region: r, minus, label: l, n: 20 + li, before: -50 - li, delta, ci: [delta - 0.3, delta + 0.3], nullDelta,
+      p: planted ? 1 / (K + 1) : 0.5, z: planted ? -9 : 0.1 };
   }));
   const specificity = REGIONS.map(([r, minus]) => ({
-    region: r, minus, target: r, contrast: r === 'X' ? -1.9 : 0.05, ci: r === 'X' ? [-2.4, -1.4] : [-0.2, 0.3],
-    nullContrast: Array.from({ length: K }, (_, k) => -0.2 + 0.05 * k), p: r === 'X' ? 1 / (K + 1) : 0.6, pHolm: r === 'X' ? 0.3 : 1,
+    region: r,
+    minus,
+    target: r,
+    contrast: r === 'X' ? -1.9 : 0.05,
+    ci: r === 'X' ? [-2.4, -1.4] : [-0.2, 0.3],
+    nullContrast: Array.from({ length: K }, (_, k) => -0.2 + 0.05 * k),
+    p: r === 'X' ? 1 / (K + 1) : 0.6,
+    pHolm: r === 'X' ? 0.3 : 1,
   }));
   return {
-    kind: 'ablate', version: 1, by: 'aspect', labels: LABELS, random: K, unit: 'nats',
-    regions: REGIONS.map(([name, minus]) => ({ name, minus, blocks: 12 })), cells, specificity,
+    kind: 'ablate',
+    version: 1,
+    by: 'aspect',
+    labels: LABELS,
+    random: K,
+    unit: 'nats',
+    regions: REGIONS.map(([name, minus]) => ({ name, minus, blocks: 12 })),
+    cells,
+    specificity,
   };
 }
 
@@ -71,12 +86,18 @@ function writeAblate(dir: string, s: unknown, job = true, of?: string): string {
   writeFileSync(path.join(dir, 'summary.json'), bytes);
   const sha256 = createHash('sha256').update(bytes).digest('hex');
   // The lineage lobes ablate records: the run (its identity) and the wanda files the regions came from.
-  const lineage = of ? (() => {
-    const m = readManifest(of);
-    const identity = m.identity ?? runIdentity(m);
-    return { run: { dir: of, identity }, inputs: [{ name: 'run', sha256: identity, from: of }, ...wandaRegionInputs(of, wandaDir(of))] };
-  })() : {};
-  if (job) writeFileSync(path.join(dir, 'job.json'), JSON.stringify({ complete: true, ...lineage, files: { summary: { path: 'summary.json', bytes: bytes.byteLength, sha256 } } }));
+  const lineage = of ?
+    (() => {
+      const m = readManifest(of);
+      const identity = m.identity ?? runIdentity(m);
+      return { run: { dir: of, identity },
+        inputs: [{ name: 'run', sha256: identity, from: of }, ...wandaRegionInputs(of, wandaDir(of))] };
+    })() :
+    {};
+  if (job)
+    writeFileSync(path.join(dir, 'job.json'),
+      JSON.stringify({ complete: true, ...lineage,
+        files: { summary: { path: 'summary.json', bytes: bytes.byteLength, sha256 } } }));
   return dir;
 }
 
@@ -111,25 +132,44 @@ describe('ablate summary.json: checks', () => {
     ['version', (s) => (s.version = 2), /summary\.json: version: expected 1/],
     ['labels', (s) => (s.labels = ['X', 'X']), /summary\.json: labels: a label value is listed twice/],
     ['random', (s) => (s.random = 0), /summary\.json: random: expected an integer ≥ 1/],
-    ['a null of the wrong length', (s) => s.cells[4].nullDelta.pop(), /summary\.json: cells\[4\]\.nullDelta: expected 9 numbers .* got 8/],
-    ['a non-number in the null', (s) => (s.cells[2].nullDelta[3] = 'x'), /summary\.json: cells\[2\]\.nullDelta\[3\]: expected a finite number/],
-    ['a cell of an unknown region', (s) => (s.cells[0].region = 'W'), /summary\.json: cells\[0\]\.region: region W is not in "regions"/],
-    ['a set difference not listed', (s) => (s.cells[0].minus = 'Z'), /summary\.json: cells\[0\]\.region: region X∖Z is not in "regions"/],
-    ['a cell of an unknown label', (s) => (s.cells[1].label = 'Q'), /summary\.json: cells\[1\]\.label: label "Q" is not in "labels"/],
-    ['a duplicate cell', (s) => (s.cells[1] = { ...s.cells[0] }), /summary\.json: cells\[1\]: a second cell for region X and label X/],
-    ['a p outside [0, 1]', (s) => (s.specificity[0].pHolm = 1.5), /summary\.json: specificity\[0\]\.pHolm: expected a probability/],
-    ['a reversed CI', (s) => (s.specificity[1].ci = [1, 0]), /summary\.json: specificity\[1\]\.ci: expected \[low, high\]/],
-    ['an empty region', (s) => (s.regions[1].blocks = 0), /summary\.json: regions\[1\]\.blocks: expected an integer ≥ 1/],
-    ['a unit the contract does not have', (s) => (s.unit = 'bits'), /summary\.json: unit: expected nats or accuracy, got "bits"/],
-    ['a t-test p outside [0, 1]', (s) => { s.cells[0].pT = -0.1; }, /summary\.json: cells\[0\]\.pT: expected a probability in \[0, 1\] or null/],
-    ['a negative cost ratio', (s) => { s.cells[0].pT = 0.5; s.specificity[0].ratio = -2; }, /summary\.json: specificity\[0\]\.ratio: expected a positive number or null/],
+    ['a null of the wrong length', (s) => s.cells[4].nullDelta.pop(),
+      /summary\.json: cells\[4\]\.nullDelta: expected 9 numbers .* got 8/],
+    ['a non-number in the null', (s) => (s.cells[2].nullDelta[3] = 'x'),
+      /summary\.json: cells\[2\]\.nullDelta\[3\]: expected a finite number/],
+    ['a cell of an unknown region', (s) => (s.cells[0].region = 'W'),
+      /summary\.json: cells\[0\]\.region: region W is not in "regions"/],
+    ['a set difference not listed', (s) => (s.cells[0].minus = 'Z'),
+      /summary\.json: cells\[0\]\.region: region X∖Z is not in "regions"/],
+    ['a cell of an unknown label', (s) => (s.cells[1].label = 'Q'),
+      /summary\.json: cells\[1\]\.label: label "Q" is not in "labels"/],
+    ['a duplicate cell', (s) => (s.cells[1] = { ...s.cells[0] }),
+      /summary\.json: cells\[1\]: a second cell for region X and label X/],
+    ['a p outside [0, 1]', (s) => (s.specificity[0].pHolm = 1.5),
+      /summary\.json: specificity\[0\]\.pHolm: expected a probability/],
+    ['a reversed CI', (s) => (s.specificity[1].ci = [1, 0]),
+      /summary\.json: specificity\[1\]\.ci: expected \[low, high\]/],
+    ['an empty region', (s) => (s.regions[1].blocks = 0),
+      /summary\.json: regions\[1\]\.blocks: expected an integer ≥ 1/],
+    ['a unit the contract does not have', (s) => (s.unit = 'bits'),
+      /summary\.json: unit: expected nats or accuracy, got "bits"/],
+    ['a t-test p outside [0, 1]', (s) => {
+      s.cells[0].pT = -0.1;
+    }, /summary\.json: cells\[0\]\.pT: expected a probability in \[0, 1\] or null/],
+    ['a negative cost ratio', (s) => {
+      s.cells[0].pT = 0.5;
+      s.specificity[0].ratio = -2;
+    }, /summary\.json: specificity\[0\]\.ratio: expected a positive number or null/],
   ];
   it('a summary written before the t tests and cost ratios gets them derived from its cells and nulls, as lobes ablate writes them', () => {
-    const committed = JSON.parse(readFileSync(path.join(import.meta.dirname, '..', '..', 'bench', 'ablate', 'smollm2-en-summary.json'), 'utf8'));
+    const committed = JSON.parse(
+      readFileSync(path.join(import.meta.dirname, '..', '..', 'bench', 'ablate', 'smollm2-en-summary.json'), 'utf8'),
+    );
     expect(committed.cells[0].pT).toBeUndefined();
     const got = parseAblateSummary(committed, file);
     expect(got.cells.every((c) => c.pT !== null && c.pT < 0.02 && c.pTScale === 'log')).toBe(true);
-    expect(got.specificity.every((s) => s.ratio !== null && s.nullRatio.length === committed.random && s.ratioP !== null)).toBe(true);
+    expect(
+      got.specificity.every((s) => s.ratio !== null && s.nullRatio.length === committed.random && s.ratioP !== null),
+    ).toBe(true);
     // the same numbers lobes ablate would write: parsing its own output (fields present) keeps them
     const again = parseAblateSummary(JSON.parse(JSON.stringify(got)), file);
     expect(again.specificity.map((s) => s.ratioP)).toEqual(got.specificity.map((s) => s.ratioP));
@@ -156,13 +196,17 @@ describe('ablate summary.json: checks', () => {
   it('names a folder without a summary, a summary without its job.json, a file that is not JSON and a job pointing elsewhere', () => {
     expect(() => loadAblate(path.join(tmp, 'none'))).toThrow(/none\/summary\.json: no ablation summary here/);
     const lone = writeAblate(path.join(tmp, 'lone'), summary(), false);
-    expect(() => loadAblate(lone)).toThrow(/lone\/summary\.json: no job\.json beside the summary, so it cannot be verified/);
+    expect(() => loadAblate(lone)).toThrow(
+      /lone\/summary\.json: no job\.json beside the summary, so it cannot be verified/,
+    );
     const d = writeAblate(path.join(tmp, 'notjson'), '{"kind": "abl');
     expect(() => loadAblate(d)).toThrow(/notjson\/summary\.json: not valid JSON/);
     const job = JSON.parse(readFileSync(path.join(d, 'job.json'), 'utf8'));
     job.files.summary.path = '../lone/summary.json';
     writeFileSync(path.join(d, 'job.json'), JSON.stringify(job));
-    expect(() => loadAblate(d)).toThrow(/notjson\/job\.json: files\.summary\.path is "\.\.\/lone\/summary\.json", not summary\.json/);
+    expect(() => loadAblate(d)).toThrow(
+      /notjson\/job\.json: files\.summary\.path is "\.\.\/lone\/summary\.json", not summary\.json/,
+    );
   });
 });
 
@@ -207,20 +251,44 @@ describe('ablate payload: the other baselines (--top, --magnitude, --shuffled, -
   /** The planted summary with every baseline section, as lobes ablate writes them. */
   function withBaselines(): any {
     const s = summary();
-    const spec = (r: string, minus: string | null, ratio: number, nullRatio: number[], p: number) => ({ region: r, minus, target: r, contrast: -1, ci: [-2, 0], nullContrast: Array(K).fill(0), p: 0.5, pHolm: 1, ratio, nullRatio, ratioP: p, ratioPHolm: Math.min(1, 3 * p) });
-    s.doses = [0.01, 0.1].map((top, i) => ({ top, stored: i === 1, regions: REGIONS.map(([name, minus]) => ({ name, minus, blocks: 3 + 9 * i })), cells: [], specificity: REGIONS.map(([r, m]) => spec(r, m, 1.5 + i, [1, 4], 0.1 * (i + 1))) }));
-    s.specificity.forEach((x: any, i: number) => { x.ratio = 2 + i; });
-    s.magnitude = REGIONS.slice(0, 2).map(([region, minus]) => ({ region, minus, blocks: 12, cells: [], specificity: spec(region, minus, 1.25, [1, 1], 0.5), versusRegion: { test: 'wilcoxon-signed-rank', alternative: 'less', own: { n: 20, p: 0.01 }, others: { n: 40, p: 0.7 } } }));
-    s.shuffled = { shuffles: 4, seeds: [1, 2, 3, 4], pFloor: 0.2, family: 'regions', blocks: {}, rows: REGIONS.map(([region, minus]) => ({ region, minus, target: region, contrast: -1, nullContrast: [0, 0, 0, 0], contrastP: 0.2, contrastPHolm: 0.6, contrastZ: 1, ratio: 3, nullRatio: [1, 2, 4, 8], ratioP: 0.2, ratioPHolm: 0.6, ratioZ: 1 })) };
-    s.fitSplit = { seed: 7, by: 'aspect', fit: { items: 30, rows: 30, byLabel: {}, notInRun: 0 }, test: { items: 33, byLabel: {} }, family: 'as-summary', regions: [{ name: 'X', blocks: 12, jaccardWithStored: 0.75 }] };
+    const spec = (r: string, minus: string | null, ratio: number, nullRatio: number[], p: number) => ({ region: r,
+      minus, target: r, contrast: -1, ci: [-2, 0], nullContrast: Array(K).fill(0), p: 0.5, pHolm: 1, ratio, nullRatio,
+      ratioP: p, ratioPHolm: Math.min(1, 3 * p) });
+    s.doses = [0.01, 0.1].map((top, i) => ({ top, stored: i === 1,
+      regions: REGIONS.map(([name, minus]) => ({ name, minus, blocks: 3 + 9 * i })), cells: [],
+      specificity: REGIONS.map(([r, m]) => spec(r, m, 1.5 + i, [1, 4], 0.1 * (i + 1))) })
+    );
+    s.specificity.forEach((x: any, i: number) => {
+      x.ratio = 2 + i;
+    });
+    s.magnitude = REGIONS.slice(0, 2).map(([region, minus]) => ({ region, minus, blocks: 12, cells: [],
+      specificity: spec(region, minus, 1.25, [1, 1], 0.5),
+      versusRegion: { test: 'wilcoxon-signed-rank', alternative: 'less', own: { n: 20, p: 0.01 },
+        others: { n: 40, p: 0.7 } } })
+    );
+    s.shuffled = {
+      shuffles: 4,
+      seeds: [1, 2, 3, 4],
+      pFloor: 0.2,
+      family: 'regions',
+      blocks: {},
+      rows: REGIONS.map(([region, minus]) => ({ region, minus, target: region, contrast: -1, nullContrast: [0, 0, 0, 0],
+        contrastP: 0.2, contrastPHolm: 0.6, contrastZ: 1, ratio: 3, nullRatio: [1, 2, 4, 8], ratioP: 0.2,
+        ratioPHolm: 0.6, ratioZ: 1 })
+      ),
+    };
+    s.fitSplit = { seed: 7, by: 'aspect', fit: { items: 30, rows: 30, byLabel: {}, notInRun: 0 },
+      test: { items: 33, byLabel: {} }, family: 'as-summary',
+      regions: [{ name: 'X', blocks: 12, jaccardWithStored: 0.75 }] };
     return s;
   }
 
-  it('carries each baseline to the page: ratios, the baseline ratio as the geometric mean of its regions\', p and Holm p', () => {
+  it("carries each baseline to the page: ratios, the baseline ratio as the geometric mean of its regions', p and Holm p", () => {
     const p = ablatePayload({ dir: 'd', summary: parseAblateSummary(withBaselines(), file) }).baselines!;
     expect(p.doses.map((d) => [d.top, d.stored, d.rows.length])).toEqual([[0.01, false, 3], [0.1, true, 3]]);
     // the geometric mean of 1 and 4 is 2
-    expect(p.doses[0]!.rows[0]).toEqual({ region: 'X', blocks: 3, ratio: 1.5, baseline: 2, p: 0.1, pHolm: expect.closeTo(0.3, 12) });
+    expect(p.doses[0]!.rows[0]).toEqual({ region: 'X', blocks: 3, ratio: 1.5, baseline: 2, p: 0.1,
+      pHolm: expect.closeTo(0.3, 12) });
     expect(p.doses[1]!.rows[2]!.region).toBe('X∖Y');
     // magnitude: the region's own ratio from the summary's specificity beside the |W| region's
     expect(p.magnitude).toEqual([
@@ -235,10 +303,13 @@ describe('ablate payload: the other baselines (--top, --magnitude, --shuffled, -
     expect(ablatePayload({ dir: 'd', summary: parseAblateSummary(summary(), file) }).baselines).toBeNull();
   });
 
-  it('names each dose\'s and the shuffled rows\' family with its size where the summary declares them; an older summary\'s payload has no family', () => {
+  it("names each dose's and the shuffled rows' family with its size where the summary declares them; an older summary's payload has no family", () => {
     const s = withBaselines();
-    const fam = (family: string, size: number) => ({ family, claim: 'c', size, members: REGIONS.map(([r, m]) => (m ? `${r} ∖ ${m}` : r)), correction: ['holm'], alpha: 0.05 });
-    s.doses.forEach((d: any, i: number) => (d.declaredFamilies = [fam('specificity-rank', 3), fam('specificity', 3 - i)]));
+    const fam = (family: string, size: number) => ({ family, claim: 'c', size,
+      members: REGIONS.map(([r, m]) => (m ? `${r} ∖ ${m}` : r)), correction: ['holm'], alpha: 0.05 });
+    s.doses.forEach((d: any,
+      i: number) => (d.declaredFamilies = [fam('specificity-rank', 3), fam('specificity', 3 - i)])
+    );
     s.shuffled.declaredFamilies = [fam('shuffled-label-regions', 2)];
     const p = ablatePayload({ dir: 'd', summary: parseAblateSummary(s, file) }).baselines!;
     expect(p.doses.map((d) => d.family)).toEqual([{ name: 'specificity', size: 3 }, { name: 'specificity', size: 2 }]);
@@ -249,7 +320,9 @@ describe('ablate payload: the other baselines (--top, --magnitude, --shuffled, -
   });
 
   it('reads the summary a real lobes ablate --shuffled 5 --fit-split 0 wrote (SmolLM2)', () => {
-    const real = JSON.parse(readFileSync(path.join(import.meta.dirname, '../../bench/ablate/smollm2-en-shuffled-fit-summary.json'), 'utf8'));
+    const real = JSON.parse(
+      readFileSync(path.join(import.meta.dirname, '../../bench/ablate/smollm2-en-shuffled-fit-summary.json'), 'utf8'),
+    );
     const p = ablatePayload({ dir: 'd', summary: parseAblateSummary(real, file) }).baselines!;
     expect(p.shuffled!.rows.map((r) => r.ratio)).toEqual(real.shuffled.rows.map((r: any) => r.ratio));
     expect(p.shuffled!.rows.map((r) => r.p)).toEqual(real.shuffled.rows.map((r: any) => r.ratioP));
@@ -257,10 +330,18 @@ describe('ablate payload: the other baselines (--top, --magnitude, --shuffled, -
   });
 
   for (const [what, edit, msg] of [
-    ['a dose outside (0, 1]', (s: any) => { s.doses[0].top = 2; }, 'doses[0].top: expected a fraction in (0, 1], got 2'],
-    ['a shuffled ratio that is not positive', (s: any) => { s.shuffled.rows[1].nullRatio[2] = -1; }, 'shuffled.rows[1].nullRatio[2]: expected a positive number or null, got -1'],
-    ['a magnitude region not in the summary', (s: any) => { s.magnitude[0].region = 'Q'; }, 'magnitude[0].region: region Q is not in "regions"'],
-    ['a Jaccard above 1', (s: any) => { s.fitSplit.regions[0].jaccardWithStored = 1.5; }, 'fitSplit.regions[0].jaccardWithStored: expected a probability in [0, 1], got 1.5'],
+    ['a dose outside (0, 1]', (s: any) => {
+      s.doses[0].top = 2;
+    }, 'doses[0].top: expected a fraction in (0, 1], got 2'],
+    ['a shuffled ratio that is not positive', (s: any) => {
+      s.shuffled.rows[1].nullRatio[2] = -1;
+    }, 'shuffled.rows[1].nullRatio[2]: expected a positive number or null, got -1'],
+    ['a magnitude region not in the summary', (s: any) => {
+      s.magnitude[0].region = 'Q';
+    }, 'magnitude[0].region: region Q is not in "regions"'],
+    ['a Jaccard above 1', (s: any) => {
+      s.fitSplit.regions[0].jaccardWithStored = 1.5;
+    }, 'fitSplit.regions[0].jaccardWithStored: expected a probability in [0, 1], got 1.5'],
   ] as [string, (s: any) => void, string][]) {
     it(`refuses ${what} in one line naming the field`, () => {
       const s = withBaselines();
@@ -304,11 +385,16 @@ describe('lobes report / compare --ablate-dir', () => {
     expect((await captureOutput(() => main(['report', run, '--ablate-dir', foreign, '--out', out]))).result).toBe(0);
     const p = payloadOf(out);
     expect(p.runs[0].ablate).toBeNull();
-    expect(p.runs[0].summary.join('\n')).toMatch(/the ablation left out: \S*foreign\/job\.json: the ablation is not current: (they belong to another run|wanda\/\S+ has changed since)/);
+    expect(p.runs[0].summary.join('\n')).toMatch(
+      /the ablation left out: \S*foreign\/job\.json: the ablation is not current: (they belong to another run|wanda\/\S+ has changed since)/,
+    );
     // compare with the two folders swapped: each is checked against its own run
     const own2 = writeAblate(path.join(tmp, 'cli', 'own2'), summary(1), true, run2);
     const c = path.join(tmp, 'cli', 'swapped.html');
-    expect((await captureOutput(() => main(['compare', run, run2, '--ablate-dir', own2, '--ablate-dir', good, '--out', c]))).result).toBe(0);
+    expect(
+      (await captureOutput(() => main(['compare', run, run2, '--ablate-dir', own2, '--ablate-dir', good, '--out', c])))
+        .result,
+    ).toBe(0);
     const cp = payloadOf(c);
     expect(cp.runs.map((r: any) => r.ablate)).toEqual([null, null]);
     // the run's wanda regions rewritten after the ablation: stale
@@ -325,13 +411,17 @@ describe('lobes report / compare --ablate-dir', () => {
       expect((await captureOutput(() => main(['report', run, '--ablate-dir', stale, '--out', o2]))).result).toBe(0);
       const p2 = payloadOf(o2);
       expect(p2.runs[0].ablate).toBeNull();
-      expect(p2.runs[0].summary.join('\n')).toMatch(/the ablation left out: \S*stale\/job\.json: the ablation is not current: wanda\/regions\.json has changed since/);
+      expect(p2.runs[0].summary.join('\n')).toMatch(
+        /the ablation left out: \S*stale\/job\.json: the ablation is not current: wanda\/regions\.json has changed since/,
+      );
     } finally {
       writeFileSync(regions, before);
     }
   });
   it('compare takes one folder per run', async () => {
-    const r = await captureOutput(() => main(['compare', run, run2, '--ablate-dir', good, '--out', path.join(tmp, 'cli', 'c.html')]));
+    const r = await captureOutput(() =>
+      main(['compare', run, run2, '--ablate-dir', good, '--out', path.join(tmp, 'cli', 'c.html')])
+    );
     expect(r.result).toBe(2);
     expect(r.err).toMatch(/--ablate-dir is given once for each run/);
   });
@@ -340,16 +430,31 @@ describe('lobes report / compare --ablate-dir', () => {
 /** An evaluation folder scored by cloze: 40 multiple-choice items; acc etc. from `correct`, each with the interval given. */
 function writeClozeEval(dir: string, correct: Record<string, number>, ci: [number, number]): string {
   mkdirSync(dir, { recursive: true });
-  writeFileSync(path.join(dir, 'eval.json'), JSON.stringify({ format: 'lobes-eval', complete: true, model: { dir: 'm' }, dataset: { spec: 'jsonl:items.jsonl' }, settings: { shuffles: 1, seed: 0, device: 'cpu' } }));
+  writeFileSync(path.join(dir, 'eval.json'),
+    JSON.stringify({ format: 'lobes-eval', complete: true, model: { dir: 'm' }, dataset: { spec: 'jsonl:items.jsonl' },
+      settings: { shuffles: 1, seed: 0, device: 'cpu' } }));
   const m = (k: number) => ({ n: 40, correct: k, accuracy: k / 40, ci95: ci, chance: 0.25 });
-  writeFileSync(path.join(dir, 'summary.json'), JSON.stringify({ format: 'lobes-eval-summary', bootstrap: { resamples: 2000, seed: 0 }, cloze: { mcq: { items: 40, acc: m(correct.acc!), acc_norm: m(correct.acc_norm!), acc_bytes: m(correct.acc_bytes!), acc_mutual_info: m(correct.acc_mutual_info!), exactMatch: 0.125, meanTokens: 3.25 } } }));
+  writeFileSync(path.join(dir, 'summary.json'), JSON.stringify({
+    format: 'lobes-eval-summary',
+    bootstrap: { resamples: 2000, seed: 0 },
+    cloze: {
+      mcq: { items: 40, acc: m(correct.acc!), acc_norm: m(correct.acc_norm!), acc_bytes: m(correct.acc_bytes!),
+        acc_mutual_info: m(correct.acc_mutual_info!), exactMatch: 0.125, meanTokens: 3.25 },
+    },
+  }));
   return dir;
 }
 
 describe('compare: cloze metrics', () => {
   it('gives B − A of each cloze metric with the normal-approximation CI of the difference', async () => {
-    const a = writeClozeEval(path.join(tmp, 'cz', 'a'), { acc: 9, acc_norm: 14, acc_bytes: 13, acc_mutual_info: 17 }, [0.1, 0.3]);
-    const b = writeClozeEval(path.join(tmp, 'cz', 'b'), { acc: 12, acc_norm: 14, acc_bytes: 20, acc_mutual_info: 10 }, [0.2, 0.6]);
+    const a = writeClozeEval(path.join(tmp, 'cz', 'a'), { acc: 9, acc_norm: 14, acc_bytes: 13, acc_mutual_info: 17 }, [
+      0.1,
+      0.3,
+    ]);
+    const b = writeClozeEval(path.join(tmp, 'cz', 'b'), { acc: 12, acc_norm: 14, acc_bytes: 20, acc_mutual_info: 10 }, [
+      0.2,
+      0.6,
+    ]);
     const c = compareRuns(await loadRun(a), await loadRun(b));
     const rows = c.rows.filter((r) => r.section === 'evaluation, cloze (MCQ)');
     expect(rows.map((r) => r.metric)).toEqual(['acc', 'acc_norm', 'acc_bytes', 'acc_mutual_info']);
@@ -384,17 +489,28 @@ describe.skipIf(!!problem)('ablation and cloze sections in headless Chromium', (
     report = await writeReport(a, path.join(tmp, 'ui', 'report.html'), { ablateDir: da });
     compare = await writeCompare(a, b, path.join(tmp, 'ui', 'compare.html'), [], [da, db]);
     // an evaluation folder scored by cloze: 40 items of 4 options
-    const ev = writeClozeEval(path.join(tmp, 'ui', 'eval'), { acc: 9, acc_norm: 14, acc_bytes: 13, acc_mutual_info: 17 }, [0.1234, 0.4567]);
+    const ev = writeClozeEval(path.join(tmp, 'ui', 'eval'), { acc: 9, acc_norm: 14, acc_bytes: 13,
+      acc_mutual_info: 17 }, [0.1234, 0.4567]);
     cloze = await writeReport(ev, path.join(tmp, 'ui', 'cloze.html'));
     // the aspects' own names as regions and labels (X∖Y becomes "Emotional Resilience∖Social Engagement")
     const names: Record<string, string> = { X: 'Emotional Resilience', Y: 'Social Engagement', Z: 'Self-Management' };
-    const renamed = JSON.parse(JSON.stringify(summary()), (k, v) => (typeof v === 'string' && names[v] && ['region', 'minus', 'label', 'target', 'name', ''].includes(Number.isInteger(Number(k)) ? '' : k) ? names[v] : v));
+    const renamed = JSON.parse(JSON.stringify(summary()),
+      (k,
+        v) => (typeof v === 'string' && names[v] &&
+            ['region', 'minus', 'label', 'target', 'name', ''].includes(Number.isInteger(Number(k)) ? '' : k)
+          ? names[v]
+          : v));
     const c = writeSyntheticRun(path.join(tmp, 'ui', 'c'), { layers: 3, seed: 3 });
-    long = await writeReport(c, path.join(tmp, 'ui', 'long.html'), { ablateDir: writeAblate(path.join(tmp, 'ui', 'abl-c'), renamed, true, c) });
+    long = await writeReport(c, path.join(tmp, 'ui', 'long.html'), {
+      ablateDir: writeAblate(path.join(tmp, 'ui', 'abl-c'), renamed, true, c),
+    });
     // the summary a real lobes ablate --shuffled 5 --fit-split 0 wrote on SmolLM2
-    const sm = readFileSync(path.join(import.meta.dirname, '../../bench/ablate/smollm2-en-shuffled-fit-summary.json'), 'utf8');
+    const sm = readFileSync(path.join(import.meta.dirname, '../../bench/ablate/smollm2-en-shuffled-fit-summary.json'),
+      'utf8');
     const d = writeSyntheticRun(path.join(tmp, 'ui', 'd'), { layers: 3, seed: 4 });
-    real = await writeReport(d, path.join(tmp, 'ui', 'real.html'), { ablateDir: writeAblate(path.join(tmp, 'ui', 'abl-d'), sm, true, d) });
+    real = await writeReport(d, path.join(tmp, 'ui', 'real.html'), {
+      ablateDir: writeAblate(path.join(tmp, 'ui', 'abl-d'), sm, true, d),
+    });
     browser = await launchChromium();
   });
   afterAll(async () => {
@@ -407,7 +523,8 @@ describe.skipIf(!!problem)('ablation and cloze sections in headless Chromium', (
     const { page, problems } = await open(report);
     const fig = await page.evaluate(() => {
       const e: any = document.querySelector('[data-figure="ablate"]');
-      return { z: e.data[0].z, x: e.data[0].x, y: e.data[0].y, height: Math.round(e.getBoundingClientRect().height), spec: e.layout.height, title: e._fullLayout.title.text };
+      return { z: e.data[0].z, x: e.data[0].x, y: e.data[0].y, height: Math.round(e.getBoundingClientRect().height),
+        spec: e.layout.height, title: e._fullLayout.title.text };
     });
     expect(fig.x).toEqual(LABELS);
     expect(fig.y).toEqual(['X', 'Y', 'X∖Y']);
@@ -418,7 +535,11 @@ describe.skipIf(!!problem)('ablation and cloze sections in headless Chromium', (
     expect(fig.height).toBe(fig.spec);
     await page.setViewportSize({ width: 800, height: 600 });
     await page.waitForTimeout(600);
-    expect(await page.evaluate(() => Math.round(document.querySelector('[data-figure="ablate"]')!.getBoundingClientRect().height))).toBe(fig.spec);
+    expect(
+      await page.evaluate(() =>
+        Math.round(document.querySelector('[data-figure="ablate"]')!.getBoundingClientRect().height)
+      ),
+    ).toBe(fig.spec);
     const text = await page.evaluate(() => document.getElementById('ablation')!.textContent);
     expect(text).toContain('0.100 (floor 1/(K+1), K = 9)');
     expect(text).toContain('Holm p');
@@ -433,14 +554,19 @@ describe.skipIf(!!problem)('ablation and cloze sections in headless Chromium', (
       const e: any = document.querySelector('[data-figure="ablate"]');
       const svg = e.querySelector('svg.main-svg').getBoundingClientRect();
       const box = (t: Element) => t.getBoundingClientRect();
-      const inside = (b: DOMRect) => b.left >= svg.left - 0.5 && b.right <= svg.right + 0.5 && b.top >= svg.top - 0.5 && b.bottom <= svg.bottom + 0.5;
+      const inside = (b: DOMRect) =>
+        b.left >= svg.left - 0.5 && b.right <= svg.right + 0.5 && b.top >= svg.top - 0.5 &&
+        b.bottom <= svg.bottom + 0.5;
       const ticks = Array.from(e.querySelectorAll('.ytick text, .xtick text')) as Element[];
       const titles = Array.from(e.querySelectorAll('.g-ytitle text, .g-xtitle text')) as Element[];
-      const meets = (a: DOMRect, b: DOMRect) => a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
+      const meets = (a: DOMRect, b: DOMRect) =>
+        a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
       return {
         y: e.data[0].y,
         out: [...ticks, ...titles].filter((t) => !inside(box(t))).map((t) => t.textContent),
-        over: titles.flatMap((t) => ticks.filter((k) => meets(box(t), box(k))).map((k) => `${t.textContent} over ${k.textContent}`)),
+        over: titles.flatMap((t) =>
+          ticks.filter((k) => meets(box(t), box(k))).map((k) => `${t.textContent} over ${k.textContent}`)
+        ),
         title: e._fullLayout.title.text,
       };
     });
@@ -455,7 +581,13 @@ describe.skipIf(!!problem)('ablation and cloze sections in headless Chromium', (
 
   it('shows the baselines the ablation ran, and only those', async () => {
     const { page, problems } = await open(real);
-    const got: { h: string | null; rows: number | null }[] = await page.evaluate(() => Array.from(document.querySelectorAll('#ablation h4')).map((h) => ({ h: h.textContent, rows: (h.nextElementSibling?.tagName === 'TABLE' ? (h.nextElementSibling as HTMLTableElement).tBodies[0]!.rows.length : null) })));
+    const got: { h: string | null; rows: number | null }[] = await page.evaluate(() =>
+      Array.from(document.querySelectorAll('#ablation h4')).map((h) => ({ h: h.textContent,
+        rows: h.nextElementSibling?.tagName === 'TABLE'
+          ? (h.nextElementSibling as HTMLTableElement).tBodies[0]!.rows.length
+          : null })
+      )
+    );
     const heads = got.map((g) => g.h);
     expect(heads).toContain('Against regions from shuffled labels (--shuffled 5)');
     expect(got.find((g) => g.h!.startsWith('Against regions from shuffled'))!.rows).toBe(5);
@@ -469,16 +601,18 @@ describe.skipIf(!!problem)('ablation and cloze sections in headless Chromium', (
 
   it('compare: both matrices and B − A, titles inside their figures', async () => {
     const { page, problems } = await open(compare);
-    const figs: ({ z: number[][]; out: number } | null)[] = await page.evaluate(() => ['run1-ablate', 'run2-ablate', 'ablate-difference'].map((id) => {
-      const e: any = document.querySelector(`[data-figure="${id}"]`);
-      if (!e) return null;
-      const r = e.getBoundingClientRect();
-      const out = Array.from(e.querySelectorAll('text.gtitle, g.colorbar')).filter((t: any) => {
-        const b = t.getBoundingClientRect();
-        return b.left < r.left - 1 || b.right > r.right + 1 || b.top < r.top - 1 || b.bottom > r.bottom + 1;
-      }).length;
-      return { z: e.data[0].z, out };
-    }));
+    const figs: ({ z: number[][]; out: number } | null)[] = await page.evaluate(() =>
+      ['run1-ablate', 'run2-ablate', 'ablate-difference'].map((id) => {
+        const e: any = document.querySelector(`[data-figure="${id}"]`);
+        if (!e) return null;
+        const r = e.getBoundingClientRect();
+        const out = Array.from(e.querySelectorAll('text.gtitle, g.colorbar')).filter((t: any) => {
+          const b = t.getBoundingClientRect();
+          return b.left < r.left - 1 || b.right > r.right + 1 || b.top < r.top - 1 || b.bottom > r.bottom + 1;
+        }).length;
+        return { z: e.data[0].z, out };
+      })
+    );
     expect(figs.every((f) => f !== null)).toBe(true);
     const d = figs[2]!.z;
     [[-1, 0, 0], [0, 0, 0], [-1, 0, 0]].forEach((row, i) => row.forEach((v, j) => expect(d[i]![j]).toBeCloseTo(v, 9)));
@@ -489,7 +623,11 @@ describe.skipIf(!!problem)('ablation and cloze sections in headless Chromium', (
 
   it('evaluation: the cloze metrics with their exact intervals and chance', async () => {
     const { page, problems } = await open(cloze);
-    const rows = await page.evaluate(() => Array.from(document.querySelectorAll('#evaluation table.cloze tbody tr')).map((tr) => Array.from(tr.children).map((td) => td.textContent)));
+    const rows = await page.evaluate(() =>
+      Array.from(document.querySelectorAll('#evaluation table.cloze tbody tr')).map((tr) =>
+        Array.from(tr.children).map((td) => td.textContent)
+      )
+    );
     expect(rows).toEqual([
       ['acc (log-likelihood)', '40', '9', '22.5', '[12.3, 45.7]', '25.0'],
       ['acc_norm (per character)', '40', '14', '35.0', '[12.3, 45.7]', '25.0'],

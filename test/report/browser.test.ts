@@ -10,7 +10,8 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { writeSyntheticRun } from '../../src/report/synthetic.js';
-import { writeReport, writeCompare, exportFigures, launchChromium, chromiumProblem, loadRun, compareRuns, type Browser } from '../../src/report/index.js';
+import { writeReport, writeCompare, exportFigures, launchChromium, chromiumProblem, loadRun, compareRuns,
+  type Browser } from '../../src/report/index.js';
 import { measureReportLoad, type LoadTiming } from '../../src/report/browser.js';
 import { clientScript } from '../../src/report/client-bundle.js';
 import { jsonForScript } from '../../src/report/html.js';
@@ -28,10 +29,18 @@ const EVIL_GROUP = '"><img src=x onerror="window.__pwned=3">';
 async function open(browser: Browser, file: string) {
   const page = await browser.context.newPage();
   const problems: string[] = [];
-  page.on('console', (m: any) => { if (m.type() === 'error' || m.type() === 'warning') problems.push(`${m.type()}: ${m.text()}`); });
+  page.on('console', (m: any) => {
+    if (m.type() === 'error' || m.type() === 'warning') problems.push(`${m.type()}: ${m.text()}`);
+  });
   page.on('pageerror', (e: Error) => problems.push(`pageerror: ${e.message}`));
   await page.goto(pathToFileURL(file).href, { waitUntil: 'load' });
-  await page.waitForFunction(() => (globalThis as any).lobesReport?.ready === true || document.documentElement.getAttribute('data-ready') === 'error', null, { timeout: 60_000 });
+  await page.waitForFunction(
+    () =>
+      (globalThis as any).lobesReport?.ready === true ||
+      document.documentElement.getAttribute('data-ready') === 'error',
+    null,
+    { timeout: 60_000 },
+  );
   return { page, problems };
 }
 
@@ -41,7 +50,10 @@ describe.skipIf(!!problem)('report in headless Chromium', () => {
   let file: string;
   beforeAll(async () => {
     runDir = writeSyntheticRun(path.join(tmp, 'run'), {
-      groups: ['Cooperation', EVIL_GROUP, 'Innovation'], layers: 6, seed: 4, sweep: true,
+      groups: ['Cooperation', EVIL_GROUP, 'Innovation'],
+      layers: 6,
+      seed: 4,
+      sweep: true,
       text: (i, g) => (i === 4 ? EVIL_TEXT : `item ${i} of ${g}`),
     });
     file = await writeReport(runDir, path.join(tmp, 'report.html'));
@@ -71,20 +83,25 @@ describe.skipIf(!!problem)('report in headless Chromium', () => {
       await page.evaluate((k: number) => (globalThis as any).lobesReport.showPair(k), k);
       const cells: number[] = await page.evaluate((k: number) => {
         const gd: any = document.querySelector(`[data-figure="pair-${k + 1}"]`);
-        return gd.data.map((t: any) => t.z.reduce((s: number, row: any[]) => s + row.filter((v) => v !== null).length, 0));
+        return gd.data.map((t: any) =>
+          t.z.reduce((s: number, row: any[]) => s + row.filter((v) => v !== null).length, 0)
+        );
       }, k);
       expect(cells.length).toBe(6);
       const d = regions.differences[k];
       const count = (set: Record<string, number[]>, proj: string) =>
         Object.entries(set).filter(([name]) => name.endsWith(proj)).reduce((s, [, v]) => s + v.length, 0);
-      expect(cells).toEqual(['gate_proj', 'up_proj', 'down_proj'].flatMap((p) => [count(d.aMinusB, p), count(d.bMinusA, p)]));
+      expect(cells).toEqual(
+        ['gate_proj', 'up_proj', 'down_proj'].flatMap((p) => [count(d.aMinusB, p), count(d.bMinusA, p)]),
+      );
       expect(cells.every((c) => c > 0)).toBe(true);
     }
     // the sweep: balanced accuracy with its null band (two traces filled between) and the chance lines
     const metrics = JSON.parse(readFileSync(path.join(runDir, 'cluster', 'metrics.json'), 'utf8'));
     const sw = await page.evaluate(() => {
       const gd: any = document.querySelector('[data-figure="sweep"]');
-      return { traces: gd.data.map((t: any) => ({ name: t.name, fill: t.fill, n: t.y.length, y: t.y })), shapes: gd.layout.shapes.map((s: any) => s.y0) };
+      return { traces: gd.data.map((t: any) => ({ name: t.name, fill: t.fill, n: t.y.length, y: t.y })),
+        shapes: gd.layout.shapes.map((s: any) => s.y0) };
     });
     expect(sw.traces.map((t: any) => t.n)).toEqual([6, 6, 6, 6]);
     expect(sw.traces[1]).toMatchObject({ name: 'null 95% band (balanced accuracy)', fill: 'tonexty' });
@@ -94,14 +111,17 @@ describe.skipIf(!!problem)('report in headless Chromium', () => {
     // the separation figure: every classifier's balanced accuracy, its null band, the chance line
     const sep = await page.evaluate(() => {
       const gd: any = document.querySelector('[data-figure="separation"]');
-      return { names: gd.data.map((t: any) => t.name), x: gd.data[2].x, y: gd.data[2].y, chance: gd.layout.shapes[0].y0 };
+      return { names: gd.data.map((t: any) => t.name), x: gd.data[2].x, y: gd.data[2].y,
+        chance: gd.layout.shapes[0].y0 };
     });
     expect(sep.names).toEqual(['null 95% band', 'null mean', 'balanced accuracy']);
     expect(sep.x.length).toBe(5 + 1); // kNN in 3 spaces, probe in 2, one token baseline
     expect(sep.y[0]).toBe(metrics.spaces[0].knn.balancedAccuracy.value);
     expect(sep.chance).toBe(metrics.chance.balancedAccuracy);
     // the first lines say what beats chance
-    const summary = await page.evaluate(() => Array.from(document.querySelectorAll('#notes .summary p')).map((p) => p.textContent));
+    const summary = await page.evaluate(() =>
+      Array.from(document.querySelectorAll('#notes .summary p')).map((p) => p.textContent)
+    );
     expect(summary[0]).toMatch(/^3 classes of "aspect" on 60 items: chance balanced accuracy is 0\.33/);
     expect(summary.some((l: string | null) => l!.startsWith('Separated beyond chance'))).toBe(true);
     expect(problems).toEqual([]);
@@ -114,7 +134,8 @@ describe.skipIf(!!problem)('report in headless Chromium', () => {
     const problems: string[] = [];
     page.on('pageerror', (e: Error) => problems.push(e.message));
     const payload = { title: 'bare', generatedBy: 'g', comparison: null,
-      runs: [{ name: 'r', randomModel: false, provenance: [['run', 'r']], scatter: null, cluster: null, wanda: null }] };
+      runs: [{ name: 'r', randomModel: false, provenance: [['run', 'r']], scatter: null, cluster: null,
+        wanda: null }] };
     await page.setContent('<header><h1 id="title"></h1><div id="notes"></div></header><main id="app"></main>' +
       `<script type="application/json" id="lobes-data">${jsonForScript(payload)}</script>`);
     expect(await page.evaluate(() => typeof (globalThis as any).lobesReport)).toBe('undefined');
@@ -150,7 +171,9 @@ describe.skipIf(!!problem)('report in headless Chromium', () => {
     expect(legend).toContain(EVIL_GROUP);
     const cells = await page.evaluate(() => Array.from(document.querySelectorAll('td')).map((td) => td.textContent));
     expect(cells).toContain(EVIL_GROUP);
-    const options = await page.evaluate(() => Array.from(document.querySelectorAll('#pair-select option')).map((o) => o.textContent));
+    const options = await page.evaluate(() =>
+      Array.from(document.querySelectorAll('#pair-select option')).map((o) => o.textContent)
+    );
     expect(options[0]).toBe(`1. Cooperation vs ${EVIL_GROUP}`);
     await page.evaluate(() => (globalThis as any).lobesReport.showPair(2));
     expect(await page.evaluate(() => document.querySelectorAll('img').length)).toBe(0);
@@ -160,7 +183,8 @@ describe.skipIf(!!problem)('report in headless Chromium', () => {
   });
 
   it('a 2,000-sample report is interactive within 3 s', async () => {
-    const big = writeSyntheticRun(path.join(tmp, 'big'), { samplesPerGroup: 400, layers: 32, seed: 8, grid: { gate_proj: [56, 16], up_proj: [56, 16], down_proj: [16, 56] } });
+    const big = writeSyntheticRun(path.join(tmp, 'big'), { samplesPerGroup: 400, layers: 32, seed: 8,
+      grid: { gate_proj: [56, 16], up_proj: [56, 16], down_proj: [16, 56] } });
     const f = await writeReport(big, path.join(tmp, 'big.html'));
     // Navigation start -> scatter and first pair drawn -> a real mouse hover shows the point's label -> the pair
     // selector switches to pair 6 and its heatmaps are drawn. Each load runs in a fresh browser (nothing cached).
@@ -182,10 +206,15 @@ describe.skipIf(!!problem)('report in headless Chromium', () => {
       if (i === 3) await new Promise((r) => setTimeout(r, 2000));
       loads.push(await measureReportLoad(pathToFileURL(f).href, { pair: 5 }));
     }
-    const fmt = (l: LoadTiming) => `${l.totalMs.toFixed(0)} ms (script ${l.scriptMs.toFixed(0)}, ready ${l.readyMs.toFixed(0)}, + hover and pair switch ${l.interactMs.toFixed(0)}; main-thread CPU ${l.mainThreadCpuMs.toFixed(0)})`;
+    const fmt = (l: LoadTiming) =>
+      `${l.totalMs.toFixed(0)} ms (script ${l.scriptMs.toFixed(0)}, ready ${
+        l.readyMs.toFixed(0)
+      }, + hover and pair switch ${l.interactMs.toFixed(0)}; main-thread CPU ${l.mainThreadCpuMs.toFixed(0)})`;
     const best = (k: 'totalMs' | 'mainThreadCpuMs') => Math.min(...loads.map((l) => l[k]));
     console.log(`2,000-sample report, navigation start to interactive: ${loads.map(fmt).join('; ')}; ` +
-      `fastest ${best('totalMs').toFixed(0)} ms (bound ${wallBound.toFixed(0)} ms at load ${load.toFixed(1)} on ${os.cpus().length} cores), least main-thread CPU ${best('mainThreadCpuMs').toFixed(0)} ms`);
+      `fastest ${best('totalMs').toFixed(0)} ms (bound ${wallBound.toFixed(0)} ms at load ${
+        load.toFixed(1)
+      } on ${os.cpus().length} cores), least main-thread CPU ${best('mainThreadCpuMs').toFixed(0)} ms`);
     for (const l of loads) {
       expect(l.hover).toMatch(/item-/);
       expect(l.problems).toEqual([]);
@@ -196,7 +225,11 @@ describe.skipIf(!!problem)('report in headless Chromium', () => {
     expect(best('totalMs')).toBeLessThanOrEqual(wallBound);
     // the page held all 2,000 points
     const { page } = await open(browser, f);
-    expect(await page.evaluate(() => (document.querySelector('[data-figure="scatter"]') as any).data.reduce((s: number, t: any) => s + t.x.length, 0))).toBe(2000);
+    expect(
+      await page.evaluate(() =>
+        (document.querySelector('[data-figure="scatter"]') as any).data.reduce((s: number, t: any) => s + t.x.length, 0)
+      ),
+    ).toBe(2000);
     await page.close();
   });
 
@@ -204,7 +237,8 @@ describe.skipIf(!!problem)('report in headless Chromium', () => {
     const png = path.join(tmp, 'png');
     const svg = path.join(tmp, 'svg');
     const files = await exportFigures(file, { png, svg, width: 640, height: 420 });
-    expect(readdirSync(png).sort()).toEqual(['pair-1.png', 'pair-2.png', 'pair-3.png', 'scatter.png', 'separation.png', 'sweep.png']);
+    expect(readdirSync(png).sort()).toEqual(['pair-1.png', 'pair-2.png', 'pair-3.png', 'scatter.png', 'separation.png',
+      'sweep.png']);
     expect(files.length).toBe(12);
     for (const f of readdirSync(png)) {
       const img = decodePng(readFileSync(path.join(png, f)));
@@ -222,7 +256,7 @@ describe.skipIf(!!problem)('report in headless Chromium', () => {
     expect(await exportFigures(file, { png, svg, width: 640, height: 420 })).toEqual(files);
   });
 
-  it('report --png into a folder holding a user file of a figure\'s name fails before the page or any figure is written', async () => {
+  it("report --png into a folder holding a user file of a figure's name fails before the page or any figure is written", async () => {
     const png = path.join(tmp, 'figs-user');
     mkdirSync(png);
     const holiday = path.join(png, 'scatter.png');
@@ -239,7 +273,9 @@ describe.skipIf(!!problem)('report in headless Chromium', () => {
       std.mockRestore();
     }
     expect(code).toBe(1);
-    expect(out.join('')).toMatch(/^lobes report: .*figs-user\/scatter\.png: figure file exists and was not written by lobes; it is not overwritten \(give a new file name, or move the file away\)\n$/);
+    expect(out.join('')).toMatch(
+      /^lobes report: .*figs-user\/scatter\.png: figure file exists and was not written by lobes; it is not overwritten \(give a new file name, or move the file away\)\n$/,
+    );
     expect(existsSync(page)).toBe(false);
     expect(readdirSync(png)).toEqual(['scatter.png']);
     expect(readFileSync(holiday, 'utf8')).toBe('my holiday photo\n');
@@ -247,7 +283,8 @@ describe.skipIf(!!problem)('report in headless Chromium', () => {
 
   it('compare page: both runs side by side on one colour scale, and the full metrics table', async () => {
     const a = writeSyntheticRun(path.join(tmp, 'a'), { layers: 4, seed: 31 });
-    const b = writeSyntheticRun(path.join(tmp, 'b'), { layers: 8, seed: 32, grid: { gate_proj: [12, 4], up_proj: [12, 4], down_proj: [4, 12] } });
+    const b = writeSyntheticRun(path.join(tmp, 'b'), { layers: 8, seed: 32,
+      grid: { gate_proj: [12, 4], up_proj: [12, 4], down_proj: [4, 12] } });
     const f = await writeCompare(a, b, path.join(tmp, 'compare.html'));
     const { page, problems } = await open(browser, f);
     const ids: string[] = await page.evaluate(() => (globalThis as any).lobesReport.figureIds());
@@ -257,7 +294,7 @@ describe.skipIf(!!problem)('report in headless Chromium', () => {
       ['run1-pair-1', 'run2-pair-1'].map((id) => {
         const gd: any = document.querySelector(`[data-figure="${id}"]`);
         return { cmin: gd.layout.coloraxis.cmin, cmax: gd.layout.coloraxis.cmax, rows: gd.data[0].z.length };
-      }),
+      })
     );
     expect(axes[0]!.cmin).toBe(axes[1]!.cmin);
     expect(axes[0]!.cmax).toBe(axes[1]!.cmax);

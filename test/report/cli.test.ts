@@ -33,18 +33,22 @@ describe('lobes report / compare command line', () => {
     // the page's first lines, then where it is
     const lines = a.out.trimEnd().split('\n');
     expect(lines[lines.length - 1]).toBe(`report: ${path.join(run, 'report.html')}`);
-    expect(lines[0]).toBe("synthetic · synthetic, 100 items:"); // the run's name: model folder, then the dataset (no language axis) and the item count
+    expect(lines[0]).toBe('synthetic · synthetic, 100 items:'); // the run's name: model folder, then the dataset (no language axis) and the item count
     // the verdict table first, then the sentences
     expect(lines[1]).toMatch(/^Verdicts for "aspect" \(value \[95% CI\] \| chance \| null mean/);
     expect(lines[2]).toMatch(/^ {2}Does the representation at \S+ separate the 5 values of "aspect"\? \(linear probe/);
-    expect(lines[3]).toMatch(/^ {4}(ABOVE CHANCE|AT CHANCE|NOT TESTABLE AT R = \d+): 0\.\d\d \[0\.\d\d, 0\.\d\d\] \| chance 0\.20 \| null /);
+    expect(lines[3]).toMatch(
+      /^ {4}(ABOVE CHANCE|AT CHANCE|NOT TESTABLE AT R = \d+): 0\.\d\d \[0\.\d\d, 0\.\d\d\] \| chance 0\.20 \| null /,
+    );
     const first = lines.findIndex((l) => l.startsWith('5 classes of'));
     expect(lines[first]).toMatch(/^5 classes of "aspect" on 100 items: chance balanced accuracy is 0\.20/);
     const html = readFileSync(path.join(run, 'report.html'), 'utf8');
     expect(html).toContain(JSON.stringify(lines[first]).slice(1, -1));
     expect(html).toContain(`"title":"lobes report: ${lines[0].slice(0, -1)}"`);
     expect(html.startsWith('<!doctype html>')).toBe(true);
-    const payload = JSON.parse(html.slice(html.indexOf('id="lobes-data">') + 16, html.indexOf('</script>', html.indexOf('id="lobes-data">'))));
+    const payload = JSON.parse(
+      html.slice(html.indexOf('id="lobes-data">') + 16, html.indexOf('</script>', html.indexOf('id="lobes-data">'))),
+    );
     expect(payload.runs[0].wanda.pairs.length).toBe(10);
     expect(payload.runs[0].scatter.hover.length).toBe(100);
     // self-contained: no external resource of any kind
@@ -61,7 +65,9 @@ describe('lobes report / compare command line', () => {
     const r = await cli(['compare', run, run2, '--out', out]);
     expect(r.code).toBe(0);
     const html = readFileSync(out, 'utf8');
-    const payload = JSON.parse(html.slice(html.indexOf('id="lobes-data">') + 16, html.indexOf('</script>', html.indexOf('id="lobes-data">'))));
+    const payload = JSON.parse(
+      html.slice(html.indexOf('id="lobes-data">') + 16, html.indexOf('</script>', html.indexOf('id="lobes-data">'))),
+    );
     // named by model and items; the same model and items on both sides, so the folders tell them apart
     const names = payload.runs.map((x: any) => x.name);
     expect(names[0]).toMatch(/^A: synthetic · .*, 100 items \(run\)$/);
@@ -70,9 +76,14 @@ describe('lobes report / compare command line', () => {
     const lines = r.out.split('\n');
     expect(lines[0]).toBe(`A is ${names[0].slice(3)}, B is ${names[1].slice(3)}. Every difference is B − A.`);
     // then the headline: the differences whose CI excludes 0, A before B
-    expect(lines[1]).toMatch(/^(\d+ of \d+ differences have a 95% CI that excludes 0|No difference's 95% CI excludes 0)/);
-    if (!lines[1]!.startsWith('No ')) expect(lines[2]).toMatch(/: A -?[\d.e-]+, B -?[\d.e-]+; B − A [+-][\d.e-]+ \[-?[\d.e-]+, -?[\d.e-]+\]/);
-    expect(lines.find((l) => l.startsWith('Linear probe on the representation:'))).toMatch(/^Linear probe on the representation: balanced accuracy A 0\.\d\d, B 0\.\d\d; B − A: /);
+    expect(lines[1]).toMatch(
+      /^(\d+ of \d+ differences have a 95% CI that excludes 0|No difference's 95% CI excludes 0)/,
+    );
+    if (!lines[1]!.startsWith('No '))
+      expect(lines[2]).toMatch(/: A -?[\d.e-]+, B -?[\d.e-]+; B − A [+-][\d.e-]+ \[-?[\d.e-]+, -?[\d.e-]+\]/);
+    expect(lines.find((l) => l.startsWith('Linear probe on the representation:'))).toMatch(
+      /^Linear probe on the representation: balanced accuracy A 0\.\d\d, B 0\.\d\d; B − A: /,
+    );
     // --name, once per run
     const named = await cli(['compare', run, run2, '--out', out, '--name', 'eight', '--name', 'seventy']);
     expect(named.code).toBe(0);
@@ -85,12 +96,16 @@ describe('lobes report / compare command line', () => {
   it('fails with one line naming the cause: not a run, missing browser, bad flag', async () => {
     const a = await cli(['report', path.join(tmp, 'nope')]);
     expect(a.code).toBe(1);
-    expect(a.err).toBe(`lobes report: ${path.join(tmp, 'nope')}: run directory not found (pass the folder written by lobes extract)\n`);
+    expect(a.err).toBe(
+      `lobes report: ${path.join(tmp, 'nope')}: run directory not found (pass the folder written by lobes extract)\n`,
+    );
     const png = path.join(tmp, 'png');
     const target = path.join(tmp, 'never.html');
     const b = await cli(['report', run, '--out', target, '--png', png, '--chromium', '/nonexistent/chromium']);
     expect(b.code).toBe(1);
-    expect(b.err).toBe('lobes report: headless Chromium not found at /nonexistent/chromium (install it (Debian: apt-get install chromium) or pass --chromium PATH / set LOBES_CHROMIUM)\n');
+    expect(b.err).toBe(
+      'lobes report: headless Chromium not found at /nonexistent/chromium (install it (Debian: apt-get install chromium) or pass --chromium PATH / set LOBES_CHROMIUM)\n',
+    );
     expect(existsSync(png) ? readdirSync(png) : []).toEqual([]);
     expect(existsSync(target)).toBe(false); // nothing written when the browser is missing
     const c = await cli(['compare', run]);

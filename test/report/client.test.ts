@@ -34,7 +34,8 @@ function programFiles(config: string, root = ROOT): string[] {
 
 function tsFiles(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
-    e.isDirectory() ? tsFiles(path.join(dir, e.name)) : e.name.endsWith('.ts') ? [path.join(dir, e.name)] : []);
+    e.isDirectory() ? tsFiles(path.join(dir, e.name)) : e.name.endsWith('.ts') ? [path.join(dir, e.name)] : []
+  );
 }
 
 describe('report page script', () => {
@@ -51,8 +52,9 @@ describe('report page script', () => {
     // `node --import tsx` run anywhere)
     const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
     const elsewhere = spawnSync(process.execPath, ['--import', tsx, '--input-type=module', '-e',
-      `import { bundleClient } from ${JSON.stringify(path.join(ROOT, 'src/report/client-bundle.ts'))}; process.stdout.write(bundleClient());`],
-    { cwd: tmp, encoding: 'utf8', maxBuffer: 1 << 26 });
+      `import { bundleClient } from ${
+        JSON.stringify(path.join(ROOT, 'src/report/client-bundle.ts'))
+      }; process.stdout.write(bundleClient());`], { cwd: tmp, encoding: 'utf8', maxBuffer: 1 << 26 });
     expect(elsewhere.stderr).toBe('');
     expect(elsewhere.stdout).toBe(js);
     // and it is what a page inlines, as is

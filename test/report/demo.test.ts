@@ -22,7 +22,9 @@ describe.skipIf(!haveModel)('lobes demo', () => {
     const t0 = Date.now();
     const r = await cli(['demo', '--out', out, '--quiet', '--permutations', '20']);
     expect(r.code).toBe(1);
-    expect(r.err.split('\n').filter(Boolean)).toEqual([`lobes demo: ${page}: report file exists and was not written by lobes; it is not overwritten (give a new file name, or move the file away)`]);
+    expect(r.err.split('\n').filter(Boolean)).toEqual([
+      `lobes demo: ${page}: report file exists and was not written by lobes; it is not overwritten (give a new file name, or move the file away)`,
+    ]);
     expect(readFileSync(page, 'utf8')).toBe('<html><body>my own page</body></html>\n');
     // nothing of the pipeline ran: no run folder, and no time spent on it
     expect(existsSync(path.join(out, 'run'))).toBe(false);
@@ -48,7 +50,9 @@ describe.skipIf(!haveModel)('lobes demo', () => {
     const payload = JSON.parse(html.slice(start, html.indexOf('</script>', start)));
     const run = payload.runs[0];
     expect(run.randomModel).toBe(true);
-    const samples = readFileSync(path.join(out, 'run', 'samples.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    const samples = readFileSync(path.join(out, 'run', 'samples.jsonl'), 'utf8').trim().split('\n').map((l) =>
+      JSON.parse(l)
+    );
     expect(run.scatter.hover.length).toBe(samples.length);
     const aspects = [...new Set(samples.map((s) => s.labels.aspect))];
     expect(run.wanda.pairs.length).toBe((aspects.length * (aspects.length - 1)) / 2);

@@ -20,18 +20,35 @@ import { compareRuns } from '../../src/report/compare.js';
 import { writeReport, launchChromium, chromiumProblem } from '../../src/report/index.js';
 import type { EvalSummary, ItemSummary } from '../../src/eval/summary-types.js';
 
-const acc = (k: number, n: number, chance: number) => ({ n, correct: k, accuracy: k / n, ci95: [Math.max(0, k / n - 0.1), Math.min(1, k / n + 0.1)] as [number, number], chance, pChance: 0.4, pChanceHolm: null, ciMethod: 'exact' });
-const items = (pickRate: number[], prompts = 32): ItemSummary => ({
-  task: 'iae', items: 32, skipped: [], overall: acc(8, 32, 0.25), macro: null, macroOmitted: null, macroByLanguage: {}, unvoted: acc(8, 32, 0.25), tables: [],
-  positionBias: [{ k: 4, prompts, pickRate, answerRate: [0.25, 0.25, 0.25, 0.25] }], letterMass: { mean: 0.9, min: 0.5 },
-}) as unknown as ItemSummary;
-const summary = (iae: ItemSummary): EvalSummary => ({ format: 'lobes-eval-summary', bootstrap: { resamples: 0, seed: 0 }, iae });
+const acc = (k: number, n: number, chance: number) => ({ n, correct: k, accuracy: k / n,
+  ci95: [Math.max(0, k / n - 0.1), Math.min(1, k / n + 0.1)] as [number, number], chance, pChance: 0.4,
+  pChanceHolm: null, ciMethod: 'exact' });
+const items = (pickRate: number[], prompts = 32): ItemSummary =>
+  ({
+    task: 'iae',
+    items: 32,
+    skipped: [],
+    overall: acc(8, 32, 0.25),
+    macro: null,
+    macroOmitted: null,
+    macroByLanguage: {},
+    unvoted: acc(8, 32, 0.25),
+    tables: [],
+    positionBias: [{ k: 4, prompts, pickRate, answerRate: [0.25, 0.25, 0.25, 0.25] }],
+    letterMass: { mean: 0.9, min: 0.5 },
+  }) as unknown as ItemSummary;
+const summary = (iae: ItemSummary): EvalSummary => ({ format: 'lobes-eval-summary',
+  bootstrap: { resamples: 0, seed: 0 }, iae });
 
 describe('an evaluation in words', () => {
   it('a letter picked on over 90% of prompts is named; 85% is not', () => {
     const all = evalHeadline(summary(items([1, 0, 0, 0])));
-    expect(all.warnings).toEqual(['IAE: letter accuracy means little here: the model picks A on 100.0% of 32 prompts, so its accuracy is about where the answer happens to sit.']);
-    expect(all.headline[0]).toBe('IAE: accuracy 25.0% [15.0, 35.0] vs chance 25.0% on 32 items, p vs chance 0.400; scoring: answer letter (the letter\'s logit, options shuffled, majority vote).');
+    expect(all.warnings).toEqual([
+      'IAE: letter accuracy means little here: the model picks A on 100.0% of 32 prompts, so its accuracy is about where the answer happens to sit.',
+    ]);
+    expect(all.headline[0]).toBe(
+      "IAE: accuracy 25.0% [15.0, 35.0] vs chance 25.0% on 32 items, p vs chance 0.400; scoring: answer letter (the letter's logit, options shuffled, majority vote).",
+    );
     expect(evalHeadline(summary(items([0.05, 0.85, 0.05, 0.05]))).warnings).toEqual([]);
     // over the prompts of every option count together
     const mixed = items([0.95, 0.05, 0, 0], 10);
@@ -39,15 +56,23 @@ describe('an evaluation in words', () => {
     expect(topLetter(mixed.positionBias)).toEqual({ letter: 'A', share: (9.5 + 27) / 40, prompts: 40 });
     expect(evalHeadline(summary(mixed)).warnings[0]).toContain('picks A on 91.3% of 40 prompts');
     // and the terminal's summary says it first
-    expect(formatSummary(summary(items([1, 0, 0, 0]))).split('\n')[0]).toBe('**IAE: letter accuracy means little here: the model picks A on 100.0% of 32 prompts, so its accuracy is about where the answer happens to sit.**');
+    expect(formatSummary(summary(items([1, 0, 0, 0]))).split('\n')[0]).toBe(
+      '**IAE: letter accuracy means little here: the model picks A on 100.0% of 32 prompts, so its accuracy is about where the answer happens to sit.**',
+    );
   });
 
   it('"no mean over abilities" once where a language repeats it', () => {
-    expect(omittedOnce('no mean over abilities: 28 have fewer than 10 items (a (1), b (2)); no mean over abilities (en): 28 have fewer than 10 items (a (1), b (2))')).toBe('no mean over abilities: 28 have fewer than 10 items (a (1), b (2))');
-    const two = 'no mean over abilities: 28 have fewer than 10 items (a); no mean over abilities (en): 20 have fewer than 10 items (a); no mean over abilities (zh): 25 have fewer than 10 items (b)';
+    expect(
+      omittedOnce(
+        'no mean over abilities: 28 have fewer than 10 items (a (1), b (2)); no mean over abilities (en): 28 have fewer than 10 items (a (1), b (2))',
+      ),
+    ).toBe('no mean over abilities: 28 have fewer than 10 items (a (1), b (2))');
+    const two =
+      'no mean over abilities: 28 have fewer than 10 items (a); no mean over abilities (en): 20 have fewer than 10 items (a); no mean over abilities (zh): 25 have fewer than 10 items (b)';
     expect(omittedOnce(two)).toBe(two);
     const s = items([0.25, 0.25, 0.25, 0.25]);
-    s.macroOmitted = 'no mean over abilities: 28 have fewer than 10 items (a); no mean over abilities (en): 28 have fewer than 10 items (a)';
+    s.macroOmitted =
+      'no mean over abilities: 28 have fewer than 10 items (a); no mean over abilities (en): 28 have fewer than 10 items (a)';
     expect(formatSummary(summary(s)).match(/no mean over abilities/g)).toHaveLength(1);
   });
 });
@@ -62,7 +87,9 @@ describe('an evaluation folder on the page and in compare', () => {
   beforeAll(async () => {
     root = mkdtempSync(path.join(tmpdir(), 'lobes-eval-page-'));
     const file = path.join(root, 'items.jsonl');
-    const rows = Array.from({ length: 6 }, (_, i) => ({ id: `q${i}`, question: `Which one is item ${i}?`, options: ['the sun', 'ice', 'snow', 'rain'], answer: i % 4 }));
+    const rows = Array.from({ length: 6 },
+      (_, i) => ({ id: `q${i}`, question: `Which one is item ${i}?`, options: ['the sun', 'ice', 'snow', 'rain'],
+        answer: i % 4 }));
     writeFileSync(file, rows.map((r) => JSON.stringify(r)).join('\n') + '\n');
     const spec = `jsonl:${file}?question=question&options=options&answer=answer&id=id`;
     letters = path.join(root, 'letters');
@@ -72,7 +99,7 @@ describe('an evaluation folder on the page and in compare', () => {
   }, 120_000);
   afterAll(() => rmSync(root, { recursive: true, force: true }));
 
-  it('the cloze summary\'s legend defines no p or Holm column', async () => {
+  it("the cloze summary's legend defines no p or Holm column", async () => {
     const { readEvalResults } = await import('../../src/eval/run.js');
     const out = formatSummary(readEvalResults(cloze).summary);
     expect(out).toContain('scoring: cloze');
@@ -82,9 +109,13 @@ describe('an evaluation folder on the page and in compare', () => {
   it('eval compare names the scoring of each side and states its result', async () => {
     const c = compareRuns(await loadRun(cloze, { name: 'c1' }), await loadRun(cloze, { name: 'c2' }));
     const line = c.headline!.find((l) => l.startsWith('Evaluation (MCQ)'))!;
-    expect(line).toMatch(/^Evaluation \(MCQ\), scored by cloze \(acc: each option's summed log-likelihood as a continuation of the prompt\) in both: accuracy A (\d+\.\d)%.*, B \1%.*; B − A \+0\.0 points/);
+    expect(line).toMatch(
+      /^Evaluation \(MCQ\), scored by cloze \(acc: each option's summed log-likelihood as a continuation of the prompt\) in both: accuracy A (\d+\.\d)%.*, B \1%.*; B − A \+0\.0 points/,
+    );
     const mixed = compareRuns(await loadRun(letters, { name: 'l' }), await loadRun(cloze, { name: 'c' }));
-    expect(mixed.headline!.find((l) => l.startsWith('Evaluation (MCQ)'))).toMatch(/A scored by answer letter .*, B by cloze .*: not the same measurement/);
+    expect(mixed.headline!.find((l) => l.startsWith('Evaluation (MCQ)'))).toMatch(
+      /A scored by answer letter .*, B by cloze .*: not the same measurement/,
+    );
   });
 
   it.skipIf(!!problem)('the page of an evaluation folder shows its headline first and no empty section', async () => {
@@ -94,7 +125,13 @@ describe('an evaluation folder on the page and in compare', () => {
       const page = await browser.context.newPage();
       await page.setViewportSize({ width: 1200, height: 900 });
       await page.goto(pathToFileURL(html).href, { waitUntil: 'load' });
-      await page.waitForFunction(() => (globalThis as any).lobesReport?.ready === true || document.documentElement.getAttribute('data-ready') === 'error', null, { timeout: 60_000 });
+      await page.waitForFunction(
+        () =>
+          (globalThis as any).lobesReport?.ready === true ||
+          document.documentElement.getAttribute('data-ready') === 'error',
+        null,
+        { timeout: 60_000 },
+      );
       const r = await page.evaluate(() => ({
         sections: Array.from(document.querySelectorAll('main section')).map((s) => s.id),
         missing: Array.from(document.querySelectorAll('.missing')).map((e) => e.textContent),

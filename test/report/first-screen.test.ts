@@ -38,11 +38,14 @@ function layout(): Layout {
     const svg = fig.querySelector('svg.main-svg');
     if (!svg) return;
     const box = svg.getBoundingClientRect();
-    fig.querySelectorAll('.xtick text, .ytick text, .g-xtitle text, .g-ytitle text, .gtitle, .annotation-text').forEach((e) => {
-      const b = e.getBoundingClientRect();
-      if (!b.width || !(e.textContent ?? '').trim()) return;
-      if (b.left < box.left - 0.5 || b.right > box.right + 0.5 || b.top < box.top - 0.5 || b.bottom > box.bottom + 0.5) clipped.push(`${fig.getAttribute('data-figure')}: "${e.textContent}"`);
-    });
+    fig.querySelectorAll('.xtick text, .ytick text, .g-xtitle text, .g-ytitle text, .gtitle, .annotation-text').forEach(
+      (e) => {
+        const b = e.getBoundingClientRect();
+        if (!b.width || !(e.textContent ?? '').trim()) return;
+        if (b.left < box.left - 0.5 || b.right > box.right + 0.5 || b.top < box.top - 0.5 ||
+          b.bottom > box.bottom + 0.5) clipped.push(`${fig.getAttribute('data-figure')}: "${e.textContent}"`);
+      },
+    );
   });
   const pw = document.documentElement.clientWidth;
   const wide: string[] = [];
@@ -52,10 +55,14 @@ function layout(): Layout {
     const head = Array.from(tab.querySelectorAll('th')).slice(0, 3).map((h) => h.textContent).join('|');
     // wider than its box or the page, or cut with no way to scroll to the rest
     const cut = tab.scrollWidth > tab.clientWidth + 1 && !/(auto|scroll)/.test(getComputedStyle(tab).overflowX);
-    if (tb.width > parent.width + 1 || tb.right > pw + 1 || cut) wide.push(`table ${i} (${head}): ${Math.round(tb.width)} px in ${Math.round(parent.width)} px`);
+    if (tb.width > parent.width + 1 || tb.right > pw + 1 || cut)
+      wide.push(`table ${i} (${head}): ${Math.round(tb.width)} px in ${Math.round(parent.width)} px`);
   });
   return {
-    verdict: r ? { top: r.top + scrollY, bottom: r.bottom + scrollY, rows: t!.querySelectorAll('tbody tr').length, links: Array.from(t!.querySelectorAll('tbody a')).map((a) => a.getAttribute('href')!) } : null,
+    verdict: r
+      ? { top: r.top + scrollY, bottom: r.bottom + scrollY, rows: t!.querySelectorAll('tbody tr').length,
+        links: Array.from(t!.querySelectorAll('tbody a')).map((a) => a.getAttribute('href')!) }
+      : null,
     firstSection: sec ? sec.getBoundingClientRect().top + scrollY : Infinity,
     clipped,
     wide,
@@ -69,7 +76,8 @@ describe.skipIf(!!problem)('the first screen of a report, in headless Chromium',
   let report: string;
   let compare: string;
   beforeAll(async () => {
-    ({ report, compare } = await demoSizedPages(tmp, ['SmolLM2-135M-Instruct-Q8_0 · en+zh, 120 items', 'SmolLM2-135M-Instruct-Q8_0, random-weights control · en+zh, 120 items']));
+    ({ report, compare } = await demoSizedPages(tmp, ['SmolLM2-135M-Instruct-Q8_0 · en+zh, 120 items',
+      'SmolLM2-135M-Instruct-Q8_0, random-weights control · en+zh, 120 items']));
     browser = await launchChromium();
   });
   afterAll(async () => {
@@ -89,7 +97,9 @@ describe.skipIf(!!problem)('the first screen of a report, in headless Chromium',
         expect(l.verdict!.bottom, what).toBeLessThanOrEqual(SCREEN);
         expect(l.verdict!.top, what).toBeLessThan(l.firstSection);
         // every row links to a section the page has
-        const ids: string[] = await page.evaluate(() => Array.from(document.querySelectorAll('main section')).map((s) => s.id));
+        const ids: string[] = await page.evaluate(() =>
+          Array.from(document.querySelectorAll('main section')).map((s) => s.id)
+        );
         for (const h of l.verdict!.links) expect(ids, `${what}: ${h}`).toContain(h.slice(1));
         expect(l.clipped, what).toEqual([]);
         expect(l.wide, what).toEqual([]);

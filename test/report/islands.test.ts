@@ -24,13 +24,15 @@ function plantedMap(n: number, seed: number) {
 }
 
 describe('islands of the map', () => {
-  it('finds each point\'s nearest points as a full sort of the distances does', () => {
+  it("finds each point's nearest points as a full sort of the distances does", () => {
     const { x, y } = plantedMap(60, 1);
     const k = 7;
     const nb = mapNeighbours(x, y, k);
     for (let i = 0; i < 60; i++) {
       const order = Array.from({ length: 60 }, (_, j) => j).filter((j) => j !== i)
-        .sort((a, b) => ((x[a]! - x[i]!) ** 2 + (y[a]! - y[i]!) ** 2) - ((x[b]! - x[i]!) ** 2 + (y[b]! - y[i]!) ** 2) || a - b);
+        .sort((a, b) =>
+          ((x[a]! - x[i]!) ** 2 + (y[a]! - y[i]!) ** 2) - ((x[b]! - x[i]!) ** 2 + (y[b]! - y[i]!) ** 2) || a - b
+        );
       expect(Array.from(nb.subarray(i * k, i * k + k))).toEqual(order.slice(0, k));
     }
   });
@@ -46,7 +48,8 @@ describe('islands of the map', () => {
 
   it('scores the island axis 1 and the unrelated axis at chance, and the first line names the island axis', () => {
     const { x, y, lang, aspect } = plantedMap(400, 2);
-    const fits = axisFits(x, y, [{ axis: 'aspect', codes: aspect, classes: 5 }, { axis: 'language', codes: lang, classes: 2 }]);
+    const fits = axisFits(x, y, [{ axis: 'aspect', codes: aspect, classes: 5 }, { axis: 'language', codes: lang,
+      classes: 2 }]);
     const f = Object.fromEntries(fits.map((a) => [a.axis, a]));
     expect(f.language!.balancedAccuracy).toBe(1);
     expect(f.language!.adjusted).toBe(1);
@@ -58,7 +61,11 @@ describe('islands of the map', () => {
     expect(f.aspect!.p).toBeGreaterThan(0.05);
     expect(Math.abs(f.aspect!.nullMean - 0.2)).toBeLessThan(0.02);
     const line = islandLine(fits, 'aspect')!;
-    expect(line).toMatch(new RegExp(`^The map's islands follow "language" better than "aspect", the label it is coloured by: the ${ISLAND_K} nearest points in the 2-D map predict a point's language with balanced accuracy 1\\.00 for language \\(chance 0\\.50, null 0\\.\\d\\d \\[0\\.\\d\\d, 0\\.\\d\\d\\], p = 0\\.005; adjusted 1\\.00\\), against 0\\.\\d\\d for aspect \\(chance 0\\.20`));
+    expect(line).toMatch(
+      new RegExp(
+        `^The map's islands follow "language" better than "aspect", the label it is coloured by: the ${ISLAND_K} nearest points in the 2-D map predict a point's language with balanced accuracy 1\\.00 for language \\(chance 0\\.50, null 0\\.\\d\\d \\[0\\.\\d\\d, 0\\.\\d\\d\\], p = 0\\.005; adjusted 1\\.00\\), against 0\\.\\d\\d for aspect \\(chance 0\\.20`,
+      ),
+    );
     // coloured by the island axis itself: nothing to say
     expect(islandLine(fits, 'language')).toBeNull();
   });
@@ -67,7 +74,8 @@ describe('islands of the map', () => {
     const { x, y, lang } = plantedMap(200, 3);
     const rng = new Rng(5);
     const noise = Int32Array.from({ length: 200 }, () => rng.int(3));
-    const fits = axisFits(x, y, [{ axis: 'language', codes: lang, classes: 2 }, { axis: 'noise', codes: noise, classes: 3 }]);
+    const fits = axisFits(x, y, [{ axis: 'language', codes: lang, classes: 2 }, { axis: 'noise', codes: noise,
+      classes: 3 }]);
     expect(islandLine(fits, 'language')).toBeNull();
     expect(fits.find((a) => a.axis === 'noise')!.p).toBeGreaterThan(0.05);
   });

@@ -3,7 +3,8 @@ import { mkdtempSync, readFileSync, writeFileSync, mkdirSync, existsSync } from 
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { writeSyntheticRun } from '../../src/report/synthetic.js';
-import { loadRun, runPayload, percentileBytes, compareRuns, diffCI, jsonForScript, reportHtml, hoverText, BUILTIN_MODEL_DIR } from '../../src/report/index.js';
+import { loadRun, runPayload, percentileBytes, compareRuns, diffCI, jsonForScript, reportHtml, hoverText,
+  BUILTIN_MODEL_DIR } from '../../src/report/index.js';
 import { clientScript } from '../../src/report/client-bundle.js';
 import { plotlySource } from '../../src/report/html.js';
 import { readSafetensorsHeader, readTensorFloat32 } from '../../src/formats/safetensors.js';
@@ -18,7 +19,8 @@ const bit = (u: Uint8Array, i: number) => (u[i >> 3]! >> (i & 7)) & 1;
 describe('report loader and payload', () => {
   let run: string;
   beforeAll(() => {
-    run = writeSyntheticRun(path.join(tmp, 'run'), { layers: 5, grid: { gate_proj: [6, 3], up_proj: [6, 3], down_proj: [3, 6] }, seed: 11 });
+    run = writeSyntheticRun(path.join(tmp, 'run'), { layers: 5,
+      grid: { gate_proj: [6, 3], up_proj: [6, 3], down_proj: [3, 6] }, seed: 11 });
   });
 
   it('encodes every difference set as a bitset that matches regions.json exactly', async () => {
@@ -76,12 +78,16 @@ describe('report loader and payload', () => {
     const j = jsonForScript({ s: evil });
     expect(j).not.toMatch(/<|>|&|\u2028/);
     expect(JSON.parse(j).s).toBe(evil);
-    expect(hoverText('id<1>', 'a&b', '"><img src=x onerror=alert(1)>')).toBe('<b>a&amp;b</b><br>id&lt;1&gt;<br>"&gt;&lt;img src=x onerror=alert(1)&gt;');
+    expect(hoverText('id<1>', 'a&b', '"><img src=x onerror=alert(1)>')).toBe(
+      '<b>a&amp;b</b><br>id&lt;1&gt;<br>"&gt;&lt;img src=x onerror=alert(1)&gt;',
+    );
   });
 
   it('puts no run string into the page outside the JSON block', async () => {
     const evilRun = writeSyntheticRun(path.join(tmp, 'evil'), {
-      groups: ['<b>A</b>', '</script><script>window.x=1</script>'], layers: 2, seed: 3,
+      groups: ['<b>A</b>', '</script><script>window.x=1</script>'],
+      layers: 2,
+      seed: 3,
       text: () => '<img src=x onerror="window.x=2">',
     });
     const html = reportHtml(await loadRun(evilRun));
@@ -111,7 +117,9 @@ describe('report loader and payload', () => {
     const m0 = regions.matrices[0].name;
     regions.differences[1].bMinusA[m0] = [0, 9999];
     writeFileSync(rf, JSON.stringify(regions));
-    await expect(loadRun(bad)).rejects.toThrow(`${rf}: differences[1].bMinusA.${m0}[1]: block index 9999 out of range 0..31`);
+    await expect(loadRun(bad)).rejects.toThrow(
+      `${rf}: differences[1].bMinusA.${m0}[1]: block index 9999 out of range 0..31`,
+    );
     const noRun = path.join(tmp, 'empty');
     mkdirSync(noRun, { recursive: true });
     await expect(loadRun(noRun)).rejects.toThrow(/manifest\.json is missing/);
@@ -126,7 +134,7 @@ describe('report loader and payload', () => {
 });
 
 describe('comparison table', () => {
-  it('CI of a difference combines the runs\' CIs as independent normal errors', () => {
+  it("CI of a difference combines the runs' CIs as independent normal errors", () => {
     // se1 = 0.1, se2 = 0.2 -> se = sqrt(0.05); diff = 0.3
     const z = 1.959963984540054;
     const [lo, hi] = diffCI(0.5, [0.5 - z * 0.1, 0.5 + z * 0.1], 0.8, [0.8 - z * 0.2, 0.8 + z * 0.2]);
@@ -165,7 +173,11 @@ describe('comparison table', () => {
     // trace types in the page script as the page runs it (the bundle); 'data' is error bars' type,
     // 'line' the type of layout shapes (chance lines), 'category' an axis type (the ablation
     // heatmap's axes), which are not traces
-    const used = new Set([...clientScript().matchAll(/\btype: ["']([a-z0-9]+)["']/g)].map((m) => m[1]!).filter((t) => t !== 'data' && t !== 'line' && t !== 'category'));
+    const used = new Set(
+      [...clientScript().matchAll(/\btype: ["']([a-z0-9]+)["']/g)].map((m) => m[1]!).filter((t) =>
+        t !== 'data' && t !== 'line' && t !== 'category'
+      ),
+    );
     expect([...used].sort()).toEqual(['bar', 'heatmap', 'scatter']);
     const src = plotlySource();
     const registered = new Set([...src.matchAll(/moduleType:"trace",name:"([a-z0-9]+)"/g)].map((m) => m[1]!));
@@ -176,4 +188,3 @@ describe('comparison table', () => {
     expect(src).not.toMatch(/<\/script|<!--/i);
   });
 });
-

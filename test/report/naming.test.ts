@@ -7,15 +7,24 @@ import { describe, it, expect } from 'vitest';
 import { modelName, datasetName, composition, runName, distinctNames, nameRun } from '../../src/report/naming.js';
 import type { ReportModel } from '../../src/report/load.js';
 
-const samples = (langs: string[]) => langs.map((language, i) => ({ index: i, id: `i${i}`, labels: { aspect: 'x', language }, tokens: 1, truncated: false }));
+const samples = (langs: string[]) =>
+  langs.map((language, i) => ({ index: i, id: `i${i}`, labels: { aspect: 'x', language }, tokens: 1,
+    truncated: false })
+  );
 
-function model(m: Record<string, unknown>, langs: string[], spec = 'socialeval:/data/worldtree_data?task=iae'): ReportModel {
-  return { dir: '/runs/run', name: 'run', manifest: { model: m, dataset: { spec } } as never, samples: samples(langs), wanda: null, cluster: null, randomModel: false, control: (m.control as never) ?? null, omitted: [] };
+function model(m: Record<string, unknown>, langs: string[],
+  spec = 'socialeval:/data/worldtree_data?task=iae'): ReportModel
+{
+  return { dir: '/runs/run', name: 'run', manifest: { model: m, dataset: { spec } } as never, samples: samples(langs),
+    wanda: null, cluster: null, randomModel: false, control: (m.control as never) ?? null, omitted: [] };
 }
 
 describe('run names', () => {
   it('names the model by its GGUF file, else its folder, and a control by the model it copies', () => {
-    expect(modelName({ dir: '/cache/lobes/convert/3f9a0c1e', source: { format: 'gguf', path: '/models/SmolLM2-135M-Instruct-Q8_0.gguf' } })).toBe('SmolLM2-135M-Instruct-Q8_0');
+    expect(
+      modelName({ dir: '/cache/lobes/convert/3f9a0c1e',
+        source: { format: 'gguf', path: '/models/SmolLM2-135M-Instruct-Q8_0.gguf' } }),
+    ).toBe('SmolLM2-135M-Instruct-Q8_0');
     expect(modelName({ dir: '/work/shared/models/smollm2-135m-instruct/' })).toBe('smollm2-135m-instruct');
     expect(modelName({ dir: '/tmp/control-7', control: { source: '/work/models/llama-8b' } })).toBe('llama-8b');
     expect(modelName(undefined)).toBe('unknown model');
@@ -31,7 +40,9 @@ describe('run names', () => {
   it('joins model, control and items; --name replaces the whole name', () => {
     const trained = model({ dir: '/models/smollm2-135m-instruct' }, ['en', 'zh', 'en']);
     expect(runName(trained)).toBe('smollm2-135m-instruct · en+zh, 3 items');
-    const control = model({ dir: '/tmp/ctl', control: { kind: 'random', source: '/models/smollm2-135m-instruct' } }, ['en']);
+    const control = model({ dir: '/tmp/ctl', control: { kind: 'random', source: '/models/smollm2-135m-instruct' } }, [
+      'en',
+    ]);
     expect(runName(control)).toBe('smollm2-135m-instruct, random-weights control · en, 1 item');
     expect(nameRun(trained, '  8B  ').name).toBe('8B');
     expect(nameRun(trained).name).toBe('smollm2-135m-instruct · en+zh, 3 items');

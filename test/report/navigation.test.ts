@@ -19,7 +19,6 @@ if (problem) console.log(`navigation tests skipped: ${problem} (install Debian's
 
 const tmp = mkdtempSync(path.join(tmpdir(), 'lobes-report-nav-'));
 
-
 describe.skipIf(!!problem)('navigating a long report page in headless Chromium', () => {
   let browser: Browser;
   let report: string;
@@ -34,50 +33,53 @@ describe.skipIf(!!problem)('navigating a long report page in headless Chromium',
   });
 
   for (const width of [1200, 1920]) {
-    it(`at ${width} px: a contents bar with every section, on screen at the top wherever the page is scrolled`, async () => {
-      for (const file of [report, compare]) {
-        const { page, problems: errors } = await openReportPage(browser, file, width);
-        const what = `${path.basename(file)} at ${width} px`;
-        const m = await page.evaluate(() => ({
-          links: Array.from(document.querySelectorAll('nav#toc a')).map((a) => a.getAttribute('href')),
-          sections: Array.from(document.querySelectorAll('main > section[id]')).map((s) => '#' + s.id),
-        }));
-        expect(m.sections.length, what).toBeGreaterThanOrEqual(3);
-        expect(m.links, what).toEqual(['#top', ...m.sections]);
-        for (const y of [1500, 4000, 1e6]) {
-          const bar = await page.evaluate((y: number) => {
-            window.scrollTo(0, y);
-            const r = document.getElementById('toc')!.getBoundingClientRect();
-            return { top: r.top, bottom: r.bottom, scrolled: window.scrollY };
-          }, y);
-          expect(bar.scrolled, what).toBeGreaterThan(0);
-          expect(bar.top, `${what}, scrolled to ${bar.scrolled}`).toBe(0);
-          expect(bar.bottom, what).toBeGreaterThan(10);
+    it(`at ${width} px: a contents bar with every section, on screen at the top wherever the page is scrolled`,
+      async () => {
+        for (const file of [report, compare]) {
+          const { page, problems: errors } = await openReportPage(browser, file, width);
+          const what = `${path.basename(file)} at ${width} px`;
+          const m = await page.evaluate(() => ({
+            links: Array.from(document.querySelectorAll('nav#toc a')).map((a) => a.getAttribute('href')),
+            sections: Array.from(document.querySelectorAll('main > section[id]')).map((s) => '#' + s.id),
+          }));
+          expect(m.sections.length, what).toBeGreaterThanOrEqual(3);
+          expect(m.links, what).toEqual(['#top', ...m.sections]);
+          for (const y of [1500, 4000, 1e6]) {
+            const bar = await page.evaluate((y: number) => {
+              window.scrollTo(0, y);
+              const r = document.getElementById('toc')!.getBoundingClientRect();
+              return { top: r.top, bottom: r.bottom, scrolled: window.scrollY };
+            }, y);
+            expect(bar.scrolled, what).toBeGreaterThan(0);
+            expect(bar.top, `${what}, scrolled to ${bar.scrolled}`).toBe(0);
+            expect(bar.bottom, what).toBeGreaterThan(10);
+          }
+          // a link lands its section just below the bar, not under it
+          const last = m.sections[m.sections.length - 2]!;
+          await page.evaluate(() => window.scrollTo(0, 0));
+          await page.click(`nav#toc a[href="${last}"]`);
+          await page.waitForTimeout(200);
+          const landed = await page.evaluate((id: string) => ({
+            top: document.getElementById(id)!.getBoundingClientRect().top,
+            bar: document.getElementById('toc')!.getBoundingClientRect().bottom,
+            current: document.querySelector('nav#toc a.current')?.getAttribute('href'),
+          }), last.slice(1));
+          expect(landed.top, what).toBeGreaterThanOrEqual(landed.bar - 1);
+          expect(landed.top, what).toBeLessThan(landed.bar + 60);
+          expect(landed.current, what).toBe(last);
+          expect(errors, what).toEqual([]);
+          await page.close();
         }
-        // a link lands its section just below the bar, not under it
-        const last = m.sections[m.sections.length - 2]!;
-        await page.evaluate(() => window.scrollTo(0, 0));
-        await page.click(`nav#toc a[href="${last}"]`);
-        await page.waitForTimeout(200);
-        const landed = await page.evaluate((id: string) => ({
-          top: document.getElementById(id)!.getBoundingClientRect().top,
-          bar: document.getElementById('toc')!.getBoundingClientRect().bottom,
-          current: document.querySelector('nav#toc a.current')?.getAttribute('href'),
-        }), last.slice(1));
-        expect(landed.top, what).toBeGreaterThanOrEqual(landed.bar - 1);
-        expect(landed.top, what).toBeLessThan(landed.bar + 60);
-        expect(landed.current, what).toBe(last);
-        expect(errors, what).toEqual([]);
-        await page.close();
-      }
-    }, 90_000);
+      }, 90_000);
   }
 
   it('the provenance table wraps at spaces: no word of up to 24 letters is broken across lines', async () => {
     const { page, problems: errors } = await openReportPage(browser, report, 1200);
     const broken: string[] = await page.evaluate(() => {
       const out: string[] = [];
-      document.querySelectorAll('table.prov').forEach((t) => ((t.closest('details') as HTMLDetailsElement | null)?.setAttribute('open', '')));
+      document.querySelectorAll('table.prov').forEach((
+        t,
+      ) => ((t.closest('details') as HTMLDetailsElement | null)?.setAttribute('open', '')));
       document.querySelectorAll('table.prov td').forEach((td) => {
         const walker = document.createTreeWalker(td, NodeFilter.SHOW_TEXT);
         for (let n = walker.nextNode(); n; n = walker.nextNode()) {
@@ -102,12 +104,19 @@ describe.skipIf(!!problem)('navigating a long report page in headless Chromium',
     const { page, problems: errors } = await openReportPage(browser, compare);
     const f = await page.evaluate(() => {
       const folds = Array.from(document.querySelectorAll('details.fold'));
-      const long = Array.from(document.querySelectorAll('main table')).filter((t) => (t as HTMLTableElement).tBodies[0]?.rows.length > 12);
+      const long = Array.from(document.querySelectorAll('main table')).filter((t) =>
+        (t as HTMLTableElement).tBodies[0]?.rows.length > 12
+      );
       // every long table is folded once: by the page's fold, or (with the filter) by its section's own
-      const once = long.every((t) => t.parentElement!.querySelector(':scope > .filter') && Array.from(document.querySelectorAll('details')).filter((d) => d.contains(t)).length === 1);
+      const once = long.every((t) =>
+        t.parentElement!.querySelector(':scope > .filter') &&
+        Array.from(document.querySelectorAll('details')).filter((d) => d.contains(t)).length === 1
+      );
       const d = folds[0] as HTMLDetailsElement;
       const t = d.querySelector('table')!;
-      return { once, folds: folds.length, long: long.length, unfoldedLong: long.filter((t) => !t.closest('details')).length, open: d.open, rows: t.tBodies[0]!.rows.length, summary: d.querySelector('summary')!.textContent, visible: (t as HTMLElement).checkVisibility() };
+      return { once, folds: folds.length, long: long.length,
+        unfoldedLong: long.filter((t) => !t.closest('details')).length, open: d.open, rows: t.tBodies[0]!.rows.length,
+        summary: d.querySelector('summary')!.textContent, visible: (t as HTMLElement).checkVisibility() };
     });
     expect(f.long).toBeGreaterThan(0);
     expect(f.once).toBe(true);
@@ -127,7 +136,8 @@ describe.skipIf(!!problem)('navigating a long report page in headless Chromium',
       const d = document.querySelector('details.fold') as HTMLDetailsElement;
       const rows = Array.from((d.querySelector('table') as HTMLTableElement).tBodies[0]!.rows);
       const want = rows.filter((r) => (r.textContent ?? '').toLowerCase().includes(q.toLowerCase())).length;
-      return { open: d.open, shown: rows.filter((r) => r.checkVisibility()).length, want, n: rows.length, count: d.querySelector('.filter .hint')!.textContent };
+      return { open: d.open, shown: rows.filter((r) => r.checkVisibility()).length, want, n: rows.length,
+        count: d.querySelector('.filter .hint')!.textContent };
     }, q);
     expect(after.open).toBe(true);
     expect(after.want).toBeGreaterThan(0);
@@ -135,7 +145,13 @@ describe.skipIf(!!problem)('navigating a long report page in headless Chromium',
     expect(after.shown).toBe(after.want);
     expect(after.count).toBe(`${after.want} of ${after.n} rows`);
     await page.fill('details.fold >> nth=0 >> input[type=search]', '');
-    expect(await page.evaluate(() => Array.from((document.querySelector('details.fold table') as HTMLTableElement).tBodies[0]!.rows).filter((r) => !r.hidden).length)).toBe(after.n);
+    expect(
+      await page.evaluate(() =>
+        Array.from((document.querySelector('details.fold table') as HTMLTableElement).tBodies[0]!.rows).filter((r) =>
+          !r.hidden
+        ).length
+      ),
+    ).toBe(after.n);
     expect(errors).toEqual([]);
     await page.close();
   }, 90_000);
@@ -158,14 +174,23 @@ describe.skipIf(!!problem)('navigating a long report page in headless Chromium',
       return null;
     });
     expect(target).not.toBeNull();
-    const column = () => page.evaluate(({ ti, c }: { ti: number; c: number }) => Array.from((document.querySelectorAll('table.sortable')[ti] as HTMLTableElement).tBodies[0]!.rows).map((r) => Number(r.cells[c]!.textContent)), target!);
+    const column = () =>
+      page.evaluate(
+        ({ ti, c }: { ti: number; c: number }) =>
+          Array.from((document.querySelectorAll('table.sortable')[ti] as HTMLTableElement).tBodies[0]!.rows).map((r) =>
+            Number(r.cells[c]!.textContent)
+          ),
+        target!,
+      );
     const before = await column();
-    const header = async () => page.evaluate(({ ti, c }: { ti: number; c: number }) => {
-      const th = (document.querySelectorAll('table.sortable')[ti] as HTMLTableElement).tHead!.rows[0]!.cells[c] as HTMLElement;
-      th.closest('details')?.setAttribute('open', '');
-      th.click();
-      return th.getAttribute('aria-sort');
-    }, target!);
+    const header = async () =>
+      page.evaluate(({ ti, c }: { ti: number; c: number }) => {
+        const th = (document.querySelectorAll('table.sortable')[ti] as HTMLTableElement).tHead!.rows[0]!
+          .cells[c] as HTMLElement;
+        th.closest('details')?.setAttribute('open', '');
+        th.click();
+        return th.getAttribute('aria-sort');
+      }, target!);
     expect(await header()).toBe('ascending');
     const up = await column();
     expect(up).toEqual([...before].sort((a, b) => a - b));

@@ -16,7 +16,13 @@ export async function openReportPage(browser: Browser, file: string, width = 120
   page.on('pageerror', (e: Error) => problems.push(`pageerror: ${e.message}`));
   await page.setViewportSize({ width, height });
   await page.goto(pathToFileURL(file).href, { waitUntil: 'load' });
-  await page.waitForFunction(() => (globalThis as any).lobesReport?.ready === true || document.documentElement.getAttribute('data-ready') === 'error', null, { timeout: 60_000 });
+  await page.waitForFunction(
+    () =>
+      (globalThis as any).lobesReport?.ready === true ||
+      document.documentElement.getAttribute('data-ready') === 'error',
+    null,
+    { timeout: 60_000 },
+  );
   return { page, problems };
 }
 
@@ -24,8 +30,11 @@ export async function openReportPage(browser: Browser, file: string, width = 120
  * The run report and the comparison page of two demo-sized synthetic runs (5 groups × 24 items,
  * 12 and 8 layers, a layer sweep), written under `dir`; `names` label the runs on the comparison.
  */
-export async function demoSizedPages(dir: string, names: [string, string]): Promise<{ report: string; compare: string }> {
+export async function demoSizedPages(dir: string,
+  names: [string, string]): Promise<{ report: string; compare: string }>
+{
   const a = writeSyntheticRun(path.join(dir, 'a', 'run'), { layers: 12, samplesPerGroup: 24, seed: 3, sweep: true });
   const b = writeSyntheticRun(path.join(dir, 'b', 'run'), { layers: 8, samplesPerGroup: 24, seed: 5, sweep: true });
-  return { report: await writeReport(a, path.join(dir, 'report.html')), compare: await writeCompare(a, b, path.join(dir, 'compare.html'), names) };
+  return { report: await writeReport(a, path.join(dir, 'report.html')),
+    compare: await writeCompare(a, b, path.join(dir, 'compare.html'), names) };
 }

@@ -1,12 +1,19 @@
 /** Minimal PNG decoder for tests: 8-bit greyscale/RGB/RGBA, non-interlaced. */
 import { inflateSync } from 'node:zlib';
 
-export interface Png { width: number; height: number; channels: number; pixels: Uint8Array }
+export interface Png {
+  width: number;
+  height: number;
+  channels: number;
+  pixels: Uint8Array;
+}
 
 export function decodePng(buf: Uint8Array): Png {
   const b = Buffer.from(buf.buffer, buf.byteOffset, buf.byteLength);
   const sig = [137, 80, 78, 71, 13, 10, 26, 10];
-  sig.forEach((v, i) => { if (b[i] !== v) throw new Error('not a PNG'); });
+  sig.forEach((v, i) => {
+    if (b[i] !== v) throw new Error('not a PNG');
+  });
   let off = 8;
   let width = 0, height = 0, depth = 0, colour = 0, interlace = 0;
   const idat: Buffer[] = [];
@@ -15,7 +22,11 @@ export function decodePng(buf: Uint8Array): Png {
     const type = b.toString('latin1', off + 4, off + 8);
     const data = b.subarray(off + 8, off + 8 + len);
     if (type === 'IHDR') {
-      width = data.readUInt32BE(0); height = data.readUInt32BE(4); depth = data[8]!; colour = data[9]!; interlace = data[12]!;
+      width = data.readUInt32BE(0);
+      height = data.readUInt32BE(4);
+      depth = data[8]!;
+      colour = data[9]!;
+      interlace = data[12]!;
     } else if (type === 'IDAT') idat.push(data);
     else if (type === 'IEND') break;
     off += 12 + len;

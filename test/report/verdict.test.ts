@@ -25,7 +25,8 @@ import { bootstrapDiff, compareRuns, itemSeries, seriesValue } from '../../src/r
 const tmp = mkdtempSync(path.join(tmpdir(), 'lobes-verdict-'));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
-const FAST = { tsne: { perplexity: 15, iterations: 250 }, metrics: { bootstrap: 300, permutations: 99, probePermutations: 39 }, execution: { quiet: true, threads: 1 } };
+const FAST = { tsne: { perplexity: 15, iterations: 250 },
+  metrics: { bootstrap: 300, permutations: 99, probePermutations: 39 }, execution: { quiet: true, threads: 1 } };
 
 /** A run folder (manifest and samples) whose cluster/ comes from a matrix with the given labels. */
 async function runWith(name: string, X: Float32Array, d: number, labels: string[], control = false): Promise<string> {
@@ -35,7 +36,8 @@ async function runWith(name: string, X: Float32Array, d: number, labels: string[
   if (control) {
     const mf = path.join(dir, 'manifest.json');
     const m = JSON.parse(readFileSync(mf, 'utf8'));
-    m.model.control = { kind: 'random', seed: 0, source: 'trained-model', sourceGraphSha256: '0'.repeat(64), scheme: 'test' };
+    m.model.control = { kind: 'random', seed: 0, source: 'trained-model', sourceGraphSha256: '0'.repeat(64),
+      scheme: 'test' };
     writeFileSync(mf, JSON.stringify(m));
   }
   const npy = path.join(tmp, `${name}.npy`);
@@ -53,10 +55,13 @@ async function runWith(name: string, X: Float32Array, d: number, labels: string[
  * report shows these results as the run's.
  */
 function adoptMatrixRows(dir: string): void {
-  const coords = JSON.parse(readFileSync(path.join(dir, 'cluster', 'coords.json'), 'utf8')) as { ids: string[]; labels: string[] };
+  const coords = JSON.parse(readFileSync(path.join(dir, 'cluster', 'coords.json'), 'utf8')) as { ids: string[];
+    labels: string[] };
   const mf = path.join(dir, 'manifest.json');
   const m = JSON.parse(readFileSync(mf, 'utf8'));
-  const rows = coords.ids.map((id, i) => ({ index: i, id, labels: { aspect: coords.labels[i] }, tokens: 10, truncated: false }));
+  const rows = coords.ids.map((id, i) => ({ index: i, id, labels: { aspect: coords.labels[i] }, tokens: 10,
+    truncated: false })
+  );
   const table = rows.map((r) => JSON.stringify(r)).join('\n') + '\n';
   m.samplesSha256 = createHash('sha256').update(table).digest('hex');
   m.counts.samples = rows.length;
@@ -67,12 +72,14 @@ function adoptMatrixRows(dir: string): void {
   writeFileSync(path.join(dir, 'samples.jsonl'), table);
   const sf = path.join(dir, 'cluster', 'settings.json');
   const settings = JSON.parse(readFileSync(sf, 'utf8'));
-  settings.provenance = { run: m.identity, runDir: path.resolve(dir), samplesSha256: m.samplesSha256, rows: rows.length, chunks: {} };
+  settings.provenance = { run: m.identity, runDir: path.resolve(dir), samplesSha256: m.samplesSha256, rows: rows.length,
+    chunks: {} };
   writeFileSync(sf, JSON.stringify(settings));
   // The lineage lobes cluster RUN records: the run and its samples as inputs, the files as written now.
   const cdir = path.join(dir, 'cluster');
   const marker = JSON.parse(readFileSync(path.join(cdir, OUTPUT_MARKER), 'utf8'));
-  marker.inputs = [{ name: 'run', sha256: m.identity, from: path.resolve(dir) }, { name: 'samples.jsonl', sha256: m.samplesSha256 }];
+  marker.inputs = [{ name: 'run', sha256: m.identity, from: path.resolve(dir) }, { name: 'samples.jsonl',
+    sha256: m.samplesSha256 }];
   marker.outputs = hashFolderFiles(cdir);
   writeFileSync(path.join(cdir, OUTPUT_MARKER), JSON.stringify(marker));
 }
@@ -83,7 +90,8 @@ function data(seed: number, signal: number, d = 8): { X: Float32Array; labels: s
   const n = 300;
   const labels = Array.from({ length: n }, (_, i) => (i % 10 === 0 ? 'rare' : 'common'));
   const X = new Float32Array(n * d);
-  for (let i = 0; i < n; i++) for (let j = 0; j < d; j++) X[i * d + j] = rng.normal() + (labels[i] === 'rare' && j < 2 ? signal : 0);
+  for (let i = 0; i < n; i++)
+    for (let j = 0; j < d; j++) X[i * d + j] = rng.normal() + (labels[i] === 'rare' && j < 2 ? signal : 0);
   return { X, labels, n, d };
 }
 
@@ -98,10 +106,14 @@ describe('the first lines of the report', () => {
     expect(knn.accuracy.value).toBeGreaterThan(0.85); // high accuracy ...
     expect(Math.abs(knn.balancedAccuracy.value - 0.5)).toBeLessThan(0.05); // ... at chance
     const lines = runPayload(model).summary;
-    expect(lines[0]).toBe('2 classes of the labels in majority.txt on 300 items: chance balanced accuracy is 0.50; always answering "common" gets accuracy 0.90.');
+    expect(lines[0]).toBe(
+      '2 classes of the labels in majority.txt on 300 items: chance balanced accuracy is 0.50; always answering "common" gets accuracy 0.90.',
+    );
     expect(lines.some((l) => l.startsWith('Not separated:'))).toBe(true);
     expect(lines.some((l) => /^Separated/.test(l))).toBe(false);
-    expect(lines.find((l) => l.startsWith('kNN (k = 10, cosine)'))).toMatch(/not above chance; accuracy 0\.\d\d is no better than the majority-class guess \(0\.90\)/);
+    expect(lines.find((l) => l.startsWith('kNN (k = 10, cosine)'))).toMatch(
+      /not above chance; accuracy 0\.\d\d is no better than the majority-class guess \(0\.90\)/,
+    );
     // and the page shows them first
     const html = reportHtml(model);
     expect(html).toContain('Not separated:');
@@ -112,42 +124,57 @@ describe('the first lines of the report', () => {
     const dir = await runWith('separable', X, d, labels);
     const lines = verdictLines((await loadRun(dir)).cluster!.metrics, null);
     const probe = lines.find((l) => l.startsWith('Linear probe'))!;
-    expect(probe).toMatch(/balanced accuracy (0\.9\d|1\.00) \[\d\.\d\d, \d\.\d\d\] vs chance 0\.50 \(null 0\.\d\d \[0\.\d\d, 0\.\d\d\], p = 0\.03 \(the floor 1\/\(R\+1\) of 39 permutations\), z = \d+\.\d, normal approx\. p (< 1e-16|= \de-\d+), Holm 0\.03 over 3 classifiers\): above chance by 0\.\d\d/);
+    expect(probe).toMatch(
+      /balanced accuracy (0\.9\d|1\.00) \[\d\.\d\d, \d\.\d\d\] vs chance 0\.50 \(null 0\.\d\d \[0\.\d\d, 0\.\d\d\], p = 0\.03 \(the floor 1\/\(R\+1\) of 39 permutations\), z = \d+\.\d, normal approx\. p (< 1e-16|= \de-\d+), Holm 0\.03 over 3 classifiers\): above chance by 0\.\d\d/,
+    );
     expect(lines.some((l) => l.startsWith('Separated beyond chance by 3 of 3 classifiers'))).toBe(true);
   }, 120_000);
 });
 
 describe('comparing a run with its random-weights control', () => {
-  it('gives B − A in the order given, with paired bootstrap CIs over the shared items, and says which sign favours the trained model', async () => {
-    const t = data(3, 3);
-    const c = data(4, 0);
-    const trained = await runWith('trained', t.X, t.d, t.labels);
-    const control = await runWith('control', c.X, c.d, c.labels, true);
-    const cmp = compareRuns(await loadRun(trained), await loadRun(control));
-    expect(cmp.diffLabel).toBe('B − A');
-    expect(cmp.order).toBe('A is trained, B is control. Every difference is B − A. B is a random-weights control, so a negative difference means the trained model A is ahead.');
-    expect(cmp.summary![0]).toBe(cmp.order);
-    const pick = (x: typeof cmp) => x.rows.find((r) => r.section === 'separation (original-euclidean)' && r.metric === 'probe balanced accuracy')!;
-    const row = pick(cmp);
-    expect(row.diff).toBeCloseTo(row.b! - row.a!, 12);
-    expect(row.diff!).toBeLessThan(-0.3);
-    expect(row.note).toBe('paired bootstrap over 300 items');
-    expect(row.ci![1]).toBeLessThan(0);
-    expect(row.ci![0]).toBeLessThan(row.diff!);
-    expect(row.ci![1]).toBeGreaterThan(row.diff!);
-    expect(row.ahead).toBe('A (CI excludes 0)');
-    expect(cmp.summary!.find((l) => l.startsWith('Linear probe'))).toMatch(/balanced accuracy A 0\.\d\d, B 0\.\d\d; B − A: -0\.\d\d \[-0\.\d\d, -0\.\d\d\] \(paired bootstrap over 300 items; the CI excludes 0\)/);
-    // beside the difference, each run's own verdict from its recorded Verdict objects
-    expect(cmp.summary!.find((l) => l.startsWith('Linear probe, each run against its own null'))).toMatch(/^Linear probe, each run against its own null: A above chance \(p = 0\.03 \(the floor 1\/\(R\+1\) of 39 permutations\), z = [\d.]+, .*Holm 0\.03 over 3 classifiers\); B not above chance \(p = 0\.\d+, z = -?\d\.\d, normal approx\. p = 0\.\d+, Holm [01]\.\d+ over 3 classifiers\)\.$/);
-    // the other order: the same difference with the other sign, never flipped back to trained − control
-    const rev = compareRuns(await loadRun(control), await loadRun(trained));
-    expect(rev.order).toBe('A is control, B is trained. Every difference is B − A. A is a random-weights control, so a positive difference means the trained model B is ahead.');
-    const rr = pick(rev);
-    expect(rr.diff).toBeCloseTo(-row.diff!, 12);
-    expect(rr.ci![0]).toBeCloseTo(-row.ci![1], 12);
-    expect(rr.ci![1]).toBeCloseTo(-row.ci![0], 12);
-    expect(rr.ahead).toBe('B (CI excludes 0)');
-  }, 180_000);
+  it(
+    'gives B − A in the order given, with paired bootstrap CIs over the shared items, and says which sign favours the trained model',
+    async () => {
+      const t = data(3, 3);
+      const c = data(4, 0);
+      const trained = await runWith('trained', t.X, t.d, t.labels);
+      const control = await runWith('control', c.X, c.d, c.labels, true);
+      const cmp = compareRuns(await loadRun(trained), await loadRun(control));
+      expect(cmp.diffLabel).toBe('B − A');
+      expect(cmp.order).toBe(
+        'A is trained, B is control. Every difference is B − A. B is a random-weights control, so a negative difference means the trained model A is ahead.',
+      );
+      expect(cmp.summary![0]).toBe(cmp.order);
+      const pick = (x: typeof cmp) =>
+        x.rows.find((r) => r.section === 'separation (original-euclidean)' && r.metric === 'probe balanced accuracy')!;
+      const row = pick(cmp);
+      expect(row.diff).toBeCloseTo(row.b! - row.a!, 12);
+      expect(row.diff!).toBeLessThan(-0.3);
+      expect(row.note).toBe('paired bootstrap over 300 items');
+      expect(row.ci![1]).toBeLessThan(0);
+      expect(row.ci![0]).toBeLessThan(row.diff!);
+      expect(row.ci![1]).toBeGreaterThan(row.diff!);
+      expect(row.ahead).toBe('A (CI excludes 0)');
+      expect(cmp.summary!.find((l) => l.startsWith('Linear probe'))).toMatch(
+        /balanced accuracy A 0\.\d\d, B 0\.\d\d; B − A: -0\.\d\d \[-0\.\d\d, -0\.\d\d\] \(paired bootstrap over 300 items; the CI excludes 0\)/,
+      );
+      // beside the difference, each run's own verdict from its recorded Verdict objects
+      expect(cmp.summary!.find((l) => l.startsWith('Linear probe, each run against its own null'))).toMatch(
+        /^Linear probe, each run against its own null: A above chance \(p = 0\.03 \(the floor 1\/\(R\+1\) of 39 permutations\), z = [\d.]+, .*Holm 0\.03 over 3 classifiers\); B not above chance \(p = 0\.\d+, z = -?\d\.\d, normal approx\. p = 0\.\d+, Holm [01]\.\d+ over 3 classifiers\)\.$/,
+      );
+      // the other order: the same difference with the other sign, never flipped back to trained − control
+      const rev = compareRuns(await loadRun(control), await loadRun(trained));
+      expect(rev.order).toBe(
+        'A is control, B is trained. Every difference is B − A. A is a random-weights control, so a positive difference means the trained model B is ahead.',
+      );
+      const rr = pick(rev);
+      expect(rr.diff).toBeCloseTo(-row.diff!, 12);
+      expect(rr.ci![0]).toBeCloseTo(-row.ci![1], 12);
+      expect(rr.ci![1]).toBeCloseTo(-row.ci![0], 12);
+      expect(rr.ahead).toBe('B (CI excludes 0)');
+    },
+    180_000,
+  );
 
   it('the paired CI is the percentile bootstrap of the difference written from its definition', () => {
     const rng = new Rng(9);
@@ -159,7 +186,8 @@ describe('comparing a run with its random-weights control', () => {
     // run 2 lists the same items in another order
     const perm = Array.from({ length: n }, (_, i) => (i * 7) % n);
     const s1 = { ids, y, C: 3, pred: p1 };
-    const s2 = { ids: perm.map((i) => ids[i]), y: Int32Array.from(perm, (i) => y[i]), C: 3, pred: Int32Array.from(perm, (i) => p2[i]) };
+    const s2 = { ids: perm.map((i) => ids[i]), y: Int32Array.from(perm, (i) => y[i]), C: 3,
+      pred: Int32Array.from(perm, (i) => p2[i]) };
     const B = 400;
     const r = bootstrapDiff(s1, s2, 'balancedAccuracy', B, 11)!;
     expect(r.kind).toBe('paired');
@@ -168,7 +196,10 @@ describe('comparing a run with its random-weights control', () => {
     for (let b = 0; b < B; b++) {
       const idx = Array.from({ length: n }, () => g.int(n));
       const yy = Int32Array.from(idx, (i) => y[i]);
-      diffs.push(classScores(yy, Int32Array.from(idx, (i) => p2[i]), 3).balancedAccuracy - classScores(yy, Int32Array.from(idx, (i) => p1[i]), 3).balancedAccuracy);
+      diffs.push(
+        classScores(yy, Int32Array.from(idx, (i) => p2[i]), 3).balancedAccuracy -
+          classScores(yy, Int32Array.from(idx, (i) => p1[i]), 3).balancedAccuracy,
+      );
     }
     diffs.sort((a, b) => a - b);
     expect(r.ci[0]).toBeCloseTo(percentileSorted(diffs, 2.5), 12);
@@ -214,13 +245,16 @@ describe('compare from every CV repeat', () => {
     expect(r.ci[0]).toBeCloseTo(percentileSorted(diffs, 2.5), 12);
     expect(r.ci[1]).toBeCloseTo(percentileSorted(diffs, 97.5), 12);
     // the first repeat alone (what items.json used to keep) gives [0, 0], which leaves the point estimate out
-    const first = bootstrapDiff({ ids, y, C: 3, pred: shared }, { ids, y, C: 3, pred: shared }, 'balancedAccuracy', B, 5)!;
+    const first = bootstrapDiff({ ids, y, C: 3, pred: shared }, { ids, y, C: 3, pred: shared }, 'balancedAccuracy', B,
+      5)!;
     expect(first.ci).toEqual([0, 0]);
     expect(point).toBeLessThan(-0.05);
   });
 
   it('items.json keeps every repeat, and itemSeries reads them', () => {
-    const items = { ids: ['a', 'b'], classes: ['x', 'y'], y: [0, 1], spaces: [{ space: 'original-euclidean', knn: [0, 1], probe: [0, 0], probeRepeats: [[0, 0], [0, 1]], silhouette: [0, 0] }], baselines: [] };
+    const items = { ids: ['a', 'b'], classes: ['x', 'y'], y: [0, 1],
+      spaces: [{ space: 'original-euclidean', knn: [0, 1], probe: [0, 0], probeRepeats: [[0, 0], [0, 1]],
+        silhouette: [0, 0] }], baselines: [] };
     const s = itemSeries(items, { space: 'original-euclidean', of: 'probe' }) as { preds: Int32Array[] };
     expect(s.preds.map((p) => Array.from(p))).toEqual([[0, 0], [0, 1]]);
   });
@@ -236,28 +270,42 @@ describe('the token-baseline line', () => {
   });
   const metrics = (probe: number, probeP: number, tokens: number, tokensP = 0.02) =>
     ({
-      classes: ['a', 'b', 'c', 'd', 'e'], n: 500, dim: 16,
+      classes: ['a', 'b', 'c', 'd', 'e'],
+      n: 500,
+      dim: 16,
       chance: { balancedAccuracy: 0.2, majorityRate: 0.38, majorityClass: 'a', counts: [190, 80, 80, 80, 70] },
-      spaces: [{ space: 'original-euclidean', silhouette: null, daviesBouldin: null, knn: null, probe: clf(probe, probeP), probeDims: 16, perClass: [] }],
+      spaces: [{ space: 'original-euclidean', silhouette: null, daviesBouldin: null, knn: null,
+        probe: clf(probe, probeP), probeDims: 16, perClass: [] }],
       baselines: [{ name: 'token-counts', description: '', dim: 100, probeDims: 16, probe: clf(tokens, tokensP) }],
     }) as unknown as Parameters<typeof verdictLines>[0];
 
   it('a representation at its null while the tokens separate: says the tokens do and the representation does not', () => {
     const lines = verdictLines(metrics(0.2, 0.7, 0.34), null);
     expect(lines.some((l) => /^Not separated/.test(l))).toBe(true);
-    expect(lines.find((l) => /token-counts 0\.34 balanced accuracy\) where the representation's probe does not \(0\.20\)/.test(l))).toBeDefined();
+    expect(
+      lines.find((l) =>
+        /token-counts 0\.34 balanced accuracy\) where the representation's probe does not \(0\.20\)/.test(l)
+      ),
+    ).toBeDefined();
     expect(lines.some((l) => /need not come from what the model computes/.test(l))).toBe(false);
   });
 
   it('a separated representation below the tokens: the separation need not come from the model', () => {
     const lines = verdictLines(metrics(0.3, 0.02, 0.34), null);
     expect(lines.some((l) => /^Separated beyond chance by 1 of 1/.test(l))).toBe(true);
-    expect(lines.some((l) => /token-counts 0\.34 vs the representation's probe 0\.30 balanced accuracy, so the separation need not come from what the model computes/.test(l))).toBe(true);
+    expect(
+      lines.some((l) =>
+        /token-counts 0\.34 vs the representation's probe 0\.30 balanced accuracy, so the separation need not come from what the model computes/
+          .test(l)
+      ),
+    ).toBe(true);
   });
 
   it('the classifiers are one family: raw p = 0.04 twice is not separated after Holm (0.08)', () => {
     const lines = verdictLines(metrics(0.3, 0.04, 0.25, 0.04), null);
-    expect(lines.find((l) => l.startsWith('Linear probe'))).toMatch(/p = 0\.04, Holm 0\.08 over 2 classifiers\): not above chance/);
+    expect(lines.find((l) => l.startsWith('Linear probe'))).toMatch(
+      /p = 0\.04, Holm 0\.08 over 2 classifiers\): not above chance/,
+    );
     expect(lines.some((l) => /^Not separated: .*Holm-adjusted p ≤ 0\.05/.test(l))).toBe(true);
     // One classifier alone at 0.04 passes.
     const one = metrics(0.3, 0.04, 0.25, 0.04) as any;
@@ -267,20 +315,32 @@ describe('the token-baseline line', () => {
 
   it('a p at the permutation floor says so', () => {
     const lines = verdictLines(metrics(0.3, 1 / 200, 0.25, 0.5), { permutations: 199 } as any);
-    expect(lines.find((l) => l.startsWith('Linear probe'))).toContain('p = 0.005 (the floor 1/(R+1) of 199 permutations)');
+    expect(lines.find((l) => l.startsWith('Linear probe'))).toContain(
+      'p = 0.005 (the floor 1/(R+1) of 199 permutations)',
+    );
   });
 
   it('a family whose permutations are too few says "not testable at R = …", never "not above chance" or "Not separated"', () => {
     // the SmolLM2 demo as it was: the probe and the token baseline at the floor of 50 permutations, with kNN at 200
     const m = metrics(0.43, 1 / 51, 0.3, 1 / 51) as any;
-    m.spaces.push({ space: 'original-cosine', silhouette: null, daviesBouldin: null, knn: clf(0.25, 0.3), perClass: [] });
+    m.spaces.push({ space: 'original-cosine', silhouette: null, daviesBouldin: null, knn: clf(0.25, 0.3),
+      perClass: [] });
     m.spaces.push({ space: 'embedding', silhouette: null, daviesBouldin: null, knn: clf(0.24, 0.4), perClass: [] });
     m.baselines.push({ ...m.baselines[0], name: 'token-embedding-mean', probe: clf(0.28, 1 / 51) });
-    const lines = verdictLines(m, { permutations: 200, probePermutations: 50, sizing: { probePermutations: { R: 50, family: 5, needed: 99, sizing: 'user' } } } as any);
+    const lines = verdictLines(m,
+      { permutations: 200, probePermutations: 50,
+        sizing: { probePermutations: { R: 50, family: 5, needed: 99, sizing: 'user' } } } as any);
     const probe = lines.find((l) => l.startsWith('Linear probe'))!;
     expect(probe).toContain('p = 0.02 (the floor 1/(R+1) of 50 permutations)');
-    expect(probe).toContain(': not testable at R = 50: its smallest attainable Holm-adjusted p is 0.059 > 0.05 over 5 tests (99 permutations would reach it)');
-    expect(lines.some((l) => /^Not testable at R = 50: Linear probe on the representation cannot reach a Holm-adjusted p ≤ 0\.05 over 5 classifiers with so few permutations \(99 would\)/.test(l))).toBe(true);
+    expect(probe).toContain(
+      ': not testable at R = 50: its smallest attainable Holm-adjusted p is 0.059 > 0.05 over 5 tests (99 permutations would reach it)',
+    );
+    expect(
+      lines.some((l) =>
+        /^Not testable at R = 50: Linear probe on the representation cannot reach a Holm-adjusted p ≤ 0\.05 over 5 classifiers with so few permutations \(99 would\)/
+          .test(l)
+      ),
+    ).toBe(true);
     expect(lines.some((l) => /^Not separated/.test(l))).toBe(false);
     expect(lines.filter((l) => /not above chance/.test(l) && /R = 50|1\/\(R\+1\) of 50/.test(l))).toEqual([]);
   });
@@ -290,25 +350,33 @@ describe('the token-baseline line', () => {
     const row = lines.find((l) => l.startsWith('Tokens alone, token-counts probe'))!;
     expect(row).toMatch(/Holm 0\.08 over 2 classifiers\): not above chance/);
     expect(lines.some((l) => /The tokens alone separate/.test(l))).toBe(false);
-    expect(lines).toContain('The tokens alone score at least as high (token-counts 0.34 vs the representation\'s probe 0.20 balanced accuracy), and are themselves not above chance.');
+    expect(lines).toContain(
+      "The tokens alone score at least as high (token-counts 0.34 vs the representation's probe 0.20 balanced accuracy), and are themselves not above chance.",
+    );
   });
 
   it('a representation above the tokens: the margin over the best baseline', () => {
     const lines = verdictLines(metrics(0.45, 0.02, 0.34), null);
-    expect(lines.some((l) => /beats the best token baseline \(token-counts\) by 0\.11 balanced accuracy/.test(l))).toBe(true);
+    expect(lines.some((l) => /beats the best token baseline \(token-counts\) by 0\.11 balanced accuracy/.test(l))).toBe(
+      true,
+    );
   });
 });
 
 describe('families in the first lines', () => {
-  const layer = (p: number) => ({ point: 'p', probeAccuracy: 0.5, ci95: null, balancedAccuracy: { value: 0.55, ci95: null, p, nullMean: 0.5, nullBand: null } });
-  const base = { classes: ['a', 'b'], n: 100, dim: 4, spaces: [], chance: { balancedAccuracy: 0.5, majorityRate: 0.5, majorityClass: 'a', counts: [50, 50] } };
+  const layer = (p: number) => ({ point: 'p', probeAccuracy: 0.5, ci95: null,
+    balancedAccuracy: { value: 0.55, ci95: null, p, nullMean: 0.5, nullBand: null } });
+  const base = { classes: ['a', 'b'], n: 100, dim: 4, spaces: [],
+    chance: { balancedAccuracy: 0.5, majorityRate: 0.5, majorityClass: 'a', counts: [50, 50] } };
 
   it('a 30-layer sweep with 20 permutations: 2 layers at the floor are what chance gives, none passes Holm', async () => {
     const { sweepLines } = await import('../../src/report/verdict.js');
     const sweep = Array.from({ length: 30 }, (_, i) => layer(i < 2 ? 1 / 21 : 0.5));
     const [line] = sweepLines({ ...base, sweep } as any, { sweepPermutations: 20 } as any);
     expect(line).toContain('beats its permutation null in 0 of 30 layers after Holm across the layers (2 before)');
-    expect(line).toContain('the smallest p is 0.048, so no layer can pass Holm across 30 layers; the 2 layers at p ≤ 0.05 are about what chance gives (1.50 expected)');
+    expect(line).toContain(
+      'the smallest p is 0.048, so no layer can pass Holm across 30 layers; the 2 layers at p ≤ 0.05 are about what chance gives (1.50 expected)',
+    );
   });
 
   it('a 30-layer sweep with 20 permutations where every layer sits at the floor: far more than chance, no layer named', async () => {
@@ -316,27 +384,38 @@ describe('families in the first lines', () => {
     const sweep = Array.from({ length: 30 }, () => layer(1 / 21));
     const [line] = sweepLines({ ...base, sweep } as any, { sweepPermutations: 20 } as any);
     expect(line).toContain('(30 before)');
-    expect(line).toContain('the 30 layers at p ≤ 0.05 are far more than chance gives (1.50 expected), so the layers together beat chance though no single layer can be named');
+    expect(line).toContain(
+      'the 30 layers at p ≤ 0.05 are far more than chance gives (1.50 expected), so the layers together beat chance though no single layer can be named',
+    );
     // 4 of 30 at p ≤ 0.05: P(X ≥ 4) = 0.061 for Binomial(30, 0.05) (scipy.stats.binom.sf(3, 30, 0.05)), still about chance
     const four = Array.from({ length: 30 }, (_, i) => layer(i < 4 ? 1 / 21 : 0.5));
-    expect(sweepLines({ ...base, sweep: four } as any, { sweepPermutations: 20 } as any)[0]).toContain('the 4 layers at p ≤ 0.05 are about what chance gives');
+    expect(sweepLines({ ...base, sweep: four } as any, { sweepPermutations: 20 } as any)[0]).toContain(
+      'the 4 layers at p ≤ 0.05 are about what chance gives',
+    );
     const five = Array.from({ length: 30 }, (_, i) => layer(i < 5 ? 1 / 21 : 0.5));
-    expect(sweepLines({ ...base, sweep: five } as any, { sweepPermutations: 20 } as any)[0]).toContain('the 5 layers at p ≤ 0.05 are far more than chance gives');
+    expect(sweepLines({ ...base, sweep: five } as any, { sweepPermutations: 20 } as any)[0]).toContain(
+      'the 5 layers at p ≤ 0.05 are far more than chance gives',
+    );
   });
 
   it('with enough permutations strong layers pass', async () => {
     const { sweepLines } = await import('../../src/report/verdict.js');
     const sweep = [layer(0.001), layer(0.001), layer(0.6)];
     const [line] = sweepLines({ ...base, sweep } as any, { sweepPermutations: 999 } as any);
-    expect(line).toBe("Layer sweep: the probe's balanced accuracy beats its permutation null in 2 of 3 layers after Holm across the layers (2 before).");
+    expect(line).toBe(
+      "Layer sweep: the probe's balanced accuracy beats its permutation null in 2 of 3 layers after Holm across the layers (2 before).",
+    );
   });
 
   it('the regions line counts after Holm within each family', async () => {
     const { wandaLines } = await import('../../src/report/verdict.js');
     const nt = (pLower: number) => ({ value: 0.1, p: 1, percentile: 0, nullMean: 0.3, pLower, z: -1 });
-    const pl = (p: number, ratio: number) => ({ size: 5, randomDensity: 0.1, densityRatio: ratio, density: { value: 0.3, p, percentile: 100, nullMean: 0.1, z: 2 }, components: { value: 1, p: 1, percentile: 0, nullMean: 3 } });
+    const pl = (p: number, ratio: number) => ({ size: 5, randomDensity: 0.1, densityRatio: ratio,
+      density: { value: 0.3, p, percentile: 100, nullMean: 0.1, z: 2 },
+      components: { value: 1, p: 1, percentile: 0, nullMean: 3 } });
     const m = {
-      groups: [], permutations: 199,
+      groups: [],
+      permutations: 199,
       pairs: [
         { jaccard: nt(0.005), placementAminusB: pl(0.005, 3), placementBminusA: pl(0.2, 1) },
         { jaccard: nt(0.03), placementAminusB: pl(0.005, 5), placementBminusA: pl(0.005, 2) },

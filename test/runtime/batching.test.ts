@@ -14,8 +14,12 @@ import { GENAI, hasGenai, expectLobesError, relErr } from './helpers.js';
 import { genaiForward, lastTokenHook } from './genai-forward.js';
 
 const CUDA = listProviders().find((p) => p.name === 'cuda')?.available === true;
-if (CUDA) console.log('test/runtime/batching.test.ts: this build has the CUDA provider; the missing-provider error is not tested here');
-else console.log('test/runtime/batching.test.ts: no CUDA provider in this build; the CUDA capture comparison is skipped');
+if (CUDA)
+  console.log(
+    'test/runtime/batching.test.ts: this build has the CUDA provider; the missing-provider error is not tested here',
+  );
+else
+  console.log('test/runtime/batching.test.ts: no CUDA provider in this build; the CUDA capture comparison is skipped');
 
 /**
  * False only where a WebGPU adapter cannot exist: on Linux, ONNX Runtime's WebGPU (Dawn) needs
@@ -27,7 +31,9 @@ function webgpuPossible(): boolean {
   if (dirs.some((d) => existsSync(join(d, 'libvulkan.so.1')))) return true;
   for (const ldconfig of ['/sbin/ldconfig', '/usr/sbin/ldconfig', 'ldconfig']) {
     try {
-      return execFileSync(ldconfig, ['-p'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).includes('libvulkan.so.1');
+      return execFileSync(ldconfig, ['-p'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).includes(
+        'libvulkan.so.1',
+      );
     } catch {
       // try the next location
     }
@@ -85,9 +91,14 @@ describe('planBatches', () => {
     }
     expect(Array.from(seen).every((c) => c === 1)).toBe(true);
     // Sorted by length: padding waste is small compared with dataset order.
-    const waste = (bs: number[][]) => bs.reduce((s, b) => s + b.length * Math.max(...b.map((i) => lengths[i]!)) - b.reduce((t, i) => t + lengths[i]!, 0), 0);
+    const waste = (bs: number[][]) =>
+      bs.reduce(
+        (s, b) => s + b.length * Math.max(...b.map((i) => lengths[i]!)) - b.reduce((t, i) => t + lengths[i]!, 0),
+        0,
+      );
     const naive: number[][] = [];
-    for (let i = 0; i < lengths.length; i += 8) naive.push(Array.from({ length: Math.min(8, lengths.length - i) }, (_, k) => i + k));
+    for (let i = 0; i < lengths.length; i += 8)
+      naive.push(Array.from({ length: Math.min(8, lengths.length - i) }, (_, k) => i + k));
     expect(waste(plan)).toBeLessThan(waste(naive) / 5);
     // Deterministic.
     expect(planBatches(lengths, { batch: 8, tokenBudget: 1024 })).toEqual(plan);
@@ -162,7 +173,10 @@ describe.skipIf(!hasGenai)('engine bad input', () => {
       const b = padBatch([[1, 2, 3], [4]], 0, 'left');
       b.attentionMask.fill(0n, 3, 6);
       expect((await expectLobesError(eng.run(b))).message).toMatch(/row 1 has no real tokens \(empty input\)/);
-      await expectLobesError(eng.run({ inputIds: new BigInt64Array(0), attentionMask: new BigInt64Array(0), batch: 0, seq: 0, lastIndex: new Int32Array(0) }));
+      await expectLobesError(
+        eng.run({ inputIds: new BigInt64Array(0), attentionMask: new BigInt64Array(0), batch: 0, seq: 0,
+          lastIndex: new Int32Array(0) }),
+      );
     } finally {
       await eng.close();
     }
@@ -194,15 +208,19 @@ describe.skipIf(!hasGenai)('engine bad input', () => {
     expect(e.message).toContain('ONNXRUNTIME_NODE_INSTALL=cuda12 node node_modules/onnxruntime-node/script/install.js');
   });
 
-  it.skipIf(!CUDA)('with the CUDA provider: captures equal the CPU captures, or the session error is one actionable line', async () => {
-    expect(executionProviders('cuda', 1)).toEqual([{ name: 'cuda', deviceId: 1 }]);
-    await gpuAgreesWithCpu('cuda', /onnxruntime could not create a cuda session/);
-    // no machine has a GPU 99: a session that opens there is a silent CPU fallback
-    await expectLobesError(openCaptureEngine(GENAI, { capture: ['final'], device: 'cuda', deviceId: 99 }));
-  });
+  it.skipIf(!CUDA)(
+    'with the CUDA provider: captures equal the CPU captures, or the session error is one actionable line',
+    async () => {
+      expect(executionProviders('cuda', 1)).toEqual([{ name: 'cuda', deviceId: 1 }]);
+      await gpuAgreesWithCpu('cuda', /onnxruntime could not create a cuda session/);
+      // no machine has a GPU 99: a session that opens there is a silent CPU fallback
+      await expectLobesError(openCaptureEngine(GENAI, { capture: ['final'], device: 'cuda', deviceId: 99 }));
+    },
+  );
 
   it('webgpu: captures equal the CPU captures on an adapter, and without one the error is one line, not a CPU fallback', async () => {
-    await gpuAgreesWithCpu('webgpu', /could not create a webgpu session|webgpu execution provider is not available/, webgpuPossible());
+    await gpuAgreesWithCpu('webgpu', /could not create a webgpu session|webgpu execution provider is not available/,
+      webgpuPossible());
   });
   it('capture only a subset of families', async () => {
     const eng = await openCaptureEngine(GENAI, { capture: ['resid'], device: 'cpu' });

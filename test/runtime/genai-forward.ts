@@ -47,10 +47,11 @@ function rms(x: Float64Array, w: Float32Array, S: number): Float64Array {
 /** y = x W with W stored [dIn, dOut] (the ONNX MatMul layout). */
 function matmul(x: Float64Array, W: Float32Array, S: number, dIn: number, dOut: number): Float64Array {
   const y = new Float64Array(S * dOut);
-  for (let t = 0; t < S; t++) for (let i = 0; i < dIn; i++) {
-    const v = x[t * dIn + i];
-    for (let o = 0; o < dOut; o++) y[t * dOut + o] += v * W[i * dOut + o];
-  }
+  for (let t = 0; t < S; t++)
+    for (let i = 0; i < dIn; i++) {
+      const v = x[t * dIn + i];
+      for (let o = 0; o < dOut; o++) y[t * dOut + o] += v * W[i * dOut + o];
+    }
   return y;
 }
 
@@ -61,7 +62,7 @@ function weightsOf(dir: string): Weights {
   const memo = new Map<string, Float32Array>();
   const w: Weights = (name) => {
     let v = memo.get(name);
-    if (!v) memo.set(name, (v = readInitializerFloat32(m, name)));
+    if (!v) memo.set(name, v = readInitializerFloat32(m, name));
     return v;
   };
   cached = { dir, w };
@@ -73,7 +74,9 @@ function weightsOf(dir: string): Weights {
  * `residEdit(layer, x, S)` may change the residual stream after a layer in place ([S, 16]), as
  * an intervention at layers.{layer}.resid_out does; everything after it reads the edited stream.
  */
-export function genaiForward(dir: string, ids: number[], residEdit?: (layer: number, x: Float64Array, S: number) => void): GenaiForward {
+export function genaiForward(dir: string, ids: number[],
+  residEdit?: (layer: number, x: Float64Array, S: number) => void): GenaiForward
+{
   const w = weightsOf(dir);
   const S = ids.length;
   const emb = w('model.embed_tokens.weight');
@@ -93,7 +96,8 @@ export function genaiForward(dir: string, ids: number[], residEdit?: (layer: num
       }
     }
   };
-  const out: GenaiForward = { mlpIn: [], downIn: [], residOut: [], finalHidden: new Float64Array(0), attnLast: [], hidden: H, intermediate: I };
+  const out: GenaiForward = { mlpIn: [], downIn: [], residOut: [], finalHidden: new Float64Array(0), attnLast: [],
+    hidden: H, intermediate: I };
   for (let l = 0; l < 2; l++) {
     const p = `model.layers.${l}`;
     const h = rms(x, w(`${p}.input_layernorm.weight`), S);
@@ -113,7 +117,7 @@ export function genaiForward(dir: string, ids: number[], residEdit?: (layer: num
         max = Math.max(max, sc[u]);
       }
       let z = 0;
-      for (let u = 0; u <= t; u++) z += (sc[u] = Math.exp(sc[u] - max));
+      for (let u = 0; u <= t; u++) z += sc[u] = Math.exp(sc[u] - max);
       for (let u = 0; u <= t; u++) for (let i = 0; i < H; i++) ctx[t * H + i] += (sc[u] / z) * v[u * H + i];
       if (t === S - 1) out.attnLast.push(sc.map((e) => e / z));
     }

@@ -22,8 +22,18 @@ const tmp = mkdtempSync(path.join(os.tmpdir(), 'lobes-gqa-fp16-'));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
 const SPEC: LlamaSpec = {
-  layers: 2, hidden: 64, intermediate: 160, heads: 4, kvHeads: 2, headDim: 16, vocab: 97,
-  rmsNormEps: 1e-5, ropeTheta: 10000, ropeScaling: null, maxPositions: 128, tiedEmbeddings: false,
+  layers: 2,
+  hidden: 64,
+  intermediate: 160,
+  heads: 4,
+  kvHeads: 2,
+  headDim: 16,
+  vocab: 97,
+  rmsNormEps: 1e-5,
+  ropeTheta: 10000,
+  ropeScaling: null,
+  maxPositions: 128,
+  tiedEmbeddings: false,
 };
 const ROWS = [[3, 14, 15, 92, 65], [35, 89, 79, 32, 38, 46, 26, 43, 38], [27, 18]];
 
@@ -34,13 +44,15 @@ async function logitsAlone(s: ort.InferenceSession, ids: number[]): Promise<Floa
     input_ids: new ort.Tensor('int64', BigInt64Array.from(ids, BigInt), [1, T]),
     attention_mask: new ort.Tensor('int64', new BigInt64Array(T).fill(1n), [1, T]),
   };
-  for (const n of s.inputNames) if (n.startsWith('past_key_values.')) feeds[n] = new ort.Tensor('float16', new Uint16Array(0), [1, SPEC.kvHeads, 0, SPEC.headDim]);
+  for (const n of s.inputNames)
+    if (n.startsWith('past_key_values.'))
+      feeds[n] = new ort.Tensor('float16', new Uint16Array(0), [1, SPEC.kvHeads, 0, SPEC.headDim]);
   const data = (await s.run(feeds)).logits!.data as Uint16Array;
   return Float32Array.from(data.subarray((T - 1) * SPEC.vocab, T * SPEC.vocab), halfToFloat);
 }
 
 describe('capture engine on a float16 GroupQueryAttention export', () => {
-  it('runs padded batches and final.hidden × lm_head equals the unmodified model\'s last-token logits', async () => {
+  it("runs padded batches and final.hidden × lm_head equals the unmodified model's last-token logits", async () => {
     const src = seededLlamaSource(SPEC, 5);
     const dir = path.join(tmp, 'fp16');
     await writeLlamaOnnx(dir, SPEC, src, { layout: 'genai', dtype: 'fp16', weights: 'fp16' });

@@ -40,8 +40,12 @@ describe.skipIf(!hasGenai)('capture engine on the onnxruntime-genai fp16 fixture
   it('outputs every hook as float32 [batch, dim]', async () => {
     expect(eng.hooks.map((h) => h.name)).toEqual([
       'final.hidden',
-      'layers.0.mlp.in', 'layers.0.mlp.down_in', 'layers.0.resid_out',
-      'layers.1.mlp.in', 'layers.1.mlp.down_in', 'layers.1.resid_out',
+      'layers.0.mlp.in',
+      'layers.0.mlp.down_in',
+      'layers.0.resid_out',
+      'layers.1.mlp.in',
+      'layers.1.mlp.down_in',
+      'layers.1.resid_out',
     ]);
     const out = await eng.run(padBatch(seqs, tok.padId, 'left'));
     for (const h of eng.hooks) {
@@ -60,7 +64,8 @@ describe.skipIf(!hasGenai)('capture engine on the onnxruntime-genai fp16 fixture
         const v = out.get(h.name)!;
         refs.forEach((f, r) => {
           // fp16 weights and compute in the graph; the forward pass is float64
-          expect(relErr(v.subarray(r * h.dim, (r + 1) * h.dim), lastTokenHook(f, h.name)), `${side} ${h.name} row ${r}`).toBeLessThan(3e-3);
+          expect(relErr(v.subarray(r * h.dim, (r + 1) * h.dim), lastTokenHook(f, h.name)), `${side} ${h.name} row ${r}`)
+            .toBeLessThan(3e-3);
         });
       }
     }

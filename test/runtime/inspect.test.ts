@@ -3,7 +3,8 @@ import { copyFileSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFile
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { GENAI, hasGenai, cli } from './helpers.js';
-import { DataType, loadModel, makeGraph, makeModel, makeNode, makeTensor, makeValueInfo, writeModel, type ModelProto } from '../../src/onnx/index.js';
+import { DataType, loadModel, makeGraph, makeModel, makeNode, makeTensor, makeValueInfo, writeModel,
+  type ModelProto } from '../../src/onnx/index.js';
 
 function tmp(): string {
   return mkdtempSync(join(tmpdir(), 'lobes-inspect-'));
@@ -19,7 +20,7 @@ function renameAll(model: ModelProto): ModelProto {
   const ren = (v: string) => {
     if (!v || keep.has(v)) return v;
     let n = map.get(v);
-    if (!n) map.set(v, (n = `v${(k++ * 7919) % 100003}_${k}`));
+    if (!n) map.set(v, n = `v${(k++ * 7919) % 100003}_${k}`);
     return n;
   };
   g.node.forEach((n, i) => {
@@ -44,9 +45,19 @@ describe.skipIf(!hasGenai)('lobes inspect on the genai fixture', () => {
     expect(r.out).toMatch(/layers\.1\.resid_out\.mean +\[batch, 16\]/);
     expect(r.out).toMatch(/cpu\s+available/);
     const j = JSON.parse((await cli(['inspect', GENAI, '--json'])).out);
-    expect(j.arch).toEqual({ family: 'llama', layers: 2, hidden: 16, intermediate: 64, heads: 1, kvHeads: 1, vocab: 32000, dtype: 'fp16', quantization: null });
+    expect(j.arch).toEqual({ family: 'llama', layers: 2, hidden: 16, intermediate: 64, heads: 1, kvHeads: 1,
+      vocab: 32000, dtype: 'fp16', quantization: null });
     expect(j.points.map((p: any) => p.name)).toEqual([
-      'final.hidden', 'final.mean', 'layers.0.mlp.in', 'layers.0.mlp.down_in', 'layers.0.resid_out', 'layers.0.resid_out.mean', 'layers.1.mlp.in', 'layers.1.mlp.down_in', 'layers.1.resid_out', 'layers.1.resid_out.mean',
+      'final.hidden',
+      'final.mean',
+      'layers.0.mlp.in',
+      'layers.0.mlp.down_in',
+      'layers.0.resid_out',
+      'layers.0.resid_out.mean',
+      'layers.1.mlp.in',
+      'layers.1.mlp.down_in',
+      'layers.1.resid_out',
+      'layers.1.resid_out.mean',
     ]);
     const down1 = j.points[7].projections[0];
     expect(down1).toMatchObject({ proj: 'down_proj', op: 'MatMul', layout: 'in_out', dIn: 64, dOut: 16 });
@@ -105,7 +116,8 @@ describe.skipIf(!hasGenai)('lobes inspect on the genai fixture', () => {
     const d = tmp();
     try {
       const model = structuredClone(loadModel(GENAI).model);
-      for (const t of model.graph!.initializer) for (const e of t.externalData ?? []) if (e.key === 'location') e.value = '../../etc/model.onnx.data';
+      for (const t of model.graph!.initializer)
+        for (const e of t.externalData ?? []) if (e.key === 'location') e.value = '../../etc/model.onnx.data';
       writeModel(join(d, 'model.onnx'), model);
       const r = await cli(['inspect', d]);
       expect(r.code).toBe(1);
@@ -135,7 +147,8 @@ describe('lobes inspect on graphs that are not Llama-class', () => {
   it('a tiny Add graph: one-line error naming the file and the missing part', async () => {
     const d = tmp();
     try {
-      const g = makeGraph('add', [makeNode('Add', ['a', 'b'], ['c'])], [makeValueInfo('a', DataType.FLOAT, [2]), makeValueInfo('b', DataType.FLOAT, [2])], [makeValueInfo('c', DataType.FLOAT, [2])]);
+      const g = makeGraph('add', [makeNode('Add', ['a', 'b'], ['c'])], [makeValueInfo('a', DataType.FLOAT, [2]),
+        makeValueInfo('b', DataType.FLOAT, [2])], [makeValueInfo('c', DataType.FLOAT, [2])]);
       writeModel(join(d, 'model.onnx'), makeModel(g));
       const r = await cli(['inspect', d]);
       expect(r.code).toBe(1);

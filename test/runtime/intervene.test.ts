@@ -16,18 +16,31 @@ import { padBatch } from '../../src/runtime/batching.js';
 import { openLoglikEngine } from '../../src/runtime/loglik.js';
 import { openAttentionEngine, realRows } from '../../src/runtime/attention-engine.js';
 import { openScorer } from '../../src/eval/engine.js';
-import { applyInterventions, checkInterventions, describeIntervention, fromInterventionRecords, type Intervention, type InterventionRecord } from '../../src/runtime/intervene.js';
+import { applyInterventions, checkInterventions, describeIntervention, fromInterventionRecords, type Intervention,
+  type InterventionRecord } from '../../src/runtime/intervene.js';
 import type { CaptureEngine, TokenBatch } from '../../src/runtime/types.js';
 import { expectLobesError, GENAI, hasGenai, relErr } from './helpers.js';
 import { genaiForward, lastTokenHook } from './genai-forward.js';
 
-interface GSeq { [hook: string]: any; attn: Record<string, number[]>; logits: number[] }
-interface GCase { interventions: InterventionRecord[]; seqs: GSeq[]; loglik: { context: number[]; continuations: { tokens: number[]; logprobs: number[] }[] }[] }
-const GOLD = JSON.parse(readFileSync(path.resolve(__dirname, '../goldens/intervene/tiny-llama.json'), 'utf8')) as { seqs: number[][]; cases: Record<string, GCase> };
+interface GSeq {
+  [hook: string]: any;
+  attn: Record<string, number[]>;
+  logits: number[];
+}
+interface GCase {
+  interventions: InterventionRecord[];
+  seqs: GSeq[];
+  loglik: { context: number[]; continuations: { tokens: number[]; logprobs: number[] }[] }[];
+}
+const GOLD = JSON.parse(readFileSync(path.resolve(__dirname, '../goldens/intervene/tiny-llama.json'), 'utf8')) as {
+  seqs: number[][];
+  cases: Record<string, GCase>;
+};
 const SEQS = GOLD.seqs;
 const CASES = Object.keys(GOLD.cases);
 const ivsOf = (c: string): Intervention[] => fromInterventionRecords(GOLD.cases[c]!.interventions);
-const HOOKS = ['layers.0.mlp.in', 'layers.0.mlp.down_in', 'layers.0.resid_out', 'layers.1.mlp.in', 'layers.1.mlp.down_in', 'layers.1.resid_out', 'final.hidden'];
+const HOOKS = ['layers.0.mlp.in', 'layers.0.mlp.down_in', 'layers.0.resid_out', 'layers.1.mlp.in',
+  'layers.1.mlp.down_in', 'layers.1.resid_out', 'final.hidden'];
 const TOL = 1e-4;
 
 const closers: { close(): Promise<void> }[] = [];
@@ -35,7 +48,9 @@ afterAll(async () => {
   for (const c of closers) await c.close();
 });
 
-async function capture(model: string, ivs: Intervention[] | undefined, side: 'left' | 'right' = 'right'): Promise<{ e: CaptureEngine; b: TokenBatch; out: Map<string, Float32Array> }> {
+async function capture(model: string, ivs: Intervention[] | undefined,
+  side: 'left' | 'right' = 'right'): Promise<{ e: CaptureEngine; b: TokenBatch; out: Map<string, Float32Array> }>
+{
   const e = await openCaptureEngine(model, { capture: ['final', 'mlp', 'resid'], device: 'cpu', interventions: ivs });
   closers.push(e);
   const b = padBatch(SEQS, 511, side);
@@ -63,7 +78,8 @@ describe('captures with interventions equal Hugging Face hooks making the same e
     for (const side of ['right', 'left'] as const) {
       const { e, out } = await capture(tiny, ivsOf(c), side);
       SEQS.forEach((_, r) => {
-        for (const h of HOOKS) expect(relErr(rowOf(out, e, h, r), golden(c, r, h)), `${c} ${side} row ${r} ${h}`).toBeLessThan(TOL);
+        for (const h of HOOKS)
+          expect(relErr(rowOf(out, e, h, r), golden(c, r, h)), `${c} ${side} row ${r} ${h}`).toBeLessThan(TOL);
       });
     }
   });
@@ -79,14 +95,16 @@ describe('captures with interventions equal Hugging Face hooks making the same e
   it('a float16 model casts the vector and gives the same captures to float16 precision', async () => {
     const { e, out } = await capture(ensureGeneratedModel('tiny-llama-fp16'), ivsOf('two_edits'));
     SEQS.forEach((_, r) => {
-      for (const h of HOOKS) expect(relErr(rowOf(out, e, h, r), GOLD.cases.two_edits!.seqs[r]![h]), `row ${r} ${h}`).toBeLessThan(2e-2);
+      for (const h of HOOKS)
+        expect(relErr(rowOf(out, e, h, r), GOLD.cases.two_edits!.seqs[r]![h]), `row ${r} ${h}`).toBeLessThan(2e-2);
     });
   });
 
   it('the same edits on the opaque layout (other names, other node order)', async () => {
     const { e, out } = await capture(ensureGeneratedModel('tiny-llama-opaque'), ivsOf('mlp_in_replace'));
     SEQS.forEach((_, r) => {
-      for (const h of HOOKS) expect(relErr(rowOf(out, e, h, r), GOLD.cases.mlp_in_replace!.seqs[r]![h]), `row ${r} ${h}`).toBeLessThan(TOL);
+      for (const h of HOOKS)
+        expect(relErr(rowOf(out, e, h, r), GOLD.cases.mlp_in_replace!.seqs[r]![h]), `row ${r} ${h}`).toBeLessThan(TOL);
     });
   });
 });
@@ -102,7 +120,7 @@ describe.skipIf(!hasGenai)('fused residual sums (onnxruntime-genai fixture, Skip
     const out = await e.run(padBatch(seqs, 0, 'right'));
     seqs.forEach((s, r) => {
       const f = genaiForward(GENAI, s, (l, x, S) => {
-        if (l === layer) for (let t = 0; t < S; t++) for (let j = 0; j < 16; j++) x[t * 16 + j] += v[j]!;
+        if (l === layer) { for (let t = 0; t < S; t++) for (let j = 0; j < 16; j++) x[t * 16 + j] += v[j]!; }
       });
       const plain = genaiForward(GENAI, s);
       for (const h of e.hooks) {
@@ -132,16 +150,18 @@ describe('what an edit leaves alone', () => {
     for (let i = 0; i < d.length; i++) expect(d[i]! - p[i]!).toBeCloseTo(0.25, 5);
   });
 
-  it.each(['tiny-llama', 'tiny-llama-fp16', 'tiny-llama-q4'])('scale 1 and add 0 give exactly the plain run (%s)', async (name) => {
-    const model = ensureGeneratedModel(name);
-    const plain = await capture(model, undefined);
-    const noop = await capture(model, [
-      { hook: 'layers.0.resid_out', op: 'scale', value: 1 },
-      { hook: 'layers.1.mlp.in', op: 'add', value: new Float32Array(64) },
-      { hook: 'final.hidden', op: 'scale', value: new Float32Array(64).fill(1) },
-    ]);
-    for (const h of HOOKS) expect(Buffer.from(noop.out.get(h)!.buffer).equals(Buffer.from(plain.out.get(h)!.buffer)), h).toBe(true);
-  });
+  it.each(['tiny-llama', 'tiny-llama-fp16', 'tiny-llama-q4'])('scale 1 and add 0 give exactly the plain run (%s)',
+    async (name) => {
+      const model = ensureGeneratedModel(name);
+      const plain = await capture(model, undefined);
+      const noop = await capture(model, [
+        { hook: 'layers.0.resid_out', op: 'scale', value: 1 },
+        { hook: 'layers.1.mlp.in', op: 'add', value: new Float32Array(64) },
+        { hook: 'final.hidden', op: 'scale', value: new Float32Array(64).fill(1) },
+      ]);
+      for (const h of HOOKS)
+        expect(Buffer.from(noop.out.get(h)!.buffer).equals(Buffer.from(plain.out.get(h)!.buffer)), h).toBe(true);
+    });
 
   it('two edits of one hook apply in order: add v then scale 2 is 2·(x + v) there', async () => {
     const v = Float32Array.from({ length: 64 }, (_, i) => Math.cos(i) / 2);
@@ -160,7 +180,9 @@ describe('what an edit leaves alone', () => {
     expect(applyInterventions(a.loaded.model, a.disc, []).model).toBe(a.loaded.model);
     const p = a.disc.points.find((q) => q.name === 'layers.0.resid_out')!;
     const v = p.source.kind === 'value' ? p.source.value : '';
-    const ed = applyInterventions(a.loaded.model, a.disc, [{ hook: 'layers.0.resid_out', op: 'add', value: 1 }]).model.graph!.node;
+    const ed =
+      applyInterventions(a.loaded.model, a.disc, [{ hook: 'layers.0.resid_out', op: 'add', value: 1 }]).model.graph!
+        .node;
     const at = ed.findIndex((n) => n.output.includes('lobes.iv.0.pre'));
     expect(at).toBeGreaterThanOrEqual(0);
     expect(ed.slice(at + 1, at + 3).map((n) => n.opType)).toEqual(['CastLike', 'Add']);
@@ -173,14 +195,20 @@ describe('what an edit leaves alone', () => {
 describe('log-likelihoods with interventions equal Hugging Face hooks making the same edit', () => {
   for (const [name, cache] of [['tiny-llama', 'off'], ['tiny-llama-past', 'auto']] as const) {
     it.each(CASES)(`%s (${name}, cache ${cache})`, async (c) => {
-      const e = await openLoglikEngine(ensureGeneratedModel(name), { device: 'cpu', cache, batch: 3, cacheMinContext: 1, interventions: ivsOf(c) });
+      const e = await openLoglikEngine(ensureGeneratedModel(name), { device: 'cpu', cache, batch: 3, cacheMinContext: 1,
+        interventions: ivsOf(c) });
       closers.push(e);
       const gold = GOLD.cases[c]!.loglik;
-      const got = await e.score(gold.map((q) => ({ context: q.context, continuations: q.continuations.map((x) => x.tokens) })));
+      const got = await e.score(
+        gold.map((q) => ({ context: q.context, continuations: q.continuations.map((x) => x.tokens) })),
+      );
       gold.forEach((q, i) =>
         q.continuations.forEach((x, j) =>
-          x.logprobs.forEach((lp, k) => expect(Math.abs(got[i]![j]!.tokenLogprobs[k]! - lp), `${c} request ${i} continuation ${j} token ${k}`).toBeLessThan(TOL * Math.max(1, Math.abs(lp)))),
-        ),
+          x.logprobs.forEach((lp, k) =>
+            expect(Math.abs(got[i]![j]!.tokenLogprobs[k]! - lp), `${c} request ${i} continuation ${j} token ${k}`)
+              .toBeLessThan(TOL * Math.max(1, Math.abs(lp)))
+          )
+        )
       );
     });
   }
@@ -203,29 +231,37 @@ describe('answer scoring with interventions', () => {
 });
 
 describe('answer scoring with an edit at the last position and a KV cache', () => {
-  it('shares no prefixes (the cached prefix\'s last token is not the row\'s) and scores as Hugging Face', async () => {
+  it("shares no prefixes (the cached prefix's last token is not the row's) and scores as Hugging Face", async () => {
     const plain = await openScorer(ensureGeneratedModel('tiny-llama-past'), { device: 'cpu', generation: true });
     closers.push(plain);
     expect(plain.multiTokenExtend).toBe(true);
-    const s = await openScorer(ensureGeneratedModel('tiny-llama-past'), { device: 'cpu', generation: true, interventions: ivsOf('resid_add_last') });
+    const s = await openScorer(ensureGeneratedModel('tiny-llama-past'), { device: 'cpu', generation: true,
+      interventions: ivsOf('resid_add_last') });
     closers.push(s);
     expect(s.multiTokenExtend).toBe(false);
     const all = Array.from({ length: 512 }, (_, i) => i);
     const out = await s.score(SEQS, all, 511);
-    SEQS.forEach((_, r) => expect(relErr(out.cand.subarray(r * 512, (r + 1) * 512), GOLD.cases.resid_add_last!.seqs[r]!.logits), `row ${r}`).toBeLessThan(TOL));
+    SEQS.forEach((_, r) =>
+      expect(relErr(out.cand.subarray(r * 512, (r + 1) * 512), GOLD.cases.resid_add_last!.seqs[r]!.logits), `row ${r}`)
+        .toBeLessThan(TOL)
+    );
   });
 });
 
 describe('attention weights with interventions', () => {
-  it('an edit of layer 0\'s output changes layer 1\'s weights as in Hugging Face, and leaves layer 0\'s', async () => {
+  it("an edit of layer 0's output changes layer 1's weights as in Hugging Face, and leaves layer 0's", async () => {
     for (const c of ['resid_add', 'resid_add_last']) {
-      const e = await openAttentionEngine(ensureGeneratedModel('tiny-llama'), { device: 'cpu', interventions: ivsOf(c) });
+      const e = await openAttentionEngine(ensureGeneratedModel('tiny-llama'), { device: 'cpu',
+        interventions: ivsOf(c) });
       closers.push(e);
       const b = padBatch(SEQS, 511, 'right');
       const res = await e.run(b);
       for (const layer of [0, 1]) {
         const rows = realRows(b, res, [layer]);
-        SEQS.forEach((_, r) => expect(relErr(rows[r]!, GOLD.cases[c]!.seqs[r]!.attn[`layers.${layer}.attn.weights`]!), `${c} layer ${layer} row ${r}`).toBeLessThan(TOL));
+        SEQS.forEach((_, r) =>
+          expect(relErr(rows[r]!, GOLD.cases[c]!.seqs[r]!.attn[`layers.${layer}.attn.weights`]!),
+            `${c} layer ${layer} row ${r}`).toBeLessThan(TOL)
+        );
       }
     }
     // the golden weights themselves: layer 1's moved, layer 0's did not
@@ -244,22 +280,28 @@ describe('bad interventions are refused in one line', () => {
     [{ hook: 'layers.7.resid_out', op: 'zero' }, /no editable value at layers\.7\.resid_out/],
     [{ hook: 'layers.0.attn.weights', op: 'zero' }, /no editable value at layers\.0\.attn\.weights/],
     [{ hook: 'final.mean', op: 'zero' }, /mean over the positions/],
-    [{ hook: 'layers.0.resid_out', op: 'add', value: new Float32Array(63) }, /63 numbers but layers\.0\.resid_out has width 64/],
-    [{ hook: 'layers.0.mlp.down_in', op: 'replace', value: new Float32Array(64) }, /64 numbers but layers\.0\.mlp\.down_in has width 256/],
+    [{ hook: 'layers.0.resid_out', op: 'add', value: new Float32Array(63) },
+      /63 numbers but layers\.0\.resid_out has width 64/],
+    [{ hook: 'layers.0.mlp.down_in', op: 'replace', value: new Float32Array(64) },
+      /64 numbers but layers\.0\.mlp\.down_in has width 256/],
     [{ hook: 'layers.0.resid_out', op: 'add' }, /add needs a value/],
     [{ hook: 'layers.0.resid_out', op: 'scale' }, /scale needs a value/],
     [{ hook: 'layers.0.resid_out', op: 'zero', value: 1 }, /zero takes no value/],
     [{ hook: 'layers.0.resid_out', op: 'shift', value: 1 }, /unknown operation "shift"/],
     [{ hook: 'layers.0.resid_out', op: 'scale', value: NaN }, /not a finite number/],
     [{ hook: 'layers.0.resid_out', op: 'add', value: 1, positions: 'first' }, /positions must be 'all' or 'last'/],
-  ].map(([iv, m]) => [describeIntervention(iv as Intervention), iv, m]) as [string, Intervention, RegExp][])('%s', async (_, iv, msg) => {
-    const err = await check(iv);
-    expect(err.message).toMatch(msg);
-    expect(err.message).toMatch(/^m\.onnx: intervention /);
-  });
+  ].map(([iv, m]) => [describeIntervention(iv as Intervention), iv, m]) as [string, Intervention, RegExp][])('%s',
+    async (_, iv, msg) => {
+      const err = await check(iv);
+      expect(err.message).toMatch(msg);
+      expect(err.message).toMatch(/^m\.onnx: intervention /);
+    });
 
   it('an engine refuses before it opens a session', async () => {
-    const err = await expectLobesError(openCaptureEngine(ensureGeneratedModel('tiny-llama'), { capture: ['resid'], device: 'cpu', interventions: [{ hook: 'layers.0.resid_out', op: 'add', value: new Float32Array(3) }] }));
+    const err = await expectLobesError(
+      openCaptureEngine(ensureGeneratedModel('tiny-llama'), { capture: ['resid'], device: 'cpu',
+        interventions: [{ hook: 'layers.0.resid_out', op: 'add', value: new Float32Array(3) }] }),
+    );
     expect(err.message).toMatch(/3 numbers but layers\.0\.resid_out has width 64/);
   });
 });

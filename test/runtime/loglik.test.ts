@@ -18,10 +18,22 @@ import { openLoglikEngine, type LoglikEngine, type LoglikRequest } from '../../s
 import { referenceForward, cachedParams } from '../models/reference-forward.js';
 import { expectLobesError } from './helpers.js';
 
-interface GRow { logprob: number; argmax: number; gap: number }
-interface GCont { tokens: number[]; rows: GRow[]; logprob: number }
-const GOLD = JSON.parse(readFileSync(path.resolve(__dirname, '../goldens/loglik/tiny-llama.json'), 'utf8')) as { requests: { context: number[]; continuations: GCont[] }[] };
-const REQS: LoglikRequest[] = GOLD.requests.map((r) => ({ context: r.context, continuations: r.continuations.map((c) => c.tokens) }));
+interface GRow {
+  logprob: number;
+  argmax: number;
+  gap: number;
+}
+interface GCont {
+  tokens: number[];
+  rows: GRow[];
+  logprob: number;
+}
+const GOLD = JSON.parse(readFileSync(path.resolve(__dirname, '../goldens/loglik/tiny-llama.json'), 'utf8')) as {
+  requests: { context: number[]; continuations: GCont[] }[];
+};
+const REQS: LoglikRequest[] = GOLD.requests.map((r) => ({ context: r.context,
+  continuations: r.continuations.map((c) => c.tokens) })
+);
 
 /** HF's golden rows, or (4-bit) the float64 forward pass of the model's own weights. */
 function expected(name: string): GCont[][] {
@@ -50,7 +62,7 @@ function expected(name: string): GCont[][] {
         return { logprob: row[t]! - m - Math.log(z), argmax: a, gap: m - second };
       });
       return { tokens: c, rows, logprob: rows.reduce((s, x) => s + x.logprob, 0) };
-    }),
+    })
   );
 }
 
@@ -69,7 +81,8 @@ describe.each([
   const want = expected(name);
   for (const cache of ['auto', 'off'] as const) {
     it(`equal the reference per token and summed (cache ${cache})`, async () => {
-      const e = await openLoglikEngine(ensureGeneratedModel(name), { device: 'cpu', cache, batch: 3, cacheMinContext: 1 });
+      const e = await openLoglikEngine(ensureGeneratedModel(name), { device: 'cpu', cache, batch: 3,
+        cacheMinContext: 1 });
       engines.push(e);
       expect(e.usesCache).toBe(cache === 'auto' && hasCache);
       const got = await e.score(REQS);
@@ -79,16 +92,19 @@ describe.each([
           const g = got[i]![j]!;
           expect(g.tokens).toBe(c.tokens.length);
           c.rows.forEach((row, k) => {
-            expect(Math.abs(g.tokenLogprobs[k]! - row.logprob), `request ${i} continuation ${j} token ${k}`).toBeLessThan(tol * Math.max(1, Math.abs(row.logprob)));
+            expect(Math.abs(g.tokenLogprobs[k]! - row.logprob), `request ${i} continuation ${j} token ${k}`)
+              .toBeLessThan(tol * Math.max(1, Math.abs(row.logprob)));
             // Greedy flags where the two largest logits are clearly apart.
             if (row.gap > (tol < 1e-3 ? 1e-3 : 0.1)) {
-              expect(g.tokenGreedy[k], `request ${i} continuation ${j} token ${k}`).toBe(row.argmax === c.tokens[k] ? 1 : 0);
+              expect(g.tokenGreedy[k], `request ${i} continuation ${j} token ${k}`).toBe(
+                row.argmax === c.tokens[k] ? 1 : 0,
+              );
               checkedGreedy++;
             }
           });
           expect(Math.abs(g.logprob - c.logprob)).toBeLessThan(tol * c.rows.length * Math.max(1, Math.abs(c.logprob)));
           expect(g.greedy).toBe(Array.from(g.tokenGreedy).every((x) => x === 1));
-        }),
+        })
       );
       expect(checkedGreedy).toBeGreaterThan(10);
     });
@@ -110,7 +126,8 @@ describe('greedy continuations', () => {
     const row = f.logits.subarray(r0.context.length * V, (r0.context.length + 1) * V);
     let second = 0;
     for (let v = 1; v < V; v++) if (row[v]! > row[second]!) second = v;
-    const [[g, notG]] = await e.score([{ context: r0.context, continuations: [[first, second], [first, (second + 1) % V]] }]) as any;
+    const [[g, notG]] = await e.score([{ context: r0.context,
+      continuations: [[first, second], [first, (second + 1) % V]] }]) as any;
     expect(g.greedy).toBe(true);
     expect(notG.greedy).toBe(false);
   });
@@ -125,15 +142,18 @@ describe('the engine', () => {
       const outputs: string[][] = [];
       const proto = (ort.InferenceSession as any).prototype as ort.InferenceSession;
       const run = proto.run;
-      const spy = vi.spyOn(proto, 'run').mockImplementation(async function (this: ort.InferenceSession, feeds: any, ...rest: any[]) {
-        for (const t of Object.values(feeds)) seen.add(t as ort.Tensor);
-        const out = await (run as any).call(this, feeds, ...rest);
-        for (const t of Object.values(out)) seen.add(t as ort.Tensor);
-        outputs.push(Object.keys(out));
-        return out;
-      });
+      const spy = vi.spyOn(proto, 'run').mockImplementation(
+        async function(this: ort.InferenceSession, feeds: any, ...rest: any[]) {
+          for (const t of Object.values(feeds)) seen.add(t as ort.Tensor);
+          const out = await (run as any).call(this, feeds, ...rest);
+          for (const t of Object.values(out)) seen.add(t as ort.Tensor);
+          outputs.push(Object.keys(out));
+          return out;
+        },
+      );
       try {
-        const e = await openLoglikEngine(ensureGeneratedModel('tiny-llama-past'), { device: 'cpu', cache, batch: 2, cacheMinContext: 1 });
+        const e = await openLoglikEngine(ensureGeneratedModel('tiny-llama-past'), { device: 'cpu', cache, batch: 2,
+          cacheMinContext: 1 });
         engines.push(e);
         expect(e.usesCache).toBe(cache === 'auto');
         const before = seen.size;
@@ -143,7 +163,10 @@ describe('the engine', () => {
         expect(live.length, 'tensors fed to or received from a session and never disposed').toBe(0);
         expect(e.stats.liveTensors).toBe(0);
         // A run fetches what it reads: scores, or (a prefill) the KV cache, never both.
-        for (const names of outputs) expect(names.includes(TARGET_LOGPROB) && names.some((n) => n.startsWith('present')), names.join(',')).toBe(false);
+        for (const names of outputs)
+          expect(names.includes(TARGET_LOGPROB) && names.some((n) => n.startsWith('present')), names.join(',')).toBe(
+            false,
+          );
       } finally {
         spy.mockRestore();
       }
@@ -160,7 +183,8 @@ describe('the engine', () => {
     expect(REQS.every((r) => r.continuations.length >= 2)).toBe(true);
     const ctx = REQS.reduce((s, r) => s + r.context.length - 1, 0);
     const conts = REQS.reduce((s, r) => s + r.continuations.reduce((t, c) => t + c.length, 0), 0);
-    const batched = REQS.reduce((s, r) => s + r.continuations.reduce((t, c) => t + r.context.length + c.length - 1, 0), 0);
+    const batched = REQS.reduce((s, r) => s + r.continuations.reduce((t, c) => t + r.context.length + c.length - 1, 0),
+      0);
     expect(a.stats.computedTokens).toBe(ctx + conts);
     expect(b.stats.computedTokens).toBe(batched);
     expect(a.stats.scoredTokens).toBe(conts);
@@ -177,7 +201,10 @@ describe('the engine', () => {
     const y = await b.score(reqs);
     x.forEach((r, i) => r.forEach((c, j) => expect(Math.abs(c.logprob - y[i]![j]!.logprob)).toBeLessThan(1e-4)));
     // Only the long context went through the cache: its 39 tokens once, not three times.
-    const batchedShort = REQS.reduce((s, r) => s + r.continuations.reduce((t, c) => t + r.context.length + c.length - 1, 0), 0);
+    const batchedShort = REQS.reduce(
+      (s, r) => s + r.continuations.reduce((t, c) => t + r.context.length + c.length - 1, 0),
+      0,
+    );
     expect(a.stats.computedTokens).toBe(batchedShort + 39 + 6);
   });
 
@@ -185,7 +212,9 @@ describe('the engine', () => {
     const a = analyseModel(ensureGeneratedModel('tiny-llama-past'));
     const { mask, inGraphPast } = planInputs(a);
     const g = buildLoglikHeadModel(a.loaded.model, a.disc, { maskInput: mask, inGraphPast });
-    const outs = g.model.graph!.output.map((o) => [o.name, o.type!.tensorType!.shape!.dim.map((d) => d.dimParam ?? d.dimValue)]);
+    const outs = g.model.graph!.output.map((
+      o,
+    ) => [o.name, o.type!.tensorType!.shape!.dim.map((d) => d.dimParam ?? d.dimValue)]);
     expect(outs).toEqual([
       [TARGET_LOGPROB, ['scored']],
       [TARGET_TOP, ['scored']],
@@ -199,7 +228,11 @@ describe('the engine', () => {
   it('refuses an empty context or an empty continuation with a one-line error', async () => {
     const e = await openLoglikEngine(ensureGeneratedModel('tiny-llama'), { device: 'cpu' });
     engines.push(e);
-    expect((await expectLobesError(e.score([{ context: [], continuations: [[1]] }]))).message).toMatch(/request 0 has an empty context/);
-    expect((await expectLobesError(e.score([{ context: [1], continuations: [[2], []] }]))).message).toMatch(/request 0, continuation 1 has no tokens/);
+    expect((await expectLobesError(e.score([{ context: [], continuations: [[1]] }]))).message).toMatch(
+      /request 0 has an empty context/,
+    );
+    expect((await expectLobesError(e.score([{ context: [1], continuations: [[2], []] }]))).message).toMatch(
+      /request 0, continuation 1 has no tokens/,
+    );
   });
 });

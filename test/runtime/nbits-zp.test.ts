@@ -13,7 +13,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import * as ort from 'onnxruntime-node';
-import { DataType, makeGraph, makeModel, makeNode, makeTensor, makeValueInfo, type ModelProto } from '../../src/onnx/index.js';
+import { DataType, makeGraph, makeModel, makeNode, makeTensor, makeValueInfo,
+  type ModelProto } from '../../src/onnx/index.js';
 import { rewriteFloatZeroPoints } from '../../src/runtime/nbits-zp.js';
 import { openEditedSession } from '../../src/runtime/providers.js';
 
@@ -54,7 +55,7 @@ function packed(c: Case): Uint8Array {
       const j = k % c.bs;
       const v = c.q[n * c.K + k]!;
       if (c.bits === 8) out[(n * nb + b) * per + j] = v;
-      else out[(n * nb + b) * per + (j >> 1)]! |= (j & 1 ? v << 4 : v);
+      else out[(n * nb + b) * per + (j >> 1)]! |= j & 1 ? v << 4 : v;
     }
   }
   return out;
@@ -65,12 +66,17 @@ function model(c: Case, opts: { bias?: boolean; fp16Scales?: boolean } = {}): Mo
   const inputs = ['X', 'B', 'S', 'Z', ...(opts.bias ? ['', 'bias'] : [])];
   const inits = [
     makeTensor('B', DataType.UINT8, [c.N, nb, (c.bs * c.bits) / 8], packed(c)),
-    opts.fp16Scales ? makeTensor('S', DataType.FLOAT16, [c.N * nb], new Uint16Array(c.N * nb).fill(0x2000)) : makeTensor('S', DataType.FLOAT, [c.N * nb], c.s),
+    opts.fp16Scales
+      ? makeTensor('S', DataType.FLOAT16, [c.N * nb], new Uint16Array(c.N * nb).fill(0x2000))
+      : makeTensor('S', DataType.FLOAT, [c.N * nb], c.s),
     makeTensor('Z', DataType.FLOAT, [c.N * nb], c.z),
     ...(opts.bias ? [makeTensor('bias', DataType.FLOAT, [c.N], new Float32Array(c.N).fill(0.5))] : []),
   ];
-  const node = makeNode('MatMulNBits', inputs, ['Y'], { K: c.K, N: c.N, bits: c.bits, block_size: c.bs }, 'com.microsoft', 'proj');
-  const g = makeGraph('g', [node], [makeValueInfo('X', DataType.FLOAT, ['a', 'b', c.K])], [makeValueInfo('Y', DataType.FLOAT, ['a', 'b', c.N])], inits);
+  const node = makeNode('MatMulNBits', inputs, ['Y'], { K: c.K, N: c.N, bits: c.bits, block_size: c.bs },
+    'com.microsoft', 'proj');
+  const g = makeGraph('g', [node], [makeValueInfo('X', DataType.FLOAT, ['a', 'b', c.K])], [
+    makeValueInfo('Y', DataType.FLOAT, ['a', 'b', c.N]),
+  ], inits);
   return makeModel(g, { opsets: { '': 17, 'com.microsoft': 1 } });
 }
 
@@ -145,7 +151,10 @@ describe('MatMulNBits with float zero points on the CPU', () => {
     // row 5 from the other two blocks only, in float64
     for (let i = 0; i < 4; i++) {
       let acc = 0;
-      for (let k = 0; k < 96; k++) if (Math.floor(k / 32) !== 1) acc += x[i * 96 + k]! * (c.q[5 * 96 + k]! - c.z[5 * nb + Math.floor(k / 32)]!) * c.s[5 * nb + Math.floor(k / 32)]!;
+      for (let k = 0; k < 96; k++)
+        if (Math.floor(k / 32) !== 1)
+          acc += x[i * 96 + k]! * (c.q[5 * 96 + k]! - c.z[5 * nb + Math.floor(k / 32)]!) *
+            c.s[5 * nb + Math.floor(k / 32)]!;
       expect(Math.abs(got[i * 8 + 5]! - acc)).toBeLessThan(1e-5 * Math.max(1, Math.abs(acc)));
     }
     expect(maxRel(got, reference(c, x, 4))).toBeLessThan(2e-6);

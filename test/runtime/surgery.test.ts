@@ -57,9 +57,14 @@ describe.skipIf(!hasGenai)('capture graph surgery', () => {
         expect(got.dims).toEqual([3, h.dim]);
         const data = got.data as Float32Array;
         refs.forEach((f, r) => {
-          expect(relErr(data.subarray(r * h.dim, (r + 1) * h.dim), lastTokenHook(f, h.name)), `${h.name} row ${r}`).toBeLessThan(3e-3);
+          expect(relErr(data.subarray(r * h.dim, (r + 1) * h.dim), lastTokenHook(f, h.name)), `${h.name} row ${r}`)
+            .toBeLessThan(3e-3);
           // and not the token before it
-          expect(relErr(data.subarray(r * h.dim, (r + 1) * h.dim), lastTokenHook(genaiForward(GENAI, seqs[r].slice(0, -1)), h.name)), `${h.name} row ${r}`).toBeGreaterThan(0.3);
+          expect(
+            relErr(data.subarray(r * h.dim, (r + 1) * h.dim),
+              lastTokenHook(genaiForward(GENAI, seqs[r].slice(0, -1)), h.name)),
+            `${h.name} row ${r}`,
+          ).toBeGreaterThan(0.3);
         });
         // In-graph empty KV tensors give exactly what the engine gets by feeding empty tensors.
         expect(Array.from(data)).toEqual(Array.from(want.get(h.name)!));
@@ -85,14 +90,18 @@ describe('capture graph surgery on a generated model with KV-cache inputs', () =
       a.loaded.model,
       hooks,
       'attention_mask',
-      past.map((v) => ({ name: v.name!, elemType: v.type!.tensorType!.elemType!, kv: [kvHeads, p.headDim] as [number, number] })),
+      past.map((v) => ({ name: v.name!, elemType: v.type!.tensorType!.elemType!,
+        kv: [kvHeads, p.headDim] as [number, number] })
+      ),
     );
     const sess = await ort.InferenceSession.create(encodeModel(surg.model), {
       logSeverityLevel: 3,
       extra: { session: { model_external_initializers_file_folder_path: a.loaded.dir } },
     } as any);
     try {
-      const seqs = ['Kindness costs nothing.', 'Hi', 'She listened, then asked what he needed most.'].map((t) => [p.tokenizer.bosId, ...encodeBpe(p.tokenizer, t)]);
+      const seqs = ['Kindness costs nothing.', 'Hi', 'She listened, then asked what he needed most.'].map((
+        t,
+      ) => [p.tokenizer.bosId, ...encodeBpe(p.tokenizer, t)]);
       expect(new Set(seqs.map((s) => s.length)).size).toBe(3); // padding on every row but one
       const refs = seqs.map((s) => referenceForward(p, s));
       // the mean over the text's positions of a per-position value [seq, d]
@@ -101,7 +110,8 @@ describe('capture graph surgery on a generated model with KV-cache inputs', () =
         for (let t = 0; t < seq; t++) for (let j = 0; j < d; j++) out[j] += M[t * d + j]! / seq;
         return out;
       };
-      expect(hooks.filter((h) => sitePool(h.site) === 'mean').map((h) => h.name)).toEqual(['final.mean', ...Array.from({ length: p.opts.layers }, (_, l) => `layers.${l}.resid_out.mean`)]);
+      expect(hooks.filter((h) => sitePool(h.site) === 'mean').map((h) => h.name)).toEqual(['final.mean',
+        ...Array.from({ length: p.opts.layers }, (_, l) => `layers.${l}.resid_out.mean`)]);
       const want = (r: number, name: string): Float64Array => {
         const f = refs[r]!;
         const t = f.seq - 1;
@@ -126,7 +136,8 @@ describe('capture graph surgery on a generated model with KV-cache inputs', () =
         for (const h of hooks) {
           const v = out[`lobes.out.${h.name}`]!.data as Float32Array;
           seqs.forEach((_, r) => {
-            expect(relErr(v.subarray(r * h.dim, (r + 1) * h.dim), want(r, h.name)), `${side} ${h.name} row ${r}`).toBeLessThan(1e-4);
+            expect(relErr(v.subarray(r * h.dim, (r + 1) * h.dim), want(r, h.name)), `${side} ${h.name} row ${r}`)
+              .toBeLessThan(1e-4);
           });
         }
       }

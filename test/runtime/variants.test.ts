@@ -2,7 +2,8 @@ import { describe, it, expect } from 'vitest';
 import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { DataType, loadModel, makeNode, makeTensor, readInitializerFloat32, writeModel, type ModelProto } from '../../src/onnx/index.js';
+import { DataType, loadModel, makeNode, makeTensor, readInitializerFloat32, writeModel,
+  type ModelProto } from '../../src/onnx/index.js';
 import { inspectModel, openCaptureEngine } from '../../src/runtime/engine.js';
 import { padBatch } from '../../src/runtime/batching.js';
 import { relErr } from './helpers.js';
@@ -77,7 +78,9 @@ describe('Gemm projections (transB=1, 2-D reshapes around them)', () => {
   it('are discovered with layout out_in and capture like the MatMul model', async () => {
     const src = loadModel(TINY);
     const info = await inspectModel(TINY);
-    const mlpWeights = new Set(info.points.flatMap((p) => (p.name.includes('.mlp.') ? p.projections!.map((r) => r.weight) : [])));
+    const mlpWeights = new Set(
+      info.points.flatMap((p) => (p.name.includes('.mlp.') ? p.projections!.map((r) => r.weight) : [])),
+    );
     const model: ModelProto = structuredClone(src.model);
     const g = model.graph!;
     const out: typeof g.node = [];
@@ -142,7 +145,9 @@ describe('MatMulNBits (int4) projections', () => {
     const src = loadModel(TINY);
     const qModel: ModelProto = structuredClone(src.model);
     const dqModel: ModelProto = structuredClone(src.model);
-    const mlpWeights = new Set(info.points.flatMap((p) => (p.name.includes('.mlp.') ? p.projections!.map((r) => r.weight) : [])));
+    const mlpWeights = new Set(
+      info.points.flatMap((p) => (p.name.includes('.mlp.') ? p.projections!.map((r) => r.weight) : [])),
+    );
     expect(mlpWeights.size).toBe(6);
     const qg = qModel.graph!;
     const dg = dqModel.graph!;
@@ -153,23 +158,28 @@ describe('MatMulNBits (int4) projections', () => {
       const t = src.initializers.get(w)!;
       const [K, N] = t.dims as [number, number];
       const q = quantize(readInitializerFloat32(src, w), K, N);
-      qg.node[i] = makeNode('MatMulNBits', [n.input[0]!, `${w}.q4`, `${w}.scales`], n.output, { K, N, bits: 4, block_size: BLOCK }, 'com.microsoft');
+      qg.node[i] = makeNode('MatMulNBits', [n.input[0]!, `${w}.q4`, `${w}.scales`], n.output, { K, N, bits: 4,
+        block_size: BLOCK }, 'com.microsoft');
       qg.initializer = qg.initializer.filter((x) => x.name !== w);
-      qg.initializer.push(makeTensor(`${w}.q4`, DataType.UINT8, [N, q.kb, q.blob], q.packed), makeTensor(`${w}.scales`, DataType.FLOAT, [N * q.kb], q.scales));
+      qg.initializer.push(makeTensor(`${w}.q4`, DataType.UINT8, [N, q.kb, q.blob], q.packed),
+        makeTensor(`${w}.scales`, DataType.FLOAT, [N * q.kb], q.scales));
       dg.initializer = dg.initializer.map((x) => (x.name === w ? makeTensor(w, DataType.FLOAT, [K, N], q.deq) : x));
     }
-    if (!qModel.opsetImport.some((o) => o.domain === 'com.microsoft')) qModel.opsetImport.push({ domain: 'com.microsoft', version: 1 });
+    if (!qModel.opsetImport.some((o) => o.domain === 'com.microsoft'))
+      qModel.opsetImport.push({ domain: 'com.microsoft', version: 1 });
     const d = mkdtempSync(join(tmpdir(), 'lobes-q4-'));
     const dq = mkdtempSync(join(tmpdir(), 'lobes-dq-'));
     try {
       writeModel(join(d, 'model.onnx'), qModel);
       writeModel(join(dq, 'model.onnx'), dqModel);
-      for (const f of ['tokenizer.json', 'tokenizer_config.json', 'config.json']) copyFileSync(join(TINY, f), join(d, f));
+      for (const f of ['tokenizer.json', 'tokenizer_config.json', 'config.json'])
+        copyFileSync(join(TINY, f), join(d, f));
       const qi = await inspectModel(d);
       expect(qi.arch.quantization).toBe('int4 (MatMulNBits, block 32)');
       expect(qi.arch.layers).toBe(info.arch.layers);
       const down = qi.points.find((p) => p.name === 'layers.1.mlp.down_in')!.projections![0]!;
-      expect(down).toMatchObject({ proj: 'down_proj', op: 'MatMulNBits', layout: 'nbits', bits: 4, blockSize: 32, dIn: info.arch.intermediate, dOut: info.arch.hidden });
+      expect(down).toMatchObject({ proj: 'down_proj', op: 'MatMulNBits', layout: 'nbits', bits: 4, blockSize: 32,
+        dIn: info.arch.intermediate, dOut: info.arch.hidden });
       expect(down.scales).toMatch(/\.scales$/);
       const e1 = await openCaptureEngine(d, { capture: ['final', 'mlp', 'resid'], device: 'cpu' });
       const e2 = await openCaptureEngine(dq, { capture: ['final', 'mlp', 'resid'], device: 'cpu' });
@@ -197,7 +207,8 @@ describe('transformers.js folder layout (onnx/ subfolder, tokenizer and config a
     try {
       mkdirSync(join(d, 'onnx'));
       copyFileSync(join(TINY, 'model.onnx'), join(d, 'onnx', 'model.onnx'));
-      for (const f of ['tokenizer.json', 'tokenizer_config.json', 'config.json']) copyFileSync(join(TINY, f), join(d, f));
+      for (const f of ['tokenizer.json', 'tokenizer_config.json', 'config.json'])
+        copyFileSync(join(TINY, f), join(d, f));
       const want = await inspectModel(TINY);
       expect((await inspectModel(d)).arch).toEqual(want.arch);
       expect((await inspectModel(join(d, 'onnx', 'model.onnx'))).arch).toEqual(want.arch);
@@ -220,7 +231,9 @@ describe('a graph without an attention_mask input', () => {
     // attention_mask becomes ones(shape(input_ids)) inside the graph.
     g.node.unshift(
       makeNode('Shape', [ids], ['nomask.shape']),
-      makeNode('ConstantOfShape', ['nomask.shape'], ['attention_mask'], { value: makeTensor('one', DataType.INT64, [1], BigInt64Array.from([1n])) }),
+      makeNode('ConstantOfShape', ['nomask.shape'], ['attention_mask'], {
+        value: makeTensor('one', DataType.INT64, [1], BigInt64Array.from([1n])),
+      }),
     );
     const d = mkdtempSync(join(tmpdir(), 'lobes-nomask-'));
     try {
@@ -234,7 +247,8 @@ describe('a graph without an attention_mask input', () => {
           const b = padBatch([[1, 20, 30, 40, 50, 60], [1, 7, 8], [1, 9]], 0, side);
           const x = await e1.run(b);
           const y = await e2.run(b);
-          for (const h of e1.hooks) expect(relErr(x.get(h.name)!, y.get(h.name)!), `${side} ${h.name}`).toBeLessThan(1e-5);
+          for (const h of e1.hooks)
+            expect(relErr(x.get(h.name)!, y.get(h.name)!), `${side} ${h.name}`).toBeLessThan(1e-5);
         }
       } finally {
         await e1.close();
@@ -269,7 +283,9 @@ describe('an export that keeps only the last position before lm_head', () => {
       const e2 = await openCaptureEngine(TINY, { capture: ['final'], device: 'cpu' });
       try {
         const b = padBatch([[1, 20, 30, 40, 50, 60], [1, 7, 8]], 0, 'right');
-        expect(relErr((await e1.run(b)).get('final.hidden')!, (await e2.run(b)).get('final.hidden')!)).toBeLessThan(1e-6);
+        expect(relErr((await e1.run(b)).get('final.hidden')!, (await e2.run(b)).get('final.hidden')!)).toBeLessThan(
+          1e-6,
+        );
       } finally {
         await e1.close();
         await e2.close();

@@ -29,7 +29,8 @@ describe('concatAtomic', () => {
       return f;
     });
     const want = texts.join('');
-    const r = concatAtomic(path.join(root, 'out', 'records.jsonl'), srcs, texts.map((t, i) => ({ path: `c${i}.jsonl`, bytes: Buffer.byteLength(t), sha256: sha(t) })));
+    const r = concatAtomic(path.join(root, 'out', 'records.jsonl'), srcs,
+      texts.map((t, i) => ({ path: `c${i}.jsonl`, bytes: Buffer.byteLength(t), sha256: sha(t) })));
     expect(readFileSync(path.join(root, 'out', 'records.jsonl'), 'utf8')).toBe(want);
     expect(r).toEqual({ path: 'records.jsonl', bytes: Buffer.byteLength(want), sha256: sha(want) });
   });
@@ -39,7 +40,9 @@ describe('concatAtomic', () => {
     const b = path.join(root, 'b.jsonl');
     writeFileSync(a, '{"correct":true}\n');
     writeFileSync(b, '{"correct":false}\n');
-    const index = [a, b].map((f) => ({ path: path.basename(f), bytes: readFileSync(f).byteLength, sha256: sha(readFileSync(f)) }));
+    const index = [a, b].map((f) => ({ path: path.basename(f), bytes: readFileSync(f).byteLength,
+      sha256: sha(readFileSync(f)) })
+    );
     const target = path.join(root, 'records.jsonl');
     writeFileSync(target, 'earlier\n');
     writeFileSync(b, '{"correct":true!}\n'.slice(0, readFileSync(b).byteLength)); // same size, other bytes

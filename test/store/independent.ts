@@ -21,7 +21,9 @@ function decodeHalf(h: number): number {
   return sign * (1 + frac / 1024) * 2 ** (exp - 15);
 }
 
-export function parseSafetensors(file: string): { metadata: Record<string, string>; tensors: Record<string, ParsedTensor>; headerBytes: number } {
+export function parseSafetensors(
+  file: string,
+): { metadata: Record<string, string>; tensors: Record<string, ParsedTensor>; headerBytes: number } {
   const buf = readFileSync(file);
   const n = Number(buf.readBigUInt64LE(0));
   if (8 + n > buf.length) throw new Error(`${file}: header length ${n} beyond file size ${buf.length}`);
@@ -41,7 +43,10 @@ export function parseSafetensors(file: string): { metadata: Record<string, strin
     if (e - b !== count * width) throw new Error(`${file}: ${name} spans ${e - b} bytes, expected ${count * width}`);
     if (base + e > buf.length) throw new Error(`${file}: ${name} beyond end of file`);
     const values = new Float64Array(count);
-    for (let i = 0; i < count; i++) values[i] = info.dtype === 'F16' ? decodeHalf(buf.readUInt16LE(base + b + 2 * i)) : buf.readFloatLE(base + b + 4 * i);
+    for (let i = 0; i < count; i++)
+      values[i] = info.dtype === 'F16'
+        ? decodeHalf(buf.readUInt16LE(base + b + 2 * i))
+        : buf.readFloatLE(base + b + 4 * i);
     tensors[name] = { dtype: info.dtype, shape: info.shape, values };
     covered += e - b;
   }
@@ -69,7 +74,8 @@ export function diffTrees(a: string, b: string, sub: string): string[] {
   for (const f of all) {
     if (!fa.includes(f)) diffs.push(`only in ${b}: ${f}`);
     else if (!fb.includes(f)) diffs.push(`only in ${a}: ${f}`);
-    else if (!readFileSync(path.join(a, sub, f)).equals(readFileSync(path.join(b, sub, f)))) diffs.push(`differs: ${f}`);
+    else if (!readFileSync(path.join(a, sub, f)).equals(readFileSync(path.join(b, sub, f))))
+      diffs.push(`differs: ${f}`);
   }
   return diffs;
 }

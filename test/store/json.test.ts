@@ -38,11 +38,19 @@ describe('readJsonFile', () => {
     const m = failure(() => readJsonFile(missing));
     expect(m).toBeInstanceOf(LobesError);
     expect(m.message).toBe(`${missing}: cannot read (ENOENT)`);
-    expect(failure(() => readJsonFile(bad)).message).toMatch(new RegExp(`^${bad.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: invalid JSON: `));
+    expect(failure(() => readJsonFile(bad)).message).toMatch(
+      new RegExp(`^${bad.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: invalid JSON: `),
+    );
   });
 
   it("words the failures as the reader does, with its hint, or throws the reader's own error", () => {
-    const o = { unreadable: (e: NodeJS.ErrnoException) => (e.code === 'ENOENT' ? new LobesError('not ours: x.json is missing', { file: 'elsewhere' }) : `x is not valid JSON (${e.message})`), invalid: (msg: string) => `x is not valid JSON (${msg})`, hint: 'write it again' };
+    const o = {
+      unreadable: (e: NodeJS.ErrnoException) => (e.code === 'ENOENT'
+        ? new LobesError('not ours: x.json is missing', { file: 'elsewhere' })
+        : `x is not valid JSON (${e.message})`),
+      invalid: (msg: string) => `x is not valid JSON (${msg})`,
+      hint: 'write it again',
+    };
     expect(failure(() => readJsonFile(missing, o)).message).toBe('elsewhere: not ours: x.json is missing');
     const e = failure(() => readJsonFile(bad, o));
     expect(e.message).toMatch(/bad\.json: x is not valid JSON \(/);
@@ -73,7 +81,7 @@ describe('writeJsonAtomic', () => {
   });
 });
 
-describe("the readers keep their own words through readJsonFile", () => {
+describe('the readers keep their own words through readJsonFile', () => {
   it('run manifest, chunk index and eval.json: missing, not a folder, not JSON', async () => {
     const { readManifest } = await import('../../src/store/manifest.js');
     const { readChunkIndex, indexPath } = await import('../../src/store/chunks.js');

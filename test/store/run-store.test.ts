@@ -1,11 +1,13 @@
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
-import { mkdtempSync, readFileSync, writeFileSync, truncateSync, statSync, rmSync, openSync, fstatSync, readSync, writeSync, closeSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync, truncateSync, statSync, rmSync, openSync, fstatSync, readSync,
+  writeSync, closeSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { runExtract } from '../../src/extract/run.js';
 import { openRun, verifyRun, readChunkIndex } from '../../src/store/index.js';
-import { fakeDeps, fakeDataset, fakeTokenizer, fakePlanBatches, fakePadBatch, fakeEngine, fakeModelDir, FAKE_HOOKS } from '../extract-run/fake.js';
+import { fakeDeps, fakeDataset, fakeTokenizer, fakePlanBatches, fakePadBatch, fakeEngine, fakeModelDir,
+  FAKE_HOOKS } from '../extract-run/fake.js';
 import { parseSafetensors, listFiles } from './independent.js';
 
 const N = 23;
@@ -46,8 +48,10 @@ describe('run directory: write, parse independently, read', () => {
     const model = fakeModelDir(root);
     run32 = path.join(root, 'run32');
     run16 = path.join(root, 'run16');
-    await runExtract({ model, data: 'fake', out: run32, dtype: 'fp32', chunkRows: K, batch: BATCH, quiet: true, deps: fakeDeps(N) });
-    await runExtract({ model, data: 'fake', out: run16, dtype: 'fp16', chunkRows: K, batch: BATCH, quiet: true, deps: fakeDeps(N) });
+    await runExtract({ model, data: 'fake', out: run32, dtype: 'fp32', chunkRows: K, batch: BATCH, quiet: true,
+      deps: fakeDeps(N) });
+    await runExtract({ model, data: 'fake', out: run16, dtype: 'fp16', chunkRows: K, batch: BATCH, quiet: true,
+      deps: fakeDeps(N) });
     exp = await expected(N, K, BATCH);
   });
   afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -58,7 +62,9 @@ describe('run directory: write, parse independently, read', () => {
     for (const h of FAKE_HOOKS) {
       const e = exp.get(h.name)!;
       for (let c = 0; c * K < N; c++) {
-        const p = parseSafetensors(path.join(run32, 'activations', h.name, `chunk-${String(c).padStart(6, '0')}.safetensors`));
+        const p = parseSafetensors(
+          path.join(run32, 'activations', h.name, `chunk-${String(c).padStart(6, '0')}.safetensors`),
+        );
         const rows = Math.min(K, N - c * K);
         const t = p.tensors[h.name];
         expect(t.dtype).toBe('F32');
@@ -76,7 +82,9 @@ describe('run directory: write, parse independently, read', () => {
       const e = exp.get(h.name)!;
       let k = 0;
       for (let c = 0; c * K < N; c++) {
-        const t = parseSafetensors(path.join(run16, 'activations', h.name, `chunk-${String(c).padStart(6, '0')}.safetensors`)).tensors[h.name];
+        const t =
+          parseSafetensors(path.join(run16, 'activations', h.name, `chunk-${String(c).padStart(6, '0')}.safetensors`))
+            .tensors[h.name];
         expect(t.dtype).toBe('F16');
         for (let i = 0; i < t.values.length; i++, k++) {
           expect(all[k]).toBe(t.values[i]);
@@ -124,9 +132,15 @@ describe('run directory: write, parse independently, read', () => {
     const e = exp.get(h.name)!;
     const rows = [22, 0, 1, 2, 3, 4, 5, 9, 10, 11, 17, 6];
     const got = await r.read(h.name, rows);
-    rows.forEach((row, k) => expect(Array.from(got.subarray(k * h.dim, (k + 1) * h.dim))).toEqual(Array.from(e.subarray(row * h.dim, (row + 1) * h.dim))));
+    rows.forEach((row, k) =>
+      expect(Array.from(got.subarray(k * h.dim, (k + 1) * h.dim))).toEqual(
+        Array.from(e.subarray(row * h.dim, (row + 1) * h.dim)),
+      )
+    );
     const coop = r.select('aspect', 'Cooperation');
-    expect(Array.from(coop)).toEqual(fakeDataset(N).samples.flatMap((s, i) => (s.labels.aspect === 'Cooperation' ? [i] : [])));
+    expect(Array.from(coop)).toEqual(
+      fakeDataset(N).samples.flatMap((s, i) => (s.labels.aspect === 'Cooperation' ? [i] : [])),
+    );
     expect(r.select('aspect', 'nothing')).toHaveLength(0);
     expect(() => r.labels('ability')).toThrow(/label axis "ability" is not in this run/);
     await expect(r.read('layers.9.mlp.in')).rejects.toThrow(/capture point "layers.9.mlp.in" is not in this run/);
@@ -157,23 +171,29 @@ describe('run directory: write, parse independently, read', () => {
 
   it('a corrupted chunk is named by verify, and a truncated one by read', async () => {
     const dir = path.join(root, 'corrupt');
-    await runExtract({ model: fakeModelDir(root), data: 'fake', out: dir, chunkRows: K, batch: BATCH, quiet: true, deps: fakeDeps(N) });
+    await runExtract({ model: fakeModelDir(root), data: 'fake', out: dir, chunkRows: K, batch: BATCH, quiet: true,
+      deps: fakeDeps(N) });
     expect(await verifyRun(dir)).toBe(FAKE_HOOKS.length * 5);
     const bad = path.join(dir, 'activations', 'layers.0.mlp.in', 'chunk-000002.safetensors');
     const b = readFileSync(bad);
     b[b.length - 3] ^= 0x40;
     writeFileSync(bad, b);
-    await expect(verifyRun(dir)).rejects.toThrow(/layers\.0\.mlp\.in\/chunk-000002\.safetensors: chunk file is corrupted: sha256/);
+    await expect(verifyRun(dir)).rejects.toThrow(
+      /layers\.0\.mlp\.in\/chunk-000002\.safetensors: chunk file is corrupted: sha256/,
+    );
     const cut = path.join(dir, 'activations', 'final.hidden', 'chunk-000001.safetensors');
     truncateSync(cut, statSync(cut).size - 10);
     const r = await openRun(dir);
-    await expect(r.read('final.hidden', [6])).rejects.toThrow(/final\.hidden\/chunk-000001\.safetensors: chunk file has \d+ bytes, the index records \d+/);
+    await expect(r.read('final.hidden', [6])).rejects.toThrow(
+      /final\.hidden\/chunk-000001\.safetensors: chunk file has \d+ bytes, the index records \d+/,
+    );
     // Rows in intact chunks still read.
     expect((await r.read('final.hidden', [0])).length).toBe(16);
   });
   it('a chunk file re-indexed with an extra tensor or trailing bytes is refused, whatever its recorded sha256', async () => {
     const dir = path.join(root, 'extra');
-    await runExtract({ model: fakeModelDir(root), data: 'fake', out: dir, chunkRows: K, batch: BATCH, quiet: true, deps: fakeDeps(N) });
+    await runExtract({ model: fakeModelDir(root), data: 'fake', out: dir, chunkRows: K, batch: BATCH, quiet: true,
+      deps: fakeDeps(N) });
     const hook = 'final.hidden';
     const rel = path.join(hook, 'chunk-000001.safetensors');
     const file = path.join(dir, 'activations', rel);
@@ -200,14 +220,22 @@ describe('run directory: write, parse independently, read', () => {
     // The untouched layout re-written the same way still reads (the check is the extra part, not the rewrite).
     reindex(withHeader(header, data));
     expect((await (await openRun(dir)).read(hook, [6])).length).toBe(16);
-    reindex(withHeader({ ...header, planted: { dtype: 'F32', shape: [1], data_offsets: [data.length, data.length + 4] } }, Buffer.concat([data, Buffer.alloc(4)])));
-    await expect((await openRun(dir)).read(hook, [6])).rejects.toThrow(/final\.hidden\/chunk-000001\.safetensors: chunk file holds a tensor besides final\.hidden \("planted"\); lobes writes one per chunk file/);
+    reindex(
+      withHeader({ ...header, planted: { dtype: 'F32', shape: [1], data_offsets: [data.length, data.length + 4] } },
+        Buffer.concat([data, Buffer.alloc(4)])),
+    );
+    await expect((await openRun(dir)).read(hook, [6])).rejects.toThrow(
+      /final\.hidden\/chunk-000001\.safetensors: chunk file holds a tensor besides final\.hidden \("planted"\); lobes writes one per chunk file/,
+    );
     reindex(withHeader(header, Buffer.concat([data, Buffer.alloc(8)])));
-    await expect((await openRun(dir)).read(hook, [6])).rejects.toThrow(/chunk-000001\.safetensors: chunk file has 8 bytes after its final\.hidden data/);
+    await expect((await openRun(dir)).read(hook, [6])).rejects.toThrow(
+      /chunk-000001\.safetensors: chunk file has 8 bytes after its final\.hidden data/,
+    );
   });
   it('a chunk changed in place after it was verified is re-hashed and refused on the next read through the same open run (the verified-file cache is keyed by more than size)', async () => {
     const dir = path.join(root, 'inplace');
-    await runExtract({ model: fakeModelDir(root), data: 'fake', out: dir, chunkRows: K, batch: BATCH, quiet: true, deps: fakeDeps(N) });
+    await runExtract({ model: fakeModelDir(root), data: 'fake', out: dir, chunkRows: K, batch: BATCH, quiet: true,
+      deps: fakeDeps(N) });
     const run = await openRun(dir);
     const hook = 'final.hidden';
     expect((await run.read(hook, [0, 1])).length).toBe(32);
@@ -220,9 +248,10 @@ describe('run directory: write, parse independently, read', () => {
     b[0] = b[0]! ^ 0x40;
     writeSync(fd, b, 0, 1, size - 1);
     closeSync(fd);
-    await expect(run.read(hook, [0, 1])).rejects.toThrow(/final\.hidden\/chunk-000000\.safetensors: chunk file is corrupted: sha256/);
+    await expect(run.read(hook, [0, 1])).rejects.toThrow(
+      /final\.hidden\/chunk-000000\.safetensors: chunk file is corrupted: sha256/,
+    );
     // Rows of the other chunks still read through the same reader.
     expect((await run.read(hook, [K])).length).toBe(16);
   });
 });
-

@@ -11,13 +11,20 @@ describe('--shard parsing', () => {
   });
 
   it('auto reads Slurm job arrays, minding SLURM_ARRAY_TASK_MIN and STEP', () => {
-    expect(parseShard('auto', { SLURM_ARRAY_TASK_ID: '0', SLURM_ARRAY_TASK_COUNT: '4' })).toEqual({ index: 0, count: 4 });
+    expect(parseShard('auto', { SLURM_ARRAY_TASK_ID: '0', SLURM_ARRAY_TASK_COUNT: '4' })).toEqual({ index: 0,
+      count: 4 });
     // --array=1-3: ids 1,2,3, MIN 1.
-    expect(parseShard('auto', { SLURM_ARRAY_TASK_ID: '3', SLURM_ARRAY_TASK_MIN: '1', SLURM_ARRAY_TASK_COUNT: '3' })).toEqual({ index: 2, count: 3 });
+    expect(parseShard('auto', { SLURM_ARRAY_TASK_ID: '3', SLURM_ARRAY_TASK_MIN: '1', SLURM_ARRAY_TASK_COUNT: '3' }))
+      .toEqual({ index: 2, count: 3 });
     // --array=10-30:10: ids 10,20,30.
-    expect(parseShard('auto', { SLURM_ARRAY_TASK_ID: '20', SLURM_ARRAY_TASK_MIN: '10', SLURM_ARRAY_TASK_STEP: '10', SLURM_ARRAY_TASK_COUNT: '3' })).toEqual({ index: 1, count: 3 });
+    expect(
+      parseShard('auto', { SLURM_ARRAY_TASK_ID: '20', SLURM_ARRAY_TASK_MIN: '10', SLURM_ARRAY_TASK_STEP: '10',
+        SLURM_ARRAY_TASK_COUNT: '3' }),
+    ).toEqual({ index: 1, count: 3 });
     expect(() => parseShard('auto', { SLURM_ARRAY_TASK_ID: '2' })).toThrow(/SLURM_ARRAY_TASK_COUNT is not/);
-    expect(() => parseShard('auto', { SLURM_ARRAY_TASK_ID: '5', SLURM_ARRAY_TASK_COUNT: '3' })).toThrow(/shard index 5 is outside 0\.\.2/);
+    expect(() => parseShard('auto', { SLURM_ARRAY_TASK_ID: '5', SLURM_ARRAY_TASK_COUNT: '3' })).toThrow(
+      /shard index 5 is outside 0\.\.2/,
+    );
   });
 
   it('auto reads Kubernetes Indexed Jobs with the count from auto/N or LOBES_SHARD_COUNT', () => {

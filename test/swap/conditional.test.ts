@@ -54,7 +54,8 @@ describe('stratified permutations', () => {
 
   it('counts the exchangeable items: strata of two or more items with two or more values', () => {
     expect(exchangeability(A, S)).toEqual({ items: 12 + 7, strata: 2, of: 4 });
-    expect(exchangeability(Int32Array.from([1, 1, 2]), Int32Array.from([0, 0, 1]))).toEqual({ items: 0, strata: 0, of: 2 });
+    expect(exchangeability(Int32Array.from([1, 1, 2]), Int32Array.from([0, 0, 1]))).toEqual({ items: 0, strata: 0,
+      of: 2 });
   });
 
   it('draws every arrangement of a stratum equally often', () => {
@@ -101,11 +102,13 @@ function planted(q: number, r: number, seed: number, pair = false, n = 300): Swa
     X[i * d + qs[i]!] += q;
     X[i * d + K + rs[i]!] += r;
   }
-  return { question: qs.map((c) => ASPECTS[c]!), response: rs.map((c) => ASPECTS[c]!), points: [{ name: 'final.hidden', layer: null, pool: 'last', dim: d, read: async () => X }], words: [], notes: [] };
+  return { question: qs.map((c) => ASPECTS[c]!), response: rs.map((c) => ASPECTS[c]!),
+    points: [{ name: 'final.hidden', layer: null, pool: 'last', dim: d, read: async () => X }], words: [], notes: [] };
 }
 
 // one point × two labels: a family of 2; 99 permutations reach Holm 0.02
-const OPTS = { bootstrap: 50, permutations: 99, conditionalPermutations: 99, probeRepeats: 1, probeC: 1, quiet: true } as const;
+const OPTS = { bootstrap: 50, permutations: 99, conditionalPermutations: 99, probeRepeats: 1, probeC: 1,
+  quiet: true } as const;
 
 describe('the conditional test on planted states', () => {
   const cache = new Map<string, SwapResult>();
@@ -146,10 +149,20 @@ describe('the conditional test on planted states', () => {
 
   it('declares its family, says each verdict in words, and writes the tests to the CSV', async () => {
     const q = await get('q1', () => planted(2.5, 0, 1));
-    expect(q.families).toEqual([{ family: 'conditional', claim: 'the state carries a label beyond the other (every point × both labels, each score)', size: 2, members: ['final.hidden:question', 'final.hidden:response'], correction: ['holm'], alpha: 0.05, scores: ['accuracy', 'balancedAccuracy', 'macroF1'] }]);
+    expect(q.families).toEqual([{
+      family: 'conditional',
+      claim: 'the state carries a label beyond the other (every point × both labels, each score)',
+      size: 2,
+      members: ['final.hidden:question', 'final.hidden:response'],
+      correction: ['holm'],
+      alpha: 0.05,
+      scores: ['accuracy', 'balancedAccuracy', 'macroF1'],
+    }]);
     expect(q.settings.conditionalPermutations).toMatchObject({ R: 99, family: 2, sizing: 'user' });
     const lines = summaryLines(q).join('\n');
-    expect(lines).toMatch(/carries the question's aspect beyond the response's: p = 0\.01[^\n]*Holm 0\.02 over 2 tests/);
+    expect(lines).toMatch(
+      /carries the question's aspect beyond the response's: p = 0\.01[^\n]*Holm 0\.02 over 2 tests/,
+    );
     expect(lines).toMatch(/no evidence it carries the response's aspect beyond the question's: p = /);
     expect(lines).toMatch(/crossChance \(descriptive/);
     const csv = swapCsv(q).split('\n');
@@ -158,7 +171,9 @@ describe('the conditional test on planted states', () => {
     expect(row).toHaveLength(SWAP_CSV_HEADER.split(',').length);
     expect(Number(row[8])).toBe(q.points[0]!.response.conditional.balancedAccuracy.p);
     expect(row[15]).toBe('fail');
-    expect(csv.find((l) => l.startsWith('final.hidden,last,,question,conditional:balanced_accuracy,'))!.endsWith(',99,pass')).toBe(true);
+    expect(
+      csv.find((l) => l.startsWith('final.hidden,last,,question,conditional:balanced_accuracy,'))!.endsWith(',99,pass'),
+    ).toBe(true);
   });
 
   it('with the question’s aspect a function of the response’s, nothing is exchangeable: not testable, in words', async () => {
@@ -171,7 +186,9 @@ describe('the conditional test on planted states', () => {
       expect(c.untestable).toMatch(/nothing can be shuffled/);
     }
     expect(r.families[0]!.size).toBe(0);
-    expect(summaryLines(r).join('\n')).toMatch(/the response's aspect beyond the question's: not testable at R = 9: no value of the question's aspect holds two items with different response's aspects, so nothing can be shuffled \(0 of 300 items exchangeable\)/);
+    expect(summaryLines(r).join('\n')).toMatch(
+      /the response's aspect beyond the question's: not testable at R = 9: no value of the question's aspect holds two items with different response's aspects, so nothing can be shuffled \(0 of 300 items exchangeable\)/,
+    );
   });
 
   it('sizes its permutations to the family by default, and takes a given count', async () => {

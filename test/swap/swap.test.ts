@@ -58,10 +58,12 @@ function planted(follow: 'question' | 'response', n = 300, seed = 1): SwapInput 
   for (const pool of ['last', 'mean'] as const) {
     [0, 1.2, 3].forEach((s, layer) => {
       const X = state(s);
-      points.push({ name: `layers.${layer}.resid_out${pool === 'mean' ? '.mean' : ''}`, layer, pool, dim: d, read: async () => X });
+      points.push({ name: `layers.${layer}.resid_out${pool === 'mean' ? '.mean' : ''}`, layer, pool, dim: d,
+        read: async () => X });
     });
     const X = state(3);
-    points.push({ name: pool === 'mean' ? 'final.mean' : 'final.hidden', layer: null, pool, dim: d, read: async () => X });
+    points.push({ name: pool === 'mean' ? 'final.mean' : 'final.hidden', layer: null, pool, dim: d,
+      read: async () => X });
   }
   return {
     question: q.map((c) => ASPECTS[c]),
@@ -111,7 +113,8 @@ describe('swap analysis on planted states', () => {
         expect(ciSide(p[follow].incremental!.balancedAccuracy), p.point).toBe('above');
         expect(ciSide(p[other].incremental!.balancedAccuracy), p.point).not.toBe('above');
         // and the strong layers beat the words alone on the planted aspect
-        if (p.layer === 2 || p.layer === null) expect(ciSide(p[follow].minusWords['token-counts'].balancedAccuracy), p.point).toBe('above');
+        if (p.layer === 2 || p.layer === null)
+          expect(ciSide(p[follow].minusWords['token-counts'].balancedAccuracy), p.point).toBe('above');
       }
     });
   }
@@ -147,52 +150,75 @@ describe('lobes swap on an extracted swap composition', () => {
     const plot = [];
     for (let k = 0; k < 60; k++) {
       const ability = picks[k % 5];
-      plot.push({ cid: k, choices: [{ cid: 1, type: 'skill choice', skill: [ability], content: { role: 'Ann', content: `Answer ${k} about ${ability.toLowerCase()}.` }, confusion: [{ type: 'skill question', question: [`How does Ann show ${ability.toLowerCase()}?`] }] }] });
+      plot.push({ cid: k,
+        choices: [{ cid: 1, type: 'skill choice', skill: [ability],
+          content: { role: 'Ann', content: `Answer ${k} about ${ability.toLowerCase()}.` },
+          confusion: [{ type: 'skill question', question: [`How does Ann show ${ability.toLowerCase()}?`] }] }] });
     }
-    writeFileSync(path.join(trees, '[1,0]_en_example_0.json'), JSON.stringify({ scenario: 's', interactive_plot: plot }));
+    writeFileSync(path.join(trees, '[1,0]_en_example_0.json'),
+      JSON.stringify({ scenario: 's', interactive_plot: plot }));
     expect(ABILITIES.filter((a) => picks.includes(a.name))).toHaveLength(5);
     const model = ensureGeneratedModel('tiny-llama');
     const run = path.join(dir, 'run');
-    await runExtract({ model, data: `socialeval:${trees}?swap=3`, out: run, capture: ['final', 'resid', 'mean'], quiet: true, dtype: 'fp32' });
+    await runExtract({ model, data: `socialeval:${trees}?swap=3`, out: run, capture: ['final', 'resid', 'mean'],
+      quiet: true, dtype: 'fp32' });
     const manifest = JSON.parse(readFileSync(path.join(run, 'manifest.json'), 'utf8'));
     expect(manifest.dataset.composition).toMatchObject({ kind: 'swap', seed: 3, responses: 60 });
     expect(manifest.dataset.spec).toContain('swap=3');
     expect(manifest.dataset.axes).toContain('question_aspect');
-    const { result, outDir } = await runSwap(run, { points: ['final.hidden', 'final.mean', 'layers.1.resid_out.mean'], bootstrap: 50, permutations: 2, probeRepeats: 1, probeC: 1, threads: 1, quiet: true });
+    const { result, outDir } = await runSwap(run, { points: ['final.hidden', 'final.mean', 'layers.1.resid_out.mean'],
+      bootstrap: 50, permutations: 2, probeRepeats: 1, probeC: 1, threads: 1, quiet: true });
     expect(outDir).toBe(path.join(run, 'swap'));
     expect(result.n).toBe(60);
     // in the order of the residual stream: the layers, then the final state
-    expect(result.points.map((p) => [p.point, p.pool])).toEqual([['layers.1.resid_out.mean', 'mean'], ['final.hidden', 'last'], ['final.mean', 'mean']]);
+    expect(result.points.map((p) => [p.point, p.pool])).toEqual([['layers.1.resid_out.mean', 'mean'], ['final.hidden',
+      'last'], ['final.mean', 'mean']]);
     expect(result.words.map((w) => w.name)).toEqual(['token-counts', 'token-embedding-mean']);
     const csv = readFileSync(path.join(outDir!, 'swap.csv'), 'utf8');
-    expect(csv.split('\n')[0]).toBe('point,pool,layer,label,quantity,value,ci_low,ci_high,p,null_mean,null_low,null_high,p_holm,z,permutations,verdict');
+    expect(csv.split('\n')[0]).toBe(
+      'point,pool,layer,label,quantity,value,ci_low,ci_high,p,null_mean,null_low,null_high,p_holm,z,permutations,verdict',
+    );
     expect(csv).toMatch(/^final\.mean,mean,,question-response,difference:balanced_accuracy,/m);
     const settings = JSON.parse(readFileSync(path.join(outDir!, 'settings.json'), 'utf8'));
     expect(settings.provenance.run).toBe(manifest.identity);
     // the random-weights control of the same model on the same samples: the same tests, side by side
     const { analyseModel } = await import('../../src/runtime/engine.js');
     const { randomControlModel } = await import('../../src/runtime/control.js');
-    const ctlModel = await randomControlModel(model, analyseModel(model).info.arch, { seed: 1, cacheDir: path.join(dir, 'cache'), quiet: true });
+    const ctlModel = await randomControlModel(model, analyseModel(model).info.arch, { seed: 1,
+      cacheDir: path.join(dir, 'cache'), quiet: true });
     const ctl = path.join(dir, 'ctl');
-    await runExtract({ model: ctlModel.dir, control: ctlModel.info, data: `socialeval:${trees}?swap=3`, out: ctl, capture: ['final', 'resid', 'mean'], quiet: true, dtype: 'fp32' });
-    const swapOpts = { points: ['final.hidden', 'layers.1.resid_out.mean'], bootstrap: 20, permutations: 3, probeRepeats: 1, probeC: 1, threads: 1, quiet: true };
+    await runExtract({ model: ctlModel.dir, control: ctlModel.info, data: `socialeval:${trees}?swap=3`, out: ctl,
+      capture: ['final', 'resid', 'mean'], quiet: true, dtype: 'fp32' });
+    const swapOpts = { points: ['final.hidden', 'layers.1.resid_out.mean'], bootstrap: 20, permutations: 3,
+      probeRepeats: 1, probeC: 1, threads: 1, quiet: true };
     const withCtl = await runSwap(run, { ...swapOpts, control: ctl, out: path.join(dir, 'swap-ctl') });
     const ctr = withCtl.result.control!;
     expect(ctr.run).toBe(path.resolve(ctl));
     expect(ctr.seed).toBe(1);
     expect(ctr.points.map((p) => p.point)).toEqual(['layers.1.resid_out.mean', 'final.hidden']);
-    expect(ctr.families[0]!.members).toEqual(['layers.1.resid_out.mean:question', 'layers.1.resid_out.mean:response', 'final.hidden:question', 'final.hidden:response']);
+    expect(ctr.families[0]!.members).toEqual(['layers.1.resid_out.mean:question', 'layers.1.resid_out.mean:response',
+      'final.hidden:question', 'final.hidden:response']);
     // other states than the trained run's, the same labels
-    expect(ctr.points[1]!.question.probe.balancedAccuracy.value).not.toBe(withCtl.result.points[1]!.question.probe.balancedAccuracy.value);
-    expect(ctr.points[1]!.response.conditional.exchangeable).toEqual(withCtl.result.points[1]!.response.conditional.exchangeable);
+    expect(ctr.points[1]!.question.probe.balancedAccuracy.value).not.toBe(
+      withCtl.result.points[1]!.question.probe.balancedAccuracy.value,
+    );
+    expect(ctr.points[1]!.response.conditional.exchangeable).toEqual(
+      withCtl.result.points[1]!.response.conditional.exchangeable,
+    );
     const { summaryLines } = await import('../../src/swap/run.js');
     expect(summaryLines(withCtl.result).filter((l) => l.includes('random-weights control:'))).toHaveLength(4);
-    expect(readFileSync(path.join(dir, 'swap-ctl', 'swap.csv'), 'utf8')).toMatch(/^control:final\.hidden,last,,response,conditional:balanced_accuracy,/m);
+    expect(readFileSync(path.join(dir, 'swap-ctl', 'swap.csv'), 'utf8')).toMatch(
+      /^control:final\.hidden,last,,response,conditional:balanced_accuracy,/m,
+    );
     // the control's manifest, samples table and chunk index are inputs of the output's lineage: a change to one makes it stale
     const { recordedInputs, staleInput } = await import('../../src/store/lineage.js');
     const { openRun } = await import('../../src/store/index.js');
     const inputs = recordedInputs(path.join(dir, 'swap-ctl'))!;
-    expect(inputs.filter((i) => i.name.startsWith('file:control/')).map((i) => [i.name, i.from])).toEqual(['manifest.json', 'samples.jsonl', 'index.json'].map((f) => [`file:control/${f}`, path.resolve(ctl, f === 'index.json' ? 'activations/index.json' : f)]));
+    expect(inputs.filter((i) => i.name.startsWith('file:control/')).map((i) => [i.name, i.from])).toEqual(
+      ['manifest.json', 'samples.jsonl', 'index.json'].map((
+        f,
+      ) => [`file:control/${f}`, path.resolve(ctl, f === 'index.json' ? 'activations/index.json' : f)]),
+    );
     const ctx = { runDir: run, manifest: (await openRun(run)).manifest };
     expect(staleInput(inputs, ctx)).toBeNull();
     const ctlManifest = path.join(ctl, 'manifest.json');
@@ -204,22 +230,35 @@ describe('lobes swap on an extracted swap composition', () => {
     const aborted = new AbortController();
     aborted.abort();
     const abortedOut = path.join(dir, 'swap-aborted');
-    await expect(runSwap(run, { ...swapOpts, control: ctl, out: abortedOut, signal: aborted.signal })).rejects.toMatchObject({ code: 'E_ABORTED', message: expect.stringMatching(/^lobes swap was cancelled before its analysis/) });
+    await expect(runSwap(run, { ...swapOpts, control: ctl, out: abortedOut, signal: aborted.signal })).rejects
+      .toMatchObject({ code: 'E_ABORTED',
+        message: expect.stringMatching(/^lobes swap was cancelled before its analysis/) });
     expect(existsSync(abortedOut)).toBe(false);
     // a control that is not one, or of other samples, is refused in one line
-    await expect(runSwap(run, { ...swapOpts, control: run, noWrite: true })).rejects.toThrow(/control: not a random-weights control run/);
+    await expect(runSwap(run, { ...swapOpts, control: run, noWrite: true })).rejects.toThrow(
+      /control: not a random-weights control run/,
+    );
     const ctl4 = path.join(dir, 'ctl4');
-    await runExtract({ model: ctlModel.dir, control: ctlModel.info, data: `socialeval:${trees}?swap=4`, out: ctl4, capture: ['final', 'resid', 'mean'], quiet: true, dtype: 'fp32' });
-    await expect(runSwap(run, { ...swapOpts, control: ctl4, noWrite: true })).rejects.toThrow(/control: another question\/response pairing/);
-    await expect(runSwap(ctl, { ...swapOpts, control: ctl, noWrite: true })).rejects.toThrow(/the run is itself a random-weights control/);
+    await runExtract({ model: ctlModel.dir, control: ctlModel.info, data: `socialeval:${trees}?swap=4`, out: ctl4,
+      capture: ['final', 'resid', 'mean'], quiet: true, dtype: 'fp32' });
+    await expect(runSwap(run, { ...swapOpts, control: ctl4, noWrite: true })).rejects.toThrow(
+      /control: another question\/response pairing/,
+    );
+    await expect(runSwap(ctl, { ...swapOpts, control: ctl, noWrite: true })).rejects.toThrow(
+      /the run is itself a random-weights control/,
+    );
     // cluster on a mean-pooled point compares pooled with pooled and sweeps the mean-pooled stream
     const { runCluster } = await import('../../src/cluster/run.js');
-    const c = await runCluster(run, { input: { point: 'final.mean', by: 'response_aspect' }, probe: { sweep: true, repeats: 1, c: 1 }, metrics: { permutations: 2, bootstrap: 20 }, tsne: { iterations: 50, perplexity: 5 }, execution: { threads: 1, quiet: true }, output: { noWrite: true } });
+    const c = await runCluster(run, { input: { point: 'final.mean', by: 'response_aspect' },
+      probe: { sweep: true, repeats: 1, c: 1 }, metrics: { permutations: 2, bootstrap: 20 },
+      tsne: { iterations: 50, perplexity: 5 }, execution: { threads: 1, quiet: true }, output: { noWrite: true } });
     expect(c.metrics.sweep!.map((w) => w.point)).toEqual(['layers.0.resid_out.mean', 'layers.1.resid_out.mean']);
-    expect(c.metrics.comparisons!.filter((x) => x.kind === 'model-vs-words').map((x) => x.a)).toEqual(['final.mean', 'final.mean']);
+    expect(c.metrics.comparisons!.filter((x) => x.kind === 'model-vs-words').map((x) => x.a)).toEqual(['final.mean',
+      'final.mean']);
     // a run that is not a swap composition is refused in one line
     const plain = path.join(dir, 'plain');
-    await runExtract({ model, data: `socialeval:${trees}`, out: plain, capture: ['final'], quiet: true, dtype: 'fp32' });
+    await runExtract({ model, data: `socialeval:${trees}`, out: plain, capture: ['final'], quiet: true,
+      dtype: 'fp32' });
     await expect(runSwap(plain, { quiet: true, threads: 1 })).rejects.toThrow(/no question_aspect label/);
   });
 });

@@ -15,7 +15,8 @@ function curved(n: number, seed: number): Float32Array {
     const a = rng.normal() * 3;
     const b = rng.normal() * 3;
     const c = rng.normal();
-    const base = [a, b, c, Math.sin(a), Math.cos(b), a * b * 0.1, Math.sin(a + c), b - c, 0.5 * a, Math.cos(a - b), c * c * 0.2, a + b];
+    const base = [a, b, c, Math.sin(a), Math.cos(b), a * b * 0.1, Math.sin(a + c), b - c, 0.5 * a, Math.cos(a - b),
+      c * c * 0.2, a + b];
     for (let j = 0; j < 12; j++) X[i * 12 + j] = base[j] + rng.normal() * 0.05;
   }
   return X;
@@ -49,17 +50,17 @@ describe('approximate neighbours (random-projection forest + refinement)', () =>
   it('lists k distinct other points per row, nearest first, with their exact squared distances', async () => {
     const bad: string[] = [];
     for (const res of [approx, await knnApprox(X, n, d, k, { seed: 1, rounds: 0 })])
-    for (let i = 0; i < n; i++) {
-      const row = res.indices.subarray(i * k, (i + 1) * k);
-      if (new Set(row).size !== k || row.includes(i)) bad.push(`row ${i}: ${Array.from(row)}`);
-      for (let a = 0; a < k; a++) {
-        const j = row[a];
-        let s = 0;
-        for (let c = 0; c < d; c++) s += (X[i * d + c] - X[j * d + c]) ** 2;
-        const got = res.dist2[i * k + a];
-        if (got !== s || (a > 0 && got < res.dist2[i * k + a - 1])) bad.push(`row ${i} entry ${a}: ${got} vs ${s}`);
+      for (let i = 0; i < n; i++) {
+        const row = res.indices.subarray(i * k, (i + 1) * k);
+        if (new Set(row).size !== k || row.includes(i)) bad.push(`row ${i}: ${Array.from(row)}`);
+        for (let a = 0; a < k; a++) {
+          const j = row[a];
+          let s = 0;
+          for (let c = 0; c < d; c++) s += (X[i * d + c] - X[j * d + c]) ** 2;
+          const got = res.dist2[i * k + a];
+          if (got !== s || (a > 0 && got < res.dist2[i * k + a - 1])) bad.push(`row ${i} entry ${a}: ${got} vs ${s}`);
+        }
       }
-    }
     expect(bad.slice(0, 3)).toEqual([]);
   });
 
@@ -70,7 +71,8 @@ describe('approximate neighbours (random-projection forest + refinement)', () =>
   });
 
   it('the refinement rounds raise the recall of the forest alone; more trees raise it too', async () => {
-    const r = async (o: { trees: number; rounds?: number }) => recallOf(exact.indices, (await knnApprox(X, n, d, k, { seed: 1, ...o })).indices, n, k);
+    const r = async (o: { trees: number; rounds?: number }) =>
+      recallOf(exact.indices, (await knnApprox(X, n, d, k, { seed: 1, ...o })).indices, n, k);
     const oneTree = await r({ trees: 1, rounds: 0 });
     const twoTrees = await r({ trees: 2, rounds: 0 });
     const refined = await r({ trees: 2 });
@@ -93,8 +95,16 @@ describe('approximate neighbours (random-projection forest + refinement)', () =>
       for (const o of [{ seed: 1 }, { seed: 3, trees: 2, rounds: 4 }]) {
         const one = await knnApprox(X, n, d, k, o);
         const two = await pool.knnApprox(X, n, d, k, o);
-        expect(Buffer.from(two.indices.buffer, two.indices.byteOffset, two.indices.byteLength).equals(Buffer.from(one.indices.buffer, one.indices.byteOffset, one.indices.byteLength))).toBe(true);
-        expect(Buffer.from(two.dist2.buffer, two.dist2.byteOffset, two.dist2.byteLength).equals(Buffer.from(one.dist2.buffer, one.dist2.byteOffset, one.dist2.byteLength))).toBe(true);
+        expect(
+          Buffer.from(two.indices.buffer, two.indices.byteOffset, two.indices.byteLength).equals(
+            Buffer.from(one.indices.buffer, one.indices.byteOffset, one.indices.byteLength),
+          ),
+        ).toBe(true);
+        expect(
+          Buffer.from(two.dist2.buffer, two.dist2.byteOffset, two.dist2.byteLength).equals(
+            Buffer.from(one.dist2.buffer, one.dist2.byteOffset, one.dist2.byteLength),
+          ),
+        ).toBe(true);
       }
     } finally {
       await pool.close();
@@ -125,8 +135,10 @@ describe('approximate neighbours on wide clustered data (the join of forward and
   it('finds nearly all of the exact neighbours from a two-tree forest, and the reverse lists are part of it', async () => {
     // two trees' leaves hold under a fifth of the neighbours; the joins find the rest
     const full = recallOf(exact.indices, (await knnApprox(X, n, d, k, { seed: 2, trees: 2 })).indices, n, k);
-    const forwardOnly = recallOf(exact.indices, (await knnApprox(X, n, d, k, { seed: 2, trees: 2, reverse: 0 })).indices, n, k);
-    const forest = recallOf(exact.indices, (await knnApprox(X, n, d, k, { seed: 2, trees: 2, rounds: 0 })).indices, n, k);
+    const forwardOnly = recallOf(exact.indices,
+      (await knnApprox(X, n, d, k, { seed: 2, trees: 2, reverse: 0 })).indices, n, k);
+    const forest = recallOf(exact.indices, (await knnApprox(X, n, d, k, { seed: 2, trees: 2, rounds: 0 })).indices, n,
+      k);
     expect(forest).toBeLessThan(0.3);
     expect(full).toBeGreaterThan(0.98);
     expect(forwardOnly).toBeLessThan(full - 0.02);
@@ -163,10 +175,13 @@ describe('reverseLists', () => {
     const curI = new Int32Array(n * k).map((_, t) => ((t / k) | 0) === 0 ? 1 + (t % k) : rng.int(n));
     const curD = new Float64Array(n * k).map(() => rng.int(5));
     const fresh = new Uint8Array(n * k).map(() => rng.int(2));
-    const { revStart, revIdx, revFresh } = reverseLists(curI, curD, fresh, n, k, join, cap, (len) => new Int32Array(len));
+    const { revStart, revIdx, revFresh } = reverseLists(curI, curD, fresh, n, k, join, cap,
+      (len) => new Int32Array(len));
     for (let j = 0; j < n; j++) {
       const want: [number, number, number][] = [];
-      for (let i = 0; i < n; i++) for (let a = 0; a < join; a++) if (curI[i * k + a] === j) want.push([curD[i * k + a], i * k + a, fresh[i * k + a]]);
+      for (let i = 0; i < n; i++)
+        for (let a = 0; a < join; a++)
+          if (curI[i * k + a] === j) want.push([curD[i * k + a], i * k + a, fresh[i * k + a]]);
       // in index order, or the nearest `cap` (ties by index) when there are more
       if (want.length > cap) want.sort((p, q) => p[0] - q[0] || p[1] - q[1]);
       const got = Array.from(revIdx.subarray(revStart[j], revStart[j + 1]), (i, t) => [i, revFresh[revStart[j] + t]]);
@@ -191,6 +206,8 @@ describe("t-SNE's neighbour search choice", () => {
     let total = 0;
     for (let t = 0; t < ap.P.vals.length; t++) total += ap.P.vals[t];
     expect(total).toBeCloseTo(1, 9);
-    await expect(Tsne.create(X, n, 8, { affinity: { perplexity: 10, neighbours: 'fuzzy' as never } })).rejects.toThrow(/neighbours must be exact, approximate or auto/);
+    await expect(Tsne.create(X, n, 8, { affinity: { perplexity: 10, neighbours: 'fuzzy' as never } })).rejects.toThrow(
+      /neighbours must be exact, approximate or auto/,
+    );
   });
 });

@@ -16,7 +16,8 @@ function clusters(n: number, d: number, seed: number, C = 8, sep = 3): Float64Ar
 function expectSame(a: KnnResult, b: KnnResult): void {
   expect(a.indices.length).toBe(b.indices.length);
   let bad = 0;
-  for (let t = 0; t < a.indices.length; t++) if (a.indices[t] !== b.indices[t] || !Object.is(a.dist2[t], b.dist2[t])) bad++;
+  for (let t = 0; t < a.indices.length; t++)
+    if (a.indices[t] !== b.indices[t] || !Object.is(a.dist2[t], b.dist2[t])) bad++;
   expect(bad).toBe(0);
 }
 

@@ -45,7 +45,8 @@ function shells(d: number, seed: number, centres = 3): { X: Float64Array; n: num
 
 function same(a: KnnResult, b: KnnResult): boolean {
   if (a.indices.length !== b.indices.length) return false;
-  for (let t = 0; t < a.indices.length; t++) if (a.indices[t] !== b.indices[t] || !Object.is(a.dist2[t], b.dist2[t])) return false;
+  for (let t = 0; t < a.indices.length; t++)
+    if (a.indices[t] !== b.indices[t] || !Object.is(a.dist2[t], b.dist2[t])) return false;
   return true;
 }
 

@@ -57,7 +57,8 @@ describe('the kNN sums kernel (src/tsne/knn-simd.ts)', () => {
             for (let t = 0; t < m; t++) {
               const want = naive(X, d, i, idx[t], op);
               expect(Object.is(js[t], want), `js ${op} d ${d} m ${m} t ${t}`).toBe(true);
-              expect(Object.is(simd[t], want), `simd ${op} f32 ${f32} d ${d} m ${m} t ${t}: ${simd[t]} vs ${want}`).toBe(true);
+              expect(Object.is(simd[t], want), `simd ${op} f32 ${f32} d ${d} m ${m} t ${t}: ${simd[t]} vs ${want}`)
+                .toBe(true);
             }
           }
         }

@@ -1,7 +1,8 @@
 import { describe, it, expect } from 'vitest';
 import { Rng } from '../../src/util/rng.js';
 import { fftPlan, naiveDft } from '../../src/tsne/fft.js';
-import { FftBlocks, blockCount, columnPass, kernelColumns, kernelRows, panelIndex, rowPass } from '../../src/tsne/fft-block.js';
+import { FftBlocks, blockCount, columnPass, kernelColumns, kernelRows, panelIndex,
+  rowPass } from '../../src/tsne/fft-block.js';
 import { fftSimd } from '../../src/tsne/fft-simd.js';
 
 const same = (a: Float64Array, b: Float64Array) => a.length === b.length && a.every((v, i) => Object.is(v, b[i]));
@@ -24,7 +25,9 @@ function grid(n: number, cols: number, seed: number) {
 function maxErr(P: Float64Array, n: number, cols: number, re: Float64Array, im: Float64Array, rows = n): number {
   let e = 0;
   for (let r = 0; r < rows; r++)
-    for (let c = 0; c < cols; c++) e = Math.max(e, Math.abs(P[panelIndex(n, r, c)] - re[r * cols + c]), Math.abs(P[panelIndex(n, r, c) + 8] - im[r * cols + c]));
+    for (let c = 0; c < cols; c++)
+      e = Math.max(e, Math.abs(P[panelIndex(n, r, c)] - re[r * cols + c]),
+        Math.abs(P[panelIndex(n, r, c) + 8] - im[r * cols + c]));
   return e;
 }
 
@@ -142,7 +145,9 @@ describe('FFT by blocks of 8 lines', () => {
         kernelColumns(w, Kp, n, d2, 1, blockCount(n));
         kernelRows(w, Kp, n, 1 / (n * n), factors, 0, blockCount(n));
         let e = 0;
-        for (let r = 0; r < n; r++) for (let c = 0; c < n; c++) e = Math.max(e, Math.abs(factors[((r >> 3) * n + c) * 8 + (r & 7)] - b.re[c * n + r] / (n * n)));
+        for (let r = 0; r < n; r++)
+          for (let c = 0; c < n; c++)
+            e = Math.max(e, Math.abs(factors[((r >> 3) * n + c) * 8 + (r & 7)] - b.re[c * n + r] / (n * n)));
         expect(e).toBeLessThan(1e-13);
         // the lanes past the last row are zero, not left over
         expect(factors.every((v) => Number.isFinite(v))).toBe(true);

@@ -4,7 +4,8 @@ import { blobs } from '../cluster/blobs.js';
 import { fftColumns, fftPlan, naiveDft, smoothSize, isSmooth } from '../../src/tsne/fft.js';
 import { InterpRepulsion, lagrange3 } from '../../src/tsne/interp.js';
 import { Tsne } from '../../src/cluster/tsne-pca.js';
-import { exactRepulsion, tsneGradient, exactKl, MIXED_MIN_POINTS, POLISH_ITERATIONS, fftIteration } from '../../src/tsne/tsne.js';
+import { exactRepulsion, tsneGradient, exactKl, MIXED_MIN_POINTS, POLISH_ITERATIONS,
+  fftIteration } from '../../src/tsne/tsne.js';
 import { denseP } from '../../src/tsne/affinity.js';
 import { QuadTree, repulsionAll } from '../../src/tsne/quadtree.js';
 
@@ -57,7 +58,8 @@ describe('FFT', () => {
     const T = [new Float64Array(n * B), new Float64Array(n * B)];
     fftColumns(fftPlan(n), whole[0], whole[1], T[0], T[1], B, 0, B, false);
     const parts = [re.slice(), im.slice()];
-    for (const [c0, c1] of [[0, 3], [3, 4], [4, 10]]) fftColumns(fftPlan(n), parts[0], parts[1], T[0], T[1], B, c0, c1, false);
+    for (const [c0, c1] of [[0, 3], [3, 4], [4, 10]])
+      fftColumns(fftPlan(n), parts[0], parts[1], T[0], T[1], B, c0, c1, false);
     expect(Array.from(parts[0])).toEqual(Array.from(whole[0]));
     expect(Array.from(parts[1])).toEqual(Array.from(whole[1]));
     expect([smoothSize(50), smoothSize(97), smoothSize(1)]).toEqual([54, 108, 1]);
@@ -104,7 +106,8 @@ describe('FFT-interpolated repulsion', () => {
   it('the gradient is closer to the exact one than Barnes–Hut’s early (compact, exaggerated); late, the repulsive sums within a few percent', async () => {
     const n = 800;
     const { X } = blobs(n, 10, 5, 4, 2);
-    const t = await Tsne.create(X, n, 10, { affinity: { perplexity: 20 }, optimizer: { seed: 1, iterations: 400, method: 'bh' } });
+    const t = await Tsne.create(X, n, 10, { affinity: { perplexity: 20 },
+      optimizer: { seed: 1, iterations: 400, method: 'bh' } });
     t.init();
     for (let it = 0; it < 400; it++) {
       t.step();
@@ -162,7 +165,8 @@ describe('t-SNE with FFT interpolation', () => {
     const n = 300;
     const { X } = blobs(n, 10, 4, 4, 5);
     const run = async (threads: number) => {
-      const t = await Tsne.create(X, n, 10, { affinity: { perplexity: 20 }, optimizer: { iterations: 120, seed: 4, method: 'fft' }, execution: { threads, workerMinPoints: 0 } });
+      const t = await Tsne.create(X, n, 10, { affinity: { perplexity: 20 },
+        optimizer: { iterations: 120, seed: 4, method: 'fft' }, execution: { threads, workerMinPoints: 0 } });
       expect(t.opts.method).toBe('fft');
       t.init();
       await t.run();
@@ -177,7 +181,8 @@ describe('t-SNE with FFT interpolation', () => {
     const n = 600;
     const { X, lab } = blobs(n, 10, 4, 5, 9);
     const fit = async (method: 'bh' | 'fft') => {
-      const t = await Tsne.create(X, n, 10, { affinity: { perplexity: 20 }, optimizer: { iterations: 500, seed: 2, method } });
+      const t = await Tsne.create(X, n, 10, { affinity: { perplexity: 20 },
+        optimizer: { iterations: 500, seed: 2, method } });
       t.init();
       await t.run();
       return t;
@@ -226,7 +231,8 @@ describe('t-SNE with FFT interpolation', () => {
     expect(fftIteration(1296, MIXED_MIN_POINTS)).toBe(false);
     const n = MIXED_MIN_POINTS;
     const { X } = blobs(n, 4, 4, 8, 7);
-    const make = (method?: 'bh' | 'fft') => Tsne.create(X, n, 4, { affinity: { perplexity: 10 }, optimizer: { seed: 3, method } });
+    const make = (method?: 'bh' | 'fft') =>
+      Tsne.create(X, n, 4, { affinity: { perplexity: 10 }, optimizer: { seed: 3, method } });
     const [mixed, fft, bh] = await Promise.all([make(), make('fft'), make('bh')]);
     expect(mixed.opts.method).toBe('mixed');
     // a wide map: 600 across, a grid far above the rule (L = 6 · 648)
@@ -268,7 +274,8 @@ describe('t-SNE with FFT interpolation', () => {
     expect(same(p1, at(fft, last))).toBe(true);
     expect(same(p1, at(bh, last))).toBe(false);
     // on two threads: both kinds of iteration give the same coordinates as on one
-    const two = await Tsne.create(X, n, 4, { affinity: { perplexity: 10 }, optimizer: { seed: 3 }, execution: { threads: 2 } });
+    const two = await Tsne.create(X, n, 4, { affinity: { perplexity: 10 }, optimizer: { seed: 3 },
+      execution: { threads: 2 } });
     const run = async (t: Tsne) => {
       t.init();
       for (let i = 0; i < 3; i++) await t.stepAsync();
@@ -288,9 +295,14 @@ describe('t-SNE with FFT interpolation', () => {
     const { X } = blobs(100, 5, 2, 3, 1);
     expect(100 < MIXED_MIN_POINTS).toBe(true);
     expect((await Tsne.create(X, 100, 5, { affinity: { perplexity: 10 } })).opts.method).toBe('bh');
-    expect((await Tsne.create(X, 100, 5, { affinity: { perplexity: 10 }, optimizer: { method: 'fft' } })).opts.method).toBe('fft');
-    expect((await Tsne.create(X, 100, 5, { affinity: { perplexity: 10 }, optimizer: { theta: 0, method: 'fft' } })).opts.method).toBe('exact');
-    await expect(Tsne.create(X, 100, 5, { affinity: { perplexity: 10 }, optimizer: { method: 'nope' as 'bh' } })).rejects.toThrow(/auto, bh or fft/);
+    expect((await Tsne.create(X, 100, 5, { affinity: { perplexity: 10 }, optimizer: { method: 'fft' } })).opts.method)
+      .toBe('fft');
+    expect(
+      (await Tsne.create(X, 100, 5, { affinity: { perplexity: 10 }, optimizer: { theta: 0, method: 'fft' } })).opts
+        .method,
+    ).toBe('exact');
+    await expect(Tsne.create(X, 100, 5, { affinity: { perplexity: 10 }, optimizer: { method: 'nope' as 'bh' } }))
+      .rejects.toThrow(/auto, bh or fft/);
     // the Barnes–Hut tree is still used for 'bh'
     const Y = gaussianY(100, 1, 2);
     const tree = new QuadTree(100);

@@ -102,7 +102,8 @@ describe('the overlapped Barnes–Hut gradient and the threaded step', () => {
         const up = Float64Array.of(u, 0);
         const gains = Float64Array.of(g0, 1);
         // A − F/Z with F = 0: the gradient is 4A
-        stepRange(Y, up, gains, Float64Array.of(gr / 4, 0), new Float64Array(2), { invZ: 1, momentum: 0.5, learningRate: 1, maxStepNorm: Infinity, additiveGain }, 0, 1);
+        stepRange(Y, up, gains, Float64Array.of(gr / 4, 0), new Float64Array(2), { invZ: 1, momentum: 0.5,
+          learningRate: 1, maxStepNorm: Infinity, additiveGain }, 0, 1);
         const flipped = additiveGain ? Math.sign(u) !== Math.sign(gr) : u * gr < 0;
         const want = flipped ? g0 + 0.2 : additiveGain ? g0 * 0.8 + 0.01 : Math.max(g0 * 0.8, 0.01);
         expect(gains[0]).toBeCloseTo(want, 15);
@@ -120,9 +121,13 @@ describe('the overlapped Barnes–Hut gradient and the threaded step', () => {
     const A = sharedF64(new Float64Array(2 * n));
     const broken = { ...P, rowPtr: null, id: 9002 } as unknown as SparseP;
     // the workers take every row (this thread none), so the error is theirs alone
-    await expect(pool.bhGradient(() => tree.build(Y, n), tree, n, Y, n, 0.5, F, Zi, broken, 1, A)).rejects.toThrow(/null/);
+    await expect(pool.bhGradient(() => tree.build(Y, n), tree, n, Y, n, 0.5, F, Zi, broken, 1, A)).rejects.toThrow(
+      /null/,
+    );
     // this thread's error is thrown after the workers' replies are in
-    await expect(pool.bhGradient(() => tree.build(Y, n), tree, 1, Y, n, 0.5, F, Zi, broken, 1, A)).rejects.toThrow(/null/);
+    await expect(pool.bhGradient(() => tree.build(Y, n), tree, 1, Y, n, 0.5, F, Zi, broken, 1, A)).rejects.toThrow(
+      /null/,
+    );
     await pool.bhGradient(() => tree.build(Y, n), tree, 0, Y, n, 0.5, F, Zi, P, 1, A);
     const A1 = new Float64Array(2 * n);
     attraction(P, Y, 1, A1);
@@ -160,7 +165,8 @@ describe('the optimizer rules, against a transcription of each library’s loop 
       const mom = rule === 'openTSNE' || it >= early ? 0.8 : 0.5;
       const lr = Math.max(m / (it < early ? 12 : 1) / 4, 50);
       for (let t = 0; t < 2 * m; t++) {
-        if (rule === 'openTSNE') gains[t] = Math.sign(up[t]) !== Math.sign(g[t]) ? gains[t] + 0.2 : gains[t] * 0.8 + 0.01;
+        if (rule === 'openTSNE')
+          gains[t] = Math.sign(up[t]) !== Math.sign(g[t]) ? gains[t] + 0.2 : gains[t] * 0.8 + 0.01;
         else gains[t] = up[t] * g[t] < 0 ? gains[t] + 0.2 : Math.max(gains[t] * 0.8, 0.01);
         up[t] = mom * up[t] - lr * gains[t] * g[t];
       }
@@ -179,7 +185,9 @@ describe('the optimizer rules, against a transcription of each library’s loop 
     const runs: Record<string, Float64Array> = {};
     let P: SparseP | null = null;
     for (const optimizer of ['scikit-learn', 'openTSNE'] as const) {
-      const t = await Tsne.create(X, m, 6, { affinity: { perplexity: 10 }, optimizer: { theta: 0, iterations, exaggerationIterations: early, learningRate: 'per-phase', rule: optimizer, init: Y0 } });
+      const t = await Tsne.create(X, m, 6, { affinity: { perplexity: 10 },
+        optimizer: { theta: 0, iterations, exaggerationIterations: early, learningRate: 'per-phase', rule: optimizer,
+          init: Y0 } });
       t.init();
       await t.run();
       runs[optimizer] = t.embedding;
@@ -193,6 +201,7 @@ describe('the optimizer rules, against a transcription of each library’s loop 
     expect(dist(runs.openTSNE, ot)).toBeLessThan(1e-9 * scale);
     expect(dist(runs.openTSNE, sk)).toBeGreaterThan(1e-3 * scale);
     expect(dist(sk, ot)).toBeGreaterThan(1e-3 * scale);
-    await expect(Tsne.create(X, m, 6, { affinity: { perplexity: 10 }, optimizer: { rule: 'adam' as 'openTSNE' } })).rejects.toThrow(/optimizer rule must be scikit-learn or openTSNE, got adam/);
+    await expect(Tsne.create(X, m, 6, { affinity: { perplexity: 10 }, optimizer: { rule: 'adam' as 'openTSNE' } }))
+      .rejects.toThrow(/optimizer rule must be scikit-learn or openTSNE, got adam/);
   });
 });

@@ -31,7 +31,9 @@ function expectNearExact(tree: QuadTree, Y: Float64Array, n: number, cases: (rea
     for (let i = 0; i < n; i++) {
       expect(Math.abs(Zi[i] - Ze[i]) / Ze[i]).toBeLessThan(tol);
       const scale = Math.hypot(Fe[2 * i], Fe[2 * i + 1]) + (1e-3 * Ze[i]) / n;
-      expect(Math.hypot(F[2 * i] - Fe[2 * i], F[2 * i + 1] - Fe[2 * i + 1]) / scale).toBeLessThan(theta === 0 ? 1e-9 : 10 * tol);
+      expect(Math.hypot(F[2 * i] - Fe[2 * i], F[2 * i + 1] - Fe[2 * i + 1]) / scale).toBeLessThan(
+        theta === 0 ? 1e-9 : 10 * tol,
+      );
     }
   }
 }
@@ -104,10 +106,11 @@ describe('affinities', () => {
     }
     const J = denseP(jointP(nn, Pc, n));
     let sum = 0;
-    for (let i = 0; i < n; i++) for (let j = 0; j < n; j++) {
-      sum += J[i * n + j];
-      expect(J[i * n + j]).toBeCloseTo(J[j * n + i], 15);
-    }
+    for (let i = 0; i < n; i++)
+      for (let j = 0; j < n; j++) {
+        sum += J[i * n + j];
+        expect(J[i * n + j]).toBeCloseTo(J[j * n + i], 15);
+      }
     expect(sum).toBeCloseTo(1, 12);
   });
   it('exact kNN matches a sort of all distances', () => {
@@ -116,14 +119,20 @@ describe('affinities', () => {
     const r = knn(X, n, 17, 7);
     for (const i of [0, 5, 77, 119]) {
       const all = Array.from({ length: n }, (_, j) => j).filter((j) => j !== i);
-      const dist = (j: number) => { let s = 0; for (let c = 0; c < 17; c++) s += (X[i * 17 + c] - X[j * 17 + c]) ** 2; return s; };
+      const dist = (j: number) => {
+        let s = 0;
+        for (let c = 0; c < 17; c++) s += (X[i * 17 + c] - X[j * 17 + c]) ** 2;
+        return s;
+      };
       all.sort((a, b) => dist(a) - dist(b) || a - b);
       expect(Array.from(r.indices.subarray(i * 7, i * 7 + 7))).toEqual(all.slice(0, 7));
       expect(r.dist2[i * 7 + 6]).toBeCloseTo(dist(all[6]), 10);
     }
   });
   it('perplexity too large for N is an error that names it', () => {
-    expect(() => checkPerplexity(30, 50)).toThrow(/perplexity 30 is too large for 50 points.*pass perplexity 16 or fewer/);
+    expect(() => checkPerplexity(30, 50)).toThrow(
+      /perplexity 30 is too large for 50 points.*pass perplexity 16 or fewer/,
+    );
     expect(() => checkPerplexity(16, 50)).not.toThrow();
   });
 });
@@ -208,7 +217,8 @@ describe('gradient', () => {
     // the 250 copies are one leaf of width 0 centred exactly on them
     const t = tree.t;
     const leaves = [];
-    for (let id = 0; id < t.nodes; id++) if (t.child[id] === -1 && t.leaf[2 * id + 1] - t.leaf[2 * id] === 250) leaves.push(id);
+    for (let id = 0; id < t.nodes; id++)
+      if (t.child[id] === -1 && t.leaf[2 * id + 1] - t.leaf[2 * id] === 250) leaves.push(id);
     expect(leaves.length).toBe(1);
     expect([...t.node.subarray(4 * leaves[0], 4 * leaves[0] + 4)]).toEqual([1.25, -0.5, 0, 250]);
     expectNearExact(tree, Y, n, [[0, 1e-12], [0.2, 5e-3], [0.5, 3e-2]]);
@@ -236,8 +246,10 @@ describe('gradient', () => {
     const t = tree.t;
     let maxLeaf = 0;
     let maxGroup = 0;
-    for (let id = 0; id < t.nodes; id++) if (t.child[id] === -1) maxLeaf = Math.max(maxLeaf, t.leaf[2 * id + 1] - t.leaf[2 * id]);
-    for (let g = 0; g < t.ngroups; g++) maxGroup = Math.max(maxGroup, t.leaf[2 * t.groups[g] + 1] - t.leaf[2 * t.groups[g]]);
+    for (let id = 0; id < t.nodes; id++)
+      if (t.child[id] === -1) maxLeaf = Math.max(maxLeaf, t.leaf[2 * id + 1] - t.leaf[2 * id]);
+    for (let g = 0; g < t.ngroups; g++)
+      maxGroup = Math.max(maxGroup, t.leaf[2 * t.groups[g] + 1] - t.leaf[2 * t.groups[g]]);
     expect(maxLeaf).toBeLessThanOrEqual(8);
     expect(maxGroup).toBeLessThanOrEqual(GROUP_SIZE);
     // every node's points fit in its cell: the tree is deeper than one grid and still a quadtree
@@ -315,7 +327,9 @@ describe('gradient', () => {
     const P1 = randomP(n);
     const P2 = randomP(n, 99);
     // alternate P objects and ranges so the kernel's copy of P must be refreshed each time
-    for (const [P, s, e, ex] of [[P1, 0, n, 12], [P2, 0, n, 1], [P1, 10, 90, 1], [P2, 10, 90, 12], [{ ...P2, vals: P1.vals, cols: P1.cols, rowPtr: P1.rowPtr, id: 100 }, 10, 90, 1]] as const) {
+    for (const [P, s, e, ex] of [[P1, 0, n, 12], [P2, 0, n, 1], [P1, 10, 90, 1], [P2, 10, 90, 12], [{ ...P2,
+      vals: P1.vals, cols: P1.cols, rowPtr: P1.rowPtr, id: 100 }, 10, 90, 1]] as const)
+    {
       const a = new Float64Array(2 * n).fill(NaN);
       const b = new Float64Array(2 * n).fill(NaN);
       attraction(P, Y, ex, a, s, e);
@@ -339,7 +353,8 @@ describe('gradient', () => {
     const order = bfsOrder(P3);
     expect([...order].sort((x, y) => x - y)).toEqual(Array.from({ length: n }, (_, i) => i));
     // a row's columns come after it or before it in the order: the first row's columns follow it directly
-    expect(Array.from(order.subarray(1, 1 + new Set(P3.cols.subarray(P3.rowPtr[0], P3.rowPtr[1])).size)).sort()).toEqual([...new Set(Array.from(P3.cols.subarray(P3.rowPtr[0], P3.rowPtr[1])).filter((j) => j !== 0))].sort());
+    expect(Array.from(order.subarray(1, 1 + new Set(P3.cols.subarray(P3.rowPtr[0], P3.rowPtr[1])).size)).sort())
+      .toEqual([...new Set(Array.from(P3.cols.subarray(P3.rowPtr[0], P3.rowPtr[1])).filter((j) => j !== 0))].sort());
     const Po = { ...P3, order, id: 102 };
     for (const cuts of [[0, n], [0, 40, 41, 100, n]]) {
       const a = new Float64Array(2 * n).fill(NaN);
@@ -439,11 +454,12 @@ describe('PCA', () => {
     const mean = new Float64Array(d);
     for (let i = 0; i < n; i++) for (let j = 0; j < d; j++) mean[j] += X[i * d + j] / n;
     let total = 0;
-    for (let i = 0; i < n; i++) for (let j = 0; j < d; j++) {
-      const v = X[i * d + j] - mean[j];
-      M.set(i, j, v);
-      total += v * v;
-    }
+    for (let i = 0; i < n; i++)
+      for (let j = 0; j < d; j++) {
+        const v = X[i * d + j] - mean[j];
+        M.set(i, j, v);
+        total += v * v;
+      }
     return { svd: new SingularValueDecomposition(M), total };
   }
   function check(r: ReturnType<typeof pca>, svd: SingularValueDecomposition, n: number, comps: number, digits: number) {
@@ -487,7 +503,8 @@ describe('t-SNE', () => {
     const n = 300;
     const { X } = blobs(n, 10, 3, 3, 11);
     const run = async (threads: number) => {
-      const t = await Tsne.create(X, n, 10, { affinity: { perplexity: 15 }, optimizer: { iterations: 120, seed: 5 }, execution: { threads, workerMinPoints: 0 } });
+      const t = await Tsne.create(X, n, 10, { affinity: { perplexity: 15 }, optimizer: { iterations: 120, seed: 5 },
+        execution: { threads, workerMinPoints: 0 } });
       t.init();
       await t.run();
       await t.close();
@@ -500,7 +517,8 @@ describe('t-SNE', () => {
     expect(Array.from(a)).toEqual(Array.from(c));
     // random initialisation: the seed decides the start
     const rand = async (seed: number) => {
-      const t = await Tsne.create(X, n, 10, { affinity: { perplexity: 15 }, optimizer: { iterations: 50, seed, init: 'random' } });
+      const t = await Tsne.create(X, n, 10, { affinity: { perplexity: 15 },
+        optimizer: { iterations: 50, seed, init: 'random' } });
       t.init();
       await t.run();
       return Array.from(t.embedding);
@@ -536,7 +554,9 @@ describe('t-SNE', () => {
  */
 function denseGradient(Pd: Float64Array, Y: Float64Array, n: number, ex: number): Float64Array {
   let Z = 0;
-  for (let i = 0; i < n; i++) for (let j = 0; j < n; j++) if (i !== j) Z += 1 / (1 + (Y[2 * i] - Y[2 * j]) ** 2 + (Y[2 * i + 1] - Y[2 * j + 1]) ** 2);
+  for (let i = 0; i < n; i++)
+    for (let j = 0; j < n; j++)
+      if (i !== j) Z += 1 / (1 + (Y[2 * i] - Y[2 * j]) ** 2 + (Y[2 * i + 1] - Y[2 * j + 1]) ** 2);
   const g = new Float64Array(2 * n);
   for (let i = 0; i < n; i++) {
     for (let j = 0; j < n; j++) {
@@ -561,7 +581,8 @@ describe('t-SNE optimizer schedule (scikit-learn)', () => {
     const n = 40;
     const { X } = blobs(n, 5, 3, 3, 15);
     const init = randomY(n, 16, 1e-4);
-    const t = await Tsne.create(X, n, 5, { affinity: { perplexity: 8 }, optimizer: { theta: 0, iterations: 262, init } });
+    const t = await Tsne.create(X, n, 5, { affinity: { perplexity: 8 },
+      optimizer: { theta: 0, iterations: 262, init } });
     t.init();
     const Pd = denseP(t.P);
     const lr = Math.max(n / 12 / 4, 50);
@@ -598,7 +619,9 @@ describe('t-SNE optimizer schedule (scikit-learn)', () => {
     // Non-default settings: exaggeration 4 for 3 iterations, momenta 0.3 / 0.9, learning rate 20.
     const n = 40;
     const { X } = blobs(n, 5, 3, 3, 17);
-    const t = await Tsne.create(X, n, 5, { affinity: { perplexity: 8 }, optimizer: { theta: 0, iterations: 300, exaggerationIterations: 3, earlyExaggeration: 4, momentum: [0.3, 0.9], learningRate: 20, init: randomY(n, 18, 1e-2) } });
+    const t = await Tsne.create(X, n, 5, { affinity: { perplexity: 8 },
+      optimizer: { theta: 0, iterations: 300, exaggerationIterations: 3, earlyExaggeration: 4, momentum: [0.3, 0.9],
+        learningRate: 20, init: randomY(n, 18, 1e-2) } });
     t.init();
     const Pd = denseP(t.P);
     for (let it = 0; it < 3; it++) {
@@ -624,7 +647,7 @@ describe('t-SNE optimizer schedule (scikit-learn)', () => {
 });
 
 describe("t-SNE learning rate 'per-phase' (openTSNE's defaults)", () => {
-  it('steps with N / 48 while exaggerated, N / 4 after, and clips each point\'s update to the largest step (5 unless given)', async () => {
+  it("steps with N / 48 while exaggerated, N / 4 after, and clips each point's update to the largest step (5 unless given)", async () => {
     // openTSNE: learning rate N / exaggeration in each phase, on a gradient without the factor 4
     // (so N / 4α here), and every point's update scaled down to norm 5 when longer.
     const n = 800;
@@ -633,9 +656,13 @@ describe("t-SNE learning rate 'per-phase' (openTSNE's defaults)", () => {
     expect(d.opts.learningRate).toBe(50); // max(800 / 48, 50)
     expect(d.opts.learningRateAfter).toBe(200); // max(800 / 4, 50)
     expect(d.opts.maxStepNorm).toBe(5);
-    expect((await Tsne.create(X, n, 5, { affinity: { perplexity: 8 } })).opts.maxStepNorm).toBe(Number.POSITIVE_INFINITY);
+    expect((await Tsne.create(X, n, 5, { affinity: { perplexity: 8 } })).opts.maxStepNorm).toBe(
+      Number.POSITIVE_INFINITY,
+    );
     // the steps of this small problem stay under 5, so clip at 0.5 to exercise the clipping
-    const t = await Tsne.create(X, n, 5, { affinity: { perplexity: 8 }, optimizer: { theta: 0, iterations: 30, exaggerationIterations: 6, learningRate: 'per-phase', maxStepNorm: 0.5, init: randomY(n, 22, 1) } });
+    const t = await Tsne.create(X, n, 5, { affinity: { perplexity: 8 },
+      optimizer: { theta: 0, iterations: 30, exaggerationIterations: 6, learningRate: 'per-phase', maxStepNorm: 0.5,
+        init: randomY(n, 22, 1) } });
     t.init();
     const Pd = denseP(t.P);
     const up = new Float64Array(2 * n);
@@ -676,7 +703,8 @@ describe("t-SNE learning rate 'per-phase' (openTSNE's defaults)", () => {
 
   it('refuses a rule it does not know', async () => {
     const { X } = blobs(40, 5, 3, 3, 23);
-    await expect(Tsne.create(X, 40, 5, { affinity: { perplexity: 8 }, optimizer: { learningRate: 'fast' as never } })).rejects.toThrow(/learning rate must be auto, per-phase or a number/);
+    await expect(Tsne.create(X, 40, 5, { affinity: { perplexity: 8 }, optimizer: { learningRate: 'fast' as never } }))
+      .rejects.toThrow(/learning rate must be auto, per-phase or a number/);
   });
 });
 

@@ -34,8 +34,12 @@ async function failure(call: () => unknown): Promise<LobesError> {
 async function cli(argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   let stdout = '';
   let stderr = '';
-  const o = vi.spyOn(process.stdout, 'write').mockImplementation((s: string | Uint8Array) => ((stdout += String(s)), true));
-  const e = vi.spyOn(process.stderr, 'write').mockImplementation((s: string | Uint8Array) => ((stderr += String(s)), true));
+  const o = vi.spyOn(process.stdout, 'write').mockImplementation((
+    s: string | Uint8Array,
+  ) => ((stdout += String(s)), true));
+  const e = vi.spyOn(process.stderr, 'write').mockImplementation((
+    s: string | Uint8Array,
+  ) => ((stderr += String(s)), true));
   try {
     const code = await main(argv);
     return { code, stdout, stderr };
@@ -54,7 +58,8 @@ describe('error codes, each from a real failing call', () => {
   });
   afterAll(() => rmSync(root, { recursive: true, force: true }));
 
-  const extract = (out: string, extra: Record<string, unknown> = {}) => runExtract({ model, data: 'fake', out, chunkRows: 4, batch: 3, quiet: true, deps: fakeDeps(12), ...extra });
+  const extract = (out: string, extra: Record<string, unknown> = {}) =>
+    runExtract({ model, data: 'fake', out, chunkRows: 4, batch: 3, quiet: true, deps: fakeDeps(12), ...extra });
 
   it('E_LOCKED: a job folder whose lock another writer holds', async () => {
     const out = path.join(root, 'locked');
@@ -92,13 +97,17 @@ describe('error codes, each from a real failing call', () => {
     const read = analysisProvenance(await openRun(a));
     // The record of run a belongs to run a as it is now.
     checkProvenance(a, readManifest(a), read, 'the results', path.join(a, 'settings.json'), 'lobes cluster');
-    const e = await failure(() => checkProvenance(b, readManifest(b), read, 'the results', path.join(b, 'settings.json'), 'lobes cluster'));
+    const e = await failure(() =>
+      checkProvenance(b, readManifest(b), read, 'the results', path.join(b, 'settings.json'), 'lobes cluster')
+    );
     expect(e.code).toBe('E_STALE');
     expect(e.message).toMatch(/the results belong to another run/);
   });
 
   it('E_USAGE: a bad option value (a UsageError)', async () => {
-    const e = await failure(() => runAblate({ run: root, region: 'x', data: 'builtin:social', out: path.join(root, 'usage'), random: 0 }));
+    const e = await failure(() =>
+      runAblate({ run: root, region: 'x', data: 'builtin:social', out: path.join(root, 'usage'), random: 0 })
+    );
     expect(e.code).toBe('E_USAGE');
     expect(e.exitCode).toBe(2);
   });
@@ -115,7 +124,10 @@ describe('error codes, each from a real failing call', () => {
     const r = await cli(['convert', dir, '--out', path.join(root, 'mamba-out'), '--json']);
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(/^lobes convert: .*model_type "mamba" is not one lobes converts/);
-    expect(JSON.parse(r.stdout)).toEqual({ error: { code: 'E_MODEL', message: e.message, option: null, file: e.file, where: 'model_type', hint: null, exitCode: 1 } });
+    expect(JSON.parse(r.stdout)).toEqual({
+      error: { code: 'E_MODEL', message: e.message, option: null, file: e.file, where: 'model_type', hint: null,
+        exitCode: 1 },
+    });
     expect(existsSync(path.join(root, 'mamba-out'))).toBe(false);
   });
 
@@ -145,13 +157,16 @@ describe('error codes, each from a real failing call', () => {
     const e = await failure(() => extract(out, { signal: ac.signal }));
     expect(e.code).toBe('E_ABORTED');
     expect(existsSync(out)).toBe(false);
-    const a = await failure(() => runAblate({ run: root, region: 'x', data: 'builtin:social', out, signal: ac.signal }));
+    const a = await failure(() =>
+      runAblate({ run: root, region: 'x', data: 'builtin:social', out, signal: ac.signal })
+    );
     expect(a.code).toBe('E_ABORTED');
     expect(existsSync(out)).toBe(false);
   });
 
   it('every code the tests above produce is one ERROR_CODES lists, with a line on it', () => {
-    expect(Object.keys(ERROR_CODES).sort()).toEqual(['E_ABORTED', 'E_EXISTS', 'E_INPUT', 'E_LOCKED', 'E_MODEL', 'E_STALE', 'E_USAGE']);
+    expect(Object.keys(ERROR_CODES).sort()).toEqual(['E_ABORTED', 'E_EXISTS', 'E_INPUT', 'E_LOCKED', 'E_MODEL',
+      'E_STALE', 'E_USAGE']);
     for (const v of Object.values(ERROR_CODES)) expect(v.length).toBeGreaterThan(10);
   });
 });

@@ -1,5 +1,6 @@
 import { describe, it, expect } from 'vitest';
-import { bf16AbsTable, bf16ArrayToFloat, floatArrayToHalf, floatToHalf, halfAbsTable, halfArrayToFloat } from '../../src/util/half.js';
+import { bf16AbsTable, bf16ArrayToFloat, floatArrayToHalf, floatToHalf, halfAbsTable,
+  halfArrayToFloat } from '../../src/util/half.js';
 
 /** IEEE 754 binary16 value of a bit pattern, from the definition. */
 function fp16(bits: number): number {
@@ -27,7 +28,8 @@ describe('fp16 and bf16 decoding', () => {
     expect(abs.length).toBe(0x8000);
     const bad: number[] = [];
     for (let i = 0; i < 65536; i++) {
-      if (!Object.is(dec[i], Math.fround(fp16(i))) || !Object.is(abs[i & 0x7fff], Math.fround(Math.abs(fp16(i))))) bad.push(i);
+      if (!Object.is(dec[i], Math.fround(fp16(i))) || !Object.is(abs[i & 0x7fff], Math.fround(Math.abs(fp16(i)))))
+        bad.push(i);
     }
     expect(bad).toEqual([]);
   });
@@ -71,7 +73,8 @@ describe('fp16 encoding (round half to even)', () => {
   // Edge values: every half itself, the midpoints between neighbours (ties) and one float32 step
   // either side of them, the subnormal range and its underflow to zero, the overflow boundary,
   // zeros, infinities and NaN, with both signs.
-  const edges: number[] = [0, -0, Infinity, -Infinity, NaN, 65504, 65519.99609375, 65520, 65536, 1e9, 2 ** -24, 2 ** -25, 3 * 2 ** -26, 2 ** -26, 2 ** -14, 2 ** -14 - 2 ** -25, 1e-10];
+  const edges: number[] = [0, -0, Infinity, -Infinity, NaN, 65504, 65519.99609375, 65520, 65536, 1e9, 2 ** -24,
+    2 ** -25, 3 * 2 ** -26, 2 ** -26, 2 ** -14, 2 ** -14 - 2 ** -25, 1e-10];
   const up = (x: number) => {
     const f = new Float32Array([x]);
     const u = new Uint32Array(f.buffer);
@@ -99,7 +102,8 @@ describe('fp16 encoding (round half to even)', () => {
       // a NaN keeps its sign bit, which a JS number does not show
       const want = Number.isNaN(all[i]!) ? ((bits[i]! >>> 16) & 0x8000) | 0x7e00 : nearestHalf(all[i]!);
       const got = [floatToHalf(all[i]!), fast[i]!, general[i]!];
-      if (got.some((g) => g !== want)) bad.push(`${all[i]}: want ${want.toString(16)}, got ${got.map((g) => g.toString(16)).join('/')}`);
+      if (got.some((g) => g !== want))
+        bad.push(`${all[i]}: want ${want.toString(16)}, got ${got.map((g) => g.toString(16)).join('/')}`);
     }
     expect(all.length).toBeGreaterThan(4 * 0x7c00);
     expect(bad.slice(0, 5)).toEqual([]);
@@ -116,4 +120,3 @@ describe('fp16 encoding (round half to even)', () => {
     expect(bad).toBe(0);
   });
 });
-

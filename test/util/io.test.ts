@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { LobesError } from '../../src/util/errors.js';
 import { spawnSync } from 'node:child_process';
-import { RangeFile, cleanTempFiles, readExactly, readFileRange, writeFileAtomic, writeFileAtomicSync } from '../../src/util/io.js';
+import { RangeFile, cleanTempFiles, readExactly, readFileRange, writeFileAtomic,
+  writeFileAtomicSync } from '../../src/util/io.js';
 
 let dir: string;
 beforeEach(() => {
@@ -121,6 +122,7 @@ describe('atomic writes', () => {
     writeFileSync(path.join(dir, 'chunk-000001.safetensors'), 'done');
     writeFileSync(path.join(dir, '.hidden'), 'keep');
     await cleanTempFiles(dir);
-    expect(readdirSync(dir).sort()).toEqual([`.chunk-000002.safetensors.tmp-${process.pid}-789`, '.hidden', 'chunk-000001.safetensors']);
+    expect(readdirSync(dir).sort()).toEqual([`.chunk-000002.safetensors.tmp-${process.pid}-789`, '.hidden',
+      'chunk-000001.safetensors']);
   });
 });

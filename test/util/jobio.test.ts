@@ -35,7 +35,9 @@ function capture(): Captured {
 /** Spy on stderr for the length of `f`; returns what was written. */
 async function stderrDuring(f: () => Promise<unknown>): Promise<string[]> {
   const written: string[] = [];
-  const spy = vi.spyOn(process.stderr, 'write').mockImplementation((s: string | Uint8Array) => (written.push(String(s)), true));
+  const spy = vi.spyOn(process.stderr, 'write').mockImplementation((
+    s: string | Uint8Array,
+  ) => (written.push(String(s)), true));
   try {
     await f();
   } finally {
@@ -57,7 +59,8 @@ let run: string;
 beforeAll(async () => {
   root = mkdtempSync(path.join(tmpdir(), 'lobes-jobio-'));
   run = path.join(root, 'run');
-  await runExtract({ model: TINY, data: 'builtin:social', out: run, capture: ['final', 'mlp'], dtype: 'fp32', io: silentIO() });
+  await runExtract({ model: TINY, data: 'builtin:social', out: run, capture: ['final', 'mlp'], dtype: 'fp32',
+    io: silentIO() });
 }, 120_000);
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 afterEach(() => vi.restoreAllMocks());
@@ -66,7 +69,9 @@ describe('the run functions report through their JobIO only', () => {
   it('extract: its progress events and log lines, nothing on stderr', async () => {
     const c = capture();
     const out = path.join(root, 'extract');
-    const err = await stderrDuring(() => runExtract({ model: TINY, data: 'builtin:social', out, capture: ['final'], dtype: 'fp32', io: c.io }));
+    const err = await stderrDuring(() =>
+      runExtract({ model: TINY, data: 'builtin:social', out, capture: ['final'], dtype: 'fp32', io: c.io })
+    );
     expect(err).toEqual([]);
     const last = bars(c.events).get('extract')!;
     expect(last.kind).toBe('finish');
@@ -74,15 +79,26 @@ describe('the run functions report through their JobIO only', () => {
     expect(last.done).toBe(last.total);
     expect(last.total).toBeGreaterThan(0);
     expect(c.logs.some((l) => /^extract: \d+ samples, 1 capture point, fp32; expected run size/.test(l))).toBe(true);
-    expect(c.logs.at(-1)).toMatch(new RegExp(`^extract: done, ${last.total} samples, \\d+ tokens in \\d+s -> ${out.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`));
+    expect(c.logs.at(-1)).toMatch(
+      new RegExp(
+        `^extract: done, ${last.total} samples, \\d+ tokens in \\d+s -> ${out.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`,
+      ),
+    );
   }, 120_000);
 
   it('eval: its progress events and log lines, nothing on stderr', async () => {
     const model = ensureGeneratedModel('tiny-llama-past');
     const file = path.join(root, 'items.jsonl');
-    writeFileSync(file, Array.from({ length: 4 }, (_, i) => JSON.stringify({ id: `q${i}`, question: `Which one is number ${i}?`, options: ['the first', 'the second one', 'a third'], answer: i % 3 })).join('\n') + '\n');
+    writeFileSync(file,
+      Array.from({ length: 4 },
+        (_, i) =>
+          JSON.stringify({ id: `q${i}`, question: `Which one is number ${i}?`,
+            options: ['the first', 'the second one', 'a third'], answer: i % 3 })).join('\n') + '\n');
     const c = capture();
-    const err = await stderrDuring(() => runEval({ model, data: `jsonl:${file}?question=question&options=options&answer=answer&id=id`, out: path.join(root, 'eval'), scoring: 'cloze', chatTemplate: 'off', bootstrap: 0, batch: 1, io: c.io }));
+    const err = await stderrDuring(() =>
+      runEval({ model, data: `jsonl:${file}?question=question&options=options&answer=answer&id=id`,
+        out: path.join(root, 'eval'), scoring: 'cloze', chatTemplate: 'off', bootstrap: 0, batch: 1, io: c.io })
+    );
     expect(err).toEqual([]);
     const last = bars(c.events).get('eval')!;
     expect([last.kind, last.done, last.total, last.unit]).toEqual(['finish', 4, 4, 'units']);
@@ -100,14 +116,20 @@ describe('the run functions report through their JobIO only', () => {
     expect(pass.kind).toBe('finish');
     expect(c.logs.some((l) => l.startsWith('wanda: blocks '))).toBe(true);
     const again = capture();
-    const err2 = await stderrDuring(() => runWanda(run, { by: 'aspect', permutations: 19, seed: 1, threads: 1, io: again.io }));
+    const err2 = await stderrDuring(() =>
+      runWanda(run, { by: 'aspect', permutations: 19, seed: 1, threads: 1, io: again.io })
+    );
     expect(err2).toEqual([]);
     expect(again.warns.some((l) => /^wanda: replacing .* \(/.test(l))).toBe(true);
   }, 180_000);
 
   it('cluster: its progress events and log lines, nothing on stderr', async () => {
     const c = capture();
-    const err = await stderrDuring(() => runCluster(run, { input: { by: 'aspect' }, tsne: { iterations: 100, perplexity: 10 }, metrics: { bootstrap: 20, permutations: 5, probePermutations: 5 }, baselines: { tokens: false }, output: { noWrite: true }, execution: { threads: 1, io: c.io } }));
+    const err = await stderrDuring(() =>
+      runCluster(run, { input: { by: 'aspect' }, tsne: { iterations: 100, perplexity: 10 },
+        metrics: { bootstrap: 20, permutations: 5, probePermutations: 5 }, baselines: { tokens: false },
+        output: { noWrite: true }, execution: { threads: 1, io: c.io } })
+    );
     expect(err).toEqual([]);
     const tsne = bars(c.events).get('cluster t-SNE')!;
     expect([tsne.kind, tsne.done, tsne.total, tsne.unit]).toEqual(['finish', 100, 100, 'iterations']);
@@ -116,7 +138,10 @@ describe('the run functions report through their JobIO only', () => {
 
   it('swap: its progress events and log lines, nothing on stderr', async () => {
     const c = capture();
-    const err = await stderrDuring(() => swapAnalysis(plantedSwap(), { bootstrap: 20, permutations: 5, conditionalPermutations: 5, probeRepeats: 1, probeC: 1, io: c.io }));
+    const err = await stderrDuring(() =>
+      swapAnalysis(plantedSwap(), { bootstrap: 20, permutations: 5, conditionalPermutations: 5, probeRepeats: 1,
+        probeC: 1, io: c.io })
+    );
     expect(err).toEqual([]);
     const pts = bars(c.events).get('swap points')!;
     expect([pts.kind, pts.done, pts.total, pts.unit]).toEqual(['finish', 2, 2, 'points']);
@@ -130,13 +155,15 @@ describe('quiet', () => {
     await runWanda(run, { by: 'aspect', permutations: 19, seed: 3, threads: 1, io: silentIO() }); // a folder to replace
     const c = capture();
     // the deprecated quiet with io's warn only: jobIO fills log and progress from stderrIO({ quiet: true })
-    const err = await stderrDuring(() => runWanda(run, { by: 'aspect', permutations: 19, seed: 2, threads: 1, quiet: true, io: { warn: c.io.warn } }));
+    const err = await stderrDuring(() =>
+      runWanda(run, { by: 'aspect', permutations: 19, seed: 2, threads: 1, quiet: true, io: { warn: c.io.warn } })
+    );
     expect(err).toEqual([]);
     expect(c.warns.some((l) => l.startsWith('wanda: replacing '))).toBe(true);
     expect(c.logs).toEqual([]);
   }, 180_000);
 
-  it("stderrIO({ quiet }): a warning is written, a log line and a bar are not; unquiet, all three", async () => {
+  it('stderrIO({ quiet }): a warning is written, a log line and a bar are not; unquiet, all three', async () => {
     const quiet = await stderrDuring(async () => {
       const io = stderrIO({ quiet: true });
       io.log('a line');

@@ -25,7 +25,8 @@ afterAll(() => {
 
 let n = 0;
 const lockFile = () => path.join(dir, `l${n++}.lock`);
-const plant = (file: string, o: Record<string, unknown>) => writeFileSync(file, JSON.stringify({ takenAt: new Date().toISOString(), ...o }));
+const plant = (file: string, o: Record<string, unknown>) =>
+  writeFileSync(file, JSON.stringify({ takenAt: new Date().toISOString(), ...o }));
 
 /** A pid that no process has (the highest pid of a child that has exited). */
 async function deadPid(): Promise<number> {

@@ -8,7 +8,8 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, 
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { writeDirAtomic, writeOutputMarker } from '../../src/util/io.js';
-import { OUTPUT_MARKER, checkOutputDir, isLegacyOutput, outputKindOf, readOutputMarker } from '../../src/util/output.js';
+import { OUTPUT_MARKER, checkOutputDir, isLegacyOutput, outputKindOf,
+  readOutputMarker } from '../../src/util/output.js';
 import { snapshot } from '../integrity/helpers.js';
 
 let root: string;
@@ -39,17 +40,25 @@ describe('output folders', () => {
     const out = path.join(root, 'ev');
     await writeDirAtomic(out, fill('1'), { kind: 'eval' });
     let snap = snapshot(out);
-    await expect(writeDirAtomic(out, fill('x'), { kind: 'attend' })).rejects.toThrow(/ev: folder holds lobes eval results; lobes attend does not replace them \(give a new or empty folder\)$/);
-    await expect(writeDirAtomic(out, fill('x'), { kind: 'eval', replaces: () => false })).rejects.toThrow(/ev: folder holds an earlier lobes eval result; it is not replaced/);
+    await expect(writeDirAtomic(out, fill('x'), { kind: 'attend' })).rejects.toThrow(
+      /ev: folder holds lobes eval results; lobes attend does not replace them \(give a new or empty folder\)$/,
+    );
+    await expect(writeDirAtomic(out, fill('x'), { kind: 'eval', replaces: () => false })).rejects.toThrow(
+      /ev: folder holds an earlier lobes eval result; it is not replaced/,
+    );
     expect(snapshot(out)).toEqual(snap);
     writeFileSync(path.join(out, 'notes.md'), 'mine');
     snap = snapshot(out);
-    await expect(writeDirAtomic(out, fill('x'), { kind: 'eval' })).rejects.toThrow(/ev: folder holds an earlier lobes eval result and files lobes did not write there \(notes\.md\); it is not replaced/);
+    await expect(writeDirAtomic(out, fill('x'), { kind: 'eval' })).rejects.toThrow(
+      /ev: folder holds an earlier lobes eval result and files lobes did not write there \(notes\.md\); it is not replaced/,
+    );
     expect(snapshot(out)).toEqual(snap);
     const mine = path.join(root, 'mine');
     mkdirSync(mine);
     writeFileSync(path.join(mine, 'summary.json'), '{}');
-    await expect(writeDirAtomic(mine, fill('x'), { kind: 'eval' })).rejects.toThrow(/mine: folder exists and was not written by lobes eval \(it holds summary\.json\)/);
+    await expect(writeDirAtomic(mine, fill('x'), { kind: 'eval' })).rejects.toThrow(
+      /mine: folder exists and was not written by lobes eval \(it holds summary\.json\)/,
+    );
     expect(readdirSync(mine)).toEqual(['summary.json']);
     expect(readdirSync(root).filter((n) => n.startsWith('.'))).toEqual([]);
   });
@@ -58,7 +67,9 @@ describe('output folders', () => {
     mkdirSync(path.join(root, 'empty'));
     await writeDirAtomic(path.join(root, 'empty'), fill('1'), { kind: 'cluster' });
     await writeDirAtomic(path.join(root, 'new', 'deep'), fill('1'), { kind: 'cluster' });
-    expect(() => checkOutputDir(path.join(root, 'empty', 'records', 'x'), 'cluster')).toThrow(/output folder is inside the lobes cluster folder .*empty, which is replaced whole/);
+    expect(() => checkOutputDir(path.join(root, 'empty', 'records', 'x'), 'cluster')).toThrow(
+      /output folder is inside the lobes cluster folder .*empty, which is replaced whole/,
+    );
   });
 
   it('writeOutputMarker marks a folder filled over time; without a file list the kind alone decides', () => {
@@ -74,7 +85,9 @@ describe('output folders', () => {
   it('recognises an unmarked cluster result of an older lobes by its settings.json and files only', () => {
     const d = path.join(root, 'old');
     mkdirSync(d);
-    writeFileSync(path.join(d, 'settings.json'), JSON.stringify({ point: 'final.hidden', by: 'aspect', perplexity: 30, pcaDims: 50, theta: 0.5, iterations: 1000 }));
+    writeFileSync(path.join(d, 'settings.json'),
+      JSON.stringify({ point: 'final.hidden', by: 'aspect', perplexity: 30, pcaDims: 50, theta: 0.5,
+        iterations: 1000 }));
     for (const f of ['coords.json', 'coords.csv', 'metrics.json', 'metrics.csv']) writeFileSync(path.join(d, f), '');
     expect(isLegacyOutput(d, 'cluster')).toBe(true);
     expect(isLegacyOutput(d, 'wanda')).toBe(false);

@@ -9,7 +9,8 @@ import { ProgressBar as Progress } from '../../src/util/progress-bar.js';
 
 function sink(): { stream: NodeJS.WriteStream; lines: string[] } {
   const lines: string[] = [];
-  const stream = { isTTY: false, write: (s: string) => (lines.push(...s.split('\n').filter(Boolean)), true) } as unknown as NodeJS.WriteStream;
+  const stream = { isTTY: false,
+    write: (s: string) => (lines.push(...s.split('\n').filter(Boolean)), true) } as unknown as NodeJS.WriteStream;
   return { stream, lines };
 }
 const at = (ms: number) => vi.setSystemTime(new Date(1_000_000 + ms));
@@ -89,6 +90,7 @@ describe('progress rates and ETA', () => {
     r.log('a message');
     r.finish();
     // after a message, the last line is written again so the status is the last thing read
-    expect(q.lines).toEqual(['w: 1/4 points, - points/s, 0s elapsed', 'w: 4/4 points, 1.50 points/s, 2s elapsed', 'a message', 'w: 4/4 points, 1.50 points/s, 2s elapsed']);
+    expect(q.lines).toEqual(['w: 1/4 points, - points/s, 0s elapsed', 'w: 4/4 points, 1.50 points/s, 2s elapsed',
+      'a message', 'w: 4/4 points, 1.50 points/s, 2s elapsed']);
   });
 });

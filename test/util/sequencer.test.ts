@@ -11,8 +11,12 @@ import { longestFirst, readDurations, DURATIONS } from '../sequencer.js';
 const tmp = mkdtempSync(path.join(tmpdir(), 'lobes-sequencer-'));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
-interface F { name: string; bytes: number }
-const order = (files: F[], seconds: Record<string, number>) => longestFirst(files, (f) => f.name, (f) => f.bytes, new Map(Object.entries(seconds))).map((f) => f.name);
+interface F {
+  name: string;
+  bytes: number;
+}
+const order = (files: F[], seconds: Record<string, number>) =>
+  longestFirst(files, (f) => f.name, (f) => f.bytes, new Map(Object.entries(seconds))).map((f) => f.name);
 
 describe('test file order', () => {
   it('puts the longest recorded first, new files after those over 1 s, ties by size', () => {
@@ -34,7 +38,8 @@ describe('test file order', () => {
 
   it('reads the durations file; a missing or damaged one is empty, and non-numbers are left out', () => {
     const good = path.join(tmp, 'good.json');
-    writeFileSync(good, JSON.stringify({ files: { 'test/a.test.ts': 4.5, 'test/b.test.ts': 'slow', 'test/c.test.ts': null } }));
+    writeFileSync(good,
+      JSON.stringify({ files: { 'test/a.test.ts': 4.5, 'test/b.test.ts': 'slow', 'test/c.test.ts': null } }));
     expect([...readDurations(good)]).toEqual([['test/a.test.ts', 4.5]]);
     const bad = path.join(tmp, 'bad.json');
     writeFileSync(bad, '{"files": {');

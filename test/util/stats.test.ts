@@ -9,12 +9,28 @@ import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { Rng } from '../../src/util/rng.js';
 import {
-  holm, benjaminiHochberg, wilson, clopperPearson, binomialUpper, binomialLower, poissonBinomialUpper, poissonBinomialPmf,
-  permutationFloor, permutationsForFamily, nullZ, normalQuantile, logGamma, incompleteBeta, studentTCdf, predictionP,
+  holm,
+  benjaminiHochberg,
+  wilson,
+  clopperPearson,
+  binomialUpper,
+  binomialLower,
+  poissonBinomialUpper,
+  poissonBinomialPmf,
+  permutationFloor,
+  permutationsForFamily,
+  nullZ,
+  normalQuantile,
+  logGamma,
+  incompleteBeta,
+  studentTCdf,
+  predictionP,
 } from '../../src/util/stats.js';
 import { cases } from '../goldens/cases.js';
 
-const G = JSON.parse(readFileSync(path.join(import.meta.dirname, '..', 'goldens', 'stats', 'stats_goldens.json'), 'utf8'));
+const G = JSON.parse(
+  readFileSync(path.join(import.meta.dirname, '..', 'goldens', 'stats', 'stats_goldens.json'), 'utf8'),
+);
 
 const close = (a: readonly (number | null)[], b: readonly number[], tol: number) => {
   expect(a.length).toBe(b.length);
@@ -76,7 +92,8 @@ describe('binomial intervals (statsmodels proportion_confint)', () => {
 
 describe('Poisson-binomial upper tail (enumeration, numpy convolution)', () => {
   it('P(X ≥ k) for units with unequal chances', () => {
-    for (const c of cases(G, 'poissonBinomial')) expect(Math.abs(poissonBinomialUpper(c.ps, c.k) - c.upper), `${c.method} k=${c.k}`).toBeLessThan(1e-12);
+    for (const c of cases(G, 'poissonBinomial'))
+      expect(Math.abs(poissonBinomialUpper(c.ps, c.k) - c.upper), `${c.method} k=${c.k}`).toBeLessThan(1e-12);
   });
   it('the distribution sums to 1', () => {
     const f = poissonBinomialPmf([0.1, 0.9, 0.5, 0.3]);
@@ -94,7 +111,8 @@ describe('nullZ', () => {
 
 describe("Student's t and the prediction-interval test (scipy t.cdf, special.betainc)", () => {
   it('the regularized incomplete beta on both sides of its switch, and the t CDF in both tails', () => {
-    for (const c of cases(G, 'incompleteBeta')) expect(Math.abs(incompleteBeta(c.x, c.a, c.b) - c.value), `I_${c.x}(${c.a}, ${c.b})`).toBeLessThan(1e-12);
+    for (const c of cases(G, 'incompleteBeta'))
+      expect(Math.abs(incompleteBeta(c.x, c.a, c.b) - c.value), `I_${c.x}(${c.a}, ${c.b})`).toBeLessThan(1e-12);
     for (const c of cases(G, 'studentT')) {
       const got = studentTCdf(c.t, c.df);
       // relative in the far tails, where the CDF is tiny

@@ -1,7 +1,8 @@
 /** Bad input: one clear error naming file, place and cause; RUN/wanda is never half-written. */
 import { describe, it, expect, vi, afterAll } from 'vitest';
 import * as path from 'node:path';
-import { existsSync, readFileSync, readdirSync, writeFileSync, openSync, writeSync, closeSync, statSync, truncateSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, writeFileSync, openSync, writeSync, closeSync, statSync,
+  truncateSync } from 'node:fs';
 import { runWanda } from '../../src/wanda/index.js';
 import { main } from '../../src/cli/main.js';
 import { syntheticModel, syntheticActivations, writeCheckpoint, writeRun, tmpDir, cleanupTmp } from './helpers.js';
@@ -43,7 +44,9 @@ describe('bad input', () => {
     const { ck, run, model } = setup('missing');
     model.weights.delete('model.layers.0.mlp.down_proj.weight');
     writeCheckpoint(ck, model, 'F32');
-    await expect(runWanda(run, { weights: ck, block: 16, permutations: 0, quiet: true })).rejects.toThrow(/1 weight tensor missing: model\.layers\.0\.mlp\.down_proj\.weight/);
+    await expect(runWanda(run, { weights: ck, block: 16, permutations: 0, quiet: true })).rejects.toThrow(
+      /1 weight tensor missing: model\.layers\.0\.mlp\.down_proj\.weight/,
+    );
     noPartialOutput(run);
   });
 
@@ -52,7 +55,9 @@ describe('bad input', () => {
     const file = path.join(ck, 'model.safetensors');
     // Cut the data section short: the header's last data_offsets now point past the end.
     truncateSync(file, statSync(file).size - 100);
-    await expect(runWanda(run, { weights: ck, block: 16, permutations: 0, quiet: true })).rejects.toThrow(/model\.safetensors: tensor "model\.layers\.0\.mlp\.\w+_proj\.weight": data_offsets \[\d+,\d+\] exceed the \d+ data bytes in the file/);
+    await expect(runWanda(run, { weights: ck, block: 16, permutations: 0, quiet: true })).rejects.toThrow(
+      /model\.safetensors: tensor "model\.layers\.0\.mlp\.\w+_proj\.weight": data_offsets \[\d+,\d+\] exceed the \d+ data bytes in the file/,
+    );
     noPartialOutput(run);
   });
 
@@ -64,7 +69,9 @@ describe('bad input', () => {
     b.writeBigUInt64LE(10n ** 9n);
     writeSync(fd, b, 0, 8, 0);
     closeSync(fd);
-    await expect(runWanda(run, { weights: ck, block: 16, permutations: 0, quiet: true })).rejects.toThrow(/model\.safetensors: header: safetensors header declares 1000000000 bytes/);
+    await expect(runWanda(run, { weights: ck, block: 16, permutations: 0, quiet: true })).rejects.toThrow(
+      /model\.safetensors: header: safetensors header declares 1000000000 bytes/,
+    );
     noPartialOutput(run);
   });
 
@@ -72,7 +79,9 @@ describe('bad input', () => {
     for (const kind of ['nan', 'inf'] as const) {
       const { ck, run } = setup(kind, { corruptActs: kind });
       await expect(runWanda(run, { weights: ck, block: 16, permutations: 5, quiet: true })).rejects.toThrow(
-        kind === 'nan' ? /layers\.0\.mlp\.down_in, row 5 \(sample "s5"\): activation is NaN at feature 7/ : /layers\.0\.mlp\.down_in, row 5 \(sample "s5"\): activation is Inf/,
+        kind === 'nan'
+          ? /layers\.0\.mlp\.down_in, row 5 \(sample "s5"\): activation is NaN at feature 7/
+          : /layers\.0\.mlp\.down_in, row 5 \(sample "s5"\): activation is Inf/,
       );
       noPartialOutput(run);
     }
@@ -80,9 +89,13 @@ describe('bad input', () => {
     const { ck, run } = setup('keep');
     await runWanda(run, { weights: ck, block: 16, permutations: 3, quiet: true });
     const before = readFileSync(path.join(run, 'wanda', 'metrics.json'), 'utf8');
-    await expect(runWanda(run, { weights: ck, by: 'nope', block: 16, permutations: 3, quiet: true })).rejects.toThrow(/label axis "nope" is not in the run \(axes: aspect\)/);
+    await expect(runWanda(run, { weights: ck, by: 'nope', block: 16, permutations: 3, quiet: true })).rejects.toThrow(
+      /label axis "nope" is not in the run \(axes: aspect\)/,
+    );
     writeFileSync(path.join(ck, 'model.safetensors'), 'garbage');
-    await expect(runWanda(run, { weights: ck, block: 16, permutations: 3, quiet: true })).rejects.toThrow(/not a safetensors file|header declares/);
+    await expect(runWanda(run, { weights: ck, block: 16, permutations: 3, quiet: true })).rejects.toThrow(
+      /not a safetensors file|header declares/,
+    );
     expect(readFileSync(path.join(run, 'wanda', 'metrics.json'), 'utf8')).toBe(before);
     expect(readdirSync(run).filter((f) => f.startsWith('.wanda'))).toEqual([]);
   });
@@ -93,14 +106,18 @@ describe('bad input', () => {
     writeCheckpoint(ck, model, 'BF16', 2);
     const index = path.join(ck, 'model.safetensors.index.json');
     const j = JSON.parse(readFileSync(index, 'utf8'));
-    const moved = { ...j, weight_map: { ...j.weight_map, 'model.layers.0.mlp.down_proj.weight': 'model-00009-of-00009.safetensors' } };
+    const moved = { ...j,
+      weight_map: { ...j.weight_map, 'model.layers.0.mlp.down_proj.weight': 'model-00009-of-00009.safetensors' } };
     writeFileSync(index, JSON.stringify(moved));
     await expect(runWanda(run, { weights: ck, block: 16, permutations: 0, quiet: true })).rejects.toThrow(
       /model\.safetensors\.index\.json: model\.layers\.0\.mlp\.down_proj\.weight: shard model-00009-of-00009\.safetensors listed in the index is missing/,
     );
-    const wrong = { ...j, weight_map: { ...j.weight_map, 'model.layers.0.mlp.down_proj.weight': 'model-00001-of-00002.safetensors' } };
+    const wrong = { ...j,
+      weight_map: { ...j.weight_map, 'model.layers.0.mlp.down_proj.weight': 'model-00001-of-00002.safetensors' } };
     writeFileSync(index, JSON.stringify(wrong));
-    await expect(runWanda(run, { weights: ck, block: 16, permutations: 0, quiet: true })).rejects.toThrow(/the index puts model\.layers\.0\.mlp\.down_proj\.weight in model-00001-of-00002\.safetensors, but that file does not hold it/);
+    await expect(runWanda(run, { weights: ck, block: 16, permutations: 0, quiet: true })).rejects.toThrow(
+      /the index puts model\.layers\.0\.mlp\.down_proj\.weight in model-00001-of-00002\.safetensors, but that file does not hold it/,
+    );
     noPartialOutput(run);
   });
 
@@ -108,7 +125,9 @@ describe('bad input', () => {
     const { ck, run, model } = setup('nanw');
     model.weights.get('model.layers.0.mlp.up_proj.weight')!.w[3] = NaN;
     writeCheckpoint(ck, model, 'F32');
-    await expect(runWanda(run, { weights: ck, block: 16, permutations: 0, quiet: true })).rejects.toThrow(/tensor "model\.layers\.0\.mlp\.up_proj\.weight" \(layers\.0\.mlp\.up_proj\): weights contain NaN or Inf/);
+    await expect(runWanda(run, { weights: ck, block: 16, permutations: 0, quiet: true })).rejects.toThrow(
+      /tensor "model\.layers\.0\.mlp\.up_proj\.weight" \(layers\.0\.mlp\.up_proj\): weights contain NaN or Inf/,
+    );
     noPartialOutput(run);
   });
 });
@@ -121,9 +140,13 @@ describe('lobes wanda command line', () => {
     const so = vi.spyOn(process.stdout, 'write').mockImplementation((s: any) => ((out += String(s)), true));
     const se = vi.spyOn(process.stderr, 'write').mockImplementation((s: any) => ((err += String(s)), true));
     try {
-      expect(await main(['wanda', run, '--model', ck, '--block', '16', '--top-count', '2', '--scope', 'layer', '--permutations', '9', '--seed', '4', '--json'])).toBe(0);
+      expect(
+        await main(['wanda', run, '--model', ck, '--block', '16', '--top-count', '2', '--scope', 'layer',
+          '--permutations', '9', '--seed', '4', '--json']),
+      ).toBe(0);
       const j = JSON.parse(out);
-      expect(j.settings).toMatchObject({ seed: 4, permutations: 9, top: { kind: 'count', value: 2, scope: 'layer' }, block: [16, 16] });
+      expect(j.settings).toMatchObject({ seed: 4, permutations: 9, top: { kind: 'count', value: 2, scope: 'layer' },
+        block: [16, 16] });
       expect(j.metrics.groups.map((g: any) => g.regionSize)).toEqual([2, 2]);
       // --json silences progress, not warnings: the 16×16 blocks are too coarse for these matrices
       expect(err).toMatch(/^wanda: warning: .*blocks at 16×16/m);
@@ -149,7 +172,9 @@ describe('cancelled through its AbortSignal', () => {
     const { ck, run } = setup('abort');
     const before = new AbortController();
     before.abort();
-    await expect(runWanda(run, { weights: ck, block: 16, permutations: 0, quiet: true, signal: before.signal })).rejects.toMatchObject({ code: 'E_ABORTED', message: expect.stringMatching(/^lobes wanda was cancelled before the weight pass/) });
+    await expect(runWanda(run, { weights: ck, block: 16, permutations: 0, quiet: true, signal: before.signal })).rejects
+      .toMatchObject({ code: 'E_ABORTED',
+        message: expect.stringMatching(/^lobes wanda was cancelled before the weight pass/) });
     noPartialOutput(run);
     // aborted while the pass runs: the job stops at the stage boundary after it
     const during = new AbortController();

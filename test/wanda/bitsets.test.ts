@@ -6,8 +6,10 @@
  * cross word boundaries; scores with ties at the threshold.
  */
 import { describe, it, expect } from 'vitest';
-import { selectTop, minus, size, intersectionSize, densityCounts, components, type Masks, type TopSpec } from '../../src/wanda/regions.js';
-import { bitLayout, selectTopBits, countAnd, andNot, densityBits, componentsBits, RunScratch, popcount, type BitLayout } from '../../src/wanda/bitsets.js';
+import { selectTop, minus, size, intersectionSize, densityCounts, components, type Masks,
+  type TopSpec } from '../../src/wanda/regions.js';
+import { bitLayout, selectTopBits, countAnd, andNot, densityBits, componentsBits, RunScratch, popcount,
+  type BitLayout } from '../../src/wanda/bitsets.js';
 import { placementNull, randomPlacement } from '../../src/wanda/placement.js';
 import { density } from '../../src/wanda/regions.js';
 import { Rng } from '../../src/util/rng.js';
@@ -22,7 +24,9 @@ function rng(seed: number): () => number {
 }
 
 const SHAPES: [number, number][] = [[7, 16], [5, 32], [4, 33], [3, 64], [6, 70], [1, 40], [9, 1], [1, 1], [2, 95]];
-const matrices: WandaMatrix[] = SHAPES.map(([R, K], i) => ({ name: `m${i}`, layer: 0, proj: 'p', input: 'h', dOut: R * 8, dIn: K * 8, rowBlocks: R, colBlocks: K }));
+const matrices: WandaMatrix[] = SHAPES.map(([R, K], i) => ({ name: `m${i}`, layer: 0, proj: 'p', input: 'h',
+  dOut: R * 8, dIn: K * 8, rowBlocks: R, colBlocks: K })
+);
 
 function toBits(masks: Masks, L: BitLayout): Uint32Array {
   const out = new Uint32Array(L.words);
@@ -42,7 +46,7 @@ function randomMasks(r: () => number, p: number, rows: boolean): Masks {
   return matrices.map((m) => {
     const a = new Uint8Array(m.rowBlocks * m.colBlocks);
     for (let i = 0; i < a.length; i++) a[i] = r() < p ? 1 : 0;
-    if (rows) for (let row = 0; row < m.rowBlocks; row += 2) a.fill(1, row * m.colBlocks, (row + 1) * m.colBlocks);
+    if (rows) { for (let row = 0; row < m.rowBlocks; row += 2) a.fill(1, row * m.colBlocks, (row + 1) * m.colBlocks); }
     return a;
   });
 }
@@ -89,7 +93,8 @@ describe('block sets as bits', () => {
   it('components of shapes that join late (a U, a spiral, a checkerboard) equal the flood fill', () => {
     const K = 70;
     const R = 6;
-    const ms: WandaMatrix[] = [{ name: 'u', layer: 0, proj: 'p', input: 'h', dOut: R, dIn: K, rowBlocks: R, colBlocks: K }];
+    const ms: WandaMatrix[] = [{ name: 'u', layer: 0, proj: 'p', input: 'h', dOut: R, dIn: K, rowBlocks: R,
+      colBlocks: K }];
     const Lu = bitLayout(ms);
     const sc = new RunScratch(Lu);
     const cases: ((r: number, c: number) => boolean)[] = [
@@ -109,7 +114,7 @@ describe('block sets as bits', () => {
     }
   });
 
-  it('selectTopBits selects selectTop\'s blocks, with ties at the threshold broken in flat order', () => {
+  it("selectTopBits selects selectTop's blocks, with ties at the threshold broken in flat order", () => {
     const r = rng(5);
     const work = new Float32Array(1000);
     const bits = new Uint32Array(L.words);
@@ -122,16 +127,26 @@ describe('block sets as bits', () => {
     for (const top of tops) {
       for (const levels of [0, 3, 1]) {
         // levels 0: continuous scores; otherwise only `levels` distinct values, so many ties.
-        const scores = matrices.map((m) => Float32Array.from({ length: m.rowBlocks * m.colBlocks }, () => (levels ? Math.floor(r() * levels) : r())));
+        const scores = matrices.map((m) =>
+          Float32Array.from({ length: m.rowBlocks * m.colBlocks }, () => (levels ? Math.floor(r() * levels) : r()))
+        );
         selectTopBits(scores, L, top, bits, work);
         expect(bits, `${top.kind} ${top.value} levels ${levels}`).toEqual(toBits(selectTop(scores, matrices, top), L));
       }
     }
   });
 
-  it('placementNull gives, placement by placement, the density and components of randomPlacement\'s byte masks', () => {
+  it("placementNull gives, placement by placement, the density and components of randomPlacement's byte masks", () => {
     // Sizes from empty to full, and past half a matrix (the complement is drawn).
-    for (const counts of [matrices.map((m) => Math.floor((m.rowBlocks * m.colBlocks) / 10)), matrices.map((m, k) => (k % 3 === 0 ? m.rowBlocks * m.colBlocks - 1 : k % 3 === 1 ? 0 : Math.ceil((m.rowBlocks * m.colBlocks) * 0.7)))]) {
+    for (const counts of [matrices.map((m) => Math.floor((m.rowBlocks * m.colBlocks) / 10)),
+      matrices.map((m,
+        k) => (k % 3 === 0
+          ? m.rowBlocks * m.colBlocks - 1
+          : k % 3 === 1
+          ? 0
+          : Math.ceil((m.rowBlocks * m.colBlocks) * 0.7))
+      )])
+    {
       const R = 40;
       const got = placementNull(counts, matrices, R, 9);
       const rng = new Rng(9);

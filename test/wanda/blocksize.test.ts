@@ -51,7 +51,9 @@ describe('--block auto', () => {
     const check = blockCheck(ms, [256, 256], TOP, false);
     expect(check.suggested).toBe(32);
     const w = coarseWarnings(check, [256, 256]);
-    expect(w[0]).toMatch(/^gate_proj \(30 matrices\): 6×3 blocks at 256×256, the top selection keeps 2; .*--block auto: 32/);
+    expect(w[0]).toMatch(
+      /^gate_proj \(30 matrices\): 6×3 blocks at 256×256, the top selection keeps 2; .*--block auto: 32/,
+    );
     expect(blockCheck(ms, [32, 32], TOP, true).coarse).toEqual([]);
   });
 });
@@ -75,14 +77,20 @@ describe('runWanda --block auto and the warning', () => {
       // H = 64: 64/4 = 16 blocks on the short side
       expect(auto.settings.block).toEqual([4, 4]);
       expect(auto.settings.blockCheck).toMatchObject({ auto: true, coarse: [], suggested: null });
-      expect(err.join('')).toMatch(/blocks 4×4 \(auto: the largest power of two ≤ 256 .*the paper's 256×256 would be too coarse here\)/);
+      expect(err.join('')).toMatch(
+        /blocks 4×4 \(auto: the largest power of two ≤ 256 .*the paper's 256×256 would be too coarse here\)/,
+      );
       err.length = 0;
       const coarse = await runWanda(runDir, { weights: ck, block: 32, permutations: 9, seed: 1 });
       expect(coarse.settings.blockCheck!.coarse.map((c) => c.proj)).toEqual(['gate_proj', 'up_proj', 'down_proj']);
-      expect(err.join('')).toMatch(/wanda: warning: gate_proj \(2 matrices\): 4×2 blocks at 32×32, the top selection keeps 1;/);
+      expect(err.join('')).toMatch(
+        /wanda: warning: gate_proj \(2 matrices\): 4×2 blocks at 32×32, the top selection keeps 1;/,
+      );
       const written = JSON.parse(readFileSync(path.join(runDir, 'wanda', 'settings.json'), 'utf8'));
       expect(written.blockCheck.suggested).toBe(4);
-      expect(verdictLines(null, null, written).join('\n')).toMatch(/Neuron regions are too coarse to read: at 32×32 blocks gate_proj has 4×2 blocks .*--block auto gives 4/);
+      expect(verdictLines(null, null, written).join('\n')).toMatch(
+        /Neuron regions are too coarse to read: at 32×32 blocks gate_proj has 4×2 blocks .*--block auto gives 4/,
+      );
     } finally {
       vi.restoreAllMocks();
     }

@@ -57,7 +57,12 @@ describe('pooled maps equal the naive |W|·s then average pooling', () => {
           }
           const s = Float64Array.from(randn(rng, dIn), (x) => Math.abs(x) + 0.1);
           const m: MatrixRef = {
-            name: 'm', layer: 0, proj: 'gate_proj', input: 'h', dOut, dIn,
+            name: 'm',
+            layer: 0,
+            proj: 'gate_proj',
+            input: 'h',
+            dOut,
+            dIn,
             source: { kind: 'dense', tensor: 'w', dtype, layout, data: { bytes } },
           };
           // Small chunks force several reads per matrix.
@@ -84,7 +89,9 @@ describe('weight pass over safetensors files', () => {
       const dIn = 70 + 5 * k;
       const w = randn(rng, dOut * dIn);
       tensors.push({ name: `w${k}`, dtype: 'BF16' as const, shape: [dOut, dIn], data: toBf16(w).bits });
-      mats.push({ name: `m${k}`, layer: k, proj: 'up_proj', input: `h${k}`, dOut, dIn, source: { kind: 'dense', tensor: `w${k}`, dtype: 'BF16', layout: 'out_in', data: { file: '', offset: 0, byteLength: 0 } } });
+      mats.push({ name: `m${k}`, layer: k, proj: 'up_proj', input: `h${k}`, dOut, dIn,
+        source: { kind: 'dense', tensor: `w${k}`, dtype: 'BF16', layout: 'out_in',
+          data: { file: '', offset: 0, byteLength: 0 } } });
     }
     const file = path.join(dir, 'model.safetensors');
     writeSafetensors(file, tensors);
@@ -105,16 +112,27 @@ describe('weight pass over safetensors files', () => {
     }
   });
 
-  it('row slices of MatMulNBits weights in worker threads give the whole matrix\'s sums', async () => {
+  it("row slices of MatMulNBits weights in worker threads give the whole matrix's sums", async () => {
     const rng = new Rng(6);
     const N = 40, K = 64, bs = 16, nb = 4;
     const mk = (zp: boolean): MatrixRef => ({
-      name: `q${zp}`, layer: 0, proj: 'gate_proj', input: 'h', dOut: N, dIn: K,
+      name: `q${zp}`,
+      layer: 0,
+      proj: 'gate_proj',
+      input: 'h',
+      dOut: N,
+      dIn: K,
       source: {
-        kind: 'nbits', tensor: 'B', bits: 4, blockSize: bs,
+        kind: 'nbits',
+        tensor: 'B',
+        bits: 4,
+        blockSize: bs,
         data: { bytes: Uint8Array.from({ length: N * nb * 8 }, () => rng.int(256)) },
-        scales: { tensor: 's', dtype: 'F32', data: { bytes: new Uint8Array(Float32Array.from({ length: N * nb }, () => rng.next()).buffer) } },
-        zeroPoints: zp ? { tensor: 'z', dtype: 'U8', data: { bytes: Uint8Array.from({ length: N * 2 }, () => rng.int(256)) } } : undefined,
+        scales: { tensor: 's', dtype: 'F32',
+          data: { bytes: new Uint8Array(Float32Array.from({ length: N * nb }, () => rng.next()).buffer) } },
+        zeroPoints: zp
+          ? { tensor: 'z', dtype: 'U8', data: { bytes: Uint8Array.from({ length: N * 2 }, () => rng.int(256)) } }
+          : undefined,
       },
     });
     const mats = [mk(true), mk(false)];
@@ -138,9 +156,18 @@ describe('MatMulNBits dequantization', () => {
   B[16] = 0x21;
   B[24] = 0x87;
   const mk = (scales: Uint8Array, sdt: 'F32' | 'F16', zp?: Uint8Array): MatrixRef => ({
-    name: 'q', layer: 0, proj: 'gate_proj', input: 'h', dOut: 2, dIn: 20,
+    name: 'q',
+    layer: 0,
+    proj: 'gate_proj',
+    input: 'h',
+    dOut: 2,
+    dIn: 20,
     source: {
-      kind: 'nbits', tensor: 'B', data: { bytes: B }, bits: 4, blockSize: 16,
+      kind: 'nbits',
+      tensor: 'B',
+      data: { bytes: B },
+      bits: 4,
+      blockSize: 16,
       scales: { tensor: 'scales', dtype: sdt, data: { bytes: scales } },
       zeroPoints: zp ? { tensor: 'zp', dtype: 'U8', data: { bytes: zp } } : undefined,
     },
@@ -205,12 +232,15 @@ describe('group statistic', () => {
     }
     const bad = x.slice();
     bad[7 * d + 2] = NaN;
-    await expect(groupSquareSums(memorySource(n, { h: { dim: d, data: bad } }, Array.from({ length: n }, (_, i) => `id${i}`)), 'h', [L2], 2)).rejects.toThrow(/h, row 7 \(sample "id7"\).*NaN at feature 2/);
+    await expect(
+      groupSquareSums(memorySource(n, { h: { dim: d, data: bad } }, Array.from({ length: n }, (_, i) => `id${i}`)), 'h',
+        [L2], 2),
+    ).rejects.toThrow(/h, row 7 \(sample "id7"\).*NaN at feature 2/);
   });
 });
 
 describe('addgroups', () => {
-  it('adds each entry\'s rows in order into its destination, for every vector count (8-, 4- and 1-vector steps)', () => {
+  it("adds each entry's rows in order into its destination, for every vector count (8-, 4- and 1-vector steps)", () => {
     const k = createSimd();
     if (!k) return;
     let x = 99;
@@ -230,7 +260,8 @@ describe('addgroups', () => {
       dst.set(Float64Array.from({ length: dst.length }, () => rnd()));
       src.set(Float64Array.from({ length: src.length }, () => rnd() * 1e3));
       const want = dst.slice();
-      for (const [e, rs] of entries) for (const r of rs) for (let i = 0; i < vals; i++) want[e * vals + i] += src[r * (vals + 8) + i]!;
+      for (const [e, rs] of entries)
+        for (const r of rs) for (let i = 0; i < vals; i++) want[e * vals + i] += src[r * (vals + 8) + i]!;
       const list = new Int32Array(mem, listOff, 64);
       let w = 0;
       for (const [e, rs] of entries) {
@@ -239,7 +270,8 @@ describe('addgroups', () => {
         for (const r of rs) list[w++] = rowOff + r * (vals + 8) * 8;
       }
       k.addgroups(listOff, entries.length, nvec, 0);
-      expect(Buffer.from(dst.buffer, dst.byteOffset, dst.byteLength).equals(Buffer.from(want.buffer)), `nvec ${nvec}`).toBe(true);
+      expect(Buffer.from(dst.buffer, dst.byteOffset, dst.byteLength).equals(Buffer.from(want.buffer)), `nvec ${nvec}`)
+        .toBe(true);
     }
   });
 });
@@ -248,11 +280,16 @@ describe('poolHook', () => {
   it('pools through the SIMD kernel bit-identically to poolBlocks (a narrower last column block included) and to the plain path', () => {
     let x = 12345;
     const rnd = () => ((x = (Math.imul(x, 1103515245) + 12345) >>> 0) / 2 ** 32);
-    for (const [d, dOuts, rb, cb] of [[100, [37, 64], 16, 24], [64, [64], 8, 16], [50, [20], 8, 6], [54, [9, 30], 4, 8]] as const) {
-      const mats = dOuts.map((dOut) => ({ C: Float32Array.from({ length: Math.ceil(dOut / rb) * d }, () => rnd() * 3), dOut, dIn: d }));
+    for (const [d, dOuts, rb, cb] of [[100, [37, 64], 16, 24], [64, [64], 8, 16], [50, [20], 8, 6], [54, [9, 30], 4,
+      8]] as const)
+    {
+      const mats = dOuts.map((dOut) => ({ C: Float32Array.from({ length: Math.ceil(dOut / rb) * d }, () => rnd() * 3),
+        dOut, dIn: d })
+      );
       // Five groups: four pooled together (poolrow4), the fifth alone (poolrow).
       const counts = [3, 5, 2, 7, 4];
-      const sums = [Float64Array.from({ length: 5 * d }, () => rnd() * 10), Float64Array.from({ length: 5 * d }, () => rnd())];
+      const sums = [Float64Array.from({ length: 5 * d }, () => rnd() * 10),
+        Float64Array.from({ length: 5 * d }, () => rnd())];
       const got = poolHook(sums, d, counts, mats, rb, cb);
       process.env.LOBES_NO_SIMD = '1';
       let plain;
@@ -266,10 +303,11 @@ describe('poolHook', () => {
           const s = rmsScaler(S, g, d, c);
           mats.forEach((m, i) => {
             const want = poolBlocks(m.C, s, m.dOut, m.dIn, rb, cb);
-            expect(Buffer.from(got.pooled[l]![g]![i]!.buffer).equals(Buffer.from(want.buffer)), `d ${d} cb ${cb} matrix ${i}`).toBe(true);
+            expect(Buffer.from(got.pooled[l]![g]![i]!.buffer).equals(Buffer.from(want.buffer)),
+              `d ${d} cb ${cb} matrix ${i}`).toBe(true);
             expect(Buffer.from(plain.pooled[l]![g]![i]!.buffer).equals(Buffer.from(want.buffer))).toBe(true);
           });
-        }),
+        })
       );
     }
   });
@@ -293,12 +331,20 @@ describe('regions and metrics', () => {
   });
   it('selection equals a stable sort (score descending, then matrix, then index) with many ties', () => {
     const rng = new Rng(12);
-    const infos = [0, 0, 1, 1, 1].map((layer, k) => ({ ...matrixInfo(`m${k}`, layer, ['gate_proj', 'up_proj', 'down_proj'][k % 3], 'h', 8 * (2 + k), 8 * 3, [8, 8]) }));
+    const infos = [0, 0, 1, 1, 1].map((layer, k) => ({
+      ...matrixInfo(`m${k}`, layer, ['gate_proj', 'up_proj', 'down_proj'][k % 3], 'h', 8 * (2 + k), 8 * 3, [8, 8]),
+    }));
     const scores = infos.map((m) => Float32Array.from({ length: m.rowBlocks * m.colBlocks }, () => rng.int(6)));
     for (const scope of ['matrix', 'layer', 'global'] as const) {
-      for (const top of [{ kind: 'count' as const, value: 4, scope }, { kind: 'fraction' as const, value: 0.3, scope }]) {
+      for (const top of [{ kind: 'count' as const, value: 4, scope }, { kind: 'fraction' as const, value: 0.3,
+        scope }])
+      {
         const got = selectTop(scores, infos, top);
-        const pools = scope === 'matrix' ? infos.map((_, k) => [k]) : scope === 'global' ? [infos.map((_, k) => k)] : [[0, 1], [2, 3, 4]];
+        const pools = scope === 'matrix'
+          ? infos.map((_, k) => [k])
+          : scope === 'global'
+          ? [infos.map((_, k) => k)]
+          : [[0, 1], [2, 3, 4]];
         const want = scores.map((x) => new Uint8Array(x.length));
         for (const pool of pools) {
           const items = pool.flatMap((m) => Array.from(scores[m], (v, i) => ({ m, i, v })));

@@ -23,9 +23,11 @@ const root = tmpDir('lobes-wanda-e2e-');
 
 async function extract(modelDir: string, rows: { text: string; group: string }[], name: string): Promise<string> {
   const data = path.join(root, `${name}.jsonl`);
-  writeFileSync(data, rows.map((r, i) => JSON.stringify({ id: `${name}-${i}`, text: r.text, group: r.group })).join('\n') + '\n');
+  writeFileSync(data,
+    rows.map((r, i) => JSON.stringify({ id: `${name}-${i}`, text: r.text, group: r.group })).join('\n') + '\n');
   const out = path.join(root, name);
-  await runExtract({ model: modelDir, data: `jsonl:${data}?text=text&label=group&id=id`, out, capture: ['mlp'], dtype: 'fp32', quiet: true });
+  await runExtract({ model: modelDir, data: `jsonl:${data}?text=text&label=group&id=id`, out, capture: ['mlp'],
+    dtype: 'fp32', quiet: true });
   return out;
 }
 
@@ -39,16 +41,22 @@ describe('planted tiny Llama (blocks): extract -> wanda', () => {
     runDir = await extract(modelDir, samples.map((s) => ({ text: s.text, group: s.labels.group })), 'blocks');
   });
 
-  it('recovers each planted group\'s blocks in its set difference, p < 0.01', async () => {
+  it("recovers each planted group's blocks in its set difference, p < 0.01", async () => {
     const plant = readPlant(modelDir)!;
     const [alpha, beta] = plant.groups;
-    const idx = (g: typeof alpha, proj: string, colBlocks: number) => (proj === 'down_proj' ? g.downBlock * colBlocks + g.interBlock : g.interBlock * colBlocks + g.hiddenBlock);
+    const idx = (g: typeof alpha, proj: string,
+      colBlocks:
+        number) => (proj === 'down_proj'
+        ? g.downBlock * colBlocks + g.interBlock
+        : g.interBlock * colBlocks + g.hiddenBlock);
     // Each map has only 8 blocks (gate/up 4×2, down 2×4). With the top block per group and
     // matrix, each group's region is exactly its planted block in every matrix.
-    const one = await runWanda(runDir, { by: 'group', block: 256, top: { kind: 'count', value: 1 }, permutations: 0, quiet: true });
+    const one = await runWanda(runDir, { by: 'group', block: 256, top: { kind: 'count', value: 1 }, permutations: 0,
+      quiet: true });
     expect(one.settings.weights.source).toBe('onnx');
     expect(one.settings.groups).toEqual(['alpha', 'beta', 'control']);
-    expect(one.regions.matrices.map((m) => m.name)).toEqual(['layers.0.mlp.gate_proj', 'layers.0.mlp.up_proj', 'layers.0.mlp.down_proj', 'layers.1.mlp.gate_proj', 'layers.1.mlp.up_proj', 'layers.1.mlp.down_proj']);
+    expect(one.regions.matrices.map((m) => m.name)).toEqual(['layers.0.mlp.gate_proj', 'layers.0.mlp.up_proj',
+      'layers.0.mlp.down_proj', 'layers.1.mlp.gate_proj', 'layers.1.mlp.up_proj', 'layers.1.mlp.down_proj']);
     const d1 = one.regions.differences.find((x) => x.a === 'alpha' && x.b === 'beta')!;
     for (const m of one.regions.matrices) {
       expect(d1.aMinusB[m.name]).toEqual([idx(alpha, m.proj, m.colBlocks)]);
@@ -61,7 +69,8 @@ describe('planted tiny Llama (blocks): extract -> wanda', () => {
     // the isolation is far outside the null. In layer 1 the residual stream carries enough of
     // the other group's pattern that the two planted blocks tie for second place, so recovery
     // at two blocks per group is asserted on layer 0.
-    const two = await runWanda(runDir, { by: 'group', block: 256, top: { kind: 'count', value: 2 }, permutations: 199, seed: 3, quiet: true });
+    const two = await runWanda(runDir, { by: 'group', block: 256, top: { kind: 'count', value: 2 }, permutations: 199,
+      seed: 3, quiet: true });
     const d2 = two.regions.differences.find((x) => x.a === 'alpha' && x.b === 'beta')!;
     for (const m of two.regions.matrices.filter((x) => x.layer === 0)) {
       expect(d2.aMinusB[m.name]).toContain(idx(alpha, m.proj, m.colBlocks));
@@ -106,11 +115,12 @@ describe('planted tiny Llama (blocks): extract -> wanda', () => {
     writeLabelOverlay(runDir, { format: 'lobes-labels', axis: 'correct', default: 'unevaluated', source: {}, values });
     const unlisted = groups.filter((g) => g === 'control').length;
     expect((await openRun(runDir)).labels('correct').filter((l) => l === 'unevaluated').length).toBe(unlisted);
-    const r = await runWanda(runDir, { by: 'correct', block: 256, top: { kind: 'count', value: 1 }, permutations: 0, quiet: true });
+    const r = await runWanda(runDir, { by: 'correct', block: 256, top: { kind: 'count', value: 1 }, permutations: 0,
+      quiet: true });
     expect(r.settings.groups).toEqual(['correct', 'wrong']);
-    expect(r.settings.samples).toEqual({ used: groups.length - unlisted, excluded: unlisted, leftOut: { unevaluated: unlisted } });
+    expect(r.settings.samples).toEqual({ used: groups.length - unlisted, excluded: unlisted,
+      leftOut: { unevaluated: unlisted } });
   });
-
 });
 
 describe('unplanted tiny Llama with labels independent of the texts', () => {
@@ -118,7 +128,9 @@ describe('unplanted tiny Llama with labels independent of the texts', () => {
     const modelDir = ensureGeneratedModel('tiny-llama');
     const plant = readPlant(ensureGeneratedModel('blocks'))!;
     const rng = new Rng(17);
-    const rows = plantedSamples(plant, { perGroup: 16, control: true, seed: 2 }).map((s) => ({ text: s.text, group: ['x', 'y', 'z'][rng.int(3)] }));
+    const rows = plantedSamples(plant, { perGroup: 16, control: true, seed: 2 }).map((s) => ({ text: s.text,
+      group: ['x', 'y', 'z'][rng.int(3)] })
+    );
     const runDir = await extract(modelDir, rows, 'unplanted');
     // hidden 64, intermediate 256: 16×16 blocks give 16×4 (gate/up) and 4×16 (down) maps.
     const res = await runWanda(runDir, { by: 'group', block: 16, permutations: 199, seed: 3, quiet: true });

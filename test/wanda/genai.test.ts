@@ -17,18 +17,22 @@ import { tmpDir, cleanupTmp, naivePooled, transpose } from './helpers.js';
 
 afterAll(cleanupTmp);
 
-const GENAI = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../shared/models/ort-genai-tiny-llama-fp16');
+const GENAI = path.resolve(path.dirname(fileURLToPath(import.meta.url)),
+  '../../../shared/models/ort-genai-tiny-llama-fp16');
 const has = existsSync(path.join(GENAI, 'model.onnx'));
 if (!has) console.log(`skipping the onnxruntime-genai wanda test: ${GENAI} is absent`);
 
 describe.skipIf(!has)('wanda on the onnxruntime-genai fp16 graph', () => {
   it('reads fp16 MatMul initializers from external data and pools them exactly', async () => {
     const dir = tmpDir('lobes-wanda-genai-');
-    const texts = ['The cat sat on the mat.', 'Numbers like 3.14 are fun.', 'She said hello and left.', 'We met again today.', 'Rain fell all night long.', 'He wrote a short note.'];
+    const texts = ['The cat sat on the mat.', 'Numbers like 3.14 are fun.', 'She said hello and left.',
+      'We met again today.', 'Rain fell all night long.', 'He wrote a short note.'];
     const data = path.join(dir, 'd.jsonl');
-    writeFileSync(data, texts.map((t, i) => JSON.stringify({ id: `t${i}`, text: t, kind: i % 2 ? 'odd' : 'even' })).join('\n') + '\n');
+    writeFileSync(data,
+      texts.map((t, i) => JSON.stringify({ id: `t${i}`, text: t, kind: i % 2 ? 'odd' : 'even' })).join('\n') + '\n');
     const run = path.join(dir, 'run');
-    await runExtract({ model: GENAI, data: `jsonl:${data}?text=text&label=kind&id=id`, out: run, capture: ['mlp'], dtype: 'fp32', quiet: true });
+    await runExtract({ model: GENAI, data: `jsonl:${data}?text=text&label=kind&id=id`, out: run, capture: ['mlp'],
+      dtype: 'fp32', quiet: true });
     const res = await runWanda(run, { by: 'kind', block: [16, 8], permutations: 9, seed: 1, quiet: true });
     expect(res.settings.weights.source).toBe('onnx');
     expect(res.regions.matrices.length).toBe(6);
@@ -43,7 +47,8 @@ describe.skipIf(!has)('wanda on the onnxruntime-genai fp16 graph', () => {
       expect(ref.layout).toBe('in_out');
       const w = transpose(readInitializerFloat32(model, ref.weight), m.dIn, m.dOut);
       const x = await reader.read(m.input, rows);
-      const s = Array.from({ length: m.dIn }, (_, j) => Math.sqrt(Array.from(rows).reduce((a, _r, k) => a + x[k * m.dIn + j] ** 2, 0) / rows.length));
+      const s = Array.from({ length: m.dIn },
+        (_, j) => Math.sqrt(Array.from(rows).reduce((a, _r, k) => a + x[k * m.dIn + j] ** 2, 0) / rows.length));
       const naive = naivePooled(w, m.dOut, m.dIn, s, 16, 8);
       const got = readTensorFloat32(h, `even|${m.name}`);
       for (let k = 0; k < naive.length; k++) expect(got[k]).toBeCloseTo(naive[k], 5);

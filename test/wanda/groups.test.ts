@@ -35,7 +35,7 @@ describe('the labellings of the null under item groups', () => {
     }
   });
 
-  it('with groups: every group keeps its labels, a one-label group and the left-out sample never move, a group\'s arrangements come up alike', () => {
+  it("with groups: every group keeps its labels, a one-label group and the left-out sample never move, a group's arrangements come up alike", () => {
     const gen = labelingGenerator(enc.index, labels.length, 7, groups);
     expect(gen()).toEqual(enc.index);
     const seen = new Map<string, number>();
@@ -54,8 +54,9 @@ describe('the labellings of the null under item groups', () => {
     for (const c of seen.values()) expect(Math.abs(c - 1000)).toBeLessThan(110);
   });
 
-  it('refuses groups that each hold one label (a whole-group shuffle would change the labels\' sizes)', () => {
-    expect(() => labelingGenerator(encodeLabels(['A', 'A', 'B', 'B']).index, 4, 1, Int32Array.from([0, 0, 1, 1]))).toThrow(/every item group holds one label/);
+  it("refuses groups that each hold one label (a whole-group shuffle would change the labels' sizes)", () => {
+    expect(() => labelingGenerator(encodeLabels(['A', 'A', 'B', 'B']).index, 4, 1, Int32Array.from([0, 0, 1, 1])))
+      .toThrow(/every item group holds one label/);
   });
 });
 
@@ -83,12 +84,13 @@ function planted() {
 }
 
 describe('a label readable only through the trees', () => {
-  it('item shuffles find the two labels\' regions more apart than chance; shuffles within the trees do not', async () => {
+  it("item shuffles find the two labels' regions more apart than chance; shuffles within the trees do not", async () => {
     const { source, labels, groups } = planted();
     const block: [number, number] = [16, 16];
     const m = matrixInfo('model.layers.0.mlp.down_proj.weight', 0, 'down_proj', 'layers.0.mlp.down_in', 32, 256, block);
     const colsums = new Map([[m.name, new Float32Array(2 * 256).fill(1)]]);
-    const opts = { block, top: { kind: 'fraction' as const, value: 0.25, scope: 'matrix' as const }, permutations: 39, seed: 3 };
+    const opts = { block, top: { kind: 'fraction' as const, value: 0.25, scope: 'matrix' as const }, permutations: 39,
+      seed: 3 };
     const flat = await analyze({ matrices: [m], colsums, source, labels }, opts);
     const grouped = await analyze({ matrices: [m], colsums, source, labels, itemGroups: groups }, opts);
     const j = (r: typeof flat) => r.metrics.pairs[0]!.jaccard;

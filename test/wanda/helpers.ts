@@ -46,7 +46,9 @@ export function transpose(w: Float32Array, rows: number, cols: number): Float32A
 }
 
 /** Naive Wanda: full |W| * s, then mean over each block's true area. */
-export function naivePooled(w: Float32Array, dOut: number, dIn: number, s: ArrayLike<number>, rb: number, cb: number): Float64Array {
+export function naivePooled(w: Float32Array, dOut: number, dIn: number, s: ArrayLike<number>, rb: number,
+  cb: number): Float64Array
+{
   const R = Math.ceil(dOut / rb);
   const K = Math.ceil(dIn / cb);
   const full = new Float64Array(dOut * dIn);
@@ -90,16 +92,21 @@ export interface PlantOptions {
   plants?: Plant[];
 }
 
-export function syntheticModel(seed: number, layers: number, hidden: number, inter: number, o: PlantOptions): SyntheticModel {
+export function syntheticModel(seed: number, layers: number, hidden: number, inter: number,
+  o: PlantOptions): SyntheticModel
+{
   const rng = new Rng(seed);
   const weights = new Map<string, { w: Float32Array; dOut: number; dIn: number }>();
   for (let l = 0; l < layers; l++) {
-    for (const [proj, dOut, dIn] of [['gate_proj', inter, hidden], ['up_proj', inter, hidden], ['down_proj', hidden, inter]] as const) {
+    for (const [proj, dOut, dIn] of [['gate_proj', inter, hidden], ['up_proj', inter, hidden], ['down_proj', hidden,
+      inter]] as const)
+    {
       const w = randn(rng, dOut * dIn, 1 / Math.sqrt(dIn));
       for (const p of o.plants ?? []) {
         const B = o.block;
         const [rBlk, cBlk] = proj === 'down_proj' ? [p.hiddenBlock, p.interBlock] : [p.interBlock, p.hiddenBlock];
-        for (let i = rBlk * B; i < (rBlk + 1) * B; i++) for (let j = cBlk * B; j < (cBlk + 1) * B; j++) w[i * dIn + j] *= p.weightGain;
+        for (let i = rBlk * B; i < (rBlk + 1) * B; i++)
+          for (let j = cBlk * B; j < (cBlk + 1) * B; j++) w[i * dIn + j] *= p.weightGain;
       }
       weights.set(`model.layers.${l}.mlp.${proj}.weight`, { w, dOut, dIn });
     }
@@ -108,12 +115,16 @@ export function syntheticModel(seed: number, layers: number, hidden: number, int
 }
 
 /** Activations per hook for labelled samples; each planted group has its features scaled up. */
-export function syntheticActivations(seed: number, m: SyntheticModel, labels: string[], o: PlantOptions): Record<string, { dim: number; data: Float32Array }> {
+export function syntheticActivations(seed: number, m: SyntheticModel, labels: string[],
+  o: PlantOptions): Record<string, { dim: number; data: Float32Array }>
+{
   const rng = new Rng(seed);
   const n = labels.length;
   const hooks: Record<string, { dim: number; data: Float32Array }> = {};
   for (let l = 0; l < m.layers; l++) {
-    for (const [hook, dim, down] of [[`layers.${l}.mlp.in`, m.hidden, false], [`layers.${l}.mlp.down_in`, m.inter, true]] as const) {
+    for (const [hook, dim, down] of [[`layers.${l}.mlp.in`, m.hidden, false], [`layers.${l}.mlp.down_in`, m.inter,
+      true]] as const)
+    {
       const data = randn(rng, n * dim);
       for (const p of o.plants ?? []) {
         const blk = down ? p.interBlock : p.hiddenBlock;
@@ -135,7 +146,9 @@ export function writeCheckpoint(dir: string, m: SyntheticModel, dtype: 'BF16' | 
   const per = Math.ceil(names.length / shards);
   const weightMap: Record<string, string> = {};
   for (let s = 0; s < shards; s++) {
-    const file = shards === 1 ? 'model.safetensors' : `model-${String(s + 1).padStart(5, '0')}-of-${String(shards).padStart(5, '0')}.safetensors`;
+    const file = shards === 1
+      ? 'model.safetensors'
+      : `model-${String(s + 1).padStart(5, '0')}-of-${String(shards).padStart(5, '0')}.safetensors`;
     const tensors: StWriteTensor[] = names.slice(s * per, (s + 1) * per).map((name) => {
       const { w, dOut, dIn } = m.weights.get(name)!;
       weightMap[name] = file;
@@ -144,12 +157,15 @@ export function writeCheckpoint(dir: string, m: SyntheticModel, dtype: 'BF16' | 
     writeSafetensors(path.join(dir, file), tensors);
   }
   if (shards > 1) {
-    writeFileSync(path.join(dir, 'model.safetensors.index.json'), JSON.stringify({ metadata: {}, weight_map: weightMap }));
+    writeFileSync(path.join(dir, 'model.safetensors.index.json'),
+      JSON.stringify({ metadata: {}, weight_map: weightMap }));
   }
 }
 
 /** Write a complete run directory with the given labels and activations. */
-export function writeRun(dir: string, labels: Record<string, string>[], hooks: Record<string, { dim: number; data: Float32Array }>, modelDir = '/nonexistent-model'): void {
+export function writeRun(dir: string, labels: Record<string, string>[],
+  hooks: Record<string, { dim: number; data: Float32Array }>, modelDir = '/nonexistent-model'): void
+{
   mkdirSync(dir, { recursive: true });
   const n = labels.length;
   const axes = Object.keys(labels[0] ?? {});
@@ -159,7 +175,9 @@ export function writeRun(dir: string, labels: Record<string, string>[], hooks: R
     formatVersion: 1,
     lobesVersion: 'test',
     createdAt: new Date(0).toISOString(),
-    model: { dir: modelDir, graphSha256: '0'.repeat(64), arch: { family: 'llama', layers: 0, hidden: 0, intermediate: 0, heads: null, kvHeads: null, vocab: 0, dtype: 'fp32', quantization: null } },
+    model: { dir: modelDir, graphSha256: '0'.repeat(64),
+      arch: { family: 'llama', layers: 0, hidden: 0, intermediate: 0, heads: null, kvHeads: null, vocab: 0,
+        dtype: 'fp32', quantization: null } },
     tokenizer: { source: 'test', chatTemplate: false, addBos: true, maxTokens: null },
     dataset: { spec: 'test', itemsSha256: '0'.repeat(64), count: n, axes },
     capture: { points: infos, selection: ['mlp'] },

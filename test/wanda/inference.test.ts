@@ -24,19 +24,23 @@ import { cases } from '../goldens/cases.js';
 
 afterAll(cleanupTmp);
 
-const G = JSON.parse(readFileSync(path.join(import.meta.dirname, '..', 'goldens', 'stats', 'stats_goldens.json'), 'utf8'));
-const mat = (R: number, K: number, name = 'm'): WandaMatrix => ({ name, layer: 0, proj: 'gate_proj', input: 'layers.0.mlp.in', dOut: R, dIn: K, rowBlocks: R, colBlocks: K });
+const G = JSON.parse(
+  readFileSync(path.join(import.meta.dirname, '..', 'goldens', 'stats', 'stats_goldens.json'), 'utf8'),
+);
+const mat = (R: number, K: number, name = 'm'): WandaMatrix => ({ name, layer: 0, proj: 'gate_proj',
+  input: 'layers.0.mlp.in', dOut: R, dIn: K, rowBlocks: R, colBlocks: K });
 
 /** In-set neighbour slots of a mask, counted here. */
 function inSetSlots(mask: Uint8Array, R: number, K: number): number {
   let n = 0;
-  for (let r = 0; r < R; r++) for (let c = 0; c < K; c++) {
-    if (!mask[r * K + c]) continue;
-    if (r > 0) n += mask[(r - 1) * K + c];
-    if (r < R - 1) n += mask[(r + 1) * K + c];
-    if (c > 0) n += mask[r * K + c - 1];
-    if (c < K - 1) n += mask[r * K + c + 1];
-  }
+  for (let r = 0; r < R; r++)
+    for (let c = 0; c < K; c++) {
+      if (!mask[r * K + c]) continue;
+      if (r > 0) n += mask[(r - 1) * K + c];
+      if (r < R - 1) n += mask[(r + 1) * K + c];
+      if (c > 0) n += mask[r * K + c - 1];
+      if (c < K - 1) n += mask[r * K + c + 1];
+    }
   return n;
 }
 
@@ -56,7 +60,9 @@ describe('random-placement null', () => {
       const nul = placementNull([g.k], [m], R, 7);
       const mean = nul.density.reduce((a, b) => a + b, 0) / R;
       const sd = Math.sqrt(nul.density.reduce((a, b) => a + (b - mean) ** 2, 0) / (R - 1));
-      expect(Math.abs(mean - g.meanDensity), `${g.rows}x${g.cols} k=${g.k}`).toBeLessThan(4 * sd / Math.sqrt(R) + 1e-12);
+      expect(Math.abs(mean - g.meanDensity), `${g.rows}x${g.cols} k=${g.k}`).toBeLessThan(
+        4 * sd / Math.sqrt(R) + 1e-12,
+      );
       const rng = new Rng(3);
       let s = 0;
       let s2 = 0;
@@ -71,7 +77,7 @@ describe('random-placement null', () => {
     }
   });
 
-  it('keeps each matrix\'s count', () => {
+  it("keeps each matrix's count", () => {
     const ms = [mat(6, 7, 'a'), mat(3, 4, 'b')];
     const masks = randomPlacement([30, 2], ms, new Rng(1));
     expect(masks.map((m) => m.reduce((a, b) => a + b, 0))).toEqual([30, 2]);
@@ -117,14 +123,26 @@ async function plantedAnalysis(labs: string[], R: number) {
     for (const proj of ['gate_proj', 'up_proj', 'down_proj']) {
       const { w, dOut, dIn } = model.weights.get(`model.layers.${l}.mlp.${proj}.weight`)!;
       const name = `layers.${l}.mlp.${proj}`;
-      infos.push(matrixInfo(name, l, proj, proj === 'down_proj' ? `layers.${l}.mlp.down_in` : `layers.${l}.mlp.in`, dOut, dIn, [BLOCK, BLOCK]));
+      infos.push(
+        matrixInfo(name, l, proj, proj === 'down_proj' ? `layers.${l}.mlp.down_in` : `layers.${l}.mlp.in`, dOut, dIn, [
+          BLOCK,
+          BLOCK,
+        ]),
+      );
       const C = new Float32Array(Math.ceil(dOut / BLOCK) * dIn);
-      for (let i = 0; i < dOut; i++) for (let j = 0; j < dIn; j++) C[Math.floor(i / BLOCK) * dIn + j] += Math.abs(w[i * dIn + j]);
+      for (let i = 0; i < dOut; i++)
+        for (let j = 0; j < dIn; j++) C[Math.floor(i / BLOCK) * dIn + j] += Math.abs(w[i * dIn + j]);
       colsums.set(name, C);
     }
   }
-  const res = await analyze({ matrices: infos, colsums, source: memorySource(labs.length, hooks), labels: labs }, { block: [BLOCK, BLOCK], top: { kind: 'fraction', value: 0.1, scope: 'matrix' }, permutations: R, seed: 1 });
-  return { res, hooks, metrics: addInference(res.metrics, res.regions, res.nulls, { placements: R, seed: 1, channels: res.channels }) };
+  const res = await analyze({ matrices: infos, colsums, source: memorySource(labs.length, hooks), labels: labs }, {
+    block: [BLOCK, BLOCK],
+    top: { kind: 'fraction', value: 0.1, scope: 'matrix' },
+    permutations: R,
+    seed: 1,
+  });
+  return { res, hooks,
+    metrics: addInference(res.metrics, res.regions, res.nulls, { placements: R, seed: 1, channels: res.channels }) };
 }
 
 describe('the per-channel RMS test', () => {
@@ -146,14 +164,17 @@ describe('the per-channel RMS test', () => {
     const out = new Float64Array(d);
     const work = new Float64Array(d);
     for (let rep = 0; rep < 3; rep++) {
-      const s = Float64Array.from({ length: counts.length * d }, (_, i) => (i % d) % 11 === 0 ? 0 : rnd() * 10 ** (rnd() * 6 - 3));
+      const s = Float64Array.from({ length: counts.length * d },
+        (_, i) => (i % d) % 11 === 0 ? 0 : rnd() * 10 ** (rnd() * 6 - 3));
       const got = channelSpread(s, counts, d, out, work);
       for (let j = 0; j < d; j++) {
         let m = 0;
         for (let g = 0; g < counts.length; g++) m += counts[g]! * s[g * d + j]! ** 2;
         const all = Math.sqrt(m / N);
         let want = 0;
-        if (all > 0) for (let g = 0; g < counts.length; g++) want += (counts[g]! / N) * (s[g * d + j]! / all - 1) ** 2;
+        if (all > 0) {
+          for (let g = 0; g < counts.length; g++) want += (counts[g]! / N) * (s[g * d + j]! / all - 1) ** 2;
+        }
         expect(Object.is(got[j], want), `channel ${j}: ${got[j]} against ${want}`).toBe(true);
       }
       // The WebAssembly kernel (two channels a step, the odd last one in JavaScript) gives the same bits.
@@ -168,7 +189,9 @@ describe('the per-channel RMS test', () => {
         for (let g = 0; g < counts.length; g++) sv.set(s.subarray(g * d, g * d + dd), g * dd);
         const simd = channelSpreadSimd(k, sOff, dd, counts, pOff, tOff);
         const js = channelSpread(sv.slice(), counts, dd);
-        expect(Buffer.from(simd.buffer, simd.byteOffset, dd * 8).equals(Buffer.from(js.buffer)), `d = ${dd}`).toBe(true);
+        expect(Buffer.from(simd.buffer, simd.byteOffset, dd * 8).equals(Buffer.from(js.buffer)), `d = ${dd}`).toBe(
+          true,
+        );
       }
     }
   });
@@ -176,10 +199,12 @@ describe('the per-channel RMS test', () => {
   it('finds the planted channels of the planted groups, and nothing under shuffled labels', async () => {
     const { res, metrics, hooks } = await plantedAnalysis(labels, 199);
     const ch = metrics.channels!;
-    expect(ch.map((c) => c.hook)).toEqual(['layers.0.mlp.in', 'layers.0.mlp.down_in', 'layers.1.mlp.in', 'layers.1.mlp.down_in']);
+    expect(ch.map((c) => c.hook)).toEqual(['layers.0.mlp.in', 'layers.0.mlp.down_in', 'layers.1.mlp.in',
+      'layers.1.mlp.down_in']);
     // The observed value against its definition, from the activations.
     const x = hooks['layers.0.mlp.in']!;
-    const rms = (rows: number[], j: number) => Math.sqrt(rows.reduce((a, r) => a + x.data[r * H + j]! ** 2, 0) / rows.length);
+    const rms = (rows: number[], j: number) =>
+      Math.sqrt(rows.reduce((a, r) => a + x.data[r * H + j]! ** 2, 0) / rows.length);
     const rowsOf = (g: string) => labels.flatMap((l, r) => (l === g ? [r] : []));
     let T = 0;
     for (let j = 0; j < H; j++) {
@@ -212,13 +237,16 @@ describe('the per-channel RMS test', () => {
       expect(f.members).toEqual(Array.from({ length: d }, (_, j) => String(j)));
       expect(c.channels).toBe(d);
     }
-    expect(metrics.declaredFamilies!.map((f) => f.family).filter((n) => n.startsWith('channels '))).toEqual(ch.map((c) => `channels ${c.hook}`));
+    expect(metrics.declaredFamilies!.map((f) => f.family).filter((n) => n.startsWith('channels '))).toEqual(
+      ch.map((c) => `channels ${c.hook}`),
+    );
     // the declared families are what the plan implies: the 3 pairs of A, B, C, their 6 differences, the 3 groups, the 4 capture points
     const pairs = [['A', 'B'], ['A', 'C'], ['B', 'C']];
     expect(fams.get('region-pairs')!.members).toEqual(pairs.map(([a, b]) => `${a} | ${b}`));
     expect(fams.get('isolation')!.members).toEqual(pairs.flatMap(([a, b]) => [`${a} ∖ ${b}`, `${b} ∖ ${a}`]));
     expect(fams.get('placement-group-density')!.members).toEqual(['A', 'B', 'C']);
-    expect(fams.get('capture-points')!.members).toEqual(['layers.0.mlp.in', 'layers.0.mlp.down_in', 'layers.1.mlp.in', 'layers.1.mlp.down_in']);
+    expect(fams.get('capture-points')!.members).toEqual(['layers.0.mlp.in', 'layers.0.mlp.down_in', 'layers.1.mlp.in',
+      'layers.1.mlp.down_in']);
 
     const shuffled = new Rng(5).shuffle(labels.slice());
     const null0 = (await plantedAnalysis(shuffled, 99)).metrics.channels!;
@@ -228,7 +256,7 @@ describe('the per-channel RMS test', () => {
 });
 
 describe('region pairs: one test for Jaccard and isolation, corrected families', () => {
-  it('Jaccard\'s pLower equals both isolations\' p; Holm and BH are applied over the family', async () => {
+  it("Jaccard's pLower equals both isolations' p; Holm and BH are applied over the family", async () => {
     const { metrics } = await plantedAnalysis(labels, 99);
     for (const p of metrics.pairs) {
       expect(p.isolationAB.p).toBe(p.jaccard.pLower);
@@ -240,11 +268,14 @@ describe('region pairs: one test for Jaccard and isolation, corrected families',
     const dens = metrics.pairs.flatMap((p) => [p.densityAminusB.p, p.densityBminusA.p]);
     expect(metrics.pairs.flatMap((p) => [p.densityAminusB.pHolm, p.densityBminusA.pHolm])).toEqual(holm(dens));
     const pl = metrics.pairs.flatMap((p) => [p.placementAminusB!.density.p, p.placementBminusA!.density.p]);
-    expect(metrics.pairs.flatMap((p) => [p.placementAminusB!.density.pBH, p.placementBminusA!.density.pBH])).toEqual(benjaminiHochberg(pl));
+    expect(metrics.pairs.flatMap((p) => [p.placementAminusB!.density.pBH, p.placementBminusA!.density.pBH])).toEqual(
+      benjaminiHochberg(pl),
+    );
     expect(metrics.families).toEqual({ jaccard: 3, differences: 6, groups: 3, capturePoints: 4 });
     // the same families declared in the registry's shape, each with the number of p-values adjusted
     const fams = new Map(metrics.declaredFamilies!.map((f) => [f.family, f]));
-    expect(fams.get('region-pairs')).toMatchObject({ size: 3, members: metrics.pairs.map((p) => `${p.a} | ${p.b}`), correction: ['holm', 'bh'], alpha: 0.05 });
+    expect(fams.get('region-pairs')).toMatchObject({ size: 3, members: metrics.pairs.map((p) => `${p.a} | ${p.b}`),
+      correction: ['holm', 'bh'], alpha: 0.05 });
     expect(fams.get('set-differences')!.size).toBe(6);
     expect(fams.get('set-differences')!.members).toHaveLength(6);
     expect(fams.get('group-density')!.size).toBe(3);
@@ -272,16 +303,21 @@ describe('the block-size × top-fraction sweep', () => {
     writeCheckpoint(ck, model, 'F32', 1);
     const runDir = path.join(dir, 'run');
     writeRun(runDir, labels.map((l) => ({ aspect: l })), hooks);
-    const res = await runWanda(runDir, { weights: ck, block: 16, permutations: 39, seed: 3, quiet: true, sweep: { blocks: [8, 16], tops: [0.1, 0.2] } });
+    const res = await runWanda(runDir, { weights: ck, block: 16, permutations: 39, seed: 3, quiet: true,
+      sweep: { blocks: [8, 16], tops: [0.1, 0.2] } });
     const rows = res.metrics.sensitivity!;
     expect(rows.map((r) => [r.block, r.top])).toEqual([[8, 0.1], [8, 0.2], [16, 0.1], [16, 0.2]]);
     expect(rf(path.join(runDir, 'wanda', 'sensitivity.csv'), 'utf8').trim().split('\n').length).toBe(5);
     for (const r of rows) {
-      const one = await runWanda(runDir, { weights: ck, block: r.block, top: { kind: 'fraction', value: r.top }, permutations: 39, seed: 3, quiet: true });
+      const one = await runWanda(runDir, { weights: ck, block: r.block, top: { kind: 'fraction', value: r.top },
+        permutations: 39, seed: 3, quiet: true });
       const m = one.metrics;
       expect(r.jaccardBelowNullHolm).toBe(m.pairs.filter((p) => p.jaccard.pLowerHolm! <= 0.05).length);
       expect(r.meanJaccard).toBeCloseTo(m.pairs.reduce((a, p) => a + p.jaccard.value, 0) / m.pairs.length, 12);
-      expect(r.denserThanRandomHolm).toBe(m.pairs.flatMap((p) => [p.placementAminusB!, p.placementBminusA!]).filter((x) => x.density.pHolm! <= 0.05).length);
+      expect(r.denserThanRandomHolm).toBe(
+        m.pairs.flatMap((p) => [p.placementAminusB!, p.placementBminusA!]).filter((x) => x.density.pHolm! <= 0.05)
+          .length,
+      );
       expect(r.selected).toBe(m.groups[0]!.regionSize);
     }
     // The planted groups' regions stay apart at every grid: A vs B overlaps less than shuffled labels.

@@ -14,7 +14,8 @@ import { runSource } from '../../src/wanda/stats.js';
 import { weightPass } from '../../src/wanda/pass.js';
 import { openSafetensorsCheckpoint, safetensorsMatrices, wantedMatrices } from '../../src/wanda/weights.js';
 import { openRun } from '../../src/store/index.js';
-import { syntheticModel, syntheticActivations, writeCheckpoint, writeRun, tmpDir, cleanupTmp, type Plant } from './helpers.js';
+import { syntheticModel, syntheticActivations, writeCheckpoint, writeRun, tmpDir, cleanupTmp,
+  type Plant } from './helpers.js';
 
 afterAll(cleanupTmp);
 
@@ -43,50 +44,62 @@ function outputs(run: string): Record<string, Buffer> {
 }
 
 describe('permutation null on worker threads', () => {
-  it('two and three threads write the same bytes as one, find the planted blocks, and record every capture point read', async () => {
-    const { ck, run } = setup('same');
-    const opts = { weights: ck, block: BLOCK, permutations: 49, seed: 3, quiet: true };
-    const one = await runWanda(run, { ...opts, threads: 1 });
-    const single = outputs(run);
-    const three = await runWanda(run, { ...opts, threads: 3 });
-    const threaded = outputs(run);
-    for (const f of OUT_FILES) expect(threaded[f].equals(single[f]), f).toBe(true);
-    await runWanda(run, { ...opts, threads: 2 });
-    const two = outputs(run);
-    for (const f of OUT_FILES) expect(two[f].equals(single[f]), `${f}, 2 threads`).toBe(true);
-    expect(three.metrics).toEqual(one.metrics);
-    // Planted truth: A's region against B's is isolated beyond the null (p ≤ 0.02 with 49 permutations).
-    const ab = three.metrics.pairs.find((p) => p.a === 'A' && p.b === 'B')!;
-    expect(ab.isolationAB.p!).toBeLessThanOrEqual(0.02);
-    // Provenance names the six capture points (3 layers × mlp.in, mlp.down_in), read by the threads.
-    const hooks = Array.from({ length: 3 }, (_, l) => [`layers.${l}.mlp.down_in`, `layers.${l}.mlp.in`]).flat().sort();
-    expect(Object.keys(three.settings.provenance!.chunks).sort()).toEqual(hooks);
-    expect(three.settings.provenance).toEqual(one.settings.provenance);
-    expect(readdirSync(run).filter((f) => f.startsWith('.wanda'))).toEqual([]);
-  }, 120_000);
+  it('two and three threads write the same bytes as one, find the planted blocks, and record every capture point read',
+    async () => {
+      const { ck, run } = setup('same');
+      const opts = { weights: ck, block: BLOCK, permutations: 49, seed: 3, quiet: true };
+      const one = await runWanda(run, { ...opts, threads: 1 });
+      const single = outputs(run);
+      const three = await runWanda(run, { ...opts, threads: 3 });
+      const threaded = outputs(run);
+      for (const f of OUT_FILES) expect(threaded[f].equals(single[f]), f).toBe(true);
+      await runWanda(run, { ...opts, threads: 2 });
+      const two = outputs(run);
+      for (const f of OUT_FILES) expect(two[f].equals(single[f]), `${f}, 2 threads`).toBe(true);
+      expect(three.metrics).toEqual(one.metrics);
+      // Planted truth: A's region against B's is isolated beyond the null (p ≤ 0.02 with 49 permutations).
+      const ab = three.metrics.pairs.find((p) => p.a === 'A' && p.b === 'B')!;
+      expect(ab.isolationAB.p!).toBeLessThanOrEqual(0.02);
+      // Provenance names the six capture points (3 layers × mlp.in, mlp.down_in), read by the threads.
+      const hooks = Array.from({ length: 3 }, (_, l) => [`layers.${l}.mlp.down_in`, `layers.${l}.mlp.in`]).flat()
+        .sort();
+      expect(Object.keys(three.settings.provenance!.chunks).sort()).toEqual(hooks);
+      expect(three.settings.provenance).toEqual(one.settings.provenance);
+      expect(readdirSync(run).filter((f) => f.startsWith('.wanda'))).toEqual([]);
+    }, 120_000);
 
-  it('one labelling per batch (many batches, threads handed capture points across batch boundaries): the same result', async () => {
-    const { ck, run } = setup('batches');
-    const reader = await openRun(run);
-    const refs = safetensorsMatrices(openSafetensorsCheckpoint(ck), wantedMatrices(reader.hooks()));
-    const colsums = await weightPass(refs, { rowBlock: BLOCK, threads: 1 });
-    const input = { matrices: refs.map((m) => matrixInfo(m.name, m.layer, m.proj, m.input, m.dOut, m.dIn, [BLOCK, BLOCK])), colsums, source: runSource(reader), labels };
-    const base = { block: [BLOCK, BLOCK] as [number, number], top: { kind: 'fraction' as const, value: 0.1, scope: 'matrix' as const }, permutations: 9, seed: 4, batchBytes: 1 };
-    let steps = 0;
-    const a = await analyze(input, { ...base, threads: 1, perHook: false });
-    const b = await analyze(input, { ...base, threads: 4, perHook: false, onStep: () => steps++ });
-    expect(steps).toBe(10 * 6);
-    expect(b.metrics).toEqual(a.metrics);
-    expect([...b.pooled.keys()]).toEqual([...a.pooled.keys()]);
-    for (const [k, v] of a.pooled) expect(b.pooled.get(k), k).toEqual(v);
-    expect(b.nulls).toEqual(a.nulls);
-  }, 120_000);
+  it('one labelling per batch (many batches, threads handed capture points across batch boundaries): the same result',
+    async () => {
+      const { ck, run } = setup('batches');
+      const reader = await openRun(run);
+      const refs = safetensorsMatrices(openSafetensorsCheckpoint(ck), wantedMatrices(reader.hooks()));
+      const colsums = await weightPass(refs, { rowBlock: BLOCK, threads: 1 });
+      const input = {
+        matrices: refs.map((m) => matrixInfo(m.name, m.layer, m.proj, m.input, m.dOut, m.dIn, [BLOCK, BLOCK])),
+        colsums,
+        source: runSource(reader),
+        labels,
+      };
+      const base = { block: [BLOCK, BLOCK] as [number, number],
+        top: { kind: 'fraction' as const, value: 0.1, scope: 'matrix' as const }, permutations: 9, seed: 4,
+        batchBytes: 1 };
+      let steps = 0;
+      const a = await analyze(input, { ...base, threads: 1, perHook: false });
+      const b = await analyze(input, { ...base, threads: 4, perHook: false, onStep: () => steps++ });
+      expect(steps).toBe(10 * 6);
+      expect(b.metrics).toEqual(a.metrics);
+      expect([...b.pooled.keys()]).toEqual([...a.pooled.keys()]);
+      for (const [k, v] of a.pooled) expect(b.pooled.get(k), k).toEqual(v);
+      expect(b.nulls).toEqual(a.nulls);
+    }, 120_000);
 
   it('a NaN met by a thread is the same one-line error as on the calling thread, and nothing is written', async () => {
     const { ck, run } = setup('nan', true);
     const msg = /layers\.2\.mlp\.down_in, row 40 \(sample "s40"\): activation is NaN at feature 9/;
-    await expect(runWanda(run, { weights: ck, block: BLOCK, permutations: 5, quiet: true, threads: 1 })).rejects.toThrow(msg);
-    await expect(runWanda(run, { weights: ck, block: BLOCK, permutations: 5, quiet: true, threads: 2 })).rejects.toThrow(msg);
+    await expect(runWanda(run, { weights: ck, block: BLOCK, permutations: 5, quiet: true, threads: 1 })).rejects
+      .toThrow(msg);
+    await expect(runWanda(run, { weights: ck, block: BLOCK, permutations: 5, quiet: true, threads: 2 })).rejects
+      .toThrow(msg);
     expect(existsSync(path.join(run, 'wanda'))).toBe(false);
   }, 120_000);
 });

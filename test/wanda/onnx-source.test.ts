@@ -7,7 +7,8 @@ import { describe, it, expect, afterAll } from 'vitest';
 import * as path from 'node:path';
 import { writeFileSync } from 'node:fs';
 import * as ort from 'onnxruntime-node';
-import { DataType, loadModel, makeGraph, makeModel, makeNode, makeTensor, makeValueInfo, writeModel } from '../../src/onnx/index.js';
+import { DataType, loadModel, makeGraph, makeModel, makeNode, makeTensor, makeValueInfo,
+  writeModel } from '../../src/onnx/index.js';
 import { onnxWeightSource } from '../../src/runtime/weights.js';
 import { columnBlockSums, dequantizeNBits, type MatrixRef } from '../../src/wanda/kernel.js';
 import { floatArrayToHalf, halfToFloat } from '../../src/util/half.js';
@@ -26,16 +27,19 @@ describe('MatMulNBits initializers', () => {
     const zp = Uint8Array.from({ length: N * zpPerRow }, () => rng.int(256));
     const graph = makeGraph(
       'nbits',
-      [makeNode('MatMulNBits', ['A', 'B', 'scales', 'zp'], ['Y'], { K, N, bits: 4, block_size: bs }, 'com.microsoft', 'q')],
+      [makeNode('MatMulNBits', ['A', 'B', 'scales', 'zp'], ['Y'], { K, N, bits: 4, block_size: bs }, 'com.microsoft',
+        'q')],
       [makeValueInfo('A', DataType.FLOAT, [K, K])],
       [makeValueInfo('Y', DataType.FLOAT, [K, N])],
-      [makeTensor('B', DataType.UINT8, [N, nb, blob], B), makeTensor('scales', DataType.FLOAT, [N * nb], scales), makeTensor('zp', DataType.UINT8, [N * zpPerRow], zp)],
+      [makeTensor('B', DataType.UINT8, [N, nb, blob], B), makeTensor('scales', DataType.FLOAT, [N * nb], scales),
+        makeTensor('zp', DataType.UINT8, [N * zpPerRow], zp)],
     );
     const dir = tmpDir('lobes-wanda-nbits-');
     const file = path.join(dir, 'model.onnx');
     writeModel(file, makeModel(graph, { opsets: { '': 17, 'com.microsoft': 1 } }));
     const loaded = loadModel(file);
-    const src = onnxWeightSource(loaded, { proj: 'gate_proj', op: 'MatMulNBits', weight: 'B', scales: 'scales', zeroPoints: 'zp', layout: 'nbits', dIn: K, dOut: N, bits: 4, blockSize: bs });
+    const src = onnxWeightSource(loaded, { proj: 'gate_proj', op: 'MatMulNBits', weight: 'B', scales: 'scales',
+      zeroPoints: 'zp', layout: 'nbits', dIn: K, dOut: N, bits: 4, blockSize: bs });
     expect(src.kind).toBe('nbits');
     const m: MatrixRef = { name: 'q', layer: 0, proj: 'gate_proj', input: 'h', dOut: N, dIn: K, source: src };
     const W = dequantizeNBits(m);
@@ -84,21 +88,32 @@ describe('dense ONNX MatMul initializers', () => {
         writeFileSync(path.join(dir, 'weights.bin'), data);
         delete t.rawData;
         t.dataLocation = 1;
-        t.externalData = [{ key: 'location', value: 'weights.bin' }, { key: 'offset', value: '16' }, { key: 'length', value: String(bytes.byteLength) }];
+        t.externalData = [{ key: 'location', value: 'weights.bin' }, { key: 'offset', value: '16' }, { key: 'length',
+          value: String(bytes.byteLength) }];
       }
       writeModel(file, model);
       const loaded = loadModel(file);
       const src = onnxWeightSource(loaded, { proj: 'up_proj', op: 'MatMul', weight: 'w', layout: 'in_out', dIn, dOut });
-      expect(src.kind === 'dense' && 'file' in src.data && path.basename(src.data.file)).toBe(external ? 'weights.bin' : 'model.onnx');
-      const C = columnBlockSums({ name: 'u', layer: 0, proj: 'up_proj', input: 'h', dOut, dIn, source: src }, { rowBlock: 3 });
+      expect(src.kind === 'dense' && 'file' in src.data && path.basename(src.data.file)).toBe(
+        external ? 'weights.bin' : 'model.onnx',
+      );
+      const C = columnBlockSums({ name: 'u', layer: 0, proj: 'up_proj', input: 'h', dOut, dIn, source: src }, {
+        rowBlock: 3,
+      });
       for (let bi = 0; bi < Math.ceil(dOut / 3); bi++)
         for (let j = 0; j < dIn; j++) {
           let s = 0;
           for (let i = bi * 3; i < Math.min(dOut, bi * 3 + 3); i++) s += Math.abs(halfToFloat(h[j * dOut + i]));
           expect(C[bi * dIn + j]).toBeCloseTo(s, 6);
         }
-      expect(() => onnxWeightSource(loaded, { proj: 'up_proj', op: 'MatMul', weight: 'w', layout: 'in_out', dIn: dOut, dOut: dIn })).toThrow(/initializer "w": initializer shape \[24,10\] does not match the in_out layout of \[d_out=24, d_in=10\]/);
-      expect(() => onnxWeightSource(loaded, { proj: 'up_proj', op: 'MatMul', weight: 'nope', layout: 'in_out', dIn, dOut })).toThrow(/up_proj initializer "nope" not found/);
+      expect(() =>
+        onnxWeightSource(loaded, { proj: 'up_proj', op: 'MatMul', weight: 'w', layout: 'in_out', dIn: dOut, dOut: dIn })
+      ).toThrow(
+        /initializer "w": initializer shape \[24,10\] does not match the in_out layout of \[d_out=24, d_in=10\]/,
+      );
+      expect(() =>
+        onnxWeightSource(loaded, { proj: 'up_proj', op: 'MatMul', weight: 'nope', layout: 'in_out', dIn, dOut })
+      ).toThrow(/up_proj initializer "nope" not found/);
     });
   }
 });

@@ -14,7 +14,8 @@ import { runWanda } from '../../src/wanda/index.js';
 import { readSafetensorsHeader, readTensorFloat32 } from '../../src/formats/safetensors.js';
 import type { NullTested, WandaMatrix } from '../../src/wanda/types.js';
 import { Rng } from '../../src/util/rng.js';
-import { syntheticModel, syntheticActivations, writeCheckpoint, writeRun, tmpDir, cleanupTmp, naivePooled, type Plant } from './helpers.js';
+import { syntheticModel, syntheticActivations, writeCheckpoint, writeRun, tmpDir, cleanupTmp, naivePooled,
+  type Plant } from './helpers.js';
 import { openSafetensorsCheckpoint } from '../../src/wanda/weights.js';
 
 afterAll(cleanupTmp);
@@ -33,16 +34,24 @@ const PLANT = PLANTS[0];
 const PLANT_OPTS = { block: BLOCK, plants: PLANTS };
 const labels = Array.from({ length: 90 }, (_, r) => ['A', 'B', 'C'][r % 3]);
 
-function colsumsOf(model: ReturnType<typeof syntheticModel>, rb: number, LAYERS = model.layers): { infos: WandaMatrix[]; colsums: Map<string, Float32Array> } {
+function colsumsOf(model: ReturnType<typeof syntheticModel>, rb: number,
+  LAYERS = model.layers): { infos: WandaMatrix[]; colsums: Map<string, Float32Array> }
+{
   const infos: WandaMatrix[] = [];
   const colsums = new Map<string, Float32Array>();
   for (let l = 0; l < LAYERS; l++) {
     for (const proj of ['gate_proj', 'up_proj', 'down_proj']) {
       const { w, dOut, dIn } = model.weights.get(`model.layers.${l}.mlp.${proj}.weight`)!;
       const name = `layers.${l}.mlp.${proj}`;
-      infos.push(matrixInfo(name, l, proj, proj === 'down_proj' ? `layers.${l}.mlp.down_in` : `layers.${l}.mlp.in`, dOut, dIn, [rb, rb]));
+      infos.push(
+        matrixInfo(name, l, proj, proj === 'down_proj' ? `layers.${l}.mlp.down_in` : `layers.${l}.mlp.in`, dOut, dIn, [
+          rb,
+          rb,
+        ]),
+      );
       const C = new Float32Array(Math.ceil(dOut / rb) * dIn);
-      for (let i = 0; i < dOut; i++) for (let j = 0; j < dIn; j++) C[Math.floor(i / rb) * dIn + j] += Math.abs(w[i * dIn + j]);
+      for (let i = 0; i < dOut; i++)
+        for (let j = 0; j < dIn; j++) C[Math.floor(i / rb) * dIn + j] += Math.abs(w[i * dIn + j]);
       colsums.set(name, C);
     }
   }
@@ -63,11 +72,13 @@ function expectNullSummary(t: NullTested, nulls: Float64Array): void {
 }
 
 function plantedIndex(m: WandaMatrix, p: Plant = PLANT): number {
-  return m.proj === 'down_proj' ? p.hiddenBlock * m.colBlocks + p.interBlock : p.interBlock * m.colBlocks + p.hiddenBlock;
+  return m.proj === 'down_proj'
+    ? p.hiddenBlock * m.colBlocks + p.interBlock
+    : p.interBlock * m.colBlocks + p.hiddenBlock;
 }
 
 describe('planted neurons (synthetic activations)', () => {
-  it('the planted group\'s set difference recovers the planted blocks with p < 0.01', async () => {
+  it("the planted group's set difference recovers the planted blocks with p < 0.01", async () => {
     const model = syntheticModel(11, LAYERS, H, I, PLANT_OPTS);
     const hooks = syntheticActivations(12, model, labels, PLANT_OPTS);
     const { infos, colsums } = colsumsOf(model, BLOCK);
@@ -167,7 +178,10 @@ describe('planted neurons (synthetic activations)', () => {
     const hooks = syntheticActivations(32, model, labels, PLANT_OPTS);
     const { infos, colsums } = colsumsOf(model, BLOCK);
     const run = (batchBytes?: number) =>
-      analyze({ matrices: infos.filter((m) => m.layer === 0), colsums, source: memorySource(labels.length, { 'layers.0.mlp.in': hooks['layers.0.mlp.in'], 'layers.0.mlp.down_in': hooks['layers.0.mlp.down_in'] }), labels }, { block: [BLOCK, BLOCK], top: { kind: 'count', value: 4, scope: 'global' }, permutations: 30, seed: 7, batchBytes });
+      analyze({ matrices: infos.filter((m) => m.layer === 0), colsums,
+        source: memorySource(labels.length, { 'layers.0.mlp.in': hooks['layers.0.mlp.in'],
+          'layers.0.mlp.down_in': hooks['layers.0.mlp.down_in'] }), labels }, { block: [BLOCK, BLOCK],
+        top: { kind: 'count', value: 4, scope: 'global' }, permutations: 30, seed: 7, batchBytes });
     const a = await run();
     const b = await run(1); // one labelling per batch
     expect(Array.from(b.nulls.pairs[0].jaccard)).toEqual(Array.from(a.nulls.pairs[0].jaccard));
@@ -190,9 +204,12 @@ describe('samples without a label', () => {
         return [h, { dim: v.dim, data }];
       }),
     );
-    const opts = { block: [BLOCK, BLOCK] as [number, number], top: { kind: 'fraction' as const, value: 0.1, scope: 'matrix' as const }, permutations: 0, seed: 1 };
-    const withBlanks = await analyze({ matrices: infos, colsums, source: memorySource(labels.length, hooks), labels: labels.map((l, r) => (drop(r) ? '' : l)) }, opts);
-    const subset = await analyze({ matrices: infos, colsums, source: memorySource(keep.length, sub), labels: keep.map((r) => labels[r]) }, opts);
+    const opts = { block: [BLOCK, BLOCK] as [number, number],
+      top: { kind: 'fraction' as const, value: 0.1, scope: 'matrix' as const }, permutations: 0, seed: 1 };
+    const withBlanks = await analyze({ matrices: infos, colsums, source: memorySource(labels.length, hooks),
+      labels: labels.map((l, r) => (drop(r) ? '' : l)) }, opts);
+    const subset = await analyze({ matrices: infos, colsums, source: memorySource(keep.length, sub),
+      labels: keep.map((r) => labels[r]) }, opts);
     expect(withBlanks.counts).toEqual(subset.counts);
     expect(withBlanks.counts.reduce((a, b) => a + b, 0)).toBe(keep.length);
     for (const [k, v] of subset.pooled) expect(Array.from(withBlanks.pooled.get(k)!)).toEqual(Array.from(v));
@@ -212,12 +229,16 @@ describe('runWanda over a run directory and a safetensors checkpoint', () => {
     const res = await runWanda(runDir, { weights: ck, block: BLOCK, permutations: 99, seed: 5, quiet: true });
     const out = path.join(runDir, 'wanda');
     expect(res.dir).toBe(out);
-    expect(readdirSync(out).sort()).toEqual(['.lobes-output.json', 'channels.csv', 'metrics.csv', 'metrics.json', 'pooled.safetensors', 'regions.json', 'settings.json']);
+    expect(readdirSync(out).sort()).toEqual(['.lobes-output.json', 'channels.csv', 'metrics.csv', 'metrics.json',
+      'pooled.safetensors', 'regions.json', 'settings.json']);
     expect(readdirSync(runDir).filter((f) => f.startsWith('.wanda'))).toEqual([]);
     const settings = JSON.parse(readFileSync(path.join(out, 'settings.json'), 'utf8'));
-    expect(settings).toMatchObject({ by: 'aspect', groups: ['A', 'B', 'C'], block: [16, 16], seed: 5, permutations: 99, statistic: 'rms', resolution: 'block', weights: { source: 'safetensors' } });
+    expect(settings).toMatchObject({ by: 'aspect', groups: ['A', 'B', 'C'], block: [16, 16], seed: 5, permutations: 99,
+      statistic: 'rms', resolution: 'block', weights: { source: 'safetensors' } });
     expect(JSON.parse(readFileSync(path.join(out, 'regions.json'), 'utf8'))).toEqual(res.regions);
-    expect(JSON.parse(readFileSync(path.join(out, 'metrics.json'), 'utf8'))).toEqual(JSON.parse(JSON.stringify(res.metrics)));
+    expect(JSON.parse(readFileSync(path.join(out, 'metrics.json'), 'utf8'))).toEqual(
+      JSON.parse(JSON.stringify(res.metrics)),
+    );
     const csv = readFileSync(path.join(out, 'metrics.csv'), 'utf8').trim().split('\n');
     expect(csv[0]).toBe('a,b,metric,value,p,p_lower,percentile,null_mean,z,p_holm,p_bh,p_lower_holm,p_lower_bh');
     // Per pair: Jaccard, 2 densities, 2 sizes, 2 component counts, and for A∖B and B∖A a density ratio and 2 placement tests.
@@ -234,7 +255,8 @@ describe('runWanda over a run directory and a safetensors checkpoint', () => {
     const w = readTensorFloat32(ckh, 'model.layers.1.mlp.up_proj.weight');
     const x = hooks['layers.1.mlp.in'];
     const rowsC = labels.flatMap((l, r) => (l === 'C' ? [r] : []));
-    const s = Array.from({ length: H }, (_, j) => Math.sqrt(rowsC.reduce((a, r) => a + x.data[r * H + j] ** 2, 0) / rowsC.length));
+    const s = Array.from({ length: H },
+      (_, j) => Math.sqrt(rowsC.reduce((a, r) => a + x.data[r * H + j] ** 2, 0) / rowsC.length));
     const naive = naivePooled(w, I, H, s, BLOCK, BLOCK);
     for (let k = 0; k < naive.length; k++) expect(pooled[k]).toBeCloseTo(naive[k], 5);
     // Planted blocks recovered through the whole path.

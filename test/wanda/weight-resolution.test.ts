@@ -3,7 +3,8 @@ import { describe, it, expect, afterAll } from 'vitest';
 import * as path from 'node:path';
 import { runWanda } from '../../src/wanda/index.js';
 import { readSafetensorsHeader, readTensorFloat32 } from '../../src/formats/safetensors.js';
-import { syntheticModel, syntheticActivations, writeCheckpoint, writeRun, tmpDir, cleanupTmp, toBf16, type Plant } from './helpers.js';
+import { syntheticModel, syntheticActivations, writeCheckpoint, writeRun, tmpDir, cleanupTmp, toBf16,
+  type Plant } from './helpers.js';
 
 afterAll(cleanupTmp);
 
@@ -18,7 +19,8 @@ describe('--resolution weight', () => {
     const hooks = syntheticActivations(4, model, labels, { block: B, plants: PLANTS });
     writeCheckpoint(path.join(dir, 'ck'), model, 'BF16');
     writeRun(path.join(dir, 'run'), labels.map((l) => ({ aspect: l })), hooks);
-    const res = await runWanda(path.join(dir, 'run'), { weights: path.join(dir, 'ck'), block: [B, B], resolution: 'weight', top: { kind: 'fraction', value: 0.1 }, permutations: 19, seed: 2, quiet: true });
+    const res = await runWanda(path.join(dir, 'run'), { weights: path.join(dir, 'ck'), block: [B, B],
+      resolution: 'weight', top: { kind: 'fraction', value: 0.1 }, permutations: 19, seed: 2, quiet: true });
     expect(res.settings.resolution).toBe('weight');
     const wl = res.metrics.weightLevel!;
     expect(wl.map((p) => `${p.a}-${p.b}`)).toEqual(['A-B', 'A-C', 'B-C']);
@@ -27,13 +29,17 @@ describe('--resolution weight', () => {
     const groups = ['A', 'B', 'C'];
     const sets: Record<string, Set<string>> = { A: new Set(), B: new Set(), C: new Set() };
     const shares: Record<string, number[]> = {};
-    for (const [proj, hook, dOut, dIn] of [['gate_proj', 'layers.0.mlp.in', I, H], ['up_proj', 'layers.0.mlp.in', I, H], ['down_proj', 'layers.0.mlp.down_in', H, I]] as const) {
+    for (const [proj, hook, dOut, dIn] of [['gate_proj', 'layers.0.mlp.in', I, H], ['up_proj', 'layers.0.mlp.in', I, H],
+      ['down_proj', 'layers.0.mlp.down_in', H, I]] as const)
+    {
       const w = toBf16(model.weights.get(`model.layers.0.mlp.${proj}.weight`)!.w).values;
       const x = hooks[hook].data;
       for (const g of groups) {
         const rows = labels.flatMap((l, r) => (l === g ? [r] : []));
-        const s = Array.from({ length: dIn }, (_, j) => Math.sqrt(rows.reduce((a, r) => a + x[r * dIn + j] ** 2, 0) / rows.length));
-        const scored = Array.from({ length: dOut * dIn }, (_, t) => ({ t, v: Math.fround(Math.abs(w[t]) * s[t % dIn]) }));
+        const s = Array.from({ length: dIn },
+          (_, j) => Math.sqrt(rows.reduce((a, r) => a + x[r * dIn + j] ** 2, 0) / rows.length));
+        const scored = Array.from({ length: dOut * dIn },
+          (_, t) => ({ t, v: Math.fround(Math.abs(w[t]) * s[t % dIn]) }));
         scored.sort((a, b) => b.v - a.v || a.t - b.t);
         const k = Math.round(0.1 * dOut * dIn);
         const R = Math.ceil(dOut / B), K = Math.ceil(dIn / B);
@@ -42,7 +48,9 @@ describe('--resolution weight', () => {
           sets[g].add(`${proj}:${t}`);
           share[Math.floor(Math.floor(t / dIn) / B) * K + Math.floor((t % dIn) / B)]++;
         }
-        for (let bi = 0; bi < R; bi++) for (let bj = 0; bj < K; bj++) share[bi * K + bj] /= (Math.min(dOut, (bi + 1) * B) - bi * B) * (Math.min(dIn, (bj + 1) * B) - bj * B);
+        for (let bi = 0; bi < R; bi++)
+          for (let bj = 0; bj < K; bj++)
+            share[bi * K + bj] /= (Math.min(dOut, (bi + 1) * B) - bi * B) * (Math.min(dIn, (bj + 1) * B) - bj * B);
         shares[`${g}|layers.0.mlp.${proj}`] = share;
       }
     }
@@ -62,6 +70,9 @@ describe('--resolution weight', () => {
     }
     // The planted group is isolated at the weight level beyond the null.
     expect(wl[0].isolationAB.p!).toBeLessThanOrEqual(0.05);
-    await expect(runWanda(path.join(dir, 'run'), { weights: path.join(dir, 'ck'), block: B, resolution: 'weight', top: { scope: 'global' }, quiet: true })).rejects.toThrow(/^resolution weight selects weights per matrix; top.scope global is not available with it$/);
+    await expect(
+      runWanda(path.join(dir, 'run'), { weights: path.join(dir, 'ck'), block: B, resolution: 'weight',
+        top: { scope: 'global' }, quiet: true }),
+    ).rejects.toThrow(/^resolution weight selects weights per matrix; top.scope global is not available with it$/);
   });
 });

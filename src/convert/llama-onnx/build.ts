@@ -7,7 +7,8 @@ import { floatArrayToHalf } from '../../util/half.js';
 import { int, NodeList, type GAttr, type GGraph, type GValue } from './graph.js';
 import type { TensorSink } from './sink.js';
 import type { LlamaSpec, LlamaWeightSource, WriteLlamaOptions } from './types.js';
-import { planNbits, runnableNbits, shape2, sourceBlocks, streamFloat, streamNbits, zpRowBytes, type NbitsPlan, type StreamCtx } from './weights.js';
+import { planNbits, runnableNbits, shape2, sourceBlocks, streamFloat, streamNbits, zpRowBytes, type NbitsPlan,
+  type StreamCtx } from './weights.js';
 import type { NbitsBlocks } from './types.js';
 
 export type FloatType = 'float32' | 'float16' | 'bfloat16';
@@ -22,10 +23,14 @@ export interface BuildOptions {
 
 /** Normalized build options from the writer's options. */
 export function buildOptions(o: WriteLlamaOptions): BuildOptions {
-  if (o.dtype !== 'fp32' && o.dtype !== 'fp16') throw new LobesError(`dtype '${String(o.dtype)}' is not one of fp32, fp16`);
-  if (o.weights !== 'q4' && o.weights !== 'fp16' && o.weights !== 'fp32' && o.weights !== 'bf16') throw new LobesError(`weights '${String(o.weights)}' is not one of q4, fp16, fp32, bf16`);
+  if (o.dtype !== 'fp32' && o.dtype !== 'fp16')
+    throw new LobesError(`dtype '${String(o.dtype)}' is not one of fp32, fp16`);
+  if (o.weights !== 'q4' && o.weights !== 'fp16' && o.weights !== 'fp32' && o.weights !== 'bf16')
+    throw new LobesError(`weights '${String(o.weights)}' is not one of q4, fp16, fp32, bf16`);
   if (o.dtype === 'fp16' && (o.weights === 'fp32' || o.weights === 'bf16')) {
-    throw new LobesError(`${o.weights} weights with an fp16 graph would be cast down at every run`, { hint: 'use weights fp16 (or q4) with dtype fp16' });
+    throw new LobesError(`${o.weights} weights with an fp16 graph would be cast down at every run`, {
+      hint: 'use weights fp16 (or q4) with dtype fp16',
+    });
   }
   const acc = o.accuracyLevel ?? 0;
   if (![0, 1, 2, 3, 4].includes(acc)) throw new LobesError(`accuracyLevel ${acc} is not one of 0..4`);
@@ -85,14 +90,17 @@ export class GraphBuilder {
     return this.opts.weights === 'q4' ? this.ft : this.projFloat;
   }
 
-  node(op: string, name: string, inputs: string[], attrs?: Record<string, GAttr>, opts?: { outputs?: string[]; nOut?: number; domain?: string }): string {
+  node(op: string, name: string, inputs: string[], attrs?: Record<string, GAttr>,
+    opts?: { outputs?: string[]; nOut?: number; domain?: string }): string
+  {
     if (opts?.domain === 'com.microsoft') this.usesContrib = true;
     return this.nodes.add(op, name, inputs, attrs, opts);
   }
 
   /** A float constant in the compute dtype (values clamped to ±65504 in float16). */
   fconst(name: string, values: number[], dims: number[] = []): string {
-    if (this.ft === 'float32') return this.sink.constant({ name, dtype: 'float32', dims, data: Float32Array.from(values) });
+    if (this.ft === 'float32')
+      return this.sink.constant({ name, dtype: 'float32', dims, data: Float32Array.from(values) });
     const clamped = values.map((v) => Math.max(-65504, Math.min(65504, v)));
     return this.sink.constant({ name, dtype: 'float16', dims, data: floatArrayToHalf(clamped) });
   }
@@ -120,7 +128,9 @@ export class GraphBuilder {
   }
 
   /** A float tensor computed a row chunk at a time by `fill(r0, r1)` ([rows, cols] float32 values). */
-  generatedTensor(name: string, rows: number, cols: number, dtype: 'float32' | 'float16', fill: (r0: number, r1: number) => Float32Array): string {
+  generatedTensor(name: string, rows: number, cols: number, dtype: 'float32' | 'float16',
+    fill: (r0: number, r1: number) => Float32Array): string
+  {
     const region = this.sink.reserve(name, dtype, [rows, cols]);
     const es = dtype === 'float16' ? 2 : 4;
     const step = Math.max(1, Math.floor(this.opts.chunkBytes / (cols * 4)));
@@ -175,7 +185,10 @@ export class GraphBuilder {
       if (!p) {
         const blocks = parts.map((q) => this.blocksOf(q));
         if (parts.length === 1 && blocks[0] && !runnableNbits(blocks[0])) float = true;
-        else throw new LobesError(`weights ${parts.join(', ')} come in different MatMulNBits forms and cannot share one projection`);
+        else
+          throw new LobesError(
+            `weights ${parts.join(', ')} come in different MatMulNBits forms and cannot share one projection`,
+          );
       }
     }
     for (const q of parts) this.blockCache.delete(q);
@@ -196,7 +209,9 @@ export class GraphBuilder {
     const sdims = n.scales2d ? [N, nb] : [N * nb];
     const B = this.sink.reserve(names.B, 'uint8', [N, nb, blob]);
     const scales = this.sink.reserve(names.scales, this.ft, sdims);
-    const zp = p.zp === 'u8' ? this.sink.reserve(names.zp, 'uint8', n.scales2d ? [N, zpRowBytes(nb, p.bits)] : [N * zpRowBytes(nb, p.bits)]) : this.sink.reserve(names.zp, this.ft, sdims);
+    const zp = p.zp === 'u8'
+      ? this.sink.reserve(names.zp, 'uint8', n.scales2d ? [N, zpRowBytes(nb, p.bits)] : [N * zpRowBytes(nb, p.bits)])
+      : this.sink.reserve(names.zp, this.ft, sdims);
     streamNbits(this.ctx, { B, scales, zp }, parts, p, this.ft);
     // written (synchronously): the source may reuse the arrays for its next weight
     for (const b of p.blocks) b?.release?.();
@@ -206,7 +221,8 @@ export class GraphBuilder {
     attrs.bits = int(p.bits);
     attrs.block_size = int(p.blockSize);
     const { name, output } = n.node('MatMulNBits', p.bits);
-    return this.node('MatMulNBits', name, [input, names.B, names.scales, names.zp], attrs, { outputs: [output], domain: 'com.microsoft' });
+    return this.node('MatMulNBits', name, [input, names.B, names.scales, names.zp], attrs, { outputs: [output],
+      domain: 'com.microsoft' });
   }
 
   graph(opset: number): GGraph {

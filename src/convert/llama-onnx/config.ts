@@ -17,7 +17,9 @@ const ARCHITECTURES: Record<string, string> = {
 };
 
 /** Hugging Face config fields of a spec (config.json: LlamaConfig, or Qwen2Config / Qwen3Config). */
-export function llamaConfigJson(spec: LlamaSpec, opts: Pick<WriteLlamaOptions, 'dtype' | 'weights' | 'layout' | 'withPast'>): Record<string, unknown> {
+export function llamaConfigJson(spec: LlamaSpec,
+  opts: Pick<WriteLlamaOptions, 'dtype' | 'weights' | 'layout' | 'withPast'>): Record<string, unknown>
+{
   const out: Record<string, unknown> = {
     architectures: [ARCHITECTURES[spec.modelType ?? 'llama'] ?? 'LlamaForCausalLM'],
     model_type: spec.modelType ?? 'llama',
@@ -35,8 +37,12 @@ export function llamaConfigJson(spec: LlamaSpec, opts: Pick<WriteLlamaOptions, '
     max_position_embeddings: spec.maxPositions,
     tie_word_embeddings: spec.tiedEmbeddings,
     attention_bias: !!spec.attnBias,
-    ...(spec.modelType === 'mistral' || spec.modelType === 'phi3' ? { sliding_window: spec.slidingWindow ?? null } : {}),
-    ...(spec.rotaryDim !== undefined && spec.rotaryDim !== spec.headDim ? { partial_rotary_factor: spec.rotaryDim / spec.headDim } : {}),
+    ...(spec.modelType === 'mistral' || spec.modelType === 'phi3'
+      ? { sliding_window: spec.slidingWindow ?? null }
+      : {}),
+    ...(spec.rotaryDim !== undefined && spec.rotaryDim !== spec.headDim
+      ? { partial_rotary_factor: spec.rotaryDim / spec.headDim }
+      : {}),
     mlp_bias: false,
     bos_token_id: spec.bosTokenId ?? null,
     eos_token_id: spec.eosTokenId ?? null,
@@ -58,7 +64,8 @@ export function llamaConfigJson(spec: LlamaSpec, opts: Pick<WriteLlamaOptions, '
       ...(gm.localRope ? { rope_local_base_freq: gm.localRope.theta } : {}),
     });
   }
-  if (opts.weights === 'q4') out.quantization_config = { quant_method: 'matmul_nbits', bits: 4, block_size: 32, symmetric: false };
+  if (opts.weights === 'q4')
+    out.quantization_config = { quant_method: 'matmul_nbits', bits: 4, block_size: 32, symmetric: false };
   return out;
 }
 

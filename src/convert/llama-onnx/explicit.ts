@@ -48,9 +48,14 @@ export function buildExplicit(b: GraphBuilder): GGraph {
       floatInit: () => `onnx::MatMul_${next()}`,
       nbitsInit: () => {
         const i = next();
-        return { B: `onnx::MatMulNBits_${i}_B`, scales: `onnx::MatMulNBits_${i}_scales`, zp: `onnx::MatMulNBits_${i}_zp` };
+        return { B: `onnx::MatMulNBits_${i}_B`, scales: `onnx::MatMulNBits_${i}_scales`,
+          zp: `onnx::MatMulNBits_${i}_zp` };
       },
-      node: (op) => (op === 'MatMul' ? { name: `${prefix}/MatMul`, output: `${prefix}/MatMul_output_0` } : { name: `${prefix}/MatMulNBits`, output: `${prefix}/MatMulNBits_output_0` }),
+      node: (
+        op,
+      ) => (op === 'MatMul'
+        ? { name: `${prefix}/MatMul`, output: `${prefix}/MatMul_output_0` }
+        : { name: `${prefix}/MatMulNBits`, output: `${prefix}/MatMulNBits_output_0` }),
       scales2d: false,
     };
   };
@@ -87,7 +92,9 @@ export function buildExplicit(b: GraphBuilder): GGraph {
   let x = node('Gather', '/model/embed_tokens/Gather', [embed, 'input_ids']);
   x = b.castTo(x, embDtype, '/model/embed_tokens/Cast');
   // Gemma: the embeddings times sqrt(hidden) (transformers rounds the factor to the weights' dtype).
-  if (gm) x = node('Mul', '/model/embed_tokens/Mul_scale', [x, b.fconst('/model/constants/embed_scale', [Math.sqrt(s.hidden)])]);
+  if (gm)
+    x = node('Mul', '/model/embed_tokens/Mul_scale', [x,
+      b.fconst('/model/constants/embed_scale', [Math.sqrt(s.hidden)])]);
 
   // Attention mask [B, 1, S, T]: key j visible to query i iff j <= past + i and mask[b, j] = 1.
   const idsShape = node('Shape', '/model/Shape', ['input_ids']);
@@ -110,7 +117,8 @@ export function buildExplicit(b: GraphBuilder): GGraph {
   const causalAll = !gm && s.slidingWindow ? windowed('') : causal;
   const padBool = node('Cast', '/model/Cast', ['attention_mask'], { to: int(9) });
   const pad4 = node('Unsqueeze', '/model/Unsqueeze_1', [padBool, cAx12]); // [B,1,1,T]
-  const maskOf = (c: string, tag: string): string => node('Where', `/model/Where${tag}`, [node('And', `/model/And${tag}`, [c, pad4]), cZero, cMaskMin]); // [B,1,S,T]
+  const maskOf = (c: string, tag: string): string =>
+    node('Where', `/model/Where${tag}`, [node('And', `/model/And${tag}`, [c, pad4]), cZero, cMaskMin]); // [B,1,S,T]
   const mask = maskOf(causalAll, '');
   // Gemma: a full mask and, for the sliding layers, a windowed one.
   const slidingMask = gm && gm.sliding.some((x) => x) ? maskOf(windowed('_sliding'), '_sliding') : mask;
@@ -128,7 +136,8 @@ export function buildExplicit(b: GraphBuilder): GGraph {
       // for a text run alone.
       const longInv = b.f32const('model.rotary_emb.long_inv_freq', longrope.long, [1, 1, rd / 2]);
       const shortInv = b.f32const('model.rotary_emb.short_inv_freq', ropeInvFreq(rs), [1, 1, rd / 2]);
-      const rowMax = node('ReduceMax', '/model/rotary_emb/ReduceMax', ['position_ids'], { axes: ints([1]), keepdims: int(1) }); // [B,1]
+      const rowMax = node('ReduceMax', '/model/rotary_emb/ReduceMax', ['position_ids'], { axes: ints([1]),
+        keepdims: int(1) }); // [B,1]
       const cLast = b.i64('/model/constants/longrope_last_short_position', [longrope.threshold - 1], []);
       const isLong = node('Greater', '/model/rotary_emb/Greater', [rowMax, cLast]);
       const isLong3 = node('Unsqueeze', '/model/rotary_emb/Unsqueeze_long', [isLong, cAxLast]); // [B,1,1]
@@ -156,8 +165,11 @@ export function buildExplicit(b: GraphBuilder): GGraph {
   // Gemma 3: the sliding layers rotate with their own base (rope_local_base_freq) when it differs.
   const local = localRopeSpec(s);
   const globalInv = ropeInvFreq(s);
-  const sameRope = local === s || (ropeInvFreq(local).every((v, i) => v === globalInv[i]) && ropeAttentionFactor(local) === ropeAttentionFactor(s));
-  const localRope = gm && gm.sliding.some((x) => x) && !sameRope ? rotary(local, 'rotary_emb_local', '_local') : globalRope;
+  const sameRope = local === s ||
+    (ropeInvFreq(local).every((v, i) => v === globalInv[i]) && ropeAttentionFactor(local) === ropeAttentionFactor(s));
+  const localRope = gm && gm.sliding.some((x) => x) && !sameRope
+    ? rotary(local, 'rotary_emb_local', '_local')
+    : globalRope;
 
   const rmsNorm = (prefix: string, input: string, wName: string): string => {
     let w = b.floatTensor(wName, [wName], false, ft);
@@ -193,7 +205,10 @@ export function buildExplicit(b: GraphBuilder): GGraph {
     return node('Mul', `${prefix}/Mul`, [t, cCap], undefined, output ? { outputs: [output] } : {});
   };
   /** GELU, tanh approximation (transformers' gelu_pytorch_tanh): x · 0.5 · (1 + tanh(√(2/π) · (x + 0.044715 · x³))). */
-  const geluConsts = gm ? [b.fconst('/model/constants/gelu_kappa', [0.044715]), b.fconst('/model/constants/gelu_beta', [Math.sqrt(2 / Math.PI)]), b.fconst('/model/constants/half', [0.5])] : [];
+  const geluConsts = gm
+    ? [b.fconst('/model/constants/gelu_kappa', [0.044715]),
+      b.fconst('/model/constants/gelu_beta', [Math.sqrt(2 / Math.PI)]), b.fconst('/model/constants/half', [0.5])]
+    : [];
   const geluTanh = (prefix: string, v: string): string => {
     const [cKappa, cBeta, cHalfF] = geluConsts as [string, string, string];
     const cube = node('Mul', `${prefix}/Mul_cube`, [node('Mul', `${prefix}/Mul_sq`, [v, v]), v]);
@@ -215,7 +230,10 @@ export function buildExplicit(b: GraphBuilder): GGraph {
     const h = rmsNorm(`${pre}/input_layernorm`, x, W.inputNorm(l));
     // Qwen2: a bias after each of q, k and v (o_proj has none).
     const biased = (p: 'q' | 'k' | 'v', t: string) =>
-      s.attnBias ? node('Add', `${pre}/self_attn/${p}_proj/Add`, [b.floatTensor(W.attnBias(l, p), [W.attnBias(l, p)], false, ft), t]) : t;
+      s.attnBias
+        ? node('Add', `${pre}/self_attn/${p}_proj/Add`, [b.floatTensor(W.attnBias(l, p), [W.attnBias(l, p)], false, ft),
+          t])
+        : t;
     const q0 = biased('q', proj(`${pre}/self_attn/q_proj`, h, W.attn(l, 'q')));
     const k0 = biased('k', proj(`${pre}/self_attn/k_proj`, h, W.attn(l, 'k')));
     const v0 = biased('v', proj(`${pre}/self_attn/v_proj`, h, W.attn(l, 'v')));
@@ -243,8 +261,10 @@ export function buildExplicit(b: GraphBuilder): GGraph {
       v2 = node('Concat', `${pre}/self_attn/Concat_v`, [pv, v2], { axis: int(2) });
       node('Identity', `${pre}/self_attn/present_key`, [k3], undefined, { outputs: [`present.${l}.key`] });
       node('Identity', `${pre}/self_attn/present_value`, [v2], undefined, { outputs: [`present.${l}.value`] });
-      b.outputs.push({ name: `present.${l}.key`, dtype: ft, shape: ['batch_size', kvHeads, 'total_sequence_length', hd] });
-      b.outputs.push({ name: `present.${l}.value`, dtype: ft, shape: ['batch_size', kvHeads, 'total_sequence_length', hd] });
+      b.outputs.push({ name: `present.${l}.key`, dtype: ft,
+        shape: ['batch_size', kvHeads, 'total_sequence_length', hd] });
+      b.outputs.push({ name: `present.${l}.value`, dtype: ft,
+        shape: ['batch_size', kvHeads, 'total_sequence_length', hd] });
     }
     // Grouped-query attention: repeat each kv head `rep` times.
     const repeat = (t: string, tag: string) => {
@@ -268,10 +288,14 @@ export function buildExplicit(b: GraphBuilder): GGraph {
     // and the MLP reads pre_feedforward_layernorm.
     if (gm?.postNorms) attn = rmsNorm(`${pre}/post_attention_layernorm`, attn, W.postNorm(l));
     x = node('Add', `${pre}/Add`, [x, attn]);
-    const h2 = gm?.postNorms ? rmsNorm(`${pre}/pre_feedforward_layernorm`, x, W.preFfNorm(l)) : rmsNorm(`${pre}/post_attention_layernorm`, x, W.postNorm(l));
+    const h2 = gm?.postNorms
+      ? rmsNorm(`${pre}/pre_feedforward_layernorm`, x, W.preFfNorm(l))
+      : rmsNorm(`${pre}/post_attention_layernorm`, x, W.postNorm(l));
     const gate = proj(`${pre}/mlp/gate_proj`, h2, W.mlp(l, 'gate'));
     const up = proj(`${pre}/mlp/up_proj`, h2, W.mlp(l, 'up'));
-    const act = gm ? geluTanh(`${pre}/mlp/act_fn`, gate) : node('Mul', `${pre}/mlp/act_fn/Mul`, [gate, node('Sigmoid', `${pre}/mlp/act_fn/Sigmoid`, [gate])]);
+    const act = gm
+      ? geluTanh(`${pre}/mlp/act_fn`, gate)
+      : node('Mul', `${pre}/mlp/act_fn/Mul`, [gate, node('Sigmoid', `${pre}/mlp/act_fn/Sigmoid`, [gate])]);
     const prod = node('Mul', `${pre}/mlp/Mul`, [act, up]);
     let down = proj(`${pre}/mlp/down_proj`, prod, W.mlp(l, 'down'));
     if (gm?.postNorms) down = rmsNorm(`${pre}/post_feedforward_layernorm`, down, W.postFfNorm(l));

@@ -38,8 +38,10 @@ function naming(prefix: string, base: string, scales2d = true): ProjNaming {
   return {
     prefix,
     floatInit: () => `${base}.MatMul.weight`,
-    nbitsInit: (bits) => ({ B: `${base}.MatMul.weight_Q${bits}`, scales: `${base}.MatMul.weight_scales`, zp: `${base}.MatMul.weight_zp` }),
-    node: (op, bits) => ({ name: op === 'MatMul' ? `${prefix}/MatMul` : `${prefix}/MatMul_Q${bits}`, output: `${prefix}/MatMul/output_0` }),
+    nbitsInit: (bits) => ({ B: `${base}.MatMul.weight_Q${bits}`, scales: `${base}.MatMul.weight_scales`,
+      zp: `${base}.MatMul.weight_zp` }),
+    node: (op, bits) => ({ name: op === 'MatMul' ? `${prefix}/MatMul` : `${prefix}/MatMul_Q${bits}`,
+      output: `${prefix}/MatMul/output_0` }),
     scales2d,
   };
 }
@@ -50,7 +52,13 @@ export function buildGenai(b: GraphBuilder): GGraph {
   const { heads, kvHeads, vocab: V, layers, rmsNormEps: eps, headDim: hd, maxPositions } = s;
   const ft = b.ft;
   if (ropeType(s) === 'longrope') {
-    throw new ModelError("longrope is not expressed in the genai layout: GroupQueryAttention reads one cos/sin cache for the whole batch, while longrope chooses its short or long factors by each text's length", { hint: 'the explicit layout expresses it (lobes convert --layout explicit; what extract, attend without --cot and ablate without --task iae read)' });
+    throw new ModelError(
+      "longrope is not expressed in the genai layout: GroupQueryAttention reads one cos/sin cache for the whole batch, while longrope chooses its short or long factors by each text's length",
+      {
+        hint:
+          'the explicit layout expresses it (lobes convert --layout explicit; what extract, attend without --cot and ablate without --task iae read)',
+      },
+    );
   }
   const node = b.node.bind(b);
   const ms = { domain: 'com.microsoft' };
@@ -61,8 +69,10 @@ export function buildGenai(b: GraphBuilder): GGraph {
   b.outputs.push({ name: 'logits', dtype: ft, shape: ['batch_size', 'sequence_length', V] });
   for (let l = 0; l < layers; l++) {
     for (const kv of ['key', 'value']) {
-      b.inputs.push({ name: `past_key_values.${l}.${kv}`, dtype: ft, shape: ['batch_size', kvHeads, 'past_sequence_length', hd] });
-      b.outputs.push({ name: `present.${l}.${kv}`, dtype: ft, shape: ['batch_size', kvHeads, 'total_sequence_length', hd] });
+      b.inputs.push({ name: `past_key_values.${l}.${kv}`, dtype: ft,
+        shape: ['batch_size', kvHeads, 'past_sequence_length', hd] });
+      b.outputs.push({ name: `present.${l}.${kv}`, dtype: ft,
+        shape: ['batch_size', kvHeads, 'total_sequence_length', hd] });
     }
   }
 
@@ -70,12 +80,16 @@ export function buildGenai(b: GraphBuilder): GGraph {
   const mp = '/model/attn_mask_reformat/attn_mask_subgraph';
   const c1 = b.i64('/model/constants/INT64/[1]', [1]);
   const c1s = b.i64('/model/constants/INT64/1', [1], []);
-  const sum = node('ReduceSum', `${mp}/ReduceSum`, ['attention_mask', c1], { keepdims: int(0) }, { outputs: [`${mp}/ReduceSum/output_0`] });
+  const sum = node('ReduceSum', `${mp}/ReduceSum`, ['attention_mask', c1], { keepdims: int(0) }, {
+    outputs: [`${mp}/ReduceSum/output_0`],
+  });
   const sub = node('Sub', `${mp}/Sub`, [sum, c1], undefined, { outputs: [`${mp}/Sub/output_0`] });
   const seqlensK = node('Cast', `${mp}/Sub/Cast`, [sub], { to: int(6) }, { outputs: [`${mp}/Sub/Cast/output_0`] });
   const shape = node('Shape', `${mp}/Shape`, ['attention_mask'], undefined, { outputs: [`${mp}/Shape/output_0`] });
   const tot = node('Gather', `${mp}/Gather`, [shape, c1s], { axis: int(0) }, { outputs: [`${mp}/Gather/output_0`] });
-  const totalLen = node('Cast', `${mp}/Gather/Cast`, [tot], { to: int(6) }, { outputs: [`${mp}/Gather/Cast/output_0`] });
+  const totalLen = node('Cast', `${mp}/Gather/Cast`, [tot], { to: int(6) }, {
+    outputs: [`${mp}/Gather/Cast/output_0`],
+  });
 
   // Embedding.
   let x: string;
@@ -83,20 +97,29 @@ export function buildGenai(b: GraphBuilder): GGraph {
   const lmFloat = b.opts.weights === 'q4' ? ft : b.projFloat;
   if (s.tiedEmbeddings) {
     tiedWeight = b.floatTensor('lm_head.MatMul.weight', [W.embed], true, lmFloat);
-    const t = node('Transpose', '/model/embed_tokens/Transpose', [tiedWeight], { perm: ints([1, 0]) }, { outputs: ['/model/embed_tokens/Transpose/output_0'] });
-    x = node('Gather', '/model/embed_tokens/Gather', [t, 'input_ids'], undefined, { outputs: ['/model/embed_tokens/Gather/output_0'] });
+    const t = node('Transpose', '/model/embed_tokens/Transpose', [tiedWeight], { perm: ints([1, 0]) }, {
+      outputs: ['/model/embed_tokens/Transpose/output_0'],
+    });
+    x = node('Gather', '/model/embed_tokens/Gather', [t, 'input_ids'], undefined, {
+      outputs: ['/model/embed_tokens/Gather/output_0'],
+    });
     x = b.castTo(x, lmFloat, '/model/embed_tokens/Cast');
   } else {
     const embDtype = b.denseFloat;
     const e = b.floatTensor(W.embed, [W.embed], false, embDtype);
-    x = node('Gather', '/model/embed_tokens/Gather', [e, 'input_ids'], undefined, { outputs: ['/model/embed_tokens/Gather/output_0'] });
+    x = node('Gather', '/model/embed_tokens/Gather', [e, 'input_ids'], undefined, {
+      outputs: ['/model/embed_tokens/Gather/output_0'],
+    });
     x = b.castTo(x, embDtype, '/model/embed_tokens/Cast');
   }
 
   const gm = s.gemma;
   if (gm) {
     // Gemma: the embeddings times sqrt(hidden) (transformers rounds the factor to the weights' dtype).
-    x = node('Mul', '/model/embed_tokens/Mul_scale', [x, b.fconst('/model/constants/embed_scale', [Math.sqrt(s.hidden)])], undefined, { outputs: ['/model/embed_tokens/Mul_scale/output_0'] });
+    x = node('Mul', '/model/embed_tokens/Mul_scale', [x,
+      b.fconst('/model/constants/embed_scale', [Math.sqrt(s.hidden)])], undefined, {
+      outputs: ['/model/embed_tokens/Mul_scale/output_0'],
+    });
   }
 
   // cos/sin caches [maxPositions, headDim/2] from the (scaled) inverse frequencies.
@@ -107,7 +130,8 @@ export function buildGenai(b: GraphBuilder): GGraph {
     const attnFactor = ropeAttentionFactor(rs);
     return (r0: number, r1: number) => {
       const out = new Float32Array((r1 - r0) * half);
-      for (let p = r0; p < r1; p++) for (let i = 0; i < half; i++) out[(p - r0) * half + i] = attnFactor * fn(p * invFreq[i]!);
+      for (let p = r0; p < r1; p++)
+        for (let i = 0; i < half; i++) out[(p - r0) * half + i] = attnFactor * fn(p * invFreq[i]!);
       return out;
     };
   };
@@ -115,20 +139,30 @@ export function buildGenai(b: GraphBuilder): GGraph {
   let localCaches: [string, string] | null = null;
   const local = localRopeSpec(s);
   const globalInv = ropeInvFreq(s);
-  const sameRope = local === s || (ropeInvFreq(local).every((v, i) => v === globalInv[i]) && ropeAttentionFactor(local) === ropeAttentionFactor(s));
+  const sameRope = local === s ||
+    (ropeInvFreq(local).every((v, i) => v === globalInv[i]) && ropeAttentionFactor(local) === ropeAttentionFactor(s));
 
   /** A norm weight as the norm applies it: w, or Gemma's 1 + w (an Add ONNX Runtime folds). */
   const cOne = gm ? b.fconst('/model/constants/one', [1]) : '';
   const normWeight = (initName: string, w: string) => {
     const t = b.floatTensor(initName, [w], false, ft);
-    return gm ? node('Add', `/model/norm_weights/${initName}/Add_one`, [t, cOne], undefined, { outputs: [`${initName}.plus_one`] }) : t;
+    return gm
+      ? node('Add', `/model/norm_weights/${initName}/Add_one`, [t, cOne], undefined, {
+        outputs: [`${initName}.plus_one`],
+      })
+      : t;
   };
   const norm = (prefix: string, input: string, w: string) =>
-    node('SimplifiedLayerNormalization', `${prefix}/LayerNorm`, [input, normWeight(w, w)], { epsilon: float(eps), axis: int(-1), stash_type: int(1) }, { outputs: [`${prefix}/output_0`] });
+    node('SimplifiedLayerNormalization', `${prefix}/LayerNorm`, [input, normWeight(w, w)], { epsilon: float(eps),
+      axis: int(-1), stash_type: int(1) }, { outputs: [`${prefix}/output_0`] });
   /** Skip norm: [normed, sum] of residual + delta. */
-  const skipNorm = (prefix: string, residual: string, delta: string, w: string, wName = w, withSum = true): [string, string] => {
+  const skipNorm = (prefix: string, residual: string, delta: string, w: string, wName = w,
+    withSum = true): [string, string] =>
+  {
     const outs = withSum ? [`${prefix}/output_0`, '', '', `${prefix}/output_3`] : [`${prefix}/output_0`];
-    node('SkipSimplifiedLayerNormalization', `${prefix}/SkipLayerNorm`, [residual, delta, normWeight(wName, w)], { epsilon: float(eps) }, { outputs: outs, ...ms });
+    node('SkipSimplifiedLayerNormalization', `${prefix}/SkipLayerNorm`, [residual, delta, normWeight(wName, w)], {
+      epsilon: float(eps),
+    }, { outputs: outs, ...ms });
     return [outs[0]!, outs[3] ?? ''];
   };
   /** cap · tanh(v / cap) (Gemma 2's final soft-capping). */
@@ -155,24 +189,40 @@ export function buildGenai(b: GraphBuilder): GGraph {
     const qkvParts = [W.attn(l, 'q'), W.attn(l, 'k'), W.attn(l, 'v')];
     const plan = b.opts.weights === 'q4' && !s.qkNorm ? b.nbitsPlan(qkvParts) : null;
     const addBias = (t: string, parts: string[], tag: string) =>
-      s.attnBias ? node('Add', `${pre}/attn/${tag}/Add`, [t, b.floatTensor(`${base}.attn.${tag}.bias`, parts, false, ft)], undefined, { outputs: [`${pre}/attn/${tag}/Add/output_0`] }) : t;
+      s.attnBias
+        ? node('Add', `${pre}/attn/${tag}/Add`, [t, b.floatTensor(`${base}.attn.${tag}.bias`, parts, false, ft)],
+          undefined, { outputs: [`${pre}/attn/${tag}/Add/output_0`] })
+        : t;
     let gqaIn: string[];
     if (!s.qkNorm && (b.opts.weights !== 'q4' || plan)) {
       const qkv = b.projection(h, qkvParts, naming(`${pre}/attn/qkv_proj`, `${base}.attn.qkv_proj`), plan);
       gqaIn = [addBias(qkv, (['q', 'k', 'v'] as const).map((p) => W.attnBias(l, p)), 'qkv_proj'), '', ''];
     } else {
-      gqaIn = (['q', 'k', 'v'] as const).map((p) => addBias(b.projection(h, [W.attn(l, p)], naming(`${pre}/attn/${p}_proj`, `${base}.attn.${p}_proj`)), [W.attnBias(l, p)], `${p}_proj`));
+      gqaIn = (['q', 'k', 'v'] as const).map((p) =>
+        addBias(b.projection(h, [W.attn(l, p)], naming(`${pre}/attn/${p}_proj`, `${base}.attn.${p}_proj`)), [
+          W.attnBias(l, p),
+        ], `${p}_proj`)
+      );
     }
     if (s.qkNorm) {
       // Qwen3: SimplifiedLayerNormalization over each head of q and k ([B, S, n, headDim]), as
       // onnxruntime-genai's builder writes it, before GroupQueryAttention rotates them.
-      cHeads ??= [b.i64('/model/constants/q_heads_shape', [0, 0, heads, hd]), b.i64('/model/constants/kv_heads_shape', [0, 0, kvHeads, hd]), b.i64('/model/constants/flat_shape', [0, 0, -1])];
+      cHeads ??= [b.i64('/model/constants/q_heads_shape', [0, 0, heads, hd]),
+        b.i64('/model/constants/kv_heads_shape', [0, 0, kvHeads, hd]),
+        b.i64('/model/constants/flat_shape', [0, 0, -1])];
       const shapes = cHeads;
       for (const [i, p] of (['q', 'k'] as const).entries()) {
         const pp = `${pre}/attn/${p}_norm`;
-        const r = node('Reshape', `${pp}/Reshape`, [gqaIn[i]!, shapes[i]!], undefined, { outputs: [`${pp}/Reshape/output_0`] });
-        const n = node('SimplifiedLayerNormalization', `${pp}/SimplifiedLayerNormalization`, [r, normWeight(W.qkNorm(l, p), W.qkNorm(l, p))], { epsilon: float(eps), axis: int(-1), stash_type: int(1) }, { outputs: [`${pp}/SimplifiedLayerNormalization/output_0`] });
-        gqaIn[i] = node('Reshape', `${pp}/Reshape_1`, [n, shapes[2]!], undefined, { outputs: [`${pp}/Reshape_1/output_0`] });
+        const r = node('Reshape', `${pp}/Reshape`, [gqaIn[i]!, shapes[i]!], undefined, {
+          outputs: [`${pp}/Reshape/output_0`],
+        });
+        const n = node('SimplifiedLayerNormalization', `${pp}/SimplifiedLayerNormalization`, [r,
+          normWeight(W.qkNorm(l, p), W.qkNorm(l, p))], { epsilon: float(eps), axis: int(-1), stash_type: int(1) }, {
+          outputs: [`${pp}/SimplifiedLayerNormalization/output_0`],
+        });
+        gqaIn[i] = node('Reshape', `${pp}/Reshape_1`, [n, shapes[2]!], undefined, {
+          outputs: [`${pp}/Reshape_1/output_0`],
+        });
       }
     }
     if (!caches) {
@@ -194,7 +244,9 @@ export function buildGenai(b: GraphBuilder): GGraph {
       'GroupQueryAttention',
       `${pre}/attn/GroupQueryAttention`,
       [...gqaIn, `past_key_values.${l}.key`, `past_key_values.${l}.value`, seqlensK, totalLen, cosC, sinC],
-      { num_heads: int(heads), kv_num_heads: int(kvHeads), scale: float(attnScale(s)), local_window_size: int(sliding && s.slidingWindow ? s.slidingWindow : -1), softcap: float(gm?.attnSoftcap ?? 0), do_rotary: int(1), rotary_interleaved: int(0) },
+      { num_heads: int(heads), kv_num_heads: int(kvHeads), scale: float(attnScale(s)),
+        local_window_size: int(sliding && s.slidingWindow ? s.slidingWindow : -1), softcap: float(gm?.attnSoftcap ?? 0),
+        do_rotary: int(1), rotary_interleaved: int(0) },
       { outputs: [`${pre}/attn/GroupQueryAttention/output_0`, `present.${l}.key`, `present.${l}.value`], ...ms },
     );
     const o = b.projection(attn, [W.attn(l, 'o')], naming(`${pre}/attn/o_proj`, `${base}.attn.o_proj`));
@@ -207,16 +259,25 @@ export function buildGenai(b: GraphBuilder): GGraph {
     const gate = b.projection(h2, [W.mlp(l, 'gate')], naming(`${pre}/mlp/gate_proj`, `${base}.mlp.gate_proj`));
     const up = b.projection(h2, [W.mlp(l, 'up')], naming(`${pre}/mlp/up_proj`, `${base}.mlp.up_proj`));
     let act: string;
-    if (gm) act = node('FastGelu', `${pre}/mlp/act_fn/FastGelu`, [gate], undefined, { outputs: [`${pre}/mlp/act_fn/FastGelu/output_0`], ...ms });
+    if (gm)
+      act = node('FastGelu', `${pre}/mlp/act_fn/FastGelu`, [gate], undefined, {
+        outputs: [`${pre}/mlp/act_fn/FastGelu/output_0`],
+        ...ms,
+      });
     else {
-      const sig = node('Sigmoid', `${pre}/mlp/act_fn/Sigmoid`, [gate], undefined, { outputs: [`${pre}/mlp/act_fn/Sigmoid/output_0`] });
-      act = node('Mul', `${pre}/mlp/act_fn/Mul`, [gate, sig], undefined, { outputs: [`${pre}/mlp/act_fn/Mul/output_0`] });
+      const sig = node('Sigmoid', `${pre}/mlp/act_fn/Sigmoid`, [gate], undefined, {
+        outputs: [`${pre}/mlp/act_fn/Sigmoid/output_0`],
+      });
+      act = node('Mul', `${pre}/mlp/act_fn/Mul`, [gate, sig], undefined, {
+        outputs: [`${pre}/mlp/act_fn/Mul/output_0`],
+      });
     }
     const prod = node('Mul', `${pre}/mlp/Mul`, [act, up], undefined, { outputs: [`${pre}/mlp/Mul/output_0`] });
     pendingDelta = b.projection(prod, [W.mlp(l, 'down')], naming(`${pre}/mlp/down_proj`, `${base}.mlp.down_proj`));
     if (gm?.postNorms) pendingDelta = norm(`${pre}/post_feedforward_layernorm`, pendingDelta, W.postFfNorm(l));
   }
-  const [hf] = skipNorm(`/model/layers.${layers}/final_norm_layernorm`, residual, pendingDelta!, W.norm, `model.layers.${layers}.final_norm_layernorm.weight`, false);
+  const [hf] = skipNorm(`/model/layers.${layers}/final_norm_layernorm`, residual, pendingDelta!, W.norm,
+    `model.layers.${layers}.final_norm_layernorm.weight`, false);
 
   // Gemma 2: lm_head's output soft-capped into the logits.
   const finalCap = gm?.finalSoftcap ?? null;

@@ -16,7 +16,8 @@ import {
   type TensorProto,
 } from '../../onnx/index.js';
 
-export type GAttr = { type: 'int'; value: number } | { type: 'ints'; value: number[] } | { type: 'float'; value: number };
+export type GAttr = { type: 'int'; value: number } | { type: 'ints'; value: number[] } | { type: 'float';
+  value: number };
 
 export interface GNode {
   op: string;
@@ -88,7 +89,9 @@ export class NodeList {
   readonly nodes: GNode[] = [];
 
   /** Append a node and return its first output. */
-  add(op: string, name: string, inputs: string[], attrs?: Record<string, GAttr>, opts: { outputs?: string[]; nOut?: number; domain?: string } = {}): string {
+  add(op: string, name: string, inputs: string[], attrs?: Record<string, GAttr>,
+    opts: { outputs?: string[]; nOut?: number; domain?: string } = {}): string
+  {
     const outputs = opts.outputs ?? Array.from({ length: opts.nOut ?? 1 }, (_, i) => `${name}_output_${i}`);
     const n: GNode = { op, name, inputs, outputs };
     if (attrs) n.attrs = attrs;

@@ -6,11 +6,13 @@
  *
  *   const r = await writeLlamaOnnx(dir, spec, source, { layout: 'genai', dtype: 'fp32', weights: 'q4' });
  */
-export type { LlamaSpec, LlamaWeightSource, NbitsBlocks, LlamaLayout, WriteLlamaOptions, WriteLlamaResult } from './types.js';
-export { writeLlamaOnnx, buildLlamaGraph, buildLlamaGraphInline, plannedDataBytes, DATA_FILE, WRITER_VERSION } from './writer.js';
-export { checkSpec, checkSource, expectedWeights, ropeInvFreq, ropeType, W as WEIGHT_NAMES } from './spec.js';
-export { memorySource, seededLlamaSource, type MemoryWeight, type SeededSourceOptions } from './source.js';
 export { llamaConfigJson, genaiConfigJson } from './config.js';
-export { quantizeRows } from './weights.js';
 export { encodeGGraph, type GGraph, type GNode, type GInit, type GValue, type GAttr } from './graph.js';
 export { InlineSink, FileSink, type TensorSink, type Region } from './sink.js';
+export { memorySource, seededLlamaSource, type MemoryWeight, type SeededSourceOptions } from './source.js';
+export { checkSpec, checkSource, expectedWeights, ropeInvFreq, ropeType, W as WEIGHT_NAMES } from './spec.js';
+export type { LlamaSpec, LlamaWeightSource, NbitsBlocks, LlamaLayout, WriteLlamaOptions,
+  WriteLlamaResult } from './types.js';
+export { quantizeRows } from './weights.js';
+export { writeLlamaOnnx, buildLlamaGraph, buildLlamaGraphInline, plannedDataBytes, DATA_FILE,
+  WRITER_VERSION } from './writer.js';

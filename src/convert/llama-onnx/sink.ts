@@ -53,7 +53,8 @@ function inlineRegion(init: GInit, dtype: GDtype, dims: number[]): Region {
     name: init.name,
     byteLength: bytes.byteLength,
     write(off, b) {
-      if (off < 0 || off + b.byteLength > bytes.byteLength) throw new Error(`${init.name}: write of ${b.byteLength} bytes at ${off} outside ${bytes.byteLength}`);
+      if (off < 0 || off + b.byteLength > bytes.byteLength)
+        throw new Error(`${init.name}: write of ${b.byteLength} bytes at ${off} outside ${bytes.byteLength}`);
       bytes.set(b, off);
     },
   };
@@ -120,7 +121,8 @@ export class FileSink implements TensorSink {
       name,
       byteLength: length,
       write: (off, b) => {
-        if (off < 0 || off + b.byteLength > length) throw new Error(`${name}: write of ${b.byteLength} bytes at ${off} outside ${length}`);
+        if (off < 0 || off + b.byteLength > length)
+          throw new Error(`${name}: write of ${b.byteLength} bytes at ${off} outside ${length}`);
         this.pwrite(b, offset + off);
         this.onWrite(b.byteLength, name);
       },

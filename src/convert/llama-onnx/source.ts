@@ -27,7 +27,8 @@ export function memorySource(weights: Map<string, MemoryWeight> | Record<string,
     rows: (name, r0, r1) => {
       const w = get(name);
       const cols = w.shape.length === 1 ? 1 : w.shape[1]!;
-      if (!(r0 >= 0 && r1 >= r0 && r1 <= w.shape[0]!)) throw new LobesError(`rows [${r0}, ${r1}) out of range [0, ${w.shape[0]})`, { where: name });
+      if (!(r0 >= 0 && r1 >= r0 && r1 <= w.shape[0]!))
+        throw new LobesError(`rows [${r0}, ${r1}) out of range [0, ${w.shape[0]})`, { where: name });
       return w.data.subarray(r0 * cols, r1 * cols);
     },
     nbits: (name) => map.get(name)?.nbits ?? null,
@@ -65,7 +66,8 @@ export function seededLlamaSource(spec: LlamaSpec, seed: number, opts: SeededSou
   const rows = (name: string, r0: number, r1: number): Float32Array => {
     const s = shapeOf(name);
     const cols = s.length === 1 ? 1 : s[1]!;
-    if (!(r0 >= 0 && r1 >= r0 && r1 <= s[0]!)) throw new LobesError(`rows [${r0}, ${r1}) out of range [0, ${s[0]})`, { where: name });
+    if (!(r0 >= 0 && r1 >= r0 && r1 <= s[0]!))
+      throw new LobesError(`rows [${r0}, ${r1}) out of range [0, ${s[0]})`, { where: name });
     const out = new Float32Array((r1 - r0) * cols);
     const base = hash32(name) ^ Math.imul(seed, 0x9e3779b1);
     // Uniform on [-a, a] has std a/√3; norms 1 ± 0.1. 2u − 1 = x·2⁻³¹ − 1 is exact.

@@ -59,29 +59,39 @@ const posInt = (x: unknown) => typeof x === 'number' && Number.isInteger(x) && x
 /** Throw a one-line LobesError when the spec is inconsistent. */
 export function checkSpec(spec: LlamaSpec): void {
   const bad = (what: string) => new LobesError(`Llama spec: ${what}`);
-  for (const k of ['layers', 'hidden', 'intermediate', 'heads', 'kvHeads', 'headDim', 'vocab', 'maxPositions'] as const) {
+  for (const k of ['layers', 'hidden', 'intermediate', 'heads', 'kvHeads', 'headDim', 'vocab',
+    'maxPositions'] as const)
+  {
     if (!posInt(spec[k])) throw bad(`${k} must be a positive integer, got ${String(spec[k])}`);
   }
   if (spec.heads % spec.kvHeads !== 0) throw bad(`heads ${spec.heads} is not a multiple of kvHeads ${spec.kvHeads}`);
   if (spec.headDim % 2 !== 0) throw bad(`head dim ${spec.headDim} must be even (RoPE rotates pairs)`);
   if (!(spec.rmsNormEps > 0)) throw bad(`rmsNormEps must be positive, got ${spec.rmsNormEps}`);
   if (!(spec.ropeTheta > 0)) throw bad(`ropeTheta must be positive, got ${spec.ropeTheta}`);
-  if (spec.slidingWindow !== undefined && spec.slidingWindow !== null && !posInt(spec.slidingWindow)) throw bad(`slidingWindow must be a positive integer or null, got ${String(spec.slidingWindow)}`);
+  if (spec.slidingWindow !== undefined && spec.slidingWindow !== null && !posInt(spec.slidingWindow))
+    throw bad(`slidingWindow must be a positive integer or null, got ${String(spec.slidingWindow)}`);
   if (spec.rotaryDim !== undefined) {
-    if (!posInt(spec.rotaryDim) || spec.rotaryDim % 2 !== 0 || spec.rotaryDim > spec.headDim) throw bad(`rotaryDim must be an even positive integer up to headDim ${spec.headDim}, got ${String(spec.rotaryDim)}`);
+    if (!posInt(spec.rotaryDim) || spec.rotaryDim % 2 !== 0 || spec.rotaryDim > spec.headDim)
+      throw bad(
+        `rotaryDim must be an even positive integer up to headDim ${spec.headDim}, got ${String(spec.rotaryDim)}`,
+      );
   }
   ropeInvFreq(spec);
   ropeLongInvFreq(spec);
   const gm = spec.gemma;
   if (gm) {
-    if (!(gm.queryPreAttnScalar > 0) || !Number.isFinite(gm.queryPreAttnScalar)) throw bad(`gemma queryPreAttnScalar must be a positive number, got ${gm.queryPreAttnScalar}`);
+    if (!(gm.queryPreAttnScalar > 0) || !Number.isFinite(gm.queryPreAttnScalar))
+      throw bad(`gemma queryPreAttnScalar must be a positive number, got ${gm.queryPreAttnScalar}`);
     for (const k of ['attnSoftcap', 'finalSoftcap'] as const) {
       const v = gm[k];
-      if (v !== null && !(v > 0 && Number.isFinite(v))) throw bad(`gemma ${k} must be a positive number or null, got ${String(v)}`);
+      if (v !== null && !(v > 0 && Number.isFinite(v)))
+        throw bad(`gemma ${k} must be a positive number or null, got ${String(v)}`);
     }
-    if (gm.sliding.length !== spec.layers) throw bad(`gemma sliding marks ${gm.sliding.length} layers, the model has ${spec.layers}`);
+    if (gm.sliding.length !== spec.layers)
+      throw bad(`gemma sliding marks ${gm.sliding.length} layers, the model has ${spec.layers}`);
     if (gm.sliding.some((x) => x) && !spec.slidingWindow) throw bad('gemma has sliding layers but no slidingWindow');
-    if (spec.rotaryDim !== undefined || ropeType(spec) === 'longrope') throw bad('gemma rotates whole heads without longrope');
+    if (spec.rotaryDim !== undefined || ropeType(spec) === 'longrope')
+      throw bad('gemma rotates whole heads without longrope');
     if (gm.localRope) {
       if (!(gm.localRope.theta > 0)) throw bad(`gemma local rope theta must be positive, got ${gm.localRope.theta}`);
       const t = ropeType(localRopeSpec(spec));
@@ -130,7 +140,9 @@ export function ropeType(spec: LlamaSpec): RopeType {
   if (!rs) return 'default';
   const t = String(rs.rope_type ?? rs.type ?? 'default');
   if (t === 'default' || t === 'llama3' || t === 'linear' || t === 'yarn' || t === 'longrope') return t;
-  throw new LobesError(`rope_scaling type '${t}' is not supported (supported: llama3, linear, yarn, longrope, default)`);
+  throw new LobesError(
+    `rope_scaling type '${t}' is not supported (supported: llama3, linear, yarn, longrope, default)`,
+  );
 }
 
 /** The dims of each head that rotate (spec.rotaryDim, else the whole head). */
@@ -141,7 +153,11 @@ function longropeFactors(spec: LlamaSpec, key: 'short_factor' | 'long_factor'): 
   const v = spec.ropeScaling?.[key];
   const n = rotaryDim(spec) / 2;
   if (!Array.isArray(v) || v.length !== n || v.some((x) => typeof x !== 'number' || !(x > 0) || !Number.isFinite(x))) {
-    throw new LobesError(`rope_scaling longrope needs ${key} as ${n} positive numbers (one per rotary frequency), got ${Array.isArray(v) ? `${v.length} values` : JSON.stringify(v)}`);
+    throw new LobesError(
+      `rope_scaling longrope needs ${key} as ${n} positive numbers (one per rotary frequency), got ${
+        Array.isArray(v) ? `${v.length} values` : JSON.stringify(v)
+      }`,
+    );
   }
   return v as number[];
 }
@@ -166,7 +182,8 @@ const yarnMscale = (scale: number, m = 1) => (scale <= 1 ? 1 : 0.1 * m * Math.lo
 
 /** YaRN's scaling factor (factor, or max_position_embeddings / original when factor is absent). */
 function yarnFactor(spec: LlamaSpec, rs: Record<string, unknown>): number {
-  if (rs.factor === undefined || rs.factor === null) return spec.maxPositions / num(rs, 'original_max_position_embeddings', 'yarn');
+  if (rs.factor === undefined || rs.factor === null)
+    return spec.maxPositions / num(rs, 'original_max_position_embeddings', 'yarn');
   return num(rs, 'factor', 'yarn');
 }
 
@@ -223,7 +240,8 @@ export function ropeInvFreq(spec: LlamaSpec): Float32Array {
     const lowF = num(rs, 'low_freq_factor', type);
     const highF = num(rs, 'high_freq_factor', type);
     const L = num(rs, 'original_max_position_embeddings', type);
-    if (!(highF > lowF)) throw new LobesError(`rope_scaling llama3: high_freq_factor ${highF} must exceed low_freq_factor ${lowF}`);
+    if (!(highF > lowF))
+      throw new LobesError(`rope_scaling llama3: high_freq_factor ${highF} must exceed low_freq_factor ${lowF}`);
     const lowWave = L / lowF;
     const highWave = L / highF;
     for (let i = 0; i < base.length; i++) {

@@ -33,7 +33,9 @@ export function chunkRows(cols: number, chunkBytes: number): number {
   return Math.max(1, Math.floor(chunkBytes / (Math.max(1, cols) * 4)));
 }
 
-function readRows(src: LlamaWeightSource, name: string, r0: number, r1: number, cols: number, ctx?: StreamCtx): Float32Array {
+function readRows(src: LlamaWeightSource, name: string, r0: number, r1: number, cols: number,
+  ctx?: StreamCtx): Float32Array
+{
   let got: Float32Array;
   if (ctx && src.rowsInto) {
     const need = (r1 - r0) * cols;
@@ -41,7 +43,12 @@ function readRows(src: LlamaWeightSource, name: string, r0: number, r1: number, 
     got = src.rowsInto(name, r0, r1, ctx.chunk);
   } else got = src.rows(name, r0, r1);
   if (!(got instanceof Float32Array) || got.length !== (r1 - r0) * cols) {
-    throw new LobesError(`the weight source gave ${got?.length ?? 'no'} values for rows [${r0}, ${r1}) of ${cols} columns (${(r1 - r0) * cols} expected)`, { where: name });
+    throw new LobesError(
+      `the weight source gave ${got?.length ?? 'no'} values for rows [${r0}, ${r1}) of ${cols} columns (${
+        (r1 - r0) * cols
+      } expected)`,
+      { where: name },
+    );
   }
   return got;
 }
@@ -57,7 +64,11 @@ function readBf16Rows(ctx: StreamCtx, name: string, r0: number, r1: number, cols
   const out = ctx.chunk16.subarray(0, need);
   const raw = ctx.src.bf16RowsInto?.(name, r0, r1, ctx.chunk16) ?? null;
   if (raw) {
-    if (raw.length !== need) throw new LobesError(`the weight source gave ${raw.length} bfloat16 values for rows [${r0}, ${r1}) of ${cols} columns (${need} expected)`, { where: name });
+    if (raw.length !== need)
+      throw new LobesError(
+        `the weight source gave ${raw.length} bfloat16 values for rows [${r0}, ${r1}) of ${cols} columns (${need} expected)`,
+        { where: name },
+      );
     return raw;
   }
   const f = readRows(ctx.src, name, r0, r1, cols, ctx);
@@ -65,7 +76,11 @@ function readBf16Rows(ctx: StreamCtx, name: string, r0: number, r1: number, cols
   for (let i = 0; i < need; i++) {
     const v = u32[i]!;
     if ((v & 0xffff) !== 0) {
-      throw new LobesError(`value ${f[i]} (row ${r0 + Math.floor(i / cols)}) is not a bfloat16, so bf16 storage would round it`, { where: name, hint: `bf16 storage is for weights that are bfloat16 in the source; use ${opt('weights', 'fp32')}` });
+      throw new LobesError(
+        `value ${f[i]} (row ${r0 + Math.floor(i / cols)}) is not a bfloat16, so bf16 storage would round it`,
+        { where: name,
+          hint: `bf16 storage is for weights that are bfloat16 in the source; use ${opt('weights', 'fp32')}` },
+      );
     }
     out[i] = v >>> 16;
   }
@@ -85,15 +100,21 @@ export function shape2(src: LlamaWeightSource, name: string): [number, number] {
  * [Σ d_out, d_in] (as given) or, with `transpose`, [d_in, Σ d_out] (ONNX MatMul's layout).
  * `rows(name, r0, r1)` is called in increasing row order, each part once.
  */
-export function streamFloat(ctx: StreamCtx, region: Region, parts: string[], opts: { transpose: boolean; dtype: 'float32' | 'float16' | 'bfloat16' }): void {
+export function streamFloat(ctx: StreamCtx, region: Region, parts: string[],
+  opts: { transpose: boolean; dtype: 'float32' | 'float16' | 'bfloat16' }): void
+{
   const es = opts.dtype === 'float32' ? 4 : 2;
   const shapes = parts.map((p) => shape2(ctx.src, p));
   const cols = shapes[0]![1];
   const total = shapes.reduce((a, s) => a + s[0], 0);
   for (const [i, s] of shapes.entries()) {
-    if (s[1] !== cols) throw new LobesError(`fused weights disagree on d_in: ${parts[0]} has ${cols}, ${parts[i]} has ${s[1]}`, { where: parts[i] });
+    if (s[1] !== cols)
+      throw new LobesError(`fused weights disagree on d_in: ${parts[0]} has ${cols}, ${parts[i]} has ${s[1]}`, {
+        where: parts[i],
+      });
   }
-  if (region.byteLength !== total * cols * es) throw new Error(`${region.name}: region of ${region.byteLength} bytes for ${total}×${cols}×${es}`);
+  if (region.byteLength !== total * cols * es)
+    throw new Error(`${region.name}: region of ${region.byteLength} bytes for ${total}×${cols}×${es}`);
   let rowOff = 0;
   for (const [p, name] of parts.entries()) {
     const rows = shapes[p]![0];
@@ -134,7 +155,9 @@ export function streamFloat(ctx: StreamCtx, region: Region, parts: string[], opt
 }
 
 /** A transposed tile [cols, R] written as columns [c0, c0 + R) of a [cols, total] tensor. */
-function writeTransposed(region: Region, tb: Uint8Array, R: number, total: number, cols: number, c0: number, es: number): void {
+function writeTransposed(region: Region, tb: Uint8Array, R: number, total: number, cols: number, c0: number,
+  es: number): void
+{
   if (R === total) region.write(0, tb);
   else for (let i = 0; i < cols; i++) region.write((i * total + c0) * es, tb.subarray(i * R * es, (i + 1) * R * es));
 }
@@ -173,7 +196,8 @@ export const zpRowBytes = (nBlocks: number, bits: number) => Math.ceil((nBlocks 
 function checkBlocks(b: NbitsBlocks, name: string, dOut: number, dIn: number): void {
   const bad = (what: string) => new LobesError(`nbits blocks: ${what}`, { where: name });
   if (b.bits !== 4 && b.bits !== 8) throw bad(`bits ${String(b.bits)} (4 or 8 supported)`);
-  if (!(b.blockSize >= 16 && (b.blockSize & (b.blockSize - 1)) === 0)) throw bad(`block size ${b.blockSize} is not a power of two ≥ 16`);
+  if (!(b.blockSize >= 16 && (b.blockSize & (b.blockSize - 1)) === 0))
+    throw bad(`block size ${b.blockSize} is not a power of two ≥ 16`);
   if (dIn % b.blockSize !== 0) throw bad(`d_in ${dIn} is not a multiple of block size ${b.blockSize}`);
   const nb = dIn / b.blockSize;
   const need = dOut * nb * ((b.blockSize * b.bits) / 8);
@@ -221,7 +245,8 @@ export function planNbits(src: LlamaWeightSource, parts: string[], blocks: (Nbit
   if (given.some((b) => b.bits !== bits || b.blockSize !== blockSize)) return null;
   for (const p of parts) {
     const dIn = shape2(src, p)[1];
-    if (dIn % blockSize !== 0) throw new LobesError(`d_in ${dIn} is not a multiple of the MatMulNBits block size ${blockSize}`, { where: p });
+    if (dIn % blockSize !== 0)
+      throw new LobesError(`d_in ${dIn} is not a multiple of the MatMulNBits block size ${blockSize}`, { where: p });
   }
   return { bits, blockSize, zp: given.some((b) => b.mins) ? 'float' : 'u8', blocks };
 }
@@ -306,7 +331,9 @@ function unpackZp(zp: Uint8Array, rowOff: number, b: number, bits: number): numb
  * points. A part with a min term and scale 0 (a constant block c) becomes codes 1, scale c,
  * zero point 0, which is exact.
  */
-export function streamNbits(ctx: StreamCtx, r: NbitsRegions, parts: string[], plan: NbitsPlan, dtype: 'float32' | 'float16'): void {
+export function streamNbits(ctx: StreamCtx, r: NbitsRegions, parts: string[], plan: NbitsPlan,
+  dtype: 'float32' | 'float16'): void
+{
   const { bits, blockSize } = plan;
   const blob = (blockSize * bits) / 8;
   const fs = dtype === 'float16' ? 2 : 4;
@@ -344,7 +371,8 @@ export function streamNbits(ctx: StreamCtx, r: NbitsRegions, parts: string[], pl
             for (const i of fixed) scales[i] = mins[i]!;
           }
         } else {
-          for (let i = 0; i < zf.length; i++) zf[i] = unpackZp(given.zeroPoints!, Math.floor(i / nb) * zpb, i % nb, bits);
+          for (let i = 0; i < zf.length; i++)
+            zf[i] = unpackZp(given.zeroPoints!, Math.floor(i / nb) * zpb, i % nb, bits);
         }
         let codes = given.weights;
         if (fixed.length) {

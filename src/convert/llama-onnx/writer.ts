@@ -27,7 +27,9 @@ export const WRITER_VERSION = '1';
  * Build the graph of a spec over a weight source into `sink` (weights streamed as the graph
  * is built). The explicit and genai layouts are described in explicit.ts and genai.ts.
  */
-export function buildLlamaGraph(spec: LlamaSpec, src: LlamaWeightSource, sink: TensorSink, opts: WriteLlamaOptions): { graph: GGraph; storage: Record<string, string> } {
+export function buildLlamaGraph(spec: LlamaSpec, src: LlamaWeightSource, sink: TensorSink,
+  opts: WriteLlamaOptions): { graph: GGraph; storage: Record<string, string> }
+{
   checkSpec(spec);
   checkSource(spec, src);
   const bo = buildOptions(opts);
@@ -64,9 +66,12 @@ export function plannedDataBytes(spec: LlamaSpec, opts: BuildOptions, layout: Wr
 
 function checkTarget(dir: string, overwrite: boolean): void {
   if (!existsSync(dir)) return;
-  if (!statSync(dir).isDirectory()) throw new LobesError('the output path exists and is not a folder', { file: dir, hint: `choose another ${opt('out')}` });
+  if (!statSync(dir).isDirectory())
+    throw new LobesError('the output path exists and is not a folder', { file: dir,
+      hint: `choose another ${opt('out')}` });
   if (readdirSync(dir).length > 0 && !overwrite) {
-    throw new LobesError('the output folder exists and is not empty', { file: dir, hint: 'choose another folder or remove it first', code: 'E_EXISTS' });
+    throw new LobesError('the output folder exists and is not empty', { file: dir,
+      hint: 'choose another folder or remove it first', code: 'E_EXISTS' });
   }
 }
 
@@ -78,7 +83,9 @@ const json = (o: object) => JSON.stringify(o, null, 2) + '\n';
  * Memory: one row chunk of one tensor (opts.chunkBytes), plus a weight's nbits blocks when
  * the source gives them. Returns sizes, timings and how each weight was stored.
  */
-export async function writeLlamaOnnx(dir: string, spec: LlamaSpec, src: LlamaWeightSource, opts: WriteLlamaOptions): Promise<WriteLlamaResult> {
+export async function writeLlamaOnnx(dir: string, spec: LlamaSpec, src: LlamaWeightSource,
+  opts: WriteLlamaOptions): Promise<WriteLlamaResult>
+{
   const t0 = performance.now();
   checkSpec(spec);
   const bo = buildOptions(opts);
@@ -117,7 +124,8 @@ export async function writeLlamaOnnx(dir: string, spec: LlamaSpec, src: LlamaWei
     writeFileAtomicSync(path.join(tmp, 'generation_config.json'), json(gen));
     if (opts.layout === 'genai') writeFileAtomicSync(path.join(tmp, 'genai_config.json'), json(genaiConfigJson(spec)));
     for (const [name, data] of Object.entries(opts.extraFiles ?? {})) {
-      if (name.includes('/') || name.includes('\\') || name.startsWith('.')) throw new LobesError(`extra file name "${name}" must be a plain file name`);
+      if (name.includes('/') || name.includes('\\') || name.startsWith('.'))
+        throw new LobesError(`extra file name "${name}" must be a plain file name`);
       writeFileAtomicSync(path.join(tmp, name), data);
     }
     opts.beforeCommit?.(tmp);

@@ -22,12 +22,14 @@ export function ablateDifference(a: AblatePayload, b: AblatePayload): AblateDiff
       const ca = cell(a, r, l);
       const cb = cell(b, r, l);
       return ca && cb ? cb.excess - ca.excess : null;
-    }),
+    })
   );
   return { regions, labels, z };
 }
 
 /** The matrix of one ablation: z[region][label] = excess, or null for a cell not measured. */
 export function excessMatrix(p: AblatePayload): (number | null)[][] {
-  return p.regions.map((r) => p.labels.map((l) => p.cells.find((c) => c.region === r && c.label === l)?.excess ?? null));
+  return p.regions.map((r) =>
+    p.labels.map((l) => p.cells.find((c) => c.region === r && c.label === l)?.excess ?? null)
+  );
 }

@@ -6,7 +6,9 @@ import { fmt } from './format.js';
 import type { VerdictTable } from '../types.js';
 
 /** A new element with an optional class and text (set as textContent). */
-export function el<K extends keyof HTMLElementTagNameMap>(tag: K, cls?: string | null, text?: unknown): HTMLElementTagNameMap[K] {
+export function el<K extends keyof HTMLElementTagNameMap>(tag: K, cls?: string | null,
+  text?: unknown): HTMLElementTagNameMap[K]
+{
   const e = document.createElement(tag);
   if (cls) e.className = cls;
   if (text !== undefined && text !== null) e.textContent = String(text);
@@ -27,7 +29,9 @@ export function table(head: string[], rows: Cell[][], cls?: string): HTMLTableEl
   const tb = el('tbody');
   rows.forEach((row) => {
     const r = el('tr');
-    row.forEach((c) => r.appendChild(el('td', typeof c === 'number' ? 'num' : null, typeof c === 'number' ? fmt(c) : c)));
+    row.forEach((c) =>
+      r.appendChild(el('td', typeof c === 'number' ? 'num' : null, typeof c === 'number' ? fmt(c) : c))
+    );
     tb.appendChild(r);
   });
   t.appendChild(tb);
@@ -58,7 +62,9 @@ export function verdictTable(t: VerdictTable, caption: string): HTMLElement {
   tab.setAttribute('data-axis', t.axis);
   tab.appendChild(el('caption', null, caption));
   const head = el('tr');
-  ['Question (analysis)', 'Value [95% CI]', 'Chance', 'Null mean [95% band]', 'Adjusted p (family)', 'Verdict'].forEach((h) => head.appendChild(el('th', null, h)));
+  ['Question (analysis)', 'Value [95% CI]', 'Chance', 'Null mean [95% band]', 'Adjusted p (family)', 'Verdict'].forEach(
+    (h) => head.appendChild(el('th', null, h))
+  );
   const th = el('thead');
   th.appendChild(head);
   tab.appendChild(th);
@@ -83,23 +89,30 @@ export function verdictTable(t: VerdictTable, caption: string): HTMLElement {
  * The verdict tables of two runs on one axis as one table, rows matched by question (A's order,
  * then B's own): per run its value, its null and adjusted p, and its verdict, A before B.
  */
-export function compareVerdictTable(a: VerdictTable | null, b: VerdictTable | null, names: [string, string], caption: string): HTMLElement {
+export function compareVerdictTable(a: VerdictTable | null, b: VerdictTable | null, names: [string, string],
+  caption: string): HTMLElement
+{
   const box = el('div', 'verdicts');
   const tab = el('table', 'verdict compare');
   tab.setAttribute('data-axis', (a || b)!.axis);
   tab.appendChild(el('caption', null, caption));
   const head = el('tr');
-  ['Question (analysis)', 'Chance', 'A: value [95% CI]', 'A: null; adjusted p', 'A', 'B: value [95% CI]', 'B: null; adjusted p', 'B'].forEach((h, i) => {
-    const c = el('th', null, h);
-    if (i === 4 || i === 7) c.title = names[i === 4 ? 0 : 1];
-    head.appendChild(c);
-  });
+  ['Question (analysis)', 'Chance', 'A: value [95% CI]', 'A: null; adjusted p', 'A', 'B: value [95% CI]',
+    'B: null; adjusted p', 'B'].forEach((h, i) => {
+      const c = el('th', null, h);
+      if (i === 4 || i === 7) c.title = names[i === 4 ? 0 : 1];
+      head.appendChild(c);
+    });
   const th = el('thead');
   th.appendChild(head);
   tab.appendChild(th);
   const tb = el('tbody');
   const qs: string[] = [];
-  [a, b].forEach((t) => (t ? t.rows : []).forEach((r) => { if (!qs.includes(r.question)) qs.push(r.question); }));
+  [a, b].forEach((t) =>
+    (t ? t.rows : []).forEach((r) => {
+      if (!qs.includes(r.question)) qs.push(r.question);
+    })
+  );
   qs.forEach((q) => {
     const ra = a ? a.rows.find((r) => r.question === q) : undefined;
     const rb = b ? b.rows.find((r) => r.question === q) : undefined;

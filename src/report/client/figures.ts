@@ -53,7 +53,8 @@ export class Figures {
 
   /** Redraw every drawn figure at its div's present width (after the page's width changed, e.g. for printing). */
   resizeAll(): void {
-    for (const f of this.figs.values()) if (f.div && f.div.isConnected && f.div.getAttribute('data-figure')) Plotly.Plots.resize(f.div);
+    for (const f of this.figs.values())
+      if (f.div && f.div.isConnected && f.div.getAttribute('data-figure')) Plotly.Plots.resize(f.div);
   }
 
   /** Render figure `id` off screen at the given size; resolves to the image's data URL. */

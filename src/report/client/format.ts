@@ -51,7 +51,9 @@ export function fmtP(p: number | null | undefined): string {
 /** A permutation p, marked "(floor)" when it is the smallest p its R permutations can give, 1/(R+1). */
 export function fmtPFloor(p: number | null | undefined, floor: number | null | undefined): string {
   const t = fmtP(p);
-  return p !== null && p !== undefined && floor !== null && floor !== undefined && Math.abs(p - floor) < 1e-12 ? t + ' (floor)' : t;
+  return p !== null && p !== undefined && floor !== null && floor !== undefined && Math.abs(p - floor) < 1e-12
+    ? t + ' (floor)'
+    : t;
 }
 
 /** A confidence interval as [low, high], '—' when absent. */
@@ -64,13 +66,27 @@ export function fmtCI(ci: [number, number] | null | undefined): string {
  * marked, z and its normal approximation (marked "≈ … normal") beside it, and the verdict within
  * its family when the metrics record one ("not testable at R = 50" rather than a bare p).
  */
-export function fmtTest(m: { p: number | null; z?: number | null; pNormal?: number | null; atFloor?: boolean; permutations?: number; nullSd?: number | null; verdict?: { status: string; R: number } } | null | undefined): string {
+export function fmtTest(
+  m: { p: number | null; z?: number | null; pNormal?: number | null; atFloor?: boolean; permutations?: number;
+    nullSd?: number | null; verdict?: { status: string; R: number } } | null | undefined,
+): string {
   if (!m) return '—';
   if (m.nullSd === 0) return 'no p (the null has no spread)';
   if (m.p === null || m.p === undefined) return '—';
   let t = fmtP(m.p) + (m.atFloor ? ' (floor, R = ' + m.permutations + ')' : '');
-  if (m.z !== null && m.z !== undefined) t += '; z ' + m.z.toFixed(1) + (m.pNormal !== null && m.pNormal !== undefined ? ', ≈ ' + (m.pNormal < 1e-16 ? '< 1e-16' : fmtP(m.pNormal)) + ' normal approx.' : '');
+  if (m.z !== null && m.z !== undefined)
+    t += '; z ' + m.z.toFixed(1) +
+      (m.pNormal !== null && m.pNormal !== undefined
+        ? ', ≈ ' + (m.pNormal < 1e-16 ? '< 1e-16' : fmtP(m.pNormal)) + ' normal approx.'
+        : '');
   const v = m.verdict;
-  if (v) t += v.status === 'pass' ? '; passes' : v.status === 'fail' ? '; does not pass' : v.status === 'not-testable' ? '; not testable at R = ' + v.R : '';
+  if (v)
+    t += v.status === 'pass'
+      ? '; passes'
+      : v.status === 'fail'
+      ? '; does not pass'
+      : v.status === 'not-testable'
+      ? '; not testable at R = ' + v.R
+      : '';
   return t;
 }

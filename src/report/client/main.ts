@@ -43,13 +43,22 @@ page.runs.forEach((run) => {
 // table of both runs per axis), the sentences behind them folded.
 if (page.compare) {
   const axes: string[] = [];
-  page.runs.forEach((run) => (run.verdicts || []).forEach((t) => { if (!axes.includes(t.axis)) axes.push(t.axis); }));
+  page.runs.forEach((run) =>
+    (run.verdicts || []).forEach((t) => {
+      if (!axes.includes(t.axis)) axes.push(t.axis);
+    })
+  );
   axes.forEach((axis, i) => {
     const [a, b] = page.runs.map((run) => (run.verdicts || []).find((t) => t.axis === axis) || null);
-    notes.appendChild(compareVerdictTable(a!, b!, [page.runs[0]!.name, page.runs[1]!.name], (i === 0 ? 'Verdicts' : 'Other label axis') + ' for "' + axis + '", A then B'));
+    notes.appendChild(
+      compareVerdictTable(a!, b!, [page.runs[0]!.name, page.runs[1]!.name],
+        (i === 0 ? 'Verdicts' : 'Other label axis') + ' for "' + axis + '", A then B'),
+    );
   });
 } else {
-  (page.runs[0]!.verdicts || []).forEach((t, i) => notes.appendChild(verdictTable(t, (i === 0 ? 'Verdicts' : 'Other label axis') + ' for "' + t.axis + '"')));
+  (page.runs[0]!.verdicts || []).forEach((t, i) =>
+    notes.appendChild(verdictTable(t, (i === 0 ? 'Verdicts' : 'Other label axis') + ' for "' + t.axis + '"'))
+  );
 }
 if (cmp && cmp.summary && cmp.summary.length) {
   const fold = el('details', 'summary');
@@ -62,7 +71,11 @@ page.runs.forEach((run) => {
     const fold = el('details', 'summary');
     const has = !!(run.verdicts && run.verdicts.length);
     fold.open = !has;
-    fold.appendChild(el('summary', null, (page.compare ? run.name + ': ' : '') + (has ? 'The verdicts in words (' + run.summary.length + ' lines)' : 'Summary')));
+    fold.appendChild(
+      el('summary', null,
+        (page.compare ? run.name + ': ' : '') +
+          (has ? 'The verdicts in words (' + run.summary.length + ' lines)' : 'Summary')),
+    );
     run.summary.forEach((line) => fold.appendChild(el('p', null, line)));
     notes.appendChild(fold);
   }

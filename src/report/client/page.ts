@@ -6,8 +6,9 @@
 import type { PagePayload, RunPayload } from '../types.js';
 import { Figures } from './figures.js';
 
-export const PALETTE = ['#1f77b4', '#d62728', '#2ca02c', '#ff7f0e', '#9467bd', '#8c564b', '#e377c2', '#17becf', '#bcbd22', '#7f7f7f',
-  '#393b79', '#ad494a', '#637939', '#8c6d31', '#7b4173', '#3182bd', '#e6550d', '#31a354', '#756bb1', '#636363'];
+export const PALETTE = ['#1f77b4', '#d62728', '#2ca02c', '#ff7f0e', '#9467bd', '#8c564b', '#e377c2', '#17becf',
+  '#bcbd22', '#7f7f7f', '#393b79', '#ad494a', '#637939', '#8c6d31', '#7b4173', '#3182bd', '#e6550d', '#31a354',
+  '#756bb1', '#636363'];
 
 /** Hooks for `window.lobesReport` that a section may replace (the defaults do nothing). */
 export interface PageHooks {

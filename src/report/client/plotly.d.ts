@@ -25,8 +25,10 @@ interface PlotlyImageOptions {
 }
 
 declare const Plotly: {
-  react(div: HTMLElement, data: PlotlyTrace[], layout: PlotlyLayout, config?: Record<string, unknown>): Promise<HTMLElement>;
-  newPlot(div: HTMLElement, data: PlotlyTrace[], layout: PlotlyLayout, config?: Record<string, unknown>): Promise<HTMLElement>;
+  react(div: HTMLElement, data: PlotlyTrace[], layout: PlotlyLayout,
+    config?: Record<string, unknown>): Promise<HTMLElement>;
+  newPlot(div: HTMLElement, data: PlotlyTrace[], layout: PlotlyLayout,
+    config?: Record<string, unknown>): Promise<HTMLElement>;
   toImage(gd: HTMLElement, opts: PlotlyImageOptions): Promise<string>;
   purge(div: HTMLElement): void;
   Plots: { resize(div: HTMLElement): Promise<void> };

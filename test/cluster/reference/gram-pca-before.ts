@@ -7,7 +7,9 @@
 import { jacobiEigen, orthonormalize } from '../../../src/cluster/linalg.js';
 import { mulXBRows } from '../../../src/cluster/pca.js';
 
-export function gramPcaProjectBefore(gram: Float64Array, n: number, XOmega: Float64Array, l: number, train: Int32Array, test: Int32Array, k: number, powerIterations = 2): { tr: Float64Array; te: Float64Array; k: number } {
+export function gramPcaProjectBefore(gram: Float64Array, n: number, XOmega: Float64Array, l: number, train: Int32Array,
+  test: Int32Array, k: number, powerIterations = 2): { tr: Float64Array; te: Float64Array; k: number }
+{
   const m = train.length;
   const mt = test.length;
   k = Math.max(1, Math.min(k, l));

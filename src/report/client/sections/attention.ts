@@ -23,7 +23,8 @@ function ci(m: MeanCI | undefined): string {
 function shareRows(t: ShareTable): Cell[][] {
   return t.parts.map((p) => {
     const d = t.wrongMinusRight[p];
-    return [p, ci(t.all[p]), ci(t.right[p]), ci(t.wrong[p]), d && d.diff !== null ? fmt(d.diff) + (d.ci95 ? ' ' + fmtCI(d.ci95) : '') : '—'];
+    return [p, ci(t.all[p]), ci(t.right[p]), ci(t.wrong[p]),
+      d && d.diff !== null ? fmt(d.diff) + (d.ci95 ? ' ' + fmtCI(d.ci95) : '') : '—'];
   });
 }
 
@@ -35,9 +36,15 @@ function sharesFigure(run: RunPayload, a: AttendPayload, t: ShareTable): PlotlyF
   const data: PlotlyTrace[] = groups.map(([g, name, colour]) => {
     const ms = t.parts.map((p) => t[g][p]);
     return {
-      type: 'scatter', mode: 'markers', name: esc(name), x: t.parts.map(esc), y: ms.map((m) => (m && m.mean !== null ? m.mean : null)),
+      type: 'scatter',
+      mode: 'markers',
+      name: esc(name),
+      x: t.parts.map(esc),
+      y: ms.map((m) => (m && m.mean !== null ? m.mean : null)),
       marker: { size: 10, color: colour },
-      error_y: { type: 'data', symmetric: false, array: ms.map((m) => (m && m.ci95 && m.mean !== null ? m.ci95[1] - m.mean : 0)), arrayminus: ms.map((m) => (m && m.ci95 && m.mean !== null ? m.mean - m.ci95[0] : 0)) },
+      error_y: { type: 'data', symmetric: false,
+        array: ms.map((m) => (m && m.ci95 && m.mean !== null ? m.ci95[1] - m.mean : 0)),
+        arrayminus: ms.map((m) => (m && m.ci95 && m.mean !== null ? m.mean - m.ci95[0] : 0)) },
     };
   });
   const title = wrapTitle(esc(run.name) + ': share of attention per prompt part (95% bootstrap CI)', 52);
@@ -45,14 +52,17 @@ function sharesFigure(run: RunPayload, a: AttendPayload, t: ShareTable): PlotlyF
     data,
     layout: {
       title: title.title,
-      yaxis: { title: { text: 'share of content attention' }, rangemode: 'tozero' }, height: 360 + title.top, margin: { t: title.top },
+      yaxis: { title: { text: 'share of content attention' }, rangemode: 'tozero' },
+      height: 360 + title.top,
+      margin: { t: title.top },
     },
   };
 }
 
 function keywordTable(a: AttendPayload, group: 'all' | 'right' | 'wrong'): HTMLTableElement {
   const rows: Cell[][] = a.keywords[group].map((k, i) => [i + 1, k.word, k.weight, k.inTop, k.items, k.part]);
-  return table(['#', 'word', 'mean weight per item', 'items with it in their top ' + a.top, 'items with it', 'part'], rows);
+  return table(['#', 'word', 'mean weight per item', 'items with it in their top ' + a.top, 'items with it', 'part'],
+    rows);
 }
 
 /** The prompt with every word shaded by weight (relative to the item's heaviest content word). */
@@ -87,7 +97,8 @@ function promptView(a: AttendPayload, it: AttendItemPayload): HTMLElement {
     const w = el('span', it.wc[k] ? 'attn-w' : 'attn-w attn-tmpl', text.slice(i, it.we[k]!));
     const alpha = max > 0 && it.wc[k] ? Math.min(1, it.ww[k]! / max) : 0;
     if (alpha > 0) w.style.backgroundColor = 'rgba(' + SHADE + ', ' + (0.85 * alpha).toFixed(3) + ')';
-    w.title = text.slice(i, it.we[k]!) + ': ' + fmt(it.ww[k]!) + ' (' + a.partNames[it.wp[k]!] + (it.wc[k] ? '' : ', not content') + ')';
+    w.title = text.slice(i, it.we[k]!) + ': ' + fmt(it.ww[k]!) + ' (' + a.partNames[it.wp[k]!] +
+      (it.wc[k] ? '' : ', not content') + ')';
     box.appendChild(w);
     i = it.we[k]!;
   }
@@ -98,11 +109,20 @@ function promptView(a: AttendPayload, it: AttendItemPayload): HTMLElement {
 function itemView(a: AttendPayload, it: AttendItemPayload, holder: HTMLElement): void {
   holder.textContent = '';
   const verdict = it.correct === null ? 'not scored' : it.correct ? 'right' : 'wrong';
-  holder.appendChild(el('p', 'meta', it.id + ' (' + verdict + ')' + (it.roles ? '; options: ' + Object.entries(it.roles).map(([p, r]) => p + ' ' + r).join(', ') : '')));
+  holder.appendChild(
+    el('p', 'meta',
+      it.id + ' (' + verdict + ')' +
+        (it.roles ? '; options: ' + Object.entries(it.roles).map(([p, r]) => p + ' ' + r).join(', ') : '')),
+  );
   holder.appendChild(table(['part', 'share'], Object.entries(it.share).map(([p, s]) => [p, s])));
   holder.appendChild(promptView(a, it));
   const tops = el('ol', 'attn-top');
-  it.top.forEach((k) => tops.appendChild(el('li', null, it.prompt.slice(it.ws[k]!, it.we[k]!) + ' — ' + fmt(it.ww[k]!) + ' (' + a.partNames[it.wp[k]!] + ')')));
+  it.top.forEach((k) =>
+    tops.appendChild(
+      el('li', null,
+        it.prompt.slice(it.ws[k]!, it.we[k]!) + ' — ' + fmt(it.ww[k]!) + ' (' + a.partNames[it.wp[k]!] + ')'),
+    )
+  );
   const det = el('details');
   det.appendChild(el('summary', null, 'Top ' + it.top.length + ' words of this item'));
   det.appendChild(tops);
@@ -112,10 +132,21 @@ function itemView(a: AttendPayload, it: AttendItemPayload, holder: HTMLElement):
 function renderRun(page: Page, run: RunPayload, ri: number, cell: HTMLElement): void {
   const a = run.attend!;
   const ls = a.layers;
-  const layerText = ls.length > 2 && ls[ls.length - 1]! - ls[0]! === ls.length - 1 ? ls[0] + '–' + ls[ls.length - 1] : ls.join(', ');
-  cell.appendChild(el('p', 'meta', a.attention + ' attention; layers ' + layerText + ' (' + ls.length + '), ' + (a.heads ?? '?') + ' heads each, averaged; position: ' + a.position +
-    '; items: ' + a.counts.items + ' (right ' + a.counts.right + ', wrong ' + a.counts.wrong + ', not scored ' + a.counts.unscored + ')'));
-  cell.appendChild(el('p', 'meta', 'Attention mass outside the content parts (chat template, answer prefix, special tokens such as BOS): ' + ci(a.nonContentMass) + '. Shares below are of the rest.'));
+  const layerText = ls.length > 2 && ls[ls.length - 1]! - ls[0]! === ls.length - 1
+    ? ls[0] + '–' + ls[ls.length - 1]
+    : ls.join(', ');
+  cell.appendChild(
+    el('p', 'meta',
+      a.attention + ' attention; layers ' + layerText + ' (' + ls.length + '), ' + (a.heads ?? '?') +
+        ' heads each, averaged; position: ' + a.position +
+        '; items: ' + a.counts.items + ' (right ' + a.counts.right + ', wrong ' + a.counts.wrong + ', not scored ' +
+        a.counts.unscored + ')'),
+  );
+  cell.appendChild(
+    el('p', 'meta',
+      'Attention mass outside the content parts (chat template, answer prefix, special tokens such as BOS): ' +
+        ci(a.nonContentMass) + '. Shares below are of the rest.'),
+  );
   const t = a.roles ?? a.parts;
   cell.appendChild(el('h3', null, a.roles ? 'Share per prompt part, options by role' : 'Share per prompt part'));
   cell.appendChild(table(['part', 'all', 'right', 'wrong', 'wrong − right'], shareRows(t)));
@@ -173,13 +204,19 @@ export const attentionSection: Section = {
   id: 'attention',
   visible: (page) => page.runs.some((r) => !!r.attend),
   render(page, root) {
-    root.appendChild(el('p', 'meta', 'Attention of the answering position over the prompt, all heads of the chosen layers averaged, aggregated to words (lobes attend; SocialEval App. C.4).'));
+    root.appendChild(
+      el('p', 'meta',
+        'Attention of the answering position over the prompt, all heads of the chosen layers averaged, aggregated to words (lobes attend; SocialEval App. C.4).'),
+    );
     const cols = columns(root, page.runs.length);
     page.runs.forEach((run, ri) => {
       const cell = el('div');
       cols.appendChild(cell);
       if (page.compare) cell.appendChild(el('h3', null, run.name));
-      if (!run.attend) cell.appendChild(el('p', 'missing', run.name + ': no attention results (run lobes attend … --out RUN/attend).'));
+      if (!run.attend)
+        cell.appendChild(
+          el('p', 'missing', run.name + ': no attention results (run lobes attend … --out RUN/attend).'),
+        );
       else renderRun(page, run, ri, cell);
     });
   },

@@ -23,16 +23,23 @@ function figure(run: RunPayload, l: LensPayload): PlotlyFigure {
   const x = l.summary.map((s) => s.layer);
   const c = l.candidates;
   const acc = !!(c && c.items);
-  const title = wrapTitle(esc(run.name) + (acc ? ': logit-lens accuracy over the options per layer, and chance' : ': KL to the final layer per layer'), 60);
+  const title = wrapTitle(
+    esc(run.name) +
+      (acc ? ': logit-lens accuracy over the options per layer, and chance' : ': KL to the final layer per layer'),
+    60,
+  );
   const data = acc
     ? [
-        { type: 'scatter', mode: 'lines+markers', name: 'lens accuracy', x, y: l.summary.map((s) => s.accuracy) },
-        { type: 'scatter', mode: 'lines', name: 'chance', x, y: x.map(() => c!.chance), line: { dash: 'dot', color: '#555' } },
-      ]
+      { type: 'scatter', mode: 'lines+markers', name: 'lens accuracy', x, y: l.summary.map((s) => s.accuracy) },
+      { type: 'scatter', mode: 'lines', name: 'chance', x, y: x.map(() => c!.chance),
+        line: { dash: 'dot', color: '#555' } },
+    ]
     : [{ type: 'scatter', mode: 'lines+markers', name: 'KL(final ‖ layer), nats', x, y: l.summary.map((s) => s.kl) }];
   return {
     data,
-    layout: { title: title.title, xaxis: { title: { text: 'layer' } }, yaxis: acc ? { title: { text: 'accuracy' }, range: [0, 1] } : { title: { text: 'nats' }, rangemode: 'tozero' }, height: 340 + title.top, margin: { t: title.top } },
+    layout: { title: title.title, xaxis: { title: { text: 'layer' } },
+      yaxis: acc ? { title: { text: 'accuracy' }, range: [0, 1] } : { title: { text: 'nats' }, rangemode: 'tozero' },
+      height: 340 + title.top, margin: { t: title.top } },
   } as PlotlyFigure;
 }
 
@@ -52,15 +59,28 @@ export const lensSection: Section = {
         return;
       }
       const c = l.candidates;
-      cell.appendChild(el('p', 'meta', 'Every layer\'s residual stream at the last token, read through the model\'s final norm and lm_head, over ' + l.items + ' items' +
-        (c && c.items ? '; ' + c.items + ' with answer options (chance ' + (c.chance * 100).toFixed(1) + '%)' : '') + (c && c.skipped ? '; ' + c.skipped + ' without: ' + c.skippedWhy : '') + '.'));
+      cell.appendChild(
+        el('p', 'meta',
+          "Every layer's residual stream at the last token, read through the model's final norm and lm_head, over " +
+            l.items + ' items' +
+            (c && c.items
+              ? '; ' + c.items + ' with answer options (chance ' + (c.chance * 100).toFixed(1) + '%)'
+              : '') +
+            (c && c.skipped ? '; ' + c.skipped + ' without: ' + c.skippedWhy : '') + '.'),
+      );
       const id = page.figures.register(page.figureId(ri, 'lens'), () => figure(run, l));
       const div = el('div', 'fig');
       cell.appendChild(div);
       page.ready.push(page.figures.draw(id, div));
       const withC = !!(c && c.items);
-      const head = ['layer', 'entropy (nats)', 'KL to final', ...(withC ? ['accuracy %', 'chance %', 'median rank', 'p(correct) %'] : []), 'top-1 token (share %)'];
-      const rows = l.summary.map((s, i): Cell[] => [s.layer, s.entropy.toFixed(2), s.kl.toFixed(3), ...(withC ? [pct(s.accuracy), pct(c!.chance), s.medianRank === null ? '—' : String(s.medianRank), pct(s.meanP)] : []), JSON.stringify(l.topToken[i]!.token) + ' (' + (l.topToken[i]!.share * 100).toFixed(0) + ')']);
+      const head = ['layer', 'entropy (nats)', 'KL to final',
+        ...(withC ? ['accuracy %', 'chance %', 'median rank', 'p(correct) %'] : []), 'top-1 token (share %)'];
+      const rows = l.summary.map((s,
+        i): Cell[] => [s.layer, s.entropy.toFixed(2), s.kl.toFixed(3),
+        ...(withC
+          ? [pct(s.accuracy), pct(c!.chance), s.medianRank === null ? '—' : String(s.medianRank), pct(s.meanP)]
+          : []), JSON.stringify(l.topToken[i]!.token) + ' (' + (l.topToken[i]!.share * 100).toFixed(0) + ')']
+      );
       cell.appendChild(table(head, rows, 'metrics small'));
     });
   },

@@ -60,10 +60,15 @@ function pairFigure(run: RunPayload, pi: number, cmin: number): PlotlyFigure {
   const ann: Record<string, unknown>[] = [];
   const layout: PlotlyLayout = {
     title: title.title,
-    height: plotPx + 120 + title.top, margin: { t: 70 + title.top, l: 60, r: 20, b: 50 },
-    plot_bgcolor: BLOCK_BG, annotations: ann, showlegend: false,
+    height: plotPx + 120 + title.top,
+    margin: { t: 70 + title.top, l: 60, r: 20, b: 50 },
+    plot_bgcolor: BLOCK_BG,
+    annotations: ann,
+    showlegend: false,
     coloraxis: shaded
-      ? { cmin, cmax: 1, colorscale: 'Viridis', colorbar: { title: { text: 'importance<br>percentile', font: { size: 11 } }, len: 0.6, thickness: 14, x: 1.01, xanchor: 'left' } }
+      ? { cmin, cmax: 1, colorscale: 'Viridis',
+        colorbar: { title: { text: 'importance<br>percentile', font: { size: 11 } }, len: 0.6, thickness: 14, x: 1.01,
+          xanchor: 'left' } }
       : { cmin: 0, cmax: 1, colorscale: [[0, '#3b5b92'], [1, '#3b5b92']], showscale: false },
   };
   const gapX = 0.07;
@@ -93,24 +98,51 @@ function pairFigure(run: RunPayload, pi: number, cmin: number): PlotlyFigure {
         z[li] = row;
       }
       data.push({
-        type: 'heatmap', z, y: w.layers, xaxis: 'x' + ax, yaxis: 'y' + ax, coloraxis: 'coloraxis',
-        hovertemplate: 'layer %{y}<br>block %{x}' + (shaded ? '<br>importance percentile %{z:.2f}' : '') + '<extra>' + d.label + '</extra>',
-        xgap: 0, ygap: 0, hoverongaps: false,
+        type: 'heatmap',
+        z,
+        y: w.layers,
+        xaxis: 'x' + ax,
+        yaxis: 'y' + ax,
+        coloraxis: 'coloraxis',
+        hovertemplate: 'layer %{y}<br>block %{x}' + (shaded ? '<br>importance percentile %{z:.2f}' : '') + '<extra>' +
+          d.label + '</extra>',
+        xgap: 0,
+        ygap: 0,
+        hoverongaps: false,
       });
       const x0 = c * (cw + gapX);
       const y1 = 1 - r * (rh + gapY);
       layout['xaxis' + ax] = {
-        domain: [x0, x0 + cw], anchor: 'y' + ax, showgrid: false, zeroline: false,
-        range: [-0.5, gr.blocks - 0.5], title: { text: esc(w.projs[r]) + ' block (' + gr.rowBlocks + '×' + gr.colBlocks + ', row-major)', font: { size: 11 }, standoff: 4 },
+        domain: [x0, x0 + cw],
+        anchor: 'y' + ax,
+        showgrid: false,
+        zeroline: false,
+        range: [-0.5, gr.blocks - 0.5],
+        title: { text: esc(w.projs[r]) + ' block (' + gr.rowBlocks + '×' + gr.colBlocks + ', row-major)',
+          font: { size: 11 }, standoff: 4 },
       };
       layout['yaxis' + ax] = {
-        domain: [y1 - rh, y1], anchor: 'x' + ax, showgrid: false, zeroline: false,
-        title: { text: 'layer', font: { size: 11 } }, autorange: 'reversed', tickformat: 'd', dtick: nL <= 12 ? 1 : undefined,
+        domain: [y1 - rh, y1],
+        anchor: 'x' + ax,
+        showgrid: false,
+        zeroline: false,
+        title: { text: 'layer', font: { size: 11 } },
+        autorange: 'reversed',
+        tickformat: 'd',
+        dtick: nL <= 12 ? 1 : undefined,
       };
       ann.push({
         // Two short lines, so that the titles of the two columns stay apart on narrow figures.
-        text: '<b>' + d.label + '</b><br>' + esc(w.projs[r]) + ': ' + shown + ' blocks' + (r === 0 ? ' (' + d.n + ' in all)' : ''),
-        xref: 'paper', yref: 'paper', x: x0 + cw / 2, y: y1 + 0.01, xanchor: 'center', yanchor: 'bottom', showarrow: false, font: { size: 12 },
+        text: '<b>' + d.label + '</b><br>' + esc(w.projs[r]) + ': ' + shown + ' blocks' +
+          (r === 0 ? ' (' + d.n + ' in all)' : ''),
+        xref: 'paper',
+        yref: 'paper',
+        x: x0 + cw / 2,
+        y: y1 + 0.01,
+        xanchor: 'center',
+        yanchor: 'bottom',
+        showarrow: false,
+        font: { size: 12 },
       });
     }
   }
@@ -122,15 +154,24 @@ function pairMetricsTable(p: Pair): HTMLElement {
   if (!m) return el('p', 'missing', 'No metrics for this pair in wanda/metrics.json.');
   const pct = (t: NullTested) => (t.percentile === null || t.percentile === undefined ? '—' : fmt(t.percentile));
   // Jaccard is tested for a low overlap (pLower); isolation is the same test and is not repeated.
-  const low = (name: string, t: NullTested) => [name, t.value, fmtP(t.pLower), fmtP(t.pLowerHolm), pct(t), fmt(t.nullMean)];
+  const low = (name: string,
+    t: NullTested) => [name, t.value, fmtP(t.pLower), fmtP(t.pLowerHolm), pct(t), fmt(t.nullMean)];
   const high = (name: string, t: NullTested) => [name, t.value, fmtP(t.p), fmtP(t.pHolm), pct(t), fmt(t.nullMean)];
   const rows = [
     low('Jaccard of regions (lower than shuffled labels)', m.jaccard),
     high('density of A∖B (vs shuffled labels)', m.densityAminusB),
     high('density of B∖A (vs shuffled labels)', m.densityBminusA),
   ];
-  if (m.placementAminusB) rows.push(high('density of A∖B vs random blocks (' + fmt(m.placementAminusB.densityRatio) + '× random)', m.placementAminusB.density));
-  if (m.placementBminusA) rows.push(high('density of B∖A vs random blocks (' + fmt(m.placementBminusA.densityRatio) + '× random)', m.placementBminusA.density));
+  if (m.placementAminusB)
+    rows.push(
+      high('density of A∖B vs random blocks (' + fmt(m.placementAminusB.densityRatio) + '× random)',
+        m.placementAminusB.density),
+    );
+  if (m.placementBminusA)
+    rows.push(
+      high('density of B∖A vs random blocks (' + fmt(m.placementBminusA.densityRatio) + '× random)',
+        m.placementBminusA.density),
+    );
   rows.push(['size of A∖B / B∖A (blocks)', m.sizeAminusB + ' / ' + m.sizeBminusA, '', '', '', '']);
   rows.push(['components of A∖B / B∖A', m.componentsAminusB + ' / ' + m.componentsBminusA, '', '', '', '']);
   return table(['metric', 'value', 'p (permutation)', 'Holm', 'null percentile', 'null mean'], rows, 'metrics small');
@@ -166,10 +207,18 @@ export const regionsSection: Section = {
       const bc = run.wanda && run.wanda.settings.blockCheck;
       if (!bc || !bc.coarse.length) return;
       const w = run.wanda!;
-      const parts = bc.coarse.map((c) => c.proj + ' ' + c.rowBlocks + '×' + c.colBlocks + ' blocks, ' + c.selected + ' selected');
-      root.appendChild(el('p', 'warning', (page.compare ? run.name + ': ' : '') + 'At ' + w.settings.block.join('×') + ' blocks these matrices are too coarse for regions to mean anything: ' +
-        parts.join('; ') + '. The rule needs at least ' + bc.minShortSide + ' blocks on the short side and ' + bc.minSelected + ' selected blocks' +
-        (bc.suggested ? '; lobes wanda --block auto gives ' + bc.suggested + '×' + bc.suggested : '') + '. Read the heatmaps and region metrics below with that in mind.'));
+      const parts = bc.coarse.map((c) =>
+        c.proj + ' ' + c.rowBlocks + '×' + c.colBlocks + ' blocks, ' + c.selected + ' selected'
+      );
+      root.appendChild(
+        el('p', 'warning',
+          (page.compare ? run.name + ': ' : '') + 'At ' + w.settings.block.join('×') +
+            ' blocks these matrices are too coarse for regions to mean anything: ' +
+            parts.join('; ') + '. The rule needs at least ' + bc.minShortSide + ' blocks on the short side and ' +
+            bc.minSelected + ' selected blocks' +
+            (bc.suggested ? '; lobes wanda --block auto gives ' + bc.suggested + '×' + bc.suggested : '') +
+            '. Read the heatmaps and region metrics below with that in mind.'),
+      );
     });
 
     // One colour range per pair, shared by every run of the page.
@@ -198,7 +247,7 @@ export const regionsSection: Section = {
     });
     bar.appendChild(sel);
     bar.appendChild(el('span', 'hint', runs.some((r) => r.wanda && r.wanda.pct)
-      ? 'Colour: the block\'s importance percentile within its matrix for the group on the left of ∖; grey: not in the difference.'
+      ? "Colour: the block's importance percentile within its matrix for the group on the left of ∖; grey: not in the difference."
       : 'Coloured: block in the difference; grey: not in it.'));
     root.appendChild(bar);
     // One run above the other, each figure the page's full width: side by side, the two columns of
@@ -219,7 +268,8 @@ export const regionsSection: Section = {
     pairKeys.forEach((_key, k) => {
       runs.forEach((run, ri) => {
         const pi = pairIndex[k]![ri]!;
-        if (pi >= 0) page.figures.register(page.figureId(ri, 'pair-' + (k + 1)), () => pairFigure(run, pi, pairRange(k)));
+        if (pi >= 0)
+          page.figures.register(page.figureId(ri, 'pair-' + (k + 1)), () => pairFigure(run, pi, pairRange(k)));
       });
     });
 
