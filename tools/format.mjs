@@ -50,7 +50,13 @@ for (const rel of files) {
   const text = readFileSync(abs, 'utf8');
   let formatted;
   try {
-    formatted = formatter.formatText({ filePath: abs, fileText: text });
+    // dprint's hanging layout can move a line that a second pass moves again: format until stable
+    formatted = text;
+    for (let pass = 0; pass < 4; pass++) {
+      const next = formatter.formatText({ filePath: abs, fileText: formatted });
+      if (next === formatted) break;
+      formatted = next;
+    }
   } catch (e) {
     console.error(`format: ${rel}: ${String(e.message ?? e).split('\n')[0]}`);
     process.exitCode = 2;

@@ -223,12 +223,11 @@ export async function runAttend(opts: AttendOptions): Promise<AttendSummary> {
   // The same context check as extract and eval (src/runtime/plan.ts), before the model loads;
   // with --cot the prompt, the reasoning budget and the answer cue must fit.
   const need = (it: PreparedItem) => (cot ? it.allIds.length + cot + COT_CUE_ALLOWANCE : it.ids.length);
-  checkContext(input.items.map((it) => ({ id: it.id, tokens: need(it) })), modelContext(opts.model),
-    (
-      l,
-    ) => (cot
-      ? `lower --cot so that each prompt and its reasoning fit in ${l.tokens} tokens, or leave the long items out`
-      : `keep the last ${l.tokens} tokens of each prompt with --max-tokens ${l.tokens} (recorded as truncated), or leave the long items out`));
+  checkContext(input.items.map((it) => ({ id: it.id, tokens: need(it) })), modelContext(opts.model), (
+    l,
+  ) => (cot
+    ? `lower --cot so that each prompt and its reasoning fit in ${l.tokens} tokens, or leave the long items out`
+    : `keep the last ${l.tokens} tokens of each prompt with --max-tokens ${l.tokens} (recorded as truncated), or leave the long items out`));
   const chunkUnits = opts.chunkUnits ?? DEFAULT_CHUNK_UNITS;
   const N = input.items.length;
   const range = shardRange(N, chunkUnits, opts.shard ?? null);

@@ -154,10 +154,9 @@ export class ClusterPool extends TsnePool implements MatMulPool {
       (_, w) => rest.slice(Math.floor((w * rest.length) / W), Math.floor(((w + 1) * rest.length) / W)));
     const preds = new Int32Array(new SharedArrayBuffer(R * n * 4));
     const cs = new Float64Array(new SharedArrayBuffer(R * F * 8));
-    const pending = this.workers.map((w,
-      i) => (shares[i].length
-        ? this.call(w, { cmd: 'cvfolds', blocks, labels, nClasses, opts, seed, tasks: shares[i], preds, cs, n, F })
-        : Promise.resolve())
+    const pending = this.workers.map((w, i) => (shares[i].length
+      ? this.call(w, { cmd: 'cvfolds', blocks, labels, nClasses, opts, seed, tasks: shares[i], preds, cs, n, F })
+      : Promise.resolve())
     );
     const prepared: PreparedFold[] = [];
     const left = Int32Array.from(counts);

@@ -114,9 +114,8 @@ export const REPORT: ReportModule<ClusterData, Pick<RunPayload, 'scatter' | 'clu
     read: (dir, { runDir, manifest, samples }) => readCluster(dir, runDir, manifest, samples, false),
     dir: (c) => c.dir,
     axis: (c) => c.settings?.by,
-    shown: (c,
-      rel) => (c.settings
-        ? `the map and separation by ${c.settings.by} at ${c.settings.point} (${rel(c.dir)}/)`
-        : null),
+    shown: (c, rel) => (c.settings
+      ? `the map and separation by ${c.settings.by} at ${c.settings.point} (${rel(c.dir)}/)`
+      : null),
   },
 };

@@ -61,7 +61,8 @@ export const GGUF_KEYS = {
 
 /** The value type a key's type reads as. */
 export type GgufKeyValue<T extends GgufKeyType> = T extends 'string' ? string
-  : T extends 'int' | 'number' ? number : T extends 'bool' ? boolean
+  : T extends 'int' | 'number' ? number :
+  T extends 'bool' ? boolean
   : T extends 'strings' ? string[]
   : ArrayLike<number>;
 

@@ -310,10 +310,9 @@ class OrtLoglik implements LoglikEngine {
     // each part numbers its requests from 0: report them in the caller's numbering
     const back = (
       idx: number[],
-    ): OnScored
-      | undefined => (onDone
-        ? (k, d) => onDone(k, { requests: d.requests.map((r) => idx[r]!), tokens: d.tokens })
-        : undefined);
+    ): OnScored | undefined => (onDone
+      ? (k, d) => onDone(k, { requests: d.requests.map((r) => idx[r]!), tokens: d.tokens })
+      : undefined);
     const a = await this.scoreCached(cachedIdx.map((i) => reqs[i]!), back(cachedIdx));
     const b = await this.scoreBatched(batchedIdx.map((i) => reqs[i]!), back(batchedIdx));
     let ia = 0;

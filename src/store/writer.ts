@@ -136,7 +136,7 @@ export class ChunkWriter {
   writeAsync(chunk: number, start: number, rows: number, data: Map<string, Float32Array>): Promise<ChunkEntry> {
     const enc = this.encode(chunk, start, rows, data);
     return Promise.all(enc.map((e) => writeFileAtomic(path.join(this.runDir, ACTIVATIONS, e.file.path), e.parts))).then(
-      () => this.commit({ chunk, start, rows, files: Object.fromEntries(enc.map((e) => [e.hook, e.file])) })
+      () => this.commit({ chunk, start, rows, files: Object.fromEntries(enc.map((e) => [e.hook, e.file])) }),
     );
   }
 

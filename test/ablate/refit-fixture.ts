@@ -100,12 +100,11 @@ export async function writeRefitRun(dir: string, modelDir: string,
   writeFileSync(mf, JSON.stringify(m, null, 1) + '\n');
   // wanda warns (under --quiet too) that 6 blocks per matrix are few for its metrics; the ablation does not read them
   const write = process.stderr.write;
-  process.stderr.write =
-    ((
-      chunk: string | Uint8Array,
-    ) => (String(chunk).startsWith('wanda: warning:')
-      ? true
-      : write.call(process.stderr, chunk))) as typeof process.stderr.write;
+  process.stderr.write = ((
+    chunk: string | Uint8Array,
+  ) => (String(chunk).startsWith('wanda: warning:')
+    ? true
+    : write.call(process.stderr, chunk))) as typeof process.stderr.write;
   try {
     await runWanda(dir, { weights: o.weights ?? modelDir, resolution: o.resolution ?? 'block', by: 'group',
       block: BLOCK, top: { kind: 'fraction', value: 0.1, scope: 'matrix' }, permutations: 0, quiet: true, threads: 1 });

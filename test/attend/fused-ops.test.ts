@@ -182,10 +182,9 @@ async function check(c: Case,
   const surg = buildAttentionModel(model, g, [site], 'attention_mask');
   const sess = await ort.InferenceSession.create(encodeModel(surg.model));
   const wanted = new Set(sess.inputNames);
-  const rows =
-    (await sess.run(Object.fromEntries(Object.entries(feeds).filter(([k]) => wanted.has(k)))))[
-      surg.outputs.get(site.name)!
-    ]!.data as Float32Array;
+  const rows = (await sess.run(Object.fromEntries(Object.entries(feeds).filter(([k]) => wanted.has(k)))))[
+    surg.outputs.get(site.name)!
+  ]!.data as Float32Array;
   const { heads: H, kvHeads: KV, headDim: hd } = c;
   const G = H / KV;
   let maxErr = 0;

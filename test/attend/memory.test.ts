@@ -68,11 +68,10 @@ describe('attention surgery and memory', () => {
       lastIndex: Int32Array.of(T - 1, 6) };
     const run = async (chosen: typeof sites) => {
       const surg = buildAttentionModel(a.loaded.model, a.disc.index, chosen, mask, inGraphPast, a.loaded.file);
-      const s = await ort.InferenceSession.create(encodeModel(surg.model),
-        { logSeverityLevel: 3,
-          extra: {
-            session: { model_external_initializers_file_folder_path: a.loaded.dir },
-          } } as ort.InferenceSession.SessionOptions);
+      const s = await ort.InferenceSession.create(encodeModel(surg.model), { logSeverityLevel: 3,
+        extra: {
+          session: { model_external_initializers_file_folder_path: a.loaded.dir },
+        } } as ort.InferenceSession.SessionOptions);
       const out = await s.run(batchFeeds(s, plans, b, surg.maskAdded ? surg.maskInput : null));
       await s.release();
       return new Map(chosen.map((x) => [x.layer, Array.from(out[surg.outputs.get(x.name)!]!.data as Float32Array)]));

@@ -77,19 +77,17 @@ describe.skipIf(!haveData)('SocialEval prompts equal the Python renderings', () 
       if (g.task === 'iae') {
         const it = b.iae.find((x) => x.id === g.id);
         expect(it, `item ${g.id}`).toBeDefined();
-        text =
-          renderContent({ id: it!.id, fields: it!.fields, options: it!.options }, g.order, {
-            template: SOCIALEVAL_TEMPLATES.iae[g.lang],
-            separator: '. ',
-          }).text;
+        text = renderContent({ id: it!.id, fields: it!.fields, options: it!.options }, g.order, {
+          template: SOCIALEVAL_TEMPLATES.iae[g.lang],
+          separator: '. ',
+        }).text;
       } else {
         const t = b.gae.find((x) => x.stem === g.tree) as WorldTree;
         const f = gaeFields(t, g.path!);
-        text =
-          renderContent({ id: g.tree!, fields: f.fields, options: f.options }, g.order, {
-            template: SOCIALEVAL_TEMPLATES.gae[g.lang],
-            separator: ': ',
-          }).text;
+        text = renderContent({ id: g.tree!, fields: f.fields, options: f.options }, g.order, {
+          template: SOCIALEVAL_TEMPLATES.gae[g.lang],
+          separator: ': ',
+        }).text;
       }
       expect(text).toBe(g.text);
     },

@@ -494,12 +494,10 @@ describe.skipIf(!!problem)('ablation and cloze sections in headless Chromium', (
     cloze = await writeReport(ev, path.join(tmp, 'ui', 'cloze.html'));
     // the aspects' own names as regions and labels (X∖Y becomes "Emotional Resilience∖Social Engagement")
     const names: Record<string, string> = { X: 'Emotional Resilience', Y: 'Social Engagement', Z: 'Self-Management' };
-    const renamed = JSON.parse(JSON.stringify(summary()),
-      (k,
-        v) => (typeof v === 'string' && names[v] &&
-            ['region', 'minus', 'label', 'target', 'name', ''].includes(Number.isInteger(Number(k)) ? '' : k)
-          ? names[v]
-          : v));
+    const renamed = JSON.parse(JSON.stringify(summary()), (k, v) => (typeof v === 'string' && names[v] &&
+        ['region', 'minus', 'label', 'target', 'name', ''].includes(Number.isInteger(Number(k)) ? '' : k)
+      ? names[v]
+      : v));
     const c = writeSyntheticRun(path.join(tmp, 'ui', 'c'), { layers: 3, seed: 3 });
     long = await writeReport(c, path.join(tmp, 'ui', 'long.html'), {
       ablateDir: writeAblate(path.join(tmp, 'ui', 'abl-c'), renamed, true, c),

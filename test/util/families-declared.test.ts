@@ -182,10 +182,9 @@ describe('swap: the conditional family, declared from the points', () => {
     const fam = adjustConditional(points as never, plan, conditionalFamily(['final.hidden', 'final.mean']));
     expect(fam.size).toBe(3);
     const want = holmRef([0.01, null, 0.02, 0.03]);
-    points.flatMap((p) => [p.question, p.response]).forEach((l,
-      i) => (want[i] === null
-        ? expect((l.conditional.balancedAccuracy as { pHolm?: number | null }).pHolm).toBeNull()
-        : expect((l.conditional.balancedAccuracy as { pHolm?: number | null }).pHolm).toBeCloseTo(want[i]!, 12))
+    points.flatMap((p) => [p.question, p.response]).forEach((l, i) => (want[i] === null
+      ? expect((l.conditional.balancedAccuracy as { pHolm?: number | null }).pHolm).toBeNull()
+      : expect((l.conditional.balancedAccuracy as { pHolm?: number | null }).pHolm).toBeCloseTo(want[i]!, 12))
     );
   });
 });

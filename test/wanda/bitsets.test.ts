@@ -139,12 +139,11 @@ describe('block sets as bits', () => {
   it("placementNull gives, placement by placement, the density and components of randomPlacement's byte masks", () => {
     // Sizes from empty to full, and past half a matrix (the complement is drawn).
     for (const counts of [matrices.map((m) => Math.floor((m.rowBlocks * m.colBlocks) / 10)),
-      matrices.map((m,
-        k) => (k % 3 === 0
-          ? m.rowBlocks * m.colBlocks - 1
-          : k % 3 === 1
-          ? 0
-          : Math.ceil((m.rowBlocks * m.colBlocks) * 0.7))
+      matrices.map((m, k) => (k % 3 === 0
+        ? m.rowBlocks * m.colBlocks - 1
+        : k % 3 === 1
+        ? 0
+        : Math.ceil((m.rowBlocks * m.colBlocks) * 0.7))
       )])
     {
       const R = 40;

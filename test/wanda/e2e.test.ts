@@ -44,11 +44,9 @@ describe('planted tiny Llama (blocks): extract -> wanda', () => {
   it("recovers each planted group's blocks in its set difference, p < 0.01", async () => {
     const plant = readPlant(modelDir)!;
     const [alpha, beta] = plant.groups;
-    const idx = (g: typeof alpha, proj: string,
-      colBlocks:
-        number) => (proj === 'down_proj'
-        ? g.downBlock * colBlocks + g.interBlock
-        : g.interBlock * colBlocks + g.hiddenBlock);
+    const idx = (g: typeof alpha, proj: string, colBlocks: number) => (proj === 'down_proj'
+      ? g.downBlock * colBlocks + g.interBlock
+      : g.interBlock * colBlocks + g.hiddenBlock);
     // Each map has only 8 blocks (gate/up 4×2, down 2×4). With the top block per group and
     // matrix, each group's region is exactly its planted block in every matrix.
     const one = await runWanda(runDir, { by: 'group', block: 256, top: { kind: 'count', value: 1 }, permutations: 0,

@@ -63,7 +63,7 @@ export function verdictTable(t: VerdictTable, caption: string): HTMLElement {
   tab.appendChild(el('caption', null, caption));
   const head = el('tr');
   ['Question (analysis)', 'Value [95% CI]', 'Chance', 'Null mean [95% band]', 'Adjusted p (family)', 'Verdict'].forEach(
-    (h) => head.appendChild(el('th', null, h))
+    (h) => head.appendChild(el('th', null, h)),
   );
   const th = el('thead');
   th.appendChild(head);

@@ -279,18 +279,17 @@ export const ablateSection: Section = {
           : esc(r + ' × ' + l + ': B − A = ' + fmt(d.z[i]![j]!)))
         )
       );
-      const id = page.figures.register('ablate-difference',
-        () =>
-          heatmap(
-            'B − A: ' + esc(rb.name) + ' minus ' + esc(ra.name) + ', change beyond the null (' + esc(ra.ablate!.unit) +
-              ')',
-            d.regions,
-            d.labels,
-            d.z,
-            hover,
-            dmax,
-            'B − A',
-          ));
+      const id = page.figures.register('ablate-difference', () =>
+        heatmap(
+          'B − A: ' + esc(rb.name) + ' minus ' + esc(ra.name) + ', change beyond the null (' + esc(ra.ablate!.unit) +
+            ')',
+          d.regions,
+          d.labels,
+          d.z,
+          hover,
+          dmax,
+          'B − A',
+        ));
       const div = el('div', 'fig');
       root.appendChild(div);
       page.ready.push(page.figures.draw(id, div));

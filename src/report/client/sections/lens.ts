@@ -75,8 +75,7 @@ export const lensSection: Section = {
       const withC = !!(c && c.items);
       const head = ['layer', 'entropy (nats)', 'KL to final',
         ...(withC ? ['accuracy %', 'chance %', 'median rank', 'p(correct) %'] : []), 'top-1 token (share %)'];
-      const rows = l.summary.map((s,
-        i): Cell[] => [s.layer, s.entropy.toFixed(2), s.kl.toFixed(3),
+      const rows = l.summary.map((s, i): Cell[] => [s.layer, s.entropy.toFixed(2), s.kl.toFixed(3),
         ...(withC
           ? [pct(s.accuracy), pct(c!.chance), s.medianRank === null ? '—' : String(s.medianRank), pct(s.meanP)]
           : []), JSON.stringify(l.topToken[i]!.token) + ' (' + (l.topToken[i]!.share * 100).toFixed(0) + ')']
