@@ -237,16 +237,38 @@ export function silhouetteSamples(D: Float64Array, n: number, labels: Int32Array
   return s;
 }
 
-/** The k nearest other points of every row of D (ties by smaller index): [n, k]. */
-export function neighboursFromDistances(D: Float64Array, n: number, k: number): Int32Array {
+/** The size of the largest group (the items sharing one group id). */
+export function largestGroup(groups: Int32Array): number {
+  const count = new Map<number, number>();
+  let most = 0;
+  for (const g of groups) {
+    const c = (count.get(g) ?? 0) + 1;
+    count.set(g, c);
+    if (c > most) most = c;
+  }
+  return most;
+}
+
+/**
+ * The k nearest other points of every row of D (ties by smaller index): [n, k]. With `groups`,
+ * only points of other groups count (leave-one-group-out: an item's sibling items in its world
+ * tree, which share its story, are never its neighbours).
+ */
+export function neighboursFromDistances(D: Float64Array, n: number, k: number, groups?: Int32Array | null): Int32Array {
+  if (groups && k > n - largestGroup(groups)) {
+    throw new Error(
+      `k = ${k} neighbours outside each item's group, but a group holds ${largestGroup(groups)} of ${n} items`,
+    );
+  }
   const out = new Int32Array(n * k);
   const bd = new Float64Array(k);
   const bi = new Int32Array(k);
   for (let i = 0; i < n; i++) {
     const o = i * n;
     let size = 0;
+    const gi = groups ? groups[i]! : -1;
     for (let j = 0; j < n; j++) {
-      if (j === i) continue;
+      if (j === i || (groups && groups[j] === gi)) continue;
       const v = D[o + j];
       // j increases, so an equal distance never displaces an earlier index
       if (size === k && v >= bd[k - 1]) continue;

@@ -14,9 +14,9 @@ import type { ProbeOptions } from './probe.js';
 import { gridEdge, modalC, probeNullPrepared, repeatedCv, type PreparedFold, type RepeatedCv } from './probecv.js';
 import { bootstrapRepeated } from './paired.js';
 import { groupMembers } from './resample.js';
-import { bootstrapCI, daviesBouldin, designShuffle, distanceMatrix, knnPredict, mean, neighboursFromDistances,
-  normalizeRows, permutationDesign, permutationP, probePermutationLabels, silhouetteMeans, silhouetteSamples,
-  type Distance } from './metrics.js';
+import { bootstrapCI, daviesBouldin, designShuffle, distanceMatrix, knnPredict, largestGroup, mean,
+  neighboursFromDistances, normalizeRows, permutationDesign, permutationP, probePermutationLabels, silhouetteMeans,
+  silhouetteSamples, type Distance } from './metrics.js';
 import { bootstrapScores, classScores, confusionCounts, nullSummary, perClassRecall, SCORE_NAMES } from './scores.js';
 import type { ClassifierMetrics, MetricWithCI, ProbeCv, SpaceMetrics } from './types.js';
 
@@ -191,7 +191,9 @@ export function spaceResult(input: SpaceInput, n: number, labels: Int32Array, cl
   opts: MetricOptions = {}): SpaceResult
 {
   const C = classes.length;
-  const k = Math.max(1, Math.min(opts.k ?? 10, n - 1));
+  const groups = opts.probe?.groups ?? null;
+  // with groups, neighbours come from other groups only (leave-one-group-out), as the probe's folds keep groups whole
+  const k = Math.max(1, Math.min(opts.k ?? 10, n - (groups ? largestGroup(groups) : 1)));
   const B = opts.bootstrap ?? 1000;
   const R = opts.permutations ?? 200;
   const Rp = opts.probePermutations ?? Math.min(R, 100);
@@ -199,7 +201,7 @@ export function spaceResult(input: SpaceInput, n: number, labels: Int32Array, cl
   const rng = new Rng(seed);
   const D = input.D ?? distanceMatrix(input.X, n, input.d, input.distance);
   const sil = silhouetteSamples(D, n, labels, C);
-  const nbrs = neighboursFromDistances(D, n, k);
+  const nbrs = neighboursFromDistances(D, n, k, groups);
   const pred = knnPredict(nbrs, n, k, labels, C);
   const dbX = input.distance === 'cosine' ? normalizeRows(input.X, n, input.d) : input.X;
   const db = daviesBouldin(dbX, n, input.d, labels, C);

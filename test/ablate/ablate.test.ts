@@ -167,12 +167,12 @@ describe('lobes ablate jobs', () => {
   };
 
   it('refuses a region that does not exist, with the nearest name', async () => {
-    await refused({ region: 'a' }, /--region "a" is not a group .*groups by group: A, B, C/);
+    await refused({ region: 'a' }, /region "a" is not a group .*groups by group: A, B, C/);
     const err = await runAblate({ run, region: 'Bb', data: spec, out: path.join(tmp, 'x'), quiet: true }).catch((e) =>
       e
     );
     expect(err.hint).toMatch(/did you mean B\?/);
-    await refused({ region: 'A', minus: 'D' }, /--minus "D" is not a group/);
+    await refused({ region: 'A', minus: 'D' }, /minus "D" is not a group/);
   });
 
   it('refuses an empty region (C∖A: every block of C is in A)', async () => {
@@ -188,7 +188,7 @@ describe('lobes ablate jobs', () => {
   });
 
   it("refuses a model that is not the run's model", async () => {
-    await refused({ model: ensureGeneratedModel('tiny-llama-fp16') }, /--model is not the run's model/);
+    await refused({ model: ensureGeneratedModel('tiny-llama-fp16') }, /\bmodel is not the run's model/);
   });
 
   it('refuses continuations longer than the model context', async () => {
