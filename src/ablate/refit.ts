@@ -33,7 +33,7 @@ import type { WandaMatrix } from '../wanda/types.js';
 import { countBlocks, regionKey, regionMasks, type Masks, type RegionSpec, type WandaResults } from './regions.js';
 import type { StoredMatrix } from './patch.js';
 import { runInputs, type LineageInput } from '../store/lineage.js';
-import { shuffledLabelTests } from './stats.js';
+import { shuffledLabelTests } from './shuffled.js';
 import type { AblateFitSplit, AblatePass, AblateShuffled } from './store.js';
 
 /** The run's rows as wanda grouped them: the group index of every row (−1: no value on the axis). */

@@ -16,12 +16,17 @@
  * eval's scorers instead, and the chunks hold whether each item was answered right. The pass
  * before ablating is scored first, on the model folder itself, and the job is refused (nothing
  * written) unless the model answers above chance.
+ *
+ * Long file: what is left here is runAblate alone, one job's sequence (check the inputs, plan the
+ * passes, score each pass with resumable chunks, write the outputs), about 460 lines sharing one
+ * set of locals; dividing it would change code, not move it. Its options are in options.ts, the
+ * parts it calls around the passes in passes.ts, its statistics in stats.ts.
  */
 import { rmSync } from 'node:fs';
 import * as path from 'node:path';
 import { LobesError, UsageError, opt, throwIfAborted } from '../util/errors.js';
 import { Progress, fmtTime } from '../util/progress.js';
-import { jobIO, type JobIOOptions } from '../util/jobio.js';
+import { jobIO } from '../util/jobio.js';
 import { withJobFolder, isFreshFolder } from '../store/job.js';
 import { RecordChunks, readVerifiedJsonl, type RecordLayout } from '../store/records.js';
 import { readManifest, sha256Text } from '../store/manifest.js';
@@ -30,86 +35,25 @@ import { DATA_INPUT, RUN_INPUT, inputsDiffer, modelInput } from '../store/lineag
 import { wandaRegionInputs } from '../wanda/store.js';
 import { controlOfFolder } from '../runtime/control.js';
 import { modelFolderDifference, modelIdentity, resolveRunModel } from '../runtime/modelfiles.js';
-import { checkContext, modelContext } from '../runtime/plan.js';
-import { splitContinuation, type LoglikEngine, type LoglikOptions } from '../runtime/loglik.js';
-import type { EvalTokenizer, EvalTokenizerOptions } from '../runtime/eval-tokenizer.js';
+import { modelContext } from '../runtime/plan.js';
 import { interventionRecords } from '../runtime/intervene.js';
-import type { Intervention } from '../runtime/types.js';
-import type { Scorer, ScorerOptions } from '../runtime/scorer.js';
-import type { ItemUnit } from '../eval/units.js';
-import type { Device } from '../runtime/types.js';
-import type { ModelSourceRecord } from '../store/types.js';
 import { LOBES_VERSION } from '../version.js';
-import { loadAblateItems, type AblateItem } from './items.js';
-import type { LimitRecord } from '../data/subset.js';
-import { blockEdits, copyModelFolder, storedMatrices, WeightPatcher, type Edit, type StoredMatrix } from './patch.js';
-import type { WandaMatrix } from '../wanda/types.js';
+import { copyModelFolder, storedMatrices, WeightPatcher } from './patch.js';
 import { selectTop } from '../wanda/regions.js';
 import { differenceOrEmpty, maskJaccard, refitRegions, shuffledKey, shuffledSection } from './refit.js';
-import { blockMeanAbs, magnitudeRegion, countBlocks, doseKey, groupMasksAtTop, isStoredTop, hfBlocks, nullPools,
-  poolCounts, randomRegion, randomSeed, readWandaResults, regionKey, regionMasks, regionSpecs, type Masks,
-  type NullScope, NULL_SCOPES } from './regions.js';
-import { ABLATE_RANDOM, ablationStats } from './stats.js';
+import { blockMeanAbs, magnitudeRegion, countBlocks, doseKey, groupMasksAtTop, isStoredTop, nullPools, poolCounts,
+  randomRegion, randomSeed, readWandaResults, regionKey, regionMasks, regionSpecs, NULL_SCOPES } from './regions.js';
+import { ABLATE_RANDOM } from './stats.js';
 import { ablationStatsPerToken } from './pertoken.js';
-import { signedRank } from '../util/wilcoxon.js';
-import type { RegionSpec } from './regions.js';
-import { IAE_TOKEN_BUDGET, chanceTest, iaeSettings, iaeStats, loadIaeItems, requireAboveChance, scoreIaeUnits,
-  type AblateTask, type IaeMetric, type IaeOutcome, type IaeScoring, type IaeSettings } from './iae.js';
+import { chanceTest, iaeSettings, iaeStats, scoreIaeUnits, type IaeOutcome } from './iae.js';
 import { ABLATE_OUTPUTS, CHUNK_INDEX, JOB_MANIFEST, ablateChunksDir, continuationRecords, isAblateJobDir, passRecords,
-  readAblateJob, readAblateSummary, type AblateIaeRecord, type AblateDose, type AblateMagnitude, type AblateJob,
-  type AblatePass, type AblateSummary, writeAblateOutputs } from './store.js';
+  readAblateJob, readAblateSummary, type AblateIaeRecord, type AblateDose, type AblateJob, type AblatePass,
+  type AblateSummary, writeAblateOutputs } from './store.js';
 import { writeJsonAtomic } from '../store/json.js';
-
-/** Its IO (`io`: log lines, progress, the signal that cancels it between chunks, the folder left resumable) and the deprecated `quiet`, `log`, `signal` (src/util/jobio.ts). */
-export interface AblateOptions extends JobIOOptions {
-  run: string;
-  /** Edits of activations in every forward pass, before and after ablating (--intervene, src/runtime/intervene.ts): recorded in the settings. */
-  interventions?: Intervention[];
-  region: string;
-  minus?: string | null;
-  data: string;
-  out: string;
-  /** Random regions per null set (default ABLATE_RANDOM, 20). */
-  random?: number;
-  scope?: NullScope;
-  /** The |W|-magnitude baseline: per null set, a region of the same size of the blocks with the largest mean |W|. */
-  magnitude?: boolean;
-  /** A dose–response: every region also at these wanda top fractions (computed from the stored pooled block scores), each against its own random regions. */
-  tops?: number[];
-  /** The shuffled-label null: S labellings with the groups shuffled across the run's rows, whose regions (wanda's machinery, src/ablate/refit.ts) are ablated too (continuation task). */
-  shuffled?: number;
-  /** Fit the regions on one half of the items (stratified by label, this seed) and ablate on the other half only. */
-  fitSplit?: number | null;
-  /** The label axis whose wanda results give the regions (default: the run's default axis, RUN/wanda; else RUN/wanda.by-AXIS). */
-  wandaBy?: string;
-  /** A model folder to score (default: the run's model); must be the run's model (sameModel). */
-  model?: string | null;
-  modelSource?: ModelSourceRecord | null;
-  seed?: number;
-  /** 'continuation' (default): each item's continuation log-likelihood; 'iae': eval's multiple-choice items answered right (src/ablate/iae.ts). */
-  task?: AblateTask;
-  /** --task iae: letter (default) or cloze. */
-  scoring?: IaeScoring;
-  /** --task iae: acc (default), acc_norm or acc_mutual_info (the last two with cloze). */
-  metric?: IaeMetric;
-  limit?: number | null;
-  by?: string[];
-  device?: Device;
-  deviceId?: number;
-  threads?: number;
-  batch?: number;
-  bootstrap?: number;
-  chunkUnits?: number;
-  force?: boolean;
-  deps?: Partial<AblateDeps>;
-}
-
-export interface AblateDeps {
-  openLoglik(model: string, opts: LoglikOptions): Promise<LoglikEngine>;
-  loadTokenizer(model: string, opts: EvalTokenizerOptions): Promise<EvalTokenizer>;
-  /** The letter scorer (--task iae --scoring letter). */
-  openScorer(model: string, opts: ScorerOptions): Promise<Scorer>;
-}
+import type { AblateDeps, AblateOptions } from './options.js';
+export type { AblateDeps, AblateOptions } from './options.js';
+import { MAGNITUDE, checkChance, ivOpt, loadContinuations, loadTask, magnitudeKey, magnitudeRows, openIae, splitItems,
+  zeroEdits, type TaskItems } from './passes.js';
 
 export const WORK_DIR = '.lobes-ablate-model';
 export const ABLATE_RECORDS: RecordLayout = { format: 'lobes-ablate-chunks', streams: ['scores'] };
@@ -578,121 +522,3 @@ export async function runAblate(o: AblateOptions): Promise<AblateSummary> {
       }
     });
 }
-
-/** The pseudo-group name and pass id of the |W| baselines. */
-const MAGNITUDE = '|W|';
-const magnitudeKey = (nullSet: number) => `${MAGNITUDE}:${nullSet}`;
-
-/**
- * Per region: its |W| baseline's specificity for the region's target, against the region's own
- * random regions, and the per-item paired tests of the region against its baseline (one-sided
- * signed-rank: the region costs the items more), on the target's items and on the others.
- */
-function magnitudeRows(specs: RegionSpec[], labels: string[], labelOf: Int32Array, ll: Float64Array[],
-  of: (i: number) => { region: Float64Array; magnitude: Float64Array; random: Float64Array[]; blocks: number },
-  bootstrap: number, seed: number): AblateMagnitude[]
-{
-  return specs.flatMap((r, i) => {
-    const x = of(i);
-    const st = ablationStats({ labels, labelOf, before: ll[0]!,
-      regions: [{ name: r.name, minus: r.minus, after: x.magnitude, random: x.random }], bootstrap, seed });
-    const sp = st.specificity[0];
-    if (!sp) return [];
-    const t = labels.indexOf(r.name);
-    const own: number[] = [];
-    const others: number[] = [];
-    labelOf.forEach((l, k) => (l === t ? own : others).push(k));
-    const side = (idx: number[]) => ({ n: idx.length,
-      p: signedRank(idx.map((k) => x.region[k]! - x.magnitude[k]!), 'less')?.p ?? null });
-    return [{ region: r.name, minus: r.minus, blocks: x.blocks, specificity: { ...sp, paired: undefined },
-      cells: st.cells,
-      versusRegion: { test: 'wilcoxon-signed-rank' as const, alternative: 'less' as const, own: side(own),
-        others: side(others) } }];
-  });
-}
-
-type TaskItems =
-  & ({ kind: 'continuation'; items: AblateItem[] } | { kind: 'iae'; units: ItemUnit[]; unitsSha256: string })
-  & { spec: string; limit: LimitRecord | null };
-
-/** The continuation task's items with a label among the wanda groups. */
-async function loadContinuations(spec: string, o: { limit: number | null; by?: string[]; seed: number }, by: string,
-  labels: string[]): Promise<TaskItems>
-{
-  const data = await loadAblateItems(spec, o);
-  if (!data.axes.includes(by)) throw noAxis(by, data.axes);
-  const items = data.items.filter((it) => labels.includes(it.labels[by] ?? ''));
-  if (!items.length) throw noItems(data.spec, by, labels);
-  return { kind: 'continuation', items, spec: data.spec, limit: data.limit };
-}
-
-/** --task iae: eval's multiple-choice items with a label among the wanda groups. */
-async function loadTask(spec: string, s: IaeSettings, o: { limit: number | null; by?: string[]; seed: number },
-  by: string, labels: string[]): Promise<TaskItems>
-{
-  const d = loadIaeItems(spec, s, o);
-  if (!d.axes.includes(by)) throw noAxis(by, d.axes);
-  const units = d.units.filter((u) => labels.includes(u.facts.labels[by] ?? ''));
-  if (!units.length) throw noItems(d.spec, by, labels);
-  return { kind: 'iae', units, unitsSha256: d.unitsSha256, spec: d.spec, limit: d.limit };
-}
-
-const noAxis = (by: string, axes: string[]) =>
-  new LobesError(
-    `the data has no label axis ${JSON.stringify(by)}, which the wanda results group by (axes: ${axes.join(', ')})`,
-    { hint: 'give data labelled on the same axis as the run' },
-  );
-const noItems = (spec: string, by: string, labels: string[]) =>
-  new LobesError(`no item of ${spec} has a ${by} label among the wanda groups (${labels.join(', ')})`);
-
-/** The continuation task's token split of every item, checked against the model's context. */
-function splitItems(items: AblateItem[], tok: EvalTokenizer,
-  modelDir: string): { context: number[]; continuation: number[] }[]
-{
-  const split = items.map((it) => {
-    const s = splitContinuation(tok, it.context, it.continuation, tok.prefixId ?? 0);
-    if (!s.context.length) throw new LobesError('the context has no tokens', { where: `item ${it.id}` });
-    if (!s.continuation.length)
-      throw new LobesError('the continuation has no tokens of its own after the context', { where: `item ${it.id}` });
-    return s;
-  });
-  checkContext(split.map((s, i) => ({ id: items[i]!.id, tokens: s.context.length + s.continuation.length })),
-    modelContext(modelDir),
-    () => 'leave out the longer items (lobes ablate scores each context and continuation whole)');
-  return split;
-}
-
-/** --task iae: the scorer of one pass on the model in `dir` (letter: eval's scorer; cloze: the log-likelihood engine). */
-async function openIae(deps: AblateDeps, dir: string, s: IaeSettings,
-  o: AblateOptions): Promise<{ engine: LoglikEngine | null; scorer: Scorer | null }>
-{
-  const device = o.device ?? 'cpu';
-  if (s.scoring === 'cloze')
-    return {
-      engine: await deps.openLoglik(dir, { device, deviceId: o.deviceId, threads: o.threads, cache: 'auto',
-        batch: o.batch ?? 8, tokenBudget: IAE_TOKEN_BUDGET, ...ivOpt(o) }),
-      scorer: null,
-    };
-  return { engine: null,
-    scorer: await deps.openScorer(dir, { device, deviceId: o.deviceId, threads: o.threads, generation: device === 'cpu',
-      ...ivOpt(o) }) };
-}
-
-/** --task iae: refuse unless the pass before ablating answers above chance. */
-function checkChance(before: IaeOutcome[], items: TaskItems, s: IaeSettings): void {
-  if (items.kind !== 'iae') return;
-  const scored = before.map((b, i) => (b.correct === null ? -1 : i)).filter((i) => i >= 0);
-  const t = chanceTest(scored.map((i) => before[i]!.correct!),
-    scored.map((i) => 1 / items.units[i]!.facts.options.length));
-  requireAboveChance(t, `${s.scoring} scoring, ${s.metric}`);
-}
-
-/** The edits zeroing every block of a set. */
-export function zeroEdits(masks: Masks, matrices: WandaMatrix[], block: [number, number],
-  stored: Map<number, StoredMatrix>): Edit[]
-{
-  return hfBlocks(masks, matrices, block).flatMap((b) => blockEdits(stored.get(b.matrix)!, b));
-}
-
-/** The engines' `interventions` option when the job has edits. */
-const ivOpt = (o: AblateOptions) => (o.interventions?.length ? { interventions: o.interventions } : {});

@@ -27,7 +27,8 @@ import type { WandaMatrix } from '../wanda/types.js';
 import type { AblateItem } from './items.js';
 import type { StoredMatrix } from './patch.js';
 import { countBlocks, hfBlocks, type Masks, type RegionSpec, type NullScope } from './regions.js';
-import type { AblateCell, AblateSpecificity, ShuffledLabelRow } from './stats.js';
+import type { AblateCell, AblateSpecificity } from './stats.js';
+import type { ShuffledLabelRow } from './shuffled.js';
 import type { IaeMetric, IaeScoring, IaeSection } from './iae.js';
 
 export const JOB_MANIFEST = 'job.json';

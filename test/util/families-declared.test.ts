@@ -10,7 +10,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { declareFamily, type FamilyRecord } from '../../src/util/families.js';
-import { ablationStats, pairedSide, shuffledLabelTests } from '../../src/ablate/stats.js';
+import { ablationStats, pairedSide } from '../../src/ablate/stats.js';
+import { shuffledLabelTests } from '../../src/ablate/shuffled.js';
 import { summarize } from '../../src/eval/summary.js';
 import { adjustConditional, conditionalFamily } from '../../src/swap/swap.js';
 import type { EvalRecord } from '../../src/eval/types.js';
