@@ -20,147 +20,24 @@
  *  - normal approximation: only the runs' CIs are known (results without items.json); each CI is
  *    read as ±1.96 standard errors and the runs as independent.
  * Region metrics carry permutation p-values only, so their differences have no CI.
+ *
+ * The bootstraps and the normal approximation are in src/report/compare-stats.ts, the comparison's
+ * lines in words (headline, summary, own verdicts, evaluation lines) in src/report/compare-lines.ts.
  */
 import type { ReportModel } from './load.js';
 import type { ClusterItems, MetricWithCI, SpaceMetrics } from '../cluster/types.js';
 import type { NullTested, WandaPairMetrics } from '../wanda/types.js';
 import type { ComparisonRow, Comparison } from './types.js';
-import { Rng } from '../util/rng.js';
-import { confusionCounts, percentileSorted, scoresFromConfusion, SCORE_NAMES,
-  type ScoreName } from '../cluster/scores.js';
-import type { Accuracy, AccuracyTable, ClozeMetric, EvalSummary } from '../eval/summary-types.js';
-import { scoringOf } from '../eval/headline.js';
+import { SCORE_NAMES, type ScoreName } from '../cluster/scores.js';
+import type { Accuracy, AccuracyTable, ClozeMetric } from '../eval/summary-types.js';
 import { distinctNames } from './naming.js';
-import { formatP, verdictNumbers, verdictWords } from '../util/resolution.js';
+import { bootstrapDiff, COMPARE_BOOTSTRAP, diffCI, itemSeries, seriesValue, type ItemSeries } from './compare-stats.js';
+import { comparisonSummary, evalCompareLines, headlineDifferences, ownVerdicts } from './compare-lines.js';
 
 export type Direction = 'higher' | 'lower' | 'neutral';
 
 export type { ComparisonRow, Comparison } from './types.js';
-
-const Z = 1.959963984540054;
-/** Bootstrap resamples of the CIs of differences. */
-export const COMPARE_BOOTSTRAP = 1000;
-
-/** 95% CI of b − a from two independent 95% CIs (normal approximation). */
-export function diffCI(a: number, ciA: [number, number], b: number, ciB: [number, number]): [number, number] {
-  const seA = (ciA[1] - ciA[0]) / (2 * Z);
-  const seB = (ciB[1] - ciB[0]) / (2 * Z);
-  const se = Math.sqrt(seA * seA + seB * seB);
-  const d = b - a;
-  return [d - Z * se, d + Z * se];
-}
-
-/**
- * One run's per-item series of one statistic: predictions against true classes (`pred`, and for
- * a probe `preds`, every CV repeat's, the first being `pred`), or per-item values.
- */
-export type ItemSeries = { ids: string[]; y: Int32Array; C: number; pred: Int32Array; preds?: Int32Array[] } | {
-  ids: string[];
-  values: Float64Array;
-};
-
-/** The repeats of a series: its CV repeats' predictions, or one (kNN, a file that kept one). */
-const repeatsOf = (s: ItemSeries): number => ('values' in s ? 1 : s.preds?.length || 1);
-
-/** The statistic of repeat `r` of a series on the items `rows` (all when null). */
-function statOn(s: ItemSeries, stat: ScoreName | 'mean', rows: Int32Array | null, M: Float64Array | null,
-  r = 0): number
-{
-  if ('values' in s) {
-    const v = s.values;
-    let sum = 0;
-    const n = rows ? rows.length : v.length;
-    for (let t = 0; t < n; t++) sum += v[rows ? rows[t] : t];
-    return n ? sum / n : 0;
-  }
-  const pred = s.preds?.length ? s.preds[r % s.preds.length]! : s.pred;
-  const sc = scoresFromConfusion(confusionCounts(s.y, pred, s.C, rows ?? undefined, M ?? undefined), s.C);
-  return sc[stat as ScoreName];
-}
-
-/** The statistic of a series over all its items, the mean over its repeats (what metrics.json shows). */
-export function seriesValue(s: ItemSeries, stat: ScoreName | 'mean'): number {
-  const R = repeatsOf(s);
-  let v = 0;
-  for (let r = 0; r < R; r++) v += statOn(s, stat, null, null, r) / R;
-  return v;
-}
-
-/**
- * 95% bootstrap CI of stat(s2) − stat(s1): paired over the items when both series hold the same
- * item ids, else each resampled on its own. `kind` says which. Probes with several CV repeats
- * are resampled over repeats and items together, as their own CIs are (src/cluster/paired.ts):
- * each resample draws a repeat r (paired: the same r for both, modulo each one's repeat count;
- * independent: one for each) and then the items, so the interval covers the point estimate, the
- * mean over repeats.
- */
-export function bootstrapDiff(s1: ItemSeries, s2: ItemSeries, stat: ScoreName | 'mean', B: number, seed: number): {
-  ci: [number, number];
-  kind: 'paired' | 'independent';
-  n: number;
-} | null {
-  const n1 = s1.ids.length;
-  const n2 = s2.ids.length;
-  if (B <= 0 || n1 === 0 || n2 === 0) return null;
-  const rng = new Rng(seed);
-  const M1 = 'pred' in s1 ? new Float64Array(s1.C * s1.C) : null;
-  const M2 = 'pred' in s2 ? new Float64Array(s2.C * s2.C) : null;
-  const pos2 = new Map(s2.ids.map((id, i) => [id, i]));
-  const paired = n1 === n2 && pos2.size === n2 && s1.ids.every((id) => pos2.has(id));
-  const diffs = new Float64Array(B);
-  const r1 = new Int32Array(n1);
-  const r2 = new Int32Array(n2);
-  const map = paired ? Int32Array.from(s1.ids, (id) => pos2.get(id)!) : null;
-  const R1 = repeatsOf(s1);
-  const R2 = repeatsOf(s2);
-  const Rp = Math.max(R1, R2);
-  for (let b = 0; b < B; b++) {
-    let q1 = 0;
-    let q2 = 0;
-    if (map) {
-      // one repeat for both (repeat r of each used the same folds), drawn only when there are several
-      if (Rp > 1) q1 = q2 = rng.int(Rp);
-      for (let t = 0; t < n1; t++) {
-        const i = rng.int(n1);
-        r1[t] = i;
-        r2[t] = map[i];
-      }
-    } else {
-      if (R1 > 1) q1 = rng.int(R1);
-      for (let t = 0; t < n1; t++) r1[t] = rng.int(n1);
-      if (R2 > 1) q2 = rng.int(R2);
-      for (let t = 0; t < n2; t++) r2[t] = rng.int(n2);
-    }
-    diffs[b] = statOn(s2, stat, r2, M2, q2) - statOn(s1, stat, r1, M1, q1);
-  }
-  diffs.sort();
-  return { ci: [percentileSorted(diffs, 2.5), percentileSorted(diffs, 97.5)], kind: paired ? 'paired' : 'independent',
-    n: paired ? n1 : n1 + n2 };
-}
-
-/** Series of one run's items.json: a classifier's predictions, or a space's silhouettes. */
-export function itemSeries(items: ClusterItems | null | undefined,
-  what: { space: string; of: 'knn' | 'probe' | 'silhouette' } | { baseline: string } | { sweep: string }
-): ItemSeries | null {
-  if (!items) return null;
-  const base = { ids: items.ids, y: Int32Array.from(items.y), C: items.classes.length };
-  // a probe's every CV repeat when the file keeps them (earlier files: the first only)
-  const probe = (first: number[], all: number[][] | undefined) => ({ ...base, pred: Int32Array.from(first),
-    ...(all?.length ? { preds: all.map((p) => Int32Array.from(p)) } : {}) });
-  if ('baseline' in what) {
-    const b = items.baselines.find((x) => x.name === what.baseline);
-    return b ? probe(b.probe, b.probeRepeats) : null;
-  }
-  if ('sweep' in what) {
-    const w = items.sweep?.find((x) => x.point === what.sweep);
-    return w ? probe(w.probe, w.probeRepeats) : null;
-  }
-  const s = items.spaces.find((x) => x.space === what.space);
-  if (!s) return null;
-  if (what.of === 'silhouette') return { ids: items.ids, values: Float64Array.from(s.silhouette) };
-  if (what.of === 'knn') return { ...base, pred: Int32Array.from(s.knn) };
-  return s.probe ? probe(s.probe, s.probeRepeats) : null;
-}
+export { bootstrapDiff, diffCI, itemSeries, seriesValue };
 
 function aheadOf(dir: Direction, a: number | null, b: number | null, ci: [number, number] | null,
   names: [string, string]): string
@@ -433,110 +310,6 @@ export function compareRuns(r1: ReportModel, r2: ReportModel): Comparison {
     summary: [order, ...evalLines, ...comparisonSummary(rows, ['A', 'B'], diffLabel), ...ownVerdicts(r1, r2)] };
 }
 
-/** Differences the comparison's headline names. */
-export const HEADLINE_DIFFERENCES = 4;
-
-/**
- * Each run's own verdict on its headline classifiers, as its metrics.json records it (one
- * Verdict per test, src/util/resolution.ts), so that a difference is read beside what each
- * run could show: "not testable at R = 50" in one run is not "not above chance".
- */
-export function ownVerdicts(r1: ReportModel, r2: ReportModel): string[] {
-  const out: string[] = [];
-  const pick = (r: ReportModel, space: string, of: 'probe' | 'knn') =>
-    r.cluster?.metrics?.spaces.find((s) => s.space === space)?.[of]?.balancedAccuracy ?? null;
-  const words = (m: MetricWithCI | null) => {
-    if (!m) return 'not measured';
-    const v = m.verdict;
-    if (!v)
-      return m.p === null
-        ? 'no permutation null'
-        : `p = ${formatP(m.p)} (no verdict recorded: an older cluster output)`;
-    return v.status === 'degenerate' || v.status === 'untested'
-      ? verdictWords(v)
-      : `${verdictWords(v, 'above chance', 'not above chance')} (${verdictNumbers(v, 'classifiers')})`;
-  };
-  for (const [space, of, label] of [['original-euclidean', 'probe', 'Linear probe'], ['original-cosine', 'knn',
-    'kNN (cosine)']] as const)
-  {
-    const a = pick(r1, space, of);
-    const b = pick(r2, space, of);
-    if (!a && !b) continue;
-    out.push(`${label}, each run against its own null: A ${words(a)}; B ${words(b)}.`);
-  }
-  return out;
-}
-
-/**
- * The comparison's headline: of the rows whose 95% CI of B − A excludes 0, the `n` whose interval
- * lies farthest from 0 in its own half-widths (a scale-free order: Jaccard, accuracy and
- * silhouette differences compare), each with A, B, the difference and its CI, A before B.
- */
-export function headlineDifferences(rows: ComparisonRow[], diffLabel: string, n = HEADLINE_DIFFERENCES): string[] {
-  const f2 = (
-    v: number,
-  ) => (Math.abs(v) >= 100 ? v.toFixed(0) : Math.abs(v) >= 0.01 || v === 0 ? v.toFixed(2) : v.toExponential(1));
-  const half = (r: ComparisonRow) => (r.ci![1] - r.ci![0]) / 2;
-  const clear = rows.filter((r) =>
-    r.a !== null && r.b !== null && r.diff !== null && r.ci && (r.ci[0] > 0 || r.ci[1] < 0)
-  );
-  if (!clear.length) {
-    const withCi = rows.filter((r) => r.ci && r.diff !== null).length;
-    return [
-      withCi
-        ? `No difference's 95% CI excludes 0 (${withCi} differences with a CI; ${diffLabel}).`
-        : 'No difference here has a CI (the runs carry no bootstrap CIs to compare).',
-    ];
-  }
-  // how far the interval lies from 0, in its own half-widths: comparable across scales
-  const far = (
-    r: ComparisonRow,
-  ) => (half(r) > 0 ? Math.min(Math.abs(r.ci![0]), Math.abs(r.ci![1])) / half(r) : Infinity);
-  const top = clear.slice().sort((x, y) => far(y) - far(x) || Math.abs(y.diff!) - Math.abs(x.diff!)).slice(0, n);
-  const lines = top.map((r) =>
-    `${r.section}, ${r.metric}: A ${f2(r.a!)}, B ${f2(r.b!)}; ${diffLabel} ${r.diff! >= 0 ? '+' : ''}${f2(r.diff!)} [${
-      f2(r.ci![0])
-    }, ${f2(r.ci![1])}]${r.detail ? ' (a detail row)' : ''}.`
-  );
-  return [
-    `${clear.length} of ${
-      rows.filter((r) => r.ci && r.diff !== null).length
-    } differences have a 95% CI that excludes 0 (no correction across them); the ${top.length} whose CI lies farthest from 0 in its own half-widths:`,
-    ...lines,
-  ];
-}
-
-/**
- * The comparison's lines after headlineDifferences, in words: the balanced accuracy of the probe
- * and kNN on the representation and of the token baselines in both runs, with the CI of the difference.
- */
-export function comparisonSummary(rows: ComparisonRow[], names: [string, string], diffLabel: string): string[] {
-  const f2 = (v: number) => v.toFixed(2);
-  const pick = (sec: string, metric: string) => rows.find((r) => r.section === sec && r.metric === metric && !r.detail);
-  const wanted: [string, string, string][] = [
-    ['separation (original-euclidean)', 'probe balanced accuracy', 'Linear probe on the representation'],
-    ['separation (original-cosine)', 'kNN balanced accuracy', 'kNN (cosine) on the representation'],
-  ];
-  for (const r of rows)
-    if (r.section.startsWith('tokens alone (') && r.metric === 'probe balanced accuracy')
-      wanted.push([r.section, r.metric, `Tokens alone, ${r.section.slice('tokens alone ('.length, -1)} probe`]);
-  const out: string[] = [];
-  for (const [sec, metric, label] of wanted) {
-    const r = pick(sec, metric);
-    if (!r || r.a === null || r.b === null || r.diff === null) continue;
-    const ci = r.ci ? ` [${f2(r.ci[0])}, ${f2(r.ci[1])}]` : '';
-    const verdict = r.ci
-      ? (r.ci[0] > 0 || r.ci[1] < 0 ? 'the CI excludes 0' : 'the CI includes 0: no difference shown')
-      : 'no CI';
-    out.push(
-      `${label}: balanced accuracy ${names[0]} ${f2(r.a)}, ${names[1]} ${f2(r.b)}; ${diffLabel}: ${
-        r.diff >= 0 ? '+' : ''
-      }${f2(r.diff)}${ci} (${[r.note, verdict].filter(Boolean).join('; ')}).`,
-    );
-  }
-  return out;
-}
-
 const cloze = (
   m: ClozeMetric | null | undefined,
 ) => (m && Number.isFinite(m.accuracy) ? { value: m.accuracy, ci: m.ci95 } : null);
@@ -555,48 +328,6 @@ function tableRows(ctx: Ctx, sec: string, t1: AccuracyTable | undefined,
         acc(t2?.rows.find((r) => r.key === k))),
     )
   );
-}
-
-/**
- * The evaluations' result in words, one line per task: the scoring each was compared by, both
- * accuracies with their CIs, and B − A with its CI (from the comparison's own rows).
- */
-export function evalCompareLines(r1: ReportModel, r2: ReportModel, rows: ComparisonRow[]): string[] {
-  const e1 = r1.eval?.summary;
-  const e2 = r2.eval?.summary;
-  if (!e1 || !e2) return [];
-  const p1 = (x: number) => (100 * x).toFixed(1);
-  const ci = (c: [number, number] | null) => (c ? ` [${p1(c[0])}, ${p1(c[1])}]` : '');
-  const out: string[] = [];
-  for (const task of ['iae', 'mcq', 'gae'] as const) {
-    const cz = task !== 'gae' && !!e1.cloze?.[task] && !!e2.cloze?.[task];
-    const has = (e: EvalSummary): boolean => (task === 'gae' ? !!e.gae : !!e[task] || !!e.cloze?.[task]);
-    if (!has(e1) || !has(e2)) continue;
-    const s1 = scoringOf(e1, task);
-    const s2 = scoringOf(e2, task);
-    const r = cz
-      ? rows.find((x) => x.section === `evaluation, cloze (${task.toUpperCase()})` && x.metric === 'acc')
-      : rows.find((x) => x.section === `evaluation (${task.toUpperCase()})` && /every (item|tree) once/.test(x.metric));
-    const scoring = s1 === s2 ? `scored by ${s1} in both` : `A scored by ${s1}, B by ${s2}: not the same measurement`;
-    if (!r || r.a === null || r.b === null || r.diff === null) {
-      out.push(`Evaluation (${task.toUpperCase()}), ${scoring}: no accuracy in both.`);
-      continue;
-    }
-    const what = task === 'gae' ? 'success rate' : 'accuracy';
-    const verdict = r.ci
-      ? (r.ci[0] > 0 || r.ci[1] < 0
-        ? `the CI excludes 0: ${r.diff > 0 ? 'B' : 'A'} is ahead`
-        : 'the CI includes 0: no difference shown')
-      : 'no CI';
-    const va = cz ? e1.cloze![task as 'iae' | 'mcq']!.acc.ci95 : null;
-    const vb = cz ? e2.cloze![task as 'iae' | 'mcq']!.acc.ci95 : null;
-    out.push(
-      `Evaluation (${task.toUpperCase()}), ${scoring}: ${what} A ${p1(r.a)}%${ci(va)}, B ${p1(r.b)}%${ci(vb)}; B − A ${
-        r.diff >= 0 ? '+' : ''
-      }${p1(r.diff)} points${ci(r.ci)} (${verdict}).`,
-    );
-  }
-  return out;
 }
 
 /** Benchmark deltas: every accuracy of both evaluations (lobes eval) with the CI of the difference. */
