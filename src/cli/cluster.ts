@@ -5,7 +5,7 @@ import { DEFAULT_PROBE_REPEATS } from '../cluster/probecv.js';
 import { UsageError } from '../util/errors.js';
 import type { ClassifierMetrics, MetricWithCI } from '../cluster/types.js';
 import { verdictWords } from '../util/resolution.js';
-import { verdictTable, verdictTableLines } from '../report/verdict.js';
+import { verdictTable, verdictTableLines } from '../report/verdict-table.js';
 import type { TsneMethod } from '../tsne/index.js';
 import { OUTPUT_OPTIONS, QUIET_TEXT, helpLine } from './options.js';
 import { interruptSignal } from './interrupt.js';

@@ -1,6 +1,6 @@
 import { parseCommand } from './args.js';
 import { loadRun, nameRun, reportPage, runPayload } from '../report/index.js';
-import { verdictTableLines } from '../report/verdict.js';
+import { verdictTableLines } from '../report/verdict-table.js';
 import { isAttendDir } from '../report/attend.js';
 import { hasRunManifest } from '../store/layout.js';
 import { FIGURE_OPTIONS, writePageWithFigures } from './figures.js';

@@ -2,7 +2,7 @@ import { parseCommand, intOption, numOption, parseInteger, parseNumber } from '.
 import { UsageError } from '../util/errors.js';
 import { runWanda, DEFAULT_PERMUTATIONS, MAX_SIZED_PERMUTATIONS } from '../wanda/run.js';
 import type { TopSpec } from '../wanda/regions.js';
-import { verdictTable, verdictTableLines } from '../report/verdict.js';
+import { verdictTable, verdictTableLines } from '../report/verdict-table.js';
 import { OUTPUT_OPTIONS, QUIET_TEXT, helpLine } from './options.js';
 import { interruptSignal } from './interrupt.js';
 import { stderrIO } from '../util/jobio.js';

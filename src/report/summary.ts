@@ -5,7 +5,8 @@
  * Each analysis's own payload is its report module's (src/NAME/report.ts).
  */
 import type { ReportModel } from './load.js';
-import { verdictLines, verdictTable } from './verdict.js';
+import { verdictLines } from './verdict.js';
+import { verdictTable } from './verdict-table.js';
 import { ablatePayload } from './ablate.js';
 import { islandLine } from './islands.js';
 import type { AblatePayload, RunPayload, VerdictTable } from './types.js';

@@ -3,7 +3,7 @@
  * names and how `lobes swap` writes them. No other module names these files.
  *
  *   settings.json   the run's provenance and the probe settings
- *   swap.json       SwapResult (src/swap/swap.ts)
+ *   swap.json       SwapResult (src/swap/types.ts)
  *   swap.csv        one row per point and label (src/swap/run.ts swapCsv)
  */
 import * as path from 'node:path';

@@ -5,7 +5,8 @@
  * null, and the table agreeing with the sentences made from the same verdicts.
  */
 import { describe, it, expect } from 'vitest';
-import { verdictLines, verdictTable, verdictTableLines } from '../../src/report/verdict.js';
+import { verdictLines } from '../../src/report/verdict.js';
+import { verdictTable, verdictTableLines } from '../../src/report/verdict-table.js';
 
 const clf = (bal: number, p: number) => ({
   accuracy: { value: 0.4, ci95: [0.38, 0.42], p, nullMean: 0.35, nullBand: [0.33, 0.37] },
