@@ -8,49 +8,48 @@
  * (the run's model, or --weights: ONNX folder/file, safetensors checkpoint or GGUF file);
  * (2) one streaming pass over the weights computes C = column sums of |W| per row block;
  * (3) the analysis (src/wanda/analyze.ts) needs only C and the activations; (4) outputs are
- * written into a temporary sibling folder that replaces RUN/wanda/ only when complete
- * (writeDirAtomic), with the provenance of what was read: the run identity, its samples
- * table and chunk files, and the sha256 of every weight file. The run's own model is
- * verified against the hashes its manifest records before it is scored.
+ * written (src/wanda/outputs.ts) into a temporary sibling folder that replaces RUN/wanda/
+ * only when complete (writeDirAtomic), with the provenance of what was read: the run
+ * identity, its samples table and chunk files, and the sha256 of every weight file. The run's
+ * own model is verified against the hashes its manifest records before it is scored.
  */
 import { nearest } from '../util/suggest.js';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import * as path from 'node:path';
-import { csvField } from '../util/csv.js';
 import { LobesError, UsageError, opt, throwIfAborted } from '../util/errors.js';
 import { Progress } from '../util/progress.js';
 import { jobIO, type JobIO, type JobIOOptions } from '../util/jobio.js';
 import { defaultThreads } from '../util/worker.js';
-import { checkRegularFile, writeDirAtomic } from '../util/io.js';
+import { checkRegularFile } from '../util/io.js';
 import { checkOutputDir } from '../util/output.js';
 import { analysisProvenance, hashModelFiles } from '../store/provenance.js';
 import { modelFiles, resolveRunModel } from '../runtime/modelfiles.js';
 import { hashFilesInBackground } from '../store/filehash.js';
-import type { StWriteTensor } from '../formats/safetensors.js';
-import { wandaDir, writeWandaFiles } from './store.js';
-import { previousSettings } from '../store/analyses.js';
-import { modelInput, runInputs, type LineageInput } from '../store/lineage.js';
+import { wandaDir } from './store.js';
+import { modelInput, runInputs } from '../store/lineage.js';
 import { LOBES_VERSION } from '../version.js';
 import type { RunReader } from '../store/types.js';
 import type { ModelInfo } from '../runtime/types.js';
 import { loadModel } from '../onnx/index.js';
 import { runSource, type ActivationSource } from './stats.js';
 import { weightPass } from './pass.js';
-import { analyze, matrixInfo, NULL_METRICS, type AnalyzeResult } from './analyze.js';
+import { analyze, matrixInfo, type AnalyzeResult } from './analyze.js';
 import { groupSettings, itemGroupsOf } from './groups.js';
 import { analyzeWeights } from './weightres.js';
 import { addInference, correctWeightFamily, placementSets, type PlacementNull } from './inference.js';
 import { hookPooler } from './sumpool.js';
-import { checkOptionPairs, checkSweepGrid, sensitivitySweep, sensitivityCsv, SWEEP_BLOCKS,
-  SWEEP_TOPS } from './sensitivity.js';
+import { checkOptionPairs, checkSweepGrid, sensitivitySweep, SWEEP_BLOCKS, SWEEP_TOPS } from './sensitivity.js';
 import { wantedMatrices, isSafetensorsPath, openSafetensorsCheckpoint, safetensorsMatrices, onnxMatrices, ggufMatrices,
   type WantedMatrix } from './weights.js';
 import { isGgufFile, sameGguf } from '../convert/cache.js';
 import { expectedBytes, type MatrixRef } from './kernel.js';
 import type { TopSpec } from './regions.js';
 import { autoBlockSize, blockCheck, coarseWarnings, MIN_SELECTED, MIN_SHORT_SIDE, PAPER_BLOCK } from './blocksize.js';
-import type { WandaSettings, WandaRegions, WandaMetrics, WandaMatrix, NullTested } from './types.js';
+import type { WandaSettings, WandaRegions, WandaMetrics, WandaMatrix } from './types.js';
 import { planPermutations, type PermutationPlan } from '../util/resolution.js';
+import { describeReplaced, writeOutputs } from './outputs.js';
+
+export { metricsCsv } from './outputs.js';
 
 /** Its IO (`io`: log lines, warnings, progress, the signal that cancels it between stages, around the weight pass, before the sweep and the writes: E_ABORTED, nothing written) and the deprecated `quiet`, `signal` (src/util/jobio.ts). */
 export interface WandaOptions extends JobIOOptions {
@@ -480,104 +479,4 @@ async function weightResolution(input: AnalysisInput, r: Resolved, opts: WandaOp
     onMatrix: (d) => progress.set(d) });
   progress.finish();
   return { result: w.result, weightLevel: w.weightLevel };
-}
-
-/** Columns of metrics.csv. */
-export const METRICS_CSV_HEADER =
-  'a,b,metric,value,p,p_lower,percentile,null_mean,z,p_holm,p_bh,p_lower_holm,p_lower_bh';
-
-/**
- * metrics.csv: one row per pair × metric, with the family-adjusted p-values beside the raw
- * ones. Isolation is left out (the same test as Jaccard, metrics.json's notes say why);
- * `placement_*` rows test A∖B and B∖A against random placements of their size, and
- * `densityRatio*` is the density over a random set's.
- */
-export function metricsCsv(metrics: WandaMetrics): string {
-  const rows = [METRICS_CSV_HEADER];
-  const nil = [null, null, null, null, null, null, null, null, null, null, null];
-  for (const p of metrics.pairs) {
-    const nt = (name: string, t: NullTested) =>
-      rows.push(
-        [p.a, p.b, name, t.value, t.p, t.pLower ?? null, t.percentile, t.nullMean, t.z ?? null, t.pHolm ?? null,
-          t.pBH ?? null, t.pLowerHolm ?? null, t.pLowerBH ?? null].map(csvField).join(','),
-      );
-    const plain = (name: string, v: number | null) => rows.push([p.a, p.b, name, v, ...nil].map(csvField).join(','));
-    for (const k of NULL_METRICS) if (k !== 'isolationAB' && k !== 'isolationBA') nt(k, p[k]);
-    for (const k of ['sizeAminusB', 'sizeBminusA'] as const) plain(k, p[k]);
-    nt('componentsAminusB',
-      p.componentsAminusBNull ?? { value: p.componentsAminusB, p: null, percentile: null, nullMean: null });
-    nt('componentsBminusA',
-      p.componentsBminusANull ?? { value: p.componentsBminusA, p: null, percentile: null, nullMean: null });
-    for (const [side, pl] of [['AminusB', p.placementAminusB], ['BminusA', p.placementBminusA]] as const) {
-      if (!pl) continue;
-      plain(`densityRatio${side}`, pl.densityRatio);
-      nt(`placement_density${side}`, pl.density);
-      nt(`placement_components${side}`, pl.components);
-    }
-  }
-  for (const w of metrics.weightLevel ?? []) {
-    const t = w.jaccard;
-    rows.push(
-      [w.a, w.b, 'weight_jaccard', t.value, t.p, t.pLower ?? null, t.percentile, t.nullMean, t.z ?? null,
-        t.pHolm ?? null, t.pBH ?? null, t.pLowerHolm ?? null, t.pLowerBH ?? null].map(csvField).join(','),
-    );
-  }
-  return rows.join('\n') + '\n';
-}
-
-/** channels.csv: the per-channel RMS test, one row per capture point. */
-export function channelsCsv(metrics: WandaMetrics): string {
-  const rows = ['hook,layer,channels,value,p,z,null_mean,p_holm,p_bh,channels_bh05,top_channels'];
-  for (const c of metrics.channels ?? []) {
-    const top = c.top.map((t) => `${t.channel}:${t.high}>${t.low}`).join(' ');
-    rows.push(
-      [c.hook, c.layer, c.channels, c.value, c.p, c.z, c.nullMean, c.pHolm, c.pBH, c.channelsBH05, top].map(csvField)
-        .join(','),
-    );
-  }
-  return rows.join('\n') + '\n';
-}
-
-/** Write every output into a temporary sibling of `target`, then swap it in (writeDirAtomic). */
-async function writeOutputs(target: string, settings: WandaSettings, result: AnalyzeResult, metrics: WandaMetrics,
-  inputs: LineageInput[]): Promise<void>
-{
-  await writeDirAtomic(target, (tmp) => {
-    const tensors: StWriteTensor[] = [];
-    for (const [key, map] of result.pooled) {
-      const m = result.regions.matrices.find((x) => key.endsWith(`|${x.name}`))!;
-      tensors.push({ name: key, dtype: 'F32', shape: [m.rowBlocks, m.colBlocks], data: map });
-    }
-    writeWandaFiles(tmp, {
-      settings,
-      regions: result.regions,
-      metrics,
-      tables: {
-        metrics: metricsCsv(metrics),
-        ...(metrics.channels ? { channels: channelsCsv(metrics) } : {}),
-        ...(metrics.sensitivity ? { sensitivity: sensitivityCsv(metrics.sensitivity) } : {}),
-      },
-      pooled: { tensors,
-        meta: { by: settings.by, block: settings.block.join('x'), seed: String(settings.seed),
-          format: 'lobes-wanda-pooled' } },
-    });
-  }, { kind: 'wanda', inputs });
-}
-
-/** What an earlier result in `target` was made with, where it differs from `now` (null: none there, or the same settings). */
-function describeReplaced(target: string, now: WandaSettings): string | null {
-  const prev = previousSettings(target) as Partial<WandaSettings> | null;
-  if (!prev) return null;
-  const shown: [string, unknown, unknown][] = [
-    ['--block', prev.block, now.block],
-    ['--top', prev.top, now.top],
-    ['--permutations', prev.permutations, now.permutations],
-    ['--seed', prev.seed, now.seed],
-    ['--resolution', prev.resolution, now.resolution],
-    ['weights', prev.weights?.path, now.weights.path],
-  ];
-  const differ = shown.filter(([, a, b]) => JSON.stringify(a) !== JSON.stringify(b)).map(([k, a, b]) =>
-    `${k} ${JSON.stringify(a)} then, ${JSON.stringify(b)} now`
-  );
-  return differ.length ? `made with ${differ.join('; ')}` : 'the same settings, run again';
 }
