@@ -31,7 +31,8 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { writeShardedSafetensors, type StTensorSpec } from '../src/formats/safetensors.js';
+import type { StTensorSpec } from '../src/formats/safetensors.js';
+import { writeShardedSafetensors } from '../src/formats/safetensors-shards.js';
 import { expectedWeights, seededLlamaSource, type LlamaSpec } from '../src/convert/llama-onnx/index.js';
 import { floatToBf16 } from '../src/util/half.js';
 

@@ -102,10 +102,10 @@ export { runDoctor, type DoctorOptions, type DoctorReport } from './doctor/index
 
 // Weight and tensor files
 export { openGguf, type GgufFile, type GgufTensorInfo, type GgufValue } from './formats/gguf.js';
+export { writeShardedSafetensors, planShards } from './formats/safetensors-shards.js';
 export { readSafetensorsHeader, readTensorFloat32, writeSafetensors, type StHeader,
   type StTensorInfo } from './formats/safetensors.js';
-export { SafetensorsWriter, writeShardedSafetensors, planShards, encodeSafetensorsHeader, stTensorBytes,
-  type StTensorSpec } from './formats/safetensors.js';
+export { SafetensorsWriter, encodeSafetensorsHeader, stTensorBytes, type StTensorSpec } from './formats/safetensors.js';
 
 // GGUF models (llama.cpp, Ollama) as ONNX model folders
 export { resolveModel, isGgufFile, defaultCacheDir, type ResolveModelOptions, type ResolvedModel,

@@ -16,7 +16,8 @@
 import { existsSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { bf16ArrayToFloat } from '../../src/util/half.js';
-import { writeShardedSafetensors, type ShardedWriteResult, type StTensorSpec } from '../../src/formats/safetensors.js';
+import type { StTensorSpec } from '../../src/formats/safetensors.js';
+import { writeShardedSafetensors, type ShardedWriteResult } from '../../src/formats/safetensors-shards.js';
 import type { LlamaSpec } from '../../src/convert/llama-onnx/index.js';
 
 /** Shape and hyper-parameters of a Llama model: the writer's own LlamaSpec. */

@@ -10,12 +10,11 @@ import * as path from 'node:path';
 import {
   SafetensorsWriter,
   encodeSafetensors,
-  planShards,
   readSafetensorsHeader,
   readTensorFloat32,
-  writeShardedSafetensors,
   type StTensorSpec,
 } from '../../src/formats/safetensors.js';
+import { planShards, writeShardedSafetensors } from '../../src/formats/safetensors-shards.js';
 import { openSafetensorsCheckpoint } from '../../src/wanda/weights.js';
 import { Rng } from '../../src/util/rng.js';
 
