@@ -233,7 +233,7 @@ export async function swapAnalysis(input: SwapInput, opts: SwapOptions = {}): Pr
 
   // the words alone, for both labels
   // keyed blocks: the in-fold PCA of a block on one label's folds is computed once and shared by
-  // every probe that reduces it (probecv.ts reducedParts), which changes no number
+  // every probe that reduces it (probe-fold.ts reducedParts), which changes no number
   const wordBlocks = new Map(input.words.map((w) => [w.name, { X: w.X, d: w.dim, key: blockKey(`words ${w.name}`) }]));
   const words: SwapWordsResult[] = [];
   const wordFits = new Map<string, Record<Label, Fitted>>();
