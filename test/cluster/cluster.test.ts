@@ -210,7 +210,7 @@ describe('bad input', () => {
     ['missing labels', (dir) => {
       const { npy } = writeMatrix(dir, X, n, 5, labels);
       return { file: npy, opts: {} };
-    }, /needs --labels FILE/],
+    }, /needs labels FILE/],
   ];
   for (const [name, setup, re] of cases) {
     it(`${name}: a clear error and nothing written`, async () => {

@@ -27,7 +27,7 @@ describe('perplexity hints', () => {
       for (const p of [1, 1.5, 2, 5, 10, 30]) {
         const msg = problem(p, n);
         if (msg === null) continue;
-        const m = /pass --perplexity (\d+(?:\.\d+)?) or fewer/.exec(msg);
+        const m = /pass perplexity (\d+(?:\.\d+)?) or fewer/.exec(msg);
         if (n < 4) {
           expect(m, msg).toBeNull();
           expect(msg).toMatch(/t-SNE needs at least 4 points/);

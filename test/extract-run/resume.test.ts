@@ -104,7 +104,7 @@ describe('crash safety: kill -9 and resume', () => {
     writeFileSync(victim, b);
     await expect(runExtract({ model, data: 'fake', out, chunkRows: K, batch: 3, quiet: true, deps: fakeDeps(N) }))
       .rejects.toThrow(
-        /layers\.0\.mlp\.down_in\/chunk-000001\.safetensors: chunk file is corrupted: sha256 .* does not match .* \(rerun with --repair/,
+        /layers\.0\.mlp\.down_in\/chunk-000001\.safetensors: chunk file is corrupted: sha256 .* does not match .* \(rerun with repair/,
       );
     const lines: string[] = [];
     await runExtract({ model, data: 'fake', out, chunkRows: K, batch: 3, repair: true, deps: fakeDeps(N),
