@@ -35,6 +35,7 @@ import type { StTensorSpec } from '../src/formats/safetensors.js';
 import { writeShardedSafetensors } from '../src/formats/safetensors-shards.js';
 import { expectedWeights, seededLlamaSource, type LlamaSpec } from '../src/convert/llama-onnx/index.js';
 import { floatToBf16 } from '../src/util/half.js';
+import { LLAMA_31_8B } from './scale/weights.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const { values: v } = parseArgs({
@@ -44,22 +45,8 @@ const { values: v } = parseArgs({
 const weightsList = v.weights!.split(',');
 
 const SHAPES: Record<string, LlamaSpec> = {
-  llama: {
-    layers: 32,
-    hidden: 4096,
-    intermediate: 14336,
-    heads: 32,
-    kvHeads: 8,
-    headDim: 128,
-    vocab: 128256,
-    rmsNormEps: 1e-5,
-    ropeTheta: 500000,
-    ropeScaling: { rope_type: 'llama3', factor: 8, low_freq_factor: 1, high_freq_factor: 4,
-      original_max_position_embeddings: 8192 },
-    maxPositions: 131072,
-    tiedEmbeddings: false,
-    modelType: 'llama',
-  },
+  // Llama-3.1-8B's shape, as bench/scale does
+  llama: { ...LLAMA_31_8B, modelType: 'llama' },
   qwen2: { layers: 28, hidden: 3584, intermediate: 18944, heads: 28, kvHeads: 4, headDim: 128, vocab: 152064,
     rmsNormEps: 1e-6, ropeTheta: 1000000, ropeScaling: null, maxPositions: 32768, tiedEmbeddings: false,
     modelType: 'qwen2', attnBias: true },
